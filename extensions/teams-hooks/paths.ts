@@ -1,0 +1,66 @@
+/**
+ * The team-dir layout of DESIGN.md, as pure functions of values passed in. Every name that becomes a
+ * path component goes through `sanitizeName` first.
+ */
+import path from "node:path";
+
+/** Every character outside `[A-Za-z0-9_-]` becomes `-`. */
+export function sanitizeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]/g, "-");
+}
+
+export function tasksDir(teamDir: string, taskListId: string): string {
+  return path.join(teamDir, "tasks", sanitizeName(taskListId));
+}
+
+export function taskFile(teamDir: string, taskListId: string, taskId: string): string {
+  return path.join(tasksDir(teamDir, taskListId), `${sanitizeName(taskId)}.json`);
+}
+
+export function highWatermarkFile(teamDir: string, taskListId: string): string {
+  return path.join(tasksDir(teamDir, taskListId), ".highwatermark");
+}
+
+export function configFile(teamDir: string): string {
+  return path.join(teamDir, "config.json");
+}
+
+/** The inbox of `member` in `namespace` (`team` for the leader's inbox, else a task list id). */
+export function inboxFile(teamDir: string, namespace: string, member: string): string {
+  return path.join(teamDir, "mailboxes", sanitizeName(namespace), "inboxes", `${sanitizeName(member)}.json`);
+}
+
+export function hookLogsDir(teamDir: string): string {
+  return path.join(teamDir, "hook-logs");
+}
+
+/** Where the leader keeps its own state (ledger). */
+export function leaderStateDir(teamDir: string): string {
+  return path.join(teamDir, "hook-state");
+}
+
+/** `PI_TEAMS_ROOT_DIR`, else the parent folder of the team dir. */
+export function teamsRootDir(teamDir: string, env: Readonly<Record<string, string | undefined>>): string {
+  const root = env.PI_TEAMS_ROOT_DIR?.trim();
+  return root ? path.resolve(root) : path.dirname(path.resolve(teamDir));
+}
+
+/** The hooks dir: the flag, else `PI_TEAMS_HOOKS_DIR` (relative = under the teams root), else `<teamsRoot>/_hooks`. */
+export function resolveHooksDir(opts: {
+  flag?: string | undefined;
+  teamDir: string;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+}): { dir: string; source: "flag" | "env" | "default" } {
+  if (opts.flag) return { dir: path.resolve(opts.cwd, opts.flag), source: "flag" };
+  const root = teamsRootDir(opts.teamDir, opts.env);
+  const fromEnv = opts.env.PI_TEAMS_HOOKS_DIR?.trim();
+  if (fromEnv) return { dir: path.resolve(root, fromEnv), source: "env" };
+  return { dir: path.join(root, "_hooks"), source: "default" };
+}
+
+/** True for files the watcher and scanner must ignore: temp files of atomic writes and locks. */
+export function isTempOrLock(file: string): boolean {
+  const base = path.basename(file);
+  return base.includes(".tmp.") || base.endsWith(".lock") || base === ".highwatermark";
+}
