@@ -172,6 +172,13 @@ export const ContextDocumentSchema = z.object({
 });
 export type ContextDocument = z.infer<typeof ContextDocumentSchema>;
 
+/** How to start a discovered hook: `command` with `args` (no shell). `display` is the argv as logged. */
+export interface HookCommand {
+  hookPath: string;
+  command: string;
+  args: string[];
+}
+
 export const RUN_OUTCOMES = ["passed", "failed", "error"] as const;
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
