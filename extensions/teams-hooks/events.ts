@@ -1,0 +1,132 @@
+/**
+ * From file contents to events, purely. A task file's current state stands for at most one event
+ * (its completion or its failure), identified by a key; an idle notification stands for an `idle`
+ * event and, through the task file it names, maybe a task event. The ledger decides which keys are
+ * new, so the same change seen twice (file and notification, watcher and scan) runs once.
+ */
+import type { HookEventName, IdleNotification, Task } from "./contract.js";
+
+export interface HookEvent {
+  /** `task_completed:<taskId>:<completedAt>`, `task_failed:<taskId>:<abortedAt>`, `idle:<member>:<timestamp>` */
+  key: string;
+  event: HookEventName;
+  taskId: string | null;
+  /** From the first source to see the event: the task's owner, or the notification's `from`. */
+  member: string | null;
+  timestamp: string | null;
+  source: "task" | "inbox";
+}
+
+export function eventKey(event: HookEventName, subject: string, stamp: string): string {
+  return `${event}:${subject}:${stamp}`;
+}
+
+function metaString(task: Task, field: string): string | undefined {
+  const value = task.metadata?.[field];
+  return typeof value === "string" && value.trim() !== "" ? value : undefined;
+}
+
+/**
+ * The stamp that tells one completion of `task` from the next. `metadata.completedAt` when the
+ * worker set it; otherwise `updatedAt` — except right after the leader's own gate write (its
+ * `updatedAt` equals `metadata.qualityGateAt`), which keeps the key recorded then, so that the leader's
+ * write is never a new completion.
+ */
+export function completionStamp(task: Task): string {
+  const completedAt = metaString(task, "completedAt");
+  if (completedAt) return completedAt;
+  const recorded = metaString(task, "qualityGateEventKey");
+  const prefix = `task_completed:${task.id}:`;
+  if (recorded?.startsWith(prefix) && metaString(task, "qualityGateAt") === task.updatedAt) {
+    return recorded.slice(prefix.length);
+  }
+  return task.updatedAt;
+}
+
+/**
+ * The event a task's current state stands for, or null. A pending task is a failure only while its
+ * `abortedAt` is later than the gate's last reopen: a reopen keeps an old `abortedAt` in place, and
+ * that must not look like a new failure.
+ */
+export function taskEvent(task: Task): HookEvent | null {
+  if (task.status === "completed") {
+    const stamp = completionStamp(task);
+    return {
+      key: eventKey("task_completed", task.id, stamp),
+      event: "task_completed",
+      taskId: task.id,
+      member: task.owner ?? null,
+      timestamp: stamp,
+      source: "task",
+    };
+  }
+  if (task.status === "pending") {
+    const abortedAt = metaString(task, "abortedAt");
+    if (!abortedAt) return null;
+    const reopenedAt = metaString(task, "reopenedByQualityGateAt");
+    if (reopenedAt && !isLater(abortedAt, reopenedAt)) return null;
+    return {
+      key: eventKey("task_failed", task.id, abortedAt),
+      event: "task_failed",
+      taskId: task.id,
+      member: task.owner ?? metaString(task, "abortedBy") ?? null,
+      timestamp: abortedAt,
+      source: "task",
+    };
+  }
+  return null;
+}
+
+function isLater(a: string, b: string): boolean {
+  const ta = Date.parse(a);
+  const tb = Date.parse(b);
+  if (Number.isNaN(ta) || Number.isNaN(tb)) return a > b;
+  return ta > tb;
+}
+
+/** `{ type: "idle_notification", … }` inside a message's text, or null for any other text. */
+export function parseIdleText(text: string): unknown {
+  if (!text.includes("idle_notification")) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null; // plain prose that mentions the word: not a notification
+  }
+}
+
+/**
+ * The events of one idle notification: always `idle`, plus the task event it reports. The task
+ * event's key comes from the task file when the file shows that state (so both sources agree);
+ * a missing file (task null) falls back to the notification's timestamp. `task` is the named task
+ * as read now, or null when its file is gone.
+ */
+export function idleEvents(note: IdleNotification, task: Task | null): HookEvent[] {
+  const events: HookEvent[] = [
+    { key: eventKey("idle", note.from, note.timestamp), event: "idle", taskId: null, member: note.from, timestamp: note.timestamp, source: "inbox" },
+  ];
+  const taskId = note.completedTaskId;
+  if (!taskId || !note.completedStatus) return events;
+  const fromNote = (event: HookEventName, stamp: string): HookEvent => ({
+    key: eventKey(event, taskId, stamp),
+    event,
+    taskId,
+    member: note.from,
+    timestamp: note.timestamp,
+    source: "inbox",
+  });
+  const wanted = note.completedStatus === "completed" ? "task_completed" : "task_failed";
+  if (task === null) {
+    events.push(fromNote(wanted, note.timestamp));
+    return events;
+  }
+  const fileEvent = taskEvent(task);
+  if (fileEvent?.event === wanted) {
+    events.push({ ...fileEvent, member: note.from, timestamp: note.timestamp, source: "inbox" });
+  } else if (wanted === "task_failed" && task.status !== "completed" && !metaString(task, "abortedAt")) {
+    // A runtime that reports failures only by message: the notification is the only source.
+    events.push(fromNote("task_failed", note.timestamp));
+  }
+  // A reported completion that the file does not show (already reopened, or not yet written) is the
+  // file's to report: inventing a key here would run the same completion twice.
+  return events;
+}

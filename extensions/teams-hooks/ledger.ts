@@ -1,0 +1,232 @@
+/**
+ * The leader's crash-safe memory of event keys: `<teamDir>/hook-state/ledger.jsonl`, one JSON record a
+ * line, appended and flushed to disk (fdatasync) before the call returns.
+ *
+ *   baseline  key existed before the leader's first start; never run (unless --catch-up)
+ *   begin     the event's hook is about to start (runId, attempt)
+ *   spawn     its process group (pid), so a restarted leader can end a group left behind
+ *   done      its log and policy actions are written (or no hook existed)
+ *
+ * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
+ * leader looks for that run's log and either marks it done or runs it again as a retry. A torn last
+ * line (a crash mid-append) is ignored. The file is compacted (one line per key, atomic rename) when
+ * it grows past twice its keys. See docs/ledger.md.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { HooksError, describeError, errnoCode } from "./errors.js";
+import { leaderStateDir } from "./paths.js";
+
+const RecordSchema = z.discriminatedUnion("op", [
+  z.object({ op: z.literal("baseline"), key: z.string(), at: z.string() }),
+  z.object({ op: z.literal("begin"), key: z.string(), at: z.string(), runId: z.string(), attempt: z.number().int() }),
+  z.object({ op: z.literal("spawn"), key: z.string(), runId: z.string(), pid: z.number().int() }),
+  z.object({ op: z.literal("done"), key: z.string(), at: z.string(), runId: z.string().nullable(), outcome: z.string(), log: z.string().nullable() }),
+]);
+export type LedgerRecord = z.infer<typeof RecordSchema>;
+
+export type KeyState =
+  | { state: "baseline" }
+  | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null }
+  | { state: "done"; outcome: string; log: string | null; attempt: number };
+
+export function ledgerFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "ledger.jsonl");
+}
+
+export class Ledger {
+  readonly file: string;
+  /** True when the ledger file did not exist: the leader's first start on this team dir. */
+  readonly fresh: boolean;
+  readonly #keys: Map<string, KeyState>;
+  #lines: number;
+  #handle: fs.promises.FileHandle | null;
+  /** Appends run one after another, in call order. */
+  #tail: Promise<void> = Promise.resolve();
+
+  private constructor(file: string, fresh: boolean, keys: Map<string, KeyState>, lines: number, handle: fs.promises.FileHandle) {
+    this.file = file;
+    this.fresh = fresh;
+    this.#keys = keys;
+    this.#lines = lines;
+    this.#handle = handle;
+  }
+
+  /** Loads the ledger of `teamDir` (creating it), reporting unreadable lines through `warn`. */
+  static async open(teamDir: string, warn: (message: string) => void = () => {}): Promise<Ledger> {
+    const file = ledgerFile(teamDir);
+    await fs.promises.mkdir(path.dirname(file), { recursive: true });
+    let text = "";
+    let fresh = false;
+    try {
+      text = await fs.promises.readFile(file, "utf8");
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw new HooksError("E_LEDGER", `${file}: cannot read the ledger: ${describeError(error)}`, { cause: error });
+      fresh = true;
+    }
+    const keys = new Map<string, KeyState>();
+    const lines = text.split("\n");
+    let count = 0;
+    lines.forEach((line, index) => {
+      if (line.trim() === "") return;
+      count += 1;
+      const parsed = parseLine(line);
+      if (parsed) apply(keys, parsed);
+      // A torn last line is what a crash mid-append leaves: expected, so silent.
+      else if (index < lines.length - 1) warn(`${file}:${index + 1}: unreadable ledger line skipped`);
+    });
+    if (text !== "" && !text.endsWith("\n")) {
+      // Seal the torn line so the next record starts on a line of its own.
+      await fs.promises.appendFile(file, "\n");
+    }
+    const handle = await fs.promises.open(file, "a");
+    const ledger = new Ledger(file, fresh, keys, count, handle);
+    if (count > 1000 && count > keys.size * 2) await ledger.compact();
+    return ledger;
+  }
+
+  get(key: string): KeyState | undefined {
+    return this.#keys.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.#keys.has(key);
+  }
+
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /** Keys whose hook started but whose end was never recorded. */
+  inFlight(): Array<{ key: string; runId: string; attempt: number; startedAt: string; pid: number | null }> {
+    const out = [];
+    for (const [key, state] of this.#keys) {
+      if (state.state === "in_flight") out.push({ key, runId: state.runId, attempt: state.attempt, startedAt: state.startedAt, pid: state.pid });
+    }
+    return out;
+  }
+
+  /** Records keys that existed before the first start, in one flush. */
+  async baseline(keys: Iterable<string>, at: string): Promise<void> {
+    const records: LedgerRecord[] = [];
+    for (const key of keys) if (!this.#keys.has(key)) records.push({ op: "baseline", key, at });
+    await this.#append(records);
+  }
+
+  /** Returns the attempt number (1 for the first run of the key). */
+  async begin(key: string, runId: string, at: string): Promise<number> {
+    const previous = this.#keys.get(key);
+    const attempt = previous && previous.state !== "baseline" ? previous.attempt + 1 : 1;
+    await this.#append([{ op: "begin", key, at, runId, attempt }]);
+    return attempt;
+  }
+
+  async spawned(key: string, runId: string, pid: number): Promise<void> {
+    await this.#append([{ op: "spawn", key, runId, pid }]);
+  }
+
+  async finish(key: string, at: string, info: { runId: string | null; outcome: string; log: string | null }): Promise<void> {
+    await this.#append([{ op: "done", key, at, ...info }]);
+  }
+
+  #append(records: LedgerRecord[]): Promise<void> {
+    if (records.length === 0) return this.#tail;
+    for (const record of records) apply(this.#keys, record);
+    this.#lines += records.length;
+    const text = records.map((r) => JSON.stringify(r) + "\n").join("");
+    const next = this.#tail.then(async () => {
+      const handle = this.#handle;
+      if (!handle) throw new HooksError("E_LEDGER", `${this.file}: the ledger is closed`);
+      await handle.appendFile(text);
+      await handle.datasync();
+    });
+    // The chain itself must survive a failed append; the caller still sees the failure.
+    this.#tail = next.catch(() => {});
+    return next;
+  }
+
+  /** Compacts when the history has grown past twice the keys (and past 10,000 lines). */
+  maybeCompact(): Promise<void> {
+    if (this.#lines <= 10_000 || this.#lines <= this.#keys.size * 2) return Promise.resolve();
+    return this.compact();
+  }
+
+  /**
+   * Rewrites the file with one line per key (atomically), dropping the history of each. It runs in
+   * the append chain, so no record lands in the old file after the snapshot was taken.
+   */
+  compact(): Promise<void> {
+    const next = this.#tail.then(async () => {
+      const tmp = `${this.file}.tmp.${process.pid}.${Date.now()}`;
+      const lines: string[] = [];
+      for (const [key, state] of this.#keys) lines.push(...recordsFor(key, state).map((r) => JSON.stringify(r)));
+      const out = await fs.promises.open(tmp, "w");
+      try {
+        await out.writeFile(lines.join("\n") + (lines.length ? "\n" : ""));
+        await out.sync();
+      } finally {
+        await out.close();
+      }
+      await this.#handle?.close();
+      await fs.promises.rename(tmp, this.file);
+      this.#handle = await fs.promises.open(this.file, "a");
+      this.#lines = lines.length;
+    });
+    this.#tail = next.catch(() => {});
+    return next;
+  }
+
+  async close(): Promise<void> {
+    await this.#tail;
+    const handle = this.#handle;
+    this.#handle = null;
+    await handle?.close();
+  }
+}
+
+function parseLine(line: string): LedgerRecord | null {
+  try {
+    const parsed = RecordSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}
+
+function apply(keys: Map<string, KeyState>, record: LedgerRecord): void {
+  const previous = keys.get(record.key);
+  switch (record.op) {
+    case "baseline":
+      if (!previous) keys.set(record.key, { state: "baseline" });
+      return;
+    case "begin":
+      keys.set(record.key, { state: "in_flight", runId: record.runId, attempt: record.attempt, startedAt: record.at, pid: null });
+      return;
+    case "spawn":
+      if (previous?.state === "in_flight" && previous.runId === record.runId) previous.pid = record.pid;
+      return;
+    case "done": {
+      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
+      keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt });
+      return;
+    }
+  }
+}
+
+function recordsFor(key: string, state: KeyState): LedgerRecord[] {
+  const at = new Date(0).toISOString();
+  switch (state.state) {
+    case "baseline":
+      return [{ op: "baseline", key, at }];
+    case "in_flight": {
+      const begin: LedgerRecord = { op: "begin", key, at: state.startedAt, runId: state.runId, attempt: state.attempt };
+      return state.pid === null ? [begin] : [begin, { op: "spawn", key, runId: state.runId, pid: state.pid }];
+    }
+    case "done":
+      return [
+        { op: "begin", key, at, runId: "compacted", attempt: state.attempt },
+        { op: "done", key, at, runId: null, outcome: state.outcome, log: state.log },
+      ];
+  }
+}

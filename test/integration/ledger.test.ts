@@ -1,0 +1,88 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Ledger, ledgerFile } from "../../extensions/teams-hooks/ledger.js";
+
+const dirs: string[] = [];
+function tempTeam(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ledger-"));
+  dirs.push(dir);
+  return dir;
+}
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("Ledger", () => {
+  it("is fresh on first open and remembers keys across reopen", async () => {
+    const team = tempTeam();
+    const first = await Ledger.open(team);
+    expect(first.fresh).toBe(true);
+    await first.baseline(["task_completed:1:a", "task_completed:2:b"], "2026-12-02T00:00:00.000Z");
+    const attempt = await first.begin("task_completed:3:c", "run-3", "2026-12-02T00:00:01.000Z");
+    expect(attempt).toBe(1);
+    await first.spawned("task_completed:3:c", "run-3", 4242);
+    await first.begin("task_completed:4:d", "run-4", "2026-12-02T00:00:02.000Z");
+    await first.finish("task_completed:4:d", "2026-12-02T00:00:03.000Z", { runId: "run-4", outcome: "passed", log: "x.json" });
+    await first.close();
+
+    const second = await Ledger.open(team);
+    expect(second.fresh).toBe(false);
+    expect(second.get("task_completed:1:a")).toEqual({ state: "baseline" });
+    expect(second.get("task_completed:4:d")).toMatchObject({ state: "done", outcome: "passed", log: "x.json" });
+    expect(second.inFlight()).toEqual([
+      { key: "task_completed:3:c", runId: "run-3", attempt: 1, startedAt: "2026-12-02T00:00:01.000Z", pid: 4242 },
+    ]);
+    expect(await second.begin("task_completed:3:c", "run-3b", "2026-12-02T00:00:04.000Z")).toBe(2);
+    await second.close();
+  });
+
+  it("ignores a torn last line and keeps appending on a line of its own", async () => {
+    const team = tempTeam();
+    const ledger = await Ledger.open(team);
+    await ledger.begin("k1", "r1", "t");
+    await ledger.close();
+    fs.appendFileSync(ledgerFile(team), '{"op":"done","key":"k1","at":"t","runI');
+    const warnings: string[] = [];
+    const reopened = await Ledger.open(team, (m) => warnings.push(m));
+    expect(warnings).toEqual([]);
+    expect(reopened.get("k1")).toMatchObject({ state: "in_flight" });
+    await reopened.finish("k1", "t2", { runId: "r1", outcome: "passed", log: null });
+    await reopened.close();
+    const again = await Ledger.open(team);
+    expect(again.get("k1")).toMatchObject({ state: "done" });
+    await again.close();
+  });
+
+  it("warns about a corrupt line in the middle and keeps the rest", async () => {
+    const team = tempTeam();
+    fs.mkdirSync(path.dirname(ledgerFile(team)), { recursive: true });
+    fs.writeFileSync(ledgerFile(team), '{"op":"baseline","key":"a","at":"t"}\nnot json\n{"op":"baseline","key":"b","at":"t"}\n');
+    const warnings: string[] = [];
+    const ledger = await Ledger.open(team, (m) => warnings.push(m));
+    expect(ledger.has("a") && ledger.has("b")).toBe(true);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/ledger\.jsonl:2/);
+    await ledger.close();
+  });
+
+  it("compaction keeps every key's state in fewer lines", async () => {
+    const team = tempTeam();
+    const ledger = await Ledger.open(team);
+    for (let i = 0; i < 300; i++) {
+      await ledger.begin(`k${i}`, `r${i}`, "t");
+      await ledger.finish(`k${i}`, "t", { runId: `r${i}`, outcome: i % 2 ? "passed" : "failed", log: `l${i}` });
+    }
+    await ledger.begin("live", "r-live", "t");
+    await ledger.compact();
+    await ledger.finish("k0", "t", { runId: "r0", outcome: "passed", log: "again" });
+    await ledger.close();
+    const reopened = await Ledger.open(team);
+    expect(reopened.size).toBe(301);
+    expect(reopened.get("k0")).toMatchObject({ state: "done", log: "again" });
+    expect(reopened.get("k7")).toMatchObject({ state: "done", outcome: "passed", log: "l7" });
+    expect(reopened.inFlight().map((e) => e.key)).toEqual(["live"]);
+    await reopened.close();
+  });
+});

@@ -1,0 +1,89 @@
+import { describe, expect, it } from "vitest";
+import type { IdleNotification, Task } from "../../extensions/teams-hooks/contract.js";
+import { idleEvents, parseIdleText, taskEvent } from "../../extensions/teams-hooks/events.js";
+
+function task(overrides: Partial<Task> = {}): Task {
+  return {
+    id: "3", subject: "s", description: "", owner: "bob", status: "completed", blocks: [], blockedBy: [],
+    metadata: { completedAt: "2026-12-02T10:00:00.000Z" },
+    createdAt: "2026-12-02T09:00:00.000Z", updatedAt: "2026-12-02T10:00:01.000Z", ...overrides,
+  };
+}
+
+describe("taskEvent", () => {
+  it.each([
+    ["completion keyed by completedAt", task(), "task_completed:3:2026-12-02T10:00:00.000Z", "bob"],
+    ["completion without completedAt keyed by updatedAt", task({ metadata: {} }), "task_completed:3:2026-12-02T10:00:01.000Z", "bob"],
+    ["failure keyed by abortedAt", task({ status: "pending", metadata: { abortedAt: "2026-12-02T11:00:00.000Z", abortedBy: "bob" } }), "task_failed:3:2026-12-02T11:00:00.000Z", "bob"],
+    ["failure member falls back to abortedBy", task({ owner: undefined, status: "pending", metadata: { abortedAt: "2026-12-02T11:00:00.000Z", abortedBy: "carol" } }), "task_failed:3:2026-12-02T11:00:00.000Z", "carol"],
+    ["no owner is a null member", task({ owner: undefined }), "task_completed:3:2026-12-02T10:00:00.000Z", null],
+  ])("%s", (_name, t, key, member) => {
+    const event = taskEvent(t);
+    expect(event?.key).toBe(key);
+    expect(event?.member).toBe(member);
+  });
+
+  it.each([
+    ["a plain pending task", task({ status: "pending", metadata: {} })],
+    ["an in-progress task", task({ status: "in_progress" })],
+    ["a task reopened by the gate with an older abort", task({ status: "pending", metadata: { abortedAt: "2026-12-02T09:30:00.000Z", reopenedByQualityGateAt: "2026-12-02T10:00:05.000Z" } })],
+  ])("no event for %s", (_name, t) => {
+    expect(taskEvent(t)).toBeNull();
+  });
+
+  it("an abort after the gate's reopen is a new failure", () => {
+    const t = task({ status: "pending", metadata: { abortedAt: "2026-12-02T10:30:00.000Z", reopenedByQualityGateAt: "2026-12-02T10:00:05.000Z" } });
+    expect(taskEvent(t)?.key).toBe("task_failed:3:2026-12-02T10:30:00.000Z");
+  });
+
+  it("the leader's gate write on a task without completedAt keeps its key", () => {
+    const first = taskEvent(task({ metadata: {} }));
+    const afterGate = task({
+      updatedAt: "2026-12-02T10:00:09.000Z",
+      metadata: { qualityGateEventKey: first?.key, qualityGateAt: "2026-12-02T10:00:09.000Z" },
+    });
+    expect(taskEvent(afterGate)?.key).toBe(first?.key);
+    const workerRewrote = task({ ...afterGate, updatedAt: "2026-12-02T10:05:00.000Z" });
+    expect(taskEvent(workerRewrote)?.key).not.toBe(first?.key);
+  });
+});
+
+describe("idleEvents", () => {
+  const note = (extra: Partial<IdleNotification> = {}): IdleNotification => ({
+    type: "idle_notification", from: "bob", timestamp: "2026-12-02T10:00:02.000Z", ...extra,
+  });
+
+  it("a plain idle notification is one idle event", () => {
+    expect(idleEvents(note(), null).map((e) => e.key)).toEqual(["idle:bob:2026-12-02T10:00:02.000Z"]);
+  });
+
+  it("a reported completion takes the task file's key, with the notification's member and time", () => {
+    const events = idleEvents(note({ completedTaskId: "3", completedStatus: "completed" }), task());
+    expect(events[1]).toMatchObject({ key: "task_completed:3:2026-12-02T10:00:00.000Z", member: "bob", timestamp: "2026-12-02T10:00:02.000Z", source: "inbox" });
+    expect(events[1]?.key).toBe(taskEvent(task())?.key);
+  });
+
+  it("a reported completion the file does not show is left to the file", () => {
+    expect(idleEvents(note({ completedTaskId: "3", completedStatus: "completed" }), task({ status: "in_progress" }))).toHaveLength(1);
+  });
+
+  it("a completion of a task whose file is gone is keyed by the notification", () => {
+    const events = idleEvents(note({ completedTaskId: "9", completedStatus: "completed" }), null);
+    expect(events[1]?.key).toBe("task_completed:9:2026-12-02T10:00:02.000Z");
+  });
+
+  it("a reported failure without abortedAt in the file is keyed by the notification", () => {
+    const events = idleEvents(note({ completedTaskId: "3", completedStatus: "failed" }), task({ status: "pending", metadata: {} }));
+    expect(events[1]?.key).toBe("task_failed:3:2026-12-02T10:00:02.000Z");
+  });
+});
+
+describe("parseIdleText", () => {
+  it.each([
+    ['{"type":"idle_notification","from":"a","timestamp":"t"}', true],
+    ["I am idle_notification-ish prose", false],
+    ["hello", false],
+  ])("%s", (text, isJson) => {
+    expect(parseIdleText(text) !== null).toBe(isJson);
+  });
+});
