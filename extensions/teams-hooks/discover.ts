@@ -1,0 +1,160 @@
+/**
+ * Hook discovery (DESIGN.md "Hook discovery"): which file in the hooks dir runs for an event, and
+ * how to start it. The answer is data, never an exception: a missing or unreadable hooks dir means
+ * "no hook", and every file looked at is reported with why it was or was not chosen, so that
+ * `doctor` and the logs can explain a hook that "did not run".
+ */
+import { constants as fsConstants } from "node:fs";
+import type { Stats } from "node:fs";
+import { access, lstat, readlink, stat } from "node:fs/promises";
+import path from "node:path";
+import { HOOK_BASE_NAMES } from "./contract.js";
+import type { HookCommand, HookEventName } from "./contract.js";
+import { errnoCode } from "./errors.js";
+
+export type CandidateStatus = "chosen" | "skipped" | "absent";
+
+/** One file name looked up, in lookup order. `reason` says why it was skipped, or why it is absent. */
+export interface HookCandidate {
+  path: string;
+  status: CandidateStatus;
+  reason?: string;
+}
+
+/** Why the hooks dir itself yielded nothing; absent when the dir could be searched. */
+export type HooksDirProblem = "missing" | "not_a_directory" | "unreadable";
+
+export interface HookDiscovery {
+  /** The hook to run, or null: nothing runs (and no log is written). */
+  hook: HookCommand | null;
+  /** Every candidate up to and including the chosen one, in lookup order. */
+  candidates: HookCandidate[];
+  dirProblem?: HooksDirProblem;
+}
+
+type Launcher = (file: string) => Pick<HookCommand, "command" | "args">;
+
+/**
+ * The lookup order of DESIGN.md. `.js` / `.mjs` run with the leader's own node (`process.execPath`),
+ * so a hook gets the Node version the leader was tested with, whatever `node` on PATH is. `bash` is
+ * looked up on PATH by the runner: a missing bash is a spawn error the run result reports.
+ */
+const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boolean }> = [
+  { suffix: "", launch: (file) => ({ command: file, args: [] }), needsExecBit: true },
+  { suffix: ".sh", launch: (file) => ({ command: "bash", args: [file] }), needsExecBit: false },
+  { suffix: ".js", launch: (file) => ({ command: process.execPath, args: [file] }), needsExecBit: false },
+  { suffix: ".mjs", launch: (file) => ({ command: process.execPath, args: [file] }), needsExecBit: false },
+];
+
+/** The file names looked up for `event`, absolute, in lookup order. */
+export function hookCandidatePaths(hooksDir: string, event: HookEventName): string[] {
+  const base = path.resolve(hooksDir, HOOK_BASE_NAMES[event]);
+  return KINDS.map((kind) => base + kind.suffix);
+}
+
+/**
+ * Finds the hook for `event` in `hooksDir`: the first candidate that is a regular file (symlinks
+ * followed), the bare name only with an execute bit. Never throws for anything on disk.
+ */
+export async function findHook(hooksDir: string, event: HookEventName): Promise<HookDiscovery> {
+  const paths = hookCandidatePaths(hooksDir, event);
+  const dirProblem = await checkHooksDir(path.resolve(hooksDir));
+  if (dirProblem) {
+    const { status, reason } = dirProblem;
+    return { hook: null, candidates: paths.map((p) => ({ path: p, status, reason })), dirProblem: dirProblem.problem };
+  }
+
+  const candidates: HookCandidate[] = [];
+  for (const [index, file] of paths.entries()) {
+    const kind = KINDS[index];
+    if (!kind) break; // paths and KINDS have the same length; this keeps the index checked
+    const verdict = await inspect(file, kind.needsExecBit);
+    if (verdict.status === "chosen") {
+      candidates.push({ path: file, status: "chosen" });
+      return { hook: { hookPath: file, ...kind.launch(file) }, candidates };
+    }
+    candidates.push({ path: file, ...verdict });
+  }
+  return { hook: null, candidates };
+}
+
+interface DirVerdict {
+  problem: HooksDirProblem;
+  status: CandidateStatus;
+  reason: string;
+}
+
+/**
+ * Checks the hooks dir once, so that a dir-level failure gives one clear reason on every candidate
+ * instead of four errno codes. A dir we may stat but not search (mode 000 for a non-root leader) is
+ * caught here too: `X_OK` on a directory is the search permission that `stat` of its entries needs.
+ */
+async function checkHooksDir(dir: string): Promise<DirVerdict | null> {
+  let info: Stats;
+  try {
+    info = await stat(dir);
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT") return { problem: "missing", status: "absent", reason: `hooks dir missing: ${dir}` };
+    if (code === "ENOTDIR") return { problem: "not_a_directory", status: "absent", reason: `hooks dir is not a directory: ${dir}` };
+    return { problem: "unreadable", status: "skipped", reason: `hooks dir unreadable (${code ?? "error"}): ${dir}` };
+  }
+  if (!info.isDirectory()) {
+    return { problem: "not_a_directory", status: "absent", reason: `hooks dir is not a directory: ${dir}` };
+  }
+  if (!(await searchable(dir))) {
+    return { problem: "unreadable", status: "skipped", reason: `hooks dir unreadable (EACCES): ${dir}` };
+  }
+  return null;
+}
+
+async function searchable(dir: string): Promise<boolean> {
+  try {
+    await access(dir, fsConstants.X_OK);
+    return true;
+  } catch {
+    // EACCES (or anything else that stops access): the entries cannot be stat'ed either.
+    return false;
+  }
+}
+
+type Verdict = { status: "chosen" } | { status: "skipped" | "absent"; reason?: string };
+
+async function inspect(file: string, needsExecBit: boolean): Promise<Verdict> {
+  let info: Stats;
+  try {
+    info = await stat(file); // follows symlinks: a link to a regular file is a hook
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "ENOENT") return danglingLink(file);
+    if (code === "ELOOP") return { status: "skipped", reason: "symlink loop" };
+    // ENOTDIR cannot happen (the dir was checked); EACCES here means a race with a chmod.
+    return { status: "skipped", reason: `cannot stat (${code ?? "error"})` };
+  }
+  if (info.isDirectory()) return { status: "skipped", reason: "is a directory, not a file" };
+  if (!info.isFile()) return { status: "skipped", reason: `not a regular file (${fileKind(info)})` };
+  if (needsExecBit && (info.mode & 0o111) === 0) {
+    return { status: "skipped", reason: `not executable (chmod +x ${file})` };
+  }
+  return { status: "chosen" };
+}
+
+/** ENOENT from `stat` is either no file or a symlink whose target is gone; the second deserves a word. */
+async function danglingLink(file: string): Promise<Verdict> {
+  try {
+    const link = await lstat(file);
+    if (!link.isSymbolicLink()) return { status: "absent" };
+    return { status: "skipped", reason: `broken symlink (to ${await readlink(file)})` };
+  } catch {
+    // ENOENT: really no file of that name. Anything else: the stat above already said it is not usable.
+    return { status: "absent" };
+  }
+}
+
+function fileKind(info: Stats): string {
+  if (info.isFIFO()) return "fifo";
+  if (info.isSocket()) return "socket";
+  if (info.isCharacterDevice()) return "character device";
+  if (info.isBlockDevice()) return "block device";
+  return "special file";
+}

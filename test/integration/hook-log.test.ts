@@ -1,0 +1,254 @@
+// Hook logs on real temp dirs: names, atomic never-overwriting writes (in one process and across
+// several), listing order and speed, and bad files reported as problems.
+import { execFile, spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import type { HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
+import { listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
+import type { HookLogRecord } from "../../extensions/teams-hooks/hook-log.js";
+
+const run = promisify(execFile);
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const START = "2024-05-01T12:34:56.789Z";
+
+const cleanups: string[] = [];
+afterEach(async () => {
+  for (const dir of cleanups.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempTeam(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-log-"));
+  cleanups.push(dir);
+  return dir;
+}
+
+function task(id: string): Task {
+  const at = "2024-05-01T12:00:00.000Z";
+  return { id, subject: "Fix it", description: "", status: "completed", blocks: [], blockedBy: [], createdAt: at, updatedAt: at };
+}
+
+/** A valid record; `over` replaces top-level fields, `invocation` / `result` are merged. */
+function record(
+  over: Partial<Omit<HookLogRecord, "invocation" | "result">> & { invocation?: Partial<HookInvocation>; result?: Partial<RunResult> } = {},
+): HookLogRecord {
+  const { invocation, result, ...rest } = over;
+  return {
+    invocation: { event: "task_completed", teamId: "t1", teamDir: "/teams/t1", taskListId: "main", style: "normal", completedTask: task("3"), ...invocation },
+    result: {
+      ran: true, hookPath: "/h/on_task_completed.sh", command: ["bash", "/h/on_task_completed.sh"], outcome: "passed",
+      exitCode: 0, signal: null, timedOut: false, durationMs: 12, stdout: "ok\n", stderr: "",
+      stdoutDroppedBytes: 0, stderrDroppedBytes: 0, leftoverProcesses: 0, contextTruncated: false, runId: "run-1", contractVersion: 1,
+      ...result,
+    },
+    key: "task_completed:main:3:2024-05-01T12:00:00.000Z",
+    startedAt: START,
+    ...rest,
+  };
+}
+
+describe("writeHookLog", () => {
+  it.each([
+    { name: "a task", over: {}, file: "2024-05-01T12-34-56-789Z_task_completed_task-3.json" },
+    { name: "an unsafe task id", over: { invocation: { completedTask: task("../x y") } }, file: "2024-05-01T12-34-56-789Z_task_completed_task----x-y.json" },
+    { name: "an idle member", over: { invocation: { event: "idle" as const, completedTask: null, memberName: "alice" } }, file: "2024-05-01T12-34-56-789Z_idle_member-alice.json" },
+    { name: "no task, no member", over: { invocation: { event: "idle" as const, completedTask: null } }, file: "2024-05-01T12-34-56-789Z_idle.json" },
+    { name: "a start time with an offset (normalised to UTC)", over: { startedAt: "2024-05-01T14:34:56.789+02:00" }, file: "2024-05-01T12-34-56-789Z_task_completed_task-3.json" },
+  ])("names the file from the start time, event and suffix: $name", async ({ over, file }) => {
+    const team = await tempTeam();
+    const written = await writeHookLog(team, record(over));
+    expect(written).toBe(path.join(team, "hook-logs", file));
+  });
+
+  it("writes pretty JSON with a final newline, creating hook-logs/, and reads it back equal", async () => {
+    const team = await tempTeam();
+    const rec = record({ retry: true, policy: { action: "reopen", reopened: true } });
+    const file = await writeHookLog(team, rec);
+    expect(await readFile(file, "utf8")).toBe(`${JSON.stringify(rec, null, 2)}\n`);
+    expect(await readHookLog(file)).toEqual({ ok: true, file, record: rec });
+  });
+
+  it("never replaces a file it did not write: a taken name moves on to _2", async () => {
+    const team = await tempTeam();
+    const dir = path.join(team, "hook-logs");
+    await mkdir(dir);
+    const taken = path.join(dir, "2024-05-01T12-34-56-789Z_task_completed_task-3.json");
+    await writeFile(taken, "written elsewhere\n", "utf8");
+    expect(await writeHookLog(team, record())).toBe(taken.replace(/\.json$/, "_2.json"));
+    expect(await readFile(taken, "utf8")).toBe("written elsewhere\n");
+  });
+
+  it("gives 200 concurrent same-millisecond logs 200 distinct files, all valid, no temp files left", async () => {
+    const team = await tempTeam();
+    const files = await Promise.all(Array.from({ length: 200 }, (_, i) => writeHookLog(team, record({ result: { runId: `r${i}` } }))));
+    expect(new Set(files).size).toBe(200);
+    expect(await readdir(path.join(team, "hook-logs"))).toHaveLength(200);
+
+    const runIds = new Set<string>();
+    for (const file of files) {
+      const read = await readHookLog(file);
+      if (!read.ok) throw new Error(read.problem.message);
+      runIds.add(read.record.result.runId);
+    }
+    expect(runIds.size).toBe(200);
+  });
+
+  it("never overwrites across processes: 4 node processes × 50 logs released at once", async () => {
+    const team = await tempTeam();
+    const outDir = await compileForChild("hook-log.ts");
+    const moduleUrl = pathToFileURL(path.join(outDir, "hook-log.js")).href;
+    // Each child loads the module, says "ready", then writes all its logs at once when told "go".
+    const script = `import { writeHookLog } from ${JSON.stringify(moduleUrl)};
+      const [team, who, recordJson] = process.argv.slice(1);
+      const base = JSON.parse(recordJson);
+      process.stdin.once("data", async () => {
+        const files = await Promise.all(Array.from({ length: 50 }, (_, i) =>
+          writeHookLog(team, { ...base, result: { ...base.result, runId: who + "-" + i } })));
+        process.stdout.write(JSON.stringify(files));
+        process.stdin.destroy();
+      });
+      process.stdout.write("ready\\n");`;
+
+    const children = ["a", "b", "c", "d"].map((who) => {
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script, team, who, JSON.stringify(record())], { stdio: ["pipe", "pipe", "inherit"] });
+      let out = "";
+      const ready = new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => { out += chunk.toString(); if (out.startsWith("ready\n")) resolve(); }));
+      const done = new Promise<string[]>((resolve, reject) =>
+        child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as string[]) : reject(new Error(`child ${who} exited ${code}`)))));
+      return { child, ready, done };
+    });
+    await Promise.all(children.map((c) => c.ready));
+    for (const { child } of children) child.stdin.write("go\n");
+    const files = (await Promise.all(children.map((c) => c.done))).flat();
+
+    expect(new Set(files).size).toBe(200);
+    const listed = await listHookLogs(team);
+    expect(listed).toHaveLength(200);
+    expect(await readdir(path.join(team, "hook-logs"))).toHaveLength(200);
+    const runIds = new Set<string>();
+    for (const { file } of listed) {
+      const read = await readHookLog(file);
+      if (!read.ok) throw new Error(read.problem.message);
+      runIds.add(read.record.result.runId);
+    }
+    expect(runIds.size).toBe(200);
+  });
+});
+
+describe("listHookLogs", () => {
+  it("lists in time order, counts collisions numerically, and skips temp, hidden and foreign entries", async () => {
+    const team = await tempTeam();
+    const times = ["2024-05-01T12:00:00.002Z", "2024-05-01T11:59:59.999Z", "2024-05-01T12:00:00.001Z"];
+    for (const startedAt of times) await writeHookLog(team, record({ startedAt }));
+    for (let i = 0; i < 11; i++) await writeHookLog(team, record({ startedAt: "2024-05-01T12:00:00.003Z", invocation: { event: "idle", completedTask: null } }));
+    const dir = path.join(team, "hook-logs");
+    await writeFile(path.join(dir, ".x.json.tmp.1.abc"), "{", "utf8");
+    await writeFile(path.join(dir, ".hidden.json"), "{}", "utf8");
+    await writeFile(path.join(dir, "notes.txt"), "", "utf8");
+    await mkdir(path.join(dir, "sub.json"));
+
+    const names = (await listHookLogs(team)).map((e) => e.name);
+    const idle = "2024-05-01T12-00-00-003Z_idle";
+    expect(names).toEqual([
+      "2024-05-01T11-59-59-999Z_task_completed_task-3.json",
+      "2024-05-01T12-00-00-001Z_task_completed_task-3.json",
+      "2024-05-01T12-00-00-002Z_task_completed_task-3.json",
+      `${idle}.json`,
+      ...Array.from({ length: 10 }, (_, i) => `${idle}_${i + 2}.json`),
+    ]);
+
+    const newest = await listHookLogs(team, { limit: 2 });
+    expect(newest).toEqual([
+      { file: path.join(dir, `${idle}_10.json`), name: `${idle}_10.json` },
+      { file: path.join(dir, `${idle}_11.json`), name: `${idle}_11.json` },
+    ]);
+    expect(await listHookLogs(team, { limit: 0 })).toEqual([]);
+  });
+
+  it("gives an empty list when hook-logs/ does not exist", async () => {
+    expect(await listHookLogs(await tempTeam())).toEqual([]);
+  });
+
+  it("lists 10,000 logs quickly, by name only", async () => {
+    const team = await tempTeam();
+    const dir = path.join(team, "hook-logs");
+    await mkdir(dir);
+    const base = Date.parse("2024-01-01T00:00:00.000Z");
+    const names = Array.from({ length: 10_000 }, (_, i) => `${new Date(base + i * 1000).toISOString().replace(/[:.]/g, "-")}_idle.json`);
+    for (let i = 0; i < names.length; i += 500) {
+      await Promise.all(names.slice(i, i + 500).map((name) => writeFile(path.join(dir, name), "", "utf8")));
+    }
+    const started = performance.now();
+    const listed = await listHookLogs(team);
+    const ms = performance.now() - started;
+    expect(listed.map((e) => e.name)).toEqual(names);
+    expect(ms).toBeLessThan(1_000); // typically ~20 ms; a generous bound that still catches parsing each file
+  });
+});
+
+describe("readHookLog", () => {
+  async function logFile(content: string): Promise<string> {
+    const dir = path.join(await tempTeam(), "hook-logs");
+    await mkdir(dir);
+    const file = path.join(dir, "2024-05-01T12-34-56-789Z_idle.json");
+    await writeFile(file, content, "utf8");
+    return file;
+  }
+
+  it("reports a corrupt file as invalid_json, naming the file", async () => {
+    const file = await logFile('{"invocation": ');
+    const read = await readHookLog(file);
+    expect(read).toMatchObject({ ok: false, problem: { file, kind: "invalid_json" } });
+    if (read.ok) return;
+    expect(read.problem.message).toMatch(new RegExp(`^${escape(file)}: not JSON \\(.+\\) — log skipped$`));
+  });
+
+  it.each([
+    { name: "foreign JSON", content: { hello: "world" }, field: "invocation" },
+    { name: "a JSON array", content: [1, 2], field: "(root)" },
+    { name: "a mistyped field", content: { ...record(), result: { ...record().result, exitCode: "x" } }, field: "result.exitCode", got: '(got "x")' },
+    { name: "a mistyped array item", content: { ...record(), invocation: { ...record().invocation, completedTask: { ...task("3"), blocks: ["1", 2] } } }, field: "invocation.completedTask.blocks[1]", got: "(got 2)" },
+    { name: "a bad start time", content: { ...record(), startedAt: "yesterday" }, field: "startedAt", got: '(got "yesterday")' },
+  ])("reports $name as invalid, naming the file and the field", async ({ content, field, got }) => {
+    const file = await logFile(JSON.stringify(content));
+    const read = await readHookLog(file);
+    expect(read).toMatchObject({ ok: false, problem: { file, kind: "invalid", field } });
+    if (read.ok) return;
+    expect(read.problem.message.startsWith(`${file}: ${field}: `)).toBe(true);
+    expect(read.problem.message.endsWith(" — log skipped")).toBe(true);
+    if (got) expect(read.problem.message).toContain(got);
+  });
+
+  it("reports a missing file as missing, and a directory as unreadable", async () => {
+    const team = await tempTeam();
+    const file = path.join(team, "nope.json");
+    expect(await readHookLog(file)).toMatchObject({ ok: false, problem: { file, kind: "missing" } });
+    expect(await readHookLog(team)).toMatchObject({ ok: false, problem: { file: team, kind: "unreadable" } });
+  });
+
+  it("keeps fields written by a later version", async () => {
+    const later = { ...record(), extra: { v: 2 }, invocation: { ...record().invocation, source: "x" }, result: { ...record().result, cpuMs: 3 }, policy: { action: "warn", notified: ["alice"] } };
+    const read = await readHookLog(await logFile(JSON.stringify(later)));
+    expect(read).toMatchObject({ ok: true, record: later });
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** Compiles one module (and what it imports) where a child process can import it and resolve zod. */
+async function compileForChild(entry: string): Promise<string> {
+  const cache = path.join(repoRoot, "node_modules", ".cache");
+  await mkdir(cache, { recursive: true });
+  const outDir = await mkdtemp(path.join(cache, "teams-hooks-test-"));
+  cleanups.push(outDir);
+  const src = path.join(repoRoot, "extensions", "teams-hooks");
+  const tsc = path.join(repoRoot, "node_modules", "typescript", "bin", "tsc");
+  const flags = ["--module", "NodeNext", "--moduleResolution", "NodeNext", "--target", "ES2022", "--types", "node", "--skipLibCheck", "--strict"];
+  await run(process.execPath, [tsc, "--outDir", outDir, "--rootDir", src, ...flags, path.join(src, entry)], { cwd: repoRoot });
+  return outDir;
+}
