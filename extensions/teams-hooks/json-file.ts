@@ -1,0 +1,188 @@
+/**
+ * Reading and writing the JSON files of the team directory. Reads parse at the boundary and return a
+ * Result: bad content (missing, unreadable, not JSON, not the schema) is data, never an exception.
+ * Writes are atomic: a unique `<file>.tmp.<pid>.<ms>` sibling, then `rename` over the file, so a reader
+ * (another process included) sees the old file or the new one, never half of one.
+ */
+import { randomBytes } from "node:crypto";
+import { open, readFile, rename, unlink } from "node:fs/promises";
+import path from "node:path";
+import type { z } from "zod";
+import { HooksError, describeError, errnoCode } from "./errors.js";
+
+export type FileProblemKind = "missing" | "unreadable" | "invalid_json" | "invalid";
+
+/** Why a file could not be used. `message` names the file, and the field when there is one. */
+export interface FileProblem {
+  kind: FileProblemKind;
+  file: string;
+  /** The first offending field as a path (`status`, `blocks[1]`, `metadata.result`); absent for whole-file problems. */
+  field?: string;
+  message: string;
+}
+
+/**
+ * `raw` is the parsed JSON before the schema touched it: zod rebuilds objects with the schema's keys
+ * first, so a rewrite that wants to keep the file's key order (and anything the schema dropped)
+ * starts from `raw`.
+ */
+export type ReadResult<T> = { ok: true; value: T; raw: unknown } | { ok: false; problem: FileProblem };
+
+/** Reads `file` and checks it against `schema`. Never throws for anything found on disk. */
+export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<ReadResult<z.output<S>>> {
+  const read = await readJsonValue(file);
+  return read.ok ? checkSchema(read.raw, schema, file) : read;
+}
+
+/** Reads `file` as any JSON value (no schema): for callers that check fields one by one. */
+export async function readJsonValue(file: string): Promise<ReadResult<unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    return readFailure(file, error);
+  }
+  const parsed = parseJsonText(text, file);
+  return parsed.ok ? { ok: true, value: parsed.raw, raw: parsed.raw } : parsed;
+}
+
+/** Parses JSON text from `file` (named in the message). An empty file is invalid JSON too. */
+export function parseJsonText(text: string, file: string): { ok: true; raw: unknown } | { ok: false; problem: FileProblem } {
+  if (text.trim() === "") return problem("invalid_json", file, `${file}: empty file, expected JSON`);
+  try {
+    return { ok: true, raw: JSON.parse(text) as unknown };
+  } catch (error) {
+    return problem("invalid_json", file, `${file}: invalid JSON (${describeError(error)})`);
+  }
+}
+
+/** Checks an already parsed value; the message lists each issue as `field: what was expected, got <value>`. */
+export function checkSchema<S extends z.ZodType>(raw: unknown, schema: S, file: string): ReadResult<z.output<S>> {
+  const result = schema.safeParse(raw);
+  if (result.success) return { ok: true, value: result.data, raw };
+  const issues = result.error.issues;
+  const details = issues.slice(0, 5).map((issue) => {
+    const field = formatFieldPath(issue.path);
+    return `${field ? `${field}: ` : ""}${describeIssue(issue, valueAt(raw, issue.path))}`;
+  });
+  if (issues.length > 5) details.push(`and ${issues.length - 5} more`);
+  const first = issues[0];
+  const field = first ? formatFieldPath(first.path) : "";
+  return {
+    ok: false,
+    problem: { kind: "invalid", file, ...(field ? { field } : {}), message: `${file}: ${details.join("; ")}` },
+  };
+}
+
+/** `["metadata", "result"]` → `metadata.result`; `["blocks", 1]` → `blocks[1]`. */
+export function formatFieldPath(segments: readonly PropertyKey[]): string {
+  let out = "";
+  for (const segment of segments) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else out += out === "" ? String(segment) : `.${String(segment)}`;
+  }
+  return out;
+}
+
+function valueAt(root: unknown, segments: readonly PropertyKey[]): unknown {
+  let node = root;
+  for (const segment of segments) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<PropertyKey, unknown>)[segment];
+  }
+  return node;
+}
+
+type Issue = z.core.$ZodIssue;
+
+/** `expected string, got 42` / `missing, expected string` / `expected "a" | "b", got "c"`: zod's words are too generic. */
+function describeIssue(issue: Issue, value: unknown): string {
+  const expected =
+    issue.code === "invalid_type" ? issue.expected : issue.code === "invalid_value" ? issue.values.map((v) => JSON.stringify(v)).join(" | ") : null;
+  if (expected === null) return `${issue.message}, got ${describeValue(value)}`;
+  return value === undefined ? `missing, expected ${expected}` : `expected ${expected}, got ${describeValue(value)}`;
+}
+
+/** A short rendering of a value for messages: `"done"`, `42`, `missing`, `an object`. */
+function describeValue(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (Array.isArray(value)) return "an array";
+  if (value !== null && typeof value === "object") return "an object";
+  const json = JSON.stringify(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+}
+
+function readFailure(file: string, error: unknown): { ok: false; problem: FileProblem } {
+  const code = errnoCode(error);
+  if (code === "ENOENT") return problem("missing", file, `${file}: file not found`);
+  return problem("unreadable", file, `${file}: cannot read (${code ?? describeError(error)})`);
+}
+
+function problem(kind: FileProblemKind, file: string, message: string): { ok: false; problem: FileProblem } {
+  return { ok: false, problem: { kind, file, message } };
+}
+
+export interface WriteOptions {
+  /** 2-space indentation (the team-dir format). Default true. */
+  pretty?: boolean;
+  /** fsync the file before the rename and the directory after it, for durability across a power cut. Default false. */
+  fsync?: boolean;
+}
+
+/** Writes `data` as JSON + newline to `file` atomically. Throws `E_IO` when the disk refuses. */
+export async function writeJsonAtomic(file: string, data: unknown, options: WriteOptions = {}): Promise<void> {
+  const json = options.pretty === false ? JSON.stringify(data) : JSON.stringify(data, null, 2);
+  if (json === undefined) throw new HooksError("E_INTERNAL", `${file}: refusing to write a value that is not JSON`);
+  await writeTextAtomic(file, `${json}\n`, options);
+}
+
+/** Writes `text` to `file` atomically (tmp sibling, then rename). The tmp file is removed on failure. */
+export async function writeTextAtomic(file: string, text: string, options: Pick<WriteOptions, "fsync"> = {}): Promise<void> {
+  const { handle, tmp } = await openUniqueTmp(file);
+  try {
+    try {
+      await handle.writeFile(text, "utf8");
+      if (options.fsync) await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, file);
+  } catch (error) {
+    await unlink(tmp).catch(() => undefined); // best effort: the write already failed, report that
+    throw new HooksError("E_IO", `cannot write ${file}: ${describeError(error)}`, { cause: error });
+  }
+  if (options.fsync) await syncDir(path.dirname(file));
+}
+
+let tmpCounter = 0;
+
+/**
+ * Creates the tmp file with O_EXCL: `<file>.tmp.<pid>.<ms>`, or with a counter and random suffix when
+ * that name is taken (two writes of one file in the same millisecond, or a leftover from a crash).
+ */
+async function openUniqueTmp(file: string): Promise<{ handle: Awaited<ReturnType<typeof open>>; tmp: string }> {
+  const base = `${file}.tmp.${process.pid}.${Date.now()}`;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const tmp = attempt === 0 ? base : `${base}.${++tmpCounter}${randomBytes(3).toString("hex")}`;
+    try {
+      return { handle: await open(tmp, "wx"), tmp };
+    } catch (error) {
+      if (errnoCode(error) === "EEXIST") continue;
+      throw new HooksError("E_IO", `cannot write ${file}: ${describeError(error)}`, { cause: error });
+    }
+  }
+  throw new HooksError("E_IO", `cannot write ${file}: no free temporary file name next to it`);
+}
+
+async function syncDir(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    /* some file systems refuse fsync on a directory; the rename itself has already happened */
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Real team directories for tests: `makeTempTeam()` builds `<tmp>/teams-XXXX/<teamId>/` from object
+ * literals (DESIGN.md layout), `cleanup()` removes the whole teams root. Nothing is mocked: the files
+ * are written the way a team runtime writes them (pretty JSON + newline).
+ *
+ *   const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed" })] });
+ *   try { … team.taskFile("1") … } finally { await team.cleanup(); }
+ *
+ * Malformed content: pass a string wherever JSON is accepted (`config: "{not json"`, a task entry
+ * `{ id: "3", raw: "[]" }`, `inbox: "oops"`), or write anything with `files`.
+ */
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract.js";
+import { configFile, highWatermarkFile, inboxFile, taskFile, tasksDir } from "../../extensions/teams-hooks/paths.js";
+
+/** A task file to write: any object (written as JSON to `<id>.json`), or `{ id, raw }` for exact file content. */
+export type TaskSeed = Record<string, unknown> | { id: string; raw: string };
+
+/** An inbox to write; `messages` is written as JSON, or as is when it is a string. */
+export interface InboxSeed {
+  /** Default `"team"` (the leader's inbox). */
+  namespace?: string;
+  /** Default: the team's lead name. */
+  member?: string;
+  messages: unknown[] | string;
+}
+
+export interface TempTeamOptions {
+  /** Default `"test-team"`. The teams root is always a fresh temp dir, so ids never collide. */
+  teamId?: string;
+  /** Written to config.json (a string is written as is). Absent: no config.json, so the defaults apply. */
+  config?: Record<string, unknown> | string;
+  /** Task files, written to `tasks/<taskListId>/<id>.json`; an entry without an id gets its 1-based position. */
+  tasks?: TaskSeed[];
+  /** Content of `.highwatermark` (written as `<n>\n`). */
+  highWatermark?: number;
+  /** Shorthand for one inbox: the leader's, in the `team` namespace. */
+  inbox?: unknown[] | string;
+  inboxes?: InboxSeed[];
+  /** Extra files, relative to the team dir. */
+  files?: Record<string, string>;
+}
+
+export interface TempTeam {
+  /** The teams root (`PI_TEAMS_ROOT_DIR`): the parent of the team dir, where `_hooks/` goes. */
+  teamsRoot: string;
+  teamDir: string;
+  teamId: string;
+  taskListId: string;
+  leadName: string;
+  tasksDir: string;
+  taskFile(id: string): string;
+  inboxFile(namespace: string, member: string): string;
+  /** Removes the teams root and everything in it. Safe to call twice. */
+  cleanup(): Promise<void>;
+}
+
+const FIXED_TIME = "2025-01-01T00:00:00.000Z";
+
+/** A valid task object; `partial` overrides any field and may add unknown ones. */
+export function makeTask(partial: Partial<Task> & Record<string, unknown> = {}): Task {
+  const id = partial.id ?? "1";
+  return {
+    id,
+    subject: `Task ${id}`,
+    description: `Description of task ${id}`,
+    status: "pending",
+    blocks: [],
+    blockedBy: [],
+    createdAt: FIXED_TIME,
+    updatedAt: FIXED_TIME,
+    ...partial,
+  };
+}
+
+/** A valid mailbox message (`read: false`), for inbox seeds and appends. */
+export function makeMessage(partial: Partial<MailboxMessage> & Record<string, unknown> = {}): MailboxMessage {
+  return { from: "worker-1", text: "hello", timestamp: FIXED_TIME, read: false, ...partial };
+}
+
+/** Builds a team dir under a fresh temp teams root. */
+export async function makeTempTeam(options: TempTeamOptions = {}): Promise<TempTeam> {
+  const teamsRoot = await mkdtemp(path.join(os.tmpdir(), "teams-"));
+  const teamId = options.teamId ?? "test-team";
+  const teamDir = path.join(teamsRoot, teamId);
+  const config = typeof options.config === "object" ? options.config : undefined;
+  const taskListId = stringOr(config?.taskListId, stringOr(config?.teamId, teamId));
+  const leadName = stringOr(config?.leadName, "team-lead");
+  await mkdir(tasksDir(teamDir, taskListId), { recursive: true });
+
+  if (options.config !== undefined) await writeText(configFile(teamDir), asText(options.config));
+  for (const [position, seed] of (options.tasks ?? []).entries()) {
+    const id = typeof seed.id === "string" || typeof seed.id === "number" ? String(seed.id) : String(position + 1);
+    const content = "raw" in seed && typeof seed.raw === "string" ? seed.raw : asText(seed);
+    await writeText(taskFile(teamDir, taskListId, id), content);
+  }
+  if (options.highWatermark !== undefined) await writeText(highWatermarkFile(teamDir, taskListId), `${options.highWatermark}\n`);
+  const inboxes = [...(options.inboxes ?? []), ...(options.inbox === undefined ? [] : [{ messages: options.inbox }])];
+  for (const seed of inboxes) {
+    const file = inboxFile(teamDir, seed.namespace ?? "team", seed.member ?? leadName);
+    await writeText(file, asText(seed.messages));
+  }
+  for (const [relative, content] of Object.entries(options.files ?? {})) {
+    await writeText(path.join(teamDir, relative), content);
+  }
+
+  return {
+    teamsRoot,
+    teamDir,
+    teamId,
+    taskListId,
+    leadName,
+    tasksDir: tasksDir(teamDir, taskListId),
+    taskFile: (id) => taskFile(teamDir, taskListId, id),
+    inboxFile: (namespace, member) => inboxFile(teamDir, namespace, member),
+    cleanup: () => rm(teamsRoot, { recursive: true, force: true }),
+  };
+}
+
+function asText(value: unknown): string {
+  return typeof value === "string" ? value : `${JSON.stringify(value, null, 2)}\n`;
+}
+
+async function writeText(file: string, content: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, content, "utf8");
+}
+
+function stringOr(value: unknown, fallback: string): string {
+  return typeof value === "string" && value !== "" ? value : fallback;
+}

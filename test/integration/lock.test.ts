@@ -1,0 +1,136 @@
+import { spawnSync } from "node:child_process";
+import { mkdtemp, readFile, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { isHooksError } from "../../extensions/teams-hooks/errors.js";
+import { inspectLock, withLock } from "../../extensions/teams-hooks/lock.js";
+import { compileModules, runWorker, startWorker, type CompiledModules, type WorkerRun } from "../fixtures/workers/modules.js";
+
+let modules: CompiledModules;
+let dir: string;
+const live: WorkerRun[] = [];
+
+beforeAll(async () => {
+  modules = await compileModules(["lock"]);
+});
+afterAll(async () => {
+  await modules.cleanup();
+});
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "lock-test-"));
+});
+afterEach(async () => {
+  for (const worker of live.splice(0)) {
+    worker.child.kill("SIGKILL");
+    await worker.done;
+  }
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A pid that certainly belonged to a process that has exited. */
+function deadPid(): number {
+  const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" });
+  return Number(child.stdout);
+}
+
+async function leftovers(): Promise<string[]> {
+  return (await readdir(dir)).filter((name) => name.includes(".lock") || name.includes(".stale."));
+}
+
+async function countWithWorkers(file: string, workers: number, iterations: number): Promise<number> {
+  const goFile = path.join(dir, "go");
+  const runs = Array.from({ length: workers }, () => runWorker(modules, "lock-counter", { file, iterations, goFile }));
+  await writeFile(goFile, ""); // release them together: maximum contention
+  await Promise.all(runs);
+  return Number((await readFile(file, "utf8")).trim());
+}
+
+describe("withLock across processes", () => {
+  it("8 processes × 50 read-modify-writes of one counter lose no increment", async () => {
+    const file = path.join(dir, "counter");
+    expect(await countWithWorkers(file, 8, 50)).toBe(400);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("8 processes meeting a stale lock take it over once and still lose nothing", async () => {
+    const file = path.join(dir, "counter");
+    await writeFile(`${file}.lock`, JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "crashed" }));
+    expect(await countWithWorkers(file, 8, 25)).toBe(200);
+    expect(await leftovers()).toEqual([]);
+  });
+});
+
+describe("withLock in one process", () => {
+  it("writes {pid, createdAt, label} while held and removes the lock after, also when fn throws", async () => {
+    const file = path.join(dir, "data.json");
+    const content = await withLock(file, () => readFile(`${file}.lock`, "utf8"), { label: "test" });
+    expect(JSON.parse(content)).toEqual({ pid: process.pid, createdAt: expect.any(String), label: "test" });
+    await expect(withLock(file, () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("serialises concurrent callers of the same process", async () => {
+    const file = path.join(dir, "data.json");
+    let inside = 0;
+    let maxInside = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        withLock(file, async () => {
+          maxInside = Math.max(maxInside, ++inside);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          inside -= 1;
+        }),
+      ),
+    );
+    expect(maxInside).toBe(1);
+  });
+
+  it("takes over the lock of a process that was killed while holding it", async () => {
+    const file = path.join(dir, "data.json");
+    const holder = startWorker(modules, "hold-lock", { file, label: "doomed" });
+    live.push(holder);
+    expect(JSON.parse(await holder.firstLine)).toMatchObject({ locked: true });
+    holder.child.kill("SIGKILL");
+    await holder.done;
+    const before = await inspectLock(file);
+    expect(before).toMatchObject({ held: true, stale: true, holderAlive: false, holder: { label: "doomed" } });
+    const started = Date.now();
+    await withLock(file, () => undefined, { timeoutMs: 5_000 });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("takes over a lock without a readable pid once it is older than 60 s, not before", async () => {
+    const file = path.join(dir, "data.json");
+    await writeFile(`${file}.lock`, "");
+    await expect(withLock(file, () => undefined, { timeoutMs: 200 })).rejects.toThrow(/no readable pid/);
+    const old = new Date(Date.now() - 61_000);
+    await utimes(`${file}.lock`, old, old);
+    expect(await inspectLock(file)).toMatchObject({ held: true, stale: true, holderAlive: null, holder: { pid: null } });
+    await withLock(file, () => undefined, { timeoutMs: 2_000 });
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("gives up after timeoutMs with E_LOCK_TIMEOUT naming the lock file, its holder and a fix", async () => {
+    const file = path.join(dir, "data.json");
+    const holder = startWorker(modules, "hold-lock", { file, label: "busy worker" });
+    live.push(holder);
+    const { pid } = JSON.parse(await holder.firstLine) as { pid: number };
+    const started = Date.now();
+    const error: unknown = await withLock(file, () => undefined, { timeoutMs: 300 }).catch((caught: unknown) => caught);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(isHooksError(error) && error.code).toBe("E_LOCK_TIMEOUT");
+    const message = error instanceof Error ? error.message : "";
+    expect(message).toContain(`${file}.lock`);
+    expect(message).toContain(`pid ${pid}`);
+    expect(message).toContain("busy worker");
+    expect(message).toContain("rm -f");
+    expect(await inspectLock(file)).toMatchObject({ held: true, stale: false, holderAlive: true, holder: { pid } });
+  });
+
+  it("inspectLock reports a free lock", async () => {
+    const file = path.join(dir, "data.json");
+    expect(await inspectLock(file)).toEqual({ held: false, lockFile: `${file}.lock` });
+  });
+});

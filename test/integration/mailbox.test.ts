@@ -1,0 +1,152 @@
+import { readFile, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { MailboxMessage } from "../../extensions/teams-hooks/contract.js";
+import { appendMessage, markRead, readInbox } from "../../extensions/teams-hooks/mailbox.js";
+import { makeMessage, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
+import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
+
+let modules: CompiledModules;
+const teams: TempTeam[] = [];
+
+beforeAll(async () => {
+  modules = await compileModules(["mailbox"]);
+});
+afterAll(async () => {
+  await modules.cleanup();
+});
+afterEach(async () => {
+  await Promise.all(teams.splice(0).map((team) => team.cleanup()));
+});
+
+async function team(options: TempTeamOptions = {}): Promise<TempTeam> {
+  const made = await makeTempTeam(options);
+  teams.push(made);
+  return made;
+}
+
+const readJson = async (file: string): Promise<unknown> => JSON.parse(await readFile(file, "utf8")) as unknown;
+
+describe("readInbox", () => {
+  it("treats a missing inbox as empty", async () => {
+    const t = await team();
+    expect(await readInbox(t.teamDir, "team", "team-lead")).toMatchObject({ ok: true, messages: [], skipped: [], exists: false });
+  });
+
+  it("returns messages with their index and one problem per entry that is not a message", async () => {
+    const inbox = [makeMessage({ text: "a" }), { from: "x", text: "b", timestamp: "t", read: "no" }, "just a string", makeMessage({ text: "c", extra: 1 })];
+    const t = await team({ inbox });
+    const result = await readInbox(t.teamDir, "team", "team-lead");
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.messages.map((entry) => [entry.index, entry.message.text])).toEqual([
+      [0, "a"],
+      [3, "c"],
+    ]);
+    expect(result.messages[1]?.message).toMatchObject({ extra: 1 });
+    expect(result.skipped.map((problem) => problem.field)).toEqual(["[1].read", "[2]"]);
+    expect(result.skipped[0]?.message).toContain(t.inboxFile("team", "team-lead"));
+    expect(result.skipped[0]?.message).toMatch(/message \[1\]: read: expected boolean, got "no"/);
+  });
+
+  it.each([
+    ["not JSON", "[{", "invalid_json"],
+    ["not an array", '{"messages": []}', "invalid"],
+  ])("reports an inbox that is %s as a problem", async (_name, raw, kind) => {
+    const t = await team({ inbox: raw });
+    const result = await readInbox(t.teamDir, "team", "team-lead");
+    expect(result).toMatchObject({ ok: false, problem: { kind, file: t.inboxFile("team", "team-lead") } });
+  });
+});
+
+describe("appendMessage", () => {
+  it("creates the inbox and its folders, as a pretty JSON array with a final newline", async () => {
+    const t = await team();
+    const message = makeMessage({ text: "assigned", color: "blue" });
+    const result = await appendMessage(t.teamDir, "tasks-x", "worker/1", message);
+    const file = path.join(t.teamDir, "mailboxes", "tasks-x", "inboxes", "worker-1.json");
+    expect(result).toEqual({ ok: true, file, index: 0 });
+    expect(await readFile(file, "utf8")).toBe(`${JSON.stringify([message], null, 2)}\n`);
+  });
+
+  it("keeps every existing entry as it was, even entries that are not messages", async () => {
+    const existing = [{ weird: true, nested: { a: [1] } }, makeMessage({ text: "old", zeta: "kept" }), 42];
+    const t = await team({ inbox: existing });
+    const result = await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "new" }));
+    expect(result).toMatchObject({ ok: true, index: 3 });
+    expect(await readJson(t.inboxFile("team", "team-lead"))).toEqual([...existing, makeMessage({ text: "new" })]);
+  });
+
+  it("never overwrites an inbox that is not a JSON array", async () => {
+    const t = await team({ inbox: "{ corrupt" });
+    const result = await appendMessage(t.teamDir, "team", "team-lead", makeMessage());
+    expect(result).toMatchObject({ ok: false, problem: { kind: "invalid_json" } });
+    expect(await readFile(t.inboxFile("team", "team-lead"), "utf8")).toBe("{ corrupt");
+  });
+
+  it("refuses a message that does not match the schema", async () => {
+    const t = await team();
+    const bad = { from: "a", text: "b", timestamp: "c" } as unknown as MailboxMessage;
+    await expect(appendMessage(t.teamDir, "team", "team-lead", bad)).rejects.toMatchObject({ code: "E_INTERNAL" });
+  });
+
+  it("loses no message when several processes append at once, and the inbox always parses", async () => {
+    const t = await team({ inbox: [{ foreign: "entry" }] });
+    const file = t.inboxFile("team", "team-lead");
+    const goFile = path.join(t.teamsRoot, "go");
+    const count = 25;
+    const workers = Array.from({ length: 4 }, () =>
+      runWorker(modules, "append-messages", { teamDir: t.teamDir, namespace: "team", member: "team-lead", count, goFile }),
+    );
+    await writeFile(goFile, "");
+    let finished = false;
+    const all = Promise.all(workers).finally(() => (finished = true));
+    const reader = (async () => {
+      while (!finished) expect(Array.isArray(await readJson(file))).toBe(true);
+    })();
+    for (let i = 0; i < count; i++) {
+      const result = await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ from: "main", text: `message ${i}` }));
+      expect(result.ok).toBe(true);
+    }
+    await all;
+    await reader;
+    const entries = (await readJson(file)) as Array<{ from?: string; text?: string }>;
+    expect(entries).toHaveLength(1 + 5 * count);
+    expect(entries[0]).toEqual({ foreign: "entry" });
+    const bySender = new Map<string, string[]>();
+    for (const entry of entries.slice(1)) bySender.set(entry.from ?? "", [...(bySender.get(entry.from ?? "") ?? []), entry.text ?? ""]);
+    expect(bySender.size).toBe(5);
+    for (const texts of bySender.values()) expect(texts).toEqual(Array.from({ length: count }, (_, i) => `message ${i}`));
+  });
+});
+
+describe("markRead", () => {
+  it("marks the matching unread messages only, keeping unknown fields and foreign entries", async () => {
+    const inbox = [makeMessage({ text: "a", x: 1 }), makeMessage({ text: "b" }), { text: "a", broken: true }, makeMessage({ text: "a", read: true })];
+    const t = await team({ inbox });
+    const seen: number[] = [];
+    const result = await markRead(t.teamDir, "team", "team-lead", (message, index) => {
+      seen.push(index);
+      return message.text === "a";
+    });
+    expect(result).toMatchObject({ ok: true, marked: 1 });
+    expect(seen).toEqual([0, 1]); // never asked about the broken entry or an already read one
+    expect(await readJson(t.inboxFile("team", "team-lead"))).toEqual([{ ...inbox[0], read: true }, inbox[1], inbox[2], inbox[3]]);
+  });
+
+  it("writes nothing when nothing matches, and nothing at all for a missing inbox", async () => {
+    const t = await team({ inbox: [makeMessage()] });
+    const file = t.inboxFile("team", "team-lead");
+    const before = await stat(file);
+    expect(await markRead(t.teamDir, "team", "team-lead", () => false)).toMatchObject({ ok: true, marked: 0 });
+    expect((await stat(file)).mtimeMs).toBe(before.mtimeMs);
+    expect(await markRead(t.teamDir, "team", "nobody", () => true)).toMatchObject({ ok: true, marked: 0 });
+    await expect(stat(t.inboxFile("team", "nobody"))).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("returns a problem for a corrupt inbox and leaves it alone", async () => {
+    const t = await team({ inbox: '"not an array"' });
+    expect(await markRead(t.teamDir, "team", "team-lead", () => true)).toMatchObject({ ok: false, problem: { kind: "invalid" } });
+    expect(await readFile(t.inboxFile("team", "team-lead"), "utf8")).toBe('"not an array"');
+  });
+});
