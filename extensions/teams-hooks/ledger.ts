@@ -15,12 +15,22 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { HookEventNameSchema } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
 import { leaderStateDir } from "./paths.js";
 
+/** What a retry needs to fire the event again without its source: kept with `begin`. */
+const EventInfoSchema = z.object({
+  event: HookEventNameSchema,
+  taskId: z.string().nullable(),
+  member: z.string().nullable(),
+  timestamp: z.string().nullable(),
+});
+export type LedgerEventInfo = z.infer<typeof EventInfoSchema>;
+
 const RecordSchema = z.discriminatedUnion("op", [
   z.object({ op: z.literal("baseline"), key: z.string(), at: z.string() }),
-  z.object({ op: z.literal("begin"), key: z.string(), at: z.string(), runId: z.string(), attempt: z.number().int() }),
+  z.object({ op: z.literal("begin"), key: z.string(), at: z.string(), runId: z.string(), attempt: z.number().int(), event: z.optional(z.lazy(() => EventInfoSchema)) }),
   z.object({ op: z.literal("spawn"), key: z.string(), runId: z.string(), pid: z.number().int() }),
   z.object({ op: z.literal("done"), key: z.string(), at: z.string(), runId: z.string().nullable(), outcome: z.string(), log: z.string().nullable() }),
 ]);
@@ -28,7 +38,7 @@ export type LedgerRecord = z.infer<typeof RecordSchema>;
 
 export type KeyState =
   | { state: "baseline" }
-  | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null }
+  | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }
   | { state: "done"; outcome: string; log: string | null; attempt: number };
 
 export function ledgerFile(teamDir: string): string {
@@ -99,10 +109,10 @@ export class Ledger {
   }
 
   /** Keys whose hook started but whose end was never recorded. */
-  inFlight(): Array<{ key: string; runId: string; attempt: number; startedAt: string; pid: number | null }> {
+  inFlight(): Array<{ key: string; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }> {
     const out = [];
     for (const [key, state] of this.#keys) {
-      if (state.state === "in_flight") out.push({ key, runId: state.runId, attempt: state.attempt, startedAt: state.startedAt, pid: state.pid });
+      if (state.state === "in_flight") out.push({ key, runId: state.runId, attempt: state.attempt, startedAt: state.startedAt, pid: state.pid, event: state.event });
     }
     return out;
   }
@@ -115,10 +125,10 @@ export class Ledger {
   }
 
   /** Returns the attempt number (1 for the first run of the key). */
-  async begin(key: string, runId: string, at: string): Promise<number> {
+  async begin(key: string, runId: string, at: string, event?: LedgerEventInfo): Promise<number> {
     const previous = this.#keys.get(key);
     const attempt = previous && previous.state !== "baseline" ? previous.attempt + 1 : 1;
-    await this.#append([{ op: "begin", key, at, runId, attempt }]);
+    await this.#append([{ op: "begin", key, at, runId, attempt, ...(event ? { event } : {}) }]);
     return attempt;
   }
 
@@ -201,7 +211,7 @@ function apply(keys: Map<string, KeyState>, record: LedgerRecord): void {
       if (!previous) keys.set(record.key, { state: "baseline" });
       return;
     case "begin":
-      keys.set(record.key, { state: "in_flight", runId: record.runId, attempt: record.attempt, startedAt: record.at, pid: null });
+      keys.set(record.key, { state: "in_flight", runId: record.runId, attempt: record.attempt, startedAt: record.at, pid: null, event: record.event ?? null });
       return;
     case "spawn":
       if (previous?.state === "in_flight" && previous.runId === record.runId) previous.pid = record.pid;
@@ -220,7 +230,7 @@ function recordsFor(key: string, state: KeyState): LedgerRecord[] {
     case "baseline":
       return [{ op: "baseline", key, at }];
     case "in_flight": {
-      const begin: LedgerRecord = { op: "begin", key, at: state.startedAt, runId: state.runId, attempt: state.attempt };
+      const begin: LedgerRecord = { op: "begin", key, at: state.startedAt, runId: state.runId, attempt: state.attempt, ...(state.event ? { event: state.event } : {}) };
       return state.pid === null ? [begin] : [begin, { op: "spawn", key, runId: state.runId, pid: state.pid }];
     }
     case "done":

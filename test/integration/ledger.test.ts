@@ -32,7 +32,7 @@ describe("Ledger", () => {
     expect(second.get("task_completed:1:a")).toEqual({ state: "baseline" });
     expect(second.get("task_completed:4:d")).toMatchObject({ state: "done", outcome: "passed", log: "x.json" });
     expect(second.inFlight()).toEqual([
-      { key: "task_completed:3:c", runId: "run-3", attempt: 1, startedAt: "2026-12-02T00:00:01.000Z", pid: 4242 },
+      { key: "task_completed:3:c", runId: "run-3", attempt: 1, startedAt: "2026-12-02T00:00:01.000Z", pid: 4242, event: null },
     ]);
     expect(await second.begin("task_completed:3:c", "run-3b", "2026-12-02T00:00:04.000Z")).toBe(2);
     await second.close();

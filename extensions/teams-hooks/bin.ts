@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+import { main } from "./cli.js";
+
+let requestStop: (signal: string) => void = () => {};
+const stopSignal = new Promise<string>((resolve) => (requestStop = resolve));
+let stops = 0;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    stops += 1;
+    // A second signal means "now": the command's own handler has had its chance.
+    if (stops > 1) process.exit(130);
+    requestStop(signal);
+  });
+}
+
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+  cwd: process.cwd(),
+  isTTY: Boolean(process.stdout.isTTY),
+  stopSignal,
+});
+// Signal listeners keep nothing alive, but a finished command should not wait for a stray timer.
+process.removeAllListeners("SIGINT");
+process.removeAllListeners("SIGTERM");

@@ -1,0 +1,108 @@
+/**
+ * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
+ */
+import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "./contract.js";
+import type { CliIo, ParsedArgs } from "./cli.js";
+import { HooksError } from "./errors.js";
+import { eventKey, taskEvent } from "./events.js";
+import { readHookLog } from "./hook-log.js";
+import { invokeEvent, type InvokeOutcome } from "./invoke.js";
+import { eventLabel, formatDuration } from "./messages.js";
+import { taskFile } from "./paths.js";
+import { readTask } from "./tasks.js";
+import { resolveTeamSetup } from "./team-setup.js";
+
+export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const v = args.values;
+  const [eventArg, ...extra] = args.positionals;
+  if (eventArg === undefined) throw new HooksError("E_USAGE", `missing <event> (one of ${HOOK_EVENTS.join(", ")})`);
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
+  const parsedEvent = HookEventNameSchema.safeParse(eventArg);
+  if (!parsedEvent.success) throw new HooksError("E_USAGE", `unknown event "${eventArg}" (one of ${HOOK_EVENTS.join(", ")})`);
+  const event: HookEventName = parsedEvent.data;
+
+  const taskId = str(v.task);
+  if (isTaskEvent(event) && taskId === undefined) throw new HooksError("E_USAGE", `--task is required for ${event}`);
+  if (!isTaskEvent(event) && taskId !== undefined) throw new HooksError("E_USAGE", "--task does not apply to idle");
+  const timestamp = str(v.timestamp);
+  if (timestamp !== undefined && Number.isNaN(Date.parse(timestamp))) {
+    throw new HooksError("E_USAGE", `--timestamp "${timestamp}" is not an ISO 8601 time (e.g. 2026-12-02T10:00:00Z)`);
+  }
+  const member = str(v.member);
+  if (member !== undefined && member.trim() === "") throw new HooksError("E_USAGE", "--member must not be empty");
+
+  const setup = await resolveTeamSetup({
+    teamDir: str(v["team-dir"]),
+    taskList: str(v["task-list"]),
+    lead: str(v.lead),
+    hooksDir: str(v["hooks-dir"]),
+    cwd: str(v.cwd),
+    timeoutMs: str(v["timeout-ms"]),
+    policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
+    env: io.env,
+    processCwd: io.cwd,
+  });
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+
+  let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
+  if (taskId !== undefined) {
+    const file = taskFile(setup.identity.teamDir, setup.identity.taskListId, taskId);
+    const read = await readTask(file);
+    if (!read.ok) {
+      const why = read.problem.kind === "missing" ? `${file}: no such task file` : read.problem.message;
+      throw new HooksError("E_TASK", `--task ${taskId}: ${why}`);
+    }
+    // The key the leader would give this event, so that --apply-policy stays idempotent per event.
+    const fromFile = taskEvent(read.value);
+    key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
+  }
+
+  const outcome = await invokeEvent({
+    identity: setup.identity,
+    event,
+    key,
+    taskId: taskId ?? null,
+    member: member ?? null,
+    timestamp: timestamp ?? null,
+    hooksDir: setup.hooksDir,
+    cwd: setup.cwd,
+    timeoutMs: setup.timeout.value,
+    policy: v["apply-policy"] ? setup.policy.policy : null,
+    env: io.env,
+  });
+  for (const problem of outcome.problems) io.stderr(`warning: ${problem}\n`);
+
+  if (v.json) {
+    io.stdout(`${await jsonReport(outcome, event, setup.hooksDir)}\n`);
+  } else {
+    io.stdout(`${humanLine(outcome, event, taskId ?? null, setup.hooksDir)}\n`);
+    if (!outcome.result) for (const c of outcome.discovery.candidates) if (c.reason && c.status === "skipped") io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
+  }
+  return outcome.result === null || outcome.result.outcome === "passed" ? 0 : 1;
+}
+
+function str(value: ParsedArgs["values"][string]): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed` */
+export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {
+  const label = eventLabel(event, taskId);
+  if (!outcome.result || !outcome.discovery.hook) {
+    return `${label}: no hook in ${hooksDir} — nothing ran${outcome.discovery.dirProblem ? ` (${outcome.discovery.dirProblem.replaceAll("_", " ")})` : ""}`;
+  }
+  const r = outcome.result;
+  const hook = outcome.discovery.hook.hookPath.split("/").pop() ?? "";
+  const verdict = r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+  const detail = r.outcome === "passed" ? "" : `: ${outcome.summary}`;
+  const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
+  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;
+}
+
+async function jsonReport(outcome: InvokeOutcome, event: HookEventName, hooksDir: string): Promise<string> {
+  if (!outcome.logFile) {
+    return JSON.stringify({ event, ran: false, hooksDir, candidates: outcome.discovery.candidates });
+  }
+  const read = await readHookLog(outcome.logFile);
+  return JSON.stringify(read.ok ? { ...read.record, logFile: outcome.logFile } : { event, ran: true, logFile: outcome.logFile, result: outcome.result });
+}

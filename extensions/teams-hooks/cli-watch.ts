@@ -1,0 +1,133 @@
+/**
+ * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
+ * with `watching` once events are being taken, then one line (or one JSON object) per event.
+ */
+import type { CliIo, ParsedArgs } from "./cli.js";
+import { HooksError } from "./errors.js";
+import { type EventReport, type InboxMode, Leader, type LeaderNotice } from "./leader.js";
+import { formatDuration } from "./messages.js";
+import { resolveTeamSetup, type TeamSetup } from "./team-setup.js";
+
+const INBOX_MODES: readonly InboxMode[] = ["observe", "consume", "off"];
+
+export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const v = args.values;
+  if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
+  const inbox = (str(v.inbox) ?? "observe") as InboxMode;
+  if (!INBOX_MODES.includes(inbox)) throw new HooksError("E_USAGE", `--inbox "${String(v.inbox)}" must be one of ${INBOX_MODES.join(", ")}`);
+  const concurrency = wholeNumber(v.concurrency, "--concurrency", 1, 1);
+  const reconcileMs = wholeNumber(v["reconcile-ms"], "--reconcile-ms", 5000, 50);
+  const pollIntervalMs = wholeNumber(v["poll-interval-ms"], "--poll-interval-ms", 250, 10);
+  const json = v.json === true;
+
+  const setup = await resolveTeamSetup({
+    teamDir: str(v["team-dir"]),
+    taskList: str(v["task-list"]),
+    lead: str(v.lead),
+    hooksDir: str(v["hooks-dir"]),
+    cwd: str(v.cwd),
+    timeoutMs: str(v["timeout-ms"]),
+    policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
+    env: io.env,
+    processCwd: io.cwd,
+  });
+  const emit = (object: Record<string, unknown>, line: string): void => io.stdout(json ? `${JSON.stringify(object)}\n` : `${line}\n`);
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+
+  const leader = new Leader({
+    setup,
+    env: io.env,
+    concurrency,
+    inbox,
+    reconcileMs,
+    poll: v.poll === true,
+    pollIntervalMs,
+    catchUp: v["catch-up"] === true,
+    report: (notice) => onNotice(notice, io, emit, setup),
+  });
+  await leader.start();
+
+  const scope = `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
+  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, `watching ${scope}${v.once ? " once" : ""}`);
+
+  if (v.once) {
+    await leader.idle();
+  } else {
+    const signal = await io.stopSignal;
+    if (!json) io.stderr(`${signal}: stopping after running hooks finish…\n`);
+  }
+  await leader.stop();
+  return 0;
+}
+
+function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unknown>, line: string) => void, setup: TeamSetup): void {
+  switch (notice.kind) {
+    case "hooks":
+      for (const { event, discovery } of notice.hooks) {
+        const chosen = discovery.hook?.hookPath;
+        const skipped = discovery.candidates.filter((c) => c.status === "skipped").map((c) => `${c.path}: ${c.reason ?? "skipped"}`);
+        emit({ type: "hook", event, hook: chosen ?? null, skipped }, `hook ${event}: ${chosen ?? "none"}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
+      }
+      emit({ type: "policy", ...policyObject(setup) }, policyLine(setup));
+      return;
+    case "warning":
+      io.stderr(`warning: ${notice.message}\n`);
+      return;
+    case "event":
+      emit({ type: "event", ...notice.report }, eventLine(notice.report));
+      return;
+    case "recovered":
+      emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : "interrupted, running it again"}`);
+      return;
+    case "ready":
+      emit(
+        { type: "ready", tasks: notice.tasks, baseline: notice.baseline, queued: notice.queued, startupMs: notice.startupMs },
+        `scanned ${notice.tasks} task(s) in ${formatDuration(notice.startupMs)}: ${notice.baseline} recorded as baseline, ${notice.queued} to run`,
+      );
+      return;
+    case "stopped":
+      emit({ type: "stopped", dropped: notice.dropped }, `stopped${notice.dropped ? ` (${notice.dropped} queued event(s) left for the next start)` : ""}`);
+      return;
+    case "started":
+      return;
+  }
+}
+
+/** `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice` */
+export function eventLine(r: EventReport): string {
+  const time = r.time.slice(11, 19);
+  const who = r.member ? ` ${r.member}` : "";
+  const label = r.taskId ? `${r.event} #${r.taskId}` : r.event;
+  if (r.outcome === "no_hook") return `${time} ${label}${who}: no hook`;
+  const verdict = r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+  const detail = r.outcome === "passed" ? "" : `: ${r.summary}`;
+  const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
+  return `${time} ${label}${who} ${r.hook ?? ""} ${verdict} ${formatDuration(r.durationMs)}${detail}${actions}${r.retry ? " (retry)" : ""}`;
+}
+
+function policyObject(setup: TeamSetup): Record<string, unknown> {
+  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source };
+}
+
+function policyLine(setup: TeamSetup): string {
+  const { policy, sources } = setup.policy;
+  return (
+    `policy: failure action ${policy.failureAction} (${sources.failureAction}), ` +
+    `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
+    `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
+    `timeout ${setup.timeout.value}ms (${setup.timeout.source})`
+  );
+}
+
+function str(value: ParsedArgs["values"][string]): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+function wholeNumber(value: ParsedArgs["values"][string], flag: string, fallback: number, min: number): number {
+  const raw = str(value);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new HooksError("E_USAGE", `${flag} "${raw}" must be a whole number ≥ ${min}`);
+  }
+  return Number(raw);
+}

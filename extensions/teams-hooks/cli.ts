@@ -1,0 +1,126 @@
+/**
+ * The command line: parses arguments and calls the library. `main` never calls `process.exit` and
+ * never throws: it returns the exit code, mapped from error codes in one table.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type ErrorCode, HooksError, describeError, isHooksError } from "./errors.js";
+import { commandHelp, mainHelp } from "./cli-help.js";
+import { runCommand } from "./cli-run.js";
+import { watchCommand } from "./cli-watch.js";
+
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  /** True when stdout is a terminal (colour, progress). */
+  isTTY: boolean;
+  /** Resolves when the user asks to stop (SIGINT / SIGTERM); long-running commands race it. */
+  stopSignal: Promise<string>;
+}
+
+/** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
+const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  E_USAGE: 2,
+  E_TEAM_DIR: 2,
+  E_HOOKS_DIR: 2,
+  E_CONFIG: 2,
+  E_TASK: 2,
+  E_LOCK_TIMEOUT: 1,
+  E_IO: 1,
+  E_LEDGER: 1,
+  E_INTERNAL: 1,
+});
+
+export type CommandFn = (args: ParsedArgs, io: CliIo) => Promise<number>;
+export type ParsedArgs = { values: Record<string, string | boolean | Array<string | boolean> | undefined>; positionals: string[] };
+
+const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["options"]>; run: CommandFn }>> = {
+  run: { options: runOptions(), run: runCommand },
+  watch: { options: watchOptions(), run: watchCommand },
+};
+
+function teamOptions(): NonNullable<ParseArgsConfig["options"]> {
+  return {
+    "team-dir": { type: "string" },
+    "task-list": { type: "string" },
+    lead: { type: "string" },
+    "hooks-dir": { type: "string" },
+    cwd: { type: "string" },
+    "timeout-ms": { type: "string" },
+    "failure-action": { type: "string" },
+    "max-reopens": { type: "string" },
+    "followup-owner": { type: "string" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  };
+}
+
+function runOptions(): NonNullable<ParseArgsConfig["options"]> {
+  return {
+    ...teamOptions(),
+    task: { type: "string" },
+    member: { type: "string" },
+    timestamp: { type: "string" },
+    "apply-policy": { type: "boolean" },
+  };
+}
+
+function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
+  return {
+    ...teamOptions(),
+    concurrency: { type: "string" },
+    inbox: { type: "string" },
+    "reconcile-ms": { type: "string" },
+    poll: { type: "boolean" },
+    "poll-interval-ms": { type: "string" },
+    "catch-up": { type: "boolean" },
+    once: { type: "boolean" },
+  };
+}
+
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    const topic = name === "help" ? rest[0] : undefined;
+    io.stdout(topic && topic in COMMANDS ? commandHelp(topic) : mainHelp());
+    return 0;
+  }
+  if (name === "--version" || name === "-v") {
+    io.stdout(`${await packageVersion()}\n`);
+    return 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr(`pi-teams-hooks: unknown command "${name}" (commands: ${Object.keys(COMMANDS).join(", ")}; see --help)\n`);
+    return 2;
+  }
+  try {
+    let parsed: ParsedArgs;
+    try {
+      parsed = parseArgs({ args: [...rest], options: command.options, allowPositionals: true, strict: true });
+    } catch (error) {
+      throw new HooksError("E_USAGE", describeError(error).replace(/\. To specify .*$/s, ""), { cause: error });
+    }
+    if (parsed.values.help) {
+      io.stdout(commandHelp(name));
+      return 0;
+    }
+    return await command.run(parsed, io);
+  } catch (error) {
+    if (isHooksError(error)) {
+      io.stderr(`pi-teams-hooks ${name}: ${error.message}\n`);
+      if (error.code === "E_USAGE") io.stderr(`(see: pi-teams-hooks ${name} --help)\n`);
+      return EXIT_CODES[error.code];
+    }
+    io.stderr(`pi-teams-hooks ${name}: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return 1;
+  }
+}
+
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import("node:fs/promises");
+  const url = new URL("../../package.json", import.meta.url);
+  const pkg = JSON.parse(await readFile(url, "utf8")) as { version?: string };
+  return pkg.version ?? "unknown";
+}

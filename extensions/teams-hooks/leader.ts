@@ -1,0 +1,389 @@
+/**
+ * The leader: turns changes in a team directory into events, runs each event's hook once, and applies
+ * the failure policy.
+ *
+ *   starting ──▶ scanning ──▶ watching ──▶ stopping ──▶ stopped
+ *      │             │                        ▲
+ *      └─────────────┴──── (error) ───────────┘
+ *
+ * starting: takes the leader lock, opens the ledger, ends process groups a crashed leader left, and
+ * starts the watchers (before the scan, so nothing slips between the two). scanning: reads every task
+ * and the inbox; on the first start on a team dir what exists is a baseline, not run (unless
+ * catchUp); in-flight keys of a crashed run are finished from their log or retried. watching: hints
+ * from the watchers and a periodic reconcile scan feed the queue. stopping: no new events, running
+ * hooks finish (their timeout bounds this), the ledger is flushed.
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
+import { findHook, type HookDiscovery } from "./discover.js";
+import { HooksError, describeError } from "./errors.js";
+import type { HookEvent } from "./events.js";
+import { listHookLogs, readHookLog } from "./hook-log.js";
+import { invokeEvent } from "./invoke.js";
+import { Ledger, type LedgerEventInfo } from "./ledger.js";
+import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
+import { markRead } from "./mailbox.js";
+import { createKeyedQueue, type KeyedQueue } from "./queue.js";
+import { terminateAllRuns } from "./run.js";
+import { TeamSources, isTaskFileName } from "./sources.js";
+import type { TeamSetup } from "./team-setup.js";
+import { killRunId } from "./terminate.js";
+import { type DirWatcher, watchDirs } from "./watch.js";
+
+export type LeaderState = "starting" | "scanning" | "watching" | "stopping" | "stopped";
+export type InboxMode = "observe" | "consume" | "off";
+
+export interface LeaderOptions {
+  setup: TeamSetup;
+  env: Readonly<Record<string, string | undefined>>;
+  concurrency: number;
+  inbox: InboxMode;
+  reconcileMs: number;
+  poll: boolean;
+  pollIntervalMs: number;
+  catchUp: boolean;
+  report: (notice: LeaderNotice) => void;
+  now?: () => Date;
+}
+
+/** One handled event, as the one-line output and --json show it. */
+export interface EventReport {
+  time: string;
+  key: string;
+  event: HookEventName;
+  taskId: string | null;
+  member: string | null;
+  hook: string | null;
+  outcome: "passed" | "failed" | "error" | "no_hook";
+  timedOut: boolean;
+  durationMs: number;
+  summary: string;
+  actions: string[];
+  retry: boolean;
+  logFile: string | null;
+}
+
+export type LeaderNotice =
+  | { kind: "warning"; message: string }
+  | { kind: "hooks"; hooks: StartInfo["hooks"] }
+  | { kind: "event"; report: EventReport }
+  | { kind: "started"; event: HookEventName; key: string; hook: string; taskId: string | null; startedAt: number }
+  | { kind: "recovered"; key: string; how: "logged" | "retry" }
+  | { kind: "ready"; tasks: number; baseline: number; queued: number; startupMs: number }
+  | { kind: "stopped"; dropped: number };
+
+export interface StartInfo {
+  hooks: Array<{ event: HookEventName; discovery: HookDiscovery }>;
+}
+
+export class Leader {
+  readonly #opts: LeaderOptions;
+  readonly #sources: TeamSources;
+  readonly #queue: KeyedQueue;
+  /** Keys queued or running in this process. */
+  readonly #queued = new Set<string>();
+  /** Task files being looked at, and those that changed again meanwhile. */
+  readonly #looking = new Map<string, Promise<void>>();
+  readonly #dirty = new Set<string>();
+  #state: LeaderState = "starting";
+  #ledger: Ledger | null = null;
+  #lock: LeaderLock | null = null;
+  #watcher: DirWatcher | null = null;
+  #reconcileTimer: NodeJS.Timeout | null = null;
+  #reconciling: Promise<void> | null = null;
+  #inboxLook: Promise<void> = Promise.resolve();
+  #stopping: Promise<void> | null = null;
+
+  constructor(opts: LeaderOptions) {
+    this.#opts = opts;
+    this.#sources = new TeamSources(opts.setup.identity);
+    this.#queue = createKeyedQueue({
+      concurrency: opts.concurrency,
+      onError: (error) => this.#warn(`event failed: ${describeError(error)}`),
+    });
+  }
+
+  get state(): LeaderState {
+    return this.#state;
+  }
+
+  async start(): Promise<StartInfo> {
+    if (this.#state !== "starting") throw new HooksError("E_INTERNAL", `start() in state ${this.#state}`);
+    const began = performance.now();
+    const { identity } = this.#opts.setup;
+    try {
+      this.#lock = await acquireLeaderLock(identity.teamDir);
+      this.#ledger = await Ledger.open(identity.teamDir, (m) => this.#warn(m));
+      await this.#endOrphanedRuns();
+      const hooks = await Promise.all(HOOK_EVENTS.map(async (event) => ({ event, discovery: await findHook(this.#opts.setup.hooksDir, event) })));
+      this.#opts.report({ kind: "hooks", hooks });
+      this.#watcher = await watchDirs(this.#watchTargets(), {
+        poll: this.#opts.poll,
+        pollIntervalMs: this.#opts.pollIntervalMs,
+        onError: (m) => this.#warn(m),
+      });
+      this.#state = "scanning";
+      const { baseline, queued } = await this.#initialScan();
+      this.#state = "watching";
+      this.#scheduleReconcile();
+      this.#opts.report({ kind: "ready", tasks: this.#sources.taskCount, baseline, queued, startupMs: Math.round(performance.now() - began) });
+      return { hooks };
+    } catch (error) {
+      await this.stop();
+      throw error;
+    }
+  }
+
+  /** Resolves when no event waits or runs (and no look at a file is under way). */
+  async idle(): Promise<void> {
+    for (;;) {
+      await Promise.all([...this.#looking.values(), this.#inboxLook, this.#reconciling]);
+      await this.#queue.onIdle();
+      if (this.#looking.size === 0 && this.#queue.size === 0) return;
+    }
+  }
+
+  /** Stops taking events, lets running hooks finish (bounded by their timeout), flushes the ledger. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#shutdown();
+    return this.#stopping;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#state = "stopping";
+    if (this.#reconcileTimer) clearTimeout(this.#reconcileTimer);
+    await this.#watcher?.close();
+    const dropped = await this.#queue.close();
+    await terminateAllRuns(); // a safety net: the queue has waited for every running hook
+    await this.#ledger?.close();
+    await this.#lock?.release();
+    this.#state = "stopped";
+    this.#opts.report({ kind: "stopped", dropped });
+  }
+
+  #watchTargets() {
+    const targets = [{ dir: this.#sources.tasksDir, accept: isTaskFileName, onHint: (file: string) => this.#hintTask(file) }];
+    if (this.#opts.inbox !== "off") {
+      const name = path.basename(this.#sources.inboxFile);
+      targets.push({ dir: path.dirname(this.#sources.inboxFile), accept: (n: string) => n === name, onHint: () => this.#hintInbox() });
+    }
+    return targets;
+  }
+
+  /** Ends process groups of runs that were in flight when a previous leader died. */
+  async #endOrphanedRuns(): Promise<void> {
+    for (const run of this.#requireLedger().inFlight()) {
+      const killed = await killRunId(run.runId, "SIGKILL");
+      if (killed > 0) this.#warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
+    }
+  }
+
+  async #initialScan(): Promise<{ baseline: number; queued: number }> {
+    const ledger = this.#requireLedger();
+    const found: HookEvent[] = [];
+    const files = await this.#sources.listTaskFiles();
+    await forEachLimit(files, 64, async (file) => {
+      const look = await this.#sources.lookAtTask(file);
+      if (look.kind === "problem") this.#warn(look.message);
+      if (look.kind === "task" && look.event) found.push(look.event);
+    });
+    if (this.#opts.inbox !== "off") {
+      const inbox = await this.#sources.lookAtInbox({ force: true, unreadOnly: this.#opts.inbox === "consume" });
+      inbox.problems.forEach((p) => this.#warn(p));
+      found.push(...inbox.events);
+    }
+
+    let baseline = 0;
+    if (ledger.fresh && !this.#opts.catchUp) {
+      const keys = new Set(found.map((e) => e.key));
+      await ledger.baseline(keys, this.#now());
+      baseline = keys.size;
+    }
+    await this.#recoverInFlight();
+    for (const event of found) this.#consider(event);
+    return { baseline, queued: this.#queue.size };
+  }
+
+  /** Keys begun but never finished by a leader that died: done if their log exists, else retried. */
+  async #recoverInFlight(): Promise<void> {
+    const ledger = this.#requireLedger();
+    const inFlight = ledger.inFlight();
+    if (inFlight.length === 0) return;
+    const earliest = inFlight.map((r) => r.startedAt).sort()[0] ?? "";
+    const stemFloor = earliest.replace(/[:.]/g, "-").slice(0, 19);
+    const logs = (await listHookLogs(this.#opts.setup.identity.teamDir)).filter((entry) => entry.name.slice(0, 19) >= stemFloor);
+    const byRunId = new Map<string, { file: string; outcome: string }>();
+    for (const entry of logs) {
+      const read = await readHookLog(entry.file);
+      if (read.ok) byRunId.set(read.record.result.runId, { file: entry.file, outcome: read.record.result.outcome });
+    }
+    for (const run of inFlight) {
+      const logged = byRunId.get(run.runId);
+      if (logged) {
+        await ledger.finish(run.key, this.#now(), { runId: run.runId, outcome: logged.outcome, log: logged.file });
+        this.#opts.report({ kind: "recovered", key: run.key, how: "logged" });
+      } else if (run.event) {
+        this.#opts.report({ kind: "recovered", key: run.key, how: "retry" });
+        this.#enqueue({ key: run.key, ...run.event, source: "task" }, true);
+      } else {
+        this.#warn(`${ledger.file}: in-flight ${run.key} has no event details; it is not retried`);
+      }
+    }
+  }
+
+  #hintTask(file: string): void {
+    if (this.#state !== "watching" && this.#state !== "scanning") return;
+    if (this.#looking.has(file)) {
+      this.#dirty.add(file);
+      return;
+    }
+    const look = this.#lookAtTask(file).finally(() => {
+      this.#looking.delete(file);
+      if (this.#dirty.delete(file)) this.#hintTask(file);
+    });
+    this.#looking.set(file, look);
+  }
+
+  async #lookAtTask(file: string): Promise<void> {
+    const look = await this.#sources.lookAtTask(file);
+    if (look.kind === "problem") this.#warn(look.message);
+    else if (look.kind === "task" && look.event) this.#consider(look.event);
+  }
+
+  #hintInbox(): void {
+    if (this.#state !== "watching") return;
+    this.#inboxLook = this.#inboxLook.then(async () => {
+      const inbox = await this.#sources.lookAtInbox({ force: false, unreadOnly: this.#opts.inbox === "consume" });
+      inbox.problems.forEach((p) => this.#warn(p));
+      inbox.events.forEach((e) => this.#consider(e));
+    });
+  }
+
+  #scheduleReconcile(): void {
+    if (this.#state !== "watching") return;
+    this.#reconcileTimer = setTimeout(() => {
+      this.#reconciling = this.#reconcile()
+        .catch((error: unknown) => this.#warn(`reconcile scan failed: ${describeError(error)}`))
+        .finally(() => {
+          this.#reconciling = null;
+          this.#scheduleReconcile();
+        });
+    }, this.#opts.reconcileMs);
+  }
+
+  /** Finds what the watchers missed: every task file whose stat changed, and the inbox. */
+  async #reconcile(): Promise<void> {
+    const files = await this.#sources.listTaskFiles();
+    this.#sources.forgetMissing(new Set(files));
+    await forEachLimit(files, 64, async (file) => {
+      if (await this.#sources.changedSinceLook(file)) this.#hintTask(file);
+    });
+    if (this.#opts.inbox !== "off") this.#hintInbox();
+  }
+
+  #consider(event: HookEvent): void {
+    if (this.#state === "stopping" || this.#state === "stopped") return;
+    if (this.#requireLedger().has(event.key) || this.#queued.has(event.key)) return;
+    this.#enqueue(event, false);
+  }
+
+  #enqueue(event: HookEvent, retry: boolean): void {
+    this.#queued.add(event.key);
+    const group = event.taskId !== null ? `task:${event.taskId}` : `member:${event.member ?? ""}`;
+    this.#queue.push(group, () => this.#handle(event, retry));
+  }
+
+  async #handle(event: HookEvent, retry: boolean): Promise<void> {
+    const ledger = this.#requireLedger();
+    const { setup } = this.#opts;
+    const runId = randomUUID();
+    const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
+    const attempt = await ledger.begin(event.key, runId, this.#now(), info);
+    let outcome;
+    try {
+      outcome = await invokeEvent({
+        identity: setup.identity,
+        event: event.event,
+        key: event.key,
+        taskId: event.taskId,
+        member: event.member,
+        timestamp: event.timestamp,
+        hooksDir: setup.hooksDir,
+        cwd: setup.cwd,
+        timeoutMs: setup.timeout.value,
+        policy: isTaskEvent(event.event) ? setup.policy.policy : null,
+        retry: retry || attempt > 1,
+        env: this.#opts.env,
+        runId,
+        onSpawn: ({ pid }) => {
+          this.#opts.report({ kind: "started", event: event.event, key: event.key, hook: "", taskId: event.taskId, startedAt: Date.now() });
+          ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#warn(`ledger: ${describeError(error)}`));
+        },
+      });
+    } catch (error) {
+      // Left in flight on purpose: the next start retries it. Kept in #queued so it does not loop now.
+      this.#warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
+      return;
+    }
+    outcome.problems.forEach((p) => this.#warn(`${event.key}: ${p}`));
+    const result = outcome.result;
+    await ledger.finish(event.key, this.#now(), { runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
+    this.#queued.delete(event.key);
+    if (this.#opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
+    await ledger.maybeCompact();
+    this.#opts.report({
+      kind: "event",
+      report: {
+        time: this.#now(),
+        key: event.key,
+        event: event.event,
+        taskId: event.taskId,
+        member: event.member,
+        hook: outcome.discovery.hook ? path.basename(outcome.discovery.hook.hookPath) : null,
+        outcome: result?.outcome ?? "no_hook",
+        timedOut: result?.timedOut ?? false,
+        durationMs: result?.durationMs ?? 0,
+        summary: outcome.summary,
+        actions: outcome.actions,
+        retry: retry || attempt > 1,
+        logFile: outcome.logFile,
+      },
+    });
+  }
+
+  /** --inbox consume: the notification behind a handled idle event is marked read. */
+  async #markHandled(event: HookEvent): Promise<void> {
+    const { identity } = this.#opts.setup;
+    const marked = await markRead(identity.teamDir, "team", identity.leadName, (m) => {
+      const text = m.text;
+      return text.includes("idle_notification") && text.includes(JSON.stringify(event.member ?? "")) && text.includes(JSON.stringify(event.timestamp ?? ""));
+    }).catch((error: unknown) => ({ ok: false as const, problem: { message: describeError(error) } }));
+    if (!marked.ok) this.#warn(`cannot mark the idle notification of ${event.key} read: ${marked.problem.message}`);
+  }
+
+  #requireLedger(): Ledger {
+    if (!this.#ledger) throw new HooksError("E_INTERNAL", "the ledger is not open");
+    return this.#ledger;
+  }
+
+  #warn(message: string): void {
+    this.#opts.report({ kind: "warning", message });
+  }
+
+  #now(): string {
+    return (this.#opts.now?.() ?? new Date()).toISOString();
+  }
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time. */
+async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const item = items[next++] as T;
+      await fn(item);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}

@@ -1,0 +1,145 @@
+/**
+ * What the leader knows of the team dir between two looks: for each task file a stat signature, so a
+ * hint or a scan re-reads only files that changed; and which idle notifications were already turned
+ * into events. Reads are consistent (one open: fstat and read the same file), and a file that is not
+ * a task is reported once per version, not at every scan.
+ */
+import fs from "node:fs/promises";
+import type { Stats } from "node:fs";
+import path from "node:path";
+import { IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "./contract.js";
+import { errnoCode, describeError } from "./errors.js";
+import { type HookEvent, idleEvents, parseIdleText, taskEvent } from "./events.js";
+import { checkSchema, parseJsonText } from "./json-file.js";
+import { readInbox } from "./mailbox.js";
+import { inboxFile, taskFile, tasksDir } from "./paths.js";
+
+const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
+
+export function isTaskFileName(name: string): boolean {
+  return TASK_FILE.test(name);
+}
+
+function signature(stat: Stats): string {
+  return `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+}
+
+export type TaskLook =
+  | { kind: "unchanged" }
+  | { kind: "gone" }
+  | { kind: "problem"; message: string; fresh: boolean }
+  | { kind: "task"; task: Task; event: HookEvent | null };
+
+export class TeamSources {
+  readonly tasksDir: string;
+  readonly inboxFile: string;
+  readonly #identity: TeamIdentity;
+  readonly #signatures = new Map<string, string>();
+  #inboxSignature: string | null = null;
+  /** Idle keys whose events were all handed out already. */
+  readonly #handledNotes = new Set<string>();
+
+  constructor(identity: TeamIdentity) {
+    this.#identity = identity;
+    this.tasksDir = tasksDir(identity.teamDir, identity.taskListId);
+    this.inboxFile = inboxFile(identity.teamDir, "team", identity.leadName);
+  }
+
+  get taskCount(): number {
+    return this.#signatures.size;
+  }
+
+  /** Names of task files in the list folder now. */
+  async listTaskFiles(): Promise<string[]> {
+    try {
+      return (await fs.readdir(this.tasksDir)).filter(isTaskFileName).map((name) => path.join(this.tasksDir, name));
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return [];
+      throw error;
+    }
+  }
+
+  /** Cheap check for the reconcile scan: has the file changed since the last look? */
+  async changedSinceLook(file: string): Promise<boolean> {
+    try {
+      return signature(await fs.stat(file)) !== this.#signatures.get(file);
+    } catch (error) {
+      return this.#signatures.has(file) || errnoCode(error) !== "ENOENT";
+    }
+  }
+
+  /** Files looked at before but gone from `present`: forgotten, so a re-created file is read anew. */
+  forgetMissing(present: ReadonlySet<string>): void {
+    for (const file of this.#signatures.keys()) if (!present.has(file)) this.#signatures.delete(file);
+  }
+
+  /** Re-reads one task file if it changed, and says what it now stands for. */
+  async lookAtTask(file: string): Promise<TaskLook> {
+    let handle: fs.FileHandle | undefined;
+    try {
+      handle = await fs.open(file, "r");
+      const stat = await handle.stat();
+      const sig = signature(stat);
+      const previous = this.#signatures.get(file);
+      if (previous === sig) return { kind: "unchanged" };
+      const text = await handle.readFile("utf8");
+      this.#signatures.set(file, sig);
+      const json = parseJsonText(text, file);
+      const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
+      if (!checked.ok) return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
+      return { kind: "task", task: checked.value, event: taskEvent(checked.value) };
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") {
+        this.#signatures.delete(file);
+        return { kind: "gone" };
+      }
+      return { kind: "problem", message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`, fresh: true };
+    } finally {
+      await handle?.close();
+    }
+  }
+
+  /** Reads a task by id, fresh (for an idle notification's task): null when missing or not a task. */
+  async readTaskById(taskId: string): Promise<Task | null> {
+    const file = taskFile(this.#identity.teamDir, this.#identity.taskListId, taskId);
+    try {
+      const text = await fs.readFile(file, "utf8");
+      const json = parseJsonText(text, file);
+      const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
+      return checked.ok ? checked.value : null;
+    } catch {
+      return null; // missing or unreadable: the notification alone describes the event
+    }
+  }
+
+  /**
+   * The events of idle notifications in the leader's inbox that were not handed out before, if the
+   * inbox changed (or `force`). `unreadOnly` for --inbox consume.
+   */
+  async lookAtInbox(opts: { force: boolean; unreadOnly: boolean }): Promise<{ events: HookEvent[]; problems: string[] }> {
+    try {
+      const sig = signature(await fs.stat(this.inboxFile));
+      if (!opts.force && sig === this.#inboxSignature) return { events: [], problems: [] };
+      this.#inboxSignature = sig;
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return { events: [], problems: [] };
+      return { events: [], problems: [`${this.inboxFile}: cannot read: ${describeError(error)}`] };
+    }
+    const inbox = await readInbox(this.#identity.teamDir, "team", this.#identity.leadName);
+    if (!inbox.ok) return { events: [], problems: [inbox.problem.message] };
+    const events: HookEvent[] = [];
+    for (const { message } of inbox.messages) {
+      if (opts.unreadOnly && message.read) continue;
+      const raw = parseIdleText(message.text);
+      if (raw === null) continue;
+      const note = IdleNotificationSchema.safeParse(raw);
+      if (!note.success) continue; // another message type, or a notification we cannot use
+      const idleKey = `idle:${note.data.from}:${note.data.timestamp}`;
+      if (this.#handledNotes.has(idleKey)) continue;
+      const task = note.data.completedTaskId ? await this.readTaskById(note.data.completedTaskId) : null;
+      events.push(...idleEvents(note.data, task));
+      this.#handledNotes.add(idleKey);
+    }
+    return { events, problems: [] };
+  }
+}

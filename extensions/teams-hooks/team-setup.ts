@@ -1,0 +1,81 @@
+/**
+ * Everything a command needs to know about the team before it fires an event: identity (config.json
+ * with flag overrides), hooks dir, working directory, timeout and the effective policy with the source
+ * of each value. Shared by `run`, `watch` and the pi extension, so they agree on every default.
+ */
+import fs from "node:fs/promises";
+import path from "node:path";
+import type { TeamIdentity } from "./contract.js";
+import { HooksError, describeError, errnoCode } from "./errors.js";
+import { resolvePolicy, resolveTimeoutMs, type PolicyFlags, type ResolvedPolicy, type ResolvedTimeout } from "./options.js";
+import { resolveHooksDir } from "./paths.js";
+import { loadTeamConfig } from "./team-config.js";
+
+export interface TeamSetupInput {
+  teamDir: string | undefined;
+  taskList?: string | undefined;
+  lead?: string | undefined;
+  hooksDir?: string | undefined;
+  cwd?: string | undefined;
+  timeoutMs?: string | undefined;
+  policyFlags?: PolicyFlags | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  /** The process's working directory: relative paths are taken from here. */
+  processCwd: string;
+}
+
+export interface TeamSetup {
+  identity: TeamIdentity;
+  configFile: string;
+  hooksDir: string;
+  hooksDirSource: "flag" | "env" | "default";
+  cwd: string;
+  timeout: ResolvedTimeout;
+  policy: ResolvedPolicy;
+  /** Config and environment problems that fell back to a default: show them, keep going. */
+  warnings: string[];
+}
+
+/** Throws `E_USAGE` / `E_TEAM_DIR` for a missing or bad flag or directory, naming it. */
+export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup> {
+  if (!input.teamDir) throw new HooksError("E_USAGE", "--team-dir is required (the team's directory, e.g. ~/.pi/teams/my-team)");
+  const teamDir = path.resolve(input.processCwd, input.teamDir);
+  await requireDirectory(teamDir, "--team-dir", "E_TEAM_DIR");
+  const cwd = input.cwd ? path.resolve(input.processCwd, input.cwd) : input.processCwd;
+  if (input.cwd) await requireDirectory(cwd, "--cwd", "E_USAGE");
+
+  const config = await loadTeamConfig(teamDir);
+  const identity: TeamIdentity = { ...config.identity };
+  if (input.taskList !== undefined) identity.taskListId = nonEmpty(input.taskList, "--task-list");
+  if (input.lead !== undefined) identity.leadName = nonEmpty(input.lead, "--lead");
+
+  const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
+  const timeout = resolveTimeoutMs({ ...(input.timeoutMs === undefined ? {} : { flag: input.timeoutMs }), env: input.env });
+  const policy = resolvePolicy({ flags: input.policyFlags, config: config.hooks, env: input.env, configFile: config.file });
+  return {
+    identity,
+    configFile: config.file,
+    hooksDir: hooks.dir,
+    hooksDirSource: hooks.source,
+    cwd,
+    timeout,
+    policy,
+    warnings: [...config.warnings, ...timeout.warnings, ...policy.warnings],
+  };
+}
+
+async function requireDirectory(dir: string, flag: string, code: "E_USAGE" | "E_TEAM_DIR"): Promise<void> {
+  try {
+    const stat = await fs.stat(dir);
+    if (!stat.isDirectory()) throw new HooksError(code, `${flag} ${dir}: not a directory`);
+  } catch (error) {
+    if (error instanceof HooksError) throw error;
+    const reason = errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error);
+    throw new HooksError(code, `${flag} ${dir}: ${reason}`, { cause: error });
+  }
+}
+
+function nonEmpty(value: string, flag: string): string {
+  if (value.trim() === "") throw new HooksError("E_USAGE", `${flag} must not be empty`);
+  return value;
+}
