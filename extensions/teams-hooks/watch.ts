@@ -1,0 +1,117 @@
+/**
+ * File hints from the team directory. A hint only says "look at this file again": the leader re-reads
+ * it and works out what really changed, and a reconcile scan finds whatever a watcher dropped.
+ *
+ * Default: one `fs.watch` per watched directory (inotify on Linux): one watch however many tasks,
+ * and a notice in well under a millisecond. `poll: true` uses chokidar's polling instead, for network
+ * file systems where inotify sees nothing. docs/architecture.md has the figures behind the choice.
+ * The only importer of chokidar.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { watch as chokidarWatch, type FSWatcher as ChokidarWatcher } from "chokidar";
+import { describeError } from "./errors.js";
+import { isTempOrLock } from "./paths.js";
+
+export interface WatchTarget {
+  /** The directory to watch; created when missing so that the watch can start. */
+  dir: string;
+  /** Which names in it matter; temp and lock files are never passed. */
+  accept: (name: string) => boolean;
+  /** Called with the file's absolute path. */
+  onHint: (file: string) => void;
+}
+
+export interface DirWatcher {
+  close(): Promise<void>;
+}
+
+export interface WatchOptions {
+  poll: boolean;
+  pollIntervalMs: number;
+  /** A watcher error: reported, and the watch re-armed (the reconcile scan covers the gap). */
+  onError: (message: string) => void;
+}
+
+const REARM_MS = 1000;
+
+export async function watchDirs(targets: WatchTarget[], opts: WatchOptions): Promise<DirWatcher> {
+  for (const target of targets) await fs.promises.mkdir(target.dir, { recursive: true });
+  return opts.poll ? pollDirs(targets, opts) : nativeDirs(targets, opts);
+}
+
+function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
+  const watchers = new Map<WatchTarget, fs.FSWatcher>();
+  const timers = new Set<NodeJS.Timeout>();
+  let closed = false;
+
+  const arm = (target: WatchTarget): void => {
+    if (closed) return;
+    try {
+      const watcher = fs.watch(target.dir, { persistent: true }, (_type, name) => {
+        // Linux always passes the name; without one, nothing tells which file: the scan settles it.
+        if (typeof name !== "string" || isTempOrLock(name) || !target.accept(name)) return;
+        target.onHint(path.join(target.dir, name));
+      });
+      watcher.on("error", (error) => {
+        opts.onError(`watching ${target.dir} failed: ${describeError(error)}; retrying in ${REARM_MS} ms`);
+        watcher.close();
+        watchers.delete(target);
+        rearm(target);
+      });
+      watchers.set(target, watcher);
+    } catch (error) {
+      opts.onError(`cannot watch ${target.dir}: ${describeError(error)}; retrying in ${REARM_MS} ms`);
+      rearm(target);
+    }
+  };
+
+  const rearm = (target: WatchTarget): void => {
+    if (closed) return;
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      void fs.promises
+        .mkdir(target.dir, { recursive: true })
+        .catch(() => {}) // arm() reports the real problem
+        .then(() => arm(target));
+    }, REARM_MS);
+    timers.add(timer);
+  };
+
+  for (const target of targets) arm(target);
+  return {
+    async close() {
+      closed = true;
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      for (const watcher of watchers.values()) watcher.close();
+      watchers.clear();
+    },
+  };
+}
+
+function pollDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
+  const watchers: ChokidarWatcher[] = targets.map((target) => {
+    const watcher = chokidarWatch(target.dir, {
+      ignoreInitial: true,
+      usePolling: true,
+      interval: opts.pollIntervalMs,
+      binaryInterval: opts.pollIntervalMs,
+      depth: 0,
+      ignored: (file: string) => file !== target.dir && (isTempOrLock(file) || !target.accept(path.basename(file))),
+    });
+    const hint = (file: string): void => target.onHint(path.resolve(file));
+    watcher.on("add", hint);
+    watcher.on("change", hint);
+    watcher.on("unlink", hint);
+    watcher.on("error", (error) => opts.onError(`polling ${target.dir} failed: ${describeError(error)}`));
+    return watcher;
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= Promise.all(watchers.map((w) => w.close())).then(() => undefined);
+      return closing;
+    },
+  };
+}
