@@ -2,7 +2,7 @@
  * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "./contract.js";
-import type { CliIo, ParsedArgs } from "./cli.js";
+import { type CliIo, type ParsedArgs, str, wholeNumber } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { eventKey, taskEvent } from "./events.js";
 import { readHookLog } from "./hook-log.js";
@@ -81,9 +81,6 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   return outcome.result === null || outcome.result.outcome === "passed" ? 0 : 1;
 }
 
-function str(value: ParsedArgs["values"][string]): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
 
 /** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed` */
 export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {

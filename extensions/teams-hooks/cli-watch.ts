@@ -2,7 +2,7 @@
  * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
-import type { CliIo, ParsedArgs } from "./cli.js";
+import { type CliIo, type ParsedArgs, str, wholeNumber } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { type EventReport, type InboxMode, Leader, type LeaderNotice } from "./leader.js";
 import { formatDuration } from "./messages.js";
@@ -119,15 +119,4 @@ function policyLine(setup: TeamSetup): string {
   );
 }
 
-function str(value: ParsedArgs["values"][string]): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
 
-function wholeNumber(value: ParsedArgs["values"][string], flag: string, fallback: number, min: number): number {
-  const raw = str(value);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
-    throw new HooksError("E_USAGE", `${flag} "${raw}" must be a whole number ≥ ${min}`);
-  }
-  return Number(raw);
-}

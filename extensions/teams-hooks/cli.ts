@@ -5,19 +5,9 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type ErrorCode, HooksError, describeError, isHooksError } from "./errors.js";
 import { commandHelp, mainHelp } from "./cli-help.js";
+import type { CliIo, CommandFn, ParsedArgs } from "./cli-io.js";
 import { runCommand } from "./cli-run.js";
 import { watchCommand } from "./cli-watch.js";
-
-export interface CliIo {
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-  env: Readonly<Record<string, string | undefined>>;
-  cwd: string;
-  /** True when stdout is a terminal (colour, progress). */
-  isTTY: boolean;
-  /** Resolves when the user asks to stop (SIGINT / SIGTERM); long-running commands race it. */
-  stopSignal: Promise<string>;
-}
 
 /** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
 const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
@@ -32,8 +22,6 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
   E_INTERNAL: 1,
 });
 
-export type CommandFn = (args: ParsedArgs, io: CliIo) => Promise<number>;
-export type ParsedArgs = { values: Record<string, string | boolean | Array<string | boolean> | undefined>; positionals: string[] };
 
 const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["options"]>; run: CommandFn }>> = {
   run: { options: runOptions(), run: runCommand },
@@ -78,6 +66,8 @@ function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
     once: { type: "boolean" },
   };
 }
+
+export type { CliIo } from "./cli-io.js";
 
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
