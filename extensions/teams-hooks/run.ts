@@ -1,0 +1,288 @@
+/**
+ * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
+ *
+ * Life of a run: write the context file → spawn (no shell, own process group, no execa buffering,
+ * cleanup or timeout) → context JSON on stdin → our own timer races the exit → on timeout, terminate
+ * the group (terminate.ts); on exit, give the pipes a drain window, because a background child may
+ * still hold them (exit is not close: STYLE.md facts, 1 and 3) → kill leftovers → remove the file.
+ *
+ * `detached` switches off execa's `cleanup` (STYLE.md facts, 3), so live runs are kept in a registry
+ * here and `terminateAllRuns()` is what the leader calls on shutdown.
+ */
+import { randomUUID } from "node:crypto";
+import { unlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { execa } from "execa";
+import { headCapture, type CaptureResult } from "./capture.js";
+import {
+  HOOK_CONTRACT_VERSION,
+  OUTPUT_LIMIT_CHARS,
+  buildHookEnvironment,
+  type HookCommand,
+  type HookInvocation,
+  type RunResult,
+} from "./contract.js";
+import { describeError, errnoCode } from "./errors.js";
+import { sanitizeName } from "./paths.js";
+import { groupMembers, terminateGroup } from "./terminate.js";
+
+export interface RunHookOptions {
+  cwd: string;
+  /** Our own timer; at the end SIGTERM goes to the group, SIGKILL `graceMs` later. */
+  timeoutMs: number;
+  /** The leader's environment the contract variables are added to (default `process.env`). */
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+  graceMs?: number;
+  /** How long pipes may stay open after the hook exited by itself (never past the timeout). */
+  drainMs?: number;
+  runId?: string;
+  maxEnvValueBytes?: number;
+  /** Called once the hook is running: the ledger records its group and run id. */
+  onSpawn?: (info: { pid: number; runId: string }) => void;
+  /**
+   * `auto` (default) looks for run-id escapees in /proc only when something is suspect: a timeout,
+   * pipes still open after exit, or members left in the group. `always` also scans after a clean
+   * exit (about 2–10 ms), which also catches a setsid'd child with its output redirected elsewhere.
+   */
+  escapeeScan?: "auto" | "always";
+}
+
+/** After the hook's processes are dead, how long the pipes may take to report close. */
+const CLOSE_SETTLE_MS = 500;
+
+interface LiveRun {
+  runId: string;
+  pid: number;
+  stop: () => void;
+  done: Promise<unknown>;
+}
+const live = new Map<string, LiveRun>();
+
+/** Runs whose process group may still be alive: for the leader's shutdown and its ledger. */
+export function liveRuns(): Array<{ runId: string; pid: number }> {
+  return [...live.values()].map(({ runId, pid }) => ({ runId, pid }));
+}
+
+/** Ends every live run (as a timeout would) and waits until each has settled and reaped its group. */
+export async function terminateAllRuns(): Promise<void> {
+  const runs = [...live.values()];
+  for (const run of runs) run.stop();
+  await Promise.allSettled(runs.map((run) => run.done));
+}
+
+export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
+  const runId = opts.runId ?? randomUUID();
+  const startedAt = performance.now();
+  const base = baseResult(hook, runId);
+  const contextFile = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}.json`);
+  let contextWritten = false;
+  try {
+    const { env, contextJson, truncated } = buildHookEnvironment(invocation, {
+      runId,
+      contextFile,
+      base: opts.baseEnv ?? process.env,
+      maxValueBytes: opts.maxEnvValueBytes,
+    });
+    try {
+      // `wx`: never write through a file (or link) someone else planted under our name. Synchronous
+      // on purpose: the async open/write/close/unlink hops cost ~2.5 ms a run here (bench/runner.mjs),
+      // while spawn itself already blocks the event loop for longer than this small write does.
+      writeFileSync(contextFile, contextJson, { mode: 0o600, flag: "wx" });
+      contextWritten = true;
+    } catch (error) {
+      return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
+    }
+    return await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
+  } catch (error) {
+    // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
+    return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt) };
+  } finally {
+    if (contextWritten) removeQuietly(contextFile);
+  }
+}
+
+type BaseResult = Pick<RunResult, "ran" | "hookPath" | "command" | "runId" | "contractVersion" | "contextTruncated">;
+
+function baseResult(hook: HookCommand, runId: string): BaseResult {
+  return { ran: true, hookPath: hook.hookPath, command: [hook.command, ...hook.args], runId, contractVersion: HOOK_CONTRACT_VERSION, contextTruncated: false };
+}
+
+type Outcome = Omit<RunResult, keyof BaseResult>;
+
+function startFailure(message: string, code: string | undefined, startedAt: number): Outcome {
+  return {
+    outcome: "error",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: elapsed(startedAt),
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    error: firstLine(message),
+    ...(code ? { errorCode: code } : {}),
+    leftoverProcesses: 0,
+  };
+}
+
+interface Prepared {
+  runId: string;
+  env: Record<string, string>;
+  contextJson: string;
+  truncated: boolean;
+  startedAt: number;
+  base: BaseResult;
+}
+
+async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<RunResult> {
+  const { runId, startedAt } = run;
+  const base = { ...run.base, contextTruncated: run.truncated };
+  const subprocess = execa(hook.command, hook.args, {
+    cwd: opts.cwd,
+    env: run.env,
+    extendEnv: false,
+    shell: false,
+    detached: true,
+    buffer: false,
+    cleanup: false,
+    reject: false,
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  // reject: false, but a settled promise must never be left unhandled whatever happens.
+  const settled = subprocess.then(
+    (result) => result,
+    (error: unknown) => error,
+  );
+  const pid = subprocess.pid;
+  if (pid === undefined) {
+    // Spawn failed (ENOENT, EACCES, E2BIG…): execa settles at once with the errno in `code`.
+    const failure = await settled;
+    const message = pick(failure, "originalMessage") ?? pick(failure, "shortMessage") ?? describeError(failure);
+    return { ...base, ...startFailure(message, pick(failure, "code"), startedAt) };
+  }
+
+  const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
+  let requestStop = (): void => undefined;
+  const stopped = new Promise<"stopped">((resolve) => (requestStop = () => resolve("stopped")));
+  const timers = new AbortController();
+  const finished = supervise();
+  live.set(runId, { runId, pid, stop: requestStop, done: finished });
+  try {
+    opts.onSpawn?.({ pid, runId });
+  } catch {
+    // The caller's bookkeeping failed; the hook is running and must still be supervised and reaped.
+  }
+  try {
+    return await finished;
+  } finally {
+    timers.abort();
+    live.delete(runId);
+  }
+
+  async function supervise(): Promise<RunResult> {
+    const graceMs = opts.graceMs ?? 1_000;
+    const deadline = startedAt + opts.timeoutMs;
+    const out = captureStream(subprocess.stdout);
+    const err = captureStream(subprocess.stderr);
+    const pipesClosed = Promise.all([out.closed, err.closed]).then(() => "closed" as const);
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      subprocess.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+    // The hook may never read stdin, or exit first: EPIPE then is normal, not an error.
+    subprocess.stdin.on("error", () => undefined);
+    subprocess.stdin.end(run.contextJson);
+
+    const first = await Promise.race([exited, stopped, wait(deadline - performance.now(), "timeout" as const)]);
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let durationMs: number;
+    let leftovers: number[];
+    const timedOut = first === "timeout";
+    if (typeof first === "string") {
+      // Only a leader not yet reaped may seed tree-kill's walk: a reaped pid could be someone else's.
+      const leaderRunning = subprocess.exitCode === null && subprocess.signalCode === null;
+      leftovers = (await terminateGroup(hookPid, { graceMs, runId, leaderRunning })).filter((p) => p !== hookPid);
+      exit = await Promise.race([exited, wait(CLOSE_SETTLE_MS, undefined)]);
+      durationMs = elapsed(startedAt);
+      await Promise.race([pipesClosed, wait(CLOSE_SETTLE_MS, "late" as const)]);
+    } else {
+      exit = first;
+      durationMs = elapsed(startedAt);
+      const drainMs = Math.min(opts.drainMs ?? 1_000, Math.max(0, deadline - performance.now()));
+      const drained = (await Promise.race([pipesClosed, stopped, wait(drainMs, "open" as const)])) === "closed";
+      // The common path stays cheap: pipes closed and an empty group need no /proc scan for escapees.
+      const suspect = !drained || opts.escapeeScan === "always" || (await groupMembers(hookPid)).length > 0;
+      leftovers = suspect ? await terminateGroup(hookPid, { graceMs, runId }) : [];
+      if (!drained) await Promise.race([pipesClosed, wait(CLOSE_SETTLE_MS, "late" as const)]);
+    }
+    // A holder we could not find (its environment replaced, out of the group) must not keep us here.
+    for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream.destroy();
+    await Promise.race([settled, wait(CLOSE_SETTLE_MS, undefined)]);
+
+    const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
+    const outcome = timedOut || stopReason || !exit || exit.signal !== null ? "error" : exit.code === 0 ? "passed" : "failed";
+    return {
+      ...base,
+      outcome,
+      exitCode: exit?.code ?? null,
+      signal: exit?.signal ?? null,
+      timedOut,
+      durationMs,
+      ...outputFields(out.result(), err.result()),
+      ...(stopReason ? { error: stopReason } : {}),
+      leftoverProcesses: leftovers.length,
+    };
+  }
+
+  /** A timer that resolves to `value`, cleared when the run ends so no timer outlives it. */
+  function wait<T>(ms: number, value: T): Promise<T> {
+    return new Promise<T>((resolve) => {
+      const timer = setTimeout(() => resolve(value), Math.max(0, ms));
+      timers.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+    });
+  }
+}
+
+/** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
+function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult } {
+  const capture = headCapture(OUTPUT_LIMIT_CHARS);
+  stream.on("data", (chunk: Buffer | string) => capture.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk));
+  stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
+  const closed = new Promise<void>((resolve) => stream.once("close", () => resolve()));
+  return { closed, result: () => capture.result() };
+}
+
+function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
+  return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };
+}
+
+/** The head, plus a line saying how much was left out, so a reader never mistakes it for everything. */
+function withNote(captured: CaptureResult): string {
+  return captured.droppedBytes > 0 ? `${captured.text}\n… (truncated, ${captured.droppedBytes} bytes omitted)` : captured.text;
+}
+
+function pick(value: unknown, key: string): string | undefined {
+  if (typeof value !== "object" || value === null || !(key in value)) return undefined;
+  const found = (value as Record<string, unknown>)[key];
+  return typeof found === "string" && found.length > 0 ? found : undefined;
+}
+
+function firstLine(text: string): string {
+  return text.split("\n").find((line) => line.trim().length > 0)?.trim() ?? text.trim();
+}
+
+function removeQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // The hook may have removed it itself; anything else leaves a 0600 file in tmpdir, not a failure.
+  }
+}
+
+function elapsed(startedAt: number): number {
+  return Math.round(performance.now() - startedAt);
+}
