@@ -17,6 +17,15 @@ Failure policy (flag > config.json "hooks" > environment > default):
 `;
 
 const HELP: Readonly<Record<string, string>> = {
+  demo: `Usage: pi-teams-hooks demo
+
+Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate
+hooks/on_task_completed.sh, and play two workers: one task passes its gate; one fails, is reopened
+with a follow-up task and a nudge, and passes once fixed. Prints the leader's lines as they happen,
+then the hook logs and where the team dir is. Takes a few seconds.
+
+  -h, --help              this help
+`,
   run: `Usage: pi-teams-hooks run <event> --team-dir DIR [options]
 
 Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
@@ -78,6 +87,7 @@ idle, apply the team's failure policy, and log every invocation.
 Commands:
   run <event>     fire one event by hand (task_completed, task_failed, idle)
   watch           be the leader: watch a team directory and run its gates
+  demo            play a small team through a passing, a failing and a fixed gate (npm start)
   help [command]  show help for a command
 
 Every command takes --help. Hook contract: docs/hook-contract.md.

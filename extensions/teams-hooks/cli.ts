@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type ErrorCode, HooksError, describeError, isHooksError } from "./errors.js";
 import { commandHelp, mainHelp } from "./cli-help.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./cli-io.js";
+import { demoCommand } from "./cli-demo.js";
 import { runCommand } from "./cli-run.js";
 import { watchCommand } from "./cli-watch.js";
 
@@ -26,6 +27,7 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
 const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["options"]>; run: CommandFn }>> = {
   run: { options: runOptions(), run: runCommand },
   watch: { options: watchOptions(), run: watchCommand },
+  demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
 };
 
 function teamOptions(): NonNullable<ParseArgsConfig["options"]> {

@@ -16,7 +16,7 @@ const LAYERS: Readonly<Record<string, number>> = {
   remediate: 3, sources: 3, "team-setup": 3,
   invoke: 4,
   leader: 5,
-  "cli-io": 5, "cli-help": 6, "cli-run": 6, "cli-watch": 6,
+  "cli-io": 5, "cli-help": 6, "cli-run": 6, "cli-watch": 6, "cli-demo": 6,
   cli: 7,
   bin: 8, api: 8, index: 8,
 };
