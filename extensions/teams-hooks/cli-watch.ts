@@ -2,9 +2,9 @@
  * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
-import { type CliIo, type ParsedArgs, str, wholeNumber } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, eventLine, str, wholeNumber } from "./cli-io.js";
 import { HooksError } from "./errors.js";
-import { type EventReport, type InboxMode, Leader, type LeaderNotice } from "./leader.js";
+import { type InboxMode, Leader, type LeaderNotice } from "./leader.js";
 import { formatDuration } from "./messages.js";
 import { resolveTeamSetup, type TeamSetup } from "./team-setup.js";
 
@@ -93,17 +93,6 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
   }
 }
 
-/** `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice` */
-export function eventLine(r: EventReport): string {
-  const time = r.time.slice(11, 19);
-  const who = r.member ? ` ${r.member}` : "";
-  const label = r.taskId ? `${r.event} #${r.taskId}` : r.event;
-  if (r.outcome === "no_hook") return `${time} ${label}${who}: no hook`;
-  const verdict = r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
-  const detail = r.outcome === "passed" ? "" : `: ${r.summary}`;
-  const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
-  return `${time} ${label}${who} ${r.hook ?? ""} ${verdict} ${formatDuration(r.durationMs)}${detail}${actions}${r.retry ? " (retry)" : ""}`;
-}
 
 function policyObject(setup: TeamSetup): Record<string, unknown> {
   return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source };
