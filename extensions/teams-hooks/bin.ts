@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { main } from "./cli.js";
+import { terminateAllRuns } from "./run.js";
 
 let requestStop: (signal: string) => void = () => {};
 const stopSignal = new Promise<string>((resolve) => (requestStop = resolve));
@@ -7,8 +8,9 @@ let stops = 0;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
     stops += 1;
-    // A second signal means "now": the command's own handler has had its chance.
-    if (stops > 1) process.exit(130);
+    // A second signal means "now": end every hook's process group (they live in their own groups,
+    // so nothing else would), then go.
+    if (stops > 1) void terminateAllRuns().finally(() => process.exit(130));
     requestStop(signal);
   });
 }
