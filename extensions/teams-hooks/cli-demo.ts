@@ -8,7 +8,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type CliIo, type ParsedArgs, eventLine } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, eventLine, wantsColour } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { listHookLogs, readHookLog } from "./hook-log.js";
 import { type EventReport, Leader } from "./leader.js";
@@ -52,7 +52,7 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
       if (notice.kind !== "event") return;
       events.push(notice.report);
       // The demo has no idle hook: "idle: no hook" lines would only be noise here.
-      if (notice.report.outcome !== "no_hook") say(`  leader │ ${eventLine(notice.report)}`);
+      if (notice.report.outcome !== "no_hook") say(`  leader │ ${eventLine(notice.report, wantsColour(io))}`);
       waiters.splice(0).forEach((wake) => wake());
     },
   });

@@ -33,14 +33,79 @@ export function wholeNumber(value: FlagValue, flag: string, fallback: number, mi
   return Number(raw);
 }
 
+/** Colour only for a person at a terminal: not when piped, not with NO_COLOR, not on a dumb terminal. */
+export function wantsColour(io: Pick<CliIo, "isTTY" | "env">): boolean {
+  return io.isTTY && !io.env.NO_COLOR && io.env.TERM !== "dumb";
+}
+
+const COLOURS = { green: 32, red: 31, yellow: 33, dim: 2 } as const;
+export type Colour = keyof typeof COLOURS;
+
+export function paint(text: string, colour: Colour, enabled: boolean): string {
+  return enabled ? `\u001b[${COLOURS[colour]}m${text}\u001b[0m` : text;
+}
+
 /** `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice` */
-export function eventLine(r: EventReport): string {
-  const time = r.time.slice(11, 19);
+export function eventLine(r: EventReport, colour = false): string {
+  const time = paint(r.time.slice(11, 19), "dim", colour);
   const who = r.member ? ` ${r.member}` : "";
   const label = r.taskId ? `${r.event} #${r.taskId}` : r.event;
   if (r.outcome === "no_hook") return `${time} ${label}${who}: no hook`;
   const verdict = r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+  const painted = paint(verdict, r.outcome === "passed" ? "green" : r.outcome === "error" ? "yellow" : "red", colour);
   const detail = r.outcome === "passed" ? "" : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
-  return `${time} ${label}${who} ${r.hook ?? ""} ${verdict} ${formatDuration(r.durationMs)}${detail}${actions}${r.retry ? " (retry)" : ""}`;
+  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${formatDuration(r.durationMs)}${detail}${actions}${r.retry ? " (retry)" : ""}`;
+}
+
+/**
+ * On a terminal, one status line under the output that says which hooks have been running for more
+ * than two seconds, and for how long; cleared before every other line is printed.
+ */
+export class RunningLine {
+  readonly #io: CliIo;
+  readonly #running = new Map<string, { label: string; since: number }>();
+  #timer: NodeJS.Timeout | null = null;
+  #shown = false;
+
+  constructor(io: CliIo) {
+    this.#io = io;
+  }
+
+  started(key: string, label: string): void {
+    this.#running.set(key, { label, since: Date.now() });
+    this.#timer ??= setInterval(() => this.#draw(), 1000);
+  }
+
+  finished(key: string): void {
+    this.#running.delete(key);
+    if (this.#running.size === 0) this.close();
+  }
+
+  /** Prints `text` above the status line. */
+  print(text: string): void {
+    this.#clear();
+    this.#io.stdout(text);
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    this.#clear();
+  }
+
+  #draw(): void {
+    const now = Date.now();
+    const slow = [...this.#running.values()].filter((r) => now - r.since >= 2000);
+    if (slow.length === 0) return this.#clear();
+    const text = slow.map((r) => `${r.label} running ${Math.round((now - r.since) / 1000)}s`).join(", ");
+    this.#io.stdout(`\r\u001b[2K… ${text}`);
+    this.#shown = true;
+  }
+
+  #clear(): void {
+    if (!this.#shown) return;
+    this.#io.stdout("\r\u001b[2K");
+    this.#shown = false;
+  }
 }

@@ -2,7 +2,7 @@
  * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
-import { type CliIo, type ParsedArgs, eventLine, str, wholeNumber } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, wholeNumber, wantsColour } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { type InboxMode, Leader, type LeaderNotice } from "./leader.js";
 import { formatDuration } from "./messages.js";
@@ -31,7 +31,13 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     env: io.env,
     processCwd: io.cwd,
   });
-  const emit = (object: Record<string, unknown>, line: string): void => io.stdout(json ? `${JSON.stringify(object)}\n` : `${line}\n`);
+  const person = !json && wantsColour(io);
+  const status = person ? new RunningLine(io) : null;
+  const emit = (object: Record<string, unknown>, line: string): void => {
+    const text = json ? `${JSON.stringify(object)}\n` : `${line}\n`;
+    if (status) status.print(text);
+    else io.stdout(text);
+  };
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
 
   const leader = new Leader({
@@ -43,7 +49,11 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     poll: v.poll === true,
     pollIntervalMs,
     catchUp: v["catch-up"] === true,
-    report: (notice) => onNotice(notice, io, emit, setup),
+    report: (notice) => {
+      if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
+      if (status && notice.kind === "event") status.finished(notice.report.key);
+      onNotice(notice, io, emit, setup, person);
+    },
   });
   await leader.start();
 
@@ -57,10 +67,11 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     if (!json) io.stderr(`${signal}: stopping after running hooks finish…\n`);
   }
   await leader.stop();
+  status?.close();
   return 0;
 }
 
-function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unknown>, line: string) => void, setup: TeamSetup): void {
+function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unknown>, line: string) => void, setup: TeamSetup, colour: boolean): void {
   switch (notice.kind) {
     case "hooks":
       for (const { event, discovery } of notice.hooks) {
@@ -74,7 +85,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       io.stderr(`warning: ${notice.message}\n`);
       return;
     case "event":
-      emit({ type: "event", ...notice.report }, eventLine(notice.report));
+      emit({ type: "event", ...notice.report }, eventLine(notice.report, colour));
       return;
     case "recovered":
       emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : "interrupted, running it again"}`);
