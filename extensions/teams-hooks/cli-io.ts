@@ -2,6 +2,7 @@
 import { HooksError } from "./errors.js";
 import type { EventReport } from "./leader.js";
 import { formatDuration } from "./messages.js";
+import type { TeamSetupInput } from "./team-setup.js";
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -31,6 +32,21 @@ export function wholeNumber(value: FlagValue, flag: string, fallback: number, mi
     throw new HooksError("E_USAGE", `${flag} "${raw}" must be a whole number ≥ ${min}`);
   }
   return Number(raw);
+}
+
+/** The team flags every team command shares (`--team-dir`, `--hooks-dir`, policy flags…), for resolveTeamSetup. */
+export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInput {
+  return {
+    teamDir: str(v["team-dir"]),
+    taskList: str(v["task-list"]),
+    lead: str(v.lead),
+    hooksDir: str(v["hooks-dir"]),
+    cwd: str(v.cwd),
+    timeoutMs: str(v["timeout-ms"]),
+    policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
+    env: io.env,
+    processCwd: io.cwd,
+  };
 }
 
 /** Colour only for a person at a terminal: not when piped, not with NO_COLOR, not on a dumb terminal. */

@@ -2,7 +2,7 @@
  * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "./contract.js";
-import { type CliIo, type ParsedArgs, str, wholeNumber } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, str, teamSetupInput, wholeNumber } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { eventKey, taskEvent } from "./events.js";
 import { readHookLog } from "./hook-log.js";
@@ -31,17 +31,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const member = str(v.member);
   if (member !== undefined && member.trim() === "") throw new HooksError("E_USAGE", "--member must not be empty");
 
-  const setup = await resolveTeamSetup({
-    teamDir: str(v["team-dir"]),
-    taskList: str(v["task-list"]),
-    lead: str(v.lead),
-    hooksDir: str(v["hooks-dir"]),
-    cwd: str(v.cwd),
-    timeoutMs: str(v["timeout-ms"]),
-    policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
-    env: io.env,
-    processCwd: io.cwd,
-  });
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());

@@ -2,7 +2,7 @@
  * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
-import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, wholeNumber, wantsColour } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { type InboxMode, Leader, type LeaderNotice } from "./leader.js";
 import { formatDuration } from "./messages.js";
@@ -20,17 +20,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const pollIntervalMs = wholeNumber(v["poll-interval-ms"], "--poll-interval-ms", 250, 10);
   const json = v.json === true;
 
-  const setup = await resolveTeamSetup({
-    teamDir: str(v["team-dir"]),
-    taskList: str(v["task-list"]),
-    lead: str(v.lead),
-    hooksDir: str(v["hooks-dir"]),
-    cwd: str(v.cwd),
-    timeoutMs: str(v["timeout-ms"]),
-    policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
-    env: io.env,
-    processCwd: io.cwd,
-  });
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
   const person = !json && wantsColour(io);
   const status = person ? new RunningLine(io) : null;
   const emit = (object: Record<string, unknown>, line: string): void => {
