@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { describeInvalidVerdict, readVerdict } from "../../extensions/teams-hooks/verdict.js";
+
+describe("readVerdict", () => {
+  it.each([
+    ["no file, plain output", null, "all good\n", { kind: "none" }],
+    ["no file, empty output", null, "", { kind: "none" }],
+    ["last stdout line allows", null, 'checking\n{"decision":"allow"}\n\n', { kind: "verdict", source: "stdout", verdict: { decision: "allow" } }],
+    ["last stdout line denies with details", null, '{"decision":"deny","code":"lint.errors","reason":"3 lint errors","message":"see src/a.ts"}', {
+      kind: "verdict", source: "stdout", verdict: { decision: "deny", code: "lint.errors", reason: "3 lint errors", message: "see src/a.ts" },
+    }],
+    ["a verdict not on the last line is output", null, '{"decision":"deny"}\ndone\n', { kind: "none" }],
+    ["JSON without decision is output", null, '{"tests":5}', { kind: "none" }],
+    ["text starting with { is output", null, "{not json", { kind: "none" }],
+    ["the file", '{"decision":"deny","code":"tests"}', "", { kind: "verdict", source: "file", verdict: { decision: "deny", code: "tests" } }],
+    ["the file wins over stdout", '{"decision":"allow"}', '{"decision":"deny"}', { kind: "verdict", source: "file", verdict: { decision: "allow" } }],
+    ["an empty file is no verdict", "  \n", '{"decision":"deny"}', { kind: "verdict", source: "stdout", verdict: { decision: "deny" } }],
+    ["unknown keys are kept", '{"decision":"allow","extra":1}', "", { kind: "verdict", source: "file", verdict: { decision: "allow", extra: 1 } }],
+  ])("%s", (_name, fileText, stdoutTail, expected) => {
+    expect(readVerdict({ fileText, stdoutTail })).toEqual(expected);
+  });
+
+  it.each([
+    ["garbage in the file", "garbage", "not JSON"],
+    ["an array in the file", "[1]", "expected a JSON object, got an array"],
+    ["an unknown decision", '{"decision":"maybe"}', "decision"],
+    ["an upper-case code", '{"decision":"deny","code":"Lint"}', "code: must start with a lower-case letter"],
+    ["a code starting with a digit", '{"decision":"deny","code":"1x"}', "code:"],
+    ["a 65-byte code", `{"decision":"deny","code":"${"a".repeat(65)}"}`, "code: must be at most 64 bytes"],
+    ["a blank reason", '{"decision":"deny","reason":"   "}', "reason: must not be blank"],
+    ["an oversize reason", `{"decision":"deny","reason":"${"r".repeat(1025)}"}`, "reason: must be at most 1024 bytes"],
+    ["a reason with a newline", '{"decision":"deny","reason":"a\\nb"}', "reason: must not contain control characters"],
+    ["a reason that is not a string", '{"decision":"deny","reason":5}', "reason:"],
+  ])("%s is invalid, not a denial", (_name, fileText, problem) => {
+    const read = readVerdict({ fileText, stdoutTail: "" });
+    expect(read.kind).toBe("invalid");
+    if (read.kind === "invalid") {
+      expect(read.problem).toContain(problem);
+      expect(describeInvalidVerdict(read)).toMatch(/^invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: /);
+    }
+  });
+
+  it("a 64-byte code and a 1,024-byte reason are fine", () => {
+    const read = readVerdict({ fileText: JSON.stringify({ decision: "deny", code: `a${"b".repeat(63)}`, reason: "é".repeat(512) }), stdoutTail: "" });
+    expect(read.kind).toBe("verdict");
+  });
+
+  it("an invalid verdict on stdout names stdout", () => {
+    const read = readVerdict({ fileText: null, stdoutTail: '{"decision":"deny","code":"BAD"}' });
+    expect(read.kind === "invalid" && describeInvalidVerdict(read)).toMatch(/the last line of stdout: code/);
+  });
+});
