@@ -23,9 +23,12 @@ if [ "$status" -eq 0 ]; then
   exit 0
 fi
 
-# The reason first, on stderr: the last line that looks like a failure, else the last line of output.
-reason=$(grep -iE 'fail|error|not ok|assert|expected' "$output" | tail -n 1)
+# The reason first, on stderr: the first line a test runner marks as a failure (FAIL, ✗, not ok,
+# Error: …), else the last line that mentions one (a summary), else the last line of output.
+reason=$(grep -m 1 -E '^[[:space:]]*(FAIL|✗|×|not ok|npm ERR!|[A-Za-z]*Error:)' "$output")
+[ -n "$reason" ] || reason=$(grep -iE 'fail|error|not ok|assert|expected' "$output" | tail -n 1)
 [ -n "$reason" ] || reason=$(grep -v '^[[:space:]]*$' "$output" | tail -n 1)
+reason="${reason#"${reason%%[![:space:]]*}"}"
 short_cmd=$cmd
 [ "${#short_cmd}" -gt 60 ] && short_cmd="${short_cmd:0:57}..."
 echo "${reason:-check exited $status}" >&2

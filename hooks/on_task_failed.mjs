@@ -2,31 +2,67 @@
 // Runs when a worker gives a task back (pi-teams-hooks contract v1): appends one line to a failure
 // journal so that someone can see which tasks keep failing and why. Never fails the event itself.
 //
-// The journal is $PI_TEAMS_FAILURE_JOURNAL, else <team dir>/failure-journal.log.
+// The journal is $PI_TEAMS_FAILURE_JOURNAL, else <team dir>/failure-journal.log. One line per
+// failure, tab-separated: time, task, member, reason, subject.
+//
+// The context comes from the hook helper `pi-teams-hooks/hook` when Node can resolve it from this
+// file's folder: inside the pi-teams-hooks package itself, or with the package installed in a
+// node_modules above the hooks dir (`npm install pi-teams-hooks` in the teams root puts it in
+// <teams root>/node_modules, which <teams root>/_hooks sees). Elsewhere a small reader below does the
+// same job: standard input, else $PI_TEAMS_HOOK_CONTEXT_FILE, else $PI_TEAMS_HOOK_CONTEXT_JSON.
+//
+// Try it:  pi-teams-hooks run task_failed --team-dir <team dir> --task <id> --hooks-dir hooks
 import fs from "node:fs";
 import path from "node:path";
 
-function readContext() {
-  // The complete document arrives on stdin and in a file; the environment copy may be shortened.
-  for (const read of [() => fs.readFileSync(0, "utf8"), () => fs.readFileSync(process.env.PI_TEAMS_HOOK_CONTEXT_FILE ?? "", "utf8")]) {
-    try {
-      const text = read();
-      if (text.trim()) return JSON.parse(text);
-    } catch {
-      // try the next channel
-    }
+async function loadHelper() {
+  try {
+    return await import("pi-teams-hooks/hook");
+  } catch (error) {
+    // Not installed where this file can see it (or an old version without ./hook): use the fallback.
+    if (error?.code === "ERR_MODULE_NOT_FOUND" || error?.code === "ERR_PACKAGE_PATH_NOT_EXPORTED") return null;
+    throw error;
   }
-  return JSON.parse(process.env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "{}");
 }
 
-const ctx = readContext();
+/** The fallback reader: the same channels in the same order, without validation. */
+function readContextByHand() {
+  const channels = [
+    () => (process.stdin.isTTY ? "" : fs.readFileSync(0, "utf8")),
+    () => (process.env.PI_TEAMS_HOOK_CONTEXT_FILE ? fs.readFileSync(process.env.PI_TEAMS_HOOK_CONTEXT_FILE, "utf8") : ""),
+    () => process.env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "",
+  ];
+  for (const [index, read] of channels.entries()) {
+    let text = "";
+    try {
+      text = read();
+    } catch {
+      continue; // EAGAIN on a non-blocking stdin, or the context file is gone: try the next channel
+    }
+    if (text.trim()) return { context: JSON.parse(text), channel: ["stdin", "file", "env"][index] };
+  }
+  throw new Error("no hook context: run this through pi-teams-hooks");
+}
+
+const helper = await loadHelper();
+let read;
+try {
+  read = helper ? await helper.readHookContext() : readContextByHand();
+} catch (error) {
+  // An unknown contract version or a broken document: say so loudly, but never fail a failure hook.
+  console.error(`on_task_failed: ${error.message}`);
+  process.exit(0);
+}
+const ctx = read.context;
 if (ctx.version !== 1) {
   console.error(`on_task_failed: contract version ${ctx.version} is not one this hook knows (1)`);
   process.exit(0);
 }
+
 const task = ctx.task ?? {};
-const reason = String(task.metadata?.abortReason ?? "no reason given").replace(/\s+/g, " ").slice(0, 200);
-const line = `${ctx.timestamp ?? new Date().toISOString()}\ttask #${task.id ?? "?"}\t${ctx.member ?? "unknown"}\t${reason}\t${task.subject ?? ""}\n`;
+const oneLine = (value) => String(value).replace(/\s+/g, " ").trim();
+const reason = oneLine(task.metadata?.abortReason ?? "no reason given").slice(0, 200);
+const line = [ctx.timestamp ?? new Date().toISOString(), `task #${task.id ?? "?"}`, ctx.member ?? "unknown", reason, oneLine(task.subject ?? "")].join("\t");
 const journal = process.env.PI_TEAMS_FAILURE_JOURNAL || path.join(ctx.team.dir, "failure-journal.log");
-fs.appendFileSync(journal, line);
-console.log(`journal: task #${task.id ?? "?"} failed (${reason}) → ${journal}`);
+fs.appendFileSync(journal, `${line}\n`);
+console.log(`journal: task #${task.id ?? "?"} failed (${reason}) → ${journal} [context from ${read.channel}${helper ? " via pi-teams-hooks/hook" : ""}]`);

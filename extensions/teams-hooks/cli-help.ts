@@ -17,6 +17,83 @@ Failure policy (flag > config.json "hooks" > environment > default):
 `;
 
 const HELP: Readonly<Record<string, string>> = {
+  doctor: `Usage: pi-teams-hooks doctor --team-dir DIR [--hooks-dir DIR] [--json]
+
+Check what would stop a gate from running, without running anything:
+  Hooks   for each event, the file that would run and how (bash, node, its #! interpreter), and
+          every candidate skipped or shadowed and why: not executable, a directory, no #! line on a
+          bare file, a CRLF #! line, an interpreter missing or not on PATH, world-writable
+  Team    the team dir, config.json, the task list (each file that is not a task, with its field)
+          and the leader's inbox, read as the leader reads them
+  Policy  the effective failure policy and hook timeout, and where each value comes from
+  Locks   *.lock files anywhere in the team dir: stale ones, and live ones held too long
+
+  --team-dir DIR          the team directory (required)
+  --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
+                          root, else <teams root>/_hooks)
+  --json                  print the report as one JSON object
+  -h, --help              this help
+
+A missing default hooks dir is a warning (no gates at all); a missing --hooks-dir or
+$PI_TEAMS_HOOKS_DIR is an error.
+
+Exit status: 0 no errors (warnings allowed); 1 something would stop a gate from running (a hook
+that cannot start, a hook file skipped with nothing else to run for its event, a named hooks dir
+that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be
+read); 2 usage error.
+`,
+  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR] [--force]
+
+Copy the example gates (on_task_completed.sh, on_task_failed.mjs, on_idle.sh) from the package's
+hooks/ into a hooks dir, with execute bits, and print what was written.
+
+  --hooks-dir DIR         where to put them (default: the global hooks dir: $PI_TEAMS_HOOKS_DIR,
+                          relative to the teams root, else <teams root>/_hooks)
+  --team-dir DIR          a team dir, to find the teams root when $PI_TEAMS_ROOT_DIR is not set
+                          (the teams root is then its parent folder)
+  --force                 replace files that already exist
+  -h, --help              this help
+
+Without --hooks-dir, the teams root comes from $PI_TEAMS_ROOT_DIR or --team-dir; with neither
+(and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing.
+
+Exit status: 0 written; 1 a file already exists (nothing is written; the files are named) or the
+dir cannot be written; 2 usage error.
+`,
+  policy: `Usage: pi-teams-hooks policy [get] --team-dir DIR [--json]
+       pi-teams-hooks policy set --team-dir DIR [--failure-action A] [--max-reopens N]
+                                 [--followup-owner P] [--reset] [--json]
+
+get (the default) prints the effective failure policy of the team and where each value comes from
+(config.json "hooks" > environment > default); warnings about bad values go to stderr.
+set writes the "hooks" block of config.json under its lock, keeping every other field (a missing
+config.json is created with the defaults), then prints the effective policy.
+
+  --team-dir DIR          the team directory (required)
+  --failure-action A      warn | followup | reopen | reopen_followup
+  --max-reopens N         reopens per task before the gate stops reopening (0 = never)
+  --followup-owner P      member | lead | none
+  --reset                 remove the three settings from config.json first (the environment and
+                          defaults apply again); flags given with it are then set
+  --json                  print {policy, sources, origins, warnings, …} as JSON
+  -h, --help              this help
+
+Values are checked before anything is written. Exit status: 0 done; 2 usage error (a bad value
+names its flag), a missing team dir, or a config.json that is not a JSON object (left untouched).
+`,
+  schema: `Usage: pi-teams-hooks schema [context|log|task|config]
+
+Print the JSON Schema (draft 2020-12) of a file format, generated from the zod schemas the code
+validates with; the same files are in docs/schema/.
+
+  context                 the v1 context document a hook receives (the default)
+  log                     one hook log record in <team dir>/hook-logs/
+  task                    a task file
+  config                  the team's config.json
+  -h, --help              this help
+
+Exit status: 0; 2 an unknown schema name.
+`,
   demo: `Usage: pi-teams-hooks demo
 
 Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate
@@ -88,6 +165,10 @@ Commands:
   run <event>     fire one event by hand (task_completed, task_failed, idle)
   watch           be the leader: watch a team directory and run its gates
   demo            play a small team through a passing, a failing and a fixed gate (npm start)
+  doctor          check hooks, team files, policy and locks: what would stop a gate from running
+  init            copy the example gates into the hooks dir
+  policy get|set  show or change the team's failure policy (config.json "hooks")
+  schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   help [command]  show help for a command
 
 Every command takes --help. Hook contract: docs/hook-contract.md.

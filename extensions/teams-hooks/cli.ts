@@ -9,6 +9,10 @@ import type { CliIo, CommandFn, ParsedArgs } from "./cli-io.js";
 import { demoCommand } from "./cli-demo.js";
 import { runCommand } from "./cli-run.js";
 import { watchCommand } from "./cli-watch.js";
+import { doctorCommand } from "./cli-doctor.js";
+import { initCommand } from "./cli-init.js";
+import { policyCommand } from "./cli-policy.js";
+import { schemaCommand } from "./cli-schema.js";
 
 /** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
 const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
@@ -28,6 +32,16 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   run: { options: runOptions(), run: runCommand },
   watch: { options: watchOptions(), run: watchCommand },
   demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
+  doctor: { options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
+  init: { options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: initCommand },
+  policy: {
+    options: {
+      "team-dir": { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
+      reset: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
+    },
+    run: policyCommand,
+  },
+  schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
 };
 
 function teamOptions(): NonNullable<ParseArgsConfig["options"]> {

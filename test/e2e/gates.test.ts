@@ -1,0 +1,157 @@
+/**
+ * The example gates of hooks/, run for real through the built `pi-teams-hooks run` on temp teams:
+ * copied by `init` into a hooks dir outside the package (as users get them), and, for the helper,
+ * straight from the package's hooks/ (where `pi-teams-hooks/hook` resolves by the package's name).
+ */
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+
+const execFileAsync = promisify(execFile);
+const BIN = path.resolve("dist/teams-hooks/bin.js");
+const PACKAGE_HOOKS = path.resolve("hooks");
+const ABORTED_AT = "2026-12-02T10:00:00.000Z";
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof e.code !== "number") throw error;
+    return { code: e.code, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}
+
+interface LogRecord {
+  result: { outcome: string; exitCode: number | null; stdout: string; stderr: string; hookPath: string };
+}
+
+const teams: TempTeam[] = [];
+afterEach(async () => {
+  for (const team of teams.splice(0)) await team.cleanup();
+});
+
+/** A temp team whose hooks dir (`<teams root>/_hooks`) holds the example gates, copied by `init`. */
+async function teamWithGates(tasks: Array<Record<string, unknown>>): Promise<{ team: TempTeam; hooksDir: string }> {
+  const team = await makeTempTeam({ tasks });
+  teams.push(team);
+  const init = await cli(["init", "--team-dir", team.teamDir]);
+  expect(init.code).toBe(0);
+  return { team, hooksDir: path.join(team.teamsRoot, "_hooks") };
+}
+
+describe("on_task_completed.sh", () => {
+  const completed = [makeTask({ id: "1", subject: "Write the parser", status: "completed", owner: "alice", metadata: { completedAt: ABORTED_AT } })];
+
+  it("passes when the check command passes", async () => {
+    const { team, hooksDir } = await teamWithGates(completed);
+    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot, "--json"], {
+      PI_TEAMS_GATE_CMD: "true",
+    });
+    expect(run.code).toBe(0);
+    const log = JSON.parse(run.stdout) as LogRecord;
+    expect(log.result.outcome).toBe("passed");
+    expect(log.result.stdout).toBe("gate passed for task #1 (Write the parser): true\n");
+    expect(log.result.stderr).toBe("");
+  });
+
+  it("fails with a failing command and puts a one-line reason first on stderr", async () => {
+    const { team, hooksDir } = await teamWithGates(completed);
+    const cmd = `echo "compiling 12 files"; echo "FAIL src/parser.test.ts > parses numbers" >&2; echo "Tests: 1 failed, 11 passed"; exit 3`;
+    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot], { PI_TEAMS_GATE_CMD: cmd });
+    expect(run.code).toBe(1);
+    // The first line a test runner marks as failed is the reason, and the leader's summary quotes it.
+    expect(run.stdout).toMatch(/^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 • FAIL src\/parser\.test\.ts > parses numbers\n$/);
+
+    const json = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot, "--json"], { PI_TEAMS_GATE_CMD: cmd });
+    const stderr = (JSON.parse(json.stdout) as LogRecord).result.stderr.split("\n");
+    expect(stderr[0]).toBe("FAIL src/parser.test.ts > parses numbers");
+    expect(stderr[1]).toMatch(/^gate failed for task #1 \(Write the parser\): `echo .*` exited 3$/);
+    expect(stderr).toContain("Tests: 1 failed, 11 passed");
+  });
+
+  it("falls back to a summary line, then to the exit status when the failing command says nothing", async () => {
+    const { team, hooksDir } = await teamWithGates(completed);
+    const args = ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot];
+    const summary = await cli(args, { PI_TEAMS_GATE_CMD: 'echo "building"; echo "  2 checks failed"; echo "done"; exit 2' });
+    expect(summary.stdout).toContain("exit code 1 • 2 checks failed\n");
+    const silent = await cli(args, { PI_TEAMS_GATE_CMD: "exit 4" });
+    expect(silent.code).toBe(1);
+    expect(silent.stdout).toContain("exit code 1 • check exited 4\n");
+  });
+});
+
+describe("on_task_failed.mjs", () => {
+  const failed = [
+    makeTask({
+      id: "2",
+      subject: "Fix\tthe lexer",
+      status: "pending",
+      owner: "bob",
+      metadata: { abortedAt: ABORTED_AT, abortedBy: "bob", abortReason: "cannot reproduce\nthe bug" },
+    }),
+  ];
+
+  it("appends one line per failure to the journal (copied gate: its own context reader)", async () => {
+    const { team, hooksDir } = await teamWithGates(failed);
+    const journal = path.join(team.teamsRoot, "journal.log");
+    const args = ["run", "task_failed", "--team-dir", team.teamDir, "--task", "2", "--member", "bob", "--timestamp", ABORTED_AT, "--hooks-dir", hooksDir];
+    const first = await cli(args, { PI_TEAMS_FAILURE_JOURNAL: journal });
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^task_failed #2 on_task_failed\.mjs passed in /);
+    await cli(args, { PI_TEAMS_FAILURE_JOURNAL: journal });
+    const line = `${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer`;
+    expect(fs.readFileSync(journal, "utf8")).toBe(`${line}\n${line}\n`);
+
+    const json = await cli([...args, "--json"], { PI_TEAMS_FAILURE_JOURNAL: journal });
+    expect((JSON.parse(json.stdout) as LogRecord).result.stdout).toBe(`journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin]\n`);
+  });
+
+  it("uses pi-teams-hooks/hook where it resolves (the package's own hooks/), and journals in the team dir by default", async () => {
+    const team = await makeTempTeam({ tasks: failed });
+    teams.push(team);
+    const run = await cli(["run", "task_failed", "--team-dir", team.teamDir, "--task", "2", "--member", "bob", "--timestamp", ABORTED_AT, "--hooks-dir", PACKAGE_HOOKS, "--json"]);
+    expect(run.code).toBe(0);
+    const journal = path.join(team.teamDir, "failure-journal.log");
+    expect((JSON.parse(run.stdout) as LogRecord).result.stdout).toBe(
+      `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via pi-teams-hooks/hook]\n`,
+    );
+    expect(fs.readFileSync(journal, "utf8")).toBe(`${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer\n`);
+  });
+});
+
+describe("on_idle.sh", () => {
+  async function idle(statuses: string[]): Promise<CliResult> {
+    const { team, hooksDir } = await teamWithGates(statuses.map((status, i) => ({ ...makeTask({ id: String(i + 1) }), status })));
+    return cli(["run", "idle", "--team-dir", team.teamDir, "--member", "alice", "--hooks-dir", hooksDir, "--json"]);
+  }
+
+  it.each([
+    ["every task is completed", ["completed", "completed"]],
+    ["work is in progress", ["pending", "in_progress", "pending"]],
+    ["there are no tasks", []],
+  ])("is quiet when %s", async (_case, statuses) => {
+    const run = await idle(statuses);
+    expect(run.code).toBe(0);
+    const log = JSON.parse(run.stdout) as LogRecord;
+    expect([log.result.outcome, log.result.stdout, log.result.stderr]).toEqual(["passed", "", ""]);
+  });
+
+  it("warns when tasks are pending and none is in progress, and still passes", async () => {
+    const run = await idle(["pending", "completed", "pending"]);
+    expect(run.code).toBe(0);
+    const log = JSON.parse(run.stdout) as LogRecord;
+    expect(log.result.outcome).toBe("passed");
+    expect(log.result.stderr).toBe("alice is idle, 2 task(s) pending and none in progress: is the team stuck?\n");
+  });
+});

@@ -1,0 +1,187 @@
+/**
+ * The hook helper `pi-teams-hooks/hook`: each channel (stdin, the context file, the environment),
+ * their order, and its errors, first in process with injected channels, then for real: imported by
+ * the package's own name (the `exports` entry), and inside a hook run by the built `run` command.
+ */
+import { execFile, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { HOOK_CONTRACT_VERSION, type ContextDocument } from "../../extensions/teams-hooks/contract.js";
+import { HookContextError, parseHookContext, readHookContext, type StdinLike } from "../../extensions/teams-hooks/hook.js";
+import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
+
+const execFileAsync = promisify(execFile);
+const BIN = path.resolve("dist/teams-hooks/bin.js");
+const HOOK_MODULE = pathToFileURL(path.resolve("dist/teams-hooks/hook.js")).href;
+
+const DOC: ContextDocument = {
+  version: 1,
+  event: "task_failed",
+  team: { id: "alpha", dir: "/teams/alpha", taskListId: "alpha", style: "normal" },
+  member: "bob",
+  timestamp: "2026-12-02T10:00:00.000Z",
+  task: {
+    id: "3",
+    subject: "Parse the input",
+    description: "d",
+    owner: "bob",
+    status: "pending",
+    blockedBy: [],
+    blocks: [],
+    metadata: { abortReason: "stuck" },
+    createdAt: "2026-12-02T09:00:00.000Z",
+    updatedAt: "2026-12-02T10:00:00.000Z",
+  },
+};
+
+const cleanups: string[] = [];
+afterEach(async () => {
+  for (const dir of cleanups.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-helper-"));
+  cleanups.push(dir);
+  return dir;
+}
+
+function stdinOf(text: string, isTTY = false): StdinLike {
+  return Object.assign(Readable.from([Buffer.from(text)]), { isTTY });
+}
+
+async function failure(promise: Promise<unknown>): Promise<HookContextError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof HookContextError) return error;
+    throw error;
+  }
+  throw new Error("expected a HookContextError");
+}
+
+describe("readHookContext, in process", () => {
+  it("reads standard input first", async () => {
+    const file = path.join(await tempDir(), "ctx.json");
+    await writeFile(file, JSON.stringify({ ...DOC, member: "from-file" }));
+    const read = await readHookContext({ stdin: stdinOf(JSON.stringify(DOC)), env: { PI_TEAMS_HOOK_CONTEXT_FILE: file, PI_TEAMS_HOOK_CONTEXT_JSON: "{}" } });
+    expect(read).toEqual({ context: DOC, channel: "stdin", source: "stdin", truncated: false });
+  });
+
+  it.each([
+    ["empty", stdinOf("")],
+    ["blank", stdinOf(" \n")],
+    ["a terminal", stdinOf(JSON.stringify({ ...DOC, member: "typed" }), true)],
+    ["skipped (null)", null],
+  ])("reads the context file when stdin is %s", async (_name, stdin) => {
+    const file = path.join(await tempDir(), "ctx.json");
+    await writeFile(file, JSON.stringify(DOC));
+    const read = await readHookContext({ stdin, env: { PI_TEAMS_HOOK_CONTEXT_FILE: file, PI_TEAMS_HOOK_CONTEXT_JSON: "{}" } });
+    expect(read).toMatchObject({ channel: "file", source: file, context: DOC });
+  });
+
+  it("reads the environment when there is no file, or the file is gone, and says when it was shortened", async () => {
+    const gone = path.join(await tempDir(), "removed-after-the-run.json");
+    for (const env of [{}, { PI_TEAMS_HOOK_CONTEXT_FILE: gone }, { PI_TEAMS_HOOK_CONTEXT_FILE: "" }]) {
+      const read = await readHookContext({ stdin: stdinOf(""), env: { ...env, PI_TEAMS_HOOK_CONTEXT_JSON: JSON.stringify(DOC) } });
+      expect(read).toEqual({ context: DOC, channel: "env", source: "PI_TEAMS_HOOK_CONTEXT_JSON", truncated: false });
+    }
+    const cut = await readHookContext({ stdin: null, env: { PI_TEAMS_HOOK_CONTEXT_JSON: JSON.stringify(DOC), PI_TEAMS_HOOK_CONTEXT_TRUNCATED: "1" } });
+    expect(cut.truncated).toBe(true);
+  });
+
+  it("keeps fields a later v1 may add", async () => {
+    const read = await readHookContext({ stdin: stdinOf(JSON.stringify({ ...DOC, runId: "r-1", team: { ...DOC.team, extra: true } })), env: {} });
+    expect(read.context).toMatchObject({ runId: "r-1", team: { extra: true } });
+  });
+
+  it("refuses a contract version it does not know, naming the version and the supported ones", async () => {
+    const error = await failure(readHookContext({ stdin: stdinOf(JSON.stringify({ ...DOC, version: 2 })), env: {} }));
+    expect(error.code).toBe("E_CONTEXT_VERSION");
+    expect(error.channel).toBe("stdin");
+    expect(error.message).toContain("contract version 2");
+    expect(error.message).toContain(`supports version ${HOOK_CONTRACT_VERSION}`);
+    expect(() => parseHookContext(JSON.stringify({ ...DOC, version: "1" }), "env")).toThrow(/contract version "1"/);
+  });
+
+  it("names the channel of invalid JSON, and never falls through to the next channel", async () => {
+    const file = path.join(await tempDir(), "ctx.json");
+    await writeFile(file, "{oops");
+    const fromStdin = await failure(readHookContext({ stdin: stdinOf("{oops"), env: { PI_TEAMS_HOOK_CONTEXT_JSON: JSON.stringify(DOC) } }));
+    expect([fromStdin.code, fromStdin.channel]).toEqual(["E_CONTEXT_JSON", "stdin"]);
+    expect(fromStdin.message).toMatch(/^hook context from standard input is not valid JSON/);
+    const fromFile = await failure(readHookContext({ stdin: null, env: { PI_TEAMS_HOOK_CONTEXT_FILE: file } }));
+    expect(fromFile.message).toContain(`PI_TEAMS_HOOK_CONTEXT_FILE (${file}) is not valid JSON`);
+    const fromEnv = await failure(readHookContext({ stdin: null, env: { PI_TEAMS_HOOK_CONTEXT_JSON: "[1," } }));
+    expect(fromEnv.message).toContain("PI_TEAMS_HOOK_CONTEXT_JSON is not valid JSON");
+  });
+
+  it("names the field of a document that is not a v1 context", async () => {
+    const bad = { ...DOC, task: { ...DOC.task, blocks: "none" } };
+    const error = await failure(readHookContext({ stdin: stdinOf(JSON.stringify(bad)), env: {} }));
+    expect(error.code).toBe("E_CONTEXT_INVALID");
+    expect(error.message).toContain("task.blocks");
+  });
+
+  it("says what is missing when no channel holds a document", async () => {
+    const error = await failure(readHookContext({ stdin: stdinOf("", true), env: {} }));
+    expect(error.code).toBe("E_CONTEXT_MISSING");
+    expect(error.message).toContain("standard input is a terminal");
+    expect(error.message).toContain("PI_TEAMS_HOOK_CONTEXT_FILE is not set");
+  });
+
+  it("imports nothing but contract.ts from the project (it ships to hooks on its own)", () => {
+    const source = fs.readFileSync(path.resolve("extensions/teams-hooks/hook.ts"), "utf8");
+    const local = [...source.matchAll(/from "(\.[^"]+)"/g)].map((m) => m[1]);
+    expect(new Set(local)).toEqual(new Set(["./contract.js"]));
+  });
+});
+
+describe("pi-teams-hooks/hook, for real (built)", () => {
+  it("resolves by the package's own name (package.json exports)", () => {
+    const script = `const { readHookContext } = await import("pi-teams-hooks/hook"); const r = await readHookContext(); console.log(JSON.stringify(r));`;
+    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script], { input: JSON.stringify(DOC), encoding: "utf8", cwd: path.resolve(".") });
+    expect(out.stderr).toBe("");
+    expect(JSON.parse(out.stdout)).toEqual({ context: DOC, channel: "stdin", source: "stdin", truncated: false });
+  });
+
+  it("gives a hook run by `run` the complete document from stdin, also beyond the environment's limit", async () => {
+    const dir = await tempDir();
+    const dump = path.join(dir, "dump.json");
+    const hooksDir = path.join(dir, "hooks");
+    fs.mkdirSync(hooksDir);
+    await writeFile(
+      path.join(hooksDir, "on_task_completed.mjs"),
+      `import { readHookContext } from ${JSON.stringify(HOOK_MODULE)};\nimport fs from "node:fs";\n` +
+        `const read = await readHookContext();\nfs.writeFileSync(${JSON.stringify(dump)}, JSON.stringify(read));\n`,
+    );
+    const blob = "x".repeat(300_000);
+    const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice", metadata: { completedAt: "2026-12-02T10:00:00.000Z", blob } })] });
+    try {
+      await execFileAsync(process.execPath, [BIN, "run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir]);
+      const read = JSON.parse(fs.readFileSync(dump, "utf8")) as { channel: string; truncated: boolean; context: ContextDocument };
+      expect(read.channel).toBe("stdin");
+      expect(read.truncated).toBe(false);
+      expect(read.context.task?.metadata.blob).toBe(blob);
+      expect(read.context.team.dir).toBe(team.teamDir);
+    } finally {
+      await team.cleanup();
+    }
+  });
+
+  it("falls back to the environment for a hook run by hand with stdin closed", () => {
+    const script = `const { readHookContext } = await import(${JSON.stringify(HOOK_MODULE)}); const r = await readHookContext(); console.log(r.channel, r.context.member);`;
+    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8",
+      env: { ...process.env, PI_TEAMS_HOOK_CONTEXT_JSON: JSON.stringify(DOC) },
+    });
+    expect(out.stderr).toBe("");
+    expect(out.stdout.trim()).toBe("env bob");
+  });
+});

@@ -1,0 +1,326 @@
+/**
+ * doctor on real team dirs and hooks dirs: which hook would run and why, each way a candidate can be
+ * unusable, the team files read as the leader reads them, the policy's sources, lock files, and the
+ * command's output and exit codes.
+ */
+import { copyFile, mkdir, utimes, writeFile } from "node:fs/promises";
+import fs from "node:fs";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { main, type CliIo } from "../../extensions/teams-hooks/cli.js";
+import { diagnose, type Check, type DoctorReport, type EventHookReport } from "../../extensions/teams-hooks/doctor.js";
+import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
+import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
+
+const EXAMPLES = path.resolve("hooks");
+const BASE_ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
+
+const teams: TempTeam[] = [];
+afterEach(async () => {
+  for (const team of teams.splice(0)) await team.cleanup();
+});
+
+/** A temp team with `<teams root>/_hooks` holding `hooks` (name → content, or a mode with content). */
+async function setup(options: TempTeamOptions & { hooks?: Record<string, string | { content: string; mode: number } | "dir"> } = {}): Promise<{ team: TempTeam; hooksDir: string }> {
+  const team = await makeTempTeam(options);
+  teams.push(team);
+  const hooksDir = path.join(team.teamsRoot, "_hooks");
+  if (options.hooks) {
+    await mkdir(hooksDir, { mode: 0o755 });
+    for (const [name, spec] of Object.entries(options.hooks)) {
+      const file = path.join(hooksDir, name);
+      if (spec === "dir") await mkdir(file);
+      else if (typeof spec === "string") await writeFile(file, spec, { mode: 0o644 });
+      else {
+        await writeFile(file, spec.content);
+        fs.chmodSync(file, spec.mode);
+      }
+    }
+  }
+  return { team, hooksDir };
+}
+
+async function report(team: TempTeam, env: Record<string, string> = {}, hooksDir?: string): Promise<DoctorReport> {
+  return diagnose({ teamDir: team.teamDir, hooksDir, env: { ...BASE_ENV, ...env }, cwd: team.teamsRoot });
+}
+
+function event(r: DoctorReport, name: HookEventName): EventHookReport {
+  const found = r.hooks.find((e) => e.event === name);
+  if (!found) throw new Error(`no report for ${name}`);
+  return found;
+}
+
+const lines = (checks: Check[]): string[] => checks.map((c) => `${c.level}: ${c.message}`);
+
+describe("doctor: which hook runs", () => {
+  it("finds the example gates, says how each one runs, and reports no problem", async () => {
+    const { team, hooksDir } = await setup({ hooks: {} });
+    for (const name of fs.readdirSync(EXAMPLES).filter((n) => n.startsWith("on_"))) await copyFile(path.join(EXAMPLES, name), path.join(hooksDir, name));
+    const r = await report(team);
+    expect(r.errors).toBe(0);
+    expect(r.warnings).toBe(0);
+    expect(event(r, "task_completed").hook).toEqual({ path: path.join(hooksDir, "on_task_completed.sh"), command: ["bash", path.join(hooksDir, "on_task_completed.sh")] });
+    expect(lines(event(r, "task_completed").checks)).toEqual([expect.stringMatching(/^ok: on_task_completed\.sh runs with bash \(\/.*bash\)$/)]);
+    expect(lines(event(r, "task_failed").checks)).toEqual([`ok: on_task_failed.mjs runs with node (${process.execPath})`]);
+    expect(r.hooksDir).toMatchObject({ dir: hooksDir, source: "default" });
+  });
+
+  it.each([
+    ["no #! line on a bare executable", { content: "echo hi\n", mode: 0o755 }, /no #! line, so the system cannot start it \(ENOEXEC\)/],
+    ["a CRLF #! line", { content: "#!/bin/sh\r\necho hi\r\n", mode: 0o755 }, /its #! line ends in CRLF, so the system looks for an interpreter named "\/bin\/sh\\r"/],
+    ["an interpreter not on PATH", { content: "#!/usr/bin/env no-such-interpreter-xyz\n", mode: 0o755 }, /no-such-interpreter-xyz is not on PATH, so env exits 127/],
+    ["an interpreter that does not exist", { content: "#!/opt/nowhere/python9\n", mode: 0o755 }, /interpreter \/opt\/nowhere\/python9 \(from "#!\/opt\/nowhere\/python9"\) does not exist/],
+    ["env given two words without -S", { content: "#!/usr/bin/env node --no-warnings\n", mode: 0o755 }, /env gets "node --no-warnings" as one program name and exits 127; write #!\/usr\/bin\/env -S node --no-warnings/],
+  ])("is an error when the chosen bare hook has %s", async (_case, spec, message) => {
+    const { team } = await setup({ hooks: { on_task_completed: spec } });
+    const r = await report(team);
+    const checks = event(r, "task_completed").checks;
+    expect(checks[0]).toMatchObject({ level: "error", message: expect.stringMatching(message) });
+    expect(r.errors).toBe(1);
+  });
+
+  it.each([
+    ["#!/usr/bin/env -S node --no-warnings\n", /runs directly with node \(/],
+    ["#!/bin/sh\necho ok\n", /runs directly with \/bin\/sh$/],
+    ["#!/usr/bin/env bash\n", /runs directly with bash \(/],
+  ])("accepts the bare hook %j", async (content, message) => {
+    const { team } = await setup({ hooks: { on_idle: { content, mode: 0o755 } } });
+    const r = await report(team);
+    expect(event(r, "idle").checks[0]).toMatchObject({ level: "ok", message: expect.stringMatching(message) });
+    expect(r.errors).toBe(0);
+  });
+
+  it("accepts a binary executable without a #! line", async () => {
+    const { team, hooksDir } = await setup({ hooks: {} });
+    await copyFile("/bin/true", path.join(hooksDir, "on_idle"));
+    fs.chmodSync(path.join(hooksDir, "on_idle"), 0o755);
+    expect(event(await report(team), "idle").checks[0]).toMatchObject({ level: "ok", message: "on_idle runs directly (a binary executable)" });
+  });
+
+  it("explains each skipped candidate: an error when nothing else runs, a warning when another file runs instead", async () => {
+    const { team } = await setup({
+      hooks: {
+        on_idle: "echo not executable\n",
+        on_task_completed: "dir",
+        "on_task_completed.sh": "echo ok\n",
+        on_task_failed: "#!/bin/sh\n",
+        "on_task_failed.js": "console.log(1)\n",
+      },
+    });
+    const r = await report(team);
+    expect(lines(event(r, "idle").checks)).toEqual([
+      `error: skipped on_idle: not executable (chmod +x ${path.join(team.teamsRoot, "_hooks", "on_idle")}): no gate runs for this event`,
+    ]);
+    expect(lines(event(r, "task_completed").checks)).toEqual([
+      expect.stringMatching(/^ok: on_task_completed\.sh runs with bash/),
+      "warn: skipped on_task_completed: is a directory, not a file; on_task_completed.sh runs instead",
+    ]);
+    expect(event(r, "task_failed").hook?.path).toMatch(/on_task_failed\.js$/);
+    expect(event(r, "task_failed").candidates.map((c) => c.status)).toEqual(["skipped", "absent", "chosen", "absent"]);
+    expect(r.errors).toBe(1);
+  });
+
+  it("names a file that exists but never runs because an earlier one does", async () => {
+    const { team } = await setup({ hooks: { "on_idle.sh": "echo sh\n", "on_idle.mjs": "console.log(1)\n" } });
+    const e = event(await report(team), "idle");
+    expect(e.candidates.map((c) => [path.basename(c.path), c.status])).toEqual([
+      ["on_idle", "absent"],
+      ["on_idle.sh", "chosen"],
+      ["on_idle.js", "absent"],
+      ["on_idle.mjs", "shadowed"],
+    ]);
+    expect(lines(e.checks)).toContain("info: not used: on_idle.mjs (on_idle.sh comes first)");
+  });
+
+  it("checks .sh hooks: bash on PATH, CRLF line endings, a #! line for another interpreter", async () => {
+    const { team } = await setup({
+      hooks: { "on_idle.sh": "set -e\r\necho hi\r\n", "on_task_completed.sh": "#!/usr/bin/env python3\nprint(1)\n", "on_task_failed.sh": "echo hi\n" },
+    });
+    const r = await report(team);
+    expect(event(r, "idle").checks[0]).toMatchObject({ level: "error", message: expect.stringContaining("has CRLF line endings: bash reads each \\r as part of a command") });
+    expect(lines(event(r, "task_completed").checks)[1]).toMatch(/^warn: on_task_completed\.sh starts with "#!\/usr\/bin\/env python3", but a \.sh hook runs with bash/);
+    const noBash = await report(team, { PATH: path.join(team.teamsRoot, "empty-bin") });
+    expect(event(noBash, "task_failed").checks[0]).toMatchObject({ level: "error", message: "on_task_failed.sh: bash is not on PATH, and .sh hooks run with bash" });
+  });
+
+  it("warns about a world-writable gate or hooks dir", async () => {
+    const { team, hooksDir } = await setup({ hooks: { "on_idle.sh": { content: "echo hi\n", mode: 0o666 } } });
+    fs.chmodSync(hooksDir, 0o777);
+    const r = await report(team);
+    expect(lines(r.hooksDir.checks)).toContain(`warn: ${hooksDir} is world-writable: any user can replace a gate (chmod o-w ${hooksDir})`);
+    expect(lines(event(r, "idle").checks)).toContain(`warn: on_idle.sh is world-writable: any user can change this gate (chmod o-w ${path.join(hooksDir, "on_idle.sh")})`);
+    expect(r.errors).toBe(0);
+  });
+});
+
+describe("doctor: the hooks dir", () => {
+  it("treats a missing default hooks dir as a warning (no gates at all)", async () => {
+    const { team } = await setup();
+    const r = await report(team);
+    expect(r.errors).toBe(0);
+    expect(lines(r.hooksDir.checks)).toEqual([expect.stringMatching(/^warn: the default hooks dir .*_hooks does not exist \(pi-teams-hooks init creates it\): no gate runs$/)]);
+    expect(r.hooks.every((e) => e.hook === null && e.checks.length === 0)).toBe(true);
+  });
+
+  it("treats a missing --hooks-dir or PI_TEAMS_HOOKS_DIR, or one that is a file, as an error", async () => {
+    const { team } = await setup({ files: { "not-a-dir": "x" } });
+    expect((await report(team, {}, "nowhere")).hooksDir.checks[0]).toMatchObject({ level: "error", message: expect.stringContaining(`--hooks-dir ${path.join(team.teamsRoot, "nowhere")} does not exist`) });
+    expect((await report(team, { PI_TEAMS_HOOKS_DIR: "gates" })).hooksDir.checks[0]).toMatchObject({ level: "error", message: expect.stringContaining("PI_TEAMS_HOOKS_DIR") });
+    expect((await report(team, {}, path.join(team.teamDir, "not-a-dir"))).hooksDir.checks[0]).toMatchObject({ level: "error", message: expect.stringContaining("is not a directory") });
+  });
+
+  it("warns when the hooks dir holds no hook for any event", async () => {
+    const { team } = await setup({ hooks: { "README.md": "hi" } });
+    const r = await report(team);
+    expect(lines(r.hooksDir.checks)[1]).toMatch(/^warn: no hook in .*: no gate runs for any event/);
+    expect(lines(event(r, "idle").checks)).toEqual(["info: no on_idle[.sh|.js|.mjs]: nothing runs"]);
+  });
+});
+
+describe("doctor: the team dir", () => {
+  it("reports a missing team dir as an error and skips what lives in it", async () => {
+    const { team } = await setup();
+    const r = await diagnose({ teamDir: path.join(team.teamsRoot, "ghost"), env: BASE_ENV, cwd: team.teamsRoot });
+    expect(lines(r.team.checks)).toEqual([`error: team dir ${path.join(team.teamsRoot, "ghost")} does not exist`]);
+    expect(r.team.identity).toBeNull();
+    expect(r.locks.checks).toEqual([]);
+  });
+
+  it("names each malformed task file and its field, and counts the good ones", async () => {
+    const { team } = await setup({
+      tasks: [makeTask({ id: "1" }), { ...makeTask({ id: "2" }), status: "done" }, { id: "3", raw: "{not json" }, makeTask({ id: "4", status: "completed" }), { id: "5", raw: "[]" }],
+    });
+    const checks = (await report(team)).team.checks;
+    expect(lines(checks)).toContain(`ok: task list ${team.tasksDir}: 2 task(s) (1 pending, 0 in progress, 1 completed)`);
+    const bad = checks.filter((c) => c.level === "warn");
+    expect(bad.map((c) => [path.basename(c.file ?? ""), c.field])).toEqual([
+      ["2.json", "status"],
+      ["3.json", undefined],
+      ["5.json", undefined],
+    ]);
+    expect(bad[0]?.message).toBe(`${team.taskFile("2")}: status: expected "pending" | "in_progress" | "completed", got "done" — not a task, skipped by the leader`);
+    expect(bad[1]?.message).toContain("invalid JSON");
+  });
+
+  it("reports config.json problems with the file and field, and the defaults that apply", async () => {
+    const broken = await setup({ config: "{ nope" });
+    const brokenChecks = lines((await report(broken.team)).team.checks);
+    expect(brokenChecks).toContainEqual(expect.stringMatching(/^warn: .*config\.json: invalid JSON .* — using defaults for the whole config$/));
+
+    const typed = await setup({ config: { teamId: "test-team", leadName: 42 } });
+    expect(lines((await report(typed.team)).team.checks)).toContainEqual(expect.stringMatching(/^warn: .*config\.json: leadName: expected a non-empty string, got 42 — using "team-lead"$/));
+
+    const none = await setup();
+    expect(lines((await report(none.team)).team.checks)).toContainEqual("info: no config.json: defaults apply (team test-team, task list test-team, lead team-lead, style normal)");
+  });
+
+  it("warns when the task list named by the config does not exist but another one does", async () => {
+    const { team } = await setup({ files: { "tasks/beta/1.json": JSON.stringify(makeTask()) } });
+    fs.rmSync(team.tasksDir, { recursive: true });
+    expect(lines((await report(team)).team.checks)).toContainEqual(expect.stringMatching(/^warn: no task list .*tasks\/test-team, but tasks\/ holds beta: is taskListId "test-team" right\?/));
+  });
+
+  it("reads the leader inbox: an error when it is not a JSON array, a warning per bad message", async () => {
+    const bad = await setup({ inbox: "oops" });
+    const badChecks = (await report(bad.team)).team.checks.filter((c) => c.level === "error");
+    expect(badChecks).toEqual([expect.objectContaining({ file: bad.team.inboxFile("team", "team-lead"), message: expect.stringContaining("the leader cannot see idle notifications") })]);
+
+    const mixed = await setup({ inbox: [{ from: "a", text: "t", timestamp: "x", read: true }, { from: "b" }] });
+    const checks = (await report(mixed.team)).team.checks;
+    expect(lines(checks)).toContain(`ok: leader inbox ${mixed.team.inboxFile("team", "team-lead")}: 1 message(s), 0 unread`);
+    expect(checks.find((c) => c.level === "warn")).toMatchObject({ field: "[1].text", message: expect.stringContaining("message [1]") });
+  });
+});
+
+describe("doctor: policy and locks", () => {
+  it("gives the effective policy, where each value comes from, and a warning per bad value", async () => {
+    const { team } = await setup({ config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many" } } });
+    const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead", PI_TEAMS_HOOK_TIMEOUT_MS: "soon" });
+    expect(r.policy.values).toEqual({ failureAction: "reopen", maxReopensPerTask: 3, followupOwner: "lead" });
+    expect(r.policy.origins).toEqual({ failureAction: "config.json hooks.failureAction", maxReopensPerTask: "default", followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER" });
+    expect(r.policy.timeoutMs).toEqual({ value: 60_000, origin: "default" });
+    expect(r.policy.checks.map((c) => c.level)).toEqual(["warn", "warn"]);
+    expect(r.policy.checks[0]?.message).toContain('hooks.maxReopensPerTask: "many" is not valid');
+    expect(r.policy.checks[1]?.message).toContain("PI_TEAMS_HOOK_TIMEOUT_MS");
+  });
+
+  it("finds lock files anywhere in the team dir: stale, held too long, held now, leftovers", async () => {
+    const { team } = await setup({
+      files: {
+        "tasks/test-team/1.json.lock": JSON.stringify({ pid: 2_147_000_000, createdAt: "2020-01-01T00:00:00Z" }),
+        "config.json.lock": JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "policy set" }),
+        "mailboxes/team/inboxes/team-lead.json.lock": JSON.stringify({ pid: process.pid, createdAt: "x" }),
+        "mailboxes/team/inboxes/old.json.lock": "",
+        "hook-state/leader.lock.stale.1.2.lock": "",
+      },
+    });
+    const old = (Date.now() - 120_000) / 1000;
+    await utimes(path.join(team.teamDir, "mailboxes/team/inboxes/team-lead.json.lock"), old, old);
+    await utimes(path.join(team.teamDir, "mailboxes/team/inboxes/old.json.lock"), old, old);
+    const r = await report(team);
+    expect(lines(r.locks.checks).map((l) => l.replaceAll(team.teamDir, "<team>"))).toEqual([
+      expect.stringMatching(new RegExp(`^info: lock <team>/config\\.json\\.lock held by pid ${process.pid} \\(policy set\\), [0-9] s old$`)),
+      "info: <team>/hook-state/leader.lock.stale.1.2.lock: left over from a stale-lock takeover; inert, safe to delete",
+      "warn: stale lock <team>/mailboxes/team/inboxes/old.json.lock: no readable pid and 120 s old; the next writer takes it over (or: rm -f '<team>/mailboxes/team/inboxes/old.json.lock')",
+      `warn: lock <team>/mailboxes/team/inboxes/team-lead.json.lock held by pid ${process.pid}, 120 s old: other writers give up after 10 s`,
+      "warn: stale lock <team>/tasks/test-team/1.json.lock: process 2147000000 is gone; the next writer takes it over (or: rm -f '<team>/tasks/test-team/1.json.lock')",
+    ]);
+    expect(r.locks.found.map((l) => l.stale)).toEqual([false, true, false, true]);
+    expect(r.errors).toBe(0);
+  });
+});
+
+describe("pi-teams-hooks doctor (the command)", () => {
+  async function doctor(args: string[], opts: { isTTY?: boolean; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+    let stdout = "";
+    let stderr = "";
+    const io: CliIo = {
+      stdout: (t) => void (stdout += t),
+      stderr: (t) => void (stderr += t),
+      env: { ...BASE_ENV, ...opts.env },
+      cwd: process.cwd(),
+      isTTY: opts.isTTY ?? false,
+      stopSignal: new Promise<string>(() => {}),
+    };
+    const code = await main(["doctor", ...args], io);
+    return { code, stdout, stderr };
+  }
+
+  it("prints readable sections with plain marks when not on a terminal, and exits 0 without errors", async () => {
+    const { team, hooksDir } = await setup({ hooks: { "on_idle.sh": "echo hi\n" }, tasks: [makeTask()] });
+    const out = await doctor(["--team-dir", team.teamDir]);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain(`pi-teams-hooks doctor: ${team.teamDir}\n\nHooks\n  ok   hooks dir ${hooksDir} (default: <teams root>/_hooks)\n`);
+    expect(out.stdout).toContain("  idle (on_idle): on_idle.sh\n    ok   on_idle.sh runs with bash (");
+    expect(out.stdout).toContain("  task_completed (on_task_completed): no hook\n    --   no on_task_completed[.sh|.js|.mjs]: nothing runs\n");
+    expect(out.stdout).toContain("\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n  failure action        warn             default\n");
+    expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
+    expect(out.stdout).not.toContain("\u001b[");
+  });
+
+  it("uses ✓ ! ✗ marks in colour on a terminal, and exits 1 when a gate would not run", async () => {
+    const { team } = await setup({ hooks: { on_idle: "echo hi\n" } });
+    const out = await doctor(["--team-dir", team.teamDir], { isTTY: true });
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain("\u001b[31m✗\u001b[0m skipped on_idle: not executable");
+    expect(out.stdout).toContain("\u001b[32m✓\u001b[0m");
+    expect(out.stdout).toMatch(/1 error\(s\), \d+ warning\(s\): a gate would not run as configured\n$/);
+    const plain = await doctor(["--team-dir", team.teamDir], { isTTY: true, env: { NO_COLOR: "1" } });
+    expect(plain.stdout).toContain("    FAIL skipped on_idle: not executable");
+  });
+
+  it("--json prints the report as one object", async () => {
+    const { team } = await setup({ hooks: { on_idle: "echo hi\n" } });
+    const out = await doctor(["--team-dir", team.teamDir, "--json"]);
+    expect(out.code).toBe(1);
+    const parsed = JSON.parse(out.stdout) as DoctorReport;
+    expect(parsed).toEqual(JSON.parse(JSON.stringify(await report(team))));
+    expect(parsed.errors).toBe(1);
+  });
+
+  it("is a usage error without --team-dir (exit 2)", async () => {
+    const out = await doctor([]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain("--team-dir is required");
+  });
+});
