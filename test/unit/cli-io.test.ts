@@ -24,11 +24,11 @@ describe("eventLine", () => {
     expect(eventLine(report())).toBe("10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 • 2 tests fail → reopened (1/3), nudge alice");
   });
 
-  it.each([
-    [{ outcome: "passed", actions: ["none"] } as const, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s"],
-    [{ outcome: "error", timedOut: true, summary: "timeout after 500ms", actions: [] } as const, "10:31:07 task_completed #3 alice on_task_completed.sh timed out 1.2s: timeout after 500ms"],
-    [{ outcome: "no_hook", event: "idle", taskId: null } as const, "10:31:07 idle alice: no hook"],
-    [{ outcome: "passed", actions: [], retry: true } as const, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s (retry)"],
+  it.each<[Partial<EventReport>, string]>([
+    [{ outcome: "passed", actions: ["none"] }, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s"],
+    [{ outcome: "error", timedOut: true, summary: "timeout after 500ms", actions: [] }, "10:31:07 task_completed #3 alice on_task_completed.sh timed out 1.2s: timeout after 500ms"],
+    [{ outcome: "no_hook", event: "idle", taskId: null }, "10:31:07 idle alice: no hook"],
+    [{ outcome: "passed", actions: [], retry: true }, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s (retry)"],
   ])("%j", (over, line) => {
     expect(eventLine(report(over))).toBe(line);
   });
