@@ -180,6 +180,13 @@ export interface HookCommand {
 }
 
 export const RUN_OUTCOMES = ["passed", "failed", "error"] as const;
+/**
+ * Why a run is an `error` rather than a gate's decision: it could not start (`spawn`), ran past its
+ * timeout, died by a signal, gave an invalid verdict, broke a limit of its event, or was stopped with
+ * the leader.
+ */
+export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal"] as const;
+export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
 /**
@@ -208,6 +215,18 @@ export const RunResultSchema = z.object({
   leftoverProcesses: z.number().int().nonnegative(),
   /** An environment value was shortened to fit; stdin and the context file were complete. */
   contextTruncated: z.boolean(),
+  /** Why the outcome is `error` (absent otherwise). */
+  errorKind: z.enum(RUN_ERROR_KINDS).optional(),
+  /** The hook's structured verdict, when it gave a valid one (it decided the outcome). */
+  verdict: z
+    .looseObject({
+      decision: z.enum(["allow", "deny"]),
+      code: z.string().optional(),
+      reason: z.string().optional(),
+      message: z.string().optional(),
+      source: z.enum(["file", "stdout"]),
+    })
+    .optional(),
   runId: z.string(),
   contractVersion: z.literal(HOOK_CONTRACT_VERSION),
 });
@@ -264,7 +283,7 @@ export function buildContextDocument(invocation: HookInvocation): ContextDocumen
 }
 
 /** Variables of ours that must never leak from the leader's own environment into a hook's. */
-const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
+const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
 
 export interface HookEnvironment {
   /** The full environment for the hook: the base environment plus the contract variables. */
@@ -283,7 +302,14 @@ export interface HookEnvironment {
  */
 export function buildHookEnvironment(
   invocation: HookInvocation,
-  extra: { runId: string; contextFile: string; base: Readonly<Record<string, string | undefined>>; maxValueBytes?: number },
+  extra: {
+    runId: string;
+    contextFile: string;
+    /** Where the hook may write its verdict (contract v1, additive); unset when not offered. */
+    resultFile?: string;
+    base: Readonly<Record<string, string | undefined>>;
+    maxValueBytes?: number;
+  },
 ): HookEnvironment {
   const maxBytes = extra.maxValueBytes ?? MAX_ENV_VALUE_BYTES;
   const doc = buildContextDocument(invocation);
@@ -324,6 +350,7 @@ export function buildHookEnvironment(
   }
   set("PI_TEAMS_HOOK_RUN_ID", extra.runId);
   set("PI_TEAMS_HOOK_CONTEXT_FILE", extra.contextFile);
+  if (extra.resultFile) set("PI_TEAMS_HOOK_RESULT_FILE", extra.resultFile);
   if (truncated) env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED = "1";
   return { env, contextJson, truncated };
 }

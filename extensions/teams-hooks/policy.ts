@@ -164,7 +164,9 @@ export function decide(input: DecideInput): RemediationPlan {
   const { task, key, now, policy } = input;
   const passed = input.result.outcome === "passed";
   const metadata = task?.metadata ?? {};
-  const alreadyApplied = metadata.qualityGateEventKey === key;
+  // A retry of a failure already counted (a restart after a crash): counted and reopened once. A
+  // failure after a pass recorded for the same key was not counted yet, so it counts.
+  const alreadyApplied = metadata.qualityGateEventKey === key && metadata.qualityGateStatus === "failed";
   const summary = passed ? gatePassedSummary(input.result.durationMs) : describeFailure(input.result, input.timeoutMs);
 
   if (passed) {

@@ -10,7 +10,7 @@
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
@@ -22,11 +22,13 @@ import {
   buildHookEnvironment,
   type HookCommand,
   type HookInvocation,
+  type RunErrorKind,
   type RunResult,
 } from "./contract.js";
 import { describeError, errnoCode } from "./errors.js";
 import { sanitizeName } from "./paths.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
+import { describeInvalidVerdict, readVerdict } from "./verdict.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -77,11 +79,14 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
   const startedAt = performance.now();
   const base = baseResult(hook, runId);
   const contextFile = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}.json`);
+  // Offered, not created: a hook that wants to give a verdict writes it (verdict.ts).
+  const resultFile = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}.result.json`);
   let contextWritten = false;
   try {
     const { env, contextJson, truncated } = buildHookEnvironment(invocation, {
       runId,
       contextFile,
+      resultFile,
       base: opts.baseEnv ?? process.env,
       maxValueBytes: opts.maxEnvValueBytes,
     });
@@ -94,12 +99,58 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
     } catch (error) {
       return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
     }
-    return await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
+    const { result, stdoutTail } = await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
+    return applyVerdict(result, readResultFile(resultFile), stdoutTail);
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
-    return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt) };
+    return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
     if (contextWritten) removeQuietly(contextFile);
+    removeQuietly(resultFile);
+  }
+}
+
+/** A verdict bigger than this is not a verdict: it is reported as invalid, unread. */
+const MAX_RESULT_FILE_BYTES = 64 * 1024;
+
+/** The result file's text; null when the hook did not write one. */
+function readResultFile(file: string): { text: string | null; tooLarge: boolean } {
+  let fd: number;
+  try {
+    fd = openSync(file, "r");
+  } catch {
+    return { text: null, tooLarge: false }; // not written: the common case
+  }
+  try {
+    const buffer = Buffer.alloc(MAX_RESULT_FILE_BYTES + 1);
+    const length = readSync(fd, buffer, 0, buffer.length, 0);
+    if (length > MAX_RESULT_FILE_BYTES) return { text: null, tooLarge: true };
+    return { text: buffer.subarray(0, length).toString("utf8"), tooLarge: false };
+  } catch {
+    return { text: null, tooLarge: false }; // a directory or an unreadable file: as if not written
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
+ * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
+ * killed) stays one whatever it wrote.
+ */
+function applyVerdict(result: RunResult, file: { text: string | null; tooLarge: boolean }, stdoutTail: string): RunResult {
+  if (result.outcome === "error") return result;
+  if (file.tooLarge) {
+    return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: larger than ${MAX_RESULT_FILE_BYTES} bytes` };
+  }
+  const read = readVerdict({ fileText: file.text, stdoutTail });
+  switch (read.kind) {
+    case "none":
+      return result;
+    case "invalid":
+      return { ...result, outcome: "error", errorKind: "invalid_verdict", error: describeInvalidVerdict(read) };
+    case "verdict":
+      return { ...result, outcome: read.verdict.decision === "allow" ? "passed" : "failed", verdict: { ...read.verdict, source: read.source } };
   }
 }
 
@@ -111,9 +162,10 @@ function baseResult(hook: HookCommand, runId: string): BaseResult {
 
 type Outcome = Omit<RunResult, keyof BaseResult>;
 
-function startFailure(message: string, code: string | undefined, startedAt: number): Outcome {
+function startFailure(message: string, code: string | undefined, startedAt: number, kind: RunErrorKind = "spawn"): Outcome {
   return {
     outcome: "error",
+    errorKind: kind,
     exitCode: null,
     signal: null,
     timedOut: false,
@@ -137,7 +189,7 @@ interface Prepared {
   base: BaseResult;
 }
 
-async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<RunResult> {
+async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: string }> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
   const subprocess = execa(hook.command, hook.args, {
@@ -163,7 +215,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     // Spawn failed (ENOENT, EACCES, E2BIG…): execa settles at once with the errno in `code`.
     const failure = await settled;
     const message = pick(failure, "originalMessage") ?? pick(failure, "shortMessage") ?? describeError(failure);
-    return { ...base, ...startFailure(message, pick(failure, "code"), startedAt) };
+    return { result: { ...base, ...startFailure(message, pick(failure, "code"), startedAt) }, stdoutTail: "" };
   }
 
   const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
@@ -184,7 +236,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     live.delete(runId);
   }
 
-  async function supervise(): Promise<RunResult> {
+  async function supervise(): Promise<{ result: RunResult; stdoutTail: string }> {
     const graceMs = opts.graceMs ?? 1_000;
     const deadline = startedAt + opts.timeoutMs;
     const out = captureStream(subprocess.stdout);
@@ -224,10 +276,12 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     await Promise.race([settled, wait(CLOSE_SETTLE_MS, undefined)]);
 
     const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
-    const outcome = timedOut || stopReason || !exit || exit.signal !== null ? "error" : exit.code === 0 ? "passed" : "failed";
-    return {
+    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit ? "internal" : exit.signal !== null ? "signal" : undefined;
+    const outcome = errorKind ? "error" : exit?.code === 0 ? "passed" : "failed";
+    const result: RunResult = {
       ...base,
       outcome,
+      ...(errorKind ? { errorKind } : {}),
       exitCode: exit?.code ?? null,
       signal: exit?.signal ?? null,
       timedOut,
@@ -236,6 +290,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       ...(stopReason ? { error: stopReason } : {}),
       leftoverProcesses: leftovers.length,
     };
+    return { result, stdoutTail: out.tail() };
   }
 
   /** A timer that resolves to `value`, cleared when the run ends so no timer outlives it. */
@@ -248,13 +303,22 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
 }
 
 /** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
-function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult } {
+function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult; tail: () => string } {
   const capture = headCapture(OUTPUT_LIMIT_CHARS);
-  stream.on("data", (chunk: Buffer | string) => capture.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk));
+  // The last bytes too, for a verdict on the last line of a long output (verdict.ts).
+  let tail: Buffer = Buffer.alloc(0);
+  stream.on("data", (chunk: Buffer | string) => {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    capture.push(bytes);
+    tail = bytes.length >= TAIL_BYTES ? bytes.subarray(bytes.length - TAIL_BYTES) : Buffer.concat([tail, bytes]).subarray(-TAIL_BYTES);
+  });
   stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
   const closed = new Promise<void>((resolve) => stream.once("close", () => resolve()));
-  return { closed, result: () => capture.result() };
+  return { closed, result: () => capture.result(), tail: () => tail.toString("utf8") };
 }
+
+/** Enough for the longest valid verdict line (code, reason and message at their limits, escaped). */
+const TAIL_BYTES = 48 * 1024;
 
 function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
   return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };

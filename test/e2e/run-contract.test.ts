@@ -145,6 +145,8 @@ function expectedEnv(event: string, t: TaskFile | null, member: string | null, t
     PI_TEAMS_ROOT_DIR: team.teamsRoot, // the leader's own environment passes through
     PI_TEAMS_HOOK_RUN_ID: dump.env.PI_TEAMS_HOOK_RUN_ID ?? "(missing)",
     PI_TEAMS_HOOK_CONTEXT_FILE: dump.env.PI_TEAMS_HOOK_CONTEXT_FILE ?? "(missing)",
+    // Additive (verdicts): where the hook may write its decision.
+    PI_TEAMS_HOOK_RESULT_FILE: dump.env.PI_TEAMS_HOOK_RESULT_FILE ?? "(missing)",
   };
   if (member) env.PI_TEAMS_MEMBER = member;
   if (timestamp) env.PI_TEAMS_EVENT_TIMESTAMP = timestamp;

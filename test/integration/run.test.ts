@@ -160,6 +160,7 @@ describe("runHook: the contract as the hook sees it", () => {
     "PI_TEAMS_HOOK_CONTEXT_JSON",
     "PI_TEAMS_HOOK_CONTEXT_VERSION",
     "PI_TEAMS_HOOK_EVENT",
+    "PI_TEAMS_HOOK_RESULT_FILE",
     "PI_TEAMS_HOOK_RUN_ID",
     "PI_TEAMS_MEMBER",
     "PI_TEAMS_STYLE",

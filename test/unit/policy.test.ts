@@ -270,7 +270,14 @@ describe("decide: reopen", () => {
 
 describe("decide: idempotent per event key", () => {
   const retried = (metadata: Record<string, unknown>, status: Task["status"] = "pending"): RemediationPlan =>
-    decide(input({ policy: policy("reopen_followup"), task: task({ status }, { qualityGateEventKey: KEY, ...metadata }) }));
+    decide(input({ policy: policy("reopen_followup"), task: task({ status }, { qualityGateEventKey: KEY, qualityGateStatus: "failed", ...metadata }) }));
+
+  it("a failure after a pass recorded for the same key counts (a hand-fired rerun, or a retry whose first run passed)", () => {
+    const plan = decide(input({ policy: policy("reopen"), task: task({}, { qualityGateEventKey: KEY, qualityGateStatus: "passed", qualityGateFailureCount: 0 }) }));
+    expect(plan.alreadyApplied).toBe(false);
+    expect(plan.metadataPatch?.qualityGateFailureCount).toBe(1);
+    expect(plan.reopen?.kind).toBe("reopen");
+  });
 
   it("a retry after a reopen counts nothing again and does not reopen again", () => {
     const plan = retried({ qualityGateFailureCount: 2, reopenedByQualityGateCount: 1, reopenedByQualityGateKey: KEY });
