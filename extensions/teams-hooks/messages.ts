@@ -86,10 +86,19 @@ export const SUMMARY_STDERR_LINE_CHARS = 180;
  * first non-empty stderr line (colour codes removed, cut to 180 characters), joined with ` • `.
  */
 export function describeFailure(
-  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr">,
+  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict">,
   timeoutMs: number,
 ): string {
   const parts: string[] = [];
+  const verdict = result.verdict;
+  if (verdict?.decision === "deny") {
+    // The gate said why itself: its code, reason and message are the summary (issue 5).
+    parts.push(`denied${verdict.code ? ` (${verdict.code})` : ""}`);
+    if (verdict.reason) parts.push(verdict.reason);
+    const message = verdict.message ? policyFirstLine(verdict.message) : "";
+    if (message) parts.push(truncateText(message, SUMMARY_STDERR_LINE_CHARS));
+    return parts.join(" • ");
+  }
   const spawnError = result.error ? policyFirstLine(result.error) : "";
   if (spawnError) parts.push(spawnError);
   if (result.timedOut) parts.push(`timeout after ${timeoutMs}ms`);

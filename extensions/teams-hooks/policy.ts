@@ -29,6 +29,10 @@ export const GateMetadataPatchSchema = z.object({
   qualityGateHook: z.string(),
   qualityGateAt: z.string(),
   qualityGateStatus: z.enum(["passed", "failed"]),
+  /** What the hook did (issue 5): `error` is kept apart from `failed`; the status says how it counted. */
+  qualityGateOutcome: z.enum(["passed", "failed", "error"]),
+  /** The code of the hook's verdict, when it gave one. */
+  qualityGateCode: z.string().optional(),
   qualityGateSummary: z.string(),
   /** The event key this gate ran for: a retry of the same key is recognised by it. */
   qualityGateEventKey: z.string(),
@@ -81,6 +85,8 @@ export interface DecideInput {
   now: string;
   /** The timeout the hook ran under, for `timeout after <ms>ms`. */
   timeoutMs: number;
+  /** What a hook error counts as (issue 5); `closed` when not given, as in v1. */
+  failureMode?: "closed" | "open" | undefined;
   /** Where the hook log was written, quoted to the people told; optional. */
   logFile?: string | null | undefined;
 }
@@ -162,12 +168,16 @@ export interface RemediationPlan {
 /** The remediation plan for one task-event hook result (see `RemediationPlan`). Pure. */
 export function decide(input: DecideInput): RemediationPlan {
   const { task, key, now, policy } = input;
-  const passed = input.result.outcome === "passed";
+  const passed = countsAsPass(input.result, input.failureMode ?? "closed");
   const metadata = task?.metadata ?? {};
   // A retry of a failure already counted (a restart after a crash): counted and reopened once. A
   // failure after a pass recorded for the same key was not counted yet, so it counts.
   const alreadyApplied = metadata.qualityGateEventKey === key && metadata.qualityGateStatus === "failed";
-  const summary = passed ? gatePassedSummary(input.result.durationMs) : describeFailure(input.result, input.timeoutMs);
+  const summary = !passed
+    ? describeFailure(input.result, input.timeoutMs)
+    : input.result.outcome === "error"
+      ? `allowed (failure mode open): ${describeFailure(input.result, input.timeoutMs)}`
+      : gatePassedSummary(input.result.durationMs);
 
   if (passed) {
     return freezePlan({
@@ -232,8 +242,20 @@ export function decide(input: DecideInput): RemediationPlan {
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * v1: only `passed` passes. A hook error (could not start, timed out, killed, invalid verdict) counts as
+ * its failure mode says: `closed` (the default for task events) makes it a failure, `open` lets it
+ * pass, logged. A broken limit is always closed.
+ */
+export function countsAsPass(result: Pick<RunResult, "outcome" | "errorKind">, mode: "closed" | "open"): boolean {
+  if (result.outcome === "passed") return true;
+  return result.outcome === "error" && mode === "open" && result.errorKind !== "limit";
+}
+
 function gateBase(input: DecideInput, status: "passed" | "failed", summary: string): GateMetadataPatch {
   return {
+    qualityGateOutcome: input.result.outcome,
+    ...(input.result.verdict?.code ? { qualityGateCode: input.result.verdict.code } : {}),
     qualityGateHook: input.hookName,
     qualityGateAt: input.now,
     qualityGateStatus: status,

@@ -114,6 +114,7 @@ describe("decide: pass or fail", () => {
     const plan = decide(input({ result: PASSED, task: task({}, { qualityGateFailureCount: 2, qualityGateReopenSuppressed: true }) }));
     expect(plan.summary).toBe("passed in 1234ms");
     expect(plan.metadataPatch).toEqual({
+      qualityGateOutcome: "passed", // added with issue 5
       qualityGateHook: "on_task_completed.sh",
       qualityGateAt: NOW,
       qualityGateStatus: "passed",
@@ -129,6 +130,7 @@ describe("decide: pass or fail", () => {
     const plan = decide(input({ policy: policy("warn"), task: task({}, { qualityGateFailureCount: 2 }) }));
     expect(plan.summary).toBe("exit code 1 • npm ERR! Test failed");
     expect(plan.metadataPatch).toEqual({
+      qualityGateOutcome: "failed", // added with issue 5
       qualityGateHook: "on_task_completed.sh",
       qualityGateAt: NOW,
       qualityGateStatus: "failed",
