@@ -39,7 +39,7 @@ function processesOfRun(runId: string): number[] {
 }
 
 interface RunJson {
-  result: { outcome: string; exitCode: number | null; timedOut: boolean; leftoverProcesses: number; runId: string };
+  result: { outcome: string; exitCode: number | null; timedOut: boolean; leftoverProcesses: number; runId: string; durationMs: number };
 }
 
 async function fire(hookFile: string): Promise<{ code: number; ms: number; json: RunJson }> {
@@ -72,8 +72,10 @@ describe("run --timeout-ms 500: every process the hook started ends", () => {
     const { code, ms, json } = await fire(fixture);
     expect(code).toBe(1);
     expect(json.result).toMatchObject({ outcome: "error", timedOut: true });
-    // The command includes node's own start-up (~0.3 s): the run itself is bounded by timeout + 2 s.
-    expect(ms).toBeLessThan(3_000 + 1_000);
+    // The run itself ends within timeout + 2 s; the command around it adds node's start-up, which a
+    // loaded machine stretches, so the wall clock only has to show that nothing hung.
+    expect(json.result.durationMs).toBeLessThan(3_000);
+    expect(ms).toBeLessThan(15_000);
     expect(processesOfRun(json.result.runId)).toEqual([]);
   });
 
@@ -82,7 +84,8 @@ describe("run --timeout-ms 500: every process the hook started ends", () => {
     expect(code).toBe(0);
     expect(json.result).toMatchObject({ outcome: "passed", exitCode: 0, timedOut: false });
     expect(json.result.leftoverProcesses).toBeGreaterThanOrEqual(1);
-    expect(ms).toBeLessThan(3_000);
+    expect(json.result.durationMs).toBeLessThan(3_000);
+    expect(ms).toBeLessThan(15_000);
     expect(processesOfRun(json.result.runId)).toEqual([]);
   });
 });
