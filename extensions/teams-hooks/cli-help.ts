@@ -94,6 +94,58 @@ validates with; the same files are in docs/schema/.
 
 Exit status: 0; 2 an unknown schema name.
 `,
+  logs: `Usage: pi-teams-hooks logs [--team-dir DIR | --team ID] [filters] [--limit N] [--json] [--follow]
+       pi-teams-hooks logs show <id> [--json]
+       pi-teams-hooks logs stats [filters] [--limit N] [--json]
+       pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]
+
+Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
+
+  logs            a table, newest last: time (UTC), event, task, member, hook, outcome (passed,
+                  failed, timed out, error), duration, the policy's actions, and the first stderr
+                  line (else the spawn error)
+  logs show <id>  one invocation in full: context, command, exit, timing, policy, stdout, stderr.
+                  <id> is the file name, its stem, or a unique prefix or suffix of it
+                  (e.g. the time "2026-03-01T09-12" or "task-3_2"); several matches are listed
+  logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
+                  p95 duration (nearest rank), and the tasks with the most failed runs
+  logs prune      remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE
+                  removes those started before then; both: the old ones beyond the newest N.
+                  At least one is needed. Only files named like a hook log are ever removed
+
+Team (one of):
+  --team-dir DIR          the team directory
+  --team ID               the team directory <$PI_TEAMS_ROOT_DIR>/<ID> (needs PI_TEAMS_ROOT_DIR)
+
+Filters (logs and logs stats; all must hold):
+  --event E[,E…]          task_completed, task_failed, idle
+  --task ID               runs for this task
+  --member NAME           runs caused by this member
+  --outcome O[,O…]        passed, failed, timed_out, error
+  --since WHEN            started at or after WHEN: an age (30m, 2h, 3d, 1w) or an ISO 8601 time
+                          (2026-03-01, 2026-03-01T09:00, 2026-03-01T11:00+02:00; UTC unless it
+                          has an offset, like the times shown)
+  --limit N               the newest N matching logs, shown oldest first (default 50 for logs,
+                          all for stats; 0 = all)
+
+Output and more:
+  --json                  NDJSON: one object per line (a log: {"file": …, …the log record})
+  -f, --follow            after the table, print new logs as they land (fs.watch plus a rescan
+                          every second); stop with Ctrl-C
+  --keep N, --older-than AGE, --dry-run    for prune (AGE as for --since); --dry-run only lists
+  -h, --help              this help
+
+A file in hook-logs/ that is not a readable log is named in a warning on stderr and skipped.
+
+Exit status: 0 done (also when files were skipped); 1 hook-logs/ cannot be listed, the log to show
+matches no file or cannot be read, or prune could not remove a file; 2 usage error (naming the
+flag), a missing team dir, or a show <id> that matches several logs (they are listed).
+
+Examples:
+  pi-teams-hooks logs --team-dir ~/.pi/teams/alpha --outcome failed,timed_out --since 2h
+  pi-teams-hooks logs show 2026-03-01T09-12-44-123Z_task_completed_task-3 --team alpha
+  pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
+`,
   demo: `Usage: pi-teams-hooks demo
 
 Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate
@@ -169,6 +221,7 @@ Commands:
   init            copy the example gates into the hooks dir
   policy get|set  show or change the team's failure policy (config.json "hooks")
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
+  logs            list, show, follow, summarise and prune the hook logs of a team
   help [command]  show help for a command
 
 Every command takes --help. Hook contract: docs/hook-contract.md.

@@ -7,6 +7,7 @@ import { type ErrorCode, HooksError, describeError, isHooksError } from "./error
 import { commandHelp, mainHelp } from "./cli-help.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./cli-io.js";
 import { demoCommand } from "./cli-demo.js";
+import { logsCommand } from "./cli-logs.js";
 import { runCommand } from "./cli-run.js";
 import { watchCommand } from "./cli-watch.js";
 import { doctorCommand } from "./cli-doctor.js";
@@ -42,6 +43,14 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
     run: policyCommand,
   },
   schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
+  logs: {
+    options: {
+      "team-dir": { type: "string" }, team: { type: "string" }, event: { type: "string" }, task: { type: "string" }, member: { type: "string" },
+      outcome: { type: "string" }, since: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, follow: { type: "boolean", short: "f" },
+      keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, help: { type: "boolean", short: "h" },
+    },
+    run: logsCommand,
+  },
 };
 
 function teamOptions(): NonNullable<ParseArgsConfig["options"]> {

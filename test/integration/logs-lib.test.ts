@@ -1,0 +1,264 @@
+// logs.ts as a library: the file-name pre-filter never drops a log the record would keep (checked
+// against reading everything, on awkward task ids and member names), time bounds, percentiles,
+// lookup, prune plans, and following a folder in-process.
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
+import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
+import {
+  type LogFilter,
+  type LogRow,
+  followLogs,
+  lookupLog,
+  parseAge,
+  parseLogName,
+  parseTimeBound,
+  percentile,
+  planPrune,
+  queryLogs,
+  recordMatches,
+} from "../../extensions/teams-hooks/logs.js";
+import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+
+const teams: TempTeam[] = [];
+afterEach(async () => {
+  for (const team of teams.splice(0)) await team.cleanup();
+});
+
+function rec(teamDir: string, at: string, event: HookEventName, task: string | null, member: string | undefined, outcome: "passed" | "failed" | "timed_out"): HookLogRecordInput {
+  return {
+    invocation: {
+      event,
+      teamId: "t",
+      teamDir,
+      taskListId: "t",
+      style: "normal",
+      ...(member === undefined ? {} : { memberName: member }),
+      completedTask: task === null || event === "idle" ? null : makeTask({ id: task }),
+    },
+    result: {
+      ran: true,
+      hookPath: `/h/on_${event}.sh`,
+      outcome: outcome === "passed" ? "passed" : outcome === "failed" ? "failed" : "error",
+      exitCode: outcome === "passed" ? 0 : outcome === "failed" ? 1 : null,
+      signal: null,
+      timedOut: outcome === "timed_out",
+      durationMs: 10,
+      stdout: "",
+      stderr: "",
+      stdoutDroppedBytes: 0,
+      stderrDroppedBytes: 0,
+      leftoverProcesses: 0,
+      contextTruncated: false,
+      runId: "r",
+      contractVersion: 1,
+    },
+    key: event === "idle" ? `idle:${member ?? "unknown"}:${at}` : `${event}:${task ?? "9"}:${at}`,
+    startedAt: at,
+  };
+}
+
+describe("parseLogName", () => {
+  it.each([
+    ["2026-03-01T09-12-44-123Z_task_completed_task-3.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "task_completed", suffix: { kind: "task", raw: "3" } }],
+    ["2026-03-01T09-12-44-123Z_task_failed_task-3_2.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "task_failed", suffix: { kind: "task", raw: "3_2" } }],
+    ["2026-03-01T09-12-44-123Z_idle_member-ada.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: { kind: "member", raw: "ada" } }],
+    ["2026-03-01T09-12-44-123Z_idle.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: null }],
+    ["2026-03-01T09-12-44-123Z_idle_7.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: null }],
+  ])("%s", (name, expected) => {
+    expect(parseLogName(name)).toEqual(expected);
+  });
+
+  it.each(["notes.json", "2026-03-01T09-12-44-123Z_deploy.json", "2026-03-01T09-12-44-123Z_idle_other.json", "2026-13-45T99-12-44-123Z_idle.json", "2026-03-01T09-12-44-123Z_idle.txt"])(
+    "%s is not a name this project writes",
+    (name) => {
+      expect(parseLogName(name)).toBeNull();
+    },
+  );
+});
+
+describe("the name pre-filter against reading every file", () => {
+  it("keeps exactly the logs a full read keeps, for every filter, on awkward ids and names", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const long = "x".repeat(70);
+    const tasks = ["3", "31", "3_2", "a.b", "a-b", long, `${long}y`, null];
+    const members = ["ada", "ada_2", "Ada Lovelace", "a.b", undefined];
+    const events: HookEventName[] = ["task_completed", "task_failed", "idle"];
+    const outcomes = ["passed", "failed", "timed_out"] as const;
+    const base = Date.parse("2026-03-01T00:00:00.000Z");
+    let i = 0;
+    for (const task of tasks) {
+      for (const member of members) {
+        for (const event of events) {
+          const outcome = outcomes[i % 3] ?? "passed";
+          // Every third log shares its millisecond with the previous one: collision names (`_2`).
+          const at = new Date(base + Math.floor(i / 3) * 2 * 60_000).toISOString();
+          await writeHookLog(team.teamDir, rec(team.teamDir, at, event, task, member, outcome));
+          i += 1;
+        }
+      }
+    }
+    const all: LogRow[] = [];
+    for (const entry of await listHookLogs(team.teamDir)) {
+      const read = await readHookLog(entry.file);
+      if (read.ok) all.push({ file: entry.file, name: entry.name, record: read.record });
+    }
+    expect(all).toHaveLength(i);
+
+    const filters: LogFilter[] = [
+      {},
+      ...tasks.filter((t): t is string => t !== null).map((taskId) => ({ taskId })),
+      { taskId: "9" }, // only in the keys of task logs without a task file
+      { taskId: "a" },
+      { taskId: long.slice(0, 64) },
+      ...members.filter((m): m is string => m !== undefined).map((member) => ({ member })),
+      { member: "ada_3" },
+      { member: "Ada-Lovelace" },
+      ...events.map((e) => ({ events: [e] })),
+      { outcomes: ["timed_out" as const] },
+      { sinceMs: base + 60 * 60_000 },
+      { taskId: "3", member: "ada", events: ["task_completed" as const] },
+      { member: "ada", events: ["idle" as const], sinceMs: base + 10 * 60_000 },
+    ];
+    for (const filter of filters) {
+      const problems: HookLogProblem[] = [];
+      const { rows } = await queryLogs(team.teamDir, { filter, onProblem: (p) => problems.push(p) });
+      const expected = all.filter((row) => recordMatches(row.record, filter)).map((r) => r.name);
+      expect({ filter, names: rows.map((r) => r.name) }).toEqual({ filter, names: expected });
+      expect(problems).toEqual([]);
+    }
+  });
+});
+
+describe("time bounds", () => {
+  const now = Date.parse("2026-03-10T12:00:00.000Z");
+  it.each([
+    ["45s", 45_000],
+    ["30m", 1_800_000],
+    ["2h", 7_200_000],
+    ["3d", 259_200_000],
+    ["1w", 604_800_000],
+    [" 2 h ", 7_200_000],
+  ])("age %j", (text, ms) => {
+    expect(parseAge(text)).toBe(ms);
+    expect(parseTimeBound(text, now)).toBe(now - ms);
+  });
+
+  it.each([
+    ["2026-03-01", Date.parse("2026-03-01T00:00:00.000Z")],
+    ["2026-03-01T09:00:00Z", Date.parse("2026-03-01T09:00:00.000Z")],
+    ["2026-03-01T11:00:00+02:00", Date.parse("2026-03-01T09:00:00.000Z")],
+    ["2026-03-01T09:00", Date.parse("2026-03-01T09:00:00.000Z")], // UTC, like the times shown: not local
+    ["2026-03-01T09:00:00.250", Date.parse("2026-03-01T09:00:00.250Z")],
+  ])("ISO %s", (text, ms) => {
+    expect(parseTimeBound(text, now)).toBe(ms);
+  });
+
+  it.each(["", "2", "2y", "-2h", "yesterday", "03/01/2026", "2026-02-30T99:00:00Z"])("%j is neither", (text) => {
+    expect(parseTimeBound(text, now)).toBeNull();
+  });
+});
+
+describe("percentile (nearest rank)", () => {
+  it.each([
+    [[], 0.5, 0],
+    [[7], 0.95, 7],
+    [[10, 20, 30, 40], 0.5, 20],
+    [[10, 20, 30, 40], 0.95, 40],
+    [Array.from({ length: 100 }, (_, i) => i + 1), 0.95, 95],
+    [Array.from({ length: 100 }, (_, i) => i + 1), 0.5, 50],
+  ])("%j at %d is %d", (sorted, q, expected) => {
+    expect(percentile(sorted, q)).toBe(expected);
+  });
+});
+
+describe("lookupLog", () => {
+  const entries: HookLogEntry[] = [
+    "2026-03-01T08-00-00-000Z_task_completed_task-3.json",
+    "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json",
+    "2026-03-01T09-00-00-000Z_idle_member-ada.json",
+  ].map((name) => ({ file: `/d/${name}`, name }));
+
+  it.each([
+    ["2026-03-01T08-00-00-000Z_task_completed_task-3.json", "2026-03-01T08-00-00-000Z_task_completed_task-3.json"],
+    ["2026-03-01T08-00-00-000Z_task_completed_task-3", "2026-03-01T08-00-00-000Z_task_completed_task-3.json"],
+    ["/elsewhere/2026-03-01T08-00-00-000Z_task_completed_task-3_2.json", "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json"],
+    ["2026-03-01T09", "2026-03-01T09-00-00-000Z_idle_member-ada.json"],
+    ["task-3_2", "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json"],
+    ["member-ada.json", "2026-03-01T09-00-00-000Z_idle_member-ada.json"],
+  ])("%s → %s", (id, name) => {
+    expect(lookupLog(entries, id)).toEqual({ kind: "found", entry: { file: `/d/${name}`, name } });
+  });
+
+  it("is ambiguous or finds nothing", () => {
+    expect(lookupLog(entries, "2026-03-01T08")).toMatchObject({ kind: "ambiguous", entries: [entries[0], entries[1]] });
+    expect(lookupLog(entries, "task-4")).toEqual({ kind: "none" });
+    expect(lookupLog(entries, "")).toEqual({ kind: "none" });
+  });
+});
+
+describe("planPrune", () => {
+  const day = 86_400_000;
+  const base = Date.parse("2026-03-01T00:00:00.000Z");
+  const entries: HookLogEntry[] = [
+    ...Array.from({ length: 5 }, (_, i) => `${new Date(base + i * day).toISOString().replace(/[:.]/g, "-")}_idle.json`),
+    "notes.json",
+  ].map((name) => ({ file: `/d/${name}`, name }));
+  const removed = (rule: Parameters<typeof planPrune>[1]): number[] =>
+    planPrune(entries, rule).remove.map((e) => entries.indexOf(e));
+
+  it.each([
+    [{ keep: 2 }, [0, 1, 2]],
+    [{ keep: 0 }, [0, 1, 2, 3, 4]],
+    [{ keep: 9 }, []],
+    [{ beforeMs: base + 2 * day }, [0, 1]],
+    [{ beforeMs: base + 2 * day + 1 }, [0, 1, 2]],
+    [{ keep: 4, beforeMs: base + 3 * day }, [0]],
+    [{ keep: 1, beforeMs: base + 2 * day }, [0, 1]],
+    [{}, []],
+  ])("%j removes %j and never notes.json", (rule, expected) => {
+    expect(removed(rule)).toEqual(expected);
+    expect(planPrune(entries, rule)).toMatchObject({ keep: 5 - expected.length, foreign: 1 });
+  });
+});
+
+describe("followLogs", () => {
+  it("reports each new matching log once, in order, reports corrupt ones, and ends when stopped", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const first = await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:00:00.000Z", "task_completed", "1", "ada", "passed"));
+    const seen: string[] = [];
+    const problems: string[] = [];
+    let stop: (value: string) => void = () => {};
+    const stopped = new Promise<string>((resolve) => (stop = resolve));
+    const following = followLogs(team.teamDir, {
+      filter: { events: ["task_completed"] },
+      seen: [path.basename(first)],
+      onRow: (row) => seen.push(row.name),
+      onProblem: (p) => problems.push(p.file),
+      onWarning: (m) => problems.push(m),
+      stop: stopped,
+      rescanMs: 100,
+    });
+    const waitFor = async (predicate: () => boolean): Promise<void> => {
+      const deadline = Date.now() + 5_000;
+      while (!predicate()) {
+        if (Date.now() > deadline) throw new Error(`timed out; seen ${JSON.stringify(seen)}, problems ${JSON.stringify(problems)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const second = await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "failed"));
+    await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:02:00.000Z", "idle", null, "ada", "passed")); // filtered out
+    const third = await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:03:00.000Z", "task_completed", "3", "bob", "passed"));
+    const corrupt = path.join(team.teamDir, "hook-logs", "2026-03-01T08-04-00-000Z_task_completed_task-4.json");
+    await writeFile(corrupt, "{", "utf8");
+    await waitFor(() => seen.length >= 2 && problems.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // a rescan or two: nothing is reported twice
+    stop("SIGINT");
+    await following;
+    expect(seen).toEqual([path.basename(second), path.basename(third)]);
+    expect(problems).toEqual([corrupt]);
+  });
+});
