@@ -1,6 +1,13 @@
 #!/usr/bin/env node
 import { main } from "./cli.js";
-import { terminateAllRuns } from "./run.js";
+
+// A reader that goes away (`… | head`) is not an error of ours: stop quietly, as other tools do.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
 
 let requestStop: (signal: string) => void = () => {};
 const stopSignal = new Promise<string>((resolve) => (requestStop = resolve));
@@ -10,7 +17,11 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     stops += 1;
     // A second signal means "now": end every hook's process group (they live in their own groups,
     // so nothing else would), then go.
-    if (stops > 1) void terminateAllRuns().finally(() => process.exit(130));
+    if (stops > 1) {
+      void import("./run.js")
+        .then((run) => run.terminateAllRuns())
+        .finally(() => process.exit(130));
+    }
     requestStop(signal);
   });
 }

@@ -6,14 +6,17 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type ErrorCode, HooksError, describeError, isHooksError } from "./errors.js";
 import { commandHelp, mainHelp } from "./cli-help.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./cli-io.js";
-import { demoCommand } from "./cli-demo.js";
-import { logsCommand } from "./cli-logs.js";
-import { runCommand } from "./cli-run.js";
-import { watchCommand } from "./cli-watch.js";
-import { doctorCommand } from "./cli-doctor.js";
-import { initCommand } from "./cli-init.js";
-import { policyCommand } from "./cli-policy.js";
-import { schemaCommand } from "./cli-schema.js";
+
+// Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
+// for execa. Start-up time is what a person waits for on every call.
+const runCommand: CommandFn = async (a, io) => (await import("./cli-run.js")).runCommand(a, io);
+const watchCommand: CommandFn = async (a, io) => (await import("./cli-watch.js")).watchCommand(a, io);
+const demoCommand: CommandFn = async (a, io) => (await import("./cli-demo.js")).demoCommand(a, io);
+const doctorCommand: CommandFn = async (a, io) => (await import("./cli-doctor.js")).doctorCommand(a, io);
+const initCommand: CommandFn = async (a, io) => (await import("./cli-init.js")).initCommand(a, io);
+const policyCommand: CommandFn = async (a, io) => (await import("./cli-policy.js")).policyCommand(a, io);
+const schemaCommand: CommandFn = async (a, io) => (await import("./cli-schema.js")).schemaCommand(a, io);
+const logsCommand: CommandFn = async (a, io) => (await import("./cli-logs.js")).logsCommand(a, io);
 
 /** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
 const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
