@@ -5,7 +5,7 @@
 import path from "node:path";
 import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "./cli-io.js";
 import { HOOK_BASE_NAMES } from "./contract.js";
-import { type Check, type CheckLevel, type DoctorReport, diagnose } from "./doctor.js";
+import { type Check, type CheckLevel, type DoctorReport, type EventHookReport, diagnose } from "./doctor.js";
 import { HooksError } from "./errors.js";
 
 export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -33,12 +33,23 @@ export function renderReport(report: DoctorReport, colour: boolean): string {
   let out = `pi-teams-hooks doctor: ${report.teamDir}\n\n`;
 
   out += heading("Hooks");
-  for (const check of report.hooksDir.checks) out += line(check);
+  for (const check of [...report.hooksDir.checks, ...report.teamHooksDir.checks]) out += line(check);
   for (const event of report.hooks) {
-    if (event.checks.length === 0) continue; // the hooks dir is unusable: said once above
-    const chosen = event.hook ? `${path.basename(event.hook.path)}` : "no hook";
-    out += `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ${chosen}\n`;
-    for (const check of event.checks) out += line(check, "    ");
+    if (!hasChain(event)) {
+      // The v1 picture: one global file or none (the hooks dir unusable: said once above).
+      if (event.checks.length === 0) continue;
+      const chosen = event.hook ? `${path.basename(event.hook.path)}` : "no hook";
+      out += `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ${chosen}\n`;
+      for (const check of event.checks) out += line(check, "    ");
+      continue;
+    }
+    const hooks = event.chain.hooks;
+    out += `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ${hooks.length === 0 ? "no hook" : `${hooks.length} hook(s), in this order:`}\n`;
+    const width = Math.max(...hooks.map((h) => h.name.length));
+    for (const [index, hook] of hooks.entries()) {
+      out += `    ${index + 1}. ${hook.layer.padEnd(6)} ${hook.name.padEnd(width)}  ${hook.command.map(shellWord).join(" ")}\n`;
+    }
+    for (const check of [...event.checks, ...event.chain.checks]) out += line(check, "    ");
   }
 
   out += `\n${heading("Team")}`;
@@ -67,4 +78,14 @@ export function renderReport(report: DoctorReport, colour: boolean): string {
         ? `no errors, ${report.warnings} warning(s)`
         : "no problems found";
   return `${out}\n${verdict}\n`;
+}
+
+/** More than the global v1 file, or something about the chain worth saying. */
+function hasChain(event: EventHookReport): boolean {
+  return event.chain.checks.length > 0 || event.chain.hooks.some((h) => !(h.layer === "global" && h.kind === "v1"));
+}
+
+/** An argv word as a person would type it: quoted only when it needs to be. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_./=:@%+,-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }

@@ -1,13 +1,16 @@
 /**
  * The hooks half of doctor: for each event, which file would run and why, every candidate skipped or
  * shadowed and why, and whether the chosen file can really start the way the leader starts it (a `#!`
- * line, CRLF, the interpreter on PATH, bash for `.sh`). Data only; doctor.ts assembles the report.
+ * line, CRLF, the interpreter on PATH, bash for `.sh`); then the event's whole chain (chain.ts: the
+ * `on_<event>.d/` files and the team layer), each hook checked the same way and each skipped file
+ * with its reason. Data only; doctor.ts assembles the report.
  */
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import path from "node:path";
+import { chainDirName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "./chain.js";
 import type { HookCommand, HookEventName } from "./contract.js";
-import { findHook, hookCandidatePaths, type CandidateStatus } from "./discover.js";
+import { hookCandidatePaths, type CandidateStatus } from "./discover.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";
 
@@ -28,19 +31,57 @@ export interface CandidateReport {
 
 export interface EventHookReport {
   event: HookEventName;
-  /** What the leader would start; null when nothing runs for this event. */
+  /** The global v1 file the lookup chose (`chain` says whether it runs); null when there is none. */
   hook: { path: string; command: string[] } | null;
+  /** The global v1 lookup. */
   candidates: CandidateReport[];
+  /** Findings about the global v1 file. */
+  checks: Check[];
+  chain: ChainReport;
+}
+
+/** One hook of an event's chain. `name` is relative to its layer: `on_idle.sh`, `on_idle.d/10-lint`. */
+export interface ChainHookReport {
+  layer: ChainLayer;
+  kind: ChainHook["kind"];
+  name: string;
+  path: string;
+  command: string[];
+}
+
+export interface ChainReport {
+  /** Everything that runs for the event, in order, from both layers. */
+  hooks: ChainHookReport[];
+  /** Every file looked at that does not run, with why (as chain.ts reports it). */
+  skipped: ChainSkip[];
+  /** Findings beyond the global v1 file (those are in the event's `checks`): each other hook, each skip. */
   checks: Check[];
 }
 
+/** A file named so that it is skipped on purpose says so quietly; one that looks like a gate but cannot run does not. */
+const SKIP_LEVEL: Readonly<Record<ChainSkipCode, CheckLevel>> = {
+  bad_name: "warn",
+  ignored_name: "info",
+  switched_off: "info",
+  replaced: "info",
+  disabled: "info",
+  disables_nothing: "warn",
+  unusable: "error",
+  dir_unusable: "error",
+};
+
 type Env = Readonly<Record<string, string | undefined>>;
 
-export async function diagnoseHooksDir(dir: string, source: "flag" | "env" | "default"): Promise<{ checks: Check[]; usable: boolean }> {
+/** The global hooks dir. `teamHooks`: the team layer has hooks of its own, so an unusable dir does not mean "no gate". */
+export async function diagnoseHooksDir(dir: string, source: "flag" | "env" | "default", teamHooks = false): Promise<{ checks: Check[]; usable: boolean }> {
   const info = await statOrNull(dir);
   const named = source === "flag" ? "--hooks-dir" : source === "env" ? "PI_TEAMS_HOOKS_DIR" : "the default hooks dir";
   const unusable = (level: CheckLevel, why: string): { checks: Check[]; usable: boolean } => ({
-    checks: [{ level, message: `${named} ${dir} ${why}: no gate runs`, file: dir }],
+    checks: [
+      teamHooks
+        ? { level: level === "warn" ? "info" : level, message: `${named} ${dir} ${why}: only the team layer's hooks run`, file: dir }
+        : { level, message: `${named} ${dir} ${why}: no gate runs`, file: dir },
+    ],
     usable: false,
   });
   // The default dir missing is the normal state of a team without gates; a dir someone named is a mistake.
@@ -54,36 +95,106 @@ export async function diagnoseHooksDir(dir: string, source: "flag" | "env" | "de
   return { checks, usable: true };
 }
 
-export async function diagnoseEvent(dir: string, event: HookEventName, env: Env, cwd: string, dirUsable: boolean): Promise<EventHookReport> {
-  const found = await findHook(dir, event);
+/** The team's hooks layer (`<teamDir>/hooks`): nothing when there is none, said once for every event. */
+export async function diagnoseTeamLayer(dir: string, globalDir: string): Promise<Check[]> {
+  if (path.resolve(dir) === path.resolve(globalDir)) return [{ level: "info", message: `team hooks layer ${dir} is the hooks dir itself: one layer` }];
+  const info = await statOrNull(dir);
+  if (!info) return []; // no team layer: the usual case
+  if (!info.isDirectory()) return [{ level: "warn", message: `team hooks layer ${dir} is not a directory: ignored, the global hooks run`, file: dir }];
+  if (!(await can(dir, fsConstants.R_OK | fsConstants.X_OK))) {
+    return [{ level: "error", message: `team hooks layer ${dir} cannot be read (permission denied): its hooks and .disabled files are ignored`, file: dir }];
+  }
+  const checks: Check[] = [{ level: "ok", message: `team hooks layer ${dir} (its files replace the global ones of the same name)` }];
+  if (worldWritable(info)) checks.push({ level: "warn", message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`, file: dir });
+  return checks;
+}
+
+/**
+ * One event: the global v1 lookup as before (`checks`), then the rest of the chain (`chain.checks`).
+ * `chain` comes from discoverChain for the same global dir and `teamDir` layer.
+ */
+export async function diagnoseEvent(
+  dir: string,
+  event: HookEventName,
+  env: Env,
+  cwd: string,
+  dirUsable: boolean,
+  chain: ChainDiscovery,
+  teamDir: string | null,
+): Promise<EventHookReport> {
+  const found = chain.v1.global;
   const looked = new Map(found.candidates.map((c) => [c.path, c]));
   const candidates: CandidateReport[] = hookCandidatePaths(dir, event).map((p) => {
     const c = looked.get(p);
     return { path: p, status: c?.status ?? "absent", reason: c?.reason ?? null };
   });
-  if (!dirUsable) return { event, hook: null, candidates, checks: [] };
+  const chainReport = await diagnoseChain(event, chain, { global: dir, team: teamDir }, env, cwd);
+  if (!dirUsable) return { event, hook: null, candidates, checks: [], chain: chainReport };
 
   const checks: Check[] = [];
   const hook = found.hook;
+  const v1 = chain.hooks.find((h) => h.kind === "v1");
   for (const c of candidates) {
     if (c.status === "skipped") {
-      const instead = hook ? `; ${path.basename(hook.hookPath)} runs instead` : ": no gate runs for this event";
-      checks.push({ level: hook ? "warn" : "error", message: `skipped ${path.basename(c.path)}: ${c.reason ?? "unusable"}${instead}`, file: c.path });
+      const [level, instead] = skippedV1Outcome(event, chain, v1, hook !== null);
+      checks.push({ level, message: `skipped ${path.basename(c.path)}: ${c.reason ?? "unusable"}${instead}`, file: c.path });
     } else if (c.status === "absent" && hook && candidates.indexOf(c) > candidates.findIndex((x) => x.status === "chosen") && (await statOrNull(c.path))) {
       c.status = "shadowed";
       c.reason = `${path.basename(hook.hookPath)} comes first`;
       checks.push({ level: "info", message: `not used: ${path.basename(c.path)} (${c.reason})`, file: c.path });
     }
   }
-  if (hook) checks.unshift(...(await checkRunnable(hook, env, cwd)));
-  else if (checks.length === 0) checks.push({ level: "info", message: `no ${path.basename(candidates[0]?.path ?? event)}[.sh|.js|.mjs]: nothing runs` });
-  return { event, hook: hook ? { path: hook.hookPath, command: [hook.command, ...hook.args] } : null, candidates, checks };
+  const off = hook && v1?.layer !== "global" ? chain.skipped.find((s) => s.path === hook.hookPath) : undefined;
+  if (hook && off) checks.unshift({ level: "info", message: `${path.basename(hook.hookPath)} does not run: ${off.reason}`, file: hook.hookPath });
+  else if (hook) checks.unshift(...(await checkRunnable(hook, env, cwd)));
+  else if (checks.length === 0 && chain.hooks.length === 0) {
+    checks.push({ level: "info", message: `no ${path.basename(candidates[0]?.path ?? event)}[.sh|.js|.mjs]: nothing runs` });
+  }
+  return { event, hook: hook ? { path: hook.hookPath, command: [hook.command, ...hook.args] } : null, candidates, checks, chain: chainReport };
 }
 
-/** Whether the chosen file can start as the leader would start it. */
-async function checkRunnable(hook: HookCommand, env: Env, cwd: string): Promise<Check[]> {
+/** A skipped global v1 candidate: a warning when some v1 file runs (or the team layer took the slot), an error when none does. */
+function skippedV1Outcome(event: HookEventName, chain: ChainDiscovery, v1: ChainHook | undefined, globalChosen: boolean): [CheckLevel, string] {
+  if (v1) return ["warn", `; ${v1.layer === "global" ? v1.name : `the team's ${v1.name}`} runs instead`];
+  if (globalChosen) return ["warn", "; the team layer switched the v1 hook off"];
+  if (chain.hooks.length > 0) return ["error", `: no v1 hook runs (the ${chain.hooks.length} hook(s) of ${chainDirName(event)} still run)`];
+  return ["error", ": no gate runs for this event"];
+}
+
+/** Every hook of the chain but the global v1 file (checked above) checked like it, and every skip explained. */
+async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: { global: string; team: string | null }, env: Env, cwd: string): Promise<ChainReport> {
+  const layerDir = (layer: ChainLayer): string => (layer === "team" && dirs.team !== null ? path.resolve(dirs.team) : path.resolve(dirs.global));
+  const label = (layer: ChainLayer, file: string): string => `${layer} ${path.relative(layerDir(layer), file)}`;
+  const globalV1 = new Set(chain.v1.global.candidates.map((c) => c.path));
+  const teamV1 = new Set(chain.v1.team?.candidates.map((c) => c.path) ?? []);
+  const teamV1Runs = chain.hooks.some((h) => h.kind === "v1" && h.layer === "team");
+
+  const checks: Check[] = [];
+  for (const h of chain.hooks) {
+    if (h.layer === "global" && h.kind === "v1") continue;
+    checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
+  }
+  for (const skip of chain.skipped) {
+    // Said elsewhere: the global v1 lookup just above, each layer's own problems once for all events.
+    if (skip.layer === "global" && (globalV1.has(skip.path) || skip.path === layerDir("global"))) continue;
+    if (skip.layer === "team" && skip.path === layerDir("team")) continue;
+    const level = skip.code === "unusable" && teamV1Runs && teamV1.has(skip.path) ? "warn" : SKIP_LEVEL[skip.code];
+    checks.push({ level, message: `skipped ${label(skip.layer, skip.path)}: ${skip.reason}`, file: skip.path });
+  }
+  const hooks = chain.hooks.map((h) => ({
+    layer: h.layer,
+    kind: h.kind,
+    name: h.kind === "v1" ? h.name : `${chainDirName(event)}/${h.name}`,
+    path: h.hook.hookPath,
+    command: [h.hook.command, ...h.hook.args],
+  }));
+  return { hooks, skipped: chain.skipped, checks };
+}
+
+/** Whether a hook can start as the leader would start it. `label` names it in messages (default: its file name). */
+async function checkRunnable(hook: HookCommand, env: Env, cwd: string, label?: string): Promise<Check[]> {
   const file = hook.hookPath;
-  const name = path.basename(file);
+  const name = label ?? path.basename(file);
   const checks: Check[] = [];
   const fail = (message: string): Check[] => [{ level: "error", message: `${name}: ${message}`, file }, ...checks];
   const info = await statOrNull(file);
@@ -93,7 +204,7 @@ async function checkRunnable(hook: HookCommand, env: Env, cwd: string): Promise<
   const firstLine = head.split("\n")[0] ?? "";
   const crlf = firstLine.endsWith("\r");
 
-  const ext = path.extname(name);
+  const ext = path.extname(file);
   if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
   if (ext === ".sh") {
     const bash = findOnPath("bash", env, cwd);

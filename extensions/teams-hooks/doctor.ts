@@ -1,7 +1,8 @@
 /**
  * `doctor` as a library: every check a person would make before trusting a team's gates, returned as
  * data (`DoctorReport`), never printed. For each event, which file would run and why, and each
- * candidate skipped or shadowed and why; whether the chosen file can really start (shebang, CRLF,
+ * candidate skipped or shadowed and why; the event's whole chain (the `on_<event>.d/` files of the
+ * global dir and of the team layer `<teamDir>/hooks`) in order, and each file of it skipped and why; whether the chosen file can really start (shebang, CRLF,
  * interpreter on PATH); the team dir, config, task list and leader inbox, read with the same readers
  * the leader uses; the effective policy with the source of each value; lock files left behind.
  *
@@ -12,8 +13,9 @@
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { HOOK_EVENTS, type TeamIdentity } from "./contract.js";
-import { can, diagnoseEvent, diagnoseHooksDir, statOrNull, type Check, type EventHookReport } from "./doctor-hooks.js";
+import { discoverChain, teamHooksDir, type ChainDiscovery } from "./chain.js";
+import { HOOK_EVENTS, type HookEventName, type TeamIdentity } from "./contract.js";
+import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./doctor-hooks.js";
 import { errnoCode } from "./errors.js";
 import { readInbox } from "./mailbox.js";
 import { inspectLock, type LockHolder } from "./lock.js";
@@ -22,7 +24,7 @@ import { resolveHooksDir, tasksDir } from "./paths.js";
 import { readAllTasks } from "./tasks.js";
 import { loadTeamConfig } from "./team-config.js";
 
-export type { Check, CheckLevel, CandidateReport, EventHookReport } from "./doctor-hooks.js";
+export type { Check, CheckLevel, CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./doctor-hooks.js";
 
 type PolicySetting = keyof EffectivePolicy;
 
@@ -47,6 +49,8 @@ export interface LockReport {
 export interface DoctorReport {
   teamDir: string;
   hooksDir: { dir: string; source: "flag" | "env" | "default"; checks: Check[] };
+  /** The team's own hooks layer, `<teamDir>/hooks`; no checks when it does not exist. */
+  teamHooksDir: { dir: string; checks: Check[] };
   hooks: EventHookReport[];
   team: { identity: TeamIdentity | null; checks: Check[] };
   policy: PolicyReport;
@@ -74,19 +78,26 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const team = await diagnoseTeam(teamDir);
   const config = await loadTeamConfig(teamDir);
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.cwd });
-  const { checks: hooksDirChecks, usable: dirUsable } = await diagnoseHooksDir(hooks.dir, hooks.source);
+  const teamLayer = teamHooksDir(teamDir);
+  const chains: Array<{ event: HookEventName; chain: ChainDiscovery }> = [];
+  for (const event of HOOK_EVENTS) chains.push({ event, chain: await discoverChain({ globalDir: hooks.dir, teamDir: teamLayer, event }) });
+  const teamHooks = chains.some(({ chain }) => chain.hooks.some((h) => h.layer === "team"));
+  const { checks: hooksDirChecks, usable: dirUsable } = await diagnoseHooksDir(hooks.dir, hooks.source, teamHooks);
+  const teamLayerChecks = await diagnoseTeamLayer(teamLayer, hooks.dir);
   const events: EventHookReport[] = [];
-  for (const event of HOOK_EVENTS) events.push(await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable));
-  if (dirUsable && events.every((e) => e.candidates.every((c) => c.status === "absent"))) {
+  for (const { event, chain } of chains) events.push(await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable, chain, teamLayer));
+  const nothingAnywhere = events.every((e) => e.candidates.every((c) => c.status === "absent") && e.chain.hooks.length === 0 && e.chain.skipped.length === 0);
+  if (dirUsable && nothingAnywhere) {
     hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
   }
   const policy = diagnosePolicy(config.hooks, config.file, input.env);
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
 
-  const all = [...hooksDirChecks, ...events.flatMap((e) => e.checks), ...team.checks, ...policy.checks, ...locks.checks];
+  const all = [...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks, ...policy.checks, ...locks.checks];
   return {
     teamDir,
     hooksDir: { dir: hooks.dir, source: hooks.source, checks: hooksDirChecks },
+    teamHooksDir: { dir: teamLayer, checks: teamLayerChecks },
     hooks: events,
     team: { identity: team.ok ? team.identity : null, checks: team.checks },
     policy,
