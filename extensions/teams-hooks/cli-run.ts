@@ -1,7 +1,7 @@
 /**
  * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
  */
-import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "./contract.js";
+import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent, type RunResult } from "./contract.js";
 import { type CliIo, type ParsedArgs, str, teamSetupInput, wholeNumber } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { eventKey, taskEvent } from "./events.js";
@@ -58,6 +58,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     cwd: setup.cwd,
     timeoutMs: setup.timeout.value,
     policy: v["apply-policy"] ? setup.policy.policy : null,
+    failureMode: setup.failureModes[event],
+    limits: setup.limits,
+    teamHooksDir: setup.teamHooksDir,
     env: io.env,
   });
   for (const problem of outcome.problems) io.stderr(`warning: ${problem}\n`);
@@ -66,29 +69,35 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     io.stdout(`${await jsonReport(outcome, event, setup.hooksDir)}\n`);
   } else {
     io.stdout(`${humanLine(outcome, event, taskId ?? null, setup.hooksDir)}\n`);
-    if (!outcome.result) for (const c of outcome.discovery.candidates) if (c.reason && c.status === "skipped") io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
+    if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)}\n`);
+    if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
   }
-  return outcome.result === null || outcome.result.outcome === "passed" ? 0 : 1;
+  return outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
 }
 
 
 /** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed` */
 export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {
   const label = eventLabel(event, taskId);
-  if (!outcome.result || !outcome.discovery.hook) {
-    return `${label}: no hook in ${hooksDir} — nothing ran${outcome.discovery.dirProblem ? ` (${outcome.discovery.dirProblem.replaceAll("_", " ")})` : ""}`;
+  if (!outcome.result || !outcome.hook) {
+    const dirProblem = outcome.chain.v1.global.dirProblem;
+    return `${label}: no hook in ${hooksDir} — nothing ran${dirProblem ? ` (${dirProblem.replaceAll("_", " ")})` : ""}`;
   }
   const r = outcome.result;
-  const hook = outcome.discovery.hook.hookPath.split("/").pop() ?? "";
-  const verdict = r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+  const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
+  const verdict = verdictWord(r);
   const detail = r.outcome === "passed" ? "" : `: ${outcome.summary}`;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
   return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;
 }
 
+function verdictWord(r: RunResult): string {
+  return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+}
+
 async function jsonReport(outcome: InvokeOutcome, event: HookEventName, hooksDir: string): Promise<string> {
   if (!outcome.logFile) {
-    return JSON.stringify({ event, ran: false, hooksDir, candidates: outcome.discovery.candidates });
+    return JSON.stringify({ event, ran: false, hooksDir, candidates: outcome.chain.v1.global.candidates, skipped: outcome.chain.skipped });
   }
   const read = await readHookLog(outcome.logFile);
   return JSON.stringify(read.ok ? { ...read.record, logFile: outcome.logFile } : { event, ran: true, logFile: outcome.logFile, result: outcome.result });

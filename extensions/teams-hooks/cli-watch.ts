@@ -39,6 +39,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     poll: v.poll === true,
     pollIntervalMs,
     catchUp: v["catch-up"] === true,
+    reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
     report: (notice) => {
       if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
       if (status && notice.kind === "event") status.finished(notice.report.key);
@@ -51,7 +52,10 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, `watching ${scope}${v.once ? " once" : ""}`);
 
   if (v.once) {
-    await leader.idle();
+    // A signal ends --once too (a cron job's time limit): stop taking events, as watch does, rather
+    // than run everything still queued. test/e2e/watch-signals.test.ts "--once: SIGTERM …".
+    const signal = await Promise.race([leader.idle().then(() => null), io.stopSignal]);
+    if (signal !== null && !json) io.stderr(`${signal}: stopping after running hooks finish…\n`);
   } else {
     const signal = await io.stopSignal;
     if (!json) io.stderr(`${signal}: stopping after running hooks finish…\n`);
@@ -63,6 +67,12 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
 
 function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unknown>, line: string) => void, setup: TeamSetup, colour: boolean): void {
   switch (notice.kind) {
+    case "config":
+      emit(
+        { type: "config", valid: notice.valid, ...policyObject(notice.setup), failureModes: notice.setup.failureModes, limits: notice.setup.limits },
+        `config.json ${notice.valid ? "reloaded" : "refused (the last valid hooks block stays)"}: ${policyLine(notice.setup)}`,
+      );
+      return;
     case "hooks":
       for (const { event, discovery } of notice.hooks) {
         const chosen = discovery.hook?.hookPath;
@@ -105,7 +115,8 @@ function policyLine(setup: TeamSetup): string {
     `policy: failure action ${policy.failureAction} (${sources.failureAction}), ` +
     `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
     `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
-    `timeout ${setup.timeout.value}ms (${setup.timeout.source})`
+    `timeout ${setup.timeout.value}ms (${setup.timeout.source}), ` +
+    `on hook errors ${Object.entries(setup.failureModes).map(([event, mode]) => `${event} ${mode}`).join(" / ")}`
   );
 }
 

@@ -1,16 +1,35 @@
 /**
- * One event end to end: discover → run → (policy) → hook log. Shared by `run` and the leader, so a
- * hand-fired event behaves exactly as a watched one. The log is written last, after the policy
- * actions, so that a log on disk means the event is completely handled (the leader's crash recovery
- * relies on this).
+ * One event end to end: discover the chain → run its hooks → (policy) → hook logs. Shared by `run` and
+ * the leader, so a hand-fired event behaves exactly as a watched one.
+ *
+ * The chain (issue 5) is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
+ * events run it in order and stop at the first denial or closed error; `idle` runs every hook. The
+ * event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
+ * once, for the run that decided.
+ *
+ * Logs are written last, after the policy actions, one per hook run; the first run's log (the one that
+ * carries the caller's run id) is written last of all, so that its presence on disk means the event
+ * was completely handled. The leader's crash recovery relies on this.
  */
 import path from "node:path";
-import { type HookEventName, type RunResult, type Task, type TeamIdentity, isTaskEvent } from "./contract.js";
-import { findHook, type HookDiscovery } from "./discover.js";
+import { randomUUID } from "node:crypto";
+import {
+  buildContextDocument,
+  HOOK_CONTRACT_VERSION,
+  type HookEventName,
+  type HookInvocation,
+  isTaskEvent,
+  type RunResult,
+  type Task,
+  type TeamIdentity,
+  utf8Length,
+} from "./contract.js";
+import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { writeHookLog } from "./hook-log.js";
+import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
 import { describeFailure, gatePassedSummary } from "./messages.js";
 import type { EffectivePolicy } from "./options.js";
-import { decide } from "./policy.js";
+import { countsAsPass, decide } from "./policy.js";
 import { remediate } from "./remediate.js";
 import { runHook } from "./run.js";
 import { taskFile } from "./paths.js";
@@ -25,25 +44,45 @@ export interface InvokeRequest {
   member: string | null;
   timestamp: string | null;
   hooksDir: string;
+  /** The team's own layer (`<teamDir>/hooks`); default: that path. null: no team layer. */
+  teamHooksDir?: string | null;
   cwd: string;
   timeoutMs: number;
   /** The failure policy to apply to a task event; null only reports (as `run` without --apply-policy). */
   policy: EffectivePolicy | null;
-  /** This key ran before (a retry after a crash, or a replay): the log says so. */
+  /** What a hook error counts as; default: closed for task events, open for idle. */
+  failureMode?: FailureMode;
+  limits?: Readonly<HookLimits>;
+  /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
   env: Readonly<Record<string, string | undefined>>;
+  /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
   onSpawn?: (info: { pid: number; runId: string }) => void;
   /** The clock (tests pass their own). */
   now?: () => Date;
 }
 
+export interface HookRun {
+  hook: ChainHook;
+  result: RunResult;
+  startedAt: string;
+  logFile: string | null;
+}
+
 export interface InvokeOutcome {
-  discovery: HookDiscovery;
-  /** The task as the hook saw it; null for idle, or when its file is gone or unreadable. */
+  chain: ChainDiscovery;
+  /** The task as the hooks saw it; null for idle, or when its file is gone or unreadable. */
   task: Task | null;
-  /** null: no hook for this event (nothing ran, no log). */
+  /** Every hook that ran (or was refused by a limit), in order. */
+  runs: HookRun[];
+  /** The run that decided the event (the first denial or closed error, else the last run); null: no hook. */
   result: RunResult | null;
+  /** The deciding run's hook. */
+  hook: ChainHook | null;
+  /** How the event counts after the failure mode: passed, or failed. null: no hook. */
+  counted: "passed" | "failed" | null;
+  /** The deciding run's log (the first run's log when all passed). */
   logFile: string | null;
   summary: string;
   /** What the policy did (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`), or `none`. */
@@ -54,15 +93,13 @@ export interface InvokeOutcome {
 
 export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const now = req.now ?? (() => new Date());
-  const discovery = await findHook(req.hooksDir, req.event);
+  const mode = req.failureMode ?? DEFAULT_FAILURE_MODES[req.event];
+  const limits = req.limits ?? DEFAULT_LIMITS;
+  const teamLayer = req.teamHooksDir === undefined ? teamHooksDir(req.identity.teamDir) : req.teamHooksDir;
+  const chain = await discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event });
   const problems: string[] = [];
   const task = await loadTask(req, problems);
-  if (!discovery.hook) {
-    return { discovery, task, result: null, logFile: null, summary: "no hook", actions: [], problems };
-  }
-
-  const startedAt = now().toISOString();
-  const invocation = {
+  const invocation: HookInvocation = {
     event: req.event,
     teamId: req.identity.teamId,
     teamDir: req.identity.teamDir,
@@ -72,15 +109,15 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
   };
-  const result = await runHook(discovery.hook, invocation, {
-    cwd: req.cwd,
-    timeoutMs: req.timeoutMs,
-    baseEnv: req.env,
-    ...(req.runId ? { runId: req.runId } : {}),
-    ...(req.onSpawn ? { onSpawn: req.onSpawn } : {}),
-  });
+  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems };
+  const first = chain.hooks[0];
+  if (!first) return none;
 
-  let summary = result.outcome === "passed" ? gatePassedSummary(result.durationMs) : describeFailure(result, req.timeoutMs);
+  const runs = await runChain(req, chain.hooks, invocation, { mode, limits, now });
+  const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];
+  if (!deciding) return none;
+  const counted = countsAsPass(deciding.result, mode) ? "passed" : "failed";
+  let summary = summarize(deciding.result, mode, req.timeoutMs);
   let actions: string[] = [];
   let policyRecord: Record<string, unknown> | undefined;
   const event = req.event;
@@ -95,14 +132,15 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
           event,
           key: req.key,
           taskId,
-          result,
+          result: deciding.result,
           task: fresh,
           policy,
-          hookName: path.basename(discovery.hook?.hookPath ?? ""),
+          hookName: deciding.hook.name,
           member: req.member,
           leadName: req.identity.leadName,
           now: decidedAt,
           timeoutMs: req.timeoutMs,
+          failureMode: mode,
         }),
     );
     summary = done.plan.summary;
@@ -112,6 +150,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
       failureAction: policy.failureAction,
       maxReopensPerTask: policy.maxReopensPerTask,
       followupOwner: policy.followupOwner,
+      failureMode: mode,
       passed: done.plan.passed,
       summary: done.plan.summary,
       alreadyApplied: done.plan.alreadyApplied,
@@ -123,15 +162,99 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     };
   }
 
-  const logFile = await writeHookLog(req.identity.teamDir, {
-    invocation,
-    result,
-    key: req.key,
-    startedAt,
-    ...(req.retry ? { retry: true } : {}),
-    ...(policyRecord ? { policy: policyRecord } : {}),
-  });
-  return { discovery, task, result, logFile, summary, actions, problems };
+  // The first run's log last: its presence means everything else is on disk (see the header).
+  const chainRecord = runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
+  for (const run of [...runs.slice(1), runs[0]]) {
+    if (!run) continue;
+    run.logFile = await writeHookLog(req.identity.teamDir, {
+      invocation,
+      result: run.result,
+      key: req.key,
+      startedAt: run.startedAt,
+      ...(req.retry ? { retry: true } : {}),
+      ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
+      ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
+    });
+  }
+  return { chain, task, runs, result: deciding.result, hook: deciding.hook, counted, logFile: deciding.logFile, summary, actions, problems };
+}
+
+/** Runs the chain under its limits; task events stop at the first run that does not count as a pass. */
+async function runChain(
+  req: InvokeRequest,
+  hooks: ChainHook[],
+  invocation: HookInvocation,
+  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date },
+): Promise<HookRun[]> {
+  const { limits } = ctx;
+  const refused = (hook: ChainHook, message: string): HookRun[] => [
+    { hook, result: limitResult(hook, message, req.runId ?? randomUUID()), startedAt: ctx.now().toISOString(), logFile: null },
+  ];
+  const [head] = hooks;
+  if (!head) return [];
+  if (hooks.length > limits.maxHooksPerEvent) {
+    return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
+  }
+  const payload = utf8Length(JSON.stringify(buildContextDocument(invocation)));
+  if (payload > limits.maxPayloadBytes) {
+    return refused(head, `the context document is ${payload} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
+  }
+
+  const runs: HookRun[] = [];
+  const deadline = performance.now() + limits.chainDeadlineMs;
+  for (const [index, hook] of hooks.entries()) {
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) {
+      runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`));
+      break;
+    }
+    const timeoutMs = Math.min(req.timeoutMs, left);
+    const startedAt = ctx.now().toISOString();
+    let result = await runHook(hook.hook, invocation, {
+      cwd: req.cwd,
+      timeoutMs,
+      baseEnv: req.env,
+      ...(index === 0 && req.runId ? { runId: req.runId } : {}),
+      ...(req.onSpawn ? { onSpawn: req.onSpawn } : {}),
+    });
+    if (result.timedOut && timeoutMs < req.timeoutMs) {
+      // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
+      result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
+    }
+    runs.push({ hook, result, startedAt, logFile: null });
+    if (isTaskEvent(req.event) && !countsAsPass(result, ctx.mode)) break;
+  }
+  return runs;
+}
+
+/** A run that never happened because a limit of its event refused it: always a closed error. */
+function limitResult(hook: ChainHook, message: string, runId: string): RunResult {
+  return {
+    ran: false,
+    hookPath: hook.hook.hookPath,
+    command: [hook.hook.command, ...hook.hook.args],
+    outcome: "error",
+    errorKind: "limit",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: 0,
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    error: message,
+    leftoverProcesses: 0,
+    contextTruncated: false,
+    runId,
+    contractVersion: HOOK_CONTRACT_VERSION,
+  };
+}
+
+function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
+  if (result.outcome === "passed") return gatePassedSummary(result.durationMs);
+  if (countsAsPass(result, mode)) return `allowed (failure mode open): ${describeFailure(result, timeoutMs)}`;
+  return describeFailure(result, timeoutMs);
 }
 
 async function loadTask(req: InvokeRequest, problems: string[]): Promise<Task | null> {

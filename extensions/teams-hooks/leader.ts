@@ -45,6 +45,11 @@ export interface LeaderOptions {
   catchUp: boolean;
   report: (notice: LeaderNotice) => void;
   now?: () => Date;
+  /**
+   * Re-reads the team's settings when config.json changes (issue 5), given the `hooks` block in force
+   * so that an invalid new block keeps it. Without it, config.json is read once, at start.
+   */
+  reloadSetup?: (lastValidHooks: Record<string, unknown>) => Promise<TeamSetup>;
 }
 
 /** One handled event, as the one-line output and --json show it. */
@@ -66,6 +71,7 @@ export interface EventReport {
 
 export type LeaderNotice =
   | { kind: "warning"; message: string }
+  | { kind: "config"; valid: boolean; setup: TeamSetup }
   | { kind: "hooks"; hooks: StartInfo["hooks"] }
   | { kind: "event"; report: EventReport }
   | { kind: "started"; event: HookEventName; key: string; hook: string; taskId: string | null; startedAt: number }
@@ -77,8 +83,19 @@ export interface StartInfo {
   hooks: Array<{ event: HookEventName; discovery: HookDiscovery }>;
 }
 
+/**
+ * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without
+ * it comes from a first start that died before recording its baseline (the ledger file exists from
+ * the moment it is opened), so the next start is still a first start: history stays a baseline
+ * instead of running all at once. test/integration/leader-first-start.test.ts.
+ */
+const BASELINE_DONE_KEY = "leader:baseline-complete";
+
 export class Leader {
   readonly #opts: LeaderOptions;
+  /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
+  #setup: TeamSetup;
+  #configReload: Promise<void> = Promise.resolve();
   readonly #sources: TeamSources;
   readonly #queue: KeyedQueue;
   /** Keys queued or running in this process. */
@@ -86,6 +103,12 @@ export class Leader {
   /** Task files being looked at, and those that changed again meanwhile. */
   readonly #looking = new Map<string, Promise<void>>();
   readonly #dirty = new Set<string>();
+  /**
+   * Events found while the start-up scan runs (by the scan, and through hints): considered only once
+   * the baseline is recorded, because on a first start what a hint finds then is history too (a worker
+   * editing an old completed task). test/integration/leader-first-start.test.ts.
+   */
+  readonly #heldDuringScan: HookEvent[] = [];
   #state: LeaderState = "starting";
   #ledger: Ledger | null = null;
   #lock: LeaderLock | null = null;
@@ -97,6 +120,7 @@ export class Leader {
 
   constructor(opts: LeaderOptions) {
     this.#opts = opts;
+    this.#setup = opts.setup;
     this.#sources = new TeamSources(opts.setup.identity);
     this.#queue = createKeyedQueue({
       concurrency: opts.concurrency,
@@ -124,10 +148,11 @@ export class Leader {
         onError: (m) => this.#warn(m),
       });
       this.#state = "scanning";
-      const { baseline, queued } = await this.#initialScan();
+      const { baseline } = await this.#initialScan();
       this.#state = "watching";
+      for (const event of this.#heldDuringScan.splice(0)) this.#consider(event);
       this.#scheduleReconcile();
-      this.#opts.report({ kind: "ready", tasks: this.#sources.taskCount, baseline, queued, startupMs: Math.round(performance.now() - began) });
+      this.#opts.report({ kind: "ready", tasks: this.#sources.taskCount, baseline, queued: this.#queue.size, startupMs: Math.round(performance.now() - began) });
       return { hooks };
     } catch (error) {
       await this.stop();
@@ -168,7 +193,28 @@ export class Leader {
       const name = path.basename(this.#sources.inboxFile);
       targets.push({ dir: path.dirname(this.#sources.inboxFile), accept: (n: string) => n === name, onHint: () => this.#hintInbox() });
     }
+    if (this.#opts.reloadSetup) {
+      targets.push({ dir: this.#setup.identity.teamDir, accept: (n: string) => n === "config.json", onHint: () => this.#hintConfig() });
+    }
     return targets;
+  }
+
+  /** config.json changed: re-read it whole; an invalid `hooks` block keeps the one in force. */
+  #hintConfig(): void {
+    const reload = this.#opts.reloadSetup;
+    if (!reload || (this.#state !== "watching" && this.#state !== "scanning")) return;
+    this.#configReload = this.#configReload.then(async () => {
+      try {
+        const next = await reload(this.#setup.hooksBlock);
+        const same = JSON.stringify(next.hooksBlock) === JSON.stringify(this.#setup.hooksBlock) && next.hooksBlockValid;
+        next.warnings.forEach((w) => this.#warn(w));
+        // Identity and directories stay as started: a leader does not move to another team mid-run.
+        this.#setup = { ...this.#setup, hooksBlock: next.hooksBlock, hooksBlockValid: next.hooksBlockValid, policy: next.policy, failureModes: next.failureModes, limits: next.limits };
+        if (!same) this.#opts.report({ kind: "config", valid: next.hooksBlockValid, setup: this.#setup });
+      } catch (error) {
+        this.#warn(`config.json not reloaded: ${describeError(error)}; the settings in force stay`);
+      }
+    });
   }
 
   /** Ends process groups of runs that were in flight when a previous leader died. */
@@ -179,7 +225,7 @@ export class Leader {
     }
   }
 
-  async #initialScan(): Promise<{ baseline: number; queued: number }> {
+  async #initialScan(): Promise<{ baseline: number }> {
     const ledger = this.#requireLedger();
     const found: HookEvent[] = [];
     const files = await this.#sources.listTaskFiles();
@@ -195,14 +241,14 @@ export class Leader {
     }
 
     let baseline = 0;
-    if (ledger.fresh && !this.#opts.catchUp) {
-      const keys = new Set(found.map((e) => e.key));
-      await ledger.baseline(keys, this.#now());
+    if (ledger.fresh || !ledger.has(BASELINE_DONE_KEY)) {
+      const keys = new Set(this.#opts.catchUp ? [] : [...found, ...this.#heldDuringScan].map((e) => e.key));
       baseline = keys.size;
+      await ledger.baseline([...keys, BASELINE_DONE_KEY], this.#now());
     }
     await this.#recoverInFlight();
-    for (const event of found) this.#consider(event);
-    return { baseline, queued: this.#queue.size };
+    this.#heldDuringScan.unshift(...found); // start() considers them once the state is `watching`
+    return { baseline };
   }
 
   /** Keys begun but never finished by a leader that died: done if their log exists, else retried. */
@@ -284,7 +330,20 @@ export class Leader {
 
   #consider(event: HookEvent): void {
     if (this.#state === "stopping" || this.#state === "stopped") return;
-    if (this.#requireLedger().has(event.key) || this.#queued.has(event.key)) return;
+    if (this.#state === "scanning") {
+      this.#heldDuringScan.push(event); // see #heldDuringScan
+      return;
+    }
+    const ledger = this.#requireLedger();
+    if (ledger.has(event.key) || this.#queued.has(event.key)) {
+      // --inbox consume: an unread notification of an event already done was handled by a leader that
+      // died before marking it read; mark it now (through the queue, so that stop() waits for it).
+      // test/integration/leader-inbox.test.ts.
+      if (this.#opts.inbox === "consume" && event.event === "idle" && ledger.get(event.key)?.state === "done") {
+        this.#queue.push(`member:${event.member ?? ""}`, () => this.#markHandled(event));
+      }
+      return;
+    }
     this.#enqueue(event, false);
   }
 
@@ -296,7 +355,7 @@ export class Leader {
 
   async #handle(event: HookEvent, retry: boolean): Promise<void> {
     const ledger = this.#requireLedger();
-    const { setup } = this.#opts;
+    const setup = this.#setup;
     const runId = randomUUID();
     const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
     const attempt = await ledger.begin(event.key, runId, this.#now(), info);
@@ -313,6 +372,9 @@ export class Leader {
         cwd: setup.cwd,
         timeoutMs: setup.timeout.value,
         policy: isTaskEvent(event.event) ? setup.policy.policy : null,
+        failureMode: setup.failureModes[event.event],
+        limits: setup.limits,
+        teamHooksDir: setup.teamHooksDir,
         retry: retry || attempt > 1,
         env: this.#opts.env,
         runId,
@@ -340,7 +402,7 @@ export class Leader {
         event: event.event,
         taskId: event.taskId,
         member: event.member,
-        hook: outcome.discovery.hook ? path.basename(outcome.discovery.hook.hookPath) : null,
+        hook: outcome.hook?.name ?? null,
         outcome: result?.outcome ?? "no_hook",
         timedOut: result?.timedOut ?? false,
         durationMs: result?.durationMs ?? 0,

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { RunResult, Task, TaskAssignment } from "./contract.js";
 import { unreachable } from "./errors.js";
+import { taskEvent } from "./events.js";
 import {
   describeFailure,
   followupDescription,
@@ -276,6 +277,9 @@ function createsFollowup(policy: EffectivePolicy): boolean {
 function decideReopen(input: DecideInput): ReopenDecision | null {
   const { task, policy } = input;
   if (input.event !== "task_completed" || !reopens(policy) || task?.status !== "completed") return null;
+  // The task holds a newer completion than the one this gate judged (the worker completed again while
+  // the gate ran): reopening now would throw away work nobody has checked yet. Its own gate decides.
+  if (taskEvent(task)?.key !== input.key) return null;
   const done = counter(task.metadata?.reopenedByQualityGateCount);
   const max = policy.maxReopensPerTask;
   if (done >= max) return { kind: "suppressed", count: done, max, reason: reopenSuppressedReason(done, max) };

@@ -7,6 +7,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { TeamIdentity } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
+import { checkHooksBlock, type FailureMode, type HookLimits, resolveFailureModes, resolveLimits } from "./hooks-config.js";
+import type { HookEventName } from "./contract.js";
 import { resolvePolicy, resolveTimeoutMs, type PolicyFlags, type ResolvedPolicy, type ResolvedTimeout } from "./options.js";
 import { resolveHooksDir } from "./paths.js";
 import { loadTeamConfig } from "./team-config.js";
@@ -22,6 +24,8 @@ export interface TeamSetupInput {
   env: Readonly<Record<string, string | undefined>>;
   /** The process's working directory: relative paths are taken from here. */
   processCwd: string;
+  /** The last `hooks` block that was valid (the leader's, on a reload): used when the file's is not. */
+  lastValidHooks?: Record<string, unknown> | undefined;
 }
 
 export interface TeamSetup {
@@ -29,6 +33,14 @@ export interface TeamSetup {
   configFile: string;
   hooksDir: string;
   hooksDirSource: "flag" | "env" | "default";
+  /** The team's own hook layer, `<teamDir>/hooks` (issue 5): its files replace the global ones. */
+  teamHooksDir: string;
+  /** The config.json `hooks` block in force (the file's, or the last valid one when the file's is not). */
+  hooksBlock: Record<string, unknown>;
+  /** False when the file's `hooks` block was refused whole. */
+  hooksBlockValid: boolean;
+  failureModes: Readonly<Record<HookEventName, FailureMode>>;
+  limits: Readonly<HookLimits>;
   cwd: string;
   timeout: ResolvedTimeout;
   policy: ResolvedPolicy;
@@ -51,16 +63,34 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
 
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
   const timeout = resolveTimeoutMs({ ...(input.timeoutMs === undefined ? {} : { flag: input.timeoutMs }), env: input.env });
-  const policy = resolvePolicy({ flags: input.policyFlags, config: config.hooks, env: input.env, configFile: config.file });
+  // The block is checked whole (issue 5): one mistake refuses all of it, never half.
+  const check = checkHooksBlock(config.hooks, config.file);
+  const blockWarnings: string[] = [];
+  let hooksBlock: Record<string, unknown> = check.ok ? check.raw : (input.lastValidHooks ?? {});
+  if (!check.ok) {
+    const fallback = input.lastValidHooks ? "the last valid block stays in force" : "defaults and the environment apply";
+    // One line per problem, each whole on its own: logs and `grep` read lines.
+    for (const problem of check.problems) blockWarnings.push(`${problem} — the "hooks" block is refused whole; ${fallback}`);
+  }
+  const block = checkHooksBlock(hooksBlock, config.file);
+  if (!block.ok) hooksBlock = {}; // a "last valid" block that no longer checks: cannot happen, but never half
+  const parsedBlock = block.ok ? block.block : {};
+  const modes = resolveFailureModes(parsedBlock, input.env);
+  const policy = resolvePolicy({ flags: input.policyFlags, config: hooksBlock, env: input.env, configFile: config.file });
   return {
     identity,
     configFile: config.file,
     hooksDir: hooks.dir,
     hooksDirSource: hooks.source,
+    teamHooksDir: path.join(teamDir, "hooks"),
+    hooksBlock,
+    hooksBlockValid: check.ok,
+    failureModes: modes.modes,
+    limits: resolveLimits(parsedBlock),
     cwd,
     timeout,
     policy,
-    warnings: [...config.warnings, ...timeout.warnings, ...policy.warnings],
+    warnings: [...config.warnings, ...blockWarnings, ...timeout.warnings, ...policy.warnings, ...modes.warnings],
   };
 }
 
