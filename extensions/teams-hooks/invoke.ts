@@ -96,9 +96,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const mode = req.failureMode ?? DEFAULT_FAILURE_MODES[req.event];
   const limits = req.limits ?? DEFAULT_LIMITS;
   const teamLayer = req.teamHooksDir === undefined ? teamHooksDir(req.identity.teamDir) : req.teamHooksDir;
-  const chain = await discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event });
   const problems: string[] = [];
-  const task = await loadTask(req, problems);
+  // Independent reads: together, not one after the other (they are most of the time before the spawn).
+  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event }), loadTask(req, problems)]);
   const invocation: HookInvocation = {
     event: req.event,
     teamId: req.identity.teamId,

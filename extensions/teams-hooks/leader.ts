@@ -229,8 +229,8 @@ export class Leader {
     const ledger = this.#requireLedger();
     const found: HookEvent[] = [];
     const files = await this.#sources.listTaskFiles();
-    await forEachLimit(files, 64, async (file) => {
-      const look = await this.#sources.lookAtTask(file);
+    await forEachYielding(files, (file) => {
+      const look = this.#sources.lookAtTask(file);
       if (look.kind === "problem") this.#warn(look.message);
       if (look.kind === "task" && look.event) found.push(look.event);
     });
@@ -292,7 +292,7 @@ export class Leader {
   }
 
   async #lookAtTask(file: string): Promise<void> {
-    const look = await this.#sources.lookAtTask(file);
+    const look = this.#sources.lookAtTask(file);
     if (look.kind === "problem") this.#warn(look.message);
     else if (look.kind === "task" && look.event) this.#consider(look.event);
   }
@@ -322,8 +322,8 @@ export class Leader {
   async #reconcile(): Promise<void> {
     const files = await this.#sources.listTaskFiles();
     this.#sources.forgetMissing(new Set(files));
-    await forEachLimit(files, 64, async (file) => {
-      if (await this.#sources.changedSinceLook(file)) this.#hintTask(file);
+    await forEachYielding(files, (file) => {
+      if (this.#sources.changedSinceLook(file)) this.#hintTask(file);
     });
     if (this.#opts.inbox !== "off") this.#hintInbox();
   }
@@ -438,14 +438,14 @@ export class Leader {
   }
 }
 
-/** Runs `fn` over `items`, at most `limit` at a time. */
-async function forEachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+/**
+ * Runs a synchronous `fn` over `items`, giving the event loop a turn every 256 items, so that a scan of
+ * 10,000 files never holds an event back for more than a few milliseconds.
+ */
+async function forEachYielding<T>(items: readonly T[], fn: (item: T) => void): Promise<void> {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (item !== undefined) fn(item);
+    if (i % 256 === 255) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
 }

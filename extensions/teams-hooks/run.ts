@@ -232,7 +232,8 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   try {
     return await finished;
   } finally {
-    timers.abort();
+    // With a reason: a bare abort() builds an AbortError with a stack trace on every run.
+    timers.abort(null);
     live.delete(runId);
   }
 

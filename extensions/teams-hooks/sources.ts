@@ -5,6 +5,7 @@
  * a task is reported once per version, not at every scan.
  */
 import fs from "node:fs/promises";
+import fsSync from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
 import { IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "./contract.js";
@@ -60,9 +61,9 @@ export class TeamSources {
   }
 
   /** Cheap check for the reconcile scan: has the file changed since the last look? */
-  async changedSinceLook(file: string): Promise<boolean> {
+  changedSinceLook(file: string): boolean {
     try {
-      return signature(await fs.stat(file)) !== this.#signatures.get(file);
+      return signature(fsSync.statSync(file)) !== this.#signatures.get(file);
     } catch (error) {
       return this.#signatures.has(file) || errnoCode(error) !== "ENOENT";
     }
@@ -73,16 +74,20 @@ export class TeamSources {
     for (const file of this.#signatures.keys()) if (!present.has(file)) this.#signatures.delete(file);
   }
 
-  /** Re-reads one task file if it changed, and says what it now stands for. */
-  async lookAtTask(file: string): Promise<TaskLook> {
-    let handle: fs.FileHandle | undefined;
+  /**
+   * Re-reads one task file if it changed, and says what it now stands for. Synchronous on purpose:
+   * a task file is a small local file, and open + fstat + read + close through the thread pool cost
+   * 3–5× more here, which at 10,000 files is the leader's start-up (docs/performance.md). Callers
+   * yield to the event loop between files.
+   */
+  lookAtTask(file: string): TaskLook {
+    let fd: number | undefined;
     try {
-      handle = await fs.open(file, "r");
-      const stat = await handle.stat();
-      const sig = signature(stat);
+      fd = fsSync.openSync(file, "r");
+      const sig = signature(fsSync.fstatSync(fd));
       const previous = this.#signatures.get(file);
       if (previous === sig) return { kind: "unchanged" };
-      const text = await handle.readFile("utf8");
+      const text = fsSync.readFileSync(fd, "utf8");
       this.#signatures.set(file, sig);
       const json = parseJsonText(text, file);
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
@@ -95,7 +100,7 @@ export class TeamSources {
       }
       return { kind: "problem", message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`, fresh: true };
     } finally {
-      await handle?.close();
+      if (fd !== undefined) fsSync.closeSync(fd);
     }
   }
 
