@@ -75,9 +75,21 @@ describe("verdicts", () => {
 describe("hook errors under both failure modes", () => {
   const errors: Array<[string, () => void, string]> = [
     ["a missing interpreter", () => fs.writeFileSync(path.join(globalDir, "on_task_completed"), "#!/no/such/interpreter\n", { mode: 0o755 }), "spawn"],
+    ["a non-executable interpreter (EACCES)", () => {
+      fs.writeFileSync(path.join(globalDir, "not-executable-interpreter"), "#!/bin/sh\nexit 0\n", { mode: 0o644 });
+      fs.writeFileSync(path.join(globalDir, "on_task_completed"), `#!${path.join(globalDir, "not-executable-interpreter")}\n`, { mode: 0o755 });
+    }, "spawn"],
+    ["E2BIG (an environment over the kernel's limit)", () => {
+      hook(globalDir, "on_task_completed.sh", "exit 0");
+      process.env.PI_TEAMS_TEST_HUGE = "x".repeat(600 * 1024);
+    }, "spawn"],
     ["a signal", () => hook(globalDir, "on_task_completed.sh", "kill -USR1 $$"), "signal"],
     ["a timeout", () => hook(globalDir, "on_task_completed.sh", "sleep 30"), "timeout"],
   ];
+  afterEach(() => {
+    delete process.env.PI_TEAMS_TEST_HUGE;
+  });
+
   it.each(errors)("%s: closed counts as a failure, open lets it pass", async (_name, make, kind) => {
     make();
     const closed = await invokeEvent(request({ failureMode: "closed", timeoutMs: 500 }));
