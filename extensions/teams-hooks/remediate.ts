@@ -34,6 +34,7 @@ export interface RemediationDone {
 export async function remediate(target: RemediationTarget, decideFor: (task: Task | null) => RemediationPlan): Promise<RemediationDone> {
   const errors: string[] = [];
   let decided: RemediationPlan | undefined;
+  let metadataWritten = false;
 
   try {
     const updated = await updateTask(
@@ -49,6 +50,8 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     if (!updated.ok) {
       if (updated.problem.kind !== "missing") errors.push(`gate metadata not written: ${updated.problem.message}`);
       decided ??= decideFor(null);
+    } else {
+      metadataWritten = updated.written;
     }
   } catch (error) {
     errors.push(`gate metadata not written: ${describeError(error)}`);
@@ -60,6 +63,11 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
   let followupTaskId: string | null = null;
   if (plan.followup) {
     const followup = plan.followup;
+    // Looking for a follow-up made by an earlier attempt reads every task of the list while holding
+    // `.highwatermark.lock` (seconds at 10,000 tasks, and every worker creating a task waits), so only
+    // a possible retry looks: the gate metadata is written before the follow-up, so a first attempt
+    // that wrote it (not `alreadyApplied`) cannot have one. test/slow/leader-followup-scale.test.ts.
+    const mayExist = plan.alreadyApplied || !metadataWritten;
     try {
       const created = await createTask(
         target.teamDir,
@@ -76,7 +84,10 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
           createdAt: target.now,
           updatedAt: target.now,
         }),
-        { existing: (tasks) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key), label: `follow-up for ${target.key}` },
+        {
+          ...(mayExist ? { existing: (tasks: Task[]) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key) } : {}),
+          label: `follow-up for ${target.key}`,
+        },
       );
       followupTaskId = created.task.id;
       replaceAction(actions, "follow-up", `follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`);

@@ -1,0 +1,560 @@
+/**
+ * A rig for tests of `pi-teams-hooks watch` as a real child process (the built `dist/teams-hooks/bin.js`):
+ * it starts the leader with `--json`, collects its NDJSON lines and stderr, waits for conditions
+ * (never for time), and after each test stops whatever still runs (SIGTERM, then SIGKILL) and fails
+ * the test when a hook process outlived its leader.
+ *
+ *   const rig = useLeaderRig();                       // registers afterEach cleanup in this file
+ *   const team = await rig.team({ tasks: [...] });    // a real temp team dir (temp-team.ts)
+ *   await rig.hook(team, "on_task_completed.sh", "exit 1");
+ *   const leader = await rig.leader(team, ["--failure-action", "reopen"]);   // resolves at `watching`
+ *   await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+ *   await leader.waitFor("one event", () => leader.events().length === 1);
+ *   expect(await leader.stop()).toMatchObject({ code: 0 });
+ *
+ * Hook processes are found through `/proc/<pid>/environ`: every process a hook starts inherits
+ * `PI_TEAMS_TEAM_DIR=<team dir>`, and nothing else in a test carries it.
+ *
+ * The leader under test is `dist/`: `ensureBuilt()` (called by `useLeaderRig`) rebuilds it with
+ * `npm run build` when the sources changed since it was built, under a lock so that parallel test
+ * files build once. CI's `npm ci` has built it already (`prepare`).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import { mkdir, open, readFile, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type TestContext, afterEach, beforeAll } from "vitest";
+import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract.js";
+import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/hook-log.js";
+import { type TempTeam, type TempTeamOptions, makeTempTeam } from "./temp-team.js";
+
+export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const BIN = path.join(REPO_ROOT, "dist", "teams-hooks", "bin.js");
+const WORKER = path.join(REPO_ROOT, "test", "fixtures", "workers", "team-worker.mjs");
+
+// ---------------------------------------------------------------------------------------------
+// Output of `watch --json`
+
+/** One NDJSON line of `watch --json` (a line that is not JSON is kept as `{ type: "text" }`). */
+export interface LeaderLine {
+  type: string;
+  [field: string]: unknown;
+}
+
+/** `{ type: "event" }`: one handled event (leader.ts `EventReport`). */
+export interface EventLine extends LeaderLine {
+  type: "event";
+  time: string;
+  key: string;
+  event: string;
+  taskId: string | null;
+  member: string | null;
+  hook: string | null;
+  outcome: "passed" | "failed" | "error" | "no_hook";
+  timedOut: boolean;
+  durationMs: number;
+  summary: string;
+  actions: string[];
+  retry: boolean;
+  logFile: string | null;
+}
+
+function isEventLine(line: LeaderLine): line is EventLine {
+  return line.type === "event" && typeof line.key === "string";
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface LeaderStart {
+  /** Flags after `watch --team-dir <dir> --json`. */
+  args?: string[];
+  /** Added to the leader's environment (which has no PI_TEAMS_* variable of the test's own). */
+  env?: Record<string, string>;
+  /** Resolve once the `watching` line is out (default), or at once. */
+  waitForWatching?: boolean;
+  /** Default 20 s: a cold start with thousands of tasks on a loaded machine. */
+  startTimeoutMs?: number;
+}
+
+/** A running `pi-teams-hooks watch`. */
+export class LeaderProcess {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly teamDir: string;
+  readonly lines: LeaderLine[] = [];
+  stdout = "";
+  stderr = "";
+  exit: Exit | null = null;
+  readonly exited: Promise<Exit>;
+  readonly startedAt = performance.now();
+  #partial = "";
+
+  constructor(child: ChildProcess, teamDir: string) {
+    if (child.pid === undefined) throw new Error(`cannot start ${BIN}`);
+    this.child = child;
+    this.pid = child.pid;
+    this.teamDir = teamDir;
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => this.#onStdout(chunk));
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (this.stderr += chunk));
+    this.exited = new Promise((resolve) => {
+      child.on("close", (code, signal) => {
+        this.exit = { code, signal };
+        resolve(this.exit);
+      });
+    });
+  }
+
+  #onStdout(chunk: string): void {
+    this.stdout += chunk;
+    this.#partial += chunk;
+    for (let end = this.#partial.indexOf("\n"); end >= 0; end = this.#partial.indexOf("\n")) {
+      const text = this.#partial.slice(0, end);
+      this.#partial = this.#partial.slice(end + 1);
+      if (text.trim() === "") continue;
+      try {
+        this.lines.push(JSON.parse(text) as LeaderLine);
+      } catch {
+        this.lines.push({ type: "text", text });
+      }
+    }
+  }
+
+  get running(): boolean {
+    return this.exit === null;
+  }
+
+  /** Every `event` line so far, optionally only those for which `filter` holds. */
+  events(filter: (event: EventLine) => boolean = () => true): EventLine[] {
+    return this.lines.filter(isEventLine).filter(filter);
+  }
+
+  linesOf(type: string): LeaderLine[] {
+    return this.lines.filter((line) => line.type === type);
+  }
+
+  /** The stderr lines that start with `warning:`. */
+  warnings(): string[] {
+    return this.stderr.split("\n").filter((line) => line.startsWith("warning:"));
+  }
+
+  /** What a failed wait shows: the end of both streams. */
+  describe(): string {
+    const tail = (text: string): string => (text.length > 3000 ? `…${text.slice(-3000)}` : text);
+    return `leader pid ${this.pid} ${this.exit ? `exited ${JSON.stringify(this.exit)}` : "running"}\n--- stdout ---\n${tail(this.stdout)}\n--- stderr ---\n${tail(this.stderr)}`;
+  }
+
+  /**
+   * Waits until `check` returns a value other than false/undefined/null (or stops throwing), and
+   * returns it. Fails at once if the leader exits meanwhile (unless `allowExit`).
+   */
+  async waitFor<T>(what: string, check: () => T | false | undefined | null | Promise<T | false | undefined | null>, opts: { timeoutMs?: number; allowExit?: boolean } = {}): Promise<T> {
+    return waitUntil(what, check, {
+      timeoutMs: opts.timeoutMs ?? 15_000,
+      context: () => this.describe(),
+      abort: () => (!opts.allowExit && this.exit !== null ? `the leader exited (${JSON.stringify(this.exit)})` : null),
+    });
+  }
+
+  /** Waits until `n` event lines (matching `filter`) are out. */
+  waitForEvents(n: number, filter: (event: EventLine) => boolean = () => true, timeoutMs = 15_000): Promise<EventLine[]> {
+    return this.waitFor(`${n} event line(s)`, () => {
+      const found = this.events(filter);
+      return found.length >= n ? found : false;
+    }, { timeoutMs });
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    if (this.running) this.child.kill(signal);
+  }
+
+  /** Sends `signal` (default SIGINT) and waits for the exit; SIGKILL after `timeoutMs` as a last resort. */
+  async stop(signal: NodeJS.Signals = "SIGINT", timeoutMs = 20_000): Promise<Exit & { ms: number }> {
+    const began = performance.now();
+    this.signal(signal);
+    const timer = setTimeout(() => this.signal("SIGKILL"), timeoutMs);
+    try {
+      const exit = await this.exited;
+      return { ...exit, ms: performance.now() - began };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** SIGKILL, as a crash: nothing of the leader's own shutdown runs. */
+  async kill(): Promise<Exit> {
+    this.signal("SIGKILL");
+    return this.exited;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waiting
+
+/** Polls `check` until it yields a value (not false/undefined/null) without throwing. */
+export async function waitUntil<T>(
+  what: string,
+  check: () => T | false | undefined | null | Promise<T | false | undefined | null>,
+  opts: { timeoutMs?: number; intervalMs?: number; context?: () => string; abort?: () => string | null } = {},
+): Promise<T> {
+  const deadline = performance.now() + (opts.timeoutMs ?? 15_000);
+  let lastError: unknown = null;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== false && value !== undefined && value !== null) return value;
+      lastError = null;
+    } catch (error) {
+      lastError = error;
+    }
+    const aborted = opts.abort?.() ?? null;
+    const timedOut = performance.now() > deadline;
+    if (aborted !== null || timedOut) {
+      const why = aborted ?? `timed out after ${opts.timeoutMs ?? 15_000} ms`;
+      const last = lastError instanceof Error ? `\nlast check: ${lastError.message}` : "";
+      throw new Error(`waiting for ${what}: ${why}${last}${opts.context ? `\n${opts.context()}` : ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, opts.intervalMs ?? 20));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The built binary
+
+let built: Promise<void> | null = null;
+
+/**
+ * Rebuilds dist/ (once per process, under a cross-process lock) unless it was built from the current
+ * sources. "Current" is a hash of every source file, kept in node_modules/.cache after each build here:
+ * mtimes alone are fooled when another build (another engineer's, a parallel test file's) finishes
+ * after an edit it did not see. Without a stamp (a fresh `npm ci`, which builds), up-to-date mtimes are
+ * trusted once.
+ */
+export function ensureBuilt(): Promise<void> {
+  built ??= buildIfStale();
+  return built;
+}
+
+const SOURCE_DIR = path.join(REPO_ROOT, "extensions", "teams-hooks");
+/** Per checkout (a worktree may share node_modules through a link). */
+const STAMP_FILE = path.join(REPO_ROOT, "node_modules", ".cache", "pi-teams-hooks-leader-rig", `${createHash("sha256").update(REPO_ROOT).digest("hex").slice(0, 16)}.sha256`);
+
+async function sourceNames(): Promise<string[]> {
+  return (await readdir(SOURCE_DIR)).filter((n) => n.endsWith(".ts") && !n.endsWith(".d.ts")).sort();
+}
+
+async function sourcesHash(): Promise<string> {
+  const hash = createHash("sha256");
+  for (const name of await sourceNames()) hash.update(`${name}\0`).update(await readFile(path.join(SOURCE_DIR, name))).update("\0");
+  return hash.digest("hex");
+}
+
+async function staleByMtime(): Promise<string[]> {
+  const stale: string[] = [];
+  for (const name of await sourceNames()) {
+    const source = await stat(path.join(SOURCE_DIR, name));
+    const output = await stat(path.join(REPO_ROOT, "dist", "teams-hooks", name.replace(/\.ts$/, ".js"))).catch(() => null);
+    if (!output || output.mtimeMs < source.mtimeMs) stale.push(name);
+  }
+  return stale;
+}
+
+async function isCurrent(hash: string): Promise<boolean> {
+  const stamp = await readFile(STAMP_FILE, "utf8").catch(() => null);
+  if (stamp !== null) return stamp.trim() === hash;
+  return (await staleByMtime()).length === 0;
+}
+
+async function buildIfStale(): Promise<void> {
+  if (await isCurrent(await sourcesHash())) return;
+  const lockFile = path.join(os.tmpdir(), `pi-teams-hooks-build-${REPO_ROOT.replace(/[^A-Za-z0-9]/g, "_")}.lock`);
+  await waitUntil("the build lock", async () => {
+    try {
+      await (await open(lockFile, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY)).close();
+      return true;
+    } catch {
+      // Held by a parallel test file (or left by a killed run: taken after 2 minutes).
+      const age = Date.now() - ((await stat(lockFile).catch(() => null))?.mtimeMs ?? 0);
+      if (age > 120_000) await unlink(lockFile).catch(() => undefined);
+      return false;
+    }
+  }, { timeoutMs: 180_000, intervalMs: 200 });
+  try {
+    const hash = await sourcesHash(); // what this build compiles (a parallel file may have built it meanwhile)
+    const stamp = await readFile(STAMP_FILE, "utf8").catch(() => null);
+    if (stamp?.trim() === hash) return;
+    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
+      const child = spawn("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let output = "";
+      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      child.on("close", (code) => resolve({ code, output }));
+    });
+    if (result.code !== 0) throw new Error(`npm run build failed:\n${result.output}`);
+    await mkdir(path.dirname(STAMP_FILE), { recursive: true });
+    await writeFile(STAMP_FILE, `${hash}\n`);
+  } finally {
+    await unlink(lockFile).catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves with the worker's result line; rejects when it fails. */
+  result: Promise<unknown>;
+}
+
+/** Starts `team-worker.mjs <op>` (the plain-JS team member) in the background. */
+export function startWorker(op: string, args: Record<string, unknown>): WorkerProcess {
+  const child = spawn(process.execPath, [WORKER, op, JSON.stringify(args)], { stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const result = new Promise<unknown>((resolve, reject) => {
+    child.on("close", (code, signal) => {
+      if (code !== 0) return reject(new Error(`worker ${op} exited with ${code ?? signal}: ${stderr}`));
+      const last = stdout.trim().split("\n").pop() ?? "null";
+      try {
+        resolve(JSON.parse(last) as unknown);
+      } catch {
+        reject(new Error(`worker ${op} printed no result: ${stdout}`));
+      }
+    });
+  });
+  result.catch(() => undefined); // awaited by the caller; never an unhandled rejection meanwhile
+  return { child, result };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+/** Pids of live processes that carry `PI_TEAMS_TEAM_DIR=<teamDir>` (hooks and their children). */
+export async function hookProcesses(teamDir: string): Promise<Array<{ pid: number; cmdline: string }>> {
+  const needle = `PI_TEAMS_TEAM_DIR=${teamDir}`;
+  const found: Array<{ pid: number; cmdline: string }> = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const environ = (await readFile(`/proc/${name}/environ`, "latin1")).split("\0");
+      if (!environ.includes(needle)) continue;
+      const cmdline = (await readFile(`/proc/${name}/cmdline`, "latin1")).split("\0").join(" ").trim();
+      found.push({ pid: Number(name), cmdline });
+    } catch {
+      // gone meanwhile, or not ours to read: not a hook of this test
+    }
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the team dir
+
+/** Every hook log of the team, validated (an invalid one throws: the leader wrote it). */
+export async function readLogs(teamDir: string): Promise<Array<HookLogRecord & { file: string }>> {
+  const out: Array<HookLogRecord & { file: string }> = [];
+  for (const entry of await listHookLogs(teamDir)) {
+    const read = await readHookLog(entry.file);
+    if (!read.ok) throw new Error(`invalid hook log: ${read.problem.message}`);
+    out.push({ ...read.record, file: entry.file });
+  }
+  return out;
+}
+
+/** Count of hook-log files (names only: cheap enough to poll). */
+export async function countLogs(teamDir: string): Promise<number> {
+  return (await listHookLogs(teamDir)).length;
+}
+
+export async function readTaskFile(team: TempTeam, id: string): Promise<Task> {
+  return JSON.parse(await readFile(team.taskFile(id), "utf8")) as Task;
+}
+
+/** Every task file of the team's list, by id. */
+export async function readAllTaskFiles(team: TempTeam): Promise<Map<string, Task>> {
+  const tasks = new Map<string, Task>();
+  for (const name of await readdir(team.tasksDir)) {
+    if (!/^[A-Za-z0-9_-]+\.json$/.test(name)) continue;
+    const task = JSON.parse(await readFile(path.join(team.tasksDir, name), "utf8")) as Task;
+    tasks.set(task.id, task);
+  }
+  return tasks;
+}
+
+/** An inbox as raw messages; a missing file is an empty inbox. */
+export async function readInboxFile(team: TempTeam, namespace: string, member: string): Promise<MailboxMessage[]> {
+  try {
+    return JSON.parse(await readFile(team.inboxFile(namespace, member), "utf8")) as MailboxMessage[];
+  } catch (error) {
+    if (error instanceof Error && "code" in error && error.code === "ENOENT") return [];
+    throw error;
+  }
+}
+
+export async function readHighWatermark(team: TempTeam): Promise<number> {
+  return Number((await readFile(path.join(team.tasksDir, ".highwatermark"), "utf8")).trim());
+}
+
+/** The ledger's records, parsed (a torn last line is skipped, as the leader does). */
+export async function readLedger(teamDir: string): Promise<Array<{ op: string; key: string; [field: string]: unknown }>> {
+  const text = await readFile(path.join(teamDir, "hook-state", "ledger.jsonl"), "utf8").catch(() => "");
+  const records: Array<{ op: string; key: string }> = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      records.push(JSON.parse(line) as { op: string; key: string });
+    } catch {
+      // a torn line
+    }
+  }
+  return records;
+}
+
+/** A task file as a worker writes it (tests that seed thousands of tasks skip temp-team's per-file mkdir). */
+export function taskJson(task: Partial<Task> & { id: string } & Record<string, unknown>): string {
+  const at = "2025-01-01T00:00:00.000Z";
+  const full = { subject: `Task ${task.id}`, description: `Do ${task.id}`, status: "pending", blocks: [], blockedBy: [], createdAt: at, updatedAt: at, ...task };
+  return `${JSON.stringify(full, null, 2)}\n`;
+}
+
+/** Writes task files for ids `from`..`to` straight into the list folder. */
+export async function seedTasks(team: TempTeam, from: number, to: number, fields: (id: string) => Partial<Task> & Record<string, unknown> = () => ({})): Promise<string[]> {
+  await mkdir(team.tasksDir, { recursive: true });
+  const ids: string[] = [];
+  for (let n = from; n <= to; n++) {
+    const id = String(n);
+    ids.push(id);
+    await writeFile(team.taskFile(id), taskJson({ id, owner: "alice", ...fields(id) }));
+  }
+  return ids;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rig
+
+export interface LeaderRig {
+  team(options?: TempTeamOptions): Promise<TempTeam>;
+  /** Writes an executable hook into the team's default hooks dir (`<teams root>/_hooks`). */
+  hook(team: TempTeam, name: string, body: string): Promise<string>;
+  leader(team: TempTeam, args?: string[], opts?: Omit<LeaderStart, "args">): Promise<LeaderProcess>;
+  /** Runs a worker op to its end and returns its result. */
+  worker<T = unknown>(op: string, args: Record<string, unknown>): Promise<T>;
+  /** Starts a worker op in the background; the rig kills it after the test if still running. */
+  backgroundWorker(op: string, args: Record<string, unknown>): WorkerProcess;
+  /**
+   * The rig for one test of a `describe.concurrent` block: what it starts is cleaned up when that
+   * test finishes (`onTestFinished` of its context), not by the file's afterEach, which would reach
+   * into tests still running.
+   */
+  scoped(context: Pick<TestContext, "onTestFinished">): LeaderRig;
+}
+
+/** What one test started, to be stopped and removed after it. */
+interface Resources {
+  teams: TempTeam[];
+  leaders: LeaderProcess[];
+  workers: WorkerProcess[];
+}
+
+/** Registers the cleanup (afterEach) and the build check (beforeAll) in the calling test file. */
+export function useLeaderRig(): LeaderRig {
+  const shared: Resources = { teams: [], leaders: [], workers: [] };
+  beforeAll(() => ensureBuilt(), 240_000);
+  afterEach(() => cleanUp(shared));
+  return rigOver(shared);
+}
+
+function rigOver(res: Resources): LeaderRig {
+  return {
+    async team(options = {}) {
+      const team = await makeTempTeam(options);
+      res.teams.push(team);
+      return team;
+    },
+    async hook(team, name, body) {
+      const dir = path.join(team.teamsRoot, "_hooks");
+      await mkdir(dir, { recursive: true });
+      const file = path.join(dir, name);
+      const shebang = name.endsWith(".mjs") || name.endsWith(".js") ? "" : "#!/usr/bin/env bash\n";
+      await rm(file, { force: true });
+      await writeFile(file, `${shebang}${body}\n`, { mode: 0o755 });
+      return file;
+    },
+    async leader(team, args = [], opts = {}) {
+      const env: Record<string, string> = {};
+      for (const [key, value] of Object.entries(process.env)) {
+        if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
+      }
+      const child = spawn(process.execPath, [BIN, "watch", "--team-dir", team.teamDir, "--json", ...args], {
+        cwd: team.teamsRoot,
+        env: { ...env, ...opts.env },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const leader = new LeaderProcess(child, team.teamDir);
+      res.leaders.push(leader);
+      if (opts.waitForWatching !== false) {
+        await leader.waitFor("the watching line", () => leader.linesOf("watching").length > 0, { timeoutMs: opts.startTimeoutMs ?? 20_000 });
+      }
+      return leader;
+    },
+    async worker<T = unknown>(op: string, args: Record<string, unknown>): Promise<T> {
+      const worker = startWorker(op, args);
+      res.workers.push(worker);
+      return (await worker.result) as T;
+    },
+    backgroundWorker(op, args) {
+      const worker = startWorker(op, args);
+      res.workers.push(worker);
+      return worker;
+    },
+    scoped(context) {
+      const own: Resources = { teams: [], leaders: [], workers: [] };
+      context.onTestFinished(() => cleanUp(own), 30_000);
+      return rigOver(own);
+    },
+  };
+}
+
+/** Kills workers, stops leaders, fails on hook processes left behind, removes the team dirs. */
+async function cleanUp(res: Resources): Promise<void> {
+  const problems: string[] = [];
+  for (const worker of res.workers.splice(0)) {
+    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
+    await worker.result.catch(() => undefined);
+  }
+  for (const leader of res.leaders.splice(0)) {
+    // Left running by a test that failed early (or stopped it on purpose): SIGTERM, as a user would,
+    // so that its hooks are ended too; SIGKILL only if it does not go.
+    if (leader.running) await leader.stop("SIGTERM", 10_000);
+  }
+  for (const team of res.teams.splice(0)) {
+    // A hook outliving its leader is a bug; give the kernel a moment to finish killed processes.
+    let left = await hookProcesses(team.teamDir);
+    if (left.length > 0) {
+      left = await waitUntil("hook processes to end", async () => {
+        const now = await hookProcesses(team.teamDir);
+        return now.length === 0 ? [] : false;
+      }, { timeoutMs: 1500 }).catch(() => left);
+    }
+    if (left.length > 0) {
+      problems.push(`hook processes left for ${team.teamDir}: ${left.map((p) => `${p.pid} ${p.cmdline}`).join("; ")}`);
+      for (const { pid } of left) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+    await team.cleanup();
+  }
+  if (problems.length > 0) throw new Error(problems.join("\n"));
+}
