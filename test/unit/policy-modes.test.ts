@@ -18,7 +18,7 @@ const TASK: Task = {
 
 function input(over: Partial<DecideInput>): DecideInput {
   return {
-    event: "task_completed", key: "task_completed:3:x", taskId: "3", result: result({}), task: TASK,
+    event: "task_completed", key: "task_completed:3:2026-01-01T00:00:00.000Z", taskId: "3", result: result({}), task: TASK,
     policy: { failureAction: "reopen", maxReopensPerTask: 3, followupOwner: "member" }, hookName: "on_task_completed.sh",
     member: "alice", leadName: "lead", now: "2026-01-02T00:00:00.000Z", timeoutMs: 500, ...over,
   };
