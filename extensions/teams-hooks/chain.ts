@@ -22,7 +22,7 @@ import { lstat, readdir, readlink, stat } from "node:fs/promises";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
-import { findHook, hookCandidatePaths } from "./discover.js";
+import { fileKind, findHook, hookCandidatePaths } from "./discover.js";
 import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "./errors.js";
 
@@ -257,10 +257,3 @@ async function existing(files: string[]): Promise<string[]> {
   return found;
 }
 
-function fileKind(info: Stats): string {
-  if (info.isFIFO()) return "fifo";
-  if (info.isSocket()) return "socket";
-  if (info.isCharacterDevice()) return "character device";
-  if (info.isBlockDevice()) return "block device";
-  return "special file";
-}

@@ -172,7 +172,7 @@ export const ContextDocumentSchema = z.object({
 });
 export type ContextDocument = z.infer<typeof ContextDocumentSchema>;
 
-/** How to start a discovered hook: `command` with `args` (no shell). `display` is the argv as logged. */
+/** How to start a discovered hook: `command` with `args` (no shell); `[command, ...args]` is what the log shows. */
 export interface HookCommand {
   hookPath: string;
   command: string;

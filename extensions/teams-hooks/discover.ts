@@ -151,7 +151,8 @@ async function danglingLink(file: string): Promise<Verdict> {
   }
 }
 
-function fileKind(info: Stats): string {
+/** What a non-regular file is, for a skip reason (`fifo`, `socket`, …). */
+export function fileKind(info: Stats): string {
   if (info.isFIFO()) return "fifo";
   if (info.isSocket()) return "socket";
   if (info.isCharacterDevice()) return "character device";

@@ -19,6 +19,7 @@
  * `npm run build` when the sources changed since it was built, under a lock so that parallel test
  * files build once. CI's `npm ci` has built it already (`prepare`).
  */
+import type { EventReport } from "../../extensions/teams-hooks/leader.js";
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
@@ -45,21 +46,8 @@ export interface LeaderLine {
 }
 
 /** `{ type: "event" }`: one handled event (leader.ts `EventReport`). */
-export interface EventLine extends LeaderLine {
+export interface EventLine extends LeaderLine, EventReport {
   type: "event";
-  time: string;
-  key: string;
-  event: string;
-  taskId: string | null;
-  member: string | null;
-  hook: string | null;
-  outcome: "passed" | "failed" | "error" | "no_hook";
-  timedOut: boolean;
-  durationMs: number;
-  summary: string;
-  actions: string[];
-  retry: boolean;
-  logFile: string | null;
 }
 
 function isEventLine(line: LeaderLine): line is EventLine {
