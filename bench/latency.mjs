@@ -48,7 +48,9 @@ const { values: opt } = parseArgs({
   },
 });
 const BIN = path.resolve(opt.bin ?? path.join(here, "../dist/teams-hooks/bin.js"));
-const NODE_ARGS = opt["node-arg"];
+// The node flags the bin's shebang gives it (`#!/usr/bin/env -S node --flag`): the leader runs here as
+// it runs when a user starts `pi-teams-hooks watch`. --node-arg adds to them (to try a flag).
+const NODE_ARGS = [...shebangFlags(BIN), ...opt["node-arg"]];
 const SAMPLES = Number(opt.samples ?? (opt.quick ? 40 : 200));
 const BASELINE_SAMPLES = Number(opt["baseline-samples"] ?? (opt.quick ? 20 : 60));
 const BURST = Number(opt.burst ?? (opt.quick ? 200 : 500));
@@ -59,6 +61,14 @@ const POLL_MS = 700;
 const EVENT_TIMEOUT_MS = 15_000;
 const FLOOR_SAMPLES = opt.quick ? 20 : 60;
 const IDLE_MS = opt.quick ? 6_000 : 11_000; // covers one (two) reconcile scans, every 5 s
+
+function shebangFlags(file) {
+  if (!existsSync(file)) return [];
+  const first = readFileSync(file, "utf8").split("\n", 1)[0];
+  const words = first.startsWith("#!") ? first.slice(2).trim().split(/\s+/) : [];
+  const at = words.findIndex((w) => path.basename(w) === "node");
+  return at < 0 ? [] : words.slice(at + 1);
+}
 
 const TARGETS = { medianMs: 15, p99Ms: 50, hooksPerSecC2: 90, readyMs: 500, rssMB: 80 };
 

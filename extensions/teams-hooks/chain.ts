@@ -18,7 +18,8 @@
  * - The same dir given as both layers is one layer, the global one (`v1.team` is then null).
  */
 import type { Stats } from "node:fs";
-import { lstat, readdir, readlink, stat } from "node:fs/promises";
+// Synchronous, as in discover.ts: a chain is looked up before every event.
+import { lstatSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
@@ -185,7 +186,7 @@ async function listChainDir(dir: string, layer: ChainLayer): Promise<Listed & { 
   const skipped: Listed["skipped"] = [];
   let names: string[];
   try {
-    names = await readdir(dir);
+    names = readdirSync(dir);
   } catch (error) {
     const code = errnoCode(error);
     const link = code === "ENOENT" ? await linkTarget(dir) : null;
@@ -214,7 +215,7 @@ async function listChainDir(dir: string, layer: ChainLayer): Promise<Listed & { 
 async function inspectFile(file: string): Promise<HookCommand | { reason: string } | null> {
   let info: Stats;
   try {
-    info = await stat(file); // follows symlinks: a link to a regular file is a hook
+    info = statSync(file); // follows symlinks: a link to a regular file is a hook
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT") {
@@ -236,8 +237,8 @@ async function inspectFile(file: string): Promise<HookCommand | { reason: string
 /** The target of a symlink whose target is gone; null when `file` is not a symlink (or not there). */
 async function linkTarget(file: string): Promise<string | null> {
   try {
-    const info = await lstat(file);
-    return info.isSymbolicLink() ? await readlink(file) : null;
+    const info = lstatSync(file);
+    return info.isSymbolicLink() ? readlinkSync(file) : null;
   } catch {
     return null; // ENOENT: really nothing of that name
   }
@@ -248,7 +249,7 @@ async function existing(files: string[]): Promise<string[]> {
   const found: string[] = [];
   for (const file of files) {
     try {
-      await lstat(file);
+      lstatSync(file);
       found.push(file);
     } catch {
       // ENOENT (or the layer became unreadable since findHook): no marker of that name

@@ -4,9 +4,10 @@
  * "no hook", and every file looked at is reported with why it was or was not chosen, so that
  * `doctor` and the logs can explain a hook that "did not run".
  */
-import { constants as fsConstants } from "node:fs";
 import type { Stats } from "node:fs";
-import { access, lstat, readlink, stat } from "node:fs/promises";
+// Synchronous on purpose: discovery runs before every event, and each thread-pool round trip costs
+// several times a small stat here (docs/performance.md); the answer is still given as a promise.
+import { accessSync, constants as fsConstants, lstatSync, readlinkSync, statSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
@@ -92,7 +93,7 @@ interface DirVerdict {
 async function checkHooksDir(dir: string): Promise<DirVerdict | null> {
   let info: Stats;
   try {
-    info = await stat(dir);
+    info = statSync(dir);
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT") return { problem: "missing", status: "absent", reason: `hooks dir missing: ${dir}` };
@@ -110,7 +111,7 @@ async function checkHooksDir(dir: string): Promise<DirVerdict | null> {
 
 async function searchable(dir: string): Promise<boolean> {
   try {
-    await access(dir, fsConstants.X_OK);
+    accessSync(dir, fsConstants.X_OK);
     return true;
   } catch {
     // EACCES (or anything else that stops access): the entries cannot be stat'ed either.
@@ -123,7 +124,7 @@ type Verdict = { status: "chosen" } | { status: "skipped" | "absent"; reason?: s
 async function inspect(file: string, needsExecBit: boolean): Promise<Verdict> {
   let info: Stats;
   try {
-    info = await stat(file); // follows symlinks: a link to a regular file is a hook
+    info = statSync(file); // follows symlinks: a link to a regular file is a hook
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT") return danglingLink(file);
@@ -142,9 +143,9 @@ async function inspect(file: string, needsExecBit: boolean): Promise<Verdict> {
 /** ENOENT from `stat` is either no file or a symlink whose target is gone; the second deserves a word. */
 async function danglingLink(file: string): Promise<Verdict> {
   try {
-    const link = await lstat(file);
+    const link = lstatSync(file);
     if (!link.isSymbolicLink()) return { status: "absent" };
-    return { status: "skipped", reason: `broken symlink (to ${await readlink(file)})` };
+    return { status: "skipped", reason: `broken symlink (to ${readlinkSync(file)})` };
   } catch {
     // ENOENT: really no file of that name. Anything else: the stat above already said it is not usable.
     return { status: "absent" };

@@ -5,7 +5,8 @@
  * one file and reports a bad one as data.
  */
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, readdir, unlink, writeFile } from "node:fs/promises";
+import { linkSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { open, readdir } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -104,7 +105,9 @@ function claimNumber(key: string): number {
  * the final name. `link` fails with EEXIST instead of replacing, which `rename` would silently do, so
  * a taken name moves on to `<stem>_2.json`, `_3`, … — atomic across processes without a lock.
  * No reader ever sees half a log. No fsync: after a power cut a log may be lost or empty, which is
- * acceptable for a log, and `readHookLog` reports an empty one as a problem.
+ * acceptable for a log, and `readHookLog` reports an empty one as a problem. The file operations are
+ * synchronous behind the async signature: a log is written after every event, and a thread-pool round
+ * trip per call costs more than the small write itself (docs/performance.md).
  */
 export async function writeHookLog(teamDir: string, record: HookLogRecordInput): Promise<string> {
   const dir = hookLogsDir(teamDir);
@@ -112,10 +115,10 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput):
   const body = `${JSON.stringify(record, null, 2)}\n`;
   const tmp = path.join(dir, `.${stem}.tmp.${process.pid}.${randomBytes(6).toString("hex")}`);
   try {
-    await mkdir(dir, { recursive: true });
-    await writeFile(tmp, body, { flag: "wx" });
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(tmp, body, { flag: "wx" });
   } catch (cause) {
-    await removeTemp(tmp);
+    removeTemp(tmp);
     throw new HooksError("E_IO", `cannot write hook log in ${dir}: ${describeError(cause)}`, { cause });
   }
   try {
@@ -124,7 +127,7 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput):
       const n = claimNumber(hintKey);
       const final = path.join(dir, n === 1 ? `${stem}.json` : `${stem}_${n}.json`);
       try {
-        await link(tmp, final);
+        linkSync(tmp, final);
       } catch (cause) {
         if (errnoCode(cause) === "EEXIST") continue;
         throw new HooksError("E_IO", `cannot create hook log ${final}: ${describeError(cause)}`, { cause });
@@ -133,13 +136,13 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput):
     }
     throw new HooksError("E_IO", `cannot create hook log: ${MAX_COLLISIONS} names tried for ${stem} in ${dir}`);
   } finally {
-    await removeTemp(tmp);
+    removeTemp(tmp);
   }
 }
 
-async function removeTemp(tmp: string): Promise<void> {
+function removeTemp(tmp: string): void {
   try {
-    await unlink(tmp);
+    unlinkSync(tmp);
   } catch {
     // ENOENT: it was never created. Anything else leaves a hidden `.tmp.` file that listing ignores.
   }

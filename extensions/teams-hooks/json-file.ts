@@ -3,9 +3,13 @@
  * Result: bad content (missing, unreadable, not JSON, not the schema) is data, never an exception.
  * Writes are atomic: a unique `<file>.tmp.<pid>.<ms>` sibling, then `rename` over the file, so a reader
  * (another process included) sees the old file or the new one, never half of one.
+ *
+ * The file operations are synchronous behind async signatures: these are small local files, and each
+ * asynchronous call is a thread-pool round trip that costs several times the work here (the leader
+ * does a dozen of them per event; docs/performance.md). An fsync, when asked for, is synchronous too.
  */
 import { randomBytes } from "node:crypto";
-import { open, readFile, rename, unlink } from "node:fs/promises";
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, errnoCode } from "./errors.js";
@@ -38,7 +42,7 @@ export async function readJsonFile<S extends z.ZodType>(file: string, schema: S)
 export async function readJsonValue(file: string): Promise<ReadResult<unknown>> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = readFileSync(file, "utf8");
   } catch (error) {
     return readFailure(file, error);
   }
@@ -138,20 +142,35 @@ export async function writeJsonAtomic(file: string, data: unknown, options: Writ
 
 /** Writes `text` to `file` atomically (tmp sibling, then rename). The tmp file is removed on failure. */
 export async function writeTextAtomic(file: string, text: string, options: Pick<WriteOptions, "fsync"> = {}): Promise<void> {
-  const { handle, tmp } = await openUniqueTmp(file);
+  writeTextAtomicSync(file, text, options);
+}
+
+function writeTextAtomicSync(file: string, text: string, options: Pick<WriteOptions, "fsync">): void {
+  const { fd, tmp } = openUniqueTmp(file);
   try {
     try {
-      await handle.writeFile(text, "utf8");
-      if (options.fsync) await handle.sync();
+      writeAll(fd, text);
+      if (options.fsync) fsyncSync(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
-    await rename(tmp, file);
+    renameSync(tmp, file);
   } catch (error) {
-    await unlink(tmp).catch(() => undefined); // best effort: the write already failed, report that
+    try {
+      unlinkSync(tmp); // best effort: the write already failed, report that
+    } catch {
+      /* gone already */
+    }
     throw new HooksError("E_IO", `cannot write ${file}: ${describeError(error)}`, { cause: error });
   }
-  if (options.fsync) await syncDir(path.dirname(file));
+  if (options.fsync) syncDir(path.dirname(file));
+}
+
+/** writeSync may write less than asked (a full disk reports ENOSPC on the next call). */
+function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text, "utf8");
+  let offset = 0;
+  while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
 }
 
 let tmpCounter = 0;
@@ -160,12 +179,12 @@ let tmpCounter = 0;
  * Creates the tmp file with O_EXCL: `<file>.tmp.<pid>.<ms>`, or with a counter and random suffix when
  * that name is taken (two writes of one file in the same millisecond, or a leftover from a crash).
  */
-async function openUniqueTmp(file: string): Promise<{ handle: Awaited<ReturnType<typeof open>>; tmp: string }> {
+function openUniqueTmp(file: string): { fd: number; tmp: string } {
   const base = `${file}.tmp.${process.pid}.${Date.now()}`;
   for (let attempt = 0; attempt < 20; attempt++) {
     const tmp = attempt === 0 ? base : `${base}.${++tmpCounter}${randomBytes(3).toString("hex")}`;
     try {
-      return { handle: await open(tmp, "wx"), tmp };
+      return { fd: openSync(tmp, "wx"), tmp };
     } catch (error) {
       if (errnoCode(error) === "EEXIST") continue;
       throw new HooksError("E_IO", `cannot write ${file}: ${describeError(error)}`, { cause: error });
@@ -174,13 +193,13 @@ async function openUniqueTmp(file: string): Promise<{ handle: Awaited<ReturnType
   throw new HooksError("E_IO", `cannot write ${file}: no free temporary file name next to it`);
 }
 
-async function syncDir(dir: string): Promise<void> {
+function syncDir(dir: string): void {
   try {
-    const handle = await open(dir, "r");
+    const fd = openSync(dir, "r");
     try {
-      await handle.sync();
+      fsyncSync(fd);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   } catch {
     /* some file systems refuse fsync on a directory; the rename itself has already happened */

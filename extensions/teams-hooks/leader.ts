@@ -14,18 +14,21 @@
  * hooks finish (their timeout bounds this), the ledger is flushed.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
 import { findHook, type HookDiscovery } from "./discover.js";
-import { HooksError, describeError } from "./errors.js";
+import { HooksError, describeError, errnoCode } from "./errors.js";
 import type { HookEvent } from "./events.js";
 import { listHookLogs, readHookLog } from "./hook-log.js";
 import { invokeEvent } from "./invoke.js";
 import { Ledger, type LedgerEventInfo } from "./ledger.js";
 import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
+import { writeTextAtomic } from "./json-file.js";
 import { markRead } from "./mailbox.js";
+import { scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
-import { terminateAllRuns } from "./run.js";
+import { preloadRunner, terminateAllRuns } from "./run.js";
 import { TeamSources, isTaskFileName } from "./sources.js";
 import type { TeamSetup } from "./team-setup.js";
 import { killRunId } from "./terminate.js";
@@ -153,6 +156,7 @@ export class Leader {
       for (const event of this.#heldDuringScan.splice(0)) this.#consider(event);
       this.#scheduleReconcile();
       this.#opts.report({ kind: "ready", tasks: this.#sources.taskCount, baseline, queued: this.#queue.size, startupMs: Math.round(performance.now() - began) });
+      preloadRunner(); // after `ready`: not part of the start-up, and off the first event's path
       return { hooks };
     } catch (error) {
       await this.stop();
@@ -181,6 +185,7 @@ export class Leader {
     await this.#watcher?.close();
     const dropped = await this.#queue.close();
     await terminateAllRuns(); // a safety net: the queue has waited for every running hook
+    if (this.#ledger) await this.#saveScanState();
     await this.#ledger?.close();
     await this.#lock?.release();
     this.#state = "stopped";
@@ -229,11 +234,13 @@ export class Leader {
     const ledger = this.#requireLedger();
     const found: HookEvent[] = [];
     const files = await this.#sources.listTaskFiles();
+    this.#restoreScanState();
     await forEachYielding(files, (file) => {
       const look = this.#sources.lookAtTask(file);
       if (look.kind === "problem") this.#warn(look.message);
-      if (look.kind === "task" && look.event) found.push(look.event);
+      if ((look.kind === "task" || look.kind === "known") && look.event) found.push(look.event);
     });
+    this.#sources.dropRestoredState();
     if (this.#opts.inbox !== "off") {
       const inbox = await this.#sources.lookAtInbox({ force: true, unreadOnly: this.#opts.inbox === "consume" });
       inbox.problems.forEach((p) => this.#warn(p));
@@ -249,6 +256,25 @@ export class Leader {
     await this.#recoverInFlight();
     this.#heldDuringScan.unshift(...found); // start() considers them once the state is `watching`
     return { baseline };
+  }
+
+  /**
+   * A previous leader's knowledge of the task files (saved at its shutdown): with it, the start-up scan
+   * stats every file but reads only the changed ones. Missing, unreadable or foreign: every file is read.
+   */
+  #restoreScanState(): void {
+    const file = scanStateFile(this.#opts.setup.identity.teamDir);
+    try {
+      // A state of another task list or version (a cache, not data) is ignored without a word.
+      this.#sources.restoreState(readFileSync(file, "utf8"));
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") this.#warn(`${file}: cannot read (${describeError(error)}); every task file is read`);
+    }
+  }
+
+  async #saveScanState(): Promise<void> {
+    const file = scanStateFile(this.#opts.setup.identity.teamDir);
+    await writeTextAtomic(file, this.#sources.saveState()).catch((error: unknown) => this.#warn(`${file}: not saved (${describeError(error)}); the next start reads every task file`));
   }
 
   /** Keys begun but never finished by a leader that died: done if their log exists, else retried. */
@@ -294,7 +320,7 @@ export class Leader {
   async #lookAtTask(file: string): Promise<void> {
     const look = this.#sources.lookAtTask(file);
     if (look.kind === "problem") this.#warn(look.message);
-    else if (look.kind === "task" && look.event) this.#consider(look.event);
+    else if ((look.kind === "task" || look.kind === "known") && look.event) this.#consider(look.event);
   }
 
   #hintInbox(): void {
@@ -393,7 +419,7 @@ export class Leader {
     await ledger.finish(event.key, this.#now(), { runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
     this.#queued.delete(event.key);
     if (this.#opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
-    await ledger.maybeCompact();
+    await ledger.maybeCompact().catch((error: unknown) => this.#warn(`ledger: ${describeError(error)}`));
     this.#opts.report({
       kind: "event",
       report: {

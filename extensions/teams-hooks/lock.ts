@@ -10,8 +10,13 @@
  * too): only its holder re-reads the lock and, if it is still the very file judged stale (same inode,
  * same content), renames it away and deletes it. A new lock can only appear once the path is empty,
  * so the guard closes the race among processes that follow this protocol.
+ *
+ * The file operations are synchronous (only the wait between attempts is not): a lock is taken and
+ * released around every write the leader makes, each asynchronous call is a thread-pool round trip
+ * that costs more than the work, and no other task of this process can run between creating the lock
+ * file and writing the holder into it — a crash there would leave an empty lock that only ages out.
  */
-import { open, rename, unlink } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { HooksError, describeError, errnoCode } from "./errors.js";
 
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
@@ -75,7 +80,7 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T, option
 /** Reads the lock of `file` without touching it. */
 export async function inspectLock(file: string, now: number = Date.now()): Promise<LockInspection> {
   const lockFile = lockFileFor(file);
-  const seen = await readLock(lockFile);
+  const seen = readLock(lockFile);
   if (!seen) return { held: false, lockFile };
   const verdict = judge(seen, now);
   return { held: true, lockFile, holder: seen.holder, ...verdict, stale: verdict.staleReason !== null };
@@ -94,9 +99,9 @@ async function acquire(file: string, options: LockOptions): Promise<Token> {
   let attempt = 0;
   let lastHolder: LockHolder | null = null;
   for (;;) {
-    const token = await tryCreate(lockFile, options.label);
+    const token = tryCreate(lockFile, options.label);
     if (token) return token;
-    const seen = await readLock(lockFile);
+    const seen = readLock(lockFile);
     if (!seen) continue; // released between our open and our read: try again at once
     lastHolder = seen.holder;
     // After a takeover, straight back to O_EXCL: clearing the way did not lock anything.
@@ -108,10 +113,10 @@ async function acquire(file: string, options: LockOptions): Promise<Token> {
 }
 
 /** One O_EXCL attempt. Returns null when the lock exists; throws for anything else (a missing folder, EACCES). */
-async function tryCreate(lockFile: string, label: string | undefined): Promise<Token | null> {
-  let handle;
+function tryCreate(lockFile: string, label: string | undefined): Token | null {
+  let fd: number;
   try {
-    handle = await open(lockFile, "wx");
+    fd = openSync(lockFile, "wx");
   } catch (error) {
     if (errnoCode(error) === "EEXIST") return null;
     throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
@@ -119,23 +124,31 @@ async function tryCreate(lockFile: string, label: string | undefined): Promise<T
   const token: Token = { pid: process.pid, createdAt: new Date().toISOString() };
   try {
     try {
-      await handle.writeFile(JSON.stringify(label === undefined ? token : { ...token, label }), "utf8");
+      writeSync(fd, JSON.stringify(label === undefined ? token : { ...token, label }));
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   } catch (error) {
-    await unlink(lockFile).catch(() => undefined); // ours, half-written: nobody else may own it
+    unlinkQuietly(lockFile); // ours, half-written: nobody else may own it
     throw new HooksError("E_IO", `cannot write lock ${lockFile}: ${describeError(error)}`, { cause: error });
   }
   return token;
 }
 
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    /* gone already, or not ours to remove: nothing more to do */
+  }
+}
+
 async function release(lockFile: string, token: Token): Promise<void> {
-  const seen = await readLock(lockFile);
+  const seen = readLock(lockFile);
   // Gone, or taken over because someone judged us stale (pid reuse, a paused process): not ours to remove.
   if (!seen || seen.holder.pid !== token.pid || seen.holder.createdAt !== token.createdAt) return;
   try {
-    await unlink(lockFile);
+    unlinkSync(lockFile);
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return;
     throw new HooksError("E_IO", `cannot remove lock ${lockFile}: ${describeError(error)}`, { cause: error });
@@ -150,15 +163,15 @@ interface SeenLock {
 }
 
 /** Reads a lock file; null when there is none. Unparsable content is a holder with no pid. */
-async function readLock(lockFile: string): Promise<SeenLock | null> {
+function readLock(lockFile: string): SeenLock | null {
   try {
-    const handle = await open(lockFile, "r"); // one descriptor: content and inode of the same file
+    const fd = openSync(lockFile, "r"); // one descriptor: content and inode of the same file
     try {
-      const info = await handle.stat();
-      const text = await handle.readFile("utf8");
+      const info = fstatSync(fd);
+      const text = readFileSync(fd, "utf8");
       return { holder: parseHolder(text), mtimeMs: info.mtimeMs, ino: info.ino, text };
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return null;
@@ -212,15 +225,15 @@ function isAlive(pid: number): boolean {
 async function takeOver(file: string, judged: SeenLock): Promise<boolean> {
   const lockFile = lockFileFor(file);
   const guardFile = lockFileFor(`${file}.takeover`);
-  const guard = await tryCreate(guardFile, "stale lock takeover");
+  const guard = tryCreate(guardFile, "stale lock takeover");
   if (!guard) {
-    const seen = await readLock(guardFile);
+    const seen = readLock(guardFile);
     // A contender died in the middle of a takeover (rare): clear its guard the plain way.
     if (seen && judge(seen).staleReason !== null) await moveAway(guardFile);
     return false;
   }
   try {
-    const now = await readLock(lockFile);
+    const now = readLock(lockFile);
     if (now && now.ino === judged.ino && now.text === judged.text && judge(now).staleReason !== null) await moveAway(lockFile);
   } finally {
     await release(guardFile, guard);
@@ -232,12 +245,12 @@ async function takeOver(file: string, judged: SeenLock): Promise<boolean> {
 async function moveAway(lockFile: string): Promise<void> {
   const aside = `${lockFile}.stale.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2, 8)}.lock`;
   try {
-    await rename(lockFile, aside);
+    renameSync(lockFile, aside);
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return; // someone else moved it first
     throw new HooksError("E_IO", `cannot take over stale lock ${lockFile}: ${describeError(error)}`, { cause: error });
   }
-  await unlink(aside).catch(() => undefined); // a leftover `*.stale.*.lock` is inert: nothing reads it
+  unlinkQuietly(aside); // a leftover `*.stale.*.lock` is inert: nothing reads it
 }
 
 /** Exponential backoff with jitter: about 2–5 ms first, capped at 100 ms, so contenders spread out. */

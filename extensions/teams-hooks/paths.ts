@@ -39,6 +39,11 @@ export function leaderStateDir(teamDir: string): string {
   return path.join(teamDir, "hook-state");
 }
 
+/** The leader's saved knowledge of the task files (sources.ts saveState), so a restart reads only what changed. */
+export function scanStateFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "task-files.json");
+}
+
 /** `PI_TEAMS_ROOT_DIR`, else the parent folder of the team dir. */
 export function teamsRootDir(teamDir: string, env: Readonly<Record<string, string | undefined>>): string {
   const root = env.PI_TEAMS_ROOT_DIR?.trim();

@@ -14,7 +14,6 @@ import { closeSync, openSync, readSync, unlinkSync, writeFileSync } from "node:f
 import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
-import { execa } from "execa";
 import { headCapture, type CaptureResult } from "./capture.js";
 import {
   HOOK_CONTRACT_VERSION,
@@ -189,9 +188,28 @@ interface Prepared {
   base: BaseResult;
 }
 
+type Execa = typeof import("execa").execa;
+let execaLoaded: Promise<Execa> | null = null;
+
+/**
+ * execa, imported on first use: it is about half of the leader's module graph (~150 ms of a start-up
+ * here, docs/performance.md), and a leader needs it only once a hook runs. `preloadRunner()` lets a
+ * caller load it ahead, off the first event's path.
+ */
+function loadExeca(): Promise<Execa> {
+  execaLoaded ??= import("execa").then((m) => m.execa);
+  return execaLoaded;
+}
+
+/** Starts loading the runner's process library now (the leader calls it once it is watching). */
+export function preloadRunner(): void {
+  loadExeca().catch(() => undefined); // a failed import is reported by the first run that needs it
+}
+
 async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: string }> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
+  const execa = await loadExeca();
   const subprocess = execa(hook.command, hook.args, {
     cwd: opts.cwd,
     env: run.env,

@@ -16,6 +16,8 @@ import { readInbox } from "./mailbox.js";
 import { inboxFile, taskFile, tasksDir } from "./paths.js";
 
 const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
+/** The format of `saveState`; a state of another version is ignored (the files are read instead). */
+const STATE_VERSION = 1;
 
 export function isTaskFileName(name: string): boolean {
   return TASK_FILE.test(name);
@@ -27,6 +29,8 @@ function signature(stat: Stats): string {
 
 export type TaskLook =
   | { kind: "unchanged" }
+  /** Unchanged since the state a previous leader saved (see `restoreState`): its event, unread. */
+  | { kind: "known"; event: HookEvent | null }
   | { kind: "gone" }
   | { kind: "problem"; message: string; fresh: boolean }
   | { kind: "task"; task: Task; event: HookEvent | null };
@@ -36,6 +40,10 @@ export class TeamSources {
   readonly inboxFile: string;
   readonly #identity: TeamIdentity;
   readonly #signatures = new Map<string, string>();
+  /** What each task file stood for when last read (tasks only: a file that is not one is left out). */
+  readonly #events = new Map<string, HookEvent | null>();
+  /** From a previous leader's saved state, until the start-up scan has used it. */
+  #restored = new Map<string, { sig: string; event: HookEvent | null }>();
   #inboxSignature: string | null = null;
   /** Idle keys whose events were all handed out already. */
   readonly #handledNotes = new Set<string>();
@@ -71,7 +79,53 @@ export class TeamSources {
 
   /** Files looked at before but gone from `present`: forgotten, so a re-created file is read anew. */
   forgetMissing(present: ReadonlySet<string>): void {
-    for (const file of this.#signatures.keys()) if (!present.has(file)) this.#signatures.delete(file);
+    for (const file of this.#signatures.keys()) {
+      if (!present.has(file)) {
+        this.#signatures.delete(file);
+        this.#events.delete(file);
+      }
+    }
+  }
+
+  /**
+   * What the leader knows of the task files, to save at shutdown: for each task file read, its stat
+   * signature and the event its content stands for. A restart given it back (`restoreState`) stats
+   * each file and reads only those whose signature differs: the event of a file is a function of its
+   * content, so an entry is right for as long as the file is unchanged, however old the state is.
+   */
+  saveState(): string {
+    const files: Record<string, [string, HookEvent | null]> = {};
+    for (const [file, event] of this.#events) {
+      const sig = this.#signatures.get(file);
+      if (sig !== undefined) files[path.basename(file)] = [sig, event];
+    }
+    return JSON.stringify({ version: STATE_VERSION, tasksDir: this.tasksDir, files });
+  }
+
+  /** Takes a state saved by `saveState` for this task list; false (and nothing taken) if it is not one. */
+  restoreState(text: string): boolean {
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return false;
+    }
+    const state = value as { version?: unknown; tasksDir?: unknown; files?: unknown };
+    if (state?.version !== STATE_VERSION || state.tasksDir !== this.tasksDir || typeof state.files !== "object" || state.files === null) return false;
+    const restored = new Map<string, { sig: string; event: HookEvent | null }>();
+    for (const [name, entry] of Object.entries(state.files as Record<string, unknown>)) {
+      if (!isTaskFileName(name) || !Array.isArray(entry) || typeof entry[0] !== "string") continue;
+      const event = entry[1] === null ? null : asHookEvent(entry[1]);
+      if (event === undefined) continue; // not one we wrote: the file is read instead
+      restored.set(path.join(this.tasksDir, name), { sig: entry[0], event });
+    }
+    this.#restored = restored;
+    return true;
+  }
+
+  /** The start-up scan is over: a restored entry not used by now is of no use. */
+  dropRestoredState(): void {
+    this.#restored.clear();
   }
 
   /**
@@ -81,6 +135,20 @@ export class TeamSources {
    * yield to the event loop between files.
    */
   lookAtTask(file: string): TaskLook {
+    const restored = this.#restored.get(file);
+    if (restored) {
+      this.#restored.delete(file);
+      try {
+        const sig = signature(fsSync.statSync(file));
+        if (sig === restored.sig) {
+          this.#signatures.set(file, sig);
+          this.#events.set(file, restored.event);
+          return { kind: "known", event: restored.event };
+        }
+      } catch {
+        // Gone or unreadable: the read below says which.
+      }
+    }
     let fd: number | undefined;
     try {
       fd = fsSync.openSync(file, "r");
@@ -91,13 +159,20 @@ export class TeamSources {
       this.#signatures.set(file, sig);
       const json = parseJsonText(text, file);
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
-      if (!checked.ok) return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
-      return { kind: "task", task: checked.value, event: taskEvent(checked.value) };
+      if (!checked.ok) {
+        this.#events.delete(file);
+        return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
+      }
+      const event = taskEvent(checked.value);
+      this.#events.set(file, event);
+      return { kind: "task", task: checked.value, event };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") {
         this.#signatures.delete(file);
+        this.#events.delete(file);
         return { kind: "gone" };
       }
+      this.#events.delete(file);
       return { kind: "problem", message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`, fresh: true };
     } finally {
       if (fd !== undefined) fsSync.closeSync(fd);
@@ -147,4 +222,14 @@ export class TeamSources {
     }
     return { events, problems: [] };
   }
+}
+
+/** A HookEvent as `saveState` wrote it; undefined when the value is not one. */
+function asHookEvent(value: unknown): HookEvent | undefined {
+  if (value === null || typeof value !== "object") return undefined;
+  const e = value as Record<string, unknown>;
+  const nullableString = (v: unknown): v is string | null => v === null || typeof v === "string";
+  if (typeof e.key !== "string" || (e.event !== "task_completed" && e.event !== "task_failed")) return undefined;
+  if (!nullableString(e.taskId) || !nullableString(e.member) || !nullableString(e.timestamp) || e.source !== "task") return undefined;
+  return { key: e.key, event: e.event, taskId: e.taskId, member: e.member, timestamp: e.timestamp, source: "task" };
 }

@@ -5,11 +5,11 @@
  * Default: one `fs.watch` per watched directory (inotify on Linux): one watch however many tasks,
  * and a notice in well under a millisecond. `poll: true` uses chokidar's polling instead, for network
  * file systems where inotify sees nothing. docs/architecture.md has the figures behind the choice.
- * The only importer of chokidar.
+ * The only importer of chokidar, loaded only for `poll` (its import is ~15–20 ms of a start-up).
  */
 import fs from "node:fs";
 import path from "node:path";
-import { watch as chokidarWatch, type FSWatcher as ChokidarWatcher } from "chokidar";
+import type { FSWatcher as ChokidarWatcher } from "chokidar";
 import { describeError } from "./errors.js";
 import { isTempOrLock } from "./paths.js";
 
@@ -37,7 +37,7 @@ const REARM_MS = 1000;
 
 export async function watchDirs(targets: WatchTarget[], opts: WatchOptions): Promise<DirWatcher> {
   for (const target of targets) await fs.promises.mkdir(target.dir, { recursive: true });
-  return opts.poll ? pollDirs(targets, opts) : nativeDirs(targets, opts);
+  return opts.poll ? pollDirs(targets, opts, (await import("chokidar")).watch) : nativeDirs(targets, opts);
 }
 
 function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
@@ -90,7 +90,7 @@ function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
   };
 }
 
-function pollDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
+function pollDirs(targets: WatchTarget[], opts: WatchOptions, chokidarWatch: typeof import("chokidar").watch): DirWatcher {
   const watchers: ChokidarWatcher[] = targets.map((target) => {
     const watcher = chokidarWatch(target.dir, {
       ignoreInitial: true,
