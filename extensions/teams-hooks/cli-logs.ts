@@ -1,36 +1,17 @@
 /**
  * `pi-teams-hooks logs [show <id> | stats | prune]`: the hook logs of a team, as a table, NDJSON, one
- * log in full, stats, or pruned. Parses flags and prints; logs.ts does the work.
+ * log in full, stats, or pruned. Parses flags and prints; the logs*.ts modules do the work. Nothing
+ * it loads up front imports zod (see logs-record.ts): `show` and files that need the schema load it.
  */
-import { HOOK_EVENTS, type HookEventName } from "./contract.js";
-import { type CliIo, type FlagValue, type ParsedArgs, str, wholeNumber } from "./cli-io.js";
+import type { CliIo, FlagValue, ParsedArgs } from "./cli-io.js";
+import type { HookEventName } from "./contract.js";
 import { HooksError } from "./errors.js";
 import type { HookLogProblem } from "./hook-log.js";
-import {
-  FOLLOW_WIDTHS,
-  LOG_OUTCOMES,
-  type LogFilter,
-  type LogOutcome,
-  type LogRow,
-  TABLE_HEADER,
-  columnWidths,
-  computeStats,
-  findLog,
-  followLogs,
-  formatShow,
-  formatStats,
-  jsonLine,
-  listedNames,
-  parseTimeBound,
-  pruneLogs,
-  queryLogs,
-  resolveLogsTeamDir,
-  rowCells,
-  statsJsonLine,
-  statsSample,
-  tableLine,
-} from "./logs.js";
-import { readHookLog } from "./hook-log.js";
+import { type LogFilter, parseTimeBound } from "./logs-filter.js";
+import { FOLLOW_WIDTHS, TABLE_HEADER, columnWidths, formatShow, jsonLine, rowCells, tableLine } from "./logs-format.js";
+import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "./logs-record.js";
+import { computeStats, formatStats, statsJsonLine, statsSample } from "./logs-stats.js";
+import { type LogRow, findLog, listedNames, pruneLogs, queryLogs, resolveLogsTeamDir, streamLogs } from "./logs.js";
 import { hookLogsDir } from "./paths.js";
 
 const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
@@ -47,6 +28,8 @@ const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
 };
 
 const DEFAULT_LIMIT = 50;
+/** `--json` is written in chunks of about this many characters (UTF-16: twice as many bytes). */
+const JSON_CHUNK_CHARS = 16 * 1024;
 
 export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const [first, ...rest] = args.positionals;
@@ -98,23 +81,44 @@ async function list(
   // Names listed before the query, so that a log landing during it is printed by the follow, not lost.
   const seen = follow ? await listedNames(teamDir) : [];
   const query = { filter: opts.filter, ...(opts.limit === undefined ? {} : { limit: opts.limit }), onProblem: opts.onProblem };
-  // Each match is kept as what will be printed (a JSON line, or table cells), not as its whole record.
-  const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, cells: json ? [] : rowCells(row), json: json ? jsonLine(row) : "" }));
-  let widths = columnWidths(
-    result.rows.map((r) => r.cells),
-    follow ? FOLLOW_WIDTHS : [],
-  );
+  const shown: string[] = [];
+  let widths: number[] = []; // the table's, which follow keeps widening
   if (json) {
-    // In chunks: stdout to a pipe is synchronous, one system call per write.
-    for (let i = 0; i < result.rows.length; i += 256) io.stdout(result.rows.slice(i, i + 256).map((r) => r.json).join(""));
-  } else if (result.rows.length > 0 || follow) {
-    io.stdout([TABLE_HEADER, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, widths)}\n`).join(""));
+    // Each line goes out as soon as its place is known (nothing holds 10,000 lines), in chunks: one
+    // write per chunk, not per line. Joined, not concatenated: node encodes a string built by `+=`
+    // several times slower. Small: strings past V8's 128 KB regular-object limit made joining and
+    // writing 10,000 lines 8 times slower on the bench machine (docs/logs.md, "Performance").
+    let pending: string[] = [];
+    let size = 0;
+    const project = (row: LogRow): { name: string; line: string } => ({ name: row.name, line: jsonLine(row) });
+    await streamLogs(teamDir, query, project, ({ name, line }) => {
+      if (follow) shown.push(name);
+      pending.push(line);
+      size += line.length;
+      if (size >= JSON_CHUNK_CHARS) {
+        io.stdout(pending.join(""));
+        pending = [];
+        size = 0;
+      }
+    });
+    if (pending.length > 0) io.stdout(pending.join(""));
   } else {
-    const none = result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
-    io.stdout(`${none} in ${hookLogsDir(teamDir)}\n`);
-  }
-  if (result.truncated && !json) {
-    io.stderr(`(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, --limit 0 all)\n`);
+    // Each match is kept as its table cells, not as its whole record.
+    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, cells: rowCells(row) }));
+    widths = columnWidths(
+      result.rows.map((r) => r.cells),
+      follow ? FOLLOW_WIDTHS : [],
+    );
+    for (const r of result.rows) shown.push(r.name);
+    if (result.rows.length > 0 || follow) {
+      io.stdout([TABLE_HEADER, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, widths)}\n`).join(""));
+    } else {
+      const none = result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
+      io.stdout(`${none} in ${hookLogsDir(teamDir)}\n`);
+    }
+    if (result.truncated) {
+      io.stderr(`(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, --limit 0 all)\n`);
+    }
   }
   if (!follow) return 0;
 
@@ -128,9 +132,10 @@ async function list(
     widths = columnWidths([cells], widths);
     io.stdout(`${tableLine(cells, widths)}\n`);
   };
+  const { followLogs } = await import("./logs-follow.js"); // only --follow loads the watcher
   await followLogs(teamDir, {
     filter: opts.filter,
-    seen: [...seen, ...result.rows.map((r) => r.name)],
+    seen: [...seen, ...shown],
     onRow: printRow,
     onProblem: opts.onProblem,
     onWarning: (message) => io.stderr(`warning: ${message}\n`),
@@ -151,6 +156,7 @@ async function show(teamDir: string, id: string, json: boolean, io: CliIo): Prom
     io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.entries.length} logs; give more of the name:\n${shown}${more}`);
     return 2;
   }
+  const { readHookLog } = await import("./hook-log.js");
   const read = await readHookLog(found.entry.file);
   if (!read.ok) {
     io.stderr(`pi-teams-hooks logs show: ${read.problem.message}\n`);
@@ -185,7 +191,7 @@ function parseFilter(v: ParsedArgs["values"], now: number): LogFilter {
   const filter: LogFilter = {};
   const events = splitList(v.event, "--event");
   if (events) {
-    for (const e of events) if (!(HOOK_EVENTS as readonly string[]).includes(e)) usage(`--event "${e}" must be one of ${HOOK_EVENTS.join(", ")}`);
+    for (const e of events) if (!(LOG_EVENTS as readonly string[]).includes(e)) usage(`--event "${e}" must be one of ${LOG_EVENTS.join(", ")}`);
     filter.events = events as HookEventName[];
   }
   const outcomes = splitList(v.outcome, "--outcome")?.map((o) => (o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o));
@@ -236,6 +242,21 @@ function isSubcommand(value: string): value is Subcommand {
 
 function commandName(sub: Subcommand): string {
   return sub === "list" ? "logs" : `logs ${sub}`;
+}
+
+/** cli-io.ts `str`, here because importing cli-io.ts at run time loads zod (through messages.ts and contract.ts). */
+function str(value: FlagValue): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** cli-io.ts `wholeNumber` (see `str`): `fallback` when absent; E_USAGE naming the flag when bad. */
+function wholeNumber(value: FlagValue, flag: string, fallback: number, min: number): number {
+  const raw = str(value);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new HooksError("E_USAGE", `${flag} "${raw}" must be a whole number ≥ ${min}`);
+  }
+  return Number(raw);
 }
 
 function usage(message: string): never {

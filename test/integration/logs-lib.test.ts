@@ -1,24 +1,17 @@
-// logs.ts as a library: the file-name pre-filter never drops a log the record would keep (checked
+// The logs*.ts modules as a library: the file-name pre-filter never drops a log the record would keep (checked
 // against reading everything, on awkward task ids and member names), time bounds, percentiles,
-// lookup, prune plans, and following a folder in-process.
-import { writeFile } from "node:fs/promises";
+// lookup, prune plans, following a folder in-process, listing in hook-log.ts's order, logs the quick
+// check leaves to the schema, and streaming.
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
 import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
-import {
-  type LogFilter,
-  type LogRow,
-  followLogs,
-  lookupLog,
-  parseAge,
-  parseLogName,
-  parseTimeBound,
-  percentile,
-  planPrune,
-  queryLogs,
-  recordMatches,
-} from "../../extensions/teams-hooks/logs.js";
+import { type LogFilter, parseAge, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs-filter.js";
+import { followLogs } from "../../extensions/teams-hooks/logs-follow.js";
+import { percentile } from "../../extensions/teams-hooks/logs-stats.js";
+import { taskIdOf } from "../../extensions/teams-hooks/logs-record.js";
+import { type LogRow, listLogFiles, lookupLog, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];
@@ -260,5 +253,102 @@ describe("followLogs", () => {
     await following;
     expect(seen).toEqual([path.basename(second), path.basename(third)]);
     expect(problems).toEqual([corrupt]);
+  });
+});
+
+describe("listLogFiles", () => {
+  // Names with equal time stamps, digit runs of different widths, and (in the second folder) names
+  // that do not start with a stamp: both ways logs.ts sorts must give hook-log.ts's order.
+  const stamped = [
+    "2026-03-01T09-00-00-000Z_task_completed_task-10.json",
+    "2026-03-01T09-00-00-000Z_task_completed_task-9.json",
+    "2026-03-01T09-00-00-000Z_task_completed_task-9_2.json",
+    "2026-03-01T09-00-00-000Z_task_completed_task-9_10.json",
+    "2026-03-01T09-00-00-000Z_task_completed_task-09.json",
+    "2026-03-01T09-00-00-000Z_task_completed_task-1.json",
+    "2026-03-01T09-00-00-000Z_task_completed_task-01.json",
+    "2026-03-01T09-00-00-000Z_idle.json",
+    "2026-03-01T09-00-00-000Z_idle_2.json",
+    "2026-03-01T09-00-00-000Z_idle_member-b2.json",
+    "2026-03-01T09-00-00-000Z_idle_member-b10.json",
+    "2026-03-01T08-59-59-999Z_task_failed.json",
+    "2026-03-01T10-00-00-000Z_task_failed_task-123456789012345.json",
+    "2026-03-01T10-00-00-000Z_task_failed_task-23456789012345.json",
+    "2025-12-31T23-59-59-999Z_task_completed_task-3.json",
+    "2026-03-01T09-00-00-000Zzz.json",
+  ];
+  const foreign = ["notes.json", "10.json", "9.json", "a-2026.json", "2026.json", "Z.json", "2026-03-01.json"];
+  const ignored = [".hidden.json", "x.json.tmp.1.2", "x.lock", "notes.txt"];
+
+  it.each([
+    ["only stamped names", stamped],
+    ["stamped and other names", [...stamped, ...foreign]],
+  ])("lists %s in hook-log.ts's order", async (_, names) => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const dir = path.join(team.teamDir, "hook-logs");
+    await mkdir(path.join(dir, "2026-03-01T09-00-00-000Z_idle_member-dir.json"), { recursive: true }); // a folder: not listed
+    for (const name of [...names, ...ignored]) await writeFile(path.join(dir, name), "{}", "utf8");
+    const ours = await listLogFiles(team.teamDir);
+    expect(ours).toEqual(await listHookLogs(team.teamDir));
+    expect(ours).toHaveLength(names.length);
+  });
+
+  it("is empty without hook-logs/", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    expect(await listLogFiles(team.teamDir)).toEqual([]);
+  });
+});
+
+describe("reading through the schema when the quick check is not sure", () => {
+  it("lists a log whose startedAt has an offset, or that holds a __proto__ key, like any other", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const dir = path.join(team.teamDir, "hook-logs");
+    await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:00:00.000Z", "task_completed", "1", "ada", "passed"));
+    const offset = { ...rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "passed"), startedAt: "2026-03-01T10:01:00+02:00" };
+    await writeFile(path.join(dir, "2026-03-01T08-01-00-000Z_task_completed_task-2.json"), JSON.stringify(offset), "utf8");
+    const proto = JSON.stringify(rec(team.teamDir, "2026-03-01T08:02:00.000Z", "task_completed", "3", "ada", "passed")).replace('"runId"', '"__proto__":{"x":1},"runId"');
+    await writeFile(path.join(dir, "2026-03-01T08-02-00-000Z_task_completed_task-3.json"), proto, "utf8");
+    const problems: HookLogProblem[] = [];
+    const { rows } = await queryLogs(team.teamDir, { filter: {}, onProblem: (p) => problems.push(p) });
+    expect(rows.map((r) => taskIdOf(r.record))).toEqual(["1", "2", "3"]);
+    expect(rows[1]?.record.startedAt).toBe("2026-03-01T10:01:00+02:00");
+    expect(problems).toEqual([]);
+  });
+});
+
+describe("streamLogs", () => {
+  it("emits the newest `limit` matches oldest first, as queryLogs returns them, for limits around the number of matches", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const base = Date.parse("2026-03-01T00:00:00.000Z");
+    for (let i = 0; i < 40; i++) {
+      const at = new Date(base + i * 60_000).toISOString();
+      await writeHookLog(team.teamDir, rec(team.teamDir, at, i % 4 === 0 ? "idle" : "task_completed", String(i % 7), "ada", i % 3 === 0 ? "failed" : "passed"));
+    }
+    await writeFile(path.join(team.teamDir, "hook-logs", "2026-03-01T00-10-30-000Z_task_completed_task-1.json"), "{", "utf8");
+    const filters: LogFilter[] = [{}, { outcomes: ["failed"] }, { taskId: "3" }, { events: ["idle"], sinceMs: base + 20 * 60_000 }];
+    for (const filter of filters) {
+      // Every match, from a full read: what each limit must cut.
+      const everything: string[] = [];
+      for (const entry of await listHookLogs(team.teamDir)) {
+        const read = await readHookLog(entry.file);
+        if (read.ok && recordMatches(read.record, filter)) everything.push(entry.name);
+      }
+      expect(everything.length).toBeGreaterThan(1);
+      for (const limit of [undefined, 1, 5, 17, everything.length - 1, everything.length, everything.length + 1, 100]) {
+        const opts = { filter, ...(limit === undefined ? {} : { limit }), onProblem: () => {} };
+        const emitted: string[] = [];
+        const result = await streamLogs(team.teamDir, opts, (row) => row.name, (name) => emitted.push(name));
+        const expected = limit === undefined ? everything : everything.slice(-limit);
+        expect({ filter, limit, emitted, total: result.total }).toEqual({ filter, limit, emitted: expected, total: 41 });
+        if (expected.length < everything.length) expect(result.truncated).toBe(true);
+        if (limit === undefined) expect(result.truncated).toBe(false);
+        const queried = await queryLogs(team.teamDir, opts, (row) => row.name);
+        expect(queried).toEqual({ rows: emitted, total: result.total, truncated: result.truncated });
+      }
+    }
   });
 });

@@ -568,6 +568,8 @@ describe("logs: the team and the flags", () => {
     { name: "a bad --event", args: ["--team-dir", ".", "--event", "task_done"], env: {}, message: '--event "task_done" must be one of task_completed, task_failed, idle' },
     { name: "a bad --since", args: ["--team-dir", ".", "--since", "yesterday"], env: {}, message: '--since "yesterday" must be an age (30m, 2h, 3d, 1w) or an ISO 8601 time' },
     { name: "a bad --limit", args: ["--team-dir", ".", "--limit", "ten"], env: {}, message: '--limit "ten" must be a whole number ≥ 0' },
+    { name: "a --limit past 2^53", args: ["--team-dir", ".", "--limit", "99999999999999999999"], env: {}, message: '--limit "99999999999999999999" must be a whole number ≥ 0' },
+    { name: "a bad --keep", args: ["prune", "--team-dir", ".", "--keep", "1.5"], env: {}, message: '--keep "1.5" must be a whole number ≥ 0' },
     { name: "a bad --older-than", args: ["prune", "--team-dir", ".", "--older-than", "30x"], env: {}, message: '--older-than "30x" must be an age' },
     { name: "a flag of another subcommand", args: ["--team-dir", ".", "--keep", "3"], env: {}, message: "--keep does not apply to logs (only to logs prune)" },
     { name: "--follow on stats", args: ["stats", "--team-dir", ".", "--follow"], env: {}, message: "--follow does not apply to logs stats (only to logs)" },

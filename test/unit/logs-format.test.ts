@@ -1,0 +1,111 @@
+// The pure text and name helpers of `logs` that were rewritten for speed or copied to keep zod out of
+// the command's start-up: each is checked against the original it replaces, on awkward input.
+import { describe, expect, it } from "vitest";
+import { HOOK_EVENTS, truncateText as contractTruncate } from "../../extensions/teams-hooks/contract.js";
+import { parseLogName } from "../../extensions/teams-hooks/logs-filter.js";
+import { firstLine, formatDuration, oneLine, truncateText } from "../../extensions/teams-hooks/logs-format.js";
+import { formatDuration as messagesFormatDuration } from "../../extensions/teams-hooks/messages.js";
+
+const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
+/** The versions before the rewrite, verbatim. */
+const before = {
+  oneLine: (text: string): string => text.replace(/[\t\n\r]+/g, " ").replace(CONTROL, "").trim(),
+  firstLine(text: string, max = 100): string {
+    for (const line of text.split(/\r\n|\n|\r/)) {
+      const clean = before.oneLine(line);
+      if (clean) return contractTruncate(clean, max);
+    }
+    return "";
+  },
+  parseLogName(name: string) {
+    const NAME = new RegExp(`^(\\d{4}-\\d{2}-\\d{2})T(\\d{2})-(\\d{2})-(\\d{2})-(\\d{3})Z_(${HOOK_EVENTS.join("|")})(_.*)?\\.json$`);
+    const m = NAME.exec(name);
+    if (!m) return null;
+    const [, date, hh, mm, ss, ms, event, rest = ""] = m;
+    const timeMs = Date.parse(`${date}T${hh}:${mm}:${ss}.${ms}Z`);
+    if (Number.isNaN(timeMs) || !(HOOK_EVENTS as readonly string[]).includes(event ?? "")) return null;
+    if (rest === "" || /^_\d+$/.test(rest)) return { timeMs, event, suffix: null };
+    const suffix = /^_(task|member)-(.+)$/.exec(rest);
+    if (!suffix) return null;
+    return { timeMs, event, suffix: { kind: suffix[1] === "task" ? "task" : "member", raw: suffix[2] ?? "" } };
+  },
+};
+
+const TEXTS = [
+  "",
+  "\n\n",
+  "   \n\t\n  x  ",
+  "plain",
+  "  padded  \nsecond",
+  "\r\nwindows\r\nlines",
+  "old\rmac",
+  "\u001b[31mred\u001b[0m then\ttab",
+  "\u001b]0;title\u0007 bell",
+  "\u0000\u0001\u007f\n\u001b[2Kreal",
+  "\u00a0non-breaking\u00a0",
+  "line\u2028separator",
+  `${"é😀".repeat(60)}\nnext`,
+  `${"x".repeat(99)}😀tail`,
+  `\n\n${"y".repeat(12_000)}`,
+];
+
+describe("text helpers", () => {
+  it.each(TEXTS.map((t) => [JSON.stringify(t).slice(0, 40), t]))("oneLine and firstLine as before: %s", (_, text) => {
+    expect(oneLine(text)).toBe(before.oneLine(text));
+    for (const max of [1, 2, 10, 100]) expect(firstLine(text, max)).toBe(before.firstLine(text, max));
+  });
+
+  it.each([0, 0.4, 0.5, 999.4, 999.5, 1000, 1049, 59_999, 65_432.1, 3_600_000])("formatDuration(%d) is messages.ts's", (ms) => {
+    expect(formatDuration(ms)).toBe(messagesFormatDuration(ms));
+  });
+
+  it.each(TEXTS.flatMap((t) => [0, 1, 2, 5, 99, 100, 101].map((limit) => [JSON.stringify(t).slice(0, 30), limit, t] as const)))(
+    "truncateText(%s, %d) is contract.ts's",
+    (_, limit, text) => {
+      expect(truncateText(text, limit)).toBe(contractTruncate(text, limit));
+    },
+  );
+});
+
+describe("parseLogName", () => {
+  const stamps = [
+    "2026-03-01T09-12-44-046Z",
+    "2024-02-29T23-59-59-999Z",
+    "2026-02-29T00-00-00-000Z", // no such day: Date.parse rolls it over
+    "2026-02-30T10-00-00-000Z",
+    "2026-04-31T00-00-00-000Z",
+    "2026-13-01T00-00-00-000Z",
+    "2026-00-10T00-00-00-000Z",
+    "2026-01-00T00-00-00-000Z",
+    "2026-01-32T00-00-00-000Z",
+    "2026-01-01T24-00-00-000Z",
+    "2026-01-01T24-00-00-001Z",
+    "2026-01-01T25-00-00-000Z",
+    "2026-01-01T23-60-00-000Z",
+    "2026-01-01T23-59-60-000Z",
+    "0000-01-01T00-00-00-000Z",
+    "9999-12-31T23-59-59-999Z",
+  ];
+  const tails = [
+    "_task_completed.json",
+    "_task_failed_task-3.json",
+    "_task_completed_task-3_2.json",
+    "_task_completed_task-.json",
+    "_task_completed_task-a_b-c.json",
+    "_idle_member-ada.json",
+    "_idle_member-.json",
+    "_idle_2.json",
+    "_idle_x.json",
+    "_idle.json.json",
+    "_idle_member-a\nb.json",
+    "_other.json",
+    "_task_completedx.json",
+    "task_completed.json",
+    ".json",
+  ];
+  const names = [...stamps.flatMap((s) => tails.map((t) => `${s}${t}`)), "notes.json", "", "2026-03-01T09-12-44-046Z", "2026-3-01T09-12-44-046Z_idle.json"];
+
+  it.each(names.map((n) => [JSON.stringify(n), n]))("reads %s as before", (_, name) => {
+    expect(parseLogName(name)).toEqual(before.parseLogName(name));
+  });
+});
