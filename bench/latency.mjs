@@ -16,7 +16,8 @@
 //   rename waits until the previous event's `event` line (log and gate metadata written). The leader
 //   is the real CLI (`watch --json`) in a child process, so the figures include everything it does.
 // - throughput: N completions renamed at once; hooks per second until the last event line (its log
-//   file exists by then; the bench counts the files to be sure), at --concurrency 1 and 2.
+//   file exists by then; the bench counts the files to be sure), at --concurrency 1 and 2, each next
+//   to a ceiling: this process spawning the same hook BURST times, 1 (2) at a time, with no leader work.
 // - floor: this process spawning the same hook directly (spawn → first action), at the start and the
 //   end of the run: what a bare bash spawn costs on the machine at that moment.
 // - startup: spawn → `watching` line with the large list (half of it completed history, which a first
@@ -236,6 +237,47 @@ async function measureFloor(label, count) {
   return out;
 }
 
+/**
+ * The ceiling for a burst on this machine right now: this process (no leader work at all) spawning the
+ * same hook the same way (bash, its own process group, piped stdio, the context on stdin), `concurrency`
+ * at a time, BURST times. What the leader reaches is read against this.
+ */
+async function measureSpawnCeiling(concurrency) {
+  const stampsFile = path.join(root, `stamps-ceiling-c${concurrency}.txt`);
+  const env = { ...process.env, BENCH_STAMPS: stampsFile, LC_ALL: "C" };
+  const input = JSON.stringify(task(1, { completedAt: nextCompletedAt() }));
+  let next = 0;
+  const cpu0 = cpuTimesOf(process.pid);
+  const t0 = realNs();
+  const one = () =>
+    new Promise((resolve) => {
+      const child = spawn("bash", [hook], { stdio: ["pipe", "pipe", "pipe"], detached: true, env: { ...env, PI_TEAMS_EVENT_TIMESTAMP: String(next) } });
+      child.stdin.on("error", () => {});
+      child.stdin.end(input);
+      child.stdout.resume();
+      child.stderr.resume();
+      child.once("close", resolve);
+    });
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < BURST) {
+      next += 1;
+      await one();
+    }
+  }));
+  const seconds = msBetween(t0, realNs()) / 1000;
+  const cpu1 = cpuTimesOf(process.pid);
+  const out = {
+    concurrency,
+    hooksPerSecond: BURST / seconds,
+    seconds,
+    parentCpuMsPerHook: (1000 * (cpu1.self - cpu0.self)) / BURST,
+    hookCpuMsPerEvent: (1000 * (cpu1.children - cpu0.children)) / BURST,
+  };
+  results.throughput[`ceiling-c${concurrency}`] = out;
+  progress(`spawn ceiling c${concurrency}: ${out.hooksPerSecond.toFixed(1)} hooks/s (bench process CPU ${out.parentCpuMsPerHook.toFixed(1)} ms/hook, hook CPU ${out.hookCpuMsPerEvent.toFixed(1)} ms)`);
+  return out;
+}
+
 async function measureThroughput(concurrency) {
   const team = makeTeam(root, `burst-c${concurrency}`);
   fillTasks(team, BURST);
@@ -326,7 +368,9 @@ try {
   const pollIds = bigIds.slice(WARMUP + SAMPLES + 2);
   await measureLatency("large", big, "poll700", pollIds, bigIds.slice(WARMUP + SAMPLES, WARMUP + SAMPLES + 2), BASELINE_SAMPLES);
 
+  await measureSpawnCeiling(1);
   await measureThroughput(1);
+  await measureSpawnCeiling(2);
   await measureThroughput(2);
   await measureFloor("end", FLOOR_SAMPLES);
 
@@ -368,8 +412,14 @@ function report() {
   console.log("");
   const T = results.throughput;
   console.log(table([
-    [`burst of ${BURST} completions`, "hooks/s", "seconds", "events", "logs", "repeated", "leader CPU/event", "hook CPU/event"],
-    ...["c1", "c2"].map((c) => [`leader --concurrency ${T[c].concurrency}`, T[c].hooksPerSecond.toFixed(1), T[c].seconds.toFixed(2), T[c].events, T[c].logs, T[c].repeated, ms(T[c].leaderCpuMsPerEvent), ms(T[c].hookCpuMsPerEvent)]),
+    [`burst of ${BURST} completions`, "hooks/s", "vs ceiling", "seconds", "events", "logs", "repeated", "parent CPU/event", "hook CPU/event"],
+    ...["c1", "c2"].flatMap((c) => {
+      const ceiling = T[`ceiling-${c}`];
+      return [
+        [`leader --concurrency ${T[c].concurrency}`, T[c].hooksPerSecond.toFixed(1), `${(T[c].hooksPerSecond / ceiling.hooksPerSecond).toFixed(2)}×`, T[c].seconds.toFixed(2), T[c].events, T[c].logs, T[c].repeated, ms(T[c].leaderCpuMsPerEvent), ms(T[c].hookCpuMsPerEvent)],
+        [`ceiling: bare spawns, ${ceiling.concurrency} at a time`, ceiling.hooksPerSecond.toFixed(1), "1.00×", ceiling.seconds.toFixed(2), BURST, "", "", ms(ceiling.parentCpuMsPerHook), ms(ceiling.hookCpuMsPerEvent)],
+      ];
+    }),
   ]));
   console.log("");
   const S = results.startup;

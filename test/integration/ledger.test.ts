@@ -67,6 +67,34 @@ describe("Ledger", () => {
     await ledger.close();
   });
 
+  it("skips, with a warning each, lines that are JSON but not a record, and keeps the good ones", async () => {
+    const team = tempTeam();
+    fs.mkdirSync(path.dirname(ledgerFile(team)), { recursive: true });
+    const bad = [
+      '{"op":"begin","key":"b1","at":"t","runId":"r","attempt":"1"}', // attempt not a number
+      '{"op":"begin","key":"b2","at":"t","runId":"r","attempt":1.5}', // not a whole number
+      '{"op":"begin","key":"b3","at":"t","runId":"r","attempt":1,"event":{"event":"deploy","taskId":null,"member":null,"timestamp":null}}',
+      '{"op":"done","key":"b4","at":"t","runId":null,"log":null}', // no outcome
+      '{"op":"spawn","key":"b5","runId":"r"}', // no pid
+      '{"op":"rewind","key":"b6","at":"t"}', // no such op
+      '{"op":"baseline","at":"t"}', // no key
+      "[1,2]",
+    ];
+    const good = [
+      '{"op":"begin","key":"g1","at":"t","runId":"r1","attempt":2,"event":{"event":"idle","taskId":null,"member":"ann","timestamp":"ts"}}',
+      '{"op":"spawn","key":"g1","runId":"r1","pid":77}',
+      '{"op":"done","key":"g2","at":"t","runId":null,"outcome":"no_hook","log":null}',
+    ];
+    fs.writeFileSync(ledgerFile(team), [...bad, ...good].join("\n") + "\n");
+    const warnings: string[] = [];
+    const ledger = await Ledger.open(team, (m) => warnings.push(m));
+    expect(warnings.map((w) => Number(/ledger\.jsonl:(\d+)/.exec(w)?.[1]))).toEqual(bad.map((_, i) => i + 1));
+    for (let i = 1; i <= 6; i++) expect(ledger.has(`b${i}`)).toBe(false);
+    expect(ledger.inFlight()).toEqual([{ key: "g1", runId: "r1", attempt: 2, startedAt: "t", pid: 77, event: { event: "idle", taskId: null, member: "ann", timestamp: "ts" } }]);
+    expect(ledger.get("g2")).toEqual({ state: "done", outcome: "no_hook", log: null, attempt: 1 });
+    await ledger.close();
+  });
+
   it("compaction keeps every key's state in fewer lines", async () => {
     const team = tempTeam();
     const ledger = await Ledger.open(team);
