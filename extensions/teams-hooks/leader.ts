@@ -238,7 +238,7 @@ export class Leader {
     await forEachYielding(files, (file) => {
       const look = this.#sources.lookAtTask(file);
       if (look.kind === "problem") this.#warn(look.message);
-      if ((look.kind === "task" || look.kind === "known") && look.event) found.push(look.event);
+      if (look.kind === "task" && look.event) found.push(look.event);
     });
     this.#sources.dropRestoredState();
     if (this.#opts.inbox !== "off") {
@@ -266,7 +266,8 @@ export class Leader {
     const file = scanStateFile(this.#opts.setup.identity.teamDir);
     try {
       // A state of another task list or version (a cache, not data) is ignored without a word.
-      this.#sources.restoreState(readFileSync(file, "utf8"));
+      const ledger = this.#requireLedger();
+      this.#sources.restoreState(readFileSync(file, "utf8"), (key) => ledger.has(key));
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") this.#warn(`${file}: cannot read (${describeError(error)}); every task file is read`);
     }
@@ -320,7 +321,7 @@ export class Leader {
   async #lookAtTask(file: string): Promise<void> {
     const look = this.#sources.lookAtTask(file);
     if (look.kind === "problem") this.#warn(look.message);
-    else if ((look.kind === "task" || look.kind === "known") && look.event) this.#consider(look.event);
+    else if (look.kind === "task" && look.event) this.#consider(look.event);
   }
 
   #hintInbox(): void {

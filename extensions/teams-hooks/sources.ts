@@ -17,7 +17,7 @@ import { inboxFile, taskFile, tasksDir } from "./paths.js";
 
 const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
 /** The format of `saveState`; a state of another version is ignored (the files are read instead). */
-const STATE_VERSION = 1;
+const STATE_VERSION = 2;
 
 export function isTaskFileName(name: string): boolean {
   return TASK_FILE.test(name);
@@ -29,8 +29,8 @@ function signature(stat: Stats): string {
 
 export type TaskLook =
   | { kind: "unchanged" }
-  /** Unchanged since the state a previous leader saved (see `restoreState`): its event, unread. */
-  | { kind: "known"; event: HookEvent | null }
+  /** Unchanged since the state a previous leader saved, whose event (if any) is handled: not read. */
+  | { kind: "known" }
   | { kind: "gone" }
   | { kind: "problem"; message: string; fresh: boolean }
   | { kind: "task"; task: Task; event: HookEvent | null };
@@ -40,10 +40,10 @@ export class TeamSources {
   readonly inboxFile: string;
   readonly #identity: TeamIdentity;
   readonly #signatures = new Map<string, string>();
-  /** What each task file stood for when last read (tasks only: a file that is not one is left out). */
-  readonly #events = new Map<string, HookEvent | null>();
-  /** From a previous leader's saved state, until the start-up scan has used it. */
-  #restored = new Map<string, { sig: string; event: HookEvent | null }>();
+  /** The event key each task file stood for when last read (tasks only: a file that is not one is left out). */
+  readonly #keys = new Map<string, string | null>();
+  /** From a previous leader's saved state, until the start-up scan has used it: file → [signature, key]. */
+  #restored = new Map<string, [string, string | null]>();
   #inboxSignature: string | null = null;
   /** Idle keys whose events were all handed out already. */
   readonly #handledNotes = new Set<string>();
@@ -82,28 +82,32 @@ export class TeamSources {
     for (const file of this.#signatures.keys()) {
       if (!present.has(file)) {
         this.#signatures.delete(file);
-        this.#events.delete(file);
+        this.#keys.delete(file);
       }
     }
   }
 
   /**
    * What the leader knows of the task files, to save at shutdown: for each task file read, its stat
-   * signature and the event its content stands for. A restart given it back (`restoreState`) stats
-   * each file and reads only those whose signature differs: the event of a file is a function of its
-   * content, so an entry is right for as long as the file is unchanged, however old the state is.
+   * signature and the key of the event its content stands for. A restart given it back
+   * (`restoreState`) stats each file and reads only those whose signature differs or whose event is
+   * not handled yet: the event of a file is a function of its content, so an entry is right for as
+   * long as the file is unchanged, however old the state is.
    */
   saveState(): string {
-    const files: Record<string, [string, HookEvent | null]> = {};
-    for (const [file, event] of this.#events) {
+    const files: Record<string, [string, string | null]> = {};
+    for (const [file, key] of this.#keys) {
       const sig = this.#signatures.get(file);
-      if (sig !== undefined) files[path.basename(file)] = [sig, event];
+      if (sig !== undefined) files[path.basename(file)] = [sig, key];
     }
     return JSON.stringify({ version: STATE_VERSION, tasksDir: this.tasksDir, files });
   }
 
-  /** Takes a state saved by `saveState` for this task list; false (and nothing taken) if it is not one. */
-  restoreState(text: string): boolean {
+  /**
+   * Takes a state saved by `saveState` for this task list, keeping the files whose event is none or
+   * `handled` (the others are read, to run their event); false (and nothing taken) if it is not one.
+   */
+  restoreState(text: string, handled: (key: string) => boolean): boolean {
     let value: unknown;
     try {
       value = JSON.parse(text);
@@ -112,12 +116,11 @@ export class TeamSources {
     }
     const state = value as { version?: unknown; tasksDir?: unknown; files?: unknown };
     if (state?.version !== STATE_VERSION || state.tasksDir !== this.tasksDir || typeof state.files !== "object" || state.files === null) return false;
-    const restored = new Map<string, { sig: string; event: HookEvent | null }>();
+    const restored = new Map<string, [string, string | null]>();
     for (const [name, entry] of Object.entries(state.files as Record<string, unknown>)) {
       if (!isTaskFileName(name) || !Array.isArray(entry) || typeof entry[0] !== "string") continue;
-      const event = entry[1] === null ? null : asHookEvent(entry[1]);
-      if (event === undefined) continue; // not one we wrote: the file is read instead
-      restored.set(path.join(this.tasksDir, name), { sig: entry[0], event });
+      const key: unknown = entry[1];
+      if (key === null || (typeof key === "string" && handled(key))) restored.set(path.join(this.tasksDir, name), [entry[0], key]);
     }
     this.#restored = restored;
     return true;
@@ -136,14 +139,14 @@ export class TeamSources {
    */
   lookAtTask(file: string): TaskLook {
     const restored = this.#restored.get(file);
-    if (restored) {
+    if (restored !== undefined) {
       this.#restored.delete(file);
       try {
         const sig = signature(fsSync.statSync(file));
-        if (sig === restored.sig) {
+        if (sig === restored[0]) {
           this.#signatures.set(file, sig);
-          this.#events.set(file, restored.event);
-          return { kind: "known", event: restored.event };
+          this.#keys.set(file, restored[1]);
+          return { kind: "known" };
         }
       } catch {
         // Gone or unreadable: the read below says which.
@@ -160,19 +163,19 @@ export class TeamSources {
       const json = parseJsonText(text, file);
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
       if (!checked.ok) {
-        this.#events.delete(file);
+        this.#keys.delete(file);
         return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
       }
       const event = taskEvent(checked.value);
-      this.#events.set(file, event);
+      this.#keys.set(file, event?.key ?? null);
       return { kind: "task", task: checked.value, event };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") {
         this.#signatures.delete(file);
-        this.#events.delete(file);
+        this.#keys.delete(file);
         return { kind: "gone" };
       }
-      this.#events.delete(file);
+      this.#keys.delete(file);
       return { kind: "problem", message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`, fresh: true };
     } finally {
       if (fd !== undefined) fsSync.closeSync(fd);
@@ -224,12 +227,3 @@ export class TeamSources {
   }
 }
 
-/** A HookEvent as `saveState` wrote it; undefined when the value is not one. */
-function asHookEvent(value: unknown): HookEvent | undefined {
-  if (value === null || typeof value !== "object") return undefined;
-  const e = value as Record<string, unknown>;
-  const nullableString = (v: unknown): v is string | null => v === null || typeof v === "string";
-  if (typeof e.key !== "string" || (e.event !== "task_completed" && e.event !== "task_failed")) return undefined;
-  if (!nullableString(e.taskId) || !nullableString(e.member) || !nullableString(e.timestamp) || e.source !== "task") return undefined;
-  return { key: e.key, event: e.event, taskId: e.taskId, member: e.member, timestamp: e.timestamp, source: "task" };
-}

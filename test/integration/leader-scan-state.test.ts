@@ -4,7 +4,8 @@
  * signature is unchanged, so what changed while the leader was down still runs, and a state that is
  * corrupt or belongs to another task list is ignored.
  */
-import { readFile, rename, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readLogs, seedTasks, taskJson, useLeaderRig } from "../helpers/leader-rig.js";
@@ -22,7 +23,7 @@ function stateFile(team: TempTeam): string {
 interface SavedState {
   version: number;
   tasksDir: string;
-  files: Record<string, [string, { key: string; [field: string]: unknown } | null]>;
+  files: Record<string, [string, string | null]>;
 }
 
 async function readState(team: TempTeam): Promise<SavedState> {
@@ -36,6 +37,24 @@ async function rewriteTask(team: TempTeam, id: string, fields: Record<string, un
   await rename(tmp, team.taskFile(id));
 }
 
+/**
+ * Gives task 5 a new completion *without changing its stat signature*: rewritten in place (same inode)
+ * with text of the same length, then its timestamps set back exactly (`touch -r`). A leader that reads
+ * the file sees a new completion; one that trusts its saved state does not.
+ */
+async function newCompletionBehindSameSignature(team: TempTeam): Promise<void> {
+  const file = team.taskFile("5");
+  const reference = path.join(team.teamsRoot, "task-5-times");
+  execFileSync("touch", ["-r", file, reference]);
+  const text = await readFile(file, "utf8");
+  const changed = text.replaceAll(T0, T0_SAME_LENGTH);
+  expect(changed.length).toBe(text.length);
+  await writeFile(file, changed); // in place: same inode
+  execFileSync("touch", ["-r", reference, file]);
+}
+
+const T0_SAME_LENGTH = "2025-01-09T00:00:00.000Z";
+
 /** A team whose first leader baselined 20 old completions and stopped, leaving its scan state. */
 async function teamWithSavedState(): Promise<TempTeam> {
   const team = await rig.team();
@@ -48,13 +67,13 @@ async function teamWithSavedState(): Promise<TempTeam> {
 }
 
 describe("the scan state saved at shutdown", () => {
-  it("holds each task file's signature and event", async () => {
+  it("holds each task file's signature and event key", async () => {
     const team = await teamWithSavedState();
     const state = await readState(team);
-    expect(state.version).toBe(1);
+    expect(state.version).toBe(2);
     expect(state.tasksDir).toBe(team.tasksDir);
     expect(Object.keys(state.files).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `${i + 1}.json`).sort());
-    expect(state.files["3.json"]?.[1]).toMatchObject({ key: `task_completed:3:${T0}`, event: "task_completed", taskId: "3" });
+    expect(state.files["3.json"]?.[1]).toBe(`task_completed:3:${T0}`);
   }, 60_000);
 
   it("a restart runs what changed while the leader was down, exactly once, and nothing else", async () => {
@@ -71,33 +90,35 @@ describe("the scan state saved at shutdown", () => {
     expect((await readLogs(team.teamDir)).length).toBe(2);
   }, 60_000);
 
-  it("an unchanged file is not read again: its saved event is what the restart goes by", async () => {
+  it("a file whose signature is unchanged and whose event is handled is not read again", async () => {
     const team = await teamWithSavedState();
-    // Tamper with the saved event of an unchanged file: only a leader that trusts the state sees it.
+    await newCompletionBehindSameSignature(team);
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    expect(second.events()).toEqual([]);
+    expect(await second.stop()).toMatchObject({ code: 0 });
+
+    // The control: without the saved state the same file is read, and its completion runs.
+    await rm(stateFile(team));
+    const third = await rig.leader(team);
+    await third.waitFor("the event", () => third.events().length >= 1);
+    expect(third.events().map((e) => e.key)).toEqual([`task_completed:5:${T0_SAME_LENGTH}`]);
+    expect(await third.stop()).toMatchObject({ code: 0 });
+  }, 60_000);
+
+  it("a saved entry whose event is not handled yet is read, and its event runs", async () => {
+    const team = await teamWithSavedState();
+    await newCompletionBehindSameSignature(team);
+    // As if the previous leader had seen the new completion and stopped before running it.
     const state = await readState(team);
     const entry = state.files["5.json"];
-    if (!entry?.[1]) throw new Error("no saved event for task 5");
-    entry[1] = { ...entry[1], key: "task_completed:5:from-the-saved-state" };
+    if (!entry) throw new Error("no saved entry for task 5");
+    entry[1] = `task_completed:5:${T0_SAME_LENGTH}`;
     await writeFile(stateFile(team), JSON.stringify(state));
 
     const second = await rig.leader(team);
     await second.waitFor("the event", () => second.events().length >= 1);
-    expect(second.events().map((e) => e.key)).toEqual(["task_completed:5:from-the-saved-state"]);
-    expect(await second.stop()).toMatchObject({ code: 0 });
-  }, 60_000);
-
-  it("a saved entry whose file changed since is not trusted: the file is read", async () => {
-    const team = await teamWithSavedState();
-    const state = await readState(team);
-    const entry = state.files["5.json"];
-    if (!entry?.[1]) throw new Error("no saved event for task 5");
-    entry[1] = { ...entry[1], key: "task_completed:5:from-the-saved-state" };
-    await writeFile(stateFile(team), JSON.stringify(state));
-    await rewriteTask(team, "5", { status: "completed", metadata: { completedAt: T0 }, comment: "edited, same completion" });
-
-    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
-    expect(second.events()).toEqual([]);
+    expect(second.events().map((e) => e.key)).toEqual([`task_completed:5:${T0_SAME_LENGTH}`]);
     expect(await second.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 
@@ -107,18 +128,14 @@ describe("the scan state saved at shutdown", () => {
     ["of another version", (state: SavedState) => JSON.stringify({ ...state, version: 99 })],
   ])("a state that is %s is ignored without a warning: every file is read", async (_what, mangle) => {
     const team = await teamWithSavedState();
-    const state = await readState(team);
-    // Tampered so that trusting it would show (as above)…
-    const entry = state.files["5.json"];
-    if (entry?.[1]) entry[1] = { ...entry[1], key: "task_completed:5:from-the-saved-state" };
-    await writeFile(stateFile(team), mangle(state));
-    await rewriteTask(team, "21", { status: "completed", metadata: { completedAt: "2025-02-01T00:00:00.000Z" } });
+    await newCompletionBehindSameSignature(team);
+    await writeFile(stateFile(team), mangle(await readState(team)));
 
     const second = await rig.leader(team);
     await second.waitFor("the event", () => second.events().length >= 1);
-    expect(second.events().map((e) => e.taskId)).toEqual(["21"]); // …and it is not trusted
+    expect(second.events().map((e) => e.taskId)).toEqual(["5"]); // read: the state was not trusted
     expect(second.warnings()).toEqual([]);
     expect(await second.stop()).toMatchObject({ code: 0 });
-    expect((await readState(team)).version).toBe(1); // replaced by a good one at shutdown
+    expect((await readState(team)).version).toBe(2); // replaced by a good one at shutdown
   }, 60_000);
 });

@@ -95,6 +95,21 @@ describe("Ledger", () => {
     await ledger.close();
   });
 
+  it("many records flushed at once (grouped fdatasyncs) all resolve, in order, and all reach the file", async () => {
+    const team = tempTeam();
+    const ledger = await Ledger.open(team);
+    const attempts = await Promise.all(Array.from({ length: 200 }, (_, i) => ledger.begin(`k${i % 100}`, `r${i}`, "t")));
+    expect(attempts.slice(0, 100).every((a) => a === 1) && attempts.slice(100).every((a) => a === 2)).toBe(true);
+    await Promise.all(Array.from({ length: 100 }, (_, i) => ledger.finish(`k${i}`, "t", { runId: `r${i + 100}`, outcome: "passed", log: null })));
+    await ledger.close();
+    const lines = fs.readFileSync(ledgerFile(team), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { op: string; runId: string });
+    expect(lines.map((r) => r.runId)).toEqual([...Array.from({ length: 200 }, (_, i) => `r${i}`), ...Array.from({ length: 100 }, (_, i) => `r${i + 100}`)]);
+    const reopened = await Ledger.open(team);
+    expect(reopened.inFlight()).toEqual([]);
+    expect(reopened.get("k42")).toMatchObject({ state: "done", attempt: 2 });
+    await reopened.close();
+  });
+
   it("compaction keeps every key's state in fewer lines", async () => {
     const team = tempTeam();
     const ledger = await Ledger.open(team);
