@@ -17,7 +17,7 @@ import { inboxFile, taskFile, tasksDir } from "./paths.js";
 
 const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
 /** The format of `saveState`; a state of another version is ignored (the files are read instead). */
-const STATE_VERSION = 2;
+const STATE_VERSION = 3;
 
 export function isTaskFileName(name: string): boolean {
   return TASK_FILE.test(name);
@@ -42,8 +42,10 @@ export class TeamSources {
   readonly #signatures = new Map<string, string>();
   /** The event key each task file stood for when last read (tasks only: a file that is not one is left out). */
   readonly #keys = new Map<string, string | null>();
-  /** From a previous leader's saved state, until the start-up scan has used it: file → [signature, key]. */
-  #restored = new Map<string, [string, string | null]>();
+  /** From a previous leader's saved state, until the start-up scan has used it: file name → index. */
+  #restored = new Map<string, number>();
+  #restoredSigs: readonly string[] = [];
+  #restoredKeys: ReadonlyArray<string | null> = [];
   #inboxSignature: string | null = null;
   /** Idle keys whose events were all handed out already. */
   readonly #handledNotes = new Set<string>();
@@ -95,12 +97,19 @@ export class TeamSources {
    * long as the file is unchanged, however old the state is.
    */
   saveState(): string {
-    const files: Record<string, [string, string | null]> = {};
+    // Three parallel arrays, not an object per file: parsing 10,000 entries as objects costs the
+    // restarted leader twice the memory (docs/performance.md).
+    const names: string[] = [];
+    const sigs: string[] = [];
+    const keys: Array<string | null> = [];
     for (const [file, key] of this.#keys) {
       const sig = this.#signatures.get(file);
-      if (sig !== undefined) files[path.basename(file)] = [sig, key];
+      if (sig === undefined) continue;
+      names.push(path.basename(file));
+      sigs.push(sig);
+      keys.push(key);
     }
-    return JSON.stringify({ version: STATE_VERSION, tasksDir: this.tasksDir, files });
+    return JSON.stringify({ version: STATE_VERSION, tasksDir: this.tasksDir, names, sigs, keys });
   }
 
   /**
@@ -114,21 +123,28 @@ export class TeamSources {
     } catch {
       return false;
     }
-    const state = value as { version?: unknown; tasksDir?: unknown; files?: unknown };
-    if (state?.version !== STATE_VERSION || state.tasksDir !== this.tasksDir || typeof state.files !== "object" || state.files === null) return false;
-    const restored = new Map<string, [string, string | null]>();
-    for (const [name, entry] of Object.entries(state.files as Record<string, unknown>)) {
-      if (!isTaskFileName(name) || !Array.isArray(entry) || typeof entry[0] !== "string") continue;
-      const key: unknown = entry[1];
-      if (key === null || (typeof key === "string" && handled(key))) restored.set(path.join(this.tasksDir, name), [entry[0], key]);
+    const state = (value ?? {}) as { version?: unknown; tasksDir?: unknown; names?: unknown; sigs?: unknown; keys?: unknown };
+    const { names, sigs, keys } = state;
+    if (state.version !== STATE_VERSION || state.tasksDir !== this.tasksDir) return false;
+    if (!Array.isArray(names) || !Array.isArray(sigs) || !Array.isArray(keys) || names.length !== sigs.length || names.length !== keys.length) return false;
+    const restored = new Map<string, number>();
+    for (let i = 0; i < names.length; i++) {
+      const name: unknown = names[i];
+      const key: unknown = keys[i];
+      if (typeof name !== "string" || !isTaskFileName(name) || typeof sigs[i] !== "string") continue;
+      if (key === null || (typeof key === "string" && handled(key))) restored.set(name, i);
     }
     this.#restored = restored;
+    this.#restoredSigs = sigs as string[];
+    this.#restoredKeys = keys as Array<string | null>;
     return true;
   }
 
   /** The start-up scan is over: a restored entry not used by now is of no use. */
   dropRestoredState(): void {
     this.#restored.clear();
+    this.#restoredSigs = [];
+    this.#restoredKeys = [];
   }
 
   /**
@@ -138,14 +154,15 @@ export class TeamSources {
    * yield to the event loop between files.
    */
   lookAtTask(file: string): TaskLook {
-    const restored = this.#restored.get(file);
+    const name = this.#restored.size > 0 ? path.basename(file) : "";
+    const restored = this.#restored.get(name);
     if (restored !== undefined) {
-      this.#restored.delete(file);
+      this.#restored.delete(name);
       try {
         const sig = signature(fsSync.statSync(file));
-        if (sig === restored[0]) {
+        if (sig === this.#restoredSigs[restored]) {
           this.#signatures.set(file, sig);
-          this.#keys.set(file, restored[1]);
+          this.#keys.set(file, this.#restoredKeys[restored] ?? null);
           return { kind: "known" };
         }
       } catch {

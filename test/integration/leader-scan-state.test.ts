@@ -23,7 +23,9 @@ function stateFile(team: TempTeam): string {
 interface SavedState {
   version: number;
   tasksDir: string;
-  files: Record<string, [string, string | null]>;
+  names: string[];
+  sigs: string[];
+  keys: Array<string | null>;
 }
 
 async function readState(team: TempTeam): Promise<SavedState> {
@@ -70,10 +72,11 @@ describe("the scan state saved at shutdown", () => {
   it("holds each task file's signature and event key", async () => {
     const team = await teamWithSavedState();
     const state = await readState(team);
-    expect(state.version).toBe(2);
+    expect(state.version).toBe(3);
     expect(state.tasksDir).toBe(team.tasksDir);
-    expect(Object.keys(state.files).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `${i + 1}.json`).sort());
-    expect(state.files["3.json"]?.[1]).toBe(`task_completed:3:${T0}`);
+    expect([...state.names].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `${i + 1}.json`).sort());
+    expect(state.sigs).toHaveLength(20);
+    expect(state.keys[state.names.indexOf("3.json")]).toBe(`task_completed:3:${T0}`);
   }, 60_000);
 
   it("a restart runs what changed while the leader was down, exactly once, and nothing else", async () => {
@@ -111,9 +114,9 @@ describe("the scan state saved at shutdown", () => {
     await newCompletionBehindSameSignature(team);
     // As if the previous leader had seen the new completion and stopped before running it.
     const state = await readState(team);
-    const entry = state.files["5.json"];
-    if (!entry) throw new Error("no saved entry for task 5");
-    entry[1] = `task_completed:5:${T0_SAME_LENGTH}`;
+    const at = state.names.indexOf("5.json");
+    expect(at).toBeGreaterThanOrEqual(0);
+    state.keys[at] = `task_completed:5:${T0_SAME_LENGTH}`;
     await writeFile(stateFile(team), JSON.stringify(state));
 
     const second = await rig.leader(team);
@@ -126,6 +129,7 @@ describe("the scan state saved at shutdown", () => {
     ["corrupt", (_state: SavedState) => "{ torn"],
     ["of another task list", (state: SavedState) => JSON.stringify({ ...state, tasksDir: "/elsewhere/tasks/other" })],
     ["of another version", (state: SavedState) => JSON.stringify({ ...state, version: 99 })],
+    ["torn between its arrays", (state: SavedState) => JSON.stringify({ ...state, keys: state.keys.slice(1) })],
   ])("a state that is %s is ignored without a warning: every file is read", async (_what, mangle) => {
     const team = await teamWithSavedState();
     await newCompletionBehindSameSignature(team);
@@ -136,6 +140,6 @@ describe("the scan state saved at shutdown", () => {
     expect(second.events().map((e) => e.taskId)).toEqual(["5"]); // read: the state was not trusted
     expect(second.warnings()).toEqual([]);
     expect(await second.stop()).toMatchObject({ code: 0 });
-    expect((await readState(team)).version).toBe(2); // replaced by a good one at shutdown
+    expect((await readState(team)).version).toBe(3); // replaced by a good one at shutdown
   }, 60_000);
 });
