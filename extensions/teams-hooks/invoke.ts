@@ -58,7 +58,8 @@ export interface InvokeRequest {
   env: Readonly<Record<string, string | undefined>>;
   /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
-  onSpawn?: (info: { pid: number; runId: string }) => void;
+  /** Called as each hook of the chain starts: its process group, run id and file name. */
+  onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
   /** The clock (tests pass their own). */
   now?: () => Date;
 }
@@ -214,8 +215,9 @@ async function runChain(
       cwd: req.cwd,
       timeoutMs,
       baseEnv: req.env,
-      ...(index === 0 && req.runId ? { runId: req.runId } : {}),
-      ...(req.onSpawn ? { onSpawn: req.onSpawn } : {}),
+      // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
+      ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
+      ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
     });
     if (result.timedOut && timeoutMs < req.timeoutMs) {
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.

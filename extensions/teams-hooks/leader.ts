@@ -28,7 +28,7 @@ import { writeTextAtomic } from "./json-file.js";
 import { markRead } from "./mailbox.js";
 import { scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
-import { preloadRunner, terminateAllRuns } from "./run.js";
+import { preloadRunner, removeRunFiles, terminateAllRuns } from "./run.js";
 import { TeamSources, isTaskFileName } from "./sources.js";
 import type { TeamSetup } from "./team-setup.js";
 import { killRunId } from "./terminate.js";
@@ -222,11 +222,15 @@ export class Leader {
     });
   }
 
-  /** Ends process groups of runs that were in flight when a previous leader died. */
+  /**
+   * Ends the processes of runs that were in flight when a previous leader died (every hook of the
+   * chain: they carry the event's run id, or `<runId>.N`), and removes their context files.
+   */
   async #endOrphanedRuns(): Promise<void> {
     for (const run of this.#requireLedger().inFlight()) {
-      const killed = await killRunId(run.runId, "SIGKILL");
+      const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
       if (killed > 0) this.#warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
+      removeRunFiles(run.runId);
     }
   }
 
@@ -405,9 +409,10 @@ export class Leader {
         retry: retry || attempt > 1,
         env: this.#opts.env,
         runId,
-        onSpawn: ({ pid }) => {
-          this.#opts.report({ kind: "started", event: event.event, key: event.key, hook: "", taskId: event.taskId, startedAt: Date.now() });
-          ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#warn(`ledger: ${describeError(error)}`));
+        onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
+          this.#opts.report({ kind: "started", event: event.event, key: event.key, hook, taskId: event.taskId, startedAt: Date.now() });
+          // The chain's first hook carries the event's run id; later hooks of a chain have their own.
+          if (spawnedRunId === runId) ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#warn(`ledger: ${describeError(error)}`));
         },
       });
     } catch (error) {

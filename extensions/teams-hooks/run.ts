@@ -10,7 +10,7 @@
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, openSync, readSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
@@ -77,9 +77,8 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
   const base = baseResult(hook, runId);
-  const contextFile = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}.json`);
-  // Offered, not created: a hook that wants to give a verdict writes it (verdict.ts).
-  const resultFile = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}.result.json`);
+  // The result file is offered, not created: a hook that wants to give a verdict writes it (verdict.ts).
+  const { contextFile, resultFile } = runFiles(runId);
   let contextWritten = false;
   try {
     const { env, contextJson, truncated } = buildHookEnvironment(invocation, {
@@ -107,6 +106,39 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
     if (contextWritten) removeQuietly(contextFile);
     removeQuietly(resultFile);
   }
+}
+
+/** The files of a run in the temp dir: its context document, and where a verdict may be written. */
+export function runFiles(runId: string): { contextFile: string; resultFile: string } {
+  const stem = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}`);
+  return { contextFile: `${stem}.json`, resultFile: `${stem}.result.json` };
+}
+
+/**
+ * Removes the temp files of a run that a dead leader left (the event's run id and its chain's
+ * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
+ */
+export function removeRunFiles(runId: string): number {
+  const prefix = path.basename(runFiles(runId).contextFile).slice(0, -".json".length);
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(os.tmpdir());
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith(".json")) continue;
+    const rest = name.slice(prefix.length);
+    if (rest !== ".json" && rest !== ".result.json" && !/^-\d+(\.result)?\.json$/.test(rest)) continue;
+    try {
+      unlinkSync(path.join(os.tmpdir(), name));
+      removed += 1;
+    } catch {
+      // gone already, or not ours to remove
+    }
+  }
+  return removed;
 }
 
 /** A verdict bigger than this is not a verdict: it is reported as invalid, unread. */

@@ -102,13 +102,15 @@ export async function groupMembers(pgid: number): Promise<number[]> {
  * variable (bounded by NULs) is the guard against reused pids: a recycled pid belongs to a process
  * that never had this run id. Processes of other users (EACCES) are skipped.
  */
-export async function findProcessesByRunId(runId: string): Promise<number[]> {
+export async function findProcessesByRunId(runId: string, opts: { chain?: boolean } = {}): Promise<number[]> {
   if (runId.length === 0 || runId.includes("\0")) return [];
-  const needle = Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}\0`);
+  const needles = [Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}\0`)];
+  // The later hooks of a chain run as `<runId>.2`, `<runId>.3`… (invoke.ts): the whole family.
+  if (opts.chain) needles.push(Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}.`));
   const found = await Promise.all(
     (await listPids()).map(async (pid) => {
       const environ = await readEnviron(pid);
-      return environ && hasVariable(environ, needle) ? pid : undefined;
+      return environ && needles.some((needle) => hasVariable(environ, needle)) ? pid : undefined;
     }),
   );
   return found.filter((pid): pid is number => pid !== undefined);
@@ -149,10 +151,13 @@ function hasVariable(environ: Buffer, needle: Buffer): boolean {
   return false;
 }
 
-/** Sends `signal` to every live process carrying `runId`; returns how many were signalled. */
-export async function killRunId(runId: string, signal: KillSignal): Promise<number> {
+/**
+ * Sends `signal` to every live process carrying `runId` (with `chain`, also the run ids of the later
+ * hooks of its chain); returns how many were signalled.
+ */
+export async function killRunId(runId: string, signal: KillSignal, opts: { chain?: boolean } = {}): Promise<number> {
   let count = 0;
-  for (const pid of await findProcessesByRunId(runId)) if (signalProcess(pid, signal)) count++;
+  for (const pid of await findProcessesByRunId(runId, opts)) if (signalProcess(pid, signal)) count++;
   return count;
 }
 
