@@ -353,9 +353,14 @@ export class Leader {
   async #reconcile(): Promise<void> {
     const files = await this.#sources.listTaskFiles();
     this.#sources.forgetMissing(new Set(files));
-    await forEachYielding(files, (file) => {
-      if (this.#sources.changedSinceLook(file)) this.#hintTask(file);
-    });
+    // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.
+    await forEachYielding(
+      files,
+      (file) => {
+        if (this.#sources.changedSinceLook(file)) this.#hintTask(file);
+      },
+      64,
+    );
     if (this.#opts.inbox !== "off") this.#hintInbox();
   }
 
@@ -471,13 +476,13 @@ export class Leader {
 }
 
 /**
- * Runs a synchronous `fn` over `items`, giving the event loop a turn every 256 items, so that a scan of
- * 10,000 files never holds an event back for more than a few milliseconds.
+ * Runs a synchronous `fn` over `items`, giving the event loop a turn every `every` items, so that a
+ * scan of 10,000 files never holds an event back for more than a few milliseconds.
  */
-async function forEachYielding<T>(items: readonly T[], fn: (item: T) => void): Promise<void> {
+async function forEachYielding<T>(items: readonly T[], fn: (item: T) => void, every = 256): Promise<void> {
   for (let i = 0; i < items.length; i++) {
     const item = items[i];
     if (item !== undefined) fn(item);
-    if (i % 256 === 255) await new Promise<void>((resolve) => setImmediate(resolve));
+    if (i % every === every - 1) await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
