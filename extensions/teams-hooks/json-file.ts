@@ -166,8 +166,8 @@ function writeTextAtomicSync(file: string, text: string, options: Pick<WriteOpti
   if (options.fsync) syncDir(path.dirname(file));
 }
 
-/** writeSync may write less than asked (a full disk reports ENOSPC on the next call). */
-function writeAll(fd: number, text: string): void {
+/** Writes all of `text` to `fd` (writeSync may write less than asked; a full disk then throws ENOSPC). */
+export function writeAll(fd: number, text: string): void {
   const bytes = Buffer.from(text, "utf8");
   let offset = 0;
   while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);

@@ -17,6 +17,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
+import { writeAll } from "./json-file.js";
 import { leaderStateDir } from "./paths.js";
 
 /** What a retry needs to fire the event again without its source: kept with `begin`. */
@@ -249,13 +250,6 @@ export class Ledger {
     this.#fd = null;
     if (fd !== null) fs.closeSync(fd);
   }
-}
-
-/** writeSync may write less than asked; a full disk then fails on the next call. */
-function writeAll(fd: number, text: string): void {
-  const bytes = Buffer.from(text, "utf8");
-  let offset = 0;
-  while (offset < bytes.length) offset += fs.writeSync(fd, bytes, offset, bytes.length - offset);
 }
 
 function parseLine(line: string): LedgerRecord | null {
