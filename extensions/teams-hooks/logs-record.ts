@@ -5,9 +5,9 @@
  * and running the full schema over 10,000 files costs as much again (docs/logs.md, "Performance").
  *
  * `checkLogRecord` is a copy of `HookLogRecordSchema` (hook-log.ts) for what the project writes, and
- * it must never disagree with it: a value it accepts is one the schema accepts, returned exactly as
- * the schema would return it (each object's schema keys first in schema order, then the others in
- * file order). For anything it is not sure of it says `null`, and the caller asks `readHookLog`, which
+ * it must never disagree with it: a value it accepts is one the schema accepts, returned as the
+ * schema would return it (each object's schema keys first in schema order, then the others in file
+ * order; the value itself when it is in that order already). For anything it is not sure of it says `null`, and the caller asks `readHookLog`, which
  * runs the schema and names the file and field of a bad record. test/unit/logs-record.test.ts holds
  * the copy to the schema (its keys, its enums, and probes of every field).
  */
@@ -74,31 +74,59 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** `z.record(z.string(), z.unknown())`: any object, keys in file order. */
-const record: Check = (v) => (isObject(v) && !Object.hasOwn(v, "__proto__") ? { ...v } : UNSURE);
+/** `z.record(z.string(), z.unknown())`: any object, its keys in file order (so: itself). */
+const record: Check = (v) => (isObject(v) && !Object.hasOwn(v, "__proto__") ? v : UNSURE);
 
 /** A field of a loose object: its check, and whether it may be absent. */
 type Field = readonly [check: Check, optional?: "optional"];
 
 /**
- * `z.looseObject(shape)`: the shape's keys in shape order, then every other key in file order. An
- * own `__proto__` key (the schema drops it) is UNSURE.
+ * `z.looseObject(shape)`: the shape's keys in shape order, then every other key in file order. That
+ * is the value itself when the file already has that order (what hook-log.ts writes), else a copy.
+ * An own `__proto__` key (the schema drops it) is UNSURE.
  */
 function looseObject(shape: Readonly<Record<string, Field>>): Check {
-  const fields = Object.entries(shape);
+  const keys = Object.keys(shape);
+  const checks = keys.map((key) => shape[key]?.[0] ?? (() => UNSURE));
+  const optional = keys.map((key) => shape[key]?.[1] === "optional");
+  const inShape = new Set(keys);
+  /** True when the shape's keys that `v` has come first, in shape order. */
+  const inOrder = (v: Record<string, unknown>): boolean => {
+    let next = 0;
+    let past = false; // past the shape's keys: only others may follow
+    for (const key in v) {
+      if (!inShape.has(key)) {
+        past = true;
+        continue;
+      }
+      if (past) return false;
+      while (next < keys.length && keys[next] !== key) next++;
+      if (next === keys.length) return false;
+      next++;
+    }
+    return true;
+  };
   return (v) => {
     if (!isObject(v) || Object.hasOwn(v, "__proto__")) return UNSURE;
-    const out: Record<string, unknown> = {};
-    for (const [key, [check, optional]] of fields) {
-      if (!(key in v)) {
-        if (optional) continue;
+    let same = true;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] ?? "";
+      const value = v[key]; // JSON has no undefined: undefined is absent
+      if (value === undefined && !(key in v)) {
+        if (optional[i]) continue;
         return UNSURE;
       }
-      const value = check(v[key]);
-      if (value === UNSURE) return UNSURE;
-      out[key] = value;
+      const checked = checks[i]?.(value);
+      if (checked === UNSURE) return UNSURE;
+      if (checked !== value) same = false;
     }
-    for (const key in v) if (!Object.hasOwn(shape, key)) out[key] = v[key];
+    if (same && inOrder(v)) return v;
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] ?? "";
+      if (key in v) out[key] = checks[i]?.(v[key]); // checked above: pure, and rare (a reordered file)
+    }
+    for (const key in v) if (!inShape.has(key)) out[key] = v[key];
     return out;
   };
 }
@@ -186,8 +214,9 @@ export const CHECKED_KEYS = Object.freeze({
 const checkRecord = looseObject(RECORD);
 
 /**
- * `data` (parsed JSON) as `HookLogRecordSchema.parse` would return it, or null when this check is
- * not sure: then only the schema (`readHookLog`) can say whether it is a log, and why not.
+ * `data` (parsed JSON) as `HookLogRecordSchema.parse` would return it (`data` itself, or a copy in
+ * the schema's key order), or null when this check is not sure: then only the schema
+ * (`readHookLog`) can say whether it is a log, and why not.
  */
 export function checkLogRecord(data: unknown): HookLogRecord | null {
   const checked = checkRecord(data);

@@ -82,7 +82,9 @@ const shuffled = reversed({
   invocation: reversed({ ...full.invocation, extra: true, completedTask: reversed({ ...task, extra: { a: 1 } }) }),
   result: reversed({ ...result, extra: null, verdict: reversed({ ...result.verdict, extra: 2 }) }),
 });
-const BASES = { full, minimal, shuffled } as const;
+/** In order outside, not inside: the copy must reach the inner objects. */
+const innerShuffled = { ...full, invocation: { ...full.invocation, completedTask: reversed(task) }, result: { ...result, verdict: reversed(result.verdict) } };
+const BASES = { full, minimal, shuffled, innerShuffled } as const;
 
 /** What the schema makes of `data`, as JSON, or null when it refuses it. */
 function viaSchema(data: unknown): string | null {
