@@ -183,6 +183,11 @@ export class TeamSources {
         this.#keys.delete(file);
         return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
       }
+      if (path.basename(file) !== path.basename(taskFile(this.#identity.teamDir, this.#identity.taskListId, checked.value.id))) {
+        // Its policy writes would go to the file its id names, another task's (or none): not an event.
+        this.#keys.delete(file);
+        return { kind: "problem", message: `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is <id>.json) — skipped until it changes`, fresh: true };
+      }
       const event = taskEvent(checked.value);
       this.#keys.set(file, event?.key ?? null);
       return { kind: "task", task: checked.value, event };
@@ -206,7 +211,8 @@ export class TeamSources {
       const text = await fs.readFile(file, "utf8");
       const json = parseJsonText(text, file);
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
-      return checked.ok ? checked.value : null;
+      // A file that holds another task's id is not this task (lookAtTask reports it).
+      return checked.ok && checked.value.id === taskId ? checked.value : null;
     } catch {
       return null; // missing or unreadable: the notification alone describes the event
     }
