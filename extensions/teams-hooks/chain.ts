@@ -17,13 +17,12 @@
  *   see its `.disabled` files, and running the global gates is the safe side.
  * - The same dir given as both layers is one layer, the global one (`v1.team` is then null).
  */
-import type { Stats } from "node:fs";
 // Synchronous, as in discover.ts: a chain is looked up before every event.
-import { lstatSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
-import { fileKind, findHook, hookCandidatePaths } from "./discover.js";
+import { findHook, hookCandidatePaths, inspectCandidate, launcherFor } from "./discover.js";
 import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "./errors.js";
 
@@ -103,7 +102,7 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
 
   // v1: the team's file (chosen or not) takes the slot; else the global one, unless switched off.
   const teamFile = teamUsable ? team.candidates.find((c) => c.status !== "absent") : undefined;
-  const markers = teamUsable ? await existing(hookCandidatePaths(teamDir, input.event).map((p) => p + DISABLED)) : [];
+  const markers = teamUsable ? existing(hookCandidatePaths(teamDir, input.event).map((p) => p + DISABLED)) : [];
   const globalHook = global.hook;
   const globalMarker = globalHook ? markers.find((m) => path.basename(m) === path.basename(globalHook.hookPath) + DISABLED) : undefined;
   if (teamFile) {
@@ -120,7 +119,7 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
     skipped.push({ path: marker, layer: "team", code: "disables_nothing", reason: `switches off nothing: ${runs}` });
   }
 
-  const chain = await chainFiles(input.event, global.dirProblem ? null : globalDir, teamUsable ? teamDir : null);
+  const chain = chainFiles(input.event, global.dirProblem ? null : globalDir, teamUsable ? teamDir : null);
   hooks.push(...chain.hooks);
   skipped.push(...chain.skipped);
   return { hooks, skipped, v1: { global, team } };
@@ -143,9 +142,9 @@ interface Listed {
 }
 
 /** The `.d` files of both layers merged by name, in byte-wise name order. */
-async function chainFiles(event: HookEventName, globalDir: string | null, teamDir: string | null): Promise<{ hooks: ChainHook[]; skipped: ChainSkip[] }> {
-  const global = globalDir === null ? null : await listChainDir(path.join(globalDir, chainDirName(event)), "global");
-  const team = teamDir === null ? null : await listChainDir(path.join(teamDir, chainDirName(event)), "team");
+function chainFiles(event: HookEventName, globalDir: string | null, teamDir: string | null): { hooks: ChainHook[]; skipped: ChainSkip[] } {
+  const global = globalDir === null ? null : listChainDir(path.join(globalDir, chainDirName(event)), "global");
+  const team = teamDir === null ? null : listChainDir(path.join(teamDir, chainDirName(event)), "team");
   const markers = team?.markers ?? new Map<string, string>();
   const skipped = [...(global?.skipped ?? []), ...(team?.skipped ?? [])];
   const globalFiles = global?.files ?? new Map<string, string>();
@@ -169,7 +168,7 @@ async function chainFiles(event: HookEventName, globalDir: string | null, teamDi
       file = { path: globalFile, layer: "global" };
     }
     if (!file) continue;
-    const launch = await inspectFile(file.path);
+    const launch = inspectFile(file.path);
     if (launch === null) continue; // removed since the listing: not there, so nothing to run or explain
     if ("reason" in launch) skipped.push({ name, path: file.path, layer: file.layer, code: "unusable", reason: launch.reason });
     else hooks.push({ name, layer: file.layer, hook: launch, kind: "chain" });
@@ -180,7 +179,7 @@ async function chainFiles(event: HookEventName, globalDir: string | null, teamDi
 }
 
 /** One layer's `.d` dir: name-valid files, the team's `.disabled` markers, and names skipped. */
-async function listChainDir(dir: string, layer: ChainLayer): Promise<Listed & { markers: Map<string, string> }> {
+function listChainDir(dir: string, layer: ChainLayer): Listed & { markers: Map<string, string> } {
   const files = new Map<string, string>();
   const markers = new Map<string, string>();
   const skipped: Listed["skipped"] = [];
@@ -189,7 +188,7 @@ async function listChainDir(dir: string, layer: ChainLayer): Promise<Listed & { 
     names = readdirSync(dir);
   } catch (error) {
     const code = errnoCode(error);
-    const link = code === "ENOENT" ? await linkTarget(dir) : null;
+    const link = code === "ENOENT" ? linkTarget(dir) : null;
     if (code === "ENOENT" && link === null) return { files, markers, skipped }; // no .d dir: nothing to add
     const reason = link !== null ? `broken symlink (to ${link})` : code === "ENOTDIR" ? "not a directory" : `cannot be read (${code ?? "error"})`;
     return { files, markers, skipped: [{ name: "", path: dir, layer, code: "dir_unusable", reason }] };
@@ -208,34 +207,17 @@ async function listChainDir(dir: string, layer: ChainLayer): Promise<Listed & { 
   return { files, markers, skipped };
 }
 
-/**
- * How a chain file starts, by the v1 rules of discover.ts: `.sh` with bash, `.js` / `.mjs` with the
- * leader's own node, anything else directly, which needs an exec bit. null: the file is gone.
- */
-async function inspectFile(file: string): Promise<HookCommand | { reason: string } | null> {
-  let info: Stats;
-  try {
-    info = statSync(file); // follows symlinks: a link to a regular file is a hook
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT") {
-      const link = await linkTarget(file);
-      return link === null ? null : { reason: `broken symlink (to ${link})` };
-    }
-    if (code === "ELOOP") return { reason: "symlink loop" };
-    return { reason: `cannot stat (${code ?? "error"})` };
-  }
-  if (info.isDirectory()) return { reason: "is a directory, not a file" };
-  if (!info.isFile()) return { reason: `not a regular file (${fileKind(info)})` };
-  const ext = path.extname(file);
-  if (ext === ".sh") return { hookPath: file, command: "bash", args: [file] };
-  if (ext === ".js" || ext === ".mjs") return { hookPath: file, command: process.execPath, args: [file] };
-  if ((info.mode & 0o111) === 0) return { reason: `not executable (chmod +x ${file})` };
-  return { hookPath: file, command: file, args: [] };
+/** How a chain file starts, by the v1 rules of discover.ts; `{ reason }`: it cannot; null: the file is gone. */
+function inspectFile(file: string): HookCommand | { reason: string } | null {
+  const { launch, needsExecBit } = launcherFor(file);
+  const verdict = inspectCandidate(file, needsExecBit);
+  if (verdict.status === "absent") return null;
+  if (verdict.status === "skipped") return { reason: verdict.reason ?? "unusable" };
+  return { hookPath: file, ...launch(file) };
 }
 
 /** The target of a symlink whose target is gone; null when `file` is not a symlink (or not there). */
-async function linkTarget(file: string): Promise<string | null> {
+function linkTarget(file: string): string | null {
   try {
     const info = lstatSync(file);
     return info.isSymbolicLink() ? readlinkSync(file) : null;
@@ -245,7 +227,7 @@ async function linkTarget(file: string): Promise<string | null> {
 }
 
 /** The paths among `files` that exist (as anything, dangling links included). */
-async function existing(files: string[]): Promise<string[]> {
+function existing(files: string[]): string[] {
   const found: string[] = [];
   for (const file of files) {
     try {

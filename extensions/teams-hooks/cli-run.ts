@@ -2,7 +2,7 @@
  * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent, type RunResult } from "./contract.js";
-import { type CliIo, type ParsedArgs, str, teamSetupInput, wholeNumber } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, str, teamSetupInput } from "./cli-io.js";
 import { HooksError } from "./errors.js";
 import { eventKey, taskEvent } from "./events.js";
 import { readHookLog } from "./hook-log.js";

@@ -47,6 +47,17 @@ const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boo
   { suffix: ".mjs", launch: (file) => ({ command: process.execPath, args: [file] }), needsExecBit: false },
 ];
 
+/**
+ * How a file starts, by its name: `.sh` with bash, `.js` / `.mjs` with the leader's own node,
+ * anything else directly (which needs an execute bit). Shared with chain.ts for `.d` files.
+ */
+export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
+  const ext = path.extname(file);
+  const kind = KINDS.find((k) => k.suffix !== "" && k.suffix === ext) ?? KINDS[0];
+  if (!kind) throw new Error("discover.ts: KINDS is empty"); // KINDS is a constant with four entries
+  return kind;
+}
+
 /** The file names looked up for `event`, absolute, in lookup order. */
 export function hookCandidatePaths(hooksDir: string, event: HookEventName): string[] {
   const base = path.resolve(hooksDir, HOOK_BASE_NAMES[event]);
@@ -59,7 +70,7 @@ export function hookCandidatePaths(hooksDir: string, event: HookEventName): stri
  */
 export async function findHook(hooksDir: string, event: HookEventName): Promise<HookDiscovery> {
   const paths = hookCandidatePaths(hooksDir, event);
-  const dirProblem = await checkHooksDir(path.resolve(hooksDir));
+  const dirProblem = checkHooksDir(path.resolve(hooksDir));
   if (dirProblem) {
     const { status, reason } = dirProblem;
     return { hook: null, candidates: paths.map((p) => ({ path: p, status, reason })), dirProblem: dirProblem.problem };
@@ -69,7 +80,7 @@ export async function findHook(hooksDir: string, event: HookEventName): Promise<
   for (const [index, file] of paths.entries()) {
     const kind = KINDS[index];
     if (!kind) break; // paths and KINDS have the same length; this keeps the index checked
-    const verdict = await inspect(file, kind.needsExecBit);
+    const verdict = inspectCandidate(file, kind.needsExecBit);
     if (verdict.status === "chosen") {
       candidates.push({ path: file, status: "chosen" });
       return { hook: { hookPath: file, ...kind.launch(file) }, candidates };
@@ -90,7 +101,7 @@ interface DirVerdict {
  * instead of four errno codes. A dir we may stat but not search (mode 000 for a non-root leader) is
  * caught here too: `X_OK` on a directory is the search permission that `stat` of its entries needs.
  */
-async function checkHooksDir(dir: string): Promise<DirVerdict | null> {
+function checkHooksDir(dir: string): DirVerdict | null {
   let info: Stats;
   try {
     info = statSync(dir);
@@ -103,13 +114,13 @@ async function checkHooksDir(dir: string): Promise<DirVerdict | null> {
   if (!info.isDirectory()) {
     return { problem: "not_a_directory", status: "absent", reason: `hooks dir is not a directory: ${dir}` };
   }
-  if (!(await searchable(dir))) {
+  if (!searchable(dir)) {
     return { problem: "unreadable", status: "skipped", reason: `hooks dir unreadable (EACCES): ${dir}` };
   }
   return null;
 }
 
-async function searchable(dir: string): Promise<boolean> {
+function searchable(dir: string): boolean {
   try {
     accessSync(dir, fsConstants.X_OK);
     return true;
@@ -119,9 +130,13 @@ async function searchable(dir: string): Promise<boolean> {
   }
 }
 
-type Verdict = { status: "chosen" } | { status: "skipped" | "absent"; reason?: string };
+export type Verdict = { status: "chosen" } | { status: "skipped" | "absent"; reason?: string };
 
-async function inspect(file: string, needsExecBit: boolean): Promise<Verdict> {
+/**
+ * Whether `file` can run as a hook: chosen, skipped with why (a directory, a broken symlink, no exec
+ * bit when `needsExecBit`…), or absent. Never throws.
+ */
+export function inspectCandidate(file: string, needsExecBit: boolean): Verdict {
   let info: Stats;
   try {
     info = statSync(file); // follows symlinks: a link to a regular file is a hook
@@ -141,7 +156,7 @@ async function inspect(file: string, needsExecBit: boolean): Promise<Verdict> {
 }
 
 /** ENOENT from `stat` is either no file or a symlink whose target is gone; the second deserves a word. */
-async function danglingLink(file: string): Promise<Verdict> {
+function danglingLink(file: string): Verdict {
   try {
     const link = lstatSync(file);
     if (!link.isSymbolicLink()) return { status: "absent" };

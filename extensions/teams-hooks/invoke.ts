@@ -11,7 +11,6 @@
  * carries the caller's run id) is written last of all, so that its presence on disk means the event
  * was completely handled. The leader's crash recovery relies on this.
  */
-import path from "node:path";
 import { randomUUID } from "node:crypto";
 import {
   buildContextDocument,
