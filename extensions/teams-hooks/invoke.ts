@@ -14,7 +14,6 @@
 import { randomUUID } from "node:crypto";
 import {
   buildContextDocument,
-  HOOK_CONTRACT_VERSION,
   type HookEventName,
   type HookInvocation,
   isTaskEvent,
@@ -30,7 +29,7 @@ import { describeFailure, gatePassedSummary } from "./messages.js";
 import type { EffectivePolicy } from "./options.js";
 import { countsAsPass, decide } from "./policy.js";
 import { remediate } from "./remediate.js";
-import { runHook } from "./run.js";
+import { notRunResult, runHook } from "./run.js";
 import { taskFile } from "./paths.js";
 import { readTask } from "./tasks.js";
 
@@ -188,7 +187,7 @@ async function runChain(
 ): Promise<HookRun[]> {
   const { limits } = ctx;
   const refused = (hook: ChainHook, message: string): HookRun[] => [
-    { hook, result: limitResult(hook, message, req.runId ?? randomUUID()), startedAt: ctx.now().toISOString(), logFile: null },
+    { hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null },
   ];
   const [head] = hooks;
   if (!head) return [];
@@ -228,29 +227,6 @@ async function runChain(
   return runs;
 }
 
-/** A run that never happened because a limit of its event refused it: always a closed error. */
-function limitResult(hook: ChainHook, message: string, runId: string): RunResult {
-  return {
-    ran: false,
-    hookPath: hook.hook.hookPath,
-    command: [hook.hook.command, ...hook.hook.args],
-    outcome: "error",
-    errorKind: "limit",
-    exitCode: null,
-    signal: null,
-    timedOut: false,
-    durationMs: 0,
-    stdout: "",
-    stderr: "",
-    stdoutDroppedBytes: 0,
-    stderrDroppedBytes: 0,
-    error: message,
-    leftoverProcesses: 0,
-    contextTruncated: false,
-    runId,
-    contractVersion: HOOK_CONTRACT_VERSION,
-  };
-}
 
 function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
   if (result.outcome === "passed") return gatePassedSummary(result.durationMs);

@@ -185,6 +185,11 @@ function applyVerdict(result: RunResult, file: { text: string | null; tooLarge: 
   }
 }
 
+/** The result of a run that never started because something refused it (a limit): an error of `kind`. */
+export function notRunResult(hook: HookCommand, runId: string, kind: RunErrorKind, message: string): RunResult {
+  return { ...baseResult(hook, runId), ran: false, ...startFailure(message, undefined, performance.now(), kind) };
+}
+
 type BaseResult = Pick<RunResult, "ran" | "hookPath" | "command" | "runId" | "contractVersion" | "contextTruncated">;
 
 function baseResult(hook: HookCommand, runId: string): BaseResult {
