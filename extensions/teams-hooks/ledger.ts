@@ -267,8 +267,6 @@ function parseLine(line: string): LedgerRecord | null {
 function asRecord(value: unknown): LedgerRecord | null {
   if (value === null || typeof value !== "object") return null;
   const r = value as Record<string, unknown>;
-  const str = (v: unknown): v is string => typeof v === "string";
-  const strOrNull = (v: unknown): v is string | null => v === null || typeof v === "string";
   if (!str(r.key)) return null;
   switch (r.op) {
     case "baseline":
@@ -289,10 +287,17 @@ function asRecord(value: unknown): LedgerRecord | null {
   }
 }
 
+function str(value: unknown): value is string {
+  return typeof value === "string";
+}
+
+function strOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === "string";
+}
+
 function asEventInfo(value: unknown): LedgerEventInfo | null {
   if (value === null || typeof value !== "object") return null;
   const e = value as Record<string, unknown>;
-  const strOrNull = (v: unknown): v is string | null => v === null || typeof v === "string";
   if (!(HOOK_EVENTS as readonly unknown[]).includes(e.event) || !strOrNull(e.taskId) || !strOrNull(e.member) || !strOrNull(e.timestamp)) return null;
   return { event: e.event as HookEventName, taskId: e.taskId, member: e.member, timestamp: e.timestamp };
 }
