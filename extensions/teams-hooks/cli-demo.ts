@@ -10,8 +10,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type CliIo, type ParsedArgs, eventLine, wantsColour } from "./cli-io.js";
 import { HooksError } from "./errors.js";
-import { listHookLogs, readHookLog } from "./hook-log.js";
 import { type EventReport, Leader } from "./leader.js";
+import { formatTable } from "./logs-format.js";
+import { queryLogs } from "./logs.js";
 import { appendMessage, readInbox } from "./mailbox.js";
 import { updateTask } from "./tasks.js";
 import { resolveTeamSetup } from "./team-setup.js";
@@ -120,25 +121,8 @@ async function complete(teamDir: string, workspace: string, taskId: string, memb
   await appendMessage(teamDir, "team", "team-lead", { from: member, text: JSON.stringify(note), timestamp: now, read: false });
 }
 
+/** The `logs` table of the demo team (logs-format.ts), every log; a log that cannot be read is left out. */
 async function logsTable(teamDir: string): Promise<string> {
-  const rows: string[][] = [["time", "event", "task", "member", "hook", "outcome", "duration", "action", "reason"]];
-  for (const entry of await listHookLogs(teamDir)) {
-    const read = await readHookLog(entry.file);
-    if (!read.ok) continue;
-    const { invocation, result, policy } = read.record;
-    const actions = Array.isArray(policy?.actions) ? (policy.actions as unknown[]).join(", ") : "";
-    rows.push([
-      read.record.startedAt.slice(11, 19),
-      invocation.event,
-      invocation.completedTask ? `#${invocation.completedTask.id}` : "",
-      invocation.memberName ?? "",
-      path.basename(result.hookPath ?? ""),
-      result.timedOut ? "timed out" : result.outcome,
-      `${Math.round(result.durationMs)}ms`,
-      actions,
-      result.stderr.split("\n").find((l) => l.trim())?.slice(0, 60) ?? "",
-    ]);
-  }
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+  const { rows } = await queryLogs(teamDir, { filter: {}, onProblem: () => undefined });
+  return formatTable(rows).trimEnd();
 }
