@@ -16,7 +16,6 @@ import { constants as fsConstants } from "node:fs";
 import { access, readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import treeKill from "tree-kill";
 import { errnoCode } from "./errors.js";
 
 export type KillSignal = "SIGTERM" | "SIGKILL";
@@ -235,6 +234,8 @@ async function waitUntilGone(group: number | undefined, runId: string | undefine
 /** tree-kill, only when `ps` is on PATH; its errors (EPERM on a pid not ours) are not ours to report. */
 async function treeKillSafely(pid: number, signal: KillSignal, boundMs: number): Promise<void> {
   if (!(await psOnPath())) return;
+  // Loaded on first use: only a timeout or a stop needs it, and the leader's start-up does not.
+  const { default: treeKill } = await import("tree-kill");
   await new Promise<void>((resolve) => {
     // Its walk spawns one `ps` per process; bounded so that a stuck `ps` cannot hold the run.
     const timer = setTimeout(resolve, Math.max(0, boundMs));
