@@ -2,19 +2,21 @@
  * The leader: turns changes in a team directory into events, runs each event's hook once, and applies
  * the failure policy.
  *
- *   starting ──▶ scanning ──▶ watching ──▶ stopping ──▶ stopped
- *      │             │                        ▲
- *      └─────────────┴──── (error) ───────────┘
+ *   starting ──▶ watching ──▶ stopping ──▶ stopped
+ *      │                           ▲
+ *      └────────── (error) ────────┘
  *
- * starting: takes the leader lock, opens the ledger, ends process groups a crashed leader left, and
- * starts the watchers (before the scan, so nothing slips between the two). scanning: reads every task
- * and the inbox; on the first start on a team dir what exists is a baseline, not run (unless
- * catchUp); in-flight keys of a crashed run are finished from their log or retried. watching: hints
- * from the watchers and a periodic reconcile scan feed the queue. stopping: no new events, running
- * hooks finish (their timeout bounds this), the ledger is flushed.
+ * starting: takes the leader lock, opens the ledger, ends process groups a crashed leader left,
+ * starts the watchers and reads the inbox; in-flight keys of a crashed run are finished from their log
+ * or retried. watching: hints from the watchers feed the queue from the moment the watchers are armed,
+ * while the start-up scan looks at every task file in the background (a restart reads only the files
+ * that changed since the saved scan state); once it is done (the `ready` notice) a periodic reconcile
+ * scan takes over. On the first start on a team dir what existed before it is a baseline, not run
+ * (unless catchUp): see #isHistory. stopping: no new events, running hooks finish (their timeout
+ * bounds this), the ledger is flushed.
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
 import { findHook, type HookDiscovery } from "./discover.js";
@@ -26,15 +28,15 @@ import { Ledger, type LedgerEventInfo } from "./ledger.js";
 import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
 import { writeTextAtomic } from "./json-file.js";
 import { markRead } from "./mailbox.js";
-import { scanStateFile } from "./paths.js";
+import { firstStartFile, scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { preloadRunner, removeRunFiles, terminateAllRuns } from "./run.js";
-import { TeamSources, isTaskFileName } from "./sources.js";
+import { TeamSources, type TaskLook, isTaskFileName } from "./sources.js";
 import type { TeamSetup } from "./team-setup.js";
 import { killRunId } from "./terminate.js";
 import { type DirWatcher, watchDirs } from "./watch.js";
 
-export type LeaderState = "starting" | "scanning" | "watching" | "stopping" | "stopped";
+export type LeaderState = "starting" | "watching" | "stopping" | "stopped";
 export type InboxMode = "observe" | "consume" | "off";
 
 export interface LeaderOptions {
@@ -79,6 +81,7 @@ export type LeaderNotice =
   | { kind: "event"; report: EventReport }
   | { kind: "started"; event: HookEventName; key: string; hook: string; taskId: string | null; startedAt: number }
   | { kind: "recovered"; key: string; how: "logged" | "retry" }
+  /** The start-up scan is done (after `start()` resolved): `queued` events it (and hints meanwhile) gave the queue. */
   | { kind: "ready"; tasks: number; baseline: number; queued: number; startupMs: number }
   | { kind: "stopped"; dropped: number };
 
@@ -94,6 +97,21 @@ export interface StartInfo {
  */
 const BASELINE_DONE_KEY = "leader:baseline-complete";
 
+/**
+ * On a first start, a task file whose mtime and ctime are this much older than the first-start mark
+ * has not changed since before the leader began to watch: what it holds is history. (File times come
+ * from a coarse clock, a few milliseconds behind; the mark's time is read back from the same file
+ * system, so clock skew between machines does not enter.)
+ */
+const UNCHANGED_SLACK_MS = 20;
+/**
+ * A file that changed since the mark (an edit or a new completion after the first start began): its
+ * event is history if the event's own timestamp is older than the mark by more than this, a completion
+ * of a minute ago or more that a worker's unrelated edit touched. A completion stamped within the
+ * minute before the first start runs: better a gate too many than a completion lost.
+ */
+const STAMP_SLACK_MS = 60_000;
+
 export class Leader {
   readonly #opts: LeaderOptions;
   /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
@@ -107,11 +125,15 @@ export class Leader {
   readonly #looking = new Map<string, Promise<void>>();
   readonly #dirty = new Set<string>();
   /**
-   * Events found while the start-up scan runs (by the scan, and through hints): considered only once
-   * the baseline is recorded, because on a first start what a hint finds then is history too (a worker
-   * editing an old completed task). test/integration/leader-first-start.test.ts.
+   * During a first start's start-up scan: the first-start mark (file-system ms), the files looked at
+   * so far (each file's first look decides whether its event is history), and the history found,
+   * recorded in the ledger as the baseline when the scan ends. test/integration/leader-first-start.test.ts.
    */
-  readonly #heldDuringScan: HookEvent[] = [];
+  #firstStart: { markMs: number; looked: Set<string>; history: Set<string> } | null = null;
+  /** The start-up scan, under way from `start()` until the `ready` notice. */
+  #startupScan: Promise<void> | null = null;
+  /** Events handed to the queue so far (the `ready` notice's `queued`). */
+  #enqueued = 0;
   #state: LeaderState = "starting";
   #ledger: Ledger | null = null;
   #lock: LeaderLock | null = null;
@@ -145,18 +167,30 @@ export class Leader {
       await this.#endOrphanedRuns();
       const hooks = await Promise.all(HOOK_EVENTS.map(async (event) => ({ event, discovery: await findHook(this.#opts.setup.hooksDir, event) })));
       this.#opts.report({ kind: "hooks", hooks });
+      const ledger = this.#requireLedger();
+      const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
+      if (firstStart && !this.#opts.catchUp) this.#firstStart = { markMs: this.#firstStartMark(ledger.fresh), looked: new Set(), history: new Set() };
+      await this.#recoverInFlight(); // before any event of this start can be in flight
+      // Hints are taken from here on: the watchers are armed before the start-up scan lists the folder,
+      // so a file written meanwhile is either listed or hinted (or both).
+      this.#state = "watching";
       this.#watcher = await watchDirs(this.#watchTargets(), {
         poll: this.#opts.poll,
         pollIntervalMs: this.#opts.pollIntervalMs,
         onError: (m) => this.#warn(m),
       });
-      this.#state = "scanning";
-      const { baseline } = await this.#initialScan();
-      this.#state = "watching";
-      for (const event of this.#heldDuringScan.splice(0)) this.#consider(event);
-      this.#scheduleReconcile();
-      this.#opts.report({ kind: "ready", tasks: this.#sources.taskCount, baseline, queued: this.#queue.size, startupMs: Math.round(performance.now() - began) });
-      preloadRunner(); // after `ready`: not part of the start-up, and off the first event's path
+      if (this.#opts.inbox !== "off") {
+        // On a first start, the notifications already in the inbox are history.
+        const inbox = await this.#sources.lookAtInbox({ force: true, unreadOnly: this.#opts.inbox === "consume" });
+        inbox.problems.forEach((p) => this.#warn(p));
+        for (const event of inbox.events) {
+          if (this.#firstStart) this.#firstStart.history.add(event.key);
+          else this.#consider(event);
+        }
+      }
+      this.#startupScan = this.#scanAtStart(firstStart, began)
+        .catch((error: unknown) => this.#warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
+        .finally(() => this.#scheduleReconcile());
       return { hooks };
     } catch (error) {
       await this.stop();
@@ -167,7 +201,7 @@ export class Leader {
   /** Resolves when no event waits or runs (and no look at a file is under way). */
   async idle(): Promise<void> {
     for (;;) {
-      await Promise.all([...this.#looking.values(), this.#inboxLook, this.#reconciling]);
+      await Promise.all([...this.#looking.values(), this.#inboxLook, this.#reconciling, this.#startupScan]);
       await this.#queue.onIdle();
       if (this.#looking.size === 0 && this.#queue.size === 0) return;
     }
@@ -183,6 +217,7 @@ export class Leader {
     this.#state = "stopping";
     if (this.#reconcileTimer) clearTimeout(this.#reconcileTimer);
     await this.#watcher?.close();
+    await this.#startupScan; // it stops at its next file
     const dropped = await this.#queue.close();
     await terminateAllRuns(); // a safety net: the queue has waited for every running hook
     if (this.#ledger) await this.#saveScanState();
@@ -207,7 +242,7 @@ export class Leader {
   /** config.json changed: re-read it whole; an invalid `hooks` block keeps the one in force. */
   #hintConfig(): void {
     const reload = this.#opts.reloadSetup;
-    if (!reload || (this.#state !== "watching" && this.#state !== "scanning")) return;
+    if (!reload || this.#state !== "watching") return;
     this.#configReload = this.#configReload.then(async () => {
       try {
         const next = await reload(this.#setup.hooksBlock);
@@ -234,32 +269,68 @@ export class Leader {
     }
   }
 
-  async #initialScan(): Promise<{ baseline: number }> {
-    const ledger = this.#requireLedger();
-    const found: HookEvent[] = [];
+  /**
+   * Looks at every task file once, in slices (hints go on being handled in between), then records a
+   * first start's baseline and reports `ready`; the reconcile scan takes over after it.
+   */
+  async #scanAtStart(firstStart: boolean, began: number): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve)); // `start()` returns (the `watching` line) first
     const files = await this.#sources.listTaskFiles();
+    // A file hinted before this was read in full; one looked at from here on is only stat'ed if the
+    // saved state knows it unchanged.
     this.#restoreScanState();
-    await forEachYielding(files, (file) => {
-      const look = this.#sources.lookAtTask(file);
-      if (look.kind === "problem") this.#warn(look.message);
-      if (look.kind === "task" && look.event) found.push(look.event);
-    });
+    await forEachYielding(files, (file) => this.#state === "watching" && this.#look(file), 64);
     this.#sources.dropRestoredState();
-    if (this.#opts.inbox !== "off") {
-      const inbox = await this.#sources.lookAtInbox({ force: true, unreadOnly: this.#opts.inbox === "consume" });
-      inbox.problems.forEach((p) => this.#warn(p));
-      found.push(...inbox.events);
-    }
-
+    if (this.#state !== "watching") return; // stopping: a first start's baseline stays unrecorded
     let baseline = 0;
-    if (ledger.fresh || !ledger.has(BASELINE_DONE_KEY)) {
-      const keys = new Set(this.#opts.catchUp ? [] : [...found, ...this.#heldDuringScan].map((e) => e.key));
-      baseline = keys.size;
-      await ledger.baseline([...keys, BASELINE_DONE_KEY], this.#now());
+    if (firstStart) {
+      const history = this.#firstStart?.history ?? new Set<string>();
+      baseline = history.size;
+      await this.#requireLedger().baseline([...history, BASELINE_DONE_KEY], this.#now());
+      this.#firstStart = null;
+      try {
+        unlinkSync(firstStartFile(this.#opts.setup.identity.teamDir));
+      } catch {
+        // Already gone (or never written, with catchUp): nothing reads it once the baseline is complete.
+      }
     }
-    await this.#recoverInFlight();
-    this.#heldDuringScan.unshift(...found); // start() considers them once the state is `watching`
-    return { baseline };
+    this.#opts.report({ kind: "ready", tasks: this.#sources.taskCount, baseline, queued: this.#enqueued, startupMs: Math.round(performance.now() - began) });
+    preloadRunner(); // after `ready`: not part of the start-up, and off the first event's path
+  }
+
+  /**
+   * The first-start mark's time on the file system's clock: written now (on a fresh ledger, or when a
+   * first start that died left none), or kept from the first start that died before recording its
+   * baseline, so that what came after that start is still not taken for history.
+   */
+  #firstStartMark(fresh: boolean): number {
+    const file = firstStartFile(this.#opts.setup.identity.teamDir);
+    if (!fresh) {
+      try {
+        return statSync(file).mtimeMs;
+      } catch (error) {
+        if (errnoCode(error) !== "ENOENT") this.#warn(`${file}: cannot read (${describeError(error)}); a new first-start mark is written`);
+      }
+    }
+    const fd = openSync(file, "w");
+    try {
+      writeSync(fd, `${this.#now()} first start of pid ${process.pid}: task files unchanged since are history\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    return statSync(file).mtimeMs;
+  }
+
+  /**
+   * A first start's first look at a task file: is its event history (a baseline, not run)? Yes if the
+   * file has not changed since the first-start mark; if it has, yes only if the event's own timestamp
+   * is over a minute older than the mark (a worker edited an old completed task). See STAMP_SLACK_MS.
+   */
+  #isHistory(look: Extract<TaskLook, { kind: "task" }>, event: HookEvent, markMs: number): boolean {
+    if (look.changedMs < markMs - UNCHANGED_SLACK_MS) return true;
+    const stamp = stampMs(event.timestamp);
+    return stamp !== null && stamp < markMs - STAMP_SLACK_MS;
   }
 
   /**
@@ -310,7 +381,7 @@ export class Leader {
   }
 
   #hintTask(file: string): void {
-    if (this.#state !== "watching" && this.#state !== "scanning") return;
+    if (this.#state !== "watching") return;
     if (this.#looking.has(file)) {
       this.#dirty.add(file);
       return;
@@ -323,9 +394,19 @@ export class Leader {
   }
 
   async #lookAtTask(file: string): Promise<void> {
+    this.#look(file);
+  }
+
+  #look(file: string): void {
+    const first = this.#firstStart;
+    const firstLook = first !== null && !first.looked.has(file);
+    if (firstLook) first.looked.add(file);
     const look = this.#sources.lookAtTask(file);
     if (look.kind === "problem") this.#warn(look.message);
-    else if (look.kind === "task" && look.event) this.#consider(look.event);
+    else if (look.kind === "task" && look.event) {
+      if (firstLook && this.#isHistory(look, look.event, first.markMs)) first.history.add(look.event.key);
+      else this.#consider(look.event);
+    }
   }
 
   #hintInbox(): void {
@@ -366,11 +447,8 @@ export class Leader {
 
   #consider(event: HookEvent): void {
     if (this.#state === "stopping" || this.#state === "stopped") return;
-    if (this.#state === "scanning") {
-      this.#heldDuringScan.push(event); // see #heldDuringScan
-      return;
-    }
     const ledger = this.#requireLedger();
+    if (this.#firstStart?.history.has(event.key)) return;
     if (ledger.has(event.key) || this.#queued.has(event.key)) {
       // --inbox consume: an unread notification of an event already done was handled by a leader that
       // died before marking it read; mark it now (through the queue, so that stop() waits for it).
@@ -385,6 +463,7 @@ export class Leader {
 
   #enqueue(event: HookEvent, retry: boolean): void {
     this.#queued.add(event.key);
+    this.#enqueued += 1;
     const group = event.taskId !== null ? `task:${event.taskId}` : `member:${event.member ?? ""}`;
     this.#queue.push(group, () => this.#handle(event, retry));
   }
@@ -485,4 +564,15 @@ async function forEachYielding<T>(items: readonly T[], fn: (item: T) => void, ev
     if (item !== undefined) fn(item);
     if (i % every === every - 1) await new Promise<void>((resolve) => setImmediate(resolve));
   }
+}
+
+/** An event timestamp in ms: an ISO date, or a number of ms (or s) since the epoch; null if neither. */
+function stampMs(stamp: string | null): number | null {
+  if (stamp === null) return null;
+  if (/^\d+(\.\d+)?$/.test(stamp)) {
+    const n = Number(stamp);
+    return n < 1e11 ? n * 1000 : n;
+  }
+  const ms = Date.parse(stamp);
+  return Number.isNaN(ms) ? null : ms;
 }

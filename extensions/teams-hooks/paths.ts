@@ -44,6 +44,15 @@ export function scanStateFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "task-files.json");
 }
 
+/**
+ * Written when a first start on the team dir begins to watch, removed once its baseline is recorded:
+ * its mtime (the file system's clock) separates what existed before the first start from what came
+ * after (leader.ts, docs/ledger.md).
+ */
+export function firstStartFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "first-start");
+}
+
 /** `PI_TEAMS_ROOT_DIR`, else the parent folder of the team dir. */
 export function teamsRootDir(teamDir: string, env: Readonly<Record<string, string | undefined>>): string {
   const root = env.PI_TEAMS_ROOT_DIR?.trim();

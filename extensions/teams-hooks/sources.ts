@@ -33,7 +33,8 @@ export type TaskLook =
   | { kind: "known" }
   | { kind: "gone" }
   | { kind: "problem"; message: string; fresh: boolean }
-  | { kind: "task"; task: Task; event: HookEvent | null };
+  /** `changedMs`: the later of the file's mtime and ctime (a rename into place sets the ctime). */
+  | { kind: "task"; task: Task; event: HookEvent | null; changedMs: number };
 
 export class TeamSources {
   readonly tasksDir: string;
@@ -63,7 +64,9 @@ export class TeamSources {
   /** Names of task files in the list folder now. */
   async listTaskFiles(): Promise<string[]> {
     try {
-      return (await fs.readdir(this.tasksDir)).filter(isTaskFileName).map((name) => path.join(this.tasksDir, name));
+      // tasksDir is normalised and a task file name has no separator: plain joining is path.join here, at a fraction of its cost.
+      const prefix = `${this.tasksDir}${path.sep}`;
+      return (await fs.readdir(this.tasksDir)).filter(isTaskFileName).map((name) => prefix + name);
     } catch (error) {
       if (errnoCode(error) === "ENOENT") return [];
       throw error;
@@ -172,7 +175,8 @@ export class TeamSources {
     let fd: number | undefined;
     try {
       fd = fsSync.openSync(file, "r");
-      const sig = signature(fsSync.fstatSync(fd));
+      const stat = fsSync.fstatSync(fd);
+      const sig = signature(stat);
       const previous = this.#signatures.get(file);
       if (previous === sig) return { kind: "unchanged" };
       const text = fsSync.readFileSync(fd, "utf8");
@@ -190,7 +194,7 @@ export class TeamSources {
       }
       const event = taskEvent(checked.value);
       this.#keys.set(file, event?.key ?? null);
-      return { kind: "task", task: checked.value, event };
+      return { kind: "task", task: checked.value, event, changedMs: Math.max(stat.mtimeMs, stat.ctimeMs) };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") {
         this.#signatures.delete(file);

@@ -64,7 +64,10 @@ export interface LeaderStart {
   args?: string[];
   /** Added to the leader's environment (which has no PI_TEAMS_* variable of the test's own). */
   env?: Record<string, string>;
-  /** Resolve once the `watching` line is out (default), or at once. */
+  /**
+   * Resolve once the `watching` line (events are taken) and the `ready` line (the start-up scan is
+   * done: a first start's baseline is recorded) are out (default), or at once.
+   */
   waitForWatching?: boolean;
   /** Default 20 s: a cold start with thousands of tasks on a loaded machine. */
   startTimeoutMs?: number;
@@ -489,7 +492,9 @@ function rigOver(res: Resources): LeaderRig {
       const leader = new LeaderProcess(child, team.teamDir);
       res.leaders.push(leader);
       if (opts.waitForWatching !== false) {
-        await leader.waitFor("the watching line", () => leader.linesOf("watching").length > 0, { timeoutMs: opts.startTimeoutMs ?? 20_000 });
+        const timeoutMs = opts.startTimeoutMs ?? 20_000;
+        await leader.waitFor("the watching line", () => leader.linesOf("watching").length > 0, { timeoutMs });
+        await leader.waitFor("the ready line", () => leader.linesOf("ready").length > 0, { timeoutMs });
       }
       return leader;
     },

@@ -1,12 +1,14 @@
 /**
  * The first start on a team dir with history, when it is not quiet: workers keep editing old tasks
- * while the leader scans, or the leader dies in the middle of its first scan. Either way what existed
- * before the first start is a baseline: no hook runs for it (only --catch-up runs history).
+ * while the leader scans, complete tasks while its start-up scan still runs (it takes events from the
+ * `watching` line on), or the leader dies in the middle of its first scan. Either way what existed
+ * before the first start is a baseline: no hook runs for it (only --catch-up runs history), and what
+ * came after it runs once.
  */
-import { access, readFile, writeFile } from "node:fs/promises";
+import { access, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLedger, readLogs, seedTasks, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { readLedger, readLogs, seedTasks, taskJson, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
@@ -57,6 +59,71 @@ describe("the first start's baseline", () => {
     expect(await second.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 });
+
+describe("the first start takes events while its scan runs", () => {
+  it("a completion that lands during the start-up scan runs once; the history around it does not", async () => {
+    const team = await rig.team();
+    await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+    await seedTasks(team, 4001, 4001);
+    await rig.hook(team, "on_task_completed.sh", RECORD);
+
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"], { waitForWatching: false });
+    await leader.waitFor("the watching line", () => leader.linesOf("watching").length > 0, { timeoutMs: 20_000 });
+    await complete(team.taskFile("4001"), "4001");
+    // The write landed before the scan of 4,000 files was done (else this test did not test it).
+    expect(leader.linesOf("ready")).toEqual([]);
+
+    const [event] = await leader.waitForEvents(1);
+    await leader.waitFor("the ready line", () => leader.linesOf("ready").length > 0);
+    expect(event).toMatchObject({ taskId: "4001", outcome: "passed" });
+    expect(leader.linesOf("ready")[0]).toMatchObject({ tasks: 4001, baseline: 4000, queued: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    expect(await runs(team.teamDir)).toEqual(["4001"]);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  }, 60_000);
+
+  it("a first start killed before its baseline is recorded: what came after it still runs at the next start", async () => {
+    const team = await rig.team();
+    await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+    await seedTasks(team, 4001, 4002);
+    // 4002's gate holds the queue (concurrency 1) until the second start, so 4001 waits, unrun.
+    await rig.hook(team, "on_task_completed.sh", `if [ "$PI_TEAMS_TASK_ID" = 4002 ] && [ ! -e "$PI_TEAMS_TEAM_DIR/go" ]; then sleep 30; fi\n${RECORD}`);
+
+    const first = await rig.leader(team, [], { waitForWatching: false });
+    await first.waitFor("the watching line", () => first.linesOf("watching").length > 0, { timeoutMs: 20_000 });
+    await complete(team.taskFile("4002"), "4002");
+    await complete(team.taskFile("4001"), "4001");
+    await first.waitFor("4002's gate", async () => (await readLedger(team.teamDir)).some((r) => r.op === "begin" && r.key.startsWith("task_completed:4002:")));
+    await first.kill();
+    expect(first.linesOf("ready")).toEqual([]); // killed during its first scan: no baseline recorded
+    expect((await readLedger(team.teamDir)).some((r) => r.key === "leader:baseline-complete")).toBe(false);
+
+    // Later than the first start: a start that took "now" as the line between history and new
+    // would record 4001 as history.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await writeFile(path.join(team.teamDir, "go"), "");
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    await second.waitForEvents(2);
+    expect(second.linesOf("ready")[0]).toMatchObject({ tasks: 4002, baseline: 4000 });
+    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    expect((await runs(team.teamDir)).sort()).toEqual(["4001", "4002"]);
+    const logs = await readLogs(team.teamDir);
+    expect(logs.map((l) => l.key?.split(":")[1]).sort()).toEqual(["4001", "4002"]); // one log each: 4002's first run was cut short
+    expect(await second.stop()).toMatchObject({ code: 0 });
+  }, 60_000);
+});
+
+/** Completes task `id` now, as a worker does: the whole file to a temporary name, renamed into place. */
+async function complete(file: string, id: string): Promise<void> {
+  await writeFile(`${file}.tmp.${process.pid}`, taskJson({ id, owner: "alice", status: "completed", metadata: { completedAt: new Date().toISOString() } }));
+  await rename(`${file}.tmp.${process.pid}`, file);
+}
+
+/** The task ids the recording hook ran for, in order. */
+async function runs(teamDir: string): Promise<string[]> {
+  const text = await readFile(path.join(teamDir, "runs.txt"), "utf8").catch(() => "");
+  return text.split("\n").filter(Boolean);
+}
 
 /** How many `comment` edits a task has had (0 before the first). */
 async function commentEdits(file: string): Promise<number> {
