@@ -20,8 +20,10 @@
 //   to a ceiling: this process spawning the same hook BURST times, 1 (2) at a time, with no leader work.
 // - floor: this process spawning the same hook directly (spawn → first action), at the start and the
 //   end of the run: what a bare bash spawn costs on the machine at that moment.
-// - startup: spawn → `watching` line with the large list (half of it completed history, which a first
-//   start records as a baseline), then a restart on the same dir; VmRSS/VmHWM from /proc/<pid>/status.
+// - startup: spawn → `watching` line (events are taken from then on) and spawn → `ready` line (the
+//   start-up scan, which runs in the background, is done) with the large list (half of it completed
+//   history, which a first start records as a baseline), then a restart on the same dir; VmRSS/VmHWM
+//   from /proc/<pid>/status once the scan is done.
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -172,7 +174,10 @@ async function measureLatency(label, team, kind, ids, warmupIds, count) {
   const proc = startWatcher(kind, team, stampsFile);
   const watching = await proc.waitFor((l) => l.type === "watching", 60_000, "watching");
   const readyMs = msBetween(t0, watching.receivedNs);
-  const leaderStartupMs = proc.lines.find((l) => l.type === "ready")?.startupMs ?? null;
+  // The leader takes events from `watching`; its start-up scan ends with `ready` (the poll baseline has none).
+  const scanned = kind === "leader" ? await proc.waitFor((l) => l.type === "ready", 60_000, "ready") : null;
+  const scannedMs = scanned ? msBetween(t0, scanned.receivedNs) : null;
+  const leaderStartupMs = scanned?.startupMs ?? null;
   const memReady = memoryOf(proc.pid);
   const gap = kind === "leader" ? 20 : POLL_MS;
   await sequentialRun(proc, team, warmupIds, gap);
@@ -183,7 +188,7 @@ async function measureLatency(label, team, kind, ids, warmupIds, count) {
   await proc.stop();
   const figures = latencyFigures(records, stampsFile, proc);
   const cpuMsPerEvent = (1000 * (cpu1.self - cpu0.self)) / count;
-  const out = { ...figures, readyMs, leaderStartupMs, memReady, memAfter, cpuMsPerEvent };
+  const out = { ...figures, readyMs, scannedMs, leaderStartupMs, memReady, memAfter, cpuMsPerEvent };
   results.latency[`${label}/${kind}`] = out;
   progress(`${label.padEnd(6)} ${kind.padEnd(8)} median ${ms(figures.toHook.median, 2)}  p99 ${ms(figures.toHook.p99, 2)}  (n=${figures.toHook.n}, lost ${figures.lost}, repeated ${figures.repeated}; ${kind} CPU ${cpuMsPerEvent.toFixed(1)} ms/event)`);
   return out;
@@ -195,8 +200,8 @@ async function measureStartup(label, team) {
   const t0 = realNs();
   const proc = startWatcher("leader", team, stampsFile);
   const watching = await proc.waitFor((l) => l.type === "watching", 60_000, "watching");
-  const ready = proc.lines.find((l) => l.type === "ready");
-  const out = { wallMs: msBetween(t0, watching.receivedNs), leaderMs: ready?.startupMs ?? null, tasks: ready?.tasks ?? null, baseline: ready?.baseline ?? null, mem: memoryOf(proc.pid) };
+  const ready = await proc.waitFor((l) => l.type === "ready", 60_000, "ready");
+  const out = { wallMs: msBetween(t0, watching.receivedNs), scannedMs: msBetween(t0, ready.receivedNs), leaderMs: ready.startupMs, tasks: ready.tasks, baseline: ready.baseline, mem: memoryOf(proc.pid) };
   // Idle cost: CPU seconds (all threads) while nothing happens but the reconcile scan (every 5 s).
   const cpu0 = cpuSecondsOf(proc.pid);
   const idle0 = realNs();
@@ -205,7 +210,7 @@ async function measureStartup(label, team) {
   out.idleMem = memoryOf(proc.pid);
   await proc.stop();
   results.startup[label] = out;
-  progress(`startup ${label}: ${ms(out.wallMs)} to watching (leader's own figure ${out.leaderMs} ms), RSS ${out.mem.rssMB.toFixed(1)} MB, peak ${out.mem.hwmMB.toFixed(1)} MB; idle CPU ${out.idleCpuPercent.toFixed(1)} % over ${IDLE_MS / 1000} s`);
+  progress(`startup ${label}: ${ms(out.wallMs)} to watching, ${ms(out.scannedMs)} to ready (scan done; leader's own figure ${out.leaderMs} ms), RSS ${out.mem.rssMB.toFixed(1)} MB, peak ${out.mem.hwmMB.toFixed(1)} MB; idle CPU ${out.idleCpuPercent.toFixed(1)} % over ${IDLE_MS / 1000} s`);
   return out;
 }
 
@@ -362,8 +367,8 @@ try {
   const bigIds = range(history + 1, BIG - history);
   const leaderIds = bigIds.slice(WARMUP, WARMUP + SAMPLES);
   const bigLeader = await measureLatency("large", big, "leader", leaderIds, bigIds.slice(0, WARMUP), SAMPLES);
-  results.startup.first = { wallMs: bigLeader.readyMs, leaderMs: bigLeader.leaderStartupMs, mem: bigLeader.memReady, memAfterEvents: bigLeader.memAfter };
-  progress(`startup first start: ${ms(bigLeader.readyMs)} to watching, RSS ${bigLeader.memReady.rssMB.toFixed(1)} MB (peak ${bigLeader.memReady.hwmMB.toFixed(1)}); after ${SAMPLES} events RSS ${bigLeader.memAfter.rssMB.toFixed(1)} MB (peak ${bigLeader.memAfter.hwmMB.toFixed(1)})`);
+  results.startup.first = { wallMs: bigLeader.readyMs, scannedMs: bigLeader.scannedMs, leaderMs: bigLeader.leaderStartupMs, mem: bigLeader.memReady, memAfterEvents: bigLeader.memAfter };
+  progress(`startup first start: ${ms(bigLeader.readyMs)} to watching, ${ms(bigLeader.scannedMs)} to ready (scan done), RSS ${bigLeader.memReady.rssMB.toFixed(1)} MB (peak ${bigLeader.memReady.hwmMB.toFixed(1)}); after ${SAMPLES} events RSS ${bigLeader.memAfter.rssMB.toFixed(1)} MB (peak ${bigLeader.memAfter.hwmMB.toFixed(1)})`);
   await measureStartup("restart", big);
   const pollIds = bigIds.slice(WARMUP + SAMPLES + 2);
   await measureLatency("large", big, "poll700", pollIds, bigIds.slice(WARMUP + SAMPLES, WARMUP + SAMPLES + 2), BASELINE_SAMPLES);
@@ -425,10 +430,10 @@ function report() {
   const S = results.startup;
   const pollBig = L["large/poll700"];
   console.log(table([
-    [`startup, ${BIG.toLocaleString("en")} tasks`, "to watching", "of which start()", "RSS", "peak RSS (VmHWM)"],
-    [`leader, first start (${Math.floor(BIG / 2).toLocaleString("en")} keys baselined)`, ms(S.first.wallMs, 0), ms(S.first.leaderMs ?? NaN, 0), `${S.first.mem.rssMB.toFixed(1)} MB`, `${S.first.mem.hwmMB.toFixed(1)} MB`],
+    [`startup, ${BIG.toLocaleString("en")} tasks`, "to watching (events taken)", "to ready (start-up scan done)", "RSS at ready", "peak RSS (VmHWM)"],
+    [`leader, first start (${Math.floor(BIG / 2).toLocaleString("en")} keys baselined)`, ms(S.first.wallMs, 0), ms(S.first.scannedMs, 0), `${S.first.mem.rssMB.toFixed(1)} MB`, `${S.first.mem.hwmMB.toFixed(1)} MB`],
     [`leader, after ${SAMPLES} events`, "", "", `${S.first.memAfterEvents.rssMB.toFixed(1)} MB`, `${S.first.memAfterEvents.hwmMB.toFixed(1)} MB`],
-    ["leader, restart (ledger present)", ms(S.restart.wallMs, 0), ms(S.restart.leaderMs ?? NaN, 0), `${S.restart.mem.rssMB.toFixed(1)} MB`, `${S.restart.mem.hwmMB.toFixed(1)} MB`],
+    ["leader, restart (ledger present)", ms(S.restart.wallMs, 0), ms(S.restart.scannedMs, 0), `${S.restart.mem.rssMB.toFixed(1)} MB`, `${S.restart.mem.hwmMB.toFixed(1)} MB`],
     ["poll 700 ms (first scan)", ms(pollBig.readyMs, 0), "", `${pollBig.memAfter.rssMB.toFixed(1)} MB`, `${pollBig.memAfter.hwmMB.toFixed(1)} MB`],
   ]));
   console.log(`leader idle with ${BIG.toLocaleString("en")} tasks (reconcile scan every 5 s): ${S.restart.idleCpuPercent.toFixed(1)} % of one CPU over ${IDLE_MS / 1000} s`);
@@ -442,7 +447,8 @@ function report() {
     [`p99 ≤ ${TARGETS.p99Ms} ms, ${SMALL} tasks`, L["small/leader"].toHook.p99 <= TARGETS.p99Ms, ms(L["small/leader"].toHook.p99, 2)],
     [`p99 ≤ ${TARGETS.p99Ms} ms, ${BIG} tasks`, L["large/leader"].toHook.p99 <= TARGETS.p99Ms, ms(L["large/leader"].toHook.p99, 2)],
     [`≥ ${TARGETS.hooksPerSecC2} hooks/s at --concurrency 2`, T.c2.hooksPerSecond >= TARGETS.hooksPerSecC2, `${T.c2.hooksPerSecond.toFixed(1)} hooks/s`],
-    [`ready ≤ ${TARGETS.readyMs} ms, ${BIG} tasks (worst start)`, worstReady <= TARGETS.readyMs, ms(worstReady, 0)],
+    [`ready ≤ ${TARGETS.readyMs} ms, ${BIG} tasks (worst start, to watching)`, worstReady <= TARGETS.readyMs, ms(worstReady, 0)],
+    [`  … and start-up scan done (worst start, to ready)`, Math.max(S.first.scannedMs, S.restart.scannedMs) <= TARGETS.readyMs, ms(Math.max(S.first.scannedMs, S.restart.scannedMs), 0)],
     [`RSS ≤ ${TARGETS.rssMB} MB, ${BIG} tasks (peak VmHWM)`, worstHwm <= TARGETS.rssMB, `${worstHwm.toFixed(1)} MB`],
     ["no event lost or repeated", ["small/leader", "large/leader"].every((k) => L[k].lost === 0 && L[k].repeated === 0) && T.c1.repeated === 0 && T.c2.repeated === 0 && T.c1.logs === BURST && T.c2.logs === BURST, ""],
   ];
