@@ -7,6 +7,7 @@
  */
 import type { MailboxMessage, Task } from "./contract.js";
 import { describeError } from "./errors.js";
+import { taskEvent } from "./events.js";
 import { appendMessage, readInbox } from "./mailbox.js";
 import type { RemediationPlan } from "./policy.js";
 import { createTask, readTask, updateTask } from "./tasks.js";
@@ -43,7 +44,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       target.taskId,
       (task) => {
         decided = decideFor(task);
-        return applyToTask(task, decided, target.now);
+        return applyToTask(task, decided, target.now, target.key);
       },
       { label: `quality gate ${target.key}` },
     );
@@ -110,10 +111,18 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
   return { plan, actions, followupTaskId, errors };
 }
 
-/** The task with the plan's metadata (and reopen) laid over it; `updatedAt` marks the leader's write. */
-function applyToTask(task: Task, plan: RemediationPlan, now: string): Task | undefined {
+/**
+ * The task with the plan's metadata (and reopen) laid over it; `updatedAt` marks the leader's write,
+ * unless the task holds a newer event than the one judged (the worker completed again while the gate
+ * ran): a completion without `completedAt` is keyed by its `updatedAt`, and a new one would make it
+ * read as this older completion's key (events.ts completionStamp), hiding it from a leader that had
+ * not seen it yet. test/integration/remediate-stale.test.ts.
+ */
+function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string): Task | undefined {
   if (!plan.metadataPatch) return undefined;
-  const next: Task = { ...task, updatedAt: now, metadata: { ...(task.metadata ?? {}), ...plan.metadataPatch } };
+  const current = taskEvent(task);
+  const updatedAt = current !== null && current.key !== key ? task.updatedAt : now;
+  const next: Task = { ...task, updatedAt, metadata: { ...(task.metadata ?? {}), ...plan.metadataPatch } };
   if (plan.reopen?.kind === "reopen" && task.status === "completed") {
     next.status = plan.reopen.patch.status;
     next.metadata = { ...next.metadata, ...plan.reopen.patch.metadata };
