@@ -119,9 +119,13 @@ function recalibrate() {
   if (drift !== null) results.drift.push(drift);
 }
 
-let stampSeq = Date.UTC(2026, 0, 1);
-/** A fresh, unique completion time (it is also the event's timestamp the hook stamps). */
-const nextCompletedAt = () => new Date(++stampSeq).toISOString();
+let stampSeq = 0;
+/**
+ * A fresh, unique completion time: now, as a worker stamps it (a first start takes a file changed
+ * during its start-up scan for history if its event is stamped over a minute before the start,
+ * docs/ledger.md "The first start"), one millisecond later than the last if the clock has not moved.
+ */
+const nextCompletedAt = () => new Date((stampSeq = Math.max(stampSeq + 1, Date.now()))).toISOString();
 
 /**
  * One event at a time: wait a random gap (so renames fall at random phases of any periodic work),
