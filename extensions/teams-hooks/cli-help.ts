@@ -180,11 +180,14 @@ Example:
   watch: `Usage: pi-teams-hooks watch --team-dir DIR [options]
 
 Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's
-hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints one
-line per event. Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
+hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the
+hooks and the policy in use, "watching …" once events are taken, "scanned N task(s) …" when the
+start-up scan (which looks at every task file in the background) is done, then one line per event.
+Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
 limits) is read again, and an invalid one keeps the block in force (a warning says why).
-Its own state (the ledger, the scan state) is in <team dir>/hook-state/: docs/ledger.md.
+Its own state (the ledger, the scan state, a first start's mark) is in <team dir>/hook-state/:
+docs/ledger.md.
 
 Events and sources:
   --inbox MODE            observe (default: read the leader's inbox, never mark messages read),
