@@ -58,6 +58,8 @@ export interface InvokeRequest {
   runId?: string;
   /** Called as each hook of the chain starts: its process group, run id and file name. */
   onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
+  /** Awaited just before the first hook starts (run.ts `notBefore`): the leader's ledger flush. */
+  notBefore?: Promise<unknown>;
   /** The clock (tests pass their own). */
   now?: () => Date;
 }
@@ -113,6 +115,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   if (!first) return none;
 
   const runs = await runChain(req, chain.hooks, invocation, { mode, limits, now });
+  // Rejected: no hook started (run.ts waited for it), so nothing is applied or logged either; the
+  // caller (the leader, its ledger flush failed) leaves the key to be retried.
+  await req.notBefore;
   const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];
   if (!deciding) return none;
   const counted = countsAsPass(deciding.result, mode) ? "passed" : "failed";
@@ -216,6 +221,7 @@ async function runChain(
       // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
       ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
       ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
+      ...(req.notBefore ? { notBefore: req.notBefore } : {}),
     });
     if (result.timedOut && timeoutMs < req.timeoutMs) {
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.

@@ -473,7 +473,9 @@ export class Leader {
     const setup = this.#setup;
     const runId = randomUUID();
     const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
-    const attempt = await ledger.begin(event.key, runId, this.#now(), info);
+    // The record is appended now and flushed while the hook is prepared; the spawn waits for the flush.
+    const { attempt, durable } = ledger.beginRecord(event.key, runId, this.#now(), info);
+    durable.catch(() => undefined); // awaited through invokeEvent (notBefore); never unhandled meanwhile
     let outcome;
     try {
       outcome = await invokeEvent({
@@ -493,6 +495,7 @@ export class Leader {
         retry: retry || attempt > 1,
         env: this.#opts.env,
         runId,
+        notBefore: durable,
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#opts.report({ kind: "started", event: event.event, key: event.key, hook, taskId: event.taskId, startedAt: Date.now() });
           // The chain's first hook carries the event's run id; later hooks of a chain have their own.

@@ -127,11 +127,21 @@ export class Ledger {
 
   /** Returns the attempt number (1 for the first run of the key). On disk before it returns. */
   async begin(key: string, runId: string, at: string, event?: LedgerEventInfo): Promise<number> {
+    const { attempt, durable } = this.beginRecord(key, runId, at, event);
+    await durable;
+    return attempt;
+  }
+
+  /**
+   * `begin`, for a caller with work to do while the record reaches the disk: appended now, `durable`
+   * resolves once it is flushed (rejects if the flush fails). The leader prepares the hook meanwhile
+   * and waits for `durable` just before the spawn.
+   */
+  beginRecord(key: string, runId: string, at: string, event?: LedgerEventInfo): { attempt: number; durable: Promise<void> } {
     const previous = this.#keys.get(key);
     const attempt = previous && previous.state !== "baseline" ? previous.attempt + 1 : 1;
     this.#append([{ op: "begin", key, at, runId, attempt, ...(event ? { event } : {}) }]);
-    await this.#flush();
-    return attempt;
+    return { attempt, durable: this.#flush() };
   }
 
   /**

@@ -43,6 +43,12 @@ export interface RunHookOptions {
   /** Called once the hook is running: the ledger records its group and run id. */
   onSpawn?: (info: { pid: number; runId: string }) => void;
   /**
+   * Awaited just before the spawn, after everything else is ready: the leader's ledger record of the
+   * event reaches the disk meanwhile (it must be there before the hook starts). If it rejects, the
+   * hook does not start.
+   */
+  notBefore?: Promise<unknown>;
+  /**
    * `auto` (default) looks for run-id escapees in /proc only when something is suspect: a timeout,
    * pipes still open after exit, or members left in the group. `always` also scans after a clean
    * exit (about 2–10 ms), which also catches a setsid'd child with its output redirected elsewhere.
@@ -246,7 +252,7 @@ export function preloadRunner(): void {
 async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: string }> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
-  const execa = await loadExeca();
+  const [execa] = await Promise.all([loadExeca(), opts.notBefore]);
   const subprocess = execa(hook.command, hook.args, {
     cwd: opts.cwd,
     env: run.env,
