@@ -157,6 +157,10 @@ export class Leader {
     return this.#state;
   }
 
+  /**
+   * Resolves once events are being taken (the watchers are armed); the start-up scan goes on in the
+   * background and ends with the `ready` notice. `idle()` waits for it too.
+   */
   async start(): Promise<StartInfo> {
     if (this.#state !== "starting") throw new HooksError("E_INTERNAL", `start() in state ${this.#state}`);
     const began = performance.now();
@@ -198,7 +202,7 @@ export class Leader {
     }
   }
 
-  /** Resolves when no event waits or runs (and no look at a file is under way). */
+  /** Resolves when no event waits or runs (and no look at a file, nor the start-up scan, is under way). */
   async idle(): Promise<void> {
     for (;;) {
       await Promise.all([...this.#looking.values(), this.#inboxLook, this.#reconciling, this.#startupScan]);
