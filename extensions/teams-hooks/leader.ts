@@ -129,7 +129,7 @@ export class Leader {
    * so far (each file's first look decides whether its event is history), and the history found,
    * recorded in the ledger as the baseline when the scan ends. test/integration/leader-first-start.test.ts.
    */
-  #firstStart: { markMs: number; looked: Set<string>; history: Set<string> } | null = null;
+  #firstStart: { markMs: number; looked: Set<string>; history: Set<string>; edited: string[] } | null = null;
   /** The start-up scan, under way from `start()` until the `ready` notice. */
   #startupScan: Promise<void> | null = null;
   /** Events handed to the queue so far (the `ready` notice's `queued`). */
@@ -173,7 +173,7 @@ export class Leader {
       this.#opts.report({ kind: "hooks", hooks });
       const ledger = this.#requireLedger();
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
-      if (firstStart && !this.#opts.catchUp) this.#firstStart = { markMs: this.#firstStartMark(ledger.fresh), looked: new Set(), history: new Set() };
+      if (firstStart && !this.#opts.catchUp) this.#firstStart = { markMs: this.#firstStartMark(ledger.fresh), looked: new Set(), history: new Set(), edited: [] };
       await this.#recoverInFlight(); // before any event of this start can be in flight
       // Hints are taken from here on: the watchers are armed before the start-up scan lists the folder,
       // so a file written meanwhile is either listed or hinted (or both).
@@ -289,6 +289,15 @@ export class Leader {
     let baseline = 0;
     if (firstStart) {
       const history = this.#firstStart?.history ?? new Set<string>();
+      const edited = this.#firstStart?.edited ?? [];
+      if (edited.length > 0) {
+        // Said once: the one case where the leader judged by an event's own timestamp (see #isHistory).
+        const shown = edited.slice(0, 10).map((id) => `#${id}`).join(", ");
+        this.#warn(
+          `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before it (${shown}${edited.length > 10 ? ", …" : ""}): ` +
+            `recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (or task_failed) --team-dir ${this.#opts.setup.identity.teamDir} --task <id> --apply-policy`,
+        );
+      }
       baseline = history.size;
       await this.#requireLedger().baseline([...history, BASELINE_DONE_KEY], this.#now());
       this.#firstStart = null;
@@ -331,10 +340,12 @@ export class Leader {
    * file has not changed since the first-start mark; if it has, yes only if the event's own timestamp
    * is over a minute older than the mark (a worker edited an old completed task). See STAMP_SLACK_MS.
    */
-  #isHistory(look: Extract<TaskLook, { kind: "task" }>, event: HookEvent, markMs: number): boolean {
-    if (look.changedMs < markMs - UNCHANGED_SLACK_MS) return true;
+  #isHistory(look: Extract<TaskLook, { kind: "task" }>, event: HookEvent, first: { markMs: number; edited: string[] }): boolean {
+    if (look.changedMs < first.markMs - UNCHANGED_SLACK_MS) return true;
     const stamp = stampMs(event.timestamp);
-    return stamp !== null && stamp < markMs - STAMP_SLACK_MS;
+    if (stamp === null || stamp >= first.markMs - STAMP_SLACK_MS) return false;
+    first.edited.push(look.task.id); // reported once the scan is done
+    return true;
   }
 
   /**
@@ -408,7 +419,7 @@ export class Leader {
     const look = this.#sources.lookAtTask(file);
     if (look.kind === "problem") this.#warn(look.message);
     else if (look.kind === "task" && look.event) {
-      if (firstLook && this.#isHistory(look, look.event, first.markMs)) first.history.add(look.event.key);
+      if (firstLook && this.#isHistory(look, look.event, first)) first.history.add(look.event.key);
       else this.#consider(look.event);
     }
   }

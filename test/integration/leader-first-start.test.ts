@@ -34,6 +34,10 @@ describe("the first start's baseline", () => {
     // Everything the edits changed has been looked at again (reconcile), and nothing ran.
     await new Promise((resolve) => setTimeout(resolve, 200 * 4)); // a negative check: only time can show it
     expect(leader.events()).toEqual([]);
+    // Edits the scan met after the first-start mark were judged by their stamps, and said so once.
+    const said = leader.warnings().filter((w) => w.includes("changed while the first start scanned"));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/^warning: \d+ task\(s\) changed while .* \(#\d+.*recorded as history.*--apply-policy$/);
     expect(await readLogs(team.teamDir)).toEqual([]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
