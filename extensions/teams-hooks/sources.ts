@@ -19,6 +19,22 @@ const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
 /** The format of `saveState`; a state of another version is ignored (the files are read instead). */
 const STATE_VERSION = 3;
 
+/** Reused by every read of a task file (its text is copied out at once); larger files get their own. */
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * The text of the open file `fd` of `size` bytes (its fstat): one read at offset 0 asking for a byte
+ * more than `size`, so that getting no more than `size` means the end was reached — a system call less
+ * than a read to EOF, which at 10,000 files is part of a start-up scan. A file that grew since its
+ * fstat (a writer not using rename) is read again, whole.
+ */
+function readText(fd: number, size: number): string {
+  const buffer = size < READ_BUFFER.length ? READ_BUFFER : Buffer.allocUnsafe(size + 1);
+  const read = fsSync.readSync(fd, buffer, 0, size + 1, 0);
+  if (read <= size) return buffer.toString("utf8", 0, read);
+  return fsSync.readFileSync(fd, "utf8"); // the positioned read left the file offset at 0
+}
+
 export function isTaskFileName(name: string): boolean {
   return TASK_FILE.test(name);
 }
@@ -179,7 +195,7 @@ export class TeamSources {
       const sig = signature(stat);
       const previous = this.#signatures.get(file);
       if (previous === sig) return { kind: "unchanged" };
-      const text = fsSync.readFileSync(fd, "utf8");
+      const text = readText(fd, stat.size);
       this.#signatures.set(file, sig);
       const json = parseJsonText(text, file);
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;

@@ -1,0 +1,46 @@
+/**
+ * How the leader reads a task file (sources.ts lookAtTask): one positioned read sized from fstat, into
+ * a shared buffer for small files and a buffer of their own for large ones. Checked with real files:
+ * small and large, multi-byte text across the buffer's size, and a file rewritten in place.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { TeamSources } from "../../extensions/teams-hooks/sources.js";
+import { taskJson } from "../helpers/leader-rig.js";
+
+const root = mkdtempSync(path.join(os.tmpdir(), "sources-read-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function sources(): { sources: TeamSources; file: (id: string) => string } {
+  const teamDir = mkdtempSync(path.join(root, "team-"));
+  const dir = path.join(teamDir, "tasks", "t");
+  mkdirSync(dir, { recursive: true });
+  return { sources: new TeamSources({ teamId: "t", teamDir, taskListId: "t", leadName: "lead", style: "normal" }), file: (id) => path.join(dir, `${id}.json`) };
+}
+
+describe("reading a task file", () => {
+  it.each([
+    ["small", 50],
+    ["just under the shared buffer (64 KiB)", 32 * 1024 - 200],
+    ["larger than the shared buffer", 200 * 1024],
+  ])("%s, with two-byte characters, reads whole and exact", (_name, chars) => {
+    const { sources: s, file } = sources();
+    const description = "é".repeat(chars); // two bytes each in UTF-8
+    writeFileSync(file("1"), taskJson({ id: "1", description }));
+    const look = s.lookAtTask(file("1"));
+    expect(look.kind).toBe("task");
+    if (look.kind === "task") expect(look.task.description).toBe(description);
+  });
+
+  it("a file rewritten in place, shorter then longer, is read as it is now", () => {
+    const { sources: s, file } = sources();
+    writeFileSync(file("2"), taskJson({ id: "2", description: "x".repeat(5000) }));
+    expect(s.lookAtTask(file("2"))).toMatchObject({ kind: "task", task: { description: "x".repeat(5000) } });
+    writeFileSync(file("2"), taskJson({ id: "2", description: "short" }));
+    expect(s.lookAtTask(file("2"))).toMatchObject({ kind: "task", task: { description: "short" } });
+    writeFileSync(file("2"), taskJson({ id: "2", description: "y".repeat(90_000) }));
+    expect(s.lookAtTask(file("2"))).toMatchObject({ kind: "task", task: { description: "y".repeat(90_000) } });
+  });
+});
