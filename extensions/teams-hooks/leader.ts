@@ -121,9 +121,6 @@ export class Leader {
   readonly #queue: KeyedQueue;
   /** Keys queued or running in this process. */
   readonly #queued = new Set<string>();
-  /** Task files being looked at, and those that changed again meanwhile. */
-  readonly #looking = new Map<string, Promise<void>>();
-  readonly #dirty = new Set<string>();
   /**
    * During a first start's start-up scan: the first-start mark (file-system ms), the files looked at
    * so far (each file's first look decides whether its event is history), and the history found,
@@ -202,12 +199,12 @@ export class Leader {
     }
   }
 
-  /** Resolves when no event waits or runs (and no look at a file, nor the start-up scan, is under way). */
+  /** Resolves when no event waits or runs (and neither the inbox, a reconcile scan nor the start-up scan is being looked at). */
   async idle(): Promise<void> {
     for (;;) {
-      await Promise.all([...this.#looking.values(), this.#inboxLook, this.#reconciling, this.#startupScan]);
+      await Promise.all([this.#inboxLook, this.#reconciling, this.#startupScan]);
       await this.#queue.onIdle();
-      if (this.#looking.size === 0 && this.#queue.size === 0) return;
+      if (this.#queue.size === 0) return;
     }
   }
 
@@ -395,21 +392,18 @@ export class Leader {
     }
   }
 
+  /**
+   * A watcher or the reconcile scan says `file` may have changed. The look is synchronous (a small
+   * local file, sources.ts lookAtTask), so a hint is handled whole before the next one: nothing to
+   * track between them.
+   */
   #hintTask(file: string): void {
     if (this.#state !== "watching") return;
-    if (this.#looking.has(file)) {
-      this.#dirty.add(file);
-      return;
+    try {
+      this.#look(file);
+    } catch (error) {
+      this.#warn(`${file}: not looked at: ${describeError(error)}`); // a bug of ours: said, and the leader goes on
     }
-    const look = this.#lookAtTask(file).finally(() => {
-      this.#looking.delete(file);
-      if (this.#dirty.delete(file)) this.#hintTask(file);
-    });
-    this.#looking.set(file, look);
-  }
-
-  async #lookAtTask(file: string): Promise<void> {
-    this.#look(file);
   }
 
   #look(file: string): void {
