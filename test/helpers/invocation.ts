@@ -2,7 +2,7 @@
  * A realistic HookInvocation for tests: a completed task of a small team, with overrides for the
  * fields a test is about.
  */
-import type { HookEventName, HookInvocation, Task } from "../../extensions/teams-hooks/contract.js";
+import type { HookEventName, HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
 
 export interface InvocationOverrides {
   event?: HookEventName;
@@ -42,5 +42,29 @@ export function makeInvocation(overrides: InvocationOverrides = {}): HookInvocat
     memberName: overrides.memberName ?? "alice",
     timestamp: "2025-01-15T10:42:07.123Z",
     completedTask: task,
+  };
+}
+
+/**
+ * A RunResult with only the fields the contract requires (a run that did not start, outcome `error`),
+ * with `overrides` for what a test is about.
+ */
+export function makeRunResult(overrides: Partial<RunResult> = {}): RunResult {
+  return {
+    ran: false,
+    outcome: "error",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: 0,
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    leftoverProcesses: 0,
+    contextTruncated: false,
+    runId: "r",
+    contractVersion: 1,
+    ...overrides,
   };
 }

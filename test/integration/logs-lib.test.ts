@@ -12,6 +12,7 @@ import { followLogs } from "../../extensions/teams-hooks/logs-follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs-stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs-record.js";
 import { type LogRow, listLogFiles, lookupLog, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs.js";
+import { makeRunResult } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];
@@ -30,23 +31,14 @@ function rec(teamDir: string, at: string, event: HookEventName, task: string | n
       ...(member === undefined ? {} : { memberName: member }),
       completedTask: task === null || event === "idle" ? null : makeTask({ id: task }),
     },
-    result: {
+    result: makeRunResult({
       ran: true,
       hookPath: `/h/on_${event}.sh`,
       outcome: outcome === "passed" ? "passed" : outcome === "failed" ? "failed" : "error",
       exitCode: outcome === "passed" ? 0 : outcome === "failed" ? 1 : null,
-      signal: null,
       timedOut: outcome === "timed_out",
       durationMs: 10,
-      stdout: "",
-      stderr: "",
-      stdoutDroppedBytes: 0,
-      stderrDroppedBytes: 0,
-      leftoverProcesses: 0,
-      contextTruncated: false,
-      runId: "r",
-      contractVersion: 1,
-    },
+    }),
     key: event === "idle" ? `idle:${member ?? "unknown"}:${at}` : `${event}:${task ?? "9"}:${at}`,
     startedAt: at,
   };

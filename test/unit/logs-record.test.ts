@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { HOOK_EVENTS, HookInvocationSchema, RunResultSchema, TaskSchema } from "../../extensions/teams-hooks/contract.js";
 import { HookLogRecordSchema } from "../../extensions/teams-hooks/hook-log.js";
 import { CHECKED_KEYS, LOG_EVENTS, checkLogRecord } from "../../extensions/teams-hooks/logs-record.js";
+import { makeRunResult } from "../helpers/invocation.js";
 
 const task = {
   id: "7",
@@ -55,22 +56,7 @@ const full = {
 /** Only what the schema requires. */
 const minimal = {
   invocation: { event: "idle", teamId: "alpha", teamDir: "/t/alpha", taskListId: "alpha", style: "normal", completedTask: null },
-  result: {
-    ran: false,
-    outcome: "error",
-    exitCode: null,
-    signal: null,
-    timedOut: false,
-    durationMs: 0,
-    stdout: "",
-    stderr: "",
-    stdoutDroppedBytes: 0,
-    stderrDroppedBytes: 0,
-    leftoverProcesses: 0,
-    contextTruncated: false,
-    runId: "r",
-    contractVersion: 1,
-  },
+  result: makeRunResult(),
   startedAt: "2026-03-01T09:30:01.234Z",
 };
 /** Keys in reverse order and unknown fields at every level the schema rebuilds. */
