@@ -71,7 +71,8 @@ export function eventLine(r: EventReport, colour = false): string {
   const painted = paint(verdict, r.outcome === "passed" ? "green" : r.outcome === "error" ? "yellow" : "red", colour);
   const detail = r.outcome === "passed" ? "" : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
-  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${formatDuration(r.durationMs)}${detail}${actions}${r.retry ? " (retry)" : ""}`;
+  const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";
+  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${formatDuration(r.durationMs)}${detail}${actions}${open}${r.retry ? " (retry)" : ""}`;
 }
 
 /**

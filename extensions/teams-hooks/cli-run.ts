@@ -47,7 +47,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
   }
 
-  const outcome = await invokeEvent({
+  let outcome = await invokeEvent({
     identity: setup.identity,
     event,
     key,
@@ -63,6 +63,12 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     teamHooksDir: setup.teamHooksDir,
     env: io.env,
   });
+  if (outcome.pending?.stage === "remediation") {
+    // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
+    io.stderr("warning: the policy was not applied; run this command again once the problem below is fixed\n");
+    outcome = await outcome.pending.abandon();
+  }
+  if (outcome.pending) throw new HooksError("E_IO", `the hook ran, but its log could not be written: ${outcome.pending.error}`);
   for (const problem of outcome.problems) io.stderr(`warning: ${problem}\n`);
 
   if (v.json) {
@@ -72,6 +78,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)}\n`);
     if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
   }
+  if (outcome.policyApplied === false) return 1;
   return outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
 }
 

@@ -283,7 +283,7 @@ export function buildContextDocument(invocation: HookInvocation): ContextDocumen
 }
 
 /** Variables of ours that must never leak from the leader's own environment into a hook's. */
-const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
+const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
 
 export interface HookEnvironment {
   /** The full environment for the hook: the base environment plus the contract variables. */
@@ -307,6 +307,12 @@ export function buildHookEnvironment(
     contextFile: string;
     /** Where the hook may write its verdict (contract v1, additive); unset when not offered. */
     resultFile?: string;
+    /**
+     * The event's key and how many times its gate has been started (1, 2, … after a crash or a retry):
+     * `PI_TEAMS_HOOK_EVENT_KEY`, `PI_TEAMS_HOOK_ATTEMPT` (contract v1, additive). Unset when not known.
+     */
+    eventKey?: string;
+    attempt?: number;
     base: Readonly<Record<string, string | undefined>>;
     maxValueBytes?: number;
   },
@@ -351,6 +357,8 @@ export function buildHookEnvironment(
   set("PI_TEAMS_HOOK_RUN_ID", extra.runId);
   set("PI_TEAMS_HOOK_CONTEXT_FILE", extra.contextFile);
   if (extra.resultFile) set("PI_TEAMS_HOOK_RESULT_FILE", extra.resultFile);
+  if (extra.eventKey) set("PI_TEAMS_HOOK_EVENT_KEY", extra.eventKey);
+  if (extra.attempt !== undefined) set("PI_TEAMS_HOOK_ATTEMPT", String(extra.attempt));
   if (truncated) env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED = "1";
   return { env, contextJson, truncated };
 }

@@ -5,7 +5,7 @@
  * one file and reports a bad one as data.
  */
 import { randomBytes } from "node:crypto";
-import { linkSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, unlinkSync, writeFileSync } from "node:fs";
 import { open, readdir } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
@@ -13,6 +13,7 @@ import { z } from "zod";
 import { HookInvocationSchema, RunResultSchema } from "./contract.js";
 import type { HookInvocation } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
+import { mkdirUnder } from "./json-file.js";
 import { fileProblem } from "./messages.js";
 import { hookLogsDir, isTempOrLock, sanitizeName } from "./paths.js";
 
@@ -109,19 +110,28 @@ function claimNumber(key: string): number {
  * synchronous behind the async signature: a log is written after every event, and a thread-pool round
  * trip per call costs more than the small write itself (docs/performance.md).
  */
-export async function writeHookLog(teamDir: string, record: HookLogRecordInput): Promise<string> {
+export async function writeHookLog(teamDir: string, record: HookLogRecordInput, opts: { file?: string | null } = {}): Promise<string> {
   const dir = hookLogsDir(teamDir);
   const stem = hookLogStem(record);
   const body = `${JSON.stringify(record, null, 2)}\n`;
   const tmp = path.join(dir, `.${stem}.tmp.${process.pid}.${randomBytes(6).toString("hex")}`);
+  mkdirUnder(teamDir, dir);
   try {
-    mkdirSync(dir, { recursive: true });
     writeFileSync(tmp, body, { flag: "wx" });
   } catch (cause) {
     removeTemp(tmp);
     throw new HooksError("E_IO", `cannot write hook log in ${dir}: ${describeError(cause)}`, { cause });
   }
   try {
+    if (opts.file) {
+      // The name planned for it (planHookLogFile), already quoted in messages: taken if still free.
+      try {
+        linkSync(tmp, opts.file);
+        return opts.file;
+      } catch (cause) {
+        if (errnoCode(cause) !== "EEXIST") throw new HooksError("E_IO", `cannot create hook log ${opts.file}: ${describeError(cause)}`, { cause });
+      }
+    }
     const hintKey = path.join(dir, stem);
     for (let attempt = 0; attempt < MAX_COLLISIONS; attempt++) {
       const n = claimNumber(hintKey);
@@ -138,6 +148,25 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput):
   } finally {
     removeTemp(tmp);
   }
+}
+
+/**
+ * The name a log will get, chosen before it is written: the policy's messages quote it ("Hook log: …")
+ * and are sent before the log exists (the log is written last: its presence means the event is done).
+ * The name is claimed in this process and skips names already on disk; `writeHookLog(…, { file })`
+ * then takes it. Only another process writing a log of the same millisecond, event and task between
+ * the two calls can take it first, and then the log moves to the next free name.
+ */
+export function planHookLogFile(teamDir: string, record: { startedAt: string; invocation: HookInvocation }): string {
+  const dir = hookLogsDir(teamDir);
+  const stem = hookLogStem(record);
+  const hintKey = path.join(dir, stem);
+  for (let attempt = 0; attempt < MAX_COLLISIONS; attempt++) {
+    const n = claimNumber(hintKey);
+    const file = path.join(dir, n === 1 ? `${stem}.json` : `${stem}_${n}.json`);
+    if (!existsSync(file)) return file;
+  }
+  throw new HooksError("E_IO", `cannot plan a hook log: ${MAX_COLLISIONS} names tried for ${stem} in ${dir}`);
 }
 
 function removeTemp(tmp: string): void {

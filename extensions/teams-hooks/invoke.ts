@@ -23,12 +23,14 @@ import {
   utf8Length,
 } from "./contract.js";
 import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
-import { writeHookLog } from "./hook-log.js";
+import { planHookLogFile, writeHookLog } from "./hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
+import { HooksError, describeError } from "./errors.js";
 import { describeFailure, gatePassedSummary } from "./messages.js";
 import type { EffectivePolicy } from "./options.js";
 import { countsAsPass, decide } from "./policy.js";
-import { remediate } from "./remediate.js";
+import { remediate, type RemediationDone } from "./remediate.js";
+import { SentLog } from "./sent-log.js";
 import { notRunResult, runHook } from "./run.js";
 import { taskFile } from "./paths.js";
 import { readTask } from "./tasks.js";
@@ -62,6 +64,12 @@ export interface InvokeRequest {
   notBefore?: Promise<unknown>;
   /** The clock (tests pass their own). */
   now?: () => Date;
+  /** `PI_TEAMS_HOOK_ATTEMPT`: how many times this event's gate has started, this time included. */
+  attempt?: number;
+  /** Records messages before they are sent (default: the team dir's `hook-state/sent.jsonl`). */
+  sentLog?: SentLog;
+  /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
+  lockTimeoutMs?: number;
 }
 
 export interface HookRun {
@@ -90,6 +98,23 @@ export interface InvokeOutcome {
   actions: string[];
   /** Problems worth a warning: an unreadable task file, a policy step that failed. */
   problems: string[];
+  /**
+   * null: everything is on disk (task writes, messages, logs). Otherwise the step that failed; nothing
+   * after it was done, and `resume()` tries it again without running a hook again.
+   */
+  pending: PendingStep | null;
+  /** Whether the whole policy was applied; null when no policy applies (idle, `run` without it, no hook). */
+  policyApplied: boolean | null;
+}
+
+export interface PendingStep {
+  /** `remediation`: a task or mailbox write of the policy failed (a lock held too long, a full disk). `logs`: a log could not be written. */
+  stage: "remediation" | "logs";
+  error: string;
+  /** Tries the failed step again, then what follows it. */
+  resume(): Promise<InvokeOutcome>;
+  /** Stops trying to apply the policy: the logs are written saying what was and was not applied. */
+  abandon(): Promise<InvokeOutcome>;
 }
 
 export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
@@ -110,7 +135,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
   };
-  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems };
+  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null };
   const first = chain.hooks[0];
   if (!first) return none;
 
@@ -120,67 +145,175 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   await req.notBefore;
   const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];
   if (!deciding) return none;
-  const counted = countsAsPass(deciding.result, mode) ? "passed" : "failed";
-  let summary = summarize(deciding.result, mode, req.timeoutMs);
-  let actions: string[] = [];
-  let policyRecord: Record<string, unknown> | undefined;
-  const event = req.event;
-  if (req.policy && isTaskEvent(event) && req.taskId !== null) {
-    const policy = req.policy;
-    const taskId = req.taskId;
-    const decidedAt = now().toISOString();
-    const done = await remediate(
-      { teamDir: req.identity.teamDir, taskListId: req.identity.taskListId, taskId, key: req.key, leadName: req.identity.leadName, now: decidedAt },
-      (fresh) =>
-        decide({
-          event,
-          key: req.key,
-          taskId,
-          result: deciding.result,
-          task: fresh,
-          policy,
-          hookName: deciding.hook.name,
-          member: req.member,
-          leadName: req.identity.leadName,
-          now: decidedAt,
-          timeoutMs: req.timeoutMs,
-          failureMode: mode,
-        }),
-    );
-    summary = done.plan.summary;
-    actions = done.actions;
-    problems.push(...done.errors);
-    policyRecord = {
-      failureAction: policy.failureAction,
-      maxReopensPerTask: policy.maxReopensPerTask,
-      followupOwner: policy.followupOwner,
-      failureMode: mode,
-      passed: done.plan.passed,
-      summary: done.plan.summary,
-      alreadyApplied: done.plan.alreadyApplied,
-      reopen: done.plan.reopen ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max } : null,
-      followupTaskId: done.followupTaskId,
-      nudged: done.plan.nudge?.to ?? null,
-      actions,
-      errors: done.errors,
-    };
-  }
+  const settling: Settling = {
+    req,
+    mode,
+    now,
+    chain,
+    task,
+    invocation,
+    runs,
+    deciding,
+    counted: countsAsPass(deciding.result, mode) ? "passed" : "failed",
+    problems,
+    // Chosen now: the policy's messages quote it, and they go out before the logs are written.
+    decidingLog: planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation }),
+    remediation: null,
+    abandoned: false,
+    sent: req.sentLog ?? null,
+  };
+  return settle(settling);
+}
 
-  // The first run's log last: its presence means everything else is on disk (see the header).
+/** Everything known about an event once its hooks have run: what `settle` finishes, as often as it takes. */
+interface Settling {
+  req: InvokeRequest;
+  mode: FailureMode;
+  now: () => Date;
+  chain: ChainDiscovery;
+  task: Task | null;
+  invocation: HookInvocation;
+  runs: HookRun[];
+  deciding: HookRun;
+  counted: "passed" | "failed";
+  /** Problems found before the policy (an unreadable task file). */
+  problems: string[];
+  decidingLog: string;
+  /** The last remediation attempt; null before the first (or when no policy applies). */
+  remediation: RemediationDone | null;
+  /** Remediation given up: the logs say what was and was not applied. */
+  abandoned: boolean;
+  sent: SentLog | null;
+}
+
+/**
+ * Applies the policy (unless done already) and writes the logs (those not written yet). Stops at the
+ * first step that fails and returns it as `pending`, with the means to try it again.
+ */
+async function settle(ctx: Settling): Promise<InvokeOutcome> {
+  const { req } = ctx;
+  if (policyApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
+    ctx.remediation = await applyPolicy(ctx);
+    if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
+  }
+  try {
+    await writeLogs(ctx);
+  } catch (error) {
+    return outcomeOf(ctx, pendingStep(ctx, "logs", describeError(error)));
+  }
+  return outcomeOf(ctx, null);
+}
+
+function pendingStep(ctx: Settling, stage: PendingStep["stage"], error: string): PendingStep {
+  return {
+    stage,
+    error,
+    resume: () => settle(ctx),
+    abandon: () => {
+      ctx.abandoned = true;
+      return settle(ctx);
+    },
+  };
+}
+
+function policyApplies(req: InvokeRequest): req is InvokeRequest & { policy: EffectivePolicy; taskId: string; event: "task_completed" | "task_failed" } {
+  return req.policy !== null && isTaskEvent(req.event) && req.taskId !== null;
+}
+
+async function applyPolicy(ctx: Settling): Promise<RemediationDone> {
+  const { req, deciding } = ctx;
+  if (!policyApplies(req)) throw new HooksError("E_INTERNAL", "applyPolicy without a policy");
+  const { policy, taskId, event } = req;
+  const decidedAt = ctx.now().toISOString();
+  ctx.sent ??= new SentLog(req.identity.teamDir);
+  return remediate(
+    {
+      teamDir: req.identity.teamDir,
+      taskListId: req.identity.taskListId,
+      taskId,
+      key: req.key,
+      leadName: req.identity.leadName,
+      now: decidedAt,
+      sent: ctx.sent,
+      ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+    },
+    (fresh) =>
+      decide({
+        event,
+        key: req.key,
+        taskId,
+        result: deciding.result,
+        task: fresh,
+        policy,
+        hookName: deciding.hook.name,
+        member: req.member,
+        leadName: req.identity.leadName,
+        now: decidedAt,
+        timeoutMs: req.timeoutMs,
+        failureMode: ctx.mode,
+        logFile: ctx.decidingLog,
+      }),
+  );
+}
+
+/** The logs, one per run not logged yet; the first run's last (its presence means "done", see the header). */
+async function writeLogs(ctx: Settling): Promise<void> {
+  const { req, runs, deciding, counted } = ctx;
+  const policyRecord = ctx.remediation && req.policy ? policyRecordOf(req.policy, ctx.mode, ctx.remediation) : undefined;
   const chainRecord = runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
   for (const run of [...runs.slice(1), runs[0]]) {
-    if (!run) continue;
-    run.logFile = await writeHookLog(req.identity.teamDir, {
-      invocation,
-      result: run.result,
-      key: req.key,
-      startedAt: run.startedAt,
-      ...(req.retry ? { retry: true } : {}),
-      ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
-      ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
-    });
+    if (!run || run.logFile !== null) continue;
+    run.logFile = await writeHookLog(
+      req.identity.teamDir,
+      {
+        invocation: ctx.invocation,
+        result: run.result,
+        key: req.key,
+        startedAt: run.startedAt,
+        ...(req.retry ? { retry: true } : {}),
+        ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
+        ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
+      },
+      { file: run === deciding ? ctx.decidingLog : null },
+    );
   }
-  return { chain, task, runs, result: deciding.result, hook: deciding.hook, counted, logFile: deciding.logFile, summary, actions, problems };
+}
+
+function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
+  return {
+    failureAction: policy.failureAction,
+    maxReopensPerTask: policy.maxReopensPerTask,
+    followupOwner: policy.followupOwner,
+    failureMode: mode,
+    passed: done.plan.passed,
+    summary: done.plan.summary,
+    alreadyApplied: done.plan.alreadyApplied,
+    reopen: done.complete && done.plan.reopen ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max } : null,
+    followupTaskId: done.followupTaskId,
+    nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
+    actions: done.actions,
+    errors: done.errors,
+    // Absent when everything was applied (older logs have no such field either).
+    ...(done.complete ? {} : { complete: false }),
+  };
+}
+
+function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
+  const { deciding, remediation } = ctx;
+  return {
+    chain: ctx.chain,
+    task: ctx.task,
+    runs: ctx.runs,
+    result: deciding.result,
+    hook: deciding.hook,
+    counted: ctx.counted,
+    logFile: deciding.logFile,
+    summary: remediation ? remediation.plan.summary : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
+    actions: remediation?.actions ?? [],
+    problems: [...ctx.problems, ...(remediation?.errors ?? [])],
+    pending,
+    policyApplied: remediation ? remediation.complete : null,
+  };
 }
 
 /** Runs the chain under its limits; task events stop at the first run that does not count as a pass. */
@@ -220,6 +353,8 @@ async function runChain(
       baseEnv: req.env,
       // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
       ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
+      eventKey: req.key,
+      attempt: req.attempt ?? 1,
       ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
       ...(req.notBefore ? { notBefore: req.notBefore } : {}),
     });

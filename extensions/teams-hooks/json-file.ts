@@ -9,7 +9,7 @@
  * does a dozen of them per event; docs/performance.md). An fsync, when asked for, is synchronous too.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, errnoCode } from "./errors.js";
@@ -203,5 +203,23 @@ function syncDir(dir: string): void {
     }
   } catch {
     /* some file systems refuse fsync on a directory; the rename itself has already happened */
+  }
+}
+
+/**
+ * Creates `dir` (and the folders between) inside `root`, which must exist already: a team dir that
+ * another process deleted (a team runtime cleaning up) is never created again by a write of ours.
+ * Throws `E_IO` naming `root` when it is gone.
+ */
+export function mkdirUnder(root: string, dir: string): void {
+  try {
+    if (!statSync(root).isDirectory()) throw new Error("not a directory");
+  } catch (error) {
+    throw new HooksError("E_IO", `cannot write in ${root}: it is gone (${errnoCode(error) ?? describeError(error)})`, { cause: error });
+  }
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw new HooksError("E_IO", `cannot create ${dir}: ${describeError(error)}`, { cause: error });
   }
 }

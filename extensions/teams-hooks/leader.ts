@@ -20,17 +20,19 @@ import { closeSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, wri
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
 import { findHook, type HookDiscovery } from "./discover.js";
-import { HooksError, describeError, errnoCode } from "./errors.js";
+import { HooksError, describeError, errnoCode, isHooksError } from "./errors.js";
 import type { HookEvent } from "./events.js";
 import { listHookLogs, readHookLog } from "./hook-log.js";
-import { invokeEvent } from "./invoke.js";
+import { invokeEvent, type InvokeOutcome } from "./invoke.js";
 import { Ledger, type LedgerEventInfo } from "./ledger.js";
 import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
 import { writeTextAtomic } from "./json-file.js";
-import { markRead } from "./mailbox.js";
+import { appendMessage, markRead } from "./mailbox.js";
+import { formatDuration, policyGivenUpText } from "./messages.js";
 import { firstStartFile, scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { preloadRunner, removeRunFiles, terminateAllRuns } from "./run.js";
+import { SentLog, sentId } from "./sent-log.js";
 import { TeamSources, type TaskLook, isTaskFileName } from "./sources.js";
 import type { TeamSetup } from "./team-setup.js";
 import { killRunId } from "./terminate.js";
@@ -55,6 +57,15 @@ export interface LeaderOptions {
    * so that an invalid new block keeps it. Without it, config.json is read once, at start.
    */
   reloadSetup?: (lastValidHooks: Record<string, unknown>) => Promise<TeamSetup>;
+  /** How long the policy's writes wait for a lock (default the lock protocol's 10 s). */
+  lockTimeoutMs?: number;
+  /**
+   * Waits before each new try of a policy that could not be applied (a task lock held too long); once
+   * they are used up the leader gives up on that event, loudly. Default RETRY_POLICY_MS.
+   */
+  retryPolicyMs?: readonly number[];
+  /** First and longest wait between tries of a write that failed (a full disk); default 1 s and 30 s. */
+  retryWriteMs?: { first: number; max: number };
 }
 
 /** One handled event, as the one-line output and --json show it. */
@@ -72,10 +83,14 @@ export interface EventReport {
   actions: string[];
   retry: boolean;
   logFile: string | null;
+  /** False when the leader gave up applying the policy (the event stays open); null when none applies. */
+  policyApplied: boolean | null;
 }
 
 export type LeaderNotice =
   | { kind: "warning"; message: string }
+  /** Something that went wrong is right again (writing works again, the team dir is back). */
+  | { kind: "info"; message: string }
   | { kind: "config"; valid: boolean; setup: TeamSetup }
   | { kind: "hooks"; hooks: StartInfo["hooks"] }
   | { kind: "event"; report: EventReport }
@@ -112,6 +127,19 @@ const UNCHANGED_SLACK_MS = 20;
  */
 const STAMP_SLACK_MS = 60_000;
 
+/** Waits before the 1st, 2nd, … new try of a policy that could not be applied: about a minute in all. */
+export const RETRY_POLICY_MS: readonly number[] = Object.freeze([1_000, 2_000, 4_000, 8_000, 15_000, 30_000]);
+const RETRY_WRITE_MS = Object.freeze({ first: 1_000, max: 30_000 });
+
+/** Where one event is between tries: how often each kind of step has failed so far. */
+interface EventProgress {
+  runId: string;
+  attempt: number;
+  retry: boolean;
+  policyTries: number;
+  writeTries: number;
+}
+
 export class Leader {
   readonly #opts: LeaderOptions;
   /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
@@ -139,11 +167,20 @@ export class Leader {
   #reconciling: Promise<void> | null = null;
   #inboxLook: Promise<void> = Promise.resolve();
   #stopping: Promise<void> | null = null;
+  /** Timers of events waiting to be tried again (a policy or a write that failed). */
+  readonly #retryTimers = new Set<NodeJS.Timeout>();
+  /** The write failure being reported (said once, until writing works again), and the keys it holds. */
+  #writeTrouble: { message: string; keys: Set<string> } | null = null;
+  /** The team dir's inode while it is there; null while it is gone. */
+  #teamDirIno: number | null | undefined;
+  #teamDirGoneAt: string | null = null;
+  #sent: SentLog;
 
   constructor(opts: LeaderOptions) {
     this.#opts = opts;
     this.#setup = opts.setup;
     this.#sources = new TeamSources(opts.setup.identity);
+    this.#sent = new SentLog(opts.setup.identity.teamDir);
     this.#queue = createKeyedQueue({
       concurrency: opts.concurrency,
       onError: (error) => this.#warn(`event failed: ${describeError(error)}`),
@@ -164,6 +201,7 @@ export class Leader {
     const { identity } = this.#opts.setup;
     try {
       this.#lock = await acquireLeaderLock(identity.teamDir);
+      this.#teamDirIno = inodeOf(identity.teamDir);
       this.#ledger = await Ledger.open(identity.teamDir, (m) => this.#warn(m));
       await this.#endOrphanedRuns();
       const hooks = await Promise.all(HOOK_EVENTS.map(async (event) => ({ event, discovery: await findHook(this.#opts.setup.hooksDir, event) })));
@@ -217,6 +255,9 @@ export class Leader {
   async #shutdown(): Promise<void> {
     this.#state = "stopping";
     if (this.#reconcileTimer) clearTimeout(this.#reconcileTimer);
+    // Events waiting for a new try stay in flight in the ledger (or unrecorded): the next start takes them.
+    for (const timer of this.#retryTimers) clearTimeout(timer);
+    this.#retryTimers.clear();
     await this.#watcher?.close();
     await this.#startupScan; // it stops at its next file
     const dropped = await this.#queue.close();
@@ -373,14 +414,15 @@ export class Leader {
     const earliest = inFlight.map((r) => r.startedAt).sort()[0] ?? "";
     const stemFloor = earliest.replace(/[:.]/g, "-").slice(0, 19);
     const logs = (await listHookLogs(this.#opts.setup.identity.teamDir)).filter((entry) => entry.name.slice(0, 19) >= stemFloor);
-    const byRunId = new Map<string, { file: string; outcome: string }>();
+    const byRunId = new Map<string, { file: string; outcome: string; complete: boolean }>();
     for (const entry of logs) {
       const read = await readHookLog(entry.file);
-      if (read.ok) byRunId.set(read.record.result.runId, { file: entry.file, outcome: read.record.result.outcome });
+      // A log whose policy says `complete: false` was written by a leader that gave up applying it.
+      if (read.ok) byRunId.set(read.record.result.runId, { file: entry.file, outcome: read.record.result.outcome, complete: read.record.policy?.complete !== false });
     }
     for (const run of inFlight) {
       const logged = byRunId.get(run.runId);
-      if (logged) {
+      if (logged?.complete) {
         await ledger.finish(run.key, this.#now(), { runId: run.runId, outcome: logged.outcome, log: logged.file });
         this.#opts.report({ kind: "recovered", key: run.key, how: "logged" });
       } else if (run.event) {
@@ -441,6 +483,7 @@ export class Leader {
 
   /** Finds what the watchers missed: every task file whose stat changed, and the inbox. */
   async #reconcile(): Promise<void> {
+    if (!(await this.#teamDirPresent())) return; // nothing to scan (and nothing to run) while it is gone
     const files = await this.#sources.listTaskFiles();
     this.#sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.
@@ -452,6 +495,54 @@ export class Leader {
       64,
     );
     if (this.#opts.inbox !== "off") this.#hintInbox();
+  }
+
+  /**
+   * Whether the team dir is there, said loudly when that changes. Another process may delete it (a
+   * team runtime cleaning up) and create it again: then the leader's own files in it are written
+   * anew from memory (leader lock, ledger), the watchers follow the new folder, and the lead's inbox
+   * gets a note that gates did not run meanwhile.
+   */
+  async #teamDirPresent(): Promise<boolean> {
+    const dir = this.#setup.identity.teamDir;
+    const ino = inodeOf(dir);
+    const before = this.#teamDirIno;
+    this.#teamDirIno = ino;
+    if (ino === null) {
+      if (before !== null) {
+        this.#teamDirGoneAt = this.#now();
+        this.#warn(`team dir ${dir} is gone: no gate runs until it is back (the leader keeps watching for it)`);
+      }
+      return false;
+    }
+    if (before === null || (before !== undefined && before !== ino)) await this.#teamDirBack(dir);
+    return true;
+  }
+
+  async #teamDirBack(dir: string): Promise<void> {
+    const goneAt = this.#teamDirGoneAt;
+    this.#teamDirGoneAt = null;
+    try {
+      // The old lock file went with the old folder: never release it (that would remove the new one).
+      this.#lock = await acquireLeaderLock(dir);
+      await this.#requireLedger().compact(); // the whole ledger, from memory, into the new hook-state/
+    } catch (error) {
+      this.#warn(`team dir ${dir} is back, but the leader's state could not be written there: ${describeError(error)}`);
+    }
+    this.#watcher?.rearm();
+    const since = goneAt ? ` (gone since ${goneAt})` : " (it was replaced)";
+    this.#opts.report({ kind: "info", message: `team dir ${dir} is back${since}: watching it again` });
+    const { identity } = this.#setup;
+    const text = `pi-teams-hooks: the team dir ${dir} was gone${goneAt ? ` from ${goneAt} to ${this.#now()}` : " and was created again"}. No quality gate ran meanwhile; what changed while it was gone is looked at now.`;
+    const id = sentId("team-dir-back", goneAt ?? this.#now(), identity.leadName);
+    try {
+      if (this.#sent.claim(id, this.#now())) {
+        const sent = await appendMessage(dir, "team", identity.leadName, { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false });
+        if (!sent.ok) this.#warn(`the lead was not told that the team dir is back: ${sent.problem.message}`);
+      }
+    } catch (error) {
+      this.#warn(`the lead was not told that the team dir is back: ${describeError(error)}`);
+    }
   }
 
   #consider(event: HookEvent): void {
@@ -477,15 +568,25 @@ export class Leader {
     this.#queue.push(group, () => this.#handle(event, retry));
   }
 
-  async #handle(event: HookEvent, retry: boolean): Promise<void> {
+  async #handle(event: HookEvent, retry: boolean, progress?: EventProgress): Promise<void> {
     const ledger = this.#requireLedger();
     const setup = this.#setup;
     const runId = randomUUID();
     const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
-    // The record is appended now and flushed while the hook is prepared; the spawn waits for the flush.
-    const { attempt, durable } = ledger.beginRecord(event.key, runId, this.#now(), info);
+    let begun: { attempt: number; durable: Promise<void> };
+    try {
+      // The record is appended now and flushed while the hook is prepared; the spawn waits for the flush.
+      begun = ledger.beginRecord(event.key, runId, this.#now(), info);
+    } catch (error) {
+      const writes = (progress?.writeTries ?? 0) + 1;
+      this.#writeFailed(event.key, error);
+      this.#later(event, () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }), this.#writeDelay(writes));
+      return;
+    }
+    const { attempt, durable } = begun;
     durable.catch(() => undefined); // awaited through invokeEvent (notBefore); never unhandled meanwhile
-    let outcome;
+    const state: EventProgress = { runId, attempt, retry: retry || attempt > 1, policyTries: 0, writeTries: progress?.writeTries ?? 0 };
+    let outcome: InvokeOutcome;
     try {
       outcome = await invokeEvent({
         identity: setup.identity,
@@ -501,24 +602,74 @@ export class Leader {
         failureMode: setup.failureModes[event.event],
         limits: setup.limits,
         teamHooksDir: setup.teamHooksDir,
-        retry: retry || attempt > 1,
+        retry: state.retry,
+        attempt,
+        sentLog: this.#sent,
+        ...(this.#opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#opts.lockTimeoutMs }),
         env: this.#opts.env,
         runId,
         notBefore: durable,
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#opts.report({ kind: "started", event: event.event, key: event.key, hook, taskId: event.taskId, startedAt: Date.now() });
           // The chain's first hook carries the event's run id; later hooks of a chain have their own.
-          if (spawnedRunId === runId) ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#warn(`ledger: ${describeError(error)}`));
+          if (spawnedRunId === runId) ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#writeFailed(event.key, error));
         },
       });
     } catch (error) {
-      // Left in flight on purpose: the next start retries it. Kept in #queued so it does not loop now.
+      if (isWriteError(error)) {
+        // The ledger's record of the start did not reach the disk, so no hook ran: the whole event again.
+        state.writeTries += 1;
+        this.#writeFailed(event.key, error);
+        this.#later(event, () => this.#handle(event, true, state), this.#writeDelay(state.writeTries));
+        return;
+      }
+      // A bug of ours. Left in flight on purpose: the next start retries it; kept in #queued so it does not loop now.
       this.#warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
       return;
     }
-    outcome.problems.forEach((p) => this.#warn(`${event.key}: ${p}`));
+    await this.#settle(event, outcome, state);
+  }
+
+  /**
+   * Finishes an event whose hooks have run: a policy that could not be applied is tried again (a few
+   * times, then given up loudly: the event stays open), a log or ledger write that failed is tried
+   * again until it works; only then is the key recorded as done.
+   */
+  async #settle(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): Promise<void> {
+    const pending = outcome.pending;
+    if (pending?.stage === "remediation") {
+      const delays = this.#opts.retryPolicyMs ?? RETRY_POLICY_MS;
+      const delay = delays[state.policyTries];
+      state.policyTries += 1;
+      if (delay !== undefined) {
+        this.#warn(`${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} (${state.policyTries} of ${delays.length})`);
+        this.#later(event, async () => this.#settle(event, await pending.resume(), state), delay);
+        return;
+      }
+      await this.#giveUp(event, pending.error, state);
+      return this.#settle(event, await pending.abandon(), state);
+    }
+    if (pending?.stage === "logs") {
+      state.writeTries += 1;
+      this.#writeFailed(event.key, pending.error);
+      this.#later(event, async () => this.#settle(event, await pending.resume(), state), this.#writeDelay(state.writeTries));
+      return;
+    }
+    const ledger = this.#requireLedger();
     const result = outcome.result;
-    await ledger.finish(event.key, this.#now(), { runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
+    if (outcome.policyApplied !== false) {
+      try {
+        await ledger.finish(event.key, this.#now(), { runId: state.runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
+      } catch (error) {
+        state.writeTries += 1;
+        this.#writeFailed(event.key, error);
+        this.#later(event, () => this.#settle(event, outcome, state), this.#writeDelay(state.writeTries));
+        return;
+      }
+    }
+    // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
+    outcome.problems.forEach((p) => this.#warn(`${event.key}: ${p}`));
+    this.#wroteOk(event.key);
     this.#queued.delete(event.key);
     if (this.#opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
     await ledger.maybeCompact().catch((error: unknown) => this.#warn(`ledger: ${describeError(error)}`));
@@ -536,10 +687,67 @@ export class Leader {
         durationMs: result?.durationMs ?? 0,
         summary: outcome.summary,
         actions: outcome.actions,
-        retry: retry || attempt > 1,
+        retry: state.retry,
         logFile: outcome.logFile,
+        policyApplied: outcome.policyApplied,
       },
     });
+  }
+
+  /** The policy of `event` could not be applied in all the tries: said loudly, and to the lead's inbox. */
+  async #giveUp(event: HookEvent, error: string, state: EventProgress): Promise<void> {
+    const { identity } = this.#setup;
+    const how = event.taskId
+      ? `pi-teams-hooks run ${event.event} --team-dir ${identity.teamDir} --task ${event.taskId} --apply-policy`
+      : "a restart of the leader";
+    this.#warn(
+      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); the event stays open: the next start of the leader tries it again, or: ${how}`,
+    );
+    const text = policyGivenUpText(event, error, how);
+    const id = sentId("policy-not-applied", event.key, identity.leadName);
+    try {
+      if (!this.#sent.claim(id, this.#now())) return;
+      const sent = await appendMessage(identity.teamDir, "team", identity.leadName, { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false, qualityGateEventKey: event.key });
+      if (!sent.ok) this.#warn(`${event.key}: the lead was not told: ${sent.problem.message}`);
+    } catch (sendError) {
+      this.#warn(`${event.key}: the lead was not told: ${describeError(sendError)}`);
+    }
+  }
+
+  /** Runs `step` for `event` after `delayMs`, through the queue (so the task's events stay in order). */
+  #later(event: HookEvent, step: () => Promise<void>, delayMs: number): void {
+    const timer = setTimeout(() => {
+      this.#retryTimers.delete(timer);
+      if (this.#state !== "watching") return;
+      const group = event.taskId !== null ? `task:${event.taskId}` : `member:${event.member ?? ""}`;
+      this.#queue.push(group, step);
+    }, delayMs);
+    this.#retryTimers.add(timer);
+  }
+
+  #writeDelay(tries: number): number {
+    const { first, max } = this.#opts.retryWriteMs ?? RETRY_WRITE_MS;
+    return Math.min(max, first * 2 ** Math.max(0, tries - 1));
+  }
+
+  /** A write of the leader's own failed (ledger, log): said once until writing works again. */
+  #writeFailed(key: string, error: unknown): void {
+    const message = typeof error === "string" ? error : describeError(error);
+    if (this.#writeTrouble === null) {
+      this.#writeTrouble = { message, keys: new Set() };
+      const { first, max } = this.#opts.retryWriteMs ?? RETRY_WRITE_MS;
+      this.#warn(`${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to every ${formatDuration(max)}) until writing works again`);
+    }
+    this.#writeTrouble.keys.add(key);
+  }
+
+  #wroteOk(key: string): void {
+    const trouble = this.#writeTrouble;
+    if (!trouble?.keys.has(key)) return;
+    trouble.keys.delete(key);
+    if (trouble.keys.size > 0) return;
+    this.#writeTrouble = null;
+    this.#opts.report({ kind: "info", message: `writing works again: the events held back by "${trouble.message}" are done` });
   }
 
   /** --inbox consume: the notification behind a handled idle event is marked read. */
@@ -576,6 +784,21 @@ async function forEachYielding<T>(items: readonly T[], fn: (item: T) => void, ev
     if (item !== undefined) fn(item);
     if (i % every === every - 1) await new Promise<void>((resolve) => setImmediate(resolve));
   }
+}
+
+/** The inode of `dir`, or null when it is not there (or not a directory). */
+function inodeOf(dir: string): number | null {
+  try {
+    const info = statSync(dir);
+    return info.isDirectory() ? info.ino : null;
+  } catch {
+    return null; // ENOENT (deleted) or anything else that makes it unusable: not there for the leader
+  }
+}
+
+/** A write of our own that failed on the disk (E_IO, E_LEDGER: ENOSPC, EFBIG, EIO…): worth trying again. */
+function isWriteError(error: unknown): boolean {
+  return isHooksError(error) && (error.code === "E_IO" || error.code === "E_LEDGER");
 }
 
 /** An event timestamp in ms: an ISO date, or a number of ms (or s) since the epoch; null if neither. */

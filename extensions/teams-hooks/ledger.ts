@@ -165,8 +165,6 @@ export class Ledger {
    */
   #append(records: LedgerRecord[]): void {
     if (records.length === 0) return;
-    for (const record of records) apply(this.#keys, record);
-    this.#lines += records.length;
     const fd = this.#fd;
     if (fd === null) throw new HooksError("E_LEDGER", `${this.file}: the ledger is closed`);
     const text = (this.#torn ? "\n" : "") + records.map((r) => JSON.stringify(r) + "\n").join("");
@@ -174,9 +172,14 @@ export class Ledger {
       writeAll(fd, text);
       this.#torn = false;
     } catch (error) {
+      // A full disk (ENOSPC) or a file-size limit (EFBIG) may have let part of a line through.
       this.#torn = true;
       throw new HooksError("E_LEDGER", `${this.file}: cannot append to the ledger: ${describeError(error)}`, { cause: error });
     }
+    // Only what is in the file counts: a record that could not be written changes nothing, so a
+    // retry of the same step starts from the same state.
+    for (const record of records) apply(this.#keys, record);
+    this.#lines += records.length;
   }
 
   /**

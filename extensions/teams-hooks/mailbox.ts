@@ -4,11 +4,10 @@
  * one this project does not understand: the inbox belongs to the team, not to us. A file that is not
  * a JSON array is reported and never overwritten.
  */
-import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { MailboxMessageSchema, MailboxSchema, type MailboxMessage } from "./contract.js";
 import { HooksError } from "./errors.js";
-import { checkSchema, readJsonFile, writeJsonAtomic, type FileProblem } from "./json-file.js";
+import { checkSchema, mkdirUnder, readJsonFile, writeJsonAtomic, type FileProblem } from "./json-file.js";
 import { withLock } from "./lock.js";
 import { inboxFile } from "./paths.js";
 
@@ -63,7 +62,7 @@ export async function appendMessage(
   const file = inboxFile(teamDir, namespace, member);
   const checked = checkSchema(message, MailboxMessageSchema, file);
   if (!checked.ok) throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
-  await mkdir(path.dirname(file), { recursive: true });
+  mkdirUnder(teamDir, path.dirname(file));
   return withLock(
     file,
     async (): Promise<InboxWriteResult<{ index: number }>> => {

@@ -244,3 +244,15 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
   return lines.join("\n");
 }
 // End of section: failure policy and settings
+
+/**
+ * The note to the lead's inbox when the leader gave up applying the policy of one event: what could
+ * not be written, that the event stays open, and how to finish it.
+ */
+export function policyGivenUpText(event: { key: string; event: HookEventName; taskId: string | null }, error: string, how: string): string {
+  return [
+    `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} (${event.key}): ${error}.`,
+    "Nothing the policy asks for after that step was done (no reopen, follow-up or nudge that was not yet written).",
+    `The event stays open: the next start of the leader tries it again, or: ${how}`,
+  ].join("\n");
+}

@@ -1,17 +1,21 @@
 /**
- * Applies the failure policy of one task-event gate to the team dir: the gate metadata (and reopen)
- * in one locked write of the task, then the follow-up task and its assignment, then the nudge. The
- * plan is decided inside the task lock from the task as it is then, so a retry of the same event key
- * sees what the first attempt wrote and never counts, reopens or creates twice. A step that fails is
- * reported and the next steps still run: a lost nudge must not cost the follow-up.
+ * Applies the failure policy of one task-event gate to the team dir, in steps, each only once the one
+ * before it is on disk: the gate metadata (and reopen) in one locked write of the task, then the
+ * follow-up task, its assignment, and the nudge. The plan is decided inside the task lock from the
+ * task as it is then, so a retry of the same event key sees what an earlier attempt wrote and never
+ * counts, reopens or creates twice; messages go out at most once per event (sent-log.ts).
+ *
+ * A step that fails stops the remediation there (`complete: false`): what was applied is listed, the
+ * rest is not attempted (a nudge must not tell of a reopen that did not happen), and the caller tries
+ * the whole remediation again later — every step is idempotent per event key.
  */
 import type { MailboxMessage, Task } from "./contract.js";
 import { describeError } from "./errors.js";
 import { taskEvent } from "./events.js";
-import { appendMessage, readInbox } from "./mailbox.js";
+import { appendMessage } from "./mailbox.js";
 import type { RemediationPlan } from "./policy.js";
-import { createTask, readTask, updateTask } from "./tasks.js";
-import { taskFile } from "./paths.js";
+import { sentId, type SentLog } from "./sent-log.js";
+import { createTask, updateTask } from "./tasks.js";
 
 export interface RemediationTarget {
   teamDir: string;
@@ -20,22 +24,36 @@ export interface RemediationTarget {
   key: string;
   leadName: string;
   now: string;
+  /** Where messages are recorded before they are sent (at most once per event). */
+  sent: SentLog;
+  /** How long to wait for a lock (task, `.highwatermark`, inbox); default the lock protocol's 10 s. */
+  lockTimeoutMs?: number;
 }
 
 export interface RemediationDone {
   plan: RemediationPlan;
-  /** What was really done (the plan's actions, corrected by what happened). */
+  /** What was applied, in order (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`), or `none`. */
   actions: string[];
   followupTaskId: string | null;
-  /** One line per step that failed. */
+  /** One line per step that failed (at most one: the first failure stops the steps). */
   errors: string[];
+  /** False when a step failed: the remediation is not done and must be tried again. */
+  complete: boolean;
 }
 
 /** Decides (through `decideFor`, with the task read under its lock) and applies the plan. */
 export async function remediate(target: RemediationTarget, decideFor: (task: Task | null) => RemediationPlan): Promise<RemediationDone> {
-  const errors: string[] = [];
+  const lock = target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
   let decided: RemediationPlan | undefined;
   let metadataWritten = false;
+  const actions: string[] = [];
+  const stop = (plan: RemediationPlan, error: string, followupTaskId: string | null = null): RemediationDone => ({
+    plan,
+    actions: actions.length > 0 ? actions : ["none"],
+    followupTaskId,
+    errors: [error],
+    complete: false,
+  });
 
   try {
     const updated = await updateTask(
@@ -46,21 +64,20 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
         decided = decideFor(task);
         return applyToTask(task, decided, target.now, target.key);
       },
-      { label: `quality gate ${target.key}` },
+      { label: `quality gate ${target.key}`, ...lock },
     );
-    if (!updated.ok) {
-      if (updated.problem.kind !== "missing") errors.push(`gate metadata not written: ${updated.problem.message}`);
-      decided ??= decideFor(null);
-    } else {
-      metadataWritten = updated.written;
+    if (!updated.ok && updated.problem.kind !== "missing") {
+      // Decided (if at all) for a task that was not written: nothing of the plan happened.
+      return stop(decided ?? decideFor(null), `gate metadata not written: ${updated.problem.message}`);
     }
+    metadataWritten = updated.ok && updated.written;
   } catch (error) {
-    errors.push(`gate metadata not written: ${describeError(error)}`);
+    return stop(decided ?? decideFor(null), `gate metadata not written: ${describeError(error)}`);
   }
-  // Only a failed lock or write leaves no decision: decide from the file as it is, unlocked.
-  const plan = decided ?? decideFor(await readTaskOrNull(target));
+  const plan = decided ?? decideFor(null); // the task file is gone: the plan without task writes
+  // The task's own outcome (reopened, suppressed, skipped, a retry) is on disk now.
+  actions.push(...plan.actions.filter((a) => a !== "none" && !a.startsWith("follow-up") && !a.startsWith("nudge")));
 
-  const actions = [...plan.actions];
   let followupTaskId: string | null = null;
   if (plan.followup) {
     const followup = plan.followup;
@@ -88,27 +105,27 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
         {
           ...(mayExist ? { existing: (tasks: Task[]) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key) } : {}),
           label: `follow-up for ${target.key}`,
+          ...lock,
         },
       );
       followupTaskId = created.task.id;
-      replaceAction(actions, "follow-up", `follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`);
-      if (followup.owner && followup.assignment) {
-        const assignment = followup.assignment(created.task.id);
-        const sent = await sendOnce(target, followup.owner, JSON.stringify(assignment), (m) => parsesAs(m.text, "task_assignment", created.task.id));
-        if (sent) errors.push(sent);
-      }
+      actions.push(`follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`);
     } catch (error) {
-      errors.push(`follow-up task not created: ${describeError(error)}`);
-      replaceAction(actions, "follow-up", "follow-up failed");
+      return stop(plan, `follow-up task not created: ${describeError(error)}`);
+    }
+    if (followup.owner && followup.assignment) {
+      const sent = await sendOnce(target, `assignment-${followupTaskId}`, followup.owner, JSON.stringify(followup.assignment(followupTaskId)));
+      if (sent.error) return stop(plan, sent.error, followupTaskId);
     }
   }
 
   if (plan.nudge?.to) {
-    const text = plan.nudge.text(followupTaskId);
-    const sent = await sendOnce(target, plan.nudge.to, text, (m) => m.qualityGateEventKey === target.key && !parsesAs(m.text, "task_assignment"));
-    if (sent) errors.push(sent);
+    const to = plan.nudge.to;
+    const sent = await sendOnce(target, "nudge", to, plan.nudge.text(followupTaskId));
+    if (sent.error) return stop(plan, sent.error, followupTaskId);
+    actions.push(sent.already ? `nudge ${to} (sent before)` : `nudge ${to}`);
   }
-  return { plan, actions, followupTaskId, errors };
+  return { plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], complete: true };
 }
 
 /**
@@ -130,45 +147,29 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
   return next;
 }
 
-async function readTaskOrNull(target: RemediationTarget): Promise<Task | null> {
-  const read = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
-  return read.ok ? read.value : null;
-}
-
 /**
- * Appends a message from the leader to `to`'s inbox in the task namespace, unless `alreadySent` finds
- * it there (a retry). Messages carry the event key, which is how a retry recognises its own.
- * Returns an error line, or null.
+ * Appends a message from the leader to `to`'s inbox in the task namespace, unless the sent-log says it
+ * went out before (a retry, or an attempt that died after claiming it). The message carries the event
+ * key, for people reading the inbox; recognising a retry does not depend on it.
  */
-async function sendOnce(
-  target: RemediationTarget,
-  to: string,
-  text: string,
-  alreadySent: (message: MailboxMessage) => boolean,
-): Promise<string | null> {
+async function sendOnce(target: RemediationTarget, kind: string, to: string, text: string): Promise<{ error: string | null; already: boolean }> {
+  const id = sentId(kind, target.key, to);
   try {
-    const inbox = await readInbox(target.teamDir, target.taskListId, to);
-    if (inbox.ok && inbox.messages.some((entry) => alreadySent(entry.message))) return null;
-    const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key };
-    const appended = await appendMessage(target.teamDir, target.taskListId, to, message, { label: `quality gate ${target.key}` });
-    return appended.ok ? null : `message to ${to} not sent: ${appended.problem.message}`;
+    if (!target.sent.claim(id, target.now)) return { error: null, already: true };
   } catch (error) {
-    return `message to ${to} not sent: ${describeError(error)}`;
+    return { error: `message to ${to} not sent (the sent-log cannot be written): ${describeError(error)}`, already: false };
   }
-}
-
-function parsesAs(text: string, type: string, taskId?: string): boolean {
-  if (!text.includes(type)) return false;
   try {
-    const value = JSON.parse(text) as { type?: unknown; taskId?: unknown };
-    return value.type === type && (taskId === undefined || value.taskId === taskId);
-  } catch {
-    return false; // prose that mentions the word
+    const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key };
+    const appended = await appendMessage(target.teamDir, target.taskListId, to, message, {
+      label: `quality gate ${target.key}`,
+      ...(target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs }),
+    });
+    if (appended.ok) return { error: null, already: false };
+    target.sent.release(id, target.now);
+    return { error: `message to ${to} not sent: ${appended.problem.message}`, already: false };
+  } catch (error) {
+    target.sent.release(id, target.now);
+    return { error: `message to ${to} not sent: ${describeError(error)}`, already: false };
   }
-}
-
-function replaceAction(actions: string[], prefix: string, replacement: string): void {
-  const index = actions.findIndex((a) => a.startsWith(prefix));
-  if (index >= 0) actions[index] = replacement;
-  else actions.push(replacement);
 }

@@ -39,6 +39,9 @@ export interface RunHookOptions {
   /** How long pipes may stay open after the hook exited by itself (never past the timeout). */
   drainMs?: number;
   runId?: string;
+  /** `PI_TEAMS_HOOK_EVENT_KEY` and `PI_TEAMS_HOOK_ATTEMPT` (see buildHookEnvironment). */
+  eventKey?: string;
+  attempt?: number;
   maxEnvValueBytes?: number;
   /** Called once the hook is running: the ledger records its group and run id. */
   onSpawn?: (info: { pid: number; runId: string }) => void;
@@ -91,6 +94,8 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
       runId,
       contextFile,
       resultFile,
+      ...(opts.eventKey === undefined ? {} : { eventKey: opts.eventKey }),
+      ...(opts.attempt === undefined ? {} : { attempt: opts.attempt }),
       base: opts.baseEnv ?? process.env,
       maxValueBytes: opts.maxEnvValueBytes,
     });

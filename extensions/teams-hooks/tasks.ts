@@ -4,11 +4,11 @@
  * that a worker's concurrent change to other fields survives ours. Unknown fields and the file's key
  * order are kept.
  */
-import { access, mkdir, readFile, readdir } from "node:fs/promises";
+import { access, readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import { TaskSchema, type Task } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { checkSchema, readJsonFile, writeJsonAtomic, writeTextAtomic, type FileProblem, type ReadResult } from "./json-file.js";
+import { checkSchema, mkdirUnder, readJsonFile, writeJsonAtomic, writeTextAtomic, type FileProblem, type ReadResult } from "./json-file.js";
 import { withLock } from "./lock.js";
 import { highWatermarkFile, taskFile, tasksDir } from "./paths.js";
 
@@ -129,7 +129,7 @@ export async function createTask(
   build: (id: string) => Task,
   options: CreateTaskOptions = {},
 ): Promise<CreateTaskResult> {
-  await mkdir(tasksDir(teamDir, taskListId), { recursive: true });
+  mkdirUnder(teamDir, tasksDir(teamDir, taskListId));
   const watermarkFile = highWatermarkFile(teamDir, taskListId);
   return withLock(
     watermarkFile,

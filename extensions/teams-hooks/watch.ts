@@ -23,6 +23,11 @@ export interface WatchTarget {
 }
 
 export interface DirWatcher {
+  /**
+   * Watches every folder again from scratch: after a folder was deleted and created again (inotify
+   * watches the old folder, which no longer has a name), or anything else a watcher cannot report.
+   */
+  rearm(): void;
   close(): Promise<void>;
 }
 
@@ -43,10 +48,18 @@ export async function watchDirs(targets: WatchTarget[], opts: WatchOptions): Pro
 function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
   const watchers = new Map<WatchTarget, fs.FSWatcher>();
   const timers = new Set<NodeJS.Timeout>();
+  /** Targets whose failure was reported: said once until they are watched again. */
+  const failing = new Set<WatchTarget>();
   let closed = false;
 
+  const fail = (target: WatchTarget, message: string): void => {
+    if (!failing.has(target)) opts.onError(`${message}; retrying every ${REARM_MS} ms`);
+    failing.add(target);
+    rearm(target);
+  };
+
   const arm = (target: WatchTarget): void => {
-    if (closed) return;
+    if (closed || watchers.has(target)) return;
     try {
       const watcher = fs.watch(target.dir, { persistent: true }, (_type, name) => {
         // Linux always passes the name; without one, nothing tells which file: the scan settles it.
@@ -54,32 +67,37 @@ function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
         target.onHint(path.join(target.dir, name));
       });
       watcher.on("error", (error) => {
-        opts.onError(`watching ${target.dir} failed: ${describeError(error)}; retrying in ${REARM_MS} ms`);
         watcher.close();
-        watchers.delete(target);
-        rearm(target);
+        if (watchers.get(target) === watcher) watchers.delete(target);
+        fail(target, `watching ${target.dir} failed: ${describeError(error)}`);
       });
       watchers.set(target, watcher);
+      failing.delete(target);
     } catch (error) {
-      opts.onError(`cannot watch ${target.dir}: ${describeError(error)}; retrying in ${REARM_MS} ms`);
-      rearm(target);
+      fail(target, `cannot watch ${target.dir}: ${describeError(error)}`);
     }
   };
 
+  // A missing folder is waited for, never created again: a team dir that was deleted stays deleted
+  // until its owner brings it back (the leader's reconcile scan says so).
   const rearm = (target: WatchTarget): void => {
     if (closed) return;
     const timer = setTimeout(() => {
       timers.delete(timer);
-      void fs.promises
-        .mkdir(target.dir, { recursive: true })
-        .catch(() => {}) // arm() reports the real problem
-        .then(() => arm(target));
+      arm(target);
     }, REARM_MS);
     timers.add(timer);
   };
 
   for (const target of targets) arm(target);
   return {
+    rearm() {
+      for (const [target, watcher] of watchers) {
+        watcher.close();
+        watchers.delete(target);
+      }
+      for (const target of targets) arm(target);
+    },
     async close() {
       closed = true;
       for (const timer of timers) clearTimeout(timer);
@@ -109,6 +127,9 @@ function pollDirs(targets: WatchTarget[], opts: WatchOptions, chokidarWatch: typ
   });
   let closing: Promise<void> | undefined;
   return {
+    rearm() {
+      // Polling stats the path itself, so a folder created again is seen without a new watcher.
+    },
     close() {
       closing ??= Promise.all(watchers.map((w) => w.close())).then(() => undefined);
       return closing;

@@ -5,7 +5,7 @@ import type { EventReport } from "../../extensions/teams-hooks/leader.js";
 const report = (over: Partial<EventReport> = {}): EventReport => ({
   time: "2026-12-02T10:31:07.123Z", key: "k", event: "task_completed", taskId: "3", member: "alice", hook: "on_task_completed.sh",
   outcome: "failed", timedOut: false, durationMs: 1234, summary: "exit code 1 • 2 tests fail", actions: ["reopened (1/3)", "nudge alice"],
-  retry: false, logFile: null, ...over,
+  retry: false, logFile: null, policyApplied: true, ...over,
 });
 
 describe("wantsColour", () => {
