@@ -14,6 +14,14 @@ Failure policy (flag > config.json "hooks" > environment > default):
   --failure-action A      warn | followup | reopen | reopen_followup   (default warn)
   --max-reopens N         reopens per task before the gate stops reopening (default 3; 0 = never)
   --followup-owner P      member | lead | none                          (default member)
+
+Trust (docs/security.md):
+  --trust-changes         run gates that changed, appeared or went since they were trusted, as they
+                          are now (for writing gates; each change is still said, the log keeps
+                          both hashes); without it such an event fails (untrusted_hook,
+                          gate_missing, gate_not_executable) until \`pi-teams-hooks trust\`
+  --allow-insecure-hooks  run world-writable gates and gates owned by another user (refused
+                          otherwise: insecure_hook)
 `;
 
 const HELP: Readonly<Record<string, string>> = {
@@ -146,6 +154,29 @@ Examples:
   pi-teams-hooks logs show 2026-03-01T09-12-44-123Z_task_completed_task-3 --team alpha
   pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
 `,
+  trust: `Usage: pi-teams-hooks trust --team-dir DIR [--hooks-dir DIR] [--all | PATH…] [--json]
+
+The leader runs only gates it trusts: the sha256 and mode of every gate file are recorded in
+<team dir>/hook-state/trust.json at its first start, and by this command. A gate that is new,
+changed (content or mode), or no longer runs (deleted, disabled or replaced through the team
+layer, shadowed, no longer executable) makes its events fail until the change is recorded here.
+
+Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for
+a text file (from the copy kept in hook-state/trusted/), and records nothing.
+
+  --all                   record every change listed (the gates as they are now)
+  PATH…                   record only these gates' changes (a removed gate: its absence)
+  --team-dir DIR          the team directory (required)
+  --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, else <teams root>/_hooks)
+  --json                  print {changes, recorded} as JSON
+  -h, --help              this help
+
+A running leader reads the record again before its next event and says what changed in it.
+
+Exit status: 0 nothing left untrusted; 1 changes are listed and not recorded; 2 usage error (a
+path that is not a changed gate, a gate that changed again while shown, a missing team dir, an
+unreadable record without --all).
+`,
   demo: `Usage: pi-teams-hooks demo
 
 Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate
@@ -228,6 +259,7 @@ Commands:
   policy get|set  show or change the team's failure policy (config.json "hooks")
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   logs            list, show, follow, summarise and prune the hook logs of a team
+  trust           show gates changed since they were trusted, and approve them
   help [command]  show help for a command
 
 Every command takes --help. Hook contract: docs/hook-contract.md.

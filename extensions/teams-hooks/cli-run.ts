@@ -3,6 +3,7 @@
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent, type RunResult } from "./contract.js";
 import { type CliIo, type ParsedArgs, str, teamSetupInput } from "./cli-io.js";
+import { gateWarnings } from "./doctor-hooks.js";
 import { HooksError } from "./errors.js";
 import { eventKey, taskEvent } from "./events.js";
 import { readHookLog } from "./hook-log.js";
@@ -11,6 +12,7 @@ import { eventLabel, formatDuration } from "./messages.js";
 import { taskFile } from "./paths.js";
 import { readTask } from "./tasks.js";
 import { resolveTeamSetup } from "./team-setup.js";
+import { readTrust, type TrustRecord } from "./trust.js";
 
 export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -33,6 +35,8 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const allowInsecure = v["allow-insecure-hooks"] === true;
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false })) io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
   if (taskId !== undefined) {
@@ -62,6 +66,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     limits: setup.limits,
     teamHooksDir: setup.teamHooksDir,
     env: io.env,
+    trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
   });
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
@@ -82,6 +87,18 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   return outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
 }
 
+
+/**
+ * The team's trust record, as the leader holds it: none yet (no leader has started and nobody ran
+ * `trust`) compares nothing; an unreadable one trusts nothing.
+ */
+function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
+  const read = readTrust(teamDir);
+  if (read.state === "ok") return read.record;
+  if (read.state === "none") return null;
+  io.stderr(`warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all\n`);
+  return { version: 1, gates: {} };
+}
 
 /** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed` */
 export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {

@@ -3,6 +3,7 @@
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./cli-io.js";
+import { gateWarnings } from "./doctor-hooks.js";
 import { HooksError } from "./errors.js";
 import { type InboxMode, Leader, type LeaderNotice } from "./leader.js";
 import { formatDuration } from "./messages.js";
@@ -29,6 +30,8 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     else io.stdout(text);
   };
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const allowInsecure = v["allow-insecure-hooks"] === true;
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true })) io.stderr(`warning: ${warning}\n`);
 
   const leader = new Leader({
     setup,
@@ -39,6 +42,8 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     poll: v.poll === true,
     pollIntervalMs,
     catchUp: v["catch-up"] === true,
+    trustChanges: v["trust-changes"] === true,
+    allowInsecureHooks: allowInsecure,
     reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
     report: (notice) => {
       if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
@@ -83,6 +88,9 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       return;
     case "warning":
       io.stderr(`warning: ${notice.message}\n`);
+      return;
+    case "info":
+      emit({ type: "info", message: notice.message }, notice.message);
       return;
     case "event":
       emit({ type: "event", ...notice.report }, eventLine(notice.report, colour));

@@ -17,6 +17,7 @@ const initCommand: CommandFn = async (a, io) => (await import("./cli-init.js")).
 const policyCommand: CommandFn = async (a, io) => (await import("./cli-policy.js")).policyCommand(a, io);
 const schemaCommand: CommandFn = async (a, io) => (await import("./cli-schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./cli-logs.js")).logsCommand(a, io);
+const trustCommand: CommandFn = async (a, io) => (await import("./cli-trust.js")).trustCommand(a, io);
 
 /** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
 const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
@@ -46,6 +47,10 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
     run: policyCommand,
   },
   schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
+  trust: {
+    options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    run: trustCommand,
+  },
   logs: {
     options: {
       "team-dir": { type: "string" }, team: { type: "string" }, event: { type: "string" }, task: { type: "string" }, member: { type: "string" },
@@ -67,6 +72,8 @@ function teamOptions(): NonNullable<ParseArgsConfig["options"]> {
     "failure-action": { type: "string" },
     "max-reopens": { type: "string" },
     "followup-owner": { type: "string" },
+    "trust-changes": { type: "boolean" },
+    "allow-insecure-hooks": { type: "boolean" },
     json: { type: "boolean" },
     help: { type: "boolean", short: "h" },
   };

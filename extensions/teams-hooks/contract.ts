@@ -185,7 +185,22 @@ export const RUN_OUTCOMES = ["passed", "failed", "error"] as const;
  * timeout, died by a signal, gave an invalid verdict, broke a limit of its event, or was stopped with
  * the leader.
  */
-export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal"] as const;
+export const RUN_ERROR_KINDS = [
+  "spawn",
+  "timeout",
+  "signal",
+  "invalid_verdict",
+  "limit",
+  "stopped",
+  "internal",
+  // Refused before it ran, whatever the failure mode: the gate file is not the one trusted (trust.ts).
+  "untrusted_hook",
+  "gate_missing",
+  "gate_not_executable",
+  "insecure_hook",
+] as const;
+/** Error kinds that always fail the event (closed), whatever the failure mode says. */
+export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"]);
 export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
@@ -229,6 +244,12 @@ export const RunResultSchema = z.object({
     .optional(),
   runId: z.string(),
   contractVersion: z.literal(HOOK_CONTRACT_VERSION),
+  /** sha256 of the gate file as it was when the run started (absent when it could not be read). */
+  hookSha256: z.string().optional(),
+  /** The sha256 trusted for it, when that differs (a change run anyway with --trust-changes). */
+  trustedSha256: z.string().optional(),
+  /** Why a gate was refused before it ran (untrusted, missing, insecure): every reason, not only the first. */
+  trustProblems: z.array(z.looseObject({ kind: z.string(), path: z.string(), reason: z.string() })).optional(),
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 

@@ -4,14 +4,15 @@
  * "no hook", and every file looked at is reported with why it was or was not chosen, so that
  * `doctor` and the logs can explain a hook that "did not run".
  */
-import type { Stats } from "node:fs";
+import type { Dirent, Stats } from "node:fs";
 // Synchronous on purpose: discovery runs before every event, and each thread-pool round trip costs
 // several times a small stat here (docs/performance.md); the answer is still given as a promise.
-import { accessSync, constants as fsConstants, lstatSync, readlinkSync, statSync } from "node:fs";
+import { accessSync, constants as fsConstants, lstatSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
 import { errnoCode } from "./errors.js";
+import { closestName } from "./messages.js";
 
 export type CandidateStatus = "chosen" | "skipped" | "absent";
 
@@ -174,4 +175,54 @@ export function fileKind(info: Stats): string {
   if (info.isCharacterDevice()) return "character device";
   if (info.isBlockDevice()) return "block device";
   return "special file";
+}
+
+/** A file or folder in a hooks dir that looks meant as a gate, but never runs: why, and the likely name. */
+export interface StrayHookFile {
+  path: string;
+  reason: string;
+  suggestion: string | null;
+}
+
+/**
+ * Names starting with `on_` or `on-` in `dir` that discovery never looks at: an unsupported extension
+ * (`on_task_completed.ts`, `.py`), an event name that is not quite one (`on_task_complete.sh`,
+ * `on-idle.sh`), a chain folder of no event (`on_task_complete.d`). Each comes with the name it was
+ * probably meant to have. A missing or unreadable dir has none (discovery reports that).
+ */
+export function findStrayHookFiles(dir: string): StrayHookFile[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  const bases = Object.values(HOOK_BASE_NAMES);
+  const supported = KINDS.map((k) => k.suffix);
+  const out: StrayHookFile[] = [];
+  for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const name = entry.name;
+    if (!/^on[_-]/i.test(name) || /(~|\.bak|\.swp|\.disabled)$/.test(name)) continue;
+    const isDir = entry.isDirectory() && name.endsWith(".d");
+    const stem = isDir ? name.slice(0, -2) : name.slice(0, name.length - path.extname(name).length);
+    const ext = isDir ? ".d" : path.extname(name);
+    const file = path.join(dir, name);
+    if (bases.includes(stem)) {
+      if (isDir || supported.includes(ext)) continue; // a gate discovery looks at
+      const fix = ext === ".ts" ? `${stem}.mjs (compile it to JavaScript, or start it from a ${stem}.sh)` : `${stem}.sh (or ${stem} with a #! line and an execute bit)`;
+      out.push({ path: file, reason: `a ${ext} file is never run (a gate is ${stem}, ${stem}.sh, ${stem}.js or ${stem}.mjs)`, suggestion: fix });
+      continue;
+    }
+    const closest = closestName(stem.replaceAll("-", "_"), bases);
+    const suggestion = closest ? `${closest}${ext}` : null;
+    out.push({ path: file, reason: `${isDir ? "a chain folder of" : "the gate of"} no event (events: ${bases.join(", ")})`, suggestion });
+  }
+  return out;
+}
+
+/** Why a gate's owner or mode lets others rewrite it, or null. Root's files are as safe as the leader's. */
+export function insecurity(fp: { mode: number; uid: number }, leaderUid: number | null): string | null {
+  if ((fp.mode & 0o002) !== 0) return `world-writable (mode ${(fp.mode & 0o777).toString(8).padStart(4, "0")}): any user can rewrite it (chmod o-w)`;
+  if (leaderUid !== null && fp.uid !== leaderUid && fp.uid !== 0) return `owned by uid ${fp.uid}, not by the leader's uid ${leaderUid} (or root): that user can rewrite it`;
+  return null;
 }

@@ -8,9 +8,9 @@
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "./chain.js";
-import type { HookCommand, HookEventName } from "./contract.js";
-import { hookCandidatePaths, type CandidateStatus } from "./discover.js";
+import { chainDirName, discoverChain, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "./chain.js";
+import { HOOK_EVENTS, type HookCommand, type HookEventName } from "./contract.js";
+import { findStrayHookFiles, hookCandidatePaths, insecurity, type CandidateStatus, type StrayHookFile } from "./discover.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";
 
@@ -89,6 +89,7 @@ export async function diagnoseHooksDir(dir: string, source: "flag" | "env" | "de
   if (!info.isDirectory()) return unusable("error", "is not a directory");
   if (!(await can(dir, fsConstants.R_OK | fsConstants.X_OK))) return unusable("error", "cannot be read (permission denied)");
   const checks: Check[] = [{ level: "ok", message: `hooks dir ${dir} (${source === "default" ? "default: <teams root>/_hooks" : `from ${named}`})` }];
+  checks.push(...strayChecks(dir));
   if (worldWritable(info)) {
     checks.push({ level: "warn", message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`, file: dir });
   }
@@ -105,6 +106,7 @@ export async function diagnoseTeamLayer(dir: string, globalDir: string): Promise
     return [{ level: "error", message: `team hooks layer ${dir} cannot be read (permission denied): its hooks and .disabled files are ignored`, file: dir }];
   }
   const checks: Check[] = [{ level: "ok", message: `team hooks layer ${dir} (its files replace the global ones of the same name)` }];
+  checks.push(...strayChecks(dir));
   if (worldWritable(info)) checks.push({ level: "warn", message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`, file: dir });
   return checks;
 }
@@ -198,7 +200,8 @@ async function checkRunnable(hook: HookCommand, env: Env, cwd: string, label?: s
   const checks: Check[] = [];
   const fail = (message: string): Check[] => [{ level: "error", message: `${name}: ${message}`, file }, ...checks];
   const info = await statOrNull(file);
-  if (info && worldWritable(info)) checks.push({ level: "warn", message: `${name} is world-writable: any user can change this gate (chmod o-w ${file})`, file });
+  const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
+  if (insecure) checks.push({ level: "error", message: `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks`, file });
   const head = await readHead(file);
   if (head === null) return fail("cannot be read");
   const firstLine = head.split("\n")[0] ?? "";
@@ -270,6 +273,39 @@ function findOnPath(name: string, env: Env, cwd: string): string | null {
     if (isExecutableFile(candidate)) return candidate;
   }
   return null;
+}
+
+/** Files that look like gates and never run, as `doctor` warnings. */
+function strayChecks(dir: string): Check[] {
+  return findStrayHookFiles(dir).map((stray) => ({ level: "warn" as const, message: strayMessage(stray), file: stray.path }));
+}
+
+function strayMessage(stray: StrayHookFile): string {
+  return `${stray.path} never runs: ${stray.reason}${stray.suggestion ? `; did you mean ${stray.suggestion}?` : ""}`;
+}
+
+/**
+ * What `watch` and `run` say before anything runs: files that look like gates but never run, gates the
+ * leader refuses as insecure, and (`noGate`) a hooks dir in which no event has a gate at all.
+ */
+export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean }): Promise<string[]> {
+  const layers = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir) ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
+  const out = layers.flatMap((dir) => findStrayHookFiles(dir).map(strayMessage));
+  let gates = 0;
+  for (const event of HOOK_EVENTS) {
+    const chain = await discoverChain({ globalDir: input.hooksDir, teamDir: input.teamHooksDir, event });
+    gates += chain.hooks.length;
+    if (input.allowInsecure) continue;
+    for (const hook of chain.hooks) {
+      const info = await statOrNull(hook.hook.hookPath);
+      const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
+      if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
+    }
+  }
+  if (input.noGate && gates === 0) {
+    out.push(`no gate runs for any event: no hook in ${input.hooksDir} (nor in the team layer ${input.teamHooksDir}); pi-teams-hooks init copies the example gates`);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ export default function teamsHooksExtension(pi: PiApi): void {
         catchUp: false,
         report: (notice: LeaderNotice) => {
           if (notice.kind === "warning") notify(`quality gates: ${notice.message}`, "warning");
+          if (notice.kind === "info") notify(`quality gates: ${notice.message}`, "info");
           if (notice.kind === "event" && notice.report.outcome !== "passed" && notice.report.outcome !== "no_hook") {
             last = `${notice.report.event} #${notice.report.taskId ?? "-"}: ${notice.report.summary}`;
             notify(`quality gate ${last}`, "warning");

@@ -12,6 +12,7 @@
  * was completely handled. The leader's crash recovery relies on this.
  */
 import { randomUUID } from "node:crypto";
+import path from "node:path";
 import {
   buildContextDocument,
   type HookEventName,
@@ -23,6 +24,7 @@ import {
   utf8Length,
 } from "./contract.js";
 import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
+import { launcherFor } from "./discover.js";
 import { planHookLogFile, writeHookLog } from "./hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
 import { HooksError, describeError } from "./errors.js";
@@ -31,6 +33,7 @@ import type { EffectivePolicy } from "./options.js";
 import { countsAsPass, decide } from "./policy.js";
 import { remediate, type RemediationDone } from "./remediate.js";
 import { SentLog } from "./sent-log.js";
+import { checkChainTrust, fingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "./trust.js";
 import { notRunResult, runHook } from "./run.js";
 import { taskFile } from "./paths.js";
 import { readTask } from "./tasks.js";
@@ -70,6 +73,19 @@ export interface InvokeRequest {
   sentLog?: SentLog;
   /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
   lockTimeoutMs?: number;
+  /** Compare the chain with the team's trust record before anything runs (trust.ts). */
+  trust?: InvokeTrust;
+}
+
+export interface InvokeTrust {
+  /** The record in force; null when there is none yet (only insecure gates are refused then). */
+  record: TrustRecord | null;
+  /** `--trust-changes`: new, changed and removed gates run as they are now (the log keeps both hashes). */
+  acceptChanges: boolean;
+  /** `--allow-insecure-hooks`. */
+  allowInsecure: boolean;
+  /** Called with every check that found a change or a problem (the leader reports each change once). */
+  onCheck?: (check: ChainTrust) => void;
 }
 
 export interface HookRun {
@@ -105,6 +121,8 @@ export interface InvokeOutcome {
   pending: PendingStep | null;
   /** Whether the whole policy was applied; null when no policy applies (idle, `run` without it, no hook). */
   policyApplied: boolean | null;
+  /** The chain compared with the trust record; null when no trust was asked for. */
+  trust: ChainTrust | null;
 }
 
 export interface PendingStep {
@@ -135,11 +153,18 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
   };
-  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null };
-  const first = chain.hooks[0];
-  if (!first) return none;
+  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, trust: null };
+  const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
+  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null }) : null;
+  if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
+  // A gate that is not the one trusted never runs, and neither does the rest of its chain.
+  const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !req.trust?.acceptChanges) : [];
+  if (chain.hooks.length === 0 && refused.length === 0) return { ...none, trust };
 
-  const runs = await runChain(req, chain.hooks, invocation, { mode, limits, now });
+  const runs =
+    refused.length > 0
+      ? [refusedRun(req, chain, layers, refused, now)]
+      : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust });
   // Rejected: no hook started (run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
   await req.notBefore;
@@ -161,6 +186,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     remediation: null,
     abandoned: false,
     sent: req.sentLog ?? null,
+    trust,
   };
   return settle(settling);
 }
@@ -184,6 +210,7 @@ interface Settling {
   /** Remediation given up: the logs say what was and was not applied. */
   abandoned: boolean;
   sent: SentLog | null;
+  trust: ChainTrust | null;
 }
 
 /**
@@ -313,6 +340,36 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     problems: [...ctx.problems, ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
+    trust: ctx.trust,
+  };
+}
+
+/**
+ * The run of an event whose chain was refused before anything started: a closed error of the first
+ * problem's kind, naming every problem and how to approve the change.
+ */
+function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { global: string; team: string | null }, problems: TrustProblem[], now: () => Date): HookRun {
+  const [first] = problems;
+  if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
+  const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
+  const approvable = problems.some((p) => p.kind !== "insecure_hook");
+  const how = approvable ? `; the team lead approves a change with: pi-teams-hooks trust --team-dir ${req.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
+  const message = `${first.kind}: ${problems.map((p) => p.reason).join("; ")}${how}`;
+  const result: RunResult = { ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message), trustProblems: problems.map((p) => ({ ...p })) };
+  return { hook, result, startedAt: now().toISOString(), logFile: null };
+}
+
+/** A chain hook for a gate path that is not in the chain (a trusted gate that no longer runs). */
+function hookAt(file: string, layers: { global: string; team: string | null }): ChainHook {
+  const dir = path.dirname(file);
+  const inDotD = dir.endsWith(".d");
+  const root = inDotD ? path.dirname(dir) : dir;
+  const { launch } = launcherFor(file);
+  return {
+    name: inDotD ? `${path.basename(dir)}/${path.basename(file)}` : path.basename(file),
+    layer: layers.team !== null && root === layers.team ? "team" : "global",
+    hook: { hookPath: file, ...launch(file) },
+    kind: inDotD ? "chain" : "v1",
   };
 }
 
@@ -321,7 +378,7 @@ async function runChain(
   req: InvokeRequest,
   hooks: ChainHook[],
   invocation: HookInvocation,
-  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date },
+  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
 ): Promise<HookRun[]> {
   const { limits } = ctx;
   const refused = (hook: ChainHook, message: string): HookRun[] => [
@@ -362,12 +419,26 @@ async function runChain(
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
       result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
     }
+    result = withHashes(result, hook, ctx.trust, req.trust?.record ?? null);
     runs.push({ hook, result, startedAt, logFile: null });
     if (isTaskEvent(req.event) && !countsAsPass(result, ctx.mode)) break;
   }
   return runs;
 }
 
+
+/** The gate's hash as it ran, and the trusted one when they differ (a change run with --trust-changes). */
+function withHashes(result: RunResult, hook: ChainHook, trust: ChainTrust | null, record: TrustRecord | null): RunResult {
+  const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook.hook.hookPath);
+  if (sha === undefined) return result;
+  const trusted = record?.gates[hook.hook.hookPath]?.sha256;
+  return { ...result, hookSha256: sha, ...(trusted && trusted !== sha ? { trustedSha256: trusted } : {}) };
+}
+
+function shaOf(file: string): string | undefined {
+  const fp = fingerprint(file);
+  return "problem" in fp ? undefined : fp.sha256;
+}
 
 function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
   if (result.outcome === "passed") return gatePassedSummary(result.durationMs);

@@ -19,6 +19,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
+import { discoverChain } from "./chain.js";
 import { findHook, type HookDiscovery } from "./discover.js";
 import { HooksError, describeError, errnoCode, isHooksError } from "./errors.js";
 import type { HookEvent } from "./events.js";
@@ -33,6 +34,7 @@ import { firstStartFile, scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { preloadRunner, removeRunFiles, terminateAllRuns } from "./run.js";
 import { SentLog, sentId } from "./sent-log.js";
+import { type ChainTrust, type TrustEntry, TrustState, entryFor, fingerprint, keepTrustedCopy, octal, trustFile, trustedBy, updateTrust } from "./trust.js";
 import { TeamSources, type TaskLook, isTaskFileName } from "./sources.js";
 import type { TeamSetup } from "./team-setup.js";
 import { killRunId } from "./terminate.js";
@@ -66,6 +68,10 @@ export interface LeaderOptions {
   retryPolicyMs?: readonly number[];
   /** First and longest wait between tries of a write that failed (a full disk); default 1 s and 30 s. */
   retryWriteMs?: { first: number; max: number };
+  /** `--trust-changes`: gates changed since they were trusted run as they are (each change still said once). */
+  trustChanges?: boolean;
+  /** `--allow-insecure-hooks`: world-writable gates and gates of other users run. */
+  allowInsecureHooks?: boolean;
 }
 
 /** One handled event, as the one-line output and --json show it. */
@@ -111,6 +117,12 @@ export interface StartInfo {
  * instead of running all at once. test/integration/leader-first-start.test.ts.
  */
 const BASELINE_DONE_KEY = "leader:baseline-complete";
+/**
+ * Recorded once the first start has taken the trust record (trust on first use). A ledger with it and
+ * no `hook-state/trust.json` means the record was removed: every gate is then untrusted, rather than
+ * trusted anew as it is now (which is what deleting the record would otherwise buy).
+ */
+const TRUST_TAKEN_KEY = "leader:trust-taken";
 
 /**
  * On a first start, a task file whose mtime and ctime are this much older than the first-start mark
@@ -175,12 +187,18 @@ export class Leader {
   #teamDirIno: number | null | undefined;
   #teamDirGoneAt: string | null = null;
   #sent: SentLog;
+  readonly #trust: TrustState;
+  /** Gate changes and insecure gates already reported by this process (each is said once). */
+  readonly #told = new Set<string>();
+  /** Notes to the lead's inbox under way (awaited by stop()). */
+  #notes: Promise<void> = Promise.resolve();
 
   constructor(opts: LeaderOptions) {
     this.#opts = opts;
     this.#setup = opts.setup;
     this.#sources = new TeamSources(opts.setup.identity);
     this.#sent = new SentLog(opts.setup.identity.teamDir);
+    this.#trust = new TrustState(opts.setup.identity.teamDir);
     this.#queue = createKeyedQueue({
       concurrency: opts.concurrency,
       onError: (error) => this.#warn(`event failed: ${describeError(error)}`),
@@ -207,6 +225,7 @@ export class Leader {
       const hooks = await Promise.all(HOOK_EVENTS.map(async (event) => ({ event, discovery: await findHook(this.#opts.setup.hooksDir, event) })));
       this.#opts.report({ kind: "hooks", hooks });
       const ledger = this.#requireLedger();
+      await this.#takeTrust(ledger);
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
       if (firstStart && !this.#opts.catchUp) this.#firstStart = { markMs: this.#firstStartMark(ledger.fresh), looked: new Set(), history: new Set(), edited: [] };
       await this.#recoverInFlight(); // before any event of this start can be in flight
@@ -261,6 +280,7 @@ export class Leader {
     await this.#watcher?.close();
     await this.#startupScan; // it stops at its next file
     const dropped = await this.#queue.close();
+    await this.#notes;
     await terminateAllRuns(); // a safety net: the queue has waited for every running hook
     if (this.#ledger) await this.#saveScanState();
     await this.#ledger?.close();
@@ -586,6 +606,7 @@ export class Leader {
     const { attempt, durable } = begun;
     durable.catch(() => undefined); // awaited through invokeEvent (notBefore); never unhandled meanwhile
     const state: EventProgress = { runId, attempt, retry: retry || attempt > 1, policyTries: 0, writeTries: progress?.writeTries ?? 0 };
+    this.#refreshTrust();
     let outcome: InvokeOutcome;
     try {
       outcome = await invokeEvent({
@@ -605,6 +626,12 @@ export class Leader {
         retry: state.retry,
         attempt,
         sentLog: this.#sent,
+        trust: {
+          record: this.#trust.record,
+          acceptChanges: this.#opts.trustChanges === true,
+          allowInsecure: this.#opts.allowInsecureHooks === true,
+          onCheck: (check) => this.#onTrustCheck(check),
+        },
         ...(this.#opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#opts.lockTimeoutMs }),
         env: this.#opts.env,
         runId,
@@ -748,6 +775,95 @@ export class Leader {
     if (trouble.keys.size > 0) return;
     this.#writeTrouble = null;
     this.#opts.report({ kind: "info", message: `writing works again: the events held back by "${trouble.message}" are done` });
+  }
+
+  /**
+   * The trust record at start: taken from the gates as they are on a first start (trust on first use),
+   * read otherwise. A record that is gone or unreadable after it was taken makes every gate untrusted.
+   */
+  async #takeTrust(ledger: Ledger): Promise<void> {
+    const { teamDir } = this.#setup.identity;
+    const { read } = this.#trust.refresh();
+    if (read?.state === "ok") {
+      this.#trust.set(read.record);
+    } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY)) {
+      const why = read?.state === "invalid" ? read.problem : `${trustFile(teamDir)} is gone`;
+      this.#warn(`${why}: every gate is untrusted (its events fail as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+      this.#trust.set({ version: 1, gates: {} });
+    } else {
+      const entries = new Map<string, TrustEntry>();
+      const at = this.#now();
+      const by = trustedBy("first start of the leader");
+      for (const event of HOOK_EVENTS) {
+        const chain = await discoverChain({ globalDir: this.#setup.hooksDir, teamDir: this.#setup.teamHooksDir, event });
+        for (const hook of chain.hooks) {
+          const fp = fingerprint(hook.hook.hookPath, { content: true });
+          if ("problem" in fp) continue;
+          entries.set(hook.hook.hookPath, entryFor(fp, at, by));
+          if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
+        }
+      }
+      this.#trust.set(await updateTrust(teamDir, entries));
+      const names = [...entries.keys()];
+      this.#opts.report({
+        kind: "info",
+        message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on fails its events until approved (pi-teams-hooks trust)`,
+      });
+    }
+    if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], this.#now());
+  }
+
+  /** Re-reads the trust record if its file changed, and says what changed (anyone may have written it). */
+  #refreshTrust(): void {
+    const { read, changes } = this.#trust.refresh();
+    if (read === null) return;
+    const { teamDir } = this.#setup.identity;
+    if (read.state === "ok") {
+      this.#trust.set(read.record);
+      for (const c of changes) {
+        this.#warn(
+          c.change === "approved"
+            ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, mode ${octal(c.entry?.mode ?? 0)}, by ${c.entry?.trustedBy || "unknown"})`
+            : `trust record: ${c.path} removed (its absence is approved)`,
+        );
+      }
+      return;
+    }
+    const why = read.state === "invalid" ? read.problem : `${trustFile(teamDir)} was removed`;
+    this.#warn(`${why}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+    this.#trust.set({ version: 1, gates: {} });
+  }
+
+  /** A gate changed since it was trusted, or is insecure: said once here, and once to the lead's inbox. */
+  #onTrustCheck(check: ChainTrust): void {
+    const { teamDir, leadName } = this.#setup.identity;
+    for (const problem of check.problems.filter((p) => p.kind === "insecure_hook")) {
+      const id = `insecure:${problem.reason}`;
+      if (this.#told.has(id)) continue;
+      this.#told.add(id);
+      this.#warn(problem.reason);
+    }
+    for (const change of check.changes) {
+      const sha = change.now?.sha256 ?? change.trusted?.sha256 ?? "";
+      const id = `${change.change}:${change.path}:${sha}:${change.now?.mode ?? ""}`;
+      if (this.#told.has(id)) continue;
+      this.#told.add(id);
+      const what = change.change === "new" ? "is new (not trusted yet)" : change.change === "changed" ? `changed since it was trusted (${change.detail})` : `no longer runs (${change.detail})`;
+      const then = this.#opts.trustChanges
+        ? "it runs as it is now (--trust-changes); the log keeps both hashes"
+        : `its events fail (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
+      this.#warn(`gate ${change.path} ${what}: ${then}`);
+      const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
+      this.#notes = this.#notes.then(async () => {
+        try {
+          if (!this.#sent.claim(sentId("gate-change", id, leadName), this.#now())) return;
+          const sent = await appendMessage(teamDir, "team", leadName, { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false });
+          if (!sent.ok) this.#warn(`the lead was not told of the change of ${change.path}: ${sent.problem.message}`);
+        } catch (error) {
+          this.#warn(`the lead was not told of the change of ${change.path}: ${describeError(error)}`);
+        }
+      });
+    }
   }
 
   /** --inbox consume: the notification behind a handled idle event is marked read. */

@@ -168,6 +168,13 @@ const VERDICT = {
   source: [oneOf(["file", "stdout"])],
 } as const satisfies Record<string, Field>;
 
+/** contract.ts `RunResultSchema`'s `trustProblems` entries. */
+const TRUST_PROBLEM = {
+  kind: [string],
+  path: [string],
+  reason: [string],
+} as const satisfies Record<string, Field>;
+
 /** contract.ts `RunResultSchema`, loose as hook-log.ts reads it. */
 const RESULT = {
   ran: [boolean],
@@ -186,10 +193,16 @@ const RESULT = {
   errorCode: [string, optional],
   leftoverProcesses: [int(0)],
   contextTruncated: [boolean],
-  errorKind: [oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal"]), optional],
+  errorKind: [
+    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"]),
+    optional,
+  ],
   verdict: [looseObject(VERDICT), optional],
   runId: [string],
   contractVersion: [oneOf([1])],
+  hookSha256: [string, optional],
+  trustedSha256: [string, optional],
+  trustProblems: [arrayOf(looseObject(TRUST_PROBLEM)), optional],
 } as const satisfies Record<string, Field>;
 
 /** hook-log.ts `HookLogRecordSchema`. */

@@ -4,7 +4,7 @@
  * plan; nothing here reads files, clocks or ids (STYLE.md rule 3).
  */
 import { z } from "zod";
-import type { RunResult, Task, TaskAssignment } from "./contract.js";
+import { CLOSED_ERROR_KINDS, type RunResult, type Task, type TaskAssignment } from "./contract.js";
 import { unreachable } from "./errors.js";
 import { taskEvent } from "./events.js";
 import {
@@ -37,6 +37,8 @@ export const GateMetadataPatchSchema = z.object({
   qualityGateSummary: z.string(),
   /** The event key this gate ran for: a retry of the same key is recognised by it. */
   qualityGateEventKey: z.string(),
+  /** sha256 of the gate file that decided, as it was when it ran. */
+  qualityGateHookSha256: z.string().optional(),
   qualityGateLastSuccessAt: z.string().optional(),
   qualityGateFailureCount: z.number().int().nonnegative().optional(),
   qualityGateLastFailureAt: z.string().optional(),
@@ -250,7 +252,7 @@ export function decide(input: DecideInput): RemediationPlan {
  */
 export function countsAsPass(result: Pick<RunResult, "outcome" | "errorKind">, mode: "closed" | "open"): boolean {
   if (result.outcome === "passed") return true;
-  return result.outcome === "error" && mode === "open" && result.errorKind !== "limit";
+  return result.outcome === "error" && mode === "open" && !(result.errorKind !== undefined && CLOSED_ERROR_KINDS.has(result.errorKind));
 }
 
 function gateBase(input: DecideInput, status: "passed" | "failed", summary: string): GateMetadataPatch {
@@ -262,6 +264,8 @@ function gateBase(input: DecideInput, status: "passed" | "failed", summary: stri
     qualityGateStatus: status,
     qualityGateSummary: summary,
     qualityGateEventKey: input.key,
+    // Always set: a gate refused before it ran (a deleted file) leaves no hash of an earlier run behind.
+    qualityGateHookSha256: input.result.hookSha256,
   };
 }
 

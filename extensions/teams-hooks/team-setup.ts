@@ -62,6 +62,11 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   if (input.lead !== undefined) identity.leadName = nonEmpty(input.lead, "--lead");
 
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
+  // A hooks dir someone named and that is not there means no gate at all: a mistake, never silence.
+  // (The default dir missing is how a team without gates looks; `watch` warns about that.)
+  if (hooks.source !== "default") {
+    await requireDirectory(hooks.dir, hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR", "E_USAGE");
+  }
   const timeout = resolveTimeoutMs({ ...(input.timeoutMs === undefined ? {} : { flag: input.timeoutMs }), env: input.env });
   // The block is checked whole (issue 5): one mistake refuses all of it, never half.
   const check = checkHooksBlock(config.hooks, config.file);

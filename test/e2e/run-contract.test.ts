@@ -147,6 +147,9 @@ function expectedEnv(event: string, t: TaskFile | null, member: string | null, t
     PI_TEAMS_HOOK_CONTEXT_FILE: dump.env.PI_TEAMS_HOOK_CONTEXT_FILE ?? "(missing)",
     // Additive (verdicts): where the hook may write its decision.
     PI_TEAMS_HOOK_RESULT_FILE: dump.env.PI_TEAMS_HOOK_RESULT_FILE ?? "(missing)",
+    // Additive (at-least-once runs): the event's key, the same for every attempt, and this attempt.
+    PI_TEAMS_HOOK_EVENT_KEY: expectedKey(event, t, member, timestamp, dump),
+    PI_TEAMS_HOOK_ATTEMPT: "1",
   };
   if (member) env.PI_TEAMS_MEMBER = member;
   if (timestamp) env.PI_TEAMS_EVENT_TIMESTAMP = timestamp;
@@ -157,6 +160,17 @@ function expectedEnv(event: string, t: TaskFile | null, member: string | null, t
     if (t.owner) env.PI_TEAMS_TASK_OWNER = t.owner;
   }
   return env;
+}
+
+/** `<event>:<task id>:<completedAt | updatedAt | abortedAt>`, or `idle:<member>:<timestamp>` (now, when not given). */
+function expectedKey(event: string, t: TaskFile | null, member: string | null, timestamp: string | null, dump: Dump): string {
+  if (t) {
+    const stamp = event === "task_completed" ? (t.metadata?.completedAt ?? t.updatedAt) : t.metadata?.abortedAt;
+    return `${event}:${t.id}:${String(stamp)}`;
+  }
+  if (timestamp) return `idle:${member ?? "unknown"}:${timestamp}`;
+  const seen = dump.env.PI_TEAMS_HOOK_EVENT_KEY ?? "";
+  return /^idle:unknown:\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(seen) ? seen : "idle:unknown:<now>";
 }
 
 function byId(id: string): TaskFile {

@@ -143,13 +143,16 @@ describe("doctor: which hook runs", () => {
     expect(event(noBash, "task_failed").checks[0]).toMatchObject({ level: "error", message: "on_task_failed.sh: bash is not on PATH, and .sh hooks run with bash" });
   });
 
-  it("warns about a world-writable gate or hooks dir", async () => {
+  it("warns about a world-writable hooks dir, and explains that a world-writable gate is refused (C13)", async () => {
     const { team, hooksDir } = await setup({ hooks: { "on_idle.sh": { content: "echo hi\n", mode: 0o666 } } });
     fs.chmodSync(hooksDir, 0o777);
+    fs.chmodSync(path.join(hooksDir, "on_idle.sh"), 0o666); // past the umask
     const r = await report(team);
     expect(lines(r.hooksDir.checks)).toContain(`warn: ${hooksDir} is world-writable: any user can replace a gate (chmod o-w ${hooksDir})`);
-    expect(lines(event(r, "idle").checks)).toContain(`warn: on_idle.sh is world-writable: any user can change this gate (chmod o-w ${path.join(hooksDir, "on_idle.sh")})`);
-    expect(r.errors).toBe(0);
+    expect(lines(event(r, "idle").checks)).toContain(
+      "error: on_idle.sh is world-writable (mode 0666): any user can rewrite it (chmod o-w): the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks",
+    );
+    expect(r.errors).toBe(1);
   });
 });
 

@@ -14,15 +14,15 @@ const LAYERS: Readonly<Record<string, number>> = {
   options: 1, "json-file": 1, lock: 1, terminate: 1, watch: 1, "hooks-config": 1.5,
   policy: 2, tasks: 2, mailbox: 2, "team-config": 2, "sent-log": 2, discover: 2, chain: 2.5, run: 2, "hook-log": 2, ledger: 2, "leader-lock": 2, hook: 2,
   "logs-record": 2.2, "logs-filter": 2.4, "logs-format": 2.4, "logs-stats": 2.6, "logs-follow": 3.5,
-  remediate: 3, sources: 3, "team-setup": 3, "doctor-hooks": 3, logs: 3,
+  remediate: 3, sources: 3, "team-setup": 3, "doctor-hooks": 3, logs: 3, trust: 3,
   invoke: 4, doctor: 4,
   leader: 5,
-  "cli-io": 5, "cli-help": 6, "cli-run": 6, "cli-watch": 6, "cli-demo": 6, "cli-doctor": 6, "cli-init": 6, "cli-policy": 6, "cli-schema": 6, "cli-logs": 6,
+  "cli-io": 5, "cli-help": 6, "cli-run": 6, "cli-watch": 6, "cli-demo": 6, "cli-doctor": 6, "cli-init": 6, "cli-policy": 6, "cli-schema": 6, "cli-logs": 6, "cli-trust": 6, "text-diff": 0,
   cli: 7,
   bin: 8, api: 8, index: 8,
 };
 const LEAVES = new Set(["errors", "contract"]);
-const PURE = ["errors", "contract", "paths", "events", "capture", "queue", "messages", "policy", "verdict"];
+const PURE = ["errors", "contract", "paths", "events", "capture", "queue", "messages", "policy", "verdict", "text-diff"];
 const SOLE_IMPORTER: Readonly<Record<string, string>> = { execa: "run", "tree-kill": "terminate", chokidar: "watch" };
 
 interface Import {
