@@ -5,11 +5,10 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import type { TeamIdentity } from "./contract.js";
+import type { HookEventName, TeamIdentity } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { checkHooksBlock, type FailureMode, type HookLimits, resolveFailureModes, resolveLimits } from "./hooks-config.js";
-import type { HookEventName } from "./contract.js";
-import { resolvePolicy, resolveTimeoutMs, type PolicyFlags, type ResolvedPolicy, type ResolvedTimeout } from "./options.js";
+import { type EffectiveSettings, type FailureMode, type HookLimits, resolveSettings, settingValues } from "./hooks-config.js";
+import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "./options.js";
 import { resolveHooksDir } from "./paths.js";
 import { loadTeamConfig } from "./team-config.js";
 
@@ -24,7 +23,10 @@ export interface TeamSetupInput {
   env: Readonly<Record<string, string | undefined>>;
   /** The process's working directory: relative paths are taken from here. */
   processCwd: string;
-  /** The last `hooks` block that was valid (the leader's, on a reload): used when the file's is not. */
+  /**
+   * The `hooks` block in force (the leader's, on a reload): kept when the file's is refused, or when
+   * config.json is unreadable, gone or without `hooks`. Undefined: none is in force.
+   */
   lastValidHooks?: Record<string, unknown> | undefined;
 }
 
@@ -39,6 +41,8 @@ export interface TeamSetup {
   hooksBlock: Record<string, unknown>;
   /** False when the file's `hooks` block was refused whole. */
   hooksBlockValid: boolean;
+  /** Every setting in force with where it came from, as `doctor` and `policy get` show them. */
+  settings: EffectiveSettings;
   failureModes: Readonly<Record<HookEventName, FailureMode>>;
   limits: Readonly<HookLimits>;
   cwd: string;
@@ -62,35 +66,32 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   if (input.lead !== undefined) identity.leadName = nonEmpty(input.lead, "--lead");
 
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
-  const timeout = resolveTimeoutMs({ ...(input.timeoutMs === undefined ? {} : { flag: input.timeoutMs }), env: input.env });
-  // The block is checked whole (issue 5): one mistake refuses all of it, never half.
-  const check = checkHooksBlock(config.hooks, config.file);
-  const blockWarnings: string[] = [];
-  let hooksBlock: Record<string, unknown> = check.ok ? check.raw : (input.lastValidHooks ?? {});
-  if (!check.ok) {
-    const fallback = input.lastValidHooks ? "the last valid block stays in force" : "defaults and the environment apply";
-    // One line per problem, each whole on its own: logs and `grep` read lines.
-    for (const problem of check.problems) blockWarnings.push(`${problem} — the "hooks" block is refused whole; ${fallback}`);
-  }
-  const block = checkHooksBlock(hooksBlock, config.file);
-  if (!block.ok) hooksBlock = {}; // a "last valid" block that no longer checks: cannot happen, but never half
-  const parsedBlock = block.ok ? block.block : {};
-  const modes = resolveFailureModes(parsedBlock, input.env);
-  const policy = resolvePolicy({ flags: input.policyFlags, config: hooksBlock, env: input.env, configFile: config.file });
+  const settings = resolveSettings({
+    hooks: config.hooks,
+    noBlock: config.noHooks,
+    file: config.file,
+    env: input.env,
+    flags: input.policyFlags,
+    timeoutFlag: input.timeoutMs,
+    lastValid: input.lastValidHooks,
+  });
+  // An unusable config.json is said once: by the settings (which say what applies instead).
+  const configWarnings = config.warnings.filter((w) => w !== config.fileWarning);
   return {
     identity,
     configFile: config.file,
     hooksDir: hooks.dir,
     hooksDirSource: hooks.source,
     teamHooksDir: path.join(teamDir, "hooks"),
-    hooksBlock,
-    hooksBlockValid: check.ok,
-    failureModes: modes.modes,
-    limits: resolveLimits(parsedBlock),
+    hooksBlock: settings.hooksBlock,
+    hooksBlockValid: settings.block.valid,
+    settings,
+    failureModes: settingValues(settings.failureModes),
+    limits: settingValues(settings.limits),
     cwd,
-    timeout,
-    policy,
-    warnings: [...config.warnings, ...blockWarnings, ...timeout.warnings, ...policy.warnings, ...modes.warnings],
+    timeout: { value: settings.timeoutMs.value, source: settings.timeoutMs.source, warnings: [] },
+    policy: { policy: settings.values, sources: settings.sources, warnings: [] },
+    warnings: [...configWarnings, ...settings.warnings],
   };
 }
 
