@@ -22,7 +22,7 @@ import {
   type TeamIdentity,
   utf8Length,
 } from "./contract.js";
-import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
+import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { writeHookLog } from "./hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
 import { describeFailure, gatePassedSummary } from "./messages.js";
@@ -139,7 +139,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
           result: deciding.result,
           task: fresh,
           policy,
-          hookName: deciding.hook.name,
+          hookName: gateName(deciding.hook, event),
           member: req.member,
           leadName: req.identity.leadName,
           now: decidedAt,

@@ -148,7 +148,7 @@ function reopenOutcomeSentence(taskId: string, outcome: ReopenOutcome): string {
   }
 }
 
-/** `Quality gate failed: on_task_completed.sh (task #3)` */
+/** `Quality gate failed: on_task_completed (task #3)` */
 export function followupSubject(hookName: string, taskId: string): string {
   return `Quality gate failed: ${hookName} (task #${taskId})`;
 }
@@ -241,6 +241,12 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
       : "Please fix it and carry on.",
   );
   if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
+  // Last, on its own line: pi-agent-teams' remediation looks for this sentence in the member's nudge,
+  // and an agent worker reads it as leave to fix the failure without waiting for a person.
+  lines.push(GATE_NUDGE_REMEDIATE);
   return lines.join("\n");
 }
+
+/** The last line of every gate nudge, word for word as pi-agent-teams has it. */
+export const GATE_NUDGE_REMEDIATE = "Please remediate automatically and continue without waiting for user intervention.";
 // End of section: failure policy and settings

@@ -77,7 +77,7 @@ export interface DecideInput {
   /** A fresh copy read under the task lock, or null when the file is gone. */
   task: Task | null;
   policy: EffectivePolicy;
-  /** The hook's file base name, e.g. `on_task_completed.sh`. */
+  /** The gate's name (chain.ts gateName): `on_task_completed`, or `on_task_completed.d/10-lint.sh`. */
   hookName: string;
   /** The member who caused the event, when known. */
   member: string | null;
