@@ -9,6 +9,15 @@ export function fileProblem(file: string, field: string, problem: string, conseq
   return `${file}: ${field ? `${field}: ` : ""}${problem} — ${consequence}`;
 }
 
+/**
+ * `"a/b" is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b")`.
+ * `fileName`: what the name becomes as a file name (paths.ts sanitizeName).
+ */
+export function unsafeName(value: string, fileName: string): string {
+  const shares = value === "" ? "it is empty" : `it would share the file of ${JSON.stringify(fileName)}`;
+  return `${JSON.stringify(value)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: ${shares})`;
+}
+
 export function eventLabel(event: HookEventName, taskId: string | null | undefined): string {
   return taskId ? `${event} #${taskId}` : event;
 }

@@ -61,6 +61,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
   const plan = decided ?? decideFor(await readTaskOrNull(target));
 
   const actions = [...plan.actions];
+  errors.push(...plan.refused);
   let followupTaskId: string | null = null;
   if (plan.followup) {
     const followup = plan.followup;

@@ -9,7 +9,8 @@ import type { TeamIdentity } from "./contract.js";
 import type { NoHooksBlock } from "./hooks-config.js";
 import { readJsonValue, writeJsonAtomic, type FileProblem } from "./json-file.js";
 import { withLock } from "./lock.js";
-import { configFile } from "./paths.js";
+import { unsafeName } from "./messages.js";
+import { configFile, isSafeName, sanitizeName } from "./paths.js";
 
 export const DEFAULT_LEAD_NAME = "team-lead";
 export const DEFAULT_STYLE = "normal";
@@ -64,7 +65,7 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
     teamId,
     teamDir: dir,
     taskListId: pick("taskListId", teamId),
-    leadName: pick("leadName", DEFAULT_LEAD_NAME),
+    leadName: safeLeadName(pick("leadName", DEFAULT_LEAD_NAME), file, warnings),
     style: pick("style", DEFAULT_STYLE),
   };
 
@@ -72,6 +73,13 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
   const hooks = noHooks ? undefined : raw.hooks ?? undefined;
   if (!noHooks && hooks === undefined) noHooks = { kind: "absent", reason: `${file}: no "hooks" block` };
   return { identity, hooks, noHooks, warnings, fileWarning, file, exists };
+}
+
+/** The leader's inbox is named after the lead: a name that maps onto another's file is not used. */
+function safeLeadName(name: string, file: string, warnings: string[]): string {
+  if (isSafeName(name)) return name;
+  warnings.push(`${file}: leadName: ${unsafeName(name, sanitizeName(name))} — using ${JSON.stringify(DEFAULT_LEAD_NAME)}`);
+  return DEFAULT_LEAD_NAME;
 }
 
 export type UpdateHooksResult = { ok: true; file: string; hooks: Record<string, unknown>; created: boolean } | { ok: false; problem: FileProblem };

@@ -9,7 +9,8 @@ import type { HookEventName, TeamIdentity } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
 import { type EffectiveSettings, type FailureMode, type HookLimits, resolveSettings, settingValues } from "./hooks-config.js";
 import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "./options.js";
-import { resolveHooksDir } from "./paths.js";
+import { unsafeName } from "./messages.js";
+import { isSafeName, resolveHooksDir, sanitizeName } from "./paths.js";
 import { loadTeamConfig } from "./team-config.js";
 
 export interface TeamSetupInput {
@@ -63,7 +64,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   const config = await loadTeamConfig(teamDir);
   const identity: TeamIdentity = { ...config.identity };
   if (input.taskList !== undefined) identity.taskListId = nonEmpty(input.taskList, "--task-list");
-  if (input.lead !== undefined) identity.leadName = nonEmpty(input.lead, "--lead");
+  if (input.lead !== undefined) identity.leadName = safeName(input.lead, "--lead");
 
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
   const settings = resolveSettings({
@@ -104,6 +105,12 @@ async function requireDirectory(dir: string, flag: string, code: "E_USAGE" | "E_
     const reason = errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error);
     throw new HooksError(code, `${flag} ${dir}: ${reason}`, { cause: error });
   }
+}
+
+/** The leader's inbox file is named after it: a name that maps onto another's file is refused. */
+function safeName(value: string, flag: string): string {
+  if (!isSafeName(value)) throw new HooksError("E_USAGE", `${flag} ${unsafeName(value, sanitizeName(value))}`);
+  return value;
 }
 
 function nonEmpty(value: string, flag: string): string {

@@ -87,6 +87,13 @@ describe("loadTeamConfig", () => {
     expect(await loadTeamConfig(t.teamDir)).toMatchObject({ hooks: {}, noHooks: null });
   });
 
+  it.each(["a/b", "lead.x"])("refuses a leadName that is not a safe file name (%j): a warning, and the default", async (name) => {
+    const t = await team({ config: { leadName: name } });
+    const loaded = await loadTeamConfig(t.teamDir);
+    expect(loaded.identity.leadName).toBe("team-lead");
+    expect(loaded.warnings).toEqual([expect.stringMatching(new RegExp(`^${configOf(t)}: leadName: ${JSON.stringify(name).replace(".", "\\.")} is not a safe name .* — using "team-lead"$`))]);
+  });
+
   it("resolves a relative team dir to an absolute one", async () => {
     const t = await team();
     const relative = path.relative(process.cwd(), t.teamDir);

@@ -485,3 +485,26 @@ describe("the gate's name in what the policy writes (chain.ts gateName)", () => 
     expect(plan.nudge?.text(null)).toMatch(new RegExp(`^Quality gate ${name.replaceAll(".", "\\.")} failed for task #3`));
   });
 });
+
+describe("decide: a member whose name is not a safe file name gets no message", () => {
+  // "a/b" would be written to the inbox file of "a-b", another member.
+  it("an unsafe owner is not nudged; the actions and the refusals say why", () => {
+    const plan = decide(input({ policy: policy("reopen"), task: task({ owner: "a/b" }), member: "a/b" }));
+    expect(plan.nudge?.to).toBeNull();
+    expect(plan.actions).toContain('no nudge to "a/b"');
+    expect(plan.refused).toEqual([expect.stringMatching(/^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b"\)/)]);
+    expect(plan.reopen?.kind).toBe("reopen"); // the gate's own decision stands
+  });
+
+  it("an unsafe follow-up owner: the follow-up is made without an owner and no assignment is sent", () => {
+    const plan = decide(input({ policy: policy("followup", "member"), member: "x.y", task: task({ owner: "alice" }) }));
+    expect(plan.followup).toMatchObject({ owner: null, assignment: null });
+    expect(plan.actions).toEqual(expect.arrayContaining(["follow-up (no owner)", 'no follow-up owner "x.y"', "nudge alice"]));
+    expect(plan.refused).toEqual([expect.stringContaining('no follow-up owner "x.y": "x.y" is not a safe name')]);
+  });
+
+  it("safe names: nothing refused", () => {
+    expect(decide(input()).refused).toEqual([]);
+    expect(decide(input({ result: PASSED })).refused).toEqual([]);
+  });
+});
