@@ -80,6 +80,15 @@ export function chainDirName(event: HookEventName): string {
   return `${HOOK_BASE_NAMES[event]}.d`;
 }
 
+/**
+ * The gate's name in what the policy writes and says (task metadata, the follow-up's subject, the
+ * nudge): the v1 file by its base name whatever its extension (`on_task_completed`, as pi-agent-teams
+ * names it), a chain file by its place (`on_task_completed.d/10-lint.sh`).
+ */
+export function gateName(hook: Pick<ChainHook, "name" | "kind">, event: HookEventName): string {
+  return hook.kind === "v1" ? HOOK_BASE_NAMES[event] : `${chainDirName(event)}/${hook.name}`;
+}
+
 const NAME_CHARS = /^[A-Za-z0-9_.-]+$/;
 const IGNORED_SUFFIXES = ["~", ".bak", ".swp"] as const;
 const DISABLED = ".disabled";

@@ -3,7 +3,7 @@
  * exits 1 when one of them would stop a gate from running.
  */
 import path from "node:path";
-import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "./cli-io.js";
+import { type CliIo, type ParsedArgs, paint, settingsRows, str, wantsColour } from "./cli-io.js";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import { type Check, type CheckLevel, type DoctorReport, type EventHookReport, diagnose } from "./doctor.js";
 import { HooksError } from "./errors.js";
@@ -56,15 +56,8 @@ export function renderReport(report: DoctorReport, colour: boolean): string {
   for (const check of report.team.checks) out += line(check);
 
   out += `\n${heading("Policy (config.json hooks > environment > default; flags of watch and run override)")}`;
-  const p = report.policy;
-  const rows: Array<[string, string, string]> = [
-    ["failure action", p.values.failureAction, p.origins.failureAction],
-    ["max reopens per task", String(p.values.maxReopensPerTask), p.origins.maxReopensPerTask],
-    ["follow-up owner", p.values.followupOwner, p.origins.followupOwner],
-    ["hook timeout", `${p.timeoutMs.value}ms`, p.timeoutMs.origin],
-  ];
-  for (const [name, value, origin] of rows) out += `  ${name.padEnd(21)} ${value.padEnd(16)} ${origin}\n`;
-  for (const check of p.checks) out += line(check);
+  out += settingsRows(report.policy);
+  for (const check of report.policy.checks) out += line(check);
 
   if (report.team.identity) {
     out += `\n${heading("Locks")}`;

@@ -33,7 +33,9 @@ Check what would stop a gate from running, without running anything:
           bare file, a CRLF #! line, an interpreter missing or not on PATH, world-writable
   Team    the team dir, config.json, the task list (each file that is not a task, with its field)
           and the leader's inbox, read as the leader reads them
-  Policy  the effective failure policy and hook timeout, and where each value comes from
+  Policy  every setting watch would apply without flags (failure policy, hook timeout, failure
+          mode per event, limits), computed as the leader computes it, and where each comes from;
+          a "hooks" block with a bad value is refused whole, as the leader refuses it
   Locks   *.lock files anywhere in the team dir: stale ones, and live ones held too long
 
   --team-dir DIR          the team directory (required)
@@ -72,8 +74,10 @@ dir cannot be written; 2 usage error.
        pi-teams-hooks policy set --team-dir DIR [--failure-action A] [--max-reopens N]
                                  [--followup-owner P] [--reset] [--json]
 
-get (the default) prints the effective failure policy of the team and where each value comes from
-(config.json "hooks" > environment > default); warnings about bad values go to stderr.
+get (the default) prints every setting the leader would apply (failure policy, hook timeout, failure
+mode per event, limits) and where each comes from (config.json "hooks" > environment > default),
+computed as the leader computes it: a "hooks" block with a bad value is refused whole. Warnings go
+to stderr.
 set writes the "hooks" block of config.json under its lock, keeping every other field (a missing
 config.json is created with the defaults), then prints the effective policy.
 
@@ -83,7 +87,8 @@ config.json is created with the defaults), then prints the effective policy.
   --followup-owner P      member | lead | none
   --reset                 remove the three settings from config.json first (the environment and
                           defaults apply again); flags given with it are then set
-  --json                  print {policy, sources, origins, warnings, …} as JSON
+  --json                  print {policy, sources, origins, timeoutMs, failureModes, limits, block,
+                          warnings, …} as JSON
   -h, --help              this help
 
 Values are checked before anything is written. Exit status: 0 done; 2 usage error (a bad value
@@ -194,6 +199,7 @@ Fire one event by hand, exactly as the leader would: find the hook, run it, writ
 Event:
   --task ID               the task (required for task_completed and task_failed)
   --member NAME           who caused the event (default: none — the hook sees null / no variable)
+                          (ids and names: A-Z a-z 0-9 _ - only; anything else is refused)
   --timestamp ISO         when it happened (default: none)
   --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge)
 
@@ -216,7 +222,8 @@ hooks and the policy in use, "watching …" once events are taken, "scanned N ta
 start-up scan (which looks at every task file in the background) is done, then one line per event.
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
-limits) is read again, and an invalid one keeps the block in force (a warning says why).
+limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without
+"hooks", keeps the block in force (one warning says why); "hooks": {} resets to the defaults.
 Its own state (the ledger, the scan state, a first start's mark) is in <team dir>/hook-state/:
 docs/ledger.md.
 

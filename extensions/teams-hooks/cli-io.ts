@@ -1,5 +1,7 @@
 /** What every command gets: its parsed arguments and its I/O, plus the small readers of flag values. */
+import { HOOK_EVENTS } from "./contract.js";
 import { HooksError } from "./errors.js";
+import type { SettingsReport } from "./hooks-config.js";
 import type { EventReport } from "./leader.js";
 import { formatDuration } from "./messages.js";
 import type { TeamSetupInput } from "./team-setup.js";
@@ -73,6 +75,27 @@ export function eventLine(r: EventReport, colour = false): string {
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";
   return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${formatDuration(r.durationMs)}${detail}${actions}${open}${r.retry ? " (retry)" : ""}`;
+}
+
+/**
+ * The settings table of `doctor` and `policy get`, one row per setting with its origin:
+ * ```
+ *   failure action              reopen           config.json hooks.failureAction
+ *   failure mode task_completed closed           default
+ * ```
+ */
+export function settingsRows(report: Omit<SettingsReport, "block" | "sources">): string {
+  const rows: Array<[string, string, string]> = [
+    ["failure action", report.values.failureAction, report.origins.failureAction],
+    ["max reopens per task", String(report.values.maxReopensPerTask), report.origins.maxReopensPerTask],
+    ["follow-up owner", report.values.followupOwner, report.origins.followupOwner],
+    ["hook timeout", `${report.timeoutMs.value}ms`, report.timeoutMs.origin],
+    ...HOOK_EVENTS.map((event): [string, string, string] => [`failure mode ${event}`, report.failureModes[event].value, report.failureModes[event].origin]),
+    ["max hooks per event", String(report.limits.maxHooksPerEvent.value), report.limits.maxHooksPerEvent.origin],
+    ["chain deadline", `${report.limits.chainDeadlineMs.value}ms`, report.limits.chainDeadlineMs.origin],
+    ["max payload", `${report.limits.maxPayloadBytes.value} bytes`, report.limits.maxPayloadBytes.origin],
+  ];
+  return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
 }
 
 /**

@@ -1,23 +1,16 @@
 /**
- * `pi-teams-hooks policy get|set`: the team's effective failure policy with the source of each value,
- * and writing `config.json` `hooks` under the config lock (team-config.ts `updateHooksConfig`).
+ * `pi-teams-hooks policy get|set`: the settings the leader would apply (failure policy, timeout, failure
+ * modes, limits) with where each came from, and writing `config.json` `hooks` under the config lock
+ * (team-config.ts `updateHooksConfig`).
  */
 import fs from "node:fs/promises";
 import path from "node:path";
 import type { z } from "zod";
-import { type CliIo, type FlagValue, type ParsedArgs, str } from "./cli-io.js";
-import { policyOrigin } from "./doctor.js";
+import { type CliIo, type FlagValue, type ParsedArgs, settingsRows, str } from "./cli-io.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
+import { resolveSettings, settingsReport } from "./hooks-config.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "./messages.js";
-import {
-  FailureActionSettingSchema,
-  FollowupOwnerSettingSchema,
-  MaxReopensSettingSchema,
-  SETTING_FLAGS,
-  resolvePolicy,
-  type EffectivePolicy,
-  type ResolvedPolicy,
-} from "./options.js";
+import { FailureActionSettingSchema, FollowupOwnerSettingSchema, MaxReopensSettingSchema, SETTING_FLAGS, type EffectivePolicy } from "./options.js";
 import { loadTeamConfig, updateHooksConfig } from "./team-config.js";
 
 const SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner"] as const satisfies ReadonlyArray<keyof EffectivePolicy>;
@@ -44,14 +37,16 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
   }
 
   const config = await loadTeamConfig(teamDir);
-  const resolved = resolvePolicy({ config: config.hooks, env: io.env, configFile: config.file });
-  const warnings = [...config.warnings, ...resolved.warnings];
+  // What the leader would apply (no flags: `watch` without policy flags), computed as it computes it.
+  const settings = resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env: io.env });
+  const warnings = [...config.warnings.filter((w) => w !== config.fileWarning), ...settings.warnings];
   for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
-  const origins = originsOf(resolved, config.file, io.env);
+  const report = settingsReport(settings);
   if (v.json) {
-    io.stdout(`${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: resolved.policy, sources: resolved.sources, origins, warnings })}\n`);
+    const { values, ...rest } = report;
+    io.stdout(`${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: values, ...rest, warnings })}\n`);
   } else {
-    io.stdout(renderPolicy(resolved.policy, origins, action === "set" ? "effective policy now" : `effective policy of ${teamDir}`));
+    io.stdout(`${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report)}`);
   }
   return 0;
 }
@@ -75,26 +70,6 @@ function parseFlag<T>(schema: z.ZodType<T, unknown>, raw: string, flag: string, 
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new HooksError("E_USAGE", invalidFlagValue(flag, raw, expected));
   return parsed.data;
-}
-
-function originsOf(resolved: ResolvedPolicy, configFile: string, env: CliIo["env"]): Record<(typeof SETTINGS)[number], string> {
-  const origin = (setting: (typeof SETTINGS)[number]): string => policyOrigin(setting, resolved.sources[setting], path.basename(configFile), env);
-  return { failureAction: origin("failureAction"), maxReopensPerTask: origin("maxReopensPerTask"), followupOwner: origin("followupOwner") };
-}
-
-/**
- * ```
- * failure action         reopen     config.json hooks.failureAction
- * max reopens per task   3          default
- * ```
- */
-function renderPolicy(policy: Readonly<EffectivePolicy>, origins: Record<(typeof SETTINGS)[number], string>, title: string): string {
-  const rows: Array<[string, string, string]> = [
-    ["failure action", policy.failureAction, origins.failureAction],
-    ["max reopens per task", String(policy.maxReopensPerTask), origins.maxReopensPerTask],
-    ["follow-up owner", policy.followupOwner, origins.followupOwner],
-  ];
-  return `${title}:\n${rows.map(([name, value, origin]) => `  ${name.padEnd(21)} ${value.padEnd(16)} ${origin}\n`).join("")}`;
 }
 
 async function requireTeamDir(teamDir: string | undefined, cwd: string): Promise<string> {

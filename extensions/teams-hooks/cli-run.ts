@@ -8,8 +8,8 @@ import { HooksError } from "./errors.js";
 import { eventKey, taskEvent } from "./events.js";
 import { readHookLog } from "./hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "./invoke.js";
-import { eventLabel, formatDuration } from "./messages.js";
-import { taskFile } from "./paths.js";
+import { eventLabel, formatDuration, unsafeName } from "./messages.js";
+import { isSafeName, sanitizeName, taskFile } from "./paths.js";
 import { readTask } from "./tasks.js";
 import { resolveTeamSetup } from "./team-setup.js";
 import { readTrust, type TrustRecord } from "./trust.js";
@@ -32,6 +32,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   }
   const member = str(v.member);
   if (member !== undefined && member.trim() === "") throw new HooksError("E_USAGE", "--member must not be empty");
+  // Refused, not mapped: `--task a/b` would run (and apply the policy to) task a-b.
+  if (taskId !== undefined && !isSafeName(taskId)) throw new HooksError("E_USAGE", `--task ${unsafeName(taskId, sanitizeName(taskId))}`);
+  if (member !== undefined && !isSafeName(member)) throw new HooksError("E_USAGE", `--member ${unsafeName(member, sanitizeName(member))}`);
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);

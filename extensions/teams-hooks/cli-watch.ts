@@ -75,7 +75,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
     case "config":
       emit(
         { type: "config", valid: notice.valid, ...policyObject(notice.setup), failureModes: notice.setup.failureModes, limits: notice.setup.limits },
-        `config.json ${notice.valid ? "reloaded" : "refused (the last valid hooks block stays)"}: ${policyLine(notice.setup)}`,
+        `config.json ${notice.valid ? "reloaded" : notice.setup.settings.block.from === "kept" ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)"}: ${policyLine(notice.setup)}`,
       );
       return;
     case "hooks":

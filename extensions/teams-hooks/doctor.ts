@@ -19,21 +19,15 @@ import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, ty
 import { errnoCode } from "./errors.js";
 import { readInbox } from "./mailbox.js";
 import { inspectLock, type LockHolder } from "./lock.js";
-import { FailureActionSettingSchema, SETTING_ENV, resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type Source } from "./options.js";
+import { resolveSettings, settingsReport, type SettingsReport } from "./hooks-config.js";
 import { resolveHooksDir, tasksDir } from "./paths.js";
 import { readAllTasks } from "./tasks.js";
-import { loadTeamConfig } from "./team-config.js";
+import { loadTeamConfig, type LoadedTeamConfig } from "./team-config.js";
 
 export type { Check, CheckLevel, CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./doctor-hooks.js";
 
-type PolicySetting = keyof EffectivePolicy;
-
-export interface PolicyReport {
-  values: EffectivePolicy;
-  sources: Record<PolicySetting, Source>;
-  /** Where each value came from, for people: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`. */
-  origins: Record<PolicySetting, string>;
-  timeoutMs: { value: number; origin: string };
+/** The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and their warnings. */
+export interface PolicyReport extends SettingsReport {
   checks: Check[];
 }
 
@@ -90,7 +84,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   if (dirUsable && nothingAnywhere) {
     hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
   }
-  const policy = diagnosePolicy(config.hooks, config.file, input.env);
+  const policy = diagnosePolicy(config, input.env, config.warnings);
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
 
   const all = [...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks, ...policy.checks, ...locks.checks];
@@ -180,34 +174,15 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
 // ---------------------------------------------------------------------------------------------
 // Policy
 
-const SETTING_ORIGIN: Readonly<Record<PolicySetting, { field: string; env: string }>> = {
-  failureAction: { field: "hooks.failureAction", env: SETTING_ENV.failureAction },
-  maxReopensPerTask: { field: "hooks.maxReopensPerTask", env: SETTING_ENV.maxReopensPerTask },
-  followupOwner: { field: "hooks.followupOwner", env: SETTING_ENV.followupOwner },
-};
-
-/** The effective policy (no flags: what `watch` uses without policy flags) and where each value came from. */
-export function diagnosePolicy(hooksConfig: unknown, configFile: string, env: DoctorInput["env"]): PolicyReport {
-  const resolved = resolvePolicy({ config: hooksConfig, env, configFile });
-  const timeout = resolveTimeoutMs({ env });
-  const origin = (setting: PolicySetting): string => policyOrigin(setting, resolved.sources[setting], path.basename(configFile), env);
-  return {
-    values: { ...resolved.policy },
-    sources: { ...resolved.sources },
-    origins: { failureAction: origin("failureAction"), maxReopensPerTask: origin("maxReopensPerTask"), followupOwner: origin("followupOwner") },
-    timeoutMs: { value: timeout.value, origin: timeout.source === "env" ? SETTING_ENV.timeoutMs : timeout.source },
-    checks: [...resolved.warnings, ...timeout.warnings].map((message) => ({ level: "warn" as const, message })),
-  };
-}
-
-/** `config.json hooks.failureAction`, `PI_TEAMS_HOOKS_FAILURE_ACTION`, `flag`, `default`. */
-export function policyOrigin(setting: PolicySetting, source: Source, configName: string, env: DoctorInput["env"]): string {
-  const where = SETTING_ORIGIN[setting];
-  if (source === "config") return `${configName} ${where.field}`;
-  if (source !== "env") return source;
-  // failureAction has two variables; the newer one wins when it holds a valid value.
-  if (setting === "failureAction" && !FailureActionSettingSchema.safeParse(env[where.env] ?? "").success) return SETTING_ENV.createTaskOnFailure;
-  return where.env;
+/**
+ * Every setting `watch` would apply without flags, computed as the leader computes it (hooks-config.ts
+ * resolveSettings), and where each came from; a refused `hooks` block is one warning per problem.
+ * `shownAlready`: warnings the team checks give (an unusable config.json), not repeated here.
+ */
+export function diagnosePolicy(config: Pick<LoadedTeamConfig, "hooks" | "noHooks" | "file">, env: DoctorInput["env"], shownAlready: readonly string[] = []): PolicyReport {
+  const settings = resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env });
+  const checks = settings.warnings.filter((w) => !shownAlready.includes(w)).map((message) => ({ level: "warn" as const, message, file: config.file }));
+  return { ...settingsReport(settings), checks };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ export interface HookEvent {
   taskId: string | null;
   /** From the first source to see the event: the task's owner, or the notification's `from`. */
   member: string | null;
+  /**
+   * When it happened (`PI_TEAMS_EVENT_TIMESTAMP`): for a task event, the task's own
+   * `metadata.completedAt` / `metadata.abortedAt` when set, whichever source saw it first; else, from
+   * the task file, the stamp that keys it (`updatedAt`), and from a notification, its `timestamp`.
+   */
   timestamp: string | null;
   source: "task" | "inbox";
 }
@@ -121,7 +126,9 @@ export function idleEvents(note: IdleNotification, task: Task | null): HookEvent
   }
   const fileEvent = taskEvent(task);
   if (fileEvent?.event === wanted) {
-    events.push({ ...fileEvent, member: note.from, timestamp: note.timestamp, source: "inbox" });
+    // The task's own stamp when it has one: the same event gets the same timestamp from either source.
+    const own = metaString(task, wanted === "task_completed" ? "completedAt" : "abortedAt");
+    events.push({ ...fileEvent, member: note.from, timestamp: own ?? note.timestamp, source: "inbox" });
   } else if (wanted === "task_failed" && task.status !== "completed" && !metaString(task, "abortedAt")) {
     // A runtime that reports failures only by message: the notification is the only source.
     events.push(fromNote("task_failed", note.timestamp));

@@ -2,11 +2,26 @@
  * The `hooks` block of config.json, validated as a whole by one schema: the failure policy, the
  * failure mode and the limits per event. An invalid block is refused whole — every problem named by
  * its field — so a team never runs with half of what it wrote (the leader keeps the last valid block).
+ * `resolveSettings` turns the block, the environment and the flags into every setting in force, with
+ * where each came from: the leader, `doctor` and `policy` all call it, so they cannot disagree.
  * Pure: the raw block and the environment are arguments.
  */
+import path from "node:path";
 import { z } from "zod";
 import { HOOK_EVENTS, type HookEventName } from "./contract.js";
-import { FailureActionSettingSchema, FollowupOwnerSettingSchema, MAX_TIMEOUT_MS, MaxReopensSettingSchema } from "./options.js";
+import {
+  FailureActionSettingSchema,
+  FollowupOwnerSettingSchema,
+  MAX_TIMEOUT_MS,
+  MaxReopensSettingSchema,
+  SETTING_ENV,
+  SETTING_FLAGS,
+  resolvePolicy,
+  resolveTimeoutMs,
+  type EffectivePolicy,
+  type PolicyFlags,
+  type Source,
+} from "./options.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
@@ -112,4 +127,172 @@ export function resolveFailureModes(block: HooksBlock, env: Readonly<Record<stri
 
 export function resolveLimits(block: HooksBlock): Readonly<HookLimits> {
   return Object.freeze({ ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(block.limits ?? {}).filter(([, v]) => v !== undefined)) });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every setting in force, with where it came from
+
+/** Where the `hooks` block in force comes from: config.json's own, the last valid one kept, or none. */
+export type HooksBlockFrom = "file" | "kept" | "none";
+
+/** Why config.json gives no `hooks` block at all. */
+export interface NoHooksBlock {
+  /** `missing`: no config.json; `unreadable`: it cannot be read or is not JSON; `absent`: no `hooks` (or `null`). */
+  kind: "missing" | "unreadable" | "not_an_object" | "absent";
+  /** Names the file and says why: `/t/config.json: invalid JSON (…)`. */
+  reason: string;
+}
+
+export interface SettingsInput {
+  /** config.json's `hooks` value as written (anything); not read when `noBlock` is set. */
+  hooks: unknown;
+  noBlock: NoHooksBlock | null;
+  /** The config file, as messages name it. */
+  file: string;
+  env: Readonly<Record<string, string | undefined>>;
+  flags?: PolicyFlags | undefined;
+  timeoutFlag?: string | number | undefined;
+  /**
+   * The block in force until now (a leader's reload), or undefined when none is (the leader started
+   * without one): kept when config.json's block is refused or config.json gives none.
+   */
+  lastValid?: Record<string, unknown> | undefined;
+}
+
+/** One setting's value, the level it came from, and that level as people name it. */
+export interface Effective<T, S extends Source = Source> {
+  value: T;
+  source: S;
+  /** `config.json hooks.failureAction`, `PI_TEAMS_HOOKS_FAILURE_ACTION`, `--failure-action`, `default`. */
+  origin: string;
+}
+
+export type PolicySetting = keyof EffectivePolicy;
+export type LimitName = keyof HookLimits;
+
+/** What `doctor` and `policy get` show (JSON as is). */
+export interface SettingsReport {
+  values: EffectivePolicy;
+  sources: Record<PolicySetting, Source>;
+  origins: Record<PolicySetting, string>;
+  timeoutMs: Effective<number, Exclude<Source, "config">>;
+  failureModes: Record<HookEventName, Effective<FailureMode>>;
+  limits: Record<LimitName, Effective<number>>;
+  block: {
+    /** False when config.json's block (or config.json itself) was refused. */
+    valid: boolean;
+    from: HooksBlockFrom;
+    /** One line per problem, each naming the file and the field, and saying what applies instead. */
+    problems: string[];
+  };
+}
+
+export interface EffectiveSettings extends SettingsReport {
+  /** The `hooks` block in force, as written. */
+  hooksBlock: Record<string, unknown>;
+  /**
+   * The same string for the same refusal (`unreadable`, or the block's problems), null when nothing
+   * is refused: a leader says a refusal once, not at every change of config.json while it lasts.
+   */
+  refusal: string | null;
+  /** The block's problems, then environment values that fell back (a bad flag throws instead). */
+  warnings: string[];
+}
+
+const POLICY_FIELDS: Readonly<Record<PolicySetting, { field: string; env: string; flag: string }>> = {
+  failureAction: { field: "hooks.failureAction", env: SETTING_ENV.failureAction, flag: SETTING_FLAGS.failureAction },
+  maxReopensPerTask: { field: "hooks.maxReopensPerTask", env: SETTING_ENV.maxReopensPerTask, flag: SETTING_FLAGS.maxReopens },
+  followupOwner: { field: "hooks.followupOwner", env: SETTING_ENV.followupOwner, flag: SETTING_FLAGS.followupOwner },
+};
+
+/**
+ * Every setting in force: flag > config.json `hooks` > environment > default, where the `hooks` block
+ * is config.json's if it checks whole, else the last valid one (`lastValid`), else none. Throws
+ * `E_USAGE` for a bad flag; everything else is a warning.
+ */
+export function resolveSettings(input: SettingsInput): EffectiveSettings {
+  const chosen = chooseBlock(input);
+  const checked = checkHooksBlock(chosen.value, input.file);
+  // The block in force always checks (config.json's, accepted, or one accepted before): never half of one.
+  const block = checked.ok ? checked.block : {};
+  const raw = checked.ok ? checked.raw : {};
+  const policy = resolvePolicy({ flags: input.flags, config: raw, env: input.env, configFile: input.file });
+  const timeout = resolveTimeoutMs({ flag: input.timeoutFlag, env: input.env });
+  const modes = resolveFailureModes(block, input.env);
+  const limits = resolveLimits(block);
+  const configName = path.basename(input.file);
+  const inConfig = (field: string): string => `${configName} ${field}${chosen.from === "kept" ? " (last valid block)" : ""}`;
+
+  const policyOrigin = (setting: PolicySetting): string => {
+    const where = POLICY_FIELDS[setting];
+    const source = policy.sources[setting];
+    if (source === "config") return inConfig(where.field);
+    if (source === "flag") return where.flag;
+    if (source === "default") return "default";
+    // failureAction has two variables; the newer one wins when it holds a valid value.
+    if (setting === "failureAction" && !FailureActionSettingSchema.safeParse(input.env[where.env] ?? "").success) return SETTING_ENV.createTaskOnFailure;
+    return where.env;
+  };
+  const failureModes = {} as Record<HookEventName, Effective<FailureMode>>;
+  for (const event of HOOK_EVENTS) {
+    const source = modes.sources[event];
+    const field = typeof block.failureMode === "string" ? "hooks.failureMode" : `hooks.failureMode.${event}`;
+    const origin = source === "config" ? inConfig(field) : source === "env" ? "PI_TEAMS_HOOKS_FAILURE_MODE" : "default";
+    failureModes[event] = { value: modes.modes[event], source, origin };
+  }
+  const limitRows = {} as Record<LimitName, Effective<number>>;
+  for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
+    const fromConfig = block.limits?.[name] !== undefined;
+    limitRows[name] = { value: limits[name], source: fromConfig ? "config" : "default", origin: fromConfig ? inConfig(`hooks.limits.${name}`) : "default" };
+  }
+  const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
+
+  return {
+    values: { ...policy.policy },
+    sources: { ...policy.sources },
+    origins: { failureAction: policyOrigin("failureAction"), maxReopensPerTask: policyOrigin("maxReopensPerTask"), followupOwner: policyOrigin("followupOwner") },
+    timeoutMs: { value: timeout.value, source: timeout.source, origin: timeoutOrigin },
+    failureModes,
+    limits: limitRows,
+    block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
+    hooksBlock: raw,
+    refusal: chosen.refusal,
+    warnings: [...chosen.problems, ...timeout.warnings, ...policy.warnings, ...modes.warnings],
+  };
+}
+
+/** The part of the settings `doctor` and `policy get` show. */
+export function settingsReport(settings: EffectiveSettings): SettingsReport {
+  const { values, sources, origins, timeoutMs, failureModes, limits, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, block };
+}
+
+/** The values of a group of settings (`failureModes`, `limits`), without where they came from. */
+export function settingValues<K extends string, T>(rows: Readonly<Record<K, Effective<T>>>): Readonly<Record<K, T>> {
+  return Object.freeze(Object.fromEntries(Object.entries<Effective<T>>(rows).map(([key, row]) => [key, row.value])) as Record<K, T>);
+}
+
+interface ChosenBlock {
+  value: unknown;
+  from: HooksBlockFrom;
+  valid: boolean;
+  problems: string[];
+  refusal: string | null;
+}
+
+function chooseBlock(input: SettingsInput): ChosenBlock {
+  const kept = input.lastValid;
+  const noBlock = input.noBlock;
+  if (noBlock) {
+    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], refusal: noBlock.kind };
+    // No config.json, or one without `hooks`: the documented defaults, nothing to refuse.
+    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], refusal: null };
+    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], refusal: noBlock.kind };
+  }
+  const check = checkHooksBlock(input.hooks, input.file);
+  if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], refusal: null };
+  const fallback = kept ? "the last valid block stays in force" : "defaults and the environment apply";
+  // One line per problem, each whole on its own: logs and `grep` read lines.
+  const problems = check.problems.map((problem) => `${problem} — the "hooks" block is refused whole; ${fallback}`);
+  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, refusal: check.problems.join("\n") };
 }

@@ -23,7 +23,7 @@ import {
   type TeamIdentity,
   utf8Length,
 } from "./contract.js";
-import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
+import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { launcherFor } from "./discover.js";
 import { planHookLogFile, writeHookLog } from "./hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
@@ -272,7 +272,7 @@ async function applyPolicy(ctx: Settling): Promise<RemediationDone> {
         result: deciding.result,
         task: fresh,
         policy,
-        hookName: deciding.hook.name,
+        hookName: gateName(deciding.hook, event),
         member: req.member,
         leadName: req.identity.leadName,
         now: decidedAt,
@@ -319,7 +319,7 @@ function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: Remedi
     followupTaskId: done.followupTaskId,
     nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
     actions: done.actions,
-    errors: done.errors,
+    errors: [...done.refused, ...done.errors],
     // Absent when everything was applied (older logs have no such field either).
     ...(done.complete ? {} : { complete: false }),
   };
@@ -337,7 +337,7 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     logFile: deciding.logFile,
     summary: remediation ? remediation.plan.summary : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
     actions: remediation?.actions ?? [],
-    problems: [...ctx.problems, ...(remediation?.errors ?? [])],
+    problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
     trust: ctx.trust,

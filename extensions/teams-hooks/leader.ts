@@ -55,10 +55,11 @@ export interface LeaderOptions {
   report: (notice: LeaderNotice) => void;
   now?: () => Date;
   /**
-   * Re-reads the team's settings when config.json changes (issue 5), given the `hooks` block in force
-   * so that an invalid new block keeps it. Without it, config.json is read once, at start.
+   * Re-reads the team's settings when config.json changes, given the `hooks` block in force (undefined
+   * when none is) so that an invalid block, or a config.json unreadable, gone or without `hooks`,
+   * keeps it. Without it, config.json is read once, at start.
    */
-  reloadSetup?: (lastValidHooks: Record<string, unknown>) => Promise<TeamSetup>;
+  reloadSetup?: (lastValidHooks: Record<string, unknown> | undefined) => Promise<TeamSetup>;
   /** How long the policy's writes wait for a lock (default the lock protocol's 10 s). */
   lockTimeoutMs?: number;
   /**
@@ -157,6 +158,8 @@ export class Leader {
   /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
   #setup: TeamSetup;
   #configReload: Promise<void> = Promise.resolve();
+  /** The warnings of the last config.json read (the start's, then each reload's): a reload says only new ones. */
+  #configWarnings: ReadonlySet<string>;
   readonly #sources: TeamSources;
   readonly #queue: KeyedQueue;
   /** Keys queued or running in this process. */
@@ -196,6 +199,7 @@ export class Leader {
   constructor(opts: LeaderOptions) {
     this.#opts = opts;
     this.#setup = opts.setup;
+    this.#configWarnings = new Set(opts.setup.warnings);
     this.#sources = new TeamSources(opts.setup.identity);
     this.#sent = new SentLog(opts.setup.identity.teamDir);
     this.#trust = new TrustState(opts.setup.identity.teamDir);
@@ -301,17 +305,39 @@ export class Leader {
     return targets;
   }
 
-  /** config.json changed: re-read it whole; an invalid `hooks` block keeps the one in force. */
+  /**
+   * config.json changed: re-read it whole. An invalid `hooks` block, or a config.json that cannot be
+   * read, is gone or has no `hooks`, keeps the block in force. Each refusal is said once while it
+   * lasts (an editor saving broken JSON twice is one state, not two), and its end is a `config` notice.
+   */
   #hintConfig(): void {
     const reload = this.#opts.reloadSetup;
     if (!reload || this.#state !== "watching") return;
     this.#configReload = this.#configReload.then(async () => {
       try {
-        const next = await reload(this.#setup.hooksBlock);
-        const same = JSON.stringify(next.hooksBlock) === JSON.stringify(this.#setup.hooksBlock) && next.hooksBlockValid;
-        next.warnings.forEach((w) => this.#warn(w));
+        const before = this.#setup;
+        const next = await reload(before.settings.block.from === "none" ? undefined : before.hooksBlock);
+        const refusal = next.settings.refusal;
+        const sameRefusal = refusal !== null && refusal === before.settings.refusal;
+        for (const warning of next.warnings) {
+          if (this.#configWarnings.has(warning) || (sameRefusal && next.settings.block.problems.includes(warning))) continue;
+          this.#warn(warning);
+        }
+        this.#configWarnings = new Set(next.warnings);
+        const same =
+          JSON.stringify(next.hooksBlock) === JSON.stringify(before.hooksBlock) &&
+          next.settings.block.from === before.settings.block.from &&
+          refusal === before.settings.refusal;
         // Identity and directories stay as started: a leader does not move to another team mid-run.
-        this.#setup = { ...this.#setup, hooksBlock: next.hooksBlock, hooksBlockValid: next.hooksBlockValid, policy: next.policy, failureModes: next.failureModes, limits: next.limits };
+        this.#setup = {
+          ...before,
+          hooksBlock: next.hooksBlock,
+          hooksBlockValid: next.hooksBlockValid,
+          settings: next.settings,
+          policy: next.policy,
+          failureModes: next.failureModes,
+          limits: next.limits,
+        };
         if (!same) this.#opts.report({ kind: "config", valid: next.hooksBlockValid, setup: this.#setup });
       } catch (error) {
         this.#warn(`config.json not reloaded: ${describeError(error)}; the settings in force stay`);

@@ -20,8 +20,17 @@ import { closeSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, w
 import { HooksError, describeError, errnoCode } from "./errors.js";
 
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
-/** A lock without a readable pid is stale after this long (its writer may still be filling it in before). */
-export const STALE_UNREADABLE_LOCK_MS = 60_000;
+/**
+ * A lock without a readable pid is stale after this long, and never later than half the wait of the
+ * one judging it (so a contender always gets past it in time). Its writer fills it in right after
+ * creating it (within microseconds, with no other work between), so a lock still empty after a few
+ * seconds belongs to a process that died in between.
+ */
+export const STALE_UNREADABLE_LOCK_MS = 5_000;
+
+function staleNoPidMs(timeoutMs: number): number {
+  return Math.min(STALE_UNREADABLE_LOCK_MS, Math.max(1, Math.floor(timeoutMs / 2)));
+}
 
 export interface LockOptions {
   /** Written into the lock file, so a human (or `doctor`) can see who holds it. */
@@ -105,7 +114,7 @@ async function acquire(file: string, options: LockOptions): Promise<Token> {
     if (!seen) continue; // released between our open and our read: try again at once
     lastHolder = seen.holder;
     // After a takeover, straight back to O_EXCL: clearing the way did not lock anything.
-    if (judge(seen).staleReason !== null && (await takeOver(file, seen))) continue;
+    if (judge(seen, Date.now(), timeoutMs).staleReason !== null && (await takeOver(file, seen, timeoutMs))) continue;
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw timeoutError(lockFile, timeoutMs, lastHolder);
     await sleep(Math.min(remaining, backoff(attempt++)));
@@ -196,7 +205,7 @@ function parseHolder(text: string): LockHolder {
 }
 
 /** Whether the holder lives, and the reason the lock is stale (null when it must be respected). */
-function judge(seen: SeenLock, now: number = Date.now()): { ageMs: number; holderAlive: boolean | null; staleReason: string | null } {
+function judge(seen: SeenLock, now: number = Date.now(), timeoutMs = DEFAULT_LOCK_TIMEOUT_MS): { ageMs: number; holderAlive: boolean | null; staleReason: string | null } {
   const ageMs = Math.max(0, now - seen.mtimeMs);
   const pid = seen.holder.pid;
   if (pid !== null) {
@@ -204,7 +213,7 @@ function judge(seen: SeenLock, now: number = Date.now()): { ageMs: number; holde
     return { ageMs, holderAlive, staleReason: holderAlive ? null : `process ${pid} is gone` };
   }
   // No pid yet may just mean its creator has not written it: only age makes such a lock stale.
-  const staleReason = ageMs > STALE_UNREADABLE_LOCK_MS ? `no readable pid and ${Math.round(ageMs / 1000)} s old` : null;
+  const staleReason = ageMs > staleNoPidMs(timeoutMs) ? `no readable pid and ${(ageMs / 1000).toFixed(1)} s old` : null;
   return { ageMs, holderAlive: null, staleReason };
 }
 
@@ -222,19 +231,19 @@ function isAlive(pid: number): boolean {
  * Removes the stale lock `judged` under the takeover guard (see the top of the file). Returns false
  * when another contender holds the guard: the caller waits, then looks again.
  */
-async function takeOver(file: string, judged: SeenLock): Promise<boolean> {
+async function takeOver(file: string, judged: SeenLock, timeoutMs: number): Promise<boolean> {
   const lockFile = lockFileFor(file);
   const guardFile = lockFileFor(`${file}.takeover`);
   const guard = tryCreate(guardFile, "stale lock takeover");
   if (!guard) {
     const seen = readLock(guardFile);
     // A contender died in the middle of a takeover (rare): clear its guard the plain way.
-    if (seen && judge(seen).staleReason !== null) await moveAway(guardFile);
+    if (seen && judge(seen, Date.now(), timeoutMs).staleReason !== null) await moveAway(guardFile);
     return false;
   }
   try {
     const now = readLock(lockFile);
-    if (now && now.ino === judged.ino && now.text === judged.text && judge(now).staleReason !== null) await moveAway(lockFile);
+    if (now && now.ino === judged.ino && now.text === judged.text && judge(now, Date.now(), timeoutMs).staleReason !== null) await moveAway(lockFile);
   } finally {
     await release(guardFile, guard);
   }

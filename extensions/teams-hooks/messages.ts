@@ -9,6 +9,15 @@ export function fileProblem(file: string, field: string, problem: string, conseq
   return `${file}: ${field ? `${field}: ` : ""}${problem} — ${consequence}`;
 }
 
+/**
+ * `"a/b" is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b")`.
+ * `fileName`: what the name becomes as a file name (paths.ts sanitizeName).
+ */
+export function unsafeName(value: string, fileName: string): string {
+  const shares = value === "" ? "it is empty" : `it would share the file of ${JSON.stringify(fileName)}`;
+  return `${JSON.stringify(value)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: ${shares})`;
+}
+
 export function eventLabel(event: HookEventName, taskId: string | null | undefined): string {
   return taskId ? `${event} #${taskId}` : event;
 }
@@ -148,7 +157,7 @@ function reopenOutcomeSentence(taskId: string, outcome: ReopenOutcome): string {
   }
 }
 
-/** `Quality gate failed: on_task_completed.sh (task #3)` */
+/** `Quality gate failed: on_task_completed (task #3)` */
 export function followupSubject(hookName: string, taskId: string): string {
   return `Quality gate failed: ${hookName} (task #${taskId})`;
 }
@@ -241,8 +250,14 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
       : "Please fix it and carry on.",
   );
   if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
+  // Last, on its own line: pi-agent-teams' remediation looks for this sentence in the member's nudge,
+  // and an agent worker reads it as leave to fix the failure without waiting for a person.
+  lines.push(GATE_NUDGE_REMEDIATE);
   return lines.join("\n");
 }
+
+/** The last line of every gate nudge, word for word as pi-agent-teams has it. */
+export const GATE_NUDGE_REMEDIATE = "Please remediate automatically and continue without waiting for user intervention.";
 // End of section: failure policy and settings
 
 /**

@@ -9,6 +9,15 @@ export function sanitizeName(name: string): string {
   return name.replace(/[^A-Za-z0-9_-]/g, "-");
 }
 
+/**
+ * True when `name` can name a file of its own: not empty, and left as it is by `sanitizeName` (which
+ * pi-agent-teams applies the same way). Any other name shares a file with another: `a/b` and `a.b`
+ * both become `a-b`. Task ids and member names from the team's files are refused unless safe.
+ */
+export function isSafeName(name: string): boolean {
+  return /^[A-Za-z0-9_-]+$/.test(name);
+}
+
 export function tasksDir(teamDir: string, taskListId: string): string {
   return path.join(teamDir, "tasks", sanitizeName(taskListId));
 }

@@ -14,9 +14,11 @@ import {
   gateNudgeText,
   gatePassedSummary,
   reopenSuppressedReason,
+  unsafeName,
 } from "./messages.js";
 import type { GateFailureReport, ReopenOutcome } from "./messages.js";
 import type { EffectivePolicy } from "./options.js";
+import { isSafeName, sanitizeName } from "./paths.js";
 
 export { describeFailure };
 
@@ -79,7 +81,7 @@ export interface DecideInput {
   /** A fresh copy read under the task lock, or null when the file is gone. */
   task: Task | null;
   policy: EffectivePolicy;
-  /** The hook's file base name, e.g. `on_task_completed.sh`. */
+  /** The gate's name (chain.ts gateName): `on_task_completed`, or `on_task_completed.d/10-lint.sh`. */
   hookName: string;
   /** The member who caused the event, when known. */
   member: string | null;
@@ -166,6 +168,11 @@ export interface RemediationPlan {
   nudge: NudgePlan | null;
   /** Short words for the log and the one-line output: `reopened (1/3)`, `nudge alice`, `none`… */
   actions: string[];
+  /**
+   * Messages not sent because the member's name is not a safe file name (its inbox would be
+   * another's), one line each: the policy errors of the log.
+   */
+  refused: string[];
 }
 
 /** The remediation plan for one task-event hook result (see `RemediationPlan`). Pure. */
@@ -194,6 +201,7 @@ export function decide(input: DecideInput): RemediationPlan {
       followup: null,
       nudge: null,
       actions: ["none"],
+      refused: [],
     });
   }
 
@@ -226,8 +234,9 @@ export function decide(input: DecideInput): RemediationPlan {
     reopen: outcome,
     logFile: input.logFile ?? null,
   };
-  const followup = createsFollowup(policy) ? planFollowup(input, report) : null;
-  const nudgeTo = nonEmpty(task?.owner) ?? nonEmpty(input.member);
+  const refused: Refusal[] = [];
+  const followup = createsFollowup(policy) ? planFollowup(input, report, refused) : null;
+  const nudgeTo = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", refused);
   const nudge: NudgePlan = {
     to: nudgeTo,
     text: (followupId) => gateNudgeText(report, followup && followupId !== null ? { id: followupId, owner: followup.owner } : null),
@@ -238,9 +247,10 @@ export function decide(input: DecideInput): RemediationPlan {
   if (outcome) actions.push(outcomeAction(outcome, reopen !== null));
   if (followup) actions.push(followup.owner ? `follow-up for ${followup.owner}` : "follow-up (no owner)");
   if (nudgeTo) actions.push(`nudge ${nudgeTo}`);
+  actions.push(...refused.map((r) => r.action));
   if (actions.length === 0) actions.push("none");
 
-  return freezePlan({ passed, summary, alreadyApplied, metadataPatch, reopen, followup, nudge, actions });
+  return freezePlan({ passed, summary, alreadyApplied, metadataPatch, reopen, followup, nudge, actions, refused: refused.map((r) => r.line) });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,10 +362,10 @@ function followupOwner(input: DecideInput): string | null {
   }
 }
 
-function planFollowup(input: DecideInput, report: GateFailureReport): FollowupPlan {
+function planFollowup(input: DecideInput, report: GateFailureReport, refused: Refusal[]): FollowupPlan {
   const subject = followupSubject(input.hookName, input.taskId);
   const description = followupDescription(report);
-  const owner = followupOwner(input);
+  const owner = safeRecipient(followupOwner(input), "follow-up owner", refused);
   return {
     subject,
     description,
@@ -371,6 +381,23 @@ function planFollowup(input: DecideInput, report: GateFailureReport): FollowupPl
         ? null
         : (taskId) => ({ type: "task_assignment", taskId, subject, description, assignedBy: input.leadName, timestamp: input.now }),
   };
+}
+
+/** A message not sent: the short action for the log's actions, and the line for its errors. */
+interface Refusal {
+  action: string;
+  line: string;
+}
+
+/**
+ * `name` when it is a safe file name, else null and a refusal (`no nudge to "a/b"`, with why): its
+ * inbox would be another member's.
+ */
+function safeRecipient(name: string | null, role: "nudge" | "follow-up owner", refused: Refusal[]): string | null {
+  if (name === null || isSafeName(name)) return name;
+  const action = role === "nudge" ? `no nudge to ${JSON.stringify(name)}` : `no follow-up owner ${JSON.stringify(name)}`;
+  refused.push({ action, line: `${action}: ${unsafeName(name, sanitizeName(name))}; nothing was sent to that inbox` });
+  return null;
 }
 
 /** A stored counter: a number ≥ 0 (fractions floored); anything else counts as 0. */

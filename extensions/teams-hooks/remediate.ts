@@ -37,6 +37,8 @@ export interface RemediationDone {
   followupTaskId: string | null;
   /** One line per step that failed (at most one: the first failure stops the steps). */
   errors: string[];
+  /** Messages the plan refused to send (an unsafe member name): said, but not a failure to try again. */
+  refused: string[];
   /** False when a step failed: the remediation is not done and must be tried again. */
   complete: boolean;
 }
@@ -52,6 +54,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     actions: actions.length > 0 ? actions : ["none"],
     followupTaskId,
     errors: [error],
+    refused: [...plan.refused],
     complete: false,
   });
 
@@ -125,7 +128,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     if (sent.error) return stop(plan, sent.error, followupTaskId);
     actions.push(sent.already ? `nudge ${to} (sent before)` : `nudge ${to}`);
   }
-  return { plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], complete: true };
+  return { plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], refused: [...plan.refused], complete: true };
 }
 
 /**

@@ -8,12 +8,13 @@ import fs from "node:fs/promises";
 import fsSync from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
-import { IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "./contract.js";
+import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "./contract.js";
 import { errnoCode, describeError } from "./errors.js";
 import { type HookEvent, idleEvents, parseIdleText, taskEvent } from "./events.js";
 import { checkSchema, parseJsonText } from "./json-file.js";
 import { readInbox } from "./mailbox.js";
-import { inboxFile, taskFile, tasksDir } from "./paths.js";
+import { fileProblem, unsafeName } from "./messages.js";
+import { inboxFile, isSafeName, sanitizeName, taskFile, tasksDir } from "./paths.js";
 
 const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
 /** The format of `saveState`; a state of another version is ignored (the files are read instead). */
@@ -203,7 +204,13 @@ export class TeamSources {
         this.#keys.delete(file);
         return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
       }
-      if (path.basename(file) !== path.basename(taskFile(this.#identity.teamDir, this.#identity.taskListId, checked.value.id))) {
+      const id = checked.value.id;
+      if (!isSafeName(id)) {
+        // Its file name is the one of the safe id it maps onto (`a/b` in `a-b.json`): not that task.
+        this.#keys.delete(file);
+        return { kind: "problem", message: fileProblem(file, "id", unsafeName(id, sanitizeName(id)), "skipped until it changes"), fresh: true };
+      }
+      if (path.basename(file) !== path.basename(taskFile(this.#identity.teamDir, this.#identity.taskListId, id))) {
         // Its policy writes would go to the file its id names, another task's (or none): not an event.
         this.#keys.delete(file);
         return { kind: "problem", message: `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is <id>.json) — skipped until it changes`, fresh: true };
@@ -254,7 +261,8 @@ export class TeamSources {
     const inbox = await readInbox(this.#identity.teamDir, "team", this.#identity.leadName);
     if (!inbox.ok) return { events: [], problems: [inbox.problem.message] };
     const events: HookEvent[] = [];
-    for (const { message } of inbox.messages) {
+    const problems: string[] = [];
+    for (const { index, message } of inbox.messages) {
       if (opts.unreadOnly && message.read) continue;
       const raw = parseIdleText(message.text);
       if (raw === null) continue;
@@ -262,11 +270,30 @@ export class TeamSources {
       if (!note.success) continue; // another message type, or a notification we cannot use
       const idleKey = `idle:${note.data.from}:${note.data.timestamp}`;
       if (this.#handledNotes.has(idleKey)) continue;
+      // A name that is not a safe file name would act on another task's file or member's inbox
+      // (`a/b` is `a-b`): no event at all, said once (the note counts as handled).
+      const unsafe = unsafeNoteField(note.data);
+      if (unsafe) {
+        const { field, value } = unsafe;
+        problems.push(fileProblem(this.inboxFile, `message [${index}] ${field}`, unsafeName(value, sanitizeName(value)), "idle notification skipped, no gate runs for it"));
+        this.#handledNotes.add(idleKey);
+        continue;
+      }
       const task = note.data.completedTaskId ? await this.readTaskById(note.data.completedTaskId) : null;
       events.push(...idleEvents(note.data, task));
       this.#handledNotes.add(idleKey);
     }
-    return { events, problems: [] };
+    return { events, problems };
   }
 }
 
+/**
+ * The first field of an idle notification that names a file (an inbox, a task) but is not a safe
+ * name; null when there is none. An empty `completedTaskId` names no task (idleEvents reads it so).
+ */
+function unsafeNoteField(note: IdleNotification): { field: "from" | "completedTaskId"; value: string } | null {
+  if (!isSafeName(note.from)) return { field: "from", value: note.from };
+  const id = note.completedTaskId;
+  if (id !== undefined && id !== "" && !isSafeName(id)) return { field: "completedTaskId", value: id };
+  return null;
+}

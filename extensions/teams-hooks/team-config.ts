@@ -6,18 +6,25 @@
  */
 import path from "node:path";
 import type { TeamIdentity } from "./contract.js";
+import type { NoHooksBlock } from "./hooks-config.js";
 import { readJsonValue, writeJsonAtomic, type FileProblem } from "./json-file.js";
 import { withLock } from "./lock.js";
-import { configFile } from "./paths.js";
+import { unsafeName } from "./messages.js";
+import { configFile, isSafeName, sanitizeName } from "./paths.js";
 
 export const DEFAULT_LEAD_NAME = "team-lead";
 export const DEFAULT_STYLE = "normal";
 
 export interface LoadedTeamConfig {
   identity: TeamIdentity;
-  /** The raw `hooks` block (`{}` when absent or not an object); options.ts checks each value. */
-  hooks: Record<string, unknown>;
+  /** The raw `hooks` value, of any type (hooks-config.ts checks it whole); undefined when `noHooks` says why there is none. */
+  hooks: unknown;
+  /** Why config.json gives no `hooks` block (no file, not JSON, not an object, no `hooks`); null when it gives one. */
+  noHooks: NoHooksBlock | null;
+  /** Identity fields that fell back to a default, and `fileWarning`. */
   warnings: string[];
+  /** The warning for a config.json that cannot be used at all ("using defaults for the whole config"), also in `warnings`. */
+  fileWarning: string | null;
   file: string;
   /** False when there is no config.json (not a warning: the defaults are the documented behaviour). */
   exists: boolean;
@@ -34,14 +41,17 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
   const read = await readJsonValue(file);
   let raw: Record<string, unknown> = {};
   let exists = true;
+  let noHooks: NoHooksBlock | null = null;
   if (!read.ok) {
     if (read.problem.kind === "missing") exists = false;
-    else warnings.push(`${read.problem.message} — using defaults for the whole config`);
+    noHooks = { kind: read.problem.kind === "missing" ? "missing" : "unreadable", reason: read.problem.message };
   } else if (isRecord(read.value)) {
     raw = read.value;
   } else {
-    warnings.push(`${file}: expected a JSON object, got ${kindOf(read.value)} — using defaults for the whole config`);
+    noHooks = { kind: "not_an_object", reason: `${file}: expected a JSON object, got ${kindOf(read.value)}` };
   }
+  const fileWarning = noHooks && noHooks.kind !== "missing" ? `${noHooks.reason} — using defaults for the whole config` : null;
+  if (fileWarning) warnings.push(fileWarning);
 
   const pick = (field: IdentityField, fallback: string): string => {
     const value = raw[field];
@@ -55,16 +65,21 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
     teamId,
     teamDir: dir,
     taskListId: pick("taskListId", teamId),
-    leadName: pick("leadName", DEFAULT_LEAD_NAME),
+    leadName: safeLeadName(pick("leadName", DEFAULT_LEAD_NAME), file, warnings),
     style: pick("style", DEFAULT_STYLE),
   };
 
-  let hooks: Record<string, unknown> = {};
-  if (isRecord(raw.hooks)) hooks = raw.hooks;
-  else if (raw.hooks !== undefined && raw.hooks !== null) {
-    warnings.push(`${file}: hooks: expected an object, got ${describe(raw.hooks)} — using the default policy`);
-  }
-  return { identity, hooks, warnings, file, exists };
+  // A `hooks` of the wrong type is the block check's to refuse (hooks-config.ts), with the rest of it.
+  const hooks = noHooks ? undefined : raw.hooks ?? undefined;
+  if (!noHooks && hooks === undefined) noHooks = { kind: "absent", reason: `${file}: no "hooks" block` };
+  return { identity, hooks, noHooks, warnings, fileWarning, file, exists };
+}
+
+/** The leader's inbox is named after the lead: a name that maps onto another's file is not used. */
+function safeLeadName(name: string, file: string, warnings: string[]): string {
+  if (isSafeName(name)) return name;
+  warnings.push(`${file}: leadName: ${unsafeName(name, sanitizeName(name))} — using ${JSON.stringify(DEFAULT_LEAD_NAME)}`);
+  return DEFAULT_LEAD_NAME;
 }
 
 export type UpdateHooksResult = { ok: true; file: string; hooks: Record<string, unknown>; created: boolean } | { ok: false; problem: FileProblem };

@@ -5,12 +5,12 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import type { TeamIdentity } from "./contract.js";
+import type { HookEventName, TeamIdentity } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { checkHooksBlock, type FailureMode, type HookLimits, resolveFailureModes, resolveLimits } from "./hooks-config.js";
-import type { HookEventName } from "./contract.js";
-import { resolvePolicy, resolveTimeoutMs, type PolicyFlags, type ResolvedPolicy, type ResolvedTimeout } from "./options.js";
-import { resolveHooksDir } from "./paths.js";
+import { type EffectiveSettings, type FailureMode, type HookLimits, resolveSettings, settingValues } from "./hooks-config.js";
+import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "./options.js";
+import { unsafeName } from "./messages.js";
+import { isSafeName, resolveHooksDir, sanitizeName } from "./paths.js";
 import { loadTeamConfig } from "./team-config.js";
 
 export interface TeamSetupInput {
@@ -24,7 +24,10 @@ export interface TeamSetupInput {
   env: Readonly<Record<string, string | undefined>>;
   /** The process's working directory: relative paths are taken from here. */
   processCwd: string;
-  /** The last `hooks` block that was valid (the leader's, on a reload): used when the file's is not. */
+  /**
+   * The `hooks` block in force (the leader's, on a reload): kept when the file's is refused, or when
+   * config.json is unreadable, gone or without `hooks`. Undefined: none is in force.
+   */
   lastValidHooks?: Record<string, unknown> | undefined;
 }
 
@@ -39,6 +42,8 @@ export interface TeamSetup {
   hooksBlock: Record<string, unknown>;
   /** False when the file's `hooks` block was refused whole. */
   hooksBlockValid: boolean;
+  /** Every setting in force with where it came from, as `doctor` and `policy get` show them. */
+  settings: EffectiveSettings;
   failureModes: Readonly<Record<HookEventName, FailureMode>>;
   limits: Readonly<HookLimits>;
   cwd: string;
@@ -59,7 +64,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   const config = await loadTeamConfig(teamDir);
   const identity: TeamIdentity = { ...config.identity };
   if (input.taskList !== undefined) identity.taskListId = nonEmpty(input.taskList, "--task-list");
-  if (input.lead !== undefined) identity.leadName = nonEmpty(input.lead, "--lead");
+  if (input.lead !== undefined) identity.leadName = safeName(input.lead, "--lead");
 
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
   // A hooks dir someone named and that is not there means no gate at all: a mistake, never silence.
@@ -67,35 +72,32 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   if (hooks.source !== "default") {
     await requireDirectory(hooks.dir, hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR", "E_USAGE");
   }
-  const timeout = resolveTimeoutMs({ ...(input.timeoutMs === undefined ? {} : { flag: input.timeoutMs }), env: input.env });
-  // The block is checked whole (issue 5): one mistake refuses all of it, never half.
-  const check = checkHooksBlock(config.hooks, config.file);
-  const blockWarnings: string[] = [];
-  let hooksBlock: Record<string, unknown> = check.ok ? check.raw : (input.lastValidHooks ?? {});
-  if (!check.ok) {
-    const fallback = input.lastValidHooks ? "the last valid block stays in force" : "defaults and the environment apply";
-    // One line per problem, each whole on its own: logs and `grep` read lines.
-    for (const problem of check.problems) blockWarnings.push(`${problem} — the "hooks" block is refused whole; ${fallback}`);
-  }
-  const block = checkHooksBlock(hooksBlock, config.file);
-  if (!block.ok) hooksBlock = {}; // a "last valid" block that no longer checks: cannot happen, but never half
-  const parsedBlock = block.ok ? block.block : {};
-  const modes = resolveFailureModes(parsedBlock, input.env);
-  const policy = resolvePolicy({ flags: input.policyFlags, config: hooksBlock, env: input.env, configFile: config.file });
+  const settings = resolveSettings({
+    hooks: config.hooks,
+    noBlock: config.noHooks,
+    file: config.file,
+    env: input.env,
+    flags: input.policyFlags,
+    timeoutFlag: input.timeoutMs,
+    lastValid: input.lastValidHooks,
+  });
+  // An unusable config.json is said once: by the settings (which say what applies instead).
+  const configWarnings = config.warnings.filter((w) => w !== config.fileWarning);
   return {
     identity,
     configFile: config.file,
     hooksDir: hooks.dir,
     hooksDirSource: hooks.source,
     teamHooksDir: path.join(teamDir, "hooks"),
-    hooksBlock,
-    hooksBlockValid: check.ok,
-    failureModes: modes.modes,
-    limits: resolveLimits(parsedBlock),
+    hooksBlock: settings.hooksBlock,
+    hooksBlockValid: settings.block.valid,
+    settings,
+    failureModes: settingValues(settings.failureModes),
+    limits: settingValues(settings.limits),
     cwd,
-    timeout,
-    policy,
-    warnings: [...config.warnings, ...blockWarnings, ...timeout.warnings, ...policy.warnings, ...modes.warnings],
+    timeout: { value: settings.timeoutMs.value, source: settings.timeoutMs.source, warnings: [] },
+    policy: { policy: settings.values, sources: settings.sources, warnings: [] },
+    warnings: [...configWarnings, ...settings.warnings],
   };
 }
 
@@ -108,6 +110,12 @@ async function requireDirectory(dir: string, flag: string, code: "E_USAGE" | "E_
     const reason = errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error);
     throw new HooksError(code, `${flag} ${dir}: ${reason}`, { cause: error });
   }
+}
+
+/** The leader's inbox file is named after it: a name that maps onto another's file is refused. */
+function safeName(value: string, flag: string): string {
+  if (!isSafeName(value)) throw new HooksError("E_USAGE", `${flag} ${unsafeName(value, sanitizeName(value))}`);
+  return value;
 }
 
 function nonEmpty(value: string, flag: string): string {

@@ -6,7 +6,8 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt } from "../helpers/leader-rig.js";
 import { makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 
 const execFileAsync = promisify(execFile);
@@ -26,6 +27,8 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
   }
 }
 
+beforeAll(() => ensureBuilt(), 240_000);
+
 const teams: TempTeam[] = [];
 afterEach(async () => {
   for (const team of teams.splice(0)) await team.cleanup();
@@ -44,24 +47,37 @@ describe("pi-teams-hooks policy get", () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toBe(
       `effective policy of ${t.teamDir}:\n` +
-        "  failure action        reopen           config.json hooks.failureAction\n" +
-        "  max reopens per task  3                default\n" +
-        "  follow-up owner       lead             PI_TEAMS_HOOKS_FOLLOWUP_OWNER\n",
+        "  failure action              reopen           config.json hooks.failureAction\n" +
+        "  max reopens per task        3                default\n" +
+        "  follow-up owner             lead             PI_TEAMS_HOOKS_FOLLOWUP_OWNER\n" +
+        "  hook timeout                60000ms          default\n" +
+        "  failure mode task_completed closed           default\n" +
+        "  failure mode task_failed    closed           default\n" +
+        "  failure mode idle           open             default\n" +
+        "  max hooks per event         16               default\n" +
+        "  chain deadline              300000ms         default\n" +
+        "  max payload                 8388608 bytes    default\n",
     );
     expect(out.stderr).toBe("");
   });
 
-  it("--json, with warnings for bad values naming the file and field (also on stderr)", async () => {
+  it("--json: every setting with its source and origin, and the block's problems (also on stderr)", async () => {
     const t = await team({ config: { hooks: { maxReopensPerTask: "lots" } } });
-    const out = await cli(["policy", "get", "--team-dir", t.teamDir, "--json"], { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1" });
+    const out = await cli(["policy", "get", "--team-dir", t.teamDir, "--json"], { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1", PI_TEAMS_HOOKS_FAILURE_MODE: "open" });
     const report = JSON.parse(out.stdout) as Record<string, unknown>;
     expect(report).toMatchObject({
       policy: { failureAction: "followup", maxReopensPerTask: 3, followupOwner: "member" },
       sources: { failureAction: "env", maxReopensPerTask: "default", followupOwner: "default" },
       origins: { failureAction: "PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE", maxReopensPerTask: "default" },
+      timeoutMs: { value: 60_000, source: "default", origin: "default" },
+      failureModes: { idle: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" } },
+      limits: { chainDeadlineMs: { value: 300_000, source: "default", origin: "default" } },
+      block: { valid: false, from: "none" },
     });
-    expect(report.warnings).toEqual([expect.stringContaining('config.json: hooks.maxReopensPerTask: "lots" is not valid')]);
-    expect(out.stderr).toContain("warning: ");
+    const refused = expect.stringMatching(/config\.json: hooks\.maxReopensPerTask: .*got "lots" — the "hooks" block is refused whole; defaults and the environment apply$/);
+    expect(report.warnings).toEqual([refused]);
+    expect(report.block).toMatchObject({ problems: [refused] });
+    expect(out.stderr).toMatch(/^warning: .*hooks\.maxReopensPerTask: .*refused whole/);
   });
 
   it("rejects set flags, a missing team dir and unknown actions", async () => {
@@ -85,8 +101,8 @@ describe("pi-teams-hooks policy set", () => {
       hooks: { custom: true, failureAction: "reopen_followup", maxReopensPerTask: 2, followupOwner: "lead" },
     });
     expect(out.stdout).toContain(`updated ${path.join(t.teamDir, "config.json")}: failureAction = "reopen_followup", maxReopensPerTask = 2, followupOwner = "lead"\n`);
-    expect(out.stdout).toContain("  failure action        reopen_followup  config.json hooks.failureAction\n");
-    expect(out.stdout).toContain("  max reopens per task  2                config.json hooks.maxReopensPerTask\n");
+    expect(out.stdout).toContain("  failure action              reopen_followup  config.json hooks.failureAction\n");
+    expect(out.stdout).toContain("  max reopens per task        2                config.json hooks.maxReopensPerTask\n");
   });
 
   it("creates a missing config.json with the defaults", async () => {
@@ -120,11 +136,17 @@ describe("pi-teams-hooks policy set", () => {
     expect(reset.code).toBe(0);
     expect(readConfig(t)).toEqual({ hooks: { custom: 1 } });
     expect(reset.stdout).toContain("failureAction removed, maxReopensPerTask removed, followupOwner removed");
-    expect(reset.stdout).toContain("  failure action        followup         PI_TEAMS_HOOKS_FAILURE_ACTION\n");
+    expect(reset.stdout).toContain("  failure action              followup         PI_TEAMS_HOOKS_FAILURE_ACTION\n");
 
     await cli(["policy", "set", "--team-dir", t.teamDir, "--failure-action", "reopen", "--max-reopens", "5"]);
     await cli(["policy", "set", "--team-dir", t.teamDir, "--reset", "--followup-owner", "lead"]);
     expect(readConfig(t)).toEqual({ hooks: { custom: 1, followupOwner: "lead" } });
+  });
+
+  it("--reset of a block holding only the three settings leaves an explicit empty block, which a running leader takes as a reset", async () => {
+    const t = await team({ config: { teamId: "test-team", hooks: { failureAction: "reopen", maxReopensPerTask: 1 } } });
+    expect((await cli(["policy", "set", "--team-dir", t.teamDir, "--reset"])).code).toBe(0);
+    expect(readConfig(t)).toEqual({ teamId: "test-team", hooks: {} });
   });
 
   it("leaves a config.json that is not JSON untouched, naming it (exit 2)", async () => {
@@ -135,5 +157,31 @@ describe("pi-teams-hooks policy set", () => {
     expect(out.stderr).toContain("left untouched");
     expect(fs.readFileSync(path.join(t.teamDir, "config.json"), "utf8")).toBe("{ not json");
     expect(fs.readdirSync(t.teamDir).filter((f) => f.includes(".lock") || f.includes(".tmp."))).toEqual([]);
+  });
+});
+
+describe("doctor and policy get show what the leader applies", () => {
+  // A block with one bad value is refused whole by the leader: its valid maxReopensPerTask does not
+  // apply either. doctor and policy get must say so, not show the half that checks.
+  it("a block with a bad failureAction: max reopens 3 (default), not the block's 2, and the refused field named", async () => {
+    const t = await team({ config: { teamId: "test-team", hooks: { failureAction: "rework", maxReopensPerTask: 2 } } });
+    const file = path.join(t.teamDir, "config.json");
+    const refused = `${file}: hooks.failureAction: `;
+    const whole = 'got "rework" — the "hooks" block is refused whole; defaults and the environment apply';
+
+    const policy = await cli(["policy", "get", "--team-dir", t.teamDir]);
+    expect(policy.code).toBe(0);
+    expect(policy.stdout).toContain("  failure action              warn             default\n");
+    expect(policy.stdout).toContain("  max reopens per task        3                default\n");
+    expect(policy.stderr.split("\n").filter((l) => l.startsWith("warning: "))).toEqual([expect.stringMatching(new RegExp(`^warning: ${refused}.*${whole}$`))]);
+
+    const json = JSON.parse((await cli(["policy", "get", "--team-dir", t.teamDir, "--json"])).stdout) as Record<string, unknown>;
+    expect(json).toMatchObject({ policy: { maxReopensPerTask: 3 }, sources: { maxReopensPerTask: "default" }, block: { valid: false } });
+
+    const doctor = await cli(["doctor", "--team-dir", t.teamDir]);
+    expect(doctor.stdout).toContain("  max reopens per task        3                default\n");
+    expect(doctor.stdout).toMatch(new RegExp(`\n  warn ${refused}.*${whole}\n`));
+    const report = JSON.parse((await cli(["doctor", "--team-dir", t.teamDir, "--json"])).stdout) as { policy: Record<string, unknown> };
+    expect(report.policy).toMatchObject({ values: { maxReopensPerTask: 3 }, sources: { maxReopensPerTask: "default" }, origins: { maxReopensPerTask: "default" } });
   });
 });

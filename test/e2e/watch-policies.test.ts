@@ -26,6 +26,8 @@ const RECONCILE_MS = 200;
 const LIST = "sprint-1";
 const LEAD = "boss";
 const HOOK = "on_task_completed.sh";
+/** The gate's name in metadata, subjects and messages: the v1 file's base name, as pi-agent-teams has it. */
+const GATE = "on_task_completed";
 const FAILURE_SUMMARY = "exit code 1 • lint failed: 3 problems";
 const FAILING_GATE = `echo "checking task $PI_TEAMS_TASK_ID"\necho "lint failed: 3 problems" >&2\nexit 1`;
 /** A task_failed hook that must never run here: the leader's reopen is not a failure. */
@@ -123,7 +125,7 @@ describe.concurrent("a failing gate, twice on one task, with --max-reopens 1", (
       completedAt: second.final["1"],
       result: "done (1)",
       abortedAt: EARLIER_ABORT,
-      qualityGateHook: HOOK,
+      qualityGateHook: GATE,
       qualityGateStatus: "failed",
       qualityGateSummary: FAILURE_SUMMARY,
       qualityGateFailureCount: 2,
@@ -136,7 +138,7 @@ describe.concurrent("a failing gate, twice on one task, with --max-reopens 1", (
       expect(task.status).toBe("completed");
       expect(task.metadata).toMatchObject({
         reopenedByQualityGateCount: 1,
-        reopenedByQualityGateHook: HOOK,
+        reopenedByQualityGateHook: GATE,
         reopenedByQualityGateAt: expect.any(String),
         qualityGateReopenSuppressed: true,
         qualityGateReopenSuppressedReason: expect.stringContaining("max 1"),
@@ -154,7 +156,7 @@ describe.concurrent("a failing gate, twice on one task, with --max-reopens 1", (
       expect(created.map((t) => t.id)).toEqual(["3", "4"]);
       expect(await readHighWatermark(team)).toBe(4);
       for (const [index, followup] of created.entries()) {
-        expect(followup).toMatchObject({ subject: `Quality gate failed: ${HOOK} (task #1)`, status: "pending" });
+        expect(followup).toMatchObject({ subject: `Quality gate failed: ${GATE} (task #1)`, status: "pending" });
         expect(followup.owner ?? undefined).toBe(followupOwner);
         expect(followup.metadata).toMatchObject({ qualityGateFollowupFor: index === 0 ? key1 : key2, qualityGateSourceTaskId: "1" });
         expect(followup.description).toContain("lint failed: 3 problems");
@@ -176,7 +178,7 @@ describe.concurrent("a failing gate, twice on one task, with --max-reopens 1", (
     );
     if (followups && followupOwner) {
       expect(assignments).toEqual([
-        expect.objectContaining({ member: followupOwner, type: "task_assignment", taskId: "3", subject: `Quality gate failed: ${HOOK} (task #1)`, assignedBy: LEAD, from: LEAD }),
+        expect.objectContaining({ member: followupOwner, type: "task_assignment", taskId: "3", subject: `Quality gate failed: ${GATE} (task #1)`, assignedBy: LEAD, from: LEAD }),
         expect.objectContaining({ member: followupOwner, type: "task_assignment", taskId: "4", assignedBy: LEAD }),
       ]);
     } else {
@@ -186,7 +188,7 @@ describe.concurrent("a failing gate, twice on one task, with --max-reopens 1", (
     expect(nudges).toHaveLength(2);
     for (const nudge of nudges) {
       expect(nudge).toMatchObject({ from: LEAD, read: false });
-      expect(nudge.text).toContain(`Quality gate ${HOOK} failed for task #1`);
+      expect(nudge.text).toContain(`Quality gate ${GATE} failed for task #1`);
     }
     if (reopens) {
       expect(nudges[0]?.text).toContain("was reopened");
@@ -221,7 +223,7 @@ describe("gates that pass, and completions the leader's own writes must not repe
     expect(task.status).toBe("completed");
     expect(task.metadata).toMatchObject({
       completedAt: done.final["1"],
-      qualityGateHook: HOOK,
+      qualityGateHook: GATE,
       qualityGateStatus: "passed",
       qualityGateSummary: expect.stringMatching(/^passed in \d+ms$/),
       qualityGateLastSuccessAt: expect.any(String),
@@ -270,10 +272,10 @@ describe("task_failed and idle", () => {
 
     const task = await readTaskFile(team, "1");
     expect(task.status).toBe("pending");
-    expect(task.metadata).toMatchObject({ abortReason: "cannot reproduce", qualityGateStatus: "failed", qualityGateHook: "on_task_failed.sh", qualityGateFailureCount: 1 });
+    expect(task.metadata).toMatchObject({ abortReason: "cannot reproduce", qualityGateStatus: "failed", qualityGateHook: "on_task_failed", qualityGateFailureCount: 1 });
     expect(task.metadata?.reopenedByQualityGateCount).toBeUndefined();
     const followup = await readTaskFile(team, "3");
-    expect(followup).toMatchObject({ subject: "Quality gate failed: on_task_failed.sh (task #1)", owner: "alice" });
+    expect(followup).toMatchObject({ subject: "Quality gate failed: on_task_failed (task #1)", owner: "alice" });
     const inbox = await readInboxFile(team, LIST, "alice");
     expect(inbox.map((m) => (parseAssignment(m.text) ? "assignment" : "nudge"))).toEqual(["assignment", "nudge"]);
     expect(await leader.stop()).toMatchObject({ code: 0 });

@@ -236,15 +236,40 @@ describe("doctor: the team dir", () => {
 });
 
 describe("doctor: policy and locks", () => {
-  it("gives the effective policy, where each value comes from, and a warning per bad value", async () => {
-    const { team } = await setup({ config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many" } } });
+  it("gives every setting in force and where it comes from, as the leader computes them", async () => {
+    const { team } = await setup({ config: { hooks: { failureAction: "reopen", failureMode: { idle: "closed" }, limits: { maxHooksPerEvent: 4 } } } });
     const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead", PI_TEAMS_HOOK_TIMEOUT_MS: "soon" });
     expect(r.policy.values).toEqual({ failureAction: "reopen", maxReopensPerTask: 3, followupOwner: "lead" });
     expect(r.policy.origins).toEqual({ failureAction: "config.json hooks.failureAction", maxReopensPerTask: "default", followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER" });
-    expect(r.policy.timeoutMs).toEqual({ value: 60_000, origin: "default" });
-    expect(r.policy.checks.map((c) => c.level)).toEqual(["warn", "warn"]);
-    expect(r.policy.checks[0]?.message).toContain('hooks.maxReopensPerTask: "many" is not valid');
-    expect(r.policy.checks[1]?.message).toContain("PI_TEAMS_HOOK_TIMEOUT_MS");
+    expect(r.policy.timeoutMs).toEqual({ value: 60_000, source: "default", origin: "default" });
+    expect(r.policy.failureModes.idle).toEqual({ value: "closed", source: "config", origin: "config.json hooks.failureMode.idle" });
+    expect(r.policy.failureModes.task_completed).toEqual({ value: "closed", source: "default", origin: "default" });
+    expect(r.policy.limits.maxHooksPerEvent).toEqual({ value: 4, source: "config", origin: "config.json hooks.limits.maxHooksPerEvent" });
+    expect(r.policy.block).toEqual({ valid: true, from: "file", problems: [] });
+    expect(lines(r.policy.checks)).toEqual([expect.stringMatching(/^warn: PI_TEAMS_HOOK_TIMEOUT_MS: "soon" is not valid/)]);
+  });
+
+  it("a block with one bad value is refused whole, with a warning per problem saying what applies instead", async () => {
+    const { team } = await setup({ config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many", limits: { maxHooksPerEvent: 0 } } } });
+    const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead" });
+    expect(r.policy.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "lead" });
+    expect(r.policy.origins).toEqual({ failureAction: "default", maxReopensPerTask: "default", followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER" });
+    expect(r.policy.limits.maxHooksPerEvent).toEqual({ value: 16, source: "default", origin: "default" });
+    expect(r.policy.block).toMatchObject({ valid: false, from: "none" });
+    const file = path.join(team.teamDir, "config.json");
+    expect(lines(r.policy.checks)).toEqual([
+      expect.stringMatching(new RegExp(`^warn: ${file}: hooks\\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; defaults and the environment apply$`)),
+      expect.stringMatching(new RegExp(`^warn: ${file}: hooks\\.limits\\.maxHooksPerEvent: .*got 0 — the "hooks" block is refused whole; defaults and the environment apply$`)),
+    ]);
+    expect(r.policy.block.problems).toEqual(r.policy.checks.map((c) => c.message));
+  });
+
+  it("a config.json that is not JSON is said once, in the team checks", async () => {
+    const { team } = await setup({ config: "{ nope" });
+    const r = await report(team);
+    expect(lines(r.team.checks).filter((l) => l.includes("invalid JSON"))).toHaveLength(1);
+    expect(r.policy.checks).toEqual([]);
+    expect(r.policy.block).toEqual({ valid: false, from: "none", problems: [expect.stringContaining("invalid JSON")] });
   });
 
   it("finds lock files anywhere in the team dir: stale, held too long, held now, leftovers", async () => {
@@ -296,7 +321,19 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(out.stdout).toContain(`pi-teams-hooks doctor: ${team.teamDir}\n\nHooks\n  ok   hooks dir ${hooksDir} (default: <teams root>/_hooks)\n`);
     expect(out.stdout).toContain("  idle (on_idle): on_idle.sh\n    ok   on_idle.sh runs with bash (");
     expect(out.stdout).toContain("  task_completed (on_task_completed): no hook\n    --   no on_task_completed[.sh|.js|.mjs]: nothing runs\n");
-    expect(out.stdout).toContain("\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n  failure action        warn             default\n");
+    expect(out.stdout).toContain(
+      "\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n" +
+        "  failure action              warn             default\n" +
+        "  max reopens per task        3                default\n" +
+        "  follow-up owner             member           default\n" +
+        "  hook timeout                60000ms          default\n" +
+        "  failure mode task_completed closed           default\n" +
+        "  failure mode task_failed    closed           default\n" +
+        "  failure mode idle           open             default\n" +
+        "  max hooks per event         16               default\n" +
+        "  chain deadline              300000ms         default\n" +
+        "  max payload                 8388608 bytes    default\n",
+    );
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");
   });

@@ -148,6 +148,27 @@ describe("chains", () => {
     expect(await logs()).toHaveLength(2);
   });
 
+  // The v1 file is an .mjs on purpose: its name is the base name whatever the extension.
+  const mjs = (code: number): void => fs.writeFileSync(path.join(globalDir, "on_task_completed.mjs"), `process.exit(${code});\n`, { mode: 0o755 });
+  it.each([
+    { decider: "a chain member", make: () => (mjs(0), hook(path.join(globalDir, "on_task_completed.d"), "10-lint.sh", "echo 'lint: 3 errors' >&2; exit 1")), name: "on_task_completed.d/10-lint.sh", chain: ["on_task_completed.mjs", "10-lint.sh"] },
+    { decider: "the v1 file", make: () => mjs(1), name: "on_task_completed", chain: null },
+  ])("the policy names the gate that decided, $decider, as $name", async ({ make, name, chain }) => {
+    make();
+    const key = "task_completed:1:2025-01-01T00:00:00.000Z"; // the task's own key: its updatedAt
+    const outcome = await invokeEvent(request({ key, policy: { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" } }));
+    expect(outcome.counted).toBe("failed");
+    const task = JSON.parse(fs.readFileSync(team.taskFile("1"), "utf8")) as { status: string; metadata: Record<string, unknown> };
+    expect(task.status).toBe("pending");
+    expect(task.metadata).toMatchObject({ qualityGateHook: name, reopenedByQualityGateHook: name });
+    const followup = JSON.parse(fs.readFileSync(team.taskFile("2"), "utf8")) as { subject: string; metadata: Record<string, unknown> };
+    expect(followup.subject).toBe(`Quality gate failed: ${name} (task #1)`);
+    expect(followup.metadata.qualityGateFollowupHook).toBe(name);
+    // The log's chain keeps listing the files as found.
+    const record = JSON.parse(fs.readFileSync(outcome.logFile ?? "", "utf8")) as { chain?: { hooks: string[] } };
+    expect(record.chain?.hooks ?? null).toEqual(chain);
+  });
+
   it("idle runs every hook, whatever they say", async () => {
     const d = path.join(globalDir, "on_idle.d");
     hook(d, "1-deny.sh", "exit 1");

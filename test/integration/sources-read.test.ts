@@ -44,3 +44,13 @@ describe("reading a task file", () => {
     expect(s.lookAtTask(file("2"))).toMatchObject({ kind: "task", task: { description: "y".repeat(90_000) } });
   });
 });
+
+describe("a task whose id is not a safe file name", () => {
+  // "a/b" and "a.b" both map onto a-b.json: a file claiming such an id is no task of its own.
+  it.each(["a/b", "a.b"])("%j in a-b.json is refused, naming the file and the field", (id) => {
+    const { sources: s, file } = sources();
+    writeFileSync(file("a-b"), taskJson({ id, status: "completed" }));
+    const look = s.lookAtTask(file("a-b"));
+    expect(look).toMatchObject({ kind: "problem", message: `${file("a-b")}: id: ${JSON.stringify(id)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b") — skipped until it changes` });
+  });
+});

@@ -22,8 +22,10 @@ describe("loadTeamConfig", () => {
     const t = await team();
     expect(await loadTeamConfig(t.teamDir)).toEqual({
       identity: { teamId: "alpha", teamDir: t.teamDir, taskListId: "alpha", leadName: "team-lead", style: "normal" },
-      hooks: {},
+      hooks: undefined,
+      noHooks: { kind: "missing", reason: `${configOf(t)}: file not found` },
       warnings: [],
+      fileWarning: null,
       file: configOf(t),
       exists: false,
     });
@@ -35,7 +37,7 @@ describe("loadTeamConfig", () => {
     const loaded = await loadTeamConfig(t.teamDir);
     expect(loaded.identity).toEqual({ teamId: "T", teamDir: t.teamDir, taskListId: "L", leadName: "boss", style: "soviet" });
     expect(loaded.hooks).toEqual(hooks);
-    expect(loaded).toMatchObject({ warnings: [], exists: true });
+    expect(loaded).toMatchObject({ warnings: [], exists: true, noHooks: null });
   });
 
   it("warns about a mistyped identity field, naming the file and the field, and uses the default", async () => {
@@ -60,13 +62,36 @@ describe("loadTeamConfig", () => {
     expect(loaded.warnings).toHaveLength(1);
     expect(loaded.warnings[0]).toContain(configOf(t));
     expect(loaded.warnings[0]).toMatch(warning);
+    expect(loaded.fileWarning).toBe(loaded.warnings[0]);
+    // No block to check: the settings keep the one in force, or apply the defaults.
+    expect(loaded.hooks).toBeUndefined();
+    expect(loaded.noHooks?.reason).toMatch(warning);
   });
 
-  it("warns about a hooks block that is not an object", async () => {
+  it("passes a hooks block that is not an object on as written: the block check refuses it whole", async () => {
     const t = await team({ config: { hooks: "reopen" } });
     const loaded = await loadTeamConfig(t.teamDir);
-    expect(loaded.hooks).toEqual({});
-    expect(loaded.warnings).toEqual([`${configOf(t)}: hooks: expected an object, got "reopen" — using the default policy`]);
+    expect(loaded).toMatchObject({ hooks: "reopen", noHooks: null, warnings: [] });
+  });
+
+  it.each([
+    ["no hooks key", {}],
+    ["hooks: null", { hooks: null }],
+  ])("says why there is no block: %s", async (_name, config) => {
+    const t = await team({ config });
+    expect((await loadTeamConfig(t.teamDir)).noHooks).toEqual({ kind: "absent", reason: `${configOf(t)}: no "hooks" block` });
+  });
+
+  it("an explicit empty block is a block", async () => {
+    const t = await team({ config: { hooks: {} } });
+    expect(await loadTeamConfig(t.teamDir)).toMatchObject({ hooks: {}, noHooks: null });
+  });
+
+  it.each(["a/b", "lead.x"])("refuses a leadName that is not a safe file name (%j): a warning, and the default", async (name) => {
+    const t = await team({ config: { leadName: name } });
+    const loaded = await loadTeamConfig(t.teamDir);
+    expect(loaded.identity.leadName).toBe("team-lead");
+    expect(loaded.warnings).toEqual([expect.stringMatching(new RegExp(`^${configOf(t)}: leadName: ${JSON.stringify(name).replace(".", "\\.")} is not a safe name .* — using "team-lead"$`))]);
   });
 
   it("resolves a relative team dir to an absolute one", async () => {

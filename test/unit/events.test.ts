@@ -57,9 +57,9 @@ describe("idleEvents", () => {
     expect(idleEvents(note(), null).map((e) => e.key)).toEqual(["idle:bob:2026-12-02T10:00:02.000Z"]);
   });
 
-  it("a reported completion takes the task file's key, with the notification's member and time", () => {
+  it("a reported completion takes the task file's key and the notification's member", () => {
     const events = idleEvents(note({ completedTaskId: "3", completedStatus: "completed" }), task());
-    expect(events[1]).toMatchObject({ key: "task_completed:3:2026-12-02T10:00:00.000Z", member: "bob", timestamp: "2026-12-02T10:00:02.000Z", source: "inbox" });
+    expect(events[1]).toMatchObject({ key: "task_completed:3:2026-12-02T10:00:00.000Z", member: "bob", source: "inbox" });
     expect(events[1]?.key).toBe(taskEvent(task())?.key);
   });
 
@@ -75,6 +75,34 @@ describe("idleEvents", () => {
   it("a reported failure without abortedAt in the file is keyed by the notification", () => {
     const events = idleEvents(note({ completedTaskId: "3", completedStatus: "failed" }), task({ status: "pending", metadata: {} }));
     expect(events[1]?.key).toBe("task_failed:3:2026-12-02T10:00:02.000Z");
+  });
+});
+
+describe("a task event's timestamp is the same whichever source saw it first", () => {
+  const NOTE_AT = "2026-12-02T10:00:02.000Z";
+  const COMPLETED_AT = "2026-12-02T10:00:00.000Z";
+  const UPDATED_AT = "2026-12-02T10:00:01.000Z";
+  const ABORTED_AT = "2026-12-02T11:00:00.000Z";
+  const completed = task();
+  const completedBare = task({ metadata: {} });
+  const aborted = task({ status: "pending", updatedAt: UPDATED_AT, metadata: { abortedAt: ABORTED_AT } });
+  const failedBare = task({ status: "pending", metadata: {} });
+  const reported = (status: "completed" | "failed", taskId = "3"): IdleNotification => ({
+    type: "idle_notification", from: "bob", timestamp: NOTE_AT, completedTaskId: taskId, completedStatus: status,
+  });
+  const fromNote = (n: IdleNotification, t: Task | null) => idleEvents(n, t)[1]?.timestamp;
+
+  it.each<[string, string | null | undefined, string]>([
+    ["completion with completedAt, from the task file", taskEvent(completed)?.timestamp, COMPLETED_AT],
+    ["completion with completedAt, from the notification", fromNote(reported("completed"), completed), COMPLETED_AT],
+    ["completion without completedAt, from the task file: the stamp that keys it", taskEvent(completedBare)?.timestamp, UPDATED_AT],
+    ["completion without completedAt, from the notification: its timestamp", fromNote(reported("completed"), completedBare), NOTE_AT],
+    ["failure with abortedAt, from the task file", taskEvent(aborted)?.timestamp, ABORTED_AT],
+    ["failure with abortedAt, from the notification", fromNote(reported("failed"), aborted), ABORTED_AT],
+    ["failure without abortedAt, from the notification: its timestamp", fromNote(reported("failed"), failedBare), NOTE_AT],
+    ["completion of a task whose file is gone: the notification's timestamp", fromNote(reported("completed", "9"), null), NOTE_AT],
+  ])("%s", (_name, timestamp, expected) => {
+    expect(timestamp).toBe(expected);
   });
 });
 

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { checkHooksBlock, DEFAULT_LIMITS, resolveFailureModes, resolveLimits } from "../../extensions/teams-hooks/hooks-config.js";
+import {
+  checkHooksBlock,
+  DEFAULT_LIMITS,
+  resolveFailureModes,
+  resolveLimits,
+  resolveSettings,
+  settingValues,
+  type SettingsInput,
+  type SettingsReport,
+} from "../../extensions/teams-hooks/hooks-config.js";
 
 describe("checkHooksBlock", () => {
   it.each([
@@ -54,5 +63,84 @@ describe("resolveFailureModes", () => {
 describe("resolveLimits", () => {
   it("fills what the block leaves out", () => {
     expect(resolveLimits({ limits: { maxHooksPerEvent: 3 } })).toEqual({ ...DEFAULT_LIMITS, maxHooksPerEvent: 3 });
+  });
+});
+
+describe("resolveSettings: what the leader, doctor and policy get all apply", () => {
+  const FILE = "/t/config.json";
+  const settings = (input: Partial<SettingsInput>) => resolveSettings({ hooks: undefined, noBlock: null, file: FILE, env: {}, ...input });
+
+  it("a block with one bad value is refused whole: max reopens 3 (default), not the 2 it also holds", () => {
+    const s = settings({ hooks: { failureAction: "rework", maxReopensPerTask: 2 } });
+    expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
+    expect(s.origins).toEqual({ failureAction: "default", maxReopensPerTask: "default", followupOwner: "default" });
+    expect(s.block).toEqual({ valid: false, from: "none", problems: [expect.stringMatching(/^\/t\/config\.json: hooks\.failureAction: .*got "rework" — the "hooks" block is refused whole; defaults and the environment apply$/)] });
+    expect(s.warnings).toEqual(s.block.problems);
+  });
+
+  it("a valid block: every value with where it came from", () => {
+    const s = settings({
+      hooks: { failureAction: "reopen", failureMode: { idle: "closed" }, limits: { chainDeadlineMs: 1000 } },
+      env: { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1", PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead", PI_TEAMS_HOOKS_FAILURE_MODE: "open", PI_TEAMS_HOOK_TIMEOUT_MS: "5000" },
+      flags: { maxReopens: "1" },
+    });
+    expect(s.values).toEqual({ failureAction: "reopen", maxReopensPerTask: 1, followupOwner: "lead" });
+    expect(s.origins).toEqual({ failureAction: "config.json hooks.failureAction", maxReopensPerTask: "--max-reopens", followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER" });
+    expect(s.timeoutMs).toEqual({ value: 5000, source: "env", origin: "PI_TEAMS_HOOK_TIMEOUT_MS" });
+    expect(s.failureModes).toEqual({
+      task_completed: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
+      task_failed: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
+      idle: { value: "closed", source: "config", origin: "config.json hooks.failureMode.idle" },
+    });
+    expect(s.limits).toEqual({
+      maxHooksPerEvent: { value: 16, source: "default", origin: "default" },
+      chainDeadlineMs: { value: 1000, source: "config", origin: "config.json hooks.limits.chainDeadlineMs" },
+      maxPayloadBytes: { value: DEFAULT_LIMITS.maxPayloadBytes, source: "default", origin: "default" },
+    });
+    expect(s.block).toEqual({ valid: true, from: "file", problems: [] });
+    expect(s.refusal).toBeNull();
+    expect(settingValues(s.failureModes)).toEqual({ task_completed: "open", task_failed: "open", idle: "closed" });
+  });
+
+  it("names the variable that set failureAction, and one failure mode for all events by its field", () => {
+    expect(settings({ env: { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1" } }).origins.failureAction).toBe("PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE");
+    expect(settings({ env: { PI_TEAMS_HOOKS_FAILURE_ACTION: "reopen" } }).origins.failureAction).toBe("PI_TEAMS_HOOKS_FAILURE_ACTION");
+    expect(settings({ hooks: { failureMode: "open" } }).failureModes.task_failed.origin).toBe("config.json hooks.failureMode");
+  });
+
+  const LAST = { failureAction: "reopen" };
+  it.each<[string, Partial<SettingsInput>, string]>([
+    ["not JSON", { noBlock: { kind: "unreadable", reason: `${FILE}: invalid JSON (Unexpected token)` } }, `${FILE}: invalid JSON (Unexpected token) — the last valid "hooks" block stays in force`],
+    ["deleted", { noBlock: { kind: "missing", reason: `${FILE}: file not found` } }, `${FILE}: file not found — the last valid "hooks" block stays in force`],
+    ["without hooks", { noBlock: { kind: "absent", reason: `${FILE}: no "hooks" block` } }, `${FILE}: no "hooks" block — the last valid "hooks" block stays in force`],
+    ["an invalid block", { hooks: { failureAction: "rework" } }, "the block is refused whole; the last valid block stays in force"],
+  ])("config.json %s with a block in force: that block is kept, with one problem naming the file", (_name, input, problem) => {
+    const s = settings({ ...input, lastValid: LAST });
+    expect(s.values.failureAction).toBe("reopen");
+    expect(s.origins.failureAction).toBe("config.json hooks.failureAction (last valid block)");
+    expect(s.hooksBlock).toEqual(LAST);
+    expect(s.block).toMatchObject({ valid: false, from: "kept" });
+    expect(s.block.problems).toHaveLength(1);
+    expect(s.block.problems[0]?.replace('"hooks" block is', "block is")).toContain(problem);
+    // The same refusal twice (another broken save) is one state: the leader says it once.
+    expect(settings({ ...input, lastValid: LAST }).refusal).toBe(s.refusal);
+    expect(s.refusal).not.toBeNull();
+  });
+
+  it.each<[string, Partial<SettingsInput>, SettingsReport["block"]]>([
+    ["no config.json", { noBlock: { kind: "missing", reason: "x" } }, { valid: true, from: "none", problems: [] }],
+    ["no hooks", { noBlock: { kind: "absent", reason: "x" } }, { valid: true, from: "none", problems: [] }],
+    ["an explicit empty block", { hooks: {} }, { valid: true, from: "file", problems: [] }],
+    ["not JSON", { noBlock: { kind: "unreadable", reason: `${FILE}: invalid JSON (x)` } }, { valid: false, from: "none", problems: [`${FILE}: invalid JSON (x) — using defaults for the whole config`] }],
+  ])("without a block in force, %s: the defaults", (_name, input, block) => {
+    const s = settings(input);
+    expect(s.block).toEqual(block);
+    expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
+  });
+
+  it("an explicit empty block replaces the one in force (how a team resets)", () => {
+    const s = settings({ hooks: {}, lastValid: LAST });
+    expect(s.block).toEqual({ valid: true, from: "file", problems: [] });
+    expect(s.values.failureAction).toBe("warn");
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { FailureAction, FollowupOwner, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
+import { gateName, type ChainHook } from "../../extensions/teams-hooks/chain.js";
+import type { FailureAction, FollowupOwner, HookEventName, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/options.js";
 import { decide, describeFailure } from "../../extensions/teams-hooks/policy.js";
 import type { DecideInput, RemediationPlan } from "../../extensions/teams-hooks/policy.js";
@@ -59,7 +60,7 @@ function input(overrides: Partial<DecideInput> = {}): DecideInput {
     result: runResult(),
     task: task(),
     policy: policy("reopen_followup"),
-    hookName: "on_task_completed.sh",
+    hookName: "on_task_completed",
     member: "alice",
     leadName: "team-lead",
     now: NOW,
@@ -115,7 +116,7 @@ describe("decide: pass or fail", () => {
     expect(plan.summary).toBe("passed in 1234ms");
     expect(plan.metadataPatch).toEqual({
       qualityGateOutcome: "passed", // added with issue 5
-      qualityGateHook: "on_task_completed.sh",
+      qualityGateHook: "on_task_completed",
       qualityGateAt: NOW,
       qualityGateStatus: "passed",
       qualityGateSummary: "passed in 1234ms",
@@ -131,7 +132,7 @@ describe("decide: pass or fail", () => {
     expect(plan.summary).toBe("exit code 1 • npm ERR! Test failed");
     expect(plan.metadataPatch).toEqual({
       qualityGateOutcome: "failed", // added with issue 5
-      qualityGateHook: "on_task_completed.sh",
+      qualityGateHook: "on_task_completed",
       qualityGateAt: NOW,
       qualityGateStatus: "failed",
       qualityGateSummary: "exit code 1 • npm ERR! Test failed",
@@ -223,7 +224,7 @@ describe("decide: reopen", () => {
         status: "pending",
         metadata: {
           reopenedByQualityGateAt: NOW,
-          reopenedByQualityGateHook: "on_task_completed.sh",
+          reopenedByQualityGateHook: "on_task_completed",
           reopenedByQualityGateCount: 2,
           reopenedByQualityGateKey: KEY,
         },
@@ -260,7 +261,7 @@ describe("decide: reopen", () => {
   it.each<[FailureAction]>([["reopen"], ["reopen_followup"]])("task_failed never reopens (%s)", (action) => {
     for (const status of ["pending", "completed"] as const) {
       const plan = decide(
-        input({ event: "task_failed", key: "task_failed:3:2025-03-01T11:59:00.000Z", hookName: "on_task_failed.sh", policy: policy(action), task: task({ status }) }),
+        input({ event: "task_failed", key: "task_failed:3:2025-03-01T11:59:00.000Z", hookName: "on_task_failed", policy: policy(action), task: task({ status }) }),
       );
       expect(plan.reopen).toBeNull();
       expect(plan.actions.some((a) => a.startsWith("reopen"))).toBe(false);
@@ -330,7 +331,7 @@ describe("decide: the task file is gone", () => {
     expect(plan.passed).toBe(false);
     expect(plan.metadataPatch).toBeNull();
     expect(plan.reopen).toBeNull();
-    expect(plan.followup?.subject).toBe("Quality gate failed: on_task_completed.sh (task #3)");
+    expect(plan.followup?.subject).toBe("Quality gate failed: on_task_completed (task #3)");
     expect(plan.followup?.owner).toBe("bob");
     expect(plan.followup?.description).toContain("Original task: (task file missing)");
     expect(plan.nudge?.to).toBe("bob");
@@ -346,18 +347,18 @@ describe("decide: the follow-up task", () => {
   it("has the subject, metadata and a description with everything needed to act", () => {
     const plan = decide(input({ policy: policy("followup", "lead"), logFile: "/teams/a/hook-logs/x.json" }));
     const followup = plan.followup;
-    expect(followup?.subject).toBe("Quality gate failed: on_task_completed.sh (task #3)");
+    expect(followup?.subject).toBe("Quality gate failed: on_task_completed (task #3)");
     expect(followup?.metadata).toEqual({
       qualityGateFollowupFor: KEY,
       qualityGateSourceTaskId: "3",
-      qualityGateFollowupHook: "on_task_completed.sh",
+      qualityGateFollowupHook: "on_task_completed",
       qualityGateFollowupEvent: "task_completed",
     });
     const description = followup?.description ?? "";
     for (const expected of [
-      "The quality gate on_task_completed.sh failed for task #3.",
+      "The quality gate on_task_completed failed for task #3.",
       "Failure: exit code 1 • npm ERR! Test failed",
-      "Hook: on_task_completed.sh (event task_completed)",
+      "Hook: on_task_completed (event task_completed)",
       "Command: bash /teams/_hooks/on_task_completed.sh",
       "Policy: followup (at most 3 reopens per task; follow-up owner: lead)",
       "Original task: #3 Add login form",
@@ -409,7 +410,7 @@ describe("decide: the follow-up task", () => {
     expect(assignment).toEqual({
       type: "task_assignment",
       taskId: "9",
-      subject: "Quality gate failed: on_task_completed.sh (task #3)",
+      subject: "Quality gate failed: on_task_completed (task #3)",
       description: plan.followup?.description,
       assignedBy: "team-lead",
       timestamp: NOW,
@@ -423,11 +424,12 @@ describe("decide: the nudge", () => {
     const plan = decide(input({ policy: policy("reopen_followup", "lead"), logFile: "/l.json" }));
     expect(plan.nudge?.text("9")).toBe(
       [
-        'Quality gate on_task_completed.sh failed for task #3 "Add login form": exit code 1 • npm ERR! Test failed',
+        'Quality gate on_task_completed failed for task #3 "Add login form": exit code 1 • npm ERR! Test failed',
         "Task #3 was reopened (back to pending; reopen 1 of 3).",
         "Follow-up task #9 was created for team-lead.",
         "Please fix it and complete task #3 again; the gate runs again then.",
         "Hook log: /l.json",
+        "Please remediate automatically and continue without waiting for user intervention.",
       ].join("\n"),
     );
   });
@@ -443,9 +445,66 @@ describe("decide: the nudge", () => {
     for (const part of excludes) expect(text).not.toContain(part);
   });
 
+  it.each<[string, DecideInput]>([
+    ["warn", input({ policy: policy("warn") })],
+    ["reopen", input({ policy: policy("reopen") })],
+    ["task_failed", input({ event: "task_failed", policy: policy("followup") })],
+    ["with a hook log", input({ logFile: "/l.json" })],
+  ])("%s: ends with the sentence pi-agent-teams' remediation looks for, on its own line", (_name, decideInput) => {
+    const lines = (decide(decideInput).nudge?.text("9") ?? "").split("\n");
+    expect(lines.at(-1)).toBe("Please remediate automatically and continue without waiting for user intervention.");
+    expect(lines.filter((l) => l.includes("remediate automatically"))).toHaveLength(1);
+  });
+
   it("never mentions a follow-up that was not created", () => {
     const plan = decide(input({ policy: policy("followup") }));
     expect(plan.nudge?.text(null)).not.toContain("Follow-up");
     expect(decide(input({ policy: policy("warn") })).nudge?.text("9")).not.toContain("Follow-up");
+  });
+});
+
+describe("the gate's name in what the policy writes (chain.ts gateName)", () => {
+  it.each<[string, Pick<ChainHook, "name" | "kind">, HookEventName, string]>([
+    ["the v1 .sh file: its base name", { name: "on_task_completed.sh", kind: "v1" }, "task_completed", "on_task_completed"],
+    ["the v1 .mjs file", { name: "on_task_failed.mjs", kind: "v1" }, "task_failed", "on_task_failed"],
+    ["the bare v1 file", { name: "on_task_completed", kind: "v1" }, "task_completed", "on_task_completed"],
+    ["a chain file: its place in the chain", { name: "10-lint.sh", kind: "chain" }, "task_completed", "on_task_completed.d/10-lint.sh"],
+  ])("%s", (_name, hook, event, name) => {
+    expect(gateName(hook, event)).toBe(name);
+  });
+
+  it.each([
+    ["the v1 file", { name: "on_task_completed.sh", kind: "v1" as const }, "on_task_completed"],
+    ["a chain file", { name: "10-lint.sh", kind: "chain" as const }, "on_task_completed.d/10-lint.sh"],
+  ])("%s: the follow-up subject and every metadata field name it so", (_name, hook, name) => {
+    const plan = decide(input({ hookName: gateName(hook, "task_completed"), policy: policy("reopen_followup") }));
+    expect(plan.followup?.subject).toBe(`Quality gate failed: ${name} (task #3)`);
+    expect(plan.metadataPatch?.qualityGateHook).toBe(name);
+    expect(plan.reopen?.kind === "reopen" ? plan.reopen.patch.metadata.reopenedByQualityGateHook : null).toBe(name);
+    expect(plan.followup?.metadata.qualityGateFollowupHook).toBe(name);
+    expect(plan.nudge?.text(null)).toMatch(new RegExp(`^Quality gate ${name.replaceAll(".", "\\.")} failed for task #3`));
+  });
+});
+
+describe("decide: a member whose name is not a safe file name gets no message", () => {
+  // "a/b" would be written to the inbox file of "a-b", another member.
+  it("an unsafe owner is not nudged; the actions and the refusals say why", () => {
+    const plan = decide(input({ policy: policy("reopen"), task: task({ owner: "a/b" }), member: "a/b" }));
+    expect(plan.nudge?.to).toBeNull();
+    expect(plan.actions).toContain('no nudge to "a/b"');
+    expect(plan.refused).toEqual([expect.stringMatching(/^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b"\)/)]);
+    expect(plan.reopen?.kind).toBe("reopen"); // the gate's own decision stands
+  });
+
+  it("an unsafe follow-up owner: the follow-up is made without an owner and no assignment is sent", () => {
+    const plan = decide(input({ policy: policy("followup", "member"), member: "x.y", task: task({ owner: "alice" }) }));
+    expect(plan.followup).toMatchObject({ owner: null, assignment: null });
+    expect(plan.actions).toEqual(expect.arrayContaining(["follow-up (no owner)", 'no follow-up owner "x.y"', "nudge alice"]));
+    expect(plan.refused).toEqual([expect.stringContaining('no follow-up owner "x.y": "x.y" is not a safe name')]);
+  });
+
+  it("safe names: nothing refused", () => {
+    expect(decide(input()).refused).toEqual([]);
+    expect(decide(input({ result: PASSED })).refused).toEqual([]);
   });
 });
