@@ -28,11 +28,12 @@ import { invokeEvent, type InvokeOutcome } from "./invoke.js";
 import { Ledger, type LedgerEventInfo } from "./ledger.js";
 import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
 import { writeTextAtomic } from "./json-file.js";
-import { appendMessage, markRead } from "./mailbox.js";
+import { markRead } from "./mailbox.js";
 import { formatDuration, policyGivenUpText } from "./messages.js";
 import { firstStartFile, scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { preloadRunner, removeRunFiles, terminateAllRuns } from "./run.js";
+import { sendOnce } from "./remediate.js";
 import { SentLog, sentId } from "./sent-log.js";
 import { type ChainTrust, type TrustEntry, TrustState, entryFor, fingerprint, keepTrustedCopy, octal, trustFile, trustedBy, updateTrust } from "./trust.js";
 import { TeamSources, type TaskLook, isTaskFileName } from "./sources.js";
@@ -580,15 +581,7 @@ export class Leader {
     this.#opts.report({ kind: "info", message: `team dir ${dir} is back${since}: watching it again` });
     const { identity } = this.#setup;
     const text = `pi-teams-hooks: the team dir ${dir} was gone${goneAt ? ` from ${goneAt} to ${this.#now()}` : " and was created again"}. No quality gate ran meanwhile; what changed while it was gone is looked at now.`;
-    const id = sentId("team-dir-back", goneAt ?? this.#now(), identity.leadName);
-    try {
-      if (this.#sent.claim(id, this.#now())) {
-        const sent = await appendMessage(dir, "team", identity.leadName, { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false });
-        if (!sent.ok) this.#warn(`the lead was not told that the team dir is back: ${sent.problem.message}`);
-      }
-    } catch (error) {
-      this.#warn(`the lead was not told that the team dir is back: ${describeError(error)}`);
-    }
+    await this.#tellLead(sentId("team-dir-back", goneAt ?? this.#now(), identity.leadName), text, "the lead was not told that the team dir is back");
   }
 
   #consider(event: HookEvent): void {
@@ -757,14 +750,21 @@ export class Leader {
       `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); the event stays open: the next start of the leader tries it again, or: ${how}`,
     );
     const text = policyGivenUpText(event, error, how);
-    const id = sentId("policy-not-applied", event.key, identity.leadName);
-    try {
-      if (!this.#sent.claim(id, this.#now())) return;
-      const sent = await appendMessage(identity.teamDir, "team", identity.leadName, { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false, qualityGateEventKey: event.key });
-      if (!sent.ok) this.#warn(`${event.key}: the lead was not told: ${sent.problem.message}`);
-    } catch (sendError) {
-      this.#warn(`${event.key}: the lead was not told: ${describeError(sendError)}`);
-    }
+    await this.#tellLead(sentId("policy-not-applied", event.key, identity.leadName), text, `${event.key}: the lead was not told`);
+  }
+
+  /** One note to the lead's inbox (team namespace), once whatever happens (sent-log.ts). */
+  async #tellLead(id: string, text: string, failure: string): Promise<void> {
+    const { teamDir, leadName } = this.#setup.identity;
+    const sent = await sendOnce(this.#sent, {
+      teamDir,
+      namespace: "team",
+      to: leadName,
+      id,
+      message: { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false, qualityGateNoteId: id },
+      isIt: (m) => m.qualityGateNoteId === id,
+    });
+    if (sent.error) this.#warn(`${failure}: ${sent.error}`);
   }
 
   /** Runs `step` for `event` after `delayMs`, through the queue (so the task's events stay in order). */
@@ -880,15 +880,7 @@ export class Leader {
         : `its events fail (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
       this.#warn(`gate ${change.path} ${what}: ${then}`);
       const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
-      this.#notes = this.#notes.then(async () => {
-        try {
-          if (!this.#sent.claim(sentId("gate-change", id, leadName), this.#now())) return;
-          const sent = await appendMessage(teamDir, "team", leadName, { from: "pi-teams-hooks", text, timestamp: this.#now(), read: false });
-          if (!sent.ok) this.#warn(`the lead was not told of the change of ${change.path}: ${sent.problem.message}`);
-        } catch (error) {
-          this.#warn(`the lead was not told of the change of ${change.path}: ${describeError(error)}`);
-        }
-      });
+      this.#notes = this.#notes.then(() => this.#tellLead(sentId("gate-change", id, leadName), text, `the lead was not told of the change of ${change.path}`));
     }
   }
 

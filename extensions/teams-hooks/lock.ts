@@ -213,7 +213,7 @@ function judge(seen: SeenLock, now: number = Date.now(), timeoutMs = DEFAULT_LOC
     return { ageMs, holderAlive, staleReason: holderAlive ? null : `process ${pid} is gone` };
   }
   // No pid yet may just mean its creator has not written it: only age makes such a lock stale.
-  const staleReason = ageMs > staleNoPidMs(timeoutMs) ? `no readable pid and ${(ageMs / 1000).toFixed(1)} s old` : null;
+  const staleReason = ageMs > staleNoPidMs(timeoutMs) ? `no readable pid and ${ageMs < 10_000 ? (ageMs / 1000).toFixed(1) : Math.round(ageMs / 1000)} s old` : null;
   return { ageMs, holderAlive: null, staleReason };
 }
 

@@ -12,7 +12,7 @@
 import type { MailboxMessage, Task } from "./contract.js";
 import { describeError } from "./errors.js";
 import { taskEvent } from "./events.js";
-import { appendMessage } from "./mailbox.js";
+import { appendMessage, readInbox } from "./mailbox.js";
 import type { RemediationPlan } from "./policy.js";
 import { sentId, type SentLog } from "./sent-log.js";
 import { createTask, updateTask } from "./tasks.js";
@@ -117,14 +117,14 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       return stop(plan, `follow-up task not created: ${describeError(error)}`);
     }
     if (followup.owner && followup.assignment) {
-      const sent = await sendOnce(target, `assignment-${followupTaskId}`, followup.owner, JSON.stringify(followup.assignment(followupTaskId)));
+      const sent = await sendToMember(target, `assignment-${followupTaskId}`, followup.owner, JSON.stringify(followup.assignment(followupTaskId)));
       if (sent.error) return stop(plan, sent.error, followupTaskId);
     }
   }
 
   if (plan.nudge?.to) {
     const to = plan.nudge.to;
-    const sent = await sendOnce(target, "nudge", to, plan.nudge.text(followupTaskId));
+    const sent = await sendToMember(target, "nudge", to, plan.nudge.text(followupTaskId));
     if (sent.error) return stop(plan, sent.error, followupTaskId);
     actions.push(sent.already ? `nudge ${to} (sent before)` : `nudge ${to}`);
   }
@@ -150,29 +150,78 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
   return next;
 }
 
+/** Appends a message from the leader to `to`'s inbox in the task namespace, once per event (sendOnce). */
+async function sendToMember(target: RemediationTarget, kind: "nudge" | `assignment-${string}`, to: string, text: string): Promise<{ error: string | null; already: boolean }> {
+  const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key };
+  return sendOnce(target.sent, {
+    teamDir: target.teamDir,
+    namespace: target.taskListId,
+    to,
+    id: sentId(kind, target.key, to),
+    message,
+    // What a crashed attempt may have left there: a message of this event, of this kind (a retry's
+    // nudge may read differently: "was reopened" instead of "reopened").
+    isIt: (m) => m.qualityGateEventKey === target.key && (kind === "nudge" ? assignmentTaskId(m.text) === null : `assignment-${assignmentTaskId(m.text) ?? ""}` === kind),
+    ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
+  });
+}
+
+export interface OnceMessage {
+  teamDir: string;
+  namespace: string;
+  to: string;
+  /** The sent-log id (sentId): what the message is, about what, for whom. */
+  id: string;
+  message: MailboxMessage;
+  /** Recognises this message in the inbox (after a crash between claiming it and recording it sent). */
+  isIt: (message: MailboxMessage) => boolean;
+  lockTimeoutMs?: number;
+}
+
 /**
- * Appends a message from the leader to `to`'s inbox in the task namespace, unless the sent-log says it
- * went out before (a retry, or an attempt that died after claiming it). The message carries the event
- * key, for people reading the inbox; recognising a retry does not depend on it.
+ * Appends `message` to an inbox unless the sent-log says it went out before (see sent-log.ts for
+ * the guarantee). Never throws: an error line says what was not sent.
  */
-async function sendOnce(target: RemediationTarget, kind: string, to: string, text: string): Promise<{ error: string | null; already: boolean }> {
-  const id = sentId(kind, target.key, to);
+export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: string | null; already: boolean }> {
+  const at = m.message.timestamp;
   try {
-    if (!target.sent.claim(id, target.now)) return { error: null, already: true };
+    const state = sent.state(m.id);
+    if (state === "sent") return { error: null, already: true };
+    if (state === "sending") {
+      const inbox = await readInbox(m.teamDir, m.namespace, m.to);
+      if (inbox.ok && inbox.messages.some((entry) => m.isIt(entry.message))) {
+        sent.confirm(m.id, at);
+        return { error: null, already: true };
+      }
+    }
+    sent.claim(m.id, at);
   } catch (error) {
-    return { error: `message to ${to} not sent (the sent-log cannot be written): ${describeError(error)}`, already: false };
+    return { error: `message to ${m.to} not sent (the sent-log cannot be written): ${describeError(error)}`, already: false };
   }
   try {
-    const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key };
-    const appended = await appendMessage(target.teamDir, target.taskListId, to, message, {
-      label: `quality gate ${target.key}`,
-      ...(target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs }),
+    const appended = await appendMessage(m.teamDir, m.namespace, m.to, m.message, {
+      label: `pi-teams-hooks ${m.id}`,
+      ...(m.lockTimeoutMs === undefined ? {} : { timeoutMs: m.lockTimeoutMs }),
     });
-    if (appended.ok) return { error: null, already: false };
-    target.sent.release(id, target.now);
-    return { error: `message to ${to} not sent: ${appended.problem.message}`, already: false };
+    if (appended.ok) {
+      sent.confirm(m.id, at);
+      return { error: null, already: false };
+    }
+    sent.release(m.id, at);
+    return { error: `message to ${m.to} not sent: ${appended.problem.message}`, already: false };
   } catch (error) {
-    target.sent.release(id, target.now);
-    return { error: `message to ${to} not sent: ${describeError(error)}`, already: false };
+    sent.release(m.id, at);
+    return { error: `message to ${m.to} not sent: ${describeError(error)}`, already: false };
+  }
+}
+
+/** The task id of a `task_assignment` message's text, or null for any other text. */
+function assignmentTaskId(text: string): string | null {
+  if (!text.includes("task_assignment")) return null;
+  try {
+    const value = JSON.parse(text) as { type?: unknown; taskId?: unknown };
+    return value.type === "task_assignment" && typeof value.taskId === "string" ? value.taskId : null;
+  } catch {
+    return null; // prose that mentions the word
   }
 }

@@ -1,17 +1,20 @@
 /**
- * What the leader (or `run --apply-policy`) told whom: `hook-state/sent.jsonl`, one line per message,
- * so that a nudge, an assignment or a note to the lead goes out at most once per event, even after a
- * crash, a retry, or a worker that has already read its inbox and rewritten it without our fields
- * (real workers drop message fields they do not know when they pop their inbox, so the inbox itself
- * cannot say what was sent).
+ * What the leader (or `run --apply-policy`) told whom: `hook-state/sent.jsonl`, one line per step of
+ * each message, so that a nudge, an assignment or a note to the lead goes out once per event, even
+ * after a crash, a retry, or a worker that has already read its inbox and rewritten it without our
+ * fields (real workers drop message fields they do not know when they pop their inbox, so the inbox
+ * alone cannot say what was sent).
  *
  *   {"id":"nudge:task_completed:3:2026-…:alice","state":"sending","at":"…"}   before the append
+ *   {"id":"…","state":"sent","at":"…"}                                        after it
  *   {"id":"…","state":"failed","at":"…"}                                      the append failed: may be sent again
  *
- * "At most once" is the promise: the line is written before the message, so a crash between the two
- * loses the message instead of sending it twice. Lines are appended with O_APPEND (several processes
- * may append at once: a small write is atomic), written synchronously, and not fsync'ed (a power cut
- * may lose the last lines, and then a message may go out again). `has` reads only what others
+ * A message recorded as sent is never sent again. One left at "sending" (a crash between the two
+ * lines, a window of microseconds) is looked for in the inbox before it is sent again: found, it
+ * counts as sent; not found, it is sent (it was lost, or — only if the worker read the inbox in that
+ * same window — it goes out twice). Lines are appended with O_APPEND (several processes may append
+ * at once: a small write is atomic), written synchronously, and not fsync'ed (after a power cut the
+ * last lines may be gone, and then a message may go out again). `state` reads only what others
  * appended since the last look.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
@@ -29,10 +32,12 @@ export function sentId(kind: string, key: string, to: string): string {
   return `${kind}:${key}:${to}`;
 }
 
+export type SentState = "sending" | "sent";
+
 export class SentLog {
   readonly file: string;
   readonly #teamDir: string;
-  readonly #sent = new Set<string>();
+  readonly #sent = new Map<string, SentState>();
   #offset = 0;
   #partial = "";
 
@@ -41,21 +46,26 @@ export class SentLog {
     this.#teamDir = teamDir;
   }
 
-  /** True when a message of this id was sent (or was being sent when a process died). */
-  has(id: string): boolean {
+  /** Where the message `id` is: sent, being sent when a process died, or null (never, or failed). */
+  state(id: string): SentState | null {
     this.#refresh();
-    return this.#sent.has(id);
+    return this.#sent.get(id) ?? null;
   }
 
-  /**
-   * Records that the message `id` is about to be sent; false when it was sent before (send nothing).
-   * Throws E_IO when the line cannot be written: then nothing may be sent either.
-   */
-  claim(id: string, at: string): boolean {
-    if (this.has(id)) return false;
+  /** Records that the message `id` is about to be sent. Throws E_IO when the line cannot be written: then nothing may be sent. */
+  claim(id: string, at: string): void {
     this.#append({ id, state: "sending", at });
-    this.#sent.add(id);
-    return true;
+    this.#sent.set(id, "sending");
+  }
+
+  /** The message `id` is in its inbox. A line that cannot be written leaves it at "sending" (looked for before any resend). */
+  confirm(id: string, at: string): void {
+    this.#sent.set(id, "sent");
+    try {
+      this.#append({ id, state: "sent", at });
+    } catch {
+      // Left at "sending" on disk: a later attempt looks in the inbox first, and finds it.
+    }
   }
 
   /** The message `id` could not be delivered after `claim`: a later attempt may send it. */
@@ -64,11 +74,11 @@ export class SentLog {
     try {
       this.#append({ id, state: "failed", at });
     } catch {
-      // Cannot say it failed: it stays "sent" for other processes, which is the at-most-once side.
+      // Left at "sending" on disk: a later attempt looks in the inbox first, and sends it if it is not there.
     }
   }
 
-  #append(line: { id: string; state: "sending" | "failed"; at: string }): void {
+  #append(line: { id: string; state: SentState | "failed"; at: string }): void {
     mkdirUnder(this.#teamDir, path.dirname(this.file));
     let fd: number;
     try {
@@ -124,7 +134,8 @@ export class SentLog {
       const record = JSON.parse(line) as { id?: unknown; state?: unknown };
       if (typeof record.id !== "string") return;
       if (record.state === "failed") this.#sent.delete(record.id);
-      else this.#sent.add(record.id);
+      else if (record.state === "sent") this.#sent.set(record.id, "sent");
+      else if (this.#sent.get(record.id) !== "sent") this.#sent.set(record.id, "sending");
     } catch {
       // A torn line (a crash mid-append): it said nothing complete.
     }

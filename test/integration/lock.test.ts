@@ -101,14 +101,20 @@ describe("withLock in one process", () => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it("takes over a lock without a readable pid once it is older than 60 s, not before", async () => {
+  it("A1: takes over a lock without a readable pid (its writer died after creating it) once 5 s old, and never later than half the wait", async () => {
     const file = path.join(dir, "data.json");
     await writeFile(`${file}.lock`, "");
-    await expect(withLock(file, () => undefined, { timeoutMs: 200 })).rejects.toThrow(/no readable pid/);
-    const old = new Date(Date.now() - 61_000);
-    await utimes(`${file}.lock`, old, old);
+    // Fresh: respected by a contender that has the lock protocol's 10 s.
+    expect(await inspectLock(file)).toMatchObject({ held: true, stale: false, holder: { pid: null } });
+    const aged = new Date(Date.now() - 6_000);
+    await utimes(`${file}.lock`, aged, aged);
     expect(await inspectLock(file)).toMatchObject({ held: true, stale: true, holderAlive: null, holder: { pid: null } });
-    await withLock(file, () => undefined, { timeoutMs: 2_000 });
+    await withLock(file, () => undefined); // the default 10 s wait: past it at once
+    expect(await leftovers()).toEqual([]);
+
+    // A contender that waits only 400 ms judges a fresh empty lock stale after half of that.
+    await writeFile(`${file}.lock`, "");
+    await withLock(file, () => undefined, { timeoutMs: 400 });
     expect(await leftovers()).toEqual([]);
   });
 
