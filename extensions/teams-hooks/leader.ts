@@ -35,7 +35,7 @@ import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { preloadRunner, removeRunFiles, terminateAllRuns } from "./run.js";
 import { sendOnce } from "./remediate.js";
 import { SentLog, sentId } from "./sent-log.js";
-import { type ChainTrust, type TrustEntry, TrustState, entryFor, fingerprint, keepTrustedCopy, octal, trustFile, trustedBy, updateTrust } from "./trust.js";
+import { type ChainTrust, type TrustEntry, TrustState, entryFor, fingerprint, keepTrustedCopy, octal, replaceTrust, trustFile, trustedBy, updateTrust } from "./trust.js";
 import { TeamSources, type TaskLook, isTaskFileName } from "./sources.js";
 import type { TeamSetup } from "./team-setup.js";
 import { killRunId } from "./terminate.js";
@@ -573,6 +573,8 @@ export class Leader {
       // The old lock file went with the old folder: never release it (that would remove the new one).
       this.#lock = await acquireLeaderLock(dir);
       await this.#requireLedger().compact(); // the whole ledger, from memory, into the new hook-state/
+      // The trust record too: gone with the folder, it would make every gate untrusted.
+      if (this.#trust.record) this.#trust.set(await replaceTrust(dir, this.#trust.record));
     } catch (error) {
       this.#warn(`team dir ${dir} is back, but the leader's state could not be written there: ${describeError(error)}`);
     }

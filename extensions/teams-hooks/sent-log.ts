@@ -39,6 +39,7 @@ export class SentLog {
   readonly #teamDir: string;
   readonly #sent = new Map<string, SentState>();
   #offset = 0;
+  #ino = 0;
   #partial = "";
 
   constructor(teamDir: string) {
@@ -109,9 +110,10 @@ export class SentLog {
       const info = fstatSync(fd);
       if (!info.isFile()) return; // a FIFO or a device in its place holds no record
       const size = info.size;
-      if (size < this.#offset) {
-        // Replaced by a shorter file (removed by hand): start again from what it holds now.
-        this.#sent.clear();
+      if (info.ino !== this.#ino || size < this.#offset) {
+        // Another file now (the team dir re-created, or the file removed): read it from its start.
+        // What was known to be sent stays known: a message never goes out again for that.
+        this.#ino = info.ino;
         this.#offset = 0;
         this.#partial = "";
       }

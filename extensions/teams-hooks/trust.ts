@@ -126,6 +126,14 @@ export async function updateTrust(teamDir: string, changes: ReadonlyMap<string, 
   );
 }
 
+/** Writes `record` as the whole trust record (the leader's own copy, after its team dir was re-created). */
+export async function replaceTrust(teamDir: string, record: TrustRecord): Promise<TrustRecord> {
+  const file = trustFile(teamDir);
+  mkdirUnder(teamDir, path.dirname(file));
+  await withLock(file, () => writeJsonAtomic(file, record), { label: "pi-teams-hooks leader" });
+  return record;
+}
+
 /** Keeps a copy of trusted content, so that a later change can be shown as a diff. Best effort. */
 export function keepTrustedCopy(teamDir: string, sha256: string, content: Buffer): void {
   const file = trustedCopyFile(teamDir, sha256);

@@ -71,6 +71,8 @@ export interface LeaderStart {
   waitForWatching?: boolean;
   /** Default 20 s: a cold start with thousands of tasks on a loaded machine. */
   startTimeoutMs?: number;
+  /** A command that runs the leader (e.g. `["prlimit", "--fsize=8192:unlimited", "--"]`): it must exec it, so the pid stays the leader's. */
+  wrap?: string[];
 }
 
 /** A running `pi-teams-hooks watch`. */
@@ -505,7 +507,9 @@ function rigOver(res: Resources): LeaderRig {
       for (const [key, value] of Object.entries(process.env)) {
         if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
       }
-      const child = spawn(process.execPath, [BIN, "watch", "--team-dir", team.teamDir, "--json", ...args], {
+      const argv = [process.execPath, BIN, "watch", "--team-dir", team.teamDir, "--json", ...args];
+      const [command = process.execPath, ...rest] = [...(opts.wrap ?? []), ...argv];
+      const child = spawn(command, rest, {
         cwd: team.teamsRoot,
         env: { ...env, ...opts.env },
         stdio: ["ignore", "pipe", "pipe"],
