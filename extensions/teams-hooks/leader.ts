@@ -16,7 +16,7 @@
  * bounds this), the ledger is flushed.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
 import { findHook, type HookDiscovery } from "./discover.js";
@@ -26,7 +26,7 @@ import { listHookLogs, readHookLog } from "./hook-log.js";
 import { invokeEvent } from "./invoke.js";
 import { Ledger, type LedgerEventInfo } from "./ledger.js";
 import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
-import { writeTextAtomic } from "./json-file.js";
+import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "./json-file.js";
 import { markRead } from "./mailbox.js";
 import { firstStartFile, scanStateFile } from "./paths.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
@@ -351,13 +351,14 @@ export class Leader {
    */
   #restoreScanState(): void {
     const file = scanStateFile(this.#opts.setup.identity.teamDir);
-    try {
-      // A state of another task list or version (a cache, not data) is ignored without a word.
-      const ledger = this.#requireLedger();
-      this.#sources.restoreState(readFileSync(file, "utf8"), (key) => ledger.has(key));
-    } catch (error) {
-      if (errnoCode(error) !== "ENOENT") this.#warn(`${file}: cannot read (${describeError(error)}); every task file is read`);
+    const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
+    if (!read.ok) {
+      if (read.problem.kind !== "missing") this.#warn(`${read.problem.message}; every task file is read`);
+      return;
     }
+    // A state of another task list or version (a cache, not data) is ignored without a word.
+    const ledger = this.#requireLedger();
+    this.#sources.restoreState(read.text, (key) => ledger.has(key));
   }
 
   async #saveScanState(): Promise<void> {

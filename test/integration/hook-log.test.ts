@@ -222,11 +222,11 @@ describe("readHookLog", () => {
     if (got) expect(read.problem.message).toContain(got);
   });
 
-  it("reports a missing file as missing, and a directory as unreadable", async () => {
+  it("reports a missing file as missing, and a directory as not a regular file", async () => {
     const team = await tempTeam();
     const file = path.join(team, "nope.json");
     expect(await readHookLog(file)).toMatchObject({ ok: false, problem: { file, kind: "missing" } });
-    expect(await readHookLog(team)).toMatchObject({ ok: false, problem: { file: team, kind: "unreadable" } });
+    expect(await readHookLog(team)).toMatchObject({ ok: false, problem: { file: team, kind: "not_regular", message: `${team}: not a regular file (directory) — log skipped` } });
   });
 
   it("keeps fields written by a later version", async () => {
