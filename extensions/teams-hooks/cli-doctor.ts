@@ -62,6 +62,7 @@ export function renderReport(report: DoctorReport, colour: boolean): string {
     ["max reopens per task", String(p.values.maxReopensPerTask), p.origins.maxReopensPerTask],
     ["follow-up owner", p.values.followupOwner, p.origins.followupOwner],
     ["hook timeout", `${p.timeoutMs.value}ms`, p.timeoutMs.origin],
+    ["setsid sweep", p.sweep.value, p.sweep.origin],
   ];
   for (const [name, value, origin] of rows) out += `  ${name.padEnd(21)} ${value.padEnd(16)} ${origin}\n`;
   for (const check of p.checks) out += line(check);

@@ -17,6 +17,7 @@ import { discoverChain, teamHooksDir, type ChainDiscovery } from "./chain.js";
 import { HOOK_EVENTS, type HookEventName, type TeamIdentity } from "./contract.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./doctor-hooks.js";
 import { errnoCode } from "./errors.js";
+import { checkHooksBlock, resolveSweep, type SweepMode } from "./hooks-config.js";
 import { readInbox } from "./mailbox.js";
 import { inspectLock, type LockHolder } from "./lock.js";
 import { FailureActionSettingSchema, SETTING_ENV, resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type Source } from "./options.js";
@@ -34,6 +35,8 @@ export interface PolicyReport {
   /** Where each value came from, for people: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`. */
   origins: Record<PolicySetting, string>;
   timeoutMs: { value: number; origin: string };
+  /** `hooks.sweep`: whether every run is checked for `setsid` escapees (an invalid block: the default). */
+  sweep: { value: SweepMode; origin: string };
   checks: Check[];
 }
 
@@ -190,12 +193,15 @@ const SETTING_ORIGIN: Readonly<Record<PolicySetting, { field: string; env: strin
 export function diagnosePolicy(hooksConfig: unknown, configFile: string, env: DoctorInput["env"]): PolicyReport {
   const resolved = resolvePolicy({ config: hooksConfig, env, configFile });
   const timeout = resolveTimeoutMs({ env });
+  const block = checkHooksBlock(hooksConfig, configFile);
+  const sweep = resolveSweep(block.ok ? block.block : {});
   const origin = (setting: PolicySetting): string => policyOrigin(setting, resolved.sources[setting], path.basename(configFile), env);
   return {
     values: { ...resolved.policy },
     sources: { ...resolved.sources },
     origins: { failureAction: origin("failureAction"), maxReopensPerTask: origin("maxReopensPerTask"), followupOwner: origin("followupOwner") },
     timeoutMs: { value: timeout.value, origin: timeout.source === "env" ? SETTING_ENV.timeoutMs : timeout.source },
+    sweep: { value: sweep.value, origin: sweep.source === "config" ? `${path.basename(configFile)} hooks.sweep` : sweep.source },
     checks: [...resolved.warnings, ...timeout.warnings].map((message) => ({ level: "warn" as const, message })),
   };
 }

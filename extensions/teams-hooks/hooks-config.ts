@@ -42,12 +42,24 @@ const FailureModeBlock = z.union([
   z.strictObject(Object.fromEntries(HOOK_EVENTS.map((e) => [e, FailureModeSettingSchema.optional()])) as Record<HookEventName, z.ZodOptional<typeof FailureModeSettingSchema>>),
 ]);
 
+/**
+ * When a run is checked for processes that left the hook's process group but carry its run id (a
+ * `setsid` daemon): `auto` only when something is suspect (a timeout, pipes held open, members left
+ * in the group), `always` after every run, a clean exit included. `always` costs a /proc scan per run
+ * (docs/performance.md).
+ */
+export const SWEEP_MODES = ["auto", "always"] as const;
+export type SweepMode = (typeof SWEEP_MODES)[number];
+export const DEFAULT_SWEEP: SweepMode = "auto";
+export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
+
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z.looseObject({
   failureAction: FailureActionSettingSchema.nullish(),
   maxReopensPerTask: MaxReopensSettingSchema.nullish(),
   followupOwner: FollowupOwnerSettingSchema.nullish(),
   failureMode: FailureModeBlock.nullish(),
+  sweep: SweepSettingSchema.nullish(),
   limits: z
     .strictObject({
       maxHooksPerEvent: whole(1, 64).optional(),
@@ -112,4 +124,14 @@ export function resolveFailureModes(block: HooksBlock, env: Readonly<Record<stri
 
 export function resolveLimits(block: HooksBlock): Readonly<HookLimits> {
   return Object.freeze({ ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(block.limits ?? {}).filter(([, v]) => v !== undefined)) });
+}
+
+export interface ResolvedSweep {
+  value: SweepMode;
+  source: "config" | "default";
+}
+
+/** `hooks.sweep` from config.json, else `auto`. */
+export function resolveSweep(block: HooksBlock): ResolvedSweep {
+  return block.sweep ? { value: block.sweep, source: "config" } : { value: DEFAULT_SWEEP, source: "default" };
 }

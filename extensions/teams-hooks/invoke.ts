@@ -24,7 +24,7 @@ import {
 } from "./contract.js";
 import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { writeHookLog } from "./hook-log.js";
-import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
+import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, DEFAULT_SWEEP, type FailureMode, type HookLimits, type SweepMode } from "./hooks-config.js";
 import { describeFailure, gatePassedSummary } from "./messages.js";
 import type { EffectivePolicy } from "./options.js";
 import { countsAsPass, decide } from "./policy.js";
@@ -51,6 +51,8 @@ export interface InvokeRequest {
   /** What a hook error counts as; default: closed for task events, open for idle. */
   failureMode?: FailureMode;
   limits?: Readonly<HookLimits>;
+  /** When each hook's run is swept for run-id escapees (run.ts `escapeeScan`); default `auto`. */
+  sweep?: SweepMode;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
   env: Readonly<Record<string, string | undefined>>;
@@ -218,6 +220,7 @@ async function runChain(
       cwd: req.cwd,
       timeoutMs,
       baseEnv: req.env,
+      escapeeScan: req.sweep ?? DEFAULT_SWEEP,
       // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
       ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
       ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),

@@ -250,7 +250,7 @@ export class Leader {
         const same = JSON.stringify(next.hooksBlock) === JSON.stringify(this.#setup.hooksBlock) && next.hooksBlockValid;
         next.warnings.forEach((w) => this.#warn(w));
         // Identity and directories stay as started: a leader does not move to another team mid-run.
-        this.#setup = { ...this.#setup, hooksBlock: next.hooksBlock, hooksBlockValid: next.hooksBlockValid, policy: next.policy, failureModes: next.failureModes, limits: next.limits };
+        this.#setup = { ...this.#setup, hooksBlock: next.hooksBlock, hooksBlockValid: next.hooksBlockValid, policy: next.policy, failureModes: next.failureModes, limits: next.limits, sweep: next.sweep };
         if (!same) this.#opts.report({ kind: "config", valid: next.hooksBlockValid, setup: this.#setup });
       } catch (error) {
         this.#warn(`config.json not reloaded: ${describeError(error)}; the settings in force stay`);
@@ -501,6 +501,7 @@ export class Leader {
         policy: isTaskEvent(event.event) ? setup.policy.policy : null,
         failureMode: setup.failureModes[event.event],
         limits: setup.limits,
+        sweep: setup.sweep.value,
         teamHooksDir: setup.teamHooksDir,
         retry: retry || attempt > 1,
         env: this.#opts.env,

@@ -7,7 +7,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { TeamIdentity } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { checkHooksBlock, type FailureMode, type HookLimits, resolveFailureModes, resolveLimits } from "./hooks-config.js";
+import { checkHooksBlock, type FailureMode, type HookLimits, type ResolvedSweep, resolveFailureModes, resolveLimits, resolveSweep } from "./hooks-config.js";
 import type { HookEventName } from "./contract.js";
 import { resolvePolicy, resolveTimeoutMs, type PolicyFlags, type ResolvedPolicy, type ResolvedTimeout } from "./options.js";
 import { resolveHooksDir } from "./paths.js";
@@ -41,6 +41,8 @@ export interface TeamSetup {
   hooksBlockValid: boolean;
   failureModes: Readonly<Record<HookEventName, FailureMode>>;
   limits: Readonly<HookLimits>;
+  /** Whether every run is swept for run-id escapees, or only a suspect one (`hooks.sweep`). */
+  sweep: ResolvedSweep;
   cwd: string;
   timeout: ResolvedTimeout;
   policy: ResolvedPolicy;
@@ -87,6 +89,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
     hooksBlockValid: check.ok,
     failureModes: modes.modes,
     limits: resolveLimits(parsedBlock),
+    sweep: resolveSweep(parsedBlock),
     cwd,
     timeout,
     policy,

@@ -244,6 +244,11 @@ describe("doctor: policy and locks", () => {
     expect(r.policy.checks[1]?.message).toContain("PI_TEAMS_HOOK_TIMEOUT_MS");
   });
 
+  it("gives the setsid sweep and where it comes from", async () => {
+    expect((await report((await setup({ config: { hooks: { sweep: "always" } } })).team)).policy.sweep).toEqual({ value: "always", origin: "config.json hooks.sweep" });
+    expect((await report((await setup({})).team)).policy.sweep).toEqual({ value: "auto", origin: "default" });
+  });
+
   it("finds lock files anywhere in the team dir: stale, held too long, held now, leftovers", async () => {
     const { team } = await setup({
       files: {
@@ -294,6 +299,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(out.stdout).toContain("  idle (on_idle): on_idle.sh\n    ok   on_idle.sh runs with bash (");
     expect(out.stdout).toContain("  task_completed (on_task_completed): no hook\n    --   no on_task_completed[.sh|.js|.mjs]: nothing runs\n");
     expect(out.stdout).toContain("\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n  failure action        warn             default\n");
+    expect(out.stdout).toContain("\n  setsid sweep          auto             default\n");
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkHooksBlock, DEFAULT_LIMITS, resolveFailureModes, resolveLimits } from "../../extensions/teams-hooks/hooks-config.js";
+import { checkHooksBlock, DEFAULT_LIMITS, resolveFailureModes, resolveLimits, resolveSweep } from "../../extensions/teams-hooks/hooks-config.js";
 
 describe("checkHooksBlock", () => {
   it.each([
@@ -28,6 +28,7 @@ describe("checkHooksBlock", () => {
     ["an unknown limit", { limits: { maxHooks: 3 } }],
     ["too many hooks", { limits: { maxHooksPerEvent: 65 } }],
     ["an unknown event in failureMode", { failureMode: { task_done: "open" } }],
+    ["a sweep that is neither auto nor always", { failureAction: "reopen", sweep: "sometimes" }],
   ])("refuses %s", (_name, raw) => {
     expect(checkHooksBlock(raw, "config.json").ok).toBe(false);
   });
@@ -54,5 +55,24 @@ describe("resolveFailureModes", () => {
 describe("resolveLimits", () => {
   it("fills what the block leaves out", () => {
     expect(resolveLimits({ limits: { maxHooksPerEvent: 3 } })).toEqual({ ...DEFAULT_LIMITS, maxHooksPerEvent: 3 });
+  });
+});
+
+describe("resolveSweep", () => {
+  it.each([
+    [{}, { value: "auto", source: "default" }],
+    [{ sweep: "always" }, { value: "always", source: "config" }],
+    [{ sweep: " Always " }, { value: "always", source: "config" }],
+    [{ sweep: "auto" }, { value: "auto", source: "config" }],
+  ])("%j → %j", (raw, expected) => {
+    const check = checkHooksBlock(raw, "config.json");
+    expect(check.ok).toBe(true);
+    if (check.ok) expect(resolveSweep(check.block)).toEqual(expected);
+  });
+
+  it("a bad sweep names its field, and refuses the block with it", () => {
+    const check = checkHooksBlock({ sweep: "sometimes" }, "/t/config.json");
+    expect(check.ok).toBe(false);
+    if (!check.ok) expect(check.problems).toEqual([expect.stringMatching(/^\/t\/config\.json: hooks\.sweep: .*got "sometimes"$/)]);
   });
 });
