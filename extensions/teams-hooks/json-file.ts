@@ -105,7 +105,7 @@ export function irregularFileProblem(file: string, stat: Stats, maxBytes: number
  * What an open that failed means. ENXIO is what opening a socket gives (and a device with nothing
  * behind it): a stat says which, so the message names it like any other file that is not regular.
  */
-export function openFailure(file: string, error: unknown): { ok: false; problem: FileProblem; stat?: Stats } {
+function openFailure(file: string, error: unknown): { ok: false; problem: FileProblem; stat?: Stats } {
   if (errnoCode(error) === "ENXIO") {
     try {
       const stat = statSync(file);
@@ -144,7 +144,7 @@ export function tooLargeProblem(file: string, size: number | null, maxBytes: num
 }
 
 /** `64 MiB`, `64 KiB`, `1000 bytes`. */
-export function formatBytes(bytes: number): string {
+function formatBytes(bytes: number): string {
   const MiB = 1024 * 1024;
   if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
   if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
