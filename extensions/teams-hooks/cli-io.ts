@@ -94,6 +94,7 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">):
     ["max hooks per event", String(report.limits.maxHooksPerEvent.value), report.limits.maxHooksPerEvent.origin],
     ["chain deadline", `${report.limits.chainDeadlineMs.value}ms`, report.limits.chainDeadlineMs.origin],
     ["max payload", `${report.limits.maxPayloadBytes.value} bytes`, report.limits.maxPayloadBytes.origin],
+    ["setsid sweep", report.sweep.value, report.sweep.origin],
   ];
   return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
 }

@@ -67,6 +67,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     policy: v["apply-policy"] ? setup.policy.policy : null,
     failureMode: setup.failureModes[event],
     limits: setup.limits,
+    sweep: setup.sweep.value,
     teamHooksDir: setup.teamHooksDir,
     env: io.env,
     trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },

@@ -114,7 +114,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
 
 
 function policyObject(setup: TeamSetup): Record<string, unknown> {
-  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source };
+  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source, sweep: setup.sweep.value, sweepSource: setup.sweep.source };
 }
 
 function policyLine(setup: TeamSetup): string {
@@ -124,7 +124,8 @@ function policyLine(setup: TeamSetup): string {
     `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
     `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
     `timeout ${setup.timeout.value}ms (${setup.timeout.source}), ` +
-    `on hook errors ${Object.entries(setup.failureModes).map(([event, mode]) => `${event} ${mode}`).join(" / ")}`
+    `on hook errors ${Object.entries(setup.failureModes).map(([event, mode]) => `${event} ${mode}`).join(" / ")}, ` +
+    `setsid sweep ${setup.sweep.value} (${setup.sweep.source})`
   );
 }
 

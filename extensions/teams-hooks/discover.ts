@@ -12,6 +12,7 @@ import path from "node:path";
 import { HOOK_BASE_NAMES } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
 import { errnoCode } from "./errors.js";
+import { fileKind } from "./json-file.js";
 import { closestName } from "./messages.js";
 
 export type CandidateStatus = "chosen" | "skipped" | "absent";
@@ -166,15 +167,6 @@ function danglingLink(file: string): Verdict {
     // ENOENT: really no file of that name. Anything else: the stat above already said it is not usable.
     return { status: "absent" };
   }
-}
-
-/** What a non-regular file is, for a skip reason (`fifo`, `socket`, …). */
-export function fileKind(info: Stats): string {
-  if (info.isFIFO()) return "fifo";
-  if (info.isSocket()) return "socket";
-  if (info.isCharacterDevice()) return "character device";
-  if (info.isBlockDevice()) return "block device";
-  return "special file";
 }
 
 /** A file or folder in a hooks dir that looks meant as a gate, but never runs: why, and the likely name. */

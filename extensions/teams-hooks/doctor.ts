@@ -17,6 +17,7 @@ import { discoverChain, teamHooksDir, type ChainDiscovery } from "./chain.js";
 import { HOOK_EVENTS, type HookEventName, type TeamIdentity } from "./contract.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./doctor-hooks.js";
 import { errnoCode } from "./errors.js";
+import { checkHooksBlock, resolveSweep, type SweepMode } from "./hooks-config.js";
 import { readInbox } from "./mailbox.js";
 import { inspectLock, type LockHolder } from "./lock.js";
 import { resolveSettings, settingsReport, type SettingsReport } from "./hooks-config.js";

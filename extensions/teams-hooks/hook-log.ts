@@ -6,14 +6,14 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, unlinkSync, writeFileSync } from "node:fs";
-import { open, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { HookInvocationSchema, RunResultSchema } from "./contract.js";
 import type { HookInvocation } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { mkdirUnder } from "./json-file.js";
+import { type FileProblemKind, mkdirUnder, problemDetail, readRegularFile } from "./json-file.js";
 import { fileProblem } from "./messages.js";
 import { hookLogsDir, isTempOrLock, sanitizeName } from "./paths.js";
 
@@ -42,8 +42,8 @@ export interface HookLogEntry {
   name: string;
 }
 
-/** The same words as json-file.ts `FileProblemKind`, so that callers can treat both alike. */
-export type HookLogProblemKind = "missing" | "unreadable" | "invalid_json" | "invalid";
+/** json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
+export type HookLogProblemKind = FileProblemKind;
 
 /** Why one file is not a log. `message` is the one line to show: file, field, problem, consequence. */
 export interface HookLogProblem {
@@ -217,12 +217,10 @@ export async function listHookLogs(teamDir: string, opts: { limit?: number } = {
 
 /** Reads and validates one log. A missing, corrupt or foreign file is a problem, never a throw. */
 export async function readHookLog(file: string): Promise<HookLogRead> {
-  let text: string;
-  try {
-    text = await readSmallFile(file);
-  } catch (cause) {
-    return problem(file, errnoCode(cause) === "ENOENT" ? "missing" : "unreadable", undefined, describeError(cause));
-  }
+  // A FIFO or a device in hook-logs/ is refused unread: it must not hang `logs` or a leader's recovery.
+  const read = readRegularFile(file, { maxBytes: MAX_LOG_BYTES });
+  if (!read.ok) return problem(file, read.problem.kind, undefined, problemDetail(read.problem));
+  const text = read.text;
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -242,17 +240,6 @@ export async function readHookLog(file: string): Promise<HookLogRead> {
 function problem(file: string, kind: HookLogProblemKind, field: string | undefined, detail: string): HookLogRead {
   const message = fileProblem(file, field ?? "", detail, "log skipped");
   return { ok: false, problem: field === undefined ? { file, kind, message } : { file, kind, field, message } };
-}
-
-async function readSmallFile(file: string): Promise<string> {
-  const handle = await open(file, "r");
-  try {
-    const { size } = await handle.stat();
-    if (size > MAX_LOG_BYTES) throw new Error(`${size} bytes, more than a hook log can be`);
-    return await handle.readFile("utf8");
-  } finally {
-    await handle.close();
-  }
 }
 
 /** `["result", "exitCode"]` → `result.exitCode`; `["invocation", "completedTask", "blocks", 1]` → `….blocks[1]`. */

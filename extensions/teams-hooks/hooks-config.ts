@@ -57,12 +57,24 @@ const FailureModeBlock = z.union([
   z.strictObject(Object.fromEntries(HOOK_EVENTS.map((e) => [e, FailureModeSettingSchema.optional()])) as Record<HookEventName, z.ZodOptional<typeof FailureModeSettingSchema>>),
 ]);
 
+/**
+ * When a run is checked for processes that left the hook's process group but carry its run id (a
+ * `setsid` daemon): `auto` only when something is suspect (a timeout, pipes held open, members left
+ * in the group), `always` after every run, a clean exit included. `always` costs a /proc scan per run
+ * (docs/performance.md).
+ */
+export const SWEEP_MODES = ["auto", "always"] as const;
+export type SweepMode = (typeof SWEEP_MODES)[number];
+export const DEFAULT_SWEEP: SweepMode = "auto";
+export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
+
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z.looseObject({
   failureAction: FailureActionSettingSchema.nullish(),
   maxReopensPerTask: MaxReopensSettingSchema.nullish(),
   followupOwner: FollowupOwnerSettingSchema.nullish(),
   failureMode: FailureModeBlock.nullish(),
+  sweep: SweepSettingSchema.nullish(),
   limits: z
     .strictObject({
       maxHooksPerEvent: whole(1, 64).optional(),
@@ -178,6 +190,8 @@ export interface SettingsReport {
   timeoutMs: Effective<number, Exclude<Source, "config">>;
   failureModes: Record<HookEventName, Effective<FailureMode>>;
   limits: Record<LimitName, Effective<number>>;
+  /** `hooks.sweep`: whether every run is checked for `setsid` escapees. */
+  sweep: Effective<SweepMode, "config" | "default">;
   block: {
     /** False when config.json's block (or config.json itself) was refused. */
     valid: boolean;
@@ -246,6 +260,7 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     limitRows[name] = { value: limits[name], source: fromConfig ? "config" : "default", origin: fromConfig ? inConfig(`hooks.limits.${name}`) : "default" };
   }
   const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
+  const sweep = resolveSweep(block);
 
   return {
     values: { ...policy.policy },
@@ -254,6 +269,7 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     timeoutMs: { value: timeout.value, source: timeout.source, origin: timeoutOrigin },
     failureModes,
     limits: limitRows,
+    sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,
@@ -263,8 +279,8 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: EffectiveSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, block };
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, block };
 }
 
 /** The values of a group of settings (`failureModes`, `limits`), without where they came from. */
@@ -295,4 +311,14 @@ function chooseBlock(input: SettingsInput): ChosenBlock {
   // One line per problem, each whole on its own: logs and `grep` read lines.
   const problems = check.problems.map((problem) => `${problem} — the "hooks" block is refused whole; ${fallback}`);
   return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, refusal: check.problems.join("\n") };
+}
+
+export interface ResolvedSweep {
+  value: SweepMode;
+  source: "config" | "default";
+}
+
+/** `hooks.sweep` from config.json, else `auto`. */
+export function resolveSweep(block: HooksBlock): ResolvedSweep {
+  return block.sweep ? { value: block.sweep, source: "config" } : { value: DEFAULT_SWEEP, source: "default" };
 }

@@ -26,7 +26,7 @@ import {
 import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { launcherFor } from "./discover.js";
 import { planHookLogFile, writeHookLog } from "./hook-log.js";
-import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits } from "./hooks-config.js";
+import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, DEFAULT_SWEEP, type FailureMode, type HookLimits, type SweepMode } from "./hooks-config.js";
 import { HooksError, describeError } from "./errors.js";
 import { describeFailure, gatePassedSummary } from "./messages.js";
 import type { EffectivePolicy } from "./options.js";
@@ -56,6 +56,8 @@ export interface InvokeRequest {
   /** What a hook error counts as; default: closed for task events, open for idle. */
   failureMode?: FailureMode;
   limits?: Readonly<HookLimits>;
+  /** When each hook's run is swept for run-id escapees (run.ts `escapeeScan`); default `auto`. */
+  sweep?: SweepMode;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
   env: Readonly<Record<string, string | undefined>>;
@@ -408,6 +410,7 @@ async function runChain(
       cwd: req.cwd,
       timeoutMs,
       baseEnv: req.env,
+      escapeeScan: req.sweep ?? DEFAULT_SWEEP,
       // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
       ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
       eventKey: req.key,

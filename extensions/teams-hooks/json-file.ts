@@ -9,12 +9,12 @@
  * does a dozen of them per event; docs/performance.md). An fsync, when asked for, is synchronous too.
  */
 import { randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { type Stats, closeSync, constants as fsConstants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, errnoCode } from "./errors.js";
 
-export type FileProblemKind = "missing" | "unreadable" | "invalid_json" | "invalid";
+export type FileProblemKind = "missing" | "unreadable" | "not_regular" | "too_large" | "invalid_json" | "invalid";
 
 /** Why a file could not be used. `message` names the file, and the field when there is one. */
 export interface FileProblem {
@@ -39,15 +39,138 @@ export async function readJsonFile<S extends z.ZodType>(file: string, schema: S)
 }
 
 /** Reads `file` as any JSON value (no schema): for callers that check fields one by one. */
-export async function readJsonValue(file: string): Promise<ReadResult<unknown>> {
-  let text: string;
+export async function readJsonValue(file: string, options: { maxBytes?: number } = {}): Promise<ReadResult<unknown>> {
+  const read = readRegularFile(file, { maxBytes: options.maxBytes ?? MAX_TEAM_FILE_BYTES });
+  if (!read.ok) return { ok: false, problem: read.problem };
+  const parsed = parseJsonText(read.text, file);
+  return parsed.ok ? { ok: true, value: parsed.raw, raw: parsed.raw } : parsed;
+}
+
+/**
+ * The largest task, inbox, config or state file read: far beyond any real one (a task is a few KB, an
+ * inbox of thousands of messages a few MB), and small enough that a file gone wild cannot take the
+ * leader's memory with it.
+ */
+export const MAX_TEAM_FILE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * How a file that others write is opened for reading. O_NONBLOCK: opening a FIFO then returns at once
+ * instead of waiting for a writer (and a wait in a synchronous open cannot even be interrupted by a
+ * signal's handler); on a regular file it changes nothing. O_NOCTTY: a terminal device planted in the
+ * team dir never becomes the leader's controlling terminal.
+ */
+export const READ_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
+
+/** `stat` on a failure: the file's, when it was found but refused (not regular, too large). */
+export type TextRead = { ok: true; text: string; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats };
+
+/**
+ * Reads `file` whole if it is a regular file (symlinks followed) of at most `maxBytes`. A FIFO, a
+ * socket, a device or a directory is refused unread (`not_regular`, naming what it is), and so is a
+ * file over the cap (`too_large`): no read ever blocks, and none reads more than `maxBytes + 1` bytes,
+ * whatever sits at the path. Never throws for anything on disk.
+ */
+export function readRegularFile(file: string, options: { maxBytes: number }): TextRead {
+  let fd: number;
   try {
-    text = readFileSync(file, "utf8");
+    fd = openSync(file, READ_FLAGS);
+  } catch (error) {
+    return openFailure(file, error);
+  }
+  try {
+    const stat = fstatSync(fd);
+    const refused = irregularFileProblem(file, stat, options.maxBytes);
+    if (refused) return { ok: false, problem: refused, stat };
+    const read = readPrefix(fd, stat.size + 1, options.maxBytes + 1);
+    if (read.length > options.maxBytes) return { ok: false, problem: tooLargeProblem(file, null, options.maxBytes), stat };
+    return { ok: true, text: read.toString("utf8"), stat };
   } catch (error) {
     return readFailure(file, error);
+  } finally {
+    closeSync(fd);
   }
-  const parsed = parseJsonText(text, file);
-  return parsed.ok ? { ok: true, value: parsed.raw, raw: parsed.raw } : parsed;
+}
+
+/**
+ * Why a file that `stat` describes is not read: not a regular file, or over `maxBytes`; null when it
+ * may be. For readers that keep their own open and read (sources.ts on the hot path of a scan).
+ */
+export function irregularFileProblem(file: string, stat: Stats, maxBytes: number): FileProblem | null {
+  if (!stat.isFile()) return notRegular(file, stat);
+  if (stat.size > maxBytes) return tooLargeProblem(file, stat.size, maxBytes);
+  return null;
+}
+
+/**
+ * What an open that failed means. ENXIO is what opening a socket gives (and a device with nothing
+ * behind it): a stat says which, so the message names it like any other file that is not regular.
+ */
+function openFailure(file: string, error: unknown): { ok: false; problem: FileProblem; stat?: Stats } {
+  if (errnoCode(error) === "ENXIO") {
+    try {
+      const stat = statSync(file);
+      if (!stat.isFile()) return { ok: false, problem: notRegular(file, stat), stat };
+    } catch {
+      /* gone or unreadable since the open: the open's own error says enough */
+    }
+  }
+  return readFailure(file, error);
+}
+
+/** A problem's message without the `<file>: ` it starts with, for a message that names the file its own way. */
+export function problemDetail(problem: FileProblem): string {
+  const prefix = `${problem.file}: `;
+  return problem.message.startsWith(prefix) ? problem.message.slice(prefix.length) : problem.message;
+}
+
+/** What a file that is not a regular file is, for messages (`fifo`, `socket`, `character device`, …). */
+export function fileKind(info: Stats): string {
+  if (info.isFIFO()) return "fifo";
+  if (info.isSocket()) return "socket";
+  if (info.isCharacterDevice()) return "character device";
+  if (info.isBlockDevice()) return "block device";
+  if (info.isDirectory()) return "directory";
+  return "special file";
+}
+
+function notRegular(file: string, stat: Stats): FileProblem {
+  return { kind: "not_regular", file, message: `${file}: not a regular file (${fileKind(stat)})` };
+}
+
+/** `size` null: the file grew past the cap while it was read. */
+export function tooLargeProblem(file: string, size: number | null, maxBytes: number): FileProblem {
+  const what = size === null ? "grew past" : `${size} bytes, over`;
+  return { kind: "too_large", file, message: `${file}: too large (${what} the limit of ${formatBytes(maxBytes)} for this file)` };
+}
+
+/** `64 MiB`, `64 KiB`, `1000 bytes`. */
+function formatBytes(bytes: number): string {
+  const MiB = 1024 * 1024;
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+/**
+ * Up to `limit` bytes of the regular file `fd` from its start, in as few reads as the file allows:
+ * the first asks for `expected` bytes (its fstat size plus one, to see the end at once); a file still
+ * growing is read on, never past `limit`.
+ */
+export function readPrefix(fd: number, expected: number, limit: number): Buffer {
+  let buffer = Buffer.allocUnsafe(Math.max(1, Math.min(expected, limit)));
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      if (buffer.length >= limit) break;
+      const grown = Buffer.allocUnsafe(Math.min(buffer.length * 2, limit));
+      buffer.copy(grown, 0, 0, length);
+      buffer = grown;
+    }
+    const read = readSync(fd, buffer, length, buffer.length - length, length);
+    if (read === 0) break;
+    length += read;
+  }
+  return buffer.subarray(0, length);
 }
 
 /** Parses JSON text from `file` (named in the message). An empty file is invalid JSON too. */

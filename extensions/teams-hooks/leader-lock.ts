@@ -6,6 +6,7 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "./errors.js";
+import { MAX_TEAM_FILE_BYTES, readRegularFile } from "./json-file.js";
 import { leaderStateDir } from "./paths.js";
 
 export interface LeaderLock {
@@ -54,12 +55,15 @@ export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
   throw new HooksError("E_TEAM_DIR", `${file}: could not take over a stale leader lock`);
 }
 
+/** The pid in the lock; null when there is none to read (a FIFO or a device in its place included: never a wait). */
 async function readHolder(file: string): Promise<number | null> {
+  const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
+  if (!read.ok) return null; // gone or unreadable: treated as stale
   try {
-    const parsed = JSON.parse(await fs.readFile(file, "utf8")) as { pid?: unknown };
+    const parsed = JSON.parse(read.text) as { pid?: unknown };
     return typeof parsed.pid === "number" && Number.isInteger(parsed.pid) ? parsed.pid : null;
   } catch {
-    return null; // unreadable or half-written: treated as stale (a leader writes it in one call)
+    return null; // half-written: treated as stale (a leader writes it in one call)
   }
 }
 

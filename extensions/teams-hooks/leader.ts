@@ -16,7 +16,7 @@
  * bounds this), the ledger is flushed.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
 import { discoverChain } from "./chain.js";
@@ -27,7 +27,7 @@ import { listHookLogs, readHookLog } from "./hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "./invoke.js";
 import { Ledger, type LedgerEventInfo } from "./ledger.js";
 import { acquireLeaderLock, type LeaderLock } from "./leader-lock.js";
-import { writeTextAtomic } from "./json-file.js";
+import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "./json-file.js";
 import { markRead } from "./mailbox.js";
 import { formatDuration, policyGivenUpText } from "./messages.js";
 import { firstStartFile, scanStateFile } from "./paths.js";
@@ -338,6 +338,7 @@ export class Leader {
           policy: next.policy,
           failureModes: next.failureModes,
           limits: next.limits,
+          sweep: next.sweep,
         };
         if (!same) this.#opts.report({ kind: "config", valid: next.hooksBlockValid, setup: this.#setup });
       } catch (error) {
@@ -439,13 +440,14 @@ export class Leader {
    */
   #restoreScanState(): void {
     const file = scanStateFile(this.#opts.setup.identity.teamDir);
-    try {
-      // A state of another task list or version (a cache, not data) is ignored without a word.
-      const ledger = this.#requireLedger();
-      this.#sources.restoreState(readFileSync(file, "utf8"), (key) => ledger.has(key));
-    } catch (error) {
-      if (errnoCode(error) !== "ENOENT") this.#warn(`${file}: cannot read (${describeError(error)}); every task file is read`);
+    const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
+    if (!read.ok) {
+      if (read.problem.kind !== "missing") this.#warn(`${read.problem.message}; every task file is read`);
+      return;
     }
+    // A state of another task list or version (a cache, not data) is ignored without a word.
+    const ledger = this.#requireLedger();
+    this.#sources.restoreState(read.text, (key) => ledger.has(key));
   }
 
   async #saveScanState(): Promise<void> {
@@ -643,6 +645,7 @@ export class Leader {
         policy: isTaskEvent(event.event) ? setup.policy.policy : null,
         failureMode: setup.failureModes[event.event],
         limits: setup.limits,
+        sweep: setup.sweep.value,
         teamHooksDir: setup.teamHooksDir,
         retry: state.retry,
         attempt,

@@ -17,7 +17,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { writeAll } from "./json-file.js";
+import { readRegularFile, writeAll } from "./json-file.js";
 import { leaderStateDir } from "./paths.js";
 
 /** What a retry needs to fire the event again without its source: kept with `begin`. */
@@ -38,6 +38,13 @@ export type KeyState =
   | { state: "baseline" }
   | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }
   | { state: "done"; outcome: string; log: string | null; attempt: number };
+
+/**
+ * The largest ledger loaded. Compaction keeps it near one line per key (about 150 bytes), so this is
+ * over a million events; past it (or at a FIFO or device in its place) the leader refuses to start
+ * rather than read without end.
+ */
+const MAX_LEDGER_BYTES = 256 * 1024 * 1024;
 
 export function ledgerFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "ledger.jsonl");
@@ -70,11 +77,14 @@ export class Ledger {
     await fs.promises.mkdir(path.dirname(file), { recursive: true });
     let text = "";
     let fresh = false;
-    try {
-      text = await fs.promises.readFile(file, "utf8");
-    } catch (error) {
-      if (errnoCode(error) !== "ENOENT") throw new HooksError("E_LEDGER", `${file}: cannot read the ledger: ${describeError(error)}`, { cause: error });
-      fresh = true;
+    const read = readRegularFile(file, { maxBytes: MAX_LEDGER_BYTES });
+    if (read.ok) text = read.text;
+    else if (read.problem.kind === "missing") fresh = true;
+    else {
+      throw new HooksError(
+        "E_LEDGER",
+        `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: without a ledger the next start is a first start, which records the completions there are as history`,
+      );
     }
     const keys = new Map<string, KeyState>();
     const lines = text.split("\n");

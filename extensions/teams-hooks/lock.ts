@@ -16,8 +16,9 @@
  * that costs more than the work, and no other task of this process can run between creating the lock
  * file and writing the holder into it — a crash there would leave an empty lock that only ages out.
  */
-import { closeSync, fstatSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { HooksError, describeError, errnoCode } from "./errors.js";
+import { problemDetail, readRegularFile } from "./json-file.js";
 
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
 /**
@@ -106,17 +107,17 @@ async function acquire(file: string, options: LockOptions): Promise<Token> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
   const deadline = Date.now() + timeoutMs;
   let attempt = 0;
-  let lastHolder: LockHolder | null = null;
+  let last: SeenLock | null = null;
   for (;;) {
     const token = tryCreate(lockFile, options.label);
     if (token) return token;
     const seen = readLock(lockFile);
     if (!seen) continue; // released between our open and our read: try again at once
-    lastHolder = seen.holder;
+    last = seen;
     // After a takeover, straight back to O_EXCL: clearing the way did not lock anything.
     if (judge(seen, Date.now(), timeoutMs).staleReason !== null && (await takeOver(file, seen, timeoutMs))) continue;
     const remaining = deadline - Date.now();
-    if (remaining <= 0) throw timeoutError(lockFile, timeoutMs, lastHolder);
+    if (remaining <= 0) throw timeoutError(lockFile, timeoutMs, last);
     await sleep(Math.min(remaining, backoff(attempt++)));
   }
 }
@@ -169,23 +170,28 @@ interface SeenLock {
   mtimeMs: number;
   ino: number;
   text: string;
+  /** Why the lock was not read (`not a regular file (fifo)`): its holder then has no readable pid. */
+  unread?: string;
 }
 
-/** Reads a lock file; null when there is none. Unparsable content is a holder with no pid. */
+/** A lock holds a pid, a time and a label: anything this big is not a lock, and is not read. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/**
+ * Reads a lock file; null when there is none. Unparsable content is a holder with no pid, and so is a
+ * FIFO, a device or a file too large planted at the lock's name: read without blocking or reading
+ * it whole, and judged by its age like any lock whose pid cannot be read.
+ */
 function readLock(lockFile: string): SeenLock | null {
-  try {
-    const fd = openSync(lockFile, "r"); // one descriptor: content and inode of the same file
-    try {
-      const info = fstatSync(fd);
-      const text = readFileSync(fd, "utf8");
-      return { holder: parseHolder(text), mtimeMs: info.mtimeMs, ino: info.ino, text };
-    } finally {
-      closeSync(fd);
-    }
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return null;
-    throw new HooksError("E_IO", `cannot read lock ${lockFile}: ${describeError(error)}`, { cause: error });
-  }
+  const read = readRegularFile(lockFile, { maxBytes: MAX_LOCK_BYTES }); // one descriptor: content and inode of the same file
+  if (read.ok) return { holder: parseHolder(read.text), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: read.text };
+  if (read.problem.kind === "missing") return null;
+  if (read.stat) return { holder: noHolder(), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: "", unread: problemDetail(read.problem) };
+  throw new HooksError("E_IO", `cannot read lock ${lockFile}: ${problemDetail(read.problem)}`);
+}
+
+function noHolder(): LockHolder {
+  return { pid: null, createdAt: null, label: null };
 }
 
 function parseHolder(text: string): LockHolder {
@@ -193,7 +199,7 @@ function parseHolder(text: string): LockHolder {
   try {
     value = JSON.parse(text);
   } catch {
-    return { pid: null, createdAt: null, label: null }; // empty (being written) or foreign content
+    return noHolder(); // empty (being written) or foreign content
   }
   const record = value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
   const pid = record.pid;
@@ -272,10 +278,11 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function timeoutError(lockFile: string, timeoutMs: number, holder: LockHolder | null): HooksError {
+function timeoutError(lockFile: string, timeoutMs: number, seen: SeenLock | null): HooksError {
+  const holder = seen?.holder;
   const pid = holder?.pid ?? null;
   const detail = `${holder?.label ? ` (${holder.label})` : ""}${holder?.createdAt ? ` since ${holder.createdAt}` : ""}`;
-  const who = pid !== null ? `held by pid ${pid}${detail}` : "held by an unknown process (no readable pid)";
+  const who = pid !== null ? `held by pid ${pid}${detail}` : `held by an unknown process (no readable pid${seen?.unread ? `: ${seen.unread}` : ""})`;
   const fix =
     pid !== null
       ? `if process ${pid} is gone or stuck, remove the lock: rm -f '${lockFile}'`

@@ -10,6 +10,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "./errors.js";
 import type { HookLogEntry, HookLogProblem, HookLogRead, HookLogRecord } from "./hook-log.js";
+import { READ_FLAGS } from "./json-file.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./logs-filter.js";
 import { checkLogRecord } from "./logs-record.js";
 import { hookLogsDir, isTempOrLock, sanitizeName } from "./paths.js";
@@ -232,7 +233,8 @@ function readSmallLogSync(file: string): HookLogRecord | null {
   let length: number;
   let fd: number | undefined;
   try {
-    fd = openSync(file, "r");
+    // Non-blocking: a FIFO here gives nothing to parse (not a wait for a writer); readHookLog names it.
+    fd = openSync(file, READ_FLAGS);
     length = readSync(fd, fastBuffer, 0, fastBuffer.length, 0);
   } catch {
     return null; // readHookLog reads it again and says what is wrong (or that it is gone)

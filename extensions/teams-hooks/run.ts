@@ -10,7 +10,7 @@
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, openSync, readSync, readdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { readdirSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
@@ -25,6 +25,7 @@ import {
   type RunResult,
 } from "./contract.js";
 import { describeError, errnoCode } from "./errors.js";
+import { problemDetail, readRegularFile } from "./json-file.js";
 import { sanitizeName } from "./paths.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
 import { describeInvalidVerdict, readVerdict } from "./verdict.js";
@@ -155,24 +156,23 @@ export function removeRunFiles(runId: string): number {
 /** A verdict bigger than this is not a verdict: it is reported as invalid, unread. */
 const MAX_RESULT_FILE_BYTES = 64 * 1024;
 
-/** The result file's text; null when the hook did not write one. */
-function readResultFile(file: string): { text: string | null; tooLarge: boolean } {
-  let fd: number;
-  try {
-    fd = openSync(file, "r");
-  } catch {
-    return { text: null, tooLarge: false }; // not written: the common case
-  }
-  try {
-    const buffer = Buffer.alloc(MAX_RESULT_FILE_BYTES + 1);
-    const length = readSync(fd, buffer, 0, buffer.length, 0);
-    if (length > MAX_RESULT_FILE_BYTES) return { text: null, tooLarge: true };
-    return { text: buffer.subarray(0, length).toString("utf8"), tooLarge: false };
-  } catch {
-    return { text: null, tooLarge: false }; // a directory or an unreadable file: as if not written
-  } finally {
-    closeSync(fd);
-  }
+/**
+ * The result file's text; null when the hook did not write one. Anything else at the path — a FIFO
+ * the hook made there, a symlink to a device, a directory, a file over the cap — is `refused` unread,
+ * saying what it is: read with the one shared reader, it can neither block the leader nor fill its
+ * memory.
+ */
+function readResultFile(file: string): ResultFileRead {
+  const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });
+  if (read.ok) return { text: read.text, refused: null };
+  if (read.problem.kind === "missing") return { text: null, refused: null }; // not written: the common case
+  return { text: null, refused: problemDetail(read.problem) };
+}
+
+interface ResultFileRead {
+  text: string | null;
+  /** Why the path holds no readable verdict (`not a regular file (fifo)`); null when it was read or absent. */
+  refused: string | null;
 }
 
 /**
@@ -180,10 +180,10 @@ function readResultFile(file: string): { text: string | null; tooLarge: boolean 
  * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
  * killed) stays one whatever it wrote.
  */
-function applyVerdict(result: RunResult, file: { text: string | null; tooLarge: boolean }, stdoutTail: string): RunResult {
+function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail: string): RunResult {
   if (result.outcome === "error") return result;
-  if (file.tooLarge) {
-    return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: larger than ${MAX_RESULT_FILE_BYTES} bytes` };
+  if (file.refused !== null) {
+    return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
   }
   const read = readVerdict({ fileText: file.text, stdoutTail });
   switch (read.kind) {

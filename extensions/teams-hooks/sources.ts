@@ -11,7 +11,7 @@ import path from "node:path";
 import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "./contract.js";
 import { errnoCode, describeError } from "./errors.js";
 import { type HookEvent, idleEvents, parseIdleText, taskEvent } from "./events.js";
-import { checkSchema, parseJsonText } from "./json-file.js";
+import { MAX_TEAM_FILE_BYTES, READ_FLAGS, type FileProblem, checkSchema, irregularFileProblem, parseJsonText, readPrefix, readRegularFile, tooLargeProblem } from "./json-file.js";
 import { readInbox } from "./mailbox.js";
 import { fileProblem, unsafeName } from "./messages.js";
 import { inboxFile, isSafeName, sanitizeName, taskFile, tasksDir } from "./paths.js";
@@ -24,16 +24,30 @@ const STATE_VERSION = 3;
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
 /**
- * The text of the open file `fd` of `size` bytes (its fstat): one read at offset 0 asking for a byte
- * more than `size`, so that getting no more than `size` means the end was reached — a system call less
- * than a read to EOF, which at 10,000 files is part of a start-up scan. A file that grew since its
- * fstat (a writer not using rename) is read again, whole.
+ * The text of the open regular file `fd` of `size` bytes (its fstat): one read at offset 0 asking for
+ * a byte more than `size`, so that getting no more than `size` means the end was reached — a system
+ * call less than a read to EOF, which at 10,000 files is part of a start-up scan. A file that grew
+ * since its fstat (a writer not using rename) is read again, up to the cap; null when it grew past it.
  */
-function readText(fd: number, size: number): string {
+function readText(fd: number, size: number): string | null {
   const buffer = size < READ_BUFFER.length ? READ_BUFFER : Buffer.allocUnsafe(size + 1);
   const read = fsSync.readSync(fd, buffer, 0, size + 1, 0);
   if (read <= size) return buffer.toString("utf8", 0, read);
-  return fsSync.readFileSync(fd, "utf8"); // the positioned read left the file offset at 0
+  const all = readPrefix(fd, size * 2, MAX_TEAM_FILE_BYTES + 1);
+  return all.length > MAX_TEAM_FILE_BYTES ? null : all.toString("utf8");
+}
+
+/** What a file the leader will not read is, said once per version of it. */
+function skipped(problem: FileProblem): string {
+  return `${problem.message} — skipped until it changes`;
+}
+
+function statQuietly(file: string): Stats | null {
+  try {
+    return fsSync.statSync(file);
+  } catch {
+    return null; // gone since: the caller reports the error it has
+  }
 }
 
 export function isTaskFileName(name: string): boolean {
@@ -191,12 +205,17 @@ export class TeamSources {
     }
     let fd: number | undefined;
     try {
-      fd = fsSync.openSync(file, "r");
+      // Non-blocking: a FIFO planted as a task file is refused below instead of holding the leader at
+      // its open for good (a synchronous open waiting for a writer cannot even be interrupted).
+      fd = fsSync.openSync(file, READ_FLAGS);
       const stat = fsSync.fstatSync(fd);
       const sig = signature(stat);
       const previous = this.#signatures.get(file);
       if (previous === sig) return { kind: "unchanged" };
+      const refused = irregularFileProblem(file, stat, MAX_TEAM_FILE_BYTES);
+      if (refused) return this.#refuse(file, sig, refused);
       const text = readText(fd, stat.size);
+      if (text === null) return this.#refuse(file, sig, tooLargeProblem(file, null, MAX_TEAM_FILE_BYTES));
       this.#signatures.set(file, sig);
       const json = parseJsonText(text, file);
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
@@ -224,6 +243,15 @@ export class TeamSources {
         this.#keys.delete(file);
         return { kind: "gone" };
       }
+      if (fd === undefined && errnoCode(error) === "ENXIO") {
+        // What opening a socket gives: told by its stat, once per version like any file not regular.
+        const stat = statQuietly(file);
+        const refused = stat ? irregularFileProblem(file, stat, MAX_TEAM_FILE_BYTES) : null;
+        if (stat && refused) {
+          const sig = signature(stat);
+          return this.#signatures.get(file) === sig ? { kind: "unchanged" } : this.#refuse(file, sig, refused);
+        }
+      }
       this.#keys.delete(file);
       return { kind: "problem", message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`, fresh: true };
     } finally {
@@ -231,18 +259,24 @@ export class TeamSources {
     }
   }
 
+  /** A file not read (not a regular file, too large): reported now, and not again until its stat changes. */
+  #refuse(file: string, sig: string, problem: FileProblem): TaskLook {
+    this.#signatures.set(file, sig);
+    this.#keys.delete(file);
+    return { kind: "problem", message: skipped(problem), fresh: true };
+  }
+
   /** Reads a task by id, fresh (for an idle notification's task): null when missing or not a task. */
   async readTaskById(taskId: string): Promise<Task | null> {
     const file = taskFile(this.#identity.teamDir, this.#identity.taskListId, taskId);
-    try {
-      const text = await fs.readFile(file, "utf8");
-      const json = parseJsonText(text, file);
-      const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
-      // A file that holds another task's id is not this task (lookAtTask reports it).
-      return checked.ok && checked.value.id === taskId ? checked.value : null;
-    } catch {
-      return null; // missing or unreadable: the notification alone describes the event
-    }
+    // Missing, unreadable or not a regular file: the notification alone describes the event (and
+    // lookAtTask reports the file).
+    const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
+    if (!read.ok) return null;
+    const json = parseJsonText(read.text, file);
+    const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
+    // A file that holds another task's id is not this task (lookAtTask reports it).
+    return checked.ok && checked.value.id === taskId ? checked.value : null;
   }
 
   /**
@@ -259,7 +293,7 @@ export class TeamSources {
       return { events: [], problems: [`${this.inboxFile}: cannot read: ${describeError(error)}`] };
     }
     const inbox = await readInbox(this.#identity.teamDir, "team", this.#identity.leadName);
-    if (!inbox.ok) return { events: [], problems: [inbox.problem.message] };
+    if (!inbox.ok) return { events: [], problems: [inbox.problem.kind === "invalid" ? inbox.problem.message : skipped(inbox.problem)] };
     const events: HookEvent[] = [];
     const problems: string[] = [];
     for (const { index, message } of inbox.messages) {

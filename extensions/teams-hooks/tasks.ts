@@ -4,11 +4,11 @@
  * that a worker's concurrent change to other fields survives ours. Unknown fields and the file's key
  * order are kept.
  */
-import { access, readFile, readdir } from "node:fs/promises";
+import { access, readdir } from "node:fs/promises";
 import path from "node:path";
 import { TaskSchema, type Task } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { checkSchema, mkdirUnder, readJsonFile, writeJsonAtomic, writeTextAtomic, type FileProblem, type ReadResult } from "./json-file.js";
+import { checkSchema, mkdirUnder, readJsonFile, readRegularFile, writeJsonAtomic, writeTextAtomic, type FileProblem, type ReadResult } from "./json-file.js";
 import { withLock } from "./lock.js";
 import { highWatermarkFile, taskFile, tasksDir } from "./paths.js";
 
@@ -155,16 +155,24 @@ export async function createTask(
   );
 }
 
-/** The last allocated id; 0 when the file is missing or does not hold a decimal number. */
+/**
+ * The last allocated id; 0 when the file is missing or does not hold a decimal number — a FIFO, a
+ * device or a file too large for one included, read without blocking (the allocation then rests on
+ * the listing, and the next write replaces it with a regular file).
+ */
 export async function readHighWatermark(file: string): Promise<number> {
-  try {
-    const text = (await readFile(file, "utf8")).trim();
+  const read = readRegularFile(file, { maxBytes: MAX_WATERMARK_BYTES });
+  if (read.ok) {
+    const text = read.text.trim();
     return NUMERIC_ID.test(text) ? Number(text) : 0;
-  } catch (error) {
-    if (errnoCode(error) === "ENOENT") return 0;
-    throw new HooksError("E_IO", `cannot read ${file}: ${describeError(error)}`, { cause: error });
   }
+  const { kind } = read.problem;
+  if (kind === "missing" || kind === "not_regular" || kind === "too_large") return 0;
+  throw new HooksError("E_IO", `cannot read ${read.problem.message}`);
 }
+
+/** A watermark is one decimal number: a file far longer holds none. */
+const MAX_WATERMARK_BYTES = 4096;
 
 async function largestNumericId(teamDir: string, taskListId: string): Promise<number> {
   let max = 0;

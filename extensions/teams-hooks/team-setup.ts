@@ -7,7 +7,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import type { HookEventName, TeamIdentity } from "./contract.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { type EffectiveSettings, type FailureMode, type HookLimits, resolveSettings, settingValues } from "./hooks-config.js";
+import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "./hooks-config.js";
 import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "./options.js";
 import { unsafeName } from "./messages.js";
 import { isSafeName, resolveHooksDir, sanitizeName } from "./paths.js";
@@ -46,6 +46,8 @@ export interface TeamSetup {
   settings: EffectiveSettings;
   failureModes: Readonly<Record<HookEventName, FailureMode>>;
   limits: Readonly<HookLimits>;
+  /** Whether every run is swept for run-id escapees, or only a suspect one (`hooks.sweep`). */
+  sweep: ResolvedSweep;
   cwd: string;
   timeout: ResolvedTimeout;
   policy: ResolvedPolicy;
@@ -94,6 +96,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
     settings,
     failureModes: settingValues(settings.failureModes),
     limits: settingValues(settings.limits),
+    sweep: { value: settings.sweep.value, source: settings.sweep.source },
     cwd,
     timeout: { value: settings.timeoutMs.value, source: settings.timeoutMs.source, warnings: [] },
     policy: { policy: settings.values, sources: settings.sources, warnings: [] },

@@ -352,8 +352,12 @@ export function startWorker(op: string, args: Record<string, unknown>): WorkerPr
 // Processes
 
 /** Pids of live processes that carry `PI_TEAMS_TEAM_DIR=<teamDir>` (hooks and their children). */
-export async function hookProcesses(teamDir: string): Promise<Array<{ pid: number; cmdline: string }>> {
-  const needle = `PI_TEAMS_TEAM_DIR=${teamDir}`;
+export function hookProcesses(teamDir: string): Promise<Array<{ pid: number; cmdline: string }>> {
+  return processesWithEnv(`PI_TEAMS_TEAM_DIR=${teamDir}`);
+}
+
+/** Pids of live processes whose environment holds `needle` (`NAME=value`), e.g. a run's `PI_TEAMS_HOOK_RUN_ID`. */
+export async function processesWithEnv(needle: string): Promise<Array<{ pid: number; cmdline: string }>> {
   const found: Array<{ pid: number; cmdline: string }> = [];
   for (const name of await readdir("/proc")) {
     if (!/^\d+$/.test(name)) continue;

@@ -4,14 +4,14 @@ import { execFile, execFileSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { findHook } from "../../extensions/teams-hooks/discover.js";
 import type { HookDiscovery } from "../../extensions/teams-hooks/discover.js";
+import { compileModules } from "../fixtures/workers/modules.js";
 
 const run = promisify(execFile);
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const isRoot = process.getuid?.() === 0;
 
 const cleanups: string[] = [];
@@ -188,7 +188,10 @@ describe("findHook", () => {
   });
 
   it.skipIf(!isRoot)("reports an unsearchable hooks dir as unreadable (checked as uid 65534)", async () => {
-    const outDir = await compileForChild("discover.ts");
+    // Compiled outside the clone, zod included: uid 65534 may not be able to reach the clone at all.
+    const modules = await compileModules(["discover"], { forOtherUsers: true });
+    cleanups.push(modules.dir);
+    const outDir = modules.dir;
     const parent = await tempDir();
     await chmod(parent, 0o755);
     const dir = path.join(parent, "_hooks");
@@ -214,17 +217,3 @@ describe("findHook", () => {
     }
   });
 });
-
-/** Compiles one module (and what it imports) where a child process can import it and resolve zod. */
-async function compileForChild(entry: string): Promise<string> {
-  const cache = path.join(repoRoot, "node_modules", ".cache");
-  await mkdir(cache, { recursive: true });
-  const outDir = await mkdtemp(path.join(cache, "teams-hooks-test-"));
-  cleanups.push(outDir);
-  const src = path.join(repoRoot, "extensions", "teams-hooks");
-  const tsc = path.join(repoRoot, "node_modules", "typescript", "bin", "tsc");
-  const flags = ["--module", "NodeNext", "--moduleResolution", "NodeNext", "--target", "ES2022", "--types", "node", "--skipLibCheck", "--strict"];
-  await run(process.execPath, [tsc, "--outDir", outDir, "--rootDir", src, ...flags, path.join(src, entry)], { cwd: repoRoot });
-  await chmod(outDir, 0o755); // mkdtemp makes it 0700; the unprivileged child must read it
-  return outDir;
-}

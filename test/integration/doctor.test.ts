@@ -272,6 +272,11 @@ describe("doctor: policy and locks", () => {
     expect(r.policy.block).toEqual({ valid: false, from: "none", problems: [expect.stringContaining("invalid JSON")] });
   });
 
+  it("gives the setsid sweep and where it comes from", async () => {
+    expect((await report((await setup({ config: { hooks: { sweep: "always" } } })).team)).policy.sweep).toEqual({ value: "always", origin: "config.json hooks.sweep" });
+    expect((await report((await setup({})).team)).policy.sweep).toEqual({ value: "auto", origin: "default" });
+  });
+
   it("finds lock files anywhere in the team dir: stale, held too long, held now, leftovers", async () => {
     const { team } = await setup({
       files: {
@@ -332,7 +337,8 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  failure mode idle           open             default\n" +
         "  max hooks per event         16               default\n" +
         "  chain deadline              300000ms         default\n" +
-        "  max payload                 8388608 bytes    default\n",
+        "  max payload                 8388608 bytes    default\n" +
+        "  setsid sweep                auto             default\n",
     );
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");

@@ -1,18 +1,16 @@
 // Hook logs on real temp dirs: names, atomic never-overwriting writes (in one process and across
 // several), listing order and speed, and bad files reported as problems.
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { promisify } from "node:util";
+import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
 import { listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
 import type { HookLogRecord } from "../../extensions/teams-hooks/hook-log.js";
+import { compileModules } from "../fixtures/workers/modules.js";
 
-const run = promisify(execFile);
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const START = "2024-05-01T12:34:56.789Z";
 
 const cleanups: string[] = [];
@@ -98,7 +96,9 @@ describe("writeHookLog", () => {
 
   it("never overwrites across processes: 4 node processes × 50 logs released at once", async () => {
     const team = await tempTeam();
-    const outDir = await compileForChild("hook-log.ts");
+    const modules = await compileModules(["hook-log"]);
+    cleanups.push(modules.dir);
+    const outDir = modules.dir;
     const moduleUrl = pathToFileURL(path.join(outDir, "hook-log.js")).href;
     // Each child loads the module, says "ready", then writes all its logs at once when told "go".
     const script = `import { writeHookLog } from ${JSON.stringify(moduleUrl)};
@@ -222,11 +222,11 @@ describe("readHookLog", () => {
     if (got) expect(read.problem.message).toContain(got);
   });
 
-  it("reports a missing file as missing, and a directory as unreadable", async () => {
+  it("reports a missing file as missing, and a directory as not a regular file", async () => {
     const team = await tempTeam();
     const file = path.join(team, "nope.json");
     expect(await readHookLog(file)).toMatchObject({ ok: false, problem: { file, kind: "missing" } });
-    expect(await readHookLog(team)).toMatchObject({ ok: false, problem: { file: team, kind: "unreadable" } });
+    expect(await readHookLog(team)).toMatchObject({ ok: false, problem: { file: team, kind: "not_regular", message: `${team}: not a regular file (directory) — log skipped` } });
   });
 
   it("keeps fields written by a later version", async () => {
@@ -238,17 +238,4 @@ describe("readHookLog", () => {
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-/** Compiles one module (and what it imports) where a child process can import it and resolve zod. */
-async function compileForChild(entry: string): Promise<string> {
-  const cache = path.join(repoRoot, "node_modules", ".cache");
-  await mkdir(cache, { recursive: true });
-  const outDir = await mkdtemp(path.join(cache, "teams-hooks-test-"));
-  cleanups.push(outDir);
-  const src = path.join(repoRoot, "extensions", "teams-hooks");
-  const tsc = path.join(repoRoot, "node_modules", "typescript", "bin", "tsc");
-  const flags = ["--module", "NodeNext", "--moduleResolution", "NodeNext", "--target", "ES2022", "--types", "node", "--skipLibCheck", "--strict"];
-  await run(process.execPath, [tsc, "--outDir", outDir, "--rootDir", src, ...flags, path.join(src, entry)], { cwd: repoRoot });
-  return outDir;
 }

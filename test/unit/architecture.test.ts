@@ -11,7 +11,7 @@ const SRC = path.resolve("extensions/teams-hooks");
 
 const LAYERS: Readonly<Record<string, number>> = {
   errors: 0, contract: 0, paths: 0, events: 0, capture: 0, queue: 0, messages: 0, verdict: 0,
-  options: 1, "json-file": 1, lock: 1, terminate: 1, watch: 1, "hooks-config": 1.5,
+  "json-file": 0.5, options: 1, lock: 1, terminate: 1, watch: 1, "hooks-config": 1.5,
   policy: 2, tasks: 2, mailbox: 2, "team-config": 2, "sent-log": 2, discover: 2, chain: 2.5, run: 2, "hook-log": 2, ledger: 2, "leader-lock": 2, hook: 2,
   "logs-record": 2.2, "logs-filter": 2.4, "logs-format": 2.4, "logs-stats": 2.6, "logs-follow": 3.5,
   remediate: 3, sources: 3, "team-setup": 3, "doctor-hooks": 3, logs: 3, trust: 3,

@@ -4,6 +4,7 @@ import {
   DEFAULT_LIMITS,
   resolveFailureModes,
   resolveLimits,
+  resolveSweep,
   resolveSettings,
   settingValues,
   type SettingsInput,
@@ -37,6 +38,7 @@ describe("checkHooksBlock", () => {
     ["an unknown limit", { limits: { maxHooks: 3 } }],
     ["too many hooks", { limits: { maxHooksPerEvent: 65 } }],
     ["an unknown event in failureMode", { failureMode: { task_done: "open" } }],
+    ["a sweep that is neither auto nor always", { failureAction: "reopen", sweep: "sometimes" }],
   ])("refuses %s", (_name, raw) => {
     expect(checkHooksBlock(raw, "config.json").ok).toBe(false);
   });
@@ -142,5 +144,24 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
     const s = settings({ hooks: {}, lastValid: LAST });
     expect(s.block).toEqual({ valid: true, from: "file", problems: [] });
     expect(s.values.failureAction).toBe("warn");
+  });
+});
+
+describe("resolveSweep", () => {
+  it.each([
+    [{}, { value: "auto", source: "default" }],
+    [{ sweep: "always" }, { value: "always", source: "config" }],
+    [{ sweep: " Always " }, { value: "always", source: "config" }],
+    [{ sweep: "auto" }, { value: "auto", source: "config" }],
+  ])("%j → %j", (raw, expected) => {
+    const check = checkHooksBlock(raw, "config.json");
+    expect(check.ok).toBe(true);
+    if (check.ok) expect(resolveSweep(check.block)).toEqual(expected);
+  });
+
+  it("a bad sweep names its field, and refuses the block with it", () => {
+    const check = checkHooksBlock({ sweep: "sometimes" }, "/t/config.json");
+    expect(check.ok).toBe(false);
+    if (!check.ok) expect(check.problems).toEqual([expect.stringMatching(/^\/t\/config\.json: hooks\.sweep: .*got "sometimes"$/)]);
   });
 });
