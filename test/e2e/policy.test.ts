@@ -56,7 +56,8 @@ describe("pi-teams-hooks policy get", () => {
         "  failure mode idle           open             default\n" +
         "  max hooks per event         16               default\n" +
         "  chain deadline              300000ms         default\n" +
-        "  max payload                 8388608 bytes    default\n",
+        "  max payload                 8388608 bytes    default\n" +
+        "  setsid sweep                auto             default\n",
     );
     expect(out.stderr).toBe("");
   });

@@ -273,8 +273,8 @@ describe("doctor: policy and locks", () => {
   });
 
   it("gives the setsid sweep and where it comes from", async () => {
-    expect((await report((await setup({ config: { hooks: { sweep: "always" } } })).team)).policy.sweep).toEqual({ value: "always", origin: "config.json hooks.sweep" });
-    expect((await report((await setup({})).team)).policy.sweep).toEqual({ value: "auto", origin: "default" });
+    expect((await report((await setup({ config: { hooks: { sweep: "always" } } })).team)).policy.sweep).toEqual({ value: "always", source: "config", origin: "config.json hooks.sweep" });
+    expect((await report((await setup({})).team)).policy.sweep).toEqual({ value: "auto", source: "default", origin: "default" });
   });
 
   it("finds lock files anywhere in the team dir: stale, held too long, held now, leftovers", async () => {
