@@ -16,7 +16,7 @@
  * bounds this), the ledger is flushed.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
 import { discoverChain } from "./chain.js";
@@ -411,8 +411,16 @@ export class Leader {
         if (errnoCode(error) !== "ENOENT") this.#warn(`${file}: cannot read (${describeError(error)}); a new first-start mark is written`);
       }
     }
-    const fd = openSync(file, "w");
+    // O_NONBLOCK: a FIFO planted in its place fails the open (ENXIO) instead of blocking the start.
+    let fd: number;
     try {
+      fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NONBLOCK, 0o644);
+    } catch (error) {
+      const why = errnoCode(error) === "ENXIO" ? "not a regular file (a FIFO or a socket)" : `cannot be written (${describeError(error)})`;
+      throw new HooksError("E_TEAM_DIR", `${file}: ${why}; remove it and start again`, { cause: error });
+    }
+    try {
+      if (!fstatSync(fd).isFile()) throw new HooksError("E_TEAM_DIR", `${file}: not a regular file; remove it and start again`);
       writeSync(fd, `${this.#now()} first start of pid ${process.pid}: task files unchanged since are history\n`);
       fsyncSync(fd);
     } finally {

@@ -141,4 +141,15 @@ describe("special files in the team dir", () => {
     expect(leader.events((e) => e.taskId === "2")[0]).toMatchObject({ outcome: "passed" });
     await expectStopsOnSigterm(leader);
   });
+
+  it("a FIFO as the leader's own first-start mark: the start fails with a message naming it, instead of hanging", async () => {
+    const team = await gateTeam();
+    const mark = path.join(team.teamDir, "hook-state", "first-start");
+    await mkdir(path.dirname(mark), { recursive: true });
+    mkfifo(mark);
+    const leader = await rig.leader(team, [], { waitForWatching: false });
+    const exit = await leader.exited;
+    expect(exit.code).not.toBe(0);
+    expect(leader.stderr).toContain(`${mark}: not a regular file`);
+  });
 });
