@@ -209,7 +209,8 @@ Output:
   -h, --help              this help
 
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
-run); 2 usage error (a bad flag, a missing team dir or task file).
+run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
+error (a bad flag, a missing team dir, task file or named hooks dir).
 
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
@@ -224,8 +225,9 @@ Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
 limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without
 "hooks", keeps the block in force (one warning says why); "hooks": {} resets to the defaults.
-Its own state (the ledger, the scan state, a first start's mark) is in <team dir>/hook-state/:
-docs/ledger.md.
+Its own state (the ledger, the scan state, a first start's mark, the messages sent, the gates it
+trusts) is in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the
+gates it finds; a gate changed, added or removed later fails its events until \`pi-teams-hooks trust\`.
 
 Events and sources:
   --inbox MODE            observe (default: read the leader's inbox, never mark messages read),
