@@ -20,7 +20,7 @@
 // Synchronous, as in discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
-import { HOOK_BASE_NAMES } from "./contract.js";
+import { HOOK_BASE_NAMES, HOOK_EVENTS } from "./contract.js";
 import type { HookCommand, HookEventName } from "./contract.js";
 import { findHook, hookCandidatePaths, inspectCandidate, launcherFor } from "./discover.js";
 import type { HookDiscovery } from "./discover.js";
@@ -132,6 +132,13 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   hooks.push(...chain.hooks);
   skipped.push(...chain.skipped);
   return { hooks, skipped, v1: { global, team } };
+}
+
+/** The chain of every event (in `HOOK_EVENTS` order), for whatever looks at all the gates at once. */
+export async function discoverChains(globalDir: string, teamDir: string | null): Promise<Array<{ event: HookEventName; chain: ChainDiscovery }>> {
+  const out: Array<{ event: HookEventName; chain: ChainDiscovery }> = [];
+  for (const event of HOOK_EVENTS) out.push({ event, chain: await discoverChain({ globalDir, teamDir, event }) });
+  return out;
 }
 
 /** A layer that exists but cannot be searched is one skip; the v1 candidates it rejected are more. */

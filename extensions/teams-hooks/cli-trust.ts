@@ -4,9 +4,9 @@
  * change in `hook-state/trust.json`, so that the leader runs those gates again.
  */
 import path from "node:path";
-import { discoverChain } from "./chain.js";
+import { discoverChains } from "./chain.js";
 import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "./cli-io.js";
-import { HOOK_EVENTS, type HookEventName } from "./contract.js";
+import type { HookEventName } from "./contract.js";
 import { HooksError } from "./errors.js";
 import { resolveTeamSetup } from "./team-setup.js";
 import { looksLikeText, unifiedDiff } from "./text-diff.js";
@@ -69,8 +69,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
 async function findChanges(hooksDir: string, teamHooksDir: string, record: TrustRecord, teamDir: string): Promise<Shown[]> {
   const out: Shown[] = [];
   const layers = { global: path.resolve(hooksDir), team: path.resolve(teamHooksDir) };
-  for (const event of HOOK_EVENTS) {
-    const chain = await discoverChain({ globalDir: hooksDir, teamDir: teamHooksDir, event });
+  for (const { event, chain } of await discoverChains(hooksDir, teamHooksDir)) {
     const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     for (const change of check.changes) out.push({ ...change, event, diff: diffOf(change, teamDir) });
   }

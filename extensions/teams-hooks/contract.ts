@@ -185,22 +185,12 @@ export const RUN_OUTCOMES = ["passed", "failed", "error"] as const;
  * timeout, died by a signal, gave an invalid verdict, broke a limit of its event, or was stopped with
  * the leader.
  */
-export const RUN_ERROR_KINDS = [
-  "spawn",
-  "timeout",
-  "signal",
-  "invalid_verdict",
-  "limit",
-  "stopped",
-  "internal",
-  // Refused before it ran, whatever the failure mode: the gate file is not the one trusted (trust.ts).
-  "untrusted_hook",
-  "gate_missing",
-  "gate_not_executable",
-  "insecure_hook",
-] as const;
+/** Refused before it ran, whatever the failure mode: the gate file is not the one trusted (trust.ts). */
+export const TRUST_ERROR_KINDS = ["untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"] as const;
+export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
+export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS] as const;
 /** Error kinds that always fail the event (closed), whatever the failure mode says. */
-export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"]);
+export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS]);
 export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 

@@ -8,8 +8,8 @@
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, discoverChain, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "./chain.js";
-import { HOOK_EVENTS, type HookCommand, type HookEventName } from "./contract.js";
+import { chainDirName, discoverChains, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "./chain.js";
+import type { HookCommand, HookEventName } from "./contract.js";
 import { findStrayHookFiles, hookCandidatePaths, insecurity, type CandidateStatus, type StrayHookFile } from "./discover.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";
@@ -292,8 +292,7 @@ export async function gateWarnings(input: { hooksDir: string; teamHooksDir: stri
   const layers = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir) ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
   const out = layers.flatMap((dir) => findStrayHookFiles(dir).map(strayMessage));
   let gates = 0;
-  for (const event of HOOK_EVENTS) {
-    const chain = await discoverChain({ globalDir: input.hooksDir, teamDir: input.teamHooksDir, event });
+  for (const { chain } of await discoverChains(input.hooksDir, input.teamHooksDir)) {
     gates += chain.hooks.length;
     if (input.allowInsecure) continue;
     for (const hook of chain.hooks) {

@@ -13,8 +13,8 @@
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { discoverChain, teamHooksDir, type ChainDiscovery } from "./chain.js";
-import { HOOK_EVENTS, type HookEventName, type TeamIdentity } from "./contract.js";
+import { discoverChains, teamHooksDir } from "./chain.js";
+import type { TeamIdentity } from "./contract.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./doctor-hooks.js";
 import { errnoCode } from "./errors.js";
 import { checkHooksBlock, resolveSweep, type SweepMode } from "./hooks-config.js";
@@ -74,8 +74,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const config = await loadTeamConfig(teamDir);
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.cwd });
   const teamLayer = teamHooksDir(teamDir);
-  const chains: Array<{ event: HookEventName; chain: ChainDiscovery }> = [];
-  for (const event of HOOK_EVENTS) chains.push({ event, chain: await discoverChain({ globalDir: hooks.dir, teamDir: teamLayer, event }) });
+  const chains = await discoverChains(hooks.dir, teamLayer);
   const teamHooks = chains.some(({ chain }) => chain.hooks.some((h) => h.layer === "team"));
   const { checks: hooksDirChecks, usable: dirUsable } = await diagnoseHooksDir(hooks.dir, hooks.source, teamHooks);
   const teamLayerChecks = await diagnoseTeamLayer(teamLayer, hooks.dir);

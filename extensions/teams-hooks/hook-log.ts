@@ -132,19 +132,15 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput, 
         if (errnoCode(cause) !== "EEXIST") throw new HooksError("E_IO", `cannot create hook log ${opts.file}: ${describeError(cause)}`, { cause });
       }
     }
-    const hintKey = path.join(dir, stem);
-    for (let attempt = 0; attempt < MAX_COLLISIONS; attempt++) {
-      const n = claimNumber(hintKey);
-      const final = path.join(dir, n === 1 ? `${stem}.json` : `${stem}_${n}.json`);
+    return firstName(dir, stem, (final) => {
       try {
         linkSync(tmp, final);
+        return true;
       } catch (cause) {
-        if (errnoCode(cause) === "EEXIST") continue;
+        if (errnoCode(cause) === "EEXIST") return false;
         throw new HooksError("E_IO", `cannot create hook log ${final}: ${describeError(cause)}`, { cause });
       }
-      return final;
-    }
-    throw new HooksError("E_IO", `cannot create hook log: ${MAX_COLLISIONS} names tried for ${stem} in ${dir}`);
+    });
   } finally {
     removeTemp(tmp);
   }
@@ -158,15 +154,18 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput, 
  * the two calls can take it first, and then the log moves to the next free name.
  */
 export function planHookLogFile(teamDir: string, record: { startedAt: string; invocation: HookInvocation }): string {
-  const dir = hookLogsDir(teamDir);
-  const stem = hookLogStem(record);
+  return firstName(hookLogsDir(teamDir), hookLogStem(record), (file) => !existsSync(file));
+}
+
+/** `<stem>.json`, `<stem>_2.json`, … (numbers claimed in this process): the first that `take` accepts. */
+function firstName(dir: string, stem: string, take: (file: string) => boolean): string {
   const hintKey = path.join(dir, stem);
   for (let attempt = 0; attempt < MAX_COLLISIONS; attempt++) {
     const n = claimNumber(hintKey);
     const file = path.join(dir, n === 1 ? `${stem}.json` : `${stem}_${n}.json`);
-    if (!existsSync(file)) return file;
+    if (take(file)) return file;
   }
-  throw new HooksError("E_IO", `cannot plan a hook log: ${MAX_COLLISIONS} names tried for ${stem} in ${dir}`);
+  throw new HooksError("E_IO", `cannot name a hook log: ${MAX_COLLISIONS} names tried for ${stem} in ${dir}`);
 }
 
 function removeTemp(tmp: string): void {

@@ -123,8 +123,6 @@ export interface InvokeOutcome {
   pending: PendingStep | null;
   /** Whether the whole policy was applied; null when no policy applies (idle, `run` without it, no hook). */
   policyApplied: boolean | null;
-  /** The chain compared with the trust record; null when no trust was asked for. */
-  trust: ChainTrust | null;
 }
 
 export interface PendingStep {
@@ -155,13 +153,13 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
   };
-  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, trust: null };
+  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null };
   const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
   const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null }) : null;
   if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
   // A gate that is not the one trusted never runs, and neither does the rest of its chain.
   const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !req.trust?.acceptChanges) : [];
-  if (chain.hooks.length === 0 && refused.length === 0) return { ...none, trust };
+  if (chain.hooks.length === 0 && refused.length === 0) return none;
 
   const runs =
     refused.length > 0
@@ -188,7 +186,6 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     remediation: null,
     abandoned: false,
     sent: req.sentLog ?? null,
-    trust,
   };
   return settle(settling);
 }
@@ -212,7 +209,6 @@ interface Settling {
   /** Remediation given up: the logs say what was and was not applied. */
   abandoned: boolean;
   sent: SentLog | null;
-  trust: ChainTrust | null;
 }
 
 /**
@@ -342,7 +338,6 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
-    trust: ctx.trust,
   };
 }
 
@@ -368,7 +363,7 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
   const root = inDotD ? path.dirname(dir) : dir;
   const { launch } = launcherFor(file);
   return {
-    name: inDotD ? `${path.basename(dir)}/${path.basename(file)}` : path.basename(file),
+    name: path.basename(file), // as chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
     layer: layers.team !== null && root === layers.team ? "team" : "global",
     hook: { hookPath: file, ...launch(file) },
     kind: inDotD ? "chain" : "v1",

@@ -71,6 +71,12 @@ export type TextRead = { ok: true; text: string; stat: Stats } | { ok: false; pr
  * whatever sits at the path. Never throws for anything on disk.
  */
 export function readRegularFile(file: string, options: { maxBytes: number }): TextRead {
+  const read = readRegularBytes(file, options);
+  return read.ok ? { ok: true, text: read.bytes.toString("utf8"), stat: read.stat } : read;
+}
+
+/** `readRegularFile` as bytes: for content that is hashed or may not be text (a gate file). */
+export function readRegularBytes(file: string, options: { maxBytes: number }): { ok: true; bytes: Buffer; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats } {
   let fd: number;
   try {
     fd = openSync(file, READ_FLAGS);
@@ -83,7 +89,7 @@ export function readRegularFile(file: string, options: { maxBytes: number }): Te
     if (refused) return { ok: false, problem: refused, stat };
     const read = readPrefix(fd, stat.size + 1, options.maxBytes + 1);
     if (read.length > options.maxBytes) return { ok: false, problem: tooLargeProblem(file, null, options.maxBytes), stat };
-    return { ok: true, text: read.toString("utf8"), stat };
+    return { ok: true, bytes: read, stat };
   } catch (error) {
     return readFailure(file, error);
   } finally {

@@ -19,7 +19,7 @@ import { randomUUID } from "node:crypto";
 import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName, isTaskEvent } from "./contract.js";
-import { discoverChain } from "./chain.js";
+import { discoverChains } from "./chain.js";
 import { findHook, type HookDiscovery } from "./discover.js";
 import { HooksError, describeError, errnoCode, isHooksError } from "./errors.js";
 import type { HookEvent } from "./events.js";
@@ -833,8 +833,7 @@ export class Leader {
       const entries = new Map<string, TrustEntry>();
       const at = this.#now();
       const by = trustedBy("first start of the leader");
-      for (const event of HOOK_EVENTS) {
-        const chain = await discoverChain({ globalDir: this.#setup.hooksDir, teamDir: this.#setup.teamHooksDir, event });
+      for (const { chain } of await discoverChains(this.#setup.hooksDir, this.#setup.teamHooksDir)) {
         for (const hook of chain.hooks) {
           const fp = fingerprint(hook.hook.hookPath, { content: true });
           if ("problem" in fp) continue;

@@ -18,19 +18,18 @@
  * docs/security.md.
  */
 import { createHash } from "node:crypto";
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, statSync, writeFileSync } from "node:fs";
+import { lstatSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { chainDirName, type ChainDiscovery } from "./chain.js";
-import { HOOK_EVENTS, type HookEventName } from "./contract.js";
+import { HOOK_EVENTS, type HookEventName, type TrustErrorKind } from "./contract.js";
 import { hookCandidatePaths, insecurity } from "./discover.js";
 import { HooksError, describeError, errnoCode } from "./errors.js";
-import { mkdirUnder, writeJsonAtomic } from "./json-file.js";
+import { mkdirUnder, problemDetail, readRegularBytes, writeJsonAtomic } from "./json-file.js";
 import { withLock } from "./lock.js";
 import { leaderStateDir } from "./paths.js";
 
-export const TRUST_PROBLEM_KINDS = ["untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"] as const;
-export type TrustProblemKind = (typeof TRUST_PROBLEM_KINDS)[number];
+export type TrustProblemKind = TrustErrorKind;
 
 /** One gate as trusted: its content hash and permission bits, and who recorded it when. */
 export interface TrustEntry {
@@ -207,33 +206,12 @@ export function fingerprint(file: string, opts: { content?: boolean } = {}): Fin
 
 type Regular = { kind: "ok"; bytes: Buffer; mode: number; uid: number } | { kind: "missing" } | { kind: "problem"; problem: string };
 
-/** Reads a regular file without ever blocking on a FIFO or a device in its place. */
+/** Reads a regular file without ever blocking on a FIFO or a device in its place (json-file.ts). */
 function readRegular(file: string): Regular {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code === "ENOENT") return { kind: "missing" };
-    return { kind: "problem", problem: `cannot read (${code === "ENXIO" ? "a socket" : (code ?? describeError(error))})` };
-  }
-  try {
-    const info = fstatSync(fd);
-    if (!info.isFile()) return { kind: "problem", problem: "not a regular file" };
-    if (info.size > MAX_FILE_BYTES) return { kind: "problem", problem: `${info.size} bytes, more than ${MAX_FILE_BYTES}` };
-    const bytes = Buffer.alloc(info.size);
-    let offset = 0;
-    while (offset < bytes.length) {
-      const n = readSync(fd, bytes, offset, bytes.length - offset, offset);
-      if (n === 0) break;
-      offset += n;
-    }
-    return { kind: "ok", bytes: bytes.subarray(0, offset), mode: info.mode, uid: info.uid };
-  } catch (error) {
-    return { kind: "problem", problem: `cannot read (${errnoCode(error) ?? describeError(error)})` };
-  } finally {
-    closeSync(fd);
-  }
+  const read = readRegularBytes(file, { maxBytes: MAX_FILE_BYTES });
+  if (read.ok) return { kind: "ok", bytes: read.bytes, mode: read.stat.mode, uid: read.stat.uid };
+  if (read.problem.kind === "missing") return { kind: "missing" };
+  return { kind: "problem", problem: problemDetail(read.problem) };
 }
 
 // ---------------------------------------------------------------------------------------------

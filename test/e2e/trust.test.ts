@@ -260,4 +260,21 @@ describe.concurrent("trust", () => {
     expect(event).toMatchObject({ outcome: "error", summary: expect.stringMatching(/^untrusted_hook: /) });
     expect(await runs(team)).toEqual([]);
   });
+
+  it("C10: run by hand refuses a changed gate once a record exists, and runs it with --trust-changes", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig, ["1"]);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const fresh = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(fresh.code, fresh.stderr).toBe(0); // no record yet: nothing to compare
+    expect((await trust(team, "--all")).code).toBe(0);
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    const refused = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toContain(`untrusted_hook: ${gate} changed since it was trusted`);
+    const accepted = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--trust-changes"]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(await runs(team)).toEqual(["v1 1", "v2 1"]);
+  });
 });
