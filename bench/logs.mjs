@@ -14,8 +14,8 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { main } from "../dist/teams-hooks/cli.js";
-import { writeHookLog } from "../dist/teams-hooks/hook-log.js";
+import { main } from "../dist/teams-hooks/cli/main.js";
+import { writeHookLog } from "../dist/teams-hooks/runner/hook-log.js";
 
 const count = Number(process.argv[2] ?? 10_000);
 const runs = Number(process.argv[3] ?? 7);

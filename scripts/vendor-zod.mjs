@@ -54,12 +54,14 @@ await bundle.write({
 });
 await bundle.close();
 
-// The compiled modules: `from "zod"` → the bundle (type-only imports are gone from the .js files).
+// The compiled modules, in every folder: `from "zod"` → the bundle, by a relative path (type-only imports are gone from the .js files).
 let rewritten = 0;
-for (const name of (await readdir(distDir)).filter((n) => n.endsWith(".js"))) {
+for (const name of (await readdir(distDir, { recursive: true })).filter((n) => n.endsWith(".js") && !n.startsWith(`vendor${path.sep}`))) {
   const file = path.join(distDir, name);
   const text = await readFile(file, "utf8");
-  const next = text.replaceAll(/(\bfrom\s*)"zod"/g, '$1"./vendor/zod.js"');
+  let bundle = path.relative(path.dirname(file), target).split(path.sep).join("/");
+  if (!bundle.startsWith(".")) bundle = `./${bundle}`;
+  const next = text.replaceAll(/(\bfrom\s*)"zod"/g, `$1"${bundle}"`);
   if (next !== text) {
     await writeFile(file, next);
     rewritten += 1;

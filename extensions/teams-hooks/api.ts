@@ -15,7 +15,7 @@ export {
   buildContextDocument,
   buildHookEnvironment,
   truncateText,
-} from "./contract.js";
+} from "./contract/contract.js";
 export type {
   HookEventName,
   Task,
@@ -27,15 +27,15 @@ export type {
   HookCommand,
   RunResult,
   RunOutcome,
-} from "./contract.js";
-export { HooksError, isHooksError, type ErrorCode } from "./errors.js";
-export { findHook, type HookDiscovery, type HookCandidate } from "./discover.js";
-export { runHook, terminateAllRuns, type RunHookOptions } from "./run.js";
-export { writeHookLog, listHookLogs, readHookLog, HookLogRecordSchema, type HookLogRecord } from "./hook-log.js";
-export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPolicy } from "./options.js";
-export { decide, type RemediationPlan } from "./policy.js";
-export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./invoke.js";
-export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team-setup.js";
-export { Leader, type LeaderOptions, type LeaderNotice, type EventReport, type LeaderState } from "./leader.js";
-export { taskEvent, idleEvents, type HookEvent } from "./events.js";
-export { main as runCli, type CliIo } from "./cli.js";
+} from "./contract/contract.js";
+export { HooksError, isHooksError, type ErrorCode } from "./contract/errors.js";
+export { findHook, type HookDiscovery, type HookCandidate } from "./runner/discover.js";
+export { runHook, terminateAllRuns, type RunHookOptions } from "./runner/run.js";
+export { writeHookLog, listHookLogs, readHookLog, HookLogRecordSchema, type HookLogRecord } from "./runner/hook-log.js";
+export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPolicy } from "./settings/options.js";
+export { decide, type RemediationPlan } from "./policy/decide.js";
+export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./leader/invoke.js";
+export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
+export { Leader, type LeaderOptions, type LeaderNotice, type EventReport, type LeaderState } from "./leader/leader.js";
+export { taskEvent, idleEvents, type HookEvent } from "./contract/events.js";
+export { main as runCli, type CliIo } from "./cli/main.js";

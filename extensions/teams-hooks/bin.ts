@@ -5,7 +5,7 @@
 // the heap doubles over a few hundred events, all of it garbage), and one V8 worker thread instead of
 // four leaves fewer thread stacks and malloc arenas (peak RSS after 200 events 76–78 → 73–75 MB;
 // bursts no slower). None costs measurable time.
-import { main } from "./cli.js";
+import { main } from "./cli/main.js";
 
 // A reader that goes away (`… | head`) is not an error of ours: stop quietly, as other tools do.
 for (const stream of [process.stdout, process.stderr]) {
@@ -24,7 +24,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     // A second signal means "now": end every hook's process group (they live in their own groups,
     // so nothing else would), then go.
     if (stops > 1) {
-      void import("./run.js")
+      void import("./runner/run.js")
         .then((run) => run.terminateAllRuns())
         .finally(() => process.exit(130));
     }

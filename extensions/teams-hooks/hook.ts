@@ -17,9 +17,9 @@
  * Imports only contract.ts: this module ships to hooks on their own, far from the leader.
  */
 import { readFile } from "node:fs/promises";
-import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument } from "./contract.js";
+import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument } from "./contract/contract.js";
 
-export type { ContextDocument } from "./contract.js";
+export type { ContextDocument } from "./contract/contract.js";
 
 /** Where a context document was read from. */
 export type ContextChannel = "stdin" | "file" | "env";

@@ -9,9 +9,9 @@
  * and config.json, exactly as for `pi-teams-hooks watch`.
  */
 import path from "node:path";
-import { describeError } from "./errors.js";
-import { Leader, type LeaderNotice } from "./leader.js";
-import { resolveTeamSetup } from "./team-setup.js";
+import { describeError } from "./contract/errors.js";
+import { Leader, type LeaderNotice } from "./leader/leader.js";
+import { resolveTeamSetup } from "./team/setup.js";
 
 interface PiContext {
   ui?: { notify?: (message: string, level: "info" | "warning" | "error") => void };

@@ -12,7 +12,7 @@ import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { HOOK_CONTRACT_VERSION, type ContextDocument } from "../../extensions/teams-hooks/contract.js";
+import { HOOK_CONTRACT_VERSION, type ContextDocument } from "../../extensions/teams-hooks/contract/contract.js";
 import { HookContextError, parseHookContext, readHookContext, type StdinLike } from "../../extensions/teams-hooks/hook.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
 

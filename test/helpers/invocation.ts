@@ -2,7 +2,7 @@
  * A realistic HookInvocation for tests: a completed task of a small team, with overrides for the
  * fields a test is about.
  */
-import type { HookEventName, HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
+import type { HookEventName, HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
 
 export interface InvocationOverrides {
   event?: HookEventName;

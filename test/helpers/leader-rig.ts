@@ -19,7 +19,7 @@
  * `npm run build` when the sources changed since it was built, under a lock so that parallel test
  * files build once. CI's `npm ci` has built it already (`prepare`).
  */
-import type { EventReport } from "../../extensions/teams-hooks/leader.js";
+import type { EventReport } from "../../extensions/teams-hooks/leader/leader.js";
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
@@ -28,8 +28,8 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type TestContext, afterEach, beforeAll } from "vitest";
-import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract.js";
-import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/hook-log.js";
+import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { type TempTeam, type TempTeamOptions, makeTempTeam } from "./temp-team.js";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -238,7 +238,7 @@ const SOURCE_DIR = path.join(REPO_ROOT, "extensions", "teams-hooks");
 const STAMP_FILE = path.join(REPO_ROOT, "node_modules", ".cache", "pi-teams-hooks-leader-rig", `${createHash("sha256").update(REPO_ROOT).digest("hex").slice(0, 16)}.sha256`);
 
 async function sourceNames(): Promise<string[]> {
-  return (await readdir(SOURCE_DIR)).filter((n) => n.endsWith(".ts") && !n.endsWith(".d.ts")).sort();
+  return (await readdir(SOURCE_DIR, { recursive: true })).filter((n) => n.endsWith(".ts") && !n.endsWith(".d.ts")).sort();
 }
 
 async function sourcesHash(): Promise<string> {

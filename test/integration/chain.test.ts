@@ -8,10 +8,10 @@ import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises"
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { compareNames, discoverChain, teamHooksDir, type ChainDiscovery } from "../../extensions/teams-hooks/chain.js";
-import { main, type CliIo } from "../../extensions/teams-hooks/cli.js";
-import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
-import { diagnose } from "../../extensions/teams-hooks/doctor.js";
+import { compareNames, discoverChain, teamHooksDir, type ChainDiscovery } from "../../extensions/teams-hooks/runner/chain.js";
+import { main, type CliIo } from "../../extensions/teams-hooks/cli/main.js";
+import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
+import { diagnose } from "../../extensions/teams-hooks/doctor/diagnose.js";
 
 const isRoot = process.getuid?.() === 0;
 const BASE_ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };

@@ -7,9 +7,9 @@ import { copyFile, mkdir, utimes, writeFile } from "node:fs/promises";
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { main, type CliIo } from "../../extensions/teams-hooks/cli.js";
-import { diagnose, type Check, type DoctorReport, type EventHookReport } from "../../extensions/teams-hooks/doctor.js";
-import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
+import { main, type CliIo } from "../../extensions/teams-hooks/cli/main.js";
+import { diagnose, type Check, type DoctorReport, type EventHookReport } from "../../extensions/teams-hooks/doctor/diagnose.js";
+import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 
 const EXAMPLES = path.resolve("hooks");

@@ -6,9 +6,9 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
-import { listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
-import type { HookLogRecord } from "../../extensions/teams-hooks/hook-log.js";
+import type { HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import { listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import type { HookLogRecord } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { compileModules } from "../fixtures/workers/modules.js";
 
 const START = "2024-05-01T12:34:56.789Z";
@@ -96,10 +96,10 @@ describe("writeHookLog", () => {
 
   it("never overwrites across processes: 4 node processes × 50 logs released at once", async () => {
     const team = await tempTeam();
-    const modules = await compileModules(["hook-log"]);
+    const modules = await compileModules(["runner/hook-log"]);
     cleanups.push(modules.dir);
     const outDir = modules.dir;
-    const moduleUrl = pathToFileURL(path.join(outDir, "hook-log.js")).href;
+    const moduleUrl = pathToFileURL(path.join(outDir, "runner/hook-log.js")).href;
     // Each child loads the module, says "ready", then writes all its logs at once when told "go".
     const script = `import { writeHookLog } from ${JSON.stringify(moduleUrl)};
       const [team, who, recordJson] = process.argv.slice(1);

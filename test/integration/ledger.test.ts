@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Ledger, ledgerFile } from "../../extensions/teams-hooks/ledger.js";
+import { Ledger, ledgerFile } from "../../extensions/teams-hooks/leader/ledger.js";
 
 const dirs: string[] = [];
 function tempTeam(): string {

@@ -3,8 +3,8 @@ import { mkdtemp, readFile, readdir, rm, utimes, writeFile } from "node:fs/promi
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { isHooksError } from "../../extensions/teams-hooks/errors.js";
-import { inspectLock, withLock } from "../../extensions/teams-hooks/lock.js";
+import { isHooksError } from "../../extensions/teams-hooks/contract/errors.js";
+import { inspectLock, withLock } from "../../extensions/teams-hooks/team/lock.js";
 import { compileModules, runWorker, startWorker, type CompiledModules, type WorkerRun } from "../fixtures/workers/modules.js";
 
 let modules: CompiledModules;
@@ -12,7 +12,7 @@ let dir: string;
 const live: WorkerRun[] = [];
 
 beforeAll(async () => {
-  modules = await compileModules(["lock"]);
+  modules = await compileModules(["team/lock"]);
 });
 afterAll(async () => {
   await modules.cleanup();

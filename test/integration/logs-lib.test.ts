@@ -5,13 +5,13 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
-import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
-import { type LogFilter, parseAge, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs-filter.js";
-import { followLogs } from "../../extensions/teams-hooks/logs-follow.js";
-import { percentile } from "../../extensions/teams-hooks/logs-stats.js";
-import { taskIdOf } from "../../extensions/teams-hooks/logs-record.js";
-import { type LogRow, listLogFiles, lookupLog, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs.js";
+import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
+import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type LogFilter, parseAge, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs/filter.js";
+import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
+import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
+import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
+import { type LogRow, listLogFiles, lookupLog, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
 import { makeRunResult } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 

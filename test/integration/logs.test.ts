@@ -3,10 +3,10 @@
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HookEventName } from "../../extensions/teams-hooks/contract.js";
-import { main } from "../../extensions/teams-hooks/cli.js";
-import type { CliIo } from "../../extensions/teams-hooks/cli-io.js";
-import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/hook-log.js";
+import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
+import { main } from "../../extensions/teams-hooks/cli/main.js";
+import type { CliIo } from "../../extensions/teams-hooks/cli/io.js";
+import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];

@@ -1,8 +1,8 @@
 import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { MailboxMessage } from "../../extensions/teams-hooks/contract.js";
-import { appendMessage, markRead, readInbox } from "../../extensions/teams-hooks/mailbox.js";
+import type { MailboxMessage } from "../../extensions/teams-hooks/contract/contract.js";
+import { appendMessage, markRead, readInbox } from "../../extensions/teams-hooks/team/mailbox.js";
 import { makeMessage, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
 
@@ -10,7 +10,7 @@ let modules: CompiledModules;
 const teams: TempTeam[] = [];
 
 beforeAll(async () => {
-  modules = await compileModules(["mailbox"]);
+  modules = await compileModules(["team/mailbox"]);
 });
 afterAll(async () => {
   await modules.cleanup();

@@ -8,11 +8,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract.js";
-import { taskEvent } from "../../extensions/teams-hooks/events.js";
-import { invokeEvent } from "../../extensions/teams-hooks/invoke.js";
-import { DEFAULT_POLICY } from "../../extensions/teams-hooks/options.js";
-import { readTask } from "../../extensions/teams-hooks/tasks.js";
+import type { TeamIdentity } from "../../extensions/teams-hooks/contract/contract.js";
+import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
+import { invokeEvent } from "../../extensions/teams-hooks/leader/invoke.js";
+import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
+import { readTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const T1 = "2026-12-02T10:00:00.000Z";

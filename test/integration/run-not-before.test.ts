@@ -7,10 +7,10 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { HookCommand } from "../../extensions/teams-hooks/contract.js";
-import { listHookLogs } from "../../extensions/teams-hooks/hook-log.js";
-import { invokeEvent } from "../../extensions/teams-hooks/invoke.js";
-import { runHook } from "../../extensions/teams-hooks/run.js";
+import type { HookCommand } from "../../extensions/teams-hooks/contract/contract.js";
+import { listHookLogs } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { invokeEvent } from "../../extensions/teams-hooks/leader/invoke.js";
+import { runHook } from "../../extensions/teams-hooks/runner/run.js";
 import { makeInvocation } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
 

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { TeamSources } from "../../extensions/teams-hooks/sources.js";
+import { TeamSources } from "../../extensions/teams-hooks/leader/sources.js";
 import { taskJson } from "../helpers/leader-rig.js";
 
 const root = mkdtempSync(path.join(os.tmpdir(), "sources-read-"));

@@ -1,9 +1,9 @@
 import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Task } from "../../extensions/teams-hooks/contract.js";
-import { writeJsonAtomic } from "../../extensions/teams-hooks/json-file.js";
-import { createTask, listTaskFiles, readAllTasks, readTask, updateTask } from "../../extensions/teams-hooks/tasks.js";
+import type { Task } from "../../extensions/teams-hooks/contract/contract.js";
+import { writeJsonAtomic } from "../../extensions/teams-hooks/team/json-file.js";
+import { createTask, listTaskFiles, readAllTasks, readTask, updateTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
 
@@ -11,7 +11,7 @@ let modules: CompiledModules;
 const teams: TempTeam[] = [];
 
 beforeAll(async () => {
-  modules = await compileModules(["tasks"]);
+  modules = await compileModules(["team/tasks"]);
 });
 afterAll(async () => {
   await modules.cleanup();

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadTeamConfig, updateHooksConfig } from "../../extensions/teams-hooks/team-config.js";
+import { loadTeamConfig, updateHooksConfig } from "../../extensions/teams-hooks/team/config.js";
 import { makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];

@@ -1,7 +1,9 @@
 /**
- * The module map of docs/architecture.md, enforced: imports go one way (a module imports only from
- * lower layers, plus the leaves errors.ts and contract.ts; `import type` may also look sideways), and
- * each third-party package that touches the outside world has one importer.
+ * The module map of docs/architecture.md, enforced per folder: a folder imports only the folders its
+ * rule names (modules of one folder import each other freely, without cycles), the pure folders do no
+ * I/O of their own, each package that touches the outside world is imported by one folder only, and
+ * nothing imports the four entry files at the top. A new module needs no edit here unless it breaks
+ * a rule; a new folder needs a rule.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -9,79 +11,146 @@ import { describe, expect, it } from "vitest";
 
 const SRC = path.resolve("extensions/teams-hooks");
 
-const LAYERS: Readonly<Record<string, number>> = {
-  errors: 0, contract: 0, paths: 0, events: 0, capture: 0, queue: 0, messages: 0, verdict: 0,
-  "json-file": 0.5, options: 1, lock: 1, terminate: 1, watch: 1, "hooks-config": 1.5,
-  policy: 2, tasks: 2, mailbox: 2, "team-config": 2, "sent-log": 2, discover: 2, chain: 2.5, run: 2, "hook-log": 2, ledger: 2, "leader-lock": 2, hook: 2,
-  "logs-record": 2.2, "logs-filter": 2.4, "logs-format": 2.4, "logs-stats": 2.6, "logs-follow": 3.5,
-  remediate: 3, sources: 3, "team-setup": 3, "doctor-hooks": 3, logs: 3, trust: 3,
-  invoke: 4, doctor: 4,
-  leader: 5,
-  "cli-io": 5, "cli-help": 6, "cli-run": 6, "cli-watch": 6, "cli-demo": 6, "cli-doctor": 6, "cli-init": 6, "cli-policy": 6, "cli-schema": 6, "cli-logs": 6, "cli-trust": 6, "text-diff": 0,
-  cli: 7,
-  bin: 8, api: 8, index: 8,
+/** Each folder and the folders it may import, lowest first. */
+const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
+  contract: [],
+  text: ["contract"],
+  settings: ["contract", "text"],
+  team: ["contract", "text", "settings"],
+  runner: ["contract", "text", "settings", "team"],
+  policy: ["contract", "text", "settings", "team"],
+  logs: ["contract", "text", "settings", "team", "runner"],
+  doctor: ["contract", "text", "settings", "team", "runner"],
+  leader: ["contract", "text", "settings", "team", "runner", "policy"],
+  cli: ["contract", "text", "settings", "team", "runner", "policy", "logs", "doctor", "leader"],
 };
-const LEAVES = new Set(["errors", "contract"]);
-const PURE = ["errors", "contract", "paths", "events", "capture", "queue", "messages", "policy", "verdict", "text-diff"];
-const SOLE_IMPORTER: Readonly<Record<string, string>> = { execa: "run", "tree-kill": "terminate", chokidar: "watch" };
+/** The entry files: the pi extension, the library, the command, the helper gates import. */
+const ENTRY_FILES = ["api.ts", "bin.ts", "hook.ts", "index.ts"];
+/** No file system, processes or network of their own: what they need is passed in, or done through team/. */
+const PURE = ["contract", "text", "settings", "policy"];
+const IO = /^(node:)?(fs|fs\/promises|child_process|net|http|https|dgram|worker_threads)$|^(fs-extra|execa|chokidar|tree-kill)(\/|$)/;
+/** Packages only one folder may import. */
+const OWNED_BY: Readonly<Record<string, string>> = { execa: "runner", "tree-kill": "runner", chokidar: "team" };
+const MAX_MODULES_PER_FOLDER = 12;
+const MAX_LINES_PER_MODULE = 400;
 
 interface Import {
+  /** Path of the importing module under SRC, e.g. `leader/invoke.ts`. */
   from: string;
   spec: string;
+  /** For relative imports: the imported module under SRC, e.g. `runner/run.ts`. */
+  target: string | null;
   typeOnly: boolean;
 }
 
 function modules(): string[] {
-  return fs.readdirSync(SRC).filter((f) => f.endsWith(".ts")).map((f) => f.slice(0, -3)).sort();
+  return (fs.readdirSync(SRC, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => f.split(path.sep).join("/")).sort();
 }
 
-function importsOf(name: string): Import[] {
-  const text = fs.readFileSync(path.join(SRC, `${name}.ts`), "utf8");
+function folderOf(module: string): string | null {
+  return module.includes("/") ? (module.split("/")[0] ?? null) : null;
+}
+
+function importsOf(module: string): Import[] {
+  const text = fs.readFileSync(path.join(SRC, module), "utf8");
   const found: Import[] = [];
-  for (const match of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+"([^"]+)"/gms)) {
-    found.push({ from: name, spec: match[3] ?? "", typeOnly: Boolean(match[2]) });
-  }
-  for (const match of text.matchAll(/import\("([^"]+)"\)/g)) found.push({ from: name, spec: match[1] ?? "", typeOnly: false });
+  const add = (spec: string, typeOnly: boolean): void => {
+    const target = spec.startsWith(".") ? path.posix.join(path.posix.dirname(module), spec).replace(/\.js$/, ".ts") : null;
+    found.push({ from: module, spec, target, typeOnly });
+  };
+  for (const match of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+"([^"]+)"/gms)) add(match[3] ?? "", Boolean(match[2]));
+  for (const match of text.matchAll(/import\("([^"]+)"\)/g)) add(match[1] ?? "", false);
   return found;
 }
 
 describe("architecture", () => {
-  it("every module has a layer", () => {
-    expect(modules().filter((m) => !(m in LAYERS))).toEqual([]);
+  const all = modules();
+
+  it("every module sits in a folder that has a rule, or is one of the entry files", () => {
+    const stray = all.filter((m) => {
+      const folder = folderOf(m);
+      return folder === null ? !ENTRY_FILES.includes(m) : !(folder in MAY_IMPORT) || m.split("/").length > 2;
+    });
+    expect(stray).toEqual([]);
   });
 
-  it("imports go one way", () => {
+  it("a folder imports only the folders its rule names, and nothing imports an entry file", () => {
     const wrong: string[] = [];
-    for (const name of modules()) {
-      for (const imp of importsOf(name)) {
-        if (!imp.spec.startsWith("./")) continue;
-        const target = imp.spec.replace(/^\.\//, "").replace(/\.js$/, "");
-        const [own, theirs] = [LAYERS[name] ?? -1, LAYERS[target] ?? 99];
-        const ok = LEAVES.has(target) || theirs < own || (imp.typeOnly && theirs <= own);
-        if (!ok) wrong.push(`${name} (L${own}) imports ${target} (L${theirs})`);
+    for (const module of all) {
+      const own = folderOf(module);
+      for (const imp of importsOf(module)) {
+        if (imp.target === null) continue;
+        const theirs = folderOf(imp.target);
+        if (theirs === null) {
+          if (imp.target !== module) wrong.push(`${module} imports the entry file ${imp.target}`);
+        } else if (own !== null && own !== theirs && !(MAY_IMPORT[own] ?? []).includes(theirs)) {
+          wrong.push(`${module} imports ${imp.target} (${own}/ may import ${(MAY_IMPORT[own] ?? []).join(", ") || "nothing"})`);
+        }
       }
     }
     expect(wrong).toEqual([]);
   });
 
-  it("relative imports name their .js file", () => {
-    const wrong = modules().flatMap((name) => importsOf(name).filter((i) => i.spec.startsWith(".") && !i.spec.endsWith(".js")).map((i) => `${name}: ${i.spec}`));
+  it("the folders' rules go one way (a folder may import only folders listed before it)", () => {
+    const order = Object.keys(MAY_IMPORT);
+    const wrong = order.flatMap((folder, i) => (MAY_IMPORT[folder] ?? []).filter((dep) => order.indexOf(dep) < 0 || order.indexOf(dep) >= i).map((dep) => `${folder} → ${dep}`));
     expect(wrong).toEqual([]);
   });
 
-  it.each(Object.entries(SOLE_IMPORTER))("only %s's one module imports it", (pkg, owner) => {
-    const importers = modules().filter((name) => importsOf(name).some((i) => i.spec === pkg || i.spec.startsWith(`${pkg}/`)));
-    expect(importers).toEqual([owner]);
+  it("no module imports itself through a cycle", () => {
+    const edges = new Map(all.map((m) => [m, importsOf(m).flatMap((i) => (i.target && i.target !== m ? [i.target] : []))]));
+    const cycles: string[] = [];
+    const state = new Map<string, "open" | "done">();
+    const visit = (m: string, trail: string[]): void => {
+      if (state.get(m) === "done") return;
+      if (state.get(m) === "open") {
+        cycles.push([...trail.slice(trail.indexOf(m)), m].join(" → "));
+        return;
+      }
+      state.set(m, "open");
+      for (const next of edges.get(m) ?? []) visit(next, [...trail, m]);
+      state.set(m, "done");
+    };
+    for (const m of all) visit(m, []);
+    expect(cycles).toEqual([]);
   });
 
-  it.each(PURE)("%s does no I/O", (name) => {
-    const io = importsOf(name).filter((i) => !i.typeOnly && /^(node:)?(fs|fs\/promises|child_process|net|http|https)$|^(fs-extra|execa|chokidar|tree-kill)$/.test(i.spec));
-    expect(io.map((i) => i.spec)).toEqual([]);
+  it("relative imports name a .js file that exists", () => {
+    const wrong = all.flatMap((m) =>
+      importsOf(m)
+        .filter((i) => i.target !== null && (!i.spec.endsWith(".js") || !fs.existsSync(path.join(SRC, i.target))))
+        .map((i) => `${m}: ${i.spec}`),
+    );
+    expect(wrong).toEqual([]);
+  });
+
+  it.each(Object.entries(OWNED_BY))("only one folder imports %s: %s/", (pkg, owner) => {
+    const importers = all.filter((m) => importsOf(m).some((i) => i.spec === pkg || i.spec.startsWith(`${pkg}/`)));
+    expect(importers.length).toBeGreaterThan(0);
+    expect(importers.filter((m) => folderOf(m) !== owner)).toEqual([]);
+  });
+
+  it.each(PURE)("%s/ does no I/O of its own", (folder) => {
+    const inFolder = all.filter((m) => folderOf(m) === folder);
+    expect(inFolder.length).toBeGreaterThan(0);
+    const io = inFolder.flatMap((m) => importsOf(m).filter((i) => !i.typeOnly && IO.test(i.spec)).map((i) => `${m}: ${i.spec}`));
+    expect(io).toEqual([]);
   });
 
   it("no console outside the command line", () => {
-    const offenders = modules().filter((name) => !name.startsWith("cli") && name !== "bin" && /\bconsole\.\w+\(/.test(fs.readFileSync(path.join(SRC, `${name}.ts`), "utf8")));
+    const offenders = all.filter((m) => folderOf(m) !== "cli" && m !== "bin.ts" && /\bconsole\.\w+\(/.test(fs.readFileSync(path.join(SRC, m), "utf8")));
     expect(offenders).toEqual([]);
+  });
+
+  it(`no folder holds more than ${MAX_MODULES_PER_FOLDER} modules`, () => {
+    const counts = new Map<string, number>();
+    for (const m of all) counts.set(folderOf(m) ?? ".", (counts.get(folderOf(m) ?? ".") ?? 0) + 1);
+    expect([...counts].filter(([, n]) => n > MAX_MODULES_PER_FOLDER).map(([f, n]) => `${f}: ${n}`)).toEqual([]);
+  });
+
+  it(`no module is longer than ${MAX_LINES_PER_MODULE} lines`, () => {
+    const long = all.map((m) => [m, fs.readFileSync(path.join(SRC, m), "utf8").split("\n").length - 1] as const).filter(([, n]) => n > MAX_LINES_PER_MODULE);
+    expect(long.map(([m, n]) => `${m}: ${n}`)).toEqual([]);
   });
 
   it("pi loads only index.ts: no other TypeScript file sits directly in extensions/", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { headCapture } from "../../extensions/teams-hooks/capture.js";
+import { headCapture } from "../../extensions/teams-hooks/runner/capture.js";
 
 /** Feeds `text` as UTF-8 split at every `size` bytes (so multi-byte characters straddle chunks). */
 function feed(limit: number, text: string | Buffer, size: number): ReturnType<ReturnType<typeof headCapture>["result"]> {

@@ -11,7 +11,7 @@ import {
   type Task,
   truncateText,
   utf8Length,
-} from "../../extensions/teams-hooks/contract.js";
+} from "../../extensions/teams-hooks/contract/contract.js";
 
 const ELLIPSIS = "\u2026";
 

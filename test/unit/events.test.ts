@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { IdleNotification, Task } from "../../extensions/teams-hooks/contract.js";
-import { idleEvents, parseIdleText, taskEvent } from "../../extensions/teams-hooks/events.js";
+import type { IdleNotification, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import { idleEvents, parseIdleText, taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 
 function task(overrides: Partial<Task> = {}): Task {
   return {

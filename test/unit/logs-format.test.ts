@@ -1,10 +1,10 @@
 // The pure text and name helpers of `logs` that were rewritten for speed or copied to keep zod out of
 // the command's start-up: each is checked against the original it replaces, on awkward input.
 import { describe, expect, it } from "vitest";
-import { HOOK_EVENTS, truncateText as contractTruncate } from "../../extensions/teams-hooks/contract.js";
-import { parseLogName } from "../../extensions/teams-hooks/logs-filter.js";
-import { firstLine, formatDuration, oneLine, truncateText } from "../../extensions/teams-hooks/logs-format.js";
-import { formatDuration as messagesFormatDuration } from "../../extensions/teams-hooks/messages.js";
+import { HOOK_EVENTS, truncateText as contractTruncate } from "../../extensions/teams-hooks/contract/contract.js";
+import { parseLogName } from "../../extensions/teams-hooks/logs/filter.js";
+import { firstLine, formatDuration, oneLine, truncateText } from "../../extensions/teams-hooks/logs/format.js";
+import { formatDuration as messagesFormatDuration } from "../../extensions/teams-hooks/text/messages.js";
 
 const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
 /** The versions before the rewrite, verbatim. */

@@ -5,9 +5,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { HOOK_EVENTS, HookInvocationSchema, RunResultSchema, TaskSchema } from "../../extensions/teams-hooks/contract.js";
-import { HookLogRecordSchema } from "../../extensions/teams-hooks/hook-log.js";
-import { CHECKED_KEYS, LOG_EVENTS, checkLogRecord } from "../../extensions/teams-hooks/logs-record.js";
+import { HOOK_EVENTS, HookInvocationSchema, RunResultSchema, TaskSchema } from "../../extensions/teams-hooks/contract/contract.js";
+import { HookLogRecordSchema } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { CHECKED_KEYS, LOG_EVENTS, checkLogRecord } from "../../extensions/teams-hooks/logs/record.js";
 import { makeRunResult } from "../helpers/invocation.js";
 
 const task = {
@@ -204,7 +204,10 @@ function loadedModules(start: string): Set<string> {
     seen.add(name);
     if (!name.startsWith("./")) return;
     const text = fs.readFileSync(path.join(dir, name.replace(/\.js$/, ".ts")), "utf8");
-    for (const m of text.matchAll(/^(?:import|export)\s+(?!type\s)[^;]*?from\s+"([^"]+)"/gms)) visit(m[1] ?? "");
+    for (const m of text.matchAll(/^(?:import|export)\s+(?!type\s)[^;]*?from\s+"([^"]+)"/gms)) {
+      const spec = m[1] ?? "";
+      visit(spec.startsWith(".") ? `./${path.posix.join(path.posix.dirname(name), spec)}` : spec);
+    }
   };
   visit(start);
   return seen;
@@ -213,8 +216,8 @@ function loadedModules(start: string): Set<string> {
 describe("the logs command's start-up", () => {
   // zod and the contract's schemas cost a fresh process about 150 ms (docs/logs.md, "Performance").
   it("loads neither zod nor the modules that import it", () => {
-    const loaded = [...loadedModules("./cli-logs.js")];
-    expect(loaded.filter((m) => m === "zod" || m === "./contract.js" || m === "./hook-log.js" || m === "./messages.js" || m === "./cli-io.js")).toEqual([]);
-    expect(loaded).toContain("./logs.js");
+    const loaded = [...loadedModules("./cli/logs.js")];
+    expect(loaded.filter((m) => m === "zod" || m === "./contract/contract.js" || m === "./runner/hook-log.js" || m === "./text/messages.js" || m === "./cli/io.js")).toEqual([]);
+    expect(loaded).toContain("./logs/query.js");
   });
 });

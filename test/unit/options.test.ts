@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { HooksError } from "../../extensions/teams-hooks/errors.js";
-import { DEFAULT_POLICY, resolvePolicy, resolveTimeoutMs } from "../../extensions/teams-hooks/options.js";
-import type { PolicyFlags, ResolvePolicyInput } from "../../extensions/teams-hooks/options.js";
+import { HooksError } from "../../extensions/teams-hooks/contract/errors.js";
+import { DEFAULT_POLICY, resolvePolicy, resolveTimeoutMs } from "../../extensions/teams-hooks/settings/options.js";
+import type { PolicyFlags, ResolvePolicyInput } from "../../extensions/teams-hooks/settings/options.js";
 
 type Env = Record<string, string | undefined>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isSafeName, sanitizeName } from "../../extensions/teams-hooks/paths.js";
+import { isSafeName, sanitizeName } from "../../extensions/teams-hooks/team/paths.js";
 
 describe("isSafeName: a name that names a file of its own", () => {
   it.each([

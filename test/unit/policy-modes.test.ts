@@ -1,7 +1,7 @@
 /** Issue 5 in the policy: verdicts in the summary and metadata, and what a hook error counts as. */
 import { describe, expect, it } from "vitest";
-import type { RunResult, Task } from "../../extensions/teams-hooks/contract.js";
-import { countsAsPass, decide, type DecideInput } from "../../extensions/teams-hooks/policy.js";
+import type { RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import { countsAsPass, decide, type DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
 
 function result(over: Partial<RunResult>): RunResult {
   return {

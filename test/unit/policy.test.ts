@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { gateName, type ChainHook } from "../../extensions/teams-hooks/chain.js";
-import type { FailureAction, FollowupOwner, HookEventName, RunResult, Task } from "../../extensions/teams-hooks/contract.js";
-import type { EffectivePolicy } from "../../extensions/teams-hooks/options.js";
-import { decide, describeFailure } from "../../extensions/teams-hooks/policy.js";
-import type { DecideInput, RemediationPlan } from "../../extensions/teams-hooks/policy.js";
+import { gateName, type ChainHook } from "../../extensions/teams-hooks/runner/chain.js";
+import type { FailureAction, FollowupOwner, HookEventName, RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { decide, describeFailure } from "../../extensions/teams-hooks/policy/decide.js";
+import type { DecideInput, RemediationPlan } from "../../extensions/teams-hooks/policy/decide.js";
 
 const NOW = "2025-03-01T12:00:00.000Z";
 const KEY = "task_completed:3:2025-03-01T11:59:00.000Z";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createKeyedQueue } from "../../extensions/teams-hooks/queue.js";
+import { createKeyedQueue } from "../../extensions/teams-hooks/leader/queue.js";
 
 function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve = (): void => {};

@@ -6,8 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { SCHEMA_NAMES, schemaJson } from "../../extensions/teams-hooks/cli-schema.js";
-import { buildContextDocument, type HookInvocation } from "../../extensions/teams-hooks/contract.js";
+import { SCHEMA_NAMES, schemaJson } from "../../extensions/teams-hooks/cli/schema.js";
+import { buildContextDocument, type HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
 
 const DOCS = path.resolve("docs/schema");
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeInvalidVerdict, readVerdict } from "../../extensions/teams-hooks/verdict.js";
+import { describeInvalidVerdict, readVerdict } from "../../extensions/teams-hooks/contract/verdict.js";
 
 describe("readVerdict", () => {
   it.each([

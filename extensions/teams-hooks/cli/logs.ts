@@ -1,0 +1,264 @@
+/**
+ * `pi-teams-hooks logs [show <id> | stats | prune]`: the hook logs of a team, as a table, NDJSON, one
+ * log in full, stats, or pruned. Parses flags and prints; the logs*.ts modules do the work. Nothing
+ * it loads up front imports zod (see logs-record.ts): `show` and files that need the schema load it.
+ */
+import type { CliIo, FlagValue, ParsedArgs } from "./io.js";
+import type { HookEventName } from "../contract/contract.js";
+import { HooksError } from "../contract/errors.js";
+import type { HookLogProblem } from "../runner/hook-log.js";
+import { type LogFilter, parseTimeBound } from "../logs/filter.js";
+import { FOLLOW_WIDTHS, TABLE_HEADER, columnWidths, formatShow, jsonLine, rowCells, tableLine } from "../logs/format.js";
+import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "../logs/record.js";
+import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
+import { type LogRow, findLog, listedNames, pruneLogs, queryLogs, resolveLogsTeamDir, streamLogs } from "../logs/query.js";
+import { hookLogsDir } from "../team/paths.js";
+
+const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
+type Subcommand = (typeof SUBCOMMANDS)[number];
+
+const TEAM = ["team-dir", "team", "json"];
+const FILTERS = ["event", "task", "member", "outcome", "since", "limit"];
+/** The flags each subcommand takes; any other is a usage error naming it. */
+const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
+  list: [...TEAM, ...FILTERS, "follow"],
+  show: TEAM,
+  stats: [...TEAM, ...FILTERS],
+  prune: [...TEAM, "keep", "older-than", "dry-run"],
+};
+
+const DEFAULT_LIMIT = 50;
+/** `--json` is written in chunks of about this many characters (UTF-16: twice as many bytes). */
+const JSON_CHUNK_CHARS = 16 * 1024;
+
+export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const [first, ...rest] = args.positionals;
+  const sub: Subcommand = first === undefined ? "list" : isSubcommand(first) ? first : usage(`unknown subcommand "${first}" (logs, logs show <id>, logs stats, logs prune)`);
+  const v = args.values;
+  for (const [flag, value] of Object.entries(v)) {
+    if (value === undefined || flag === "help" || ACCEPTS[sub].includes(flag)) continue;
+    const where = (Object.keys(ACCEPTS) as Subcommand[]).filter((s) => ACCEPTS[s].includes(flag)).map(commandName);
+    usage(`--${flag} does not apply to ${commandName(sub)}${where.length > 0 ? ` (only to ${where.join(", ")})` : ""}`);
+  }
+  if (sub === "show") {
+    if (rest.length !== 1) usage(rest.length === 0 ? "logs show needs the log's <id>: its file name, its stem, or a unique prefix or suffix" : `unexpected argument "${rest[1] ?? ""}"`);
+  } else if (rest.length > 0) {
+    usage(`unexpected argument "${rest[0] ?? ""}"`);
+  }
+
+  const now = Date.now();
+  // Flags first, so that a bad flag is reported before a missing team dir.
+  const filter = sub === "list" || sub === "stats" ? parseFilter(v, now) : {};
+  const limitFlag = wholeNumber(v.limit, "--limit", sub === "list" ? DEFAULT_LIMIT : 0, 0);
+  const limit = limitFlag === 0 ? undefined : limitFlag;
+  const teamDir = await resolveLogsTeamDir({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const json = v.json === true;
+  const onProblem = (problem: HookLogProblem): void => io.stderr(`warning: ${problem.message}\n`);
+
+  switch (sub) {
+    case "list":
+      return list(teamDir, { filter, limit, json, follow: v.follow === true, onProblem }, io);
+    case "show":
+      return show(teamDir, rest[0] ?? "", json, io);
+    case "stats": {
+      const { rows } = await queryLogs(teamDir, { filter, ...(limit === undefined ? {} : { limit }), onProblem }, (row) => statsSample(row.record));
+      const stats = computeStats(rows);
+      if (json) io.stdout(stats.map(statsJsonLine).join(""));
+      else io.stdout(stats.length > 0 ? formatStats(stats) : `no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}\n`);
+      return 0;
+    }
+    case "prune":
+      return prune(teamDir, v, now, json, io);
+  }
+}
+
+async function list(
+  teamDir: string,
+  opts: { filter: LogFilter; limit: number | undefined; json: boolean; follow: boolean; onProblem: (p: HookLogProblem) => void },
+  io: CliIo,
+): Promise<number> {
+  const { json, follow } = opts;
+  // Names listed before the query, so that a log landing during it is printed by the follow, not lost.
+  const seen = follow ? await listedNames(teamDir) : [];
+  const query = { filter: opts.filter, ...(opts.limit === undefined ? {} : { limit: opts.limit }), onProblem: opts.onProblem };
+  const shown: string[] = [];
+  let widths: number[] = []; // the table's, which follow keeps widening
+  if (json) {
+    // Each line goes out as soon as its place is known (nothing holds 10,000 lines), in chunks: one
+    // write per chunk, not per line. Joined, not concatenated: node encodes a string built by `+=`
+    // several times slower. Small: strings past V8's 128 KB regular-object limit made joining and
+    // writing 10,000 lines 8 times slower on the bench machine (docs/logs.md, "Performance").
+    let pending: string[] = [];
+    let size = 0;
+    const project = (row: LogRow): { name: string; line: string } => ({ name: row.name, line: jsonLine(row) });
+    await streamLogs(teamDir, query, project, ({ name, line }) => {
+      if (follow) shown.push(name);
+      pending.push(line);
+      size += line.length;
+      if (size >= JSON_CHUNK_CHARS) {
+        io.stdout(pending.join(""));
+        pending = [];
+        size = 0;
+      }
+    });
+    if (pending.length > 0) io.stdout(pending.join(""));
+  } else {
+    // Each match is kept as its table cells, not as its whole record.
+    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, cells: rowCells(row) }));
+    widths = columnWidths(
+      result.rows.map((r) => r.cells),
+      follow ? FOLLOW_WIDTHS : [],
+    );
+    for (const r of result.rows) shown.push(r.name);
+    if (result.rows.length > 0 || follow) {
+      io.stdout([TABLE_HEADER, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, widths)}\n`).join(""));
+    } else {
+      const none = result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
+      io.stdout(`${none} in ${hookLogsDir(teamDir)}\n`);
+    }
+    if (result.truncated) {
+      io.stderr(`(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, --limit 0 all)\n`);
+    }
+  }
+  if (!follow) return 0;
+
+  io.stderr(`following ${hookLogsDir(teamDir)}: new logs appear below (Ctrl-C to stop)\n`);
+  const printRow = (row: LogRow): void => {
+    if (json) {
+      io.stdout(jsonLine(row));
+      return;
+    }
+    const cells = rowCells(row);
+    widths = columnWidths([cells], widths);
+    io.stdout(`${tableLine(cells, widths)}\n`);
+  };
+  const { followLogs } = await import("../logs/follow.js"); // only --follow loads the watcher
+  await followLogs(teamDir, {
+    filter: opts.filter,
+    seen: [...seen, ...shown],
+    onRow: printRow,
+    onProblem: opts.onProblem,
+    onWarning: (message) => io.stderr(`warning: ${message}\n`),
+    stop: io.stopSignal,
+  });
+  return 0;
+}
+
+async function show(teamDir: string, id: string, json: boolean, io: CliIo): Promise<number> {
+  const found = await findLog(teamDir, id);
+  if (found.kind === "none") {
+    io.stderr(`pi-teams-hooks logs show: no hook log matches "${id}" in ${hookLogsDir(teamDir)}\n`);
+    return 1;
+  }
+  if (found.kind === "ambiguous") {
+    const shown = found.entries.slice(0, 20).map((e) => `  ${e.name}\n`).join("");
+    const more = found.entries.length > 20 ? `  … and ${found.entries.length - 20} more\n` : "";
+    io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.entries.length} logs; give more of the name:\n${shown}${more}`);
+    return 2;
+  }
+  const { readHookLog } = await import("../runner/hook-log.js");
+  const read = await readHookLog(found.entry.file);
+  if (!read.ok) {
+    io.stderr(`pi-teams-hooks logs show: ${read.problem.message}\n`);
+    return 1;
+  }
+  const row = { file: found.entry.file, name: found.entry.name, record: read.record };
+  io.stdout(json ? jsonLine(row) : formatShow(row));
+  return 0;
+}
+
+async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json: boolean, io: CliIo): Promise<number> {
+  const keepFlag = str(v.keep);
+  const olderFlag = str(v["older-than"]);
+  if (keepFlag === undefined && olderFlag === undefined) usage("logs prune needs --keep N or --older-than AGE (or both)");
+  const keep = keepFlag === undefined ? undefined : wholeNumber(keepFlag, "--keep", 0, 0);
+  const beforeMs = olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now);
+  const dryRun = v["dry-run"] === true;
+  const verb = dryRun ? "would remove" : "removed";
+  const result = await pruneLogs(teamDir, { ...(keep === undefined ? {} : { keep }), ...(beforeMs === undefined ? {} : { beforeMs }) }, {
+    dryRun,
+    onRemoved: (entry) => io.stdout(json ? `${JSON.stringify({ file: entry.file, removed: !dryRun })}\n` : `${verb} ${entry.name}\n`),
+  });
+  for (const failure of result.failed) io.stderr(`warning: ${failure.message}\n`);
+  if (!json) {
+    const foreign = result.foreign > 0 ? `; ${result.foreign} other .json file(s) left alone` : "";
+    io.stdout(`${verb} ${result.removed.length} hook log(s), ${dryRun ? "would keep" : "kept"} ${result.kept} in ${hookLogsDir(teamDir)}${foreign}${dryRun ? " (dry run: nothing removed)" : ""}\n`);
+  }
+  return result.failed.length > 0 ? 1 : 0;
+}
+
+function parseFilter(v: ParsedArgs["values"], now: number): LogFilter {
+  const filter: LogFilter = {};
+  const events = splitList(v.event, "--event");
+  if (events) {
+    for (const e of events) if (!(LOG_EVENTS as readonly string[]).includes(e)) usage(`--event "${e}" must be one of ${LOG_EVENTS.join(", ")}`);
+    filter.events = events as HookEventName[];
+  }
+  const outcomes = splitList(v.outcome, "--outcome")?.map((o) => (o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o));
+  if (outcomes) {
+    for (const o of outcomes) if (!(LOG_OUTCOMES as readonly string[]).includes(o)) usage(`--outcome "${o}" must be one of ${LOG_OUTCOMES.join(", ")}`);
+    filter.outcomes = outcomes as LogOutcome[];
+  }
+  const task = str(v.task)?.replace(/^#/, "");
+  if (task !== undefined) filter.taskId = nonEmpty(task, "--task");
+  const member = str(v.member);
+  if (member !== undefined) filter.member = nonEmpty(member, "--member");
+  const since = str(v.since);
+  if (since !== undefined) filter.sinceMs = timeFlag(since, "--since", now);
+  return filter;
+}
+
+/** `a,b` → `["a", "b"]`; undefined when the flag is absent. */
+function splitList(value: FlagValue, flag: string): string[] | undefined {
+  const raw = str(value);
+  if (raw === undefined) return undefined;
+  const items = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  return items.length > 0 ? items : usage(`${flag} must not be empty`);
+}
+
+function timeFlag(value: string, flag: string, now: number): number {
+  const ms = parseTimeBound(value, now);
+  return ms ?? usage(`${flag} "${value}" must be an age (30m, 2h, 3d, 1w) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`);
+}
+
+function describeFilter(filter: LogFilter): string {
+  const parts = [
+    ...(filter.events ? [`event ${filter.events.join("|")}`] : []),
+    ...(filter.taskId !== undefined ? [`task #${filter.taskId}`] : []),
+    ...(filter.member !== undefined ? [`member ${filter.member}`] : []),
+    ...(filter.outcomes ? [`outcome ${filter.outcomes.join("|")}`] : []),
+    ...(filter.sinceMs !== undefined ? [`since ${new Date(filter.sinceMs).toISOString()}`] : []),
+  ];
+  return parts.length > 0 ? ` (${parts.join(", ")})` : "";
+}
+
+function nonEmpty(value: string, flag: string): string {
+  return value.trim() === "" ? usage(`${flag} must not be empty`) : value;
+}
+
+function isSubcommand(value: string): value is Subcommand {
+  return (SUBCOMMANDS as readonly string[]).includes(value);
+}
+
+function commandName(sub: Subcommand): string {
+  return sub === "list" ? "logs" : `logs ${sub}`;
+}
+
+/** cli-io.ts `str`, here because importing cli-io.ts at run time loads zod (through messages.ts and contract.ts). */
+function str(value: FlagValue): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/** cli-io.ts `wholeNumber` (see `str`): `fallback` when absent; E_USAGE naming the flag when bad. */
+function wholeNumber(value: FlagValue, flag: string, fallback: number, min: number): number {
+  const raw = str(value);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new HooksError("E_USAGE", `${flag} "${raw}" must be a whole number ≥ ${min}`);
+  }
+  return Number(raw);
+}
+
+function usage(message: string): never {
+  throw new HooksError("E_USAGE", message);
+}

@@ -1,0 +1,151 @@
+/**
+ * The command line: parses arguments and calls the library. `main` never calls `process.exit` and
+ * never throws: it returns the exit code, mapped from error codes in one table.
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { type ErrorCode, HooksError, describeError, isHooksError } from "../contract/errors.js";
+import { commandHelp, mainHelp } from "./help.js";
+import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
+
+// Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
+// for execa. Start-up time is what a person waits for on every call.
+const runCommand: CommandFn = async (a, io) => (await import("./run.js")).runCommand(a, io);
+const watchCommand: CommandFn = async (a, io) => (await import("./watch.js")).watchCommand(a, io);
+const demoCommand: CommandFn = async (a, io) => (await import("./demo.js")).demoCommand(a, io);
+const doctorCommand: CommandFn = async (a, io) => (await import("./doctor.js")).doctorCommand(a, io);
+const initCommand: CommandFn = async (a, io) => (await import("./init.js")).initCommand(a, io);
+const policyCommand: CommandFn = async (a, io) => (await import("./policy.js")).policyCommand(a, io);
+const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
+const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
+const trustCommand: CommandFn = async (a, io) => (await import("./trust.js")).trustCommand(a, io);
+
+/** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
+const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
+  E_USAGE: 2,
+  E_TEAM_DIR: 2,
+  E_HOOKS_DIR: 2,
+  E_CONFIG: 2,
+  E_TASK: 2,
+  E_LOCK_TIMEOUT: 1,
+  E_IO: 1,
+  E_LEDGER: 1,
+  E_INTERNAL: 1,
+});
+
+
+const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["options"]>; run: CommandFn }>> = {
+  run: { options: runOptions(), run: runCommand },
+  watch: { options: watchOptions(), run: watchCommand },
+  demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
+  doctor: { options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
+  init: { options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: initCommand },
+  policy: {
+    options: {
+      "team-dir": { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
+      reset: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
+    },
+    run: policyCommand,
+  },
+  schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
+  trust: {
+    options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    run: trustCommand,
+  },
+  logs: {
+    options: {
+      "team-dir": { type: "string" }, team: { type: "string" }, event: { type: "string" }, task: { type: "string" }, member: { type: "string" },
+      outcome: { type: "string" }, since: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, follow: { type: "boolean", short: "f" },
+      keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, help: { type: "boolean", short: "h" },
+    },
+    run: logsCommand,
+  },
+};
+
+function teamOptions(): NonNullable<ParseArgsConfig["options"]> {
+  return {
+    "team-dir": { type: "string" },
+    "task-list": { type: "string" },
+    lead: { type: "string" },
+    "hooks-dir": { type: "string" },
+    cwd: { type: "string" },
+    "timeout-ms": { type: "string" },
+    "failure-action": { type: "string" },
+    "max-reopens": { type: "string" },
+    "followup-owner": { type: "string" },
+    "trust-changes": { type: "boolean" },
+    "allow-insecure-hooks": { type: "boolean" },
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  };
+}
+
+function runOptions(): NonNullable<ParseArgsConfig["options"]> {
+  return {
+    ...teamOptions(),
+    task: { type: "string" },
+    member: { type: "string" },
+    timestamp: { type: "string" },
+    "apply-policy": { type: "boolean" },
+  };
+}
+
+function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
+  return {
+    ...teamOptions(),
+    concurrency: { type: "string" },
+    inbox: { type: "string" },
+    "reconcile-ms": { type: "string" },
+    poll: { type: "boolean" },
+    "poll-interval-ms": { type: "string" },
+    "catch-up": { type: "boolean" },
+    once: { type: "boolean" },
+  };
+}
+
+export type { CliIo } from "./io.js";
+
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    const topic = name === "help" ? rest[0] : undefined;
+    io.stdout(topic && topic in COMMANDS ? commandHelp(topic) : mainHelp());
+    return 0;
+  }
+  if (name === "--version" || name === "-v") {
+    io.stdout(`${await packageVersion()}\n`);
+    return 0;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr(`pi-teams-hooks: unknown command "${name}" (commands: ${Object.keys(COMMANDS).join(", ")}; see --help)\n`);
+    return 2;
+  }
+  try {
+    let parsed: ParsedArgs;
+    try {
+      parsed = parseArgs({ args: [...rest], options: command.options, allowPositionals: true, strict: true });
+    } catch (error) {
+      throw new HooksError("E_USAGE", describeError(error).replace(/\. To specify .*$/s, ""), { cause: error });
+    }
+    if (parsed.values.help) {
+      io.stdout(commandHelp(name));
+      return 0;
+    }
+    return await command.run(parsed, io);
+  } catch (error) {
+    if (isHooksError(error)) {
+      io.stderr(`pi-teams-hooks ${name}: ${error.message}\n`);
+      if (error.code === "E_USAGE") io.stderr(`(see: pi-teams-hooks ${name} --help)\n`);
+      return EXIT_CODES[error.code];
+    }
+    io.stderr(`pi-teams-hooks ${name}: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return 1;
+  }
+}
+
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import("node:fs/promises");
+  const url = new URL("../../package.json", import.meta.url);
+  const pkg = JSON.parse(await readFile(url, "utf8")) as { version?: string };
+  return pkg.version ?? "unknown";
+}

@@ -1,0 +1,132 @@
+/**
+ * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
+ */
+import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent, type RunResult } from "../contract/contract.js";
+import { type CliIo, type ParsedArgs, str, teamSetupInput } from "./io.js";
+import { gateWarnings } from "../doctor/hooks.js";
+import { HooksError } from "../contract/errors.js";
+import { eventKey, taskEvent } from "../contract/events.js";
+import { readHookLog } from "../runner/hook-log.js";
+import { invokeEvent, type InvokeOutcome } from "../leader/invoke.js";
+import { eventLabel, formatDuration, unsafeName } from "../text/messages.js";
+import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
+import { readTask } from "../team/tasks.js";
+import { resolveTeamSetup } from "../team/setup.js";
+import { readTrust, type TrustRecord } from "../runner/trust.js";
+
+export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const v = args.values;
+  const [eventArg, ...extra] = args.positionals;
+  if (eventArg === undefined) throw new HooksError("E_USAGE", `missing <event> (one of ${HOOK_EVENTS.join(", ")})`);
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
+  const parsedEvent = HookEventNameSchema.safeParse(eventArg);
+  if (!parsedEvent.success) throw new HooksError("E_USAGE", `unknown event "${eventArg}" (one of ${HOOK_EVENTS.join(", ")})`);
+  const event: HookEventName = parsedEvent.data;
+
+  const taskId = str(v.task);
+  if (isTaskEvent(event) && taskId === undefined) throw new HooksError("E_USAGE", `--task is required for ${event}`);
+  if (!isTaskEvent(event) && taskId !== undefined) throw new HooksError("E_USAGE", "--task does not apply to idle");
+  const timestamp = str(v.timestamp);
+  if (timestamp !== undefined && Number.isNaN(Date.parse(timestamp))) {
+    throw new HooksError("E_USAGE", `--timestamp "${timestamp}" is not an ISO 8601 time (e.g. 2026-12-02T10:00:00Z)`);
+  }
+  const member = str(v.member);
+  if (member !== undefined && member.trim() === "") throw new HooksError("E_USAGE", "--member must not be empty");
+  // Refused, not mapped: `--task a/b` would run (and apply the policy to) task a-b.
+  if (taskId !== undefined && !isSafeName(taskId)) throw new HooksError("E_USAGE", `--task ${unsafeName(taskId, sanitizeName(taskId))}`);
+  if (member !== undefined && !isSafeName(member)) throw new HooksError("E_USAGE", `--member ${unsafeName(member, sanitizeName(member))}`);
+
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const allowInsecure = v["allow-insecure-hooks"] === true;
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false })) io.stderr(`warning: ${warning}\n`);
+
+  let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
+  if (taskId !== undefined) {
+    const file = taskFile(setup.identity.teamDir, setup.identity.taskListId, taskId);
+    const read = await readTask(file);
+    if (!read.ok) {
+      const why = read.problem.kind === "missing" ? `${file}: no such task file` : read.problem.message;
+      throw new HooksError("E_TASK", `--task ${taskId}: ${why}`);
+    }
+    // The key the leader would give this event, so that --apply-policy stays idempotent per event.
+    const fromFile = taskEvent(read.value);
+    key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
+  }
+
+  let outcome = await invokeEvent({
+    identity: setup.identity,
+    event,
+    key,
+    taskId: taskId ?? null,
+    member: member ?? null,
+    timestamp: timestamp ?? null,
+    hooksDir: setup.hooksDir,
+    cwd: setup.cwd,
+    timeoutMs: setup.timeout.value,
+    policy: v["apply-policy"] ? setup.policy.policy : null,
+    failureMode: setup.failureModes[event],
+    limits: setup.limits,
+    sweep: setup.sweep.value,
+    teamHooksDir: setup.teamHooksDir,
+    env: io.env,
+    trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
+  });
+  if (outcome.pending?.stage === "remediation") {
+    // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
+    io.stderr("warning: the policy was not applied; run this command again once the problem below is fixed\n");
+    outcome = await outcome.pending.abandon();
+  }
+  if (outcome.pending) throw new HooksError("E_IO", `the hook ran, but its log could not be written: ${outcome.pending.error}`);
+  for (const problem of outcome.problems) io.stderr(`warning: ${problem}\n`);
+
+  if (v.json) {
+    io.stdout(`${await jsonReport(outcome, event, setup.hooksDir)}\n`);
+  } else {
+    io.stdout(`${humanLine(outcome, event, taskId ?? null, setup.hooksDir)}\n`);
+    if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)}\n`);
+    if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
+  }
+  if (outcome.policyApplied === false) return 1;
+  return outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
+}
+
+
+/**
+ * The team's trust record, as the leader holds it: none yet (no leader has started and nobody ran
+ * `trust`) compares nothing; an unreadable one trusts nothing.
+ */
+function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
+  const read = readTrust(teamDir);
+  if (read.state === "ok") return read.record;
+  if (read.state === "none") return null;
+  io.stderr(`warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all\n`);
+  return { version: 1, gates: {} };
+}
+
+/** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed` */
+export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {
+  const label = eventLabel(event, taskId);
+  if (!outcome.result || !outcome.hook) {
+    const dirProblem = outcome.chain.v1.global.dirProblem;
+    return `${label}: no hook in ${hooksDir} — nothing ran${dirProblem ? ` (${dirProblem.replaceAll("_", " ")})` : ""}`;
+  }
+  const r = outcome.result;
+  const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
+  const verdict = verdictWord(r);
+  const detail = r.outcome === "passed" ? "" : `: ${outcome.summary}`;
+  const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
+  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;
+}
+
+function verdictWord(r: RunResult): string {
+  return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+}
+
+async function jsonReport(outcome: InvokeOutcome, event: HookEventName, hooksDir: string): Promise<string> {
+  if (!outcome.logFile) {
+    return JSON.stringify({ event, ran: false, hooksDir, candidates: outcome.chain.v1.global.candidates, skipped: outcome.chain.skipped });
+  }
+  const read = await readHookLog(outcome.logFile);
+  return JSON.stringify(read.ok ? { ...read.record, logFile: outcome.logFile } : { event, ran: true, logFile: outcome.logFile, result: outcome.result });
+}

@@ -1,0 +1,68 @@
+/**
+ * `pi-teams-hooks schema [context|log|task|config]`: the JSON Schema of a file format, generated from
+ * its zod schema by `z.toJSONSchema` (STYLE.md rule 4). The same text is committed under
+ * `docs/schema/<name>.schema.json`, and test/unit/schema.test.ts fails when the two differ.
+ *
+ * Schemas describe what a reader accepts (`io: "input"`): objects allow fields they do not name, as
+ * the contract's compatibility policy promises additive changes within a version.
+ */
+import { z } from "zod";
+import type { CliIo, ParsedArgs } from "./io.js";
+import { ContextDocumentSchema, TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/contract.js";
+import { HooksError } from "../contract/errors.js";
+import { HookLogRecordSchema } from "../runner/hook-log.js";
+import { EffectivePolicySchema } from "../settings/options.js";
+
+/**
+ * `config.json`: contract.ts keeps every field `unknown` so that one bad value costs a warning, not
+ * the file; the documented shape takes the identity fields from `TeamIdentitySchema` and the `hooks`
+ * block from `EffectivePolicySchema` (with its defaults).
+ */
+const ConfigFileSchema = TeamConfigSchema.extend({
+  ...TeamIdentitySchema.pick({ teamId: true, taskListId: true, leadName: true, style: true }).partial().shape,
+  hooks: EffectivePolicySchema.loose().optional(),
+});
+
+export const SCHEMAS = Object.freeze({
+  context: {
+    schema: ContextDocumentSchema,
+    title: "pi-teams-hooks hook context document, contract version 1",
+    description: "What a hook receives on standard input, in PI_TEAMS_HOOK_CONTEXT_FILE and in PI_TEAMS_HOOK_CONTEXT_JSON. See docs/hook-contract.md.",
+  },
+  log: {
+    schema: HookLogRecordSchema,
+    title: "pi-teams-hooks hook log record",
+    description: "One file in <team dir>/hook-logs/ per hook invocation.",
+  },
+  task: {
+    schema: TaskSchema,
+    title: "Team task file",
+    description: "tasks/<taskListId>/<id>.json. Fields not named here are kept when the file is rewritten.",
+  },
+  config: {
+    schema: ConfigFileSchema,
+    title: "Team config.json",
+    description: "The team's config.json. A missing or invalid value falls back to its default with a warning.",
+  },
+});
+export type SchemaName = keyof typeof SCHEMAS;
+export const SCHEMA_NAMES = Object.keys(SCHEMAS) as SchemaName[];
+
+/** The JSON Schema of `name` as committed in docs/schema/ (2-space JSON and a newline). */
+export function schemaJson(name: SchemaName): string {
+  const { schema, title, description } = SCHEMAS[name];
+  const generated = z.toJSONSchema(schema.meta({ title, description }), { io: "input" });
+  return `${JSON.stringify(generated, null, 2)}\n`;
+}
+
+export async function schemaCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const [name = "context", ...extra] = args.positionals;
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
+  if (!isSchemaName(name)) throw new HooksError("E_USAGE", `unknown schema "${name}" (one of ${SCHEMA_NAMES.join(", ")})`);
+  io.stdout(schemaJson(name));
+  return 0;
+}
+
+function isSchemaName(name: string): name is SchemaName {
+  return Object.hasOwn(SCHEMAS, name);
+}

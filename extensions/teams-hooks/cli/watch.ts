@@ -1,0 +1,132 @@
+/**
+ * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
+ * with `watching` once events are being taken, then one line (or one JSON object) per event.
+ */
+import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
+import { gateWarnings } from "../doctor/hooks.js";
+import { HooksError } from "../contract/errors.js";
+import { type InboxMode, Leader, type LeaderNotice } from "../leader/leader.js";
+import { formatDuration } from "../text/messages.js";
+import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
+
+const INBOX_MODES: readonly InboxMode[] = ["observe", "consume", "off"];
+
+export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const v = args.values;
+  if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
+  const inbox = (str(v.inbox) ?? "observe") as InboxMode;
+  if (!INBOX_MODES.includes(inbox)) throw new HooksError("E_USAGE", `--inbox "${String(v.inbox)}" must be one of ${INBOX_MODES.join(", ")}`);
+  const concurrency = wholeNumber(v.concurrency, "--concurrency", 1, 1);
+  const reconcileMs = wholeNumber(v["reconcile-ms"], "--reconcile-ms", 5000, 50);
+  const pollIntervalMs = wholeNumber(v["poll-interval-ms"], "--poll-interval-ms", 250, 10);
+  const json = v.json === true;
+
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
+  const person = !json && wantsColour(io);
+  const status = person ? new RunningLine(io) : null;
+  const emit = (object: Record<string, unknown>, line: string): void => {
+    const text = json ? `${JSON.stringify(object)}\n` : `${line}\n`;
+    if (status) status.print(text);
+    else io.stdout(text);
+  };
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const allowInsecure = v["allow-insecure-hooks"] === true;
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true })) io.stderr(`warning: ${warning}\n`);
+
+  const leader = new Leader({
+    setup,
+    env: io.env,
+    concurrency,
+    inbox,
+    reconcileMs,
+    poll: v.poll === true,
+    pollIntervalMs,
+    catchUp: v["catch-up"] === true,
+    trustChanges: v["trust-changes"] === true,
+    allowInsecureHooks: allowInsecure,
+    reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
+    report: (notice) => {
+      if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
+      if (status && notice.kind === "event") status.finished(notice.report.key);
+      onNotice(notice, io, emit, setup, person);
+    },
+  });
+  await leader.start();
+
+  const scope = `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
+  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, `watching ${scope}${v.once ? " once" : ""}`);
+
+  if (v.once) {
+    // A signal ends --once too (a cron job's time limit): stop taking events, as watch does, rather
+    // than run everything still queued. test/e2e/watch-signals.test.ts "--once: SIGTERM …".
+    const signal = await Promise.race([leader.idle().then(() => null), io.stopSignal]);
+    if (signal !== null && !json) io.stderr(`${signal}: stopping after running hooks finish…\n`);
+  } else {
+    const signal = await io.stopSignal;
+    if (!json) io.stderr(`${signal}: stopping after running hooks finish…\n`);
+  }
+  await leader.stop();
+  status?.close();
+  return 0;
+}
+
+function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unknown>, line: string) => void, setup: TeamSetup, colour: boolean): void {
+  switch (notice.kind) {
+    case "config":
+      emit(
+        { type: "config", valid: notice.valid, ...policyObject(notice.setup), failureModes: notice.setup.failureModes, limits: notice.setup.limits },
+        `config.json ${notice.valid ? "reloaded" : notice.setup.settings.block.from === "kept" ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)"}: ${policyLine(notice.setup)}`,
+      );
+      return;
+    case "hooks":
+      for (const { event, discovery } of notice.hooks) {
+        const chosen = discovery.hook?.hookPath;
+        const skipped = discovery.candidates.filter((c) => c.status === "skipped").map((c) => `${c.path}: ${c.reason ?? "skipped"}`);
+        emit({ type: "hook", event, hook: chosen ?? null, skipped }, `hook ${event}: ${chosen ?? "none"}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
+      }
+      emit({ type: "policy", ...policyObject(setup) }, policyLine(setup));
+      return;
+    case "warning":
+      io.stderr(`warning: ${notice.message}\n`);
+      return;
+    case "info":
+      emit({ type: "info", message: notice.message }, notice.message);
+      return;
+    case "event":
+      emit({ type: "event", ...notice.report }, eventLine(notice.report, colour));
+      return;
+    case "recovered":
+      emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : "interrupted, running it again"}`);
+      return;
+    case "ready":
+      emit(
+        { type: "ready", tasks: notice.tasks, baseline: notice.baseline, queued: notice.queued, startupMs: notice.startupMs },
+        `scanned ${notice.tasks} task(s) in ${formatDuration(notice.startupMs)}: ${notice.baseline} recorded as baseline, ${notice.queued} to run`,
+      );
+      return;
+    case "stopped":
+      emit({ type: "stopped", dropped: notice.dropped }, `stopped${notice.dropped ? ` (${notice.dropped} queued event(s) left for the next start)` : ""}`);
+      return;
+    case "started":
+      return;
+  }
+}
+
+
+function policyObject(setup: TeamSetup): Record<string, unknown> {
+  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source, sweep: setup.sweep.value, sweepSource: setup.sweep.source };
+}
+
+function policyLine(setup: TeamSetup): string {
+  const { policy, sources } = setup.policy;
+  return (
+    `policy: failure action ${policy.failureAction} (${sources.failureAction}), ` +
+    `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
+    `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
+    `timeout ${setup.timeout.value}ms (${setup.timeout.source}), ` +
+    `on hook errors ${Object.entries(setup.failureModes).map(([event, mode]) => `${event} ${mode}`).join(" / ")}, ` +
+    `setsid sweep ${setup.sweep.value} (${setup.sweep.source})`
+  );
+}
+
+

@@ -1,0 +1,453 @@
+/**
+ * One event end to end: discover the chain → run its hooks → (policy) → hook logs. Shared by `run` and
+ * the leader, so a hand-fired event behaves exactly as a watched one.
+ *
+ * The chain (issue 5) is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
+ * events run it in order and stop at the first denial or closed error; `idle` runs every hook. The
+ * event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
+ * once, for the run that decided.
+ *
+ * Logs are written last, after the policy actions, one per hook run; the first run's log (the one that
+ * carries the caller's run id) is written last of all, so that its presence on disk means the event
+ * was completely handled. The leader's crash recovery relies on this.
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import {
+  buildContextDocument,
+  type HookEventName,
+  type HookInvocation,
+  isTaskEvent,
+  type RunResult,
+  type Task,
+  type TeamIdentity,
+  utf8Length,
+} from "../contract/contract.js";
+import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
+import { launcherFor } from "../runner/discover.js";
+import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
+import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, DEFAULT_SWEEP, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
+import { HooksError, describeError } from "../contract/errors.js";
+import { describeFailure, gatePassedSummary } from "../text/messages.js";
+import type { EffectivePolicy } from "../settings/options.js";
+import { countsAsPass, decide } from "../policy/decide.js";
+import { remediate, type RemediationDone } from "../policy/remediate.js";
+import { SentLog } from "../team/sent-log.js";
+import { checkChainTrust, fingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
+import { notRunResult, runHook } from "../runner/run.js";
+import { taskFile } from "../team/paths.js";
+import { readTask } from "../team/tasks.js";
+
+export interface InvokeRequest {
+  identity: TeamIdentity;
+  event: HookEventName;
+  /** The event key (events.ts); the ledger's and the log's name for this event. */
+  key: string;
+  taskId: string | null;
+  member: string | null;
+  timestamp: string | null;
+  hooksDir: string;
+  /** The team's own layer (`<teamDir>/hooks`); default: that path. null: no team layer. */
+  teamHooksDir?: string | null;
+  cwd: string;
+  timeoutMs: number;
+  /** The failure policy to apply to a task event; null only reports (as `run` without --apply-policy). */
+  policy: EffectivePolicy | null;
+  /** What a hook error counts as; default: closed for task events, open for idle. */
+  failureMode?: FailureMode;
+  limits?: Readonly<HookLimits>;
+  /** When each hook's run is swept for run-id escapees (run.ts `escapeeScan`); default `auto`. */
+  sweep?: SweepMode;
+  /** This key ran before (a retry after a crash, or a replay): the logs say so. */
+  retry?: boolean;
+  env: Readonly<Record<string, string | undefined>>;
+  /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
+  runId?: string;
+  /** Called as each hook of the chain starts: its process group, run id and file name. */
+  onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
+  /** Awaited just before the first hook starts (run.ts `notBefore`): the leader's ledger flush. */
+  notBefore?: Promise<unknown>;
+  /** The clock (tests pass their own). */
+  now?: () => Date;
+  /** `PI_TEAMS_HOOK_ATTEMPT`: how many times this event's gate has started, this time included. */
+  attempt?: number;
+  /** Records messages before they are sent (default: the team dir's `hook-state/sent.jsonl`). */
+  sentLog?: SentLog;
+  /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
+  lockTimeoutMs?: number;
+  /** Compare the chain with the team's trust record before anything runs (trust.ts). */
+  trust?: InvokeTrust;
+}
+
+export interface InvokeTrust {
+  /** The record in force; null when there is none yet (only insecure gates are refused then). */
+  record: TrustRecord | null;
+  /** `--trust-changes`: new, changed and removed gates run as they are now (the log keeps both hashes). */
+  acceptChanges: boolean;
+  /** `--allow-insecure-hooks`. */
+  allowInsecure: boolean;
+  /** Called with every check that found a change or a problem (the leader reports each change once). */
+  onCheck?: (check: ChainTrust) => void;
+}
+
+export interface HookRun {
+  hook: ChainHook;
+  result: RunResult;
+  startedAt: string;
+  logFile: string | null;
+}
+
+export interface InvokeOutcome {
+  chain: ChainDiscovery;
+  /** The task as the hooks saw it; null for idle, or when its file is gone or unreadable. */
+  task: Task | null;
+  /** Every hook that ran (or was refused by a limit), in order. */
+  runs: HookRun[];
+  /** The run that decided the event (the first denial or closed error, else the last run); null: no hook. */
+  result: RunResult | null;
+  /** The deciding run's hook. */
+  hook: ChainHook | null;
+  /** How the event counts after the failure mode: passed, or failed. null: no hook. */
+  counted: "passed" | "failed" | null;
+  /** The deciding run's log (the first run's log when all passed). */
+  logFile: string | null;
+  summary: string;
+  /** What the policy did (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`), or `none`. */
+  actions: string[];
+  /** Problems worth a warning: an unreadable task file, a policy step that failed. */
+  problems: string[];
+  /**
+   * null: everything is on disk (task writes, messages, logs). Otherwise the step that failed; nothing
+   * after it was done, and `resume()` tries it again without running a hook again.
+   */
+  pending: PendingStep | null;
+  /** Whether the whole policy was applied; null when no policy applies (idle, `run` without it, no hook). */
+  policyApplied: boolean | null;
+}
+
+export interface PendingStep {
+  /** `remediation`: a task or mailbox write of the policy failed (a lock held too long, a full disk). `logs`: a log could not be written. */
+  stage: "remediation" | "logs";
+  error: string;
+  /** Tries the failed step again, then what follows it. */
+  resume(): Promise<InvokeOutcome>;
+  /** Stops trying to apply the policy: the logs are written saying what was and was not applied. */
+  abandon(): Promise<InvokeOutcome>;
+}
+
+export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
+  const now = req.now ?? (() => new Date());
+  const mode = req.failureMode ?? DEFAULT_FAILURE_MODES[req.event];
+  const limits = req.limits ?? DEFAULT_LIMITS;
+  const teamLayer = req.teamHooksDir === undefined ? teamHooksDir(req.identity.teamDir) : req.teamHooksDir;
+  const problems: string[] = [];
+  // Independent reads: together, not one after the other (they are most of the time before the spawn).
+  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event }), loadTask(req, problems)]);
+  const invocation: HookInvocation = {
+    event: req.event,
+    teamId: req.identity.teamId,
+    teamDir: req.identity.teamDir,
+    taskListId: req.identity.taskListId,
+    style: req.identity.style,
+    ...(req.member ? { memberName: req.member } : {}),
+    ...(req.timestamp ? { timestamp: req.timestamp } : {}),
+    completedTask: task,
+  };
+  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null };
+  const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
+  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null }) : null;
+  if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
+  // A gate that is not the one trusted never runs, and neither does the rest of its chain.
+  const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !req.trust?.acceptChanges) : [];
+  if (chain.hooks.length === 0 && refused.length === 0) return none;
+
+  const runs =
+    refused.length > 0
+      ? [refusedRun(req, chain, layers, refused, now)]
+      : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust });
+  // Rejected: no hook started (run.ts waited for it), so nothing is applied or logged either; the
+  // caller (the leader, its ledger flush failed) leaves the key to be retried.
+  await req.notBefore;
+  const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];
+  if (!deciding) return none;
+  const settling: Settling = {
+    req,
+    mode,
+    now,
+    chain,
+    task,
+    invocation,
+    runs,
+    deciding,
+    counted: countsAsPass(deciding.result, mode) ? "passed" : "failed",
+    problems,
+    // Chosen now: the policy's messages quote it, and they go out before the logs are written.
+    decidingLog: planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation }),
+    remediation: null,
+    abandoned: false,
+    sent: req.sentLog ?? null,
+  };
+  return settle(settling);
+}
+
+/** Everything known about an event once its hooks have run: what `settle` finishes, as often as it takes. */
+interface Settling {
+  req: InvokeRequest;
+  mode: FailureMode;
+  now: () => Date;
+  chain: ChainDiscovery;
+  task: Task | null;
+  invocation: HookInvocation;
+  runs: HookRun[];
+  deciding: HookRun;
+  counted: "passed" | "failed";
+  /** Problems found before the policy (an unreadable task file). */
+  problems: string[];
+  decidingLog: string;
+  /** The last remediation attempt; null before the first (or when no policy applies). */
+  remediation: RemediationDone | null;
+  /** Remediation given up: the logs say what was and was not applied. */
+  abandoned: boolean;
+  sent: SentLog | null;
+}
+
+/**
+ * Applies the policy (unless done already) and writes the logs (those not written yet). Stops at the
+ * first step that fails and returns it as `pending`, with the means to try it again.
+ */
+async function settle(ctx: Settling): Promise<InvokeOutcome> {
+  const { req } = ctx;
+  if (policyApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
+    ctx.remediation = await applyPolicy(ctx);
+    if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
+  }
+  try {
+    await writeLogs(ctx);
+  } catch (error) {
+    return outcomeOf(ctx, pendingStep(ctx, "logs", describeError(error)));
+  }
+  return outcomeOf(ctx, null);
+}
+
+function pendingStep(ctx: Settling, stage: PendingStep["stage"], error: string): PendingStep {
+  return {
+    stage,
+    error,
+    resume: () => settle(ctx),
+    abandon: () => {
+      ctx.abandoned = true;
+      return settle(ctx);
+    },
+  };
+}
+
+function policyApplies(req: InvokeRequest): req is InvokeRequest & { policy: EffectivePolicy; taskId: string; event: "task_completed" | "task_failed" } {
+  return req.policy !== null && isTaskEvent(req.event) && req.taskId !== null;
+}
+
+async function applyPolicy(ctx: Settling): Promise<RemediationDone> {
+  const { req, deciding } = ctx;
+  if (!policyApplies(req)) throw new HooksError("E_INTERNAL", "applyPolicy without a policy");
+  const { policy, taskId, event } = req;
+  const decidedAt = ctx.now().toISOString();
+  ctx.sent ??= new SentLog(req.identity.teamDir);
+  return remediate(
+    {
+      teamDir: req.identity.teamDir,
+      taskListId: req.identity.taskListId,
+      taskId,
+      key: req.key,
+      leadName: req.identity.leadName,
+      now: decidedAt,
+      sent: ctx.sent,
+      ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+    },
+    (fresh) =>
+      decide({
+        event,
+        key: req.key,
+        taskId,
+        result: deciding.result,
+        task: fresh,
+        policy,
+        hookName: gateName(deciding.hook, event),
+        member: req.member,
+        leadName: req.identity.leadName,
+        now: decidedAt,
+        timeoutMs: req.timeoutMs,
+        failureMode: ctx.mode,
+        logFile: ctx.decidingLog,
+      }),
+  );
+}
+
+/** The logs, one per run not logged yet; the first run's last (its presence means "done", see the header). */
+async function writeLogs(ctx: Settling): Promise<void> {
+  const { req, runs, deciding, counted } = ctx;
+  const policyRecord = ctx.remediation && req.policy ? policyRecordOf(req.policy, ctx.mode, ctx.remediation) : undefined;
+  const chainRecord = runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
+  for (const run of [...runs.slice(1), runs[0]]) {
+    if (!run || run.logFile !== null) continue;
+    run.logFile = await writeHookLog(
+      req.identity.teamDir,
+      {
+        invocation: ctx.invocation,
+        result: run.result,
+        key: req.key,
+        startedAt: run.startedAt,
+        ...(req.retry ? { retry: true } : {}),
+        ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
+        ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
+      },
+      { file: run === deciding ? ctx.decidingLog : null },
+    );
+  }
+}
+
+function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
+  return {
+    failureAction: policy.failureAction,
+    maxReopensPerTask: policy.maxReopensPerTask,
+    followupOwner: policy.followupOwner,
+    failureMode: mode,
+    passed: done.plan.passed,
+    summary: done.plan.summary,
+    alreadyApplied: done.plan.alreadyApplied,
+    reopen: done.complete && done.plan.reopen ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max } : null,
+    followupTaskId: done.followupTaskId,
+    nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
+    actions: done.actions,
+    errors: [...done.refused, ...done.errors],
+    // Absent when everything was applied (older logs have no such field either).
+    ...(done.complete ? {} : { complete: false }),
+  };
+}
+
+function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
+  const { deciding, remediation } = ctx;
+  return {
+    chain: ctx.chain,
+    task: ctx.task,
+    runs: ctx.runs,
+    result: deciding.result,
+    hook: deciding.hook,
+    counted: ctx.counted,
+    logFile: deciding.logFile,
+    summary: remediation ? remediation.plan.summary : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
+    actions: remediation?.actions ?? [],
+    problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
+    pending,
+    policyApplied: remediation ? remediation.complete : null,
+  };
+}
+
+/**
+ * The run of an event whose chain was refused before anything started: a closed error of the first
+ * problem's kind, naming every problem and how to approve the change.
+ */
+function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { global: string; team: string | null }, problems: TrustProblem[], now: () => Date): HookRun {
+  const [first] = problems;
+  if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
+  const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
+  const approvable = problems.some((p) => p.kind !== "insecure_hook");
+  const how = approvable ? `; the team lead approves a change with: pi-teams-hooks trust --team-dir ${req.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
+  const message = `${first.kind}: ${problems.map((p) => p.reason).join("; ")}${how}`;
+  const result: RunResult = { ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message), trustProblems: problems.map((p) => ({ ...p })) };
+  return { hook, result, startedAt: now().toISOString(), logFile: null };
+}
+
+/** A chain hook for a gate path that is not in the chain (a trusted gate that no longer runs). */
+function hookAt(file: string, layers: { global: string; team: string | null }): ChainHook {
+  const dir = path.dirname(file);
+  const inDotD = dir.endsWith(".d");
+  const root = inDotD ? path.dirname(dir) : dir;
+  const { launch } = launcherFor(file);
+  return {
+    name: path.basename(file), // as chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
+    layer: layers.team !== null && root === layers.team ? "team" : "global",
+    hook: { hookPath: file, ...launch(file) },
+    kind: inDotD ? "chain" : "v1",
+  };
+}
+
+/** Runs the chain under its limits; task events stop at the first run that does not count as a pass. */
+async function runChain(
+  req: InvokeRequest,
+  hooks: ChainHook[],
+  invocation: HookInvocation,
+  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
+): Promise<HookRun[]> {
+  const { limits } = ctx;
+  const refused = (hook: ChainHook, message: string): HookRun[] => [
+    { hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null },
+  ];
+  const [head] = hooks;
+  if (!head) return [];
+  if (hooks.length > limits.maxHooksPerEvent) {
+    return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
+  }
+  const payload = utf8Length(JSON.stringify(buildContextDocument(invocation)));
+  if (payload > limits.maxPayloadBytes) {
+    return refused(head, `the context document is ${payload} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
+  }
+
+  const runs: HookRun[] = [];
+  const deadline = performance.now() + limits.chainDeadlineMs;
+  for (const [index, hook] of hooks.entries()) {
+    const left = Math.floor(deadline - performance.now());
+    if (left <= 0) {
+      runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`));
+      break;
+    }
+    const timeoutMs = Math.min(req.timeoutMs, left);
+    const startedAt = ctx.now().toISOString();
+    let result = await runHook(hook.hook, invocation, {
+      cwd: req.cwd,
+      timeoutMs,
+      baseEnv: req.env,
+      escapeeScan: req.sweep ?? DEFAULT_SWEEP,
+      // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
+      ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
+      eventKey: req.key,
+      attempt: req.attempt ?? 1,
+      ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
+      ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+    });
+    if (result.timedOut && timeoutMs < req.timeoutMs) {
+      // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
+      result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
+    }
+    result = withHashes(result, hook, ctx.trust, req.trust?.record ?? null);
+    runs.push({ hook, result, startedAt, logFile: null });
+    if (isTaskEvent(req.event) && !countsAsPass(result, ctx.mode)) break;
+  }
+  return runs;
+}
+
+
+/** The gate's hash as it ran, and the trusted one when they differ (a change run with --trust-changes). */
+function withHashes(result: RunResult, hook: ChainHook, trust: ChainTrust | null, record: TrustRecord | null): RunResult {
+  const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook.hook.hookPath);
+  if (sha === undefined) return result;
+  const trusted = record?.gates[hook.hook.hookPath]?.sha256;
+  return { ...result, hookSha256: sha, ...(trusted && trusted !== sha ? { trustedSha256: trusted } : {}) };
+}
+
+function shaOf(file: string): string | undefined {
+  const fp = fingerprint(file);
+  return "problem" in fp ? undefined : fp.sha256;
+}
+
+function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
+  if (result.outcome === "passed") return gatePassedSummary(result.durationMs);
+  if (countsAsPass(result, mode)) return `allowed (failure mode open): ${describeFailure(result, timeoutMs)}`;
+  return describeFailure(result, timeoutMs);
+}
+
+async function loadTask(req: InvokeRequest, problems: string[]): Promise<Task | null> {
+  if (req.taskId === null || !isTaskEvent(req.event)) return null;
+  const read = await readTask(taskFile(req.identity.teamDir, req.identity.taskListId, req.taskId));
+  if (read.ok) return read.value;
+  if (read.problem.kind !== "missing") problems.push(`${read.problem.message}`);
+  return null;
+}

@@ -1,0 +1,363 @@
+/**
+ * The leader's crash-safe memory of event keys: `<teamDir>/hook-state/ledger.jsonl`, one JSON record a
+ * line, appended and flushed to disk (fdatasync) before the call returns (`spawn` records are written
+ * but ride on the next flush).
+ *
+ *   baseline  key existed before the leader's first start; never run (unless --catch-up)
+ *   begin     the event's hook is about to start (runId, attempt)
+ *   spawn     its process group (pid), so a restarted leader can end a group left behind
+ *   done      its log and policy actions are written (or no hook existed)
+ *
+ * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
+ * leader looks for that run's log and either marks it done or runs it again as a retry. A torn last
+ * line (a crash mid-append) is ignored. The file is compacted (one line per key, atomic rename) when
+ * it grows past twice its keys. See docs/ledger.md.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
+import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { readRegularFile, writeAll } from "../team/json-file.js";
+import { leaderStateDir } from "../team/paths.js";
+
+/** What a retry needs to fire the event again without its source: kept with `begin`. */
+export interface LedgerEventInfo {
+  event: HookEventName;
+  taskId: string | null;
+  member: string | null;
+  timestamp: string | null;
+}
+
+export type LedgerRecord =
+  | { op: "baseline"; key: string; at: string }
+  | { op: "begin"; key: string; at: string; runId: string; attempt: number; event?: LedgerEventInfo }
+  | { op: "spawn"; key: string; runId: string; pid: number }
+  | { op: "done"; key: string; at: string; runId: string | null; outcome: string; log: string | null };
+
+export type KeyState =
+  | { state: "baseline" }
+  | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }
+  | { state: "done"; outcome: string; log: string | null; attempt: number };
+
+/**
+ * The largest ledger loaded. Compaction keeps it near one line per key (about 150 bytes), so this is
+ * over a million events; past it (or at a FIFO or device in its place) the leader refuses to start
+ * rather than read without end.
+ */
+const MAX_LEDGER_BYTES = 256 * 1024 * 1024;
+
+export function ledgerFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "ledger.jsonl");
+}
+
+export class Ledger {
+  readonly file: string;
+  /** True when the ledger file did not exist: the leader's first start on this team dir. */
+  readonly fresh: boolean;
+  readonly #keys: Map<string, KeyState>;
+  #lines: number;
+  #fd: number | null;
+  /** A write failed part-way: the next record must start on a line of its own. */
+  #torn = false;
+  /** The fdatasync under way, and the one queued behind it (see #flush). */
+  #sync: Promise<void> | null = null;
+  #nextSync: Promise<void> | null = null;
+
+  private constructor(file: string, fresh: boolean, keys: Map<string, KeyState>, lines: number, fd: number) {
+    this.file = file;
+    this.fresh = fresh;
+    this.#keys = keys;
+    this.#lines = lines;
+    this.#fd = fd;
+  }
+
+  /** Loads the ledger of `teamDir` (creating it), reporting unreadable lines through `warn`. */
+  static async open(teamDir: string, warn: (message: string) => void = () => {}): Promise<Ledger> {
+    const file = ledgerFile(teamDir);
+    await fs.promises.mkdir(path.dirname(file), { recursive: true });
+    let text = "";
+    let fresh = false;
+    const read = readRegularFile(file, { maxBytes: MAX_LEDGER_BYTES });
+    if (read.ok) text = read.text;
+    else if (read.problem.kind === "missing") fresh = true;
+    else {
+      throw new HooksError(
+        "E_LEDGER",
+        `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: without a ledger the next start is a first start, which records the completions there are as history`,
+      );
+    }
+    const keys = new Map<string, KeyState>();
+    const lines = text.split("\n");
+    let count = 0;
+    lines.forEach((line, index) => {
+      if (line.trim() === "") return;
+      count += 1;
+      const parsed = parseLine(line);
+      if (parsed) apply(keys, parsed);
+      // A torn last line is what a crash mid-append leaves: expected, so silent.
+      else if (index < lines.length - 1) warn(`${file}:${index + 1}: unreadable ledger line skipped`);
+    });
+    if (text !== "" && !text.endsWith("\n")) {
+      // Seal the torn line so the next record starts on a line of its own.
+      await fs.promises.appendFile(file, "\n");
+    }
+    const ledger = new Ledger(file, fresh, keys, count, fs.openSync(file, "a"));
+    if (count > 1000 && count > keys.size * 2) await ledger.compact();
+    return ledger;
+  }
+
+  get(key: string): KeyState | undefined {
+    return this.#keys.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.#keys.has(key);
+  }
+
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /** Keys whose hook started but whose end was never recorded. */
+  inFlight(): Array<{ key: string; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }> {
+    const out = [];
+    for (const [key, state] of this.#keys) {
+      if (state.state === "in_flight") out.push({ key, runId: state.runId, attempt: state.attempt, startedAt: state.startedAt, pid: state.pid, event: state.event });
+    }
+    return out;
+  }
+
+  /** Records keys that existed before the first start, in one flush. */
+  async baseline(keys: Iterable<string>, at: string): Promise<void> {
+    const records: LedgerRecord[] = [];
+    for (const key of keys) if (!this.#keys.has(key)) records.push({ op: "baseline", key, at });
+    this.#append(records);
+    await this.#flush();
+  }
+
+  /** Returns the attempt number (1 for the first run of the key). On disk before it returns. */
+  async begin(key: string, runId: string, at: string, event?: LedgerEventInfo): Promise<number> {
+    const { attempt, durable } = this.beginRecord(key, runId, at, event);
+    await durable;
+    return attempt;
+  }
+
+  /**
+   * `begin`, for a caller with work to do while the record reaches the disk: appended now, `durable`
+   * resolves once it is flushed (rejects if the flush fails). The leader prepares the hook meanwhile
+   * and waits for `durable` just before the spawn.
+   */
+  beginRecord(key: string, runId: string, at: string, event?: LedgerEventInfo): { attempt: number; durable: Promise<void> } {
+    const previous = this.#keys.get(key);
+    const attempt = previous && previous.state !== "baseline" ? previous.attempt + 1 : 1;
+    this.#append([{ op: "begin", key, at, runId, attempt, ...(event ? { event } : {}) }]);
+    return { attempt, durable: this.#flush() };
+  }
+
+  /**
+   * Written, not flushed: it reaches the disk with the next flushed record (the `done` of this key at
+   * the latest). Lost in a crash, it costs nothing: a restarted leader finds a run's processes by its
+   * run id (terminate.ts killRunId), not by this pid.
+   */
+  async spawned(key: string, runId: string, pid: number): Promise<void> {
+    this.#append([{ op: "spawn", key, runId, pid }]);
+  }
+
+  /** On disk before it returns. */
+  async finish(key: string, at: string, info: { runId: string | null; outcome: string; log: string | null }): Promise<void> {
+    this.#append([{ op: "done", key, at, ...info }]);
+    await this.#flush();
+  }
+
+  /**
+   * Appends synchronously (a short write to the page cache; no other task of this process runs between
+   * recording a key and acting on it). Throws E_LEDGER when the disk refuses.
+   */
+  #append(records: LedgerRecord[]): void {
+    if (records.length === 0) return;
+    const fd = this.#fd;
+    if (fd === null) throw new HooksError("E_LEDGER", `${this.file}: the ledger is closed`);
+    const text = (this.#torn ? "\n" : "") + records.map((r) => JSON.stringify(r) + "\n").join("");
+    try {
+      writeAll(fd, text);
+      this.#torn = false;
+    } catch (error) {
+      // A full disk (ENOSPC) or a file-size limit (EFBIG) may have let part of a line through.
+      this.#torn = true;
+      throw new HooksError("E_LEDGER", `${this.file}: cannot append to the ledger: ${describeError(error)}`, { cause: error });
+    }
+    // Only what is in the file counts: a record that could not be written changes nothing, so a
+    // retry of the same step starts from the same state.
+    for (const record of records) apply(this.#keys, record);
+    this.#lines += records.length;
+  }
+
+  /**
+   * Resolves once everything appended so far is on disk. fdatasync runs off the main thread (it waits
+   * for the disk, 0.3 ms here when quiet, several ms when busy), and calls are grouped: a flush asked
+   * for while one is under way waits for it and then shares the next one with every caller that came
+   * meanwhile (group commit), so two events finishing together cost one fdatasync.
+   */
+  #flush(): Promise<void> {
+    if (this.#nextSync) return this.#nextSync;
+    if (!this.#sync) {
+      this.#sync = this.#datasync();
+      return this.#sync;
+    }
+    // The sync under way may have started before our write: the one after it covers it.
+    this.#nextSync = this.#sync.then(
+      () => undefined,
+      () => undefined,
+    ).then(() => {
+      this.#nextSync = null;
+      this.#sync = this.#datasync();
+      return this.#sync;
+    });
+    return this.#nextSync;
+  }
+
+  #datasync(): Promise<void> {
+    const fd = this.#fd;
+    const done = new Promise<void>((resolve, reject) => {
+      if (fd === null) return reject(new HooksError("E_LEDGER", `${this.file}: the ledger is closed`));
+      fs.fdatasync(fd, (error) => (error ? reject(new HooksError("E_LEDGER", `${this.file}: cannot flush the ledger: ${describeError(error)}`, { cause: error })) : resolve()));
+    });
+    const settled = (): void => {
+      if (this.#sync === done) this.#sync = null;
+    };
+    done.then(settled, settled);
+    return done;
+  }
+
+  /** Compacts when the history has grown past twice the keys (and past 10,000 lines). */
+  async maybeCompact(): Promise<void> {
+    if (this.#lines <= 10_000 || this.#lines <= this.#keys.size * 2) return;
+    await this.compact();
+  }
+
+  /**
+   * Rewrites the file with one line per key (atomically: a synced temp file renamed over it),
+   * dropping the history of each. Synchronous like the appends, so no record can land in the old
+   * file after the snapshot was taken.
+   */
+  async compact(): Promise<void> {
+    const tmp = `${this.file}.tmp.${process.pid}.${Date.now()}`;
+    const lines: string[] = [];
+    for (const [key, state] of this.#keys) lines.push(...recordsFor(key, state).map((r) => JSON.stringify(r)));
+    try {
+      const out = fs.openSync(tmp, "w");
+      try {
+        writeAll(out, lines.join("\n") + (lines.length ? "\n" : ""));
+        fs.fsyncSync(out);
+      } finally {
+        fs.closeSync(out);
+      }
+      fs.renameSync(tmp, this.file);
+    } catch (error) {
+      fs.rmSync(tmp, { force: true });
+      // The old file and its descriptor are untouched: appends go on there.
+      throw new HooksError("E_LEDGER", `${this.file}: cannot compact the ledger: ${describeError(error)}`, { cause: error });
+    }
+    // Appends from now on go to the new file (the old descriptor points at the replaced one).
+    const old = this.#fd;
+    this.#fd = fs.openSync(this.file, "a");
+    // A flush under way still uses the old descriptor: closed once it is done (later ones use the new one).
+    if (old !== null) void Promise.allSettled([this.#sync, this.#nextSync]).then(() => fs.closeSync(old));
+    this.#torn = false;
+    this.#lines = lines.length;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.#sync, this.#nextSync]);
+    const fd = this.#fd;
+    this.#fd = null;
+    if (fd !== null) fs.closeSync(fd);
+  }
+}
+
+function parseLine(line: string): LedgerRecord | null {
+  try {
+    return asRecord(JSON.parse(line));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The record a parsed line holds, or null when it is not one. Checked by hand, not by a zod schema:
+ * a restart reads thousands of lines, and this is ~10× cheaper per line (docs/performance.md).
+ */
+function asRecord(value: unknown): LedgerRecord | null {
+  if (value === null || typeof value !== "object") return null;
+  const r = value as Record<string, unknown>;
+  if (!str(r.key)) return null;
+  switch (r.op) {
+    case "baseline":
+      return str(r.at) ? { op: "baseline", key: r.key, at: r.at } : null;
+    case "begin": {
+      if (!str(r.at) || !str(r.runId) || !Number.isInteger(r.attempt)) return null;
+      const begin: LedgerRecord = { op: "begin", key: r.key, at: r.at, runId: r.runId, attempt: r.attempt as number };
+      if (r.event === undefined) return begin;
+      const event = asEventInfo(r.event);
+      return event ? { ...begin, event } : null;
+    }
+    case "spawn":
+      return str(r.runId) && Number.isInteger(r.pid) ? { op: "spawn", key: r.key, runId: r.runId, pid: r.pid as number } : null;
+    case "done":
+      return str(r.at) && strOrNull(r.runId) && str(r.outcome) && strOrNull(r.log) ? { op: "done", key: r.key, at: r.at, runId: r.runId, outcome: r.outcome, log: r.log } : null;
+    default:
+      return null;
+  }
+}
+
+function str(value: unknown): value is string {
+  return typeof value === "string";
+}
+
+function strOrNull(value: unknown): value is string | null {
+  return value === null || typeof value === "string";
+}
+
+function asEventInfo(value: unknown): LedgerEventInfo | null {
+  if (value === null || typeof value !== "object") return null;
+  const e = value as Record<string, unknown>;
+  if (!(HOOK_EVENTS as readonly unknown[]).includes(e.event) || !strOrNull(e.taskId) || !strOrNull(e.member) || !strOrNull(e.timestamp)) return null;
+  return { event: e.event as HookEventName, taskId: e.taskId, member: e.member, timestamp: e.timestamp };
+}
+
+function apply(keys: Map<string, KeyState>, record: LedgerRecord): void {
+  const previous = keys.get(record.key);
+  switch (record.op) {
+    case "baseline":
+      if (!previous) keys.set(record.key, { state: "baseline" });
+      return;
+    case "begin":
+      keys.set(record.key, { state: "in_flight", runId: record.runId, attempt: record.attempt, startedAt: record.at, pid: null, event: record.event ?? null });
+      return;
+    case "spawn":
+      if (previous?.state === "in_flight" && previous.runId === record.runId) previous.pid = record.pid;
+      return;
+    case "done": {
+      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
+      keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt });
+      return;
+    }
+  }
+}
+
+function recordsFor(key: string, state: KeyState): LedgerRecord[] {
+  const at = new Date(0).toISOString();
+  switch (state.state) {
+    case "baseline":
+      return [{ op: "baseline", key, at }];
+    case "in_flight": {
+      const begin: LedgerRecord = { op: "begin", key, at: state.startedAt, runId: state.runId, attempt: state.attempt, ...(state.event ? { event: state.event } : {}) };
+      return state.pid === null ? [begin] : [begin, { op: "spawn", key, runId: state.runId, pid: state.pid }];
+    }
+    case "done":
+      return [
+        { op: "begin", key, at, runId: "compacted", attempt: state.attempt },
+        { op: "done", key, at, runId: null, outcome: state.outcome, log: state.log },
+      ];
+  }
+}

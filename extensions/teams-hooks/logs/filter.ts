@@ -1,0 +1,133 @@
+/**
+ * What `logs` keeps: the filter, what a log's file name says (its time, event, and task or member
+ * suffix: hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so that a
+ * query opens only the files that can match; the record decides the rest. Pure.
+ */
+import type { HookEventName } from "../contract/contract.js";
+import type { HookLogRecord } from "../runner/hook-log.js";
+import { LOG_EVENTS, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { sanitizeName } from "../team/paths.js";
+
+/** What a query keeps. Every field narrows; an absent field keeps everything. */
+export interface LogFilter {
+  events?: readonly HookEventName[];
+  taskId?: string;
+  member?: string;
+  outcomes?: readonly LogOutcome[];
+  /** Runs started at or after this time (ms since the epoch). */
+  sinceMs?: number;
+}
+
+/** What a log's name says: `<time>_<event>[_task-<id>|_member-<name>][_<n>].json`. */
+export interface LogNameInfo {
+  timeMs: number;
+  event: HookEventName;
+  /** The suffix as written: sanitised, cut to 64 characters, maybe followed by `_<n>` (a collision). */
+  suffix: { kind: "task" | "member"; raw: string } | null;
+}
+
+const NAME = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-\\d{3}Z_(${LOG_EVENTS.join("|")})(_.*)?\\.json$`);
+/** Where the event starts in a name NAME accepts: after `2026-03-01T09-12-44-046Z_`. */
+const EVENT_AT = 25;
+/** hook-log.ts cuts suffix values to this many characters. */
+const SUFFIX_CHARS = 64;
+/** Midnight (UTC) of each date seen: most names of a folder share a few dates. */
+const dayStart = new Map<string, number>();
+
+/** Parses a log file name; null for a name this project did not write (that file must be opened to know). */
+export function parseLogName(name: string): LogNameInfo | null {
+  // NAME.test, then fixed positions: capture groups would cost more than everything else here.
+  if (!NAME.test(name)) return null;
+  const event = LOG_EVENTS.find((e) => name.startsWith(e, EVENT_AT));
+  if (event === undefined) return null;
+  const digits = (from: number, to: number): number => {
+    let n = 0;
+    for (let i = from; i < to; i++) n = n * 10 + name.charCodeAt(i) - 48;
+    return n;
+  };
+  const timeMs = timeOf(name.slice(0, 10), digits(11, 13), digits(14, 16), digits(17, 19), digits(20, 23));
+  if (Number.isNaN(timeMs)) return null;
+  const rest = name.slice(EVENT_AT + event.length, -".json".length);
+  if (rest === "" || /^_\d+$/.test(rest)) return { timeMs, event, suffix: null };
+  // NAME's `.` already kept line breaks out of `rest`.
+  if (rest.startsWith("_task-") && rest.length > 6) return { timeMs, event, suffix: { kind: "task", raw: rest.slice(6) } };
+  if (rest.startsWith("_member-") && rest.length > 8) return { timeMs, event, suffix: { kind: "member", raw: rest.slice(8) } };
+  return null;
+}
+
+/** `Date.parse` of `<date>T<hh>:<mm>:<ss>.<ms>Z`, with the day's start looked up once per date. */
+function timeOf(date: string, hh: number, mm: number, ss: number, ms: number): number {
+  // Out of range, Date.parse decides (NaN, or its own reading of 24:00:00); in range it adds up.
+  if (hh > 23 || mm > 59 || ss > 59) return Date.parse(`${date}T${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}.${pad(ms, 3)}Z`);
+  let day = dayStart.get(date);
+  if (day === undefined) {
+    day = Date.parse(`${date}T00:00:00.000Z`);
+    if (dayStart.size > 10_000) dayStart.clear();
+    dayStart.set(date, day);
+  }
+  return day + ((hh * 60 + mm) * 60 + ss) * 1000 + ms;
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, "0");
+}
+
+/** True when a suffix written for `value` could be `raw` (`3` matches `3` and `3_2`, never `31`). */
+function suffixMayBe(raw: string, value: string): boolean {
+  const written = sanitizeName(value).slice(0, SUFFIX_CHARS);
+  return raw === written || (raw.startsWith(`${written}_`) && /^\d+$/.test(raw.slice(written.length + 1)));
+}
+
+/**
+ * False only when the name proves that the log cannot match: a cheap first pass before any file is
+ * opened. The record decides the rest (`recordMatches`).
+ */
+export function nameMayMatch(info: LogNameInfo, filter: LogFilter): boolean {
+  if (filter.sinceMs !== undefined && info.timeMs < filter.sinceMs) return false;
+  if (filter.events && !filter.events.includes(info.event)) return false;
+  if (filter.taskId !== undefined) {
+    if (info.suffix?.kind === "task") {
+      if (!suffixMayBe(info.suffix.raw, filter.taskId)) return false;
+    } else if (info.event === "idle") {
+      return false; // idle has no task; a task event whose task file was gone still names it in its key
+    }
+  }
+  if (filter.member !== undefined) {
+    if (info.suffix === null) return false; // no suffix: neither a task nor a member
+    if (info.suffix.kind === "member" && !suffixMayBe(info.suffix.raw, filter.member)) return false;
+  }
+  return true;
+}
+
+export function recordMatches(record: HookLogRecord, filter: LogFilter): boolean {
+  if (filter.sinceMs !== undefined && !(Date.parse(record.startedAt) >= filter.sinceMs)) return false;
+  if (filter.events && !filter.events.includes(record.invocation.event)) return false;
+  if (filter.taskId !== undefined && taskIdOf(record) !== filter.taskId) return false;
+  if (filter.member !== undefined && record.invocation.memberName !== filter.member) return false;
+  if (filter.outcomes && !filter.outcomes.includes(outcomeOf(record.result))) return false;
+  return true;
+}
+
+const AGE_UNITS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** `30m` → 1,800,000; `2h`, `3d`, `1w`, `45s`. Null when `text` is not an age. */
+export function parseAge(text: string): number | null {
+  const m = /^(\d+)\s*([smhdw])$/.exec(text.trim());
+  const unit = m ? AGE_UNITS[m[2] ?? ""] : undefined;
+  return m && unit !== undefined ? Number(m[1]) * unit : null;
+}
+
+/**
+ * A point in time given as an age before `nowMs` (`2h`) or as an ISO 8601 date or time
+ * (`2026-03-01`, `2026-03-01T09:00`, `2026-03-01T11:00:00+02:00`). UTC unless it names an offset,
+ * like the times `logs` prints. Null when neither.
+ */
+export function parseTimeBound(text: string, nowMs: number): number | null {
+  const age = parseAge(text);
+  if (age !== null) return nowMs - age;
+  const iso = text.trim();
+  if (!/^\d{4}-\d{2}-\d{2}/.test(iso)) return null;
+  // JavaScript reads a date alone as UTC but a date-time without an offset as local time.
+  const ms = Date.parse(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso) ? `${iso}Z` : iso);
+  return Number.isNaN(ms) ? null : ms;
+}

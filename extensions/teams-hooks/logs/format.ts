@@ -1,0 +1,227 @@
+/**
+ * The text of `logs`: table rows, NDJSON lines, and one log in full (`logs show`). Pure, and free of
+ * zod at run time (see logs-record.ts): the two helpers it shares with the rest of the project are
+ * copied here, and test/unit/logs-format.test.ts keeps the copies equal to the originals.
+ */
+import path from "node:path";
+import type { RunResult } from "../contract/contract.js";
+import type { HookLogRecord } from "../runner/hook-log.js";
+import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+
+/** One readable log (logs.ts `LogRow`). */
+interface Row {
+  file: string;
+  record: HookLogRecord;
+}
+
+/** messages.ts `formatDuration`: `1.2s` above a second, else `340ms`. */
+export function formatDuration(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms)}ms`;
+}
+
+/** contract.ts `truncateText`: at most `limit` UTF-16 units, the last one `…`; never half a surrogate pair. */
+export function truncateText(value: string, limit: number): string {
+  if (value.length <= limit) return value;
+  if (limit <= 0) return "";
+  let cut = limit - 1;
+  const code = value.charCodeAt(cut - 1);
+  if (cut > 0 && code >= 0xd800 && code <= 0xdbff) cut -= 1;
+  return `${value.slice(0, cut)}\u2026`;
+}
+
+/** ANSI escapes and control characters; tabs and line breaks become spaces where a cell needs one line. */
+const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
+/** Any character `oneLine` would change (all of CONTROL's start with one of these). */
+const NOT_PLAIN = /[\u0000-\u001f\u007f]/;
+
+/** `text` on one line: line breaks and tabs as spaces, escapes and control characters dropped, trimmed. */
+export function oneLine(text: string): string {
+  if (!NOT_PLAIN.test(text)) return text.trim();
+  return text.replace(/[\t\n\r]+/g, " ").replace(CONTROL, "").trim();
+}
+
+/** The first line of `text` that holds something, cleaned, cut to `max` characters. */
+export function firstLine(text: string, max = 100): string {
+  // Line by line rather than split(): stderr can be 12,000 characters of lines that are not needed.
+  const breaks = /\r\n|\n|\r/g;
+  let start = 0;
+  for (;;) {
+    const found = breaks.exec(text);
+    const clean = oneLine(text.slice(start, found ? found.index : text.length));
+    if (clean) return truncateText(clean, max);
+    if (!found) return "";
+    start = found.index + found[0].length;
+  }
+}
+
+export function hookName(result: Pick<RunResult, "hookPath">): string {
+  return result.hookPath ? path.basename(result.hookPath) : "(none)";
+}
+
+/** `timed out` for `timed_out`; the others as they are. */
+export function outcomeWord(outcome: LogOutcome): string {
+  return outcome === "timed_out" ? "timed out" : outcome;
+}
+
+/** The actions the policy step took (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`); empty when none or no policy ran. */
+export function policyActions(record: HookLogRecord): string[] {
+  const actions = record.policy?.actions;
+  if (!Array.isArray(actions)) return [];
+  return actions.filter((a): a is string => typeof a === "string" && a !== "none");
+}
+
+/** `2026-03-01 09:12:44`, UTC. */
+function shortTime(iso: string): string {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return iso;
+  const utc = new Date(ms).toISOString();
+  return `${utc.slice(0, 10)} ${utc.slice(11, 19)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+export const TABLE_HEADER: readonly string[] = ["time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+
+/** Column widths `followLogs` starts from, before it has seen any row. */
+export const FOLLOW_WIDTHS: readonly number[] = [19, 14, 4, 8, 20, 9, 8, 12];
+
+/** The cells of one table row. The last is the first stderr line, else the spawn error. */
+export function rowCells(row: Row): string[] {
+  const { invocation, result } = row.record;
+  const taskId = taskIdOf(row.record);
+  const actions = policyActions(row.record);
+  const stderr = firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
+  return [
+    shortTime(row.record.startedAt),
+    invocation.event,
+    taskId === null ? "-" : `#${oneLine(taskId)}`,
+    invocation.memberName ? oneLine(invocation.memberName) : "-",
+    oneLine(hookName(result)),
+    outcomeWord(outcomeOf(result)),
+    formatDuration(result.durationMs),
+    actions.length > 0 ? oneLine(actions.join(", ")) : "-",
+    stderr,
+  ];
+}
+
+/** The widths that fit `rows` (all columns but the last, which is never padded). */
+export function columnWidths(rows: ReadonlyArray<readonly string[]>, start: readonly number[] = []): number[] {
+  const widths = TABLE_HEADER.slice(0, -1).map((h, i) => Math.max(h.length, start[i] ?? 0));
+  for (const cells of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i] ?? 0, (cells[i] ?? "").length);
+  return widths;
+}
+
+/** Cells padded to `widths`, two spaces apart; numbers (duration) right-aligned. */
+export function tableLine(cells: readonly string[], widths: readonly number[]): string {
+  return cells
+    .map((cell, i) => {
+      const width = widths[i];
+      if (width === undefined) return cell;
+      return i === 6 ? cell.padStart(width) : cell.padEnd(width);
+    })
+    .join("  ")
+    .trimEnd();
+}
+
+/** The whole table, header first, rows in the order given. */
+export function formatTable(rows: readonly Row[]): string {
+  const cells = rows.map(rowCells);
+  const widths = columnWidths(cells);
+  return [TABLE_HEADER, ...cells].map((c) => `${tableLine(c, widths)}\n`).join("");
+}
+
+/** One log as NDJSON: its file first, then the record as written. */
+export function jsonLine(row: Row): string {
+  return `${JSON.stringify({ file: row.file, ...row.record })}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One log in full
+
+/** Lines of at most this many kept from each of stdout and stderr by `formatShow`. Everything is in the file. */
+const SHOW_OUTPUT_LINES = 200;
+
+/** One log, readably: context, command, exit, timing, policy, stdout and stderr. */
+export function formatShow(row: Row): string {
+  const { invocation, result, policy } = row.record;
+  const out: string[] = [];
+  const field = (name: string, value: string): void => {
+    out.push(`${(name ? `${name}:` : "").padEnd(14)}${value}`);
+  };
+  field("log", row.file);
+  field("event", `${invocation.event}${row.record.retry ? " (a retry: this event key ran before)" : ""}`);
+  if (row.record.key) field("key", row.record.key);
+  field("started", row.record.startedAt);
+  field("team", `${invocation.teamId} (task list ${invocation.taskListId}, style ${invocation.style}) ${invocation.teamDir}`);
+  field("member", invocation.memberName ?? "(unknown)");
+  field("event time", invocation.timestamp ?? "(unknown)");
+  const task = invocation.completedTask;
+  if (task) {
+    field("task", `#${task.id} ${oneLine(task.subject)}`);
+    field("", `status ${task.status}, owner ${task.owner ?? "(none)"}, updated ${task.updatedAt}`);
+    const description = task.description.trim();
+    if (description) out.push(...indent(cutLines(description, 20)));
+  } else {
+    const taskId = taskIdOf(row.record);
+    field("task", taskId === null ? "(none)" : `#${taskId} (its task file was gone when the hook ran)`);
+  }
+  out.push("");
+  field("hook", result.hookPath ?? "(none)");
+  if (result.command) field("command", shellLine(result.command));
+  field("outcome", outcomeWord(outcomeOf(result)));
+  const exit = [
+    result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`,
+    ...(result.signal ? [`signal ${result.signal}`] : []),
+    ...(result.timedOut ? ["timed out"] : []),
+  ];
+  field("exit", exit.join(", "));
+  if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
+  field("duration", result.durationMs >= 1000 ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)` : formatDuration(result.durationMs));
+  field("run id", result.runId);
+  if (result.leftoverProcesses > 0) field("leftovers", `${result.leftoverProcesses} process(es) of the hook were still running after it and were killed`);
+  if (result.contextTruncated) field("context", "an environment value was shortened to fit (stdin and the context file were complete)");
+  out.push("");
+  if (policy) {
+    const p = policy as Record<string, unknown>;
+    const text = (v: unknown): string | null => (typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : null);
+    const settings = [
+      text(p.failureAction) ?? "(unknown action)",
+      ...(text(p.maxReopensPerTask) !== null ? [`max reopens ${text(p.maxReopensPerTask)}`] : []),
+      ...(text(p.followupOwner) !== null ? [`follow-up owner ${text(p.followupOwner)}`] : []),
+    ];
+    field("policy", settings.join(", "));
+    if (text(p.summary)) field("summary", oneLine(text(p.summary) ?? ""));
+    const actions = policyActions(row.record);
+    field("actions", actions.length > 0 ? actions.join(", ") : "none");
+    if (text(p.followupTaskId)) field("follow-up", `#${text(p.followupTaskId)}`);
+    if (p.alreadyApplied === true) field("", "(already applied by an earlier run of this event: nothing done again)");
+    if (Array.isArray(p.errors)) for (const e of p.errors) field("policy error", oneLine(String(e)));
+  } else {
+    field("policy", "not applied (reported only)");
+  }
+  out.push("", ...outputBlock("stdout", result.stdout, result.stdoutDroppedBytes), "", ...outputBlock("stderr", result.stderr, result.stderrDroppedBytes));
+  return `${out.join("\n")}\n`;
+}
+
+function outputBlock(name: string, text: string, dropped: number): string[] {
+  const lost = dropped > 0 ? `, ${dropped} more bytes were not captured` : "";
+  const body = text.replace(/\s+$/, "");
+  if (body === "") return [`${name}: (empty${lost})`];
+  const lines = body.split(/\r\n|\n|\r/);
+  return [`${name} (${lines.length} line${lines.length === 1 ? "" : "s"}${lost}):`, ...indent(cutLines(body, SHOW_OUTPUT_LINES), "  │ ")];
+}
+
+function cutLines(text: string, max: number): string[] {
+  const lines = text.split(/\r\n|\n|\r/).map((l) => l.replace(CONTROL, ""));
+  return lines.length <= max ? lines : [...lines.slice(0, max), `… ${lines.length - max} more lines (in the log file)`];
+}
+
+function indent(lines: readonly string[], prefix = "  "): string[] {
+  return lines.map((l) => `${prefix}${l}`.trimEnd());
+}
+
+/** The argv as one shell-like line, for reading. */
+function shellLine(argv: readonly string[]): string {
+  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", `'\\''`)}'`)).join(" ");
+}

@@ -1,0 +1,127 @@
+/**
+ * `logs stats`: per hook and event, runs, pass rate, p50/p95 duration and the most-failed tasks,
+ * computed from small samples (not whole records) and printed as a table or NDJSON. Pure.
+ */
+import type { HookEventName } from "../contract/contract.js";
+import type { HookLogRecord } from "../runner/hook-log.js";
+import { formatDuration, hookName, oneLine } from "./format.js";
+import { LOG_EVENTS, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+
+export interface StatsRow {
+  hook: string;
+  event: HookEventName;
+  runs: number;
+  passed: number;
+  failed: number;
+  timedOut: number;
+  error: number;
+  /** passed / runs, from 0 to 1. */
+  passRate: number;
+  p50Ms: number;
+  p95Ms: number;
+  /** Tasks with the most runs that did not pass (failed, timed out or error), most first. */
+  mostFailedTasks: Array<{ taskId: string; failures: number }>;
+}
+
+/** Nearest-rank percentile of ascending `sorted` (q from 0 to 1); 0 for none. */
+export function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil(q * sorted.length)));
+  return sorted[rank - 1] ?? 0;
+}
+
+/** What stats needs of one log. */
+export interface StatsSample {
+  hook: string;
+  event: HookEventName;
+  outcome: LogOutcome;
+  durationMs: number;
+  taskId: string | null;
+}
+
+export function statsSample(record: HookLogRecord): StatsSample {
+  return { hook: hookName(record.result), event: record.invocation.event, outcome: outcomeOf(record.result), durationMs: record.result.durationMs, taskId: taskIdOf(record) };
+}
+
+/** One row per hook (file name) and event, sorted by hook then event. */
+export function computeStats(samples: readonly StatsSample[], topTasks = 3): StatsRow[] {
+  const groups = new Map<string, { hook: string; event: HookEventName; durations: number[]; counts: Record<LogOutcome, number>; failures: Map<string, number> }>();
+  for (const { hook, event, outcome, durationMs, taskId } of samples) {
+    const id = `${hook}\u0000${event}`;
+    let group = groups.get(id);
+    if (!group) {
+      group = { hook, event, durations: [], counts: { passed: 0, failed: 0, timed_out: 0, error: 0 }, failures: new Map() };
+      groups.set(id, group);
+    }
+    group.counts[outcome] += 1;
+    group.durations.push(durationMs);
+    if (outcome !== "passed" && taskId !== null) group.failures.set(taskId, (group.failures.get(taskId) ?? 0) + 1);
+  }
+  const rows: StatsRow[] = [];
+  for (const g of groups.values()) {
+    const sorted = [...g.durations].sort((a, b) => a - b);
+    const mostFailedTasks = [...g.failures]
+      .map(([taskId, failures]) => ({ taskId, failures }))
+      .sort((a, b) => b.failures - a.failures || compareIds(a.taskId, b.taskId))
+      .slice(0, topTasks);
+    rows.push({
+      hook: g.hook,
+      event: g.event,
+      runs: sorted.length,
+      passed: g.counts.passed,
+      failed: g.counts.failed,
+      timedOut: g.counts.timed_out,
+      error: g.counts.error,
+      passRate: sorted.length === 0 ? 0 : g.counts.passed / sorted.length,
+      p50Ms: percentile(sorted, 0.5),
+      p95Ms: percentile(sorted, 0.95),
+      mostFailedTasks,
+    });
+  }
+  return rows.sort((a, b) => (a.hook === b.hook ? LOG_EVENTS.indexOf(a.event) - LOG_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1));
+}
+
+/** Decimal ids in number order, others after them in string order. */
+function compareIds(a: string, b: string): number {
+  const [na, nb] = [/^\d+$/.test(a) ? Number(a) : Number.NaN, /^\d+$/.test(b) ? Number(b) : Number.NaN];
+  if (!Number.isNaN(na) && !Number.isNaN(nb)) return na - nb;
+  if (Number.isNaN(na) !== Number.isNaN(nb)) return Number.isNaN(na) ? 1 : -1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function percent(rate: number): string {
+  const value = Math.round(rate * 1000) / 10;
+  return `${Number.isInteger(value) ? value.toFixed(0) : value.toFixed(1)}%`;
+}
+
+export const STATS_HEADER: readonly string[] = ["hook", "event", "runs", "pass rate", "failed", "timed out", "error", "p50", "p95", "most-failed tasks"];
+
+/** The stats table; counts and durations right-aligned. */
+export function formatStats(rows: readonly StatsRow[]): string {
+  const cells = rows.map((r) => [
+    oneLine(r.hook),
+    r.event,
+    String(r.runs),
+    percent(r.passRate),
+    String(r.failed),
+    String(r.timedOut),
+    String(r.error),
+    formatDuration(r.p50Ms),
+    formatDuration(r.p95Ms),
+    r.mostFailedTasks.length > 0 ? r.mostFailedTasks.map((t) => `#${oneLine(t.taskId)} (${t.failures})`).join(", ") : "-",
+  ]);
+  const all = [STATS_HEADER, ...cells];
+  const widths = STATS_HEADER.map((_, i) => Math.max(...all.map((c) => (c[i] ?? "").length)));
+  const last = STATS_HEADER.length - 1;
+  const line = (c: readonly string[]): string =>
+    c
+      .map((cell, i) => (i === last ? cell : i >= 2 && i <= 8 ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return `${all.map(line).join("\n")}\n`;
+}
+
+/** One stats row as NDJSON. */
+export function statsJsonLine(row: StatsRow): string {
+  return `${JSON.stringify(row)}\n`;
+}

@@ -1,0 +1,266 @@
+/**
+ * Hook logs (DESIGN.md "Hook logs"): one JSON file per hook invocation in `<teamDir>/hook-logs/`.
+ * Writing never overwrites another log, whether the two writers are in one process or in several;
+ * listing is names only, so that `logs` stays fast with tens of thousands of files; reading validates
+ * one file and reports a bad one as data.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, linkSync, unlinkSync, writeFileSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import type { Dirent } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { HookInvocationSchema, RunResultSchema } from "../contract/contract.js";
+import type { HookInvocation } from "../contract/contract.js";
+import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { type FileProblemKind, mkdirUnder, problemDetail, readRegularFile } from "../team/json-file.js";
+import { fileProblem } from "../text/messages.js";
+import { hookLogsDir, isTempOrLock, sanitizeName } from "../team/paths.js";
+
+/**
+ * One log file. Loose at every level this project writes, so that a file written by a later version
+ * (extra fields in the record, the invocation, the result or the policy) reads back with them kept.
+ */
+export const HookLogRecordSchema = z.looseObject({
+  invocation: HookInvocationSchema.loose(),
+  result: RunResultSchema.loose(),
+  /** The event key (events.ts) the ledger dedupes on. */
+  key: z.string().optional(),
+  /** When the run started (ISO 8601); the file name is built from it. */
+  startedAt: z.iso.datetime({ offset: true }),
+  /** True when this run repeats an event key already run (a `replay`, or a retry after a crash). */
+  retry: z.boolean().optional(),
+  /** Filled by the policy step: the action chosen and what it did. */
+  policy: z.looseObject({}).optional(),
+});
+export type HookLogRecord = z.infer<typeof HookLogRecordSchema>;
+export type HookLogRecordInput = z.input<typeof HookLogRecordSchema>;
+
+/** A log as listed: its absolute path and its base name (`2024-…Z_task_completed_task-3.json`). */
+export interface HookLogEntry {
+  file: string;
+  name: string;
+}
+
+/** json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
+export type HookLogProblemKind = FileProblemKind;
+
+/** Why one file is not a log. `message` is the one line to show: file, field, problem, consequence. */
+export interface HookLogProblem {
+  file: string;
+  kind: HookLogProblemKind;
+  /** Dotted path of the first bad field (`result.exitCode`), or `(root)`; absent unless `invalid`. */
+  field?: string;
+  message: string;
+}
+
+export type HookLogRead = { ok: true; file: string; record: HookLogRecord } | { ok: false; problem: HookLogProblem };
+
+/** Same-stem names tried before giving up: only a runaway writer gets that far. */
+const MAX_COLLISIONS = 100_000;
+/** A log is tens of kilobytes; anything this big in the dir is not one of ours. */
+const MAX_LOG_BYTES = 32 * 1024 * 1024;
+/** Suffix values (task id, member name) are cut so that a name stays far below 255 bytes. */
+const MAX_SUFFIX_CHARS = 64;
+
+/**
+ * The file name without `.json`: `<startedAt as UTC ISO, ":" and "." → "-">_<event>[_<suffix>]`.
+ * The suffix is `task-<id>` when there is a task, else `member-<name>` when the member is known.
+ * Throws E_INTERNAL when `startedAt` is not a date: the caller built the record wrong.
+ */
+export function hookLogStem(record: { startedAt: string; invocation: HookInvocation }): string {
+  const started = new Date(record.startedAt);
+  if (Number.isNaN(started.getTime())) {
+    throw new HooksError("E_INTERNAL", `hook log: startedAt is not a date: ${JSON.stringify(record.startedAt)}`);
+  }
+  // Normalised to UTC so that names of runs started in different offsets still sort in time order.
+  const time = started.toISOString().replace(/[:.]/g, "-");
+  const suffix = logSuffix(record.invocation);
+  return suffix ? `${time}_${record.invocation.event}_${suffix}` : `${time}_${record.invocation.event}`;
+}
+
+function logSuffix(invocation: HookInvocation): string | null {
+  const cut = (value: string): string => sanitizeName(value).slice(0, MAX_SUFFIX_CHARS);
+  if (invocation.completedTask) return `task-${cut(invocation.completedTask.id)}`;
+  if (invocation.memberName) return `member-${cut(invocation.memberName)}`;
+  return null;
+}
+
+/**
+ * The next collision number to try per `<dir>/<stem>` in this process. Claimed synchronously, so a
+ * burst of same-millisecond logs in one process tries distinct names instead of re-probing each
+ * taken one. Only a hint: `link` below is what guarantees uniqueness, also against other processes.
+ */
+const nextNumber = new Map<string, number>();
+
+function claimNumber(key: string): number {
+  const n = nextNumber.get(key) ?? 1;
+  if (nextNumber.size > 1_000) nextNumber.clear(); // stems are per millisecond: old ones never recur
+  nextNumber.set(key, n + 1);
+  return n;
+}
+
+/**
+ * Writes `record` as a new log file and returns its path. The content is complete before the name
+ * appears: it goes to a temp file first (ignored by readers: `.…tmp.…`), which is then hard-linked to
+ * the final name. `link` fails with EEXIST instead of replacing, which `rename` would silently do, so
+ * a taken name moves on to `<stem>_2.json`, `_3`, … — atomic across processes without a lock.
+ * No reader ever sees half a log. No fsync: after a power cut a log may be lost or empty, which is
+ * acceptable for a log, and `readHookLog` reports an empty one as a problem. The file operations are
+ * synchronous behind the async signature: a log is written after every event, and a thread-pool round
+ * trip per call costs more than the small write itself (docs/performance.md).
+ */
+export async function writeHookLog(teamDir: string, record: HookLogRecordInput, opts: { file?: string | null } = {}): Promise<string> {
+  const dir = hookLogsDir(teamDir);
+  const stem = hookLogStem(record);
+  const body = `${JSON.stringify(record, null, 2)}\n`;
+  const tmp = path.join(dir, `.${stem}.tmp.${process.pid}.${randomBytes(6).toString("hex")}`);
+  mkdirUnder(teamDir, dir);
+  try {
+    writeFileSync(tmp, body, { flag: "wx" });
+  } catch (cause) {
+    removeTemp(tmp);
+    throw new HooksError("E_IO", `cannot write hook log in ${dir}: ${describeError(cause)}`, { cause });
+  }
+  try {
+    if (opts.file) {
+      // The name planned for it (planHookLogFile), already quoted in messages: taken if still free.
+      try {
+        linkSync(tmp, opts.file);
+        return opts.file;
+      } catch (cause) {
+        if (errnoCode(cause) !== "EEXIST") throw new HooksError("E_IO", `cannot create hook log ${opts.file}: ${describeError(cause)}`, { cause });
+      }
+    }
+    return firstName(dir, stem, (final) => {
+      try {
+        linkSync(tmp, final);
+        return true;
+      } catch (cause) {
+        if (errnoCode(cause) === "EEXIST") return false;
+        throw new HooksError("E_IO", `cannot create hook log ${final}: ${describeError(cause)}`, { cause });
+      }
+    });
+  } finally {
+    removeTemp(tmp);
+  }
+}
+
+/**
+ * The name a log will get, chosen before it is written: the policy's messages quote it ("Hook log: …")
+ * and are sent before the log exists (the log is written last: its presence means the event is done).
+ * The name is claimed in this process and skips names already on disk; `writeHookLog(…, { file })`
+ * then takes it. Only another process writing a log of the same millisecond, event and task between
+ * the two calls can take it first, and then the log moves to the next free name.
+ */
+export function planHookLogFile(teamDir: string, record: { startedAt: string; invocation: HookInvocation }): string {
+  return firstName(hookLogsDir(teamDir), hookLogStem(record), (file) => !existsSync(file));
+}
+
+/** `<stem>.json`, `<stem>_2.json`, … (numbers claimed in this process): the first that `take` accepts. */
+function firstName(dir: string, stem: string, take: (file: string) => boolean): string {
+  const hintKey = path.join(dir, stem);
+  for (let attempt = 0; attempt < MAX_COLLISIONS; attempt++) {
+    const n = claimNumber(hintKey);
+    const file = path.join(dir, n === 1 ? `${stem}.json` : `${stem}_${n}.json`);
+    if (take(file)) return file;
+  }
+  throw new HooksError("E_IO", `cannot name a hook log: ${MAX_COLLISIONS} names tried for ${stem} in ${dir}`);
+}
+
+function removeTemp(tmp: string): void {
+  try {
+    unlinkSync(tmp);
+  } catch {
+    // ENOENT: it was never created. Anything else leaves a hidden `.tmp.` file that listing ignores.
+  }
+}
+
+/** True for a name `listHookLogs` reports: `*.json`, not hidden, not a temp or lock file. */
+export function isHookLogName(name: string): boolean {
+  return name.endsWith(".json") && !name.startsWith(".") && !isTempOrLock(name);
+}
+
+/**
+ * Sort key of a log name: every run of digits padded to a fixed width, so that plain string order is
+ * time order and puts `…_10.json` after `…_9.json` (plain name order would not). Fixed-width fields
+ * of the timestamp are unchanged relative to each other.
+ */
+function sortKey(name: string): string {
+  return name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
+}
+
+/**
+ * The logs of a team, oldest first, by name only (no file is opened). `limit` keeps the newest
+ * `limit`. A missing `hook-logs/` is an empty list; an unreadable one throws E_IO.
+ */
+export async function listHookLogs(teamDir: string, opts: { limit?: number } = {}): Promise<HookLogEntry[]> {
+  const dir = hookLogsDir(teamDir);
+  let dirents: Dirent[];
+  try {
+    dirents = await readdir(dir, { withFileTypes: true });
+  } catch (cause) {
+    if (errnoCode(cause) === "ENOENT") return [];
+    throw new HooksError("E_IO", `cannot list hook logs in ${dir}: ${describeError(cause)}`, { cause });
+  }
+  const keyed: Array<{ key: string; name: string }> = [];
+  for (const dirent of dirents) {
+    if ((dirent.isFile() || dirent.isSymbolicLink()) && isHookLogName(dirent.name)) {
+      keyed.push({ key: sortKey(dirent.name), name: dirent.name });
+    }
+  }
+  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const limit = opts.limit === undefined ? keyed.length : Math.max(0, Math.floor(opts.limit));
+  return keyed.slice(Math.max(0, keyed.length - limit)).map(({ name }) => ({ file: path.join(dir, name), name }));
+}
+
+/** Reads and validates one log. A missing, corrupt or foreign file is a problem, never a throw. */
+export async function readHookLog(file: string): Promise<HookLogRead> {
+  // A FIFO or a device in hook-logs/ is refused unread: it must not hang `logs` or a leader's recovery.
+  const read = readRegularFile(file, { maxBytes: MAX_LOG_BYTES });
+  if (!read.ok) return problem(file, read.problem.kind, undefined, problemDetail(read.problem));
+  const text = read.text;
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (cause) {
+    return problem(file, "invalid_json", undefined, `not JSON (${describeError(cause)})`);
+  }
+  const parsed = HookLogRecordSchema.safeParse(data);
+  if (parsed.success) return { ok: true, file, record: parsed.data };
+  const [first, ...rest] = parsed.error.issues;
+  const where = first && first.path.length > 0 ? fieldPath(first.path) : "(root)";
+  const got = first ? valueAt(data, first.path) : undefined;
+  const detail = `${first?.message ?? "not a hook log"}${got === undefined ? "" : ` (got ${preview(got)})`}`;
+  const more = rest.length > 0 ? ` (and ${rest.length} more problem${rest.length > 1 ? "s" : ""})` : "";
+  return problem(file, "invalid", where, `${detail}${more}`);
+}
+
+function problem(file: string, kind: HookLogProblemKind, field: string | undefined, detail: string): HookLogRead {
+  const message = fileProblem(file, field ?? "", detail, "log skipped");
+  return { ok: false, problem: field === undefined ? { file, kind, message } : { file, kind, field, message } };
+}
+
+/** `["result", "exitCode"]` → `result.exitCode`; `["invocation", "completedTask", "blocks", 1]` → `….blocks[1]`. */
+function fieldPath(segments: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const segment of segments) {
+    if (typeof segment === "number") out += `[${segment}]`;
+    else out += out ? `.${String(segment)}` : String(segment);
+  }
+  return out;
+}
+
+function valueAt(root: unknown, at: ReadonlyArray<PropertyKey>): unknown {
+  let node: unknown = root;
+  for (const key of at) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
+}
+
+function preview(value: unknown): string {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 60 ? `${json.slice(0, 59)}…` : json;
+}

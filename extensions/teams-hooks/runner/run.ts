@@ -1,0 +1,419 @@
+/**
+ * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
+ *
+ * Life of a run: write the context file → spawn (no shell, own process group, no execa buffering,
+ * cleanup or timeout) → context JSON on stdin → our own timer races the exit → on timeout, terminate
+ * the group (terminate.ts); on exit, give the pipes a drain window, because a background child may
+ * still hold them (exit is not close: STYLE.md facts, 1 and 3) → kill leftovers → remove the file.
+ *
+ * `detached` switches off execa's `cleanup` (STYLE.md facts, 3), so live runs are kept in a registry
+ * here and `terminateAllRuns()` is what the leader calls on shutdown.
+ */
+import { randomUUID } from "node:crypto";
+import { readdirSync, unlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { headCapture, type CaptureResult } from "./capture.js";
+import {
+  HOOK_CONTRACT_VERSION,
+  OUTPUT_LIMIT_CHARS,
+  buildHookEnvironment,
+  type HookCommand,
+  type HookInvocation,
+  type RunErrorKind,
+  type RunResult,
+} from "../contract/contract.js";
+import { describeError, errnoCode } from "../contract/errors.js";
+import { problemDetail, readRegularFile } from "../team/json-file.js";
+import { sanitizeName } from "../team/paths.js";
+import { groupMembers, terminateGroup } from "./terminate.js";
+import { describeInvalidVerdict, readVerdict } from "../contract/verdict.js";
+
+export interface RunHookOptions {
+  cwd: string;
+  /** Our own timer; at the end SIGTERM goes to the group, SIGKILL `graceMs` later. */
+  timeoutMs: number;
+  /** The leader's environment the contract variables are added to (default `process.env`). */
+  baseEnv?: Readonly<Record<string, string | undefined>>;
+  graceMs?: number;
+  /** How long pipes may stay open after the hook exited by itself (never past the timeout). */
+  drainMs?: number;
+  runId?: string;
+  /** `PI_TEAMS_HOOK_EVENT_KEY` and `PI_TEAMS_HOOK_ATTEMPT` (see buildHookEnvironment). */
+  eventKey?: string;
+  attempt?: number;
+  maxEnvValueBytes?: number;
+  /** Called once the hook is running: the ledger records its group and run id. */
+  onSpawn?: (info: { pid: number; runId: string }) => void;
+  /**
+   * Awaited just before the spawn, after everything else is ready: the leader's ledger record of the
+   * event reaches the disk meanwhile (it must be there before the hook starts). If it rejects, the
+   * hook does not start.
+   */
+  notBefore?: Promise<unknown>;
+  /**
+   * `auto` (default) looks for run-id escapees in /proc only when something is suspect: a timeout,
+   * pipes still open after exit, or members left in the group. `always` also scans after a clean
+   * exit (about 2–10 ms), which also catches a setsid'd child with its output redirected elsewhere.
+   */
+  escapeeScan?: "auto" | "always";
+}
+
+/** After the hook's processes are dead, how long the pipes may take to report close. */
+const CLOSE_SETTLE_MS = 500;
+
+interface LiveRun {
+  runId: string;
+  pid: number;
+  stop: () => void;
+  done: Promise<unknown>;
+}
+const live = new Map<string, LiveRun>();
+
+/** Runs whose process group may still be alive: for the leader's shutdown and its ledger. */
+export function liveRuns(): Array<{ runId: string; pid: number }> {
+  return [...live.values()].map(({ runId, pid }) => ({ runId, pid }));
+}
+
+/** Ends every live run (as a timeout would) and waits until each has settled and reaped its group. */
+export async function terminateAllRuns(): Promise<void> {
+  const runs = [...live.values()];
+  for (const run of runs) run.stop();
+  await Promise.allSettled(runs.map((run) => run.done));
+}
+
+export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
+  const runId = opts.runId ?? randomUUID();
+  const startedAt = performance.now();
+  const base = baseResult(hook, runId);
+  // The result file is offered, not created: a hook that wants to give a verdict writes it (verdict.ts).
+  const { contextFile, resultFile } = runFiles(runId);
+  let contextWritten = false;
+  try {
+    const { env, contextJson, truncated } = buildHookEnvironment(invocation, {
+      runId,
+      contextFile,
+      resultFile,
+      ...(opts.eventKey === undefined ? {} : { eventKey: opts.eventKey }),
+      ...(opts.attempt === undefined ? {} : { attempt: opts.attempt }),
+      base: opts.baseEnv ?? process.env,
+      maxValueBytes: opts.maxEnvValueBytes,
+    });
+    try {
+      // `wx`: never write through a file (or link) someone else planted under our name. Synchronous
+      // on purpose: the async open/write/close/unlink hops cost ~2.5 ms a run here (bench/runner.mjs),
+      // while spawn itself already blocks the event loop for longer than this small write does.
+      writeFileSync(contextFile, contextJson, { mode: 0o600, flag: "wx" });
+      contextWritten = true;
+    } catch (error) {
+      return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
+    }
+    const { result, stdoutTail } = await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
+    return applyVerdict(result, readResultFile(resultFile), stdoutTail);
+  } catch (error) {
+    // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
+    return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
+  } finally {
+    if (contextWritten) removeQuietly(contextFile);
+    removeQuietly(resultFile);
+  }
+}
+
+/** The files of a run in the temp dir: its context document, and where a verdict may be written. */
+export function runFiles(runId: string): { contextFile: string; resultFile: string } {
+  const stem = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}`);
+  return { contextFile: `${stem}.json`, resultFile: `${stem}.result.json` };
+}
+
+/**
+ * Removes the temp files of a run that a dead leader left (the event's run id and its chain's
+ * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
+ */
+export function removeRunFiles(runId: string): number {
+  const prefix = path.basename(runFiles(runId).contextFile).slice(0, -".json".length);
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(os.tmpdir());
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !name.endsWith(".json")) continue;
+    const rest = name.slice(prefix.length);
+    if (rest !== ".json" && rest !== ".result.json" && !/^-\d+(\.result)?\.json$/.test(rest)) continue;
+    try {
+      unlinkSync(path.join(os.tmpdir(), name));
+      removed += 1;
+    } catch {
+      // gone already, or not ours to remove
+    }
+  }
+  return removed;
+}
+
+/** A verdict bigger than this is not a verdict: it is reported as invalid, unread. */
+const MAX_RESULT_FILE_BYTES = 64 * 1024;
+
+/**
+ * The result file's text; null when the hook did not write one. Anything else at the path — a FIFO
+ * the hook made there, a symlink to a device, a directory, a file over the cap — is `refused` unread,
+ * saying what it is: read with the one shared reader, it can neither block the leader nor fill its
+ * memory.
+ */
+function readResultFile(file: string): ResultFileRead {
+  const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });
+  if (read.ok) return { text: read.text, refused: null };
+  if (read.problem.kind === "missing") return { text: null, refused: null }; // not written: the common case
+  return { text: null, refused: problemDetail(read.problem) };
+}
+
+interface ResultFileRead {
+  text: string | null;
+  /** Why the path holds no readable verdict (`not a regular file (fifo)`); null when it was read or absent. */
+  refused: string | null;
+}
+
+/**
+ * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
+ * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
+ * killed) stays one whatever it wrote.
+ */
+function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail: string): RunResult {
+  if (result.outcome === "error") return result;
+  if (file.refused !== null) {
+    return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
+  }
+  const read = readVerdict({ fileText: file.text, stdoutTail });
+  switch (read.kind) {
+    case "none":
+      return result;
+    case "invalid":
+      return { ...result, outcome: "error", errorKind: "invalid_verdict", error: describeInvalidVerdict(read) };
+    case "verdict":
+      return { ...result, outcome: read.verdict.decision === "allow" ? "passed" : "failed", verdict: { ...read.verdict, source: read.source } };
+  }
+}
+
+/** The result of a run that never started because something refused it (a limit): an error of `kind`. */
+export function notRunResult(hook: HookCommand, runId: string, kind: RunErrorKind, message: string): RunResult {
+  return { ...baseResult(hook, runId), ran: false, ...startFailure(message, undefined, performance.now(), kind) };
+}
+
+type BaseResult = Pick<RunResult, "ran" | "hookPath" | "command" | "runId" | "contractVersion" | "contextTruncated">;
+
+function baseResult(hook: HookCommand, runId: string): BaseResult {
+  return { ran: true, hookPath: hook.hookPath, command: [hook.command, ...hook.args], runId, contractVersion: HOOK_CONTRACT_VERSION, contextTruncated: false };
+}
+
+type Outcome = Omit<RunResult, keyof BaseResult>;
+
+function startFailure(message: string, code: string | undefined, startedAt: number, kind: RunErrorKind = "spawn"): Outcome {
+  return {
+    outcome: "error",
+    errorKind: kind,
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: elapsed(startedAt),
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    error: firstLine(message),
+    ...(code ? { errorCode: code } : {}),
+    leftoverProcesses: 0,
+  };
+}
+
+interface Prepared {
+  runId: string;
+  env: Record<string, string>;
+  contextJson: string;
+  truncated: boolean;
+  startedAt: number;
+  base: BaseResult;
+}
+
+type Execa = typeof import("execa").execa;
+let execaLoaded: Promise<Execa> | null = null;
+
+/**
+ * execa, imported on first use: it is about half of the leader's module graph (~150 ms of a start-up
+ * here, docs/performance.md), and a leader needs it only once a hook runs. `preloadRunner()` lets a
+ * caller load it ahead, off the first event's path.
+ */
+function loadExeca(): Promise<Execa> {
+  execaLoaded ??= import("execa").then((m) => m.execa);
+  return execaLoaded;
+}
+
+/** Starts loading the runner's process library now (the leader calls it once it is watching). */
+export function preloadRunner(): void {
+  loadExeca().catch(() => undefined); // a failed import is reported by the first run that needs it
+}
+
+async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: string }> {
+  const { runId, startedAt } = run;
+  const base = { ...run.base, contextTruncated: run.truncated };
+  const [execa] = await Promise.all([loadExeca(), opts.notBefore]);
+  const subprocess = execa(hook.command, hook.args, {
+    cwd: opts.cwd,
+    env: run.env,
+    extendEnv: false,
+    shell: false,
+    detached: true,
+    buffer: false,
+    cleanup: false,
+    reject: false,
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  // reject: false, but a settled promise must never be left unhandled whatever happens.
+  const settled = subprocess.then(
+    (result) => result,
+    (error: unknown) => error,
+  );
+  const pid = subprocess.pid;
+  if (pid === undefined) {
+    // Spawn failed (ENOENT, EACCES, E2BIG…): execa settles at once with the errno in `code`.
+    const failure = await settled;
+    const message = pick(failure, "originalMessage") ?? pick(failure, "shortMessage") ?? describeError(failure);
+    return { result: { ...base, ...startFailure(message, pick(failure, "code"), startedAt) }, stdoutTail: "" };
+  }
+
+  const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
+  let requestStop = (): void => undefined;
+  const stopped = new Promise<"stopped">((resolve) => (requestStop = () => resolve("stopped")));
+  const timers = new AbortController();
+  const finished = supervise();
+  live.set(runId, { runId, pid, stop: requestStop, done: finished });
+  try {
+    opts.onSpawn?.({ pid, runId });
+  } catch {
+    // The caller's bookkeeping failed; the hook is running and must still be supervised and reaped.
+  }
+  try {
+    return await finished;
+  } finally {
+    // With a reason: a bare abort() builds an AbortError with a stack trace on every run.
+    timers.abort(null);
+    live.delete(runId);
+  }
+
+  async function supervise(): Promise<{ result: RunResult; stdoutTail: string }> {
+    const graceMs = opts.graceMs ?? 1_000;
+    const deadline = startedAt + opts.timeoutMs;
+    const out = captureStream(subprocess.stdout);
+    const err = captureStream(subprocess.stderr);
+    const pipesClosed = Promise.all([out.closed, err.closed]).then(() => "closed" as const);
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      subprocess.once("exit", (code, signal) => resolve({ code, signal })),
+    );
+    // The hook may never read stdin, or exit first: EPIPE then is normal, not an error.
+    subprocess.stdin.on("error", () => undefined);
+    subprocess.stdin.end(run.contextJson);
+
+    const first = await Promise.race([exited, stopped, wait(deadline - performance.now(), "timeout" as const)]);
+    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let durationMs: number;
+    let leftovers: number[];
+    const timedOut = first === "timeout";
+    if (typeof first === "string") {
+      // Only a leader not yet reaped may seed tree-kill's walk: a reaped pid could be someone else's.
+      const leaderRunning = subprocess.exitCode === null && subprocess.signalCode === null;
+      leftovers = (await terminateGroup(hookPid, { graceMs, runId, leaderRunning })).filter((p) => p !== hookPid);
+      exit = await Promise.race([exited, wait(CLOSE_SETTLE_MS, undefined)]);
+      durationMs = elapsed(startedAt);
+      await Promise.race([pipesClosed, wait(CLOSE_SETTLE_MS, "late" as const)]);
+    } else {
+      exit = first;
+      durationMs = elapsed(startedAt);
+      const drainMs = Math.min(opts.drainMs ?? 1_000, Math.max(0, deadline - performance.now()));
+      const drained = (await Promise.race([pipesClosed, stopped, wait(drainMs, "open" as const)])) === "closed";
+      // The common path stays cheap: pipes closed and an empty group need no /proc scan for escapees.
+      const suspect = !drained || opts.escapeeScan === "always" || (await groupMembers(hookPid)).length > 0;
+      leftovers = suspect ? await terminateGroup(hookPid, { graceMs, runId }) : [];
+      if (!drained) await Promise.race([pipesClosed, wait(CLOSE_SETTLE_MS, "late" as const)]);
+    }
+    // A holder we could not find (its environment replaced, out of the group) must not keep us here.
+    for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream.destroy();
+    await Promise.race([settled, wait(CLOSE_SETTLE_MS, undefined)]);
+
+    const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
+    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit ? "internal" : exit.signal !== null ? "signal" : undefined;
+    const outcome = errorKind ? "error" : exit?.code === 0 ? "passed" : "failed";
+    const result: RunResult = {
+      ...base,
+      outcome,
+      ...(errorKind ? { errorKind } : {}),
+      exitCode: exit?.code ?? null,
+      signal: exit?.signal ?? null,
+      timedOut,
+      durationMs,
+      ...outputFields(out.result(), err.result()),
+      ...(stopReason ? { error: stopReason } : {}),
+      leftoverProcesses: leftovers.length,
+    };
+    return { result, stdoutTail: out.tail() };
+  }
+
+  /** A timer that resolves to `value`, cleared when the run ends so no timer outlives it. */
+  function wait<T>(ms: number, value: T): Promise<T> {
+    return new Promise<T>((resolve) => {
+      const timer = setTimeout(() => resolve(value), Math.max(0, ms));
+      timers.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
+    });
+  }
+}
+
+/** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
+function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult; tail: () => string } {
+  const capture = headCapture(OUTPUT_LIMIT_CHARS);
+  // The last bytes too, for a verdict on the last line of a long output (verdict.ts).
+  let tail: Buffer = Buffer.alloc(0);
+  stream.on("data", (chunk: Buffer | string) => {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+    capture.push(bytes);
+    tail = bytes.length >= TAIL_BYTES ? bytes.subarray(bytes.length - TAIL_BYTES) : Buffer.concat([tail, bytes]).subarray(-TAIL_BYTES);
+  });
+  stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
+  const closed = new Promise<void>((resolve) => stream.once("close", () => resolve()));
+  return { closed, result: () => capture.result(), tail: () => tail.toString("utf8") };
+}
+
+/** Enough for the longest valid verdict line (code, reason and message at their limits, escaped). */
+const TAIL_BYTES = 48 * 1024;
+
+function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
+  return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };
+}
+
+/** The head, plus a line saying how much was left out, so a reader never mistakes it for everything. */
+function withNote(captured: CaptureResult): string {
+  return captured.droppedBytes > 0 ? `${captured.text}\n… (truncated, ${captured.droppedBytes} bytes omitted)` : captured.text;
+}
+
+function pick(value: unknown, key: string): string | undefined {
+  if (typeof value !== "object" || value === null || !(key in value)) return undefined;
+  const found = (value as Record<string, unknown>)[key];
+  return typeof found === "string" && found.length > 0 ? found : undefined;
+}
+
+function firstLine(text: string): string {
+  return text.split("\n").find((line) => line.trim().length > 0)?.trim() ?? text.trim();
+}
+
+function removeQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // The hook may have removed it itself; anything else leaves a 0600 file in tmpdir, not a failure.
+  }
+}
+
+function elapsed(startedAt: number): number {
+  return Math.round(performance.now() - startedAt);
+}

@@ -1,0 +1,324 @@
+/**
+ * The `hooks` block of config.json, validated as a whole by one schema: the failure policy, the
+ * failure mode and the limits per event. An invalid block is refused whole — every problem named by
+ * its field — so a team never runs with half of what it wrote (the leader keeps the last valid block).
+ * `resolveSettings` turns the block, the environment and the flags into every setting in force, with
+ * where each came from: the leader, `doctor` and `policy` all call it, so they cannot disagree.
+ * Pure: the raw block and the environment are arguments.
+ */
+import path from "node:path";
+import { z } from "zod";
+import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
+import {
+  FailureActionSettingSchema,
+  FollowupOwnerSettingSchema,
+  MAX_TIMEOUT_MS,
+  MaxReopensSettingSchema,
+  SETTING_ENV,
+  SETTING_FLAGS,
+  resolvePolicy,
+  resolveTimeoutMs,
+  type EffectivePolicy,
+  type PolicyFlags,
+  type Source,
+} from "./options.js";
+
+export const FAILURE_MODES = ["closed", "open"] as const;
+export type FailureMode = (typeof FAILURE_MODES)[number];
+
+/** What a hook error (could not start, timed out, killed, invalid verdict, a limit) means, by default. */
+export const DEFAULT_FAILURE_MODES: Readonly<Record<HookEventName, FailureMode>> = Object.freeze({
+  task_completed: "closed",
+  task_failed: "closed",
+  idle: "open",
+});
+
+export const DEFAULT_LIMITS = Object.freeze({
+  /** Hooks in one event's chain (the v1 file plus `on_<event>.d/`). */
+  maxHooksPerEvent: 16,
+  /** The whole chain of one event, start of the first hook to end of the last. */
+  chainDeadlineMs: 300_000,
+  /** The context document of one invocation, in UTF-8 bytes. */
+  maxPayloadBytes: 8 * 1024 * 1024,
+});
+export type HookLimits = { -readonly [K in keyof typeof DEFAULT_LIMITS]: number };
+
+function whole(min: number, max: number) {
+  return z
+    .union([z.number(), z.string().trim().regex(/^\d+$/, "expected a whole number").transform(Number)])
+    .pipe(z.number().int().min(min).max(max));
+}
+
+export const FailureModeSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FAILURE_MODES));
+
+/** One mode for every event, or a mode per event (events left out keep their default). */
+const FailureModeBlock = z.union([
+  FailureModeSettingSchema,
+  z.strictObject(Object.fromEntries(HOOK_EVENTS.map((e) => [e, FailureModeSettingSchema.optional()])) as Record<HookEventName, z.ZodOptional<typeof FailureModeSettingSchema>>),
+]);
+
+/**
+ * When a run is checked for processes that left the hook's process group but carry its run id (a
+ * `setsid` daemon): `auto` only when something is suspect (a timeout, pipes held open, members left
+ * in the group), `always` after every run, a clean exit included. `always` costs a /proc scan per run
+ * (docs/performance.md).
+ */
+export const SWEEP_MODES = ["auto", "always"] as const;
+export type SweepMode = (typeof SWEEP_MODES)[number];
+export const DEFAULT_SWEEP: SweepMode = "auto";
+export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
+
+/** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
+export const HooksBlockSchema = z.looseObject({
+  failureAction: FailureActionSettingSchema.nullish(),
+  maxReopensPerTask: MaxReopensSettingSchema.nullish(),
+  followupOwner: FollowupOwnerSettingSchema.nullish(),
+  failureMode: FailureModeBlock.nullish(),
+  sweep: SweepSettingSchema.nullish(),
+  limits: z
+    .strictObject({
+      maxHooksPerEvent: whole(1, 64).optional(),
+      chainDeadlineMs: whole(1, MAX_TIMEOUT_MS).optional(),
+      maxPayloadBytes: whole(1024, 1024 * 1024 * 1024).optional(),
+    })
+    .nullish(),
+});
+export type HooksBlock = z.output<typeof HooksBlockSchema>;
+
+export type HooksBlockCheck = { ok: true; block: HooksBlock; raw: Record<string, unknown> } | { ok: false; problems: string[] };
+
+/** Checks the raw block (anything); `undefined`/`null` is an empty, valid block. */
+export function checkHooksBlock(raw: unknown, file: string): HooksBlockCheck {
+  if (raw === undefined || raw === null) return { ok: true, block: {}, raw: {} };
+  const parsed = HooksBlockSchema.safeParse(raw);
+  if (parsed.success) return { ok: true, block: parsed.data, raw: raw as Record<string, unknown> };
+  const problems = parsed.error.issues.map((issue) => {
+    const field = ["hooks", ...issue.path.map(String)].join(".");
+    const got = valueAt(raw, issue.path);
+    return `${file}: ${field}: ${issue.message}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
+  });
+  return { ok: false, problems };
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let node: unknown = root;
+  for (const key of path) {
+    if (node === null || typeof node !== "object") return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
+}
+
+export interface ResolvedModes {
+  modes: Readonly<Record<HookEventName, FailureMode>>;
+  sources: Readonly<Record<HookEventName, "config" | "env" | "default">>;
+  warnings: string[];
+}
+
+/** Failure mode per event: config.json `hooks.failureMode` > `PI_TEAMS_HOOKS_FAILURE_MODE` > default. */
+export function resolveFailureModes(block: HooksBlock, env: Readonly<Record<string, string | undefined>>): ResolvedModes {
+  const warnings: string[] = [];
+  let fromEnv: FailureMode | undefined;
+  const rawEnv = env.PI_TEAMS_HOOKS_FAILURE_MODE;
+  if (rawEnv !== undefined && rawEnv.trim() !== "") {
+    const parsed = FailureModeSettingSchema.safeParse(rawEnv);
+    if (parsed.success) fromEnv = parsed.data;
+    else warnings.push(`PI_TEAMS_HOOKS_FAILURE_MODE: ${JSON.stringify(rawEnv)} is not valid (expected closed or open) — ignored`);
+  }
+  const configured = block.failureMode;
+  const modes = {} as Record<HookEventName, FailureMode>;
+  const sources = {} as Record<HookEventName, "config" | "env" | "default">;
+  for (const event of HOOK_EVENTS) {
+    const fromConfig = typeof configured === "string" ? configured : configured?.[event];
+    if (fromConfig) [modes[event], sources[event]] = [fromConfig, "config"];
+    else if (fromEnv) [modes[event], sources[event]] = [fromEnv, "env"];
+    else [modes[event], sources[event]] = [DEFAULT_FAILURE_MODES[event], "default"];
+  }
+  return { modes: Object.freeze(modes), sources: Object.freeze(sources), warnings };
+}
+
+export function resolveLimits(block: HooksBlock): Readonly<HookLimits> {
+  return Object.freeze({ ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(block.limits ?? {}).filter(([, v]) => v !== undefined)) });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every setting in force, with where it came from
+
+/** Where the `hooks` block in force comes from: config.json's own, the last valid one kept, or none. */
+export type HooksBlockFrom = "file" | "kept" | "none";
+
+/** Why config.json gives no `hooks` block at all. */
+export interface NoHooksBlock {
+  /** `missing`: no config.json; `unreadable`: it cannot be read or is not JSON; `absent`: no `hooks` (or `null`). */
+  kind: "missing" | "unreadable" | "not_an_object" | "absent";
+  /** Names the file and says why: `/t/config.json: invalid JSON (…)`. */
+  reason: string;
+}
+
+export interface SettingsInput {
+  /** config.json's `hooks` value as written (anything); not read when `noBlock` is set. */
+  hooks: unknown;
+  noBlock: NoHooksBlock | null;
+  /** The config file, as messages name it. */
+  file: string;
+  env: Readonly<Record<string, string | undefined>>;
+  flags?: PolicyFlags | undefined;
+  timeoutFlag?: string | number | undefined;
+  /**
+   * The block in force until now (a leader's reload), or undefined when none is (the leader started
+   * without one): kept when config.json's block is refused or config.json gives none.
+   */
+  lastValid?: Record<string, unknown> | undefined;
+}
+
+/** One setting's value, the level it came from, and that level as people name it. */
+export interface Effective<T, S extends Source = Source> {
+  value: T;
+  source: S;
+  /** `config.json hooks.failureAction`, `PI_TEAMS_HOOKS_FAILURE_ACTION`, `--failure-action`, `default`. */
+  origin: string;
+}
+
+export type PolicySetting = keyof EffectivePolicy;
+export type LimitName = keyof HookLimits;
+
+/** What `doctor` and `policy get` show (JSON as is). */
+export interface SettingsReport {
+  values: EffectivePolicy;
+  sources: Record<PolicySetting, Source>;
+  origins: Record<PolicySetting, string>;
+  timeoutMs: Effective<number, Exclude<Source, "config">>;
+  failureModes: Record<HookEventName, Effective<FailureMode>>;
+  limits: Record<LimitName, Effective<number>>;
+  /** `hooks.sweep`: whether every run is checked for `setsid` escapees. */
+  sweep: Effective<SweepMode, "config" | "default">;
+  block: {
+    /** False when config.json's block (or config.json itself) was refused. */
+    valid: boolean;
+    from: HooksBlockFrom;
+    /** One line per problem, each naming the file and the field, and saying what applies instead. */
+    problems: string[];
+  };
+}
+
+export interface EffectiveSettings extends SettingsReport {
+  /** The `hooks` block in force, as written. */
+  hooksBlock: Record<string, unknown>;
+  /**
+   * The same string for the same refusal (`unreadable`, or the block's problems), null when nothing
+   * is refused: a leader says a refusal once, not at every change of config.json while it lasts.
+   */
+  refusal: string | null;
+  /** The block's problems, then environment values that fell back (a bad flag throws instead). */
+  warnings: string[];
+}
+
+const POLICY_FIELDS: Readonly<Record<PolicySetting, { field: string; env: string; flag: string }>> = {
+  failureAction: { field: "hooks.failureAction", env: SETTING_ENV.failureAction, flag: SETTING_FLAGS.failureAction },
+  maxReopensPerTask: { field: "hooks.maxReopensPerTask", env: SETTING_ENV.maxReopensPerTask, flag: SETTING_FLAGS.maxReopens },
+  followupOwner: { field: "hooks.followupOwner", env: SETTING_ENV.followupOwner, flag: SETTING_FLAGS.followupOwner },
+};
+
+/**
+ * Every setting in force: flag > config.json `hooks` > environment > default, where the `hooks` block
+ * is config.json's if it checks whole, else the last valid one (`lastValid`), else none. Throws
+ * `E_USAGE` for a bad flag; everything else is a warning.
+ */
+export function resolveSettings(input: SettingsInput): EffectiveSettings {
+  const chosen = chooseBlock(input);
+  const checked = checkHooksBlock(chosen.value, input.file);
+  // The block in force always checks (config.json's, accepted, or one accepted before): never half of one.
+  const block = checked.ok ? checked.block : {};
+  const raw = checked.ok ? checked.raw : {};
+  const policy = resolvePolicy({ flags: input.flags, config: raw, env: input.env, configFile: input.file });
+  const timeout = resolveTimeoutMs({ flag: input.timeoutFlag, env: input.env });
+  const modes = resolveFailureModes(block, input.env);
+  const limits = resolveLimits(block);
+  const configName = path.basename(input.file);
+  const inConfig = (field: string): string => `${configName} ${field}${chosen.from === "kept" ? " (last valid block)" : ""}`;
+
+  const policyOrigin = (setting: PolicySetting): string => {
+    const where = POLICY_FIELDS[setting];
+    const source = policy.sources[setting];
+    if (source === "config") return inConfig(where.field);
+    if (source === "flag") return where.flag;
+    if (source === "default") return "default";
+    // failureAction has two variables; the newer one wins when it holds a valid value.
+    if (setting === "failureAction" && !FailureActionSettingSchema.safeParse(input.env[where.env] ?? "").success) return SETTING_ENV.createTaskOnFailure;
+    return where.env;
+  };
+  const failureModes = {} as Record<HookEventName, Effective<FailureMode>>;
+  for (const event of HOOK_EVENTS) {
+    const source = modes.sources[event];
+    const field = typeof block.failureMode === "string" ? "hooks.failureMode" : `hooks.failureMode.${event}`;
+    const origin = source === "config" ? inConfig(field) : source === "env" ? "PI_TEAMS_HOOKS_FAILURE_MODE" : "default";
+    failureModes[event] = { value: modes.modes[event], source, origin };
+  }
+  const limitRows = {} as Record<LimitName, Effective<number>>;
+  for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
+    const fromConfig = block.limits?.[name] !== undefined;
+    limitRows[name] = { value: limits[name], source: fromConfig ? "config" : "default", origin: fromConfig ? inConfig(`hooks.limits.${name}`) : "default" };
+  }
+  const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
+  const sweep = resolveSweep(block);
+
+  return {
+    values: { ...policy.policy },
+    sources: { ...policy.sources },
+    origins: { failureAction: policyOrigin("failureAction"), maxReopensPerTask: policyOrigin("maxReopensPerTask"), followupOwner: policyOrigin("followupOwner") },
+    timeoutMs: { value: timeout.value, source: timeout.source, origin: timeoutOrigin },
+    failureModes,
+    limits: limitRows,
+    sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
+    block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
+    hooksBlock: raw,
+    refusal: chosen.refusal,
+    warnings: [...chosen.problems, ...timeout.warnings, ...policy.warnings, ...modes.warnings],
+  };
+}
+
+/** The part of the settings `doctor` and `policy get` show. */
+export function settingsReport(settings: EffectiveSettings): SettingsReport {
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, block };
+}
+
+/** The values of a group of settings (`failureModes`, `limits`), without where they came from. */
+export function settingValues<K extends string, T>(rows: Readonly<Record<K, Effective<T>>>): Readonly<Record<K, T>> {
+  return Object.freeze(Object.fromEntries(Object.entries<Effective<T>>(rows).map(([key, row]) => [key, row.value])) as Record<K, T>);
+}
+
+interface ChosenBlock {
+  value: unknown;
+  from: HooksBlockFrom;
+  valid: boolean;
+  problems: string[];
+  refusal: string | null;
+}
+
+function chooseBlock(input: SettingsInput): ChosenBlock {
+  const kept = input.lastValid;
+  const noBlock = input.noBlock;
+  if (noBlock) {
+    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], refusal: noBlock.kind };
+    // No config.json, or one without `hooks`: the documented defaults, nothing to refuse.
+    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], refusal: null };
+    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], refusal: noBlock.kind };
+  }
+  const check = checkHooksBlock(input.hooks, input.file);
+  if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], refusal: null };
+  const fallback = kept ? "the last valid block stays in force" : "defaults and the environment apply";
+  // One line per problem, each whole on its own: logs and `grep` read lines.
+  const problems = check.problems.map((problem) => `${problem} — the "hooks" block is refused whole; ${fallback}`);
+  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, refusal: check.problems.join("\n") };
+}
+
+export interface ResolvedSweep {
+  value: SweepMode;
+  source: "config" | "default";
+}
+
+/** `hooks.sweep` from config.json, else `auto`. */
+export function resolveSweep(block: HooksBlock): ResolvedSweep {
+  return block.sweep ? { value: block.sweep, source: "config" } : { value: DEFAULT_SWEEP, source: "default" };
+}

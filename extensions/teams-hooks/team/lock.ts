@@ -1,0 +1,291 @@
+/**
+ * The lock protocol of the team directory (DESIGN.md, "Writes are atomic and locked"), shared with
+ * workers and other leaders: `<file>.lock` created with O_EXCL, holding `{ pid, createdAt, label? }`,
+ * removed after. Not reentrant: a nested `withLock` on the same file in the same process waits for
+ * itself and times out.
+ *
+ * Stale takeover. Judging a lock stale and moving it away are two steps, and between them another
+ * contender may already have taken the stale lock over and created a fresh one, which a plain
+ * rename would then steal. So takeovers are serialised by a guard, `<file>.takeover.lock` (O_EXCL
+ * too): only its holder re-reads the lock and, if it is still the very file judged stale (same inode,
+ * same content), renames it away and deletes it. A new lock can only appear once the path is empty,
+ * so the guard closes the race among processes that follow this protocol.
+ *
+ * The file operations are synchronous (only the wait between attempts is not): a lock is taken and
+ * released around every write the leader makes, each asynchronous call is a thread-pool round trip
+ * that costs more than the work, and no other task of this process can run between creating the lock
+ * file and writing the holder into it — a crash there would leave an empty lock that only ages out.
+ */
+import { closeSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { problemDetail, readRegularFile } from "./json-file.js";
+
+export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
+/**
+ * A lock without a readable pid is stale after this long, and never later than half the wait of the
+ * one judging it (so a contender always gets past it in time). Its writer fills it in right after
+ * creating it (within microseconds, with no other work between), so a lock still empty after a few
+ * seconds belongs to a process that died in between.
+ */
+export const STALE_UNREADABLE_LOCK_MS = 5_000;
+
+function staleNoPidMs(timeoutMs: number): number {
+  return Math.min(STALE_UNREADABLE_LOCK_MS, Math.max(1, Math.floor(timeoutMs / 2)));
+}
+
+export interface LockOptions {
+  /** Written into the lock file, so a human (or `doctor`) can see who holds it. */
+  label?: string;
+  /** Give up after this long with `E_LOCK_TIMEOUT`. Default 10 s. */
+  timeoutMs?: number;
+}
+
+/** What the lock file says. Every field may be unreadable: other runtimes write it too. */
+export interface LockHolder {
+  pid: number | null;
+  createdAt: string | null;
+  label: string | null;
+}
+
+/** A snapshot of a lock for diagnostics. */
+export type LockInspection =
+  | { held: false; lockFile: string }
+  | {
+      held: true;
+      lockFile: string;
+      holder: LockHolder;
+      /** Since the lock file was last modified. */
+      ageMs: number;
+      /** `null` when the pid is unknown. */
+      holderAlive: boolean | null;
+      stale: boolean;
+      /** Why it is stale, for messages. */
+      staleReason: string | null;
+    };
+
+export function lockFileFor(file: string): string {
+  return `${file}.lock`;
+}
+
+/** Runs `fn` while holding `<file>.lock`; the lock is removed afterwards, also when `fn` throws. */
+export async function withLock<T>(file: string, fn: () => Promise<T> | T, options: LockOptions = {}): Promise<T> {
+  const lockFile = lockFileFor(file);
+  const token = await acquire(file, options);
+  let failed = false;
+  try {
+    return await fn();
+  } catch (error) {
+    failed = true;
+    throw error;
+  } finally {
+    try {
+      await release(lockFile, token);
+    } catch (error) {
+      // Never hide fn's own error behind a cleanup error; otherwise a lock left behind must be loud.
+      if (!failed) throw error;
+    }
+  }
+}
+
+/** Reads the lock of `file` without touching it. */
+export async function inspectLock(file: string, now: number = Date.now()): Promise<LockInspection> {
+  const lockFile = lockFileFor(file);
+  const seen = readLock(lockFile);
+  if (!seen) return { held: false, lockFile };
+  const verdict = judge(seen, now);
+  return { held: true, lockFile, holder: seen.holder, ...verdict, stale: verdict.staleReason !== null };
+}
+
+/** Identifies our own lock file at release, so that we never remove a lock someone else now holds. */
+interface Token {
+  pid: number;
+  createdAt: string;
+}
+
+async function acquire(file: string, options: LockOptions): Promise<Token> {
+  const lockFile = lockFileFor(file);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
+  let attempt = 0;
+  let last: SeenLock | null = null;
+  for (;;) {
+    const token = tryCreate(lockFile, options.label);
+    if (token) return token;
+    const seen = readLock(lockFile);
+    if (!seen) continue; // released between our open and our read: try again at once
+    last = seen;
+    // After a takeover, straight back to O_EXCL: clearing the way did not lock anything.
+    if (judge(seen, Date.now(), timeoutMs).staleReason !== null && (await takeOver(file, seen, timeoutMs))) continue;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw timeoutError(lockFile, timeoutMs, last);
+    await sleep(Math.min(remaining, backoff(attempt++)));
+  }
+}
+
+/** One O_EXCL attempt. Returns null when the lock exists; throws for anything else (a missing folder, EACCES). */
+function tryCreate(lockFile: string, label: string | undefined): Token | null {
+  let fd: number;
+  try {
+    fd = openSync(lockFile, "wx");
+  } catch (error) {
+    if (errnoCode(error) === "EEXIST") return null;
+    throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
+  }
+  const token: Token = { pid: process.pid, createdAt: new Date().toISOString() };
+  try {
+    try {
+      writeSync(fd, JSON.stringify(label === undefined ? token : { ...token, label }));
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    unlinkQuietly(lockFile); // ours, half-written: nobody else may own it
+    throw new HooksError("E_IO", `cannot write lock ${lockFile}: ${describeError(error)}`, { cause: error });
+  }
+  return token;
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    /* gone already, or not ours to remove: nothing more to do */
+  }
+}
+
+async function release(lockFile: string, token: Token): Promise<void> {
+  const seen = readLock(lockFile);
+  // Gone, or taken over because someone judged us stale (pid reuse, a paused process): not ours to remove.
+  if (!seen || seen.holder.pid !== token.pid || seen.holder.createdAt !== token.createdAt) return;
+  try {
+    unlinkSync(lockFile);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return;
+    throw new HooksError("E_IO", `cannot remove lock ${lockFile}: ${describeError(error)}`, { cause: error });
+  }
+}
+
+interface SeenLock {
+  holder: LockHolder;
+  mtimeMs: number;
+  ino: number;
+  text: string;
+  /** Why the lock was not read (`not a regular file (fifo)`): its holder then has no readable pid. */
+  unread?: string;
+}
+
+/** A lock holds a pid, a time and a label: anything this big is not a lock, and is not read. */
+const MAX_LOCK_BYTES = 64 * 1024;
+
+/**
+ * Reads a lock file; null when there is none. Unparsable content is a holder with no pid, and so is a
+ * FIFO, a device or a file too large planted at the lock's name: read without blocking or reading
+ * it whole, and judged by its age like any lock whose pid cannot be read.
+ */
+function readLock(lockFile: string): SeenLock | null {
+  const read = readRegularFile(lockFile, { maxBytes: MAX_LOCK_BYTES }); // one descriptor: content and inode of the same file
+  if (read.ok) return { holder: parseHolder(read.text), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: read.text };
+  if (read.problem.kind === "missing") return null;
+  if (read.stat) return { holder: noHolder(), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: "", unread: problemDetail(read.problem) };
+  throw new HooksError("E_IO", `cannot read lock ${lockFile}: ${problemDetail(read.problem)}`);
+}
+
+function noHolder(): LockHolder {
+  return { pid: null, createdAt: null, label: null };
+}
+
+function parseHolder(text: string): LockHolder {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return noHolder(); // empty (being written) or foreign content
+  }
+  const record = value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
+  const pid = record.pid;
+  return {
+    pid: typeof pid === "number" && Number.isInteger(pid) && pid > 0 ? pid : null,
+    createdAt: typeof record.createdAt === "string" ? record.createdAt : null,
+    label: typeof record.label === "string" ? record.label : null,
+  };
+}
+
+/** Whether the holder lives, and the reason the lock is stale (null when it must be respected). */
+function judge(seen: SeenLock, now: number = Date.now(), timeoutMs = DEFAULT_LOCK_TIMEOUT_MS): { ageMs: number; holderAlive: boolean | null; staleReason: string | null } {
+  const ageMs = Math.max(0, now - seen.mtimeMs);
+  const pid = seen.holder.pid;
+  if (pid !== null) {
+    const holderAlive = isAlive(pid);
+    return { ageMs, holderAlive, staleReason: holderAlive ? null : `process ${pid} is gone` };
+  }
+  // No pid yet may just mean its creator has not written it: only age makes such a lock stale.
+  const staleReason = ageMs > staleNoPidMs(timeoutMs) ? `no readable pid and ${ageMs < 10_000 ? (ageMs / 1000).toFixed(1) : Math.round(ageMs / 1000)} s old` : null;
+  return { ageMs, holderAlive: null, staleReason };
+}
+
+/** `kill(pid, 0)`: ESRCH means gone; EPERM means alive under another user. */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errnoCode(error) !== "ESRCH";
+  }
+}
+
+/**
+ * Removes the stale lock `judged` under the takeover guard (see the top of the file). Returns false
+ * when another contender holds the guard: the caller waits, then looks again.
+ */
+async function takeOver(file: string, judged: SeenLock, timeoutMs: number): Promise<boolean> {
+  const lockFile = lockFileFor(file);
+  const guardFile = lockFileFor(`${file}.takeover`);
+  const guard = tryCreate(guardFile, "stale lock takeover");
+  if (!guard) {
+    const seen = readLock(guardFile);
+    // A contender died in the middle of a takeover (rare): clear its guard the plain way.
+    if (seen && judge(seen, Date.now(), timeoutMs).staleReason !== null) await moveAway(guardFile);
+    return false;
+  }
+  try {
+    const now = readLock(lockFile);
+    if (now && now.ino === judged.ino && now.text === judged.text && judge(now, Date.now(), timeoutMs).staleReason !== null) await moveAway(lockFile);
+  } finally {
+    await release(guardFile, guard);
+  }
+  return true;
+}
+
+/** Renames a lock to a unique name, then deletes it: of several movers, exactly one succeeds. */
+async function moveAway(lockFile: string): Promise<void> {
+  const aside = `${lockFile}.stale.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2, 8)}.lock`;
+  try {
+    renameSync(lockFile, aside);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return; // someone else moved it first
+    throw new HooksError("E_IO", `cannot take over stale lock ${lockFile}: ${describeError(error)}`, { cause: error });
+  }
+  unlinkQuietly(aside); // a leftover `*.stale.*.lock` is inert: nothing reads it
+}
+
+/** Exponential backoff with jitter: about 2–5 ms first, capped at 100 ms, so contenders spread out. */
+function backoff(attempt: number): number {
+  const ceiling = Math.min(100, 4 * 2 ** attempt);
+  return Math.max(2, ceiling / 2 + Math.random() * (ceiling / 2 + 1));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function timeoutError(lockFile: string, timeoutMs: number, seen: SeenLock | null): HooksError {
+  const holder = seen?.holder;
+  const pid = holder?.pid ?? null;
+  const detail = `${holder?.label ? ` (${holder.label})` : ""}${holder?.createdAt ? ` since ${holder.createdAt}` : ""}`;
+  const who = pid !== null ? `held by pid ${pid}${detail}` : `held by an unknown process (no readable pid${seen?.unread ? `: ${seen.unread}` : ""})`;
+  const fix =
+    pid !== null
+      ? `if process ${pid} is gone or stuck, remove the lock: rm -f '${lockFile}'`
+      : `if no team process is running, remove the lock: rm -f '${lockFile}'`;
+  return new HooksError("E_LOCK_TIMEOUT", `Timeout after ${timeoutMs} ms acquiring lock ${lockFile}: ${who}; ${fix}`);
+}

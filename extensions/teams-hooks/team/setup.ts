@@ -1,0 +1,127 @@
+/**
+ * Everything a command needs to know about the team before it fires an event: identity (config.json
+ * with flag overrides), hooks dir, working directory, timeout and the effective policy with the source
+ * of each value. Shared by `run`, `watch` and the pi extension, so they agree on every default.
+ */
+import fs from "node:fs/promises";
+import path from "node:path";
+import type { HookEventName, TeamIdentity } from "../contract/contract.js";
+import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "../settings/hooks-config.js";
+import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "../settings/options.js";
+import { unsafeName } from "../text/messages.js";
+import { isSafeName, resolveHooksDir, sanitizeName } from "./paths.js";
+import { loadTeamConfig } from "./config.js";
+
+export interface TeamSetupInput {
+  teamDir: string | undefined;
+  taskList?: string | undefined;
+  lead?: string | undefined;
+  hooksDir?: string | undefined;
+  cwd?: string | undefined;
+  timeoutMs?: string | undefined;
+  policyFlags?: PolicyFlags | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  /** The process's working directory: relative paths are taken from here. */
+  processCwd: string;
+  /**
+   * The `hooks` block in force (the leader's, on a reload): kept when the file's is refused, or when
+   * config.json is unreadable, gone or without `hooks`. Undefined: none is in force.
+   */
+  lastValidHooks?: Record<string, unknown> | undefined;
+}
+
+export interface TeamSetup {
+  identity: TeamIdentity;
+  configFile: string;
+  hooksDir: string;
+  hooksDirSource: "flag" | "env" | "default";
+  /** The team's own hook layer, `<teamDir>/hooks` (issue 5): its files replace the global ones. */
+  teamHooksDir: string;
+  /** The config.json `hooks` block in force (the file's, or the last valid one when the file's is not). */
+  hooksBlock: Record<string, unknown>;
+  /** False when the file's `hooks` block was refused whole. */
+  hooksBlockValid: boolean;
+  /** Every setting in force with where it came from, as `doctor` and `policy get` show them. */
+  settings: EffectiveSettings;
+  failureModes: Readonly<Record<HookEventName, FailureMode>>;
+  limits: Readonly<HookLimits>;
+  /** Whether every run is swept for run-id escapees, or only a suspect one (`hooks.sweep`). */
+  sweep: ResolvedSweep;
+  cwd: string;
+  timeout: ResolvedTimeout;
+  policy: ResolvedPolicy;
+  /** Config and environment problems that fell back to a default: show them, keep going. */
+  warnings: string[];
+}
+
+/** Throws `E_USAGE` / `E_TEAM_DIR` for a missing or bad flag or directory, naming it. */
+export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup> {
+  if (!input.teamDir) throw new HooksError("E_USAGE", "--team-dir is required (the team's directory, e.g. ~/.pi/teams/my-team)");
+  const teamDir = path.resolve(input.processCwd, input.teamDir);
+  await requireDirectory(teamDir, "--team-dir", "E_TEAM_DIR");
+  const cwd = input.cwd ? path.resolve(input.processCwd, input.cwd) : input.processCwd;
+  if (input.cwd) await requireDirectory(cwd, "--cwd", "E_USAGE");
+
+  const config = await loadTeamConfig(teamDir);
+  const identity: TeamIdentity = { ...config.identity };
+  if (input.taskList !== undefined) identity.taskListId = nonEmpty(input.taskList, "--task-list");
+  if (input.lead !== undefined) identity.leadName = safeName(input.lead, "--lead");
+
+  const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.processCwd });
+  // A hooks dir someone named and that is not there means no gate at all: a mistake, never silence.
+  // (The default dir missing is how a team without gates looks; `watch` warns about that.)
+  if (hooks.source !== "default") {
+    await requireDirectory(hooks.dir, hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR", "E_USAGE");
+  }
+  const settings = resolveSettings({
+    hooks: config.hooks,
+    noBlock: config.noHooks,
+    file: config.file,
+    env: input.env,
+    flags: input.policyFlags,
+    timeoutFlag: input.timeoutMs,
+    lastValid: input.lastValidHooks,
+  });
+  // An unusable config.json is said once: by the settings (which say what applies instead).
+  const configWarnings = config.warnings.filter((w) => w !== config.fileWarning);
+  return {
+    identity,
+    configFile: config.file,
+    hooksDir: hooks.dir,
+    hooksDirSource: hooks.source,
+    teamHooksDir: path.join(teamDir, "hooks"),
+    hooksBlock: settings.hooksBlock,
+    hooksBlockValid: settings.block.valid,
+    settings,
+    failureModes: settingValues(settings.failureModes),
+    limits: settingValues(settings.limits),
+    sweep: { value: settings.sweep.value, source: settings.sweep.source },
+    cwd,
+    timeout: { value: settings.timeoutMs.value, source: settings.timeoutMs.source, warnings: [] },
+    policy: { policy: settings.values, sources: settings.sources, warnings: [] },
+    warnings: [...configWarnings, ...settings.warnings],
+  };
+}
+
+async function requireDirectory(dir: string, flag: string, code: "E_USAGE" | "E_TEAM_DIR"): Promise<void> {
+  try {
+    const stat = await fs.stat(dir);
+    if (!stat.isDirectory()) throw new HooksError(code, `${flag} ${dir}: not a directory`);
+  } catch (error) {
+    if (error instanceof HooksError) throw error;
+    const reason = errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error);
+    throw new HooksError(code, `${flag} ${dir}: ${reason}`, { cause: error });
+  }
+}
+
+/** The leader's inbox file is named after it: a name that maps onto another's file is refused. */
+function safeName(value: string, flag: string): string {
+  if (!isSafeName(value)) throw new HooksError("E_USAGE", `${flag} ${unsafeName(value, sanitizeName(value))}`);
+  return value;
+}
+
+function nonEmpty(value: string, flag: string): string {
+  if (value.trim() === "") throw new HooksError("E_USAGE", `${flag} must not be empty`);
+  return value;
+}

@@ -1,0 +1,302 @@
+/**
+ * Human-facing text: warnings, summary lines, help. Library modules report through an injected `log`
+ * and build their words here, so wording lives in one place. Add functions in your own section.
+ */
+import type { HookEventName } from "../contract/contract.js";
+
+/** `tasks/main/3.json: status: expected …, got "done" — task skipped` */
+export function fileProblem(file: string, field: string, problem: string, consequence: string): string {
+  return `${file}: ${field ? `${field}: ` : ""}${problem} — ${consequence}`;
+}
+
+/**
+ * `"a/b" is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b")`.
+ * `fileName`: what the name becomes as a file name (paths.ts sanitizeName).
+ */
+export function unsafeName(value: string, fileName: string): string {
+  const shares = value === "" ? "it is empty" : `it would share the file of ${JSON.stringify(fileName)}`;
+  return `${JSON.stringify(value)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: ${shares})`;
+}
+
+export function eventLabel(event: HookEventName, taskId: string | null | undefined): string {
+  return taskId ? `${event} #${taskId}` : event;
+}
+
+/** `1.2s` above a second, else `340ms`. */
+export function formatDuration(ms: number): string {
+  return ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms)}ms`;
+}
+
+// =============================================================================================
+// Section: failure policy and settings (used by options.ts and policy.ts)
+// Keep this section's helpers prefixed (`policy…`) so that other sections cannot collide with them.
+import { FAILURE_ACTIONS, FOLLOWUP_OWNERS, truncateText } from "../contract/contract.js";
+import type { FailureAction, FollowupOwner, RunResult } from "../contract/contract.js";
+import { unreachable } from "../contract/errors.js";
+
+/** What each setting accepts, as quoted in flag errors and warnings. */
+export const SETTING_EXPECTED = Object.freeze({
+  failureAction: `one of ${FAILURE_ACTIONS.join(", ")}`,
+  followupOwner: `one of ${FOLLOWUP_OWNERS.join(", ")}`,
+  maxReopensPerTask: "a whole number ≥ 0 (0 = never reopen)",
+  createTaskOnFailure: "1 (create a follow-up task) or 0",
+  timeoutMs: "a whole number of milliseconds from 1 to 2147483647",
+});
+
+/** `--max-reopens: "3abc" is not valid; expected a whole number ≥ 0 (0 = never reopen)` */
+export function invalidFlagValue(flag: string, value: unknown, expected: string): string {
+  return `${flag}: ${policyShowValue(value)} is not valid; expected ${expected}`;
+}
+
+/**
+ * `config.json: hooks.failureAction: "rework" is not valid (expected one of …) — ignored, using "warn" (default)`.
+ * `file` is the config file or the variable name; `field` is empty for a variable.
+ */
+export function invalidSettingValue(
+  file: string,
+  field: string,
+  value: unknown,
+  expected: string,
+  fallback: { value: unknown; from: string },
+): string {
+  const from = fallback.from === "default" ? "(default)" : `from ${fallback.from}`;
+  return fileProblem(file, field, `${policyShowValue(value)} is not valid (expected ${expected})`, `ignored, using ${policyShowValue(fallback.value)} ${from}`);
+}
+
+/** `config.json: hooks: expected an object, got "reopen" — ignored, the environment and defaults apply` */
+export function settingNotAnObject(file: string, field: string, value: unknown): string {
+  return fileProblem(file, field, `expected an object, got ${policyShowValue(value)}`, "ignored, the environment and defaults apply");
+}
+
+/** A value as quoted in a message: strings in JSON quotes, anything long cut. */
+function policyShowValue(value: unknown): string {
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (typeof value === "string") return JSON.stringify(truncateText(value, 80));
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value);
+  } catch {
+    /* a cycle or a BigInt: String() below still names the value */
+  }
+  return truncateText(json ?? String(value), 80);
+}
+
+/** The gate summary of a pass: `passed in 1234ms`. */
+export function gatePassedSummary(durationMs: number): string {
+  return `passed in ${Math.round(durationMs)}ms`;
+}
+
+/** The longest first stderr line a failure summary keeps (characters, `…` included). */
+export const SUMMARY_STDERR_LINE_CHARS = 180;
+
+/**
+ * The one-line failure summary (DESIGN.md): the spawn error, `timeout after <ms>ms`, `exit code <n>` —
+ * or `killed by <signal>` when there is no exit code and the signal was not our timeout's — and the
+ * first non-empty stderr line (colour codes removed, cut to 180 characters), joined with ` • `.
+ */
+export function describeFailure(
+  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict">,
+  timeoutMs: number,
+): string {
+  const parts: string[] = [];
+  const verdict = result.verdict;
+  if (verdict?.decision === "deny") {
+    // The gate said why itself: its code, reason and message are the summary (issue 5).
+    parts.push(`denied${verdict.code ? ` (${verdict.code})` : ""}`);
+    if (verdict.reason) parts.push(verdict.reason);
+    const message = verdict.message ? policyFirstLine(verdict.message) : "";
+    if (message) parts.push(truncateText(message, SUMMARY_STDERR_LINE_CHARS));
+    return parts.join(" • ");
+  }
+  const spawnError = result.error ? policyFirstLine(result.error) : "";
+  if (spawnError) parts.push(spawnError);
+  if (result.timedOut) parts.push(`timeout after ${timeoutMs}ms`);
+  if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
+  else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);
+  const stderrLine = policyFirstLine(result.stderr);
+  if (stderrLine) parts.push(truncateText(stderrLine, SUMMARY_STDERR_LINE_CHARS));
+  return parts.length > 0 ? parts.join(" • ") : "failed";
+}
+
+/** ANSI escape sequences (colours, cursor moves) and other control characters but tab. */
+const POLICY_CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
+
+/** The first line of `text` that holds something once colour codes and blanks are removed. */
+function policyFirstLine(text: string): string {
+  for (const line of text.split(/\r\n|\n|\r/)) {
+    const clean = line.replace(POLICY_CONTROL, "").trim();
+    if (clean) return clean;
+  }
+  return "";
+}
+
+/** Why a reopen was not done although the policy asks for it. */
+export function reopenSuppressedReason(count: number, max: number): string {
+  if (max === 0) return "reopening is off (max reopens per task is 0)";
+  return `already reopened ${count} ${count === 1 ? "time" : "times"} by the quality gate (max ${max} per task)`;
+}
+
+/** What happened to the source task of a failed `task_completed` gate, when the policy reopens. */
+export type ReopenOutcome =
+  | { kind: "reopened"; count: number; max: number }
+  | { kind: "suppressed"; count: number; max: number; reason: string }
+  | { kind: "not_completed"; status: string | null };
+
+function reopenOutcomeSentence(taskId: string, outcome: ReopenOutcome): string {
+  switch (outcome.kind) {
+    case "reopened":
+      return `Task #${taskId} was reopened (back to pending; reopen ${outcome.count} of ${outcome.max}).`;
+    case "suppressed":
+      return `Task #${taskId} was not reopened: ${outcome.reason}.`;
+    case "not_completed":
+      return outcome.status
+        ? `Task #${taskId} was not reopened: it is ${outcome.status} now.`
+        : `Task #${taskId} was not reopened: its task file is gone.`;
+    default:
+      return unreachable(outcome);
+  }
+}
+
+/** `Quality gate failed: on_task_completed (task #3)` */
+export function followupSubject(hookName: string, taskId: string): string {
+  return `Quality gate failed: ${hookName} (task #${taskId})`;
+}
+
+/** Everything a follow-up description and a nudge say about one failed gate. */
+export interface GateFailureReport {
+  event: "task_completed" | "task_failed";
+  key: string;
+  hookName: string;
+  taskId: string;
+  /** The source task's subject; null when its file is gone. */
+  taskSubject: string | null;
+  policy: { failureAction: FailureAction; maxReopensPerTask: number; followupOwner: FollowupOwner };
+  summary: string;
+  result: Pick<RunResult, "command" | "hookPath" | "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes">;
+  reopen: ReopenOutcome | null;
+  logFile: string | null;
+}
+
+/** Characters of stdout and of stderr a follow-up description keeps (head and tail). */
+export const FOLLOWUP_OUTPUT_CHARS = 2_500;
+
+/**
+ * The follow-up task's description: what failed, under which policy, the command, the source task, and
+ * the hook's stdout and stderr (each cut to its first and last 1,250 characters), so that whoever picks
+ * it up needs nothing else. Stays well below the 8,000 characters a hook's context document keeps.
+ */
+export function followupDescription(report: GateFailureReport): string {
+  const { result } = report;
+  const subject = report.taskSubject === null ? "(task file missing)" : `#${report.taskId} ${truncateText(report.taskSubject, 300)}`;
+  const lines = [
+    `The quality gate ${report.hookName} failed for task #${report.taskId}. Fix what it reports, then complete this task.`,
+    "",
+    `Failure: ${report.summary}`,
+    `Hook: ${report.hookName} (event ${report.event})`,
+    `Command: ${policyCommandLine(result.command, result.hookPath)}`,
+    `Policy: ${report.policy.failureAction} (at most ${report.policy.maxReopensPerTask} reopens per task; follow-up owner: ${report.policy.followupOwner})`,
+    `Original task: ${subject}`,
+  ];
+  if (report.reopen) lines.push(`Reopen: ${reopenOutcomeSentence(report.taskId, report.reopen)}`);
+  lines.push(`Event key: ${report.key}`);
+  if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
+  lines.push("", ...policyOutputBlock("stderr", result.stderr, result.stderrDroppedBytes));
+  lines.push("", ...policyOutputBlock("stdout", result.stdout, result.stdoutDroppedBytes));
+  return lines.join("\n");
+}
+
+/** The argv as one shell-like line (for reading, not for running). */
+function policyCommandLine(command: readonly string[] | undefined, hookPath: string | undefined): string {
+  if (command && command.length > 0) {
+    return truncateText(command.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`)).join(" "), 500);
+  }
+  return hookPath ? truncateText(hookPath, 500) : "(unknown)";
+}
+
+function policyOutputBlock(name: string, text: string, droppedBytes: number): string[] {
+  const notCaptured = droppedBytes > 0 ? ` (${droppedBytes} more bytes were not captured; see the hook log)` : "";
+  if (text.trim() === "") return [`${name}: (empty)${notCaptured}`];
+  const body = policyExcerpt(text.replace(/\s+$/, ""), FOLLOWUP_OUTPUT_CHARS);
+  let fence = "```";
+  while (body.includes(fence)) fence += "`";
+  return [`${name}${notCaptured}:`, fence, body, fence];
+}
+
+/** `text` if it fits in `limit` characters, else its head and tail around a note of what was left out. */
+function policyExcerpt(text: string, limit: number): string {
+  if (text.length <= limit) return text;
+  let headEnd = Math.floor(limit / 2);
+  let tailStart = text.length - (limit - headEnd);
+  // Never split a surrogate pair: move each cut outward by one unit when it would.
+  if (/[\uD800-\uDBFF]/.test(text.charAt(headEnd - 1))) headEnd -= 1;
+  if (/[\uDC00-\uDFFF]/.test(text.charAt(tailStart))) tailStart += 1;
+  return `${text.slice(0, headEnd)}\n… ${tailStart - headEnd} characters left out …\n${text.slice(tailStart)}`;
+}
+
+/**
+ * The message the task's owner (else the member) gets after a failed gate: what failed, what was
+ * reopened or created, and a request to fix it and carry on. `followup` is the created task, once known.
+ */
+export function gateNudgeText(report: GateFailureReport, followup: { id: string; owner: string | null } | null): string {
+  const subject = report.taskSubject === null ? "" : ` "${truncateText(report.taskSubject, 120)}"`;
+  const lines = [`Quality gate ${report.hookName} failed for task #${report.taskId}${subject}: ${report.summary}`];
+  if (report.reopen) lines.push(reopenOutcomeSentence(report.taskId, report.reopen));
+  if (followup) {
+    lines.push(`Follow-up task #${followup.id} was created${followup.owner ? ` for ${followup.owner}` : " (no owner)"}.`);
+  }
+  lines.push(
+    report.reopen?.kind === "reopened"
+      ? `Please fix it and complete task #${report.taskId} again; the gate runs again then.`
+      : "Please fix it and carry on.",
+  );
+  if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
+  // Last, on its own line: pi-agent-teams' remediation looks for this sentence in the member's nudge,
+  // and an agent worker reads it as leave to fix the failure without waiting for a person.
+  lines.push(GATE_NUDGE_REMEDIATE);
+  return lines.join("\n");
+}
+
+/** The last line of every gate nudge, word for word as pi-agent-teams has it. */
+export const GATE_NUDGE_REMEDIATE = "Please remediate automatically and continue without waiting for user intervention.";
+// End of section: failure policy and settings
+
+/**
+ * The note to the lead's inbox when the leader gave up applying the policy of one event: what could
+ * not be written, that the event stays open, and how to finish it.
+ */
+export function policyGivenUpText(event: { key: string; event: HookEventName; taskId: string | null }, error: string, how: string): string {
+  return [
+    `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} (${event.key}): ${error}.`,
+    "Nothing the policy asks for after that step was done (no reopen, follow-up or nudge that was not yet written).",
+    `The event stays open: the next start of the leader tries it again, or: ${how}`,
+  ].join("\n");
+}
+
+// =============================================================================================
+// Section: suggestions for names that are almost right
+
+/** The candidate closest to `word` (edit distance, ignoring case), if it is within `max` edits. */
+export function closestName(word: string, candidates: readonly string[], max = 3): string | null {
+  let best: string | null = null;
+  let bestDistance = max + 1;
+  for (const candidate of candidates) {
+    const d = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions), one row at a time. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row.push(Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost));
+    }
+    previous = row;
+  }
+  return previous[b.length] ?? 0;
+}
+// End of section: suggestions
