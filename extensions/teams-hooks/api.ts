@@ -36,6 +36,7 @@ export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPol
 export { decide, type RemediationPlan } from "./policy/decide.js";
 export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./leader/invoke.js";
 export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
-export { Leader, type LeaderOptions, type LeaderNotice, type EventReport, type LeaderState } from "./leader/leader.js";
+export { Leader } from "./leader/leader.js";
+export type { LeaderOptions, LeaderNotice, EventReport, LeaderState } from "./leader/notices.js";
 export { taskEvent, idleEvents, type HookEvent } from "./contract/events.js";
 export { main as runCli, type CliIo } from "./cli/main.js";

@@ -10,7 +10,8 @@
  */
 import path from "node:path";
 import { describeError } from "./contract/errors.js";
-import { Leader, type LeaderNotice } from "./leader/leader.js";
+import { Leader } from "./leader/leader.js";
+import type { LeaderNotice } from "./leader/notices.js";
 import { resolveTeamSetup } from "./team/setup.js";
 
 interface PiContext {

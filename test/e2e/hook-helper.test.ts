@@ -138,7 +138,7 @@ describe("readHookContext, in process", () => {
   it("imports nothing but contract.ts from the project (it ships to hooks on its own)", () => {
     const source = fs.readFileSync(path.resolve("extensions/teams-hooks/hook.ts"), "utf8");
     const local = [...source.matchAll(/from "(\.[^"]+)"/g)].map((m) => m[1]);
-    expect(new Set(local)).toEqual(new Set(["./contract.js"]));
+    expect(new Set(local)).toEqual(new Set(["./contract/contract.js"]));
   });
 });
 

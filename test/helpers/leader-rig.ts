@@ -19,7 +19,7 @@
  * `npm run build` when the sources changed since it was built, under a lock so that parallel test
  * files build once. CI's `npm ci` has built it already (`prepare`).
  */
-import type { EventReport } from "../../extensions/teams-hooks/leader/leader.js";
+import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { constants as fsConstants } from "node:fs";

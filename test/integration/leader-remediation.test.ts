@@ -7,7 +7,8 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Leader, type LeaderNotice } from "../../extensions/teams-hooks/leader/leader.js";
+import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
+import type { LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { readInboxFile, readLedger, readLogs, readTaskFile, startWorker, waitUntil, type WorkerProcess } from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";

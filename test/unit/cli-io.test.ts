@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { eventLine, wantsColour } from "../../extensions/teams-hooks/cli/io.js";
-import type { EventReport } from "../../extensions/teams-hooks/leader/leader.js";
+import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 
 const report = (over: Partial<EventReport> = {}): EventReport => ({
   time: "2026-12-02T10:31:07.123Z", key: "k", event: "task_completed", taskId: "3", member: "alice", hook: "on_task_completed.sh",

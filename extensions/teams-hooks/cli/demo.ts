@@ -10,14 +10,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type CliIo, type ParsedArgs, eventLine, wantsColour } from "./io.js";
 import { HooksError } from "../contract/errors.js";
-import { type EventReport, Leader } from "../leader/leader.js";
+import { Leader } from "../leader/leader.js";
+import type { EventReport } from "../leader/notices.js";
 import { formatTable } from "../logs/format.js";
 import { queryLogs } from "../logs/query.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
 import { updateTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
 
-const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
 /** The demo's check command: every deliverable in the workspace must say `ok`. */
 const GATE_CMD = `bad=$(grep -L -x ok task-*.txt); if [ -n "$bad" ]; then echo "FAIL: $(echo $bad) does not say ok"; exit 1; fi; echo "all deliverables say ok"`;

@@ -13,7 +13,7 @@ import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { findHook, hookCandidatePaths } from "../runner/discover.js";
 import { resolveHooksDir } from "../team/paths.js";
 
-const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 /** The example gates shipped in the package. */
 export const EXAMPLES_DIR = path.join(PACKAGE_ROOT, "hooks");
 

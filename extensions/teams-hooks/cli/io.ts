@@ -2,7 +2,7 @@
 import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
-import type { EventReport } from "../leader/leader.js";
+import type { EventReport } from "../leader/notices.js";
 import { formatDuration } from "../text/messages.js";
 import type { TeamSetupInput } from "../team/setup.js";
 

@@ -145,7 +145,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 
 async function packageVersion(): Promise<string> {
   const { readFile } = await import("node:fs/promises");
-  const url = new URL("../../package.json", import.meta.url);
+  const url = new URL("../../../package.json", import.meta.url);
   const pkg = JSON.parse(await readFile(url, "utf8")) as { version?: string };
   return pkg.version ?? "unknown";
 }

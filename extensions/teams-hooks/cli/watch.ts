@@ -5,7 +5,8 @@
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
 import { gateWarnings } from "../doctor/hooks.js";
 import { HooksError } from "../contract/errors.js";
-import { type InboxMode, Leader, type LeaderNotice } from "../leader/leader.js";
+import { Leader } from "../leader/leader.js";
+import type { InboxMode, LeaderNotice } from "../leader/notices.js";
 import { formatDuration } from "../text/messages.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 

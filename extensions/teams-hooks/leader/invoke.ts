@@ -46,6 +46,8 @@ export interface InvokeRequest {
   taskId: string | null;
   member: string | null;
   timestamp: string | null;
+  /** The task as the caller just read it (the leader's look); default: read from its file now. */
+  task?: Task | null;
   hooksDir: string;
   /** The team's own layer (`<teamDir>/hooks`); default: that path. null: no team layer. */
   teamHooksDir?: string | null;
@@ -446,6 +448,7 @@ function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): str
 
 async function loadTask(req: InvokeRequest, problems: string[]): Promise<Task | null> {
   if (req.taskId === null || !isTaskEvent(req.event)) return null;
+  if (req.task !== undefined) return req.task;
   const read = await readTask(taskFile(req.identity.teamDir, req.identity.taskListId, req.taskId));
   if (read.ok) return read.value;
   if (read.problem.kind !== "missing") problems.push(`${read.problem.message}`);

@@ -1,0 +1,155 @@
+/**
+ * What the parts of the leader share: its options and settings, the team's sources, the queue, the
+ * ledger, and the few services every part uses (warn, the clock, one note to the lead, a step tried
+ * again later, a write failure said once). leader.ts owns the life cycle; startup.ts, hints.ts,
+ * handle.ts and gate-trust.ts each do one part of the work on this context.
+ */
+import { HooksError, describeError } from "../contract/errors.js";
+import type { HookEvent } from "../contract/events.js";
+import { sendOnce } from "../policy/remediate.js";
+import { TrustState } from "../runner/trust.js";
+import type { LeaderLock } from "../team/leader-lock.js";
+import { SentLog } from "../team/sent-log.js";
+import type { TeamSetup } from "../team/setup.js";
+import type { DirWatcher } from "../team/watch.js";
+import { formatDuration } from "../text/messages.js";
+import type { Ledger } from "./ledger.js";
+import type { LeaderOptions, LeaderState } from "./notices.js";
+import { createKeyedQueue, type KeyedQueue } from "./queue.js";
+import { TeamSources } from "./sources.js";
+
+/** Waits before the 1st, 2nd, … new try of a policy that could not be applied: about a minute in all. */
+export const RETRY_POLICY_MS: readonly number[] = Object.freeze([1_000, 2_000, 4_000, 8_000, 15_000, 30_000]);
+const RETRY_WRITE_MS = Object.freeze({ first: 1_000, max: 30_000 });
+
+/**
+ * During a first start's start-up scan: the first-start mark (file-system ms), the files looked at so
+ * far (each file's first look decides whether its event is history), and the history found, recorded
+ * in the ledger as the baseline when the scan ends (startup.ts).
+ */
+export interface FirstStart {
+  markMs: number;
+  looked: Set<string>;
+  history: Set<string>;
+  /** Tasks changed since the mark whose events were judged history by their own timestamp. */
+  edited: string[];
+}
+
+export class LeaderContext {
+  readonly opts: LeaderOptions;
+  /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
+  setup: TeamSetup;
+  state: LeaderState = "starting";
+  readonly sources: TeamSources;
+  readonly queue: KeyedQueue;
+  /** Keys queued or running in this process. */
+  readonly queued = new Set<string>();
+  /** Events handed to the queue so far (the `ready` notice's `queued`). */
+  enqueued = 0;
+  firstStart: FirstStart | null = null;
+  ledger: Ledger | null = null;
+  lock: LeaderLock | null = null;
+  watcher: DirWatcher | null = null;
+  readonly sent: SentLog;
+  readonly trust: TrustState;
+  /** Gate changes and insecure gates already reported by this process (each is said once). */
+  readonly told = new Set<string>();
+  /** Notes to the lead's inbox under way (awaited by stop()). */
+  notes: Promise<void> = Promise.resolve();
+  /** Timers of events waiting to be tried again (a policy or a write that failed). */
+  readonly retryTimers = new Set<NodeJS.Timeout>();
+  /** The write failure being reported (said once, until writing works again), and the keys it holds. */
+  #writeTrouble: { message: string; keys: Set<string> } | null = null;
+
+  constructor(opts: LeaderOptions) {
+    this.opts = opts;
+    this.setup = opts.setup;
+    this.sources = new TeamSources(opts.setup.identity);
+    this.sent = new SentLog(opts.setup.identity.teamDir);
+    this.trust = new TrustState(opts.setup.identity.teamDir);
+    this.queue = createKeyedQueue({
+      concurrency: opts.concurrency,
+      onError: (error) => this.warn(`event failed: ${describeError(error)}`),
+    });
+  }
+
+  requireLedger(): Ledger {
+    if (!this.ledger) throw new HooksError("E_INTERNAL", "the ledger is not open");
+    return this.ledger;
+  }
+
+  warn(message: string): void {
+    this.opts.report({ kind: "warning", message });
+  }
+
+  now(): string {
+    return (this.opts.now?.() ?? new Date()).toISOString();
+  }
+
+  /** One note to the lead's inbox (team namespace), once whatever happens (team/sent-log.ts). */
+  async tellLead(id: string, text: string, failure: string): Promise<void> {
+    const { teamDir, leadName } = this.setup.identity;
+    const sent = await sendOnce(this.sent, {
+      teamDir,
+      namespace: "team",
+      to: leadName,
+      id,
+      message: { from: "pi-teams-hooks", text, timestamp: this.now(), read: false, qualityGateNoteId: id },
+      isIt: (m) => m.qualityGateNoteId === id,
+    });
+    if (sent.error) this.warn(`${failure}: ${sent.error}`);
+  }
+
+  /** Runs `step` for `event` after `delayMs`, through the queue (so the task's events stay in order). */
+  later(event: HookEvent, step: () => Promise<void>, delayMs: number): void {
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      if (this.state !== "watching") return;
+      this.queue.push(queueGroup(event), step);
+    }, delayMs);
+    this.retryTimers.add(timer);
+  }
+
+  /** How long to wait before the `tries`-th new try of a write: doubling from the first wait, capped. */
+  writeDelay(tries: number): number {
+    const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
+    return Math.min(max, first * 2 ** Math.max(0, tries - 1));
+  }
+
+  /** A write of the leader's own failed (ledger, log): said once until writing works again. */
+  writeFailed(key: string, error: unknown): void {
+    const message = typeof error === "string" ? error : describeError(error);
+    if (this.#writeTrouble === null) {
+      this.#writeTrouble = { message, keys: new Set() };
+      const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
+      this.warn(`${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to every ${formatDuration(max)}) until writing works again`);
+    }
+    this.#writeTrouble.keys.add(key);
+  }
+
+  wroteOk(key: string): void {
+    const trouble = this.#writeTrouble;
+    if (!trouble?.keys.has(key)) return;
+    trouble.keys.delete(key);
+    if (trouble.keys.size > 0) return;
+    this.#writeTrouble = null;
+    this.opts.report({ kind: "info", message: `writing works again: the events held back by "${trouble.message}" are done` });
+  }
+}
+
+/** The queue's group of an event: a task's events run in order, and so do a member's idle events. */
+export function queueGroup(event: HookEvent): string {
+  return event.taskId !== null ? `task:${event.taskId}` : `member:${event.member ?? ""}`;
+}
+
+/**
+ * Runs a synchronous `fn` over `items`, giving the event loop a turn every `every` items, so that a
+ * scan of 10,000 files never holds an event back for more than a few milliseconds.
+ */
+export async function forEachYielding<T>(items: readonly T[], fn: (item: T) => void, every = 256): Promise<void> {
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
+    if (item !== undefined) fn(item);
+    if (i % every === every - 1) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The leader's side of trust (docs/security.md): the record taken on the first start (trust on first
+ * use) or read, re-read before each event when its file changed, and every gate change or insecure
+ * gate said once here and once to the lead's inbox.
+ */
+import { discoverChains } from "../runner/chain.js";
+import { type ChainTrust, type TrustEntry, entryFor, fingerprint, keepTrustedCopy, octal, trustFile, trustedBy, updateTrust } from "../runner/trust.js";
+import { sentId } from "../team/sent-log.js";
+import type { LeaderContext } from "./context.js";
+import type { Ledger } from "./ledger.js";
+
+/**
+ * Recorded once the first start has taken the trust record (trust on first use). A ledger with it and
+ * no `hook-state/trust.json` means the record was removed: every gate is then untrusted, rather than
+ * trusted anew as it is now (which is what deleting the record would otherwise buy).
+ */
+const TRUST_TAKEN_KEY = "leader:trust-taken";
+
+/**
+ * The trust record at start: taken from the gates as they are on a first start (trust on first use),
+ * read otherwise. A record that is gone or unreadable after it was taken makes every gate untrusted.
+ */
+export async function takeTrust(ctx: LeaderContext, ledger: Ledger): Promise<void> {
+  const { teamDir } = ctx.setup.identity;
+  const { read } = ctx.trust.refresh();
+  if (read?.state === "ok") {
+    ctx.trust.set(read.record);
+  } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY)) {
+    const why = read?.state === "invalid" ? read.problem : `${trustFile(teamDir)} is gone`;
+    ctx.warn(`${why}: every gate is untrusted (its events fail as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+    ctx.trust.set({ version: 1, gates: {} });
+  } else {
+    const entries = new Map<string, TrustEntry>();
+    const at = ctx.now();
+    const by = trustedBy("first start of the leader");
+    for (const { chain } of await discoverChains(ctx.setup.hooksDir, ctx.setup.teamHooksDir)) {
+      for (const hook of chain.hooks) {
+        const fp = fingerprint(hook.hook.hookPath, { content: true });
+        if ("problem" in fp) continue;
+        entries.set(hook.hook.hookPath, entryFor(fp, at, by));
+        if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
+      }
+    }
+    ctx.trust.set(await updateTrust(teamDir, entries));
+    const names = [...entries.keys()];
+    ctx.opts.report({
+      kind: "info",
+      message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on fails its events until approved (pi-teams-hooks trust)`,
+    });
+  }
+  if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
+}
+
+/** Re-reads the trust record if its file changed, and says what changed (anyone may have written it). */
+export function refreshTrust(ctx: LeaderContext): void {
+  const { read, changes } = ctx.trust.refresh();
+  if (read === null) return;
+  const { teamDir } = ctx.setup.identity;
+  if (read.state === "ok") {
+    ctx.trust.set(read.record);
+    for (const c of changes) {
+      ctx.warn(
+        c.change === "approved"
+          ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, mode ${octal(c.entry?.mode ?? 0)}, by ${c.entry?.trustedBy || "unknown"})`
+          : `trust record: ${c.path} removed (its absence is approved)`,
+      );
+    }
+    return;
+  }
+  const why = read.state === "invalid" ? read.problem : `${trustFile(teamDir)} was removed`;
+  ctx.warn(`${why}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+  ctx.trust.set({ version: 1, gates: {} });
+}
+
+/** A gate changed since it was trusted, or is insecure: said once here, and once to the lead's inbox. */
+export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
+  const { teamDir, leadName } = ctx.setup.identity;
+  for (const problem of check.problems.filter((p) => p.kind === "insecure_hook")) {
+    const id = `insecure:${problem.reason}`;
+    if (ctx.told.has(id)) continue;
+    ctx.told.add(id);
+    ctx.warn(problem.reason);
+  }
+  for (const change of check.changes) {
+    const sha = change.now?.sha256 ?? change.trusted?.sha256 ?? "";
+    const id = `${change.change}:${change.path}:${sha}:${change.now?.mode ?? ""}`;
+    if (ctx.told.has(id)) continue;
+    ctx.told.add(id);
+    const what = change.change === "new" ? "is new (not trusted yet)" : change.change === "changed" ? `changed since it was trusted (${change.detail})` : `no longer runs (${change.detail})`;
+    const then = ctx.opts.trustChanges
+      ? "it runs as it is now (--trust-changes); the log keeps both hashes"
+      : `its events fail (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
+    ctx.warn(`gate ${change.path} ${what}: ${then}`);
+    const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
+    ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("gate-change", id, leadName), text, `the lead was not told of the change of ${change.path}`));
+  }
+}

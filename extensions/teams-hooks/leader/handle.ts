@@ -1,0 +1,222 @@
+/**
+ * One event in the leader, from the queue to the ledger: whether it is new (not done, not queued, not
+ * history), the ledger's record of its start, the invocation (leader/invoke.ts), and its settling: a
+ * policy that could not be applied is tried again a few times and then given up loudly, a write that
+ * failed is tried again until it works, and only then is the key recorded as done.
+ */
+import { randomUUID } from "node:crypto";
+import { isTaskEvent, type Task } from "../contract/contract.js";
+import { describeError, isHooksError } from "../contract/errors.js";
+import type { HookEvent } from "../contract/events.js";
+import { markRead } from "../team/mailbox.js";
+import { sentId } from "../team/sent-log.js";
+import { formatDuration, policyGivenUpText } from "../text/messages.js";
+import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
+import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
+import { invokeEvent, type InvokeOutcome } from "./invoke.js";
+import type { LedgerEventInfo } from "./ledger.js";
+
+/** Where one event is between tries: how often each kind of step has failed so far. */
+interface EventProgress {
+  runId: string;
+  attempt: number;
+  retry: boolean;
+  policyTries: number;
+  writeTries: number;
+}
+
+export class EventHandler {
+  readonly #ctx: LeaderContext;
+
+  constructor(ctx: LeaderContext) {
+    this.#ctx = ctx;
+  }
+
+  /** A looked-at event: queued unless done, queued already, or history. `task`: the task as it was just read. */
+  consider(event: HookEvent, task?: Task): void {
+    if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
+    const ledger = this.#ctx.requireLedger();
+    if (this.#ctx.firstStart?.history.has(event.key)) return;
+    if (ledger.has(event.key) || this.#ctx.queued.has(event.key)) {
+      // --inbox consume: an unread notification of an event already done was handled by a leader that
+      // died before marking it read; mark it now (through the queue, so that stop() waits for it).
+      // test/integration/leader-inbox.test.ts.
+      if (this.#ctx.opts.inbox === "consume" && event.event === "idle" && ledger.get(event.key)?.state === "done") {
+        this.#ctx.queue.push(queueGroup(event), () => this.#markHandled(event));
+      }
+      return;
+    }
+    this.enqueue(event, false, task);
+  }
+
+  enqueue(event: HookEvent, retry: boolean, task?: Task): void {
+    this.#ctx.queued.add(event.key);
+    this.#ctx.enqueued += 1;
+    this.#ctx.queue.push(queueGroup(event), () => this.#handle(event, retry, undefined, task));
+  }
+
+  /** `task`: the task as the look read it, passed to the hooks instead of being read again (a retry reads it anew). */
+  async #handle(event: HookEvent, retry: boolean, progress?: EventProgress, task?: Task): Promise<void> {
+    const ledger = this.#ctx.requireLedger();
+    const setup = this.#ctx.setup;
+    const runId = randomUUID();
+    const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
+    let begun: { attempt: number; durable: Promise<void> };
+    try {
+      // The record is appended now and flushed while the hook is prepared; the spawn waits for the flush.
+      begun = ledger.beginRecord(event.key, runId, this.#ctx.now(), info);
+    } catch (error) {
+      const writes = (progress?.writeTries ?? 0) + 1;
+      this.#ctx.writeFailed(event.key, error);
+      this.#ctx.later(event, () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }), this.#ctx.writeDelay(writes));
+      return;
+    }
+    const { attempt, durable } = begun;
+    durable.catch(() => undefined); // awaited through invokeEvent (notBefore); never unhandled meanwhile
+    const state: EventProgress = { runId, attempt, retry: retry || attempt > 1, policyTries: 0, writeTries: progress?.writeTries ?? 0 };
+    refreshTrust(this.#ctx);
+    let outcome: InvokeOutcome;
+    try {
+      outcome = await invokeEvent({
+        identity: setup.identity,
+        event: event.event,
+        key: event.key,
+        taskId: event.taskId,
+        member: event.member,
+        timestamp: event.timestamp,
+        ...(task === undefined ? {} : { task }),
+        hooksDir: setup.hooksDir,
+        cwd: setup.cwd,
+        timeoutMs: setup.timeout.value,
+        policy: isTaskEvent(event.event) ? setup.policy.policy : null,
+        failureMode: setup.failureModes[event.event],
+        limits: setup.limits,
+        sweep: setup.sweep.value,
+        teamHooksDir: setup.teamHooksDir,
+        retry: state.retry,
+        attempt,
+        sentLog: this.#ctx.sent,
+        trust: {
+          record: this.#ctx.trust.record,
+          acceptChanges: this.#ctx.opts.trustChanges === true,
+          allowInsecure: this.#ctx.opts.allowInsecureHooks === true,
+          onCheck: (check) => reportTrustCheck(this.#ctx, check),
+        },
+        ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
+        env: this.#ctx.opts.env,
+        runId,
+        notBefore: durable,
+        onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
+          this.#ctx.opts.report({ kind: "started", event: event.event, key: event.key, hook, taskId: event.taskId, startedAt: Date.now() });
+          // The chain's first hook carries the event's run id; later hooks of a chain have their own.
+          if (spawnedRunId === runId) ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
+        },
+      });
+    } catch (error) {
+      if (isWriteError(error)) {
+        // The ledger's record of the start did not reach the disk, so no hook ran: the whole event again.
+        state.writeTries += 1;
+        this.#ctx.writeFailed(event.key, error);
+        this.#ctx.later(event, () => this.#handle(event, true, state), this.#ctx.writeDelay(state.writeTries));
+        return;
+      }
+      // A bug of ours. Left in flight on purpose: the next start retries it; kept in #queued so it does not loop now.
+      this.#ctx.warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
+      return;
+    }
+    await this.#settle(event, outcome, state);
+  }
+
+  /**
+   * Finishes an event whose hooks have run: a policy that could not be applied is tried again (a few
+   * times, then given up loudly: the event stays open), a log or ledger write that failed is tried
+   * again until it works; only then is the key recorded as done.
+   */
+  async #settle(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): Promise<void> {
+    const pending = outcome.pending;
+    if (pending?.stage === "remediation") {
+      const delays = this.#ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
+      const delay = delays[state.policyTries];
+      state.policyTries += 1;
+      if (delay !== undefined) {
+        this.#ctx.warn(`${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} (${state.policyTries} of ${delays.length})`);
+        this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), delay);
+        return;
+      }
+      await this.#giveUp(event, pending.error, state);
+      return this.#settle(event, await pending.abandon(), state);
+    }
+    if (pending?.stage === "logs") {
+      state.writeTries += 1;
+      this.#ctx.writeFailed(event.key, pending.error);
+      this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), this.#ctx.writeDelay(state.writeTries));
+      return;
+    }
+    const ledger = this.#ctx.requireLedger();
+    const result = outcome.result;
+    if (outcome.policyApplied !== false) {
+      try {
+        await ledger.finish(event.key, this.#ctx.now(), { runId: state.runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
+      } catch (error) {
+        state.writeTries += 1;
+        this.#ctx.writeFailed(event.key, error);
+        this.#ctx.later(event, () => this.#settle(event, outcome, state), this.#ctx.writeDelay(state.writeTries));
+        return;
+      }
+    }
+    // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
+    outcome.problems.forEach((p) => this.#ctx.warn(`${event.key}: ${p}`));
+    this.#ctx.wroteOk(event.key);
+    this.#ctx.queued.delete(event.key);
+    if (this.#ctx.opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
+    await ledger.maybeCompact().catch((error: unknown) => this.#ctx.warn(`ledger: ${describeError(error)}`));
+    this.#ctx.opts.report({
+      kind: "event",
+      report: {
+        time: this.#ctx.now(),
+        key: event.key,
+        event: event.event,
+        taskId: event.taskId,
+        member: event.member,
+        hook: outcome.hook?.name ?? null,
+        outcome: result?.outcome ?? "no_hook",
+        timedOut: result?.timedOut ?? false,
+        durationMs: result?.durationMs ?? 0,
+        summary: outcome.summary,
+        actions: outcome.actions,
+        retry: state.retry,
+        logFile: outcome.logFile,
+        policyApplied: outcome.policyApplied,
+      },
+    });
+  }
+
+  /** The policy of `event` could not be applied in all the tries: said loudly, and to the lead's inbox. */
+  async #giveUp(event: HookEvent, error: string, state: EventProgress): Promise<void> {
+    const { identity } = this.#ctx.setup;
+    const how = event.taskId
+      ? `pi-teams-hooks run ${event.event} --team-dir ${identity.teamDir} --task ${event.taskId} --apply-policy`
+      : "a restart of the leader";
+    this.#ctx.warn(
+      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); the event stays open: the next start of the leader tries it again, or: ${how}`,
+    );
+    const text = policyGivenUpText(event, error, how);
+    await this.#ctx.tellLead(sentId("policy-not-applied", event.key, identity.leadName), text, `${event.key}: the lead was not told`);
+  }
+
+  /** --inbox consume: the notification behind a handled idle event is marked read. */
+  async #markHandled(event: HookEvent): Promise<void> {
+    const { identity } = this.#ctx.opts.setup;
+    const marked = await markRead(identity.teamDir, "team", identity.leadName, (m) => {
+      const text = m.text;
+      return text.includes("idle_notification") && text.includes(JSON.stringify(event.member ?? "")) && text.includes(JSON.stringify(event.timestamp ?? ""));
+    }).catch((error: unknown) => ({ ok: false as const, problem: { message: describeError(error) } }));
+    if (!marked.ok) this.#ctx.warn(`cannot mark the idle notification of ${event.key} read: ${marked.problem.message}`);
+  }
+
+}
+
+/** A write of our own that failed on the disk (E_IO, E_LEDGER: ENOSPC, EFBIG, EIO…): worth trying again. */
+function isWriteError(error: unknown): boolean {
+  return isHooksError(error) && (error.code === "E_IO" || error.code === "E_LEDGER");
+}

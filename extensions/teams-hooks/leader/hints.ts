@@ -1,0 +1,229 @@
+/**
+ * What the leader watches, and what it does with a hint: a task file looked at (synchronously, so a
+ * hint is handled whole before the next), the inbox read, config.json re-read; the periodic reconcile
+ * scan that finds what the watchers missed; and the team dir itself, deleted and created again by
+ * another process.
+ */
+import { statSync } from "node:fs";
+import path from "node:path";
+import type { Task } from "../contract/contract.js";
+import { describeError } from "../contract/errors.js";
+import type { HookEvent } from "../contract/events.js";
+import { replaceTrust } from "../runner/trust.js";
+import { acquireLeaderLock } from "../team/leader-lock.js";
+import { sentId } from "../team/sent-log.js";
+import { type LeaderContext, forEachYielding } from "./context.js";
+import { type TaskLook, isTaskFileName } from "./sources.js";
+import { isHistory } from "./startup.js";
+
+/** Where a looked-at event goes: the task as it was read, for the hooks to see. */
+export type Consider = (event: HookEvent, task?: Task) => void;
+
+export class Hints {
+  readonly #ctx: LeaderContext;
+  readonly #consider: Consider;
+  #configReload: Promise<void> = Promise.resolve();
+  /** The warnings of the last config.json read (the start's, then each reload's): a reload says only new ones. */
+  #configWarnings: ReadonlySet<string>;
+  #inboxLook: Promise<void> = Promise.resolve();
+  #reconcileTimer: NodeJS.Timeout | null = null;
+  #reconciling: Promise<void> | null = null;
+  /** The team dir's inode while it is there; null while it is gone. */
+  #teamDirIno: number | null | undefined;
+  #teamDirGoneAt: string | null = null;
+
+  constructor(ctx: LeaderContext, consider: Consider) {
+    this.#ctx = ctx;
+    this.#consider = consider;
+    this.#configWarnings = new Set(ctx.opts.setup.warnings);
+  }
+
+  /** Notes the team dir as it is at start (its inode), to tell later when it is gone or replaced. */
+  noteTeamDir(): void {
+    this.#teamDirIno = inodeOf(this.#ctx.setup.identity.teamDir);
+  }
+
+  /** What is being looked at now (idle() waits for it). */
+  busy(): Array<Promise<void> | null> {
+    return [this.#inboxLook, this.#reconciling];
+  }
+
+  stop(): void {
+    if (this.#reconcileTimer) clearTimeout(this.#reconcileTimer);
+  }
+
+  targets() {
+    const ctx = this.#ctx;
+    const targets = [{ dir: ctx.sources.tasksDir, accept: isTaskFileName, onHint: (file: string) => this.task(file) }];
+    if (ctx.opts.inbox !== "off") {
+      const name = path.basename(ctx.sources.inboxFile);
+      targets.push({ dir: path.dirname(ctx.sources.inboxFile), accept: (n: string) => n === name, onHint: () => this.inbox() });
+    }
+    if (ctx.opts.reloadSetup) {
+      targets.push({ dir: ctx.setup.identity.teamDir, accept: (n: string) => n === "config.json", onHint: () => this.config() });
+    }
+    return targets;
+  }
+
+  /**
+   * A watcher or the reconcile scan says `file` may have changed. The look is synchronous (a small
+   * local file, sources.ts lookAtTask), so a hint is handled whole before the next one: nothing to
+   * track between them.
+   */
+  task(file: string): void {
+    if (this.#ctx.state !== "watching") return;
+    try {
+      this.look(file);
+    } catch (error) {
+      this.#ctx.warn(`${file}: not looked at: ${describeError(error)}`); // a bug of ours: said, and the leader goes on
+    }
+  }
+
+  look(file: string): void {
+    const ctx = this.#ctx;
+    const first = ctx.firstStart;
+    const firstLook = first !== null && !first.looked.has(file);
+    if (firstLook) first.looked.add(file);
+    const look = ctx.sources.lookAtTask(file);
+    if (look.kind === "problem") ctx.warn(look.message);
+    else if (look.kind === "task" && look.event) {
+      if (firstLook && isHistory(look, look.event, first)) first.history.add(look.event.key);
+      else this.#consider(look.event, look.task);
+    }
+  }
+
+  inbox(): void {
+    const ctx = this.#ctx;
+    if (ctx.state !== "watching") return;
+    this.#inboxLook = this.#inboxLook.then(async () => {
+      const inbox = await ctx.sources.lookAtInbox({ force: false, unreadOnly: ctx.opts.inbox === "consume" });
+      inbox.problems.forEach((p) => ctx.warn(p));
+      inbox.events.forEach((e) => this.#consider(e));
+    });
+  }
+
+  /**
+   * config.json changed: re-read it whole. An invalid `hooks` block, or a config.json that cannot be
+   * read, is gone or has no `hooks`, keeps the block in force. Each refusal is said once while it
+   * lasts (an editor saving broken JSON twice is one state, not two), and its end is a `config` notice.
+   */
+  config(): void {
+    const ctx = this.#ctx;
+    const reload = ctx.opts.reloadSetup;
+    if (!reload || ctx.state !== "watching") return;
+    this.#configReload = this.#configReload.then(async () => {
+      try {
+        const before = ctx.setup;
+        const next = await reload(before.settings.block.from === "none" ? undefined : before.hooksBlock);
+        const refusal = next.settings.refusal;
+        const sameRefusal = refusal !== null && refusal === before.settings.refusal;
+        for (const warning of next.warnings) {
+          if (this.#configWarnings.has(warning) || (sameRefusal && next.settings.block.problems.includes(warning))) continue;
+          ctx.warn(warning);
+        }
+        this.#configWarnings = new Set(next.warnings);
+        const same =
+          JSON.stringify(next.hooksBlock) === JSON.stringify(before.hooksBlock) &&
+          next.settings.block.from === before.settings.block.from &&
+          refusal === before.settings.refusal;
+        // Identity and directories stay as started: a leader does not move to another team mid-run.
+        ctx.setup = {
+          ...before,
+          hooksBlock: next.hooksBlock,
+          hooksBlockValid: next.hooksBlockValid,
+          settings: next.settings,
+          policy: next.policy,
+          failureModes: next.failureModes,
+          limits: next.limits,
+          sweep: next.sweep,
+        };
+        if (!same) ctx.opts.report({ kind: "config", valid: next.hooksBlockValid, setup: ctx.setup });
+      } catch (error) {
+        ctx.warn(`config.json not reloaded: ${describeError(error)}; the settings in force stay`);
+      }
+    });
+  }
+
+  scheduleReconcile(): void {
+    if (this.#ctx.state !== "watching") return;
+    this.#reconcileTimer = setTimeout(() => {
+      this.#reconciling = this.#reconcile()
+        .catch((error: unknown) => this.#ctx.warn(`reconcile scan failed: ${describeError(error)}`))
+        .finally(() => {
+          this.#reconciling = null;
+          this.scheduleReconcile();
+        });
+    }, this.#ctx.opts.reconcileMs);
+  }
+
+  /** Finds what the watchers missed: every task file whose stat changed, and the inbox. */
+  async #reconcile(): Promise<void> {
+    const ctx = this.#ctx;
+    if (!(await this.#teamDirPresent())) return; // nothing to scan (and nothing to run) while it is gone
+    const files = await ctx.sources.listTaskFiles();
+    ctx.sources.forgetMissing(new Set(files));
+    // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.
+    await forEachYielding(
+      files,
+      (file) => {
+        if (ctx.sources.changedSinceLook(file)) this.task(file);
+      },
+      64,
+    );
+    if (ctx.opts.inbox !== "off") this.inbox();
+  }
+
+  /**
+   * Whether the team dir is there, said loudly when that changes. Another process may delete it (a
+   * team runtime cleaning up) and create it again: then the leader's own files in it are written
+   * anew from memory (leader lock, ledger), the watchers follow the new folder, and the lead's inbox
+   * gets a note that gates did not run meanwhile.
+   */
+  async #teamDirPresent(): Promise<boolean> {
+    const ctx = this.#ctx;
+    const dir = ctx.setup.identity.teamDir;
+    const ino = inodeOf(dir);
+    const before = this.#teamDirIno;
+    this.#teamDirIno = ino;
+    if (ino === null) {
+      if (before !== null) {
+        this.#teamDirGoneAt = ctx.now();
+        ctx.warn(`team dir ${dir} is gone: no gate runs until it is back (the leader keeps watching for it)`);
+      }
+      return false;
+    }
+    if (before === null || (before !== undefined && before !== ino)) await this.#teamDirBack(dir);
+    return true;
+  }
+
+  async #teamDirBack(dir: string): Promise<void> {
+    const ctx = this.#ctx;
+    const goneAt = this.#teamDirGoneAt;
+    this.#teamDirGoneAt = null;
+    try {
+      // The old lock file went with the old folder: never release it (that would remove the new one).
+      ctx.lock = await acquireLeaderLock(dir);
+      await ctx.requireLedger().compact(); // the whole ledger, from memory, into the new hook-state/
+      // The trust record too: gone with the folder, it would make every gate untrusted.
+      if (ctx.trust.record) ctx.trust.set(await replaceTrust(dir, ctx.trust.record));
+    } catch (error) {
+      ctx.warn(`team dir ${dir} is back, but the leader's state could not be written there: ${describeError(error)}`);
+    }
+    ctx.watcher?.rearm();
+    const since = goneAt ? ` (gone since ${goneAt})` : " (it was replaced)";
+    ctx.opts.report({ kind: "info", message: `team dir ${dir} is back${since}: watching it again` });
+    const { identity } = ctx.setup;
+    const text = `pi-teams-hooks: the team dir ${dir} was gone${goneAt ? ` from ${goneAt} to ${ctx.now()}` : " and was created again"}. No quality gate ran meanwhile; what changed while it was gone is looked at now.`;
+    await ctx.tellLead(sentId("team-dir-back", goneAt ?? ctx.now(), identity.leadName), text, "the lead was not told that the team dir is back");
+  }
+}
+
+/** The inode of `dir`, or null when it is not there (or not a directory). */
+function inodeOf(dir: string): number | null {
+  try {
+    const info = statSync(dir);
+    return info.isDirectory() ? info.ino : null;
+  } catch {
+    return null; // ENOENT (deleted) or anything else that makes it unusable: not there for the leader
+  }
+}

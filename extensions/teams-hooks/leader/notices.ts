@@ -1,0 +1,80 @@
+/**
+ * The leader's interface with whoever runs it (the `watch` command, the pi extension, the library):
+ * the options it takes, the states it goes through, and the notices it reports, one at a time, through
+ * `LeaderOptions.report`. The leader never prints; its callers decide what a notice looks like.
+ */
+import type { HookEventName } from "../contract/contract.js";
+import type { HookDiscovery } from "../runner/discover.js";
+import type { TeamSetup } from "../team/setup.js";
+
+export type LeaderState = "starting" | "watching" | "stopping" | "stopped";
+export type InboxMode = "observe" | "consume" | "off";
+
+export interface LeaderOptions {
+  setup: TeamSetup;
+  env: Readonly<Record<string, string | undefined>>;
+  concurrency: number;
+  inbox: InboxMode;
+  reconcileMs: number;
+  poll: boolean;
+  pollIntervalMs: number;
+  catchUp: boolean;
+  report: (notice: LeaderNotice) => void;
+  now?: () => Date;
+  /**
+   * Re-reads the team's settings when config.json changes, given the `hooks` block in force (undefined
+   * when none is) so that an invalid block, or a config.json unreadable, gone or without `hooks`,
+   * keeps it. Without it, config.json is read once, at start.
+   */
+  reloadSetup?: (lastValidHooks: Record<string, unknown> | undefined) => Promise<TeamSetup>;
+  /** How long the policy's writes wait for a lock (default the lock protocol's 10 s). */
+  lockTimeoutMs?: number;
+  /**
+   * Waits before each new try of a policy that could not be applied (a task lock held too long); once
+   * they are used up the leader gives up on that event, loudly. Default RETRY_POLICY_MS (context.ts).
+   */
+  retryPolicyMs?: readonly number[];
+  /** First and longest wait between tries of a write that failed (a full disk); default 1 s and 30 s. */
+  retryWriteMs?: { first: number; max: number };
+  /** `--trust-changes`: gates changed since they were trusted run as they are (each change still said once). */
+  trustChanges?: boolean;
+  /** `--allow-insecure-hooks`: world-writable gates and gates of other users run. */
+  allowInsecureHooks?: boolean;
+}
+
+/** One handled event, as the one-line output and --json show it. */
+export interface EventReport {
+  time: string;
+  key: string;
+  event: HookEventName;
+  taskId: string | null;
+  member: string | null;
+  hook: string | null;
+  outcome: "passed" | "failed" | "error" | "no_hook";
+  timedOut: boolean;
+  durationMs: number;
+  summary: string;
+  actions: string[];
+  retry: boolean;
+  logFile: string | null;
+  /** False when the leader gave up applying the policy (the event stays open); null when none applies. */
+  policyApplied: boolean | null;
+}
+
+export type LeaderNotice =
+  | { kind: "warning"; message: string }
+  /** Something that went wrong is right again (writing works again, the team dir is back). */
+  | { kind: "info"; message: string }
+  | { kind: "config"; valid: boolean; setup: TeamSetup }
+  | { kind: "hooks"; hooks: StartInfo["hooks"] }
+  | { kind: "event"; report: EventReport }
+  | { kind: "started"; event: HookEventName; key: string; hook: string; taskId: string | null; startedAt: number }
+  | { kind: "recovered"; key: string; how: "logged" | "retry" }
+  /** The start-up scan is done (after `start()` resolved): `queued` events it (and hints meanwhile) gave the queue. */
+  | { kind: "ready"; tasks: number; baseline: number; queued: number; startupMs: number }
+  | { kind: "stopped"; dropped: number };
+
+export interface StartInfo {
+  hooks: Array<{ event: HookEventName; discovery: HookDiscovery }>;
+}
+
