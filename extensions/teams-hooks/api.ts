@@ -4,30 +4,16 @@ export {
   HOOK_EVENTS,
   HOOK_BASE_NAMES,
   CONTEXT_LIMITS,
-  MAX_ENV_VALUE_BYTES,
-  TaskSchema,
-  TeamConfigSchema,
-  IdleNotificationSchema,
-  MailboxMessageSchema,
   ContextDocumentSchema,
   HookInvocationSchema,
-  RunResultSchema,
   buildContextDocument,
-  buildHookEnvironment,
   truncateText,
 } from "./contract/contract.js";
-export type {
-  HookEventName,
-  Task,
-  TeamIdentity,
-  IdleNotification,
-  MailboxMessage,
-  ContextDocument,
-  HookInvocation,
-  HookCommand,
-  RunResult,
-  RunOutcome,
-} from "./contract/contract.js";
+export type { HookEventName, ContextDocument, HookInvocation } from "./contract/contract.js";
+export { TaskSchema, TeamConfigSchema, IdleNotificationSchema, MailboxMessageSchema } from "./contract/team-files.js";
+export type { Task, TeamIdentity, IdleNotification, MailboxMessage } from "./contract/team-files.js";
+export { MAX_ENV_VALUE_BYTES, RunResultSchema, buildHookEnvironment } from "./contract/hook-run.js";
+export type { HookCommand, RunResult, RunOutcome } from "./contract/hook-run.js";
 export { HooksError, isHooksError, type ErrorCode } from "./contract/errors.js";
 export { findHook, type HookDiscovery, type HookCandidate } from "./runner/discover.js";
 export { runHook, terminateAllRuns, type RunHookOptions } from "./runner/run.js";

@@ -7,7 +7,7 @@
  */
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { type ExpectStatic, describe, expect, expect as globalExpect, it } from "vitest";
-import type { Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import {
   type LeaderProcess,
   type LeaderRig,

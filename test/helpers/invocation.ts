@@ -2,7 +2,9 @@
  * A realistic HookInvocation for tests: a completed task of a small team, with overrides for the
  * fields a test is about.
  */
-import type { HookEventName, HookInvocation, RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { HookEventName, HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
+import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
+import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 
 export interface InvocationOverrides {
   event?: HookEventName;

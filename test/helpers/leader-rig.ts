@@ -28,7 +28,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type TestContext, afterEach, beforeAll } from "vitest";
-import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { type TempTeam, type TempTeamOptions, makeTempTeam } from "./temp-team.js";
 

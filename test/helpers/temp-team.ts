@@ -12,7 +12,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { configFile, highWatermarkFile, inboxFile, taskFile, tasksDir } from "../../extensions/teams-hooks/team/paths.js";
 
 /** A task file to write: any object (written as JSON to `<id>.json`), or `{ id, raw }` for exact file content. */

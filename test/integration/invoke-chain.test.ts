@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/contract.js";
+import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/leader/invoke.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";

@@ -1,7 +1,7 @@
 import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { MailboxMessage } from "../../extensions/teams-hooks/contract/contract.js";
+import type { MailboxMessage } from "../../extensions/teams-hooks/contract/team-files.js";
 import { appendMessage, markRead, readInbox } from "../../extensions/teams-hooks/team/mailbox.js";
 import { makeMessage, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";

@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/contract.js";
+import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import { invokeEvent } from "../../extensions/teams-hooks/leader/invoke.js";
 import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";

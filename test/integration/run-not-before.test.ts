@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { HookCommand } from "../../extensions/teams-hooks/contract/contract.js";
+import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { listHookLogs } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { invokeEvent } from "../../extensions/teams-hooks/leader/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run.js";

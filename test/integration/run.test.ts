@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { OUTPUT_LIMIT_CHARS, RunResultSchema, type HookCommand, type RunResult } from "../../extensions/teams-hooks/contract/contract.js";
+import { OUTPUT_LIMIT_CHARS, RunResultSchema, type HookCommand, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { findProcessesByRunId, terminateGroup } from "../../extensions/teams-hooks/runner/terminate.js";
 import { liveRuns, runHook, terminateAllRuns, type RunHookOptions } from "../../extensions/teams-hooks/runner/run.js";
 import { makeInvocation, makeTask } from "../helpers/invocation.js";

@@ -1,7 +1,7 @@
 import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { writeJsonAtomic } from "../../extensions/teams-hooks/team/json-file.js";
 import { createTask, listTaskFiles, readAllTasks, readTask, updateTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";

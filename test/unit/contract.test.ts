@@ -1,17 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   buildContextDocument,
-  buildHookEnvironment,
-  capBytes,
   ContextDocumentSchema,
   HOOK_BASE_NAMES,
   HOOK_CONTRACT_VERSION,
   type HookInvocation,
-  MAX_ENV_VALUE_BYTES,
-  type Task,
   truncateText,
-  utf8Length,
 } from "../../extensions/teams-hooks/contract/contract.js";
+import { buildHookEnvironment, capBytes, MAX_ENV_VALUE_BYTES, utf8Length } from "../../extensions/teams-hooks/contract/hook-run.js";
+import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 
 const ELLIPSIS = "\u2026";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { IdleNotification, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { IdleNotification, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { idleEvents, parseIdleText, taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 
 function task(overrides: Partial<Task> = {}): Task {

@@ -5,7 +5,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { HOOK_EVENTS, HookInvocationSchema, RunResultSchema, TaskSchema } from "../../extensions/teams-hooks/contract/contract.js";
+import { HOOK_EVENTS, HookInvocationSchema } from "../../extensions/teams-hooks/contract/contract.js";
+import { RunResultSchema } from "../../extensions/teams-hooks/contract/hook-run.js";
+import { TaskSchema } from "../../extensions/teams-hooks/contract/team-files.js";
 import { HookLogRecordSchema } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { CHECKED_KEYS, LOG_EVENTS, checkLogRecord } from "../../extensions/teams-hooks/logs/record.js";
 import { makeRunResult } from "../helpers/invocation.js";

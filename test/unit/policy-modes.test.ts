@@ -1,6 +1,7 @@
 /** Issue 5 in the policy: verdicts in the summary and metadata, and what a hook error counts as. */
 import { describe, expect, it } from "vitest";
-import type { RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
+import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { countsAsPass, decide, type DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
 
 function result(over: Partial<RunResult>): RunResult {

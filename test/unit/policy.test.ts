@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { gateName, type ChainHook } from "../../extensions/teams-hooks/runner/chain.js";
-import type { FailureAction, FollowupOwner, HookEventName, RunResult, Task } from "../../extensions/teams-hooks/contract/contract.js";
+import type { FailureAction, FollowupOwner, Task } from "../../extensions/teams-hooks/contract/team-files.js";
+import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
+import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { decide, describeFailure } from "../../extensions/teams-hooks/policy/decide.js";
 import type { DecideInput, RemediationPlan } from "../../extensions/teams-hooks/policy/decide.js";

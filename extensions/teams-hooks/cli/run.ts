@@ -1,7 +1,8 @@
 /**
  * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
  */
-import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent, type RunResult } from "../contract/contract.js";
+import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
+import type { RunResult } from "../contract/hook-run.js";
 import { type CliIo, type ParsedArgs, str, teamSetupInput } from "./io.js";
 import { gateWarnings } from "../doctor/hooks.js";
 import { HooksError } from "../contract/errors.js";

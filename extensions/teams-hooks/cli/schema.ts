@@ -8,14 +8,15 @@
  */
 import { z } from "zod";
 import type { CliIo, ParsedArgs } from "./io.js";
-import { ContextDocumentSchema, TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/contract.js";
+import { ContextDocumentSchema } from "../contract/contract.js";
+import { TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
 import { HookLogRecordSchema } from "../runner/hook-log.js";
 import { EffectivePolicySchema } from "../settings/options.js";
 
 /**
- * `config.json`: contract.ts keeps every field `unknown` so that one bad value costs a warning, not
- * the file; the documented shape takes the identity fields from `TeamIdentitySchema` and the `hooks`
+ * `config.json`: contract/team-files.ts keeps every field `unknown` so that one bad value costs a
+ * warning, not the file; the documented shape takes the identity fields from `TeamIdentitySchema` and the `hooks`
  * block from `EffectivePolicySchema` (with its defaults).
  */
 const ConfigFileSchema = TeamConfigSchema.extend({

@@ -4,7 +4,8 @@
  * event and, through the task file it names, maybe a task event. The ledger decides which keys are
  * new, so the same change seen twice (file and notification, watcher and scan) runs once.
  */
-import type { HookEventName, IdleNotification, Task } from "./contract.js";
+import type { HookEventName } from "./contract.js";
+import type { IdleNotification, Task } from "./team-files.js";
 
 export interface HookEvent {
   /** `task_completed:<taskId>:<completedAt>`, `task_failed:<taskId>:<abortedAt>`, `idle:<member>:<timestamp>` */

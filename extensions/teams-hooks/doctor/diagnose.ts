@@ -14,7 +14,7 @@ import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { discoverChains, teamHooksDir } from "../runner/chain.js";
-import type { TeamIdentity } from "../contract/contract.js";
+import type { TeamIdentity } from "../contract/team-files.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./hooks.js";
 import { errnoCode } from "../contract/errors.js";
 import { checkHooksBlock, resolveSweep, type SweepMode } from "../settings/hooks-config.js";

@@ -9,7 +9,8 @@ import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import path from "node:path";
 import { chainDirName, discoverChains, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
-import type { HookCommand, HookEventName } from "../contract/contract.js";
+import type { HookCommand } from "../contract/hook-run.js";
+import type { HookEventName } from "../contract/contract.js";
 import { findStrayHookFiles, hookCandidatePaths, insecurity, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";

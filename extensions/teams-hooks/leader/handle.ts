@@ -5,7 +5,8 @@
  * failed is tried again until it works, and only then is the key recorded as done.
  */
 import { randomUUID } from "node:crypto";
-import { isTaskEvent, type Task } from "../contract/contract.js";
+import { isTaskEvent } from "../contract/contract.js";
+import type { Task } from "../contract/team-files.js";
 import { describeError, isHooksError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { markRead } from "../team/mailbox.js";

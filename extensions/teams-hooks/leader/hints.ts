@@ -6,7 +6,7 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import type { Task } from "../contract/contract.js";
+import type { Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { replaceTrust } from "../runner/trust.js";

@@ -13,16 +13,9 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import {
-  buildContextDocument,
-  type HookEventName,
-  type HookInvocation,
-  isTaskEvent,
-  type RunResult,
-  type Task,
-  type TeamIdentity,
-  utf8Length,
-} from "../contract/contract.js";
+import { buildContextDocument, type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
+import { type RunResult, utf8Length } from "../contract/hook-run.js";
+import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { launcherFor } from "../runner/discover.js";
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";

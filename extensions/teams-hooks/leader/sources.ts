@@ -8,7 +8,7 @@ import fs from "node:fs/promises";
 import fsSync from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
-import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "../contract/contract.js";
+import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "../contract/team-files.js";
 import { errnoCode, describeError } from "../contract/errors.js";
 import { type HookEvent, idleEvents, parseIdleText, taskEvent } from "../contract/events.js";
 import { MAX_TEAM_FILE_BYTES, READ_FLAGS, type FileProblem, checkSchema, irregularFileProblem, parseJsonText, readPrefix, readRegularFile, tooLargeProblem } from "../team/json-file.js";

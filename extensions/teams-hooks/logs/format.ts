@@ -4,7 +4,7 @@
  * copied here, and test/unit/logs-format.test.ts keeps the copies equal to the originals.
  */
 import path from "node:path";
-import type { RunResult } from "../contract/contract.js";
+import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
 

@@ -11,7 +11,8 @@
  * runs the schema and names the file and field of a bad record. test/unit/logs-record.test.ts holds
  * the copy to the schema (its keys, its enums, and probes of every field).
  */
-import type { HookEventName, RunResult } from "../contract/contract.js";
+import type { HookEventName } from "../contract/contract.js";
+import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 
 /** contract.ts `HOOK_EVENTS` (copied to keep zod out of `logs`; a unit test keeps them equal). */
@@ -133,7 +134,7 @@ function looseObject(shape: Readonly<Record<string, Field>>): Check {
 
 const optional = "optional";
 
-/** contract.ts `TaskSchema`. */
+/** contract/team-files.ts `TaskSchema`. */
 const TASK = {
   id: [string],
   subject: [string],
@@ -147,7 +148,7 @@ const TASK = {
   updatedAt: [string],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `HookInvocationSchema`, loose as hook-log.ts reads it. */
+/** contract.ts `HookInvocationSchema`, loose as runner/hook-log.ts reads it. */
 const INVOCATION = {
   event: [oneOf(LOG_EVENTS)],
   teamId: [string],
@@ -159,7 +160,7 @@ const INVOCATION = {
   completedTask: [nullable(looseObject(TASK))],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `RunResultSchema`'s `verdict`. */
+/** contract/hook-run.ts `RunResultSchema`'s `verdict`. */
 const VERDICT = {
   decision: [oneOf(["allow", "deny"])],
   code: [string, optional],
@@ -168,14 +169,14 @@ const VERDICT = {
   source: [oneOf(["file", "stdout"])],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `RunResultSchema`'s `trustProblems` entries. */
+/** contract/hook-run.ts `RunResultSchema`'s `trustProblems` entries. */
 const TRUST_PROBLEM = {
   kind: [string],
   path: [string],
   reason: [string],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `RunResultSchema`, loose as hook-log.ts reads it. */
+/** contract/hook-run.ts `RunResultSchema`, loose as runner/hook-log.ts reads it. */
 const RESULT = {
   ran: [boolean],
   hookPath: [string, optional],

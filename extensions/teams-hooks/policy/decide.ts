@@ -4,7 +4,8 @@
  * plan; nothing here reads files, clocks or ids (STYLE.md rule 3).
  */
 import { z } from "zod";
-import { CLOSED_ERROR_KINDS, type RunResult, type Task, type TaskAssignment } from "../contract/contract.js";
+import { CLOSED_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
+import type { Task, TaskAssignment } from "../contract/team-files.js";
 import { unreachable } from "../contract/errors.js";
 import { taskEvent } from "../contract/events.js";
 import {

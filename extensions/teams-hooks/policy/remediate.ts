@@ -9,7 +9,7 @@
  * rest is not attempted (a nudge must not tell of a reopen that did not happen), and the caller tries
  * the whole remediation again later — every step is idempotent per event key.
  */
-import type { MailboxMessage, Task } from "../contract/contract.js";
+import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { taskEvent } from "../contract/events.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";

@@ -21,7 +21,8 @@
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
-import type { HookCommand, HookEventName } from "../contract/contract.js";
+import type { HookCommand } from "../contract/hook-run.js";
+import type { HookEventName } from "../contract/contract.js";
 import { findHook, hookCandidatePaths, inspectCandidate, launcherFor } from "./discover.js";
 import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "../contract/errors.js";

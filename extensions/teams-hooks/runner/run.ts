@@ -15,15 +15,8 @@ import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { headCapture, type CaptureResult } from "./capture.js";
-import {
-  HOOK_CONTRACT_VERSION,
-  OUTPUT_LIMIT_CHARS,
-  buildHookEnvironment,
-  type HookCommand,
-  type HookInvocation,
-  type RunErrorKind,
-  type RunResult,
-} from "../contract/contract.js";
+import { HOOK_CONTRACT_VERSION, type HookInvocation } from "../contract/contract.js";
+import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";

@@ -5,7 +5,8 @@
  * config or environment value costs one warning naming where it came from, and the next level applies.
  */
 import { z } from "zod";
-import { DEFAULT_TIMEOUT_MS, FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/contract.js";
+import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
+import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
 import { SETTING_EXPECTED, invalidFlagValue, invalidSettingValue, settingNotAnObject } from "../text/messages.js";
 

@@ -5,7 +5,7 @@
  * `hooks` block, under the config lock, and keeps everything else as it was.
  */
 import path from "node:path";
-import type { TeamIdentity } from "../contract/contract.js";
+import type { TeamIdentity } from "../contract/team-files.js";
 import type { NoHooksBlock } from "../settings/hooks-config.js";
 import { readJsonValue, writeJsonAtomic, type FileProblem } from "./json-file.js";
 import { withLock } from "./lock.js";

@@ -5,7 +5,7 @@
  * a JSON array is reported and never overwritten.
  */
 import path from "node:path";
-import { MailboxMessageSchema, MailboxSchema, type MailboxMessage } from "../contract/contract.js";
+import { MailboxMessageSchema, MailboxSchema, type MailboxMessage } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
 import { checkSchema, mkdirUnder, readJsonFile, writeJsonAtomic, type FileProblem } from "./json-file.js";
 import { withLock } from "./lock.js";

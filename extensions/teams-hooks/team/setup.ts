@@ -5,7 +5,8 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import type { HookEventName, TeamIdentity } from "../contract/contract.js";
+import type { HookEventName } from "../contract/contract.js";
+import type { TeamIdentity } from "../contract/team-files.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "../settings/hooks-config.js";
 import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "../settings/options.js";

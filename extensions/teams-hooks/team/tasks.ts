@@ -6,7 +6,7 @@
  */
 import { access, readdir } from "node:fs/promises";
 import path from "node:path";
-import { TaskSchema, type Task } from "../contract/contract.js";
+import { TaskSchema, type Task } from "../contract/team-files.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { checkSchema, mkdirUnder, readJsonFile, readRegularFile, writeJsonAtomic, writeTextAtomic, type FileProblem, type ReadResult } from "./json-file.js";
 import { withLock } from "./lock.js";

@@ -30,8 +30,10 @@ export function formatDuration(ms: number): string {
 // =============================================================================================
 // Section: failure policy and settings (used by options.ts and policy.ts)
 // Keep this section's helpers prefixed (`policy…`) so that other sections cannot collide with them.
-import { FAILURE_ACTIONS, FOLLOWUP_OWNERS, truncateText } from "../contract/contract.js";
-import type { FailureAction, FollowupOwner, RunResult } from "../contract/contract.js";
+import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
+import { truncateText } from "../contract/contract.js";
+import type { FailureAction, FollowupOwner } from "../contract/team-files.js";
+import type { RunResult } from "../contract/hook-run.js";
 import { unreachable } from "../contract/errors.js";
 
 /** What each setting accepts, as quoted in flag errors and warnings. */

@@ -1,0 +1,262 @@
+/**
+ * One run of a hook under contract v1: how it is started (`HookCommand`, the default timeout, the
+ * environment built from the invocation, each value under `MAX_ENV_VALUE_BYTES`) and what it gives
+ * (`RunResult`: its outcome, why it is an error, the captured output). No I/O here: ids and the
+ * base environment are arguments. docs/hook-contract.md, "What the hook receives", lists the variables.
+ */
+import { z } from "zod";
+import { ELLIPSIS, HOOK_CONTRACT_VERSION, buildContextDocument, truncateText, type ContextDocument, type HookInvocation } from "./contract.js";
+
+/** `PI_TEAMS_HOOK_CONTEXT_JSON` and every other single variable stay below this many UTF-8 bytes. */
+export const MAX_ENV_VALUE_BYTES = 100 * 1024;
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+/** Captured stdout / stderr keep this many characters each. */
+export const OUTPUT_LIMIT_CHARS = 12_000;
+
+// ---------------------------------------------------------------------------------------------
+// The command and the result
+
+/** How to start a discovered hook: `command` with `args` (no shell); `[command, ...args]` is what the log shows. */
+export interface HookCommand {
+  hookPath: string;
+  command: string;
+  args: string[];
+}
+
+export const RUN_OUTCOMES = ["passed", "failed", "error"] as const;
+/** Refused before it ran, whatever the failure mode: the gate file is not the one trusted (runner/trust.ts). */
+export const TRUST_ERROR_KINDS = ["untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"] as const;
+export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
+/**
+ * Why a run is an `error` rather than a gate's decision: it could not start (`spawn`), ran past its
+ * timeout, died by a signal, gave an invalid verdict, broke a limit of its event, was stopped with
+ * the leader, failed inside the runner (`internal`), or was refused by trust.
+ */
+export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS] as const;
+/** Error kinds that always fail the event (closed), whatever the failure mode says. */
+export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS]);
+export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
+export type RunOutcome = (typeof RUN_OUTCOMES)[number];
+
+/**
+ * What one hook run gave. `outcome`: `passed` (exit 0), `failed` (the hook ran and said no: a
+ * non-zero exit), `error` (it could not start, timed out, or died by a signal). v1 policy counts an
+ * error as a failure.
+ */
+export const RunResultSchema = z.object({
+  ran: z.boolean(),
+  hookPath: z.string().optional(),
+  command: z.array(z.string()).optional(),
+  outcome: z.enum(RUN_OUTCOMES),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  timedOut: z.boolean(),
+  durationMs: z.number(),
+  stdout: z.string(),
+  stderr: z.string(),
+  stdoutDroppedBytes: z.number().int().nonnegative(),
+  stderrDroppedBytes: z.number().int().nonnegative(),
+  /** A spawn failure, one line (`spawn bash ENOENT`). */
+  error: z.string().optional(),
+  /** Its errno code (`ENOENT`, `EACCES`, `E2BIG`). */
+  errorCode: z.string().optional(),
+  /** Processes of the hook still alive after it exited (or timed out) and killed by the runner. */
+  leftoverProcesses: z.number().int().nonnegative(),
+  /** An environment value was shortened to fit; stdin and the context file were complete. */
+  contextTruncated: z.boolean(),
+  /** Why the outcome is `error` (absent otherwise). */
+  errorKind: z.enum(RUN_ERROR_KINDS).optional(),
+  /** The hook's structured verdict, when it gave a valid one (it decided the outcome). */
+  verdict: z
+    .looseObject({
+      decision: z.enum(["allow", "deny"]),
+      code: z.string().optional(),
+      reason: z.string().optional(),
+      message: z.string().optional(),
+      source: z.enum(["file", "stdout"]),
+    })
+    .optional(),
+  runId: z.string(),
+  contractVersion: z.literal(HOOK_CONTRACT_VERSION),
+  /** sha256 of the gate file as it was when the run started (absent when it could not be read). */
+  hookSha256: z.string().optional(),
+  /** The sha256 trusted for it, when that differs (a change run anyway with --trust-changes). */
+  trustedSha256: z.string().optional(),
+  /** Why a gate was refused before it ran (untrusted, missing, insecure): every reason, not only the first. */
+  trustProblems: z.array(z.looseObject({ kind: z.string(), path: z.string(), reason: z.string() })).optional(),
+});
+export type RunResult = z.infer<typeof RunResultSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// The environment
+
+/** Variables of ours that must never leak from the leader's own environment into a hook's. */
+const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
+
+export interface HookEnvironment {
+  /** The full environment for the hook: the base environment plus the contract variables. */
+  env: Record<string, string>;
+  /** The complete context document as JSON: what stdin and the context file carry. */
+  contextJson: string;
+  /** True when `PI_TEAMS_HOOK_CONTEXT_JSON` or another value was shortened to fit. */
+  truncated: boolean;
+}
+
+/**
+ * The environment of one invocation: `base` (the leader's environment, minus stale contract
+ * variables) plus the contract variables of docs/hook-contract.md ("What the hook receives"), plus ours (`PI_TEAMS_HOOK_RUN_ID`,
+ * `PI_TEAMS_HOOK_CONTEXT_FILE`, `PI_TEAMS_HOOK_CONTEXT_TRUNCATED`). No value contains NUL and none
+ * exceeds `maxValueBytes`; the context JSON shrinks its largest metadata strings first.
+ */
+export function buildHookEnvironment(
+  invocation: HookInvocation,
+  extra: {
+    runId: string;
+    contextFile: string;
+    /** Where the hook may write its verdict (contract v1, additive); unset when not offered. */
+    resultFile?: string;
+    /**
+     * The event's key and how many times its gate has been started (1, 2, … after a crash or a retry):
+     * `PI_TEAMS_HOOK_EVENT_KEY`, `PI_TEAMS_HOOK_ATTEMPT` (contract v1, additive). Unset when not known.
+     */
+    eventKey?: string;
+    attempt?: number;
+    base: Readonly<Record<string, string | undefined>>;
+    maxValueBytes?: number;
+  },
+): HookEnvironment {
+  const maxBytes = extra.maxValueBytes ?? MAX_ENV_VALUE_BYTES;
+  const doc = buildContextDocument(invocation);
+  const contextJson = JSON.stringify(doc);
+  let truncated = false;
+
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(extra.base)) {
+    if (value === undefined || CONTRACT_VARIABLE.test(name)) continue;
+    env[name] = value;
+  }
+
+  const set = (name: string, value: string): void => {
+    const clean = value.includes("\0") ? value.replaceAll("\0", "\uFFFD") : value;
+    const capped = capBytes(clean, maxBytes);
+    if (capped !== clean) truncated = true;
+    env[name] = capped;
+  };
+
+  const envJson = fitContextJson(doc, contextJson, maxBytes);
+  if (envJson !== contextJson) truncated = true;
+
+  set("PI_TEAMS_HOOK_EVENT", invocation.event);
+  set("PI_TEAMS_HOOK_CONTEXT_VERSION", String(HOOK_CONTRACT_VERSION));
+  set("PI_TEAMS_HOOK_CONTEXT_JSON", envJson);
+  set("PI_TEAMS_TEAM_ID", invocation.teamId);
+  set("PI_TEAMS_TEAM_DIR", invocation.teamDir);
+  set("PI_TEAMS_TASK_LIST_ID", invocation.taskListId);
+  set("PI_TEAMS_STYLE", invocation.style);
+  if (invocation.memberName) set("PI_TEAMS_MEMBER", invocation.memberName);
+  if (invocation.timestamp) set("PI_TEAMS_EVENT_TIMESTAMP", invocation.timestamp);
+  const task = invocation.completedTask;
+  if (task) {
+    set("PI_TEAMS_TASK_ID", task.id);
+    set("PI_TEAMS_TASK_STATUS", task.status);
+    if (task.subject) set("PI_TEAMS_TASK_SUBJECT", task.subject);
+    if (task.owner) set("PI_TEAMS_TASK_OWNER", task.owner);
+  }
+  set("PI_TEAMS_HOOK_RUN_ID", extra.runId);
+  set("PI_TEAMS_HOOK_CONTEXT_FILE", extra.contextFile);
+  if (extra.resultFile) set("PI_TEAMS_HOOK_RESULT_FILE", extra.resultFile);
+  if (extra.eventKey) set("PI_TEAMS_HOOK_EVENT_KEY", extra.eventKey);
+  if (extra.attempt !== undefined) set("PI_TEAMS_HOOK_ATTEMPT", String(extra.attempt));
+  if (truncated) env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED = "1";
+  return { env, contextJson, truncated };
+}
+
+/** Cuts a string to at most `maxBytes` UTF-8 bytes, ending in `…` when cut. */
+export function capBytes(value: string, maxBytes: number): string {
+  if (utf8Length(value) <= maxBytes) return value;
+  // Binary search for the longest cut that fits: the byte length grows with the cut.
+  let low = 0;
+  let high = value.length;
+  while (low < high) {
+    const mid = Math.ceil((low + high) / 2);
+    if (utf8Length(truncateText(value, mid)) <= maxBytes) low = mid;
+    else high = mid - 1;
+  }
+  return truncateText(value, low);
+}
+
+export function utf8Length(value: string): number {
+  return Buffer.byteLength(value, "utf8");
+}
+
+/**
+ * The context JSON for the environment: `full` when it fits, else a copy of `doc` whose largest
+ * metadata strings are cut (each ending in `…`) until it does. If metadata strings cannot make it fit,
+ * the metadata is replaced by `{}`, and then the task's other strings are cut the same way.
+ */
+function fitContextJson(doc: ContextDocument, full: string, maxBytes: number): string {
+  if (utf8Length(full) <= maxBytes) return full;
+  if (!doc.task) return capBytes(full, maxBytes); // team names alone: cannot happen with sane dirs
+  const copy = structuredClone(doc) as ContextDocument & { task: NonNullable<ContextDocument["task"]> };
+  let json = shrinkStrings(copy, collectStrings(copy.task.metadata), maxBytes);
+  if (utf8Length(json) <= maxBytes) return json;
+  copy.task.metadata = {};
+  json = JSON.stringify(copy);
+  if (utf8Length(json) <= maxBytes) return json;
+  json = shrinkStrings(copy, collectStrings(copy.task), maxBytes);
+  return utf8Length(json) <= maxBytes ? json : JSON.stringify({ ...copy, task: null });
+}
+
+/** A place that holds a string: `holder[key]`. */
+interface StringSlot {
+  holder: Record<string, unknown> | unknown[];
+  key: string | number;
+}
+
+function collectStrings(root: unknown): StringSlot[] {
+  const slots: StringSlot[] = [];
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach((item, index) => (typeof item === "string" ? slots.push({ holder: node, key: index }) : walk(item)));
+    } else if (node !== null && typeof node === "object") {
+      const record = node as Record<string, unknown>;
+      for (const [key, item] of Object.entries(record)) {
+        if (typeof item === "string") slots.push({ holder: record, key });
+        else walk(item);
+      }
+    }
+  };
+  walk(root);
+  return slots;
+}
+
+function readSlot(slot: StringSlot): string {
+  return String((slot.holder as Record<string | number, unknown>)[slot.key]);
+}
+
+/** Cuts the largest string of `slots` by the current excess, again and again, until `doc` fits. */
+function shrinkStrings(doc: ContextDocument, slots: StringSlot[], maxBytes: number): string {
+  let json = JSON.stringify(doc);
+  for (let round = 0; round < 10_000; round++) {
+    const excess = utf8Length(json) - maxBytes;
+    if (excess <= 0) break;
+    let largest: StringSlot | undefined;
+    let largestBytes = 0;
+    for (const slot of slots) {
+      const bytes = jsonLength(readSlot(slot));
+      if (bytes > largestBytes) [largest, largestBytes] = [slot, bytes];
+    }
+    if (!largest || largestBytes <= 8) break;
+    const value = readSlot(largest);
+    // Aim a little past the excess: JSON escapes make a character cost more than one byte.
+    const keep = Math.max(0, value.length - Math.ceil((excess + 8) * (value.length / largestBytes)) - 1);
+    (largest.holder as Record<string | number, unknown>)[largest.key] = keep < value.length - 1 ? truncateText(value, keep + 1) : ELLIPSIS;
+    json = JSON.stringify(doc);
+  }
+  return json;
+}
+
+function jsonLength(value: string): number {
+  return utf8Length(JSON.stringify(value));
+}
