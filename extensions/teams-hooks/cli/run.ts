@@ -13,7 +13,8 @@ import { eventLabel, formatDuration, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
-import { readTrust, type TrustRecord } from "../runner/trust.js";
+import { readTrust } from "../runner/trust-store.js";
+import type { TrustRecord } from "../runner/trust.js";
 
 export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;

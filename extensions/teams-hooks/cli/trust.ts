@@ -10,21 +10,8 @@ import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
-import {
-  type GateChange,
-  type TrustEntry,
-  type TrustRecord,
-  checkChainTrust,
-  entryFor,
-  fingerprint,
-  keepTrustedCopy,
-  octal,
-  readTrust,
-  readTrustedCopy,
-  trustFile,
-  trustedBy,
-  updateTrust,
-} from "../runner/trust.js";
+import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, octal } from "../runner/trust.js";
+import { keepTrustedCopy, readTrust, readTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 
 interface Shown extends GateChange {
   event: HookEventName;

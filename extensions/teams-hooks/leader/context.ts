@@ -7,7 +7,7 @@
 import { HooksError, describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { sendOnce } from "../policy/remediate.js";
-import { TrustState } from "../runner/trust.js";
+import { TrustState } from "../runner/trust-store.js";
 import type { LeaderLock } from "../team/leader-lock.js";
 import { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";

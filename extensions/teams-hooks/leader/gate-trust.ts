@@ -4,7 +4,8 @@
  * gate said once here and once to the lead's inbox.
  */
 import { discoverChains } from "../runner/chain.js";
-import { type ChainTrust, type TrustEntry, entryFor, fingerprint, keepTrustedCopy, octal, trustFile, trustedBy, updateTrust } from "../runner/trust.js";
+import { type ChainTrust, type TrustEntry, entryFor, fingerprint, octal } from "../runner/trust.js";
+import { keepTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 import { sentId } from "../team/sent-log.js";
 import type { LeaderContext } from "./context.js";
 import type { Ledger } from "./ledger.js";

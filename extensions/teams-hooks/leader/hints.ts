@@ -9,7 +9,7 @@ import path from "node:path";
 import type { Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
-import { replaceTrust } from "../runner/trust.js";
+import { replaceTrust } from "../runner/trust-store.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
 import { type LeaderContext, forEachYielding } from "./context.js";

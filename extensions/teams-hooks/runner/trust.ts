@@ -1,10 +1,9 @@
 /**
  * Trust in gate files by content. The agents a gate judges run as the same user as the leader and
  * can write the hooks dirs, so a gate could be edited, deleted, disabled or shadowed to let work
- * through. The leader keeps, per team, the sha256 and mode of every gate it trusts
- * (`hook-state/trust.json`, path → entry), taken on its first start (trust on first use) and by
- * `pi-teams-hooks trust`; a copy of each trusted content (`hook-state/trusted/<sha256>`) lets `trust`
- * show what changed. Before an event runs, its chain is compared with the record:
+ * through. The leader keeps, per team, the sha256 and mode of every gate it trusts (a `TrustRecord`;
+ * trust-store.ts keeps it on disk). This module holds the record's shape, the fingerprint of a gate
+ * file, and the check made before an event runs, which compares its chain with the record:
  *
  *   untrusted_hook       a gate that runs is new, or its content or mode changed since it was trusted
  *   gate_missing         a trusted gate no longer runs: deleted, disabled or replaced through the team
@@ -18,17 +17,14 @@
  * docs/security.md.
  */
 import { createHash } from "node:crypto";
-import { lstatSync, statSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { lstatSync, statSync } from "node:fs";
 import path from "node:path";
 import { chainDirName, type ChainDiscovery } from "./chain.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import type { TrustErrorKind } from "../contract/hook-run.js";
 import { hookCandidatePaths, insecurity } from "./discover.js";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
-import { mkdirUnder, problemDetail, readRegularBytes, writeJsonAtomic } from "../team/json-file.js";
-import { withLock } from "../team/lock.js";
-import { leaderStateDir } from "../team/paths.js";
+import { describeError, errnoCode } from "../contract/errors.js";
+import { problemDetail, readRegularBytes } from "../team/json-file.js";
 
 export type TrustProblemKind = TrustErrorKind;
 
@@ -46,121 +42,6 @@ export interface TrustEntry {
 export interface TrustRecord {
   version: 1;
   gates: Record<string, TrustEntry>;
-}
-
-export function trustFile(teamDir: string): string {
-  return path.join(leaderStateDir(teamDir), "trust.json");
-}
-
-export function trustedCopyFile(teamDir: string, sha256: string): string {
-  return path.join(leaderStateDir(teamDir), "trusted", sha256);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The record on disk
-
-export type TrustRead =
-  | { state: "none" }
-  | { state: "ok"; record: TrustRecord }
-  | { state: "invalid"; problem: string };
-
-/** Hook files and the record are small; anything bigger is not one of ours. */
-const MAX_FILE_BYTES = 64 * 1024 * 1024;
-
-/** Reads the trust record. A missing file is `none`; anything unreadable or malformed is `invalid`. */
-export function readTrust(teamDir: string): TrustRead {
-  const file = trustFile(teamDir);
-  const read = readRegular(file);
-  if (read.kind === "missing") return { state: "none" };
-  if (read.kind === "problem") return { state: "invalid", problem: `${file}: ${read.problem}` };
-  let value: unknown;
-  try {
-    value = JSON.parse(read.bytes.toString("utf8"));
-  } catch (error) {
-    return { state: "invalid", problem: `${file}: invalid JSON (${describeError(error)})` };
-  }
-  const record = asRecord(value);
-  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record (expected {"version": 1, "gates": {…}})` };
-}
-
-function asRecord(value: unknown): TrustRecord | null {
-  if (value === null || typeof value !== "object") return null;
-  const { version, gates } = value as { version?: unknown; gates?: unknown };
-  if (version !== 1 || gates === null || typeof gates !== "object" || Array.isArray(gates)) return null;
-  const out: Record<string, TrustEntry> = {};
-  for (const [file, raw] of Object.entries(gates as Record<string, unknown>)) {
-    if (raw === null || typeof raw !== "object") return null;
-    const e = raw as Record<string, unknown>;
-    if (typeof e.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.mode) || !Number.isInteger(e.size)) return null;
-    out[file] = {
-      sha256: e.sha256,
-      mode: e.mode as number,
-      size: e.size as number,
-      trustedAt: typeof e.trustedAt === "string" ? e.trustedAt : "",
-      trustedBy: typeof e.trustedBy === "string" ? e.trustedBy : "",
-    };
-  }
-  return { version: 1, gates: out };
-}
-
-/** Replaces entries (an entry of `null` removes the gate from the record), under the record's lock. */
-export async function updateTrust(teamDir: string, changes: ReadonlyMap<string, TrustEntry | null>, opts: { replaceInvalid?: boolean } = {}): Promise<TrustRecord> {
-  const file = trustFile(teamDir);
-  mkdirUnder(teamDir, path.dirname(file));
-  return withLock(
-    file,
-    async () => {
-      const current = readTrust(teamDir);
-      // A record that cannot be read is not replaced by a partial one: a person decides what it held.
-      if (current.state === "invalid" && !opts.replaceInvalid) throw new HooksError("E_CONFIG", `${current.problem}; fix or remove it, then record trust again`);
-      const gates: Record<string, TrustEntry> = current.state === "ok" ? { ...current.record.gates } : {};
-      for (const [gate, entry] of changes) {
-        if (entry === null) delete gates[gate];
-        else gates[gate] = entry;
-      }
-      const record: TrustRecord = { version: 1, gates: Object.fromEntries(Object.entries(gates).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
-      await writeJsonAtomic(file, record);
-      return record;
-    },
-    { label: "pi-teams-hooks trust" },
-  );
-}
-
-/** Writes `record` as the whole trust record (the leader's own copy, after its team dir was re-created). */
-export async function replaceTrust(teamDir: string, record: TrustRecord): Promise<TrustRecord> {
-  const file = trustFile(teamDir);
-  mkdirUnder(teamDir, path.dirname(file));
-  await withLock(file, () => writeJsonAtomic(file, record), { label: "pi-teams-hooks leader" });
-  return record;
-}
-
-/** Keeps a copy of trusted content, so that a later change can be shown as a diff. Best effort. */
-export function keepTrustedCopy(teamDir: string, sha256: string, content: Buffer): void {
-  const file = trustedCopyFile(teamDir, sha256);
-  try {
-    mkdirUnder(teamDir, path.dirname(file));
-    writeFileSync(file, content, { flag: "wx", mode: 0o600 });
-  } catch {
-    // EEXIST: kept already (the name is the content's hash). Anything else only costs the diff later.
-  }
-}
-
-/** The copy of trusted content, or null when there is none (recorded before copies were kept, or removed). */
-export function readTrustedCopy(teamDir: string, sha256: string): Buffer | null {
-  const read = readRegular(trustedCopyFile(teamDir, sha256));
-  return read.kind === "ok" ? read.bytes : null;
-}
-
-/** Who records trust, for people reading the record. */
-export function trustedBy(how: string): string {
-  let user = "unknown";
-  try {
-    user = os.userInfo().username;
-  } catch {
-    // no passwd entry for this uid (containers): the uid says enough
-    user = String(process.getuid?.() ?? "unknown");
-  }
-  return `${user}@${os.hostname()} (pid ${process.pid}, ${how})`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -205,10 +86,13 @@ export function fingerprint(file: string, opts: { content?: boolean } = {}): Fin
   return opts.content ? { ...fp, content: read.bytes } : fp;
 }
 
-type Regular = { kind: "ok"; bytes: Buffer; mode: number; uid: number } | { kind: "missing" } | { kind: "problem"; problem: string };
+/** Hook files and the record are small; anything bigger is not one of ours. */
+const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
-/** Reads a regular file without ever blocking on a FIFO or a device in its place (json-file.ts). */
-function readRegular(file: string): Regular {
+export type Regular = { kind: "ok"; bytes: Buffer; mode: number; uid: number } | { kind: "missing" } | { kind: "problem"; problem: string };
+
+/** Reads a regular file without ever blocking on a FIFO or a device in its place (team/json-file.ts). */
+export function readRegular(file: string): Regular {
   const read = readRegularBytes(file, { maxBytes: MAX_FILE_BYTES });
   if (read.ok) return { kind: "ok", bytes: read.bytes, mode: read.stat.mode, uid: read.stat.uid };
   if (read.problem.kind === "missing") return { kind: "missing" };
@@ -345,61 +229,4 @@ export function octal(mode: number): string {
 /** A new trust entry for a gate as it is now. */
 export function entryFor(fp: Fingerprint, at: string, by: string): TrustEntry {
   return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by };
-}
-
-// ---------------------------------------------------------------------------------------------
-// The record as a running leader (or `run`) holds it
-
-/** One change of the record on disk, for the leader to say: gates approved or removed by someone. */
-export interface RecordChange {
-  path: string;
-  change: "approved" | "removed";
-  entry: TrustEntry | null;
-}
-
-/**
- * The trust record of a team, re-read whenever its file changes (a `trust` command, or anyone else
- * writing it), with what changed, so that the leader can say it.
- */
-export class TrustState {
-  readonly teamDir: string;
-  /** null: no record (nothing is compared). */
-  record: TrustRecord | null = null;
-  #sig: string | null = null;
-
-  constructor(teamDir: string) {
-    this.teamDir = teamDir;
-  }
-
-  /** Reads the file if it changed since the last look; `changes` lists entries added, changed or dropped. */
-  refresh(): { read: TrustRead | null; changes: RecordChange[] } {
-    const sig = signatureOf(trustFile(this.teamDir));
-    if (sig === this.#sig) return { read: null, changes: [] };
-    this.#sig = sig;
-    const read = readTrust(this.teamDir);
-    const before = this.record?.gates ?? {};
-    const after = read.state === "ok" ? read.record.gates : {};
-    const changes: RecordChange[] = [];
-    for (const [file, entry] of Object.entries(after)) {
-      const old = before[file];
-      if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode) changes.push({ path: file, change: "approved", entry });
-    }
-    for (const file of Object.keys(before)) if (!(file in after)) changes.push({ path: file, change: "removed", entry: null });
-    return { read, changes };
-  }
-
-  /** Sets the record in force without reading the file (a new record just written, or an empty one enforced). */
-  set(record: TrustRecord | null): void {
-    this.record = record;
-    this.#sig = signatureOf(trustFile(this.teamDir));
-  }
-}
-
-function signatureOf(file: string): string | null {
-  try {
-    const info = statSync(file);
-    return `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
-  } catch {
-    return null; // missing (or unreadable): the read says which
-  }
 }

@@ -1,0 +1,184 @@
+/**
+ * The trust record on disk (its shape, and the check of a chain against it, are in trust.ts):
+ * `hook-state/trust.json`, path → entry, taken on the leader's first start (trust on first use) and
+ * by `pi-teams-hooks trust`, and written under its lock; a copy of each trusted content
+ * (`hook-state/trusted/<sha256>`), which lets `trust` show what changed; and `TrustState`, the record
+ * as a running leader (or `run`) holds it, re-read when its file changes. docs/security.md.
+ */
+import { statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { HooksError, describeError } from "../contract/errors.js";
+import { mkdirUnder, writeJsonAtomic } from "../team/json-file.js";
+import { withLock } from "../team/lock.js";
+import { leaderStateDir } from "../team/paths.js";
+import { readRegular, type TrustEntry, type TrustRecord } from "./trust.js";
+
+export function trustFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "trust.json");
+}
+
+export function trustedCopyFile(teamDir: string, sha256: string): string {
+  return path.join(leaderStateDir(teamDir), "trusted", sha256);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The record on disk
+
+export type TrustRead =
+  | { state: "none" }
+  | { state: "ok"; record: TrustRecord }
+  | { state: "invalid"; problem: string };
+
+/** Reads the trust record. A missing file is `none`; anything unreadable or malformed is `invalid`. */
+export function readTrust(teamDir: string): TrustRead {
+  const file = trustFile(teamDir);
+  const read = readRegular(file);
+  if (read.kind === "missing") return { state: "none" };
+  if (read.kind === "problem") return { state: "invalid", problem: `${file}: ${read.problem}` };
+  let value: unknown;
+  try {
+    value = JSON.parse(read.bytes.toString("utf8"));
+  } catch (error) {
+    return { state: "invalid", problem: `${file}: invalid JSON (${describeError(error)})` };
+  }
+  const record = asRecord(value);
+  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record (expected {"version": 1, "gates": {…}})` };
+}
+
+function asRecord(value: unknown): TrustRecord | null {
+  if (value === null || typeof value !== "object") return null;
+  const { version, gates } = value as { version?: unknown; gates?: unknown };
+  if (version !== 1 || gates === null || typeof gates !== "object" || Array.isArray(gates)) return null;
+  const out: Record<string, TrustEntry> = {};
+  for (const [file, raw] of Object.entries(gates as Record<string, unknown>)) {
+    if (raw === null || typeof raw !== "object") return null;
+    const e = raw as Record<string, unknown>;
+    if (typeof e.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.mode) || !Number.isInteger(e.size)) return null;
+    out[file] = {
+      sha256: e.sha256,
+      mode: e.mode as number,
+      size: e.size as number,
+      trustedAt: typeof e.trustedAt === "string" ? e.trustedAt : "",
+      trustedBy: typeof e.trustedBy === "string" ? e.trustedBy : "",
+    };
+  }
+  return { version: 1, gates: out };
+}
+
+/** Replaces entries (an entry of `null` removes the gate from the record), under the record's lock. */
+export async function updateTrust(teamDir: string, changes: ReadonlyMap<string, TrustEntry | null>, opts: { replaceInvalid?: boolean } = {}): Promise<TrustRecord> {
+  const file = trustFile(teamDir);
+  mkdirUnder(teamDir, path.dirname(file));
+  return withLock(
+    file,
+    async () => {
+      const current = readTrust(teamDir);
+      // A record that cannot be read is not replaced by a partial one: a person decides what it held.
+      if (current.state === "invalid" && !opts.replaceInvalid) throw new HooksError("E_CONFIG", `${current.problem}; fix or remove it, then record trust again`);
+      const gates: Record<string, TrustEntry> = current.state === "ok" ? { ...current.record.gates } : {};
+      for (const [gate, entry] of changes) {
+        if (entry === null) delete gates[gate];
+        else gates[gate] = entry;
+      }
+      const record: TrustRecord = { version: 1, gates: Object.fromEntries(Object.entries(gates).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+      await writeJsonAtomic(file, record);
+      return record;
+    },
+    { label: "pi-teams-hooks trust" },
+  );
+}
+
+/** Writes `record` as the whole trust record (the leader's own copy, after its team dir was re-created). */
+export async function replaceTrust(teamDir: string, record: TrustRecord): Promise<TrustRecord> {
+  const file = trustFile(teamDir);
+  mkdirUnder(teamDir, path.dirname(file));
+  await withLock(file, () => writeJsonAtomic(file, record), { label: "pi-teams-hooks leader" });
+  return record;
+}
+
+/** Keeps a copy of trusted content, so that a later change can be shown as a diff. Best effort. */
+export function keepTrustedCopy(teamDir: string, sha256: string, content: Buffer): void {
+  const file = trustedCopyFile(teamDir, sha256);
+  try {
+    mkdirUnder(teamDir, path.dirname(file));
+    writeFileSync(file, content, { flag: "wx", mode: 0o600 });
+  } catch {
+    // EEXIST: kept already (the name is the content's hash). Anything else only costs the diff later.
+  }
+}
+
+/** The copy of trusted content, or null when there is none (recorded before copies were kept, or removed). */
+export function readTrustedCopy(teamDir: string, sha256: string): Buffer | null {
+  const read = readRegular(trustedCopyFile(teamDir, sha256));
+  return read.kind === "ok" ? read.bytes : null;
+}
+
+/** Who records trust, for people reading the record. */
+export function trustedBy(how: string): string {
+  let user = "unknown";
+  try {
+    user = os.userInfo().username;
+  } catch {
+    // no passwd entry for this uid (containers): the uid says enough
+    user = String(process.getuid?.() ?? "unknown");
+  }
+  return `${user}@${os.hostname()} (pid ${process.pid}, ${how})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The record as a running leader (or `run`) holds it
+
+/** One change of the record on disk, for the leader to say: gates approved or removed by someone. */
+export interface RecordChange {
+  path: string;
+  change: "approved" | "removed";
+  entry: TrustEntry | null;
+}
+
+/**
+ * The trust record of a team, re-read whenever its file changes (a `trust` command, or anyone else
+ * writing it), with what changed, so that the leader can say it.
+ */
+export class TrustState {
+  readonly teamDir: string;
+  /** null: no record (nothing is compared). */
+  record: TrustRecord | null = null;
+  #sig: string | null = null;
+
+  constructor(teamDir: string) {
+    this.teamDir = teamDir;
+  }
+
+  /** Reads the file if it changed since the last look; `changes` lists entries added, changed or dropped. */
+  refresh(): { read: TrustRead | null; changes: RecordChange[] } {
+    const sig = signatureOf(trustFile(this.teamDir));
+    if (sig === this.#sig) return { read: null, changes: [] };
+    this.#sig = sig;
+    const read = readTrust(this.teamDir);
+    const before = this.record?.gates ?? {};
+    const after = read.state === "ok" ? read.record.gates : {};
+    const changes: RecordChange[] = [];
+    for (const [file, entry] of Object.entries(after)) {
+      const old = before[file];
+      if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode) changes.push({ path: file, change: "approved", entry });
+    }
+    for (const file of Object.keys(before)) if (!(file in after)) changes.push({ path: file, change: "removed", entry: null });
+    return { read, changes };
+  }
+
+  /** Sets the record in force without reading the file (a new record just written, or an empty one enforced). */
+  set(record: TrustRecord | null): void {
+    this.record = record;
+    this.#sig = signatureOf(trustFile(this.teamDir));
+  }
+}
+
+function signatureOf(file: string): string | null {
+  try {
+    const info = statSync(file);
+    return `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+  } catch {
+    return null; // missing (or unreadable): the read says which
+  }
+}
