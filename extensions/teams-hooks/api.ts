@@ -19,7 +19,8 @@ export { findHook, type HookDiscovery, type HookCandidate } from "./runner/disco
 export { runHook, terminateAllRuns, type RunHookOptions } from "./runner/run.js";
 export { writeHookLog, listHookLogs, readHookLog, HookLogRecordSchema, type HookLogRecord } from "./runner/hook-log.js";
 export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPolicy } from "./settings/options.js";
-export { decide, type RemediationPlan } from "./policy/decide.js";
+export { decide } from "./policy/decide.js";
+export type { RemediationPlan } from "./policy/plan.js";
 export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./leader/invoke.js";
 export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
 export { Leader } from "./leader/leader.js";

@@ -5,7 +5,8 @@ import type { HookEventName } from "../../extensions/teams-hooks/contract/contra
 import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { decide, describeFailure } from "../../extensions/teams-hooks/policy/decide.js";
-import type { DecideInput, RemediationPlan } from "../../extensions/teams-hooks/policy/decide.js";
+import type { DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
+import type { RemediationPlan } from "../../extensions/teams-hooks/policy/plan.js";
 
 const NOW = "2025-03-01T12:00:00.000Z";
 const KEY = "task_completed:3:2025-03-01T11:59:00.000Z";

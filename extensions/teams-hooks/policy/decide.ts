@@ -1,11 +1,11 @@
 /**
  * The failure policy as a pure decision: given one task-event hook result, the fresh task and the
- * effective policy, say what to write and whom to tell (a `RemediationPlan`). remediate.ts applies the
- * plan; nothing here reads files, clocks or ids (STYLE.md rule 3).
+ * effective policy, say what to write and whom to tell (a `RemediationPlan`, plan.ts). remediate.ts
+ * applies the plan. Nothing here reads files, clocks or ids: they come in `DecideInput` (policy/ does
+ * no I/O of its own, test/unit/architecture.test.ts).
  */
-import { z } from "zod";
 import { CLOSED_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
-import type { Task, TaskAssignment } from "../contract/team-files.js";
+import type { Task } from "../contract/team-files.js";
 import { unreachable } from "../contract/errors.js";
 import { taskEvent } from "../contract/events.js";
 import {
@@ -18,59 +18,14 @@ import {
   unsafeName,
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
+import type { FollowupPlan, GateMetadataPatch, NudgePlan, RemediationPlan, ReopenDecision, TaskEventName } from "./plan.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 
 export { describeFailure };
 
-export type TaskEventName = "task_completed" | "task_failed";
-
 // ---------------------------------------------------------------------------------------------
-// Task metadata written by the gate (DESIGN.md, "Failure policy"), plus our keys
-
-/** Merged into the source task's `metadata` after every task-event gate. */
-export const GateMetadataPatchSchema = z.object({
-  qualityGateHook: z.string(),
-  qualityGateAt: z.string(),
-  qualityGateStatus: z.enum(["passed", "failed"]),
-  /** What the hook did (issue 5): `error` is kept apart from `failed`; the status says how it counted. */
-  qualityGateOutcome: z.enum(["passed", "failed", "error"]),
-  /** The code of the hook's verdict, when it gave one. */
-  qualityGateCode: z.string().optional(),
-  qualityGateSummary: z.string(),
-  /** The event key this gate ran for: a retry of the same key is recognised by it. */
-  qualityGateEventKey: z.string(),
-  /** sha256 of the gate file that decided, as it was when it ran. */
-  qualityGateHookSha256: z.string().optional(),
-  qualityGateLastSuccessAt: z.string().optional(),
-  qualityGateFailureCount: z.number().int().nonnegative().optional(),
-  qualityGateLastFailureAt: z.string().optional(),
-  qualityGateReopenSuppressed: z.boolean().optional(),
-  qualityGateReopenSuppressedReason: z.string().optional(),
-});
-export type GateMetadataPatch = z.infer<typeof GateMetadataPatchSchema>;
-
-/** Merged into the source task's `metadata` when the gate reopens it. */
-export const ReopenMetadataSchema = z.object({
-  reopenedByQualityGateAt: z.string(),
-  reopenedByQualityGateHook: z.string(),
-  reopenedByQualityGateCount: z.number().int().positive(),
-  /** The event key of the reopen, so that a retry of that key never reopens twice. */
-  reopenedByQualityGateKey: z.string(),
-});
-export type ReopenMetadata = z.infer<typeof ReopenMetadataSchema>;
-
-/** The `metadata` of a follow-up task; `qualityGateFollowupFor` lets remediate find one already created. */
-export const FollowupMetadataSchema = z.object({
-  qualityGateFollowupFor: z.string(),
-  qualityGateSourceTaskId: z.string(),
-  qualityGateFollowupHook: z.string(),
-  qualityGateFollowupEvent: z.enum(["task_completed", "task_failed"]),
-});
-export type FollowupMetadata = z.infer<typeof FollowupMetadataSchema>;
-
-// ---------------------------------------------------------------------------------------------
-// The plan
+// The decision
 
 export interface DecideInput {
   event: TaskEventName;
@@ -82,7 +37,7 @@ export interface DecideInput {
   /** A fresh copy read under the task lock, or null when the file is gone. */
   task: Task | null;
   policy: EffectivePolicy;
-  /** The gate's name (chain.ts gateName): `on_task_completed`, or `on_task_completed.d/10-lint.sh`. */
+  /** The gate's name (runner/chain.ts gateName): `on_task_completed`, or `on_task_completed.d/10-lint.sh`. */
   hookName: string;
   /** The member who caused the event, when known. */
   member: string | null;
@@ -91,89 +46,13 @@ export interface DecideInput {
   now: string;
   /** The timeout the hook ran under, for `timeout after <ms>ms`. */
   timeoutMs: number;
-  /** What a hook error counts as (issue 5); `closed` when not given, as in v1. */
+  /**
+   * What a hook error counts as; `closed` when not given, as in v1 (docs/hook-contract.md, "Hook
+   * errors and failure modes").
+   */
   failureMode?: "closed" | "open" | undefined;
   /** Where the hook log was written, quoted to the people told; optional. */
   logFile?: string | null | undefined;
-}
-
-/** What happens to the source task of a failed `task_completed` gate under a reopening policy. */
-export type ReopenDecision =
-  | {
-      kind: "reopen";
-      /** The reopen count after this reopen, and the cap. */
-      count: number;
-      max: number;
-      /** Applied in the same locked write as `metadataPatch`. */
-      patch: { status: "pending"; metadata: ReopenMetadata };
-    }
-  | {
-      kind: "suppressed";
-      /** Reopens done so far (≥ max), and the cap. `metadataPatch` already says so. */
-      count: number;
-      max: number;
-      reason: string;
-    };
-
-export interface FollowupPlan {
-  subject: string;
-  description: string;
-  /** Who the new task is for; null (policy `none`) leaves it unowned and sends no assignment. */
-  owner: string | null;
-  metadata: FollowupMetadata;
-  /**
-   * The `task_assignment` message for `owner`, built once the new task's id is known; null without an
-   * owner. The message goes to the owner's inbox in the task namespace, from the leader.
-   */
-  assignment: ((taskId: string) => TaskAssignment) | null;
-}
-
-export interface NudgePlan {
-  /** The task's owner, else the member; null when neither is known (nothing to send). */
-  to: string | null;
-  /**
-   * The message text. Pass the follow-up task's id once it exists, or null when there is none or its
-   * creation failed, so that the text never mentions a task that does not exist.
-   */
-  text: (followupId: string | null) => string;
-}
-
-/**
- * What to do after one task-event hook. Apply in this order, each step after the one before succeeded:
- * 1. under the task lock, merge `metadataPatch` (and, when `reopen.kind === "reopen"`, `reopen.patch`)
- *    into the task in one write, re-checking that the task is still `completed` before reopening;
- * 2. create `followup` — unless a task with `metadata.qualityGateFollowupFor === key` exists (a retry) —
- *    and send its `assignment`;
- * 3. send the `nudge`.
- *
- * Idempotent per event key: when the task already records `qualityGateEventKey === key`
- * (`alreadyApplied`), counters keep their values and no reopen is planned, so a restarted leader can
- * decide the same event again. The follow-up and the nudge are still planned: the first attempt may have
- * died before them (the follow-up is deduplicated by its metadata; a nudge may arrive twice).
- *
- * The plan holds two functions (`followup.assignment`, `nudge.text`); `JSON.stringify` leaves them out,
- * so the rest can be logged as is.
- */
-export interface RemediationPlan {
-  /** v1: only the outcome `passed` passes; `failed` and `error` are failures. */
-  passed: boolean;
-  /** `passed in <ms>ms`, or the failure summary (`describeFailure`). */
-  summary: string;
-  /** The task already recorded this event key: a retry. */
-  alreadyApplied: boolean;
-  /** Keys to merge into `task.metadata`; null when the task file is gone. */
-  metadataPatch: GateMetadataPatch | null;
-  reopen: ReopenDecision | null;
-  followup: FollowupPlan | null;
-  /** Every failure tells someone; null on a pass. */
-  nudge: NudgePlan | null;
-  /** Short words for the log and the one-line output: `reopened (1/3)`, `nudge alice`, `none`… */
-  actions: string[];
-  /**
-   * Messages not sent because the member's name is not a safe file name (its inbox would be
-   * another's), one line each: the policy errors of the log.
-   */
-  refused: string[];
 }
 
 /** The remediation plan for one task-event hook result (see `RemediationPlan`). Pure. */

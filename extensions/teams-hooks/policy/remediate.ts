@@ -3,7 +3,7 @@
  * before it is on disk: the gate metadata (and reopen) in one locked write of the task, then the
  * follow-up task, its assignment, and the nudge. The plan is decided inside the task lock from the
  * task as it is then, so a retry of the same event key sees what an earlier attempt wrote and never
- * counts, reopens or creates twice; messages go out at most once per event (sent-log.ts).
+ * counts, reopens or creates twice; messages go out at most once per event (team/sent-log.ts).
  *
  * A step that fails stops the remediation there (`complete: false`): what was applied is listed, the
  * rest is not attempted (a nudge must not tell of a reopen that did not happen), and the caller tries
@@ -13,7 +13,7 @@ import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { taskEvent } from "../contract/events.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
-import type { RemediationPlan } from "./decide.js";
+import type { RemediationPlan } from "./plan.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, updateTask } from "../team/tasks.js";
 
@@ -135,8 +135,8 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
  * The task with the plan's metadata (and reopen) laid over it; `updatedAt` marks the leader's write,
  * unless the task holds a newer event than the one judged (the worker completed again while the gate
  * ran): a completion without `completedAt` is keyed by its `updatedAt`, and a new one would make it
- * read as this older completion's key (events.ts completionStamp), hiding it from a leader that had
- * not seen it yet. test/integration/remediate-stale.test.ts.
+ * read as this older completion's key (contract/events.ts completionStamp), hiding it from a leader
+ * that had not seen it yet. test/integration/remediate-stale.test.ts.
  */
 function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string): Task | undefined {
   if (!plan.metadataPatch) return undefined;
@@ -179,7 +179,7 @@ export interface OnceMessage {
 }
 
 /**
- * Appends `message` to an inbox unless the sent-log says it went out before (see sent-log.ts for
+ * Appends `message` to an inbox unless the sent-log says it went out before (see team/sent-log.ts for
  * the guarantee). Never throws: an error line says what was not sent.
  */
 export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: string | null; already: boolean }> {

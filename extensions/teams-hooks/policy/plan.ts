@@ -1,0 +1,135 @@
+/**
+ * The remediation plan of one task-event gate, as data: the task metadata the failure policy writes
+ * (zod schemas), and the plan that decide.ts gives and remediate.ts applies.
+ */
+import { z } from "zod";
+import type { TaskAssignment } from "../contract/team-files.js";
+
+export type TaskEventName = "task_completed" | "task_failed";
+
+// ---------------------------------------------------------------------------------------------
+// Task metadata the failure policy writes (docs/hook-contract.md, "Hook errors and failure modes";
+// the event keys: docs/ledger.md)
+
+/** Merged into the source task's `metadata` after every task-event gate. */
+export const GateMetadataPatchSchema = z.object({
+  qualityGateHook: z.string(),
+  qualityGateAt: z.string(),
+  qualityGateStatus: z.enum(["passed", "failed"]),
+  /** What the hook did: `error` is kept apart from `failed`; the status says how the failure mode counted it. */
+  qualityGateOutcome: z.enum(["passed", "failed", "error"]),
+  /** The code of the hook's verdict, when it gave one. */
+  qualityGateCode: z.string().optional(),
+  qualityGateSummary: z.string(),
+  /** The event key this gate ran for: a retry of the same key is recognised by it. */
+  qualityGateEventKey: z.string(),
+  /** sha256 of the gate file that decided, as it was when it ran. */
+  qualityGateHookSha256: z.string().optional(),
+  qualityGateLastSuccessAt: z.string().optional(),
+  qualityGateFailureCount: z.number().int().nonnegative().optional(),
+  qualityGateLastFailureAt: z.string().optional(),
+  qualityGateReopenSuppressed: z.boolean().optional(),
+  qualityGateReopenSuppressedReason: z.string().optional(),
+});
+export type GateMetadataPatch = z.infer<typeof GateMetadataPatchSchema>;
+
+/** Merged into the source task's `metadata` when the gate reopens it. */
+export const ReopenMetadataSchema = z.object({
+  reopenedByQualityGateAt: z.string(),
+  reopenedByQualityGateHook: z.string(),
+  reopenedByQualityGateCount: z.number().int().positive(),
+  /** The event key of the reopen, so that a retry of that key never reopens twice. */
+  reopenedByQualityGateKey: z.string(),
+});
+export type ReopenMetadata = z.infer<typeof ReopenMetadataSchema>;
+
+/** The `metadata` of a follow-up task; `qualityGateFollowupFor` lets remediate find one already created. */
+export const FollowupMetadataSchema = z.object({
+  qualityGateFollowupFor: z.string(),
+  qualityGateSourceTaskId: z.string(),
+  qualityGateFollowupHook: z.string(),
+  qualityGateFollowupEvent: z.enum(["task_completed", "task_failed"]),
+});
+export type FollowupMetadata = z.infer<typeof FollowupMetadataSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+/** What happens to the source task of a failed `task_completed` gate under a reopening policy. */
+export type ReopenDecision =
+  | {
+      kind: "reopen";
+      /** The reopen count after this reopen, and the cap. */
+      count: number;
+      max: number;
+      /** Applied in the same locked write as `metadataPatch`. */
+      patch: { status: "pending"; metadata: ReopenMetadata };
+    }
+  | {
+      kind: "suppressed";
+      /** Reopens done so far (≥ max), and the cap. `metadataPatch` already says so. */
+      count: number;
+      max: number;
+      reason: string;
+    };
+
+export interface FollowupPlan {
+  subject: string;
+  description: string;
+  /** Who the new task is for; null (policy `none`) leaves it unowned and sends no assignment. */
+  owner: string | null;
+  metadata: FollowupMetadata;
+  /**
+   * The `task_assignment` message for `owner`, built once the new task's id is known; null without an
+   * owner. The message goes to the owner's inbox in the task namespace, from the leader.
+   */
+  assignment: ((taskId: string) => TaskAssignment) | null;
+}
+
+export interface NudgePlan {
+  /** The task's owner, else the member; null when neither is known (nothing to send). */
+  to: string | null;
+  /**
+   * The message text. Pass the follow-up task's id once it exists, or null when there is none or its
+   * creation failed, so that the text never mentions a task that does not exist.
+   */
+  text: (followupId: string | null) => string;
+}
+
+/**
+ * What to do after one task-event hook. Apply in this order, each step after the one before succeeded:
+ * 1. under the task lock, merge `metadataPatch` (and, when `reopen.kind === "reopen"`, `reopen.patch`)
+ *    into the task in one write, re-checking that the task is still `completed` before reopening;
+ * 2. create `followup` — unless a task with `metadata.qualityGateFollowupFor === key` exists (a retry) —
+ *    and send its `assignment`;
+ * 3. send the `nudge`.
+ *
+ * Idempotent per event key: when the task already records `qualityGateEventKey === key`
+ * (`alreadyApplied`), counters keep their values and no reopen is planned, so a restarted leader can
+ * decide the same event again. The follow-up and the nudge are still planned: the first attempt may have
+ * died before them (the follow-up is deduplicated by its metadata; a nudge may arrive twice).
+ *
+ * The plan holds two functions (`followup.assignment`, `nudge.text`); `JSON.stringify` leaves them out,
+ * so the rest can be logged as is.
+ */
+export interface RemediationPlan {
+  /** v1: only the outcome `passed` passes; `failed` and `error` are failures. */
+  passed: boolean;
+  /** `passed in <ms>ms`, or the failure summary (`describeFailure`). */
+  summary: string;
+  /** The task already recorded this event key: a retry. */
+  alreadyApplied: boolean;
+  /** Keys to merge into `task.metadata`; null when the task file is gone. */
+  metadataPatch: GateMetadataPatch | null;
+  reopen: ReopenDecision | null;
+  followup: FollowupPlan | null;
+  /** Every failure tells someone; null on a pass. */
+  nudge: NudgePlan | null;
+  /** Short words for the log and the one-line output: `reopened (1/3)`, `nudge alice`, `none`… */
+  actions: string[];
+  /**
+   * Messages not sent because the member's name is not a safe file name (its inbox would be
+   * another's), one line each: the policy errors of the log.
+   */
+  refused: string[];
+}
