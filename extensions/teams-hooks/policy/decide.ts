@@ -7,7 +7,6 @@
 import { CLOSED_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
 import type { Task } from "../contract/team-files.js";
 import { unreachable } from "../contract/errors.js";
-import { taskEvent } from "../contract/events.js";
 import {
   describeFailure,
   followupDescription,
@@ -18,6 +17,7 @@ import {
   unsafeName,
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
+import { holdsNewerEvent } from "./plan.js";
 import type { FollowupPlan, GateMetadataPatch, NudgePlan, RemediationPlan, ReopenDecision, TaskEventName } from "./plan.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
@@ -171,9 +171,8 @@ function createsFollowup(policy: EffectivePolicy): boolean {
 function decideReopen(input: DecideInput): ReopenDecision | null {
   const { task, policy } = input;
   if (input.event !== "task_completed" || !reopens(policy) || task?.status !== "completed") return null;
-  // The task holds a newer completion than the one this gate judged (the worker completed again while
-  // the gate ran): reopening now would throw away work nobody has checked yet. Its own gate decides.
-  if (taskEvent(task)?.key !== input.key) return null;
+  // A newer completion than the one this gate judged is not reopened: its own gate decides.
+  if (holdsNewerEvent(task, input.key)) return null;
   const done = counter(task.metadata?.reopenedByQualityGateCount);
   const max = policy.maxReopensPerTask;
   if (done >= max) return { kind: "suppressed", count: done, max, reason: reopenSuppressedReason(done, max) };

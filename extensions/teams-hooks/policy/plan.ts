@@ -1,9 +1,11 @@
 /**
  * The remediation plan of one task-event gate, as data: the task metadata the failure policy writes
- * (zod schemas), and the plan that decide.ts gives and remediate.ts applies.
+ * (zod schemas), and the plan that decide.ts gives and remediate.ts applies. Also the one staleness
+ * check both of them make: whether the task already holds a newer event than the one judged.
  */
 import { z } from "zod";
-import type { TaskAssignment } from "../contract/team-files.js";
+import type { Task, TaskAssignment } from "../contract/team-files.js";
+import { taskEvent } from "../contract/events.js";
 
 export type TaskEventName = "task_completed" | "task_failed";
 
@@ -132,4 +134,15 @@ export interface RemediationPlan {
    * another's), one line each: the policy errors of the log.
    */
   refused: string[];
+}
+
+/**
+ * Whether `task` holds a newer event than the one judged (`key`): the worker completed (or failed) it
+ * again while the gate ran. Such a task is not reopened (that would throw away work nobody has checked
+ * yet; its own gate decides), and the leader's write leaves its `updatedAt` alone (remediate.ts
+ * applyToTask). A task that stands for no event holds no newer one.
+ */
+export function holdsNewerEvent(task: Task, key: string): boolean {
+  const current = taskEvent(task);
+  return current !== null && current.key !== key;
 }

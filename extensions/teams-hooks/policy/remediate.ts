@@ -11,9 +11,8 @@
  */
 import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
-import { taskEvent } from "../contract/events.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
-import type { RemediationPlan } from "./plan.js";
+import { holdsNewerEvent, type RemediationPlan } from "./plan.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, updateTask } from "../team/tasks.js";
 
@@ -136,12 +135,11 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
  * unless the task holds a newer event than the one judged (the worker completed again while the gate
  * ran): a completion without `completedAt` is keyed by its `updatedAt`, and a new one would make it
  * read as this older completion's key (contract/events.ts completionStamp), hiding it from a leader
- * that had not seen it yet. test/integration/remediate-stale.test.ts.
+ * that had not seen it yet (`holdsNewerEvent`, plan.ts). test/integration/remediate-stale.test.ts.
  */
 function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string): Task | undefined {
   if (!plan.metadataPatch) return undefined;
-  const current = taskEvent(task);
-  const updatedAt = current !== null && current.key !== key ? task.updatedAt : now;
+  const updatedAt = holdsNewerEvent(task, key) ? task.updatedAt : now;
   const next: Task = { ...task, updatedAt, metadata: { ...(task.metadata ?? {}), ...plan.metadataPatch } };
   if (plan.reopen?.kind === "reopen" && task.status === "completed") {
     next.status = plan.reopen.patch.status;
