@@ -97,8 +97,8 @@ describe("architecture", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("no module imports itself through a cycle", () => {
-    const edges = new Map(all.map((m) => [m, importsOf(m).flatMap((i) => (i.target && i.target !== m ? [i.target] : []))]));
+  it("no module loads itself through a cycle (\`import type\` is gone at run time)", () => {
+    const edges = new Map(all.map((m) => [m, importsOf(m).flatMap((i) => (i.target && i.target !== m && !i.typeOnly ? [i.target] : []))]));
     const cycles: string[] = [];
     const state = new Map<string, "open" | "done">();
     const visit = (m: string, trail: string[]): void => {

@@ -11,23 +11,21 @@
  * carries the caller's run id) is written last of all, so that its presence on disk means the event
  * was completely handled. The leader's crash recovery relies on this.
  */
-import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { buildContextDocument, type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
-import { type RunResult, utf8Length } from "../contract/hook-run.js";
+import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
+import type { RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { launcherFor } from "../runner/discover.js";
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
-import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, DEFAULT_SWEEP, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
+import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { describeFailure, gatePassedSummary } from "../text/messages.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { countsAsPass, decide } from "../policy/decide.js";
 import { remediate, type RemediationDone } from "../policy/remediate.js";
 import { SentLog } from "../team/sent-log.js";
-import { checkChainTrust, fingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
-import { notRunResult, runHook } from "../runner/run.js";
+import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
+import { refusedRun, runChain } from "./chain-run.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 
@@ -334,103 +332,6 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     pending,
     policyApplied: remediation ? remediation.complete : null,
   };
-}
-
-/**
- * The run of an event whose chain was refused before anything started: a closed error of the first
- * problem's kind, naming every problem and how to approve the change.
- */
-function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { global: string; team: string | null }, problems: TrustProblem[], now: () => Date): HookRun {
-  const [first] = problems;
-  if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
-  const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
-  const approvable = problems.some((p) => p.kind !== "insecure_hook");
-  const how = approvable ? `; the team lead approves a change with: pi-teams-hooks trust --team-dir ${req.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
-  const message = `${first.kind}: ${problems.map((p) => p.reason).join("; ")}${how}`;
-  const result: RunResult = { ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message), trustProblems: problems.map((p) => ({ ...p })) };
-  return { hook, result, startedAt: now().toISOString(), logFile: null };
-}
-
-/** A chain hook for a gate path that is not in the chain (a trusted gate that no longer runs). */
-function hookAt(file: string, layers: { global: string; team: string | null }): ChainHook {
-  const dir = path.dirname(file);
-  const inDotD = dir.endsWith(".d");
-  const root = inDotD ? path.dirname(dir) : dir;
-  const { launch } = launcherFor(file);
-  return {
-    name: path.basename(file), // as chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
-    layer: layers.team !== null && root === layers.team ? "team" : "global",
-    hook: { hookPath: file, ...launch(file) },
-    kind: inDotD ? "chain" : "v1",
-  };
-}
-
-/** Runs the chain under its limits; task events stop at the first run that does not count as a pass. */
-async function runChain(
-  req: InvokeRequest,
-  hooks: ChainHook[],
-  invocation: HookInvocation,
-  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
-): Promise<HookRun[]> {
-  const { limits } = ctx;
-  const refused = (hook: ChainHook, message: string): HookRun[] => [
-    { hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null },
-  ];
-  const [head] = hooks;
-  if (!head) return [];
-  if (hooks.length > limits.maxHooksPerEvent) {
-    return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
-  }
-  const payload = utf8Length(JSON.stringify(buildContextDocument(invocation)));
-  if (payload > limits.maxPayloadBytes) {
-    return refused(head, `the context document is ${payload} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
-  }
-
-  const runs: HookRun[] = [];
-  const deadline = performance.now() + limits.chainDeadlineMs;
-  for (const [index, hook] of hooks.entries()) {
-    const left = Math.floor(deadline - performance.now());
-    if (left <= 0) {
-      runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`));
-      break;
-    }
-    const timeoutMs = Math.min(req.timeoutMs, left);
-    const startedAt = ctx.now().toISOString();
-    let result = await runHook(hook.hook, invocation, {
-      cwd: req.cwd,
-      timeoutMs,
-      baseEnv: req.env,
-      escapeeScan: req.sweep ?? DEFAULT_SWEEP,
-      // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
-      ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
-      eventKey: req.key,
-      attempt: req.attempt ?? 1,
-      ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
-      ...(req.notBefore ? { notBefore: req.notBefore } : {}),
-    });
-    if (result.timedOut && timeoutMs < req.timeoutMs) {
-      // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
-      result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
-    }
-    result = withHashes(result, hook, ctx.trust, req.trust?.record ?? null);
-    runs.push({ hook, result, startedAt, logFile: null });
-    if (isTaskEvent(req.event) && !countsAsPass(result, ctx.mode)) break;
-  }
-  return runs;
-}
-
-
-/** The gate's hash as it ran, and the trusted one when they differ (a change run with --trust-changes). */
-function withHashes(result: RunResult, hook: ChainHook, trust: ChainTrust | null, record: TrustRecord | null): RunResult {
-  const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook.hook.hookPath);
-  if (sha === undefined) return result;
-  const trusted = record?.gates[hook.hook.hookPath]?.sha256;
-  return { ...result, hookSha256: sha, ...(trusted && trusted !== sha ? { trustedSha256: trusted } : {}) };
-}
-
-function shaOf(file: string): string | undefined {
-  const fp = fingerprint(file);
-  return "problem" in fp ? undefined : fp.sha256;
 }
 
 function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {

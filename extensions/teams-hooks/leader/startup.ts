@@ -7,7 +7,8 @@ import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, st
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../runner/hook-log.js";
-import { preloadRunner, removeRunFiles } from "../runner/run.js";
+import { preloadRunner } from "../runner/run.js";
+import { removeRunFiles } from "../runner/run-files.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";

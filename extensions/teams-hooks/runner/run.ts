@@ -10,18 +10,14 @@
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { readdirSync, unlinkSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { unlinkSync, writeFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { problemDetail, readRegularFile } from "../team/json-file.js";
-import { sanitizeName } from "../team/paths.js";
+import { applyVerdict, readResultFile, runFiles } from "./run-files.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
-import { describeInvalidVerdict, readVerdict } from "../contract/verdict.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -110,82 +106,6 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
   } finally {
     if (contextWritten) removeQuietly(contextFile);
     removeQuietly(resultFile);
-  }
-}
-
-/** The files of a run in the temp dir: its context document, and where a verdict may be written. */
-export function runFiles(runId: string): { contextFile: string; resultFile: string } {
-  const stem = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}`);
-  return { contextFile: `${stem}.json`, resultFile: `${stem}.result.json` };
-}
-
-/**
- * Removes the temp files of a run that a dead leader left (the event's run id and its chain's
- * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
- */
-export function removeRunFiles(runId: string): number {
-  const prefix = path.basename(runFiles(runId).contextFile).slice(0, -".json".length);
-  let removed = 0;
-  let names: string[];
-  try {
-    names = readdirSync(os.tmpdir());
-  } catch {
-    return 0;
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix) || !name.endsWith(".json")) continue;
-    const rest = name.slice(prefix.length);
-    if (rest !== ".json" && rest !== ".result.json" && !/^-\d+(\.result)?\.json$/.test(rest)) continue;
-    try {
-      unlinkSync(path.join(os.tmpdir(), name));
-      removed += 1;
-    } catch {
-      // gone already, or not ours to remove
-    }
-  }
-  return removed;
-}
-
-/** A verdict bigger than this is not a verdict: it is reported as invalid, unread. */
-const MAX_RESULT_FILE_BYTES = 64 * 1024;
-
-/**
- * The result file's text; null when the hook did not write one. Anything else at the path — a FIFO
- * the hook made there, a symlink to a device, a directory, a file over the cap — is `refused` unread,
- * saying what it is: read with the one shared reader, it can neither block the leader nor fill its
- * memory.
- */
-function readResultFile(file: string): ResultFileRead {
-  const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });
-  if (read.ok) return { text: read.text, refused: null };
-  if (read.problem.kind === "missing") return { text: null, refused: null }; // not written: the common case
-  return { text: null, refused: problemDetail(read.problem) };
-}
-
-interface ResultFileRead {
-  text: string | null;
-  /** Why the path holds no readable verdict (`not a regular file (fifo)`); null when it was read or absent. */
-  refused: string | null;
-}
-
-/**
- * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
- * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
- * killed) stays one whatever it wrote.
- */
-function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail: string): RunResult {
-  if (result.outcome === "error") return result;
-  if (file.refused !== null) {
-    return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
-  }
-  const read = readVerdict({ fileText: file.text, stdoutTail });
-  switch (read.kind) {
-    case "none":
-      return result;
-    case "invalid":
-      return { ...result, outcome: "error", errorKind: "invalid_verdict", error: describeInvalidVerdict(read) };
-    case "verdict":
-      return { ...result, outcome: read.verdict.decision === "allow" ? "passed" : "failed", verdict: { ...read.verdict, source: read.source } };
   }
 }
 
