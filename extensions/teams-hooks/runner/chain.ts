@@ -1,9 +1,9 @@
 /**
- * The chain of hooks for one event (issue 5, "Several hooks per event"): the v1 single file, then
- * every file of `on_<event>.d/`, each looked up in two layers — the global hooks dir and the team's
- * own `<teamDir>/hooks`. The team layer wins by name: its v1 file replaces the global v1 file, its
- * `on_<event>.d/NAME` replaces the global `NAME`, and its `NAME.disabled` switches the global `NAME`
- * off (for the v1 file, NAME is the v1 file's base name, e.g. `on_task_completed.sh.disabled`).
+ * The chain of hooks for one event (docs/hook-contract.md, "Several hooks per event"): the v1 single
+ * file, then every file of `on_<event>.d/`, each looked up in two layers — the global hooks dir and the
+ * team's own `<teamDir>/hooks`. The team layer wins by name: its v1 file replaces the global v1 file,
+ * its `on_<event>.d/NAME` replaces the global `NAME`, and its `NAME.disabled` switches the global
+ * `NAME` off (for the v1 file, NAME is the v1 file's base name, e.g. `on_task_completed.sh.disabled`).
  *
  * Like discover.ts, the answer is data and never an exception: every file that exists and does not
  * run is in `skipped` with why, so that `doctor` and the logs can explain a gate that "did not run".

@@ -1,5 +1,5 @@
 /**
- * Hook logs (DESIGN.md "Hook logs"): one JSON file per hook invocation in `<teamDir>/hook-logs/`.
+ * Hook logs (docs/logs.md, "The files"): one JSON file per hook invocation in `<teamDir>/hook-logs/`.
  * Writing never overwrites another log, whether the two writers are in one process or in several;
  * listing is names only, so that `logs` stays fast with tens of thousands of files; reading validates
  * one file and reports a bad one as data.

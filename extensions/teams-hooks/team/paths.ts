@@ -1,6 +1,7 @@
 /**
- * The team-dir layout of DESIGN.md, as pure functions of values passed in. Every name that becomes a
- * path component goes through `sanitizeName` first.
+ * The team-dir layout pi-agent-teams writes (docs/architecture.md, Facts this design rests on), as pure
+ * functions of values passed in. Every name that becomes a path component goes through `sanitizeName`
+ * first.
  */
 import path from "node:path";
 

@@ -90,9 +90,10 @@ export function gatePassedSummary(durationMs: number): string {
 export const SUMMARY_STDERR_LINE_CHARS = 180;
 
 /**
- * The one-line failure summary (DESIGN.md): the spawn error, `timeout after <ms>ms`, `exit code <n>` —
- * or `killed by <signal>` when there is no exit code and the signal was not our timeout's — and the
- * first non-empty stderr line (colour codes removed, cut to 180 characters), joined with ` • `.
+ * The one-line failure summary, as pi-agent-teams writes it (docs/architecture.md, Facts this design
+ * rests on): the spawn error, `timeout after <ms>ms`, `exit code <n>` — or `killed by <signal>` when
+ * there is no exit code and the signal was not our timeout's — and the first non-empty stderr line
+ * (colour codes removed, cut to 180 characters), joined with ` • `.
  */
 export function describeFailure(
   result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict">,
@@ -101,7 +102,8 @@ export function describeFailure(
   const parts: string[] = [];
   const verdict = result.verdict;
   if (verdict?.decision === "deny") {
-    // The gate said why itself: its code, reason and message are the summary (issue 5).
+    // The gate said why itself: its verdict's code, reason and message are the summary
+    // (contract/verdict.ts).
     parts.push(`denied${verdict.code ? ` (${verdict.code})` : ""}`);
     if (verdict.reason) parts.push(verdict.reason);
     const message = verdict.message ? policyFirstLine(verdict.message) : "";
