@@ -14,7 +14,7 @@
  * read of fd 0 fails with EAGAIN when a parent left it non-blocking. `parseHookContext` is the
  * synchronous half, for text you already hold.
  *
- * Imports only contract.ts: this module ships to hooks on their own, far from the leader.
+ * Imports only contract/contract.ts: this module ships to hooks on their own, far from the leader.
  */
 import { readFile } from "node:fs/promises";
 import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument } from "./contract/contract.js";

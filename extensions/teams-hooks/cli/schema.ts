@@ -15,9 +15,9 @@ import { HookLogRecordSchema } from "../runner/hook-log.js";
 import { EffectivePolicySchema } from "../settings/options.js";
 
 /**
- * `config.json`: contract.ts keeps every field `unknown` so that one bad value costs a warning, not
- * the file; the documented shape takes the identity fields from `TeamIdentitySchema` and the `hooks`
- * block from `EffectivePolicySchema` (with its defaults).
+ * `config.json`: contract/contract.ts keeps every field `unknown` so that one bad value costs a
+ * warning, not the file; the documented shape takes the identity fields from `TeamIdentitySchema` and
+ * the `hooks` block from `EffectivePolicySchema` (with its defaults).
  */
 const ConfigFileSchema = TeamConfigSchema.extend({
   ...TeamIdentitySchema.pick({ teamId: true, taskListId: true, leadName: true, style: true }).partial().shape,

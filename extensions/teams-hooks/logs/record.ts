@@ -4,17 +4,18 @@
  * costs a fresh `logs` process about 150 ms, more than the default view spends on everything else,
  * and running the full schema over 10,000 files costs as much again (docs/logs.md, "Performance").
  *
- * `checkLogRecord` is a copy of `HookLogRecordSchema` (hook-log.ts) for what the project writes, and
- * it must never disagree with it: a value it accepts is one the schema accepts, returned as the
+ * `checkLogRecord` is a copy of `HookLogRecordSchema` (runner/hook-log.ts) for what the project writes,
+ * and it must never disagree with it: a value it accepts is one the schema accepts, returned as the
  * schema would return it (each object's schema keys first in schema order, then the others in file
- * order; the value itself when it is in that order already). For anything it is not sure of it says `null`, and the caller asks `readHookLog`, which
- * runs the schema and names the file and field of a bad record. test/unit/logs-record.test.ts holds
- * the copy to the schema (its keys, its enums, and probes of every field).
+ * order; the value itself when it is in that order already). For anything it is not sure of it says
+ * `null`, and the caller asks `readHookLog`, which runs the schema and names the file and field of a
+ * bad record. test/unit/logs-record.test.ts holds the copy to the schema (its keys, its enums, and
+ * probes of every field).
  */
 import type { HookEventName, RunResult } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 
-/** contract.ts `HOOK_EVENTS` (copied to keep zod out of `logs`; a unit test keeps them equal). */
+/** contract/contract.ts `HOOK_EVENTS` (copied to keep zod out of `logs`; a unit test keeps them equal). */
 export const LOG_EVENTS: readonly HookEventName[] = ["task_completed", "task_failed", "idle"];
 
 /** `timed_out` is `result.timedOut`, whatever `result.outcome` says; the others are `result.outcome`. */
@@ -81,8 +82,8 @@ const record: Check = (v) => (isObject(v) && !Object.hasOwn(v, "__proto__") ? v 
 type Field = readonly [check: Check, optional?: "optional"];
 
 /**
- * `z.looseObject(shape)`: the shape's keys in shape order, then every other key in file order. That
- * is the value itself when the file already has that order (what hook-log.ts writes), else a copy.
+ * `z.looseObject(shape)`: the shape's keys in shape order, then every other key in file order. That is
+ * the value itself when the file already has that order (what runner/hook-log.ts writes), else a copy.
  * An own `__proto__` key (the schema drops it) is UNSURE.
  */
 function looseObject(shape: Readonly<Record<string, Field>>): Check {
@@ -133,7 +134,7 @@ function looseObject(shape: Readonly<Record<string, Field>>): Check {
 
 const optional = "optional";
 
-/** contract.ts `TaskSchema`. */
+/** contract/contract.ts `TaskSchema`. */
 const TASK = {
   id: [string],
   subject: [string],
@@ -147,7 +148,7 @@ const TASK = {
   updatedAt: [string],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `HookInvocationSchema`, loose as hook-log.ts reads it. */
+/** contract/contract.ts `HookInvocationSchema`, loose as runner/hook-log.ts reads it. */
 const INVOCATION = {
   event: [oneOf(LOG_EVENTS)],
   teamId: [string],
@@ -159,7 +160,7 @@ const INVOCATION = {
   completedTask: [nullable(looseObject(TASK))],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `RunResultSchema`'s `verdict`. */
+/** contract/contract.ts `RunResultSchema`'s `verdict`. */
 const VERDICT = {
   decision: [oneOf(["allow", "deny"])],
   code: [string, optional],
@@ -168,14 +169,14 @@ const VERDICT = {
   source: [oneOf(["file", "stdout"])],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `RunResultSchema`'s `trustProblems` entries. */
+/** contract/contract.ts `RunResultSchema`'s `trustProblems` entries. */
 const TRUST_PROBLEM = {
   kind: [string],
   path: [string],
   reason: [string],
 } as const satisfies Record<string, Field>;
 
-/** contract.ts `RunResultSchema`, loose as hook-log.ts reads it. */
+/** contract/contract.ts `RunResultSchema`, loose as runner/hook-log.ts reads it. */
 const RESULT = {
   ran: [boolean],
   hookPath: [string, optional],
@@ -205,7 +206,7 @@ const RESULT = {
   trustProblems: [arrayOf(looseObject(TRUST_PROBLEM)), optional],
 } as const satisfies Record<string, Field>;
 
-/** hook-log.ts `HookLogRecordSchema`. */
+/** runner/hook-log.ts `HookLogRecordSchema`. */
 const RECORD = {
   invocation: [looseObject(INVOCATION)],
   result: [looseObject(RESULT)],

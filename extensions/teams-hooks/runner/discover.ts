@@ -51,7 +51,7 @@ const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boo
 
 /**
  * How a file starts, by its name: `.sh` with bash, `.js` / `.mjs` with the leader's own node,
- * anything else directly (which needs an execute bit). Shared with chain.ts for `.d` files.
+ * anything else directly (which needs an execute bit). Shared with runner/chain.ts for `.d` files.
  */
 export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
   const ext = path.extname(file);

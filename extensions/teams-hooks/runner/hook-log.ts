@@ -24,7 +24,7 @@ import { hookLogsDir, isTempOrLock, sanitizeName } from "../team/paths.js";
 export const HookLogRecordSchema = z.looseObject({
   invocation: HookInvocationSchema.loose(),
   result: RunResultSchema.loose(),
-  /** The event key (events.ts) the ledger dedupes on. */
+  /** The event key (contract/events.ts) the ledger dedupes on. */
   key: z.string().optional(),
   /** When the run started (ISO 8601); the file name is built from it. */
   startedAt: z.iso.datetime({ offset: true }),
@@ -42,7 +42,7 @@ export interface HookLogEntry {
   name: string;
 }
 
-/** json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
+/** team/json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
 export type HookLogProblemKind = FileProblemKind;
 
 /** Why one file is not a log. `message` is the one line to show: file, field, problem, consequence. */

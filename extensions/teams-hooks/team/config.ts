@@ -18,7 +18,7 @@ export const DEFAULT_STYLE = "normal";
 
 export interface LoadedTeamConfig {
   identity: TeamIdentity;
-  /** The raw `hooks` value, of any type (hooks-config.ts checks it whole); undefined when `noHooks` says why there is none. */
+  /** The raw `hooks` value, of any type (settings/hooks-config.ts checks it whole); undefined when `noHooks` says why there is none. */
   hooks: unknown;
   /** Why config.json gives no `hooks` block (no file, not JSON, not an object, no `hooks`); null when it gives one. */
   noHooks: NoHooksBlock | null;
@@ -70,7 +70,7 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
     style: pick("style", DEFAULT_STYLE),
   };
 
-  // A `hooks` of the wrong type is the block check's to refuse (hooks-config.ts), with the rest of it.
+  // A `hooks` of the wrong type is the block check's to refuse (settings/hooks-config.ts), with the rest of it.
   const hooks = noHooks ? undefined : raw.hooks ?? undefined;
   if (!noHooks && hooks === undefined) noHooks = { kind: "absent", reason: `${file}: no "hooks" block` };
   return { identity, hooks, noHooks, warnings, fileWarning, file, exists };

@@ -11,7 +11,7 @@ export function fileProblem(file: string, field: string, problem: string, conseq
 
 /**
  * `"a/b" is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b")`.
- * `fileName`: what the name becomes as a file name (paths.ts sanitizeName).
+ * `fileName`: what the name becomes as a file name (team/paths.ts sanitizeName).
  */
 export function unsafeName(value: string, fileName: string): string {
   const shares = value === "" ? "it is empty" : `it would share the file of ${JSON.stringify(fileName)}`;
@@ -28,7 +28,7 @@ export function formatDuration(ms: number): string {
 }
 
 // =============================================================================================
-// Section: failure policy and settings (used by options.ts and policy.ts)
+// Section: failure policy and settings (used by settings/options.ts and policy/decide.ts)
 // Keep this section's helpers prefixed (`policy…`) so that other sections cannot collide with them.
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS, truncateText } from "../contract/contract.js";
 import type { FailureAction, FollowupOwner, RunResult } from "../contract/contract.js";
