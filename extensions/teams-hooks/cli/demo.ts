@@ -122,7 +122,7 @@ async function complete(teamDir: string, workspace: string, taskId: string, memb
   await appendMessage(teamDir, "team", "team-lead", { from: member, text: JSON.stringify(note), timestamp: now, read: false });
 }
 
-/** The `logs` table of the demo team (logs-format.ts), every log; a log that cannot be read is left out. */
+/** The `logs` table of the demo team (logs/format.ts), every log; a log that cannot be read is left out. */
 async function logsTable(teamDir: string): Promise<string> {
   const { rows } = await queryLogs(teamDir, { filter: {}, onProblem: () => undefined });
   return formatTable(rows).trimEnd();

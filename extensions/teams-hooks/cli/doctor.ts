@@ -1,6 +1,6 @@
 /**
- * `pi-teams-hooks doctor`: prints the checks of doctor.ts in readable sections (or `--json`), and
- * exits 1 when one of them would stop a gate from running.
+ * `pi-teams-hooks doctor`: prints the checks of doctor/diagnose.ts in readable sections (or `--json`),
+ * and exits 1 when one of them would stop a gate from running.
  */
 import path from "node:path";
 import { type CliIo, type ParsedArgs, paint, settingsRows, str, wantsColour } from "./io.js";

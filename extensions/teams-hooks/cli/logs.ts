@@ -1,7 +1,7 @@
 /**
  * `pi-teams-hooks logs [show <id> | stats | prune]`: the hook logs of a team, as a table, NDJSON, one
- * log in full, stats, or pruned. Parses flags and prints; the logs*.ts modules do the work. Nothing
- * it loads up front imports zod (see logs-record.ts): `show` and files that need the schema load it.
+ * log in full, stats, or pruned. Parses flags and prints; the logs/ modules do the work. Nothing
+ * it loads up front imports zod (see logs/record.ts): `show` and files that need the schema load it.
  */
 import type { CliIo, FlagValue, ParsedArgs } from "./io.js";
 import type { HookEventName } from "../contract/contract.js";
@@ -244,12 +244,12 @@ function commandName(sub: Subcommand): string {
   return sub === "list" ? "logs" : `logs ${sub}`;
 }
 
-/** cli-io.ts `str`, here because importing cli-io.ts at run time loads zod (through messages.ts and contract.ts). */
+/** cli/io.ts `str`, here because importing cli/io.ts at run time loads zod (through text/messages.ts and contract/contract.ts). */
 function str(value: FlagValue): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-/** cli-io.ts `wholeNumber` (see `str`): `fallback` when absent; E_USAGE naming the flag when bad. */
+/** cli/io.ts `wholeNumber` (see `str`): `fallback` when absent; E_USAGE naming the flag when bad. */
 function wholeNumber(value: FlagValue, flag: string, fallback: number, min: number): number {
   const raw = str(value);
   if (raw === undefined) return fallback;

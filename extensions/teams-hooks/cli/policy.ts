@@ -1,7 +1,7 @@
 /**
  * `pi-teams-hooks policy get|set`: the settings the leader would apply (failure policy, timeout, failure
  * modes, limits) with where each came from, and writing `config.json` `hooks` under the config lock
- * (team-config.ts `updateHooksConfig`).
+ * (team/config.ts `updateHooksConfig`).
  */
 import fs from "node:fs/promises";
 import path from "node:path";

@@ -1,7 +1,7 @@
 /**
  * The one exception class of the project. Exceptions are for broken preconditions only (a bad flag,
  * a team dir that cannot be read, a lock that never frees); everything a hook does is data.
- * The CLI maps each code to an exit code in one table (cli.ts).
+ * The CLI maps each code to an exit code in one table (cli/main.ts).
  */
 export type ErrorCode =
   | "E_USAGE" // bad command line

@@ -8,7 +8,7 @@
  *
  * Levels: `error` — something that stops a gate from running (the CLI exits 1); `warn` — worth
  * fixing, gates still run; `info` — a fact; `ok` — checked and fine. The hook checks live in
- * doctor-hooks.ts; this module adds the team, policy and lock checks and assembles the report.
+ * doctor/hooks.ts; this module adds the team, policy and lock checks and assembles the report.
  */
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
@@ -64,7 +64,7 @@ export interface DoctorInput {
   now?: number;
 }
 
-/** A lock held this long by a live process makes other writers give up (lock.ts waits 10 s). */
+/** A lock held this long by a live process makes other writers give up (team/lock.ts waits 10 s). */
 const LONG_HELD_LOCK_MS = 10_000;
 
 /** Runs every check. Never throws for anything found on disk. */
@@ -175,9 +175,10 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
 // Policy
 
 /**
- * Every setting `watch` would apply without flags, computed as the leader computes it (hooks-config.ts
- * resolveSettings), and where each came from; a refused `hooks` block is one warning per problem.
- * `shownAlready`: warnings the team checks give (an unusable config.json), not repeated here.
+ * Every setting `watch` would apply without flags, computed as the leader computes it
+ * (settings/hooks-config.ts resolveSettings), and where each came from; a refused `hooks` block is one
+ * warning per problem. `shownAlready`: warnings the team checks give (an unusable config.json), not
+ * repeated here.
  */
 export function diagnosePolicy(config: Pick<LoadedTeamConfig, "hooks" | "noHooks" | "file">, env: DoctorInput["env"], shownAlready: readonly string[] = []): PolicyReport {
   const settings = resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env });

@@ -1,9 +1,9 @@
 /**
  * The hooks half of doctor: for each event, which file would run and why, every candidate skipped or
  * shadowed and why, and whether the chosen file can really start the way the leader starts it (a `#!`
- * line, CRLF, the interpreter on PATH, bash for `.sh`); then the event's whole chain (chain.ts: the
- * `on_<event>.d/` files and the team layer), each hook checked the same way and each skipped file
- * with its reason. Data only; doctor.ts assembles the report.
+ * line, CRLF, the interpreter on PATH, bash for `.sh`); then the event's whole chain (runner/chain.ts:
+ * the `on_<event>.d/` files and the team layer), each hook checked the same way and each skipped file
+ * with its reason. Data only; doctor/diagnose.ts assembles the report.
  */
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
@@ -53,7 +53,7 @@ export interface ChainHookReport {
 export interface ChainReport {
   /** Everything that runs for the event, in order, from both layers. */
   hooks: ChainHookReport[];
-  /** Every file looked at that does not run, with why (as chain.ts reports it). */
+  /** Every file looked at that does not run, with why (as runner/chain.ts reports it). */
   skipped: ChainSkip[];
   /** Findings beyond the global v1 file (those are in the event's `checks`): each other hook, each skip. */
   checks: Check[];

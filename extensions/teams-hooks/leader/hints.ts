@@ -67,8 +67,8 @@ export class Hints {
 
   /**
    * A watcher or the reconcile scan says `file` may have changed. The look is synchronous (a small
-   * local file, sources.ts lookAtTask), so a hint is handled whole before the next one: nothing to
-   * track between them.
+   * local file, leader/sources.ts lookAtTask), so a hint is handled whole before the next one: nothing
+   * to track between them.
    */
   task(file: string): void {
     if (this.#ctx.state !== "watching") return;

@@ -157,7 +157,7 @@ export class Ledger {
   /**
    * Written, not flushed: it reaches the disk with the next flushed record (the `done` of this key at
    * the latest). Lost in a crash, it costs nothing: a restarted leader finds a run's processes by its
-   * run id (terminate.ts killRunId), not by this pid.
+   * run id (runner/terminate.ts killRunId), not by this pid.
    */
   async spawned(key: string, runId: string, pid: number): Promise<void> {
     this.#append([{ op: "spawn", key, runId, pid }]);

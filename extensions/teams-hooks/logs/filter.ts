@@ -1,7 +1,7 @@
 /**
  * What `logs` keeps: the filter, what a log's file name says (its time, event, and task or member
- * suffix: hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so that a
- * query opens only the files that can match; the record decides the rest. Pure.
+ * suffix: runner/hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so
+ * that a query opens only the files that can match; the record decides the rest. Pure.
  */
 import type { HookEventName } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
@@ -29,7 +29,7 @@ export interface LogNameInfo {
 const NAME = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-\\d{3}Z_(${LOG_EVENTS.join("|")})(_.*)?\\.json$`);
 /** Where the event starts in a name NAME accepts: after `2026-03-01T09-12-44-046Z_`. */
 const EVENT_AT = 25;
-/** hook-log.ts cuts suffix values to this many characters. */
+/** runner/hook-log.ts cuts suffix values to this many characters. */
 const SUFFIX_CHARS = 64;
 /** Midnight (UTC) of each date seen: most names of a folder share a few dates. */
 const dayStart = new Map<string, number>();

@@ -1,6 +1,6 @@
 /**
  * `logs --follow`: each matching log that lands in the folder, once, oldest first. Its own module so
- * that only `--follow` loads the watcher (watch.ts, chokidar).
+ * that only `--follow` loads the watcher (team/watch.ts, chokidar).
  */
 import { describeError } from "../contract/errors.js";
 import { isHookLogName } from "../runner/hook-log.js";

@@ -1,6 +1,6 @@
 /**
  * The text of `logs`: table rows, NDJSON lines, and one log in full (`logs show`). Pure, and free of
- * zod at run time (see logs-record.ts): the two helpers it shares with the rest of the project are
+ * zod at run time (see logs/record.ts): the two helpers it shares with the rest of the project are
  * copied here, and test/unit/logs-format.test.ts keeps the copies equal to the originals.
  */
 import path from "node:path";
@@ -8,18 +8,18 @@ import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
 
-/** One readable log (logs.ts `LogRow`). */
+/** One readable log (logs/query.ts `LogRow`). */
 interface Row {
   file: string;
   record: HookLogRecord;
 }
 
-/** messages.ts `formatDuration`: `1.2s` above a second, else `340ms`. */
+/** text/messages.ts `formatDuration`: `1.2s` above a second, else `340ms`. */
 export function formatDuration(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms)}ms`;
 }
 
-/** contract.ts `truncateText`: at most `limit` UTF-16 units, the last one `…`; never half a surrogate pair. */
+/** contract/contract.ts `truncateText`: at most `limit` UTF-16 units, the last one `…`; never half a surrogate pair. */
 export function truncateText(value: string, limit: number): string {
   if (value.length <= limit) return value;
   if (limit <= 0) return "";

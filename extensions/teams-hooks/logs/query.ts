@@ -1,9 +1,9 @@
 /**
- * Reading hook logs for people: list the folder, query it (filters, the newest N), find one log,
- * prune, and resolve the team dir. A file that is not a log goes to `onProblem` and is skipped, never
- * thrown. What the folder holds is decided by hook-log.ts (names, `readHookLog`); this module reads
- * the common case faster (synchronous reads, `checkLogRecord`) and hands everything else to it.
- * hook-log.ts, and with it zod, is loaded only when some file needs it.
+ * Reading hook logs for people: list the folder, query it (filters, the newest N), find one log, prune,
+ * and resolve the team dir. A file that is not a log goes to `onProblem` and is skipped, never thrown.
+ * What the folder holds is decided by runner/hook-log.ts (names, `readHookLog`); this module reads the
+ * common case faster (synchronous reads, `checkLogRecord`) and hands everything else to it.
+ * runner/hook-log.ts, and with it zod, is loaded only when some file needs it.
  */
 import { type Dirent, closeSync, openSync, readSync } from "node:fs";
 import fs from "node:fs/promises";
@@ -29,8 +29,8 @@ export type ProblemSink = (problem: HookLogProblem) => void;
 // Listing
 
 /**
- * hook-log.ts `listHookLogs` without loading hook-log.ts (and zod): the logs of a team, oldest first,
- * by name only. A missing `hook-logs/` is an empty list; an unreadable one throws E_IO.
+ * runner/hook-log.ts `listHookLogs` without loading runner/hook-log.ts (and zod): the logs of a team,
+ * oldest first, by name only. A missing `hook-logs/` is an empty list; an unreadable one throws E_IO.
  * test/integration/logs-lib.test.ts checks that the two list the same.
  */
 export async function listLogFiles(teamDir: string): Promise<HookLogEntry[]> {
@@ -50,7 +50,7 @@ async function listLogNames(dir: string): Promise<string[]> {
   const names: string[] = [];
   for (const dirent of dirents) {
     const name = dirent.name;
-    // hook-log.ts `isHookLogName`
+    // runner/hook-log.ts `isHookLogName`
     if ((dirent.isFile() || dirent.isSymbolicLink()) && name.endsWith(".json") && !name.startsWith(".") && !isTempOrLock(name)) names.push(name);
   }
   return sortLogNames(names);
@@ -61,12 +61,12 @@ function fileIn(dir: string, name: string): string {
   return `${dir}${path.sep}${name}`;
 }
 
-/** The time stamp every name hook-log.ts writes starts with: `2026-03-01T09-12-44-046Z`. */
+/** The time stamp every name runner/hook-log.ts writes starts with: `2026-03-01T09-12-44-046Z`. */
 const STAMP = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z/;
 const STAMP_CHARS = 24;
 
 /**
- * Sorts in hook-log.ts's order: by `sortKey`, stable. When every name starts with a stamp, plain
+ * Sorts in runner/hook-log.ts's order: by `sortKey`, stable. When every name starts with a stamp, plain
  * order already is that order except between equal stamps (the stamp's digit runs have fixed
  * widths, and the `Z` ends them), so keys are built only for those — ten times quicker for 10,000.
  */
@@ -88,7 +88,7 @@ function sortLogNames(names: string[]): string[] {
   return names.sort((a, b) => (a.startsWith(b.slice(0, STAMP_CHARS)) ? byKey(a, b) : a < b ? -1 : 1));
 }
 
-/** hook-log.ts's sort key: digit runs padded to 12, so that `…_10.json` sorts after `…_9.json`. */
+/** runner/hook-log.ts's sort key: digit runs padded to 12, so that `…_10.json` sorts after `…_9.json`. */
 function sortKey(name: string): string {
   return name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
 }
@@ -190,12 +190,12 @@ async function placeInTime(dir: string, names: readonly string[], filter: LogFil
 }
 
 /**
- * Reads candidates in order; problems are reported and dropped, vanished files dropped silently.
- * Fast path: a small file is read synchronously and checked by `checkLogRecord` — for thousands of
- * small files that is several times quicker than an async read and the zod schema each
- * (bench/logs.mjs). Anything else (a large, unreadable, corrupt or foreign file, or a record the
- * quick check is not sure of) goes through hook-log.ts `readHookLog`, which names the problem. The
- * event loop gets a turn every `YIELD_EVERY` files.
+ * Reads candidates in order; problems are reported and dropped, vanished files dropped silently. Fast
+ * path: a small file is read synchronously and checked by `checkLogRecord` — for thousands of small
+ * files that is several times quicker than an async read and the zod schema each (bench/logs.mjs).
+ * Anything else (a large, unreadable, corrupt or foreign file, or a record the quick check is not sure
+ * of) goes through runner/hook-log.ts `readHookLog`, which names the problem. The event loop gets a
+ * turn every `YIELD_EVERY` files.
  */
 export async function readCandidates(dir: string, batch: readonly Candidate[], onProblem: ProblemSink, onRow: (row: LogRow) => void): Promise<void> {
   for (let i = 0; i < batch.length; i++) {
@@ -214,7 +214,7 @@ export async function readCandidates(dir: string, batch: readonly Candidate[], o
   }
 }
 
-/** hook-log.ts `readHookLog`, loaded on first use: most listings never need it. */
+/** runner/hook-log.ts `readHookLog`, loaded on first use: most listings never need it. */
 async function readHookLog(file: string): Promise<HookLogRead> {
   const hookLog = await import("../runner/hook-log.js");
   return hookLog.readHookLog(file);

@@ -4,7 +4,7 @@
  * costs a fresh `logs` process about 150 ms, more than the default view spends on everything else,
  * and running the full schema over 10,000 files costs as much again (docs/logs.md, "Performance").
  *
- * `checkLogRecord` is a copy of `HookLogRecordSchema` (hook-log.ts) for what the project writes, and
+ * `checkLogRecord` is a copy of `HookLogRecordSchema` (runner/hook-log.ts) for what the project writes, and
  * it must never disagree with it: a value it accepts is one the schema accepts, returned as the
  * schema would return it (each object's schema keys first in schema order, then the others in file
  * order; the value itself when it is in that order already). For anything it is not sure of it says `null`, and the caller asks `readHookLog`, which

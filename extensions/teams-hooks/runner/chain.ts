@@ -1,13 +1,13 @@
 /**
- * The chain of hooks for one event (issue 5, "Several hooks per event"): the v1 single file, then
- * every file of `on_<event>.d/`, each looked up in two layers — the global hooks dir and the team's
- * own `<teamDir>/hooks`. The team layer wins by name: its v1 file replaces the global v1 file, its
- * `on_<event>.d/NAME` replaces the global `NAME`, and its `NAME.disabled` switches the global `NAME`
- * off (for the v1 file, NAME is the v1 file's base name, e.g. `on_task_completed.sh.disabled`).
+ * The chain of hooks for one event (docs/hook-contract.md, "Several hooks per event"): the v1 single
+ * file, then every file of `on_<event>.d/`, each looked up in two layers — the global hooks dir and the
+ * team's own `<teamDir>/hooks`. The team layer wins by name: its v1 file replaces the global v1 file,
+ * its `on_<event>.d/NAME` replaces the global `NAME`, and its `NAME.disabled` switches the global
+ * `NAME` off (for the v1 file, NAME is the v1 file's base name, e.g. `on_task_completed.sh.disabled`).
  *
- * Like discover.ts, the answer is data and never an exception: every file that exists and does not
- * run is in `skipped` with why, so that `doctor` and the logs can explain a gate that "did not run".
- * Limits (how many hooks, deadlines) are the caller's business.
+ * Like runner/discover.ts, the answer is data and never an exception: every file that exists and does
+ * not run is in `skipped` with why, so that `doctor` and the logs can explain a gate that "did not
+ * run". Limits (how many hooks, deadlines) are the caller's business.
  *
  * Decisions worth knowing:
  * - Replacement is by name (by slot for v1), not by usability: a team file that cannot run (no exec
@@ -17,7 +17,7 @@
  *   see its `.disabled` files, and running the global gates is the safe side.
  * - The same dir given as both layers is one layer, the global one (`v1.team` is then null).
  */
-// Synchronous, as in discover.ts: a chain is looked up before every event.
+// Synchronous, as in runner/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
@@ -224,7 +224,7 @@ function listChainDir(dir: string, layer: ChainLayer): Listed & { markers: Map<s
   return { files, markers, skipped };
 }
 
-/** How a chain file starts, by the v1 rules of discover.ts; `{ reason }`: it cannot; null: the file is gone. */
+/** How a chain file starts, by the v1 rules of runner/discover.ts; `{ reason }`: it cannot; null: the file is gone. */
 function inspectFile(file: string): HookCommand | { reason: string } | null {
   const { launch, needsExecBit } = launcherFor(file);
   const verdict = inspectCandidate(file, needsExecBit);

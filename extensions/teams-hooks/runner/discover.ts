@@ -1,7 +1,7 @@
 /**
- * Hook discovery (DESIGN.md "Hook discovery"): which file in the hooks dir runs for an event, and
- * how to start it. The answer is data, never an exception: a missing or unreadable hooks dir means
- * "no hook", and every file looked at is reported with why it was or was not chosen, so that
+ * Hook discovery (docs/hook-contract.md, "Which file runs"): which file in the hooks dir runs for an
+ * event, and how to start it. The answer is data, never an exception: a missing or unreadable hooks dir
+ * means "no hook", and every file looked at is reported with why it was or was not chosen, so that
  * `doctor` and the logs can explain a hook that "did not run".
  */
 import type { Dirent, Stats } from "node:fs";
@@ -39,7 +39,7 @@ export interface HookDiscovery {
 type Launcher = (file: string) => Pick<HookCommand, "command" | "args">;
 
 /**
- * The lookup order of DESIGN.md. `.js` / `.mjs` run with the leader's own node (`process.execPath`),
+ * The lookup order of contract v1. `.js` / `.mjs` run with the leader's own node (`process.execPath`),
  * so a hook gets the Node version the leader was tested with, whatever `node` on PATH is. `bash` is
  * looked up on PATH by the runner: a missing bash is a spawn error the run result reports.
  */
@@ -52,7 +52,7 @@ const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boo
 
 /**
  * How a file starts, by its name: `.sh` with bash, `.js` / `.mjs` with the leader's own node,
- * anything else directly (which needs an execute bit). Shared with chain.ts for `.d` files.
+ * anything else directly (which needs an execute bit). Shared with runner/chain.ts for `.d` files.
  */
 export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
   const ext = path.extname(file);

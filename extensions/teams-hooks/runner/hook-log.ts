@@ -1,5 +1,5 @@
 /**
- * Hook logs (DESIGN.md "Hook logs"): one JSON file per hook invocation in `<teamDir>/hook-logs/`.
+ * Hook logs (docs/logs.md, "The files"): one JSON file per hook invocation in `<teamDir>/hook-logs/`.
  * Writing never overwrites another log, whether the two writers are in one process or in several;
  * listing is names only, so that `logs` stays fast with tens of thousands of files; reading validates
  * one file and reports a bad one as data.
@@ -25,7 +25,7 @@ import { hookLogsDir, isTempOrLock, sanitizeName } from "../team/paths.js";
 export const HookLogRecordSchema = z.looseObject({
   invocation: HookInvocationSchema.loose(),
   result: RunResultSchema.loose(),
-  /** The event key (events.ts) the ledger dedupes on. */
+  /** The event key (contract/events.ts) the ledger dedupes on. */
   key: z.string().optional(),
   /** When the run started (ISO 8601); the file name is built from it. */
   startedAt: z.iso.datetime({ offset: true }),
@@ -43,7 +43,7 @@ export interface HookLogEntry {
   name: string;
 }
 
-/** json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
+/** team/json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
 export type HookLogProblemKind = FileProblemKind;
 
 /** Why one file is not a log. `message` is the one line to show: file, field, problem, consequence. */

@@ -1,12 +1,12 @@
 /**
  * Ending a hook and everything it started.
  *
- * A hook runs as the leader of its own process group (spawned `detached`), so one `kill(-pgid)`
- * reaches its background children even after they were orphaned, which tree-kill's parent walk
- * cannot (STYLE.md facts, 2). Two nets catch what leaves the group: tree-kill (children that called
- * setpgid/setsid while their parent still lives; only when `ps` is on PATH, since tree-kill 1.2.2
- * throws uncatchably without it) and the run id, which every process of a run inherits in
- * `PI_TEAMS_HOOK_RUN_ID` and which `/proc/<pid>/environ` shows even after setsid.
+ * A hook runs as the leader of its own process group (spawned `detached`), so one `kill(-pgid)` reaches
+ * its background children even after they were orphaned, which tree-kill's parent walk cannot
+ * (docs/architecture.md, Facts this design rests on). Two nets catch what leaves the group: tree-kill
+ * (children that called setpgid/setsid while their parent still lives; only when `ps` is on PATH, since
+ * tree-kill 1.2.2 throws uncatchably without it) and the run id, which every process of a run inherits
+ * in `PI_TEAMS_HOOK_RUN_ID` and which `/proc/<pid>/environ` shows even after setsid.
  *
  * Liveness reads `/proc`, not `kill(pid, 0)` alone: PID 1 here reaps orphans lazily, and a zombie
  * still answers signal 0 although it holds no pipe and runs nothing. Nothing here throws for ESRCH
@@ -104,7 +104,7 @@ export async function groupMembers(pgid: number): Promise<number[]> {
 export async function findProcessesByRunId(runId: string, opts: { chain?: boolean } = {}): Promise<number[]> {
   if (runId.length === 0 || runId.includes("\0")) return [];
   const needles = [Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}\0`)];
-  // The later hooks of a chain run as `<runId>.2`, `<runId>.3`… (invoke.ts): the whole family.
+  // The later hooks of a chain run as `<runId>.2`, `<runId>.3`… (leader/invoke.ts): the whole family.
   if (opts.chain) needles.push(Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}.`));
   const found = await Promise.all(
     (await listPids()).map(async (pid) => {

@@ -1,8 +1,9 @@
 /**
- * Effective settings — the failure policy of DESIGN.md and the hook timeout — resolved in one place with
- * the precedence flag > `config.json` `hooks` > environment > default (STYLE.md rule 10). Pure: the raw
- * config block and the environment are arguments. A bad flag is a usage error (`E_USAGE`, exit 2); a bad
- * config or environment value costs one warning naming where it came from, and the next level applies.
+ * Effective settings — the failure policy pi-agent-teams defines and the hook timeout — resolved in one
+ * place, so every caller agrees, with the precedence flag > `config.json` `hooks` > environment >
+ * default (docs/architecture.md, Facts this design rests on). Pure: the raw config block and the
+ * environment are arguments. A bad flag is a usage error (`E_USAGE`, exit 2); a bad config or
+ * environment value costs one warning naming where it came from, and the next level applies.
  */
 import { z } from "zod";
 import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
@@ -41,7 +42,7 @@ const CreateTaskOnFailureSchema = z
 // ---------------------------------------------------------------------------------------------
 // The resolved policy
 
-/** The failure policy in force; defaults (DESIGN.md) live in the schema. */
+/** The failure policy in force; its defaults (warn, 3 reopens, the member) live in the schema. */
 export const EffectivePolicySchema = z.object({
   failureAction: z.enum(FAILURE_ACTIONS).default("warn"),
   maxReopensPerTask: z.number().int().nonnegative().default(3),
@@ -55,7 +56,10 @@ export const DEFAULT_POLICY: Readonly<EffectivePolicy> = Object.freeze(Effective
 /** Where an effective value came from. */
 export type Source = "flag" | "config" | "env" | "default";
 
-/** The environment variables read here (DESIGN.md, "Failure policy"; contract "Result"). */
+/**
+ * The environment variables read here: the failure policy's (docs/architecture.md, Facts this design
+ * rests on) and the hook timeout (docs/hook-contract.md).
+ */
 export const SETTING_ENV = Object.freeze({
   failureAction: "PI_TEAMS_HOOKS_FAILURE_ACTION",
   createTaskOnFailure: "PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE",

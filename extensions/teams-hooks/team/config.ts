@@ -1,8 +1,9 @@
 /**
- * `config.json` of a team. Loading never fails: a missing file, invalid JSON or a mistyped field
- * costs a warning (naming the file and the field) and the DESIGN.md default applies, because a
- * leader that refuses to start over a cosmetic config error helps nobody. Writing touches only the
- * `hooks` block, under the config lock, and keeps everything else as it was.
+ * `config.json` of a team. Loading never fails: a missing file, invalid JSON or a mistyped field costs
+ * a warning (naming the file and the field) and the default other team runtimes use applies
+ * (docs/architecture.md, Facts this design rests on), because a leader that refuses to start over a
+ * cosmetic config error helps nobody. Writing touches only the `hooks` block, under the config lock,
+ * and keeps everything else as it was.
  */
 import path from "node:path";
 import type { TeamIdentity } from "../contract/team-files.js";
@@ -17,7 +18,7 @@ export const DEFAULT_STYLE = "normal";
 
 export interface LoadedTeamConfig {
   identity: TeamIdentity;
-  /** The raw `hooks` value, of any type (hooks-config.ts checks it whole); undefined when `noHooks` says why there is none. */
+  /** The raw `hooks` value, of any type (settings/hooks-config.ts checks it whole); undefined when `noHooks` says why there is none. */
   hooks: unknown;
   /** Why config.json gives no `hooks` block (no file, not JSON, not an object, no `hooks`); null when it gives one. */
   noHooks: NoHooksBlock | null;
@@ -69,7 +70,7 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
     style: pick("style", DEFAULT_STYLE),
   };
 
-  // A `hooks` of the wrong type is the block check's to refuse (hooks-config.ts), with the rest of it.
+  // A `hooks` of the wrong type is the block check's to refuse (settings/hooks-config.ts), with the rest of it.
   const hooks = noHooks ? undefined : raw.hooks ?? undefined;
   if (!noHooks && hooks === undefined) noHooks = { kind: "absent", reason: `${file}: no "hooks" block` };
   return { identity, hooks, noHooks, warnings, fileWarning, file, exists };
@@ -88,7 +89,7 @@ export type UpdateHooksResult = { ok: true; file: string; hooks: Record<string, 
  * Sets keys of the `hooks` block (a key set to `undefined` is removed), under the config lock, keeping
  * every other field and key order. A config.json that exists but is not a JSON object, or whose
  * `hooks` is not an object, is returned as a problem and not overwritten. A missing config.json is
- * created with the DESIGN.md defaults, so that other team runtimes find a complete file.
+ * created with those defaults, so that other team runtimes find a complete file.
  */
 export async function updateHooksConfig(
   teamDir: string,

@@ -99,7 +99,7 @@ export function readRegularBytes(file: string, options: { maxBytes: number }): {
 
 /**
  * Why a file that `stat` describes is not read: not a regular file, or over `maxBytes`; null when it
- * may be. For readers that keep their own open and read (sources.ts on the hot path of a scan).
+ * may be. For readers that keep their own open and read (leader/sources.ts on the hot path of a scan).
  */
 export function irregularFileProblem(file: string, stat: Stats, maxBytes: number): FileProblem | null {
   if (!stat.isFile()) return notRegular(file, stat);

@@ -1,5 +1,5 @@
 /**
- * The lock protocol of the team directory (DESIGN.md, "Writes are atomic and locked"), shared with
+ * The lock protocol of the team directory (docs/architecture.md, "The lock protocol"), shared with
  * workers and other leaders: `<file>.lock` created with O_EXCL, holding `{ pid, createdAt, label? }`,
  * removed after. Not reentrant: a nested `withLock` on the same file in the same process waits for
  * itself and times out.

@@ -1,6 +1,7 @@
 /**
- * The team-dir layout of DESIGN.md, as pure functions of values passed in. Every name that becomes a
- * path component goes through `sanitizeName` first.
+ * The team-dir layout pi-agent-teams writes (docs/architecture.md, Facts this design rests on), as pure
+ * functions of values passed in. Every name that becomes a path component goes through `sanitizeName`
+ * first.
  */
 import path from "node:path";
 
@@ -48,7 +49,7 @@ export function leaderStateDir(teamDir: string): string {
   return path.join(teamDir, "hook-state");
 }
 
-/** The leader's saved knowledge of the task files (sources.ts saveState), so a restart reads only what changed. */
+/** The leader's saved knowledge of the task files (leader/sources.ts saveState), so a restart reads only what changed. */
 export function scanStateFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "task-files.json");
 }
@@ -56,7 +57,7 @@ export function scanStateFile(teamDir: string): string {
 /**
  * Written when a first start on the team dir begins to watch, removed once its baseline is recorded:
  * its mtime (the file system's clock) separates what existed before the first start from what came
- * after (leader.ts, docs/ledger.md).
+ * after (leader/leader.ts, docs/ledger.md).
  */
 export function firstStartFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "first-start");

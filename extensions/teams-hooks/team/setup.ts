@@ -37,7 +37,7 @@ export interface TeamSetup {
   configFile: string;
   hooksDir: string;
   hooksDirSource: "flag" | "env" | "default";
-  /** The team's own hook layer, `<teamDir>/hooks` (issue 5): its files replace the global ones. */
+  /** The team's own hook layer, `<teamDir>/hooks`: its files replace the global ones (runner/chain.ts). */
   teamHooksDir: string;
   /** The config.json `hooks` block in force (the file's, or the last valid one when the file's is not). */
   hooksBlock: Record<string, unknown>;

@@ -11,7 +11,7 @@ export function fileProblem(file: string, field: string, problem: string, conseq
 
 /**
  * `"a/b" is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b")`.
- * `fileName`: what the name becomes as a file name (paths.ts sanitizeName).
+ * `fileName`: what the name becomes as a file name (team/paths.ts sanitizeName).
  */
 export function unsafeName(value: string, fileName: string): string {
   const shares = value === "" ? "it is empty" : `it would share the file of ${JSON.stringify(fileName)}`;
@@ -28,7 +28,7 @@ export function formatDuration(ms: number): string {
 }
 
 // =============================================================================================
-// Section: failure policy and settings (used by options.ts and policy.ts)
+// Section: failure policy and settings (used by settings/options.ts and policy/decide.ts)
 // Keep this section's helpers prefixed (`policy…`) so that other sections cannot collide with them.
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
 import { truncateText } from "../contract/contract.js";
@@ -92,9 +92,10 @@ export function gatePassedSummary(durationMs: number): string {
 export const SUMMARY_STDERR_LINE_CHARS = 180;
 
 /**
- * The one-line failure summary (DESIGN.md): the spawn error, `timeout after <ms>ms`, `exit code <n>` —
- * or `killed by <signal>` when there is no exit code and the signal was not our timeout's — and the
- * first non-empty stderr line (colour codes removed, cut to 180 characters), joined with ` • `.
+ * The one-line failure summary, as pi-agent-teams writes it (docs/architecture.md, Facts this design
+ * rests on): the spawn error, `timeout after <ms>ms`, `exit code <n>` — or `killed by <signal>` when
+ * there is no exit code and the signal was not our timeout's — and the first non-empty stderr line
+ * (colour codes removed, cut to 180 characters), joined with ` • `.
  */
 export function describeFailure(
   result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict">,
@@ -103,7 +104,8 @@ export function describeFailure(
   const parts: string[] = [];
   const verdict = result.verdict;
   if (verdict?.decision === "deny") {
-    // The gate said why itself: its code, reason and message are the summary (issue 5).
+    // The gate said why itself: its verdict's code, reason and message are the summary
+    // (contract/verdict.ts).
     parts.push(`denied${verdict.code ? ` (${verdict.code})` : ""}`);
     if (verdict.reason) parts.push(verdict.reason);
     const message = verdict.message ? policyFirstLine(verdict.message) : "";
