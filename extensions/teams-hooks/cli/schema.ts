@@ -1,6 +1,6 @@
 /**
  * `pi-teams-hooks schema [context|log|task|config]`: the JSON Schema of a file format, generated from
- * its zod schema by `z.toJSONSchema` (STYLE.md rule 4). The same text is committed under
+ * its zod schema by `z.toJSONSchema`, so the documented format cannot drift from the parser. The same text is committed under
  * `docs/schema/<name>.schema.json`, and test/unit/schema.test.ts fails when the two differ.
  *
  * Schemas describe what a reader accepts (`io: "input"`): objects allow fields they do not name, as

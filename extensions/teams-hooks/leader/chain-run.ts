@@ -39,7 +39,7 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
   const root = inDotD ? path.dirname(dir) : dir;
   const { launch } = launcherFor(file);
   return {
-    name: path.basename(file), // as chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
+    name: path.basename(file), // as runner/chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
     layer: layers.team !== null && root === layers.team ? "team" : "global",
     hook: { hookPath: file, ...launch(file) },
     kind: inDotD ? "chain" : "v1",

@@ -2,7 +2,7 @@
  * One event end to end: discover the chain → run its hooks → (policy) → hook logs. Shared by `run` and
  * the leader, so a hand-fired event behaves exactly as a watched one.
  *
- * The chain (issue 5) is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
+ * The chain (runner/chain.ts; docs/hook-contract.md, "Several hooks per event") is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
  * events run it in order and stop at the first denial or closed error; `idle` runs every hook. The
  * event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
  * once, for the run that decided.
@@ -32,7 +32,7 @@ import { readTask } from "../team/tasks.js";
 export interface InvokeRequest {
   identity: TeamIdentity;
   event: HookEventName;
-  /** The event key (events.ts); the ledger's and the log's name for this event. */
+  /** The event key (contract/events.ts); the ledger's and the log's name for this event. */
   key: string;
   taskId: string | null;
   member: string | null;
@@ -49,7 +49,7 @@ export interface InvokeRequest {
   /** What a hook error counts as; default: closed for task events, open for idle. */
   failureMode?: FailureMode;
   limits?: Readonly<HookLimits>;
-  /** When each hook's run is swept for run-id escapees (run.ts `escapeeScan`); default `auto`. */
+  /** When each hook's run is swept for run-id escapees (runner/run.ts `escapeeScan`); default `auto`. */
   sweep?: SweepMode;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
@@ -58,7 +58,7 @@ export interface InvokeRequest {
   runId?: string;
   /** Called as each hook of the chain starts: its process group, run id and file name. */
   onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
-  /** Awaited just before the first hook starts (run.ts `notBefore`): the leader's ledger flush. */
+  /** Awaited just before the first hook starts (runner/run.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
   /** The clock (tests pass their own). */
   now?: () => Date;
@@ -68,7 +68,7 @@ export interface InvokeRequest {
   sentLog?: SentLog;
   /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
   lockTimeoutMs?: number;
-  /** Compare the chain with the team's trust record before anything runs (trust.ts). */
+  /** Compare the chain with the team's trust record before anything runs (runner/trust.ts). */
   trust?: InvokeTrust;
 }
 
@@ -158,7 +158,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     refused.length > 0
       ? [refusedRun(req, chain, layers, refused, now)]
       : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust });
-  // Rejected: no hook started (run.ts waited for it), so nothing is applied or logged either; the
+  // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
   await req.notBefore;
   const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];

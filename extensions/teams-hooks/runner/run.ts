@@ -4,9 +4,9 @@
  * Life of a run: write the context file → spawn (no shell, own process group, no execa buffering,
  * cleanup or timeout) → context JSON on stdin → our own timer races the exit → on timeout, terminate
  * the group (terminate.ts); on exit, give the pipes a drain window, because a background child may
- * still hold them (exit is not close: STYLE.md facts, 1 and 3) → kill leftovers → remove the file.
+ * still hold them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers → remove the file.
  *
- * `detached` switches off execa's `cleanup` (STYLE.md facts, 3), so live runs are kept in a registry
+ * `detached` switches off execa's `cleanup` (docs/architecture.md, "Facts this design rests on"), so live runs are kept in a registry
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
