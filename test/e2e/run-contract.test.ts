@@ -1,7 +1,7 @@
 /**
  * The v1 contract end to end, through the built `pi-teams-hooks run`: a real hook dumps what it was
  * given (its PI_TEAMS_* variables, stdin, the context file), and each case compares that with the
- * document DESIGN.md describes, written out here by hand, byte for byte.
+ * document docs/hook-contract.md describes, written out here by hand, byte for byte.
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
@@ -109,7 +109,7 @@ function cleanEnv(): Record<string, string> {
   return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith("PI_TEAMS_")));
 }
 
-/** The document DESIGN.md describes, in its key order. */
+/** The document docs/hook-contract.md describes, in its key order. */
 function expectedDocument(event: string, t: TaskFile | null, member: string | null, timestamp: string | null): string {
   const cut = (s: string, limit: number): string => (s.length > limit ? s.slice(0, limit - 1) + ELLIPSIS : s);
   return JSON.stringify({

@@ -1,6 +1,6 @@
 /**
  * Real team directories for tests: `makeTempTeam()` builds `<tmp>/teams-XXXX/<teamId>/` from object
- * literals (DESIGN.md layout), `cleanup()` removes the whole teams root. Nothing is mocked: the files
+ * literals (the layout of docs/architecture.md, "What the leader reads and writes"), `cleanup()` removes the whole teams root. Nothing is mocked: the files
  * are written the way a team runtime writes them (pretty JSON + newline).
  *
  *   const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed" })] });

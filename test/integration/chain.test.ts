@@ -1,5 +1,5 @@
 /**
- * The chain of hooks per event (issue 5, item 3) against real files in temp dirs: byte-wise order,
+ * The chain of hooks per event against real files in temp dirs: byte-wise order,
  * the v1 file first, the team layer replacing and switching off global files, each skip rule, missing
  * and unusable layers; and `doctor` showing a chain and its skips.
  */

@@ -1,5 +1,5 @@
 /**
- * A leader killed while a *later* hook of a chain runs (`on_task_completed.d/…`, issue 5): the next
+ * A leader killed while a *later* hook of a chain runs (`on_task_completed.d/…`): the next
  * leader must end that hook's processes too, not only the first hook's, and remove the run's context
  * files from the temp dir. The chain's hooks run as `<runId>`, `<runId>.2`, `<runId>.3`…
  */

@@ -18,7 +18,7 @@ async function team(options: TempTeamOptions = {}): Promise<TempTeam> {
 const configOf = (t: TempTeam): string => path.join(t.teamDir, "config.json");
 
 describe("loadTeamConfig", () => {
-  it("applies the DESIGN.md defaults when config.json is missing, without a warning", async () => {
+  it("applies the documented defaults when config.json is missing, without a warning", async () => {
     const t = await team();
     expect(await loadTeamConfig(t.teamDir)).toEqual({
       identity: { teamId: "alpha", teamDir: t.teamDir, taskListId: "alpha", leadName: "team-lead", style: "normal" },

@@ -7,7 +7,7 @@ import {
   type HookInvocation,
   truncateText,
 } from "../../extensions/teams-hooks/contract/contract.js";
-import { buildHookEnvironment, capBytes, MAX_ENV_VALUE_BYTES, utf8Length } from "../../extensions/teams-hooks/contract/hook-run.js";
+import { buildHookEnvironment, capBytes, MAX_ENV_VALUE_BYTES, prepareContext, utf8Length } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 
 const ELLIPSIS = "\u2026";
@@ -43,7 +43,7 @@ function invocation(overrides: Partial<HookInvocation> = {}): HookInvocation {
 }
 
 describe("contract constants", () => {
-  it("is version 1 with the three base names of DESIGN.md", () => {
+  it("is version 1 with the three base names of docs/hook-contract.md", () => {
     expect(HOOK_CONTRACT_VERSION).toBe(1);
     expect(HOOK_BASE_NAMES).toEqual({ task_completed: "on_task_completed", task_failed: "on_task_failed", idle: "on_idle" });
   });
@@ -180,6 +180,18 @@ describe("buildHookEnvironment", () => {
     expect(truncated).toBe(true);
     expect(utf8Length(env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "")).toBeLessThanOrEqual(MAX_ENV_VALUE_BYTES);
     expect(() => JSON.parse(env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "")).not.toThrow();
+  });
+
+  it("given the document a chain built once, gives every hook the same environment, and shrinks a copy", () => {
+    const metadata = { big: "b".repeat(150_000), small: "keep me" };
+    const inv = invocation({ completedTask: task({ metadata }) });
+    const context = prepareContext(inv);
+    const first = buildHookEnvironment(inv, { ...extra, context });
+    const second = buildHookEnvironment(inv, { ...extra, context });
+    expect(first).toEqual(buildHookEnvironment(inv, extra));
+    expect(second).toEqual(first);
+    expect(first.contextJson).toBe(context.json);
+    expect(context.doc.task?.metadata.big).toHaveLength(150_000); // the shared document is never shrunk in place
   });
 
   it("caps any other single value and never splits a character", () => {

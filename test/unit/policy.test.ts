@@ -4,7 +4,8 @@ import type { FailureAction, FollowupOwner, Task } from "../../extensions/teams-
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
-import { decide, describeFailure } from "../../extensions/teams-hooks/policy/decide.js";
+import { decide } from "../../extensions/teams-hooks/policy/decide.js";
+import { describeFailure } from "../../extensions/teams-hooks/text/messages.js";
 import type { DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
 import type { RemediationPlan } from "../../extensions/teams-hooks/policy/plan.js";
 
@@ -118,7 +119,7 @@ describe("decide: pass or fail", () => {
     const plan = decide(input({ result: PASSED, task: task({}, { qualityGateFailureCount: 2, qualityGateReopenSuppressed: true }) }));
     expect(plan.summary).toBe("passed in 1234ms");
     expect(plan.metadataPatch).toEqual({
-      qualityGateOutcome: "passed", // added with issue 5
+      qualityGateOutcome: "passed",
       qualityGateHook: "on_task_completed",
       qualityGateAt: NOW,
       qualityGateStatus: "passed",
@@ -134,7 +135,7 @@ describe("decide: pass or fail", () => {
     const plan = decide(input({ policy: policy("warn"), task: task({}, { qualityGateFailureCount: 2 }) }));
     expect(plan.summary).toBe("exit code 1 • npm ERR! Test failed");
     expect(plan.metadataPatch).toEqual({
-      qualityGateOutcome: "failed", // added with issue 5
+      qualityGateOutcome: "failed",
       qualityGateHook: "on_task_completed",
       qualityGateAt: NOW,
       qualityGateStatus: "failed",

@@ -94,6 +94,17 @@ export type RunResult = z.infer<typeof RunResultSchema>;
 /** Variables of ours that must never leak from the leader's own environment into a hook's. */
 const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
 
+/** The context document of one invocation and its JSON, built once and shared by a chain's runs. */
+export interface PreparedContext {
+  doc: ContextDocument;
+  json: string;
+}
+
+export function prepareContext(invocation: HookInvocation): PreparedContext {
+  const doc = buildContextDocument(invocation);
+  return { doc, json: JSON.stringify(doc) };
+}
+
 export interface HookEnvironment {
   /** The full environment for the hook: the base environment plus the contract variables. */
   env: Record<string, string>;
@@ -124,11 +135,12 @@ export function buildHookEnvironment(
     attempt?: number;
     base: Readonly<Record<string, string | undefined>>;
     maxValueBytes?: number;
+    /** The invocation's document when the caller built it already (it must be built from `invocation`). */
+    context?: PreparedContext;
   },
 ): HookEnvironment {
   const maxBytes = extra.maxValueBytes ?? MAX_ENV_VALUE_BYTES;
-  const doc = buildContextDocument(invocation);
-  const contextJson = JSON.stringify(doc);
+  const { doc, json: contextJson } = extra.context ?? prepareContext(invocation);
   let truncated = false;
 
   const env: Record<string, string> = {};

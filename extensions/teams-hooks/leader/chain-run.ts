@@ -6,9 +6,9 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { buildContextDocument, type HookInvocation, isTaskEvent } from "../contract/contract.js";
+import { type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
-import { type RunResult, utf8Length } from "../contract/hook-run.js";
+import { type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
 import { countsAsPass } from "../policy/decide.js";
 import type { ChainDiscovery, ChainHook } from "../runner/chain.js";
 import { launcherFor } from "../runner/discover.js";
@@ -62,7 +62,9 @@ export async function runChain(
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
   }
-  const payload = utf8Length(JSON.stringify(buildContextDocument(invocation)));
+  // Built once for the whole chain: the payload check here, then every hook's stdin, file and variables.
+  const context = prepareContext(invocation);
+  const payload = utf8Length(context.json);
   if (payload > limits.maxPayloadBytes) {
     return refused(head, `the context document is ${payload} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
   }
@@ -86,6 +88,7 @@ export async function runChain(
       ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
       eventKey: req.key,
       attempt: req.attempt ?? 1,
+      context,
       ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
       ...(req.notBefore ? { notBefore: req.notBefore } : {}),
     });

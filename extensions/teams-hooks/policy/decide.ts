@@ -22,8 +22,6 @@ import type { FollowupPlan, GateMetadataPatch, NudgePlan, RemediationPlan, Reope
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 
-export { describeFailure };
-
 // ---------------------------------------------------------------------------------------------
 // The decision
 

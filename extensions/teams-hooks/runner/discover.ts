@@ -12,7 +12,7 @@ import path from "node:path";
 import { HOOK_BASE_NAMES } from "../contract/contract.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
-import { errnoCode } from "../contract/errors.js";
+import { HooksError, errnoCode } from "../contract/errors.js";
 import { fileKind } from "../team/json-file.js";
 import { closestName } from "../text/messages.js";
 
@@ -57,7 +57,7 @@ const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boo
 export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
   const ext = path.extname(file);
   const kind = KINDS.find((k) => k.suffix !== "" && k.suffix === ext) ?? KINDS[0];
-  if (!kind) throw new Error("discover.ts: KINDS is empty"); // KINDS is a constant with four entries
+  if (!kind) throw new HooksError("E_INTERNAL", "launcherFor: the table of launchers is empty"); // it is a constant with four entries
   return kind;
 }
 

@@ -14,7 +14,7 @@ import { unlinkSync, writeFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, type HookInvocation } from "../contract/contract.js";
-import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
+import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile, runFiles } from "./run-files.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
@@ -33,6 +33,8 @@ export interface RunHookOptions {
   eventKey?: string;
   attempt?: number;
   maxEnvValueBytes?: number;
+  /** The invocation's context document and JSON, when the caller built them already (a chain does once). */
+  context?: PreparedContext;
   /** Called once the hook is running: the ledger records its group and run id. */
   onSpawn?: (info: { pid: number; runId: string }) => void;
   /**
@@ -88,6 +90,7 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
       ...(opts.attempt === undefined ? {} : { attempt: opts.attempt }),
       base: opts.baseEnv ?? process.env,
       maxValueBytes: opts.maxEnvValueBytes,
+      ...(opts.context ? { context: opts.context } : {}),
     });
     try {
       // `wx`: never write through a file (or link) someone else planted under our name. Synchronous
