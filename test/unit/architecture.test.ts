@@ -23,6 +23,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   doctor: ["contract", "text", "settings", "team", "runner"],
   leader: ["contract", "text", "settings", "team", "runner", "policy"],
   cli: ["contract", "text", "settings", "team", "runner", "policy", "logs", "doctor", "leader"],
+  pi: ["contract", "text", "settings", "team", "runner", "policy", "logs", "doctor", "leader", "cli"],
 };
 /** The entry files: the pi extension, the library, the command, the helper gates import. */
 const ENTRY_FILES = ["api.ts", "bin.ts", "hook.ts", "index.ts"];
@@ -30,7 +31,7 @@ const ENTRY_FILES = ["api.ts", "bin.ts", "hook.ts", "index.ts"];
 const PURE = ["contract", "text", "settings", "policy"];
 const IO = /^(node:)?(fs|fs\/promises|child_process|net|http|https|dgram|worker_threads)$|^(fs-extra|execa|chokidar|tree-kill)(\/|$)/;
 /** Packages only one folder may import. */
-const OWNED_BY: Readonly<Record<string, string>> = { execa: "runner", "tree-kill": "runner", chokidar: "team" };
+const OWNED_BY: Readonly<Record<string, string>> = { execa: "runner", "tree-kill": "runner", chokidar: "team", typebox: "pi" };
 const MAX_MODULES_PER_FOLDER = 12;
 const MAX_LINES_PER_MODULE = 400;
 

@@ -1,0 +1,58 @@
+/**
+ * `/gates` in a pi leader session: `status` (the default), `logs [filters]`, `doctor`, and
+ * `policy get|set …`. The last three are the CLI's own commands run in-process against the team the
+ * session follows, so their filters, validation and output are the CLI's; only what would block the
+ * session (`logs --follow`) or name another team (`--team-dir`) is refused.
+ */
+import type { GateService } from "./gates.js";
+import type { NotifyLevel, PiCommand } from "./pi-api.js";
+import { runCli, statusText } from "./report.js";
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export const GATES_USAGE = [
+  "usage: /gates [status | logs [filters] | doctor | policy get | policy set FLAGS | help]",
+  "  status               team dir, each event's gates and their trust, the policy and where each value came from, the last 5 outcomes",
+  "  logs [filters]       the hook-logs table: --event, --task, --member, --outcome, --since, --limit, or `logs show ID`, `logs stats`",
+  "  doctor               what would stop a gate from running (nothing is run)",
+  "  policy get           the effective policy",
+  "  policy set FLAGS     --failure-action A, --max-reopens N, --followup-owner O, --reset (written to config.json)",
+].join("\n");
+
+const SUBCOMMANDS = ["status", "logs", "doctor", "policy", "help"];
+
+/** Splits a command line as a shell would for plain words and '…' / "…" quotes (no expansion). */
+export function splitArgs(line: string): string[] {
+  const out: string[] = [];
+  const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
+  for (const m of line.matchAll(re)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : (m[2] ?? m[3] ?? ""));
+  return out;
+}
+
+export function gatesCommand(service: GateService, env: Env, cwd: string): PiCommand {
+  return {
+    description: "Quality gates: status, logs, doctor, policy get|set",
+    getArgumentCompletions: (prefix) => {
+      const items = SUBCOMMANDS.filter((s) => s.startsWith(prefix.trim())).map((s) => ({ value: s, label: s }));
+      return items.length ? items : null;
+    },
+    handler: async (args, ctx) => {
+      const say = (text: string, level: NotifyLevel): void => ctx.ui.notify(text.trimEnd(), level);
+      const [sub = "status", ...rest] = splitArgs(args);
+      if (sub === "help" || sub === "--help" || sub === "-h") return say(GATES_USAGE, "info");
+      if (!SUBCOMMANDS.includes(sub)) return say(`/gates: unknown subcommand "${sub}"\n${GATES_USAGE}`, "warning");
+      const teamDir = await service.teamDir();
+      if (sub === "status") return say(await statusText(service.status, teamDir, env, cwd), "info");
+      if (!teamDir) return say(`/gates ${sub}: no team yet (${service.status.detail})`, "warning");
+      const refused = rest.find((a) => a === "--team-dir" || a.startsWith("--team-dir=") || a === "--team" || a.startsWith("--team="));
+      if (refused) return say(`/gates ${sub}: ${refused.split("=")[0]} is not taken here: /gates works on the session's team (${teamDir})`, "warning");
+      if (sub === "logs" && rest.some((a) => a === "--follow" || a === "-f" || /^-[a-zA-Z]*f/.test(a))) {
+        return say("/gates logs: --follow would hold the session; run `pi-teams-hooks logs --follow` in a terminal instead", "warning");
+      }
+      // Positionals first (`logs show ID`, `policy set`), then the team as a flag.
+      const out = await runCli([sub, ...rest, "--team-dir", teamDir], env, cwd);
+      const text = `${out.stdout}${out.stderr}`;
+      say(text || "(nothing to show)", out.code === 0 ? "info" : out.code === 1 && sub === "doctor" ? "warning" : "error");
+    },
+  };
+}

@@ -1,0 +1,165 @@
+/**
+ * The extension inside real pi (RPC mode, no model, no network) as a team leader: the team dir comes
+ * from the session id, the test acts as two workers in it, and reads what a pi user would see (the
+ * notifications, `/gates status`, the `quality_gates` tool's answer to the leader's model).
+ */
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hookProcesses, startWorker, waitUntil } from "../helpers/leader-rig.js";
+import { PiRpc, SCRIPTED_MODEL, piEnv, piMissing } from "../helpers/pi-rig.js";
+
+const missing = piMissing();
+if (missing) console.warn(`skipping the real-pi tests: ${missing}`);
+
+const GATE = `#!/bin/sh
+# Fails a task whose subject says "broken"; records every run.
+echo "$PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/../gate-runs.txt"
+case "$PI_TEAMS_TASK_SUBJECT" in
+  *broken*) echo "FAIL: build of task $PI_TEAMS_TASK_ID is red" >&2; exit 1 ;;
+esac
+echo "ok $PI_TEAMS_TASK_ID"
+`;
+
+interface World {
+  root: string;
+  teamsRoot: string;
+  home: string;
+}
+
+async function world(): Promise<World> {
+  const root = await mkdtemp(path.join(os.tmpdir(), "pi-gates-"));
+  const teamsRoot = path.join(root, "teams");
+  const home = path.join(root, "home");
+  await mkdir(path.join(teamsRoot, "_hooks"), { recursive: true });
+  await mkdir(home, { recursive: true });
+  await writeFile(path.join(teamsRoot, "_hooks", "on_task_completed.sh"), GATE);
+  await chmod(path.join(teamsRoot, "_hooks", "on_task_completed.sh"), 0o755);
+  return { root, teamsRoot, home };
+}
+
+/** The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed tasks. */
+async function createTeam(teamDir: string, teamId: string): Promise<string> {
+  const tasksDir = path.join(teamDir, "tasks", teamId);
+  await mkdir(tasksDir, { recursive: true });
+  const now = new Date().toISOString();
+  const config = { version: 1, teamId, taskListId: teamId, leadName: "team-lead", style: "normal", createdAt: now, updatedAt: now, members: [{ name: "team-lead", role: "lead", status: "online" }] };
+  await writeFile(path.join(teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
+  const task = (id: string, subject: string, owner: string) => ({ id, subject, description: subject, owner, status: "in_progress", blocks: [], blockedBy: [], metadata: {}, createdAt: now, updatedAt: now });
+  await writeFile(path.join(tasksDir, "1.json"), `${JSON.stringify(task("1", "Write the parser", "ada"), null, 2)}\n`);
+  await writeFile(path.join(tasksDir, "2.json"), `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`);
+  await writeFile(path.join(tasksDir, ".highwatermark"), "2\n");
+  return tasksDir;
+}
+
+async function sessionId(pi: PiRpc): Promise<string> {
+  const state = await pi.request({ type: "get_state" });
+  const id = (state.data as { sessionId?: unknown } | undefined)?.sessionId;
+  if (typeof id !== "string" || !id) throw new Error(`get_state gave no session id: ${JSON.stringify(state)}`);
+  return id;
+}
+
+describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await world();
+  });
+  afterAll(async () => {
+    await rm(w.root, { recursive: true, force: true });
+  });
+
+  it("gates the session's team: a pass, a failure reopened with a follow-up, /gates status and the tool's answer, a clean exit", async () => {
+    const calls = [{ name: "quality_gates", arguments: { action: "recent_failures" } }];
+    const pi = new PiRpc({
+      env: piEnv(w.home, { PI_TEAMS_ROOT_DIR: w.teamsRoot, PI_TEAMS_GATES: "1", PI_TEST_TOOL_CALLS: JSON.stringify(calls) }),
+      cwd: w.root,
+      extensions: [SCRIPTED_MODEL],
+      args: ["--provider", "scripted", "--model", "caller"],
+    });
+    try {
+      const id = await sessionId(pi);
+      const teamDir = path.join(w.teamsRoot, id);
+      // Before the team exists, the extension waits for it (pi-agent-teams creates it at session start).
+      expect((await pi.command("/gates status", /quality gates:/)).message).toContain(`waiting for the team dir ${teamDir}`);
+
+      const tasksDir = await createTeam(teamDir, id);
+      await waitUntil("the leader to watch the team", async () => /quality gates: watching/.test((await pi.command("/gates status", /quality gates:/)).message), { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() });
+
+      // The lead picks the policy from pi, with the CLI's validation: a typo is refused, naming the values.
+      const typo = await pi.command("/gates policy set --failure-action reopen-followup", /failure-action/);
+      expect(typo.level).toBe("error");
+      expect(typo.message).toMatch(/reopen_followup/);
+      const set = await pi.command("/gates policy set --failure-action reopen_followup", /config\.json/);
+      expect(set.level).toBe("info");
+      expect(set.message).toMatch(/failure action\s+reopen_followup\s+config\.json/);
+      await waitUntil("the leader to apply the new policy", async () => /failure action\s+reopen_followup/.test((await pi.command("/gates status", /quality gates:/)).message), { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() });
+
+      const ada = startWorker("complete", { tasksDir, ids: ["1"] });
+      const brian = startWorker("complete", { tasksDir, ids: ["2"] });
+      await Promise.all([ada.result, brian.result]);
+
+      const pass = await pi.waitForNotice(/^Gate on_task_completed\.sh passed for task #1 \(\d+(\.\d)?m?s\)$/);
+      expect(pass.level).toBe("info");
+      const fail = await pi.waitForNotice(/^Gate on_task_completed\.sh failed for task #2/);
+      expect(fail.level).toBe("warning");
+      expect(fail.message).toContain("FAIL: build of task 2 is red");
+      expect(fail.message).toMatch(/→ reopened \(1\/\d+\), follow-up #3 for brian/);
+
+      const reopened = JSON.parse(await readFile(path.join(tasksDir, "2.json"), "utf8")) as { status: string };
+      expect(reopened.status).toBe("pending");
+      const followup = JSON.parse(await readFile(path.join(tasksDir, "3.json"), "utf8")) as { subject: string; owner?: string };
+      expect(followup.subject).toBe("Quality gate failed: on_task_completed (task #2)");
+
+      const status = (await pi.command("/gates status", /quality gates:/)).message;
+      expect(status).toContain(`team dir: ${teamDir} (the session's team)`);
+      expect(status).toMatch(/task_completed\s+on_task_completed\.sh \(global\)\s+trusted/);
+      expect(status).toMatch(/failure action\s+reopen_followup\s+config\.json hooks\.failureAction/);
+      expect(status).toContain("last 5 outcomes:");
+      expect(status).toMatch(/#2\s+brian\s+on_task_completed\.sh\s+failed/);
+
+      // The leader's model asks why task #2 bounced.
+      expect((await pi.request({ type: "prompt", message: "why did task 2 bounce?" })).success).toBe(true);
+      const answer = await waitUntil("the tool's result", () => pi.lines.find((l) => l.type === "tool_execution_end" && l.toolName === "quality_gates"), { timeoutMs: 20_000, context: () => pi.context() });
+      expect(answer.isError).toBe(false);
+      const text = ((answer.result as { content: Array<{ text: string }> }).content[0]?.text ?? "");
+      expect(text).toMatch(/task_completed #2 brian on_task_completed\.sh failed: .*FAIL: build of task 2 is red.*reopened/);
+      expect(text).toMatch(/\(log \S+_task_completed_task-2\S*\.json\)/);
+
+      const runs = (await readFile(path.join(w.teamsRoot, "gate-runs.txt"), "utf8")).trim().split("\n").sort();
+      expect(runs).toEqual(["1", "2"]);
+
+      const exit = await pi.close();
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(await hookProcesses(teamDir)).toEqual([]);
+    } finally {
+      if (pi.child.exitCode === null) pi.child.kill("SIGKILL");
+    }
+  });
+
+  it("does not start beside pi-agent-teams' own hook runner (PI_TEAMS_HOOKS_ENABLED=1), says why once, and runs no gate", async () => {
+    const pi = new PiRpc({ env: piEnv(w.home, { PI_TEAMS_ROOT_DIR: w.teamsRoot, PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_ENABLED: "1" }), cwd: w.root });
+    try {
+      const id = await sessionId(pi);
+      const teamDir = path.join(w.teamsRoot, id);
+      const notice = await pi.waitForNotice(/quality gates not started/);
+      expect(notice.level).toBe("warning");
+      expect(notice.message).toContain("PI_TEAMS_HOOKS_ENABLED=1");
+      expect(notice.message).toMatch(/unset PI_TEAMS_HOOKS_ENABLED.*or drop PI_TEAMS_GATES=1/);
+
+      const tasksDir = await createTeam(teamDir, id);
+      await startWorker("complete", { tasksDir, ids: ["1", "2"] }).result;
+      // A new session (pi replaces it, the extension starts again): still off, and not said twice.
+      expect((await pi.request({ type: "new_session" })).success).toBe(true);
+      const status = (await pi.command("/gates status", /quality gates:/)).message;
+      expect(status).toContain("quality gates: off — pi-agent-teams' own hook runner is on");
+      expect(pi.notices().filter((n) => /quality gates not started/.test(n.message))).toHaveLength(1);
+
+      expect(await pi.close()).toEqual({ code: 0, signal: null });
+      expect(await readdir(teamDir)).not.toContain("hook-logs");
+      expect(await readdir(teamDir)).not.toContain("hook-state");
+    } finally {
+      if (pi.child.exitCode === null) pi.child.kill("SIGKILL");
+    }
+  });
+});

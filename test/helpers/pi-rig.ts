@@ -1,0 +1,109 @@
+/**
+ * Real pi (the dev dependency `@mariozechner/pi-coding-agent`) in RPC mode, for end-to-end tests of
+ * the extension: `pi --mode rpc --no-session --no-extensions --offline -e <this package> …`, commands
+ * sent as JSON lines on stdin, replies and events read from stdout (split on `\n` only, as pi's RPC
+ * framing asks). No model and no network: a test that needs a tool call loads
+ * test/fixtures/pi/scripted-model.ts as a second extension.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { REPO_ROOT, waitUntil } from "./leader-rig.js";
+
+export const PI_CLI = path.join(REPO_ROOT, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js");
+export const SCRIPTED_MODEL = path.join(REPO_ROOT, "test", "fixtures", "pi", "scripted-model.ts");
+
+/** Why pi cannot run here, or null when it can (it is a dev dependency: `npm ci` installs it). */
+export function piMissing(): string | null {
+  return existsSync(PI_CLI) ? null : `pi is not installed (${PI_CLI} is missing: run npm ci)`;
+}
+
+export type RpcLine = Record<string, unknown> & { type: string };
+
+export interface Notice {
+  message: string;
+  level: string;
+}
+
+export class PiRpc {
+  readonly child: ChildProcess;
+  readonly lines: RpcLine[] = [];
+  stderr = "";
+  #buffer = "";
+  #seq = 0;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(opts: { env: Record<string, string>; cwd: string; extensions?: string[]; args?: string[] }) {
+    const args = [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline", "-e", REPO_ROOT];
+    for (const ext of opts.extensions ?? []) args.push("-e", ext);
+    args.push(...(opts.args ?? []));
+    this.child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env, stdio: ["pipe", "pipe", "pipe"] });
+    this.child.stdout?.setEncoding("utf8").on("data", (chunk: string) => this.#take(chunk));
+    this.child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (this.stderr += chunk));
+    this.exited = new Promise((resolve) => this.child.on("close", (code, signal) => resolve({ code, signal })));
+  }
+
+  #take(chunk: string): void {
+    this.#buffer += chunk;
+    for (let end = this.#buffer.indexOf("\n"); end >= 0; end = this.#buffer.indexOf("\n")) {
+      const line = this.#buffer.slice(0, end).replace(/\r$/, "");
+      this.#buffer = this.#buffer.slice(end + 1);
+      if (!line.trim()) continue;
+      try {
+        this.lines.push(JSON.parse(line) as RpcLine);
+      } catch {
+        this.lines.push({ type: "unparsed", text: line });
+      }
+    }
+  }
+
+  /** The notifications extensions sent (`ctx.ui.notify`), oldest first. */
+  notices(): Notice[] {
+    return this.lines.filter((l) => l.type === "extension_ui_request" && l.method === "notify").map((l) => ({ message: String(l.message), level: String(l.notifyType ?? "info") }));
+  }
+
+  /** Sends one command and resolves with its response. */
+  async request(command: Record<string, unknown>, timeoutMs = 15_000): Promise<RpcLine> {
+    const id = `req-${++this.#seq}`;
+    this.child.stdin?.write(`${JSON.stringify({ ...command, id })}\n`);
+    return waitUntil(`pi's response to ${JSON.stringify(command)}`, () => this.lines.find((l) => l.type === "response" && l.id === id), { timeoutMs, context: () => this.context() });
+  }
+
+  /** Runs an extension command (`/gates status`) and resolves with the notification it sent. */
+  async command(text: string, match: RegExp = /./, timeoutMs = 15_000): Promise<Notice> {
+    const before = this.notices().length;
+    const response = await this.request({ type: "prompt", message: text }, timeoutMs);
+    if (response.success !== true) throw new Error(`pi refused ${text}: ${JSON.stringify(response)}`);
+    return waitUntil(`the notification of ${text}`, () => this.notices().slice(before).find((n) => match.test(n.message)), { timeoutMs, context: () => this.context() });
+  }
+
+  async waitForNotice(match: RegExp, timeoutMs = 20_000): Promise<Notice> {
+    return waitUntil(`a notification matching ${match}`, () => this.notices().find((n) => match.test(n.message)), { timeoutMs, context: () => this.context() });
+  }
+
+  /** Ends stdin (pi shuts down as on Ctrl+D) and waits for the exit; kills it after `timeoutMs`. */
+  async close(timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    this.child.stdin?.end();
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  context(): string {
+    const notices = this.notices().map((n) => `  [${n.level}] ${n.message.split("\n").join("\n    ")}`);
+    return `pi notifications:\n${notices.join("\n") || "  (none)"}\npi stderr:\n${this.stderr.slice(-2000) || "  (none)"}`;
+  }
+}
+
+/** pi's environment for a test: nothing of the caller's pi or team settings, a home of its own. */
+export function piEnv(home: string, extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value === undefined || name.startsWith("PI_") || name.startsWith("TEAMS_HOOKS")) continue;
+    env[name] = value;
+  }
+  return { ...env, HOME: home, PI_OFFLINE: "1", NO_COLOR: "1", ...extra };
+}
