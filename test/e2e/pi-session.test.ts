@@ -3,55 +3,15 @@
  * from the session id, the test acts as two workers in it, and reads what a pi user would see (the
  * notifications, `/gates status`, the `quality_gates` tool's answer to the leader's model).
  */
-import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { existsSync } from "node:fs";
+import { chmod, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hookProcesses, startWorker, waitUntil } from "../helpers/leader-rig.js";
-import { PiRpc, SCRIPTED_MODEL, piEnv, piMissing } from "../helpers/pi-rig.js";
+import { PiRpc, SCRIPTED_MODEL, type PiWorld, createTeam, piEnv, piMissing, piWorld } from "../helpers/pi-rig.js";
 
 const missing = piMissing();
 if (missing) console.warn(`skipping the real-pi tests: ${missing}`);
-
-const GATE = `#!/bin/sh
-# Fails a task whose subject says "broken"; records every run.
-echo "$PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/../gate-runs.txt"
-case "$PI_TEAMS_TASK_SUBJECT" in
-  *broken*) echo "FAIL: build of task $PI_TEAMS_TASK_ID is red" >&2; exit 1 ;;
-esac
-echo "ok $PI_TEAMS_TASK_ID"
-`;
-
-interface World {
-  root: string;
-  teamsRoot: string;
-  home: string;
-}
-
-async function world(): Promise<World> {
-  const root = await mkdtemp(path.join(os.tmpdir(), "pi-gates-"));
-  const teamsRoot = path.join(root, "teams");
-  const home = path.join(root, "home");
-  await mkdir(path.join(teamsRoot, "_hooks"), { recursive: true });
-  await mkdir(home, { recursive: true });
-  await writeFile(path.join(teamsRoot, "_hooks", "on_task_completed.sh"), GATE);
-  await chmod(path.join(teamsRoot, "_hooks", "on_task_completed.sh"), 0o755);
-  return { root, teamsRoot, home };
-}
-
-/** The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed tasks. */
-async function createTeam(teamDir: string, teamId: string): Promise<string> {
-  const tasksDir = path.join(teamDir, "tasks", teamId);
-  await mkdir(tasksDir, { recursive: true });
-  const now = new Date().toISOString();
-  const config = { version: 1, teamId, taskListId: teamId, leadName: "team-lead", style: "normal", createdAt: now, updatedAt: now, members: [{ name: "team-lead", role: "lead", status: "online" }] };
-  await writeFile(path.join(teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
-  const task = (id: string, subject: string, owner: string) => ({ id, subject, description: subject, owner, status: "in_progress", blocks: [], blockedBy: [], metadata: {}, createdAt: now, updatedAt: now });
-  await writeFile(path.join(tasksDir, "1.json"), `${JSON.stringify(task("1", "Write the parser", "ada"), null, 2)}\n`);
-  await writeFile(path.join(tasksDir, "2.json"), `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`);
-  await writeFile(path.join(tasksDir, ".highwatermark"), "2\n");
-  return tasksDir;
-}
 
 async function sessionId(pi: PiRpc): Promise<string> {
   const state = await pi.request({ type: "get_state" });
@@ -61,9 +21,9 @@ async function sessionId(pi: PiRpc): Promise<string> {
 }
 
 describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
-  let w: World;
+  let w: PiWorld;
   beforeAll(async () => {
-    w = await world();
+    w = await piWorld();
   });
   afterAll(async () => {
     await rm(w.root, { recursive: true, force: true });
@@ -118,6 +78,13 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       expect(status).toContain("last 5 outcomes:");
       expect(status).toMatch(/#2\s+brian\s+on_task_completed\.sh\s+failed/);
 
+      const logs = await pi.command("/gates logs --task 2", /time \(UTC\)/);
+      expect(logs.message.split("\n").slice(1)).toEqual([expect.stringMatching(/task_completed\s+#2\s+brian\s+on_task_completed\.sh\s+failed/)]);
+      expect((await pi.command("/gates logs --follow", /follow/)).message).toMatch(/would hold the session/);
+      const doctor = await pi.command("/gates doctor", /^pi-teams-hooks doctor:/);
+      expect(doctor.message).toContain(`pi-teams-hooks doctor: ${teamDir}`);
+      expect(doctor.message).toMatch(/ok\s+on_task_completed\.sh runs with bash/);
+
       // The leader's model asks why task #2 bounced.
       expect((await pi.request({ type: "prompt", message: "why did task 2 bounce?" })).success).toBe(true);
       const answer = await waitUntil("the tool's result", () => pi.lines.find((l) => l.type === "tool_execution_end" && l.toolName === "quality_gates"), { timeoutMs: 20_000, context: () => pi.context() });
@@ -128,6 +95,13 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
 
       const runs = (await readFile(path.join(w.teamsRoot, "gate-runs.txt"), "utf8")).trim().split("\n").sort();
       expect(runs).toEqual(["1", "2"]);
+
+      // A new session is a new team: the old team's leader stops (its lock goes), the new one is awaited.
+      expect((await pi.request({ type: "new_session" })).success).toBe(true);
+      const next = await sessionId(pi);
+      expect(next).not.toBe(id);
+      expect((await pi.command("/gates status", /quality gates:/)).message).toContain(`waiting for the team dir ${path.join(w.teamsRoot, next)}`);
+      expect(existsSync(path.join(teamDir, "hook-state", "leader.lock"))).toBe(false);
 
       const exit = await pi.close();
       expect(exit).toEqual({ code: 0, signal: null });
@@ -158,6 +132,30 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       expect(await pi.close()).toEqual({ code: 0, signal: null });
       expect(await readdir(teamDir)).not.toContain("hook-logs");
       expect(await readdir(teamDir)).not.toContain("hook-state");
+    } finally {
+      if (pi.child.exitCode === null) pi.child.kill("SIGKILL");
+    }
+  });
+
+  it("on exit, a gate still running gets its grace and then ends with its whole process group; pi exits 0", async () => {
+    // Switched on by pi's flag this time, not the environment.
+    const pi = new PiRpc({ env: piEnv(w.home, { PI_TEAMS_ROOT_DIR: w.teamsRoot }), cwd: w.root, args: ["--gates"] });
+    try {
+      const id = await sessionId(pi);
+      const teamDir = path.join(w.teamsRoot, id);
+      const tasksDir = await createTeam(teamDir, id);
+      // The team's own layer replaces the global gate with one that never ends, and a child of its own.
+      await mkdir(path.join(teamDir, "hooks"), { recursive: true });
+      await writeFile(path.join(teamDir, "hooks", "on_task_completed.sh"), "#!/bin/sh\nsleep 600 &\nsleep 600\n");
+      await chmod(path.join(teamDir, "hooks", "on_task_completed.sh"), 0o755);
+      await waitUntil("watching", async () => /quality gates: watching/.test((await pi.command("/gates status", /quality gates:/)).message), { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() });
+      await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+      await waitUntil("the hanging gate and its child", async () => (await hookProcesses(teamDir)).length >= 2, { timeoutMs: 20_000 });
+      // The session is not held by it: the command answers while the gate runs.
+      expect((await pi.command("/gates status", /quality gates:/)).message).toMatch(/quality gates: watching/);
+
+      expect(await pi.close(30_000)).toEqual({ code: 0, signal: null });
+      expect(await hookProcesses(teamDir)).toEqual([]);
     } finally {
       if (pi.child.exitCode === null) pi.child.kill("SIGKILL");
     }

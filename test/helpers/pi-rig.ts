@@ -7,6 +7,8 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { REPO_ROOT, waitUntil } from "./leader-rig.js";
 
@@ -106,4 +108,49 @@ export function piEnv(home: string, extra: Record<string, string>): Record<strin
     env[name] = value;
   }
   return { ...env, HOME: home, PI_OFFLINE: "1", NO_COLOR: "1", ...extra };
+}
+
+// ---------------------------------------------------------------------------------------------
+// A teams root, and a team as pi-agent-teams' leader creates it
+
+/** A gate that fails a task whose subject says "broken" and records each run in `<teams root>/gate-runs.txt`. */
+export const GATE = `#!/bin/sh
+# Fails a task whose subject says "broken"; records every run.
+echo "$PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/../gate-runs.txt"
+case "$PI_TEAMS_TASK_SUBJECT" in
+  *broken*) echo "FAIL: build of task $PI_TEAMS_TASK_ID is red" >&2; exit 1 ;;
+esac
+echo "ok $PI_TEAMS_TASK_ID"
+`;
+
+export interface PiWorld {
+  root: string;
+  teamsRoot: string;
+  home: string;
+}
+
+/** A temp dir with a teams root whose global hooks dir holds GATE, and a home for pi. */
+export async function piWorld(): Promise<PiWorld> {
+  const root = await mkdtemp(path.join(os.tmpdir(), "pi-gates-"));
+  const teamsRoot = path.join(root, "teams");
+  const home = path.join(root, "home");
+  await mkdir(path.join(teamsRoot, "_hooks"), { recursive: true });
+  await mkdir(home, { recursive: true });
+  await writeFile(path.join(teamsRoot, "_hooks", "on_task_completed.sh"), GATE);
+  await chmod(path.join(teamsRoot, "_hooks", "on_task_completed.sh"), 0o755);
+  return { root, teamsRoot, home };
+}
+
+/** The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed tasks. */
+export async function createTeam(teamDir: string, teamId: string): Promise<string> {
+  const tasksDir = path.join(teamDir, "tasks", teamId);
+  await mkdir(tasksDir, { recursive: true });
+  const now = new Date().toISOString();
+  const config = { version: 1, teamId, taskListId: teamId, leadName: "team-lead", style: "normal", createdAt: now, updatedAt: now, members: [{ name: "team-lead", role: "lead", status: "online" }] };
+  await writeFile(path.join(teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
+  const task = (id: string, subject: string, owner: string) => ({ id, subject, description: subject, owner, status: "in_progress", blocks: [], blockedBy: [], metadata: {}, createdAt: now, updatedAt: now });
+  await writeFile(path.join(tasksDir, "1.json"), `${JSON.stringify(task("1", "Write the parser", "ada"), null, 2)}\n`);
+  await writeFile(path.join(tasksDir, "2.json"), `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`);
+  await writeFile(path.join(tasksDir, ".highwatermark"), "2\n");
+  return tasksDir;
 }

@@ -70,6 +70,8 @@ export interface GateServiceOptions {
   waitMs?: number;
   /** How long shutdown lets running gates finish before it ends them. */
   stopGraceMs?: number;
+  /** The leader's reconcile scan, which also notices the team dir gone and back (as `watch --reconcile-ms`). */
+  reconcileMs?: number;
 }
 
 const RECENT = 20;
@@ -91,7 +93,7 @@ export class GateService {
   #ended = false;
 
   constructor(opts: GateServiceOptions) {
-    this.#opts = { pid: process.pid, followMs: 5000, waitMs: 1000, stopGraceMs: 5000, ...opts, home: opts.home };
+    this.#opts = { pid: process.pid, followMs: 5000, waitMs: 1000, stopGraceMs: 5000, reconcileMs: 5000, ...opts, home: opts.home };
   }
 
   get status(): GateStatus {
@@ -199,7 +201,7 @@ export class GateService {
         env,
         concurrency: 1,
         inbox: "observe",
-        reconcileMs: 5000,
+        reconcileMs: this.#opts.reconcileMs,
         poll: false,
         pollIntervalMs: 250,
         catchUp: false,

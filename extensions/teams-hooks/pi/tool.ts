@@ -50,10 +50,24 @@ export function gatesTool(service: GateService, env: Env, cwd: string): PiTool<t
       const argv = params.action === "policy_get" ? ["policy", "get", "--team-dir", teamDir] : ["policy", "set", ...setFlags(params), "--team-dir", teamDir];
       const out = await runCli(argv, env, cwd);
       // A refused value is an error the model sees with the CLI's reason (the flag, the value, what is allowed).
-      if (out.code !== 0) throw new Error(out.stderr.trim() || out.stdout.trim() || `policy ${argv[1]} failed (exit ${out.code})`);
+      if (out.code !== 0) throw new Error(inToolTerms(out.stderr.trim() || out.stdout.trim() || `policy ${argv[1]} failed (exit ${out.code})`));
       return text(out.stdout, { teamDir });
     },
   };
+}
+
+const PARAM_OF_FLAG: ReadonlyArray<[string, string]> = [
+  ["--failure-action", "failureAction"],
+  ["--max-reopens", "maxReopens"],
+  ["--followup-owner", "followupOwner"],
+  ["--reset", "reset"],
+];
+
+/** The CLI's message as the model asked: parameter names for flags, no pointer to `--help`. */
+function inToolTerms(message: string): string {
+  let out = message.replace(/^pi-teams-hooks policy: /, "").replace(/\n?\(see: pi-teams-hooks [^)]*\)/g, "");
+  for (const [flag, param] of PARAM_OF_FLAG) out = out.replaceAll(flag, param);
+  return `policy_set refused: ${out}`;
 }
 
 function setFlags(p: Params): string[] {
