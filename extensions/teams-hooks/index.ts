@@ -10,8 +10,10 @@
  * and tune it.
  */
 import { gatesCommand } from "./pi/command.js";
-import { GateService, gateSwitch } from "./pi/gates.js";
+import type { GateService } from "./pi/gates.js";
+import { type GatesAccess, type GatesCode, loadGatesCode } from "./pi/load.js";
 import type { NotifyLevel, PiApi, PiContext } from "./pi/pi-api.js";
+import { gateSwitch } from "./pi/switch.js";
 import { gatesTool } from "./pi/tool.js";
 
 /** Notices said once per process, however often pi replaces the session (and loads this file again). */
@@ -20,7 +22,20 @@ const SAID: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined
 export default function teamsHooksExtension(pi: PiApi): void {
   const env = process.env;
   const cwd = process.cwd();
-  const service = new GateService({ env, processCwd: cwd });
+  // The leader and everything it needs load only when used (pi/load.ts): with the gates off, a pi
+  // session pays for this file, the switch and the tool's schema, nothing more.
+  let code: Promise<GatesCode> | null = null;
+  let service: Promise<GateService> | null = null;
+  const gates = (): Promise<GateService> => (service ??= (code ??= loadGatesCode()).then((c) => new c.gates.GateService({ env, processCwd: cwd })));
+  const access: GatesAccess = {
+    service: async () => {
+      const running = await gates();
+      const decided = gateSwitch(env, pi.getFlag("gates"));
+      if (!decided.on && running.status.phase === "off") running.off(decided.why);
+      return running;
+    },
+    report: () => (code ??= loadGatesCode()).then((c) => c.report),
+  };
 
   pi.registerFlag("gates", { description: "Run the team's quality gates in this leader session (pi-teams-hooks; same as PI_TEAMS_GATES=1)", type: "boolean", default: false });
 
@@ -28,22 +43,22 @@ export default function teamsHooksExtension(pi: PiApi): void {
     const notify = (text: string, level: NotifyLevel): void => ctx.ui.notify(text, level);
     const decided = gateSwitch(env, pi.getFlag("gates"));
     if (!decided.on) {
-      service.off(decided.why);
+      if (service) (await service).off(decided.why);
       if (decided.notice && !SAID.has(decided.notice.text)) {
         SAID.add(decided.notice.text);
         notify(decided.notice.text, decided.notice.level);
       }
       return;
     }
-    await service.begin(sessionIdOf(ctx), notify);
+    await (await gates()).begin(sessionIdOf(ctx), notify);
   });
 
   pi.on("session_shutdown", async () => {
-    await service.end();
+    if (service) await (await service).end();
   });
 
-  pi.registerCommand("gates", gatesCommand(service, env, cwd));
-  pi.registerTool(gatesTool(service, env, cwd));
+  pi.registerCommand("gates", gatesCommand(access, env, cwd));
+  pi.registerTool(gatesTool(access, env, cwd));
 }
 
 function sessionIdOf(ctx: PiContext): string {

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hookProcesses, startWorker, waitUntil } from "../helpers/leader-rig.js";
+import { ensureBuilt, hookProcesses, startWorker, waitUntil } from "../helpers/leader-rig.js";
 import { PiRpc, SCRIPTED_MODEL, type PiWorld, createTeam, piEnv, piMissing, piWorld } from "../helpers/pi-rig.js";
 
 const missing = piMissing();
@@ -23,6 +23,7 @@ async function sessionId(pi: PiRpc): Promise<string> {
 describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
   let w: PiWorld;
   beforeAll(async () => {
+    await ensureBuilt(); // the extension loads the leader from the build when it is current (pi/load.ts)
     w = await piWorld();
   });
   afterAll(async () => {

@@ -4,9 +4,8 @@
  * session follows, so their filters, validation and output are the CLI's; only what would block the
  * session (`logs --follow`) or name another team (`--team-dir`) is refused.
  */
-import type { GateService } from "./gates.js";
+import type { GatesAccess } from "./load.js";
 import type { NotifyLevel, PiCommand } from "./pi-api.js";
-import { runCli, statusText } from "./report.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -29,7 +28,8 @@ export function splitArgs(line: string): string[] {
   return out;
 }
 
-export function gatesCommand(service: GateService, env: Env, cwd: string): PiCommand {
+/** The gates' code loads on first use (the command's first run, when the gates are off). */
+export function gatesCommand(gates: GatesAccess, env: Env, cwd: string): PiCommand {
   return {
     description: "Quality gates: status, logs, doctor, policy get|set",
     getArgumentCompletions: (prefix) => {
@@ -41,6 +41,8 @@ export function gatesCommand(service: GateService, env: Env, cwd: string): PiCom
       const [sub = "status", ...rest] = splitArgs(args);
       if (sub === "help" || sub === "--help" || sub === "-h") return say(GATES_USAGE, "info");
       if (!SUBCOMMANDS.includes(sub)) return say(`/gates: unknown subcommand "${sub}"\n${GATES_USAGE}`, "warning");
+      const service = await gates.service();
+      const { runCli, statusText } = await gates.report();
       const teamDir = await service.teamDir();
       if (sub === "status") return say(await statusText(service.status, teamDir, env, cwd), "info");
       if (!teamDir) return say(`/gates ${sub}: no team yet (${service.status.detail})`, "warning");

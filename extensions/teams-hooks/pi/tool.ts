@@ -4,9 +4,8 @@
  * config.json under its lock; it never waits for a gate that is running.
  */
 import { Type, type Static } from "typebox";
-import type { GateService } from "./gates.js";
+import type { GatesAccess } from "./load.js";
 import type { PiTool, PiToolResult } from "./pi-api.js";
-import { failuresText, recentFailures, runCli, statusText } from "./report.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -27,7 +26,8 @@ function text(body: string, details: unknown): PiToolResult {
   return { content: [{ type: "text", text: body.trimEnd() }], details };
 }
 
-export function gatesTool(service: GateService, env: Env, cwd: string): PiTool<typeof Parameters> {
+/** The gates' code loads on first use: a session that never calls the tool never loads it. */
+export function gatesTool(gates: GatesAccess, env: Env, cwd: string): PiTool<typeof Parameters> {
   return {
     name: "quality_gates",
     label: "Quality gates",
@@ -38,6 +38,8 @@ export function gatesTool(service: GateService, env: Env, cwd: string): PiTool<t
     promptGuidelines: ["Use quality_gates with action recent_failures when a teammate's task was reopened or a gate failed, before asking the teammate."],
     parameters: Parameters,
     async execute(_toolCallId, params: Params) {
+      const service = await gates.service();
+      const { failuresText, recentFailures, runCli, statusText } = await gates.report();
       const teamDir = await service.teamDir();
       if (params.action === "status") return text(await statusText(service.status, teamDir, env, cwd), { phase: service.status.phase, teamDir });
       if (!teamDir) throw new Error(`quality gates: no team yet (${service.status.detail})`);

@@ -1,0 +1,57 @@
+/**
+ * Loads the gates' code (the leader and what `/gates` and the tool show) when it is first needed.
+ * pi loads TypeScript extensions through jiti, which transpiles each module as it loads it: the
+ * leader's modules cost a pi session 1.2–1.5 s that way, against about 0.1 s for the compiled build
+ * loaded by Node itself (docs/performance.md, "In pi"). So the build in `dist/` is used when it is
+ * there and newer than every source file, and the sources through pi's loader otherwise (a checkout
+ * being edited, or one never built).
+ */
+import { readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+export interface GatesCode {
+  gates: typeof import("./gates.js");
+  report: typeof import("./report.js");
+  from: "build" | "source";
+}
+
+/** What `/gates` and the tool are given: the one service of the session, and the report code. */
+export interface GatesAccess {
+  service(): Promise<import("./gates.js").GateService>;
+  report(): Promise<GatesCode["report"]>;
+}
+
+// Node's own require, out of reach of jiti's rewriting of `import()` (inside jiti a dynamic import
+// built at run time has no loader at all): Node 20.19 and later require ES modules without top-level
+// await, which the build's modules are.
+const nodeRequire = createRequire(import.meta.url);
+const nativeImport = async (file: string): Promise<unknown> => nodeRequire(file);
+
+export async function loadGatesCode(): Promise<GatesCode> {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const sources = path.resolve(here, "..");
+  const built = path.resolve(sources, "..", "..", "dist", "teams-hooks", "pi");
+  if (path.resolve(here) !== built && buildIsCurrent(sources, built)) {
+    try {
+      const [gates, report] = await Promise.all([nativeImport(path.join(built, "gates.js")), nativeImport(path.join(built, "report.js"))]);
+      return { gates: gates as GatesCode["gates"], report: report as GatesCode["report"], from: "build" };
+    } catch {
+      // A build that does not load (half-written, another Node) is no reason to fail: use the sources.
+    }
+  }
+  const [gates, report] = await Promise.all([import("./gates.js"), import("./report.js")]);
+  return { gates, report, from: "source" };
+}
+
+/** The build exists and is newer than every `.ts` source (about a millisecond for the whole tree). */
+function buildIsCurrent(sources: string, built: string): boolean {
+  try {
+    const builtAt = Math.min(statSync(path.join(built, "gates.js")).mtimeMs, statSync(path.join(built, "report.js")).mtimeMs);
+    const files = readdirSync(sources, { recursive: true }) as string[];
+    return files.every((f) => !f.endsWith(".ts") || statSync(path.join(sources, f)).mtimeMs <= builtAt);
+  } catch {
+    return false;
+  }
+}
