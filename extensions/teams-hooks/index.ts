@@ -35,6 +35,7 @@ export default function teamsHooksExtension(pi: PiApi): void {
       return running;
     },
     report: () => (code ??= loadGatesCode()).then((c) => c.report),
+    origin: () => (code ??= loadGatesCode()).then((c) => c.from),
   };
 
   pi.registerFlag("gates", { description: "Run the team's quality gates in this leader session (pi-teams-hooks; same as PI_TEAMS_GATES=1)", type: "boolean", default: false });

@@ -78,6 +78,8 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       expect(status).toMatch(/failure action\s+reopen_followup\s+config\.json hooks\.failureAction/);
       expect(status).toContain("last 5 outcomes:");
       expect(status).toMatch(/#2\s+brian\s+on_task_completed\.sh\s+failed/);
+      // The suite builds first, so pi gets the compiled leader rather than compiling the sources itself.
+      expect(status).toContain("code: the compiled build (dist/)");
 
       const logs = await pi.command("/gates logs --task 2", /time \(UTC\)/);
       expect(logs.message.split("\n").slice(1)).toEqual([expect.stringMatching(/task_completed\s+#2\s+brian\s+on_task_completed\.sh\s+failed/)]);

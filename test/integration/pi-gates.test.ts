@@ -119,7 +119,7 @@ describe("the gate service of the pi extension", () => {
     const tasksDir = await createTeam(sessionDir(), SESSION);
     await service.begin(SESSION, notify);
     await waitUntil("watching", () => service.status.phase === "watching");
-    const tool = gatesTool({ service: async () => service, report: () => import("../../extensions/teams-hooks/pi/report.js") }, env(), w.root);
+    const tool = gatesTool({ service: async () => service, report: () => import("../../extensions/teams-hooks/pi/report.js"), origin: async () => "source" as const }, env(), w.root);
     await expect(tool.execute("t1", { action: "policy_set", failureAction: "reopen-followup" }, undefined, undefined, undefined as never)).rejects.toThrow('policy_set refused: failureAction: "reopen-followup" is not valid; expected one of warn, followup, reopen, reopen_followup');
     const set = await tool.execute("t2", { action: "policy_set", failureAction: "reopen", maxReopens: 1 }, undefined, undefined, undefined as never);
     expect(set.content[0]?.text).toMatch(/failure action\s+reopen\s+config\.json/);

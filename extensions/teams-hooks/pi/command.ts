@@ -44,7 +44,10 @@ export function gatesCommand(gates: GatesAccess, env: Env, cwd: string): PiComma
       const service = await gates.service();
       const { runCli, statusText } = await gates.report();
       const teamDir = await service.teamDir();
-      if (sub === "status") return say(await statusText(service.status, teamDir, env, cwd), "info");
+      if (sub === "status") {
+        const origin = (await gates.origin()) === "build" ? "the compiled build (dist/)" : "the TypeScript sources, through pi's loader (dist/ missing or older than a source)";
+        return say(`${await statusText(service.status, teamDir, env, cwd)}code: ${origin}\n`, "info");
+      }
       if (!teamDir) return say(`/gates ${sub}: no team yet (${service.status.detail})`, "warning");
       const refused = rest.find((a) => a === "--team-dir" || a.startsWith("--team-dir=") || a === "--team" || a.startsWith("--team="));
       if (refused) return say(`/gates ${sub}: ${refused.split("=")[0]} is not taken here: /gates works on the session's team (${teamDir})`, "warning");

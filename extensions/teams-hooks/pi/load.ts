@@ -1,7 +1,7 @@
 /**
  * Loads the gates' code (the leader and what `/gates` and the tool show) when it is first needed.
  * pi loads TypeScript extensions through jiti, which transpiles each module as it loads it: the
- * leader's modules cost a pi session 1.2–1.5 s that way, against about 0.1 s for the compiled build
+ * leader's modules cost a pi session 1.2–1.6 s that way, against about 0.1 s for the compiled build
  * loaded by Node itself (docs/performance.md, "In pi"). So the build in `dist/` is used when it is
  * there and newer than every source file, and the sources through pi's loader otherwise (a checkout
  * being edited, or one never built).
@@ -21,6 +21,8 @@ export interface GatesCode {
 export interface GatesAccess {
   service(): Promise<import("./gates.js").GateService>;
   report(): Promise<GatesCode["report"]>;
+  /** Where the gates' code came from, as `/gates status` says it. */
+  origin(): Promise<GatesCode["from"]>;
 }
 
 // Node's own require, out of reach of jiti's rewriting of `import()` (inside jiti a dynamic import
