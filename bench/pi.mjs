@@ -10,11 +10,12 @@
 //
 // No model and no network (`--offline`, a home of its own). Needs `npm ci` (pi is a dev dependency).
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cpuSecondsOf, memoryOf } from "./lib/proc.mjs";
-import { ratio, sleep, table } from "./lib/stats.mjs";
+import { percentile, ratio, sleep, table } from "./lib/stats.mjs";
 import { fillTasks, makeTeam, makeTempRoot, removeQuietly } from "./lib/team.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -117,10 +118,7 @@ async function startOnce(config) {
   }
 }
 
-const median = (xs) => {
-  const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length ? s[Math.floor(s.length / 2)] : NaN;
-};
+const median = (xs) => percentile(xs.filter(Number.isFinite), 0.5);
 
 const samples = configs.map(() => ({ up: [], watching: [], idleCpuPct: [], rssMB: [] }));
 try {
@@ -133,8 +131,8 @@ try {
   }
   const m = samples.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, median(v)])));
   const fmt = (v, unit, digits = 0) => (Number.isFinite(v) ? `${v.toFixed(digits)} ${unit}` : "—");
-  const load = (await import("node:os")).loadavg()[0].toFixed(2);
-  console.log(`node ${process.version}; pi ${JSON.parse((await import("node:fs")).readFileSync(path.join(path.dirname(PI), "..", "package.json"), "utf8")).version}; ${ROUNDS} rounds, interleaved; load ${load} at the end`);
+  const piVersion = JSON.parse(readFileSync(path.join(path.dirname(PI), "..", "package.json"), "utf8")).version;
+  console.log(`node ${process.version}; pi ${piVersion}; ${ROUNDS} rounds, interleaved; load ${os.loadavg()[0].toFixed(2)} at the end`);
   console.log(
     table([
       ["configuration (medians)", "to get_state", "vs pi alone", "to gates watching", "idle CPU", "RSS idle", "RSS vs pi alone"],

@@ -26,7 +26,8 @@ export default function teamsHooksExtension(pi: PiApi): void {
   // session pays for this file, the switch and the tool's schema, nothing more.
   let code: Promise<GatesCode> | null = null;
   let service: Promise<GateService> | null = null;
-  const gates = (): Promise<GateService> => (service ??= (code ??= loadGatesCode()).then((c) => new c.gates.GateService({ env, processCwd: cwd })));
+  const loaded = (): Promise<GatesCode> => (code ??= loadGatesCode());
+  const gates = (): Promise<GateService> => (service ??= loaded().then((c) => new c.gates.GateService({ env, processCwd: cwd })));
   const access: GatesAccess = {
     service: async () => {
       const running = await gates();
@@ -34,8 +35,8 @@ export default function teamsHooksExtension(pi: PiApi): void {
       if (!decided.on && running.status.phase === "off") running.off(decided.why);
       return running;
     },
-    report: () => (code ??= loadGatesCode()).then((c) => c.report),
-    origin: () => (code ??= loadGatesCode()).then((c) => c.from),
+    report: () => loaded().then((c) => c.report),
+    origin: () => loaded().then((c) => c.from),
   };
 
   pi.registerFlag("gates", { description: "Run the team's quality gates in this leader session (pi-teams-hooks; same as PI_TEAMS_GATES=1)", type: "boolean", default: false });

@@ -29,7 +29,6 @@ export interface GatesAccess {
 // built at run time has no loader at all): Node 20.19 and later require ES modules without top-level
 // await, which the build's modules are.
 const nodeRequire = createRequire(import.meta.url);
-const nativeImport = async (file: string): Promise<unknown> => nodeRequire(file);
 
 export async function loadGatesCode(): Promise<GatesCode> {
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,8 +36,9 @@ export async function loadGatesCode(): Promise<GatesCode> {
   const built = path.resolve(sources, "..", "..", "dist", "teams-hooks", "pi");
   if (path.resolve(here) !== built && buildIsCurrent(sources, built)) {
     try {
-      const [gates, report] = await Promise.all([nativeImport(path.join(built, "gates.js")), nativeImport(path.join(built, "report.js"))]);
-      return { gates: gates as GatesCode["gates"], report: report as GatesCode["report"], from: "build" };
+      const gates = nodeRequire(path.join(built, "gates.js")) as GatesCode["gates"];
+      const report = nodeRequire(path.join(built, "report.js")) as GatesCode["report"];
+      return { gates, report, from: "build" };
     } catch {
       // A build that does not load (half-written, another Node) is no reason to fail: use the sources.
     }
