@@ -21,7 +21,7 @@ export { writeHookLog, listHookLogs, readHookLog, HookLogRecordSchema, type Hook
 export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPolicy } from "./settings/options.js";
 export { decide } from "./policy/decide.js";
 export type { RemediationPlan } from "./policy/plan.js";
-export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./leader/invoke.js";
+export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./invoke/invoke.js";
 export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
 export { Leader } from "./leader/leader.js";
 export type { LeaderOptions, LeaderNotice, EventReport, LeaderState } from "./leader/notices.js";

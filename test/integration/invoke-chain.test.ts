@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
-import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/leader/invoke.js";
+import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 

@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
-import { invokeEvent } from "../../extensions/teams-hooks/leader/invoke.js";
+import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 import { readTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { listHookLogs } from "../../extensions/teams-hooks/runner/hook-log.js";
-import { invokeEvent } from "../../extensions/teams-hooks/leader/invoke.js";
+import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run.js";
 import { makeInvocation } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";

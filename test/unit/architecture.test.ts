@@ -19,11 +19,13 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   team: ["contract", "text", "settings"],
   runner: ["contract", "text", "settings", "team"],
   policy: ["contract", "text", "settings", "team"],
+  invoke: ["contract", "text", "settings", "team", "runner", "policy"],
   logs: ["contract", "text", "settings", "team", "runner"],
   doctor: ["contract", "text", "settings", "team", "runner"],
-  leader: ["contract", "text", "settings", "team", "runner", "policy"],
-  cli: ["contract", "text", "settings", "team", "runner", "policy", "logs", "doctor", "leader"],
-  pi: ["contract", "text", "settings", "team", "runner", "policy", "logs", "doctor", "leader", "cli"],
+  leader: ["contract", "text", "settings", "team", "runner", "policy", "invoke"],
+  server: ["contract", "text", "settings", "team", "runner", "policy", "invoke"],
+  cli: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "leader", "server"],
+  pi: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "leader", "cli"],
 };
 /** The entry files: the pi extension, the library, the command, the helper gates import. */
 const ENTRY_FILES = ["api.ts", "bin.ts", "hook.ts", "index.ts"];
@@ -36,7 +38,7 @@ const MAX_MODULES_PER_FOLDER = 12;
 const MAX_LINES_PER_MODULE = 400;
 
 interface Import {
-  /** Path of the importing module under SRC, e.g. `leader/invoke.ts`. */
+  /** Path of the importing module under SRC, e.g. `invoke/invoke.ts`. */
   from: string;
   spec: string;
   /** For relative imports: the imported module under SRC, e.g. `runner/run.ts`. */

@@ -4,7 +4,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type ErrorCode, HooksError, describeError, isHooksError } from "../contract/errors.js";
-import { commandHelp, mainHelp } from "./help.js";
+import { commandHelp, mainHelp } from "../text/help.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
 
 // Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not

@@ -8,7 +8,7 @@ import { gateWarnings } from "../doctor/hooks.js";
 import { HooksError } from "../contract/errors.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
-import { invokeEvent, type InvokeOutcome } from "../leader/invoke.js";
+import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import { eventLabel, formatDuration, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";

@@ -1,6 +1,6 @@
 /**
  * One event in the leader, from the queue to the ledger: whether it is new (not done, not queued, not
- * history), the ledger's record of its start, the invocation (leader/invoke.ts), and its settling: a
+ * history), the ledger's record of its start, the invocation (invoke/invoke.ts), and its settling: a
  * policy that could not be applied is tried again a few times and then given up loudly, a write that
  * failed is tried again until it works, and only then is the key recorded as done.
  */
@@ -14,7 +14,7 @@ import { sentId } from "../team/sent-log.js";
 import { formatDuration, policyGivenUpText } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
-import { invokeEvent, type InvokeOutcome } from "./invoke.js";
+import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import type { LedgerEventInfo } from "./ledger.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */

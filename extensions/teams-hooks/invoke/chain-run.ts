@@ -1,5 +1,5 @@
 /**
- * Running an event's chain (leader/invoke.ts calls it): the hooks in order under the chain's limits
+ * Running an event's chain (invoke/invoke.ts calls it): the hooks in order under the chain's limits
  * (hooks per event, payload size, the chain's deadline), task events stopping at the first run that
  * does not count as a pass; a chain refused by trust as one closed error naming every problem; and
  * the gate's hash (and the trusted one, when they differ) on each result.
