@@ -165,3 +165,69 @@ describe("resolveSweep", () => {
     if (!check.ok) expect(check.problems).toEqual([expect.stringMatching(/^\/t\/config\.json: hooks\.sweep: .*got "sometimes"$/)]);
   });
 });
+
+describe("hooks.handlers, hooks.templates and hooks.deferTimeoutMs, validated with the block", () => {
+  const ci = { name: "ci", events: ["task_completed"], url: "https://ci.example/hooks/gate" };
+  const problemsOf = (raw: unknown): string[] => {
+    const check = checkHooksBlock(raw, "/t/config.json");
+    return check.ok ? [] : check.problems;
+  };
+
+  it("a handler gets the default timeout, and the settings list handlers in declaration order", () => {
+    const settings = resolveSettings({ hooks: { handlers: [ci, { ...ci, name: "review", timeoutMs: "30000" }] }, noBlock: null, file: "/t/config.json", env: {} });
+    expect(settings.handlers.map((h) => [h.name, h.timeoutMs])).toEqual([["ci", 10_000], ["review", 30_000]]);
+    expect(settings.deferTimeoutMs).toEqual({ value: 24 * 3_600_000, source: "default", origin: "default" });
+  });
+
+  it("hooks.deferTimeoutMs in force names its field", () => {
+    const settings = resolveSettings({ hooks: { deferTimeoutMs: 90_000 }, noBlock: null, file: "/t/config.json", env: {} });
+    expect(settings.deferTimeoutMs).toEqual({ value: 90_000, source: "config", origin: "config.json hooks.deferTimeoutMs" });
+  });
+
+  it.each<[string, unknown, RegExp]>([
+    ["a blank name", { handlers: [{ ...ci, name: "  " }] }, /hooks\.handlers\.0\.name: must not be blank/],
+    ["two handlers of one name, whatever the case", { handlers: [ci, { ...ci, name: "CI" }] }, /hooks\.handlers\.1\.name: "CI" is also the name of handler 0/],
+    ["no events", { handlers: [{ ...ci, events: [] }] }, /hooks\.handlers\.0\.events: must name at least one event/],
+    ["an unknown event", { handlers: [{ ...ci, events: ["task_done"] }] }, /hooks\.handlers\.0\.events\.0/],
+    ["a relative URL", { handlers: [{ ...ci, url: "/hooks/gate" }] }, /hooks\.handlers\.0\.url: must be an absolute URL/],
+    ["an ftp URL", { handlers: [{ ...ci, url: "ftp://ci.example/x" }] }, /must be http:\/\/ or https:\/\//],
+    ["credentials in the URL", { handlers: [{ ...ci, url: "https://bot:hunter2@ci.example/x" }] }, /must not hold credentials/],
+    ["a header name with a blank", { handlers: [{ ...ci, headers: { "X Team": "a" } }] }, /hooks\.handlers\.0\.headers\.X Team: must be a header name/],
+    ["a header value with a newline", { handlers: [{ ...ci, headers: { "X-Team": "a\r\nX-Evil: 1" } }] }, /must not contain CR, LF or NUL/],
+    ["a header set by the runner", { handlers: [{ ...ci, headers: { "Content-Type": "text/plain" } }] }, /is set by pi-teams-hooks itself/],
+    ["one of our context headers", { handlers: [{ ...ci, headers: { "X-Pi-Teams-Hook-Event": "x" } }] }, /pi-teams-hooks' own/],
+    ["a static and a secret header of one name", { handlers: [{ ...ci, headers: { "X-Token": "a" }, secretHeaders: { "x-token": "TOKEN" } }] }, /secretHeaders\.x-token: is the same header as headers\.X-Token/],
+    ["a secret header naming no variable", { handlers: [{ ...ci, secretHeaders: { Authorization: "1TOKEN" } }] }, /must be an environment variable name/],
+    ["a timeout under a second", { handlers: [{ ...ci, timeoutMs: 999 }] }, /hooks\.handlers\.0\.timeoutMs/],
+    ["a timeout over five minutes", { handlers: [{ ...ci, timeoutMs: 300_001 }] }, /hooks\.handlers\.0\.timeoutMs/],
+    ["an unknown handler key", { handlers: [{ ...ci, retries: 3 }] }, /hooks\.handlers\.0/],
+    ["a placeholder naming no parameter", { templates: { deploy: { subject: "Deploy {{parameters.branch}}" } } }, /hooks\.templates\.deploy\.subject: \{\{parameters\.branch\}\} names no declared parameter/],
+    ["two templates of one slug", { templates: { deploy: { subject: "a" }, Deploy: { subject: "b" } } }, /hooks\.templates\.Deploy: is the same template as deploy/],
+    ["an unknown parameter type", { templates: { deploy: { subject: "a", parameters: { n: { type: "integer" } } } } }, /hooks\.templates\.deploy\.parameters\.n\.type/],
+    ["a defer timeout under a second", { deferTimeoutMs: 10 }, /hooks\.deferTimeoutMs/],
+  ])("refuses %s, naming the field", (_name, raw, problem) => {
+    const problems = problemsOf(raw);
+    expect(problems.some((p) => problem.test(p)), problems.join("\n")).toBe(true);
+  });
+
+  it("accepts a full handler and a template whose placeholders name declared parameters (any case)", () => {
+    const raw = {
+      handlers: [{ ...ci, headers: { "X-Team": "alpha" }, secretHeaders: { Authorization: "CI_GATE_TOKEN" }, signingSecretEnv: "CI_GATE_HMAC", timeoutMs: 1_000 }],
+      templates: { deploy: { subject: "Deploy {{parameters.Branch}}", description: "{{ parameters.branch }} to {{parameters.env}}", owner: "ada", parameters: { branch: { type: "string", required: true }, env: { type: "string" } } } },
+      deferTimeoutMs: "3600000",
+    };
+    expect(problemsOf(raw)).toEqual([]);
+  });
+});
+
+describe("template names", () => {
+  it.each<[string, unknown, RegExp]>([
+    ["a slug with a slash", { templates: { "de/ploy": { subject: "a" } } }, /hooks\.templates\.de\/ploy: must be a slug/],
+    ["a parameter name with a dash", { templates: { deploy: { subject: "a", parameters: { "my-branch": { type: "string" } } } } }, /hooks\.templates\.deploy\.parameters\.my-branch: must be a parameter name/],
+    ["two parameters of one name, whatever the case", { templates: { deploy: { subject: "a", parameters: { branch: { type: "string" }, Branch: { type: "string" } } } } }, /parameters\.Branch: is the same parameter as branch/],
+  ])("refuses %s, naming it", (_name, raw, problem) => {
+    const check = checkHooksBlock(raw, "/t/config.json");
+    const problems = check.ok ? [] : check.problems;
+    expect(problems.some((p) => problem.test(p)), problems.join("\n")).toBe(true);
+  });
+});

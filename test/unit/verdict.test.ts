@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeInvalidVerdict, readVerdict } from "../../extensions/teams-hooks/contract/verdict.js";
+import { DEFERRAL_NOT_SUPPORTED, describeInvalidVerdict, readHttpVerdict, readVerdict, verdictOutcome } from "../../extensions/teams-hooks/contract/verdict.js";
 
 describe("readVerdict", () => {
   it.each([
@@ -48,5 +48,64 @@ describe("readVerdict", () => {
   it("an invalid verdict on stdout names stdout", () => {
     const read = readVerdict({ fileText: null, stdoutTail: '{"decision":"deny","code":"BAD"}' });
     expect(read.kind === "invalid" && describeInvalidVerdict(read)).toMatch(/the last line of stdout: code/);
+  });
+});
+
+describe("decision values", () => {
+  it.each([["ALLOW", "allow"], [" Deny ", "deny"], ["Defer", "defer"]])("%j is read as %s (any case, blanks around ignored)", (written, decision) => {
+    const read = readVerdict({ fileText: JSON.stringify({ decision: written }), stdoutTail: "" });
+    expect(read).toEqual({ kind: "verdict", source: "file", verdict: { decision } });
+  });
+
+  it("an unknown decision says so, and is marked as such (an HTTP answer's transport failure)", () => {
+    const read = readVerdict({ fileText: '{"decision":"approve","reason":"ok"}', stdoutTail: "" });
+    expect(read).toMatchObject({ kind: "invalid", unsupportedDecision: true });
+    expect(read.kind === "invalid" && read.problem).toBe('decision: "approve" is not one of allow, deny, defer');
+  });
+
+  it("a known decision with a bad field is an invalid verdict, not an unsupported decision", () => {
+    const read = readVerdict({ fileText: '{"decision":"DENY","code":"Bad Code"}', stdoutTail: "" });
+    expect(read.kind).toBe("invalid");
+    expect(read.kind === "invalid" && read.unsupportedDecision).toBeFalsy();
+  });
+});
+
+describe("readHttpVerdict", () => {
+  it.each([
+    ["an empty body", "", { kind: "none", body: "empty" }],
+    ["blanks only", " \n ", { kind: "none", body: "empty" }],
+    ["text", "OK", { kind: "none", body: "malformed" }],
+    ["JSON without decision", '{"status":"queued"}', { kind: "none", body: "malformed" }],
+    ["a JSON array", "[1,2]", { kind: "none", body: "malformed" }],
+    ["a verdict", '{"decision":"Deny","reason":"tests failed"}', { kind: "verdict", source: "http", verdict: { decision: "deny", reason: "tests failed" } }],
+    ["a defer", '{"decision":"defer","reason":"queued as job 17"}', { kind: "verdict", source: "http", verdict: { decision: "defer", reason: "queued as job 17" } }],
+  ])("%s", (_name, body, expected) => {
+    expect(readHttpVerdict(body)).toEqual(expected);
+  });
+
+  it("an unsupported decision value is invalid and marked unsupported", () => {
+    expect(readHttpVerdict('{"decision":"maybe"}')).toMatchObject({ kind: "invalid", source: "http", unsupportedDecision: true });
+  });
+});
+
+describe("verdictOutcome", () => {
+  it("allow passes, deny fails, defer holds a task event", () => {
+    expect(verdictOutcome({ decision: "allow" }, true).outcome).toBe("passed");
+    expect(verdictOutcome({ decision: "deny" }, true).outcome).toBe("failed");
+    expect(verdictOutcome({ decision: "defer", reason: "CI job 17" }, true)).toEqual({ outcome: "deferred", verdict: { decision: "defer", reason: "CI job 17" } });
+  });
+
+  it("a defer where the event cannot be held is a denial with code deferral_not_supported, keeping the reason", () => {
+    expect(verdictOutcome({ decision: "defer", reason: "CI job 17" }, false)).toEqual({
+      outcome: "failed",
+      verdict: { decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason: "this event cannot be deferred: CI job 17" },
+    });
+    expect(DEFERRAL_NOT_SUPPORTED).toBe("deferral_not_supported");
+  });
+
+  it("keeps the reason within the reason limit", () => {
+    const { verdict } = verdictOutcome({ decision: "defer", reason: "é".repeat(512) }, false);
+    expect(Buffer.byteLength(verdict.reason ?? "")).toBeLessThanOrEqual(1024);
+    expect(verdict.reason?.endsWith("…")).toBe(true);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { ELLIPSIS, HOOK_CONTRACT_VERSION, buildContextDocument, truncateText, type ContextDocument, type HookInvocation } from "./contract.js";
+import { DECISIONS, VERDICT_SOURCES } from "./verdict.js";
 
 /** `PI_TEAMS_HOOK_CONTEXT_JSON` and every other single variable stay below this many UTF-8 bytes. */
 export const MAX_ENV_VALUE_BYTES = 100 * 1024;
@@ -24,18 +25,24 @@ export interface HookCommand {
   args: string[];
 }
 
-export const RUN_OUTCOMES = ["passed", "failed", "error"] as const;
+/**
+ * `deferred` (contract v1, additive): the hook (or HTTP handler) answered `defer`, and the gate of
+ * a task event is held until a decision arrives.
+ */
+export const RUN_OUTCOMES = ["passed", "failed", "error", "deferred"] as const;
 /** Refused before it ran, whatever the failure mode: the gate file is not the one trusted (runner/trust.ts). */
 export const TRUST_ERROR_KINDS = ["untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"] as const;
 export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
 /**
  * Why a run is an `error` rather than a gate's decision: it could not start (`spawn`), ran past its
  * timeout, died by a signal, gave an invalid verdict, broke a limit of its event, was stopped with
- * the leader, failed inside the runner (`internal`), or was refused by trust.
+ * the leader, failed inside the runner (`internal`), or was refused by trust; an HTTP handler's
+ * request or answer failed (`http`: no connection, a non-2xx status, a redirect, an oversize body,
+ * an unsupported decision); a deferred gate got no decision before its deadline (`defer_expired`).
  */
-export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS] as const;
+export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS, "http", "defer_expired"] as const;
 /** Error kinds that always fail the event (closed), whatever the failure mode says. */
-export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS]);
+export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS, "defer_expired"]);
 export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
@@ -70,11 +77,26 @@ export const RunResultSchema = z.object({
   /** The hook's structured verdict, when it gave a valid one (it decided the outcome). */
   verdict: z
     .looseObject({
-      decision: z.enum(["allow", "deny"]),
+      decision: z.enum(DECISIONS),
       code: z.string().optional(),
       reason: z.string().optional(),
       message: z.string().optional(),
-      source: z.enum(["file", "stdout"]),
+      source: z.enum(VERDICT_SOURCES),
+    })
+    .optional(),
+  /**
+   * An HTTP handler's exchange (contract v1, additive): the URL it was sent to, the status (null: no
+   * answer), the reason phrase, and what a 2xx body held (`verdict`, `empty`, `malformed`). Secret
+   * header values are never recorded; `missingSecrets` names the variables that were not set.
+   */
+  http: z
+    .looseObject({
+      url: z.string(),
+      status: z.number().int().nullable(),
+      statusText: z.string().optional(),
+      body: z.enum(["verdict", "empty", "malformed"]).optional(),
+      missingSecrets: z.array(z.string()).optional(),
+      signed: z.boolean().optional(),
     })
     .optional(),
   runId: z.string(),

@@ -1,12 +1,16 @@
 /**
  * A hook's structured verdict (contract v1, additive): a JSON object written to the file named by
- * `PI_TEAMS_HOOK_RESULT_FILE`, or printed as the last non-empty line of stdout:
+ * `PI_TEAMS_HOOK_RESULT_FILE`, printed as the last non-empty line of stdout, or (an HTTP handler)
+ * the body of a 2xx answer:
  *
- *   { "decision": "allow" | "deny", "code"?: string, "reason"?: string, "message"?: string }
+ *   { "decision": "allow" | "deny" | "defer", "code"?: string, "reason"?: string, "message"?: string }
  *
- * It takes precedence over the exit code. A verdict that is there but wrong is not a denial: the run is
- * a hook error, so that a typo in a gate never passes for a decision. Pure: the runner reads the file
- * and hands the text in.
+ * Decision values match without regard to case (`"DENY"` is a denial) and are stored lower case. It
+ * takes precedence over the exit code. A verdict that is there but wrong is not a denial: the run is
+ * a hook error, so that a typo in a gate never passes for a decision. `defer` holds a task event's
+ * gate until a decision arrives (docs/remote-gates.md); `idle` cannot be held, so a defer there is a
+ * denial with the code `deferral_not_supported` (`verdictOutcome`). Pure: the runner reads the file
+ * or the answer and hands the text in.
  */
 import { z } from "zod";
 
@@ -16,8 +20,14 @@ const bytes = (s: string): number => Buffer.byteLength(s, "utf8");
 // Control characters (newline and tab included) have no place in a one-line reason.
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+export const DECISIONS = ["allow", "deny", "defer"] as const;
+export type Decision = (typeof DECISIONS)[number];
+
+/** A decision value, matched without regard to case or surrounding blanks, stored lower case. */
+export const DecisionSchema = z.string().trim().toLowerCase().pipe(z.enum(DECISIONS));
+
 export const VerdictSchema = z.looseObject({
-  decision: z.enum(["allow", "deny"]),
+  decision: DecisionSchema,
   code: z
     .string()
     .regex(/^[a-z][a-z0-9_.-]*$/, "must start with a lower-case letter and hold only a-z, 0-9, _ . -")
@@ -36,12 +46,18 @@ export const VerdictSchema = z.looseObject({
 });
 export type Verdict = z.infer<typeof VerdictSchema>;
 
-export type VerdictSource = "file" | "stdout";
+/**
+ * Where a verdict came from: the result file, the last line of stdout, an HTTP handler's answer, or a
+ * decision that settled a deferred gate later (`pi-teams-hooks decide`, the API, the expiry).
+ */
+export const VERDICT_SOURCES = ["file", "stdout", "http", "decision"] as const;
+export type VerdictSource = (typeof VERDICT_SOURCES)[number];
 
 export type VerdictRead =
   | { kind: "none" }
   | { kind: "verdict"; source: VerdictSource; verdict: Verdict }
-  | { kind: "invalid"; source: VerdictSource; problem: string };
+  /** `unsupportedDecision`: the `decision` itself is not one of DECISIONS (an HTTP answer's transport failure). */
+  | { kind: "invalid"; source: VerdictSource; problem: string; unsupportedDecision?: boolean };
 
 /**
  * The verdict of one run. `fileText` is the result file's content (null when the hook did not write
@@ -80,7 +96,55 @@ function check(parsed: Parsed, source: VerdictSource): VerdictRead {
   const result = VerdictSchema.safeParse(parsed.value);
   if (result.success) return { kind: "verdict", source, verdict: result.data };
   const problems = result.error.issues.map((issue) => `${issue.path.map(String).join(".") || "verdict"}: ${issue.message}`);
+  const decision = parsed.value.decision;
+  if (!DecisionSchema.safeParse(decision).success) {
+    return { kind: "invalid", source, problem: `decision: ${JSON.stringify(decision)} is not one of ${DECISIONS.join(", ")}`, unsupportedDecision: true };
+  }
   return { kind: "invalid", source, problem: problems.join("; ") };
+}
+
+/**
+ * The verdict in the body of an HTTP handler's 2xx answer. An empty body, or one that is not a JSON
+ * object with a `decision`, is no verdict (`none`, which allows), and says which (`empty` or
+ * `malformed`, for the log); a `decision` that is not allow, deny or defer is `invalid` with
+ * `unsupportedDecision` (a transport failure); other bad fields are an invalid verdict, as in a file.
+ */
+export function readHttpVerdict(body: string): VerdictRead | { kind: "none"; body: "empty" | "malformed" } {
+  const text = body.trim();
+  if (text === "") return { kind: "none", body: "empty" };
+  const parsed = parseObject(text);
+  if (!parsed.ok || !Object.hasOwn(parsed.value, "decision")) return { kind: "none", body: "malformed" };
+  return check(parsed, "http");
+}
+
+/** The code of the denial a defer becomes where an event cannot be held (`idle`). */
+export const DEFERRAL_NOT_SUPPORTED = "deferral_not_supported";
+
+/**
+ * What a valid verdict makes of a run: `allow` passes, `deny` fails, `defer` holds the gate — except
+ * where the event cannot be held (`canDefer` false: `idle`), where a defer is a denial with the code
+ * `deferral_not_supported` and the hook's reason kept.
+ */
+export function verdictOutcome(verdict: Verdict, canDefer: boolean): { outcome: "passed" | "failed" | "deferred"; verdict: Verdict } {
+  switch (verdict.decision) {
+    case "allow":
+      return { outcome: "passed", verdict };
+    case "deny":
+      return { outcome: "failed", verdict };
+    case "defer":
+      if (canDefer) return { outcome: "deferred", verdict };
+      return {
+        outcome: "failed",
+        verdict: { ...verdict, decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason: capReason(`this event cannot be deferred${verdict.reason ? `: ${verdict.reason}` : ""}`) },
+      };
+  }
+}
+
+function capReason(reason: string): string {
+  if (bytes(reason) <= VERDICT_LIMITS.reasonBytes) return reason;
+  let cut = reason.slice(0, VERDICT_LIMITS.reasonBytes - 3);
+  while (bytes(`${cut}…`) > VERDICT_LIMITS.reasonBytes) cut = cut.slice(0, -1);
+  return `${cut}…`;
 }
 
 function lastLine(text: string): string {
@@ -92,8 +156,14 @@ function lastLine(text: string): string {
   return "";
 }
 
+const VERDICT_PLACES: Readonly<Record<VerdictSource, string>> = {
+  file: "PI_TEAMS_HOOK_RESULT_FILE",
+  stdout: "the last line of stdout",
+  http: "the handler's answer",
+  decision: "the decision",
+};
+
 /** `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: reason: must not be blank` */
 export function describeInvalidVerdict(read: Extract<VerdictRead, { kind: "invalid" }>): string {
-  const where = read.source === "file" ? "PI_TEAMS_HOOK_RESULT_FILE" : "the last line of stdout";
-  return `invalid verdict in ${where}: ${read.problem}`;
+  return `invalid verdict in ${VERDICT_PLACES[read.source]}: ${read.problem}`;
 }

@@ -50,7 +50,7 @@ export interface EventReport {
   taskId: string | null;
   member: string | null;
   hook: string | null;
-  outcome: "passed" | "failed" | "error" | "no_hook";
+  outcome: "passed" | "failed" | "error" | "deferred" | "no_hook";
   timedOut: boolean;
   durationMs: number;
   summary: string;

@@ -19,7 +19,7 @@ import type { HookLogRecord } from "../runner/hook-log.js";
 export const LOG_EVENTS: readonly HookEventName[] = ["task_completed", "task_failed", "idle"];
 
 /** `timed_out` is `result.timedOut`, whatever `result.outcome` says; the others are `result.outcome`. */
-export const LOG_OUTCOMES = ["passed", "failed", "timed_out", "error"] as const;
+export const LOG_OUTCOMES = ["passed", "failed", "timed_out", "error", "deferred"] as const;
 export type LogOutcome = (typeof LOG_OUTCOMES)[number];
 
 export function outcomeOf(result: Pick<RunResult, "outcome" | "timedOut">): LogOutcome {
@@ -162,11 +162,21 @@ const INVOCATION = {
 
 /** contract/hook-run.ts `RunResultSchema`'s `verdict`. */
 const VERDICT = {
-  decision: [oneOf(["allow", "deny"])],
+  decision: [oneOf(["allow", "deny", "defer"])],
   code: [string, optional],
   reason: [string, optional],
   message: [string, optional],
-  source: [oneOf(["file", "stdout"])],
+  source: [oneOf(["file", "stdout", "http", "decision"])],
+} as const satisfies Record<string, Field>;
+
+/** contract/hook-run.ts `RunResultSchema`'s `http`. */
+const HTTP = {
+  url: [string],
+  status: [nullable(int())],
+  statusText: [string, optional],
+  body: [oneOf(["verdict", "empty", "malformed"]), optional],
+  missingSecrets: [arrayOf(string), optional],
+  signed: [boolean, optional],
 } as const satisfies Record<string, Field>;
 
 /** contract/hook-run.ts `RunResultSchema`'s `trustProblems` entries. */
@@ -181,7 +191,7 @@ const RESULT = {
   ran: [boolean],
   hookPath: [string, optional],
   command: [arrayOf(string), optional],
-  outcome: [oneOf(["passed", "failed", "error"])],
+  outcome: [oneOf(["passed", "failed", "error", "deferred"])],
   exitCode: [nullable(int())],
   signal: [nullable(string)],
   timedOut: [boolean],
@@ -195,10 +205,11 @@ const RESULT = {
   leftoverProcesses: [int(0)],
   contextTruncated: [boolean],
   errorKind: [
-    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"]),
+    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook", "http", "defer_expired"]),
     optional,
   ],
   verdict: [looseObject(VERDICT), optional],
+  http: [looseObject(HTTP), optional],
   runId: [string],
   contractVersion: [oneOf([1])],
   hookSha256: [string, optional],

@@ -50,7 +50,7 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
     const id = `${hook}\u0000${event}`;
     let group = groups.get(id);
     if (!group) {
-      group = { hook, event, durations: [], counts: { passed: 0, failed: 0, timed_out: 0, error: 0 }, failures: new Map() };
+      group = { hook, event, durations: [], counts: { passed: 0, failed: 0, timed_out: 0, error: 0, deferred: 0 }, failures: new Map() };
       groups.set(id, group);
     }
     group.counts[outcome] += 1;

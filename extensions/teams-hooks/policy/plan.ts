@@ -17,9 +17,10 @@ export type TaskEventName = "task_completed" | "task_failed";
 export const GateMetadataPatchSchema = z.object({
   qualityGateHook: z.string(),
   qualityGateAt: z.string(),
-  qualityGateStatus: z.enum(["passed", "failed"]),
+  /** `deferred`: the gate is held until a decision arrives (contract v1, additive). */
+  qualityGateStatus: z.enum(["passed", "failed", "deferred"]),
   /** What the hook did: `error` is kept apart from `failed`; the status says how the failure mode counted it. */
-  qualityGateOutcome: z.enum(["passed", "failed", "error"]),
+  qualityGateOutcome: z.enum(["passed", "failed", "error", "deferred"]),
   /** The code of the hook's verdict, when it gave one. */
   qualityGateCode: z.string().optional(),
   qualityGateSummary: z.string(),

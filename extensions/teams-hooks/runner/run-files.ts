@@ -7,7 +7,7 @@ import { readdirSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
-import { describeInvalidVerdict, readVerdict } from "../contract/verdict.js";
+import { describeInvalidVerdict, readVerdict, verdictOutcome } from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";
 
@@ -69,9 +69,10 @@ export interface ResultFileRead {
 /**
  * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
  * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
- * killed) stays one whatever it wrote.
+ * killed) stays one whatever it wrote. `canDefer`: whether the event can be held (task events); a
+ * defer where it cannot is a denial (contract/verdict.ts verdictOutcome).
  */
-export function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail: string): RunResult {
+export function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail: string, canDefer: boolean): RunResult {
   if (result.outcome === "error") return result;
   if (file.refused !== null) {
     return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
@@ -82,8 +83,10 @@ export function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail
       return result;
     case "invalid":
       return { ...result, outcome: "error", errorKind: "invalid_verdict", error: describeInvalidVerdict(read) };
-    case "verdict":
-      return { ...result, outcome: read.verdict.decision === "allow" ? "passed" : "failed", verdict: { ...read.verdict, source: read.source } };
+    case "verdict": {
+      const { outcome, verdict } = verdictOutcome(read.verdict, canDefer);
+      return { ...result, outcome, verdict: { ...verdict, source: read.source } };
+    }
   }
 }
 

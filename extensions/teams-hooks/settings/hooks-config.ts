@@ -22,6 +22,7 @@ import {
   type PolicyFlags,
   type Source,
 } from "./options.js";
+import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
@@ -82,6 +83,12 @@ export const HooksBlockSchema = z.looseObject({
       maxPayloadBytes: whole(1024, 1024 * 1024 * 1024).optional(),
     })
     .nullish(),
+  /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
+  handlers: HandlersSchema.nullish(),
+  /** Task templates the task API creates tasks from (settings/handlers.ts). */
+  templates: TemplatesSchema.nullish(),
+  /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
+  deferTimeoutMs: DeferTimeoutSchema.nullish(),
 });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
@@ -192,6 +199,12 @@ export interface SettingsReport {
   limits: Record<LimitName, Effective<number>>;
   /** `hooks.sweep`: whether every run is checked for `setsid` escapees. */
   sweep: Effective<SweepMode, "config" | "default">;
+  /** `hooks.handlers`, in declaration order (secret values are never here: only variable names). */
+  handlers: readonly HandlerDef[];
+  /** `hooks.templates`, by slug as written. */
+  templates: Readonly<Record<string, TemplateDef>>;
+  /** `hooks.deferTimeoutMs`: how long a deferred gate waits for its decision. */
+  deferTimeoutMs: Effective<number, "config" | "default">;
   block: {
     /** False when config.json's block (or config.json itself) was refused. */
     valid: boolean;
@@ -261,6 +274,7 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
   }
   const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
   const sweep = resolveSweep(block);
+  const deferFromConfig = block.deferTimeoutMs !== undefined && block.deferTimeoutMs !== null;
 
   return {
     values: { ...policy.policy },
@@ -270,6 +284,11 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     failureModes,
     limits: limitRows,
     sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
+    handlers: Object.freeze([...(block.handlers ?? [])]),
+    templates: Object.freeze({ ...(block.templates ?? {}) }),
+    deferTimeoutMs: deferFromConfig
+      ? { value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, source: "config", origin: inConfig("hooks.deferTimeoutMs") }
+      : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,
@@ -279,8 +298,8 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: EffectiveSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, block };
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, handlers, templates, deferTimeoutMs, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, handlers, templates, deferTimeoutMs, block };
 }
 
 /** The values of a group of settings (`failureModes`, `limits`), without where they came from. */

@@ -115,7 +115,7 @@ Exit status: 0; 2 an unknown schema name.
 Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
 
   logs            a table, newest last: time (UTC), event, task, member, hook, outcome (passed,
-                  failed, timed out, error), duration, the policy's actions, and the first stderr
+                  failed, timed out, error, deferred), duration, the policy's actions, and the first stderr
                   line (else the spawn error)
   logs show <id>  one invocation in full: context, command, exit, timing, policy, stdout, stderr.
                   <id> is the file name, its stem, or a unique prefix or suffix of it
@@ -134,7 +134,7 @@ Filters (logs and logs stats; all must hold):
   --event E[,E…]          task_completed, task_failed, idle
   --task ID               runs for this task
   --member NAME           runs caused by this member
-  --outcome O[,O…]        passed, failed, timed_out, error
+  --outcome O[,O…]        passed, failed, timed_out, error, deferred
   --since WHEN            started at or after WHEN: an age (30m, 2h, 3d, 1w) or an ISO 8601 time
                           (2026-03-01, 2026-03-01T09:00, 2026-03-01T11:00+02:00; UTC unless it
                           has an offset, like the times shown)
