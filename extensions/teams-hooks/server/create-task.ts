@@ -178,9 +178,16 @@ function requestRef(keyName: string, idempotencyKey: string): string {
   return createHash("sha256").update(keyName).update("\0").update(idempotencyKey).digest("hex");
 }
 
-/** The request's identity: template (any case) and parameters, with object keys sorted (whitespace and key order do not count). */
+/**
+ * The request's identity, as the API reads it: the template and the parameter names in any case, key
+ * order and whitespace do not count.
+ */
 function hashRequest(request: CreateRequest): string {
-  return createHash("sha256").update(canonicalJson({ template: request.template.toLowerCase(), parameters: request.parameters })).digest("hex");
+  // Pairs, not an object: `PR` and `pr` given together stay two (and the request is refused for it).
+  const parameters = Object.entries(request.parameters)
+    .map(([name, value]) => [name.toLowerCase(), value] as const)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash("sha256").update(canonicalJson({ template: request.template.toLowerCase(), parameters })).digest("hex");
 }
 
 function canonicalJson(value: unknown): string {
