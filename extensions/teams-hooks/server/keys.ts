@@ -195,24 +195,31 @@ export class KeyStore {
     return this.#records.length;
   }
 
+  /** Re-reads the file when its stat signature changed (a file changed between the stat and the read is read again next time). */
   async refresh(): Promise<void> {
     let signature: string;
+    let mode = 0;
     try {
       const info = statSync(this.file);
       signature = `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+      mode = info.mode & 0o777;
     } catch (error) {
       signature = errnoCode(error) === "ENOENT" ? "missing" : `error:${errnoCode(error) ?? describeError(error)}`;
     }
     if (signature === this.#signature) return;
-    this.#signature = signature;
+    let records: KeyRecord[] = [];
+    let problem: string | null = null;
     try {
-      this.#records = await readRecords(this.file);
-      this.#problem = null;
+      records = await readRecords(this.file);
     } catch (error) {
-      this.#records = [];
-      this.#problem = describeError(error);
-      this.#warn(`${this.#problem} — every request is refused (503) until the file is fixed`);
+      problem = describeError(error);
     }
+    // Set together, after the read: a request never sees the new signature with the old keys.
+    this.#signature = signature;
+    this.#records = records;
+    this.#problem = problem;
+    if (problem !== null) this.#warn(`${problem} — every request is refused (503) until the file is fixed`);
+    if ((mode & 0o077) !== 0) this.#warn(`${this.file}: mode ${mode.toString(8)} lets others read the key hashes: chmod 600 '${this.file}'`);
   }
 }
 
