@@ -59,7 +59,7 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
     host: address.host,
     port: address.port,
     rateLimit,
-    log: (level, message) => io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`),
+    log: (level, message) => (level === "info" ? io.stdout(`${message}\n`) : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`)),
   });
   io.stdout(`listening on ${server.url}\n`);
   io.stdout(`teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own rate\n`);

@@ -158,14 +158,15 @@ export async function revokeKey(teamsRoot: string, name: string): Promise<boolea
 /** The keys of a running server: re-read when the file changed, checked on every request. */
 export class KeyStore {
   readonly file: string;
-  readonly #warn: (message: string) => void;
+  readonly #log: (level: "info" | "warn", message: string) => void;
   #signature = "";
-  #records: KeyRecord[] = [];
+  #records: KeyRecord[] | null = null;
   #problem: string | null = null;
 
-  constructor(teamsRoot: string, warn: (message: string) => void) {
+  /** `log` hears of a keys file that cannot be used, and of every key added or removed while the server runs. */
+  constructor(teamsRoot: string, log: (level: "info" | "warn", message: string) => void) {
     this.file = keysFile(teamsRoot);
-    this.#warn = warn;
+    this.#log = log;
   }
 
   /**
@@ -177,7 +178,7 @@ export class KeyStore {
     if (this.#problem !== null) return "unavailable";
     const presented = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1] ?? "";
     const id = KEY_PATTERN.exec(presented)?.[1];
-    const record = id === undefined ? undefined : this.#records.find((r) => r.id === id);
+    const record = id === undefined ? undefined : this.#records?.find((r) => r.id === id);
     const salt = Buffer.from(record?.salt ?? DUMMY.salt, "hex");
     const expected = Buffer.from(record?.hash ?? DUMMY.hash, "hex");
     const equal = timingSafeEqual(hashKey(salt, presented), expected);
@@ -186,13 +187,13 @@ export class KeyStore {
 
   /** The names of the keys in force (for the rate limiter to forget the others). */
   names(): Set<string> {
-    return new Set(this.#records.map((r) => r.name));
+    return new Set((this.#records ?? []).map((r) => r.name));
   }
 
   /** How many keys are in force, after a look at the file. */
   async count(): Promise<number> {
     await this.refresh();
-    return this.#records.length;
+    return this.#records?.length ?? 0;
   }
 
   /** Re-reads the file when its stat signature changed (a file changed between the stat and the read is read again next time). */
@@ -215,11 +216,19 @@ export class KeyStore {
       problem = describeError(error);
     }
     // Set together, after the read: a request never sees the new signature with the old keys.
+    const before = this.#records;
     this.#signature = signature;
-    this.#records = records;
+    this.#records = problem === null ? records : [];
     this.#problem = problem;
-    if (problem !== null) this.#warn(`${problem} — every request is refused (503) until the file is fixed`);
-    if ((mode & 0o077) !== 0) this.#warn(`${this.file}: mode ${mode.toString(8)} lets others read the key hashes: chmod 600 '${this.file}'`);
+    if (problem !== null) this.#log("warn", `${problem} — every request is refused (503) until the file is fixed`);
+    if ((mode & 0o077) !== 0) this.#log("warn", `${this.file}: mode ${mode.toString(8)} lets others read the key hashes: chmod 600 '${this.file}'`);
+    if (before !== null && problem === null) {
+      // Whoever can write the teams root can add a key: every change is said, with what the key may do.
+      const old = new Map(before.map((r) => [r.id, r]));
+      const now = new Set(records.map((r) => r.id));
+      for (const r of records) if (!old.has(r.id)) this.#log("info", `key added: "${r.name}" (pth_${r.id}): scopes ${r.scopes.join(", ")}; teams ${r.teams.join(", ")}`);
+      for (const r of before) if (!now.has(r.id)) this.#log("info", `key removed: "${r.name}" (pth_${r.id})`);
+    }
   }
 }
 

@@ -34,7 +34,8 @@ export interface TaskServerOptions {
   bodyLimitBytes?: number;
   /** How long busy connections may finish after `close()`. Default 5 s. */
   graceMs?: number;
-  log: (level: "warn" | "error", message: string) => void;
+  /** `info`: a key added or removed while the server runs; `warn`, `error`: what went wrong (never a key). */
+  log: (level: "info" | "warn" | "error", message: string) => void;
   now?: () => Date;
 }
 
@@ -51,7 +52,7 @@ export interface TaskServer {
 /** Starts listening; resolves once connections are accepted. E_USAGE when the address cannot be used. */
 export async function startTaskServer(options: TaskServerOptions): Promise<TaskServer> {
   const bodyLimit = options.bodyLimitBytes ?? BODY_LIMIT_BYTES;
-  const keys = new KeyStore(options.teamsRoot, (message) => options.log("warn", message));
+  const keys = new KeyStore(options.teamsRoot, options.log);
   const limiter = new RateLimiter();
   const teams = new Map<string, TeamRuntime>();
   const ctx: ApiContext = {
