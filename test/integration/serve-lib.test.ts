@@ -130,6 +130,24 @@ describe("bad input never stops the server", () => {
   });
 });
 
+describe("slow clients", () => {
+  it("a request whose headers do not come in time gets a JSON 408, and the connection closes", async () => {
+    const own = await startTaskServer({ teamsRoot: root, host: "127.0.0.1", port: 0, headersTimeoutMs: 300, log: () => undefined });
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(new URL(own.url).port), "127.0.0.1", () => socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+        let text = "";
+        socket.setEncoding("utf8").on("data", (c: string) => (text += c)).on("close", () => resolve(text)).on("error", reject);
+        setTimeout(() => socket.destroy(new Error("no answer within 5 s")), 5_000).unref();
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(answer).toContain('"code":"request_timeout"');
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe("closing", () => {
   it("does not wait for an idle keep-alive connection, and may be called twice", async () => {
     const own = await start();

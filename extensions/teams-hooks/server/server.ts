@@ -5,7 +5,8 @@
  * log only, and malformed HTTP gets a JSON answer too before the connection is closed.
  *
  * Bounds: a body of at most 64 KiB (a `Content-Length` over it is refused unread), headers within
- * 10 s, the whole request within 30 s, idle keep-alive connections closed after 5 s. A body left
+ * 10 s, the whole request within 30 s (408), headers of at most 16 KiB (Node's cap: 431), idle
+ * keep-alive connections closed after 5 s. A body left
  * unread (a refusal before it was needed) closes the connection after the answer, so a client cannot
  * make the server read what it refused.
  *
@@ -34,6 +35,9 @@ export interface TaskServerOptions {
   bodyLimitBytes?: number;
   /** How long busy connections may finish after `close()`. Default 5 s. */
   graceMs?: number;
+  /** A request's headers must arrive within this (default 10 s), the whole request within `requestTimeoutMs` (default 30 s): 408. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
   /** `info`: a key added or removed while the server runs; `warn`, `error`: what went wrong (never a key). */
   log: (level: "info" | "warn" | "error", message: string) => void;
   now?: () => Date;
@@ -73,7 +77,12 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   };
   const keyCount = await keys.count();
 
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000, keepAliveTimeout: 5_000 }, (req, res) => {
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
+  // Node looks for requests past their time every `connectionsCheckingInterval` (30 s by default, which
+  // would let a slow client hold a connection for up to twice its limit).
+  const checkEvery = Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4)));
+  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery }, (req, res) => {
     void handle(ctx, req, res, bodyLimit, options.log).finally(() => limiter.retain(keys.names()));
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
