@@ -91,6 +91,18 @@ describe("serve", () => {
     expect(await api(serve.url, "GET", "/healthz")).toMatchObject({ status: 200, json: { status: "ok" } });
   });
 
+  it("--help names every flag the command accepts; a flag of another form is a usage error", async () => {
+    const { code, stdout } = await runBin(["serve", "--help"]);
+    expect(code).toBe(0);
+    for (const flag of ["--teams-root", "--listen", "--allow-remote", "--rate-limit", "keys create", "--name", "--scopes", "--teams ", "--templates", "keys list", "--json", "keys revoke NAME"]) {
+      expect(stdout).toContain(flag);
+    }
+    expect((await runBin(["--help"])).stdout).toMatch(/^ {2}serve +the task API/m);
+    const wrong = await runBin(["serve", "keys", "list", "--teams-root", root, "--name", "x"]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("--name does not apply to serve keys list");
+  });
+
   it("refuses an address beyond loopback without --allow-remote, and a teams root that is not there", async () => {
     const remote = await runBin(["serve", "--teams-root", root, "--listen", "0.0.0.0:0"]);
     expect(remote.code).toBe(2);
