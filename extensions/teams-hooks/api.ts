@@ -27,3 +27,5 @@ export { Leader } from "./leader/leader.js";
 export type { LeaderOptions, LeaderNotice, EventReport, LeaderState } from "./leader/notices.js";
 export { taskEvent, idleEvents, type HookEvent } from "./contract/events.js";
 export { main as runCli, type CliIo } from "./cli/main.js";
+export { startTaskServer, type TaskServer, type TaskServerOptions } from "./server/server.js";
+export { createKey, listKeys, revokeKey, keySpec, SCOPES, type KeyInfo, type KeySpec, type Scope } from "./server/keys.js";

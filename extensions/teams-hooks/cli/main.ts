@@ -18,6 +18,7 @@ const policyCommand: CommandFn = async (a, io) => (await import("./policy.js")).
 const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
 const trustCommand: CommandFn = async (a, io) => (await import("./trust.js")).trustCommand(a, io);
+const serveCommand: CommandFn = async (a, io) => (await import("./serve.js")).serveCommand(a, io);
 
 /** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
 const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
@@ -58,6 +59,14 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
       keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
     run: logsCommand,
+  },
+  serve: {
+    options: {
+      "teams-root": { type: "string" }, listen: { type: "string" }, "allow-remote": { type: "boolean" }, "rate-limit": { type: "string" },
+      name: { type: "string" }, scopes: { type: "string" }, teams: { type: "string" }, templates: { type: "string" }, json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+    run: serveCommand,
   },
 };
 

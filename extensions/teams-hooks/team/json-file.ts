@@ -9,7 +9,7 @@
  * does a dozen of them per event; docs/performance.md). An fsync, when asked for, is synchronous too.
  */
 import { randomBytes } from "node:crypto";
-import { type Stats, closeSync, constants as fsConstants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { type Stats, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
@@ -260,6 +260,8 @@ export interface WriteOptions {
   pretty?: boolean;
   /** fsync the file before the rename and the directory after it, for durability across a power cut. Default false. */
   fsync?: boolean;
+  /** The file's permission bits, whatever the umask (e.g. 0o600 for a file of secrets). Default: 0o666 less the umask. */
+  mode?: number;
 }
 
 /** Writes `data` as JSON + newline to `file` atomically. Throws `E_IO` when the disk refuses. */
@@ -270,14 +272,16 @@ export async function writeJsonAtomic(file: string, data: unknown, options: Writ
 }
 
 /** Writes `text` to `file` atomically (tmp sibling, then rename). The tmp file is removed on failure. */
-export async function writeTextAtomic(file: string, text: string, options: Pick<WriteOptions, "fsync"> = {}): Promise<void> {
+export async function writeTextAtomic(file: string, text: string, options: Pick<WriteOptions, "fsync" | "mode"> = {}): Promise<void> {
   writeTextAtomicSync(file, text, options);
 }
 
-function writeTextAtomicSync(file: string, text: string, options: Pick<WriteOptions, "fsync">): void {
-  const { fd, tmp } = openUniqueTmp(file);
+function writeTextAtomicSync(file: string, text: string, options: Pick<WriteOptions, "fsync" | "mode">): void {
+  const { fd, tmp } = openUniqueTmp(file, options.mode);
   try {
     try {
+      // The open's mode is masked by the umask: set the bits before any content is in the file.
+      if (options.mode !== undefined) fchmodSync(fd, options.mode);
       writeAll(fd, text);
       if (options.fsync) fsyncSync(fd);
     } finally {
@@ -308,12 +312,12 @@ let tmpCounter = 0;
  * Creates the tmp file with O_EXCL: `<file>.tmp.<pid>.<ms>`, or with a counter and random suffix when
  * that name is taken (two writes of one file in the same millisecond, or a leftover from a crash).
  */
-function openUniqueTmp(file: string): { fd: number; tmp: string } {
+function openUniqueTmp(file: string, mode = 0o666): { fd: number; tmp: string } {
   const base = `${file}.tmp.${process.pid}.${Date.now()}`;
   for (let attempt = 0; attempt < 20; attempt++) {
     const tmp = attempt === 0 ? base : `${base}.${++tmpCounter}${randomBytes(3).toString("hex")}`;
     try {
-      return { fd: openSync(tmp, "wx"), tmp };
+      return { fd: openSync(tmp, "wx", mode), tmp };
     } catch (error) {
       if (errnoCode(error) === "EEXIST") continue;
       throw new HooksError("E_IO", `cannot write ${file}: ${describeError(error)}`, { cause: error });

@@ -247,6 +247,43 @@ Output:
 
 Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error.
 `,
+  serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
+       pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
+                                        [--rate-limit N/PERIOD] [--teams-root DIR]
+       pi-teams-hooks serve keys list [--json] [--teams-root DIR]
+       pi-teams-hooks serve keys revoke NAME [--teams-root DIR]
+
+The task API (docs/remote-gates.md): other systems create tasks from a team's templates
+(config.json hooks.templates) and poll their status, each with a bearer key limited to its scopes,
+teams and templates. Prints "listening on http://HOST:PORT" once it accepts connections, and runs
+until SIGINT or SIGTERM.
+  POST /api/v1/teams/TEAM/tasks        {"template": "SLUG", "parameters": {…}} → 202 (tasks:create)
+  GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, updatedAt (tasks:read)
+  GET  /healthz
+
+  --teams-root DIR        the teams root: each team is a folder in it (default: $PI_TEAMS_ROOT_DIR,
+                          else ~/.pi/agent/teams); the keys live in DIR/.pi-teams-hooks/keys.json
+  --listen HOST:PORT      where to listen (default 127.0.0.1:7420; port 0 picks a free one;
+                          [::1]:PORT for IPv6)
+  --allow-remote          listen on an address other than loopback; keys then cross the network,
+                          so put TLS in front (docs/security.md)
+  --rate-limit N/PERIOD   requests per key, for keys without their own rate (default 600/min;
+                          PERIOD s, min or h); past it: 429 with Retry-After
+  -h, --help              this help
+
+keys create prints the new key alone on its last line, the only time it is shown
+(KEY=$(pi-teams-hooks serve keys create … | tail -1)); only a salted hash is stored:
+  --name NAME             the key's name (keys list, keys revoke, the tasks it creates)
+  --scopes S,…            tasks:create, tasks:read, gates:decide
+  --teams T,…             the teams (folders of the teams root) it may use
+  --templates T,…         the only templates it may create from and read tasks of (default: all)
+  --rate-limit N/PERIOD   its own rate instead of the server's
+keys list prints names, prefixes and what each key may do (--json: as JSON), never a key; keys
+revoke NAME deletes the key, and a running server refuses it from its next request.
+
+Exit status: 0 stopped cleanly (serve) or done; 1 no such key (revoke), or a file cannot be
+written; 2 usage error, a teams root that is not a directory, or an address that cannot be used.
+`,
 };
 
 export function commandHelp(name: string): string {
@@ -269,6 +306,7 @@ Commands:
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   logs            list, show, follow, summarise and prune the hook logs of a team
   trust           show gates changed since they were trusted, and approve them
+  serve           the task API: other systems create tasks from templates, with keys
   help [command]  show help for a command
 
 Every command takes --help. Hook contract: docs/hook-contract.md.

@@ -1,0 +1,144 @@
+/**
+ * `pi-teams-hooks serve`: the task API for a teams root (server/), and `serve keys create|list|revoke`,
+ * its keys. `serve` prints `listening on http://HOST:PORT` once connections are accepted and runs
+ * until SIGINT/SIGTERM; `keys create` prints the key alone on its last line, the only time it is shown.
+ */
+import { statSync } from "node:fs";
+import path from "node:path";
+import { HooksError, describeError } from "../contract/errors.js";
+import { piTeamsRoot } from "../team/attach-claim.js";
+import { DEFAULT_LISTEN, isLoopback, parseListen } from "../server/address.js";
+import { type KeyInfo, createKey, describeRate, keySpec, keysFile, listKeys, revokeKey } from "../server/keys.js";
+import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/rate-limit.js";
+import { startTaskServer } from "../server/server.js";
+import { type CliIo, type ParsedArgs, str } from "./io.js";
+
+/** The flags each form takes (besides --teams-root and --help); any other is a usage error. */
+const FLAGS: Readonly<Record<string, readonly string[]>> = {
+  serve: ["listen", "allow-remote", "rate-limit"],
+  create: ["name", "scopes", "teams", "templates", "rate-limit"],
+  list: ["json"],
+  revoke: [],
+};
+
+export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const [first, sub, ...rest] = args.positionals;
+  if (first === undefined) {
+    checkFlags(args, "serve", "serve");
+    return serve(args, io);
+  }
+  if (first !== "keys") throw new HooksError("E_USAGE", `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke)`);
+  if (sub === "create" || sub === "list" || sub === "revoke") checkFlags(args, sub, `serve keys ${sub}`);
+  const teamsRoot = resolveTeamsRoot(args, io);
+  switch (sub) {
+    case "create":
+      if (rest.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${rest[0]}" (the name goes in --name)`);
+      return createCommand(args, io, teamsRoot);
+    case "list":
+      if (rest.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${rest[0]}"`);
+      return listCommand(args, io, teamsRoot);
+    case "revoke":
+      return revokeCommand(rest, io, teamsRoot);
+    default:
+      throw new HooksError("E_USAGE", sub === undefined ? "serve keys: missing create, list or revoke" : `serve keys: unknown "${sub}" (create, list or revoke)`);
+  }
+}
+
+async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
+  const teamsRoot = resolveTeamsRoot(args, io);
+  const listenText = str(args.values.listen) ?? DEFAULT_LISTEN;
+  const address = parseListen(listenText);
+  const remote = !isLoopback(address.host);
+  if (remote && args.values["allow-remote"] !== true) {
+    throw new HooksError("E_USAGE", `--listen ${listenText} is not a loopback address: keys travel in plain HTTP, so pass --allow-remote only with TLS in front (docs/security.md)`);
+  }
+  const rateText = str(args.values["rate-limit"]);
+  const rateLimit = rateText === undefined ? DEFAULT_RATE_LIMIT : parseRateLimit(rateText, "--rate-limit");
+  const server = await startTaskServer({
+    teamsRoot,
+    host: address.host,
+    port: address.port,
+    rateLimit,
+    log: (level, message) => (level === "info" ? io.stdout(`${message}\n`) : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`)),
+  });
+  io.stdout(`listening on ${server.url}\n`);
+  io.stdout(`teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own rate\n`);
+  if (server.keyCount === 0) io.stderr(`warning: no API key yet, so every request is refused: pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM\n`);
+  if (remote) io.stderr(`warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front (docs/security.md)\n`);
+  await io.stopSignal;
+  await server.close();
+  return 0;
+}
+
+async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
+  const v = args.values;
+  const rateText = str(v["rate-limit"]);
+  const spec = keySpec({
+    name: str(v.name),
+    scopes: str(v.scopes),
+    teams: str(v.teams),
+    templates: str(v.templates),
+    rateLimit: rateText === undefined ? null : parseRateLimit(rateText, "--rate-limit"),
+  });
+  const { key, info } = await createKey(teamsRoot, spec);
+  io.stdout(`created key "${info.name}" (${info.prefix}) in ${keysFile(teamsRoot)}\n`);
+  io.stdout(`${describeKey(info)}\n`);
+  io.stdout("Store it now: it is shown only this once (only a salted hash is kept).\n");
+  io.stdout(`${key}\n`);
+  return 0;
+}
+
+async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
+  const keys = await listKeys(teamsRoot);
+  if (args.values.json === true) {
+    io.stdout(`${JSON.stringify(keys, null, 2)}\n`);
+    return 0;
+  }
+  if (keys.length === 0) {
+    io.stdout(`no API keys in ${keysFile(teamsRoot)}\n`);
+    return 0;
+  }
+  const rows = [["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "CREATED"], ...keys.map((k) => [
+    k.name, k.prefix, k.scopes.join(","), k.teams.join(","), k.templates?.join(",") ?? "(all)", describeRate(k.rateLimit), k.createdAt,
+  ])];
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
+  for (const row of rows) io.stdout(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")}\n`);
+  return 0;
+}
+
+async function revokeCommand(rest: string[], io: CliIo, teamsRoot: string): Promise<number> {
+  const [name, ...extra] = rest;
+  if (name === undefined) throw new HooksError("E_USAGE", "serve keys revoke: missing the key's NAME (see: pi-teams-hooks serve keys list)");
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}" (one NAME at a time)`);
+  if (!(await revokeKey(teamsRoot, name))) {
+    io.stderr(`pi-teams-hooks serve keys revoke: no key named "${name}" in ${keysFile(teamsRoot)}\n`);
+    return 1;
+  }
+  io.stdout(`revoked key "${name}": a running server refuses it from its next request\n`);
+  return 0;
+}
+
+/** `scopes tasks:create, tasks:read; teams alpha, beta; templates (all); rate server default` */
+function describeKey(info: KeyInfo): string {
+  return `scopes ${info.scopes.join(", ")}; teams ${info.teams.join(", ")}; templates ${info.templates?.join(", ") ?? "(all)"}; rate ${describeRate(info.rateLimit)}`;
+}
+
+/** `--teams-root`, else `PI_TEAMS_ROOT_DIR`, else pi's `~/.pi/agent/teams`; it must be a directory. */
+function resolveTeamsRoot(args: ParsedArgs, io: CliIo): string {
+  const flag = str(args.values["teams-root"]);
+  const root = flag !== undefined ? path.resolve(io.cwd, flag) : piTeamsRoot(io.env);
+  const from = flag !== undefined ? "--teams-root" : io.env.PI_TEAMS_ROOT_DIR?.trim() ? "PI_TEAMS_ROOT_DIR" : "the teams root (pi's default; set --teams-root or PI_TEAMS_ROOT_DIR)";
+  try {
+    if (!statSync(root).isDirectory()) throw new Error("not a directory");
+  } catch (error) {
+    throw new HooksError("E_USAGE", `${from} ${root}: ${describeError(error).includes("ENOENT") ? "no such directory" : describeError(error)}`, { cause: error });
+  }
+  return root;
+}
+
+function checkFlags(args: ParsedArgs, form: string, label: string): void {
+  const allowed = new Set(["teams-root", "help", ...(FLAGS[form] ?? [])]);
+  for (const [flag, value] of Object.entries(args.values)) {
+    if (value !== undefined && !allowed.has(flag)) throw new HooksError("E_USAGE", `--${flag} does not apply to ${label}`);
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * What the task API answers: every answer is JSON, and every refusal is
+ * `{ "error": { "code": "...", "message": "..." } }` with a code from the one table below (some add
+ * `problems`, one line per bad parameter or field). Handlers return an `Answer` or throw an
+ * `ApiError`; only server/server.ts writes to the socket.
+ */
+
+/** Every refusal the API gives, with its HTTP status. */
+export const API_ERRORS = Object.freeze({
+  invalid_json: 400,
+  invalid_request: 400,
+  invalid_parameters: 400,
+  invalid_idempotency_key: 400,
+  unauthorized: 401,
+  scope_not_allowed: 403,
+  team_not_allowed: 403,
+  template_not_allowed: 403,
+  not_found: 404,
+  team_not_found: 404,
+  task_not_found: 404,
+  template_not_found: 404,
+  method_not_allowed: 405,
+  request_timeout: 408,
+  idempotency_conflict: 409,
+  payload_too_large: 413,
+  rate_limited: 429,
+  headers_too_large: 431,
+  internal_error: 500,
+  unavailable: 503,
+} as const);
+export type ApiErrorCode = keyof typeof API_ERRORS;
+
+/** One answer: status, JSON body and extra headers. */
+export interface Answer {
+  status: number;
+  body: unknown;
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** A refusal, thrown by a handler and turned into its answer by the server. */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  readonly code: ApiErrorCode;
+  readonly problems: readonly string[] | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+
+  constructor(code: ApiErrorCode, message: string, extra: { problems?: readonly string[]; headers?: Readonly<Record<string, string>> } = {}) {
+    super(message);
+    this.code = code;
+    this.problems = extra.problems;
+    this.headers = extra.headers;
+  }
+}
+
+/** The answer for a refusal. */
+export function errorAnswer(error: ApiError): Answer {
+  const body = { error: { code: error.code, message: error.message, ...(error.problems ? { problems: [...error.problems] } : {}) } };
+  return { status: API_ERRORS[error.code], body, ...(error.headers ? { headers: error.headers } : {}) };
+}
+
+/** `401`, the same answer for a missing, malformed, unknown or revoked key: which one it was is nobody's business. */
+export function unauthorized(): ApiError {
+  return new ApiError("unauthorized", "a valid API key is required: Authorization: Bearer <key> (pi-teams-hooks serve keys create)", {
+    headers: { "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"' },
+  });
+}
+
+/** Headers on every answer: JSON, never cached, never sniffed as anything else. */
+export const JSON_HEADERS = Object.freeze({
+  "Content-Type": "application/json; charset=utf-8",
+  "Cache-Control": "no-store",
+  "X-Content-Type-Options": "nosniff",
+});

@@ -1,0 +1,274 @@
+/**
+ * API keys of the task API: `<teamsRoot>/.pi-teams-hooks/keys.json` (folder 0700, file 0600), written
+ * under the lock protocol. A key is `pth_<id>_<secret>`: `id` (12 hex digits) finds its record and is
+ * shown by `keys list` as the prefix `pth_<id>`; the secret is 32 random bytes. The file holds a
+ * random salt and sha256(salt ‖ key) per key, never the key: a key with 256 random bits cannot be
+ * guessed from its hash, so a slow password hash would add only latency to every request. Hashes are
+ * compared with `timingSafeEqual`, and an unknown id is compared against a dummy, so the time of a
+ * refusal says nothing about which part was wrong.
+ *
+ * A running server re-reads the file when its stat signature changes (checked on every request: one
+ * `stat`), so `keys revoke` takes effect on the next request.
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { chmodSync, mkdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { readJsonFile, writeJsonAtomic } from "../team/json-file.js";
+import { withLock } from "../team/lock.js";
+import { isSafeName } from "../team/paths.js";
+import { type RateLimit, formatRateLimit } from "./rate-limit.js";
+
+export const SCOPES = ["tasks:create", "tasks:read", "gates:decide"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+const KEY_PATTERN = /^pth_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
+const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const RateLimitSchema = z.object({ count: z.number().int().min(1), periodMs: z.number().int().min(1) });
+
+const KeyRecordSchema = z.object({
+  name: z.string(),
+  id: z.string().regex(/^[0-9a-f]{12}$/),
+  salt: z.string().regex(/^[0-9a-f]{32}$/),
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  scopes: z.array(z.enum(SCOPES)),
+  teams: z.array(z.string()),
+  /** Template slugs (lower case) this key may create from; null: every template of its teams. */
+  templates: z.array(z.string()).nullable(),
+  /** This key's own rate; null: the server's. */
+  rateLimit: RateLimitSchema.nullable(),
+  createdAt: z.string(),
+});
+type KeyRecord = z.infer<typeof KeyRecordSchema>;
+
+const KeysFileSchema = z.object({ version: z.literal(1), keys: z.array(KeyRecordSchema) });
+
+/** What a key may do, as `keys list` shows it and the server checks it; never its hash. */
+export interface KeyInfo {
+  name: string;
+  prefix: string;
+  scopes: Scope[];
+  teams: string[];
+  templates: string[] | null;
+  rateLimit: RateLimit | null;
+  createdAt: string;
+}
+
+export interface KeySpec {
+  name: string;
+  scopes: Scope[];
+  teams: string[];
+  templates: string[] | null;
+  rateLimit: RateLimit | null;
+}
+
+export function keysFile(teamsRoot: string): string {
+  return path.join(teamsRoot, ".pi-teams-hooks", "keys.json");
+}
+
+/**
+ * A key's spec from the command line's comma lists; E_USAGE naming the flag and the value. Team names
+ * are team dir names under the teams root (`_hooks` and other `_`/`.` names are not teams).
+ */
+export function keySpec(input: { name: string | undefined; scopes: string | undefined; teams: string | undefined; templates: string | undefined; rateLimit: RateLimit | null }): KeySpec {
+  const { name } = input;
+  if (name === undefined || !KEY_NAME.test(name)) throw new HooksError("E_USAGE", `--name ${name === undefined ? "is required" : `"${name}" must be letters, digits, _ . - (at most 64, starting with a letter or digit)`}`);
+  const scopes = list(input.scopes, "--scopes");
+  for (const scope of scopes) if (!(SCOPES as readonly string[]).includes(scope)) throw new HooksError("E_USAGE", `--scopes: unknown scope "${scope}" (scopes: ${SCOPES.join(", ")})`);
+  const teams = list(input.teams, "--teams");
+  for (const team of teams) if (!isTeamName(team)) throw new HooksError("E_USAGE", `--teams: "${team}" is not a team dir name (letters, digits, _ and -, not starting with _)`);
+  let templates: string[] | null = null;
+  if (input.templates !== undefined) {
+    templates = list(input.templates, "--templates").map((t) => t.toLowerCase());
+    for (const slug of templates) if (!SLUG.test(slug)) throw new HooksError("E_USAGE", `--templates: "${slug}" is not a template slug`);
+  }
+  return { name, scopes: unique(scopes) as Scope[], teams: unique(teams), templates: templates && unique(templates), rateLimit: input.rateLimit };
+}
+
+/** A team dir name the API serves: a safe name that is not the global hooks dir or another `_` folder. */
+export function isTeamName(name: string): boolean {
+  return isSafeName(name) && !name.startsWith("_");
+}
+
+function list(value: string | undefined, flag: string): string[] {
+  const items = (value ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  if (items.length === 0) throw new HooksError("E_USAGE", `${flag} is required: a comma-separated list`);
+  return items;
+}
+
+function unique(items: string[]): string[] {
+  return [...new Set(items)];
+}
+
+/** Creates a key; returns it (to show once) and what was stored about it. E_USAGE when the name is taken. */
+export async function createKey(teamsRoot: string, spec: KeySpec, now: Date = new Date()): Promise<{ key: string; info: KeyInfo }> {
+  const file = ensureKeysDir(teamsRoot);
+  return withLock(
+    file,
+    async () => {
+      const records = await readRecords(file);
+      if (records.some((r) => r.name === spec.name)) throw new HooksError("E_USAGE", `a key named "${spec.name}" exists already (revoke it first: pi-teams-hooks serve keys revoke ${spec.name})`);
+      let id = randomBytes(6).toString("hex");
+      while (records.some((r) => r.id === id)) id = randomBytes(6).toString("hex");
+      const key = `pth_${id}_${randomBytes(32).toString("base64url")}`;
+      const salt = randomBytes(16);
+      const record: KeyRecord = {
+        name: spec.name,
+        id,
+        scopes: spec.scopes,
+        teams: spec.teams,
+        templates: spec.templates,
+        rateLimit: spec.rateLimit,
+        salt: salt.toString("hex"),
+        hash: hashKey(salt, key).toString("hex"),
+        createdAt: now.toISOString(),
+      };
+      await writeRecords(file, [...records, record]);
+      return { key, info: infoOf(record) };
+    },
+    { label: `pi-teams-hooks serve keys create ${spec.name}` },
+  );
+}
+
+/** Every key's metadata, in creation order. */
+export async function listKeys(teamsRoot: string): Promise<KeyInfo[]> {
+  return (await readRecords(keysFile(teamsRoot))).map(infoOf);
+}
+
+/** Removes the key called `name`; false when there is none. */
+export async function revokeKey(teamsRoot: string, name: string): Promise<boolean> {
+  const file = keysFile(teamsRoot);
+  if ((await readRecords(file)).every((r) => r.name !== name)) return false;
+  return withLock(
+    file,
+    async () => {
+      const records = await readRecords(file);
+      const kept = records.filter((r) => r.name !== name);
+      if (kept.length === records.length) return false;
+      await writeRecords(file, kept);
+      return true;
+    },
+    { label: `pi-teams-hooks serve keys revoke ${name}` },
+  );
+}
+
+/** The keys of a running server: re-read when the file changed, checked on every request. */
+export class KeyStore {
+  readonly file: string;
+  readonly #log: (level: "info" | "warn", message: string) => void;
+  #signature = "";
+  #records: KeyRecord[] | null = null;
+  #problem: string | null = null;
+
+  /** `log` hears of a keys file that cannot be used, and of every key added or removed while the server runs. */
+  constructor(teamsRoot: string, log: (level: "info" | "warn", message: string) => void) {
+    this.file = keysFile(teamsRoot);
+    this.#log = log;
+  }
+
+  /**
+   * The key an `Authorization` header carries: its info, null when there is no valid key (missing,
+   * malformed, unknown, revoked), or `unavailable` when the keys file cannot be read (fail closed).
+   */
+  async authenticate(header: string | undefined): Promise<KeyInfo | null | "unavailable"> {
+    await this.refresh();
+    if (this.#problem !== null) return "unavailable";
+    const presented = /^Bearer +(\S+) *$/i.exec(header ?? "")?.[1] ?? "";
+    const id = KEY_PATTERN.exec(presented)?.[1];
+    const record = id === undefined ? undefined : this.#records?.find((r) => r.id === id);
+    const salt = Buffer.from(record?.salt ?? DUMMY.salt, "hex");
+    const expected = Buffer.from(record?.hash ?? DUMMY.hash, "hex");
+    const equal = timingSafeEqual(hashKey(salt, presented), expected);
+    return record && equal ? infoOf(record) : null;
+  }
+
+  /** The names of the keys in force (for the rate limiter to forget the others). */
+  names(): Set<string> {
+    return new Set((this.#records ?? []).map((r) => r.name));
+  }
+
+  /** How many keys are in force, after a look at the file. */
+  async count(): Promise<number> {
+    await this.refresh();
+    return this.#records?.length ?? 0;
+  }
+
+  /** Re-reads the file when its stat signature changed (a file changed between the stat and the read is read again next time). */
+  async refresh(): Promise<void> {
+    let signature: string;
+    let mode = 0;
+    try {
+      const info = statSync(this.file);
+      signature = `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+      mode = info.mode & 0o777;
+    } catch (error) {
+      signature = errnoCode(error) === "ENOENT" ? "missing" : `error:${errnoCode(error) ?? describeError(error)}`;
+    }
+    if (signature === this.#signature) return;
+    let records: KeyRecord[] = [];
+    let problem: string | null = null;
+    try {
+      records = await readRecords(this.file);
+    } catch (error) {
+      problem = describeError(error);
+    }
+    // Set together, after the read: a request never sees the new signature with the old keys.
+    const before = this.#records;
+    this.#signature = signature;
+    this.#records = problem === null ? records : [];
+    this.#problem = problem;
+    if (problem !== null) this.#log("warn", `${problem} — every request is refused (503) until the file is fixed`);
+    if ((mode & 0o077) !== 0) this.#log("warn", `${this.file}: mode ${mode.toString(8)} lets others read the key hashes: chmod 600 '${this.file}'`);
+    if (before !== null && problem === null) {
+      // Whoever can write the teams root can add a key: every change is said, with what the key may do.
+      const old = new Map(before.map((r) => [r.id, r]));
+      const now = new Set(records.map((r) => r.id));
+      for (const r of records) if (!old.has(r.id)) this.#log("info", `key added: "${r.name}" (pth_${r.id}): scopes ${r.scopes.join(", ")}; teams ${r.teams.join(", ")}`);
+      for (const r of before) if (!now.has(r.id)) this.#log("info", `key removed: "${r.name}" (pth_${r.id})`);
+    }
+  }
+}
+
+const DUMMY = { salt: "00".repeat(16), hash: "00".repeat(32) };
+
+function hashKey(salt: Buffer, key: string): Buffer {
+  return createHash("sha256").update(salt).update(key, "utf8").digest();
+}
+
+function infoOf(record: KeyRecord): KeyInfo {
+  return { name: record.name, prefix: `pth_${record.id}`, scopes: record.scopes, teams: record.teams, templates: record.templates, rateLimit: record.rateLimit, createdAt: record.createdAt };
+}
+
+/** The records of the file; none when it is missing; E_CONFIG when it is not a keys file. */
+async function readRecords(file: string): Promise<KeyRecord[]> {
+  const read = await readJsonFile(file, KeysFileSchema);
+  if (read.ok) return read.value.keys;
+  if (read.problem.kind === "missing") return [];
+  throw new HooksError("E_CONFIG", `${read.problem.message} (the API keys file)`);
+}
+
+async function writeRecords(file: string, keys: KeyRecord[]): Promise<void> {
+  await writeJsonAtomic(file, { version: 1, keys }, { mode: 0o600 });
+}
+
+/** The keys folder, 0700 (tightened if it was created otherwise), inside an existing teams root. */
+function ensureKeysDir(teamsRoot: string): string {
+  const file = keysFile(teamsRoot);
+  const dir = path.dirname(file);
+  try {
+    if (!statSync(teamsRoot).isDirectory()) throw new Error("not a directory");
+    mkdirSync(dir, { mode: 0o700, recursive: true });
+    chmodSync(dir, 0o700);
+  } catch (error) {
+    throw new HooksError("E_IO", `cannot create ${dir}: ${describeError(error)}`, { cause: error });
+  }
+  return file;
+}
+
+/** `600/min` or `server default`, for `keys list`. */
+export function describeRate(rate: RateLimit | null): string {
+  return rate ? formatRateLimit(rate) : "server default";
+}

@@ -1,0 +1,177 @@
+/**
+ * The task API's routes, and the checks every request passes, in this order (each refusal says only
+ * what the caller may know):
+ *
+ *   route and method     404 not_found, 405 method_not_allowed (the routes are documented anyway)
+ *   key                  401: missing, malformed, unknown or revoked — one answer for all
+ *   rate                 429 with Retry-After, per key
+ *   scope, team          403: never a hint whether a team the key does not hold exists
+ *   body                 413 over the cap, 400 not JSON or not the request's shape
+ *   template allowlist   403
+ *   team, task, template 404, only inside the key's scope
+ *   parameters           400 naming each problem
+ *
+ *   GET  /healthz                              no key
+ *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
+ *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, updatedAt}
+ *
+ * The key, its scope, team and templates are checked again on every request: a status poll with a
+ * key revoked since the task was created is a 401.
+ */
+import { statSync } from "node:fs";
+import path from "node:path";
+import { loadTeamConfig } from "../team/config.js";
+import { taskFile } from "../team/paths.js";
+import { readTask } from "../team/tasks.js";
+import { type Answer, ApiError, unauthorized } from "./answers.js";
+import { createFromTemplate, type TeamRuntime } from "./create-task.js";
+import { isTeamName, type KeyInfo, type KeyStore, type Scope } from "./keys.js";
+import type { RateLimit, RateLimiter } from "./rate-limit.js";
+
+/** What the routes use; built once by server/server.ts. */
+export interface ApiContext {
+  teamsRoot: string;
+  keys: KeyStore;
+  limiter: RateLimiter;
+  defaultRate: RateLimit;
+  team(teamDir: string): TeamRuntime;
+  now(): Date;
+  warn(message: string): void;
+}
+
+/** One request as the routes see it. `body()` reads it once, under the size cap (413). */
+export interface ApiRequest {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  idempotencyKey: string | undefined;
+  body(): Promise<Buffer>;
+}
+
+const TASKS = /^\/api\/v1\/teams\/([^/]+)\/tasks\/?$/;
+const TASK = /^\/api\/v1\/teams\/([^/]+)\/tasks\/([^/]+)\/?$/;
+const REQUEST_FIELDS = new Set(["template", "parameters"]);
+
+export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
+  if (req.path === "/healthz") {
+    allow(req, ["GET"]);
+    return { status: 200, body: { status: "ok" } };
+  }
+  const tasks = TASKS.exec(req.path);
+  if (tasks) {
+    allow(req, ["POST"]);
+    return createTaskRoute(ctx, req, segment(tasks[1]));
+  }
+  const task = TASK.exec(req.path);
+  if (task) {
+    allow(req, ["GET"]);
+    return taskStatusRoute(ctx, req, segment(task[1]), segment(task[2]));
+  }
+  throw new ApiError("not_found", `no such route: ${req.method} ${req.path.slice(0, 200)}`);
+}
+
+async function createTaskRoute(ctx: ApiContext, req: ApiRequest, team: string): Promise<Answer> {
+  const key = await authorise(ctx, req, "tasks:create", team);
+  const body = parseBody(await req.body());
+  const idempotencyKey = checkIdempotencyKey(req.idempotencyKey);
+  if (key.templates !== null && !key.templates.includes(body.template.toLowerCase())) {
+    throw new ApiError("template_not_allowed", `this key may not create tasks from template "${body.template}"`);
+  }
+  const runtime = ctx.team(teamDirOf(ctx, team));
+  const created = await createFromTemplate(runtime, { keyName: key.name, template: body.template, parameters: body.parameters, idempotencyKey, now: ctx.now() });
+  if (created.warning) ctx.warn(`team ${team}, task #${created.task.id}: ${created.warning}`);
+  const statusUrl = `/api/v1/teams/${encodeURIComponent(team)}/tasks/${encodeURIComponent(created.task.id)}`;
+  return {
+    status: 202,
+    body: { taskId: created.task.id, status: created.task.status, statusUrl },
+    headers: { Location: statusUrl, ...(created.replayed ? { "Idempotent-Replayed": "true" } : {}) },
+  };
+}
+
+async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, id: string): Promise<Answer> {
+  const key = await authorise(ctx, req, "tasks:read", team);
+  const teamDir = teamDirOf(ctx, team);
+  const notFound = new ApiError("task_not_found", `team ${team} has no task ${JSON.stringify(id.slice(0, 100))}`);
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound;
+  const { identity } = await loadTeamConfig(teamDir);
+  const read = await readTask(taskFile(teamDir, identity.taskListId, id));
+  if (!read.ok || read.value.id !== id) throw notFound;
+  const task = read.value;
+  if (key.templates !== null) {
+    const api = task.metadata?.taskApi;
+    const template = api !== null && typeof api === "object" ? (api as Record<string, unknown>).template : undefined;
+    if (typeof template !== "string" || !key.templates.includes(template.toLowerCase())) {
+      throw new ApiError("template_not_allowed", `this key may read only tasks created from its templates (${key.templates.join(", ")})`);
+    }
+  }
+  const gate = task.metadata?.qualityGateStatus;
+  return { status: 200, body: { id: task.id, status: task.status, qualityGateStatus: typeof gate === "string" ? gate : null, updatedAt: task.updatedAt } };
+}
+
+/** The key of the request, within its rate, holding `scope` and `team`; else the refusal. */
+async function authorise(ctx: ApiContext, req: ApiRequest, scope: Scope, team: string): Promise<KeyInfo> {
+  const key = await ctx.keys.authenticate(req.authorization);
+  if (key === "unavailable") throw new ApiError("unavailable", "the server cannot read its API keys; its log says why");
+  if (key === null) throw unauthorized();
+  const wait = ctx.limiter.take(key.name, key.rateLimit ?? ctx.defaultRate);
+  if (wait !== null) throw new ApiError("rate_limited", `too many requests with this key: try again in ${wait} s`, { headers: { "Retry-After": String(wait) } });
+  if (!key.scopes.includes(scope)) throw new ApiError("scope_not_allowed", `this key does not have the scope ${scope}`);
+  if (!key.teams.includes(team)) throw new ApiError("team_not_allowed", `this key is not for team ${JSON.stringify(team.slice(0, 100))}`);
+  return key;
+}
+
+/** The team dir of a team the key holds (so its name is a team name); 404 when it is not a folder under the teams root. */
+function teamDirOf(ctx: ApiContext, team: string): string {
+  const dir = path.join(ctx.teamsRoot, team);
+  let isDir = false;
+  try {
+    isDir = isTeamName(team) && statSync(dir).isDirectory();
+  } catch {
+    isDir = false; // missing or unreadable: not a team this server can serve
+  }
+  if (!isDir) throw new ApiError("team_not_found", `there is no team ${team} under the server's teams root`);
+  return dir;
+}
+
+function parseBody(bytes: Buffer): { template: string; parameters: Record<string, unknown> } {
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString("utf8"));
+  } catch (error) {
+    throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
+  }
+  if (!isRecord(value)) throw new ApiError("invalid_request", 'the body must be a JSON object: {"template": "<slug>", "parameters": {…}}');
+  const problems: string[] = [];
+  for (const field of Object.keys(value)) if (!REQUEST_FIELDS.has(field)) problems.push(`${field.slice(0, 100)}: unknown field (fields: template, parameters)`);
+  const { template, parameters } = value;
+  if (typeof template !== "string" || template.trim() === "") problems.push("template: missing, expected the slug of one of the team's templates");
+  if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
+  if (problems.length > 0 || typeof template !== "string") throw new ApiError("invalid_request", problems.join("; "), { problems });
+  return { template, parameters: isRecord(parameters) ? parameters : {} };
+}
+
+/** An `Idempotency-Key`: 1 to 255 visible ASCII characters, or none. */
+function checkIdempotencyKey(value: string | undefined): string | null {
+  if (value === undefined) return null;
+  if (!/^[\x21-\x7e]{1,255}$/.test(value)) throw new ApiError("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID, for example)");
+  return value;
+}
+
+function allow(req: ApiRequest, methods: readonly string[]): void {
+  if (!methods.includes(req.method)) {
+    throw new ApiError("method_not_allowed", `${req.method} is not allowed here (allowed: ${methods.join(", ")})`, { headers: { Allow: methods.join(", ") } });
+  }
+}
+
+/** A path segment decoded; one that does not decode matches no team or task. */
+function segment(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    return raw ?? "";
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}

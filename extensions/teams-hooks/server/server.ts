@@ -1,0 +1,250 @@
+/**
+ * The task API's HTTP server, on `node:http` (docs/architecture.md says why no framework): one
+ * request → one `ApiRequest` for server/routes.ts → one JSON answer. Nothing a client sends can stop
+ * it: a handler's refusal is an `ApiError`, anything else thrown is a 500 whose detail goes to the
+ * log only, and malformed HTTP gets a JSON answer too before the connection is closed.
+ *
+ * Bounds: a body of at most 64 KiB (a `Content-Length` over it is refused unread), headers within
+ * 10 s, the whole request within 30 s (408), headers of at most 16 KiB (Node's cap: 431), idle
+ * keep-alive connections closed after 5 s. A body left
+ * unread (a refusal before it was needed) closes the connection after the answer, so a client cannot
+ * make the server read what it refused.
+ *
+ * States: listening ──close()──▶ closing (no new connections; idle ones closed; busy ones get
+ * `graceMs` to finish, then are cut) ──▶ closed. `close()` may be called twice.
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { HooksError, describeError, errnoCode, isHooksError } from "../contract/errors.js";
+import { SentLog } from "../team/sent-log.js";
+import { type Answer, ApiError, type ApiErrorCode, API_ERRORS, JSON_HEADERS, errorAnswer } from "./answers.js";
+import type { TeamRuntime } from "./create-task.js";
+import { urlOf } from "./address.js";
+import { KeyStore } from "./keys.js";
+import { DEFAULT_RATE_LIMIT, type RateLimit, RateLimiter } from "./rate-limit.js";
+import { type ApiContext, route } from "./routes.js";
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+export interface TaskServerOptions {
+  teamsRoot: string;
+  host: string;
+  port: number;
+  /** Requests per key for keys without a rate of their own. Default 600/min. */
+  rateLimit?: RateLimit;
+  bodyLimitBytes?: number;
+  /** How long busy connections may finish after `close()`. Default 5 s. */
+  graceMs?: number;
+  /** A request's headers must arrive within this (default 10 s), the whole request within `requestTimeoutMs` (default 30 s): 408. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /** `info`: a key added or removed while the server runs; `warn`, `error`: what went wrong (never a key). */
+  log: (level: "info" | "warn" | "error", message: string) => void;
+  now?: () => Date;
+}
+
+export interface TaskServer {
+  /** `http://127.0.0.1:41234`: the address and the port really listened on. */
+  url: string;
+  host: string;
+  port: number;
+  /** How many keys the keys file held at start. */
+  keyCount: number;
+  close(): Promise<void>;
+}
+
+/** Starts listening; resolves once connections are accepted. E_USAGE when the address cannot be used. */
+export async function startTaskServer(options: TaskServerOptions): Promise<TaskServer> {
+  const bodyLimit = options.bodyLimitBytes ?? BODY_LIMIT_BYTES;
+  const keys = new KeyStore(options.teamsRoot, options.log);
+  const limiter = new RateLimiter();
+  const teams = new Map<string, TeamRuntime>();
+  const ctx: ApiContext = {
+    teamsRoot: options.teamsRoot,
+    keys,
+    limiter,
+    defaultRate: options.rateLimit ?? DEFAULT_RATE_LIMIT,
+    team: (teamDir) => {
+      let runtime = teams.get(teamDir);
+      if (!runtime) {
+        runtime = teamRuntime(teamDir);
+        teams.set(teamDir, runtime);
+      }
+      return runtime;
+    },
+    now: options.now ?? (() => new Date()),
+    warn: (message) => options.log("warn", message),
+  };
+  const keyCount = await keys.count();
+
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
+  // Node looks for requests past their time every `connectionsCheckingInterval` (30 s by default, which
+  // would let a slow client hold a connection for up to twice its limit).
+  const checkEvery = Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4)));
+  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery }, (req, res) => {
+    void handle(ctx, req, res, bodyLimit, options.log).finally(() => limiter.retain(keys.names()));
+  });
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
+  await listen(server, options.host, options.port);
+  const address = server.address() as AddressInfo;
+  let closing: Promise<void> | null = null;
+  return {
+    url: urlOf(address.address, address.port),
+    host: address.address,
+    port: address.port,
+    keyCount,
+    close: () => (closing ??= closeServer(server, options.graceMs ?? 5_000)),
+  };
+}
+
+function teamRuntime(teamDir: string): TeamRuntime {
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    teamDir,
+    sent: new SentLog(teamDir),
+    serialise<T>(fn: () => Promise<T>): Promise<T> {
+      const run = last.then(fn, fn);
+      last = run.catch(() => undefined);
+      return run;
+    },
+  };
+}
+
+async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, bodyLimit: number, log: TaskServerOptions["log"]): Promise<void> {
+  let bodyRead = false;
+  let answer: Answer;
+  try {
+    const path = pathOf(req.url ?? "/");
+    answer = await route(ctx, {
+      method: req.method ?? "GET",
+      path,
+      authorization: req.headers.authorization,
+      idempotencyKey: header(req, "idempotency-key"),
+      body: async () => {
+        bodyRead = true;
+        return readBody(req, bodyLimit);
+      },
+    });
+  } catch (error) {
+    answer = errorAnswer(toApiError(error, log));
+  }
+  // A body not read to its end must not be read after the answer: the connection ends with it.
+  const close = !req.complete || (!bodyRead && hasBody(req));
+  send(res, answer, close);
+}
+
+function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {
+  if (error instanceof ApiError) return error;
+  if (isHooksError(error) && error.code === "E_LOCK_TIMEOUT") {
+    log("warn", describeError(error));
+    return new ApiError("unavailable", "the team's files are busy (a lock did not free in time): try again", { headers: { "Retry-After": "1" } });
+  }
+  log("error", `request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  return new ApiError("internal_error", "the server could not complete this request; its log says why");
+}
+
+function send(res: ServerResponse, answer: Answer, close: boolean): void {
+  if (res.headersSent) return;
+  const text = `${JSON.stringify(answer.body)}\n`;
+  res.writeHead(answer.status, {
+    ...JSON_HEADERS,
+    ...answer.headers,
+    "Content-Length": String(Buffer.byteLength(text)),
+    ...(close ? { Connection: "close" } : {}),
+  });
+  res.end(text);
+}
+
+/** The body, at most `limit` bytes (413 past it, before reading when `Content-Length` says so). */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = (): ApiError => new ApiError("payload_too_large", `the body is over ${limit / 1024} KiB`);
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge());
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        done();
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      done();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (error: Error): void => {
+      done();
+      reject(new ApiError("invalid_request", `the body could not be read: ${describeError(error)}`));
+    };
+    const done = (): void => {
+      req.off("data", onData).off("end", onEnd).off("error", onError).off("aborted", onAborted);
+      req.pause();
+    };
+    const onAborted = (): void => onError(new Error("the client went away"));
+    req.on("data", onData).on("end", onEnd).on("error", onError).on("aborted", onAborted);
+  });
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  return req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
+/** The path of a request target (`/a/b?x` → `/a/b`); anything unparsable is a path no route matches. */
+function pathOf(target: string): string {
+  try {
+    return new URL(target, "http://localhost").pathname;
+  } catch {
+    return target;
+  }
+}
+
+/** Malformed HTTP (bad syntax, headers too large, too slow): a JSON answer, then the connection closes. */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  const code: ApiErrorCode =
+    error.code === "HPE_HEADER_OVERFLOW" ? "headers_too_large" : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "request_timeout" : "invalid_request";
+  if (errnoCode(error) === "ECONNRESET" || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const text = `${JSON.stringify({ error: { code, message: code === "invalid_request" ? "malformed HTTP request" : code.replace(/_/g, " ") } })}\n`;
+  const status = API_ERRORS[code];
+  const head = `HTTP/1.1 ${status} ${code.replace(/_/g, " ")}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n`;
+  socket.end(head + text);
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error): void => {
+      server.off("listening", onListening);
+      const why = errnoCode(error) === "EADDRINUSE" ? "the address is in use" : errnoCode(error) === "EADDRNOTAVAIL" ? "no interface has this address" : describeError(error);
+      reject(new HooksError("E_USAGE", `cannot listen on ${urlOf(host, port)}: ${why}`, { cause: error }));
+    };
+    const onListening = (): void => {
+      server.off("error", onError);
+      resolve();
+    };
+    server.once("error", onError).once("listening", onListening);
+    server.listen({ host, port });
+  });
+}
+
+async function closeServer(server: Server, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  try {
+    await closed;
+  } finally {
+    clearTimeout(timer);
+  }
+}
