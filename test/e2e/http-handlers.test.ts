@@ -7,11 +7,13 @@
  * timeout at a stop, and a second signal ends it at once; `run`, `doctor` and `logs show` say what
  * happened, never a secret value.
  */
+import { execFile } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { REPO_ROOT, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -159,6 +161,23 @@ describe.concurrent("HTTP handlers in the leader", () => {
 });
 
 describe("HTTP handlers by hand", () => {
+  it("the leader's code loads no HTTP client until a handler's first request", async ({ expect }) => {
+    receiver.route("/e2e-lazy", allow);
+    const script = `
+      const loaded = (m) => process.moduleLoadList.includes("NativeModule " + m);
+      await import(${JSON.stringify(path.join(REPO_ROOT, "dist/teams-hooks/cli/main.js"))});
+      await import(${JSON.stringify(path.join(REPO_ROOT, "dist/teams-hooks/leader/leader.js"))});
+      const before = ["http", "https", "undici"].filter(loaded);
+      const { runHandler } = await import(${JSON.stringify(path.join(REPO_ROOT, "dist/teams-hooks/runner/http.js"))});
+      const invocation = { event: "idle", teamId: "t", teamDir: "/tmp/t", taskListId: "t", style: "normal", completedTask: null };
+      const result = await runHandler({ name: "lazy", events: ["idle"], url: ${JSON.stringify(`${receiver.url}/e2e-lazy`)}, timeoutMs: 5000 }, invocation, { timeoutMs: 5000, env: {} });
+      console.log(JSON.stringify({ before, after: ["http", "https", "undici"].filter(loaded), outcome: result.outcome }));
+    `;
+    // Not execFileSync: the receiver answers from this process's event loop.
+    const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8" });
+    expect(JSON.parse(stdout)).toEqual({ before: [], after: ["http"], outcome: "passed" });
+  });
+
   it("`run` fires one, warns about a missing secret, exits without waiting on the kept-alive connection; `doctor` shows each handler", async ({ expect }) => {
     const rig = outerRig;
     receiver.route("/e2e-run", (_req, res) => {
