@@ -51,6 +51,10 @@ describe.concurrent("HTTP handlers in the leader", () => {
     const audit = handler("audit", "/e2e-audit", { secretHeaders: { "X-Api-Key": "AUDIT_KEY" } });
     const team = await rig.team({ tasks: [working("1"), working("2")], config: { hooks: { handlers: [ci, audit] } } });
     const leader = await rig.leader(team, ["--reconcile-ms", "200"], { env: { CI_GATE_TOKEN: `Bearer ${TOKEN}`, CI_GATE_HMAC: HMAC_KEY } });
+    expect(leader.linesOf("handler")).toEqual([
+      { type: "handler", name: "http:ci", events: ["task_completed"], url: `${receiver.url}/e2e-ci` },
+      { type: "handler", name: "http:audit", events: ["task_completed"], url: `${receiver.url}/e2e-audit` },
+    ]);
     expect(leader.linesOf("info").map((l) => l.message)).toEqual([expect.stringMatching(/^trusted 2 gate\(s\) on first use .*: http:ci, http:audit;/)]);
     const record = JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as { gates: Record<string, { sha256: string; mode: number; events?: string[] }> };
     expect(record.gates["http:ci"]).toMatchObject({ mode: 0, events: ["task_completed"] });
