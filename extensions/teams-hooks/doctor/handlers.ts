@@ -55,6 +55,7 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     if (report.headers.length > 0) parts.push(`headers ${report.headers.join(", ")}`);
     for (const s of report.secretHeaders) parts.push(`secret ${s.header} from ${s.variable} (${s.set ? "set" : "NOT SET"})`);
     parts.push(report.signing ? `signed with ${report.signing.variable} (${report.signing.set ? "set" : "NOT SET"})` : "not signed");
+    if (report.trust === "trusted") parts.push("trusted");
     checks.push({ level: "ok", message: `${gate}: ${parts.join("; ")}` });
 
     for (const s of report.secretHeaders.filter((x) => !x.set)) {
