@@ -4,7 +4,8 @@
  * 64 KiB, slow past the timeout, no connection), the request (body byte for byte the context
  * document, context headers, static and secret headers, a missing secret, a signature the receiver
  * verifies with the secret), keep-alive, the leader's stop, and the handler as the last gate of an
- * event's chain under its failure modes and limits (invokeEvent, real hooks and files).
+ * event's chain under its failure modes and limits (invokeEvent, real hooks and files), and the
+ * handler as a gate of the trust record (its definition's hash, new, changed, gone, `trust`).
  */
 import { createHmac } from "node:crypto";
 import fs from "node:fs";
@@ -17,6 +18,9 @@ import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/in
 import { HANDLER_BODY_LIMIT_BYTES, runHandler } from "../../extensions/teams-hooks/runner/http.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { terminateAllRuns } from "../../extensions/teams-hooks/runner/run.js";
+import { discoverChain, type ChainHook } from "../../extensions/teams-hooks/runner/chain.js";
+import { checkChainTrust, entryOf, handlerDefinitionText, handlerFingerprint, type TrustEntry, type TrustRecord } from "../../extensions/teams-hooks/runner/trust.js";
+import { main as runCli } from "../../extensions/teams-hooks/cli/main.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
 import { closedPort, startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { makeInvocation } from "../helpers/invocation.js";
@@ -299,5 +303,76 @@ describe("in an event's chain (invokeEvent)", () => {
     const outcome = await invokeEvent(request({ failureMode: "open", limits, handlers: [handler("/slow-deadline", { timeoutMs: 30_000 })] }));
     expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "limit", timedOut: true });
     expect(outcome.counted).toBe("failed");
+  });
+});
+
+describe("a handler as a gate of the trust record", () => {
+  const base: HandlerInput = { name: "ci", events: ["task_completed", "idle"], url: "https://ci.example.com/hook", secretHeaders: { Authorization: "CI_GATE_TOKEN" } };
+
+  it("hashes its definition: key order, event order and empty maps do not count; every field that changes where or how it posts does", () => {
+    const sha = (input: HandlerInput): string => handlerFingerprint(HandlerSchema.parse(input)).sha256;
+    const same = sha(base);
+    expect(sha({ ...base, events: ["idle", "task_completed"] })).toBe(same);
+    expect(sha({ ...base, headers: {} })).toBe(same);
+    expect(sha({ url: base.url, secretHeaders: base.secretHeaders, events: base.events, name: "ci", timeoutMs: 10_000 })).toBe(same);
+    for (const changed of [
+      { url: "https://ci.example.com/other" },
+      { events: ["task_completed"] as const },
+      { headers: { "X-Skip": "1" } },
+      { secretHeaders: { Authorization: "OTHER_VARIABLE" } },
+      { signingSecretEnv: "CI_GATE_HMAC" },
+      { timeoutMs: 20_000 },
+    ]) {
+      expect(sha({ ...base, ...changed } as HandlerInput), JSON.stringify(changed)).not.toBe(same);
+    }
+    // Variable names only: the text never holds a value, whatever the environment.
+    expect(handlerDefinitionText(HandlerSchema.parse(base))).toBe(
+      '{\n  "events": [\n    "idle",\n    "task_completed"\n  ],\n  "name": "ci",\n  "secretHeaders": {\n    "Authorization": "CI_GATE_TOKEN"\n  },\n  "timeoutMs": 10000,\n  "url": "https://ci.example.com/hook"\n}\n',
+    );
+  });
+
+  it("new and changed are untrusted_hook; one gone is gate_missing for the events it was trusted for only", async () => {
+    const handlerDef = HandlerSchema.parse(base);
+    const layers = { global: "/nonexistent/_hooks", team: null };
+    const chainOf = (event: "task_completed" | "task_failed" | "idle", handlers: HandlerDef[]) => discoverChain({ globalDir: layers.global, teamDir: null, event, handlers });
+    const check = async (event: "task_completed" | "task_failed" | "idle", handlers: HandlerDef[], record: TrustRecord) =>
+      checkChainTrust(await chainOf(event, handlers), event, layers, { record, allowInsecure: false, uid: null }).problems.map((p) => [p.kind, p.path]);
+
+    expect(await check("task_completed", [handlerDef], { version: 1, gates: {} })).toEqual([["untrusted_hook", "http:ci"]]);
+    const found = entryOf((await chainOf("task_completed", [handlerDef])).hooks[0] as ChainHook, "2026-01-01T00:00:00.000Z", "test");
+    const record: TrustRecord = { version: 1, gates: { "http:ci": found?.entry as TrustEntry } };
+    expect(found?.entry).toMatchObject({ mode: 0, events: ["task_completed", "idle"] });
+    expect(await check("task_completed", [handlerDef], record)).toEqual([]);
+    expect(await check("task_completed", [HandlerSchema.parse({ ...base, url: "https://evil.example/allow" })], record)).toEqual([["untrusted_hook", "http:ci"]]);
+    expect(await check("task_completed", [], record)).toEqual([["gate_missing", "http:ci"]]);
+    expect(await check("idle", [], record)).toEqual([["gate_missing", "http:ci"]]);
+    expect(await check("task_failed", [], record)).toEqual([]); // never trusted for task_failed
+    // Its events narrowed: changed where it still runs, missing where it no longer does.
+    const narrowed = [HandlerSchema.parse({ ...base, events: ["task_completed"] })];
+    expect(await check("task_completed", narrowed, record)).toEqual([["untrusted_hook", "http:ci"]]);
+    expect(await check("idle", narrowed, record)).toEqual([["gate_missing", "http:ci"]]);
+  });
+
+  it("trust shows a new handler whole, then records it by its gate name; the record keeps its events", async () => {
+    const team = await makeTempTeam({ teamId: "trusting", config: { hooks: { handlers: [base] } } });
+    try {
+      const out: string[] = [];
+      const io = { stdout: (t: string) => void out.push(t), stderr: (t: string) => void out.push(t), env: {}, cwd: team.teamsRoot, isTTY: false, stopSignal: new Promise<string>(() => undefined) };
+      fs.mkdirSync(path.join(team.teamDir, "hook-state"), { recursive: true });
+      fs.writeFileSync(path.join(team.teamDir, "hook-state", "trust.json"), '{"version":1,"gates":{}}\n');
+      expect(await runCli(["trust", "--team-dir", team.teamDir], io)).toBe(1);
+      const shown = out.join("");
+      expect(shown).toMatch(/^new {6}http:ci \(task_completed, idle\): sha256 [0-9a-f]{64}\n {9}\{\n {9}  "events": \[\n/);
+      expect(shown).not.toContain("mode");
+      out.length = 0;
+      expect(await runCli(["trust", "--team-dir", team.teamDir, "http:ci"], io)).toBe(0);
+      const record = JSON.parse(fs.readFileSync(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as TrustRecord;
+      expect(Object.keys(record.gates)).toEqual(["http:ci"]);
+      expect(record.gates["http:ci"]?.events).toEqual(["task_completed", "idle"]);
+      // The copy of the trusted definition is kept, for a later diff.
+      expect(fs.readFileSync(path.join(team.teamDir, "hook-state", "trusted", record.gates["http:ci"]?.sha256 ?? ""), "utf8")).toBe(handlerDefinitionText(HandlerSchema.parse(base)));
+    } finally {
+      await team.cleanup();
+    }
   });
 });
