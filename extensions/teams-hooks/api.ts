@@ -17,6 +17,8 @@ export type { HookCommand, RunResult, RunOutcome } from "./contract/hook-run.js"
 export { HooksError, isHooksError, type ErrorCode } from "./contract/errors.js";
 export { findHook, type HookDiscovery, type HookCandidate } from "./runner/discover.js";
 export { runHook, terminateAllRuns, type RunHookOptions } from "./runner/run.js";
+export { runHandler, HANDLER_HEADERS, type RunHandlerOptions } from "./runner/http.js";
+export { HandlerSchema, type HandlerDef } from "./settings/handlers.js";
 export { writeHookLog, listHookLogs, readHookLog, HookLogRecordSchema, type HookLogRecord } from "./runner/hook-log.js";
 export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPolicy } from "./settings/options.js";
 export { decide } from "./policy/decide.js";

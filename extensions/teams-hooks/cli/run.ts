@@ -9,7 +9,7 @@ import { HooksError } from "../contract/errors.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
-import { eventLabel, formatDuration, unsafeName } from "../text/messages.js";
+import { eventLabel, formatDuration, missingSecretWarning, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -41,7 +41,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
   const allowInsecure = v["allow-insecure-hooks"] === true;
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false, handlers: setup.settings.handlers })) io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
   if (taskId !== undefined) {
@@ -71,6 +71,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     limits: setup.limits,
     sweep: setup.sweep.value,
     teamHooksDir: setup.teamHooksDir,
+    handlers: setup.settings.handlers,
     env: io.env,
     trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
   });
@@ -81,6 +82,10 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   }
   if (outcome.pending) throw new HooksError("E_IO", `the hook ran, but its log could not be written: ${outcome.pending.error}`);
   for (const problem of outcome.problems) io.stderr(`warning: ${problem}\n`);
+  for (const r of outcome.runs) {
+    if (r.hook.kind !== "http" || !r.hook.handler) continue;
+    for (const variable of r.result.http?.missingSecrets ?? []) io.stderr(`warning: ${missingSecretWarning(r.hook.name, variable, r.hook.handler)}\n`);
+  }
 
   if (v.json) {
     io.stdout(`${await jsonReport(outcome, event, setup.hooksDir)}\n`);

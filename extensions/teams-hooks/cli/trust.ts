@@ -1,21 +1,28 @@
 /**
  * `pi-teams-hooks trust`: shows every gate that changed, appeared or stopped running since it was
- * trusted (old and new hash, and a diff for text files), and with `--all` or paths, records the
- * change in `hook-state/trust.json`, so that the leader runs those gates again.
+ * trusted (old and new hash, and a diff for text files and for handler definitions), and with `--all`
+ * or paths (a handler by its gate name, `http:ci`), records the change in `hook-state/trust.json`, so
+ * that the leader runs those gates again.
  */
 import path from "node:path";
-import { discoverChains } from "../runner/chain.js";
+import { discoverChains, isHandlerGate } from "../runner/chain.js";
+import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "./io.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
-import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, octal } from "../runner/trust.js";
+import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, handlerDefinitionText, handlerFingerprint, octal } from "../runner/trust.js";
 import { keepTrustedCopy, readTrust, readTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 
 interface Shown extends GateChange {
+  /** The first of `events`. */
   event: HookEventName;
+  /** The events whose chains show the change (a handler's change shows in each of its events, once here). */
+  events: HookEventName[];
   diff: string[] | null;
+  /** The handler as declared now, for a handler's `new` or `changed`. */
+  handler: HandlerDef | null;
 }
 
 export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -30,8 +37,9 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   if (read.state === "invalid") io.stderr(`warning: ${read.problem}: replaced by a record of the gates as they are now (--all)\n`);
   const record: TrustRecord = read.state === "ok" ? read.record : { version: 1, gates: {} };
 
-  const changes = await findChanges(setup.hooksDir, setup.teamHooksDir, record, teamDir);
-  const chosen = selecting ? choose(changes, all, args.positionals.map((p) => path.resolve(io.cwd, p)), teamDir) : [];
+  const changes = await findChanges(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers, record, teamDir);
+  const named = args.positionals.map((p) => (isHandlerGate(p) ? p : path.resolve(io.cwd, p)));
+  const chosen = selecting ? choose(changes, all, named, teamDir) : [];
 
   let recorded: Shown[] = [];
   if (chosen.length > 0) recorded = await record_(teamDir, chosen, read.state === "invalid");
@@ -52,21 +60,34 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   return changes.length > recorded.length ? 1 : 0;
 }
 
-/** Every change of every event's chain against the record, in event order. */
-async function findChanges(hooksDir: string, teamHooksDir: string, record: TrustRecord, teamDir: string): Promise<Shown[]> {
+/**
+ * Every change of every event's chain against the record, in event order. A file belongs to one
+ * event; a handler to several, and its change is one change (shown once, recorded once): `new` or
+ * `changed` when it still runs for some event (its entry then holds its events now), else `removed`.
+ */
+async function findChanges(hooksDir: string, teamHooksDir: string, handlers: readonly HandlerDef[], record: TrustRecord, teamDir: string): Promise<Shown[]> {
   const out: Shown[] = [];
   const layers = { global: path.resolve(hooksDir), team: path.resolve(teamHooksDir) };
-  for (const { event, chain } of await discoverChains(hooksDir, teamHooksDir)) {
+  for (const { event, chain } of await discoverChains(hooksDir, teamHooksDir, handlers)) {
     const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
-    for (const change of check.changes) out.push({ ...change, event, diff: diffOf(change, teamDir) });
+    for (const change of check.changes) {
+      const handler = isHandlerGate(change.path) ? (handlers.find((h) => handlerGateName(h.name) === change.path) ?? null) : null;
+      const same = out.find((c) => c.path === change.path);
+      if (same) {
+        same.events.push(event);
+        if (same.change === "removed" && change.change !== "removed") Object.assign(same, { ...change, event: same.event, events: same.events, diff: diffOf(change, teamDir, handler), handler });
+        continue;
+      }
+      out.push({ ...change, event, events: [event], diff: diffOf(change, teamDir, handler), handler });
+    }
   }
   return out;
 }
 
-function diffOf(change: GateChange, teamDir: string): string[] | null {
+function diffOf(change: GateChange, teamDir: string, handler: HandlerDef | null): string[] | null {
   if (change.change !== "changed" || !change.trusted || change.trusted.sha256 === change.now?.sha256) return null;
   const before = readTrustedCopy(teamDir, change.trusted.sha256);
-  const now = fingerprint(change.path, { content: true });
+  const now = handler ? handlerFingerprint(handler) : fingerprint(change.path, { content: true });
   if (before === null || "problem" in now || !now.content) return ["(no copy of the trusted content was kept: no diff)"];
   if (!looksLikeText(before) || !looksLikeText(now.content)) return ["(binary file: no diff)"];
   return unifiedDiff(before.toString("utf8"), now.content.toString("utf8"), { before: `trusted ${change.trusted.trustedAt}`, after: "now" });
@@ -91,11 +112,11 @@ async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean
       entries.set(change.path, null);
       continue;
     }
-    const fp = fingerprint(change.path, { content: true });
+    const fp = change.handler ? handlerFingerprint(change.handler) : fingerprint(change.path, { content: true });
     if ("problem" in fp || fp.sha256 !== change.now?.sha256 || fp.mode !== change.now.mode) {
       throw new HooksError("E_USAGE", `${change.path} changed again while it was shown: nothing recorded; run pi-teams-hooks trust again`);
     }
-    entries.set(change.path, entryFor(fp, at, by));
+    entries.set(change.path, entryFor(fp, at, by, change.handler?.events));
     if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
   }
   await updateTrust(teamDir, entries, { replaceInvalid });
@@ -104,15 +125,19 @@ async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean
 
 function renderChange(change: Shown, colour: boolean): string {
   const word = change.change.padEnd(8);
-  const head = `${paint(word, change.change === "removed" ? "red" : "yellow", colour)} ${change.path} (${change.event})`;
+  const head = `${paint(word, change.change === "removed" ? "red" : "yellow", colour)} ${change.path} (${change.events.join(", ")})`;
+  // A handler has no mode: its definition is all there is.
+  const mode = (m: number): string => (isHandlerGate(change.path) ? "" : ` mode ${octal(m)}`);
   const lines: string[] = [];
-  if (change.change === "new" && change.now) lines.push(`${head}: sha256 ${change.now.sha256}, mode ${octal(change.now.mode)}`);
+  if (change.change === "new" && change.now) lines.push(`${head}: sha256 ${change.now.sha256}${mode(change.now.mode).replace(" mode", ", mode")}`);
   else if (change.change === "removed") lines.push(`${head}: ${change.detail}; trusted since ${change.trusted?.trustedAt ?? "?"}`);
   else lines.push(`${head}: ${change.detail}`);
   if (change.change === "changed" && change.trusted && change.now) {
-    lines.push(`         trusted ${change.trusted.sha256} mode ${octal(change.trusted.mode)} (${change.trusted.trustedAt} by ${change.trusted.trustedBy || "unknown"})`);
-    lines.push(`         now     ${change.now.sha256} mode ${octal(change.now.mode)}`);
+    lines.push(`         trusted ${change.trusted.sha256}${mode(change.trusted.mode)} (${change.trusted.trustedAt} by ${change.trusted.trustedBy || "unknown"})`);
+    lines.push(`         now     ${change.now.sha256}${mode(change.now.mode)}`);
   }
+  // A new handler is shown whole: what is about to be trusted.
+  if (change.change === "new" && change.handler) for (const line of handlerDefinitionText(change.handler).trimEnd().split("\n")) lines.push(`         ${line}`);
   for (const line of change.diff ?? []) {
     const painted = line.startsWith("+") && !line.startsWith("+++") ? paint(line, "green", colour) : line.startsWith("-") && !line.startsWith("---") ? paint(line, "red", colour) : line;
     lines.push(`         ${painted}`);
@@ -124,6 +149,7 @@ function jsonChange(change: Shown): Record<string, unknown> {
   return {
     path: change.path,
     event: change.event,
+    events: change.events,
     change: change.change,
     detail: change.detail,
     trusted: change.trusted,

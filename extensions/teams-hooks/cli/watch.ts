@@ -4,6 +4,7 @@
  */
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
 import { gateWarnings } from "../doctor/hooks.js";
+import { handlerGateName } from "../settings/handlers.js";
 import { HooksError } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
 import type { InboxMode, LeaderNotice } from "../leader/notices.js";
@@ -32,7 +33,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   };
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
   const allowInsecure = v["allow-insecure-hooks"] === true;
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true, handlers: setup.settings.handlers })) io.stderr(`warning: ${warning}\n`);
 
   const leader = new Leader({
     setup,
@@ -84,6 +85,11 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
         const chosen = discovery.hook?.hookPath;
         const skipped = discovery.candidates.filter((c) => c.status === "skipped").map((c) => `${c.path}: ${c.reason ?? "skipped"}`);
         emit({ type: "hook", event, hook: chosen ?? null, skipped }, `hook ${event}: ${chosen ?? "none"}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
+      }
+      // The handlers run after the files of their events (runner/chain.ts): one line each, URL and events.
+      for (const h of setup.settings.handlers) {
+        const gate = handlerGateName(h.name);
+        emit({ type: "handler", name: gate, events: h.events, url: h.url }, `handler ${gate}: ${h.events.join(", ")} → POST ${h.url}`);
       }
       emit({ type: "policy", ...policyObject(setup) }, policyLine(setup));
       return;

@@ -24,8 +24,12 @@ import { resolveSettings, settingsReport, type SettingsReport } from "../setting
 import { resolveHooksDir, tasksDir } from "../team/paths.js";
 import { readAllTasks } from "../team/tasks.js";
 import { loadTeamConfig, type LoadedTeamConfig } from "../team/config.js";
+import { checkChainTrust } from "../runner/trust.js";
+import { readTrust } from "../runner/trust-store.js";
+import { diagnoseHandlers } from "./handlers.js";
 
 export type { Check, CheckLevel, CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
+export type { HandlerReport } from "./handlers.js";
 
 /** The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and their warnings. */
 export interface PolicyReport extends SettingsReport {
@@ -74,17 +78,31 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const config = await loadTeamConfig(teamDir);
   const hooks = resolveHooksDir({ flag: input.hooksDir, teamDir, env: input.env, cwd: input.cwd });
   const teamLayer = teamHooksDir(teamDir);
-  const chains = await discoverChains(hooks.dir, teamLayer);
+  const policy = diagnosePolicy(config, input.env, config.warnings);
+  const chains = await discoverChains(hooks.dir, teamLayer, policy.handlers);
   const teamHooks = chains.some(({ chain }) => chain.hooks.some((h) => h.layer === "team"));
   const { checks: hooksDirChecks, usable: dirUsable } = await diagnoseHooksDir(hooks.dir, hooks.source, teamHooks);
   const teamLayerChecks = await diagnoseTeamLayer(teamLayer, hooks.dir);
   const events: EventHookReport[] = [];
-  for (const { event, chain } of chains) events.push(await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable, chain, teamLayer));
+  // Handlers' trust state (doctor/handlers.ts); an unreadable record trusts nothing, as in the leader.
+  const trust = readTrust(teamDir);
+  const record = trust.state === "ok" ? trust.record : trust.state === "invalid" ? { version: 1 as const, gates: {} } : null;
+  const layers = { global: path.resolve(hooks.dir), team: path.resolve(teamLayer) };
+  for (const { event, chain } of chains) {
+    const report = await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable, chain, teamLayer);
+    const checked = record ? checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null }) : null;
+    const handlers = diagnoseHandlers(event, chain, input.env, checked, teamDir);
+    for (const hook of report.chain.hooks) {
+      const found = handlers.reports.get(hook.name);
+      if (hook.kind === "http" && found) hook.handler = found;
+    }
+    report.chain.checks.push(...handlers.checks);
+    events.push(report);
+  }
   const nothingAnywhere = events.every((e) => e.candidates.every((c) => c.status === "absent") && e.chain.hooks.length === 0 && e.chain.skipped.length === 0);
   if (dirUsable && nothingAnywhere) {
     hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
   }
-  const policy = diagnosePolicy(config, input.env, config.warnings);
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
 
   const all = [...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks, ...policy.checks, ...locks.checks];

@@ -12,6 +12,8 @@ import { chainDirName, discoverChains, type ChainDiscovery, type ChainHook, type
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { findStrayHookFiles, hookCandidatePaths, insecurity, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
+import type { HandlerDef } from "../settings/handlers.js";
+import type { HandlerReport } from "./handlers.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";
 
@@ -41,13 +43,15 @@ export interface EventHookReport {
   chain: ChainReport;
 }
 
-/** One hook of an event's chain. `name` is relative to its layer: `on_idle.sh`, `on_idle.d/10-lint`. */
+/** One hook of an event's chain. `name` is relative to its layer: `on_idle.sh`, `on_idle.d/10-lint`; a handler's is `http:<name>`. */
 export interface ChainHookReport {
   layer: ChainLayer;
   kind: ChainHook["kind"];
   name: string;
   path: string;
   command: string[];
+  /** A handler's settings and trust state (doctor/handlers.ts). */
+  handler?: HandlerReport;
 }
 
 export interface ChainReport {
@@ -174,7 +178,8 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
 
   const checks: Check[] = [];
   for (const h of chain.hooks) {
-    if (h.layer === "global" && h.kind === "v1") continue;
+    // The global v1 file: checked above. A handler is not a file: doctor/handlers.ts checks it.
+    if ((h.layer === "global" && h.kind === "v1") || h.kind === "http") continue;
     checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
   }
   for (const skip of chain.skipped) {
@@ -187,7 +192,7 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
   const hooks = chain.hooks.map((h) => ({
     layer: h.layer,
     kind: h.kind,
-    name: h.kind === "v1" ? h.name : `${chainDirName(event)}/${h.name}`,
+    name: h.kind === "chain" ? `${chainDirName(event)}/${h.name}` : h.name,
     path: h.hook.hookPath,
     command: [h.hook.command, ...h.hook.args],
   }));
@@ -289,14 +294,15 @@ function strayMessage(stray: StrayHookFile): string {
  * What `watch` and `run` say before anything runs: files that look like gates but never run, gates the
  * leader refuses as insecure, and (`noGate`) a hooks dir in which no event has a gate at all.
  */
-export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean }): Promise<string[]> {
+export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean; handlers?: readonly HandlerDef[] }): Promise<string[]> {
   const layers = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir) ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
   const out = layers.flatMap((dir) => findStrayHookFiles(dir).map(strayMessage));
   let gates = 0;
-  for (const { chain } of await discoverChains(input.hooksDir, input.teamHooksDir)) {
+  for (const { chain } of await discoverChains(input.hooksDir, input.teamHooksDir, input.handlers ?? [])) {
     gates += chain.hooks.length;
     if (input.allowInsecure) continue;
     for (const hook of chain.hooks) {
+      if (hook.kind === "http") continue; // not a file: nothing others could rewrite on disk
       const info = await statOrNull(hook.hook.hookPath);
       const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
       if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);

@@ -2,7 +2,9 @@
  * Running an event's chain (invoke/invoke.ts calls it): the hooks in order under the chain's limits
  * (hooks per event, payload size, the chain's deadline), task events stopping at the first run that
  * does not count as a pass; a chain refused by trust as one closed error naming every problem; and
- * the gate's hash (and the trusted one, when they differ) on each result.
+ * the gate's hash (and the trusted one, when they differ) on each result. A file runs through
+ * runner/run.ts under the run's timeout, an HTTP handler through runner/http.ts under its own
+ * `timeoutMs`; both under the same deadline, failure mode and run ids (`<runId>.N`).
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
@@ -10,10 +12,11 @@ import { type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
 import { countsAsPass } from "../policy/decide.js";
-import type { ChainDiscovery, ChainHook } from "../runner/chain.js";
+import { isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { launcherFor } from "../runner/discover.js";
+import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
-import { fingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
+import { gateFingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
 import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/hooks-config.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 
@@ -34,6 +37,8 @@ export function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { 
 
 /** A chain hook for a gate path that is not in the chain (a trusted gate that no longer runs). */
 function hookAt(file: string, layers: { global: string; team: string | null }): ChainHook {
+  // A trusted handler no longer declared: named, never run.
+  if (isHandlerGate(file)) return { name: file, layer: "team", kind: "http", handler: null, hook: { hookPath: file, command: "POST", args: [] } };
   const dir = path.dirname(file);
   const inDotD = dir.endsWith(".d");
   const root = inDotD ? path.dirname(dir) : dir;
@@ -77,22 +82,38 @@ export async function runChain(
       runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`));
       break;
     }
-    const timeoutMs = Math.min(req.timeoutMs, left);
+    // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file the run's timeout.
+    const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? req.timeoutMs) : req.timeoutMs;
+    const timeoutMs = Math.min(ownTimeoutMs, left);
     const startedAt = ctx.now().toISOString();
-    let result = await runHook(hook.hook, invocation, {
-      cwd: req.cwd,
-      timeoutMs,
-      baseEnv: req.env,
-      escapeeScan: req.sweep ?? DEFAULT_SWEEP,
-      // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
-      ...(req.runId ? { runId: index === 0 ? req.runId : `${req.runId}.${index + 1}` } : {}),
-      eventKey: req.key,
-      attempt: req.attempt ?? 1,
-      context,
-      ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
-      ...(req.notBefore ? { notBefore: req.notBefore } : {}),
-    });
-    if (result.timedOut && timeoutMs < req.timeoutMs) {
+    // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
+    const runId = req.runId ? (index === 0 ? req.runId : `${req.runId}.${index + 1}`) : randomUUID();
+    let result =
+      hook.kind === "http"
+        ? hook.handler
+          ? await runHandler(hook.handler, invocation, {
+              runId,
+              timeoutMs,
+              env: req.env,
+              context,
+              eventKey: req.key,
+              attempt: req.attempt ?? 1,
+              ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+            })
+          : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
+        : await runHook(hook.hook, invocation, {
+            cwd: req.cwd,
+            timeoutMs,
+            baseEnv: req.env,
+            escapeeScan: req.sweep ?? DEFAULT_SWEEP,
+            runId,
+            eventKey: req.key,
+            attempt: req.attempt ?? 1,
+            context,
+            ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
+            ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+          });
+    if (result.timedOut && timeoutMs < ownTimeoutMs) {
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
       result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
     }
@@ -104,16 +125,16 @@ export async function runChain(
 }
 
 
-/** The gate's hash as it ran, and the trusted one when they differ (a change run with --trust-changes). */
+/** The gate's hash as it ran (a handler's: of its definition), and the trusted one when they differ (a change run with --trust-changes). */
 function withHashes(result: RunResult, hook: ChainHook, trust: ChainTrust | null, record: TrustRecord | null): RunResult {
-  const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook.hook.hookPath);
+  const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook);
   if (sha === undefined) return result;
   const trusted = record?.gates[hook.hook.hookPath]?.sha256;
   return { ...result, hookSha256: sha, ...(trusted && trusted !== sha ? { trustedSha256: trusted } : {}) };
 }
 
-function shaOf(file: string): string | undefined {
-  const fp = fingerprint(file);
+function shaOf(hook: ChainHook): string | undefined {
+  const fp = gateFingerprint(hook);
   return "problem" in fp ? undefined : fp.sha256;
 }
 

@@ -21,6 +21,7 @@ import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimit
 import { HooksError, describeError } from "../contract/errors.js";
 import { describeFailure, gatePassedSummary } from "../text/messages.js";
 import type { EffectivePolicy } from "../settings/options.js";
+import type { HandlerDef } from "../settings/handlers.js";
 import { countsAsPass, decide } from "../policy/decide.js";
 import { remediate, type RemediationDone } from "../policy/remediate.js";
 import { SentLog } from "../team/sent-log.js";
@@ -42,6 +43,8 @@ export interface InvokeRequest {
   hooksDir: string;
   /** The team's own layer (`<teamDir>/hooks`); default: that path. null: no team layer. */
   teamHooksDir?: string | null;
+  /** config.json `hooks.handlers`: those declared for the event run after its files (runner/chain.ts). */
+  handlers?: readonly HandlerDef[];
   cwd: string;
   timeoutMs: number;
   /** The failure policy to apply to a task event; null only reports (as `run` without --apply-policy). */
@@ -135,7 +138,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const teamLayer = req.teamHooksDir === undefined ? teamHooksDir(req.identity.teamDir) : req.teamHooksDir;
   const problems: string[] = [];
   // Independent reads: together, not one after the other (they are most of the time before the spawn).
-  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event }), loadTask(req, problems)]);
+  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event, handlers: req.handlers ?? [] }), loadTask(req, problems)]);
   const invocation: HookInvocation = {
     event: req.event,
     teamId: req.identity.teamId,

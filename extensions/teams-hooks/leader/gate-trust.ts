@@ -3,8 +3,8 @@
  * use) or read, re-read before each event when its file changed, and every gate change or insecure
  * gate said once here and once to the lead's inbox.
  */
-import { discoverChains } from "../runner/chain.js";
-import { type ChainTrust, type TrustEntry, entryFor, fingerprint, octal } from "../runner/trust.js";
+import { discoverChains, isHandlerGate } from "../runner/chain.js";
+import { type ChainTrust, type TrustEntry, entryOf, octal } from "../runner/trust.js";
 import { keepTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 import { sentId } from "../team/sent-log.js";
 import type { LeaderContext } from "./context.js";
@@ -34,12 +34,13 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger): Promise<voi
     const entries = new Map<string, TrustEntry>();
     const at = ctx.now();
     const by = trustedBy("first start of the leader");
-    for (const { chain } of await discoverChains(ctx.setup.hooksDir, ctx.setup.teamHooksDir)) {
+    // The handlers of config.json too: a handler is a gate, trusted by its definition (runner/trust.ts).
+    for (const { chain } of await discoverChains(ctx.setup.hooksDir, ctx.setup.teamHooksDir, ctx.setup.settings.handlers)) {
       for (const hook of chain.hooks) {
-        const fp = fingerprint(hook.hook.hookPath, { content: true });
-        if ("problem" in fp) continue;
-        entries.set(hook.hook.hookPath, entryFor(fp, at, by));
-        if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
+        const found = entryOf(hook, at, by);
+        if (!found) continue;
+        entries.set(hook.hook.hookPath, found.entry);
+        if (found.content) keepTrustedCopy(teamDir, found.entry.sha256, found.content);
       }
     }
     ctx.trust.set(await updateTrust(teamDir, entries));
@@ -62,7 +63,7 @@ export function refreshTrust(ctx: LeaderContext): void {
     for (const c of changes) {
       ctx.warn(
         c.change === "approved"
-          ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, mode ${octal(c.entry?.mode ?? 0)}, by ${c.entry?.trustedBy || "unknown"})`
+          ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
           : `trust record: ${c.path} removed (its absence is approved)`,
       );
     }

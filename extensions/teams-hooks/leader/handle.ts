@@ -11,7 +11,7 @@ import { describeError, isHooksError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { markRead } from "../team/mailbox.js";
 import { sentId } from "../team/sent-log.js";
-import { formatDuration, policyGivenUpText } from "../text/messages.js";
+import { formatDuration, missingSecretWarning, policyGivenUpText } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
@@ -94,6 +94,7 @@ export class EventHandler {
         limits: setup.limits,
         sweep: setup.sweep.value,
         teamHooksDir: setup.teamHooksDir,
+        handlers: setup.settings.handlers,
         retry: state.retry,
         attempt,
         sentLog: this.#ctx.sent,
@@ -125,7 +126,21 @@ export class EventHandler {
       this.#ctx.warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
       return;
     }
+    this.#warnMissingSecrets(outcome);
     await this.#settle(event, outcome, state);
+  }
+
+  /** A handler's secret variable that was not set: said once per handler and variable (never a value). */
+  #warnMissingSecrets(outcome: InvokeOutcome): void {
+    for (const run of outcome.runs) {
+      if (run.hook.kind !== "http" || !run.hook.handler) continue;
+      for (const variable of run.result.http?.missingSecrets ?? []) {
+        const id = `missing-secret:${run.hook.name}:${variable}`;
+        if (this.#ctx.told.has(id)) continue;
+        this.#ctx.told.add(id);
+        this.#ctx.warn(missingSecretWarning(run.hook.name, variable, run.hook.handler));
+      }
+    }
   }
 
   /**

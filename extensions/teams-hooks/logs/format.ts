@@ -175,7 +175,9 @@ export function formatShow(row: Row): string {
     ...(result.signal ? [`signal ${result.signal}`] : []),
     ...(result.timedOut ? ["timed out"] : []),
   ];
-  field("exit", exit.join(", "));
+  if (result.http) field("answer", httpAnswer(result.http, result.timedOut));
+  else field("exit", exit.join(", "));
+  if (result.http?.missingSecrets?.length) field("secrets", `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out)`);
   if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
   field("duration", result.durationMs >= 1000 ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)` : formatDuration(result.durationMs));
   field("run id", result.runId);
@@ -200,8 +202,20 @@ export function formatShow(row: Row): string {
   } else {
     field("policy", "not applied (reported only)");
   }
-  out.push("", ...outputBlock("stdout", result.stdout, result.stdoutDroppedBytes), "", ...outputBlock("stderr", result.stderr, result.stderrDroppedBytes));
+  // A handler has no output streams: its answer's body is kept where a file's stdout goes.
+  if (result.http) out.push("", ...outputBlock("response body", result.stdout, result.stdoutDroppedBytes));
+  else out.push("", ...outputBlock("stdout", result.stdout, result.stdoutDroppedBytes), "", ...outputBlock("stderr", result.stderr, result.stderrDroppedBytes));
   return `${out.join("\n")}\n`;
+}
+
+const BODY_WORDS: Readonly<Record<string, string>> = { verdict: "a verdict", empty: "empty (allows)", malformed: "not a verdict (allows)" };
+
+/** `HTTP 200 OK, body: a verdict; signed`, `no answer (timed out); unsigned`. */
+function httpAnswer(http: NonNullable<RunResult["http"]>, timedOut: boolean): string {
+  const answer = http.status === null ? `no answer${timedOut ? " (timed out)" : ""}` : `HTTP ${http.status}${http.statusText ? ` ${oneLine(http.statusText)}` : ""}`;
+  const body = http.body ? `, body: ${BODY_WORDS[http.body] ?? oneLine(http.body)}` : "";
+  const late = http.status !== null && timedOut ? " (its body timed out)" : "";
+  return `${answer}${body}${late}; ${http.signed ? "signed" : "unsigned"}`;
 }
 
 function outputBlock(name: string, text: string, dropped: number): string[] {

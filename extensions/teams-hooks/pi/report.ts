@@ -74,7 +74,7 @@ async function gateLines(setup: TeamSetup): Promise<string[]> {
   const layers = { global: path.resolve(setup.hooksDir), team: path.resolve(setup.teamHooksDir) };
   const out: string[] = [];
   const width = Math.max(...HOOK_EVENTS.map((e) => e.length));
-  for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir)) {
+  for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
     const check = checkChainTrust(chain, event, layers, { record, allowInsecure: false, uid: process.getuid?.() ?? null });
     if (chain.hooks.length === 0) out.push(`  ${event.padEnd(width)}  none`);
     for (const hook of chain.hooks) {

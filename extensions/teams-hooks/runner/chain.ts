@@ -16,6 +16,10 @@
  * - A team layer that exists but cannot be read is a skip, and the global hooks still run: we cannot
  *   see its `.disabled` files, and running the global gates is the safe side.
  * - The same dir given as both layers is one layer, the global one (`v1.team` is then null).
+ * - HTTP handlers (config.json `hooks.handlers`, settings/handlers.ts) come last, after every file, in
+ *   the order they are declared: a remote gate (a CI run, a review) is the slowest and the dearest, so
+ *   it only runs once the local gates have had their say. They live in the team's config.json, so
+ *   their layer is `team`; they are never files, so nothing about them is skipped here.
  */
 // Synchronous, as in runner/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
@@ -26,15 +30,33 @@ import type { HookEventName } from "../contract/contract.js";
 import { findHook, hookCandidatePaths, inspectCandidate, launcherFor } from "./discover.js";
 import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "../contract/errors.js";
+import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 
 export type ChainLayer = "global" | "team";
 
-/** One hook that runs, in chain order. `name`: the file name (`on_idle.sh`, `10-lint`). */
-export interface ChainHook {
+/** One hook that runs, in chain order: a file, or an HTTP handler. */
+export type ChainHook = FileChainHook | HttpChainHook;
+
+/** A gate file. `name`: the file name (`on_idle.sh`, `10-lint`). */
+export interface FileChainHook {
   name: string;
   layer: ChainLayer;
   hook: HookCommand;
   kind: "v1" | "chain";
+}
+
+/**
+ * An HTTP handler of config.json `hooks.handlers`: `name` and `hook.hookPath` are its gate name
+ * (`http:ci`), `hook.command` and `hook.args` say `POST <url>` (what the log's `command` shows).
+ * `handler` is null only for a trusted handler that is no longer declared, named in a trust refusal
+ * (invoke/chain-run.ts `refusedRun`): such a hook never runs.
+ */
+export interface HttpChainHook {
+  name: string;
+  layer: "team";
+  hook: HookCommand;
+  kind: "http";
+  handler: HandlerDef | null;
 }
 
 /**
@@ -56,7 +78,7 @@ export interface ChainSkip {
 }
 
 export interface ChainDiscovery {
-  /** What runs, in order: the v1 file (if any), then the `.d` files by byte-wise name. */
+  /** What runs, in order: the v1 file (if any), then the `.d` files by byte-wise name, then the handlers. */
   hooks: ChainHook[];
   /** Every file looked at that does not run, v1 candidates first, then `.d` entries by name. */
   skipped: ChainSkip[];
@@ -69,6 +91,8 @@ export interface ChainInput {
   /** The team's hooks layer, `<teamDir>/hooks` (see teamHooksDir); null: no team layer. */
   teamDir: string | null;
   event: HookEventName;
+  /** config.json `hooks.handlers`: those whose `events` hold `event` run after the files, in this order. */
+  handlers?: readonly HandlerDef[];
 }
 
 /** The team's own hooks layer inside a team dir. */
@@ -84,10 +108,22 @@ export function chainDirName(event: HookEventName): string {
 /**
  * The gate's name in what the policy writes and says (task metadata, the follow-up's subject, the
  * nudge): the v1 file by its base name whatever its extension (`on_task_completed`, as pi-agent-teams
- * names it), a chain file by its place (`on_task_completed.d/10-lint.sh`).
+ * names it), a chain file by its place (`on_task_completed.d/10-lint.sh`), a handler as `http:<name>`.
  */
 export function gateName(hook: Pick<ChainHook, "name" | "kind">, event: HookEventName): string {
+  if (hook.kind === "http") return hook.name;
   return hook.kind === "v1" ? HOOK_BASE_NAMES[event] : `${chainDirName(event)}/${hook.name}`;
+}
+
+/** The chain hook of a declared handler: `http:<name>`, `POST <url>`. */
+export function handlerHook(handler: HandlerDef): HttpChainHook {
+  const name = handlerGateName(handler.name);
+  return { name, layer: "team", kind: "http", handler, hook: { hookPath: name, command: "POST", args: [handler.url] } };
+}
+
+/** Whether a gate path (a trust record key, a log's `hookPath`) names a handler rather than a file. */
+export function isHandlerGate(gate: string): boolean {
+  return gate.startsWith(handlerGateName(""));
 }
 
 const NAME_CHARS = /^[A-Za-z0-9_.-]+$/;
@@ -132,13 +168,14 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   const chain = chainFiles(input.event, global.dirProblem ? null : globalDir, teamUsable ? teamDir : null);
   hooks.push(...chain.hooks);
   skipped.push(...chain.skipped);
+  for (const handler of input.handlers ?? []) if (handler.events.includes(input.event)) hooks.push(handlerHook(handler));
   return { hooks, skipped, v1: { global, team } };
 }
 
 /** The chain of every event (in `HOOK_EVENTS` order), for whatever looks at all the gates at once. */
-export async function discoverChains(globalDir: string, teamDir: string | null): Promise<Array<{ event: HookEventName; chain: ChainDiscovery }>> {
+export async function discoverChains(globalDir: string, teamDir: string | null, handlers: readonly HandlerDef[] = []): Promise<Array<{ event: HookEventName; chain: ChainDiscovery }>> {
   const out: Array<{ event: HookEventName; chain: ChainDiscovery }> = [];
-  for (const event of HOOK_EVENTS) out.push({ event, chain: await discoverChain({ globalDir, teamDir, event }) });
+  for (const event of HOOK_EVENTS) out.push({ event, chain: await discoverChain({ globalDir, teamDir, event, handlers }) });
   return out;
 }
 

@@ -67,9 +67,27 @@ export function liveRuns(): Array<{ runId: string; pid: number }> {
   return [...live.values()].map(({ runId, pid }) => ({ runId, pid }));
 }
 
-/** Ends every live run (as a timeout would) and waits until each has settled and reaped its group. */
+/**
+ * Live HTTP handler requests (runner/http.ts), by run id. Kept here rather than there so that the
+ * shutdown path does not load the HTTP runner (and node:http) into a leader that never used it.
+ */
+const liveRequests = new Map<string, { stop: () => void; done: Promise<unknown> }>();
+
+/** Registers a live request, so that terminateAllRuns aborts it; returns what unregisters it. */
+export function trackRequest(runId: string, stop: () => void, done: Promise<unknown>): () => void {
+  const entry = { stop, done };
+  liveRequests.set(runId, entry);
+  return () => {
+    if (liveRequests.get(runId) === entry) liveRequests.delete(runId);
+  };
+}
+
+/**
+ * Ends every live run (as a timeout would) and every live handler request (its result: `stopped`),
+ * and waits until each has settled and reaped its group.
+ */
 export async function terminateAllRuns(): Promise<void> {
-  const runs = [...live.values()];
+  const runs = [...live.values(), ...liveRequests.values()];
   for (const run of runs) run.stop();
   await Promise.allSettled(runs.map((run) => run.done));
 }

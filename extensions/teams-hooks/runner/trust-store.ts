@@ -8,6 +8,7 @@
 import { statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { mkdirUnder, writeJsonAtomic } from "../team/json-file.js";
 import { withLock } from "../team/lock.js";
@@ -55,12 +56,15 @@ function asRecord(value: unknown): TrustRecord | null {
     if (raw === null || typeof raw !== "object") return null;
     const e = raw as Record<string, unknown>;
     if (typeof e.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.mode) || !Number.isInteger(e.size)) return null;
+    // A handler's events (trust.ts): an entry whose list is not one of event names reads as none (every event).
+    const events = Array.isArray(e.events) && e.events.every((v) => (HOOK_EVENTS as readonly unknown[]).includes(v)) ? (e.events as HookEventName[]) : undefined;
     out[file] = {
       sha256: e.sha256,
       mode: e.mode as number,
       size: e.size as number,
       trustedAt: typeof e.trustedAt === "string" ? e.trustedAt : "",
       trustedBy: typeof e.trustedBy === "string" ? e.trustedBy : "",
+      ...(events ? { events } : {}),
     };
   }
   return { version: 1, gates: out };

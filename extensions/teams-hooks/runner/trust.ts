@@ -15,12 +15,19 @@
  * Each is a closed error: the event fails, whatever its failure mode. The record is itself a file the
  * agents could write; what that allows, and what the leader does to make it visible, is in
  * docs/security.md.
+ *
+ * An HTTP handler (config.json `hooks.handlers`) is a gate too, kept under its gate name (`http:ci`):
+ * its "content" is its definition as canonical JSON (`handlerDefinitionText`: URL, events, header
+ * names and values, the names of the variables that hold its secrets, never their values), its mode
+ * 0. A handler added or changed is `untrusted_hook`, one no longer declared for an event
+ * `gate_missing`: an agent that can edit config.json cannot point a gate elsewhere unseen.
  */
 import { createHash } from "node:crypto";
 import { lstatSync, statSync } from "node:fs";
 import path from "node:path";
-import { chainDirName, type ChainDiscovery } from "./chain.js";
+import { chainDirName, isHandlerGate, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
+import type { HandlerDef } from "../settings/handlers.js";
 import type { TrustErrorKind } from "../contract/hook-run.js";
 import { hookCandidatePaths, insecurity } from "./discover.js";
 import { describeError, errnoCode } from "../contract/errors.js";
@@ -37,6 +44,8 @@ export interface TrustEntry {
   trustedAt: string;
   /** `user@host (pid N, how)`: for people; anyone who can write the file can write this too. */
   trustedBy: string;
+  /** A handler's events when it was trusted: the events for which it going missing is `gate_missing`. */
+  events?: HookEventName[];
 }
 
 export interface TrustRecord {
@@ -84,6 +93,39 @@ export function fingerprint(file: string, opts: { content?: boolean } = {}): Fin
   if (cache.size > 4096) cache.clear();
   cache.set(file, { sig, fingerprint: fp });
   return opts.content ? { ...fp, content: read.bytes } : fp;
+}
+
+/**
+ * A handler's definition as the text its trust hash covers and `trust` shows a diff of: pretty JSON
+ * with sorted keys (events sorted too: their order means nothing), empty maps left out.
+ */
+export function handlerDefinitionText(handler: HandlerDef): string {
+  const sorted = (map: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined => {
+    const entries = Object.entries(map ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+  };
+  const definition = {
+    events: [...handler.events].sort(),
+    headers: sorted(handler.headers),
+    name: handler.name,
+    secretHeaders: sorted(handler.secretHeaders),
+    signingSecretEnv: handler.signingSecretEnv,
+    timeoutMs: handler.timeoutMs,
+    url: handler.url,
+  };
+  return `${JSON.stringify(definition, null, 2)}\n`;
+}
+
+/** A handler's fingerprint: the hash of its definition's text (mode 0, no owner: it is not a file). */
+export function handlerFingerprint(handler: HandlerDef): Fingerprint {
+  const content = Buffer.from(handlerDefinitionText(handler), "utf8");
+  return { sha256: createHash("sha256").update(content).digest("hex"), mode: 0, size: content.length, uid: -1, content };
+}
+
+/** The fingerprint of whatever a chain hook runs: its file, or its handler's definition. */
+export function gateFingerprint(hook: ChainHook, opts: { content?: boolean } = {}): Fingerprint | { problem: string } {
+  if (hook.kind !== "http") return fingerprint(hook.hook.hookPath, opts);
+  return hook.handler ? handlerFingerprint(hook.handler) : { problem: "not declared in config.json hooks.handlers" };
 }
 
 /** Hook files and the record are small; anything bigger is not one of ours. */
@@ -150,6 +192,10 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
   const gates = opts.record?.gates ?? {};
   for (const hook of chain.hooks) {
     const file = hook.hook.hookPath;
+    if (hook.kind === "http") {
+      if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
+      continue;
+    }
     const fp = fingerprint(file);
     if ("problem" in fp) {
       // Gone or unreadable between discovery and now: it cannot run as discovered.
@@ -173,13 +219,37 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
   if (opts.record) {
     const running = new Set(chain.hooks.map((h) => h.hook.hookPath));
     for (const [file, trusted] of Object.entries(gates)) {
-      if (running.has(file) || eventOfGate(file, layers) !== event) continue;
+      if (running.has(file)) continue;
+      if (isHandlerGate(file)) {
+        // Trusted for this event (an entry without events: for every event, the safe reading).
+        if (!(trusted.events ?? HOOK_EVENTS).includes(event)) continue;
+        const detail = `not declared for ${event} in config.json hooks.handlers (removed, renamed, or its events changed)`;
+        changes.push({ path: file, change: "removed", trusted, now: null, detail });
+        problems.push({ kind: "gate_missing", path: file, reason: `trusted handler ${file} no longer runs: ${detail}` });
+        continue;
+      }
+      if (eventOfGate(file, layers) !== event) continue;
       const why = whyNotRunning(file, chain, layers);
       changes.push({ path: file, change: "removed", trusted, now: null, detail: why.detail });
       problems.push({ kind: why.kind, path: file, reason: `trusted gate ${file} no longer runs: ${why.detail}` });
     }
   }
   return { hashes, problems, changes };
+}
+
+/** A handler in the chain against the record: new, or changed since it was trusted. */
+function checkHandler(gate: string, fp: Fingerprint, record: TrustRecord | null, out: Pick<ChainTrust, "hashes" | "problems" | "changes">): void {
+  out.hashes.set(gate, fp.sha256);
+  if (!record) return;
+  const trusted = record.gates[gate];
+  if (!trusted) {
+    out.changes.push({ path: gate, change: "new", trusted: null, now: fp, detail: "not trusted yet" });
+    out.problems.push({ kind: "untrusted_hook", path: gate, reason: `handler ${gate} is new, not trusted yet` });
+  } else if (trusted.sha256 !== fp.sha256) {
+    const detail = describeChange(trusted, fp);
+    out.changes.push({ path: gate, change: "changed", trusted, now: fp, detail });
+    out.problems.push({ kind: "untrusted_hook", path: gate, reason: `handler ${gate} changed since it was trusted (its definition in config.json hooks.handlers: ${detail})` });
+  }
 }
 
 /** The event a gate path belongs to, given the two layers; null when it is in neither. */
@@ -226,7 +296,15 @@ export function octal(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, "0");
 }
 
-/** A new trust entry for a gate as it is now. */
-export function entryFor(fp: Fingerprint, at: string, by: string): TrustEntry {
-  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by };
+/** A new trust entry for a gate as it is now (a handler's with its events). */
+export function entryFor(fp: Fingerprint, at: string, by: string, events?: readonly HookEventName[]): TrustEntry {
+  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by, ...(events ? { events: [...events] } : {}) };
+}
+
+/** The trust entry of a chain hook as it is now, or null when it cannot be read (a file gone meanwhile). */
+export function entryOf(hook: ChainHook, at: string, by: string): { entry: TrustEntry; content: Buffer | undefined } | null {
+  const fp = gateFingerprint(hook, { content: true });
+  if ("problem" in fp) return null;
+  const events = hook.kind === "http" ? hook.handler?.events : undefined;
+  return { entry: entryFor(fp, at, by, events), content: fp.content };
 }

@@ -98,7 +98,7 @@ export const SUMMARY_STDERR_LINE_CHARS = 180;
  * (colour codes removed, cut to 180 characters), joined with ` • `.
  */
 export function describeFailure(
-  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict">,
+  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict" | "http">,
   timeoutMs: number,
 ): string {
   const parts: string[] = [];
@@ -114,12 +114,26 @@ export function describeFailure(
   }
   const spawnError = result.error ? policyFirstLine(result.error) : "";
   if (spawnError) parts.push(spawnError);
-  if (result.timedOut) parts.push(`timeout after ${timeoutMs}ms`);
+  // A handler's error says its own timeout (hooks.handlers[].timeoutMs), not the run's.
+  if (result.timedOut && !result.http) parts.push(`timeout after ${timeoutMs}ms`);
   if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
   else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);
   const stderrLine = policyFirstLine(result.stderr);
   if (stderrLine) parts.push(truncateText(stderrLine, SUMMARY_STDERR_LINE_CHARS));
   return parts.length > 0 ? parts.join(" • ") : "failed";
+}
+
+/**
+ * A handler's secret that was not in the environment when its request went out: the header left
+ * out, or the request unsigned. Names the variable, never a value.
+ */
+export function missingSecretWarning(gate: string, variable: string, handler: { secretHeaders?: Readonly<Record<string, string>> | undefined; signingSecretEnv?: string | undefined }): string {
+  const headers = Object.entries(handler.secretHeaders ?? {}).filter(([, v]) => v === variable).map(([h]) => h);
+  const what = [
+    ...(headers.length > 0 ? [`header ${headers.join(", ")} left out`] : []),
+    ...(handler.signingSecretEnv === variable ? ["requests unsigned (no X-Pi-Teams-Signature)"] : []),
+  ];
+  return `handler ${gate}: environment variable ${variable} is not set: ${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the leader's environment)`;
 }
 
 /** ANSI escape sequences (colours, cursor moves) and other control characters but tab. */

@@ -1,0 +1,90 @@
+/**
+ * The HTTP handlers' half of doctor: for each event, each handler of config.json `hooks.handlers`
+ * declared for it — where it posts, its header names, each secret header's variable and whether it
+ * is set in this environment, whether requests are signed, its timeout — and its trust state (a
+ * handler is a gate trusted by its definition, runner/trust.ts), plus every trusted handler that no
+ * longer runs for the event. Secret values are never read into the report: only whether they are set.
+ * Data only; doctor/diagnose.ts assembles the report.
+ */
+import type { HookEventName } from "../contract/contract.js";
+import type { ChainDiscovery } from "../runner/chain.js";
+import type { ChainTrust } from "../runner/trust.js";
+import type { HandlerDef } from "../settings/handlers.js";
+import type { Check } from "./hooks.js";
+
+/** What doctor says about one handler (never a secret value). */
+export interface HandlerReport {
+  url: string;
+  timeoutMs: number;
+  /** The static headers' names. */
+  headers: string[];
+  secretHeaders: Array<{ header: string; variable: string; set: boolean }>;
+  /** `signingSecretEnv` and whether it is set; null: requests are not signed. */
+  signing: { variable: string; set: boolean } | null;
+  /** `no_record`: no trust record yet (the leader's first start trusts it). */
+  trust: "trusted" | "new" | "changed" | "no_record";
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Each handler of `chain` (by gate name), and the checks of the event's handlers. `trust`: the chain
+ * checked against the record (null when there is no record yet).
+ */
+export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, env: Env, trust: ChainTrust | null, teamDir: string): { reports: Map<string, HandlerReport>; checks: Check[] } {
+  const reports = new Map<string, HandlerReport>();
+  const checks: Check[] = [];
+  const isSet = (variable: string): boolean => (env[variable] ?? "") !== "";
+  const approve = (gate: string): string => `pi-teams-hooks trust --team-dir ${teamDir} ${gate}`;
+  for (const hook of chain.hooks) {
+    if (hook.kind !== "http" || !hook.handler) continue;
+    const gate = hook.name;
+    const handler: HandlerDef = hook.handler;
+    const change = trust?.changes.find((c) => c.path === gate);
+    const report: HandlerReport = {
+      url: handler.url,
+      timeoutMs: handler.timeoutMs,
+      headers: Object.keys(handler.headers ?? {}),
+      secretHeaders: Object.entries(handler.secretHeaders ?? {}).map(([header, variable]) => ({ header, variable, set: isSet(variable) })),
+      signing: handler.signingSecretEnv === undefined ? null : { variable: handler.signingSecretEnv, set: isSet(handler.signingSecretEnv) },
+      trust: trust === null ? "no_record" : change?.change === "new" ? "new" : change?.change === "changed" ? "changed" : "trusted",
+    };
+    reports.set(gate, report);
+
+    const parts = [`POST ${report.url}`, `timeout ${report.timeoutMs}ms`];
+    if (report.headers.length > 0) parts.push(`headers ${report.headers.join(", ")}`);
+    for (const s of report.secretHeaders) parts.push(`secret ${s.header} from ${s.variable} (${s.set ? "set" : "NOT SET"})`);
+    parts.push(report.signing ? `signed with ${report.signing.variable} (${report.signing.set ? "set" : "NOT SET"})` : "not signed");
+    if (report.trust === "trusted") parts.push("trusted");
+    checks.push({ level: "ok", message: `${gate}: ${parts.join("; ")}` });
+
+    for (const s of report.secretHeaders.filter((x) => !x.set)) {
+      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
+    }
+    if (report.signing && !report.signing.set) {
+      checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers" });
+    }
+    if (cleartext(report.url)) {
+      checks.push({ level: "warn", message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`, field: "hooks.handlers" });
+    }
+    if (report.trust === "no_record") checks.push({ level: "info", message: `${gate}: trusted when the leader first starts (no trust record yet)` });
+    else if (report.trust !== "trusted") {
+      const what = report.trust === "new" ? "is new, not trusted yet" : `changed since it was trusted (${change?.detail ?? "its definition"})`;
+      checks.push({ level: "error", message: `${gate} ${what}: its events fail (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers" });
+    }
+  }
+  for (const removed of trust?.changes.filter((c) => c.change === "removed" && c.path.startsWith("http:")) ?? []) {
+    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events fail (gate_missing) until the team lead approves: ${approve(removed.path)}` });
+  }
+  return { reports, checks };
+}
+
+/** Plain http to anything but this machine. */
+function cleartext(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.protocol === "http:" && !["localhost", "127.0.0.1", "[::1]"].includes(u.hostname) && !u.hostname.startsWith("127.");
+  } catch {
+    return false; // refused by the settings already
+  }
+}

@@ -1,0 +1,361 @@
+/**
+ * Runs one HTTP handler (config.json `hooks.handlers`, settings/handlers.ts) and turns whatever
+ * happens into a RunResult, as runner/run.ts does for a file. Never rejects.
+ *
+ * The request: `POST`, the body the context document's JSON (byte for byte what a file hook reads on
+ * stdin), the context headers (`HANDLER_HEADERS`; one whose value is unknown is left out), the
+ * handler's static headers, its secret headers with values read from the environment now (a variable
+ * that is not set leaves its header out and is named in `http.missingSecrets`), and with
+ * `signingSecretEnv` an HMAC-SHA256 of the body. The answer, as docs/hook-contract.md says: a 2xx
+ * decides through its verdict body (empty or malformed allows, and `http.body` says which); a 2xx
+ * with a decision we do not know, any other status (its body's first line or its reason phrase is
+ * the diagnostic), a redirect (never followed), a body over 64 KiB, no connection, or no answer in
+ * time is a hook error of kind `http`, and the failure mode decides. No retries within a run: a POST
+ * sent twice may start a CI job twice; the event's next attempt (a restart) is the retry, and it
+ * carries the same event key for the receiver to deduplicate.
+ *
+ * node:http rather than fetch (docs/architecture.md, "Facts this design rests on"; bench/http.mjs):
+ * on Node 20 the first fetch loads undici, 62 ms and 12 MB of RSS here against 12 ms and 1 MB for
+ * node:http; node:http never follows a redirect, hands over the body as a stream we stop reading at
+ * the cap, and reports a failed connection with its errno code instead of `TypeError: fetch failed`.
+ * node:http and node:https are imported on the first request only, so a leader without handlers
+ * never loads them. Each has its own keep-alive agent (not the process's global one, which pi's
+ * own code shares when the leader runs inside pi).
+ *
+ * Secret values never leave this module in anything recorded: not in the result, not in an error.
+ * A receiver that echoes a request header back (a debug endpoint, an error page) has every secret
+ * value in its answer replaced by `[redacted]` before it is kept.
+ */
+import { createHmac, randomUUID } from "node:crypto";
+import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node:http";
+import { HOOK_CONTRACT_VERSION, isTaskEvent, type HookInvocation } from "../contract/contract.js";
+import { describeError, errnoCode } from "../contract/errors.js";
+import { OUTPUT_LIMIT_CHARS, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
+import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
+import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
+import { trackRequest } from "./run.js";
+
+export interface RunHandlerOptions {
+  /** The run's id (the `X-Pi-Teams-Hook-Run-Id` header and the log's); default a new UUID. */
+  runId?: string;
+  /** The handler's `timeoutMs`, or less when the chain's deadline is nearer. */
+  timeoutMs: number;
+  /** The leader's environment: secret header values and the signing key are read from it at send time. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The invocation's context document, when the caller built it already (a chain does, once). */
+  context?: PreparedContext;
+  eventKey?: string;
+  attempt?: number;
+  /** Awaited before the request is sent (the leader's ledger flush); if it rejects, nothing is sent. */
+  notBefore?: Promise<unknown>;
+  /** The clock of the timestamp header. */
+  now?: () => Date;
+}
+
+/** The headers pi-teams-hooks sets on every request (docs/hook-contract.md, "HTTP handlers"). */
+export const HANDLER_HEADERS = Object.freeze({
+  event: "X-Pi-Teams-Hook-Event",
+  runId: "X-Pi-Teams-Hook-Run-Id",
+  version: "X-Pi-Teams-Hook-Version",
+  timestamp: "X-Pi-Teams-Hook-Timestamp",
+  teamId: "X-Pi-Teams-Hook-Team-Id",
+  taskId: "X-Pi-Teams-Hook-Task-Id",
+  member: "X-Pi-Teams-Hook-Member",
+  eventKey: "X-Pi-Teams-Hook-Event-Key",
+  attempt: "X-Pi-Teams-Hook-Attempt",
+  signature: "X-Pi-Teams-Signature",
+});
+
+/** An answer's body is read up to this many bytes; one that goes on is a hook error, the rest unread. */
+export const HANDLER_BODY_LIMIT_BYTES = 64 * 1024;
+/** How much of a failed answer's first line goes into the error (and so the task's summary). */
+const DIAGNOSTIC_CHARS = 200;
+/**
+ * An idle kept-alive connection is closed after this long: under Node's own server default (5 s),
+ * so that we close first rather than send on a socket the server is closing. A server that announces
+ * a shorter `Keep-Alive: timeout=` is believed (Node's agent reads it).
+ */
+const IDLE_SOCKET_MS = 4_000;
+const REDACTED = "[redacted]";
+
+/** What goes out: the headers, and what of them must never be recorded. */
+interface Outgoing {
+  headers: Record<string, string>;
+  missingSecrets: string[];
+  /** Every secret value sent (header values and the signing key): redacted from anything kept. */
+  secrets: string[];
+  signed: boolean;
+}
+
+type Exchange =
+  | { kind: "answer"; status: number; statusText: string; location: string | null; bytes: Buffer; over: boolean }
+  | { kind: "failed"; message: string; code: string | undefined }
+  | { kind: "timeout"; answered: boolean }
+  | { kind: "stopped" };
+
+export async function runHandler(handler: HandlerDef, invocation: HookInvocation, opts: RunHandlerOptions): Promise<RunResult> {
+  const runId = opts.runId ?? randomUUID();
+  const startedAt = performance.now();
+  const base: RunResult = {
+    ran: true,
+    hookPath: handlerGateName(handler.name),
+    command: ["POST", handler.url],
+    outcome: "error",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: 0,
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    leftoverProcesses: 0,
+    contextTruncated: false,
+    runId,
+    contractVersion: HOOK_CONTRACT_VERSION,
+    http: { url: handler.url, status: null },
+  };
+  try {
+    const body = Buffer.from((opts.context ?? prepareContext(invocation)).json, "utf8");
+    await opts.notBefore;
+    // After the wait: the secrets and the timestamp are those of the moment the request goes out.
+    const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId });
+    const exchange = await send(new URL(handler.url), outgoing.headers, body, opts.timeoutMs, runId);
+    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: isTaskEvent(invocation.event) });
+  } catch (error) {
+    // A bug of ours (or the ledger flush failed: nothing was sent), reported as data like runHook's.
+    return { ...base, errorKind: "internal", error: `internal error: ${describeError(error)}`, durationMs: elapsed(startedAt) };
+  }
+}
+
+/** The request's headers: context, static, secret (read now), signature. */
+function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: Buffer, opts: RunHandlerOptions & { runId: string }): Outgoing {
+  const H = HANDLER_HEADERS;
+  const headers: Record<string, string> = {
+    "Content-Type": "application/json",
+    "Content-Length": String(body.length),
+    [H.event]: invocation.event,
+    [H.runId]: headerText(opts.runId),
+    [H.version]: String(HOOK_CONTRACT_VERSION),
+    [H.timestamp]: (opts.now ?? (() => new Date()))().toISOString(),
+    [H.teamId]: headerText(invocation.teamId),
+  };
+  const known: Array<[string, string | undefined]> = [
+    [H.taskId, invocation.completedTask?.id],
+    [H.member, invocation.memberName],
+    [H.eventKey, opts.eventKey],
+    [H.attempt, opts.attempt === undefined ? undefined : String(opts.attempt)],
+  ];
+  for (const [name, value] of known) if (value !== undefined && value !== "") headers[name] = headerText(value);
+  Object.assign(headers, handler.headers ?? {});
+
+  const missing = new Set<string>();
+  const secrets: string[] = [];
+  // An empty value counts as unset: an empty bearer token or HMAC key authenticates nothing.
+  const read = (variable: string): string | null => {
+    const value = opts.env[variable];
+    if (value === undefined || value === "") missing.add(variable);
+    else secrets.push(value);
+    return value || null;
+  };
+  for (const [name, variable] of Object.entries(handler.secretHeaders ?? {})) {
+    const value = read(variable);
+    if (value !== null) headers[name] = value;
+  }
+  let signed = false;
+  if (handler.signingSecretEnv !== undefined) {
+    const key = read(handler.signingSecretEnv);
+    if (key !== null) {
+      headers[H.signature] = `sha256=${createHmac("sha256", key).update(body).digest("hex")}`;
+      signed = true;
+    }
+  }
+  return { headers, missingSecrets: [...missing], secrets, signed };
+}
+
+/** Visible ASCII (inner blanks allowed) goes as is; anything else percent-encoded as UTF-8, so it can be sent at all. */
+function headerText(value: string): string {
+  return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) ? value : encodeURIComponent(value);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exchange
+
+interface Transport {
+  request: (url: URL, options: RequestOptions) => ClientRequest;
+  agent: Agent;
+}
+const transports = new Map<string, Promise<Transport>>();
+
+/** node:http or node:https with its keep-alive agent, imported on the first request of that scheme. */
+function transportFor(protocol: string): Promise<Transport> {
+  let found = transports.get(protocol);
+  if (!found) {
+    found =
+      protocol === "https:"
+        ? import("node:https").then((m) => ({ request: m.request, agent: new m.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }) }))
+        : import("node:http").then((m) => ({ request: m.request, agent: new m.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }) }));
+    transports.set(protocol, found);
+  }
+  return found;
+}
+
+/**
+ * One request and its answer, settled exactly once: the answer read to its end (or to the cap),
+ * a failure, the timeout, or the leader's stop (terminateAllRuns in runner/run.ts). An answer read
+ * to its end leaves the connection to the agent for the next request; every other end destroys it.
+ */
+async function send(url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number, runId: string): Promise<Exchange> {
+  const transport = await transportFor(url.protocol);
+  let settle: (exchange: Exchange) => void = () => undefined;
+  const settled = new Promise<Exchange>((resolve) => (settle = resolve));
+  let done = false;
+  let req: ClientRequest | undefined;
+  let answered = false;
+  const finish = (exchange: Exchange, destroy: boolean): void => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    untrack();
+    settle(exchange);
+    if (destroy) req?.destroy();
+  };
+  const timer = setTimeout(() => finish({ kind: "timeout", answered }, true), Math.max(0, timeoutMs));
+  const untrack = trackRequest(runId, () => finish({ kind: "stopped" }, true), settled);
+  try {
+    req = transport.request(url, { method: "POST", headers, agent: transport.agent });
+  } catch (error) {
+    // A header value Node refuses (a character it cannot send): its name is in the message, never its value.
+    finish({ kind: "failed", message: `the request could not be built: ${describeError(error)}`, code: errnoCode(error) }, false);
+    return settled;
+  }
+  req.on("error", (error) => finish({ kind: "failed", message: connectionProblem(url, error, answered), code: errnoCode(error) }, true));
+  req.on("response", (res: IncomingMessage) => {
+    answered = true;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const answer = (over: boolean): Exchange => ({
+      kind: "answer",
+      status: res.statusCode ?? 0,
+      statusText: res.statusMessage ?? "",
+      location: typeof res.headers.location === "string" ? res.headers.location : null,
+      bytes: Buffer.concat(chunks, size),
+      over,
+    });
+    res.on("data", (chunk: Buffer) => {
+      if (done) return;
+      if (size + chunk.length > HANDLER_BODY_LIMIT_BYTES) {
+        chunks.push(chunk.subarray(0, HANDLER_BODY_LIMIT_BYTES - size));
+        size = HANDLER_BODY_LIMIT_BYTES;
+        finish(answer(true), true); // the rest stays unread: the connection goes with it
+        return;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    });
+    res.on("end", () => finish(answer(false), false));
+    res.on("error", (error) => finish({ kind: "failed", message: connectionProblem(url, error, true), code: errnoCode(error) }, true));
+    res.on("close", () => finish({ kind: "failed", message: `the answer from ${url.origin} broke off after ${size} bytes`, code: undefined }, true));
+  });
+  req.end(body);
+  return settled;
+}
+
+function connectionProblem(url: URL, error: unknown, answered: boolean): string {
+  return answered ? `the answer from ${url.origin} broke off: ${describeError(error)}` : `no connection to ${url.origin}: ${describeError(error)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The result
+
+function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean }): RunResult {
+  const redact = redactor(outgoing.secrets);
+  const http: NonNullable<RunResult["http"]> = {
+    url: base.http?.url ?? "",
+    status: null,
+    ...(outgoing.missingSecrets.length > 0 ? { missingSecrets: outgoing.missingSecrets } : {}),
+    signed: outgoing.signed,
+  };
+  const done = { ...base, durationMs: elapsed(ctx.startedAt), http };
+  const error = (kind: RunErrorKind, message: string, extra: Partial<RunResult> = {}): RunResult => ({ ...done, ...extra, outcome: "error", errorKind: kind, error: redact(message) });
+  switch (exchange.kind) {
+    case "stopped":
+      return error("stopped", "stopped: the leader is shutting down");
+    case "timeout": {
+      const what = exchange.answered ? "the answer's body did not end" : "no answer";
+      return error("http", `${what} within ${ctx.timeoutMs}ms (the handler's timeoutMs, or the chain's deadline)`, { timedOut: true });
+    }
+    case "failed":
+      return error("http", exchange.message, exchange.code ? { errorCode: exchange.code } : {});
+    case "answer":
+      break;
+  }
+  const text = redact(exchange.bytes.toString("utf8"));
+  const kept = keptBody(text, exchange.bytes.length);
+  const answered = { ...done, ...kept, http: { ...http, status: exchange.status, ...(exchange.statusText ? { statusText: exchange.statusText } : {}) } };
+  const status = `HTTP ${exchange.status}${exchange.statusText ? ` ${exchange.statusText}` : ""}`;
+  const fail = (kind: RunErrorKind, message: string, body?: "verdict"): RunResult => ({
+    ...answered,
+    ...(body ? { http: { ...answered.http, body } } : {}),
+    outcome: "error",
+    errorKind: kind,
+    error: redact(message),
+  });
+  if (exchange.status >= 300 && exchange.status < 400) {
+    const to = exchange.location ? ` to ${exchange.location}` : "";
+    return fail("http", `${status}: a redirect${to}, not followed (set the handler's url to the final address)`);
+  }
+  if (exchange.status < 200 || exchange.status >= 300) {
+    const line = firstLine(text);
+    return fail("http", line ? `${status}: ${line}` : status);
+  }
+  if (exchange.over) return fail("http", `${status}: the answer's body is over ${HANDLER_BODY_LIMIT_BYTES} bytes (64 KiB); not read further`);
+  // The verdict is read from the answer as sent; only the strings kept from it are redacted.
+  const read = readHttpVerdict(exchange.bytes.toString("utf8"));
+  switch (read.kind) {
+    case "none":
+      return { ...answered, outcome: "passed", http: { ...answered.http, body: "body" in read ? read.body : "empty" } };
+    case "invalid":
+      return fail(read.unsupportedDecision ? "http" : "invalid_verdict", `${status}: ${describeInvalidVerdict(read)}`, "verdict");
+    case "verdict": {
+      const { outcome, verdict } = verdictOutcome(redactVerdict(read.verdict, redact), ctx.canDefer);
+      return { ...answered, outcome, verdict: { ...verdict, source: "http" }, http: { ...answered.http, body: "verdict" } };
+    }
+  }
+}
+
+/** The head of the answer's body as the log keeps it (`stdout`), with a note when cut. */
+function keptBody(text: string, bytes: number): Pick<RunResult, "stdout" | "stdoutDroppedBytes"> {
+  if (text.length <= OUTPUT_LIMIT_CHARS) return { stdout: text, stdoutDroppedBytes: 0 };
+  const head = text.slice(0, OUTPUT_LIMIT_CHARS);
+  const dropped = Math.max(0, bytes - Buffer.byteLength(head, "utf8"));
+  return { stdout: `${head}\n… (truncated, ${dropped} bytes omitted)`, stdoutDroppedBytes: dropped };
+}
+
+/** Replaces every secret value sent (longest first, so that one inside another goes whole). */
+function redactor(secrets: readonly string[]): (text: string) => string {
+  const values = [...new Set(secrets)].filter((v) => v !== "").sort((a, b) => b.length - a.length);
+  if (values.length === 0) return (text) => text;
+  return (text) => values.reduce((out, value) => (out.includes(value) ? out.replaceAll(value, REDACTED) : out), text);
+}
+
+function redactVerdict(verdict: Verdict, redact: (text: string) => string): Verdict {
+  return {
+    ...verdict,
+    ...(verdict.reason === undefined ? {} : { reason: redact(verdict.reason) }),
+    ...(verdict.message === undefined ? {} : { message: redact(verdict.message) }),
+  };
+}
+
+/** The first line of `text` that holds something, on one line, cut to DIAGNOSTIC_CHARS. */
+function firstLine(text: string): string {
+  for (const line of text.split(/\r\n|\n|\r/)) {
+    const clean = line.replace(/[\u0000-\u001f\u007f]/g, "").trim();
+    if (clean) return clean.length > DIAGNOSTIC_CHARS ? `${clean.slice(0, DIAGNOSTIC_CHARS - 1)}…` : clean;
+  }
+  return "";
+}
+
+function elapsed(startedAt: number): number {
+  return Math.round(performance.now() - startedAt);
+}
