@@ -88,6 +88,12 @@ export function gatePassedSummary(durationMs: number): string {
   return `passed in ${Math.round(durationMs)}ms`;
 }
 
+/** The summary of a held gate: `deferred (ci.pending): waiting for CI`, or `deferred` without a reason. */
+export function deferredSummary(verdict: Pick<NonNullable<RunResult["verdict"]>, "code" | "reason"> | undefined): string {
+  const code = verdict?.code ? ` (${verdict.code})` : "";
+  return verdict?.reason ? `deferred${code}: ${verdict.reason}` : `deferred${code}`;
+}
+
 /** The longest first stderr line a failure summary keeps (characters, `…` included). */
 export const SUMMARY_STDERR_LINE_CHARS = 180;
 
