@@ -42,6 +42,7 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   decide: {
     options: {
       "team-dir": { type: "string" }, code: { type: "string" }, reason: { type: "string" }, message: { type: "string" }, by: { type: "string" },
+      "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
       json: { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
     run: decideCommand,

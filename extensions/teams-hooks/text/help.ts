@@ -220,7 +220,8 @@ Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
 `,
   decide: `Usage: pi-teams-hooks decide --team-dir DIR <run id> allow|deny [--code C] [--reason R]
-                              [--message M] [--by NAME] [--json]
+                              [--message M] [--by NAME] [--failure-action A] [--max-reopens N]
+                              [--followup-owner P] [--json]
 
 Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with
 202) for a task event. <run id> is the run id of the run that deferred: the deferral's file name in
@@ -235,6 +236,9 @@ running, this command applies it itself, holding the leader lock for that moment
   --reason R              one line, at most 1,024 bytes
   --message M             free text, at most 8 KiB
   --by NAME               who decided (default: $USER)
+  --failure-action A, --max-reopens N, --followup-owner P
+                          the policy this command applies when no leader runs (above config.json
+                          "hooks", the environment and the defaults); a running leader applies its own
   --json                  print the answer as one JSON object ({kind, runId, …})
   -h, --help              this help
 
