@@ -322,6 +322,13 @@ describe.concurrent("by hand", () => {
     expect(held.stdout).toContain(`held: decide with pi-teams-hooks decide --team-dir ${team.teamDir} ${record?.runId} allow|deny`);
     expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
 
+    // A leader that starts meanwhile (running what exists: --catch-up) knows the key is held: no second gate.
+    const leader = await rig.leader(team, ["--catch-up"]);
+    expect(await gateRuns(team)).toBe(2); // the two `run`s above
+    expect(leader.events()).toEqual([]);
+    expect(await lastOp(team, record?.key ?? "")).toBe("defer");
+    await leader.stop();
+
     const bad = await decide(team, record?.runId ?? "", "deny", "--code", "Not A Code");
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--code: must start with a lower-case letter");

@@ -196,4 +196,21 @@ describe("decideDeferral without a leader", () => {
     expect(fs.existsSync(lock)).toBe(false);
     expect(await logs()).toHaveLength(2);
   });
+
+  it("a decision that comes before its deferral is written waits for it while the ledger shows the run in flight; otherwise the run is unknown at once", async () => {
+    const runId = await hold();
+    const file = deferralFile(team.teamDir, runId);
+    const aside = `${file}.aside`;
+    fs.renameSync(file, aside);
+    const began = Date.now();
+    expect(await decide(runId, { decision: "allow", by: "ci" }, { env: {}, waitForLeaderMs: 3_000 })).toEqual({ kind: "unknown" });
+    expect(Date.now() - began).toBeLessThan(1_000);
+
+    const ledger = path.join(team.teamDir, "hook-state", "ledger.jsonl");
+    fs.writeFileSync(ledger, `${JSON.stringify({ op: "begin", key: KEY, at: "t", runId, attempt: 1 })}\n`);
+    const answer = decide(runId, { decision: "allow", by: "ci" }, { env: {}, waitForLeaderMs: 5_000 });
+    setTimeout(() => fs.renameSync(aside, file), 300);
+    expect(await answer).toMatchObject({ kind: "applied" });
+    expect(deferral(runId).applied).toBeDefined();
+  });
 });

@@ -28,7 +28,8 @@ import { planHookLogFile, readHookLog, writeHookLog } from "../runner/hook-log.j
 import type { FailureMode } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
-import { taskFile } from "../team/paths.js";
+import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
+import { ledgerFile, taskFile } from "../team/paths.js";
 import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
@@ -95,6 +96,10 @@ export async function decideDeferral(
   const problem = decisionProblem(input);
   if (problem !== null) return { kind: "invalid", problem };
   if (!isRunId(runId)) return { kind: "unknown" };
+  const deadline = Date.now() + (opts.waitForLeaderMs ?? 5_000);
+  // A decider may answer before the leader has written the deferral (an HTTP handler told the run id
+  // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
+  if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline))) return { kind: "unknown" };
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
   let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
   const record = await updateDeferral(teamDir, runId, (held) => {
@@ -112,13 +117,13 @@ export async function decideDeferral(
   });
   if (record === null) return { kind: "unknown" };
   if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
-  const settled = await settle(teamDir, record, { ...opts, now });
+  const settled = await settle(teamDir, record, { ...opts, now, deadline });
   return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
 }
 
 /** Applies a recorded decision here when no leader runs, else waits for the leader to apply it. */
-async function settle(teamDir: string, record: DeferralRecord, opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; waitForLeaderMs?: number; settings?: ApplySettings }): Promise<DecideResult> {
-  const deadline = Date.now() + (opts.waitForLeaderMs ?? 5_000);
+async function settle(teamDir: string, record: DeferralRecord, opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings }): Promise<DecideResult> {
+  const { deadline } = opts;
   let latest = record;
   for (;;) {
     if (latest.applied) return { kind: "applied", deferral: latest, actions: latest.applied.actions, logFile: latest.applied.logFile };
@@ -141,6 +146,35 @@ async function settle(teamDir: string, record: DeferralRecord, opts: { env: Read
     if (Date.now() >= deadline) return { kind: "recorded", deferral: latest };
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * Waits (until `deadline`) for the deferral of a run the ledger shows in flight: true once its file is
+ * there, false when the run is not in flight (or no longer is, without one).
+ */
+async function heldSoon(teamDir: string, runId: string, deadline: number): Promise<boolean> {
+  // A chain's later hook runs as `<event run id>.N`: the ledger knows the event's.
+  const eventRunId = runId.replace(/\.\d+$/, "");
+  for (;;) {
+    if ((await readDeferral(teamDir, runId)) !== null) return true;
+    if (Date.now() >= deadline || !inFlight(teamDir, eventRunId)) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Whether the ledger's last record of the event run `runId` is its begin or spawn (hook-state/ledger.jsonl, docs/ledger.md). */
+function inFlight(teamDir: string, runId: string): boolean {
+  const read = readRegularFile(ledgerFile(teamDir), { maxBytes: MAX_TEAM_FILE_BYTES });
+  if (!read.ok) return false;
+  const needle = `"runId":${JSON.stringify(runId)}`;
+  let open = false;
+  for (const line of read.text.split("\n")) {
+    if (!line.includes(needle)) continue;
+    const op = /^\{"op":"(\w+)"/.exec(line)?.[1];
+    if (op === "begin" || op === "spawn") open = true;
+    else if (op === "defer" || op === "done") open = false;
+  }
+  return open;
 }
 
 async function settingsOf(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<ApplySettings> {

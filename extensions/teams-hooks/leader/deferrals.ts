@@ -103,7 +103,10 @@ export class Deferrals {
       this.#open.delete(record.runId);
       this.#closed.add(path.basename(file));
       await this.#close(record);
-    } else if (record.decision) {
+      return;
+    }
+    await this.#know(record);
+    if (record.decision) {
       this.#open.delete(record.runId);
       this.#enqueue(record);
     } else {
@@ -155,6 +158,18 @@ export class Deferrals {
         ...(decision ? { decision: { deferredRunId: record.runId, decision: decision.decision, by: decision.by, waitedMs: app.waitedMs } } : {}),
       },
     });
+  }
+
+  /**
+   * A held key the ledger does not know (held by `run --apply-policy`): recorded as held, so that this
+   * leader never runs its gate again meanwhile (its start-up scan comes after this).
+   */
+  async #know(record: DeferralRecord): Promise<void> {
+    const ledger = this.#ctx.requireLedger();
+    if (ledger.has(record.key)) return;
+    await ledger
+      .defer(record.key, this.#ctx.now(), { runId: record.eventRunId, deferral: record.runId, expiresAt: record.expiresAt, log: record.logFile })
+      .catch((error: unknown) => this.#ctx.warn(`${record.key}: the ledger could not record the held gate (${describeError(error)})`));
   }
 
   /** An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run --apply-policy`). */

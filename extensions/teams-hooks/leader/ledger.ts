@@ -21,7 +21,7 @@ import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
-import { leaderStateDir } from "../team/paths.js";
+import { ledgerFile } from "../team/paths.js";
 
 /** What a retry needs to fire the event again without its source: kept with `begin`. */
 export interface LedgerEventInfo {
@@ -52,9 +52,7 @@ export type KeyState =
  */
 const MAX_LEDGER_BYTES = 256 * 1024 * 1024;
 
-export function ledgerFile(teamDir: string): string {
-  return path.join(leaderStateDir(teamDir), "ledger.jsonl");
-}
+export { ledgerFile };
 
 export class Ledger {
   readonly file: string;
