@@ -159,6 +159,12 @@ describe("decide with a decision", () => {
     expect(allowed).toMatchObject({ metadataPatch: null, actions: ["task metadata left (a newer gate is recorded)"] });
   });
 
+  it("a decision on a hold that a newer hold of the same event replaced leaves the newer one alone", () => {
+    const plan = decide(decision({ task: task({ ...HELD, qualityGateDeferredRunId: "run-2" }) }));
+    expect(plan.metadataPatch).toBeNull();
+    expect(plan.actions[0]).toBe("task metadata left (a newer gate is recorded)");
+  });
+
   it("a gate that was not deferred clears what an earlier deferral left", () => {
     const plan = decide({ ...decision({ result: result({ outcome: "passed", verdict: undefined }) }), decision: undefined });
     expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "passed" });

@@ -76,7 +76,12 @@ export function decide(input: DecideInput): RemediationPlan {
   // gate while this one was held) does not overwrite that gate's record or reopen its work: the task
   // is left as it is; the follow-up and the nudge still go out.
   const { task } = input;
-  const overtaken = input.decision !== undefined && typeof task?.metadata?.qualityGateEventKey === "string" && task.metadata.qualityGateEventKey !== key;
+  // So is one whose hold was replaced by a newer hold of the same event (`run --apply-policy` again).
+  const recorded = task?.metadata ?? {};
+  const overtaken =
+    input.decision !== undefined &&
+    ((typeof recorded.qualityGateEventKey === "string" && recorded.qualityGateEventKey !== key) ||
+      (recorded.qualityGateStatus === "deferred" && typeof recorded.qualityGateDeferredRunId === "string" && recorded.qualityGateDeferredRunId !== input.decision.deferredRunId));
   const metadata = task?.metadata ?? {};
   // A retry of a failure already counted (a restart after a crash): counted and reopened once. A
   // failure after a pass recorded for the same key was not counted yet, so it counts.
