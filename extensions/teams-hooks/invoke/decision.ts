@@ -63,7 +63,8 @@ export interface ApplySettings {
 }
 
 export type Application =
-  | { kind: "applied"; record: DeferralRecord; result: RunResult; summary: string; actions: string[]; logFile: string | null; waitedMs: number }
+  /** `already`: it was applied before this call (nothing was done now). */
+  | { kind: "applied"; record: DeferralRecord; result: RunResult; summary: string; actions: string[]; logFile: string | null; waitedMs: number; already: boolean }
   /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
   | { kind: "pending"; record: DeferralRecord | null; error: string }
   | { kind: "undecided" | "unknown" };
@@ -232,7 +233,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   if (!decision) return { kind: "undecided" };
   const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
   if (record.applied) {
-    return { kind: "applied", record, result: decisionResult(record, decision, record.applying?.runId ?? runId), summary: "", actions: record.applied.actions, logFile: record.applied.logFile, waitedMs };
+    return { kind: "applied", record, result: decisionResult(record, decision, record.applying?.runId ?? runId), summary: "", actions: record.applied.actions, logFile: record.applied.logFile, waitedMs, already: true };
   }
   const task = await freshTask(teamDir, record);
   const invocation: HookInvocation = {
@@ -323,7 +324,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
-  return { kind: "applied", record, result, summary: summary || summaryOf(result), actions, logFile: applying.logFile, waitedMs };
+  return { kind: "applied", record, result, summary: summary || summaryOf(result), actions, logFile: applying.logFile, waitedMs, already: false };
 }
 
 function said(decision: DeferralDecision): Partial<DeferralDecision> {

@@ -80,6 +80,7 @@ export class Deferrals {
 
   /** This leader has just held a gate (its file is written, its ledger record too). */
   held(record: DeferralRecord): void {
+    if (this.#queued.has(record.runId)) return; // decided already (a decider that answered at once)
     this.#open.set(record.runId, record);
     this.#arm();
   }
@@ -115,7 +116,8 @@ export class Deferrals {
   }
 
   #enqueue(record: DeferralRecord): void {
-    if (this.#queued.has(record.runId) || this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
+    if (this.#queued.has(record.runId) || this.#closed.has(path.basename(deferralFile(this.#ctx.setup.identity.teamDir, record.runId)))) return;
+    if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
     this.#queued.add(record.runId);
     this.#ctx.queue.push(queueGroup(eventOf(record)), () => this.#apply(record, 0));
   }
@@ -137,6 +139,8 @@ export class Deferrals {
     if (app.kind !== "applied") return;
     this.#closed.add(path.basename(deferralFile(ctx.setup.identity.teamDir, record.runId)));
     await this.#close(app.record);
+    // Applied before (a look that read the file while this leader was writing it queued it twice): said once.
+    if (app.already) return;
     const decision = app.record.decision;
     ctx.opts.report({
       kind: "event",
