@@ -194,17 +194,18 @@ describe.concurrent("a held gate in the leader", () => {
   it("a leader that was down expires overdue deferrals at its start", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: { hooks: { deferTimeoutMs: 1000 } } });
+    const completed = makeTask({ id: "1", owner: "alice", status: "completed", metadata: { completedAt: "2026-12-02T10:00:00.000Z" } });
+    const team = await rig.team({ tasks: [completed], config: { hooks: { deferTimeoutMs: 1000 } } });
     await deferringGate(rig, team);
-    const first = await rig.leader(team, ["--reconcile-ms", "200"]);
-    await holdTask1(rig, team, first);
-    await first.kill();
+    // Held with no leader running (so that no leader's timer can expire it first).
+    expect((await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--apply-policy"])).code).toBe(3);
     const [held] = await deferrals(team);
     await waitUntil("the deadline to pass", () => Date.now() > Date.parse(held?.expiresAt ?? "")); // the point of the test
-    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-    const [expired] = await second.waitForEvents(1);
-    expect(expired).toMatchObject({ outcome: "error", decision: { decision: "expired" } });
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    const [expired] = await leader.waitForEvents(1);
+    expect(expired).toMatchObject({ outcome: "error", decision: { decision: "expired", deferredRunId: held?.runId } });
     expect(await gateRuns(team)).toBe(1);
+    await leader.waitFor("the key done", async () => (await lastOp(team, held?.key ?? "")) === "done");
   });
 });
 
