@@ -24,6 +24,8 @@ export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPol
 export { decide } from "./policy/decide.js";
 export type { RemediationPlan } from "./policy/plan.js";
 export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./invoke/invoke.js";
+export { decideDeferral, type DecisionInput, type DecideResult } from "./invoke/decision.js";
+export type { DeferralRecord, DeferralDecision } from "./invoke/deferral.js";
 export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
 export { Leader } from "./leader/leader.js";
 export type { LeaderOptions, LeaderNotice, EventReport, LeaderState } from "./leader/notices.js";

@@ -128,4 +128,27 @@ describe("Ledger", () => {
     expect(reopened.inFlight().map((e) => e.key)).toEqual(["live"]);
     await reopened.close();
   });
+
+  it("a deferred key is neither in flight nor done, survives a reopen and compaction, and `done` closes it", async () => {
+    const team = tempTeam();
+    const ledger = await Ledger.open(team);
+    await ledger.begin("task_completed:1:a", "run-1", "2026-12-02T00:00:01.000Z");
+    await ledger.defer("task_completed:1:a", "2026-12-02T00:00:02.000Z", { runId: "run-1", deferral: "run-1.2", expiresAt: "2026-12-03T00:00:02.000Z", log: "l1" });
+    expect(ledger.inFlight()).toEqual([]);
+    expect(ledger.has("task_completed:1:a")).toBe(true);
+    expect(ledger.deferred()).toMatchObject([{ key: "task_completed:1:a", state: "deferred", runId: "run-1", deferral: "run-1.2", expiresAt: "2026-12-03T00:00:02.000Z", log: "l1" }]);
+    await ledger.compact();
+    await ledger.close();
+
+    const reopened = await Ledger.open(team);
+    expect(reopened.get("task_completed:1:a")).toEqual({
+      state: "deferred", runId: "run-1", deferral: "run-1.2", expiresAt: "2026-12-03T00:00:02.000Z", log: "l1", attempt: 1, at: "2026-12-02T00:00:02.000Z",
+    });
+    await reopened.finish("task_completed:1:a", "2026-12-02T01:00:00.000Z", { runId: "run-1", outcome: "passed", log: "l2" });
+    expect(reopened.deferred()).toEqual([]);
+    await reopened.close();
+    const again = await Ledger.open(team);
+    expect(again.get("task_completed:1:a")).toMatchObject({ state: "done", outcome: "passed", log: "l2", attempt: 1 });
+    await again.close();
+  });
 });

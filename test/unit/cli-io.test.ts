@@ -29,6 +29,23 @@ describe("eventLine", () => {
     [{ outcome: "error", timedOut: true, summary: "timeout after 500ms", actions: [] }, "10:31:07 task_completed #3 alice on_task_completed.sh timed out 1.2s: timeout after 500ms"],
     [{ outcome: "no_hook", event: "idle", taskId: null }, "10:31:07 idle alice: no hook"],
     [{ outcome: "passed", actions: [], retry: true }, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s (retry)"],
+    [
+      { outcome: "deferred", durationMs: 52, summary: "deferred (ci.pending): waiting for CI", actions: ["held until 2026-12-03T10:31:07.000Z"], deferral: { runId: "r1", expiresAt: "2026-12-03T10:31:07.000Z" } },
+      "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms (ci.pending): waiting for CI → held until 2026-12-03T10:31:07.000Z (run r1)",
+    ],
+    [{ outcome: "deferred", durationMs: 52, summary: "deferred", actions: [] }, "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms"],
+    [
+      { outcome: "failed", durationMs: 0, summary: "denied • 2 tests fail", decision: { deferredRunId: "r1", decision: "deny", by: "ci", waitedMs: 533_000 } },
+      "10:31:07 task_completed #3 alice on_task_completed.sh denied by ci after 8m 53s (deferred run r1): denied • 2 tests fail → reopened (1/3), nudge alice",
+    ],
+    [
+      { outcome: "passed", durationMs: 0, actions: ["none"], decision: { deferredRunId: "r1", decision: "allow", by: "ada", waitedMs: 4_200 } },
+      "10:31:07 task_completed #3 alice on_task_completed.sh allowed by ada after 4.2s (deferred run r1)",
+    ],
+    [
+      { outcome: "error", durationMs: 0, summary: "no decision within 24h 0m (hooks.deferTimeoutMs)", actions: [], decision: { deferredRunId: "r1", decision: "expired", by: "pi-teams-hooks", waitedMs: 86_400_000 } },
+      "10:31:07 task_completed #3 alice on_task_completed.sh expired after 1d 0h (deferred run r1): no decision within 24h 0m (hooks.deferTimeoutMs)",
+    ],
   ])("%j", (over, line) => {
     expect(eventLine(report(over))).toBe(line);
   });

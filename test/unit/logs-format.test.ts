@@ -3,8 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { HOOK_EVENTS, truncateText as contractTruncate } from "../../extensions/teams-hooks/contract/contract.js";
 import { parseLogName } from "../../extensions/teams-hooks/logs/filter.js";
-import { firstLine, formatDuration, oneLine, truncateText } from "../../extensions/teams-hooks/logs/format.js";
-import { formatDuration as messagesFormatDuration } from "../../extensions/teams-hooks/text/messages.js";
+import { firstLine, formatDuration, formatSpan, oneLine, truncateText } from "../../extensions/teams-hooks/logs/format.js";
+import { formatDuration as messagesFormatDuration, formatSpan as messagesFormatSpan } from "../../extensions/teams-hooks/text/messages.js";
 
 const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
 /** The versions before the rewrite, verbatim. */
@@ -57,6 +57,10 @@ describe("text helpers", () => {
 
   it.each([0, 0.4, 0.5, 999.4, 999.5, 1000, 1049, 59_999, 65_432.1, 3_600_000])("formatDuration(%d) is messages.ts's", (ms) => {
     expect(formatDuration(ms)).toBe(messagesFormatDuration(ms));
+  });
+
+  it.each([0, 999, 59_999, 60_000, 725_000, 3_599_999, 3_600_000, 12_000_000, 86_400_000, 190_000_000])("formatSpan(%d) is messages.ts's", (ms) => {
+    expect(formatSpan(ms)).toBe(messagesFormatSpan(ms));
   });
 
   it.each(TEXTS.flatMap((t) => [0, 1, 2, 5, 99, 100, 101].map((limit) => [JSON.stringify(t).slice(0, 30), limit, t] as const)))(

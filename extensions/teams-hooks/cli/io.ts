@@ -3,7 +3,7 @@ import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
 import type { EventReport } from "../leader/notices.js";
-import { formatDuration } from "../text/messages.js";
+import { formatDuration, formatSpan } from "../text/messages.js";
 import type { TeamSetupInput } from "../team/setup.js";
 
 export interface CliIo {
@@ -63,18 +63,33 @@ export function paint(text: string, colour: Colour, enabled: boolean): string {
   return enabled ? `\u001b[${COLOURS[colour]}m${text}\u001b[0m` : text;
 }
 
-/** `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice` */
+/**
+ * `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice`;
+ * a held gate: `… deferred 52ms: deferred: waiting for CI → held until <time> (run <id>)`; its decision:
+ * `… denied by ci after 8m 53s (deferred run <id>): denied • 2 tests fail → reopened (1/3), nudge alice`.
+ */
 export function eventLine(r: EventReport, colour = false): string {
   const time = paint(r.time.slice(11, 19), "dim", colour);
   const who = r.member ? ` ${r.member}` : "";
   const label = r.taskId ? `${r.event} #${r.taskId}` : r.event;
   if (r.outcome === "no_hook") return `${time} ${label}${who}: no hook`;
-  const verdict = r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
-  const painted = paint(verdict, r.outcome === "passed" ? "green" : r.outcome === "error" ? "yellow" : "red", colour);
-  const detail = r.outcome === "passed" ? "" : `: ${r.summary}`;
+  const d = r.decision;
+  const verdict = d
+    ? `${d.decision === "allow" ? "allowed" : d.decision === "deny" ? "denied" : "expired"}${d.decision === "expired" ? "" : ` by ${d.by}`}`
+    : r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
+  const painted = paint(verdict, r.outcome === "passed" ? "green" : r.outcome === "error" || r.outcome === "deferred" ? "yellow" : "red", colour);
+  const timing = d ? `after ${formatSpan(d.waitedMs)} (deferred run ${d.deferredRunId})` : formatDuration(r.durationMs);
+  const detail = r.outcome === "passed" ? "" : r.outcome === "deferred" ? heldDetail(r.summary) : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
+  const held = r.deferral ? ` (run ${r.deferral.runId})` : "";
   const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";
-  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${formatDuration(r.durationMs)}${detail}${actions}${open}${r.retry ? " (retry)" : ""}`;
+  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
+}
+
+/** A held gate's summary after the word `deferred` the line already says: ` (ci.pending): waiting for CI`, `: waiting for CI`, or nothing. */
+export function heldDetail(summary: string): string {
+  const rest = summary.replace(/^deferred/, "");
+  return rest.startsWith(" (") || rest.startsWith(":") || rest === "" ? rest : `: ${summary}`;
 }
 
 /**

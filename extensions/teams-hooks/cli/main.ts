@@ -10,6 +10,7 @@ import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
 // Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
 // for execa. Start-up time is what a person waits for on every call.
 const runCommand: CommandFn = async (a, io) => (await import("./run.js")).runCommand(a, io);
+const decideCommand: CommandFn = async (a, io) => (await import("./run.js")).decideCommand(a, io);
 const watchCommand: CommandFn = async (a, io) => (await import("./watch.js")).watchCommand(a, io);
 const demoCommand: CommandFn = async (a, io) => (await import("./demo.js")).demoCommand(a, io);
 const doctorCommand: CommandFn = async (a, io) => (await import("./doctor.js")).doctorCommand(a, io);
@@ -20,7 +21,10 @@ const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logs
 const trustCommand: CommandFn = async (a, io) => (await import("./trust.js")).trustCommand(a, io);
 const serveCommand: CommandFn = async (a, io) => (await import("./serve.js")).serveCommand(a, io);
 
-/** Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error. */
+/**
+ * Exit codes: 0 success, 1 a gate failed (or a check found a problem), 2 usage or setup error; `run`
+ * adds 3, a gate that answered defer (held).
+ */
 const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
   E_USAGE: 2,
   E_TEAM_DIR: 2,
@@ -36,6 +40,14 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
 
 const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["options"]>; run: CommandFn }>> = {
   run: { options: runOptions(), run: runCommand },
+  decide: {
+    options: {
+      "team-dir": { type: "string" }, code: { type: "string" }, reason: { type: "string" }, message: { type: "string" }, by: { type: "string" },
+      "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
+      json: { type: "boolean" }, help: { type: "boolean", short: "h" },
+    },
+    run: decideCommand,
+  },
   watch: { options: watchOptions(), run: watchCommand },
   demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
   doctor: { options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },

@@ -1,11 +1,15 @@
 /**
  * `pi-teams-hooks run <event>`: fire one event by hand, exactly as the leader would, and report it.
+ * `pi-teams-hooks decide <run id> allow|deny`: settle a held gate by hand, as the task API would.
+ * (One module for the two commands that act on one event by hand: cli/ keeps a module per concern.)
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { type CliIo, type ParsedArgs, str, teamSetupInput } from "./io.js";
+import { type CliIo, type ParsedArgs, heldDetail, str, teamSetupInput } from "./io.js";
 import { gateWarnings } from "../doctor/hooks.js";
-import { HooksError } from "../contract/errors.js";
+import { HooksError, unreachable } from "../contract/errors.js";
+import { type DecisionInput, decideDeferral } from "../invoke/decision.js";
+import { deferralsDir } from "../invoke/deferral.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
@@ -74,6 +78,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     handlers: setup.settings.handlers,
     env: io.env,
     trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
+    deferTimeoutMs: setup.settings.deferTimeoutMs.value,
   });
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
@@ -93,9 +98,71 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     io.stdout(`${humanLine(outcome, event, taskId ?? null, setup.hooksDir)}\n`);
     if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)}\n`);
     if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
+    if (outcome.deferral) io.stdout(`  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`);
+    else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
   }
   if (outcome.policyApplied === false) return 1;
-  return outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
+  // 3: held (the gate answered defer): neither a pass nor a failure yet.
+  return outcome.counted === "deferred" ? 3 : outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
+}
+
+/** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
+const DECIDE_REFUSED = 1;
+
+export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const v = args.values;
+  const [runId, decisionArg, ...extra] = args.positionals;
+  if (runId === undefined || decisionArg === undefined) throw new HooksError("E_USAGE", "usage: decide --team-dir DIR <run id> allow|deny");
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
+  const decision = decisionArg.trim().toLowerCase();
+  if (decision !== "allow" && decision !== "deny") throw new HooksError("E_USAGE", `"${decisionArg}" is not a decision: allow or deny`);
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const by = str(v.by) ?? (io.env.USER || io.env.LOGNAME || "pi-teams-hooks decide");
+  const input: DecisionInput = { decision, by, ...optional("code", str(v.code)), ...optional("reason", str(v.reason)), ...optional("message", str(v.message)) };
+  const { teamDir } = setup.identity;
+  const answer = await decideDeferral(teamDir, runId, input, {
+    env: io.env,
+    waitForLeaderMs: 10_000,
+    settings: { identity: setup.identity, policy: setup.policy.policy, failureModes: setup.failureModes, timeoutMs: setup.timeout.value },
+  });
+  if (v.json) io.stdout(`${JSON.stringify({ runId, ...answer })}\n`);
+  switch (answer.kind) {
+    case "invalid":
+      // The problem names the field; the flag that carries it is named the same.
+      throw new HooksError("E_USAGE", `--${answer.problem}`);
+    case "unknown":
+      throw new HooksError("E_TASK", `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks logs --team-dir ${teamDir} --outcome deferred)`);
+    case "conflict": {
+      const e = answer.existing;
+      if (!v.json) io.stderr(`pi-teams-hooks decide: run ${runId} was decided before: ${e.decision}${e.code ? ` (${e.code})` : ""}${e.reason ? ` "${e.reason}"` : ""} by ${e.by} at ${e.at}; a deferral is decided once\n`);
+      return DECIDE_REFUSED;
+    }
+    case "expired":
+      if (!v.json) io.stderr(`pi-teams-hooks decide: run ${runId} expired at ${answer.expiresAt} (hooks.deferTimeoutMs): its gate failed as defer_expired\n`);
+      return DECIDE_REFUSED;
+    case "recorded": {
+      const d = answer.deferral;
+      if (!v.json) {
+        io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} recorded for run ${runId}`);
+        io.stdout(answer.problem ? "; not applied yet\n" : "; the running leader applies it\n");
+      }
+      if (answer.problem) io.stderr(`warning: ${answer.problem}; the decision stays recorded: the next start of the leader, or this command again, applies it\n`);
+      return answer.problem ? 1 : 0;
+    }
+    case "applied": {
+      const d = answer.deferral;
+      const actions = answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
+      if (!v.json) io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`);
+      return 0;
+    }
+    default:
+      return unreachable(answer);
+  }
+}
+
+function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
 }
 
 
@@ -121,13 +188,13 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   const r = outcome.result;
   const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
   const verdict = verdictWord(r);
-  const detail = r.outcome === "passed" ? "" : `: ${outcome.summary}`;
+  const detail = r.outcome === "passed" ? "" : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
   return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;
 }
 
 function verdictWord(r: RunResult): string {
-  return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : "failed";
+  return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
 }
 
 async function jsonReport(outcome: InvokeOutcome, event: HookEventName, hooksDir: string): Promise<string> {

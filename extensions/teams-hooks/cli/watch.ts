@@ -103,7 +103,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       emit({ type: "event", ...notice.report }, eventLine(notice.report, colour));
       return;
     case "recovered":
-      emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : "interrupted, running it again"}`);
+      emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : notice.how === "deferred" ? "its log says its gate is held, kept deferred" : "interrupted, running it again"}`);
       return;
     case "ready":
       emit(

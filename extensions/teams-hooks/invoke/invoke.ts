@@ -10,6 +10,11 @@
  * Logs are written last, after the policy actions, one per hook run; the first run's log (the one that
  * carries the caller's run id) is written last of all, so that its presence on disk means the event
  * was completely handled. The leader's crash recovery relies on this.
+ *
+ * A run that answers `defer` (a task event with a policy) holds the gate instead: the task's metadata
+ * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
+ * then the deferral file is written (invoke/deferral.ts); a decision applies the policy later
+ * (invoke/decision.ts).
  */
 import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
@@ -19,10 +24,12 @@ import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainH
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { describeFailure, gatePassedSummary } from "../text/messages.js";
+import { deferredSummary, describeFailure, gatePassedSummary } from "../text/messages.js";
+import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
+import { type DeferralRecord, heldRecord, writeDeferral } from "./deferral.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { HandlerDef } from "../settings/handlers.js";
-import { countsAsPass, decide } from "../policy/decide.js";
+import { countsAsPass, decide, deferPlan } from "../policy/decide.js";
 import { remediate, type RemediationDone } from "../policy/remediate.js";
 import { SentLog } from "../team/sent-log.js";
 import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
@@ -73,6 +80,8 @@ export interface InvokeRequest {
   lockTimeoutMs?: number;
   /** Compare the chain with the team's trust record before anything runs (runner/trust.ts). */
   trust?: InvokeTrust;
+  /** How long a held gate waits for its decision (`hooks.deferTimeoutMs`); default 24 h. */
+  deferTimeoutMs?: number;
 }
 
 export interface InvokeTrust {
@@ -103,8 +112,8 @@ export interface InvokeOutcome {
   result: RunResult | null;
   /** The deciding run's hook. */
   hook: ChainHook | null;
-  /** How the event counts after the failure mode: passed, or failed. null: no hook. */
-  counted: "passed" | "failed" | null;
+  /** How the event counts after the failure mode: passed, failed, or deferred (a gate answered `defer`). null: no hook. */
+  counted: "passed" | "failed" | "deferred" | null;
   /** The deciding run's log (the first run's log when all passed). */
   logFile: string | null;
   summary: string;
@@ -119,6 +128,8 @@ export interface InvokeOutcome {
   pending: PendingStep | null;
   /** Whether the whole policy was applied; null when no policy applies (idle, `run` without it, no hook). */
   policyApplied: boolean | null;
+  /** The held gate, once its deferral is on disk; null when the event was not held. */
+  deferral: DeferralRecord | null;
 }
 
 export interface PendingStep {
@@ -149,7 +160,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
   };
-  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null };
+  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, deferral: null };
   const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
   const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null }) : null;
   if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
@@ -166,6 +177,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   await req.notBefore;
   const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];
   if (!deciding) return none;
+  // Chosen now: the policy's messages quote it, and they go out before the logs are written.
+  const decidingLog = planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation });
+  const deferred = deciding.result.outcome === "deferred";
   const settling: Settling = {
     req,
     mode,
@@ -175,13 +189,14 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     invocation,
     runs,
     deciding,
-    counted: countsAsPass(deciding.result, mode) ? "passed" : "failed",
+    counted: deferred ? "deferred" : countsAsPass(deciding.result, mode) ? "passed" : "failed",
     problems,
-    // Chosen now: the policy's messages quote it, and they go out before the logs are written.
-    decidingLog: planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation }),
+    decidingLog,
     remediation: null,
     abandoned: false,
     sent: req.sentLog ?? null,
+    held: deferred && policyApplies(req) ? heldRecord({ ...req, identity: req.identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: req.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, logFile: decidingLog }) : null,
+    deferral: null,
   };
   return settle(settling);
 }
@@ -196,7 +211,7 @@ interface Settling {
   invocation: HookInvocation;
   runs: HookRun[];
   deciding: HookRun;
-  counted: "passed" | "failed";
+  counted: "passed" | "failed" | "deferred";
   /** Problems found before the policy (an unreadable task file). */
   problems: string[];
   decidingLog: string;
@@ -205,6 +220,10 @@ interface Settling {
   /** Remediation given up: the logs say what was and was not applied. */
   abandoned: boolean;
   sent: SentLog | null;
+  /** The deferral of a held gate (the deciding run answered `defer` and a policy applies); null otherwise. */
+  held: DeferralRecord | null;
+  /** The held gate's deferral once its file is written (the last step). */
+  deferral: DeferralRecord | null;
 }
 
 /**
@@ -219,6 +238,8 @@ async function settle(ctx: Settling): Promise<InvokeOutcome> {
   }
   try {
     await writeLogs(ctx);
+    // After the logs: a deferral a decider can find is one the logs know (see invoke/deferral.ts).
+    if (ctx.held && ctx.remediation?.complete) ctx.deferral ??= await writeDeferral(req.identity.teamDir, ctx.held);
   } catch (error) {
     return outcomeOf(ctx, pendingStep(ctx, "logs", describeError(error)));
   }
@@ -247,6 +268,7 @@ async function applyPolicy(ctx: Settling): Promise<RemediationDone> {
   const { policy, taskId, event } = req;
   const decidedAt = ctx.now().toISOString();
   ctx.sent ??= new SentLog(req.identity.teamDir);
+  const held = ctx.held;
   return remediate(
     {
       teamDir: req.identity.teamDir,
@@ -259,7 +281,9 @@ async function applyPolicy(ctx: Settling): Promise<RemediationDone> {
       ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
     },
     (fresh) =>
-      decide({
+      held
+        ? deferPlan({ event, key: req.key, taskId, result: deciding.result, task: fresh, hookName: held.hook.gate, now: decidedAt, deferredRunId: held.runId, expiresAt: held.expiresAt })
+        : decide({
         event,
         key: req.key,
         taskId,
@@ -294,13 +318,15 @@ async function writeLogs(ctx: Settling): Promise<void> {
         ...(req.retry ? { retry: true } : {}),
         ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
         ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
+        // The first run's log (the one recovery reads) and the held run's say what holds the event.
+        ...(ctx.held && (run === deciding || run === runs[0]) ? { deferral: ctx.held } : {}),
       },
       { file: run === deciding ? ctx.decidingLog : null },
     );
   }
 }
 
-function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
+export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
   return {
     failureAction: policy.failureAction,
     maxReopensPerTask: policy.maxReopensPerTask,
@@ -334,11 +360,13 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
+    deferral: ctx.deferral,
   };
 }
 
 function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
   if (result.outcome === "passed") return gatePassedSummary(result.durationMs);
+  if (result.outcome === "deferred") return deferredSummary(result.verdict);
   if (countsAsPass(result, mode)) return `allowed (failure mode open): ${describeFailure(result, timeoutMs)}`;
   return describeFailure(result, timeoutMs);
 }

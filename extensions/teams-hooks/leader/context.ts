@@ -13,6 +13,7 @@ import { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
 import type { DirWatcher } from "../team/watch.js";
 import { formatDuration } from "../text/messages.js";
+import type { Deferrals } from "./deferrals.js";
 import type { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState } from "./notices.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
@@ -50,6 +51,8 @@ export class LeaderContext {
   ledger: Ledger | null = null;
   lock: LeaderLock | null = null;
   watcher: DirWatcher | null = null;
+  /** The held gates (deferrals.ts), from the start on. */
+  deferrals: Deferrals | null = null;
   readonly sent: SentLog;
   readonly trust: TrustState;
   /** Gate changes and insecure gates already reported by this process (each is said once). */

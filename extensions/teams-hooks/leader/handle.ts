@@ -105,6 +105,7 @@ export class EventHandler {
           onCheck: (check) => reportTrustCheck(this.#ctx, check),
         },
         ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
+        deferTimeoutMs: setup.settings.deferTimeoutMs.value,
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
@@ -170,9 +171,12 @@ export class EventHandler {
     }
     const ledger = this.#ctx.requireLedger();
     const result = outcome.result;
+    const held = outcome.deferral;
     if (outcome.policyApplied !== false) {
       try {
-        await ledger.finish(event.key, this.#ctx.now(), { runId: state.runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
+        // A held gate is neither done nor in flight: never run again, closed by its decision (deferrals.ts).
+        if (held) await ledger.defer(event.key, this.#ctx.now(), { runId: state.runId, deferral: held.runId, expiresAt: held.expiresAt, log: outcome.logFile });
+        else await ledger.finish(event.key, this.#ctx.now(), { runId: state.runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
       } catch (error) {
         state.writeTries += 1;
         this.#ctx.writeFailed(event.key, error);
@@ -180,6 +184,7 @@ export class EventHandler {
         return;
       }
     }
+    if (held) this.#ctx.deferrals?.held(held);
     // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
     outcome.problems.forEach((p) => this.#ctx.warn(`${event.key}: ${p}`));
     this.#ctx.wroteOk(event.key);
@@ -203,6 +208,7 @@ export class EventHandler {
         retry: state.retry,
         logFile: outcome.logFile,
         policyApplied: outcome.policyApplied,
+        ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),
       },
     });
   }

@@ -9,6 +9,7 @@ import path from "node:path";
 import type { Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
+import { isDeferralFileName } from "../invoke/deferral.js";
 import { replaceTrust } from "../runner/trust-store.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
@@ -62,6 +63,8 @@ export class Hints {
     if (ctx.opts.reloadSetup) {
       targets.push({ dir: ctx.setup.identity.teamDir, accept: (n: string) => n === "config.json", onHint: () => this.config() });
     }
+    const deferrals = ctx.deferrals;
+    if (deferrals) targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
     return targets;
   }
 
@@ -171,6 +174,7 @@ export class Hints {
       64,
     );
     if (ctx.opts.inbox !== "off") this.inbox();
+    await ctx.deferrals?.reconcile();
   }
 
   /**

@@ -17,7 +17,8 @@
  *
  * The parts: startup.ts (start-up scan, first start, crash recovery), hints.ts (watchers, reconcile,
  * config reload, the team dir coming and going), handle.ts (one event from the queue to the ledger),
- * gate-trust.ts (the trust record), all on the shared context.ts.
+ * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
+ * shared context.ts.
  */
 import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError, describeError } from "../contract/errors.js";
@@ -26,6 +27,7 @@ import { terminateAllRuns } from "../runner/run.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
 import { LeaderContext } from "./context.js";
+import { Deferrals } from "./deferrals.js";
 import { takeTrust } from "./gate-trust.js";
 import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
@@ -73,6 +75,9 @@ export class Leader {
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
       if (firstStart && !opts.catchUp) ctx.firstStart = beginFirstStart(ctx, ledger.fresh);
       await recoverInFlight(ctx, (event) => this.#events.enqueue(event, true)); // before any event of this start can be in flight
+      // Held gates: decisions recorded while no leader ran are applied, overdue ones expire.
+      ctx.deferrals = new Deferrals(ctx);
+      await ctx.deferrals.start();
       // Hints are taken from here on: the watchers are armed before the start-up scan lists the folder,
       // so a file written meanwhile is either listed or hinted (or both).
       ctx.state = "watching";
@@ -119,6 +124,7 @@ export class Leader {
     const ctx = this.#ctx;
     ctx.state = "stopping";
     this.#hints.stop();
+    ctx.deferrals?.stop();
     // Events waiting for a new try stay in flight in the ledger (or unrecorded): the next start takes them.
     for (const timer of ctx.retryTimers) clearTimeout(timer);
     ctx.retryTimers.clear();

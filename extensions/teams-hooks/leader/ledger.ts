@@ -6,10 +6,13 @@
  *   baseline  key existed before the leader's first start; never run (unless --catch-up)
  *   begin     the event's hook is about to start (runId, attempt)
  *   spawn     its process group (pid), so a restarted leader can end a group left behind
- *   done      its log and policy actions are written (or no hook existed)
+ *   defer     its gate is held (a `defer` verdict): logged, its deferral written; never run again
+ *   done      its log and policy actions are written (or no hook existed), or its deferral's
+ *             decision is applied
  *
  * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
- * leader looks for that run's log and either marks it done or runs it again as a retry. A torn last
+ * leader looks for that run's log and either marks it done (or deferred) or runs it again as a retry.
+ * A deferred key stays so, across restarts and compaction, until `done`. A torn last
  * line (a crash mid-append) is ignored. The file is compacted (one line per key, atomic rename) when
  * it grows past twice its keys. See docs/ledger.md.
  */
@@ -18,7 +21,7 @@ import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
-import { leaderStateDir } from "../team/paths.js";
+import { ledgerFile } from "../team/paths.js";
 
 /** What a retry needs to fire the event again without its source: kept with `begin`. */
 export interface LedgerEventInfo {
@@ -32,11 +35,14 @@ export type LedgerRecord =
   | { op: "baseline"; key: string; at: string }
   | { op: "begin"; key: string; at: string; runId: string; attempt: number; event?: LedgerEventInfo }
   | { op: "spawn"; key: string; runId: string; pid: number }
+  /** `deferral`: the run id the deferral is known by (the deferring hook's: `<runId>.N` in a chain). */
+  | { op: "defer"; key: string; at: string; runId: string; deferral: string; expiresAt: string; log: string | null }
   | { op: "done"; key: string; at: string; runId: string | null; outcome: string; log: string | null };
 
 export type KeyState =
   | { state: "baseline" }
   | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }
+  | { state: "deferred"; runId: string; deferral: string; expiresAt: string; log: string | null; attempt: number; at: string }
   | { state: "done"; outcome: string; log: string | null; attempt: number };
 
 /**
@@ -46,9 +52,7 @@ export type KeyState =
  */
 const MAX_LEDGER_BYTES = 256 * 1024 * 1024;
 
-export function ledgerFile(teamDir: string): string {
-  return path.join(leaderStateDir(teamDir), "ledger.jsonl");
-}
+export { ledgerFile };
 
 export class Ledger {
   readonly file: string;
@@ -127,6 +131,11 @@ export class Ledger {
     return out;
   }
 
+  /** Keys whose gate is held until a decision arrives (hook-state/deferrals/). */
+  deferred(): Array<Extract<KeyState, { state: "deferred" }> & { key: string }> {
+    return [...this.#keys].flatMap(([key, state]) => (state.state === "deferred" ? [{ key, ...state }] : []));
+  }
+
   /** Records keys that existed before the first start, in one flush. */
   async baseline(keys: Iterable<string>, at: string): Promise<void> {
     const records: LedgerRecord[] = [];
@@ -161,6 +170,15 @@ export class Ledger {
    */
   async spawned(key: string, runId: string, pid: number): Promise<void> {
     this.#append([{ op: "spawn", key, runId, pid }]);
+  }
+
+  /**
+   * The key's gate is held: its deferral is on disk (hook-state/deferrals/), and the key is neither
+   * done nor in flight. On disk before it returns.
+   */
+  async defer(key: string, at: string, info: { runId: string; deferral: string; expiresAt: string; log: string | null }): Promise<void> {
+    this.#append([{ op: "defer", key, at, ...info }]);
+    await this.#flush();
   }
 
   /** On disk before it returns. */
@@ -303,6 +321,10 @@ function asRecord(value: unknown): LedgerRecord | null {
     }
     case "spawn":
       return str(r.runId) && Number.isInteger(r.pid) ? { op: "spawn", key: r.key, runId: r.runId, pid: r.pid as number } : null;
+    case "defer":
+      return str(r.at) && str(r.runId) && str(r.deferral) && str(r.expiresAt) && strOrNull(r.log)
+        ? { op: "defer", key: r.key, at: r.at, runId: r.runId, deferral: r.deferral, expiresAt: r.expiresAt, log: r.log }
+        : null;
     case "done":
       return str(r.at) && strOrNull(r.runId) && str(r.outcome) && strOrNull(r.log) ? { op: "done", key: r.key, at: r.at, runId: r.runId, outcome: r.outcome, log: r.log } : null;
     default:
@@ -337,6 +359,11 @@ function apply(keys: Map<string, KeyState>, record: LedgerRecord): void {
     case "spawn":
       if (previous?.state === "in_flight" && previous.runId === record.runId) previous.pid = record.pid;
       return;
+    case "defer": {
+      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
+      keys.set(record.key, { state: "deferred", runId: record.runId, deferral: record.deferral, expiresAt: record.expiresAt, log: record.log, attempt, at: record.at });
+      return;
+    }
     case "done": {
       const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
       keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt });
@@ -354,6 +381,12 @@ function recordsFor(key: string, state: KeyState): LedgerRecord[] {
       const begin: LedgerRecord = { op: "begin", key, at: state.startedAt, runId: state.runId, attempt: state.attempt, ...(state.event ? { event: state.event } : {}) };
       return state.pid === null ? [begin] : [begin, { op: "spawn", key, runId: state.runId, pid: state.pid }];
     }
+    case "deferred":
+      // The begin keeps the attempt count; the defer keeps everything a restart needs.
+      return [
+        { op: "begin", key, at, runId: state.runId, attempt: state.attempt },
+        { op: "defer", key, at: state.at, runId: state.runId, deferral: state.deferral, expiresAt: state.expiresAt, log: state.log },
+      ];
     case "done":
       return [
         { op: "begin", key, at, runId: "compacted", attempt: state.attempt },

@@ -59,6 +59,10 @@ export interface EventReport {
   logFile: string | null;
   /** False when the leader gave up applying the policy (the event stays open); null when none applies. */
   policyApplied: boolean | null;
+  /** The gate is held (outcome `deferred`): the run id a decision names, and the deadline. */
+  deferral?: { runId: string; expiresAt: string };
+  /** This report is a held gate's decision, applied: which deferral, what, by whom, how long it was held. */
+  decision?: { deferredRunId: string; decision: "allow" | "deny" | "expired"; by: string; waitedMs: number };
 }
 
 export type LeaderNotice =
@@ -69,7 +73,8 @@ export type LeaderNotice =
   | { kind: "hooks"; hooks: StartInfo["hooks"] }
   | { kind: "event"; report: EventReport }
   | { kind: "started"; event: HookEventName; key: string; hook: string; taskId: string | null; startedAt: number }
-  | { kind: "recovered"; key: string; how: "logged" | "retry" }
+  /** `deferred`: its log says its gate is held (the deferral is written again if a crash lost it). */
+  | { kind: "recovered"; key: string; how: "logged" | "retry" | "deferred" }
   /** The start-up scan is done (after `start()` resolved): `queued` events it (and hints meanwhile) gave the queue. */
   | { kind: "ready"; tasks: number; baseline: number; queued: number; startupMs: number }
   | { kind: "stopped"; dropped: number };

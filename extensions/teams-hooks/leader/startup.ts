@@ -12,6 +12,7 @@ import { removeRunFiles } from "../runner/run-files.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
+import { deferralOfLog, writeDeferral } from "../invoke/deferral.js";
 import { type FirstStart, type LeaderContext, forEachYielding } from "./context.js";
 import type { TaskLook } from "./sources.js";
 
@@ -50,7 +51,11 @@ export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
   }
 }
 
-/** Keys begun but never finished by a leader that died: done if their log exists, else retried. */
+/**
+ * Keys begun but never finished by a leader that died: done if their log exists, held if that log
+ * says the gate was deferred (its deferral file written again if the crash came before it), else
+ * retried.
+ */
 export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEvent) => void): Promise<void> {
   const ledger = ctx.requireLedger();
   const inFlight = ledger.inFlight();
@@ -58,15 +63,21 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
   const earliest = inFlight.map((r) => r.startedAt).sort()[0] ?? "";
   const stemFloor = earliest.replace(/[:.]/g, "-").slice(0, 19);
   const logs = (await listHookLogs(ctx.setup.identity.teamDir)).filter((entry) => entry.name.slice(0, 19) >= stemFloor);
-  const byRunId = new Map<string, { file: string; outcome: string; complete: boolean }>();
+  const byRunId = new Map<string, { file: string; outcome: string; complete: boolean; deferral: unknown }>();
   for (const entry of logs) {
     const read = await readHookLog(entry.file);
     // A log whose policy says `complete: false` was written by a leader that gave up applying it.
-    if (read.ok) byRunId.set(read.record.result.runId, { file: entry.file, outcome: read.record.result.outcome, complete: read.record.policy?.complete !== false });
+    if (read.ok) byRunId.set(read.record.result.runId, { file: entry.file, outcome: read.record.result.outcome, complete: read.record.policy?.complete !== false, deferral: read.record.deferral });
   }
   for (const run of inFlight) {
     const logged = byRunId.get(run.runId);
-    if (logged?.complete) {
+    const held = logged?.complete ? deferralOfLog(logged.deferral) : null;
+    if (logged && held) {
+      // What a decider may have added to the file since is kept: it is written only when missing.
+      await writeDeferral(ctx.setup.identity.teamDir, held);
+      await ledger.defer(run.key, ctx.now(), { runId: run.runId, deferral: held.runId, expiresAt: held.expiresAt, log: logged.file });
+      ctx.opts.report({ kind: "recovered", key: run.key, how: "deferred" });
+    } else if (logged?.complete) {
       await ledger.finish(run.key, ctx.now(), { runId: run.runId, outcome: logged.outcome, log: logged.file });
       ctx.opts.report({ kind: "recovered", key: run.key, how: "logged" });
     } else if (run.event) {

@@ -19,6 +19,15 @@ export function formatDuration(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms)}ms`;
 }
 
+/** text/messages.ts `formatSpan`: `12m 5s`, `3h 20m`, `2d 4h` from a minute on, else as formatDuration. */
+export function formatSpan(ms: number): string {
+  if (ms < 60_000) return formatDuration(ms);
+  const s = Math.floor(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
+}
+
 /** contract/contract.ts `truncateText`: at most `limit` UTF-16 units, the last one `…`; never half a surrogate pair. */
 export function truncateText(value: string, limit: number): string {
   if (value.length <= limit) return value;
@@ -86,6 +95,15 @@ export const TABLE_HEADER: readonly string[] = ["time (UTC)", "event", "task", "
 /** Column widths `followLogs` starts from, before it has seen any row. */
 export const FOLLOW_WIDTHS: readonly number[] = [19, 14, 4, 8, 20, 9, 8, 12];
 
+/**
+ * A decision record's word for its outcome: `allowed`, `denied` or `expired` (its `result.outcome`
+ * is `passed`, `failed` or `error`, which `--outcome` matches); null for any other record.
+ */
+export function decisionWord(record: HookLogRecord): string | null {
+  const decision = (record.decision as { decision?: unknown } | undefined)?.decision;
+  return decision === "allow" ? "allowed" : decision === "deny" ? "denied" : decision === "expired" ? "expired" : null;
+}
+
 /** The cells of one table row. The last is the first stderr line, else the spawn error. */
 export function rowCells(row: Row): string[] {
   const { invocation, result } = row.record;
@@ -98,7 +116,7 @@ export function rowCells(row: Row): string[] {
     taskId === null ? "-" : `#${oneLine(taskId)}`,
     invocation.memberName ? oneLine(invocation.memberName) : "-",
     oneLine(hookName(result)),
-    outcomeWord(outcomeOf(result)),
+    decisionWord(row.record) ?? outcomeWord(outcomeOf(result)),
     formatDuration(result.durationMs),
     actions.length > 0 ? oneLine(actions.join(", ")) : "-",
     stderr,
@@ -175,12 +193,27 @@ export function formatShow(row: Row): string {
     ...(result.signal ? [`signal ${result.signal}`] : []),
     ...(result.timedOut ? ["timed out"] : []),
   ];
-  if (result.http) field("answer", httpAnswer(result.http, result.timedOut));
+  if (decisionWord(row.record)) field("exit", "none: no hook ran, the held gate was decided");
+  else if (result.http) field("answer", httpAnswer(result.http, result.timedOut));
   else field("exit", exit.join(", "));
   if (result.http?.missingSecrets?.length) field("secrets", `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out)`);
   if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
   field("duration", result.durationMs >= 1000 ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)` : formatDuration(result.durationMs));
   field("run id", result.runId);
+  const deferral = row.record.deferral as Record<string, unknown> | undefined;
+  if (deferral) {
+    const ran = typeof deferral.runId === "string" ? deferral.runId : "(unknown)";
+    field("held", `run ${ran} until ${String(deferral.expiresAt)}${typeof deferral.reason === "string" ? `: ${oneLine(deferral.reason)}` : ""}`);
+    field("", `decide: pi-teams-hooks decide --team-dir ${invocation.teamDir} ${ran} allow|deny`);
+  }
+  const decision = row.record.decision as Record<string, unknown> | undefined;
+  if (decision) {
+    const what = [decisionWord(row.record) ?? String(decision.decision), ...(typeof decision.code === "string" ? [`(${decision.code})`] : [])].join(" ");
+    const by = decision.decision === "expired" ? "" : ` by ${String(decision.by)}`;
+    const waited = typeof decision.waitedMs === "number" ? `, held ${formatSpan(decision.waitedMs)}` : "";
+    field("decision", `${what}${by} at ${String(decision.at)}${waited}${typeof decision.reason === "string" ? `: ${oneLine(decision.reason)}` : ""}`);
+    field("deferred", `run ${String(decision.deferredRunId)}${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`);
+  }
   if (result.leftoverProcesses > 0) field("leftovers", `${result.leftoverProcesses} process(es) of the hook were still running after it and were killed`);
   if (result.contextTruncated) field("context", "an environment value was shortened to fit (stdin and the context file were complete)");
   out.push("");

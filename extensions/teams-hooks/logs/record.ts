@@ -225,6 +225,8 @@ const RECORD = {
   startedAt: [isoInstant],
   retry: [boolean, optional],
   policy: [looseObject({}), optional],
+  deferral: [looseObject({}), optional],
+  decision: [looseObject({}), optional],
 } as const satisfies Record<string, Field>;
 
 /** The keys of each object the check rebuilds, in order: what the unit test compares with the schemas. */

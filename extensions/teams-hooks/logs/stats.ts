@@ -37,16 +37,25 @@ export interface StatsSample {
   outcome: LogOutcome;
   durationMs: number;
   taskId: string | null;
+  /** A held gate's decision record: nothing ran, so its 0 ms is no duration. */
+  decided?: boolean;
 }
 
 export function statsSample(record: HookLogRecord): StatsSample {
-  return { hook: hookName(record.result), event: record.invocation.event, outcome: outcomeOf(record.result), durationMs: record.result.durationMs, taskId: taskIdOf(record) };
+  return {
+    hook: hookName(record.result),
+    event: record.invocation.event,
+    outcome: outcomeOf(record.result),
+    durationMs: record.result.durationMs,
+    taskId: taskIdOf(record),
+    ...(record.decision !== undefined ? { decided: true } : {}),
+  };
 }
 
 /** One row per hook (file name) and event, sorted by hook then event. */
 export function computeStats(samples: readonly StatsSample[], topTasks = 3): StatsRow[] {
   const groups = new Map<string, { hook: string; event: HookEventName; durations: number[]; counts: Record<LogOutcome, number>; failures: Map<string, number> }>();
-  for (const { hook, event, outcome, durationMs, taskId } of samples) {
+  for (const { hook, event, outcome, durationMs, taskId, decided } of samples) {
     const id = `${hook}\u0000${event}`;
     let group = groups.get(id);
     if (!group) {
@@ -54,12 +63,14 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
       groups.set(id, group);
     }
     group.counts[outcome] += 1;
-    group.durations.push(durationMs);
-    if (outcome !== "passed" && taskId !== null) group.failures.set(taskId, (group.failures.get(taskId) ?? 0) + 1);
+    if (!decided) group.durations.push(durationMs);
+    // A held run is not a failure (its decision record says how it ended).
+    if (outcome !== "passed" && outcome !== "deferred" && taskId !== null) group.failures.set(taskId, (group.failures.get(taskId) ?? 0) + 1);
   }
   const rows: StatsRow[] = [];
   for (const g of groups.values()) {
     const sorted = [...g.durations].sort((a, b) => a - b);
+    const runs = Object.values(g.counts).reduce((sum, n) => sum + n, 0);
     const mostFailedTasks = [...g.failures]
       .map(([taskId, failures]) => ({ taskId, failures }))
       .sort((a, b) => b.failures - a.failures || compareIds(a.taskId, b.taskId))
@@ -67,12 +78,13 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
     rows.push({
       hook: g.hook,
       event: g.event,
-      runs: sorted.length,
+      runs,
       passed: g.counts.passed,
       failed: g.counts.failed,
       timedOut: g.counts.timed_out,
       error: g.counts.error,
-      passRate: sorted.length === 0 ? 0 : g.counts.passed / sorted.length,
+      // A held run is no outcome yet: its decision record is the one counted.
+      passRate: runs - g.counts.deferred === 0 ? 0 : g.counts.passed / (runs - g.counts.deferred),
       p50Ms: percentile(sorted, 0.5),
       p95Ms: percentile(sorted, 0.95),
       mostFailedTasks,

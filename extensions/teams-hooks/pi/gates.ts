@@ -252,8 +252,10 @@ export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel 
   if (r.outcome === "no_hook") return null;
   const subject = r.taskId ? `task #${r.taskId}` : r.member ? `idle ${r.member}` : r.event;
   const hook = r.hook ?? r.event;
-  if (r.outcome === "passed") return r.event === "idle" ? null : { text: `Gate ${hook} passed for ${subject} (${formatDuration(r.durationMs)})`, level: "info" };
-  const verdict = r.timedOut ? "timed out" : r.outcome === "error" ? "could not run" : "failed";
+  if (r.outcome === "deferred") return { text: `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ${r.actions.join(", ")})`, level: "info" };
+  const by = r.decision ? (r.decision.decision === "expired" ? " (no decision before its deadline)" : ` (decided by ${r.decision.by})`) : "";
+  if (r.outcome === "passed") return r.event === "idle" ? null : { text: `Gate ${hook} passed for ${subject}${by || ` (${formatDuration(r.durationMs)})`}`, level: "info" };
+  const verdict = `${r.timedOut ? "timed out" : r.outcome === "error" ? (r.decision ? "expired" : "could not run") : "failed"}${by}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const open = r.policyApplied === false ? " (policy not applied yet: the event stays open)" : "";
   return { text: `Gate ${hook} ${verdict} for ${subject}: ${r.summary}${actions}${open}`, level: "warning" };

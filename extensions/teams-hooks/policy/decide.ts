@@ -8,6 +8,7 @@ import { CLOSED_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
 import type { Task } from "../contract/team-files.js";
 import { unreachable } from "../contract/errors.js";
 import {
+  deferredSummary,
   describeFailure,
   followupDescription,
   followupSubject,
@@ -51,12 +52,36 @@ export interface DecideInput {
   failureMode?: "closed" | "open" | undefined;
   /** Where the hook log was written, quoted to the people told; optional. */
   logFile?: string | null | undefined;
+  /**
+   * The decision that settles a deferred gate (`pi-teams-hooks decide`, the task API, the expiry): the
+   * result is the decision's, and the task records who decided, when, and which deferral.
+   */
+  decision?: GateDecision | undefined;
+}
+
+export interface GateDecision {
+  /** The run id the deferral is known by. */
+  deferredRunId: string;
+  deferredReason?: string | undefined;
+  decision: "allow" | "deny" | "expired";
+  by: string;
+  at: string;
 }
 
 /** The remediation plan for one task-event hook result (see `RemediationPlan`). Pure. */
 export function decide(input: DecideInput): RemediationPlan {
-  const { task, key, now, policy } = input;
+  const { key, now, policy } = input;
   const passed = countsAsPass(input.result, input.failureMode ?? "closed");
+  // A decision that comes after another gate of this task was recorded (a newer completion ran its own
+  // gate while this one was held) does not overwrite that gate's record or reopen its work: the task
+  // is left as it is; the follow-up and the nudge still go out.
+  const { task } = input;
+  // So is one whose hold was replaced by a newer hold of the same event (`run --apply-policy` again).
+  const recorded = task?.metadata ?? {};
+  const overtaken =
+    input.decision !== undefined &&
+    ((typeof recorded.qualityGateEventKey === "string" && recorded.qualityGateEventKey !== key) ||
+      (recorded.qualityGateStatus === "deferred" && typeof recorded.qualityGateDeferredRunId === "string" && recorded.qualityGateDeferredRunId !== input.decision.deferredRunId));
   const metadata = task?.metadata ?? {};
   // A retry of a failure already counted (a restart after a crash): counted and reopened once. A
   // failure after a pass recorded for the same key was not counted yet, so it counts.
@@ -72,23 +97,23 @@ export function decide(input: DecideInput): RemediationPlan {
       passed,
       summary,
       alreadyApplied,
-      metadataPatch: task
+      metadataPatch: task && !overtaken
         ? { ...gateBase(input, "passed", summary), qualityGateLastSuccessAt: now, qualityGateReopenSuppressed: false }
         : null,
       reopen: null,
       followup: null,
       nudge: null,
-      actions: ["none"],
+      actions: overtaken ? ["task metadata left (a newer gate is recorded)"] : ["none"],
       refused: [],
     });
   }
 
   const failureCount = counter(metadata.qualityGateFailureCount);
-  const reopen = alreadyApplied ? null : decideReopen(input);
-  const outcome = reopenOutcome(input, reopen, alreadyApplied);
+  const reopen = alreadyApplied || overtaken ? null : decideReopen(input);
+  const outcome = overtaken ? null : reopenOutcome(input, reopen, alreadyApplied);
 
   let metadataPatch: GateMetadataPatch | null = null;
-  if (task) {
+  if (task && !overtaken) {
     metadataPatch = {
       ...gateBase(input, "failed", summary),
       qualityGateFailureCount: alreadyApplied ? failureCount : failureCount + 1,
@@ -121,6 +146,7 @@ export function decide(input: DecideInput): RemediationPlan {
   };
 
   const actions: string[] = [];
+  if (overtaken) actions.push("task metadata left (a newer gate is recorded)");
   if (alreadyApplied) actions.push("already applied");
   if (outcome) actions.push(outcomeAction(outcome, reopen !== null));
   if (followup) actions.push(followup.owner ? `follow-up for ${followup.owner}` : "follow-up (no owner)");
@@ -154,7 +180,71 @@ function gateBase(input: DecideInput, status: "passed" | "failed", summary: stri
     qualityGateEventKey: input.key,
     // Always set: a gate refused before it ran (a deleted file) leaves no hash of an earlier run behind.
     qualityGateHookSha256: input.result.hookSha256,
+    ...decisionFields(input.decision),
   };
+}
+
+/** The deferral fields of a gate's metadata: a decision's, or none (cleared: see GateMetadataPatchSchema). */
+function decisionFields(decision: GateDecision | undefined): Partial<GateMetadataPatch> {
+  return {
+    qualityGateDeferredRunId: decision?.deferredRunId,
+    qualityGateDeferredReason: decision?.deferredReason,
+    qualityGateDeferredUntil: undefined,
+    qualityGateDecision: decision?.decision,
+    qualityGateDecidedBy: decision?.by,
+    qualityGateDecidedAt: decision?.at,
+  };
+}
+
+export interface DeferInput {
+  event: TaskEventName;
+  key: string;
+  taskId: string;
+  /** The run that answered `defer` (its outcome is `deferred`). */
+  result: RunResult;
+  task: Task | null;
+  hookName: string;
+  now: string;
+  /** The run id the deferral is known by (the deferring run's), and when it expires. */
+  deferredRunId: string;
+  expiresAt: string;
+}
+
+/**
+ * The plan of a held gate: the task's metadata says `deferred`, with the gate's reason, the run id a
+ * decision names and the deadline; nothing is counted, reopened, created or sent until the decision
+ * comes (then `decide` with `decision` plans the rest). Pure.
+ */
+export function deferPlan(input: DeferInput): RemediationPlan {
+  const { result, now } = input;
+  const summary = deferredSummary(result.verdict);
+  const reason = result.verdict?.reason;
+  return freezePlan({
+    passed: false,
+    summary,
+    alreadyApplied: false,
+    metadataPatch: input.task
+      ? {
+          qualityGateOutcome: "deferred",
+          ...(result.verdict?.code ? { qualityGateCode: result.verdict.code } : {}),
+          qualityGateHook: input.hookName,
+          qualityGateAt: now,
+          qualityGateStatus: "deferred",
+          qualityGateSummary: summary,
+          qualityGateEventKey: input.key,
+          qualityGateHookSha256: result.hookSha256,
+          ...decisionFields(undefined),
+          qualityGateDeferredRunId: input.deferredRunId,
+          qualityGateDeferredReason: reason,
+          qualityGateDeferredUntil: input.expiresAt,
+        }
+      : null,
+    reopen: null,
+    followup: null,
+    nudge: null,
+    actions: [`held until ${input.expiresAt}`],
+    refused: [],
+  });
 }
 
 function reopens(policy: EffectivePolicy): boolean {

@@ -33,6 +33,18 @@ export const GateMetadataPatchSchema = z.object({
   qualityGateLastFailureAt: z.string().optional(),
   qualityGateReopenSuppressed: z.boolean().optional(),
   qualityGateReopenSuppressedReason: z.string().optional(),
+  /**
+   * A held gate (`qualityGateStatus: "deferred"`): the run id its decision names, the gate's reason, and
+   * when it expires. Once decided, the run id and reason stay and the deadline goes; a gate that was
+   * not deferred clears them all (the metadata describes the task's last gate).
+   */
+  qualityGateDeferredRunId: z.string().optional(),
+  qualityGateDeferredReason: z.string().optional(),
+  qualityGateDeferredUntil: z.string().optional(),
+  /** How a deferred gate was settled (`expired`: no decision before its deadline), by whom, when. */
+  qualityGateDecision: z.enum(["allow", "deny", "expired"]).optional(),
+  qualityGateDecidedBy: z.string().optional(),
+  qualityGateDecidedAt: z.string().optional(),
 });
 export type GateMetadataPatch = z.infer<typeof GateMetadataPatchSchema>;
 

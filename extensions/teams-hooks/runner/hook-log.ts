@@ -33,6 +33,13 @@ export const HookLogRecordSchema = z.looseObject({
   retry: z.boolean().optional(),
   /** Filled by the policy step: the action chosen and what it did. */
   policy: z.looseObject({}).optional(),
+  /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (invoke/deferral.ts). */
+  deferral: z.looseObject({}).optional(),
+  /**
+   * The record of a decision that settled a held gate: which deferred run and log it names, what was
+   * decided, by whom, when, and how long the gate was held (`waitedMs`).
+   */
+  decision: z.looseObject({}).optional(),
 });
 export type HookLogRecord = z.infer<typeof HookLogRecordSchema>;
 export type HookLogRecordInput = z.input<typeof HookLogRecordSchema>;

@@ -1,7 +1,10 @@
 /**
  * One pi-teams-hooks leader per team dir: `hook-state/leader.lock`, created with O_EXCL and holding
  * `{ pid, createdAt, label }` like every lock of the team dir, held for the leader's whole life. Two
- * leaders would run every gate twice. A lock whose process is gone (a SIGKILL) is taken over.
+ * leaders would run every gate twice. A lock whose process is gone (a SIGKILL) is taken over. The one
+ * other holder is `pi-teams-hooks decide` while no leader runs: it takes the lock for the moment it
+ * applies a decision (a decision is applied only by the lock's holder), and a leader starting then
+ * waits for it.
  */
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -14,20 +17,56 @@ export interface LeaderLock {
   release(): Promise<void>;
 }
 
+/**
+ * The label of a holder that keeps the lock only for a moment (`pi-teams-hooks decide` applying a
+ * decision while no leader runs): a leader starting meanwhile waits for it instead of refusing.
+ */
+export const BRIEF_HOLDER = "pi-teams-hooks decide";
+/** How long a starting leader waits for a brief holder (an application is a few locked writes). */
+const BRIEF_WAIT_MS = 30_000;
+
+/** The lock, or who holds it (a live process). */
+export type LeaderLockTry = { ok: true; lock: LeaderLock } | { ok: false; pid: number; label: string | null };
+
+/** The leader lock, for the leader's whole life; throws E_USAGE naming the live leader that holds it. */
 export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
+  const deadline = Date.now() + BRIEF_WAIT_MS;
+  for (;;) {
+    const got = await tryLeaderLock(teamDir);
+    if (got.ok) return got.lock;
+    if (got.label === BRIEF_HOLDER && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      continue;
+    }
+    const file = path.join(leaderStateDir(teamDir), "leader.lock");
+    throw new HooksError(
+      "E_USAGE",
+      `another leader (pid ${got.pid}) is already watching ${teamDir}; stop it first (or, if no such process exists, remove ${file})`,
+    );
+  }
+}
+
+/**
+ * Takes the leader lock unless a live process holds it (a stale one, of a dead pid, is taken over).
+ * `label` says who holds it (a leader, or a brief holder: BRIEF_HOLDER).
+ */
+export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks watch"): Promise<LeaderLockTry> {
   const file = path.join(leaderStateDir(teamDir), "leader.lock");
   await fs.mkdir(path.dirname(file), { recursive: true });
-  const content = JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "pi-teams-hooks watch" });
+  const content = JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label });
   for (let attempt = 0; attempt < 40; attempt++) {
     try {
       await fs.writeFile(file, content, { flag: "wx" });
       let released = false;
       return {
-        file,
-        async release() {
-          if (released) return;
-          released = true;
-          await fs.rm(file, { force: true });
+        ok: true,
+        lock: {
+          file,
+          async release() {
+            if (released) return;
+            released = true;
+            await fs.rm(file, { force: true });
+          },
         },
       };
     } catch (error) {
@@ -39,12 +78,9 @@ export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
       await new Promise((resolve) => setTimeout(resolve, 200));
       continue;
     }
-    if (holder !== null && holder !== process.pid && isAlive(holder)) {
-      throw new HooksError(
-        "E_USAGE",
-        `another leader (pid ${holder}) is already watching ${teamDir}; stop it first (or, if no such process exists, remove ${file})`,
-      );
-    }
+    // Our own pid is a leader this process ran before (the pi extension starts one per session) unless
+    // we are the brief holder: then it is a leader running in this very process, which applies itself.
+    if (holder !== null && (holder.pid !== process.pid || label === BRIEF_HOLDER) && isAlive(holder.pid)) return { ok: false, pid: holder.pid, label: holder.label };
     // Stale (its process is gone): rename it away first so that only one contender takes it over.
     const aside = `${file}.stale.${process.pid}.${Date.now()}`;
     await fs.rename(file, aside).then(
@@ -55,13 +91,14 @@ export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
   throw new HooksError("E_TEAM_DIR", `${file}: could not take over a stale leader lock`);
 }
 
-/** The pid in the lock; null when there is none to read (a FIFO or a device in its place included: never a wait). */
-async function readHolder(file: string): Promise<number | null> {
+/** The pid and label in the lock; null when there is no pid to read (a FIFO or a device in its place included: never a wait). */
+async function readHolder(file: string): Promise<{ pid: number; label: string | null } | null> {
   const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
   if (!read.ok) return null; // gone or unreadable: treated as stale
   try {
-    const parsed = JSON.parse(read.text) as { pid?: unknown };
-    return typeof parsed.pid === "number" && Number.isInteger(parsed.pid) ? parsed.pid : null;
+    const parsed = JSON.parse(read.text) as { pid?: unknown; label?: unknown };
+    const label = typeof parsed.label === "string" ? parsed.label : null;
+    return typeof parsed.pid === "number" && Number.isInteger(parsed.pid) ? { pid: parsed.pid, label } : null;
   } catch {
     return null; // half-written: treated as stale (a leader writes it in one call)
   }

@@ -49,6 +49,11 @@ export function leaderStateDir(teamDir: string): string {
   return path.join(teamDir, "hook-state");
 }
 
+/** The leader's journal of event keys (leader/ledger.ts; docs/ledger.md). */
+export function ledgerFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "ledger.jsonl");
+}
+
 /** The leader's saved knowledge of the task files (leader/sources.ts saveState), so a restart reads only what changed. */
 export function scanStateFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "task-files.json");

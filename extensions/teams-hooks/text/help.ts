@@ -208,12 +208,51 @@ Output:
   --json                  print the log record as JSON instead of one line
   -h, --help              this help
 
+A gate that answers {"decision":"defer"} holds the event: with --apply-policy the task is marked
+deferred and a deferral is recorded for \`pi-teams-hooks decide\` (or the task API) to settle; without
+it nothing is held.
+
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
 run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
-error (a bad flag, a missing team dir, task file or named hooks dir).
+error (a bad flag, a missing team dir, task file or named hooks dir); 3 the gate deferred (held).
 
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
+`,
+  decide: `Usage: pi-teams-hooks decide --team-dir DIR <run id> allow|deny [--code C] [--reason R]
+                              [--message M] [--by NAME] [--failure-action A] [--max-reopens N]
+                              [--followup-owner P] [--json]
+
+Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with
+202) for a task event. <run id> is the run id of the run that deferred: the deferral's file name in
+<team dir>/hook-state/deferrals/, the "run" of the leader's event line, the X-Pi-Teams-Hook-Run-Id an
+HTTP handler was sent. The failure policy then applies exactly as for a pass (allow) or a failure
+(deny, with the code, reason and message given), logged as a second hook log that names the
+deferred run. A running leader applies it (this command waits up to 10 s to say so); with no leader
+running, this command applies it itself, holding the leader lock for that moment.
+
+  --team-dir DIR          the team directory (required)
+  --code C                the denial's code (a-z 0-9 _ . -, starting with a letter; at most 64 bytes)
+  --reason R              one line, at most 1,024 bytes
+  --message M             free text, at most 8 KiB
+  --by NAME               who decided (default: $USER)
+  --failure-action A, --max-reopens N, --followup-owner P
+                          the policy this command applies when no leader runs (above config.json
+                          "hooks", the environment and the defaults); a running leader applies its own
+  --json                  print the answer as one JSON object ({kind, runId, …})
+  -h, --help              this help
+
+A deferral is decided once: the same decision again answers as the first did; another is refused.
+A deferral past its deadline (config.json hooks.deferTimeoutMs, default 24 h) has expired: its gate
+failed as the closed error defer_expired, whatever is asked now.
+
+Exit status: 0 applied, or recorded for the running leader to apply; 1 refused (decided otherwise
+before, or expired), or recorded but not applied (a task lock held too long: the next start of the
+leader, or this command again, applies it); 2 usage error (a bad flag or value, naming it; a missing
+team dir; no deferral with that run id).
+
+Example:
+  pi-teams-hooks decide --team-dir ~/.pi/teams/alpha 5f0c…e1 deny --code ci.failed --reason "2 tests fail"
 `,
   watch: `Usage: pi-teams-hooks watch --team-dir DIR [options]
 
@@ -298,6 +337,7 @@ idle, apply the team's failure policy, and log every invocation.
 
 Commands:
   run <event>     fire one event by hand (task_completed, task_failed, idle)
+  decide          settle a held gate (a gate that answered defer): allow or deny
   watch           be the leader: watch a team directory and run its gates
   demo            play a small team through a passing, a failing and a fixed gate (npm start)
   doctor          check hooks, team files, policy and locks: what would stop a gate from running

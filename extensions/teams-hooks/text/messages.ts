@@ -88,6 +88,27 @@ export function gatePassedSummary(durationMs: number): string {
   return `passed in ${Math.round(durationMs)}ms`;
 }
 
+/** A span of time for people: `340ms`, `4.2s`, `12m 5s`, `3h 20m`, `2d 4h`. */
+export function formatSpan(ms: number): string {
+  if (ms < 60_000) return formatDuration(ms);
+  const s = Math.floor(ms / 1000);
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
+}
+
+/** Why a held gate failed: no decision came before its deadline. */
+export function deferExpiredText(deferredAt: string, expiresAt: string): string {
+  const held = Date.parse(expiresAt) - Date.parse(deferredAt);
+  return `no decision within ${Number.isNaN(held) ? "the deferral's time" : formatSpan(held)} (hooks.deferTimeoutMs): held since ${deferredAt}, expired at ${expiresAt}`;
+}
+
+/** The summary of a held gate: `deferred (ci.pending): waiting for CI`, or `deferred` without a reason. */
+export function deferredSummary(verdict: Pick<NonNullable<RunResult["verdict"]>, "code" | "reason"> | undefined): string {
+  const code = verdict?.code ? ` (${verdict.code})` : "";
+  return verdict?.reason ? `deferred${code}: ${verdict.reason}` : `deferred${code}`;
+}
+
 /** The longest first stderr line a failure summary keeps (characters, `…` included). */
 export const SUMMARY_STDERR_LINE_CHARS = 180;
 

@@ -1,0 +1,341 @@
+/**
+ * Settling a held gate: recording a decision (`decideDeferral`, for `pi-teams-hooks decide` and the
+ * task API) and applying it (`applyDecision`, only ever by the holder of the team's leader lock: the
+ * running leader, or a decider that takes the lock for the moment when no leader runs).
+ *
+ * Applying is the failure policy exactly as for a pass (allow) or a failure (deny: the decision's
+ * code, reason and message; expired: the closed error `defer_expired`), through the same decide and
+ * remediate, then a second hook log that names the deferred run (its `decision` block), then
+ * `applied` in the deferral file. Each step is written before the next starts, and the file says how
+ * far it got (invoke/deferral.ts), so a crash anywhere is finished by the next applier once:
+ *
+ *   decision recorded, no `applying`    → apply
+ *   `applying`, its log not on disk      → apply again (idempotent per event key), log to the same name
+ *   `applying`, its log on disk          → only `applied` is left to write
+ *   `applied`                            → done (the leader then closes the ledger's key)
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import type { HookInvocation } from "../contract/contract.js";
+import { HOOK_CONTRACT_VERSION } from "../contract/contract.js";
+import type { RunResult } from "../contract/hook-run.js";
+import type { Task, TeamIdentity } from "../contract/team-files.js";
+import { describeError } from "../contract/errors.js";
+import { VerdictSchema } from "../contract/verdict.js";
+import { decide } from "../policy/decide.js";
+import { remediate } from "../policy/remediate.js";
+import { planHookLogFile, readHookLog, writeHookLog } from "../runner/hook-log.js";
+import type { FailureMode } from "../settings/hooks-config.js";
+import type { EffectivePolicy } from "../settings/options.js";
+import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
+import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
+import { ledgerFile, taskFile } from "../team/paths.js";
+import { SentLog } from "../team/sent-log.js";
+import { resolveTeamSetup } from "../team/setup.js";
+import { readTask } from "../team/tasks.js";
+import { deferExpiredText, describeFailure, gatePassedSummary } from "../text/messages.js";
+import { type DeferralDecision, type DeferralRecord, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
+import { policyRecordOf } from "./invoke.js";
+
+export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
+
+export type DecideResult =
+  | { kind: "unknown" } // no such deferral in this team  → 404
+  | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
+  | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
+  | { kind: "invalid"; problem: string } // bad code/reason/message       → 400
+  /** A running leader applies it (or, `problem`: applying failed here, and the next applier tries again). → 202 */
+  | { kind: "recorded"; deferral: DeferralRecord; problem?: string }
+  | { kind: "applied"; deferral: DeferralRecord; actions: string[]; logFile: string | null }; // applied now → 200
+
+/** Who `expired` decisions are by. */
+export const EXPIRY_BY = "pi-teams-hooks";
+
+/** What applying needs to know of the team: the settings in force where it is applied. */
+export interface ApplySettings {
+  identity: TeamIdentity;
+  policy: EffectivePolicy;
+  failureModes: Readonly<Record<"task_completed" | "task_failed", FailureMode>>;
+  timeoutMs: number;
+  sentLog?: SentLog;
+  lockTimeoutMs?: number;
+  now?: () => Date;
+}
+
+export type Application =
+  /** `already`: it was applied before this call (nothing was done now). */
+  | { kind: "applied"; record: DeferralRecord; result: RunResult; summary: string; actions: string[]; logFile: string | null; waitedMs: number; already: boolean }
+  /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
+  | { kind: "pending"; record: DeferralRecord | null; error: string }
+  | { kind: "undecided" | "unknown" };
+
+// ---------------------------------------------------------------------------------------------
+// Recording
+
+/** The decision's fields checked as a verdict's are (contract/verdict.ts), and who decided; null when fine. */
+export function decisionProblem(input: DecisionInput): string | null {
+  if ((input.decision as string) !== "allow" && (input.decision as string) !== "deny") return `decision: ${JSON.stringify(input.decision)} is not one of allow, deny`;
+  const checked = VerdictSchema.safeParse({ decision: input.decision, code: input.code, reason: input.reason, message: input.message });
+  if (!checked.success) return checked.error.issues.map((i) => `${i.path.map(String).join(".") || "decision"}: ${i.message}`).join("; ");
+  if (input.by.trim() === "" || Buffer.byteLength(input.by) > 128 || /[\u0000-\u001f\u007f]/.test(input.by)) return `by: ${JSON.stringify(input.by)} must be a name of 1 to 128 bytes without control characters`;
+  return null;
+}
+
+/**
+ * Records a decision for the deferral `runId` of the team in `teamDir`, then has it applied: by the
+ * running leader (waited for up to `waitForLeaderMs`, default 5 s), or here, under the leader lock,
+ * when no leader runs. The same decision twice is one (the second answers as the first would now);
+ * a deferral past its deadline is recorded as expired (and applied as such), whatever was asked.
+ */
+export async function decideDeferral(
+  teamDir: string,
+  runId: string,
+  input: DecisionInput,
+  opts: { env: Readonly<Record<string, string | undefined>>; now?: () => Date; waitForLeaderMs?: number; settings?: ApplySettings },
+): Promise<DecideResult> {
+  const now = opts.now ?? (() => new Date());
+  const problem = decisionProblem(input);
+  if (problem !== null) return { kind: "invalid", problem };
+  if (!isRunId(runId)) return { kind: "unknown" };
+  const deadline = Date.now() + (opts.waitForLeaderMs ?? 5_000);
+  // A decider may answer before the leader has written the deferral (an HTTP handler told the run id
+  // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
+  if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline))) return { kind: "unknown" };
+  // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
+  let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
+  const record = await updateDeferral(teamDir, runId, (held) => {
+    if (held.decision) {
+      verdict = held.decision.decision === "expired" ? "expired" : sameDecision(held.decision, input) ? "same" : "conflict";
+      return undefined;
+    }
+    const at = now().toISOString();
+    if (Date.parse(at) >= Date.parse(held.expiresAt)) {
+      verdict = "expired";
+      return { ...held, decision: { decision: "expired", by: EXPIRY_BY, at } };
+    }
+    const { decision, code, reason, message, by } = input;
+    return { ...held, decision: { decision, ...(code ? { code } : {}), ...(reason ? { reason } : {}), ...(message ? { message } : {}), by, at } };
+  });
+  if (record === null) return { kind: "unknown" };
+  if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
+  const settled = await settle(teamDir, record, { ...opts, now, deadline });
+  return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
+}
+
+/** Applies a recorded decision here when no leader runs, else waits for the leader to apply it. */
+async function settle(teamDir: string, record: DeferralRecord, opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings }): Promise<DecideResult> {
+  const { deadline } = opts;
+  let latest = record;
+  for (;;) {
+    if (latest.applied) return { kind: "applied", deferral: latest, actions: latest.applied.actions, logFile: latest.applied.logFile };
+    const got = await tryLeaderLock(teamDir, BRIEF_HOLDER);
+    if (got.ok) {
+      try {
+        const settings = opts.settings ?? (await settingsOf(teamDir, opts.env));
+        const applied = await applyDecision(teamDir, record.runId, { ...settings, now: opts.now });
+        if (applied.kind === "applied") return { kind: "applied", deferral: applied.record, actions: applied.actions, logFile: applied.logFile };
+        if (applied.kind === "pending") return { kind: "recorded", deferral: applied.record ?? record, problem: applied.error };
+        return { kind: "unknown" }; // removed meanwhile by someone
+      } finally {
+        await got.lock.release();
+      }
+    }
+    // A leader runs: its watcher sees the decision and applies it.
+    const read = await readDeferral(teamDir, record.runId);
+    if (read?.ok) latest = read.value;
+    if (latest.applied) continue;
+    if (Date.now() >= deadline) return { kind: "recorded", deferral: latest };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
+ * Waits (until `deadline`) for the deferral of a run the ledger shows in flight: true once its file is
+ * there, false when the run is not in flight (or no longer is, without one).
+ */
+async function heldSoon(teamDir: string, runId: string, deadline: number): Promise<boolean> {
+  // A chain's later hook runs as `<event run id>.N`: the ledger knows the event's.
+  const eventRunId = runId.replace(/\.\d+$/, "");
+  for (;;) {
+    if ((await readDeferral(teamDir, runId)) !== null) return true;
+    if (Date.now() >= deadline || !inFlight(teamDir, eventRunId)) return false;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+/** Whether the ledger's last record of the event run `runId` is its begin or spawn (hook-state/ledger.jsonl, docs/ledger.md). */
+function inFlight(teamDir: string, runId: string): boolean {
+  const read = readRegularFile(ledgerFile(teamDir), { maxBytes: MAX_TEAM_FILE_BYTES });
+  if (!read.ok) return false;
+  const needle = `"runId":${JSON.stringify(runId)}`;
+  let open = false;
+  for (const line of read.text.split("\n")) {
+    if (!line.includes(needle)) continue;
+    const op = /^\{"op":"(\w+)"/.exec(line)?.[1];
+    if (op === "begin" || op === "spawn") open = true;
+    else if (op === "defer" || op === "done") open = false;
+  }
+  return open;
+}
+
+async function settingsOf(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<ApplySettings> {
+  const setup = await resolveTeamSetup({ teamDir, env, processCwd: process.cwd() });
+  return { identity: setup.identity, policy: setup.policy.policy, failureModes: setup.failureModes, timeoutMs: setup.timeout.value };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applying
+
+/** What a decision makes of the held run: a result of its own, `source: "decision"`, with nothing run. */
+export function decisionResult(record: DeferralRecord, decision: DeferralDecision, runId: string): RunResult {
+  const base: RunResult = {
+    ran: false,
+    hookPath: record.hook.hookPath,
+    command: record.hook.command,
+    outcome: "passed",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: 0,
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    leftoverProcesses: 0,
+    contextTruncated: false,
+    runId,
+    contractVersion: HOOK_CONTRACT_VERSION,
+    ...(record.hook.sha256 ? { hookSha256: record.hook.sha256 } : {}),
+  };
+  const { code, reason, message } = decision;
+  const said = { ...(code ? { code } : {}), ...(reason ? { reason } : {}), ...(message ? { message } : {}), source: "decision" as const };
+  switch (decision.decision) {
+    case "allow":
+      return { ...base, verdict: { decision: "allow", ...said } };
+    case "deny":
+      return { ...base, outcome: "failed", verdict: { decision: "deny", ...said } };
+    case "expired":
+      return { ...base, outcome: "error", errorKind: "defer_expired", error: deferExpiredText(record.deferredAt, record.expiresAt) };
+  }
+}
+
+/**
+ * Applies the recorded decision of the deferral `runId`: the policy, the decision log, `applied`.
+ * Only the holder of the team's leader lock may call it. Never applies twice: see the top of the file.
+ */
+export async function applyDecision(teamDir: string, runId: string, settings: ApplySettings): Promise<Application> {
+  const now = settings.now ?? (() => new Date());
+  const read = await readDeferral(teamDir, runId);
+  if (read === null) return { kind: "unknown" };
+  if (!read.ok) return { kind: "pending", record: null, error: read.problem.message };
+  let record = read.value;
+  const decision = record.decision;
+  if (!decision) return { kind: "undecided" };
+  const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
+  if (record.applied) {
+    return { kind: "applied", record, result: decisionResult(record, decision, record.applying?.runId ?? runId), summary: "", actions: record.applied.actions, logFile: record.applied.logFile, waitedMs, already: true };
+  }
+  const task = await freshTask(teamDir, record);
+  const invocation: HookInvocation = {
+    event: record.event,
+    teamId: settings.identity.teamId,
+    teamDir: settings.identity.teamDir,
+    taskListId: record.taskListId,
+    style: settings.identity.style,
+    ...(record.member ? { memberName: record.member } : {}),
+    ...(record.timestamp ? { timestamp: record.timestamp } : {}),
+    completedTask: task,
+  };
+  try {
+    if (!record.applying) {
+      const at = now().toISOString();
+      const applying = { at, runId: randomUUID(), logFile: planHookLogFile(teamDir, { startedAt: at, invocation }) };
+      record = (await updateDeferral(teamDir, runId, (r) => (r.applying ? undefined : { ...r, applying }))) ?? record;
+    }
+  } catch (error) {
+    return { kind: "pending", record, error: describeError(error) };
+  }
+  const applying = record.applying;
+  if (!applying) return { kind: "unknown" };
+  const result = decisionResult(record, decision, applying.runId);
+  const mode = settings.failureModes[record.event];
+
+  let summary: string;
+  let actions: string[];
+  const logged = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
+  if (logged?.ok) {
+    // Applied and logged before a crash: only `applied` was missing.
+    const policy = logged.record.policy as { summary?: unknown; actions?: unknown } | undefined;
+    summary = typeof policy?.summary === "string" ? policy.summary : "";
+    actions = Array.isArray(policy?.actions) ? policy.actions.filter((a): a is string => typeof a === "string") : [];
+  } else {
+    const done = await remediate(
+      {
+        teamDir,
+        taskListId: record.taskListId,
+        taskId: record.taskId,
+        key: record.key,
+        leadName: settings.identity.leadName,
+        now: applying.at,
+        sent: settings.sentLog ?? new SentLog(teamDir),
+        ...(settings.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: settings.lockTimeoutMs }),
+      },
+      (fresh) =>
+        decide({
+          event: record.event,
+          key: record.key,
+          taskId: record.taskId,
+          result,
+          task: fresh,
+          policy: settings.policy,
+          hookName: record.hook.gate,
+          member: record.member,
+          leadName: settings.identity.leadName,
+          now: applying.at,
+          timeoutMs: settings.timeoutMs,
+          failureMode: mode,
+          logFile: applying.logFile,
+          decision: { deferredRunId: record.runId, deferredReason: record.reason, decision: decision.decision, by: decision.by, at: decision.at },
+        }),
+    );
+    if (!done.complete) return { kind: "pending", record, error: done.errors.join("; ") };
+    summary = done.plan.summary;
+    actions = done.actions;
+    try {
+      await writeHookLog(
+        teamDir,
+        {
+          invocation,
+          result,
+          key: record.key,
+          startedAt: applying.at,
+          policy: policyRecordOf(settings.policy, mode, done),
+          decision: { deferredRunId: record.runId, deferredLog: record.logFile, decision: decision.decision, ...said(decision), by: decision.by, at: decision.at, waitedMs },
+        },
+        { file: applying.logFile },
+      );
+    } catch (error) {
+      return { kind: "pending", record, error: describeError(error) };
+    }
+  }
+  try {
+    const applied = { at: now().toISOString(), logFile: applying.logFile, actions };
+    record = (await updateDeferral(teamDir, runId, (r) => ({ ...r, applied }))) ?? { ...record, applied };
+  } catch (error) {
+    return { kind: "pending", record, error: describeError(error) };
+  }
+  return { kind: "applied", record, result, summary: summary || summaryOf(result), actions, logFile: applying.logFile, waitedMs, already: false };
+}
+
+function said(decision: DeferralDecision): Partial<DeferralDecision> {
+  return { ...(decision.code ? { code: decision.code } : {}), ...(decision.reason ? { reason: decision.reason } : {}), ...(decision.message ? { message: decision.message } : {}) };
+}
+
+function summaryOf(result: RunResult): string {
+  return result.outcome === "passed" ? gatePassedSummary(0) : describeFailure(result, 0);
+}
+
+async function freshTask(teamDir: string, record: DeferralRecord): Promise<Task | null> {
+  const read = await readTask(taskFile(teamDir, record.taskListId, record.taskId));
+  return read.ok ? read.value : null;
+}

@@ -1,0 +1,203 @@
+/**
+ * A held gate on disk: `<teamDir>/hook-state/deferrals/<runId>.json`, one file per deferral, named by
+ * the run id of the run that answered `defer` (the id an HTTP handler is sent in
+ * `X-Pi-Teams-Hook-Run-Id`, and that `pi-teams-hooks decide` takes). Its life, one field at a time,
+ * each rewrite atomic and under the file's lock (team/lock.ts), so that a decider and the leader
+ * never lose each other's write:
+ *
+ *   held ──decision (decide, the API, the expiry)──▶ decided ──applying──▶ applied
+ *
+ * `decision` is written by whoever decides; `applying` (the time, run id and log file name of the
+ * application, chosen before the policy runs) and `applied` only by the process that holds the
+ * team's leader lock, so a decision is applied in one place. A crash between them is finished by the
+ * next applier from what the file says: `applying` without `applied` means "apply again (every
+ * policy step is idempotent per event key), into the same log file unless it is there already".
+ *
+ * The first write comes after the held run's logs (which carry the same record as their `deferral`
+ * block): a leader killed in between writes it from the log at its next start
+ * (leader/startup.ts), so a deferral that a decider can see is always one that the logs know.
+ */
+import path from "node:path";
+import { z } from "zod";
+import type { HookEventName } from "../contract/contract.js";
+import type { RunResult } from "../contract/hook-run.js";
+import { HooksError } from "../contract/errors.js";
+import { gateName, type ChainHook } from "../runner/chain.js";
+import { mkdirUnder, readJsonFile, writeJsonAtomic, type ReadResult } from "../team/json-file.js";
+import { withLock } from "../team/lock.js";
+import { isTempOrLock, leaderStateDir, sanitizeName } from "../team/paths.js";
+
+export const DEFERRAL_DECISIONS = ["allow", "deny", "expired"] as const;
+
+/** How a deferral was settled: `expired` is the leader's (or a late decider's) when the deadline passed. */
+export const DeferralDecisionSchema = z.looseObject({
+  decision: z.enum(DEFERRAL_DECISIONS),
+  code: z.string().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  /** Who decided: `decide --by`'s value, the API key's name, or `pi-teams-hooks` for an expiry. */
+  by: z.string(),
+  at: z.string(),
+});
+export type DeferralDecision = z.infer<typeof DeferralDecisionSchema>;
+
+export const DeferralRecordSchema = z.looseObject({
+  version: z.literal(1),
+  /** The deferral's run id: the run that answered `defer` (`<eventRunId>.N` for a chain's later hook). */
+  runId: z.string(),
+  /** The event's run id: the ledger's and the chain's first log's. */
+  eventRunId: z.string(),
+  key: z.string(),
+  event: z.enum(["task_completed", "task_failed"]),
+  taskId: z.string(),
+  member: z.string().nullable(),
+  timestamp: z.string().nullable(),
+  teamId: z.string(),
+  taskListId: z.string(),
+  /** The hook that deferred: file name, kind, layer, path and command as logged, and its gate name. */
+  hook: z.looseObject({ name: z.string(), kind: z.string(), layer: z.string(), hookPath: z.string(), command: z.array(z.string()), gate: z.string(), sha256: z.string().optional() }),
+  code: z.string().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  deferredAt: z.string(),
+  expiresAt: z.string(),
+  /** The held run's log (its name was chosen before it was written). */
+  logFile: z.string().nullable(),
+  decision: DeferralDecisionSchema.optional(),
+  /** The application under way: its time (the policy's), the decision log's run id and file. */
+  applying: z.looseObject({ at: z.string(), runId: z.string(), logFile: z.string() }).optional(),
+  applied: z.looseObject({ at: z.string(), logFile: z.string().nullable(), actions: z.array(z.string()) }).optional(),
+});
+export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
+
+export function deferralsDir(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "deferrals");
+}
+
+/** The file of a deferral; run ids are UUIDs (and `.N`), so the sanitised name is unambiguous in practice, and the record's own `runId` is checked on every read. */
+export function deferralFile(teamDir: string, runId: string): string {
+  return path.join(deferralsDir(teamDir), `${sanitizeName(runId)}.json`);
+}
+
+/** True for a name in the deferrals folder that is a deferral (not a temp or lock file). */
+export function isDeferralFileName(name: string): boolean {
+  return name.endsWith(".json") && !name.startsWith(".") && !isTempOrLock(name);
+}
+
+/** A run id a person or a service may hand in: what this project writes (a UUID, `.N`), nothing that could climb out of the folder. */
+export function isRunId(value: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(value);
+}
+
+export function readDeferralFile(file: string): Promise<ReadResult<DeferralRecord>> {
+  return readJsonFile(file, DeferralRecordSchema);
+}
+
+/** The deferral of `runId`, or null when there is none (a file of another run id at that name is none). */
+export async function readDeferral(teamDir: string, runId: string): Promise<ReadResult<DeferralRecord> | null> {
+  const read = await readDeferralFile(deferralFile(teamDir, runId));
+  if (!read.ok) return read.problem.kind === "missing" ? null : read;
+  return read.value.runId === runId ? read : null;
+}
+
+/**
+ * Writes a deferral as held, unless its file is there already (a write tried again, or a recovery that
+ * finds what a decider may have added since): atomically and synced, as it is the only record of a
+ * held gate besides the logs. Returns the record on disk.
+ */
+export async function writeDeferral(teamDir: string, record: DeferralRecord): Promise<DeferralRecord> {
+  const file = deferralFile(teamDir, record.runId);
+  mkdirUnder(teamDir, path.dirname(file));
+  return withLock(
+    file,
+    async () => {
+      const there = await readDeferral(teamDir, record.runId);
+      if (there?.ok) return there.value;
+      await writeJsonAtomic(file, record, { fsync: true });
+      return record;
+    },
+    { label: `pi-teams-hooks deferral ${record.runId}` },
+  );
+}
+
+/**
+ * Read-modify-write of a deferral under its lock. `change` gets the record as it is on disk now and
+ * returns the new one, or undefined to write nothing; the record on disk afterwards is returned.
+ * null: there is no such deferral.
+ */
+export async function updateDeferral(teamDir: string, runId: string, change: (record: DeferralRecord) => DeferralRecord | undefined): Promise<DeferralRecord | null> {
+  const file = deferralFile(teamDir, runId);
+  if ((await readDeferral(teamDir, runId)) === null) return null; // no file, no lock file either
+  return withLock(
+    file,
+    async () => {
+      const read = await readDeferral(teamDir, runId);
+      if (read === null) return null;
+      if (!read.ok) throw new HooksError("E_IO", `${read.problem.message}; move it aside to drop the deferral`);
+      const next = change(read.value);
+      if (next === undefined) return read.value;
+      await writeJsonAtomic(file, next, { fsync: true });
+      return next;
+    },
+    { label: `pi-teams-hooks deferral ${runId}` },
+  );
+}
+
+/** What a held gate is recorded as, built when its event settles: the deferral file and the logs' `deferral` block. */
+export function heldRecord(input: {
+  identity: { teamId: string; taskListId: string };
+  event: HookEventName & ("task_completed" | "task_failed");
+  key: string;
+  taskId: string;
+  member: string | null;
+  timestamp: string | null;
+  eventRunId: string;
+  hook: ChainHook;
+  result: RunResult;
+  deferredAt: string;
+  deferTimeoutMs: number;
+  logFile: string;
+}): DeferralRecord {
+  const { result, hook } = input;
+  const verdict = result.verdict;
+  return {
+    version: 1,
+    runId: result.runId,
+    eventRunId: input.eventRunId,
+    key: input.key,
+    event: input.event,
+    taskId: input.taskId,
+    member: input.member,
+    timestamp: input.timestamp,
+    teamId: input.identity.teamId,
+    taskListId: input.identity.taskListId,
+    hook: {
+      name: hook.name,
+      kind: hook.kind,
+      layer: hook.layer,
+      hookPath: hook.hook.hookPath,
+      command: [hook.hook.command, ...hook.hook.args],
+      gate: gateName(hook, input.event),
+      ...(result.hookSha256 ? { sha256: result.hookSha256 } : {}),
+    },
+    ...(verdict?.code ? { code: verdict.code } : {}),
+    ...(verdict?.reason ? { reason: verdict.reason } : {}),
+    ...(verdict?.message ? { message: verdict.message } : {}),
+    deferredAt: input.deferredAt,
+    expiresAt: new Date(Date.parse(input.deferredAt) + input.deferTimeoutMs).toISOString(),
+    logFile: input.logFile,
+  };
+}
+
+/** The deferral a log's `deferral` block holds (a held run's log), or null when it holds none. */
+export function deferralOfLog(block: unknown): DeferralRecord | null {
+  if (block === undefined) return null;
+  const parsed = DeferralRecordSchema.safeParse(block);
+  // Only the record as first written: a log never carries a decision.
+  return parsed.success ? { ...parsed.data, decision: undefined, applying: undefined, applied: undefined } : null;
+}
+
+/** Whether two decisions say the same (who and when aside): the same decision recorded twice is one. */
+export function sameDecision(a: Pick<DeferralDecision, "decision" | "code" | "reason" | "message">, b: Pick<DeferralDecision, "decision" | "code" | "reason" | "message">): boolean {
+  return a.decision === b.decision && (a.code ?? null) === (b.code ?? null) && (a.reason ?? null) === (b.reason ?? null) && (a.message ?? null) === (b.message ?? null);
+}
