@@ -59,6 +59,7 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
     host: address.host,
     port: address.port,
     rateLimit,
+    env: io.env,
     log: (level, message) => (level === "info" ? io.stdout(`${message}\n`) : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`)),
   });
   io.stdout(`listening on ${server.url}\n`);

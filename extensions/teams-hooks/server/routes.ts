@@ -14,12 +14,17 @@
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
  *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, updatedAt}
+ *   POST /api/v1/teams/{team}/runs/{runId}/decision
+ *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
+ *                                                            → 200 applied, 202 recorded (the team's leader applies it)
  *
  * The key, its scope, team and templates are checked again on every request: a status poll with a
  * key revoked since the task was created is a 401.
  */
 import { statSync } from "node:fs";
 import path from "node:path";
+import { decideDeferral, type DecideResult } from "../invoke/decision.js";
+import { readDeferral } from "../invoke/deferral.js";
 import { loadTeamConfig } from "../team/config.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
@@ -36,6 +41,8 @@ export interface ApiContext {
   defaultRate: RateLimit;
   team(teamDir: string): TeamRuntime;
   now(): Date;
+  /** The environment a decision is applied with when no leader runs for its team. */
+  env: Readonly<Record<string, string | undefined>>;
   warn(message: string): void;
 }
 
@@ -50,7 +57,9 @@ export interface ApiRequest {
 
 const TASKS = /^\/api\/v1\/teams\/([^/]+)\/tasks\/?$/;
 const TASK = /^\/api\/v1\/teams\/([^/]+)\/tasks\/([^/]+)\/?$/;
+const DECISION = /^\/api\/v1\/teams\/([^/]+)\/runs\/([^/]+)\/decision\/?$/;
 const REQUEST_FIELDS = new Set(["template", "parameters"]);
+const DECISION_FIELDS = new Set(["decision", "code", "reason", "message"]);
 
 export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
   if (req.path === "/healthz") {
@@ -66,6 +75,11 @@ export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
   if (task) {
     allow(req, ["GET"]);
     return taskStatusRoute(ctx, req, segment(task[1]), segment(task[2]));
+  }
+  const decision = DECISION.exec(req.path);
+  if (decision) {
+    allow(req, ["POST"]);
+    return decisionRoute(ctx, req, segment(decision[1]), segment(decision[2]));
   }
   throw new ApiError("not_found", `no such route: ${req.method} ${req.path.slice(0, 200)}`);
 }
@@ -106,6 +120,73 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   }
   const gate = task.metadata?.qualityGateStatus;
   return { status: 200, body: { id: task.id, status: task.status, qualityGateStatus: typeof gate === "string" ? gate : null, updatedAt: task.updatedAt } };
+}
+
+/**
+ * The decision of a held gate (docs/remote-gates.md, "Deferred decisions"): recorded under the
+ * deferral's lock and applied by the team's running leader (202), or here, when none runs (200).
+ * A key limited to templates decides only the gates of tasks created from them.
+ */
+async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, runId: string): Promise<Answer> {
+  const key = await authorise(ctx, req, "gates:decide", team);
+  const body = parseDecision(await req.body());
+  const teamDir = teamDirOf(ctx, team);
+  const notFound = new ApiError("run_not_found", `team ${team} holds no gate deferred by run ${JSON.stringify(runId.slice(0, 100))}`);
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(runId)) throw notFound;
+  if (key.templates !== null) {
+    const held = await readDeferral(teamDir, runId);
+    if (held === null || !held.ok) throw notFound;
+    const { identity } = await loadTeamConfig(teamDir);
+    const read = await readTask(taskFile(teamDir, identity.taskListId, held.value.taskId));
+    const api = read.ok ? read.value.metadata?.taskApi : undefined;
+    const template = api !== null && typeof api === "object" ? (api as Record<string, unknown>).template : undefined;
+    if (typeof template !== "string" || !key.templates.includes(template.toLowerCase())) {
+      throw new ApiError("template_not_allowed", `this key may decide only the gates of tasks created from its templates (${key.templates.join(", ")})`);
+    }
+  }
+  const result = await decideDeferral(teamDir, runId, { ...body, by: `api:${key.name}` }, { env: ctx.env, now: () => ctx.now() });
+  return decisionAnswer(result, team, runId, notFound);
+}
+
+function decisionAnswer(result: DecideResult, team: string, runId: string, notFound: ApiError): Answer {
+  switch (result.kind) {
+    case "unknown":
+      throw notFound;
+    case "invalid":
+      throw new ApiError("invalid_decision", result.problem, { problems: result.problem.split("; ") });
+    case "conflict":
+      throw new ApiError("already_decided", `run ${runId} of team ${team} was decided before: ${result.existing.decision} by ${result.existing.by} at ${result.existing.at}`);
+    case "expired":
+      throw new ApiError("defer_expired", `run ${runId} of team ${team} was held until ${result.expiresAt}; it expired and failed (defer_expired)`);
+    case "recorded": {
+      const decision = result.deferral.decision;
+      return { status: 202, body: { runId, taskId: result.deferral.taskId, decision: decision?.decision ?? null, state: "recorded", message: result.problem ?? "recorded; the team's leader applies it" } };
+    }
+    case "applied": {
+      const decision = result.deferral.decision;
+      return { status: 200, body: { runId, taskId: result.deferral.taskId, decision: decision?.decision ?? null, state: "applied", actions: result.actions } };
+    }
+  }
+}
+
+function parseDecision(bytes: Buffer): { decision: "allow" | "deny"; code?: string; reason?: string; message?: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString("utf8"));
+  } catch (error) {
+    throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
+  }
+  if (!isRecord(value)) throw new ApiError("invalid_request", 'the body must be a JSON object: {"decision": "allow" | "deny", "code"?, "reason"?, "message"?}');
+  const problems: string[] = [];
+  for (const field of Object.keys(value)) if (!DECISION_FIELDS.has(field)) problems.push(`${field.slice(0, 100)}: unknown field (fields: decision, code, reason, message)`);
+  const decision = typeof value.decision === "string" ? value.decision.trim().toLowerCase() : value.decision;
+  if (decision !== "allow" && decision !== "deny") problems.push(`decision: expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`);
+  for (const field of ["code", "reason", "message"] as const) {
+    if (value[field] !== undefined && typeof value[field] !== "string") problems.push(`${field}: expected a string`);
+  }
+  if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) throw new ApiError("invalid_decision", problems.join("; "), { problems });
+  const text = (field: "code" | "reason" | "message"): Record<string, string> => (typeof value[field] === "string" ? { [field]: value[field] as string } : {});
+  return { decision, ...text("code"), ...text("reason"), ...text("message") };
 }
 
 /** The key of the request, within its rate, holding `scope` and `team`; else the refusal. */

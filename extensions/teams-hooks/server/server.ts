@@ -41,6 +41,11 @@ export interface TaskServerOptions {
   /** `info`: a key added or removed while the server runs; `warn`, `error`: what went wrong (never a key). */
   log: (level: "info" | "warn" | "error", message: string) => void;
   now?: () => Date;
+  /**
+   * The environment a decision is applied with when no leader runs for its team (the failure policy's
+   * variables, as `decide` reads them). Default: this process's.
+   */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface TaskServer {
@@ -73,6 +78,7 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
       return runtime;
     },
     now: options.now ?? (() => new Date()),
+    env: options.env ?? process.env,
     warn: (message) => options.log("warn", message),
   };
   const keyCount = await keys.count();

@@ -293,11 +293,15 @@ Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error.
        pi-teams-hooks serve keys revoke NAME [--teams-root DIR]
 
 The task API (docs/remote-gates.md): other systems create tasks from a team's templates
-(config.json hooks.templates) and poll their status, each with a bearer key limited to its scopes,
-teams and templates. Prints "listening on http://HOST:PORT" once it accepts connections, and runs
-until SIGINT or SIGTERM.
+(config.json hooks.templates), poll their status and decide held gates, each with a bearer key
+limited to its scopes, teams and templates. Prints "listening on http://HOST:PORT" once it accepts
+connections, and runs until SIGINT or SIGTERM.
   POST /api/v1/teams/TEAM/tasks        {"template": "SLUG", "parameters": {…}} → 202 (tasks:create)
   GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, updatedAt (tasks:read)
+  POST /api/v1/teams/TEAM/runs/RUN_ID/decision
+                                       {"decision": "allow"|"deny", "code"?, "reason"?, "message"?}
+                                       → 200 applied, or 202 recorded for the team's running leader
+                                       (gates:decide); as \`pi-teams-hooks decide\`
   GET  /healthz
 
   --teams-root DIR        the teams root: each team is a folder in it (default: $PI_TEAMS_ROOT_DIR,
