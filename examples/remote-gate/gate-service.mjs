@@ -14,13 +14,18 @@
 //                      requests are accepted, and the service says so at start
 //   TEAMS_API_URL      where `pi-teams-hooks serve` listens (default http://127.0.0.1:7420)
 //   TEAMS_API_KEY      a key with the gates:decide scope for the team (`serve keys create …`)
-//   CHECK_CMD          the check, run with sh -c (default: npm test --silent)
+//   CHECK_CMD          the check, run with sh -c (default: npm test --silent); it gets the event in
+//                      GATE_CONTEXT_FILE (the context document), GATE_TEAM_ID, GATE_TASK_ID and
+//                      GATE_TASK_SUBJECT
 //   CHECK_CWD          where it runs (default: this process's working directory)
 //   CHECK_TIMEOUT_MS   a check still running after this fails (default 600000)
 // It prints one line per request and per decision, and stops on SIGINT or SIGTERM.
 import { spawn } from "node:child_process";
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import os from "node:os";
+import path from "node:path";
 
 const env = process.env;
 const [host, portText] = splitListen(env.GATE_LISTEN ?? "127.0.0.1:7421");
@@ -68,7 +73,9 @@ const server = http.createServer((req, res) => {
     const task = doc.task ? `task #${doc.task.id}` : "no task";
     console.log(`job ${job}: ${doc.event} ${task} of ${team} (run ${runId}): deferred, checking`);
     answer(res, 202, { decision: "defer", reason: `check queued as job ${job} on ${host}` });
-    const work = check(job).then((verdict) => postDecision(team, runId, job, verdict));
+    const work = check(job, body, { GATE_TEAM_ID: team, GATE_TASK_ID: doc.task?.id ?? "", GATE_TASK_SUBJECT: doc.task?.subject ?? "" }).then((verdict) =>
+      postDecision(team, runId, job, verdict),
+    );
     running.add(work);
     work.finally(() => running.delete(work));
   });
@@ -88,9 +95,12 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 /** Runs the check; exit 0 allows, anything else denies with the output's last line as the reason. */
-function check(job) {
-  return new Promise((resolve) => {
-    const child = spawn("sh", ["-c", checkCmd], { cwd: checkCwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
+function check(job, body, vars) {
+  const contextFile = path.join(os.tmpdir(), `gate-service-${process.pid}-${job}.json`);
+  writeFileSync(contextFile, body, { mode: 0o600 });
+  const done = new Promise((resolve) => {
+    const env = { ...process.env, ...vars, GATE_CONTEXT_FILE: contextFile };
+    const child = spawn("sh", ["-c", checkCmd], { cwd: checkCwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     let tail = "";
     const keep = (chunk) => {
       tail = (tail + chunk.toString("utf8")).slice(-4096);
@@ -108,12 +118,13 @@ function check(job) {
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
-      if (code === 0) return resolve({ decision: "allow", reason: `job ${job}: ${checkCmd} passed` });
+      if (code === 0) return resolve({ decision: "allow", reason: `job ${job}: the check passed` });
       const last = tail.split(/\r?\n/).map((l) => l.trim()).filter(Boolean).pop() ?? "";
       const why = signal ? `killed by ${signal}` : `exit code ${code}`;
-      resolve({ decision: "deny", code: "check.failed", reason: oneLine(`job ${job}: ${checkCmd}: ${why}${last ? ` • ${last}` : ""}`) });
+      resolve({ decision: "deny", code: "check.failed", reason: oneLine(`job ${job}: ${why}${last ? ` • ${last}` : ""}`) });
     });
   });
+  return done.finally(() => rmSync(contextFile, { force: true }));
 }
 
 /** Posts the decision to the team's task API; says what the API answered. */

@@ -130,7 +130,9 @@ describe("decide with a decision", () => {
   it("an allow passes", () => {
     const plan = decide(decision({ result: result({ outcome: "passed", verdict: { decision: "allow", source: "decision" } }), decision: { deferredRunId: "run-1", decision: "allow", by: "ada", at: NOW } }));
     expect(plan).toMatchObject({ passed: true, actions: ["none"], nudge: null });
-    expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "passed", qualityGateDecision: "allow", qualityGateDecidedBy: "ada" });
+    expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "passed", qualityGateDecision: "allow", qualityGateDecidedBy: "ada", qualityGateSummary: "allowed by ada" });
+    const said = decide(decision({ result: result({ outcome: "passed", verdict: { decision: "allow", reason: "pipeline 8812 green", source: "decision" } }), decision: { deferredRunId: "run-1", decision: "allow", by: "api:ci", at: NOW } }));
+    expect(said.summary).toBe("allowed by api:ci: pipeline 8812 green");
   });
 
   it("an expiry is a closed error (defer_expired) even where hook errors are open", () => {

@@ -33,7 +33,7 @@ import { ledgerFile, taskFile } from "../team/paths.js";
 import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
-import { deferExpiredText, describeFailure, gatePassedSummary } from "../text/messages.js";
+import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
 import { type DeferralDecision, type DeferralRecord, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
 import { policyRecordOf } from "./invoke.js";
 
@@ -324,15 +324,15 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
-  return { kind: "applied", record, result, summary: summary || summaryOf(result), actions, logFile: applying.logFile, waitedMs, already: false };
+  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile: applying.logFile, waitedMs, already: false };
 }
 
 function said(decision: DeferralDecision): Partial<DeferralDecision> {
   return { ...(decision.code ? { code: decision.code } : {}), ...(decision.reason ? { reason: decision.reason } : {}), ...(decision.message ? { message: decision.message } : {}) };
 }
 
-function summaryOf(result: RunResult): string {
-  return result.outcome === "passed" ? gatePassedSummary(0) : describeFailure(result, 0);
+function summaryOf(result: RunResult, by: string): string {
+  return result.outcome === "passed" ? decisionAllowedSummary(by, result.verdict?.reason) : describeFailure(result, 0);
 }
 
 async function freshTask(teamDir: string, record: DeferralRecord): Promise<Task | null> {

@@ -9,6 +9,7 @@ import type { Task } from "../contract/team-files.js";
 import { unreachable } from "../contract/errors.js";
 import {
   deferredSummary,
+  decisionAllowedSummary,
   describeFailure,
   followupDescription,
   followupSubject,
@@ -90,7 +91,9 @@ export function decide(input: DecideInput): RemediationPlan {
     ? describeFailure(input.result, input.timeoutMs)
     : input.result.outcome === "error"
       ? `allowed (failure mode open): ${describeFailure(input.result, input.timeoutMs)}`
-      : gatePassedSummary(input.result.durationMs);
+      : input.decision?.decision === "allow"
+        ? decisionAllowedSummary(input.decision.by, input.result.verdict?.reason)
+        : gatePassedSummary(input.result.durationMs);
 
   if (passed) {
     return freezePlan({

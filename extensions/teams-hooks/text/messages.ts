@@ -88,6 +88,11 @@ export function gatePassedSummary(durationMs: number): string {
   return `passed in ${Math.round(durationMs)}ms`;
 }
 
+/** The summary of a held gate that a decision allowed: `allowed by api:ci: pipeline 8812 green`. */
+export function decisionAllowedSummary(by: string, reason: string | undefined): string {
+  return `allowed by ${by}${reason ? `: ${reason}` : ""}`;
+}
+
 /** A span of time for people: `340ms`, `4.2s`, `12m 5s`, `3h 20m`, `2d 4h`. */
 export function formatSpan(ms: number): string {
   if (ms < 60_000) return formatDuration(ms);
