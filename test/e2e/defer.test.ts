@@ -46,6 +46,15 @@ async function holdTask1(rig: LeaderRig, team: TempTeam, leader: LeaderProcess):
   return runId;
 }
 
+/** A team whose task 1 is held by a running leader (`first`), under the policy of CONFIG. */
+async function held(context: Parameters<LeaderRig["scoped"]>[0]): Promise<{ rig: LeaderRig; team: TempTeam; first: LeaderProcess; runId: string }> {
+  const rig = outerRig.scoped(context);
+  const team = await rig.team({ tasks: [working("1")], config: CONFIG });
+  await deferringGate(rig, team);
+  const first = await rig.leader(team, ARGS);
+  return { rig, team, first, runId: await holdTask1(rig, team, first) };
+}
+
 function decide(team: TempTeam, runId: string, ...rest: string[]) {
   return runBin(["decide", "--team-dir", team.teamDir, runId, ...rest, "--by", "ci"]);
 }
@@ -77,11 +86,7 @@ async function expectDeniedOnce(context: { expect: typeof import("vitest").expec
 describe.concurrent("a held gate in the leader", () => {
   it("holds the task (metadata, deferral, ledger) and never runs it again: not after a restart, nor after a SIGKILL", async (context) => {
     const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-    await deferringGate(rig, team);
-    const first = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, first);
+    const { rig, team, first, runId } = await held(context);
     const [event] = first.events();
     expect(event).toMatchObject({ outcome: "deferred", summary: "deferred (ci.pending): waiting for CI", actions: [expect.stringMatching(/^held until /)] });
     const task = await readTaskFile(team, "1");
@@ -133,11 +138,7 @@ describe.concurrent("a held gate in the leader", () => {
 
   it("decide deny without a leader applies it itself; the next start closes the key and runs nothing", async (context) => {
     const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-    await deferringGate(rig, team);
-    const first = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, first);
+    const { rig, team, first, runId } = await held(context);
     const key = first.events()[0]?.key ?? "";
     await first.stop();
     const answer = await decide(team, runId, "deny", "--code", "ci.failed", "--reason", "2 tests fail");
@@ -155,11 +156,7 @@ describe.concurrent("a held gate in the leader", () => {
 
   it("SIGKILL while held, a restart, then decide: exactly one policy application and two log records", async (context) => {
     const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-    await deferringGate(rig, team);
-    const first = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, first);
+    const { rig, team, first, runId } = await held(context);
     await first.kill();
     const second = await rig.leader(team, ARGS);
     const answer = await decide(team, runId, "deny", "--reason", "2 tests fail");
@@ -212,11 +209,7 @@ describe.concurrent("a held gate in the leader", () => {
 describe.concurrent("each crash point, as a SIGKILL there leaves it", () => {
   it("after the held run's log, before its deferral file: the next start writes it from the log and keeps the key held", async (context) => {
     const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-    await deferringGate(rig, team);
-    const first = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, first);
+    const { rig, team, first, runId } = await held(context);
     const key = first.events()[0]?.key ?? "";
     await first.kill();
     await rm(deferralsDir(team), { recursive: true });
@@ -233,11 +226,7 @@ describe.concurrent("each crash point, as a SIGKILL there leaves it", () => {
 
   it("after the deferral file, before the ledger's record, decided meanwhile with no leader: the next start keeps the decision and closes the key", async (context) => {
     const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-    await deferringGate(rig, team);
-    const first = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, first);
+    const { rig, team, first, runId } = await held(context);
     const key = first.events()[0]?.key ?? "";
     await first.kill();
     await dropLedger(team, (r) => r.op === "defer");
@@ -272,11 +261,7 @@ describe.concurrent("each crash point, as a SIGKILL there leaves it", () => {
 
   it("during an application, after the policy and before its log (and after the log, before `applied`): the next start finishes it once", async (context) => {
     const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-    await deferringGate(rig, team);
-    const first = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, first);
+    const { rig, team, first, runId } = await held(context);
     const key = first.events()[0]?.key ?? "";
     await first.stop();
     expect((await decide(team, runId, "deny")).code).toBe(0);

@@ -110,6 +110,31 @@ export const RunResultSchema = z.object({
 });
 export type RunResult = z.infer<typeof RunResultSchema>;
 
+/**
+ * A result with nothing in it yet, for a run that is not a process (an HTTP handler, a decision):
+ * passed, no exit code, no output, no leftovers. Callers lay what happened over it.
+ */
+export function blankResult(run: { hookPath: string; command: string[]; runId: string; ran: boolean }): RunResult {
+  return {
+    ran: run.ran,
+    hookPath: run.hookPath,
+    command: run.command,
+    outcome: "passed",
+    exitCode: null,
+    signal: null,
+    timedOut: false,
+    durationMs: 0,
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    leftoverProcesses: 0,
+    contextTruncated: false,
+    runId: run.runId,
+    contractVersion: HOOK_CONTRACT_VERSION,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The environment
 

@@ -17,7 +17,6 @@ import { discoverChains, teamHooksDir } from "../runner/chain.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./hooks.js";
 import { errnoCode } from "../contract/errors.js";
-import { checkHooksBlock, resolveSweep, type SweepMode } from "../settings/hooks-config.js";
 import { readInbox } from "../team/mailbox.js";
 import { inspectLock, type LockHolder } from "../team/lock.js";
 import { resolveSettings, settingsReport, type SettingsReport } from "../settings/hooks-config.js";

@@ -17,8 +17,7 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import type { HookInvocation } from "../contract/contract.js";
-import { HOOK_CONTRACT_VERSION } from "../contract/contract.js";
-import type { RunResult } from "../contract/hook-run.js";
+import { blankResult, type RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { VerdictSchema } from "../contract/verdict.js";
@@ -189,22 +188,7 @@ async function settingsOf(teamDir: string, env: Readonly<Record<string, string |
 /** What a decision makes of the held run: a result of its own, `source: "decision"`, with nothing run. */
 export function decisionResult(record: DeferralRecord, decision: DeferralDecision, runId: string): RunResult {
   const base: RunResult = {
-    ran: false,
-    hookPath: record.hook.hookPath,
-    command: record.hook.command,
-    outcome: "passed",
-    exitCode: null,
-    signal: null,
-    timedOut: false,
-    durationMs: 0,
-    stdout: "",
-    stderr: "",
-    stdoutDroppedBytes: 0,
-    stderrDroppedBytes: 0,
-    leftoverProcesses: 0,
-    contextTruncated: false,
-    runId,
-    contractVersion: HOOK_CONTRACT_VERSION,
+    ...blankResult({ ran: false, hookPath: record.hook.hookPath, command: record.hook.command, runId }),
     ...(record.hook.sha256 ? { hookSha256: record.hook.sha256 } : {}),
   };
   const { code, reason, message } = decision;

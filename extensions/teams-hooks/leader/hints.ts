@@ -14,7 +14,7 @@ import { replaceTrust } from "../runner/trust-store.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
 import { type LeaderContext, forEachYielding } from "./context.js";
-import { type TaskLook, isTaskFileName } from "./sources.js";
+import { isTaskFileName } from "./sources.js";
 import { isHistory } from "./startup.js";
 
 /** Where a looked-at event goes: the task as it was read, for the hooks to see. */

@@ -19,7 +19,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { HooksError, describeError } from "../contract/errors.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
 import { ledgerFile } from "../team/paths.js";
 

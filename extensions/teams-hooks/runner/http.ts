@@ -30,7 +30,7 @@ import { createHmac, randomUUID } from "node:crypto";
 import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node:http";
 import { HOOK_CONTRACT_VERSION, isTaskEvent, type HookInvocation } from "../contract/contract.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { OUTPUT_LIMIT_CHARS, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
+import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { trackRequest } from "./run.js";
@@ -97,22 +97,8 @@ export async function runHandler(handler: HandlerDef, invocation: HookInvocation
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
   const base: RunResult = {
-    ran: true,
-    hookPath: handlerGateName(handler.name),
-    command: ["POST", handler.url],
+    ...blankResult({ ran: true, hookPath: handlerGateName(handler.name), command: ["POST", handler.url], runId }),
     outcome: "error",
-    exitCode: null,
-    signal: null,
-    timedOut: false,
-    durationMs: 0,
-    stdout: "",
-    stderr: "",
-    stdoutDroppedBytes: 0,
-    stderrDroppedBytes: 0,
-    leftoverProcesses: 0,
-    contextTruncated: false,
-    runId,
-    contractVersion: HOOK_CONTRACT_VERSION,
     http: { url: handler.url, status: null },
   };
   try {

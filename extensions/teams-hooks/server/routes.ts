@@ -170,15 +170,7 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
 }
 
 function parseDecision(bytes: Buffer): { decision: "allow" | "deny"; code?: string; reason?: string; message?: string } {
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes.toString("utf8"));
-  } catch (error) {
-    throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
-  }
-  if (!isRecord(value)) throw new ApiError("invalid_request", 'the body must be a JSON object: {"decision": "allow" | "deny", "code"?, "reason"?, "message"?}');
-  const problems: string[] = [];
-  for (const field of Object.keys(value)) if (!DECISION_FIELDS.has(field)) problems.push(`${field.slice(0, 100)}: unknown field (fields: decision, code, reason, message)`);
+  const { value, problems } = jsonObject(bytes, DECISION_FIELDS, '{"decision": "allow" | "deny", "code"?, "reason"?, "message"?}');
   const decision = typeof value.decision === "string" ? value.decision.trim().toLowerCase() : value.decision;
   if (decision !== "allow" && decision !== "deny") problems.push(`decision: expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`);
   for (const field of ["code", "reason", "message"] as const) {
@@ -214,16 +206,22 @@ function teamDirOf(ctx: ApiContext, team: string): string {
   return dir;
 }
 
-function parseBody(bytes: Buffer): { template: string; parameters: Record<string, unknown> } {
+/** The body as a JSON object, and one problem per field it should not have; else 400 (`invalid_json`, `invalid_request`). */
+function jsonObject(bytes: Buffer, fields: ReadonlySet<string>, shape: string): { value: Record<string, unknown>; problems: string[] } {
   let value: unknown;
   try {
     value = JSON.parse(bytes.toString("utf8"));
   } catch (error) {
     throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
   }
-  if (!isRecord(value)) throw new ApiError("invalid_request", 'the body must be a JSON object: {"template": "<slug>", "parameters": {…}}');
-  const problems: string[] = [];
-  for (const field of Object.keys(value)) if (!REQUEST_FIELDS.has(field)) problems.push(`${field.slice(0, 100)}: unknown field (fields: template, parameters)`);
+  if (!isRecord(value)) throw new ApiError("invalid_request", `the body must be a JSON object: ${shape}`);
+  const known = [...fields].join(", ");
+  const problems = Object.keys(value).filter((field) => !fields.has(field)).map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
+  return { value, problems };
+}
+
+function parseBody(bytes: Buffer): { template: string; parameters: Record<string, unknown> } {
+  const { value, problems } = jsonObject(bytes, REQUEST_FIELDS, '{"template": "<slug>", "parameters": {…}}');
   const { template, parameters } = value;
   if (typeof template !== "string" || template.trim() === "") problems.push("template: missing, expected the slug of one of the team's templates");
   if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
