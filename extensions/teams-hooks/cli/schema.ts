@@ -12,16 +12,36 @@ import { ContextDocumentSchema } from "../contract/contract.js";
 import { TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
 import { HookLogRecordSchema } from "../runner/hook-log.js";
-import { EffectivePolicySchema } from "../settings/options.js";
+import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
+import { FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
+import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
+
+const mode = z.enum(FAILURE_MODES);
+const limit = (max: number) => z.number().int().min(1).max(max).optional();
+
+/**
+ * The `hooks` block as people write it. settings/hooks-config.ts's `HooksBlockSchema` is what reads it,
+ * but its values are normalised through pipes (`" REOPEN "` is `reopen`) that a JSON Schema of the input
+ * cannot show as the allowed values; this one names them, and takes the handlers and templates from
+ * settings/handlers.ts as they are.
+ */
+const HooksDocSchema = EffectivePolicySchema.extend({
+  failureMode: z.union([mode, z.strictObject({ task_completed: mode.optional(), task_failed: mode.optional(), idle: mode.optional() })]).optional(),
+  sweep: z.enum(SWEEP_MODES).optional(),
+  limits: z.strictObject({ maxHooksPerEvent: limit(64), chainDeadlineMs: limit(MAX_TIMEOUT_MS), maxPayloadBytes: limit(1024 * 1024 * 1024) }).optional(),
+  handlers: z.array(HandlerSchema).optional(),
+  templates: TemplatesSchema.optional(),
+  deferTimeoutMs: z.number().int().min(DEFER_TIMEOUT_MS.min).max(DEFER_TIMEOUT_MS.max).default(DEFER_TIMEOUT_MS.default).optional(),
+}).loose();
 
 /**
  * `config.json`: contract/team-files.ts keeps every field `unknown` so that one bad value costs a
  * warning, not the file; the documented shape takes the identity fields from `TeamIdentitySchema` and the `hooks`
- * block from `EffectivePolicySchema` (with its defaults).
+ * block from HooksDocSchema (with its defaults).
  */
 const ConfigFileSchema = TeamConfigSchema.extend({
   ...TeamIdentitySchema.pick({ teamId: true, taskListId: true, leadName: true, style: true }).partial().shape,
-  hooks: EffectivePolicySchema.loose().optional(),
+  hooks: HooksDocSchema.optional(),
 });
 
 export const SCHEMAS = Object.freeze({
