@@ -125,7 +125,7 @@ async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
     answer = await route(ctx, {
       method: req.method ?? "GET",
       path,
-      authorization: req.headers.authorization,
+      authorization: header(req, "authorization"),
       idempotencyKey: header(req, "idempotency-key"),
       body: async () => {
         bodyRead = true;
@@ -200,9 +200,13 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
 }
 
+/**
+ * A header's value; the values of a header sent more than once joined with `, `. Node keeps only the
+ * first `Authorization` in `req.headers`: two keys in one request are refused (401) here instead, as
+ * a proxy in front might have read the other one.
+ */
 function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(", ") : value;
+  return req.headersDistinct[name]?.join(", ");
 }
 
 /** The path of a request target (`/a/b?x` → `/a/b`); anything unparsable is a path no route matches. */
