@@ -206,15 +206,28 @@ function teamDirOf(ctx: ApiContext, team: string): string {
   return dir;
 }
 
-/** The body as a JSON object, and one problem per field it should not have; else 400 (`invalid_json`, `invalid_request`). */
+/**
+ * The body as a JSON object, and one problem per field it should not have; else 400 (`invalid_json`,
+ * `invalid_request`). JSON is UTF-8 (RFC 8259): other bytes are refused, not replaced, so that what is
+ * stored (and compared for an Idempotency-Key) is what was sent. Nesting is capped: 64 KiB of `[`
+ * would otherwise reach the task file and every reader of it, and overflow the stack of any code that
+ * walks it (a 500 here, before the cap).
+ */
 function jsonObject(bytes: Buffer, fields: ReadonlySet<string>, shape: string): { value: Record<string, unknown>; problems: string[] } {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    throw new ApiError("invalid_json", "the body is not JSON: it is not valid UTF-8");
+  }
   let value: unknown;
   try {
-    value = JSON.parse(bytes.toString("utf8"));
+    value = JSON.parse(text);
   } catch (error) {
     throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
   }
   if (!isRecord(value)) throw new ApiError("invalid_request", `the body must be a JSON object: ${shape}`);
+  if (nestedDeeperThan(value, MAX_BODY_DEPTH)) throw new ApiError("invalid_request", `the body is nested deeper than ${MAX_BODY_DEPTH} levels of objects and arrays`);
   const known = [...fields].join(", ");
   const problems = Object.keys(value).filter((field) => !fields.has(field)).map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
   return { value, problems };
@@ -249,6 +262,21 @@ function segment(raw: string | undefined): string {
   } catch {
     return raw ?? "";
   }
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/** Levels of objects and arrays a body may hold, itself included: far more than any template's parameters need. */
+const MAX_BODY_DEPTH = 32;
+
+/** Whether `value` holds objects or arrays more than `limit` levels deep (walked without recursion). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<{ node: unknown; depth: number }> = [{ node: value, depth: 1 }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (item.node === null || typeof item.node !== "object") continue;
+    if (item.depth > limit) return true;
+    for (const child of Object.values(item.node)) if (child !== null && typeof child === "object") stack.push({ node: child, depth: item.depth + 1 });
+  }
+  return false;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
