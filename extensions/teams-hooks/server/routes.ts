@@ -25,11 +25,10 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { decideDeferral, type DecideResult } from "../invoke/decision.js";
 import { readDeferral } from "../invoke/deferral.js";
-import { loadTeamConfig } from "../team/config.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, unauthorized } from "./answers.js";
-import { createFromTemplate, type TeamRuntime } from "./create-task.js";
+import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import { isTeamName, type KeyInfo, type KeyStore, type Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 
@@ -43,6 +42,10 @@ export interface ApiContext {
   now(): Date;
   /** The environment a decision is applied with when no leader runs for its team. */
   env: Readonly<Record<string, string | undefined>>;
+  /** How long one creation may wait for the team's locks in all (then 503). */
+  lockTimeoutMs: number;
+  /** Aborted when the server stops: a creation not written by then is not written. */
+  stopping: AbortSignal;
   warn(message: string): void;
 }
 
@@ -92,7 +95,15 @@ async function createTaskRoute(ctx: ApiContext, req: ApiRequest, team: string): 
     throw new ApiError("template_not_allowed", `this key may not create tasks from template "${body.template}"`);
   }
   const runtime = ctx.team(teamDirOf(ctx, team));
-  const created = await createFromTemplate(runtime, { keyName: key.name, template: body.template, parameters: body.parameters, idempotencyKey, now: ctx.now() });
+  const created = await createFromTemplate(runtime, {
+    keyName: key.name,
+    template: body.template,
+    parameters: body.parameters,
+    idempotencyKey,
+    now: ctx.now(),
+    lockTimeoutMs: ctx.lockTimeoutMs,
+    signal: ctx.stopping,
+  });
   if (created.warning) ctx.warn(`team ${team}, task #${created.task.id}: ${created.warning}`);
   const statusUrl = `/api/v1/teams/${encodeURIComponent(team)}/tasks/${encodeURIComponent(created.task.id)}`;
   return {
@@ -107,7 +118,7 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   const teamDir = teamDirOf(ctx, team);
   const notFound = new ApiError("task_not_found", `team ${team} has no task ${JSON.stringify(id.slice(0, 100))}`);
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound;
-  const { identity } = await loadTeamConfig(teamDir);
+  const { identity } = await usableTeamConfig(teamDir);
   const read = await readTask(taskFile(teamDir, identity.taskListId, id));
   if (!read.ok || read.value.id !== id) throw notFound;
   const task = read.value;
@@ -136,8 +147,8 @@ async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, run
   if (key.templates !== null) {
     const held = await readDeferral(teamDir, runId);
     if (held === null || !held.ok) throw notFound;
-    const { identity } = await loadTeamConfig(teamDir);
-    const read = await readTask(taskFile(teamDir, identity.taskListId, held.value.taskId));
+    // The task the decision is applied to: the deferral's own list, whatever config.json says now.
+    const read = await readTask(taskFile(teamDir, held.value.taskListId, held.value.taskId));
     const api = read.ok ? read.value.metadata?.taskApi : undefined;
     const template = api !== null && typeof api === "object" ? (api as Record<string, unknown>).template : undefined;
     if (typeof template !== "string" || !key.templates.includes(template.toLowerCase())) {
