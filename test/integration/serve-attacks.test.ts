@@ -143,6 +143,20 @@ describe("decisions", () => {
     const answer = await api(server.url, "POST", `/api/v1/teams/alpha/runs/${runId}/decision`, { key: limited, body: { decision: "allow" } });
     expect([answer.status, codeOf(answer)], JSON.stringify(answer.json)).toEqual([403, "template_not_allowed"]);
     expect(JSON.parse(await readFile(path.join(deferrals, `${runId}.json`), "utf8"))).not.toHaveProperty("decision");
+
+    // A service that decides at once may come before the leader has written the deferral: while the
+    // ledger shows the run in flight, a template-limited key waits for it as any other key does.
+    const early = "0b0e5c1e-0000-4000-8000-000000000901";
+    await writeFile(path.join(tasksDir(), "901.json"), JSON.stringify(task("901", { taskApi: { template: "ping" } })));
+    await writeFile(path.join(root, "alpha", "hook-state", "ledger.jsonl"), `${JSON.stringify({ op: "begin", key: "task_completed:901:t", at: new Date().toISOString(), runId: early, attempt: 1 })}\n`);
+    const decided = api(server.url, "POST", `/api/v1/teams/alpha/runs/${early}/decision`, { key: limited, body: { decision: "allow" } });
+    // Unanswered after a moment (the server waits up to 5 s); refused at once, it would have won this race.
+    const first = await Promise.race([decided.then(() => "answered"), new Promise((resolve) => setTimeout(resolve, 300, "waiting"))]);
+    expect(first).toBe("waiting");
+    await writeFile(path.join(deferrals, `${early}.json`), JSON.stringify({ ...held, runId: early, eventRunId: early, key: "task_completed:901:t", taskId: "901", taskListId: "alpha" }));
+    const settled = await decided;
+    expect(settled.status, JSON.stringify(settled.json)).toBe(200);
+    expect(settled.json).toMatchObject({ runId: early, taskId: "901", decision: "allow", state: "applied" });
   });
 });
 

@@ -23,7 +23,7 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult } from "../invoke/decision.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
 import { readDeferral } from "../invoke/deferral.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
@@ -62,6 +62,8 @@ const TASKS = /^\/api\/v1\/teams\/([^/]+)\/tasks\/?$/;
 const TASK = /^\/api\/v1\/teams\/([^/]+)\/tasks\/([^/]+)\/?$/;
 const DECISION = /^\/api\/v1\/teams\/([^/]+)\/runs\/([^/]+)\/decision\/?$/;
 const REQUEST_FIELDS = new Set(["template", "parameters"]);
+/** How long a decision waits for the deferral of a run the ledger shows in flight (decideDeferral's wait too). */
+const DEFERRAL_WAIT_MS = 5_000;
 const DECISION_FIELDS = new Set(["decision", "code", "reason", "message"]);
 
 export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
@@ -145,6 +147,8 @@ async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, run
   const notFound = new ApiError("run_not_found", `team ${team} holds no gate deferred by run ${JSON.stringify(runId.slice(0, 100))}`);
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(runId)) throw notFound;
   if (key.templates !== null) {
+    // As decideDeferral does: a decision may come before the leader has written the deferral.
+    await heldSoon(teamDir, runId, Date.now() + DEFERRAL_WAIT_MS);
     const held = await readDeferral(teamDir, runId);
     if (held === null || !held.ok) throw notFound;
     // The task the decision is applied to: the deferral's own list, whatever config.json says now.
