@@ -124,6 +124,34 @@ describe("a config.json that cannot be read", () => {
   });
 });
 
+describe("team files that are not what their name says", () => {
+  it("a FIFO for an Idempotency-Key's record, a file for hook-state/: 503 naming nothing of the server's, a warning naming the file, no stack", async () => {
+    const records = path.join(root, "alpha", "hook-state", "api-requests");
+    expect((await api(server.url, "POST", TASKS, { key, body: { template: "pong" }, headers: { "Idempotency-Key": "fifo-1" } })).status).toBe(202);
+    const [record] = (await readdir(records)).filter((n) => n.endsWith(".json"));
+    await rm(path.join(records, String(record)));
+    execFileSync("mkfifo", [path.join(records, String(record))]);
+    const seen = logged.length;
+    const answer = await api(server.url, "POST", TASKS, { key, body: { template: "pong" }, headers: { "Idempotency-Key": "fifo-1" } });
+    expect([answer.status, codeOf(answer)]).toEqual([503, "unavailable"]);
+    expect(JSON.stringify(answer.json)).not.toContain(root);
+    expect(logged.slice(seen)).toEqual([expect.stringMatching(/^warn: .*api-requests\/[0-9a-f]{64}\.json: not a regular file \(fifo\)$/)]);
+    await rm(path.join(records, String(record)));
+
+    const state = path.join(root, "alpha", "hook-state");
+    await rename(state, `${state}.aside`);
+    try {
+      await writeFile(state, "not a folder");
+      const noState = await api(server.url, "POST", TASKS, { key, body: { template: "pong" }, headers: { "Idempotency-Key": "fifo-2" } });
+      expect([noState.status, codeOf(noState)]).toEqual([503, "unavailable"]);
+    } finally {
+      await rm(state, { force: true });
+      await rename(`${state}.aside`, state);
+    }
+    expect(logged.filter((line) => line.startsWith("error:"))).toEqual([]);
+  });
+});
+
 describe("decisions", () => {
   it("a template-limited key decides a gate by the task it was held on, in the deferral's own task list", async () => {
     const limited = (await createKey(root, keySpec({ name: "pinger", scopes: "gates:decide", teams: "alpha", templates: "ping", rateLimit: null }))).key;

@@ -160,6 +160,12 @@ function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {
     log("warn", describeError(error));
     return new ApiError("unavailable", "the team's files are busy (a lock did not free in time): try again", { headers: { "Retry-After": "1" } });
   }
+  // A team file that cannot be read or written (a FIFO where a record should be, a full disk, a folder
+  // that is a file) is the team's state, not a fault of the server: said with the file, not a stack.
+  if (isHooksError(error) && (error.code === "E_IO" || error.code === "E_TEAM_DIR")) {
+    log("warn", describeError(error));
+    return new ApiError("unavailable", "the team's files cannot be read or written: the server's output says which");
+  }
   log("error", `request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   return new ApiError("internal_error", "the server could not complete this request; its log says why");
 }
