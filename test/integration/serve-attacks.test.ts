@@ -72,6 +72,25 @@ describe("bodies", () => {
     expect((await api(server.url, "POST", TASKS, { key, body: nested(30) })).status).toBe(202);
     expect(logged.filter((line) => line.startsWith("error:"))).toEqual([]);
   });
+
+  it("64 KiB of unknown names is answered with 20 problems and a count, not megabytes", async () => {
+    const many = (prefix: string): Record<string, number> => Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`${prefix}${i}`, 0]));
+    const bodies: Array<[string, unknown, string]> = [
+      [TASKS, { template: "ping", parameters: { n: 1, ...many("p") } }, "invalid_parameters"],
+      [TASKS, { template: "ping", ...many("f") }, "invalid_request"],
+      ["/api/v1/teams/alpha/runs/0b0e5c1e-0000-4000-8000-000000000999/decision", { decision: "allow", ...many("f") }, "invalid_decision"],
+    ];
+    for (const [route, body, code] of bodies) {
+      const sent = JSON.stringify(body);
+      const answer = await fetch(`${server.url}${route}`, { method: "POST", headers: { Authorization: `Bearer ${key}` }, body: sent });
+      const text = await answer.text();
+      const { error } = JSON.parse(text) as { error: { code: string; problems: string[] } };
+      expect([answer.status, error.code]).toEqual([400, code]);
+      expect(error.problems).toHaveLength(21);
+      expect(error.problems.at(-1)).toBe("and 4980 more");
+      expect(text.length).toBeLessThan(sent.length);
+    }
+  });
 });
 
 describe("keys", () => {

@@ -28,7 +28,7 @@ import { leaderStateDir, taskFile } from "../team/paths.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask } from "../team/tasks.js";
 import { sendOnce } from "../policy/remediate.js";
-import { ApiError } from "./answers.js";
+import { ApiError, listProblems } from "./answers.js";
 import { findTemplate, matchParameters, renderTask } from "./templates.js";
 
 /** What the server keeps per team dir: one sent-log, and one creation at a time from this process. */
@@ -143,7 +143,10 @@ async function planTask(teamDir: string, request: CreateRequest): Promise<TaskPl
   const found = findTemplate(block.block.templates ?? {}, request.template);
   if (!found) throw new ApiError("template_not_found", `this team has no template "${request.template}" (config.json hooks.templates)`);
   const matched = matchParameters(found.template, request.parameters);
-  if (!matched.ok) throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${matched.problems.join("; ")}`, { problems: matched.problems });
+  if (!matched.ok) {
+    const listed = listProblems(matched.problems);
+    throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${listed.join("; ")}`, { problems: listed });
+  }
   return { identity: config.identity, slug: found.slug, template: found.template, values: matched.values, ...renderTask(found.template, matched.values) };
 }
 

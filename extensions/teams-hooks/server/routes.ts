@@ -27,7 +27,7 @@ import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.
 import { readDeferral } from "../invoke/deferral.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
-import { type Answer, ApiError, unauthorized } from "./answers.js";
+import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import { isTeamName, type KeyInfo, type KeyStore, type Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
@@ -191,7 +191,10 @@ function parseDecision(bytes: Buffer): { decision: "allow" | "deny"; code?: stri
   for (const field of ["code", "reason", "message"] as const) {
     if (value[field] !== undefined && typeof value[field] !== "string") problems.push(`${field}: expected a string`);
   }
-  if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) throw new ApiError("invalid_decision", problems.join("; "), { problems });
+  if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) {
+    const listed = listProblems(problems);
+    throw new ApiError("invalid_decision", listed.join("; "), { problems: listed });
+  }
   const text = (field: "code" | "reason" | "message"): Record<string, string> => (typeof value[field] === "string" ? { [field]: value[field] as string } : {});
   return { decision, ...text("code"), ...text("reason"), ...text("message") };
 }
@@ -253,7 +256,10 @@ function parseBody(bytes: Buffer): { template: string; parameters: Record<string
   const { template, parameters } = value;
   if (typeof template !== "string" || template.trim() === "") problems.push("template: missing, expected the slug of one of the team's templates");
   if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
-  if (problems.length > 0 || typeof template !== "string") throw new ApiError("invalid_request", problems.join("; "), { problems });
+  if (problems.length > 0 || typeof template !== "string") {
+    const listed = listProblems(problems);
+    throw new ApiError("invalid_request", listed.join("; "), { problems: listed });
+  }
   return { template, parameters: isRecord(parameters) ? parameters : {} };
 }
 
