@@ -150,9 +150,10 @@ async function settle(teamDir: string, record: DeferralRecord, opts: { env: Read
 
 /**
  * Waits (until `deadline`) for the deferral of a run the ledger shows in flight: true once its file is
- * there, false when the run is not in flight (or no longer is, without one).
+ * there, false when the run is not in flight (or no longer is, without one). Exported for the task
+ * API, which reads a deferral before it decides (a key limited to templates decides by its task).
  */
-async function heldSoon(teamDir: string, runId: string, deadline: number): Promise<boolean> {
+export async function heldSoon(teamDir: string, runId: string, deadline: number): Promise<boolean> {
   // A chain's later hook runs as `<event run id>.N`: the ledger knows the event's.
   const eventRunId = runId.replace(/\.\d+$/, "");
   for (;;) {

@@ -56,6 +56,14 @@ export class ApiError extends Error {
   }
 }
 
+/** How many problems one answer lists: 64 KiB of unknown names must not come back as megabytes. */
+export const MAX_PROBLEMS = 20;
+
+/** `problems` as an answer lists them: the first MAX_PROBLEMS, then `and N more`. */
+export function listProblems(problems: readonly string[]): string[] {
+  return problems.length <= MAX_PROBLEMS ? [...problems] : [...problems.slice(0, MAX_PROBLEMS), `and ${problems.length - MAX_PROBLEMS} more`];
+}
+
 /** The answer for a refusal. */
 export function errorAnswer(error: ApiError): Answer {
   const body = { error: { code: error.code, message: error.message, ...(error.problems ? { problems: [...error.problems] } : {}) } };

@@ -21,14 +21,14 @@ import type { Task, TaskAssignment, TeamIdentity } from "../contract/team-files.
 import { HooksError } from "../contract/errors.js";
 import { checkHooksBlock } from "../settings/hooks-config.js";
 import type { TemplateDef } from "../settings/handlers.js";
-import { loadTeamConfig } from "../team/config.js";
+import { type LoadedTeamConfig, loadTeamConfig } from "../team/config.js";
 import { mkdirUnder, readJsonFile, writeJsonAtomic } from "../team/json-file.js";
-import { withLock } from "../team/lock.js";
+import { DEFAULT_LOCK_TIMEOUT_MS, withLock } from "../team/lock.js";
 import { leaderStateDir, taskFile } from "../team/paths.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask } from "../team/tasks.js";
 import { sendOnce } from "../policy/remediate.js";
-import { ApiError } from "./answers.js";
+import { ApiError, listProblems } from "./answers.js";
 import { findTemplate, matchParameters, renderTask } from "./templates.js";
 
 /** What the server keeps per team dir: one sent-log, and one creation at a time from this process. */
@@ -46,6 +46,14 @@ export interface CreateRequest {
   parameters: Readonly<Record<string, unknown>>;
   idempotencyKey: string | null;
   now: Date;
+  /**
+   * How long this request may wait for the team's locks in all (its Idempotency-Key's, then the id
+   * lock's), counted from its start: a request queued behind others that each waited for a stuck
+   * lock must not wait as long again on top of theirs. Default 10 s (then 503).
+   */
+  lockTimeoutMs?: number;
+  /** Aborted when the server stops: a task not written by then is not written (its client has gone). */
+  signal?: AbortSignal;
 }
 
 export interface Created {
@@ -66,9 +74,12 @@ type IdempotencyRecord = z.infer<typeof RecordSchema>;
 
 /** Creates the task `request` asks for, or finds the one an earlier request with its Idempotency-Key created. */
 export async function createFromTemplate(team: TeamRuntime, request: CreateRequest): Promise<Created> {
+  const deadline = Date.now() + (request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
+  // At least one attempt, however late: a lock that is free is taken.
+  const locks = (): { label: string; timeoutMs: number } => ({ label: label(request), timeoutMs: Math.max(1, deadline - Date.now()) });
   if (request.idempotencyKey === null) {
     const plan = await planTask(team.teamDir, request);
-    const task = await team.serialise(async () => (await createTask(team.teamDir, plan.identity.taskListId, (id) => buildTask(id, plan, request, null), { label: label(request) })).task);
+    const task = await team.serialise(async () => (await createTask(team.teamDir, plan.identity.taskListId, (id) => buildTask(id, plan, request, null), locks())).task);
     return { task, replayed: false, warning: await tellOwner(team, plan.identity, task) };
   }
   const ref = requestRef(request.keyName, request.idempotencyKey);
@@ -87,7 +98,7 @@ export async function createFromTemplate(team: TeamRuntime, request: CreateReque
       if (!record) await writeRecord(file, { requestHash, state: "creating", at: request.now.toISOString() });
       const created = await team.serialise(() =>
         createTask(team.teamDir, plan.identity.taskListId, (id) => buildTask(id, plan, request, ref), {
-          label: label(request),
+          ...locks(),
           // Only after a crash between the record's two writes: a listing of the whole list, under the id lock.
           ...(record ? { existing: (tasks: Task[]) => tasks.find((t) => requestOf(t) === ref) } : {}),
         }),
@@ -95,8 +106,22 @@ export async function createFromTemplate(team: TeamRuntime, request: CreateReque
       await writeRecord(file, { requestHash, state: "created", taskId: created.task.id, at: request.now.toISOString() });
       return { task: created.task, replayed: !created.created, warning: await tellOwner(team, plan.identity, created.task) };
     },
-    { label: `pi-teams-hooks serve: Idempotency-Key of ${request.keyName}` },
+    { label: `pi-teams-hooks serve: Idempotency-Key of ${request.keyName}`, timeoutMs: locks().timeoutMs },
   );
+}
+
+/**
+ * The team's config.json for a request; 503 when the file is there but cannot be used (not JSON, not
+ * an object, a FIFO or a device): its defaults would name another task list and no template, and the
+ * client would read "no such task" or "no such template" where the truth is "try again once it is
+ * fixed". A team without config.json has its defaults, as everywhere.
+ */
+export async function usableTeamConfig(teamDir: string): Promise<LoadedTeamConfig> {
+  const config = await loadTeamConfig(teamDir);
+  if (config.fileWarning !== null) {
+    throw new ApiError("unavailable", "the team's config.json cannot be read as a JSON object, so its task list and templates are unknown until it is fixed (pi-teams-hooks doctor names the problem)");
+  }
+  return config;
 }
 
 interface TaskPlan {
@@ -110,7 +135,7 @@ interface TaskPlan {
 
 /** The team's template, the parameters checked and rendered; an ApiError for what the request got wrong. */
 async function planTask(teamDir: string, request: CreateRequest): Promise<TaskPlan> {
-  const config = await loadTeamConfig(teamDir);
+  const config = await usableTeamConfig(teamDir);
   const block = checkHooksBlock(config.hooks, config.file);
   if (!block.ok) {
     throw new ApiError("unavailable", "the team's config.json \"hooks\" block is invalid, so none of its templates can be used until it is fixed (pi-teams-hooks doctor names the problem)");
@@ -118,11 +143,16 @@ async function planTask(teamDir: string, request: CreateRequest): Promise<TaskPl
   const found = findTemplate(block.block.templates ?? {}, request.template);
   if (!found) throw new ApiError("template_not_found", `this team has no template "${request.template}" (config.json hooks.templates)`);
   const matched = matchParameters(found.template, request.parameters);
-  if (!matched.ok) throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${matched.problems.join("; ")}`, { problems: matched.problems });
+  if (!matched.ok) {
+    const listed = listProblems(matched.problems);
+    throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${listed.join("; ")}`, { problems: listed });
+  }
   return { identity: config.identity, slug: found.slug, template: found.template, values: matched.values, ...renderTask(found.template, matched.values) };
 }
 
+/** Called under the id lock, right before the task is written: the last moment a stopping server can still not write it. */
 function buildTask(id: string, plan: TaskPlan, request: CreateRequest, ref: string | null): Task {
+  if (request.signal?.aborted) throw new ApiError("unavailable", "the server is stopping: the task was not created; send the request again", { headers: { "Retry-After": "1" } });
   const at = request.now.toISOString();
   const taskApi = { template: plan.slug, key: request.keyName, parameters: plan.values, requestedAt: at, ...(ref ? { request: ref } : {}) };
   return {
@@ -140,7 +170,7 @@ function buildTask(id: string, plan: TaskPlan, request: CreateRequest, ref: stri
 }
 
 async function replay(team: TeamRuntime, taskId: string): Promise<Created> {
-  const config = await loadTeamConfig(team.teamDir);
+  const config = await usableTeamConfig(team.teamDir);
   const read = await readTask(taskFile(team.teamDir, config.identity.taskListId, taskId));
   if (!read.ok) throw new ApiError("task_not_found", `the task this Idempotency-Key created, #${taskId}, is gone or no longer a task`);
   return { task: read.value, replayed: true, warning: await tellOwner(team, config.identity, read.value) };

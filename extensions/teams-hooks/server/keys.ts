@@ -29,15 +29,18 @@ const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 const RateLimitSchema = z.object({ count: z.number().int().min(1), periodMs: z.number().int().min(1) });
 
+// The file is writable by whoever can write the teams root, and its names are printed (`key added:
+// "<name>" …`) and recorded (`api:<name>`): a name, team or slug that `keys create` would refuse (a
+// newline, a terminal escape that erases the line saying the key was added) refuses the whole file.
 const KeyRecordSchema = z.object({
-  name: z.string(),
+  name: z.string().regex(KEY_NAME, "must be letters, digits, _ . - (at most 64, starting with a letter or digit)"),
   id: z.string().regex(/^[0-9a-f]{12}$/),
   salt: z.string().regex(/^[0-9a-f]{32}$/),
   hash: z.string().regex(/^[0-9a-f]{64}$/),
   scopes: z.array(z.enum(SCOPES)),
-  teams: z.array(z.string()),
+  teams: z.array(z.string().refine((team) => isTeamName(team), "must be a team dir name (letters, digits, _ and -, not starting with _)")),
   /** Template slugs (lower case) this key may create from; null: every template of its teams. */
-  templates: z.array(z.string()).nullable(),
+  templates: z.array(z.string().regex(SLUG, "must be a lower-case template slug")).nullable(),
   /** This key's own rate; null: the server's. */
   rateLimit: RateLimitSchema.nullable(),
   createdAt: z.string(),

@@ -23,13 +23,12 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult } from "../invoke/decision.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
 import { readDeferral } from "../invoke/deferral.js";
-import { loadTeamConfig } from "../team/config.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
-import { type Answer, ApiError, unauthorized } from "./answers.js";
-import { createFromTemplate, type TeamRuntime } from "./create-task.js";
+import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
+import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import { isTeamName, type KeyInfo, type KeyStore, type Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 
@@ -43,6 +42,10 @@ export interface ApiContext {
   now(): Date;
   /** The environment a decision is applied with when no leader runs for its team. */
   env: Readonly<Record<string, string | undefined>>;
+  /** How long one creation may wait for the team's locks in all (then 503). */
+  lockTimeoutMs: number;
+  /** Aborted when the server stops: a creation not written by then is not written. */
+  stopping: AbortSignal;
   warn(message: string): void;
 }
 
@@ -59,6 +62,8 @@ const TASKS = /^\/api\/v1\/teams\/([^/]+)\/tasks\/?$/;
 const TASK = /^\/api\/v1\/teams\/([^/]+)\/tasks\/([^/]+)\/?$/;
 const DECISION = /^\/api\/v1\/teams\/([^/]+)\/runs\/([^/]+)\/decision\/?$/;
 const REQUEST_FIELDS = new Set(["template", "parameters"]);
+/** How long a decision waits for the deferral of a run the ledger shows in flight (decideDeferral's wait too). */
+const DEFERRAL_WAIT_MS = 5_000;
 const DECISION_FIELDS = new Set(["decision", "code", "reason", "message"]);
 
 export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
@@ -92,7 +97,15 @@ async function createTaskRoute(ctx: ApiContext, req: ApiRequest, team: string): 
     throw new ApiError("template_not_allowed", `this key may not create tasks from template "${body.template}"`);
   }
   const runtime = ctx.team(teamDirOf(ctx, team));
-  const created = await createFromTemplate(runtime, { keyName: key.name, template: body.template, parameters: body.parameters, idempotencyKey, now: ctx.now() });
+  const created = await createFromTemplate(runtime, {
+    keyName: key.name,
+    template: body.template,
+    parameters: body.parameters,
+    idempotencyKey,
+    now: ctx.now(),
+    lockTimeoutMs: ctx.lockTimeoutMs,
+    signal: ctx.stopping,
+  });
   if (created.warning) ctx.warn(`team ${team}, task #${created.task.id}: ${created.warning}`);
   const statusUrl = `/api/v1/teams/${encodeURIComponent(team)}/tasks/${encodeURIComponent(created.task.id)}`;
   return {
@@ -107,7 +120,7 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   const teamDir = teamDirOf(ctx, team);
   const notFound = new ApiError("task_not_found", `team ${team} has no task ${JSON.stringify(id.slice(0, 100))}`);
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound;
-  const { identity } = await loadTeamConfig(teamDir);
+  const { identity } = await usableTeamConfig(teamDir);
   const read = await readTask(taskFile(teamDir, identity.taskListId, id));
   if (!read.ok || read.value.id !== id) throw notFound;
   const task = read.value;
@@ -134,10 +147,12 @@ async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, run
   const notFound = new ApiError("run_not_found", `team ${team} holds no gate deferred by run ${JSON.stringify(runId.slice(0, 100))}`);
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(runId)) throw notFound;
   if (key.templates !== null) {
+    // As decideDeferral does: a decision may come before the leader has written the deferral.
+    await heldSoon(teamDir, runId, Date.now() + DEFERRAL_WAIT_MS);
     const held = await readDeferral(teamDir, runId);
     if (held === null || !held.ok) throw notFound;
-    const { identity } = await loadTeamConfig(teamDir);
-    const read = await readTask(taskFile(teamDir, identity.taskListId, held.value.taskId));
+    // The task the decision is applied to: the deferral's own list, whatever config.json says now.
+    const read = await readTask(taskFile(teamDir, held.value.taskListId, held.value.taskId));
     const api = read.ok ? read.value.metadata?.taskApi : undefined;
     const template = api !== null && typeof api === "object" ? (api as Record<string, unknown>).template : undefined;
     if (typeof template !== "string" || !key.templates.includes(template.toLowerCase())) {
@@ -176,7 +191,10 @@ function parseDecision(bytes: Buffer): { decision: "allow" | "deny"; code?: stri
   for (const field of ["code", "reason", "message"] as const) {
     if (value[field] !== undefined && typeof value[field] !== "string") problems.push(`${field}: expected a string`);
   }
-  if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) throw new ApiError("invalid_decision", problems.join("; "), { problems });
+  if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) {
+    const listed = listProblems(problems);
+    throw new ApiError("invalid_decision", listed.join("; "), { problems: listed });
+  }
   const text = (field: "code" | "reason" | "message"): Record<string, string> => (typeof value[field] === "string" ? { [field]: value[field] as string } : {});
   return { decision, ...text("code"), ...text("reason"), ...text("message") };
 }
@@ -206,15 +224,28 @@ function teamDirOf(ctx: ApiContext, team: string): string {
   return dir;
 }
 
-/** The body as a JSON object, and one problem per field it should not have; else 400 (`invalid_json`, `invalid_request`). */
+/**
+ * The body as a JSON object, and one problem per field it should not have; else 400 (`invalid_json`,
+ * `invalid_request`). JSON is UTF-8 (RFC 8259): other bytes are refused, not replaced, so that what is
+ * stored (and compared for an Idempotency-Key) is what was sent. Nesting is capped: 64 KiB of `[`
+ * would otherwise reach the task file and every reader of it, and overflow the stack of any code that
+ * walks it (a 500 here, before the cap).
+ */
 function jsonObject(bytes: Buffer, fields: ReadonlySet<string>, shape: string): { value: Record<string, unknown>; problems: string[] } {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    throw new ApiError("invalid_json", "the body is not JSON: it is not valid UTF-8");
+  }
   let value: unknown;
   try {
-    value = JSON.parse(bytes.toString("utf8"));
+    value = JSON.parse(text);
   } catch (error) {
     throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
   }
   if (!isRecord(value)) throw new ApiError("invalid_request", `the body must be a JSON object: ${shape}`);
+  if (nestedDeeperThan(value, MAX_BODY_DEPTH)) throw new ApiError("invalid_request", `the body is nested deeper than ${MAX_BODY_DEPTH} levels of objects and arrays`);
   const known = [...fields].join(", ");
   const problems = Object.keys(value).filter((field) => !fields.has(field)).map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
   return { value, problems };
@@ -225,7 +256,10 @@ function parseBody(bytes: Buffer): { template: string; parameters: Record<string
   const { template, parameters } = value;
   if (typeof template !== "string" || template.trim() === "") problems.push("template: missing, expected the slug of one of the team's templates");
   if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
-  if (problems.length > 0 || typeof template !== "string") throw new ApiError("invalid_request", problems.join("; "), { problems });
+  if (problems.length > 0 || typeof template !== "string") {
+    const listed = listProblems(problems);
+    throw new ApiError("invalid_request", listed.join("; "), { problems: listed });
+  }
   return { template, parameters: isRecord(parameters) ? parameters : {} };
 }
 
@@ -249,6 +283,21 @@ function segment(raw: string | undefined): string {
   } catch {
     return raw ?? "";
   }
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/** Levels of objects and arrays a body may hold, itself included: far more than any template's parameters need. */
+const MAX_BODY_DEPTH = 32;
+
+/** Whether `value` holds objects or arrays more than `limit` levels deep (walked without recursion). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: Array<{ node: unknown; depth: number }> = [{ node: value, depth: 1 }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (item.node === null || typeof item.node !== "object") continue;
+    if (item.depth > limit) return true;
+    for (const child of Object.values(item.node)) if (child !== null && typeof child === "object") stack.push({ node: child, depth: item.depth + 1 });
+  }
+  return false;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

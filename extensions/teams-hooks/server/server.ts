@@ -11,11 +11,15 @@
  * make the server read what it refused.
  *
  * States: listening ──close()──▶ closing (no new connections; idle ones closed; busy ones get
- * `graceMs` to finish, then are cut) ──▶ closed. `close()` may be called twice.
+ * `graceMs` to finish, then are cut) ──▶ stopping (no connection left: what requests are still doing
+ * is told to stop, and waited for) ──▶ closed. `close()` may be called twice, and resolves once no
+ * request does anything any more: a creation whose client was cut writes no task (the client saw no
+ * answer, and would make it twice by trying again), and nothing is written after `close()`.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { HooksError, describeError, errnoCode, isHooksError } from "../contract/errors.js";
+import { DEFAULT_LOCK_TIMEOUT_MS } from "../team/lock.js";
 import { SentLog } from "../team/sent-log.js";
 import { type Answer, ApiError, type ApiErrorCode, API_ERRORS, JSON_HEADERS, errorAnswer } from "./answers.js";
 import type { TeamRuntime } from "./create-task.js";
@@ -35,6 +39,8 @@ export interface TaskServerOptions {
   bodyLimitBytes?: number;
   /** How long busy connections may finish after `close()`. Default 5 s. */
   graceMs?: number;
+  /** How long one creation may wait for the team's locks in all, from its start (then 503). Default 10 s. */
+  lockTimeoutMs?: number;
   /** A request's headers must arrive within this (default 10 s), the whole request within `requestTimeoutMs` (default 30 s): 408. */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
@@ -64,6 +70,8 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   const keys = new KeyStore(options.teamsRoot, options.log);
   const limiter = new RateLimiter();
   const teams = new Map<string, TeamRuntime>();
+  const stopping = new AbortController();
+  const inFlight = new Set<Promise<void>>();
   const ctx: ApiContext = {
     teamsRoot: options.teamsRoot,
     keys,
@@ -79,6 +87,8 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     },
     now: options.now ?? (() => new Date()),
     env: options.env ?? process.env,
+    lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    stopping: stopping.signal,
     warn: (message) => options.log("warn", message),
   };
   const keyCount = await keys.count();
@@ -89,7 +99,11 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   // would let a slow client hold a connection for up to twice its limit).
   const checkEvery = Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4)));
   const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery }, (req, res) => {
-    void handle(ctx, req, res, bodyLimit, options.log).finally(() => limiter.retain(keys.names()));
+    const work = handle(ctx, req, res, bodyLimit, options.log).finally(() => {
+      limiter.retain(keys.names());
+      inFlight.delete(work);
+    });
+    inFlight.add(work);
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
   await listen(server, options.host, options.port);
@@ -100,7 +114,7 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     host: address.address,
     port: address.port,
     keyCount,
-    close: () => (closing ??= closeServer(server, options.graceMs ?? 5_000)),
+    close: () => (closing ??= closeServer(server, options.graceMs ?? 5_000, stopping, inFlight)),
   };
 }
 
@@ -125,7 +139,7 @@ async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
     answer = await route(ctx, {
       method: req.method ?? "GET",
       path,
-      authorization: req.headers.authorization,
+      authorization: header(req, "authorization"),
       idempotencyKey: header(req, "idempotency-key"),
       body: async () => {
         bodyRead = true;
@@ -145,6 +159,12 @@ function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {
   if (isHooksError(error) && error.code === "E_LOCK_TIMEOUT") {
     log("warn", describeError(error));
     return new ApiError("unavailable", "the team's files are busy (a lock did not free in time): try again", { headers: { "Retry-After": "1" } });
+  }
+  // A team file that cannot be read or written (a FIFO where a record should be, a full disk, a folder
+  // that is a file) is the team's state, not a fault of the server: said with the file, not a stack.
+  if (isHooksError(error) && (error.code === "E_IO" || error.code === "E_TEAM_DIR")) {
+    log("warn", describeError(error));
+    return new ApiError("unavailable", "the team's files cannot be read or written: the server's output says which");
   }
   log("error", `request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   return new ApiError("internal_error", "the server could not complete this request; its log says why");
@@ -200,9 +220,13 @@ function hasBody(req: IncomingMessage): boolean {
   return req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
 }
 
+/**
+ * A header's value; the values of a header sent more than once joined with `, `. Node keeps only the
+ * first `Authorization` in `req.headers`: two keys in one request are refused (401) here instead, as
+ * a proxy in front might have read the other one.
+ */
 function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(", ") : value;
+  return req.headersDistinct[name]?.join(", ");
 }
 
 /** The path of a request target (`/a/b?x` → `/a/b`); anything unparsable is a path no route matches. */
@@ -244,13 +268,20 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-async function closeServer(server: Server, graceMs: number): Promise<void> {
+async function closeServer(server: Server, graceMs: number, stopping: AbortController, inFlight: ReadonlySet<Promise<void>>): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
-  const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+  const timer = setTimeout(() => {
+    stopping.abort();
+    server.closeAllConnections();
+  }, graceMs);
   try {
     await closed;
   } finally {
     clearTimeout(timer);
   }
+  // No client is left to answer: what is under way stops at its next step (a lock waits at most its
+  // request's budget), and `close()` resolves only when nothing runs any more.
+  stopping.abort();
+  await Promise.allSettled([...inFlight]);
 }

@@ -29,7 +29,7 @@ export function matchParameters(template: TemplateDef, supplied: Readonly<Record
   for (const [name, value] of Object.entries(supplied)) {
     const match = declared.get(name.toLowerCase());
     if (!match) {
-      problems.push(`${name}: unknown parameter${declared.size ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})` : " (the template declares none)"}`);
+      problems.push(`${name.slice(0, 100)}: unknown parameter${declared.size ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})` : " (the template declares none)"}`);
       continue;
     }
     const first = givenAs.get(match.name);
