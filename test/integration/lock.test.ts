@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtemp, readFile, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ let dir: string;
 const live: WorkerRun[] = [];
 
 beforeAll(async () => {
-  modules = await compileModules(["team/lock"]);
+  modules = await compileModules(["team/lock", "team/leader-lock"]);
 });
 afterAll(async () => {
   await modules.cleanup();
@@ -58,6 +58,22 @@ describe("withLock across processes", () => {
     await writeFile(`${file}.lock`, JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "crashed" }));
     expect(await countWithWorkers(file, 8, 25)).toBe(200);
     expect(await leftovers()).toEqual([]);
+  });
+});
+
+describe("the leader lock across processes", () => {
+  it("8 processes meeting a stale leader lock: exactly one takes it over (never two leaders, or a decide beside a leader)", async () => {
+    const teamDir = path.join(dir, "team");
+    const stateDir = path.join(teamDir, "hook-state");
+    await mkdir(stateDir, { recursive: true });
+    await writeFile(path.join(stateDir, "leader.lock"), JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "pi-teams-hooks watch" }));
+    const goFile = path.join(dir, "go");
+    // Each holds what it got for 2 s: longer than the contenders take to try, so a second holder would overlap the first.
+    const runs = Array.from({ length: 8 }, (_, i) => runWorker(modules, "leader-lock", { teamDir, goFile, holdMs: 2_000, label: `contender ${i}` }));
+    await writeFile(goFile, "");
+    const results = (await Promise.all(runs)) as Array<{ got: boolean }>;
+    expect(results.filter((r) => r.got)).toHaveLength(1);
+    expect((await readdir(stateDir)).filter((name) => name.includes(".stale.") || name.includes("takeover"))).toEqual([]);
   });
 });
 

@@ -10,6 +10,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "./json-file.js";
+import { takeOverJudged } from "./lock.js";
 import { leaderStateDir } from "./paths.js";
 
 export interface LeaderLock {
@@ -72,7 +73,8 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
     } catch (error) {
       if (errnoCode(error) !== "EEXIST") throw new HooksError("E_TEAM_DIR", `${file}: cannot create the leader lock: ${describeError(error)}`, { cause: error });
     }
-    const holder = await readHolder(file);
+    const seen = readLockText(file);
+    const holder = holderOf(seen);
     if (holder === null && (await ageMs(file)) < 5_000) {
       // Just created by a leader starting at this very moment, not written yet: give it a moment.
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -81,22 +83,25 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
     // Our own pid is a leader this process ran before (the pi extension starts one per session) unless
     // we are the brief holder: then it is a leader running in this very process, which applies itself.
     if (holder !== null && (holder.pid !== process.pid || label === BRIEF_HOLDER) && isAlive(holder.pid)) return { ok: false, pid: holder.pid, label: holder.label };
-    // Stale (its process is gone): rename it away first so that only one contender takes it over.
-    const aside = `${file}.stale.${process.pid}.${Date.now()}`;
-    await fs.rename(file, aside).then(
-      () => fs.rm(aside, { force: true }),
-      () => {}, // another contender renamed it first: try again
-    );
+    // Stale (its process is gone): moved away under the lock protocol's takeover guard, and only if it
+    // is still the lock judged, so that of two contenders (a restarted leader and a `decide` that
+    // applies a decision) the second never moves away the lock the first has just created.
+    if (!(await takeOverJudged(file, seen ?? ""))) await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new HooksError("E_TEAM_DIR", `${file}: could not take over a stale leader lock`);
 }
 
-/** The pid and label in the lock; null when there is no pid to read (a FIFO or a device in its place included: never a wait). */
-async function readHolder(file: string): Promise<{ pid: number; label: string | null } | null> {
+/** The lock's text; null when it cannot be read (gone, or a FIFO or a device in its place: never a wait). */
+function readLockText(file: string): string | null {
   const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
-  if (!read.ok) return null; // gone or unreadable: treated as stale
+  return read.ok ? read.text : null;
+}
+
+/** The pid and label in the lock's text; null when there is no pid to read (treated as stale once old). */
+function holderOf(text: string | null): { pid: number; label: string | null } | null {
+  if (text === null) return null;
   try {
-    const parsed = JSON.parse(read.text) as { pid?: unknown; label?: unknown };
+    const parsed = JSON.parse(text) as { pid?: unknown; label?: unknown };
     const label = typeof parsed.label === "string" ? parsed.label : null;
     return typeof parsed.pid === "number" && Number.isInteger(parsed.pid) ? { pid: parsed.pid, label } : null;
   } catch {

@@ -238,8 +238,21 @@ function isAlive(pid: number): boolean {
  * when another contender holds the guard: the caller waits, then looks again.
  */
 async function takeOver(file: string, judged: SeenLock, timeoutMs: number): Promise<boolean> {
-  const lockFile = lockFileFor(file);
-  const guardFile = lockFileFor(`${file}.takeover`);
+  return takeOverIf(lockFileFor(file), lockFileFor(`${file}.takeover`), timeoutMs, (now) => now.ino === judged.ino && now.text === judged.text && judge(now, Date.now(), timeoutMs).staleReason !== null);
+}
+
+/**
+ * For a lock kept by rules of its own (the leader lock, team/leader-lock.ts, which also takes over a
+ * lock of its own pid left by an earlier leader in this process): moves `lockFile` away if it still
+ * holds exactly `judgedText`, the content its caller judged stale, under a takeover guard
+ * (`<name>.takeover.lock`), as withLock's takeovers are. false: another contender holds the guard.
+ */
+export async function takeOverJudged(lockFile: string, judgedText: string): Promise<boolean> {
+  const guardFile = `${lockFile.replace(/\.lock$/, "")}.takeover.lock`;
+  return takeOverIf(lockFile, guardFile, DEFAULT_LOCK_TIMEOUT_MS, (now) => now.text === judgedText);
+}
+
+async function takeOverIf(lockFile: string, guardFile: string, timeoutMs: number, stillStale: (now: SeenLock) => boolean): Promise<boolean> {
   const guard = tryCreate(guardFile, "stale lock takeover");
   if (!guard) {
     const seen = readLock(guardFile);
@@ -249,7 +262,7 @@ async function takeOver(file: string, judged: SeenLock, timeoutMs: number): Prom
   }
   try {
     const now = readLock(lockFile);
-    if (now && now.ino === judged.ino && now.text === judged.text && judge(now, Date.now(), timeoutMs).staleReason !== null) await moveAway(lockFile);
+    if (now && stillStale(now)) await moveAway(lockFile);
   } finally {
     await release(guardFile, guard);
   }
