@@ -33,13 +33,15 @@ import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
-import { type DeferralDecision, type DeferralRecord, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
+import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
+import { changedFields, checkDeferral, describeChanges, heldFields, ledgerHoldOf } from "./deferral-check.js";
 import { policyRecordOf } from "./invoke.js";
 
 export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
 
 export type DecideResult =
-  | { kind: "unknown" } // no such deferral in this team  → 404
+  /** No such deferral in this team (`problem`: a file there, but no gate held it: invoke/deferral-check.ts). → 404 */
+  | { kind: "unknown"; problem?: string }
   | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
   | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
   | { kind: "invalid"; problem: string } // bad code/reason/message       → 400
@@ -59,6 +61,11 @@ export interface ApplySettings {
   sentLog?: SentLog;
   lockTimeoutMs?: number;
   now?: () => Date;
+  /**
+   * The deferral as its gate held it (invoke/deferral-check.ts): its held fields are applied, and
+   * written back, whatever the file says now (an agent may have edited it since it was checked).
+   */
+  reference?: DeferralRecord;
 }
 
 export type Application =
@@ -90,7 +97,7 @@ export async function decideDeferral(
   teamDir: string,
   runId: string,
   input: DecisionInput,
-  opts: { env: Readonly<Record<string, string | undefined>>; now?: () => Date; waitForLeaderMs?: number; settings?: ApplySettings },
+  opts: { env: Readonly<Record<string, string | undefined>>; now?: () => Date; waitForLeaderMs?: number; settings?: ApplySettings; warn?: (message: string) => void },
 ): Promise<DecideResult> {
   const now = opts.now ?? (() => new Date());
   const problem = decisionProblem(input);
@@ -100,12 +107,25 @@ export async function decideDeferral(
   // A decider may answer before the leader has written the deferral (an HTTP handler told the run id
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
   if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline))) return { kind: "unknown" };
+  // The file as its gate held it: a key or a deadline edited since is put back before anything is
+  // decided on it, and a deferral no gate held is none (invoke/deferral-check.ts). An applied one
+  // only answers a decision sent twice: nothing of it is used.
+  const found = await readDeferral(teamDir, runId);
+  let reference: DeferralRecord | null = null;
+  if (found?.ok && !found.value.applied) {
+    const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId) });
+    if (check.kind === "refused") return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
+    reference = check.reference;
+    if (check.kind === "differs") opts.warn?.(`${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`);
+  }
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
   let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
-  const record = await updateDeferral(teamDir, runId, (held) => {
+  const record = await updateDeferral(teamDir, runId, (onDisk) => {
+    const repaired = reference !== null && changedFields(onDisk, reference).length > 0;
+    const held = reference ? { ...onDisk, ...heldFields(reference) } : onDisk;
     if (held.decision) {
       verdict = held.decision.decision === "expired" ? "expired" : sameDecision(held.decision, input) ? "same" : "conflict";
-      return undefined;
+      return repaired ? held : undefined;
     }
     const at = now().toISOString();
     if (Date.parse(at) >= Date.parse(held.expiresAt)) {
@@ -117,12 +137,16 @@ export async function decideDeferral(
   });
   if (record === null) return { kind: "unknown" };
   if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
-  const settled = await settle(teamDir, record, { ...opts, now, deadline });
+  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
   return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
 }
 
 /** Applies a recorded decision here when no leader runs, else waits for the leader to apply it. */
-async function settle(teamDir: string, record: DeferralRecord, opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings }): Promise<DecideResult> {
+async function settle(
+  teamDir: string,
+  record: DeferralRecord,
+  opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings; reference?: DeferralRecord },
+): Promise<DecideResult> {
   const { deadline } = opts;
   let latest = record;
   for (;;) {
@@ -131,7 +155,7 @@ async function settle(teamDir: string, record: DeferralRecord, opts: { env: Read
     if (got.ok) {
       try {
         const settings = opts.settings ?? (await settingsOf(teamDir, opts.env));
-        const applied = await applyDecision(teamDir, record.runId, { ...settings, now: opts.now });
+        const applied = await applyDecision(teamDir, record.runId, { ...settings, now: opts.now, ...(opts.reference ? { reference: opts.reference } : {}) });
         if (applied.kind === "applied") return { kind: "applied", deferral: applied.record, actions: applied.actions, logFile: applied.logFile };
         if (applied.kind === "pending") return { kind: "recorded", deferral: applied.record ?? record, problem: applied.error };
         return { kind: "unknown" }; // removed meanwhile by someone
@@ -212,7 +236,9 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   const read = await readDeferral(teamDir, runId);
   if (read === null) return { kind: "unknown" };
   if (!read.ok) return { kind: "pending", record: null, error: read.problem.message };
-  let record = read.value;
+  // What is applied, and written back at each step, is the deferral as held (see ApplySettings.reference).
+  const held = settings.reference && !read.value.applied ? heldFields(settings.reference) : {};
+  let record: DeferralRecord = { ...read.value, ...held };
   const decision = record.decision;
   if (!decision) return { kind: "undecided" };
   const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
@@ -234,7 +260,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     if (!record.applying) {
       const at = now().toISOString();
       const applying = { at, runId: randomUUID(), logFile: planHookLogFile(teamDir, { startedAt: at, invocation }) };
-      record = (await updateDeferral(teamDir, runId, (r) => (r.applying ? undefined : { ...r, applying }))) ?? record;
+      record = { ...((await updateDeferral(teamDir, runId, (r) => (r.applying ? undefined : { ...r, ...held, applying }))) ?? record), ...held };
     }
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
@@ -304,7 +330,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   }
   try {
     const applied = { at: now().toISOString(), logFile: applying.logFile, actions };
-    record = (await updateDeferral(teamDir, runId, (r) => ({ ...r, applied }))) ?? { ...record, applied };
+    record = { ...((await updateDeferral(teamDir, runId, (r) => ({ ...r, ...held, applied }))) ?? { ...record, applied }), ...held };
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }

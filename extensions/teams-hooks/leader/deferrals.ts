@@ -11,14 +11,23 @@
  * The files are read all at start (after crash recovery), then on a watcher hint, on the reconcile
  * scan and when this leader holds a gate (handle.ts). An applied file is remembered by name and not
  * read again; a ledger key held without its file gets it back from its log.
+ *
+ * The folder is as writable by the agents the gates judge as by the leader (docs/security.md), so a
+ * file is held to what its gate held (invoke/deferral-check.ts) before anything is done with it: a
+ * key, a deadline or any other held field edited is put back; a file under another run's name is
+ * moved aside and written again from what the gate held, and so is one that cannot be read when its
+ * deadline comes (not before: a person may be fixing it); a deferral no gate held is refused; a file
+ * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan.
+ * Each is said. Only the decision is the deciders' to write.
  */
+import { existsSync, rename } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { type ApplySettings, EXPIRY_BY, applyDecision } from "../invoke/decision.js";
-import { type DeferralRecord, deferralFile, deferralOfLog, deferralsDir, isDeferralFileName, readDeferralFile, updateDeferral, writeDeferral } from "../invoke/deferral.js";
-import { readHookLog } from "../runner/hook-log.js";
+import { type DeferralRecord, deferralFile, deferralsDir, isDeferralFileName, readDeferral, readDeferralFile, updateDeferral, writeDeferral } from "../invoke/deferral.js";
+import { type LedgerHold, checkDeferral, describeChanges, heldFields, heldOfLog } from "../invoke/deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
@@ -34,9 +43,16 @@ export class Deferrals {
   readonly #closed = new Set<string>();
   /** Run ids whose application is queued or under way (a hint and a scan must not queue one twice). */
   readonly #queued = new Set<string>();
-  /** Files whose problem was said (said once while it lasts). */
+  /** Problems said, by file and problem (said once while it lasts). */
   readonly #told = new Set<string>();
+  /**
+   * Every deferral not closed, as last read and held to what its gate held: what a file edited,
+   * replaced or gone is checked against and written again from.
+   */
+  readonly #known = new Map<string, DeferralRecord>();
   #timer: NodeJS.Timeout | null = null;
+  /** The timer fires no sooner than this (an expiry that failed is tried again a second later, not at once). */
+  #notBefore = 0;
 
   constructor(ctx: LeaderContext) {
     this.#ctx = ctx;
@@ -52,21 +68,31 @@ export class Deferrals {
     mkdirUnder(teamDir, this.dir); // watched from the start: it must exist
     for (const held of this.#ctx.requireLedger().deferred()) {
       const read = await readDeferralFile(deferralFile(teamDir, held.deferral));
-      if (!read.ok && read.problem.kind === "missing") await restoreFromLog(this.#ctx, held.key, held.log);
+      if (!read.ok && read.problem.kind === "missing") await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
     }
     await this.reconcile();
   }
 
-  /** Every file not known as applied, looked at (the start, and the reconcile scan: what a watcher missed). */
+  /**
+   * Every file not known as applied, looked at (the start, and the reconcile scan: what a watcher
+   * missed); then the file of every deferral still open that is gone, written again.
+   */
   async reconcile(): Promise<void> {
     let names: string[];
     try {
       names = await readdir(this.dir);
     } catch (error) {
-      if (errnoCode(error) !== "ENOENT") this.#ctx.warn(`${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
-      return;
+      if (errnoCode(error) !== "ENOENT") {
+        this.#ctx.warn(`${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
+        return;
+      }
+      names = []; // the folder is gone (deleted, or the team dir made again): its files are written again below
     }
     for (const name of names) if (isDeferralFileName(name) && !this.#closed.has(name)) await this.#look(path.join(this.dir, name));
+    const present = new Set(names);
+    for (const record of [...this.#known.values()]) {
+      if (!present.has(path.basename(this.#file(record.runId)))) await this.#rewrite(record, "is gone");
+    }
     this.#arm();
   }
 
@@ -80,6 +106,7 @@ export class Deferrals {
 
   /** This leader has just held a gate (its file is written, its ledger record too). */
   held(record: DeferralRecord): void {
+    if (!this.#known.has(record.runId)) this.#known.set(record.runId, record);
     if (this.#queued.has(record.runId)) return; // decided already (a decider that answered at once)
     this.#open.set(record.runId, record);
     this.#arm();
@@ -93,19 +120,49 @@ export class Deferrals {
   async #look(file: string): Promise<void> {
     const read = await readDeferralFile(file);
     if (!read.ok) {
-      if (read.problem.kind !== "missing" && !this.#told.has(file)) this.#ctx.warn(`${read.problem.message}; its gate stays held until the file is fixed or moved aside`);
-      this.#told.add(file);
+      if (read.problem.kind === "missing") return;
+      // Left for now (a person may be fixing it; decide refuses it meanwhile), but not past the deadline: see #expire.
+      this.#tell(file, `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved aside; at its deadline it is moved aside and the gate expires`);
+      return;
+    }
+    let record = read.value;
+    const teamDir = this.#ctx.setup.identity.teamDir;
+    if (path.basename(this.#file(record.runId)) !== path.basename(file)) {
+      const owner = await this.#ownerOf(path.basename(file));
+      const what = `${file}: holds run ${record.runId}, but a deferral is named by its run id (${path.basename(this.#file(record.runId))})`;
+      if (owner) return this.#replace(file, owner, what);
+      this.#tell(file, `${what}: refused; nothing is done with it`);
+      return;
+    }
+    const state = this.#ctx.requireLedger().get(record.key);
+    if (record.applied && state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) {
+      this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
+      return;
+    }
+    const check = await checkDeferral(record, { reference: this.#known.get(record.runId) ?? null, ledger: this.#ledgerHold(record) });
+    if (check.kind === "refused") {
+      this.#tell(file, `${file}: refused: ${check.problem}; nothing is done with it`);
       return;
     }
     this.#told.delete(file);
-    const record = read.value;
-    if (path.basename(deferralFile(this.#ctx.setup.identity.teamDir, record.runId)) !== path.basename(file)) return; // not ours to name
+    if (check.kind === "differs") {
+      // Said each time: each is an edit (once put back, the file agrees until the next one).
+      const changes = describeChanges(record, check.reference, check.fields);
+      const held = heldFields(check.reference);
+      try {
+        record = { ...((await updateDeferral(teamDir, record.runId, (r) => ({ ...r, ...held }))) ?? record), ...held };
+        this.#ctx.warn(`${file}: changed since its gate was held: ${changes}; put back as held`);
+      } catch (error) {
+        this.#tell(`${file}\0unwritable`, `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what its gate held is what applies`);
+        record = { ...record, ...held };
+      }
+    }
     if (record.applied) {
-      this.#open.delete(record.runId);
-      this.#closed.add(path.basename(file));
+      this.#forget(record.runId);
       await this.#close(record);
       return;
     }
+    this.#known.set(record.runId, record);
     await this.#know(record);
     if (record.decision) {
       this.#open.delete(record.runId);
@@ -124,7 +181,8 @@ export class Deferrals {
 
   async #apply(record: DeferralRecord, tries: number): Promise<void> {
     const ctx = this.#ctx;
-    const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, settingsOf(ctx));
+    const reference = this.#known.get(record.runId);
+    const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, { ...settingsOf(ctx), ...(reference ? { reference } : {}) });
     if (app.kind === "pending") {
       const delays = ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
       const delay = delays[tries];
@@ -137,7 +195,7 @@ export class Deferrals {
     }
     this.#queued.delete(record.runId);
     if (app.kind !== "applied") return;
-    this.#closed.add(path.basename(deferralFile(ctx.setup.identity.teamDir, record.runId)));
+    this.#forget(record.runId);
     await this.#close(app.record);
     // Applied before (a look that read the file while this leader was writing it queued it twice): said once.
     if (app.already) return;
@@ -194,7 +252,7 @@ export class Deferrals {
     let soonest = Number.POSITIVE_INFINITY;
     for (const record of this.#open.values()) soonest = Math.min(soonest, Date.parse(record.expiresAt));
     if (!Number.isFinite(soonest)) return;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, soonest - Date.now()));
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, soonest - Date.now(), this.#notBefore - Date.now()));
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#expire()
@@ -210,8 +268,87 @@ export class Deferrals {
       if (Date.parse(record.expiresAt) > now) continue;
       this.#open.delete(runId);
       const at = new Date(Math.max(now, Date.parse(this.#ctx.now()))).toISOString();
-      const decided = await updateDeferral(this.#ctx.setup.identity.teamDir, runId, (r) => (r.decision ? undefined : { ...r, decision: { decision: "expired", by: EXPIRY_BY, at } }));
-      if (decided?.decision) this.#enqueue(decided);
+      const held = heldFields(record);
+      const expire = (r: DeferralRecord): DeferralRecord | undefined => (r.decision ? undefined : { ...r, ...held, decision: { decision: "expired", by: EXPIRY_BY, at } });
+      const teamDir = this.#ctx.setup.identity.teamDir;
+      const file = this.#file(runId);
+      let decided: DeferralRecord | null;
+      try {
+        // What the agents may have done to it meanwhile does not keep the gate from its deadline: an
+        // unreadable file is moved aside, one gone or of another run written again, then it expires.
+        const read = await readDeferral(teamDir, runId);
+        if (read && !read.ok) await this.#replace(file, record, read.problem.message);
+        else if (read === null) await this.#rewrite(record, existsSync(file) ? "holds another run's record" : "is gone");
+        decided = await updateDeferral(teamDir, runId, expire);
+      } catch (error) {
+        this.#tell(`${file}\0expire`, `${file}: cannot be expired now (${describeError(error)}); trying again every second`);
+        this.#open.set(runId, record);
+        this.#notBefore = Date.now() + 1_000;
+        continue;
+      }
+      if (decided?.decision) {
+        this.#known.set(runId, { ...decided, ...held });
+        this.#enqueue({ ...decided, ...held });
+      }
+    }
+  }
+
+  #file(runId: string): string {
+    return deferralFile(this.#ctx.setup.identity.teamDir, runId);
+  }
+
+  #tell(id: string, message: string): void {
+    if (this.#told.has(id)) return;
+    this.#told.add(id);
+    this.#ctx.warn(message);
+  }
+
+  /** Applied (or no longer this leader's business): its file is never looked at again. */
+  #forget(runId: string): void {
+    this.#open.delete(runId);
+    this.#known.delete(runId);
+    this.#closed.add(path.basename(this.#file(runId)));
+  }
+
+  /** What the ledger holds of the deferral (under the file's key, or under its own if the file's key was edited). */
+  #ledgerHold(record: DeferralRecord): LedgerHold | null {
+    const ledger = this.#ctx.requireLedger();
+    const state = ledger.get(record.key);
+    const held = state?.state === "deferred" && state.deferral === record.runId ? { key: record.key, ...state } : ledger.deferred().find((h) => h.deferral === record.runId);
+    return held ? { key: held.key, eventRunId: held.runId, expiresAt: held.expiresAt, log: held.log } : null;
+  }
+
+  /** The deferral whose file is named `name`: one known here, or one the ledger holds (read from its log). */
+  async #ownerOf(name: string): Promise<DeferralRecord | null> {
+    for (const record of this.#known.values()) if (path.basename(this.#file(record.runId)) === name) return record;
+    const held = this.#ctx.requireLedger().deferred().find((h) => path.basename(this.#file(h.deferral)) === name);
+    return held ? heldOfLog(held.log, held.deferral) : null;
+  }
+
+  /** A gate's file that is not its own (unreadable, another run's): moved aside, and written again from what the gate held. */
+  async #replace(file: string, owner: DeferralRecord, why: string): Promise<void> {
+    const aside = `${file}.refused-${Date.now()}`;
+    const moved = await new Promise<string | null>((resolve) => rename(file, aside, (error) => resolve(error ? describeError(error) : null)));
+    if (moved !== null) {
+      this.#tell(file, `${why}; the gate of ${owner.key} stays held, but its file cannot be moved aside (${moved}): move it yourself`);
+      return;
+    }
+    this.#told.delete(file);
+    this.#ctx.warn(`${why}: refused, moved aside to ${path.basename(aside)}; written again from what the gate of ${owner.key} held (run ${owner.runId})`);
+    await this.#rewrite(owner, null);
+  }
+
+  /** Writes a deferral's file again from what this leader knows of it (unless it is there); false if it could not be written. */
+  async #rewrite(record: DeferralRecord, why: string | null): Promise<boolean> {
+    const file = this.#file(record.runId);
+    try {
+      await writeDeferral(this.#ctx.setup.identity.teamDir, record);
+      if (why !== null) this.#ctx.warn(`${file} ${why}: written again from what its gate held (${record.decision ? `decided: ${record.decision.decision}` : `held until ${record.expiresAt}`})`);
+      this.#told.delete(`${file}\0unwritable`);
+      return true;
+    } catch (error) {
+      this.#tell(`${file}\0unwritable`, `${file} ${why ?? "is not its gate's"}; cannot be written again (${describeError(error)}): its gate stays held`);
+      return false;
     }
   }
 }
@@ -221,9 +358,8 @@ export class Deferrals {
  * file, or the file removed by hand): the file again, from the log's `deferral` block. Returns the
  * deferral, or null (and a warning) when the log does not hold one.
  */
-export async function restoreFromLog(ctx: LeaderContext, key: string, logFile: string | null): Promise<DeferralRecord | null> {
-  const read = logFile ? await readHookLog(logFile) : null;
-  const held = read?.ok ? deferralOfLog(read.record.deferral) : null;
+export async function restoreFromLog(ctx: LeaderContext, key: string, logFile: string | null, runId: string): Promise<DeferralRecord | null> {
+  const held = await heldOfLog(logFile, runId);
   if (!held) {
     ctx.warn(`${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays held until the ledger is reset (docs/ledger.md)`);
     return null;
