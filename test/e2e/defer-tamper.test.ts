@@ -165,6 +165,36 @@ describe.concurrent("deferral files edited by an agent", () => {
     expect((await readLedger(team.teamDir)).filter((r) => r.key === expired?.key).map((r) => r.op).pop()).toBe("done");
   });
 
+  it("`applied` and `applying` written by hand are not believed: no gate is closed without its decision applied and logged in hook-logs", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const { team, leader } = await heldTeam(rig, ["1", "2"]);
+    const runs = await hold(rig, team, leader, ["1", "2"]);
+    const [run1, run2] = [runs.get("1") ?? "", runs.get("2") ?? ""];
+    const [held1, held2] = [await readRecord(team, run1), await readRecord(team, run2)];
+    // "Applied", naming a log that exists but is not its decision's (the held run's own).
+    await plant(fileOf(team, run1), JSON.stringify({ ...held1, applied: { at: new Date().toISOString(), logFile: held1.logFile, actions: [] } }));
+    await warned(leader, fileOf(team, run1), `says applied, but its log ${held1.logFile} is not the decision log of run ${run1}: not believed; its gate stays held`);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    const lastOp = async (key: string) => (await readLedger(team.teamDir)).filter((r) => r.key === key).pop()?.op;
+    expect(await lastOp(held1.key)).toBe("defer");
+    expect((await readRecord(team, run1)).applied).toBeUndefined();
+
+    // A decision and an `applying` whose log is outside hook-logs: the log goes where logs go, nowhere else.
+    const elsewhere = path.join(team.teamsRoot, "elsewhere.json");
+    await plant(fileOf(team, run2), JSON.stringify({ ...held2, decision: { decision: "deny", by: "mallory", at: new Date().toISOString() }, applying: { at: new Date().toISOString(), runId: "x", logFile: elsewhere } }));
+    expect(await runBin(["decide", "--team-dir", team.teamDir, run2, "deny", "--by", "mallory"])).toMatchObject({ code: 0 });
+    expect(existsSync(elsewhere)).toBe(false);
+    const applied2 = (await readRecord(team, run2)).applied;
+    expect(path.dirname(applied2?.logFile ?? "")).toBe(path.join(team.teamDir, "hook-logs"));
+    expect(await runBin(["decide", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"])).toMatchObject({ code: 0 });
+
+    const next = await rig.leader(team, ARGS);
+    await next.waitFor("both keys done", async () => (await lastOp(held1.key)) === "done" && (await lastOp(held2.key)) === "done");
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateDecision: "allow", qualityGateDecidedBy: "ci" });
+    expect((await readTaskFile(team, "2")).metadata).toMatchObject({ qualityGateDecision: "deny", qualityGateDecidedBy: "mallory", qualityGateFailureCount: 1 });
+  });
+
   it("with no leader running: decide and the next start hold the files to the deadlines and keys their gates held", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);

@@ -16,6 +16,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import path from "node:path";
 import type { HookInvocation } from "../contract/contract.js";
 import { blankResult, type RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
@@ -28,7 +29,7 @@ import type { FailureMode } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
-import { ledgerFile, taskFile } from "../team/paths.js";
+import { hookLogsDir, ledgerFile, taskFile } from "../team/paths.js";
 import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
@@ -256,11 +257,14 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     ...(record.timestamp ? { timestamp: record.timestamp } : {}),
     completedTask: task,
   };
+  // An `applying` whose log is not in the team's hook-logs was not planned by an applier (written by
+  // hand, it would have the log written anywhere): planned again.
+  const planned = (r: DeferralRecord): boolean => r.applying !== undefined && path.dirname(path.resolve(r.applying.logFile)) === path.resolve(hookLogsDir(teamDir));
   try {
-    if (!record.applying) {
+    if (!planned(record)) {
       const at = now().toISOString();
       const applying = { at, runId: randomUUID(), logFile: planHookLogFile(teamDir, { startedAt: at, invocation }) };
-      record = { ...((await updateDeferral(teamDir, runId, (r) => (r.applying ? undefined : { ...r, ...held, applying }))) ?? record), ...held };
+      record = { ...((await updateDeferral(teamDir, runId, (r) => (planned(r) ? undefined : { ...r, ...held, applying }))) ?? record), ...held };
     }
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
@@ -272,8 +276,11 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
 
   let summary: string;
   let actions: string[];
-  const logged = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
-  if (logged?.ok) {
+  const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
+  // Only this deferral's decision log says it was applied (another log at that name says nothing of it).
+  const logged = onDisk?.ok && (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId === runId ? onDisk : null;
+  let logFile = applying.logFile;
+  if (logged) {
     // Applied and logged before a crash: only `applied` was missing.
     const policy = logged.record.policy as { summary?: unknown; actions?: unknown } | undefined;
     summary = typeof policy?.summary === "string" ? policy.summary : "";
@@ -312,7 +319,8 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     summary = done.plan.summary;
     actions = done.actions;
     try {
-      await writeHookLog(
+      // At the name planned, unless something else took it: then the next free one.
+      logFile = await writeHookLog(
         teamDir,
         {
           invocation,
@@ -329,12 +337,12 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     }
   }
   try {
-    const applied = { at: now().toISOString(), logFile: applying.logFile, actions };
+    const applied = { at: now().toISOString(), logFile, actions };
     record = { ...((await updateDeferral(teamDir, runId, (r) => ({ ...r, ...held, applied }))) ?? { ...record, applied }), ...held };
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
-  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile: applying.logFile, waitedMs, already: false };
+  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile, waitedMs, already: false };
 }
 
 function said(decision: DeferralDecision): Partial<DeferralDecision> {

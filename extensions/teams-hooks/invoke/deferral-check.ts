@@ -16,11 +16,17 @@
  * — that log must hold the same run. The ledger is the leader's own file: when it holds the run but
  * its log is gone, its key, event run id and deadline still stand. A deferral with no reference at
  * all is refused: no gate held it. Outcomes are data; the callers say them and repair the file.
+ *
+ * `applying` and `applied` are the applier's, and say "the policy is applied, here is its log": a
+ * claim, written by hand, that would close a gate with nothing applied and no decision named. So the
+ * log they name must be the decision log of that deferral, in the team's hook-logs
+ * (`decisionLogProblem`), or the claim is not believed.
  */
+import path from "node:path";
 import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "./deferral.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
-import { ledgerFile } from "../team/paths.js";
+import { hookLogsDir, ledgerFile } from "../team/paths.js";
 
 /** What the ledger's `defer` record says of a deferral (docs/ledger.md). */
 export interface LedgerHold {
@@ -90,6 +96,17 @@ async function referenceOf(record: DeferralRecord, ledger: LedgerHold | null): P
   const held = await heldOfLog(record.logFile, record.runId);
   if (held) return { reference: held };
   return { problem: `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile (${record.logFile ?? "none"}) is not the log of a held run of that id` };
+}
+
+/** Why `logFile` (a deferral's `applying` or `applied` log) is not the decision log of `runId` in the team's hook-logs; null when it is. */
+export async function decisionLogProblem(teamDir: string, runId: string, logFile: string | null): Promise<string | null> {
+  if (logFile === null) return "it names no decision log";
+  const dir = hookLogsDir(teamDir);
+  if (path.dirname(path.resolve(logFile)) !== path.resolve(dir)) return `its log ${logFile} is not in ${dir}`;
+  const read = await readHookLog(logFile);
+  if (!read.ok) return read.problem.kind === "missing" ? `its log ${logFile} does not exist` : read.problem.message;
+  const decision = read.record.decision as { deferredRunId?: unknown } | undefined;
+  return decision?.deferredRunId === runId ? null : `its log ${logFile} is not the decision log of run ${runId}`;
 }
 
 /** The held record a log's `deferral` block holds for `runId`, or null. */

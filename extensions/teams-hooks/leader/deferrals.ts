@@ -17,20 +17,22 @@
  * key, a deadline or any other held field edited is put back; a file under another run's name is
  * moved aside and written again from what the gate held, and so is one that cannot be read when its
  * deadline comes (not before: a person may be fixing it); a deferral no gate held is refused; a file
- * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan.
- * Each is said. Only the decision is the deciders' to write.
+ * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan;
+ * `applied` is believed only with its decision log. Each is said (leader/deferral-guard.ts). Only
+ * the decision is the deciders' to write.
  */
-import { existsSync, rename } from "node:fs";
+import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { type ApplySettings, EXPIRY_BY, applyDecision } from "../invoke/decision.js";
-import { type DeferralRecord, deferralFile, deferralsDir, isDeferralFileName, readDeferral, readDeferralFile, updateDeferral, writeDeferral } from "../invoke/deferral.js";
-import { type LedgerHold, checkDeferral, describeChanges, heldFields, heldOfLog } from "../invoke/deferral-check.js";
+import { type DeferralRecord, deferralFile, deferralsDir, isDeferralFileName, readDeferral, readDeferralFile, updateDeferral } from "../invoke/deferral.js";
+import { checkDeferral, describeChanges, heldFields } from "../invoke/deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
+import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
 
 /** The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off). */
 const MAX_TIMER_MS = 6 * 3_600_000;
@@ -41,21 +43,23 @@ export class Deferrals {
   readonly #open = new Map<string, DeferralRecord>();
   /** Names of applied deferral files: never looked at again. */
   readonly #closed = new Set<string>();
+  /** Names of files refused (no gate held them): looked at again only when a watcher says they changed. */
+  readonly #refused = new Set<string>();
   /** Run ids whose application is queued or under way (a hint and a scan must not queue one twice). */
   readonly #queued = new Set<string>();
-  /** Problems said, by file and problem (said once while it lasts). */
-  readonly #told = new Set<string>();
   /**
    * Every deferral not closed, as last read and held to what its gate held: what a file edited,
    * replaced or gone is checked against and written again from.
    */
   readonly #known = new Map<string, DeferralRecord>();
+  readonly #guard: DeferralGuard;
   #timer: NodeJS.Timeout | null = null;
   /** The timer fires no sooner than this (an expiry that failed is tried again a second later, not at once). */
   #notBefore = 0;
 
   constructor(ctx: LeaderContext) {
     this.#ctx = ctx;
+    this.#guard = new DeferralGuard(ctx, this.#known);
   }
 
   get dir(): string {
@@ -88,10 +92,10 @@ export class Deferrals {
       }
       names = []; // the folder is gone (deleted, or the team dir made again): its files are written again below
     }
-    for (const name of names) if (isDeferralFileName(name) && !this.#closed.has(name)) await this.#look(path.join(this.dir, name));
+    for (const name of names) if (isDeferralFileName(name) && !this.#closed.has(name) && !this.#refused.has(name)) await this.#look(path.join(this.dir, name));
     const present = new Set(names);
     for (const record of [...this.#known.values()]) {
-      if (!present.has(path.basename(this.#file(record.runId)))) await this.#rewrite(record, "is gone");
+      if (!present.has(path.basename(this.#guard.file(record.runId)))) await this.#guard.rewrite(record, "is gone");
     }
     this.#arm();
   }
@@ -99,6 +103,7 @@ export class Deferrals {
   /** A watcher saw a deferral file written. */
   hint(file: string): void {
     if (this.#closed.has(path.basename(file))) return;
+    this.#refused.delete(path.basename(file));
     void this.#look(file)
       .then(() => this.#arm())
       .catch((error: unknown) => this.#ctx.warn(`${file}: not looked at: ${describeError(error)}`));
@@ -122,16 +127,17 @@ export class Deferrals {
     if (!read.ok) {
       if (read.problem.kind === "missing") return;
       // Left for now (a person may be fixing it; decide refuses it meanwhile), but not past the deadline: see #expire.
-      this.#tell(file, `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved aside; at its deadline it is moved aside and the gate expires`);
+      this.#guard.tell(file, `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved aside; at its deadline it is moved aside and the gate expires`);
       return;
     }
     let record = read.value;
     const teamDir = this.#ctx.setup.identity.teamDir;
-    if (path.basename(this.#file(record.runId)) !== path.basename(file)) {
-      const owner = await this.#ownerOf(path.basename(file));
-      const what = `${file}: holds run ${record.runId}, but a deferral is named by its run id (${path.basename(this.#file(record.runId))})`;
-      if (owner) return this.#replace(file, owner, what);
-      this.#tell(file, `${what}: refused; nothing is done with it`);
+    const guard = this.#guard;
+    if (path.basename(guard.file(record.runId)) !== path.basename(file)) {
+      const owner = await guard.ownerOf(path.basename(file));
+      const what = `${file}: holds run ${record.runId}, but a deferral is named by its run id (${path.basename(guard.file(record.runId))})`;
+      if (owner) return guard.replace(file, owner, what);
+      guard.tell(file, `${what}: refused; nothing is done with it`);
       return;
     }
     const state = this.#ctx.requireLedger().get(record.key);
@@ -139,12 +145,13 @@ export class Deferrals {
       this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
       return;
     }
-    const check = await checkDeferral(record, { reference: this.#known.get(record.runId) ?? null, ledger: this.#ledgerHold(record) });
+    const check = await checkDeferral(record, { reference: this.#known.get(record.runId) ?? null, ledger: guard.ledgerHold(record) });
     if (check.kind === "refused") {
-      this.#tell(file, `${file}: refused: ${check.problem}; nothing is done with it`);
+      guard.tell(file, `${file}: refused: ${check.problem}; nothing is done with it`);
+      this.#refused.add(path.basename(file)); // its log is not read again at every reconcile scan
       return;
     }
-    this.#told.delete(file);
+    guard.untell(file);
     if (check.kind === "differs") {
       // Said each time: each is an edit (once put back, the file agrees until the next one).
       const changes = describeChanges(record, check.reference, check.fields);
@@ -153,14 +160,18 @@ export class Deferrals {
         record = { ...((await updateDeferral(teamDir, record.runId, (r) => ({ ...r, ...held }))) ?? record), ...held };
         this.#ctx.warn(`${file}: changed since its gate was held: ${changes}; put back as held`);
       } catch (error) {
-        this.#tell(`${file}\0unwritable`, `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what its gate held is what applies`);
+        guard.tell(`${file}\0unwritable`, `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what its gate held is what applies`);
         record = { ...record, ...held };
       }
     }
     if (record.applied) {
-      this.#forget(record.runId);
-      await this.#close(record);
-      return;
+      const unclaimed = await guard.unclaimed(file, record, check.reference);
+      if (unclaimed === null) {
+        this.#forget(record.runId);
+        await this.#close(record);
+        return;
+      }
+      record = unclaimed;
     }
     this.#known.set(record.runId, record);
     await this.#know(record);
@@ -271,17 +282,17 @@ export class Deferrals {
       const held = heldFields(record);
       const expire = (r: DeferralRecord): DeferralRecord | undefined => (r.decision ? undefined : { ...r, ...held, decision: { decision: "expired", by: EXPIRY_BY, at } });
       const teamDir = this.#ctx.setup.identity.teamDir;
-      const file = this.#file(runId);
+      const file = this.#guard.file(runId);
       let decided: DeferralRecord | null;
       try {
         // What the agents may have done to it meanwhile does not keep the gate from its deadline: an
         // unreadable file is moved aside, one gone or of another run written again, then it expires.
         const read = await readDeferral(teamDir, runId);
-        if (read && !read.ok) await this.#replace(file, record, read.problem.message);
-        else if (read === null) await this.#rewrite(record, existsSync(file) ? "holds another run's record" : "is gone");
+        if (read && !read.ok) await this.#guard.replace(file, record, read.problem.message);
+        else if (read === null) await this.#guard.rewrite(record, existsSync(file) ? "holds another run's record" : "is gone");
         decided = await updateDeferral(teamDir, runId, expire);
       } catch (error) {
-        this.#tell(`${file}\0expire`, `${file}: cannot be expired now (${describeError(error)}); trying again every second`);
+        this.#guard.tell(`${file}\0expire`, `${file}: cannot be expired now (${describeError(error)}); trying again every second`);
         this.#open.set(runId, record);
         this.#notBefore = Date.now() + 1_000;
         continue;
@@ -293,78 +304,12 @@ export class Deferrals {
     }
   }
 
-  #file(runId: string): string {
-    return deferralFile(this.#ctx.setup.identity.teamDir, runId);
-  }
-
-  #tell(id: string, message: string): void {
-    if (this.#told.has(id)) return;
-    this.#told.add(id);
-    this.#ctx.warn(message);
-  }
-
   /** Applied (or no longer this leader's business): its file is never looked at again. */
   #forget(runId: string): void {
     this.#open.delete(runId);
     this.#known.delete(runId);
-    this.#closed.add(path.basename(this.#file(runId)));
+    this.#closed.add(path.basename(this.#guard.file(runId)));
   }
-
-  /** What the ledger holds of the deferral (under the file's key, or under its own if the file's key was edited). */
-  #ledgerHold(record: DeferralRecord): LedgerHold | null {
-    const ledger = this.#ctx.requireLedger();
-    const state = ledger.get(record.key);
-    const held = state?.state === "deferred" && state.deferral === record.runId ? { key: record.key, ...state } : ledger.deferred().find((h) => h.deferral === record.runId);
-    return held ? { key: held.key, eventRunId: held.runId, expiresAt: held.expiresAt, log: held.log } : null;
-  }
-
-  /** The deferral whose file is named `name`: one known here, or one the ledger holds (read from its log). */
-  async #ownerOf(name: string): Promise<DeferralRecord | null> {
-    for (const record of this.#known.values()) if (path.basename(this.#file(record.runId)) === name) return record;
-    const held = this.#ctx.requireLedger().deferred().find((h) => path.basename(this.#file(h.deferral)) === name);
-    return held ? heldOfLog(held.log, held.deferral) : null;
-  }
-
-  /** A gate's file that is not its own (unreadable, another run's): moved aside, and written again from what the gate held. */
-  async #replace(file: string, owner: DeferralRecord, why: string): Promise<void> {
-    const aside = `${file}.refused-${Date.now()}`;
-    const moved = await new Promise<string | null>((resolve) => rename(file, aside, (error) => resolve(error ? describeError(error) : null)));
-    if (moved !== null) {
-      this.#tell(file, `${why}; the gate of ${owner.key} stays held, but its file cannot be moved aside (${moved}): move it yourself`);
-      return;
-    }
-    this.#told.delete(file);
-    this.#ctx.warn(`${why}: refused, moved aside to ${path.basename(aside)}; written again from what the gate of ${owner.key} held (run ${owner.runId})`);
-    await this.#rewrite(owner, null);
-  }
-
-  /** Writes a deferral's file again from what this leader knows of it (unless it is there); false if it could not be written. */
-  async #rewrite(record: DeferralRecord, why: string | null): Promise<boolean> {
-    const file = this.#file(record.runId);
-    try {
-      await writeDeferral(this.#ctx.setup.identity.teamDir, record);
-      if (why !== null) this.#ctx.warn(`${file} ${why}: written again from what its gate held (${record.decision ? `decided: ${record.decision.decision}` : `held until ${record.expiresAt}`})`);
-      this.#told.delete(`${file}\0unwritable`);
-      return true;
-    } catch (error) {
-      this.#tell(`${file}\0unwritable`, `${file} ${why ?? "is not its gate's"}; cannot be written again (${describeError(error)}): its gate stays held`);
-      return false;
-    }
-  }
-}
-
-/**
- * A held key whose deferral file is not there (a leader killed between the held run's log and the
- * file, or the file removed by hand): the file again, from the log's `deferral` block. Returns the
- * deferral, or null (and a warning) when the log does not hold one.
- */
-export async function restoreFromLog(ctx: LeaderContext, key: string, logFile: string | null, runId: string): Promise<DeferralRecord | null> {
-  const held = await heldOfLog(logFile, runId);
-  if (!held) {
-    ctx.warn(`${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays held until the ledger is reset (docs/ledger.md)`);
-    return null;
-  }
-  return writeDeferral(ctx.setup.identity.teamDir, held);
 }
 
 function settingsOf(ctx: LeaderContext): ApplySettings {
