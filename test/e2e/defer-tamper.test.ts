@@ -6,7 +6,8 @@
  * replaced by a FIFO at its deadline;
  * a deadline pushed into 2099 is put back and the gate expires when it was due; a key edited to
  * another task's cannot carry a decision over to that task (whose gate must still run); a deferral no
- * gate held is refused; files gone with their folder, or with the whole team dir, are written again.
+ * gate held is refused; files gone with their folder, or with the whole team dir, are written again
+ * (a file in the folder's place is said once, not at every reconcile scan).
  * Every one of these is said. Before these checks, each of them left a gate held for ever, in silence,
  * or let a decision pass a gate that never ran.
  */
@@ -139,11 +140,18 @@ describe.concurrent("deferral files edited by an agent", () => {
   it("the deferrals folder deleted, then the whole team dir deleted and made again: the files are written again, decide settles one, the other expires", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const { team, leader } = await heldTeam(rig, ["1", "2"], { deferTimeoutMs: 6000 });
+    const { team, leader } = await heldTeam(rig, ["1", "2"], { deferTimeoutMs: 9000 });
     const runs = await hold(rig, team, leader, ["1", "2"]);
     const [run1, run2] = [runs.get("1") ?? "", runs.get("2") ?? ""];
 
+    // A file where the folder was: said once (not at every reconcile scan), and the gates wait for it to go.
     await rm(deferralsDir(team), { recursive: true });
+    await writeFile(deferralsDir(team), "not a folder\n");
+    await warned(leader, deferralsDir(team), "cannot list the deferrals (ENOTDIR");
+    const since = performance.now();
+    await leader.waitFor("five reconcile scans", () => performance.now() - since > 1_000); // a negative check: only time can show it
+    expect(leader.warnings().filter((w) => w.includes("cannot list the deferrals"))).toHaveLength(1);
+    await rm(deferralsDir(team));
     await warned(leader, fileOf(team, run1), "is gone: written again from what its gate held");
     await warned(leader, fileOf(team, run2), "is gone: written again from what its gate held");
     const answer = await runBin(["decide", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"]);

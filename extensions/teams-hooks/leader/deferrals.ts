@@ -85,9 +85,11 @@ export class Deferrals {
     let names: string[];
     try {
       names = await readdir(this.dir);
+      this.#guard.untell(`${this.dir}\0list`);
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") {
-        this.#ctx.warn(`${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
+        // Said once while it lasts: the reconcile scan comes back every few seconds.
+        this.#guard.tell(`${this.dir}\0list`, `${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
         return;
       }
       names = []; // the folder is gone (deleted, or the team dir made again): its files are written again below
