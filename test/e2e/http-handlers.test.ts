@@ -162,6 +162,31 @@ describe.concurrent("HTTP handlers in the leader", () => {
     expect(await second.exited).toEqual({ code: 130, signal: null });
     expect(performance.now() - began).toBeLessThan(5_000);
   });
+
+  it("a stop while a file hook runs before a handler: the handler is never asked (no wait for its timeout), the event stays open and runs again at the next start", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    receiver.route("/e2e-after-stop", allow);
+    const team = await rig.team({ tasks: [working("1")], config: { hooks: { handlers: [handler("late", "/e2e-after-stop", { timeoutMs: 60_000 })] } } });
+    const marker = path.join(team.teamDir, "file-hook-started");
+    await rig.hook(team, "on_task_completed.sh", `echo "$PI_TEAMS_HOOK_ATTEMPT" >> "${marker}"\nsleep 1`);
+    const leader = await rig.leader(team);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitFor("the file hook to start", () => readFile(marker, "utf8").catch(() => null));
+    const stopped = await leader.stop("SIGTERM");
+    expect(stopped).toMatchObject({ code: 0, signal: null });
+    expect(stopped.ms).toBeLessThan(10_000); // the file hook's second, not the handler's minute
+    expect(receiver.requests("/e2e-after-stop")).toEqual([]);
+    expect(leader.events()).toEqual([]);
+    expect(leader.warnings()).toEqual([expect.stringMatching(/^warning: task_completed:1:.*: the leader is stopping: http:late \(hook 2 of 2\) and the hooks after it did not start; the event stays open: the next start runs its gate again$/)]);
+    expect(await readLogs(team.teamDir)).toEqual([]);
+
+    const next = await rig.leader(team);
+    const [event] = await next.waitForEvents(1);
+    expect(event).toMatchObject({ taskId: "1", hook: "http:late", outcome: "passed", retry: true });
+    expect(receiver.requests("/e2e-after-stop").map((r) => r.headers["x-pi-teams-hook-attempt"])).toEqual(["2"]);
+    expect((await readFile(marker, "utf8")).split("\n").filter(Boolean)).toEqual(["1", "2"]);
+  });
 });
 
 describe("HTTP handlers by hand", () => {

@@ -135,6 +135,18 @@ describe("decideDeferral without a leader", () => {
     expect(inbox).toHaveLength(2);
   });
 
+  it("one event held twice (the leader and `run --apply-policy`), both denied, the older hold first: one follow-up, one assignment, one nudge", async () => {
+    const older = await hold();
+    const newer = await hold();
+    // The older hold's decision leaves the task to the newer hold, but makes the event's follow-up.
+    expect(await decide(older, { decision: "deny", by: "ci" })).toMatchObject({ kind: "applied", actions: ["task metadata left (a newer gate is recorded)", "follow-up #2 for alice", "nudge alice"] });
+    // The newer one counts and reopens, and finds that follow-up rather than making a second.
+    expect(await decide(newer, { decision: "deny", by: "ci" })).toMatchObject({ kind: "applied", actions: ["reopened (1/3)", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
+    expect(fs.readdirSync(team.tasksDir).filter((n) => n.endsWith(".json")).sort()).toEqual(["1.json", "2.json"]);
+    expect(task().metadata).toMatchObject({ qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 });
+    expect(JSON.parse(fs.readFileSync(team.inboxFile(team.taskListId, "alice"), "utf8"))).toHaveLength(2);
+  });
+
   it("refuses what a verdict would refuse, and run ids it never wrote", async () => {
     const runId = await hold();
     expect(await decide(runId, { decision: "deny", code: "Bad Code", by: "ci" })).toMatchObject({ kind: "invalid", problem: expect.stringContaining("code:") });

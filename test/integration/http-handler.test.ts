@@ -216,6 +216,43 @@ describe("what the request carries", () => {
     expect(JSON.stringify(result)).not.toContain(SECRET);
   });
 
+  it("a secret echoed JSON-escaped (PHP's \\/), percent-encoded or in the reason phrase is redacted too", async () => {
+    // A base64 token holds `/` and `+`; a debug endpoint answers the request's headers as JSON.
+    const token = 'Zm9v/YmFy+"q"\\x';
+    receiver.route("/echo-encoded", (req, res) => {
+      const got = String(req.headers.authorization);
+      res.statusMessage = `Refused ${got}`;
+      const php = JSON.stringify({ authorization: got }).replaceAll("/", "\\/");
+      res.writeHead(403, { "content-type": "application/json" }).end(`${php} ${JSON.stringify(got)} ${encodeURIComponent(got)}\n`);
+    });
+    const result = await runHandler(handler("/echo-encoded", { secretHeaders: { Authorization: "CI_GATE_TOKEN" } }), makeInvocation(), { timeoutMs: 5_000, env: { CI_GATE_TOKEN: token } });
+    expect(result.http?.statusText).toBe("Refused [redacted]");
+    expect(result.stdout).toBe('{"authorization":"[redacted]"} "[redacted]" [redacted]\n');
+    expect(result.error).toBe('HTTP 403 Refused [redacted]: {"authorization":"[redacted]"} "[redacted]" [redacted]');
+    const recorded = JSON.stringify(result);
+    for (const form of ["Zm9v", "YmFy", encodeURIComponent(token)]) expect(recorded).not.toContain(form);
+  });
+
+  it("a secret that is short, or also in the task's subject: redacted where it stands, never inside words or in our own words", async () => {
+    receiver.route("/echo-short", (req, res, body) => {
+      const subject = (JSON.parse(body.toString("utf8")) as { task: { subject: string } }).task.subject;
+      const reason = `task "${subject}" refused for key ${String(req.headers["x-api-key"])}`;
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ decision: "deny", reason, message: `token ${String(req.headers.authorization)}` }));
+    });
+    const invocation = makeInvocation({ task: { subject: "rotate the s3cr3t-token-value today" } });
+    const def = handler("/echo-short", { secretHeaders: { Authorization: "CI_GATE_TOKEN", "X-Api-Key": "CI_API_KEY" } });
+    const result = await runHandler(def, invocation, { timeoutMs: 5_000, env: { CI_GATE_TOKEN: SECRET, CI_API_KEY: "t" } });
+    // The long secret goes wherever it is (the subject too: it is the secret); the 1-character one only where it stands alone.
+    expect(result.verdict).toMatchObject({ decision: "deny", reason: 'task "rotate the [redacted] today" refused for key [redacted]', message: "token [redacted]" });
+    // Our own words are never redacted: a secret "1" leaves the status and the URL alone.
+    receiver.route("/down-1", json(401, "", "Unauthorized"));
+    const down = await runHandler(handler("/down-1", { secretHeaders: { Authorization: "ONE" } }), makeInvocation(), { timeoutMs: 5_000, env: { ONE: "1" } });
+    expect(down.error).toBe("HTTP 401 Unauthorized");
+    const port = await closedPort();
+    const refused = await runHandler(HandlerSchema.parse({ name: "gone", events: ["task_completed"], url: `http://127.0.0.1:${port}/x`, secretHeaders: { Authorization: "ONE" } }), makeInvocation(), { timeoutMs: 5_000, env: { ONE: "1" } });
+    expect(refused.error).toMatch(new RegExp(`^no connection to http://127\\.0\\.0\\.1:${port}: `));
+  });
+
   it("keeps the connection alive: two requests, one connection", async () => {
     receiver.route("/keep", json(200, '{"decision":"allow"}'));
     const before = receiver.connections();

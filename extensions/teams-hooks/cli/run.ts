@@ -124,6 +124,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
   const answer = await decideDeferral(teamDir, runId, input, {
     env: io.env,
     waitForLeaderMs: 10_000,
+    warn: (message) => io.stderr(`warning: ${message}\n`),
     settings: { identity: setup.identity, policy: setup.policy.policy, failureModes: setup.failureModes, timeoutMs: setup.timeout.value },
   });
   if (v.json) io.stdout(`${JSON.stringify({ runId, ...answer })}\n`);
@@ -132,6 +133,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       // The problem names the field; the flag that carries it is named the same.
       throw new HooksError("E_USAGE", `--${answer.problem}`);
     case "unknown":
+      if (answer.problem) throw new HooksError("E_TASK", answer.problem);
       throw new HooksError("E_TASK", `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks logs --team-dir ${teamDir} --outcome deferred)`);
     case "conflict": {
       const e = answer.existing;

@@ -51,19 +51,30 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
   };
 }
 
+/**
+ * What a chain did: its runs, and `interrupted` when the caller began to stop (`req.stopping`) before
+ * a later hook started: that hook and the rest did not start, and the event is not settled (no
+ * policy, no log): the leader leaves it in flight, and its next start runs the chain again.
+ */
+export interface ChainRun {
+  runs: HookRun[];
+  interrupted: string | null;
+}
+
 /** Runs the chain under its limits; task events stop at the first run that does not count as a pass. */
 export async function runChain(
   req: InvokeRequest,
   hooks: ChainHook[],
   invocation: HookInvocation,
   ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
-): Promise<HookRun[]> {
+): Promise<ChainRun> {
   const { limits } = ctx;
-  const refused = (hook: ChainHook, message: string): HookRun[] => [
-    { hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null },
-  ];
+  const refused = (hook: ChainHook, message: string): ChainRun => ({
+    runs: [{ hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null }],
+    interrupted: null,
+  });
   const [head] = hooks;
-  if (!head) return [];
+  if (!head) return { runs: [], interrupted: null };
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
   }
@@ -77,9 +88,13 @@ export async function runChain(
   const runs: HookRun[] = [];
   const deadline = performance.now() + limits.chainDeadlineMs;
   for (const [index, hook] of hooks.entries()) {
+    // A stop lets the hook under way finish, but starts no other: a handler's request could add its whole timeout.
+    if (index > 0 && req.stopping?.()) {
+      return { runs, interrupted: `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks after it did not start` };
+    }
     const left = Math.floor(deadline - performance.now());
     if (left <= 0) {
-      runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`));
+      runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs);
       break;
     }
     // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file the run's timeout.
@@ -121,7 +136,7 @@ export async function runChain(
     runs.push({ hook, result, startedAt, logFile: null });
     if (isTaskEvent(req.event) && !countsAsPass(result, ctx.mode)) break;
   }
-  return runs;
+  return { runs, interrupted: null };
 }
 
 

@@ -16,6 +16,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
+import path from "node:path";
 import type { HookInvocation } from "../contract/contract.js";
 import { blankResult, type RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
@@ -28,18 +29,20 @@ import type { FailureMode } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
-import { ledgerFile, taskFile } from "../team/paths.js";
+import { hookLogsDir, ledgerFile, taskFile } from "../team/paths.js";
 import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
-import { type DeferralDecision, type DeferralRecord, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
+import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
+import { changedFields, checkDeferral, describeChanges, heldFields, ledgerHoldOf } from "./deferral-check.js";
 import { policyRecordOf } from "./invoke.js";
 
 export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
 
 export type DecideResult =
-  | { kind: "unknown" } // no such deferral in this team  → 404
+  /** No such deferral in this team (`problem`: a file there, but no gate held it: invoke/deferral-check.ts). → 404 */
+  | { kind: "unknown"; problem?: string }
   | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
   | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
   | { kind: "invalid"; problem: string } // bad code/reason/message       → 400
@@ -59,6 +62,11 @@ export interface ApplySettings {
   sentLog?: SentLog;
   lockTimeoutMs?: number;
   now?: () => Date;
+  /**
+   * The deferral as its gate held it (invoke/deferral-check.ts): its held fields are applied, and
+   * written back, whatever the file says now (an agent may have edited it since it was checked).
+   */
+  reference?: DeferralRecord;
 }
 
 export type Application =
@@ -90,7 +98,7 @@ export async function decideDeferral(
   teamDir: string,
   runId: string,
   input: DecisionInput,
-  opts: { env: Readonly<Record<string, string | undefined>>; now?: () => Date; waitForLeaderMs?: number; settings?: ApplySettings },
+  opts: { env: Readonly<Record<string, string | undefined>>; now?: () => Date; waitForLeaderMs?: number; settings?: ApplySettings; warn?: (message: string) => void },
 ): Promise<DecideResult> {
   const now = opts.now ?? (() => new Date());
   const problem = decisionProblem(input);
@@ -100,12 +108,25 @@ export async function decideDeferral(
   // A decider may answer before the leader has written the deferral (an HTTP handler told the run id
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
   if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline))) return { kind: "unknown" };
+  // The file as its gate held it: a key or a deadline edited since is put back before anything is
+  // decided on it, and a deferral no gate held is none (invoke/deferral-check.ts). An applied one
+  // only answers a decision sent twice: nothing of it is used.
+  const found = await readDeferral(teamDir, runId);
+  let reference: DeferralRecord | null = null;
+  if (found?.ok && !found.value.applied) {
+    const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId) });
+    if (check.kind === "refused") return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
+    reference = check.reference;
+    if (check.kind === "differs") opts.warn?.(`${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`);
+  }
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
   let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
-  const record = await updateDeferral(teamDir, runId, (held) => {
+  const record = await updateDeferral(teamDir, runId, (onDisk) => {
+    const repaired = reference !== null && changedFields(onDisk, reference).length > 0;
+    const held = reference ? { ...onDisk, ...heldFields(reference) } : onDisk;
     if (held.decision) {
       verdict = held.decision.decision === "expired" ? "expired" : sameDecision(held.decision, input) ? "same" : "conflict";
-      return undefined;
+      return repaired ? held : undefined;
     }
     const at = now().toISOString();
     if (Date.parse(at) >= Date.parse(held.expiresAt)) {
@@ -117,12 +138,16 @@ export async function decideDeferral(
   });
   if (record === null) return { kind: "unknown" };
   if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
-  const settled = await settle(teamDir, record, { ...opts, now, deadline });
+  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
   return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
 }
 
 /** Applies a recorded decision here when no leader runs, else waits for the leader to apply it. */
-async function settle(teamDir: string, record: DeferralRecord, opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings }): Promise<DecideResult> {
+async function settle(
+  teamDir: string,
+  record: DeferralRecord,
+  opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings; reference?: DeferralRecord },
+): Promise<DecideResult> {
   const { deadline } = opts;
   let latest = record;
   for (;;) {
@@ -131,7 +156,7 @@ async function settle(teamDir: string, record: DeferralRecord, opts: { env: Read
     if (got.ok) {
       try {
         const settings = opts.settings ?? (await settingsOf(teamDir, opts.env));
-        const applied = await applyDecision(teamDir, record.runId, { ...settings, now: opts.now });
+        const applied = await applyDecision(teamDir, record.runId, { ...settings, now: opts.now, ...(opts.reference ? { reference: opts.reference } : {}) });
         if (applied.kind === "applied") return { kind: "applied", deferral: applied.record, actions: applied.actions, logFile: applied.logFile };
         if (applied.kind === "pending") return { kind: "recorded", deferral: applied.record ?? record, problem: applied.error };
         return { kind: "unknown" }; // removed meanwhile by someone
@@ -213,7 +238,9 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   const read = await readDeferral(teamDir, runId);
   if (read === null) return { kind: "unknown" };
   if (!read.ok) return { kind: "pending", record: null, error: read.problem.message };
-  let record = read.value;
+  // What is applied, and written back at each step, is the deferral as held (see ApplySettings.reference).
+  const held = settings.reference && !read.value.applied ? heldFields(settings.reference) : {};
+  let record: DeferralRecord = { ...read.value, ...held };
   const decision = record.decision;
   if (!decision) return { kind: "undecided" };
   const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
@@ -231,11 +258,14 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     ...(record.timestamp ? { timestamp: record.timestamp } : {}),
     completedTask: task,
   };
+  // An `applying` whose log is not in the team's hook-logs was not planned by an applier (written by
+  // hand, it would have the log written anywhere): planned again.
+  const planned = (r: DeferralRecord): boolean => r.applying !== undefined && path.dirname(path.resolve(r.applying.logFile)) === path.resolve(hookLogsDir(teamDir));
   try {
-    if (!record.applying) {
+    if (!planned(record)) {
       const at = now().toISOString();
       const applying = { at, runId: randomUUID(), logFile: planHookLogFile(teamDir, { startedAt: at, invocation }) };
-      record = (await updateDeferral(teamDir, runId, (r) => (r.applying ? undefined : { ...r, applying }))) ?? record;
+      record = { ...((await updateDeferral(teamDir, runId, (r) => (planned(r) ? undefined : { ...r, ...held, applying }))) ?? record), ...held };
     }
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
@@ -247,8 +277,11 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
 
   let summary: string;
   let actions: string[];
-  const logged = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
-  if (logged?.ok) {
+  const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
+  // Only this deferral's decision log says it was applied (another log at that name says nothing of it).
+  const logged = onDisk?.ok && (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId === runId ? onDisk : null;
+  let logFile = applying.logFile;
+  if (logged) {
     // Applied and logged before a crash: only `applied` was missing.
     const policy = logged.record.policy as { summary?: unknown; actions?: unknown } | undefined;
     summary = typeof policy?.summary === "string" ? policy.summary : "";
@@ -287,7 +320,8 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     summary = done.plan.summary;
     actions = done.actions;
     try {
-      await writeHookLog(
+      // At the name planned, unless something else took it: then the next free one.
+      logFile = await writeHookLog(
         teamDir,
         {
           invocation,
@@ -304,12 +338,12 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     }
   }
   try {
-    const applied = { at: now().toISOString(), logFile: applying.logFile, actions };
-    record = (await updateDeferral(teamDir, runId, (r) => ({ ...r, applied }))) ?? { ...record, applied };
+    const applied = { at: now().toISOString(), logFile, actions };
+    record = { ...((await updateDeferral(teamDir, runId, (r) => ({ ...r, ...held, applied }))) ?? { ...record, applied }), ...held };
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
-  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile: applying.logFile, waitedMs, already: false };
+  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile, waitedMs, already: false };
 }
 
 function said(decision: DeferralDecision): Partial<DeferralDecision> {

@@ -70,6 +70,12 @@ export const DeferralRecordSchema = z.looseObject({
 });
 export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
 
+/** The fields fixed when the gate is held (all but what deciding and applying add): invoke/deferral-check.ts holds a file to them. */
+export const DEFERRAL_HELD_FIELDS = [
+  "version", "runId", "eventRunId", "key", "event", "taskId", "member", "timestamp", "teamId", "taskListId",
+  "hook", "code", "reason", "message", "deferredAt", "expiresAt", "logFile",
+] as const satisfies ReadonlyArray<keyof DeferralRecord>;
+
 export function deferralsDir(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "deferrals");
 }

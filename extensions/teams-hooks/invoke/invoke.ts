@@ -70,6 +70,8 @@ export interface InvokeRequest {
   onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
   /** Awaited just before the first hook starts (runner/run.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
+  /** The caller is stopping: a chain starts no further hook, and the event is left unsettled (`interrupted`). */
+  stopping?: () => boolean;
   /** The clock (tests pass their own). */
   now?: () => Date;
   /** `PI_TEAMS_HOOK_ATTEMPT`: how many times this event's gate has started, this time included. */
@@ -130,6 +132,11 @@ export interface InvokeOutcome {
   policyApplied: boolean | null;
   /** The held gate, once its deferral is on disk; null when the event was not held. */
   deferral: DeferralRecord | null;
+  /**
+   * Why the chain was cut short by a stop (`req.stopping`); then nothing was applied or logged, and
+   * the event must be run again (the leader leaves it in flight). Absent otherwise.
+   */
+  interrupted?: string;
 }
 
 export interface PendingStep {
@@ -168,10 +175,11 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !req.trust?.acceptChanges) : [];
   if (chain.hooks.length === 0 && refused.length === 0) return none;
 
-  const runs =
+  const { runs, interrupted } =
     refused.length > 0
-      ? [refusedRun(req, chain, layers, refused, now)]
+      ? { runs: [refusedRun(req, chain, layers, refused, now)], interrupted: null }
       : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust });
+  if (interrupted !== null) return { ...none, runs, interrupted };
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
   await req.notBefore;

@@ -11,17 +11,28 @@
  * The files are read all at start (after crash recovery), then on a watcher hint, on the reconcile
  * scan and when this leader holds a gate (handle.ts). An applied file is remembered by name and not
  * read again; a ledger key held without its file gets it back from its log.
+ *
+ * The folder is as writable by the agents the gates judge as by the leader (docs/security.md), so a
+ * file is held to what its gate held (invoke/deferral-check.ts) before anything is done with it: a
+ * key, a deadline or any other held field edited is put back; a file under another run's name is
+ * moved aside and written again from what the gate held, and so is one that cannot be read when its
+ * deadline comes (not before: a person may be fixing it); a deferral no gate held is refused; a file
+ * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan;
+ * `applied` is believed only with its decision log. Each is said (leader/deferral-guard.ts). Only
+ * the decision is the deciders' to write.
  */
+import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { type ApplySettings, EXPIRY_BY, applyDecision } from "../invoke/decision.js";
-import { type DeferralRecord, deferralFile, deferralOfLog, deferralsDir, isDeferralFileName, readDeferralFile, updateDeferral, writeDeferral } from "../invoke/deferral.js";
-import { readHookLog } from "../runner/hook-log.js";
+import { type DeferralRecord, deferralFile, deferralsDir, isDeferralFileName, readDeferral, readDeferralFile, updateDeferral } from "../invoke/deferral.js";
+import { checkDeferral, describeChanges, heldFields } from "../invoke/deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
+import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
 
 /** The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off). */
 const MAX_TIMER_MS = 6 * 3_600_000;
@@ -32,14 +43,23 @@ export class Deferrals {
   readonly #open = new Map<string, DeferralRecord>();
   /** Names of applied deferral files: never looked at again. */
   readonly #closed = new Set<string>();
+  /** Names of files refused (no gate held them): looked at again only when a watcher says they changed. */
+  readonly #refused = new Set<string>();
   /** Run ids whose application is queued or under way (a hint and a scan must not queue one twice). */
   readonly #queued = new Set<string>();
-  /** Files whose problem was said (said once while it lasts). */
-  readonly #told = new Set<string>();
+  /**
+   * Every deferral not closed, as last read and held to what its gate held: what a file edited,
+   * replaced or gone is checked against and written again from.
+   */
+  readonly #known = new Map<string, DeferralRecord>();
+  readonly #guard: DeferralGuard;
   #timer: NodeJS.Timeout | null = null;
+  /** The timer fires no sooner than this (an expiry that failed is tried again a second later, not at once). */
+  #notBefore = 0;
 
   constructor(ctx: LeaderContext) {
     this.#ctx = ctx;
+    this.#guard = new DeferralGuard(ctx, this.#known);
   }
 
   get dir(): string {
@@ -52,27 +72,40 @@ export class Deferrals {
     mkdirUnder(teamDir, this.dir); // watched from the start: it must exist
     for (const held of this.#ctx.requireLedger().deferred()) {
       const read = await readDeferralFile(deferralFile(teamDir, held.deferral));
-      if (!read.ok && read.problem.kind === "missing") await restoreFromLog(this.#ctx, held.key, held.log);
+      if (!read.ok && read.problem.kind === "missing") await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
     }
     await this.reconcile();
   }
 
-  /** Every file not known as applied, looked at (the start, and the reconcile scan: what a watcher missed). */
+  /**
+   * Every file not known as applied, looked at (the start, and the reconcile scan: what a watcher
+   * missed); then the file of every deferral still open that is gone, written again.
+   */
   async reconcile(): Promise<void> {
     let names: string[];
     try {
       names = await readdir(this.dir);
+      this.#guard.untell(`${this.dir}\0list`);
     } catch (error) {
-      if (errnoCode(error) !== "ENOENT") this.#ctx.warn(`${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
-      return;
+      if (errnoCode(error) !== "ENOENT") {
+        // Said once while it lasts: the reconcile scan comes back every few seconds.
+        this.#guard.tell(`${this.dir}\0list`, `${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
+        return;
+      }
+      names = []; // the folder is gone (deleted, or the team dir made again): its files are written again below
     }
-    for (const name of names) if (isDeferralFileName(name) && !this.#closed.has(name)) await this.#look(path.join(this.dir, name));
+    for (const name of names) if (isDeferralFileName(name) && !this.#closed.has(name) && !this.#refused.has(name)) await this.#look(path.join(this.dir, name));
+    const present = new Set(names);
+    for (const record of [...this.#known.values()]) {
+      if (!present.has(path.basename(this.#guard.file(record.runId)))) await this.#guard.rewrite(record, "is gone");
+    }
     this.#arm();
   }
 
   /** A watcher saw a deferral file written. */
   hint(file: string): void {
     if (this.#closed.has(path.basename(file))) return;
+    this.#refused.delete(path.basename(file));
     void this.#look(file)
       .then(() => this.#arm())
       .catch((error: unknown) => this.#ctx.warn(`${file}: not looked at: ${describeError(error)}`));
@@ -80,6 +113,7 @@ export class Deferrals {
 
   /** This leader has just held a gate (its file is written, its ledger record too). */
   held(record: DeferralRecord): void {
+    if (!this.#known.has(record.runId)) this.#known.set(record.runId, record);
     if (this.#queued.has(record.runId)) return; // decided already (a decider that answered at once)
     this.#open.set(record.runId, record);
     this.#arm();
@@ -93,19 +127,55 @@ export class Deferrals {
   async #look(file: string): Promise<void> {
     const read = await readDeferralFile(file);
     if (!read.ok) {
-      if (read.problem.kind !== "missing" && !this.#told.has(file)) this.#ctx.warn(`${read.problem.message}; its gate stays held until the file is fixed or moved aside`);
-      this.#told.add(file);
+      if (read.problem.kind === "missing") return;
+      // Left for now (a person may be fixing it; decide refuses it meanwhile), but not past the deadline: see #expire.
+      this.#guard.tell(file, `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved aside; at its deadline it is moved aside and the gate expires`);
       return;
     }
-    this.#told.delete(file);
-    const record = read.value;
-    if (path.basename(deferralFile(this.#ctx.setup.identity.teamDir, record.runId)) !== path.basename(file)) return; // not ours to name
+    let record = read.value;
+    const teamDir = this.#ctx.setup.identity.teamDir;
+    const guard = this.#guard;
+    if (path.basename(guard.file(record.runId)) !== path.basename(file)) {
+      const owner = await guard.ownerOf(path.basename(file));
+      const what = `${file}: holds run ${record.runId}, but a deferral is named by its run id (${path.basename(guard.file(record.runId))})`;
+      if (owner) return guard.replace(file, owner, what);
+      guard.tell(file, `${what}: refused; nothing is done with it`);
+      return;
+    }
+    const state = this.#ctx.requireLedger().get(record.key);
+    if (record.applied && state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) {
+      this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
+      return;
+    }
+    const check = await checkDeferral(record, { reference: this.#known.get(record.runId) ?? null, ledger: guard.ledgerHold(record) });
+    if (check.kind === "refused") {
+      guard.tell(file, `${file}: refused: ${check.problem}; nothing is done with it`);
+      this.#refused.add(path.basename(file)); // its log is not read again at every reconcile scan
+      return;
+    }
+    guard.untell(file);
+    if (check.kind === "differs") {
+      // Said each time: each is an edit (once put back, the file agrees until the next one).
+      const changes = describeChanges(record, check.reference, check.fields);
+      const held = heldFields(check.reference);
+      try {
+        record = { ...((await updateDeferral(teamDir, record.runId, (r) => ({ ...r, ...held }))) ?? record), ...held };
+        this.#ctx.warn(`${file}: changed since its gate was held: ${changes}; put back as held`);
+      } catch (error) {
+        guard.tell(`${file}\0unwritable`, `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what its gate held is what applies`);
+        record = { ...record, ...held };
+      }
+    }
     if (record.applied) {
-      this.#open.delete(record.runId);
-      this.#closed.add(path.basename(file));
-      await this.#close(record);
-      return;
+      const unclaimed = await guard.unclaimed(file, record, check.reference);
+      if (unclaimed === null) {
+        this.#forget(record.runId);
+        await this.#close(record);
+        return;
+      }
+      record = unclaimed;
     }
+    this.#known.set(record.runId, record);
     await this.#know(record);
     if (record.decision) {
       this.#open.delete(record.runId);
@@ -124,7 +194,8 @@ export class Deferrals {
 
   async #apply(record: DeferralRecord, tries: number): Promise<void> {
     const ctx = this.#ctx;
-    const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, settingsOf(ctx));
+    const reference = this.#known.get(record.runId);
+    const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, { ...settingsOf(ctx), ...(reference ? { reference } : {}) });
     if (app.kind === "pending") {
       const delays = ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
       const delay = delays[tries];
@@ -137,7 +208,7 @@ export class Deferrals {
     }
     this.#queued.delete(record.runId);
     if (app.kind !== "applied") return;
-    this.#closed.add(path.basename(deferralFile(ctx.setup.identity.teamDir, record.runId)));
+    this.#forget(record.runId);
     await this.#close(app.record);
     // Applied before (a look that read the file while this leader was writing it queued it twice): said once.
     if (app.already) return;
@@ -194,7 +265,7 @@ export class Deferrals {
     let soonest = Number.POSITIVE_INFINITY;
     for (const record of this.#open.values()) soonest = Math.min(soonest, Date.parse(record.expiresAt));
     if (!Number.isFinite(soonest)) return;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, soonest - Date.now()));
+    const delay = Math.min(MAX_TIMER_MS, Math.max(0, soonest - Date.now(), this.#notBefore - Date.now()));
     this.#timer = setTimeout(() => {
       this.#timer = null;
       this.#expire()
@@ -210,25 +281,37 @@ export class Deferrals {
       if (Date.parse(record.expiresAt) > now) continue;
       this.#open.delete(runId);
       const at = new Date(Math.max(now, Date.parse(this.#ctx.now()))).toISOString();
-      const decided = await updateDeferral(this.#ctx.setup.identity.teamDir, runId, (r) => (r.decision ? undefined : { ...r, decision: { decision: "expired", by: EXPIRY_BY, at } }));
-      if (decided?.decision) this.#enqueue(decided);
+      const held = heldFields(record);
+      const expire = (r: DeferralRecord): DeferralRecord | undefined => (r.decision ? undefined : { ...r, ...held, decision: { decision: "expired", by: EXPIRY_BY, at } });
+      const teamDir = this.#ctx.setup.identity.teamDir;
+      const file = this.#guard.file(runId);
+      let decided: DeferralRecord | null;
+      try {
+        // What the agents may have done to it meanwhile does not keep the gate from its deadline: an
+        // unreadable file is moved aside, one gone or of another run written again, then it expires.
+        const read = await readDeferral(teamDir, runId);
+        if (read && !read.ok) await this.#guard.replace(file, record, read.problem.message);
+        else if (read === null) await this.#guard.rewrite(record, existsSync(file) ? "holds another run's record" : "is gone");
+        decided = await updateDeferral(teamDir, runId, expire);
+      } catch (error) {
+        this.#guard.tell(`${file}\0expire`, `${file}: cannot be expired now (${describeError(error)}); trying again every second`);
+        this.#open.set(runId, record);
+        this.#notBefore = Date.now() + 1_000;
+        continue;
+      }
+      if (decided?.decision) {
+        this.#known.set(runId, { ...decided, ...held });
+        this.#enqueue({ ...decided, ...held });
+      }
     }
   }
-}
 
-/**
- * A held key whose deferral file is not there (a leader killed between the held run's log and the
- * file, or the file removed by hand): the file again, from the log's `deferral` block. Returns the
- * deferral, or null (and a warning) when the log does not hold one.
- */
-export async function restoreFromLog(ctx: LeaderContext, key: string, logFile: string | null): Promise<DeferralRecord | null> {
-  const read = logFile ? await readHookLog(logFile) : null;
-  const held = read?.ok ? deferralOfLog(read.record.deferral) : null;
-  if (!held) {
-    ctx.warn(`${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays held until the ledger is reset (docs/ledger.md)`);
-    return null;
+  /** Applied (or no longer this leader's business): its file is never looked at again. */
+  #forget(runId: string): void {
+    this.#open.delete(runId);
+    this.#known.delete(runId);
+    this.#closed.add(path.basename(this.#guard.file(runId)));
   }
-  return writeDeferral(ctx.setup.identity.teamDir, held);
 }
 
 function settingsOf(ctx: LeaderContext): ApplySettings {

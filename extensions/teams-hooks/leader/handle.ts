@@ -109,6 +109,7 @@ export class EventHandler {
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
+        stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#ctx.opts.report({ kind: "started", event: event.event, key: event.key, hook, taskId: event.taskId, startedAt: Date.now() });
           // The chain's first hook carries the event's run id; later hooks of a chain have their own.
@@ -125,6 +126,11 @@ export class EventHandler {
       }
       // A bug of ours. Left in flight on purpose: the next start retries it; kept in #queued so it does not loop now.
       this.#ctx.warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
+      return;
+    }
+    if (outcome.interrupted !== undefined) {
+      // Nothing applied, nothing logged: the key stays in flight in the ledger, as after a crash.
+      this.#ctx.warn(`${event.key}: ${outcome.interrupted}; the event stays open: the next start runs its gate again`);
       return;
     }
     this.#warnMissingSecrets(outcome);

@@ -47,6 +47,8 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
   const lock = target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
   let decided: RemediationPlan | undefined;
   let metadataWritten = false;
+  /** The task recorded this event before this write: a retry, or a held gate (whose other holds may have made a follow-up). */
+  let seenBefore = false;
   const actions: string[] = [];
   const stop = (plan: RemediationPlan, error: string, followupTaskId: string | null = null): RemediationDone => ({
     plan,
@@ -63,6 +65,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       target.taskListId,
       target.taskId,
       (task) => {
+        seenBefore = task.metadata?.qualityGateEventKey === target.key;
         decided = decideFor(task);
         return applyToTask(task, decided, target.now, target.key);
       },
@@ -86,8 +89,11 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     // Looking for a follow-up made by an earlier attempt reads every task of the list while holding
     // `.highwatermark.lock` (seconds at 10,000 tasks, and every worker creating a task waits), so only
     // a possible retry looks: the gate metadata is written before the follow-up, so a first attempt
-    // that wrote it (not `alreadyApplied`) cannot have one. test/slow/leader-followup-scale.test.ts.
-    const mayExist = plan.alreadyApplied || !metadataWritten;
+    // that wrote it cannot have one. test/slow/leader-followup-scale.test.ts. A task that recorded
+    // this key before may: a retry (`alreadyApplied`), or the decision of a held gate whose event was
+    // held twice (the leader and `run --apply-policy`): the other hold's decision, applied first,
+    // made its follow-up without writing the task (a newer hold was recorded). test/integration/deferral.test.ts.
+    const mayExist = plan.alreadyApplied || !metadataWritten || seenBefore;
     try {
       const created = await createTask(
         target.teamDir,

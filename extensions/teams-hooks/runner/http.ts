@@ -24,7 +24,8 @@
  *
  * Secret values never leave this module in anything recorded: not in the result, not in an error.
  * A receiver that echoes a request header back (a debug endpoint, an error page) has every secret
- * value in its answer replaced by `[redacted]` before it is kept.
+ * value in its answer replaced by `[redacted]` before it is kept (runner/redact.ts: also where it
+ * is JSON-escaped or percent-encoded); only what the receiver said is redacted, never our own words.
  */
 import { createHmac, randomUUID } from "node:crypto";
 import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node:http";
@@ -33,6 +34,7 @@ import { describeError, errnoCode } from "../contract/errors.js";
 import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
+import { secretRedactor } from "./redact.js";
 import { trackRequest } from "./run.js";
 
 export interface RunHandlerOptions {
@@ -76,7 +78,6 @@ const DIAGNOSTIC_CHARS = 200;
  * a shorter `Keep-Alive: timeout=` is believed (Node's agent reads it).
  */
 const IDLE_SOCKET_MS = 4_000;
-const REDACTED = "[redacted]";
 
 /** What goes out: the headers, and what of them must never be recorded. */
 interface Outgoing {
@@ -89,7 +90,8 @@ interface Outgoing {
 
 type Exchange =
   | { kind: "answer"; status: number; statusText: string; location: string | null; bytes: Buffer; over: boolean }
-  | { kind: "failed"; message: string; code: string | undefined }
+  /** `what`: ours (where and when it failed); `detail`: Node's or the peer's words, redacted before they are kept. */
+  | { kind: "failed"; what: string; detail: string | null; code: string | undefined }
   | { kind: "timeout"; answered: boolean }
   | { kind: "stopped" };
 
@@ -212,10 +214,10 @@ async function send(url: URL, headers: Record<string, string>, body: Buffer, tim
     req = transport.request(url, { method: "POST", headers, agent: transport.agent });
   } catch (error) {
     // A header value Node refuses (a character it cannot send): its name is in the message, never its value.
-    finish({ kind: "failed", message: `the request could not be built: ${describeError(error)}`, code: errnoCode(error) }, false);
+    finish({ kind: "failed", what: "the request could not be built", detail: describeError(error), code: errnoCode(error) }, false);
     return settled;
   }
-  req.on("error", (error) => finish({ kind: "failed", message: connectionProblem(url, error, answered), code: errnoCode(error) }, true));
+  req.on("error", (error) => finish({ kind: "failed", ...connectionProblem(url, error, answered), code: errnoCode(error) }, true));
   req.on("response", (res: IncomingMessage) => {
     answered = true;
     const chunks: Buffer[] = [];
@@ -240,22 +242,23 @@ async function send(url: URL, headers: Record<string, string>, body: Buffer, tim
       size += chunk.length;
     });
     res.on("end", () => finish(answer(false), false));
-    res.on("error", (error) => finish({ kind: "failed", message: connectionProblem(url, error, true), code: errnoCode(error) }, true));
-    res.on("close", () => finish({ kind: "failed", message: `the answer from ${url.origin} broke off after ${size} bytes`, code: undefined }, true));
+    res.on("error", (error) => finish({ kind: "failed", ...connectionProblem(url, error, true), code: errnoCode(error) }, true));
+    res.on("close", () => finish({ kind: "failed", what: `the answer from ${url.origin} broke off after ${size} bytes`, detail: null, code: undefined }, true));
   });
   req.end(body);
   return settled;
 }
 
-function connectionProblem(url: URL, error: unknown, answered: boolean): string {
-  return answered ? `the answer from ${url.origin} broke off: ${describeError(error)}` : `no connection to ${url.origin}: ${describeError(error)}`;
+function connectionProblem(url: URL, error: unknown, answered: boolean): { what: string; detail: string } {
+  return { what: answered ? `the answer from ${url.origin} broke off` : `no connection to ${url.origin}`, detail: describeError(error) };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The result
 
 function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean }): RunResult {
-  const redact = redactor(outgoing.secrets);
+  // Applied to what the receiver (or its TLS certificate) said, never to our own words around it.
+  const redact = secretRedactor(outgoing.secrets);
   const http: NonNullable<RunResult["http"]> = {
     url: base.http?.url ?? "",
     status: null,
@@ -263,7 +266,7 @@ function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: 
     signed: outgoing.signed,
   };
   const done = { ...base, durationMs: elapsed(ctx.startedAt), http };
-  const error = (kind: RunErrorKind, message: string, extra: Partial<RunResult> = {}): RunResult => ({ ...done, ...extra, outcome: "error", errorKind: kind, error: redact(message) });
+  const error = (kind: RunErrorKind, message: string, extra: Partial<RunResult> = {}): RunResult => ({ ...done, ...extra, outcome: "error", errorKind: kind, error: message });
   switch (exchange.kind) {
     case "stopped":
       return error("stopped", "stopped: the leader is shutting down");
@@ -272,23 +275,24 @@ function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: 
       return error("http", `${what} within ${ctx.timeoutMs}ms (the handler's timeoutMs, or the chain's deadline)`, { timedOut: true });
     }
     case "failed":
-      return error("http", exchange.message, exchange.code ? { errorCode: exchange.code } : {});
+      return error("http", exchange.detail === null ? exchange.what : `${exchange.what}: ${redact(exchange.detail)}`, exchange.code ? { errorCode: exchange.code } : {});
     case "answer":
       break;
   }
   const text = redact(exchange.bytes.toString("utf8"));
   const kept = keptBody(text, exchange.bytes.length);
-  const answered = { ...done, ...kept, http: { ...http, status: exchange.status, ...(exchange.statusText ? { statusText: exchange.statusText } : {}) } };
-  const status = `HTTP ${exchange.status}${exchange.statusText ? ` ${exchange.statusText}` : ""}`;
+  const statusText = redact(exchange.statusText);
+  const answered = { ...done, ...kept, http: { ...http, status: exchange.status, ...(statusText ? { statusText } : {}) } };
+  const status = `HTTP ${exchange.status}${statusText ? ` ${statusText}` : ""}`;
   const fail = (kind: RunErrorKind, message: string, body?: "verdict"): RunResult => ({
     ...answered,
     ...(body ? { http: { ...answered.http, body } } : {}),
     outcome: "error",
     errorKind: kind,
-    error: redact(message),
+    error: message,
   });
   if (exchange.status >= 300 && exchange.status < 400) {
-    const to = exchange.location ? ` to ${exchange.location}` : "";
+    const to = exchange.location ? ` to ${redact(exchange.location)}` : "";
     return fail("http", `${status}: a redirect${to}, not followed (set the handler's url to the final address)`);
   }
   if (exchange.status < 200 || exchange.status >= 300) {
@@ -302,7 +306,7 @@ function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: 
     case "none":
       return { ...answered, outcome: "passed", http: { ...answered.http, body: "body" in read ? read.body : "empty" } };
     case "invalid":
-      return fail(read.unsupportedDecision ? "http" : "invalid_verdict", `${status}: ${describeInvalidVerdict(read)}`, "verdict");
+      return fail(read.unsupportedDecision ? "http" : "invalid_verdict", `${status}: ${redact(describeInvalidVerdict(read))}`, "verdict");
     case "verdict": {
       const { outcome, verdict } = verdictOutcome(redactVerdict(read.verdict, redact), ctx.canDefer);
       return { ...answered, outcome, verdict: { ...verdict, source: "http" }, http: { ...answered.http, body: "verdict" } };
@@ -316,13 +320,6 @@ function keptBody(text: string, bytes: number): Pick<RunResult, "stdout" | "stdo
   const head = text.slice(0, OUTPUT_LIMIT_CHARS);
   const dropped = Math.max(0, bytes - Buffer.byteLength(head, "utf8"));
   return { stdout: `${head}\n… (truncated, ${dropped} bytes omitted)`, stdoutDroppedBytes: dropped };
-}
-
-/** Replaces every secret value sent (longest first, so that one inside another goes whole). */
-function redactor(secrets: readonly string[]): (text: string) => string {
-  const values = [...new Set(secrets)].filter((v) => v !== "").sort((a, b) => b.length - a.length);
-  if (values.length === 0) return (text) => text;
-  return (text) => values.reduce((out, value) => (out.includes(value) ? out.replaceAll(value, REDACTED) : out), text);
 }
 
 function redactVerdict(verdict: Verdict, redact: (text: string) => string): Verdict {
