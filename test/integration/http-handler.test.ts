@@ -262,6 +262,27 @@ describe("what the request carries", () => {
     expect(got[0]?.connection).toBe(got[1]?.connection);
     expect(receiver.connections() - before).toBeLessThanOrEqual(1);
   });
+
+  it("a kept-alive connection the receiver closed, found closed only as a request goes out, is not a failure: sent once more on a new one", async () => {
+    // The receiver drops (without an answer) any request that comes on a connection it answered before:
+    // what a server that closes idle connections without saying so does when the close and a request cross.
+    const answeredOn = new Set<number>();
+    receiver.route("/idle-close", (req, res) => {
+      const connection = receiver.requests("/idle-close").at(-1)?.connection ?? 0;
+      if (answeredOn.has(connection)) return void req.socket.destroy();
+      answeredOn.add(connection);
+      json(200, '{"decision":"allow"}')(req, res);
+    });
+    const first = await runHandler(handler("/idle-close"), makeInvocation(), { timeoutMs: 5_000, env: {} });
+    const second = await runHandler(handler("/idle-close"), makeInvocation(), { timeoutMs: 5_000, env: {}, runId: "run-2" });
+    expect(first).toMatchObject({ outcome: "passed" });
+    expect(first.http?.resent).toBeUndefined();
+    expect(second, second.error).toMatchObject({ outcome: "passed", http: { status: 200, resent: true } });
+    // The dropped request and the one sent again carry the same run id: a receiver can tell them apart from two runs.
+    const got = receiver.requests("/idle-close");
+    expect(got.map((r) => r.headers["x-pi-teams-hook-run-id"]).slice(-2)).toEqual(["run-2", "run-2"]);
+    expect(got.at(-1)?.connection).not.toBe(got.at(-2)?.connection);
+  });
 });
 
 describe("in an event's chain (invokeEvent)", () => {

@@ -97,6 +97,8 @@ export const RunResultSchema = z.object({
       body: z.enum(["verdict", "empty", "malformed"]).optional(),
       missingSecrets: z.array(z.string()).optional(),
       signed: z.boolean().optional(),
+      /** The kept-alive connection was found closed by the receiver before any answer: sent once more on a new one. */
+      resent: z.boolean().optional(),
     })
     .optional(),
   runId: z.string(),

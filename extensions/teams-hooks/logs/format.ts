@@ -248,7 +248,8 @@ function httpAnswer(http: NonNullable<RunResult["http"]>, timedOut: boolean): st
   const answer = http.status === null ? `no answer${timedOut ? " (timed out)" : ""}` : `HTTP ${http.status}${http.statusText ? ` ${oneLine(http.statusText)}` : ""}`;
   const body = http.body ? `, body: ${BODY_WORDS[http.body] ?? oneLine(http.body)}` : "";
   const late = http.status !== null && timedOut ? " (its body timed out)" : "";
-  return `${answer}${body}${late}; ${http.signed ? "signed" : "unsigned"}`;
+  const resent = http.resent ? "; sent again on a new connection (the kept-alive one was found closed)" : "";
+  return `${answer}${body}${late}; ${http.signed ? "signed" : "unsigned"}${resent}`;
 }
 
 function outputBlock(name: string, text: string, dropped: number): string[] {

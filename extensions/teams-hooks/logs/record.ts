@@ -177,6 +177,7 @@ const HTTP = {
   body: [oneOf(["verdict", "empty", "malformed"]), optional],
   missingSecrets: [arrayOf(string), optional],
   signed: [boolean, optional],
+  resent: [boolean, optional],
 } as const satisfies Record<string, Field>;
 
 /** contract/hook-run.ts `RunResultSchema`'s `trustProblems` entries. */

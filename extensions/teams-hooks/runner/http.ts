@@ -89,7 +89,8 @@ interface Outgoing {
 }
 
 type Exchange =
-  | { kind: "answer"; status: number; statusText: string; location: string | null; bytes: Buffer; over: boolean }
+  /** `resent`: the first connection, a kept-alive one, was found closed; the answer came on a new one. */
+  | { kind: "answer"; status: number; statusText: string; location: string | null; bytes: Buffer; over: boolean; resent: boolean }
   /** `what`: ours (where and when it failed); `detail`: Node's or the peer's words, redacted before they are kept. */
   | { kind: "failed"; what: string; detail: string | null; code: string | undefined }
   | { kind: "timeout"; answered: boolean }
@@ -210,42 +211,61 @@ async function send(url: URL, headers: Record<string, string>, body: Buffer, tim
   };
   const timer = setTimeout(() => finish({ kind: "timeout", answered }, true), Math.max(0, timeoutMs));
   const untrack = trackRequest(runId, () => finish({ kind: "stopped" }, true), settled);
-  try {
-    req = transport.request(url, { method: "POST", headers, agent: transport.agent });
-  } catch (error) {
-    // A header value Node refuses (a character it cannot send): its name is in the message, never its value.
-    finish({ kind: "failed", what: "the request could not be built", detail: describeError(error), code: errnoCode(error) }, false);
-    return settled;
-  }
-  req.on("error", (error) => finish({ kind: "failed", ...connectionProblem(url, error, answered), code: errnoCode(error) }, true));
-  req.on("response", (res: IncomingMessage) => {
-    answered = true;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const answer = (over: boolean): Exchange => ({
-      kind: "answer",
-      status: res.statusCode ?? 0,
-      statusText: res.statusMessage ?? "",
-      location: typeof res.headers.location === "string" ? res.headers.location : null,
-      bytes: Buffer.concat(chunks, size),
-      over,
-    });
-    res.on("data", (chunk: Buffer) => {
-      if (done) return;
-      if (size + chunk.length > HANDLER_BODY_LIMIT_BYTES) {
-        chunks.push(chunk.subarray(0, HANDLER_BODY_LIMIT_BYTES - size));
-        size = HANDLER_BODY_LIMIT_BYTES;
-        finish(answer(true), true); // the rest stays unread: the connection goes with it
+  let resent = false;
+  const attempt = (agent: Agent | false): void => {
+    try {
+      req = transport.request(url, { method: "POST", headers, agent });
+    } catch (error) {
+      // A header value Node refuses (a character it cannot send): its name is in the message, never its value.
+      finish({ kind: "failed", what: "the request could not be built", detail: describeError(error), code: errnoCode(error) }, false);
+      return;
+    }
+    const sent = req;
+    sent.on("error", (error) => {
+      const code = errnoCode(error);
+      // A kept-alive connection the receiver closed while it sat idle, found closed only as the request
+      // went out: no byte of an answer came, so the receiver's application never answered this run.
+      // Sent once more on a new connection (what browsers do), never again: this is not a retry of a
+      // gate, which the contract rules out, but the one way to use kept-alive connections without
+      // turning a receiver's idle close into a spurious failure. Same run id: a receiver can tell.
+      if (!answered && !resent && !done && sent.reusedSocket && (code === "ECONNRESET" || code === "EPIPE")) {
+        resent = true;
+        attempt(false);
         return;
       }
-      chunks.push(chunk);
-      size += chunk.length;
+      finish({ kind: "failed", ...connectionProblem(url, error, answered), code }, true);
     });
-    res.on("end", () => finish(answer(false), false));
-    res.on("error", (error) => finish({ kind: "failed", ...connectionProblem(url, error, true), code: errnoCode(error) }, true));
-    res.on("close", () => finish({ kind: "failed", what: `the answer from ${url.origin} broke off after ${size} bytes`, detail: null, code: undefined }, true));
-  });
-  req.end(body);
+    sent.on("response", (res: IncomingMessage) => {
+      answered = true;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const answer = (over: boolean): Exchange => ({
+        kind: "answer",
+        status: res.statusCode ?? 0,
+        statusText: res.statusMessage ?? "",
+        location: typeof res.headers.location === "string" ? res.headers.location : null,
+        bytes: Buffer.concat(chunks, size),
+        over,
+        resent,
+      });
+      res.on("data", (chunk: Buffer) => {
+        if (done) return;
+        if (size + chunk.length > HANDLER_BODY_LIMIT_BYTES) {
+          chunks.push(chunk.subarray(0, HANDLER_BODY_LIMIT_BYTES - size));
+          size = HANDLER_BODY_LIMIT_BYTES;
+          finish(answer(true), true); // the rest stays unread: the connection goes with it
+          return;
+        }
+        chunks.push(chunk);
+        size += chunk.length;
+      });
+      res.on("end", () => finish(answer(false), false));
+      res.on("error", (error) => finish({ kind: "failed", ...connectionProblem(url, error, true), code: errnoCode(error) }, true));
+      res.on("close", () => finish({ kind: "failed", what: `the answer from ${url.origin} broke off after ${size} bytes`, detail: null, code: undefined }, true));
+    });
+    sent.end(body);
+  };
+  attempt(transport.agent);
   return settled;
 }
 
@@ -282,7 +302,7 @@ function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: 
   const text = redact(exchange.bytes.toString("utf8"));
   const kept = keptBody(text, exchange.bytes.length);
   const statusText = redact(exchange.statusText);
-  const answered = { ...done, ...kept, http: { ...http, status: exchange.status, ...(statusText ? { statusText } : {}) } };
+  const answered = { ...done, ...kept, http: { ...http, status: exchange.status, ...(statusText ? { statusText } : {}), ...(exchange.resent ? { resent: true } : {}) } };
   const status = `HTTP ${exchange.status}${statusText ? ` ${statusText}` : ""}`;
   const fail = (kind: RunErrorKind, message: string, body?: "verdict"): RunResult => ({
     ...answered,
