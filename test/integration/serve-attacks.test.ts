@@ -10,7 +10,9 @@ import { connect } from "node:net";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { createKey, keysFile, keySpec } from "../../extensions/teams-hooks/server/keys.js";
+import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 import { type TaskServer, startTaskServer } from "../../extensions/teams-hooks/server/server.js";
 import { api, codeOf, makeTeamsRoot } from "../helpers/serve-rig.js";
 
@@ -200,7 +202,16 @@ describe("decisions", () => {
     // Unanswered after a moment (the server waits up to 5 s); refused at once, it would have won this race.
     const first = await Promise.race([decided.then(() => "answered"), new Promise((resolve) => setTimeout(resolve, 300, "waiting"))]);
     expect(first).toBe("waiting");
-    await writeFile(path.join(deferrals, `${early}.json`), JSON.stringify({ ...held, runId: early, eventRunId: early, key: "task_completed:901:t", taskId: "901", taskListId: "alpha" }));
+    // The leader's hold, for real: the gate defers, and the task, its log and the deferral are written.
+    const hooksDir = path.join(root, "_hooks");
+    await mkdir(hooksDir, { recursive: true });
+    await writeFile(path.join(hooksDir, "on_task_completed.sh"), `echo '{"decision":"defer","reason":"CI queued"}'\n`, { mode: 0o755 });
+    const holding = await invokeEvent({
+      identity: { teamId: "alpha", teamDir: path.join(root, "alpha"), taskListId: "alpha", leadName: "team-lead", style: "normal" },
+      event: "task_completed", key: "task_completed:901:t", taskId: "901", member: "alice", timestamp: null,
+      hooksDir, teamHooksDir: null, cwd: root, timeoutMs: 10_000, policy: DEFAULT_POLICY, env: process.env, runId: early,
+    });
+    expect(holding.counted).toBe("deferred");
     const settled = await decided;
     expect(settled.status, JSON.stringify(settled.json)).toBe(200);
     expect(settled.json).toMatchObject({ runId: early, taskId: "901", decision: "allow", state: "applied" });
