@@ -3,7 +3,7 @@
  * fields a test is about.
  */
 import type { HookEventName, HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
-import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
+import { blankResult, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 
 export interface InvocationOverrides {
@@ -52,21 +52,6 @@ export function makeInvocation(overrides: InvocationOverrides = {}): HookInvocat
  * with `overrides` for what a test is about.
  */
 export function makeRunResult(overrides: Partial<RunResult> = {}): RunResult {
-  return {
-    ran: false,
-    outcome: "error",
-    exitCode: null,
-    signal: null,
-    timedOut: false,
-    durationMs: 0,
-    stdout: "",
-    stderr: "",
-    stdoutDroppedBytes: 0,
-    stderrDroppedBytes: 0,
-    leftoverProcesses: 0,
-    contextTruncated: false,
-    runId: "r",
-    contractVersion: 1,
-    ...overrides,
-  };
+  const { hookPath: _hookPath, command: _command, ...bare } = blankResult({ ran: false, hookPath: "", command: [], runId: "r" });
+  return { ...bare, outcome: "error", ...overrides };
 }

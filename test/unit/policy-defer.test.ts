@@ -4,7 +4,7 @@
  * which deferral; never over a newer gate of the same task.
  */
 import { describe, expect, it } from "vitest";
-import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
+import { blankResult, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type DecideInput, decide, deferPlan } from "../../extensions/teams-hooks/policy/decide.js";
 
@@ -13,22 +13,10 @@ const KEY = "task_completed:3:2026-12-02T11:59:00.000Z";
 
 function result(overrides: Partial<RunResult> = {}): RunResult {
   return {
-    ran: true,
-    hookPath: "/teams/_hooks/on_task_completed.sh",
-    command: ["bash", "/teams/_hooks/on_task_completed.sh"],
+    ...blankResult({ ran: true, hookPath: "/teams/_hooks/on_task_completed.sh", command: ["bash", "/teams/_hooks/on_task_completed.sh"], runId: "run-1" }),
     outcome: "deferred",
     exitCode: 0,
-    signal: null,
-    timedOut: false,
     durationMs: 40,
-    stdout: "",
-    stderr: "",
-    stdoutDroppedBytes: 0,
-    stderrDroppedBytes: 0,
-    leftoverProcesses: 0,
-    contextTruncated: false,
-    runId: "run-1",
-    contractVersion: 1,
     hookSha256: "abc",
     verdict: { decision: "defer", reason: "waiting for CI", code: "ci.pending", source: "stdout" },
     ...overrides,
