@@ -57,9 +57,14 @@ describe("pi-teams-hooks policy get", () => {
         "  max hooks per event         16               default\n" +
         "  chain deadline              300000ms         default\n" +
         "  max payload                 8388608 bytes    default\n" +
-        "  setsid sweep                auto             default\n",
+        "  setsid sweep                auto             default\n" +
+        "  exit codes                  v1               default\n" +
+        "  defer timeout               86400000ms       default\n",
     );
     expect(out.stderr).toBe("");
+    const strict = await team({ config: { teamId: "strict-team", hooks: { exitCodes: "strict" } } });
+    const got = await cli(["policy", "--team-dir", strict.teamDir], {});
+    expect(got.stdout).toContain("  exit codes                  strict           config.json hooks.exitCodes\n");
   });
 
   it("--json: every setting with its source and origin, and the block's problems (also on stderr)", async () => {

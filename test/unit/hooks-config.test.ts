@@ -231,3 +231,16 @@ describe("template names", () => {
     expect(problems.some((p) => problem.test(p)), problems.join("\n")).toBe(true);
   });
 });
+
+describe("hooks.exitCodes", () => {
+  it("is v1 by default and strict when config.json says so (any case), with its origin", () => {
+    expect(resolveSettings({ hooks: {}, noBlock: null, file: "/t/config.json", env: {} }).exitCodes).toEqual({ value: "v1", source: "default", origin: "default" });
+    expect(resolveSettings({ hooks: { exitCodes: " STRICT " }, noBlock: null, file: "/t/config.json", env: {} }).exitCodes).toEqual({ value: "strict", source: "config", origin: "config.json hooks.exitCodes" });
+  });
+
+  it("refuses another value, naming the field", () => {
+    const check = checkHooksBlock({ exitCodes: "posix" }, "/t/config.json");
+    expect(check.ok).toBe(false);
+    if (!check.ok) expect(check.problems[0]).toMatch(/^\/t\/config\.json: hooks\.exitCodes: .*got "posix"$/);
+  });
+});

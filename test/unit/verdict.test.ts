@@ -109,3 +109,27 @@ describe("verdictOutcome", () => {
     expect(verdict.reason?.endsWith("…")).toBe(true);
   });
 });
+
+describe("verdict hygiene", () => {
+  it.each([
+    ["a C1 control character (U+009B, a terminal's CSI)", "tests \u009b31m fail", "must not contain control characters"],
+    ["U+0085 (next line)", "a\u0085b", "must not contain control characters"],
+    ["U+FFFD, what bytes that are not UTF-8 decode to", "caf\uFFFD", "must be valid UTF-8"],
+  ])("a reason with %s is invalid", (_name, reason, problem) => {
+    const read = readVerdict({ fileText: JSON.stringify({ decision: "deny", reason }), stdoutTail: "" });
+    expect(read.kind === "invalid" && read.problem).toContain(problem);
+  });
+
+  it("a verdict line whose start is not in the tail (stdout went on before it) is invalid when it looks like a verdict", () => {
+    const tail = `${" ".repeat(100)}{"decision":"deny"}\n`;
+    expect(readVerdict({ fileText: null, stdoutTail: tail, stdoutTailCut: true })).toMatchObject({ kind: "invalid", source: "stdout" });
+    // The same line whole (nothing before it was cut) is a verdict.
+    expect(readVerdict({ fileText: null, stdoutTail: tail, stdoutTailCut: false })).toMatchObject({ kind: "verdict", verdict: { decision: "deny" } });
+    // A line after a newline in the tail is whole even when stdout was longer.
+    expect(readVerdict({ fileText: null, stdoutTail: `…\n{"decision":"deny"}\n`, stdoutTailCut: true })).toMatchObject({ kind: "verdict" });
+  });
+
+  it("a cut last line that does not look like a verdict is ordinary output", () => {
+    expect(readVerdict({ fileText: null, stdoutTail: "x".repeat(200), stdoutTailCut: true })).toEqual({ kind: "none" });
+  });
+});

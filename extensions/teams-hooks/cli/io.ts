@@ -110,6 +110,8 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">):
     ["chain deadline", `${report.limits.chainDeadlineMs.value}ms`, report.limits.chainDeadlineMs.origin],
     ["max payload", `${report.limits.maxPayloadBytes.value} bytes`, report.limits.maxPayloadBytes.origin],
     ["setsid sweep", report.sweep.value, report.sweep.origin],
+    ["exit codes", report.exitCodes.value, report.exitCodes.origin],
+    ["defer timeout", `${report.deferTimeoutMs.value}ms`, report.deferTimeoutMs.origin],
   ];
   return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
 }

@@ -74,6 +74,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     failureMode: setup.failureModes[event],
     limits: setup.limits,
     sweep: setup.sweep.value,
+    exitCodes: setup.settings.exitCodes.value,
     teamHooksDir: setup.teamHooksDir,
     handlers: setup.settings.handlers,
     env: io.env,

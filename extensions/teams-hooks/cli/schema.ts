@@ -13,7 +13,7 @@ import { TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/te
 import { HooksError } from "../contract/errors.js";
 import { HookLogRecordSchema } from "../runner/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
-import { FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
+import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
 
 const mode = z.enum(FAILURE_MODES);
@@ -28,6 +28,7 @@ const limit = (max: number) => z.number().int().min(1).max(max).optional();
 const HooksDocSchema = EffectivePolicySchema.extend({
   failureMode: z.union([mode, z.strictObject({ task_completed: mode.optional(), task_failed: mode.optional(), idle: mode.optional() })]).optional(),
   sweep: z.enum(SWEEP_MODES).optional(),
+  exitCodes: z.enum(EXIT_CODE_MODES).default("v1").optional(),
   limits: z.strictObject({ maxHooksPerEvent: limit(64), chainDeadlineMs: limit(MAX_TIMEOUT_MS), maxPayloadBytes: limit(1024 * 1024 * 1024) }).optional(),
   handlers: z.array(HandlerSchema).optional(),
   templates: TemplatesSchema.optional(),

@@ -121,7 +121,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
 
 
 function policyObject(setup: TeamSetup): Record<string, unknown> {
-  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source, sweep: setup.sweep.value, sweepSource: setup.sweep.source };
+  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source, sweep: setup.sweep.value, sweepSource: setup.sweep.source, exitCodes: setup.settings.exitCodes.value, exitCodesSource: setup.settings.exitCodes.source };
 }
 
 function policyLine(setup: TeamSetup): string {
@@ -132,7 +132,9 @@ function policyLine(setup: TeamSetup): string {
     `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
     `timeout ${setup.timeout.value}ms (${setup.timeout.source}), ` +
     `on hook errors ${Object.entries(setup.failureModes).map(([event, mode]) => `${event} ${mode}`).join(" / ")}, ` +
-    `setsid sweep ${setup.sweep.value} (${setup.sweep.source})`
+    `setsid sweep ${setup.sweep.value} (${setup.sweep.source})` +
+    // Said only when it is not contract v1's meaning, so that the usual line stays as it was.
+    (setup.settings.exitCodes.value === "strict" ? `, exit codes strict (${setup.settings.exitCodes.source})` : "")
   );
 }
 

@@ -38,9 +38,11 @@ export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
  * timeout, died by a signal, gave an invalid verdict, broke a limit of its event, was stopped with
  * the leader, failed inside the runner (`internal`), or was refused by trust; an HTTP handler's
  * request or answer failed (`http`: no connection, a non-2xx status, a redirect, an oversize body,
- * an unsupported decision); a deferred gate got no decision before its deadline (`defer_expired`).
+ * an unsupported decision); a deferred gate got no decision before its deadline (`defer_expired`);
+ * under strict exit codes (`hooks.exitCodes: "strict"`), a hook without a verdict exited with neither
+ * 0 nor 2 (`unexpected_exit`: a crash, 127, an uncaught exception).
  */
-export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS, "http", "defer_expired"] as const;
+export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS, "http", "defer_expired", "unexpected_exit"] as const;
 /** Error kinds that always fail the event (closed), whatever the failure mode says. */
 export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS, "defer_expired"]);
 export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];

@@ -17,8 +17,18 @@ import { z } from "zod";
 export const VERDICT_LIMITS = Object.freeze({ codeBytes: 64, reasonBytes: 1_024, messageBytes: 8_192 });
 
 const bytes = (s: string): number => Buffer.byteLength(s, "utf8");
-// Control characters (newline and tab included) have no place in a one-line reason.
-const CONTROL = /[\u0000-\u001f\u007f]/;
+// Control characters (newline and tab included, and the C1 range U+0080–U+009F, which terminals read as
+// escapes) have no place in a one-line reason.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** What bytes that are not UTF-8 decode to: a reason that holds it was not valid UTF-8. */
+const REPLACEMENT = "\uFFFD";
+
+/**
+ * A verdict line on stdout is at most this long: the tail the runner keeps of stdout (runner/run.ts).
+ * A longer line that looks like a verdict is an invalid verdict, never ordinary output: otherwise a
+ * gate could hide a decision after megabytes of blanks on its last line.
+ */
+export const VERDICT_LINE_MAX_BYTES = 48 * 1024;
 
 export const DECISIONS = ["allow", "deny", "defer"] as const;
 export type Decision = (typeof DECISIONS)[number];
@@ -37,7 +47,8 @@ export const VerdictSchema = z.looseObject({
     .string()
     .refine((s) => s.trim() !== "", "must not be blank")
     .refine((s) => bytes(s) <= VERDICT_LIMITS.reasonBytes, `must be at most ${VERDICT_LIMITS.reasonBytes} bytes`)
-    .refine((s) => !CONTROL.test(s), "must not contain control characters (one line, no tabs)")
+    .refine((s) => !CONTROL.test(s), "must not contain control characters (one line, no tabs, nothing in U+0080–U+009F)")
+    .refine((s) => !s.includes(REPLACEMENT), "must be valid UTF-8 (it holds U+FFFD, what bytes that are not UTF-8 decode to)")
     .optional(),
   message: z
     .string()
@@ -61,15 +72,24 @@ export type VerdictRead =
 
 /**
  * The verdict of one run. `fileText` is the result file's content (null when the hook did not write
- * it); `stdoutTail` is the end of its stdout. The file wins over stdout. On stdout only a last line
- * that is a JSON object with a `decision` key counts: any other last line (including JSON without
- * `decision`, or text that merely starts with `{`) is ordinary output and the exit code decides.
+ * it); `stdoutTail` is the end of its stdout, and `stdoutTailCut` says that stdout went on before it
+ * (the tail does not start at the start of the output). The file wins over stdout. On stdout only a
+ * last line that is a JSON object with a `decision` key counts: any other last line (including JSON
+ * without `decision`, or text that merely starts with `{`) is ordinary output and the exit code
+ * decides — unless it is longer than VERDICT_LINE_MAX_BYTES and looks like a verdict (it starts with
+ * `{`, or holds `"decision"`): that is an invalid verdict.
  */
-export function readVerdict(input: { fileText: string | null; stdoutTail: string }): VerdictRead {
+export function readVerdict(input: { fileText: string | null; stdoutTail: string; stdoutTailCut?: boolean }): VerdictRead {
   if (input.fileText !== null && input.fileText.trim() !== "") {
     return check(parseObject(input.fileText.trim()), "file");
   }
-  const last = lastLine(input.stdoutTail);
+  const { line, whole } = lastLine(input.stdoutTail);
+  const last = line.trim();
+  // The line began before the tail (its start unseen), or is longer than a verdict may be.
+  const overlong = (!whole && input.stdoutTailCut === true) || Buffer.byteLength(line, "utf8") > VERDICT_LINE_MAX_BYTES;
+  if (overlong && (last.startsWith("{") || last.includes('"decision"'))) {
+    return { kind: "invalid", source: "stdout", problem: `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict line may have)` };
+  }
   if (!last.startsWith("{")) return { kind: "none" };
   const parsed = parseObject(last);
   if (!parsed.ok || !Object.hasOwn(parsed.value, "decision")) return { kind: "none" };
@@ -147,13 +167,14 @@ function capReason(reason: string): string {
   return `${cut}…`;
 }
 
-function lastLine(text: string): string {
+/** The last line of `text` that holds more than blanks (as written), and whether a newline precedes it in `text`. */
+function lastLine(text: string): { line: string; whole: boolean } {
   const lines = text.split(/\r?\n/);
   for (let i = lines.length - 1; i >= 0; i--) {
-    const line = (lines[i] ?? "").trim();
-    if (line !== "") return line;
+    const line = lines[i] ?? "";
+    if (line.trim() !== "") return { line, whole: i > 0 };
   }
-  return "";
+  return { line: "", whole: true };
 }
 
 const VERDICT_PLACES: Readonly<Record<VerdictSource, string>> = {

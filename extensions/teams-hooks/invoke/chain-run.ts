@@ -121,6 +121,7 @@ export async function runChain(
             timeoutMs,
             baseEnv: req.env,
             escapeeScan: req.sweep ?? DEFAULT_SWEEP,
+            ...(req.exitCodes ? { exitCodes: req.exitCodes } : {}),
             runId,
             eventKey: req.key,
             attempt: req.attempt ?? 1,

@@ -22,7 +22,7 @@ import type { RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
-import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
+import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { deferredSummary, describeFailure, gatePassedSummary } from "../text/messages.js";
 import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
@@ -61,6 +61,8 @@ export interface InvokeRequest {
   limits?: Readonly<HookLimits>;
   /** When each hook's run is swept for run-id escapees (runner/run.ts `escapeeScan`); default `auto`. */
   sweep?: SweepMode;
+  /** What a hook's exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
+  exitCodes?: ExitCodeMode;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
   env: Readonly<Record<string, string | undefined>>;

@@ -93,6 +93,7 @@ export class EventHandler {
         failureMode: setup.failureModes[event.event],
         limits: setup.limits,
         sweep: setup.sweep.value,
+        exitCodes: setup.settings.exitCodes.value,
         teamHooksDir: setup.teamHooksDir,
         handlers: setup.settings.handlers,
         retry: state.retry,

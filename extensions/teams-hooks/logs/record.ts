@@ -206,7 +206,7 @@ const RESULT = {
   leftoverProcesses: [int(0)],
   contextTruncated: [boolean],
   errorKind: [
-    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook", "http", "defer_expired"]),
+    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook", "http", "defer_expired", "unexpected_exit"]),
     optional,
   ],
   verdict: [looseObject(VERDICT), optional],

@@ -7,6 +7,7 @@ import { readdirSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
+import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { describeInvalidVerdict, readVerdict, verdictOutcome } from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";
@@ -66,27 +67,46 @@ export interface ResultFileRead {
   refused: string | null;
 }
 
+export interface VerdictRules {
+  /** Whether the event can be held (task events); a defer where it cannot is a denial (contract/verdict.ts verdictOutcome). */
+  canDefer: boolean;
+  /** What the exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
+  exitCodes?: ExitCodeMode;
+}
+
+/** The end of a run's stdout, and whether stdout went on before it. */
+export interface StdoutTail {
+  text: string;
+  cut: boolean;
+}
+
 /**
  * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
  * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
- * killed) stays one whatever it wrote. `canDefer`: whether the event can be held (task events); a
- * defer where it cannot is a denial (contract/verdict.ts verdictOutcome).
+ * killed) stays one whatever it wrote. Without a verdict the exit code decides: under `strict` exit
+ * codes only 0 (allow) and 2 (deny) are decisions, and any other code is `unexpected_exit`.
  */
-export function applyVerdict(result: RunResult, file: ResultFileRead, stdoutTail: string, canDefer: boolean): RunResult {
+export function applyVerdict(result: RunResult, file: ResultFileRead, stdout: StdoutTail, rules: VerdictRules): RunResult {
   if (result.outcome === "error") return result;
   if (file.refused !== null) {
     return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
   }
-  const read = readVerdict({ fileText: file.text, stdoutTail });
+  const read = readVerdict({ fileText: file.text, stdoutTail: stdout.text, stdoutTailCut: stdout.cut });
   switch (read.kind) {
     case "none":
-      return result;
+      return strictExit(result, rules.exitCodes ?? "v1");
     case "invalid":
       return { ...result, outcome: "error", errorKind: "invalid_verdict", error: describeInvalidVerdict(read) };
     case "verdict": {
-      const { outcome, verdict } = verdictOutcome(read.verdict, canDefer);
+      const { outcome, verdict } = verdictOutcome(read.verdict, rules.canDefer);
       return { ...result, outcome, verdict: { ...verdict, source: read.source } };
     }
   }
 }
 
+/** Under strict exit codes, an exit code other than 0 and 2 is no judgement: a hook error the failure mode decides. */
+function strictExit(result: RunResult, mode: ExitCodeMode): RunResult {
+  if (mode !== "strict" || result.outcome !== "failed" || result.exitCode === 2) return result;
+  const code = result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`;
+  return { ...result, outcome: "error", errorKind: "unexpected_exit", error: `${code}: under strict exit codes (hooks.exitCodes) only 0 allows and 2 denies; the hook did not decide` };
+}

@@ -16,7 +16,9 @@ import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, isTaskEvent, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { applyVerdict, readResultFile, runFiles } from "./run-files.js";
+import { applyVerdict, readResultFile, runFiles, type StdoutTail } from "./run-files.js";
+import { VERDICT_LINE_MAX_BYTES } from "../contract/verdict.js";
+import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
 
 export interface RunHookOptions {
@@ -49,6 +51,8 @@ export interface RunHookOptions {
    * exit (about 2–10 ms), which also catches a setsid'd child with its output redirected elsewhere.
    */
   escapeeScan?: "auto" | "always";
+  /** What the exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
+  exitCodes?: ExitCodeMode;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -120,7 +124,7 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
       return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
     }
     const { result, stdoutTail } = await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
-    return applyVerdict(result, readResultFile(resultFile), stdoutTail, isTaskEvent(invocation.event));
+    return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: isTaskEvent(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
@@ -188,7 +192,7 @@ export function preloadRunner(): void {
   loadExeca().catch(() => undefined); // a failed import is reported by the first run that needs it
 }
 
-async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: string }> {
+async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
   const [execa] = await Promise.all([loadExeca(), opts.notBefore]);
@@ -215,7 +219,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     // Spawn failed (ENOENT, EACCES, E2BIG…): execa settles at once with the errno in `code`.
     const failure = await settled;
     const message = pick(failure, "originalMessage") ?? pick(failure, "shortMessage") ?? describeError(failure);
-    return { result: { ...base, ...startFailure(message, pick(failure, "code"), startedAt) }, stdoutTail: "" };
+    return { result: { ...base, ...startFailure(message, pick(failure, "code"), startedAt) }, stdoutTail: { text: "", cut: false } };
   }
 
   const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
@@ -237,7 +241,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     live.delete(runId);
   }
 
-  async function supervise(): Promise<{ result: RunResult; stdoutTail: string }> {
+  async function supervise(): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
     const graceMs = opts.graceMs ?? 1_000;
     const deadline = startedAt + opts.timeoutMs;
     const out = captureStream(subprocess.stdout);
@@ -304,22 +308,24 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
 }
 
 /** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
-function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult; tail: () => string } {
+function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult; tail: () => StdoutTail } {
   const capture = headCapture(OUTPUT_LIMIT_CHARS);
   // The last bytes too, for a verdict on the last line of a long output (verdict.ts).
   let tail: Buffer = Buffer.alloc(0);
+  let total = 0;
   stream.on("data", (chunk: Buffer | string) => {
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
     capture.push(bytes);
+    total += bytes.length;
     tail = bytes.length >= TAIL_BYTES ? bytes.subarray(bytes.length - TAIL_BYTES) : Buffer.concat([tail, bytes]).subarray(-TAIL_BYTES);
   });
   stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
   const closed = new Promise<void>((resolve) => stream.once("close", () => resolve()));
-  return { closed, result: () => capture.result(), tail: () => tail.toString("utf8") };
+  return { closed, result: () => capture.result(), tail: () => ({ text: tail.toString("utf8"), cut: total > TAIL_BYTES }) };
 }
 
-/** Enough for the longest valid verdict line (code, reason and message at their limits, escaped). */
-const TAIL_BYTES = 48 * 1024;
+/** Enough for the longest valid verdict line (code, reason and message at their limits, escaped): contract/verdict.ts's cap. */
+const TAIL_BYTES = VERDICT_LINE_MAX_BYTES;
 
 function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
   return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };

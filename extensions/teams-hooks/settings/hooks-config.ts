@@ -69,6 +69,15 @@ export type SweepMode = (typeof SWEEP_MODES)[number];
 export const DEFAULT_SWEEP: SweepMode = "auto";
 export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
 
+/**
+ * What a hook's exit code means when it gives no verdict: `v1` (the default, as contract v1 says: 0
+ * passes, anything else is a denial) or `strict` (0 allows, 2 denies, any other exit code is a hook
+ * error that the failure mode decides, so a gate that crashed is not taken for a judgement).
+ */
+export const EXIT_CODE_MODES = ["v1", "strict"] as const;
+export type ExitCodeMode = (typeof EXIT_CODE_MODES)[number];
+export const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(EXIT_CODE_MODES));
+
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z.looseObject({
   failureAction: FailureActionSettingSchema.nullish(),
@@ -76,6 +85,7 @@ export const HooksBlockSchema = z.looseObject({
   followupOwner: FollowupOwnerSettingSchema.nullish(),
   failureMode: FailureModeBlock.nullish(),
   sweep: SweepSettingSchema.nullish(),
+  exitCodes: ExitCodesSettingSchema.nullish(),
   limits: z
     .strictObject({
       maxHooksPerEvent: whole(1, 64).optional(),
@@ -199,6 +209,8 @@ export interface SettingsReport {
   limits: Record<LimitName, Effective<number>>;
   /** `hooks.sweep`: whether every run is checked for `setsid` escapees. */
   sweep: Effective<SweepMode, "config" | "default">;
+  /** `hooks.exitCodes`: what an exit code means without a verdict (`v1` or `strict`). */
+  exitCodes: Effective<ExitCodeMode, "config" | "default">;
   /** `hooks.handlers`, in declaration order (secret values are never here: only variable names). */
   handlers: readonly HandlerDef[];
   /** `hooks.templates`, by slug as written. */
@@ -284,6 +296,7 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     failureModes,
     limits: limitRows,
     sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
+    exitCodes: block.exitCodes ? { value: block.exitCodes, source: "config", origin: inConfig("hooks.exitCodes") } : { value: "v1", source: "default", origin: "default" },
     handlers: Object.freeze([...(block.handlers ?? [])]),
     templates: Object.freeze({ ...(block.templates ?? {}) }),
     deferTimeoutMs: deferFromConfig
@@ -298,8 +311,8 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: EffectiveSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, handlers, templates, deferTimeoutMs, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, handlers, templates, deferTimeoutMs, block };
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, block };
 }
 
 /** The values of a group of settings (`failureModes`, `limits`), without where they came from. */

@@ -1,0 +1,107 @@
+/**
+ * What a real hook's exit code and verdict mean, end to end through runHook and invokeEvent: strict
+ * exit codes (`hooks.exitCodes: "strict"`: 0 allows, 2 denies, anything else is a hook error the
+ * failure mode decides) next to contract v1 (any non-zero exit denies), and the verdict's hygiene (a
+ * decision in any case, a reason with C1 control characters or bytes that are not UTF-8, a verdict line
+ * longer than the cap after megabytes of blanks).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
+import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
+import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { runHook } from "../../extensions/teams-hooks/runner/run.js";
+import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
+import { makeInvocation } from "../helpers/invocation.js";
+import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "exit-codes-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** A bash hook with `body` as its script. */
+function hook(name: string, body: string): HookCommand {
+  const file = path.join(tmp, name);
+  writeFileSync(file, `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
+  return { hookPath: file, command: "bash", args: [file] };
+}
+
+const run = (h: HookCommand, exitCodes?: "v1" | "strict") => runHook(h, makeInvocation(), { cwd: tmp, timeoutMs: 10_000, ...(exitCodes ? { exitCodes } : {}) });
+
+describe("exit codes without a verdict", () => {
+  it.each<[string, string, "v1" | "strict", object]>([
+    ["exit 0 allows (v1)", "exit 0", "v1", { outcome: "passed" }],
+    ["exit 0 allows (strict)", "exit 0", "strict", { outcome: "passed" }],
+    ["exit 1 denies (v1)", "echo 'lint: 3 errors' >&2; exit 1", "v1", { outcome: "failed", exitCode: 1 }],
+    ["exit 2 denies (strict)", "echo 'lint: 3 errors' >&2; exit 2", "strict", { outcome: "failed", exitCode: 2 }],
+    ["exit 1 is no judgement (strict)", "exit 1", "strict", { outcome: "error", errorKind: "unexpected_exit", exitCode: 1 }],
+    ["127, a command not found, denies (v1)", "no-such-command-here", "v1", { outcome: "failed", exitCode: 127 }],
+    ["127, a command not found, is a hook error (strict)", "no-such-command-here", "strict", { outcome: "error", errorKind: "unexpected_exit", exitCode: 127 }],
+  ])("%s", async (_name, body, mode, expected) => {
+    const result = await run(hook(`h-${mode}-${body.length}-${body.charCodeAt(0)}.sh`, body), mode);
+    expect(result).toMatchObject(expected);
+    if (result.errorKind === "unexpected_exit") expect(result.error).toMatch(/^exit code \d+: under strict exit codes \(hooks\.exitCodes\) only 0 allows and 2 denies/);
+  });
+
+  it("a node gate that throws is a hook error under strict, a denial under v1", async () => {
+    const file = path.join(tmp, "throws.mjs");
+    writeFileSync(file, 'throw new Error("cannot read config");\n');
+    const h: HookCommand = { hookPath: file, command: process.execPath, args: [file] };
+    expect(await run(h, "strict")).toMatchObject({ outcome: "error", errorKind: "unexpected_exit", exitCode: 1 });
+    expect(await run(h, "v1")).toMatchObject({ outcome: "failed", exitCode: 1 });
+  });
+
+  it("a verdict still decides whatever the exit code, under strict too", async () => {
+    const result = await run(hook("verdict-exit-1.sh", `echo '{"decision":"allow"}'; exit 1`), "strict");
+    expect(result).toMatchObject({ outcome: "passed", verdict: { decision: "allow", source: "stdout" } });
+  });
+
+  it("the failure mode decides a crash under strict: open lets the task through, closed fails it; a denial fails it either way", async () => {
+    const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
+    try {
+      const identity: TeamIdentity = { teamId: team.teamId, teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+      const hooksDir = path.join(tmp, "hooks-dir");
+      const base = { identity, event: "task_completed" as const, key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null, hooksDir, teamHooksDir: null, cwd: tmp, timeoutMs: 10_000, policy: null, env: process.env, exitCodes: "strict" as const };
+      mkdirSync(hooksDir, { recursive: true });
+      const dir = hooksDir;
+      writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", { mode: 0o755 });
+      expect((await invokeEvent({ ...base, failureMode: "open" })).counted).toBe("passed");
+      expect((await invokeEvent({ ...base, failureMode: "closed" })).counted).toBe("failed");
+      writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", { mode: 0o755 });
+      const denied = await invokeEvent({ ...base, failureMode: "open", policy: DEFAULT_POLICY });
+      expect(denied.counted).toBe("failed");
+      expect(denied.summary).toBe("exit code 2 • tests fail");
+    } finally {
+      await team.cleanup();
+    }
+  });
+});
+
+describe("verdict hygiene, from real hooks", () => {
+  it('"DENY" denies', async () => {
+    expect(await run(hook("upper.sh", `echo '{"decision":"DENY","reason":"tests fail"}'`))).toMatchObject({ outcome: "failed", verdict: { decision: "deny", reason: "tests fail" } });
+  });
+
+  it("a reason with a C1 control character is an invalid verdict, not a denial", async () => {
+    const result = await run(hook("c1.sh", `printf '{"decision":"deny","reason":"tests \\xc2\\x9b31m fail"}\\n'`));
+    expect(result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
+    expect(result.error).toContain("reason: must not contain control characters");
+  });
+
+  it("a reason that is not UTF-8 is an invalid verdict", async () => {
+    const result = await run(hook("latin1.sh", `printf '{"decision":"deny","reason":"caf\\xe9 broken"}\\n'`));
+    expect(result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
+    expect(result.error).toContain("reason: must be valid UTF-8");
+  });
+
+  it("a verdict line after 2 MB of blanks is an invalid verdict, not a denial (nor ordinary output)", async () => {
+    const result = await run(hook("blanks.sh", `head -c 2000000 /dev/zero | tr '\\0' ' '; echo '{"decision":"deny","reason":"hidden"}'`));
+    expect(result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
+    expect(result.error).toMatch(/the last line is a verdict line of over 49152 bytes/);
+  });
+
+  it("a long last line that is not a verdict is ordinary output: the exit code decides", async () => {
+    expect(await run(hook("long-output.sh", `head -c 2000000 /dev/zero | tr '\\0' 'x'; echo; exit 0`))).toMatchObject({ outcome: "passed" });
+  });
+});
