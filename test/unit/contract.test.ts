@@ -1,10 +1,14 @@
 import { describe, expect, it } from "vitest";
 import {
   buildContextDocument,
+  canDefer,
   ContextDocumentSchema,
   HOOK_BASE_NAMES,
   HOOK_CONTRACT_VERSION,
   type HookInvocation,
+  isTaskEvent,
+  policyApplies,
+  stopsAtDenial,
   truncateText,
 } from "../../extensions/teams-hooks/contract/contract.js";
 import { buildHookEnvironment, capBytes, MAX_ENV_VALUE_BYTES, prepareContext, utf8Length } from "../../extensions/teams-hooks/contract/hook-run.js";
@@ -43,9 +47,18 @@ function invocation(overrides: Partial<HookInvocation> = {}): HookInvocation {
 }
 
 describe("contract constants", () => {
-  it("is version 1 with the three base names of docs/hook-contract.md", () => {
+  it("is version 1 with the four base names of docs/hook-contract.md", () => {
     expect(HOOK_CONTRACT_VERSION).toBe(1);
-    expect(HOOK_BASE_NAMES).toEqual({ task_completed: "on_task_completed", task_failed: "on_task_failed", idle: "on_idle" });
+    expect(HOOK_BASE_NAMES).toEqual({ task_completed: "on_task_completed", task_failed: "on_task_failed", idle: "on_idle", task_started: "on_task_started" });
+  });
+
+  it.each([
+    ["task_completed", { task: true, policy: true, defer: true, stops: true }],
+    ["task_failed", { task: true, policy: true, defer: true, stops: true }],
+    ["task_started", { task: true, policy: false, defer: false, stops: true }],
+    ["idle", { task: false, policy: false, defer: false, stops: false }],
+  ] as const)("what %s is: a task, the policy, a hold, a chain that stops at a denial", (event, is) => {
+    expect({ task: isTaskEvent(event), policy: policyApplies(event), defer: canDefer(event), stops: stopsAtDenial(event) }).toEqual(is);
   });
 });
 

@@ -25,7 +25,8 @@ describe("taskEvent", () => {
 
   it.each([
     ["a plain pending task", task({ status: "pending", metadata: {} })],
-    ["an in-progress task", task({ status: "in_progress" })],
+    ["an in-progress task without an owner", task({ owner: undefined, status: "in_progress" })],
+    ["an in-progress task with a blank owner", task({ owner: " ", status: "in_progress" })],
     ["a task reopened by the gate with an older abort", task({ status: "pending", metadata: { abortedAt: "2026-12-02T09:30:00.000Z", reopenedByQualityGateAt: "2026-12-02T10:00:05.000Z" } })],
   ])("no event for %s", (_name, t) => {
     expect(taskEvent(t)).toBeNull();
@@ -45,6 +46,64 @@ describe("taskEvent", () => {
     expect(taskEvent(afterGate)?.key).toBe(first?.key);
     const workerRewrote = task({ ...afterGate, updatedAt: "2026-12-02T10:05:00.000Z" });
     expect(taskEvent(workerRewrote)?.key).not.toBe(first?.key);
+  });
+});
+
+describe("taskEvent: claims (task_started)", () => {
+  const claimed = (metadata: Record<string, unknown> = {}, extra: Partial<Task> = {}): Task =>
+    task({ status: "in_progress", owner: "bob", metadata, updatedAt: "2026-12-02T09:30:00.000Z", ...extra });
+
+  it("an in-progress task with an owner is a claim, keyed by owner and createdAt when nothing else says when", () => {
+    const event = taskEvent(claimed());
+    expect(event).toMatchObject({ event: "task_started", key: "task_started:3:bob:2026-12-02T09:00:00.000Z", taskId: "3", member: "bob" });
+    // No claim time: the stamp the hook sees is the task's updatedAt as first seen in progress.
+    expect(event?.timestamp).toBe("2026-12-02T09:30:00.000Z");
+  });
+
+  it("a runtime's metadata.claimedAt keys the claim, and is its timestamp", () => {
+    const event = taskEvent(claimed({ claimedAt: "2026-12-02T09:10:00.000Z" }));
+    expect(event?.key).toBe("task_started:3:bob:2026-12-02T09:10:00.000Z");
+    expect(event?.timestamp).toBe("2026-12-02T09:10:00.000Z");
+  });
+
+  it("the key stays across a worker's progress edits and the leader's own metadata", () => {
+    const first = taskEvent(claimed({ claimedAt: "2026-12-02T09:10:00.000Z" }))?.key;
+    const edited = claimed({ claimedAt: "2026-12-02T09:10:00.000Z", progress: "50%", qualityGateStartDenied: false }, { updatedAt: "2026-12-02T09:45:00.000Z", description: "more" });
+    expect(taskEvent(edited)?.key).toBe(first);
+    const noClaimTime = taskEvent(claimed())?.key;
+    expect(taskEvent(claimed({ progress: "90%" }, { updatedAt: "2026-12-02T10:45:00.000Z" }))?.key).toBe(noClaimTime);
+  });
+
+  it("a new claim after a release (denial, abort, unassign) or by another member has a new key", () => {
+    const before = taskEvent(claimed())?.key;
+    const afterDenial = taskEvent(claimed({ qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" }))?.key;
+    const afterAbort = taskEvent(claimed({ abortedAt: "2026-12-02T09:21:00.000Z", qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" }))?.key;
+    const afterUnassign = taskEvent(claimed({ unassignedAt: "2026-12-02T09:22:00.000Z" }))?.key;
+    const byCarol = taskEvent(claimed({}, { owner: "carol" }))?.key;
+    expect(new Set([before, afterDenial, afterAbort, afterUnassign, byCarol]).size).toBe(5);
+    expect(afterDenial).toBe("task_started:3:bob:2026-12-02T09:20:00.000Z");
+    expect(afterAbort).toBe("task_started:3:bob:2026-12-02T09:21:00.000Z");
+  });
+
+  it("a claimedAt older than the last release is stale: the release keys the new claim", () => {
+    const stale = claimed({ claimedAt: "2026-12-02T09:10:00.000Z", qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" });
+    expect(taskEvent(stale)?.key).toBe("task_started:3:bob:2026-12-02T09:20:00.000Z");
+  });
+
+  it("no claim for a task the completion gate reopened, until something else released it", () => {
+    const reopened = { completedAt: "2026-12-02T10:00:00.000Z", reopenedByQualityGateAt: "2026-12-02T10:00:05.000Z" };
+    expect(taskEvent(claimed(reopened))).toBeNull();
+    expect(taskEvent(claimed({ ...reopened, claimedAt: "2026-12-02T10:01:00.000Z" }))).toBeNull();
+    // Completed again after the reopen, then taken back; or given up after it: claims again.
+    expect(taskEvent(claimed({ ...reopened, completedAt: "2026-12-02T11:00:00.000Z" }))?.event).toBe("task_started");
+    expect(taskEvent(claimed({ ...reopened, abortedAt: "2026-12-02T10:30:00.000Z" }))?.event).toBe("task_started");
+  });
+
+  it("the start gate's put-back is not a failure: an older abortedAt stays history", () => {
+    const putBack = task({ owner: undefined, status: "pending", metadata: { abortedAt: "2026-12-02T09:00:00.000Z", qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" } });
+    expect(taskEvent(putBack)).toBeNull();
+    const abortedAfter = task({ status: "pending", metadata: { abortedAt: "2026-12-02T09:30:00.000Z", qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" } });
+    expect(taskEvent(abortedAfter)?.key).toBe("task_failed:3:2026-12-02T09:30:00.000Z");
   });
 });
 

@@ -45,14 +45,20 @@ describe("checkHooksBlock", () => {
 });
 
 describe("resolveFailureModes", () => {
-  it("defaults: closed for task events, open for idle", () => {
-    expect(resolveFailureModes({}, {}).modes).toEqual({ task_completed: "closed", task_failed: "closed", idle: "open" });
+  it("defaults: closed for task events (a start gate too), open for idle", () => {
+    expect(resolveFailureModes({}, {}).modes).toEqual({ task_completed: "closed", task_failed: "closed", idle: "open", task_started: "closed" });
   });
 
   it("config beats the environment, per event", () => {
     const resolved = resolveFailureModes({ failureMode: { idle: "closed" } }, { PI_TEAMS_HOOKS_FAILURE_MODE: "open" });
-    expect(resolved.modes).toEqual({ task_completed: "open", task_failed: "open", idle: "closed" });
-    expect(resolved.sources).toEqual({ task_completed: "env", task_failed: "env", idle: "config" });
+    expect(resolved.modes).toEqual({ task_completed: "open", task_failed: "open", idle: "closed", task_started: "open" });
+    expect(resolved.sources).toEqual({ task_completed: "env", task_failed: "env", idle: "config", task_started: "env" });
+  });
+
+  it("hooks.failureMode.task_started sets the start gate's mode alone", () => {
+    const resolved = resolveFailureModes({ failureMode: { task_started: "open" } }, {});
+    expect(resolved.modes).toEqual({ task_completed: "closed", task_failed: "closed", idle: "open", task_started: "open" });
+    expect(resolved.sources.task_started).toBe("config");
   });
 
   it("a bad environment value is a warning naming it", () => {
@@ -93,6 +99,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
       task_completed: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
       task_failed: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
       idle: { value: "closed", source: "config", origin: "config.json hooks.failureMode.idle" },
+      task_started: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
     });
     expect(s.limits).toEqual({
       maxHooksPerEvent: { value: 16, source: "default", origin: "default" },
@@ -101,7 +108,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
     });
     expect(s.block).toEqual({ valid: true, from: "file", problems: [] });
     expect(s.refusal).toBeNull();
-    expect(settingValues(s.failureModes)).toEqual({ task_completed: "open", task_failed: "open", idle: "closed" });
+    expect(settingValues(s.failureModes)).toEqual({ task_completed: "open", task_failed: "open", idle: "closed", task_started: "open" });
   });
 
   it("names the variable that set failureAction, and one failure mode for all events by its field", () => {

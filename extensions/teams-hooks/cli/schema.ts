@@ -26,7 +26,7 @@ const limit = (max: number) => z.number().int().min(1).max(max).optional();
  * settings/handlers.ts as they are.
  */
 const HooksDocSchema = EffectivePolicySchema.extend({
-  failureMode: z.union([mode, z.strictObject({ task_completed: mode.optional(), task_failed: mode.optional(), idle: mode.optional() })]).optional(),
+  failureMode: z.union([mode, z.strictObject({ task_completed: mode.optional(), task_failed: mode.optional(), idle: mode.optional(), task_started: mode.optional() })]).optional(),
   sweep: z.enum(SWEEP_MODES).optional(),
   exitCodes: z.enum(EXIT_CODE_MODES).default("v1").optional(),
   limits: z.strictObject({ maxHooksPerEvent: limit(64), chainDeadlineMs: limit(MAX_TIMEOUT_MS), maxPayloadBytes: limit(1024 * 1024 * 1024) }).optional(),

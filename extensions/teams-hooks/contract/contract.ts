@@ -11,7 +11,8 @@ import { MetadataSchema, TaskSchema } from "./team-files.js";
 /** Raised only for breaking changes: see docs/hook-contract.md, "Compatibility". */
 export const HOOK_CONTRACT_VERSION = 1 as const;
 
-export const HOOK_EVENTS = ["task_completed", "task_failed", "idle"] as const;
+/** `task_started` came last (additive, still v1): the order of the first three is what output and logs always had. */
+export const HOOK_EVENTS = ["task_completed", "task_failed", "idle", "task_started"] as const;
 export type HookEventName = (typeof HOOK_EVENTS)[number];
 export const HookEventNameSchema = z.enum(HOOK_EVENTS);
 
@@ -20,9 +21,40 @@ export const HOOK_BASE_NAMES: Readonly<Record<HookEventName, string>> = Object.f
   task_completed: "on_task_completed",
   task_failed: "on_task_failed",
   idle: "on_idle",
+  task_started: "on_task_started",
 });
 
-export function isTaskEvent(event: HookEventName): event is "task_completed" | "task_failed" {
+/** The events the failure policy applies to (follow-up, reopen, nudge): a task's completion and its failure. */
+export type PolicyEventName = "task_completed" | "task_failed";
+
+/**
+ * Events about one task: the hook gets `PI_TEAMS_TASK_*` and the document's `task`, `run` needs
+ * `--task`, and the leader acts on the task after the gate (the failure policy, or a start gate's
+ * compensation). Not a statement about the policy, holds or chains: see the three predicates below.
+ */
+export function isTaskEvent(event: HookEventName): event is PolicyEventName | "task_started" {
+  return event !== "idle";
+}
+
+/**
+ * Whether the failure policy (`hooks.failureAction`: reopen, follow-up, nudge) applies after the
+ * gate. `task_started` has its own answer to a denial (the claim is put back), `idle` none.
+ */
+export function policyApplies(event: HookEventName): event is PolicyEventName {
+  return event === "task_completed" || event === "task_failed";
+}
+
+/**
+ * Whether a gate may hold the event (`defer`, decided later). Elsewhere a defer is a denial with the
+ * code `deferral_not_supported`: `idle` has nothing to hold, and a claim cannot wait for a decision
+ * (the worker is at work already).
+ */
+export function canDefer(event: HookEventName): boolean {
+  return policyApplies(event);
+}
+
+/** Whether the event's chain stops at the first hook that does not count as a pass: every event but `idle`, which runs every hook. */
+export function stopsAtDenial(event: HookEventName): boolean {
   return event !== "idle";
 }
 

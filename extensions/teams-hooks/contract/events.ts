@@ -1,6 +1,6 @@
 /**
  * From file contents to events, purely. A task file's current state stands for at most one event
- * (its completion or its failure), identified by a key; an idle notification stands for an `idle`
+ * (its claim, its completion or its failure), identified by a key; an idle notification stands for an `idle`
  * event and, through the task file it names, maybe a task event. The ledger decides which keys are
  * new, so the same change seen twice (file and notification, watcher and scan) runs once.
  */
@@ -8,7 +8,10 @@ import type { HookEventName } from "./contract.js";
 import type { IdleNotification, Task } from "./team-files.js";
 
 export interface HookEvent {
-  /** `task_completed:<taskId>:<completedAt>`, `task_failed:<taskId>:<abortedAt>`, `idle:<member>:<timestamp>` */
+  /**
+   * `task_completed:<taskId>:<completedAt>`, `task_failed:<taskId>:<abortedAt>`,
+   * `task_started:<taskId>:<owner>:<claim stamp>` (claimStamp), `idle:<member>:<timestamp>`
+   */
   key: string;
   event: HookEventName;
   taskId: string | null;
@@ -17,7 +20,9 @@ export interface HookEvent {
   /**
    * When it happened (`PI_TEAMS_EVENT_TIMESTAMP`): for a task event, the task's own
    * `metadata.completedAt` / `metadata.abortedAt` when set, whichever source saw it first; else, from
-   * the task file, the stamp that keys it (`updatedAt`), and from a notification, its `timestamp`.
+   * the task file, the stamp that keys it (`updatedAt`), and from a notification, its `timestamp`. For
+   * `task_started`, `metadata.claimedAt` when it is the claim's stamp, else the task's `updatedAt` as
+   * first seen in progress (no runtime we know writes a claim time: the claim is its last write).
    */
   timestamp: string | null;
   source: "task" | "inbox";
@@ -50,11 +55,58 @@ export function completionStamp(task: Task): string {
 }
 
 /**
+ * The marks a task's metadata keeps of the moments it became claimable again: a worker gave it up
+ * (`abortedAt`, pi-agent-teams' `unassignedAt`), it was completed (and then taken back), a start
+ * gate put the claim back (`qualityGateStartDeniedAt`). The completion gate's reopen
+ * (`reopenedByQualityGateAt`) is one too, but claimStamp treats it apart.
+ */
+const RELEASE_MARKS = ["abortedAt", "unassignedAt", "completedAt", "qualityGateStartDeniedAt"] as const;
+
+/**
+ * The stamp that tells one claim of an in-progress task from the next (the last part of its
+ * `task_started` key), or null when the task is not claimed (not `in_progress`, no owner) or the claim
+ * is the leader's own doing: a task whose last return to pending was the completion gate's reopen is
+ * being reworked at the gate's request, and the start gate does not judge it (docs/ledger.md, "Event
+ * keys"). The stamp is the later of `metadata.claimedAt`, when the runtime writes one, and the last
+ * release mark (RELEASE_MARKS); with neither, `createdAt`. None of these moves when a worker writes
+ * progress, or when the leader writes its own metadata, so the key is stable for as long as the claim
+ * lasts; a new claim comes after a release (a denial, an abort, an unassign) or with a new
+ * `claimedAt`, and gets a new key. The owner is part of the key, so a task handed from one member to
+ * another is a new claim too.
+ */
+export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | null {
+  if (task.status !== "in_progress" || !task.owner || task.owner.trim() === "") return null;
+  let released: string | undefined;
+  for (const field of RELEASE_MARKS) {
+    const value = metaString(task, field);
+    if (value && (released === undefined || isLater(value, released))) released = value;
+  }
+  const reopenedAt = metaString(task, "reopenedByQualityGateAt");
+  if (reopenedAt && (released === undefined || isLater(reopenedAt, released))) return null;
+  const claimedAt = metaString(task, "claimedAt");
+  if (claimedAt && (released === undefined || isLater(claimedAt, released))) return { stamp: claimedAt, claimedAt: true };
+  return { stamp: released ?? task.createdAt, claimedAt: false };
+}
+
+/**
  * The event a task's current state stands for, or null. A pending task is a failure only while its
- * `abortedAt` is later than the gate's last reopen: a reopen keeps an old `abortedAt` in place, and
- * that must not look like a new failure.
+ * `abortedAt` is later than the gate's last reopen and the start gate's last denial: both keep an old
+ * `abortedAt` in place, and that must not look like a new failure. An in-progress task with an owner
+ * is a claim (`task_started`, claimStamp), unless the leader reopened it.
  */
 export function taskEvent(task: Task): HookEvent | null {
+  if (task.status === "in_progress") {
+    const claim = claimStamp(task);
+    if (!claim || !task.owner) return null;
+    return {
+      key: eventKey("task_started", task.id, `${task.owner}:${claim.stamp}`),
+      event: "task_started",
+      taskId: task.id,
+      member: task.owner,
+      timestamp: claim.claimedAt ? claim.stamp : task.updatedAt,
+      source: "task",
+    };
+  }
   if (task.status === "completed") {
     const stamp = completionStamp(task);
     return {
@@ -69,8 +121,11 @@ export function taskEvent(task: Task): HookEvent | null {
   if (task.status === "pending") {
     const abortedAt = metaString(task, "abortedAt");
     if (!abortedAt) return null;
-    const reopenedAt = metaString(task, "reopenedByQualityGateAt");
-    if (reopenedAt && !isLater(abortedAt, reopenedAt)) return null;
+    // The leader's own writes back to pending: the completion gate's reopen, the start gate's denial.
+    for (const field of ["reopenedByQualityGateAt", "qualityGateStartDeniedAt"]) {
+      const at = metaString(task, field);
+      if (at && !isLater(abortedAt, at)) return null;
+    }
     return {
       key: eventKey("task_failed", task.id, abortedAt),
       event: "task_failed",

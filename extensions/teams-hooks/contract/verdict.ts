@@ -8,8 +8,9 @@
  * Decision values match without regard to case (`"DENY"` is a denial) and are stored lower case. It
  * takes precedence over the exit code. A verdict that is there but wrong is not a denial: the run is
  * a hook error, so that a typo in a gate never passes for a decision. `defer` holds a task event's
- * gate until a decision arrives (docs/remote-gates.md); `idle` cannot be held, so a defer there is a
- * denial with the code `deferral_not_supported` (`verdictOutcome`). Pure: the runner reads the file
+ * gate until a decision arrives (docs/remote-gates.md); `idle` and `task_started` cannot be held
+ * (contract.ts `canDefer`), so a defer there is a denial with the code `deferral_not_supported`
+ * (`verdictOutcome`). Pure: the runner reads the file
  * or the answer and hands the text in.
  */
 import { z } from "zod";
@@ -137,12 +138,12 @@ export function readHttpVerdict(body: string): VerdictRead | { kind: "none"; bod
   return check(parsed, "http");
 }
 
-/** The code of the denial a defer becomes where an event cannot be held (`idle`). */
+/** The code of the denial a defer becomes where an event cannot be held (`idle`, `task_started`). */
 export const DEFERRAL_NOT_SUPPORTED = "deferral_not_supported";
 
 /**
  * What a valid verdict makes of a run: `allow` passes, `deny` fails, `defer` holds the gate — except
- * where the event cannot be held (`canDefer` false: `idle`), where a defer is a denial with the code
+ * where the event cannot be held (`canDefer` false: `idle`, `task_started`), where a defer is a denial with the code
  * `deferral_not_supported` and the hook's reason kept.
  */
 export function verdictOutcome(verdict: Verdict, canDefer: boolean): { outcome: "passed" | "failed" | "deferred"; verdict: Verdict } {

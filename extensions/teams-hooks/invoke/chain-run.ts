@@ -8,7 +8,7 @@
  */
 import { randomUUID } from "node:crypto";
 import path from "node:path";
-import { type HookInvocation, isTaskEvent } from "../contract/contract.js";
+import { type HookInvocation, stopsAtDenial } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
 import { countsAsPass } from "../policy/decide.js";
@@ -135,7 +135,7 @@ export async function runChain(
     }
     result = withHashes(result, hook, ctx.trust, req.trust?.record ?? null);
     runs.push({ hook, result, startedAt, logFile: null });
-    if (isTaskEvent(req.event) && !countsAsPass(result, ctx.mode)) break;
+    if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode)) break;
   }
   return { runs, interrupted: null };
 }

@@ -36,7 +36,7 @@ import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
 import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
 import { changedFields, checkDeferral, describeChanges, heldFields, ledgerHoldOf } from "./deferral-check.js";
-import { policyRecordOf } from "./invoke.js";
+import { policyRecordOf } from "../policy/remediate.js";
 
 export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
 

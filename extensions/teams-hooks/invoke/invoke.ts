@@ -5,13 +5,14 @@
  * The chain (runner/chain.ts; docs/hook-contract.md, "Several hooks per event") is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
  * events run it in order and stop at the first denial or closed error; `idle` runs every hook. The
  * event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
- * once, for the run that decided.
+ * once, for the run that decided; for `task_started`, the start gate's answer instead (a denied claim
+ * is put back: invoke/after-gate.ts, policy/start-gate.ts).
  *
  * Logs are written last, after the policy actions, one per hook run; the first run's log (the one that
  * carries the caller's run id) is written last of all, so that its presence on disk means the event
  * was completely handled. The leader's crash recovery relies on this.
  *
- * A run that answers `defer` (a task event with a policy) holds the gate instead: the task's metadata
+ * A run that answers `defer` (a completion or failure with a policy) holds the gate instead: the task's metadata
  * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
  * then the deferral file is written (invoke/deferral.ts); a decision applies the policy later
  * (invoke/decision.ts).
@@ -20,20 +21,19 @@ import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
-import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
+import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
-import { HooksError, describeError } from "../contract/errors.js";
-import { deferredSummary, describeFailure, gatePassedSummary } from "../text/messages.js";
+import { describeError } from "../contract/errors.js";
 import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
 import { type DeferralRecord, heldRecord, writeDeferral } from "./deferral.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { HandlerDef } from "../settings/handlers.js";
-import { countsAsPass, decide, deferPlan } from "../policy/decide.js";
-import { remediate, type RemediationDone } from "../policy/remediate.js";
-import { SentLog } from "../team/sent-log.js";
+import { countsAsPass } from "../policy/decide.js";
+import type { SentLog } from "../team/sent-log.js";
 import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
 import { refusedRun, runChain } from "./chain-run.js";
+import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 
@@ -54,7 +54,10 @@ export interface InvokeRequest {
   handlers?: readonly HandlerDef[];
   cwd: string;
   timeoutMs: number;
-  /** The failure policy to apply to a task event; null only reports (as `run` without --apply-policy). */
+  /**
+   * The failure policy to apply to a task event; null only reports (as `run` without --apply-policy).
+   * For `task_started` its presence asks for the start gate's own answer (policy/start-gate.ts).
+   */
   policy: EffectivePolicy | null;
   /** What a hook error counts as; default: closed for task events, open for idle. */
   failureMode?: FailureMode;
@@ -212,7 +215,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
 }
 
 /** Everything known about an event once its hooks have run: what `settle` finishes, as often as it takes. */
-interface Settling {
+export interface Settling {
   req: InvokeRequest;
   mode: FailureMode;
   now: () => Date;
@@ -225,8 +228,8 @@ interface Settling {
   /** Problems found before the policy (an unreadable task file). */
   problems: string[];
   decidingLog: string;
-  /** The last remediation attempt; null before the first (or when no policy applies). */
-  remediation: RemediationDone | null;
+  /** The last attempt at what follows the gate (the policy, or a start gate's answer); null before the first (or when none applies). */
+  remediation: AfterGate | null;
   /** Remediation given up: the logs say what was and was not applied. */
   abandoned: boolean;
   sent: SentLog | null;
@@ -242,8 +245,8 @@ interface Settling {
  */
 async function settle(ctx: Settling): Promise<InvokeOutcome> {
   const { req } = ctx;
-  if (policyApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
-    ctx.remediation = await applyPolicy(ctx);
+  if (afterGateApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
+    ctx.remediation = await applyAfterGate(ctx);
     if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
   }
   try {
@@ -268,53 +271,10 @@ function pendingStep(ctx: Settling, stage: PendingStep["stage"], error: string):
   };
 }
 
-function policyApplies(req: InvokeRequest): req is InvokeRequest & { policy: EffectivePolicy; taskId: string; event: "task_completed" | "task_failed" } {
-  return req.policy !== null && isTaskEvent(req.event) && req.taskId !== null;
-}
-
-async function applyPolicy(ctx: Settling): Promise<RemediationDone> {
-  const { req, deciding } = ctx;
-  if (!policyApplies(req)) throw new HooksError("E_INTERNAL", "applyPolicy without a policy");
-  const { policy, taskId, event } = req;
-  const decidedAt = ctx.now().toISOString();
-  ctx.sent ??= new SentLog(req.identity.teamDir);
-  const held = ctx.held;
-  return remediate(
-    {
-      teamDir: req.identity.teamDir,
-      taskListId: req.identity.taskListId,
-      taskId,
-      key: req.key,
-      leadName: req.identity.leadName,
-      now: decidedAt,
-      sent: ctx.sent,
-      ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
-    },
-    (fresh) =>
-      held
-        ? deferPlan({ event, key: req.key, taskId, result: deciding.result, task: fresh, hookName: held.hook.gate, now: decidedAt, deferredRunId: held.runId, expiresAt: held.expiresAt })
-        : decide({
-        event,
-        key: req.key,
-        taskId,
-        result: deciding.result,
-        task: fresh,
-        policy,
-        hookName: gateName(deciding.hook, event),
-        member: req.member,
-        leadName: req.identity.leadName,
-        now: decidedAt,
-        timeoutMs: req.timeoutMs,
-        failureMode: ctx.mode,
-        logFile: ctx.decidingLog,
-      }),
-  );
-}
-
 /** The logs, one per run not logged yet; the first run's last (its presence means "done", see the header). */
 async function writeLogs(ctx: Settling): Promise<void> {
   const { req, runs, deciding, counted } = ctx;
-  const policyRecord = ctx.remediation && req.policy ? policyRecordOf(req.policy, ctx.mode, ctx.remediation) : undefined;
+  const policyRecord = ctx.remediation?.record;
   const chainRecord = runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
   for (const run of [...runs.slice(1), runs[0]]) {
     if (!run || run.logFile !== null) continue;
@@ -336,25 +296,6 @@ async function writeLogs(ctx: Settling): Promise<void> {
   }
 }
 
-export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
-  return {
-    failureAction: policy.failureAction,
-    maxReopensPerTask: policy.maxReopensPerTask,
-    followupOwner: policy.followupOwner,
-    failureMode: mode,
-    passed: done.plan.passed,
-    summary: done.plan.summary,
-    alreadyApplied: done.plan.alreadyApplied,
-    reopen: done.complete && done.plan.reopen ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max } : null,
-    followupTaskId: done.followupTaskId,
-    nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
-    actions: done.actions,
-    errors: [...done.refused, ...done.errors],
-    // Absent when everything was applied (older logs have no such field either).
-    ...(done.complete ? {} : { complete: false }),
-  };
-}
-
 function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
   const { deciding, remediation } = ctx;
   return {
@@ -365,20 +306,13 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     hook: deciding.hook,
     counted: ctx.counted,
     logFile: deciding.logFile,
-    summary: remediation ? remediation.plan.summary : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
+    summary: remediation ? remediation.summary : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
     actions: remediation?.actions ?? [],
     problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
     deferral: ctx.deferral,
   };
-}
-
-function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
-  if (result.outcome === "passed") return gatePassedSummary(result.durationMs);
-  if (result.outcome === "deferred") return deferredSummary(result.verdict);
-  if (countsAsPass(result, mode)) return `allowed (failure mode open): ${describeFailure(result, timeoutMs)}`;
-  return describeFailure(result, timeoutMs);
 }
 
 async function loadTask(req: InvokeRequest, problems: string[]): Promise<Task | null> {

@@ -29,6 +29,11 @@ const RETRY_WRITE_MS = Object.freeze({ first: 1_000, max: 30_000 });
  * in the ledger as the baseline when the scan ends (startup.ts).
  */
 export interface FirstStart {
+  /**
+   * Only claims are history: the first start of a leader that knows `task_started` on a ledger of one
+   * that did not (its completions and failures were taken as they came; its claims were never seen).
+   */
+  claimsOnly: boolean;
   markMs: number;
   looked: Set<string>;
   history: Set<string>;
@@ -48,6 +53,11 @@ export class LeaderContext {
   /** Events handed to the queue so far (the `ready` notice's `queued`). */
   enqueued = 0;
   firstStart: FirstStart | null = null;
+  /**
+   * Whether a start gate is in force (a file or handler for `task_started`, or one the trust record
+   * names): without one a claim is nothing, not even a ledger line (gate-trust.ts refreshStartGate).
+   */
+  startGate = false;
   ledger: Ledger | null = null;
   lock: LeaderLock | null = null;
   watcher: DirWatcher | null = null;

@@ -3,8 +3,9 @@
  * use) or read, re-read before each event when its file changed, and every gate change or insecure
  * gate said once here and once to the lead's inbox.
  */
-import { discoverChains, isHandlerGate } from "../runner/chain.js";
-import { type ChainTrust, type TrustEntry, entryOf, octal } from "../runner/trust.js";
+import { HOOK_EVENTS } from "../contract/contract.js";
+import { discoverChain, discoverChains, isHandlerGate } from "../runner/chain.js";
+import { type ChainTrust, type TrustEntry, entryOf, eventOfGate, octal } from "../runner/trust.js";
 import { keepTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 import { sentId } from "../team/sent-log.js";
 import type { LeaderContext } from "./context.js";
@@ -95,5 +96,32 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     ctx.warn(`gate ${change.path} ${what}: ${then}`);
     const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
     ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("gate-change", id, leadName), text, `the lead was not told of the change of ${change.path}`));
+  }
+}
+
+/**
+ * Whether a start gate is in force: a file or handler runs for `task_started`, or the trust record
+ * names a gate of that event (a trusted start gate deleted must fail its claims as `gate_missing`,
+ * not switch them off). Looked at when the leader starts, at every reconcile scan and when
+ * config.json changes — not per claim: a team without a start gate pays nothing per claim. `say`:
+ * a change while the leader runs is reported.
+ */
+export async function refreshStartGate(ctx: LeaderContext, say: boolean): Promise<void> {
+  const { hooksDir, teamHooksDir, settings } = ctx.setup;
+  const chain = await discoverChain({ globalDir: hooksDir, teamDir: teamHooksDir, event: "task_started", handlers: settings.handlers });
+  const layers = { global: hooksDir, team: teamHooksDir };
+  const trusted = Object.entries(ctx.trust.record?.gates ?? {}).some(([gate, entry]) =>
+    isHandlerGate(gate) ? (entry.events ?? HOOK_EVENTS).includes("task_started") : eventOfGate(gate, layers) === "task_started",
+  );
+  const on = chain.hooks.length > 0 || trusted;
+  if (on === ctx.startGate) return;
+  ctx.startGate = on;
+  if (say) {
+    ctx.opts.report({
+      kind: "info",
+      message: on
+        ? `start gate in force (${chain.hooks.map((h) => h.name).join(", ") || "a trusted gate of task_started"}): claims from now on are judged; claims seen before are not`
+        : "no start gate any more: claims are no longer judged",
+    });
   }
 }

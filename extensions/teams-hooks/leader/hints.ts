@@ -16,6 +16,7 @@ import { sentId } from "../team/sent-log.js";
 import { type LeaderContext, forEachYielding } from "./context.js";
 import { isTaskFileName } from "./sources.js";
 import { isHistory } from "./startup.js";
+import { refreshStartGate } from "./gate-trust.js";
 
 /** Where a looked-at event goes: the task as it was read, for the hooks to see. */
 export type Consider = (event: HookEvent, task?: Task) => void;
@@ -90,8 +91,14 @@ export class Hints {
     const look = ctx.sources.lookAtTask(file);
     if (look.kind === "problem") ctx.warn(look.message);
     else if (look.kind === "task" && look.event) {
-      if (firstLook && isHistory(look, look.event, first)) first.history.add(look.event.key);
-      else this.#consider(look.event, look.task);
+      const event = look.event;
+      // A claim is nothing without a start gate (no ledger line, no log), and one seen before (the
+      // same key at the last look: a worker's progress, the leader's own write) was judged then or
+      // seen while no start gate existed. docs/ledger.md, "Event keys".
+      if (event.event === "task_started" && (!ctx.startGate || event.key === look.previousKey)) return;
+      const judged = firstLook && (!first.claimsOnly || event.event === "task_started");
+      if (judged && isHistory(look, event, first)) first.history.add(event.key);
+      else this.#consider(event, look.task);
     }
   }
 
@@ -141,6 +148,7 @@ export class Hints {
           sweep: next.sweep,
         };
         if (!same) ctx.opts.report({ kind: "config", valid: next.hooksBlockValid, setup: ctx.setup });
+        await refreshStartGate(ctx, true); // a handler declared for task_started (or no longer)
       } catch (error) {
         ctx.warn(`config.json not reloaded: ${describeError(error)}; the settings in force stay`);
       }
@@ -163,6 +171,7 @@ export class Hints {
   async #reconcile(): Promise<void> {
     const ctx = this.#ctx;
     if (!(await this.#teamDirPresent())) return; // nothing to scan (and nothing to run) while it is gone
+    await refreshStartGate(ctx, true); // a start gate added or removed since the last scan
     const files = await ctx.sources.listTaskFiles();
     ctx.sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.

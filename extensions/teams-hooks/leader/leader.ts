@@ -28,12 +28,12 @@ import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
 import { LeaderContext } from "./context.js";
 import { Deferrals } from "./deferrals.js";
-import { takeTrust } from "./gate-trust.js";
+import { refreshStartGate, takeTrust } from "./gate-trust.js";
 import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
 import { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, StartInfo } from "./notices.js";
-import { BASELINE_DONE_KEY, beginFirstStart, endOrphanedRuns, recoverInFlight, saveScanState, scanAtStart } from "./startup.js";
+import { BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY, beginFirstStart, endOrphanedRuns, recoverInFlight, saveScanState, scanAtStart } from "./startup.js";
 
 export class Leader {
   readonly #ctx: LeaderContext;
@@ -73,7 +73,10 @@ export class Leader {
       const ledger = ctx.requireLedger();
       await takeTrust(ctx, ledger);
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
-      if (firstStart && !opts.catchUp) ctx.firstStart = beginFirstStart(ctx, ledger.fresh);
+      // A ledger of a leader that did not know claims: the claims in progress now are history too.
+      const claimsFirst = !firstStart && !ledger.has(CLAIMS_BASELINE_KEY);
+      if ((firstStart || claimsFirst) && !opts.catchUp) ctx.firstStart = beginFirstStart(ctx, ledger.fresh, claimsFirst);
+      await refreshStartGate(ctx, false);
       await recoverInFlight(ctx, (event) => this.#events.enqueue(event, true)); // before any event of this start can be in flight
       // Held gates: decisions recorded while no leader ran are applied, overdue ones expire.
       ctx.deferrals = new Deferrals(ctx);
@@ -91,11 +94,12 @@ export class Leader {
         const inbox = await ctx.sources.lookAtInbox({ force: true, unreadOnly: opts.inbox === "consume" });
         inbox.problems.forEach((p) => ctx.warn(p));
         for (const event of inbox.events) {
-          if (ctx.firstStart) ctx.firstStart.history.add(event.key);
+          if (ctx.firstStart && !ctx.firstStart.claimsOnly) ctx.firstStart.history.add(event.key);
           else this.#events.consider(event);
         }
       }
-      this.#startupScan = scanAtStart(ctx, firstStart, began, (file) => this.#hints.look(file))
+      const markers = firstStart ? [BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY] : claimsFirst ? [CLAIMS_BASELINE_KEY] : [];
+      this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
         .catch((error: unknown) => ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
         .finally(() => this.#hints.scheduleReconcile());
       return { hooks };

@@ -17,8 +17,11 @@ import { fileProblem, unsafeName } from "../text/messages.js";
 import { inboxFile, isSafeName, sanitizeName, taskFile, tasksDir } from "../team/paths.js";
 
 const TASK_FILE = /^[A-Za-z0-9_-]+\.json$/;
+/** The keys of claims (contract/events.ts): a state's claim is "seen", not "to run" (restoreState). */
+const CLAIM_KEY = "task_started:";
 /** The format of `saveState`; a state of another version is ignored (the files are read instead). */
-const STATE_VERSION = 3;
+/** 4: claims have keys (a state of 3 said none for a task in progress, which is not "seen"). */
+const STATE_VERSION = 4;
 
 /** Reused by every read of a task file (its text is copied out at once); larger files get their own. */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
@@ -64,8 +67,12 @@ export type TaskLook =
   | { kind: "known" }
   | { kind: "gone" }
   | { kind: "problem"; message: string; fresh: boolean }
-  /** `changedMs`: the later of the file's mtime and ctime (a rename into place sets the ctime). */
-  | { kind: "task"; task: Task; event: HookEvent | null; changedMs: number };
+  /**
+   * `changedMs`: the later of the file's mtime and ctime (a rename into place sets the ctime).
+   * `previousKey`: the key the file stood for when this leader (or the one whose state it restored)
+   * last read it; undefined when it was not read before.
+   */
+  | { kind: "task"; task: Task; event: HookEvent | null; changedMs: number; previousKey: string | null | undefined };
 
 export class TeamSources {
   readonly tasksDir: string;
@@ -130,7 +137,7 @@ export class TeamSources {
    * not handled yet: the event of a file is a function of its content, so an entry is right for as
    * long as the file is unchanged, however old the state is.
    */
-  saveState(): string {
+  saveState(unsettled: (key: string) => boolean = () => false): string {
     // Three parallel arrays, not an object per file: parsing 10,000 entries as objects costs the
     // restarted leader twice the memory (docs/performance.md).
     const names: string[] = [];
@@ -138,7 +145,8 @@ export class TeamSources {
     const keys: Array<string | null> = [];
     for (const [file, key] of this.#keys) {
       const sig = this.#signatures.get(file);
-      if (sig === undefined) continue;
+      // A claim still queued at shutdown is left out: the next start reads its file and judges it.
+      if (sig === undefined || (key?.startsWith(CLAIM_KEY) === true && unsettled(key))) continue;
       names.push(path.basename(file));
       sigs.push(sig);
       keys.push(key);
@@ -147,8 +155,10 @@ export class TeamSources {
   }
 
   /**
-   * Takes a state saved by `saveState` for this task list, keeping the files whose event is none or
-   * `handled` (the others are read, to run their event); false (and nothing taken) if it is not one.
+   * Takes a state saved by `saveState` for this task list, keeping the files whose event is none,
+   * `handled`, or a claim (the others are read, to run their event); false (and nothing taken) if it
+   * is not one. A claim the previous leader saw was either judged or seen while no start gate
+   * existed: either way it is not judged now (saveState leaves out the claims still queued).
    */
   restoreState(text: string, handled: (key: string) => boolean): boolean {
     let value: unknown;
@@ -166,7 +176,7 @@ export class TeamSources {
       const name: unknown = names[i];
       const key: unknown = keys[i];
       if (typeof name !== "string" || !isTaskFileName(name) || typeof sigs[i] !== "string") continue;
-      if (key === null || (typeof key === "string" && handled(key))) restored.set(name, i);
+      if (key === null || (typeof key === "string" && (handled(key) || key.startsWith(CLAIM_KEY)))) restored.set(name, i);
     }
     this.#restored = restored;
     this.#restoredSigs = sigs as string[];
@@ -190,8 +200,10 @@ export class TeamSources {
   lookAtTask(file: string): TaskLook {
     const name = this.#restored.size > 0 ? path.basename(file) : "";
     const restored = this.#restored.get(name);
+    let previousKey = this.#keys.get(file);
     if (restored !== undefined) {
       this.#restored.delete(name);
+      previousKey = this.#restoredKeys[restored] ?? null;
       try {
         const sig = signature(fsSync.statSync(file));
         if (sig === this.#restoredSigs[restored]) {
@@ -236,7 +248,7 @@ export class TeamSources {
       }
       const event = taskEvent(checked.value);
       this.#keys.set(file, event?.key ?? null);
-      return { kind: "task", task: checked.value, event, changedMs: Math.max(stat.mtimeMs, stat.ctimeMs) };
+      return { kind: "task", task: checked.value, event, changedMs: Math.max(stat.mtimeMs, stat.ctimeMs), previousKey };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") {
         this.#signatures.delete(file);

@@ -23,6 +23,11 @@ import type { TaskLook } from "./sources.js";
  * instead of running all at once. test/integration/leader-first-start.test.ts.
  */
 export const BASELINE_DONE_KEY = "leader:baseline-complete";
+/**
+ * Recorded once a first start has taken the claims in progress as history: with a ledger of a leader
+ * that did not know `task_started` (no such key), the next start is a first start for claims only.
+ */
+export const CLAIMS_BASELINE_KEY = "leader:claims-baseline-complete";
 
 /**
  * On a first start, a task file whose mtime and ctime are this much older than the first-start mark
@@ -90,8 +95,8 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
 }
 
 /** A first start's state, with its first-start mark (written now, or kept from a first start that died). */
-export function beginFirstStart(ctx: LeaderContext, freshLedger: boolean): FirstStart {
-  return { markMs: firstStartMark(ctx, freshLedger), looked: new Set(), history: new Set(), edited: [] };
+export function beginFirstStart(ctx: LeaderContext, freshLedger: boolean, claimsOnly: boolean): FirstStart {
+  return { claimsOnly, markMs: firstStartMark(ctx, freshLedger), looked: new Set(), history: new Set(), edited: [] };
 }
 
 /**
@@ -143,7 +148,7 @@ export function isHistory(look: Extract<TaskLook, { kind: "task" }>, event: Hook
  * Looks at every task file once, in slices (hints go on being handled in between), then records a
  * first start's baseline and reports `ready`; the reconcile scan takes over after it.
  */
-export async function scanAtStart(ctx: LeaderContext, firstStart: boolean, began: number, look: (file: string) => void): Promise<void> {
+export async function scanAtStart(ctx: LeaderContext, markers: readonly string[], began: number, look: (file: string) => void): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve)); // `start()` returns (the `watching` line) first
   const files = await ctx.sources.listTaskFiles();
   // A file hinted before this was read in full; one looked at from here on is only stat'ed if the
@@ -153,7 +158,8 @@ export async function scanAtStart(ctx: LeaderContext, firstStart: boolean, began
   ctx.sources.dropRestoredState();
   if (ctx.state !== "watching") return; // stopping: a first start's baseline stays unrecorded
   let baseline = 0;
-  if (firstStart) {
+  // `markers`: the marker keys a first start records with its baseline (none: not a first start).
+  if (markers.length > 0) {
     const history = ctx.firstStart?.history ?? new Set<string>();
     const edited = ctx.firstStart?.edited ?? [];
     if (edited.length > 0) {
@@ -161,11 +167,11 @@ export async function scanAtStart(ctx: LeaderContext, firstStart: boolean, began
       const shown = edited.slice(0, 10).map((id) => `#${id}`).join(", ");
       ctx.warn(
         `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before it (${shown}${edited.length > 10 ? ", …" : ""}): ` +
-          `recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (or task_failed) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
+          `recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
       );
     }
     baseline = history.size;
-    await ctx.requireLedger().baseline([...history, BASELINE_DONE_KEY], ctx.now());
+    await ctx.requireLedger().baseline([...history, ...markers], ctx.now());
     ctx.firstStart = null;
     try {
       unlinkSync(firstStartFile(ctx.opts.setup.identity.teamDir));
@@ -196,7 +202,8 @@ function restoreScanState(ctx: LeaderContext): void {
 /** The task files' state, for the next start's scan (at shutdown). */
 export async function saveScanState(ctx: LeaderContext): Promise<void> {
   const file = scanStateFile(ctx.setup.identity.teamDir);
-  await writeTextAtomic(file, ctx.sources.saveState()).catch((error: unknown) => ctx.warn(`${file}: not saved (${describeError(error)}); the next start reads every task file`));
+  // A claim still queued or under way (a stop drops what waits) is left out of the state: read and judged at the next start.
+  await writeTextAtomic(file, ctx.sources.saveState((key) => ctx.queued.has(key))).catch((error: unknown) => ctx.warn(`${file}: not saved (${describeError(error)}); the next start reads every task file`));
 }
 
 /** An event timestamp in ms: an ISO date, or a number of ms (or s) since the epoch; null if neither. */

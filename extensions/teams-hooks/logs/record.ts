@@ -16,7 +16,7 @@ import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 
 /** contract.ts `HOOK_EVENTS` (copied to keep zod out of `logs`; a unit test keeps them equal). */
-export const LOG_EVENTS: readonly HookEventName[] = ["task_completed", "task_failed", "idle"];
+export const LOG_EVENTS: readonly HookEventName[] = ["task_completed", "task_failed", "idle", "task_started"];
 
 /** `timed_out` is `result.timedOut`, whatever `result.outcome` says; the others are `result.outcome`. */
 export const LOG_OUTCOMES = ["passed", "failed", "timed_out", "error", "deferred"] as const;

@@ -15,6 +15,8 @@ import { appendMessage, readInbox } from "../team/mailbox.js";
 import { holdsNewerEvent, type RemediationPlan } from "./plan.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, updateTask } from "../team/tasks.js";
+import type { FailureMode } from "../settings/hooks-config.js";
+import type { EffectivePolicy } from "../settings/options.js";
 
 export interface RemediationTarget {
   teamDir: string;
@@ -152,6 +154,26 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
     next.metadata = { ...next.metadata, ...plan.reopen.patch.metadata };
   }
   return next;
+}
+
+/** The log's `policy` block of a failure policy applied (docs/logs.md). */
+export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
+  return {
+    failureAction: policy.failureAction,
+    maxReopensPerTask: policy.maxReopensPerTask,
+    followupOwner: policy.followupOwner,
+    failureMode: mode,
+    passed: done.plan.passed,
+    summary: done.plan.summary,
+    alreadyApplied: done.plan.alreadyApplied,
+    reopen: done.complete && done.plan.reopen ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max } : null,
+    followupTaskId: done.followupTaskId,
+    nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
+    actions: done.actions,
+    errors: [...done.refused, ...done.errors],
+    // Absent when everything was applied (older logs have no such field either).
+    ...(done.complete ? {} : { complete: false }),
+  };
 }
 
 /** Appends a message from the leader to `to`'s inbox in the task namespace, once per event (sendOnce). */

@@ -29,7 +29,7 @@
  */
 import { createHmac, randomUUID } from "node:crypto";
 import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node:http";
-import { HOOK_CONTRACT_VERSION, isTaskEvent, type HookInvocation } from "../contract/contract.js";
+import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
@@ -110,7 +110,7 @@ export async function runHandler(handler: HandlerDef, invocation: HookInvocation
     // After the wait: the secrets and the timestamp are those of the moment the request goes out.
     const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId });
     const exchange = await send(new URL(handler.url), outgoing.headers, body, opts.timeoutMs, runId);
-    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: isTaskEvent(invocation.event) });
+    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: canDefer(invocation.event) });
   } catch (error) {
     // A bug of ours (or the ledger flush failed: nothing was sent), reported as data like runHook's.
     return { ...base, errorKind: "internal", error: `internal error: ${describeError(error)}`, durationMs: elapsed(startedAt) };

@@ -68,7 +68,7 @@ export interface ResultFileRead {
 }
 
 export interface VerdictRules {
-  /** Whether the event can be held (task events); a defer where it cannot is a denial (contract/verdict.ts verdictOutcome). */
+  /** Whether the event can be held (contract.ts canDefer: task_completed, task_failed); a defer where it cannot is a denial (contract/verdict.ts verdictOutcome). */
   canDefer: boolean;
   /** What the exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
   exitCodes?: ExitCodeMode;

@@ -13,7 +13,7 @@ import { randomUUID } from "node:crypto";
 import { unlinkSync, writeFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { headCapture, type CaptureResult } from "./capture.js";
-import { HOOK_CONTRACT_VERSION, isTaskEvent, type HookInvocation } from "../contract/contract.js";
+import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile, runFiles, type StdoutTail } from "./run-files.js";
@@ -124,7 +124,7 @@ export async function runHook(hook: HookCommand, invocation: HookInvocation, opt
       return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
     }
     const { result, stdoutTail } = await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
-    return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: isTaskEvent(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
+    return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };

@@ -27,11 +27,15 @@ import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, 
 export const FAILURE_MODES = ["closed", "open"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
 
-/** What a hook error (could not start, timed out, killed, invalid verdict, a limit) means, by default. */
+/**
+ * What a hook error (could not start, timed out, killed, invalid verdict, a limit) means, by default.
+ * A start gate is closed: a gate that could not judge a claim does not admit it.
+ */
 export const DEFAULT_FAILURE_MODES: Readonly<Record<HookEventName, FailureMode>> = Object.freeze({
   task_completed: "closed",
   task_failed: "closed",
   idle: "open",
+  task_started: "closed",
 });
 
 export const DEFAULT_LIMITS = Object.freeze({

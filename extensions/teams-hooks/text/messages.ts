@@ -302,6 +302,22 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
 
 /** The last line of every gate nudge, word for word as pi-agent-teams has it. */
 export const GATE_NUDGE_REMEDIATE = "Please remediate automatically and continue without waiting for user intervention.";
+
+/**
+ * What the member whose claim a start gate denied reads (task namespace): which gate, why, and that
+ * the task is back to pending without an owner — or, when the claim had moved on before the gate
+ * answered (`putBack`), that nothing was put back. No call to carry on: the work is not admitted.
+ */
+export function startDeniedText(d: { hookName: string; taskId: string; summary: string; putBack: { status: string | null } | null; count: number | null; logFile: string | null }): string {
+  const lines = [`Quality gate ${d.hookName} denied your claim of task #${d.taskId}: ${d.summary}`];
+  if (d.putBack === null) {
+    lines.push(`Task #${d.taskId} is back to pending without an owner${d.count !== null && d.count > 1 ? ` (its claims were denied ${d.count} times)` : ""}. Please stop working on it; claim it again only once what the gate asks for is done.`);
+  } else {
+    lines.push(`Task #${d.taskId} was not put back: ${d.putBack.status === null ? "its file is gone" : `it is ${d.putBack.status} now`}.`);
+  }
+  if (d.logFile) lines.push(`Hook log: ${d.logFile}`);
+  return lines.join("\n");
+}
 // End of section: failure policy and settings
 
 /**

@@ -1,0 +1,122 @@
+/**
+ * What follows an event's gate, once its hooks have run (invoke/invoke.ts settles it, as often as it
+ * takes): the failure policy of a task's completion or failure (policy/decide.ts, remediate.ts; a
+ * held gate's `deferred` record), or a start gate's answer to a claim (policy/start-gate.ts). Each
+ * gives what the settling, the outcome and the logs need, in one shape.
+ */
+import { type PolicyEventName, policyApplies as eventHasPolicy } from "../contract/contract.js";
+import { HooksError } from "../contract/errors.js";
+import type { RunResult } from "../contract/hook-run.js";
+import { countsAsPass, decide, deferPlan } from "../policy/decide.js";
+import { policyRecordOf, remediate } from "../policy/remediate.js";
+import { applyStartGate, startGateRecord } from "../policy/start-gate.js";
+import { gateName } from "../runner/chain.js";
+import type { FailureMode } from "../settings/hooks-config.js";
+import type { EffectivePolicy } from "../settings/options.js";
+import { SentLog } from "../team/sent-log.js";
+import { deferredSummary, describeFailure, gatePassedSummary } from "../text/messages.js";
+import type { InvokeRequest, Settling } from "./invoke.js";
+
+/** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
+export function afterGateApplies(req: InvokeRequest): boolean {
+  return policyApplies(req) || startApplies(req);
+}
+
+/** The failure policy applies (`policy` given, a task's completion or failure): also what a held gate needs. */
+export function policyApplies(req: InvokeRequest): req is InvokeRequest & { policy: EffectivePolicy; taskId: string; event: PolicyEventName } {
+  return req.policy !== null && eventHasPolicy(req.event) && req.taskId !== null;
+}
+
+/** A claim judged with its answer applied (`policy` given): a denial puts it back (policy/start-gate.ts). */
+function startApplies(req: InvokeRequest): req is InvokeRequest & { taskId: string; event: "task_started" } {
+  return req.policy !== null && req.event === "task_started" && req.taskId !== null;
+}
+
+/** What the step after the gate did, as settle and the logs need it: the failure policy's, or a start gate's. */
+export interface AfterGate {
+  summary: string;
+  actions: string[];
+  refused: string[];
+  errors: string[];
+  complete: boolean;
+  /** The log's `policy` block. */
+  record: Record<string, unknown>;
+}
+
+/** Applies what follows the gate of `ctx`: the policy, or a start gate's answer. Never throws for what it finds on disk. */
+export function applyAfterGate(ctx: Settling): Promise<AfterGate> {
+  return policyApplies(ctx.req) ? applyPolicy(ctx) : applyStart(ctx);
+}
+
+async function applyStart(ctx: Settling): Promise<AfterGate> {
+  const { req, deciding } = ctx;
+  if (!startApplies(req)) throw new HooksError("E_INTERNAL", "applyStart without a claim");
+  ctx.sent ??= new SentLog(req.identity.teamDir);
+  const input = {
+    teamDir: req.identity.teamDir,
+    taskListId: req.identity.taskListId,
+    taskId: req.taskId,
+    key: req.key,
+    leadName: req.identity.leadName,
+    now: ctx.now().toISOString(),
+    sent: ctx.sent,
+    ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+    passed: ctx.counted === "passed",
+    failureMode: ctx.mode,
+    summary: summarize(deciding.result, ctx.mode, req.timeoutMs),
+    hookName: gateName(deciding.hook, req.event),
+    code: deciding.result.verdict?.code,
+    member: req.member,
+    logFile: ctx.decidingLog,
+  };
+  const done = await applyStartGate(input);
+  return { ...done, record: startGateRecord(input, done) };
+}
+
+async function applyPolicy(ctx: Settling): Promise<AfterGate> {
+  const { req, deciding } = ctx;
+  if (!policyApplies(req)) throw new HooksError("E_INTERNAL", "applyPolicy without a policy");
+  const { policy, taskId, event } = req;
+  const decidedAt = ctx.now().toISOString();
+  ctx.sent ??= new SentLog(req.identity.teamDir);
+  const held = ctx.held;
+  const done = await remediate(
+    {
+      teamDir: req.identity.teamDir,
+      taskListId: req.identity.taskListId,
+      taskId,
+      key: req.key,
+      leadName: req.identity.leadName,
+      now: decidedAt,
+      sent: ctx.sent,
+      ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+    },
+    (fresh) =>
+      held
+        ? deferPlan({ event, key: req.key, taskId, result: deciding.result, task: fresh, hookName: held.hook.gate, now: decidedAt, deferredRunId: held.runId, expiresAt: held.expiresAt })
+        : decide({
+        event,
+        key: req.key,
+        taskId,
+        result: deciding.result,
+        task: fresh,
+        policy,
+        hookName: gateName(deciding.hook, event),
+        member: req.member,
+        leadName: req.identity.leadName,
+        now: decidedAt,
+        timeoutMs: req.timeoutMs,
+        failureMode: ctx.mode,
+        logFile: ctx.decidingLog,
+      }),
+  );
+  return { summary: done.plan.summary, actions: done.actions, refused: done.refused, errors: done.errors, complete: done.complete, record: policyRecordOf(policy, ctx.mode, done) };
+}
+
+/** The summary of the deciding run when no policy wrote one (and a start gate's reason). */
+export function summarize(result: RunResult, mode: FailureMode, timeoutMs: number): string {
+  if (result.outcome === "passed") return gatePassedSummary(result.durationMs);
+  if (result.outcome === "deferred") return deferredSummary(result.verdict);
+  if (countsAsPass(result, mode)) return `allowed (failure mode open): ${describeFailure(result, timeoutMs)}`;
+  return describeFailure(result, timeoutMs);
+}
