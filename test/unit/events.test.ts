@@ -90,13 +90,16 @@ describe("taskEvent: claims (task_started)", () => {
     expect(taskEvent(stale)?.key).toBe("task_started:3:bob:2026-12-02T09:20:00.000Z");
   });
 
-  it("no claim for a task the completion gate reopened, until something else released it", () => {
+  it("the completion gate's reopen is no claim; the worker taking the reopened task up again is a new one", () => {
     const reopened = { completedAt: "2026-12-02T10:00:00.000Z", reopenedByQualityGateAt: "2026-12-02T10:00:05.000Z" };
-    expect(taskEvent(claimed(reopened))).toBeNull();
-    expect(taskEvent(claimed({ ...reopened, claimedAt: "2026-12-02T10:01:00.000Z" }))).toBeNull();
-    // Completed again after the reopen, then taken back; or given up after it: claims again.
-    expect(taskEvent(claimed({ ...reopened, completedAt: "2026-12-02T11:00:00.000Z" }))?.event).toBe("task_started");
-    expect(taskEvent(claimed({ ...reopened, abortedAt: "2026-12-02T10:30:00.000Z" }))?.event).toBe("task_started");
+    // The reopen itself writes pending (the owner kept): nothing to judge.
+    expect(taskEvent(task({ status: "pending", owner: "bob", metadata: reopened }))).toBeNull();
+    // In progress again: a claim keyed by the reopen, or by a later claimedAt.
+    const before = taskEvent(claimed({ claimedAt: "2026-12-02T09:10:00.000Z" }))?.key;
+    const again = taskEvent(claimed({ ...reopened, claimedAt: "2026-12-02T09:10:00.000Z" }));
+    expect(again).toMatchObject({ event: "task_started", key: "task_started:3:bob:2026-12-02T10:00:05.000Z" });
+    expect(again?.key).not.toBe(before);
+    expect(taskEvent(claimed({ ...reopened, claimedAt: "2026-12-02T10:01:00.000Z" }))?.key).toBe("task_started:3:bob:2026-12-02T10:01:00.000Z");
   });
 
   it("the start gate's put-back is not a failure: an older abortedAt stays history", () => {

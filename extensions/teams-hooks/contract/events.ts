@@ -56,23 +56,25 @@ export function completionStamp(task: Task): string {
 
 /**
  * The marks a task's metadata keeps of the moments it became claimable again: a worker gave it up
- * (`abortedAt`, pi-agent-teams' `unassignedAt`), it was completed (and then taken back), a start
- * gate put the claim back (`qualityGateStartDeniedAt`). The completion gate's reopen
- * (`reopenedByQualityGateAt`) is one too, but claimStamp treats it apart.
+ * (`abortedAt`, pi-agent-teams' `unassignedAt`), it was completed (and then taken back), the
+ * completion gate reopened it (`reopenedByQualityGateAt`), a start gate put the claim back
+ * (`qualityGateStartDeniedAt`).
  */
-const RELEASE_MARKS = ["abortedAt", "unassignedAt", "completedAt", "qualityGateStartDeniedAt"] as const;
+const RELEASE_MARKS = ["abortedAt", "unassignedAt", "completedAt", "reopenedByQualityGateAt", "qualityGateStartDeniedAt"] as const;
 
 /**
  * The stamp that tells one claim of an in-progress task from the next (the last part of its
- * `task_started` key), or null when the task is not claimed (not `in_progress`, no owner) or the claim
- * is the leader's own doing: a task whose last return to pending was the completion gate's reopen is
- * being reworked at the gate's request, and the start gate does not judge it (docs/ledger.md, "Event
- * keys"). The stamp is the later of `metadata.claimedAt`, when the runtime writes one, and the last
- * release mark (RELEASE_MARKS); with neither, `createdAt`. None of these moves when a worker writes
- * progress, or when the leader writes its own metadata, so the key is stable for as long as the claim
- * lasts; a new claim comes after a release (a denial, an abort, an unassign) or with a new
- * `claimedAt`, and gets a new key. The owner is part of the key, so a task handed from one member to
- * another is a new claim too.
+ * `task_started` key), or null when the task is not claimed (not `in_progress`, no owner). The stamp
+ * is the later of `metadata.claimedAt`, when the runtime writes one, and the last release mark
+ * (RELEASE_MARKS); with neither, `createdAt`. None of these moves when a worker writes progress, or
+ * when the leader writes its own metadata, so the key is stable for as long as the claim lasts; a new
+ * claim comes after a release (a denial, an abort, an unassign, a reopen) or with a new `claimedAt`,
+ * and gets a new key. The owner is part of the key, so a task handed from one member to another is a
+ * new claim too.
+ *
+ * The leader's own status writes are never claims: a reopen and a start gate's denial write
+ * `pending`, which is no claim. The worker who takes a reopened task up again (`in_progress`) makes
+ * a new claim, and a start gate judges it like any other (docs/ledger.md, "Event keys").
  */
 export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | null {
   if (task.status !== "in_progress" || !task.owner || task.owner.trim() === "") return null;
@@ -81,8 +83,6 @@ export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | 
     const value = metaString(task, field);
     if (value && (released === undefined || isLater(value, released))) released = value;
   }
-  const reopenedAt = metaString(task, "reopenedByQualityGateAt");
-  if (reopenedAt && (released === undefined || isLater(reopenedAt, released))) return null;
   const claimedAt = metaString(task, "claimedAt");
   if (claimedAt && (released === undefined || isLater(claimedAt, released))) return { stamp: claimedAt, claimedAt: true };
   return { stamp: released ?? task.createdAt, claimedAt: false };
@@ -92,7 +92,7 @@ export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | 
  * The event a task's current state stands for, or null. A pending task is a failure only while its
  * `abortedAt` is later than the gate's last reopen and the start gate's last denial: both keep an old
  * `abortedAt` in place, and that must not look like a new failure. An in-progress task with an owner
- * is a claim (`task_started`, claimStamp), unless the leader reopened it.
+ * is a claim (`task_started`, claimStamp).
  */
 export function taskEvent(task: Task): HookEvent | null {
   if (task.status === "in_progress") {

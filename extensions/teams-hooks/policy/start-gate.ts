@@ -211,6 +211,35 @@ export function startGateRecord(input: Pick<StartGateInput, "failureMode" | "pas
   };
 }
 
+/**
+ * A task's start denial as the task API's status answer shows it (docs/remote-gates.md): null when
+ * no start gate ever denied a claim of it; else the last denial, and whether it still stands
+ * (`active`: false once a later claim was allowed). Pure: read from the task's metadata.
+ */
+export interface StartDenialStatus {
+  active: boolean;
+  at: string;
+  hook: string | null;
+  reason: string | null;
+  code: string | null;
+  count: number;
+}
+
+export function startDenialOf(task: Task): StartDenialStatus | null {
+  const meta = task.metadata ?? {};
+  const at = meta.qualityGateStartDeniedAt;
+  if (typeof at !== "string") return null;
+  const text = (value: unknown): string | null => (typeof value === "string" ? value : null);
+  return {
+    active: meta.qualityGateStartDenied === true,
+    at,
+    hook: text(meta.qualityGateStartDeniedHook),
+    reason: text(meta.qualityGateStartDeniedReason),
+    code: text(meta.qualityGateStartDeniedCode),
+    count: counter(meta.qualityGateStartDeniedCount),
+  };
+}
+
 /** A stored counter: a number ≥ 0 (fractions floored); anything else counts as 0. */
 function counter(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;

@@ -13,7 +13,7 @@
  *
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
- *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, updatedAt}
+ *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial, updatedAt}
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
  *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
  *                                                            → 200 applied, 202 recorded (the team's leader applies it)
@@ -25,6 +25,7 @@ import { statSync } from "node:fs";
 import path from "node:path";
 import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
 import { readDeferral } from "../invoke/deferral.js";
+import { startDenialOf } from "../policy/start-gate.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
@@ -132,7 +133,8 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
     }
   }
   const gate = task.metadata?.qualityGateStatus;
-  return { status: 200, body: { id: task.id, status: task.status, qualityGateStatus: typeof gate === "string" ? gate : null, updatedAt: task.updatedAt } };
+  // `startDenial` (additive): a start gate's last denial of a claim of the task, or null.
+  return { status: 200, body: { id: task.id, status: task.status, qualityGateStatus: typeof gate === "string" ? gate : null, startDenial: startDenialOf(task), updatedAt: task.updatedAt } };
 }
 
 /**

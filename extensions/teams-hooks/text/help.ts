@@ -131,7 +131,7 @@ Team (one of):
   --team ID               the team directory <$PI_TEAMS_ROOT_DIR>/<ID> (needs PI_TEAMS_ROOT_DIR)
 
 Filters (logs and logs stats; all must hold):
-  --event E[,E…]          task_completed, task_failed, idle
+  --event E[,E…]          task_completed, task_failed, idle, task_started
   --task ID               runs for this task
   --member NAME           runs caused by this member
   --outcome O[,O…]        passed, failed, timed_out, error, deferred
@@ -194,14 +194,17 @@ then the hook logs and where the team dir is. Takes a few seconds.
   run: `Usage: pi-teams-hooks run <event> --team-dir DIR [options]
 
 Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
-<team dir>/hook-logs/, and print one line. <event> is task_completed, task_failed or idle.
+<team dir>/hook-logs/, and print one line. <event> is task_completed, task_failed, idle or
+task_started (a worker claimed the task).
 
 Event:
-  --task ID               the task (required for task_completed and task_failed)
+  --task ID               the task (required for task_completed, task_failed and task_started)
   --member NAME           who caused the event (default: none — the hook sees null / no variable)
                           (ids and names: A-Z a-z 0-9 _ - only; anything else is refused)
   --timestamp ISO         when it happened (default: none)
-  --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge)
+  --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge);
+                          for task_started, the start gate's answer: a denied claim is put back
+                          to pending without owner and the member told
 
 ${TEAM_FLAGS}
 Output:
@@ -340,7 +343,7 @@ Quality gates for agent teams: run hook scripts when tasks complete or fail and 
 idle, apply the team's failure policy, and log every invocation.
 
 Commands:
-  run <event>     fire one event by hand (task_completed, task_failed, idle)
+  run <event>     fire one event by hand (task_completed, task_failed, idle, task_started)
   decide          settle a held gate (a gate that answered defer): allow or deny
   watch           be the leader: watch a team directory and run its gates
   demo            play a small team through a passing, a failing and a fixed gate (npm start)

@@ -1,0 +1,208 @@
+/**
+ * The start gate (`task_started`) with the real leader (`watch`, dist/), real hooks and a real worker
+ * process claiming tasks: a denial puts the claim back (pending, no owner, `qualityGateStartDenied*`)
+ * and tells the member once, an allow leaves the claim alone, no start gate means no event at all, the
+ * completion gate's reopen is not a claim (the worker's next one is), a defer is a denial
+ * `deferral_not_supported`, the task API shows the denial, and `run task_started` does the same by hand.
+ */
+import { describe, expect, it } from "vitest";
+import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
+import { type LeaderProcess, readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { api, createKey, startServe, type ServeProcess } from "../helpers/serve-rig.js";
+import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+
+const rig = useLeaderRig();
+
+const DENY = `echo '{"decision":"deny","code":"deps.open","reason":"task #2 is not done"}'`;
+
+/** A team with tasks 1 and 2 pending and no owner, and `on_task_started.sh` with `body`. */
+async function startGated(body: string | null, extra: { config?: Record<string, unknown>; args?: string[]; hooks?: Record<string, string> } = {}): Promise<{ team: TempTeam; leader: LeaderProcess }> {
+  const team = await rig.team({ tasks: [makeTask({ id: "1" }), makeTask({ id: "2" })], ...(extra.config ? { config: extra.config } : {}) });
+  if (body !== null) await rig.hook(team, "on_task_started.sh", body);
+  for (const [name, text] of Object.entries(extra.hooks ?? {})) await rig.hook(team, name, text);
+  const leader = await rig.leader(team, extra.args ?? []);
+  return { team, leader };
+}
+
+const claim = (team: TempTeam, id: string, by = "alice") => rig.worker("claim", { tasksDir: team.tasksDir, ids: [id], by });
+const startedEvents = (leader: LeaderProcess) => leader.events((e) => e.event === "task_started");
+
+/** Waits for the ledger to hold `key` as done (the event was handled to its end). */
+async function waitDone(leader: LeaderProcess, team: TempTeam, key: string): Promise<void> {
+  await leader.waitFor(`${key} done in the ledger`, async () => (await readLedger(team.teamDir)).some((r) => r.op === "done" && r.key === key));
+}
+
+describe("a start gate that denies a claim", () => {
+  it("puts the task back to pending without owner, records the denial, tells the member once and logs the run", async () => {
+    const { team, leader } = await startGated(DENY);
+    await claim(team, "1");
+    const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({ event: "task_started", taskId: "1", member: "alice", outcome: "failed", policyApplied: true });
+    expect(event?.key).toMatch(/^task_started:1:alice:/);
+    expect(event?.actions).toEqual(["claim put back (denial 1)", "told alice"]);
+
+    const task = await readTaskFile(team, "1");
+    expect(task.status).toBe("pending");
+    expect(task.owner).toBeUndefined();
+    expect(task.metadata).toMatchObject({
+      qualityGateStartDenied: true,
+      qualityGateStartDeniedHook: "on_task_started",
+      qualityGateStartDeniedCount: 1,
+      qualityGateStartDeniedKey: event?.key,
+      qualityGateStartDeniedMember: "alice",
+      qualityGateStartDeniedCode: "deps.open",
+    });
+    expect(task.metadata?.qualityGateStartDeniedReason).toContain("task #2 is not done");
+
+    const told = (await readInboxFile(team, team.taskListId, "alice")).filter((m) => m.qualityGateEventKey === event?.key);
+    expect(told).toHaveLength(1);
+    expect(told[0]?.text).toContain("Quality gate on_task_started denied your claim of task #1: ");
+    expect(told[0]?.text).toContain("Task #1 is back to pending without an owner.");
+
+    const logs = (await readLogs(team.teamDir)).filter((l) => l.invocation.event === "task_started");
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatchObject({ key: event?.key, invocation: { event: "task_started", memberName: "alice", completedTask: { id: "1", status: "in_progress", owner: "alice" } }, result: { outcome: "failed" } });
+    expect(logs[0]?.policy).toMatchObject({ onDenial: "revert_claim", claim: "put_back", deniedCount: 1, told: "alice" });
+    // The put-back (the leader's own write, back to pending) is no event of any kind.
+    await waitDone(leader, team, event?.key ?? "");
+    expect(leader.events()).toHaveLength(1);
+
+    // A restart neither judges nor tells again.
+    expect((await leader.stop()).code).toBe(0);
+    const again = await rig.leader(team);
+    await claim(team, "2", "bob");
+    await again.waitForEvents(1, (e) => e.event === "task_started" && e.taskId === "2");
+    expect(startedEvents(again).map((e) => e.taskId)).toEqual(["2"]);
+    expect((await readInboxFile(team, team.taskListId, "alice")).filter((m) => m.qualityGateEventKey === event?.key)).toHaveLength(1);
+
+    // The member claims again: a new claim (keyed by the denial), judged again, the count goes on.
+    await claim(team, "1");
+    const [second] = await again.waitForEvents(1, (e) => e.event === "task_started" && e.taskId === "1");
+    expect(second?.key).toBe(`task_started:1:alice:${String(task.metadata?.qualityGateStartDeniedAt)}`);
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStartDeniedCount: 2 });
+  });
+
+  it("a defer is a denial with the code deferral_not_supported: put back too, nothing held", async () => {
+    const { team, leader } = await startGated(`echo '{"decision":"defer","reason":"waiting for CI"}'`);
+    await claim(team, "1");
+    const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({ outcome: "failed", actions: ["claim put back (denial 1)", "told alice"] });
+    expect(event?.deferral).toBeUndefined();
+    const [log] = (await readLogs(team.teamDir)).filter((l) => l.invocation.event === "task_started");
+    expect(log?.result.verdict).toMatchObject({ decision: "deny", code: "deferral_not_supported", reason: "this event cannot be deferred: waiting for CI" });
+    expect(log?.deferral).toBeUndefined();
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDenied: true, qualityGateStartDeniedCode: "deferral_not_supported" } });
+    expect(task.owner).toBeUndefined();
+  });
+});
+
+describe("a start gate that allows", () => {
+  it("leaves the claim as the worker wrote it and writes nothing to the task", async () => {
+    const { team, leader } = await startGated("exit 0");
+    const before = await claim(team, "1") as { final: Record<string, string> };
+    const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({ outcome: "passed", member: "alice", actions: ["none"] });
+    await waitDone(leader, team, event?.key ?? "");
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "in_progress", owner: "alice", updatedAt: before.final["1"] });
+    expect(Object.keys(task.metadata ?? {}).filter((k) => k.startsWith("qualityGate"))).toEqual([]);
+    expect(await readInboxFile(team, team.taskListId, "alice")).toEqual([]);
+  });
+});
+
+describe("without a start gate", () => {
+  it("a claim is nothing: no event, no log, no ledger line", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1" }), makeTask({ id: "2", status: "in_progress", owner: "bob" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const leader = await rig.leader(team);
+    await claim(team, "1");
+    // Task 2 completed after the claim of task 1: once its event is done, the claim was seen before it.
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    const [done] = await leader.waitForEvents(1, (e) => e.event === "task_completed");
+    await waitDone(leader, team, done?.key ?? "");
+    expect(leader.events().map((e) => e.event)).toEqual(["task_completed"]);
+    expect((await readLedger(team.teamDir)).filter((r) => r.key.startsWith("task_started"))).toEqual([]);
+    expect((await readLogs(team.teamDir)).map((l) => l.invocation.event)).toEqual(["task_completed"]);
+    expect(await readTaskFile(team, "1")).toMatchObject({ status: "in_progress", owner: "alice" });
+  });
+});
+
+describe("the completion gate's reopen", () => {
+  it("is not a claim; the worker taking the reopened task up again is one, judged by the start gate", async () => {
+    const { team, leader } = await startGated("exit 0", { args: ["--failure-action", "reopen"], hooks: { "on_task_completed.sh": `echo "lint failed" >&2\nexit 1` } });
+    await claim(team, "1");
+    const [first] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    expect(first?.outcome).toBe("passed");
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [completed] = await leader.waitForEvents(1, (e) => e.event === "task_completed");
+    expect(completed).toMatchObject({ outcome: "failed" });
+    expect(completed?.actions).toContain("reopened (1/3)");
+    const reopened = await readTaskFile(team, "1");
+    expect(reopened).toMatchObject({ status: "pending", owner: "alice" });
+
+    await claim(team, "1");
+    const started = await leader.waitForEvents(2, (e) => e.event === "task_started");
+    const reopenedAt = String(reopened.metadata?.reopenedByQualityGateAt);
+    expect(started[1]?.key).toBe(`task_started:1:alice:${reopenedAt}`);
+    await waitDone(leader, team, started[1]?.key ?? "");
+    // Two claims, two judgements: the reopen itself was none.
+    expect(startedEvents(leader)).toHaveLength(2);
+    expect((await readLedger(team.teamDir)).filter((r) => r.op === "done" && r.key.startsWith("task_started:")).map((r) => r.key)).toEqual([first?.key, started[1]?.key]);
+    expect(await readTaskFile(team, "1")).toMatchObject({ status: "in_progress", owner: "alice" });
+  });
+});
+
+describe("a task created through the task API", () => {
+  it("shows the start gate's denial in its status", async () => {
+    const templates = { build: { subject: "Build {{parameters.ref}}", owner: "alice", parameters: { ref: { type: "string", required: true } } } };
+    const { team, leader } = await startGated(DENY, { config: { version: 1, teamId: "test-team", taskListId: "test-team", leadName: "team-lead", members: [], hooks: { templates } } });
+    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "tasks:create,tasks:read", "--teams", "test-team"]);
+    let serve: ServeProcess | null = null;
+    try {
+      serve = await startServe(team.teamsRoot);
+      const created = await api(serve.url, "POST", "/api/v1/teams/test-team/tasks", { key, body: { template: "build", parameters: { ref: "main" } } });
+      expect(created.status).toBe(202);
+      const route = String(created.json.statusUrl);
+      const id = String(created.json.taskId);
+      expect((await api(serve.url, "GET", route, { key })).json).toMatchObject({ id, status: "pending", startDenial: null });
+
+      await claim(team, id);
+      const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+      await waitDone(leader, team, event?.key ?? "");
+      const task: Task = await readTaskFile(team, id);
+      const status = await api(serve.url, "GET", route, { key });
+      expect(status.status).toBe(200);
+      expect(status.json).toEqual({
+        id,
+        status: "pending",
+        qualityGateStatus: null,
+        startDenial: { active: true, at: task.metadata?.qualityGateStartDeniedAt, hook: "on_task_started", reason: task.metadata?.qualityGateStartDeniedReason, code: "deps.open", count: 1 },
+        updatedAt: task.updatedAt,
+      });
+    } finally {
+      if (serve) await serve.stop();
+    }
+  });
+});
+
+describe("run task_started by hand", () => {
+  it("judges the claim in the task file; with --apply-policy a denial puts it back and tells the member", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice" })] });
+    await rig.hook(team, "on_task_started.sh", DENY);
+    const env = { NO_COLOR: "1" };
+    const report = await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1"], { env });
+    expect(report.code).toBe(1);
+    expect(report.stdout).toMatch(/^task_started #1 on_task_started\.sh failed in \d+ms: /);
+    expect(await readTaskFile(team, "1")).toMatchObject({ status: "in_progress", owner: "alice" });
+
+    const applied = await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--member", "alice", "--apply-policy"], { env });
+    expect(applied.code).toBe(1);
+    expect(applied.stdout).toContain("→ claim put back (denial 1), told alice");
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDenied: true, qualityGateStartDeniedMember: "alice" } });
+    expect(task.owner).toBeUndefined();
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(1);
+    expect((await runBin(["run", "task_started", "--team-dir", team.teamDir], { env })).stderr).toContain("--task is required for task_started");
+  });
+});
