@@ -11,7 +11,7 @@ import { createHmac } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
+import type { HookEventName, HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
 import { prepareContext } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
@@ -392,8 +392,8 @@ describe("a handler as a gate of the trust record", () => {
   it("new and changed are untrusted_hook; one gone is gate_missing for the events it was trusted for only", async () => {
     const handlerDef = HandlerSchema.parse(base);
     const layers = { global: "/nonexistent/_hooks", team: null };
-    const chainOf = (event: "task_completed" | "task_failed" | "idle", handlers: HandlerDef[]) => discoverChain({ globalDir: layers.global, teamDir: null, event, handlers });
-    const check = async (event: "task_completed" | "task_failed" | "idle", handlers: HandlerDef[], record: TrustRecord) =>
+    const chainOf = (event: HookEventName, handlers: HandlerDef[]) => discoverChain({ globalDir: layers.global, teamDir: null, event, handlers });
+    const check = async (event: HookEventName, handlers: HandlerDef[], record: TrustRecord) =>
       checkChainTrust(await chainOf(event, handlers), event, layers, { record, allowInsecure: false, uid: null }).problems.map((p) => [p.kind, p.path]);
 
     expect(await check("task_completed", [handlerDef], { version: 1, gates: {} })).toEqual([["untrusted_hook", "http:ci"]]);
@@ -409,6 +409,13 @@ describe("a handler as a gate of the trust record", () => {
     const narrowed = [HandlerSchema.parse({ ...base, events: ["task_completed"] })];
     expect(await check("task_completed", narrowed, record)).toEqual([["untrusted_hook", "http:ci"]]);
     expect(await check("idle", narrowed, record)).toEqual([["gate_missing", "http:ci"]]);
+    // An entry without events (hand-written, or from before events were recorded) stands for every
+    // event but task_started, which came later: it does not turn a start gate on.
+    const { events: _events, ...bare } = found?.entry as TrustEntry;
+    const old: TrustRecord = { version: 1, gates: { "http:ci": bare } };
+    expect(await check("task_failed", [], old)).toEqual([["gate_missing", "http:ci"]]);
+    expect(await check("task_started", [], old)).toEqual([]);
+    expect(await check("task_started", [], { version: 1, gates: { "http:ci": { ...bare, events: ["task_started"] } } })).toEqual([["gate_missing", "http:ci"]]);
   });
 
   it("trust shows a new handler whole, then records it by its gate name; the record keeps its events", async () => {

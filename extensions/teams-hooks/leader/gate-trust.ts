@@ -3,9 +3,8 @@
  * use) or read, re-read before each event when its file changed, and every gate change or insecure
  * gate said once here and once to the lead's inbox.
  */
-import { HOOK_EVENTS } from "../contract/contract.js";
 import { discoverChain, discoverChains, isHandlerGate } from "../runner/chain.js";
-import { type ChainTrust, type TrustEntry, entryOf, eventOfGate, octal } from "../runner/trust.js";
+import { type ChainTrust, type TrustEntry, entryOf, eventOfGate, handlerTrustedFor, octal } from "../runner/trust.js";
 import { keepTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 import { sentId } from "../team/sent-log.js";
 import type { LeaderContext } from "./context.js";
@@ -111,7 +110,7 @@ export async function refreshStartGate(ctx: LeaderContext, say: boolean): Promis
   const chain = await discoverChain({ globalDir: hooksDir, teamDir: teamHooksDir, event: "task_started", handlers: settings.handlers });
   const layers = { global: hooksDir, team: teamHooksDir };
   const trusted = Object.entries(ctx.trust.record?.gates ?? {}).some(([gate, entry]) =>
-    isHandlerGate(gate) ? (entry.events ?? HOOK_EVENTS).includes("task_started") : eventOfGate(gate, layers) === "task_started",
+    isHandlerGate(gate) ? handlerTrustedFor(entry, "task_started") : eventOfGate(gate, layers) === "task_started",
   );
   const on = chain.hooks.length > 0 || trusted;
   if (on === ctx.startGate) return;

@@ -221,8 +221,7 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
     for (const [file, trusted] of Object.entries(gates)) {
       if (running.has(file)) continue;
       if (isHandlerGate(file)) {
-        // Trusted for this event (an entry without events: for every event, the safe reading).
-        if (!(trusted.events ?? HOOK_EVENTS).includes(event)) continue;
+        if (!handlerTrustedFor(trusted, event)) continue;
         const detail = `not declared for ${event} in config.json hooks.handlers (removed, renamed, or its events changed)`;
         changes.push({ path: file, change: "removed", trusted, now: null, detail });
         problems.push({ kind: "gate_missing", path: file, reason: `trusted handler ${file} no longer runs: ${detail}` });
@@ -250,6 +249,16 @@ function checkHandler(gate: string, fp: Fingerprint, record: TrustRecord | null,
     out.changes.push({ path: gate, change: "changed", trusted, now: fp, detail });
     out.problems.push({ kind: "untrusted_hook", path: gate, reason: `handler ${gate} changed since it was trusted (its definition in config.json hooks.handlers: ${detail})` });
   }
+}
+
+/**
+ * Whether a handler's trust entry covers `event`: the events it names, or, for an entry without
+ * events, every event of the contract — the safe reading — except `task_started`, which came later:
+ * such an entry was written before a start gate could exist, and reading it as one would deny every
+ * claim as `gate_missing`.
+ */
+export function handlerTrustedFor(entry: Pick<TrustEntry, "events">, event: HookEventName): boolean {
+  return entry.events ? entry.events.includes(event) : event !== "task_started";
 }
 
 /** The event a gate path belongs to, given the two layers; null when it is in neither. */
