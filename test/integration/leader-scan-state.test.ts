@@ -72,7 +72,7 @@ describe("the scan state saved at shutdown", () => {
   it("holds each task file's signature and event key", async () => {
     const team = await teamWithSavedState();
     const state = await readState(team);
-    expect(state.version).toBe(3);
+    expect(state.version).toBe(4);
     expect(state.tasksDir).toBe(team.tasksDir);
     expect([...state.names].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `${i + 1}.json`).sort());
     expect(state.sigs).toHaveLength(20);
@@ -140,6 +140,6 @@ describe("the scan state saved at shutdown", () => {
     expect(second.events().map((e) => e.taskId)).toEqual(["5"]); // read: the state was not trusted
     expect(second.warnings()).toEqual([]);
     expect(await second.stop()).toMatchObject({ code: 0 });
-    expect((await readState(team)).version).toBe(3); // replaced by a good one at shutdown
+    expect((await readState(team)).version).toBe(4); // replaced by a good one at shutdown
   }, 60_000);
 });

@@ -105,9 +105,11 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
     ...(owner ? { qualityGateStartDeniedMember: owner } : {}),
     ...(input.code ? { qualityGateStartDeniedCode: input.code } : {}),
   };
-  // `owner: undefined`: team/tasks.ts updateTask lays `next` over the file as read, so the key must be
-  // there to take the owner away (JSON leaves it out). A code of an earlier denial does not linger.
-  const next: Task = { ...task, owner: undefined, status: "pending", updatedAt: input.now, metadata: { ...meta, qualityGateStartDeniedCode: undefined, ...denial } };
+  // `owner: undefined`: team/tasks.ts updateTask lays `next` over the file as read (top-level keys
+  // only), so the key must be there to take the owner away (JSON leaves it out). `metadata` is
+  // replaced whole: a code of an earlier denial does not linger.
+  const { qualityGateStartDeniedCode: _earlier, ...kept } = meta;
+  const next: Task = { ...task, owner: undefined, status: "pending", updatedAt: input.now, metadata: { ...kept, ...denial } };
   return { kind: "revert", next, count, to };
 }
 
