@@ -155,5 +155,10 @@ describe("the switch", () => {
     expect(outcomeLine({ ...base, outcome: "failed", summary: "exit code 1 • lint", actions: ["reopened (1/3)", "nudge ada"] })).toEqual({ text: "Gate on_task_completed.sh failed for task #3: exit code 1 • lint → reopened (1/3), nudge ada", level: "warning" });
     expect(outcomeLine({ ...base, event: "idle", taskId: null, outcome: "passed", summary: "", actions: [] })).toBeNull();
     expect(outcomeLine({ ...base, outcome: "no_hook", summary: "no hook", actions: [] })).toBeNull();
+    const claim = { ...base, event: "task_started" as const, hook: "on_task_started.sh" };
+    expect(outcomeLine({ ...claim, outcome: "failed", summary: "denied (deps.open) • #2 open", actions: ["claim put back (denial 1)", "told ada"] })).toEqual({
+      text: "Gate on_task_started.sh failed for the claim of task #3: denied (deps.open) • #2 open → claim put back (denial 1), told ada",
+      level: "warning",
+    });
   });
 });

@@ -250,7 +250,7 @@ export class GateService {
  */
 export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel } | null {
   if (r.outcome === "no_hook") return null;
-  const subject = r.taskId ? `task #${r.taskId}` : r.member ? `idle ${r.member}` : r.event;
+  const subject = r.taskId ? `${r.event === "task_started" ? "the claim of " : ""}task #${r.taskId}` : r.member ? `idle ${r.member}` : r.event;
   const hook = r.hook ?? r.event;
   if (r.outcome === "deferred") return { text: `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ${r.actions.join(", ")})`, level: "info" };
   const by = r.decision ? (r.decision.decision === "expired" ? " (no decision before its deadline)" : ` (decided by ${r.decision.by})`) : "";

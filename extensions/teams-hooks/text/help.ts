@@ -339,8 +339,8 @@ export function commandHelp(name: string): string {
 export function mainHelp(): string {
   return `Usage: pi-teams-hooks <command> [options]
 
-Quality gates for agent teams: run hook scripts when tasks complete or fail and when members go
-idle, apply the team's failure policy, and log every invocation.
+Quality gates for agent teams: run hook scripts when tasks complete or fail, when members go
+idle and when workers claim tasks, apply the team's failure policy, and log every invocation.
 
 Commands:
   run <event>     fire one event by hand (task_completed, task_failed, idle, task_started)
