@@ -72,6 +72,14 @@ describe("what the answer makes of the run", () => {
     expect(result).toMatchObject({ outcome: "failed", verdict: { decision: "deny", code: "deferral_not_supported", reason: "this event cannot be deferred: later", source: "http" } });
   });
 
+  it("a defer on task_started is a denial with code deferral_not_supported: a claim cannot wait", async () => {
+    receiver.route("/defer-start", json(202, '{"decision":"defer","reason":"later"}'));
+    const claim = makeInvocation({ event: "task_started", task: { status: "in_progress", metadata: {} } });
+    const result = await runHandler(handler("/defer-start", { events: ["task_started"] }), claim, { timeoutMs: 5_000, env: {} });
+    expect(result).toMatchObject({ outcome: "failed", verdict: { decision: "deny", code: "deferral_not_supported", reason: "this event cannot be deferred: later", source: "http" } });
+    expect(JSON.parse(receiver.requests("/defer-start")[0]?.body.toString("utf8") ?? "{}")).toMatchObject({ version: 1, event: "task_started", task: { status: "in_progress" } });
+  });
+
   it("a redirect is not followed: a hook error naming where it pointed", async () => {
     receiver.route("/moved", (_req, res) => res.writeHead(302, { location: `${receiver.url}/target` }).end());
     receiver.route("/target", json(200, '{"decision":"allow"}'));
