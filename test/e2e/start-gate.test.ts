@@ -5,6 +5,8 @@
  * completion gate's reopen is not a claim (the worker's next one is), a defer is a denial
  * `deferral_not_supported`, the task API shows the denial, and `run task_started` does the same by hand.
  */
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type LeaderProcess, readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
@@ -124,6 +126,30 @@ describe("without a start gate", () => {
     expect(leader.events().map((e) => e.event)).toEqual(["task_completed"]);
     expect((await readLedger(team.teamDir)).filter((r) => r.key.startsWith("task_started"))).toEqual([]);
     expect((await readLogs(team.teamDir)).map((l) => l.invocation.event)).toEqual(["task_completed"]);
+    expect(await readTaskFile(team, "1")).toMatchObject({ status: "in_progress", owner: "alice" });
+  });
+});
+
+describe("a ledger of a leader that did not know claims", () => {
+  it("takes the claims in progress at the next start as history, then judges new ones", async () => {
+    const { team, leader } = await startGated(DENY);
+    expect((await leader.stop()).code).toBe(0);
+    // As an older leader left it: no claims' marker.
+    const ledgerFile = path.join(team.teamDir, "hook-state", "ledger.jsonl");
+    const lines = (await readFile(ledgerFile, "utf8")).split("\n").filter((line) => line !== "" && !line.includes("leader:claims-baseline-complete"));
+    expect(lines.length).toBeGreaterThan(0);
+    await writeFile(ledgerFile, `${lines.join("\n")}\n`);
+    await claim(team, "1"); // while no leader runs
+
+    const again = await rig.leader(team);
+    const ledger = await readLedger(team.teamDir);
+    expect(ledger.filter((r) => r.op === "baseline" && r.key.startsWith("task_started:1:alice:"))).toHaveLength(1);
+    expect(ledger.some((r) => r.key === "leader:claims-baseline-complete")).toBe(true);
+    await claim(team, "2", "bob");
+    const [event] = await again.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({ taskId: "2", outcome: "failed" });
+    await waitDone(again, team, event?.key ?? "");
+    expect(startedEvents(again)).toHaveLength(1);
     expect(await readTaskFile(team, "1")).toMatchObject({ status: "in_progress", owner: "alice" });
   });
 });
