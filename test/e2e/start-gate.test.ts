@@ -154,6 +154,28 @@ describe("a ledger of a leader that did not know claims", () => {
   });
 });
 
+describe("a start gate added while the leader runs", () => {
+  it("judges the claims made from then on, not one seen before it (not even when its task is edited)", async () => {
+    const { team, leader } = await startGated(null, { args: ["--reconcile-ms", "200"], hooks: { "on_task_completed.sh": "exit 0" } });
+    await claim(team, "1");
+    // Task 2 completed after the claim of task 1: once its event is out, the claim was looked at.
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    await leader.waitForEvents(1, (e) => e.event === "task_completed");
+
+    const gate = await rig.hook(team, "on_task_started.sh", DENY);
+    expect((await runBin(["trust", "--team-dir", team.teamDir, gate])).code).toBe(0);
+    await leader.waitFor("the start gate noticed", () => leader.linesOf("info").some((l) => String(l.message).startsWith("start gate in force (on_task_started.sh)")));
+    await rig.worker("touch", { tasksDir: team.tasksDir, ids: ["1"], field: "progress", rounds: 1 });
+    await rig.worker("create-plain", { tasksDir: team.tasksDir, count: 1 });
+    await claim(team, "3", "bob");
+    const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({ taskId: "3", member: "bob", outcome: "failed" });
+    await waitDone(leader, team, event?.key ?? "");
+    expect(startedEvents(leader)).toHaveLength(1);
+    expect(await readTaskFile(team, "1")).toMatchObject({ status: "in_progress", owner: "alice", metadata: { progress: 1 } });
+  });
+});
+
 describe("the completion gate's reopen", () => {
   it("is not a claim; the worker taking the reopened task up again is one, judged by the start gate", async () => {
     const { team, leader } = await startGated("exit 0", { args: ["--failure-action", "reopen"], hooks: { "on_task_completed.sh": `echo "lint failed" >&2\nexit 1` } });
