@@ -326,6 +326,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(out.stdout).toContain(`pi-teams-hooks doctor: ${team.teamDir}\n\nHooks\n  ok   hooks dir ${hooksDir} (default: <teams root>/_hooks)\n`);
     expect(out.stdout).toContain("  idle (on_idle): on_idle.sh\n    ok   on_idle.sh runs with bash (");
     expect(out.stdout).toContain("  task_completed (on_task_completed): no hook\n    --   no on_task_completed[.sh|.js|.mjs]: nothing runs\n");
+    expect(out.stdout).toContain("  task_started (on_task_started): no hook\n    --   no on_task_started[.sh|.js|.mjs]: nothing runs\n");
     expect(out.stdout).toContain(
       "\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n" +
         "  failure action              warn             default\n" +
@@ -335,6 +336,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  failure mode task_completed closed           default\n" +
         "  failure mode task_failed    closed           default\n" +
         "  failure mode idle           open             default\n" +
+        "  failure mode task_started   closed           default\n" +
         "  max hooks per event         16               default\n" +
         "  chain deadline              300000ms         default\n" +
         "  max payload                 8388608 bytes    default\n" +
