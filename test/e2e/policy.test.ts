@@ -54,6 +54,7 @@ describe("pi-teams-hooks policy get", () => {
         "  failure mode task_completed closed           default\n" +
         "  failure mode task_failed    closed           default\n" +
         "  failure mode idle           open             default\n" +
+        "  failure mode task_started   closed           default\n" +
         "  max hooks per event         16               default\n" +
         "  chain deadline              300000ms         default\n" +
         "  max payload                 8388608 bytes    default\n" +
