@@ -113,6 +113,28 @@ describe("a start gate that allows", () => {
   });
 });
 
+describe("a leader killed while its start gate runs", () => {
+  it("the next leader runs the gate again and applies the denial once: put back once, told once", async () => {
+    // The first run waits (and is killed with its leader); the retry answers at once.
+    const hang = `if mkdir "$PI_TEAMS_TEAM_DIR/hang-once" 2>/dev/null; then echo "$$" > "$PI_TEAMS_TEAM_DIR/hook.pid"; sleep 60; fi\n${DENY}`;
+    const { team, leader } = await startGated(hang);
+    await claim(team, "1");
+    const pidFile = path.join(team.teamDir, "hook.pid");
+    await leader.waitFor("the hanging start gate", () => readFile(pidFile, "utf8").then((t) => t.trim() !== "", () => false));
+    await leader.kill();
+
+    const next = await rig.leader(team);
+    const [event] = await next.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({ taskId: "1", outcome: "failed", retry: true, actions: ["claim put back (denial 1)", "told alice"] });
+    await waitDone(next, team, event?.key ?? "");
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDeniedCount: 1, qualityGateStartDeniedKey: event?.key } });
+    expect(task.owner).toBeUndefined();
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(1);
+    expect(startedEvents(next)).toHaveLength(1);
+  });
+});
+
 describe("without a start gate", () => {
   it("a claim is nothing: no event, no log, no ledger line", async () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1" }), makeTask({ id: "2", status: "in_progress", owner: "bob" })] });
