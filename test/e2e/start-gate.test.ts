@@ -10,6 +10,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type LeaderProcess, readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { startReceiver } from "../helpers/http-receiver.js";
 import { api, createKey, startServe, type ServeProcess } from "../helpers/serve-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -132,6 +133,24 @@ describe("a leader killed while its start gate runs", () => {
     expect(task.owner).toBeUndefined();
     expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(1);
     expect(startedEvents(next)).toHaveLength(1);
+  });
+});
+
+describe("an HTTP handler declared for task_started", () => {
+  it("is a start gate on its own: the claim is judged by it and put back as it says", async () => {
+    const receiver = await startReceiver();
+    try {
+      receiver.route("/start", (_req, res) => void res.writeHead(200, { "content-type": "application/json" }).end('{"decision":"deny","code":"capacity","reason":"alice has 3 tasks in progress"}'));
+      const config = { version: 1, teamId: "test-team", taskListId: "test-team", leadName: "team-lead", members: [], hooks: { handlers: [{ name: "planner", events: ["task_started"], url: `${receiver.url}/start` }] } };
+      const { team, leader } = await startGated(null, { config });
+      await claim(team, "1");
+      const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+      expect(event).toMatchObject({ taskId: "1", hook: "http:planner", outcome: "failed", actions: ["claim put back (denial 1)", "told alice"] });
+      expect(JSON.parse(receiver.requests("/start")[0]?.body.toString("utf8") ?? "{}")).toMatchObject({ event: "task_started", member: "alice", task: { id: "1", status: "in_progress", owner: "alice" } });
+      expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStartDeniedHook: "http:planner", qualityGateStartDeniedCode: "capacity" });
+    } finally {
+      await receiver.close();
+    }
   });
 });
 
