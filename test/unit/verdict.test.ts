@@ -60,7 +60,7 @@ describe("decision values", () => {
   it("an unknown decision says so, and is marked as such (an HTTP answer's transport failure)", () => {
     const read = readVerdict({ fileText: '{"decision":"approve","reason":"ok"}', stdoutTail: "" });
     expect(read).toMatchObject({ kind: "invalid", unsupportedDecision: true });
-    expect(read.kind === "invalid" && read.problem).toBe('decision: "approve" is not one of allow, deny, defer');
+    expect(read.kind === "invalid" && read.problem).toBe('decision: "approve" is not one of allow, deny, defer, patch');
   });
 
   it("a known decision with a bad field is an invalid verdict, not an unsupported decision", () => {

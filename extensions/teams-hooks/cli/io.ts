@@ -112,6 +112,7 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">):
     ["setsid sweep", report.sweep.value, report.sweep.origin],
     ["exit codes", report.exitCodes.value, report.exitCodes.origin],
     ["defer timeout", `${report.deferTimeoutMs.value}ms`, report.deferTimeoutMs.origin],
+    ["writable fields", report.writableFields.value.length > 0 ? report.writableFields.value.join(", ") : "none", report.writableFields.origin],
   ];
   return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
 }

@@ -80,6 +80,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     env: io.env,
     trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
     deferTimeoutMs: setup.settings.deferTimeoutMs.value,
+    writableFields: setup.settings.writableFields.value,
   });
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.

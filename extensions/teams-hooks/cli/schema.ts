@@ -13,6 +13,7 @@ import { TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/te
 import { HooksError } from "../contract/errors.js";
 import { HookLogRecordSchema } from "../runner/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
+import { WritableFieldsSchema } from "../contract/merge-patch.js";
 import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
 
@@ -33,6 +34,7 @@ const HooksDocSchema = EffectivePolicySchema.extend({
   handlers: z.array(HandlerSchema).optional(),
   templates: TemplatesSchema.optional(),
   deferTimeoutMs: z.number().int().min(DEFER_TIMEOUT_MS.min).max(DEFER_TIMEOUT_MS.max).default(DEFER_TIMEOUT_MS.default).optional(),
+  writableFields: WritableFieldsSchema.default(["metadata"]).optional(),
 }).loose();
 
 /**

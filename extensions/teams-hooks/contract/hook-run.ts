@@ -83,9 +83,20 @@ export const RunResultSchema = z.object({
       code: z.string().optional(),
       reason: z.string().optional(),
       message: z.string().optional(),
+      /** A patch verdict's merge patch, as the hook gave it (contract/merge-patch.ts). */
+      patch: z.record(z.string(), z.unknown()).optional(),
       source: z.enum(VERDICT_SOURCES),
     })
     .optional(),
+  /**
+   * A patch verdict (contract v1, additive): the dotted paths of its patch written to the task
+   * (`patchApplied`), those dropped as outside the writable fields (`patchRejected`), and why the
+   * kept part was not written, when it was not (`patchIgnored`: an idle event, a chain denied, a gate
+   * held, no policy applied).
+   */
+  patchApplied: z.array(z.string()).optional(),
+  patchRejected: z.array(z.string()).optional(),
+  patchIgnored: z.string().optional(),
   /**
    * An HTTP handler's exchange (contract v1, additive): the URL it was sent to, the status (null: no
    * answer), the reason phrase, and what a 2xx body held (`verdict`, `empty`, `malformed`). Secret

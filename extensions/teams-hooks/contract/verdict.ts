@@ -3,19 +3,23 @@
  * `PI_TEAMS_HOOK_RESULT_FILE`, printed as the last non-empty line of stdout, or (an HTTP handler)
  * the body of a 2xx answer:
  *
- *   { "decision": "allow" | "deny" | "defer", "code"?: string, "reason"?: string, "message"?: string }
+ *   { "decision": "allow" | "deny" | "defer" | "patch", "code"?: string, "reason"?: string, "message"?: string,
+ *     "patch"?: object }
  *
  * Decision values match without regard to case (`"DENY"` is a denial) and are stored lower case. It
  * takes precedence over the exit code. A verdict that is there but wrong is not a denial: the run is
  * a hook error, so that a typo in a gate never passes for a decision. `defer` holds a task event's
  * gate until a decision arrives (docs/remote-gates.md); `idle` and `task_started` cannot be held
  * (contract.ts `canDefer`), so a defer there is a denial with the code `deferral_not_supported`
- * (`verdictOutcome`). Pure: the runner reads the file
- * or the answer and hands the text in.
+ * (`verdictOutcome`). `patch` passes and asks for a JSON merge patch on the task, within the writable
+ * fields (contract/merge-patch.ts): its `patch` must be an object of at most `patchBytes` (as JSON)
+ * and MAX_PATCH_DEPTH levels, or the verdict is invalid. Pure: the runner reads the file or the
+ * answer and hands the text in.
  */
 import { z } from "zod";
+import { MAX_PATCH_DEPTH, isJsonObject, nestsDeeperThan, type JsonObject } from "./merge-patch.js";
 
-export const VERDICT_LIMITS = Object.freeze({ codeBytes: 64, reasonBytes: 1_024, messageBytes: 8_192 });
+export const VERDICT_LIMITS = Object.freeze({ codeBytes: 64, reasonBytes: 1_024, messageBytes: 8_192, patchBytes: 16_384 });
 
 const bytes = (s: string): number => Buffer.byteLength(s, "utf8");
 // Control characters (newline and tab included, and the C1 range U+0080–U+009F, which terminals read as
@@ -31,7 +35,7 @@ const REPLACEMENT = "\uFFFD";
  */
 export const VERDICT_LINE_MAX_BYTES = 48 * 1024;
 
-export const DECISIONS = ["allow", "deny", "defer"] as const;
+export const DECISIONS = ["allow", "deny", "defer", "patch"] as const;
 export type Decision = (typeof DECISIONS)[number];
 
 /** A decision value, matched without regard to case or surrounding blanks, stored lower case. */
@@ -55,8 +59,25 @@ export const VerdictSchema = z.looseObject({
     .string()
     .refine((s) => bytes(s) <= VERDICT_LIMITS.messageBytes, `must be at most ${VERDICT_LIMITS.messageBytes} bytes`)
     .optional(),
-});
+  /** The merge patch of a `patch` verdict (ignored with any other decision). */
+  patch: z.unknown().optional(),
+}).superRefine((verdict, ctx) => {
+  if (verdict.decision !== "patch") return;
+  const problem = patchProblem(verdict.patch);
+  if (problem) ctx.addIssue({ code: "custom", path: ["patch"], message: problem });
+}).transform(({ patch, ...rest }): typeof rest & { patch?: JsonObject } =>
+  // Kept only on a patch verdict: with any other decision a `patch` means nothing, and is dropped.
+  rest.decision === "patch" && isJsonObject(patch) ? { ...rest, patch } : rest);
 export type Verdict = z.infer<typeof VerdictSchema>;
+
+/** What is wrong with the `patch` of a patch verdict, or null when it is a usable merge patch. */
+function patchProblem(patch: unknown): string | null {
+  if (patch === undefined) return "a patch verdict needs a patch (a JSON object)";
+  if (!isJsonObject(patch)) return `must be a JSON object, got ${Array.isArray(patch) ? "an array" : patch === null ? "null" : typeof patch}`;
+  if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) return `must nest at most ${MAX_PATCH_DEPTH} levels`;
+  if (bytes(JSON.stringify(patch)) > VERDICT_LIMITS.patchBytes) return `must be at most ${VERDICT_LIMITS.patchBytes} bytes as JSON`;
+  return null;
+}
 
 /**
  * Where a verdict came from: the result file, the last line of stdout, an HTTP handler's answer, or a
@@ -142,13 +163,14 @@ export function readHttpVerdict(body: string): VerdictRead | { kind: "none"; bod
 export const DEFERRAL_NOT_SUPPORTED = "deferral_not_supported";
 
 /**
- * What a valid verdict makes of a run: `allow` passes, `deny` fails, `defer` holds the gate — except
+ * What a valid verdict makes of a run: `allow` and `patch` pass, `deny` fails, `defer` holds the gate — except
  * where the event cannot be held (`canDefer` false: `idle`, `task_started`), where a defer is a denial with the code
  * `deferral_not_supported` and the hook's reason kept.
  */
 export function verdictOutcome(verdict: Verdict, canDefer: boolean): { outcome: "passed" | "failed" | "deferred"; verdict: Verdict } {
   switch (verdict.decision) {
     case "allow":
+    case "patch":
       return { outcome: "passed", verdict };
     case "deny":
       return { outcome: "failed", verdict };

@@ -8,7 +8,7 @@ import { type PolicyEventName, policyApplies as eventHasPolicy } from "../contra
 import { HooksError } from "../contract/errors.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { countsAsPass, decide, deferPlan } from "../policy/decide.js";
-import { policyRecordOf, remediate } from "../policy/remediate.js";
+import { policyRecordOf, remediate, type RemediationDone } from "../policy/remediate.js";
 import { applyStartGate, startGateRecord } from "../policy/start-gate.js";
 import { gateName } from "../runner/chain.js";
 import type { FailureMode } from "../settings/hooks-config.js";
@@ -16,6 +16,7 @@ import type { EffectivePolicy } from "../settings/options.js";
 import { SentLog } from "../team/sent-log.js";
 import { deferredSummary, describeFailure, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Settling } from "./invoke.js";
+import { chainPatches } from "./patches.js";
 
 /** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
 export function afterGateApplies(req: InvokeRequest): boolean {
@@ -41,6 +42,8 @@ export interface AfterGate {
   complete: boolean;
   /** The log's `policy` block. */
   record: Record<string, unknown>;
+  /** What became of the chain's patches (policy/remediate.ts), when it had any. */
+  patch?: RemediationDone["patch"];
 }
 
 /** Applies what follows the gate of `ctx`: the policy, or a start gate's answer. Never throws for what it finds on disk. */
@@ -90,6 +93,8 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
       now: decidedAt,
       sent: ctx.sent,
       ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+      // A chain that passed writes its patches with the gate's metadata; a denial or a hold none.
+      ...(ctx.counted === "passed" ? { taskPatches: chainPatches(ctx.runs) } : {}),
     },
     (fresh) =>
       held
@@ -110,7 +115,7 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
         logFile: ctx.decidingLog,
       }),
   );
-  return { summary: done.plan.summary, actions: done.actions, refused: done.refused, errors: done.errors, complete: done.complete, record: policyRecordOf(policy, ctx.mode, done) };
+  return { summary: done.plan.summary, actions: done.actions, refused: done.refused, errors: done.errors, complete: done.complete, record: policyRecordOf(policy, ctx.mode, done), ...(done.patch ? { patch: done.patch } : {}) };
 }
 
 /** The summary of the deciding run when no policy wrote one (and a start gate's reason). */

@@ -19,6 +19,7 @@ import { notRunResult, runHook } from "../runner/run.js";
 import { gateFingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
 import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/hooks-config.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
+import { takePatch } from "./patches.js";
 
 /**
  * The run of an event whose chain was refused before anything started: a closed error of the first
@@ -61,7 +62,11 @@ export interface ChainRun {
   interrupted: string | null;
 }
 
-/** Runs the chain under its limits; task events stop at the first run that does not count as a pass. */
+/**
+ * Runs the chain under its limits; task events stop at the first run that does not count as a pass,
+ * but go on past a defer, so that a later denial wins (deny > defer > patch > allow). A patch verdict
+ * passes: its kept part is laid over the task the later hooks see (invoke/patches.ts).
+ */
 export async function runChain(
   req: InvokeRequest,
   hooks: ChainHook[],
@@ -78,8 +83,10 @@ export async function runChain(
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
   }
-  // Built once for the whole chain: the payload check here, then every hook's stdin, file and variables.
-  const context = prepareContext(invocation);
+  // Built once for the whole chain (again only after a patch): the payload check here, then every
+  // hook's stdin, file and variables.
+  let context = prepareContext(invocation);
+  let seen = invocation;
   const payload = utf8Length(context.json);
   if (payload > limits.maxPayloadBytes) {
     return refused(head, `the context document is ${payload} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
@@ -91,6 +98,11 @@ export async function runChain(
     // A stop lets the hook under way finish, but starts no other: a handler's request could add its whole timeout.
     if (index > 0 && req.stopping?.()) {
       return { runs, interrupted: `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks after it did not start` };
+    }
+    const grown = utf8Length(context.json);
+    if (index > 0 && grown > limits.maxPayloadBytes) {
+      runs.push(...refused(hook, `the context document, patched by the hooks before, is ${grown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${hook.name} and later hooks did not run`).runs);
+      break;
     }
     const left = Math.floor(deadline - performance.now());
     if (left <= 0) {
@@ -106,7 +118,7 @@ export async function runChain(
     let result =
       hook.kind === "http"
         ? hook.handler
-          ? await runHandler(hook.handler, invocation, {
+          ? await runHandler(hook.handler, seen, {
               runId,
               timeoutMs,
               env: req.env,
@@ -116,7 +128,7 @@ export async function runChain(
               ...(req.notBefore ? { notBefore: req.notBefore } : {}),
             })
           : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
-        : await runHook(hook.hook, invocation, {
+        : await runHook(hook.hook, seen, {
             cwd: req.cwd,
             timeoutMs,
             baseEnv: req.env,
@@ -133,9 +145,14 @@ export async function runChain(
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
       result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
     }
-    result = withHashes(result, hook, ctx.trust, req.trust?.record ?? null);
-    runs.push({ hook, result, startedAt, logFile: null });
-    if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode)) break;
+    const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: req.writableFields ?? null });
+    if (taken.kept) {
+      seen = { ...seen, completedTask: taken.task };
+      context = prepareContext(seen);
+    }
+    result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
+    runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}) });
+    if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") break;
   }
   return { runs, interrupted: null };
 }

@@ -297,6 +297,8 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
         now: applying.at,
         sent: settings.sentLog ?? new SentLog(teamDir),
         ...(settings.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: settings.lockTimeoutMs }),
+        // The held chain's patches are written only if the decision allows it (invoke/patches.ts).
+        ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
       },
       (fresh) =>
         decide({
@@ -329,7 +331,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
           key: record.key,
           startedAt: applying.at,
           policy: policyRecordOf(settings.policy, mode, done),
-          decision: { deferredRunId: record.runId, deferredLog: record.logFile, decision: decision.decision, ...said(decision), by: decision.by, at: decision.at, waitedMs },
+          decision: { deferredRunId: record.runId, deferredLog: record.logFile, decision: decision.decision, ...said(decision), by: decision.by, at: decision.at, waitedMs, ...patchNote(done.patch, record) },
         },
         { file: applying.logFile },
       );
@@ -344,6 +346,13 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
     return { kind: "pending", record, error: describeError(error) };
   }
   return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile, waitedMs, already: false };
+}
+
+/** What became of the held chain's patches, for the decision's log: the patches written, or why not. */
+function patchNote(patch: { written: boolean; why?: string } | undefined, record: DeferralRecord): Record<string, unknown> {
+  if (!record.patches?.length) return {};
+  if (patch === undefined) return { patchIgnored: "the decision is not allow: the held chain's patches were discarded" };
+  return patch.written ? { patchApplied: record.patches } : { patchIgnored: patch.why ?? "not written" };
 }
 
 function said(decision: DeferralDecision): Partial<DeferralDecision> {

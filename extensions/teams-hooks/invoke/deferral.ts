@@ -67,13 +67,15 @@ export const DeferralRecordSchema = z.looseObject({
   /** The application under way: its time (the policy's), the decision log's run id and file. */
   applying: z.looseObject({ at: z.string(), runId: z.string(), logFile: z.string() }).optional(),
   applied: z.looseObject({ at: z.string(), logFile: z.string().nullable(), actions: z.array(z.string()) }).optional(),
+  /** The patches of the held chain (cut to the writable fields, in chain order): written with an allow, dropped otherwise. */
+  patches: z.array(z.record(z.string(), z.unknown())).optional(),
 });
 export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
 
 /** The fields fixed when the gate is held (all but what deciding and applying add): invoke/deferral-check.ts holds a file to them. */
 export const DEFERRAL_HELD_FIELDS = [
   "version", "runId", "eventRunId", "key", "event", "taskId", "member", "timestamp", "teamId", "taskListId",
-  "hook", "code", "reason", "message", "deferredAt", "expiresAt", "logFile",
+  "hook", "code", "reason", "message", "deferredAt", "expiresAt", "logFile", "patches",
 ] as const satisfies ReadonlyArray<keyof DeferralRecord>;
 
 export function deferralsDir(teamDir: string): string {
@@ -163,6 +165,8 @@ export function heldRecord(input: {
   deferredAt: string;
   deferTimeoutMs: number;
   logFile: string;
+  /** The chain's kept patches, in order. */
+  patches?: readonly Record<string, unknown>[];
 }): DeferralRecord {
   const { result, hook } = input;
   const verdict = result.verdict;
@@ -192,6 +196,7 @@ export function heldRecord(input: {
     deferredAt: input.deferredAt,
     expiresAt: new Date(Date.parse(input.deferredAt) + input.deferTimeoutMs).toISOString(),
     logFile: input.logFile,
+    ...(input.patches && input.patches.length > 0 ? { patches: [...input.patches] } : {}),
   };
 }
 

@@ -34,6 +34,7 @@ import type { SentLog } from "../team/sent-log.js";
 import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
 import { refusedRun, runChain } from "./chain-run.js";
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
+import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
 import { taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 
@@ -89,6 +90,8 @@ export interface InvokeRequest {
   trust?: InvokeTrust;
   /** How long a held gate waits for its decision (`hooks.deferTimeoutMs`); default 24 h. */
   deferTimeoutMs?: number;
+  /** What a patch verdict may write (`hooks.writableFields`); default (null) `metadata` (contract/merge-patch.ts). */
+  writableFields?: readonly string[] | null;
 }
 
 export interface InvokeTrust {
@@ -107,6 +110,8 @@ export interface HookRun {
   result: RunResult;
   startedAt: string;
   logFile: string | null;
+  /** The part of a patch verdict inside the writable fields (invoke/patches.ts). */
+  patch?: KeptPatch;
 }
 
 export interface InvokeOutcome {
@@ -188,7 +193,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
   await req.notBefore;
-  const deciding = runs.find((r) => !countsAsPass(r.result, mode)) ?? runs[runs.length - 1] ?? runs[0];
+  const deciding = decidingRun(runs, mode);
   if (!deciding) return none;
   // Chosen now: the policy's messages quote it, and they go out before the logs are written.
   const decidingLog = planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation });
@@ -208,7 +213,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     remediation: null,
     abandoned: false,
     sent: req.sentLog ?? null,
-    held: deferred && policyApplies(req) ? heldRecord({ ...req, identity: req.identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: req.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, logFile: decidingLog }) : null,
+    held: deferred && policyApplies(req) ? heldRecord({ ...req, identity: req.identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: req.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, logFile: decidingLog, patches: chainPatches(runs) }) : null,
     deferral: null,
   };
   return settle(settling);
@@ -249,6 +254,7 @@ async function settle(ctx: Settling): Promise<InvokeOutcome> {
     ctx.remediation = await applyAfterGate(ctx);
     if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
   }
+  notePatches(ctx.runs, patchFate({ counted: ctx.counted, held: ctx.held !== null, policy: policyApplies(req), remediation: ctx.remediation }));
   try {
     await writeLogs(ctx);
     // After the logs: a deferral a decider can find is one the logs know (see invoke/deferral.ts).

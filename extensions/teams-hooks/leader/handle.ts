@@ -107,6 +107,7 @@ export class EventHandler {
         },
         ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
         deferTimeoutMs: setup.settings.deferTimeoutMs.value,
+        writableFields: setup.settings.writableFields.value,
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,

@@ -162,10 +162,11 @@ const INVOCATION = {
 
 /** contract/hook-run.ts `RunResultSchema`'s `verdict`. */
 const VERDICT = {
-  decision: [oneOf(["allow", "deny", "defer"])],
+  decision: [oneOf(["allow", "deny", "defer", "patch"])],
   code: [string, optional],
   reason: [string, optional],
   message: [string, optional],
+  patch: [looseObject({}), optional],
   source: [oneOf(["file", "stdout", "http", "decision"])],
 } as const satisfies Record<string, Field>;
 
@@ -210,6 +211,9 @@ const RESULT = {
     optional,
   ],
   verdict: [looseObject(VERDICT), optional],
+  patchApplied: [arrayOf(string), optional],
+  patchRejected: [arrayOf(string), optional],
+  patchIgnored: [string, optional],
   http: [looseObject(HTTP), optional],
   runId: [string],
   contractVersion: [oneOf([1])],

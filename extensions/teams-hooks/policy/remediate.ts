@@ -10,6 +10,7 @@
  * the whole remediation again later — every step is idempotent per event key.
  */
 import type { MailboxMessage, Task } from "../contract/team-files.js";
+import { patchTask, withoutNeverWritable, type JsonObject } from "../contract/merge-patch.js";
 import { describeError } from "../contract/errors.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
 import { holdsNewerEvent, type RemediationPlan } from "./plan.js";
@@ -29,6 +30,11 @@ export interface RemediationTarget {
   sent: SentLog;
   /** How long to wait for a lock (task, `.highwatermark`, inbox); default the lock protocol's 10 s. */
   lockTimeoutMs?: number;
+  /**
+   * The patches of a chain that passed, in chain order, already cut to the writable fields: laid over
+   * the task in the same locked write as the gate's metadata, which goes on top (invoke/patches.ts).
+   */
+  taskPatches?: readonly JsonObject[];
 }
 
 export interface RemediationDone {
@@ -42,6 +48,8 @@ export interface RemediationDone {
   refused: string[];
   /** False when a step failed: the remediation is not done and must be tried again. */
   complete: boolean;
+  /** What became of `taskPatches` (absent when none were given): written, or why not. */
+  patch?: { written: true } | { written: false; why: string };
 }
 
 /** Decides (through `decideFor`, with the task read under its lock) and applies the plan. */
@@ -52,14 +60,18 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
   /** The task recorded this event before this write: a retry, or a held gate (whose other holds may have made a follow-up). */
   let seenBefore = false;
   const actions: string[] = [];
-  const stop = (plan: RemediationPlan, error: string, followupTaskId: string | null = null): RemediationDone => ({
-    plan,
-    actions: actions.length > 0 ? actions : ["none"],
-    followupTaskId,
-    errors: [error],
-    refused: [...plan.refused],
-    complete: false,
-  });
+  const patches = target.taskPatches ?? [];
+  let patch: RemediationDone["patch"] = patches.length > 0 ? { written: false, why: "the task file is gone: the patch was not written" } : undefined;
+  const withPatch = (done: Omit<RemediationDone, "patch">): RemediationDone => (patch ? { ...done, patch } : done);
+  const stop = (plan: RemediationPlan, error: string, followupTaskId: string | null = null): RemediationDone =>
+    withPatch({
+      plan,
+      actions: actions.length > 0 ? actions : ["none"],
+      followupTaskId,
+      errors: [error],
+      refused: [...plan.refused],
+      complete: false,
+    });
 
   try {
     const updated = await updateTask(
@@ -69,7 +81,14 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       (task) => {
         seenBefore = task.metadata?.qualityGateEventKey === target.key;
         decided = decideFor(task);
-        return applyToTask(task, decided, target.now, target.key);
+        if (patches.length === 0) return applyToTask(task, decided, target.now, target.key);
+        if (!decided.metadataPatch) {
+          patch = { written: false, why: "the task holds a newer gate's record: the patch was not written" };
+          return undefined;
+        }
+        const patched = patchAll(task, patches);
+        patch = patched.ok ? { written: true } : { written: false, why: `${patched.problem}: the patch was not written` };
+        return applyToTask(patched.ok ? patched.task : task, decided, target.now, target.key);
       },
       { label: `quality gate ${target.key}`, ...lock },
     );
@@ -79,6 +98,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     }
     metadataWritten = updated.ok && updated.written;
   } catch (error) {
+    if (patch?.written) patch = { written: false, why: "the task write failed: the patch was not written" };
     return stop(decided ?? decideFor(null), `gate metadata not written: ${describeError(error)}`);
   }
   const plan = decided ?? decideFor(null); // the task file is gone: the plan without task writes
@@ -135,7 +155,18 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     if (sent.error) return stop(plan, sent.error, followupTaskId);
     actions.push(sent.already ? `nudge ${to} (sent before)` : `nudge ${to}`);
   }
-  return { plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], refused: [...plan.refused], complete: true };
+  return withPatch({ plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], refused: [...plan.refused], complete: true });
+}
+
+/** The task with every patch laid over it in order (each cut once more to what may ever be written), or why not. */
+function patchAll(task: Task, patches: readonly JsonObject[]): { ok: true; task: Task } | { ok: false; problem: string } {
+  let current = task;
+  for (const patch of patches) {
+    const next = patchTask(current, withoutNeverWritable(patch));
+    if (!next.ok) return next;
+    current = next.task;
+  }
+  return { ok: true, task: current };
 }
 
 /**

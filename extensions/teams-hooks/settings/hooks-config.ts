@@ -22,6 +22,7 @@ import {
   type PolicyFlags,
   type Source,
 } from "./options.js";
+import { DEFAULT_WRITABLE_FIELDS, WritableFieldsSchema } from "../contract/merge-patch.js";
 import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
@@ -103,6 +104,8 @@ export const HooksBlockSchema = z.looseObject({
   templates: TemplatesSchema.nullish(),
   /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
   deferTimeoutMs: DeferTimeoutSchema.nullish(),
+  /** The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts). */
+  writableFields: WritableFieldsSchema.nullish(),
 });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
@@ -221,6 +224,8 @@ export interface SettingsReport {
   templates: Readonly<Record<string, TemplateDef>>;
   /** `hooks.deferTimeoutMs`: how long a deferred gate waits for its decision. */
   deferTimeoutMs: Effective<number, "config" | "default">;
+  /** `hooks.writableFields`: what a patch verdict may write (never the task's identity or the gate's own metadata). */
+  writableFields: Effective<readonly string[], "config" | "default">;
   block: {
     /** False when config.json's block (or config.json itself) was refused. */
     valid: boolean;
@@ -306,6 +311,9 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     deferTimeoutMs: deferFromConfig
       ? { value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, source: "config", origin: inConfig("hooks.deferTimeoutMs") }
       : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
+    writableFields: block.writableFields
+      ? { value: Object.freeze([...block.writableFields]), source: "config", origin: inConfig("hooks.writableFields") }
+      : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" },
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,
@@ -315,8 +323,8 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: EffectiveSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, block };
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, block };
 }
 
 /** The values of a group of settings (`failureModes`, `limits`), without where they came from. */
