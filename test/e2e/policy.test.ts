@@ -60,7 +60,8 @@ describe("pi-teams-hooks policy get", () => {
         "  max payload                 8388608 bytes    default\n" +
         "  setsid sweep                auto             default\n" +
         "  exit codes                  v1               default\n" +
-        "  defer timeout               86400000ms       default\n",
+        "  defer timeout               86400000ms       default\n" +
+        "  writable fields             metadata         default\n",
     );
     expect(out.stderr).toBe("");
     const strict = await team({ config: { teamId: "strict-team", hooks: { exitCodes: "strict" } } });

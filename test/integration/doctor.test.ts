@@ -342,7 +342,8 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  max payload                 8388608 bytes    default\n" +
         "  setsid sweep                auto             default\n" +
         "  exit codes                  v1               default\n" +
-        "  defer timeout               86400000ms       default\n",
+        "  defer timeout               86400000ms       default\n" +
+        "  writable fields             metadata         default\n",
     );
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");

@@ -53,7 +53,7 @@ describe("what the answer makes of the run", () => {
     ["a 200 with a blank body", 200, "  \n", { outcome: "passed", http: { body: "empty" } }],
     ["a 200 with a body that is not JSON", 200, "<html>ok</html>", { outcome: "passed", http: { body: "malformed" }, stdout: "<html>ok</html>" }],
     ["a 200 with JSON and no decision", 200, '{"status":"queued"}', { outcome: "passed", http: { body: "malformed" } }],
-    ["a 200 with an unsupported decision", 200, '{"decision":"maybe"}', { outcome: "error", errorKind: "http", error: 'HTTP 200 OK: invalid verdict in the handler\'s answer: decision: "maybe" is not one of allow, deny, defer' }],
+    ["a 200 with an unsupported decision", 200, '{"decision":"maybe"}', { outcome: "error", errorKind: "http", error: 'HTTP 200 OK: invalid verdict in the handler\'s answer: decision: "maybe" is not one of allow, deny, defer, patch' }],
     ["a 200 deny with a bad code (an invalid verdict, as in a file)", 200, '{"decision":"deny","code":"Bad Code"}', { outcome: "error", errorKind: "invalid_verdict" }],
     ["a 404", 404, "no such pipeline: web\nsecond line", { outcome: "error", errorKind: "http", error: "HTTP 404 Not Found: no such pipeline: web", http: { status: 404, statusText: "Not Found" } }],
     ["a 500 with an empty body (the reason phrase is the diagnostic)", 500, "", { outcome: "error", errorKind: "http", error: "HTTP 500 Internal Server Error" }],

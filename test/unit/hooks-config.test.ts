@@ -173,6 +173,25 @@ describe("resolveSweep", () => {
   });
 });
 
+describe("hooks.writableFields", () => {
+  it("defaults to metadata, and a configured list replaces it, naming its field", () => {
+    expect(resolveSettings({ hooks: {}, noBlock: null, file: "/t/config.json", env: {} }).writableFields).toEqual({ value: ["metadata"], source: "default", origin: "default" });
+    const settings = resolveSettings({ hooks: { writableFields: ["metadata.labels", "description", "metadata.ci.*"] }, noBlock: null, file: "/t/config.json", env: {} });
+    expect(settings.writableFields).toEqual({ value: ["metadata.labels", "description", "metadata.ci"], source: "config", origin: "config.json hooks.writableFields" });
+    expect(resolveSettings({ hooks: { writableFields: [] }, noBlock: null, file: "/t/config.json", env: {} }).writableFields.value).toEqual([]);
+  });
+
+  it.each([
+    ["not a list", { writableFields: "metadata" }],
+    ["a path with a blank", { writableFields: ["meta data"] }],
+    ["an empty segment", { writableFields: ["metadata..labels"] }],
+  ])("refuses %s, naming the field", (_name, raw) => {
+    const check = checkHooksBlock(raw, "/t/config.json");
+    expect(check.ok).toBe(false);
+    if (!check.ok) expect(check.problems.join("\n")).toMatch(/hooks\.writableFields/);
+  });
+});
+
 describe("hooks.handlers, hooks.templates and hooks.deferTimeoutMs, validated with the block", () => {
   const ci = { name: "ci", events: ["task_completed"], url: "https://ci.example/hooks/gate" };
   const problemsOf = (raw: unknown): string[] => {
