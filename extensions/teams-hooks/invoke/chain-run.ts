@@ -1,7 +1,8 @@
 /**
  * Running an event's chain (invoke/invoke.ts calls it): the hooks in order under the chain's limits
  * (hooks per event, payload size, the chain's deadline), task events stopping at the first run that
- * does not count as a pass; a chain refused by trust as one closed error naming every problem; and
+ * counts as neither a pass nor a defer; a patch verdict's kept part laid over the task the later hooks
+ * see (invoke/patches.ts); a chain refused by trust as one closed error naming every problem; and
  * the gate's hash (and the trusted one, when they differ) on each result. A file runs through
  * runner/run.ts under the run's timeout, an HTTP handler through runner/http.ts under its own
  * `timeoutMs`; both under the same deadline, failure mode and run ids (`<runId>.N`).
