@@ -17,6 +17,7 @@ import { deferralFile } from "../../extensions/teams-hooks/invoke/deferral.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { HandlerSchema } from "../../extensions/teams-hooks/settings/handlers.js";
+import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -212,6 +213,16 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
       ["20-look.sh", ["metadata.stage", "metadata.labels"]],
       ["30-allow.sh", null],
     ]);
+  });
+
+  it("a patch that grows the document past the payload limit: the next hook is refused (closed), nothing written", async () => {
+    hook(`${d}/10-grow.sh`, says({ decision: "patch", patch: { metadata: { blob: "x".repeat(3_000) } } }));
+    hook(`${d}/20-never.sh`, says({ decision: "allow" }));
+    const outcome = await invokeEvent(request({ limits: { ...DEFAULT_LIMITS, maxPayloadBytes: 2_048 } }));
+    expect(outcome.runs.map((r) => [r.hook.name, r.result.outcome, r.result.errorKind ?? null])).toEqual([["10-grow.sh", "passed", null], ["20-never.sh", "error", "limit"]]);
+    expect(outcome.result?.error).toMatch(/^the context document, patched by the hooks before, is \d+ bytes; the limit is 2048/);
+    expect(outcome.counted).toBe("failed");
+    expect(task().metadata).not.toHaveProperty("blob");
   });
 
   it("patch, defer, deny: the chain goes on past the defer, the denial wins, and no patch is written", async () => {

@@ -100,11 +100,6 @@ export async function runChain(
     if (index > 0 && req.stopping?.()) {
       return { runs, interrupted: `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks after it did not start` };
     }
-    const grown = utf8Length(context.json);
-    if (index > 0 && grown > limits.maxPayloadBytes) {
-      runs.push(...refused(hook, `the context document, patched by the hooks before, is ${grown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${hook.name} and later hooks did not run`).runs);
-      break;
-    }
     const left = Math.floor(deadline - performance.now());
     if (left <= 0) {
       runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs);
@@ -154,6 +149,12 @@ export async function runChain(
     result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
     runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}) });
     if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") break;
+    const next = hooks[index + 1];
+    const grown = taken.kept && next ? utf8Length(context.json) : 0;
+    if (next && grown > limits.maxPayloadBytes) {
+      runs.push(...refused(next, `the context document, patched by the hooks before, is ${grown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`).runs);
+      break;
+    }
   }
   return { runs, interrupted: null };
 }
