@@ -148,7 +148,7 @@ function check(parsed: Parsed, source: VerdictSource): VerdictRead {
 /**
  * The verdict in the body of an HTTP handler's 2xx answer. An empty body, or one that is not a JSON
  * object with a `decision`, is no verdict (`none`, which allows), and says which (`empty` or
- * `malformed`, for the log); a `decision` that is not allow, deny or defer is `invalid` with
+ * `malformed`, for the log); a `decision` that is not allow, deny, defer or patch is `invalid` with
  * `unsupportedDecision` (a transport failure); other bad fields are an invalid verdict, as in a file.
  */
 export function readHttpVerdict(body: string): VerdictRead | { kind: "none"; body: "empty" | "malformed" } {
