@@ -38,7 +38,7 @@ afterAll(async () => {
   await receiver.close();
 });
 beforeEach(async () => {
-  const completed = makeTask({ id: "1", status: "completed", owner: "alice", description: "the original", metadata: { completedAt: "2026-12-04T10:00:00.000Z", labels: ["old"] } });
+  const completed = makeTask({ id: "1", status: "completed", owner: "alice", description: "the original", metadata: { completedAt: "2026-12-04T10:00:00.000Z", labels: ["old"], draft: true } });
   team = await makeTempTeam({ teamId: "patch", tasks: [completed] });
   identity = { teamId: "patch", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
   hooksDir = path.join(team.teamsRoot, "_hooks");
@@ -80,19 +80,20 @@ describe("what a patch may write", () => {
   it("by default metadata only: the inside is written with the gate's metadata, the outside dropped and named in the log", async () => {
     hook("on_task_completed.sh", says({
       decision: "patch",
-      patch: { description: "rewritten", status: "pending", owner: "mallory", metadata: { labels: ["reviewed"], ci: { run: 7 }, qualityGateStatus: "forged", reopenedByQualityGateCount: 0, taskApi: { template: "x" }, completedAt: null } },
+      patch: { description: "rewritten", status: "pending", owner: "mallory", metadata: { labels: ["reviewed"], ci: { run: 7 }, qualityGateStatus: "forged", reopenedByQualityGateCount: 0, taskApi: { template: "x" }, completedAt: "2030-01-01T00:00:00.000Z", draft: null } },
     }));
     const outcome = await invokeEvent(request());
     expect(outcome.counted).toBe("passed");
     const after = task();
     expect(after.metadata).toMatchObject({ labels: ["reviewed"], ci: { run: 7 }, qualityGateStatus: "passed", qualityGateEventKey: KEY });
-    expect(after.metadata).not.toHaveProperty("completedAt"); // null deletes, within the fields
+    expect(after.metadata).not.toHaveProperty("draft"); // null deletes, within the fields
+    expect(after.metadata?.completedAt).toBe("2026-12-04T10:00:00.000Z"); // the event's stamp: a new one would be a new completion
     expect(after.metadata).not.toHaveProperty("reopenedByQualityGateCount");
     expect(after.metadata).not.toHaveProperty("taskApi");
     expect([after.description, after.status, after.owner]).toEqual(["the original", "completed", "alice"]);
     const [log] = await logs();
-    expect(log?.result.patchApplied).toEqual(["metadata.labels", "metadata.ci", "metadata.completedAt"]);
-    expect(log?.result.patchRejected).toEqual(["description", "status", "owner", "metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.taskApi"]);
+    expect(log?.result.patchApplied).toEqual(["metadata.labels", "metadata.ci", "metadata.draft"]);
+    expect(log?.result.patchRejected).toEqual(["description", "status", "owner", "metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.taskApi", "metadata.completedAt"]);
     expect(log?.result.verdict).toMatchObject({ decision: "patch", source: "stdout" });
   });
 

@@ -77,6 +77,10 @@ describe("filterPatch", () => {
     [["status"], true],
     [["metadata", "qualityGateEventKey"], true],
     [["metadata", "taskApi"], true],
+    [["metadata", "completedAt"], true],
+    [["metadata", "abortedAt"], true],
+    [["metadata", "abortedBy"], true],
+    [["metadata", "completedAtLocal"], false],
     [["metadata", "labels"], false],
     [["description"], false],
   ])("neverWritable(%j) is %s", (segments, expected) => {

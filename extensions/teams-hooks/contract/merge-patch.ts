@@ -9,9 +9,12 @@
  * Writable fields are dotted paths (`metadata.labels`, `description`): a path covers itself and
  * everything below it. Without `hooks.writableFields` the default is `metadata` (every metadata key).
  * Whatever the configuration says, some paths are never writable: the task's identity and workflow
- * (`id`, `status`, `owner`, `blocks`, `blockedBy`) and the metadata the gate and the task API own
- * (`metadata.qualityGate*`, `metadata.reopenedByQualityGate*`, `metadata.taskApi`): a gate must not
- * forge its own record, reset a reopen count or widen an API key's reach.
+ * (`id`, `status`, `owner`, `blocks`, `blockedBy`), the metadata the gate and the task API own
+ * (`metadata.qualityGate*`, `metadata.reopenedByQualityGate*`, `metadata.taskApi`), and the worker's
+ * stamps of the event (`metadata.completedAt`, `metadata.abortedAt`, `metadata.abortedBy`): a gate
+ * must not forge its own record, reset a reopen count, widen an API key's reach, or make its own
+ * write look like a new completion (the leader keys events by those stamps, contract/events.ts), which
+ * would run the gate again, and again.
  */
 import { z } from "zod";
 import { TaskSchema, type Task } from "./team-files.js";
@@ -23,6 +26,9 @@ export const NEVER_WRITABLE_FIELDS = Object.freeze(["id", "status", "owner", "bl
 
 /** Prefixes of the metadata keys the gate (and the task API) write: never writable. */
 export const GATE_METADATA_PREFIXES = Object.freeze(["qualityGate", "reopenedByQualityGate", "taskApi"] as const);
+
+/** Metadata keys the worker runtime stamps an event with (contract/events.ts keys events by them): never writable. */
+export const EVENT_STAMP_KEYS = Object.freeze(["completedAt", "abortedAt", "abortedBy"] as const);
 
 /** The writable fields when `hooks.writableFields` is not set. */
 export const DEFAULT_WRITABLE_FIELDS: readonly string[] = Object.freeze(["metadata"]);
@@ -80,7 +86,8 @@ export function neverWritable(segments: readonly string[]): boolean {
   const [head, key] = segments;
   if (head === undefined) return false;
   if ((NEVER_WRITABLE_FIELDS as readonly string[]).includes(head)) return true;
-  return head === "metadata" && key !== undefined && GATE_METADATA_PREFIXES.some((prefix) => key.startsWith(prefix));
+  if (head !== "metadata" || key === undefined) return false;
+  return GATE_METADATA_PREFIXES.some((prefix) => key.startsWith(prefix)) || (EVENT_STAMP_KEYS as readonly string[]).includes(key);
 }
 
 /** Whether some never-writable path lies strictly below `segments` (the root, or `metadata`). */
