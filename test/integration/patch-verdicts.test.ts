@@ -19,7 +19,11 @@ import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/
 import { HandlerSchema } from "../../extensions/teams-hooks/settings/handlers.js";
 import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
+import type { LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
+import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
+import { readLogs, startWorker as startTeamWorker, waitUntil } from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const KEY = "task_completed:1:2026-12-04T10:00:00.000Z";
@@ -296,4 +300,48 @@ describe("an HTTP handler's patch", () => {
     const handlerLog = (await logs()).find((l) => l.result.http !== undefined);
     expect(handlerLog?.result).toMatchObject({ verdict: { decision: "patch", source: "http" }, patchApplied: ["metadata.ci"], patchRejected: ["metadata.qualityGateCode"] });
   });
+});
+
+describe("the leader", () => {
+  it("applies hooks.writableFields from config.json, and its own patched write is no new completion", async () => {
+    const watched = await makeTempTeam({
+      teamId: "watched",
+      config: { teamId: "watched", hooks: { writableFields: ["description", "metadata.labels"] } },
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" }), makeTask({ id: "2", owner: "bob", status: "in_progress" })],
+    });
+    const leaders: Leader[] = [];
+    try {
+      const hooks = path.join(watched.teamsRoot, "_hooks");
+      fs.mkdirSync(hooks, { recursive: true });
+      // Patches task 1 only; a fresh value each run, so a second run would show.
+      fs.writeFileSync(path.join(hooks, "on_task_completed.sh"), `#!/usr/bin/env bash\ncat > /dev/null\n[ "$PI_TEAMS_TASK_ID" = 1 ] || exit 0\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"description\\":\\"checked by the gate\\",\\"metadata\\":{\\"labels\\":[\\"$(date +%s%N)\\"],\\"other\\":1}}}"\n`, { mode: 0o755 });
+      const env = { PATH: process.env.PATH ?? "" };
+      const setup = await resolveTeamSetup({ teamDir: watched.teamDir, env, processCwd: watched.teamsRoot, policyFlags: {} });
+      const notices: LeaderNotice[] = [];
+      const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n) });
+      leaders.push(leader);
+      await leader.start();
+      await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
+      const events = () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : []));
+
+      await startTeamWorker("complete", { tasksDir: watched.tasksDir, ids: ["1"] }).result;
+      await waitUntil("task 1's gate", () => events().length === 1);
+      const patched = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
+      expect(patched).toMatchObject({ status: "completed", description: "checked by the gate", metadata: { qualityGateStatus: "passed" } });
+      expect(patched.metadata?.labels).toHaveLength(1);
+      expect(patched.metadata).not.toHaveProperty("other");
+      // Task 2 afterwards: once its gate is done, the leader has long seen its own write of task 1.
+      await startTeamWorker("complete", { tasksDir: watched.tasksDir, ids: ["2"] }).result;
+      await waitUntil("task 2's gate", () => events().some((e) => e.taskId === "2"));
+      await leader.stop();
+      expect(events().filter((e) => e.taskId === "1")).toHaveLength(1);
+      const logged = (await readLogs(watched.teamDir)).filter((l) => l.invocation.completedTask?.id === "1");
+      expect(logged).toHaveLength(1);
+      expect(logged[0]?.result).toMatchObject({ patchApplied: ["description", "metadata.labels"], patchRejected: ["metadata.other"] });
+      expect((JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task).metadata?.labels).toEqual(patched.metadata?.labels);
+    } finally {
+      for (const leader of leaders) await leader.stop();
+      await watched.cleanup();
+    }
+  }, 30_000);
 });
