@@ -160,7 +160,7 @@ describe("what a patch may write", () => {
 describe("under the task lock", () => {
   it("a worker writing the same task all the while loses nothing, and neither does any patch", async () => {
     const stopFile = path.join(team.teamsRoot, "stop-touch");
-    const worker = spawn(process.execPath, [WORKER, "touch", JSON.stringify({ tasksDir: team.tasksDir, ids: ["1"], field: "comment", stopFile, rounds: 100_000 })], { stdio: ["ignore", "pipe", "pipe"] });
+    const worker = spawn(process.execPath, [WORKER, "touch", JSON.stringify({ tasksDir: team.tasksDir, ids: ["1"], field: "comment", stopFile, rounds: 100_000, pauseMs: 2 })], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     worker.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
     const exited = new Promise<number | null>((resolve) => worker.on("exit", (code) => resolve(code)));
@@ -168,12 +168,15 @@ describe("under the task lock", () => {
       // The worker has written at least once before the first gate runs.
       for (let i = 0; i < 500 && task().metadata?.comment === undefined; i++) await new Promise((r) => setTimeout(r, 10));
       expect(task().metadata?.comment).toBeDefined();
-      const rounds = 6;
+      const startedAt = task().metadata?.comment as number;
+      const rounds = 5;
       for (let i = 1; i <= rounds; i++) {
         hook("on_task_completed.sh", says({ decision: "patch", patch: { metadata: { [`patch${i}`]: i } } }));
         const outcome = await invokeEvent(request({ key: `${KEY}#${i}` }));
         expect(outcome.policyApplied).toBe(true);
       }
+      // The worker kept writing while the gates wrote their patches.
+      expect(task().metadata?.comment as number).toBeGreaterThan(startedAt);
       fs.writeFileSync(stopFile, "");
       expect(await exited).toBe(0);
       const final = (JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as { final: Record<string, number> }).final["1"];
@@ -188,7 +191,7 @@ describe("under the task lock", () => {
       if (worker.exitCode === null) worker.kill("SIGKILL");
       await exited;
     }
-  });
+  }, 40_000);
 });
 
 describe("a three-hook chain folds deny > defer > patch > allow", () => {
