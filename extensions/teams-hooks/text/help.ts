@@ -214,6 +214,8 @@ Output:
 A gate that answers {"decision":"defer"} holds the event: with --apply-policy the task is marked
 deferred and a deferral is recorded for \`pi-teams-hooks decide\` (or the task API) to settle; without
 it nothing is held.
+A gate that answers {"decision":"patch","patch":{…}} passes: with --apply-policy the patch is written
+to the task within hooks.writableFields (default: metadata); without it nothing is written.
 
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
 run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
