@@ -110,6 +110,16 @@ describe("what a patch may write", () => {
     expect(log?.result).toMatchObject({ patchApplied: ["description", "metadata.labels"], patchRejected: ["metadata.x"], verdict: { decision: "patch", source: "file" } });
   });
 
+  it("a configured top-level field is deleted by null (gone from the file, not written as null)", async () => {
+    const file = team.taskFile("1");
+    fs.writeFileSync(file, JSON.stringify({ ...task(), notes: "scratch", review: { by: "bob" } }));
+    hook("on_task_completed.sh", says({ decision: "patch", patch: { notes: null, review: { by: null, state: "ok" } } }));
+    await invokeEvent(request({ writableFields: ["notes", "review"] }));
+    const raw = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
+    expect(raw).not.toHaveProperty("notes");
+    expect(raw.review).toEqual({ state: "ok" });
+  });
+
   it("the never-writable fields stay so even when configured", async () => {
     const fields = ["id", "status", "owner", "blocks", "blockedBy", "metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.qualityGateStartDeniedAt", "metadata.taskApi"];
     hook("on_task_completed.sh", says({ decision: "patch", patch: { id: "9", status: "pending", owner: "eve", blocks: ["2"], blockedBy: ["3"], metadata: { qualityGateStatus: "forged", reopenedByQualityGateCount: 0, qualityGateStartDeniedAt: "x", taskApi: {} } } }));
