@@ -158,6 +158,17 @@ describe("what a patch may write", () => {
     expect(task().metadata).not.toHaveProperty("x");
   });
 
+  it("a start gate's patch is ignored and logged: it judges the claim, it does not change the task", async () => {
+    fs.writeFileSync(team.taskFile("1"), JSON.stringify({ ...task(), status: "in_progress", metadata: { labels: ["old"] } }));
+    hook("on_task_started.sh", says({ decision: "patch", patch: { metadata: { x: 1 } } }));
+    const outcome = await invokeEvent(request({ event: "task_started", key: "task_started:1:2026-12-04T10:00:00.000Z" }));
+    expect(outcome.counted).toBe("passed");
+    const [log] = await logs();
+    expect(log?.result).toMatchObject({ outcome: "passed", patchIgnored: "task_started does not take patches: the patch was ignored" });
+    expect(task()).toMatchObject({ status: "in_progress", owner: "alice" });
+    expect(task().metadata).not.toHaveProperty("x");
+  });
+
   it("without a policy (run without --apply-policy) nothing is written, and the log says why", async () => {
     hook("on_task_completed.sh", says({ decision: "patch", patch: { metadata: { x: 1 } } }));
     await invokeEvent(request({ policy: null }));
