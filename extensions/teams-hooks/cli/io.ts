@@ -113,8 +113,18 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">):
     ["exit codes", report.exitCodes.value, report.exitCodes.origin],
     ["defer timeout", `${report.deferTimeoutMs.value}ms`, report.deferTimeoutMs.origin],
     ["writable fields", report.writableFields.value.length > 0 ? report.writableFields.value.join(", ") : "none", report.writableFields.origin],
+    ["confidential", String(report.confidential.value), report.confidential.origin],
+    ["redact env", report.redactEnv.value.join(", ") || "-", report.redactEnv.origin],
+    ...projectionRows(report.projection),
   ];
   return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
+}
+
+/** One row per projected gate (names only: what it may see); one `-` row without a projection. */
+function projectionRows(projection: SettingsReport["projection"]): Array<[string, string, string]> {
+  const entries = Object.entries(projection.value);
+  if (entries.length === 0) return [["projection", "-", projection.origin]];
+  return entries.map(([gate, fields]): [string, string, string] => [`projection ${gate}`, fields.join(", ") || "(identity only)", projection.origin]);
 }
 
 /**

@@ -15,6 +15,7 @@ import { HookLogRecordSchema } from "../runner/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
 import { WritableFieldsSchema } from "../contract/merge-patch.js";
 import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
+import { RedactEnvSchema } from "../settings/privacy.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
 
 const mode = z.enum(FAILURE_MODES);
@@ -35,6 +36,15 @@ const HooksDocSchema = EffectivePolicySchema.extend({
   templates: TemplatesSchema.optional(),
   deferTimeoutMs: z.number().int().min(DEFER_TIMEOUT_MS.min).max(DEFER_TIMEOUT_MS.max).default(DEFER_TIMEOUT_MS.default).optional(),
   writableFields: WritableFieldsSchema.default(["metadata"]).optional(),
+  projection: z
+    .record(
+      z.string().regex(/^(on_(task_completed|task_failed|idle)(\.d\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$/),
+      z.array(z.string().regex(/^(version|event|team(\.(id|dir|taskListId|style))?|member|timestamp|task(\.(id|subject|description|owner|status|blockedBy|blocks|createdAt|updatedAt|metadata(\.[^.]+)*))?)$/)),
+    )
+    .meta({ description: "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the context document it may see; identity fields always" })
+    .optional(),
+  confidential: z.boolean().default(false).meta({ description: "HTTP handlers are sent, and hook logs keep, no task description or metadata; the subject is replaced by the task id" }).optional(),
+  redactEnv: RedactEnvSchema.meta({ description: "Environment variables whose values are replaced by [redacted] in hook output, besides the handlers' secrets" }).optional(),
 }).loose();
 
 /**

@@ -101,6 +101,13 @@ export const ContextDocumentSchema = z.object({
   member: z.string().nullable(),
   timestamp: z.string().nullable(),
   task: ContextTaskSchema.nullable(),
+  /**
+   * Additive, still v1, and only when it applies (contract/projection.ts): the fields this hook is
+   * shown (config.json `hooks.projection`); every other task field holds its empty value.
+   */
+  projection: z.array(z.string()).optional(),
+  /** Additive, still v1: the team is confidential and this is an HTTP handler: no description, no metadata, the subject is the id. */
+  confidential: z.literal(true).optional(),
 });
 export type ContextDocument = z.infer<typeof ContextDocumentSchema>;
 

@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { ELLIPSIS, HOOK_CONTRACT_VERSION, buildContextDocument, truncateText, type ContextDocument, type HookInvocation } from "./contract.js";
+import { FULL_VIEW, showsTaskField, viewDocument, type ContextView } from "./projection.js";
 import { DECISIONS, VERDICT_SOURCES } from "./verdict.js";
 
 /** `PI_TEAMS_HOOK_CONTEXT_JSON` and every other single variable stay below this many UTF-8 bytes. */
@@ -115,6 +116,12 @@ export const RunResultSchema = z.object({
     })
     .optional(),
   runId: z.string(),
+  /**
+   * How many secrets and credential-shaped strings were replaced by `[redacted]` in what this run
+   * said (its output, verdict, a receiver's answer) before anything of it was kept (contract v1,
+   * additive; docs/security.md, "Redaction"). Absent only where no redaction ran (older logs).
+   */
+  redactions: z.number().int().nonnegative().optional(),
   contractVersion: z.literal(HOOK_CONTRACT_VERSION),
   /** sha256 of the gate file as it was when the run started (absent when it could not be read). */
   hookSha256: z.string().optional(),
@@ -156,15 +163,20 @@ export function blankResult(run: { hookPath: string; command: string[]; runId: s
 /** Variables of ours that must never leak from the leader's own environment into a hook's. */
 const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
 
-/** The context document of one invocation and its JSON, built once and shared by a chain's runs. */
+/**
+ * The context document one hook is shown and its JSON, built once per distinct view and shared by
+ * a chain's runs. `view`: what of the event it shows (contract/projection.ts); the full view is the
+ * v1 document byte for byte.
+ */
 export interface PreparedContext {
   doc: ContextDocument;
   json: string;
+  view: ContextView;
 }
 
-export function prepareContext(invocation: HookInvocation): PreparedContext {
-  const doc = buildContextDocument(invocation);
-  return { doc, json: JSON.stringify(doc) };
+export function prepareContext(invocation: HookInvocation, view: ContextView = FULL_VIEW): PreparedContext {
+  const doc = viewDocument(buildContextDocument(invocation), view);
+  return { doc, json: JSON.stringify(doc), view };
 }
 
 export interface HookEnvironment {
@@ -232,10 +244,12 @@ export function buildHookEnvironment(
   if (invocation.timestamp) set("PI_TEAMS_EVENT_TIMESTAMP", invocation.timestamp);
   const task = invocation.completedTask;
   if (task) {
-    set("PI_TEAMS_TASK_ID", task.id);
-    set("PI_TEAMS_TASK_STATUS", task.status);
-    if (task.subject) set("PI_TEAMS_TASK_SUBJECT", task.subject);
-    if (task.owner) set("PI_TEAMS_TASK_OWNER", task.owner);
+    // A projected hook gets the variable of a task field only when it is shown that field.
+    const view = extra.context?.view ?? FULL_VIEW;
+    if (showsTaskField(view, "id")) set("PI_TEAMS_TASK_ID", task.id);
+    if (showsTaskField(view, "status")) set("PI_TEAMS_TASK_STATUS", task.status);
+    if (task.subject && showsTaskField(view, "subject")) set("PI_TEAMS_TASK_SUBJECT", view.confidential ? task.id : task.subject);
+    if (task.owner && showsTaskField(view, "owner")) set("PI_TEAMS_TASK_OWNER", task.owner);
   }
   set("PI_TEAMS_HOOK_RUN_ID", extra.runId);
   set("PI_TEAMS_HOOK_CONTEXT_FILE", extra.contextFile);

@@ -26,6 +26,7 @@ import { loadTeamConfig, type LoadedTeamConfig } from "../team/config.js";
 import { checkChainTrust } from "../runner/trust.js";
 import { readTrust } from "../runner/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
+import { diagnosePrivacy } from "./privacy.js";
 
 export type { Check, CheckLevel, CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
 export type { HandlerReport } from "./handlers.js";
@@ -79,6 +80,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const teamLayer = teamHooksDir(teamDir);
   const policy = diagnosePolicy(config, input.env, config.warnings);
   const chains = await discoverChains(hooks.dir, teamLayer, policy.handlers);
+  policy.checks.push(...diagnosePrivacy(policy, input.env, chains));
   const teamHooks = chains.some(({ chain }) => chain.hooks.some((h) => h.layer === "team"));
   const { checks: hooksDirChecks, usable: dirUsable } = await diagnoseHooksDir(hooks.dir, hooks.source, teamHooks);
   const teamLayerChecks = await diagnoseTeamLayer(teamLayer, hooks.dir);

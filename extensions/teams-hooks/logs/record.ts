@@ -216,10 +216,19 @@ const RESULT = {
   patchIgnored: [string, optional],
   http: [looseObject(HTTP), optional],
   runId: [string],
+  redactions: [int(0), optional],
   contractVersion: [oneOf([1])],
   hookSha256: [string, optional],
   trustedSha256: [string, optional],
   trustProblems: [arrayOf(looseObject(TRUST_PROBLEM)), optional],
+} as const satisfies Record<string, Field>;
+
+/** hook-log.ts `HookLogRecordSchema`'s `shown`. */
+const SHOWN = {
+  projection: [arrayOf(string), optional],
+  confidential: [boolean, optional],
+  bytes: [int(0)],
+  sha256: [string],
 } as const satisfies Record<string, Field>;
 
 /** hook-log.ts `HookLogRecordSchema`. */
@@ -229,6 +238,7 @@ const RECORD = {
   key: [string, optional],
   startedAt: [isoInstant],
   retry: [boolean, optional],
+  shown: [looseObject(SHOWN), optional],
   policy: [looseObject({}), optional],
   deferral: [looseObject({}), optional],
   decision: [looseObject({}), optional],

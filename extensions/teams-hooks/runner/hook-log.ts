@@ -31,6 +31,11 @@ export const HookLogRecordSchema = z.looseObject({
   startedAt: z.iso.datetime({ offset: true }),
   /** True when this run repeats an event key already run (a `replay`, or a retry after a crash). */
   retry: z.boolean().optional(),
+  /**
+   * What the hook was shown when it was not the whole context document (a projection, a confidential
+   * team's handler): `projection` (the fields), `confidential`, and the document's `bytes` and `sha256`.
+   */
+  shown: z.looseObject({ projection: z.array(z.string()).optional(), confidential: z.boolean().optional(), bytes: z.number().int().nonnegative(), sha256: z.string() }).optional(),
   /** Filled by the policy step: the action chosen and what it did. */
   policy: z.looseObject({}).optional(),
   /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (invoke/deferral.ts). */

@@ -34,7 +34,7 @@ import { describeError, errnoCode } from "../contract/errors.js";
 import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { secretRedactor } from "./redact.js";
+import { chain, secretRedactor, type Redactor } from "./redact.js";
 import { trackRequest } from "./run.js";
 
 export interface RunHandlerOptions {
@@ -52,6 +52,11 @@ export interface RunHandlerOptions {
   notBefore?: Promise<unknown>;
   /** The clock of the timestamp header. */
   now?: () => Date;
+  /**
+   * The team's redaction (runner/redact.ts teamRedactor: its secrets and the credential shapes),
+   * applied with the handler's own secrets to everything kept of the answer; default: only those.
+   */
+  redact?: Redactor;
 }
 
 /** The headers pi-teams-hooks sets on every request (docs/hook-contract.md, "HTTP handlers"). */
@@ -105,12 +110,13 @@ export async function runHandler(handler: HandlerDef, invocation: HookInvocation
     http: { url: handler.url, status: null },
   };
   try {
-    const body = Buffer.from((opts.context ?? prepareContext(invocation)).json, "utf8");
+    const context = opts.context ?? prepareContext(invocation);
+    const body = Buffer.from(context.json, "utf8");
     await opts.notBefore;
     // After the wait: the secrets and the timestamp are those of the moment the request goes out.
-    const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId });
+    const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId, context });
     const exchange = await send(new URL(handler.url), outgoing.headers, body, opts.timeoutMs, runId);
-    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: canDefer(invocation.event) });
+    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: canDefer(invocation.event), ...(opts.redact ? { redact: opts.redact } : {}) });
   } catch (error) {
     // A bug of ours (or the ledger flush failed: nothing was sent), reported as data like runHook's.
     return { ...base, errorKind: "internal", error: `internal error: ${describeError(error)}`, durationMs: elapsed(startedAt) };
@@ -118,7 +124,7 @@ export async function runHandler(handler: HandlerDef, invocation: HookInvocation
 }
 
 /** The request's headers: context, static, secret (read now), signature. */
-function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: Buffer, opts: RunHandlerOptions & { runId: string }): Outgoing {
+function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: Buffer, opts: RunHandlerOptions & { runId: string; context: PreparedContext }): Outgoing {
   const H = HANDLER_HEADERS;
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
@@ -130,7 +136,8 @@ function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: 
     [H.teamId]: headerText(invocation.teamId),
   };
   const known: Array<[string, string | undefined]> = [
-    [H.taskId, invocation.completedTask?.id],
+    // As the body shows it: a projection that leaves the id out leaves the header out.
+    [H.taskId, opts.context.doc.task?.id],
     [H.member, invocation.memberName],
     [H.eventKey, opts.eventKey],
     [H.attempt, opts.attempt === undefined ? undefined : String(opts.attempt)],
@@ -276,9 +283,21 @@ function connectionProblem(url: URL, error: unknown, answered: boolean): { what:
 // ---------------------------------------------------------------------------------------------
 // The result
 
-function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean }): RunResult {
-  // Applied to what the receiver (or its TLS certificate) said, never to our own words around it.
-  const redact = secretRedactor(outgoing.secrets);
+function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; redact?: Redactor }): RunResult {
+  // Applied to what the receiver (or its TLS certificate) said, never to our own words around it;
+  // every replacement counted into the result's `redactions`.
+  const redactor = chain([secretRedactor(outgoing.secrets), ctx.redact ?? secretRedactor([])]);
+  let redactions = 0;
+  const redact = (text: string): string => {
+    const done = redactor(text);
+    redactions += done.count;
+    return done.text;
+  };
+  const counted = (result: RunResult): RunResult => ({ ...result, redactions });
+  return counted(answerResult(base, exchange, outgoing, ctx, redact));
+}
+
+function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean }, redact: (text: string) => string): RunResult {
   const http: NonNullable<RunResult["http"]> = {
     url: base.http?.url ?? "",
     status: null,

@@ -19,6 +19,7 @@ import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile, runFiles, type StdoutTail } from "./run-files.js";
 import { VERDICT_LINE_MAX_BYTES } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
+import { redactRunResult, type Redactor } from "./redact.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
 
 export interface RunHookOptions {
@@ -53,6 +54,12 @@ export interface RunHookOptions {
   escapeeScan?: "auto" | "always";
   /** What the exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
   exitCodes?: ExitCodeMode;
+  /**
+   * The team's redaction (runner/redact.ts teamRedactor), applied to what the hook said (its output,
+   * its verdict) before the result leaves here; the result's `redactions` counts it. Without it,
+   * nothing is redacted and `redactions` is absent.
+   */
+  redact?: Redactor;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -97,6 +104,11 @@ export async function terminateAllRuns(): Promise<void> {
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
+  const result = await runUnredacted(hook, invocation, opts);
+  return opts.redact ? redactRunResult(result, opts.redact) : result;
+}
+
+async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
   const base = baseResult(hook, runId);

@@ -24,6 +24,7 @@ import {
 } from "./options.js";
 import { DEFAULT_WRITABLE_FIELDS, WritableFieldsSchema } from "../contract/merge-patch.js";
 import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
+import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
@@ -106,6 +107,15 @@ export const HooksBlockSchema = z.looseObject({
   deferTimeoutMs: DeferTimeoutSchema.nullish(),
   /** The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts). */
   writableFields: WritableFieldsSchema.nullish(),
+  /** Gate name → the fields of the context document it may see (settings/privacy.ts). */
+  projection: ProjectionSchema.nullish(),
+  /** HTTP handlers and hook logs get no task content: identity and lifecycle only. */
+  confidential: ConfidentialSchema.nullish(),
+  /** Variables whose values are redacted from hook output, besides the handlers' secrets. */
+  redactEnv: RedactEnvSchema.nullish(),
+}).superRefine((block, ctx) => {
+  // Across fields, so here: a projection of `http:<name>` names a handler of the same block.
+  for (const problem of projectionHandlerProblems(block.projection, block.handlers)) ctx.addIssue({ code: "custom", path: problem.path, message: problem.message });
 });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
@@ -226,6 +236,12 @@ export interface SettingsReport {
   deferTimeoutMs: Effective<number, "config" | "default">;
   /** `hooks.writableFields`: what a patch verdict may write (never the task's identity or the gate's own metadata). */
   writableFields: Effective<readonly string[], "config" | "default">;
+  /** `hooks.projection`: the fields each named gate may see (`{}`: every hook sees the whole document). */
+  projection: Effective<Projection, "config" | "default">;
+  /** `hooks.confidential`: HTTP handlers and hook logs get no task content. */
+  confidential: Effective<boolean, "config" | "default">;
+  /** `hooks.redactEnv`: the names (never the values) of variables redacted besides the handlers' secrets. */
+  redactEnv: Effective<readonly string[], "config" | "default">;
   block: {
     /** False when config.json's block (or config.json itself) was refused. */
     valid: boolean;
@@ -296,6 +312,9 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
   const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
   const sweep = resolveSweep(block);
   const deferFromConfig = block.deferTimeoutMs !== undefined && block.deferTimeoutMs !== null;
+  function fromConfig<T>(value: T | null | undefined, field: string, fallback: T): Effective<T, "config" | "default"> {
+    return value === undefined || value === null ? { value: fallback, source: "default", origin: "default" } : { value, source: "config", origin: inConfig(field) };
+  }
 
   return {
     values: { ...policy.policy },
@@ -314,6 +333,9 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     writableFields: block.writableFields
       ? { value: Object.freeze([...block.writableFields]), source: "config", origin: inConfig("hooks.writableFields") }
       : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" },
+    projection: fromConfig(block.projection, "hooks.projection", Object.freeze({}) as Projection),
+    confidential: fromConfig(block.confidential, "hooks.confidential", false),
+    redactEnv: fromConfig(block.redactEnv ? Object.freeze([...block.redactEnv]) : block.redactEnv, "hooks.redactEnv", Object.freeze([]) as readonly string[]),
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,
@@ -323,8 +345,13 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: EffectiveSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, block };
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, block };
+}
+
+/** What one event needs of the privacy settings: the projection, confidentiality, the variables to redact. */
+export function privacyOf(settings: Pick<SettingsReport, "projection" | "confidential" | "redactEnv">): PrivacySettings {
+  return { projection: settings.projection.value, confidential: settings.confidential.value, redactEnv: settings.redactEnv.value };
 }
 
 /** The values of a group of settings (`failureModes`, `limits`), without where they came from. */

@@ -1,0 +1,99 @@
+/**
+ * The parts of config.json's `hooks` block that say what hooks see and what is kept of what they
+ * say, validated with the rest of the block (settings/hooks-config.ts): `hooks.projection` (the
+ * fields each hook may see), `hooks.confidential` (HTTP handlers and hook logs get no task content)
+ * and `hooks.redactEnv` (variables whose values are redacted from hook output, besides the
+ * handlers' secrets). docs/hook-contract.md, "Projection and confidential teams", and
+ * docs/security.md, "Redaction". Pure: values in, values out.
+ */
+import { z } from "zod";
+import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
+import { projectionPathProblem } from "../contract/projection.js";
+import type { HandlerDef } from "./handlers.js";
+
+/** An environment variable name, as a shell writes one. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const V1_NAMES: ReadonlySet<string> = new Set(Object.values(HOOK_BASE_NAMES));
+const CHAIN_NAME = new RegExp(`^(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e]).join("|")})\\.d/([A-Za-z0-9_.-]+)$`);
+const HANDLER_GATE = /^http:([A-Za-z0-9_.-]+)$/;
+
+/**
+ * Why `name` cannot be a gate's name as logs show it (runner/chain.ts gateName), or null: the v1
+ * file by its base name (`on_task_completed`), a chain file by its place
+ * (`on_task_completed.d/10-lint.sh`), a handler as `http:<name>`.
+ */
+export function gateNameProblem(name: string): string | null {
+  if (V1_NAMES.has(name) || CHAIN_NAME.test(name) || HANDLER_GATE.test(name)) return null;
+  const v1 = /^(on_[a-z_]+)\.(sh|js|mjs)$/.exec(name)?.[1];
+  if (v1 !== undefined && V1_NAMES.has(v1)) return `is not a gate name: the v1 file is named ${v1} whatever its extension`;
+  return `is not a gate name as logs show it (${[...V1_NAMES].join(", ")}, on_<event>.d/<file>, http:<handler>)`;
+}
+
+const projectionPath = z.string().superRefine((path, ctx) => {
+  const problem = projectionPathProblem(path);
+  if (problem !== null) ctx.addIssue({ code: "custom", message: `${JSON.stringify(path)} ${problem}` });
+});
+
+/** `hooks.projection`: gate name → the dotted fields it may see (identity fields always). */
+export const ProjectionSchema = z.record(z.string(), z.array(projectionPath)).superRefine((projection, ctx) => {
+  for (const name of Object.keys(projection)) {
+    const problem = gateNameProblem(name);
+    if (problem !== null) ctx.addIssue({ code: "custom", path: [name], message: problem });
+  }
+});
+export type Projection = Readonly<Record<string, readonly string[]>>;
+
+/** `hooks.confidential`: a boolean (JSON's, or the words a person would write in a file). */
+export const ConfidentialSchema = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
+
+/** `hooks.redactEnv`: names of variables whose values never reach a log, a task or a message. */
+export const RedactEnvSchema = z.array(z.string().regex(ENV_NAME, "must be an environment variable name (letters, digits, _; not starting with a digit)"));
+
+/**
+ * The block-wide check (the handlers are in the same block): a projection for `http:<name>` must
+ * name a declared handler. Returns one problem per bad key, with the path of its field.
+ */
+export function projectionHandlerProblems(projection: Projection | null | undefined, handlers: readonly HandlerDef[] | null | undefined): Array<{ path: string[]; message: string }> {
+  const declared = new Map((handlers ?? []).map((h) => [h.name.toLowerCase(), h.name]));
+  const problems: Array<{ path: string[]; message: string }> = [];
+  for (const name of Object.keys(projection ?? {})) {
+    const handler = HANDLER_GATE.exec(name)?.[1];
+    if (handler === undefined) continue;
+    const found = declared.get(handler.toLowerCase());
+    if (found === handler) continue;
+    problems.push({
+      path: ["projection", name],
+      message: found === undefined ? `names no handler of hooks.handlers (${[...declared.values()].map((n) => `http:${n}`).join(", ") || "none declared"})` : `names no handler of hooks.handlers: did you mean http:${found}?`,
+    });
+  }
+  return problems;
+}
+
+/** What hooks see and what is redacted, as one event needs it (settings/hooks-config.ts `privacyOf`). */
+export interface PrivacySettings {
+  projection: Projection;
+  confidential: boolean;
+  redactEnv: readonly string[];
+}
+
+export const NO_PRIVACY: PrivacySettings = Object.freeze({ projection: Object.freeze({}), confidential: false, redactEnv: Object.freeze([]) });
+
+/** The fields `gate` may see, or null: every field (no projection names it). */
+export function projectionFor(projection: Projection, gate: string): readonly string[] | null {
+  return Object.hasOwn(projection, gate) ? (projection[gate] ?? null) : null;
+}
+
+/**
+ * The variables whose values are redacted from what hooks say: every handler's secret headers and
+ * signing key (a file hook runs with the same environment, so it can print them too), then
+ * `hooks.redactEnv`; each once.
+ */
+export function secretEnvNames(handlers: readonly HandlerDef[], redactEnv: readonly string[]): string[] {
+  const names = new Set<string>();
+  for (const handler of handlers) {
+    for (const variable of Object.values(handler.secretHeaders ?? {})) names.add(variable);
+    if (handler.signingSecretEnv !== undefined) names.add(handler.signingSecretEnv);
+  }
+  for (const variable of redactEnv) names.add(variable);
+  return [...names];
+}
