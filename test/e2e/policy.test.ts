@@ -61,7 +61,10 @@ describe("pi-teams-hooks policy get", () => {
         "  setsid sweep                auto             default\n" +
         "  exit codes                  v1               default\n" +
         "  defer timeout               86400000ms       default\n" +
-        "  writable fields             metadata         default\n",
+        "  writable fields             metadata         default\n" +
+        "  confidential                false            default\n" +
+        "  redact env                  -                default\n" +
+        "  projection                  -                default\n",
     );
     expect(out.stderr).toBe("");
     const strict = await team({ config: { teamId: "strict-team", hooks: { exitCodes: "strict" } } });

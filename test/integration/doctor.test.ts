@@ -272,6 +272,29 @@ describe("doctor: policy and locks", () => {
     expect(r.policy.block).toEqual({ valid: false, from: "none", problems: [expect.stringContaining("invalid JSON")] });
   });
 
+  it("says what hooks are shown and what is redacted, never a secret's value", async () => {
+    const hooks = {
+      failureAction: "warn",
+      handlers: [{ name: "ci", events: ["task_completed"], url: "https://ci.example/gate", secretHeaders: { Authorization: "CI_GATE_TOKEN" } }],
+      projection: { "http:ci": ["task.id", "task.subject"], "on_task_failed.d/10-x.sh": [] },
+      confidential: true,
+      redactEnv: ["DEPLOY_TOKEN", "SHORT_ONE", "NOT_SET"],
+    };
+    const { team } = await setup({ config: { hooks } });
+    const r = await report(team, { CI_GATE_TOKEN: "Bearer s3cr3t-value", DEPLOY_TOKEN: "deploy-value-1", SHORT_ONE: "ab" });
+    expect(r.policy.projection).toEqual({ value: hooks.projection, source: "config", origin: "config.json hooks.projection" });
+    expect(r.policy.confidential).toMatchObject({ value: true, origin: "config.json hooks.confidential" });
+    expect(r.policy.redactEnv).toMatchObject({ value: ["DEPLOY_TOKEN", "SHORT_ONE", "NOT_SET"], origin: "config.json hooks.redactEnv" });
+    const said = lines(r.policy.checks).join("\n");
+    expect(said).toContain("info: hooks.confidential: HTTP handlers are sent, and hook logs keep, no task description or metadata");
+    expect(said).toContain("ok: http:ci is shown task.id, task.subject (hooks.projection)");
+    expect(said).toContain("warn: hooks.projection names on_task_failed.d/10-x.sh, which runs for no event: the projection applies to nothing (gates: http:ci)");
+    expect(said).toContain("warn: SHORT_ONE's value is 2 character(s): too short to be redacted from hook output");
+    expect(said).toContain("info: NOT_SET (hooks.redactEnv) is not set in this environment: nothing to redact for it");
+    expect(said).toContain("ok: redacted from hook output: the values of CI_GATE_TOKEN, DEPLOY_TOKEN, SHORT_ONE, NOT_SET, and credential shapes");
+    expect(JSON.stringify(r)).not.toMatch(/s3cr3t-value|deploy-value-1/);
+  });
+
   it("gives the setsid sweep and where it comes from", async () => {
     expect((await report((await setup({ config: { hooks: { sweep: "always" } } })).team)).policy.sweep).toEqual({ value: "always", source: "config", origin: "config.json hooks.sweep" });
     expect((await report((await setup({})).team)).policy.sweep).toEqual({ value: "auto", source: "default", origin: "default" });
@@ -343,7 +366,10 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  setsid sweep                auto             default\n" +
         "  exit codes                  v1               default\n" +
         "  defer timeout               86400000ms       default\n" +
-        "  writable fields             metadata         default\n",
+        "  writable fields             metadata         default\n" +
+        "  confidential                false            default\n" +
+        "  redact env                  -                default\n" +
+        "  projection                  -                default\n",
     );
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");

@@ -19,6 +19,8 @@ import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTrust } from "../runner/trust-store.js";
 import type { TrustRecord } from "../runner/trust.js";
+import { privacyOf } from "../settings/hooks-config.js";
+import { settingsRedactor } from "../runner/redact.js";
 
 export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -81,6 +83,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
     deferTimeoutMs: setup.settings.deferTimeoutMs.value,
     writableFields: setup.settings.writableFields.value,
+    privacy: privacyOf(setup.settings),
   });
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
@@ -127,7 +130,14 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
     env: io.env,
     waitForLeaderMs: 10_000,
     warn: (message) => io.stderr(`warning: ${message}\n`),
-    settings: { identity: setup.identity, policy: setup.policy.policy, failureModes: setup.failureModes, timeoutMs: setup.timeout.value },
+    settings: {
+      identity: setup.identity,
+      policy: setup.policy.policy,
+      failureModes: setup.failureModes,
+      timeoutMs: setup.timeout.value,
+      confidential: setup.settings.confidential.value,
+      redact: settingsRedactor(io.env, setup.settings),
+    },
   });
   if (v.json) io.stdout(`${JSON.stringify({ runId, ...answer })}\n`);
   switch (answer.kind) {

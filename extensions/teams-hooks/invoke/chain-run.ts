@@ -7,18 +7,21 @@
  * runner/run.ts under the run's timeout, an HTTP handler through runner/http.ts under its own
  * `timeoutMs`; both under the same deadline, failure mode and run ids (`<runId>.N`).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import path from "node:path";
 import { type HookInvocation, stopsAtDenial } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
-import { type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
+import { type PreparedContext, type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
+import { type ContextView, confidentialInvocation, isFullView, viewKey } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
-import { isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
+import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { launcherFor } from "../runner/discover.js";
 import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
+import { teamRedactor } from "../runner/redact.js";
 import { gateFingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
 import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/hooks-config.js";
+import { NO_PRIVACY, projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { takePatch } from "./patches.js";
 
@@ -84,14 +87,17 @@ export async function runChain(
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
   }
-  // Built once for the whole chain (again only after a patch): the payload check here, then every
-  // hook's stdin, file and variables.
-  let context = prepareContext(invocation);
+  // One document per distinct view (a projection, a confidential handler), built before anything runs
+  // (again after a patch): the payload check here, then every hook's stdin, file and variables, or a
+  // handler's body.
+  const privacy = req.privacy ?? NO_PRIVACY;
   let seen = invocation;
-  const payload = utf8Length(context.json);
-  if (payload > limits.maxPayloadBytes) {
-    return refused(head, `the context document is ${payload} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
+  let shown = documentsShown(hooks, req.event, seen, privacy, limits.maxPayloadBytes);
+  if (typeof shown === "number") {
+    return refused(head, `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
   }
+  // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
+  const redact = teamRedactor(req.env, secretEnvNames(req.handlers ?? [], privacy.redactEnv));
 
   const runs: HookRun[] = [];
   const deadline = performance.now() + limits.chainDeadlineMs;
@@ -111,6 +117,9 @@ export async function runChain(
     const startedAt = ctx.now().toISOString();
     // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
     const runId = req.runId ? (index === 0 ? req.runId : `${req.runId}.${index + 1}`) : randomUUID();
+    // Never a fallback to the whole document: a hook without its own would see what it may not.
+    const context = shown[index];
+    if (!context) throw new HooksError("E_INTERNAL", `no context document prepared for ${hook.name}`);
     let result =
       hook.kind === "http"
         ? hook.handler
@@ -119,6 +128,7 @@ export async function runChain(
               timeoutMs,
               env: req.env,
               context,
+              redact,
               eventKey: req.key,
               attempt: req.attempt ?? 1,
               ...(req.notBefore ? { notBefore: req.notBefore } : {}),
@@ -134,6 +144,7 @@ export async function runChain(
             eventKey: req.key,
             attempt: req.attempt ?? 1,
             context,
+            redact,
             ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
             ...(req.notBefore ? { notBefore: req.notBefore } : {}),
           });
@@ -142,23 +153,81 @@ export async function runChain(
       result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
     }
     const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: req.writableFields ?? null });
-    if (taken.kept) {
-      seen = { ...seen, completedTask: taken.task };
-      context = prepareContext(seen);
-    }
     result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
-    runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}) });
+    runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}), ...(isFullView(context.view) ? {} : { shown: shownRecord(context) }) });
     if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") break;
     const next = hooks[index + 1];
-    const grown = taken.kept && next ? utf8Length(context.json) : 0;
-    if (next && grown > limits.maxPayloadBytes) {
-      runs.push(...refused(next, `the context document, patched by the hooks before, is ${grown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`).runs);
-      break;
+    if (taken.kept && next) {
+      // The later hooks see the patched task, each through its own view.
+      seen = { ...seen, completedTask: taken.task };
+      const later = documentsShown(hooks.slice(index + 1), req.event, seen, privacy, limits.maxPayloadBytes);
+      if (typeof later === "number") {
+        runs.push(...refused(next, `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`).runs);
+        break;
+      }
+      shown = [...shown.slice(0, index + 1), ...later];
     }
   }
   return { runs, interrupted: null };
 }
 
+/**
+ * The document each hook of the chain is shown, in chain order, one built per distinct view; or the
+ * size of the first one over `maxBytes` (then none runs).
+ */
+function documentsShown(hooks: readonly ChainHook[], event: InvokeRequest["event"], invocation: HookInvocation, privacy: PrivacySettings, maxBytes: number): PreparedContext[] | number {
+  const byView = new Map<string, PreparedContext>();
+  const out: PreparedContext[] = [];
+  for (const hook of hooks) {
+    const view = viewOf(hook, event, privacy);
+    const key = viewKey(view);
+    let context = byView.get(key);
+    if (!context) {
+      context = prepareContext(invocation, view);
+      const bytes = utf8Length(context.json);
+      if (bytes > maxBytes) return bytes;
+      byView.set(key, context);
+    }
+    out.push(context);
+  }
+  return out;
+}
+
+/**
+ * What `hook` is shown: the fields its gate name is given in `hooks.projection` (every field when
+ * none), and, for an HTTP handler of a confidential team, no content.
+ */
+export function viewOf(hook: ChainHook, event: InvokeRequest["event"], privacy: PrivacySettings): ContextView {
+  return { projection: projectionFor(privacy.projection, gateName(hook, event)), confidential: privacy.confidential && hook.kind === "http" };
+}
+
+/** The invocation a hook log keeps: a confidential team's keeps the task's identity and lifecycle, not its content. */
+export function loggedInvocation(req: Pick<InvokeRequest, "privacy">, invocation: HookInvocation): HookInvocation {
+  return req.privacy?.confidential ? confidentialInvocation(invocation) : invocation;
+}
+
+/**
+ * The log's record of the document a hook was shown when a projection or confidentiality applied
+ * (its `shown` block): the fields (as configured), whether content was left out, and the exact
+ * document's size and sha256. The document is `viewDocument(buildContextDocument(invocation), view)`
+ * (contract/projection.ts) of the invocation as run (a confidential team's log keeps less of it).
+ */
+export type ShownRecord = {
+  projection?: string[];
+  confidential?: true;
+  bytes: number;
+  sha256: string;
+};
+
+/** What a log keeps of the document a hook was shown (when it was not the whole one): its view, size and hash. */
+function shownRecord(context: PreparedContext): ShownRecord {
+  return {
+    ...(context.view.projection === null ? {} : { projection: [...new Set(context.view.projection)] }),
+    ...(context.view.confidential ? { confidential: true as const } : {}),
+    bytes: utf8Length(context.json),
+    sha256: createHash("sha256").update(context.json).digest("hex"),
+  };
+}
 
 /** The gate's hash as it ran (a handler's: of its definition), and the trusted one when they differ (a change run with --trust-changes). */
 function withHashes(result: RunResult, hook: ChainHook, trust: ChainTrust | null, record: TrustRecord | null): RunResult {

@@ -18,6 +18,7 @@ import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import type { HookInvocation } from "../contract/contract.js";
+import { confidentialInvocation } from "../contract/projection.js";
 import { blankResult, type RunResult } from "../contract/hook-run.js";
 import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
@@ -26,6 +27,7 @@ import { decide } from "../policy/decide.js";
 import { remediate } from "../policy/remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../runner/hook-log.js";
 import type { FailureMode } from "../settings/hooks-config.js";
+import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
@@ -67,6 +69,10 @@ export interface ApplySettings {
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
+  /** `hooks.confidential`: the decision's log keeps no task content. */
+  confidential?: boolean;
+  /** The team's redaction (runner/redact.ts): a decision's code, reason and message go through it. */
+  redact?: Redactor;
 }
 
 export type Application =
@@ -104,6 +110,9 @@ export async function decideDeferral(
   const problem = decisionProblem(input);
   if (problem !== null) return { kind: "invalid", problem };
   if (!isRunId(runId)) return { kind: "unknown" };
+  // What a decider says is kept (the deferral file, the task, the logs, the nudge): redacted first, as a hook's words are.
+  const redacted = redactFields(input, opts.settings?.redact ?? (await teamDirRedactor(teamDir, opts.env)));
+  input = redacted.decision;
   const deadline = Date.now() + (opts.waitForLeaderMs ?? 5_000);
   // A decider may answer before the leader has written the deferral (an HTTP handler told the run id
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
@@ -134,7 +143,8 @@ export async function decideDeferral(
       return { ...held, decision: { decision: "expired", by: EXPIRY_BY, at } };
     }
     const { decision, code, reason, message, by } = input;
-    return { ...held, decision: { decision, ...(code ? { code } : {}), ...(reason ? { reason } : {}), ...(message ? { message } : {}), by, at } };
+    const counted = redacted.count > 0 ? { redactions: redacted.count } : {};
+    return { ...held, decision: { decision, ...(code ? { code } : {}), ...(reason ? { reason } : {}), ...(message ? { message } : {}), by, at, ...counted } };
   });
   if (record === null) return { kind: "unknown" };
   if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
@@ -205,7 +215,15 @@ function inFlight(teamDir: string, runId: string): boolean {
 
 async function settingsOf(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<ApplySettings> {
   const setup = await resolveTeamSetup({ teamDir, env, processCwd: process.cwd() });
-  return { identity: setup.identity, policy: setup.policy.policy, failureModes: setup.failureModes, timeoutMs: setup.timeout.value };
+  const { settings } = setup;
+  return {
+    identity: setup.identity,
+    policy: setup.policy.policy,
+    failureModes: setup.failureModes,
+    timeoutMs: setup.timeout.value,
+    confidential: settings.confidential.value,
+    redact: settingsRedactor(env, settings),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,8 +259,11 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   // What is applied, and written back at each step, is the deferral as held (see ApplySettings.reference).
   const held = settings.reference && !read.value.applied ? heldFields(settings.reference) : {};
   let record: DeferralRecord = { ...read.value, ...held };
-  const decision = record.decision;
-  if (!decision) return { kind: "undecided" };
+  const redact = settings.redact ?? NO_REDACTION;
+  // A decision may have been written into the file by hand: what is applied and kept is redacted again.
+  const again = record.decision ? redactFields(record.decision, redact) : undefined;
+  const decision = again?.decision;
+  if (!again || !decision) return { kind: "undecided" };
   const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
   if (record.applied) {
     return { kind: "applied", record, result: decisionResult(record, decision, record.applying?.runId ?? runId), summary: "", actions: record.applied.actions, logFile: record.applied.logFile, waitedMs, already: true };
@@ -272,7 +293,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   }
   const applying = record.applying;
   if (!applying) return { kind: "unknown" };
-  const result = decisionResult(record, decision, applying.runId);
+  const result = { ...decisionResult(record, decision, applying.runId), redactions: (decision.redactions ?? 0) + again.count };
   const mode = settings.failureModes[record.event];
 
   let summary: string;
@@ -315,7 +336,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
           timeoutMs: settings.timeoutMs,
           failureMode: mode,
           logFile: applying.logFile,
-          decision: { deferredRunId: record.runId, deferredReason: record.reason, decision: decision.decision, by: decision.by, at: decision.at },
+          decision: { deferredRunId: record.runId, deferredReason: record.reason === undefined ? undefined : redact(record.reason).text, decision: decision.decision, by: decision.by, at: decision.at },
         }),
     );
     if (!done.complete) return { kind: "pending", record, error: done.errors.join("; ") };
@@ -326,7 +347,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
       logFile = await writeHookLog(
         teamDir,
         {
-          invocation,
+          invocation: settings.confidential ? confidentialInvocation(invocation) : invocation,
           result,
           key: record.key,
           startedAt: applying.at,

@@ -38,6 +38,8 @@ export const DeferralDecisionSchema = z.looseObject({
   /** Who decided: `decide --by`'s value, the API key's name, or `pi-teams-hooks` for an expiry. */
   by: z.string(),
   at: z.string(),
+  /** How many secrets were redacted from the code, reason and message before they were recorded. */
+  redactions: z.number().int().nonnegative().optional(),
 });
 export type DeferralDecision = z.infer<typeof DeferralDecisionSchema>;
 

@@ -29,10 +29,11 @@ import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
 import { type DeferralRecord, heldRecord, writeDeferral } from "./deferral.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { HandlerDef } from "../settings/handlers.js";
+import type { PrivacySettings } from "../settings/privacy.js";
 import { countsAsPass } from "../policy/decide.js";
 import type { SentLog } from "../team/sent-log.js";
 import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
-import { refusedRun, runChain } from "./chain-run.js";
+import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
 import { taskFile } from "../team/paths.js";
@@ -92,6 +93,8 @@ export interface InvokeRequest {
   deferTimeoutMs?: number;
   /** What a patch verdict may write (`hooks.writableFields`); default (null) `metadata` (contract/merge-patch.ts). */
   writableFields?: readonly string[] | null;
+  /** What hooks are shown and what is redacted from what they say (`hooks.projection`, `confidential`, `redactEnv`); default none. */
+  privacy?: PrivacySettings;
 }
 
 export interface InvokeTrust {
@@ -112,6 +115,8 @@ export interface HookRun {
   logFile: string | null;
   /** The part of a patch verdict inside the writable fields (invoke/patches.ts). */
   patch?: KeptPatch;
+  /** What the hook was shown, when it was not the whole document: its log's `shown` block. */
+  shown?: ShownRecord;
 }
 
 export interface InvokeOutcome {
@@ -287,8 +292,9 @@ async function writeLogs(ctx: Settling): Promise<void> {
     run.logFile = await writeHookLog(
       req.identity.teamDir,
       {
-        invocation: ctx.invocation,
+        invocation: loggedInvocation(req, ctx.invocation),
         result: run.result,
+        ...(run.shown ? { shown: run.shown } : {}),
         key: req.key,
         startedAt: run.startedAt,
         ...(req.retry ? { retry: true } : {}),

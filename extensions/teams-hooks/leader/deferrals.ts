@@ -27,6 +27,7 @@ import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { type ApplySettings, EXPIRY_BY, applyDecision } from "../invoke/decision.js";
+import { settingsRedactor } from "../runner/redact.js";
 import { type DeferralRecord, deferralFile, deferralsDir, isDeferralFileName, readDeferral, readDeferralFile, updateDeferral } from "../invoke/deferral.js";
 import { checkDeferral, describeChanges, heldFields } from "../invoke/deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
@@ -321,6 +322,8 @@ function settingsOf(ctx: LeaderContext): ApplySettings {
     policy: setup.policy.policy,
     failureModes: setup.failureModes,
     timeoutMs: setup.timeout.value,
+    confidential: setup.settings.confidential.value,
+    redact: settingsRedactor(opts.env, setup.settings),
     sentLog: ctx.sent,
     ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
     ...(opts.now ? { now: opts.now } : {}),

@@ -15,6 +15,7 @@ import { formatDuration, missingSecretWarning, policyGivenUpText } from "../text
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
+import { privacyOf } from "../settings/hooks-config.js";
 import type { LedgerEventInfo } from "./ledger.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
@@ -108,6 +109,7 @@ export class EventHandler {
         ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
         deferTimeoutMs: setup.settings.deferTimeoutMs.value,
         writableFields: setup.settings.writableFields.value,
+        privacy: privacyOf(setup.settings),
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,

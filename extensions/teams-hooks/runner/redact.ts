@@ -30,7 +30,9 @@
  */
 import type { RunResult } from "../contract/hook-run.js";
 import type { HandlerDef } from "../settings/handlers.js";
+import { resolveSettings } from "../settings/hooks-config.js";
 import { secretEnvNames } from "../settings/privacy.js";
+import { loadTeamConfig } from "../team/config.js";
 
 export const REDACTED = "[redacted]";
 /** A value shorter than this is redacted only where it is not part of a longer word. */
@@ -149,6 +151,20 @@ export function teamRedactor(env: Readonly<Record<string, string | undefined>>, 
 /** The team redactor of the settings in force: its handlers' secrets and `hooks.redactEnv`, read from `env`. */
 export function settingsRedactor(env: Readonly<Record<string, string | undefined>>, settings: { handlers: readonly HandlerDef[]; redactEnv: { value: readonly string[] } }): Redactor {
   return teamRedactor(env, secretEnvNames(settings.handlers, settings.redactEnv.value));
+}
+
+/**
+ * The team redactor of the team in `teamDir` where no settings are at hand (the task API deciding a
+ * held gate): its config.json's secrets and `hooks.redactEnv`, read from `env`; a config that cannot
+ * be read still gets the credential shapes.
+ */
+export async function teamDirRedactor(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<Redactor> {
+  try {
+    const config = await loadTeamConfig(teamDir);
+    return settingsRedactor(env, resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env }));
+  } catch {
+    return shapeRedactor; // the shapes need no config; the values of a config we cannot read are unknown
+  }
 }
 
 /** The secret values a team redactor was built with (for `redactCut`), by redactor. */

@@ -1,0 +1,282 @@
+/**
+ * What hooks are shown and what is kept of what they say, through invokeEvent with real hooks, real
+ * files and a real HTTP receiver on 127.0.0.1: a projected hook (a file and a handler) cannot see
+ * the task's description in any of its channels; a confidential team's handler and logs get no
+ * content; secrets a hook prints never reach the disk (the whole team dir is searched), whatever
+ * path they take: the log, the task's metadata, the follow-up, the nudge, a deferral and its decision.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
+import { decideDeferral } from "../../extensions/teams-hooks/invoke/decision.js";
+import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { listHookLogs, readHookLog, type HookLogRecord } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { settingsRedactor } from "../../extensions/teams-hooks/runner/redact.js";
+import { HandlerSchema, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
+import type { PrivacySettings } from "../../extensions/teams-hooks/settings/privacy.js";
+import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
+import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+
+const POLICY: EffectivePolicy = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
+// Unique per run, so that a match can only come from this test.
+const DESCRIPTION = `DESC-${randomBytes(6).toString("hex")} the payroll migration plan`;
+const SUBJECT = `SUBJ-${randomBytes(6).toString("hex")} rotate keys`;
+const META = `META-${randomBytes(6).toString("hex")}`;
+
+let receiver: Receiver;
+let team: TempTeam;
+let identity: TeamIdentity;
+let hooksDir: string;
+let dumps: string;
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+});
+beforeEach(async () => {
+  const task = makeTask({ id: "7", status: "completed", owner: "alice", subject: SUBJECT, description: DESCRIPTION, metadata: { completedAt: "2026-12-02T10:00:00.000Z", files: ["src/a.ts"], note: META } });
+  team = await makeTempTeam({ teamId: "priv", tasks: [task] });
+  identity = { teamId: "priv", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  hooksDir = path.join(team.teamsRoot, "_hooks");
+  dumps = path.join(team.teamsRoot, "dumps"); // outside the team dir: what the hooks saw
+  fs.mkdirSync(hooksDir, { recursive: true });
+  fs.mkdirSync(dumps);
+});
+afterEach(async () => {
+  await team.cleanup();
+});
+
+function hook(name: string, body: string): void {
+  const file = path.join(hooksDir, name);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
+}
+
+/** A hook that writes what it got in each of the four channels to `<dumps>/<tag>.*`. */
+function dumpingHook(name: string, tag: string): void {
+  hook(
+    name,
+    [
+      `cat > "$DUMPS/${tag}.stdin"`,
+      `cat "$PI_TEAMS_HOOK_CONTEXT_FILE" > "$DUMPS/${tag}.file"`,
+      `printf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON" > "$DUMPS/${tag}.json"`,
+      `env | grep '^PI_TEAMS_' > "$DUMPS/${tag}.env"`,
+    ].join("\n"),
+  );
+}
+
+function handler(name: string, route: string, over: Partial<HandlerInput> = {}): ReturnType<typeof HandlerSchema.parse> {
+  return HandlerSchema.parse({ name, events: ["task_completed"], url: `${receiver.url}${route}`, ...over });
+}
+
+function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+  return {
+    identity, event: "task_completed", key: "task_completed:7:2026-12-02T10:00:00.000Z", taskId: "7", member: "alice", timestamp: "2026-12-02T10:00:00.000Z",
+    hooksDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 10_000, policy: null, env: { ...process.env, DUMPS: dumps }, ...over,
+  };
+}
+
+function privacy(over: Partial<PrivacySettings>): PrivacySettings {
+  return { projection: {}, confidential: false, redactEnv: [], ...over };
+}
+
+async function logs(): Promise<HookLogRecord[]> {
+  const out: HookLogRecord[] = [];
+  for (const entry of await listHookLogs(team.teamDir)) {
+    const read = await readHookLog(entry.file);
+    if (!read.ok) throw new Error(read.problem.message);
+    out.push(read.record);
+  }
+  return out;
+}
+
+/** Every regular file under `dir`, with its content (the whole team dir, hook-state/ included). */
+function filesUnder(dir: string): Array<{ file: string; text: string }> {
+  const out: Array<{ file: string; text: string }> = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    const file = path.join(entry.parentPath, entry.name);
+    if (entry.isFile()) out.push({ file, text: fs.readFileSync(file, "utf8") });
+  }
+  return out;
+}
+
+/** The files under `dir` that hold `value`: what `grep -rl` would say. */
+function grep(dir: string, value: string): string[] {
+  return filesUnder(dir).filter((f) => f.text.includes(value)).map((f) => path.relative(dir, f.file));
+}
+
+describe("hooks.projection", () => {
+  it("a projected file hook and HTTP handler cannot see the description in any channel; an unprojected one can", async () => {
+    dumpingHook("on_task_completed.sh", "v1");
+    dumpingHook("on_task_completed.d/20-full.sh", "full");
+    receiver.route("/projected", (_req, res) => res.writeHead(200).end('{"decision":"allow"}'));
+    receiver.route("/no-id", (_req, res) => res.writeHead(200).end('{"decision":"allow"}'));
+    const outcome = await invokeEvent(
+      request({
+        handlers: [handler("ci", "/projected"), handler("bare", "/no-id")],
+        privacy: privacy({ projection: { on_task_completed: ["task.id", "task.metadata.files"], "http:ci": ["task.id", "task.status"], "http:bare": ["task.status"] } }),
+      }),
+    );
+    expect(outcome.runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed", "passed"]);
+
+    // The file hook: stdin, the context file, PI_TEAMS_HOOK_CONTEXT_JSON and the PI_TEAMS_* variables.
+    for (const channel of ["stdin", "file", "json", "env"]) {
+      const seen = fs.readFileSync(path.join(dumps, `v1.${channel}`), "utf8");
+      expect(seen, channel).not.toContain(DESCRIPTION.slice(0, 17));
+      expect(seen, channel).not.toContain(SUBJECT.slice(0, 17));
+      expect(seen, channel).not.toContain(META);
+    }
+    const doc = JSON.parse(fs.readFileSync(path.join(dumps, "v1.stdin"), "utf8")) as Record<string, unknown> & { task: Record<string, unknown> };
+    expect(doc.task).toMatchObject({ id: "7", subject: "", description: "", metadata: { files: ["src/a.ts"] } });
+    expect(doc.projection).toEqual(["task.id", "task.metadata.files"]);
+    expect(fs.readFileSync(path.join(dumps, "v1.file"), "utf8")).toBe(fs.readFileSync(path.join(dumps, "v1.stdin"), "utf8"));
+    const env = fs.readFileSync(path.join(dumps, "v1.env"), "utf8");
+    expect(env).toMatch(/^PI_TEAMS_TASK_ID=7$/m);
+    expect(env).not.toMatch(/^PI_TEAMS_TASK_(SUBJECT|STATUS|OWNER)=/m);
+    expect(env).toMatch(/^PI_TEAMS_MEMBER=alice$/m);
+
+    // The chain's unprojected hook got the whole v1 document, as before.
+    expect(fs.readFileSync(path.join(dumps, "full.stdin"), "utf8")).toContain(DESCRIPTION);
+    expect(fs.readFileSync(path.join(dumps, "full.env"), "utf8")).toContain(`PI_TEAMS_TASK_SUBJECT=${SUBJECT}`);
+
+    // The handlers: the body, and the task id header only where the id is shown.
+    const [projected] = receiver.requests("/projected");
+    const [bare] = receiver.requests("/no-id");
+    for (const got of [projected, bare]) {
+      const body = got?.body.toString("utf8") ?? "";
+      expect(body).not.toContain(DESCRIPTION.slice(0, 17));
+      expect(body).not.toContain(SUBJECT.slice(0, 17));
+      expect(body).not.toContain(META);
+    }
+    expect(JSON.parse(projected?.body.toString("utf8") ?? "{}")).toMatchObject({ task: { id: "7", status: "completed", description: "" }, projection: ["task.id", "task.status"] });
+    expect(projected?.headers["x-pi-teams-hook-task-id"]).toBe("7");
+    expect(bare?.headers["x-pi-teams-hook-task-id"]).toBeUndefined();
+
+    // Each log says what its hook was shown: the fields, and the exact document's hash.
+    const byHook = new Map((await logs()).map((l) => [path.basename(l.result.hookPath ?? ""), l]));
+    const sha = (text: string): string => createHash("sha256").update(text).digest("hex");
+    expect(byHook.get("on_task_completed.sh")?.shown).toEqual({ projection: ["task.id", "task.metadata.files"], bytes: Buffer.byteLength(fs.readFileSync(path.join(dumps, "v1.stdin"))), sha256: sha(fs.readFileSync(path.join(dumps, "v1.stdin"), "utf8")) });
+    expect(byHook.get("http:ci")?.shown).toMatchObject({ projection: ["task.id", "task.status"], sha256: sha(projected?.body.toString("utf8") ?? "") });
+    expect(byHook.get("20-full.sh")?.shown).toBeUndefined();
+  });
+});
+
+describe("hooks.confidential", () => {
+  it("a handler is sent identity and lifecycle only, the logs keep no content; a file hook still gets the whole document", async () => {
+    dumpingHook("on_task_completed.sh", "local");
+    receiver.route("/confidential", (_req, res) => res.writeHead(200).end('{"decision":"allow"}'));
+    await invokeEvent(request({ handlers: [handler("ci", "/confidential")], privacy: privacy({ confidential: true }) }));
+
+    const [got] = receiver.requests("/confidential");
+    const body = JSON.parse(got?.body.toString("utf8") ?? "{}") as Record<string, unknown>;
+    expect(body).toMatchObject({
+      member: "alice",
+      task: { id: "7", subject: "7", description: "", owner: "alice", status: "completed", metadata: {}, blockedBy: [], blocks: [] },
+      confidential: true,
+    });
+    expect(got?.headers["x-pi-teams-hook-task-id"]).toBe("7");
+    expect(fs.readFileSync(path.join(dumps, "local.stdin"), "utf8")).toContain(DESCRIPTION);
+
+    const records = await logs();
+    expect(records).toHaveLength(2);
+    for (const record of records) expect(record.invocation.completedTask).toEqual({ id: "7", subject: "7", description: "", owner: "alice", status: "completed", blocks: [], blockedBy: [], createdAt: expect.any(String), updatedAt: expect.any(String) });
+    // Nothing of the task's content in any log.
+    for (const value of [DESCRIPTION, SUBJECT, META]) expect(grep(path.join(team.teamDir, "hook-logs"), value)).toEqual([]);
+  });
+});
+
+describe("redaction", () => {
+  // Credential shapes, made up here, and secrets in the leader's environment.
+  const GHP = `ghp_${randomBytes(18).toString("hex").slice(0, 36)}`;
+  const AKIA = `AKIA${randomBytes(8).toString("hex").toUpperCase()}`;
+  const JWT = `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI${randomBytes(6).toString("hex")}In0.${randomBytes(16).toString("base64url")}`;
+  const DEPLOY = `deploy-${randomBytes(8).toString("hex")}`; // hooks.redactEnv
+  const CI_TOKEN = `citok-${randomBytes(8).toString("hex")}`; // a handler's secret header
+
+  it("a hook printing a ghp_ token, an AKIA key, a JWT and two env secrets: none on disk afterwards, the log counts them", async () => {
+    hook(
+      "on_task_completed.sh",
+      [
+        'echo "deploying with $DEPLOY_TOKEN and $CI_GATE_TOKEN"',
+        `echo "GITHUB_TOKEN=${GHP}"`,
+        `echo "aws: ${AKIA}" >&2`,
+        `echo "Authorization: Bearer ${JWT}" >&2`,
+        `echo '{"decision":"deny","code":"leak","reason":"token ${GHP} is public","message":"also ${AKIA}"}'`,
+      ].join("\n"),
+    );
+    receiver.route("/ci", (_req, res) => res.writeHead(200).end('{"decision":"allow"}'));
+    const outcome = await invokeEvent(
+      request({
+        policy: POLICY,
+        handlers: [handler("ci", "/ci", { secretHeaders: { Authorization: "CI_GATE_TOKEN" } })],
+        privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }),
+        env: { ...process.env, DEPLOY_TOKEN: DEPLOY, CI_GATE_TOKEN: CI_TOKEN },
+      }),
+    );
+    expect(outcome.counted).toBe("failed");
+    expect(outcome.actions).toEqual(["reopened (1/3)", "follow-up #8 for alice", "nudge alice"]);
+    expect(outcome.summary).toBe("denied (leak) • token [redacted] is public • also [redacted]");
+
+    // grep -r over the whole team dir: hook-logs/, tasks/ (metadata, the follow-up), mailboxes/, hook-state/.
+    for (const value of [GHP, AKIA, JWT, DEPLOY, CI_TOKEN]) expect(grep(team.teamDir, value), value).toEqual([]);
+    // Not even a part of one.
+    for (const value of [GHP, AKIA, JWT]) expect(grep(team.teamDir, value.slice(0, 12)), value).toEqual([]);
+
+    const [log] = await logs();
+    // stdout: DEPLOY, CI_TOKEN, GHP, and in the verdict line GHP and AKIA; stderr: AKIA and the Authorization header (its JWT with it); the verdict's reason and message: 2.
+    expect(log?.result.redactions).toBe(9);
+    expect(log?.result.stdout).toContain("deploying with [redacted] and [redacted]");
+    expect(log?.result.stderr).toBe("aws: [redacted]\nAuthorization: Bearer [redacted]\n");
+    const followup = fs.readFileSync(team.taskFile("8"), "utf8");
+    expect(followup).toContain("GITHUB_TOKEN=[redacted]");
+    const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as { metadata: Record<string, unknown> };
+    expect(task.metadata.qualityGateSummary).toBe("denied (leak) • token [redacted] is public • also [redacted]");
+    const inbox = fs.readFileSync(team.inboxFile(team.taskListId, "alice"), "utf8");
+    expect(inbox).toContain("token [redacted] is public");
+  });
+
+  it("a held gate's reason and a decision's words are redacted in the deferral, the task, the logs and the nudge", async () => {
+    hook("on_task_completed.sh", `echo '{"decision":"defer","code":"ci.pending","reason":"waiting on ${AKIA}"}'`);
+    const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
+    const held = await invokeEvent(request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(held.deferral?.reason).toBe("waiting on [redacted]");
+    const settings = { identity, policy: POLICY, failureModes: { task_completed: "closed", task_failed: "closed" } as const, timeoutMs: 5_000, redact: settingsRedactor(env, { handlers: [], redactEnv: { value: ["DEPLOY_TOKEN"] } }) };
+    const runId = held.deferral?.runId ?? "";
+    const decided = await decideDeferral(team.teamDir, runId, { decision: "deny", code: "ci.failed", reason: `leaked ${DEPLOY}`, message: `see ${GHP}`, by: "ci" }, { env, settings });
+    expect(decided.kind).toBe("applied");
+    for (const value of [AKIA, DEPLOY, GHP]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const decision = (await logs()).find((l) => l.decision !== undefined);
+    expect(decision?.result.verdict).toMatchObject({ reason: "leaked [redacted]", message: "see [redacted]" });
+    expect(decision?.result.redactions).toBe(2);
+    // The same decision sent again is the same one (compared as recorded, redacted), not a conflict.
+    const again = await decideDeferral(team.teamDir, runId, { decision: "deny", code: "ci.failed", reason: `leaked ${DEPLOY}`, message: `see ${GHP}`, by: "ci" }, { env, settings });
+    expect(again.kind).toBe("applied");
+  });
+
+  it("a decision through the task API's path (no settings at hand): the team's config.json says what to redact", async () => {
+    fs.writeFileSync(path.join(team.teamDir, "config.json"), JSON.stringify({ teamId: "priv", hooks: { failureAction: "reopen_followup", redactEnv: ["DEPLOY_TOKEN"] } }));
+    hook("on_task_completed.sh", `echo '{"decision":"defer","code":"ci.pending","reason":"queued"}'`);
+    const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
+    const held = await invokeEvent(request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    const runId = held.deferral?.runId ?? "";
+    // As server/routes.ts calls it: no settings, the server's environment.
+    const decided = await decideDeferral(team.teamDir, runId, { decision: "deny", reason: `leaked ${DEPLOY}`, message: `see ${GHP}`, by: "api:ci" }, { env });
+    expect(decided.kind).toBe("applied");
+    for (const value of [DEPLOY, GHP]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const decision = (await logs()).find((l) => l.decision !== undefined);
+    expect(decision?.result.verdict).toMatchObject({ reason: "leaked [redacted]", message: "see [redacted]" });
+  });
+
+  it("a handler's answer with a credential shape, not its own secret, is redacted too", async () => {
+    receiver.route("/leaky", (_req, res) => res.writeHead(200).end(JSON.stringify({ decision: "deny", reason: `found ${GHP} in the diff` })));
+    const outcome = await invokeEvent(request({ policy: POLICY, handlers: [handler("leaky", "/leaky")] }));
+    expect(outcome.result?.verdict?.reason).toBe("found [redacted] in the diff");
+    expect(outcome.result?.redactions).toBe(2); // the body kept as stdout, and the reason
+    expect(grep(team.teamDir, GHP)).toEqual([]);
+  });
+});
