@@ -1,15 +1,19 @@
 /**
  * Projection and redaction through the built bin, from config.json: `run --apply-policy` of a gate
  * that config.json projects to the task id and that prints secrets; what it saw, and every file
- * of the team dir afterwards; `policy get --json` shows the settings (names, never values).
+ * of the team dir afterwards; `policy get --json` shows the settings (names, never values). Then a
+ * real leader (`watch`) of a confidential team: a worker completes a task, a projected chain file
+ * and an HTTP handler on 127.0.0.1 see only what they may, and the secrets both of them print or
+ * answer reach no file of the team dir, though the policy reopens, files a follow-up and nudges.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt } from "../helpers/leader-rig.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const execFileAsync = promisify(execFile);
@@ -29,6 +33,25 @@ async function cli(args: string[], env: Record<string, string>): Promise<{ code:
 }
 
 beforeAll(() => ensureBuilt(), 240_000);
+const rig = useLeaderRig();
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => {
+  await receiver.close();
+});
+
+/** The files under `dir` (recursively) whose content holds `value`: what `grep -rl` would say. */
+function grep(dir: string, value: string): string[] {
+  const hits: string[] = [];
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    if (fs.readFileSync(file, "utf8").includes(value)) hits.push(path.relative(dir, file));
+  }
+  return hits;
+}
 
 let team: TempTeam | null = null;
 afterEach(async () => {
@@ -83,5 +106,97 @@ describe("privacy through the bin", () => {
     expect(report.redactEnv).toMatchObject({ value: ["DEPLOY_TOKEN"], origin: "config.json hooks.redactEnv" });
     expect(report.confidential).toMatchObject({ value: false, origin: "default" });
     expect(policy.stdout).not.toContain(deploy);
+  });
+});
+
+describe("privacy in the leader", () => {
+  it("a confidential team: a projected chain file and a handler see only what they may; what they leak reaches no file", async () => {
+    const description = `DESC-${randomBytes(8).toString("hex")} the payroll migration`;
+    const subject = `SUBJ-${randomBytes(8).toString("hex")}`;
+    const meta = `META-${randomBytes(8).toString("hex")}`;
+    const ghp = `ghp_${randomBytes(18).toString("hex").slice(0, 36)}`;
+    const deploy = `deploy-${randomBytes(8).toString("hex")}`; // hooks.redactEnv
+    const ciToken = `citok-${randomBytes(8).toString("hex")}`; // the handler's secret header
+    receiver.route("/priv-ci", (req, res) => {
+      // A receiver that echoes the credential it was sent, and finds a token in the diff.
+      const echoed = String(req.headers.authorization ?? "");
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ decision: "deny", code: "ci.leak", reason: `found ${ghp} in the diff`, message: `request had ${echoed}` }));
+    });
+    const team = await rig.team({
+      teamId: "leader-priv",
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress", subject, description, metadata: { files: ["src/a.ts"], note: meta } })],
+      config: {
+        hooks: {
+          failureAction: "reopen_followup",
+          confidential: true,
+          redactEnv: ["DEPLOY_TOKEN"],
+          handlers: [{ name: "ci", events: ["task_completed"], url: `${receiver.url}/priv-ci`, secretHeaders: { Authorization: "CI_GATE_TOKEN" } }],
+          projection: { "on_task_completed.d/10-lint.sh": ["task.id", "task.metadata.files"] },
+        },
+      },
+    });
+    const seen = path.join(team.teamsRoot, "seen"); // outside the team dir: what the hook got, by channel
+    fs.mkdirSync(seen);
+    fs.mkdirSync(path.join(team.teamsRoot, "_hooks", "on_task_completed.d"), { recursive: true });
+    await rig.hook(
+      team,
+      "on_task_completed.d/10-lint.sh",
+      [
+        `cat > '${seen}/stdin'`,
+        `cat "$PI_TEAMS_HOOK_CONTEXT_FILE" > '${seen}/file'`,
+        `printf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON" > '${seen}/json'`,
+        `env | grep '^PI_TEAMS_' > '${seen}/env'`,
+        // GITHUB_TOKEN is named nowhere in config.json: only its shape gives it away.
+        'echo "lint ok; pushed with $GITHUB_TOKEN as $DEPLOY_TOKEN via $CI_GATE_TOKEN"',
+      ].join("\n"),
+    );
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"], { env: { GITHUB_TOKEN: ghp, DEPLOY_TOKEN: deploy, CI_GATE_TOKEN: `Bearer ${ciToken}` } });
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [event] = await leader.waitForEvents(1);
+    expect(event).toMatchObject({ taskId: "1", hook: "http:ci", outcome: "failed" });
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+
+    // The projected file: the description, subject and other metadata in none of the four channels.
+    for (const channel of ["stdin", "file", "json", "env"]) {
+      const got = fs.readFileSync(path.join(seen, channel), "utf8");
+      for (const value of [description, subject, meta]) expect(got, `${channel}: ${value}`).not.toContain(value);
+    }
+    expect(JSON.parse(fs.readFileSync(path.join(seen, "stdin"), "utf8"))).toMatchObject({ task: { id: "1", subject: "", description: "", metadata: { files: ["src/a.ts"] } }, projection: ["task.id", "task.metadata.files"] });
+    expect(fs.readFileSync(path.join(seen, "env"), "utf8")).toMatch(/^PI_TEAMS_TASK_ID=1$/m);
+
+    // The handler of a confidential team: identity and lifecycle, the subject replaced by the id.
+    const [request] = receiver.requests("/priv-ci");
+    const body = request?.body.toString("utf8") ?? "";
+    for (const value of [description, subject, meta]) expect(body).not.toContain(value);
+    expect(JSON.parse(body)).toMatchObject({ task: { id: "1", subject: "1", description: "", metadata: {} }, confidential: true });
+
+    // Nothing raw on disk: logs, the task's metadata, the follow-up, the nudge, hook-state.
+    for (const value of [ghp, deploy, ciToken]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const redacted = grep(team.teamDir, "[redacted]").map((f) => f.split(path.sep)[0]);
+    expect(new Set(redacted)).toEqual(new Set(["hook-logs", "tasks", "mailboxes"]));
+    const logs = await readLogs(team.teamDir);
+    expect(logs).toHaveLength(2);
+    for (const log of logs) {
+      // Confidential: no description, no metadata, the subject is the id, in every log.
+      expect(log.invocation.completedTask).toMatchObject({ id: "1", subject: "1", description: "" });
+      expect(log.invocation.completedTask).not.toHaveProperty("metadata");
+      expect(log.result.redactions).toBeGreaterThan(0);
+    }
+    const lint = logs.find((l) => l.result.hookPath?.endsWith("10-lint.sh"));
+    expect(lint?.result.stdout).toBe("lint ok; pushed with [redacted] as [redacted] via [redacted]\n");
+    expect(lint?.result.redactions).toBe(3);
+    expect(lint?.shown).toMatchObject({ projection: ["task.id", "task.metadata.files"] });
+    const ci = logs.find((l) => l.result.hookPath === "http:ci");
+    expect(ci?.result.verdict).toMatchObject({ reason: "found [redacted] in the diff", message: "request had [redacted]" });
+    expect(ci?.shown).toMatchObject({ confidential: true });
+    expect(JSON.stringify(logs)).not.toMatch(new RegExp(`${description}|${subject}|${meta}`));
+
+    // `logs show` says what each was shown and how much was redacted.
+    const show = await runBin(["logs", "show", path.basename(lint?.file ?? ""), "--team-dir", team.teamDir]);
+    expect(show.stdout).toMatch(/^shown: {8}task\.id, task\.metadata\.files \(projection\); \d+ bytes, sha256 [0-9a-f]{12}…$/m);
+    expect(show.stdout).toContain("redacted:     3 secret(s) or credential(s) in what the hook said, replaced by [redacted]\n");
+    expect(show.stdout).toContain("task:         #1 1\n");
+    const showCi = await runBin(["logs", "show", path.basename(ci?.file ?? ""), "--team-dir", team.teamDir]);
+    expect(showCi.stdout).toMatch(/^shown: {8}no description, no metadata, the subject replaced by the id \(confidential\); \d+ bytes/m);
   });
 });

@@ -200,6 +200,9 @@ export function formatShow(row: Row): string {
   if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
   field("duration", result.durationMs >= 1000 ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)` : formatDuration(result.durationMs));
   field("run id", result.runId);
+  const shown = row.record.shown;
+  if (shown) field("shown", shownText(shown));
+  if ((result.redactions ?? 0) > 0) field("redacted", `${result.redactions} secret(s) or credential(s) in what the hook said, replaced by [redacted]`);
   const deferral = row.record.deferral as Record<string, unknown> | undefined;
   if (deferral) {
     const ran = typeof deferral.runId === "string" ? deferral.runId : "(unknown)";
@@ -239,6 +242,13 @@ export function formatShow(row: Row): string {
   if (result.http) out.push("", ...outputBlock("response body", result.stdout, result.stdoutDroppedBytes));
   else out.push("", ...outputBlock("stdout", result.stdout, result.stdoutDroppedBytes), "", ...outputBlock("stderr", result.stderr, result.stderrDroppedBytes));
   return `${out.join("\n")}\n`;
+}
+
+/** `task.id, task.metadata.files (projection); 212 bytes, sha256 3f2a…`: what a hook was shown when it was not the whole document. */
+function shownText(shown: NonNullable<Row["record"]["shown"]>): string {
+  const fields = shown.projection === undefined ? [] : [shown.projection.length > 0 ? `${shown.projection.join(", ")} (projection)` : "identity fields only (projection)"];
+  const content = shown.confidential ? ["no description, no metadata, the subject replaced by the id (confidential)"] : [];
+  return `${[...fields, ...content].join("; ")}; ${shown.bytes} bytes, sha256 ${shown.sha256.slice(0, 12)}…`;
 }
 
 const BODY_WORDS: Readonly<Record<string, string>> = { verdict: "a verdict", empty: "empty (allows)", malformed: "not a verdict (allows)" };
