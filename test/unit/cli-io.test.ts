@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { eventLine, wantsColour } from "../../extensions/teams-hooks/cli/io.js";
+import { eventLine, settingsRows, wantsColour } from "../../extensions/teams-hooks/cli/io.js";
+import { resolveSettings, settingsReport } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 
 const report = (over: Partial<EventReport> = {}): EventReport => ({
@@ -53,5 +54,19 @@ describe("eventLine", () => {
   it("colours the verdict only when asked", () => {
     expect(eventLine(report(), true)).toContain("\u001b[31mfailed\u001b[0m");
     expect(eventLine(report(), false)).not.toContain("\u001b[");
+  });
+});
+
+describe("settingsRows: the privacy rows", () => {
+  const report = (hooks: Record<string, unknown>) => settingsReport(resolveSettings({ hooks, noBlock: null, file: "/t/config.json", env: {} }));
+
+  it("one projection row per gate, its fields after its name; the names of the variables, never a value", () => {
+    const rows = settingsRows(report({ projection: { "on_task_completed.d/10-lint.sh": ["task.id", "task.metadata.files"], on_idle: [] }, redactEnv: ["DEPLOY_TOKEN", "NPM_TOKEN"] }));
+    expect(rows.split("\n").filter((l) => /^ {2}(confidential|redact env|projection) /.test(l))).toEqual([
+      "  confidential                false            default",
+      "  redact env                  DEPLOY_TOKEN, NPM_TOKEN config.json hooks.redactEnv",
+      "  projection                  on_task_completed.d/10-lint.sh: task.id, task.metadata.files config.json hooks.projection",
+      "  projection                  on_idle: identity fields only config.json hooks.projection",
+    ]);
   });
 });

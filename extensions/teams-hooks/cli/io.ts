@@ -120,11 +120,11 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">):
   return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
 }
 
-/** One row per projected gate (names only: what it may see); one `-` row without a projection. */
+/** One `projection` row per projected gate (`<gate>: <fields>`); one `-` row without a projection. */
 function projectionRows(projection: SettingsReport["projection"]): Array<[string, string, string]> {
   const entries = Object.entries(projection.value);
   if (entries.length === 0) return [["projection", "-", projection.origin]];
-  return entries.map(([gate, fields]): [string, string, string] => [`projection ${gate}`, fields.join(", ") || "(identity only)", projection.origin]);
+  return entries.map(([gate, fields]): [string, string, string] => ["projection", `${gate}: ${fields.join(", ") || "identity fields only"}`, projection.origin]);
 }
 
 /**
