@@ -1,6 +1,6 @@
 /**
- * What one hook is shown of its event (contract v1, additive; docs/hook-contract.md, "Projection and
- * confidential teams"): a projection (the dotted fields a hook may see, config.json
+ * What one hook is shown of its event (contract v1, additive; docs/hook-contract.md, "What a
+ * hook is shown"): a projection (the dotted fields a hook may see, config.json
  * `hooks.projection`) and confidentiality (`hooks.confidential`: an HTTP handler is sent identity
  * and lifecycle, never content). Pure: a document in, the document the hook is shown out.
  *

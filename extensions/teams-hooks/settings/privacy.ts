@@ -3,8 +3,8 @@
  * say, validated with the rest of the block (settings/hooks-config.ts): `hooks.projection` (the
  * fields each hook may see), `hooks.confidential` (HTTP handlers and hook logs get no task content)
  * and `hooks.redactEnv` (variables whose values are redacted from hook output, besides the
- * handlers' secrets). docs/hook-contract.md, "Projection and confidential teams", and
- * docs/security.md, "Redaction". Pure: values in, values out.
+ * handlers' secrets). docs/hook-contract.md, "What a hook is shown, and what is kept of what it
+ * says", and docs/security.md, "Redaction". Pure: values in, values out.
  */
 import { z } from "zod";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
