@@ -3,7 +3,7 @@ import { buildContextDocument, ContextDocumentSchema, type HookInvocation } from
 import { buildHookEnvironment, prepareContext } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { confidentialInvocation, projectionPathProblem, viewDocument, viewKey } from "../../extensions/teams-hooks/contract/projection.js";
 import { checkHooksBlock, privacyOf, resolveSettings } from "../../extensions/teams-hooks/settings/hooks-config.js";
-import { gateNameProblem, projectionFor } from "../../extensions/teams-hooks/settings/privacy.js";
+import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, gateNameProblem, projectionFor } from "../../extensions/teams-hooks/settings/privacy.js";
 
 const task = {
   id: "7",
@@ -148,5 +148,15 @@ describe("hooks.projection, hooks.confidential, hooks.redactEnv in the hooks blo
     expect(set.redactEnv).toMatchObject({ value: ["DEPLOY_TOKEN"], origin: "config.json hooks.redactEnv" });
     expect(projectionFor(set.projection.value, "http:ci")).toEqual(["task.id"]);
     expect(projectionFor(set.projection.value, "on_task_completed")).toBeNull();
+  });
+});
+
+describe("the documented config schema's patterns agree with the checks", () => {
+  it.each(["task", "task.id", "task.updatedAt", "task.metadata", "task.metadata.ci.url", "team", "team.style", "member", "version", "task.title", "task.subject.text", "task..metadata", "task.metadata.", "team.name", "description", ""])("path %j", (path) => {
+    expect(PROJECTION_PATH_PATTERN.test(path)).toBe(projectionPathProblem(path) === null);
+  });
+
+  it.each(["on_task_completed", "on_task_failed", "on_idle", "on_task_started", "on_task_started.d/10-claim.sh", "on_task_completed.d/10-lint.sh", "on_idle.d/x", "http:ci", "on_task_completed.sh", "on_idle.d/", "http:", "on_teardown", "ci"])("gate name %j", (name) => {
+    expect(GATE_NAME_PATTERN.test(name)).toBe(gateNameProblem(name) === null);
   });
 });

@@ -15,7 +15,7 @@ import { HookLogRecordSchema } from "../runner/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
 import { WritableFieldsSchema } from "../contract/merge-patch.js";
 import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
-import { RedactEnvSchema } from "../settings/privacy.js";
+import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, RedactEnvSchema } from "../settings/privacy.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
 
 const mode = z.enum(FAILURE_MODES);
@@ -38,8 +38,8 @@ const HooksDocSchema = EffectivePolicySchema.extend({
   writableFields: WritableFieldsSchema.default(["metadata"]).optional(),
   projection: z
     .record(
-      z.string().regex(/^(on_(task_completed|task_failed|idle)(\.d\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$/),
-      z.array(z.string().regex(/^(version|event|team(\.(id|dir|taskListId|style))?|member|timestamp|task(\.(id|subject|description|owner|status|blockedBy|blocks|createdAt|updatedAt|metadata(\.[^.]+)*))?)$/)),
+      z.string().regex(GATE_NAME_PATTERN),
+      z.array(z.string().regex(PROJECTION_PATH_PATTERN)),
     )
     .meta({ description: "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the context document it may see; identity fields always" })
     .optional(),

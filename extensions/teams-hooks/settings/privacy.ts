@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
-import { projectionPathProblem } from "../contract/projection.js";
+import { CONTEXT_TASK_FIELDS, projectionPathProblem } from "../contract/projection.js";
 import type { HandlerDef } from "./handlers.js";
 
 /** An environment variable name, as a shell writes one. */
@@ -28,6 +28,15 @@ export function gateNameProblem(name: string): string | null {
   if (v1 !== undefined && V1_NAMES.has(v1)) return `is not a gate name: the v1 file is named ${v1} whatever its extension`;
   return `is not a gate name as logs show it (${[...V1_NAMES].join(", ")}, on_<event>.d/<file>, http:<handler>)`;
 }
+
+/**
+ * What the two checks above accept, as patterns for the documented config schema (cli/schema.ts),
+ * built from the same lists so that a new event or task field reaches both.
+ */
+export const GATE_NAME_PATTERN = new RegExp(`^(on_(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|")})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`);
+export const PROJECTION_PATH_PATTERN = new RegExp(
+  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|task(\\.(${CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|")}|metadata(\\.[^.]+)*))?)$`,
+);
 
 const projectionPath = z.string().superRefine((path, ctx) => {
   const problem = projectionPathProblem(path);
