@@ -3,12 +3,14 @@
  * files and a real HTTP receiver on 127.0.0.1: a projected hook (a file and a handler) cannot see
  * the task's description in any of its channels; a confidential team's handler and logs get no
  * content; secrets a hook prints never reach the disk (the whole team dir is searched), whatever
- * path they take: the log, the task's metadata, the follow-up, the nudge, a deferral and its decision.
+ * path they take: the log, the task's metadata, the follow-up, the nudge, a deferral and its decision,
+ * a start gate's denial of a claim.
  */
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { decideDeferral } from "../../extensions/teams-hooks/invoke/decision.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
@@ -270,6 +272,24 @@ describe("redaction", () => {
     for (const value of [DEPLOY, GHP]) expect(grep(team.teamDir, value), value).toEqual([]);
     const decision = (await logs()).find((l) => l.decision !== undefined);
     expect(decision?.result.verdict).toMatchObject({ reason: "leaked [redacted]", message: "see [redacted]" });
+  });
+
+  it("a start gate that denies a claim with a token in its reason: the put-back task and the member's message say [redacted]", async () => {
+    const claimed = makeTask({ id: "7", status: "in_progress", owner: "alice", subject: SUBJECT, description: DESCRIPTION });
+    fs.writeFileSync(team.taskFile("7"), JSON.stringify(claimed));
+    const claim = taskEvent(claimed); // the key the leader would give this claim
+    hook("on_task_started.sh", `echo "claiming with $DEPLOY_TOKEN" >&2\necho '{"decision":"deny","code":"deps.open","reason":"blocked: ${GHP} lacks scope"}'`);
+    const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
+    const outcome = await invokeEvent(request({ event: "task_started", key: claim?.key ?? "", timestamp: claim?.timestamp ?? null, policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(outcome.counted).toBe("failed");
+    for (const value of [GHP, DEPLOY]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as { status: string; metadata: Record<string, unknown> };
+    expect(task.status).toBe("pending");
+    expect(String(task.metadata.qualityGateStartDeniedReason)).toContain("blocked: [redacted] lacks scope");
+    expect(fs.readFileSync(team.inboxFile(team.taskListId, "alice"), "utf8")).toContain("blocked: [redacted] lacks scope");
+    const [log] = await logs();
+    expect(log?.result.stderr).toBe("claiming with [redacted]\n");
+    expect(log?.result.redactions).toBe(3);
   });
 
   it("a handler's answer with a credential shape, not its own secret, is redacted too", async () => {
