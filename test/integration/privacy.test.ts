@@ -292,6 +292,18 @@ describe("redaction", () => {
     expect(log?.result.redactions).toBe(3);
   });
 
+  it("a patch verdict carrying secrets: the task is patched with [redacted], the log keeps no raw value", async () => {
+    hook("on_task_completed.sh", `echo "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"metadata\\":{\\"deploy\\":\\"$DEPLOY_TOKEN\\",\\"notes\\":[\\"pushed with ${GHP}\\"]}}}"`);
+    const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
+    const outcome = await invokeEvent(request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(outcome.counted).toBe("passed");
+    for (const value of [GHP, DEPLOY]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as { metadata: Record<string, unknown> };
+    expect(task.metadata).toMatchObject({ deploy: "[redacted]", notes: ["pushed with [redacted]"] });
+    const [log] = await logs();
+    expect(log?.result.redactions).toBe(4); // stdout: both values; the patch: both again
+  });
+
   it("a handler's answer with a credential shape, not its own secret, is redacted too", async () => {
     receiver.route("/leaky", (_req, res) => res.writeHead(200).end(JSON.stringify({ decision: "deny", reason: `found ${GHP} in the diff` })));
     const outcome = await invokeEvent(request({ policy: POLICY, handlers: [handler("leaky", "/leaky")] }));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { blankResult, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
-import { MIN_TEAM_SECRET_CHARS, REDACTED, redactCut, redactRunResult, secretRedactor, shapeRedactor, teamRedactor } from "../../extensions/teams-hooks/runner/redact.js";
+import { MIN_TEAM_SECRET_CHARS, REDACTED, redactCut, redactJson, redactRunResult, secretRedactor, shapeRedactor, teamRedactor } from "../../extensions/teams-hooks/runner/redact.js";
 
 // Shapes of real credentials, built here so that no scanner mistakes this file for a leak.
 const GHP = `ghp_${"A1b2C3d4E5".repeat(3)}xYz123`;
@@ -109,5 +109,15 @@ describe("cost", () => {
     const started = performance.now();
     for (let i = 0; i < 200; i++) redact(text);
     expect((performance.now() - started) / 200).toBeLessThan(5);
+  });
+});
+
+describe("redactJson (a patch verdict's merge patch)", () => {
+  it("every string at any depth, keys kept, other values as they are; __proto__ stays data", () => {
+    const redact = teamRedactor({}, []);
+    const text = (value: string): string => redact(value).text;
+    const patch = JSON.parse(`{"metadata":{"token":"${GHP}","list":["a","${AKIA}",3,null],"n":1,"ok":true,"__proto__":{"k":"${SK}"}}}`) as Record<string, unknown>;
+    expect(JSON.stringify(redactJson(patch, text))).toBe(`{"metadata":{"token":"${REDACTED}","list":["a","${REDACTED}",3,null],"n":1,"ok":true,"__proto__":{"k":"${REDACTED}"}}}`);
+    expect(({} as Record<string, unknown>).k).toBeUndefined();
   });
 });

@@ -34,7 +34,7 @@ import { describeError, errnoCode } from "../contract/errors.js";
 import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { chain, secretRedactor, type Redactor } from "./redact.js";
+import { chain, redactJson, secretRedactor, type Redactor } from "./redact.js";
 import { trackRequest } from "./run.js";
 
 export interface RunHandlerOptions {
@@ -366,6 +366,7 @@ function redactVerdict(verdict: Verdict, redact: (text: string) => string): Verd
     ...verdict,
     ...(verdict.reason === undefined ? {} : { reason: redact(verdict.reason) }),
     ...(verdict.message === undefined ? {} : { message: redact(verdict.message) }),
+    ...(verdict.patch === undefined ? {} : { patch: redactJson(verdict.patch, redact) }),
   };
 }
 

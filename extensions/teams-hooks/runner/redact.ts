@@ -244,12 +244,32 @@ export function redactRunResult(result: RunResult, redact: Redactor): RunResult 
             ...(verdict.code === undefined ? {} : { code: text(verdict.code) }),
             ...(verdict.reason === undefined ? {} : { reason: text(verdict.reason) }),
             ...(verdict.message === undefined ? {} : { message: text(verdict.message) }),
+            ...(verdict.patch === undefined ? {} : { patch: redactJson(verdict.patch, text) }),
           },
         }
       : {}),
     ...(result.errorKind === "invalid_verdict" && result.error !== undefined ? { error: text(result.error) } : {}),
   };
   return { ...out, redactions: (result.redactions ?? 0) + count };
+}
+
+/**
+ * A JSON value (a patch verdict's merge patch) with every string in it passed through `text`: a
+ * patch is written into the task, so a secret in it would land on disk. Keys stay (they name the
+ * fields written); a key like `__proto__` stays a plain own property.
+ */
+export function redactJson<T>(value: T, text: (value: string) => string): T {
+  // The same shape, strings for strings: the cast only restores the type the walk cannot follow.
+  return redactValue(value, text) as T;
+}
+
+function redactValue(value: unknown, text: (value: string) => string): unknown {
+  if (typeof value === "string") return text(value);
+  if (Array.isArray(value)) return value.map((item) => redactValue(item, text));
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) Object.defineProperty(out, key, { value: redactValue(item, text), enumerable: true, writable: true, configurable: true });
+  return out;
 }
 
 /**
