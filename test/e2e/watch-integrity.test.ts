@@ -155,8 +155,8 @@ describe.concurrent("no gate at all is loud", () => {
     await writeFile(path.join(hooks, "on_task_complete.sh"), "exit 0\n");
     await writeFile(path.join(hooks, "on-idle.sh"), "exit 0\n");
     const expected = [
-      `${path.join(hooks, "on-idle.sh")} never runs: the gate of no event (events: on_task_completed, on_task_failed, on_idle); did you mean on_idle.sh?`,
-      `${path.join(hooks, "on_task_complete.sh")} never runs: the gate of no event (events: on_task_completed, on_task_failed, on_idle); did you mean on_task_completed.sh?`,
+      `${path.join(hooks, "on-idle.sh")} never runs: the gate of no event (events: on_task_completed, on_task_failed, on_idle, on_task_started); did you mean on_idle.sh?`,
+      `${path.join(hooks, "on_task_complete.sh")} never runs: the gate of no event (events: on_task_completed, on_task_failed, on_idle, on_task_started); did you mean on_task_completed.sh?`,
       `${path.join(hooks, "on_task_completed.ts")} never runs: a .ts file is never run (a gate is on_task_completed, on_task_completed.sh, on_task_completed.js or on_task_completed.mjs); did you mean on_task_completed.mjs (compile it to JavaScript, or start it from a on_task_completed.sh)?`,
     ];
     const watching = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
