@@ -6,31 +6,13 @@
  * and an HTTP handler on 127.0.0.1 see only what they may, and the secrets both of them print or
  * answer reach no file of the team dir, though the policy reopens, files a follow-up and nudges.
  */
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
-
-const execFileAsync = promisify(execFile);
-const BIN = path.resolve("dist/teams-hooks/bin.js");
-
-async function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const base: Record<string, string | undefined> = { ...process.env };
-  for (const name of Object.keys(base)) if (name.startsWith("PI_TEAMS_")) delete base[name];
-  try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], { env: { ...base, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; stdout?: string; stderr?: string };
-    if (typeof e.code !== "number") throw error;
-    return { code: e.code, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
-  }
-}
 
 beforeAll(() => ensureBuilt(), 240_000);
 const rig = useLeaderRig();
@@ -78,7 +60,7 @@ describe("privacy through the bin", () => {
       { mode: 0o755 },
     );
     const env = { DEPLOY_TOKEN: deploy };
-    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3", "--apply-policy"], env);
+    const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3", "--apply-policy"], { env });
     expect(run.code).toBe(1);
     expect(run.stdout).toContain("exit code 1 • push with [redacted] as [redacted]");
     expect(run.stdout + run.stderr).not.toMatch(new RegExp(`${ghp}|${deploy}`));
@@ -100,7 +82,7 @@ describe("privacy through the bin", () => {
     expect(log.result.redactions).toBe(2);
     expect(log.shown.projection).toEqual(["task.id"]);
 
-    const policy = await cli(["policy", "get", "--json", "--team-dir", team.teamDir], env);
+    const policy = await runBin(["policy", "get", "--json", "--team-dir", team.teamDir], { env });
     const report = JSON.parse(policy.stdout) as Record<string, { value: unknown; origin: string }>;
     expect(report.projection).toMatchObject({ value: { on_task_completed: ["task.id"] }, origin: "config.json hooks.projection" });
     expect(report.redactEnv).toMatchObject({ value: ["DEPLOY_TOKEN"], origin: "config.json hooks.redactEnv" });
