@@ -368,4 +368,50 @@ describe("the leader", () => {
       await watched.cleanup();
     }
   }, 30_000);
+
+  it("never lets a patch move the times and stamps it keys events by, even when configured: no gate running again and again", async () => {
+    // A completion without metadata.completedAt is keyed by its updatedAt: a patched updatedAt would be a new completion.
+    const watched = await makeTempTeam({
+      teamId: "stamps",
+      config: { teamId: "stamps", hooks: { writableFields: ["updatedAt", "createdAt", "metadata"] } },
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
+    });
+    const leaders: Leader[] = [];
+    try {
+      const hooks = path.join(watched.teamsRoot, "_hooks");
+      fs.mkdirSync(hooks, { recursive: true });
+      fs.writeFileSync(
+        path.join(hooks, "on_task_completed.sh"),
+        `#!/usr/bin/env bash\ncat > /dev/null\nnow=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"updatedAt\\":\\"$now\\",\\"createdAt\\":\\"$now\\",\\"metadata\\":{\\"claimedAt\\":\\"$now\\",\\"unassignedAt\\":\\"$now\\",\\"__proto__\\":{\\"x\\":1},\\"labels\\":[\\"$now\\"]}}}"\n`,
+        { mode: 0o755 },
+      );
+      const env = { PATH: process.env.PATH ?? "" };
+      const setup = await resolveTeamSetup({ teamDir: watched.teamDir, env, processCwd: watched.teamsRoot, policyFlags: {} });
+      const notices: LeaderNotice[] = [];
+      const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n) });
+      leaders.push(leader);
+      await leader.start();
+      await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
+      const events = () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : []));
+
+      const before = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
+      fs.writeFileSync(watched.taskFile("1"), JSON.stringify({ ...before, status: "completed", updatedAt: new Date().toISOString() }));
+      await waitUntil("the gate", () => events().length === 1);
+      // Long enough for a few reconcile scans: a patched updatedAt ran the gate again every 20 ms.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await leader.stop();
+      expect(events()).toHaveLength(1);
+      const after = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
+      expect(after.updatedAt).toBe(after.metadata?.qualityGateAt);
+      expect(after.createdAt).toBe(before.createdAt);
+      expect(after.metadata).not.toHaveProperty("claimedAt");
+      expect(after.metadata).not.toHaveProperty("unassignedAt");
+      expect(after.metadata?.labels).toHaveLength(1);
+      const [logged] = await readLogs(watched.teamDir);
+      expect(logged?.result).toMatchObject({ patchApplied: ["metadata.labels"], patchRejected: ["updatedAt", "createdAt", "metadata.claimedAt", "metadata.unassignedAt", "metadata.__proto__"] });
+    } finally {
+      for (const leader of leaders) await leader.stop();
+      await watched.cleanup();
+    }
+  }, 30_000);
 });

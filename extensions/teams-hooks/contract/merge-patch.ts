@@ -9,12 +9,14 @@
  * Writable fields are dotted paths (`metadata.labels`, `description`): a path covers itself and
  * everything below it. Without `hooks.writableFields` the default is `metadata` (every metadata key).
  * Whatever the configuration says, some paths are never writable: the task's identity and workflow
- * (`id`, `status`, `owner`, `blocks`, `blockedBy`), the metadata the gate and the task API own
- * (`metadata.qualityGate*`, `metadata.reopenedByQualityGate*`, `metadata.taskApi`), and the worker's
- * stamps of the event (`metadata.completedAt`, `metadata.abortedAt`, `metadata.abortedBy`): a gate
- * must not forge its own record, reset a reopen count, widen an API key's reach, or make its own
- * write look like a new completion (the leader keys events by those stamps, contract/events.ts), which
- * would run the gate again, and again.
+ * (`id`, `status`, `owner`, `blocks`, `blockedBy`), its own times (`createdAt`, `updatedAt`), the
+ * metadata the gate and the task API own (`metadata.qualityGate*`, `metadata.reopenedByQualityGate*`,
+ * `metadata.taskApi`), and the worker's stamps of its events (`metadata.completedAt`, `abortedAt`,
+ * `abortedBy`, `claimedAt`, `unassignedAt`): a gate must not forge its own record, reset a reopen
+ * count, widen an API key's reach, or make its own write look like a new event (the leader keys events
+ * by those stamps and times, contract/events.ts: a completion without `completedAt` by its
+ * `updatedAt`, a claim by `claimedAt`, the release marks or `createdAt`), which would run the gate
+ * again, and again. A `__proto__` key is never kept either: no task reader would see it.
  */
 import { z } from "zod";
 import { TaskSchema, type Task } from "./team-files.js";
@@ -22,13 +24,13 @@ import { TaskSchema, type Task } from "./team-files.js";
 export type JsonObject = Record<string, unknown>;
 
 /** Top-level task fields no patch may write. */
-export const NEVER_WRITABLE_FIELDS = Object.freeze(["id", "status", "owner", "blocks", "blockedBy"] as const);
+export const NEVER_WRITABLE_FIELDS = Object.freeze(["id", "status", "owner", "blocks", "blockedBy", "createdAt", "updatedAt"] as const);
 
 /** Prefixes of the metadata keys the gate (and the task API) write: never writable. */
 export const GATE_METADATA_PREFIXES = Object.freeze(["qualityGate", "reopenedByQualityGate", "taskApi"] as const);
 
 /** Metadata keys the worker runtime stamps an event with (contract/events.ts keys events by them): never writable. */
-export const EVENT_STAMP_KEYS = Object.freeze(["completedAt", "abortedAt", "abortedBy"] as const);
+export const EVENT_STAMP_KEYS = Object.freeze(["completedAt", "abortedAt", "abortedBy", "claimedAt", "unassignedAt"] as const);
 
 /** The writable fields when `hooks.writableFields` is not set. */
 export const DEFAULT_WRITABLE_FIELDS: readonly string[] = Object.freeze(["metadata"]);
@@ -85,6 +87,8 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
 export function neverWritable(segments: readonly string[]): boolean {
   const [head, key] = segments;
   if (head === undefined) return false;
+  // JSON.parse makes `__proto__` an own key; a task's schema drops it, so it is never written.
+  if (segments.includes("__proto__")) return true;
   if ((NEVER_WRITABLE_FIELDS as readonly string[]).includes(head)) return true;
   if (head !== "metadata" || key === undefined) return false;
   return GATE_METADATA_PREFIXES.some((prefix) => key.startsWith(prefix)) || (EVENT_STAMP_KEYS as readonly string[]).includes(key);
