@@ -294,4 +294,15 @@ describe("run task_started by hand", () => {
     expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(1);
     expect((await runBin(["run", "task_started", "--team-dir", team.teamDir], { env })).stderr).toContain("--task is required for task_started");
   });
+
+  it("tells the member whose claim it put back, not the --member named", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice" })] });
+    await rig.hook(team, "on_task_started.sh", DENY);
+    const applied = await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--member", "bob", "--apply-policy"], { env: { NO_COLOR: "1" } });
+    expect(applied.code).toBe(1);
+    expect(applied.stdout).toContain("→ claim put back (denial 1), told alice");
+    expect(await readTaskFile(team, "1")).toMatchObject({ status: "pending", metadata: { qualityGateStartDeniedMember: "alice" } });
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(1);
+    expect(await readInboxFile(team, team.taskListId, "bob")).toHaveLength(0);
+  });
 });

@@ -91,7 +91,9 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
     return { kind: "clear", next: { ...task, updatedAt: input.now, metadata: { ...meta, qualityGateStartDenied: false } } };
   }
   const owner = nonEmpty(task?.owner);
-  const to = nonEmpty(input.member) ?? (sameClaim ? owner : null);
+  // The claim judged is the owner's (the key names the owner): it is the owner who is told, whoever
+  // `run --member` said caused the event; a claim gone since is told to the event's member.
+  const to = (sameClaim ? owner : null) ?? nonEmpty(input.member);
   if (meta.qualityGateStartDeniedKey === input.key) return { kind: "reverted", count: counter(meta.qualityGateStartDeniedCount), to };
   if (!task || !sameClaim) return { kind: "moved_on", status: task?.status ?? null, to };
   const count = counter(meta.qualityGateStartDeniedCount) + 1;
