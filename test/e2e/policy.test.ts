@@ -72,6 +72,18 @@ describe("pi-teams-hooks policy get", () => {
     expect(got.stdout).toContain("  exit codes                  strict           config.json hooks.exitCodes\n");
   });
 
+  it("warns of configured writable fields that are never writable (policy get and doctor): the row lists them, no patch writes them", async () => {
+    const t = await team({ config: { teamId: "test-team", hooks: { writableFields: ["metadata.labels", "status", "metadata.qualityGateStatus", "updatedAt"] } } });
+    const warning = "hooks.writableFields: status, metadata.qualityGateStatus, updatedAt are never writable (a patch's writes of them are dropped whatever the list says)";
+    const got = await cli(["policy", "--team-dir", t.teamDir], {});
+    expect(got.code).toBe(0);
+    expect(got.stderr).toContain(`warning: ${warning}`);
+    const doctor = await cli(["doctor", "--team-dir", t.teamDir], {});
+    expect(doctor.stdout).toContain(`  warn ${warning}`);
+    const fine = await team({ config: { teamId: "fine-team", hooks: { writableFields: ["metadata", "description"] } } });
+    expect((await cli(["policy", "--team-dir", fine.teamDir], {})).stderr).toBe("");
+  });
+
   it("--json: every setting with its source and origin, and the block's problems (also on stderr)", async () => {
     const t = await team({ config: { hooks: { maxReopensPerTask: "lots" } } });
     const out = await cli(["policy", "get", "--team-dir", t.teamDir, "--json"], { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1", PI_TEAMS_HOOKS_FAILURE_MODE: "open" });

@@ -94,6 +94,12 @@ export function neverWritable(segments: readonly string[]): boolean {
   return GATE_METADATA_PREFIXES.some((prefix) => key.startsWith(prefix)) || (EVENT_STAMP_KEYS as readonly string[]).includes(key);
 }
 
+/** The warnings for configured writable fields that are never writable: listed, yet no patch will ever write them. */
+export function neverWritableWarnings(fields: readonly string[] | null | undefined): string[] {
+  const refused = (fields ?? []).filter((field) => neverWritable(field.split(".")));
+  return refused.length === 0 ? [] : [`hooks.writableFields: ${refused.join(", ")} ${refused.length === 1 ? "is" : "are"} never writable (a patch's ${refused.length === 1 ? "write of it is" : "writes of them are"} dropped whatever the list says)`];
+}
+
 /** Whether some never-writable path lies strictly below `segments` (the root, or `metadata`). */
 function holdsNeverWritable(segments: readonly string[]): boolean {
   return segments.length === 0 || (segments.length === 1 && segments[0] === "metadata");

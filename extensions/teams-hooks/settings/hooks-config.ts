@@ -22,7 +22,7 @@ import {
   type PolicyFlags,
   type Source,
 } from "./options.js";
-import { DEFAULT_WRITABLE_FIELDS, WritableFieldsSchema } from "../contract/merge-patch.js";
+import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
 import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
 import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
 
@@ -339,7 +339,7 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,
-    warnings: [...chosen.problems, ...timeout.warnings, ...policy.warnings, ...modes.warnings],
+    warnings: [...chosen.problems, ...timeout.warnings, ...policy.warnings, ...modes.warnings, ...neverWritableWarnings(block.writableFields)],
   };
 }
 
