@@ -304,6 +304,18 @@ describe("redaction", () => {
     expect(log?.result.redactions).toBe(4); // stdout: both values; the patch: both again
   });
 
+  it("a patch verdict with secrets in its keys: the keys are redacted too, nothing raw on disk", async () => {
+    hook("on_task_completed.sh", `echo "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"metadata\\":{\\"$DEPLOY_TOKEN\\":1,\\"seen\\":{\\"pushed with ${GHP}\\":true}}}}"`);
+    const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
+    const outcome = await invokeEvent(request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(outcome.counted).toBe("passed");
+    for (const value of [GHP, DEPLOY]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as { metadata: Record<string, unknown> };
+    expect(task.metadata).toMatchObject({ "[redacted]": 1, seen: { "pushed with [redacted]": true } });
+    const [log] = await logs();
+    expect(log?.result.patchApplied).toEqual(["metadata.[redacted]", "metadata.seen"]);
+  });
+
   it("a handler's answer with a credential shape, not its own secret, is redacted too", async () => {
     receiver.route("/leaky", (_req, res) => res.writeHead(200).end(JSON.stringify({ decision: "deny", reason: `found ${GHP} in the diff` })));
     const outcome = await invokeEvent(request({ policy: POLICY, handlers: [handler("leaky", "/leaky")] }));

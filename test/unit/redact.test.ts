@@ -113,11 +113,17 @@ describe("cost", () => {
 });
 
 describe("redactJson (a patch verdict's merge patch)", () => {
-  it("every string at any depth, keys kept, other values as they are; __proto__ stays data", () => {
+  it("every string at any depth, other values as they are; __proto__ stays data", () => {
     const redact = teamRedactor({}, []);
     const text = (value: string): string => redact(value).text;
     const patch = JSON.parse(`{"metadata":{"token":"${GHP}","list":["a","${AKIA}",3,null],"n":1,"ok":true,"__proto__":{"k":"${SK}"}}}`) as Record<string, unknown>;
     expect(JSON.stringify(redactJson(patch, text))).toBe(`{"metadata":{"token":"${REDACTED}","list":["a","${REDACTED}",3,null],"n":1,"ok":true,"__proto__":{"k":"${REDACTED}"}}}`);
     expect(({} as Record<string, unknown>).k).toBeUndefined();
+  });
+
+  it("a key that holds a secret is redacted like a value", () => {
+    const redact = teamRedactor({}, []);
+    const text = (value: string): string => redact(value).text;
+    expect(JSON.stringify(redactJson({ metadata: { [GHP]: 1, [`by ${AKIA}`]: { ok: true } } }, text))).toBe(`{"metadata":{"${REDACTED}":1,"by ${REDACTED}":{"ok":true}}}`);
   });
 });

@@ -255,8 +255,9 @@ export function redactRunResult(result: RunResult, redact: Redactor): RunResult 
 
 /**
  * A JSON value (a patch verdict's merge patch) with every string in it passed through `text`: a
- * patch is written into the task, so a secret in it would land on disk. Keys stay (they name the
- * fields written); a key like `__proto__` stays a plain own property.
+ * patch is written into the task, so a secret in it would land on disk. Keys too, for the same
+ * reason (a key that held a secret names `[redacted]`; two such keys in one object are one, the later
+ * winning); a key like `__proto__` stays a plain own property.
  */
 export function redactJson<T>(value: T, text: (value: string) => string): T {
   // The same shape, strings for strings: the cast only restores the type the walk cannot follow.
@@ -268,7 +269,7 @@ function redactValue(value: unknown, text: (value: string) => string): unknown {
   if (Array.isArray(value)) return value.map((item) => redactValue(item, text));
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) Object.defineProperty(out, key, { value: redactValue(item, text), enumerable: true, writable: true, configurable: true });
+  for (const [key, item] of Object.entries(value)) Object.defineProperty(out, text(key), { value: redactValue(item, text), enumerable: true, writable: true, configurable: true });
   return out;
 }
 
