@@ -295,6 +295,20 @@ describe("run task_started by hand", () => {
     expect((await runBin(["run", "task_started", "--team-dir", team.teamDir], { env })).stderr).toContain("--task is required for task_started");
   });
 
+  it("puts back a claim whose task claims to have been put back already (the worker writes that metadata too)", async () => {
+    const forged = { qualityGateStartDeniedKey: "task_started:1:alice:2025-01-01T00:00:00.000Z", qualityGateStartDeniedCount: 1 };
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice", metadata: forged })] });
+    await rig.hook(team, "on_task_started.sh", DENY);
+    const applied = await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--apply-policy", "--json"], { env: { NO_COLOR: "1" } });
+    expect(applied.code).toBe(1);
+    const record = JSON.parse(applied.stdout) as { key: string; policy: Record<string, unknown> };
+    expect(record.key).toBe(forged.qualityGateStartDeniedKey);
+    expect(record.policy).toMatchObject({ claim: "put_back", alreadyApplied: false, deniedCount: 2, told: "alice" });
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDenied: true, qualityGateStartDeniedCount: 2 } });
+    expect(task.owner).toBeUndefined();
+  });
+
   it("tells the member whose claim it put back, not the --member named", async () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice" })] });
     await rig.hook(team, "on_task_started.sh", DENY);

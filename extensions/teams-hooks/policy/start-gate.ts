@@ -94,8 +94,12 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
   // The claim judged is the owner's (the key names the owner): it is the owner who is told, whoever
   // `run --member` said caused the event; a claim gone since is told to the event's member.
   const to = (sameClaim ? owner : null) ?? nonEmpty(input.member);
-  if (meta.qualityGateStartDeniedKey === input.key) return { kind: "reverted", count: counter(meta.qualityGateStartDeniedCount), to };
-  if (!task || !sameClaim) return { kind: "moved_on", status: task?.status ?? null, to };
+  // A retry is recognised by the record only once the claim is gone: a task that still holds the
+  // claim is put back whatever its metadata says (a worker writes that metadata too).
+  if (!task || !sameClaim) {
+    if (meta.qualityGateStartDeniedKey === input.key) return { kind: "reverted", count: counter(meta.qualityGateStartDeniedCount), to };
+    return { kind: "moved_on", status: task?.status ?? null, to };
+  }
   const count = counter(meta.qualityGateStartDeniedCount) + 1;
   const denial: StartDenialMetadata = {
     qualityGateStartDenied: true,
