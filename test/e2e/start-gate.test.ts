@@ -85,6 +85,26 @@ describe("a start gate that denies a claim", () => {
     expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStartDeniedCount: 2 });
   });
 
+  it("judges a re-claim whose worker's stamp is later than the denial (a clock ahead): each claim once, none slips through", async () => {
+    const { team, leader } = await startGated(DENY);
+    const claimAhead = async (): Promise<void> => {
+      const task = await readTaskFile(team, "1");
+      const next = { ...task, status: "in_progress", owner: "alice", metadata: { ...task.metadata, claimedAt: "2099-01-01T00:00:00.000Z" } };
+      await writeFile(team.taskFile("1"), `${JSON.stringify(next, null, 2)}\n`);
+    };
+    await claimAhead();
+    const [first] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    await waitDone(leader, team, first?.key ?? "");
+    await claimAhead(); // the same claimedAt again: once put back, it is a new claim all the same
+    const events = await leader.waitForEvents(2, (e) => e.event === "task_started");
+    expect(events.map((e) => e.key)).toEqual(["task_started:1:alice:2099-01-01T00:00:00.000Z", "task_started:1:alice:2099-01-01T00:00:00.000Z#1"]);
+    expect(events[1]?.actions).toEqual(["claim put back (denial 2)", "told alice"]);
+    await waitDone(leader, team, events[1]?.key ?? "");
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDeniedCount: 2 } });
+    expect(task.owner).toBeUndefined();
+  });
+
   it("a defer is a denial with the code deferral_not_supported: put back too, nothing held", async () => {
     const { team, leader } = await startGated(`echo '{"decision":"defer","reason":"waiting for CI"}'`);
     await claim(team, "1");

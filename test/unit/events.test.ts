@@ -82,7 +82,22 @@ describe("taskEvent: claims (task_started)", () => {
     const byCarol = taskEvent(claimed({}, { owner: "carol" }))?.key;
     expect(new Set([before, afterDenial, afterAbort, afterUnassign, byCarol]).size).toBe(5);
     expect(afterDenial).toBe("task_started:3:bob:2026-12-02T09:20:00.000Z");
-    expect(afterAbort).toBe("task_started:3:bob:2026-12-02T09:21:00.000Z");
+    // A stamp later than the last denial carries the count of denials (none recorded here: 0).
+    expect(afterAbort).toBe("task_started:3:bob:2026-12-02T09:21:00.000Z#0");
+  });
+
+  it("a claim after a denial is new even when the worker's stamp is later than the denial (a clock ahead of the leader's)", () => {
+    const ahead = { claimedAt: "2099-01-01T00:00:00.000Z" };
+    const first = taskEvent(claimed(ahead));
+    expect(first?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z");
+    const denied = (n: number) => ({ qualityGateStartDeniedAt: `2026-12-02T09:2${n}:00.000Z`, qualityGateStartDeniedCount: n });
+    const second = taskEvent(claimed({ ...ahead, ...denied(1) }));
+    const third = taskEvent(claimed({ ...ahead, ...denied(2) }));
+    expect(second?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z#1");
+    expect(third?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z#2");
+    expect(third?.timestamp).toBe("2099-01-01T00:00:00.000Z");
+    // Stable while the claim lasts: progress and the leader's allow do not move it.
+    expect(taskEvent(claimed({ ...ahead, ...denied(2), progress: "50%", qualityGateStartDenied: false }))?.key).toBe(third?.key);
   });
 
   it("a claimedAt older than the last release is stale: the release keys the new claim", () => {

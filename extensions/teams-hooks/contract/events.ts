@@ -84,8 +84,21 @@ export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | 
     if (value && (released === undefined || isLater(value, released))) released = value;
   }
   const claimedAt = metaString(task, "claimedAt");
-  if (claimedAt && (released === undefined || isLater(claimedAt, released))) return { stamp: claimedAt, claimedAt: true };
-  return { stamp: released ?? task.createdAt, claimedAt: false };
+  const found = claimedAt && (released === undefined || isLater(claimedAt, released)) ? { stamp: claimedAt, claimedAt: true } : { stamp: released ?? task.createdAt, claimedAt: false };
+  return { ...found, stamp: afterDenials(task, found.stamp) };
+}
+
+/**
+ * A claim after a start gate's denial is a new claim, whatever the worker's stamps say. They come
+ * from the worker's clock: one ahead of the leader's (another host) leaves a stamp later than the
+ * denial, the same stamp as the denied claim's, and the re-claim would read as the claim already
+ * judged. Such a stamp gets the count of denials so far (`<stamp>#<n>`), which only a denial moves.
+ */
+function afterDenials(task: Task, stamp: string): string {
+  const deniedAt = metaString(task, "qualityGateStartDeniedAt");
+  if (!deniedAt || stamp === deniedAt || !isLater(stamp, deniedAt)) return stamp;
+  const count = task.metadata?.qualityGateStartDeniedCount;
+  return `${stamp}#${typeof count === "number" && Number.isFinite(count) ? count : 0}`;
 }
 
 /**
@@ -103,7 +116,7 @@ export function taskEvent(task: Task): HookEvent | null {
       event: "task_started",
       taskId: task.id,
       member: task.owner,
-      timestamp: claim.claimedAt ? claim.stamp : task.updatedAt,
+      timestamp: claim.claimedAt ? (metaString(task, "claimedAt") ?? task.updatedAt) : task.updatedAt,
       source: "task",
     };
   }
