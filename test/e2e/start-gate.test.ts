@@ -329,6 +329,17 @@ describe("run task_started by hand", () => {
     expect(task.owner).toBeUndefined();
   });
 
+  it("with --apply-policy refuses a task that holds no claim (exit 2): nobody is told of a claim that was never made", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "pending" })] });
+    await rig.hook(team, "on_task_started.sh", DENY);
+    const refused = await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--member", "alice", "--apply-policy"], { env: { NO_COLOR: "1" } });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("--task 1: the task holds no claim (it is pending without an owner): --apply-policy has nothing to put back");
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(0);
+    // Without --apply-policy the gate is tried as the file stands.
+    expect((await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1"], { env: { NO_COLOR: "1" } })).code).toBe(1);
+  });
+
   it("tells the member whose claim it put back, not the --member named", async () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice" })] });
     await rig.hook(team, "on_task_started.sh", DENY);

@@ -59,6 +59,10 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     }
     // The key the leader would give this event, so that --apply-policy stays idempotent per event.
     const fromFile = taskEvent(read.value);
+    if (event === "task_started" && v["apply-policy"] && fromFile?.event !== event) {
+      // Nothing to put back, and no member whose claim it was: a message "denied your claim" would be untrue.
+      throw new HooksError("E_TASK", `--task ${taskId}: the task holds no claim (it is ${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put back; run without it to try the gate`);
+    }
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
   }
 

@@ -204,7 +204,8 @@ Event:
   --timestamp ISO         when it happened (default: none)
   --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge);
                           for task_started, the start gate's answer: a denied claim is put back
-                          to pending without owner and the member told
+                          to pending without owner and the member told (a task that holds no
+                          claim is refused: exit 2)
 
 ${TEAM_FLAGS}
 Output:
