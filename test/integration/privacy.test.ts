@@ -323,4 +323,21 @@ describe("redaction", () => {
     expect(outcome.result?.redactions).toBe(2); // the body kept as stdout, and the reason
     expect(grep(team.teamDir, GHP)).toEqual([]);
   });
+
+  it("a handler's verdict code holding a secret (it fits the code's pattern): redacted in the log, the task, the follow-up, the nudge and a deferral", async () => {
+    const SK = `sk-proj${randomBytes(12).toString("hex")}`; // lower case: a valid code
+    const lower = `deploy${randomBytes(8).toString("hex")}`; // hooks.redactEnv, lower case too
+    receiver.route("/code-deny", (_req, res) => res.writeHead(200).end(JSON.stringify({ decision: "deny", code: SK, reason: "denied" })));
+    const env = { ...process.env, DEPLOY_TOKEN: lower };
+    const denied = await invokeEvent(request({ policy: POLICY, handlers: [handler("ci", "/code-deny")], privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(denied.counted).toBe("failed");
+    expect(denied.result?.verdict?.code).toBe("[redacted]");
+    expect(grep(team.teamDir, SK)).toEqual([]);
+
+    receiver.route("/code-defer", (_req, res) => res.writeHead(200).end(JSON.stringify({ decision: "defer", code: lower, reason: "queued" })));
+    const held = await invokeEvent(request({ key: "task_completed:7:2026-12-02T11:00:00.000Z", timestamp: "2026-12-02T11:00:00.000Z", policy: POLICY, handlers: [handler("ci", "/code-defer")], privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(held.deferral?.code).toBe("[redacted]");
+    expect(grep(team.teamDir, lower)).toEqual([]);
+    expect((await logs()).every((l) => (l.result.redactions ?? 0) > 0)).toBe(true);
+  });
 });

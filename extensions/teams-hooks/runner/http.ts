@@ -364,6 +364,8 @@ function keptBody(text: string, bytes: number): Pick<RunResult, "stdout" | "stdo
 function redactVerdict(verdict: Verdict, redact: (text: string) => string): Verdict {
   return {
     ...verdict,
+    // The code too: a lower-case secret or an `sk-` key fits its pattern, and it is kept as the others are.
+    ...(verdict.code === undefined ? {} : { code: redact(verdict.code) }),
     ...(verdict.reason === undefined ? {} : { reason: redact(verdict.reason) }),
     ...(verdict.message === undefined ? {} : { message: redact(verdict.message) }),
     ...(verdict.patch === undefined ? {} : { patch: redactJson(verdict.patch, redact) }),
