@@ -340,4 +340,27 @@ describe("redaction", () => {
     expect(grep(team.teamDir, lower)).toEqual([]);
     expect((await logs()).every((l) => (l.result.redactions ?? 0) > 0)).toBe(true);
   });
+
+  it("credentials in the spellings debug output uses: Go's header map, another scheme, escaped JSON, a key cut by the limit", async () => {
+    const opaque = `opq${randomBytes(10).toString("hex")}`; // no shape of its own: only the header gives it away
+    const ssws = `00${randomBytes(10).toString("hex")}`;
+    const keyLine = randomBytes(45).toString("base64");
+    hook(
+      "on_task_completed.sh",
+      [
+        `echo "map[Accept:[*/*] Authorization:[Bearer ${opaque}]]"`,
+        `echo "Authorization: SSWS ${ssws}" >&2`,
+        // A JSON log line quoting a request, then a key in a JSON string that the output limit cuts.
+        `printf '%s\n' '{"req":"{\\"authorization\\":\\"Bearer ${opaque}\\"}"}'`,
+        `head -c 11900 /dev/zero | tr '\\0' x; printf '%s' ' {"key":"-----BEGIN PRIVATE KEY-----\\n${keyLine}\\n${keyLine}\\n${keyLine}\\n-----END PRIVATE KEY-----"}'`,
+        "exit 1",
+      ].join("\n"),
+    );
+    const outcome = await invokeEvent(request({ policy: POLICY }));
+    expect(outcome.counted).toBe("failed");
+    for (const value of [opaque, ssws, keyLine.slice(0, 16)]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const [log] = await logs();
+    expect(log?.result.stdout).toContain("Authorization:[Bearer [redacted]]");
+    expect(log?.result.stderr).toBe("Authorization: SSWS [redacted]\n");
+  });
 });

@@ -23,6 +23,10 @@ describe("shapeRedactor: credential shapes become [redacted], each counted", () 
     ["an Authorization header (its scheme stays)", "> Authorization: Bearer abc.def-123\n< HTTP/1.1 200", `> Authorization: Bearer ${REDACTED}\n< HTTP/1.1 200`],
     ["a JSON authorization value", '{"authorization":"Basic dXNlcjpwYXNz"}', `{"authorization":"Basic ${REDACTED}"}`],
     ["a bare token after Authorization", "curl -H 'Authorization: a1b2c3d4e5f6'", `curl -H 'Authorization: ${REDACTED}'`],
+    ["an Authorization header of another scheme", "Authorization: SSWS 00abcDEF9hiJKLmno", `Authorization: SSWS ${REDACTED}`],
+    ["an Authorization header JSON-escaped in a string", '{"log":"{\\"Authorization\\":\\"Bearer abc.def-123\\"}"}', `{"log":"{\\"Authorization\\":\\"Bearer ${REDACTED}\\"}"}`],
+    ["an Authorization header in a list (Go prints headers so)", "map[Authorization:[Bearer abc.def-123] Accept:[*/*]]", `map[Authorization:[Bearer ${REDACTED}] Accept:[*/*]]`],
+    ["a PGP private key block", `-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0abc123\n=Xy9z\n-----END PGP PRIVATE KEY BLOCK-----`, REDACTED],
   ])("%s", (_name, text, expected) => {
     const out = shapeRedactor(text);
     expect(out.text).toBe(expected);
@@ -43,6 +47,16 @@ describe("shapeRedactor: credential shapes become [redacted], each counted", () 
   it("a key block cut before its END line goes to the end of its lines", () => {
     const cut = PEM.split("\n").slice(0, 2).join("\n");
     expect(shapeRedactor(`before\n${cut}`).text).toBe(`before\n${REDACTED}`);
+  });
+
+  it.each([
+    ["indented", PEM.split("\n").slice(0, 3).map((l) => `  ${l}`).join("\n")],
+    ["JSON-escaped", JSON.stringify(PEM.split("\n").slice(0, 3).join("\n")).slice(0, -1)],
+    ["joined by blanks (an unquoted echo)", PEM.split("\n").slice(0, 3).join(" ").slice(0, -4)],
+  ])("a key block cut before its END line, %s, goes to the end of the text", (_name, cut) => {
+    const out = shapeRedactor(`before\n${cut}`).text;
+    expect(out.startsWith("before\n")).toBe(true);
+    expect(out).not.toMatch(/MIIE|Vq3x/);
   });
 
   it("is idempotent: redacting twice counts once", () => {

@@ -4,7 +4,7 @@
  * - the values of the environment variables a team names: its handlers' secret headers and signing
  *   keys, and `hooks.redactEnv` (settings/privacy.ts secretEnvNames), read from the leader's
  *   environment;
- * - common credential shapes, whoever's they are: PEM private key blocks, GitHub tokens (`ghp_`,
+ * - common credential shapes, whoever's they are: PEM and PGP private key blocks, GitHub tokens (`ghp_`,
  *   `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), `sk-` API keys, AWS access key ids (`AKIA`,
  *   `ASIA`), JWTs, and the value of an `Authorization:` (or `Proxy-Authorization:`) header.
  * Each replacement is counted: a run's log says how many (`result.redactions`).
@@ -94,13 +94,23 @@ interface Shape {
 
 const whole = (): string => REDACTED;
 
+/** A line break inside a key block: a real one (then any indentation), or JSON-escaped. */
+const KEY_LINE_BREAK = String.raw`(?:\r?\n|\\r\\n|\\n)[ \t]*`;
+/** A value that looks like a token, not a word: 8 or more token characters, a digit or a symbol among them. */
+const TOKEN_VALUE = String.raw`(?=[A-Za-z0-9._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{8,}`;
+
 /** The credential shapes, each with the fixed text it cannot do without. */
 const SHAPES: readonly Shape[] = [
   {
     name: "private key",
-    hints: ["PRIVATE KEY-----"],
-    // Its END line, or, when the text was cut inside the block, every base64 or header line that follows.
-    pattern: /-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----(?:[\s\S]*?-----END \1PRIVATE KEY-----|(?:\r?\n(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\r\n]*)?(?=\r?\n|$))*)/g,
+    hints: ["PRIVATE KEY-----", "PRIVATE KEY BLOCK-----"],
+    // A PEM block (or a PGP one: `PRIVATE KEY BLOCK`) to its END line; when the text was cut inside it,
+    // every base64 or header line that follows, whether the lines are indented, JSON-escaped (`\n`)
+    // or joined by blanks (a shell's unquoted `echo $KEY`).
+    pattern: new RegExp(
+      `-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----(?:[\\s\\S]*?-----END \\1PRIVATE KEY\\2-----|(?:${KEY_LINE_BREAK}(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\\r\\n\\\\]*)?(?=[ \\t]*(?:${KEY_LINE_BREAK}|["']|$))|[ \\t]+(?:[A-Za-z0-9+/=]{16,}(?=[ \\t]|$)|[A-Za-z0-9+/=]+$))*)`,
+      "g",
+    ),
     replace: whole,
   },
   { name: "GitHub token", hints: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"], pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, replace: whole },
@@ -110,11 +120,16 @@ const SHAPES: readonly Shape[] = [
   {
     name: "Authorization header",
     hints: ["uthorization", "UTHORIZATION"],
-    // The header's name and its scheme stay (they say what was there). After a scheme, the rest of the
-    // line (or of the quoted value) goes; without one, only a lone token-like value (8 or more
-    // characters, a digit or a symbol among them), so that prose ("Authorization: required") stays.
-    pattern: /((?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?)(?:((?:bearer|basic|token|digest|negotiate|bot|aws4-hmac-sha256)[ \t]+)(?!\[redacted\])[^"'\r\n]+|(?=[A-Za-z0-9._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{8,}(?=["'\s,;}]|$))/gim,
-    replace: (_match, head = "", scheme = "") => `${head}${scheme}${REDACTED}`,
+    // The header's name and its scheme stay (they say what was there). After a known scheme, the rest
+    // of the value (to a quote, a backslash, a `]` or the line's end) goes; after any other scheme word,
+    // a token-like value (8 or more characters, a digit or a symbol among them); without a scheme, such
+    // a value alone, so that prose ("Authorization: required") stays. The name and the value may be
+    // quoted, JSON-escaped (`\"Authorization\":\"Bearer …\"`) or in a list (Go's `Authorization:[Bearer …]`).
+    pattern: new RegExp(
+      `((?:proxy-)?authorization(?:\\\\?["'])?[ \\t]*[:=][ \\t]*(?:\\[[ \\t]*)?(?:\\\\?["'])?)(?:((?:bearer|basic|token|digest|negotiate|bot|aws4-hmac-sha256)[ \\t]+)(?!\\[redacted\\])[^"'\\r\\n\\\\\\]]+|([A-Za-z][A-Za-z0-9_-]*[ \\t]+)?${TOKEN_VALUE}(?=["'\\s,;}\\]\\\\]|$))`,
+      "gim",
+    ),
+    replace: (_match, head = "", scheme = "", other = "") => `${head}${scheme}${other}${REDACTED}`,
   },
 ];
 
