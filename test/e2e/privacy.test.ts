@@ -89,6 +89,26 @@ describe("privacy through the bin", () => {
     expect(report.confidential).toMatchObject({ value: false, origin: "default" });
     expect(policy.stdout).not.toContain(deploy);
   });
+
+  it("a hooks block refused for a typo still redacts what it names, and a confidential team's log keeps no content", async () => {
+    const deploy = `deploy-${randomBytes(8).toString("hex")}`;
+    const subject = `SUBJ-${randomBytes(8).toString("hex")}`;
+    team = await makeTempTeam({
+      teamId: "e2e-refused",
+      // task.title names no field: the whole block is refused.
+      config: { teamId: "e2e-refused", hooks: { confidential: true, redactEnv: ["DEPLOY_TOKEN"], projection: { on_task_completed: ["task.title"] } } },
+      tasks: [makeTask({ id: "3", status: "completed", owner: "bob", subject, metadata: { completedAt: "2026-12-02T10:00:00.000Z" } })],
+    });
+    const hooksDir = path.join(team.teamsRoot, "_hooks");
+    fs.mkdirSync(hooksDir);
+    fs.writeFileSync(path.join(hooksDir, "on_task_completed.sh"), `#!/usr/bin/env bash\necho "pushed with $DEPLOY_TOKEN" >&2\nexit 1\n`, { mode: 0o755 });
+    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3", "--apply-policy"], { DEPLOY_TOKEN: deploy });
+    expect(run.stderr).toContain('the "hooks" block is refused whole');
+    expect(run.stdout).toContain("pushed with [redacted]");
+    expect(grep(team.teamDir, deploy)).toEqual([]);
+    const logs = await readLogs(team.teamDir);
+    expect(JSON.stringify(logs)).not.toContain(subject);
+  });
 });
 
 describe("privacy in the leader", () => {

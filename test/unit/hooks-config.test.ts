@@ -270,3 +270,28 @@ describe("hooks.exitCodes", () => {
     if (!check.ok) expect(check.problems[0]).toMatch(/^\/t\/config\.json: hooks\.exitCodes: .*got "posix"$/);
   });
 });
+
+describe("a refused block still says what to withhold", () => {
+  it("its redactEnv, its handlers' secret variables and confidential: true stay in force; nothing else of it does", () => {
+    const hooks = {
+      failureAction: "reopen_followup",
+      confidential: true,
+      redactEnv: ["DEPLOY_TOKEN", "not a name", 3],
+      handlers: [{ name: "ci", url: "not a url", secretHeaders: { Authorization: "CI_TOKEN" }, signingSecretEnv: "CI_HMAC" }],
+      projection: { on_task_completed: ["task.title"] },
+    };
+    const refused = resolveSettings({ hooks, noBlock: null, file: "/t/config.json", env: {} });
+    expect(refused.block.valid).toBe(false);
+    expect(refused.handlers).toEqual([]);
+    expect(refused.values.failureAction).not.toBe("reopen_followup");
+    expect(refused.redactEnv).toEqual({ value: ["DEPLOY_TOKEN", "CI_TOKEN", "CI_HMAC"], source: "config", origin: "config.json hooks.redactEnv (of the refused block: kept, for what is withheld)" });
+    expect(refused.confidential).toMatchObject({ value: true, source: "config" });
+    // Kept by a leader's reload: the last valid block's names, and the refused block's added.
+    const kept = resolveSettings({ hooks: { ...hooks, confidential: false }, noBlock: null, file: "/t/config.json", env: {}, lastValid: { redactEnv: ["NPM_TOKEN"] } });
+    expect(kept.redactEnv.value).toEqual(["NPM_TOKEN", "DEPLOY_TOKEN", "CI_TOKEN", "CI_HMAC"]);
+    expect(kept.confidential.value).toBe(false);
+    // A valid block, or none: nothing added.
+    expect(resolveSettings({ hooks: { redactEnv: ["A_TOKEN"] }, noBlock: null, file: "/t/config.json", env: {} }).redactEnv.origin).toBe("config.json hooks.redactEnv");
+    expect(resolveSettings({ hooks: undefined, noBlock: null, file: "/t/config.json", env: {} }).redactEnv).toEqual({ value: [], source: "default", origin: "default" });
+  });
+});

@@ -24,7 +24,7 @@ import {
 } from "./options.js";
 import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
 import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
-import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
+import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, keepRefusedPrivacy, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
@@ -334,8 +334,11 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
       ? { value: Object.freeze([...block.writableFields]), source: "config", origin: inConfig("hooks.writableFields") }
       : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" },
     projection: fromConfig(block.projection, "hooks.projection", Object.freeze({}) as Projection),
-    confidential: fromConfig(block.confidential, "hooks.confidential", false),
-    redactEnv: fromConfig(block.redactEnv ? Object.freeze([...block.redactEnv]) : block.redactEnv, "hooks.redactEnv", Object.freeze([]) as readonly string[]),
+    // A refused block still says what to withhold: its redaction and confidentiality are kept (settings/privacy.ts).
+    ...keepRefusedPrivacy(chosen.valid || input.noBlock ? null : input.hooks, input.file, {
+      confidential: fromConfig(block.confidential, "hooks.confidential", false),
+      redactEnv: fromConfig(block.redactEnv ? Object.freeze([...block.redactEnv]) : block.redactEnv, "hooks.redactEnv", Object.freeze([]) as readonly string[]),
+    }),
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,

@@ -6,6 +6,7 @@
  * handlers' secrets). docs/hook-contract.md, "What a hook is shown, and what is kept of what it
  * says", and docs/security.md, "Redaction". Pure: values in, values out.
  */
+import path from "node:path";
 import { z } from "zod";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
 import { CONTEXT_TASK_FIELDS, projectionPathProblem } from "../contract/projection.js";
@@ -105,4 +106,40 @@ export function secretEnvNames(handlers: readonly HandlerDef[], redactEnv: reado
   }
   for (const variable of redactEnv) names.add(variable);
   return [...names];
+}
+
+/** A privacy setting as settings/hooks-config.ts reports it (its `Effective`). */
+type PrivacySetting<T> = { value: T; source: "config" | "default"; origin: string };
+
+/**
+ * The privacy settings in force when config.json's `hooks` block was refused (`refused`: that block
+ * as written): a refusal must not put what the team asked to keep secret on disk. The variables the
+ * refused block names for redaction (`redactEnv`, its handlers' secret headers and signing keys, read
+ * leniently: each a variable name) are redacted too, and `confidential: true` still keeps content out
+ * of the logs. This widens what is withheld, never narrows it: everything else of the block stays
+ * refused (its handlers do not run).
+ */
+export function keepRefusedPrivacy(
+  refused: unknown,
+  file: string,
+  settings: { confidential: PrivacySetting<boolean>; redactEnv: PrivacySetting<readonly string[]> },
+): { confidential: PrivacySetting<boolean>; redactEnv: PrivacySetting<readonly string[]> } {
+  if (refused === null || typeof refused !== "object" || Array.isArray(refused)) return settings;
+  const block = refused as Record<string, unknown>;
+  const names = new Set(settings.redactEnv.value);
+  const before = names.size;
+  const add = (value: unknown): void => void (typeof value === "string" && ENV_NAME.test(value) && names.add(value));
+  if (Array.isArray(block.redactEnv)) block.redactEnv.forEach(add);
+  for (const handler of Array.isArray(block.handlers) ? (block.handlers as unknown[]) : []) {
+    if (handler === null || typeof handler !== "object") continue;
+    const { secretHeaders, signingSecretEnv } = handler as Record<string, unknown>;
+    if (secretHeaders !== null && typeof secretHeaders === "object") Object.values(secretHeaders).forEach(add);
+    add(signingSecretEnv);
+  }
+  const where = `${path.basename(file)} hooks`;
+  const kept = " (of the refused block: kept, for what is withheld)";
+  return {
+    confidential: block.confidential === true && !settings.confidential.value ? { value: true, source: "config", origin: `${where}.confidential${kept}` } : settings.confidential,
+    redactEnv: names.size > before ? { value: Object.freeze([...names]), source: "config", origin: `${where}.redactEnv${kept}` } : settings.redactEnv,
+  };
 }
