@@ -109,6 +109,20 @@ describe("privacy through the bin", () => {
     const logs = await readLogs(team.teamDir);
     expect(JSON.stringify(logs)).not.toContain(subject);
   });
+
+  it("a projection naming no gate (a typo: the file is 10-lint.sh) is said before the gate runs, shown everything", async () => {
+    team = await makeTempTeam({
+      teamId: "e2e-typo",
+      config: { teamId: "e2e-typo", hooks: { projection: { "on_task_completed.d/10-lint": ["task.id"] } } },
+      tasks: [makeTask({ id: "3", status: "completed", owner: "bob", metadata: { completedAt: "2026-12-02T10:00:00.000Z" } })],
+    });
+    const chainDir = path.join(team.teamsRoot, "_hooks", "on_task_completed.d");
+    fs.mkdirSync(chainDir, { recursive: true });
+    fs.writeFileSync(path.join(chainDir, "10-lint.sh"), "#!/usr/bin/env bash\nexit 0\n", { mode: 0o755 });
+    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3"], {});
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain("warning: hooks.projection names on_task_completed.d/10-lint, which runs for no event: the projection applies to nothing, and the gates see the whole document (gates: on_task_completed.d/10-lint.sh)");
+  });
 });
 
 describe("privacy in the leader", () => {

@@ -33,7 +33,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   };
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
   const allowInsecure = v["allow-insecure-hooks"] === true;
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true, handlers: setup.settings.handlers })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
 
   const leader = new Leader({
     setup,

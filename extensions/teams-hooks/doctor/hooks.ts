@@ -8,11 +8,12 @@
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, discoverChains, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
+import { chainDirName, discoverChains, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { findStrayHookFiles, hookCandidatePaths, insecurity, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
 import type { HandlerDef } from "../settings/handlers.js";
+import type { Projection } from "../settings/privacy.js";
 import type { HandlerReport } from "./handlers.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";
@@ -294,12 +295,14 @@ function strayMessage(stray: StrayHookFile): string {
  * What `watch` and `run` say before anything runs: files that look like gates but never run, gates the
  * leader refuses as insecure, and (`noGate`) a hooks dir in which no event has a gate at all.
  */
-export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean; handlers?: readonly HandlerDef[] }): Promise<string[]> {
+export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean; handlers?: readonly HandlerDef[]; projection?: Projection }): Promise<string[]> {
   const layers = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir) ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
   const out = layers.flatMap((dir) => findStrayHookFiles(dir).map(strayMessage));
   let gates = 0;
-  for (const { chain } of await discoverChains(input.hooksDir, input.teamHooksDir, input.handlers ?? [])) {
+  const names = new Set<string>();
+  for (const { event, chain } of await discoverChains(input.hooksDir, input.teamHooksDir, input.handlers ?? [])) {
     gates += chain.hooks.length;
+    for (const hook of chain.hooks) names.add(gateName(hook, event));
     if (input.allowInsecure) continue;
     for (const hook of chain.hooks) {
       if (hook.kind === "http") continue; // not a file: nothing others could rewrite on disk
@@ -307,6 +310,10 @@ export async function gateWarnings(input: { hooksDir: string; teamHooksDir: stri
       const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
       if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
     }
+  }
+  // A projection whose gate name matches no gate (a typo) leaves the gate meant showing everything: said before anything runs.
+  for (const gate of Object.keys(input.projection ?? {})) {
+    if (!names.has(gate)) out.push(`hooks.projection names ${gate}, which runs for no event: the projection applies to nothing, and the gates see the whole document (gates: ${[...names].join(", ") || "none"})`);
   }
   if (input.noGate && gates === 0) {
     out.push(`no gate runs for any event: no hook in ${input.hooksDir} (nor in the team layer ${input.teamHooksDir}); pi-teams-hooks init copies the example gates`);
