@@ -363,4 +363,19 @@ describe("redaction", () => {
     expect(log?.result.stdout).toContain("Authorization:[Bearer [redacted]]");
     expect(log?.result.stderr).toBe("Authorization: SSWS [redacted]\n");
   });
+
+  it("a team secret with & and < echoed by a Go receiver's JSON, and one mounted with a newline that a hook prints trimmed", async () => {
+    const pass = `p&ss<${randomBytes(6).toString("hex")}>`;
+    const mounted = `mnt-${randomBytes(8).toString("hex")}`;
+    hook("on_task_completed.sh", 'printf "token=%s.\\n" "$(printf %s "$MOUNTED_TOKEN" | tr -d "\\n")"');
+    const escaped = JSON.stringify(pass).slice(1, -1).replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+    receiver.route("/go", (_req, res) => res.writeHead(500).end(`{"error":"bad password ${escaped}"}`));
+    const env = { ...process.env, DB_PASSWORD: pass, MOUNTED_TOKEN: `${mounted}\n` };
+    const outcome = await invokeEvent(request({ policy: POLICY, handlers: [handler("go", "/go")], privacy: privacy({ redactEnv: ["DB_PASSWORD", "MOUNTED_TOKEN"] }), env }));
+    expect(outcome.counted).toBe("failed");
+    for (const value of [escaped, mounted]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const kept = (await logs()).map((l) => `${l.result.stdout} ${l.result.error ?? ""}`).join("\n");
+    expect(kept).toContain("token=[redacted].");
+    expect(kept).toContain("bad password [redacted]");
+  });
 });

@@ -75,6 +75,13 @@ describe("secret values", () => {
     expect(out.count).toBe(4);
   });
 
+  it("a value with HTML characters as Go's and Rails' JSON encoders write it, and a value's trimmed form", () => {
+    const redact = teamRedactor({ PASS: "p&ss<w>rd-1234", MOUNTED: "tok-abcdef123456\n" }, ["PASS", "MOUNTED"]);
+    expect(redact('{"go":"p\\u0026ss\\u003cw\\u003erd-1234"}').text).toBe(`{"go":"${REDACTED}"}`);
+    // A secret mounted from a file ends in a newline; a tool that prints it trims it.
+    expect(redact("token=tok-abcdef123456.").text).toBe(`token=${REDACTED}.`);
+  });
+
   it("a team redactor ignores values under the minimum (a flag like 1 would turn every 1 into [redacted])", () => {
     const redact = teamRedactor({ FLAG: "1", TOKEN: "tok-0000-secret" }, ["FLAG", "TOKEN", "UNSET"]);
     expect(MIN_TEAM_SECRET_CHARS).toBe(4);

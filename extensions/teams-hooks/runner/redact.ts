@@ -74,11 +74,17 @@ export function secretRedactor(secrets: readonly string[]): Redactor {
   return chain(replacers);
 }
 
-/** The ways a receiver may write `value` back: as sent, JSON-escaped (three encoders' ways), percent-encoded. */
+/**
+ * The ways a receiver may write `value` back: as sent, JSON-escaped (the encoders' ways: `\/` as
+ * PHP's, every non-ASCII character as Python's, `<`, `>` and `&` as `\u003c`… as Go's and Rails'),
+ * percent-encoded.
+ */
 function spellings(value: string): string[] {
+  const unicode = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
   const json = JSON.stringify(value).slice(1, -1);
-  const asciiJson = json.replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
-  return [value, json, json.replaceAll("/", "\\/"), asciiJson, asciiJson.replaceAll("/", "\\/"), encodeURIComponent(value)];
+  const asciiJson = json.replace(/[\u007f-\uffff]/g, unicode);
+  const html = (text: string): string => text.replace(/[<>&\u2028\u2029]/g, unicode);
+  return [value, json, json.replaceAll("/", "\\/"), asciiJson, asciiJson.replaceAll("/", "\\/"), html(json), html(asciiJson), encodeURIComponent(value)];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,7 +163,11 @@ const CREDENTIAL_TAIL = /(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|AS
  * MIN_TEAM_SECRET_CHARS long), then the credential shapes.
  */
 export function teamRedactor(env: Readonly<Record<string, string | undefined>>, names: readonly string[]): Redactor {
-  const values = names.map((name) => env[name] ?? "").filter((value) => value.length >= MIN_TEAM_SECRET_CHARS);
+  // A value read from a file often ends in a newline (a mounted secret) that whoever prints it drops: both are looked for.
+  const values = names
+    .map((name) => env[name] ?? "")
+    .flatMap((value) => (value.trim() === value ? [value] : [value, value.trim()]))
+    .filter((value) => value.length >= MIN_TEAM_SECRET_CHARS);
   const redactor = chain([secretRedactor(values), shapeRedactor]);
   cutPrefixes.set(redactor, values);
   return redactor;
