@@ -216,3 +216,23 @@ describe("privacy in the leader", () => {
     expect(showCi.stdout).toMatch(/^shown: {8}no description, no metadata, the subject replaced by the id \(confidential\); \d+ bytes/m);
   });
 });
+
+describe("a decision from a process without the team's secrets", () => {
+  it("decide, run where DEPLOY_TOKEN is not set, while the leader (which has it) runs: the deferral file keeps no raw value once applied", async () => {
+    const deploy = `deploy-${randomBytes(8).toString("hex")}`;
+    const team = await rig.team({ teamId: "leader-decide", tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })], config: { hooks: { failureAction: "reopen_followup", redactEnv: ["DEPLOY_TOKEN"] } } });
+    await rig.hook(team, "on_task_completed.sh", `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`);
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"], { env: { DEPLOY_TOKEN: deploy } });
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [held] = await leader.waitForEvents(1, (e) => e.outcome === "deferred");
+    const runId = held?.deferral?.runId ?? "";
+    // The decider's shell has no DEPLOY_TOKEN: it cannot know the value to redact.
+    const answer = await runBin(["decide", "--team-dir", team.teamDir, runId, "deny", "--reason", `deploy ${deploy} rejected`, "--by", "ci"]);
+    expect(answer.code).toBe(0);
+    await leader.waitForEvents(1, (e) => e.decision !== undefined);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    expect(grep(team.teamDir, deploy)).toEqual([]);
+    const deferral = JSON.parse(fs.readFileSync(path.join(team.teamDir, "hook-state", "deferrals", `${runId}.json`), "utf8")) as { decision: { reason: string; redactions: number } };
+    expect(deferral.decision).toMatchObject({ reason: "deploy [redacted] rejected", redactions: 1 });
+  });
+});

@@ -268,6 +268,11 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   if (record.applied) {
     return { kind: "applied", record, result: decisionResult(record, decision, record.applying?.runId ?? runId), summary: "", actions: record.applied.actions, logFile: record.applied.logFile, waitedMs, already: true };
   }
+  // A decider without this environment (serve, decide in another shell) kept what only it redacts: rewritten so.
+  if (again.count > 0) {
+    const redacted = (r: DeferralRecord): DeferralRecord | undefined => (r.decision && !r.applied ? { ...r, ...held, decision: { ...redactFields(r.decision, redact).decision, redactions: (r.decision.redactions ?? 0) + again.count } } : undefined);
+    record = { ...((await updateDeferral(teamDir, runId, redacted).catch(() => null)) ?? record), ...held };
+  }
   const task = await freshTask(teamDir, record);
   const invocation: HookInvocation = {
     event: record.event,
