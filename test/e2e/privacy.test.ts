@@ -234,5 +234,9 @@ describe("a decision from a process without the team's secrets", () => {
     expect(grep(team.teamDir, deploy)).toEqual([]);
     const deferral = JSON.parse(fs.readFileSync(path.join(team.teamDir, "hook-state", "deferrals", `${runId}.json`), "utf8")) as { decision: { reason: string; redactions: number } };
     expect(deferral.decision).toMatchObject({ reason: "deploy [redacted] rejected", redactions: 1 });
+    // The same decision sent again from that shell is the same one, not a conflict with the rewritten record.
+    const again = await runBin(["decide", "--team-dir", team.teamDir, runId, "deny", "--reason", `deploy ${deploy} rejected`, "--by", "ci"]);
+    expect(again).toMatchObject({ code: 0 });
+    expect(grep(team.teamDir, deploy)).toEqual([]);
   });
 });
