@@ -378,4 +378,15 @@ describe("redaction", () => {
     expect(kept).toContain("token=[redacted].");
     expect(kept).toContain("bad password [redacted]");
   });
+
+  it("a task API key (pth_…) a hook prints, named nowhere: its secret part is on no file", async () => {
+    const id = randomBytes(6).toString("hex");
+    const key = `pth_${id}_${randomBytes(32).toString("base64url")}`;
+    hook("on_task_completed.sh", 'echo "deciding with $API_KEY" >&2\nexit 1');
+    const outcome = await invokeEvent(request({ policy: POLICY, env: { ...process.env, API_KEY: key } }));
+    expect(outcome.counted).toBe("failed");
+    expect(grep(team.teamDir, key.slice(`pth_${id}_`.length))).toEqual([]);
+    const [log] = await logs();
+    expect(log?.result.stderr).toBe(`deciding with pth_${id}_[redacted]\n`);
+  });
 });
