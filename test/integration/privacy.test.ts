@@ -389,4 +389,17 @@ describe("redaction", () => {
     const [log] = await logs();
     expect(log?.result.stderr).toBe(`deciding with pth_${id}_[redacted]\n`);
   });
+
+  it("keys of a verdict the contract does not name (kept in the log as given) are redacted too, a file's and a handler's", async () => {
+    const SK = `sk-proj${randomBytes(12).toString("hex")}X`;
+    hook("on_task_completed.sh", `echo "{\\"decision\\":\\"allow\\",\\"debug\\":{\\"token\\":\\"$DEPLOY_TOKEN\\",\\"list\\":[\\"${GHP}\\"]}}"`);
+    receiver.route("/extra", (_req, res) => res.writeHead(200).end(JSON.stringify({ decision: "deny", reason: "no", details: `key ${SK}` })));
+    const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
+    const outcome = await invokeEvent(request({ policy: POLICY, handlers: [handler("extra", "/extra")], privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
+    expect(outcome.counted).toBe("failed");
+    for (const value of [DEPLOY, GHP, SK]) expect(grep(team.teamDir, value), value).toEqual([]);
+    const verdicts = (await logs()).map((l) => l.result.verdict as Record<string, unknown> | undefined);
+    expect(verdicts).toContainEqual(expect.objectContaining({ decision: "allow", debug: { token: "[redacted]", list: ["[redacted]"] } }));
+    expect(verdicts).toContainEqual(expect.objectContaining({ decision: "deny", details: "key [redacted]" }));
+  });
 });

@@ -32,9 +32,9 @@ import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
-import { describeInvalidVerdict, readHttpVerdict, verdictOutcome, type Verdict } from "../contract/verdict.js";
+import { describeInvalidVerdict, readHttpVerdict, verdictOutcome } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { chain, redactJson, secretRedactor, type Redactor } from "./redact.js";
+import { chain, redactVerdict, secretRedactor, type Redactor } from "./redact.js";
 import { trackRequest } from "./run.js";
 
 export interface RunHandlerOptions {
@@ -361,16 +361,6 @@ function keptBody(text: string, bytes: number): Pick<RunResult, "stdout" | "stdo
   return { stdout: `${head}\n… (truncated, ${dropped} bytes omitted)`, stdoutDroppedBytes: dropped };
 }
 
-function redactVerdict(verdict: Verdict, redact: (text: string) => string): Verdict {
-  return {
-    ...verdict,
-    // The code too: a lower-case secret or an `sk-` key fits its pattern, and it is kept as the others are.
-    ...(verdict.code === undefined ? {} : { code: redact(verdict.code) }),
-    ...(verdict.reason === undefined ? {} : { reason: redact(verdict.reason) }),
-    ...(verdict.message === undefined ? {} : { message: redact(verdict.message) }),
-    ...(verdict.patch === undefined ? {} : { patch: redactJson(verdict.patch, redact) }),
-  };
-}
 
 /** The first line of `text` that holds something, on one line, cut to DIAGNOSTIC_CHARS. */
 function firstLine(text: string): string {

@@ -265,20 +265,25 @@ export function redactRunResult(result: RunResult, redact: Redactor): RunResult 
     ...result,
     stdout: output(result.stdout, result.stdoutDroppedBytes),
     stderr: output(result.stderr, result.stderrDroppedBytes),
-    ...(verdict
-      ? {
-          verdict: {
-            ...verdict,
-            ...(verdict.code === undefined ? {} : { code: text(verdict.code) }),
-            ...(verdict.reason === undefined ? {} : { reason: text(verdict.reason) }),
-            ...(verdict.message === undefined ? {} : { message: text(verdict.message) }),
-            ...(verdict.patch === undefined ? {} : { patch: redactJson(verdict.patch, text) }),
-          },
-        }
-      : {}),
+    ...(verdict ? { verdict: redactVerdict(verdict, text) } : {}),
     ...(result.errorKind === "invalid_verdict" && result.error !== undefined ? { error: text(result.error) } : {}),
   };
   return { ...out, redactions: (result.redactions ?? 0) + count };
+}
+
+/**
+ * A verdict with every string it holds passed through `text`, but its `decision` and `source` (ours to
+ * read): its code, reason, message, the strings of its patch, and any key the contract does not name
+ * (a verdict may carry more, and it is kept in the log as given), their keys too.
+ */
+export function redactVerdict<T extends { decision: string }>(verdict: T, text: (value: string) => string): T {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(verdict)) {
+    const ours = key === "decision" || key === "source";
+    Object.defineProperty(out, ours ? key : text(key), { value: ours ? value : redactValue(value, text), enumerable: true, writable: true, configurable: true });
+  }
+  // The same keys, strings for strings: the cast only restores the type the walk cannot follow.
+  return out as T;
 }
 
 /**
