@@ -102,7 +102,7 @@ describe("privacy through the bin", () => {
     const hooksDir = path.join(team.teamsRoot, "_hooks");
     fs.mkdirSync(hooksDir);
     fs.writeFileSync(path.join(hooksDir, "on_task_completed.sh"), `#!/usr/bin/env bash\necho "pushed with $DEPLOY_TOKEN" >&2\nexit 1\n`, { mode: 0o755 });
-    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3", "--apply-policy"], { DEPLOY_TOKEN: deploy });
+    const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3", "--apply-policy"], { env: { DEPLOY_TOKEN: deploy } });
     expect(run.stderr).toContain('the "hooks" block is refused whole');
     expect(run.stdout).toContain("pushed with [redacted]");
     expect(grep(team.teamDir, deploy)).toEqual([]);
@@ -119,7 +119,7 @@ describe("privacy through the bin", () => {
     const chainDir = path.join(team.teamsRoot, "_hooks", "on_task_completed.d");
     fs.mkdirSync(chainDir, { recursive: true });
     fs.writeFileSync(path.join(chainDir, "10-lint.sh"), "#!/usr/bin/env bash\nexit 0\n", { mode: 0o755 });
-    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3"], {});
+    const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3"]);
     expect(run.code).toBe(0);
     expect(run.stderr).toContain("warning: hooks.projection names on_task_completed.d/10-lint, which runs for no event: the projection applies to nothing, and the gates see the whole document (gates: on_task_completed.d/10-lint.sh)");
   });
