@@ -159,6 +159,15 @@ describe("hooks.projection", () => {
     expect(projected?.headers["x-pi-teams-hook-task-id"]).toBe("7");
     expect(bare?.headers["x-pi-teams-hook-task-id"]).toBeUndefined();
 
+    // The event key spells out the task's id and completion stamp: a projected hook gets its digest, as stable.
+    const key = request().key;
+    const digest = `sha256:${createHash("sha256").update(key).digest("hex")}`;
+    expect(env).toMatch(new RegExp(`^PI_TEAMS_HOOK_EVENT_KEY=${digest}$`, "m"));
+    expect(bare?.headers["x-pi-teams-hook-event-key"]).toBe(digest);
+    expect(`${env}\n${JSON.stringify(bare?.headers)}`).not.toContain("task_completed:7:");
+    expect(bare?.body.toString("utf8")).not.toContain(key);
+    expect(fs.readFileSync(path.join(dumps, "full.env"), "utf8")).toContain(`PI_TEAMS_HOOK_EVENT_KEY=${key}\n`);
+
     // Each log says what its hook was shown: the fields, and the exact document's hash.
     const byHook = new Map((await logs()).map((l) => [path.basename(l.result.hookPath ?? ""), l]));
     const sha = (text: string): string => createHash("sha256").update(text).digest("hex");

@@ -11,6 +11,7 @@
  * `projection` (the fields shown, as configured) and `confidential: true`. A document with neither
  * is the v1 document byte for byte.
  */
+import { createHash } from "node:crypto";
 import type { ContextDocument, HookInvocation } from "./contract.js";
 import type { Task } from "./team-files.js";
 
@@ -179,4 +180,16 @@ export function confidentialInvocation(invocation: HookInvocation): HookInvocati
     updatedAt: task.updatedAt,
   };
   return { ...invocation, completedTask: kept };
+}
+
+/**
+ * The event key a hook is given (`PI_TEAMS_HOOK_EVENT_KEY`, `X-Pi-Teams-Hook-Event-Key`): the key
+ * itself, unless a projection hides part of the task, whose id, owner and stamps the key spells out
+ * (`task_completed:7:<completedAt>`). Then `sha256:` and the key's hex digest: as stable across
+ * attempts and as distinct between events, so still an idempotency key, and it shows nothing.
+ * An idle event's key holds only identity fields (its member and time), which every view shows.
+ */
+export function shownEventKey(key: string, view: ContextView): string {
+  if (view.projection === null || key.startsWith("idle:")) return key;
+  return `sha256:${createHash("sha256").update(key).digest("hex")}`;
 }

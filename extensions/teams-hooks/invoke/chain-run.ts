@@ -12,7 +12,7 @@ import path from "node:path";
 import { type HookInvocation, stopsAtDenial } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type PreparedContext, type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
-import { type ContextView, confidentialInvocation, isFullView, viewKey } from "../contract/projection.js";
+import { type ContextView, confidentialInvocation, isFullView, shownEventKey, viewKey } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { launcherFor } from "../runner/discover.js";
@@ -129,7 +129,7 @@ export async function runChain(
               env: req.env,
               context,
               redact,
-              eventKey: req.key,
+              eventKey: shownEventKey(req.key, context.view),
               attempt: req.attempt ?? 1,
               ...(req.notBefore ? { notBefore: req.notBefore } : {}),
             })
@@ -141,7 +141,7 @@ export async function runChain(
             escapeeScan: req.sweep ?? DEFAULT_SWEEP,
             ...(req.exitCodes ? { exitCodes: req.exitCodes } : {}),
             runId,
-            eventKey: req.key,
+            eventKey: shownEventKey(req.key, context.view),
             attempt: req.attempt ?? 1,
             context,
             redact,
