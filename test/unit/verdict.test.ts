@@ -108,6 +108,17 @@ describe("verdictOutcome", () => {
     expect(Buffer.byteLength(verdict.reason ?? "")).toBeLessThanOrEqual(1024);
     expect(verdict.reason?.endsWith("…")).toBe(true);
   });
+
+  it("cuts at a blank, never inside a word: the front of a secret the cut would keep is dropped whole", () => {
+    const secret = `tok_${"k".repeat(60)}`;
+    const reason = `${"waiting for ci ".repeat(66)}${secret}`.slice(-1024);
+    const { verdict } = verdictOutcome({ decision: "defer", reason }, false);
+    expect(Buffer.byteLength(verdict.reason ?? "")).toBeLessThanOrEqual(1024);
+    expect(verdict.reason).toMatch(/waiting for ci…$/);
+    expect(verdict.reason).not.toContain("tok_");
+    const { verdict: oneWord } = verdictOutcome({ decision: "defer", reason: "x".repeat(1024) }, false);
+    expect(oneWord.reason).toBe("this event cannot be deferred:…");
+  });
 });
 
 describe("verdict hygiene", () => {
