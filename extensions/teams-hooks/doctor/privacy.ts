@@ -36,7 +36,7 @@ export function diagnosePrivacy(settings: Pick<SettingsReport, "projection" | "c
     }
   }
   if (redactEnv.size > 0 || settings.handlers.length > 0) {
-    checks.push({ level: "ok", message: `redacted from hook output: the values of ${secretEnvNames(settings.handlers, settings.redactEnv.value).join(", ")}, and credential shapes (private keys, GitHub tokens, sk- keys, AWS key ids, JWTs, Authorization headers)` });
+    checks.push({ level: "ok", message: `redacted from hook output: the values of ${secretEnvNames(settings.handlers, settings.redactEnv.value).join(", ")}, and credential shapes (private keys, GitHub tokens, sk- keys, AWS key ids, JWTs, task API keys, Authorization headers)` });
   }
   return checks;
 }
