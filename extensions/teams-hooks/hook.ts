@@ -14,11 +14,18 @@
  * read of fd 0 fails with EAGAIN when a parent left it non-blocking. `parseHookContext` is the
  * synchronous half, for text you already hold.
  *
- * Imports only contract/contract.ts (which imports contract/team-files.ts): this module ships to hooks
- * on their own, far from the leader.
+ * `runGate(gate)` does the whole run: it reads the context, calls the gate, writes what the gate
+ * returned as the verdict, and exits (see its own comment, and docs/writing-hooks.md).
+ *
+ * Imports only contract/contract.ts (which imports contract/team-files.ts) and contract/verdict.ts
+ * (which imports contract/merge-patch.ts): this module ships to hooks on their own, far from the leader.
  */
+import { writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument } from "./contract/contract.js";
+import { VERDICT_LIMITS, VerdictSchema, capReason, type Decision } from "./contract/verdict.js";
 
 export type { ContextDocument } from "./contract/contract.js";
 
@@ -155,4 +162,144 @@ async function readContextFile(file: string): Promise<string | null> {
     if (code === "ENOENT") return null;
     throw new HookContextError("E_CONTEXT_READ", `cannot read ${ENV_FILE} (${file}): ${code || String(error)}`, "file", { cause: error });
   }
+}
+
+/**
+ * What a gate run by `runGate` returns. Nothing (`undefined`, `null`) allows without a verdict. An
+ * object is a verdict: `deny: true` (or `decision: "deny"`) denies, `decision` may also be `allow`,
+ * `defer` or `patch` (with `patch`), and nothing of the two allows. `code`, `reason` and `message` are
+ * the contract's: the reason is made one line and cut to its cap at a blank, the message cut to its cap.
+ */
+export interface GateVerdict {
+  deny?: boolean;
+  decision?: Decision | Uppercase<Decision>;
+  code?: string;
+  reason?: string;
+  message?: string;
+  patch?: Record<string, unknown>;
+}
+export type GateResult = GateVerdict | null | undefined | void;
+export type Gate = (context: ContextDocument, read: HookContext) => GateResult | Promise<GateResult>;
+
+/** The exit code of each way a `runGate` run ends without a verdict that decides. */
+export const GATE_EXIT = Object.freeze({ allow: 0, deny: 1, crash: 1 });
+
+/** The longest line `runGate` prints when a gate crashes: what a failure summary keeps of stderr. */
+export const GATE_LINE_MAX_CHARS = 180;
+
+/**
+ * Runs one gate and exits. Reads the context (`readHookContext`, with `options`), calls
+ * `gate(context, read)`, and then:
+ * - it returned nothing: exits 0 (allow), no verdict;
+ * - it returned a verdict: writes it to `PI_TEAMS_HOOK_RESULT_FILE` (else as the last line of
+ *   stdout) and exits 1 for a denial, 0 otherwise (the verdict decides; the exit code agrees with it);
+ * - it threw, returned something that is no verdict, or the context could not be read: prints one
+ *   line first on stderr — `gate crashed: TypeError: x is undefined (on_task_completed.mjs:12)`, the
+ *   location being the first stack frame in the gate's own files (never Node's, a package's in
+ *   node_modules, or this helper's) — writes no verdict and exits 1. Under contract v1 that is a
+ *   denial; under strict exit codes (`hooks.exitCodes: "strict"`) it is a hook error
+ *   (`unexpected_exit`), which the failure mode decides.
+ * An error the gate leaves behind (an unhandled rejection) while it runs is a crash too.
+ */
+export async function runGate(gate: Gate, options: ReadHookContextOptions = {}): Promise<never> {
+  const env = options.env ?? process.env;
+  const crash = (error: unknown): never => exitWith(GATE_EXIT.crash, crashLine(error));
+  process.once("uncaughtException", crash);
+  process.once("unhandledRejection", crash);
+  let read: HookContext;
+  try {
+    read = await readHookContext(options);
+  } catch (error) {
+    if (error instanceof HookContextError) return exitWith(GATE_EXIT.crash, oneLine(`gate not run (${error.code}): ${error.message}`, GATE_LINE_MAX_CHARS));
+    return crash(error);
+  }
+  let result: unknown;
+  try {
+    result = await gate(read.context, read);
+  } catch (error) {
+    return crash(error);
+  }
+  if (result === undefined || result === null) return exitWith(GATE_EXIT.allow);
+  const verdict = toVerdict(result);
+  if (typeof verdict === "string") return exitWith(GATE_EXIT.crash, oneLine(`gate returned no verdict: ${verdict}`, GATE_LINE_MAX_CHARS));
+  writeVerdict(JSON.stringify(verdict), env.PI_TEAMS_HOOK_RESULT_FILE);
+  return exitWith(verdict.decision === "deny" ? GATE_EXIT.deny : GATE_EXIT.allow);
+}
+
+/** The contract's verdict of what a gate returned, or what is wrong with it. */
+function toVerdict(result: unknown): Record<string, unknown> & { decision: Decision } | string {
+  if (typeof result !== "object" || result === null || Array.isArray(result)) {
+    return `it returned ${Array.isArray(result) ? "an array" : typeof result}; return nothing to allow, or { deny: true, reason } to deny`;
+  }
+  const { deny, decision, reason, message, ...rest } = result as GateVerdict & Record<string, unknown>;
+  if (deny !== undefined && typeof deny !== "boolean") return `deny: must be true or false, got ${typeof deny}`;
+  const named = typeof decision === "string" ? decision.trim().toLowerCase() : decision;
+  if (deny !== undefined && named !== undefined && (named === "deny") !== deny) return `deny: ${String(deny)} contradicts decision: ${JSON.stringify(decision)}`;
+  const candidate: Record<string, unknown> = { ...rest, decision: named ?? (deny ? "deny" : "allow") };
+  if (typeof reason === "string") {
+    const line = reason.replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+    if (line !== "") candidate.reason = capReason(line);
+  } else if (reason !== undefined) candidate.reason = reason;
+  if (typeof message === "string") candidate.message = capBytes(message, VERDICT_LIMITS.messageBytes);
+  else if (message !== undefined) candidate.message = message;
+  const parsed = VerdictSchema.safeParse(candidate);
+  if (!parsed.success) return parsed.error.issues.map((issue) => `${issue.path.map(String).join(".") || "verdict"}: ${issue.message}`).join("; ");
+  return candidate as Record<string, unknown> & { decision: Decision };
+}
+
+/** The result file when the leader named one (it wins over stdout), else the last line of stdout. */
+function writeVerdict(json: string, resultFile: string | undefined): void {
+  if (resultFile?.trim()) {
+    try {
+      writeFileSync(resultFile, `${json}\n`);
+      return;
+    } catch {
+      // An unwritable result file: stdout still carries the verdict.
+    }
+  }
+  process.stdout.write(`\n${json}\n`);
+}
+
+function exitWith(code: number, line?: string): never {
+  if (line) process.stderr.write(`${line}\n`);
+  process.exit(code);
+}
+
+/** `gate crashed: <Name>: <message> (<file>:<line>)`, at most GATE_LINE_MAX_CHARS, the location kept whole. */
+export function crashLine(error: unknown, entry: string | undefined = process.argv[1]): string {
+  const what = error instanceof Error
+    ? `${error.name || "Error"}: ${error.message}`
+    : `threw ${typeof error === "string" ? JSON.stringify(error) : String(error)}`;
+  const where = (error instanceof Error ? ownFrame(error.stack ?? "") : null) ?? (entry ? path.basename(entry) : null);
+  const tail = where ? ` (${where})` : "";
+  return `${oneLine(`gate crashed: ${what}`, GATE_LINE_MAX_CHARS - tail.length)}${tail}`;
+}
+
+const HELPER_FILE = fileURLToPath(import.meta.url);
+
+/** `file:line` of the first frame in the gate's own files: not Node's, not in node_modules, not this helper. */
+function ownFrame(stack: string): string | null {
+  for (const line of stack.split("\n")) {
+    const match = /^\s*at (?:.*? \()?(.+?):(\d+):\d+\)?$/.exec(line);
+    if (!match) continue;
+    let file = match[1] ?? "";
+    if (file.startsWith("async ")) file = file.slice(6);
+    if (file.startsWith("file://")) file = fileURLToPath(file);
+    if (!path.isAbsolute(file) || file === HELPER_FILE || file.split(path.sep).includes("node_modules")) continue;
+    return `${path.basename(file)}:${match[2]}`;
+  }
+  return null;
+}
+
+/** Blanks and control characters made single spaces, cut to `max` characters with `…`. */
+function oneLine(text: string, max: number): string {
+  const line = text.replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  return line.length <= max ? line : `${line.slice(0, Math.max(0, max - 1)).trimEnd()}…`;
+}
+
+function capBytes(text: string, max: number): string {
+  if (Buffer.byteLength(text, "utf8") <= max) return text;
+  let cut = text.slice(0, max - 3);
+  while (Buffer.byteLength(`${cut}…`, "utf8") > max) cut = cut.slice(0, -1);
+  return `${cut}…`;
 }

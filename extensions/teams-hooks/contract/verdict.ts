@@ -187,7 +187,7 @@ export function verdictOutcome(verdict: Verdict, canDefer: boolean): { outcome: 
  * `reason` within the reason cap. A cut goes back to the last blank before it: the part of a word it
  * would keep might be the front of a secret, which no redaction can recognise by half.
  */
-function capReason(reason: string): string {
+export function capReason(reason: string): string {
   if (bytes(reason) <= VERDICT_LIMITS.reasonBytes) return reason;
   let cut = reason.slice(0, VERDICT_LIMITS.reasonBytes - 3);
   while (bytes(`${cut}…`) > VERDICT_LIMITS.reasonBytes) cut = cut.slice(0, -1);
