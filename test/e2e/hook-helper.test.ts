@@ -13,7 +13,7 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { HOOK_CONTRACT_VERSION, type ContextDocument } from "../../extensions/teams-hooks/contract/contract.js";
-import { HookContextError, parseHookContext, readHookContext, type StdinLike } from "../../extensions/teams-hooks/hook.js";
+import { GATE_LINE_MAX_CHARS, HookContextError, crashLine, parseHookContext, readHookContext, type StdinLike } from "../../extensions/teams-hooks/hook.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
 
 const execFileAsync = promisify(execFile);
@@ -135,10 +135,10 @@ describe("readHookContext, in process", () => {
     expect(error.message).toContain("PI_TEAMS_HOOK_CONTEXT_FILE is not set");
   });
 
-  it("imports nothing but contract.ts from the project (it ships to hooks on its own)", () => {
+  it("imports nothing but contract.ts and verdict.ts from the project (it ships to hooks on its own)", () => {
     const source = fs.readFileSync(path.resolve("extensions/teams-hooks/hook.ts"), "utf8");
     const local = [...source.matchAll(/from "(\.[^"]+)"/g)].map((m) => m[1]);
-    expect(new Set(local)).toEqual(new Set(["./contract/contract.js"]));
+    expect(new Set(local)).toEqual(new Set(["./contract/contract.js", "./contract/verdict.js"]));
   });
 });
 
@@ -183,5 +183,119 @@ describe("pi-teams-hooks/hook, for real (built)", () => {
     });
     expect(out.stderr).toBe("");
     expect(out.stdout.trim()).toBe("env bob");
+  });
+});
+
+describe("runGate, for real (built)", () => {
+  /** A teams root with task #1 completed by alice, and a hooks dir holding `files` (the gate first). */
+  async function setUp(files: Record<string, string>, config?: Record<string, unknown>) {
+    const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice", metadata: { completedAt: "2026-12-02T10:00:00.000Z" } })], ...(config ? { config } : {}) });
+    cleanups.push(team.teamsRoot);
+    const hooksDir = path.join(team.teamsRoot, "gates");
+    fs.mkdirSync(hooksDir);
+    for (const [name, text] of Object.entries(files)) await writeFile(path.join(hooksDir, name), text);
+    return { team, hooksDir };
+  }
+
+  function gate(body: string): string {
+    return `import { runGate } from ${JSON.stringify(HOOK_MODULE)};\n\n${body}\n`;
+  }
+
+  /** `run task_completed` on task #1: its one line, without the duration, and the run's log entry. */
+  function run(setup: { team: { teamDir: string }; hooksDir: string }) {
+    const out = spawnSync(process.execPath, [BIN, "run", "task_completed", "--team-dir", setup.team.teamDir, "--task", "1", "--hooks-dir", setup.hooksDir, "--json"], { encoding: "utf8" });
+    const report = JSON.parse(out.stdout) as { result: { outcome: string; exitCode: number | null; stderr: string; errorKind?: string; verdict?: Record<string, unknown> } };
+    const human = spawnSync(process.execPath, [BIN, "run", "task_completed", "--team-dir", setup.team.teamDir, "--task", "1", "--hooks-dir", setup.hooksDir], { encoding: "utf8" });
+    return { result: report.result, line: human.stdout.trim().replace(/ in \d+(?:\.\d+)?m?s/, "") };
+  }
+
+  const THROWS = gate("await runGate(async (context) => {\n  const x = undefined;\n  return x.files.length;\n});");
+  const CRASH = "gate crashed: TypeError: Cannot read properties of undefined (reading 'files') (on_task_completed.mjs:5)";
+
+  it("a gate that throws: one clean line naming the error and the gate's file:line; a denial under v1", async () => {
+    const { result, line } = run(await setUp({ "on_task_completed.mjs": THROWS }));
+    expect(line).toBe(`task_completed #1 on_task_completed.mjs failed: exit code 1 • ${CRASH}`);
+    expect(line).not.toContain("node:internal");
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1, stderr: `${CRASH}\n` });
+  });
+
+  it("a gate that throws under strict exit codes: a hook error, not a denial, with the same line", async () => {
+    const { result, line } = run(await setUp({ "on_task_completed.mjs": THROWS }, { hooks: { exitCodes: "strict" } }));
+    expect(result).toMatchObject({ outcome: "error", errorKind: "unexpected_exit", exitCode: 1, stderr: `${CRASH}\n` });
+    expect(line).toMatch(/^task_completed #1 on_task_completed\.mjs error: exit code 1: under strict exit codes .* • exit code 1 • gate crashed: TypeError: /);
+    expect(line.endsWith(CRASH)).toBe(true);
+    expect(line).not.toContain("node:internal");
+  });
+
+  it("names the frame in the gate's own helper file, past Node's and the helper's frames", async () => {
+    const { result } = run(
+      await setUp({
+        "on_task_completed.mjs": gate(`import { check } from "./lib.mjs";\nawait runGate((context) => check(context.task));`),
+        "lib.mjs": `export function check(task) {\n  if (!task.metadata.result) throw new RangeError("no result\\n  recorded");\n}\n`,
+      }),
+    );
+    expect(result.stderr).toBe("gate crashed: RangeError: no result recorded (lib.mjs:2)\n");
+  });
+
+  it.each([{}, { hooks: { exitCodes: "strict" } }])("a denial with code, reason and message is the verdict (config %j)", async (config) => {
+    const body = `await runGate((context) => ({ deny: true, code: "tests.missing", reason: \`task #\${context.task.id}:\\n no tests\`, message: "Add a test for the parser." }));`;
+    const { result, line } = run(await setUp({ "on_task_completed.mjs": gate(body) }, config));
+    expect(line).toBe("task_completed #1 on_task_completed.mjs failed: denied (tests.missing) • task #1: no tests • Add a test for the parser.");
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1, verdict: { decision: "deny", code: "tests.missing", reason: "task #1: no tests" } });
+  });
+
+  it.each([{}, { hooks: { exitCodes: "strict" } }])("a gate that returns nothing allows (config %j)", async (config) => {
+    const { result, line } = run(await setUp({ "on_task_completed.mjs": gate("await runGate(() => {});") }, config));
+    expect(line).toBe("task_completed #1 on_task_completed.mjs passed");
+    expect(result).toMatchObject({ outcome: "passed", exitCode: 0, stderr: "" });
+    expect(result.verdict).toBeUndefined();
+  });
+
+  it("a return that is no verdict is a crash, never a decision", async () => {
+    const { result } = run(await setUp({ "on_task_completed.mjs": gate(`await runGate(() => ({ deny: true, code: "Bad Code" }));`) }));
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
+    expect(result.stderr).toMatch(/^gate returned no verdict: code: must start with a lower-case letter/);
+  });
+
+  it("an invalid context on stdin: one line naming the channel, no verdict, exit 1", async () => {
+    const file = path.join(await tempDir(), "on_task_completed.mjs");
+    await writeFile(file, gate("await runGate(() => { throw new Error('never called'); });"));
+    for (const [input, line] of [
+      ["{oops", /^gate not run \(E_CONTEXT_JSON\): hook context from standard input is not valid JSON/],
+      [JSON.stringify({ ...DOC, task: { ...DOC.task, blocks: "none" } }), /^gate not run \(E_CONTEXT_INVALID\): .*task\.blocks/],
+    ] as const) {
+      const out = spawnSync(process.execPath, [file], { input, encoding: "utf8", env: { ...process.env, PI_TEAMS_HOOK_RESULT_FILE: "" } });
+      expect(out.status).toBe(1);
+      expect(out.stdout).toBe("");
+      expect(out.stderr.split("\n")).toHaveLength(2);
+      expect(out.stderr).toMatch(line);
+      expect(out.stderr.length).toBeLessThanOrEqual(GATE_LINE_MAX_CHARS + 1);
+    }
+  });
+
+  it("writes a defer verdict as the last line of stdout when there is no result file", async () => {
+    const file = path.join(await tempDir(), "on_task_completed.mjs");
+    await writeFile(file, gate(`console.log("asking CI");\nawait runGate(() => ({ decision: "defer", code: "ci.pending", reason: "waiting for CI" }));`));
+    const out = spawnSync(process.execPath, [file], { input: JSON.stringify(DOC), encoding: "utf8" });
+    expect(out.status).toBe(0);
+    expect(out.stdout.trim().split("\n").at(-1)).toBe(JSON.stringify({ code: "ci.pending", decision: "defer", reason: "waiting for CI" }));
+  });
+});
+
+describe("crashLine", () => {
+  it("skips Node's internals and packages; without an own frame it names the gate file", () => {
+    const error = new Error("Cannot find package 'left-pad' imported from /h/gate.mjs");
+    error.name = "Error [ERR_MODULE_NOT_FOUND]";
+    error.stack = `${error.name}: ${error.message}\n    at packageResolve (node:internal/modules/esm/resolve:873:9)\n    at x (/h/node_modules/p/index.js:3:1)`;
+    expect(crashLine(error, "/h/on_task_completed.mjs")).toBe("gate crashed: Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /h/gate.mjs (on_task_completed.mjs)");
+    expect(crashLine("boom", "/h/g.mjs")).toBe('gate crashed: threw "boom" (g.mjs)');
+  });
+
+  it("cuts a long message and keeps the location whole", () => {
+    const error = new TypeError("x".repeat(500));
+    error.stack = `TypeError: ${error.message}\n    at gate (file:///h/on_task_completed.mjs:12:3)`;
+    const line = crashLine(error);
+    expect(line.length).toBe(GATE_LINE_MAX_CHARS);
+    expect(line.endsWith("… (on_task_completed.mjs:12)")).toBe(true);
   });
 });
