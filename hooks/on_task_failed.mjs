@@ -5,11 +5,13 @@
 // The journal is $PI_TEAMS_FAILURE_JOURNAL, else <team dir>/failure-journal.log. One line per
 // failure, tab-separated: time, task, member, reason, subject.
 //
-// The context comes from the hook helper `pi-teams-hooks/hook` when Node can resolve it from this
-// file's folder: inside the pi-teams-hooks package itself, or with the package installed in a
-// node_modules above the hooks dir (`npm install pi-teams-hooks` in the teams root puts it in
-// <teams root>/node_modules, which <teams root>/_hooks sees). Elsewhere a small reader below does the
-// same job: standard input, else $PI_TEAMS_HOOK_CONTEXT_FILE, else $PI_TEAMS_HOOK_CONTEXT_JSON.
+// With the hook helper `pi-teams-hooks/hook` (when Node can resolve it from this file's folder: inside
+// the pi-teams-hooks package itself, or with the package installed in a node_modules above the hooks
+// dir; `npm install pi-teams-hooks` in the teams root puts it in <teams root>/node_modules, which
+// <teams root>/_hooks sees), `runGate` reads and checks the context and turns a crash into one line
+// (`gate crashed: TypeError: … (on_task_failed.mjs:<line>)`); `crash: "allow"` keeps that a note, never a
+// failure. Elsewhere a small reader below does the same job: standard input, else
+// $PI_TEAMS_HOOK_CONTEXT_FILE, else $PI_TEAMS_HOOK_CONTEXT_JSON.
 //
 // Try it:  pi-teams-hooks run task_failed --team-dir <team dir> --task <id> --hooks-dir hooks
 import fs from "node:fs";
@@ -44,25 +46,32 @@ function readContextByHand() {
   throw new Error("no hook context: run this through pi-teams-hooks");
 }
 
+/** Appends the failure of `ctx` to the journal and says so on stdout. */
+function journal(ctx, channel) {
+  const task = ctx.task ?? {};
+  const oneLine = (value) => String(value).replace(/\s+/g, " ").trim();
+  const reason = oneLine(task.metadata?.abortReason ?? "no reason given").slice(0, 200);
+  const line = [ctx.timestamp ?? new Date().toISOString(), `task #${task.id ?? "?"}`, ctx.member ?? "unknown", reason, oneLine(task.subject ?? "")].join("\t");
+  const journal = process.env.PI_TEAMS_FAILURE_JOURNAL || path.join(ctx.team.dir, "failure-journal.log");
+  fs.appendFileSync(journal, `${line}\n`);
+  console.log(`journal: task #${task.id ?? "?"} failed (${reason}) → ${journal} [context from ${channel}]`);
+}
+
 const helper = await loadHelper();
+if (helper) {
+  // An unknown contract version, a broken document or a crash: one line on stderr, and the event passes.
+  await helper.runGate((context, read) => journal(context, `${read.channel} via pi-teams-hooks/hook`), { crash: "allow" });
+}
 let read;
 try {
-  read = helper ? await helper.readHookContext() : readContextByHand();
+  read = readContextByHand();
 } catch (error) {
-  // An unknown contract version or a broken document: say so loudly, but never fail a failure hook.
+  // A broken document: say so loudly, but never fail a failure hook.
   console.error(`on_task_failed: ${error.message}`);
   process.exit(0);
 }
-const ctx = read.context;
-if (ctx.version !== 1) {
-  console.error(`on_task_failed: contract version ${ctx.version} is not one this hook knows (1)`);
+if (read.context.version !== 1) {
+  console.error(`on_task_failed: contract version ${read.context.version} is not one this hook knows (1)`);
   process.exit(0);
 }
-
-const task = ctx.task ?? {};
-const oneLine = (value) => String(value).replace(/\s+/g, " ").trim();
-const reason = oneLine(task.metadata?.abortReason ?? "no reason given").slice(0, 200);
-const line = [ctx.timestamp ?? new Date().toISOString(), `task #${task.id ?? "?"}`, ctx.member ?? "unknown", reason, oneLine(task.subject ?? "")].join("\t");
-const journal = process.env.PI_TEAMS_FAILURE_JOURNAL || path.join(ctx.team.dir, "failure-journal.log");
-fs.appendFileSync(journal, `${line}\n`);
-console.log(`journal: task #${task.id ?? "?"} failed (${reason}) → ${journal} [context from ${read.channel}${helper ? " via pi-teams-hooks/hook" : ""}]`);
+journal(read.context, read.channel);

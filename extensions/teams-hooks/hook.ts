@@ -181,6 +181,14 @@ export interface GateVerdict {
 export type GateResult = GateVerdict | null | undefined | void;
 export type Gate = (context: ContextDocument, read: HookContext) => GateResult | Promise<GateResult>;
 
+export interface RunGateOptions extends ReadHookContextOptions {
+  /**
+   * What a crash (or a context that cannot be read) does: `"fail"` (default) exits 1; `"allow"` prints
+   * the same line and exits 0, for a gate that only records or reports and must never fail its event.
+   */
+  crash?: "fail" | "allow";
+}
+
 /** The exit code of each way a `runGate` run ends without a verdict that decides. */
 export const GATE_EXIT = Object.freeze({ allow: 0, deny: 1, crash: 1 });
 
@@ -199,18 +207,20 @@ export const GATE_LINE_MAX_CHARS = 180;
  *   node_modules, or this helper's) — writes no verdict and exits 1. Under contract v1 that is a
  *   denial; under strict exit codes (`hooks.exitCodes: "strict"`) it is a hook error
  *   (`unexpected_exit`), which the failure mode decides.
- * An error the gate leaves behind (an unhandled rejection) while it runs is a crash too.
+ * An error the gate leaves behind (an unhandled rejection) while it runs is a crash too. With
+ * `{ crash: "allow" }` a crash prints the same line and exits 0.
  */
-export async function runGate(gate: Gate, options: ReadHookContextOptions = {}): Promise<never> {
+export async function runGate(gate: Gate, options: RunGateOptions = {}): Promise<never> {
   const env = options.env ?? process.env;
-  const crash = (error: unknown): never => exitWith(GATE_EXIT.crash, crashLine(error));
+  const crashExit = options.crash === "allow" ? GATE_EXIT.allow : GATE_EXIT.crash;
+  const crash = (error: unknown): never => exitWith(crashExit, crashLine(error));
   process.once("uncaughtException", crash);
   process.once("unhandledRejection", crash);
   let read: HookContext;
   try {
     read = await readHookContext(options);
   } catch (error) {
-    if (error instanceof HookContextError) return exitWith(GATE_EXIT.crash, oneLine(`gate not run (${error.code}): ${error.message}`, GATE_LINE_MAX_CHARS));
+    if (error instanceof HookContextError) return exitWith(crashExit, oneLine(`gate not run (${error.code}): ${error.message}`, GATE_LINE_MAX_CHARS));
     return crash(error);
   }
   let result: unknown;
@@ -221,7 +231,7 @@ export async function runGate(gate: Gate, options: ReadHookContextOptions = {}):
   }
   if (result === undefined || result === null) return exitWith(GATE_EXIT.allow);
   const verdict = toVerdict(result);
-  if (typeof verdict === "string") return exitWith(GATE_EXIT.crash, oneLine(`gate returned no verdict: ${verdict}`, GATE_LINE_MAX_CHARS));
+  if (typeof verdict === "string") return exitWith(crashExit, oneLine(`gate returned no verdict: ${verdict}`, GATE_LINE_MAX_CHARS));
   writeVerdict(JSON.stringify(verdict), env.PI_TEAMS_HOOK_RESULT_FILE);
   return exitWith(verdict.decision === "deny" ? GATE_EXIT.deny : GATE_EXIT.allow);
 }

@@ -251,6 +251,13 @@ describe("runGate, for real (built)", () => {
     expect(result.verdict).toBeUndefined();
   });
 
+  it("with crash: \"allow\", a gate that throws prints the same line and passes (a gate that only records)", async () => {
+    const body = `await runGate(() => { throw new Error("journal is read-only"); }, { crash: "allow" });`;
+    const { result, line } = run(await setUp({ "on_task_completed.mjs": gate(body) }));
+    expect(line).toBe("task_completed #1 on_task_completed.mjs passed");
+    expect(result).toMatchObject({ outcome: "passed", exitCode: 0, stderr: "gate crashed: Error: journal is read-only (on_task_completed.mjs:3)\n" });
+  });
+
   it("a return that is no verdict is a crash, never a decision", async () => {
     const { result } = run(await setUp({ "on_task_completed.mjs": gate(`await runGate(() => ({ deny: true, code: "Bad Code" }));`) }));
     expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
