@@ -277,8 +277,9 @@ function exitWith(code: number, line?: string): never {
 
 /** `gate crashed: <Name>: <message> (<file>:<line>)`, at most GATE_LINE_MAX_CHARS, the location kept whole. */
 export function crashLine(error: unknown, entry: string | undefined = process.argv[1]): string {
+  const code = error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : "";
   const what = error instanceof Error
-    ? `${error.name || "Error"}: ${error.message}`
+    ? `${error.name || "Error"}${code && !(error.name ?? "").includes(code) ? ` [${code}]` : ""}: ${error.message}`
     : `threw ${typeof error === "string" ? JSON.stringify(error) : String(error)}`;
   const where = (error instanceof Error ? ownFrame(error.stack ?? "") : null) ?? (entry ? path.basename(entry) : null);
   const tail = where ? ` (${where})` : "";
