@@ -258,6 +258,15 @@ describe("runGate, for real (built)", () => {
     expect(result).toMatchObject({ outcome: "passed", exitCode: 0, stderr: "gate crashed: Error: journal is read-only (on_task_completed.mjs:3)\n" });
   });
 
+  it("an import() inside the gate that fails, and a rejection left unhandled, are crash lines too", async () => {
+    const missing = run(await setUp({ "on_task_completed.mjs": gate(`await runGate(async () => {\n  await import("./not-there.mjs");\n});`) }));
+    expect(missing.result.stderr).toMatch(/^gate crashed: Error \[ERR_MODULE_NOT_FOUND\]: Cannot find module .*\(on_task_completed\.mjs\)\n$/);
+    expect(missing.line).not.toContain("node:internal");
+    const body = `await runGate(async () => {\n  Promise.reject(new Error("left behind"));\n  await new Promise((resolve) => setTimeout(resolve, 10_000));\n});`;
+    const left = run(await setUp({ "on_task_completed.mjs": gate(body) }));
+    expect(left.result).toMatchObject({ outcome: "failed", exitCode: 1, stderr: "gate crashed: Error: left behind (on_task_completed.mjs:4)\n" });
+  });
+
   it("a return that is no verdict is a crash, never a decision", async () => {
     const { result } = run(await setUp({ "on_task_completed.mjs": gate(`await runGate(() => ({ deny: true, code: "Bad Code" }));`) }));
     expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
@@ -296,6 +305,9 @@ describe("crashLine", () => {
     error.stack = `${error.name}: ${error.message}\n    at packageResolve (node:internal/modules/esm/resolve:873:9)\n    at x (/h/node_modules/p/index.js:3:1)`;
     expect(crashLine(error, "/h/on_task_completed.mjs")).toBe("gate crashed: Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /h/gate.mjs (on_task_completed.mjs)");
     expect(crashLine("boom", "/h/g.mjs")).toBe('gate crashed: threw "boom" (g.mjs)');
+    const coded = Object.assign(new Error("spawn git ENOENT"), { code: "ENOENT" });
+    coded.stack = "Error: spawn git ENOENT\n    at ChildProcess._handle.onexit (node:internal/child_process:286:19)";
+    expect(crashLine(coded, "/h/g.mjs")).toBe("gate crashed: Error [ENOENT]: spawn git ENOENT (g.mjs)");
   });
 
   it("cuts a long message and keeps the location whole", () => {
