@@ -153,6 +153,13 @@ describe("idleEvents", () => {
     const events = idleEvents(note({ completedTaskId: "3", completedStatus: "failed" }), task({ status: "pending", metadata: {} }));
     expect(events[1]?.key).toBe("task_failed:3:2026-12-02T10:00:02.000Z");
   });
+
+  it("every event of a notification carries it, failureReason and unknown fields included; a task file's event does not", () => {
+    const sent = note({ completedTaskId: "3", completedStatus: "failed", failureReason: "tests failed", attempt: 2 });
+    expect(idleEvents(sent, task({ status: "pending", metadata: {} })).map((e) => e.notification)).toEqual([sent, sent]);
+    expect(idleEvents(sent, task({ status: "pending", metadata: { abortedAt: "2026-12-02T10:00:00.000Z" } }))[1]?.notification).toBe(sent);
+    expect(taskEvent(task())).not.toHaveProperty("notification");
+  });
 });
 
 describe("a task event's timestamp is the same whichever source saw it first", () => {

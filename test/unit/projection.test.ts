@@ -84,6 +84,36 @@ describe("viewDocument", () => {
   });
 });
 
+describe("the idle notification an event came from", () => {
+  const note = { type: "idle_notification" as const, from: "alice", timestamp: "2026-12-02T10:00:01.000Z", completedTaskId: "7", completedStatus: "failed" as const, failureReason: "3 tests failed", extra: "sent by a newer worker" };
+  const withNote = buildContextDocument({ ...invocation, event: "task_failed", notification: note });
+
+  it("is added after the task, whole, only when there is one", () => {
+    expect(Object.keys(withNote)).toEqual([...Object.keys(full), "notification"]);
+    expect(withNote.notification).toEqual(note);
+    expect(Object.hasOwn(full, "notification")).toBe(false);
+    expect(ContextDocumentSchema.safeParse(withNote).success).toBe(true);
+  });
+
+  it("cuts a long failureReason to the description's limit", () => {
+    const doc = buildContextDocument({ ...invocation, notification: { ...note, failureReason: "x".repeat(9_000) } });
+    expect(doc.notification?.failureReason).toHaveLength(8_000);
+  });
+
+  it.each<[string, readonly string[] | null, boolean, unknown]>([
+    ["a projection that does not name it: hidden", ["task.id"], false, undefined],
+    ["a projection that names it: whole", ["task.id", "notification"], false, note],
+    ["confidential: its lifecycle fields only, no failureReason", null, true, { type: "idle_notification", from: "alice", timestamp: note.timestamp, completedTaskId: "7", completedStatus: "failed" }],
+    ["confidential and not projected: hidden", ["task.id"], true, undefined],
+  ])("%s", (_name, projection, confidential, shown) => {
+    expect(viewDocument(withNote, { projection, confidential }).notification).toEqual(shown);
+  });
+
+  it("a confidential team's log keeps its lifecycle fields only", () => {
+    expect(confidentialInvocation({ ...invocation, notification: note }).notification).toEqual({ type: "idle_notification", from: "alice", timestamp: note.timestamp, completedTaskId: "7", completedStatus: "failed" });
+  });
+});
+
 describe("the environment of a projected hook", () => {
   it("carries the task variables of the fields shown only, and the projected document", () => {
     const context = prepareContext(invocation, { projection: ["task.id"], confidential: false });
@@ -152,7 +182,7 @@ describe("hooks.projection, hooks.confidential, hooks.redactEnv in the hooks blo
 });
 
 describe("the documented config schema's patterns agree with the checks", () => {
-  it.each(["task", "task.id", "task.updatedAt", "task.metadata", "task.metadata.ci.url", "team", "team.style", "member", "version", "task.title", "task.subject.text", "task..metadata", "task.metadata.", "team.name", "description", ""])("path %j", (path) => {
+  it.each(["task", "task.id", "task.updatedAt", "task.metadata", "task.metadata.ci.url", "team", "team.style", "member", "version", "task.title", "task.subject.text", "task..metadata", "task.metadata.", "team.name", "description", "", "notification", "notification.failureReason"])("path %j", (path) => {
     expect(PROJECTION_PATH_PATTERN.test(path)).toBe(projectionPathProblem(path) === null);
   });
 

@@ -6,7 +6,7 @@
  * docs/hook-contract.md describes the same contract in prose, and a golden test holds the two together.
  */
 import { z } from "zod";
-import { MetadataSchema, TaskSchema } from "./team-files.js";
+import { IdleNotificationSchema, MetadataSchema, TaskSchema } from "./team-files.js";
 
 /** Raised only for breaking changes: see docs/hook-contract.md, "Compatibility". */
 export const HOOK_CONTRACT_VERSION = 1 as const;
@@ -59,7 +59,7 @@ export function stopsAtDenial(event: HookEventName): boolean {
 }
 
 /** Limits of the context document (characters, entries). Lowering one needs contract version 2. */
-export const CONTEXT_LIMITS = Object.freeze({ subject: 1_000, description: 8_000, links: 200 });
+export const CONTEXT_LIMITS = Object.freeze({ subject: 1_000, description: 8_000, links: 200, failureReason: 8_000 });
 
 /** The mark left where text was cut (U+2026). */
 export const ELLIPSIS = "\u2026";
@@ -77,6 +77,8 @@ export const HookInvocationSchema = z.object({
   memberName: z.string().optional(),
   timestamp: z.string().optional(),
   completedTask: TaskSchema.nullable(),
+  /** The idle notification the event came from (its `failureReason` and any other field the worker sent); absent otherwise. */
+  notification: IdleNotificationSchema.optional(),
 });
 export type HookInvocation = z.infer<typeof HookInvocationSchema>;
 
@@ -101,6 +103,12 @@ export const ContextDocumentSchema = z.object({
   member: z.string().nullable(),
   timestamp: z.string().nullable(),
   task: ContextTaskSchema.nullable(),
+  /**
+   * Additive, still v1, and only when the event came from an idle notification: the notification as
+   * the worker sent it (`type`, `from`, `timestamp`, `completedTaskId`, `completedStatus`,
+   * `failureReason`, and any other field), `failureReason` cut to the description's limit.
+   */
+  notification: IdleNotificationSchema.optional(),
   /**
    * Additive, still v1, and only when it applies (contract/projection.ts): the fields this hook is
    * shown (config.json `hooks.projection`); every other task field holds its empty value.
@@ -127,10 +135,14 @@ function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-/** Builds the v1 context document. Keys are written in contract order; absent values are `null`. */
+/**
+ * Builds the v1 context document. Keys are written in contract order; absent values are `null`.
+ * `notification` is added only when the event came from one, so every other document is the v1
+ * document byte for byte.
+ */
 export function buildContextDocument(invocation: HookInvocation): ContextDocument {
   const task = invocation.completedTask;
-  return {
+  const doc: ContextDocument = {
     version: HOOK_CONTRACT_VERSION,
     event: invocation.event,
     team: {
@@ -156,4 +168,7 @@ export function buildContextDocument(invocation: HookInvocation): ContextDocumen
         }
       : null,
   };
+  const note = invocation.notification;
+  if (note) doc.notification = typeof note.failureReason === "string" ? { ...note, failureReason: truncateText(note.failureReason, CONTEXT_LIMITS.failureReason) } : note;
+  return doc;
 }

@@ -26,6 +26,8 @@ export interface HookEvent {
    */
   timestamp: string | null;
   source: "task" | "inbox";
+  /** The idle notification the event came from (source `inbox`): the context document's `notification`. */
+  notification?: IdleNotification;
 }
 
 export function eventKey(event: HookEventName, subject: string, stamp: string): string {
@@ -176,7 +178,7 @@ export function parseIdleText(text: string): unknown {
  */
 export function idleEvents(note: IdleNotification, task: Task | null): HookEvent[] {
   const events: HookEvent[] = [
-    { key: eventKey("idle", note.from, note.timestamp), event: "idle", taskId: null, member: note.from, timestamp: note.timestamp, source: "inbox" },
+    { key: eventKey("idle", note.from, note.timestamp), event: "idle", taskId: null, member: note.from, timestamp: note.timestamp, source: "inbox", notification: note },
   ];
   const taskId = note.completedTaskId;
   if (!taskId || !note.completedStatus) return events;
@@ -187,6 +189,7 @@ export function idleEvents(note: IdleNotification, task: Task | null): HookEvent
     member: note.from,
     timestamp: note.timestamp,
     source: "inbox",
+    notification: note,
   });
   const wanted = note.completedStatus === "completed" ? "task_completed" : "task_failed";
   if (task === null) {
@@ -197,7 +200,7 @@ export function idleEvents(note: IdleNotification, task: Task | null): HookEvent
   if (fileEvent?.event === wanted) {
     // The task's own stamp when it has one: the same event gets the same timestamp from either source.
     const own = metaString(task, wanted === "task_completed" ? "completedAt" : "abortedAt");
-    events.push({ ...fileEvent, member: note.from, timestamp: own ?? note.timestamp, source: "inbox" });
+    events.push({ ...fileEvent, member: note.from, timestamp: own ?? note.timestamp, source: "inbox", notification: note });
   } else if (wanted === "task_failed" && task.status !== "completed" && !metaString(task, "abortedAt")) {
     // A runtime that reports failures only by message: the notification is the only source.
     events.push(fromNote("task_failed", note.timestamp));

@@ -7,13 +7,15 @@
  * The shape a shown document keeps, so that a hook written for v1 still parses it: every key of the
  * v1 document, in contract order, with its v1 type. A field the hook may not see holds its empty
  * value: `""` for a string, `null` for `owner`, `[]` for a list, `{}` for `metadata` (which holds
- * only the metadata keys projected). Two keys are added at the end, each only when it applies:
- * `projection` (the fields shown, as configured) and `confidential: true`. A document with neither
- * is the v1 document byte for byte.
+ * only the metadata keys projected). `notification` (the idle notification the event came from) is
+ * kept only when the projection names it, and a confidential view keeps only its identity and
+ * lifecycle fields (never the worker's `failureReason`, which is content). Two keys are added at the
+ * end, each only when it applies: `projection` (the fields shown, as configured) and
+ * `confidential: true`. A document with neither is the v1 document byte for byte.
  */
 import { createHash } from "node:crypto";
 import type { ContextDocument, HookInvocation } from "./contract.js";
-import type { Task } from "./team-files.js";
+import type { IdleNotification, Task } from "./team-files.js";
 
 /** The task fields of the context document, in contract order. */
 export const CONTEXT_TASK_FIELDS = ["id", "subject", "description", "owner", "status", "blockedBy", "blocks", "metadata", "createdAt", "updatedAt"] as const;
@@ -24,18 +26,34 @@ export const IDENTITY_PATHS: readonly string[] = Object.freeze(["version", "even
 
 const TASK_FIELDS: ReadonlySet<string> = new Set(CONTEXT_TASK_FIELDS);
 
+/** The projection path that shows the idle notification an event came from (shown whole: it is the worker's own report). */
+export const NOTIFICATION_PATH = "notification";
+
+/** The notification fields a confidential view keeps: who sent it, when, and which task ended how. */
+const NOTIFICATION_LIFECYCLE = ["type", "from", "timestamp", "completedTaskId", "completedStatus"] as const;
+
+/** The notification a view shows, or undefined: a projection must name it; confidential keeps its lifecycle fields only. */
+function shownNotification(note: IdleNotification | undefined, view: ContextView): IdleNotification | undefined {
+  if (!note) return undefined;
+  if (view.projection !== null && !view.projection.includes(NOTIFICATION_PATH)) return undefined;
+  if (!view.confidential) return note;
+  const kept: Record<string, unknown> = {};
+  for (const field of NOTIFICATION_LIFECYCLE) if (note[field] !== undefined) kept[field] = note[field];
+  return kept as IdleNotification;
+}
+
 /**
  * Why `path` names no field of the context document (a config error), or null when it names one:
  * an identity field, `task`, `task.<field>`, or `task.metadata.<key>[.<key>…]` (metadata is any
  * JSON object, so any key of it is a field).
  */
 export function projectionPathProblem(path: string): string | null {
-  if (IDENTITY_PATHS.includes(path) || path === "task") return null;
+  if (IDENTITY_PATHS.includes(path) || path === "task" || path === NOTIFICATION_PATH) return null;
   const segments = path.split(".");
   if (segments.some((s) => s === "")) return "is not a dotted path (no empty parts: task.metadata.files)";
   const [root, field, ...deeper] = segments;
   if (root !== "task" || field === undefined || !TASK_FIELDS.has(field)) {
-    return `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, task.metadata.<key>, or an identity field: ${IDENTITY_PATHS.join(", ")})`;
+    return `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, task.metadata.<key>, ${NOTIFICATION_PATH}, or an identity field: ${IDENTITY_PATHS.join(", ")})`;
   }
   if (deeper.length > 0 && field !== "metadata") return `task.${field} has no fields of its own (only task.metadata.<key> goes deeper)`;
   return null;
@@ -131,6 +149,8 @@ export function viewDocument(doc: ContextDocument, view: ContextView): ContextDo
         }
       : null,
   };
+  const note = shownNotification(doc.notification, view);
+  if (note) out.notification = note;
   if (view.projection !== null) out.projection = [...new Set(view.projection)];
   if (view.confidential) out.confidential = true;
   return out;
@@ -163,9 +183,12 @@ function define(out: Record<string, unknown>, key: string, value: unknown): void
 /**
  * The invocation a confidential team's hook logs keep: the task's identity and lifecycle (id, owner,
  * status, links, times), its subject replaced by its id, no description, no metadata, and none of
- * the task file's fields the contract does not name.
+ * the task file's fields the contract does not name; of an idle notification, only its lifecycle
+ * fields (no `failureReason`).
  */
-export function confidentialInvocation(invocation: HookInvocation): HookInvocation {
+export function confidentialInvocation(given: HookInvocation): HookInvocation {
+  const notification = shownNotification(given.notification, { projection: null, confidential: true });
+  const invocation = notification ? { ...given, notification } : given;
   const task = invocation.completedTask;
   if (!task) return invocation;
   const kept: Task = {

@@ -20,7 +20,7 @@
 import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import type { Task, TeamIdentity } from "../contract/team-files.js";
+import type { IdleNotification, Task, TeamIdentity } from "../contract/team-files.js";
 import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
@@ -47,6 +47,8 @@ export interface InvokeRequest {
   taskId: string | null;
   member: string | null;
   timestamp: string | null;
+  /** The idle notification the event came from, when it did: the context document's `notification`. */
+  notification?: IdleNotification;
   /** The task as the caller just read it (the leader's look); default: read from its file now. */
   task?: Task | null;
   hooksDir: string;
@@ -181,6 +183,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     ...(req.member ? { memberName: req.member } : {}),
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
+    ...(req.notification ? { notification: req.notification } : {}),
   };
   const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, deferral: null };
   const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };

@@ -86,6 +86,7 @@ export class EventHandler {
         taskId: event.taskId,
         member: event.member,
         timestamp: event.timestamp,
+        ...(event.notification ? { notification: event.notification } : {}),
         ...(task === undefined ? {} : { task }),
         hooksDir: setup.hooksDir,
         cwd: setup.cwd,

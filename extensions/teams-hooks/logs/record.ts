@@ -148,6 +148,16 @@ const TASK = {
   updatedAt: [string],
 } as const satisfies Record<string, Field>;
 
+/** contract/team-files.ts `IdleNotificationSchema`. */
+const NOTIFICATION = {
+  type: [oneOf(["idle_notification"])],
+  from: [string],
+  timestamp: [string],
+  completedTaskId: [string, optional],
+  completedStatus: [oneOf(["completed", "failed"]), optional],
+  failureReason: [string, optional],
+} as const satisfies Record<string, Field>;
+
 /** contract.ts `HookInvocationSchema`, loose as runner/hook-log.ts reads it. */
 const INVOCATION = {
   event: [oneOf(LOG_EVENTS)],
@@ -158,6 +168,7 @@ const INVOCATION = {
   memberName: [string, optional],
   timestamp: [string, optional],
   completedTask: [nullable(looseObject(TASK))],
+  notification: [looseObject(NOTIFICATION), optional],
 } as const satisfies Record<string, Field>;
 
 /** contract/hook-run.ts `RunResultSchema`'s `verdict`. */

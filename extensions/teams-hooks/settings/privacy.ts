@@ -36,7 +36,7 @@ export function gateNameProblem(name: string): string | null {
  */
 export const GATE_NAME_PATTERN = new RegExp(`^(on_(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|")})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`);
 export const PROJECTION_PATH_PATTERN = new RegExp(
-  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|task(\\.(${CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|")}|metadata(\\.[^.]+)*))?)$`,
+  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|task(\\.(${CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|")}|metadata(\\.[^.]+)*))?)$`,
 );
 
 const projectionPath = z.string().superRefine((path, ctx) => {
