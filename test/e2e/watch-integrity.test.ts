@@ -10,6 +10,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
+import { nodeStripsTypes } from "../../extensions/teams-hooks/runner/typescript.js";
 import { readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -157,7 +158,8 @@ describe.concurrent("no gate at all is loud", () => {
     const expected = [
       `${path.join(hooks, "on-idle.sh")} never runs: the gate of no event (events: on_task_completed, on_task_failed, on_idle, on_task_started); did you mean on_idle.sh?`,
       `${path.join(hooks, "on_task_complete.sh")} never runs: the gate of no event (events: on_task_completed, on_task_failed, on_idle, on_task_started); did you mean on_task_completed.sh?`,
-      `${path.join(hooks, "on_task_completed.ts")} never runs: a .ts file is never run (a gate is on_task_completed, on_task_completed.sh, on_task_completed.js or on_task_completed.mjs); did you mean on_task_completed.mjs (compile it to JavaScript, or start it from a on_task_completed.sh)?`,
+      // A .ts gate is named only where nothing can run it: no tsx from the hooks dir, a Node without type stripping.
+      ...(nodeStripsTypes() ? [] : [`${path.join(hooks, "on_task_completed.ts")} never runs: a .ts gate needs tsx where it can be found from ${hooks} (cd ${hooks} && npm install --save-dev tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to on_task_completed.js with tsc`]),
     ];
     const watching = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
     for (const line of expected) expect(watching.warnings()).toContain(`warning: ${line}`);

@@ -82,6 +82,7 @@ describe("findHook", () => {
       ["on_task_failed.sh", "absent", undefined],
       ["on_task_failed.js", "absent", undefined],
       ["on_task_failed.mjs", "absent", undefined],
+      ["on_task_failed.ts", "absent", undefined],
     ]);
   });
 
@@ -114,7 +115,7 @@ describe("findHook", () => {
     await rm(path.join(dir, "on_idle.sh"));
     const none = await findHook(dir, "idle");
     expect(none.hook).toBeNull();
-    expect(statuses(none)).toEqual(["on_idle:skipped", "on_idle.sh:absent", "on_idle.js:skipped", "on_idle.mjs:absent"]);
+    expect(statuses(none)).toEqual(["on_idle:skipped", "on_idle.sh:absent", "on_idle.js:skipped", "on_idle.mjs:absent", "on_idle.ts:absent"]);
   });
 
   it("follows symlinks: a link to a regular file is a hook, and runs under the link's path", async () => {
@@ -160,7 +161,7 @@ describe("findHook", () => {
     const found = await findHook(missing, "task_completed");
     expect(found.hook).toBeNull();
     expect(found.dirProblem).toBe("missing");
-    expect(found.candidates).toHaveLength(4);
+    expect(found.candidates).toHaveLength(5);
     for (const candidate of found.candidates) {
       expect(candidate).toMatchObject({ status: "absent", reason: `hooks dir missing: ${missing}` });
     }
@@ -212,7 +213,7 @@ describe("findHook", () => {
       const found = JSON.parse((await asNobody()).stdout) as HookDiscovery;
       expect(found.hook).toBeNull();
       expect(found.dirProblem).toBe("unreadable");
-      expect(found.candidates).toHaveLength(4);
+      expect(found.candidates).toHaveLength(5);
       expect(found.candidates[0]).toMatchObject({ status: "skipped", reason: `hooks dir unreadable (EACCES): ${dir}` });
     }
   });

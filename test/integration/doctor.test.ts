@@ -116,7 +116,7 @@ describe("doctor: which hook runs", () => {
       "warn: skipped on_task_completed: is a directory, not a file; on_task_completed.sh runs instead",
     ]);
     expect(event(r, "task_failed").hook?.path).toMatch(/on_task_failed\.js$/);
-    expect(event(r, "task_failed").candidates.map((c) => c.status)).toEqual(["skipped", "absent", "chosen", "absent"]);
+    expect(event(r, "task_failed").candidates.map((c) => c.status)).toEqual(["skipped", "absent", "chosen", "absent", "absent"]);
     expect(r.errors).toBe(1);
   });
 
@@ -128,6 +128,7 @@ describe("doctor: which hook runs", () => {
       ["on_idle.sh", "chosen"],
       ["on_idle.js", "absent"],
       ["on_idle.mjs", "shadowed"],
+      ["on_idle.ts", "absent"],
     ]);
     expect(lines(e.checks)).toContain("info: not used: on_idle.mjs (on_idle.sh comes first)");
   });
@@ -176,7 +177,7 @@ describe("doctor: the hooks dir", () => {
     const { team } = await setup({ hooks: { "README.md": "hi" } });
     const r = await report(team);
     expect(lines(r.hooksDir.checks)[1]).toMatch(/^warn: no hook in .*: no gate runs for any event/);
-    expect(lines(event(r, "idle").checks)).toEqual(["info: no on_idle[.sh|.js|.mjs]: nothing runs"]);
+    expect(lines(event(r, "idle").checks)).toEqual(["info: no on_idle[.sh|.js|.mjs|.ts]: nothing runs"]);
   });
 });
 
@@ -348,8 +349,8 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(out.code).toBe(0);
     expect(out.stdout).toContain(`pi-teams-hooks doctor: ${team.teamDir}\n\nHooks\n  ok   hooks dir ${hooksDir} (default: <teams root>/_hooks)\n`);
     expect(out.stdout).toContain("  idle (on_idle): on_idle.sh\n    ok   on_idle.sh runs with bash (");
-    expect(out.stdout).toContain("  task_completed (on_task_completed): no hook\n    --   no on_task_completed[.sh|.js|.mjs]: nothing runs\n");
-    expect(out.stdout).toContain("  task_started (on_task_started): no hook\n    --   no on_task_started[.sh|.js|.mjs]: nothing runs\n");
+    expect(out.stdout).toContain("  task_completed (on_task_completed): no hook\n    --   no on_task_completed[.sh|.js|.mjs|.ts]: nothing runs\n");
+    expect(out.stdout).toContain("  task_started (on_task_started): no hook\n    --   no on_task_started[.sh|.js|.mjs|.ts]: nothing runs\n");
     expect(out.stdout).toContain(
       "\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n" +
         "  failure action              warn             default\n" +

@@ -156,7 +156,7 @@ export async function diagnoseEvent(
   if (hook && off) checks.unshift({ level: "info", message: `${path.basename(hook.hookPath)} does not run: ${off.reason}`, file: hook.hookPath });
   else if (hook) checks.unshift(...(await checkRunnable(hook, env, cwd)));
   else if (checks.length === 0 && chain.hooks.length === 0) {
-    checks.push({ level: "info", message: `no ${path.basename(candidates[0]?.path ?? event)}[.sh|.js|.mjs]: nothing runs` });
+    checks.push({ level: "info", message: `no ${path.basename(candidates[0]?.path ?? event)}[.sh|.js|.mjs|.ts]: nothing runs` });
   }
   return { event, hook: hook ? { path: hook.hookPath, command: [hook.command, ...hook.args] } : null, candidates, checks, chain: chainReport };
 }

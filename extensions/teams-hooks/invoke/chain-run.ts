@@ -47,11 +47,12 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
   const dir = path.dirname(file);
   const inDotD = dir.endsWith(".d");
   const root = inDotD ? path.dirname(dir) : dir;
-  const { launch } = launcherFor(file);
+  const how = launcherFor(file).launch(file);
   return {
     name: path.basename(file), // as runner/chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
     layer: layers.team !== null && root === layers.team ? "team" : "global",
-    hook: { hookPath: file, ...launch(file) },
+    // A gate that cannot start here (a .ts without tsx) is named as node would start it: it never runs.
+    hook: { hookPath: file, ...("unavailable" in how ? { command: process.execPath, args: [file] } : how) },
     kind: inDotD ? "chain" : "v1",
   };
 }

@@ -267,7 +267,8 @@ function inspectFile(file: string): HookCommand | { reason: string } | null {
   const verdict = inspectCandidate(file, needsExecBit);
   if (verdict.status === "absent") return null;
   if (verdict.status === "skipped") return { reason: verdict.reason ?? "unusable" };
-  return { hookPath: file, ...launch(file) };
+  const how = launch(file);
+  return "unavailable" in how ? { reason: how.unavailable } : { hookPath: file, ...how };
 }
 
 /** The target of a symlink whose target is gone; null when `file` is not a symlink (or not there). */

@@ -15,6 +15,7 @@ import type { HookEventName } from "../contract/contract.js";
 import { HooksError, errnoCode } from "../contract/errors.js";
 import { fileKind } from "../team/json-file.js";
 import { closestName } from "../text/messages.js";
+import { typescriptLaunch } from "./typescript.js";
 
 export type CandidateStatus = "chosen" | "skipped" | "absent";
 
@@ -36,19 +37,29 @@ export interface HookDiscovery {
   dirProblem?: HooksDirProblem;
 }
 
-type Launcher = (file: string) => Pick<HookCommand, "command" | "args">;
+/** How a file starts, or (`unavailable`) why nothing on this machine can start it, with the fix. */
+export type Launch = Pick<HookCommand, "command" | "args"> | { unavailable: string };
+type Launcher = (file: string) => Launch;
 
 /**
- * The lookup order of contract v1. `.js` / `.mjs` run with the leader's own node (`process.execPath`),
- * so a hook gets the Node version the leader was tested with, whatever `node` on PATH is. `bash` is
- * looked up on PATH by the runner: a missing bash is a spawn error the run result reports.
+ * The lookup order of contract v1, and `.ts` after it (additive). `.js` / `.mjs` run with the
+ * leader's own node (`process.execPath`), so a hook gets the Node version the leader was tested with,
+ * whatever `node` on PATH is. `bash` is looked up on PATH by the runner: a missing bash is a spawn
+ * error the run result reports. `.ts` runs with tsx or Node's type stripping (runner/typescript.ts);
+ * with neither it is skipped with the fix, and `doctor`, `watch` and `run` name it.
  */
 const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boolean }> = [
   { suffix: "", launch: (file) => ({ command: file, args: [] }), needsExecBit: true },
   { suffix: ".sh", launch: (file) => ({ command: "bash", args: [file] }), needsExecBit: false },
   { suffix: ".js", launch: (file) => ({ command: process.execPath, args: [file] }), needsExecBit: false },
   { suffix: ".mjs", launch: (file) => ({ command: process.execPath, args: [file] }), needsExecBit: false },
+  { suffix: ".ts", launch: launchTypeScript, needsExecBit: false },
 ];
+
+function launchTypeScript(file: string): Launch {
+  const found = typescriptLaunch(file);
+  return found.ok ? found.command : { unavailable: found.reason };
+}
 
 /**
  * How a file starts, by its name: `.sh` with bash, `.js` / `.mjs` with the leader's own node,
@@ -57,7 +68,7 @@ const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boo
 export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
   const ext = path.extname(file);
   const kind = KINDS.find((k) => k.suffix !== "" && k.suffix === ext) ?? KINDS[0];
-  if (!kind) throw new HooksError("E_INTERNAL", "launcherFor: the table of launchers is empty"); // it is a constant with four entries
+  if (!kind) throw new HooksError("E_INTERNAL", "launcherFor: the table of launchers is empty"); // it is a constant with five entries
   return kind;
 }
 
@@ -85,8 +96,13 @@ export async function findHook(hooksDir: string, event: HookEventName): Promise<
     if (!kind) break; // paths and KINDS have the same length; this keeps the index checked
     const verdict = inspectCandidate(file, kind.needsExecBit);
     if (verdict.status === "chosen") {
+      const launch = kind.launch(file);
+      if ("unavailable" in launch) {
+        candidates.push({ path: file, status: "skipped", reason: launch.unavailable });
+        continue;
+      }
       candidates.push({ path: file, status: "chosen" });
-      return { hook: { hookPath: file, ...kind.launch(file) }, candidates };
+      return { hook: { hookPath: file, ...launch }, candidates };
     }
     candidates.push({ path: file, ...verdict });
   }
@@ -179,7 +195,7 @@ export interface StrayHookFile {
 
 /**
  * Names starting with `on_` or `on-` in `dir` that discovery never looks at: an unsupported extension
- * (`on_task_completed.ts`, `.py`), an event name that is not quite one (`on_task_complete.sh`,
+ * (`.py`), a `.ts` gate that nothing here can run (and no `.js` / `.mjs` of the same name replaces), an event name that is not quite one (`on_task_complete.sh`,
  * `on-idle.sh`), a chain folder of no event (`on_task_complete.d`). Each comes with the name it was
  * probably meant to have. A missing or unreadable dir has none (discovery reports that).
  */
@@ -193,6 +209,7 @@ export function findStrayHookFiles(dir: string): StrayHookFile[] {
   const bases = Object.values(HOOK_BASE_NAMES);
   const supported = KINDS.map((k) => k.suffix);
   const out: StrayHookFile[] = [];
+  const names = new Set(entries.map((e) => e.name));
   for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const name = entry.name;
     if (!/^on[_-]/i.test(name) || /(~|\.bak|\.swp|\.disabled)$/.test(name)) continue;
@@ -201,9 +218,15 @@ export function findStrayHookFiles(dir: string): StrayHookFile[] {
     const ext = isDir ? ".d" : path.extname(name);
     const file = path.join(dir, name);
     if (bases.includes(stem)) {
+      if (ext === ".ts" && !isDir) {
+        // Named only when it cannot run, and nothing compiled from it runs in its place.
+        const launch = launchTypeScript(file);
+        const compiled = [".js", ".mjs"].some((e) => names.has(stem + e));
+        if ("unavailable" in launch && !compiled) out.push({ path: file, reason: launch.unavailable, suggestion: null });
+        continue;
+      }
       if (isDir || supported.includes(ext)) continue; // a gate discovery looks at
-      const fix = ext === ".ts" ? `${stem}.mjs (compile it to JavaScript, or start it from a ${stem}.sh)` : `${stem}.sh (or ${stem} with a #! line and an execute bit)`;
-      out.push({ path: file, reason: `a ${ext} file is never run (a gate is ${stem}, ${stem}.sh, ${stem}.js or ${stem}.mjs)`, suggestion: fix });
+      out.push({ path: file, reason: `a ${ext} file is never run (a gate is ${stem}, ${stem}.sh, ${stem}.js, ${stem}.mjs or ${stem}.ts)`, suggestion: `${stem}.sh (or ${stem} with a #! line and an execute bit)` });
       continue;
     }
     const closest = closestName(stem.replaceAll("-", "_"), bases);
