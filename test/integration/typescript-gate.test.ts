@@ -8,7 +8,7 @@
  * it. It checks what is ours (tsx is looked up from the gate's folder, its CLI started with the leader's
  * node and the gate's path, the gate's output and exit code kept), not tsx.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { nodeStripsTypes } from "../../extensions/teams-hooks/runner/typescript.js";
@@ -66,6 +66,16 @@ describe("a .ts gate", () => {
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.stdout).toContain(`FAIL skipped on_task_completed.ts: ${fix}: no gate runs for this event`);
     expect(await readLogs(team.teamDir)).toEqual([]);
+  });
+
+  it.skipIf(nodeStripsTypes())("without tsx, one with an execute bit runs by its own #! line", async () => {
+    const { team, gate } = await teamWithGate();
+    await writeFile(gate, `#!${process.execPath}\nconsole.log("ran by its #! line");\n`, { mode: 0o755 });
+    await chmod(gate, 0o755);
+    const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(run.stdout).toContain("task_completed #1 on_task_completed.ts passed");
+    expect((await readLogs(team.teamDir)).map((l) => l.result.command)).toEqual([[gate]]);
+    expect(run.stderr).not.toContain("never runs");
   });
 
   it("with tsx found from the hooks dir runs with tsx's CLI, and its verdict counts", async () => {

@@ -2,12 +2,12 @@
  * How a TypeScript gate (`.ts`) starts, when anything on this machine can start it: with tsx, when
  * the package can be found from the gate's own folder (as `import` from the gate would find it), or
  * with the running Node's own type stripping (`process.features.typescript`, Node ≥ 22.6 with the
- * flag, ≥ 22.18 without). tsx is preferred when installed: it runs all of TypeScript (enums,
+ * flag, ≥ 22.18 without), or, with an execute bit, by its own `#!` line. tsx is preferred when installed: it runs all of TypeScript (enums,
  * namespaces, `paths`), where type stripping only erases types. tsx is never a dependency of ours:
  * a team that writes TypeScript gates installs it beside them. Resolved at each lookup, so a tsx
  * installed while the leader runs is used from the next event on.
  */
-import { readFileSync } from "node:fs";
+import { accessSync, constants as fsConstants, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { HookCommand } from "../contract/hook-run.js";
@@ -25,6 +25,8 @@ export function typescriptLaunch(file: string): TypeScriptLaunch {
     const flags = process.execArgv.filter((arg) => STRIP_FLAGS.includes(arg));
     return { ok: true, command: { command: process.execPath, args: [...flags, file] } };
   }
+  // With an execute bit, the file's own `#!` line says how it runs (`#!/usr/bin/env -S npx tsx`), as a `.ts` in a chain folder always did.
+  if (executable(file)) return { ok: true, command: { command: file, args: [] } };
   const dir = path.dirname(file);
   const base = path.basename(file, ".ts");
   return {
@@ -37,6 +39,15 @@ export function typescriptLaunch(file: string): TypeScriptLaunch {
 export function nodeStripsTypes(): boolean {
   const features = process.features as unknown as Record<string, unknown>;
   return typeof features.typescript === "string" && features.typescript !== "";
+}
+
+function executable(file: string): boolean {
+  try {
+    accessSync(file, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false; // EACCES: no execute bit for us (or the file is gone: discovery reports that)
+  }
 }
 
 /**
