@@ -50,7 +50,8 @@ function readContextByHand() {
 function journal(ctx, channel) {
   const task = ctx.task ?? {};
   const oneLine = (value) => String(value).replace(/\s+/g, " ").trim();
-  const reason = oneLine(task.metadata?.abortReason ?? "no reason given").slice(0, 200);
+  // The worker's own words when the failure came with its idle notification, else what the task says.
+  const reason = oneLine(ctx.notification?.failureReason ?? task.metadata?.abortReason ?? "no reason given").slice(0, 200);
   const line = [ctx.timestamp ?? new Date().toISOString(), `task #${task.id ?? "?"}`, ctx.member ?? "unknown", reason, oneLine(task.subject ?? "")].join("\t");
   const journal = process.env.PI_TEAMS_FAILURE_JOURNAL || path.join(ctx.team.dir, "failure-journal.log");
   fs.appendFileSync(journal, `${line}\n`);

@@ -48,6 +48,18 @@ describe("the notification in the context document", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
+  it("the bundled on_task_failed.mjs journals the worker's failureReason", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress", subject: "Add the API" })] });
+    await rig.hook(team, "on_task_failed.mjs", await readFile(path.resolve("hooks/on_task_failed.mjs"), "utf8"));
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    await rig.worker("idle", { inboxFile: team.inboxFile("team", team.leadName), from: "alice", completedTaskId: "1", completedStatus: "failed", failureReason: "npm test:\n3 failing" });
+    await leader.waitForEvents(1);
+    const journal = path.join(team.teamDir, "failure-journal.log");
+    const line = await leader.waitFor("the journal line", async () => (await readFile(journal, "utf8").catch(() => "")).trim() || false);
+    expect(line.split("\t").slice(1)).toEqual(["task #1", "alice", "npm test: 3 failing", "Add the API"]);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
   it("a failure seen only in the task file has no notification key", async () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
     await rig.hook(team, "on_task_failed.mjs", KEEP_STDIN);
