@@ -76,6 +76,15 @@ describe.concurrent("trust", () => {
     expect(events[0]?.summary).toMatch(new RegExp(`^untrusted_hook: ${gate} changed since it was trusted \\(sha256 ${trustedSha.slice(0, 12)}… → `));
     expect(await runs(team)).toEqual([]); // the edited gate never ran
     expect((await readTaskFile(team, "1")).status).toBe("pending"); // closed: the policy applied
+    // The approval command is the lead's (the output line, the log); the team it judges is told only who approves.
+    expect(events[0]?.summary).toContain(`the team lead approves a change with: pi-teams-hooks trust --team-dir ${team.teamDir} ${gate}`);
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateSummary).toMatch(/changed since it was trusted .*; only the team lead can approve the change$/);
+    const told = await leader.waitFor("alice's nudges", async () => {
+      const texts = (await readInboxFile(team, team.taskListId, "alice")).map((m) => m.text);
+      return texts.length === 2 ? texts : false;
+    });
+    for (const text of told) expect(text).toContain("only the team lead can approve the change");
+    expect(JSON.stringify(told)).not.toContain("pi-teams-hooks trust");
     const logs = await readLogs(team.teamDir);
     expect(logs.map((l) => [l.result.ran, l.result.errorKind])).toEqual([[false, "untrusted_hook"], [false, "untrusted_hook"]]);
     expect(logs[0]?.result.trustProblems).toEqual([{ kind: "untrusted_hook", path: gate, reason: expect.stringContaining("changed since it was trusted") }]);

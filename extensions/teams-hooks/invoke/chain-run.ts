@@ -24,6 +24,7 @@ import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/ho
 import { NO_PRIVACY, projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { takePatch } from "./patches.js";
+import { APPROVAL_HINT } from "../text/messages.js";
 
 /**
  * The run of an event whose chain was refused before anything started: a closed error of the first
@@ -34,7 +35,7 @@ export function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { 
   if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
   const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
   const approvable = problems.some((p) => p.kind !== "insecure_hook");
-  const how = approvable ? `; the team lead approves a change with: pi-teams-hooks trust --team-dir ${req.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
+  const how = approvable ? `${APPROVAL_HINT}pi-teams-hooks trust --team-dir ${req.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
   const message = `${first.kind}: ${problems.map((p) => p.reason).join("; ")}${how}`;
   const result: RunResult = { ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message), trustProblems: problems.map((p) => ({ ...p })) };
   return { hook, result, startedAt: now().toISOString(), logFile: null };

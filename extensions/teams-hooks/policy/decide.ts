@@ -13,6 +13,7 @@ import {
   describeFailure,
   followupDescription,
   followupSubject,
+  forTheTeam,
   gateNudgeText,
   gatePassedSummary,
   reopenSuppressedReason,
@@ -101,7 +102,7 @@ export function decide(input: DecideInput): RemediationPlan {
       summary,
       alreadyApplied,
       metadataPatch: task && !overtaken
-        ? { ...gateBase(input, "passed", summary), qualityGateLastSuccessAt: now, qualityGateReopenSuppressed: false }
+        ? { ...gateBase(input, "passed", forTheTeam(summary)), qualityGateLastSuccessAt: now, qualityGateReopenSuppressed: false }
         : null,
       reopen: null,
       followup: null,
@@ -118,7 +119,7 @@ export function decide(input: DecideInput): RemediationPlan {
   let metadataPatch: GateMetadataPatch | null = null;
   if (task && !overtaken) {
     metadataPatch = {
-      ...gateBase(input, "failed", summary),
+      ...gateBase(input, "failed", forTheTeam(summary)),
       qualityGateFailureCount: alreadyApplied ? failureCount : failureCount + 1,
       qualityGateLastFailureAt: now,
     };
@@ -135,7 +136,7 @@ export function decide(input: DecideInput): RemediationPlan {
     taskId: input.taskId,
     taskSubject: task?.subject ?? null,
     policy,
-    summary,
+    summary: forTheTeam(summary),
     result: input.result,
     reopen: outcome,
     logFile: input.logFile ?? null,

@@ -20,7 +20,7 @@ import type { FailureMode } from "../settings/hooks-config.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { updateTask } from "../team/tasks.js";
-import { startDeniedText, unsafeName } from "../text/messages.js";
+import { forTheTeam, startDeniedText, unsafeName } from "../text/messages.js";
 import { sendOnce } from "./remediate.js";
 
 /**
@@ -104,7 +104,7 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
   const denial: StartDenialMetadata = {
     qualityGateStartDenied: true,
     qualityGateStartDeniedAt: input.now,
-    qualityGateStartDeniedReason: input.summary,
+    qualityGateStartDeniedReason: forTheTeam(input.summary),
     qualityGateStartDeniedHook: input.hookName,
     qualityGateStartDeniedCount: count,
     qualityGateStartDeniedKey: input.key,
@@ -185,7 +185,7 @@ export async function applyStartGate(input: StartGateInput): Promise<StartGateDo
     refused.push(`no message to ${JSON.stringify(to)}: ${unsafeName(to, sanitizeName(to))}; nothing was sent to that inbox`);
     return done(plan);
   }
-  const text = startDeniedText({ hookName: input.hookName, taskId: input.taskId, summary: input.summary, putBack: plan.kind === "moved_on" ? { status: plan.status } : null, count: plan.kind === "moved_on" ? null : plan.count, logFile: input.logFile });
+  const text = startDeniedText({ hookName: input.hookName, taskId: input.taskId, summary: forTheTeam(input.summary), putBack: plan.kind === "moved_on" ? { status: plan.status } : null, count: plan.kind === "moved_on" ? null : plan.count, logFile: input.logFile });
   const message: MailboxMessage = { from: input.leadName, text, timestamp: input.now, read: false, qualityGateEventKey: input.key };
   const sent = await sendOnce(input.sent, {
     teamDir: input.teamDir,

@@ -117,6 +117,21 @@ export function deferredSummary(verdict: Pick<NonNullable<RunResult["verdict"]>,
 /** The longest first stderr line a failure summary keeps (characters, `…` included). */
 export const SUMMARY_STDERR_LINE_CHARS = 180;
 
+/** How a refused gate's error says who approves its change, and with which command (invoke/chain-run.ts). */
+export const APPROVAL_HINT = "; the team lead approves a change with: ";
+
+/**
+ * A failure summary as the team reads it (task metadata, a follow-up task, a member's message): the
+ * approval command a refused gate's error names is left out. It is for the team lead, who sees it in
+ * the leader's output and in the log; an agent told it would only be invited to approve its own gate.
+ */
+export function forTheTeam(summary: string): string {
+  const at = summary.indexOf(APPROVAL_HINT);
+  if (at < 0) return summary;
+  const end = summary.indexOf(" • ", at);
+  return `${summary.slice(0, at)}; only the team lead can approve the change${end < 0 ? "" : summary.slice(end)}`;
+}
+
 /**
  * The one-line failure summary, as pi-agent-teams writes it (docs/architecture.md, Facts this design
  * rests on): the spawn error, `timeout after <ms>ms`, `exit code <n>` — or `killed by <signal>` when
