@@ -18,10 +18,10 @@ import { describeError } from "../contract/errors.js";
 import { taskEvent } from "../contract/events.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
-import { sentId, type SentLog } from "../team/sent-log.js";
+import { sentId } from "../team/sent-log.js";
 import { updateTask } from "../team/tasks.js";
 import { forTheTeam, startDeniedText, unsafeName } from "../text/messages.js";
-import { sendOnce } from "./remediate.js";
+import { type RemediationTarget, sendOnce } from "./remediate.js";
 
 /**
  * Merged into the task's `metadata` when a start gate denies its claim (docs/hook-contract.md,
@@ -46,17 +46,8 @@ export const StartDenialMetadataSchema = z.object({
 });
 export type StartDenialMetadata = z.infer<typeof StartDenialMetadataSchema>;
 
-export interface StartGateInput {
-  teamDir: string;
-  taskListId: string;
-  taskId: string;
-  /** The event key of the claim judged (`task_started:<id>:<owner>:<stamp>`). */
-  key: string;
-  leadName: string;
-  /** ISO time of the decision. */
-  now: string;
-  sent: SentLog;
-  lockTimeoutMs?: number;
+/** Where and when, as for the failure policy; `key` is the claim's (`task_started:<id>:<owner>:<stamp>`). */
+export interface StartGateInput extends Pick<RemediationTarget, "teamDir" | "taskListId" | "taskId" | "key" | "leadName" | "now" | "sent" | "lockTimeoutMs"> {
   /** How the chain counted (after the failure mode). */
   passed: boolean;
   failureMode: FailureMode;
