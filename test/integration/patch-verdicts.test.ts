@@ -20,7 +20,7 @@ import { HandlerSchema } from "../../extensions/teams-hooks/settings/handlers.js
 import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
-import type { LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
+import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { readLogs, startWorker as startTeamWorker, waitUntil } from "../helpers/leader-rig.js";
@@ -78,6 +78,19 @@ async function logs(): Promise<HookLogRecord[]> {
     if (read.ok) out.push(read.record);
   }
   return out.sort((a, b) => (a.result.hookPath ?? "").localeCompare(b.result.hookPath ?? ""));
+}
+
+
+/** A leader in this process on `watched` (reconciling every 200 ms), started and past its start-up scan; its event reports. */
+async function watchTeam(watched: TempTeam, leaders: Leader[]): Promise<{ leader: Leader; events: () => EventReport[] }> {
+  const env = { PATH: process.env.PATH ?? "" };
+  const setup = await resolveTeamSetup({ teamDir: watched.teamDir, env, processCwd: watched.teamsRoot, policyFlags: {} });
+  const notices: LeaderNotice[] = [];
+  const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n) });
+  leaders.push(leader);
+  await leader.start();
+  await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
+  return { leader, events: () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : [])) };
 }
 
 describe("what a patch may write", () => {
@@ -339,14 +352,7 @@ describe("the leader", () => {
       fs.mkdirSync(hooks, { recursive: true });
       // Patches task 1 only; a fresh value each run, so a second run would show.
       fs.writeFileSync(path.join(hooks, "on_task_completed.sh"), `#!/usr/bin/env bash\ncat > /dev/null\n[ "$PI_TEAMS_TASK_ID" = 1 ] || exit 0\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"description\\":\\"checked by the gate\\",\\"metadata\\":{\\"labels\\":[\\"$(date +%s%N)\\"],\\"other\\":1}}}"\n`, { mode: 0o755 });
-      const env = { PATH: process.env.PATH ?? "" };
-      const setup = await resolveTeamSetup({ teamDir: watched.teamDir, env, processCwd: watched.teamsRoot, policyFlags: {} });
-      const notices: LeaderNotice[] = [];
-      const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n) });
-      leaders.push(leader);
-      await leader.start();
-      await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
-      const events = () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : []));
+      const { leader, events } = await watchTeam(watched, leaders);
 
       await startTeamWorker("complete", { tasksDir: watched.tasksDir, ids: ["1"] }).result;
       await waitUntil("task 1's gate", () => events().length === 1);
@@ -385,14 +391,7 @@ describe("the leader", () => {
         `#!/usr/bin/env bash\ncat > /dev/null\nnow=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"updatedAt\\":\\"$now\\",\\"createdAt\\":\\"$now\\",\\"metadata\\":{\\"claimedAt\\":\\"$now\\",\\"unassignedAt\\":\\"$now\\",\\"__proto__\\":{\\"x\\":1},\\"labels\\":[\\"$now\\"]}}}"\n`,
         { mode: 0o755 },
       );
-      const env = { PATH: process.env.PATH ?? "" };
-      const setup = await resolveTeamSetup({ teamDir: watched.teamDir, env, processCwd: watched.teamsRoot, policyFlags: {} });
-      const notices: LeaderNotice[] = [];
-      const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n) });
-      leaders.push(leader);
-      await leader.start();
-      await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
-      const events = () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : []));
+      const { leader, events } = await watchTeam(watched, leaders);
 
       const before = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
       fs.writeFileSync(watched.taskFile("1"), JSON.stringify({ ...before, status: "completed", updatedAt: new Date().toISOString() }));
