@@ -55,6 +55,28 @@ async function plant(file: string, text: string): Promise<void> {
   await rename(tmp, file);
 }
 
+/**
+ * Puts a file where the folder `dir` is. The leader writes again each deferral file it sees go, so a
+ * recursive rm can meet a folder it has just filled (ENOTEMPTY), and the folder can be made again before
+ * the file is written: the folder is renamed away (one step) and the file written only if nothing is there.
+ */
+async function folderToFile(dir: string, text: string): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    await rename(dir, `${dir}.gone.${attempt}`).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") throw error;
+    });
+    const written = await writeFile(dir, text, { flag: "wx" }).then(
+      () => true,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== "EEXIST" && error.code !== "EISDIR") throw error;
+        return false;
+      },
+    );
+    if (written) return;
+  }
+  throw new Error(`${dir}: made again by the leader 20 times in a row`);
+}
+
 /** Writes a task file as a worker does (a temp file renamed over it). */
 async function writeTask(team: TempTeam, task: Record<string, unknown> & { id: string }): Promise<void> {
   const tmp = `${team.taskFile(task.id)}.tmp.${process.pid}.${Date.now()}`;
@@ -147,8 +169,7 @@ describe.concurrent("deferral files edited by an agent", () => {
     const [run1, run2] = [runs.get("1") ?? "", runs.get("2") ?? ""];
 
     // A file where the folder was: said once (not at every reconcile scan), and the gates wait for it to go.
-    await rm(deferralsDir(team), { recursive: true });
-    await writeFile(deferralsDir(team), "not a folder\n");
+    await folderToFile(deferralsDir(team), "not a folder\n");
     await warned(leader, deferralsDir(team), "cannot list the deferrals (ENOTDIR");
     const since = performance.now();
     await leader.waitFor("five reconcile scans", () => performance.now() - since > 1_000); // a negative check: only time can show it
@@ -162,7 +183,7 @@ describe.concurrent("deferral files edited by an agent", () => {
 
     const saved = `${team.teamDir}.saved`;
     await cp(team.teamDir, saved, { recursive: true });
-    await rm(team.teamDir, { recursive: true });
+    await rm(team.teamDir, { recursive: true, maxRetries: 20, retryDelay: 20 }); // the leader may write into it while it goes
     await leader.waitFor("the team dir is gone", () => leader.warnings().find((w) => w.includes("is gone: no gate runs")));
     await mkdir(team.tasksDir, { recursive: true });
     await cp(path.join(saved, "config.json"), path.join(team.teamDir, "config.json"));
