@@ -43,9 +43,9 @@ export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
  * under strict exit codes (`hooks.exitCodes: "strict"`), a hook without a verdict exited with neither
  * 0 nor 2 (`unexpected_exit`: a crash, 127, an uncaught exception).
  */
-export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS, "http", "defer_expired", "unexpected_exit"] as const;
-/** Error kinds that always fail the event (closed), whatever the failure mode says. */
-export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS, "defer_expired"]);
+export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS, "http", "defer_expired", "unexpected_exit", "hook_settings"] as const;
+/** Error kinds that always fail the event (closed), whatever the failure mode says. `hook_settings`: the gate's settings line cannot be read whole, so it did not run. */
+export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS, "defer_expired", "hook_settings"]);
 export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
@@ -116,6 +116,24 @@ export const RunResultSchema = z.object({
     })
     .optional(),
   runId: z.string(),
+  /** The gate's own settings line (contract v1, additive; settings/hook-line.ts), as it was applied: `timeout=300s mode=shadow`. */
+  hookSettings: z.string().optional(),
+  /** Additive: the gate's matchers did not match the event, so it did not run (`ran: false`, `outcome: passed`): which one, and why. */
+  skipped: z.string().optional(),
+  /**
+   * Additive: a `mode=shadow` gate. Its verdict is never enforced, so `outcome` is `passed`; what it
+   * said is here: the outcome it would have had, its error, and whether it would have denied.
+   */
+  shadow: z
+    .looseObject({
+      outcome: z.enum(RUN_OUTCOMES),
+      errorKind: z.enum(RUN_ERROR_KINDS).optional(),
+      error: z.string().optional(),
+      wouldDeny: z.boolean(),
+    })
+    .optional(),
+  /** Additive: a Claude Code gate (`format=claude`) exited with neither 0 nor 2, which Claude Code lets through: why it was allowed. */
+  nonBlocking: z.string().optional(),
   /**
    * How many secrets and credential-shaped strings were replaced by `[redacted]` in what this run
    * said (its output, verdict, a receiver's answer) before anything of it was kept (contract v1,
@@ -184,6 +202,8 @@ export interface HookEnvironment {
   env: Record<string, string>;
   /** The complete context document as JSON: what stdin and the context file carry. */
   contextJson: string;
+  /** The document itself (what `contextJson` spells). */
+  doc: ContextDocument;
   /** True when `PI_TEAMS_HOOK_CONTEXT_JSON` or another value was shortened to fit. */
   truncated: boolean;
 }
@@ -257,7 +277,7 @@ export function buildHookEnvironment(
   if (extra.eventKey) set("PI_TEAMS_HOOK_EVENT_KEY", extra.eventKey);
   if (extra.attempt !== undefined) set("PI_TEAMS_HOOK_ATTEMPT", String(extra.attempt));
   if (truncated) env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED = "1";
-  return { env, contextJson, truncated };
+  return { env, contextJson, doc, truncated };
 }
 
 /** Cuts a string to at most `maxBytes` UTF-8 bytes, ending in `…` when cut. */

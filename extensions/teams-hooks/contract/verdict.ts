@@ -81,9 +81,10 @@ function patchProblem(patch: unknown): string | null {
 
 /**
  * Where a verdict came from: the result file, the last line of stdout, an HTTP handler's answer, or a
- * decision that settled a deferred gate later (`pi-teams-hooks decide`, the API, the expiry).
+ * decision that settled a deferred gate later (`pi-teams-hooks decide`, the API, the expiry), or a
+ * Claude Code gate's exit code and output (`format=claude`, contract/claude.ts).
  */
-export const VERDICT_SOURCES = ["file", "stdout", "http", "decision"] as const;
+export const VERDICT_SOURCES = ["file", "stdout", "http", "decision", "claude"] as const;
 export type VerdictSource = (typeof VERDICT_SOURCES)[number];
 
 export type VerdictRead =
@@ -210,6 +211,7 @@ const VERDICT_PLACES: Readonly<Record<VerdictSource, string>> = {
   stdout: "the last line of stdout",
   http: "the handler's answer",
   decision: "the decision",
+  claude: "a Claude Code gate's exit code and output",
 };
 
 /** `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: reason: must not be blank` */

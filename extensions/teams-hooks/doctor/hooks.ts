@@ -11,8 +11,9 @@ import path from "node:path";
 import { chainDirName, discoverChains, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
-import { findStrayHookFiles, hookCandidatePaths, insecurity, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
+import { findStrayHookFiles, hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
 import type { HandlerDef } from "../settings/handlers.js";
+import { describeSettings } from "../settings/hook-line.js";
 import type { Projection } from "../settings/privacy.js";
 import type { HandlerReport } from "./handlers.js";
 
@@ -51,6 +52,8 @@ export interface ChainHookReport {
   name: string;
   path: string;
   command: string[];
+  /** A file gate's own settings line, as applied (`timeout=300s mode=shadow`); absent when it has none. */
+  settings?: string;
   /** A handler's settings and trust state (doctor/handlers.ts). */
   handler?: HandlerReport;
 }
@@ -179,8 +182,10 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
 
   const checks: Check[] = [];
   for (const h of chain.hooks) {
-    // The global v1 file: checked above. A handler is not a file: doctor/handlers.ts checks it.
-    if ((h.layer === "global" && h.kind === "v1") || h.kind === "http") continue;
+    if (h.kind === "http") continue; // not a file: doctor/handlers.ts checks it
+    checks.push(...settingsChecks(h.hook.hookPath, event, label(h.layer, h.hook.hookPath)));
+    // The global v1 file: checked above.
+    if (h.layer === "global" && h.kind === "v1") continue;
     checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
   }
   for (const skip of chain.skipped) {
@@ -196,8 +201,24 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
     name: h.kind === "chain" ? `${chainDirName(event)}/${h.name}` : h.name,
     path: h.hook.hookPath,
     command: [h.hook.command, ...h.hook.args],
+    ...settingsField(h, event),
   }));
   return { hooks, skipped: chain.skipped, checks };
+}
+
+/** A gate's settings line, as doctor shows it: what it sets, or the error that stops the gate. */
+function settingsChecks(file: string, event: HookEventName, name: string): Check[] {
+  const read = readHookSettings(file, event);
+  if (!read.ok) return [{ level: "error", message: `${read.error}: the gate does not run, and its events fail (hook_settings)`, file }];
+  if (!read.settings) return [];
+  return [{ level: "info", message: `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`, file }];
+}
+
+/** The report's `settings` of a file gate that has a readable settings line. */
+function settingsField(hook: ChainHook, event: HookEventName): { settings?: string } {
+  if (hook.kind === "http") return {};
+  const read = readHookSettings(hook.hook.hookPath, event);
+  return read.ok && read.settings ? { settings: describeSettings(read.settings) } : {};
 }
 
 /** Whether a hook can start as the leader would start it. `label` names it in messages (default: its file name). */
@@ -303,9 +324,11 @@ export async function gateWarnings(input: { hooksDir: string; teamHooksDir: stri
   for (const { event, chain } of await discoverChains(input.hooksDir, input.teamHooksDir, input.handlers ?? [])) {
     gates += chain.hooks.length;
     for (const hook of chain.hooks) names.add(gateName(hook, event));
-    if (input.allowInsecure) continue;
     for (const hook of chain.hooks) {
-      if (hook.kind === "http") continue; // not a file: nothing others could rewrite on disk
+      if (hook.kind === "http") continue; // not a file: no settings line, nothing others could rewrite on disk
+      const own = readHookSettings(hook.hook.hookPath, event);
+      if (!own.ok) out.push(`${own.error}: the gate does not run, and its ${event} events fail (hook_settings)`);
+      if (input.allowInsecure) continue;
       const info = await statOrNull(hook.hook.hookPath);
       const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
       if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);

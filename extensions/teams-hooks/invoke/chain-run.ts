@@ -15,12 +15,13 @@ import { type PreparedContext, type RunResult, prepareContext, utf8Length } from
 import { type ContextView, confidentialInvocation, isFullView, shownEventKey, viewKey } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { launcherFor } from "../runner/discover.js";
+import { launcherFor, readHookSettings } from "../runner/discover.js";
 import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
 import { teamRedactor } from "../runner/redact.js";
 import { gateFingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
 import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/hooks-config.js";
+import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
 import { NO_PRIVACY, projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { takePatch } from "./patches.js";
@@ -113,8 +114,10 @@ export async function runChain(
       runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs);
       break;
     }
-    // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file the run's timeout.
-    const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? req.timeoutMs) : req.timeoutMs;
+    // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file its settings line's, else the run's.
+    const own = hook.kind === "http" ? null : ownSettings(hook, req.event);
+    const settings = own && "settings" in own ? own.settings : null;
+    const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? req.timeoutMs) : (settings?.timeoutMs ?? req.timeoutMs);
     const timeoutMs = Math.min(ownTimeoutMs, left);
     const startedAt = ctx.now().toISOString();
     // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
@@ -122,38 +125,48 @@ export async function runChain(
     // Never a fallback to the whole document: a hook without its own would see what it may not.
     const context = shown[index];
     if (!context) throw new HooksError("E_INTERNAL", `no context document prepared for ${hook.name}`);
+    const skip = settings ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null }) : null;
     let result =
-      hook.kind === "http"
-        ? hook.handler
-          ? await runHandler(hook.handler, seen, {
-              runId,
-              timeoutMs,
-              env: req.env,
-              context,
-              redact,
-              eventKey: shownEventKey(req.key, context.view),
-              attempt: req.attempt ?? 1,
-              ...(req.notBefore ? { notBefore: req.notBefore } : {}),
-            })
-          : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
-        : await runHook(hook.hook, seen, {
-            cwd: req.cwd,
-            timeoutMs,
-            baseEnv: req.env,
-            escapeeScan: req.sweep ?? DEFAULT_SWEEP,
-            ...(req.exitCodes ? { exitCodes: req.exitCodes } : {}),
-            runId,
-            eventKey: shownEventKey(req.key, context.view),
-            attempt: req.attempt ?? 1,
-            context,
-            redact,
-            ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
-            ...(req.notBefore ? { notBefore: req.notBefore } : {}),
-          });
+      own && "error" in own
+        ? notRunResult(hook.hook, runId, "hook_settings", `${own.error}: the gate did not run`)
+        : skip !== null
+          ? { ...notRunResult(hook.hook, runId, "internal", ""), ...SKIPPED, skipped: skip }
+          : hook.kind === "http"
+            ? hook.handler
+              ? await runHandler(hook.handler, seen, {
+                  runId,
+                  timeoutMs,
+                  env: req.env,
+                  context,
+                  redact,
+                  eventKey: shownEventKey(req.key, context.view),
+                  attempt: req.attempt ?? 1,
+                  ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+                })
+              : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
+            : await runHook(hook.hook, seen, {
+                cwd: req.cwd,
+                timeoutMs,
+                baseEnv: req.env,
+                escapeeScan: req.sweep ?? DEFAULT_SWEEP,
+                ...(req.exitCodes ? { exitCodes: req.exitCodes } : {}),
+                ...(settings?.format ? { format: settings.format } : {}),
+                runId,
+                eventKey: shownEventKey(req.key, context.view),
+                attempt: req.attempt ?? 1,
+                context,
+                redact,
+                ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
+                ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+              });
     if (result.timedOut && timeoutMs < ownTimeoutMs) {
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
       result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
+    } else if (result.timedOut && settings?.timeoutMs !== undefined) {
+      result = { ...result, error: `timeout after ${timeoutMs}ms (the gate's own timeout, line ${settings.line})` };
     }
+    if (settings) result = { ...result, hookSettings: describeSettings(settings) };
+    if (settings?.mode === "shadow" && result.skipped === undefined) result = shadowed(result, ctx.mode);
     const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: req.writableFields ?? null });
     result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
     runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}), ...(isFullView(context.view) ? {} : { shown: shownRecord(context) }) });
@@ -171,6 +184,32 @@ export async function runChain(
     }
   }
   return { runs, interrupted: null };
+}
+
+/** A file gate's settings line: its settings (null: none), or why it cannot be read whole. */
+function ownSettings(hook: ChainHook, event: InvokeRequest["event"]): { settings: HookSettings | null } | { error: string } {
+  const read = readHookSettings(hook.hook.hookPath, event);
+  return read.ok ? { settings: read.settings } : { error: read.error };
+}
+
+/** A gate its matchers skipped: not run, and nothing for the event to count against it. */
+const SKIPPED = { outcome: "passed", errorKind: undefined, error: undefined, durationMs: 0 } as const;
+
+/**
+ * A `mode=shadow` gate's run: what it said is kept in `shadow`, and the run counts as passed, so
+ * nothing is enforced (no policy, no patch, no hold); the event's settling writes only the
+ * `qualityGateShadow*` metadata of a shadow gate that would have denied.
+ */
+export function shadowed(result: RunResult, mode: FailureMode): RunResult {
+  const { errorKind, error, ...rest } = result;
+  const wouldDeny = result.outcome === "deferred" || !countsAsPass(result, mode);
+  const ignored = result.verdict?.decision === "patch" ? { patchIgnored: "a shadow gate's patch is never written" } : {};
+  return {
+    ...rest,
+    ...ignored,
+    outcome: "passed",
+    shadow: { outcome: result.outcome, ...(errorKind ? { errorKind } : {}), ...(error ? { error } : {}), wouldDeny },
+  };
 }
 
 /**

@@ -21,7 +21,7 @@ import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task, TeamIdentity } from "../contract/team-files.js";
-import { discoverChain, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
+import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
 import { describeError } from "../contract/errors.js";
@@ -37,6 +37,7 @@ import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chai
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
 import { taskFile } from "../team/paths.js";
+import { noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 
 export interface InvokeRequest {
@@ -201,7 +202,10 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
   await req.notBefore;
-  const deciding = decidingRun(runs, mode);
+  // Gates skipped by their matchers and shadow gates never decide: the rest do, and when none is left,
+  // the event had no gate in force (no policy), and its runs are only logged.
+  const enforced = runs.filter((r) => !observes(r.result));
+  const deciding = decidingRun(enforced.length > 0 ? enforced : runs, mode);
   if (!deciding) return none;
   // Chosen now: the policy's messages quote it, and they go out before the logs are written.
   const decidingLog = planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation });
@@ -223,6 +227,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     sent: req.sentLog ?? null,
     held: deferred && policyApplies(req) ? heldRecord({ ...req, identity: req.identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: req.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, logFile: decidingLog, patches: chainPatches(runs) }) : null,
     deferral: null,
+    observedOnly: enforced.length === 0,
+    shadowNoted: false,
+    shadowActions: [],
   };
   return settle(settling);
 }
@@ -250,6 +257,12 @@ export interface Settling {
   held: DeferralRecord | null;
   /** The held gate's deferral once its file is written (the last step). */
   deferral: DeferralRecord | null;
+  /** No run was enforced (every gate skipped by its matchers, or in shadow mode): nothing follows the gate. */
+  observedOnly: boolean;
+  /** A shadow gate's denial was written to the task (or there was none to write): not tried again. */
+  shadowNoted: boolean;
+  /** What the shadow step did (`shadow: NAME would have denied`), said with the policy's actions. */
+  shadowActions: string[];
 }
 
 /**
@@ -258,7 +271,13 @@ export interface Settling {
  */
 async function settle(ctx: Settling): Promise<InvokeOutcome> {
   const { req } = ctx;
-  if (afterGateApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
+  if (!ctx.shadowNoted) {
+    ctx.shadowNoted = true;
+    const noted = await noteShadowDenial(req, ctx.runs, ctx.now);
+    if (noted.action) ctx.shadowActions.push(noted.action);
+    if (noted.problem) ctx.problems.push(noted.problem);
+  }
+  if (!ctx.observedOnly && afterGateApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
     ctx.remediation = await applyAfterGate(ctx);
     if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
   }
@@ -321,13 +340,23 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     hook: deciding.hook,
     counted: ctx.counted,
     logFile: deciding.logFile,
-    summary: remediation ? remediation.summary : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
-    actions: remediation?.actions ?? [],
+    summary: remediation ? remediation.summary : ctx.observedOnly ? observedSummary(ctx) : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
+    actions: [...(remediation?.actions ?? []), ...ctx.shadowActions],
     problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
     deferral: ctx.deferral,
   };
+}
+
+/** An event whose gates all were skipped or in shadow mode: what each did, in one line. */
+function observedSummary(ctx: Settling): string {
+  const said = ctx.runs.map((run) => {
+    const name = gateName(run.hook, ctx.req.event);
+    if (run.result.skipped !== undefined) return `${name} skipped (${run.result.skipped})`;
+    return `${name} in shadow mode${run.result.shadow?.wouldDeny ? " would have denied" : " allowed"}`;
+  });
+  return `no gate in force: ${said.join("; ")}`;
 }
 
 async function loadTask(req: InvokeRequest, problems: string[]): Promise<Task | null> {

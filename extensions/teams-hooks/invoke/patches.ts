@@ -38,7 +38,8 @@ export function takePatch(
   task: Task | null,
   ctx: { event: HookEventName; writableFields: readonly string[] | null },
 ): { result: RunResult; kept: KeptPatch | null; task: Task | null } {
-  const patch = result.outcome === "passed" && result.verdict?.decision === "patch" ? result.verdict.patch : undefined;
+  // A shadow gate's patch is never taken (invoke/chain-run.ts shadowed says so on its run).
+  const patch = result.outcome === "passed" && !result.shadow && result.verdict?.decision === "patch" ? result.verdict.patch : undefined;
   if (patch === undefined) return { result, kept: null, task };
   // A start gate judges a claim; it does not change the task (nor does idle, which has none).
   if (!policyApplies(ctx.event)) {

@@ -104,19 +104,29 @@ export function decisionWord(record: HookLogRecord): string | null {
   return decision === "allow" ? "allowed" : decision === "deny" ? "denied" : decision === "expired" ? "expired" : null;
 }
 
+/**
+ * A run's word in the table: its outcome, `skipped` when its matchers skipped it, and for a shadow
+ * gate what it said (`shadow: failed`): its enforced outcome is always a pass.
+ */
+export function runWord(result: RunResult): string {
+  if (result.skipped !== undefined) return "skipped";
+  if (result.shadow) return `shadow: ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}`;
+  return outcomeWord(outcomeOf(result));
+}
+
 /** The cells of one table row. The last is the first stderr line, else the spawn error. */
 export function rowCells(row: Row): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
   const actions = policyActions(row.record);
-  const stderr = firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
+  const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     shortTime(row.record.startedAt),
     invocation.event,
     taskId === null ? "-" : `#${oneLine(taskId)}`,
     invocation.memberName ? oneLine(invocation.memberName) : "-",
     oneLine(hookName(result)),
-    decisionWord(row.record) ?? outcomeWord(outcomeOf(result)),
+    decisionWord(row.record) ?? runWord(result),
     formatDuration(result.durationMs),
     actions.length > 0 ? oneLine(actions.join(", ")) : "-",
     stderr,
@@ -187,7 +197,11 @@ export function formatShow(row: Row): string {
   out.push("");
   field("hook", result.hookPath ?? "(none)");
   if (result.command) field("command", shellLine(result.command));
-  field("outcome", outcomeWord(outcomeOf(result)));
+  field("outcome", runWord(result));
+  if (result.hookSettings) field("settings", oneLine(result.hookSettings));
+  if (result.skipped !== undefined) field("skipped", `${oneLine(result.skipped)}: the gate did not run`);
+  if (result.shadow) field("shadow", `it said ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}${result.shadow.wouldDeny ? ", which would have denied" : ""}; a shadow gate is never enforced`);
+  if (result.nonBlocking) field("non-blocking", oneLine(result.nonBlocking));
   const exit = [
     result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`,
     ...(result.signal ? [`signal ${result.signal}`] : []),

@@ -178,7 +178,7 @@ const VERDICT = {
   reason: [string, optional],
   message: [string, optional],
   patch: [looseObject({}), optional],
-  source: [oneOf(["file", "stdout", "http", "decision"])],
+  source: [oneOf(["file", "stdout", "http", "decision", "claude"])],
 } as const satisfies Record<string, Field>;
 
 /** contract/hook-run.ts `RunResultSchema`'s `http`. */
@@ -190,6 +190,14 @@ const HTTP = {
   missingSecrets: [arrayOf(string), optional],
   signed: [boolean, optional],
   resent: [boolean, optional],
+} as const satisfies Record<string, Field>;
+
+/** contract/hook-run.ts `RunResultSchema`'s `shadow`. */
+const SHADOW = {
+  outcome: [oneOf(["passed", "failed", "error", "deferred"])],
+  errorKind: [string, optional],
+  error: [string, optional],
+  wouldDeny: [boolean],
 } as const satisfies Record<string, Field>;
 
 /** contract/hook-run.ts `RunResultSchema`'s `trustProblems` entries. */
@@ -218,7 +226,7 @@ const RESULT = {
   leftoverProcesses: [int(0)],
   contextTruncated: [boolean],
   errorKind: [
-    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook", "http", "defer_expired", "unexpected_exit"]),
+    oneOf(["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", "untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook", "http", "defer_expired", "unexpected_exit", "hook_settings"]),
     optional,
   ],
   verdict: [looseObject(VERDICT), optional],
@@ -227,6 +235,10 @@ const RESULT = {
   patchIgnored: [string, optional],
   http: [looseObject(HTTP), optional],
   runId: [string],
+  hookSettings: [string, optional],
+  skipped: [string, optional],
+  shadow: [looseObject(SHADOW), optional],
+  nonBlocking: [string, optional],
   redactions: [int(0), optional],
   contractVersion: [oneOf([1])],
   hookSha256: [string, optional],

@@ -21,6 +21,14 @@ export interface StatsRow {
   p95Ms: number;
   /** Tasks with the most runs that did not pass (failed, timed out or error), most first. */
   mostFailedTasks: Array<{ taskId: string; failures: number }>;
+  /** Events its matchers skipped (not runs: nothing ran); present when there were any. */
+  skipped?: number;
+  /**
+   * Runs in shadow mode (`mode=shadow`), and how many of them would have denied; present when there
+   * were any. A shadow run counts above by what it said, not by what was enforced (always a pass).
+   */
+  shadowRuns?: number;
+  shadowDenials?: number;
 }
 
 /** Nearest-rank percentile of ascending `sorted` (q from 0 to 1); 0 for none. */
@@ -39,13 +47,20 @@ export interface StatsSample {
   taskId: string | null;
   /** A held gate's decision record: nothing ran, so its 0 ms is no duration. */
   decided?: boolean;
+  /** Its matchers skipped it: counted apart, never as a run. */
+  skipped?: boolean;
+  /** A shadow run: whether it would have denied (`outcome` is what it said). */
+  shadow?: { wouldDeny: boolean };
 }
 
 export function statsSample(record: HookLogRecord): StatsSample {
+  const { shadow } = record.result;
   return {
     hook: hookName(record.result),
     event: record.invocation.event,
-    outcome: outcomeOf(record.result),
+    outcome: outcomeOf(shadow ? { outcome: shadow.outcome, timedOut: record.result.timedOut } : record.result),
+    ...(record.result.skipped !== undefined ? { skipped: true } : {}),
+    ...(shadow ? { shadow: { wouldDeny: shadow.wouldDeny } } : {}),
     durationMs: record.result.durationMs,
     taskId: taskIdOf(record),
     ...(record.decision !== undefined ? { decided: true } : {}),
@@ -54,13 +69,21 @@ export function statsSample(record: HookLogRecord): StatsSample {
 
 /** One row per hook (file name) and event, sorted by hook then event. */
 export function computeStats(samples: readonly StatsSample[], topTasks = 3): StatsRow[] {
-  const groups = new Map<string, { hook: string; event: HookEventName; durations: number[]; counts: Record<LogOutcome, number>; failures: Map<string, number> }>();
-  for (const { hook, event, outcome, durationMs, taskId, decided } of samples) {
+  const groups = new Map<string, { hook: string; event: HookEventName; durations: number[]; counts: Record<LogOutcome, number>; failures: Map<string, number>; skipped: number; shadowRuns: number; shadowDenials: number }>();
+  for (const { hook, event, outcome, durationMs, taskId, decided, skipped, shadow } of samples) {
     const id = `${hook}\u0000${event}`;
     let group = groups.get(id);
     if (!group) {
-      group = { hook, event, durations: [], counts: { passed: 0, failed: 0, timed_out: 0, error: 0, deferred: 0 }, failures: new Map() };
+      group = { hook, event, durations: [], counts: { passed: 0, failed: 0, timed_out: 0, error: 0, deferred: 0 }, failures: new Map(), skipped: 0, shadowRuns: 0, shadowDenials: 0 };
       groups.set(id, group);
+    }
+    if (skipped) {
+      group.skipped += 1;
+      continue;
+    }
+    if (shadow) {
+      group.shadowRuns += 1;
+      if (shadow.wouldDeny) group.shadowDenials += 1;
     }
     group.counts[outcome] += 1;
     if (!decided) group.durations.push(durationMs);
@@ -88,6 +111,8 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
       p50Ms: percentile(sorted, 0.5),
       p95Ms: percentile(sorted, 0.95),
       mostFailedTasks,
+      ...(g.skipped > 0 ? { skipped: g.skipped } : {}),
+      ...(g.shadowRuns > 0 ? { shadowRuns: g.shadowRuns, shadowDenials: g.shadowDenials } : {}),
     });
   }
   return rows.sort((a, b) => (a.hook === b.hook ? LOG_EVENTS.indexOf(a.event) - LOG_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1));
@@ -130,7 +155,18 @@ export function formatStats(rows: readonly StatsRow[]): string {
       .map((cell, i) => (i === last ? cell : i >= 2 && i <= 8 ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
       .join("  ")
       .trimEnd();
-  return `${all.map(line).join("\n")}\n`;
+  return `${all.map(line).join("\n")}\n${notes(rows)}`;
+}
+
+/** Under the table: the gates on trial and what they would have denied, and the events matchers skipped. */
+function notes(rows: readonly StatsRow[]): string {
+  const out: string[] = [];
+  for (const r of rows) {
+    const gate = `${oneLine(r.hook)} (${r.event})`;
+    if (r.shadowRuns) out.push(`shadow: ${gate} would have denied ${r.shadowDenials ?? 0} of its ${r.shadowRuns} run(s); nothing was enforced`);
+    if (r.skipped) out.push(`skipped: ${gate} was skipped by its matchers ${r.skipped} time(s)`);
+  }
+  return out.length > 0 ? `\n${out.join("\n")}\n` : "";
 }
 
 /** One stats row as NDJSON. */

@@ -7,7 +7,7 @@
 import type { Dirent, Stats } from "node:fs";
 // Synchronous on purpose: discovery runs before every event, and each thread-pool round trip costs
 // several times a small stat here (docs/performance.md); the answer is still given as a promise.
-import { accessSync, constants as fsConstants, lstatSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "../contract/contract.js";
 import type { HookCommand } from "../contract/hook-run.js";
@@ -16,6 +16,7 @@ import { HooksError, errnoCode } from "../contract/errors.js";
 import { fileKind } from "../team/json-file.js";
 import { closestName } from "../text/messages.js";
 import { typescriptLaunch } from "./typescript.js";
+import { parseHookSettings, type HookSettingsRead } from "../settings/hook-line.js";
 
 export type CandidateStatus = "chosen" | "skipped" | "absent";
 
@@ -183,6 +184,37 @@ function danglingLink(file: string): Verdict {
   } catch {
     // ENOENT: really no file of that name. Anything else: the stat above already said it is not usable.
     return { status: "absent" };
+  }
+}
+
+/**
+ * The settings line of `file`, for a gate of `event`: null when it has none. Never throws: a file
+ * that cannot be read has no settings here (the run that follows reports why it cannot start).
+ */
+export function readHookSettings(file: string, event: HookEventName): HookSettingsRead {
+  let head: string;
+  try {
+    head = readHead(file);
+  } catch {
+    return { ok: true, settings: null };
+  }
+  return parseHookSettings(head, event, path.basename(file));
+}
+
+/**
+ * The first bytes of a gate file, or "" when it is not a regular file any more. Opened non-blocking
+ * and checked after the open: a FIFO put in the gate's place since discovery cannot hang the leader.
+ */
+function readHead(file: string): string {
+  const HEAD_BYTES = 8 * 1024; // the line is near the top; a gate that is a binary has none
+  const fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
+  try {
+    if (!fstatSync(fd).isFile()) return "";
+    const buffer = Buffer.alloc(HEAD_BYTES);
+    const n = readSync(fd, buffer, 0, HEAD_BYTES, 0);
+    return buffer.subarray(0, n).toString("utf8");
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -20,6 +20,8 @@ import { applyVerdict, readResultFile, runFiles, type StdoutTail } from "./run-f
 import { VERDICT_LINE_MAX_BYTES } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { redactRunResult, type Redactor } from "./redact.js";
+import { claudeInput, claudeResult } from "../contract/claude.js";
+import type { HookFormat } from "../settings/hook-line.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
 
 export interface RunHookOptions {
@@ -60,6 +62,12 @@ export interface RunHookOptions {
    * nothing is redacted and `redactions` is absent.
    */
   redact?: Redactor;
+  /**
+   * `claude` (the gate's `format=claude`): stdin carries Claude Code's input shape, built from the
+   * same document, `CLAUDE_PROJECT_DIR` is the working directory, and the exit code and output are
+   * judged as Claude Code judges them (contract/claude.ts). Default `v1`.
+   */
+  format?: HookFormat;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -116,7 +124,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   const { contextFile, resultFile } = runFiles(runId);
   let contextWritten = false;
   try {
-    const { env, contextJson, truncated } = buildHookEnvironment(invocation, {
+    const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
       runId,
       contextFile,
       resultFile,
@@ -135,7 +143,11 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     } catch (error) {
       return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
     }
-    const { result, stdoutTail } = await execute(hook, opts, { runId, env, contextJson, truncated, startedAt, base });
+    const claude = opts.format === "claude";
+    if (claude) env.CLAUDE_PROJECT_DIR = opts.cwd;
+    const stdin = claude ? JSON.stringify(claudeInput(doc, opts.cwd)) : contextJson;
+    const { result, stdoutTail } = await execute(hook, opts, { runId, env, stdin, truncated, startedAt, base });
+    if (claude) return claudeResult(result);
     return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
@@ -180,7 +192,8 @@ function startFailure(message: string, code: string | undefined, startedAt: numb
 interface Prepared {
   runId: string;
   env: Record<string, string>;
-  contextJson: string;
+  /** What the hook reads on stdin: the context document, or its Claude Code shape. */
+  stdin: string;
   truncated: boolean;
   startedAt: number;
   base: BaseResult;
@@ -264,7 +277,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     );
     // The hook may never read stdin, or exit first: EPIPE then is normal, not an error.
     subprocess.stdin.on("error", () => undefined);
-    subprocess.stdin.end(run.contextJson);
+    subprocess.stdin.end(run.stdin);
 
     const first = await Promise.race([exited, stopped, wait(deadline - performance.now(), "timeout" as const)]);
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;

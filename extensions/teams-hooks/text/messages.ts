@@ -156,7 +156,8 @@ export function describeFailure(
   const spawnError = result.error ? policyFirstLine(result.error) : "";
   if (spawnError) parts.push(spawnError);
   // A handler's error says its own timeout (hooks.handlers[].timeoutMs), not the run's.
-  if (result.timedOut && !result.http) parts.push(`timeout after ${timeoutMs}ms`);
+  // A gate with a timeout of its own says it in its error already (invoke/chain-run.ts).
+  if (result.timedOut && !result.http && !spawnError.startsWith("timeout after")) parts.push(`timeout after ${timeoutMs}ms`);
   if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
   else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);
   const stderrLine = policyFirstLine(result.stderr);

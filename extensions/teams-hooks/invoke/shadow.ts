@@ -1,0 +1,65 @@
+/**
+ * Gates on trial (`mode=shadow` on a gate's settings line; docs/writing-hooks.md, "Shadow mode"):
+ * they run and are logged, and their verdict is never enforced. What a shadow gate would have denied
+ * is the one thing written to the task, in `qualityGateShadow*` metadata under the task lock, so
+ * the team sees what the gate would have done before it bites; no policy, no patch, no message.
+ */
+import { isTaskEvent } from "../contract/contract.js";
+import { describeError } from "../contract/errors.js";
+import type { RunResult } from "../contract/hook-run.js";
+import { gateName } from "../runner/chain.js";
+import { updateTask } from "../team/tasks.js";
+import { describeFailure, forTheTeam } from "../text/messages.js";
+import type { HookRun, InvokeRequest } from "./invoke.js";
+
+/** A run that is not enforced: skipped by its matchers, or a shadow gate's. */
+export function observes(result: RunResult): boolean {
+  return result.skipped !== undefined || result.shadow !== undefined;
+}
+
+/** The shadow runs that would have denied, in chain order. */
+export function shadowDenials(runs: readonly HookRun[]): HookRun[] {
+  return runs.filter((run) => run.result.shadow?.wouldDeny === true);
+}
+
+/**
+ * Writes the first shadow denial of the chain to the task's `qualityGateShadow*` metadata, when the
+ * event has a task and the request applies the policy (the leader, `run --apply-policy`); a count that
+ * grows once per event key. Returns the action taken, or a problem; never throws.
+ */
+export async function noteShadowDenial(req: InvokeRequest, runs: readonly HookRun[], now: () => Date): Promise<{ action: string | null; problem: string | null }> {
+  const [first] = shadowDenials(runs);
+  if (!first || req.policy === null || req.taskId === null || !isTaskEvent(req.event)) return { action: null, problem: null };
+  const shadow = first.result.shadow;
+  const hook = gateName(first.hook, req.event);
+  const summary = forTheTeam(describeFailure({ ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) }, req.timeoutMs));
+  try {
+    const updated = await updateTask(
+      req.identity.teamDir,
+      req.identity.taskListId,
+      req.taskId,
+      (task) => {
+        const metadata = task.metadata ?? {};
+        if (metadata.qualityGateShadowKey === req.key) return undefined; // this event's denial is written already
+        const count = typeof metadata.qualityGateShadowCount === "number" ? metadata.qualityGateShadowCount + 1 : 1;
+        return {
+          ...task,
+          metadata: {
+            ...metadata,
+            qualityGateShadowHook: hook,
+            qualityGateShadowOutcome: shadow?.outcome ?? "failed",
+            qualityGateShadowSummary: summary,
+            qualityGateShadowAt: now().toISOString(),
+            qualityGateShadowKey: req.key,
+            qualityGateShadowCount: count,
+          },
+        };
+      },
+      { label: `shadow gate ${req.key}`, ...(req.lockTimeoutMs === undefined ? {} : { timeoutMs: req.lockTimeoutMs }) },
+    );
+    if (!updated.ok) return { action: null, problem: updated.problem.kind === "missing" ? null : `shadow verdict of ${hook} not written: ${updated.problem.message}` };
+    return { action: `shadow: ${hook} would have denied`, problem: null };
+  } catch (error) {
+    return { action: null, problem: `shadow verdict of ${hook} not written: ${describeError(error)}` };
+  }
+}

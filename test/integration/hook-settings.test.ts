@@ -1,0 +1,191 @@
+/**
+ * A gate's own settings line, end to end through invokeEvent with real hooks and real team files:
+ * matchers that skip (logged, never run) and matchers that run, a per-hook timeout that ends a gate
+ * long before the global one, a shadow gate that denies and changes nothing but its shadow fields and
+ * its log, a line that cannot be read (a closed error naming the key and the line), and trust, which
+ * covers the line because it covers the file.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
+import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { entryFor, fingerprint } from "../../extensions/teams-hooks/runner/trust.js";
+import { listTaskFiles, readTask } from "../../extensions/teams-hooks/team/tasks.js";
+import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+
+const POLICY: EffectivePolicy = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
+
+let team: TempTeam;
+let hooksDir: string;
+let marks: string;
+
+beforeEach(async () => {
+  team = await makeTempTeam({
+    teamId: "settings",
+    tasks: [makeTask({ id: "1", status: "completed", owner: "alice", subject: "Fix the API client", metadata: { labels: ["backend"], files: ["src/api/client.ts"] } })],
+  });
+  hooksDir = path.join(team.teamsRoot, "_hooks");
+  marks = path.join(team.teamsRoot, "ran.txt");
+  fs.mkdirSync(path.join(hooksDir, "on_task_completed.d"), { recursive: true });
+});
+afterEach(async () => {
+  await team.cleanup();
+});
+
+/** A bash gate whose second line is `settings` (when given); it notes its name in ran.txt when it runs. */
+function gate(name: string, settings: string | null, body = "exit 0"): string {
+  const file = path.join(hooksDir, name);
+  const line = settings === null ? "" : `# pi-teams-hooks: ${settings}\n`;
+  fs.writeFileSync(file, `#!/usr/bin/env bash\n${line}echo ${path.basename(name)} >> ${JSON.stringify(marks)}\n${body}\n`, { mode: 0o755 });
+  return file;
+}
+
+function ran(): string[] {
+  return fs.existsSync(marks) ? fs.readFileSync(marks, "utf8").split("\n").filter(Boolean) : [];
+}
+
+function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+  const identity: TeamIdentity = { teamId: "settings", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  return {
+    identity, event: "task_completed", key: "task_completed:1:a", taskId: "1", member: "alice", timestamp: null,
+    hooksDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 20_000, policy: null, env: process.env, ...over,
+  };
+}
+
+async function logs(): Promise<Array<Record<string, unknown>>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const entry of await listHookLogs(team.teamDir)) {
+    const read = await readHookLog(entry.file);
+    if (read.ok) out.push(read.record.result as Record<string, unknown>);
+  }
+  return out;
+}
+
+async function task1() {
+  const read = await readTask(team.taskFile("1"));
+  if (!read.ok) throw new Error(read.problem.message);
+  return read.value;
+}
+
+describe("matchers", () => {
+  it("a gate whose matchers do not match is skipped and logged, one whose matchers match runs", async () => {
+    gate("on_task_completed.sh", "members=impl-*,qa");
+    gate("on_task_completed.d/10-backend.sh", "owner=al* labels=backend paths=src/** subject=*api*");
+    gate("on_task_completed.d/20-docs.sh", "paths=docs/**");
+    const outcome = await invokeEvent(request({ policy: POLICY }));
+    expect(ran()).toEqual(["10-backend.sh"]);
+    expect(outcome.runs.map((r) => [r.hook.name, r.result.ran, r.result.skipped ?? null])).toEqual([
+      ["on_task_completed.sh", false, "members=impl-*,qa: member alice does not match"],
+      ["10-backend.sh", true, null],
+      ["20-docs.sh", false, "paths=docs/**: none of the 1 file(s) in metadata.files match"],
+    ]);
+    expect(outcome).toMatchObject({ counted: "passed", hook: { name: "10-backend.sh" } });
+    const logged = await logs();
+    expect(logged).toHaveLength(3);
+    expect(logged.filter((r) => r.skipped !== undefined).map((r) => [path.basename(String(r.hookPath)), r.outcome, r.hookSettings])).toEqual(
+      expect.arrayContaining([
+        ["on_task_completed.sh", "passed", "members=impl-*,qa"],
+        ["20-docs.sh", "passed", "paths=docs/**"],
+      ]),
+    );
+  });
+
+  it("when every gate is skipped, nothing is enforced: no policy, the task untouched, the logs say why", async () => {
+    gate("on_task_completed.sh", "owner=bob", "exit 1");
+    const before = fs.readFileSync(team.taskFile("1"), "utf8");
+    const outcome = await invokeEvent(request({ policy: POLICY }));
+    expect(ran()).toEqual([]);
+    expect(outcome).toMatchObject({ counted: "passed", policyApplied: null, summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)" });
+    expect(fs.readFileSync(team.taskFile("1"), "utf8")).toBe(before);
+    expect(await logs()).toMatchObject([{ ran: false, skipped: "owner=bob: owner alice does not match" }]);
+  });
+});
+
+describe("a per-hook timeout", () => {
+  it("ends its gate before the global one, and says whose timeout it was", async () => {
+    gate("on_task_completed.sh", "timeout=1s", "sleep 30");
+    const outcome = await invokeEvent(request({ timeoutMs: 25_000 }));
+    expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "timeout", timedOut: true, error: "timeout after 1000ms (the gate's own timeout, line 2)", hookSettings: "timeout=1s" });
+    expect(outcome.result?.durationMs).toBeLessThan(25_000);
+    expect(outcome.summary).toBe("timeout after 1000ms (the gate's own timeout, line 2)");
+  });
+});
+
+describe("shadow mode", () => {
+  it("a shadow gate that denies changes nothing but the shadow fields and its log", async () => {
+    gate("on_task_completed.sh", "mode=shadow", "echo 'lint: 3 errors' >&2; exit 1");
+    const before = await task1();
+    const outcome = await invokeEvent(request({ policy: POLICY }));
+    expect(ran()).toEqual(["on_task_completed.sh"]);
+    expect(outcome).toMatchObject({ counted: "passed", policyApplied: null, actions: ["shadow: on_task_completed would have denied"] });
+    const after = await task1();
+    const { qualityGateShadowAt, ...shadowFields } = Object.fromEntries(Object.entries(after.metadata ?? {}).filter(([k]) => k.startsWith("qualityGateShadow")));
+    expect(typeof qualityGateShadowAt).toBe("string");
+    expect(shadowFields).toEqual({
+      qualityGateShadowHook: "on_task_completed",
+      qualityGateShadowOutcome: "failed",
+      qualityGateShadowSummary: "exit code 1 • lint: 3 errors",
+      qualityGateShadowKey: "task_completed:1:a",
+      qualityGateShadowCount: 1,
+    });
+    // Everything else as it was: status, owner, no reopen, no follow-up task, no message.
+    const rest = (t: typeof after) => ({ ...t, metadata: Object.fromEntries(Object.entries(t.metadata ?? {}).filter(([k]) => !k.startsWith("qualityGateShadow"))) });
+    expect(rest(after)).toEqual(rest(before));
+    expect((await listTaskFiles(team.teamDir, team.taskListId)).length).toBe(1);
+    expect(fs.existsSync(path.join(team.teamDir, "inboxes"))).toBe(false);
+    expect(await logs()).toMatchObject([{ outcome: "passed", exitCode: 1, shadow: { outcome: "failed", wouldDeny: true }, hookSettings: "mode=shadow" }]);
+
+    // The same event again (a retry) counts once; a new event counts again.
+    await invokeEvent(request({ policy: POLICY }));
+    expect((await task1()).metadata?.qualityGateShadowCount).toBe(1);
+    await invokeEvent(request({ policy: POLICY, key: "task_completed:1:b" }));
+    expect((await task1()).metadata?.qualityGateShadowCount).toBe(2);
+  });
+
+  it("an enforced gate beside a shadow gate still decides, and a shadow gate's patch is never written", async () => {
+    gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"patch","patch":{"metadata":{"x":1}}}'`);
+    gate("on_task_completed.d/10-tests.sh", null, "echo 'tests fail' >&2; exit 1");
+    const outcome = await invokeEvent(request({ policy: POLICY }));
+    expect(outcome).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
+    expect(outcome.runs[0]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "passed", wouldDeny: false }, patchIgnored: "a shadow gate's patch is never written" });
+    const after = await task1();
+    expect(after.metadata?.x).toBeUndefined();
+    expect(after.metadata?.qualityGateShadowHook).toBeUndefined();
+    expect(outcome.actions).toContain("follow-up #2 for alice"); // the enforced gate's policy
+  });
+});
+
+describe("a settings line that cannot be read", () => {
+  it("stops the gate with a closed error naming the key and the line, even where errors are open", async () => {
+    gate("on_idle.sh", "members=qa timout=5s");
+    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, failureMode: "open" }));
+    expect(ran()).toEqual([]);
+    expect(outcome.counted).toBe("failed");
+    expect(outcome.result).toMatchObject({
+      ran: false,
+      outcome: "error",
+      errorKind: "hook_settings",
+      error: 'on_idle.sh:2: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format): the gate did not run',
+    });
+  });
+});
+
+describe("trust", () => {
+  it("covers the settings line: a trusted gate whose line changed is refused until trusted again", async () => {
+    const file = gate("on_task_completed.sh", "members=alice", "exit 1");
+    const fp = fingerprint(file);
+    if ("problem" in fp) throw new Error(fp.problem);
+    const record = { version: 1 as const, gates: { [file]: entryFor(fp, new Date().toISOString(), "test") } };
+    const trust = { record, acceptChanges: false, allowInsecure: true };
+    expect((await invokeEvent(request({ trust }))).counted).toBe("failed");
+    // An agent switches the gate off for everyone but a member who does not exist: refused, not skipped.
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("members=alice", "members=nobody"));
+    const outcome = await invokeEvent(request({ trust, key: "task_completed:1:b" }));
+    expect(outcome.result).toMatchObject({ ran: false, errorKind: "untrusted_hook" });
+    expect(outcome.counted).toBe("failed");
+    expect(ran()).toEqual(["on_task_completed.sh"]);
+  });
+});

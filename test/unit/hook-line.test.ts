@@ -1,0 +1,90 @@
+/**
+ * A gate's settings line (settings/hook-line.ts): what it may say, what stops the gate (named by file,
+ * line and key), and how its matchers choose events.
+ */
+import { describe, expect, it } from "vitest";
+import { describeSettings, globRegExp, parseDuration, parseHookSettings, unmatched } from "../../extensions/teams-hooks/settings/hook-line.js";
+
+const parse = (text: string, event: "task_completed" | "task_failed" | "idle" | "task_started" = "task_completed") => parseHookSettings(text, event, "on_task_completed.sh");
+
+describe("the settings line", () => {
+  it("is read in shell and JavaScript comments, within the first 10 lines", () => {
+    expect(parse("#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa owner=* subject=*api* labels=backend mode=shadow\necho hi\n")).toEqual({
+      ok: true,
+      settings: { line: 2, timeoutMs: 300_000, mode: "shadow", match: { members: ["impl-*", "qa"], owner: ["*"], subject: ["*api*"], labels: ["backend"] } },
+    });
+    expect(parse('// pi-teams-hooks: format=claude paths=src/**,"docs/a b.md"\n')).toEqual({ ok: true, settings: { line: 1, format: "claude", match: { paths: ["src/**", "docs/a b.md"] } } });
+    expect(parse(`${"\n".repeat(10)}# pi-teams-hooks: timeout=1s\n`)).toEqual({ ok: true, settings: null });
+    expect(parse("echo '# pi-teams-hooks: timeout=1s'\n")).toEqual({ ok: true, settings: null });
+  });
+
+  it.each([
+    ["# pi-teams-hooks: timout=30s", 'on_task_completed.sh:1: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format)'],
+    ["# pi-teams-hooks: timeout=soon", "on_task_completed.sh:1: timeout=soon: expected a duration such as 90s, 5m, 1500ms or 2h"],
+    ["# pi-teams-hooks: timeout=0s", "on_task_completed.sh:1: timeout=0s: out of range: 1ms to 2147483647ms, as for the global timeout"],
+    ["# pi-teams-hooks: mode=dry", "on_task_completed.sh:1: mode=dry: expected enforce or shadow"],
+    ["# pi-teams-hooks: mode=shadow mode=enforce", "on_task_completed.sh:1: mode is given twice"],
+    ["# pi-teams-hooks: members=", "on_task_completed.sh:1: members has no value (members=…)"],
+    ["# pi-teams-hooks: members=a,,b", "on_task_completed.sh:1: members=a,,b: an empty glob in the list (globs are separated by commas)"],
+    ['# pi-teams-hooks: subject="open', "on_task_completed.sh:1: a double quote is not closed"],
+    ["# pi-teams-hooks: mode=shadow\n# pi-teams-hooks: timeout=1s", "on_task_completed.sh:2: a second pi-teams-hooks: line (the first is line 1); give every setting on one line"],
+  ])("%s stops the gate", (text, error) => {
+    expect(parse(text)).toEqual({ ok: false, error });
+  });
+
+  it("format=claude only where Claude Code has the event", () => {
+    expect(parse("# pi-teams-hooks: format=claude", "idle")).toMatchObject({ ok: true, settings: { format: "claude" } });
+    expect(parse("# pi-teams-hooks: format=claude", "task_failed")).toEqual({
+      ok: false,
+      error: "on_task_completed.sh:1: format=claude: Claude Code has no event for task_failed (format=claude is for on_task_completed, as TaskCompleted, and on_idle, as TeammateIdle)",
+    });
+  });
+
+  it("durations and their description", () => {
+    expect([parseDuration("90s"), parseDuration("5m"), parseDuration("1500ms"), parseDuration("2h"), parseDuration("30"), parseDuration("1.5s"), parseDuration("-1s")]).toEqual([90_000, 300_000, 1500, 7_200_000, 30_000, 1500, null]);
+    const read = parse("# pi-teams-hooks: mode=shadow timeout=1500ms owner=a*");
+    expect(read.ok && read.settings ? describeSettings(read.settings) : null).toBe("timeout=1500ms owner=a* mode=shadow");
+  });
+});
+
+describe("matchers", () => {
+  const task = (over: Record<string, unknown> = {}) => ({ owner: "impl-1", subject: "Fix the API docs", metadata: {}, ...over });
+
+  it("all given must match, any glob of one", () => {
+    expect(unmatched({ members: ["impl-*", "qa"] }, { member: "qa", task: task() })).toBeNull();
+    expect(unmatched({ members: ["impl-*"] }, { member: "qa", task: task() })).toBe("members=impl-*: member qa does not match");
+    expect(unmatched({ members: ["*"] }, { member: null, task: null })).toBe("members=*: the event has no member");
+    expect(unmatched({ owner: ["*"] }, { member: "qa", task: task({ owner: null }) })).toBe("owner=*: the task has no owner");
+    expect(unmatched({ owner: ["impl-?"], members: ["qa"] }, { member: "qa", task: task() })).toBeNull();
+    expect(unmatched({ subject: ["*api*"] }, { member: null, task: task() })).toBeNull(); // case is ignored
+    expect(unmatched({ subject: ["*ui*"] }, { member: null, task: task() })).toBe("subject=*ui*: the subject does not match");
+    expect(unmatched({ subject: ["*"] }, { member: "a", task: null })).toBe("subject=*: the event has no task");
+  });
+
+  it("labels from metadata.labels, a list or a comma string", () => {
+    expect(unmatched({ labels: ["backend"] }, { member: null, task: task({ metadata: { labels: ["ui", "backend"] } }) })).toBeNull();
+    expect(unmatched({ labels: ["back*"] }, { member: null, task: task({ metadata: { labels: "ui, backend" } }) })).toBeNull();
+    expect(unmatched({ labels: ["backend"] }, { member: null, task: task({ metadata: { labels: ["ui"] } }) })).toBe("labels=backend: labels ui do not match");
+    expect(unmatched({ labels: ["backend"] }, { member: null, task: task() })).toBe("labels=backend: the task has no metadata.labels");
+  });
+
+  it("paths on metadata.files; a task that recorded none runs the gate", () => {
+    const files = (list: unknown) => ({ member: null, task: task({ metadata: { files: list } }) });
+    expect(unmatched({ paths: ["src/**"] }, files(["docs/a.md", "src/x/y.ts"]))).toBeNull();
+    expect(unmatched({ paths: ["*.ts"] }, files(["src/x/y.ts"]))).toBeNull();
+    expect(unmatched({ paths: ["src/*.ts"] }, files(["src/x/y.ts"]))).toBe("paths=src/*.ts: none of the 1 file(s) in metadata.files match");
+    expect(unmatched({ paths: ["src/**"] }, { member: null, task: task() })).toBeNull();
+    expect(unmatched({ paths: ["src/**"] }, files([]))).toBe("paths=src/**: none of the 0 file(s) in metadata.files match");
+  });
+
+  it("globs: * ? [..], and for paths ** across folders", () => {
+    expect(globRegExp("a*c").test("a/b/c")).toBe(true);
+    expect(globRegExp("a*c", true).test("a/b/c")).toBe(false);
+    expect(globRegExp("a/**/c", true).test("a/c")).toBe(true);
+    expect(globRegExp("a/**/c", true).test("a/b/d/c")).toBe(true);
+    expect(globRegExp("v[0-9]").test("v7")).toBe(true);
+    expect(globRegExp("v[!0-9]").test("v7")).toBe(false);
+    expect(globRegExp("a.b(c)").test("a.b(c)")).toBe(true);
+    expect(globRegExp("a.b").test("axb")).toBe(false);
+  });
+});
