@@ -206,12 +206,16 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   const r = outcome.result;
   const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
   const verdict = verdictWord(r);
-  const detail = r.outcome === "passed" ? "" : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
+  // A gate skipped or on trial passes, but says why: "passed" alone would hide that nothing judged the task.
+  const observed = r.skipped !== undefined || r.shadow !== undefined || r.nonBlocking !== undefined;
+  const detail = r.outcome === "passed" ? (observed ? `: ${r.nonBlocking ?? outcome.summary}` : "") : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
   return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;
 }
 
 function verdictWord(r: RunResult): string {
+  if (r.skipped !== undefined) return "skipped";
+  if (r.shadow) return `passed (shadow: ${r.shadow.wouldDeny ? "would have denied" : "allowed"})`;
   return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
 }
 
