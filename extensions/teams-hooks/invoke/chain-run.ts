@@ -11,7 +11,7 @@ import { createHash, randomUUID } from "node:crypto";
 import path from "node:path";
 import { type HookInvocation, stopsAtDenial } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
-import { type PreparedContext, type RunResult, prepareContext, utf8Length } from "../contract/hook-run.js";
+import { type PreparedContext, type RunResult, blankResult, prepareContext, utf8Length } from "../contract/hook-run.js";
 import { type ContextView, confidentialInvocation, isFullView, shownEventKey, viewKey } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
@@ -130,7 +130,7 @@ export async function runChain(
       own && "error" in own
         ? notRunResult(hook.hook, runId, "hook_settings", `${own.error}: the gate did not run`)
         : skip !== null
-          ? { ...notRunResult(hook.hook, runId, "internal", ""), ...SKIPPED, skipped: skip }
+          ? { ...blankResult({ hookPath: hook.hook.hookPath, command: [hook.hook.command, ...hook.hook.args], runId, ran: false }), skipped: skip }
           : hook.kind === "http"
             ? hook.handler
               ? await runHandler(hook.handler, seen, {
@@ -191,9 +191,6 @@ function ownSettings(hook: ChainHook, event: InvokeRequest["event"]): { settings
   const read = readHookSettings(hook.hook.hookPath, event);
   return read.ok ? { settings: read.settings } : { error: read.error };
 }
-
-/** A gate its matchers skipped: not run, and nothing for the event to count against it. */
-const SKIPPED = { outcome: "passed", errorKind: undefined, error: undefined, durationMs: 0 } as const;
 
 /**
  * A `mode=shadow` gate's run: what it said is kept in `shadow`, and the run counts as passed, so
