@@ -105,8 +105,10 @@ describe("planClaudeWrappers", () => {
     ["a hook without type", { hooks: { TaskCompleted: [{ hooks: [{ command: "x" }] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].type: expected a string ("command", "http", "prompt" or "agent"), got missing`],
     ["a command that is not a string", { hooks: { TaskCompleted: [{ hooks: [command("a"), { type: "command", command: ["npm", "test"] }] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[1].command: expected a string, got an array`],
     ["a blank command", { hooks: { TaskCompleted: [{ hooks: [command("  ")] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].command: expected a command, not blank, got "  "`],
-    ["a timeout as a string", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: "30" })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds > 0, got "30"`],
-    ["a zero timeout", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 0 })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds > 0, got 0`],
+    ["a command with a settings line of its own", { hooks: { TaskCompleted: [{ hooks: [command("# pi-teams-hooks: timeout=5s\nmake")] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].command: expected no line that starts with # pi-teams-hooks: (the wrapper's own settings line), got "# pi-teams-hooks: timeout=5s\\nmake"`],
+    ["a timeout as a string", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: "30" })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got "30"`],
+    ["a zero timeout", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 0 })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got 0`],
+    ["a timeout longer than a timer can wait", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 2147484 })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got 2147484`],
   ])("%s is refused, naming the file and the JSON path", (_name, raw, message) => {
     expect(problems(raw)).toEqual([message]);
   });

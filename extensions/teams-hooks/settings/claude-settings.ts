@@ -12,6 +12,13 @@
  * Pure: the parsed JSON and the file's absolute path are arguments; cli/init.ts reads and writes.
  */
 import { HOOK_BASE_NAMES, type HookEventName } from "../contract/contract.js";
+import { MAX_TIMEOUT_MS } from "./options.js";
+
+/** A line as the runner recognises a gate's settings line (`# pi-teams-hooks: …`, or with `//`). */
+const SETTINGS_LINE = /^\s*(?:#|\/\/)\s*pi-teams-hooks:/m;
+
+/** The longest timeout a wrapper can carry: the runner's longest, in whole seconds (about 24 days). */
+const MAX_TIMEOUT_S = Math.floor(MAX_TIMEOUT_MS / 1000);
 
 /**
  * Claude Code's events that are gates here, and the event each becomes. Both are "did the work get
@@ -141,9 +148,14 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           problem(`${field}.command`, "a command, not blank", command);
           continue;
         }
+        if (SETTINGS_LINE.test(command)) {
+          // The runner reads one settings line near the top of a gate and refuses a second one.
+          problem(`${field}.command`, "no line that starts with # pi-teams-hooks: (the wrapper's own settings line)", command);
+          continue;
+        }
         const timeout = timeoutOf(hook.timeout);
         if (timeout === "invalid") {
-          problem(`${field}.timeout`, "a number of seconds > 0", hook.timeout);
+          problem(`${field}.timeout`, `a number of seconds, more than 0 and at most ${MAX_TIMEOUT_S}`, hook.timeout);
           continue;
         }
         if (timeout !== null && timeout !== hook.timeout) {
@@ -192,10 +204,14 @@ function wrapperText(claudeEvent: ClaudeGateEvent, n: number, file: string, comm
   ].join("\n");
 }
 
-/** Whole seconds, rounded up (a 0.5 s timeout must not become none); null when absent; "invalid" otherwise. */
+/**
+ * Whole seconds, rounded up (a 0.5 s timeout must not become none); null when absent; "invalid"
+ * otherwise, a timeout longer than the runner can wait included: a settings line it cannot read
+ * stops the gate from running at all.
+ */
 function timeoutOf(value: unknown): number | null | "invalid" {
   if (value === undefined || value === null) return null;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) return "invalid";
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || Math.ceil(value) > MAX_TIMEOUT_S) return "invalid";
   return Math.ceil(value);
 }
 
