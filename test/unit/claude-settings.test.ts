@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { claudeSettingsLine, planClaudeWrappers, type ClaudePlan } from "../../extensions/teams-hooks/settings/claude-settings.js";
+import { chainDirName } from "../../extensions/teams-hooks/runner/chain.js";
+import { CLAUDE_GATE_EVENTS, claudeSettingsLine, claudeWrapperPath, planClaudeWrappers, type ClaudePlan } from "../../extensions/teams-hooks/settings/claude-settings.js";
 
 const FILE = "/p/.claude/settings.json";
 
@@ -128,5 +129,11 @@ describe("claudeSettingsLine", () => {
     [45, "# pi-teams-hooks: format=claude timeout=45s"],
   ])("timeout %s → %s", (timeout, line) => {
     expect(claudeSettingsLine(timeout)).toBe(line);
+  });
+});
+
+describe("claudeWrapperPath", () => {
+  it.each(Object.values(CLAUDE_GATE_EVENTS))("puts the wrappers of %s in the chain dir the runner reads", (event) => {
+    expect(claudeWrapperPath(event, 3)).toBe(`${chainDirName(event)}/claude-3.sh`);
   });
 });
