@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { CLAUDE_EVENT_NAMES } from "../../extensions/teams-hooks/contract/claude.js";
 import { chainDirName } from "../../extensions/teams-hooks/runner/chain.js";
+import { parseHookSettings } from "../../extensions/teams-hooks/settings/hook-line.js";
 import { CLAUDE_GATE_EVENTS, claudeSettingsLine, claudeWrapperPath, planClaudeWrappers, type ClaudePlan } from "../../extensions/teams-hooks/settings/claude-settings.js";
 
 const FILE = "/p/.claude/settings.json";
@@ -31,7 +33,10 @@ describe("planClaudeWrappers", () => {
       ["on_task_completed.d/claude-2.sh", "TaskCompleted", "task_completed", 2, "hooks.TaskCompleted[1].hooks[0]", "b", 30],
       ["on_idle.d/claude-1.sh", "TeammateIdle", "idle", 1, "hooks.TeammateIdle[0].hooks[0]", "idle-check", null],
     ]);
-    expect(p.notes.map((n) => n.message)).toEqual(['skipped hooks.TaskCompleted[0].hooks[1]: type "agent" (only command hooks can run here)']);
+    expect(p.notes.map((n) => n.message)).toEqual([
+      'skipped hooks.TaskCompleted[0].hooks[1]: type "agent" (only command hooks can run here)',
+      "note: on_task_completed.d/claude-1.sh, on_idle.d/claude-1.sh: no timeout in the settings, so the hook timeout in force applies (60 s unless set; doctor shows it), where Claude Code would give 600 s",
+    ]);
   });
 
   it("writes the #! line, the settings line, where it came from, and the command verbatim", () => {
@@ -49,6 +54,20 @@ describe("planClaudeWrappers", () => {
       "make check",
       "",
     ]);
+  });
+
+  it("writes a settings line the runner reads as format=claude with the hook's timeout", () => {
+    const [timed, plain] = plan({ hooks: { TeammateIdle: [{ hooks: [command("a", { timeout: 45 }), command("b")] }] } }).wrappers;
+    expect(parseHookSettings(timed?.content ?? "", "idle", "claude-1.sh")).toEqual({ ok: true, settings: { line: 2, format: "claude", timeoutMs: 45_000 } });
+    expect(parseHookSettings(plain?.content ?? "", "idle", "claude-2.sh")).toEqual({ ok: true, settings: { line: 2, format: "claude" } });
+  });
+
+  it("says when a timeout is longer than the default chain deadline", () => {
+    const p = plan({ hooks: { TaskCompleted: [{ hooks: [command("slow", { timeout: 900 })] }] } });
+    expect(p.notes.map((n) => [n.kind, n.field])).toEqual([["over_deadline", "hooks.TaskCompleted[0].hooks[0].timeout"]]);
+    expect(p.notes[0]?.message).toBe(
+      "note: on_task_completed.d/claude-1.sh: its timeout of 900 s is longer than the chain deadline (300 s unless config.json hooks.limits.chainDeadlineMs says otherwise), which cuts it short",
+    );
   });
 
   it("keeps a newline in the settings path inside the comment", () => {
@@ -106,7 +125,11 @@ describe("planClaudeWrappers", () => {
     ["a hook without type", { hooks: { TaskCompleted: [{ hooks: [{ command: "x" }] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].type: expected a string ("command", "http", "prompt" or "agent"), got missing`],
     ["a command that is not a string", { hooks: { TaskCompleted: [{ hooks: [command("a"), { type: "command", command: ["npm", "test"] }] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[1].command: expected a string, got an array`],
     ["a blank command", { hooks: { TaskCompleted: [{ hooks: [command("  ")] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].command: expected a command, not blank, got "  "`],
-    ["a command with a settings line of its own", { hooks: { TaskCompleted: [{ hooks: [command("# pi-teams-hooks: timeout=5s\nmake")] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].command: expected no line that starts with # pi-teams-hooks: (the wrapper's own settings line), got "# pi-teams-hooks: timeout=5s\\nmake"`],
+    [
+      "a command with a settings line of its own",
+      { hooks: { TaskCompleted: [{ hooks: [command("# pi-teams-hooks: timeout=5s\nmake")] }] } },
+      `${FILE}: hooks.TaskCompleted[0].hooks[0].command: the wrapper would not run (on_task_completed.d/claude-1.sh:4: a second pi-teams-hooks: line (the first is line 2); give every setting on one line)`,
+    ],
     ["a timeout as a string", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: "30" })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got "30"`],
     ["a zero timeout", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 0 })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got 0`],
     ["a timeout longer than a timer can wait", { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 2147484 })] }] } }, `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got 2147484`],
@@ -129,6 +152,12 @@ describe("claudeSettingsLine", () => {
     [45, "# pi-teams-hooks: format=claude timeout=45s"],
   ])("timeout %s → %s", (timeout, line) => {
     expect(claudeSettingsLine(timeout)).toBe(line);
+  });
+});
+
+describe("CLAUDE_GATE_EVENTS", () => {
+  it("is the runner's Claude Code event names, turned round", () => {
+    expect(Object.fromEntries(Object.entries(CLAUDE_GATE_EVENTS).map(([claude, ours]) => [ours, claude]))).toEqual(CLAUDE_EVENT_NAMES);
   });
 });
 

@@ -12,10 +12,13 @@
  * Pure: the parsed JSON and the file's absolute path are arguments; cli/init.ts reads and writes.
  */
 import { HOOK_BASE_NAMES, type HookEventName } from "../contract/contract.js";
+import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
+import { parseHookSettings } from "./hook-line.js";
+import { DEFAULT_LIMITS } from "./hooks-config.js";
 import { MAX_TIMEOUT_MS } from "./options.js";
 
-/** A line as the runner recognises a gate's settings line (`# pi-teams-hooks: …`, or with `//`). */
-const SETTINGS_LINE = /^\s*(?:#|\/\/)\s*pi-teams-hooks:/m;
+/** What Claude Code gives a command hook that names no timeout. */
+const CLAUDE_DEFAULT_TIMEOUT_S = 600;
 
 /** The longest timeout a wrapper can carry: the runner's longest, in whole seconds (about 24 days). */
 const MAX_TIMEOUT_S = Math.floor(MAX_TIMEOUT_MS / 1000);
@@ -49,7 +52,7 @@ export interface ClaudeWrapper {
  * path; `message`: the whole line for people (`skipped hooks.TaskCompleted[1].hooks[0]: …`).
  */
 export interface ClaudeNote {
-  kind: "skipped" | "ignored_matcher" | "async" | "timeout_rounded" | "not_mapped" | "hooks_disabled";
+  kind: "skipped" | "ignored_matcher" | "async" | "timeout_rounded" | "no_timeout" | "over_deadline" | "not_mapped" | "hooks_disabled";
   field: string;
   message: string;
 }
@@ -148,11 +151,6 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           problem(`${field}.command`, "a command, not blank", command);
           continue;
         }
-        if (SETTINGS_LINE.test(command)) {
-          // The runner reads one settings line near the top of a gate and refuses a second one.
-          problem(`${field}.command`, "no line that starts with # pi-teams-hooks: (the wrapper's own settings line)", command);
-          continue;
-        }
         const timeout = timeoutOf(hook.timeout);
         if (timeout === "invalid") {
           problem(`${field}.timeout`, `a number of seconds, more than 0 and at most ${MAX_TIMEOUT_S}`, hook.timeout);
@@ -168,21 +166,38 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
             message: `note: ${field}.async is true: Claude Code does not wait for this hook, but as a gate it is waited for, and its failure counts`,
           });
         }
+        const relPath = claudeWrapperPath(event, n + 1);
+        const content = wrapperText(claudeEvent, n + 1, file, command, timeout);
+        // Read back as the runner reads it: a command whose own lines look like a second settings
+        // line near the top would stop the gate from running at all.
+        const readBack = parseHookSettings(content, event, relPath);
+        if (!readBack.ok || readBack.settings?.format !== "claude") {
+          problems.push(`${file}: ${field}.command: the wrapper would not run (${readBack.ok ? "its settings line is not read as format=claude" : readBack.error})`);
+          continue;
+        }
         n += 1;
-        wrappers.push({
-          claudeEvent,
-          event,
-          n,
-          relPath: claudeWrapperPath(event, n),
-          field,
-          command,
-          timeoutSeconds: timeout,
-          content: wrapperText(claudeEvent, n, file, command, timeout),
-        });
+        wrappers.push({ claudeEvent, event, n, relPath, field, command, timeoutSeconds: timeout, content });
+        if (timeout !== null && timeout * 1000 > DEFAULT_LIMITS.chainDeadlineMs) {
+          notes.push({
+            kind: "over_deadline",
+            field: `${field}.timeout`,
+            message: `note: ${relPath}: its timeout of ${timeout} s is longer than the chain deadline (${DEFAULT_LIMITS.chainDeadlineMs / 1000} s unless config.json hooks.limits.chainDeadlineMs says otherwise), which cuts it short`,
+          });
+        }
       }
     }
   }
   if (problems.length > 0) return { kind: "invalid", problems };
+  const untimed = wrappers.filter((w) => w.timeoutSeconds === null);
+  if (untimed.length > 0) {
+    notes.push({
+      kind: "no_timeout",
+      field: "hooks",
+      message:
+        `note: ${untimed.map((w) => w.relPath).join(", ")}: no timeout in the settings, so the hook timeout in force applies ` +
+        `(${DEFAULT_TIMEOUT_MS / 1000} s unless set; doctor shows it), where Claude Code would give ${CLAUDE_DEFAULT_TIMEOUT_S} s`,
+    });
+  }
   if (unmapped.length > 0) {
     notes.push({
       kind: "not_mapped",
