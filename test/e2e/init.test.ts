@@ -1,6 +1,7 @@
 /**
  * `pi-teams-hooks init` through the built bin: where the gates go (flag, team dir, PI_TEAMS_ROOT_DIR,
- * PI_TEAMS_HOOKS_DIR), execute bits, and never overwriting without --force.
+ * PI_TEAMS_HOOKS_DIR), execute bits, and never overwriting without --force; with --from-claude, the
+ * wrapper gates written from a Claude Code settings file, and what is refused.
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
@@ -110,5 +111,164 @@ describe("pi-teams-hooks init", () => {
   it("rejects arguments it does not take", async () => {
     expect((await cli(["init", "extra"])).code).toBe(2);
     expect((await cli(["init", "--hooks-dir", ""])).stderr).toContain("--hooks-dir must not be empty");
+  });
+});
+
+/** Every file under `dir`, relative, with its mode: what a run wrote, and nothing else. */
+function tree(dir: string): Array<[string, string]> {
+  if (!fs.existsSync(dir)) return [];
+  return (fs.readdirSync(dir, { recursive: true }) as string[])
+    .map((name) => name.split(path.sep).join("/"))
+    .filter((name) => fs.statSync(path.join(dir, name)).isFile())
+    .sort()
+    .map((name) => [name, (fs.statSync(path.join(dir, name)).mode & 0o777).toString(8)]);
+}
+
+const LINT = '"$CLAUDE_PROJECT_DIR"/scripts/lint.sh --max-warnings 0';
+const IDLE = "git diff --quiet || { echo 'commit your work first' >&2; exit 2; }\necho idle-ok";
+const SETTINGS = {
+  permissions: { allow: ["Bash(npm test:*)"] },
+  hooks: {
+    PreToolUse: [{ matcher: "Bash", hooks: [{ type: "command", command: "./guard.sh" }] }],
+    TaskCompleted: [
+      { hooks: [{ type: "command", command: "npm test --silent" }, { type: "http", url: "https://ci.example.com/hook" }] },
+      { matcher: "ignored-here", hooks: [{ type: "command", command: LINT, timeout: 120 }] },
+    ],
+    TeammateIdle: [{ hooks: [{ type: "prompt", prompt: "Is the teammate done?" }, { type: "command", command: IDLE }] }],
+  },
+};
+
+async function claudeProject(settings: unknown = SETTINGS): Promise<{ root: string; settings: string; hooks: string }> {
+  const root = await tempRoot();
+  fs.mkdirSync(path.join(root, "proj", ".claude"), { recursive: true });
+  const file = path.join(root, "proj", ".claude", "settings.json");
+  fs.writeFileSync(file, typeof settings === "string" ? settings : JSON.stringify(settings, null, 2));
+  return { root, settings: file, hooks: path.join(root, "_hooks") };
+}
+
+const WRAPPERS = ["on_idle.d/claude-1.sh", "on_task_completed.d/claude-1.sh", "on_task_completed.d/claude-2.sh"];
+
+describe("pi-teams-hooks init --from-claude", () => {
+  it("writes one wrapper per command hook, running it unchanged, and names each one written, skipped or not mapped", async () => {
+    const p = await claudeProject();
+    // A relative path, from the project: the wrappers name the settings file by its absolute path.
+    const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", ".claude/settings.json"], {}, path.join(p.root, "proj"));
+    expect(out.stderr).toBe("");
+    expect(out.code).toBe(0);
+    expect(tree(p.hooks)).toEqual(WRAPPERS.map((w) => [w, "755"]));
+    const from = `from ${p.settings}, run unchanged (written by pi-teams-hooks init --from-claude).`;
+    expect(fs.readFileSync(path.join(p.hooks, "on_task_completed.d/claude-1.sh"), "utf8")).toBe(
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\n# Claude Code's TaskCompleted hook 1 ${from}\nnpm test --silent\n`,
+    );
+    expect(fs.readFileSync(path.join(p.hooks, "on_task_completed.d/claude-2.sh"), "utf8")).toBe(
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude timeout=120s\n# Claude Code's TaskCompleted hook 2 ${from}\n${LINT}\n`,
+    );
+    expect(fs.readFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "utf8")).toBe(
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\n# Claude Code's TeammateIdle hook 1 ${from}\n${IDLE}\n`,
+    );
+
+    expect(out.stdout).toContain(`hooks dir ${p.hooks} (--hooks-dir)\nfrom the Claude Code settings ${p.settings}\n`);
+    expect(out.stdout).toContain("  wrote on_task_completed.d/claude-1.sh (mode 755): TaskCompleted hook 1: npm test --silent\n");
+    expect(out.stdout).toContain(`  wrote on_task_completed.d/claude-2.sh (mode 755): TaskCompleted hook 2, timeout 120s: ${LINT}\n`);
+    expect(out.stdout).toContain("  wrote on_idle.d/claude-1.sh (mode 755): TeammateIdle hook 1: git diff --quiet || { echo 'commit your work first' >&2; exit 2; } (+1 more line(s))\n");
+    expect(out.stdout).toContain('  skipped hooks.TaskCompleted[0].hooks[1]: type "http" (only command hooks can run here)\n');
+    expect(out.stdout).toContain('  skipped hooks.TeammateIdle[0].hooks[0]: type "prompt" (only command hooks can run here)\n');
+    expect(out.stdout).toContain('  note: hooks.TaskCompleted[1].matcher "ignored-here" is ignored: TaskCompleted takes no matcher');
+    expect(out.stdout).toContain("  not mapped: PreToolUse (only TaskCompleted and TeammateIdle become gates");
+    expect(out.stdout).toContain(`Check:  pi-teams-hooks doctor --team-dir <team dir> --hooks-dir ${p.hooks}\n`);
+    expect(out.stdout).not.toContain("on_task_completed.sh"); // the examples are not copied
+  });
+
+  it("the wrapper runs the command as bash runs it: quoting, pipes, exit code and stderr kept", async () => {
+    const cmd = `printf '%s|' "$CLAUDE_PROJECT_DIR" 'a b' | tr '|' '\\n' >&2; exit 2`;
+    const p = await claudeProject({ hooks: { TaskCompleted: [{ hooks: [{ type: "command", command: cmd }] }] } });
+    expect((await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings])).code).toBe(0);
+    const run = await execFileAsync("bash", [path.join(p.hooks, "on_task_completed.d/claude-1.sh")], { env: { ...process.env, CLAUDE_PROJECT_DIR: "/x y" } }).catch((e: unknown) => e);
+    const failed = run as { code?: number; stderr?: string };
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toBe("/x y\na b\n");
+  });
+
+  it("refuses to overwrite an existing wrapper without --force, writing none; --force replaces them all", async () => {
+    const p = await claudeProject();
+    fs.mkdirSync(path.join(p.hooks, "on_idle.d"), { recursive: true });
+    fs.writeFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "# mine\n");
+    const refused = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `pi-teams-hooks init: not overwriting 1 existing file(s) (nothing written; --force replaces them):\n  ${path.join(p.hooks, "on_idle.d/claude-1.sh")}\n`,
+    );
+    expect(tree(p.hooks)).toEqual([["on_idle.d/claude-1.sh", "644"]]);
+    expect(fs.readFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "utf8")).toBe("# mine\n");
+
+    const forced = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings, "--force"]);
+    expect(forced.code).toBe(0);
+    expect(forced.stdout).toContain("  replaced on_idle.d/claude-1.sh (mode 755): TeammateIdle hook 1:");
+    expect(forced.stdout).toContain("  wrote on_task_completed.d/claude-1.sh (mode 755)");
+    expect(tree(p.hooks)).toEqual(WRAPPERS.map((w) => [w, "755"]));
+    expect(fs.readFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "utf8")).toContain(`\n${IDLE}\n`);
+  });
+
+  it("names a wrapper left from an earlier run that this run did not write (it still runs)", async () => {
+    const p = await claudeProject();
+    expect((await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings])).code).toBe(0);
+    fs.writeFileSync(p.settings, JSON.stringify({ hooks: { TaskCompleted: [{ hooks: [{ type: "command", command: "make check" }] }] } }));
+    const again = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings, "--force"]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("  note: on_idle.d/claude-1.sh was not written now (an earlier run's?) and still runs");
+    expect(again.stdout).toContain("  note: on_task_completed.d/claude-2.sh was not written now");
+  });
+
+  it.each([
+    ["a file that is not there", null, (f: string) => `${f}: file not found (the Claude Code settings file; nothing written)`],
+    ["a file that is not JSON", '{"hooks": {', (f: string) => `${f}: invalid JSON (`],
+    ["hooks that is an array", { hooks: [] }, (f: string) => `${f}: hooks: expected an object (event name → matcher groups), got an array`],
+    ["an event that is not an array", { hooks: { TeammateIdle: { hooks: [] } } }, (f: string) => `${f}: hooks.TeammateIdle: expected an array of matcher groups, got an object`],
+    ["a group's hooks that is not an array", { hooks: { TaskCompleted: [{ hooks: "npm test" }] } }, (f: string) => `${f}: hooks.TaskCompleted[0].hooks: expected an array of hooks, got "npm test"`],
+    [
+      "a command that is not a string",
+      { hooks: { TaskCompleted: [{ hooks: [{ type: "command", command: "ok" }, { type: "command", command: 42 }] }] } },
+      (f: string) => `${f}: hooks.TaskCompleted[0].hooks[1].command: expected a string, got 42`,
+    ],
+  ])("%s: exit 2, the file and the JSON path named, nothing written", async (_name, settings, message) => {
+    const p = await claudeProject(settings ?? "");
+    if (settings === null) fs.rmSync(p.settings);
+    const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toContain(message(p.settings));
+    expect(out.stdout).toBe("");
+    expect(fs.existsSync(p.hooks)).toBe(false);
+  });
+
+  it("lists every problem at once, each with its path", async () => {
+    const p = await claudeProject({ hooks: { TaskCompleted: [{ hooks: [{ type: "command" }] }], TeammateIdle: [{ hooks: [{ type: "command", command: "x", timeout: "30" }] }] } });
+    const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe(
+      "pi-teams-hooks init: cannot use the Claude Code settings (nothing written):\n" +
+        `  ${p.settings}: hooks.TaskCompleted[0].hooks[0].command: expected a string, got missing\n` +
+        `  ${p.settings}: hooks.TeammateIdle[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got "30"\n`,
+    );
+  });
+
+  it("a settings file with no TaskCompleted or TeammateIdle command hook: says so, exit 1, nothing written", async () => {
+    const p = await claudeProject({
+      hooks: { Stop: [{ hooks: [{ type: "command", command: "./notify.sh" }] }], TaskCompleted: [{ hooks: [{ type: "agent", prompt: "check it" }] }] },
+    });
+    const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(
+      `pi-teams-hooks init: ${p.settings} has no command hook for TaskCompleted or TeammateIdle: nothing written\n` +
+        '  skipped hooks.TaskCompleted[0].hooks[0]: type "agent" (only command hooks can run here)\n' +
+        "  not mapped: Stop (only TaskCompleted and TeammateIdle become gates; the other events have no counterpart here)\n",
+    );
+    expect(fs.existsSync(p.hooks)).toBe(false);
+    expect((await cli(["init", "--hooks-dir", p.hooks, "--from-claude", ""])).stderr).toContain("--from-claude must not be empty");
+  });
+
+  it("--help describes the flag", async () => {
+    const out = await cli(["init", "--help"]);
+    expect(out.stdout).toContain("[--from-claude FILE]");
+    expect(out.stdout).toContain("  --from-claude FILE      a Claude Code settings file");
   });
 });

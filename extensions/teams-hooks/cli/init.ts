@@ -1,16 +1,21 @@
 /**
  * `pi-teams-hooks init`: copies the example gates of the package's `hooks/` into a hooks dir, with
- * execute bits. Never overwrites a file unless `--force`; refuses as a whole, so that a run either
- * writes every gate or none.
+ * execute bits — or, with `--from-claude FILE`, writes one wrapper gate per command hook of a Claude
+ * Code settings file's TaskCompleted and TeammateIdle events (settings/claude-settings.ts reads the
+ * file; this module writes and prints). Never overwrites a file unless `--force`; refuses as a whole,
+ * so that a run either writes every gate or none.
  */
 import { constants as fsConstants } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type CliIo, type ParsedArgs, str } from "./io.js";
-import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
+import { type CliIo, type FlagValue, type ParsedArgs, str } from "./io.js";
+import { HOOK_BASE_NAMES, HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { findHook, hookCandidatePaths } from "../runner/discover.js";
+import { chainDirName } from "../runner/chain.js";
+import { CLAUDE_GATE_EVENTS, planClaudeWrappers, type ClaudeWrapper } from "../settings/claude-settings.js";
+import { readJsonValue } from "../team/json-file.js";
 import { resolveHooksDir } from "../team/paths.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -20,40 +25,130 @@ export const EXAMPLES_DIR = path.join(PACKAGE_ROOT, "hooks");
 export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
+  const fromClaude = str(v["from-claude"]);
+  if (fromClaude !== undefined && fromClaude.trim() === "") throw new HooksError("E_USAGE", "--from-claude must not be empty");
   const target = initTarget(str(v["hooks-dir"]), str(v["team-dir"]), io);
-  const examples = await exampleGates();
   const force = v.force === true;
+  if (fromClaude !== undefined) return initFromClaude(path.resolve(io.cwd, fromClaude), target, force, v, io);
+  const examples = await exampleGates();
 
   const existing: string[] = [];
   for (const name of examples) if (await exists(path.join(target.dir, name))) existing.push(path.join(target.dir, name));
-  if (existing.length > 0 && !force) {
-    io.stderr(`pi-teams-hooks init: not overwriting ${existing.length} existing file(s) (nothing written; --force replaces them):\n`);
-    for (const file of existing) io.stderr(`  ${file}\n`);
-    return 1;
-  }
+  if (existing.length > 0 && !force) return refuseExisting(existing, io);
 
-  try {
-    await fs.mkdir(target.dir, { recursive: true });
-  } catch (error) {
-    throw new HooksError("E_IO", `cannot create the hooks dir ${target.dir}: ${describeError(error)}`, { cause: error });
-  }
+  await makeDir(target.dir, "the hooks dir");
   io.stdout(`hooks dir ${target.dir} (${target.why})\n`);
   for (const name of examples) {
     const file = path.join(target.dir, name);
     const replaced = existing.includes(file);
-    await copyExecutable(path.join(EXAMPLES_DIR, name), file, force);
+    const from = path.join(EXAMPLES_DIR, name);
+    await putExecutable(file, force, (dest, exclusive) => fs.copyFile(from, dest, exclusive ? fsConstants.COPYFILE_EXCL : 0));
     io.stdout(`  ${replaced ? "replaced" : "wrote"} ${name} (mode 755)\n`);
   }
   for (const note of await shadowNotes(target.dir, examples)) io.stdout(`  note: ${note}\n`);
+  io.stdout(`\nEdit them to taste; on_task_completed.sh runs $PI_TEAMS_GATE_CMD (default: npm test --silent).\n${nextSteps(target, v, io, "task_completed")}`);
+  return 0;
+}
+
+/**
+ * `--from-claude`: the settings file is read and checked whole before anything is written, so a
+ * problem anywhere in it leaves the hooks dir as it was.
+ */
+async function initFromClaude(file: string, target: InitTarget, force: boolean, v: ParsedArgs["values"], io: CliIo): Promise<number> {
+  const read = await readJsonValue(file);
+  if (!read.ok) throw new HooksError("E_CONFIG", `${read.problem.message} (the Claude Code settings file; nothing written)`);
+  const plan = planClaudeWrappers(read.raw, file);
+  if (plan.kind === "invalid") throw new HooksError("E_CONFIG", `cannot use the Claude Code settings (nothing written):\n  ${plan.problems.join("\n  ")}`);
+  if (plan.wrappers.length === 0) {
+    io.stderr(`pi-teams-hooks init: ${file} has no command hook for TaskCompleted or TeammateIdle: nothing written\n`);
+    for (const note of plan.notes) io.stderr(`  ${note.message}\n`);
+    return 1;
+  }
+
+  const fileOf = (w: ClaudeWrapper): string => path.join(target.dir, ...w.relPath.split("/"));
+  const existing: string[] = [];
+  for (const w of plan.wrappers) if (await exists(fileOf(w))) existing.push(fileOf(w));
+  if (existing.length > 0 && !force) return refuseExisting(existing, io);
+
+  for (const dir of new Set(plan.wrappers.map((w) => path.dirname(fileOf(w))))) await makeDir(dir, "the chain dir");
+  io.stdout(`hooks dir ${target.dir} (${target.why})\nfrom the Claude Code settings ${file}\n`);
+  for (const w of plan.wrappers) {
+    const replaced = existing.includes(fileOf(w));
+    await putExecutable(fileOf(w), force, (dest, exclusive) => fs.writeFile(dest, w.content, { flag: exclusive ? "wx" : "w" }));
+    const timeout = w.timeoutSeconds === null ? "" : `, timeout ${w.timeoutSeconds}s`;
+    io.stdout(`  ${replaced ? "replaced" : "wrote"} ${w.relPath} (mode 755): ${w.claudeEvent} hook ${w.n}${timeout}: ${firstLine(w.command)}\n`);
+  }
+  for (const note of plan.notes) io.stdout(`  ${note.message}\n`);
+  for (const left of await leftoverWrappers(target.dir, plan.wrappers)) {
+    io.stdout(`  note: ${left} was not written now (an earlier run's?) and still runs: delete it if the settings no longer have that hook\n`);
+  }
+  // The chain is the v1 file, then the .d files: an example gate copied earlier keeps running too.
+  for (const event of new Set(plan.wrappers.map((w) => w.event))) {
+    const v1 = (await findHook(target.dir, event)).hook;
+    if (v1) io.stdout(`  note: ${path.basename(v1.hookPath)} runs too, before the wrappers of ${chainDirName(event)}/\n`);
+  }
+  const first = plan.wrappers[0]?.event ?? "task_completed";
+  io.stdout(`\nEach wrapper runs its command with bash, unchanged: edit the wrapper, or the settings and run this again with --force.\n${nextSteps(target, v, io, first, true)}`);
+  return 0;
+}
+
+/** The first line of a command, with how many lines follow. */
+function firstLine(command: string): string {
+  const lines = command.replace(/\n+$/, "").split("\n");
+  return lines.length > 1 ? `${lines[0]} (+${lines.length - 1} more line(s))` : (lines[0] ?? "");
+}
+
+/**
+ * `claude-<n>.sh` files in the chain dirs of the mapped events that this run did not write: left by
+ * an earlier run on a settings file that had more hooks. They still run, and only a person knows
+ * whether they should, so they are named and left alone.
+ */
+async function leftoverWrappers(hooksDir: string, written: readonly ClaudeWrapper[]): Promise<string[]> {
+  const ours = new Set(written.map((w) => w.relPath));
+  const left: string[] = [];
+  for (const event of Object.values(CLAUDE_GATE_EVENTS)) {
+    let names: string[];
+    try {
+      names = await fs.readdir(path.join(hooksDir, chainDirName(event)));
+    } catch {
+      continue; // no chain dir (or one we cannot read, which doctor reports): nothing left over to name
+    }
+    for (const name of names.sort()) {
+      const rel = `${chainDirName(event)}/${name}`;
+      if (/^claude-\d+\.sh$/.test(name) && !ours.has(rel)) left.push(rel);
+    }
+  }
+  return left;
+}
+
+function refuseExisting(existing: readonly string[], io: CliIo): number {
+  io.stderr(`pi-teams-hooks init: not overwriting ${existing.length} existing file(s) (nothing written; --force replaces them):\n`);
+  for (const file of existing) io.stderr(`  ${file}\n`);
+  return 1;
+}
+
+async function makeDir(dir: string, what: string): Promise<void> {
+  try {
+    await fs.mkdir(dir, { recursive: true });
+  } catch (error) {
+    throw new HooksError("E_IO", `cannot create ${what} ${dir}: ${describeError(error)}`, { cause: error });
+  }
+}
+
+/**
+ * The commands to run next, with the flags this run was given. `trust`: also say that a leader that
+ * has already recorded the team's gates refuses new ones until they are approved.
+ */
+function nextSteps(target: InitTarget, v: Record<string, FlagValue>, io: CliIo, event: HookEventName, trust = false): string {
   const teamFlag = str(v["team-dir"]);
   const team = teamFlag ? path.resolve(io.cwd, teamFlag) : "<team dir>";
   const hooksFlag = target.source === "flag" ? ` --hooks-dir ${target.dir}` : "";
-  io.stdout(
-    `\nEdit them to taste; on_task_completed.sh runs $PI_TEAMS_GATE_CMD (default: npm test --silent).\n` +
-      `Check:  pi-teams-hooks doctor --team-dir ${team}${hooksFlag}\n` +
-      `Try:    pi-teams-hooks run task_completed --team-dir ${team} --task <id>${hooksFlag}\n`,
+  const who = event === "idle" ? "--member <name>" : "--task <id>";
+  return (
+    `Check:  pi-teams-hooks doctor --team-dir ${team}${hooksFlag}\n` +
+    `Try:    pi-teams-hooks run ${event} --team-dir ${team} ${who}${hooksFlag}\n` +
+    (trust ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust --team-dir ${team}${hooksFlag}\n` : "")
   );
-  return 0;
 }
 
 interface InitTarget {
@@ -99,24 +194,25 @@ async function exampleGates(): Promise<string[]> {
 }
 
 /**
- * Copies with the execute bits set. Without `force` the copy is exclusive (COPYFILE_EXCL), so a file
- * created between the check and the copy is not overwritten either; with `force` it goes through a
- * temp file and a rename, so the hook is never seen half-written.
+ * Puts an executable file in place through `put(dest, exclusive)`. Without `force` the write is
+ * exclusive (COPYFILE_EXCL, or the `wx` flag), so a file created between the check and the write is
+ * not overwritten either; with `force` it goes through a temp file and a rename, so the hook is never
+ * seen half-written.
  */
-async function copyExecutable(from: string, to: string, force: boolean): Promise<void> {
+async function putExecutable(to: string, force: boolean, put: (dest: string, exclusive: boolean) => Promise<void>): Promise<void> {
   const tmp = `${to}.tmp.${process.pid}.${Date.now()}`;
   try {
     if (force) {
-      await fs.copyFile(from, tmp);
+      await put(tmp, false);
       await fs.chmod(tmp, 0o755);
       await fs.rename(tmp, to);
     } else {
-      await fs.copyFile(from, to, fsConstants.COPYFILE_EXCL);
+      await put(to, true);
       await fs.chmod(to, 0o755);
     }
   } catch (error) {
     await fs.rm(tmp, { force: true });
-    if (errnoCode(error) === "EEXIST") throw new HooksError("E_IO", `${to} appeared while copying; nothing overwritten (run again, or with --force)`, { cause: error });
+    if (errnoCode(error) === "EEXIST") throw new HooksError("E_IO", `${to} appeared while writing; nothing overwritten (run again, or with --force)`, { cause: error });
     throw new HooksError("E_IO", `cannot write ${to}: ${describeError(error)}`, { cause: error });
   }
 }

@@ -51,7 +51,10 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   watch: { options: watchOptions(), run: watchCommand },
   demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
   doctor: { options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
-  init: { options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: initCommand },
+  init: {
+    options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    run: initCommand,
+  },
   policy: {
     options: {
       "team-dir": { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },

@@ -52,23 +52,35 @@ that cannot start, a hook file skipped with nothing else to run for its event, a
 that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be
 read); 2 usage error.
 `,
-  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR] [--force]
+  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR] [--from-claude FILE] [--force]
 
 Copy the example gates (on_task_completed.sh, on_task_failed.mjs, on_idle.sh) from the package's
 hooks/ into a hooks dir, with execute bits, and print what was written.
+
+With --from-claude FILE, write gates from a Claude Code settings file instead of the examples: each
+command hook of TaskCompleted becomes on_task_completed.d/claude-<n>.sh, each of TeammateIdle
+on_idle.d/claude-<n>.sh (n = 1, 2, … per event, in file order), a bash script that runs the
+command unchanged; its second line, "# pi-teams-hooks: format=claude timeout=<N>s", carries the
+hook's timeout (the key is left out when the hook gives none). Hooks of another type (http, prompt,
+agent) are skipped, a matcher on these two events is ignored (as Claude Code ignores it), and the
+other events are listed as not mapped; each is named in the output.
 
   --hooks-dir DIR         where to put them (default: the global hooks dir: $PI_TEAMS_HOOKS_DIR,
                           relative to the teams root, else <teams root>/_hooks)
   --team-dir DIR          a team dir, to find the teams root when $PI_TEAMS_ROOT_DIR is not set
                           (the teams root is then its parent folder)
+  --from-claude FILE      a Claude Code settings file (.claude/settings.json): write its
+                          TaskCompleted and TeammateIdle command hooks as gates
   --force                 replace files that already exist
   -h, --help              this help
 
 Without --hooks-dir, the teams root comes from $PI_TEAMS_ROOT_DIR or --team-dir; with neither
 (and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing.
 
-Exit status: 0 written; 1 a file already exists (nothing is written; the files are named) or the
-dir cannot be written; 2 usage error.
+Exit status: 0 written; 1 a file already exists (nothing is written; the files are named), the
+dir cannot be written, or the settings file has no TaskCompleted or TeammateIdle command hook
+(nothing is written); 2 usage error, or a settings file that is missing, not JSON or of the wrong
+shape (nothing is written; each problem is named by its JSON path).
 `,
   policy: `Usage: pi-teams-hooks policy [get] --team-dir DIR [--json]
        pi-teams-hooks policy set --team-dir DIR [--failure-action A] [--max-reopens N]
@@ -351,7 +363,7 @@ Commands:
   watch           be the leader: watch a team directory and run its gates
   demo            play a small team through a passing, a failing and a fixed gate (npm start)
   doctor          check hooks, team files, policy and locks: what would stop a gate from running
-  init            copy the example gates into the hooks dir
+  init            copy the example gates into the hooks dir (or write gates from Claude Code hooks)
   policy get|set  show or change the team's failure policy (config.json "hooks")
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   logs            list, show, follow, summarise and prune the hook logs of a team
