@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CLAUDE_EVENT_NAMES } from "../../extensions/teams-hooks/contract/claude.js";
+import { CLAUDE_EVENT_NAMES, CLAUDE_GATE_EVENTS } from "../../extensions/teams-hooks/contract/claude.js";
 import { chainDirName } from "../../extensions/teams-hooks/runner/chain.js";
 import { parseHookSettings } from "../../extensions/teams-hooks/settings/hook-line.js";
-import { CLAUDE_GATE_EVENTS, claudeSettingsLine, claudeWrapperPath, planClaudeWrappers, type ClaudePlan } from "../../extensions/teams-hooks/settings/claude-settings.js";
+import { claudeSettingsLine, claudeWrapperPath, planClaudeWrappers, type ClaudePlan } from "../../extensions/teams-hooks/settings/claude-settings.js";
 
 const FILE = "/p/.claude/settings.json";
 
@@ -156,8 +156,9 @@ describe("claudeSettingsLine", () => {
 });
 
 describe("CLAUDE_GATE_EVENTS", () => {
-  it("is the runner's Claude Code event names, turned round", () => {
-    expect(Object.fromEntries(Object.entries(CLAUDE_GATE_EVENTS).map(([claude, ours]) => [ours, claude]))).toEqual(CLAUDE_EVENT_NAMES);
+  it("maps TaskCompleted and TeammateIdle, and nothing else, both ways", () => {
+    expect(CLAUDE_GATE_EVENTS).toEqual({ TaskCompleted: "task_completed", TeammateIdle: "idle" });
+    expect(CLAUDE_EVENT_NAMES).toEqual({ task_completed: "TaskCompleted", idle: "TeammateIdle" });
   });
 });
 

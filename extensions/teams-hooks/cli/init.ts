@@ -14,7 +14,8 @@ import { HOOK_BASE_NAMES, HOOK_EVENTS, type HookEventName } from "../contract/co
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { findHook, hookCandidatePaths } from "../runner/discover.js";
 import { chainDirName } from "../runner/chain.js";
-import { CLAUDE_GATE_EVENTS, planClaudeWrappers, type ClaudeWrapper } from "../settings/claude-settings.js";
+import { CLAUDE_GATE_EVENTS } from "../contract/claude.js";
+import { planClaudeWrappers, type ClaudeWrapper } from "../settings/claude-settings.js";
 import { readJsonValue } from "../team/json-file.js";
 import { resolveHooksDir } from "../team/paths.js";
 

@@ -18,8 +18,17 @@ import type { ContextDocument, HookEventName } from "./contract.js";
 import type { RunResult } from "./hook-run.js";
 import { capReason } from "./verdict.js";
 
-/** Our events Claude Code has an event for, by its name. */
-export const CLAUDE_EVENT_NAMES: Partial<Record<HookEventName, string>> = { task_completed: "TaskCompleted", idle: "TeammateIdle" };
+/**
+ * Claude Code's events that are gates here, and the event each is: both are "is the work done"
+ * checks of a team (a task marked complete, a teammate about to go idle), and take no matcher.
+ */
+export const CLAUDE_GATE_EVENTS = Object.freeze({ TaskCompleted: "task_completed", TeammateIdle: "idle" } as const satisfies Record<string, HookEventName>);
+export type ClaudeGateEvent = keyof typeof CLAUDE_GATE_EVENTS;
+
+/** The same the other way round: our events Claude Code has an event for, by its name. */
+export const CLAUDE_EVENT_NAMES: Partial<Record<HookEventName, ClaudeGateEvent>> = Object.freeze(
+  Object.fromEntries(Object.entries(CLAUDE_GATE_EVENTS).map(([claude, ours]) => [ours, claude])),
+);
 
 /** The stdin of a Claude Code gate, from the v1 document it may see. */
 export function claudeInput(doc: ContextDocument, cwd: string): Record<string, unknown> {

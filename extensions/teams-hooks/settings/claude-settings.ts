@@ -11,6 +11,7 @@
  *
  * Pure: the parsed JSON and the file's absolute path are arguments; cli/init.ts reads and writes.
  */
+import { CLAUDE_GATE_EVENTS, type ClaudeGateEvent } from "../contract/claude.js";
 import { HOOK_BASE_NAMES, type HookEventName } from "../contract/contract.js";
 import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
 import { parseHookSettings } from "./hook-line.js";
@@ -23,12 +24,6 @@ const CLAUDE_DEFAULT_TIMEOUT_S = 600;
 /** The longest timeout a wrapper can carry: the runner's longest, in whole seconds (about 24 days). */
 const MAX_TIMEOUT_S = Math.floor(MAX_TIMEOUT_MS / 1000);
 
-/**
- * Claude Code's events that are gates here, and the event each becomes. Both are "did the work get
- * done" checks on a team (a task marked complete, a teammate about to go idle) and take no matcher.
- */
-export const CLAUDE_GATE_EVENTS = Object.freeze({ TaskCompleted: "task_completed", TeammateIdle: "idle" } as const satisfies Record<string, HookEventName>);
-export type ClaudeGateEvent = keyof typeof CLAUDE_GATE_EVENTS;
 
 /** One wrapper gate to write. */
 export interface ClaudeWrapper {
