@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import SlowFirst from "./test/helpers/sequencer.js";
 
 export default defineConfig({
   test: {
@@ -7,6 +8,7 @@ export default defineConfig({
     // wait on child processes, not on the CPU. The whole suite: 329 s with one worker, 231 s with two.
     maxWorkers: 2,
     setupFiles: ["test/helpers/setup.ts"],
+    sequence: { sequencer: SlowFirst },
     projects: [
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
       { extends: true, test: { name: "integration", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 30_000 } },
