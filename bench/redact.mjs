@@ -5,7 +5,7 @@
 // redaction must do) and `JSON.stringify` of the text (what writing it into the log costs anyway).
 // Build first: `npm run build && node bench/redact.mjs [rounds]`.
 import { teamRedactor } from "../dist/teams-hooks/runner/redact.js";
-import { ms, ratio, summarize, table } from "./lib/stats.mjs";
+import { ms, ratio, table, timeCalls } from "./lib/stats.mjs";
 
 const rounds = Number(process.argv[2] ?? 2_000);
 const env = { A: "secret-value-0001", B: "another-secret-02", C: "third-secret-003" };
@@ -15,16 +15,7 @@ const clean = line.repeat(Math.ceil(12_000 / line.length)).slice(0, 12_000);
 const dirtyLine = "token ghp_0123456789abcdefghijABCDEFGHIJ012345 key AKIAIOSFODNN7EXAMPLE\n";
 const dirty = dirtyLine.repeat(100).padEnd(12_000, "x").slice(0, 12_000);
 
-function time(fn) {
-  for (let i = 0; i < 50; i++) fn();
-  const samples = [];
-  for (let i = 0; i < rounds; i++) {
-    const started = performance.now();
-    fn();
-    samples.push(performance.now() - started);
-  }
-  return summarize(samples);
-}
+const time = (fn) => timeCalls(fn, rounds);
 
 let sink = 0;
 const includes = time(() => (sink += clean.includes(env.A) ? 1 : 0));

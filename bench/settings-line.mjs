@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { readHookSettings } from "../dist/teams-hooks/runner/discover.js";
-import { ms, ratio, summarize, table } from "./lib/stats.mjs";
+import { ms, ratio, table, timeCalls } from "./lib/stats.mjs";
 
 const rounds = Number(process.argv[2] ?? 20_000);
 const dir = mkdtempSync(path.join(os.tmpdir(), "bench-settings-"));
@@ -17,16 +17,7 @@ const body = 'echo "checking task #$PI_TEAMS_TASK_ID"\nnpm test --silent || exit
 writeFileSync(withLine, `#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa labels=backend paths=src/** mode=shadow\n${body}`, { mode: 0o755 });
 writeFileSync(without, `#!/usr/bin/env bash\n${body}`, { mode: 0o755 });
 
-function time(fn) {
-  for (let i = 0; i < 500; i++) fn();
-  const samples = [];
-  for (let i = 0; i < rounds; i++) {
-    const started = performance.now();
-    fn();
-    samples.push(performance.now() - started);
-  }
-  return summarize(samples);
-}
+const time = (fn) => timeCalls(fn, rounds, 500);
 
 try {
   const read = readHookSettings(withLine, "task_completed");

@@ -34,3 +34,15 @@ export function table(rows) {
 }
 
 export const sleep = (msec) => new Promise((resolve) => setTimeout(resolve, msec));
+
+/** Times `fn` `rounds` times after `warmup` untimed calls; the samples summarized (ms). */
+export function timeCalls(fn, rounds, warmup = 50) {
+  for (let i = 0; i < warmup; i++) fn();
+  const samples = [];
+  for (let i = 0; i < rounds; i++) {
+    const started = performance.now();
+    fn();
+    samples.push(performance.now() - started);
+  }
+  return summarize(samples);
+}

@@ -47,3 +47,12 @@ export function describeError(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
 }
+
+/** A short rendering of a value for messages: `"done"`, `42`, `missing`, `an array`, `an object`; long strings cut. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (Array.isArray(value)) return "an array";
+  if (value !== null && typeof value === "object") return "an object";
+  const json = JSON.stringify(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
+}

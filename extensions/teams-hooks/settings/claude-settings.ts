@@ -15,6 +15,7 @@ import { CLAUDE_GATE_EVENTS, type ClaudeGateEvent } from "../contract/claude.js"
 import { HOOK_BASE_NAMES, type HookEventName } from "../contract/contract.js";
 import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
 import { parseHookSettings } from "./hook-line.js";
+import { describeValue } from "../contract/errors.js";
 import { DEFAULT_LIMITS } from "./hooks-config.js";
 import { MAX_TIMEOUT_MS } from "./options.js";
 
@@ -233,11 +234,3 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** `"done"`, `42`, `missing`, `an array`, `an object`, long strings cut. */
-function describeValue(value: unknown): string {
-  if (value === undefined) return "missing";
-  if (Array.isArray(value)) return "an array";
-  if (value !== null && typeof value === "object") return "an object";
-  const json = JSON.stringify(value);
-  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
-}

@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import { type Stats, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { HooksError, describeError, describeValue, errnoCode } from "../contract/errors.js";
 
 export type FileProblemKind = "missing" | "unreadable" | "not_regular" | "too_large" | "invalid_json" | "invalid";
 
@@ -234,15 +234,6 @@ function describeIssue(issue: Issue, value: unknown): string {
     issue.code === "invalid_type" ? issue.expected : issue.code === "invalid_value" ? issue.values.map((v) => JSON.stringify(v)).join(" | ") : null;
   if (expected === null) return `${issue.message}, got ${describeValue(value)}`;
   return value === undefined ? `missing, expected ${expected}` : `expected ${expected}, got ${describeValue(value)}`;
-}
-
-/** A short rendering of a value for messages: `"done"`, `42`, `missing`, `an object`. */
-function describeValue(value: unknown): string {
-  if (value === undefined) return "missing";
-  if (Array.isArray(value)) return "an array";
-  if (value !== null && typeof value === "object") return "an object";
-  const json = JSON.stringify(value);
-  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }
 
 function readFailure(file: string, error: unknown): { ok: false; problem: FileProblem } {
