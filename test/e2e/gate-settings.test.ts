@@ -31,8 +31,8 @@ describe("gate settings under a running leader", () => {
     const byTask = new Map(events.map((e) => [e.taskId, e]));
 
     // alice: the shadow gate would have denied, bob's gate was skipped: nothing in force, nothing enforced.
-    expect(byTask.get("1")).toMatchObject({ outcome: "passed", policyApplied: null, actions: ["shadow: on_task_completed would have denied"] });
-    expect(byTask.get("1")?.summary).toBe("no gate in force: on_task_completed in shadow mode would have denied; on_task_completed.d/10-bob.sh skipped (members=bob: member alice does not match)");
+    expect(byTask.get("1")).toMatchObject({ outcome: "passed", policyApplied: null, noGateInForce: true, actions: ["shadow: on_task_completed would have denied"] });
+    expect(byTask.get("1")?.summary).toBe("no gate in force: on_task_completed.d/10-bob.sh skipped (members=bob: member alice does not match); on_task_completed in shadow mode would have denied");
     const alice = await readTaskFile(team, "1");
     expect(alice.status).toBe("completed");
     expect(alice.metadata).toMatchObject({ qualityGateShadowHook: "on_task_completed", qualityGateShadowOutcome: "failed", qualityGateShadowSummary: "exit code 1 • lint: 2 warnings", qualityGateShadowCount: 1 });

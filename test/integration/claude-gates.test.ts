@@ -101,6 +101,14 @@ describe("answers", () => {
     expect((await invokeEvent(request())).result).toMatchObject(expected);
   });
 
+  it("a non-blocking error that quotes a secret on stderr keeps it nowhere", async () => {
+    claudeGate("on_task_completed.sh", "echo \"token $DEPLOY_TOKEN refused\" >&2; exit 1");
+    const env = { ...process.env, DEPLOY_TOKEN: "s3cr3t-value-12345" };
+    const outcome = await invokeEvent(request({ env, privacy: { projection: {}, confidential: false, redactEnv: ["DEPLOY_TOKEN"] } }));
+    expect(outcome.result).toMatchObject({ outcome: "passed", nonBlocking: "exit code 1 is a non-blocking error for a Claude Code gate: allowed (stderr: token [redacted] refused)" });
+    expect(JSON.stringify(outcome.result)).not.toContain("s3cr3t-value-12345");
+  });
+
   it("a v1 verdict line is not read from a Claude Code gate: it is ordinary output there", async () => {
     claudeGate("on_task_completed.sh", `echo '{"decision":"deny","reason":"v1 style"}'`);
     expect((await invokeEvent(request())).result).toMatchObject({ outcome: "passed", verdict: { decision: "allow", source: "claude" } });

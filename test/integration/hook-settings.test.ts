@@ -5,13 +5,16 @@
  * its log, a line that cannot be read (a closed error naming the key and the line), and trust, which
  * covers the line because it covers the file.
  */
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { readHookSettings } from "../../extensions/teams-hooks/runner/discover.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { entryFor, fingerprint } from "../../extensions/teams-hooks/runner/trust.js";
+import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { listTaskFiles, readTask } from "../../extensions/teams-hooks/team/tasks.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -145,16 +148,58 @@ describe("shadow mode", () => {
     expect((await task1()).metadata?.qualityGateShadowCount).toBe(2);
   });
 
+  it("a shadow gate that defers holds nothing, and its summary is its reason", async () => {
+    gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`);
+    const outcome = await invokeEvent(request({ policy: POLICY }));
+    expect(outcome).toMatchObject({ counted: "passed", deferral: null, policyApplied: null });
+    expect((await task1()).metadata).toMatchObject({ qualityGateShadowOutcome: "deferred", qualityGateShadowSummary: "deferred (ci.pending): waiting for CI" });
+    expect(fs.existsSync(path.join(team.teamDir, "hook-state", "deferrals"))).toBe(false);
+  });
+
   it("an enforced gate beside a shadow gate still decides, and a shadow gate's patch is never written", async () => {
     gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"patch","patch":{"metadata":{"x":1}}}'`);
     gate("on_task_completed.d/10-tests.sh", null, "echo 'tests fail' >&2; exit 1");
     const outcome = await invokeEvent(request({ policy: POLICY }));
     expect(outcome).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
-    expect(outcome.runs[0]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "passed", wouldDeny: false }, patchIgnored: "a shadow gate's patch is never written" });
+    expect(outcome.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]); // the shadow gate last
+    expect(outcome.runs[1]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "passed", wouldDeny: false }, patchIgnored: "a shadow gate's patch is never written" });
     const after = await task1();
     expect(after.metadata?.x).toBeUndefined();
     expect(after.metadata?.qualityGateShadowHook).toBeUndefined();
     expect(outcome.actions).toContain("follow-up #2 for alice"); // the enforced gate's policy
+  });
+});
+
+describe("shadow gates run after the enforced ones", () => {
+  it("a slow shadow gate first in the chain cannot spend the enforced gate's deadline, and still runs after a denial", async () => {
+    gate("on_task_completed.sh", "mode=shadow", "sleep 30");
+    gate("on_task_completed.d/10-tests.sh", null, "exit 0");
+    const passed = await invokeEvent(request({ policy: POLICY, limits: { ...DEFAULT_LIMITS, chainDeadlineMs: 1_500 } }));
+    expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+    expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
+    expect(passed.runs[1]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "error", errorKind: "limit", wouldDeny: true } });
+
+    gate("on_task_completed.sh", "mode=shadow", "exit 1");
+    gate("on_task_completed.d/10-tests.sh", null, "exit 1");
+    fs.rmSync(marks, { force: true });
+    const denied = await invokeEvent(request({ policy: POLICY, key: "task_completed:1:b" }));
+    expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+    expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
+    expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
+  });
+
+  it("a gate its matchers skip is skipped even once the chain's deadline has passed", async () => {
+    // idle runs every gate of its chain, also after one fails: the second is reached past the deadline.
+    gate("on_idle.sh", null, "sleep 30");
+    fs.mkdirSync(path.join(hooksDir, "on_idle.d"));
+    gate("on_idle.d/10-bob.sh", "members=bob");
+    gate("on_idle.d/20-all.sh", null);
+    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, limits: { ...DEFAULT_LIMITS, chainDeadlineMs: 1_000 } }));
+    expect(outcome.runs.map((r) => [r.hook.name, r.result.errorKind ?? null, r.result.skipped ?? null])).toEqual([
+      ["on_idle.sh", "limit", null],
+      ["10-bob.sh", null, "members=bob: member alice does not match"],
+      ["20-all.sh", "limit", null],
+    ]);
   });
 });
 
@@ -170,6 +215,23 @@ describe("a settings line that cannot be read", () => {
       errorKind: "hook_settings",
       error: 'on_idle.sh:2: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format): the gate did not run',
     });
+  });
+});
+
+describe("reading the line from the file", () => {
+  it("never reads half a line: one cut by the end of the 8 KiB head is not read", () => {
+    const file = path.join(hooksDir, "on_task_completed.sh");
+    const long = `#${"x".repeat(8_180)}\n`;
+    fs.writeFileSync(file, `${long}# pi-teams-hooks: members=impl-a,impl-b\nexit 0\n`);
+    expect(readHookSettings(file, "task_completed")).toEqual({ ok: true, settings: null });
+    fs.writeFileSync(file, `#!/usr/bin/env bash\n# pi-teams-hooks: members=impl-a,impl-b\n${long}`);
+    expect(readHookSettings(file, "task_completed")).toEqual({ ok: true, settings: { line: 2, match: { members: ["impl-a", "impl-b"] } } });
+  });
+
+  it("a FIFO where the gate was is no settings, at once", () => {
+    const fifo = path.join(hooksDir, "on_idle.sh");
+    execFileSync("mkfifo", [fifo]);
+    expect(readHookSettings(fifo, "idle")).toEqual({ ok: true, settings: null });
   });
 });
 

@@ -31,6 +31,10 @@ describe("eventLine", () => {
     [{ outcome: "no_hook", event: "idle", taskId: null }, "10:31:07 idle alice: no hook"],
     [{ outcome: "passed", actions: [], retry: true }, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s (retry)"],
     [
+      { outcome: "passed", actions: [], noGateInForce: true, summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)" },
+      "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s: no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)",
+    ],
+    [
       { outcome: "deferred", durationMs: 52, summary: "deferred (ci.pending): waiting for CI", actions: ["held until 2026-12-03T10:31:07.000Z"], deferral: { runId: "r1", expiresAt: "2026-12-03T10:31:07.000Z" } },
       "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms (ci.pending): waiting for CI → held until 2026-12-03T10:31:07.000Z (run r1)",
     ],

@@ -3,7 +3,7 @@
  * line and key), and how its matchers choose events.
  */
 import { describe, expect, it } from "vitest";
-import { describeSettings, globRegExp, parseDuration, parseHookSettings, unmatched } from "../../extensions/teams-hooks/settings/hook-line.js";
+import { describeSettings, globMatches, parseDuration, parseHookSettings, unmatched } from "../../extensions/teams-hooks/settings/hook-line.js";
 
 const parse = (text: string, event: "task_completed" | "task_failed" | "idle" | "task_started" = "task_completed") => parseHookSettings(text, event, "on_task_completed.sh");
 
@@ -14,8 +14,16 @@ describe("the settings line", () => {
       settings: { line: 2, timeoutMs: 300_000, mode: "shadow", match: { members: ["impl-*", "qa"], owner: ["*"], subject: ["*api*"], labels: ["backend"] } },
     });
     expect(parse('// pi-teams-hooks: format=claude paths=src/**,"docs/a b.md"\n')).toEqual({ ok: true, settings: { line: 1, format: "claude", match: { paths: ["src/**", "docs/a b.md"] } } });
-    expect(parse(`${"\n".repeat(10)}# pi-teams-hooks: timeout=1s\n`)).toEqual({ ok: true, settings: null });
-    expect(parse("echo '# pi-teams-hooks: timeout=1s'\n")).toEqual({ ok: true, settings: null });
+    expect(parse(`${"\n".repeat(10)}# pi-teams-hooks: timeout=1s\n`)).toEqual({ ok: true, settings: null, notes: ["on_task_completed.sh:11: looks like a settings line, but is not read (it is past line 10)"] });
+    expect(parse("echo '# pi-teams-hooks: timeout=1s'\n# PI-TEAMS-HOOKS: mode=shadow\n")).toEqual({
+      ok: true,
+      settings: null,
+      notes: [
+        "on_task_completed.sh:1: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+        "on_task_completed.sh:2: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+      ],
+    });
+    expect(parse("\uFEFF# pi-teams-hooks: mode=shadow\r\necho\r\n")).toEqual({ ok: true, settings: { line: 1, mode: "shadow" } });
   });
 
   it.each([
@@ -74,17 +82,39 @@ describe("matchers", () => {
     expect(unmatched({ paths: ["*.ts"] }, files(["src/x/y.ts"]))).toBeNull();
     expect(unmatched({ paths: ["src/*.ts"] }, files(["src/x/y.ts"]))).toBe("paths=src/*.ts: none of the 1 file(s) in metadata.files match");
     expect(unmatched({ paths: ["src/**"] }, { member: null, task: task() })).toBeNull();
-    expect(unmatched({ paths: ["src/**"] }, files([]))).toBe("paths=src/**: none of the 0 file(s) in metadata.files match");
+    expect(unmatched({ paths: ["src/**"] }, files([]))).toBeNull(); // nothing recorded: run
+    expect(unmatched({ paths: ["src/**"] }, files(5))).toBeNull();
+    expect(unmatched({ paths: ["src/**"] }, files(["./src/a.ts"]))).toBeNull();
   });
 
   it("globs: * ? [..], and for paths ** across folders", () => {
-    expect(globRegExp("a*c").test("a/b/c")).toBe(true);
-    expect(globRegExp("a*c", true).test("a/b/c")).toBe(false);
-    expect(globRegExp("a/**/c", true).test("a/c")).toBe(true);
-    expect(globRegExp("a/**/c", true).test("a/b/d/c")).toBe(true);
-    expect(globRegExp("v[0-9]").test("v7")).toBe(true);
-    expect(globRegExp("v[!0-9]").test("v7")).toBe(false);
-    expect(globRegExp("a.b(c)").test("a.b(c)")).toBe(true);
-    expect(globRegExp("a.b").test("axb")).toBe(false);
+    expect(globMatches("a*c", "a/b/c")).toBe(true);
+    expect(globMatches("a*c", "a/b/c", { pathLike: true })).toBe(false);
+    expect(globMatches("a/**/c", "a/c", { pathLike: true })).toBe(true);
+    expect(globMatches("a/**/c", "a/b/d/c", { pathLike: true })).toBe(true);
+    expect(globMatches("src/**", "./src/x/y.ts", { pathLike: true })).toBe(true);
+    expect(globMatches("**/*.md", "docs/a/b.md", { pathLike: true })).toBe(true);
+    expect(globMatches("**/*.md", "docs/a/b.ts", { pathLike: true })).toBe(false);
+    expect(globMatches("v[0-9]", "v7")).toBe(true);
+    expect(globMatches("v[!0-9]", "v7")).toBe(false);
+    expect(globMatches("a.b(c)", "a.b(c)")).toBe(true);
+    expect(globMatches("a.b", "axb")).toBe(false);
+    expect(globMatches("[abc", "[abc")).toBe(true); // no ], no class
+    expect(globMatches("?", "😀")).toBe(true); // one code point
+    expect(globMatches("*API*", "fix the api", { fold: true })).toBe(true);
+  });
+
+  it("a class written backwards stops the gate at its settings line, for subject after case folding too", () => {
+    expect(parse("# pi-teams-hooks: owner=[z-a]*")).toEqual({ ok: false, error: "on_task_completed.sh:1: owner=[z-a]*: [z-a]: the range z-a is written backwards" });
+    expect(parse("# pi-teams-hooks: subject=[Z-a]*")).toEqual({ ok: false, error: "on_task_completed.sh:1: subject=[Z-a]*: [z-a]: the range z-a is written backwards" });
+  });
+
+  it("stays linear on hostile text: a long subject or path against many stars", () => {
+    // A backtracking regular expression takes seconds to minutes on these; the matcher takes milliseconds.
+    const subject = "fix ".repeat(200_000);
+    expect(unmatched({ subject: ["*fix*api*"] }, { member: null, task: task({ subject }) })).toBe("subject=*fix*api*: the subject does not match");
+    expect(globMatches("*a*a*a*a*b", "a".repeat(50_000))).toBe(false);
+    const deep = `${"d/".repeat(20_000)}x.ts`;
+    expect(globMatches("**/d/**/d/**/y.ts", deep, { pathLike: true })).toBe(false);
   });
 });

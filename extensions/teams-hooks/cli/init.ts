@@ -195,22 +195,20 @@ async function exampleGates(): Promise<string[]> {
 }
 
 /**
- * Puts an executable file in place through `put(dest, exclusive)`. Without `force` the write is
- * exclusive (COPYFILE_EXCL, or the `wx` flag), so a file created between the check and the write is
- * not overwritten either; with `force` it goes through a temp file and a rename, so the hook is never
- * seen half-written.
+ * Puts an executable file in place through `put(dest, exclusive)`: written whole to a temp file
+ * beside it, then moved into place, so a leader watching the hooks dir never runs a gate half written.
+ * The temp name ends in `~`, which the chain and discovery ignore (an editor's backup), so even one
+ * left behind by a kill never runs. Without `force` the move is a hard link, which fails if a file
+ * appeared at `to` since the check (nothing is overwritten); with `force` a rename.
  */
 async function putExecutable(to: string, force: boolean, put: (dest: string, exclusive: boolean) => Promise<void>): Promise<void> {
-  const tmp = `${to}.tmp.${process.pid}.${Date.now()}`;
+  const tmp = `${to}.${process.pid}.${Date.now()}.tmp~`;
   try {
-    if (force) {
-      await put(tmp, false);
-      await fs.chmod(tmp, 0o755);
-      await fs.rename(tmp, to);
-    } else {
-      await put(to, true);
-      await fs.chmod(to, 0o755);
-    }
+    await put(tmp, true);
+    await fs.chmod(tmp, 0o755);
+    if (force) await fs.rename(tmp, to);
+    else await fs.link(tmp, to);
+    await fs.rm(tmp, { force: true });
   } catch (error) {
     await fs.rm(tmp, { force: true });
     if (errnoCode(error) === "EEXIST") throw new HooksError("E_IO", `${to} appeared while writing; nothing overwritten (run again, or with --force)`, { cause: error });

@@ -79,7 +79,8 @@ export function eventLine(r: EventReport, colour = false): string {
     : r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
   const painted = paint(verdict, r.outcome === "passed" ? "green" : r.outcome === "error" || r.outcome === "deferred" ? "yellow" : "red", colour);
   const timing = d ? `after ${formatSpan(d.waitedMs)} (deferred run ${d.deferredRunId})` : formatDuration(r.durationMs);
-  const detail = r.outcome === "passed" ? "" : r.outcome === "deferred" ? heldDetail(r.summary) : `: ${r.summary}`;
+  // A pass that nothing judged (gates skipped or on trial) says so: "passed" alone would hide it.
+  const detail = r.outcome === "passed" ? (r.noGateInForce ? `: ${r.summary}` : "") : r.outcome === "deferred" ? heldDetail(r.summary) : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const held = r.deferral ? ` (run ${r.deferral.runId})` : "";
   const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";

@@ -210,8 +210,9 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
 function settingsChecks(file: string, event: HookEventName, name: string): Check[] {
   const read = readHookSettings(file, event);
   if (!read.ok) return [{ level: "error", message: `${read.error}: the gate does not run, and its events fail (hook_settings)`, file }];
-  if (!read.settings) return [];
-  return [{ level: "info", message: `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`, file }];
+  const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file }));
+  if (!read.settings) return notes;
+  return [{ level: "info", message: `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`, file }, ...notes];
 }
 
 /** The report's `settings` of a file gate that has a readable settings line. */

@@ -76,20 +76,30 @@ export interface ChainRun {
  */
 export async function runChain(
   req: InvokeRequest,
-  hooks: ChainHook[],
+  chainHooks: readonly ChainHook[],
   invocation: HookInvocation,
   ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
 ): Promise<ChainRun> {
   const { limits } = ctx;
+  let hooks = [...chainHooks];
   const refused = (hook: ChainHook, message: string): ChainRun => ({
     runs: [{ hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null }],
     interrupted: null,
   });
-  const [head] = hooks;
-  if (!head) return { runs: [], interrupted: null };
+  const [first] = hooks;
+  if (!first) return { runs: [], interrupted: null };
   if (hooks.length > limits.maxHooksPerEvent) {
-    return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
+    return refused(first, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
   }
+  // Each file gate's settings line, read once. Shadow gates run after the enforced ones: a gate on
+  // trial can then neither delay them nor spend their deadline, and it still runs after a denial.
+  const owns = new Map(hooks.map((h) => [h, h.kind === "http" ? null : ownSettings(h, req.event)] as const));
+  const isShadow = (h: ChainHook): boolean => {
+    const own = owns.get(h);
+    return own !== null && own !== undefined && "settings" in own && own.settings?.mode === "shadow";
+  };
+  hooks = [...hooks.filter((h) => !isShadow(h)), ...hooks.filter(isShadow)];
+  const head = hooks[0] ?? first;
   // One document per distinct view (a projection, a confidential handler), built before anything runs
   // (again after a patch): the payload check here, then every hook's stdin, file and variables, or a
   // handler's body.
@@ -104,28 +114,33 @@ export async function runChain(
 
   const runs: HookRun[] = [];
   const deadline = performance.now() + limits.chainDeadlineMs;
+  let denied = false;
   for (const [index, hook] of hooks.entries()) {
+    // After a denial only the gates on trial still run (see above).
+    if (denied && !isShadow(hook)) continue;
     // A stop lets the hook under way finish, but starts no other: a handler's request could add its whole timeout.
     if (index > 0 && req.stopping?.()) {
       return { runs, interrupted: `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks after it did not start` };
     }
+    // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file its settings line's, else the run's.
+    const own = owns.get(hook) ?? null;
+    const settings = own && "settings" in own ? own.settings : null;
+    // Matchers first: a gate that would be skipped is skipped, never refused for a deadline it would not use.
+    const skip = settings ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null }) : null;
     const left = Math.floor(deadline - performance.now());
-    if (left <= 0) {
-      runs.push(...refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs);
+    if (left <= 0 && skip === null) {
+      const late = refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs;
+      runs.push(...late.map((run) => (isShadow(hook) ? { ...run, result: shadowed(run.result, ctx.mode) } : run)));
       break;
     }
-    // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file its settings line's, else the run's.
-    const own = hook.kind === "http" ? null : ownSettings(hook, req.event);
-    const settings = own && "settings" in own ? own.settings : null;
     const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? req.timeoutMs) : (settings?.timeoutMs ?? req.timeoutMs);
-    const timeoutMs = Math.min(ownTimeoutMs, left);
+    const timeoutMs = Math.min(ownTimeoutMs, Math.max(left, 1));
     const startedAt = ctx.now().toISOString();
     // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
     const runId = req.runId ? (index === 0 ? req.runId : `${req.runId}.${index + 1}`) : randomUUID();
     // Never a fallback to the whole document: a hook without its own would see what it may not.
     const context = shown[index];
     if (!context) throw new HooksError("E_INTERNAL", `no context document prepared for ${hook.name}`);
-    const skip = settings ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null }) : null;
     let result =
       own && "error" in own
         ? notRunResult(hook.hook, runId, "hook_settings", `${own.error}: the gate did not run`)
@@ -170,7 +185,7 @@ export async function runChain(
     const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: req.writableFields ?? null });
     result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
     runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}), ...(isFullView(context.view) ? {} : { shown: shownRecord(context) }) });
-    if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") break;
+    if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") denied = true;
     const next = hooks[index + 1];
     if (taken.kept && next) {
       // The later hooks see the patched task, each through its own view.

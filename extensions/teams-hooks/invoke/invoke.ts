@@ -150,6 +150,8 @@ export interface InvokeOutcome {
   policyApplied: boolean | null;
   /** The held gate, once its deferral is on disk; null when the event was not held. */
   deferral: DeferralRecord | null;
+  /** Every run was skipped by its matchers or a shadow gate's: no gate was in force, nothing was enforced. */
+  noGateInForce?: true;
   /**
    * Why the chain was cut short by a stop (`req.stopping`); then nothing was applied or logged, and
    * the event must be run again (the leader leaves it in flight). Absent otherwise.
@@ -346,6 +348,7 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     pending,
     policyApplied: remediation ? remediation.complete : null,
     deferral: ctx.deferral,
+    ...(ctx.observedOnly ? { noGateInForce: true as const } : {}),
   };
 }
 

@@ -9,7 +9,7 @@ import { describeError } from "../contract/errors.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { gateName } from "../runner/chain.js";
 import { updateTask } from "../team/tasks.js";
-import { describeFailure, forTheTeam } from "../text/messages.js";
+import { deferredSummary, describeFailure, forTheTeam } from "../text/messages.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 
 /** A run that is not enforced: skipped by its matchers, or a shadow gate's. */
@@ -32,7 +32,9 @@ export async function noteShadowDenial(req: InvokeRequest, runs: readonly HookRu
   if (!first || req.policy === null || req.taskId === null || !isTaskEvent(req.event)) return { action: null, problem: null };
   const shadow = first.result.shadow;
   const hook = gateName(first.hook, req.event);
-  const summary = forTheTeam(describeFailure({ ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) }, req.timeoutMs));
+  // What it said, as the gate's summary would have said it: a defer by its reason, anything else as a failure.
+  const said = shadow?.outcome === "deferred" ? deferredSummary(first.result.verdict) : describeFailure({ ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) }, req.timeoutMs);
+  const summary = forTheTeam(said);
   try {
     const updated = await updateTask(
       req.identity.teamDir,

@@ -219,6 +219,7 @@ export class EventHandler {
         retry: state.retry,
         logFile: outcome.logFile,
         policyApplied: outcome.policyApplied,
+        ...(outcome.noGateInForce ? { noGateInForce: true as const } : {}),
         ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),
       },
     });

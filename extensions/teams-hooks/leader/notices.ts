@@ -61,6 +61,8 @@ export interface EventReport {
   policyApplied: boolean | null;
   /** The gate is held (outcome `deferred`): the run id a decision names, and the deadline. */
   deferral?: { runId: string; expiresAt: string };
+  /** Every gate of the event was skipped by its matchers or is in shadow mode: nothing judged it (the summary says what each did). */
+  noGateInForce?: true;
   /** This report is a held gate's decision, applied: which deferral, what, by whom, how long it was held. */
   decision?: { deferredRunId: string; decision: "allow" | "deny" | "expired"; by: string; waitedMs: number };
 }

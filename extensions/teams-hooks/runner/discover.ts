@@ -212,7 +212,9 @@ function readHead(file: string): string {
     if (!fstatSync(fd).isFile()) return "";
     const buffer = Buffer.alloc(HEAD_BYTES);
     const n = readSync(fd, buffer, 0, HEAD_BYTES, 0);
-    return buffer.subarray(0, n).toString("utf8");
+    const text = buffer.subarray(0, n).toString("utf8");
+    // A line cut by the end of the head is not read: half a settings line would be wrong settings.
+    return n < HEAD_BYTES ? text : text.slice(0, text.lastIndexOf("\n") + 1);
   } finally {
     closeSync(fd);
   }

@@ -267,6 +267,8 @@ export function redactRunResult(result: RunResult, redact: Redactor): RunResult 
     stderr: output(result.stderr, result.stderrDroppedBytes),
     ...(verdict ? { verdict: redactVerdict(verdict, text) } : {}),
     ...(result.errorKind === "invalid_verdict" && result.error !== undefined ? { error: text(result.error) } : {}),
+    // A Claude Code gate's non-blocking error quotes its stderr.
+    ...(result.nonBlocking !== undefined ? { nonBlocking: text(result.nonBlocking) } : {}),
   };
   return { ...out, redactions: (result.redactions ?? 0) + count };
 }

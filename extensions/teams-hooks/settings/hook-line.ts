@@ -42,7 +42,15 @@ export interface HookSettings {
   match?: Partial<Record<MatcherKey, string[]>>;
 }
 
-export type HookSettingsRead = { ok: true; settings: HookSettings | null } | { ok: false; error: string };
+/**
+ * A settings line read: the settings (null: none), and `notes` on lines that look meant as one but are
+ * not read (past line 10, another case, another comment form): a gate that runs with settings its
+ * author did not mean, in silence, is what they are for. Or the error that stops the gate.
+ */
+export type HookSettingsRead = { ok: true; settings: HookSettings | null; notes?: string[] } | { ok: false; error: string };
+
+/** What a settings line looks like to a reader, whatever its case or comment form. */
+const LOOKS_LIKE = /pi-teams-hooks\s*:/i;
 
 /** Parses the settings line of a gate's text (its head is enough); `name` is what errors call the file. */
 export function parseHookSettings(text: string, event: HookEventName, name: string): HookSettingsRead {
@@ -54,7 +62,9 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
     if (found) return { ok: false, error: `${name}:${index + 1}: a second pi-teams-hooks: line (the first is line ${found.line}); give every setting on one line` };
     found = { line: index + 1, body: match[1] ?? "" };
   }
-  if (!found) return { ok: true, settings: null };
+  const notes = unreadLines(text, found?.line ?? null, name);
+  const withNotes = notes.length > 0 ? { notes } : {};
+  if (!found) return { ok: true, settings: null, ...withNotes };
   const where = `${name}:${found.line}`;
   const tokens = splitTokens(found.body);
   if (typeof tokens === "string") return { ok: false, error: `${where}: ${tokens}` };
@@ -71,7 +81,19 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
     const problem = setValue(settings, key as (typeof KEYS)[number], value, event);
     if (problem) return { ok: false, error: `${where}: ${key}=${value}: ${problem}` };
   }
-  return { ok: true, settings };
+  return { ok: true, settings, ...withNotes };
+}
+
+/** The lines of `text` that look like a settings line but are not the one read, each said once. */
+function unreadLines(text: string, read: number | null, name: string): string[] {
+  const notes: string[] = [];
+  for (const [index, raw] of text.split("\n").entries()) {
+    if (index + 1 === read || !LOOKS_LIKE.test(raw)) continue;
+    const why = index >= SETTINGS_LINE_WINDOW ? `it is past line ${SETTINGS_LINE_WINDOW}` : "only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read";
+    // Quoted in a string or an echo of the gate's own code is common too: said, never an error.
+    notes.push(`${name}:${index + 1}: looks like a settings line, but is not read (${why})`);
+  }
+  return notes;
 }
 
 /** Splits on blanks; a value may be double-quoted to hold blanks (`subject="fix *"`). A string: why not. */
@@ -119,6 +141,11 @@ function setValue(settings: HookSettings, key: (typeof KEYS)[number], value: str
     default: {
       const globs = value.split(",").map((g) => g.trim());
       if (globs.some((g) => g === "")) return "an empty glob in the list (globs are separated by commas)";
+      for (const glob of globs) {
+        // subject is matched without regard to case: its globs are checked as they will be used.
+        const compiled = compileGlob(key === "subject" ? glob.toLowerCase() : glob);
+        if (typeof compiled === "string") return compiled;
+      }
       settings.match = { ...settings.match, [key]: globs };
       return null;
     }
@@ -142,8 +169,9 @@ export interface MatchFacts {
 /**
  * Why the gate's matchers do not match this event (one line), or null when they all do. All the
  * matchers given must match; a matcher matches when any of its globs does. `subject` ignores case.
- * `paths` judges only what it can see: a task whose worker recorded no `metadata.files` is run
- * (the gate cannot know what changed, and skipping it would switch it off in silence).
+ * `paths` judges only what it can see: a task whose worker recorded no `metadata.files` (or an empty
+ * or unusable one) is run: the gate cannot know what changed, and skipping it would switch it off in
+ * silence. Matchers read the task, which the agents write: they route work, they guard nothing.
  */
 export function unmatched(match: HookSettings["match"], facts: MatchFacts): string | null {
   if (!match) return null;
@@ -155,38 +183,45 @@ export function unmatched(match: HookSettings["match"], facts: MatchFacts): stri
     switch (key) {
       case "members":
         if (facts.member === null) return `${shown}: the event has no member`;
-        if (!anyGlob(globs, facts.member)) return `${shown}: member ${facts.member} does not match`;
+        if (!anyGlob(globs, facts.member)) return `${shown}: member ${said(facts.member)} does not match`;
         break;
       case "owner": {
         const owner = task?.owner ?? null;
         if (!owner) return `${shown}: ${task ? "the task has no owner" : "the event has no task"}`;
-        if (!anyGlob(globs, owner)) return `${shown}: owner ${owner} does not match`;
+        if (!anyGlob(globs, owner)) return `${shown}: owner ${said(owner)} does not match`;
         break;
       }
       case "subject": {
         if (!task) return `${shown}: the event has no task`;
         const subject = task.subject ?? "";
-        if (!anyGlob(globs, subject.toLowerCase(), (g) => g.toLowerCase())) return `${shown}: the subject does not match`;
+        if (!anyGlob(globs, subject, true)) return `${shown}: the subject does not match`;
         break;
       }
       case "labels": {
         if (!task) return `${shown}: the event has no task`;
         const labels = stringList(task.metadata?.labels);
         if (labels.length === 0) return `${shown}: the task has no metadata.labels`;
-        if (!labels.some((label) => anyGlob(globs, label))) return `${shown}: labels ${labels.join(",")} do not match`;
+        if (!labels.some((label) => anyGlob(globs, label))) return `${shown}: labels ${said(labels.join(","))} do not match`;
         break;
       }
       case "paths": {
         if (!task) return `${shown}: the event has no task`;
-        const recorded = task.metadata?.files;
-        if (recorded === undefined || recorded === null) break; // not recorded: run (see above)
-        const files = stringList(recorded);
-        if (!files.some((file) => anyGlob(globs, file, undefined, true))) return `${shown}: none of the ${files.length} file(s) in metadata.files match`;
+        // Nothing usable recorded (absent, empty, not a list of names): run (see above).
+        const files = stringList(task.metadata?.files);
+        if (files.length === 0) break;
+        if (!files.some((file) => anyGlob(globs, file, false, true))) return `${shown}: none of the ${files.length} file(s) in metadata.files match`;
         break;
       }
     }
   }
   return null;
+}
+
+/** A value the task's writer chose, as a reason quotes it: one line, at most 80 characters. */
+function said(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  const line = value.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ");
+  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
 }
 
 /** A list of strings from an array (non-strings dropped) or one comma-separated string. */
@@ -196,45 +231,152 @@ function stringList(value: unknown): string[] {
   return [];
 }
 
-function anyGlob(globs: readonly string[], text: string, fold?: (glob: string) => string, pathLike = false): boolean {
-  return globs.some((glob) => globRegExp(fold ? fold(glob) : glob, pathLike).test(text));
+function anyGlob(globs: readonly string[], text: string, fold = false, pathLike = false): boolean {
+  return globs.some((glob) => globMatches(glob, text, { fold, pathLike }));
 }
 
-const globCache = new Map<string, RegExp>();
+/**
+ * Whether `glob` matches all of `text`: `fold` ignores case, `pathLike` matches a file path (see
+ * matchPath). A glob that is not one (compileGlob says why) matches nothing; the settings line that
+ * holds it is refused before any match.
+ */
+export function globMatches(glob: string, text: string, opts: { fold?: boolean; pathLike?: boolean } = {}): boolean {
+  const compiled = compileGlob(opts.fold ? glob.toLowerCase() : glob);
+  if (typeof compiled === "string") return false;
+  const subject = opts.fold ? text.toLowerCase() : text;
+  return opts.pathLike ? matchPath(compiled, glob.includes("/"), subject) : matchTokens(compiled.whole, [...subject]);
+}
+
+/** One character of a glob: a literal, `?`, `*`, or a class `[a-z]` / `[!a-z]`. */
+type Token = { kind: "char"; char: string } | { kind: "one" } | { kind: "star" } | { kind: "class"; negate: boolean; ranges: Array<[number, number]> };
+
+/** A glob read once: as a whole, and for paths by `/`-separated segment (`**` a segment of its own). */
+interface CompiledGlob {
+  whole: Token[];
+  segments: Array<Token[] | "**">;
+}
+
+const globCache = new Map<string, CompiledGlob | string>();
 
 /**
- * A glob as a regular expression: `*` any run of characters, `?` one, `[abc]` a class. For paths
- * (`pathLike`), `*` and `?` stay inside one folder, `**` crosses folders (`src/**` matches every file
- * under src), and a glob without a `/` matches a file's base name (`*.ts` matches `src/a.ts`).
+ * Reads a glob: `*` any run of characters, `?` one (a code point), `[abc]`, `[a-z]`, `[!a-z]` one of
+ * (or none of) a class; any other character is itself, and a `[` with no `]` after it is a literal.
+ * A string: why the glob is not one (a range written backwards). Matching never builds a regular
+ * expression: the text matched is the task's, which the agents write, and a backtracking regular
+ * expression can take minutes on a long subject; these matchers are linear in the text per glob.
  */
-export function globRegExp(glob: string, pathLike = false): RegExp {
-  const key = `${pathLike ? "p" : "n"}:${glob}`;
-  const cached = globCache.get(key);
-  if (cached) return cached;
-  const one = pathLike ? "[^/]" : ".";
-  let out = "";
-  for (let i = 0; i < glob.length; i++) {
-    const char = glob.charAt(i);
-    if (char === "*" && glob.charAt(i + 1) === "*" && pathLike) {
-      const slash = glob.charAt(i + 2) === "/";
-      out += slash ? "(?:.*/)?" : ".*";
-      i += slash ? 2 : 1;
-    } else if (char === "*") out += `${one}*`;
-    else if (char === "?") out += one;
-    else if (char === "[") {
-      const end = glob.indexOf("]", i + 1);
-      if (end > i + 1) {
-        const body = glob.slice(i + 1, end).replace(/^!/, "^").replace(/\\/g, "\\\\");
-        out += `[${body}]`;
-        i = end;
-      } else out += "\\[";
-    } else out += char.replace(/[.+^${}()|\\\]]/g, "\\$&");
+export function compileGlob(glob: string): CompiledGlob | string {
+  const cached = globCache.get(glob);
+  if (cached !== undefined) return cached;
+  const tokens = tokenize([...glob]);
+  let compiled: CompiledGlob | string;
+  if (typeof tokens === "string") compiled = tokens;
+  else {
+    const segments = glob.split("/").map((segment) => (segment === "**" ? ("**" as const) : (tokenize([...segment]) as Token[])));
+    compiled = { whole: tokens, segments };
   }
-  const anchored = pathLike && !glob.includes("/") ? `^(?:.*/)?${out}$` : `^${out}$`;
-  const regexp = new RegExp(anchored, "s");
   if (globCache.size > 1_000) globCache.clear();
-  globCache.set(key, regexp);
-  return regexp;
+  globCache.set(glob, compiled);
+  return compiled;
+}
+
+function tokenize(chars: string[]): Token[] | string {
+  const tokens: Token[] = [];
+  for (let i = 0; i < chars.length; i++) {
+    const char = chars[i] ?? "";
+    if (char === "*") {
+      if (tokens[tokens.length - 1]?.kind !== "star") tokens.push({ kind: "star" }); // ** outside a path segment is *
+    } else if (char === "?") tokens.push({ kind: "one" });
+    else if (char === "[" && chars.indexOf("]", i + 2) > i) {
+      const end = chars.indexOf("]", i + 2);
+      const body = chars.slice(i + 1, end);
+      const negate = body[0] === "!";
+      const members = negate ? body.slice(1) : body;
+      const ranges: Array<[number, number]> = [];
+      for (let j = 0; j < members.length; j++) {
+        const from = (members[j] ?? "").codePointAt(0) ?? 0;
+        if (members[j + 1] === "-" && j + 2 < members.length) {
+          const to = (members[j + 2] ?? "").codePointAt(0) ?? 0;
+          if (to < from) return `[${body.join("")}]: the range ${members[j]}-${members[j + 2]} is written backwards`;
+          ranges.push([from, to]);
+          j += 2;
+        } else ranges.push([from, from]);
+      }
+      tokens.push({ kind: "class", negate, ranges });
+      i = end;
+    } else tokens.push({ kind: "char", char });
+  }
+  return tokens;
+}
+
+function matchesOne(token: Token, char: string): boolean {
+  switch (token.kind) {
+    case "char":
+      return token.char === char;
+    case "one":
+    case "star":
+      return true;
+    case "class": {
+      const code = char.codePointAt(0) ?? -1;
+      return token.ranges.some(([from, to]) => code >= from && code <= to) !== token.negate;
+    }
+  }
+}
+
+/**
+ * Whether `tokens` match all of `text` (code points). The classic two-pointer match: at a mismatch
+ * it goes back to the last `*` and lets it take one more character, so it never backtracks further.
+ */
+function matchTokens(tokens: readonly Token[], text: readonly string[]): boolean {
+  let t = 0;
+  let p = 0;
+  let starAt = -1;
+  let starText = 0;
+  while (t < text.length) {
+    const token = tokens[p];
+    if (token && token.kind === "star") {
+      starAt = p++;
+      starText = t;
+    } else if (token && matchesOne(token, text[t] ?? "")) {
+      p++;
+      t++;
+    } else if (starAt >= 0) {
+      p = starAt + 1;
+      t = ++starText;
+    } else return false;
+  }
+  while (tokens[p]?.kind === "star") p++;
+  return p === tokens.length;
+}
+
+/**
+ * A file path against a glob: by `/`-separated segment, `*` and `?` inside one, `**` (a segment of
+ * its own) any number of segments, the same two-pointer walk one level up. A glob without a `/`
+ * matches the base name. A leading `./` of the path is dropped.
+ */
+function matchPath(glob: CompiledGlob, hasSlash: boolean, file: string): boolean {
+  const parts = file.replace(/^(\.\/)+/, "").split("/");
+  if (!hasSlash) return matchTokens(glob.whole, [...(parts[parts.length - 1] ?? "")]);
+  const segs = glob.segments;
+  let t = 0;
+  let p = 0;
+  let starAt = -1;
+  let starText = 0;
+  while (t < parts.length) {
+    const seg = segs[p];
+    if (seg === "**") {
+      starAt = p++;
+      starText = t;
+    } else if (seg !== undefined && matchTokens(seg, [...(parts[t] ?? "")])) {
+      p++;
+      t++;
+    } else if (starAt >= 0) {
+      p = starAt + 1;
+      t = ++starText;
+    } else return false;
+  }
+  while (segs[p] === "**") p++;
+  return p === segs.length;
 }
 
 /** The settings as one line for people (`doctor`, the logs): `timeout=300s members=impl-* mode=shadow`. */
