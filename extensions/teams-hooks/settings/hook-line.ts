@@ -323,21 +323,38 @@ function matchesOne(token: Token, char: string): boolean {
   }
 }
 
-/**
- * Whether `tokens` match all of `text` (code points). The classic two-pointer match: at a mismatch
- * it goes back to the last `*` and lets it take one more character, so it never backtracks further.
- */
+/** Whether `tokens` match all of `text` (code points). */
 function matchTokens(tokens: readonly Token[], text: readonly string[]): boolean {
+  return wildcardMatch(tokens, text, (token) => token.kind === "star", matchesOne);
+}
+
+/**
+ * A file path against a glob: by `/`-separated segment, `*` and `?` inside one, `**` (a segment of
+ * its own) any number of segments. A glob without a `/` matches the base name. A leading `./` of the
+ * path is dropped.
+ */
+function matchPath(glob: CompiledGlob, hasSlash: boolean, file: string): boolean {
+  const parts = file.replace(/^(\.\/)+/, "").split("/");
+  if (!hasSlash) return matchTokens(glob.whole, [...(parts[parts.length - 1] ?? "")]);
+  return wildcardMatch(glob.segments, parts, (seg) => seg === "**", (seg, part) => seg !== "**" && matchTokens(seg, [...part]));
+}
+
+/**
+ * The classic two-pointer wildcard match, for characters and for path segments alike: at a mismatch
+ * it goes back to the last star and lets it take one more item, never further, so it takes time in
+ * proportion to pattern × text at worst, and never backtracks without bound.
+ */
+function wildcardMatch<P, T>(pattern: readonly P[], text: readonly T[], isStar: (p: P) => boolean, one: (p: P, t: T) => boolean): boolean {
   let t = 0;
   let p = 0;
   let starAt = -1;
   let starText = 0;
   while (t < text.length) {
-    const token = tokens[p];
-    if (token && token.kind === "star") {
+    const item = pattern[p];
+    if (item !== undefined && isStar(item)) {
       starAt = p++;
       starText = t;
-    } else if (token && matchesOne(token, text[t] ?? "")) {
+    } else if (item !== undefined && one(item, text[t] as T)) {
       p++;
       t++;
     } else if (starAt >= 0) {
@@ -345,38 +362,8 @@ function matchTokens(tokens: readonly Token[], text: readonly string[]): boolean
       t = ++starText;
     } else return false;
   }
-  while (tokens[p]?.kind === "star") p++;
-  return p === tokens.length;
-}
-
-/**
- * A file path against a glob: by `/`-separated segment, `*` and `?` inside one, `**` (a segment of
- * its own) any number of segments, the same two-pointer walk one level up. A glob without a `/`
- * matches the base name. A leading `./` of the path is dropped.
- */
-function matchPath(glob: CompiledGlob, hasSlash: boolean, file: string): boolean {
-  const parts = file.replace(/^(\.\/)+/, "").split("/");
-  if (!hasSlash) return matchTokens(glob.whole, [...(parts[parts.length - 1] ?? "")]);
-  const segs = glob.segments;
-  let t = 0;
-  let p = 0;
-  let starAt = -1;
-  let starText = 0;
-  while (t < parts.length) {
-    const seg = segs[p];
-    if (seg === "**") {
-      starAt = p++;
-      starText = t;
-    } else if (seg !== undefined && matchTokens(seg, [...(parts[t] ?? "")])) {
-      p++;
-      t++;
-    } else if (starAt >= 0) {
-      p = starAt + 1;
-      t = ++starText;
-    } else return false;
-  }
-  while (segs[p] === "**") p++;
-  return p === segs.length;
+  while (p < pattern.length && isStar(pattern[p] as P)) p++;
+  return p === pattern.length;
 }
 
 /** The settings as one line for people (`doctor`, the logs): `timeout=300s members=impl-* mode=shadow`. */
