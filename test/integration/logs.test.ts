@@ -566,7 +566,7 @@ describe("logs: the team and the flags", () => {
     { name: "a team id that is not one", args: ["--team", "../etc"], env: { PI_TEAMS_ROOT_DIR: "/tmp" }, message: '--team "../etc" is not a team id' },
     { name: "a bad --outcome", args: ["--team-dir", ".", "--outcome", "broken"], env: {}, message: '--outcome "broken" must be one of passed, failed, timed_out, error' },
     { name: "a bad --event", args: ["--team-dir", ".", "--event", "task_done"], env: {}, message: '--event "task_done" must be one of task_completed, task_failed, idle' },
-    { name: "a bad --since", args: ["--team-dir", ".", "--since", "yesterday"], env: {}, message: '--since "yesterday" must be an age (30m, 2h, 3d, 1w) or an ISO 8601 time' },
+    { name: "a bad --since", args: ["--team-dir", ".", "--since", "yesterday"], env: {}, message: '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, d, w)) or an ISO 8601 time' },
     { name: "a bad --limit", args: ["--team-dir", ".", "--limit", "ten"], env: {}, message: '--limit "ten" must be a whole number ≥ 0' },
     { name: "a --limit past 2^53", args: ["--team-dir", ".", "--limit", "99999999999999999999"], env: {}, message: '--limit "99999999999999999999" must be a whole number ≥ 0' },
     { name: "a bad --keep", args: ["prune", "--team-dir", ".", "--keep", "1.5"], env: {}, message: '--keep "1.5" must be a whole number ≥ 0' },
@@ -574,7 +574,7 @@ describe("logs: the team and the flags", () => {
     { name: "a flag of another subcommand", args: ["--team-dir", ".", "--keep", "3"], env: {}, message: "--keep does not apply to logs (only to logs prune)" },
     { name: "--follow on stats", args: ["stats", "--team-dir", ".", "--follow"], env: {}, message: "--follow does not apply to logs stats (only to logs)" },
     { name: "an unknown subcommand", args: ["tail"], env: {}, message: 'unknown subcommand "tail"' },
-    { name: "an unknown flag", args: ["--team-dir", ".", "--colour"], env: {}, message: "Unknown option '--colour'" },
+    { name: "an unknown flag", args: ["--team-dir", ".", "--colour"], env: {}, message: "unknown flag --colour" },
   ])("usage error, exit 2: $name", async ({ args, env, message }) => {
     const { code, stdout, stderr } = await logs(args, env);
     expect(code).toBe(2);

@@ -1,4 +1,5 @@
 /** What every command gets: its parsed arguments and its I/O, plus the small readers of flag values. */
+import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
@@ -36,6 +37,20 @@ export function wholeNumber(value: FlagValue, flag: string, fallback: number, mi
   return Number(raw);
 }
 
+/**
+ * `--timeout-ms N`, or `--timeout` as people write durations (`90s`, `5m`, `1.5h`; a bare number is
+ * seconds), as the milliseconds the settings take; both at once is a usage error.
+ */
+function timeoutFlag(v: ParsedArgs["values"]): string | undefined {
+  const ms = str(v["timeout-ms"]);
+  const human = str(v.timeout);
+  if (human === undefined) return ms;
+  if (ms !== undefined) throw new HooksError("E_USAGE", "--timeout and --timeout-ms say the same thing: give one");
+  const parsed = parseDuration(human, { bare: "s" });
+  if (parsed === null) throw new HooksError("E_USAGE", `--timeout "${human}" must be a duration: ${DURATION_FORMS}, or a number of seconds`);
+  return String(parsed);
+}
+
 /** The team flags every team command shares (`--team-dir`, `--hooks-dir`, policy flags…), for resolveTeamSetup. */
 export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInput {
   return {
@@ -44,7 +59,7 @@ export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInp
     lead: str(v.lead),
     hooksDir: str(v["hooks-dir"]),
     cwd: str(v.cwd),
-    timeoutMs: str(v["timeout-ms"]),
+    timeoutMs: timeoutFlag(v),
     policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
     env: io.env,
     processCwd: io.cwd,

@@ -6,6 +6,8 @@
 import type { CliIo, FlagValue, ParsedArgs } from "./io.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
+import { DURATION_FORMS } from "../text/duration.js";
+import { didYouMean } from "../text/suggest.js";
 import type { HookLogProblem } from "../runner/hook-log.js";
 import { type LogFilter, parseTimeBound } from "../logs/filter.js";
 import { FOLLOW_WIDTHS, TABLE_HEADER, columnWidths, formatShow, jsonLine, rowCells, tableLine } from "../logs/format.js";
@@ -33,7 +35,7 @@ const JSON_CHUNK_CHARS = 16 * 1024;
 
 export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const [first, ...rest] = args.positionals;
-  const sub: Subcommand = first === undefined ? "list" : isSubcommand(first) ? first : usage(`unknown subcommand "${first}" (logs, logs show <id>, logs stats, logs prune)`);
+  const sub: Subcommand = first === undefined ? "list" : isSubcommand(first) ? first : usage(`unknown subcommand "${first}"${didYouMean(first, SUBCOMMANDS)} (logs, logs show <id>, logs stats, logs prune)`);
   const v = args.values;
   for (const [flag, value] of Object.entries(v)) {
     if (value === undefined || flag === "help" || ACCEPTS[sub].includes(flag)) continue;
@@ -218,7 +220,7 @@ function splitList(value: FlagValue, flag: string): string[] | undefined {
 
 function timeFlag(value: string, flag: string, now: number): number {
   const ms = parseTimeBound(value, now);
-  return ms ?? usage(`${flag} "${value}" must be an age (30m, 2h, 3d, 1w) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`);
+  return ms ?? usage(`${flag} "${value}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`);
 }
 
 function describeFilter(filter: LogFilter): string {

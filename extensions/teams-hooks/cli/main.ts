@@ -5,6 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type ErrorCode, HooksError, describeError, isHooksError } from "../contract/errors.js";
 import { commandHelp, mainHelp } from "../text/help.js";
+import { didYouMean } from "../text/suggest.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
 
 // Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
@@ -93,6 +94,7 @@ function teamOptions(): NonNullable<ParseArgsConfig["options"]> {
     "hooks-dir": { type: "string" },
     cwd: { type: "string" },
     "timeout-ms": { type: "string" },
+    timeout: { type: "string" },
     "failure-action": { type: "string" },
     "max-reopens": { type: "string" },
     "followup-owner": { type: "string" },
@@ -141,15 +143,18 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   }
   const command = COMMANDS[name];
   if (!command) {
-    io.stderr(`pi-teams-hooks: unknown command "${name}" (commands: ${Object.keys(COMMANDS).join(", ")}; see --help)\n`);
+    const names = Object.keys(COMMANDS);
+    io.stderr(`pi-teams-hooks: unknown command "${name}"${didYouMean(name, names)} (commands: ${names.join(", ")}; see --help)\n`);
     return 2;
   }
   try {
     let parsed: ParsedArgs;
     try {
+      checkFlags(rest, command.options);
       parsed = parseArgs({ args: [...rest], options: command.options, allowPositionals: true, strict: true });
     } catch (error) {
-      throw new HooksError("E_USAGE", describeError(error).replace(/\. To specify .*$/s, ""), { cause: error });
+      if (isHooksError(error)) throw error;
+      throw new HooksError("E_USAGE", parseArgsMessage(error), { cause: error });
     }
     if (parsed.values.help) {
       io.stdout(commandHelp(name));
@@ -165,6 +170,37 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stderr(`pi-teams-hooks ${name}: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return 1;
   }
+}
+
+/**
+ * Every `--flag` and `-x` the command does not take, said in our words with the closest flag it does
+ * take (`unknown flag --timout-ms (did you mean --timeout-ms?)`), before Node's parser words it.
+ * Arguments after `--` are positionals.
+ */
+function checkFlags(args: readonly string[], options: NonNullable<ParseArgsConfig["options"]>): void {
+  const longs = Object.keys(options);
+  const shorts = Object.entries(options).flatMap(([long, o]) => (o.short ? [[o.short, long] as const] : []));
+  for (const arg of args) {
+    if (arg === "--") return;
+    if (arg.startsWith("--")) {
+      const flag = arg.slice(2).split("=")[0] ?? "";
+      if (!longs.includes(flag)) throw new HooksError("E_USAGE", `unknown flag --${flag}${didYouMean(`--${flag}`, longs.map((l) => `--${l}`))}`);
+    } else if (/^-[^-\d]/.test(arg)) {
+      for (const letter of arg.slice(1)) {
+        if (!shorts.some(([short]) => short === letter)) throw new HooksError("E_USAGE", `unknown flag -${letter}${shorts.length > 0 ? ` (short flags: ${shorts.map(([short, long]) => `-${short} for --${long}`).join(", ")})` : ""}`);
+      }
+    }
+  }
+}
+
+/** What Node's argument parser said, in the words of the rest of the command line. */
+function parseArgsMessage(error: unknown): string {
+  const text = describeError(error);
+  const missing = /^Option '(-{1,2}[^' ]+)(?:, -{1,2}[^' ]+)?(?: <value>)?' argument missing/.exec(text) ?? /^Option '-\w, (--[^' ]+) <value>' argument missing/.exec(text);
+  if (missing) return `${missing[1]} needs a value`;
+  const noValue = /^Option '(?:-\w, )?(--[^' ]+)' does not take an argument/.exec(text);
+  if (noValue) return `${noValue[1]} takes no value`;
+  return text.replace(/\. To specify .*$/s, "");
 }
 
 async function packageVersion(): Promise<string> {

@@ -13,6 +13,7 @@ import { deferralsDir } from "../invoke/deferral.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
+import { didYouMean } from "../text/suggest.js";
 import { eventLabel, formatDuration, missingSecretWarning, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
@@ -28,7 +29,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   if (eventArg === undefined) throw new HooksError("E_USAGE", `missing <event> (one of ${HOOK_EVENTS.join(", ")})`);
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
   const parsedEvent = HookEventNameSchema.safeParse(eventArg);
-  if (!parsedEvent.success) throw new HooksError("E_USAGE", `unknown event "${eventArg}" (one of ${HOOK_EVENTS.join(", ")})`);
+  if (!parsedEvent.success) throw new HooksError("E_USAGE", `unknown event "${eventArg}"${didYouMean(eventArg, HOOK_EVENTS)} (one of ${HOOK_EVENTS.join(", ")})`);
   const event: HookEventName = parsedEvent.data;
 
   const taskId = str(v.task);

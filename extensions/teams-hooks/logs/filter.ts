@@ -3,6 +3,7 @@
  * suffix: runner/hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so
  * that a query opens only the files that can match; the record decides the rest. Pure.
  */
+import { parseDuration } from "../text/duration.js";
 import type { HookEventName } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { LOG_EVENTS, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
@@ -108,13 +109,9 @@ export function recordMatches(record: HookLogRecord, filter: LogFilter): boolean
   return true;
 }
 
-const AGE_UNITS: Readonly<Record<string, number>> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** `30m` → 1,800,000; `2h`, `3d`, `1w`, `45s`. Null when `text` is not an age. */
+/** An age as people write it (`30m`, `1.5h`, `1d12h`, `2H`: text/duration.ts), in ms; null when `text` is none. */
 export function parseAge(text: string): number | null {
-  const m = /^(\d+)\s*([smhdw])$/.exec(text.trim());
-  const unit = m ? AGE_UNITS[m[2] ?? ""] : undefined;
-  return m && unit !== undefined ? Number(m[1]) * unit : null;
+  return parseDuration(text);
 }
 
 /**

@@ -14,7 +14,7 @@ import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError, errnoCode } from "../contract/errors.js";
 import { fileKind } from "../team/json-file.js";
-import { closestName } from "../text/messages.js";
+import { closestName } from "../text/suggest.js";
 import { typescriptLaunch } from "./typescript.js";
 import { parseHookSettings, type HookSettingsRead } from "../settings/hook-line.js";
 

@@ -15,6 +15,7 @@
  * whose matchers do not match is skipped, and its log says which matcher did not.
  */
 import { CLAUDE_EVENT_NAMES } from "../contract/claude.js";
+import { parseDuration as parseDurationText } from "../text/duration.js";
 import type { HookEventName } from "../contract/contract.js";
 import { MAX_TIMEOUT_MS } from "./options.js";
 
@@ -152,12 +153,9 @@ function setValue(settings: HookSettings, key: (typeof KEYS)[number], value: str
   }
 }
 
-/** `90s`, `5m`, `1500ms`, `2h`, or a bare number of seconds; null when it is none of these. */
+/** `90s`, `5m`, `1500ms`, `2h`, `1d12h`, or a bare number of seconds; null when it is none of these. */
 export function parseDuration(text: string): number | null {
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text);
-  if (!match) return null;
-  const unit = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[match[2] ?? "s"] ?? 1_000;
-  return Math.round(Number(match[1]) * unit);
+  return parseDurationText(text, { bare: "s" });
 }
 
 /** What the matchers look at: the event's member, and the task as the gate would see it. */

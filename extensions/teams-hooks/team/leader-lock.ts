@@ -40,8 +40,9 @@ export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
       continue;
     }
     const file = path.join(leaderStateDir(teamDir), "leader.lock");
+    // Not a usage error: the command was right, the team dir is taken (exit 2, and no --help hint).
     throw new HooksError(
-      "E_USAGE",
+      "E_TEAM_DIR",
       `another leader (pid ${got.pid}) is already watching ${teamDir}; stop it first (or, if no such process exists, remove ${file})`,
     );
   }

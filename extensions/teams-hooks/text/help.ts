@@ -9,6 +9,7 @@ const TEAM_FLAGS = `Team:
                           else the team dir's parent)
   --cwd DIR               the hooks' working directory (default: this one)
   --timeout-ms N          hook timeout (default: $PI_TEAMS_HOOK_TIMEOUT_MS, else 60000)
+  --timeout DURATION      the same as a duration: 90s, 5m, 1.5h (a bare number is seconds)
 
 Failure policy (flag > config.json "hooks" > environment > default):
   --failure-action A      warn | followup | reopen | reopen_followup   (default warn)
@@ -147,7 +148,7 @@ Filters (logs and logs stats; all must hold):
   --task ID               runs for this task
   --member NAME           runs caused by this member
   --outcome O[,O…]        passed, failed, timed_out, error, deferred
-  --since WHEN            started at or after WHEN: an age (30m, 2h, 3d, 1w) or an ISO 8601 time
+  --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
                           (2026-03-01, 2026-03-01T09:00, 2026-03-01T11:00+02:00; UTC unless it
                           has an offset, like the times shown)
   --limit N               the newest N matching logs, shown oldest first (default 50 for logs,

@@ -347,32 +347,3 @@ export function policyGivenUpText(event: { key: string; event: HookEventName; ta
     `The event stays open: the next start of the leader tries it again, or: ${how}`,
   ].join("\n");
 }
-
-// =============================================================================================
-// Section: suggestions for names that are almost right
-
-/** The candidate closest to `word` (edit distance, ignoring case), if it is within `max` edits. */
-export function closestName(word: string, candidates: readonly string[], max = 3): string | null {
-  let best: string | null = null;
-  let bestDistance = max + 1;
-  for (const candidate of candidates) {
-    const d = editDistance(word.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) [best, bestDistance] = [candidate, d];
-  }
-  return best;
-}
-
-/** Levenshtein distance (insertions, deletions, substitutions), one row at a time. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      row.push(Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost));
-    }
-    previous = row;
-  }
-  return previous[b.length] ?? 0;
-}
-// End of section: suggestions

@@ -1,0 +1,90 @@
+/**
+ * The command line forgives typos and speaks one language, through the built bin: a command, flag,
+ * event or subcommand that is almost right gets the right one suggested (exit 2, none of Node's
+ * parser wording); durations are taken as people write them (`--since 1d12h`, `--timeout 2m`); a
+ * path that is not there is exit 2 for `doctor` too; a second leader on a team dir is told so
+ * without a `--help` hint.
+ */
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+
+const outerRig = useLeaderRig();
+
+describe("typos", () => {
+  it.each([
+    [["watc"], 'pi-teams-hooks: unknown command "watc" (did you mean watch?)'],
+    [["run", "--timout-ms", "5", "task_completed"], "pi-teams-hooks run: unknown flag --timout-ms (did you mean --timeout-ms?)"],
+    [["run", "task_complete", "--team-dir", "/nowhere"], 'pi-teams-hooks run: unknown event "task_complete" (did you mean task_completed?)'],
+    [["logs", "shwo"], 'pi-teams-hooks logs: unknown subcommand "shwo" (did you mean show?)'],
+    [["run", "task_completed", "--task"], "pi-teams-hooks run: --task needs a value"],
+    [["logs", "--json=yes"], "pi-teams-hooks logs: --json takes no value"],
+    [["doctor", "-x"], "pi-teams-hooks doctor: unknown flag -x (short flags: -h for --help)"],
+  ])("%j: one line that names the fix, exit 2", async (args, line) => {
+    const { code, stdout, stderr } = await runBin(args);
+    expect(code).toBe(2);
+    expect(stdout).toBe("");
+    expect(stderr.split("\n")[0]).toContain(line);
+    expect(stderr).not.toMatch(/ERR_PARSE_ARGS|Unknown option|argument missing|To specify/);
+  });
+});
+
+describe("durations as people write them", () => {
+  it("--since takes 1d12h, 1.5h and 2H; a bad one names the forms", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    expect((await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"])).code).toBe(0);
+    for (const since of ["1d12h", "1.5h", "2H", "90m", "30s"]) {
+      const listed = await runBin(["logs", "--team-dir", team.teamDir, "--since", since, "--json"]);
+      expect(listed.code).toBe(0);
+      expect(listed.stdout.trim().split("\n")).toHaveLength(1);
+    }
+    const bad = await runBin(["logs", "--team-dir", team.teamDir, "--since", "yesterday"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, d, w))');
+  });
+
+  it("--timeout 1s ends a hook as --timeout-ms 1000 does; both at once, or a bad one, is a usage error", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+    await rig.hook(team, "on_task_completed.sh", "sleep 30");
+    const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--timeout", "1s", "--json"]);
+    expect(ran.code).toBe(1);
+    expect(JSON.parse(ran.stdout)).toMatchObject({ result: { outcome: "error", errorKind: "timeout", timedOut: true } });
+    const both = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--timeout", "1s", "--timeout-ms", "1000"]);
+    expect(both).toMatchObject({ code: 2 });
+    expect(both.stderr).toContain("--timeout and --timeout-ms say the same thing: give one");
+    const bad = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--timeout", "soon"]);
+    expect(bad).toMatchObject({ code: 2 });
+    expect(bad.stderr).toContain('--timeout "soon" must be a duration');
+  });
+});
+
+describe("exit codes", () => {
+  it("doctor on a team dir that is not there is exit 2, like every command", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({});
+    const missing = path.join(team.teamsRoot, "nope");
+    const { code, stderr } = await runBin(["doctor", "--team-dir", missing]);
+    expect(code).toBe(2);
+    expect(stderr).toBe(`pi-teams-hooks doctor: team dir not found: ${missing}\n`);
+  });
+
+  it("a second leader on the same team dir: exit 2, the live leader named, no --help hint", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "pending" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const leader = await rig.leader(team);
+    const second = await runBin(["watch", "--team-dir", team.teamDir, "--once"]);
+    expect(second.code).toBe(2);
+    expect(second.stderr).toMatch(/^pi-teams-hooks watch: another leader \(pid \d+\) is already watching /);
+    expect(second.stderr).not.toContain("--help");
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+});
