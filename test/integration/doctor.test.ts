@@ -396,9 +396,9 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(parsed.errors).toBe(1);
   });
 
-  it("is a usage error without --team-dir (exit 2)", async () => {
+  it("is a usage error without --team-dir outside a team dir (exit 2)", async () => {
     const out = await doctor([]);
     expect(out.code).toBe(2);
-    expect(out.stderr).toContain("--team-dir is required");
+    expect(out.stderr).toContain("--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a team dir");
   });
 });

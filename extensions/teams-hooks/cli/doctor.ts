@@ -2,26 +2,19 @@
  * `pi-teams-hooks doctor`: prints the checks of doctor/diagnose.ts in readable sections (or `--json`),
  * and exits 1 when one of them would stop a gate from running.
  */
-import { stat } from "node:fs/promises";
 import path from "node:path";
 import { type CliIo, type ParsedArgs, paint, settingsRows, str, wantsColour } from "./io.js";
 import { HOOK_BASE_NAMES } from "../contract/contract.js";
 import { type Check, type CheckLevel, type DoctorReport, type EventHookReport, diagnose } from "../doctor/diagnose.js";
-import { HooksError, errnoCode } from "../contract/errors.js";
+import { HooksError } from "../contract/errors.js";
+import { resolveTeamDirFlags } from "../team/paths.js";
 
 export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
-  const teamDir = str(v["team-dir"]);
-  if (!teamDir) throw new HooksError("E_USAGE", "--team-dir is required (the team's directory, e.g. ~/.pi/teams/my-team)");
-  // A path that is not there is a usage error (exit 2), as for every command; a team dir that is there
-  // but wrong is what the checks are for (exit 1).
-  const dir = path.resolve(io.cwd, teamDir);
-  const info = await stat(dir).catch((error: unknown) => {
-    if (errnoCode(error) === "ENOENT" || errnoCode(error) === "ENOTDIR") throw new HooksError("E_TEAM_DIR", `team dir not found: ${dir}`);
-    return null; // unreadable and the like: the checks say what is wrong with it
-  });
-  if (info && !info.isDirectory()) throw new HooksError("E_TEAM_DIR", `team dir is not a directory: ${dir}`);
+  // A path that is not there is exit 2, as for every command; a team dir that is there but wrong is
+  // what the checks are for (exit 1).
+  const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
   const report = await diagnose({ teamDir, hooksDir: str(v["hooks-dir"]), env: io.env, cwd: io.cwd });
   io.stdout(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, wantsColour(io)));
   return report.errors > 0 ? 1 : 0;

@@ -55,6 +55,7 @@ function timeoutFlag(v: ParsedArgs["values"]): string | undefined {
 export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInput {
   return {
     teamDir: str(v["team-dir"]),
+    team: str(v.team),
     taskList: str(v["task-list"]),
     lead: str(v.lead),
     hooksDir: str(v["hooks-dir"]),

@@ -43,7 +43,7 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   run: { options: runOptions(), run: runCommand },
   decide: {
     options: {
-      "team-dir": { type: "string" }, code: { type: "string" }, reason: { type: "string" }, message: { type: "string" }, by: { type: "string" },
+      "team-dir": { type: "string" }, team: { type: "string" }, code: { type: "string" }, reason: { type: "string" }, message: { type: "string" }, by: { type: "string" },
       "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
       json: { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
@@ -51,21 +51,21 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   },
   watch: { options: watchOptions(), run: watchCommand },
   demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
-  doctor: { options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
+  doctor: { options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
   init: {
     options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     run: initCommand,
   },
   policy: {
     options: {
-      "team-dir": { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
+      "team-dir": { type: "string" }, team: { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
       reset: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
     run: policyCommand,
   },
   schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
   trust: {
-    options: { "team-dir": { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     run: trustCommand,
   },
   logs: {
@@ -89,6 +89,7 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
 function teamOptions(): NonNullable<ParseArgsConfig["options"]> {
   return {
     "team-dir": { type: "string" },
+    team: { type: "string" },
     "task-list": { type: "string" },
     lead: { type: "string" },
     "hooks-dir": { type: "string" },

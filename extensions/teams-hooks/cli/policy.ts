@@ -3,15 +3,14 @@
  * modes, limits) with where each came from, and writing `config.json` `hooks` under the config lock
  * (team/config.ts `updateHooksConfig`).
  */
-import fs from "node:fs/promises";
-import path from "node:path";
 import type { z } from "zod";
 import { type CliIo, type FlagValue, type ParsedArgs, settingsRows, str } from "./io.js";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { HooksError } from "../contract/errors.js";
 import { resolveSettings, settingsReport } from "../settings/hooks-config.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
 import { FailureActionSettingSchema, FollowupOwnerSettingSchema, MaxReopensSettingSchema, SETTING_FLAGS, type EffectivePolicy } from "../settings/options.js";
 import { loadTeamConfig, updateHooksConfig } from "../team/config.js";
+import { resolveTeamDirFlags } from "../team/paths.js";
 
 const SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner"] as const satisfies ReadonlyArray<keyof EffectivePolicy>;
 const SET_FLAGS = ["failure-action", "max-reopens", "followup-owner", "reset"] as const;
@@ -21,7 +20,7 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
   const [action = "get", ...extra] = args.positionals;
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
   if (action !== "get" && action !== "set") throw new HooksError("E_USAGE", `unknown action "${action}" (get or set)`);
-  const teamDir = await requireTeamDir(str(v["team-dir"]), io.cwd);
+  const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
 
   let written: string | null = null;
   if (action === "get") {
@@ -70,16 +69,4 @@ function parseFlag<T>(schema: z.ZodType<T, unknown>, raw: string, flag: string, 
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new HooksError("E_USAGE", invalidFlagValue(flag, raw, expected));
   return parsed.data;
-}
-
-async function requireTeamDir(teamDir: string | undefined, cwd: string): Promise<string> {
-  if (!teamDir) throw new HooksError("E_USAGE", "--team-dir is required (the team's directory, e.g. ~/.pi/teams/my-team)");
-  const dir = path.resolve(cwd, teamDir);
-  try {
-    if ((await fs.stat(dir)).isDirectory()) return dir;
-  } catch (error) {
-    const why = errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error);
-    throw new HooksError("E_TEAM_DIR", `--team-dir ${dir}: ${why}`, { cause: error });
-  }
-  throw new HooksError("E_TEAM_DIR", `--team-dir ${dir}: not a directory`);
 }

@@ -29,7 +29,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const v = args.values;
   const all = v.all === true;
   if (all && args.positionals.length > 0) throw new HooksError("E_USAGE", "give --all or paths, not both");
-  const setup = await resolveTeamSetup({ teamDir: str(v["team-dir"]), hooksDir: str(v["hooks-dir"]), env: io.env, processCwd: io.cwd });
+  const setup = await resolveTeamSetup({ teamDir: str(v["team-dir"]), team: str(v.team), hooksDir: str(v["hooks-dir"]), env: io.env, processCwd: io.cwd });
   const { teamDir } = setup.identity;
   const read = readTrust(teamDir);
   const selecting = all || args.positionals.length > 0;

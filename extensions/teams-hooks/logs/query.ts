@@ -13,7 +13,7 @@ import type { HookLogEntry, HookLogProblem, HookLogRead, HookLogRecord } from ".
 import { READ_FLAGS } from "../team/json-file.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
 import { checkLogRecord } from "./record.js";
-import { hookLogsDir, isTempOrLock, sanitizeName } from "../team/paths.js";
+import { hookLogsDir, isTempOrLock, resolveTeamDirFlags } from "../team/paths.js";
 
 /** One readable log. */
 export interface LogRow {
@@ -337,41 +337,5 @@ export async function pruneLogs(teamDir: string, rule: PruneRule, opts: { dryRun
 // ---------------------------------------------------------------------------------------------
 // Team dir
 
-/**
- * The team dir of `--team-dir DIR` or `--team ID` (under `PI_TEAMS_ROOT_DIR`). Throws E_USAGE naming
- * the flag, or E_TEAM_DIR when the folder is not there.
- */
-export async function resolveLogsTeamDir(input: {
-  teamDir: string | undefined;
-  team: string | undefined;
-  env: Readonly<Record<string, string | undefined>>;
-  cwd: string;
-}): Promise<string> {
-  if (input.teamDir !== undefined && input.team !== undefined) throw new HooksError("E_USAGE", "--team-dir and --team: give one, not both");
-  let dir: string;
-  let label: string;
-  if (input.teamDir !== undefined) {
-    if (input.teamDir.trim() === "") throw new HooksError("E_USAGE", "--team-dir must not be empty");
-    dir = path.resolve(input.cwd, input.teamDir);
-    label = `--team-dir ${dir}`;
-  } else if (input.team !== undefined) {
-    const id = input.team;
-    if (id === "" || sanitizeName(id) !== id) throw new HooksError("E_USAGE", `--team "${id}" is not a team id (letters, digits, "_" and "-" only)`);
-    const root = input.env.PI_TEAMS_ROOT_DIR?.trim();
-    if (!root) {
-      throw new HooksError("E_USAGE", `--team ${id}: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "${id}" in; set it, or pass --team-dir DIR`);
-    }
-    dir = path.join(path.resolve(input.cwd, root), id);
-    label = `--team ${id}: ${dir} (under PI_TEAMS_ROOT_DIR)`;
-  } else {
-    throw new HooksError("E_USAGE", "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR)");
-  }
-  try {
-    const stat = await fs.stat(dir);
-    if (!stat.isDirectory()) throw new HooksError("E_TEAM_DIR", `${label}: not a directory`);
-  } catch (error) {
-    if (error instanceof HooksError) throw error;
-    throw new HooksError("E_TEAM_DIR", `${label}: ${errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error)}`, { cause: error });
-  }
-  return dir;
-}
+/** The team dir `logs` reads: as every command names it (team/paths.ts resolveTeamDirFlags). */
+export const resolveLogsTeamDir = resolveTeamDirFlags;

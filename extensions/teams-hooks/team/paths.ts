@@ -3,7 +3,9 @@
  * functions of values passed in. Every name that becomes a path component goes through `sanitizeName`
  * first.
  */
+import fs from "node:fs/promises";
 import path from "node:path";
+import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 
 /** Every character outside `[A-Za-z0-9_-]` becomes `-`. */
 export function sanitizeName(name: string): string {
@@ -92,4 +94,51 @@ export function resolveHooksDir(opts: {
 export function isTempOrLock(file: string): boolean {
   const base = path.basename(file);
   return base.includes(".tmp.") || base.endsWith(".lock") || base === ".highwatermark";
+}
+
+/**
+ * The team dir a command names: `--team-dir DIR`, or `--team ID` (under `$PI_TEAMS_ROOT_DIR`), or,
+ * with neither, the team dir the working directory is in (itself or a folder above it: one that holds
+ * `tasks/` beside `config.json`, `mailboxes/` or `hook-state/`), so that `cd` into a team and `doctor`
+ * works. Absolute; a directory. Throws E_USAGE for flags that cannot be used, E_TEAM_DIR for a
+ * directory that is not there, naming what was asked for.
+ */
+export async function resolveTeamDirFlags(input: { teamDir: string | undefined; team: string | undefined; env: Readonly<Record<string, string | undefined>>; cwd: string }): Promise<string> {
+  if (input.teamDir !== undefined && input.team !== undefined) throw new HooksError("E_USAGE", "--team-dir and --team: give one, not both");
+  let dir: string;
+  let label: string;
+  if (input.teamDir !== undefined) {
+    if (input.teamDir.trim() === "") throw new HooksError("E_USAGE", "--team-dir must not be empty");
+    dir = path.resolve(input.cwd, input.teamDir);
+    label = `--team-dir ${dir}`;
+  } else if (input.team !== undefined) {
+    const id = input.team;
+    if (id === "" || sanitizeName(id) !== id) throw new HooksError("E_USAGE", `--team "${id}" is not a team id (letters, digits, "_" and "-" only)`);
+    const root = input.env.PI_TEAMS_ROOT_DIR?.trim();
+    if (!root) throw new HooksError("E_USAGE", `--team ${id}: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "${id}" in; set it, or pass --team-dir DIR`);
+    dir = path.join(path.resolve(input.cwd, root), id);
+    label = `--team ${id}: ${dir} (under PI_TEAMS_ROOT_DIR)`;
+  } else {
+    const found = await enclosingTeamDir(input.cwd);
+    if (found === null) throw new HooksError("E_USAGE", "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a team dir");
+    return found;
+  }
+  try {
+    const stat = await fs.stat(dir);
+    if (!stat.isDirectory()) throw new HooksError("E_TEAM_DIR", `${label}: not a directory`);
+  } catch (error) {
+    if (error instanceof HooksError) throw error;
+    throw new HooksError("E_TEAM_DIR", `${label}: ${errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error)}`, { cause: error });
+  }
+  return dir;
+}
+
+/** `cwd` or the nearest folder above it that looks like a team dir (see resolveTeamDirFlags); null when none does. */
+async function enclosingTeamDir(cwd: string): Promise<string | null> {
+  const isDir = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isDirectory(), () => false);
+  const isFile = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isFile(), () => false);
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if ((await isDir(path.join(dir, "tasks"))) && ((await isFile(path.join(dir, "config.json"))) || (await isDir(path.join(dir, "mailboxes"))) || (await isDir(path.join(dir, "hook-state"))))) return dir;
+    if (path.dirname(dir) === dir) return null;
+  }
 }

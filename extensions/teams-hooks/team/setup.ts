@@ -11,11 +11,13 @@ import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "../settings/hooks-config.js";
 import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "../settings/options.js";
 import { unsafeName } from "../text/messages.js";
-import { isSafeName, resolveHooksDir, sanitizeName } from "./paths.js";
+import { isSafeName, resolveHooksDir, resolveTeamDirFlags, sanitizeName } from "./paths.js";
 import { loadTeamConfig } from "./config.js";
 
 export interface TeamSetupInput {
+  /** `--team-dir`; with `team`, `--team ID`; with neither, the team dir the working directory is in (resolveTeamDirFlags). */
   teamDir: string | undefined;
+  team?: string | undefined;
   taskList?: string | undefined;
   lead?: string | undefined;
   hooksDir?: string | undefined;
@@ -58,9 +60,7 @@ export interface TeamSetup {
 
 /** Throws `E_USAGE` / `E_TEAM_DIR` for a missing or bad flag or directory, naming it. */
 export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup> {
-  if (!input.teamDir) throw new HooksError("E_USAGE", "--team-dir is required (the team's directory, e.g. ~/.pi/teams/my-team)");
-  const teamDir = path.resolve(input.processCwd, input.teamDir);
-  await requireDirectory(teamDir, "--team-dir", "E_TEAM_DIR");
+  const teamDir = await resolveTeamDirFlags({ teamDir: input.teamDir, team: input.team, env: input.env, cwd: input.processCwd });
   const cwd = input.cwd ? path.resolve(input.processCwd, input.cwd) : input.processCwd;
   if (input.cwd) await requireDirectory(cwd, "--cwd", "E_USAGE");
 

@@ -1,7 +1,8 @@
 /** `--help` texts. Each names every flag the command accepts, and nothing it does not. */
 
 const TEAM_FLAGS = `Team:
-  --team-dir DIR          the team directory (required)
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --task-list ID          task list id (default: config.json taskListId, else the team id)
   --lead NAME             the leader's name (default: config.json leadName, else team-lead)
   --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
@@ -26,7 +27,7 @@ Trust (docs/security.md):
 `;
 
 const HELP: Readonly<Record<string, string>> = {
-  doctor: `Usage: pi-teams-hooks doctor --team-dir DIR [--hooks-dir DIR] [--json]
+  doctor: `Usage: pi-teams-hooks doctor [--team-dir DIR | --team ID] [--hooks-dir DIR] [--json]
 
 Check what would stop a gate from running, without running anything:
   Hooks   for each event, the file that would run and how (bash, node, its #! interpreter), and
@@ -39,7 +40,8 @@ Check what would stop a gate from running, without running anything:
           a "hooks" block with a bad value is refused whole, as the leader refuses it
   Locks   *.lock files anywhere in the team dir: stale ones, and live ones held too long
 
-  --team-dir DIR          the team directory (required)
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
                           root, else <teams root>/_hooks)
   --json                  print the report as one JSON object
@@ -83,8 +85,8 @@ dir cannot be written, or the settings file has no TaskCompleted or TeammateIdle
 (nothing is written); 2 usage error, or a settings file that is missing, not JSON or of the wrong
 shape (nothing is written; each problem is named by its JSON path).
 `,
-  policy: `Usage: pi-teams-hooks policy [get] --team-dir DIR [--json]
-       pi-teams-hooks policy set --team-dir DIR [--failure-action A] [--max-reopens N]
+  policy: `Usage: pi-teams-hooks policy [get] [--team-dir DIR | --team ID] [--json]
+       pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]
                                  [--followup-owner P] [--reset] [--json]
 
 get (the default) prints every setting the leader would apply (failure policy, hook timeout, failure
@@ -94,7 +96,8 @@ to stderr.
 set writes the "hooks" block of config.json under its lock, keeping every other field (a missing
 config.json is created with the defaults), then prints the effective policy.
 
-  --team-dir DIR          the team directory (required)
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --failure-action A      warn | followup | reopen | reopen_followup
   --max-reopens N         reopens per task before the gate stops reopening (0 = never)
   --followup-owner P      member | lead | none
@@ -140,7 +143,7 @@ Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
                   At least one is needed. Only files named like a hook log are ever removed
 
 Team (one of):
-  --team-dir DIR          the team directory
+  --team-dir DIR          the team directory (default: the team dir you are in)
   --team ID               the team directory <$PI_TEAMS_ROOT_DIR>/<ID> (needs PI_TEAMS_ROOT_DIR)
 
 Filters (logs and logs stats; all must hold):
@@ -172,7 +175,7 @@ Examples:
   pi-teams-hooks logs show 2026-03-01T09-12-44-123Z_task_completed_task-3 --team alpha
   pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
 `,
-  trust: `Usage: pi-teams-hooks trust --team-dir DIR [--hooks-dir DIR] [--all | PATH…] [--json]
+  trust: `Usage: pi-teams-hooks trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH…] [--json]
 
 The leader runs only gates it trusts: the sha256 and mode of every gate file are recorded in
 <team dir>/hook-state/trust.json at its first start, and by this command. A gate that is new,
@@ -184,7 +187,8 @@ a text file (from the copy kept in hook-state/trusted/), and records nothing.
 
   --all                   record every change listed (the gates as they are now)
   PATH…                   record only these gates' changes (a removed gate: its absence)
-  --team-dir DIR          the team directory (required)
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, else <teams root>/_hooks)
   --json                  print {changes, recorded} as JSON
   -h, --help              this help
@@ -204,7 +208,7 @@ then the hook logs and where the team dir is. Takes a few seconds.
 
   -h, --help              this help
 `,
-  run: `Usage: pi-teams-hooks run <event> --team-dir DIR [options]
+  run: `Usage: pi-teams-hooks run <event> [--team-dir DIR | --team ID] [options]
 
 Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
 <team dir>/hook-logs/, and print one line. <event> is task_completed, task_failed, idle or
@@ -238,7 +242,7 @@ error (a bad flag, a missing team dir, task file or named hooks dir); 3 the gate
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
 `,
-  decide: `Usage: pi-teams-hooks decide --team-dir DIR <run id> allow|deny [--code C] [--reason R]
+  decide: `Usage: pi-teams-hooks decide [--team-dir DIR | --team ID] <run id> allow|deny [--code C] [--reason R]
                               [--message M] [--by NAME] [--failure-action A] [--max-reopens N]
                               [--followup-owner P] [--json]
 
@@ -250,7 +254,8 @@ HTTP handler was sent. The failure policy then applies exactly as for a pass (al
 deferred run. A running leader applies it (this command waits up to 10 s to say so); with no leader
 running, this command applies it itself, holding the leader lock for that moment.
 
-  --team-dir DIR          the team directory (required)
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --code C                the denial's code (a-z 0-9 _ . -, starting with a letter; at most 64 bytes)
   --reason R              one line, at most 1,024 bytes
   --message M             free text, at most 8 KiB
@@ -273,7 +278,7 @@ team dir; no deferral with that run id).
 Example:
   pi-teams-hooks decide --team-dir ~/.pi/teams/alpha 5f0c…e1 deny --code ci.failed --reason "2 tests fail"
 `,
-  watch: `Usage: pi-teams-hooks watch --team-dir DIR [options]
+  watch: `Usage: pi-teams-hooks watch [--team-dir DIR | --team ID] [options]
 
 Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's
 hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the

@@ -3,7 +3,7 @@
  * event or subcommand that is almost right gets the right one suggested (exit 2, none of Node's
  * parser wording); durations are taken as people write them (`--since 1d12h`, `--timeout 2m`); a
  * path that is not there is exit 2 for `doctor` too; a second leader on a team dir is told so
- * without a `--help` hint.
+ * without a `--help` hint; every team command takes `--team ID`, and finds the team dir it is run in.
  */
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -72,7 +72,7 @@ describe("exit codes", () => {
     const missing = path.join(team.teamsRoot, "nope");
     const { code, stderr } = await runBin(["doctor", "--team-dir", missing]);
     expect(code).toBe(2);
-    expect(stderr).toBe(`pi-teams-hooks doctor: team dir not found: ${missing}\n`);
+    expect(stderr).toBe(`pi-teams-hooks doctor: --team-dir ${missing}: no such directory\n`);
   });
 
   it("a second leader on the same team dir: exit 2, the live leader named, no --help hint", async (context) => {
@@ -86,5 +86,34 @@ describe("exit codes", () => {
     expect(second.stderr).toMatch(/^pi-teams-hooks watch: another leader \(pid \d+\) is already watching /);
     expect(second.stderr).not.toContain("--help");
     expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+});
+
+describe("naming a team", () => {
+  it("--team ID (under PI_TEAMS_ROOT_DIR) on every team command, and the team dir found from a folder inside it", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })], config: { hooks: { failureAction: "warn" } } });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const env = { PI_TEAMS_ROOT_DIR: team.teamsRoot };
+    const byId = (args: string[]) => runBin([...args, "--team", team.teamId], { env });
+    expect(await byId(["run", "task_completed", "--task", "1"])).toMatchObject({ code: 0 });
+    expect(JSON.parse((await byId(["doctor", "--json"])).stdout)).toMatchObject({ teamDir: team.teamDir });
+    expect(await byId(["policy", "get"])).toMatchObject({ code: 0 });
+    expect(await byId(["trust", "--all"])).toMatchObject({ code: 0 });
+    expect((await byId(["logs", "--json"])).stdout.trim().split("\n")).toHaveLength(1);
+    expect(await byId(["watch", "--once"])).toMatchObject({ code: 0 });
+    const nowhere = await runBin(["doctor", "--team", "nope"], { env });
+    expect(nowhere.code).toBe(2);
+    expect(nowhere.stderr).toContain(`--team nope: ${path.join(team.teamsRoot, "nope")} (under PI_TEAMS_ROOT_DIR): no such directory`);
+
+    // cd into the team (or any folder in it) and leave the flag out.
+    const inside = path.join(team.tasksDir);
+    const found = await runBin(["doctor", "--json"], { cwd: inside });
+    expect(JSON.parse(found.stdout)).toMatchObject({ teamDir: team.teamDir });
+    expect(await runBin(["run", "task_completed", "--task", "1"], { cwd: team.teamDir })).toMatchObject({ code: 0 });
+    const outside = await runBin(["doctor"], { cwd: team.teamsRoot });
+    expect(outside.code).toBe(2);
+    expect(outside.stderr).toContain("or run the command inside a team dir");
   });
 });
