@@ -30,6 +30,27 @@ describe("typos", () => {
   });
 });
 
+describe("help for one subcommand", () => {
+  it.each([
+    [["logs", "show", "--help"], "Usage: pi-teams-hooks logs show <id> [--json]", "  logs show <id>  one invocation in full"],
+    [["help", "logs", "prune"], "Usage: pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]", "  logs prune      remove old logs"],
+    [["policy", "set", "-h"], "Usage: pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]\n       [--followup-owner P] [--reset] [--json]", ""],
+  ])("%j: its usage and its entry, and where the rest is", async (args, usage, entry) => {
+    const { code, stdout } = await runBin(args);
+    expect(code).toBe(0);
+    expect(stdout.startsWith(`${usage}\n`)).toBe(true);
+    expect(stdout).toContain(entry);
+    expect(stdout).not.toContain("logs stats      per hook");
+    expect(stdout.trimEnd().split("\n").pop()).toMatch(/^Every flag, and the exit status: pi-teams-hooks (logs|policy) --help$/);
+  });
+
+  it("a word that is no subcommand gets the whole help", async () => {
+    const { code, stdout } = await runBin(["logs", "bogus", "--help"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("logs stats      per hook");
+  });
+});
+
 describe("durations as people write them", () => {
   it("--since takes 1d12h, 1.5h and 2H; a bad one names the forms", async (context) => {
     const { expect } = context;

@@ -135,7 +135,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? rest[0] : undefined;
-    io.stdout(topic && topic in COMMANDS ? commandHelp(topic) : mainHelp());
+    io.stdout(topic && topic in COMMANDS ? (subcommandHelp(topic, rest[1]) ?? commandHelp(topic)) : mainHelp());
     return 0;
   }
   if (name === "--version" || name === "-v") {
@@ -158,7 +158,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       throw new HooksError("E_USAGE", parseArgsMessage(error), { cause: error });
     }
     if (parsed.values.help) {
-      io.stdout(commandHelp(name));
+      io.stdout(subcommandHelp(name, parsed.positionals[0]) ?? commandHelp(name));
       return 0;
     }
     return await command.run(parsed, io);
@@ -171,6 +171,29 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     io.stderr(`pi-teams-hooks ${name}: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     return 1;
   }
+}
+
+/**
+ * The help of one subcommand (`logs show --help`, `help policy set`): its usage line and its entry,
+ * cut from the command's help, with a pointer to the whole; null when `sub` is not one of its
+ * subcommands (the whole help is shown then).
+ */
+function subcommandHelp(name: string, sub: string | undefined): string | null {
+  if (sub === undefined || !/^[a-z]+$/.test(sub)) return null;
+  const lines = commandHelp(name).split("\n");
+  const at = lines.findIndex((line) => line.replace(/^Usage:\s*|^\s+/, "").startsWith(`pi-teams-hooks ${name} ${sub}`));
+  if (at < 0) return null;
+  const usage = [(lines[at] ?? "").replace(/^\s+|^Usage:\s*/g, "")];
+  // A usage that goes on over the next lines (indented, not another command's).
+  for (let i = at + 1; /^\s+\S/.test(lines[i] ?? "") && !(lines[i] ?? "").trim().startsWith("pi-teams-hooks"); i++) usage.push(`       ${(lines[i] ?? "").trim()}`);
+  const start = lines.findIndex((line) => line.startsWith(`  ${name} ${sub}`));
+  const entry: string[] = [];
+  for (let i = start; start >= 0 && i < lines.length; i++) {
+    const line = lines[i] ?? "";
+    if (i > start && !/^ {6,}\S/.test(line)) break; // the entry ends where the next one (or a blank) begins
+    entry.push(line);
+  }
+  return `Usage: ${usage.join("\n")}\n${entry.length > 0 ? `\n${entry.join("\n")}\n` : ""}\nEvery flag, and the exit status: pi-teams-hooks ${name} --help\n`;
 }
 
 /**
