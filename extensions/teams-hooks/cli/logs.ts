@@ -13,8 +13,8 @@ import { type LogFilter, parseTimeBound } from "../logs/filter.js";
 import { FOLLOW_WIDTHS, TABLE_HEADER, columnWidths, formatShow, jsonLine, rowCells, tableLine } from "../logs/format.js";
 import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
-import { type LogRow, findLog, listedNames, pruneLogs, queryLogs, resolveLogsTeamDir, streamLogs } from "../logs/query.js";
-import { hookLogsDir } from "../team/paths.js";
+import { type LogRow, findLog, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
+import { hookLogsDir, resolveTeamDirFlags } from "../team/paths.js";
 
 const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
@@ -53,7 +53,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   const filter = sub === "list" || sub === "stats" ? parseFilter(v, now) : {};
   const limitFlag = wholeNumber(v.limit, "--limit", sub === "list" ? DEFAULT_LIMIT : 0, 0);
   const limit = limitFlag === 0 ? undefined : limitFlag;
-  const teamDir = await resolveLogsTeamDir({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
   const json = v.json === true;
   const onProblem = (problem: HookLogProblem): void => io.stderr(`warning: ${problem.message}\n`);
 

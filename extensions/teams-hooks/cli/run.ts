@@ -208,7 +208,7 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
   const verdict = verdictWord(r);
   // A gate skipped or on trial passes, but says why: "passed" alone would hide that nothing judged the task.
-  const observed = r.skipped !== undefined || r.shadow !== undefined || r.nonBlocking !== undefined;
+  const observed = outcome.noGateInForce === true || r.nonBlocking !== undefined;
   const detail = r.outcome === "passed" ? (observed ? `: ${r.nonBlocking ?? outcome.summary}` : "") : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
   return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;

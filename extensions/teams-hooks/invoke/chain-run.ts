@@ -81,25 +81,24 @@ export async function runChain(
   ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
 ): Promise<ChainRun> {
   const { limits } = ctx;
-  let hooks = [...chainHooks];
+  // Each file gate's settings line, read once. Shadow gates run after the enforced ones: a gate on
+  // trial can then neither delay them nor spend their deadline, and it still runs after a denial.
+  const owns = new Map(chainHooks.map((h) => [h, h.kind === "http" ? null : ownSettings(h, req.event)] as const));
+  const settingsOf = (h: ChainHook): HookSettings | null => {
+    const own = owns.get(h);
+    return own && "settings" in own ? own.settings : null;
+  };
+  const isShadow = (h: ChainHook): boolean => settingsOf(h)?.mode === "shadow";
+  const hooks = [...chainHooks.filter((h) => !isShadow(h)), ...chainHooks.filter(isShadow)];
   const refused = (hook: ChainHook, message: string): ChainRun => ({
     runs: [{ hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null }],
     interrupted: null,
   });
-  const [first] = hooks;
-  if (!first) return { runs: [], interrupted: null };
+  const [head] = hooks;
+  if (!head) return { runs: [], interrupted: null };
   if (hooks.length > limits.maxHooksPerEvent) {
-    return refused(first, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
+    return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
   }
-  // Each file gate's settings line, read once. Shadow gates run after the enforced ones: a gate on
-  // trial can then neither delay them nor spend their deadline, and it still runs after a denial.
-  const owns = new Map(hooks.map((h) => [h, h.kind === "http" ? null : ownSettings(h, req.event)] as const));
-  const isShadow = (h: ChainHook): boolean => {
-    const own = owns.get(h);
-    return own !== null && own !== undefined && "settings" in own && own.settings?.mode === "shadow";
-  };
-  hooks = [...hooks.filter((h) => !isShadow(h)), ...hooks.filter(isShadow)];
-  const head = hooks[0] ?? first;
   // One document per distinct view (a projection, a confidential handler), built before anything runs
   // (again after a patch): the payload check here, then every hook's stdin, file and variables, or a
   // handler's body.
@@ -124,7 +123,7 @@ export async function runChain(
     }
     // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file its settings line's, else the run's.
     const own = owns.get(hook) ?? null;
-    const settings = own && "settings" in own ? own.settings : null;
+    const settings = settingsOf(hook);
     // Matchers first: a gate that would be skipped is skipped, never refused for a deadline it would not use.
     const skip = settings ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null }) : null;
     const left = Math.floor(deadline - performance.now());

@@ -37,7 +37,7 @@ import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chai
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
 import { taskFile } from "../team/paths.js";
-import { noteShadowDenial, observes } from "./shadow.js";
+import { noGateInForce, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 
 export interface InvokeRequest {
@@ -229,9 +229,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     sent: req.sentLog ?? null,
     held: deferred && policyApplies(req) ? heldRecord({ ...req, identity: req.identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: req.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, logFile: decidingLog, patches: chainPatches(runs) }) : null,
     deferral: null,
-    observedOnly: enforced.length === 0,
-    shadowNoted: false,
-    shadowActions: [],
+    shadowNote: null,
   };
   return settle(settling);
 }
@@ -259,12 +257,8 @@ export interface Settling {
   held: DeferralRecord | null;
   /** The held gate's deferral once its file is written (the last step). */
   deferral: DeferralRecord | null;
-  /** No run was enforced (every gate skipped by its matchers, or in shadow mode): nothing follows the gate. */
-  observedOnly: boolean;
-  /** A shadow gate's denial was written to the task (or there was none to write): not tried again. */
-  shadowNoted: boolean;
-  /** What the shadow step did (`shadow: NAME would have denied`), said with the policy's actions. */
-  shadowActions: string[];
+  /** What the shadow step did (`shadow: NAME would have denied`, or nothing); null until it ran (once: not tried again). */
+  shadowNote: { action: string | null } | null;
 }
 
 /**
@@ -273,13 +267,12 @@ export interface Settling {
  */
 async function settle(ctx: Settling): Promise<InvokeOutcome> {
   const { req } = ctx;
-  if (!ctx.shadowNoted) {
-    ctx.shadowNoted = true;
+  if (ctx.shadowNote === null) {
     const noted = await noteShadowDenial(req, ctx.runs, ctx.now);
-    if (noted.action) ctx.shadowActions.push(noted.action);
+    ctx.shadowNote = { action: noted.action };
     if (noted.problem) ctx.problems.push(noted.problem);
   }
-  if (!ctx.observedOnly && afterGateApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
+  if (!noGateInForce(ctx.runs) && afterGateApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
     ctx.remediation = await applyAfterGate(ctx);
     if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
   }
@@ -334,6 +327,7 @@ async function writeLogs(ctx: Settling): Promise<void> {
 
 function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
   const { deciding, remediation } = ctx;
+  const observedOnly = noGateInForce(ctx.runs);
   return {
     chain: ctx.chain,
     task: ctx.task,
@@ -342,13 +336,13 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     hook: deciding.hook,
     counted: ctx.counted,
     logFile: deciding.logFile,
-    summary: remediation ? remediation.summary : ctx.observedOnly ? observedSummary(ctx) : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
-    actions: [...(remediation?.actions ?? []), ...ctx.shadowActions],
+    summary: remediation ? remediation.summary : observedOnly ? observedSummary(ctx) : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
+    actions: [...(remediation?.actions ?? []), ...(ctx.shadowNote?.action ? [ctx.shadowNote.action] : [])],
     problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
     deferral: ctx.deferral,
-    ...(ctx.observedOnly ? { noGateInForce: true as const } : {}),
+    ...(observedOnly ? { noGateInForce: true as const } : {}),
   };
 }
 

@@ -17,6 +17,11 @@ export function observes(result: RunResult): boolean {
   return result.skipped !== undefined || result.shadow !== undefined;
 }
 
+/** Whether no run of the chain was enforced (every gate skipped by its matchers, or in shadow mode): then nothing follows the gate. */
+export function noGateInForce(runs: readonly HookRun[]): boolean {
+  return runs.every((run) => observes(run.result));
+}
+
 /** The shadow runs that would have denied, in chain order. */
 export function shadowDenials(runs: readonly HookRun[]): HookRun[] {
   return runs.filter((run) => run.result.shadow?.wouldDeny === true);

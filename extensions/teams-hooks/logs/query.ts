@@ -13,7 +13,7 @@ import type { HookLogEntry, HookLogProblem, HookLogRead, HookLogRecord } from ".
 import { READ_FLAGS } from "../team/json-file.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
 import { checkLogRecord } from "./record.js";
-import { hookLogsDir, isTempOrLock, resolveTeamDirFlags } from "../team/paths.js";
+import { hookLogsDir, isTempOrLock } from "../team/paths.js";
 
 /** One readable log. */
 export interface LogRow {
@@ -337,5 +337,3 @@ export async function pruneLogs(teamDir: string, rule: PruneRule, opts: { dryRun
 // ---------------------------------------------------------------------------------------------
 // Team dir
 
-/** The team dir `logs` reads: as every command names it (team/paths.ts resolveTeamDirFlags). */
-export const resolveLogsTeamDir = resolveTeamDirFlags;

@@ -16,7 +16,7 @@
  */
 import { CLAUDE_EVENT_NAMES } from "../contract/claude.js";
 import { parseDuration as parseDurationText } from "../text/duration.js";
-import type { HookEventName } from "../contract/contract.js";
+import { type HookEventName, truncateText } from "../contract/contract.js";
 import { MAX_TIMEOUT_MS } from "./options.js";
 
 /** The line is looked for in the file's first this many lines… */
@@ -218,8 +218,7 @@ export function unmatched(match: HookSettings["match"], facts: MatchFacts): stri
 /** A value the task's writer chose, as a reason quotes it: one line, at most 80 characters. */
 function said(value: string): string {
   // eslint-disable-next-line no-control-regex
-  const line = value.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ");
-  return line.length > 80 ? `${line.slice(0, 79)}…` : line;
+  return truncateText(value.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " "), 80);
 }
 
 /** A list of strings from an array (non-strings dropped) or one comma-separated string. */

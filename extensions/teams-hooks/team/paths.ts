@@ -1,7 +1,8 @@
 /**
  * The team-dir layout pi-agent-teams writes (docs/architecture.md, Facts this design rests on), as pure
- * functions of values passed in. Every name that becomes a path component goes through `sanitizeName`
- * first.
+ * functions of values passed in, and (resolveTeamDirFlags, the one function here that looks at the
+ * disk) which team dir a command's flags or working directory name. Every name that becomes a path
+ * component goes through `sanitizeName` first.
  */
 import fs from "node:fs/promises";
 import path from "node:path";
