@@ -43,7 +43,7 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     const file = path.join(target.dir, name);
     const replaced = existing.includes(file);
     const from = path.join(EXAMPLES_DIR, name);
-    await putExecutable(file, force, (dest, exclusive) => fs.copyFile(from, dest, exclusive ? fsConstants.COPYFILE_EXCL : 0));
+    await putExecutable(file, force, (dest) => fs.copyFile(from, dest, fsConstants.COPYFILE_EXCL));
     io.stdout(`  ${replaced ? "replaced" : "wrote"} ${name} (mode 755)\n`);
   }
   for (const note of await shadowNotes(target.dir, examples)) io.stdout(`  note: ${note}\n`);
@@ -75,7 +75,7 @@ async function initFromClaude(file: string, target: InitTarget, force: boolean, 
   io.stdout(`hooks dir ${target.dir} (${target.why})\nfrom the Claude Code settings ${file}\n`);
   for (const w of plan.wrappers) {
     const replaced = existing.includes(fileOf(w));
-    await putExecutable(fileOf(w), force, (dest, exclusive) => fs.writeFile(dest, w.content, { flag: exclusive ? "wx" : "w" }));
+    await putExecutable(fileOf(w), force, (dest) => fs.writeFile(dest, w.content, { flag: "wx" }));
     const timeout = w.timeoutSeconds === null ? "" : `, timeout ${w.timeoutSeconds}s`;
     io.stdout(`  ${replaced ? "replaced" : "wrote"} ${w.relPath} (mode 755): ${w.claudeEvent} hook ${w.n}${timeout}: ${firstLine(w.command)}\n`);
   }
@@ -195,16 +195,16 @@ async function exampleGates(): Promise<string[]> {
 }
 
 /**
- * Puts an executable file in place through `put(dest, exclusive)`: written whole to a temp file
+ * Puts an executable file in place through `put(dest)` (which creates `dest`, exclusively): written whole to a temp file
  * beside it, then moved into place, so a leader watching the hooks dir never runs a gate half written.
  * The temp name ends in `~`, which the chain and discovery ignore (an editor's backup), so even one
  * left behind by a kill never runs. Without `force` the move is a hard link, which fails if a file
  * appeared at `to` since the check (nothing is overwritten); with `force` a rename.
  */
-async function putExecutable(to: string, force: boolean, put: (dest: string, exclusive: boolean) => Promise<void>): Promise<void> {
+async function putExecutable(to: string, force: boolean, put: (dest: string) => Promise<void>): Promise<void> {
   const tmp = `${to}.${process.pid}.${Date.now()}.tmp~`;
   try {
-    await put(tmp, true);
+    await put(tmp);
     await fs.chmod(tmp, 0o755);
     if (force) await fs.rename(tmp, to);
     else await fs.link(tmp, to);
