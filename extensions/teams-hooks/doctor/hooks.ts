@@ -13,7 +13,7 @@ import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { findStrayHookFiles, hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
 import type { HandlerDef } from "../settings/handlers.js";
-import { describeSettings } from "../settings/hook-line.js";
+import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import type { Projection } from "../settings/privacy.js";
 import type { HandlerReport } from "./handlers.js";
 
@@ -180,10 +180,13 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
   const teamV1 = new Set(chain.v1.team?.candidates.map((c) => c.path) ?? []);
   const teamV1Runs = chain.hooks.some((h) => h.kind === "v1" && h.layer === "team");
 
+  // Each file gate's settings line, read once for its checks and its row.
+  const reads = new Map(chain.hooks.map((h) => [h, h.kind === "http" ? null : readHookSettings(h.hook.hookPath, event)] as const));
+  const settingsOf = (h: ChainHook): HookSettingsRead | null => reads.get(h) ?? null;
   const checks: Check[] = [];
   for (const h of chain.hooks) {
     if (h.kind === "http") continue; // not a file: doctor/handlers.ts checks it
-    checks.push(...settingsChecks(h.hook.hookPath, event, label(h.layer, h.hook.hookPath)));
+    checks.push(...settingsChecks(settingsOf(h), h.hook.hookPath, label(h.layer, h.hook.hookPath)));
     // The global v1 file: checked above.
     if (h.layer === "global" && h.kind === "v1") continue;
     checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
@@ -201,14 +204,14 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
     name: h.kind === "chain" ? `${chainDirName(event)}/${h.name}` : h.name,
     path: h.hook.hookPath,
     command: [h.hook.command, ...h.hook.args],
-    ...settingsField(h, event),
+    ...settingsField(settingsOf(h)),
   }));
   return { hooks, skipped: chain.skipped, checks };
 }
 
 /** A gate's settings line, as doctor shows it: what it sets, or the error that stops the gate. */
-function settingsChecks(file: string, event: HookEventName, name: string): Check[] {
-  const read = readHookSettings(file, event);
+function settingsChecks(read: HookSettingsRead | null, file: string, name: string): Check[] {
+  if (!read) return [];
   if (!read.ok) return [{ level: "error", message: `${read.error}: the gate does not run, and its events fail (hook_settings)`, file }];
   const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file }));
   if (!read.settings) return notes;
@@ -216,10 +219,8 @@ function settingsChecks(file: string, event: HookEventName, name: string): Check
 }
 
 /** The report's `settings` of a file gate that has a readable settings line. */
-function settingsField(hook: ChainHook, event: HookEventName): { settings?: string } {
-  if (hook.kind === "http") return {};
-  const read = readHookSettings(hook.hook.hookPath, event);
-  return read.ok && read.settings ? { settings: describeSettings(read.settings) } : {};
+function settingsField(read: HookSettingsRead | null): { settings?: string } {
+  return read?.ok && read.settings ? { settings: describeSettings(read.settings) } : {};
 }
 
 /** Whether a hook can start as the leader would start it. `label` names it in messages (default: its file name). */
