@@ -396,6 +396,14 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(parsed.errors).toBe(1);
   });
 
+  it("warns about a line that looks like a settings line but is not read, and shows the one that is", async () => {
+    const gate = `#!/usr/bin/env bash\n# pi-teams-hooks: mode=shadow\n# PI-TEAMS-HOOKS: timeout=5s\nexit 0\n`;
+    const { team } = await setup({ hooks: { "on_task_completed.sh": { content: gate, mode: 0o755 } } });
+    const out = await doctor(["--team-dir", team.teamDir]);
+    expect(out.stdout).toContain("on_task_completed.sh settings (line 2): mode=shadow");
+    expect(out.stdout).toContain("on_task_completed.sh:3: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)");
+  });
+
   it("is a usage error without --team-dir outside a team dir (exit 2)", async () => {
     const out = await doctor([]);
     expect(out.code).toBe(2);
