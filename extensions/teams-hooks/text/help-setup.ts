@@ -1,0 +1,176 @@
+/** `--help` texts of the commands that set up, inspect and read a team: doctor, init, policy, schema, logs, trust. */
+
+export const SETUP_HELP: Readonly<Record<string, string>> = {
+  doctor: `Usage: pi-teams-hooks doctor [--team-dir DIR | --team ID] [--hooks-dir DIR] [--json]
+
+Check what would stop a gate from running, without running anything:
+  Hooks   for each event, the file that would run and how (bash, node, its #! interpreter), and
+          every candidate skipped or shadowed and why: not executable, a directory, no #! line on a
+          bare file, a CRLF #! line, an interpreter missing or not on PATH, world-writable
+  Team    the team dir, config.json, the task list (each file that is not a task, with its field)
+          and the leader's inbox, read as the leader reads them
+  Policy  every setting watch would apply without flags (failure policy, hook timeout, failure
+          mode per event, limits), computed as the leader computes it, and where each comes from;
+          a "hooks" block with a bad value is refused whole, as the leader refuses it
+  Locks   *.lock files anywhere in the team dir: stale ones, and live ones held too long
+
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
+  --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
+                          root, else <teams root>/_hooks)
+  --json                  print the report as one JSON object
+  -h, --help              this help
+
+A missing default hooks dir is a warning (no gates at all); a missing --hooks-dir or
+$PI_TEAMS_HOOKS_DIR is an error.
+
+Exit status: 0 no errors (warnings allowed); 1 something would stop a gate from running (a hook
+that cannot start, a hook file skipped with nothing else to run for its event, a named hooks dir
+that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be
+read); 2 usage error.
+`,
+  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR] [--from-claude FILE] [--force]
+
+Copy the example gates (on_task_completed.sh, on_task_failed.mjs, on_idle.sh) from the package's
+hooks/ into a hooks dir, with execute bits, and print what was written.
+
+With --from-claude FILE, write gates from a Claude Code settings file instead of the examples: each
+command hook of TaskCompleted becomes on_task_completed.d/claude-<n>.sh, each of TeammateIdle
+on_idle.d/claude-<n>.sh (n = 1, 2, … per event, in file order), a bash script that runs the
+command unchanged; its second line, "# pi-teams-hooks: format=claude timeout=<N>s", carries the
+hook's timeout (the key is left out when the hook gives none). Hooks of another type (http, prompt,
+agent) are skipped, a matcher on these two events is ignored (as Claude Code ignores it), and the
+other events are listed as not mapped; each is named in the output.
+
+  --hooks-dir DIR         where to put them (default: the global hooks dir: $PI_TEAMS_HOOKS_DIR,
+                          relative to the teams root, else <teams root>/_hooks)
+  --team-dir DIR          a team dir, to find the teams root when $PI_TEAMS_ROOT_DIR is not set
+                          (the teams root is then its parent folder)
+  --from-claude FILE      a Claude Code settings file (.claude/settings.json): write its
+                          TaskCompleted and TeammateIdle command hooks as gates
+  --force                 replace files that already exist
+  -h, --help              this help
+
+Without --hooks-dir, the teams root comes from $PI_TEAMS_ROOT_DIR or --team-dir; with neither
+(and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing.
+
+Exit status: 0 written; 1 a file already exists (nothing is written; the files are named), the
+dir cannot be written, or the settings file has no TaskCompleted or TeammateIdle command hook
+(nothing is written); 2 usage error, or a settings file that is missing, not JSON or of the wrong
+shape (nothing is written; each problem is named by its JSON path).
+`,
+  policy: `Usage: pi-teams-hooks policy [get] [--team-dir DIR | --team ID] [--json]
+       pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]
+                                 [--followup-owner P] [--reset] [--json]
+
+get (the default) prints every setting the leader would apply (failure policy, hook timeout, failure
+mode per event, limits) and where each comes from (config.json "hooks" > environment > default),
+computed as the leader computes it: a "hooks" block with a bad value is refused whole. Warnings go
+to stderr.
+set writes the "hooks" block of config.json under its lock, keeping every other field (a missing
+config.json is created with the defaults), then prints the effective policy.
+
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
+  --failure-action A      warn | followup | reopen | reopen_followup
+  --max-reopens N         reopens per task before the gate stops reopening (0 = never)
+  --followup-owner P      member | lead | none
+  --reset                 remove the three settings from config.json first (the environment and
+                          defaults apply again); flags given with it are then set
+  --json                  print {policy, sources, origins, timeoutMs, failureModes, limits, block,
+                          warnings, …} as JSON
+  -h, --help              this help
+
+Values are checked before anything is written. Exit status: 0 done; 2 usage error (a bad value
+names its flag), a missing team dir, or a config.json that is not a JSON object (left untouched).
+`,
+  schema: `Usage: pi-teams-hooks schema [context|log|task|config]
+
+Print the JSON Schema (draft 2020-12) of a file format, generated from the zod schemas the code
+validates with; the same files are in docs/schema/.
+
+  context                 the v1 context document a hook receives (the default)
+  log                     one hook log record in <team dir>/hook-logs/
+  task                    a task file
+  config                  the team's config.json
+  -h, --help              this help
+
+Exit status: 0; 2 an unknown schema name.
+`,
+  logs: `Usage: pi-teams-hooks logs [--team-dir DIR | --team ID] [filters] [--limit N] [--json] [--follow]
+       pi-teams-hooks logs show <id> [--json]
+       pi-teams-hooks logs stats [filters] [--limit N] [--json]
+       pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]
+
+Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
+
+  logs            a table, newest last: time (UTC), event, task, member, hook, outcome (passed,
+                  failed, timed out, error, deferred), duration, the policy's actions, and the first stderr
+                  line (else the spawn error)
+  logs show <id>  one invocation in full: context, command, exit, timing, policy, stdout, stderr.
+                  <id> is the file name, its stem, or a unique prefix or suffix of it
+                  (e.g. the time "2026-03-01T09-12" or "task-3_2"); several matches are listed
+  logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
+                  p95 duration (nearest rank), and the tasks with the most failed runs
+  logs prune      remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE
+                  removes those started before then; both: the old ones beyond the newest N.
+                  At least one is needed. Only files named like a hook log are ever removed
+
+Team (one of):
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team directory <$PI_TEAMS_ROOT_DIR>/<ID> (needs PI_TEAMS_ROOT_DIR)
+
+Filters (logs and logs stats; all must hold):
+  --event E[,E…]          task_completed, task_failed, idle, task_started
+  --task ID               runs for this task
+  --member NAME           runs caused by this member
+  --outcome O[,O…]        passed, failed, timed_out, error, deferred
+  --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
+                          (2026-03-01, 2026-03-01T09:00, 2026-03-01T11:00+02:00; UTC unless it
+                          has an offset, like the times shown)
+  --limit N               the newest N matching logs, shown oldest first (default 50 for logs,
+                          all for stats; 0 = all)
+
+Output and more:
+  --json                  NDJSON: one object per line (a log: {"file": …, …the log record})
+  -f, --follow            after the table, print new logs as they land (fs.watch plus a rescan
+                          every second); stop with Ctrl-C
+  --keep N, --older-than AGE, --dry-run    for prune (AGE as for --since); --dry-run only lists
+  -h, --help              this help
+
+A file in hook-logs/ that is not a readable log is named in a warning on stderr and skipped.
+
+Exit status: 0 done (also when files were skipped); 1 hook-logs/ cannot be listed, the log to show
+matches no file or cannot be read, or prune could not remove a file; 2 usage error (naming the
+flag), a missing team dir, or a show <id> that matches several logs (they are listed).
+
+Examples:
+  pi-teams-hooks logs --team-dir ~/.pi/teams/alpha --outcome failed,timed_out --since 2h
+  pi-teams-hooks logs show 2026-03-01T09-12-44-123Z_task_completed_task-3 --team alpha
+  pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
+`,
+  trust: `Usage: pi-teams-hooks trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH…] [--json]
+
+The leader runs only gates it trusts: the sha256 and mode of every gate file are recorded in
+<team dir>/hook-state/trust.json at its first start, and by this command. A gate that is new,
+changed (content or mode), or no longer runs (deleted, disabled or replaced through the team
+layer, shadowed, no longer executable) makes its events fail until the change is recorded here.
+
+Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for
+a text file (from the copy kept in hook-state/trusted/), and records nothing.
+
+  --all                   record every change listed (the gates as they are now)
+  PATH…                   record only these gates' changes (a removed gate: its absence)
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
+  --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, else <teams root>/_hooks)
+  --json                  print {changes, recorded} as JSON
+  -h, --help              this help
+
+A running leader reads the record again before its next event and says what changed in it.
+
+Exit status: 0 nothing left untrusted; 1 changes are listed and not recorded; 2 usage error (a
+path that is not a changed gate, a gate that changed again while shown, a missing team dir, an
+unreadable record without --all).
+`,
+};
