@@ -10,11 +10,13 @@ import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
 import type { HookLogProblem } from "../runner/hook-log.js";
 import { type LogFilter, parseTimeBound } from "../logs/filter.js";
-import { FOLLOW_WIDTHS, TABLE_HEADER, columnWidths, formatShow, jsonLine, rowCells, tableLine } from "../logs/format.js";
+import { FOLLOW_WIDTHS, columnWidths, formatShow, jsonLine, leftOutNote, rowCells, tableHeader, tableLayout, tableLine } from "../logs/format.js";
 import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
 import { type LogRow, findLog, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
 import { hookLogsDir, resolveTeamDirFlags } from "../team/paths.js";
+import { isoOffset, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
+import type { TableLayout } from "../text/table.js";
 
 const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
@@ -49,8 +51,10 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   }
 
   const now = Date.now();
+  // Times are shown, and read from --since, at the machine's offset now (logs/format.ts `tableHeader`).
+  const offset = localOffsetMinutes(now);
   // Flags first, so that a bad flag is reported before a missing team dir.
-  const filter = sub === "list" || sub === "stats" ? parseFilter(v, now) : {};
+  const filter = sub === "list" || sub === "stats" ? parseFilter(v, now, offset) : {};
   const limitFlag = wholeNumber(v.limit, "--limit", sub === "list" ? DEFAULT_LIMIT : 0, 0);
   const limit = limitFlag === 0 ? undefined : limitFlag;
   const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
@@ -59,14 +63,19 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
 
   switch (sub) {
     case "list":
-      return list(teamDir, { filter, limit, json, follow: v.follow === true, onProblem }, io);
+      return list(teamDir, { filter, limit, json, follow: v.follow === true, onProblem, offset }, io);
     case "show":
       return show(teamDir, rest[0] ?? "", json, io);
     case "stats": {
       const { rows } = await queryLogs(teamDir, { filter, ...(limit === undefined ? {} : { limit }), onProblem }, (row) => statsSample(row.record));
       const stats = computeStats(rows);
       if (json) io.stdout(stats.map(statsJsonLine).join(""));
-      else io.stdout(stats.length > 0 ? formatStats(stats) : `no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}\n`);
+      else if (stats.length === 0) io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}\n`);
+      else {
+        const table = formatStats(stats, terminalWidth(io));
+        io.stdout(table.text);
+        if (table.note) io.stderr(`${table.note}\n`);
+      }
       return 0;
     }
     case "prune":
@@ -76,7 +85,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
 
 async function list(
   teamDir: string,
-  opts: { filter: LogFilter; limit: number | undefined; json: boolean; follow: boolean; onProblem: (p: HookLogProblem) => void },
+  opts: { filter: LogFilter; limit: number | undefined; json: boolean; follow: boolean; onProblem: (p: HookLogProblem) => void; offset: number },
   io: CliIo,
 ): Promise<number> {
   const { json, follow } = opts;
@@ -85,6 +94,8 @@ async function list(
   const query = { filter: opts.filter, ...(opts.limit === undefined ? {} : { limit: opts.limit }), onProblem: opts.onProblem };
   const shown: string[] = [];
   let widths: number[] = []; // the table's, which follow keeps widening
+  let layout: TableLayout | null = null; // its columns, which follow keeps
+  const width = terminalWidth(io);
   if (json) {
     // Each line goes out as soon as its place is known (nothing holds 10,000 lines), in chunks: one
     // write per chunk, not per line. Joined, not concatenated: node encodes a string built by `+=`
@@ -106,14 +117,16 @@ async function list(
     if (pending.length > 0) io.stdout(pending.join(""));
   } else {
     // Each match is kept as its table cells, not as its whole record.
-    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, cells: rowCells(row) }));
-    widths = columnWidths(
-      result.rows.map((r) => r.cells),
-      follow ? FOLLOW_WIDTHS : [],
-    );
+    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, cells: rowCells(row, opts.offset) }));
+    const header = tableHeader(opts.offset);
+    widths = columnWidths([header, ...result.rows.map((r) => r.cells)], follow ? FOLLOW_WIDTHS : []);
     for (const r of result.rows) shown.push(r.name);
     if (result.rows.length > 0 || follow) {
-      io.stdout([TABLE_HEADER, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, widths)}\n`).join(""));
+      const fitted = tableLayout(widths, width);
+      layout = fitted;
+      io.stdout([header, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, fitted)}\n`).join(""));
+      const note = leftOutNote(fitted, width);
+      if (note) io.stderr(`${note}\n`);
     } else {
       const none = result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
       io.stdout(`${none} in ${hookLogsDir(teamDir)}\n`);
@@ -130,9 +143,9 @@ async function list(
       io.stdout(jsonLine(row));
       return;
     }
-    const cells = rowCells(row);
+    const cells = rowCells(row, opts.offset);
     widths = columnWidths([cells], widths);
-    io.stdout(`${tableLine(cells, widths)}\n`);
+    io.stdout(`${tableLine(cells, tableLayout(widths, width, layout?.shown))}\n`);
   };
   const { followLogs } = await import("../logs/follow.js"); // only --follow loads the watcher
   await followLogs(teamDir, {
@@ -174,7 +187,7 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
   const olderFlag = str(v["older-than"]);
   if (keepFlag === undefined && olderFlag === undefined) usage("logs prune needs --keep N or --older-than AGE (or both)");
   const keep = keepFlag === undefined ? undefined : wholeNumber(keepFlag, "--keep", 0, 0);
-  const beforeMs = olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now);
+  const beforeMs = olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now, localOffsetMinutes(now));
   const dryRun = v["dry-run"] === true;
   const verb = dryRun ? "would remove" : "removed";
   const result = await pruneLogs(teamDir, { ...(keep === undefined ? {} : { keep }), ...(beforeMs === undefined ? {} : { beforeMs }) }, {
@@ -189,7 +202,7 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
   return result.failed.length > 0 ? 1 : 0;
 }
 
-function parseFilter(v: ParsedArgs["values"], now: number): LogFilter {
+function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogFilter {
   const filter: LogFilter = {};
   const events = splitList(v.event, "--event");
   if (events) {
@@ -206,7 +219,7 @@ function parseFilter(v: ParsedArgs["values"], now: number): LogFilter {
   const member = str(v.member);
   if (member !== undefined) filter.member = nonEmpty(member, "--member");
   const since = str(v.since);
-  if (since !== undefined) filter.sinceMs = timeFlag(since, "--since", now);
+  if (since !== undefined) filter.sinceMs = timeFlag(since, "--since", now, offset);
   return filter;
 }
 
@@ -218,8 +231,8 @@ function splitList(value: FlagValue, flag: string): string[] | undefined {
   return items.length > 0 ? items : usage(`${flag} must not be empty`);
 }
 
-function timeFlag(value: string, flag: string, now: number): number {
-  const ms = parseTimeBound(value, now);
+function timeFlag(value: string, flag: string, now: number, offset: number): number {
+  const ms = parseTimeBound(value, now, isoOffset(offset));
   return ms ?? usage(`${flag} "${value}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`);
 }
 

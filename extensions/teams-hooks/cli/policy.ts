@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import { type CliIo, type FlagValue, type ParsedArgs, settingsRows, str } from "./io.js";
+import { terminalWidth } from "../text/terminal.js";
 import { HooksError } from "../contract/errors.js";
 import { resolveSettings, settingsReport } from "../settings/hooks-config.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
@@ -45,7 +46,7 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
     const { values, ...rest } = report;
     io.stdout(`${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: values, ...rest, warnings })}\n`);
   } else {
-    io.stdout(`${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report)}`);
+    io.stdout(`${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report, terminalWidth(io))}`);
   }
   return 0;
 }

@@ -5,7 +5,7 @@
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { type CliIo, type ParsedArgs, heldDetail, str, teamSetupInput } from "./io.js";
+import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput } from "./io.js";
 import { gateWarnings } from "../doctor/hooks.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral } from "../invoke/decision.js";
@@ -22,6 +22,7 @@ import { readTrust } from "../runner/trust-store.js";
 import type { TrustRecord } from "../runner/trust.js";
 import { privacyOf } from "../settings/hooks-config.js";
 import { settingsRedactor } from "../runner/redact.js";
+import { canRedraw, terminalWidth } from "../text/terminal.js";
 
 export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -67,6 +68,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
   }
 
+  // On a terminal, a hook that takes a while says so on stderr (stdout stays the report alone).
+  const progress = canRedraw({ isTTY: io.stderrIsTTY === true, env: io.env }) ? new RunningLine(io.stderr, { width: terminalWidth(io), afterMs: 1000 }) : null;
+  progress?.started("run", eventLabel(event, taskId ?? null));
   let outcome = await invokeEvent({
     identity: setup.identity,
     event,
@@ -89,7 +93,8 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     deferTimeoutMs: setup.settings.deferTimeoutMs.value,
     writableFields: setup.settings.writableFields.value,
     privacy: privacyOf(setup.settings),
-  });
+    ...(progress ? { onSpawn: ({ hook }: { hook: string }) => progress.started("run", hook) } : {}),
+  }).finally(() => progress?.close());
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
     io.stderr("warning: the policy was not applied; run this command again once the problem below is fixed\n");

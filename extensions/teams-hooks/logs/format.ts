@@ -7,6 +7,8 @@ import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
+import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
 /** One readable log (logs/query.ts `LogRow`). */
 interface Row {
@@ -79,18 +81,26 @@ export function policyActions(record: HookLogRecord): string[] {
   return actions.filter((a): a is string => typeof a === "string" && a !== "none");
 }
 
-/** `2026-03-01 09:12:44`, UTC. */
-function shortTime(iso: string): string {
-  const ms = Date.parse(iso);
-  if (Number.isNaN(ms)) return iso;
-  const utc = new Date(ms).toISOString();
-  return `${utc.slice(0, 10)} ${utc.slice(11, 19)}`;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The table
 
-export const TABLE_HEADER: readonly string[] = ["time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+/**
+ * The table's header; its times are shown at `offsetMinutes` from UTC (the machine's offset now, for
+ * every row alike, so that the header names the offset of each: `time (UTC+09:00)`, `time (UTC)`).
+ */
+export function tableHeader(offsetMinutes = 0): string[] {
+  return [`time (${offsetLabel(offsetMinutes)})`, "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+}
+
+export const TABLE_HEADER: readonly string[] = tableHeader(0);
+
+/**
+ * How the columns give way to a narrow terminal (text/table.ts): the widest of the free text
+ * (action, first stderr line) and the names is cut first; hook, then duration, then event, then
+ * member are left out when even that does not fit (80 columns keep time, task, member, outcome,
+ * action and stderr). Time, task and outcome always stay.
+ */
+export const TABLE_COLUMNS: readonly ColumnSpec[] = [{}, { drop: 3 }, { min: 6 }, { min: 8, drop: 4 }, { min: 12, drop: 1 }, {}, { right: true, drop: 2 }, { min: 12 }, { min: 16 }];
 
 /** Column widths `followLogs` starts from, before it has seen any row. */
 export const FOLLOW_WIDTHS: readonly number[] = [19, 14, 4, 8, 20, 9, 8, 12];
@@ -114,14 +124,14 @@ export function runWord(result: RunResult): string {
   return outcomeWord(outcomeOf(result));
 }
 
-/** The cells of one table row. The last is the first stderr line, else the spawn error. */
-export function rowCells(row: Row): string[] {
+/** The cells of one table row, its time at `offsetMinutes` from UTC. The last is the first stderr line, else the spawn error. */
+export function rowCells(row: Row, offsetMinutes = 0): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
   const actions = policyActions(row.record);
   const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
-    shortTime(row.record.startedAt),
+    dateTimeAt(row.record.startedAt, offsetMinutes),
     invocation.event,
     taskId === null ? "-" : `#${oneLine(taskId)}`,
     invocation.memberName ? oneLine(invocation.memberName) : "-",
@@ -133,30 +143,32 @@ export function rowCells(row: Row): string[] {
   ];
 }
 
-/** The widths that fit `rows` (all columns but the last, which is never padded). */
+/** The widths that fit `rows` (by display width), at least `start`. */
 export function columnWidths(rows: ReadonlyArray<readonly string[]>, start: readonly number[] = []): number[] {
-  const widths = TABLE_HEADER.slice(0, -1).map((h, i) => Math.max(h.length, start[i] ?? 0));
-  for (const cells of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i] ?? 0, (cells[i] ?? "").length);
-  return widths;
+  return naturalWidths(rows, TABLE_COLUMNS.length, start);
 }
 
-/** Cells padded to `widths`, two spaces apart; numbers (duration) right-aligned. */
-export function tableLine(cells: readonly string[], widths: readonly number[]): string {
-  return cells
-    .map((cell, i) => {
-      const width = widths[i];
-      if (width === undefined) return cell;
-      return i === 6 ? cell.padStart(width) : cell.padEnd(width);
-    })
-    .join("  ")
-    .trimEnd();
+/** Where the columns go in `width` terminal columns; `shown` keeps the columns of a header printed before. */
+export function tableLayout(widths: readonly number[], width: number, shown?: readonly boolean[]): TableLayout {
+  return fitTable(widths, TABLE_COLUMNS, { width }, shown);
 }
 
-/** The whole table, header first, rows in the order given. */
-export function formatTable(rows: readonly Row[]): string {
-  const cells = rows.map(rowCells);
-  const widths = columnWidths(cells);
-  return [TABLE_HEADER, ...cells].map((c) => `${tableLine(c, widths)}\n`).join("");
+/** Cells cut and padded to the layout, two spaces apart; duration right-aligned. */
+export function tableLine(cells: readonly string[], layout: TableLayout): string {
+  return tableRow(cells, layout, TABLE_COLUMNS);
+}
+
+/** `(hook and duration left out to fit 80 columns: …)` when the layout left columns out; empty otherwise. */
+export function leftOutNote(layout: TableLayout, width: number): string {
+  return hiddenNote(hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""), layout, width);
+}
+
+/** The whole table, header first, rows in the order given, fitted to `width`, and the note on what it left out. */
+export function formatTable(rows: readonly Row[], opts: { width?: number; offsetMinutes?: number } = {}): { text: string; note: string } {
+  const width = opts.width ?? Number.POSITIVE_INFINITY;
+  const all = [tableHeader(opts.offsetMinutes), ...rows.map((row) => rowCells(row, opts.offsetMinutes))];
+  const layout = tableLayout(columnWidths(all), width);
+  return { text: all.map((c) => `${tableLine(c, layout)}\n`).join(""), note: leftOutNote(layout, width) };
 }
 
 /** One log as NDJSON: its file first, then the record as written. */
