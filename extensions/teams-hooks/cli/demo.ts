@@ -126,6 +126,6 @@ async function complete(teamDir: string, workspace: string, taskId: string, memb
 /** The `logs` table of the demo team (logs/format.ts) in `width` columns, every log; a log that cannot be read is left out. */
 async function logsTable(teamDir: string, width: number): Promise<string> {
   const { rows } = await queryLogs(teamDir, { filter: {}, onProblem: () => undefined });
-  const table = formatTable(rows, { width, offsetMinutes: localOffsetMinutes(Date.now()) });
+  const table = formatTable(rows, { width, offsetMinutes: localOffsetMinutes(Date.now()), json: false });
   return `${table.text}${table.note}`.trimEnd();
 }

@@ -159,16 +159,16 @@ export function tableLine(cells: readonly string[], layout: TableLayout): string
 }
 
 /** `(hook and duration left out to fit 80 columns: …)` when the layout left columns out; empty otherwise. */
-export function leftOutNote(layout: TableLayout, width: number): string {
-  return hiddenNote(hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""), layout, width);
+export function leftOutNote(layout: TableLayout, width: number, json = true): string {
+  return hiddenNote(hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""), layout, width, json);
 }
 
-/** The whole table, header first, rows in the order given, fitted to `width`, and the note on what it left out. */
-export function formatTable(rows: readonly Row[], opts: { width?: number; offsetMinutes?: number } = {}): { text: string; note: string } {
+/** The whole table, header first, rows in the order given, fitted to `width`, and the note on what it left out (`json`: the command has --json to offer). */
+export function formatTable(rows: readonly Row[], opts: { width?: number; offsetMinutes?: number; json?: boolean } = {}): { text: string; note: string } {
   const width = opts.width ?? Number.POSITIVE_INFINITY;
   const all = [tableHeader(opts.offsetMinutes), ...rows.map((row) => rowCells(row, opts.offsetMinutes))];
   const layout = tableLayout(columnWidths(all), width);
-  return { text: all.map((c) => `${tableLine(c, layout)}\n`).join(""), note: leftOutNote(layout, width) };
+  return { text: all.map((c) => `${tableLine(c, layout)}\n`).join(""), note: leftOutNote(layout, width, opts.json) };
 }
 
 /** One log as NDJSON: its file first, then the record as written. */

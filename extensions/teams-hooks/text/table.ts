@@ -133,9 +133,9 @@ export function hiddenColumns(layout: TableLayout): number[] {
   return layout.shown.flatMap((visible, i) => (visible ? [] : [i]));
 }
 
-/** `(hook and duration left out to fit 80 columns; COLUMNS=171 or --json shows everything)`; empty when nothing was. */
-export function hiddenNote(names: readonly string[], layout: TableLayout, width: number): string {
+/** `(hook and duration left out to fit 80 columns; COLUMNS=171 or --json shows everything)` (`json`: the command has --json); empty when nothing was. */
+export function hiddenNote(names: readonly string[], layout: TableLayout, width: number, json = true): string {
   if (names.length === 0) return "";
   const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
-  return `(${list} left out to fit ${width} columns; COLUMNS=${layout.needed} or --json shows everything)`;
+  return `(${list} left out to fit ${width} columns; COLUMNS=${layout.needed}${json ? " or --json" : ""} shows everything)`;
 }
