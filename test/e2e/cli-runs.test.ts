@@ -11,6 +11,7 @@ import { describe, it } from "vitest";
 import { type LeaderRig, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { makeRunResult } from "../helpers/invocation.js";
 
 const outerRig = useLeaderRig();
 
@@ -170,24 +171,7 @@ describe.concurrent("logs show finds a run", () => {
 function record(team: TempTeam, at: string, taskId: string, runId: string): HookLogRecordInput {
   return {
     invocation: { event: "task_completed", teamId: team.teamId, teamDir: team.teamDir, taskListId: team.teamId, style: "normal", memberName: "ada", completedTask: makeTask({ id: taskId, status: "completed" }) },
-    result: {
-      ran: true,
-      hookPath: "/hooks/on_task_completed.sh",
-      command: ["bash", "/hooks/on_task_completed.sh"],
-      outcome: "passed",
-      exitCode: 0,
-      signal: null,
-      timedOut: false,
-      durationMs: 40,
-      stdout: "",
-      stderr: "",
-      stdoutDroppedBytes: 0,
-      stderrDroppedBytes: 0,
-      leftoverProcesses: 0,
-      contextTruncated: false,
-      runId,
-      contractVersion: 1,
-    },
+    result: makeRunResult({ ran: true, hookPath: "/hooks/on_task_completed.sh", command: ["bash", "/hooks/on_task_completed.sh"], outcome: "passed", exitCode: 0, durationMs: 40, runId }),
     key: `task_completed:${taskId}:${at}`,
     startedAt: at,
   };
