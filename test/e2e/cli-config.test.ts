@@ -112,7 +112,7 @@ describe("pi-teams-hooks config", () => {
     expect(lines).toContain("     - on_task_completed.sh            global file    MISSING (deleted)");
     expect(lines).toContain("  task_failed: none");
     expect(lines).toContain(`  3 gate(s) not as trusted: their events fail until approved: pi-teams-hooks trust --team-dir ${team.teamDir}`);
-    expect(lines).toContain("  hook timeout                90000ms          --timeout-ms");
+    expect(lines).toContain("  hook timeout                90000ms          --timeout");
     expect(lines).toContain("  failure mode idle           open             default");
     expect(lines).toContain("  trust changes               no               default");
     expect(lines).toContain("  hooks block                 valid            config.json");
