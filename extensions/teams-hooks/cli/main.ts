@@ -16,7 +16,8 @@ const watchCommand: CommandFn = async (a, io) => (await import("./watch.js")).wa
 const demoCommand: CommandFn = async (a, io) => (await import("./demo.js")).demoCommand(a, io);
 const doctorCommand: CommandFn = async (a, io) => (await import("./doctor.js")).doctorCommand(a, io);
 const initCommand: CommandFn = async (a, io) => (await import("./init.js")).initCommand(a, io);
-const policyCommand: CommandFn = async (a, io) => (await import("./policy.js")).policyCommand(a, io);
+const policyCommand: CommandFn = async (a, io) => (await import("./config.js")).policyCommand(a, io);
+const configCommand: CommandFn = async (a, io) => (await import("./config.js")).configCommand(a, io);
 const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
 const trustCommand: CommandFn = async (a, io) => (await import("./trust.js")).trustCommand(a, io);
@@ -59,10 +60,12 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   policy: {
     options: {
       "team-dir": { type: "string" }, team: { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
+      "failure-mode": { type: "string", multiple: true }, "max-hooks-per-event": { type: "string" }, "chain-deadline-ms": { type: "string" }, "max-payload-bytes": { type: "string" },
       reset: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
     run: policyCommand,
   },
+  config: { options: teamOptions(), run: configCommand },
   schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
   trust: {
     options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },

@@ -3,6 +3,7 @@
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
+import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { gateWarnings } from "../doctor/hooks.js";
 import { handlerGateName } from "../settings/handlers.js";
 import { HooksError } from "../contract/errors.js";
@@ -81,10 +82,13 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       );
       return;
     case "hooks":
-      for (const { event, discovery } of notice.hooks) {
-        const chosen = discovery.hook?.hookPath;
-        const skipped = discovery.candidates.filter((c) => c.status === "skipped").map((c) => `${c.path}: ${c.reason ?? "skipped"}`);
-        emit({ type: "hook", event, hook: chosen ?? null, skipped }, `hook ${event}: ${chosen ?? "none"}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
+      emit({ type: "hooks_dir", hooksDir: setup.hooksDir, hooksDirSource: setup.hooksDirSource, teamHooksDir: setup.teamHooksDir }, `hooks dir: ${setup.hooksDir} (${setup.hooksDirSource}); team layer: ${setup.teamHooksDir}`);
+      // Each event's whole chain in run order (pi-teams-hooks config shows each gate's trust and settings).
+      for (const { event, chain } of notice.hooks) {
+        const entries = chainEntries(chain, event);
+        const skipped = chainProblems(chain);
+        const v1 = entries.find((e) => e.kind === "v1");
+        emit({ type: "hook", event, hook: v1?.path ?? null, chain: entries, skipped }, `hook ${event}: ${chainSummary(entries)}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
       }
       // The handlers run after the files of their events (runner/chain.ts): one line each, URL and events.
       for (const h of setup.settings.handlers) {

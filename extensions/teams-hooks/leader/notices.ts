@@ -4,6 +4,7 @@
  * `LeaderOptions.report`. The leader never prints; its callers decide what a notice looks like.
  */
 import type { HookEventName } from "../contract/contract.js";
+import type { ChainDiscovery } from "../runner/chain.js";
 import type { HookDiscovery } from "../runner/discover.js";
 import type { TeamSetup } from "../team/setup.js";
 
@@ -82,6 +83,7 @@ export type LeaderNotice =
   | { kind: "stopped"; dropped: number };
 
 export interface StartInfo {
-  hooks: Array<{ event: HookEventName; discovery: HookDiscovery }>;
+  /** `discovery`: the global v1 lookup; `chain`: everything that runs for the event, in order. */
+  hooks: Array<{ event: HookEventName; discovery: HookDiscovery; chain: ChainDiscovery }>;
 }
 

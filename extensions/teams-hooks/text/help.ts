@@ -113,7 +113,8 @@ Example:
 
 Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's
 hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the
-hooks and the policy in use, "watching …" once events are taken, "scanned N task(s) …" when the
+hooks dir, each event's chain of gates in run order, the policy in use (all of it, with each gate's
+trust: pi-teams-hooks config), "watching …" once events are taken, "scanned N task(s) …" when the
 start-up scan (which looks at every task file in the background) is done, then one line per event.
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
@@ -201,7 +202,8 @@ Commands:
   demo            play a small team through a passing, a failing and a fixed gate (npm start)
   doctor          check hooks, team files, policy and locks: what would stop a gate from running
   init            copy the example gates into the hooks dir (or write gates from Claude Code hooks)
-  policy get|set  show or change the team's failure policy (config.json "hooks")
+  policy get|set  show or change the failure policy, failure modes and limits (config.json "hooks")
+  config          show every event's chain of gates with its trust, and every setting with its source
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   logs            list, show, follow, summarise and prune the hook logs of a team
   trust           show gates changed since they were trusted, and approve them
