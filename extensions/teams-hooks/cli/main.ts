@@ -126,6 +126,7 @@ function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
     "poll-interval-ms": { type: "string" },
     "catch-up": { type: "boolean" },
     once: { type: "boolean" },
+    verbose: { type: "boolean", short: "v" },
   };
 }
 

@@ -137,6 +137,9 @@ Events and sources:
 ${TEAM_FLAGS}
 Output:
   --json                  print events as NDJSON
+  -v, --verbose           also say, for each change looked at, whether it became an event and why
+                          not (baseline, in the ledger, same signature, not a task file, no gate, a
+                          gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
   -h, --help              this help
 
 Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error.
