@@ -51,8 +51,10 @@ describe.concurrent("watch --verbose", () => {
     // A file in the task list folder whose name is not <id>.json.
     await writeFile(path.join(team.tasksDir, "notes.txt"), "not a task\n");
     await leader.waitFor("not_task_file", () => why(leader, "not_task_file", "notes.txt").length > 0);
-    // A .json file that is not a task: said as a warning too.
-    await writeFile(path.join(team.tasksDir, "9.json"), "{");
+    // A .json file that is not a task: said as a warning too. (Written whole, through a temp file the
+    // leader ignores: a look between the create and the write would find it empty.)
+    await writeFile(path.join(team.tasksDir, "9.json.tmp.test"), "{");
+    await rename(path.join(team.tasksDir, "9.json.tmp.test"), path.join(team.tasksDir, "9.json"));
     const [invalid] = await leader.waitFor("invalid_task", () => why(leader, "invalid_task", "9.json").length > 0 && why(leader, "invalid_task", "9.json"));
     expect(invalid?.detail).toMatch(/^invalid JSON/);
 
