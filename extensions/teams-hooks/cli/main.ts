@@ -31,6 +31,7 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
   E_USAGE: 2,
   E_TEAM_DIR: 2,
   E_HOOKS_DIR: 2,
+  E_PATH: 2,
   E_CONFIG: 2,
   E_TASK: 2,
   E_LOCK_TIMEOUT: 1,
@@ -54,7 +55,7 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
   doctor: { options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
   init: {
-    options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, team: { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     run: initCommand,
   },
   policy: {
@@ -129,6 +130,7 @@ function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
     "poll-interval-ms": { type: "string" },
     "catch-up": { type: "boolean" },
     once: { type: "boolean" },
+    verbose: { type: "boolean", short: "v" },
   };
 }
 

@@ -21,15 +21,15 @@ Check what would stop a gate from running, without running anything:
   --json                  print the report as one JSON object
   -h, --help              this help
 
-A missing default hooks dir is a warning (no gates at all); a missing --hooks-dir or
-$PI_TEAMS_HOOKS_DIR is an error.
+A missing default hooks dir is a warning (no gates at all); a missing $PI_TEAMS_HOOKS_DIR is an
+error; a --team-dir, --team or --hooks-dir that is not there is exit 2, before any check.
 
 Exit status: 0 no errors (warnings allowed); 1 something would stop a gate from running (a hook
-that cannot start, a hook file skipped with nothing else to run for its event, a named hooks dir
+that cannot start, a hook file skipped with nothing else to run for its event, a $PI_TEAMS_HOOKS_DIR
 that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be
-read); 2 usage error.
+read); 2 usage error, or a team dir or --hooks-dir that is not there.
 `,
-  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR] [--from-claude FILE] [--force]
+  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR | --team ID] [--from-claude FILE] [--force]
 
 Copy the example gates (on_task_completed.sh, on_task_failed.mjs, on_idle.sh) from the package's
 hooks/ into a hooks dir, with execute bits, and print what was written.
@@ -45,19 +45,23 @@ other events are listed as not mapped; each is named in the output.
   --hooks-dir DIR         where to put them (default: the global hooks dir: $PI_TEAMS_HOOKS_DIR,
                           relative to the teams root, else <teams root>/_hooks)
   --team-dir DIR          a team dir, to find the teams root when $PI_TEAMS_ROOT_DIR is not set
-                          (the teams root is then its parent folder)
+                          (the teams root is then its parent folder); it must exist
+  --team ID               the team ID under $PI_TEAMS_ROOT_DIR: the gates go to that team's
+                          global hooks dir, where run --team ID looks for them; it must exist
   --from-claude FILE      a Claude Code settings file (.claude/settings.json): write its
                           TaskCompleted and TeammateIdle command hooks as gates
   --force                 replace files that already exist
   -h, --help              this help
 
 Without --hooks-dir, the teams root comes from $PI_TEAMS_ROOT_DIR or --team-dir; with neither
-(and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing.
+(and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing. init creates the hooks dir,
+not the folders above it: a parent that is not there is exit 2.
 
 Exit status: 0 written; 1 a file already exists (nothing is written; the files are named), the
 dir cannot be written, or the settings file has no TaskCompleted or TeammateIdle command hook
-(nothing is written); 2 usage error, or a settings file that is missing, not JSON or of the wrong
-shape (nothing is written; each problem is named by its JSON path).
+(nothing is written); 2 usage error, a team dir or the hooks dir's parent folder that is not there,
+or a settings file that is missing, not JSON or of the wrong shape (nothing is written; each problem
+is named by its JSON path).
 `,
   policy: `Usage: pi-teams-hooks policy [get] [--team-dir DIR | --team ID] [--json]
        pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]

@@ -68,7 +68,8 @@ to the task within hooks.writableFields (default: metadata); without it nothing 
 
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
 run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
-error (a bad flag, a missing team dir, task file or named hooks dir); 3 the gate deferred (held).
+error (a bad flag, a missing team dir, task file, named hooks dir or --cwd); 3 the gate deferred
+(held).
 
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
@@ -138,9 +139,13 @@ Events and sources:
 ${TEAM_FLAGS}
 Output:
   --json                  print events as NDJSON
+  -v, --verbose           also say, for each change looked at, whether it became an event and why
+                          not (baseline, in the ledger, same signature, not a task file, no gate, a
+                          gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
   -h, --help              this help
 
-Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error.
+Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, named hooks dir or
+--cwd that is not there.
 `,
   serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
        pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
