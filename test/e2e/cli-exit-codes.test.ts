@@ -31,6 +31,8 @@ const CASES: Case[] = [
   ["watch --cwd", (p) => ["watch", "--team-dir", p.team.teamDir, "--once", "--cwd", p.missing], (p) => `--cwd ${p.missing}: no such directory`],
   ["doctor --team-dir", (p) => ["doctor", "--team-dir", p.missing], (p) => `--team-dir ${p.missing}: no such directory`],
   ["doctor --hooks-dir", (p) => ["doctor", "--team-dir", p.team.teamDir, "--hooks-dir", p.missing], (p) => `--hooks-dir ${p.missing}: no such directory`],
+  ["config --team-dir", (p) => ["config", "--team-dir", p.missing], (p) => `--team-dir ${p.missing}: no such directory`],
+  ["config --hooks-dir", (p) => ["config", "--team-dir", p.team.teamDir, "--hooks-dir", p.missing], (p) => `--hooks-dir ${p.missing}: no such directory`],
   ["policy get --team-dir", (p) => ["policy", "get", "--team-dir", p.missing], (p) => `--team-dir ${p.missing}: no such directory`],
   ["policy set --team-dir", (p) => ["policy", "set", "--team-dir", p.missing, "--failure-action", "reopen"], (p) => `--team-dir ${p.missing}: no such directory`],
   ["trust --team-dir", (p) => ["trust", "--team-dir", p.missing], (p) => `--team-dir ${p.missing}: no such directory`],
