@@ -70,7 +70,8 @@ to the task within hooks.writableFields (default: metadata); without it nothing 
 
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
 run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
-error (a bad flag, a missing team dir, task file or named hooks dir); 3 the gate deferred (held).
+error (a bad flag, a missing team dir, task file, named hooks dir or --cwd); 3 the gate deferred
+(held).
 
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
@@ -115,7 +116,8 @@ Example:
 
 Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's
 hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the
-hooks and the policy in use, "watching …" once events are taken, "scanned N task(s) …" when the
+hooks dir, each event's chain of gates in run order, the policy in use (all of it, with each gate's
+trust: pi-teams-hooks config), "watching …" once events are taken, "scanned N task(s) …" when the
 start-up scan (which looks at every task file in the background) is done, then one line per event,
 ending with its deciding run's id ("(run 4a739620)": pass it to logs show).
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
@@ -140,9 +142,13 @@ Events and sources:
 ${TEAM_FLAGS}
 Output:
   --json                  print events as NDJSON (an event's runId; a chain's every run in runIds)
+  -v, --verbose           also say, for each change looked at, whether it became an event and why
+                          not (baseline, in the ledger, same signature, not a task file, no gate, a
+                          gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
   -h, --help              this help
 
-Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error.
+Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, named hooks dir or
+--cwd that is not there.
 `,
   serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
        pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
@@ -204,7 +210,8 @@ Commands:
   demo            play a small team through a passing, a failing and a fixed gate (npm start)
   doctor          check hooks, team files, policy and locks: what would stop a gate from running
   init            copy the example gates into the hooks dir (or write gates from Claude Code hooks)
-  policy get|set  show or change the team's failure policy (config.json "hooks")
+  policy get|set  show or change the failure policy, failure modes and limits (config.json "hooks")
+  config          show every event's chain of gates with its trust, and every setting with its source
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   logs            list, show, follow, summarise and prune the hook logs of a team
   trust           show gates changed since they were trusted, and approve them
