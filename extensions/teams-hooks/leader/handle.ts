@@ -243,6 +243,8 @@ export class EventHandler {
         actions: outcome.actions,
         retry: state.retry,
         logFile: outcome.logFile,
+        ...(result ? { runId: result.runId } : {}),
+        ...(outcome.runs.length > 1 ? { runIds: outcome.runs.map((r) => r.result.runId) } : {}),
         policyApplied: outcome.policyApplied,
         ...(outcome.noGateInForce ? { noGateInForce: true as const } : {}),
         ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),

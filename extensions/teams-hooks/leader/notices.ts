@@ -106,6 +106,10 @@ export interface EventReport {
   actions: string[];
   retry: boolean;
   logFile: string | null;
+  /** The run id of the deciding run (its log's `result.runId`; a decision's own run): what `logs show` takes. Absent when no hook ran. */
+  runId?: string;
+  /** Every run of a chain of several hooks, in order (the deciding one among them). */
+  runIds?: string[];
   /** False when the leader gave up applying the policy (the event stays open); null when none applies. */
   policyApplied: boolean | null;
   /** The gate is held (outcome `deferred`): the run id a decision names, and the deadline. */

@@ -88,12 +88,60 @@ function shortTime(iso: string): string {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Run ids as people type them
+
+/** Characters of a run id's UUID a short id keeps: 32 bits, unique in practice, short enough to type. */
+export const SHORT_ID_CHARS = 8;
+/** A run id the project writes: a UUID, and for a chain's later hooks `.2`, `.3`… (invoke/chain-run.ts). */
+const UUID_RUN_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\.\d+)?$/;
+
+/** A run id as its UUID and its chain position (`.2`, or empty); any other id is all base. */
+export function splitRunId(id: string): { base: string; chain: string } {
+  const m = UUID_RUN_ID.exec(id);
+  return m ? { base: m[1] ?? id, chain: m[2] ?? "" } : { base: id, chain: "" };
+}
+
+/** `4a739620` for `4a739620-51eb-42cb-945b-c9232b60cf26`, `4a739620.2` for the chain's second hook. */
+export function shortRunId(id: string): string {
+  const { base, chain } = splitRunId(id);
+  return `${base.slice(0, SHORT_ID_CHARS)}${chain}`;
+}
+
+/**
+ * The short id of each of `ids`, longer where two different ids would share one (`4a739620-5`,
+ * `4a739620-9`), so that every id shown can be typed back. Sorting puts ids that share a prefix
+ * side by side: each needs one character past what it shares with its neighbours.
+ */
+export function shortRunIds(ids: readonly string[]): string[] {
+  const distinct = [...new Set(ids)].map((id) => ({ id, ...splitRunId(id) }));
+  distinct.sort((a, b) => (a.chain < b.chain ? -1 : a.chain > b.chain ? 1 : a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
+  const lengths = new Map(distinct.map((p) => [p.id, SHORT_ID_CHARS]));
+  for (let k = 1; k < distinct.length; k++) {
+    const [a, b] = [distinct[k - 1], distinct[k]];
+    if (!a || !b || a.chain !== b.chain) continue;
+    let shared = 0;
+    while (shared < a.base.length && a.base[shared] === b.base[shared]) shared++;
+    for (const p of [a, b]) lengths.set(p.id, Math.max(lengths.get(p.id) ?? 0, shared + 1));
+  }
+  const short = new Map(
+    distinct.map((p) => {
+      let n = Math.min(lengths.get(p.id) ?? SHORT_ID_CHARS, p.base.length);
+      if (p.base[n - 1] === "-" && n < p.base.length) n++; // never end on a UUID's dash
+      return [p.id, `${p.base.slice(0, n)}${p.chain}`];
+    }),
+  );
+  return ids.map((id) => short.get(id) ?? id);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table
 
-export const TABLE_HEADER: readonly string[] = ["time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+export const TABLE_HEADER: readonly string[] = ["id", "time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+/** The duration column, right-aligned. */
+const DURATION_COLUMN = 7;
 
 /** Column widths `followLogs` starts from, before it has seen any row. */
-export const FOLLOW_WIDTHS: readonly number[] = [19, 14, 4, 8, 20, 9, 8, 12];
+export const FOLLOW_WIDTHS: readonly number[] = [SHORT_ID_CHARS, 19, 14, 4, 8, 20, 9, 8, 12];
 
 /**
  * A decision record's word for its outcome: `allowed`, `denied` or `expired` (its `result.outcome`
@@ -114,13 +162,17 @@ export function runWord(result: RunResult): string {
   return outcomeWord(outcomeOf(result));
 }
 
-/** The cells of one table row. The last is the first stderr line, else the spawn error. */
-export function rowCells(row: Row): string[] {
+/**
+ * The cells of one table row: first the run id (`id`, its short form unless a longer one is needed
+ * to tell it from another row's), last the first stderr line, else the spawn error.
+ */
+export function rowCells(row: Row, id = shortRunId(row.record.result.runId)): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
   const actions = policyActions(row.record);
   const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
+    oneLine(id),
     shortTime(row.record.startedAt),
     invocation.event,
     taskId === null ? "-" : `#${oneLine(taskId)}`,
@@ -146,15 +198,16 @@ export function tableLine(cells: readonly string[], widths: readonly number[]): 
     .map((cell, i) => {
       const width = widths[i];
       if (width === undefined) return cell;
-      return i === 6 ? cell.padStart(width) : cell.padEnd(width);
+      return i === DURATION_COLUMN ? cell.padStart(width) : cell.padEnd(width);
     })
     .join("  ")
     .trimEnd();
 }
 
-/** The whole table, header first, rows in the order given. */
+/** The whole table, header first, rows in the order given, each id long enough to tell it from the others. */
 export function formatTable(rows: readonly Row[]): string {
-  const cells = rows.map(rowCells);
+  const ids = shortRunIds(rows.map((r) => r.record.result.runId));
+  const cells = rows.map((row, i) => rowCells(row, ids[i]));
   const widths = columnWidths(cells);
   return [TABLE_HEADER, ...cells].map((c) => `${tableLine(c, widths)}\n`).join("");
 }

@@ -154,18 +154,27 @@ validates with; the same files are in docs/schema/.
 Exit status: 0; 2 an unknown schema name.
 `,
   logs: `Usage: pi-teams-hooks logs [--team-dir DIR | --team ID] [filters] [--limit N] [--json] [--follow]
-       pi-teams-hooks logs show <id> [--json]
+       pi-teams-hooks logs show <id> | last [--task ID] [--failed] [--json]
        pi-teams-hooks logs stats [filters] [--limit N] [--json]
        pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]
 
 Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
 
-  logs            a table, newest last: time (UTC), event, task, member, hook, outcome (passed,
-                  failed, timed out, error, deferred), duration, the policy's actions, and the first stderr
-                  line (else the spawn error)
-  logs show <id>  one invocation in full: context, command, exit, timing, policy, stdout, stderr.
-                  <id> is the file name, its stem, or a unique prefix or suffix of it
-                  (e.g. the time "2026-03-01T09-12" or "task-3_2"); several matches are listed
+  logs            a table, newest last: the run's id, time (UTC), event, task, member, hook, outcome
+                  (passed, failed, timed out, error, deferred), duration, the policy's actions, and
+                  the first stderr line (else the spawn error)
+  logs show <id>  one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:
+                    the id in the first column of logs, or of the lines of run and watch (the
+                    start of the run id: any 4 characters or more that only it starts with; a
+                    chain's later hooks end in .2, .3…), or the whole run id;
+                    last: the newest run; with --task ID the newest of that task, with --failed
+                    the newest that failed, timed out or errored (a denied gate too); either flag
+                    alone means last;
+                    a time as the table prints it, "2026-03-01 09:12:44" (quoted or not): the
+                    runs that started in that second;
+                    the log's file name, path or stem, or a unique prefix or suffix of the name
+                    ("2026-03-01T09-12", "task-3_2").
+                  Several matches are listed, newest first, with their ids (exit 2)
   logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
                   p95 duration (nearest rank), and the tasks with the most failed runs
   logs prune      remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE
@@ -178,7 +187,7 @@ Team (one of):
 
 Filters (logs and logs stats; all must hold):
   --event E[,E…]          task_completed, task_failed, idle, task_started
-  --task ID               runs for this task
+  --task ID               runs for this task (logs show: the newest run of this task)
   --member NAME           runs caused by this member
   --outcome O[,O…]        passed, failed, timed_out, error, deferred
   --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
@@ -191,18 +200,20 @@ Output and more:
   --json                  NDJSON: one object per line (a log: {"file": …, …the log record})
   -f, --follow            after the table, print new logs as they land (fs.watch plus a rescan
                           every second); stop with Ctrl-C
+  --failed                for show: the newest run that did not pass (failed, timed out, error)
   --keep N, --older-than AGE, --dry-run    for prune (AGE as for --since); --dry-run only lists
   -h, --help              this help
 
 A file in hook-logs/ that is not a readable log is named in a warning on stderr and skipped.
 
 Exit status: 0 done (also when files were skipped); 1 hook-logs/ cannot be listed, the log to show
-matches no file or cannot be read, or prune could not remove a file; 2 usage error (naming the
-flag), a missing team dir, or a show <id> that matches several logs (they are listed).
+cannot be read, or prune could not remove a file; 2 usage error (naming the flag), a missing team
+dir, or a show <id> (or last) that matches no log, or several (they are listed).
 
 Examples:
   pi-teams-hooks logs --team-dir ~/.pi/teams/alpha --outcome failed,timed_out --since 2h
-  pi-teams-hooks logs show 2026-03-01T09-12-44-123Z_task_completed_task-3 --team alpha
+  pi-teams-hooks logs show 4a739620 --team alpha
+  pi-teams-hooks logs show last --failed --task 3 --team alpha
   pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
 `,
   trust: `Usage: pi-teams-hooks trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH…] [--json]

@@ -42,8 +42,9 @@ then the hook logs and where the team dir is. Takes a few seconds.
   run: `Usage: pi-teams-hooks run <event> [--team-dir DIR | --team ID] [options]
 
 Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
-<team dir>/hook-logs/, and print one line. <event> is task_completed, task_failed, idle or
-task_started (a worker claimed the task).
+<team dir>/hook-logs/, and print one line, which ends with the run's id ("(run 4a739620)": pass it
+to logs show; a chain also prints a line per hook, each with its id). <event> is task_completed,
+task_failed, idle or task_started (a worker claimed the task).
 
 Event:
   --task ID               the task (required for task_completed, task_failed and task_started)
@@ -57,7 +58,8 @@ Event:
 
 ${TEAM_FLAGS}
 Output:
-  --json                  print the log record as JSON instead of one line
+  --json                  print the log record as JSON instead of one line (its result.runId;
+                          a chain: the deciding run's record, every run id in runIds)
   -h, --help              this help
 
 A gate that answers {"decision":"defer"} holds the event: with --apply-policy the task is marked
@@ -116,7 +118,8 @@ Be the team's quality-gate leader: watch the task list and the leader's inbox, r
 hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the
 hooks dir, each event's chain of gates in run order, the policy in use (all of it, with each gate's
 trust: pi-teams-hooks config), "watching …" once events are taken, "scanned N task(s) …" when the
-start-up scan (which looks at every task file in the background) is done, then one line per event.
+start-up scan (which looks at every task file in the background) is done, then one line per event,
+ending with its deciding run's id ("(run 4a739620)": pass it to logs show).
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
 limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without
@@ -138,7 +141,7 @@ Events and sources:
 
 ${TEAM_FLAGS}
 Output:
-  --json                  print events as NDJSON
+  --json                  print events as NDJSON (an event's runId; a chain's every run in runIds)
   -v, --verbose           also say, for each change looked at, whether it became an event and why
                           not (baseline, in the ledger, same signature, not a task file, no gate, a
                           gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
