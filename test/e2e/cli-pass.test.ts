@@ -32,9 +32,9 @@ describe("typos", () => {
 
 describe("help for one subcommand", () => {
   it.each([
-    [["logs", "show", "--help"], "Usage: pi-teams-hooks logs show <id> [--json]", "  logs show <id>  one invocation in full"],
+    [["logs", "show", "--help"], "Usage: pi-teams-hooks logs show <id> | last [--task ID] [--failed] [--json]", "  logs show <id>  one run in full"],
     [["help", "logs", "prune"], "Usage: pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]", "  logs prune      remove old logs"],
-    [["policy", "set", "-h"], "Usage: pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]\n       [--followup-owner P] [--reset] [--json]", ""],
+    [["policy", "set", "-h"], "Usage: pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]\n       [--followup-owner P] [--failure-mode [EVENT=]MODE]...\n       [--max-hooks-per-event N] [--chain-deadline-ms N]\n       [--max-payload-bytes N] [--reset] [--json]", ""],
   ])("%j: its usage and its entry, and where the rest is", async (args, usage, entry) => {
     const { code, stdout } = await runBin(args);
     expect(code).toBe(0);

@@ -6,6 +6,7 @@
  * `run`'s "still running" line on a pseudo-terminal (util-linux `script`) and nothing through a pipe.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -26,7 +27,7 @@ const LONG_STDERR = `FAIL: ${"the integration suite found a problem in module fa
 
 function record(teamDir: string, at: string, taskId: string, member: string, outcome: "passed" | "failed"): HookLogRecordInput {
   const failed = outcome === "failed";
-  const run = { ran: true, hookPath: "/hooks/on_task_completed.sh", command: ["bash", "/hooks/on_task_completed.sh"], runId: `run-${taskId}-${member}` };
+  const run = { ran: true, hookPath: "/hooks/on_task_completed.sh", command: ["bash", "/hooks/on_task_completed.sh"], runId: randomUUID() };
   return {
     invocation: { event: "task_completed", teamId: "alpha", teamDir, taskListId: "alpha", style: "normal", memberName: member, completedTask: makeTask({ id: taskId, status: "completed", owner: member }) },
     result: { ...blankResult(run), outcome, exitCode: failed ? 1 : 0, durationMs: 1234, stderr: failed ? `${LONG_STDERR}\n` : "" },
@@ -55,7 +56,7 @@ function columnOf(line: string, cell: string): number {
 describe("the logs table fits the terminal", () => {
   it.each([
     [80, /^\(event, hook and duration left out to fit 80 columns; COLUMNS=\d+ or --json shows everything\)\n$/],
-    [120, /^$/],
+    [120, /^\(hook left out to fit 120 columns; COLUMNS=\d+ or --json shows everything\)\n$/],
   ])("COLUMNS=%d: every line fits, the cut column ends in …, the rest whole, 张伟 shifts nothing", async (width, note) => {
     const teamDir = await teamWithLogs();
     const { code, stdout, stderr } = await bin(["logs", "--team-dir", teamDir], { COLUMNS: String(width) });
@@ -64,13 +65,13 @@ describe("the logs table fits the terminal", () => {
     expect(lines).toHaveLength(4);
     for (const line of lines) expect(displayWidth(line)).toBeLessThanOrEqual(width);
     const [header = "", ada = "", zhang = "", brian = ""] = lines;
-    // Time, task, member, outcome whole on every row.
-    expect(ada).toMatch(/^2026-03-01 09:12:44  .*#1 +ada +(\S+ +)?passed/);
-    expect(zhang).toMatch(/^2026-03-01 09:13:02  .*#2 +张伟 +(\S+ +)?failed/);
-    expect(brian).toMatch(/^2026-03-01 09:14:10  .*#3 +brian +(\S+ +)?passed/);
+    // Id, time, task, member, outcome whole on every row.
+    expect(ada).toMatch(/^[0-9a-f]{8}  2026-03-01 09:12:44  .*#1 +ada +(\S+ +)?passed/);
+    expect(zhang).toMatch(/^[0-9a-f]{8}  2026-03-01 09:13:02  .*#2 +张伟 +(\S+ +)?failed/);
+    expect(brian).toMatch(/^[0-9a-f]{8}  2026-03-01 09:14:10  .*#3 +brian +(\S+ +)?passed/);
     // The failed row's free text is cut, and says so.
     expect(zhang.endsWith("…")).toBe(true);
-    expect(zhang).toContain("FAIL: the inte");
+    expect(zhang).toContain(width === 80 ? "FAIL: the i" : "FAIL: the integrat");
     expect(zhang).not.toContain(LONG_STDERR);
     // Aligned by display width: each column starts at the same place on every line.
     for (const [head, cells] of [["member", ["ada", "张伟", "brian"]], ["outcome", ["passed", "failed", "passed"]], ["action", ["-", "reopened", "-"]]] as const) {
@@ -89,7 +90,7 @@ describe("the logs table fits the terminal", () => {
     const needed = Number(/COLUMNS=(\d+)/.exec(piped.stderr)?.[1]);
     const wide = await bin(["logs", "--team-dir", teamDir], { COLUMNS: String(needed) });
     expect(wide.stderr).toBe("");
-    expect(wide.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual(["time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"]);
+    expect(wide.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual(["id", "time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"]);
     expect(wide.stdout).toContain(`reopened (1/3), follow-up #9 for 张伟, nudge 张伟  ${LONG_STDERR.slice(0, 99)}…`);
     expect(wide.stdout).not.toMatch(/… {2}/); // no cell cut: only the stderr line's own 100-character cut
 
@@ -114,8 +115,12 @@ describe("the logs table fits the terminal", () => {
     const tokyo = await bin(["logs", "--team-dir", teamDir, "--since", "2026-03-01 18:13"], { TZ: "Asia/Tokyo", COLUMNS: "200" });
     expect(tokyo.code).toBe(0);
     const lines = tokyo.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^time \(UTC\+09:00\) /);
-    expect(lines.slice(1).map((l) => l.slice(0, 19))).toEqual(["2026-03-01 18:13:02", "2026-03-01 18:14:10"]);
+    expect(lines[0]).toMatch(/^id {8}time \(UTC\+09:00\) /);
+    expect(lines.slice(1).map((l) => l.slice(10, 29))).toEqual(["2026-03-01 18:13:02", "2026-03-01 18:14:10"]);
+    // A time as the table shows it picks that run.
+    const shown = await bin(["logs", "show", "2026-03-01", "18:13:02", "--team-dir", teamDir], { TZ: "Asia/Tokyo" });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("started:      2026-03-01T09:13:02.500Z");
   });
 });
 
@@ -172,7 +177,7 @@ describe("run: a hook still running", () => {
     await rig.hook(team, "on_idle.sh", "sleep 1.5");
     const { code, stdout, stderr } = await bin(["run", "idle", "--team-dir", team.teamDir]);
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^idle on_idle\.sh passed in \d+\.\ds\n$/);
+    expect(stdout).toMatch(/^idle on_idle\.sh passed in \d+\.\ds \(run [0-9a-f]{8}\)\n$/);
     expect(stderr).toBe("");
   });
 
@@ -203,6 +208,6 @@ describe("run: a hook still running", () => {
     }
     expect(output.startsWith("\r\u001b[2Krunning on_idle.sh… 1s")).toBe(true);
     // Cleared, then the report alone on its line.
-    expect(output).toMatch(/\r\u001b\[2Kidle on_idle\.sh passed in \d+\.\ds\r\n$/);
+    expect(output).toMatch(/\r\u001b\[2Kidle on_idle\.sh passed in \d+\.\ds \(run [0-9a-f]{8}\)\r\n$/);
   });
 });

@@ -71,7 +71,7 @@ describe("on_task_completed.sh", () => {
     const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot], { PI_TEAMS_GATE_CMD: cmd });
     expect(run.code).toBe(1);
     // The first line a test runner marks as failed is the reason, and the leader's summary quotes it.
-    expect(run.stdout).toMatch(/^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 • FAIL src\/parser\.test\.ts > parses numbers\n$/);
+    expect(run.stdout).toMatch(/^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 • FAIL src\/parser\.test\.ts > parses numbers \(run [0-9a-f]{8}\)\n$/);
 
     const json = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot, "--json"], { PI_TEAMS_GATE_CMD: cmd });
     const stderr = (JSON.parse(json.stdout) as LogRecord).result.stderr.split("\n");
@@ -84,10 +84,10 @@ describe("on_task_completed.sh", () => {
     const { team, hooksDir } = await teamWithGates(completed);
     const args = ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot];
     const summary = await cli(args, { PI_TEAMS_GATE_CMD: 'echo "building"; echo "  2 checks failed"; echo "done"; exit 2' });
-    expect(summary.stdout).toContain("exit code 1 • 2 checks failed\n");
+    expect(summary.stdout).toContain("exit code 1 • 2 checks failed (run ");
     const silent = await cli(args, { PI_TEAMS_GATE_CMD: "exit 4" });
     expect(silent.code).toBe(1);
-    expect(silent.stdout).toContain("exit code 1 • check exited 4\n");
+    expect(silent.stdout).toContain("exit code 1 • check exited 4 (run ");
   });
 });
 

@@ -201,12 +201,12 @@ describe("runGate, for real (built)", () => {
     return `import { runGate } from ${JSON.stringify(HOOK_MODULE)};\n\n${body}\n`;
   }
 
-  /** `run task_completed` on task #1: its one line, without the duration, and the run's log entry. */
+  /** `run task_completed` on task #1: its one line, without the duration and the run id, and the run's log entry. */
   function run(setup: { team: { teamDir: string }; hooksDir: string }) {
     const out = spawnSync(process.execPath, [BIN, "run", "task_completed", "--team-dir", setup.team.teamDir, "--task", "1", "--hooks-dir", setup.hooksDir, "--json"], { encoding: "utf8" });
     const report = JSON.parse(out.stdout) as { result: { outcome: string; exitCode: number | null; stderr: string; errorKind?: string; verdict?: Record<string, unknown> } };
     const human = spawnSync(process.execPath, [BIN, "run", "task_completed", "--team-dir", setup.team.teamDir, "--task", "1", "--hooks-dir", setup.hooksDir], { encoding: "utf8" });
-    return { result: report.result, line: human.stdout.trim().replace(/ in \d+(?:\.\d+)?m?s/, "") };
+    return { result: report.result, line: human.stdout.trim().replace(/ in \d+(?:\.\d+)?m?s/, "").replace(/ \(run [0-9a-f]{8}\)$/, "") };
   }
 
   const THROWS = gate("await runGate(async (context) => {\n  const x = undefined;\n  return x.files.length;\n});");

@@ -234,7 +234,7 @@ describe("HTTP handlers by hand", () => {
     const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"], { env });
     const ms = performance.now() - began;
     expect(ran.code).toBe(1);
-    expect(ran.stdout).toMatch(/^task_completed #1 http:ci error in [\d.]+m?s: HTTP 503 Service Unavailable: pipeline paused by ops\n$/);
+    expect(ran.stdout).toMatch(/^task_completed #1 http:ci error in [\d.]+m?s: HTTP 503 Service Unavailable: pipeline paused by ops \(run [0-9a-f]{8}\)\n$/);
     expect(ran.stderr).toContain("warning: handler http:ci: environment variable CI_GATE_HMAC is not set: requests unsigned (no X-Pi-Teams-Signature)");
     // An idle kept-alive socket is unref'd: the command ends well before the agent's 4 s idle timeout.
     expect(ms).toBeLessThan(3_500);

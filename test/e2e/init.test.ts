@@ -60,6 +60,7 @@ describe("pi-teams-hooks init", () => {
   it("defaults to <teams root>/_hooks: the parent of --team-dir, or PI_TEAMS_ROOT_DIR, with PI_TEAMS_HOOKS_DIR under it", async () => {
     const root = await tempRoot();
     const team = path.join(root, "alpha");
+    fs.mkdirSync(team);
     expect((await cli(["init", "--team-dir", team])).stdout).toContain(`hooks dir ${path.join(root, "_hooks")} (_hooks under the parent of --team-dir)`);
     expect(listing(path.join(root, "_hooks")).map(([name]) => name)).toEqual(GATES);
 
@@ -70,6 +71,27 @@ describe("pi-teams-hooks init", () => {
     expect(relative.stdout).toContain(`hooks dir ${path.join(other, "gates")} (PI_TEAMS_HOOKS_DIR under PI_TEAMS_ROOT_DIR)`);
     const absolute = path.join(other, "abs");
     expect((await cli(["init"], { PI_TEAMS_HOOKS_DIR: absolute })).stdout).toContain(`hooks dir ${absolute} (PI_TEAMS_HOOKS_DIR)`);
+  });
+
+  it("--team ID: the team under PI_TEAMS_ROOT_DIR, whose global hooks dir gets the gates; the next steps name it by --team", async () => {
+    const root = await tempRoot();
+    fs.mkdirSync(path.join(root, "alpha"));
+    const out = await cli(["init", "--team", "alpha"], { PI_TEAMS_ROOT_DIR: root });
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout.split("\n")[0]).toBe(`hooks dir ${path.join(root, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR)`);
+    expect(listing(path.join(root, "_hooks"))).toEqual(GATES.map((g) => [g, "755"]));
+    expect(out.stdout).toContain("Check:  pi-teams-hooks doctor --team alpha\n");
+    expect(out.stdout).toContain("Try:    pi-teams-hooks run task_completed --team alpha --task <id>\n");
+    // The hooks dir it names is the one the team's commands use.
+    const doctor = await cli(["doctor", "--team", "alpha", "--json"], { PI_TEAMS_ROOT_DIR: root });
+    expect(JSON.parse(doctor.stdout)).toMatchObject({ hooksDir: { dir: path.join(root, "_hooks") } });
+
+    const both = await cli(["init", "--team", "alpha", "--team-dir", path.join(root, "alpha")], { PI_TEAMS_ROOT_DIR: root });
+    expect(both).toMatchObject({ code: 2, stderr: expect.stringContaining("--team-dir and --team: give one, not both") });
+    const noRoot = await cli(["init", "--team", "alpha"]);
+    expect(noRoot).toMatchObject({ code: 2, stderr: expect.stringContaining("--team alpha: PI_TEAMS_ROOT_DIR is not set") });
+    const bad = await cli(["init", "--team", "a/b"], { PI_TEAMS_ROOT_DIR: root });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('--team "a/b" is not a team id') });
   });
 
   it("says what is missing when it cannot know the teams root, and writes nothing", async () => {

@@ -82,11 +82,11 @@ describe("logs through the built binary", () => {
       });
     try {
       await waitFor(() => stderr.includes("following "), "'following' notice");
-      expect(stdout).toMatch(/^time \(UTC\) .*\n2026-03-01 08:00:00 +task_completed +#1 +ada +on_task_completed\.sh +passed +1\.2s +-\n$/);
+      expect(stdout).toMatch(/^id +time \(UTC\) .*\nrun-1 +2026-03-01 08:00:00 +task_completed +#1 +ada +on_task_completed\.sh +passed +1\.2s +-\n$/);
 
       await writeHookLog(team.teamDir, record(team.teamDir, "2026-03-01T08:05:00.000Z", "2", "failed"));
       await waitFor(() => stdout.includes("#2"), "line for the new log");
-      expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^2026-03-01 08:05:00 +task_completed +#2 +ada +on_task_completed\.sh +failed +1\.2s +reopened \(1\/3\), nudge ada +FAIL: lint$/);
+      expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^run-2 +2026-03-01 08:05:00 +task_completed +#2 +ada +on_task_completed\.sh +failed +1\.2s +reopened \(1\/3\), nudge ada +FAIL: lint$/);
     } finally {
       child.kill("SIGINT");
     }
@@ -109,7 +109,7 @@ describe("logs through the built binary", () => {
   it("--help names every flag the command accepts", async () => {
     const { code, stdout } = await bin(["logs", "--help"]);
     expect(code).toBe(0);
-    for (const flag of ["--team-dir", "--team ", "--event", "--task", "--member", "--outcome", "--since", "--limit", "--json", "--follow", "--keep", "--older-than", "--dry-run", "logs show <id>", "logs stats", "logs prune"]) {
+    for (const flag of ["--team-dir", "--team ", "--event", "--task", "--member", "--outcome", "--since", "--limit", "--json", "--follow", "--keep", "--older-than", "--dry-run", "--failed", "logs show <id>", "last", "logs stats", "logs prune"]) {
       expect(stdout).toContain(flag);
     }
     expect((await bin(["--help"])).stdout).toMatch(/^ {2}logs +list, show, follow/m);

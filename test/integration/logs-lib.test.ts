@@ -11,7 +11,8 @@ import { type LogFilter, parseAge, parseLogName, parseTimeBound, recordMatches }
 import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
-import { type LogRow, listLogFiles, lookupLog, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
+import { type LogRow, listLogFiles, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
+import { lookupLog } from "../../extensions/teams-hooks/logs/find.js";
 import { makeRunResult } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 

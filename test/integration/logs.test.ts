@@ -105,13 +105,13 @@ async function logs(args: string[], env: Record<string, string | undefined> = {}
   return { code, stdout, stderr };
 }
 
-/** The data rows of a table (no header), split into cells on runs of two or more spaces. */
+/** The data rows of a table (no header), split into cells on runs of two or more spaces, without the id column. */
 function rows(stdout: string): string[][] {
   return stdout
     .trimEnd()
     .split("\n")
     .slice(1)
-    .map((line) => line.split(/ {2,}/));
+    .map((line) => line.split(/ {2,}/).slice(1));
 }
 
 function column(stdout: string, index: number): string[] {
@@ -137,7 +137,9 @@ describe("logs: the table", () => {
     expect(code).toBe(0);
     expect(stderr).toBe("");
     const lines = stdout.trimEnd().split("\n");
-    expect(lines[0]?.split(/ {2,}/)).toEqual(["time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"]);
+    expect(lines[0]?.split(/ {2,}/)).toEqual(["id", "time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"]);
+    // These run ids share their first 8 characters (run-2026): each is shown as far as it differs.
+    expect(lines.slice(1).map((line) => line.split(/ {2,}/)[0])).toEqual(["run-2026-03-01T08", "run-2026-03-01T09:0", "run-2026-03-01T09:3", "run-2026-03-01T10:0", "run-2026-03-01T10:3", "run-2026-03-01T11:0", "run-2026-03-01T11:3"]);
     expect(rows(stdout)).toEqual([
       ["2026-03-01 08:00:00", "task_completed", "#1", "ada", "on_task_completed.sh", "passed", "100ms", "-"],
       ["2026-03-01 09:00:00", "task_completed", "#2", "brian", "on_task_completed.sh", "failed", "200ms", "reopened (1/3), follow-up #9 for brian, nudge brian", "FAIL: 2 tests fail"],
@@ -351,19 +353,25 @@ describe("logs show", () => {
     expect(stdout.split("\n")[0]).toBe(`log:          ${first}`);
   });
 
-  it("lists the matches of an ambiguous id (exit 2) and names a missing one (exit 1)", async () => {
+  it("lists the matches of an ambiguous id, newest first with their ids, and names a missing one (exit 2 both)", async () => {
     const t = await team();
     await seed(t, MIXED);
     const ambiguous = await logs(["show", "2026-03-01T09", "--team-dir", t.teamDir]);
     expect(ambiguous.code).toBe(2);
     expect(ambiguous.stdout).toBe("");
-    expect(ambiguous.stderr).toBe(
-      'pi-teams-hooks logs show: "2026-03-01T09" matches 2 logs; give more of the name:\n' +
-        "  2026-03-01T09-00-00-000Z_task_completed_task-2.json\n" +
-        "  2026-03-01T09-30-00-000Z_idle_member-ada.json\n",
-    );
+    const lines = ambiguous.stderr.trimEnd().split("\n");
+    expect(lines[0]).toBe('pi-teams-hooks logs show: "2026-03-01T09" matches 2 runs, newest first:');
+    expect(lines.slice(2, 4).map((line) => line.split(/ {2,}/).slice(0, 3))).toEqual([
+      ["run-2026-03-01T09:3", "2026-03-01 09:30:00", "idle"],
+      ["run-2026-03-01T09:0", "2026-03-01 09:00:00", "task_completed"],
+    ]);
+    expect(lines[4]).toBe("pick one by its id: pi-teams-hooks logs show <id>");
     const missing = await logs(["show", "2027-01-01", "--team-dir", t.teamDir]);
-    expect(missing).toEqual({ code: 1, stdout: "", stderr: `pi-teams-hooks logs show: no hook log matches "2027-01-01" in ${path.join(t.teamDir, "hook-logs")}\n` });
+    expect(missing).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `pi-teams-hooks logs show: no hook log matches "2027-01-01" in ${path.join(t.teamDir, "hook-logs")} (run ids are the first column of pi-teams-hooks logs)\n`,
+    });
   });
 
   it("reports a corrupt log it was asked to show (exit 1), and needs an id (exit 2)", async () => {
@@ -376,7 +384,7 @@ describe("logs show", () => {
     expect(corrupt.stderr).toContain(`${file}: not JSON`);
     const noId = await logs(["show", "--team-dir", t.teamDir]);
     expect(noId.code).toBe(2);
-    expect(noId.stderr).toContain("logs show needs the log's <id>");
+    expect(noId.stderr).toContain("logs show needs a run: its id (the first column of logs), last, --task N");
   });
 });
 

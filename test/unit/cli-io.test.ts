@@ -39,6 +39,13 @@ describe("eventLine", () => {
       "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms (ci.pending): waiting for CI → held until 2026-12-03T10:31:07.000Z (run r1)",
     ],
     [{ outcome: "deferred", durationMs: 52, summary: "deferred", actions: [] }, "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms"],
+    // The deciding run's short id, for `logs show`; a held gate's line already names its run in full.
+    [{ outcome: "passed", actions: [], runId: "4a739620-51eb-42cb-945b-c9232b60cf26" }, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s (run 4a739620)"],
+    [{ outcome: "passed", actions: [], retry: true, runId: "4a739620-51eb-42cb-945b-c9232b60cf26.2" }, "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s (run 4a739620.2) (retry)"],
+    [
+      { outcome: "deferred", durationMs: 52, summary: "deferred", actions: [], runId: "4a739620-51eb-42cb-945b-c9232b60cf26", deferral: { runId: "4a739620-51eb-42cb-945b-c9232b60cf26", expiresAt: "2026-12-03T10:31:07.000Z" } },
+      "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms (run 4a739620-51eb-42cb-945b-c9232b60cf26)",
+    ],
     [
       { outcome: "failed", durationMs: 0, summary: "denied • 2 tests fail", decision: { deferredRunId: "r1", decision: "deny", by: "ci", waitedMs: 533_000 } },
       "10:31:07 task_completed #3 alice on_task_completed.sh denied by ci after 8m 53s (deferred run r1): denied • 2 tests fail → reopened (1/3), nudge alice",

@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import { HOOK_EVENTS, truncateText as contractTruncate } from "../../extensions/teams-hooks/contract/contract.js";
 import { parseLogName } from "../../extensions/teams-hooks/logs/filter.js";
-import { firstLine, formatDuration, formatSpan, oneLine, truncateText } from "../../extensions/teams-hooks/logs/format.js";
+import { firstLine, formatDuration, formatSpan, oneLine, shortRunId, shortRunIds, truncateText } from "../../extensions/teams-hooks/logs/format.js";
+import { runIdMatch, tableTime } from "../../extensions/teams-hooks/logs/find.js";
 import { formatDuration as messagesFormatDuration, formatSpan as messagesFormatSpan } from "../../extensions/teams-hooks/text/messages.js";
 
 const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
@@ -111,5 +112,54 @@ describe("parseLogName", () => {
 
   it.each(names.map((n) => [JSON.stringify(n), n]))("reads %s as before", (_, name) => {
     expect(parseLogName(name)).toEqual(before.parseLogName(name));
+  });
+});
+
+describe("run ids as people type them", () => {
+  const A = "4a739620-51eb-42cb-945b-c9232b60cf26";
+  const B = "4a739620-5fff-42cb-945b-c9232b60cf26"; // shares A's first 8 characters, and more
+  const C = "74d7de27-0b20-4774-876a-e36fd844f4fe";
+
+  it.each([
+    [A, "4a739620"],
+    [`${A}.2`, "4a739620.2"],
+    ["run-1", "run-1"],
+    ["not-a-uuid-but-long", "not-a-uu"],
+  ])("shortRunId(%s) = %s", (id, short) => {
+    expect(shortRunId(id)).toBe(short);
+  });
+
+  it("shortRunIds lengthens only the ids that would share a short id, never ending on a dash", () => {
+    expect(shortRunIds([A, C, B, `${A}.2`, A])).toEqual(["4a739620-51", "74d7de27", "4a739620-5f", "4a739620.2", "4a739620-51"]);
+    expect(shortRunIds(["4a739620-0000-4000-8000-000000000000", "4a739620-1000-4000-8000-000000000000"])).toEqual(["4a739620-0", "4a739620-1"]);
+    expect(shortRunIds([])).toEqual([]);
+  });
+
+  it.each<[string, string, "exact" | "prefix" | null]>([
+    [A, A, "exact"],
+    [A, "4a739620", "exact"],
+    [A, "4a73", "prefix"],
+    [A, "4a7", null],
+    [A, "4a739620-51e", "prefix"],
+    [A, "4a739620.2", null],
+    [`${A}.2`, "4a739620.2", "exact"],
+    [`${A}.2`, "4a73.2", "prefix"],
+    [`${A}.2`, "4a739620", null],
+    [`${A}.12`, "4a739620.2", null],
+    ["run-2026-03-01T08:00:00.000Z", "run-2026-03-01T08", "prefix"],
+  ])("runIdMatch(%s, %s) = %s", (id, selector, match) => {
+    expect(runIdMatch(id, selector)).toBe(match);
+  });
+
+  it.each([
+    ["2026-12-04 19:00:53", "2026-12-04T19-00-53"],
+    ["2026-12-04T19:00:53.120Z", "2026-12-04T19-00-53-120"],
+    ["2026-12-04 19:00", "2026-12-04T19-00"],
+    [" 2026-12-04 19:00:53 ", "2026-12-04T19-00-53"],
+    ["2026-12-04", null],
+    ["2026-12-04T19-00-53", null],
+    ["4a739620", null],
+  ])("tableTime(%j) = %j", (text, prefix) => {
+    expect(tableTime(text)).toBe(prefix);
   });
 });

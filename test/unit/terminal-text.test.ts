@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { displayWidth, padEnd, padStart, stripAnsi, truncate } from "../../extensions/teams-hooks/text/width.js";
 import { type ColumnSpec, fitTable, formatTable, naturalWidths, tableRow } from "../../extensions/teams-hooks/text/table.js";
 import { colourEnabled, canRedraw, dateTimeAt, isoOffset, offsetLabel, runningText, terminalWidth } from "../../extensions/teams-hooks/text/terminal.js";
+import { tableTime } from "../../extensions/teams-hooks/logs/find.js";
 
 describe("displayWidth", () => {
   it.each([
@@ -206,5 +207,18 @@ describe("clock times", () => {
     ["not a time", 540, "not a time"],
   ])("%s at %d", (iso, offset, shown) => {
     expect(dateTimeAt(iso, offset)).toBe(shown);
+  });
+});
+
+describe("tableTime: a time as the table shows it, as the start of the log names (UTC)", () => {
+  it.each([
+    ["2026-03-01 09:12:44", 0, "2026-03-01T09-12-44"],
+    ["2026-03-01 18:12:44", 540, "2026-03-01T09-12-44"],
+    ["2026-03-01 05:30", 540, "2026-02-28T20-30"],
+    ["2026-03-01 09:12:44.046", -210, "2026-03-01T12-42-44-046"],
+    ["2026-03-01T09:12:44.046Z", 540, "2026-03-01T09-12-44-046"], // Z: UTC already
+    ["yesterday", 540, null],
+  ])("%s at %d", (text, offset, prefix) => {
+    expect(tableTime(text, offset)).toBe(prefix);
   });
 });

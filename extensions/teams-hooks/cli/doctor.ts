@@ -7,7 +7,7 @@ import { type CliIo, type ParsedArgs, paint, settingsRows, str, wantsColour } fr
 import { HOOK_BASE_NAMES } from "../contract/contract.js";
 import { type Check, type CheckLevel, type DoctorReport, type EventHookReport, diagnose } from "../doctor/diagnose.js";
 import { HooksError } from "../contract/errors.js";
-import { resolveTeamDirFlags } from "../team/paths.js";
+import { requireDirectory, resolveTeamDirFlags } from "../team/paths.js";
 import { terminalWidth } from "../text/terminal.js";
 import { displayWidth, padEnd, truncate } from "../text/width.js";
 
@@ -17,6 +17,8 @@ export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number
   // A path that is not there is exit 2, as for every command; a team dir that is there but wrong is
   // what the checks are for (exit 1).
   const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const hooksFlag = str(v["hooks-dir"]);
+  if (hooksFlag !== undefined) await requireDirectory(path.resolve(io.cwd, hooksFlag), `--hooks-dir ${path.resolve(io.cwd, hooksFlag)}`, "E_HOOKS_DIR");
   const report = await diagnose({ teamDir, hooksDir: str(v["hooks-dir"]), env: io.env, cwd: io.cwd });
   io.stdout(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, wantsColour(io), terminalWidth(io)));
   return report.errors > 0 ? 1 : 0;

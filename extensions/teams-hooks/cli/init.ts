@@ -17,7 +17,7 @@ import { chainDirName } from "../runner/chain.js";
 import { CLAUDE_GATE_EVENTS } from "../contract/claude.js";
 import { planClaudeWrappers, type ClaudeWrapper } from "../settings/claude-settings.js";
 import { readJsonValue } from "../team/json-file.js";
-import { resolveHooksDir } from "../team/paths.js";
+import { requireDirectory, resolveHooksDir, resolveTeamDirFlags } from "../team/paths.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 /** The example gates shipped in the package. */
@@ -28,7 +28,12 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
   const fromClaude = str(v["from-claude"]);
   if (fromClaude !== undefined && fromClaude.trim() === "") throw new HooksError("E_USAGE", "--from-claude must not be empty");
-  const target = initTarget(str(v["hooks-dir"]), str(v["team-dir"]), io);
+  // A team named by --team-dir or --team must be there (exit 2, as for every command); it picks the teams root.
+  const teamFlag = str(v["team-dir"]) ?? str(v.team);
+  const teamDir = teamFlag === undefined ? undefined : await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const target = initTarget(str(v["hooks-dir"]), teamDir, io, v.team === undefined ? "--team-dir" : "--team");
+  // init makes the hooks dir, not the folders above it: a parent that is not there is a typo more often than not.
+  await requireDirectory(path.dirname(target.dir), `hooks dir ${target.dir} (${target.why}): its parent folder ${path.dirname(target.dir)}`, "E_HOOKS_DIR");
   const force = v.force === true;
   if (fromClaude !== undefined) return initFromClaude(path.resolve(io.cwd, fromClaude), target, force, v, io);
   const examples = await exampleGates();
@@ -57,7 +62,7 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
  */
 async function initFromClaude(file: string, target: InitTarget, force: boolean, v: ParsedArgs["values"], io: CliIo): Promise<number> {
   const read = await readJsonValue(file);
-  if (!read.ok) throw new HooksError("E_CONFIG", `${read.problem.message} (the Claude Code settings file; nothing written)`);
+  if (!read.ok) throw new HooksError("E_CONFIG", `--from-claude ${read.problem.message} (the Claude Code settings file; nothing written)`);
   const plan = planClaudeWrappers(read.raw, file);
   if (plan.kind === "invalid") throw new HooksError("E_CONFIG", `cannot use the Claude Code settings (nothing written):\n  ${plan.problems.join("\n  ")}`);
   if (plan.wrappers.length === 0) {
@@ -142,13 +147,14 @@ async function makeDir(dir: string, what: string): Promise<void> {
  */
 function nextSteps(target: InitTarget, v: Record<string, FlagValue>, io: CliIo, event: HookEventName, trust = false): string {
   const teamFlag = str(v["team-dir"]);
-  const team = teamFlag ? path.resolve(io.cwd, teamFlag) : "<team dir>";
+  const teamId = str(v.team);
+  const team = teamId !== undefined ? `--team ${teamId}` : `--team-dir ${teamFlag ? path.resolve(io.cwd, teamFlag) : "<team dir>"}`;
   const hooksFlag = target.source === "flag" ? ` --hooks-dir ${target.dir}` : "";
   const who = event === "idle" ? "--member <name>" : "--task <id>";
   return (
-    `Check:  pi-teams-hooks doctor --team-dir ${team}${hooksFlag}\n` +
-    `Try:    pi-teams-hooks run ${event} --team-dir ${team} ${who}${hooksFlag}\n` +
-    (trust ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust --team-dir ${team}${hooksFlag}\n` : "")
+    `Check:  pi-teams-hooks doctor ${team}${hooksFlag}\n` +
+    `Try:    pi-teams-hooks run ${event} ${team} ${who}${hooksFlag}\n` +
+    (trust ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust ${team}${hooksFlag}\n` : "")
   );
 }
 
@@ -161,9 +167,10 @@ interface InitTarget {
 /**
  * Where the gates go: `--hooks-dir`, else the global hooks dir as every command resolves it —
  * `PI_TEAMS_HOOKS_DIR` (relative to the teams root), else `<teams root>/_hooks`, the teams root being
- * `PI_TEAMS_ROOT_DIR`, else the parent of `--team-dir`.
+ * `PI_TEAMS_ROOT_DIR`, else the parent of the team dir (`teamDir`: resolved from `--team-dir` or
+ * `--team`, named `teamFlag` in what is printed).
  */
-export function initTarget(hooksDir: string | undefined, teamDir: string | undefined, io: Pick<CliIo, "env" | "cwd">): InitTarget {
+export function initTarget(hooksDir: string | undefined, teamDir: string | undefined, io: Pick<CliIo, "env" | "cwd">, teamFlag = "--team-dir"): InitTarget {
   if (hooksDir !== undefined && hooksDir.trim() === "") throw new HooksError("E_USAGE", "--hooks-dir must not be empty");
   if (hooksDir) return { dir: path.resolve(io.cwd, hooksDir), source: "flag", why: "--hooks-dir" };
   const root = io.env.PI_TEAMS_ROOT_DIR?.trim();
@@ -178,7 +185,7 @@ export function initTarget(hooksDir: string | undefined, teamDir: string | undef
   // With PI_TEAMS_ROOT_DIR set (or an absolute PI_TEAMS_HOOKS_DIR) the team dir does not matter: any path under the root will do.
   const team = teamDir ? path.resolve(io.cwd, teamDir) : path.join(root ? path.resolve(root) : io.cwd, "_");
   const resolved = resolveHooksDir({ teamDir: team, env: io.env, cwd: io.cwd });
-  const rootWhy = root ? "PI_TEAMS_ROOT_DIR" : "the parent of --team-dir";
+  const rootWhy = root ? "PI_TEAMS_ROOT_DIR" : `the parent of ${teamFlag}`;
   const why = resolved.source === "env" ? `PI_TEAMS_HOOKS_DIR${path.isAbsolute(fromEnv ?? "") ? "" : ` under ${rootWhy}`}` : `_hooks under ${rootWhy}`;
   return { ...resolved, why };
 }

@@ -7,6 +7,7 @@ import type { EventReport } from "../leader/notices.js";
 import { formatDuration, formatSpan } from "../text/messages.js";
 import { colourEnabled, runningText } from "../text/terminal.js";
 import { type ColumnSpec, fitTable, naturalWidths, tableRow } from "../text/table.js";
+import { shortRunId } from "../logs/format.js";
 import type { TeamSetupInput } from "../team/setup.js";
 
 export interface CliIo {
@@ -86,9 +87,10 @@ export function paint(text: string, colour: Colour, enabled: boolean): string {
 }
 
 /**
- * `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice`;
- * a held gate: `… deferred 52ms: deferred: waiting for CI → held until <time> (run <id>)`; its decision:
- * `… denied by ci after 8m 53s (deferred run <id>): denied • 2 tests fail → reopened (1/3), nudge alice`.
+ * `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice (run 4a739620)`,
+ * the deciding run's short id last (what `logs show` takes); a held gate: `… deferred 52ms: deferred: waiting
+ * for CI → held until <time> (run <id>)`, the whole id that `decide` takes; its decision:
+ * `… denied by ci after 8m 53s (deferred run <id>): denied • 2 tests fail → reopened (1/3), nudge alice (run 5b6a8c24)`.
  */
 export function eventLine(r: EventReport, colour = false, clock: (iso: string) => string = utcClock): string {
   const time = paint(clock(r.time), "dim", colour);
@@ -104,7 +106,7 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
   // A pass that nothing judged (gates skipped or on trial) says so: "passed" alone would hide it.
   const detail = r.outcome === "passed" ? (r.noGateInForce ? `: ${r.summary}` : "") : r.outcome === "deferred" ? heldDetail(r.summary) : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
-  const held = r.deferral ? ` (run ${r.deferral.runId})` : "";
+  const held = r.deferral ? ` (run ${r.deferral.runId})` : r.runId ? ` (run ${shortRunId(r.runId)})` : "";
   const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";
   return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
 }

@@ -10,10 +10,11 @@ import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
 import type { HookLogProblem } from "../runner/hook-log.js";
 import { type LogFilter, parseTimeBound } from "../logs/filter.js";
-import { FOLLOW_WIDTHS, columnWidths, formatShow, jsonLine, leftOutNote, rowCells, tableHeader, tableLayout, tableLine } from "../logs/format.js";
+import { FOLLOW_WIDTHS, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
+import { type LogPick, MAX_LISTED, MIN_ID_PREFIX, pickNewest, pickRun, tableTime } from "../logs/find.js";
 import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
-import { type LogRow, findLog, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
+import { type LogRow, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
 import { hookLogsDir, resolveTeamDirFlags } from "../team/paths.js";
 import { isoOffset, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
 import type { TableLayout } from "../text/table.js";
@@ -26,7 +27,7 @@ const FILTERS = ["event", "task", "member", "outcome", "since", "limit"];
 /** The flags each subcommand takes; any other is a usage error naming it. */
 const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
   list: [...TEAM, ...FILTERS, "follow"],
-  show: TEAM,
+  show: [...TEAM, "task", "failed"],
   stats: [...TEAM, ...FILTERS],
   prune: [...TEAM, "keep", "older-than", "dry-run"],
 };
@@ -44,9 +45,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     const where = (Object.keys(ACCEPTS) as Subcommand[]).filter((s) => ACCEPTS[s].includes(flag)).map(commandName);
     usage(`--${flag} does not apply to ${commandName(sub)}${where.length > 0 ? ` (only to ${where.join(", ")})` : ""}`);
   }
-  if (sub === "show") {
-    if (rest.length !== 1) usage(rest.length === 0 ? "logs show needs the log's <id>: its file name, its stem, or a unique prefix or suffix" : `unexpected argument "${rest[1] ?? ""}"`);
-  } else if (rest.length > 0) {
+  if (sub !== "show" && rest.length > 0) {
     usage(`unexpected argument "${rest[0] ?? ""}"`);
   }
 
@@ -55,6 +54,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   const offset = localOffsetMinutes(now);
   // Flags first, so that a bad flag is reported before a missing team dir.
   const filter = sub === "list" || sub === "stats" ? parseFilter(v, now, offset) : {};
+  const selector = sub === "show" ? showSelector(rest, v) : null;
   const limitFlag = wholeNumber(v.limit, "--limit", sub === "list" ? DEFAULT_LIMIT : 0, 0);
   const limit = limitFlag === 0 ? undefined : limitFlag;
   const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
@@ -65,7 +65,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     case "list":
       return list(teamDir, { filter, limit, json, follow: v.follow === true, onProblem, offset }, io);
     case "show":
-      return show(teamDir, rest[0] ?? "", json, io);
+      return show(teamDir, selector ?? { last: {} }, json, onProblem, io, offset);
     case "stats": {
       const { rows } = await queryLogs(teamDir, { filter, ...(limit === undefined ? {} : { limit }), onProblem }, (row) => statsSample(row.record));
       const stats = computeStats(rows);
@@ -96,6 +96,7 @@ async function list(
   let widths: number[] = []; // the table's, which follow keeps widening
   let layout: TableLayout | null = null; // its columns, which follow keeps
   const width = terminalWidth(io);
+  let runIds: string[] = []; // the table's, so that a new row's id is told from theirs
   if (json) {
     // Each line goes out as soon as its place is known (nothing holds 10,000 lines), in chunks: one
     // write per chunk, not per line. Joined, not concatenated: node encodes a string built by `+=`
@@ -117,7 +118,9 @@ async function list(
     if (pending.length > 0) io.stdout(pending.join(""));
   } else {
     // Each match is kept as its table cells, not as its whole record.
-    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, cells: rowCells(row, opts.offset) }));
+    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, runId: row.record.result.runId, cells: rowCells(row, undefined, opts.offset) }));
+    runIds = result.rows.map((r) => r.runId);
+    shortRunIds(runIds).forEach((id, i) => result.rows[i]?.cells.splice(0, 1, oneLine(id)));
     const header = tableHeader(opts.offset);
     widths = columnWidths([header, ...result.rows.map((r) => r.cells)], follow ? FOLLOW_WIDTHS : []);
     for (const r of result.rows) shown.push(r.name);
@@ -143,7 +146,8 @@ async function list(
       io.stdout(jsonLine(row));
       return;
     }
-    const cells = rowCells(row, opts.offset);
+    runIds.push(row.record.result.runId);
+    const cells = rowCells(row, shortRunIds(runIds).at(-1), opts.offset);
     widths = columnWidths([cells], widths);
     io.stdout(`${tableLine(cells, tableLayout(widths, width, layout?.shown))}\n`);
   };
@@ -159,16 +163,51 @@ async function list(
   return 0;
 }
 
-async function show(teamDir: string, id: string, json: boolean, io: CliIo): Promise<number> {
-  const found = await findLog(teamDir, id);
+/** What `logs show` was asked for: a run by what the user typed, or the newest run a filter keeps. */
+type ShowSelector = { id: string } | { last: LogFilter };
+
+/**
+ * `show <id>`, `show last`, `show last --failed --task N` (or the flags alone), and a time as the table
+ * prints it, quoted or as two words (`show 2026-12-04 19:00:53`).
+ */
+function showSelector(rest: readonly string[], v: ParsedArgs["values"]): ShowSelector {
+  const task = str(v.task)?.replace(/^#/, "");
+  const failed = v.failed === true;
+  const last: LogFilter = {
+    ...(task === undefined ? {} : { taskId: nonEmpty(task, "--task") }),
+    ...(failed ? { outcomes: FAILED } : {}),
+  };
+  const [first, second, third] = rest;
+  if (first === undefined) {
+    if (task !== undefined || failed) return { last };
+    usage("logs show needs a run: its id (the first column of logs), last, --task N, a time as logs prints it, or the log's file name");
+  }
+  const twoWords = second !== undefined && tableTime(`${first} ${second}`) !== null;
+  const extra = twoWords ? third : second;
+  if (extra !== undefined) usage(`unexpected argument "${extra}"`);
+  if (first === "last") return { last };
+  if (task !== undefined || failed) usage(`--task and --failed pick the newest matching run: give them alone or after last (logs show last ${failed ? "--failed" : `--task ${task}`}), not with "${first}"`);
+  return { id: twoWords ? `${first} ${second}` : first };
+}
+
+/** `--failed`: every outcome but a pass and a held gate (a denied decision is a failure; an expired one an error). */
+const FAILED: readonly LogOutcome[] = ["failed", "timed_out", "error"];
+
+async function show(teamDir: string, selector: ShowSelector, json: boolean, onProblem: (p: HookLogProblem) => void, io: CliIo, offset: number): Promise<number> {
+  const found: LogPick = "id" in selector ? await pickRun(teamDir, selector.id, onProblem, offset) : await pickNewest(teamDir, selector.last, onProblem);
   if (found.kind === "none") {
-    io.stderr(`pi-teams-hooks logs show: no hook log matches "${id}" in ${hookLogsDir(teamDir)}\n`);
-    return 1;
+    const what = "id" in selector ? `no hook log matches "${selector.id}"` : `no hook log${describeFilter(selector.last)}`;
+    const short = "id" in selector && /^[0-9a-f]{1,3}$/i.test(selector.id) ? `give ${MIN_ID_PREFIX} characters of a run id at least; ` : "";
+    const hint = "id" in selector ? ` (${short}run ids are the first column of pi-teams-hooks logs)` : "";
+    io.stderr(`pi-teams-hooks logs show: ${what} in ${hookLogsDir(teamDir)}${hint}\n`);
+    return 2;
   }
   if (found.kind === "ambiguous") {
-    const shown = found.entries.slice(0, 20).map((e) => `  ${e.name}\n`).join("");
-    const more = found.entries.length > 20 ? `  … and ${found.entries.length - 20} more\n` : "";
-    io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.entries.length} logs; give more of the name:\n${shown}${more}`);
+    const id = "id" in selector ? selector.id : "last";
+    const more = found.more > 0 ? `… and ${found.more} more (the newest ${MAX_LISTED} are listed)\n` : "";
+    // Fitted to the terminal like the logs table; its ids are never cut, and they are what is picked by.
+    const table = formatTable(found.rows, { width: terminalWidth(io), offsetMinutes: offset });
+    io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by its id: pi-teams-hooks logs show <id>\n`);
     return 2;
   }
   const { readHookLog } = await import("../runner/hook-log.js");

@@ -16,7 +16,8 @@ const watchCommand: CommandFn = async (a, io) => (await import("./watch.js")).wa
 const demoCommand: CommandFn = async (a, io) => (await import("./demo.js")).demoCommand(a, io);
 const doctorCommand: CommandFn = async (a, io) => (await import("./doctor.js")).doctorCommand(a, io);
 const initCommand: CommandFn = async (a, io) => (await import("./init.js")).initCommand(a, io);
-const policyCommand: CommandFn = async (a, io) => (await import("./policy.js")).policyCommand(a, io);
+const policyCommand: CommandFn = async (a, io) => (await import("./config.js")).policyCommand(a, io);
+const configCommand: CommandFn = async (a, io) => (await import("./config.js")).configCommand(a, io);
 const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
 const trustCommand: CommandFn = async (a, io) => (await import("./trust.js")).trustCommand(a, io);
@@ -30,6 +31,7 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
   E_USAGE: 2,
   E_TEAM_DIR: 2,
   E_HOOKS_DIR: 2,
+  E_PATH: 2,
   E_CONFIG: 2,
   E_TASK: 2,
   E_LOCK_TIMEOUT: 1,
@@ -53,16 +55,18 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
   doctor: { options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
   init: {
-    options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, team: { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
     run: initCommand,
   },
   policy: {
     options: {
       "team-dir": { type: "string" }, team: { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
+      "failure-mode": { type: "string", multiple: true }, "max-hooks-per-event": { type: "string" }, "chain-deadline-ms": { type: "string" }, "max-payload-bytes": { type: "string" },
       reset: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
     },
     run: policyCommand,
   },
+  config: { options: teamOptions(), run: configCommand },
   schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
   trust: {
     options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
@@ -72,7 +76,8 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
     options: {
       "team-dir": { type: "string" }, team: { type: "string" }, event: { type: "string" }, task: { type: "string" }, member: { type: "string" },
       outcome: { type: "string" }, since: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, follow: { type: "boolean", short: "f" },
-      keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, help: { type: "boolean", short: "h" },
+      keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, failed: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
     },
     run: logsCommand,
   },
@@ -126,6 +131,7 @@ function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
     "poll-interval-ms": { type: "string" },
     "catch-up": { type: "boolean" },
     once: { type: "boolean" },
+    verbose: { type: "boolean", short: "v" },
   };
 }
 

@@ -21,6 +21,7 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { readTrust } from "../runner/trust-store.js";
 import type { TrustRecord } from "../runner/trust.js";
 import { privacyOf } from "../settings/hooks-config.js";
+import { shortRunId } from "../logs/format.js";
 import { settingsRedactor } from "../runner/redact.js";
 import { canRedraw, terminalWidth } from "../text/terminal.js";
 
@@ -111,7 +112,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     io.stdout(`${await jsonReport(outcome, event, setup.hooksDir)}\n`);
   } else {
     io.stdout(`${humanLine(outcome, event, taskId ?? null, setup.hooksDir)}\n`);
-    if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)}\n`);
+    if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)} (run ${shortRunId(r.result.runId)})\n`);
     if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
     if (outcome.deferral) io.stdout(`  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`);
     else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
@@ -202,7 +203,7 @@ function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
   return { version: 1, gates: {} };
 }
 
-/** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed` */
+/** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed (run 4a739620)`: the deciding run's short id last. */
 export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {
   const label = eventLabel(event, taskId);
   if (!outcome.result || !outcome.hook) {
@@ -216,7 +217,7 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   const observed = outcome.noGateInForce === true || r.nonBlocking !== undefined;
   const detail = r.outcome === "passed" ? (observed ? `: ${r.nonBlocking ?? outcome.summary}` : "") : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
-  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions}`;
+  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})`;
 }
 
 function verdictWord(r: RunResult): string {
@@ -230,5 +231,7 @@ async function jsonReport(outcome: InvokeOutcome, event: HookEventName, hooksDir
     return JSON.stringify({ event, ran: false, hooksDir, candidates: outcome.chain.v1.global.candidates, skipped: outcome.chain.skipped });
   }
   const read = await readHookLog(outcome.logFile);
-  return JSON.stringify(read.ok ? { ...read.record, logFile: outcome.logFile } : { event, ran: true, logFile: outcome.logFile, result: outcome.result });
+  // A chain's record is its deciding run's; `runIds` names every run of it, in order.
+  const runIds = outcome.runs.length > 1 ? { runIds: outcome.runs.map((r) => r.result.runId) } : {};
+  return JSON.stringify(read.ok ? { ...read.record, logFile: outcome.logFile, ...runIds } : { event, ran: true, logFile: outcome.logFile, result: outcome.result, ...runIds });
 }

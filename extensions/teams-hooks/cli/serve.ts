@@ -138,7 +138,7 @@ function resolveTeamsRoot(args: ParsedArgs, io: CliIo): string {
   try {
     if (!statSync(root).isDirectory()) throw new Error("not a directory");
   } catch (error) {
-    throw new HooksError("E_USAGE", `${from} ${root}: ${describeError(error).includes("ENOENT") ? "no such directory" : describeError(error)}`, { cause: error });
+    throw new HooksError("E_PATH", `${from} ${root}: ${describeError(error).includes("ENOENT") ? "no such directory" : describeError(error)}`, { cause: error });
   }
   return root;
 }

@@ -3,11 +3,13 @@
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
+import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { gateWarnings } from "../doctor/hooks.js";
 import { handlerGateName } from "../settings/handlers.js";
-import { HooksError } from "../contract/errors.js";
+import path from "node:path";
+import { HooksError, unreachable } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
-import type { InboxMode, LeaderNotice } from "../leader/notices.js";
+import type { InboxMode, LeaderNotice, WhyNotice } from "../leader/notices.js";
 import { formatDuration } from "../text/messages.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { canRedraw, localClock, terminalWidth, zoneLabel } from "../text/terminal.js";
@@ -48,6 +50,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     catchUp: v["catch-up"] === true,
     trustChanges: v["trust-changes"] === true,
     allowInsecureHooks: allowInsecure,
+    verbose: v.verbose === true,
     reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
     report: (notice) => {
       if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
@@ -83,10 +86,13 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       );
       return;
     case "hooks":
-      for (const { event, discovery } of notice.hooks) {
-        const chosen = discovery.hook?.hookPath;
-        const skipped = discovery.candidates.filter((c) => c.status === "skipped").map((c) => `${c.path}: ${c.reason ?? "skipped"}`);
-        emit({ type: "hook", event, hook: chosen ?? null, skipped }, `hook ${event}: ${chosen ?? "none"}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
+      emit({ type: "hooks_dir", hooksDir: setup.hooksDir, hooksDirSource: setup.hooksDirSource, teamHooksDir: setup.teamHooksDir }, `hooks dir: ${setup.hooksDir} (${setup.hooksDirSource}); team layer: ${setup.teamHooksDir}`);
+      // Each event's whole chain in run order (pi-teams-hooks config shows each gate's trust and settings).
+      for (const { event, chain } of notice.hooks) {
+        const entries = chainEntries(chain, event);
+        const skipped = chainProblems(chain);
+        const v1 = entries.find((e) => e.kind === "v1");
+        emit({ type: "hook", event, hook: v1?.path ?? null, chain: entries, skipped }, `hook ${event}: ${chainSummary(entries)}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
       }
       // The handlers run after the files of their events (runner/chain.ts): one line each, URL and events.
       for (const h of setup.settings.handlers) {
@@ -116,8 +122,55 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
     case "stopped":
       emit({ type: "stopped", dropped: notice.dropped }, `stopped${notice.dropped ? ` (${notice.dropped} queued event(s) left for the next start)` : ""}`);
       return;
+    case "why":
+      emit({ type: "verbose", ...whyObject(notice) }, whyLine(notice, setup.identity.teamDir));
+      return;
     case "started":
       return;
+  }
+}
+
+/** `--verbose --json`: the notice as a line, without its `kind` (the line's `type` is `verbose`). */
+function whyObject(notice: WhyNotice): Omit<WhyNotice, "kind"> {
+  const { kind: _kind, ...rest } = notice;
+  return rest;
+}
+
+/**
+ * `--verbose`: `tasks/alpha/3.json: already in the ledger (key task_completed:3:…, done)`, the file
+ * shown from the team dir.
+ */
+function whyLine(n: WhyNotice, teamDir: string): string {
+  const where = n.file ? path.relative(teamDir, n.file) : n.taskId ? `#${n.taskId}` : "-";
+  const key = n.key ?? "";
+  const more = n.detail ? `: ${n.detail}` : "";
+  switch (n.reason) {
+    case "baseline":
+      return `${where}: baseline (present at start-up; key ${key}): recorded as history, not run (--catch-up runs it)`;
+    case "in_ledger":
+      return `${where}: already in the ledger (key ${key}${n.detail ? `, ${n.detail}` : ""})`;
+    case "queued":
+      return `${where}: already queued or running (key ${key})`;
+    case "same_signature":
+      return `${where}: same signature as last seen${more}`;
+    case "not_task_file":
+      return `${where}: not a task file${more}`;
+    case "invalid_task":
+      return `${where}: not a task${more}`;
+    case "gone":
+      return `${where}: deleted`;
+    case "no_event":
+      return `${where}: no event${more}`;
+    case "claim_seen":
+      return `${where}: claim seen before (key ${key})${more}`;
+    case "no_gate":
+      return `${where}: no gate for ${n.event ?? "the event"}${more}`;
+    case "matcher_skipped":
+      return `${where}: ${n.hook ?? "a gate"} skipped${more}`;
+    case "new_event":
+      return `${where}: new event ${key}`;
+    default:
+      return unreachable(n.reason);
   }
 }
 

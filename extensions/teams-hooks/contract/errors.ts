@@ -6,7 +6,8 @@
 export type ErrorCode =
   | "E_USAGE" // bad command line
   | "E_TEAM_DIR" // team dir missing or unreadable
-  | "E_HOOKS_DIR" // hooks dir unreadable
+  | "E_HOOKS_DIR" // hooks dir missing or unreadable
+  | "E_PATH" // another path a flag or variable names is missing or unusable (--cwd, a teams root)
   | "E_CONFIG" // config.json unreadable or invalid where it must be valid
   | "E_TASK" // a task file is missing or not a task where one is required
   | "E_LOCK_TIMEOUT" // a lock did not free in time

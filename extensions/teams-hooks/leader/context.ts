@@ -11,11 +11,12 @@ import { TrustState } from "../runner/trust-store.js";
 import type { LeaderLock } from "../team/leader-lock.js";
 import { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
+import { taskFile } from "../team/paths.js";
 import type { DirWatcher } from "../team/watch.js";
 import { formatDuration } from "../text/messages.js";
 import type { Deferrals } from "./deferrals.js";
 import type { Ledger } from "./ledger.js";
-import type { LeaderOptions, LeaderState } from "./notices.js";
+import type { LeaderOptions, LeaderState, WhyNotice } from "./notices.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { TeamSources } from "./sources.js";
 
@@ -43,6 +44,8 @@ export interface FirstStart {
 
 export class LeaderContext {
   readonly opts: LeaderOptions;
+  /** `--verbose`: every caller of `why` tests this first, so that nothing is built when it is off. */
+  readonly verbose: boolean;
   /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
   setup: TeamSetup;
   state: LeaderState = "starting";
@@ -76,6 +79,7 @@ export class LeaderContext {
 
   constructor(opts: LeaderOptions) {
     this.opts = opts;
+    this.verbose = opts.verbose === true;
     this.setup = opts.setup;
     this.sources = new TeamSources(opts.setup.identity);
     this.sent = new SentLog(opts.setup.identity.teamDir);
@@ -93,6 +97,18 @@ export class LeaderContext {
 
   warn(message: string): void {
     this.opts.report({ kind: "warning", message });
+  }
+
+  /** A `--verbose` notice (callers test `verbose` first). */
+  why(notice: Omit<WhyNotice, "kind">): void {
+    this.opts.report({ kind: "why", ...notice });
+  }
+
+  /** A `--verbose` notice about an event: its file is its task's, or the inbox for `idle`. */
+  whyEvent(event: HookEvent, reason: WhyNotice["reason"], more: Pick<WhyNotice, "hook" | "detail"> = {}): void {
+    const { teamDir, taskListId } = this.setup.identity;
+    const file = event.source === "inbox" ? this.sources.inboxFile : event.taskId !== null ? taskFile(teamDir, taskListId, event.taskId) : null;
+    this.why({ reason, file, taskId: event.taskId, event: event.event, key: event.key, ...more });
   }
 
   now(): string {

@@ -230,6 +230,7 @@ export class Deferrals {
         actions: app.actions,
         retry: false,
         logFile: app.logFile,
+        runId: app.result.runId,
         policyApplied: true,
         ...(decision ? { decision: { deferredRunId: record.runId, decision: decision.decision, by: decision.by, waitedMs: app.waitedMs } } : {}),
       },

@@ -15,6 +15,7 @@ import { formatDuration, missingSecretWarning, policyGivenUpText } from "../text
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
+import { gateName } from "../runner/chain.js";
 import { privacyOf } from "../settings/hooks-config.js";
 import type { LedgerEventInfo } from "./ledger.js";
 
@@ -38,8 +39,12 @@ export class EventHandler {
   consider(event: HookEvent, task?: Task): void {
     if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
     const ledger = this.#ctx.requireLedger();
-    if (this.#ctx.firstStart?.history.has(event.key)) return;
+    if (this.#ctx.firstStart?.history.has(event.key)) {
+      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "baseline", { detail: "present at the first start: recorded as history, not run (--catch-up runs it)" });
+      return;
+    }
     if (ledger.has(event.key) || this.#ctx.queued.has(event.key)) {
+      if (this.#ctx.verbose) this.#whyKnown(event);
       // --inbox consume: an unread notification of an event already done was handled by a leader that
       // died before marking it read; mark it now (through the queue, so that stop() waits for it).
       // test/integration/leader-inbox.test.ts.
@@ -48,7 +53,26 @@ export class EventHandler {
       }
       return;
     }
+    if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event");
     this.enqueue(event, false, task);
+  }
+
+  /** `--verbose`: an event already taken, by this leader (queued, running) or by the ledger. */
+  #whyKnown(event: HookEvent): void {
+    if (this.#ctx.queued.has(event.key)) return this.#ctx.whyEvent(event, "queued", { detail: "queued or running in this leader" });
+    const state = this.#ctx.requireLedger().get(event.key)?.state ?? "unknown";
+    this.#ctx.whyEvent(event, "in_ledger", { detail: state });
+  }
+
+  /** `--verbose`: what the gates did not do: none existed, or some were skipped by their matchers. */
+  #whyRuns(event: HookEvent, outcome: InvokeOutcome): void {
+    if (outcome.chain.hooks.length === 0) {
+      this.#ctx.whyEvent(event, "no_gate", { detail: "recorded as handled (outcome no_hook)" });
+      return;
+    }
+    for (const run of outcome.runs) {
+      if (run.result.skipped !== undefined) this.#ctx.whyEvent(event, "matcher_skipped", { hook: gateName(run.hook, event.event), detail: run.result.skipped });
+    }
   }
 
   enqueue(event: HookEvent, retry: boolean, task?: Task): void {
@@ -139,6 +163,7 @@ export class EventHandler {
       return;
     }
     this.#warnMissingSecrets(outcome);
+    if (this.#ctx.verbose) this.#whyRuns(event, outcome);
     await this.#settle(event, outcome, state);
   }
 
@@ -218,6 +243,8 @@ export class EventHandler {
         actions: outcome.actions,
         retry: state.retry,
         logFile: outcome.logFile,
+        ...(result ? { runId: result.runId } : {}),
+        ...(outcome.runs.length > 1 ? { runIds: outcome.runs.map((r) => r.result.runId) } : {}),
         policyApplied: outcome.policyApplied,
         ...(outcome.noGateInForce ? { noGateInForce: true as const } : {}),
         ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),

@@ -7,14 +7,16 @@
 import { statSync } from "node:fs";
 import path from "node:path";
 import type { Task } from "../contract/team-files.js";
-import { describeError } from "../contract/errors.js";
+import { describeError, unreachable } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { isDeferralFileName } from "../invoke/deferral.js";
 import { replaceTrust } from "../runner/trust-store.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
+import type { WatchTarget } from "../team/watch.js";
 import { type LeaderContext, forEachYielding } from "./context.js";
-import { isTaskFileName } from "./sources.js";
+import type { WhyReason } from "./notices.js";
+import { isTaskFileName, type TaskLook } from "./sources.js";
 import { isHistory } from "./startup.js";
 import { refreshStartGate } from "./gate-trust.js";
 
@@ -56,7 +58,14 @@ export class Hints {
 
   targets() {
     const ctx = this.#ctx;
-    const targets = [{ dir: ctx.sources.tasksDir, accept: isTaskFileName, onHint: (file: string) => this.task(file) }];
+    const tasks: WatchTarget = { dir: ctx.sources.tasksDir, accept: isTaskFileName, onHint: (file: string) => this.task(file) };
+    // --verbose: a file in the task list folder that is not a task file is said too (only the native watcher tells).
+    if (ctx.verbose) {
+      tasks.onIgnored = (file: string) => {
+        if (ctx.state === "watching") ctx.why({ reason: "not_task_file", file, taskId: null, detail: "a task file is named <id>.json" });
+      };
+    }
+    const targets: WatchTarget[] = [tasks];
     if (ctx.opts.inbox !== "off") {
       const name = path.basename(ctx.sources.inboxFile);
       targets.push({ dir: path.dirname(ctx.sources.inboxFile), accept: (n: string) => n === name, onHint: () => this.inbox() });
@@ -95,11 +104,18 @@ export class Hints {
       // A claim is nothing without a start gate (no ledger line, no log), and one seen before (the
       // same key at the last look: a worker's progress, the leader's own write) was judged then or
       // seen while no start gate existed. docs/ledger.md, "Event keys".
-      if (event.event === "task_started" && (!ctx.startGate || event.key === look.previousKey)) return;
+      if (event.event === "task_started" && (!ctx.startGate || event.key === look.previousKey)) {
+        if (ctx.verbose) whyTask(ctx, file, look, ctx.startGate ? "claim_seen" : "no_gate");
+        return;
+      }
       const judged = firstLook && (!first.claimsOnly || event.event === "task_started");
-      if (judged && isHistory(look, event, first)) first.history.add(event.key);
-      else this.#consider(event, look.task);
+      if (judged && isHistory(look, event, first)) {
+        first.history.add(event.key);
+        if (ctx.verbose) whyTask(ctx, file, look, "baseline");
+      } else this.#consider(event, look.task);
+      return;
     }
+    if (ctx.verbose) whyLook(ctx, file, look);
   }
 
   inbox(): void {
@@ -228,6 +244,39 @@ export class Hints {
     const { identity } = ctx.setup;
     const text = `pi-teams-hooks: the team dir ${dir} was gone${goneAt ? ` from ${goneAt} to ${ctx.now()}` : " and was created again"}. No quality gate ran meanwhile; what changed while it was gone is looked at now.`;
     await ctx.tellLead(sentId("team-dir-back", goneAt ?? ctx.now(), identity.leadName), text, "the lead was not told that the team dir is back");
+  }
+}
+
+/** `--verbose`: a look at a task file whose event went no further (`reason`). */
+function whyTask(ctx: LeaderContext, file: string, look: Extract<TaskLook, { kind: "task" }>, reason: WhyReason): void {
+  const event = look.event;
+  const detail =
+    reason === "baseline"
+      ? "present at the first start: recorded as history, not run (--catch-up runs it)"
+      : reason === "claim_seen"
+        ? "the same claim as at the last look"
+        : reason === "no_gate"
+          ? "a claim is nothing without a start gate"
+          : undefined;
+  ctx.why({ reason, file, taskId: look.task.id, ...(event ? { event: event.event, key: event.key } : {}), ...(detail ? { detail } : {}) });
+}
+
+/** `--verbose`: a look at a task file that gave no event at all. */
+function whyLook(ctx: LeaderContext, file: string, look: TaskLook): void {
+  switch (look.kind) {
+    case "unchanged":
+      return ctx.why({ reason: "same_signature", file, taskId: null, detail: "inode, size and mtime unchanged: not read again" });
+    case "known":
+      return ctx.why({ reason: "same_signature", file, taskId: null, detail: "unchanged since the last leader saved its scan state: not read again" });
+    case "gone":
+      return ctx.why({ reason: "gone", file, taskId: null });
+    case "problem":
+      // The warning names the file first: the notice has it already.
+      return ctx.why({ reason: "invalid_task", file, taskId: null, detail: look.message.startsWith(`${file}: `) ? look.message.slice(file.length + 2) : look.message });
+    case "task":
+      return ctx.why({ reason: "no_event", file, taskId: look.task.id, detail: `status ${look.task.status}` });
+    default:
+      return unreachable(look);
   }
 }
 

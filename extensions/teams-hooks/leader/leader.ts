@@ -20,9 +20,8 @@
  * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
  * shared context.ts.
  */
-import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { findHook } from "../runner/discover.js";
+import { discoverChains } from "../runner/chain.js";
 import { terminateAllRuns } from "../runner/run.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
@@ -68,7 +67,9 @@ export class Leader {
       this.#hints.noteTeamDir();
       ctx.ledger = await Ledger.open(identity.teamDir, (m) => ctx.warn(m));
       await endOrphanedRuns(ctx);
-      const hooks = await Promise.all(HOOK_EVENTS.map(async (event) => ({ event, discovery: await findHook(opts.setup.hooksDir, event) })));
+      // Each event's whole chain (both layers' files, then the handlers), as its events will find it.
+      const chains = await discoverChains(opts.setup.hooksDir, opts.setup.teamHooksDir, opts.setup.settings.handlers);
+      const hooks = chains.map(({ event, chain }) => ({ event, discovery: chain.v1.global, chain }));
       opts.report({ kind: "hooks", hooks });
       const ledger = ctx.requireLedger();
       await takeTrust(ctx, ledger);

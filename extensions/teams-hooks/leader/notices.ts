@@ -4,6 +4,7 @@
  * `LeaderOptions.report`. The leader never prints; its callers decide what a notice looks like.
  */
 import type { HookEventName } from "../contract/contract.js";
+import type { ChainDiscovery } from "../runner/chain.js";
 import type { HookDiscovery } from "../runner/discover.js";
 import type { TeamSetup } from "../team/setup.js";
 
@@ -40,6 +41,54 @@ export interface LeaderOptions {
   trustChanges?: boolean;
   /** `--allow-insecure-hooks`: world-writable gates and gates of other users run. */
   allowInsecureHooks?: boolean;
+  /**
+   * `--verbose`: a `why` notice for every change looked at, saying whether it became an event and why
+   * (or why not). Off, the leader builds none of them: its hot path only tests this flag.
+   */
+  verbose?: boolean;
+}
+
+/**
+ * Why a change did or did not become an event (docs/cli.md, "watch --verbose"):
+ *   baseline        present at the first start: history, recorded, not run (unless --catch-up)
+ *   in_ledger       its event key is in the ledger already (done, deferred, in flight, or baseline)
+ *   queued          its event is queued or running in this leader already
+ *   same_signature  the file's stat (inode, size, mtime) is the one last seen: not read again
+ *   not_task_file   a file in the task list folder whose name is not `<id>.json`
+ *   invalid_task    a `.json` file that is not a task (bad JSON, wrong fields, an id that is not its name…)
+ *   gone            the file was deleted
+ *   no_event        a task whose state is no event (pending, in progress without a claim…)
+ *   claim_seen      a claim already seen at the last look (a worker's progress, the leader's own write)
+ *   no_gate         no gate exists for the event (a claim then is nothing; another event is recorded as done)
+ *   matcher_skipped a gate of the event was skipped by its matchers (`hook`, `detail` say which and why)
+ *   new_event       a new event: queued for its gates
+ */
+export type WhyReason =
+  | "baseline"
+  | "in_ledger"
+  | "queued"
+  | "same_signature"
+  | "not_task_file"
+  | "invalid_task"
+  | "gone"
+  | "no_event"
+  | "claim_seen"
+  | "no_gate"
+  | "matcher_skipped"
+  | "new_event";
+
+/** One `--verbose` notice: the file (null when none), and what is known of the task and its event. */
+export interface WhyNotice {
+  kind: "why";
+  reason: WhyReason;
+  file: string | null;
+  taskId: string | null;
+  event?: HookEventName;
+  key?: string;
+  /** `matcher_skipped`: the gate's name (`on_task_completed.d/10-lint.sh`). */
+  hook?: string;
+  /** What more there is to say: the ledger state, the task status, the matcher, the problem. */
+  detail?: string;
 }
 
 /** One handled event, as the one-line output and --json show it. */
@@ -57,6 +106,10 @@ export interface EventReport {
   actions: string[];
   retry: boolean;
   logFile: string | null;
+  /** The run id of the deciding run (its log's `result.runId`; a decision's own run): what `logs show` takes. Absent when no hook ran. */
+  runId?: string;
+  /** Every run of a chain of several hooks, in order (the deciding one among them). */
+  runIds?: string[];
   /** False when the leader gave up applying the policy (the event stays open); null when none applies. */
   policyApplied: boolean | null;
   /** The gate is held (outcome `deferred`): the run id a decision names, and the deadline. */
@@ -79,9 +132,11 @@ export type LeaderNotice =
   | { kind: "recovered"; key: string; how: "logged" | "retry" | "deferred" }
   /** The start-up scan is done (after `start()` resolved): `queued` events it (and hints meanwhile) gave the queue. */
   | { kind: "ready"; tasks: number; baseline: number; queued: number; startupMs: number }
-  | { kind: "stopped"; dropped: number };
+  | { kind: "stopped"; dropped: number }
+  | WhyNotice;
 
 export interface StartInfo {
-  hooks: Array<{ event: HookEventName; discovery: HookDiscovery }>;
+  /** `discovery`: the global v1 lookup; `chain`: everything that runs for the event, in order. */
+  hooks: Array<{ event: HookEventName; discovery: HookDiscovery; chain: ChainDiscovery }>;
 }
 

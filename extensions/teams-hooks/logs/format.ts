@@ -82,6 +82,52 @@ export function policyActions(record: HookLogRecord): string[] {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Run ids as people type them
+
+/** Characters of a run id's UUID a short id keeps: 32 bits, unique in practice, short enough to type. */
+export const SHORT_ID_CHARS = 8;
+/** A run id the project writes: a UUID, and for a chain's later hooks `.2`, `.3`… (invoke/chain-run.ts). */
+const UUID_RUN_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\.\d+)?$/;
+
+/** A run id as its UUID and its chain position (`.2`, or empty); any other id is all base. */
+export function splitRunId(id: string): { base: string; chain: string } {
+  const m = UUID_RUN_ID.exec(id);
+  return m ? { base: m[1] ?? id, chain: m[2] ?? "" } : { base: id, chain: "" };
+}
+
+/** `4a739620` for `4a739620-51eb-42cb-945b-c9232b60cf26`, `4a739620.2` for the chain's second hook. */
+export function shortRunId(id: string): string {
+  const { base, chain } = splitRunId(id);
+  return `${base.slice(0, SHORT_ID_CHARS)}${chain}`;
+}
+
+/**
+ * The short id of each of `ids`, longer where two different ids would share one (`4a739620-5`,
+ * `4a739620-9`), so that every id shown can be typed back. Sorting puts ids that share a prefix
+ * side by side: each needs one character past what it shares with its neighbours.
+ */
+export function shortRunIds(ids: readonly string[]): string[] {
+  const distinct = [...new Set(ids)].map((id) => ({ id, ...splitRunId(id) }));
+  distinct.sort((a, b) => (a.chain < b.chain ? -1 : a.chain > b.chain ? 1 : a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
+  const lengths = new Map(distinct.map((p) => [p.id, SHORT_ID_CHARS]));
+  for (let k = 1; k < distinct.length; k++) {
+    const [a, b] = [distinct[k - 1], distinct[k]];
+    if (!a || !b || a.chain !== b.chain) continue;
+    let shared = 0;
+    while (shared < a.base.length && a.base[shared] === b.base[shared]) shared++;
+    for (const p of [a, b]) lengths.set(p.id, Math.max(lengths.get(p.id) ?? 0, shared + 1));
+  }
+  const short = new Map(
+    distinct.map((p) => {
+      let n = Math.min(lengths.get(p.id) ?? SHORT_ID_CHARS, p.base.length);
+      if (p.base[n - 1] === "-" && n < p.base.length) n++; // never end on a UUID's dash
+      return [p.id, `${p.base.slice(0, n)}${p.chain}`];
+    }),
+  );
+  return ids.map((id) => short.get(id) ?? id);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table
 
 /**
@@ -89,21 +135,22 @@ export function policyActions(record: HookLogRecord): string[] {
  * every row alike, so that the header names the offset of each: `time (UTC+09:00)`, `time (UTC)`).
  */
 export function tableHeader(offsetMinutes = 0): string[] {
-  return [`time (${offsetLabel(offsetMinutes)})`, "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+  return ["id", `time (${offsetLabel(offsetMinutes)})`, "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
 }
 
 export const TABLE_HEADER: readonly string[] = tableHeader(0);
 
 /**
  * How the columns give way to a narrow terminal (text/table.ts): the widest of the free text
- * (action, first stderr line) and the names is cut first; hook, then duration, then event, then
- * member are left out when even that does not fit (80 columns keep time, task, member, outcome,
- * action and stderr). Time, task and outcome always stay.
+ * (action, first stderr line), a long task id or member name is cut first; the hook (whole or not at
+ * all), then duration, then event, then member are left out when even that does not fit (120
+ * columns leave out the hook, 80 also duration and event). The id (what `logs show` takes), time,
+ * task and outcome always stay whole.
  */
-export const TABLE_COLUMNS: readonly ColumnSpec[] = [{}, { drop: 3 }, { min: 6 }, { min: 8, drop: 4 }, { min: 12, drop: 1 }, {}, { right: true, drop: 2 }, { min: 12 }, { min: 16 }];
+export const TABLE_COLUMNS: readonly ColumnSpec[] = [{}, {}, { drop: 3 }, { min: 6 }, { min: 8, drop: 4 }, { drop: 1 }, {}, { right: true, drop: 2 }, { min: 10 }, { min: 12 }];
 
 /** Column widths `followLogs` starts from, before it has seen any row. */
-export const FOLLOW_WIDTHS: readonly number[] = [19, 14, 4, 8, 20, 9, 8, 12];
+export const FOLLOW_WIDTHS: readonly number[] = [SHORT_ID_CHARS, 19, 14, 4, 8, 20, 9, 8, 12];
 
 /**
  * A decision record's word for its outcome: `allowed`, `denied` or `expired` (its `result.outcome`
@@ -124,13 +171,18 @@ export function runWord(result: RunResult): string {
   return outcomeWord(outcomeOf(result));
 }
 
-/** The cells of one table row, its time at `offsetMinutes` from UTC. The last is the first stderr line, else the spawn error. */
-export function rowCells(row: Row, offsetMinutes = 0): string[] {
+/**
+ * The cells of one table row: first the run id (`id`, its short form unless a longer one is needed
+ * to tell it from another row's), then its time at `offsetMinutes` from UTC, last the first stderr
+ * line, else the spawn error.
+ */
+export function rowCells(row: Row, id = shortRunId(row.record.result.runId), offsetMinutes = 0): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
   const actions = policyActions(row.record);
   const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
+    oneLine(id),
     dateTimeAt(row.record.startedAt, offsetMinutes),
     invocation.event,
     taskId === null ? "-" : `#${oneLine(taskId)}`,
@@ -163,10 +215,14 @@ export function leftOutNote(layout: TableLayout, width: number, json = true): st
   return hiddenNote(hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""), layout, width, json);
 }
 
-/** The whole table, header first, rows in the order given, fitted to `width`, and the note on what it left out (`json`: the command has --json to offer). */
+/**
+ * The whole table, header first, rows in the order given, each id long enough to tell it from the
+ * others, fitted to `width`; and the note on what it left out (`json`: the command has --json to offer).
+ */
 export function formatTable(rows: readonly Row[], opts: { width?: number; offsetMinutes?: number; json?: boolean } = {}): { text: string; note: string } {
   const width = opts.width ?? Number.POSITIVE_INFINITY;
-  const all = [tableHeader(opts.offsetMinutes), ...rows.map((row) => rowCells(row, opts.offsetMinutes))];
+  const ids = shortRunIds(rows.map((r) => r.record.result.runId));
+  const all = [tableHeader(opts.offsetMinutes), ...rows.map((row, i) => rowCells(row, ids[i], opts.offsetMinutes))];
   const layout = tableLayout(columnWidths(all), width);
   return { text: all.map((c) => `${tableLine(c, layout)}\n`).join(""), note: leftOutNote(layout, width, opts.json) };
 }

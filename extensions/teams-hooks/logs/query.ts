@@ -1,5 +1,5 @@
 /**
- * Reading hook logs for people: list the folder, query it (filters, the newest N), find one log, prune,
+ * Reading hook logs for people: list the folder, query it (filters, the newest N), search it, prune,
  * and resolve the team dir. A file that is not a log goes to `onProblem` and is skipped, never thrown.
  * What the folder holds is decided by runner/hook-log.ts (names, `readHookLog`); this module reads the
  * common case faster (synchronous reads, `checkLogRecord`) and hands everything else to it.
@@ -229,6 +229,15 @@ let fastBuffer: Buffer | null = null;
 
 /** A valid log read synchronously, or null for anything `readHookLog` should look at. */
 function readSmallLogSync(file: string): HookLogRecord | null {
+  const bytes = readSmallSync(file);
+  return bytes === null ? null : parseLogBytes(bytes);
+}
+
+/**
+ * The bytes of a small file, read synchronously into the one buffer (valid until the next read), or
+ * null for anything `readHookLog` should look at: a large, unreadable or vanished file.
+ */
+function readSmallSync(file: string): Buffer | null {
   fastBuffer ??= Buffer.allocUnsafe(FAST_READ_BYTES + 1);
   let length: number;
   let fd: number | undefined;
@@ -241,37 +250,39 @@ function readSmallLogSync(file: string): HookLogRecord | null {
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
-  if (length > FAST_READ_BYTES) return null;
+  return length > FAST_READ_BYTES ? null : fastBuffer.subarray(0, length);
+}
+
+function parseLogBytes(bytes: Buffer): HookLogRecord | null {
   let data: unknown;
   try {
-    data = JSON.parse(fastBuffer.toString("utf8", 0, length));
+    data = JSON.parse(bytes.toString("utf8"));
   } catch {
     return null; // not JSON: readHookLog words the problem
   }
   return checkLogRecord(data);
 }
 
+/**
+ * `readCandidates` for the logs among `names` whose bytes hold `needle` (as JSON writes it), newest
+ * first: a search of every log for a run id decodes and parses only the few that can hold it.
+ */
+export async function readLogsHolding(dir: string, names: readonly string[], needle: string, onProblem: ProblemSink, onRow: (row: LogRow) => void): Promise<void> {
+  const wanted = Buffer.from(JSON.stringify(needle).slice(1, -1));
+  for (let i = names.length - 1, n = 0; i >= 0; i--, n++) {
+    if (n > 0 && n % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    const name = names[i];
+    if (name === undefined) continue;
+    const file = fileIn(dir, name);
+    const bytes = readSmallSync(file);
+    if (bytes !== null && !bytes.includes(wanted)) continue;
+    const record = bytes === null ? null : parseLogBytes(bytes);
+    await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // One log
-
-/** What `logs show <id>` found: the file name, its stem, or a unique prefix or suffix of either. */
-export type LogLookup = { kind: "found"; entry: HookLogEntry } | { kind: "none" } | { kind: "ambiguous"; entries: HookLogEntry[] };
-
-/** Pure: picks `id` among listed logs. An exact name or stem wins over prefixes and suffixes. */
-export function lookupLog(entries: readonly HookLogEntry[], id: string): LogLookup {
-  const wanted = id.includes("/") ? path.basename(id) : id;
-  if (wanted === "") return { kind: "none" };
-  const exact = entries.find((e) => e.name === wanted || e.name === `${wanted}.json`);
-  if (exact) return { kind: "found", entry: exact };
-  const matches = entries.filter((e) => e.name.startsWith(wanted) || e.name.endsWith(wanted) || e.name.slice(0, -".json".length).endsWith(wanted));
-  if (matches.length === 0) return { kind: "none" };
-  const [only] = matches;
-  return matches.length === 1 && only ? { kind: "found", entry: only } : { kind: "ambiguous", entries: matches };
-}
-
-export async function findLog(teamDir: string, id: string): Promise<LogLookup> {
-  return lookupLog(await listLogFiles(teamDir), id);
-}
 
 /** Names already in the folder: what `followLogs` should not print again. */
 export async function listedNames(teamDir: string): Promise<string[]> {

@@ -12,7 +12,7 @@ import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import {
   FailureActionSettingSchema,
   FollowupOwnerSettingSchema,
-  MAX_TIMEOUT_MS,
+  LIMIT_RANGES,
   MaxReopensSettingSchema,
   SETTING_ENV,
   SETTING_FLAGS,
@@ -84,6 +84,11 @@ export const EXIT_CODE_MODES = ["v1", "strict"] as const;
 export type ExitCodeMode = (typeof EXIT_CODE_MODES)[number];
 export const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(EXIT_CODE_MODES));
 
+/** `hooks.limits`: each limit a whole number in its range (LIMIT_RANGES); limits left out keep their default. */
+export const LimitsSchema = z.strictObject(
+  Object.fromEntries(Object.entries(LIMIT_RANGES).map(([name, r]) => [name, whole(r.min, r.max).optional()])) as Record<keyof typeof LIMIT_RANGES, z.ZodOptional<ReturnType<typeof whole>>>,
+);
+
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z.looseObject({
   failureAction: FailureActionSettingSchema.nullish(),
@@ -92,13 +97,7 @@ export const HooksBlockSchema = z.looseObject({
   failureMode: FailureModeBlock.nullish(),
   sweep: SweepSettingSchema.nullish(),
   exitCodes: ExitCodesSettingSchema.nullish(),
-  limits: z
-    .strictObject({
-      maxHooksPerEvent: whole(1, 64).optional(),
-      chainDeadlineMs: whole(1, MAX_TIMEOUT_MS).optional(),
-      maxPayloadBytes: whole(1024, 1024 * 1024 * 1024).optional(),
-    })
-    .nullish(),
+  limits: LimitsSchema.nullish(),
   /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
   handlers: HandlersSchema.nullish(),
   /** Task templates the task API creates tasks from (settings/handlers.ts). */

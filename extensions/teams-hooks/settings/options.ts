@@ -28,6 +28,12 @@ function wholeNumber(min: number, max: number) {
 export const FailureActionSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FAILURE_ACTIONS));
 /** `member` | `lead` | `none`; trimmed, any case. */
 export const FollowupOwnerSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FOLLOWUP_OWNERS));
+/** The range of each `hooks.limits` value (settings/hooks-config.ts holds the defaults and the schema). */
+export const LIMIT_RANGES = Object.freeze({
+  maxHooksPerEvent: Object.freeze({ min: 1, max: 64 }),
+  chainDeadlineMs: Object.freeze({ min: 1, max: MAX_TIMEOUT_MS }),
+  maxPayloadBytes: Object.freeze({ min: 1024, max: 1024 * 1024 * 1024 }),
+});
 /** A whole number ≥ 0 (`3`, `"3"`); `0` means never reopen. Rejects `"3abc"`, `-1`, `1.5`. */
 export const MaxReopensSettingSchema = wholeNumber(0, Number.MAX_SAFE_INTEGER);
 /** A whole number of milliseconds in [1, MAX_TIMEOUT_MS]. */

@@ -86,14 +86,15 @@ function safeLeadName(name: string, file: string, warnings: string[]): string {
 export type UpdateHooksResult = { ok: true; file: string; hooks: Record<string, unknown>; created: boolean } | { ok: false; problem: FileProblem };
 
 /**
- * Sets keys of the `hooks` block (a key set to `undefined` is removed), under the config lock, keeping
+ * Sets keys of the `hooks` block (a key set to `undefined` is removed; `patch` may be a function of the
+ * block as it is under the lock, which may throw to write nothing), under the config lock, keeping
  * every other field and key order. A config.json that exists but is not a JSON object, or whose
  * `hooks` is not an object, is returned as a problem and not overwritten. A missing config.json is
  * created with those defaults, so that other team runtimes find a complete file.
  */
 export async function updateHooksConfig(
   teamDir: string,
-  patch: Readonly<Record<string, unknown>>,
+  patch: Readonly<Record<string, unknown>> | ((hooks: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>>),
   options: { label?: string; timeoutMs?: number; now?: Date } = {},
 ): Promise<UpdateHooksResult> {
   const dir = path.resolve(teamDir);
@@ -118,7 +119,8 @@ export async function updateHooksConfig(
         return invalid(file, "hooks", `${file}: hooks: expected an object, got ${describe(current)} — left untouched`);
       }
       const hooks: Record<string, unknown> = { ...(isRecord(current) ? current : {}) };
-      for (const [key, value] of Object.entries(patch)) {
+      // A function sees the block as it is under the lock: a nested key (limits) merges with what is there now.
+      for (const [key, value] of Object.entries(typeof patch === "function" ? patch(hooks) : patch)) {
         if (value === undefined) delete hooks[key];
         else hooks[key] = value;
       }

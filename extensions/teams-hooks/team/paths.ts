@@ -1,7 +1,7 @@
 /**
  * The team-dir layout pi-agent-teams writes (docs/architecture.md, Facts this design rests on), as pure
- * functions of values passed in, and (resolveTeamDirFlags, the one function here that looks at the
- * disk) which team dir a command's flags or working directory name. Every name that becomes a path
+ * functions of values passed in, and (resolveTeamDirFlags and requireDirectory, the functions here
+ * that look at the disk) which team dir a command's flags or working directory name. Every name that becomes a path
  * component goes through `sanitizeName` first.
  */
 import fs from "node:fs/promises";
@@ -124,14 +124,22 @@ export async function resolveTeamDirFlags(input: { teamDir: string | undefined; 
     if (found === null) throw new HooksError("E_USAGE", "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a team dir");
     return found;
   }
+  await requireDirectory(dir, label, "E_TEAM_DIR");
+  return dir;
+}
+
+/**
+ * `dir` is a directory, or a HooksError of `code` says `<label>: no such directory` (or why not):
+ * one line naming what was asked for, for every path a command needs to be there (exit 2).
+ */
+export async function requireDirectory(dir: string, label: string, code: "E_TEAM_DIR" | "E_HOOKS_DIR" | "E_PATH"): Promise<void> {
   try {
     const stat = await fs.stat(dir);
-    if (!stat.isDirectory()) throw new HooksError("E_TEAM_DIR", `${label}: not a directory`);
+    if (!stat.isDirectory()) throw new HooksError(code, `${label}: not a directory`);
   } catch (error) {
     if (error instanceof HooksError) throw error;
-    throw new HooksError("E_TEAM_DIR", `${label}: ${errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error)}`, { cause: error });
+    throw new HooksError(code, `${label}: ${errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error)}`, { cause: error });
   }
-  return dir;
 }
 
 /** `cwd` or the nearest folder above it that looks like a team dir (see resolveTeamDirFlags); null when none does. */

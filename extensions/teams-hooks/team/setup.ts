@@ -3,15 +3,14 @@
  * with flag overrides), hooks dir, working directory, timeout and the effective policy with the source
  * of each value. Shared by `run`, `watch` and the pi extension, so they agree on every default.
  */
-import fs from "node:fs/promises";
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import type { TeamIdentity } from "../contract/team-files.js";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { HooksError } from "../contract/errors.js";
 import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "../settings/hooks-config.js";
 import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "../settings/options.js";
 import { unsafeName } from "../text/messages.js";
-import { isSafeName, resolveHooksDir, resolveTeamDirFlags, sanitizeName } from "./paths.js";
+import { isSafeName, requireDirectory, resolveHooksDir, resolveTeamDirFlags, sanitizeName } from "./paths.js";
 import { loadTeamConfig } from "./config.js";
 
 export interface TeamSetupInput {
@@ -58,11 +57,11 @@ export interface TeamSetup {
   warnings: string[];
 }
 
-/** Throws `E_USAGE` / `E_TEAM_DIR` for a missing or bad flag or directory, naming it. */
+/** Throws `E_USAGE` for a bad flag, `E_TEAM_DIR` / `E_HOOKS_DIR` / `E_PATH` for a directory that is not there, naming it. */
 export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup> {
   const teamDir = await resolveTeamDirFlags({ teamDir: input.teamDir, team: input.team, env: input.env, cwd: input.processCwd });
   const cwd = input.cwd ? path.resolve(input.processCwd, input.cwd) : input.processCwd;
-  if (input.cwd) await requireDirectory(cwd, "--cwd", "E_USAGE");
+  if (input.cwd) await requireDirectory(cwd, `--cwd ${cwd}`, "E_PATH");
 
   const config = await loadTeamConfig(teamDir);
   const identity: TeamIdentity = { ...config.identity };
@@ -73,7 +72,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   // A hooks dir someone named and that is not there means no gate at all: a mistake, never silence.
   // (The default dir missing is how a team without gates looks; `watch` warns about that.)
   if (hooks.source !== "default") {
-    await requireDirectory(hooks.dir, hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR", "E_USAGE");
+    await requireDirectory(hooks.dir, `${hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR"} ${hooks.dir}`, "E_HOOKS_DIR");
   }
   const settings = resolveSettings({
     hooks: config.hooks,
@@ -103,17 +102,6 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
     policy: { policy: settings.values, sources: settings.sources, warnings: [] },
     warnings: [...configWarnings, ...settings.warnings],
   };
-}
-
-async function requireDirectory(dir: string, flag: string, code: "E_USAGE" | "E_TEAM_DIR"): Promise<void> {
-  try {
-    const stat = await fs.stat(dir);
-    if (!stat.isDirectory()) throw new HooksError(code, `${flag} ${dir}: not a directory`);
-  } catch (error) {
-    if (error instanceof HooksError) throw error;
-    const reason = errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error);
-    throw new HooksError(code, `${flag} ${dir}: ${reason}`, { cause: error });
-  }
 }
 
 /** The leader's inbox file is named after it: a name that maps onto another's file is refused. */

@@ -20,6 +20,11 @@ export interface WatchTarget {
   accept: (name: string) => boolean;
   /** Called with the file's absolute path. */
   onHint: (file: string) => void;
+  /**
+   * Called with the absolute path of a file that changed but is not accepted (temp and lock files
+   * excepted); native watching only (polling never looks at such files).
+   */
+  onIgnored?: (file: string) => void;
 }
 
 export interface DirWatcher {
@@ -63,8 +68,9 @@ function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
     try {
       const watcher = fs.watch(target.dir, { persistent: true }, (_type, name) => {
         // Linux always passes the name; without one, nothing tells which file: the scan settles it.
-        if (typeof name !== "string" || isTempOrLock(name) || !target.accept(name)) return;
-        target.onHint(path.join(target.dir, name));
+        if (typeof name !== "string" || isTempOrLock(name)) return;
+        if (target.accept(name)) target.onHint(path.join(target.dir, name));
+        else target.onIgnored?.(path.join(target.dir, name));
       });
       watcher.on("error", (error) => {
         watcher.close();

@@ -1,4 +1,4 @@
-/** `--help` texts of the commands that set up, inspect and read a team: doctor, init, policy, schema, logs, trust. */
+/** `--help` texts of the commands that set up, inspect and read a team: doctor, init, policy, config, schema, logs, trust. */
 
 export const SETUP_HELP: Readonly<Record<string, string>> = {
   doctor: `Usage: pi-teams-hooks doctor [--team-dir DIR | --team ID] [--hooks-dir DIR] [--json]
@@ -21,15 +21,15 @@ Check what would stop a gate from running, without running anything:
   --json                  print the report as one JSON object
   -h, --help              this help
 
-A missing default hooks dir is a warning (no gates at all); a missing --hooks-dir or
-$PI_TEAMS_HOOKS_DIR is an error.
+A missing default hooks dir is a warning (no gates at all); a missing $PI_TEAMS_HOOKS_DIR is an
+error; a --team-dir, --team or --hooks-dir that is not there is exit 2, before any check.
 
 Exit status: 0 no errors (warnings allowed); 1 something would stop a gate from running (a hook
-that cannot start, a hook file skipped with nothing else to run for its event, a named hooks dir
+that cannot start, a hook file skipped with nothing else to run for its event, a $PI_TEAMS_HOOKS_DIR
 that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be
-read); 2 usage error.
+read); 2 usage error, or a team dir or --hooks-dir that is not there.
 `,
-  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR] [--from-claude FILE] [--force]
+  init: `Usage: pi-teams-hooks init [--hooks-dir DIR | --team-dir DIR | --team ID] [--from-claude FILE] [--force]
 
 Copy the example gates (on_task_completed.sh, on_task_failed.mjs, on_idle.sh) from the package's
 hooks/ into a hooks dir, with execute bits, and print what was written.
@@ -45,44 +45,100 @@ other events are listed as not mapped; each is named in the output.
   --hooks-dir DIR         where to put them (default: the global hooks dir: $PI_TEAMS_HOOKS_DIR,
                           relative to the teams root, else <teams root>/_hooks)
   --team-dir DIR          a team dir, to find the teams root when $PI_TEAMS_ROOT_DIR is not set
-                          (the teams root is then its parent folder)
+                          (the teams root is then its parent folder); it must exist
+  --team ID               the team ID under $PI_TEAMS_ROOT_DIR: the gates go to that team's
+                          global hooks dir, where run --team ID looks for them; it must exist
   --from-claude FILE      a Claude Code settings file (.claude/settings.json): write its
                           TaskCompleted and TeammateIdle command hooks as gates
   --force                 replace files that already exist
   -h, --help              this help
 
 Without --hooks-dir, the teams root comes from $PI_TEAMS_ROOT_DIR or --team-dir; with neither
-(and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing.
+(and no absolute $PI_TEAMS_HOOKS_DIR) init says so and writes nothing. init creates the hooks dir,
+not the folders above it: a parent that is not there is exit 2.
 
 Exit status: 0 written; 1 a file already exists (nothing is written; the files are named), the
 dir cannot be written, or the settings file has no TaskCompleted or TeammateIdle command hook
-(nothing is written); 2 usage error, or a settings file that is missing, not JSON or of the wrong
-shape (nothing is written; each problem is named by its JSON path).
+(nothing is written); 2 usage error, a team dir or the hooks dir's parent folder that is not there,
+or a settings file that is missing, not JSON or of the wrong shape (nothing is written; each problem
+is named by its JSON path).
 `,
   policy: `Usage: pi-teams-hooks policy [get] [--team-dir DIR | --team ID] [--json]
        pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]
-                                 [--followup-owner P] [--reset] [--json]
+                                 [--followup-owner P] [--failure-mode [EVENT=]MODE]...
+                                 [--max-hooks-per-event N] [--chain-deadline-ms N]
+                                 [--max-payload-bytes N] [--reset] [--json]
 
 get (the default) prints every setting the leader would apply (failure policy, hook timeout, failure
 mode per event, limits) and where each comes from (config.json "hooks" > environment > default),
 computed as the leader computes it: a "hooks" block with a bad value is refused whole. Warnings go
 to stderr.
-set writes the "hooks" block of config.json under its lock, keeping every other field (a missing
-config.json is created with the defaults), then prints the effective policy.
+set writes the "hooks" block of config.json under its lock, keeping every other field and key (a
+missing config.json is created with the defaults), then prints the effective policy.
 
   --team-dir DIR          the team directory (default: the team dir you are in)
   --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --failure-action A      warn | followup | reopen | reopen_followup
   --max-reopens N         reopens per task before the gate stops reopening (0 = never)
   --followup-owner P      member | lead | none
-  --reset                 remove the three settings from config.json first (the environment and
-                          defaults apply again); flags given with it are then set
+  --failure-mode MODE     what a hook error means (a hook that could not start, timed out, gave an
+                          invalid verdict): open (the event passes) | closed (it fails), for every
+                          event (hooks.failureMode); EVENT=MODE for one event, the others kept
+                          (EVENT: task_completed, task_failed, idle, task_started); repeatable
+  --max-hooks-per-event N
+                          hooks in one event's chain, 1 to 64 (hooks.limits.maxHooksPerEvent)
+  --chain-deadline-ms N   the whole chain of one event, in ms, 1 to 2147483647
+                          (hooks.limits.chainDeadlineMs)
+  --max-payload-bytes N   the context document of one invocation, in bytes, 1024 to 1073741824
+                          (hooks.limits.maxPayloadBytes)
+  --reset                 remove every setting set writes (failureAction, maxReopensPerTask,
+                          followupOwner, failureMode, limits) first: the environment and defaults
+                          apply again; flags given with it are then set
   --json                  print {policy, sources, origins, timeoutMs, failureModes, limits, block,
                           warnings, …} as JSON
   -h, --help              this help
 
-Values are checked before anything is written. Exit status: 0 done; 2 usage error (a bad value
-names its flag), a missing team dir, or a config.json that is not a JSON object (left untouched).
+Values are checked before anything is written; a bad one names its flag, its config.json field and
+what it accepts. Exit status: 0 done; 2 usage error (a bad value), a missing team dir, or a
+config.json that is not a JSON object, or whose failureMode or limits cannot be added to (left
+untouched).
+`,
+  config: `Usage: pi-teams-hooks config [--team-dir DIR | --team ID] [--hooks-dir DIR] [options] [--json]
+
+Print the settings a leader started with the same flags (pi-teams-hooks watch …) would apply, and
+where each comes from (flag, config.json, environment, default), without running anything:
+  Gates     for each event, its whole chain in run order: the v1 file, the on_<event>.d/ files
+            (the team layer <team dir>/hooks replacing or switching off global ones), then the HTTP
+            handlers of config.json hooks.handlers; each with its layer, kind, settings line
+            (timeout, matchers, mode=shadow) and trust state as pi-teams-hooks trust compares it
+            (trusted, CHANGED, NEW, MISSING: a trusted gate that no longer runs; "no record" before
+            the leader's first start); files that look like gates and do not run, with why
+  Settings  the failure policy, hook timeout, failure mode per event, limits, setsid sweep, exit
+            codes, defer timeout, writable fields, confidential, redact env, projection, and the
+            hooks block's state (a block with a bad value is refused whole, and each problem shown)
+Nothing is written: the trust record is read, never recorded.
+
+  --team-dir DIR          the team directory (default: the team dir you are in)
+  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
+  --task-list ID          task list id (default: config.json taskListId, else the team id)
+  --lead NAME             the leader's name (default: config.json leadName, else team-lead)
+  --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
+                          root, else <teams root>/_hooks)
+  --cwd DIR               the hooks' working directory (default: this one)
+  --timeout-ms N          hook timeout (default: $PI_TEAMS_HOOK_TIMEOUT_MS, else 60000)
+  --timeout DURATION      the same as a duration: 90s, 5m, 1.5h (a bare number is seconds)
+  --failure-action A      warn | followup | reopen | reopen_followup
+  --max-reopens N         reopens per task before the gate stops reopening (0 = never)
+  --followup-owner P      member | lead | none
+  --trust-changes         as watch would run with it: gates not as trusted run as they are now
+  --allow-insecure-hooks  as watch would run with it: world-writable gates and gates of another
+                          owner run
+  --json                  print the view as one JSON object: each setting as {value, source,
+                          origin}, each event's gates with their trust
+  -h, --help              this help
+
+Exit status: 0 shown; 1 config.json's "hooks" block is refused (its problems are shown); 2 usage
+error (a bad flag value, a missing team dir or named hooks dir).
 `,
   schema: `Usage: pi-teams-hooks schema [context|log|task|config]
 
@@ -98,21 +154,30 @@ validates with; the same files are in docs/schema/.
 Exit status: 0; 2 an unknown schema name.
 `,
   logs: `Usage: pi-teams-hooks logs [--team-dir DIR | --team ID] [filters] [--limit N] [--json] [--follow]
-       pi-teams-hooks logs show <id> [--json]
+       pi-teams-hooks logs show <id> | last [--task ID] [--failed] [--json]
        pi-teams-hooks logs stats [filters] [--limit N] [--json]
        pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]
 
 Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
 
-  logs            a table, newest last: time (in the machine's time zone, named in the header),
-                  event, task, member, hook, outcome (passed, failed, timed out, error, deferred),
-                  duration, the policy's actions, and the first stderr line (else the spawn error).
-                  It fits the terminal ($COLUMNS through a pipe, else 80): the widest text is cut
-                  with …, and when that is not enough hook, duration, event, member are left out
-                  (said on stderr)
-  logs show <id>  one invocation in full: context, command, exit, timing, policy, stdout, stderr.
-                  <id> is the file name, its stem, or a unique prefix or suffix of it
-                  (e.g. the time "2026-03-01T09-12" or "task-3_2"); several matches are listed
+  logs            a table, newest last: the run's id, time (in the machine's time zone, named in
+                  the header), event, task, member, hook, outcome (passed, failed, timed out, error,
+                  deferred), duration, the policy's actions, and the first stderr line (else the
+                  spawn error). It fits the terminal ($COLUMNS through a pipe, else 80): the widest
+                  text is cut with …, and when that is not enough hook, duration, event, member are
+                  left out (said on stderr)
+  logs show <id>  one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:
+                    the id in the first column of logs, or of the lines of run and watch (the
+                    start of the run id: any 4 characters or more that only it starts with; a
+                    chain's later hooks end in .2, .3…), or the whole run id;
+                    last: the newest run; with --task ID the newest of that task, with --failed
+                    the newest that failed, timed out or errored (a denied gate too); either flag
+                    alone means last;
+                    a time as the table prints it, "2026-03-01 09:12:44" (quoted or not): the
+                    runs that started in that second;
+                    the log's file name, path or stem, or a unique prefix or suffix of the name
+                    ("2026-03-01T09-12", "task-3_2").
+                  Several matches are listed, newest first, with their ids (exit 2)
   logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
                   p95 duration (nearest rank), and the tasks with the most failed runs (a narrow
                   terminal leaves out p50, then p95, then the tasks)
@@ -126,7 +191,7 @@ Team (one of):
 
 Filters (logs and logs stats; all must hold):
   --event E[,E…]          task_completed, task_failed, idle, task_started
-  --task ID               runs for this task
+  --task ID               runs for this task (logs show: the newest run of this task)
   --member NAME           runs caused by this member
   --outcome O[,O…]        passed, failed, timed_out, error, deferred
   --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
@@ -139,18 +204,20 @@ Output and more:
   --json                  NDJSON: one object per line (a log: {"file": …, …the log record})
   -f, --follow            after the table, print new logs as they land (fs.watch plus a rescan
                           every second); stop with Ctrl-C
+  --failed                for show: the newest run that did not pass (failed, timed out, error)
   --keep N, --older-than AGE, --dry-run    for prune (AGE as for --since); --dry-run only lists
   -h, --help              this help
 
 A file in hook-logs/ that is not a readable log is named in a warning on stderr and skipped.
 
 Exit status: 0 done (also when files were skipped); 1 hook-logs/ cannot be listed, the log to show
-matches no file or cannot be read, or prune could not remove a file; 2 usage error (naming the
-flag), a missing team dir, or a show <id> that matches several logs (they are listed).
+cannot be read, or prune could not remove a file; 2 usage error (naming the flag), a missing team
+dir, or a show <id> (or last) that matches no log, or several (they are listed).
 
 Examples:
   pi-teams-hooks logs --team-dir ~/.pi/teams/alpha --outcome failed,timed_out --since 2h
-  pi-teams-hooks logs show 2026-03-01T09-12-44-123Z_task_completed_task-3 --team alpha
+  pi-teams-hooks logs show 4a739620 --team alpha
+  pi-teams-hooks logs show last --failed --task 3 --team alpha
   pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
 `,
   trust: `Usage: pi-teams-hooks trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH…] [--json]

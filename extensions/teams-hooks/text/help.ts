@@ -42,8 +42,9 @@ then the hook logs and where the team dir is. Takes a few seconds.
   run: `Usage: pi-teams-hooks run <event> [--team-dir DIR | --team ID] [options]
 
 Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
-<team dir>/hook-logs/, and print one line. <event> is task_completed, task_failed, idle or
-task_started (a worker claimed the task).
+<team dir>/hook-logs/, and print one line, which ends with the run's id ("(run 4a739620)": pass it
+to logs show; a chain also prints a line per hook, each with its id). <event> is task_completed,
+task_failed, idle or task_started (a worker claimed the task).
 
 Event:
   --task ID               the task (required for task_completed, task_failed and task_started)
@@ -57,7 +58,8 @@ Event:
 
 ${TEAM_FLAGS}
 Output:
-  --json                  print the log record as JSON instead of one line
+  --json                  print the log record as JSON instead of one line (its result.runId;
+                          a chain: the deciding run's record, every run id in runIds)
   -h, --help              this help
 On a terminal, a hook still running after a second says so on stderr (\`running on_idle.sh… 3s\`),
 redrawn in place and cleared when it ends; through a pipe nothing is added.
@@ -70,7 +72,8 @@ to the task within hooks.writableFields (default: metadata); without it nothing 
 
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
 run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
-error (a bad flag, a missing team dir, task file or named hooks dir); 3 the gate deferred (held).
+error (a bad flag, a missing team dir, task file, named hooks dir or --cwd); 3 the gate deferred
+(held).
 
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
@@ -115,8 +118,10 @@ Example:
 
 Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's
 hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the
-hooks and the policy in use, "watching …" once events are taken, "scanned N task(s) …" when the
-start-up scan (which looks at every task file in the background) is done, then one line per event.
+hooks dir, each event's chain of gates in run order, the policy in use (all of it, with each gate's
+trust: pi-teams-hooks config), "watching …" once events are taken, "scanned N task(s) …" when the
+start-up scan (which looks at every task file in the background) is done, then one line per event,
+ending with its deciding run's id ("(run 4a739620)": pass it to logs show).
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
 limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without
@@ -138,12 +143,17 @@ Events and sources:
 
 ${TEAM_FLAGS}
 Output:
-  --json                  print events as NDJSON (times in UTC, ISO 8601)
+  --json                  print events as NDJSON (an event's runId; a chain's every run in runIds;
+                          times in UTC, ISO 8601)
+  -v, --verbose           also say, for each change looked at, whether it became an event and why
+                          not (baseline, in the ledger, same signature, not a task file, no gate, a
+                          gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
   -h, --help              this help
 Event lines give the time on the machine's clock; the "watching" line names its zone. On a
 terminal, hooks running for more than 2 s are shown on a line of their own, redrawn in place.
 
-Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error.
+Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, named hooks dir or
+--cwd that is not there.
 `,
   serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
        pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
@@ -205,7 +215,8 @@ Commands:
   demo            play a small team through a passing, a failing and a fixed gate (npm start)
   doctor          check hooks, team files, policy and locks: what would stop a gate from running
   init            copy the example gates into the hooks dir (or write gates from Claude Code hooks)
-  policy get|set  show or change the team's failure policy (config.json "hooks")
+  policy get|set  show or change the failure policy, failure modes and limits (config.json "hooks")
+  config          show every event's chain of gates with its trust, and every setting with its source
   schema [name]   print the JSON Schema of the context document, a log record, a task or the config
   logs            list, show, follow, summarise and prune the hook logs of a team
   trust           show gates changed since they were trusted, and approve them

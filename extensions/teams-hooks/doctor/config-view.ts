@@ -1,0 +1,230 @@
+/**
+ * `config` as a library: the settings a leader would apply for a given command line, in one view —
+ * each event's whole chain in run order (the v1 file and the `on_<event>.d/` files of both layers, then
+ * the HTTP handlers), each gate with its own settings line and its trust state, then every setting of
+ * the `hooks` block with where it came from. Read-only: the trust record is compared, never written.
+ * Data only; the CLI prints it. `chainSummary` is the short form the `watch` banner prints.
+ */
+import path from "node:path";
+import type { HookEventName } from "../contract/contract.js";
+import { chainDirName, discoverChains, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../runner/chain.js";
+import { insecurity, readHookSettings } from "../runner/discover.js";
+import { checkChainTrust, fingerprint, type ChainTrust } from "../runner/trust.js";
+import { readTrust, trustFile } from "../runner/trust-store.js";
+import { describeSettings } from "../settings/hook-line.js";
+import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";
+import type { EffectivePolicy } from "../settings/options.js";
+import type { TeamSetup } from "../team/setup.js";
+
+/**
+ * A gate's trust, as `pi-teams-hooks trust` compares it: `trusted` as recorded; `changed` (content or
+ * mode) or `new` since: its events fail until approved; `missing`: a trusted gate that no longer runs;
+ * `no_record`: no record yet, so the leader's first start trusts what is there.
+ */
+export type TrustState = "trusted" | "changed" | "new" | "missing" | "no_record";
+
+/** One gate of an event's chain. */
+export interface GateView {
+  /** The gate's name relative to its layer: `on_idle.sh`, `on_idle.d/10-lint.sh`, `http:ci`. */
+  name: string;
+  /** What the policy and the logs call it (`on_idle`, `on_idle.d/10-lint.sh`, `http:ci`). */
+  gate: string;
+  kind: ChainHook["kind"];
+  layer: ChainLayer;
+  /** The file, or a handler's gate name: the trust record's key. */
+  path: string;
+  /** How it starts: `bash FILE`, `POST <url>`. */
+  command: string[];
+  /** The settings line as applied (`timeout=30s mode=shadow`); null when there is none (or for a handler). */
+  settings: string | null;
+  /** A settings line the runner refuses: the gate does not run, and its events fail (hook_settings). */
+  settingsError: string | null;
+  trust: TrustState;
+  /** What changed, for `changed` and `missing` (`sha256 1a2b… → 3c4d…`, `deleted`). */
+  trustDetail: string | null;
+  /** Why others could rewrite the file (refused as insecure_hook unless --allow-insecure-hooks); null when not. */
+  insecure: string | null;
+}
+
+export interface EventView {
+  failureMode: SettingsReport["failureModes"][HookEventName];
+  /** What runs, in order. */
+  gates: GateView[];
+  /** Trusted gates that no longer run for the event (its events fail as gate_missing until approved). */
+  missing: GateView[];
+  /** Files that look like gates and do not run, for reasons worth fixing (not the ones switched off on purpose). */
+  skipped: ChainSkip[];
+}
+
+type FlagOr<T> = Effective<T, "flag" | "default">;
+
+export interface ConfigView {
+  teamDir: string;
+  configFile: string;
+  taskListId: string;
+  leadName: string;
+  /** The hooks' working directory. */
+  cwd: string;
+  hooksDir: Effective<string, "flag" | "env" | "default">;
+  teamHooksDir: string;
+  trustRecord: { file: string; state: "ok" | "none" | "invalid"; gates: number; problem: string | null };
+  events: Record<HookEventName, EventView>;
+  /** Every setting with its value, source and origin (`flag`, `config`, `env`, `default`). */
+  settings: SettingsView;
+  block: SettingsReport["block"];
+}
+
+export interface SettingsView {
+  failureAction: Effective<EffectivePolicy["failureAction"]>;
+  maxReopensPerTask: Effective<number>;
+  followupOwner: Effective<EffectivePolicy["followupOwner"]>;
+  timeoutMs: SettingsReport["timeoutMs"];
+  failureModes: SettingsReport["failureModes"];
+  limits: SettingsReport["limits"];
+  sweep: SettingsReport["sweep"];
+  exitCodes: SettingsReport["exitCodes"];
+  deferTimeoutMs: SettingsReport["deferTimeoutMs"];
+  writableFields: SettingsReport["writableFields"];
+  projection: SettingsReport["projection"];
+  confidential: SettingsReport["confidential"];
+  redactEnv: SettingsReport["redactEnv"];
+  trustChanges: FlagOr<boolean>;
+  allowInsecureHooks: FlagOr<boolean>;
+}
+
+/** Skips that say a gate meant to run does not (a bad name, no execute bit, an unreadable dir…). */
+const PROBLEM_SKIPS: ReadonlySet<ChainSkip["code"]> = new Set(["bad_name", "unusable", "dir_unusable", "disables_nothing"]);
+
+/** The whole view for `setup` (resolved from the command line as `watch` resolves it). Never writes. */
+export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: boolean; allowInsecureHooks: boolean }): Promise<ConfigView> {
+  const { teamDir } = setup.identity;
+  const read = readTrust(teamDir);
+  // As `trust` and doctor read it: an unreadable record trusts nothing; no record compares nothing.
+  const record = read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
+  const layers = { global: path.resolve(setup.hooksDir), team: path.resolve(setup.teamHooksDir) };
+  const report = settingsReport(setup.settings);
+  const uid = process.getuid?.() ?? null;
+  const events = {} as Record<HookEventName, EventView>;
+  for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
+    const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
+    const gates = chain.hooks.map((hook) => gateView(hook, event, layers, checked, record !== null, uid));
+    const missing = checked.changes.filter((c) => c.change === "removed").map((c) => missingView(c.path, c.detail, event, layers));
+    events[event] = { failureMode: report.failureModes[event], gates, missing, skipped: chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code)) };
+  }
+  const flagOr = (value: boolean, flag: string): FlagOr<boolean> => (value ? { value, source: "flag", origin: flag } : { value, source: "default", origin: "default" });
+  const hooksDirOrigin = setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
+  const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({ value: report.values[key], source: report.sources[key], origin: report.origins[key] });
+  return {
+    teamDir,
+    configFile: setup.configFile,
+    taskListId: setup.identity.taskListId,
+    leadName: setup.identity.leadName,
+    cwd: setup.cwd,
+    hooksDir: { value: setup.hooksDir, source: setup.hooksDirSource, origin: hooksDirOrigin },
+    teamHooksDir: setup.teamHooksDir,
+    trustRecord: {
+      file: trustFile(teamDir),
+      state: read.state,
+      gates: read.state === "ok" ? Object.keys(read.record.gates).length : 0,
+      problem: read.state === "invalid" ? read.problem : null,
+    },
+    events,
+    settings: {
+      failureAction: policy("failureAction"),
+      maxReopensPerTask: policy("maxReopensPerTask"),
+      followupOwner: policy("followupOwner"),
+      timeoutMs: report.timeoutMs,
+      failureModes: report.failureModes,
+      limits: report.limits,
+      sweep: report.sweep,
+      exitCodes: report.exitCodes,
+      deferTimeoutMs: report.deferTimeoutMs,
+      writableFields: report.writableFields,
+      projection: report.projection,
+      confidential: report.confidential,
+      redactEnv: report.redactEnv,
+      trustChanges: flagOr(opts.trustChanges, "--trust-changes"),
+      allowInsecureHooks: flagOr(opts.allowInsecureHooks, "--allow-insecure-hooks"),
+    },
+    block: report.block,
+  };
+}
+
+function gateView(hook: ChainHook, event: HookEventName, layers: { global: string; team: string }, checked: ChainTrust, hasRecord: boolean, uid: number | null): GateView {
+  const file = hook.hook.hookPath;
+  const change = checked.changes.find((c) => c.path === file);
+  const trust: TrustState = !hasRecord ? "no_record" : change?.change === "new" ? "new" : change?.change === "changed" ? "changed" : "trusted";
+  let settings: string | null = null;
+  let settingsError: string | null = null;
+  let insecure: string | null = null;
+  if (hook.kind !== "http") {
+    const read = readHookSettings(file, event);
+    if (!read.ok) settingsError = read.error;
+    else if (read.settings) settings = describeSettings(read.settings) || null;
+    const fp = fingerprint(file);
+    insecure = "problem" in fp ? null : insecurity(fp, uid);
+  }
+  return {
+    name: displayName(hook, event),
+    gate: gateName(hook, event),
+    kind: hook.kind,
+    layer: hook.layer,
+    path: file,
+    command: [hook.hook.command, ...hook.hook.args],
+    settings,
+    settingsError,
+    trust,
+    trustDetail: trust === "changed" ? (change?.detail ?? null) : null,
+    insecure,
+  };
+}
+
+/** A trusted gate no longer in the chain: named by its place in its layer when it is a file of one. */
+function missingView(gatePath: string, detail: string, event: HookEventName, layers: { global: string; team: string }): GateView {
+  const http = !path.isAbsolute(gatePath);
+  const inChainDir = path.basename(path.dirname(gatePath)) === chainDirName(event);
+  const layerDir = inChainDir ? path.dirname(path.dirname(gatePath)) : path.dirname(gatePath);
+  const layer: ChainLayer = http || layerDir === layers.team ? "team" : "global";
+  const name = http ? gatePath : inChainDir ? `${chainDirName(event)}/${path.basename(gatePath)}` : path.basename(gatePath);
+  const kind: ChainHook["kind"] = http ? "http" : inChainDir ? "chain" : "v1";
+  return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null };
+}
+
+/** The name people recognise: the file within its layer (`on_idle.d/10-lint.sh`), or `http:<name>`. */
+function displayName(hook: ChainHook, event: HookEventName): string {
+  if (hook.kind === "http") return hook.name;
+  return hook.kind === "v1" ? hook.name : `${chainDirName(event)}/${hook.name}`;
+}
+
+/** One gate of a chain as the `watch` banner names it. */
+export interface ChainEntry {
+  name: string;
+  layer: ChainLayer;
+  kind: ChainHook["kind"];
+  path: string;
+  /** Its settings line says `mode=shadow`: it runs and is logged, and decides nothing. */
+  shadow: boolean;
+}
+
+/** An event's chain, in run order, as the `watch` banner names it. */
+export function chainEntries(chain: ChainDiscovery, event: HookEventName): ChainEntry[] {
+  return chain.hooks.map((hook) => {
+    const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
+    return { name: displayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow: read?.ok === true && read.settings?.mode === "shadow" };
+  });
+}
+
+/**
+ * An event's chain in one short line, in run order: `on_task_completed.sh, on_task_completed.d/10-lint.sh
+ * (team), http:ci`; a file of the team layer or in shadow mode says so; `none` when nothing runs.
+ */
+export function chainSummary(entries: readonly ChainEntry[]): string {
+  if (entries.length === 0) return "none";
+  const notes = (e: ChainEntry): string[] => [...(e.kind !== "http" && e.layer === "team" ? ["team"] : []), ...(e.shadow ? ["shadow"] : [])];
+  return entries.map((e) => `${e.name}${notes(e).length > 0 ? ` (${notes(e).join(", ")})` : ""}`).join(", ");
+}
+
+/** Skipped files worth a word at start (`path: reason`), as `chainSummary`'s companion. */
+export function chainProblems(chain: ChainDiscovery): string[] {
+  return chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code)).map((s) => `${s.path}: ${s.reason}`);
+}
