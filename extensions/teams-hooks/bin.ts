@@ -38,6 +38,8 @@ process.exitCode = await main(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   isTTY: Boolean(process.stdout.isTTY),
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
+  stderrIsTTY: Boolean(process.stderr.isTTY),
   stopSignal,
 });
 // Signal listeners keep nothing alive, but a finished command should not wait for a stray timer.

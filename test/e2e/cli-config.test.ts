@@ -153,7 +153,7 @@ describe("pi-teams-hooks policy set: failure modes and limits", () => {
       failureMode: { task_completed: "open", task_failed: "open", idle: "open", task_started: "closed" },
       limits: { maxHooksPerEvent: 8, chainDeadlineMs: 60000 },
     });
-    const get = await runBin(["policy", "get", "--team-dir", team.teamDir]);
+    const get = await runBin(["policy", "get", "--team-dir", team.teamDir], { env: { COLUMNS: "200" } }); // every origin whole
     expect(get.stdout).toContain("  failure mode idle           open             config.json hooks.failureMode.idle\n");
     expect(get.stdout).toContain("  failure mode task_started   closed           config.json hooks.failureMode.task_started\n");
     expect(get.stdout).toContain("  chain deadline              60000ms          config.json hooks.limits.chainDeadlineMs\n");

@@ -47,6 +47,9 @@ async function threeRuns(rig: LeaderRig): Promise<ThreeRuns> {
 }
 
 /** `logs show …` in the team. */
+/** A terminal wide enough for every column of the table (narrow ones: cli-terminal.test.ts). */
+const WIDE = { env: { COLUMNS: "250" } };
+
 function show(team: TempTeam, ...args: string[]): ReturnType<typeof runBin> {
   return runBin(["logs", "show", ...args, "--team-dir", team.teamDir]);
 }
@@ -71,7 +74,7 @@ describe.concurrent("logs show finds a run", () => {
     const { expect } = context;
     const { team, pass1, fail2, pass2 } = await threeRuns(outerRig.scoped(context));
 
-    const table = await runBin(["logs", "--team-dir", team.teamDir]);
+    const table = await runBin(["logs", "--team-dir", team.teamDir], WIDE);
     expect(table.code).toBe(0);
     expect(table.stdout.split("\n")[0]).toMatch(/^id {8}time \(UTC\) /);
     expect(idColumn(table.stdout)).toEqual([pass1, fail2, pass2]);
@@ -144,7 +147,7 @@ describe.concurrent("logs show finds a run", () => {
     const rig = outerRig.scoped(context);
     const { team, fail2, pass2 } = await threeRuns(rig);
 
-    const listed = await show(team, "task-2");
+    const listed = await runBin(["logs", "show", "task-2", "--team-dir", team.teamDir], WIDE);
     expect(listed.code).toBe(2);
     expect(listed.stdout).toBe("");
     const lines = listed.stderr.trimEnd().split("\n");
@@ -186,7 +189,7 @@ describe.concurrent("logs show by the table's time, and ids that share their sta
     await writeHookLog(team.teamDir, record(team, "2026-03-01T09:00:00.900Z", "2", b));
     const lone = await writeHookLog(team.teamDir, record(team, "2026-03-01T09:00:01.000Z", "3", c));
 
-    const table = (await runBin(["logs", "--team-dir", team.teamDir])).stdout.trimEnd().split("\n");
+    const table = (await runBin(["logs", "--team-dir", team.teamDir], WIDE)).stdout.trimEnd().split("\n");
     const times = table.slice(1).map((line) => line.split(/ {2,}/)[1] ?? "");
     expect(times).toEqual(["2026-03-01 09:00:00", "2026-03-01 09:00:00", "2026-03-01 09:00:01"]);
 
@@ -211,7 +214,7 @@ describe.concurrent("logs show by the table's time, and ids that share their sta
     await writeHookLog(team.teamDir, record(team, "2026-03-01T09:00:00.050Z", "1", `${A}.2`));
     await writeHookLog(team.teamDir, record(team, "2026-03-01T09:05:00.000Z", "2", B));
 
-    const table = await runBin(["logs", "--team-dir", team.teamDir]);
+    const table = await runBin(["logs", "--team-dir", team.teamDir], WIDE);
     expect(idColumn(table.stdout)).toEqual(["4a739620-51", "4a739620.2", "4a739620-5f"]);
     for (const [id, runId] of [["4a739620-51", A], ["4a739620.2", `${A}.2`], ["4a739620-5f", B], ["4a73.2", `${A}.2`]] as const) {
       expect(runIdOf((await show(team, id)).stdout), id).toBe(runId);

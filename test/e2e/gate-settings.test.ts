@@ -45,7 +45,7 @@ describe("gate settings under a running leader", () => {
     expect((await listTaskFiles(team.teamDir, team.taskListId)).length).toBe(3); // bob's follow-up only
     expect(await leader.stop()).toMatchObject({ code: 0 });
 
-    const table = await runBin(["logs", "--team-dir", team.teamDir]);
+    const table = await runBin(["logs", "--team-dir", team.teamDir], { env: { COLUMNS: "200" } }); // every column
     expect(table.stdout).toMatch(/#1 +alice +10-bob\.sh +skipped .*\(members=bob: member alice does not match\)/);
     expect(table.stdout).toMatch(/#1 +alice +on_task_completed\.sh +shadow: failed/);
     const stats = await runBin(["logs", "stats", "--team-dir", team.teamDir]);

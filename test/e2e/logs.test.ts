@@ -61,7 +61,7 @@ describe("logs through the built binary", () => {
     teams.push(team);
     await writeHookLog(team.teamDir, record(team.teamDir, "2026-03-01T08:00:00.000Z", "1", "passed"));
 
-    const child = spawn(process.execPath, [BIN, "logs", "--team-dir", team.teamDir, "--follow"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } });
+    const child = spawn(process.execPath, [BIN, "logs", "--team-dir", team.teamDir, "--follow"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", COLUMNS: "200" } }); // wide: every column (narrow ones: cli-terminal.test.ts)
     let stdout = "";
     let stderr = "";
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));

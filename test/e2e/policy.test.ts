@@ -18,7 +18,8 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
   const base: Record<string, string | undefined> = { ...process.env };
   for (const name of POLICY_ENV) delete base[name];
   try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], { env: { ...base, ...env } });
+    // A wide terminal: the settings rows whole (narrow ones: cli-terminal.test.ts).
+    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], { env: { ...base, COLUMNS: "200", ...env } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: unknown; stdout?: string; stderr?: string };

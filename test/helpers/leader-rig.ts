@@ -301,13 +301,18 @@ async function buildIfStale(): Promise<void> {
 
 /**
  * Runs `pi-teams-hooks <args>` to its end, with the test's environment minus every PI_TEAMS_* variable
- * (plus `env`), and returns its exit code and output. Never rejects for a non-zero exit.
+ * (plus `env`; a variable given as undefined is removed), and returns its exit code and output. Never
+ * rejects for a non-zero exit.
  */
-export function runBin(args: string[], opts: { env?: Record<string, string>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runBin(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env: Record<string, string> = { NO_COLOR: "1" };
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
+  for (const [key, value] of Object.entries(opts.env ?? {})) {
+    if (value === undefined) delete env[key];
+    else env[key] = value;
+  }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...env, ...opts.env }, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [BIN, ...args], { env, cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));

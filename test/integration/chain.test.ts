@@ -349,7 +349,7 @@ describe("doctor shows the chain", () => {
     const io: CliIo = {
       stdout: (t) => void (stdout += t),
       stderr: () => undefined,
-      env: BASE_ENV,
+      env: { ...BASE_ENV, COLUMNS: "400" }, // a wide terminal: each hook's whole command
       cwd: root,
       isTTY: false,
       stopSignal: new Promise<string>(() => {}),

@@ -136,10 +136,20 @@ describe("time bounds", () => {
     ["2026-03-01", Date.parse("2026-03-01T00:00:00.000Z")],
     ["2026-03-01T09:00:00Z", Date.parse("2026-03-01T09:00:00.000Z")],
     ["2026-03-01T11:00:00+02:00", Date.parse("2026-03-01T09:00:00.000Z")],
-    ["2026-03-01T09:00", Date.parse("2026-03-01T09:00:00.000Z")], // UTC, like the times shown: not local
+    ["2026-03-01T09:00", Date.parse("2026-03-01T09:00:00.000Z")], // at the offset given (default Z), never at JavaScript's local time
     ["2026-03-01T09:00:00.250", Date.parse("2026-03-01T09:00:00.250Z")],
   ])("ISO %s", (text, ms) => {
     expect(parseTimeBound(text, now)).toBe(ms);
+  });
+
+  it.each([
+    ["2026-03-01", "+09:00", Date.parse("2026-02-28T15:00:00.000Z")], // midnight in Tokyo
+    ["2026-03-01T09:00", "+09:00", Date.parse("2026-03-01T00:00:00.000Z")],
+    ["2026-03-01 09:00:30", "-03:30", Date.parse("2026-03-01T12:30:30.000Z")], // as the table prints it
+    ["2026-03-01T09:00:00Z", "+09:00", Date.parse("2026-03-01T09:00:00.000Z")], // its own offset wins
+    ["2026-03-01T11:00:00+02:00", "+09:00", Date.parse("2026-03-01T09:00:00.000Z")],
+  ])("ISO %s read at %s, the offset the table shows", (text, offset, ms) => {
+    expect(parseTimeBound(text, now, offset)).toBe(ms);
   });
 
   it.each(["", "2", "2y", "-2h", "yesterday", "03/01/2026", "2026-02-30T99:00:00Z"])("%j is neither", (text) => {

@@ -96,7 +96,7 @@ async function logs(args: string[], env: Record<string, string | undefined> = {}
   const io: CliIo = {
     stdout: (text) => (stdout += text),
     stderr: (text) => (stderr += text),
-    env,
+    env: { COLUMNS: "400", ...env }, // a wide table: every column whole (narrow ones: e2e/cli-terminal.test.ts)
     cwd: process.cwd(),
     isTTY: false,
     stopSignal: new Promise<string>(() => {}),

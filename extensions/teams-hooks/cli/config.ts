@@ -17,6 +17,7 @@ import { FailureActionSettingSchema, FollowupOwnerSettingSchema, LIMIT_RANGES, M
 import { loadTeamConfig, updateHooksConfig } from "../team/config.js";
 import { resolveTeamDirFlags } from "../team/paths.js";
 import { resolveTeamSetup } from "../team/setup.js";
+import { terminalWidth } from "../text/terminal.js";
 
 /** What `policy set` writes, and `--reset` removes. */
 const SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner", "failureMode", "limits"] as const satisfies ReadonlyArray<keyof EffectivePolicy | "failureMode" | "limits">;
@@ -62,7 +63,7 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
     const { values, ...rest } = report;
     io.stdout(`${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: values, ...rest, warnings })}\n`);
   } else {
-    io.stdout(`${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report)}`);
+    io.stdout(`${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report, terminalWidth(io))}`);
   }
   return 0;
 }
@@ -168,7 +169,7 @@ export async function configCommand(args: ParsedArgs, io: CliIo): Promise<number
   // The block's problems are part of the view; the other warnings (environment values, config.json identity fields) go to stderr.
   const warnings = setup.warnings.filter((w) => !view.block.problems.includes(w));
   for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
-  io.stdout(v.json ? `${JSON.stringify({ ...view, warnings }, null, 2)}\n` : renderConfig(view));
+  io.stdout(v.json ? `${JSON.stringify({ ...view, warnings }, null, 2)}\n` : renderConfig(view, terminalWidth(io)));
   return view.block.valid ? 0 : 1;
 }
 
@@ -181,8 +182,8 @@ const TRUST_WORDS: Readonly<Record<GateView["trust"], string>> = {
 };
 const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = { v1: "file", chain: ".d file", http: "http" };
 
-/** The human view: where things are, each event's chain in run order, then every setting with its origin. */
-export function renderConfig(view: ConfigView): string {
+/** The human view: where things are, each event's chain in run order, then every setting with its origin (the settings rows fit `columns`). */
+export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINITY): string {
   const row = (name: string, value: string, origin = ""): string => `  ${name.padEnd(27)} ${origin ? `${value.padEnd(16)} ${origin}` : value}\n`;
   const record = view.trustRecord;
   let out = `pi-teams-hooks config: ${view.teamDir}\n`;
@@ -229,7 +230,7 @@ export function renderConfig(view: ConfigView): string {
     ...s,
     handlers: [],
     templates: {},
-  });
+  }, columns);
   out += row("trust changes", s.trustChanges.value ? "yes" : "no", s.trustChanges.origin);
   out += row("allow insecure hooks", s.allowInsecureHooks.value ? "yes" : "no", s.allowInsecureHooks.origin);
   const block = view.block;

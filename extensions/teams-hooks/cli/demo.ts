@@ -17,6 +17,7 @@ import { queryLogs } from "../logs/query.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
 import { updateTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
+import { localClock, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
@@ -54,7 +55,7 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
       if (notice.kind !== "event") return;
       events.push(notice.report);
       // The demo has no idle hook: "idle: no hook" lines would only be noise here.
-      if (notice.report.outcome !== "no_hook") say(`  leader │ ${eventLine(notice.report, wantsColour(io))}`);
+      if (notice.report.outcome !== "no_hook") say(`  leader │ ${eventLine(notice.report, wantsColour(io), localClock)}`);
       waiters.splice(0).forEach((wake) => wake());
     },
   });
@@ -101,7 +102,7 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   }
 
   say(`\nhook logs (${path.join(teamDir, "hook-logs")}):`);
-  say(await logsTable(teamDir));
+  say(await logsTable(teamDir, terminalWidth(io)));
   say(`\nteam dir: ${teamDir}\nlook around: tasks/demo/*.json (qualityGate* metadata), mailboxes/demo/inboxes/brian.json, hook-logs/`);
   return 0;
 }
@@ -122,8 +123,9 @@ async function complete(teamDir: string, workspace: string, taskId: string, memb
   await appendMessage(teamDir, "team", "team-lead", { from: member, text: JSON.stringify(note), timestamp: now, read: false });
 }
 
-/** The `logs` table of the demo team (logs/format.ts), every log; a log that cannot be read is left out. */
-async function logsTable(teamDir: string): Promise<string> {
+/** The `logs` table of the demo team (logs/format.ts) in `width` columns, every log; a log that cannot be read is left out. */
+async function logsTable(teamDir: string, width: number): Promise<string> {
   const { rows } = await queryLogs(teamDir, { filter: {}, onProblem: () => undefined });
-  return formatTable(rows).trimEnd();
+  const table = formatTable(rows, { width, offsetMinutes: localOffsetMinutes(Date.now()), json: false });
+  return `${table.text}${table.note}`.trimEnd();
 }

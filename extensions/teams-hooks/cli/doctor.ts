@@ -8,6 +8,8 @@ import { HOOK_BASE_NAMES } from "../contract/contract.js";
 import { type Check, type CheckLevel, type DoctorReport, type EventHookReport, diagnose } from "../doctor/diagnose.js";
 import { HooksError } from "../contract/errors.js";
 import { requireDirectory, resolveTeamDirFlags } from "../team/paths.js";
+import { terminalWidth } from "../text/terminal.js";
+import { displayWidth, padEnd, truncate } from "../text/width.js";
 
 export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -18,7 +20,7 @@ export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number
   const hooksFlag = str(v["hooks-dir"]);
   if (hooksFlag !== undefined) await requireDirectory(path.resolve(io.cwd, hooksFlag), `--hooks-dir ${path.resolve(io.cwd, hooksFlag)}`, "E_HOOKS_DIR");
   const report = await diagnose({ teamDir, hooksDir: str(v["hooks-dir"]), env: io.env, cwd: io.cwd });
-  io.stdout(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, wantsColour(io)));
+  io.stdout(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, wantsColour(io), terminalWidth(io)));
   return report.errors > 0 ? 1 : 0;
 }
 
@@ -29,8 +31,12 @@ const MARKS: Readonly<Record<CheckLevel, { unicode: string; ascii: string; colou
   error: { unicode: "✗", ascii: "FAIL", colour: "red" },
 };
 
-/** The human report: one section per concern, one line per check, worst first within an event. */
-export function renderReport(report: DoctorReport, colour: boolean): string {
+/**
+ * The human report: one section per concern, one line per check, worst first within an event. The
+ * hook rows and the settings rows fit `width` (their commands, values and origins are cut with `…`);
+ * a check's message is never cut (it says what to fix): the terminal wraps it.
+ */
+export function renderReport(report: DoctorReport, colour: boolean, width = Number.POSITIVE_INFINITY): string {
   const mark = (level: CheckLevel): string => (colour ? paint(MARKS[level].unicode, MARKS[level].colour, true) : MARKS[level].ascii);
   const line = (check: Check, indent = "  "): string => `${indent}${mark(check.level)} ${check.message}\n`;
   const heading = (title: string): string => (colour ? `\u001b[1m${title}\u001b[0m\n` : `${title}\n`);
@@ -49,9 +55,11 @@ export function renderReport(report: DoctorReport, colour: boolean): string {
     }
     const hooks = event.chain.hooks;
     out += `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ${hooks.length === 0 ? "no hook" : `${hooks.length} hook(s), in this order:`}\n`;
-    const width = Math.max(...hooks.map((h) => h.name.length));
+    const nameWidth = Math.max(...hooks.map((h) => displayWidth(h.name)));
     for (const [index, hook] of hooks.entries()) {
-      out += `    ${index + 1}. ${hook.layer.padEnd(6)} ${hook.name.padEnd(width)}  ${hook.command.map(shellWord).join(" ")}\n`;
+      const head = `    ${index + 1}. ${hook.layer.padEnd(6)} ${padEnd(hook.name, nameWidth)}  `;
+      // The command gives way to a narrow terminal, down to 12 columns; the name never does.
+      out += `${head}${truncate(hook.command.map(shellWord).join(" "), Math.max(12, width - displayWidth(head)))}\n`;
     }
     for (const check of [...event.checks, ...event.chain.checks]) out += line(check, "    ");
   }
@@ -60,7 +68,7 @@ export function renderReport(report: DoctorReport, colour: boolean): string {
   for (const check of report.team.checks) out += line(check);
 
   out += `\n${heading("Policy (config.json hooks > environment > default; flags of watch and run override)")}`;
-  out += settingsRows(report.policy);
+  out += settingsRows(report.policy, width);
   for (const check of report.policy.checks) out += line(check);
 
   if (report.team.identity) {

@@ -5,6 +5,8 @@ import { HooksError } from "../contract/errors.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
 import type { EventReport } from "../leader/notices.js";
 import { formatDuration, formatSpan } from "../text/messages.js";
+import { colourEnabled, runningText } from "../text/terminal.js";
+import { type ColumnSpec, fitTable, naturalWidths, tableRow } from "../text/table.js";
 import { shortRunId } from "../logs/format.js";
 import type { TeamSetupInput } from "../team/setup.js";
 
@@ -15,6 +17,10 @@ export interface CliIo {
   cwd: string;
   /** True when stdout is a terminal (colour, progress). */
   isTTY: boolean;
+  /** The terminal's width when stdout is one (`process.stdout.columns`); text/terminal.ts `terminalWidth` decides. */
+  columns?: number;
+  /** True when stderr is a terminal: `run`'s "still running" line goes there, so that stdout stays clean. */
+  stderrIsTTY?: boolean;
   /** Resolves when the user asks to stop (SIGINT / SIGTERM); long-running commands race it. */
   stopSignal: Promise<string>;
 }
@@ -68,9 +74,9 @@ export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInp
   };
 }
 
-/** Colour only for a person at a terminal: not when piped, not with NO_COLOR, not on a dumb terminal. */
+/** Colour for stdout: text/terminal.ts `colourEnabled` (NO_COLOR, FORCE_COLOR, else a terminal that is not dumb). */
 export function wantsColour(io: Pick<CliIo, "isTTY" | "env">): boolean {
-  return io.isTTY && !io.env.NO_COLOR && io.env.TERM !== "dumb";
+  return colourEnabled(io);
 }
 
 const COLOURS = { green: 32, red: 31, yellow: 33, dim: 2 } as const;
@@ -86,8 +92,8 @@ export function paint(text: string, colour: Colour, enabled: boolean): string {
  * for CI → held until <time> (run <id>)`, the whole id that `decide` takes; its decision:
  * `… denied by ci after 8m 53s (deferred run <id>): denied • 2 tests fail → reopened (1/3), nudge alice (run 5b6a8c24)`.
  */
-export function eventLine(r: EventReport, colour = false): string {
-  const time = paint(r.time.slice(11, 19), "dim", colour);
+export function eventLine(r: EventReport, colour = false, clock: (iso: string) => string = utcClock): string {
+  const time = paint(clock(r.time), "dim", colour);
   const who = r.member ? ` ${r.member}` : "";
   const label = r.taskId ? `${r.event} #${r.taskId}` : r.event;
   if (r.outcome === "no_hook") return `${time} ${label}${who}: no hook`;
@@ -105,6 +111,11 @@ export function eventLine(r: EventReport, colour = false): string {
   return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
 }
 
+/** `10:31:07` of an ISO time, in UTC. */
+function utcClock(iso: string): string {
+  return iso.slice(11, 19);
+}
+
 /** A held gate's summary after the word `deferred` the line already says: ` (ci.pending): waiting for CI`, `: waiting for CI`, or nothing. */
 export function heldDetail(summary: string): string {
   const rest = summary.replace(/^deferred/, "");
@@ -118,7 +129,7 @@ export function heldDetail(summary: string): string {
  *   failure mode task_completed closed           default
  * ```
  */
-export function settingsRows(report: Omit<SettingsReport, "block" | "sources">): string {
+export function settingsRows(report: Omit<SettingsReport, "block" | "sources">, width = Number.POSITIVE_INFINITY): string {
   const rows: Array<[string, string, string]> = [
     ["failure action", report.values.failureAction, report.origins.failureAction],
     ["max reopens per task", String(report.values.maxReopensPerTask), report.origins.maxReopensPerTask],
@@ -136,8 +147,13 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">):
     ["redact env", report.redactEnv.value.join(", ") || "-", report.redactEnv.origin],
     ...projectionRows(report.projection),
   ];
-  return rows.map(([name, value, origin]) => `  ${name.padEnd(27)} ${value.padEnd(16)} ${origin}\n`).join("");
+  // Each row laid out on its own, as ever: a long value pushes only its own origin.
+  const opts = { width, gap: 1, indent: "  " };
+  return rows.map((cells) => `${tableRow(cells, fitTable(naturalWidths([cells], 3, [27, 16]), SETTINGS_COLUMNS, opts), SETTINGS_COLUMNS, opts)}\n`).join("");
 }
+
+/** A settings row gives way to a narrow terminal by cutting a long value or origin. */
+const SETTINGS_COLUMNS: readonly ColumnSpec[] = [{}, { min: 16 }, { min: 12 }];
 
 /** One `projection` row per projected gate (`<gate>: <fields>`); one `-` row without a projection. */
 function projectionRows(projection: SettingsReport["projection"]): Array<[string, string, string]> {
@@ -148,21 +164,30 @@ function projectionRows(projection: SettingsReport["projection"]): Array<[string
 
 /**
  * On a terminal, one status line under the output that says which hooks have been running for more
- * than two seconds, and for how long; cleared before every other line is printed.
+ * than `afterMs`, and for how long (text/terminal.ts `runningText`); redrawn in place, cut to the
+ * terminal's width (a line that wrapped could not be redrawn), and cleared before every other line
+ * is printed and at the end.
  */
 export class RunningLine {
-  readonly #io: CliIo;
+  readonly #write: (text: string) => void;
+  readonly #width: number;
+  readonly #afterMs: number;
   readonly #running = new Map<string, { label: string; since: number }>();
   #timer: NodeJS.Timeout | null = null;
-  #shown = false;
+  #shown = "";
 
-  constructor(io: CliIo) {
-    this.#io = io;
+  /** `write` goes to the terminal the line is drawn on (stdout for watch, stderr for run). */
+  constructor(write: (text: string) => void, opts: { width: number; afterMs: number }) {
+    this.#write = write;
+    this.#width = opts.width;
+    this.#afterMs = opts.afterMs;
   }
 
+  /** `key` started (again: its clock restarts) under `label`. */
   started(key: string, label: string): void {
     this.#running.set(key, { label, since: Date.now() });
-    this.#timer ??= setInterval(() => this.#draw(), 1000);
+    // Ticks more often than the seconds change, so that the line shows up soon after `afterMs`.
+    this.#timer ??= setInterval(() => this.#draw(), 250);
   }
 
   finished(key: string): void {
@@ -173,7 +198,7 @@ export class RunningLine {
   /** Prints `text` above the status line. */
   print(text: string): void {
     this.#clear();
-    this.#io.stdout(text);
+    this.#write(text);
   }
 
   close(): void {
@@ -183,17 +208,16 @@ export class RunningLine {
   }
 
   #draw(): void {
-    const now = Date.now();
-    const slow = [...this.#running.values()].filter((r) => now - r.since >= 2000);
-    if (slow.length === 0) return this.#clear();
-    const text = slow.map((r) => `${r.label} running ${Math.round((now - r.since) / 1000)}s`).join(", ");
-    this.#io.stdout(`\r\u001b[2K… ${text}`);
-    this.#shown = true;
+    const text = runningText([...this.#running.values()], Date.now(), { afterMs: this.#afterMs, width: this.#width });
+    if (text === "") return this.#clear();
+    if (text === this.#shown) return;
+    this.#write(`\r\u001b[2K${text}`);
+    this.#shown = text;
   }
 
   #clear(): void {
-    if (!this.#shown) return;
-    this.#io.stdout("\r\u001b[2K");
-    this.#shown = false;
+    if (this.#shown === "") return;
+    this.#write("\r\u001b[2K");
+    this.#shown = "";
   }
 }

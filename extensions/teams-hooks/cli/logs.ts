@@ -10,12 +10,14 @@ import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
 import type { HookLogProblem } from "../runner/hook-log.js";
 import { type LogFilter, parseTimeBound } from "../logs/filter.js";
-import { FOLLOW_WIDTHS, TABLE_HEADER, columnWidths, formatShow, formatTable, jsonLine, oneLine, rowCells, shortRunIds, tableLine } from "../logs/format.js";
+import { FOLLOW_WIDTHS, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
 import { type LogPick, MAX_LISTED, MIN_ID_PREFIX, pickNewest, pickRun, tableTime } from "../logs/find.js";
 import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
 import { type LogRow, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
 import { hookLogsDir, resolveTeamDirFlags } from "../team/paths.js";
+import { isoOffset, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
+import type { TableLayout } from "../text/table.js";
 
 const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
@@ -48,8 +50,10 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   }
 
   const now = Date.now();
+  // Times are shown, and read from --since, at the machine's offset now (logs/format.ts `tableHeader`).
+  const offset = localOffsetMinutes(now);
   // Flags first, so that a bad flag is reported before a missing team dir.
-  const filter = sub === "list" || sub === "stats" ? parseFilter(v, now) : {};
+  const filter = sub === "list" || sub === "stats" ? parseFilter(v, now, offset) : {};
   const selector = sub === "show" ? showSelector(rest, v) : null;
   const limitFlag = wholeNumber(v.limit, "--limit", sub === "list" ? DEFAULT_LIMIT : 0, 0);
   const limit = limitFlag === 0 ? undefined : limitFlag;
@@ -59,14 +63,19 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
 
   switch (sub) {
     case "list":
-      return list(teamDir, { filter, limit, json, follow: v.follow === true, onProblem }, io);
+      return list(teamDir, { filter, limit, json, follow: v.follow === true, onProblem, offset }, io);
     case "show":
-      return show(teamDir, selector ?? { last: {} }, json, onProblem, io);
+      return show(teamDir, selector ?? { last: {} }, json, onProblem, io, offset);
     case "stats": {
       const { rows } = await queryLogs(teamDir, { filter, ...(limit === undefined ? {} : { limit }), onProblem }, (row) => statsSample(row.record));
       const stats = computeStats(rows);
       if (json) io.stdout(stats.map(statsJsonLine).join(""));
-      else io.stdout(stats.length > 0 ? formatStats(stats) : `no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}\n`);
+      else if (stats.length === 0) io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}\n`);
+      else {
+        const table = formatStats(stats, terminalWidth(io));
+        io.stdout(table.text);
+        if (table.note) io.stderr(`${table.note}\n`);
+      }
       return 0;
     }
     case "prune":
@@ -76,7 +85,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
 
 async function list(
   teamDir: string,
-  opts: { filter: LogFilter; limit: number | undefined; json: boolean; follow: boolean; onProblem: (p: HookLogProblem) => void },
+  opts: { filter: LogFilter; limit: number | undefined; json: boolean; follow: boolean; onProblem: (p: HookLogProblem) => void; offset: number },
   io: CliIo,
 ): Promise<number> {
   const { json, follow } = opts;
@@ -85,6 +94,8 @@ async function list(
   const query = { filter: opts.filter, ...(opts.limit === undefined ? {} : { limit: opts.limit }), onProblem: opts.onProblem };
   const shown: string[] = [];
   let widths: number[] = []; // the table's, which follow keeps widening
+  let layout: TableLayout | null = null; // its columns, which follow keeps
+  const width = terminalWidth(io);
   let runIds: string[] = []; // the table's, so that a new row's id is told from theirs
   if (json) {
     // Each line goes out as soon as its place is known (nothing holds 10,000 lines), in chunks: one
@@ -107,16 +118,18 @@ async function list(
     if (pending.length > 0) io.stdout(pending.join(""));
   } else {
     // Each match is kept as its table cells, not as its whole record.
-    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, runId: row.record.result.runId, cells: rowCells(row) }));
+    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, runId: row.record.result.runId, cells: rowCells(row, undefined, opts.offset) }));
     runIds = result.rows.map((r) => r.runId);
     shortRunIds(runIds).forEach((id, i) => result.rows[i]?.cells.splice(0, 1, oneLine(id)));
-    widths = columnWidths(
-      result.rows.map((r) => r.cells),
-      follow ? FOLLOW_WIDTHS : [],
-    );
+    const header = tableHeader(opts.offset);
+    widths = columnWidths([header, ...result.rows.map((r) => r.cells)], follow ? FOLLOW_WIDTHS : []);
     for (const r of result.rows) shown.push(r.name);
     if (result.rows.length > 0 || follow) {
-      io.stdout([TABLE_HEADER, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, widths)}\n`).join(""));
+      const fitted = tableLayout(widths, width);
+      layout = fitted;
+      io.stdout([header, ...result.rows.map((r) => r.cells)].map((cells) => `${tableLine(cells, fitted)}\n`).join(""));
+      const note = leftOutNote(fitted, width);
+      if (note) io.stderr(`${note}\n`);
     } else {
       const none = result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
       io.stdout(`${none} in ${hookLogsDir(teamDir)}\n`);
@@ -134,9 +147,9 @@ async function list(
       return;
     }
     runIds.push(row.record.result.runId);
-    const cells = rowCells(row, shortRunIds(runIds).at(-1));
+    const cells = rowCells(row, shortRunIds(runIds).at(-1), opts.offset);
     widths = columnWidths([cells], widths);
-    io.stdout(`${tableLine(cells, widths)}\n`);
+    io.stdout(`${tableLine(cells, tableLayout(widths, width, layout?.shown))}\n`);
   };
   const { followLogs } = await import("../logs/follow.js"); // only --follow loads the watcher
   await followLogs(teamDir, {
@@ -180,8 +193,8 @@ function showSelector(rest: readonly string[], v: ParsedArgs["values"]): ShowSel
 /** `--failed`: every outcome but a pass and a held gate (a denied decision is a failure; an expired one an error). */
 const FAILED: readonly LogOutcome[] = ["failed", "timed_out", "error"];
 
-async function show(teamDir: string, selector: ShowSelector, json: boolean, onProblem: (p: HookLogProblem) => void, io: CliIo): Promise<number> {
-  const found: LogPick = "id" in selector ? await pickRun(teamDir, selector.id, onProblem) : await pickNewest(teamDir, selector.last, onProblem);
+async function show(teamDir: string, selector: ShowSelector, json: boolean, onProblem: (p: HookLogProblem) => void, io: CliIo, offset: number): Promise<number> {
+  const found: LogPick = "id" in selector ? await pickRun(teamDir, selector.id, onProblem, offset) : await pickNewest(teamDir, selector.last, onProblem);
   if (found.kind === "none") {
     const what = "id" in selector ? `no hook log matches "${selector.id}"` : `no hook log${describeFilter(selector.last)}`;
     const short = "id" in selector && /^[0-9a-f]{1,3}$/i.test(selector.id) ? `give ${MIN_ID_PREFIX} characters of a run id at least; ` : "";
@@ -192,7 +205,9 @@ async function show(teamDir: string, selector: ShowSelector, json: boolean, onPr
   if (found.kind === "ambiguous") {
     const id = "id" in selector ? selector.id : "last";
     const more = found.more > 0 ? `… and ${found.more} more (the newest ${MAX_LISTED} are listed)\n` : "";
-    io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${formatTable(found.rows)}${more}pick one by its id: pi-teams-hooks logs show <id>\n`);
+    // Fitted to the terminal like the logs table; its ids are never cut, and they are what is picked by.
+    const table = formatTable(found.rows, { width: terminalWidth(io), offsetMinutes: offset });
+    io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by its id: pi-teams-hooks logs show <id>\n`);
     return 2;
   }
   const { readHookLog } = await import("../runner/hook-log.js");
@@ -211,7 +226,7 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
   const olderFlag = str(v["older-than"]);
   if (keepFlag === undefined && olderFlag === undefined) usage("logs prune needs --keep N or --older-than AGE (or both)");
   const keep = keepFlag === undefined ? undefined : wholeNumber(keepFlag, "--keep", 0, 0);
-  const beforeMs = olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now);
+  const beforeMs = olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now, localOffsetMinutes(now));
   const dryRun = v["dry-run"] === true;
   const verb = dryRun ? "would remove" : "removed";
   const result = await pruneLogs(teamDir, { ...(keep === undefined ? {} : { keep }), ...(beforeMs === undefined ? {} : { beforeMs }) }, {
@@ -226,7 +241,7 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
   return result.failed.length > 0 ? 1 : 0;
 }
 
-function parseFilter(v: ParsedArgs["values"], now: number): LogFilter {
+function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogFilter {
   const filter: LogFilter = {};
   const events = splitList(v.event, "--event");
   if (events) {
@@ -243,7 +258,7 @@ function parseFilter(v: ParsedArgs["values"], now: number): LogFilter {
   const member = str(v.member);
   if (member !== undefined) filter.member = nonEmpty(member, "--member");
   const since = str(v.since);
-  if (since !== undefined) filter.sinceMs = timeFlag(since, "--since", now);
+  if (since !== undefined) filter.sinceMs = timeFlag(since, "--since", now, offset);
   return filter;
 }
 
@@ -255,8 +270,8 @@ function splitList(value: FlagValue, flag: string): string[] | undefined {
   return items.length > 0 ? items : usage(`${flag} must not be empty`);
 }
 
-function timeFlag(value: string, flag: string, now: number): number {
-  const ms = parseTimeBound(value, now);
+function timeFlag(value: string, flag: string, now: number, offset: number): number {
+  const ms = parseTimeBound(value, now, isoOffset(offset));
   return ms ?? usage(`${flag} "${value}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`);
 }
 

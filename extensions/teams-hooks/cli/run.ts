@@ -5,7 +5,7 @@
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { type CliIo, type ParsedArgs, heldDetail, str, teamSetupInput } from "./io.js";
+import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput } from "./io.js";
 import { gateWarnings } from "../doctor/hooks.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral } from "../invoke/decision.js";
@@ -23,6 +23,7 @@ import type { TrustRecord } from "../runner/trust.js";
 import { privacyOf } from "../settings/hooks-config.js";
 import { shortRunId } from "../logs/format.js";
 import { settingsRedactor } from "../runner/redact.js";
+import { canRedraw, terminalWidth } from "../text/terminal.js";
 
 export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -68,6 +69,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
   }
 
+  // On a terminal, a hook that takes a while says so on stderr (stdout stays the report alone).
+  const progress = canRedraw({ isTTY: io.stderrIsTTY === true, env: io.env }) ? new RunningLine(io.stderr, { width: terminalWidth(io), afterMs: 1000 }) : null;
+  progress?.started("run", eventLabel(event, taskId ?? null));
   let outcome = await invokeEvent({
     identity: setup.identity,
     event,
@@ -90,7 +94,8 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     deferTimeoutMs: setup.settings.deferTimeoutMs.value,
     writableFields: setup.settings.writableFields.value,
     privacy: privacyOf(setup.settings),
-  });
+    ...(progress ? { onSpawn: ({ hook }: { hook: string }) => progress.started("run", hook) } : {}),
+  }).finally(() => progress?.close());
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
     io.stderr("warning: the policy was not applied; run this command again once the problem below is fixed\n");

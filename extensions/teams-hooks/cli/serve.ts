@@ -12,6 +12,8 @@ import { type KeyInfo, createKey, describeRate, keySpec, keysFile, listKeys, rev
 import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/rate-limit.js";
 import { startTaskServer } from "../server/server.js";
 import { type CliIo, type ParsedArgs, str } from "./io.js";
+import { type ColumnSpec, formatTable } from "../text/table.js";
+import { terminalWidth } from "../text/terminal.js";
 
 /** The flags each form takes (besides --teams-root and --help); any other is a usage error. */
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
@@ -89,6 +91,9 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
   return 0;
 }
 
+/** A narrow terminal cuts the lists (scopes, teams, templates) and the rate, then leaves out CREATED; never a name or a prefix. */
+const KEY_COLUMNS: readonly ColumnSpec[] = [{}, {}, { min: 10 }, { min: 8 }, { min: 9 }, { min: 8 }, { drop: 1 }];
+
 async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
   const keys = await listKeys(teamsRoot);
   if (args.values.json === true) {
@@ -102,8 +107,9 @@ async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Prom
   const rows = [["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "CREATED"], ...keys.map((k) => [
     k.name, k.prefix, k.scopes.join(","), k.teams.join(","), k.templates?.join(",") ?? "(all)", describeRate(k.rateLimit), k.createdAt,
   ])];
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length))) ?? [];
-  for (const row of rows) io.stdout(`${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")}\n`);
+  const table = formatTable(rows, KEY_COLUMNS, { width: terminalWidth(io) });
+  io.stdout(table.text);
+  if (table.note) io.stderr(`${table.note}\n`);
   return 0;
 }
 

@@ -12,6 +12,7 @@ import { Leader } from "../leader/leader.js";
 import type { InboxMode, LeaderNotice, WhyNotice } from "../leader/notices.js";
 import { formatDuration } from "../text/messages.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
+import { canRedraw, localClock, terminalWidth, zoneLabel } from "../text/terminal.js";
 
 const INBOX_MODES: readonly InboxMode[] = ["observe", "consume", "off"];
 
@@ -26,8 +27,9 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const json = v.json === true;
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
-  const person = !json && wantsColour(io);
-  const status = person ? new RunningLine(io) : null;
+  const colour = !json && wantsColour(io);
+  // The "still running" line only on a terminal: FORCE_COLOR through a pipe colours, never redraws.
+  const status = !json && canRedraw(io) ? new RunningLine(io.stdout, { width: terminalWidth(io), afterMs: 2000 }) : null;
   const emit = (object: Record<string, unknown>, line: string): void => {
     const text = json ? `${JSON.stringify(object)}\n` : `${line}\n`;
     if (status) status.print(text);
@@ -53,13 +55,13 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     report: (notice) => {
       if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
       if (status && notice.kind === "event") status.finished(notice.report.key);
-      onNotice(notice, io, emit, setup, person);
+      onNotice(notice, io, emit, setup, colour);
     },
   });
   await leader.start();
 
   const scope = `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
-  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, `watching ${scope}${v.once ? " once" : ""}`);
+  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, `watching ${scope}${v.once ? " once" : ""}; times are local (${zoneLabel(Date.now(), Intl.DateTimeFormat().resolvedOptions().timeZone)})`);
 
   if (v.once) {
     // A signal ends --once too (a cron job's time limit): stop taking events, as watch does, rather
@@ -106,7 +108,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       emit({ type: "info", message: notice.message }, notice.message);
       return;
     case "event":
-      emit({ type: "event", ...notice.report }, eventLine(notice.report, colour));
+      emit({ type: "event", ...notice.report }, eventLine(notice.report, colour, localClock));
       return;
     case "recovered":
       emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : notice.how === "deferred" ? "its log says its gate is held, kept deferred" : "interrupted, running it again"}`);

@@ -116,15 +116,18 @@ export function parseAge(text: string): number | null {
 
 /**
  * A point in time given as an age before `nowMs` (`2h`) or as an ISO 8601 date or time
- * (`2026-03-01`, `2026-03-01T09:00`, `2026-03-01T11:00:00+02:00`). UTC unless it names an offset,
- * like the times `logs` prints. Null when neither.
+ * (`2026-03-01`, `2026-03-01T09:00`, `2026-03-01 09:00:00`, `2026-03-01T11:00:00+02:00`). A date
+ * or time without an offset is read at `offset` (`Z`, `+09:00`): the offset the times `logs`
+ * prints are shown at. Null when neither.
  */
-export function parseTimeBound(text: string, nowMs: number): number | null {
+export function parseTimeBound(text: string, nowMs: number, offset = "Z"): number | null {
   const age = parseAge(text);
   if (age !== null) return nowMs - age;
-  const iso = text.trim();
+  // `2026-03-01 09:12:44`, as the table prints it, is `2026-03-01T09:12:44`.
+  const iso = text.trim().replace(/^(\d{4}-\d{2}-\d{2}) (?=\d{2}:)/, "$1T");
   if (!/^\d{4}-\d{2}-\d{2}/.test(iso)) return null;
-  // JavaScript reads a date alone as UTC but a date-time without an offset as local time.
-  const ms = Date.parse(/T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso) ? `${iso}Z` : iso);
+  // JavaScript reads a date alone as UTC but a date-time without an offset as local time: both get `offset`.
+  const bare = /^\d{4}-\d{2}-\d{2}$/.test(iso) ? `${iso}T00:00${offset}` : /T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso) ? `${iso}${offset}` : iso;
+  const ms = Date.parse(bare);
   return Number.isNaN(ms) ? null : ms;
 }

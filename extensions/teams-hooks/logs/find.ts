@@ -36,9 +36,9 @@ export async function pickNewest(teamDir: string, filter: LogFilter, onProblem: 
  * a chain's `.2` kept). The run ids are searched (every file's bytes, the few that hold `id` parsed)
  * when `id` looks like one, or when no name matched.
  */
-export async function pickRun(teamDir: string, id: string, onProblem: ProblemSink): Promise<LogPick> {
+export async function pickRun(teamDir: string, id: string, onProblem: ProblemSink, offsetMinutes = 0): Promise<LogPick> {
   const entries = await listLogFiles(teamDir);
-  const byName = nameMatches(entries, id);
+  const byName = nameMatches(entries, id, offsetMinutes);
   if (byName.exact) return { kind: "found", entry: byName.exact };
   const order = new Map(entries.map((e, i) => [e.name, i]));
   const rows = new Map<string, LogRow>();
@@ -81,8 +81,8 @@ export function lookupLog(entries: readonly HookLogEntry[], id: string): LogLook
   return partial.length === 1 ? { kind: "found", entry: only } : { kind: "ambiguous", entries: partial };
 }
 
-function nameMatches(entries: readonly HookLogEntry[], id: string): { exact: HookLogEntry | null; partial: HookLogEntry[] } {
-  const stamp = tableTime(id);
+function nameMatches(entries: readonly HookLogEntry[], id: string, offsetMinutes = 0): { exact: HookLogEntry | null; partial: HookLogEntry[] } {
+  const stamp = tableTime(id, offsetMinutes);
   const wanted = stamp ?? (id.includes("/") ? path.basename(id) : id);
   if (wanted === "") return { exact: null, partial: [] };
   const exact = stamp === null ? entries.find((e) => e.name === wanted || e.name === `${wanted}.json`) : undefined;
@@ -92,15 +92,24 @@ function nameMatches(entries: readonly HookLogEntry[], id: string): { exact: Hoo
 }
 
 /**
- * The start of the log names of a time as the table prints it (`2026-12-04 19:00:53`, UTC), or as
- * ISO 8601 (`2026-12-04T19:00:53.120Z`), down to the minute at least: `2026-12-04T19-00-53`. Null
- * for anything else (a date alone is a prefix of the names already).
+ * The start of the log names of a time as the table prints it (`2026-12-04 19:00:53`, at
+ * `offsetMinutes` from UTC: the offset the table shows), or as ISO 8601 (`2026-12-04T19:00:53.120Z`,
+ * UTC), down to the minute at least: `2026-12-04T19-00-53` (the names are UTC). Null for anything
+ * else (a date alone is a prefix of the names already).
  */
-export function tableTime(id: string): string | null {
-  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?Z?$/.exec(id.trim());
+export function tableTime(id: string, offsetMinutes = 0): string | null {
+  const m = /^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z)?$/.exec(id.trim());
   if (!m) return null;
-  const [, date, hh, mm, ss, ms] = m;
-  return `${date}T${hh}-${mm}${ss === undefined ? "" : `-${ss}`}${ms === undefined ? "" : `-${ms}`}`;
+  const [, date = "", hh = "", mm = "", ss, ms, zulu] = m;
+  let minute = `${date}T${hh}-${mm}`;
+  if (zulu === undefined && offsetMinutes !== 0) {
+    // Offsets are whole minutes: the seconds and milliseconds stay as typed.
+    const utc = Date.parse(`${date}T${hh}:${mm}:00Z`) - offsetMinutes * 60_000;
+    if (Number.isNaN(utc)) return null;
+    const iso = new Date(utc).toISOString();
+    minute = `${iso.slice(0, 10)}T${iso.slice(11, 13)}-${iso.slice(14, 16)}`;
+  }
+  return `${minute}${ss === undefined ? "" : `-${ss}`}${ms === undefined ? "" : `-${ms}`}`;
 }
 
 /** The UUID of a run id, as typed from its start (`4a73`, `4a739620-51`). */

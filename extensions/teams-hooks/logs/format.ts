@@ -7,6 +7,8 @@ import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
+import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
 /** One readable log (logs/query.ts `LogRow`). */
 interface Row {
@@ -79,14 +81,6 @@ export function policyActions(record: HookLogRecord): string[] {
   return actions.filter((a): a is string => typeof a === "string" && a !== "none");
 }
 
-/** `2026-03-01 09:12:44`, UTC. */
-function shortTime(iso: string): string {
-  const ms = Date.parse(iso);
-  if (Number.isNaN(ms)) return iso;
-  const utc = new Date(ms).toISOString();
-  return `${utc.slice(0, 10)} ${utc.slice(11, 19)}`;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Run ids as people type them
 
@@ -136,9 +130,24 @@ export function shortRunIds(ids: readonly string[]): string[] {
 // ---------------------------------------------------------------------------------------------
 // The table
 
-export const TABLE_HEADER: readonly string[] = ["id", "time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
-/** The duration column, right-aligned. */
-const DURATION_COLUMN = 7;
+/**
+ * The table's header; its times are shown at `offsetMinutes` from UTC (the machine's offset now, for
+ * every row alike, so that the header names the offset of each: `time (UTC+09:00)`, `time (UTC)`).
+ */
+export function tableHeader(offsetMinutes = 0): string[] {
+  return ["id", `time (${offsetLabel(offsetMinutes)})`, "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+}
+
+export const TABLE_HEADER: readonly string[] = tableHeader(0);
+
+/**
+ * How the columns give way to a narrow terminal (text/table.ts): the widest of the free text
+ * (action, first stderr line), a long task id or member name is cut first; the hook (whole or not at
+ * all), then duration, then event, then member are left out when even that does not fit (120
+ * columns leave out the hook, 80 also duration and event). The id (what `logs show` takes), time,
+ * task and outcome always stay whole.
+ */
+export const TABLE_COLUMNS: readonly ColumnSpec[] = [{}, {}, { drop: 3 }, { min: 6 }, { min: 8, drop: 4 }, { drop: 1 }, {}, { right: true, drop: 2 }, { min: 10 }, { min: 12 }];
 
 /** Column widths `followLogs` starts from, before it has seen any row. */
 export const FOLLOW_WIDTHS: readonly number[] = [SHORT_ID_CHARS, 19, 14, 4, 8, 20, 9, 8, 12];
@@ -164,16 +173,17 @@ export function runWord(result: RunResult): string {
 
 /**
  * The cells of one table row: first the run id (`id`, its short form unless a longer one is needed
- * to tell it from another row's), last the first stderr line, else the spawn error.
+ * to tell it from another row's), then its time at `offsetMinutes` from UTC, last the first stderr
+ * line, else the spawn error.
  */
-export function rowCells(row: Row, id = shortRunId(row.record.result.runId)): string[] {
+export function rowCells(row: Row, id = shortRunId(row.record.result.runId), offsetMinutes = 0): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
   const actions = policyActions(row.record);
   const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     oneLine(id),
-    shortTime(row.record.startedAt),
+    dateTimeAt(row.record.startedAt, offsetMinutes),
     invocation.event,
     taskId === null ? "-" : `#${oneLine(taskId)}`,
     invocation.memberName ? oneLine(invocation.memberName) : "-",
@@ -185,31 +195,36 @@ export function rowCells(row: Row, id = shortRunId(row.record.result.runId)): st
   ];
 }
 
-/** The widths that fit `rows` (all columns but the last, which is never padded). */
+/** The widths that fit `rows` (by display width), at least `start`. */
 export function columnWidths(rows: ReadonlyArray<readonly string[]>, start: readonly number[] = []): number[] {
-  const widths = TABLE_HEADER.slice(0, -1).map((h, i) => Math.max(h.length, start[i] ?? 0));
-  for (const cells of rows) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i] ?? 0, (cells[i] ?? "").length);
-  return widths;
+  return naturalWidths(rows, TABLE_COLUMNS.length, start);
 }
 
-/** Cells padded to `widths`, two spaces apart; numbers (duration) right-aligned. */
-export function tableLine(cells: readonly string[], widths: readonly number[]): string {
-  return cells
-    .map((cell, i) => {
-      const width = widths[i];
-      if (width === undefined) return cell;
-      return i === DURATION_COLUMN ? cell.padStart(width) : cell.padEnd(width);
-    })
-    .join("  ")
-    .trimEnd();
+/** Where the columns go in `width` terminal columns; `shown` keeps the columns of a header printed before. */
+export function tableLayout(widths: readonly number[], width: number, shown?: readonly boolean[]): TableLayout {
+  return fitTable(widths, TABLE_COLUMNS, { width }, shown);
 }
 
-/** The whole table, header first, rows in the order given, each id long enough to tell it from the others. */
-export function formatTable(rows: readonly Row[]): string {
+/** Cells cut and padded to the layout, two spaces apart; duration right-aligned. */
+export function tableLine(cells: readonly string[], layout: TableLayout): string {
+  return tableRow(cells, layout, TABLE_COLUMNS);
+}
+
+/** `(hook and duration left out to fit 80 columns: …)` when the layout left columns out; empty otherwise. */
+export function leftOutNote(layout: TableLayout, width: number, json = true): string {
+  return hiddenNote(hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""), layout, width, json);
+}
+
+/**
+ * The whole table, header first, rows in the order given, each id long enough to tell it from the
+ * others, fitted to `width`; and the note on what it left out (`json`: the command has --json to offer).
+ */
+export function formatTable(rows: readonly Row[], opts: { width?: number; offsetMinutes?: number; json?: boolean } = {}): { text: string; note: string } {
+  const width = opts.width ?? Number.POSITIVE_INFINITY;
   const ids = shortRunIds(rows.map((r) => r.record.result.runId));
-  const cells = rows.map((row, i) => rowCells(row, ids[i]));
-  const widths = columnWidths(cells);
-  return [TABLE_HEADER, ...cells].map((c) => `${tableLine(c, widths)}\n`).join("");
+  const all = [tableHeader(opts.offsetMinutes), ...rows.map((row, i) => rowCells(row, ids[i], opts.offsetMinutes))];
+  const layout = tableLayout(columnWidths(all), width);
+  return { text: all.map((c) => `${tableLine(c, layout)}\n`).join(""), note: leftOutNote(layout, width, opts.json) };
 }
 
 /** One log as NDJSON: its file first, then the record as written. */

@@ -6,6 +6,7 @@ import type { HookEventName } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { formatDuration, hookName, oneLine } from "./format.js";
 import { LOG_EVENTS, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { type ColumnSpec, formatTable } from "../text/table.js";
 
 export interface StatsRow {
   hook: string;
@@ -133,8 +134,17 @@ function percent(rate: number): string {
 
 export const STATS_HEADER: readonly string[] = ["hook", "event", "runs", "pass rate", "failed", "timed out", "error", "p50", "p95", "most-failed tasks"];
 
-/** The stats table; counts and durations right-aligned. */
-export function formatStats(rows: readonly StatsRow[]): string {
+/**
+ * How the stats columns give way to a narrow terminal (text/table.ts): hook names and the task list
+ * are cut; p50, then p95, then the task list are left out when even that does not fit.
+ */
+const STATS_COLUMNS: readonly ColumnSpec[] = [
+  { min: 12 }, {}, { right: true }, { right: true }, { right: true }, { right: true }, { right: true },
+  { right: true, drop: 1 }, { right: true, drop: 2 }, { min: 12, drop: 3 },
+];
+
+/** The stats table in `width` columns (default: never cut); counts and durations right-aligned. `note` says what was left out. */
+export function formatStats(rows: readonly StatsRow[], width = Number.POSITIVE_INFINITY): { text: string; note: string } {
   const cells = rows.map((r) => [
     oneLine(r.hook),
     r.event,
@@ -147,15 +157,8 @@ export function formatStats(rows: readonly StatsRow[]): string {
     formatDuration(r.p95Ms),
     r.mostFailedTasks.length > 0 ? r.mostFailedTasks.map((t) => `#${oneLine(t.taskId)} (${t.failures})`).join(", ") : "-",
   ]);
-  const all = [STATS_HEADER, ...cells];
-  const widths = STATS_HEADER.map((_, i) => Math.max(...all.map((c) => (c[i] ?? "").length)));
-  const last = STATS_HEADER.length - 1;
-  const line = (c: readonly string[]): string =>
-    c
-      .map((cell, i) => (i === last ? cell : i >= 2 && i <= 8 ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
-      .join("  ")
-      .trimEnd();
-  return `${all.map(line).join("\n")}\n${notes(rows)}`;
+  const table = formatTable([STATS_HEADER, ...cells], STATS_COLUMNS, { width });
+  return { text: `${table.text}${notes(rows)}`, note: table.note };
 }
 
 /** Under the table: the gates on trial and what they would have denied, and the events matchers skipped. */

@@ -160,9 +160,12 @@ Exit status: 0; 2 an unknown schema name.
 
 Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
 
-  logs            a table, newest last: the run's id, time (UTC), event, task, member, hook, outcome
-                  (passed, failed, timed out, error, deferred), duration, the policy's actions, and
-                  the first stderr line (else the spawn error)
+  logs            a table, newest last: the run's id, time (in the machine's time zone, named in
+                  the header), event, task, member, hook, outcome (passed, failed, timed out, error,
+                  deferred), duration, the policy's actions, and the first stderr line (else the
+                  spawn error). It fits the terminal ($COLUMNS through a pipe, else 80): the widest
+                  text is cut with …, and when that is not enough hook, duration, event, member are
+                  left out (said on stderr)
   logs show <id>  one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:
                     the id in the first column of logs, or of the lines of run and watch (the
                     start of the run id: any 4 characters or more that only it starts with; a
@@ -176,7 +179,8 @@ Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
                     ("2026-03-01T09-12", "task-3_2").
                   Several matches are listed, newest first, with their ids (exit 2)
   logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
-                  p95 duration (nearest rank), and the tasks with the most failed runs
+                  p95 duration (nearest rank), and the tasks with the most failed runs (a narrow
+                  terminal leaves out p50, then p95, then the tasks)
   logs prune      remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE
                   removes those started before then; both: the old ones beyond the newest N.
                   At least one is needed. Only files named like a hook log are ever removed
@@ -191,8 +195,8 @@ Filters (logs and logs stats; all must hold):
   --member NAME           runs caused by this member
   --outcome O[,O…]        passed, failed, timed_out, error, deferred
   --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
-                          (2026-03-01, 2026-03-01T09:00, 2026-03-01T11:00+02:00; UTC unless it
-                          has an offset, like the times shown)
+                          (2026-03-01, 2026-03-01T09:00, 2026-03-01 09:00:00, 2026-03-01T11:00+02:00;
+                          the machine's time zone unless it has an offset, like the times shown)
   --limit N               the newest N matching logs, shown oldest first (default 50 for logs,
                           all for stats; 0 = all)
 

@@ -61,6 +61,8 @@ Output:
   --json                  print the log record as JSON instead of one line (its result.runId;
                           a chain: the deciding run's record, every run id in runIds)
   -h, --help              this help
+On a terminal, a hook still running after a second says so on stderr (\`running on_idle.sh… 3s\`),
+redrawn in place and cleared when it ends; through a pipe nothing is added.
 
 A gate that answers {"decision":"defer"} holds the event: with --apply-policy the task is marked
 deferred and a deferral is recorded for \`pi-teams-hooks decide\` (or the task API) to settle; without
@@ -141,11 +143,14 @@ Events and sources:
 
 ${TEAM_FLAGS}
 Output:
-  --json                  print events as NDJSON (an event's runId; a chain's every run in runIds)
+  --json                  print events as NDJSON (an event's runId; a chain's every run in runIds;
+                          times in UTC, ISO 8601)
   -v, --verbose           also say, for each change looked at, whether it became an event and why
                           not (baseline, in the ledger, same signature, not a task file, no gate, a
                           gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
   -h, --help              this help
+Event lines give the time on the machine's clock; the "watching" line names its zone. On a
+terminal, hooks running for more than 2 s are shown on a line of their own, redrawn in place.
 
 Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, named hooks dir or
 --cwd that is not there.
@@ -219,5 +224,7 @@ Commands:
   help [command]  show help for a command
 
 Every command takes --help. Hook contract: docs/hook-contract.md.
+Tables fit the terminal (through a pipe: $COLUMNS, else 80 columns); colour only on a terminal, or
+with FORCE_COLOR=1, never with NO_COLOR=1; times are the machine's local time. See docs/cli.md.
 `;
 }
