@@ -157,6 +157,8 @@ async function inProcess(args) {
 try {
   const t0 = performance.now();
   const start = Date.parse("2026-02-01T00:00:00.000Z");
+  // The log writer refuses a team dir that is not there (it never makes one up): make it first.
+  mkdirSync(teamDir, { recursive: true });
   const have = existsSync(path.join(teamDir, "hook-logs")) ? readdirSync(path.join(teamDir, "hook-logs")).length : 0;
   if (have !== 0 && have !== count) throw new Error(`${teamDir} holds ${have} logs, not ${count}: use another keep-dir`);
   for (let i = have; i < count; i += 200) {
