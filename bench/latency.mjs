@@ -31,7 +31,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { calibrate, msBetween, parseEpochRealtime, realNs } from "./lib/clock.mjs";
-import { cpuSecondsOf, cpuTimesOf, memoryOf, startNdjson } from "./lib/proc.mjs";
+import { cpuSecondsOf, cpuTimesOf, memoryOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { ms, ratio, sleep, summarize, table } from "./lib/stats.mjs";
 import { fillTasks, makeStampHook, makeTeam, makeTempRoot, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
 
@@ -64,14 +64,6 @@ const POLL_MS = 700;
 const EVENT_TIMEOUT_MS = 15_000;
 const FLOOR_SAMPLES = opt.quick ? 20 : 60;
 const IDLE_MS = opt.quick ? 6_000 : 11_000; // covers one (two) reconcile scans, every 5 s
-
-function shebangFlags(file) {
-  if (!existsSync(file)) return [];
-  const first = readFileSync(file, "utf8").split("\n", 1)[0];
-  const words = first.startsWith("#!") ? first.slice(2).trim().split(/\s+/) : [];
-  const at = words.findIndex((w) => path.basename(w) === "node");
-  return at < 0 ? [] : words.slice(at + 1);
-}
 
 const TARGETS = { medianMs: 15, p99Ms: 50, ceilingRatioC2: 0.6, readyMs: 500, rssMB: 80 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // What the extension costs a pi session: real pi (the dev dependency) in RPC mode, started alone, with
-// this extension and the gates off, and with the gates on for a team of 10 tasks, interleaved round by
-// round so that machine noise hits all three alike. Per configuration, the medians of:
+// this extension and the gates off, and with the gates on for a team of 10 tasks (the package's
+// compiled entry, and the TypeScript entry of the sources), interleaved round by round so that machine
+// noise hits all alike. Per configuration, the medians of:
 //   - spawn → pi's answer to `get_state` (the session is up and takes commands);
 //   - with the gates on, spawn → `/gates status` saying `watching` (the in-process leader runs);
 //   - pi's RSS and CPU while idle for --idle-ms once it is up.
@@ -47,6 +48,8 @@ const configs = [
   { name: "pi alone", args: [], env: {} },
   { name: "pi + extension, gates off", args: ["-e", repo], env: {} },
   { name: "pi + extension, gates on", args: ["-e", repo], env: { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir }, gates: true },
+  // The entry as TypeScript, compiled by pi's jiti (the leader still from dist/ when it is current).
+  { name: "pi + sources' entry, gates on", args: ["-e", path.join(repo, "extensions", "teams-hooks", "index.ts")], env: { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir }, gates: true },
 ];
 
 /** One pi start: the figures of one round for one configuration. */

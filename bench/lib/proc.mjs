@@ -1,7 +1,8 @@
 // Child processes that speak NDJSON on stdout (the leader with --json, and the baseline poller), and
 // what /proc says about them.
 import { spawn } from "node:child_process";
-import { readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, readlinkSync } from "node:fs";
+import path from "node:path";
 import { createInterface } from "node:readline";
 import { realNs } from "./clock.mjs";
 
@@ -71,6 +72,18 @@ export function startNdjson(args, { env = process.env, cwd } = {}) {
   }
 
   return { child, pid: child.pid, startedNs, lines, byKey, waitFor, stop, exited, stderr: () => stderr };
+}
+
+/**
+ * The node flags a bin's shebang gives it (`#!/usr/bin/env -S node --flag`): a bench runs the leader
+ * as it runs when a user starts `pi-teams-hooks watch`.
+ */
+export function shebangFlags(file) {
+  if (!existsSync(file)) return [];
+  const first = readFileSync(file, "utf8").split("\n", 1)[0];
+  const words = first.startsWith("#!") ? first.slice(2).trim().split(/\s+/) : [];
+  const at = words.findIndex((w) => path.basename(w) === "node");
+  return at < 0 ? [] : words.slice(at + 1);
 }
 
 /** VmRSS and VmHWM of a process, in MB (MiB), from /proc/<pid>/status. */

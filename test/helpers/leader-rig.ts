@@ -17,7 +17,7 @@
  *
  * The leader under test is `dist/`: `ensureBuilt()` (called by `useLeaderRig`) rebuilds it with
  * `npm run build` when the sources changed since it was built, under a lock so that parallel test
- * files build once. CI's `npm ci` has built it already (`prepare`).
+ * files build once. CI's `npm ci` has built it already (`postprepare`).
  */
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 import { type ChildProcess, spawn } from "node:child_process";

@@ -321,3 +321,52 @@ describe("terminate: identifying a run by its run id", () => {
     expect(survivors(pid, runId)).toEqual([]);
   });
 });
+
+describe("terminate: a child that left the group and dropped its environment", () => {
+  /** Whether `pid` is a live (non-zombie) process, straight from /proc. */
+  function alive(pid: number): boolean {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+      return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] !== "Z";
+    } catch {
+      return false;
+    }
+  }
+  const strays: number[] = [];
+  afterEach(() => {
+    for (const pid of strays.splice(0)) if (alive(pid)) process.kill(pid, "SIGKILL");
+  });
+
+  /** The escapee's pid, once escape-bare.sh has written it (its child has left and become `sleep`). */
+  async function escapeeOf(pidFile: string): Promise<number> {
+    const pid = await vi.waitFor(() => Number(readFileSync(pidFile, "utf8")), { timeout: 10_000, interval: 20 });
+    strays.push(pid);
+    return pid;
+  }
+
+  it("a hook ended while it runs (a timeout, a stop): the escapee is found by its parent link, ended and counted", async () => {
+    const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
+    const running = run({ ...bash("escape-bare.sh"), args: [path.join(FIXTURES, "escape-bare.sh"), pidFile] }, { timeoutMs: 10_000 });
+    const escapee = await escapeeOf(pidFile);
+    expect(await findProcessesByRunId(started.at(-1)?.runId ?? "")).not.toContain(escapee); // the run id cannot find it
+    await terminateAllRuns(); // the stop takes the timeout's path: the hook is still running
+    const { result } = await running;
+    expect(result).toMatchObject({ outcome: "error", errorKind: "stopped" });
+    expect(alive(escapee)).toBe(false);
+    expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
+  });
+
+  it("once the hook has exited its parent link is gone: only a leader still running is walked", async () => {
+    const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
+    const hook = spawn("bash", [path.join(FIXTURES, "escape-bare.sh"), pidFile], { detached: true, stdio: "ignore" });
+    const pgid = hook.pid ?? -1;
+    const escapee = await escapeeOf(pidFile);
+    expect(await terminateGroup(pgid, { graceMs: 500 })).not.toContain(escapee);
+    expect(alive(escapee)).toBe(true); // an orphan now: nothing ties it to the run any more
+
+    const again = spawn("bash", [path.join(FIXTURES, "escape-bare.sh"), `${pidFile}.2`], { detached: true, stdio: "ignore" });
+    const second = await escapeeOf(`${pidFile}.2`);
+    expect(await terminateGroup(again.pid ?? -1, { graceMs: 500, leaderRunning: true })).toContain(second);
+    expect(alive(second)).toBe(false);
+  });
+});

@@ -9,7 +9,7 @@ import { didYouMean } from "../text/suggest.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
 
 // Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
-// for execa. Start-up time is what a person waits for on every call.
+// for zod. Start-up time is what a person waits for on every call.
 const runCommand: CommandFn = async (a, io) => (await import("./run.js")).runCommand(a, io);
 const decideCommand: CommandFn = async (a, io) => (await import("./run.js")).decideCommand(a, io);
 const watchCommand: CommandFn = async (a, io) => (await import("./watch.js")).watchCommand(a, io);

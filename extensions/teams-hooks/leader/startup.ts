@@ -7,7 +7,6 @@ import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, st
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../runner/hook-log.js";
-import { preloadRunner } from "../runner/run.js";
 import { removeRunFiles } from "../runner/run-files.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
@@ -180,7 +179,6 @@ export async function scanAtStart(ctx: LeaderContext, markers: readonly string[]
     }
   }
   ctx.opts.report({ kind: "ready", tasks: ctx.sources.taskCount, baseline, queued: ctx.enqueued, startupMs: Math.round(performance.now() - began) });
-  preloadRunner(); // after `ready`: not part of the start-up, and off the first event's path
 }
 
 /**

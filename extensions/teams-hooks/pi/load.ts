@@ -1,10 +1,11 @@
 /**
  * Loads the gates' code (the leader and what `/gates` and the tool show) when it is first needed.
- * pi loads TypeScript extensions through jiti, which transpiles each module as it loads it: the
- * leader's modules cost a pi session 1.2–1.6 s that way, against about 0.1 s for the compiled build
- * loaded by Node itself (docs/performance.md, "In pi"). So the build in `dist/` is used when it is
- * there and newer than every source file, and the sources through pi's loader otherwise (a checkout
- * being edited, or one never built).
+ * pi loads extensions through jiti, which transpiles each module as it loads it: the leader's
+ * modules cost a pi session 1.2–1.6 s that way, against about 0.1 s for the compiled build loaded by
+ * Node itself (docs/performance.md, "In pi"). So the leader always comes from `dist/` through Node:
+ * when pi loaded the compiled entry (the package's `pi.extensions`, the installed package), and
+ * when it loaded the sources (`pi -e extensions/teams-hooks/index.ts` in a checkout) and the build
+ * is newer than every source file. Sources being edited, or never built, load through pi's loader.
  */
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
@@ -34,17 +35,19 @@ export async function loadGatesCode(): Promise<GatesCode> {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const sources = path.resolve(here, "..");
   const built = path.resolve(sources, "..", "..", "dist", "teams-hooks", "pi");
-  if (path.resolve(here) !== built && buildIsCurrent(sources, built)) {
+  const inBuild = path.resolve(here) === built;
+  if (inBuild || buildIsCurrent(sources, built)) {
     try {
       const gates = nodeRequire(path.join(built, "gates.js")) as GatesCode["gates"];
       const report = nodeRequire(path.join(built, "report.js")) as GatesCode["report"];
       return { gates, report, from: "build" };
     } catch {
-      // A build that does not load (half-written, another Node) is no reason to fail: use the sources.
+      // A build that Node does not load (half-written, another Node) is no reason to fail: load the
+      // modules beside this one (the sources, or this build) through pi's loader.
     }
   }
   const [gates, report] = await Promise.all([import("./gates.js"), import("./report.js")]);
-  return { gates, report, from: "source" };
+  return { gates, report, from: inBuild ? "build" : "source" };
 }
 
 /** The build exists and is newer than every `.ts` source (about a millisecond for the whole tree). */

@@ -1,16 +1,18 @@
 /**
  * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
  *
- * Life of a run: write the context file → spawn (no shell, own process group, no execa buffering,
- * cleanup or timeout) → context JSON on stdin → our own timer races the exit → on timeout, terminate
- * the group (terminate.ts); on exit, give the pipes a drain window, because a background child may
- * still hold them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers → remove the file.
+ * Life of a run: write the context file → spawn (node:child_process, no shell, own process group)
+ * → context JSON on stdin → our own timer races the exit → on timeout, terminate the group
+ * (terminate.ts); on exit, give the pipes a drain window, because a background child may still hold
+ * them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers →
+ * remove the file.
  *
- * `detached` switches off execa's `cleanup` (docs/architecture.md, "Facts this design rests on"), so live runs are kept in a registry
+ * A child in its own group is not ended when the leader exits, so live runs are kept in a registry
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { unlinkSync, writeFileSync } from "node:fs";
+import { statSync, unlinkSync, writeFileSync } from "node:fs";
 import type { Readable } from "node:stream";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
@@ -199,53 +201,22 @@ interface Prepared {
   base: BaseResult;
 }
 
-type Execa = typeof import("execa").execa;
-let execaLoaded: Promise<Execa> | null = null;
-
-/**
- * execa, imported on first use: it is about half of the leader's module graph (~150 ms of a start-up
- * here, docs/performance.md), and a leader needs it only once a hook runs. `preloadRunner()` lets a
- * caller load it ahead, off the first event's path.
- */
-function loadExeca(): Promise<Execa> {
-  execaLoaded ??= import("execa").then((m) => m.execa);
-  return execaLoaded;
-}
-
-/** Starts loading the runner's process library now (the leader calls it once it is watching). */
-export function preloadRunner(): void {
-  loadExeca().catch(() => undefined); // a failed import is reported by the first run that needs it
-}
-
 async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
-  const [execa] = await Promise.all([loadExeca(), opts.notBefore]);
-  const subprocess = execa(hook.command, hook.args, {
-    cwd: opts.cwd,
-    env: run.env,
-    extendEnv: false,
-    shell: false,
-    detached: true,
-    buffer: false,
-    cleanup: false,
-    reject: false,
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  // reject: false, but a settled promise must never be left unhandled whatever happens.
-  const settled = subprocess.then(
-    (result) => result,
-    (error: unknown) => error,
-  );
-  const pid = subprocess.pid;
-  if (pid === undefined) {
-    // Spawn failed (ENOENT, EACCES, E2BIG…): execa settles at once with the errno in `code`.
-    const failure = await settled;
-    const message = pick(failure, "originalMessage") ?? pick(failure, "shortMessage") ?? describeError(failure);
-    return { result: { ...base, ...startFailure(message, pick(failure, "code"), startedAt) }, stdoutTail: { text: "", cut: false } };
+  const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
+  await opts.notBefore;
+  let subprocess: ChildProcessWithoutNullStreams;
+  try {
+    subprocess = spawn(hook.command, hook.args, { cwd: opts.cwd, env: run.env, shell: false, detached: true, stdio: "pipe" });
+  } catch (error) {
+    return notStarted(error); // refused before any process existed (E2BIG, EINVAL): Node throws these
   }
+  // ENOENT, EACCES and the like arrive as `error` with no pid; later errors (none that we provoke:
+  // signals go to the group through process.kill) must not crash the leader either.
+  const failed = new Promise<Error>((resolve) => subprocess.on("error", resolve));
+  const pid = subprocess.pid;
+  if (pid === undefined) return notStarted(await failed);
 
   const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
   let requestStop = (): void => undefined;
@@ -285,7 +256,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     let leftovers: number[];
     const timedOut = first === "timeout";
     if (typeof first === "string") {
-      // Only a leader not yet reaped may seed tree-kill's walk: a reaped pid could be someone else's.
+      // Only a leader not yet reaped may seed the walk of parent links: a reaped pid could be someone else's.
       const leaderRunning = subprocess.exitCode === null && subprocess.signalCode === null;
       leftovers = (await terminateGroup(hookPid, { graceMs, runId, leaderRunning })).filter((p) => p !== hookPid);
       exit = await Promise.race([exited, wait(CLOSE_SETTLE_MS, undefined)]);
@@ -303,7 +274,6 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     }
     // A holder we could not find (its environment replaced, out of the group) must not keep us here.
     for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream.destroy();
-    await Promise.race([settled, wait(CLOSE_SETTLE_MS, undefined)]);
 
     const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
     const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit ? "internal" : exit.signal !== null ? "signal" : undefined;
@@ -361,10 +331,20 @@ function withNote(captured: CaptureResult): string {
   return captured.droppedBytes > 0 ? `${captured.text}\n… (truncated, ${captured.droppedBytes} bytes omitted)` : captured.text;
 }
 
-function pick(value: unknown, key: string): string | undefined {
-  if (typeof value !== "object" || value === null || !(key in value)) return undefined;
-  const found = (value as Record<string, unknown>)[key];
-  return typeof found === "string" && found.length > 0 ? found : undefined;
+/**
+ * Why a spawn failed, in one line. Node words a missing working directory as the command's ENOENT
+ * (`spawn /bin/bash ENOENT`), which would send a reader looking for the wrong file: name the
+ * directory when it is the one missing.
+ */
+function spawnMessage(error: unknown, cwd: string): string {
+  const message = describeError(error);
+  if (errnoCode(error) !== "ENOENT" && errnoCode(error) !== "ENOTDIR") return message;
+  try {
+    if (statSync(cwd).isDirectory()) return message;
+    return `the working directory (cwd) is not a directory: ${cwd} (${message})`;
+  } catch {
+    return `the working directory (cwd) does not exist: ${cwd} (${message})`;
+  }
 }
 
 function firstLine(text: string): string {

@@ -2,19 +2,18 @@
  * Ending a hook and everything it started.
  *
  * A hook runs as the leader of its own process group (spawned `detached`), so one `kill(-pgid)` reaches
- * its background children even after they were orphaned, which tree-kill's parent walk cannot
- * (docs/architecture.md, Facts this design rests on). Two nets catch what leaves the group: tree-kill
- * (children that called setpgid/setsid while their parent still lives; only when `ps` is on PATH, since
- * tree-kill 1.2.2 throws uncatchably without it) and the run id, which every process of a run inherits
- * in `PI_TEAMS_HOOK_RUN_ID` and which `/proc/<pid>/environ` shows even after setsid.
+ * its background children even after they were orphaned, which a walk of parent links cannot
+ * (docs/architecture.md, Facts this design rests on). Two nets catch what leaves the group: the hook's
+ * descendants by their parent links in `/proc/<pid>/stat` (children that called setpgid/setsid while
+ * their parent still lives, whatever their environment), and the run id, which every process of a
+ * run inherits in `PI_TEAMS_HOOK_RUN_ID` and which `/proc/<pid>/environ` shows even after setsid and
+ * after its parent exited.
  *
  * Liveness reads `/proc`, not `kill(pid, 0)` alone: PID 1 here reaps orphans lazily, and a zombie
  * still answers signal 0 although it holds no pipe and runs nothing. Nothing here throws for ESRCH
  * or EPERM: a process that is gone, or not ours, is simply not signalled.
  */
-import { constants as fsConstants } from "node:fs";
-import { access, readdir, readFile } from "node:fs/promises";
-import path from "node:path";
+import { readdir, readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { errnoCode } from "../contract/errors.js";
 
@@ -56,20 +55,25 @@ function sendSignal(target: number, signal: KillSignal | 0): boolean {
 interface ProcStat {
   pid: number;
   state: string;
+  ppid: number;
   pgrp: number;
   flags: number;
+  /** Clock ticks after boot: with the pid, what tells a process from a later one given its number. */
+  startTime: string;
 }
 
 /** `/proc/<pid>/stat`, or undefined when the process is gone. The name may hold `)` and spaces. */
 async function readStat(pid: number): Promise<ProcStat | undefined> {
   try {
     const text = await readFile(`/proc/${pid}/stat`, "latin1");
+    // The fields after the name, from the third (state) on: proc(5) numbers them from 1.
     const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
     const state = fields[0];
+    const ppid = Number(fields[1]);
     const pgrp = Number(fields[2]);
     const flags = Number(fields[6]);
-    if (state === undefined || !Number.isInteger(pgrp)) return undefined;
-    return { pid, state, pgrp, flags: Number.isInteger(flags) ? flags : 0 };
+    if (state === undefined || !Number.isInteger(pgrp) || !Number.isInteger(ppid)) return undefined;
+    return { pid, state, ppid, pgrp, flags: Number.isInteger(flags) ? flags : 0, startTime: fields[19] ?? "" };
   } catch {
     return undefined; // gone between readdir and read: not alive, which is what we report
   }
@@ -87,6 +91,26 @@ async function listPids(): Promise<number[]> {
   } catch {
     return []; // no /proc (not Linux): the group kill still works, only the extra nets are off
   }
+}
+
+/**
+ * Live descendants of `pid` that are not in group `pgid`: children (and theirs) that left the group
+ * with setsid or setpgid. Found by parent links, so only while each parent on the way still lives:
+ * an orphan's parent is init, and the run id is the net for those.
+ */
+async function escapedDescendants(pid: number, pgid: number): Promise<ProcStat[]> {
+  const stats = (await Promise.all((await listPids()).map(readStat))).filter((s): s is ProcStat => s !== undefined && s.state !== "Z");
+  const children = new Map<number, ProcStat[]>();
+  for (const stat of stats) children.set(stat.ppid, [...(children.get(stat.ppid) ?? []), stat]);
+  const tree = [...(children.get(pid) ?? [])];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]?.pid ?? -1) ?? []));
+  return tree.filter((s) => s.pgrp !== pgid);
+}
+
+/** Those of `stats` still alive as the same processes (the same start time: not a reused pid). */
+async function stillAlive(stats: readonly ProcStat[]): Promise<number[]> {
+  const now = await Promise.all(stats.map((s) => readStat(s.pid)));
+  return stats.filter((s, i) => now[i] !== undefined && now[i]?.state !== "Z" && now[i]?.startTime === s.startTime).map((s) => s.pid);
 }
 
 /** Live (non-zombie) members of process group `pgid`. Cheap when the group is already empty. */
@@ -178,7 +202,8 @@ export interface TerminateOptions {
   runId?: string;
   /**
    * The group leader has not exited (it is our child and not yet reaped), so its pid cannot have been
-   * reused and tree-kill may walk from it. Never set this for a leader that already exited.
+   * reused and its descendants may be found by their parent links. Never set this for a leader that
+   * already exited.
    */
   leaderRunning?: boolean;
   /**
@@ -190,8 +215,9 @@ export interface TerminateOptions {
 }
 
 /**
- * SIGTERM to the group (and its run-id escapees, and through tree-kill), SIGKILL to whatever is left
- * `graceMs` later, then waits until they are gone. Returns the pids that were alive at the start.
+ * SIGTERM to the group (and to the run's processes that left it: by run id, and by parent links while
+ * the leader lives), SIGKILL to whatever is left `graceMs` later, then waits until they are gone.
+ * Returns the pids that were alive at the start.
  */
 export async function terminateGroup(pgid: number, opts: TerminateOptions): Promise<number[]> {
   const { runId } = opts;
@@ -199,70 +225,43 @@ export async function terminateGroup(pgid: number, opts: TerminateOptions): Prom
   const groupIsOurs = !opts.confirmGroup || members.some((pid) => carriers.includes(pid));
   // A group that is not ours is left alone: from here on, only the run id identifies the run.
   const group = groupIsOurs ? pgid : undefined;
-  const initial = [...new Set([...(groupIsOurs ? members : []), ...carriers])];
   const leaderRunning = opts.leaderRunning === true && groupIsOurs && isSafePid(pgid);
+  const escaped = leaderRunning ? await escapedDescendants(pgid, pgid) : [];
+  const initial = [...new Set([...(groupIsOurs ? members : []), ...carriers, ...escaped.map((s) => s.pid)])];
   if (initial.length === 0 && !leaderRunning) return initial;
 
+  const targets: Targets = { group, runId, escaped };
   if (group !== undefined) signalGroup(group, "SIGTERM");
   for (const pid of initial) signalProcess(pid, "SIGTERM");
-  const walking = leaderRunning ? treeKillSafely(pgid, "SIGTERM", opts.graceMs) : Promise.resolve();
-
-  if (!(await waitUntilGone(group, runId, opts.graceMs))) {
+  if (!(await waitUntilGone(targets, opts.graceMs))) {
     if (group !== undefined) signalGroup(group, "SIGKILL");
-    for (const pid of await liveOf(group, runId)) signalProcess(pid, "SIGKILL");
-    await waitUntilGone(group, runId, KILL_SETTLE_MS);
+    for (const pid of await liveOf(targets)) signalProcess(pid, "SIGKILL");
+    await waitUntilGone(targets, KILL_SETTLE_MS);
   }
-  await walking;
   return initial;
 }
 
-async function liveOf(group: number | undefined, runId: string | undefined): Promise<number[]> {
-  if (group !== undefined) return runProcesses(group, runId);
-  return runId ? findProcessesByRunId(runId) : [];
+/** What belongs to one run being ended: its group (when ours), its run id, and its escaped descendants. */
+interface Targets {
+  group: number | undefined;
+  runId: string | undefined;
+  escaped: readonly ProcStat[];
+}
+
+async function liveOf(t: Targets): Promise<number[]> {
+  const [ofRun, escaped] = await Promise.all([
+    t.group !== undefined ? runProcesses(t.group, t.runId) : t.runId ? findProcessesByRunId(t.runId) : Promise.resolve<number[]>([]),
+    stillAlive(t.escaped),
+  ]);
+  return [...new Set([...ofRun, ...escaped])];
 }
 
 /** Polls until no process of the run is alive; false when `ms` passed first. */
-async function waitUntilGone(group: number | undefined, runId: string | undefined, ms: number): Promise<boolean> {
+async function waitUntilGone(targets: Targets, ms: number): Promise<boolean> {
   const until = Date.now() + Math.max(0, ms);
   for (;;) {
-    if ((await liveOf(group, runId)).length === 0) return true;
+    if ((await liveOf(targets)).length === 0) return true;
     if (Date.now() >= until) return false;
     await sleep(POLL_MS);
   }
-}
-
-/** tree-kill, only when `ps` is on PATH; its errors (EPERM on a pid not ours) are not ours to report. */
-async function treeKillSafely(pid: number, signal: KillSignal, boundMs: number): Promise<void> {
-  if (!(await psOnPath())) return;
-  // Loaded on first use: only a timeout or a stop needs it, and the leader's start-up does not.
-  const { default: treeKill } = await import("tree-kill");
-  await new Promise<void>((resolve) => {
-    // Its walk spawns one `ps` per process; bounded so that a stuck `ps` cannot hold the run.
-    const timer = setTimeout(resolve, Math.max(0, boundMs));
-    treeKill(pid, signal, () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
-
-let psCache: { path: string; found: boolean } | undefined;
-
-/** Whether tree-kill's `spawn("ps")` would find `ps` (it uses the leader's PATH). */
-export async function psOnPath(): Promise<boolean> {
-  const searchPath = process.env.PATH ?? "";
-  if (psCache?.path === searchPath) return psCache.found;
-  let found = false;
-  for (const dir of searchPath.split(path.delimiter)) {
-    if (!dir) continue;
-    try {
-      await access(path.join(dir, "ps"), fsConstants.X_OK);
-      found = true;
-      break;
-    } catch {
-      // not in this directory: try the next
-    }
-  }
-  psCache = { path: searchPath, found };
-  return found;
 }
