@@ -27,6 +27,13 @@ export interface Captured {
   stderr: string;
 }
 
+/**
+ * Columns for the tables of commands run inside pi: what they print is read by the model (a tool's
+ * answer) and shown by pi, which wraps long lines itself, so a table cut to 80 columns would only hide
+ * the hook and the reason.
+ */
+const PI_COLUMNS = "1000";
+
 /** Runs `pi-teams-hooks <argv>` in this process, as the command line would, and keeps what it printed. */
 export async function runCli(argv: readonly string[], env: Env, cwd: string): Promise<Captured> {
   let stdout = "";
@@ -34,7 +41,7 @@ export async function runCli(argv: readonly string[], env: Env, cwd: string): Pr
   const code = await main(argv, {
     stdout: (text) => void (stdout += text),
     stderr: (text) => void (stderr += text),
-    env,
+    env: { ...env, COLUMNS: PI_COLUMNS },
     cwd,
     isTTY: false,
     stopSignal: new Promise<string>(() => {}), // nothing here runs until a signal (no --follow, no watch)
