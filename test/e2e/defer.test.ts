@@ -141,9 +141,18 @@ describe.concurrent("a held gate in the leader", () => {
     const { rig, team, first, runId } = await held(context);
     const key = first.events()[0]?.key ?? "";
     await first.stop();
-    const answer = await decide(team, runId, "deny", "--code", "ci.failed", "--reason", "2 tests fail");
+    // The short id of the `logs` table names the run, unless another held run starts the same way.
+    const short = runId.slice(0, 8);
+    const decoy = path.join(deferralsDir(team), `${short}-0000-4000-8000-000000000000.json`);
+    await writeFile(decoy, "{}");
+    const ambiguous = await decide(team, short, "deny");
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain(`run id "${short}" matches 2 held runs: `);
+    expect(ambiguous.stderr).toContain(runId);
+    await rm(decoy);
+    const answer = await decide(team, short, "deny", "--code", "ci.failed", "--reason", "2 tests fail");
     expect(answer.code, answer.stderr).toBe(0);
-    expect(answer.stdout).toContain("deny applied for run");
+    expect(answer.stdout).toContain(`deny applied for run ${runId}`);
     expect(answer.stdout).toContain("→ reopened (1/3), follow-up #2 for alice, nudge alice");
     expect(existsSync(path.join(team.teamDir, "hook-state", "leader.lock"))).toBe(false);
     await expectDeniedOnce(context, team);

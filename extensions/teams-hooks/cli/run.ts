@@ -9,7 +9,7 @@ import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInp
 import { gateWarnings } from "../doctor/hooks.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral } from "../invoke/decision.js";
-import { deferralsDir } from "../invoke/deferral.js";
+import { deferralRunIds, deferralsDir } from "../invoke/deferral.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
@@ -125,10 +125,25 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
 const DECIDE_REFUSED = 1;
 
+/** Shortest id `decide` expands: fewer characters would match too much to be meant. */
+const MIN_RUN_ID_PREFIX = 4;
+
+/**
+ * The held run that `given` names: itself, or the one deferral whose run id starts with it (the short id
+ * of the `logs` table and `watch` lines). Several: a usage error listing them. None: `given` as it is,
+ * for decideDeferral to answer "no deferral".
+ */
+async function wholeRunId(teamDir: string, given: string): Promise<string> {
+  if (given.length < MIN_RUN_ID_PREFIX) return given;
+  const ids = await deferralRunIds(teamDir, given);
+  if (ids.length > 1) throw new HooksError("E_USAGE", `run id "${given}" matches ${ids.length} held runs: ${ids.join(", ")}; give more of it`);
+  return ids[0] ?? given;
+}
+
 export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
-  const [runId, decisionArg, ...extra] = args.positionals;
-  if (runId === undefined || decisionArg === undefined) throw new HooksError("E_USAGE", "usage: decide --team-dir DIR <run id> allow|deny");
+  const [given, decisionArg, ...extra] = args.positionals;
+  if (given === undefined || decisionArg === undefined) throw new HooksError("E_USAGE", "usage: decide --team-dir DIR <run id> allow|deny");
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
   const decision = decisionArg.trim().toLowerCase();
   if (decision !== "allow" && decision !== "deny") throw new HooksError("E_USAGE", `"${decisionArg}" is not a decision: allow or deny`);
@@ -137,6 +152,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
   const by = str(v.by) ?? (io.env.USER || io.env.LOGNAME || "pi-teams-hooks decide");
   const input: DecisionInput = { decision, by, ...optional("code", str(v.code)), ...optional("reason", str(v.reason)), ...optional("message", str(v.message)) };
   const { teamDir } = setup.identity;
+  const runId = await wholeRunId(teamDir, given);
   const answer = await decideDeferral(teamDir, runId, input, {
     env: io.env,
     waitForLeaderMs: 10_000,

@@ -17,6 +17,7 @@
  * block): a leader killed in between writes it from the log at its next start
  * (leader/startup.ts), so a deferral that a decider can see is always one that the logs know.
  */
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import type { HookEventName } from "../contract/contract.js";
@@ -92,6 +93,24 @@ export function deferralFile(teamDir: string, runId: string): string {
 /** True for a name in the deferrals folder that is a deferral (not a temp or lock file). */
 export function isDeferralFileName(name: string): boolean {
   return name.endsWith(".json") && !name.startsWith(".") && !isTempOrLock(name);
+}
+
+/**
+ * The run ids of the team's deferrals that are `given` or start with it (any case): how `decide` takes
+ * the short id the `logs` table and `watch` show. `given` itself alone when it names a deferral
+ * whole. From the file names; a record's own `runId` is checked when it is read.
+ */
+export async function deferralRunIds(teamDir: string, given: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(deferralsDir(teamDir));
+  } catch {
+    return []; // no deferrals folder: nothing was ever held here
+  }
+  const ids = names.filter(isDeferralFileName).map((name) => name.slice(0, -".json".length));
+  if (ids.includes(given)) return [given];
+  const prefix = given.toLowerCase();
+  return ids.filter((id) => id.toLowerCase().startsWith(prefix)).sort();
 }
 
 /** A run id a person or a service may hand in: what this project writes (a UUID, `.N`), nothing that could climb out of the folder. */
