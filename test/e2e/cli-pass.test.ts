@@ -20,6 +20,9 @@ describe("typos", () => {
     [["logs", "shwo"], 'pi-teams-hooks logs: unknown subcommand "shwo" (did you mean show?)'],
     [["run", "task_completed", "--task"], "pi-teams-hooks run: --task needs a value"],
     [["logs", "--json=yes"], "pi-teams-hooks logs: --json takes no value"],
+    [["policy", "set", "--max-payload-bytes", "-1"], 'pi-teams-hooks policy: --max-payload-bytes needs a value, and "-1" starts with "-" (a value that does is written --max-payload-bytes=-1)'],
+    [["run", "task_completed", "--task", "--json"], "pi-teams-hooks run: --task needs a value"],
+    [["logs", "-f", "--limit", "-5"], 'pi-teams-hooks logs: --limit needs a value, and "-5" starts with "-" (a value that does is written --limit=-5)'],
     [["doctor", "-x"], "pi-teams-hooks doctor: unknown flag -x (short flags: -h for --help)"],
   ])("%j: one line that names the fix, exit 2", async (args, line) => {
     const { code, stdout, stderr } = await runBin(args);

@@ -211,3 +211,20 @@ describe("run: a hook still running", () => {
     expect(output).toMatch(/\r\u001b\[2Kidle on_idle\.sh passed in \d+\.\ds \(run [0-9a-f]{8}\)\r\n$/);
   });
 });
+
+describe("a hook's output cannot drive the terminal", () => {
+  it("C1 controls (U+009B, a one-character CSI) and whole OSC sequences are dropped from run, logs and logs show", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+    // stderr: A, an OSC title, B, a C1 CSI that clears the screen, C; stdout: the same C1 CSI.
+    await rig.hook(team, "on_task_completed.sh", `printf 'A\\033]0;pwned\\007B\\302\\2332JC\\n' >&2; printf 'out\\302\\2332J\\n'; exit 1`);
+    const run = await bin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(run.code).toBe(1);
+    const list = await bin(["logs", "--team-dir", team.teamDir], { COLUMNS: "200" });
+    const show = await bin(["logs", "show", "last", "--team-dir", team.teamDir]);
+    for (const out of [run.stdout, list.stdout, show.stdout]) {
+      expect(out).toContain("ABC");
+      expect(out).not.toMatch(/[\u0080-\u009f\u001b]|pwned/);
+    }
+    expect(show.stdout).toMatch(/out$/m);
+  });
+});

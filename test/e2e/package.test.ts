@@ -1,13 +1,15 @@
 /**
  * The package as npm would publish it: the file list of `npm pack --dry-run --json`, and those files
- * alone, copied where no dependency is installed, used as a user would (the bin, the library's types).
+ * alone, copied where no dependency is installed, used as a user would (the bin, the library's types,
+ * pi loading the extension).
  * No network: the install through npm runs only when npm's cache can serve the dependencies offline.
  * `--ignore-scripts` because `prepack` rebuilds dist/ from scratch, under the tests that run it.
  */
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, ensureBuilt } from "../helpers/leader-rig.js";
@@ -102,6 +104,20 @@ describe("the packed files, with no dependency installed", () => {
     expect(version.stdout).toBe(`${manifest.version}\n`);
     const schema = await execFileAsync(process.execPath, [bin(), "schema", "task"], { cwd: tmp });
     expect(schema.stdout).toBe(readFileSync(path.join(REPO_ROOT, "docs", "schema", "task.schema.json"), "utf8"));
+  });
+
+  it("pi loads the packed extension entry, which takes the leader from the packed build (skipped without pi)", async (ctx) => {
+    const loader = path.join(REPO_ROOT, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core", "extensions", "loader.js");
+    if (!existsSync(loader)) ctx.skip();
+    const entry = path.join(installed, strip(manifest.pi.extensions[0] ?? ""));
+    const script = [
+      `const { loadExtensions } = await import(${JSON.stringify(pathToFileURL(loader).href)});`,
+      `const loaded = await loadExtensions([${JSON.stringify(entry)}], ${JSON.stringify(tmp)});`,
+      `const { loadGatesCode } = await import(${JSON.stringify(pathToFileURL(path.join(installed, "dist", "teams-hooks", "pi", "load.js")).href)});`,
+      "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from: (await loadGatesCode()).from }));",
+    ].join("\n");
+    const { stdout: out } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { cwd: tmp });
+    expect(JSON.parse(out.trim().split("\n").pop() ?? "")).toEqual({ errors: [], extensions: 1, from: "build" });
   });
 
   it("the declarations the exports name import only files of the package and Node's modules", () => {

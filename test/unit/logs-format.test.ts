@@ -7,8 +7,9 @@ import { firstLine, formatDuration, formatSpan, oneLine, shortRunId, shortRunIds
 import { runIdMatch, tableTime } from "../../extensions/teams-hooks/logs/find.js";
 import { formatDuration as messagesFormatDuration, formatSpan as messagesFormatSpan } from "../../extensions/teams-hooks/text/messages.js";
 
-const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
-/** The versions before the rewrite, verbatim. */
+// Since the rewrite, an OSC goes whole and C1 controls (a one-character CSI among them) go too.
+const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+/** The versions before the rewrite, verbatim but for CONTROL. */
 const before = {
   oneLine: (text: string): string => text.replace(/[\t\n\r]+/g, " ").replace(CONTROL, "").trim(),
   firstLine(text: string, max = 100): string {
@@ -43,6 +44,7 @@ const TEXTS = [
   "\u001b[31mred\u001b[0m then\ttab",
   "\u001b]0;title\u0007 bell",
   "\u0000\u0001\u007f\n\u001b[2Kreal",
+  "c1 \u009b2J csi \u0085 nel \u009d osc",
   "\u00a0non-breaking\u00a0",
   "line\u2028separator",
   `${"é😀".repeat(60)}\nnext`,

@@ -161,7 +161,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       parsed = parseArgs({ args: [...rest], options: command.options, allowPositionals: true, strict: true });
     } catch (error) {
       if (isHooksError(error)) throw error;
-      throw new HooksError("E_USAGE", parseArgsMessage(error), { cause: error });
+      throw new HooksError("E_USAGE", parseArgsMessage(error, rest), { cause: error });
     }
     if (parsed.values.help) {
       io.stdout(subcommandHelp(name, parsed.positionals[0]) ?? commandHelp(name));
@@ -224,8 +224,17 @@ function checkFlags(args: readonly string[], options: NonNullable<ParseArgsConfi
 }
 
 /** What Node's argument parser said, in the words of the rest of the command line. */
-function parseArgsMessage(error: unknown): string {
+function parseArgsMessage(error: unknown, args: readonly string[]): string {
   const text = describeError(error);
+  // `--max-payload-bytes -1`, `--task --json`: Node words it over three lines.
+  const dashed = /^Option '(?:-\w, )?(--[^' ]+)' argument is ambiguous/.exec(text);
+  if (dashed?.[1]) {
+    const flag = dashed[1];
+    const at = args.indexOf(flag);
+    const value = at >= 0 ? (args[at + 1] ?? "") : "";
+    // A negative number was meant as the value; anything else is most likely the next flag.
+    return /^-[\d.]/.test(value) ? `${flag} needs a value, and "${value}" starts with "-" (a value that does is written ${flag}=${value})` : `${flag} needs a value`;
+  }
   const missing = /^Option '(-{1,2}[^' ]+)(?:, -{1,2}[^' ]+)?(?: <value>)?' argument missing/.exec(text) ?? /^Option '-\w, (--[^' ]+) <value>' argument missing/.exec(text);
   if (missing) return `${missing[1]} needs a value`;
   const noValue = /^Option '(?:-\w, )?(--[^' ]+)' does not take an argument/.exec(text);

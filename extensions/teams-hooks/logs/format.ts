@@ -40,10 +40,13 @@ export function truncateText(value: string, limit: number): string {
   return `${value.slice(0, cut)}\u2026`;
 }
 
-/** ANSI escapes and control characters; tabs and line breaks become spaces where a cell needs one line. */
-const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
+/**
+ * ANSI escapes (an OSC, such as a window title, whole) and control characters, C1 too (U+009B is a
+ * CSI of its own to a terminal); tabs and line breaks become spaces where a cell needs one line.
+ */
+const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 /** Any character `oneLine` would change (all of CONTROL's start with one of these). */
-const NOT_PLAIN = /[\u0000-\u001f\u007f]/;
+const NOT_PLAIN = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** `text` on one line: line breaks and tabs as spaces, escapes and control characters dropped, trimmed. */
 export function oneLine(text: string): string {

@@ -231,7 +231,8 @@ Without --all or paths, trust lists every such change: old and new hash and mode
 a text file (from the copy kept in hook-state/trusted/), and records nothing.
 
   --all                   record every change listed (the gates as they are now)
-  PATH…                   record only these gates' changes (a removed gate: its absence)
+  PATH…                   record only these gates' changes (a removed gate: its absence; an HTTP
+                          handler by its gate name, http:NAME, as config lists it)
   --team-dir DIR          the team directory (default: the team dir you are in)
   --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, else <teams root>/_hooks)

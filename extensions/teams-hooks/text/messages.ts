@@ -178,8 +178,8 @@ export function missingSecretWarning(gate: string, variable: string, handler: { 
   return `handler ${gate}: environment variable ${variable} is not set: ${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the leader's environment)`;
 }
 
-/** ANSI escape sequences (colours, cursor moves) and other control characters but tab. */
-const POLICY_CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
+/** ANSI escape sequences (colours, cursor moves; an OSC whole) and other control characters but tab, C1 too. */
+const POLICY_CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** The first line of `text` that holds something once colour codes and blanks are removed. */
 function policyFirstLine(text: string): string {
