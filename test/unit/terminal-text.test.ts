@@ -113,6 +113,11 @@ describe("tables that fit", () => {
     const narrower = formatTable(rows, specs, { width: 12 });
     expect(narrower.text).toBe(["name  note", "ada   a lon…", "张伟  short", ""].join("\n"));
     expect(narrower.note).toBe("(team and runs left out to fit 12 columns; COLUMNS=79 or --json shows everything)");
+    // Narrower than what may not go: the note does not claim a fit it did not make.
+    const tiny = formatTable(rows, specs, { width: 5 });
+    const used = Math.max(...tiny.text.trimEnd().split("\n").map(displayWidth));
+    expect(used).toBeGreaterThan(5);
+    expect(tiny.note).toBe(`(team and runs left out, and the rest still takes ${used} of 5 columns; COLUMNS=79 or --json shows everything)`);
   });
 
   it("lets the line be long when nothing more may go", () => {

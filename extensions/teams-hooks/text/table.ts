@@ -22,6 +22,8 @@ export interface TableLayout {
   shown: readonly boolean[];
   /** The width every column at its natural width would take (the terminal width that cuts nothing). */
   needed: number;
+  /** The width the laid-out table takes: more than asked when the columns that may not go do not fit. */
+  used: number;
 }
 
 export interface TableOptions {
@@ -102,7 +104,7 @@ export function fitTable(natural: readonly number[], specs: readonly ColumnSpec[
     widths[widest] = target;
     excess -= w - target;
   }
-  return { widths, shown: visible, needed };
+  return { widths, shown: visible, needed, used: total((i) => widths[i] ?? 0) + indent };
 }
 
 /** One line of the table: cells cut and padded to the layout, the last one not padded unless aligned right. */
@@ -137,5 +139,6 @@ export function hiddenColumns(layout: TableLayout): number[] {
 export function hiddenNote(names: readonly string[], layout: TableLayout, width: number, json = true): string {
   if (names.length === 0) return "";
   const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
-  return `(${list} left out to fit ${width} columns; COLUMNS=${layout.needed}${json ? " or --json" : ""} shows everything)`;
+  const fit = layout.used > width ? `left out, and the rest still takes ${layout.used} of ${width} columns` : `left out to fit ${width} columns`;
+  return `(${list} ${fit}; COLUMNS=${layout.needed}${json ? " or --json" : ""} shows everything)`;
 }
