@@ -9,6 +9,8 @@
 //            --big N (tasks in the large list, 10000) --json FILE (all figures as JSON)
 //            --bin PATH (another build's bin.js, to try a fix) --node-arg ARG (repeatable, e.g.
 //            --node-arg=--max-semi-space-size=2, passed to node before the leader's bin)
+//            --other PATH (repeatable: another build's bin.js whose bursts run right after this build's,
+//            in the same run, so that hooks/s and leader CPU per event compare under the same load)
 //
 // What is measured (docs/performance.md explains it in full):
 // - latency: a worker's atomic rename of a completed task → the first action of its hook (a bash
@@ -42,6 +44,7 @@ const { values: opt } = parseArgs({
   options: {
     bin: { type: "string" },
     "node-arg": { type: "string", multiple: true, default: [] },
+    other: { type: "string", multiple: true, default: [] },
     quick: { type: "boolean", default: false },
     samples: { type: "string" },
     "baseline-samples": { type: "string" },
@@ -54,6 +57,11 @@ const BIN = path.resolve(opt.bin ?? path.join(here, "../dist/teams-hooks/bin.js"
 // The node flags the bin's shebang gives it (`#!/usr/bin/env -S node --flag`): the leader runs here as
 // it runs when a user starts `pi-teams-hooks watch`. --node-arg adds to them (to try a flag).
 const NODE_ARGS = [...shebangFlags(BIN), ...opt["node-arg"]];
+/** Other builds, each with its own shebang's flags: only their bursts are measured, after this build's. */
+const OTHERS = opt.other.map((file) => {
+  const bin = path.resolve(file);
+  return { bin, nodeArgs: [...shebangFlags(bin), ...opt["node-arg"]] };
+});
 const SAMPLES = Number(opt.samples ?? (opt.quick ? 40 : 200));
 const BASELINE_SAMPLES = Number(opt["baseline-samples"] ?? (opt.quick ? 20 : 60));
 const BURST = Number(opt.burst ?? (opt.quick ? 200 : 500));
@@ -67,24 +75,26 @@ const IDLE_MS = opt.quick ? 6_000 : 11_000; // covers one (two) reconcile scans,
 
 const TARGETS = { medianMs: 15, p99Ms: 50, ceilingRatioC2: 0.6, readyMs: 500, rssMB: 80 };
 
-if (!existsSync(BIN)) {
-  console.error(`${BIN} is missing: run \`npm run build\` first`);
-  process.exit(2);
+for (const file of [BIN, ...OTHERS.map((o) => o.bin)]) {
+  if (!existsSync(file)) {
+    console.error(`${file} is missing: run \`npm run build\` first`);
+    process.exit(2);
+  }
 }
 
 const root = makeTempRoot("bench-latency-");
 const { hooksDir, hook } = makeStampHook(root);
-const results = { machine: machine(), leader: { bin: BIN, nodeArgs: NODE_ARGS }, options: { SAMPLES, BASELINE_SAMPLES, BURST, BIG, SMALL, WARMUP, POLL_MS }, latency: {}, throughput: {}, startup: {}, floor: {}, drift: [] };
+const results = { machine: machine(), leader: { bin: BIN, nodeArgs: NODE_ARGS }, others: OTHERS, options: { SAMPLES, BASELINE_SAMPLES, BURST, BIG, SMALL, WARMUP, POLL_MS }, latency: {}, throughput: {}, startup: {}, floor: {}, drift: [] };
 
 /** Every leader and poller started, so that none outlives the bench, whatever happens. */
 const started = new Set();
 
 /** Leader or baseline poller on one team dir, with its own stamps file. */
-function startWatcher(kind, team, stampsFile, extra = []) {
+function startWatcher(kind, team, stampsFile, extra = [], build = { bin: BIN, nodeArgs: NODE_ARGS }) {
   const env = { ...process.env, BENCH_STAMPS: stampsFile, LC_ALL: "C" };
   const args =
     kind === "leader"
-      ? [...NODE_ARGS, BIN, "watch", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--json", ...extra]
+      ? [...build.nodeArgs, build.bin, "watch", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--json", ...extra]
       : [POLLER, team.tasksDir, hook, String(POLL_MS)];
   const proc = startNdjson(args, { env });
   started.add(proc);
@@ -279,11 +289,13 @@ async function measureSpawnCeiling(concurrency) {
   return out;
 }
 
-async function measureThroughput(concurrency) {
-  const team = makeTeam(root, `burst-c${concurrency}`);
+/** A burst of BURST completions on a fresh list; `other` is the index of an --other build (this build when absent). */
+async function measureThroughput(concurrency, other) {
+  const label = other === undefined ? `c${concurrency}` : `other${other + 1}-c${concurrency}`;
+  const team = makeTeam(root, `burst-${label}`);
   fillTasks(team, BURST);
-  const stampsFile = path.join(root, `stamps-burst-c${concurrency}.txt`);
-  const proc = startWatcher("leader", team, stampsFile, ["--concurrency", String(concurrency)]);
+  const stampsFile = path.join(root, `stamps-burst-${label}.txt`);
+  const proc = startWatcher("leader", team, stampsFile, ["--concurrency", String(concurrency)], other === undefined ? undefined : OTHERS[other]);
   await proc.waitFor((l) => l.type === "watching", 60_000, "watching");
   const commits = [];
   for (let id = 1; id <= BURST; id++) commits.push(stageTaskWrite(team, task(id, { completedAt: nextCompletedAt() })));
@@ -296,7 +308,7 @@ async function measureThroughput(concurrency) {
     await proc.waitFor(() => proc.byKey.size >= BURST, 120_000, `${BURST} events`);
     lastNs = proc.lines.filter((l) => l.type === "event").at(-1).receivedNs;
   } catch (error) {
-    progress(`throughput c${concurrency}: ${error.message.split(";")[0]}`);
+    progress(`throughput ${label}: ${error.message.split(";")[0]}`);
   }
   const cpu1 = cpuTimesOf(proc.pid);
   await sleep(200); // anything extra (a repeat) would show up now
@@ -316,8 +328,8 @@ async function measureThroughput(concurrency) {
     leaderCpuMsPerEvent: (1000 * (cpu1.self - cpu0.self)) / BURST,
     hookCpuMsPerEvent: (1000 * (cpu1.children - cpu0.children)) / BURST,
   };
-  results.throughput[`c${concurrency}`] = out;
-  progress(`throughput c${concurrency}: ${out.hooksPerSecond.toFixed(1)} hooks/s (${out.events} events, ${out.logs} logs, ${out.repeated} repeated, ${seconds.toFixed(2)} s; CPU per event: leader ${out.leaderCpuMsPerEvent.toFixed(1)} ms, hook ${out.hookCpuMsPerEvent.toFixed(1)} ms)`);
+  results.throughput[label] = out;
+  progress(`throughput ${label}: ${out.hooksPerSecond.toFixed(1)} hooks/s (${out.events} events, ${out.logs} logs, ${out.repeated} repeated, ${seconds.toFixed(2)} s; CPU per event: leader ${out.leaderCpuMsPerEvent.toFixed(1)} ms, hook ${out.hookCpuMsPerEvent.toFixed(1)} ms)`);
   removeQuietly(team.teamDir);
   return out;
 }
@@ -373,6 +385,7 @@ try {
   await measureThroughput(1);
   await measureSpawnCeiling(2);
   await measureThroughput(2);
+  for (let i = 0; i < OTHERS.length; i++) await measureThroughput(2, i);
   await measureFloor("end", FLOOR_SAMPLES);
 
   results.machine.loadAfter = os.loadavg()[0];
@@ -421,7 +434,15 @@ function report() {
         [`ceiling: bare spawns, ${ceiling.concurrency} at a time`, ceiling.hooksPerSecond.toFixed(1), "1.00×", ceiling.seconds.toFixed(2), BURST, "", "", ms(ceiling.parentCpuMsPerHook), ms(ceiling.hookCpuMsPerEvent)],
       ];
     }),
+    ...OTHERS.map((o, i) => {
+      const t = T[`other${i + 1}-c2`];
+      return [`other build ${i + 1} --concurrency 2`, t.hooksPerSecond.toFixed(1), `${(t.hooksPerSecond / T["ceiling-c2"].hooksPerSecond).toFixed(2)}×`, t.seconds.toFixed(2), t.events, t.logs, t.repeated, ms(t.leaderCpuMsPerEvent), ms(t.hookCpuMsPerEvent)];
+    }),
   ]));
+  for (const [i, o] of OTHERS.entries()) {
+    const t = T[`other${i + 1}-c2`];
+    console.log(`other build ${i + 1}: ${o.bin}; this build's leader CPU per event at --concurrency 2 is ${(T.c2.leaderCpuMsPerEvent / t.leaderCpuMsPerEvent).toFixed(2)}× its`);
+  }
   console.log("");
   const S = results.startup;
   const pollBig = L["large/poll700"];
