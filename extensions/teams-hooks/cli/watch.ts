@@ -30,8 +30,9 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const colour = !json && wantsColour(io);
   // The "still running" line only on a terminal: FORCE_COLOR through a pipe colours, never redraws.
   const status = !json && canRedraw(io) ? new RunningLine(io.stdout, { width: terminalWidth(io), afterMs: 2000 }) : null;
-  const emit = (object: Record<string, unknown>, line: string): void => {
-    const text = json ? `${JSON.stringify(object)}\n` : `${line}\n`;
+  /** `line` may be a function: what only people read is not worked out for --json. */
+  const emit = (object: Record<string, unknown>, line: string | (() => string)): void => {
+    const text = json ? `${JSON.stringify(object)}\n` : `${typeof line === "string" ? line : line()}\n`;
     if (status) status.print(text);
     else io.stdout(text);
   };
@@ -61,7 +62,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   await leader.start();
 
   const scope = `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
-  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, `watching ${scope}${v.once ? " once" : ""}; times are local (${zoneLabel(Date.now(), Intl.DateTimeFormat().resolvedOptions().timeZone)})`);
+  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, () => `watching ${scope}${v.once ? " once" : ""}; times are local (${zoneLabel(Date.now(), zoneName(io.env))})`);
 
   if (v.once) {
     // A signal ends --once too (a cron job's time limit): stop taking events, as watch does, rather
@@ -193,4 +194,12 @@ function policyLine(setup: TeamSetup): string {
   );
 }
 
-
+/**
+ * The machine's time zone by name: `TZ` when it names one, else what Intl says. Asking Intl loads
+ * the time-zone data (about 20 ms of a start-up here), so it is asked only for the human banner.
+ */
+function zoneName(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const tz = env.TZ?.trim().replace(/^:/, "");
+  if (tz && /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/.test(tz)) return tz;
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
