@@ -12,7 +12,7 @@ import { Leader } from "../leader/leader.js";
 import type { InboxMode, LeaderNotice, WhyNotice } from "../leader/notices.js";
 import { formatDuration } from "../text/messages.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
-import { canRedraw, localClock, terminalWidth, zoneLabel } from "../text/terminal.js";
+import { canRedraw, localClock, terminalWidth, zoneLabel, zoneName } from "../text/terminal.js";
 
 const INBOX_MODES: readonly InboxMode[] = ["observe", "consume", "off"];
 
@@ -194,12 +194,3 @@ function policyLine(setup: TeamSetup): string {
   );
 }
 
-/**
- * The machine's time zone by name: `TZ` when it names one, else what Intl says. Asking Intl loads
- * the time-zone data (about 20 ms of a start-up here), so it is asked only for the human banner.
- */
-function zoneName(env: Readonly<Record<string, string | undefined>>): string | undefined {
-  const tz = env.TZ?.trim().replace(/^:/, "");
-  if (tz && /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/.test(tz)) return tz;
-  return Intl.DateTimeFormat().resolvedOptions().timeZone;
-}

@@ -89,6 +89,16 @@ export function isoOffset(offsetMinutes: number): string {
   return offsetMinutes === 0 ? "Z" : offsetLabel(offsetMinutes).slice(3);
 }
 
+/**
+ * The machine's time zone by name: `TZ` when it names one, else what Intl says. Asking Intl loads
+ * the time-zone data (about 20 ms of a start-up here), so it is asked only for the human banner.
+ */
+export function zoneName(env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const tz = env.TZ?.trim().replace(/^:/, "");
+  if (tz && /^[A-Za-z_]+(\/[A-Za-z0-9_+-]+)*$/.test(tz)) return tz;
+  return Intl.DateTimeFormat().resolvedOptions().timeZone;
+}
+
 /** The zone's name and offset now, for a banner: `Asia/Tokyo, UTC+09:00`; `UTC` alone for UTC. */
 export function zoneLabel(nowMs: number, zoneName: string | undefined): string {
   const offset = offsetLabel(localOffsetMinutes(nowMs));
