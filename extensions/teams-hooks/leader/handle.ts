@@ -18,6 +18,7 @@ import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import { gateName } from "../runner/chain.js";
 import { privacyOf } from "../settings/hooks-config.js";
 import type { LedgerEventInfo } from "./ledger.js";
+import { BASELINE_DETAIL } from "./notices.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -40,7 +41,7 @@ export class EventHandler {
     if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
     const ledger = this.#ctx.requireLedger();
     if (this.#ctx.firstStart?.history.has(event.key)) {
-      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "baseline", { detail: "present at the first start: recorded as history, not run (--catch-up runs it)" });
+      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "baseline", { detail: BASELINE_DETAIL });
       return;
     }
     if (ledger.has(event.key) || this.#ctx.queued.has(event.key)) {

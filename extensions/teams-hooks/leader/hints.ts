@@ -15,7 +15,7 @@ import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
 import type { WatchTarget } from "../team/watch.js";
 import { type LeaderContext, forEachYielding } from "./context.js";
-import type { WhyReason } from "./notices.js";
+import { BASELINE_DETAIL, type WhyReason } from "./notices.js";
 import { isTaskFileName, type TaskLook } from "./sources.js";
 import { isHistory } from "./startup.js";
 import { refreshStartGate } from "./gate-trust.js";
@@ -247,17 +247,17 @@ export class Hints {
   }
 }
 
+/** The `detail` of each reason a task file's event goes no further. */
+const TASK_WHY_DETAIL: Partial<Record<WhyReason, string>> = {
+  baseline: BASELINE_DETAIL,
+  claim_seen: "the same claim as at the last look",
+  no_gate: "a claim is nothing without a start gate",
+};
+
 /** `--verbose`: a look at a task file whose event went no further (`reason`). */
 function whyTask(ctx: LeaderContext, file: string, look: Extract<TaskLook, { kind: "task" }>, reason: WhyReason): void {
   const event = look.event;
-  const detail =
-    reason === "baseline"
-      ? "present at the first start: recorded as history, not run (--catch-up runs it)"
-      : reason === "claim_seen"
-        ? "the same claim as at the last look"
-        : reason === "no_gate"
-          ? "a claim is nothing without a start gate"
-          : undefined;
+  const detail = TASK_WHY_DETAIL[reason];
   ctx.why({ reason, file, taskId: look.task.id, ...(event ? { event: event.event, key: event.key } : {}), ...(detail ? { detail } : {}) });
 }
 

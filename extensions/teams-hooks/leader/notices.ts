@@ -63,6 +63,9 @@ export interface LeaderOptions {
  *   matcher_skipped a gate of the event was skipped by its matchers (`hook`, `detail` say which and why)
  *   new_event       a new event: queued for its gates
  */
+/** The `detail` of a `baseline` notice, whether the start-up scan or the event handler says it. */
+export const BASELINE_DETAIL = "present at the first start: recorded as history, not run (--catch-up runs it)";
+
 export type WhyReason =
   | "baseline"
   | "in_ledger"
