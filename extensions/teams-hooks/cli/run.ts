@@ -21,7 +21,7 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { readTrust } from "../runner/trust-store.js";
 import type { TrustRecord } from "../runner/trust.js";
 import { privacyOf } from "../settings/hooks-config.js";
-import { shortRunId } from "../logs/format.js";
+import { MIN_ID_PREFIX, shortRunId } from "../logs/format.js";
 import { settingsRedactor } from "../runner/redact.js";
 import { canRedraw, terminalWidth } from "../text/terminal.js";
 
@@ -125,16 +125,13 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
 const DECIDE_REFUSED = 1;
 
-/** Shortest id `decide` expands: fewer characters would match too much to be meant. */
-const MIN_RUN_ID_PREFIX = 4;
-
 /**
  * The held run that `given` names: itself, or the one deferral whose run id starts with it (the short id
  * of the `logs` table and `watch` lines). Several: a usage error listing them. None: `given` as it is,
  * for decideDeferral to answer "no deferral".
  */
 async function wholeRunId(teamDir: string, given: string): Promise<string> {
-  if (given.length < MIN_RUN_ID_PREFIX) return given;
+  if (given.length < MIN_ID_PREFIX) return given;
   const ids = await deferralRunIds(teamDir, given);
   if (ids.length > 1) throw new HooksError("E_USAGE", `run id "${given}" matches ${ids.length} held runs: ${ids.join(", ")}; give more of it`);
   return ids[0] ?? given;

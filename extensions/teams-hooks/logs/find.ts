@@ -7,7 +7,7 @@
 import path from "node:path";
 import type { HookLogEntry } from "../runner/hook-log.js";
 import type { LogFilter } from "./filter.js";
-import { shortRunId, splitRunId } from "./format.js";
+import { MIN_ID_PREFIX, shortRunId, splitRunId } from "./format.js";
 import { type LogRow, type ProblemSink, listLogFiles, queryLogs, readCandidates, readLogsHolding } from "./query.js";
 import { hookLogsDir } from "../team/paths.js";
 
@@ -19,8 +19,6 @@ export type LogPick = { kind: "found"; entry: HookLogEntry } | { kind: "none" } 
 
 /** Matches listed when a selector is ambiguous. */
 export const MAX_LISTED = 20;
-/** The fewest characters of a run id that are taken as a prefix of one. */
-export const MIN_ID_PREFIX = 4;
 
 /** The newest log `filter` keeps (`last`, `--task N`, `--failed`): reads the newest few files, not every one. */
 export async function pickNewest(teamDir: string, filter: LogFilter, onProblem: ProblemSink): Promise<LogPick> {

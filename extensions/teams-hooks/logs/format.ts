@@ -98,6 +98,9 @@ export function splitRunId(id: string): { base: string; chain: string } {
   return m ? { base: m[1] ?? id, chain: m[2] ?? "" } : { base: id, chain: "" };
 }
 
+/** The fewest characters of a run id that `logs show` and `decide` take as the start of one. */
+export const MIN_ID_PREFIX = 4;
+
 /** `4a739620` for `4a739620-51eb-42cb-945b-c9232b60cf26`, `4a739620.2` for the chain's second hook. */
 export function shortRunId(id: string): string {
   const { base, chain } = splitRunId(id);
