@@ -4,15 +4,14 @@
  * it loads up front imports zod (see logs/record.ts): `show` and files that need the schema load it.
  */
 import type { CliIo, FlagValue, ParsedArgs } from "./io.js";
-import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
 import type { HookLogProblem } from "../runner/hook-log.js";
-import { type LogFilter, parseTimeBound } from "../logs/filter.js";
+import { type LogFilter, parseFilterText, parseTimeBound } from "../logs/filter.js";
 import { FOLLOW_WIDTHS, MIN_ID_PREFIX, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
 import { type LogPick, MAX_LISTED, pickNewest, pickRun, tableTime } from "../logs/find.js";
-import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome } from "../logs/record.js";
+import type { LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
 import { type LogRow, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
 import { hookLogsDir, resolveTeamDirFlags } from "../team/paths.js";
@@ -23,7 +22,7 @@ const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
 
 const TEAM = ["team-dir", "team", "json"];
-const FILTERS = ["event", "task", "member", "outcome", "since", "limit"];
+const FILTERS = ["event", "task", "member", "hook", "outcome", "since", "limit"];
 /** The flags each subcommand takes; any other is a usage error naming it. */
 const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
   list: [...TEAM, ...FILTERS, "follow"],
@@ -242,32 +241,9 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
 }
 
 function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogFilter {
-  const filter: LogFilter = {};
-  const events = splitList(v.event, "--event");
-  if (events) {
-    for (const e of events) if (!(LOG_EVENTS as readonly string[]).includes(e)) usage(`--event "${e}" must be one of ${LOG_EVENTS.join(", ")}`);
-    filter.events = events as HookEventName[];
-  }
-  const outcomes = splitList(v.outcome, "--outcome")?.map((o) => (o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o));
-  if (outcomes) {
-    for (const o of outcomes) if (!(LOG_OUTCOMES as readonly string[]).includes(o)) usage(`--outcome "${o}" must be one of ${LOG_OUTCOMES.join(", ")}`);
-    filter.outcomes = outcomes as LogOutcome[];
-  }
-  const task = str(v.task)?.replace(/^#/, "");
-  if (task !== undefined) filter.taskId = nonEmpty(task, "--task");
-  const member = str(v.member);
-  if (member !== undefined) filter.member = nonEmpty(member, "--member");
-  const since = str(v.since);
-  if (since !== undefined) filter.sinceMs = timeFlag(since, "--since", now, offset);
-  return filter;
-}
-
-/** `a,b` → `["a", "b"]`; undefined when the flag is absent. */
-function splitList(value: FlagValue, flag: string): string[] | undefined {
-  const raw = str(value);
-  if (raw === undefined) return undefined;
-  const items = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  return items.length > 0 ? items : usage(`${flag} must not be empty`);
+  const { filter, problems } = parseFilterText({ event: str(v.event), outcome: str(v.outcome), task: str(v.task), member: str(v.member), hook: str(v.hook), since: str(v.since) }, now, isoOffset(offset));
+  const [first] = problems;
+  return first ? usage(`--${first.field} ${first.text}`) : filter;
 }
 
 function timeFlag(value: string, flag: string, now: number, offset: number): number {
@@ -280,6 +256,7 @@ function describeFilter(filter: LogFilter): string {
     ...(filter.events ? [`event ${filter.events.join("|")}`] : []),
     ...(filter.taskId !== undefined ? [`task #${filter.taskId}`] : []),
     ...(filter.member !== undefined ? [`member ${filter.member}`] : []),
+    ...(filter.hook !== undefined ? [`hook ${filter.hook}`] : []),
     ...(filter.outcomes ? [`outcome ${filter.outcomes.join("|")}`] : []),
     ...(filter.sinceMs !== undefined ? [`since ${new Date(filter.sinceMs).toISOString()}`] : []),
   ];

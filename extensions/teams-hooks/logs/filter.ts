@@ -3,10 +3,11 @@
  * suffix: runner/hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so
  * that a query opens only the files that can match; the record decides the rest. Pure.
  */
-import { parseDuration } from "../text/duration.js";
+import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import type { HookEventName } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
-import { LOG_EVENTS, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { hookName } from "./format.js";
+import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
 import { sanitizeName } from "../team/paths.js";
 
 /** What a query keeps. Every field narrows; an absent field keeps everything. */
@@ -15,6 +16,8 @@ export interface LogFilter {
   taskId?: string;
   member?: string;
   outcomes?: readonly LogOutcome[];
+  /** The hook as the table names it: its file's base name (`on_task_completed.sh`, `10-lint.sh`), or a handler's `http:<name>`. */
+  hook?: string;
   /** Runs started at or after this time (ms since the epoch). */
   sinceMs?: number;
 }
@@ -106,6 +109,7 @@ export function recordMatches(record: HookLogRecord, filter: LogFilter): boolean
   if (filter.taskId !== undefined && taskIdOf(record) !== filter.taskId) return false;
   if (filter.member !== undefined && record.invocation.memberName !== filter.member) return false;
   if (filter.outcomes && !filter.outcomes.includes(outcomeOf(record.result))) return false;
+  if (filter.hook !== undefined && hookName(record.result) !== filter.hook) return false;
   return true;
 }
 
@@ -130,4 +134,66 @@ export function parseTimeBound(text: string, nowMs: number, offset = "Z"): numbe
   const bare = /^\d{4}-\d{2}-\d{2}$/.test(iso) ? `${iso}T00:00${offset}` : /T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso) ? `${iso}${offset}` : iso;
   const ms = Date.parse(bare);
   return Number.isNaN(ms) ? null : ms;
+}
+
+/** The filter fields as people type them (`logs` flags, the dashboard's form); absent fields keep everything. */
+export interface FilterText {
+  event?: string | undefined;
+  outcome?: string | undefined;
+  task?: string | undefined;
+  member?: string | undefined;
+  hook?: string | undefined;
+  since?: string | undefined;
+}
+
+/** One field that could not be read: `{field: "since", text: '"x" must be an age …'}`. */
+export interface FilterProblem {
+  field: keyof FilterText;
+  text: string;
+}
+
+/**
+ * The filter `fields` ask for, and a problem per field that cannot be read. Lists are comma
+ * separated (`failed,timed_out`); `timed-out` and `timeout` are `timed_out`; a task may start with
+ * `#`; `since` is an age before `nowMs` or an ISO time read at `offset` (`parseTimeBound`).
+ */
+export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z"): { filter: LogFilter; problems: FilterProblem[] } {
+  const filter: LogFilter = {};
+  const problems: FilterProblem[] = [];
+  const list = (field: "event" | "outcome"): string[] | undefined => {
+    const raw = fields[field];
+    if (raw === undefined) return undefined;
+    const items = raw.split(",").map((item) => item.trim()).filter((item) => item !== "");
+    if (items.length === 0) problems.push({ field, text: "must not be empty" });
+    return items.length > 0 ? items : undefined;
+  };
+  const events = list("event");
+  if (events) {
+    const bad = events.find((e) => !(LOG_EVENTS as readonly string[]).includes(e));
+    if (bad !== undefined) problems.push({ field: "event", text: `"${bad}" must be one of ${LOG_EVENTS.join(", ")}` });
+    else filter.events = events as HookEventName[];
+  }
+  const outcomes = list("outcome")?.map((o) => (o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o));
+  if (outcomes) {
+    const bad = outcomes.find((o) => !(LOG_OUTCOMES as readonly string[]).includes(o));
+    if (bad !== undefined) problems.push({ field: "outcome", text: `"${bad}" must be one of ${LOG_OUTCOMES.join(", ")}` });
+    else filter.outcomes = outcomes as LogOutcome[];
+  }
+  const text = (field: "task" | "member" | "hook", value: string | undefined): string | undefined => {
+    if (value === undefined) return undefined;
+    if (value.trim() === "") problems.push({ field, text: "must not be empty" });
+    return value.trim() === "" ? undefined : value;
+  };
+  const task = text("task", fields.task?.replace(/^#/, ""));
+  if (task !== undefined) filter.taskId = task;
+  const member = text("member", fields.member);
+  if (member !== undefined) filter.member = member;
+  const hook = text("hook", fields.hook);
+  if (hook !== undefined) filter.hook = hook;
+  if (fields.since !== undefined) {
+    const ms = parseTimeBound(fields.since, nowMs, offset);
+    if (ms === null) problems.push({ field: "since", text: `"${fields.since}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)` });
+    else filter.sinceMs = ms;
+  }
+  return { filter, problems };
 }

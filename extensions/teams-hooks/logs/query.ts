@@ -111,6 +111,8 @@ export interface QueryOptions {
   filter: LogFilter;
   /** Keep the newest `limit` matches; absent = all. */
   limit?: number;
+  /** Only logs older than this one: started earlier, or at the same millisecond with a lower name (a page's cursor). */
+  before?: { timeMs: number; name: string };
   onProblem: ProblemSink;
 }
 
@@ -146,7 +148,9 @@ export async function queryLogs<T>(teamDir: string, opts: QueryOptions, project?
 export async function streamLogs<T>(teamDir: string, opts: QueryOptions, project: (row: LogRow) => T, emit: (item: T) => void): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
   const names = await listLogNames(dir);
-  const candidates = await placeInTime(dir, names, opts.filter, opts.onProblem);
+  const placed = await placeInTime(dir, names, opts.filter, opts.onProblem);
+  const { before } = opts;
+  const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && c.name < before.name)) : placed;
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   if (candidates.length <= limit) {
     await readCandidates(dir, candidates, opts.onProblem, (row) => {

@@ -193,6 +193,8 @@ Filters (logs and logs stats; all must hold):
   --event E[,E…]          task_completed, task_failed, idle, task_started
   --task ID               runs for this task (logs show: the newest run of this task)
   --member NAME           runs caused by this member
+  --hook NAME             runs of this hook, named as the table shows it (on_task_completed.sh,
+                          10-lint.sh, http:ci)
   --outcome O[,O…]        passed, failed, timed_out, error, deferred
   --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
                           (2026-03-01, 2026-03-01T09:00, 2026-03-01 09:00:00, 2026-03-01T11:00+02:00;
