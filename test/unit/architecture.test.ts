@@ -22,9 +22,10 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   invoke: ["contract", "text", "settings", "team", "runner", "policy"],
   logs: ["contract", "text", "settings", "team", "runner"],
   doctor: ["contract", "text", "settings", "team", "runner"],
+  dashboard: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor"],
   leader: ["contract", "text", "settings", "team", "runner", "policy", "invoke"],
-  server: ["contract", "text", "settings", "team", "runner", "policy", "invoke"],
-  cli: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "leader", "server"],
+  server: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "dashboard"],
+  cli: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "dashboard", "leader", "server"],
   pi: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "leader", "cli"],
 };
 /** The entry files: the pi extension, the library, the command, the helper gates import. */

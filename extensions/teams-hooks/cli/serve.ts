@@ -61,6 +61,7 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
     host: address.host,
     port: address.port,
     rateLimit,
+    remote: args.values["allow-remote"] === true,
     env: io.env,
     log: (level, message) => (level === "info" ? io.stdout(`${message}\n`) : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`)),
   });

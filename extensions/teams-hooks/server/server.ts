@@ -27,6 +27,8 @@ import { urlOf } from "./address.js";
 import { KeyStore } from "./keys.js";
 import { DEFAULT_RATE_LIMIT, type RateLimit, RateLimiter } from "./rate-limit.js";
 import { type ApiContext, route } from "./routes.js";
+import { isDashboardPath } from "../dashboard/web.js";
+import { webServer } from "./web.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -34,6 +36,8 @@ export interface TaskServerOptions {
   teamsRoot: string;
   host: string;
   port: number;
+  /** Started with --allow-remote: the dashboard then needs a key with `logs:read` for every request. */
+  remote?: boolean;
   /** Requests per key for keys without a rate of their own. Default 600/min. */
   rateLimit?: RateLimit;
   bodyLimitBytes?: number;
@@ -92,6 +96,7 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     warn: (message) => options.log("warn", message),
   };
   const keyCount = await keys.count();
+  const web = webServer({ teamsRoot: options.teamsRoot, keys, remote: options.remote ?? false, env: ctx.env, now: ctx.now, warn: ctx.warn });
 
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
@@ -99,7 +104,8 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   // would let a slow client hold a connection for up to twice its limit).
   const checkEvery = Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4)));
   const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery }, (req, res) => {
-    const work = handle(ctx, req, res, bodyLimit, options.log).finally(() => {
+    const dashboard = isDashboardPath(pathOf(req.url ?? "/"));
+    const work = (dashboard ? web.handle(req, res).catch((error: unknown) => webFailed(res, error, options.log)) : handle(ctx, req, res, bodyLimit, options.log)).finally(() => {
       limiter.retain(keys.names());
       inFlight.delete(work);
     });
@@ -114,7 +120,7 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     host: address.address,
     port: address.port,
     keyCount,
-    close: () => (closing ??= closeServer(server, options.graceMs ?? 5_000, stopping, inFlight)),
+    close: () => (closing ??= web.close().then(() => closeServer(server, options.graceMs ?? 5_000, stopping, inFlight))),
   };
 }
 
@@ -152,6 +158,17 @@ async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
   // A body not read to its end must not be read after the answer: the connection ends with it.
   const close = !req.complete || (!bodyRead && hasBody(req));
   send(res, answer, close);
+}
+
+/** A dashboard request that failed before its page could: a plain 500, the detail to the log only. */
+function webFailed(res: ServerResponse, error: unknown, log: TaskServerOptions["log"]): void {
+  log("error", `dashboard request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store" });
+  res.end("the server could not answer this request; its log says why\n");
 }
 
 function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {

@@ -1,0 +1,87 @@
+// The dashboard's only script (served by the dashboard itself; the pages work without it). It shows
+// times in the viewer's time zone and keeps the page live: on the runs page each new run that the
+// filters keep is added at the top; on the overview the figures are fetched again after new runs.
+"use strict";
+(() => {
+  const status = document.getElementById("live-status");
+  const say = (text) => {
+    if (status) status.textContent = text;
+  };
+  const pad = (n) => String(n).padStart(2, "0");
+  const zone = (() => {
+    try {
+      const part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(new Date()).find((p) => p.type === "timeZoneName");
+      return part ? part.value : "";
+    } catch {
+      return "";
+    }
+  })();
+  const localise = (root) => {
+    for (const el of root.querySelectorAll("time[datetime]")) {
+      if (el.dataset.local) continue;
+      const d = new Date(el.getAttribute("datetime"));
+      if (Number.isNaN(d.getTime())) continue;
+      el.title = el.getAttribute("datetime");
+      el.textContent = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone ? ` ${zone}` : ""}`;
+      el.dataset.local = "1";
+    }
+  };
+  localise(document);
+  const foot = document.querySelector(".foot p");
+  if (foot) foot.textContent = `Read-only view of the teams' hook logs. Times are in your time zone${zone ? ` (${zone})` : ""}.`;
+
+  const main = document.getElementById("main");
+  const kind = main && main.dataset.live;
+  if (!kind || typeof EventSource === "undefined") return;
+  const query = main.dataset.liveQuery || "";
+  const source = new EventSource(`/events?view=${encodeURIComponent(kind)}${query ? `&${query}` : ""}`);
+  let added = 0;
+  source.addEventListener("open", () => say(added > 0 ? `Live: ${added} new run(s)` : "Live"));
+  source.addEventListener("error", () => say("Live updates interrupted: reconnecting…"));
+  source.addEventListener("bye", () => {
+    source.close();
+    say("Live updates ended: the server stopped");
+  });
+
+  if (kind === "runs") {
+    const body = document.getElementById("runs-body");
+    source.addEventListener("run", (event) => {
+      const data = JSON.parse(event.data);
+      if (!body || body.querySelector(`tr[data-team="${CSS.escape(data.team)}"][data-name="${CSS.escape(data.name)}"]`)) return;
+      const template = document.createElement("template");
+      template.innerHTML = data.html;
+      const row = template.content.firstElementChild;
+      if (!row) return;
+      row.classList.add("fresh");
+      localise(template.content);
+      body.prepend(template.content);
+      while (body.rows.length > 200) body.deleteRow(-1);
+      const empty = document.getElementById("runs-empty");
+      if (empty) empty.remove();
+      added += 1;
+      say(`Live: ${added} new run(s)`);
+    });
+  } else {
+    let timer = null;
+    let last = 0;
+    const refresh = async () => {
+      timer = null;
+      last = Date.now();
+      try {
+        const answer = await fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" });
+        if (!answer.ok) return;
+        const fresh = new DOMParser().parseFromString(await answer.text(), "text/html").getElementById("main");
+        if (!fresh) return;
+        main.replaceChildren(...fresh.childNodes);
+        localise(main);
+        say(`Live: updated ${new Date().toLocaleTimeString()}`);
+      } catch {
+        say("Live updates interrupted: reconnecting…");
+      }
+    };
+    source.addEventListener("run", () => {
+      added += 1;
+      if (timer === null) timer = setTimeout(refresh, Math.max(300, 2000 - (Date.now() - last)));
+    });
+  }
+})();

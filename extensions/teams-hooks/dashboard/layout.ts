@@ -1,0 +1,70 @@
+/**
+ * The frame every dashboard page shares, and the small pieces several pages print: a time, an
+ * outcome, a duration. Pages work without JavaScript: `/assets/app.js` only turns UTC times into the
+ * viewer's zone and adds live updates. No inline script or style anywhere (the Content-Security-Policy
+ * forbids both): the look is `/assets/app.css`, light or dark as the viewer's system prefers.
+ */
+import { formatDuration } from "../logs/format.js";
+import { type Html, html } from "./html.js";
+
+export type Section = "overview" | "runs";
+
+export interface PageInput {
+  title: string;
+  section: Section | null;
+  body: Html;
+  /** `data-live` on <main>: what app.js subscribes to (`runs`, `overview`), with the filter it keeps. */
+  live?: { kind: "runs" | "overview"; query: string };
+}
+
+export function page(input: PageInput): string {
+  const link = (section: Section, href: string, label: string): Html =>
+    html`<a href="${href}"${input.section === section ? html` aria-current="page"` : ""}>${label}</a>`;
+  const live = input.live ? html` data-live="${input.live.kind}" data-live-query="${input.live.query}"` : "";
+  return `<!doctype html>\n${html`<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>${input.title} · pi-teams-hooks</title>
+<link rel="stylesheet" href="/assets/app.css">
+<link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
+<script src="/assets/app.js" defer></script>
+</head>
+<body>
+<header class="top">
+<a class="brand" href="/">pi-teams-hooks</a>
+<nav aria-label="Dashboard">${link("overview", "/", "Overview")}${link("runs", "/runs", "Runs")}</nav>
+<p class="live-status" id="live-status" role="status" aria-live="polite"></p>
+</header>
+<main id="main"${live}>
+${input.body}
+</main>
+<footer class="foot"><p>Read-only view of the teams' hook logs. Times are UTC until the page's script shows them in your time zone.</p></footer>
+</body>
+</html>
+`.text}`;
+}
+
+/** A time as UTC text that app.js rewrites in the viewer's zone; the ISO form stays in `datetime`. */
+export function timeOf(iso: string): Html {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) return html`<span>${iso}</span>`;
+  const utc = new Date(ms).toISOString();
+  return html`<time datetime="${utc}">${utc.slice(0, 10)} ${utc.slice(11, 19)} UTC</time>`;
+}
+
+/** The outcome words of the logs table, and the class that colours them. */
+export function outcomeBadge(word: string): Html {
+  const kind = /^(passed|allowed)$/.test(word) ? "ok" : /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") ? "note" : "bad";
+  return html`<span class="badge badge-${kind}">${word}</span>`;
+}
+
+export function durationText(ms: number | null): string {
+  return ms === null ? "–" : formatDuration(ms);
+}
+
+/** `12 of 40 (30%)`-style rate; "–" when nothing ran. */
+export function rateText(passed: number, runs: number): string {
+  return runs === 0 ? "–" : `${Math.round((passed / runs) * 100)}%`;
+}

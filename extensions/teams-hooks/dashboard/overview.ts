@@ -1,0 +1,257 @@
+/**
+ * The overview: per team and per gate, runs and pass rate over the last 24 hours and 7 days, median
+ * and p95 duration, a chart of each day's outcomes; above them, what needs the lead now (gates held
+ * for a decision, gates whose trust is gone, teams that cannot be read). Read through the same
+ * library as `logs stats` (logs/query.ts `streamLogs`, logs/stats.ts `statsSample`), only the last
+ * 7 days' files, each kept as a small sample.
+ */
+import type { HookEventName } from "../contract/contract.js";
+import { describeError } from "../contract/errors.js";
+import { inspectConfig } from "../doctor/config-view.js";
+import { percentile, statsSample } from "../logs/stats.js";
+import { streamLogs } from "../logs/query.js";
+import { resolveTeamSetup } from "../team/setup.js";
+import { type Html, html, queryString } from "./html.js";
+import { durationText, rateText, timeOf } from "./layout.js";
+import { heldGates, type HeldGate, type TeamRef } from "./teams.js";
+
+const DAY_MS = 86_400_000;
+export const CHART_DAYS = 7;
+
+/** One gate of one team, as the overview shows it. */
+export interface GateSummary {
+  hook: string;
+  event: HookEventName;
+  day: Tally;
+  week: Tally;
+  /** Over the 7 days, runs that ran (not skipped, not a held gate's decision). */
+  p50Ms: number | null;
+  p95Ms: number | null;
+  /** Oldest first, one per day (UTC), the last being today. */
+  daily: Tally[];
+  shadow: boolean;
+}
+
+/** Runs that ended; `passed` of them; `failed` also counts timed out and error; `deferred` is still held or was. */
+export interface Tally {
+  runs: number;
+  passed: number;
+  failed: number;
+  deferred: number;
+}
+
+export interface UntrustedGate {
+  gate: string;
+  event: HookEventName;
+  state: string;
+  detail: string | null;
+}
+
+export interface TeamOverview {
+  team: TeamRef;
+  gates: GateSummary[];
+  /** Members whose runs failed most in the 7 days, most first (at most 5). */
+  members: Array<{ member: string; failures: number; runs: number }>;
+  held: HeldGate[];
+  untrusted: UntrustedGate[];
+  /** Logs that could not be read (each is named by `logs`). */
+  unreadable: number;
+  /** A problem that kept part of the overview from being worked out (config, trust record). */
+  problems: string[];
+}
+
+interface Sample {
+  hook: string;
+  event: HookEventName;
+  outcome: string;
+  durationMs: number | null;
+  timeMs: number;
+  member: string | null;
+  skipped: boolean;
+  shadow: boolean;
+}
+
+export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Readonly<Record<string, string | undefined>> }): Promise<TeamOverview> {
+  const problems: string[] = [];
+  let unreadable = 0;
+  const samples: Sample[] = [];
+  const since = startOfDay(opts.nowMs) - (CHART_DAYS - 1) * DAY_MS;
+  try {
+    await streamLogs(
+      team.dir,
+      { filter: { sinceMs: Math.min(since, opts.nowMs - CHART_DAYS * DAY_MS) }, onProblem: () => void (unreadable += 1) },
+      ({ record }): Sample => {
+        const s = statsSample(record);
+        return {
+          hook: s.hook,
+          event: s.event,
+          outcome: s.outcome,
+          durationMs: s.decided || s.skipped ? null : s.durationMs,
+          timeMs: Date.parse(record.startedAt),
+          member: record.invocation.memberName ?? null,
+          skipped: s.skipped === true,
+          shadow: s.shadow !== undefined,
+        };
+      },
+      (sample) => samples.push(sample),
+    );
+  } catch (error) {
+    problems.push(`hook logs: ${describeError(error)}`);
+  }
+  const [held, untrusted] = await Promise.all([
+    heldGates(team.dir, opts.nowMs).catch((error: unknown) => {
+      problems.push(`deferred gates: ${describeError(error)}`);
+      return [];
+    }),
+    untrustedGates(team, opts.env).catch((error: unknown) => {
+      problems.push(`gates and trust: ${describeError(error)}`);
+      return [];
+    }),
+  ]);
+  return { team, gates: summarise(samples, opts.nowMs), members: bouncing(samples, opts.nowMs), held, untrusted, unreadable, problems };
+}
+
+function startOfDay(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
+function emptyTally(): Tally {
+  return { runs: 0, passed: 0, failed: 0, deferred: 0 };
+}
+
+function count(tally: Tally, outcome: string): void {
+  tally.runs += 1;
+  if (outcome === "passed") tally.passed += 1;
+  else if (outcome === "deferred") tally.deferred += 1;
+  else tally.failed += 1;
+}
+
+/** One summary per hook and event, in the order `logs stats` lists them. */
+export function summarise(samples: readonly Sample[], nowMs: number): GateSummary[] {
+  const today = startOfDay(nowMs);
+  const groups = new Map<string, GateSummary & { durations: number[] }>();
+  for (const s of samples) {
+    if (s.skipped) continue;
+    const id = `${s.hook}\u0000${s.event}`;
+    let g = groups.get(id);
+    if (!g) {
+      g = { hook: s.hook, event: s.event, day: emptyTally(), week: emptyTally(), p50Ms: null, p95Ms: null, daily: Array.from({ length: CHART_DAYS }, emptyTally), shadow: false, durations: [] };
+      groups.set(id, g);
+    }
+    g.shadow ||= s.shadow;
+    if (s.timeMs > nowMs - CHART_DAYS * DAY_MS) count(g.week, s.outcome);
+    if (s.timeMs > nowMs - DAY_MS) count(g.day, s.outcome);
+    const slot = CHART_DAYS - 1 - Math.floor((today - startOfDay(s.timeMs)) / DAY_MS);
+    const daily = g.daily[slot];
+    if (daily) count(daily, s.outcome);
+    if (s.durationMs !== null && s.timeMs > nowMs - CHART_DAYS * DAY_MS) g.durations.push(s.durationMs);
+  }
+  return [...groups.values()]
+    .map(({ durations, ...g }) => {
+      const sorted = durations.sort((a, b) => a - b);
+      return { ...g, p50Ms: sorted.length ? percentile(sorted, 0.5) : null, p95Ms: sorted.length ? percentile(sorted, 0.95) : null };
+    })
+    .sort((a, b) => (a.hook === b.hook ? (a.event < b.event ? -1 : 1) : a.hook < b.hook ? -1 : 1));
+}
+
+function bouncing(samples: readonly Sample[], nowMs: number): TeamOverview["members"] {
+  const byMember = new Map<string, { failures: number; runs: number }>();
+  for (const s of samples) {
+    if (s.skipped || s.member === null || s.timeMs <= nowMs - CHART_DAYS * DAY_MS) continue;
+    const m = byMember.get(s.member) ?? { failures: 0, runs: 0 };
+    m.runs += 1;
+    if (s.outcome !== "passed" && s.outcome !== "deferred") m.failures += 1;
+    byMember.set(s.member, m);
+  }
+  return [...byMember]
+    .filter(([, m]) => m.failures > 0)
+    .map(([member, m]) => ({ member, ...m }))
+    .sort((a, b) => b.failures - a.failures || (a.member < b.member ? -1 : 1))
+    .slice(0, 5);
+}
+
+/** Gates whose events fail until the lead approves them (`pi-teams-hooks trust`), as `config` sees them. */
+async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string | undefined>>): Promise<UntrustedGate[]> {
+  const setup = await resolveTeamSetup({ teamDir: team.dir, env, processCwd: team.dir });
+  const view = await inspectConfig(setup, { trustChanges: false, allowInsecureHooks: false });
+  const out: UntrustedGate[] = [];
+  for (const [event, ev] of Object.entries(view.events) as Array<[HookEventName, (typeof view.events)[HookEventName]]>) {
+    for (const gate of ev.gates) {
+      if (gate.trust === "changed" || gate.trust === "new") out.push({ gate: gate.gate, event, state: gate.trust === "new" ? "new, not yet approved" : "changed since it was approved", detail: gate.trustDetail });
+      else if (gate.insecure) out.push({ gate: gate.gate, event, state: "refused as insecure", detail: gate.insecure });
+    }
+    for (const gate of ev.missing) out.push({ gate: gate.gate, event, state: "approved but no longer runs", detail: gate.trustDetail });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page
+
+export function overviewBody(teams: readonly TeamOverview[], nowMs: number): Html {
+  const attention = teams.flatMap((t) => [
+    ...t.held.map((h) => html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: <a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a> (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`}${h.reason ? html`: ${h.reason}` : ""}</li>`),
+    ...t.untrusted.map((u) => html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events fail until the lead approves it with <code>pi-teams-hooks trust</code></li>`),
+    ...t.problems.map((p) => html`<li class="attn attn-problem"><strong>Cannot read</strong> ${t.team.name}: ${p}</li>`),
+  ]);
+  return html`<h1>Overview</h1>
+<section aria-labelledby="attention-h" class="attention">
+<h2 id="attention-h">Needs attention</h2>
+${attention.length > 0 ? html`<ul class="attn-list">${attention}</ul>` : html`<p class="quiet">Nothing is held or untrusted.</p>`}
+</section>
+${teams.length === 0 ? html`<p>No team under the teams root (a team is a folder with a <code>config.json</code>).</p>` : teams.map((t) => teamSection(t, nowMs))}`;
+}
+
+function teamSection(t: TeamOverview, nowMs: number): Html {
+  const id = `team-${t.team.name}`;
+  const rows = t.gates.map((g) => gateRow(t.team.name, g, nowMs));
+  return html`<section class="team" aria-labelledby="${id}">
+<h2 id="${id}"><a href="/runs${queryString({ team: t.team.name })}">${t.team.name}</a></h2>
+${t.gates.length === 0 ? html`<p class="quiet">No gate ran in the last ${CHART_DAYS} days.</p>` : html`<div class="table-wrap"><table class="gates">
+<caption>Gates of ${t.team.name}: the last 24 hours and ${CHART_DAYS} days</caption>
+<thead><tr><th scope="col">Gate</th><th scope="col">Event</th><th scope="col" class="num">Runs 24 h</th><th scope="col" class="num">Pass 24 h</th><th scope="col" class="num">Runs ${CHART_DAYS} d</th><th scope="col" class="num">Pass ${CHART_DAYS} d</th><th scope="col" class="num">Median</th><th scope="col" class="num">p95</th><th scope="col">Per day</th></tr></thead>
+<tbody>${rows}</tbody>
+</table></div>`}
+${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
+${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
+</section>`;
+}
+
+function gateRow(team: string, g: GateSummary, nowMs: number): Html {
+  const runs = `/runs${queryString({ team, hook: g.hook, event: g.event })}`;
+  return html`<tr data-gate="${g.hook}" data-event="${g.event}">
+<th scope="row"><a href="${runs}">${g.hook}</a>${g.shadow ? html` <span class="badge badge-note">shadow</span>` : ""}</th>
+<td>${g.event}</td><td class="num" data-k="runs24">${g.day.runs}</td><td class="num" data-k="pass24">${rateText(g.day.passed, g.day.runs - g.day.deferred)}</td>
+<td class="num" data-k="runs7">${g.week.runs}</td><td class="num" data-k="pass7">${rateText(g.week.passed, g.week.runs - g.week.deferred)}</td>
+<td class="num" data-k="p50">${durationText(g.p50Ms)}</td><td class="num" data-k="p95">${durationText(g.p95Ms)}</td>
+<td>${dayChart(g.daily, nowMs)}</td></tr>`;
+}
+
+/** Stacked bars, one per day: passed below, failed above it, deferred on top. Colours come from the stylesheet. */
+function dayChart(daily: readonly Tally[], nowMs: number): Html {
+  const top = Math.max(1, ...daily.map((d) => d.runs));
+  const height = 28;
+  const bar = 9;
+  const label = daily.map((d, i) => `${dayName(nowMs, daily.length - 1 - i)}: ${d.passed} passed, ${d.failed} failed${d.deferred ? `, ${d.deferred} deferred` : ""}`).join("; ");
+  const bars = daily.map((d, i) => {
+    const x = i * (bar + 3);
+    const scale = (n: number): number => (n / top) * height;
+    let y = height;
+    const part = (n: number, cls: string): Html => {
+      if (n === 0) return html``;
+      const h = Math.max(1, scale(n));
+      y -= h;
+      return html`<rect class="${cls}" x="${x}" y="${y.toFixed(1)}" width="${bar}" height="${h.toFixed(1)}"/>`;
+    };
+    return html`${part(d.passed, "bar-pass")}${part(d.failed, "bar-fail")}${part(d.deferred, "bar-defer")}${d.runs === 0 ? html`<rect class="bar-none" x="${x}" y="${height - 1}" width="${bar}" height="1"/>` : ""}`;
+  });
+  return html`<svg class="chart" role="img" aria-label="${`Last ${daily.length} days (UTC): ${label}`}" viewBox="0 0 ${daily.length * (bar + 3) - 3} ${height}" width="${daily.length * (bar + 3) - 3}" height="${height}"><title>${label}</title>${bars}</svg>`;
+}
+
+function dayName(nowMs: number, daysAgo: number): string {
+  return daysAgo === 0 ? "today" : new Date(startOfDay(nowMs) - daysAgo * DAY_MS).toISOString().slice(0, 10);
+}
+
+export function runHref(team: string, run: string): string {
+  return `/runs/${encodeURIComponent(team)}/${encodeURIComponent(run.replace(/\.json$/, ""))}`;
+}

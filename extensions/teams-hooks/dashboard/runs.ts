@@ -1,0 +1,151 @@
+/**
+ * The runs page: the `logs` table over every team the viewer may see, with the same filters (and the
+ * same parser: logs/filter.ts `parseFilterText`), newest first, 50 to a page. A page's cursor is
+ * its last row (time, team, log name), so a page stays the same when new runs land above it. Cells
+ * are `logs`' own (logs/format.ts `rowCells`).
+ */
+import { type FilterText, type LogFilter, parseFilterText } from "../logs/filter.js";
+import { rowCells, shortRunId } from "../logs/format.js";
+import { LOG_EVENTS, LOG_OUTCOMES } from "../logs/record.js";
+import { type LogRow, streamLogs, queryLogs } from "../logs/query.js";
+import { parseLogName } from "../logs/filter.js";
+import { type Html, html, queryString } from "./html.js";
+import { outcomeBadge, timeOf } from "./layout.js";
+import { runHref } from "./overview.js";
+import type { TeamRef } from "./teams.js";
+
+export const PAGE_SIZE = 50;
+const FILTER_FIELDS = ["event", "outcome", "task", "member", "hook", "since"] as const;
+
+/** What the runs page was asked for: the filter fields as typed, the team, the cursor. */
+export interface RunsQuery {
+  team: string | undefined;
+  fields: FilterText;
+  before: Cursor | null;
+}
+
+export interface Cursor {
+  timeMs: number;
+  team: string;
+  name: string;
+}
+
+/** A row of the table: which team's log, and when it started (by its name, as the cursor orders). */
+export interface RunRow {
+  team: string;
+  timeMs: number;
+  row: LogRow;
+}
+
+export function runsQuery(search: URLSearchParams): RunsQuery {
+  const fields: FilterText = {};
+  for (const field of FILTER_FIELDS) {
+    const value = search.get(field);
+    if (value !== null && value !== "") fields[field] = value;
+  }
+  const team = search.get("team") ?? undefined;
+  return { team: team === "" ? undefined : team, fields, before: parseCursor(search.get("before")) };
+}
+
+/** `<ms>~<team>~<name>`; null for anything else (a page then starts at the newest). */
+function parseCursor(text: string | null): Cursor | null {
+  const match = /^(\d{1,15})~([^~]{1,128})~([^~]{1,255})$/.exec(text ?? "");
+  return match ? { timeMs: Number(match[1]), team: match[2] ?? "", name: match[3] ?? "" } : null;
+}
+
+function cursorText(c: Cursor): string {
+  return `${c.timeMs}~${c.team}~${c.name}`;
+}
+
+/** Newer rows first: by time, then team, then name, all descending (the cursor's order). */
+function newerFirst(a: RunRow, b: RunRow): number {
+  return b.timeMs - a.timeMs || (a.team === b.team ? (a.row.name < b.row.name ? 1 : -1) : a.team < b.team ? 1 : -1);
+}
+
+/** The time a log sorts by: its name's, else its start. */
+export function timeOfRow(row: LogRow): number {
+  return parseLogName(row.name)?.timeMs ?? Date.parse(row.record.startedAt);
+}
+
+/** The page: at most `PAGE_SIZE` rows older than the cursor, and whether older ones remain. */
+export async function findRuns(teams: readonly TeamRef[], filter: LogFilter, before: Cursor | null, onProblem: () => void): Promise<{ rows: RunRow[]; more: boolean }> {
+  const found: RunRow[] = [];
+  for (const team of teams) {
+    // The cursor in this team's terms: the same time and a team later in the order keeps all of that millisecond.
+    const bound = before === null ? undefined : { timeMs: before.timeMs, name: team.name === before.team ? before.name : team.name < before.team ? "\uffff" : "" };
+    const result = await queryLogs(team.dir, { filter, limit: PAGE_SIZE + 1, onProblem, ...(bound ? { before: bound } : {}) }, (row) => ({ team: team.name, timeMs: timeOfRow(row), row }));
+    found.push(...result.rows);
+  }
+  found.sort(newerFirst);
+  return { rows: found.slice(0, PAGE_SIZE), more: found.length > PAGE_SIZE };
+}
+
+/** Every run of one task in a team, newest first (the run page's links). */
+export async function taskRuns(team: TeamRef, taskId: string): Promise<RunRow[]> {
+  const rows: RunRow[] = [];
+  await streamLogs(team.dir, { filter: { taskId }, limit: PAGE_SIZE, onProblem: () => undefined }, (row) => ({ team: team.name, timeMs: timeOfRow(row), row }), (r) => rows.push(r));
+  return rows.sort(newerFirst);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page
+
+export const RUN_COLUMNS = ["Time", "Team", "Event", "Task", "Member", "Hook", "Outcome", "Duration", "Action", "First stderr line"] as const;
+
+/** One row, as the page and the live feed print it. */
+export function runRowHtml(r: RunRow): Html {
+  const [, , event, task, member, hook, outcome, duration, actions, stderr] = rowCells(r.row);
+  const href = runHref(r.team, r.row.name);
+  return html`<tr data-team="${r.team}" data-name="${r.row.name}">
+<td><a href="${href}" aria-label="${`Run ${shortRunId(r.row.record.result.runId)} of ${hook ?? ""}`}">${timeOf(r.row.record.startedAt)}</a></td>
+<td>${r.team}</td><td>${event}</td><td>${task}</td><td>${member}</td><td>${hook}</td><td>${outcomeBadge(outcome ?? "")}</td>
+<td class="num">${duration}</td><td>${actions}</td><td class="stderr">${stderr}</td></tr>`;
+}
+
+export function runsBody(input: { teams: readonly TeamRef[]; query: RunsQuery; rows: readonly RunRow[]; more: boolean; problems: readonly string[]; unreadable: number }): Html {
+  const { query } = input;
+  const params = { team: query.team, ...query.fields };
+  const last = input.rows.at(-1);
+  const older = input.more && last ? `/runs${queryString({ ...params, before: cursorText({ timeMs: last.timeMs, team: last.team, name: last.row.name }) })}` : null;
+  const first = query.before !== null ? `/runs${queryString(params)}` : null;
+  return html`<h1>Runs</h1>
+${filterForm(input.teams, query)}
+${input.problems.length > 0 ? html`<div class="problems" role="alert"><p>These filters could not be read, so nothing is shown:</p><ul>${input.problems.map((p) => html`<li>${p}</li>`)}</ul></div>` : ""}
+<div class="table-wrap"><table class="runs" id="runs-table">
+<caption>${query.before === null ? "The newest runs" : "Older runs"}${describe(query)}, newest first</caption>
+<thead><tr>${RUN_COLUMNS.map((c) => html`<th scope="col"${c === "Duration" ? html` class="num"` : ""}>${c}</th>`)}</tr></thead>
+<tbody id="runs-body">${input.rows.map(runRowHtml)}</tbody>
+</table></div>
+${input.rows.length === 0 && input.problems.length === 0 ? html`<p class="quiet" id="runs-empty">No run matches.</p>` : ""}
+${input.unreadable > 0 ? html`<p class="warn">${input.unreadable} log file(s) could not be read and are left out (<code>pi-teams-hooks logs</code> names them).</p>` : ""}
+<nav class="pager" aria-label="Pages">${first ? html`<a href="${first}">Newest</a>` : ""}${older ? html`<a href="${older}" rel="next">Older runs</a>` : ""}</nav>`;
+}
+
+function describe(query: RunsQuery): string {
+  const parts = [...(query.team ? [`team ${query.team}`] : []), ...FILTER_FIELDS.flatMap((f) => (query.fields[f] ? [`${f} ${query.fields[f]}`] : []))];
+  return parts.length > 0 ? ` (${parts.join(", ")})` : "";
+}
+
+function filterForm(teams: readonly TeamRef[], query: RunsQuery): Html {
+  const f = query.fields;
+  const select = (name: string, label: string, options: readonly string[], value: string | undefined): Html =>
+    html`<div class="field"><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}"><option value="">any</option>${options.map((o) => html`<option${o === value ? html` selected` : ""}>${o}</option>`)}</select></div>`;
+  const input = (name: keyof FilterText, label: string, hint: string): Html =>
+    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${f[name] ?? ""}" placeholder="${hint}" autocomplete="off"></div>`;
+  return html`<form class="filters" method="get" action="/runs" aria-label="Filter runs">
+${select("team", "Team", teams.map((t) => t.name), query.team)}
+${select("event", "Event", LOG_EVENTS, f.event)}
+${select("outcome", "Outcome", LOG_OUTCOMES, f.outcome)}
+${input("member", "Member", "alice")}
+${input("hook", "Hook", "on_task_completed.sh")}
+${input("task", "Task", "12")}
+${input("since", "Since", "24h or 2026-12-01")}
+<button type="submit">Filter</button>${query.team || Object.keys(f).length > 0 ? html` <a href="/runs">Clear</a>` : ""}
+</form>`;
+}
+
+/** The filter and its problems, in the page's words (`since: "x" must be …`). */
+export function runsFilter(query: RunsQuery, nowMs: number): { filter: LogFilter; problems: string[] } {
+  const { filter, problems } = parseFilterText(query.fields, nowMs);
+  return { filter, problems: problems.map((p) => `${p.field}: ${p.text}`) };
+}

@@ -1,0 +1,156 @@
+/**
+ * The dashboard's requests, after the server has checked access (server/web-auth.ts): which teams the
+ * viewer may see comes in, one answer goes out. Read-only: GET and HEAD only, nothing is written.
+ *
+ *   GET /                       overview of every team
+ *   GET /runs?team&event&outcome&member&hook&task&since&before
+ *                               the runs table, filtered and paged
+ *   GET /runs/{team}/{id}       one run (a log's file name or stem, a run id, or 4+ characters of one)
+ *   GET /events?view=runs|overview&…filters
+ *                               server-sent events: each new run the filters keep
+ *   GET /assets/{name}          the stylesheet, the script, the icon
+ *
+ * Every answer carries a strict Content-Security-Policy (no inline script or style, nothing from
+ * another origin), `nosniff`, no referrer and no framing.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { describeError } from "../contract/errors.js";
+import { type Html, html } from "./html.js";
+import { page } from "./layout.js";
+import type { LiveHub } from "./live.js";
+import { overviewBody, teamOverview } from "./overview.js";
+import { findRun, runBody } from "./run.js";
+import { findRuns, runsBody, runsFilter, runsQuery } from "./runs.js";
+import { type TeamRef, findTeam, listTeams } from "./teams.js";
+import { type Assets, assetAnswer } from "./assets.js";
+
+export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/** Headers on every dashboard answer, also a refusal's. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+  "X-Frame-Options": "DENY",
+  "Cross-Origin-Opener-Policy": "same-origin",
+  "Cross-Origin-Resource-Policy": "same-origin",
+};
+
+export interface DashboardContext {
+  teamsRoot: string;
+  env: Readonly<Record<string, string | undefined>>;
+  hub: LiveHub;
+  assets: Assets;
+  now(): Date;
+  warn(message: string): void;
+}
+
+/** Whether `path` is the dashboard's (everything but the task API and the health check). */
+export function isDashboardPath(path: string): boolean {
+  return !path.startsWith("/api/") && path !== "/api" && path !== "/healthz";
+}
+
+interface WebAnswer {
+  status: number;
+  body: string | Buffer;
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/** Answers one dashboard request for a viewer who may see `allowed` (null: every team). */
+export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessage, res: ServerResponse, allowed: readonly string[] | null): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+  let answer: WebAnswer | null;
+  try {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      answer = { ...errorPage(405, "Not allowed", html`The dashboard is read-only: ${req.method ?? "this method"} is not allowed (GET and HEAD are).`), headers: { Allow: "GET, HEAD" } };
+    } else {
+      answer = await route(ctx, url, req, res, allowed);
+    }
+  } catch (error) {
+    ctx.warn(`dashboard ${url.pathname.slice(0, 200)}: ${error instanceof Error ? (error.stack ?? error.message) : describeError(error)}`);
+    answer = errorPage(500, "Something went wrong", html`This page could not be made; the server's output says why.`);
+  }
+  if (answer === null || res.headersSent) return; // a stream answered it
+  const body = typeof answer.body === "string" ? Buffer.from(answer.body) : answer.body;
+  res.writeHead(answer.status, {
+    ...SECURITY_HEADERS,
+    "Content-Type": answer.contentType ?? "text/html; charset=utf-8",
+    "Cache-Control": "no-store",
+    ...(answer.status === 304 ? {} : { "Content-Length": String(body.length) }),
+    ...answer.headers,
+  });
+  res.end(req.method === "HEAD" || answer.status === 304 ? undefined : body);
+}
+
+async function route(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, allowed: readonly string[] | null): Promise<WebAnswer | null> {
+  const path = url.pathname;
+  if (path.startsWith("/assets/")) return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
+  if (path === "/" || path === "/index.html") return overview(ctx, allowed);
+  if (path === "/runs" || path === "/runs/") return runs(ctx, url, allowed);
+  const run = /^\/runs\/([^/]+)\/([^/]+)\/?$/.exec(path);
+  if (run) return runPage(ctx, segment(run[1]), segment(run[2]), allowed);
+  if (path === "/events") return events(ctx, url, res, allowed);
+  return errorPage(404, "Not found", html`There is no page at ${path.slice(0, 200)}. <a href="/">The overview</a> lists every team.`);
+}
+
+async function overview(ctx: DashboardContext, allowed: readonly string[] | null): Promise<WebAnswer> {
+  const nowMs = ctx.now().getTime();
+  const teams = await listTeams(ctx.teamsRoot, allowed);
+  const overviews = [];
+  for (const team of teams) overviews.push(await teamOverview(team, { nowMs, env: ctx.env }));
+  return { status: 200, body: page({ title: "Overview", section: "overview", body: overviewBody(overviews, nowMs), live: { kind: "overview", query: "" } }) };
+}
+
+async function runs(ctx: DashboardContext, url: URL, allowed: readonly string[] | null): Promise<WebAnswer> {
+  const query = runsQuery(url.searchParams);
+  const all = await listTeams(ctx.teamsRoot, allowed);
+  const teams = query.team === undefined ? all : all.filter((t) => t.name === query.team);
+  const { filter, problems } = runsFilter(query, ctx.now().getTime());
+  if (query.team !== undefined && teams.length === 0) problems.push(`team: there is no team "${query.team}" you may see`);
+  let unreadable = 0;
+  const found = problems.length > 0 ? { rows: [], more: false } : await findRuns(teams, filter, query.before, () => void (unreadable += 1));
+  const liveQuery = url.searchParams;
+  liveQuery.delete("before");
+  const body = runsBody({ teams: all, query, rows: found.rows, more: found.more, problems, unreadable });
+  // Live rows are added only to the newest page.
+  const live = query.before === null && problems.length === 0 ? { kind: "runs" as const, query: liveQuery.toString() } : undefined;
+  return { status: problems.length > 0 ? 400 : 200, body: page({ title: "Runs", section: "runs", body, ...(live ? { live } : {}) }) };
+}
+
+async function runPage(ctx: DashboardContext, teamName: string, id: string, allowed: readonly string[] | null): Promise<WebAnswer> {
+  const team = await findTeam(ctx.teamsRoot, teamName, allowed);
+  if (team === null) return errorPage(404, "No such team", html`There is no team ${teamName} you may see.`);
+  const found = await findRun(team, id);
+  if (found.kind === "none") return errorPage(404, "No such run", html`Team ${team.name} has no log matching ${id}.`);
+  if (found.kind === "unreadable") return errorPage(500, "Unreadable log", html`${found.message}`);
+  const title = found.kind === "found" ? `Run ${found.row.name}` : "Runs";
+  return { status: 200, body: page({ title, section: null, body: runBody(team, found) }) };
+}
+
+function events(ctx: DashboardContext, url: URL, res: ServerResponse, allowed: readonly string[] | null): Promise<WebAnswer | null> {
+  return (async () => {
+    const query = runsQuery(url.searchParams);
+    const all = await listTeams(ctx.teamsRoot, allowed);
+    const teams: TeamRef[] = query.team === undefined ? all : all.filter((t) => t.name === query.team);
+    // The overview wants every run; the runs page the runs its filter keeps.
+    const { filter, problems } = url.searchParams.get("view") === "overview" ? { filter: {}, problems: [] } : runsFilter(query, ctx.now().getTime());
+    if (problems.length > 0) return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
+    res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    if (!ctx.hub.open(res, teams, filter)) return { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
+    return null;
+  })();
+}
+
+function errorPage(status: number, title: string, message: Html): WebAnswer {
+  return { status, body: page({ title, section: null, body: html`<h1>${title}</h1><p>${message}</p>` }) };
+}
+
+function segment(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    return raw ?? "";
+  }
+}

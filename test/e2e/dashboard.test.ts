@@ -1,0 +1,217 @@
+/**
+ * The dashboard in a real headless Chromium, served by a real `pi-teams-hooks serve` on 127.0.0.1 over
+ * a teams root made by real gate runs (test/helpers/dashboard-team.ts): the overview's numbers, the
+ * runs table and its filters (with and without JavaScript), a run's page, a run that appears live, a
+ * hook's markup shown as text and never run, times in the viewer's zone, a phone and dark mode, and
+ * a server started with --allow-remote that refuses a viewer without a key.
+ *
+ * `UPDATE_SCREENSHOTS=1 npx vitest run test/e2e/dashboard.test.ts` also writes the three pages to
+ * docs/img/.
+ */
+import path from "node:path";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser } from "../helpers/browser.js";
+import { type DashboardTeams, HOSTILE_OUTPUT, makeDashboardTeams } from "../helpers/dashboard-team.js";
+import { REPO_ROOT, ensureBuilt } from "../helpers/leader-rig.js";
+import { type ServeProcess, startServe } from "../helpers/serve-rig.js";
+
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? path.join(REPO_ROOT, "docs", "img") : null;
+
+let teams: DashboardTeams;
+let serve: ServeProcess;
+let browser: Browser;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  [teams, browser] = await Promise.all([makeDashboardTeams(), launchBrowser()]);
+  serve = await startServe(teams.root);
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (serve) expect(await serve.stop()).toMatchObject({ code: 0, signal: null });
+  await teams?.cleanup();
+});
+
+async function open(url: string, opts: { javaScript?: boolean; timezoneId?: string; colorScheme?: "light" | "dark"; viewport?: { width: number; height: number } } = {}): Promise<Page> {
+  const context = await browser.newContext({
+    javaScriptEnabled: opts.javaScript ?? true,
+    timezoneId: opts.timezoneId ?? "UTC",
+    colorScheme: opts.colorScheme ?? "light",
+    viewport: opts.viewport ?? { width: 1280, height: 800 },
+  });
+  const page = await context.newPage();
+  const dialogs: string[] = [];
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.dismiss();
+  });
+  (page as Page & { dialogs?: string[] }).dialogs = dialogs;
+  const answer = await page.goto(url);
+  expect(answer?.status(), url).toBe(200);
+  return page;
+}
+
+/** The cells of a gate's row in a team's table on the overview, by their data keys. */
+async function gateCells(page: Page, team: string, gate: string): Promise<Record<string, string>> {
+  const row = page.locator(`section[aria-labelledby="team-${team}"] tr[data-gate="${gate}"]`);
+  const cells: Record<string, string> = {};
+  for (const key of ["runs24", "pass24", "runs7", "pass7"]) cells[key] = (await row.locator(`[data-k="${key}"]`).textContent()) ?? "";
+  return cells;
+}
+
+describe("overview", () => {
+  it("counts each gate's runs and pass rate, and puts the held and the untrusted gate first", async () => {
+    const page = await open(`${serve.url}/`);
+    expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({ runs24: "5", pass24: "60%", runs7: "5", pass7: "60%" });
+    expect(await gateCells(page, "alpha", "on_idle.sh")).toEqual({ runs24: "1", pass24: "100%", runs7: "1", pass7: "100%" });
+    expect(await gateCells(page, "alpha", "on_task_failed.sh")).toMatchObject({ runs24: "1", pass24: "–" });
+    const attention = page.getByRole("region", { name: "Needs attention" });
+    await expect.poll(() => attention.locator(".attn-held").textContent()).toContain("on_task_failed");
+    expect(await attention.locator(".attn-held").textContent()).toContain("task #6");
+    expect(await attention.locator(".attn-untrusted").textContent()).toMatch(/on_idle \(idle\) changed since it was approved/);
+    expect(await page.locator('section[aria-labelledby="team-beta"]').textContent()).toContain("No gate ran in the last 7 days");
+    // Each gate's chart has an accessible name that reads out today's figures.
+    const chart = page.locator('tr[data-gate="on_task_completed.sh"] svg[role="img"]');
+    expect(await chart.getAttribute("aria-label")).toContain("today: 3 passed, 2 failed");
+    if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-overview.png"), fullPage: true });
+  });
+
+  it("shows the same numbers with JavaScript off", async () => {
+    const page = await open(`${serve.url}/`, { javaScript: false });
+    expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({ runs24: "5", pass24: "60%", runs7: "5", pass7: "60%" });
+    expect(await page.locator(".attn-untrusted").count()).toBe(1);
+  });
+});
+
+describe("runs", () => {
+  const rows = (page: Page) => page.locator("#runs-body tr");
+
+  it("lists every run newest first, and the filters narrow the table (a plain form: also without JavaScript)", async () => {
+    for (const javaScript of [true, false]) {
+      const page = await open(`${serve.url}/runs`, { javaScript });
+      expect(await rows(page).count()).toBeGreaterThanOrEqual(7);
+      expect(await rows(page).first().getAttribute("data-name")).toMatch(/_idle_member-ada\.json$/);
+      await page.getByLabel("Outcome", { exact: true }).selectOption("failed");
+      await page.getByLabel("Team", { exact: true }).selectOption("alpha");
+      await Promise.all([page.waitForURL(/outcome=failed/), page.getByRole("button", { name: "Filter" }).click()]);
+      const names = await rows(page).evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-name")));
+      expect(names, `javaScript ${javaScript}`).toHaveLength(2);
+      expect(names.join(" ")).toMatch(/task-4\.json .*task-2\.json/);
+      await page.getByLabel("Member", { exact: true }).fill("brian");
+      await page.getByLabel("Task", { exact: true }).fill("#2");
+      await Promise.all([page.waitForURL(/task=%232/), page.getByRole("button", { name: "Filter" }).click()]);
+      expect(await rows(page).count()).toBe(1);
+      if (SCREENSHOTS && javaScript) {
+        const all = await open(`${serve.url}/runs`);
+        await all.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs.png"), fullPage: true });
+      }
+    }
+  });
+
+  it("says which filter it cannot read, and shows nothing rather than everything", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const answer = await page.goto(`${serve.url}/runs?since=yesterday-ish&event=idle`);
+    expect(answer?.status()).toBe(400);
+    expect(await page.getByRole("alert").textContent()).toContain('since: "yesterday-ish" must be an age');
+    expect(await rows(page).count()).toBe(0);
+  });
+
+  it("adds a new run at the top without a reload, within 2 s of its log", async () => {
+    const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
+    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    const before = await rows(page).count();
+    await page.evaluate("window.marker = true"); // gone after a reload
+    await teams.run("task_completed", ["--task", "7", "--member", "ada"]);
+    await page.locator('#runs-body tr[data-name$="_task-7.json"]').waitFor({ timeout: 2_000 });
+    expect(await rows(page).count()).toBe(before + 1);
+    expect(await rows(page).first().getAttribute("data-name")).toMatch(/_task-7\.json$/);
+    expect(await page.evaluate("window.marker")).toBe(true);
+    // A run the filter does not keep never shows.
+    await teams.run("idle", ["--member", "brian"]);
+    await teams.run("task_completed", ["--task", "8", "--member", "brian"]);
+    await page.locator('#runs-body tr[data-name$="_task-8.json"]').waitFor({ timeout: 2_000 });
+    expect(await page.locator('#runs-body tr[data-name*="_idle_"]').count()).toBe(0);
+  });
+});
+
+describe("a run", () => {
+  it("shows what logs show prints, the hook's markup as text that never runs, and the task's other runs", async () => {
+    const list = await open(`${serve.url}/runs?team=alpha&task=2`);
+    await Promise.all([list.waitForURL(/\/runs\/alpha\//), list.locator("#runs-body tr a").first().click()]);
+    const page = list as Page & { dialogs?: string[] };
+    const show = (await page.locator("#log-show").textContent()) ?? "";
+    expect(show).toContain("event:        task_completed");
+    expect(show).toContain("exit:         exit code 1");
+    expect(show).toContain(HOSTILE_OUTPUT);
+    expect(show).toContain("<b>not bold</b>");
+    expect(await page.locator("#log-show img, #log-show b, #log-show script").count()).toBe(0);
+    // Only the dashboard's own script is on the page, and nothing opened a dialog.
+    expect(await page.locator("script").evaluateAll((s) => s.map((e) => e.getAttribute("src")))).toEqual(["/assets/app.js"]);
+    await page.waitForTimeout(200);
+    expect(page.dialogs).toEqual([]);
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toMatch(/on_task_completed\.sh\s+failed/);
+    expect(await page.locator("h1").textContent()).not.toContain("<");
+    expect(await page.getByRole("heading", { name: "Other runs of task #2" }).count()).toBe(1);
+    if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-run.png"), fullPage: true });
+  });
+
+  it("answers 404 for a run or a team that is not there, and never reads outside the teams root", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    expect((await page.goto(`${serve.url}/runs/alpha/no-such-run`))?.status()).toBe(404);
+    expect((await page.goto(`${serve.url}/runs/..%2F..%2Fetc/passwd`))?.status()).toBe(404);
+    expect((await page.goto(`${serve.url}/runs/ghost/abc`))?.status()).toBe(404);
+  });
+});
+
+describe("for people", () => {
+  it("shows times in the viewer's time zone (UTC without JavaScript)", async () => {
+    const tokyo = await open(`${serve.url}/runs?team=alpha`, { timezoneId: "Asia/Tokyo" });
+    const time = tokyo.locator("#runs-body time").first();
+    const iso = (await time.getAttribute("datetime")) ?? "";
+    const local = new Date(Date.parse(iso) + 9 * 3600_000).toISOString();
+    await expect.poll(() => time.textContent()).toBe(`${local.slice(0, 10)} ${local.slice(11, 19)} GMT+9`);
+    const plain = await open(`${serve.url}/runs?team=alpha`, { javaScript: false });
+    expect(await plain.locator("#runs-body time").first().textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+  });
+
+  it("fits a phone's width, and follows a dark system theme", async () => {
+    const phone = await open(`${serve.url}/`, { viewport: { width: 390, height: 844 }, colorScheme: "dark" });
+    const widths = (await phone.evaluate("({ page: document.documentElement.scrollWidth, screen: window.innerWidth })")) as { page: number; screen: number };
+    expect(widths.page).toBeLessThanOrEqual(widths.screen);
+    const background = await phone.evaluate("getComputedStyle(document.documentElement).backgroundColor");
+    expect(background).toBe("rgb(13, 17, 23)");
+    const light = await open(`${serve.url}/`);
+    expect(await light.evaluate("getComputedStyle(document.documentElement).backgroundColor")).toBe("rgb(255, 255, 255)");
+  });
+
+  it("sends a strict Content-Security-Policy and nothing from another origin", async () => {
+    const page = await open(`${serve.url}/`);
+    const answer = await page.goto(`${serve.url}/`);
+    const csp = answer?.headers()["content-security-policy"] ?? "";
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain("unsafe-inline");
+    const origins = await page.evaluate(() => performance.getEntriesByType("resource").map((e) => new URL(e.name).origin));
+    expect(new Set(origins)).toEqual(new Set([new URL(serve.url).origin]));
+  });
+});
+
+describe("a server started with --allow-remote", () => {
+  it("answers 401 to a viewer without a key, for pages, streams and assets alike", async () => {
+    const remote = await startServe(teams.root, ["--allow-remote"]);
+    try {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      for (const route of ["/", "/runs", "/events?view=runs", "/assets/app.js"]) {
+        const answer = await page.request.get(`${remote.url}${route}`);
+        expect(answer.status(), route).toBe(401);
+      }
+    } finally {
+      await remote.stop();
+    }
+  });
+});
