@@ -222,6 +222,24 @@ describe("keys files", () => {
     }
   });
 
+  it("a keys file that cannot be read closes the dashboard (403) and fails a login (503), said on the log", async () => {
+    const broken = await makeTeamsRoot({ alpha: {} });
+    try {
+      await mkdir(path.dirname(keysFile(broken.root)), { mode: 0o700 });
+      await writeFile(keysFile(broken.root), "{not json", { mode: 0o600 });
+      const warned: string[] = [];
+      const ctx: WebAuthContext = { teamsRoot: broken.root, keys: new KeyStore(broken.root, () => {}), remote: true, now: () => T0, warn: (m) => warned.push(m) };
+      const access = await webAccess(ctx, request({ authorization: `Bearer ${keys.viewer}` }));
+      expect(access).toMatchObject({ kind: "refused", status: 403 });
+      if (access.kind === "refused") expect(access.body).toMatch(/cannot read its keys file/);
+      const login = await webLogin(ctx, { host: HOST, token: `pthl_0123456789ab_${"A".repeat(43)}` });
+      expect(login.status).toBe(503);
+      expect(warned.join("\n")).toMatch(/a dashboard login could not be completed: .*keys\.json/);
+    } finally {
+      await broken.cleanup();
+    }
+  });
+
   it("said nothing of a key, token or cookie on the key store's log", () => {
     const all = logged.join("\n");
     for (const k of Object.values(keys)) expect(all).not.toContain(k.slice(17));
