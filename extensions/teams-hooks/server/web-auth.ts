@@ -144,8 +144,9 @@ function sessionKeyId(secret: Buffer, cookieHeader: string | undefined, now: Dat
     const match = SESSION_VALUE.exec(pair.slice(eq + 1).trim());
     if (!match?.[1] || !match[2] || !match[3]) continue;
     const expiresMs = Number(match[2]);
-    const presented = Buffer.from(match[3], "base64url");
-    const expected = sessionMac(secret, match[1], expiresMs);
+    // Compared as text: base64url has spare bits, and another spelling of the same bytes is not the cookie given.
+    const presented = Buffer.from(match[3], "latin1");
+    const expected = Buffer.from(sessionMac(secret, match[1], expiresMs).toString("base64url"), "latin1");
     if (presented.length === expected.length && timingSafeEqual(presented, expected) && expiresMs > now.getTime()) return match[1];
   }
   return null;
