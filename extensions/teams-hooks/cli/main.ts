@@ -84,7 +84,7 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   serve: {
     options: {
       "teams-root": { type: "string" }, listen: { type: "string" }, "allow-remote": { type: "boolean" }, "rate-limit": { type: "string" },
-      name: { type: "string" }, scopes: { type: "string" }, teams: { type: "string" }, templates: { type: "string" }, json: { type: "boolean" },
+      name: { type: "string" }, scopes: { type: "string" }, teams: { type: "string" }, templates: { type: "string" }, json: { type: "boolean" }, url: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     run: serveCommand,

@@ -1,16 +1,18 @@
 /**
- * `pi-teams-hooks serve`: the task API for a teams root (server/), and `serve keys create|list|revoke`,
- * its keys. `serve` prints `listening on http://HOST:PORT` once connections are accepted and runs
- * until SIGINT/SIGTERM; `keys create` prints the key alone on its last line, the only time it is shown.
+ * `pi-teams-hooks serve`: the task API for a teams root (server/), and `serve keys
+ * create|list|revoke|login`, its keys. `serve` prints `listening on http://HOST:PORT` once connections
+ * are accepted and runs until SIGINT/SIGTERM; `keys create` prints the key alone on its last line, the
+ * only time it is shown; `keys login` prints a one-time dashboard login URL alone on its last line.
  */
 import { statSync } from "node:fs";
 import path from "node:path";
 import { HooksError, describeError } from "../contract/errors.js";
 import { piTeamsRoot } from "../team/attach-claim.js";
-import { DEFAULT_LISTEN, isLoopback, parseListen } from "../server/address.js";
+import { DEFAULT_LISTEN, isLoopback, parseListen, urlOf } from "../server/address.js";
 import { type KeyInfo, createKey, describeRate, keySpec, keysFile, listKeys, revokeKey } from "../server/keys.js";
 import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/rate-limit.js";
 import { startTaskServer } from "../server/server.js";
+import { createLoginToken } from "../server/web-auth.js";
 import { type CliIo, type ParsedArgs, str } from "./io.js";
 import { type ColumnSpec, formatTable } from "../text/table.js";
 import { terminalWidth } from "../text/terminal.js";
@@ -18,9 +20,10 @@ import { terminalWidth } from "../text/terminal.js";
 /** The flags each form takes (besides --teams-root and --help); any other is a usage error. */
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
   serve: ["listen", "allow-remote", "rate-limit"],
-  create: ["name", "scopes", "teams", "templates", "rate-limit"],
+  create: ["name", "scopes", "teams", "templates", "rate-limit", "url"],
   list: ["json"],
   revoke: [],
+  login: ["url"],
 };
 
 export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -29,8 +32,8 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     checkFlags(args, "serve", "serve");
     return serve(args, io);
   }
-  if (first !== "keys") throw new HooksError("E_USAGE", `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke)`);
-  if (sub === "create" || sub === "list" || sub === "revoke") checkFlags(args, sub, `serve keys ${sub}`);
+  if (first !== "keys") throw new HooksError("E_USAGE", `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke|login)`);
+  if (sub === "create" || sub === "list" || sub === "revoke" || sub === "login") checkFlags(args, sub, `serve keys ${sub}`);
   const teamsRoot = resolveTeamsRoot(args, io);
   switch (sub) {
     case "create":
@@ -41,8 +44,10 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
       return listCommand(args, io, teamsRoot);
     case "revoke":
       return revokeCommand(rest, io, teamsRoot);
+    case "login":
+      return loginCommand(rest, args, io, teamsRoot);
     default:
-      throw new HooksError("E_USAGE", sub === undefined ? "serve keys: missing create, list or revoke" : `serve keys: unknown "${sub}" (create, list or revoke)`);
+      throw new HooksError("E_USAGE", sub === undefined ? "serve keys: missing create, list, revoke or login" : `serve keys: unknown "${sub}" (create, list, revoke or login)`);
   }
 }
 
@@ -84,9 +89,13 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
     templates: str(v.templates),
     rateLimit: rateText === undefined ? null : parseRateLimit(rateText, "--rate-limit"),
   });
+  const dashboard = spec.scopes.includes("logs:read");
+  if (!dashboard && str(v.url) !== undefined) throw new HooksError("E_USAGE", "--url: only a key with the scope logs:read gets a dashboard login URL");
+  const base = dashboardBase(str(v.url));
   const { key, info } = await createKey(teamsRoot, spec);
   io.stdout(`created key "${info.name}" (${info.prefix}) in ${keysFile(teamsRoot)}\n`);
   io.stdout(`${describeKey(info)}\n`);
+  if (dashboard) printLogin(io, info.name, base, await createLoginToken(teamsRoot, info.name));
   io.stdout("Store it now: it is shown only this once (only a salted hash is kept).\n");
   io.stdout(`${key}\n`);
   return 0;
@@ -124,6 +133,41 @@ async function revokeCommand(rest: string[], io: CliIo, teamsRoot: string): Prom
   }
   io.stdout(`revoked key "${name}": a running server refuses it from its next request\n`);
   return 0;
+}
+
+async function loginCommand(rest: string[], args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
+  const [name, ...extra] = rest;
+  if (name === undefined) throw new HooksError("E_USAGE", "serve keys login: missing the key's NAME (see: pi-teams-hooks serve keys list)");
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}" (one NAME at a time)`);
+  const base = dashboardBase(str(args.values.url));
+  printLogin(io, name, base, await createLoginToken(teamsRoot, name));
+  return 0;
+}
+
+/** The login URL on a line of its own, after when it stops working (the last line, for `keys login`). */
+function printLogin(io: CliIo, name: string, base: URL, login: { token: string; expiresAt: string }): void {
+  const url = new URL("/login", base);
+  url.searchParams.set("token", login.token);
+  io.stdout(`dashboard login URL for "${name}": it works once, until ${login.expiresAt} (a new one: pi-teams-hooks serve keys login ${name})\n`);
+  io.stdout(`${url.href}\n`);
+}
+
+/** Where the dashboard is opened, from `--url` (default: serve's default address); only a scheme, host and port. */
+function dashboardBase(text: string | undefined): URL {
+  if (text === undefined) {
+    const { host, port } = parseListen(DEFAULT_LISTEN);
+    return new URL(urlOf(host, port));
+  }
+  let url: URL | null = null;
+  try {
+    url = new URL(text);
+  } catch {
+    /* said below, with what is expected */
+  }
+  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.username !== "" || url.password !== "" || url.pathname !== "/" || url.search !== "" || url.hash !== "") {
+    throw new HooksError("E_USAGE", `--url "${text}" must be http://HOST[:PORT] or https://HOST[:PORT], the address the dashboard is opened at (its root: no path)`);
+  }
+  return url;
 }
 
 /** `scopes tasks:create, tasks:read; teams alpha, beta; templates (all); rate server default` */

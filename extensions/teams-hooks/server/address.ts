@@ -34,6 +34,18 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
+/**
+ * True when a request's `Host` header names this machine: `localhost` or a name under `.localhost`,
+ * 127.0.0.0/8 or `[::1]`, with or without a port. A browser tricked by DNS rebinding sends the
+ * attacker's name instead, so a server for loopback only refuses anything else.
+ */
+export function isLoopbackHostHeader(header: string | undefined): boolean {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+))(?::\d{1,5})?$/.exec(header ?? "");
+  const host = (match?.[1] ?? match?.[2] ?? "").toLowerCase();
+  if (match?.[1] !== undefined) return isIP(host) === 6 && isLoopback(host);
+  return /^(?:[a-z0-9-]+\.)+localhost$/.test(host) || (isLoopback(host) && isIP(host) !== 6);
+}
+
 /** The URL of an address the server reports (IPv6 in brackets). */
 export function urlOf(host: string, port: number): string {
   return `http://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;

@@ -7,6 +7,9 @@
  * compared with `timingSafeEqual`, and an unknown id is compared against a dummy, so the time of a
  * refusal says nothing about which part was wrong.
  *
+ * A key with the scope logs:read may also hold one unused dashboard login token (`pthl_<id>_<secret>`,
+ * in a one-time URL): its salted hash and expiry, kept the same way and removed when it is used.
+ *
  * A running server re-reads the file when its stat signature changes (checked on every request: one
  * `stat`), so `keys revoke` takes effect on the next request.
  */
@@ -20,14 +23,20 @@ import { withLock } from "../team/lock.js";
 import { isSafeName } from "../team/paths.js";
 import { type RateLimit, formatRateLimit } from "./rate-limit.js";
 
-export const SCOPES = ["tasks:create", "tasks:read", "gates:decide"] as const;
+export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "logs:read"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const KEY_PATTERN = /^pth_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
+/** A one-time dashboard login token: `pthl_<id of its key>_<secret>`, the secret 32 random bytes. */
+const LOGIN_PATTERN = /^pthl_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
 const KEY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 const SLUG = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 const RateLimitSchema = z.object({ count: z.number().int().min(1), periodMs: z.number().int().min(1) });
+const SaltSchema = z.string().regex(/^[0-9a-f]{32}$/);
+const HashSchema = z.string().regex(/^[0-9a-f]{64}$/);
+/** The unused one-time login token of a key with logs:read: its salted hash and when it expires; gone once used. */
+const LoginSchema = z.object({ salt: SaltSchema, hash: HashSchema, expiresAt: z.iso.datetime() });
 
 // The file is writable by whoever can write the teams root, and its names are printed (`key added:
 // "<name>" …`) and recorded (`api:<name>`): a name, team or slug that `keys create` would refuse (a
@@ -35,8 +44,8 @@ const RateLimitSchema = z.object({ count: z.number().int().min(1), periodMs: z.n
 const KeyRecordSchema = z.object({
   name: z.string().regex(KEY_NAME, "must be letters, digits, _ . - (at most 64, starting with a letter or digit)"),
   id: z.string().regex(/^[0-9a-f]{12}$/),
-  salt: z.string().regex(/^[0-9a-f]{32}$/),
-  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  salt: SaltSchema,
+  hash: HashSchema,
   scopes: z.array(z.enum(SCOPES)),
   teams: z.array(z.string().refine((team) => isTeamName(team), "must be a team dir name (letters, digits, _ and -, not starting with _)")),
   /** Template slugs (lower case) this key may create from; null: every template of its teams. */
@@ -44,6 +53,8 @@ const KeyRecordSchema = z.object({
   /** This key's own rate; null: the server's. */
   rateLimit: RateLimitSchema.nullable(),
   createdAt: z.string(),
+  /** Added with the dashboard: a keys file written before it has none, and loads as it is. */
+  login: LoginSchema.optional(),
 });
 type KeyRecord = z.infer<typeof KeyRecordSchema>;
 
@@ -158,6 +169,71 @@ export async function revokeKey(teamsRoot: string, name: string): Promise<boolea
   );
 }
 
+/**
+ * A new one-time login token for the key called `name`, which must have logs:read: only its salted
+ * hash and `expiresAt` are kept, in place of any unused one. E_USAGE when there is no such key, or it
+ * lacks the scope.
+ */
+export async function issueLogin(teamsRoot: string, name: string, expiresAt: Date): Promise<string> {
+  const file = ensureKeysDir(teamsRoot);
+  return withLock(
+    file,
+    async () => {
+      const records = await readRecords(file);
+      const record = records.find((r) => r.name === name);
+      if (!record) throw new HooksError("E_USAGE", `no key named "${name}" in ${file} (see: pi-teams-hooks serve keys list)`);
+      if (!record.scopes.includes("logs:read")) {
+        throw new HooksError("E_USAGE", `key "${name}" does not have the scope logs:read, so it cannot log in to the dashboard (a key that can: pi-teams-hooks serve keys create --name NAME --scopes logs:read --teams TEAM)`);
+      }
+      const token = `pthl_${record.id}_${randomBytes(32).toString("base64url")}`;
+      const salt = randomBytes(16);
+      const login = { salt: salt.toString("hex"), hash: hashKey(salt, token).toString("hex"), expiresAt: expiresAt.toISOString() };
+      await writeRecords(file, records.map((r) => (r === record ? { ...r, login } : r)));
+      return token;
+    },
+    { label: `pi-teams-hooks serve keys login ${name}` },
+  );
+}
+
+/**
+ * Spends a one-time login token: the key it logs in as when the token is its key's unused one, not
+ * expired at `now`, and the key still has logs:read; null otherwise (one answer for every reason).
+ * The check is made again under the keys file's lock, and the token removed there, so two servers
+ * given the same link cannot both accept it. A file that cannot be read throws E_CONFIG.
+ */
+export async function redeemLogin(teamsRoot: string, token: string, now: Date): Promise<KeyInfo | null> {
+  const id = LOGIN_PATTERN.exec(token)?.[1];
+  if (id === undefined) return null;
+  const file = keysFile(teamsRoot);
+  // First without the lock: a wrong token, the usual case of a stray request, then writes nothing and waits for no one.
+  if (!loginMatches(await readRecords(file), id, token, now)) return null;
+  return withLock(
+    file,
+    async () => {
+      const records = await readRecords(file);
+      const record = loginMatches(records, id, token, now);
+      if (!record) return null;
+      await writeRecords(file, records.map((r) => (r === record ? withoutLogin(r) : r)));
+      return infoOf(record);
+    },
+    { label: "pi-teams-hooks serve (a dashboard login)" },
+  );
+}
+
+function loginMatches(records: readonly KeyRecord[], id: string, token: string, now: Date): KeyRecord | null {
+  const record = records.find((r) => r.id === id);
+  const salt = Buffer.from(record?.login?.salt ?? DUMMY.salt, "hex");
+  const expected = Buffer.from(record?.login?.hash ?? DUMMY.hash, "hex");
+  const equal = timingSafeEqual(hashKey(salt, token), expected);
+  if (!record?.login || !equal) return null;
+  return Date.parse(record.login.expiresAt) > now.getTime() && record.scopes.includes("logs:read") ? record : null;
+}
+
+function withoutLogin(record: KeyRecord): KeyRecord {
+  const { login: _used, ...rest } = record;
+  return rest;
+}
+
 /** The keys of a running server: re-read when the file changed, checked on every request. */
 export class KeyStore {
   readonly file: string;
@@ -186,6 +262,17 @@ export class KeyStore {
     const expected = Buffer.from(record?.hash ?? DUMMY.hash, "hex");
     const equal = timingSafeEqual(hashKey(salt, presented), expected);
     return record && equal ? infoOf(record) : null;
+  }
+
+  /**
+   * The key whose id a signed session names (`pth_<id>` without `pth_`), as the file says now: null
+   * when it is gone (revoked), `unavailable` when the keys file cannot be read.
+   */
+  async byId(id: string): Promise<KeyInfo | null | "unavailable"> {
+    await this.refresh();
+    if (this.#problem !== null) return "unavailable";
+    const record = this.#records?.find((r) => r.id === id);
+    return record ? infoOf(record) : null;
   }
 
   /** The names of the keys in force (for the rate limiter to forget the others). */
@@ -257,8 +344,8 @@ async function writeRecords(file: string, keys: KeyRecord[]): Promise<void> {
   await writeJsonAtomic(file, { version: 1, keys }, { mode: 0o600 });
 }
 
-/** The keys folder, 0700 (tightened if it was created otherwise), inside an existing teams root. */
-function ensureKeysDir(teamsRoot: string): string {
+/** The keys folder, 0700 (tightened if it was created otherwise), inside an existing teams root; returns the keys file's path. */
+export function ensureKeysDir(teamsRoot: string): string {
   const file = keysFile(teamsRoot);
   const dir = path.dirname(file);
   try {

@@ -158,9 +158,10 @@ Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, n
 `,
   serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
        pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
-                                        [--rate-limit N/PERIOD] [--teams-root DIR]
+                                        [--rate-limit N/PERIOD] [--url BASE] [--teams-root DIR]
        pi-teams-hooks serve keys list [--json] [--teams-root DIR]
        pi-teams-hooks serve keys revoke NAME [--teams-root DIR]
+       pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]
 
 The task API (docs/remote-gates.md): other systems create tasks from a team's templates
 (config.json hooks.templates), poll their status and decide held gates, each with a bearer key
@@ -187,15 +188,22 @@ connections, and runs until SIGINT or SIGTERM.
 keys create prints the new key alone on its last line, the only time it is shown
 (KEY=$(pi-teams-hooks serve keys create … | tail -1)); only a salted hash is stored:
   --name NAME             the key's name (keys list, keys revoke, the tasks it creates)
-  --scopes S,…            tasks:create, tasks:read, gates:decide
+  --scopes S,…            tasks:create, tasks:read, gates:decide, logs:read (the dashboard)
   --teams T,…             the teams (folders of the teams root) it may use
   --templates T,…         the only templates it may create from and read tasks of (default: all)
   --rate-limit N/PERIOD   its own rate instead of the server's
+  --url BASE              with logs:read: the dashboard's address for the login URL it prints
+                          (http[s]://HOST[:PORT]; default http://127.0.0.1:7420)
 keys list prints names, prefixes and what each key may do (--json: as JSON), never a key; keys
-revoke NAME deletes the key, and a running server refuses it from its next request.
+revoke NAME deletes the key and ends its dashboard sessions, and a running server refuses it from
+its next request. keys login NAME prints, alone on its last line, a new login URL for the dashboard
+(BASE/login?token=…) for the key NAME, which must have logs:read; it works once, for 15 minutes, and
+replaces the key's unused one (keys create prints the first). Opened in a browser, it gives a
+session of 12 hours.
 
 Exit status: 0 stopped cleanly (serve) or done; 1 no such key (revoke), or a file cannot be
-written; 2 usage error, a teams root that is not a directory, or an address that cannot be used.
+written; 2 usage error (login: no such key, or one without logs:read), a teams root that is not a
+directory, or an address that cannot be used.
 `,
 };
 
