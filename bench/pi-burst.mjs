@@ -14,7 +14,7 @@
 //
 //   npm run build && node bench/pi-burst.mjs [--rounds 3] [--tasks 200] [--idle-ms 3000] [--timeout-ms 120000]
 //
-// About 1.5 minutes with the defaults on 2 quiet CPUs, 3 under a load of 8. No model and no network.
+// About 1–1.5 minutes with the defaults on 2 quiet CPUs, 2–2.5 under a load of 8. No model, no network.
 // Needs `npm ci` (pi is a dev dependency) and `npm run build` (the extension and the bin load from dist/).
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
