@@ -16,21 +16,16 @@
 //
 // About 1–1.5 minutes with the defaults on 2 quiet CPUs, 2–2.5 under a load of 8. No model, no network.
 // Needs `npm ci` (pi is a dev dependency) and `npm run build` (the extension and the bin load from dist/).
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { cleanEnv, piVersion, requirePi, startPi } from "./lib/pi.mjs";
+import { cleanEnv, makePiRoot, piVersion, requirePi, startPi } from "./lib/pi.mjs";
 import { cpuTimesOf, memoryOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
-import { percentile, ratio, sleep, table } from "./lib/stats.mjs";
-import { fillTasks, makeTeam, makeTempRoot, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
+import { arg, percentile, ratio, sleep, table } from "./lib/stats.mjs";
+import { fillTasks, makeTeam, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.join(here, "..");
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
+const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ROUNDS = Number(arg("rounds", 3));
 const TASKS = Number(arg("tasks", 200));
 const IDLE_MS = Number(arg("idle-ms", 3000));
@@ -47,12 +42,7 @@ if (![ROUNDS, TASKS, IDLE_MS, TIMEOUT_MS].every((n) => Number.isInteger(n) && n 
   process.exit(2);
 }
 
-const root = makeTempRoot("bench-pi-burst-");
-const home = path.join(root, "home");
-mkdirSync(home, { recursive: true });
-const hooksDir = path.join(root, "hooks");
-mkdirSync(hooksDir);
-writeFileSync(path.join(hooksDir, "on_task_completed.sh"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+const { root, home, hooksDir } = makePiRoot("bench-pi-burst-");
 const NODE_ARGS = shebangFlags(BIN);
 
 let stampSeq = 0;

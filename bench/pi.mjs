@@ -10,33 +10,22 @@
 //   npm run build && node bench/pi.mjs [--rounds 7] [--idle-ms 3000]
 //
 // No model and no network (`--offline`, a home of its own). Needs `npm ci` (pi is a dev dependency).
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { piVersion, requirePi, startPi } from "./lib/pi.mjs";
+import { makePiRoot, piVersion, requirePi, startPi } from "./lib/pi.mjs";
 import { cpuSecondsOf, memoryOf } from "./lib/proc.mjs";
-import { percentile, ratio, sleep, table } from "./lib/stats.mjs";
-import { fillTasks, makeTeam, makeTempRoot, removeQuietly } from "./lib/team.mjs";
+import { arg, percentile, ratio, sleep, table } from "./lib/stats.mjs";
+import { fillTasks, makeTeam, removeQuietly } from "./lib/team.mjs";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.join(here, "..");
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-};
+const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ROUNDS = Number(arg("rounds", 7));
 const IDLE_MS = Number(arg("idle-ms", 3000));
 requirePi("bench/pi.mjs");
 
-const root = makeTempRoot("bench-pi-");
-const home = path.join(root, "home");
-mkdirSync(home, { recursive: true });
+const { root, home, hooksDir } = makePiRoot("bench-pi-");
 const team = makeTeam(root, "team");
 fillTasks(team, 10);
-const hooksDir = path.join(root, "hooks");
-mkdirSync(hooksDir);
-writeFileSync(path.join(hooksDir, "on_task_completed.sh"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
 
 const configs = [
   { name: "pi alone", args: [], env: {} },

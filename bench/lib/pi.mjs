@@ -1,10 +1,11 @@
 // Real pi (the dev dependency) in RPC mode, as the pi benches start it: `--offline`, no session, no
 // extension but the ones asked for, a home of its own, no PI_* variable of the bench's environment.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { sleep } from "./stats.mjs";
+import { makeTempRoot } from "./team.mjs";
 
 const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const PI_CLI = path.join(repo, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js");
@@ -18,6 +19,17 @@ export function requirePi(bench) {
 
 export function piVersion() {
   return JSON.parse(readFileSync(path.join(path.dirname(PI_CLI), "..", "package.json"), "utf8")).version;
+}
+
+/** A temp root with pi's home and a hooks dir whose on_task_completed.sh is `exit 0`. */
+export function makePiRoot(prefix) {
+  const root = makeTempRoot(prefix);
+  const home = path.join(root, "home");
+  mkdirSync(home, { recursive: true });
+  const hooksDir = path.join(root, "hooks");
+  mkdirSync(hooksDir);
+  writeFileSync(path.join(hooksDir, "on_task_completed.sh"), "#!/bin/sh\nexit 0\n", { mode: 0o755 });
+  return { root, home, hooksDir };
 }
 
 /** The bench's environment without any PI_* variable: pi and the extension see only what a bench sets. */
