@@ -33,6 +33,12 @@ export function table(rows) {
   return [line(rows[0]), widths.map((w) => "-".repeat(w)).join("  "), ...rows.slice(1).map(line)].join("\n");
 }
 
+/** The value after `--name` on the command line, or `fallback`. */
+export function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : fallback;
+}
+
 export const sleep = (msec) => new Promise((resolve) => setTimeout(resolve, msec));
 
 /** Times `fn` `rounds` times after `warmup` untimed calls; the samples summarized (ms). */
