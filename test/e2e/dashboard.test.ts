@@ -13,8 +13,8 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser } from "../helpers/browser.js";
 import { type DashboardTeams, HOSTILE_OUTPUT, makeDashboardTeams } from "../helpers/dashboard-team.js";
-import { REPO_ROOT, ensureBuilt } from "../helpers/leader-rig.js";
-import { type ServeProcess, startServe } from "../helpers/serve-rig.js";
+import { REPO_ROOT, ensureBuilt, runBin } from "../helpers/leader-rig.js";
+import { type ServeProcess, createKey, startServe } from "../helpers/serve-rig.js";
 
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? path.join(REPO_ROOT, "docs", "img") : null;
 
@@ -210,6 +210,32 @@ describe("a server started with --allow-remote", () => {
         const answer = await page.request.get(`${remote.url}${route}`);
         expect(answer.status(), route).toBe(401);
       }
+    } finally {
+      await remote.stop();
+    }
+  });
+
+  it("lets in a key with logs:read through its one-time login link (its teams only) or its bearer header", async () => {
+    const remote = await startServe(teams.root, ["--allow-remote"]);
+    try {
+      const key = await createKey(teams.root, ["--name", "viewer", "--scopes", "logs:read", "--teams", "alpha", "--url", remote.url]);
+      const login = await runBin(["serve", "keys", "login", "viewer", "--teams-root", teams.root, "--url", remote.url]);
+      expect(login.code).toBe(0);
+      const link = login.stdout.trimEnd().split("\n").pop() ?? "";
+      expect(link).toMatch(new RegExp(`^${remote.url}/login\\?token=`));
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const answer = await page.goto(link);
+      expect(answer?.status()).toBe(200);
+      expect(new URL(page.url()).pathname).toBe("/");
+      expect(await page.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
+      expect(await page.locator('section[aria-labelledby="team-beta"]').count()).toBe(0);
+      expect((await page.goto(`${remote.url}/runs?team=alpha`))?.status()).toBe(200);
+      const again = await (await browser.newContext()).newPage();
+      expect((await again.goto(link))?.status()).toBe(401);
+      const bearer = await again.request.get(`${remote.url}/runs`, { headers: { Authorization: `Bearer ${key}` } });
+      expect(bearer.status()).toBe(200);
+      expect(await bearer.text()).not.toContain('data-team="beta"');
     } finally {
       await remote.stop();
     }

@@ -61,18 +61,21 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   }
   const rateText = str(args.values["rate-limit"]);
   const rateLimit = rateText === undefined ? DEFAULT_RATE_LIMIT : parseRateLimit(rateText, "--rate-limit");
+  // With --allow-remote the dashboard needs keys whatever the address: a TLS proxy on this machine forwards from loopback.
+  const allowRemote = args.values["allow-remote"] === true;
   const server = await startTaskServer({
     teamsRoot,
     host: address.host,
     port: address.port,
     rateLimit,
-    remote: args.values["allow-remote"] === true,
+    remote: allowRemote,
     env: io.env,
     log: (level, message) => (level === "info" ? io.stdout(`${message}\n`) : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`)),
   });
   io.stdout(`listening on ${server.url}\n`);
+  io.stdout(allowRemote ? `dashboard at ${server.url}/ for keys with logs:read (a login link: pi-teams-hooks serve keys login NAME --url BASE)\n` : `dashboard at ${server.url}/ (this machine only: no key needed)\n`);
   io.stdout(`teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own rate\n`);
-  if (server.keyCount === 0) io.stderr(`warning: no API key yet, so every request is refused: pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM\n`);
+  if (server.keyCount === 0) io.stderr(`warning: no API key yet, so every API request${allowRemote ? " and every dashboard request" : ""} is refused: pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM\n`);
   if (remote) io.stderr(`warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front (docs/security.md)\n`);
   await io.stopSignal;
   await server.close();

@@ -29,7 +29,7 @@ export interface WebServer {
 export function webServer(opts: WebOptions): WebServer {
   const hub = new LiveHub(opts.warn);
   const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), now: opts.now, warn: opts.warn };
-  const auth: WebAuthContext = { teamsRoot: opts.teamsRoot, keys: opts.keys, remote: opts.remote, now: opts.now };
+  const auth: WebAuthContext = { teamsRoot: opts.teamsRoot, keys: opts.keys, remote: opts.remote, now: opts.now, warn: opts.warn };
   return {
     async handle(req, res) {
       const url = new URL(req.url ?? "/", "http://dashboard.invalid");

@@ -166,7 +166,10 @@ Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, n
 The task API (docs/remote-gates.md): other systems create tasks from a team's templates
 (config.json hooks.templates), poll their status and decide held gates, each with a bearer key
 limited to its scopes, teams and templates. Prints "listening on http://HOST:PORT" once it accepts
-connections, and runs until SIGINT or SIGTERM.
+connections, and runs until SIGINT or SIGTERM. The same server shows a read-only dashboard of every
+team's hook runs at / (docs/dashboard.md): the overview, the runs table with the filters of logs,
+each run, and new runs as they land.
+  GET  /                               the dashboard (pages; /events: server-sent events)
   POST /api/v1/teams/TEAM/tasks        {"template": "SLUG", "parameters": {…}} → 202 (tasks:create)
   GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, updatedAt (tasks:read)
   POST /api/v1/teams/TEAM/runs/RUN_ID/decision
@@ -180,7 +183,9 @@ connections, and runs until SIGINT or SIGTERM.
   --listen HOST:PORT      where to listen (default 127.0.0.1:7420; port 0 picks a free one;
                           [::1]:PORT for IPv6)
   --allow-remote          listen on an address other than loopback; keys then cross the network,
-                          so put TLS in front (docs/security.md)
+                          so put TLS in front (docs/security.md). With it the dashboard too needs a
+                          key with logs:read (a login link, or the bearer header), also on loopback
+                          (a proxy on this machine); without it the dashboard needs none
   --rate-limit N/PERIOD   requests per key, for keys without their own rate (default 600/min;
                           PERIOD s, min or h); past it: 429 with Retry-After
   -h, --help              this help
