@@ -60,7 +60,7 @@ export interface TeamOverview {
   problems: string[];
 }
 
-interface Sample {
+export interface Sample {
   hook: string;
   event: HookEventName;
   outcome: string;
