@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
-import { type LogFilter, parseAge, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs/filter.js";
+import { type LogFilter, parseAge, parseFilterText, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs/filter.js";
 import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
@@ -104,6 +104,9 @@ describe("the name pre-filter against reading every file", () => {
       { member: "Ada-Lovelace" },
       ...events.map((e) => ({ events: [e] })),
       { outcomes: ["timed_out" as const] },
+      { hook: "on_idle.sh" },
+      { hook: "on_task_failed.sh", member: "ada" },
+      { hook: "idle" },
       { sinceMs: base + 60 * 60_000 },
       { taskId: "3", member: "ada", events: ["task_completed" as const] },
       { member: "ada", events: ["idle" as const], sinceMs: base + 10 * 60_000 },
@@ -353,5 +356,50 @@ describe("streamLogs", () => {
         expect(queried).toEqual({ rows: emitted, total: result.total, truncated: result.truncated });
       }
     }
+  });
+});
+
+describe("paging with a cursor", () => {
+  it("pages through every match once, newest first, whatever lands above the first page meanwhile", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const base = Date.parse("2026-03-01T00:00:00.000Z");
+    // Pairs share a millisecond (collision names), so the cursor must order by name within one.
+    for (let i = 0; i < 30; i++) await writeHookLog(team.teamDir, rec(team.teamDir, new Date(base + Math.floor(i / 2) * 1000).toISOString(), "task_completed", String(i), "ada", i % 5 === 0 ? "failed" : "passed"));
+    const filter: LogFilter = { outcomes: ["passed"] };
+    const all = (await queryLogs(team.teamDir, { filter, onProblem: () => {} })).rows.map((r) => r.name).reverse();
+    const pages: string[][] = [];
+    let before: { timeMs: number; name: string } | undefined;
+    for (let n = 0; n < 10; n++) {
+      const { rows } = await queryLogs(team.teamDir, { filter, limit: 7, onProblem: () => {}, ...(before ? { before } : {}) });
+      const page = rows.map((r) => r.name).reverse();
+      if (page.length === 0) break;
+      pages.push(page);
+      const last = page.at(-1) ?? "";
+      before = { timeMs: parseLogName(last)?.timeMs ?? 0, name: last };
+      if (n === 0) await writeHookLog(team.teamDir, rec(team.teamDir, new Date(base + 60_000).toISOString(), "task_completed", "new", "ada", "passed"));
+    }
+    expect(pages.flat()).toEqual(all);
+    expect(all).toHaveLength(24);
+  });
+});
+
+describe("parseFilterText", () => {
+  const now = Date.parse("2026-03-10T12:00:00.000Z");
+  it("reads the fields as logs' flags and the dashboard's form give them", () => {
+    expect(parseFilterText({ event: "idle, task_completed", outcome: "failed,timed-out", task: "#12", member: "ada", hook: "on_idle.sh", since: "2h" }, now)).toEqual({
+      filter: { events: ["idle", "task_completed"], outcomes: ["failed", "timed_out"], taskId: "12", member: "ada", hook: "on_idle.sh", sinceMs: now - 7_200_000 },
+      problems: [],
+    });
+    expect(parseFilterText({ since: "2026-03-01" }, now, "+09:00").filter.sinceMs).toBe(Date.parse("2026-03-01T00:00+09:00"));
+  });
+
+  it("names each field it cannot read, and keeps the others", () => {
+    const { filter, problems } = parseFilterText({ event: "done", outcome: ",", task: " ", member: "bob", since: "soon" }, now);
+    expect(filter).toEqual({ member: "bob" });
+    expect(problems.map((p) => p.field)).toEqual(["event", "outcome", "task", "since"]);
+    expect(problems[0]?.text).toBe('"done" must be one of task_completed, task_failed, idle, task_started');
+    expect(problems[1]?.text).toBe("must not be empty");
+    expect(problems[3]?.text).toMatch(/^"soon" must be an age \(/);
   });
 });
