@@ -8,6 +8,8 @@
  * `UPDATE_SCREENSHOTS=1 npx vitest run test/e2e/dashboard.test.ts` also writes the three pages to
  * docs/img/.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -225,9 +227,8 @@ describe("a server started with --allow-remote", () => {
       expect(link).toMatch(new RegExp(`^${remote.url}/login\\?token=`));
       const context = await browser.newContext();
       const page = await context.newPage();
-      const answer = await page.goto(link);
-      expect(answer?.status()).toBe(200);
-      expect(new URL(page.url()).pathname).toBe("/");
+      await page.goto(link);
+      await page.waitForURL(`${remote.url}/`);
       expect(await page.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
       expect(await page.locator('section[aria-labelledby="team-beta"]').count()).toBe(0);
       expect((await page.goto(`${remote.url}/runs?team=alpha`))?.status()).toBe(200);
@@ -236,6 +237,20 @@ describe("a server started with --allow-remote", () => {
       const bearer = await again.request.get(`${remote.url}/runs`, { headers: { Authorization: `Bearer ${key}` } });
       expect(bearer.status()).toBe(200);
       expect(await bearer.text()).not.toContain('data-team="beta"');
+
+      // A link clicked on another site (a mail read in webmail): the session still starts.
+      const fresh = (await runBin(["serve", "keys", "login", "viewer", "--teams-root", teams.root, "--url", remote.url])).stdout.trimEnd().split("\n").pop() ?? "";
+      const mail = createServer((_req, res) => res.writeHead(200, { "Content-Type": "text/html" }).end(`<a id="go" href="${fresh}">log in</a>`));
+      await new Promise<void>((resolve) => mail.listen(0, "127.0.0.1", resolve));
+      try {
+        const elsewhere = await (await browser.newContext()).newPage();
+        await elsewhere.goto(`http://localhost:${(mail.address() as AddressInfo).port}/`); // another site than 127.0.0.1
+        await elsewhere.click("#go");
+        await elsewhere.waitForURL(`${remote.url}/`);
+        await expect.poll(() => elsewhere.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
+      } finally {
+        mail.close();
+      }
     } finally {
       await remote.stop();
     }

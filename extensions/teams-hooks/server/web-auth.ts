@@ -11,7 +11,8 @@
  *
  * A session comes from a one-time login URL (`serve keys create` with logs:read, `serve keys login
  * NAME`): `GET /login?token=pthl_…` spends the token (server/keys.ts, under the keys file's lock) and
- * answers 303 to `/` with the cookie `pth_session=<key id>.<expires ms>.<HMAC-SHA256>`. The cookie is
+ * answers a page that moves on to `/` by itself (not a redirect: see `webLogin`) with the cookie
+ * `pth_session=<key id>.<expires ms>.<HMAC-SHA256>`. The cookie is
  * stateless: signed with a random secret in `<teamsRoot>/.pi-teams-hooks/session-secret` (0600, made
  * at the first login), it lasts 12 hours, and every request looks its key up again, so `keys revoke`
  * (or taking logs:read away) ends its sessions on their next request. Deleting the secret file ends
@@ -22,6 +23,7 @@ import { closeSync, fchmodSync, linkSync, openSync, unlinkSync } from "node:fs";
 import path from "node:path";
 import { HooksError, describeError, errnoCode, isHooksError } from "../contract/errors.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
+import { escapeHtml, html as markup } from "../dashboard/html.js";
 import { isLoopbackHostHeader } from "./address.js";
 import { type KeyInfo, type KeyStore, ensureKeysDir, issueLogin, keysFile, redeemLogin } from "./keys.js";
 
@@ -72,7 +74,7 @@ export async function webAccess(
   return { kind: "allowed", teams: key.teams, keyName: key.name };
 }
 
-/** GET /login?token=…: the answer to send (303 + Set-Cookie, or 401/403 page; 503 when the keys file cannot be used). */
+/** GET /login?token=…: the answer to send (200 + Set-Cookie and a page that opens `/`, or 401/403 page; 503 when the keys file cannot be used). */
 export async function webLogin(ctx: WebAuthContext, req: { host: string | undefined; token: string | null }): Promise<WebAnswer> {
   if (!ctx.remote && !isLoopbackHostHeader(req.host)) return rebindingRefusal(req.host);
   const now = ctx.now();
@@ -93,16 +95,18 @@ export async function webLogin(ctx: WebAuthContext, req: { host: string | undefi
   }
   const expiresMs = now.getTime() + SESSION_MAX_AGE_S * 1000;
   const secure = isLoopbackHostHeader(req.host) ? "" : "; Secure";
+  // A page that moves on by itself rather than a redirect: a link opened from another site (a mail
+  // in webmail) would carry its cross-site origin through a 303, and the browser would then leave
+  // out the SameSite=Strict cookie just set. The refresh is a navigation from this site.
   return {
-    status: 303,
+    status: 200,
     headers: {
       ...NO_STORE,
-      Location: "/",
       "Set-Cookie": `${SESSION_COOKIE}=${signSession(secret, key.prefix.slice(4), expiresMs)}; Path=/; Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure}`,
       "Referrer-Policy": "no-referrer",
     },
-    body: `logged in with the key "${key.name}": continue to /\n`,
-    contentType: TEXT,
+    body: page("Logged in", [html`Logged in with the key ${key.name} for 12 hours. <a href="/">Open the dashboard</a>.`], '<meta http-equiv="refresh" content="0; url=/">'),
+    contentType: HTML,
   };
 }
 
@@ -227,17 +231,13 @@ function wantsHtml(accept: string | undefined): boolean {
   return /\btext\/html\b/i.test(accept ?? "");
 }
 
-/** A page that reads well with no CSS and no script; `paragraphs` are HTML made with `html`. */
-function page(title: string, paragraphs: readonly string[]): string {
+/** A page that reads well with no CSS and no script; `paragraphs` are HTML made with `html`; `head` is this module's own markup. */
+function page(title: string, paragraphs: readonly string[], head = ""): string {
   const body = paragraphs.map((p) => `<p>${p}</p>`).join("\n");
-  return `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)} · pi-teams-hooks</title></head>\n<body>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</body>\n</html>\n`;
+  return `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><meta name="viewport" content="width=device-width">${head}<title>${escapeHtml(title)} · pi-teams-hooks</title></head>\n<body>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</body>\n</html>\n`;
 }
 
-/** A template whose every interpolated value is escaped. */
+/** A template whose every interpolated value is escaped (dashboard/html.ts), as a string. */
 function html(strings: TemplateStringsArray, ...values: unknown[]): string {
-  return strings.reduce((out, part, i) => out + escapeHtml(String(values[i - 1])) + part);
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+  return markup(strings, ...values).text;
 }
