@@ -24,6 +24,7 @@ describe("shapeRedactor: credential shapes become [redacted], each counted", () 
     ["a JSON authorization value", '{"authorization":"Basic dXNlcjpwYXNz"}', `{"authorization":"Basic ${REDACTED}"}`],
     ["a bare token after Authorization", "curl -H 'Authorization: a1b2c3d4e5f6'", `curl -H 'Authorization: ${REDACTED}'`],
     ["a task API key (its id stays)", `PI_TEAMS_API_KEY=pth_0123456789ab_${"aB3-_x".repeat(7)}Q ok`, `PI_TEAMS_API_KEY=pth_0123456789ab_${REDACTED} ok`],
+    ["a dashboard login token (its id stays)", `open http://127.0.0.1:7420/login?token=pthl_0123456789ab_${"aB3-_x".repeat(7)}Q now`, `open http://127.0.0.1:7420/login?token=pthl_0123456789ab_${REDACTED} now`],
     ["an Authorization header of another scheme", "Authorization: SSWS 00abcDEF9hiJKLmno", `Authorization: SSWS ${REDACTED}`],
     ["an Authorization header JSON-escaped in a string", '{"log":"{\\"Authorization\\":\\"Bearer abc.def-123\\"}"}', `{"log":"{\\"Authorization\\":\\"Bearer ${REDACTED}\\"}"}`],
     ["an Authorization header in a list (Go prints headers so)", "map[Authorization:[Bearer abc.def-123] Accept:[*/*]]", `map[Authorization:[Bearer ${REDACTED}] Accept:[*/*]]`],

@@ -6,7 +6,7 @@
  *   environment;
  * - common credential shapes, whoever's they are: PEM and PGP private key blocks, GitHub tokens (`ghp_`,
  *   `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), `sk-` API keys, AWS access key ids (`AKIA`,
- *   `ASIA`), JWTs, this project's task API keys (`pth_…`), and the value of an `Authorization:` (or
+ *   `ASIA`), JWTs, this project's task API keys (`pth_…`) and dashboard login tokens (`pthl_…`), and the value of an `Authorization:` (or
  *   `Proxy-Authorization:`) header.
  * Each replacement is counted: a run's log says how many (`result.redactions`).
  *
@@ -122,8 +122,8 @@ const SHAPES: readonly Shape[] = [
   },
   { name: "GitHub token", hints: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"], pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, replace: whole },
   { name: "sk- key", hints: ["sk-"], pattern: /(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}/g, replace: whole },
-  // This project's own task API keys (server/keys.ts): the id stays (`keys list` shows it), the secret goes.
-  { name: "task API key", hints: ["pth_"], pattern: /(?<![A-Za-z0-9_])(pth_[0-9a-f]{12}_)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g, replace: (_match, id = "") => `${id}${REDACTED}` },
+  // This project's own task API keys and dashboard login tokens (server/keys.ts): the id stays (`keys list` shows it), the secret goes.
+  { name: "task API key", hints: ["pth_", "pthl_"], pattern: /(?<![A-Za-z0-9_])(pthl?_[0-9a-f]{12}_)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g, replace: (_match, id = "") => `${id}${REDACTED}` },
   { name: "AWS access key id", hints: ["AKIA", "ASIA"], pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/g, replace: whole },
   { name: "JWT", hints: ["eyJ"], pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, replace: whole },
   {
@@ -156,7 +156,7 @@ export const shapeRedactor: Redactor = (text) => {
 };
 
 /** A credential's beginning at the very end of a text: what a cut may leave of one. */
-const CREDENTIAL_TAIL = /(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|ASIA|eyJ|pth_[0-9a-f]{12}_|-----BEGIN [A-Z ]*PRIV)[A-Za-z0-9_.+/=-]*$/;
+const CREDENTIAL_TAIL = /(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|ASIA|eyJ|pthl?_[0-9a-f]{12}_|-----BEGIN [A-Z ]*PRIV)[A-Za-z0-9_.+/=-]*$/;
 
 // ---------------------------------------------------------------------------------------------
 // A team's redactor
