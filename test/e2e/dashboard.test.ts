@@ -202,6 +202,18 @@ describe("for people", () => {
   });
 });
 
+describe("the overview, live", () => {
+  it("counts a new run without a reload", async () => {
+    const page = await open(`${serve.url}/`);
+    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    const before = Number(await page.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]').textContent());
+    await page.evaluate("window.marker = true");
+    await teams.run("task_completed", ["--task", "3", "--member", "ada"]);
+    await expect.poll(() => page.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]').textContent(), { timeout: 10_000 }).toBe(String(before + 1));
+    expect(await page.evaluate("window.marker")).toBe(true);
+  });
+});
+
 describe("a server started with --allow-remote", () => {
   it("answers 401 to a viewer without a key, for pages, streams and assets alike", async () => {
     const remote = await startServe(teams.root, ["--allow-remote"]);

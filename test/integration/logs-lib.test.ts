@@ -2,7 +2,7 @@
 // against reading everything, on awkward task ids and member names), time bounds, percentiles,
 // lookup, prune plans, following a folder in-process, listing in hook-log.ts's order, logs the quick
 // check leaves to the schema, and streaming.
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
@@ -13,6 +13,7 @@ import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
 import { type LogRow, listLogFiles, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
 import { lookupLog } from "../../extensions/teams-hooks/logs/find.js";
+import { SampleCache } from "../../extensions/teams-hooks/dashboard/overview.js";
 import { makeRunResult } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -401,5 +402,28 @@ describe("parseFilterText", () => {
     expect(problems[0]?.text).toBe('"done" must be one of task_completed, task_failed, idle, task_started');
     expect(problems[1]?.text).toBe("must not be empty");
     expect(problems[3]?.text).toMatch(/^"soon" must be an age \(/);
+  });
+});
+
+describe("the dashboard's sample cache", () => {
+  it("after logs land and go, holds what a fresh read of the folder holds", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const base = Date.parse("2026-03-01T00:00:00.000Z");
+    const write = (i: number) => writeHookLog(team.teamDir, rec(team.teamDir, new Date(base + i * 60_000).toISOString(), i % 3 ? "task_completed" : "idle", String(i), "ada", i % 4 ? "passed" : "failed"));
+    for (let i = 0; i < 12; i++) await write(i);
+    const cache = new SampleCache();
+    const since = base + 3 * 60_000;
+    const fresh = async () => (await new SampleCache().samples(team.teamDir, since)).samples;
+    const sorted = (samples: readonly { timeMs: number; outcome: string }[]) => [...samples].sort((a, b) => a.timeMs - b.timeMs);
+    expect((await cache.samples(team.teamDir, since)).samples).toHaveLength(9);
+    for (let i = 12; i < 15; i++) await write(i);
+    const files = await listHookLogs(team.teamDir);
+    await rm(files[5]?.file ?? "");
+    await writeFile(path.join(team.teamDir, "hook-logs", "2026-03-01T00-07-30-000Z_task_completed_task-1.json"), "{", "utf8");
+    const after = await cache.samples(team.teamDir, since);
+    expect(sorted(after.samples)).toEqual(sorted(await fresh()));
+    expect(after.samples).toHaveLength(11);
+    expect(after.unreadable).toBe(1);
   });
 });

@@ -3,12 +3,13 @@
  * and p95 duration, a chart of each day's outcomes; above them, what needs the lead now (gates held
  * for a decision, gates whose trust is gone, teams that cannot be read). Read through the same
  * library as `logs stats` (logs/query.ts `streamLogs`, logs/stats.ts `statsSample`), only the last
- * 7 days' files, each kept as a small sample.
+ * 7 days' files, each kept as a small sample between requests (`SampleCache`).
  */
 import type { HookEventName } from "../contract/contract.js";
 import { describeError } from "../contract/errors.js";
 import { inspectConfig } from "../doctor/config-view.js";
 import { percentile, statsSample } from "../logs/stats.js";
+import type { HookLogRecord } from "../runner/hook-log.js";
 import { streamLogs } from "../logs/query.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { type Html, html, queryString } from "./html.js";
@@ -71,30 +72,69 @@ export interface Sample {
   shadow: boolean;
 }
 
-export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Readonly<Record<string, string | undefined>> }): Promise<TeamOverview> {
+/**
+ * What the overview keeps of each team's logs between two requests: a sample per log of the last
+ * 7 days, by file name. A request lists the folder and reads only the logs it has not seen (and
+ * forgets those that are gone), so the second overview of 10,000 logs opens no file, and the
+ * overview fetched again while runs land reads just those runs. One refresh per team at a time.
+ */
+export class SampleCache {
+  readonly #teams = new Map<string, { samples: Map<string, Sample>; refresh: Promise<number> | null }>();
+
+  /** The team's samples from `sinceMs` on, and how many logs could not be read. */
+  async samples(teamDir: string, sinceMs: number): Promise<{ samples: Sample[]; unreadable: number }> {
+    let entry = this.#teams.get(teamDir);
+    if (!entry) {
+      entry = { samples: new Map(), refresh: null };
+      this.#teams.set(teamDir, entry);
+    }
+    const team = entry;
+    // A refresh under way may have listed the folder before the caller's run landed: wait, then look again.
+    while (team.refresh) await team.refresh.catch(() => 0);
+    const refresh = this.#refresh(teamDir, team.samples, sinceMs);
+    team.refresh = refresh;
+    try {
+      const unreadable = await refresh;
+      return { samples: [...team.samples.values()].filter((s) => s.timeMs >= sinceMs), unreadable };
+    } finally {
+      team.refresh = null;
+    }
+  }
+
+  async #refresh(teamDir: string, samples: Map<string, Sample>, sinceMs: number): Promise<number> {
+    let unreadable = 0;
+    const present = new Set<string>();
+    const lacking = (name: string): boolean => {
+      present.add(name);
+      return !samples.has(name);
+    };
+    await streamLogs(teamDir, { filter: { sinceMs }, names: lacking, onProblem: () => void (unreadable += 1) }, (row) => [row.name, sampleOf(row.record)] as const, ([name, sample]) => samples.set(name, sample));
+    for (const name of samples.keys()) if (!present.has(name)) samples.delete(name);
+    for (const [name, sample] of samples) if (sample.timeMs < sinceMs) samples.delete(name);
+    return unreadable;
+  }
+}
+
+function sampleOf(record: HookLogRecord): Sample {
+  const s = statsSample(record);
+  return {
+    hook: s.hook,
+    event: s.event,
+    outcome: s.outcome,
+    durationMs: s.decided || s.skipped ? null : s.durationMs,
+    timeMs: Date.parse(record.startedAt),
+    member: record.invocation.memberName ?? null,
+    skipped: s.skipped === true,
+    shadow: s.shadow !== undefined,
+  };
+}
+
+export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Readonly<Record<string, string | undefined>>; cache: SampleCache }): Promise<TeamOverview> {
   const problems: string[] = [];
   let unreadable = 0;
-  const samples: Sample[] = [];
-  const since = startOfDay(opts.nowMs) - (CHART_DAYS - 1) * DAY_MS;
+  let samples: Sample[] = [];
   try {
-    await streamLogs(
-      team.dir,
-      { filter: { sinceMs: Math.min(since, opts.nowMs - CHART_DAYS * DAY_MS) }, onProblem: () => void (unreadable += 1) },
-      ({ record }): Sample => {
-        const s = statsSample(record);
-        return {
-          hook: s.hook,
-          event: s.event,
-          outcome: s.outcome,
-          durationMs: s.decided || s.skipped ? null : s.durationMs,
-          timeMs: Date.parse(record.startedAt),
-          member: record.invocation.memberName ?? null,
-          skipped: s.skipped === true,
-          shadow: s.shadow !== undefined,
-        };
-      },
-      (sample) => samples.push(sample),
-    );
+    ({ samples, unreadable } = await opts.cache.samples(team.dir, overviewSince(opts.nowMs)));
   } catch (error) {
     problems.push(`hook logs: ${describeError(error)}`);
   }
@@ -109,6 +149,11 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
     }),
   ]);
   return { team, gates: summarise(samples, opts.nowMs), members: bouncing(samples, opts.nowMs), held, untrusted, unreadable, problems };
+}
+
+/** The oldest start the overview counts: the first chart day's midnight (UTC), or 7 × 24 hours ago if earlier. */
+export function overviewSince(nowMs: number): number {
+  return Math.min(startOfDay(nowMs) - (CHART_DAYS - 1) * DAY_MS, nowMs - CHART_DAYS * DAY_MS);
 }
 
 function startOfDay(ms: number): number {

@@ -18,7 +18,7 @@ import { describeError } from "../contract/errors.js";
 import { type Html, html } from "./html.js";
 import { page } from "./layout.js";
 import type { LiveHub } from "./live.js";
-import { overviewBody, teamOverview } from "./overview.js";
+import { type SampleCache, overviewBody, overviewSince, teamOverview } from "./overview.js";
 import { findRun, runBody } from "./run.js";
 import { findRuns, runsBody, runsFilter, runsQuery } from "./runs.js";
 import { type TeamRef, findTeam, listTeams } from "./teams.js";
@@ -41,6 +41,7 @@ export interface DashboardContext {
   env: Readonly<Record<string, string | undefined>>;
   hub: LiveHub;
   assets: Assets;
+  overviews: SampleCache;
   now(): Date;
   warn(message: string): void;
 }
@@ -98,7 +99,7 @@ async function overview(ctx: DashboardContext, allowed: readonly string[] | null
   const nowMs = ctx.now().getTime();
   const teams = await listTeams(ctx.teamsRoot, allowed);
   const overviews = [];
-  for (const team of teams) overviews.push(await teamOverview(team, { nowMs, env: ctx.env }));
+  for (const team of teams) overviews.push(await teamOverview(team, { nowMs, env: ctx.env, cache: ctx.overviews }));
   return { status: 200, body: page({ title: "Overview", section: "overview", body: overviewBody(overviews, nowMs), live: { kind: "overview", query: "" } }) };
 }
 
@@ -141,6 +142,19 @@ function events(ctx: DashboardContext, url: URL, res: ServerResponse, allowed: r
     if (!ctx.hub.open(res, teams, filter)) return { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
     return null;
   })();
+}
+
+/**
+ * Reads every team's last 7 days into the overview's cache, one team after another, so that the
+ * first overview after a start does not wait for 10,000 files. Problems wait for that overview; a
+ * server that stops ends it after the team being read.
+ */
+export async function warmOverview(ctx: DashboardContext, stop: AbortSignal): Promise<void> {
+  const since = overviewSince(ctx.now().getTime());
+  for (const team of await listTeams(ctx.teamsRoot, null).catch(() => [])) {
+    if (stop.aborted) return;
+    await ctx.overviews.samples(team.dir, since).catch(() => undefined);
+  }
 }
 
 function errorPage(status: number, title: string, message: Html): WebAnswer {

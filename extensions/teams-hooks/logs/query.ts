@@ -113,6 +113,8 @@ export interface QueryOptions {
   limit?: number;
   /** Only logs older than this one: started earlier, or at the same millisecond with a lower name (a page's cursor). */
   before?: { timeMs: number; name: string };
+  /** Only the names this keeps, asked once per name in the folder before anything is opened (a cache's: the names it lacks). */
+  names?: (name: string) => boolean;
   onProblem: ProblemSink;
 }
 
@@ -148,7 +150,7 @@ export async function queryLogs<T>(teamDir: string, opts: QueryOptions, project?
 export async function streamLogs<T>(teamDir: string, opts: QueryOptions, project: (row: LogRow) => T, emit: (item: T) => void): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
   const names = await listLogNames(dir);
-  const placed = await placeInTime(dir, names, opts.filter, opts.onProblem);
+  const placed = await placeInTime(dir, opts.names ? names.filter(opts.names) : names, opts.filter, opts.onProblem);
   const { before } = opts;
   const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && c.name < before.name)) : placed;
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;

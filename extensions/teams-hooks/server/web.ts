@@ -7,7 +7,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { loadAssets } from "../dashboard/assets.js";
 import { LiveHub } from "../dashboard/live.js";
-import { SECURITY_HEADERS, dashboardRequest } from "../dashboard/web.js";
+import { SampleCache } from "../dashboard/overview.js";
+import { SECURITY_HEADERS, dashboardRequest, warmOverview } from "../dashboard/web.js";
 import type { KeyStore } from "./keys.js";
 import { type WebAuthContext, webAccess, webLogin } from "./web-auth.js";
 
@@ -28,7 +29,10 @@ export interface WebServer {
 
 export function webServer(opts: WebOptions): WebServer {
   const hub = new LiveHub(opts.warn);
-  const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), now: opts.now, warn: opts.warn };
+  const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), overviews: new SampleCache(), now: opts.now, warn: opts.warn };
+  // In the background: a first overview then finds the logs read (it waits for a team still being read).
+  const stopWarming = new AbortController();
+  const warming = warmOverview(dashboard, stopWarming.signal);
   const auth: WebAuthContext = { teamsRoot: opts.teamsRoot, keys: opts.keys, remote: opts.remote, now: opts.now, warn: opts.warn };
   return {
     async handle(req, res) {
@@ -45,7 +49,11 @@ export function webServer(opts: WebOptions): WebServer {
       }
       await dashboardRequest(dashboard, req, res, access.teams);
     },
-    close: () => hub.close(),
+    close: async () => {
+      stopWarming.abort();
+      await hub.close();
+      await warming;
+    },
   };
 }
 
