@@ -20,6 +20,25 @@ import { type ServeProcess, createKey, startServe } from "../helpers/serve-rig.j
 
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? path.join(REPO_ROOT, "docs", "img") : null;
 
+/**
+ * Runs in the page: the lowest WCAG contrast ratio between a text's colour and the background behind
+ * it (the first opaque background up its ancestors), over every element that holds text of its own.
+ */
+const CONTRAST_PROBE = `(() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; }; return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const bg = (el) => { for (let e = el; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || c[3] > 0) return c; } return rgb(getComputedStyle(document.documentElement).backgroundColor); };
+  let worst = { ratio: 99, text: "" };
+  for (const el of document.querySelectorAll("body *")) {
+    const own = [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent.trim()).join("");
+    if (!own || el.closest("svg")) continue;
+    const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(bg(el))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < worst.ratio) worst = { ratio, text: own.slice(0, 60) };
+  }
+  return worst;
+})()`;
+
 let teams: DashboardTeams;
 let serve: ServeProcess;
 let browser: Browser;
@@ -188,6 +207,26 @@ describe("for people", () => {
     expect(background).toBe("rgb(13, 17, 23)");
     const light = await open(`${serve.url}/`);
     expect(await light.evaluate("getComputedStyle(document.documentElement).backgroundColor")).toBe("rgb(255, 255, 255)");
+  });
+
+  it("keeps text at a contrast of at least 4.5:1 in light and dark, and names every control and chart", async () => {
+    for (const colorScheme of ["light", "dark"] as const) {
+      for (const route of ["/", "/runs", "/runs?since=nonsense"]) {
+        const page = await browser.newPage({ colorScheme });
+        await page.goto(`${serve.url}${route}`);
+        const worst = (await page.evaluate(CONTRAST_PROBE)) as { ratio: number; text: string };
+        expect(worst.ratio, `${colorScheme} ${route}: "${worst.text}"`).toBeGreaterThanOrEqual(4.5);
+        await page.close();
+      }
+    }
+    const runs = await open(`${serve.url}/runs`);
+    for (const label of ["Team", "Event", "Outcome", "Member", "Hook", "Task", "Since"]) expect(await runs.getByLabel(label, { exact: true }).count(), label).toBe(1);
+    expect(await runs.getByRole("navigation", { name: "Dashboard" }).count()).toBe(1);
+    expect(await runs.getByRole("table", { name: /newest runs/ }).count()).toBe(1);
+    const overview = await open(`${serve.url}/`);
+    const charts = overview.getByRole("img");
+    expect(await charts.count()).toBeGreaterThanOrEqual(3);
+    for (const name of await charts.evaluateAll((els) => els.map((e) => e.getAttribute("aria-label") ?? ""))) expect(name).toMatch(/^Last 7 days \(UTC\): /);
   });
 
   it("sends a strict Content-Security-Policy and nothing from another origin", async () => {
