@@ -83,10 +83,13 @@ function startServer(root, nodeFlags = []) {
   let err = "";
   child.stderr.setEncoding("utf8").on("data", (d) => (err += d));
   const exited = new Promise((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
+  /** SIGINT; a server that has not exited 10 s later is killed, and that is an error. */
   const stop = async () => {
     child.kill("SIGINT");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
     const exit = await exited;
-    if (exit.code !== 0) throw new Error(`serve exited ${JSON.stringify(exit)}: ${err}`);
+    clearTimeout(timer);
+    if (exit.code !== 0) throw new Error(`serve did not exit cleanly on SIGINT (${JSON.stringify(exit)}): ${err}`);
   };
   return new Promise((resolve, reject) => {
     child.stdout.setEncoding("utf8").on("data", (d) => {
@@ -125,7 +128,7 @@ async function browse(browser, url) {
     const page = await context.newPage();
     const answer = await page.goto(`${url}/`, { waitUntil: "load" });
     if (answer?.status() !== 200) throw new Error(`overview in Chromium: ${answer?.status()}`);
-    return await page.evaluate(
+    const times = await page.evaluate(
       () =>
         new Promise((resolve) => {
           const nav = performance.getEntriesByType("navigation")[0];
@@ -139,6 +142,9 @@ async function browse(browser, url) {
           setTimeout(() => done(Number.NaN), 10_000);
         }),
     );
+    // Leave once the page's live stream is open, as a viewer would: not while the server opens it.
+    await page.waitForFunction(() => document.getElementById("live-status")?.textContent.startsWith("Live"), null, { timeout: 10_000 });
+    return times;
   } finally {
     await context.close();
   }
