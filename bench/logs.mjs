@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { main } from "../dist/teams-hooks/cli/main.js";
-import { writeHookLog } from "../dist/teams-hooks/runner/hook-log.js";
+import { writeHookLogs } from "./lib/hook-logs.mjs";
 
 const count = Number(process.argv[2] ?? 10_000);
 const runs = Number(process.argv[3] ?? 7);
@@ -32,83 +32,6 @@ writeFileSync(cpuReporter, `process.on("exit", () => { const u = process.cpuUsag
 const childEnv = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${pathToFileURL(cpuReporter).href}`.trim() };
 /** Where each command's stdout goes. */
 const outFile = path.join(root, "stdout.txt");
-
-/** A deterministic generator, so that every run builds the same folder. */
-let seed = 42;
-const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
-const pick = (items) => items[Math.floor(random() * items.length)];
-
-const members = ["ada", "brian", "chen", "dora", "emil", "fatima"];
-const testLines = Array.from({ length: 40 }, (_, i) => `  ✓ test/unit/module-${i}.test.ts (${5 + i} tests) ${10 + i}ms`);
-
-function record(i, startedAt) {
-  const r = random();
-  const event = r < 0.7 ? "task_completed" : r < 0.9 ? "task_failed" : "idle";
-  const member = pick(members);
-  const taskId = String(1 + Math.floor(random() * 400));
-  const o = random();
-  const outcome = o < 0.8 ? "passed" : o < 0.92 ? "failed" : o < 0.96 ? "timed_out" : "error";
-  const hook = `/home/me/.pi/teams/_hooks/on_${event}.sh`;
-  const at = startedAt.toISOString();
-  const task =
-    event === "idle"
-      ? null
-      : {
-          id: taskId,
-          subject: `Implement feature ${taskId}: retry uploads with jittered backoff`,
-          description: `Uploads fail on transient 503s. Retry up to 5 times with jittered exponential backoff.\nAcceptance: tests in test/upload-${taskId}.test.ts pass.`,
-          owner: member,
-          status: event === "task_completed" ? "completed" : "pending",
-          blocks: [],
-          blockedBy: ["1"],
-          metadata: { result: `Done: see src/upload-${taskId}.ts`, completedAt: at },
-          createdAt: "2026-01-01T09:00:00.000Z",
-          updatedAt: at,
-        };
-  const failed = outcome !== "passed";
-  const durationMs = outcome === "timed_out" ? 60_000 + random() * 1000 : 200 + random() * 8000;
-  return {
-    invocation: { event, teamId: "alpha", teamDir, taskListId: "alpha", style: "normal", memberName: member, timestamp: at, completedTask: task },
-    result: {
-      ran: true,
-      hookPath: hook,
-      command: ["bash", hook],
-      outcome: outcome === "timed_out" ? "error" : outcome,
-      exitCode: outcome === "passed" ? 0 : outcome === "failed" ? 1 : null,
-      signal: outcome === "timed_out" ? "SIGTERM" : null,
-      timedOut: outcome === "timed_out",
-      durationMs,
-      stdout: `> npm test --silent\n\n${testLines.slice(0, 10 + (i % 30)).join("\n")}\n`,
-      stderr: failed ? `FAIL test/upload-${taskId}.test.ts > retries on 503\nAssertionError: expected 2 to be 5\n    at test/upload-${taskId}.test.ts:42:17\n` : "",
-      stdoutDroppedBytes: 0,
-      stderrDroppedBytes: 0,
-      ...(outcome === "error" ? { error: "spawn bash ENOENT", errorCode: "ENOENT" } : {}),
-      leftoverProcesses: 0,
-      contextTruncated: false,
-      runId: `run-${i}`,
-      contractVersion: 1,
-    },
-    key: event === "idle" ? `idle:${member}:${at}` : `${event}:${taskId}:${at}`,
-    startedAt: at,
-    ...(event === "idle"
-      ? {}
-      : {
-          policy: {
-            failureAction: "reopen_followup",
-            maxReopensPerTask: 3,
-            followupOwner: "member",
-            passed: !failed,
-            summary: failed ? "exit code 1 • FAIL test/upload.test.ts > retries on 503" : "passed",
-            alreadyApplied: false,
-            reopen: failed ? { kind: "reopened", count: 1, max: 3 } : null,
-            followupTaskId: failed ? String(500 + i) : null,
-            nudged: failed ? member : null,
-            actions: failed ? ["reopened (1/3)", `follow-up #${500 + i} for ${member}`, `nudge ${member}`] : ["none"],
-            errors: [],
-          },
-        }),
-  };
-}
 
 function median(samples) {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -161,9 +84,7 @@ try {
   mkdirSync(teamDir, { recursive: true });
   const have = existsSync(path.join(teamDir, "hook-logs")) ? readdirSync(path.join(teamDir, "hook-logs")).length : 0;
   if (have !== 0 && have !== count) throw new Error(`${teamDir} holds ${have} logs, not ${count}: use another keep-dir`);
-  for (let i = have; i < count; i += 200) {
-    await Promise.all(Array.from({ length: Math.min(200, count - i) }, (_, j) => writeHookLog(teamDir, record(i + j, new Date(start + (i + j) * 259_000)))));
-  }
+  await writeHookLogs(teamDir, { from: have, count, startedAt: (i) => new Date(start + i * 259_000) });
   console.log(`${count} logs ${have === count ? "reused" : "written"} in ${path.join(teamDir, "hook-logs")} (${Math.round(performance.now() - t0)} ms)`);
   console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}; median of ${runs} runs each (after 1 warm-up)\n`);
 
