@@ -8,7 +8,7 @@
  * `UPDATE_SCREENSHOTS=1 npx vitest run test/e2e/dashboard.test.ts` also writes the three pages to
  * docs/img/.
  */
-import { createServer } from "node:http";
+import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
@@ -250,6 +250,22 @@ describe("the overview, live", () => {
     await teams.run("task_completed", ["--task", "3", "--member", "ada"]);
     await expect.poll(() => page.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]').textContent(), { timeout: 10_000 }).toBe(String(before + 1));
     expect(await page.evaluate("window.marker")).toBe(true);
+  });
+});
+
+describe("live streams", () => {
+  it("a viewer that leaves while its stream is being opened leaves nothing behind: the server still stops at once", async () => {
+    const own = await startServe(teams.root);
+    const { hostname, port } = new URL(own.url);
+    for (let i = 0; i < 40; i++) {
+      await new Promise<void>((resolve) => {
+        const req = request({ host: hostname, port, path: "/events?view=runs", headers: { Accept: "text/event-stream" } });
+        req.on("error", () => resolve());
+        req.on("close", () => resolve());
+        req.end(() => setImmediate(() => req.destroy()));
+      });
+    }
+    expect(await own.stop(10_000)).toMatchObject({ code: 0, signal: null });
   });
 });
 

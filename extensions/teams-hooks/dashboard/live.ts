@@ -48,6 +48,9 @@ export class LiveHub {
   /** Sends each new run of `teams` that `filter` keeps to `res`, until the client goes or the hub closes. False when full. */
   open(res: ServerResponse, teams: readonly TeamRef[], filter: LogFilter): boolean {
     if (this.#closed || this.#streams.size >= MAX_STREAMS) return false;
+    // The viewer left while the teams were listed: its "close" has fired and will not again, so a stream
+    // opened now would never end (a follower rescanning, a keep-alive timer holding a stopping server).
+    if (res.destroyed || res.writableEnded) return true;
     res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
     res.write("retry: 2000\n\n");
     this.#streams.add(res);
