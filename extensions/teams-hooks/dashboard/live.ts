@@ -1,6 +1,6 @@
 /**
  * Live updates: server-sent events of each new run, fed by `logs --follow`'s code (logs/follow.ts
- * `followLogs`: the team watcher the leader uses, plus a rescan every second for what a watcher
+ * `followLogs`: the team watcher the leader uses, plus a rescan every 2 seconds for what a watcher
  * misses), never by polling every file. One follower per team while anyone listens to it; each
  * stream gets the runs its filter keeps, as the table row the runs page prints.
  *
@@ -19,6 +19,8 @@ import type { TeamRef } from "./teams.js";
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
 export const MAX_STREAMS = 64;
 const KEEPALIVE_MS = 15_000;
+/** The rescan behind the watcher: a listing of every log name, so not every second; still within the 2 s a viewer waits at most. */
+const RESCAN_MS = 2_000;
 
 interface Listener {
   filter: LogFilter;
@@ -93,7 +95,7 @@ export class LiveHub {
     const done = (async () => {
       // What is there now is not news: only names that land after this listing are sent.
       const seen = (await listLogFiles(team.dir).catch(() => [])).map((e) => e.name);
-      await followLogs(team.dir, { filter: {}, seen, onRow: send, onProblem: () => undefined, onWarning: (m) => this.#warn(`live updates of team ${team.name}: ${m}`), stop: stopped });
+      await followLogs(team.dir, { filter: {}, seen, onRow: send, onProblem: () => undefined, onWarning: (m) => this.#warn(`live updates of team ${team.name}: ${m}`), stop: stopped, rescanMs: RESCAN_MS });
     })().catch((error: unknown) => this.#warn(`live updates of team ${team.name} stopped: ${describeError(error)}`));
     return { listeners, stop, done };
   }
