@@ -3,20 +3,34 @@
  * end it at its timeout), exit 0 and leave no hook process; events not run yet are left for the next
  * start. And one leader per team dir: a second one is refused while the first runs.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLogs, useLeaderRig } from "../helpers/leader-rig.js";
+import { type LeaderProcess, readLogs, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
 
-/** Appends `start <task>` when it begins and `end <task>` when it is done, to marks.txt in the team dir. */
-const SLOW_HOOK = (seconds: number): string =>
-  `echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"\nsleep ${seconds}\necho "end $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`;
+/**
+ * Appends `start <task>` when it begins, runs until the test creates `release` in the team dir, then
+ * appends `end <task>`, to marks.txt in the team dir. Released only after the signal was sent, so the
+ * hook is surely running when the leader takes the signal, however slow the machine.
+ */
+const HELD_HOOK = [
+  `echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`,
+  `while [ ! -e "$PI_TEAMS_TEAM_DIR/release" ]; do sleep 0.02; done`,
+  `echo "end $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`,
+].join("\n");
 
 async function marks(team: TempTeam): Promise<string[]> {
   return (await readFile(path.join(team.teamDir, "marks.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
+}
+
+/** Sends the signal, then lets the running hook end; resolves with the exit, as `LeaderProcess.stop` does. */
+async function stopThenRelease(leader: LeaderProcess, team: TempTeam, signal: NodeJS.Signals): ReturnType<LeaderProcess["stop"]> {
+  const stopping = leader.stop(signal);
+  await writeFile(path.join(team.teamDir, "release"), "");
+  return stopping;
 }
 
 const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progress" });
@@ -24,16 +38,16 @@ const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progr
 describe("SIGINT / SIGTERM", () => {
   it.each(["SIGINT", "SIGTERM"] as const)("%s: the running hook finishes, the waiting event is left for the next start, exit 0", async (signal) => {
     const team = await rig.team({ tasks: [working("1"), working("2")] });
-    await rig.hook(team, "on_task_completed.sh", SLOW_HOOK(1.5));
+    await rig.hook(team, "on_task_completed.sh", HELD_HOOK);
     const leader = await rig.leader(team, ["--concurrency", "1"]);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     await leader.waitFor("the first hook to start", async () => (await marks(team)).includes("start 1"));
     // Task 2's event now waits behind task 1's running hook.
     const done = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids: ["2"] });
 
-    const stopped = await leader.stop(signal);
+    const stopped = await stopThenRelease(leader, team, signal);
     expect(stopped).toMatchObject({ code: 0, signal: null });
-    expect(stopped.ms).toBeLessThan(1500 + 5000);
+    expect(stopped.ms).toBeLessThan(5000);
     expect(await marks(team)).toEqual(["start 1", "end 1"]); // finished, not cut off; task 2 never started
     expect(leader.events().map((e) => [e.taskId, e.outcome])).toEqual([["1", "passed"]]);
     // Dropped from the queue if the leader had noticed it before the signal; either way never started.
@@ -64,7 +78,7 @@ describe("SIGINT / SIGTERM", () => {
 
   it("--once: SIGTERM stops taking events too (a cron job's time limit)", async () => {
     const team = await rig.team({ tasks: [working("1"), working("2"), working("3"), working("4")] });
-    await rig.hook(team, "on_task_completed.sh", SLOW_HOOK(1));
+    await rig.hook(team, "on_task_completed.sh", HELD_HOOK);
     // A first --once records the (empty) baseline; then four completions wait for the next run.
     const first = await rig.leader(team, ["--once"], { waitForWatching: false });
     expect(await first.exited).toMatchObject({ code: 0 });
@@ -72,12 +86,12 @@ describe("SIGINT / SIGTERM", () => {
 
     const leader = await rig.leader(team, ["--once", "--concurrency", "1"]);
     await leader.waitFor("the first hook to start", async () => (await marks(team)).length > 0);
-    const stopped = await leader.stop("SIGTERM");
+    const stopped = await stopThenRelease(leader, team, "SIGTERM");
     expect(stopped).toMatchObject({ code: 0, signal: null });
-    // One hook of about a second finishes; the three waiting events are not started.
+    // The running hook finishes; the three waiting events are not started.
     expect(leader.events()).toHaveLength(1);
     expect(leader.linesOf("stopped")).toEqual([{ type: "stopped", dropped: 3 }]);
-    expect(stopped.ms).toBeLessThan(1000 + 3000);
+    expect(stopped.ms).toBeLessThan(3000);
   });
 });
 
