@@ -3,34 +3,19 @@
  * end it at its timeout), exit 0 and leave no hook process; events not run yet are left for the next
  * start. And one leader per team dir: a second one is refused while the first runs.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { type LeaderProcess, readLogs, useLeaderRig } from "../helpers/leader-rig.js";
+import { UNTIL_RELEASED, readLogs, stopThenRelease, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
 
-/**
- * Appends `start <task>` when it begins, runs until the test creates `release` in the team dir, then
- * appends `end <task>`, to marks.txt in the team dir. Released only after the signal was sent, so the
- * hook is surely running when the leader takes the signal, however slow the machine.
- */
-const HELD_HOOK = [
-  `echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`,
-  `while [ ! -e "$PI_TEAMS_TEAM_DIR/release" ]; do sleep 0.02; done`,
-  `echo "end $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`,
-].join("\n");
+/** Appends `start <task>` when it begins, runs until the test releases it, then appends `end <task>`, to marks.txt in the team dir. */
+const HELD_HOOK = [`echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`, UNTIL_RELEASED, `echo "end $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`].join("\n");
 
 async function marks(team: TempTeam): Promise<string[]> {
   return (await readFile(path.join(team.teamDir, "marks.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
-}
-
-/** Sends the signal, then lets the running hook end; resolves with the exit, as `LeaderProcess.stop` does. */
-async function stopThenRelease(leader: LeaderProcess, team: TempTeam, signal: NodeJS.Signals): ReturnType<LeaderProcess["stop"]> {
-  const stopping = leader.stop(signal);
-  await writeFile(path.join(team.teamDir, "release"), "");
-  return stopping;
 }
 
 const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progress" });
@@ -45,7 +30,7 @@ describe("SIGINT / SIGTERM", () => {
     // Task 2's event now waits behind task 1's running hook.
     const done = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids: ["2"] });
 
-    const stopped = await stopThenRelease(leader, team, signal);
+    const stopped = await stopThenRelease(leader, signal);
     expect(stopped).toMatchObject({ code: 0, signal: null });
     expect(stopped.ms).toBeLessThan(5000);
     expect(await marks(team)).toEqual(["start 1", "end 1"]); // finished, not cut off; task 2 never started
@@ -86,7 +71,7 @@ describe("SIGINT / SIGTERM", () => {
 
     const leader = await rig.leader(team, ["--once", "--concurrency", "1"]);
     await leader.waitFor("the first hook to start", async () => (await marks(team)).length > 0);
-    const stopped = await stopThenRelease(leader, team, "SIGTERM");
+    const stopped = await stopThenRelease(leader, "SIGTERM");
     expect(stopped).toMatchObject({ code: 0, signal: null });
     // The running hook finishes; the three waiting events are not started.
     expect(leader.events()).toHaveLength(1);
