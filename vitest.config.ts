@@ -8,6 +8,11 @@ export default defineConfig({
     // Two test files at a time, also on a 2-CPU machine (vitest's default there is one): most tests
     // wait on child processes, not on the CPU. The whole suite: 329 s with one worker, 231 s with two.
     maxWorkers: 2,
+    // Each worker process runs its files one after another, without a fresh process and module graph
+    // per file: ~0.6 s of CPU saved per file (~60 s for the suite). Safe because no test file changes
+    // process-wide state for the next one: tests run real processes in their own temp dirs, and the
+    // setup file adds its warning listener once per process.
+    isolate: false,
     setupFiles: ["test/helpers/setup.ts"],
     sequence: { sequencer: SlowFirst },
     projects: [

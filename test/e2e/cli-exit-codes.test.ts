@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -64,9 +64,11 @@ const CASES: Case[] = [
   ["serve keys list --teams-root", (p) => ["serve", "keys", "list", "--teams-root", p.missing], (p) => `--teams-root ${p.missing}: no such directory`],
 ];
 
-describe("a path that is not there", () => {
-  it.each(CASES)("%s: exit 2, one line naming it, no --help hint", async (_label, args, named, env) => {
-    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+// Each case on its own team dir, one process each: they run side by side.
+describe.concurrent("a path that is not there", () => {
+  it.for(CASES)("%s: exit 2, one line naming it, no --help hint", async ([, args, named, env], context) => {
+    const { expect } = context;
+    const team = await rig.scoped(context).team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
     const p: Paths = { team, missing: path.join(team.teamsRoot, "nope") };
     const result = await runBin(args(p), { env: env?.(p) ?? {}, cwd: team.teamsRoot });
     expect(result.code, result.stderr).toBe(2);
@@ -81,7 +83,7 @@ describe("a path that is not there", () => {
     expect(existsSync(p.missing)).toBe(false);
   });
 
-  it("schema: an unknown name is a usage error (exit 2) that lists the names there are", async () => {
+  it("schema: an unknown name is a usage error (exit 2) that lists the names there are", async ({ expect }) => {
     const result = await runBin(["schema", "nope"]);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");

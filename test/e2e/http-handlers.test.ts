@@ -13,7 +13,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { REPO_ROOT, readLogs, runBin, useLeaderRig, type LeaderProcess } from "../helpers/leader-rig.js";
+import { REPO_ROOT, UNTIL_RELEASED, readLogs, runBin, stopThenRelease, useLeaderRig, type LeaderProcess } from "../helpers/leader-rig.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -183,13 +183,14 @@ describe.concurrent("HTTP handlers in the leader", () => {
     receiver.route("/e2e-after-stop", allow);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { handlers: [handler("late", "/e2e-after-stop", { timeoutMs: 60_000 })] } } });
     const marker = path.join(team.teamDir, "file-hook-started");
-    await rig.hook(team, "on_task_completed.sh", `echo "$PI_TEAMS_HOOK_ATTEMPT" >> "${marker}"\nsleep 1`);
+    // The file hook runs until the test releases it, once the signal is sent.
+    await rig.hook(team, "on_task_completed.sh", `echo "$PI_TEAMS_HOOK_ATTEMPT" >> "${marker}"\n${UNTIL_RELEASED}`);
     const leader = await rig.leader(team);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     await leader.waitFor("the file hook to start", () => readFile(marker, "utf8").catch(() => null));
-    const stopped = await leader.stop("SIGTERM");
+    const stopped = await stopThenRelease(leader, "SIGTERM");
     expect(stopped).toMatchObject({ code: 0, signal: null });
-    expect(stopped.ms).toBeLessThan(10_000); // the file hook's second, not the handler's minute
+    expect(stopped.ms).toBeLessThan(10_000); // the file hook's end, not the handler's minute
     expect(receiver.requests("/e2e-after-stop")).toEqual([]);
     expect(leader.events()).toEqual([]);
     expect(leader.warnings()).toEqual([expect.stringMatching(/^warning: task_completed:1:.*: the leader is stopping: http:late \(hook 2 of 2\) and the hooks after it did not start; the event stays open: the next start runs its gate again$/)]);

@@ -16,6 +16,8 @@ import {
   readInboxFile,
   readLogs,
   readTaskFile,
+  releaseHooks,
+  UNTIL_RELEASED,
   useLeaderRig,
 } from "../helpers/leader-rig.js";
 
@@ -338,7 +340,8 @@ describe("a completion that arrives while the gate of the previous one runs", ()
     const team = await policyTeam();
     await rig.hook(team, HOOK, [
       `echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`,
-      `case "$PI_TEAMS_HOOK_CONTEXT_JSON" in *broken*) sleep 1; echo "tests failed" >&2; exit 1;; esac`,
+      // The broken completion's gate runs until the test has written the fixed one (however slow the machine).
+      `case "$PI_TEAMS_HOOK_CONTEXT_JSON" in *broken*) ${UNTIL_RELEASED}; echo "tests failed" >&2; exit 1;; esac`,
       "exit 0",
     ].join("\n"));
     const leader = await rig.leader(team, ["--failure-action", "reopen", "--reconcile-ms", String(RECONCILE_MS)]);
@@ -347,6 +350,7 @@ describe("a completion that arrives while the gate of the previous one runs", ()
       return (await readFile(`${team.teamDir}/marks.txt`, "utf8").catch(() => "")).includes("start 1");
     });
     const fixed = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids: ["1"], result: "fixed" });
+    await releaseHooks(team.teamDir);
     const [broken, good] = await leader.waitForEvents(2);
     expect(broken?.outcome).toBe("failed");
     expect(good).toMatchObject({ key: `task_completed:1:${fixed.final["1"]}`, outcome: "passed" });

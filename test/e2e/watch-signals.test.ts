@@ -6,14 +6,13 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLogs, useLeaderRig } from "../helpers/leader-rig.js";
+import { UNTIL_RELEASED, readLogs, stopThenRelease, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
 
-/** Appends `start <task>` when it begins and `end <task>` when it is done, to marks.txt in the team dir. */
-const SLOW_HOOK = (seconds: number): string =>
-  `echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"\nsleep ${seconds}\necho "end $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`;
+/** Appends `start <task>` when it begins, runs until the test releases it, then appends `end <task>`, to marks.txt in the team dir. */
+const HELD_HOOK = [`echo "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`, UNTIL_RELEASED, `echo "end $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`].join("\n");
 
 async function marks(team: TempTeam): Promise<string[]> {
   return (await readFile(path.join(team.teamDir, "marks.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
@@ -24,16 +23,16 @@ const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progr
 describe("SIGINT / SIGTERM", () => {
   it.each(["SIGINT", "SIGTERM"] as const)("%s: the running hook finishes, the waiting event is left for the next start, exit 0", async (signal) => {
     const team = await rig.team({ tasks: [working("1"), working("2")] });
-    await rig.hook(team, "on_task_completed.sh", SLOW_HOOK(1.5));
+    await rig.hook(team, "on_task_completed.sh", HELD_HOOK);
     const leader = await rig.leader(team, ["--concurrency", "1"]);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     await leader.waitFor("the first hook to start", async () => (await marks(team)).includes("start 1"));
     // Task 2's event now waits behind task 1's running hook.
     const done = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids: ["2"] });
 
-    const stopped = await leader.stop(signal);
+    const stopped = await stopThenRelease(leader, signal);
     expect(stopped).toMatchObject({ code: 0, signal: null });
-    expect(stopped.ms).toBeLessThan(1500 + 5000);
+    expect(stopped.ms).toBeLessThan(5000);
     expect(await marks(team)).toEqual(["start 1", "end 1"]); // finished, not cut off; task 2 never started
     expect(leader.events().map((e) => [e.taskId, e.outcome])).toEqual([["1", "passed"]]);
     // Dropped from the queue if the leader had noticed it before the signal; either way never started.
@@ -64,7 +63,7 @@ describe("SIGINT / SIGTERM", () => {
 
   it("--once: SIGTERM stops taking events too (a cron job's time limit)", async () => {
     const team = await rig.team({ tasks: [working("1"), working("2"), working("3"), working("4")] });
-    await rig.hook(team, "on_task_completed.sh", SLOW_HOOK(1));
+    await rig.hook(team, "on_task_completed.sh", HELD_HOOK);
     // A first --once records the (empty) baseline; then four completions wait for the next run.
     const first = await rig.leader(team, ["--once"], { waitForWatching: false });
     expect(await first.exited).toMatchObject({ code: 0 });
@@ -72,12 +71,12 @@ describe("SIGINT / SIGTERM", () => {
 
     const leader = await rig.leader(team, ["--once", "--concurrency", "1"]);
     await leader.waitFor("the first hook to start", async () => (await marks(team)).length > 0);
-    const stopped = await leader.stop("SIGTERM");
+    const stopped = await stopThenRelease(leader, "SIGTERM");
     expect(stopped).toMatchObject({ code: 0, signal: null });
-    // One hook of about a second finishes; the three waiting events are not started.
+    // The running hook finishes; the three waiting events are not started.
     expect(leader.events()).toHaveLength(1);
     expect(leader.linesOf("stopped")).toEqual([{ type: "stopped", dropped: 3 }]);
-    expect(stopped.ms).toBeLessThan(1000 + 3000);
+    expect(stopped.ms).toBeLessThan(3000);
   });
 });
 

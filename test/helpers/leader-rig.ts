@@ -186,6 +186,28 @@ export class LeaderProcess {
   }
 }
 
+/**
+ * A line for a bash hook that must still be running at a moment the test chooses: it waits until
+ * `releaseHooks` (or `stopThenRelease`) is called for its team, instead of sleeping for a time that a
+ * loaded machine can overrun.
+ */
+export const UNTIL_RELEASED = 'while [ ! -e "$PI_TEAMS_TEAM_DIR/release" ]; do sleep 0.02; done';
+
+/** Lets every hook of the team waiting on `UNTIL_RELEASED` go on. */
+export function releaseHooks(teamDir: string): Promise<void> {
+  return writeFile(path.join(teamDir, "release"), "");
+}
+
+/**
+ * `leader.stop(signal)`, releasing the team's held hooks once the signal is sent: a held hook is
+ * surely still running when the leader takes the signal.
+ */
+export async function stopThenRelease(leader: LeaderProcess, signal: NodeJS.Signals): ReturnType<LeaderProcess["stop"]> {
+  const stopping = leader.stop(signal);
+  await releaseHooks(leader.teamDir);
+  return stopping;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Waiting
 

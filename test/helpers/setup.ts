@@ -1,10 +1,24 @@
 // Process warnings are bugs: fail the test that caused one.
 import { afterEach } from "vitest";
 
-const warnings: string[] = [];
-process.on("warning", (w) => {
-  warnings.push(`${w.name}: ${w.message}`);
-});
+/**
+ * The warnings seen since the last test ended. One listener per process: this file runs before every
+ * test file, and a worker runs many files in one process (`isolate: false` in vitest.config.ts).
+ */
+function warningList(): string[] {
+  const key = Symbol.for("pi-teams-hooks.test-warnings");
+  const shared = globalThis as unknown as Record<symbol, string[] | undefined>;
+  const existing = shared[key];
+  if (existing) return existing;
+  const list: string[] = [];
+  shared[key] = list;
+  process.on("warning", (w) => {
+    list.push(`${w.name}: ${w.message}`);
+  });
+  return list;
+}
+
+const warnings = warningList();
 
 afterEach(() => {
   if (warnings.length > 0) {
