@@ -6,7 +6,7 @@ export default defineConfig({
     // Plain, and in one zone, whatever the machine: times shown to people are local (docs/cli.md "Output").
     env: { NO_COLOR: "1", TZ: "UTC" },
     // Two test files at a time, also on a 2-CPU machine (vitest's default there is one): most tests
-    // wait on child processes, not on the CPU. The whole suite: 329 s with one worker, 231 s with two.
+    // wait on child processes, not on the CPU (three were no quicker than two, with more CPU spent).
     maxWorkers: 2,
     // Each worker process runs its files one after another, without a fresh process and module graph
     // per file: ~0.6 s of CPU saved per file (~60 s for the suite). Safe because no test file changes
