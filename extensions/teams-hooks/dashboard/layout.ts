@@ -64,7 +64,7 @@ export function durationText(ms: number | null): string {
   return ms === null ? "–" : formatDuration(ms);
 }
 
-/** `12 of 40 (30%)`-style rate; "–" when nothing ran. */
+/** A pass rate as a whole percentage (`60%`); "–" when nothing ended yet. */
 export function rateText(passed: number, runs: number): string {
   return runs === 0 ? "–" : `${Math.round((passed / runs) * 100)}%`;
 }

@@ -4,11 +4,10 @@
  * its last row (time, team, log name), so a page stays the same when new runs land above it. Cells
  * are `logs`' own (logs/format.ts `rowCells`).
  */
-import { type FilterText, type LogFilter, parseFilterText } from "../logs/filter.js";
+import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "../logs/filter.js";
 import { rowCells, shortRunId } from "../logs/format.js";
 import { LOG_EVENTS, LOG_OUTCOMES } from "../logs/record.js";
-import { type LogRow, streamLogs, queryLogs } from "../logs/query.js";
-import { parseLogName } from "../logs/filter.js";
+import { type LogRow, queryLogs, streamLogs } from "../logs/query.js";
 import { type Html, html, queryString } from "./html.js";
 import { outcomeBadge, timeOf } from "./layout.js";
 import { runHref } from "./overview.js";

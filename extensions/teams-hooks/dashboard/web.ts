@@ -129,19 +129,16 @@ async function runPage(ctx: DashboardContext, teamName: string, id: string, allo
   return { status: 200, body: page({ title, section: null, body: runBody(team, found) }) };
 }
 
-function events(ctx: DashboardContext, url: URL, res: ServerResponse, allowed: readonly string[] | null): Promise<WebAnswer | null> {
-  return (async () => {
-    const query = runsQuery(url.searchParams);
-    const all = await listTeams(ctx.teamsRoot, allowed);
-    const teams: TeamRef[] = query.team === undefined ? all : all.filter((t) => t.name === query.team);
-    // The overview wants every run; the runs page the runs its filter keeps.
-    const { filter, problems } = url.searchParams.get("view") === "overview" ? { filter: {}, problems: [] } : runsFilter(query, ctx.now().getTime());
-    if (problems.length > 0) return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
-    res.setHeader("Content-Security-Policy", CONTENT_SECURITY_POLICY);
-    res.setHeader("X-Content-Type-Options", "nosniff");
-    if (!ctx.hub.open(res, teams, filter)) return { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
-    return null;
-  })();
+async function events(ctx: DashboardContext, url: URL, res: ServerResponse, allowed: readonly string[] | null): Promise<WebAnswer | null> {
+  const query = runsQuery(url.searchParams);
+  const all = await listTeams(ctx.teamsRoot, allowed);
+  const teams: TeamRef[] = query.team === undefined ? all : all.filter((t) => t.name === query.team);
+  // The overview wants every run; the runs page the runs its filter keeps.
+  const { filter, problems } = url.searchParams.get("view") === "overview" ? { filter: {}, problems: [] } : runsFilter(query, ctx.now().getTime());
+  if (problems.length > 0) return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
+  for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+  if (!ctx.hub.open(res, teams, filter)) return { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
+  return null;
 }
 
 /**
