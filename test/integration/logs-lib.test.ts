@@ -383,6 +383,25 @@ describe("paging with a cursor", () => {
     expect(pages.flat()).toEqual(all);
     expect(all).toHaveLength(24);
   });
+
+  it("reaches every log of one millisecond, whose names' numbers differ in length (task-9, task-10; _9, _10)", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const at = "2026-03-01T00:00:00.000Z";
+    for (let i = 1; i <= 24; i++) await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", String(i), "ada", "passed"));
+    for (let i = 0; i < 12; i++) await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", "3", "ada", "passed")); // task-3_2 … task-3_13
+    const all = (await queryLogs(team.teamDir, { filter: {}, onProblem: () => {} })).rows.map((r) => r.name).reverse();
+    const seen: string[] = [];
+    let before: { timeMs: number; name: string } | undefined;
+    for (let n = 0; n < 20; n++) {
+      const page = (await queryLogs(team.teamDir, { filter: {}, limit: 5, onProblem: () => {}, ...(before ? { before } : {}) })).rows.map((r) => r.name).reverse();
+      if (page.length === 0) break;
+      seen.push(...page);
+      before = { timeMs: Date.parse(at), name: page.at(-1) ?? "" };
+    }
+    expect(seen).toEqual(all);
+    expect(new Set(seen).size).toBe(36);
+  });
 });
 
 describe("parseFilterText", () => {

@@ -7,7 +7,7 @@
 import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "../logs/filter.js";
 import { rowCells, shortRunId } from "../logs/format.js";
 import { LOG_EVENTS, LOG_OUTCOMES } from "../logs/record.js";
-import { type LogRow, queryLogs, streamLogs } from "../logs/query.js";
+import { type LogRow, compareLogNames, queryLogs, streamLogs } from "../logs/query.js";
 import { type Html, html, queryString } from "./html.js";
 import { outcomeBadge, timeOf } from "./layout.js";
 import { runHref } from "./overview.js";
@@ -48,7 +48,8 @@ export function runsQuery(search: URLSearchParams): RunsQuery {
 
 /** `<ms>~<team>~<name>`; null for anything else (a page then starts at the newest). */
 function parseCursor(text: string | null): Cursor | null {
-  const match = /^(\d{1,15})~([^~]{1,128})~([^~]{1,255})$/.exec(text ?? "");
+  // A team is a safe name (no `~`); a log's name may hold one, so it is the rest.
+  const match = /^(\d{1,15})~([^~]{1,128})~(.{1,255})$/.exec(text ?? "");
   return match ? { timeMs: Number(match[1]), team: match[2] ?? "", name: match[3] ?? "" } : null;
 }
 
@@ -56,9 +57,9 @@ function cursorText(c: Cursor): string {
   return `${c.timeMs}~${c.team}~${c.name}`;
 }
 
-/** Newer rows first: by time, then team, then name, all descending (the cursor's order). */
+/** Newer rows first: by time, then team, then the folder's order of names, all descending (the cursor's order). */
 function newerFirst(a: RunRow, b: RunRow): number {
-  return b.timeMs - a.timeMs || (a.team === b.team ? (a.row.name < b.row.name ? 1 : -1) : a.team < b.team ? 1 : -1);
+  return b.timeMs - a.timeMs || (a.team === b.team ? compareLogNames(b.row.name, a.row.name) : a.team < b.team ? 1 : -1);
 }
 
 /** The time a log sorts by: its name's, else its start. */

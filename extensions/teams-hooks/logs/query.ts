@@ -93,6 +93,12 @@ function sortKey(name: string): string {
   return name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
 }
 
+/** Two log names in the folder's order (`sortLogNames`): for a cursor that must agree with it. */
+export function compareLogNames(a: string, b: string): number {
+  const [ka, kb] = [sortKey(a), sortKey(b)];
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Query
 
@@ -111,7 +117,7 @@ export interface QueryOptions {
   filter: LogFilter;
   /** Keep the newest `limit` matches; absent = all. */
   limit?: number;
-  /** Only logs older than this one: started earlier, or at the same millisecond with a lower name (a page's cursor). */
+  /** Only logs older than this one: started earlier, or at the same millisecond and before it in the folder's order (a page's cursor). */
   before?: { timeMs: number; name: string };
   /** Only the names this keeps, asked once per name in the folder before anything is opened (a cache's: the names it lacks). */
   names?: (name: string) => boolean;
@@ -152,7 +158,7 @@ export async function streamLogs<T>(teamDir: string, opts: QueryOptions, project
   const names = await listLogNames(dir);
   const placed = await placeInTime(dir, opts.names ? names.filter(opts.names) : names, opts.filter, opts.onProblem);
   const { before } = opts;
-  const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && c.name < before.name)) : placed;
+  const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && compareLogNames(c.name, before.name) < 0)) : placed;
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   if (candidates.length <= limit) {
     await readCandidates(dir, candidates, opts.onProblem, (row) => {
