@@ -292,28 +292,44 @@ describe("a server started with --allow-remote", () => {
       expect(login.code).toBe(0);
       const link = login.stdout.trimEnd().split("\n").pop() ?? "";
       expect(link).toMatch(new RegExp(`^${remote.url}/login\\?token=`));
+      // A link checker's or a preview's fetch (GET, HEAD) spends nothing and gets no session.
+      const preview = await (await browser.newContext()).newPage();
+      expect((await preview.request.head(link)).status()).toBe(200);
+      const peek = await preview.request.get(link);
+      expect(peek.status()).toBe(200);
+      expect(peek.headers()["set-cookie"]).toBeUndefined();
       const context = await browser.newContext();
       const page = await context.newPage();
       await page.goto(link);
-      await page.waitForURL(`${remote.url}/`);
+      await Promise.all([page.waitForURL(`${remote.url}/`), page.getByRole("button", { name: "Log in" }).click()]);
       expect(await page.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
       expect(await page.locator('section[aria-labelledby="team-beta"]').count()).toBe(0);
       expect((await page.goto(`${remote.url}/runs?team=alpha`))?.status()).toBe(200);
       const again = await (await browser.newContext()).newPage();
-      expect((await again.goto(link))?.status()).toBe(401);
+      await again.goto(link);
+      const [spent] = await Promise.all([again.waitForResponse((r) => r.url() === `${remote.url}/login`), again.getByRole("button", { name: "Log in" }).click()]);
+      expect(spent.status()).toBe(401);
       const bearer = await again.request.get(`${remote.url}/runs`, { headers: { Authorization: `Bearer ${key}` } });
       expect(bearer.status()).toBe(200);
       expect(await bearer.text()).not.toContain('data-team="beta"');
 
       // A link clicked on another site (a mail read in webmail): the session still starts.
       const fresh = (await runBin(["serve", "keys", "login", "viewer", "--teams-root", teams.root, "--url", remote.url])).stdout.trimEnd().split("\n").pop() ?? "";
-      const mail = createServer((_req, res) => res.writeHead(200, { "Content-Type": "text/html" }).end(`<a id="go" href="${fresh}">log in</a>`));
+      const token = new URL(fresh).searchParams.get("token") ?? "";
+      // The other site also tries to post the token itself (a login into its own key): refused.
+      const mail = createServer((_req, res) =>
+        res.writeHead(200, { "Content-Type": "text/html" }).end(`<a id="go" href="${fresh}">log in</a><form id="forged" method="post" action="${remote.url}/login"><input name="token" value="${token}"><button>go</button></form>`),
+      );
       await new Promise<void>((resolve) => mail.listen(0, "127.0.0.1", resolve));
       try {
         const elsewhere = await (await browser.newContext()).newPage();
-        await elsewhere.goto(`http://localhost:${(mail.address() as AddressInfo).port}/`); // another site than 127.0.0.1
+        const mailPage = `http://localhost:${(mail.address() as AddressInfo).port}/`; // another site than 127.0.0.1
+        await elsewhere.goto(mailPage);
+        const [forged] = await Promise.all([elsewhere.waitForResponse((r) => r.url() === `${remote.url}/login`), elsewhere.click("#forged button")]);
+        expect(forged.status()).toBe(403);
+        await elsewhere.goto(mailPage);
         await elsewhere.click("#go");
-        await elsewhere.waitForURL(`${remote.url}/`);
+        await Promise.all([elsewhere.waitForURL(`${remote.url}/`), elsewhere.getByRole("button", { name: "Log in" }).click()]);
         await expect.poll(() => elsewhere.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
       } finally {
         mail.close();

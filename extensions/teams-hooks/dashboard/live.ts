@@ -1,41 +1,55 @@
 /**
  * Live updates: server-sent events of each new run, fed by `logs --follow`'s code (logs/follow.ts
- * `followLogs`: the team watcher the leader uses, plus a rescan every 2 seconds for what a watcher
+ * `followLogs`: the team watcher the leader uses, plus a listing every 2 seconds for what a watcher
  * misses), never by polling every file. One follower per team while anyone listens to it; each
  * stream gets the runs its filter keeps, as the table row the runs page prints.
  *
- * A stream is `retry: 2000`, then `event: run` / `data: {"team", "name", "html"}` per run, a comment
- * every 15 s to keep proxies from closing it, and `event: bye` when the server stops.
+ * A stream is `retry: 2000`, then per run `id: <ms>~<team>~<name>` / `event: run` /
+ * `data: {"team", "name", "html"}`, a comment every 15 s to keep proxies from closing it, and
+ * `event: bye` when the server stops. A stream opened with a run's id (`Last-Event-ID` on a
+ * reconnect, `after=` from the page) first gets the runs its filter keeps that are newer than it, so
+ * nothing that landed while the page loaded or the connection was down is missed.
+ *
+ * Bounds: 64 streams in all, 16 per key; a viewer that stops reading is cut once 256 KB wait for it.
  */
+import { existsSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import { describeError } from "../contract/errors.js";
-import type { LogFilter } from "../logs/filter.js";
-import { recordMatches } from "../logs/filter.js";
+import { type LogFilter, recordMatches } from "../logs/filter.js";
 import { followLogs } from "../logs/follow.js";
-import { type LogRow, listLogFiles } from "../logs/query.js";
-import { runRowHtml, timeOfRow } from "./runs.js";
+import { type LogRow, compareLogNames, listLogFiles, queryLogs } from "../logs/query.js";
+import { hookLogsDir } from "../team/paths.js";
+import { type Cursor, runRowHtml, timeOfRow } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
 export const MAX_STREAMS = 64;
+/** Streams one key may hold (a viewer without a key, on loopback, has only the overall cap). */
+export const MAX_STREAMS_PER_KEY = 16;
 const KEEPALIVE_MS = 15_000;
-/** The rescan behind the watcher: a listing of every log name, so not every second; still within the 2 s a viewer waits at most. */
+/** The listing behind the watcher: every log name, so not every second; still within the 2 s a viewer waits at most. */
 const RESCAN_MS = 2_000;
+/** What may wait for a viewer that does not read: past it, its stream is cut (it reconnects and catches up). */
+const MAX_BUFFERED_BYTES = 256 * 1024;
+/** Runs sent to catch a stream up, at most: a longer gap is what a reload is for. */
+const CATCH_UP_RUNS = 200;
 
-interface Listener {
+interface Stream {
   filter: LogFilter;
   res: ServerResponse;
+  key: string | null;
+  timer: NodeJS.Timeout;
 }
 
 interface Follower {
-  listeners: Set<Listener>;
+  streams: Set<Stream>;
   stop: () => void;
   done: Promise<void>;
 }
 
 export class LiveHub {
   readonly #followers = new Map<string, Follower>();
-  readonly #streams = new Set<ServerResponse>();
+  readonly #streams = new Set<Stream>();
   readonly #warn: (message: string) => void;
   #closed = false;
 
@@ -43,41 +57,61 @@ export class LiveHub {
     this.#warn = warn;
   }
 
-  get streams(): number {
-    return this.#streams.size;
+  /** Whether one more stream may open for `key`. */
+  hasRoom(key: string | null): boolean {
+    if (this.#closed || this.#streams.size >= MAX_STREAMS) return false;
+    return key === null || [...this.#streams].filter((s) => s.key === key).length < MAX_STREAMS_PER_KEY;
   }
 
-  /** Sends each new run of `teams` that `filter` keeps to `res`, until the client goes or the hub closes. False when full. */
-  open(res: ServerResponse, teams: readonly TeamRef[], filter: LogFilter): boolean {
-    if (this.#closed || this.#streams.size >= MAX_STREAMS) return false;
+  /**
+   * Sends each new run of `teams` that `filter` keeps to `res` (after the ones newer than `after`),
+   * until the client goes or the hub closes. False when there is no room (`hasRoom`).
+   */
+  async open(res: ServerResponse, input: { teams: readonly TeamRef[]; filter: LogFilter; key: string | null; after: Cursor | null; headers: Record<string, string> }): Promise<boolean> {
+    if (!this.hasRoom(input.key)) return false;
     // The viewer left while the teams were listed: its "close" has fired and will not again, so a stream
     // opened now would never end (a follower rescanning, a keep-alive timer holding a stopping server).
     if (res.destroyed || res.writableEnded) return true;
-    res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
-    res.write("retry: 2000\n\n");
-    this.#streams.add(res);
-    const listener: Listener = { filter, res };
-    const joined = teams.map((team) => this.#join(team, listener));
-    const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), KEEPALIVE_MS);
+    res.writeHead(200, { ...input.headers, "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
+    const stream: Stream = { filter: input.filter, res, key: input.key, timer: setInterval(() => send(stream, ": keep-alive\n\n"), KEEPALIVE_MS) };
+    send(stream, "retry: 2000\n\n");
+    this.#streams.add(stream);
+    const joined = input.teams.map((team) => this.#join(team, stream));
     res.on("close", () => {
-      clearInterval(keepAlive);
-      this.#streams.delete(res);
+      clearInterval(stream.timer);
+      this.#streams.delete(stream);
       for (const leave of joined) leave();
     });
+    if (input.after) await this.#catchUp(stream, input.teams, input.after);
     return true;
   }
 
-  #join(team: TeamRef, listener: Listener): () => void {
+  /** The runs newer than `after` that the stream's filter keeps, oldest first (the page puts each on top). */
+  async #catchUp(stream: Stream, teams: readonly TeamRef[], after: Cursor): Promise<void> {
+    const rows: Array<{ team: TeamRef; row: LogRow; timeMs: number }> = [];
+    for (const team of teams) {
+      const { rows: found } = await queryLogs(team.dir, { filter: { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) }, limit: CATCH_UP_RUNS, onProblem: () => undefined });
+      for (const row of found) {
+        const timeMs = timeOfRow(row);
+        const newer = timeMs > after.timeMs || (timeMs === after.timeMs && (team.name === after.team ? compareLogNames(row.name, after.name) > 0 : team.name > after.team));
+        if (newer) rows.push({ team, row, timeMs });
+      }
+    }
+    rows.sort((a, b) => a.timeMs - b.timeMs || (a.team.name === b.team.name ? compareLogNames(a.row.name, b.row.name) : a.team.name < b.team.name ? -1 : 1));
+    for (const { team, row, timeMs } of rows.slice(-CATCH_UP_RUNS)) send(stream, runMessage(team, row, timeMs));
+  }
+
+  #join(team: TeamRef, stream: Stream): () => void {
     let follower = this.#followers.get(team.dir);
     if (!follower) {
       follower = this.#follow(team);
       this.#followers.set(team.dir, follower);
     }
-    follower.listeners.add(listener);
+    follower.streams.add(stream);
     const joined = follower;
     return () => {
-      joined.listeners.delete(listener);
-      if (joined.listeners.size === 0 && this.#followers.get(team.dir) === joined) {
+      joined.streams.delete(stream);
+      if (joined.streams.size === 0 && this.#followers.get(team.dir) === joined) {
         this.#followers.delete(team.dir);
         joined.stop();
       }
@@ -87,26 +121,58 @@ export class LiveHub {
   #follow(team: TeamRef): Follower {
     let stop!: () => void;
     const stopped = new Promise<void>((resolve) => (stop = resolve));
-    const listeners = new Set<Listener>();
-    const send = (row: LogRow): void => {
-      const message = JSON.stringify({ team: team.name, name: row.name, html: runRowHtml({ team: team.name, timeMs: timeOfRow(row), row }).text });
-      for (const l of listeners) if (recordMatches(row.record, l.filter)) l.res.write(`event: run\ndata: ${message}\n\n`);
+    let ended = false;
+    void stopped.then(() => (ended = true));
+    const streams = new Set<Stream>();
+    const onRow = (row: LogRow): void => {
+      let message: string | null = null;
+      for (const s of streams) if (recordMatches(row.record, s.filter)) send(s, (message ??= runMessage(team, row, timeOfRow(row))));
+    };
+    // A folder that is not there yet is waited for, not reported: most teams start without logs.
+    const onWarning = (m: string): void => {
+      if (existsSync(hookLogsDir(team.dir))) this.#warn(`live updates of team ${team.name}: ${m}`);
     };
     const done = (async () => {
-      // What is there now is not news: only names that land after this listing are sent.
-      const seen = (await listLogFiles(team.dir).catch(() => [])).map((e) => e.name);
-      await followLogs(team.dir, { filter: {}, seen, onRow: send, onProblem: () => undefined, onWarning: (m) => this.#warn(`live updates of team ${team.name}: ${m}`), stop: stopped, rescanMs: RESCAN_MS });
+      // What is there now is not news: only names that land after this listing are sent. A listing that
+      // fails is tried again (as the empty list it would be, it would send every log as new).
+      let seen: string[] | null = null;
+      while (seen === null && !ended) {
+        seen = await listLogFiles(team.dir).then((entries) => entries.map((e) => e.name), () => null);
+        if (seen === null) await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, RESCAN_MS))]);
+      }
+      if (ended || seen === null) return;
+      await followLogs(team.dir, { filter: {}, seen, onRow, onProblem: () => undefined, onWarning, stop: stopped, rescanMs: RESCAN_MS, createDir: false });
     })().catch((error: unknown) => this.#warn(`live updates of team ${team.name} stopped: ${describeError(error)}`));
-    return { listeners, stop, done };
+    return { streams, stop, done };
   }
 
   /** Ends every stream (`event: bye`) and stops every follower. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const res of this.#streams) res.end("event: bye\ndata: {}\n\n");
+    for (const s of this.#streams) {
+      clearInterval(s.timer);
+      if (!s.res.writableEnded && !s.res.destroyed) s.res.end("event: bye\ndata: {}\n\n");
+    }
     const followers = [...this.#followers.values()];
     this.#followers.clear();
     for (const f of followers) f.stop();
     await Promise.all(followers.map((f) => f.done));
   }
 }
+
+function runMessage(team: TeamRef, row: LogRow, timeMs: number): string {
+  const data = JSON.stringify({ team: team.name, name: row.name, html: runRowHtml({ team: team.name, timeMs, row }).text });
+  return `id: ${timeMs}~${team.name}~${row.name}\nevent: run\ndata: ${data}\n\n`;
+}
+
+/** Writes to a stream that is still open; a viewer that has let too much wait is cut (it reconnects). */
+function send(stream: Stream, text: string): void {
+  const { res } = stream;
+  if (res.writableEnded || res.destroyed) return;
+  if (res.writableLength > MAX_BUFFERED_BYTES) {
+    res.destroy();
+    return;
+  }
+  res.write(text);
+}
+

@@ -257,7 +257,7 @@ ${t.gates.length === 0 ? html`<p class="quiet">No gate ran in the last ${CHART_D
 <thead><tr><th scope="col">Gate</th><th scope="col">Event</th><th scope="col" class="num">Runs 24 h</th><th scope="col" class="num">Pass 24 h</th><th scope="col" class="num">Runs ${CHART_DAYS} d</th><th scope="col" class="num">Pass ${CHART_DAYS} d</th><th scope="col" class="num">Median</th><th scope="col" class="num">p95</th><th scope="col">Per day</th></tr></thead>
 <tbody>${rows}</tbody>
 </table></div>`}
-${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
+${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed,timed_out,error" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
 ${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
 </section>`;
 }

@@ -47,7 +47,7 @@ export function runsQuery(search: URLSearchParams): RunsQuery {
 }
 
 /** `<ms>~<team>~<name>`; null for anything else (a page then starts at the newest). */
-function parseCursor(text: string | null): Cursor | null {
+export function parseCursor(text: string | null | undefined): Cursor | null {
   // A team is a safe name (no `~`); a log's name may hold one, so it is the rest.
   const match = /^(\d{1,15})~([^~]{1,128})~(.{1,255})$/.exec(text ?? "");
   return match ? { timeMs: Number(match[1]), team: match[2] ?? "", name: match[3] ?? "" } : null;
@@ -96,7 +96,7 @@ export const RUN_COLUMNS = ["Time", "Team", "Event", "Task", "Member", "Hook", "
 export function runRowHtml(r: RunRow): Html {
   const [, , event, task, member, hook, outcome, duration, actions, stderr] = rowCells(r.row);
   const href = runHref(r.team, r.row.name);
-  return html`<tr data-team="${r.team}" data-name="${r.row.name}">
+  return html`<tr data-team="${r.team}" data-name="${r.row.name}" data-cursor="${cursorText({ timeMs: r.timeMs, team: r.team, name: r.row.name })}">
 <td><a href="${href}" aria-label="${`Run ${shortRunId(r.row.record.result.runId)} of ${hook ?? ""}`}">${timeOf(r.row.record.startedAt)}</a></td>
 <td>${r.team}</td><td>${event}</td><td>${task}</td><td>${member}</td><td>${hook}</td><td>${outcomeBadge(outcome ?? "")}</td>
 <td class="num">${duration}</td><td>${actions}</td><td class="stderr">${stderr}</td></tr>`;

@@ -20,7 +20,7 @@ import { page } from "./layout.js";
 import type { LiveHub } from "./live.js";
 import { type SampleCache, overviewBody, overviewSince, teamOverview } from "./overview.js";
 import { findRun, runBody } from "./run.js";
-import { findRuns, runsBody, runsFilter, runsQuery } from "./runs.js";
+import { findRuns, parseCursor, runsBody, runsFilter, runsQuery } from "./runs.js";
 import { type TeamRef, findTeam, listTeams } from "./teams.js";
 import { type Assets, assetAnswer } from "./assets.js";
 
@@ -58,15 +58,22 @@ interface WebAnswer {
   headers?: Record<string, string>;
 }
 
-/** Answers one dashboard request for a viewer who may see `allowed` (null: every team). */
-export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessage, res: ServerResponse, allowed: readonly string[] | null): Promise<void> {
+/** Who is looking: the teams they may see (null: every team), and their key's name (null: none needed). */
+export interface Viewer {
+  teams: readonly string[] | null;
+  keyName: string | null;
+}
+
+/** Answers one dashboard request for `viewer`. */
+export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<void> {
+  const allowed = viewer.teams;
   const url = new URL(req.url ?? "/", "http://dashboard.invalid");
   let answer: WebAnswer | null;
   try {
     if (req.method !== "GET" && req.method !== "HEAD") {
       answer = { ...errorPage(405, "Not allowed", html`The dashboard is read-only: ${req.method ?? "this method"} is not allowed (GET and HEAD are).`), headers: { Allow: "GET, HEAD" } };
     } else {
-      answer = await route(ctx, url, req, res, allowed);
+      answer = await route(ctx, url, req, res, viewer);
     }
   } catch (error) {
     ctx.warn(`dashboard ${url.pathname.slice(0, 200)}: ${error instanceof Error ? (error.stack ?? error.message) : describeError(error)}`);
@@ -84,14 +91,15 @@ export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessa
   res.end(req.method === "HEAD" || answer.status === 304 ? undefined : body);
 }
 
-async function route(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, allowed: readonly string[] | null): Promise<WebAnswer | null> {
+async function route(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<WebAnswer | null> {
   const path = url.pathname;
+  const allowed = viewer.teams;
   if (path.startsWith("/assets/")) return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
   if (path === "/" || path === "/index.html") return overview(ctx, allowed);
   if (path === "/runs" || path === "/runs/") return runs(ctx, url, allowed);
   const run = /^\/runs\/([^/]+)\/([^/]+)\/?$/.exec(path);
   if (run) return runPage(ctx, segment(run[1]), segment(run[2]), allowed);
-  if (path === "/events") return events(ctx, url, res, allowed);
+  if (path === "/events") return events(ctx, url, req, res, viewer);
   return errorPage(404, "Not found", html`There is no page at ${path.slice(0, 200)}. <a href="/">The overview</a> lists every team.`);
 }
 
@@ -129,16 +137,21 @@ async function runPage(ctx: DashboardContext, teamName: string, id: string, allo
   return { status: 200, body: page({ title, section: null, body: runBody(team, found) }) };
 }
 
-async function events(ctx: DashboardContext, url: URL, res: ServerResponse, allowed: readonly string[] | null): Promise<WebAnswer | null> {
+async function events(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<WebAnswer | null> {
+  const stream = { status: 200, body: "", contentType: "text/event-stream; charset=utf-8" };
+  if (req.method === "HEAD") return stream; // what a GET would start, without starting it
+  const full = { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
+  if (!ctx.hub.hasRoom(viewer.keyName)) return full;
   const query = runsQuery(url.searchParams);
-  const all = await listTeams(ctx.teamsRoot, allowed);
+  const all = await listTeams(ctx.teamsRoot, viewer.teams);
   const teams: TeamRef[] = query.team === undefined ? all : all.filter((t) => t.name === query.team);
   // The overview wants every run; the runs page the runs its filter keeps.
   const { filter, problems } = url.searchParams.get("view") === "overview" ? { filter: {}, problems: [] } : runsFilter(query, ctx.now().getTime());
   if (problems.length > 0) return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
-  for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
-  if (!ctx.hub.open(res, teams, filter)) return { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
-  return null;
+  // Where the page (`after`) or the broken connection (`Last-Event-ID`) left off.
+  const after = parseCursor(req.headers["last-event-id"]?.toString() ?? url.searchParams.get("after"));
+  const opened = await ctx.hub.open(res, { teams, filter, key: viewer.keyName, after, headers: { ...SECURITY_HEADERS } });
+  return opened ? null : full;
 }
 
 /**

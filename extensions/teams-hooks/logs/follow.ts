@@ -21,12 +21,15 @@ export interface FollowOptions {
   stop: Promise<unknown>;
   /** The periodic rescan that catches what the watcher missed (default 1000 ms). */
   rescanMs?: number;
+  /** False: a missing `hook-logs/` is waited for, not created (a reader that must not write). Default true. */
+  createDir?: boolean;
 }
 
 /**
  * Prints (through `onRow`) each matching log that lands in the folder, oldest first, until `stop`.
  * A directory watch is the fast path; a rescan every `rescanMs` catches dropped notices. Creates
- * `hook-logs/` when missing so that it can be watched (the leader would create it anyway).
+ * `hook-logs/` when missing so that it can be watched (the leader would create it anyway), unless
+ * `createDir` is false.
  */
 export async function followLogs(teamDir: string, opts: FollowOptions): Promise<void> {
   let seen = new Set(opts.seen);
@@ -72,7 +75,7 @@ export async function followLogs(teamDir: string, opts: FollowOptions): Promise<
 
   let watcher: DirWatcher | null = null;
   try {
-    watcher = await watchDirs([{ dir: hookLogsDir(teamDir), accept: isHookLogName, onHint: requestScan }], {
+    watcher = await watchDirs([{ dir: hookLogsDir(teamDir), accept: isHookLogName, onHint: requestScan, create: opts.createDir !== false }], {
       poll: false,
       pollIntervalMs: 0,
       onError: opts.onWarning,

@@ -10,8 +10,8 @@
  *                                  it sees only the key's teams
  *
  * A session comes from a one-time login URL (`serve keys create` with logs:read, `serve keys login
- * NAME`): `GET /login?token=pthl_…` spends the token (server/keys.ts, under the keys file's lock) and
- * answers a page that moves on to `/` by itself (not a redirect: see `webLogin`) with the cookie
+ * NAME`): `GET /login?token=pthl_…` shows a button that posts it back; the POST spends the token
+ * (server/keys.ts, under the keys file's lock) and answers 303 to `/` with the cookie
  * `pth_session=<key id>.<expires ms>.<HMAC-SHA256>`. The cookie is
  * stateless: signed with a random secret in `<teamsRoot>/.pi-teams-hooks/session-secret` (0600, made
  * at the first login), it lasts 12 hours, and every request looks its key up again, so `keys revoke`
@@ -74,7 +74,19 @@ export async function webAccess(
   return { kind: "allowed", teams: key.teams, keyName: key.name };
 }
 
-/** GET /login?token=…: the answer to send (200 + Set-Cookie and a page that opens `/`, or 401/403 page; 503 when the keys file cannot be used). */
+/**
+ * GET /login?token=…: a page with one button that posts the token back; nothing is spent. A link
+ * checker, a chat's preview or a mail scanner that fetches the link (GET or HEAD) therefore neither
+ * uses it up nor gets a session: only a person's click does (POST, `webLogin`).
+ */
+export function webLoginForm(ctx: WebAuthContext, req: { host: string | undefined; token: string | null }): WebAnswer {
+  if (!ctx.remote && !isLoopbackHostHeader(req.host)) return rebindingRefusal(req.host);
+  if (req.token === null || req.token === "") return { status: 400, headers: { ...NO_STORE }, body: page("No login token", [html`This address needs the token of a login link: pi-teams-hooks serve keys login NAME prints one.`]), contentType: HTML };
+  const form = `<form method="post" action="/login"><input type="hidden" name="token" value="${escapeHtml(req.token)}"><button type="submit">Log in</button></form>`;
+  return { status: 200, headers: { ...NO_STORE, "Referrer-Policy": "no-referrer" }, body: page("Log in to the dashboard", [html`This link works once: the button below spends it and starts a 12-hour session in this browser.`, form]), contentType: HTML };
+}
+
+/** POST /login (token in the form body): the answer to send (303 to `/` with Set-Cookie, or 401/403 page; 503 when the keys file cannot be used). */
 export async function webLogin(ctx: WebAuthContext, req: { host: string | undefined; token: string | null }): Promise<WebAnswer> {
   if (!ctx.remote && !isLoopbackHostHeader(req.host)) return rebindingRefusal(req.host);
   const now = ctx.now();
@@ -95,17 +107,18 @@ export async function webLogin(ctx: WebAuthContext, req: { host: string | undefi
   }
   const expiresMs = now.getTime() + SESSION_MAX_AGE_S * 1000;
   const secure = isLoopbackHostHeader(req.host) ? "" : "; Secure";
-  // A page that moves on by itself rather than a redirect: a link opened from another site (a mail
-  // in webmail) would carry its cross-site origin through a 303, and the browser would then leave
-  // out the SameSite=Strict cookie just set. The refresh is a navigation from this site.
+  // The form posted from this server's own page, so the redirect is a same-site navigation: the
+  // SameSite=Strict cookie set here goes with it (a 303 straight from a link clicked on another
+  // site would carry that site's origin, and lose the cookie on the way to `/`).
   return {
-    status: 200,
+    status: 303,
     headers: {
       ...NO_STORE,
+      Location: "/",
       "Set-Cookie": `${SESSION_COOKIE}=${signSession(secret, key.prefix.slice(4), expiresMs)}; Path=/; Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure}`,
       "Referrer-Policy": "no-referrer",
     },
-    body: page("Logged in", [html`Logged in with the key ${key.name} for 12 hours. <a href="/">Open the dashboard</a>.`], '<meta http-equiv="refresh" content="0; url=/">'),
+    body: page("Logged in", [html`Logged in with the key ${key.name} for 12 hours. <a href="/">Open the dashboard</a>.`]),
     contentType: HTML,
   };
 }

@@ -10,7 +10,7 @@ import { LiveHub } from "../dashboard/live.js";
 import { SampleCache } from "../dashboard/overview.js";
 import { SECURITY_HEADERS, dashboardRequest, warmOverview } from "../dashboard/web.js";
 import type { KeyStore } from "./keys.js";
-import { type WebAuthContext, webAccess, webLogin } from "./web-auth.js";
+import { type WebAnswer, type WebAuthContext, webAccess, webLogin, webLoginForm } from "./web-auth.js";
 
 export interface WebOptions {
   teamsRoot: string;
@@ -39,7 +39,7 @@ export function webServer(opts: WebOptions): WebServer {
       const url = new URL(req.url ?? "/", "http://dashboard.invalid");
       const host = req.headers.host;
       if (url.pathname === "/login") {
-        send(res, await webLogin(auth, { host, token: url.searchParams.get("token") }));
+        send(res, await login(auth, req, url));
         return;
       }
       const access = await webAccess(auth, { host, authorization: req.headersDistinct.authorization?.join(", "), cookie: req.headers.cookie, accept: req.headers.accept });
@@ -47,7 +47,7 @@ export function webServer(opts: WebOptions): WebServer {
         send(res, access);
         return;
       }
-      await dashboardRequest(dashboard, req, res, access.teams);
+      await dashboardRequest(dashboard, req, res, { teams: access.teams, keyName: access.keyName });
     },
     close: async () => {
       stopWarming.abort();
@@ -55,6 +55,55 @@ export function webServer(opts: WebOptions): WebServer {
       await warming;
     },
   };
+}
+
+/** Bytes a login form's body may have: one token and its name. */
+const LOGIN_BODY_BYTES = 4096;
+
+/**
+ * `/login`: GET shows the form (nothing spent), POST spends the token it carries. A POST sent by a
+ * page of another site (`Sec-Fetch-Site`, else an `Origin` whose host is not this one) is refused:
+ * it would log the browser in with someone else's key.
+ */
+async function login(auth: WebAuthContext, req: IncomingMessage, url: URL): Promise<WebAnswer> {
+  const host = req.headers.host;
+  if (req.method === "GET" || req.method === "HEAD") return webLoginForm(auth, { host, token: url.searchParams.get("token") });
+  if (req.method !== "POST") return { status: 405, headers: { Allow: "GET, HEAD, POST" }, body: "GET shows the login form; POST logs in\n", contentType: "text/plain; charset=utf-8" };
+  const site = req.headers["sec-fetch-site"];
+  const origin = req.headers.origin;
+  // Browsers send Sec-Fetch-Site; an older one only Origin, which is "null" from a page that sends no
+  // referrer (the login form's own policy), so Origin decides only when Sec-Fetch-Site is missing.
+  const crossSite = site !== undefined ? site !== "same-origin" : origin !== undefined && (origin === "null" || hostOf(origin) !== host);
+  if (crossSite) return { status: 403, headers: {}, body: "a login is posted from this server's own login page only\n", contentType: "text/plain; charset=utf-8" };
+  const body = await readSmallBody(req, LOGIN_BODY_BYTES);
+  if (body === null) return { status: 413, headers: { Connection: "close" }, body: "a login form's body is a token, nothing more\n", contentType: "text/plain; charset=utf-8" };
+  return webLogin(auth, { host, token: new URLSearchParams(body).get("token") });
+}
+
+function hostOf(origin: string): string | null {
+  try {
+    return new URL(origin).host;
+  } catch {
+    return null;
+  }
+}
+
+/** The body as text, or null past `limit` bytes (the rest is not read: the connection closes after the answer). */
+function readSmallBody(req: IncomingMessage, limit: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners("data");
+        req.pause();
+        resolve(null);
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", () => resolve(null));
+  });
 }
 
 function send(res: ServerResponse, answer: { status: number; headers: Record<string, string>; body: string; contentType: string }): void {

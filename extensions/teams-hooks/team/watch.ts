@@ -14,12 +14,14 @@ import { describeError } from "../contract/errors.js";
 import { isTempOrLock } from "./paths.js";
 
 export interface WatchTarget {
-  /** The directory to watch; created when missing so that the watch can start. */
+  /** The directory to watch; created when missing so that the watch can start (unless `create` is false). */
   dir: string;
   /** Which names in it matter; temp and lock files are never passed. */
   accept: (name: string) => boolean;
   /** Called with the file's absolute path. */
   onHint: (file: string) => void;
+  /** False: a missing directory is waited for (retried every second), not created. Default true. */
+  create?: boolean;
   /**
    * Called with the absolute path of a file that changed but is not accepted (temp and lock files
    * excepted); native watching only (polling never looks at such files).
@@ -46,7 +48,7 @@ export interface WatchOptions {
 const REARM_MS = 1000;
 
 export async function watchDirs(targets: WatchTarget[], opts: WatchOptions): Promise<DirWatcher> {
-  for (const target of targets) await fs.promises.mkdir(target.dir, { recursive: true });
+  for (const target of targets) if (target.create !== false) await fs.promises.mkdir(target.dir, { recursive: true });
   return opts.poll ? pollDirs(targets, opts, (await import("chokidar")).watch) : nativeDirs(targets, opts);
 }
 

@@ -34,10 +34,16 @@
   const kind = main && main.dataset.live;
   if (!kind || typeof EventSource === "undefined") return;
   const query = main.dataset.liveQuery || "";
-  const source = new EventSource(`/events?view=${encodeURIComponent(kind)}${query ? `&${query}` : ""}`);
+  // The runs page asks for what landed after its newest row, so that nothing between the page and the stream is lost.
+  const newest = kind === "runs" && document.querySelector("#runs-body tr[data-cursor]");
+  const after = newest ? `&after=${encodeURIComponent(newest.dataset.cursor)}` : "";
+  const source = new EventSource(`/events?view=${encodeURIComponent(kind)}${query ? `&${query}` : ""}${after}`);
   let added = 0;
   source.addEventListener("open", () => say(added > 0 ? `Live: ${added} new run(s)` : "Live"));
-  source.addEventListener("error", () => say("Live updates interrupted: reconnecting…"));
+  source.addEventListener("error", () => {
+    // EventSource tries again by itself after a dropped connection, but not after a refusal (401, 503).
+    say(source.readyState === EventSource.CLOSED ? "Live updates stopped: reload the page to try again" : "Live updates interrupted: reconnecting…");
+  });
   source.addEventListener("bye", () => {
     source.close();
     say("Live updates ended: the server stopped");
@@ -69,7 +75,10 @@
       last = Date.now();
       try {
         const answer = await fetch(location.href, { headers: { Accept: "text/html" }, credentials: "same-origin" });
-        if (!answer.ok) return;
+        if (!answer.ok) {
+          say(`Live updates stopped: the overview answered ${answer.status}; reload the page`);
+          return;
+        }
         const fresh = new DOMParser().parseFromString(await answer.text(), "text/html").getElementById("main");
         if (!fresh) return;
         main.replaceChildren(...fresh.childNodes);
