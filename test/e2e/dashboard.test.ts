@@ -253,7 +253,49 @@ describe("the overview, live", () => {
   });
 });
 
+/** Reads `/events?…` until `count` runs arrived or `ms` passed; the run events' log names, in order. */
+async function streamedRuns(url: string, query: string, count: number, ms: number, headers: Record<string, string> = {}): Promise<string[]> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const names: string[] = [];
+    let text = "";
+    const req = request({ host: hostname, port, path: `/events?${query}`, headers }, (res) => {
+      res.setEncoding("utf8").on("data", (chunk: string) => {
+        text += chunk;
+        for (const m of text.matchAll(/^data: (\{.*\})$/gm)) {
+          const name = (JSON.parse(m[1] ?? "{}") as { name?: string }).name;
+          if (name && !names.includes(name)) names.push(name);
+        }
+        if (names.length >= count) done();
+      });
+    });
+    const timer = setTimeout(() => done(), ms);
+    const done = (): void => {
+      clearTimeout(timer);
+      req.destroy();
+      resolve(names);
+    };
+    req.on("error", () => done());
+    req.end();
+  });
+}
+
 describe("live streams", () => {
+  it("catch up from where the page (after=) or the broken connection (Last-Event-ID) left off, in order, filter applied", async () => {
+    const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
+    const cursors = await page.locator("#runs-body tr").evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-cursor") ?? "", tr.getAttribute("data-name") ?? ""]));
+    expect(cursors.length).toBeGreaterThanOrEqual(5);
+    const [oldest, oldestName] = cursors.at(-1) ?? ["", ""];
+    const newerNames = cursors.slice(0, -1).map(([, name]) => name).reverse();
+    const query = `view=runs&team=alpha&event=task_completed`;
+    expect(await streamedRuns(serve.url, `${query}&after=${encodeURIComponent(oldest)}`, newerNames.length, 5_000)).toEqual(newerNames);
+    expect(await streamedRuns(serve.url, query, 1, 5_000, { "Last-Event-ID": oldest })).toEqual(newerNames.slice(0, 1));
+    expect(newerNames).not.toContain(oldestName);
+    // HEAD says what a GET would start, and ends.
+    const head = await page.request.head(`${serve.url}/events?${query}`);
+    expect([head.status(), head.headers()["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
+  });
+
   it("a viewer that leaves while its stream is being opened leaves nothing behind: the server still stops at once", async () => {
     const own = await startServe(teams.root);
     const { hostname, port } = new URL(own.url);

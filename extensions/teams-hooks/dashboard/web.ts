@@ -91,15 +91,35 @@ export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessa
   res.end(req.method === "HEAD" || answer.status === 304 ? undefined : body);
 }
 
+/** Pages that read log files, made at once: a viewer (or a loop) asking for many waits its turn instead of filling the disk queue. */
+const READING_AT_ONCE = 4;
+let reading = 0;
+const waiting: Array<() => void> = [];
+
+async function inTurn<T>(work: () => Promise<T>): Promise<T> {
+  if (reading >= READING_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
+  reading += 1;
+  try {
+    return await work();
+  } finally {
+    reading -= 1;
+    waiting.shift()?.();
+  }
+}
+
 async function route(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<WebAnswer | null> {
   const path = url.pathname;
   const allowed = viewer.teams;
   if (path.startsWith("/assets/")) return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
+  if (path === "/events") return events(ctx, url, req, res, viewer);
+  return inTurn(() => readingPage(ctx, url, path, allowed));
+}
+
+async function readingPage(ctx: DashboardContext, url: URL, path: string, allowed: readonly string[] | null): Promise<WebAnswer> {
   if (path === "/" || path === "/index.html") return overview(ctx, allowed);
   if (path === "/runs" || path === "/runs/") return runs(ctx, url, allowed);
   const run = /^\/runs\/([^/]+)\/([^/]+)\/?$/.exec(path);
   if (run) return runPage(ctx, segment(run[1]), segment(run[2]), allowed);
-  if (path === "/events") return events(ctx, url, req, res, viewer);
   return errorPage(404, "Not found", html`There is no page at ${path.slice(0, 200)}. <a href="/">The overview</a> lists every team.`);
 }
 

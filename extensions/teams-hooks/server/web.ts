@@ -32,7 +32,7 @@ export function webServer(opts: WebOptions): WebServer {
   const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), overviews: new SampleCache(), now: opts.now, warn: opts.warn };
   // In the background: a first overview then finds the logs read (it waits for a team still being read).
   const stopWarming = new AbortController();
-  const warming = warmOverview(dashboard, stopWarming.signal);
+  void warmOverview(dashboard, stopWarming.signal);
   const auth: WebAuthContext = { teamsRoot: opts.teamsRoot, keys: opts.keys, remote: opts.remote, now: opts.now, warn: opts.warn };
   return {
     async handle(req, res) {
@@ -49,10 +49,10 @@ export function webServer(opts: WebOptions): WebServer {
       }
       await dashboardRequest(dashboard, req, res, { teams: access.teams, keyName: access.keyName });
     },
+    // The warm-up is not waited for: it only reads, and ends after the team it is reading.
     close: async () => {
       stopWarming.abort();
       await hub.close();
-      await warming;
     },
   };
 }
