@@ -6,7 +6,7 @@
 import { readFile, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ensureBuilt, startWorker } from "../helpers/leader-rig.js";
+import { ensureBuilt, startWorker, waitUntil } from "../helpers/leader-rig.js";
 import { type ServeProcess, api, createKey, makeTeamsRoot, pool, startServe } from "../helpers/serve-rig.js";
 
 const API_TASKS = 200;
@@ -36,6 +36,9 @@ it(`${API_TASKS} concurrent creations beside a worker creating ${WORKER_TASKS}: 
   const goFile = path.join(root, "go");
   const worker = startWorker("create-plain", { tasksDir, count: WORKER_TASKS, pauseMs: 5, goFile });
   await writeFile(goFile, "");
+  // The requests start once the worker is creating (its first task is there): on a busy machine a
+  // fresh process can take longer to start than the server takes for all 200.
+  await waitUntil("the worker's first task", async () => ((await readdir(tasksDir).catch(() => [])).some((n) => /^\d+\.json$/.test(n)) ? true : undefined), { timeoutMs: 30_000 });
   const answers = await pool(
     Array.from({ length: API_TASKS }, (_, n) => n),
     16,
