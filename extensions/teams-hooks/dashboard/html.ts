@@ -60,3 +60,12 @@ export function queryString(params: Readonly<Record<string, string | undefined>>
   const text = search.toString();
   return text === "" ? "" : `?${text}`;
 }
+
+/** A URL path segment decoded; one that does not decode is kept as it is (it then matches nothing). */
+export function pathSegment(raw: string | undefined): string {
+  try {
+    return decodeURIComponent(raw ?? "");
+  } catch {
+    return raw ?? "";
+  }
+}

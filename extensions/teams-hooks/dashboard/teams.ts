@@ -6,22 +6,17 @@ import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import { deferralsDir, isDeferralFileName, readDeferralFile } from "../invoke/deferral.js";
-import { configFile, isSafeName } from "../team/paths.js";
+import { configFile, isTeamName } from "../team/paths.js";
 
 export interface TeamRef {
   name: string;
   dir: string;
 }
 
-/** A team dir's name as keys name teams: letters, digits, `_` and `-`, not starting with `_` (`_hooks` is no team). */
-export function isTeamDirName(name: string): boolean {
-  return isSafeName(name) && !name.startsWith("_");
-}
-
 /** The teams under `teamsRoot` in name order; `allowed` (a key's teams) narrows them, null keeps all. */
 export async function listTeams(teamsRoot: string, allowed: readonly string[] | null): Promise<TeamRef[]> {
   const names = (await readdir(teamsRoot, { withFileTypes: true }))
-    .filter((d) => (d.isDirectory() || d.isSymbolicLink()) && isTeamDirName(d.name) && (allowed === null || allowed.includes(d.name)))
+    .filter((d) => (d.isDirectory() || d.isSymbolicLink()) && isTeamName(d.name) && (allowed === null || allowed.includes(d.name)))
     .map((d) => d.name)
     .sort();
   const teams: TeamRef[] = [];
@@ -34,7 +29,7 @@ export async function listTeams(teamsRoot: string, allowed: readonly string[] | 
 
 /** The team `name` if it is one of `listTeams`; null otherwise (never a path outside the root). */
 export async function findTeam(teamsRoot: string, name: string, allowed: readonly string[] | null): Promise<TeamRef | null> {
-  if (!isTeamDirName(name) || (allowed !== null && !allowed.includes(name))) return null;
+  if (!isTeamName(name) || (allowed !== null && !allowed.includes(name))) return null;
   const dir = path.join(teamsRoot, name);
   return (await isFile(configFile(dir))) ? { name, dir } : null;
 }

@@ -15,7 +15,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { describeError } from "../contract/errors.js";
-import { type Html, html } from "./html.js";
+import { type Html, html, pathSegment } from "./html.js";
 import { page } from "./layout.js";
 import type { LiveHub } from "./live.js";
 import { type SampleCache, overviewBody, overviewSince, teamOverview } from "./overview.js";
@@ -42,6 +42,7 @@ export interface DashboardContext {
   hub: LiveHub;
   assets: Assets;
   overviews: SampleCache;
+  turns: Turns;
   now(): Date;
   warn(message: string): void;
 }
@@ -93,17 +94,21 @@ export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessa
 
 /** Pages that read log files, made at once: a viewer (or a loop) asking for many waits its turn instead of filling the disk queue. */
 const READING_AT_ONCE = 4;
-let reading = 0;
-const waiting: Array<() => void> = [];
 
-async function inTurn<T>(work: () => Promise<T>): Promise<T> {
-  if (reading >= READING_AT_ONCE) await new Promise<void>((resolve) => waiting.push(resolve));
-  reading += 1;
-  try {
-    return await work();
-  } finally {
-    reading -= 1;
-    waiting.shift()?.();
+/** The turns of one server's log-reading pages (`READING_AT_ONCE` at a time). */
+export class Turns {
+  #reading = 0;
+  readonly #waiting: Array<() => void> = [];
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#reading >= READING_AT_ONCE) await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    this.#reading += 1;
+    try {
+      return await work();
+    } finally {
+      this.#reading -= 1;
+      this.#waiting.shift()?.();
+    }
   }
 }
 
@@ -112,14 +117,14 @@ async function route(ctx: DashboardContext, url: URL, req: IncomingMessage, res:
   const allowed = viewer.teams;
   if (path.startsWith("/assets/")) return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
   if (path === "/events") return events(ctx, url, req, res, viewer);
-  return inTurn(() => readingPage(ctx, url, path, allowed));
+  return ctx.turns.run(() => readingPage(ctx, url, path, allowed));
 }
 
 async function readingPage(ctx: DashboardContext, url: URL, path: string, allowed: readonly string[] | null): Promise<WebAnswer> {
   if (path === "/" || path === "/index.html") return overview(ctx, allowed);
   if (path === "/runs" || path === "/runs/") return runs(ctx, url, allowed);
   const run = /^\/runs\/([^/]+)\/([^/]+)\/?$/.exec(path);
-  if (run) return runPage(ctx, segment(run[1]), segment(run[2]), allowed);
+  if (run) return runPage(ctx, pathSegment(run[1]), pathSegment(run[2]), allowed);
   return errorPage(404, "Not found", html`There is no page at ${path.slice(0, 200)}. <a href="/">The overview</a> lists every team.`);
 }
 
@@ -191,10 +196,3 @@ function errorPage(status: number, title: string, message: Html): WebAnswer {
   return { status, body: page({ title, section: null, body: html`<h1>${title}</h1><p>${message}</p>` }) };
 }
 
-function segment(raw: string | undefined): string {
-  try {
-    return decodeURIComponent(raw ?? "");
-  } catch {
-    return raw ?? "";
-  }
-}

@@ -20,7 +20,7 @@ import { z } from "zod";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { readJsonFile, writeJsonAtomic } from "../team/json-file.js";
 import { withLock } from "../team/lock.js";
-import { isSafeName } from "../team/paths.js";
+import { isTeamName } from "../team/paths.js";
 import { type RateLimit, formatRateLimit } from "./rate-limit.js";
 
 export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "logs:read"] as const;
@@ -100,11 +100,6 @@ export function keySpec(input: { name: string | undefined; scopes: string | unde
     for (const slug of templates) if (!SLUG.test(slug)) throw new HooksError("E_USAGE", `--templates: "${slug}" is not a template slug`);
   }
   return { name, scopes: unique(scopes) as Scope[], teams: unique(teams), templates: templates && unique(templates), rateLimit: input.rateLimit };
-}
-
-/** A team dir name the API serves: a safe name that is not the global hooks dir or another `_` folder. */
-export function isTeamName(name: string): boolean {
-  return isSafeName(name) && !name.startsWith("_");
 }
 
 function list(value: string | undefined, flag: string): string[] {

@@ -26,12 +26,13 @@ import path from "node:path";
 import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
 import { readDeferral } from "../invoke/deferral.js";
 import { startDenialOf } from "../policy/start-gate.js";
-import { taskFile } from "../team/paths.js";
+import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
-import { isTeamName, type KeyInfo, type KeyStore, type Scope } from "./keys.js";
+import { type KeyInfo, type KeyStore, type Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
+import { pathSegment } from "../dashboard/html.js";
 
 /** What the routes use; built once by server/server.ts. */
 export interface ApiContext {
@@ -75,17 +76,17 @@ export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
   const tasks = TASKS.exec(req.path);
   if (tasks) {
     allow(req, ["POST"]);
-    return createTaskRoute(ctx, req, segment(tasks[1]));
+    return createTaskRoute(ctx, req, pathSegment(tasks[1]));
   }
   const task = TASK.exec(req.path);
   if (task) {
     allow(req, ["GET"]);
-    return taskStatusRoute(ctx, req, segment(task[1]), segment(task[2]));
+    return taskStatusRoute(ctx, req, pathSegment(task[1]), pathSegment(task[2]));
   }
   const decision = DECISION.exec(req.path);
   if (decision) {
     allow(req, ["POST"]);
-    return decisionRoute(ctx, req, segment(decision[1]), segment(decision[2]));
+    return decisionRoute(ctx, req, pathSegment(decision[1]), pathSegment(decision[2]));
   }
   throw new ApiError("not_found", `no such route: ${req.method} ${req.path.slice(0, 200)}`);
 }
@@ -275,15 +276,6 @@ function checkIdempotencyKey(value: string | undefined): string | null {
 function allow(req: ApiRequest, methods: readonly string[]): void {
   if (!methods.includes(req.method)) {
     throw new ApiError("method_not_allowed", `${req.method} is not allowed here (allowed: ${methods.join(", ")})`, { headers: { Allow: methods.join(", ") } });
-  }
-}
-
-/** A path segment decoded; one that does not decode matches no team or task. */
-function segment(raw: string | undefined): string {
-  try {
-    return decodeURIComponent(raw ?? "");
-  } catch {
-    return raw ?? "";
   }
 }
 

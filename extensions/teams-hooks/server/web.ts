@@ -8,8 +8,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { loadAssets } from "../dashboard/assets.js";
 import { LiveHub } from "../dashboard/live.js";
 import { SampleCache } from "../dashboard/overview.js";
-import { SECURITY_HEADERS, dashboardRequest, warmOverview } from "../dashboard/web.js";
+import { SECURITY_HEADERS, Turns, dashboardRequest, warmOverview } from "../dashboard/web.js";
 import type { KeyStore } from "./keys.js";
+import { readBody } from "./request-body.js";
 import { type WebAnswer, type WebAuthContext, webAccess, webLogin, webLoginForm } from "./web-auth.js";
 
 export interface WebOptions {
@@ -29,7 +30,7 @@ export interface WebServer {
 
 export function webServer(opts: WebOptions): WebServer {
   const hub = new LiveHub(opts.warn);
-  const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), overviews: new SampleCache(), now: opts.now, warn: opts.warn };
+  const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), overviews: new SampleCache(), turns: new Turns(), now: opts.now, warn: opts.warn };
   // In the background: a first overview then finds the logs read (it waits for a team still being read).
   const stopWarming = new AbortController();
   void warmOverview(dashboard, stopWarming.signal);
@@ -75,7 +76,7 @@ async function login(auth: WebAuthContext, req: IncomingMessage, url: URL): Prom
   // referrer (the login form's own policy), so Origin decides only when Sec-Fetch-Site is missing.
   const crossSite = site !== undefined ? site !== "same-origin" : origin !== undefined && (origin === "null" || hostOf(origin) !== host);
   if (crossSite) return { status: 403, headers: {}, body: "a login is posted from this server's own login page only\n", contentType: "text/plain; charset=utf-8" };
-  const body = await readSmallBody(req, LOGIN_BODY_BYTES);
+  const body = await readBody(req, LOGIN_BODY_BYTES).then((bytes) => bytes.toString("utf8"), () => null);
   if (body === null) return { status: 413, headers: { Connection: "close" }, body: "a login form's body is a token, nothing more\n", contentType: "text/plain; charset=utf-8" };
   return webLogin(auth, { host, token: new URLSearchParams(body).get("token") });
 }
@@ -86,24 +87,6 @@ function hostOf(origin: string): string | null {
   } catch {
     return null;
   }
-}
-
-/** The body as text, or null past `limit` bytes (the rest is not read: the connection closes after the answer). */
-function readSmallBody(req: IncomingMessage, limit: number): Promise<string | null> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners("data");
-        req.pause();
-        resolve(null);
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", () => resolve(null));
-  });
 }
 
 function send(res: ServerResponse, answer: { status: number; headers: Record<string, string>; body: string; contentType: string }): void {

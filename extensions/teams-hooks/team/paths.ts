@@ -22,6 +22,11 @@ export function isSafeName(name: string): boolean {
   return /^[A-Za-z0-9_-]+$/.test(name);
 }
 
+/** A team dir's name as keys and the dashboard name teams: a safe name not starting with `_` (`_hooks` is no team). */
+export function isTeamName(name: string): boolean {
+  return isSafeName(name) && !name.startsWith("_");
+}
+
 export function tasksDir(teamDir: string, taskListId: string): string {
   return path.join(teamDir, "tasks", sanitizeName(taskListId));
 }
