@@ -17,9 +17,9 @@ import type { ServerResponse } from "node:http";
 import { describeError } from "../contract/errors.js";
 import { type LogFilter, recordMatches } from "../logs/filter.js";
 import { followLogs } from "../logs/follow.js";
-import { type LogRow, compareLogNames, listLogFiles, queryLogs } from "../logs/query.js";
+import { type LogRow, listLogFiles, queryLogs } from "../logs/query.js";
 import { hookLogsDir } from "../team/paths.js";
-import { type Cursor, runRowHtml, timeOfRow } from "./runs.js";
+import { type Cursor, type RunRow, cursorOf, cursorText, newerCursorFirst, runRowHtml, timeOfRow } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
@@ -88,18 +88,18 @@ export class LiveHub {
 
   /** The runs newer than `after` that the stream's filter keeps, oldest first (the page puts each on top). */
   async #catchUp(stream: Stream, teams: readonly TeamRef[], after: Cursor): Promise<void> {
-    const rows: Array<{ team: TeamRef; row: LogRow; timeMs: number }> = [];
+    const rows: RunRow[] = [];
     for (const team of teams) {
       const { rows: found } = await queryLogs(team.dir, { filter: { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) }, limit: CATCH_UP_RUNS, onProblem: () => undefined });
       for (const row of found) {
-        const timeMs = timeOfRow(row);
-        const newer = timeMs > after.timeMs || (timeMs === after.timeMs && (team.name === after.team ? compareLogNames(row.name, after.name) > 0 : team.name > after.team));
-        if (newer) rows.push({ team, row, timeMs });
+        const r: RunRow = { team: team.name, timeMs: timeOfRow(row), row };
+        if (newerCursorFirst(cursorOf(r), after) < 0) rows.push(r);
       }
     }
-    rows.sort((a, b) => a.timeMs - b.timeMs || (a.team.name === b.team.name ? compareLogNames(a.row.name, b.row.name) : a.team.name < b.team.name ? -1 : 1));
-    for (const { team, row, timeMs } of rows.slice(-CATCH_UP_RUNS)) send(stream, runMessage(team, row, timeMs));
+    rows.sort((a, b) => newerCursorFirst(cursorOf(b), cursorOf(a))); // oldest first: the page puts each on top
+    for (const r of rows.slice(-CATCH_UP_RUNS)) send(stream, runMessage(r));
   }
+
 
   #join(team: TeamRef, stream: Stream): () => void {
     let follower = this.#followers.get(team.dir);
@@ -126,7 +126,7 @@ export class LiveHub {
     const streams = new Set<Stream>();
     const onRow = (row: LogRow): void => {
       let message: string | null = null;
-      for (const s of streams) if (recordMatches(row.record, s.filter)) send(s, (message ??= runMessage(team, row, timeOfRow(row))));
+      for (const s of streams) if (recordMatches(row.record, s.filter)) send(s, (message ??= runMessage({ team: team.name, timeMs: timeOfRow(row), row })));
     };
     // A folder that is not there yet is waited for, not reported: most teams start without logs.
     const onWarning = (m: string): void => {
@@ -160,9 +160,9 @@ export class LiveHub {
   }
 }
 
-function runMessage(team: TeamRef, row: LogRow, timeMs: number): string {
-  const data = JSON.stringify({ team: team.name, name: row.name, html: runRowHtml({ team: team.name, timeMs, row }).text });
-  return `id: ${timeMs}~${team.name}~${row.name}\nevent: run\ndata: ${data}\n\n`;
+function runMessage(r: RunRow): string {
+  const data = JSON.stringify({ team: r.team, name: r.row.name, html: runRowHtml(r).text });
+  return `id: ${cursorText(cursorOf(r))}\nevent: run\ndata: ${data}\n\n`;
 }
 
 /** Writes to a stream that is still open; a viewer that has let too much wait is cut (it reconnects). */

@@ -53,13 +53,22 @@ export function parseCursor(text: string | null | undefined): Cursor | null {
   return match ? { timeMs: Number(match[1]), team: match[2] ?? "", name: match[3] ?? "" } : null;
 }
 
-function cursorText(c: Cursor): string {
+export function cursorText(c: Cursor): string {
   return `${c.timeMs}~${c.team}~${c.name}`;
 }
 
-/** Newer rows first: by time, then team, then the folder's order of names, all descending (the cursor's order). */
+/** The cursor order, newer first: by time, then team, then the folder's order of names, all descending. */
+export function newerCursorFirst(a: Cursor, b: Cursor): number {
+  return b.timeMs - a.timeMs || (a.team === b.team ? compareLogNames(b.name, a.name) : a.team < b.team ? 1 : -1);
+}
+
+/** A row's place in that order. */
+export function cursorOf(r: RunRow): Cursor {
+  return { timeMs: r.timeMs, team: r.team, name: r.row.name };
+}
+
 function newerFirst(a: RunRow, b: RunRow): number {
-  return b.timeMs - a.timeMs || (a.team === b.team ? compareLogNames(b.row.name, a.row.name) : a.team < b.team ? 1 : -1);
+  return newerCursorFirst(cursorOf(a), cursorOf(b));
 }
 
 /** The time a log sorts by: its name's, else its start. */
@@ -96,7 +105,7 @@ export const RUN_COLUMNS = ["Time", "Team", "Event", "Task", "Member", "Hook", "
 export function runRowHtml(r: RunRow): Html {
   const [, , event, task, member, hook, outcome, duration, actions, stderr] = rowCells(r.row);
   const href = runHref(r.team, r.row.name);
-  return html`<tr data-team="${r.team}" data-name="${r.row.name}" data-cursor="${cursorText({ timeMs: r.timeMs, team: r.team, name: r.row.name })}">
+  return html`<tr data-team="${r.team}" data-name="${r.row.name}" data-cursor="${cursorText(cursorOf(r))}">
 <td><a href="${href}" aria-label="${`Run ${shortRunId(r.row.record.result.runId)} of ${hook ?? ""}`}">${timeOf(r.row.record.startedAt)}</a></td>
 <td>${r.team}</td><td>${event}</td><td>${task}</td><td>${member}</td><td>${hook}</td><td>${outcomeBadge(outcome ?? "")}</td>
 <td class="num">${duration}</td><td>${actions}</td><td class="stderr">${stderr}</td></tr>`;
@@ -106,7 +115,7 @@ export function runsBody(input: { teams: readonly TeamRef[]; query: RunsQuery; r
   const { query } = input;
   const params = { team: query.team, ...query.fields };
   const last = input.rows.at(-1);
-  const older = input.more && last ? `/runs${queryString({ ...params, before: cursorText({ timeMs: last.timeMs, team: last.team, name: last.row.name }) })}` : null;
+  const older = input.more && last ? `/runs${queryString({ ...params, before: cursorText(cursorOf(last)) })}` : null;
   const first = query.before !== null ? `/runs${queryString(params)}` : null;
   return html`<h1>Runs</h1>
 ${filterForm(input.teams, query)}
