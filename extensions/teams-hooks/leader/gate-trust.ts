@@ -3,7 +3,7 @@
  * use) or read, re-read before each event when its file changed, and every gate change or insecure
  * gate said once here and once to the lead's inbox.
  */
-import { discoverChain, discoverChains, isHandlerGate } from "../runner/chain.js";
+import { type ChainDiscovery, discoverChain, isHandlerGate } from "../runner/chain.js";
 import { type ChainTrust, type TrustEntry, entryOf, eventOfGate, handlerTrustedFor, octal } from "../runner/trust.js";
 import { keepTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
 import { sentId } from "../team/sent-log.js";
@@ -21,7 +21,7 @@ const TRUST_TAKEN_KEY = "leader:trust-taken";
  * The trust record at start: taken from the gates as they are on a first start (trust on first use),
  * read otherwise. A record that is gone or unreadable after it was taken makes every gate untrusted.
  */
-export async function takeTrust(ctx: LeaderContext, ledger: Ledger): Promise<void> {
+export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: ReadonlyArray<{ chain: ChainDiscovery }>): Promise<void> {
   const { teamDir } = ctx.setup.identity;
   const { read } = ctx.trust.refresh();
   if (read?.state === "ok") {
@@ -35,7 +35,7 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger): Promise<voi
     const at = ctx.now();
     const by = trustedBy("first start of the leader");
     // The handlers of config.json too: a handler is a gate, trusted by its definition (runner/trust.ts).
-    for (const { chain } of await discoverChains(ctx.setup.hooksDir, ctx.setup.teamHooksDir, ctx.setup.settings.handlers)) {
+    for (const { chain } of chains) {
       for (const hook of chain.hooks) {
         const found = entryOf(hook, at, by);
         if (!found) continue;
@@ -103,11 +103,11 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
  * names a gate of that event (a trusted start gate deleted must fail its claims as `gate_missing`,
  * not switch them off). Looked at when the leader starts, at every reconcile scan and when
  * config.json changes — not per claim: a team without a start gate pays nothing per claim. `say`:
- * a change while the leader runs is reported.
+ * a change while the leader runs is reported. `found`: the chain already discovered (the start's).
  */
-export async function refreshStartGate(ctx: LeaderContext, say: boolean): Promise<void> {
+export async function refreshStartGate(ctx: LeaderContext, say: boolean, found?: ChainDiscovery): Promise<void> {
   const { hooksDir, teamHooksDir, settings } = ctx.setup;
-  const chain = await discoverChain({ globalDir: hooksDir, teamDir: teamHooksDir, event: "task_started", handlers: settings.handlers });
+  const chain = found ?? (await discoverChain({ globalDir: hooksDir, teamDir: teamHooksDir, event: "task_started", handlers: settings.handlers }));
   const layers = { global: hooksDir, team: teamHooksDir };
   const trusted = Object.entries(ctx.trust.record?.gates ?? {}).some(([gate, entry]) =>
     isHandlerGate(gate) ? handlerTrustedFor(entry, "task_started") : eventOfGate(gate, layers) === "task_started",

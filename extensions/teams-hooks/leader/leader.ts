@@ -69,15 +69,14 @@ export class Leader {
       await endOrphanedRuns(ctx);
       // Each event's whole chain (both layers' files, then the handlers), as its events will find it.
       const chains = await discoverChains(opts.setup.hooksDir, opts.setup.teamHooksDir, opts.setup.settings.handlers);
-      const hooks = chains.map(({ event, chain }) => ({ event, discovery: chain.v1.global, chain }));
-      opts.report({ kind: "hooks", hooks });
+      opts.report({ kind: "hooks", hooks: chains });
       const ledger = ctx.requireLedger();
-      await takeTrust(ctx, ledger);
+      await takeTrust(ctx, ledger, chains);
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
       // A ledger of a leader that did not know claims: the claims in progress now are history too.
       const claimsFirst = !firstStart && !ledger.has(CLAIMS_BASELINE_KEY);
       if ((firstStart || claimsFirst) && !opts.catchUp) ctx.firstStart = beginFirstStart(ctx, ledger.fresh, claimsFirst);
-      await refreshStartGate(ctx, false);
+      await refreshStartGate(ctx, false, chains.find((c) => c.event === "task_started")?.chain);
       await recoverInFlight(ctx, (event) => this.#events.enqueue(event, true)); // before any event of this start can be in flight
       // Held gates: decisions recorded while no leader ran are applied, overdue ones expire.
       ctx.deferrals = new Deferrals(ctx);
@@ -103,7 +102,7 @@ export class Leader {
       this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
         .catch((error: unknown) => ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
         .finally(() => this.#hints.scheduleReconcile());
-      return { hooks };
+      return { hooks: chains };
     } catch (error) {
       await this.stop();
       throw error;

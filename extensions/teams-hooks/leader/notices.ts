@@ -5,7 +5,6 @@
  */
 import type { HookEventName } from "../contract/contract.js";
 import type { ChainDiscovery } from "../runner/chain.js";
-import type { HookDiscovery } from "../runner/discover.js";
 import type { TeamSetup } from "../team/setup.js";
 
 export type LeaderState = "starting" | "watching" | "stopping" | "stopped";
@@ -139,7 +138,7 @@ export type LeaderNotice =
   | WhyNotice;
 
 export interface StartInfo {
-  /** `discovery`: the global v1 lookup; `chain`: everything that runs for the event, in order. */
-  hooks: Array<{ event: HookEventName; discovery: HookDiscovery; chain: ChainDiscovery }>;
+  /** `chain`: everything that runs for the event, in order. */
+  hooks: Array<{ event: HookEventName; chain: ChainDiscovery }>;
 }
 
