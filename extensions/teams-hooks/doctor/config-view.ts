@@ -7,7 +7,8 @@
  */
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
-import { chainDirName, discoverChains, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../runner/chain.js";
+import { CHAIN_SKIP_CODES, chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../runner/chain.js";
+import { SKIP_LEVEL } from "./hooks.js";
 import { insecurity, readHookSettings } from "../runner/discover.js";
 import { checkChainTrust, fingerprint, type ChainTrust } from "../runner/trust.js";
 import { readTrust, trustFile } from "../runner/trust-store.js";
@@ -93,7 +94,11 @@ export interface SettingsView {
 }
 
 /** Skips that say a gate meant to run does not (a bad name, no execute bit, an unreadable dir…). */
-const PROBLEM_SKIPS: ReadonlySet<ChainSkip["code"]> = new Set(["bad_name", "unusable", "dir_unusable", "disables_nothing"]);
+const PROBLEM_SKIPS: ReadonlySet<ChainSkip["code"]> = new Set(CHAIN_SKIP_CODES.filter((code) => SKIP_LEVEL[code] !== "info"));
+
+function problemSkips(chain: ChainDiscovery): ChainSkip[] {
+  return chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code));
+}
 
 /** The whole view for `setup` (resolved from the command line as `watch` resolves it). Never writes. */
 export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: boolean; allowInsecureHooks: boolean }): Promise<ConfigView> {
@@ -109,7 +114,7 @@ export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: bool
     const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     const gates = chain.hooks.map((hook) => gateView(hook, event, layers, checked, record !== null, uid));
     const missing = checked.changes.filter((c) => c.change === "removed").map((c) => missingView(c.path, c.detail, event, layers));
-    events[event] = { failureMode: report.failureModes[event], gates, missing, skipped: chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code)) };
+    events[event] = { failureMode: report.failureModes[event], gates, missing, skipped: problemSkips(chain) };
   }
   const flagOr = (value: boolean, flag: string): FlagOr<boolean> => (value ? { value, source: "flag", origin: flag } : { value, source: "default", origin: "default" });
   const hooksDirOrigin = setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
@@ -165,7 +170,7 @@ function gateView(hook: ChainHook, event: HookEventName, layers: { global: strin
     insecure = "problem" in fp ? null : insecurity(fp, uid);
   }
   return {
-    name: displayName(hook, event),
+    name: gateDisplayName(hook, event),
     gate: gateName(hook, event),
     kind: hook.kind,
     layer: hook.layer,
@@ -190,12 +195,6 @@ function missingView(gatePath: string, detail: string, event: HookEventName, lay
   return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null };
 }
 
-/** The name people recognise: the file within its layer (`on_idle.d/10-lint.sh`), or `http:<name>`. */
-function displayName(hook: ChainHook, event: HookEventName): string {
-  if (hook.kind === "http") return hook.name;
-  return hook.kind === "v1" ? hook.name : `${chainDirName(event)}/${hook.name}`;
-}
-
 /** One gate of a chain as the `watch` banner names it. */
 export interface ChainEntry {
   name: string;
@@ -210,7 +209,7 @@ export interface ChainEntry {
 export function chainEntries(chain: ChainDiscovery, event: HookEventName): ChainEntry[] {
   return chain.hooks.map((hook) => {
     const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
-    return { name: displayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow: read?.ok === true && read.settings?.mode === "shadow" };
+    return { name: gateDisplayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow: read?.ok === true && read.settings?.mode === "shadow" };
   });
 }
 
@@ -226,5 +225,5 @@ export function chainSummary(entries: readonly ChainEntry[]): string {
 
 /** Skipped files worth a word at start (`path: reason`), as `chainSummary`'s companion. */
 export function chainProblems(chain: ChainDiscovery): string[] {
-  return chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code)).map((s) => `${s.path}: ${s.reason}`);
+  return problemSkips(chain).map((s) => `${s.path}: ${s.reason}`);
 }

@@ -8,7 +8,7 @@
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open, stat } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, discoverChains, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
+import { chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { findStrayHookFiles, hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
@@ -68,7 +68,7 @@ export interface ChainReport {
 }
 
 /** A file named so that it is skipped on purpose says so quietly; one that looks like a gate but cannot run does not. */
-const SKIP_LEVEL: Readonly<Record<ChainSkipCode, CheckLevel>> = {
+export const SKIP_LEVEL: Readonly<Record<ChainSkipCode, CheckLevel>> = {
   bad_name: "warn",
   ignored_name: "info",
   switched_off: "info",
@@ -201,7 +201,7 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
   const hooks = chain.hooks.map((h) => ({
     layer: h.layer,
     kind: h.kind,
-    name: h.kind === "chain" ? `${chainDirName(event)}/${h.name}` : h.name,
+    name: gateDisplayName(h, event),
     path: h.hook.hookPath,
     command: [h.hook.command, ...h.hook.args],
     ...settingsField(settingsOf(h)),

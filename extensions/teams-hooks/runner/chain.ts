@@ -115,6 +115,11 @@ export function gateName(hook: Pick<ChainHook, "name" | "kind">, event: HookEven
   return hook.kind === "v1" ? HOOK_BASE_NAMES[event] : `${chainDirName(event)}/${hook.name}`;
 }
 
+/** A gate's name as doctor and `config` print it: the v1 file's own name (`on_idle.sh`), a chain file by its place, a handler as `http:<name>`. */
+export function gateDisplayName(hook: Pick<ChainHook, "name" | "kind">, event: HookEventName): string {
+  return hook.kind === "chain" ? `${chainDirName(event)}/${hook.name}` : hook.name;
+}
+
 /** The chain hook of a declared handler: `http:<name>`, `POST <url>`. */
 export function handlerHook(handler: HandlerDef): HttpChainHook {
   const name = handlerGateName(handler.name);
