@@ -4,10 +4,10 @@
  * are accepted and runs until SIGINT/SIGTERM; `keys create` prints the key alone on its last line, the
  * only time it is shown; `keys login` prints a one-time dashboard login URL alone on its last line.
  */
-import { statSync } from "node:fs";
 import path from "node:path";
-import { HooksError, describeError } from "../contract/errors.js";
+import { HooksError } from "../contract/errors.js";
 import { piTeamsRoot } from "../team/attach-claim.js";
+import { requireDirectory } from "../team/paths.js";
 import { DEFAULT_LISTEN, isLoopback, parseListen, urlOf } from "../server/address.js";
 import { type KeyInfo, createKey, describeRate, keySpec, keysFile, listKeys, revokeKey } from "../server/keys.js";
 import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/rate-limit.js";
@@ -34,7 +34,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
   }
   if (first !== "keys") throw new HooksError("E_USAGE", `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke|login)`);
   if (sub === "create" || sub === "list" || sub === "revoke" || sub === "login") checkFlags(args, sub, `serve keys ${sub}`);
-  const teamsRoot = resolveTeamsRoot(args, io);
+  const teamsRoot = await resolveTeamsRoot(args, io);
   switch (sub) {
     case "create":
       if (rest.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${rest[0]}" (the name goes in --name)`);
@@ -52,7 +52,7 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
 }
 
 async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
-  const teamsRoot = resolveTeamsRoot(args, io);
+  const teamsRoot = await resolveTeamsRoot(args, io);
   const listenText = str(args.values.listen) ?? DEFAULT_LISTEN;
   const address = parseListen(listenText);
   const remote = !isLoopback(address.host);
@@ -179,15 +179,11 @@ function describeKey(info: KeyInfo): string {
 }
 
 /** `--teams-root`, else `PI_TEAMS_ROOT_DIR`, else pi's `~/.pi/agent/teams`; it must be a directory. */
-function resolveTeamsRoot(args: ParsedArgs, io: CliIo): string {
+async function resolveTeamsRoot(args: ParsedArgs, io: CliIo): Promise<string> {
   const flag = str(args.values["teams-root"]);
   const root = flag !== undefined ? path.resolve(io.cwd, flag) : piTeamsRoot(io.env);
   const from = flag !== undefined ? "--teams-root" : io.env.PI_TEAMS_ROOT_DIR?.trim() ? "PI_TEAMS_ROOT_DIR" : "the teams root (pi's default; set --teams-root or PI_TEAMS_ROOT_DIR)";
-  try {
-    if (!statSync(root).isDirectory()) throw new Error("not a directory");
-  } catch (error) {
-    throw new HooksError("E_PATH", `${from} ${root}: ${describeError(error).includes("ENOENT") ? "no such directory" : describeError(error)}`, { cause: error });
-  }
+  await requireDirectory(root, `${from} ${root}`, "E_PATH");
   return root;
 }
 
