@@ -8,6 +8,7 @@
  * `UPDATE_SCREENSHOTS=1 npx vitest run test/e2e/dashboard.test.ts` also writes the three pages to
  * docs/img/.
  */
+import { existsSync } from "node:fs";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -294,6 +295,14 @@ describe("live streams", () => {
     // HEAD says what a GET would start, and ends.
     const head = await page.request.head(`${serve.url}/events?${query}`);
     expect([head.status(), head.headers()["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
+  });
+
+  it("watching a team that has no hook-logs/ yet does not make one (the dashboard writes nothing in a team)", async () => {
+    const page = await open(`${serve.url}/runs`);
+    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    await page.waitForTimeout(300); // the followers of both teams have started
+    expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
+    expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
   });
 
   it("a viewer that leaves while its stream is being opened leaves nothing behind: the server still stops at once", async () => {
