@@ -128,3 +128,28 @@ export function cpuTimesOf(pid) {
 }
 
 const CLK_TCK = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64
+
+/**
+ * CPU seconds of a leader, of its spawn helper (its live child running `spawner.py`, which starts the
+ * hooks: the leader's work done in another process) and of the hooks (waited for by the leader or the
+ * helper).
+ */
+export function leaderCpuTimes(pid) {
+  const leader = cpuTimesOf(pid);
+  let helper = 0;
+  let hooks = leader.children;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== pid || !readFileSync(`/proc/${name}/cmdline`, "utf8").includes("spawner.py")) continue;
+      const times = cpuTimesOf(Number(name));
+      helper += times.self;
+      hooks += times.children;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { self: leader.self, helper, children: hooks };
+}

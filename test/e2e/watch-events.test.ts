@@ -294,7 +294,9 @@ describe.concurrent("robustness", () => {
   it.for([1, 2])("a hook that hangs is ended at --timeout-ms and does not hold up other events (--concurrency %i)", async (concurrency, context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const TIMEOUT_MS = 1000;
+    // In parallel, the other event must be done before the hung hook's timeout: 4 s leaves room for a
+    // loaded machine (at 1 s, two busy CPUs were enough to lose that race now and then).
+    const TIMEOUT_MS = concurrency === 2 ? 4000 : 1000;
     const team = await rig.team({ tasks: [working("1"), working("2")] });
     await rig.hook(team, "on_task_completed.sh", `${RECORD}\nif [ "$PI_TEAMS_TASK_ID" = 1 ]; then sleep 30; fi\nexit 0`);
     const leader = await rig.leader(team, ["--timeout-ms", String(TIMEOUT_MS), "--concurrency", String(concurrency), "--reconcile-ms", String(RECONCILE_MS)]);

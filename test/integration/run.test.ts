@@ -9,10 +9,11 @@ import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFile
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { OUTPUT_LIMIT_CHARS, RunResultSchema, type HookCommand, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { findProcessesByRunId, terminateGroup } from "../../extensions/teams-hooks/runner/terminate.js";
 import { liveRuns, runHook, terminateAllRuns, type RunHookOptions } from "../../extensions/teams-hooks/runner/run.js";
+import { spawnHelperStatus, useSpawnHelper } from "../../extensions/teams-hooks/spawn/helper.js";
 import { makeInvocation, makeTask } from "../helpers/invocation.js";
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/hooks");
@@ -102,195 +103,218 @@ function readDump(file: string): Dump {
   return JSON.parse(readFileSync(file, "utf8")) as Dump;
 }
 
-describe("runHook: exit codes and spawn failures", () => {
-  it("exit 0 passes", async () => {
-    const { result } = await run(bash("pass.sh"));
-    expect(result).toMatchObject({ outcome: "passed", exitCode: 0, signal: null, timedOut: false, leftoverProcesses: 0, ran: true });
-    expect(result.command).toEqual(["bash", path.join(FIXTURES, "pass.sh")]);
-    expect(result.hookPath).toBe(path.join(FIXTURES, "pass.sh"));
+/**
+ * Every runHook case twice: spawned by node:child_process in this process (a one-off `run`), and by the
+ * spawn helper a leader uses (spawn/helper.ts). The helper's pass must really use the helper: a fall
+ * back to this process would pass the same cases, so the last check asks the helper what it did.
+ */
+describe.each([
+  ["spawned in this process", false],
+  ["spawned by the spawn helper", true],
+] as const)("%s", (_label, viaHelper) => {
+  let release = (): void => undefined;
+  beforeAll(() => {
+    if (viaHelper) release = useSpawnHelper();
   });
+  afterAll(() => release());
 
-  it("exit 1 fails, with both streams captured", async () => {
-    const { result } = await run(bash("fail.sh"));
-    expect(result).toMatchObject({ outcome: "failed", exitCode: 1, timedOut: false, stdout: "checking task 3\n", stderr: "lint failed: 3 problems\n" });
-    expect(result.error).toBeUndefined();
-  });
-
-  it("death by a signal gives outcome error with the signal", async () => {
-    const { result } = await run(bash("signal-self.sh"));
-    expect(result).toMatchObject({ outcome: "error", exitCode: null, signal: "SIGUSR1", timedOut: false });
-  });
-
-  it("a missing cwd gives outcome error without throwing", async () => {
-    const { result } = await run(bash("pass.sh"), { cwd: path.join(tmp, "missing") });
-    expect(result).toMatchObject({ outcome: "error", errorCode: "ENOENT" });
-    expect(result.error).toMatch(/cwd/);
-  });
-
-  it.each([
-    ["a missing interpreter", { hookPath: "/x/on_idle.sh", command: "/nonexistent/bash", args: ["/x/on_idle.sh"] }],
-    ["a missing file", { hookPath: "/nonexistent/on_idle", command: "/nonexistent/on_idle", args: [] }],
-  ])("%s gives outcome error ENOENT without throwing", async (_name, hook) => {
-    const { result, pid } = await run(hook);
-    expect(pid).toBeUndefined();
-    expect(result).toMatchObject({ outcome: "error", errorCode: "ENOENT", exitCode: null, ran: true });
-    expect(result.error).toMatch(/ENOENT/);
-    expect(result.error).not.toContain("\n");
-  });
-
-  it("a file without an execute bit gives outcome error EACCES", async () => {
-    const file = path.join(tmp, "not-executable.sh");
-    copyFileSync(path.join(FIXTURES, "not-executable.sh"), file);
-    chmodSync(file, 0o644);
-    const { result } = await run({ hookPath: file, command: file, args: [] });
-    expect(result).toMatchObject({ outcome: "error", errorCode: "EACCES" });
-  });
-
-  it("an environment over the kernel limit gives outcome error E2BIG", async () => {
-    const baseEnv = { ...process.env, HUGE: "x".repeat(512 * 1024) };
-    const { result } = await run(bash("pass.sh"), { baseEnv });
-    expect(result).toMatchObject({ outcome: "error", errorCode: "E2BIG", exitCode: null });
-  });
-});
-
-describe("runHook: the contract as the hook sees it", () => {
-  const contractVariables = [
-    "PI_TEAMS_EVENT_TIMESTAMP",
-    "PI_TEAMS_HOOK_CONTEXT_FILE",
-    "PI_TEAMS_HOOK_CONTEXT_JSON",
-    "PI_TEAMS_HOOK_CONTEXT_VERSION",
-    "PI_TEAMS_HOOK_EVENT",
-    "PI_TEAMS_HOOK_RESULT_FILE",
-    "PI_TEAMS_HOOK_RUN_ID",
-    "PI_TEAMS_MEMBER",
-    "PI_TEAMS_STYLE",
-    "PI_TEAMS_TASK_ID",
-    "PI_TEAMS_TASK_LIST_ID",
-    "PI_TEAMS_TASK_OWNER",
-    "PI_TEAMS_TASK_STATUS",
-    "PI_TEAMS_TASK_SUBJECT",
-    "PI_TEAMS_TEAM_DIR",
-    "PI_TEAMS_TEAM_ID",
-  ];
-
-  it("sees exactly the contract variables, and stdin equals the context file byte for byte", async () => {
-    const out = path.join(tmp, `dump-${randomUUID()}.json`);
-    const baseEnv = { ...process.env, KEEP_ME: "yes", PI_TEAMS_TASK_ID: "stale", PI_TEAMS_HOOK_RUN_ID: "stale" };
-    const { result, runId } = await run(node("env-dump.mjs", out), { baseEnv });
-    expect(result).toMatchObject({ outcome: "passed", contextTruncated: false });
-    const dump = readDump(out);
-    expect(Object.keys(dump.env).filter((name) => name.startsWith("PI_TEAMS_")).sort()).toEqual(contractVariables);
-    expect(dump.env).toMatchObject({
-      KEEP_ME: "yes",
-      PI_TEAMS_HOOK_EVENT: "task_completed",
-      PI_TEAMS_HOOK_CONTEXT_VERSION: "1",
-      PI_TEAMS_HOOK_RUN_ID: runId,
-      PI_TEAMS_TASK_ID: "3",
-      PI_TEAMS_TASK_OWNER: "alice",
-      PI_TEAMS_TASK_SUBJECT: "Add retry with backoff to the uploader",
-      PI_TEAMS_HOOK_CONTEXT_FILE: contextFileOf(runId),
+  describe("runHook: exit codes and spawn failures", () => {
+    it("exit 0 passes", async () => {
+      const { result } = await run(bash("pass.sh"));
+      expect(result).toMatchObject({ outcome: "passed", exitCode: 0, signal: null, timedOut: false, leftoverProcesses: 0, ran: true });
+      expect(result.command).toEqual(["bash", path.join(FIXTURES, "pass.sh")]);
+      expect(result.hookPath).toBe(path.join(FIXTURES, "pass.sh"));
     });
-    expect(dump.stdin).toBe(dump.contextFileContent);
-    expect(Buffer.from(dump.stdin, "base64").toString("utf8")).toBe(dump.env.PI_TEAMS_HOOK_CONTEXT_JSON);
-    expect(dump.contextFileMode).toBe(0o600);
-    expect(dump.cwd).toBe(tmp);
-    expect(existsSync(dump.contextFile)).toBe(false);
+
+    it("exit 1 fails, with both streams captured", async () => {
+      const { result } = await run(bash("fail.sh"));
+      expect(result).toMatchObject({ outcome: "failed", exitCode: 1, timedOut: false, stdout: "checking task 3\n", stderr: "lint failed: 3 problems\n" });
+      expect(result.error).toBeUndefined();
+    });
+
+    it("death by a signal gives outcome error with the signal", async () => {
+      const { result } = await run(bash("signal-self.sh"));
+      expect(result).toMatchObject({ outcome: "error", exitCode: null, signal: "SIGUSR1", timedOut: false });
+    });
+
+    it("a missing cwd gives outcome error without throwing", async () => {
+      const { result } = await run(bash("pass.sh"), { cwd: path.join(tmp, "missing") });
+      expect(result).toMatchObject({ outcome: "error", errorCode: "ENOENT" });
+      expect(result.error).toMatch(/cwd/);
+    });
+
+    it.each([
+      ["a missing interpreter", { hookPath: "/x/on_idle.sh", command: "/nonexistent/bash", args: ["/x/on_idle.sh"] }],
+      ["a missing file", { hookPath: "/nonexistent/on_idle", command: "/nonexistent/on_idle", args: [] }],
+    ])("%s gives outcome error ENOENT without throwing", async (_name, hook) => {
+      const { result, pid } = await run(hook);
+      expect(pid).toBeUndefined();
+      expect(result).toMatchObject({ outcome: "error", errorCode: "ENOENT", exitCode: null, ran: true });
+      expect(result.error).toMatch(/ENOENT/);
+      expect(result.error).not.toContain("\n");
+    });
+
+    it("a file without an execute bit gives outcome error EACCES", async () => {
+      const file = path.join(tmp, "not-executable.sh");
+      copyFileSync(path.join(FIXTURES, "not-executable.sh"), file);
+      chmodSync(file, 0o644);
+      const { result } = await run({ hookPath: file, command: file, args: [] });
+      expect(result).toMatchObject({ outcome: "error", errorCode: "EACCES" });
+    });
+
+    it("an environment over the kernel limit gives outcome error E2BIG", async () => {
+      const baseEnv = { ...process.env, HUGE: "x".repeat(512 * 1024) };
+      const { result } = await run(bash("pass.sh"), { baseEnv });
+      expect(result).toMatchObject({ outcome: "error", errorCode: "E2BIG", exitCode: null });
+    });
   });
 
-  it("a task with 200 KB of metadata runs normally; stdin and the file carry all of it", async () => {
-    const out = path.join(tmp, `dump-${randomUUID()}.json`);
-    const task = makeTask({ metadata: { result: "ok", log: "y".repeat(200_000) } });
-    const { result } = await run(node("env-dump.mjs", out), {}, makeInvocation({ task }));
-    expect(result).toMatchObject({ outcome: "passed", exitCode: 0, contextTruncated: true });
-    const dump = readDump(out);
-    expect(dump.stdin).toBe(dump.contextFileContent);
-    const doc = JSON.parse(Buffer.from(dump.stdin, "base64").toString("utf8")) as { task: { metadata: { log: string } } };
-    expect(doc.task.metadata.log).toHaveLength(200_000);
-    expect(dump.env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED).toBe("1");
-  });
+  describe("runHook: the contract as the hook sees it", () => {
+    const contractVariables = [
+      "PI_TEAMS_EVENT_TIMESTAMP",
+      "PI_TEAMS_HOOK_CONTEXT_FILE",
+      "PI_TEAMS_HOOK_CONTEXT_JSON",
+      "PI_TEAMS_HOOK_CONTEXT_VERSION",
+      "PI_TEAMS_HOOK_EVENT",
+      "PI_TEAMS_HOOK_RESULT_FILE",
+      "PI_TEAMS_HOOK_RUN_ID",
+      "PI_TEAMS_MEMBER",
+      "PI_TEAMS_STYLE",
+      "PI_TEAMS_TASK_ID",
+      "PI_TEAMS_TASK_LIST_ID",
+      "PI_TEAMS_TASK_OWNER",
+      "PI_TEAMS_TASK_STATUS",
+      "PI_TEAMS_TASK_SUBJECT",
+      "PI_TEAMS_TEAM_DIR",
+      "PI_TEAMS_TEAM_ID",
+    ];
 
-  it("a task with NUL in its subject runs normally", async () => {
-    const out = path.join(tmp, `dump-${randomUUID()}.json`);
-    const task = makeTask({ subject: "fix\u0000bug" });
-    const { result } = await run(node("env-dump.mjs", out), {}, makeInvocation({ task }));
-    expect(result).toMatchObject({ outcome: "passed", exitCode: 0 });
-    const dump = readDump(out);
-    expect(dump.stdin).toBe(dump.contextFileContent);
-    const doc = JSON.parse(Buffer.from(dump.stdin, "base64").toString("utf8")) as { task: { subject: string } };
-    expect(doc.task.subject).toBe("fix\u0000bug");
-    expect(dump.env.PI_TEAMS_TASK_SUBJECT).not.toContain("\u0000");
-  });
+    it("sees exactly the contract variables, and stdin equals the context file byte for byte", async () => {
+      const out = path.join(tmp, `dump-${randomUUID()}.json`);
+      const baseEnv = { ...process.env, KEEP_ME: "yes", PI_TEAMS_TASK_ID: "stale", PI_TEAMS_HOOK_RUN_ID: "stale" };
+      const { result, runId } = await run(node("env-dump.mjs", out), { baseEnv });
+      expect(result).toMatchObject({ outcome: "passed", contextTruncated: false });
+      const dump = readDump(out);
+      expect(Object.keys(dump.env).filter((name) => name.startsWith("PI_TEAMS_")).sort()).toEqual(contractVariables);
+      expect(dump.env).toMatchObject({
+        KEEP_ME: "yes",
+        PI_TEAMS_HOOK_EVENT: "task_completed",
+        PI_TEAMS_HOOK_CONTEXT_VERSION: "1",
+        PI_TEAMS_HOOK_RUN_ID: runId,
+        PI_TEAMS_TASK_ID: "3",
+        PI_TEAMS_TASK_OWNER: "alice",
+        PI_TEAMS_TASK_SUBJECT: "Add retry with backoff to the uploader",
+        PI_TEAMS_HOOK_CONTEXT_FILE: contextFileOf(runId),
+      });
+      expect(dump.stdin).toBe(dump.contextFileContent);
+      expect(Buffer.from(dump.stdin, "base64").toString("utf8")).toBe(dump.env.PI_TEAMS_HOOK_CONTEXT_JSON);
+      expect(dump.contextFileMode).toBe(0o600);
+      expect(dump.cwd).toBe(tmp);
+      expect(existsSync(dump.contextFile)).toBe(false);
+    });
 
-  it("a hook that exits without reading a large stdin does not hang the runner", async () => {
-    const task = makeTask({ metadata: { log: "z".repeat(2_000_000) } });
-    const { result, ms } = await run(bash("pass.sh"), {}, makeInvocation({ task }));
-    expect(result.outcome).toBe("passed");
-    expect(ms).toBeLessThan(3_000);
-  });
-});
+    it("a task with 200 KB of metadata runs normally; stdin and the file carry all of it", async () => {
+      const out = path.join(tmp, `dump-${randomUUID()}.json`);
+      const task = makeTask({ metadata: { result: "ok", log: "y".repeat(200_000) } });
+      const { result } = await run(node("env-dump.mjs", out), {}, makeInvocation({ task }));
+      expect(result).toMatchObject({ outcome: "passed", exitCode: 0, contextTruncated: true });
+      const dump = readDump(out);
+      expect(dump.stdin).toBe(dump.contextFileContent);
+      const doc = JSON.parse(Buffer.from(dump.stdin, "base64").toString("utf8")) as { task: { metadata: { log: string } } };
+      expect(doc.task.metadata.log).toHaveLength(200_000);
+      expect(dump.env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED).toBe("1");
+    });
 
-describe("runHook: hangs end within timeout + 2 s with nothing left alive", () => {
-  it.each([
-    ["sleep 300 & wait", bash("sleep-bg-wait.sh")],
-    ["(sleep 300; true)", bash("subshell-sleep.sh")],
-    ["foreground sleep 300", bash("sleep-forever.sh")],
-    ["trap '' TERM; sleep 300", bash("trap-term.sh")],
-    ["setsid sleep 300 & wait", bash("setsid-escape.sh")],
-    ["a node hook ignoring SIGTERM", node("ignore-term.mjs")],
-  ])("%s times out", async (_name, hook) => {
-    const { result, ms, pid, runId } = await run(hook, { timeoutMs: 500 });
-    expect(result).toMatchObject({ outcome: "error", timedOut: true, exitCode: null });
-    expect(result.signal).toMatch(/^SIG(TERM|KILL)$/);
-    expect(ms).toBeLessThan(3_000);
-    expect(pid).toBeDefined();
-    expect(survivors(pid ?? -1, runId)).toEqual([]);
-  });
-
-  it("sleep 300 & exit 0 returns quickly as passed and kills the leftover", async () => {
-    const { result, ms, pid, runId } = await run(bash("fork-grandchild.sh"), { timeoutMs: 10_000 });
-    expect(result).toMatchObject({ outcome: "passed", exitCode: 0, timedOut: false });
-    expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
-    expect(ms).toBeLessThan(3_000);
-    expect(survivors(pid ?? -1, runId)).toEqual([]);
-  });
-
-  it("with escapeeScan 'always', a quiet setsid child of a clean exit is found and killed", async () => {
-    const { result, pid, runId } = await run(bash("setsid-quiet.sh"), { escapeeScan: "always" });
-    expect(result).toMatchObject({ outcome: "passed", leftoverProcesses: 1 });
-    expect(survivors(pid ?? -1, runId)).toEqual([]);
-  });
-
-  it("terminateAllRuns ends a live run and waits for it", async () => {
-    const pending = run(bash("sleep-bg-wait.sh"), { timeoutMs: 60_000 });
-    await vi.waitFor(() => expect(liveRuns()).toHaveLength(1), { timeout: 5_000 });
-    const [live] = liveRuns();
-    await terminateAllRuns();
-    expect(liveRuns()).toEqual([]);
-    const { result, pid, runId } = await pending;
-    expect(live).toEqual({ pid, runId });
-    expect(result).toMatchObject({ outcome: "error", timedOut: false });
-    expect(result.error).toMatch(/shutting down/);
-    expect(survivors(pid ?? -1, runId)).toEqual([]);
-  });
-});
-
-describe("runHook: output", () => {
-  it("a 500 MB flood is drained, kept to its head, and does not grow the leader", async () => {
-    const before = process.memoryUsage().rss;
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-    try {
-      const { result } = await run(bash("flood.sh"), { timeoutMs: 60_000 });
+    it("a task with NUL in its subject runs normally", async () => {
+      const out = path.join(tmp, `dump-${randomUUID()}.json`);
+      const task = makeTask({ subject: "fix\u0000bug" });
+      const { result } = await run(node("env-dump.mjs", out), {}, makeInvocation({ task }));
       expect(result).toMatchObject({ outcome: "passed", exitCode: 0 });
-      const [head, note] = result.stdout.split("\n… (truncated, ");
-      expect(head?.length).toBeLessThanOrEqual(OUTPUT_LIMIT_CHARS);
-      expect(note).toBe(`${result.stdoutDroppedBytes} bytes omitted)`);
-      expect(result.stdoutDroppedBytes).toBe(500_000_000 - OUTPUT_LIMIT_CHARS);
-      expect(result.stderr).toBe("");
-    } finally {
-      clearInterval(sampler);
-    }
-    expect(peak - before).toBeLessThan(64 * 1024 * 1024);
+      const dump = readDump(out);
+      expect(dump.stdin).toBe(dump.contextFileContent);
+      const doc = JSON.parse(Buffer.from(dump.stdin, "base64").toString("utf8")) as { task: { subject: string } };
+      expect(doc.task.subject).toBe("fix\u0000bug");
+      expect(dump.env.PI_TEAMS_TASK_SUBJECT).not.toContain("\u0000");
+    });
+
+    it("a hook that exits without reading a large stdin does not hang the runner", async () => {
+      const task = makeTask({ metadata: { log: "z".repeat(2_000_000) } });
+      const { result, ms } = await run(bash("pass.sh"), {}, makeInvocation({ task }));
+      expect(result.outcome).toBe("passed");
+      expect(ms).toBeLessThan(3_000);
+    });
+  });
+
+  describe("runHook: hangs end within timeout + 2 s with nothing left alive", () => {
+    it.each([
+      ["sleep 300 & wait", bash("sleep-bg-wait.sh")],
+      ["(sleep 300; true)", bash("subshell-sleep.sh")],
+      ["foreground sleep 300", bash("sleep-forever.sh")],
+      ["trap '' TERM; sleep 300", bash("trap-term.sh")],
+      ["setsid sleep 300 & wait", bash("setsid-escape.sh")],
+      ["a node hook ignoring SIGTERM", node("ignore-term.mjs")],
+    ])("%s times out", async (_name, hook) => {
+      const { result, ms, pid, runId } = await run(hook, { timeoutMs: 500 });
+      expect(result).toMatchObject({ outcome: "error", timedOut: true, exitCode: null });
+      expect(result.signal).toMatch(/^SIG(TERM|KILL)$/);
+      expect(ms).toBeLessThan(3_000);
+      expect(pid).toBeDefined();
+      expect(survivors(pid ?? -1, runId)).toEqual([]);
+    });
+
+    it("sleep 300 & exit 0 returns quickly as passed and kills the leftover", async () => {
+      const { result, ms, pid, runId } = await run(bash("fork-grandchild.sh"), { timeoutMs: 10_000 });
+      expect(result).toMatchObject({ outcome: "passed", exitCode: 0, timedOut: false });
+      expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
+      expect(ms).toBeLessThan(3_000);
+      expect(survivors(pid ?? -1, runId)).toEqual([]);
+    });
+
+    it("with escapeeScan 'always', a quiet setsid child of a clean exit is found and killed", async () => {
+      const { result, pid, runId } = await run(bash("setsid-quiet.sh"), { escapeeScan: "always" });
+      expect(result).toMatchObject({ outcome: "passed", leftoverProcesses: 1 });
+      expect(survivors(pid ?? -1, runId)).toEqual([]);
+    });
+
+    it("terminateAllRuns ends a live run and waits for it", async () => {
+      const pending = run(bash("sleep-bg-wait.sh"), { timeoutMs: 60_000 });
+      await vi.waitFor(() => expect(liveRuns()).toHaveLength(1), { timeout: 5_000 });
+      const [live] = liveRuns();
+      await terminateAllRuns();
+      expect(liveRuns()).toEqual([]);
+      const { result, pid, runId } = await pending;
+      expect(live).toEqual({ pid, runId });
+      expect(result).toMatchObject({ outcome: "error", timedOut: false });
+      expect(result.error).toMatch(/shutting down/);
+      expect(survivors(pid ?? -1, runId)).toEqual([]);
+    });
+  });
+
+  describe("runHook: output", () => {
+    it("a 500 MB flood is drained, kept to its head, and does not grow the leader", async () => {
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+      try {
+        const { result } = await run(bash("flood.sh"), { timeoutMs: 60_000 });
+        expect(result).toMatchObject({ outcome: "passed", exitCode: 0 });
+        const [head, note] = result.stdout.split("\n… (truncated, ");
+        expect(head?.length).toBeLessThanOrEqual(OUTPUT_LIMIT_CHARS);
+        expect(note).toBe(`${result.stdoutDroppedBytes} bytes omitted)`);
+        expect(result.stdoutDroppedBytes).toBe(500_000_000 - OUTPUT_LIMIT_CHARS);
+        expect(result.stderr).toBe("");
+      } finally {
+        clearInterval(sampler);
+      }
+      expect(peak - before).toBeLessThan(64 * 1024 * 1024);
+    });
+  });
+
+  it.runIf(viaHelper)("the hooks above really ran from the helper, which never died", async () => {
+    const { result } = await run(bash("print-parent.sh"));
+    const status = spawnHelperStatus();
+    expect(status).toMatchObject({ disabled: undefined, deaths: 0 });
+    expect(result.stdout.trim()).toBe(String(status.pid));
   });
 });
 

@@ -23,6 +23,7 @@
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../runner/chain.js";
 import { terminateAllRuns } from "../runner/run.js";
+import { useSpawnHelper, warmSpawnHelper } from "../spawn/helper.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
 import { LeaderContext } from "./context.js";
@@ -41,6 +42,8 @@ export class Leader {
   /** The start-up scan, under way from `start()` until the `ready` notice. */
   #startupScan: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
+  /** Lets go of the spawn helper (spawn/helper.ts): hooks start from a small process, not this one. */
+  #releaseSpawner: (() => void) | null = null;
 
   constructor(opts: LeaderOptions) {
     this.#ctx = new LeaderContext(opts);
@@ -64,6 +67,7 @@ export class Leader {
     const { identity } = opts.setup;
     try {
       ctx.lock = await acquireLeaderLock(identity.teamDir);
+      this.#releaseSpawner = useSpawnHelper();
       this.#hints.noteTeamDir();
       ctx.ledger = await Ledger.open(identity.teamDir, (m) => ctx.warn(m));
       await endOrphanedRuns(ctx);
@@ -102,6 +106,7 @@ export class Leader {
       this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
         .catch((error: unknown) => ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
         .finally(() => this.#hints.scheduleReconcile());
+      warmSpawnHelper(); // in the background: the first hook need not wait for it
       return { hooks: chains };
     } catch (error) {
       await this.stop();
@@ -137,6 +142,7 @@ export class Leader {
     const dropped = await ctx.queue.close();
     await ctx.notes;
     await terminateAllRuns(); // a safety net: the queue has waited for every running hook
+    this.#releaseSpawner?.();
     if (ctx.ledger) await saveScanState(ctx);
     await ctx.ledger?.close();
     await ctx.lock?.release();

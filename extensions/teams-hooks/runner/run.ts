@@ -1,7 +1,7 @@
 /**
  * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
  *
- * Life of a run: write the context file → spawn (node:child_process, no shell, own process group)
+ * Life of a run: write the context file → spawn (spawn/process.ts: no shell, own process group)
  * → context JSON on stdin → our own timer races the exit → on timeout, terminate the group
  * (terminate.ts); on exit, give the pipes a drain window, because a background child may still hold
  * them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers →
@@ -10,10 +10,9 @@
  * A child in its own group is not ended when the leader exits, so live runs are kept in a registry
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { statSync, unlinkSync, writeFileSync } from "node:fs";
-import type { Readable } from "node:stream";
+import { startProcess, type ExitStatus, type OutputSource } from "../spawn/process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
@@ -206,17 +205,15 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   const base = { ...run.base, contextTruncated: run.truncated };
   const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
   await opts.notBefore;
-  let subprocess: ChildProcessWithoutNullStreams;
+  let started;
   try {
-    subprocess = spawn(hook.command, hook.args, { cwd: opts.cwd, env: run.env, shell: false, detached: true, stdio: "pipe" });
+    started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env });
   } catch (error) {
-    return notStarted(error); // refused before any process existed (E2BIG, EINVAL): Node throws these
+    return notStarted(error);
   }
-  // ENOENT, EACCES and the like arrive as `error` with no pid; later errors (none that we provoke:
-  // signals go to the group through process.kill) must not crash the leader either.
-  const failed = new Promise<Error>((resolve) => subprocess.on("error", resolve));
+  if (!started.ok) return notStarted(started.error);
+  const subprocess = started.process;
   const pid = subprocess.pid;
-  if (pid === undefined) return notStarted(await failed);
 
   const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
   let requestStop = (): void => undefined;
@@ -243,21 +240,17 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     const out = captureStream(subprocess.stdout);
     const err = captureStream(subprocess.stderr);
     const pipesClosed = Promise.all([out.closed, err.closed]).then(() => "closed" as const);
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      subprocess.once("exit", (code, signal) => resolve({ code, signal })),
-    );
-    // The hook may never read stdin, or exit first: EPIPE then is normal, not an error.
-    subprocess.stdin.on("error", () => undefined);
-    subprocess.stdin.end(run.stdin);
+    const exited = subprocess.exited;
+    subprocess.writeStdin(run.stdin);
 
     const first = await Promise.race([exited, stopped, wait(deadline - performance.now(), "timeout" as const)]);
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let exit: ExitStatus | undefined;
     let durationMs: number;
     let leftovers: number[];
     const timedOut = first === "timeout";
     if (typeof first === "string") {
       // Only a leader not yet reaped may seed the walk of parent links: a reaped pid could be someone else's.
-      const leaderRunning = subprocess.exitCode === null && subprocess.signalCode === null;
+      const leaderRunning = subprocess.running();
       leftovers = (await terminateGroup(hookPid, { graceMs, runId, leaderRunning })).filter((p) => p !== hookPid);
       exit = await Promise.race([exited, wait(CLOSE_SETTLE_MS, undefined)]);
       durationMs = elapsed(startedAt);
@@ -273,10 +266,11 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       if (!drained) await Promise.race([pipesClosed, wait(CLOSE_SETTLE_MS, "late" as const)]);
     }
     // A holder we could not find (its environment replaced, out of the group) must not keep us here.
-    for (const stream of [subprocess.stdin, subprocess.stdout, subprocess.stderr]) stream.destroy();
+    subprocess.release();
 
     const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
-    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit ? "internal" : exit.signal !== null ? "signal" : undefined;
+    const lost = exit?.lost;
+    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit || lost ? "internal" : exit.signal !== null ? "signal" : undefined;
     const outcome = errorKind ? "error" : exit?.code === 0 ? "passed" : "failed";
     const result: RunResult = {
       ...base,
@@ -287,7 +281,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       timedOut,
       durationMs,
       ...outputFields(out.result(), err.result()),
-      ...(stopReason ? { error: stopReason } : {}),
+      ...(stopReason ? { error: stopReason } : lost ? { error: lost } : {}),
       leftoverProcesses: leftovers.length,
     };
     return { result, stdoutTail: out.tail() };
@@ -303,20 +297,17 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
 }
 
 /** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
-function captureStream(stream: Readable): { closed: Promise<void>; result: () => CaptureResult; tail: () => StdoutTail } {
+function captureStream(stream: OutputSource): { closed: Promise<void>; result: () => CaptureResult; tail: () => StdoutTail } {
   const capture = headCapture(OUTPUT_LIMIT_CHARS);
   // The last bytes too, for a verdict on the last line of a long output (verdict.ts).
   let tail: Buffer = Buffer.alloc(0);
   let total = 0;
-  stream.on("data", (chunk: Buffer | string) => {
-    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+  stream.onData((bytes) => {
     capture.push(bytes);
     total += bytes.length;
     tail = bytes.length >= TAIL_BYTES ? bytes.subarray(bytes.length - TAIL_BYTES) : Buffer.concat([tail, bytes]).subarray(-TAIL_BYTES);
   });
-  stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
-  const closed = new Promise<void>((resolve) => stream.once("close", () => resolve()));
-  return { closed, result: () => capture.result(), tail: () => ({ text: tail.toString("utf8"), cut: total > TAIL_BYTES }) };
+  return { closed: stream.closed, result: () => capture.result(), tail: () => ({ text: tail.toString("utf8"), cut: total > TAIL_BYTES }) };
 }
 
 /** Enough for the longest valid verdict line (code, reason and message at their limits, escaped): contract/verdict.ts's cap. */
