@@ -129,27 +129,33 @@ export function cpuTimesOf(pid) {
 
 const CLK_TCK = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64
 
-/**
- * CPU seconds of a leader, of its spawn helper (its live child running `spawner.py`, which starts the
- * hooks: the leader's work done in another process) and of the hooks (waited for by the leader or the
- * helper).
- */
-export function leaderCpuTimes(pid) {
-  const leader = cpuTimesOf(pid);
-  let helper = 0;
-  let hooks = leader.children;
+/** The pid of a leader's spawn helper (its child running `spawner.py`), or undefined. */
+export function spawnHelperOf(pid) {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== pid || !readFileSync(`/proc/${name}/cmdline`, "utf8").includes("spawner.py")) continue;
-      const times = cpuTimesOf(Number(name));
-      helper += times.self;
-      hooks += times.children;
+      if (ppid === pid && readFileSync(`/proc/${name}/cmdline`, "utf8").includes("spawner.py")) return Number(name);
     } catch {
       // gone meanwhile
     }
   }
-  return { self: leader.self, helper, children: hooks };
+  return undefined;
+}
+
+/**
+ * CPU seconds of a leader, of its spawn helper (the leader's work done in another process: it starts
+ * the hooks) and of the hooks (waited for by the leader or the helper).
+ */
+export function leaderCpuTimes(pid) {
+  const leader = cpuTimesOf(pid);
+  const helperPid = spawnHelperOf(pid);
+  let helper = { self: 0, children: 0 };
+  try {
+    if (helperPid !== undefined) helper = cpuTimesOf(helperPid);
+  } catch {
+    // ended meanwhile
+  }
+  return { self: leader.self, helper: helper.self, children: leader.children + helper.children };
 }

@@ -105,8 +105,12 @@ export class Leader {
       const markers = firstStart ? [BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY] : claimsFirst ? [CLAIMS_BASELINE_KEY] : [];
       this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
         .catch((error: unknown) => ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
-        .finally(() => this.#hints.scheduleReconcile());
-      warmSpawnHelper(); // in the background: the first hook need not wait for it
+        .finally(() => {
+          this.#hints.scheduleReconcile();
+          // A while after the start-up scan, so that Python's start does not compete with it (a hook
+          // that comes first starts the helper itself).
+          warmSpawnHelper(2_000);
+        });
       return { hooks: chains };
     } catch (error) {
       await this.stop();

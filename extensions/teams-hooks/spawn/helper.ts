@@ -57,12 +57,15 @@ export function useSpawnHelper(): () => void {
 }
 
 /**
- * Starts the helper now rather than at the first hook, so that the first hook does not wait for
- * Python to start (tens of milliseconds; much more behind a version manager's shim).
+ * Starts the helper in `delayMs` unless a hook started it first, so that the first hook after a quiet
+ * start does not wait for Python to start (20–30 ms; about 250 ms behind pyenv's shim, most of it
+ * CPU, which is why it waits rather than competing with the caller's own start).
  */
-export function warmSpawnHelper(): void {
-  if (holders === 0 || disabled !== undefined || process.env[SPAWNER_ENV] === "node") return;
-  current ??= new Helper();
+export function warmSpawnHelper(delayMs: number): void {
+  setTimeout(() => {
+    if (holders === 0 || disabled !== undefined || process.env[SPAWNER_ENV] === "node") return;
+    current ??= new Helper();
+  }, delayMs).unref();
 }
 
 /** The helper's pid while one runs, and why it is not used when it is not. */
