@@ -246,6 +246,21 @@ release();`);
     await until("the helper to end", () => !alive(Number(line)));
   });
 
+  it("PI_TEAMS_HOOKS_PYTHON names the interpreter: one that is not there leaves the hooks in the leader's process", async () => {
+    const child = holder(
+      `const s = await startProcess({ command: "bash", args: ["-c", "echo ran"], cwd: "/", env: { PATH: process.env.PATH } });
+let out = ""; s.process.stdout.onData((c) => (out += c)); s.process.writeStdin("");
+await s.process.exited; await s.process.stdout.closed; s.process.release();
+console.log(JSON.stringify({ out: out.trim(), status: spawnHelperStatus() }));
+release();`,
+      { ...process.env, PI_TEAMS_HOOKS_PYTHON: path.join(tmp, "no-such-python") },
+    );
+    const [line] = await lines(child, 1);
+    const report = JSON.parse(line ?? "{}") as { out: string; status: { disabled?: string } };
+    expect(report.out).toBe("ran");
+    expect(report.status.disabled).toContain(`spawn ${path.join(tmp, "no-such-python")} ENOENT`);
+  });
+
   it("without python3 on PATH every hook still starts, in the leader's process, and the reason is kept", async () => {
     const noPython = mkdtempSync(path.join(tmp, "path-"));
     for (const tool of ["bash", "true"]) {
@@ -258,7 +273,7 @@ let out = ""; s.process.stdout.onData((c) => (out += c)); s.process.writeStdin("
 await s.process.exited; await s.process.stdout.closed; s.process.release();
 console.log(JSON.stringify({ out: out.trim(), parent: s.process.pid > 0, status: spawnHelperStatus() }));
 release();`,
-      { ...process.env, PATH: noPython },
+      { ...process.env, PATH: noPython, PI_TEAMS_HOOKS_PYTHON: "" },
     );
     const [line] = await lines(child, 1);
     const report = JSON.parse(line ?? "{}") as { out: string; status: { disabled?: string } };

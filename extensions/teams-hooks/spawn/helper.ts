@@ -12,9 +12,9 @@
  * start come back with Node's codes and wording (`spawn bash ENOENT`).
  *
  * One helper per process, started on the first hook while a leader holds it (`useSpawnHelper`), ended
- * when the last holder lets go and its runs are over. Without `python3` (3.8 or later), or after the
- * helper died three times, every spawn stays in this process; `PI_TEAMS_HOOKS_SPAWNER=node` keeps them
- * there from the start. A helper that dies loses its runs' exit status: those runs end as `internal`
+ * when the last holder lets go and its runs are over. Without `python3` (3.8 or later; another with
+ * `PI_TEAMS_HOOKS_PYTHON`), or after the helper died three times, every spawn stays in this process;
+ * `PI_TEAMS_HOOKS_SPAWNER=node` keeps them there from the start. A helper that dies loses its runs' exit status: those runs end as `internal`
  * errors naming the helper (the runner then ends what is left of their groups); runs it had not
  * started yet start in this process instead.
  */
@@ -26,6 +26,8 @@ import type { ExitStatus, HookProcess, OutputSource, SpawnRequest, Started } fro
 
 /** The environment variable that keeps every spawn in this process (`node`). */
 export const SPAWNER_ENV = "PI_TEAMS_HOOKS_SPAWNER";
+/** The environment variable naming the Python to run the helper with (default `python3` from PATH). */
+export const PYTHON_ENV = "PI_TEAMS_HOOKS_PYTHON";
 
 const SCRIPT = fileURLToPath(new URL("./spawner.py", import.meta.url));
 const HEADER = 9;
@@ -153,7 +155,7 @@ class Helper {
 
   constructor() {
     // -I: no PYTHON* variables, no user site; -S: no site module (faster start, nothing it needs).
-    this.#child = spawn("python3", ["-I", "-S", SCRIPT], { stdio: "pipe", detached: true, env: process.env });
+    this.#child = spawn(process.env[PYTHON_ENV] || "python3", ["-I", "-S", SCRIPT], { stdio: "pipe", detached: true, env: process.env });
     // Its own process group, so a Ctrl-C meant for the leader does not end it under running hooks; it
     // ends when the leader closes its stdin (also when the leader dies). No handle of it keeps this
     // process alive while no run needs it.
