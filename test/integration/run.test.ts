@@ -191,7 +191,9 @@ describe.each([
 
     it("sees exactly the contract variables, and stdin equals the context file byte for byte", async () => {
       const out = path.join(tmp, `dump-${randomUUID()}.json`);
-      const baseEnv = { ...process.env, KEEP_ME: "yes", PI_TEAMS_TASK_ID: "stale", PI_TEAMS_HOOK_RUN_ID: "stale" };
+      // The suite's own setting for leaders (test/helpers/setup.ts) is not a contract variable: left out.
+      const { PI_TEAMS_HOOKS_PYTHON: _python, ...inherited } = process.env;
+      const baseEnv = { ...inherited, KEEP_ME: "yes", PI_TEAMS_TASK_ID: "stale", PI_TEAMS_HOOK_RUN_ID: "stale" };
       const { result, runId } = await run(node("env-dump.mjs", out), { baseEnv });
       expect(result).toMatchObject({ outcome: "passed", contextTruncated: false });
       const dump = readDump(out);

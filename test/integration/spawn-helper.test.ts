@@ -5,7 +5,7 @@
  * run.test.ts also run through it.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -137,6 +137,28 @@ describe("what a hook inherits, in this process and through the helper", () => {
     expect(ignores.node.code).toBe(3);
   });
 
+  it("an executable without #! runs with /bin/sh, as execvp runs it", async () => {
+    const bin = mkdtempSync(path.join(tmp, "bin-"));
+    writeFileSync(path.join(bin, "no-shebang"), "echo ran without a shebang\n", { mode: 0o755 });
+    const { node, helper } = await bothWays({ command: path.join(bin, "no-shebang"), args: [], cwd: tmp, env: baseEnv });
+    expect(node).toMatchObject({ code: 0, stdout: "ran without a shebang\n" });
+    expect(helper).toMatchObject({ code: 0, stdout: "ran without a shebang\n" });
+  });
+
+  it("a directory named like the command on PATH is EACCES, as node:child_process says", async () => {
+    const bin = mkdtempSync(path.join(tmp, "bin-"));
+    mkdirSync(path.join(bin, "a-directory"));
+    const request = { command: "a-directory", args: [], cwd: tmp, env: { PATH: bin } };
+    const node = await startProcessWithout(request);
+    const release = useSpawnHelper();
+    try {
+      expect(node).toMatchObject({ ok: false, error: { code: "EACCES" } });
+      expect(await startProcess(request)).toMatchObject({ ok: false, error: { code: "EACCES" } });
+    } finally {
+      release();
+    }
+  });
+
   it.each([
     ["a command not on PATH", { command: "no-such-command-here", args: [] as string[] }, "ENOENT"],
     ["a missing absolute command", { command: "/nonexistent/hook", args: [] as string[] }, "ENOENT"],
@@ -192,7 +214,7 @@ describe("the helper's own life", () => {
       },
     }).then((result) => ({ result, hookPid: pidsToKill.at(-1) as number }));
     expect(first.result).toMatchObject({ outcome: "error", errorKind: "internal" });
-    expect(first.result.error).toMatch(/spawn helper \(python3\) exited: killed by SIGKILL/);
+    expect(first.result.error).toMatch(/spawn helper \(\S*python3\S*\) exited: killed by SIGKILL/);
     await until("the hook's group to be gone", () => !alive(first.hookPid));
 
     const second = await runHook({ hookPath: "inline", command: "bash", args: ["-c", "echo $PPID"] }, makeInvocation(), { cwd: tmp, timeoutMs: 10_000 });
@@ -218,6 +240,49 @@ async function lines(child: ReturnType<typeof spawn>, count: number): Promise<st
   await until(`${count} line(s) from the holder`, () => out.split("\n").length > count);
   return out.split("\n").slice(0, count);
 }
+
+describe("the helper under load", () => {
+  it("a run released while another starts never holds up a third (no read waits on a reused pipe)", async () => {
+    const release = useSpawnHelper();
+    try {
+      const env = baseEnv;
+      const talker = await startProcess({ command: "yes", args: [], cwd: tmp, env });
+      if (!talker.ok) throw talker.error;
+      pidsToKill.push(talker.process.pid);
+      talker.process.stdout.onData(() => undefined);
+      talker.process.writeStdin("");
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Released (its pipes closed in the helper) and a quiet hook started in the same moment: the
+      // quiet one's pipes may get the released one's descriptor numbers within one pass of the helper.
+      talker.process.release();
+      const quiet = startProcess({ command: "sleep", args: ["60"], cwd: tmp, env });
+      const started = await quiet;
+      if (!started.ok) throw started.error;
+      pidsToKill.push(started.process.pid);
+      // Without the fix the helper sat in a blocking read on the quiet hook's stdout for its 60 s.
+      const third = await Promise.race([startProcess({ command: "true", args: [], cwd: tmp, env }), new Promise<"stuck">((resolve) => setTimeout(() => resolve("stuck"), 20_000))]);
+      expect(third).toMatchObject({ ok: true });
+      if (third !== "stuck" && third.ok) await collect(third.process);
+    } finally {
+      release();
+    }
+  }, 40_000);
+
+  it("with no file descriptors left, a start fails with EMFILE and the process lives on", async () => {
+    const child = spawn("bash", ["-c", `ulimit -n 200; exec ${JSON.stringify(process.execPath)} --input-type=module -e "$0"`, `import { openSync } from "node:fs";
+import { useSpawnHelper } from ${JSON.stringify(DIST_HELPER)};
+import { startProcess } from ${JSON.stringify(DIST_PROCESS)};
+const release = useSpawnHelper();
+const fds = [];
+try { for (;;) fds.push(openSync("/dev/null", "r")); } catch {}
+const s = await startProcess({ command: "true", args: [], cwd: "/", env: { PATH: process.env.PATH } });
+setTimeout(() => { console.log(JSON.stringify({ ok: s.ok, code: s.error?.code })); release(); }, 300);`], { stdio: ["ignore", "pipe", "pipe"] });
+    const [line] = await lines(child, 1);
+    const exit = await new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    expect(JSON.parse(line ?? "{}")).toEqual({ ok: false, code: "EMFILE" });
+    expect(exit).toBe(0);
+  });
+});
 
 describe("the helper and the process that holds it", () => {
   it("ends when its leader is killed with SIGKILL, and leaves the leader's hook running as before", async () => {

@@ -145,8 +145,11 @@ export class Leader {
     await this.#startupScan; // it stops at its next file
     const dropped = await ctx.queue.close();
     await ctx.notes;
-    await terminateAllRuns(); // a safety net: the queue has waited for every running hook
-    this.#releaseSpawner?.();
+    try {
+      await terminateAllRuns(); // a safety net: the queue has waited for every running hook
+    } finally {
+      this.#releaseSpawner?.();
+    }
     if (ctx.ledger) await saveScanState(ctx);
     await ctx.ledger?.close();
     await ctx.lock?.release();

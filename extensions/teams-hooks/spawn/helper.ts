@@ -35,6 +35,8 @@ const EMPTY = Buffer.alloc(0);
 /** After this many deaths in one process the helper is not started again. */
 const MAX_DEATHS = 3;
 const STDERR_KEEP = 2_000;
+/** A helper that has not said it is ready by then is ended and not used again. */
+const READY_MS = 10_000;
 
 const ERRNO_NAMES = new Map(Object.entries(constants.errno).map(([name, n]) => [n, name]));
 const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
@@ -66,7 +68,7 @@ export function useSpawnHelper(): () => void {
 export function warmSpawnHelper(delayMs: number): void {
   setTimeout(() => {
     if (holders === 0 || disabled !== undefined || process.env[SPAWNER_ENV] === "node") return;
-    current ??= new Helper();
+    current ??= Helper.start();
   }, delayMs).unref();
 }
 
@@ -78,8 +80,8 @@ export function spawnHelperStatus(): { pid: number | undefined; disabled: string
 /** Starts `request` through the helper; `undefined` when the helper is not in use or could not start it. */
 export function helperStart(request: SpawnRequest): Promise<Started | undefined> | undefined {
   if (holders === 0 || disabled !== undefined || !acceptable(request)) return undefined;
-  current ??= new Helper();
-  return current.start(request);
+  current ??= Helper.start();
+  return current?.start(request); // none (no descriptors left, say): this process spawns, and fails alike
 }
 
 /**
@@ -152,19 +154,40 @@ class Helper {
   #dead = false;
   /** Set by the helper's first frame: a helper that dies before it is not one to start again. */
   #ready = false;
+  readonly #python: string;
+  readonly #readyTimer: NodeJS.Timeout;
 
-  constructor() {
+  /** A new helper, or none when not even its process could be made (no descriptors left, say). */
+  static start(): Helper | undefined {
     // -I: no PYTHON* variables, no user site; -S: no site module (faster start, nothing it needs).
-    this.#child = spawn(process.env[PYTHON_ENV] || "python3", ["-I", "-S", SCRIPT], { stdio: "pipe", detached: true, env: process.env });
+    const python = process.env[PYTHON_ENV] || "python3";
+    let child;
+    try {
+      child = spawn(python, ["-I", "-S", SCRIPT], { stdio: "pipe", detached: true, env: process.env });
+    } catch {
+      return undefined;
+    }
+    child.on("error", () => undefined); // EMFILE and the like: the constructor's listener takes over
+    if (!child.stdin || !child.stdout || !child.stderr) return undefined; // Node made no pipes (EMFILE)
+    return new Helper(child as ChildProcessWithoutNullStreams, python);
+  }
+
+  private constructor(child: ChildProcessWithoutNullStreams, python: string) {
+    this.#child = child;
+    this.#python = python;
     // Its own process group, so a Ctrl-C meant for the leader does not end it under running hooks; it
     // ends when the leader closes its stdin (also when the leader dies). No handle of it keeps this
     // process alive while no run needs it.
     this.#child.unref();
     (this.#child.stderr as unknown as Socket).unref();
-    this.#child.stdin.on("error", () => undefined);
+    for (const stream of [this.#child.stdin, this.#child.stdout, this.#child.stderr]) stream.on("error", () => undefined);
     this.#child.stdout.on("data", (chunk: Buffer) => this.#onData(chunk));
     this.#child.stderr.on("data", (chunk: Buffer) => (this.#stderr = (this.#stderr + chunk.toString("utf8")).slice(-STDERR_KEEP)));
     this.#child.on("error", (error: NodeJS.ErrnoException) => this.#die(error.message));
+    this.#readyTimer = setTimeout(() => {
+      this.#die(`it did not say it was ready within ${READY_MS / 1000} s`);
+      this.#child.kill("SIGKILL");
+    }, READY_MS).unref();
     this.#child.on("exit", (code, signal) => this.#die(signal ? `killed by ${signal}` : `exit code ${code}`));
     // Its end of the pipe closes when it dies, usually just before `exit` arrives, which says how it
     // ended; with the child's handle unref'd, `exit` may not come at all, so the close decides soon.
@@ -212,18 +235,23 @@ class Helper {
 
   #onData(chunk: Buffer): void {
     const buffer = this.#buffer.length > 0 ? Buffer.concat([this.#buffer, chunk]) : chunk;
+    const frames: Array<{ type: string; id: number; payload: Buffer }> = [];
     let at = 0;
     while (buffer.length - at >= HEADER) {
       const length = buffer.readUInt32BE(at);
       if (buffer.length - at < HEADER + length) break;
-      const type = String.fromCharCode(buffer[at + 4] ?? 0);
-      const run = this.#runs.get(buffer.readUInt32BE(at + 5));
-      const payload = buffer.subarray(at + HEADER, at + HEADER + length);
+      frames.push({ type: String.fromCharCode(buffer[at + 4] ?? 0), id: buffer.readUInt32BE(at + 5), payload: buffer.subarray(at + HEADER, at + HEADER + length) });
       at += HEADER + length;
-      if (type === "H") this.#ready = true;
-      else if (run) this.#frame(run, type, payload);
     }
+    // Consumed before they are handled: a listener that throws must not have them handled twice.
     this.#buffer = at === buffer.length ? EMPTY : buffer.subarray(at);
+    for (const { type, id, payload } of frames) {
+      const run = this.#runs.get(id);
+      if (type === "H") {
+        this.#ready = true;
+        clearTimeout(this.#readyTimer);
+      } else if (run) this.#frame(run, type, payload);
+    }
   }
 
   #frame(run: Run, type: string, payload: Buffer): void {
@@ -250,7 +278,7 @@ class Helper {
         return this.#forgetIfDone(run);
       case "X": {
         const value = payload.readUInt32BE(4);
-        run.exit = payload.readUInt32BE(0) === 1 ? { code: null, signal: SIGNAL_NAMES.get(value) ?? "SIGKILL" } : { code: value, signal: null };
+        run.exit = payload.readUInt32BE(0) === 1 ? { code: null, signal: SIGNAL_NAMES.get(value) ?? null } : { code: value, signal: null };
         run.resolveExit(run.exit);
         return this.#forgetIfDone(run);
       }
@@ -299,18 +327,23 @@ class Helper {
   #die(reason: string): void {
     if (this.#dead) return;
     this.#dead = true;
+    clearTimeout(this.#readyTimer);
     const said = this.#stderr.trim().split("\n").at(-1);
-    const why = `the spawn helper (python3) ${this.#ready ? "exited" : "could not be started"}: ${reason}${said ? ` (${said})` : ""}`;
+    const why = `the spawn helper (${this.#python}) ${this.#ready ? "exited" : "could not be started"}: ${reason}${said ? ` (${said})` : ""}`;
     // Closed and done: its end, not a death.
     if (!(this.#closing && this.#runs.size === 0)) died(this, why, !this.#ready);
     for (const run of this.#runs.values()) {
-      if (run.settle) {
-        run.settle(undefined); // never started: the caller starts it in this process instead
-        run.settle = undefined;
+      if (run.settle && !this.#ready) {
+        run.settle(undefined); // it never read a request: the caller starts it in this process instead
+      } else if (run.settle) {
+        // It may have started the hook and died before saying so: starting it again here could run
+        // the gate twice, so this run ends as an error instead.
+        run.settle({ ok: false, error: new Error(`${why}; it had not said whether the hook started`) });
       } else if (run.exit === undefined) {
         run.exit = { code: null, signal: null, lost: why };
         run.resolveExit(run.exit);
       }
+      run.settle = undefined;
       run.stdout.end();
       run.stderr.end();
     }

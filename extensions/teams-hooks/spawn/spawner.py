@@ -30,7 +30,8 @@ import sys
 
 HEADER = struct.Struct(">IcI")
 CHUNK = 65536
-SIGNALS = [s for s in range(1, signal.NSIG) if s not in (signal.SIGKILL, signal.SIGSTOP)]
+# Every signal a program can name (glibc keeps its own two, 32 and 33, out of this set).
+SIGNALS = sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP})
 CONTROL_IN, CONTROL_OUT = 0, 1
 
 runs = {}  # run id -> Run
@@ -87,13 +88,12 @@ def find_command(command, env):
     for directory in path.split(b":") if path is not None else [b"/usr/local/bin", b"/usr/bin", b"/bin"]:
         candidate = os.path.join(directory or b".", command)
         try:
-            if not stat.S_ISREG(os.stat(candidate).st_mode):
-                continue
+            regular = stat.S_ISREG(os.stat(candidate).st_mode)
         except OSError:
             continue
-        if os.access(candidate, os.X_OK):
+        if regular and os.access(candidate, os.X_OK):
             return candidate
-        denied = True
+        denied = True  # execve of a directory, or of a file without x, is EACCES; execvp goes on looking
     code = errno.EACCES if denied else errno.ENOENT
     raise OSError(code, os.strerror(code))
 
@@ -102,7 +102,15 @@ def spawn(cwd, command, args, env, fds):
     """Returns the pid, or raises OSError with the errno execvp would give."""
     os.chdir(cwd)  # the child inherits it; this process never uses its own working directory
     actions = [(os.POSIX_SPAWN_DUP2, fd, target) for fd, target in fds]
-    return os.posix_spawn(find_command(command, env), [command] + args, env, file_actions=actions, setsid=True, setsigmask=(), setsigdef=SIGNALS)
+    found = find_command(command, env)
+    options = dict(file_actions=actions, setsid=True, setsigmask=(), setsigdef=SIGNALS)
+    try:
+        return os.posix_spawn(found, [command] + args, env, **options)
+    except OSError as error:
+        if error.errno != errno.ENOEXEC:
+            raise
+    # An executable without "#!": execvp (and so node:child_process) runs it with /bin/sh; so do we.
+    return os.posix_spawn(b"/bin/sh", [b"/bin/sh", found] + args, env, **options)
 
 
 def start(run_id, payload):
@@ -130,7 +138,10 @@ def start(run_id, payload):
         return
     for fd in (stdin_r, stdout_w, stderr_w):
         os.close(fd)
-    fcntl.fcntl(stdin_w, fcntl.F_SETFL, os.O_NONBLOCK)
+    # All three of our ends non-blocking: a read on a stale poll event (its pipe closed and the number
+    # reused by a newer run's within one pass) must never wait for that run to write.
+    for fd in (stdin_w, stdout_r, stderr_r):
+        fcntl.fcntl(fd, fcntl.F_SETFL, os.O_NONBLOCK)
     run = Run(pid, stdin_w, stdout_r, stderr_r)
     runs[run_id] = run
     by_pid[pid] = run_id
@@ -165,7 +176,10 @@ def pump_stdin(run_id, run):
         if run.stdin not in owner:
             owner[run.stdin] = run_id
             poller.register(run.stdin, WRITE)
-    elif run.stdin_done:
+        return
+    if owner.pop(run.stdin, None) is not None:
+        poller.unregister(run.stdin)  # nothing to write: no POLLOUT to wake on until the next I
+    if run.stdin_done:
         close_stdin(run_id, run)
 
 
