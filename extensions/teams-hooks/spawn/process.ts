@@ -1,6 +1,7 @@
 /**
  * A hook's process as the runner sees it, started either by node:child_process in this process or by
- * the spawn helper (helper.ts): the same pid, process group, pipes and exit status either way.
+ * the spawn helper (helper.ts): the same session, process group, stdio and exit status either way
+ * (node:child_process connects the stdio with socket pairs, the helper with pipes).
  *
  * `startProcess` picks: the helper while a leader holds it (`useSpawnHelper`) and it works, the
  * in-process spawn otherwise (a one-off `run`, doctor, `PI_TEAMS_HOOKS_SPAWNER=node`, or no python3).
