@@ -22,7 +22,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   policy: ["contract", "text", "settings", "team"],
   invoke: ["contract", "text", "settings", "team", "runner", "policy"],
   logs: ["contract", "text", "settings", "team", "runner"],
-  doctor: ["contract", "text", "settings", "team", "runner"],
+  doctor: ["contract", "text", "settings", "team", "spawn", "runner"],
   dashboard: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor"],
   leader: ["contract", "text", "settings", "team", "spawn", "runner", "policy", "invoke"],
   server: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "dashboard"],
