@@ -205,24 +205,17 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   const base = { ...run.base, contextTruncated: run.truncated };
   const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
   await opts.notBefore;
-  let started;
-  try {
-    started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env });
-  } catch (error) {
-    return notStarted(error);
-  }
+  const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env });
   if (!started.ok) return notStarted(started.error);
   const subprocess = started.process;
-  const pid = subprocess.pid;
-
-  const hookPid: number = pid; // narrowed once for the closures below (declarations are hoisted)
+  const hookPid = subprocess.pid;
   let requestStop = (): void => undefined;
   const stopped = new Promise<"stopped">((resolve) => (requestStop = () => resolve("stopped")));
   const timers = new AbortController();
   const finished = supervise();
-  live.set(runId, { runId, pid, stop: requestStop, done: finished });
+  live.set(runId, { runId, pid: hookPid, stop: requestStop, done: finished });
   try {
-    opts.onSpawn?.({ pid, runId });
+    opts.onSpawn?.({ pid: hookPid, runId });
   } catch {
     // The caller's bookkeeping failed; the hook is running and must still be supervised and reaped.
   }

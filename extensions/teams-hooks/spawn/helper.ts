@@ -28,6 +28,13 @@ import type { ExitStatus, HookProcess, OutputSource, SpawnRequest, Started } fro
 export const SPAWNER_ENV = "PI_TEAMS_HOOKS_SPAWNER";
 /** The environment variable naming the Python to run the helper with (default `python3` from PATH). */
 export const PYTHON_ENV = "PI_TEAMS_HOOKS_PYTHON";
+/** The oldest Python the helper runs on (posix_spawn's `setsid`); spawner.py checks it too. */
+export const PYTHON_MIN: readonly [number, number] = [3, 8];
+
+/** The interpreter a helper started with `env` runs on. */
+export function helperPython(env: Readonly<Record<string, string | undefined>>): string {
+  return env[PYTHON_ENV] || "python3";
+}
 
 const SCRIPT = fileURLToPath(new URL("./spawner.py", import.meta.url));
 const HEADER = 9;
@@ -67,9 +74,13 @@ export function useSpawnHelper(): () => void {
  */
 export function warmSpawnHelper(delayMs: number): void {
   setTimeout(() => {
-    if (holders === 0 || disabled !== undefined || process.env[SPAWNER_ENV] === "node") return;
-    current ??= Helper.start();
+    if (inUse()) current ??= Helper.start();
   }, delayMs).unref();
+}
+
+/** Held by a leader, not switched off, not given up on. */
+function inUse(): boolean {
+  return holders > 0 && disabled === undefined && process.env[SPAWNER_ENV] !== "node";
 }
 
 /** The helper's pid while one runs, and why it is not used when it is not. */
@@ -79,7 +90,7 @@ export function spawnHelperStatus(): { pid: number | undefined; disabled: string
 
 /** Starts `request` through the helper; `undefined` when the helper is not in use or could not start it. */
 export function helperStart(request: SpawnRequest): Promise<Started | undefined> | undefined {
-  if (holders === 0 || disabled !== undefined || !acceptable(request)) return undefined;
+  if (!inUse() || !acceptable(request)) return undefined;
   current ??= Helper.start();
   return current?.start(request); // none (no descriptors left, say): this process spawns, and fails alike
 }
@@ -160,7 +171,7 @@ class Helper {
   /** A new helper, or none when not even its process could be made (no descriptors left, say). */
   static start(): Helper | undefined {
     // -I: no PYTHON* variables, no user site; -S: no site module (faster start, nothing it needs).
-    const python = process.env[PYTHON_ENV] || "python3";
+    const python = helperPython(process.env);
     let child;
     try {
       child = spawn(python, ["-I", "-S", SCRIPT], { stdio: "pipe", detached: true, env: process.env });
@@ -188,14 +199,11 @@ class Helper {
       this.#die(`it did not say it was ready within ${READY_MS / 1000} s`);
       this.#child.kill("SIGKILL");
     }, READY_MS).unref();
-    this.#child.on("exit", (code, signal) => this.#die(signal ? `killed by ${signal}` : `exit code ${code}`));
+    this.#child.on("exit", (code, signal) => this.#die(endedHow(code, signal)));
     // Its end of the pipe closes when it dies, usually just before `exit` arrives, which says how it
     // ended; with the child's handle unref'd, `exit` may not come at all, so the close decides soon.
     this.#child.stdout.on("close", () => {
-      setTimeout(() => {
-        const { exitCode, signalCode } = this.#child;
-        this.#die(signalCode ? `killed by ${signalCode}` : exitCode !== null ? `exit code ${exitCode}` : "its output closed");
-      }, 50);
+      setTimeout(() => this.#die(endedHow(this.#child.exitCode, this.#child.signalCode)), 50);
     });
     this.#refresh();
   }
@@ -350,6 +358,10 @@ class Helper {
     this.#runs.clear();
     (this.#child.stdout as unknown as Socket).unref();
   }
+}
+
+function endedHow(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `killed by ${signal}` : code !== null ? `exit code ${code}` : "its output closed";
 }
 
 /** The error node:child_process would give: `spawn <command> <CODE>`, with its fields. */

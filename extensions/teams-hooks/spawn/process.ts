@@ -50,8 +50,7 @@ export type Started = { ok: true; process: HookProcess } | { ok: false; error: u
 
 /** Starts a hook in its own process group with piped stdio. Never rejects: a failure to start is `ok: false`. */
 export async function startProcess(request: SpawnRequest): Promise<Started> {
-  const viaHelper = process.env[SPAWNER_ENV] === "node" ? undefined : helperStart(request);
-  return (await viaHelper) ?? nodeStart(request);
+  return (await helperStart(request)) ?? nodeStart(request);
 }
 
 function nodeStart(request: SpawnRequest): Promise<Started> | Started {
