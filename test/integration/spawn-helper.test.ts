@@ -234,6 +234,10 @@ ${body}`;
   return spawn(process.execPath, ["--input-type=module", "-e", script], { env, stdio: ["ignore", "pipe", "pipe"] });
 }
 
+function exitOf(child: ReturnType<typeof spawn>): Promise<number | null> {
+  return new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+}
+
 async function lines(child: ReturnType<typeof spawn>, count: number): Promise<string[]> {
   let out = "";
   child.stdout?.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
@@ -277,8 +281,9 @@ const fds = [];
 try { for (;;) fds.push(openSync("/dev/null", "r")); } catch {}
 const s = await startProcess({ command: "true", args: [], cwd: "/", env: { PATH: process.env.PATH } });
 setTimeout(() => { console.log(JSON.stringify({ ok: s.ok, code: s.error?.code })); release(); }, 300);`], { stdio: ["ignore", "pipe", "pipe"] });
+    const exited = exitOf(child); // listened for now: it may come while the line is being waited for
     const [line] = await lines(child, 1);
-    const exit = await new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const exit = await exited;
     expect(JSON.parse(line ?? "{}")).toEqual({ ok: false, code: "EMFILE" });
     expect(exit).toBe(0);
   });
@@ -305,8 +310,9 @@ await s.process.exited;
 s.process.release();
 console.log(spawnHelperStatus().pid);
 release();`);
+    const exited = exitOf(child); // listened for now: it may come while the line is being waited for
     const [line] = await lines(child, 1);
-    const exit = await new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const exit = await exited;
     expect(exit).toBe(0);
     await until("the helper to end", () => !alive(Number(line)));
   });
