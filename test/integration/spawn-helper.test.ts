@@ -289,6 +289,24 @@ setTimeout(() => { console.log(JSON.stringify({ ok: s.ok, code: s.error?.code })
   });
 });
 
+describe("warming the helper (in a process of its own, so nothing else holds one)", () => {
+  it("starts it without a hook while held, and not once nobody holds it", async () => {
+    const child = holder(`import { warmSpawnHelper } from ${JSON.stringify(DIST_HELPER)};
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+warmSpawnHelper(10);
+for (let i = 0; i < 250 && spawnHelperStatus().pid === undefined; i++) await sleep(20);
+const warmed = spawnHelperStatus().pid;
+release();
+warmSpawnHelper(10);
+await sleep(300);
+console.log(JSON.stringify({ warmed, after: spawnHelperStatus().pid ?? null }));`);
+    const exited = exitOf(child);
+    const [line] = await lines(child, 1);
+    expect(JSON.parse(line ?? "{}")).toEqual({ warmed: expect.any(Number), after: null });
+    expect(await exited).toBe(0);
+  });
+});
+
 describe("the helper and the process that holds it", () => {
   it("ends when its leader is killed with SIGKILL, and leaves the leader's hook running as before", async () => {
     const child = holder(`const s = await startProcess({ command: "sleep", args: ["300"], cwd: "/", env: { PATH: process.env.PATH } });
