@@ -111,7 +111,7 @@ describe("pi-teams-hooks config", () => {
     expect(lines.some((l) => /^ {4}2\. http:ci {25}team {3}http {4}CHANGED \(sha256 \w+… → \w+…; POST https:\/\/ci\.example\.com\/gate2\)$/.test(l))).toBe(true);
     expect(lines).toContain("     - on_task_completed.sh            global file    MISSING (deleted)");
     expect(lines).toContain("  task_failed: none");
-    expect(lines).toContain(`  3 gate(s) not as trusted: their events fail until approved: pi-teams-hooks trust --team-dir ${team.teamDir}`);
+    expect(lines).toContain(`  3 gate(s) not as trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${team.teamDir}`);
     expect(lines).toContain("  hook timeout                90000ms          --timeout");
     expect(lines).toContain("  failure mode idle           open             default");
     expect(lines).toContain("  trust changes               no               default");

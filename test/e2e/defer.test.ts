@@ -70,14 +70,14 @@ async function lastOp(team: TempTeam, key: string): Promise<string | undefined> 
   return (await readLedger(team.teamDir)).filter((r) => r.key === key).pop()?.op;
 }
 
-/** What one policy application of a denial under reopen_followup leaves: counted once, one follow-up, one assignment and one nudge. */
+/** What one policy application of a denial under reopen_followup leaves: counted once, one follow-up, the task and the follow-up assigned once each, one nudge. */
 async function expectDeniedOnce(context: { expect: typeof import("vitest").expect }, team: TempTeam): Promise<void> {
   const { expect } = context;
   const task = await readTaskFile(team, "1");
   expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStatus: "failed", qualityGateFailureCount: 1, reopenedByQualityGateCount: 1, qualityGateDecision: "deny" } });
   const followups = [...(await readAllTaskFiles(team)).values()].filter((t) => t.metadata?.qualityGateFollowupFor !== undefined);
   expect(followups).toHaveLength(1);
-  expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(2);
+  expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(3);
   const logs = await readLogs(team.teamDir);
   expect(logs.map((l) => l.result.outcome)).toEqual(["deferred", "failed"]);
   expect(logs[1]?.decision).toMatchObject({ decision: "deny", deferredLog: logs[0]?.file });
@@ -153,7 +153,7 @@ describe.concurrent("a held gate in the leader", () => {
     const answer = await decide(team, short, "deny", "--code", "ci.failed", "--reason", "2 tests fail");
     expect(answer.code, answer.stderr).toBe(0);
     expect(answer.stdout).toContain(`deny applied for run ${runId}`);
-    expect(answer.stdout).toContain("→ reopened (1/3), follow-up #2 for alice, nudge alice");
+    expect(answer.stdout).toContain("→ reopened (1/3), reassigned to alice, follow-up #2 for alice, nudge alice");
     expect(existsSync(path.join(team.teamDir, "hook-state", "leader.lock"))).toBe(false);
     await expectDeniedOnce(context, team);
 
@@ -188,7 +188,7 @@ describe.concurrent("a held gate in the leader", () => {
     const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
     const runId = await holdTask1(rig, team, leader);
     const [expired] = await leader.waitForEvents(1, (e) => e.decision !== undefined);
-    expect(expired).toMatchObject({ outcome: "error", decision: { decision: "expired", by: "pi-teams-hooks" }, actions: ["reopened (1/3)", "nudge alice"] });
+    expect(expired).toMatchObject({ outcome: "error", decision: { decision: "expired", by: "pi-teams-hooks" }, actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"] });
     expect(expired?.summary).toMatch(/^no decision within 1\.0s \(hooks\.deferTimeoutMs\)/);
     expect(await readTaskFile(team, "1")).toMatchObject({ status: "pending", metadata: { qualityGateStatus: "failed", qualityGateOutcome: "error", qualityGateDecision: "expired" } });
     expect((await readLogs(team.teamDir))[1]?.result).toMatchObject({ outcome: "error", errorKind: "defer_expired" });
@@ -282,7 +282,7 @@ describe.concurrent("each crash point, as a SIGKILL there leaves it", () => {
     await writeFile(file, JSON.stringify({ ...applied, applied: undefined }));
     const second = await rig.leader(team, ARGS);
     const [event] = await second.waitForEvents(1, (e) => e.decision !== undefined);
-    expect(event).toMatchObject({ logFile: decisionLog, actions: ["already applied", "was reopened (1/3)", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
+    expect(event).toMatchObject({ logFile: decisionLog, actions: ["already applied", "was reopened (1/3)", "reassigned to alice (sent before)", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
     await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
     await expectDeniedOnce(context, team);
     await second.stop();

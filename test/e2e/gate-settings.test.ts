@@ -61,19 +61,23 @@ describe("gate settings under a running leader", () => {
     expect(doctor.stdout).toContain("on_task_completed.d/10-bob.sh settings (line 2): members=bob");
   });
 
-  it("a settings line that cannot be read: doctor and the leader name the key and the line, and the gate's events fail closed", async (context) => {
+  it("a settings line that cannot be read: doctor and the leader name the key and the line, and the gate's events are held", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })], config: POLICY });
     await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: mode=shadowy\nexit 0");
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
-    expect(doctor.stdout).toContain("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its events fail (hook_settings)");
+    expect(doctor.stdout).toContain("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its events are held (hook_settings)");
     expect(doctor.code).not.toBe(0);
     const leader = await rig.leader(team);
-    expect(leader.warnings().join("\n")).toContain("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its task_completed events fail (hook_settings)");
+    expect(leader.warnings().join("\n")).toContain("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its task_completed events are held (hook_settings)");
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1, (e) => e.event === "task_completed");
-    expect(event).toMatchObject({ outcome: "error", policyApplied: true });
-    expect((await readTaskFile(team, "1")).metadata?.qualityGateSummary).toBe("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate did not run");
+    // The lead's to fix: the event is held (not the worker's failure), its metadata says why.
+    expect(event).toMatchObject({ outcome: "error", policyApplied: true, held: "approval" });
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({
+      qualityGateStatus: "held",
+      qualityGateSummary: "held: waiting for the team lead: on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate did not run",
+    });
   });
 });

@@ -120,7 +120,7 @@ describe.concurrent("HTTP handlers in the leader", () => {
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [refused] = await leader.waitForEvents(1);
     expect(refused).toMatchObject({ taskId: "1", hook: "http:ci", outcome: "error" });
-    expect(refused?.summary).toMatch(/^untrusted_hook: handler http:ci changed since it was trusted \(its definition in config\.json hooks\.handlers: sha256 /);
+    expect(refused?.summary).toMatch(/^held: waiting for the team lead: untrusted_hook: handler http:ci changed since it was trusted \(its definition in config\.json hooks\.handlers: sha256 /);
     expect(receiver.requests("/e2e-trust")).toEqual([]); // never sent
     expect(leader.warnings().filter((w) => w.includes("gate http:ci changed since it was trusted"))).toHaveLength(1);
 
@@ -130,18 +130,21 @@ describe.concurrent("HTTP handlers in the leader", () => {
     expect(shown.stdout).toMatch(/\n\s+\+  "headers": \{\n\s+\+    "X-Skip-Tests": "1"\n\s+\+  \},/);
     const approved = await runBin(["trust", "--team-dir", team.teamDir, "http:ci"]);
     expect(approved.code, approved.stderr).toBe(0);
+    // The approval runs the held event (task 1) once; a new completion runs as any other.
+    const released = await leader.waitForEvents(2);
+    expect(released[1]).toMatchObject({ taskId: "1", outcome: "passed", retry: true });
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-    const second = await leader.waitForEvents(2);
-    expect(second[1]).toMatchObject({ taskId: "2", outcome: "passed" });
-    expect(receiver.requests("/e2e-trust")).toHaveLength(1);
+    const second = await leader.waitForEvents(3);
+    expect(second[2]).toMatchObject({ taskId: "2", outcome: "passed" });
+    expect(receiver.requests("/e2e-trust")).toHaveLength(2);
 
     const validSoFar = leader.linesOf("config").filter((line) => line.valid === true).length;
     await setHandlers(team, []);
     await reloaded(leader, validSoFar);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
-    const third = await leader.waitForEvents(3);
-    expect(third[2]).toMatchObject({ taskId: "3", hook: "http:ci", outcome: "error" });
-    expect(third[2]?.summary).toMatch(/^gate_missing: trusted handler http:ci no longer runs: not declared for task_completed in config\.json hooks\.handlers/);
+    const third = await leader.waitForEvents(4);
+    expect(third[3]).toMatchObject({ taskId: "3", hook: "http:ci", outcome: "error", held: "approval" });
+    expect(third[3]?.summary).toMatch(/^held: waiting for the team lead: gate_missing: trusted handler http:ci no longer runs: not declared for task_completed in config\.json hooks\.handlers/);
     const removed = await runBin(["trust", "--team-dir", team.teamDir, "--all"]);
     expect(removed.stdout).toContain("removed  http:ci (task_completed): not declared for task_completed");
     const record = JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as { gates: Record<string, unknown> };

@@ -65,7 +65,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       const fail = await pi.waitForNotice(/^Gate on_task_completed\.sh failed for task #2/);
       expect(fail.level).toBe("warning");
       expect(fail.message).toContain("FAIL: build of task 2 is red");
-      expect(fail.message).toMatch(/→ reopened \(1\/\d+\), follow-up #3 for brian/);
+      expect(fail.message).toMatch(/→ reopened \(1\/\d+\), reassigned to brian, follow-up #3 for brian/);
 
       const reopened = JSON.parse(await readFile(path.join(tasksDir, "2.json"), "utf8")) as { status: string };
       expect(reopened.status).toBe("pending");

@@ -65,6 +65,7 @@ describe("pi-teams-hooks policy get", () => {
         "  writable fields             metadata         default\n" +
         "  confidential                false            default\n" +
         "  redact env                  -                default\n" +
+        "  reassign on reopen          true             default\n" +
         "  projection                  -                default\n",
     );
     expect(out.stderr).toBe("");

@@ -64,7 +64,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
       expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStatus: "failed", qualityGateFailureCount: 1, reopenedByQualityGateCount: 1, qualityGateDecision: "deny", qualityGateDecidedBy: "api:ci" } });
       const followups = [...(await readAllTaskFiles(team)).values()].filter((t) => t.metadata?.qualityGateFollowupFor !== undefined);
       expect(followups).toHaveLength(1);
-      expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(2); // the follow-up's assignment and one nudge
+      expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(3); // the task handed back, the follow-up's assignment and one nudge
       const logs = await readLogs(team.teamDir);
       expect(logs.map((l) => l.result.outcome)).toEqual(["deferred", "failed"]);
       expect(logs[1]?.decision).toMatchObject({ decision: "deny", by: "api:ci", deferredRunId: runId, deferredLog: logs[0]?.file });

@@ -7,11 +7,11 @@
  * on disk, not taken from the leader's word.
  */
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
-import { describe, it } from "vitest";
-import { type LeaderRig, readInboxFile, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { type ExpectStatic, describe, it } from "vitest";
+import { type LeaderProcess, type LeaderRig, readInboxFile, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -34,6 +34,12 @@ async function gateTeam(rig: LeaderRig, ids = ["1", "2", "3"]): Promise<TempTeam
 
 function trust(team: TempTeam, ...args: string[]) {
   return runBin(["trust", "--team-dir", team.teamDir, ...args]);
+}
+
+/** Two reconcile passes later, still `count` events: nothing ran twice (a negative check: only time can show it). */
+async function expectNoMore(leader: LeaderProcess, count: number, expect: ExpectStatic): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 3));
+  expect(leader.events()).toHaveLength(count);
 }
 
 async function leadMessages(team: TempTeam): Promise<string[]> {
@@ -60,37 +66,57 @@ describe.concurrent("trust", () => {
     expect((await readTaskFile(team, "1")).metadata?.qualityGateHookSha256).toBe(await sha256(gate));
   });
 
-  it("C10: a gate edited after it was trusted does not run: a closed error (untrusted_hook), one note to the lead, until `trust` records it", async (context) => {
+  it("C10: a gate edited after it was trusted does not run: its events are held (untrusted_hook), not failed, one note to the lead, and `trust` runs each held event once", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await gateTeam(rig);
     const gate = await rig.hook(team, GATE, recording("v1"));
-    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--failure-action", "reopen"]);
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--failure-action", "reopen_followup"]);
     const trustedSha = await sha256(gate);
-    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`); // "let my work through"
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`); // the lead tightens the gate, not yet approved
 
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
     const events = await leader.waitForEvents(2);
-    expect(events.map((e) => [e.taskId, e.outcome])).toEqual([["1", "error"], ["2", "error"]]);
-    expect(events[0]?.summary).toMatch(new RegExp(`^untrusted_hook: ${gate} changed since it was trusted \\(sha256 ${trustedSha.slice(0, 12)}… → `));
+    expect(events.map((e) => [e.taskId, e.outcome, e.held])).toEqual([["1", "error", "approval"], ["2", "error", "approval"]]);
+    expect(events[0]?.summary).toMatch(new RegExp(`^held: waiting for the team lead: untrusted_hook: ${gate} changed since it was trusted \\(sha256 ${trustedSha.slice(0, 12)}… → `));
     expect(await runs(team)).toEqual([]); // the edited gate never ran
-    expect((await readTaskFile(team, "1")).status).toBe("pending"); // closed: the policy applied
+    // Held, not failed: nothing reopened, counted, spent or made; the task is not accepted meanwhile.
+    const held = await readTaskFile(team, "1");
+    expect(held.status).toBe("completed");
+    expect(held.metadata).toMatchObject({ qualityGateStatus: "held", qualityGateHeld: "approval", qualityGateOutcome: "error" });
+    expect(held.metadata?.reopenedByQualityGateCount).toBeUndefined();
+    expect(held.metadata?.qualityGateFailureCount).toBeUndefined();
+    expect(held.metadata?.qualityGateBudgetKeys).toBeUndefined();
+    expect([...(await readdir(team.tasksDir))].filter((n) => n.endsWith(".json")).sort()).toEqual(["1.json", "2.json", "3.json"]);
     // The approval command is the lead's (the output line, the log); the team it judges is told only who approves.
     expect(events[0]?.summary).toContain(`the team lead approves a change with: pi-teams-hooks trust --team-dir ${team.teamDir} ${gate}`);
-    expect((await readTaskFile(team, "1")).metadata?.qualityGateSummary).toMatch(/changed since it was trusted .*; only the team lead can approve the change$/);
-    const told = await leader.waitFor("alice's nudges", async () => {
+    expect(held.metadata?.qualityGateSummary).toMatch(/changed since it was trusted .*; only the team lead can approve the change$/);
+    const told = await leader.waitFor("alice told it waits, once per task", async () => {
       const texts = (await readInboxFile(team, team.taskListId, "alice")).map((m) => m.text);
       return texts.length === 2 ? texts : false;
     });
-    for (const text of told) expect(text).toContain("only the team lead can approve the change");
+    for (const text of told) {
+      expect(text).toContain("only the team lead can approve it");
+      expect(text).toContain("Nothing for you to fix");
+      expect(text).not.toContain("remediate automatically");
+    }
     expect(JSON.stringify(told)).not.toContain("pi-teams-hooks trust");
     const logs = await readLogs(team.teamDir);
-    expect(logs.map((l) => [l.result.ran, l.result.errorKind])).toEqual([[false, "untrusted_hook"], [false, "untrusted_hook"]]);
+    expect(logs.map((l) => [l.result.ran, l.result.errorKind, l.policy?.gate, l.policy?.held])).toEqual([
+      [false, "untrusted_hook", "held", "approval"],
+      [false, "untrusted_hook", "held", "approval"],
+    ]);
     expect(logs[0]?.result.trustProblems).toEqual([{ kind: "untrusted_hook", path: gate, reason: expect.stringContaining("changed since it was trusted") }]);
     // Said once (not once per event), to the leader's output and to the lead's inbox.
     expect(leader.warnings().filter((w) => w.includes(`gate ${gate} changed since it was trusted`))).toHaveLength(1);
     expect((await leadMessages(team)).filter((t) => t.includes(gate))).toHaveLength(1);
+    expect(JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "holds.json"), "utf8"))).toMatchObject({
+      holds: [
+        { taskId: "1", cause: "approval", kind: "untrusted_hook", hook: "on_task_completed" },
+        { taskId: "2", cause: "approval", kind: "untrusted_hook", hook: "on_task_completed" },
+      ],
+    });
 
     // `trust` shows the change with a diff, records nothing, and exits 1.
     const shown = await trust(team);
@@ -101,16 +127,23 @@ describe.concurrent("trust", () => {
     await leader.waitForEvents(3);
     expect(await runs(team)).toEqual([]);
 
-    // Approved: the next completion runs the new content; the leader says who changed the record.
+    // Approved: every held event runs at once, each once, with the new content; the leader says who changed the record.
     const approved = await trust(team, gate);
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toContain("recorded 1 change(s)");
-    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-    const after = await leader.waitForEvents(4);
-    expect(after[3]).toMatchObject({ taskId: "1", outcome: "passed" });
-    expect(await runs(team)).toEqual(["v2 1"]);
+    const after = await leader.waitForEvents(6);
+    expect(after.slice(3).map((e) => [e.taskId, e.outcome, e.retry]).sort()).toEqual([["1", "passed", true], ["2", "passed", true], ["3", "passed", true]]);
+    expect((await runs(team)).sort()).toEqual(["v2 1", "v2 2", "v2 3"]);
+    const passed = await readTaskFile(team, "1");
+    expect(passed.status).toBe("completed");
+    expect(passed.metadata).toMatchObject({ qualityGateStatus: "passed" });
+    // What the hold wrote goes with the pass; no reopen was spent.
+    expect(passed.metadata?.qualityGateHeld).toBeUndefined();
+    expect(passed.metadata?.reopenedByQualityGateCount).toBeUndefined();
+    expect(JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "holds.json"), "utf8"))).toMatchObject({ holds: [] });
     expect(leader.warnings().some((w) => w.includes(`trust record: ${gate} approved`))).toBe(true);
     expect((await trust(team)).code).toBe(0);
+    await expectNoMore(leader, 6, expect);
   });
 
   it("C10: watch --trust-changes runs the changed gate, logs both hashes and warns once per change", async (context) => {
@@ -144,7 +177,7 @@ describe.concurrent("trust", () => {
       "disabled by",
     ],
   ];
-  it.for(removals)("C11: a trusted gate %s is a closed error (not \"no hook\") until trust records the removal", async ([, change, detail], context) => {
+  it.for(removals)("C11: a trusted gate %s holds its events (gate_missing, not \"no hook\") until trust records the removal, which releases them", async ([, change, detail], context) => {
     const kind = "gate_missing";
     const { expect } = context;
     const rig = outerRig.scoped(context);
@@ -154,16 +187,19 @@ describe.concurrent("trust", () => {
     await change(gate, team);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1);
-    expect(event).toMatchObject({ outcome: "error", summary: expect.stringContaining(`${kind}: trusted gate ${gate} no longer runs: ${detail}`) });
-    expect((await readTaskFile(team, "1")).status).toBe("pending");
+    expect(event).toMatchObject({ outcome: "error", held: "approval", summary: expect.stringContaining(`${kind}: trusted gate ${gate} no longer runs: ${detail}`) });
+    expect((await readTaskFile(team, "1")).status).toBe("completed"); // held, not reopened
     expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ ran: false, errorKind: kind, hookPath: gate });
 
     const recorded = await trust(team, "--all");
     expect(recorded.stdout).toContain(`removed  ${gate} (task_completed)`);
     expect(recorded.code).toBe(0);
+    // The removal approved: the held event runs again (no gate now), and so does a new completion.
+    const released = await leader.waitForEvents(2);
+    expect(released[1]).toMatchObject({ taskId: "1", outcome: "no_hook", retry: true });
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-    const after = await leader.waitForEvents(2);
-    expect(after[1]).toMatchObject({ taskId: "2", outcome: "no_hook" }); // the removal is approved now
+    const after = await leader.waitForEvents(3);
+    expect(after[2]).toMatchObject({ taskId: "2", outcome: "no_hook" }); // the removal is approved now
   });
 
   it("C11: replacing a gate through the team layer is the global gate missing and the new one untrusted", async (context) => {
@@ -195,7 +231,7 @@ describe.concurrent("trust", () => {
     await chmod(gate, 0o644);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1);
-    expect(event).toMatchObject({ outcome: "error", summary: expect.stringMatching(/^gate_not_executable: trusted gate .*on_task_completed no longer runs: not executable/) });
+    expect(event).toMatchObject({ outcome: "error", held: "approval", summary: expect.stringMatching(/^held: waiting for the team lead: gate_not_executable: trusted gate .*on_task_completed no longer runs: not executable/) });
     expect(await runs(team)).toEqual([]);
   });
 
@@ -222,22 +258,27 @@ describe.concurrent("trust", () => {
     const gate = await rig.hook(team, GATE, recording("open"));
     await chmod(gate, 0o777);
     const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-    expect(leader.warnings()).toContain(`warning: ${gate} is world-writable (mode 0777): any user can rewrite it (chmod o-w): its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
+    expect(leader.warnings()).toContain(`warning: ${gate} is world-writable (mode 0777): any user can rewrite it (chmod o-w): its events are held (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1);
-    expect(event).toMatchObject({ outcome: "error", summary: expect.stringMatching(/^insecure_hook: .* is world-writable/) });
+    expect(event).toMatchObject({ outcome: "error", held: "approval", summary: expect.stringMatching(/^held: waiting for the team lead: insecure_hook: .* is world-writable/) });
     expect(await runs(team)).toEqual([]);
+    // Not a trust change, so told to the lead as a hold: what holds it, and that nothing was failed.
+    await leader.waitFor("the lead told of the hold", async () => (await leadMessages(team)).some((t) => t.includes("could not judge task #1") && t.includes("world-writable")));
     await leader.stop();
 
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.code).toBe(1);
     expect(doctor.stdout).toContain("the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks");
 
+    // The next start runs the held event again: allowed now, it runs; so does a new completion.
     const allowed = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--allow-insecure-hooks"]);
+    const [released] = await allowed.waitForEvents(1);
+    expect(released).toMatchObject({ taskId: "1", outcome: "passed", retry: true });
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-    const [passed] = await allowed.waitForEvents(1);
+    const [, passed] = await allowed.waitForEvents(2);
     expect(passed).toMatchObject({ taskId: "2", outcome: "passed" });
-    expect(await runs(team)).toEqual(["open 2"]);
+    expect(await runs(team)).toEqual(["open 1", "open 2"]);
   });
 
   // Only root can give a file to another user; as another user, no such file can be made.
@@ -266,7 +307,7 @@ describe.concurrent("trust", () => {
     expect(leader.warnings().some((w) => w.includes("trust.json is gone: every gate is untrusted"))).toBe(true);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1);
-    expect(event).toMatchObject({ outcome: "error", summary: expect.stringMatching(/^untrusted_hook: /) });
+    expect(event).toMatchObject({ outcome: "error", held: "approval", summary: expect.stringMatching(/^held: waiting for the team lead: untrusted_hook: /) });
     expect(await runs(team)).toEqual([]);
   });
 

@@ -129,22 +129,24 @@ describe("decideDeferral without a leader", () => {
   it("deny: the policy as for a failure (reopen, follow-up, nudge), once", async () => {
     const runId = await hold();
     const answer = await decide(runId, { decision: "deny", code: "ci.failed", reason: "2 tests fail", message: "see the pipeline", by: "ci" });
-    expect(answer).toMatchObject({ kind: "applied", actions: ["reopened (1/3)", "follow-up #2 for alice", "nudge alice"] });
+    expect(answer).toMatchObject({ kind: "applied", actions: ["reopened (1/3)", "reassigned to alice", "follow-up #2 for alice", "nudge alice"] });
     expect(task()).toMatchObject({ status: "pending", metadata: { qualityGateStatus: "failed", qualityGateFailureCount: 1, qualityGateCode: "ci.failed", qualityGateSummary: "denied (ci.failed) • 2 tests fail • see the pipeline", qualityGateDecision: "deny" } });
     const inbox = JSON.parse(fs.readFileSync(team.inboxFile(team.taskListId, "alice"), "utf8")) as Array<{ text: string }>;
-    expect(inbox).toHaveLength(2);
+    // The reopened task handed back to its owner, the follow-up's assignment, the nudge.
+    expect(inbox).toHaveLength(3);
+    expect(JSON.parse(inbox[0]?.text ?? "{}")).toMatchObject({ type: "task_assignment", taskId: "1" });
   });
 
-  it("one event held twice (the leader and `run --apply-policy`), both denied, the older hold first: one follow-up, one assignment, one nudge", async () => {
+  it("one event held twice (the leader and `run --apply-policy`), both denied, the older hold first: one follow-up, one assignment each, one nudge", async () => {
     const older = await hold();
     const newer = await hold();
     // The older hold's decision leaves the task to the newer hold, but makes the event's follow-up.
     expect(await decide(older, { decision: "deny", by: "ci" })).toMatchObject({ kind: "applied", actions: ["task metadata left (a newer gate is recorded)", "follow-up #2 for alice", "nudge alice"] });
-    // The newer one counts and reopens, and finds that follow-up rather than making a second.
-    expect(await decide(newer, { decision: "deny", by: "ci" })).toMatchObject({ kind: "applied", actions: ["reopened (1/3)", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
+    // The newer one counts and reopens (and hands the task back), and finds that follow-up rather than making a second.
+    expect(await decide(newer, { decision: "deny", by: "ci" })).toMatchObject({ kind: "applied", actions: ["reopened (1/3)", "reassigned to alice", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
     expect(fs.readdirSync(team.tasksDir).filter((n) => n.endsWith(".json")).sort()).toEqual(["1.json", "2.json"]);
     expect(task().metadata).toMatchObject({ qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 });
-    expect(JSON.parse(fs.readFileSync(team.inboxFile(team.taskListId, "alice"), "utf8"))).toHaveLength(2);
+    expect(JSON.parse(fs.readFileSync(team.inboxFile(team.taskListId, "alice"), "utf8"))).toHaveLength(3);
   });
 
   it("refuses what a verdict would refuse, and run ids it never wrote", async () => {
@@ -178,7 +180,7 @@ describe("decideDeferral without a leader", () => {
     fs.rmSync(decisionLog);
     fs.writeFileSync(deferralFile(team.teamDir, runId), JSON.stringify({ ...first, applied: undefined }));
     const again = await applyDecision(team.teamDir, runId, settings());
-    expect(again).toMatchObject({ kind: "applied", logFile: decisionLog, actions: ["already applied", "was reopened (1/3)", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
+    expect(again).toMatchObject({ kind: "applied", logFile: decisionLog, actions: ["already applied", "was reopened (1/3)", "reassigned to alice (sent before)", "follow-up #2 (existing) for alice", "nudge alice (sent before)"] });
     expect(task().metadata).toMatchObject({ qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 });
     expect(fs.readdirSync(team.tasksDir).filter((n) => n.endsWith(".json"))).toEqual(["1.json", "2.json"]);
     expect(await logs()).toHaveLength(2);

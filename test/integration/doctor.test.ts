@@ -384,6 +384,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  writable fields             metadata         default\n" +
         "  confidential                false            default\n" +
         "  redact env                  -                default\n" +
+        "  reassign on reopen          true             default\n" +
         "  projection                  -                default\n",
     );
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nLeader\n  (ok   the leader starts hooks through its spawn helper|info python3 is not on PATH)[^\n]*\n\nno problems found\n$/);

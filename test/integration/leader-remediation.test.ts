@@ -80,10 +80,10 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
 
     expect(warnings().filter((w) => w.includes("policy not applied"))[0]).toMatch(/gate metadata not written: Timeout after 10000 ms acquiring lock .*1\.json\.lock: held by pid \d+ \(team-worker hold\).*; trying again in 1\.0s \(1 of 6\)/);
     const [event] = events(notices);
-    expect(event).toMatchObject({ outcome: "failed", actions: ["reopened (1/3)", "nudge alice"], policyApplied: true });
+    expect(event).toMatchObject({ outcome: "failed", actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"], policyApplied: true });
     expect((await readTaskFile(team, "1")).status).toBe("pending");
     const [log] = await readLogs(team.teamDir);
-    expect(log?.policy).toMatchObject({ actions: ["reopened (1/3)", "nudge alice"], errors: [] });
+    expect(log?.policy).toMatchObject({ actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"], errors: [] });
     expect(log?.policy).not.toHaveProperty("complete");
     expect((await readLedger(team.teamDir)).filter((r) => r.op === "done")).toHaveLength(1);
   }, 60_000);
@@ -115,10 +115,11 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
     // The lock file stays behind, its pid dead: taken over by the next writer.
     const second = await startLeader(team);
     await waitUntil("the retried event", () => events(second.notices).length === 1, { timeoutMs: 20_000 });
-    expect(events(second.notices)[0]).toMatchObject({ key, retry: true, actions: ["reopened (1/3)", "nudge alice"], policyApplied: true });
+    expect(events(second.notices)[0]).toMatchObject({ key, retry: true, actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"], policyApplied: true });
     const task = await readTaskFile(team, "1");
     expect([task.status, task.metadata?.reopenedByQualityGateCount, task.metadata?.qualityGateFailureCount]).toEqual(["pending", 1, 1]);
     expect((await readLedger(team.teamDir)).filter((r) => r.key === key && r.op === "done")).toHaveLength(1);
-    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(1);
+    // The reopened task handed back (task_assignment), and the nudge: each once.
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(2);
   }, 60_000);
 });

@@ -230,7 +230,7 @@ describe("redaction", () => {
       }),
     );
     expect(outcome.counted).toBe("failed");
-    expect(outcome.actions).toEqual(["reopened (1/3)", "follow-up #8 for alice", "nudge alice"]);
+    expect(outcome.actions).toEqual(["reopened (1/3)", "reassigned to alice", "follow-up #8 for alice", "nudge alice"]);
     expect(outcome.summary).toBe("denied (leak) • token [redacted] is public • also [redacted]");
 
     // grep -r over the whole team dir: hook-logs/, tasks/ (metadata, the follow-up), mailboxes/, hook-state/.

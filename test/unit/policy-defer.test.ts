@@ -101,7 +101,7 @@ describe("decide with a decision", () => {
     expect(plan.passed).toBe(false);
     expect(plan.summary).toBe("denied (ci.failed) • 2 tests fail");
     expect(plan.reopen).toMatchObject({ kind: "reopen", count: 1 });
-    expect(plan.actions).toEqual(["reopened (1/3)", "follow-up for alice", "nudge alice"]);
+    expect(plan.actions).toEqual(["reopened (1/3)", "reassigned to alice", "follow-up for alice", "nudge alice"]);
     expect(plan.metadataPatch).toMatchObject({
       qualityGateStatus: "failed",
       qualityGateFailureCount: 1,

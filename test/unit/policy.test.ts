@@ -6,6 +6,7 @@ import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.j
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { decide } from "../../extensions/teams-hooks/policy/decide.js";
 import { describeFailure } from "../../extensions/teams-hooks/text/messages.js";
+import { QUOTED_OUTPUT_BEGIN, QUOTED_OUTPUT_END, QUOTED_OUTPUT_LEFT_OUT, workDescription } from "../../extensions/teams-hooks/contract/contract.js";
 import type { DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
 import type { RemediationPlan } from "../../extensions/teams-hooks/policy/plan.js";
 
@@ -176,12 +177,13 @@ describe("decide: each failure action × each owner policy", () => {
     ["followup", "member", null, "bob", ["follow-up for bob", "nudge alice"]],
     ["followup", "lead", null, "team-lead", ["follow-up for team-lead", "nudge alice"]],
     ["followup", "none", null, null, ["follow-up (no owner)", "nudge alice"]],
-    ["reopen", "member", "reopen", "no follow-up", ["reopened (1/3)", "nudge alice"]],
-    ["reopen", "lead", "reopen", "no follow-up", ["reopened (1/3)", "nudge alice"]],
-    ["reopen", "none", "reopen", "no follow-up", ["reopened (1/3)", "nudge alice"]],
-    ["reopen_followup", "member", "reopen", "bob", ["reopened (1/3)", "follow-up for bob", "nudge alice"]],
-    ["reopen_followup", "lead", "reopen", "team-lead", ["reopened (1/3)", "follow-up for team-lead", "nudge alice"]],
-    ["reopen_followup", "none", "reopen", null, ["reopened (1/3)", "follow-up (no owner)", "nudge alice"]],
+    // A reopened task is handed back to its owner (a task_assignment), as a team runtime hands out work.
+    ["reopen", "member", "reopen", "no follow-up", ["reopened (1/3)", "reassigned to alice", "nudge alice"]],
+    ["reopen", "lead", "reopen", "no follow-up", ["reopened (1/3)", "reassigned to alice", "nudge alice"]],
+    ["reopen", "none", "reopen", "no follow-up", ["reopened (1/3)", "reassigned to alice", "nudge alice"]],
+    ["reopen_followup", "member", "reopen", "bob", ["reopened (1/3)", "reassigned to alice", "follow-up for bob", "nudge alice"]],
+    ["reopen_followup", "lead", "reopen", "team-lead", ["reopened (1/3)", "reassigned to alice", "follow-up for team-lead", "nudge alice"]],
+    ["reopen_followup", "none", "reopen", null, ["reopened (1/3)", "reassigned to alice", "follow-up (no owner)", "nudge alice"]],
   ])("%s / owner %s", (action, ownerPolicy, reopen, followupOwner, actions) => {
     // The member who caused the event (bob) is not the task's owner (alice): the nudge goes to the owner.
     const plan = decide(input({ policy: policy(action, ownerPolicy), member: "bob" }));
@@ -231,6 +233,8 @@ describe("decide: reopen", () => {
           reopenedByQualityGateHook: "on_task_completed",
           reopenedByQualityGateCount: 2,
           reopenedByQualityGateKey: KEY,
+          // The leader ends the event: the task's next completion is keyed in round 1, whatever its stamp.
+          qualityGateRound: 1,
         },
       },
     });
@@ -252,7 +256,11 @@ describe("decide: reopen", () => {
     if (kind === "suppressed") {
       expect(plan.metadataPatch?.qualityGateReopenSuppressed).toBe(true);
       expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toBe(plan.reopen?.kind === "suppressed" ? plan.reopen.reason : "?");
-      expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toMatch(max === 0 ? /reopening is off/ : /already reopened \d+ times .*max \d+ per task/);
+      expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toMatch(max === 0 ? /reopening is off/ : /the gate budget of task #3 is spent \(\d+ of \d+ reopens and follow-ups\)/);
+      // Spent: the lead decides, once told; the worker is asked to wait, not to fix it alone.
+      expect(plan.escalation?.root).toBe("3");
+      expect(plan.metadataPatch?.qualityGateEscalated).toBe(true);
+      expect(plan.nudge?.text(null)).not.toContain("remediate automatically");
     }
   });
 
@@ -291,7 +299,7 @@ describe("decide: idempotent per event key", () => {
     expect(plan.alreadyApplied).toBe(true);
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(2);
     expect(plan.reopen).toBeNull();
-    expect(plan.actions).toEqual(["already applied", "was reopened (1/3)", "follow-up for alice", "nudge alice"]);
+    expect(plan.actions).toEqual(["already applied", "was reopened (1/3)", "reassigned to alice", "follow-up for alice", "nudge alice"]);
     expect(plan.nudge?.text(null)).toContain("Task #3 was reopened (back to pending; reopen 1 of 3).");
   });
 
@@ -355,8 +363,11 @@ describe("decide: the follow-up task", () => {
     expect(followup?.metadata).toEqual({
       qualityGateFollowupFor: KEY,
       qualityGateSourceTaskId: "3",
+      // Its tree's root (the task itself is a root): the budget it spends.
+      qualityGateRootTaskId: "3",
       qualityGateFollowupHook: "on_task_completed",
       qualityGateFollowupEvent: "task_completed",
+      qualityGateQuotedOutput: true,
     });
     const description = followup?.description ?? "";
     for (const expected of [
@@ -373,6 +384,15 @@ describe("decide: the follow-up task", () => {
     ]) {
       expect(description).toContain(expected);
     }
+    // The quoted output sits between the marker lines, which gates are shown without it.
+    const begin = description.indexOf(QUOTED_OUTPUT_BEGIN);
+    expect(begin).toBeGreaterThan(description.indexOf("Hook log:"));
+    expect(description.indexOf("npm ERR!", begin)).toBeGreaterThan(begin);
+    expect(description.trimEnd().endsWith(QUOTED_OUTPUT_END)).toBe(true);
+    const shown = workDescription({ description, metadata: followup?.metadata ?? {} });
+    expect(shown).not.toContain("npm ERR!");
+    expect(shown).toContain(QUOTED_OUTPUT_LEFT_OUT);
+    expect(shown).toContain("Hook: on_task_completed (event task_completed)");
   });
 
   it("says what happened to the source task when it was also reopened", () => {

@@ -42,6 +42,8 @@ describe("planStart: a start gate's answer, decided under the task's lock", () =
       qualityGateStartDeniedKey: KEY,
       qualityGateStartDeniedMember: "bob",
       qualityGateStartDeniedCode: "deps.open",
+      // The leader ended the claim: the task's next completion is a new event whatever its stamp.
+      qualityGateRound: 1,
     });
     // What it wrote is no claim and no failure: no event.
     expect(taskEvent({ ...plan.next, owner: undefined })).toBeNull();

@@ -206,7 +206,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
       if (g.settings) text += `       settings: ${g.settings}\n`;
-      if (g.settingsError) text += `       settings line refused: ${g.settingsError} (the gate does not run; its events fail: hook_settings)\n`;
+      if (g.settingsError) text += `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: hook_settings)\n`;
       if (g.insecure) text += `       insecure: ${g.insecure}${view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)"}\n`;
       return text;
     };
@@ -219,7 +219,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   if (untrusted > 0) {
     out += view.settings.trustChanges.value
       ? `  ${untrusted} gate(s) not as trusted: they run as they are now (--trust-changes)\n`
-      : `  ${untrusted} gate(s) not as trusted: their events fail until approved: pi-teams-hooks trust --team-dir ${view.teamDir}\n`;
+      : `  ${untrusted} gate(s) not as trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${view.teamDir}\n`;
   }
 
   const s = view.settings;

@@ -145,6 +145,7 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">, 
     ["writable fields", report.writableFields.value.length > 0 ? report.writableFields.value.join(", ") : "none", report.writableFields.origin],
     ["confidential", String(report.confidential.value), report.confidential.origin],
     ["redact env", report.redactEnv.value.join(", ") || "-", report.redactEnv.origin],
+    ["reassign on reopen", String(report.reassignOnReopen.value), report.reassignOnReopen.origin],
     ...projectionRows(report.projection),
   ];
   // Each row laid out on its own, as ever: a long value pushes only its own origin.

@@ -54,7 +54,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
     for (const change of changes) io.stdout(renderChange(change, colour));
     if (recorded.length > 0) io.stdout(`recorded ${recorded.length} change(s) in ${trustFile(teamDir)}: a running leader uses them from its next event\n`);
     else if (changes.length > 0) {
-      io.stdout(`${changes.length} change(s) not trusted: their events fail until approved: pi-teams-hooks trust --team-dir ${teamDir} --all (or name the paths)\n`);
+      io.stdout(`${changes.length} change(s) not trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${teamDir} --all (or name the paths)\n`);
     }
   }
   return changes.length > recorded.length ? 1 : 0;

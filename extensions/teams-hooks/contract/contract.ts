@@ -6,7 +6,7 @@
  * docs/hook-contract.md describes the same contract in prose, and a golden test holds the two together.
  */
 import { z } from "zod";
-import { IdleNotificationSchema, MetadataSchema, TaskSchema } from "./team-files.js";
+import { IdleNotificationSchema, MetadataSchema, type Task, TaskSchema } from "./team-files.js";
 
 /** Raised only for breaking changes: see docs/hook-contract.md, "Compatibility". */
 export const HOOK_CONTRACT_VERSION = 1 as const;
@@ -140,6 +140,35 @@ function isHighSurrogate(code: number): boolean {
  * `notification` is added only when the event came from one, so every other document is the v1
  * document byte for byte.
  */
+/**
+ * The lines around the failing gate's output that a follow-up task's description quotes (text/messages.ts
+ * followupDescription). What is between them is the leader's quotation, not the work: a gate shown a
+ * follow-up sees QUOTED_OUTPUT_LEFT_OUT in its place (contract v1, additive; docs/gate-life.md), so
+ * that a gate failing on its own output does not fail the follow-up made to fix it.
+ */
+export const QUOTED_OUTPUT_BEGIN = "----- begin: the failing gate's output, quoted by pi-teams-hooks (not part of the work) -----";
+export const QUOTED_OUTPUT_END = "----- end of the quoted output -----";
+export const QUOTED_OUTPUT_LEFT_OUT = "[the failing gate's output quoted here by pi-teams-hooks is left out of what gates are shown; the task file and the hook log keep it]";
+
+/**
+ * A task's description as gates are shown it: a follow-up's quoted output (between the marker lines,
+ * only in a task whose metadata says `qualityGateQuotedOutput: true`) replaced by one line.
+ */
+export function workDescription(task: Pick<Task, "description" | "metadata">): string {
+  if (task.metadata?.qualityGateQuotedOutput !== true || !task.description.includes(QUOTED_OUTPUT_BEGIN)) return task.description;
+  const out: string[] = [];
+  let quoting = false;
+  for (const line of task.description.split("\n")) {
+    if (!quoting && line === QUOTED_OUTPUT_BEGIN) {
+      quoting = true;
+      out.push(QUOTED_OUTPUT_LEFT_OUT);
+    } else if (quoting) {
+      if (line === QUOTED_OUTPUT_END) quoting = false;
+    } else out.push(line);
+  }
+  return out.join("\n");
+}
+
 export function buildContextDocument(invocation: HookInvocation): ContextDocument {
   const task = invocation.completedTask;
   const doc: ContextDocument = {
@@ -157,7 +186,7 @@ export function buildContextDocument(invocation: HookInvocation): ContextDocumen
       ? {
           id: task.id,
           subject: truncateText(task.subject, CONTEXT_LIMITS.subject),
-          description: truncateText(task.description, CONTEXT_LIMITS.description),
+          description: truncateText(workDescription(task), CONTEXT_LIMITS.description),
           owner: task.owner ?? null,
           status: task.status,
           blockedBy: task.blockedBy.slice(0, CONTEXT_LIMITS.links),

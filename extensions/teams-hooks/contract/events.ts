@@ -40,10 +40,38 @@ function metaString(task: Task, field: string): string | undefined {
 }
 
 /**
- * The stamp that tells one completion of `task` from the next. `metadata.completedAt` when the
- * worker set it; otherwise `updatedAt` — except right after the leader's own gate write (its
- * `updatedAt` equals `metadata.qualityGateAt`), which keeps the key recorded then, so that the leader's
- * write is never a new completion.
+ * The gate round of a task: how many times the leader has ended an event of it by putting it back to
+ * `pending` (a reopen after a failed completion gate, a start gate's denial of a claim). Written by
+ * the leader as `metadata.qualityGateRound` in the same locked write as the status; 0 when absent.
+ * Every completion key carries the round (`#r<n>` when it is not 0), so a completion after the
+ * leader's reopen is a new event whatever the worker writes to `completedAt` (the same value, an
+ * older one, none). A worker that writes a lower round back cannot lower it: the leader keeps the
+ * highest round it has seen or written (its ledger) and passes it as `minRound`.
+ */
+export function gateRound(task: Task): number {
+  const value = task.metadata?.qualityGateRound;
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+/** The round part of a completion key: `#r<n>` at its end. */
+const ROUND_SUFFIX = /#r([1-9][0-9]*)$/;
+
+/** A completion key split into its key without the round and the round (0 when it has none). */
+export function splitRound(key: string): { base: string; round: number } {
+  const match = ROUND_SUFFIX.exec(key);
+  return match?.[1] ? { base: key.slice(0, match.index), round: Number(match[1]) } : { base: key, round: 0 };
+}
+
+/** `key` in round `round`: the key itself in round 0, `<key>#r<round>` after. */
+export function inRound(key: string, round: number): string {
+  return round > 0 ? `${key}#r${round}` : key;
+}
+
+/**
+ * The stamp that tells one completion of `task` from the next within a round. `metadata.completedAt`
+ * when the worker set it; otherwise `updatedAt` — except right after the leader's own gate write (its
+ * `updatedAt` equals `metadata.qualityGateAt`), which keeps the stamp of the key recorded then, so
+ * that the leader's write is never a new completion.
  */
 export function completionStamp(task: Task): string {
   const completedAt = metaString(task, "completedAt");
@@ -51,7 +79,7 @@ export function completionStamp(task: Task): string {
   const recorded = metaString(task, "qualityGateEventKey");
   const prefix = `task_completed:${task.id}:`;
   if (recorded?.startsWith(prefix) && metaString(task, "qualityGateAt") === task.updatedAt) {
-    return recorded.slice(prefix.length);
+    return splitRound(recorded).base.slice(prefix.length);
   }
   return task.updatedAt;
 }
@@ -103,13 +131,18 @@ function afterDenials(task: Task, stamp: string): string {
   return `${stamp}#${typeof count === "number" && Number.isFinite(count) ? count : 0}`;
 }
 
+/** What the caller knows beyond the file: the leader's memory of the task's gate round (gateRound). */
+export interface EventOptions {
+  minRound?: number;
+}
+
 /**
  * The event a task's current state stands for, or null. A pending task is a failure only while its
  * `abortedAt` is later than the gate's last reopen and the start gate's last denial: both keep an old
  * `abortedAt` in place, and that must not look like a new failure. An in-progress task with an owner
  * is a claim (`task_started`, claimStamp).
  */
-export function taskEvent(task: Task): HookEvent | null {
+export function taskEvent(task: Task, opts: EventOptions = {}): HookEvent | null {
   if (task.status === "in_progress") {
     const claim = claimStamp(task);
     if (!claim || !task.owner) return null;
@@ -124,8 +157,9 @@ export function taskEvent(task: Task): HookEvent | null {
   }
   if (task.status === "completed") {
     const stamp = completionStamp(task);
+    const round = Math.max(gateRound(task), opts.minRound ?? 0);
     return {
-      key: eventKey("task_completed", task.id, stamp),
+      key: inRound(eventKey("task_completed", task.id, stamp), round),
       event: "task_completed",
       taskId: task.id,
       member: task.owner ?? null,
@@ -176,7 +210,7 @@ export function parseIdleText(text: string): unknown {
  * a missing file (task null) falls back to the notification's timestamp. `task` is the named task
  * as read now, or null when its file is gone.
  */
-export function idleEvents(note: IdleNotification, task: Task | null): HookEvent[] {
+export function idleEvents(note: IdleNotification, task: Task | null, opts: EventOptions = {}): HookEvent[] {
   const events: HookEvent[] = [
     { key: eventKey("idle", note.from, note.timestamp), event: "idle", taskId: null, member: note.from, timestamp: note.timestamp, source: "inbox", notification: note },
   ];
@@ -196,7 +230,7 @@ export function idleEvents(note: IdleNotification, task: Task | null): HookEvent
     events.push(fromNote(wanted, note.timestamp));
     return events;
   }
-  const fileEvent = taskEvent(task);
+  const fileEvent = taskEvent(task, opts);
   if (fileEvent?.event === wanted) {
     // The task's own stamp when it has one: the same event gets the same timestamp from either source.
     const own = metaString(task, wanted === "task_completed" ? "completedAt" : "abortedAt");

@@ -215,7 +215,7 @@ function bouncing(samples: readonly Sample[], nowMs: number): TeamOverview["memb
     .slice(0, 5);
 }
 
-/** Gates whose events fail until the lead approves them (`pi-teams-hooks trust`), as `config` sees them. */
+/** Gates whose events are held until the lead approves them (`pi-teams-hooks trust`), as `config` sees them. */
 async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string | undefined>>): Promise<UntrustedGate[]> {
   const setup = await resolveTeamSetup({ teamDir: team.dir, env, processCwd: team.dir });
   const view = await inspectConfig(setup, { trustChanges: false, allowInsecureHooks: false });
@@ -236,7 +236,7 @@ async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string
 export function overviewBody(teams: readonly TeamOverview[], nowMs: number): Html {
   const attention = teams.flatMap((t) => [
     ...t.held.map((h) => html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: <a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a> (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`}${h.reason ? html`: ${h.reason}` : ""}</li>`),
-    ...t.untrusted.map((u) => html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events fail until the lead approves it with <code>pi-teams-hooks trust</code></li>`),
+    ...t.untrusted.map((u) => html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events are held until the lead approves it with <code>pi-teams-hooks trust</code></li>`),
     ...t.problems.map((p) => html`<li class="attn attn-problem"><strong>Cannot read</strong> ${t.team.name}: ${p}</li>`),
   ]);
   return html`<h1>Overview</h1>

@@ -19,7 +19,7 @@ import type { TeamSetup } from "../team/setup.js";
 
 /**
  * A gate's trust, as `pi-teams-hooks trust` compares it: `trusted` as recorded; `changed` (content or
- * mode) or `new` since: its events fail until approved; `missing`: a trusted gate that no longer runs;
+ * mode) or `new` since: its events are held until approved; `missing`: a trusted gate that no longer runs;
  * `no_record`: no record yet, so the leader's first start trusts what is there.
  */
 export type TrustState = "trusted" | "changed" | "new" | "missing" | "no_record";
@@ -38,7 +38,7 @@ export interface GateView {
   command: string[];
   /** The settings line as applied (`timeout=30s mode=shadow`); null when there is none (or for a handler). */
   settings: string | null;
-  /** A settings line the runner refuses: the gate does not run, and its events fail (hook_settings). */
+  /** A settings line the runner refuses: the gate does not run, and its events are held (hook_settings). */
   settingsError: string | null;
   trust: TrustState;
   /** What changed, for `changed` and `missing` (`sha256 1a2b… → 3c4d…`, `deleted`). */
@@ -51,7 +51,7 @@ export interface EventView {
   failureMode: SettingsReport["failureModes"][HookEventName];
   /** What runs, in order. */
   gates: GateView[];
-  /** Trusted gates that no longer run for the event (its events fail as gate_missing until approved). */
+  /** Trusted gates that no longer run for the event (its events are held as gate_missing until approved). */
   missing: GateView[];
   /** Files that look like gates and do not run, for reasons worth fixing (not the ones switched off on purpose). */
   skipped: ChainSkip[];
@@ -89,6 +89,7 @@ export interface SettingsView {
   projection: SettingsReport["projection"];
   confidential: SettingsReport["confidential"];
   redactEnv: SettingsReport["redactEnv"];
+  reassignOnReopen: SettingsReport["reassignOnReopen"];
   trustChanges: FlagOr<boolean>;
   allowInsecureHooks: FlagOr<boolean>;
 }
@@ -148,6 +149,7 @@ export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: bool
       projection: report.projection,
       confidential: report.confidential,
       redactEnv: report.redactEnv,
+      reassignOnReopen: report.reassignOnReopen,
       trustChanges: flagOr(opts.trustChanges, "--trust-changes"),
       allowInsecureHooks: flagOr(opts.allowInsecureHooks, "--allow-insecure-hooks"),
     },

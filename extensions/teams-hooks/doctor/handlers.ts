@@ -70,11 +70,11 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     if (report.trust === "no_record") checks.push({ level: "info", message: `${gate}: trusted when the leader first starts (no trust record yet)` });
     else if (report.trust !== "trusted") {
       const what = report.trust === "new" ? "is new, not trusted yet" : `changed since it was trusted (${change?.detail ?? "its definition"})`;
-      checks.push({ level: "error", message: `${gate} ${what}: its events fail (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers" });
+      checks.push({ level: "error", message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers" });
     }
   }
   for (const removed of trust?.changes.filter((c) => c.change === "removed" && c.path.startsWith("http:")) ?? []) {
-    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events fail (gate_missing) until the team lead approves: ${approve(removed.path)}` });
+    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}` });
   }
   return { reports, checks };
 }

@@ -212,7 +212,7 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
 /** A gate's settings line, as doctor shows it: what it sets, or the error that stops the gate. */
 function settingsChecks(read: HookSettingsRead | null, file: string, name: string): Check[] {
   if (!read) return [];
-  if (!read.ok) return [{ level: "error", message: `${read.error}: the gate does not run, and its events fail (hook_settings)`, file }];
+  if (!read.ok) return [{ level: "error", message: `${read.error}: the gate does not run, and its events are held (hook_settings)`, file }];
   const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file }));
   if (!read.settings) return notes;
   return [{ level: "info", message: `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`, file }, ...notes];
@@ -329,11 +329,11 @@ export async function gateWarnings(input: { hooksDir: string; teamHooksDir: stri
     for (const hook of chain.hooks) {
       if (hook.kind === "http") continue; // not a file: no settings line, nothing others could rewrite on disk
       const own = readHookSettings(hook.hook.hookPath, event);
-      if (!own.ok) out.push(`${own.error}: the gate does not run, and its ${event} events fail (hook_settings)`);
+      if (!own.ok) out.push(`${own.error}: the gate does not run, and its ${event} events are held (hook_settings)`);
       if (input.allowInsecure) continue;
       const info = await statOrNull(hook.hook.hookPath);
       const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
-      if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
+      if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events are held (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
     }
   }
   // A projection whose gate name matches no gate (a typo) leaves the gate meant showing everything: said before anything runs.

@@ -7,14 +7,14 @@
 import { type PolicyEventName, policyApplies as eventHasPolicy } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { countsAsPass, decide, deferPlan } from "../policy/decide.js";
+import { countsAsPass, decide, deferPlan, holdPlan } from "../policy/decide.js";
 import { policyRecordOf, remediate, type RemediationDone } from "../policy/remediate.js";
 import { applyStartGate, startGateRecord } from "../policy/start-gate.js";
 import { gateName } from "../runner/chain.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { SentLog } from "../team/sent-log.js";
-import { deferredSummary, describeFailure, gatePassedSummary } from "../text/messages.js";
+import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Settling } from "./invoke.js";
 import { chainPatches } from "./patches.js";
 
@@ -44,6 +44,8 @@ export interface AfterGate {
   record: Record<string, unknown>;
   /** What became of the chain's patches (policy/remediate.ts), when it had any. */
   patch?: RemediationDone["patch"];
+  /** What the leader should remember of the task's gate life (policy/remediate.ts). */
+  remembered?: RemediationDone["remembered"];
 }
 
 /** Applies what follows the gate of `ctx`: the policy, or a start gate's answer. Never throws for what it finds on disk. */
@@ -71,9 +73,12 @@ async function applyStart(ctx: Settling): Promise<AfterGate> {
     code: deciding.result.verdict?.code,
     member: req.member,
     logFile: ctx.decidingLog,
+    round: req.memory?.round(req.taskId),
   };
   const done = await applyStartGate(input);
-  return { ...done, record: startGateRecord(input, done) };
+  // A denial put the claim back into the next gate round: the leader remembers it.
+  const round = done.plan.kind === "revert" ? done.plan.next.metadata?.qualityGateRound : undefined;
+  return { ...done, record: startGateRecord(input, done), ...(typeof round === "number" ? { remembered: { round: { taskId: req.taskId, round } } } : {}) };
 }
 
 async function applyPolicy(ctx: Settling): Promise<AfterGate> {
@@ -83,6 +88,8 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
   const decidedAt = ctx.now().toISOString();
   ctx.sent ??= new SentLog(req.identity.teamDir);
   const held = ctx.held;
+  const hold = ctx.hold;
+  const hookName = gateName(deciding.hook, event);
   const done = await remediate(
     {
       teamDir: req.identity.teamDir,
@@ -95,27 +102,56 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
       ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
       // A chain that passed writes its patches with the gate's metadata; a denial or a hold none.
       ...(ctx.counted === "passed" ? { taskPatches: chainPatches(ctx.runs) } : {}),
+      ...(req.memory ? { memory: req.memory } : {}),
+      // Only a judgement spends the tree's budget: a hold (deferral, approval, fault) never does.
+      ...(held || hold ? {} : { maxBudget: policy.maxReopensPerTask }),
     },
-    (fresh) =>
+    (fresh, tree) =>
       held
         ? deferPlan({ event, key: req.key, taskId, result: deciding.result, task: fresh, hookName: held.hook.gate, now: decidedAt, deferredRunId: held.runId, expiresAt: held.expiresAt })
-        : decide({
-        event,
-        key: req.key,
-        taskId,
-        result: deciding.result,
-        task: fresh,
-        policy,
-        hookName: gateName(deciding.hook, event),
-        member: req.member,
-        leadName: req.identity.leadName,
-        now: decidedAt,
-        timeoutMs: req.timeoutMs,
-        failureMode: ctx.mode,
-        logFile: ctx.decidingLog,
-      }),
+        : hold
+          ? holdPlan({
+              event,
+              key: req.key,
+              result: deciding.result,
+              task: fresh,
+              hookName,
+              member: req.member,
+              leadName: req.identity.leadName,
+              now: decidedAt,
+              cause: hold,
+              summary: forTheTeam(describeFailure(deciding.result, req.timeoutMs)),
+              logFile: ctx.decidingLog,
+            })
+          : decide({
+              event,
+              key: req.key,
+              taskId,
+              result: deciding.result,
+              task: fresh,
+              policy,
+              hookName,
+              member: req.member,
+              leadName: req.identity.leadName,
+              now: decidedAt,
+              timeoutMs: req.timeoutMs,
+              failureMode: ctx.mode,
+              logFile: ctx.decidingLog,
+              budget: tree.budget,
+              round: req.memory?.round(taskId),
+              reassign: req.reassignOnReopen,
+            }),
   );
-  return { summary: done.plan.summary, actions: done.actions, refused: done.refused, errors: done.errors, complete: done.complete, record: policyRecordOf(policy, ctx.mode, done), ...(done.patch ? { patch: done.patch } : {}) };
+  return {
+    summary: done.plan.summary,
+    actions: done.actions,
+    refused: done.refused,
+    errors: done.errors,
+    complete: done.complete,
+    record: policyRecordOf(policy, ctx.mode, done),
+    remembered: done.remembered,
+    ...(done.patch ? { patch: done.patch } : {}),
+  };
 }
 
 /** The summary of the deciding run when no policy wrote one (and a start gate's reason). */

@@ -24,7 +24,7 @@ import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { VerdictSchema } from "../contract/verdict.js";
 import { decide } from "../policy/decide.js";
-import { remediate } from "../policy/remediate.js";
+import { type GateMemory, type Remembered, remediate } from "../policy/remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../runner/hook-log.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
@@ -73,11 +73,15 @@ export interface ApplySettings {
   confidential?: boolean;
   /** The team's redaction (runner/redact.ts): a decision's code, reason and message go through it. */
   redact?: Redactor;
+  /** What the leader remembers of its tasks' gate lives (a decider with no leader running has none). */
+  memory?: GateMemory;
+  /** Whether a task the decision reopens is handed back to its owner (`hooks.reassignOnReopen`); default true. */
+  reassignOnReopen?: boolean;
 }
 
 export type Application =
   /** `already`: it was applied before this call (nothing was done now). */
-  | { kind: "applied"; record: DeferralRecord; result: RunResult; summary: string; actions: string[]; logFile: string | null; waitedMs: number; already: boolean }
+  | { kind: "applied"; record: DeferralRecord; result: RunResult; summary: string; actions: string[]; logFile: string | null; waitedMs: number; already: boolean; remembered?: Remembered }
   /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
   | { kind: "pending"; record: DeferralRecord | null; error: string }
   | { kind: "undecided" | "unknown" };
@@ -303,6 +307,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
 
   let summary: string;
   let actions: string[];
+  let remembered: Remembered | undefined;
   const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
   // Only this deferral's decision log says it was applied (another log at that name says nothing of it).
   const logged = onDisk?.ok && (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId === runId ? onDisk : null;
@@ -325,8 +330,10 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
         ...(settings.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: settings.lockTimeoutMs }),
         // The held chain's patches are written only if the decision allows it (invoke/patches.ts).
         ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
+        ...(settings.memory ? { memory: settings.memory } : {}),
+        maxBudget: settings.policy.maxReopensPerTask,
       },
-      (fresh) =>
+      (fresh, tree) =>
         decide({
           event: record.event,
           key: record.key,
@@ -342,8 +349,12 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
           failureMode: mode,
           logFile: applying.logFile,
           decision: { deferredRunId: record.runId, deferredReason: record.reason === undefined ? undefined : redact(record.reason).text, decision: decision.decision, by: decision.by, at: decision.at },
+          budget: tree.budget,
+          round: settings.memory?.round(record.taskId),
+          reassign: settings.reassignOnReopen,
         }),
     );
+    remembered = done.remembered;
     if (!done.complete) return { kind: "pending", record, error: done.errors.join("; ") };
     summary = done.plan.summary;
     actions = done.actions;
@@ -371,7 +382,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
-  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile, waitedMs, already: false };
+  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile, waitedMs, already: false, ...(remembered ? { remembered } : {}) };
 }
 
 /** What became of the held chain's patches, for the decision's log: the patches written, or why not. */

@@ -31,6 +31,8 @@ import type { EffectivePolicy } from "../settings/options.js";
 import type { HandlerDef } from "../settings/handlers.js";
 import type { PrivacySettings } from "../settings/privacy.js";
 import { countsAsPass } from "../policy/decide.js";
+import { holdCauseOf } from "../policy/gate-life.js";
+import type { GateMemory, Remembered } from "../policy/remediate.js";
 import type { SentLog } from "../team/sent-log.js";
 import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
 import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
@@ -94,6 +96,10 @@ export interface InvokeRequest {
   trust?: InvokeTrust;
   /** How long a held gate waits for its decision (`hooks.deferTimeoutMs`); default 24 h. */
   deferTimeoutMs?: number;
+  /** What the leader remembers of its tasks' gate lives (rounds, roots, budgets); absent for a hand run. */
+  memory?: GateMemory;
+  /** Whether the owner of a task the policy reopens is sent its `task_assignment` (`hooks.reassignOnReopen`); default true. */
+  reassignOnReopen?: boolean;
   /** What a patch verdict may write (`hooks.writableFields`); default (null) `metadata` (contract/merge-patch.ts). */
   writableFields?: readonly string[] | null;
   /** What hooks are shown and what is redacted from what they say (`hooks.projection`, `confidential`, `redactEnv`); default none. */
@@ -132,8 +138,15 @@ export interface InvokeOutcome {
   result: RunResult | null;
   /** The deciding run's hook. */
   hook: ChainHook | null;
-  /** How the event counts after the failure mode: passed, failed, or deferred (a gate answered `defer`). null: no hook. */
-  counted: "passed" | "failed" | "deferred" | null;
+  /**
+   * How the event counts after the failure mode: passed, failed, deferred (a gate answered `defer`), or
+   * held (its gate could not judge the work: policy/gate-life.ts holdCauseOf). null: no hook.
+   */
+  counted: Counted | null;
+  /** Why the event is held (`counted: "held"`): the lead's approval, or our own fault. */
+  hold?: "approval" | "fault";
+  /** What the leader should remember of the task's gate life after this event (policy/remediate.ts). */
+  remembered?: Remembered;
   /** The deciding run's log (the first run's log when all passed). */
   logFile: string | null;
   summary: string;
@@ -158,6 +171,9 @@ export interface InvokeOutcome {
    */
   interrupted?: string;
 }
+
+/** How an event counts once its gate ran: see InvokeOutcome.counted. */
+export type Counted = "passed" | "failed" | "deferred" | "held";
 
 export interface PendingStep {
   /** `remediation`: a task or mailbox write of the policy failed (a lock held too long, a full disk). `logs`: a log could not be written. */
@@ -212,6 +228,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   // Chosen now: the policy's messages quote it, and they go out before the logs are written.
   const decidingLog = planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation });
   const deferred = deciding.result.outcome === "deferred";
+  const passes = countsAsPass(deciding.result, mode);
+  // A gate that cannot judge the work holds the event (when a policy would judge it): never the worker's failure.
+  const hold = policyApplies(req) && !deferred ? holdCauseOf(deciding.result, passes) : null;
   const settling: Settling = {
     req,
     mode,
@@ -221,7 +240,8 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     invocation,
     runs,
     deciding,
-    counted: deferred ? "deferred" : countsAsPass(deciding.result, mode) ? "passed" : "failed",
+    counted: deferred ? "deferred" : hold ? "held" : passes ? "passed" : "failed",
+    hold,
     problems,
     decidingLog,
     remediation: null,
@@ -244,7 +264,9 @@ export interface Settling {
   invocation: HookInvocation;
   runs: HookRun[];
   deciding: HookRun;
-  counted: "passed" | "failed" | "deferred";
+  counted: Counted;
+  /** Why the event is held instead of judged (counted `held`); null otherwise. */
+  hold: "approval" | "fault" | null;
   /** Problems found before the policy (an unreadable task file). */
   problems: string[];
   decidingLog: string;
@@ -335,6 +357,8 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     result: deciding.result,
     hook: deciding.hook,
     counted: ctx.counted,
+    ...(ctx.hold ? { hold: ctx.hold } : {}),
+    ...(remediation?.remembered ? { remembered: remediation.remembered } : {}),
     logFile: deciding.logFile,
     summary: remediation ? remediation.summary : observedOnly ? observedSummary(ctx) : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
     actions: [...(remediation?.actions ?? []), ...(ctx.shadowNote?.action ? [ctx.shadowNote.action] : [])],

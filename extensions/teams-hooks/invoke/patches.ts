@@ -71,12 +71,13 @@ export function decidingRun<R extends PatchedRun>(runs: readonly R[], mode: Fail
 
 /** What became of a settled chain's patches (see the header). */
 export function patchFate(s: {
-  counted: "passed" | "failed" | "deferred";
+  counted: "passed" | "failed" | "deferred" | "held";
   held: boolean;
   policy: boolean;
   remediation: AfterGate | null;
 }): { applied: true } | { applied: false; ignored: string } {
   if (s.counted === "failed") return { applied: false, ignored: "the chain was denied: the patch was discarded" };
+  if (s.counted === "held") return { applied: false, ignored: "the gate could not judge the work (held): the patch was not written" };
   if (s.counted === "deferred") {
     return { applied: false, ignored: s.held ? "the gate is held: the patch is kept with the deferral and written only if the decision is allow" : "the gate deferred with no policy to hold it: the patch was not written" };
   }

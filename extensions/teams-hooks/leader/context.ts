@@ -15,6 +15,7 @@ import { taskFile } from "../team/paths.js";
 import type { DirWatcher } from "../team/watch.js";
 import { formatDuration } from "../text/messages.js";
 import type { Deferrals } from "./deferrals.js";
+import type { Holds } from "./holds.js";
 import type { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, WhyNotice } from "./notices.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
@@ -66,6 +67,10 @@ export class LeaderContext {
   watcher: DirWatcher | null = null;
   /** The held gates (deferrals.ts), from the start on. */
   deferrals: Deferrals | null = null;
+  /** Events held because their gate could not judge the work (holds.ts), from the start on. */
+  holds: Holds | null = null;
+  /** Looks at a task's file again, whatever its stat says (hints.ts); set once the hints exist. */
+  relook: ((taskId: string) => void) | null = null;
   readonly sent: SentLog;
   readonly trust: TrustState;
   /** Gate changes and insecure gates already reported by this process (each is said once). */
@@ -81,7 +86,11 @@ export class LeaderContext {
     this.opts = opts;
     this.verbose = opts.verbose === true;
     this.setup = opts.setup;
-    this.sources = new TeamSources(opts.setup.identity);
+    // The leader's memory of each task's gate round (the ledger, once open) keys its completions.
+    this.sources = new TeamSources(opts.setup.identity, {
+      round: (taskId) => this.ledger?.task(taskId).round ?? 0,
+      seen: (taskId, round) => this.ledger?.remember({ round: { taskId, round } }),
+    });
     this.sent = new SentLog(opts.setup.identity.teamDir);
     this.trust = new TrustState(opts.setup.identity.teamDir);
     this.queue = createKeyedQueue({

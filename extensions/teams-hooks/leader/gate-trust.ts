@@ -28,7 +28,7 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     ctx.trust.set(read.record);
   } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY)) {
     const why = read?.state === "invalid" ? read.problem : `${trustFile(teamDir)} is gone`;
-    ctx.warn(`${why}: every gate is untrusted (its events fail as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+    ctx.warn(`${why}: every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
     ctx.trust.set({ version: 1, gates: {} });
   } else {
     const entries = new Map<string, TrustEntry>();
@@ -53,10 +53,13 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
 }
 
-/** Re-reads the trust record if its file changed, and says what changed (anyone may have written it). */
-export function refreshTrust(ctx: LeaderContext): void {
+/**
+ * Re-reads the trust record if its file changed, and says what changed (anyone may have written it).
+ * True when it changed: events held for approval may be trusted now (leader/holds.ts).
+ */
+export function refreshTrust(ctx: LeaderContext): boolean {
   const { read, changes } = ctx.trust.refresh();
-  if (read === null) return;
+  if (read === null) return false;
   const { teamDir } = ctx.setup.identity;
   if (read.state === "ok") {
     ctx.trust.set(read.record);
@@ -67,11 +70,17 @@ export function refreshTrust(ctx: LeaderContext): void {
           : `trust record: ${c.path} removed (its absence is approved)`,
       );
     }
-    return;
+    return changes.length > 0;
   }
   const why = read.state === "invalid" ? read.problem : `${trustFile(teamDir)} was removed`;
   ctx.warn(`${why}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
   ctx.trust.set({ version: 1, gates: {} });
+  return true;
+}
+
+/** The trust record may have changed (a watcher hint, the reconcile scan): re-read, and held events looked at again. */
+export async function trustHint(ctx: LeaderContext): Promise<void> {
+  if (refreshTrust(ctx)) await ctx.holds?.reconsider();
 }
 
 /** A gate changed since it was trusted, or is insecure: said once here, and once to the lead's inbox. */
@@ -91,7 +100,7 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     const what = change.change === "new" ? "is new (not trusted yet)" : change.change === "changed" ? `changed since it was trusted (${change.detail})` : `no longer runs (${change.detail})`;
     const then = ctx.opts.trustChanges
       ? "it runs as it is now (--trust-changes); the log keeps both hashes"
-      : `its events fail (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
+      : `its events are held (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}; not failed, nothing counted) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
     ctx.warn(`gate ${change.path} ${what}: ${then}`);
     const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
     ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("gate-change", id, leadName), text, `the lead was not told of the change of ${change.path}`));

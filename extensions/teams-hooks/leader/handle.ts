@@ -11,13 +11,14 @@ import { describeError, isHooksError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { markRead } from "../team/mailbox.js";
 import { sentId } from "../team/sent-log.js";
-import { formatDuration, missingSecretWarning, policyGivenUpText } from "../text/messages.js";
+import { describeFailure, formatDuration, heldSummary, missingSecretWarning, policyGivenUpText } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import { gateName } from "../runner/chain.js";
 import { privacyOf } from "../settings/hooks-config.js";
-import type { LedgerEventInfo } from "./ledger.js";
+import type { Ledger, LedgerEventInfo } from "./ledger.js";
+import type { GateMemory } from "../policy/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
@@ -101,7 +102,8 @@ export class EventHandler {
     const { attempt, durable } = begun;
     durable.catch(() => undefined); // awaited through invokeEvent (notBefore); never unhandled meanwhile
     const state: EventProgress = { runId, attempt, retry: retry || attempt > 1, policyTries: 0, writeTries: progress?.writeTries ?? 0 };
-    refreshTrust(this.#ctx);
+    // The record changed since the last look (an approval): events held for it are looked at again.
+    if (refreshTrust(this.#ctx)) void this.#ctx.holds?.reconsider();
     let outcome: InvokeOutcome;
     try {
       outcome = await invokeEvent({
@@ -126,6 +128,8 @@ export class EventHandler {
         retry: state.retry,
         attempt,
         sentLog: this.#ctx.sent,
+        memory: ledgerMemory(ledger),
+        reassignOnReopen: setup.settings.reassignOnReopen.value,
         trust: {
           record: this.#ctx.trust.record,
           acceptChanges: this.#ctx.opts.trustChanges === true,
@@ -209,10 +213,15 @@ export class EventHandler {
     const ledger = this.#ctx.requireLedger();
     const result = outcome.result;
     const held = outcome.deferral;
+    const hold = outcome.hold;
     if (outcome.policyApplied !== false) {
       try {
+        // What the task's gate life now is (a round, a follow-up's root, a budget spent) rides on the flush below.
+        if (outcome.remembered) ledger.remember(outcome.remembered);
         // A held gate is neither done nor in flight: never run again, closed by its decision (deferrals.ts).
         if (held) await ledger.defer(event.key, this.#ctx.now(), { runId: state.runId, deferral: held.runId, expiresAt: held.expiresAt, log: outcome.logFile });
+        // A gate that could not judge the work: run again on approval, a retry or the next start (holds.ts).
+        else if (hold) await ledger.hold(event.key, this.#ctx.now(), { runId: state.runId, cause: hold, log: outcome.logFile, event: eventInfo(event) });
         else await ledger.finish(event.key, this.#ctx.now(), { runId: state.runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
       } catch (error) {
         state.writeTries += 1;
@@ -222,6 +231,15 @@ export class EventHandler {
       }
     }
     if (held) this.#ctx.deferrals?.held(held);
+    // Said to the lead in full (the approval command too); the team's words leave it out.
+    const summary = hold && result ? heldSummary(hold, describeFailure(result, this.#ctx.setup.timeout.value)) : outcome.summary;
+    if (hold && result) {
+      this.#ctx.holds?.held(
+        event,
+        { key: event.key, event: event.event, taskId: event.taskId, member: event.member, cause: hold, kind: result.errorKind ?? null, hook: outcome.hook ? gateName(outcome.hook, event.event) : null, reason: describeFailure(result, this.#ctx.setup.timeout.value), since: this.#ctx.now(), runId: result.runId, log: outcome.logFile },
+        state.attempt,
+      );
+    }
     // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
     outcome.problems.forEach((p) => this.#ctx.warn(`${event.key}: ${p}`));
     this.#ctx.wroteOk(event.key);
@@ -240,7 +258,7 @@ export class EventHandler {
         outcome: result?.outcome ?? "no_hook",
         timedOut: result?.timedOut ?? false,
         durationMs: result?.durationMs ?? 0,
-        summary: outcome.summary,
+        summary,
         actions: outcome.actions,
         retry: state.retry,
         logFile: outcome.logFile,
@@ -249,8 +267,12 @@ export class EventHandler {
         policyApplied: outcome.policyApplied,
         ...(outcome.noGateInForce ? { noGateInForce: true as const } : {}),
         ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),
+        ...(hold ? { held: hold } : {}),
       },
     });
+    // A reopen moved the task into its next gate round: a look made before the round was remembered
+    // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
+    if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
   }
 
   /** The policy of `event` could not be applied in all the tries: said loudly, and to the lead's inbox. */
@@ -276,6 +298,15 @@ export class EventHandler {
     if (!marked.ok) this.#ctx.warn(`cannot mark the idle notification of ${event.key} read: ${marked.problem.message}`);
   }
 
+}
+
+/** The leader's memory of its tasks' gate lives, as the policy reads it (policy/remediate.ts GateMemory). */
+export function ledgerMemory(ledger: Ledger): GateMemory {
+  return { round: (id) => ledger.task(id).round, root: (id) => ledger.task(id).root, spent: (id) => ledger.task(id).spent };
+}
+
+function eventInfo(event: HookEvent): LedgerEventInfo {
+  return { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
 }
 
 /** A write of our own that failed on the disk (E_IO, E_LEDGER: ENOSPC, EFBIG, EIO…): worth trying again. */

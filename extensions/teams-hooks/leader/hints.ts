@@ -4,13 +4,13 @@
  * scan that finds what the watchers missed; and the team dir itself, deleted and created again by
  * another process.
  */
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Task } from "../contract/team-files.js";
 import { describeError, unreachable } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { isDeferralFileName } from "../invoke/deferral.js";
-import { replaceTrust } from "../runner/trust-store.js";
+import { TRUST_FILE_NAME, replaceTrust, trustFile } from "../runner/trust-store.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
 import type { WatchTarget } from "../team/watch.js";
@@ -18,7 +18,8 @@ import { type LeaderContext, forEachYielding } from "./context.js";
 import { BASELINE_DETAIL, type WhyReason } from "./notices.js";
 import { isTaskFileName, type TaskLook } from "./sources.js";
 import { isHistory } from "./startup.js";
-import { refreshStartGate } from "./gate-trust.js";
+import { refreshStartGate, trustHint } from "./gate-trust.js";
+import { leaderStateDir } from "../team/paths.js";
 
 /** Where a looked-at event goes: the task as it was read, for the hooks to see. */
 export type Consider = (event: HookEvent, task?: Task) => void;
@@ -30,6 +31,7 @@ export class Hints {
   /** The warnings of the last config.json read (the start's, then each reload's): a reload says only new ones. */
   #configWarnings: ReadonlySet<string>;
   #inboxLook: Promise<void> = Promise.resolve();
+  #trustLook: Promise<void> = Promise.resolve();
   #reconcileTimer: NodeJS.Timeout | null = null;
   #reconciling: Promise<void> | null = null;
   /** The team dir's inode while it is there; null while it is gone. */
@@ -49,7 +51,7 @@ export class Hints {
 
   /** What is being looked at now (idle() waits for it). */
   busy(): Array<Promise<void> | null> {
-    return [this.#inboxLook, this.#reconciling];
+    return [this.#inboxLook, this.#trustLook, this.#reconciling];
   }
 
   stop(): void {
@@ -75,6 +77,8 @@ export class Hints {
     }
     const deferrals = ctx.deferrals;
     if (deferrals) targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
+    // The lead's approval (`trust` rewrites the record): events held for it run at once.
+    targets.push({ dir: leaderStateDir(ctx.setup.identity.teamDir), accept: (n: string) => n === TRUST_FILE_NAME, onHint: () => this.trust() });
     return targets;
   }
 
@@ -116,6 +120,16 @@ export class Hints {
       return;
     }
     if (ctx.verbose) whyLook(ctx, file, look);
+  }
+
+  /** The trust record may have changed: re-read, and events held for approval looked at again (through the queue's order). */
+  trust(): void {
+    const ctx = this.#ctx;
+    if (ctx.state !== "watching") return;
+    // A record deleted (the team dir with it, often) is the next event's to say (gate-trust.ts): the
+    // leader writes its own back when the team dir returns, and must not take the gap for an edit.
+    if (!existsSync(trustFile(ctx.setup.identity.teamDir))) return;
+    this.#trustLook = this.#trustLook.then(() => trustHint(ctx)).catch((error: unknown) => ctx.warn(`trust record: not looked at: ${describeError(error)}`));
   }
 
   inbox(): void {
@@ -188,6 +202,7 @@ export class Hints {
     const ctx = this.#ctx;
     if (!(await this.#teamDirPresent())) return; // nothing to scan (and nothing to run) while it is gone
     await refreshStartGate(ctx, true); // a start gate added or removed since the last scan
+    await trustHint(ctx); // a trust record changed without a hint: events held for approval looked at again
     const files = await ctx.sources.listTaskFiles();
     ctx.sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.

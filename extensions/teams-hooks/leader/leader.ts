@@ -28,6 +28,7 @@ import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
 import { LeaderContext } from "./context.js";
 import { Deferrals } from "./deferrals.js";
+import { Holds } from "./holds.js";
 import { refreshStartGate, takeTrust } from "./gate-trust.js";
 import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
@@ -85,6 +86,10 @@ export class Leader {
       // Held gates: decisions recorded while no leader ran are applied, overdue ones expire.
       ctx.deferrals = new Deferrals(ctx);
       await ctx.deferrals.start();
+      // Events held because their gate could not judge the work run again: a restart is one way a hold ends.
+      ctx.holds = new Holds(ctx, (event) => this.#events.enqueue(event, true));
+      ctx.holds.start();
+      ctx.relook = (taskId) => this.#hints.task(ctx.sources.forget(taskId));
       // Hints are taken from here on: the watchers are armed before the start-up scan lists the folder,
       // so a file written meanwhile is either listed or hinted (or both).
       ctx.state = "watching";
@@ -145,6 +150,7 @@ export class Leader {
     await this.#startupScan; // it stops at its next file
     const dropped = await ctx.queue.close();
     await ctx.notes;
+    await ctx.holds?.settled();
     try {
       await terminateAllRuns(); // a safety net: the queue has waited for every running hook
     } finally {

@@ -9,6 +9,11 @@
  *   defer     its gate is held (a `defer` verdict): logged, its deferral written; never run again
  *   done      its log and policy actions are written (or no hook existed), or its deferral's
  *             decision is applied
+ *   hold      its gate could not judge the work (untrusted, missing, our own fault): neither done
+ *             nor in flight; run again when the lead approves, after a retry, or at the next start
+ *   task      what the leader remembers of one task's gate life (`key` is `task:<id>`): its gate
+ *             round, a follow-up's root, the units of a root's budget spent (policy/gate-life.ts);
+ *             a value only ever rises, so a worker rewriting the task's metadata cannot lower it
  *
  * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
  * leader looks for that run's log and either marks it done (or deferred) or runs it again as a retry.
@@ -37,13 +42,26 @@ export type LedgerRecord =
   | { op: "spawn"; key: string; runId: string; pid: number }
   /** `deferral`: the run id the deferral is known by (the deferring hook's: `<runId>.N` in a chain). */
   | { op: "defer"; key: string; at: string; runId: string; deferral: string; expiresAt: string; log: string | null }
-  | { op: "done"; key: string; at: string; runId: string | null; outcome: string; log: string | null };
+  | { op: "done"; key: string; at: string; runId: string | null; outcome: string; log: string | null }
+  | { op: "hold"; key: string; at: string; runId: string; cause: "approval" | "fault"; log: string | null; event?: LedgerEventInfo }
+  | { op: "task"; key: string; round?: number; root?: string; spent?: number };
+
+/** What the leader remembers of one task's gate life (the `task` records). */
+export interface TaskMemory {
+  round: number;
+  root?: string;
+  spent: number;
+}
+
+/** The key of a task's memory record: never an event key (those start with an event's name). */
+const TASK_KEY = "task:";
 
 export type KeyState =
   | { state: "baseline" }
   | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }
   | { state: "deferred"; runId: string; deferral: string; expiresAt: string; log: string | null; attempt: number; at: string }
-  | { state: "done"; outcome: string; log: string | null; attempt: number };
+  | { state: "done"; outcome: string; log: string | null; attempt: number }
+  | { state: "held"; cause: "approval" | "fault"; runId: string; at: string; log: string | null; attempt: number; event: LedgerEventInfo | null };
 
 /**
  * The largest ledger loaded. Compaction keeps it near one line per key (about 150 bytes), so this is
@@ -59,6 +77,7 @@ export class Ledger {
   /** True when the ledger file did not exist: the leader's first start on this team dir. */
   readonly fresh: boolean;
   readonly #keys: Map<string, KeyState>;
+  readonly #tasks: Map<string, TaskMemory>;
   #lines: number;
   #fd: number | null;
   /** A write failed part-way: the next record must start on a line of its own. */
@@ -67,10 +86,11 @@ export class Ledger {
   #sync: Promise<void> | null = null;
   #nextSync: Promise<void> | null = null;
 
-  private constructor(file: string, fresh: boolean, keys: Map<string, KeyState>, lines: number, fd: number) {
+  private constructor(file: string, fresh: boolean, keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, lines: number, fd: number) {
     this.file = file;
     this.fresh = fresh;
     this.#keys = keys;
+    this.#tasks = tasks;
     this.#lines = lines;
     this.#fd = fd;
   }
@@ -91,13 +111,14 @@ export class Ledger {
       );
     }
     const keys = new Map<string, KeyState>();
+    const tasks = new Map<string, TaskMemory>();
     const lines = text.split("\n");
     let count = 0;
     lines.forEach((line, index) => {
       if (line.trim() === "") return;
       count += 1;
       const parsed = parseLine(line);
-      if (parsed) apply(keys, parsed);
+      if (parsed) apply(keys, tasks, parsed);
       // A torn last line is what a crash mid-append leaves: expected, so silent.
       else if (index < lines.length - 1) warn(`${file}:${index + 1}: unreadable ledger line skipped`);
     });
@@ -105,8 +126,8 @@ export class Ledger {
       // Seal the torn line so the next record starts on a line of its own.
       await fs.promises.appendFile(file, "\n");
     }
-    const ledger = new Ledger(file, fresh, keys, count, fs.openSync(file, "a"));
-    if (count > 1000 && count > keys.size * 2) await ledger.compact();
+    const ledger = new Ledger(file, fresh, keys, tasks, count, fs.openSync(file, "a"));
+    if (count > 1000 && count > (keys.size + tasks.size) * 2) await ledger.compact();
     return ledger;
   }
 
@@ -134,6 +155,37 @@ export class Ledger {
   /** Keys whose gate is held until a decision arrives (hook-state/deferrals/). */
   deferred(): Array<Extract<KeyState, { state: "deferred" }> & { key: string }> {
     return [...this.#keys].flatMap(([key, state]) => (state.state === "deferred" ? [{ key, ...state }] : []));
+  }
+
+  /** Keys held because their gate could not judge the work, with what a new run needs. */
+  held(): Array<Extract<KeyState, { state: "held" }> & { key: string }> {
+    return [...this.#keys].flatMap(([key, state]) => (state.state === "held" ? [{ key, ...state }] : []));
+  }
+
+  /** What the leader remembers of task `taskId`'s gate life (zeros when nothing). */
+  task(taskId: string): TaskMemory {
+    return this.#tasks.get(taskId) ?? { round: 0, spent: 0 };
+  }
+
+  /**
+   * Remembers more of tasks' gate lives: a round, a root, units spent, each only if it rises (or is
+   * new). Written, not flushed: it reaches the disk with the event's `done`, which comes after.
+   */
+  remember(what: { round?: { taskId: string; round: number }; root?: { taskId: string; root: string }; spent?: { root: string; spent: number } }): void {
+    const records: LedgerRecord[] = [];
+    if (what.round && what.round.round > this.task(what.round.taskId).round) records.push({ op: "task", key: TASK_KEY + what.round.taskId, round: what.round.round });
+    if (what.root && this.task(what.root.taskId).root === undefined) records.push({ op: "task", key: TASK_KEY + what.root.taskId, root: what.root.root });
+    if (what.spent && what.spent.spent > this.task(what.spent.root).spent) records.push({ op: "task", key: TASK_KEY + what.spent.root, spent: what.spent.spent });
+    this.#append(records);
+  }
+
+  /**
+   * The key's gate could not judge the work (policy/gate-life.ts): held until the lead approves, a
+   * retry, or the next start, which run it again. On disk before it returns.
+   */
+  async hold(key: string, at: string, info: { runId: string; cause: "approval" | "fault"; log: string | null; event: LedgerEventInfo }): Promise<void> {
+    this.#append([{ op: "hold", key, at, ...info }]);
+    await this.#flush();
   }
 
   /** Records keys that existed before the first start, in one flush. */
@@ -206,7 +258,7 @@ export class Ledger {
     }
     // Only what is in the file counts: a record that could not be written changes nothing, so a
     // retry of the same step starts from the same state.
-    for (const record of records) apply(this.#keys, record);
+    for (const record of records) apply(this.#keys, this.#tasks, record);
     this.#lines += records.length;
   }
 
@@ -249,7 +301,7 @@ export class Ledger {
 
   /** Compacts when the history has grown past twice the keys (and past 10,000 lines). */
   async maybeCompact(): Promise<void> {
-    if (this.#lines <= 10_000 || this.#lines <= this.#keys.size * 2) return;
+    if (this.#lines <= 10_000 || this.#lines <= (this.#keys.size + this.#tasks.size) * 2) return;
     await this.compact();
   }
 
@@ -262,6 +314,7 @@ export class Ledger {
     const tmp = `${this.file}.tmp.${process.pid}.${Date.now()}`;
     const lines: string[] = [];
     for (const [key, state] of this.#keys) lines.push(...recordsFor(key, state).map((r) => JSON.stringify(r)));
+    for (const [taskId, memory] of this.#tasks) lines.push(JSON.stringify(taskRecord(taskId, memory)));
     try {
       const out = fs.openSync(tmp, "w");
       try {
@@ -327,6 +380,19 @@ function asRecord(value: unknown): LedgerRecord | null {
         : null;
     case "done":
       return str(r.at) && strOrNull(r.runId) && str(r.outcome) && strOrNull(r.log) ? { op: "done", key: r.key, at: r.at, runId: r.runId, outcome: r.outcome, log: r.log } : null;
+    case "hold": {
+      if (!str(r.at) || !str(r.runId) || (r.cause !== "approval" && r.cause !== "fault") || !strOrNull(r.log)) return null;
+      const hold: LedgerRecord = { op: "hold", key: r.key, at: r.at, runId: r.runId, cause: r.cause, log: r.log };
+      if (r.event === undefined) return hold;
+      const event = asEventInfo(r.event);
+      return event ? { ...hold, event } : null;
+    }
+    case "task": {
+      if (!r.key.startsWith(TASK_KEY)) return null;
+      const count = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+      if ((r.round !== undefined && !count(r.round)) || (r.spent !== undefined && !count(r.spent)) || (r.root !== undefined && !str(r.root))) return null;
+      return { op: "task", key: r.key, ...(r.round !== undefined ? { round: r.round as number } : {}), ...(str(r.root) ? { root: r.root } : {}), ...(r.spent !== undefined ? { spent: r.spent as number } : {}) };
+    }
     default:
       return null;
   }
@@ -347,7 +413,17 @@ function asEventInfo(value: unknown): LedgerEventInfo | null {
   return { event: e.event as HookEventName, taskId: e.taskId, member: e.member, timestamp: e.timestamp };
 }
 
-function apply(keys: Map<string, KeyState>, record: LedgerRecord): void {
+function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, record: LedgerRecord): void {
+  if (record.op === "task") {
+    const taskId = record.key.slice(TASK_KEY.length);
+    const known = tasks.get(taskId) ?? { round: 0, spent: 0 };
+    tasks.set(taskId, {
+      round: Math.max(known.round, record.round ?? 0),
+      spent: Math.max(known.spent, record.spent ?? 0),
+      ...(known.root !== undefined ? { root: known.root } : record.root !== undefined ? { root: record.root } : {}),
+    });
+    return;
+  }
   const previous = keys.get(record.key);
   switch (record.op) {
     case "baseline":
@@ -369,7 +445,17 @@ function apply(keys: Map<string, KeyState>, record: LedgerRecord): void {
       keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt });
       return;
     }
+    case "hold": {
+      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
+      const event = record.event ?? (previous?.state === "in_flight" ? previous.event : null);
+      keys.set(record.key, { state: "held", cause: record.cause, runId: record.runId, at: record.at, log: record.log, attempt, event });
+      return;
+    }
   }
+}
+
+function taskRecord(taskId: string, memory: TaskMemory): LedgerRecord {
+  return { op: "task", key: TASK_KEY + taskId, ...(memory.round > 0 ? { round: memory.round } : {}), ...(memory.root !== undefined ? { root: memory.root } : {}), ...(memory.spent > 0 ? { spent: memory.spent } : {}) };
 }
 
 function recordsFor(key: string, state: KeyState): LedgerRecord[] {
@@ -391,6 +477,11 @@ function recordsFor(key: string, state: KeyState): LedgerRecord[] {
       return [
         { op: "begin", key, at, runId: "compacted", attempt: state.attempt },
         { op: "done", key, at, runId: null, outcome: state.outcome, log: state.log },
+      ];
+    case "held":
+      return [
+        { op: "begin", key, at, runId: state.runId, attempt: state.attempt },
+        { op: "hold", key, at: state.at, runId: state.runId, cause: state.cause, log: state.log, ...(state.event ? { event: state.event } : {}) },
       ];
   }
 }

@@ -118,6 +118,8 @@ export interface EventReport {
   deferral?: { runId: string; expiresAt: string };
   /** Every gate of the event was skipped by its matchers or is in shadow mode: nothing judged it (the summary says what each did). */
   noGateInForce?: true;
+  /** The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault (leader/holds.ts). */
+  held?: "approval" | "fault";
   /** This report is a held gate's decision, applied: which deferral, what, by whom, how long it was held. */
   decision?: { deferredRunId: string; decision: "allow" | "deny" | "expired"; by: string; waitedMs: number };
 }

@@ -10,7 +10,7 @@ import type { Stats } from "node:fs";
 import path from "node:path";
 import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "../contract/team-files.js";
 import { errnoCode, describeError } from "../contract/errors.js";
-import { type HookEvent, idleEvents, parseIdleText, taskEvent } from "../contract/events.js";
+import { type EventOptions, type HookEvent, gateRound, idleEvents, parseIdleText, taskEvent } from "../contract/events.js";
 import { MAX_TEAM_FILE_BYTES, READ_FLAGS, type FileProblem, checkSchema, irregularFileProblem, parseJsonText, readPrefix, readRegularFile, tooLargeProblem } from "../team/json-file.js";
 import { readInbox } from "../team/mailbox.js";
 import { fileProblem, unsafeName } from "../text/messages.js";
@@ -74,10 +74,18 @@ export type TaskLook =
    */
   | { kind: "task"; task: Task; event: HookEvent | null; changedMs: number; previousKey: string | null | undefined };
 
+/** The leader's memory of each task's gate round (contract/events.ts gateRound), which keys its completions. */
+export interface RoundMemory {
+  round(taskId: string): number;
+  /** A task's file shows a higher round than remembered (a reopen by hand, by `decide`): remember it. */
+  seen(taskId: string, round: number): void;
+}
+
 export class TeamSources {
   readonly tasksDir: string;
   readonly inboxFile: string;
   readonly #identity: TeamIdentity;
+  readonly #rounds: RoundMemory | null;
   readonly #signatures = new Map<string, string>();
   /** The event key each task file stood for when last read (tasks only: a file that is not one is left out). */
   readonly #keys = new Map<string, string | null>();
@@ -89,8 +97,9 @@ export class TeamSources {
   /** Idle keys whose events were all handed out already. */
   readonly #handledNotes = new Set<string>();
 
-  constructor(identity: TeamIdentity) {
+  constructor(identity: TeamIdentity, rounds: RoundMemory | null = null) {
     this.#identity = identity;
+    this.#rounds = rounds;
     this.tasksDir = tasksDir(identity.teamDir, identity.taskListId);
     this.inboxFile = inboxFile(identity.teamDir, "team", identity.leadName);
   }
@@ -246,7 +255,7 @@ export class TeamSources {
         this.#keys.delete(file);
         return { kind: "problem", message: `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is <id>.json) — skipped until it changes`, fresh: true };
       }
-      const event = taskEvent(checked.value);
+      const event = taskEvent(checked.value, this.#eventOptions(checked.value));
       this.#keys.set(file, event?.key ?? null);
       return { kind: "task", task: checked.value, event, changedMs: Math.max(stat.mtimeMs, stat.ctimeMs), previousKey };
     } catch (error) {
@@ -269,6 +278,31 @@ export class TeamSources {
     } finally {
       if (fd !== undefined) fsSync.closeSync(fd);
     }
+  }
+
+  /**
+   * The round the leader keys `task`'s completion in: the higher of its file's and the leader's
+   * memory; a higher one in the file is remembered (it only ever rises).
+   */
+  #eventOptions(task: Task): EventOptions {
+    if (!this.#rounds) return {};
+    const remembered = this.#rounds.round(task.id);
+    const written = gateRound(task);
+    if (written > remembered) {
+      try {
+        this.#rounds.seen(task.id, written);
+      } catch {
+        // The ledger refused the line (a full disk): the file's round is used now, and remembered at the next look.
+      }
+    }
+    return { minRound: remembered };
+  }
+
+  /** Forgets what the last look at a task's file saw, so that the next look reads it whatever its stat. */
+  forget(taskId: string): string {
+    const file = taskFile(this.#identity.teamDir, this.#identity.taskListId, taskId);
+    this.#signatures.delete(file);
+    return file;
   }
 
   /** A file not read (not a regular file, too large): reported now, and not again until its stat changes. */
@@ -326,7 +360,7 @@ export class TeamSources {
         continue;
       }
       const task = note.data.completedTaskId ? await this.readTaskById(note.data.completedTaskId) : null;
-      events.push(...idleEvents(note.data, task));
+      events.push(...idleEvents(note.data, task, task ? this.#eventOptions(task) : {}));
       this.#handledNotes.add(idleKey);
     }
     return { events, problems };

@@ -14,14 +14,19 @@ import {
   followupDescription,
   followupSubject,
   forTheTeam,
+  budgetSpentReason,
+  budgetSpentText,
   gateNudgeText,
   gatePassedSummary,
+  heldNoteText,
+  heldSummary,
   reopenSuppressedReason,
   unsafeName,
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
 import { holdsNewerEvent } from "./plan.js";
-import type { FollowupPlan, GateMetadataPatch, NudgePlan, RemediationPlan, ReopenDecision, TaskEventName } from "./plan.js";
+import type { BudgetSpend, EscalationPlan, FollowupPlan, GateMetadataPatch, NudgePlan, RemediationPlan, ReopenDecision, TaskEventName } from "./plan.js";
+import { type TreeBudget, nextRound, treeBudget } from "./gate-life.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 
@@ -59,6 +64,15 @@ export interface DecideInput {
    * result is the decision's, and the task records who decided, when, and which deferral.
    */
   decision?: GateDecision | undefined;
+  /** The highest gate round the leader knows for the task (its ledger); a reopen goes past it. */
+  round?: number | undefined;
+  /**
+   * The budget of the task's tree (policy/gate-life.ts), read by remediate.ts from the root's file
+   * and the leader's memory; default: the task's own, as a root.
+   */
+  budget?: TreeBudget | null | undefined;
+  /** Whether the owner of a reopened task gets a `task_assignment` for it (`hooks.reassignOnReopen`); default true. */
+  reassign?: boolean | undefined;
 }
 
 export interface GateDecision {
@@ -98,22 +112,30 @@ export function decide(input: DecideInput): RemediationPlan {
 
   if (passed) {
     return freezePlan({
+      ...NOTHING_MORE,
       passed,
       summary,
       alreadyApplied,
       metadataPatch: task && !overtaken
-        ? { ...gateBase(input, "passed", forTheTeam(summary)), qualityGateLastSuccessAt: now, qualityGateReopenSuppressed: false }
+        ? { ...gateBase(input, "passed", forTheTeam(summary)), qualityGateLastSuccessAt: now, qualityGateReopenSuppressed: false, qualityGateReopenSuppressedReason: undefined }
         : null,
-      reopen: null,
-      followup: null,
-      nudge: null,
       actions: overtaken ? ["task metadata left (a newer gate is recorded)"] : ["none"],
-      refused: [],
+      gate: { to: "passed" },
     });
   }
 
   const failureCount = counter(metadata.qualityGateFailureCount);
-  const reopen = alreadyApplied || overtaken ? null : decideReopen(input);
+  const budget = input.budget ?? (task ? treeBudget(task.id, task, policy.maxReopensPerTask) : null);
+  // What the policy would make of this failure: each reopen or follow-up spends the tree's budget. A
+  // retry plans its follow-up again (an earlier attempt may have died before making it: remediate
+  // finds one made) and spends nothing more (the unit is recorded by its key).
+  const wouldReopen = !alreadyApplied && !overtaken && reopenAsked(input);
+  const wouldFollowUp = createsFollowup(policy);
+  const spends = (wouldReopen || wouldFollowUp) && budget !== null;
+  const retried = budget !== null && budget.spentBy(key);
+  const exhausted = spends && !retried && budget.spent >= budget.max;
+  const spend: BudgetSpend | null = spends && !exhausted ? { root: budget.root, spent: retried ? budget.spent : budget.spent + 1, max: budget.max } : null;
+  const reopen = wouldReopen ? decideReopen(input, exhausted ? budget : null, spend) : null;
   const outcome = overtaken ? null : reopenOutcome(input, reopen, alreadyApplied);
 
   let metadataPatch: GateMetadataPatch | null = null;
@@ -122,11 +144,15 @@ export function decide(input: DecideInput): RemediationPlan {
       ...gateBase(input, "failed", forTheTeam(summary)),
       qualityGateFailureCount: alreadyApplied ? failureCount : failureCount + 1,
       qualityGateLastFailureAt: now,
+      // A retry keeps what the first attempt recorded of the reopen.
+      ...(alreadyApplied ? { qualityGateReopenSuppressed: metadata.qualityGateReopenSuppressed === true, qualityGateReopenSuppressedReason: str(metadata.qualityGateReopenSuppressedReason) } : {}),
+      ...(alreadyApplied && metadata.qualityGateEscalated === true ? { qualityGateEscalated: true } : {}),
     };
     if (reopen?.kind === "suppressed") {
       metadataPatch.qualityGateReopenSuppressed = true;
       metadataPatch.qualityGateReopenSuppressedReason = reopen.reason;
     }
+    if (exhausted) metadataPatch.qualityGateEscalated = true;
   }
 
   const report: GateFailureReport = {
@@ -140,26 +166,52 @@ export function decide(input: DecideInput): RemediationPlan {
     result: input.result,
     reopen: outcome,
     logFile: input.logFile ?? null,
+    ...((exhausted || (alreadyApplied && metadata.qualityGateEscalated === true)) && budget ? { spent: { root: budget.root, spent: budget.spent, max: budget.max } } : {}),
   };
   const refused: Refusal[] = [];
-  const followup = createsFollowup(policy) ? planFollowup(input, report, refused) : null;
+  const followup = wouldFollowUp && !exhausted ? planFollowup(input, report, refused, budget?.root ?? input.taskId) : null;
   const nudgeTo = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", refused);
   const nudge: NudgePlan = {
     to: nudgeTo,
     text: (followupId) => gateNudgeText(report, followup && followupId !== null ? { id: followupId, owner: followup.owner } : null),
   };
+  // The owner of a reopened task is handed it again, as a team runtime hands out work (a retry of the
+  // reopen too: the sent-log sends it once).
+  const reopened = reopen?.kind === "reopen" || (alreadyApplied && metadata.reopenedByQualityGateKey === key);
+  const reassignTo = reopened && input.reassign !== false ? safeRecipient(nonEmpty(task?.owner), "nudge", []) : null;
+  const reassign =
+    reassignTo && task
+      ? { to: reassignTo, message: { type: "task_assignment" as const, taskId: task.id, subject: task.subject, description: task.description, assignedBy: input.leadName, timestamp: now } }
+      : null;
+  // A retry of an escalated failure escalates again: the note goes out once per root (the sent-log).
+  const escalates = exhausted || (alreadyApplied && metadata.qualityGateEscalated === true);
+  const escalation: EscalationPlan | null = escalates && budget ? { root: budget.root, text: budgetSpentText(report, budget) } : null;
 
   const actions: string[] = [];
   if (overtaken) actions.push("task metadata left (a newer gate is recorded)");
   if (alreadyApplied) actions.push("already applied");
   if (outcome) actions.push(outcomeAction(outcome, reopen !== null));
+  if (reassign) actions.push(`reassigned to ${reassign.to}`);
   if (followup) actions.push(followup.owner ? `follow-up for ${followup.owner}` : "follow-up (no owner)");
+  if (escalation) actions.push(`budget of task #${escalation.root} spent: lead told`);
   if (nudgeTo) actions.push(`nudge ${nudgeTo}`);
   actions.push(...refused.map((r) => r.action));
   if (actions.length === 0) actions.push("none");
 
-  return freezePlan({ passed, summary, alreadyApplied, metadataPatch, reopen, followup, nudge, actions, refused: refused.map((r) => r.line) });
+  const to = escalates ? "escalated" : reopened ? "reopened" : "failed";
+  return freezePlan({ passed, summary, alreadyApplied, metadataPatch, reopen, followup, nudge, reassign, spend, escalation, actions, refused: refused.map((r) => r.line), gate: { to } });
 }
+
+/** What a plan without a failure leaves out. */
+const NOTHING_MORE: Pick<RemediationPlan, "reopen" | "followup" | "nudge" | "reassign" | "spend" | "escalation" | "refused"> = Object.freeze({
+  reopen: null,
+  followup: null,
+  nudge: null,
+  reassign: null,
+  spend: null,
+  escalation: null,
+  refused: [],
+});
 
 // ---------------------------------------------------------------------------------------------
 
@@ -175,8 +227,9 @@ export function countsAsPass(result: Pick<RunResult, "outcome" | "errorKind">, m
 
 function gateBase(input: DecideInput, status: "passed" | "failed", summary: string): GateMetadataPatch {
   return {
+    ...CLEARED,
     qualityGateOutcome: input.result.outcome,
-    ...(input.result.verdict?.code ? { qualityGateCode: input.result.verdict.code } : {}),
+    qualityGateCode: input.result.verdict?.code,
     qualityGateHook: input.hookName,
     qualityGateAt: input.now,
     qualityGateStatus: status,
@@ -187,6 +240,13 @@ function gateBase(input: DecideInput, status: "passed" | "failed", summary: stri
     ...decisionFields(input.decision),
   };
 }
+
+/**
+ * What belongs to one run of a gate and goes with the next (`undefined` removes the key): the
+ * verdict's code, what held the gate, the escalation. Counters, round, budget and the times of the
+ * last success and failure persist (docs/gate-life.md, "What persists").
+ */
+const CLEARED = Object.freeze({ qualityGateCode: undefined, qualityGateHeld: undefined, qualityGateHeldReason: undefined, qualityGateEscalated: undefined });
 
 /** The deferral fields of a gate's metadata: a decision's, or none (cleared: see GateMetadataPatchSchema). */
 function decisionFields(decision: GateDecision | undefined): Partial<GateMetadataPatch> {
@@ -229,8 +289,9 @@ export function deferPlan(input: DeferInput): RemediationPlan {
     alreadyApplied: false,
     metadataPatch: input.task
       ? {
+          ...CLEARED,
           qualityGateOutcome: "deferred",
-          ...(result.verdict?.code ? { qualityGateCode: result.verdict.code } : {}),
+          qualityGateCode: result.verdict?.code,
           qualityGateHook: input.hookName,
           qualityGateAt: now,
           qualityGateStatus: "deferred",
@@ -243,11 +304,62 @@ export function deferPlan(input: DeferInput): RemediationPlan {
           qualityGateDeferredUntil: input.expiresAt,
         }
       : null,
-    reopen: null,
-    followup: null,
-    nudge: null,
+    ...NOTHING_MORE,
     actions: [`held until ${input.expiresAt}`],
-    refused: [],
+    gate: { to: "held", cause: "deferral" },
+  });
+}
+
+export interface HoldInput {
+  event: TaskEventName;
+  key: string;
+  /** The run that could not judge the work (its error says why). */
+  result: RunResult;
+  task: Task | null;
+  hookName: string;
+  member: string | null;
+  leadName: string;
+  now: string;
+  cause: "approval" | "fault";
+  /** The summary of the run (its error), as the team reads it. */
+  summary: string;
+  logFile?: string | null | undefined;
+}
+
+/**
+ * The plan of an event held because its gate could not judge the work (policy/gate-life.ts
+ * holdCauseOf): the task's metadata says `held` and why; nothing is counted, reopened, created or
+ * spent; the worker is told once that it waits for the team lead, with nothing to fix. The lead is
+ * told by the leader (what to approve); the event runs again when the lead approves or the leader
+ * starts again. Pure.
+ */
+export function holdPlan(input: HoldInput): RemediationPlan {
+  const { task, now } = input;
+  const summary = heldSummary(input.cause, input.summary);
+  const to = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", []);
+  return freezePlan({
+    ...NOTHING_MORE,
+    passed: false,
+    summary,
+    alreadyApplied: false,
+    metadataPatch: task
+      ? {
+          ...CLEARED,
+          qualityGateOutcome: "error",
+          qualityGateHook: input.hookName,
+          qualityGateAt: now,
+          qualityGateStatus: "held",
+          qualityGateSummary: summary,
+          qualityGateEventKey: input.key,
+          qualityGateHookSha256: input.result.hookSha256,
+          ...decisionFields(undefined),
+          qualityGateHeld: input.cause,
+          qualityGateHeldReason: input.summary,
+        }
+      : null,
+    nudge: to ? { to, text: () => heldNoteText({ hookName: input.hookName, taskId: task?.id ?? null, cause: input.cause, logFile: input.logFile ?? null }) } : null,
+    actions: [input.cause === "approval" ? "held (waiting for the team lead's approval)" : "held (our fault: it runs again)", ...(to ? [`told ${to} it waits`] : [])],
+    gate: { to: "held", cause: input.cause },
   });
 }
 
@@ -259,18 +371,27 @@ function createsFollowup(policy: EffectivePolicy): boolean {
   return policy.failureAction === "followup" || policy.failureAction === "reopen_followup";
 }
 
-/** Reopen or suppress, for a completed task under a reopening policy; never for `task_failed`. */
-function decideReopen(input: DecideInput): ReopenDecision | null {
+/** Whether the policy asks to reopen this task now: a completed task (its completion the one judged) under a reopening policy. */
+function reopenAsked(input: DecideInput): boolean {
   const { task, policy } = input;
-  if (input.event !== "task_completed" || !reopens(policy) || task?.status !== "completed") return null;
+  if (input.event !== "task_completed" || !reopens(policy) || task?.status !== "completed") return false;
   // A newer completion than the one this gate judged is not reopened: its own gate decides.
-  if (holdsNewerEvent(task, input.key)) return null;
-  const done = counter(task.metadata?.reopenedByQualityGateCount);
+  return !holdsNewerEvent(task, input.key);
+}
+
+/**
+ * Reopen or suppress, for a task reopenAsked: suppressed when the tree's budget is spent (`spent`),
+ * else reopened into the next gate round, its count the budget's (`spend`).
+ */
+function decideReopen(input: DecideInput, spent: TreeBudget | null, spend: BudgetSpend | null): ReopenDecision | null {
+  const { task, policy } = input;
+  if (!task) return null;
   const max = policy.maxReopensPerTask;
-  if (done >= max) return { kind: "suppressed", count: done, max, reason: reopenSuppressedReason(done, max) };
+  if (spent) return { kind: "suppressed", count: spent.spent, max, reason: budgetSpentReason(spent.spent, max, spent.root, task.id) };
+  const done = counter(task.metadata?.reopenedByQualityGateCount);
   return {
     kind: "reopen",
-    count: done + 1,
+    count: spend?.spent ?? done + 1,
     max,
     patch: {
       status: "pending",
@@ -279,6 +400,7 @@ function decideReopen(input: DecideInput): ReopenDecision | null {
         reopenedByQualityGateHook: input.hookName,
         reopenedByQualityGateCount: done + 1,
         reopenedByQualityGateKey: input.key,
+        qualityGateRound: nextRound(task, input.key, input.round),
       },
     },
   };
@@ -333,7 +455,7 @@ function followupOwner(input: DecideInput): string | null {
   }
 }
 
-function planFollowup(input: DecideInput, report: GateFailureReport, refused: Refusal[]): FollowupPlan {
+function planFollowup(input: DecideInput, report: GateFailureReport, refused: Refusal[], root: string): FollowupPlan {
   const subject = followupSubject(input.hookName, input.taskId);
   const description = followupDescription(report);
   const owner = safeRecipient(followupOwner(input), "follow-up owner", refused);
@@ -344,8 +466,10 @@ function planFollowup(input: DecideInput, report: GateFailureReport, refused: Re
     metadata: {
       qualityGateFollowupFor: input.key,
       qualityGateSourceTaskId: input.taskId,
+      qualityGateRootTaskId: root,
       qualityGateFollowupHook: input.hookName,
       qualityGateFollowupEvent: input.event,
+      qualityGateQuotedOutput: true,
     },
     assignment:
       owner === null
@@ -374,6 +498,10 @@ function safeRecipient(name: string | null, role: "nudge" | "follow-up owner", r
 /** A stored counter: a number ≥ 0 (fractions floored); anything else counts as 0. */
 function counter(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
 }
 
 function nonEmpty(value: string | null | undefined): string | null {

@@ -5,7 +5,8 @@
  */
 import { z } from "zod";
 import type { Task, TaskAssignment } from "../contract/team-files.js";
-import { taskEvent } from "../contract/events.js";
+import { splitRound, taskEvent } from "../contract/events.js";
+import type { GateState, HoldCause } from "./gate-life.js";
 
 export type TaskEventName = "task_completed" | "task_failed";
 
@@ -17,8 +18,11 @@ export type TaskEventName = "task_completed" | "task_failed";
 export const GateMetadataPatchSchema = z.object({
   qualityGateHook: z.string(),
   qualityGateAt: z.string(),
-  /** `deferred`: the gate is held until a decision arrives (contract v1, additive). */
-  qualityGateStatus: z.enum(["passed", "failed", "deferred"]),
+  /**
+   * `deferred`: the gate is held until a decision arrives; `held`: the gate could not judge the work
+   * (untrusted, missing, our own fault) and waits for the lead or a retry (contract v1, additive).
+   */
+  qualityGateStatus: z.enum(["passed", "failed", "deferred", "held"]),
   /** What the hook did: `error` is kept apart from `failed`; the status says how the failure mode counted it. */
   qualityGateOutcome: z.enum(["passed", "failed", "error", "deferred"]),
   /** The code of the hook's verdict, when it gave one. */
@@ -45,6 +49,11 @@ export const GateMetadataPatchSchema = z.object({
   qualityGateDecision: z.enum(["allow", "deny", "expired"]).optional(),
   qualityGateDecidedBy: z.string().optional(),
   qualityGateDecidedAt: z.string().optional(),
+  /** A held gate (`qualityGateStatus: "held"`): what holds it (`approval`, `fault`), and why in words. */
+  qualityGateHeld: z.enum(["approval", "fault"]).optional(),
+  qualityGateHeldReason: z.string().optional(),
+  /** The tree's budget was spent when this gate failed: nothing more was made, and the lead was told. */
+  qualityGateEscalated: z.boolean().optional(),
 });
 export type GateMetadataPatch = z.infer<typeof GateMetadataPatchSchema>;
 
@@ -55,6 +64,8 @@ export const ReopenMetadataSchema = z.object({
   reopenedByQualityGateCount: z.number().int().positive(),
   /** The event key of the reopen, so that a retry of that key never reopens twice. */
   reopenedByQualityGateKey: z.string(),
+  /** The task's gate round after the reopen (contract/events.ts gateRound): its next completion is a new event. */
+  qualityGateRound: z.number().int().positive(),
 });
 export type ReopenMetadata = z.infer<typeof ReopenMetadataSchema>;
 
@@ -62,8 +73,15 @@ export type ReopenMetadata = z.infer<typeof ReopenMetadataSchema>;
 export const FollowupMetadataSchema = z.object({
   qualityGateFollowupFor: z.string(),
   qualityGateSourceTaskId: z.string(),
+  /** The task at the root of the follow-up's tree, whose budget it spends (policy/gate-life.ts). */
+  qualityGateRootTaskId: z.string(),
   qualityGateFollowupHook: z.string(),
   qualityGateFollowupEvent: z.enum(["task_completed", "task_failed"]),
+  /**
+   * The description quotes the failing gate's output between marker lines (text/messages.ts
+   * QUOTED_OUTPUT_BEGIN): the leader's words, not the work; the document a gate is shown leaves them out.
+   */
+  qualityGateQuotedOutput: z.literal(true),
 });
 export type FollowupMetadata = z.infer<typeof FollowupMetadataSchema>;
 
@@ -111,6 +129,20 @@ export interface NudgePlan {
   text: (followupId: string | null) => string;
 }
 
+/** The note to the lead when a tree's budget is spent: sent once per root (team namespace). */
+export interface EscalationPlan {
+  root: string;
+  text: string;
+}
+
+/** A unit of the tree's budget this plan spends, recorded on the root by the event key (policy/gate-life.ts). */
+export interface BudgetSpend {
+  root: string;
+  /** Units spent once this one is (for the words: `reopen 2 of 3`). */
+  spent: number;
+  max: number;
+}
+
 /**
  * What to do after one task-event hook. Apply in this order, each step after the one before succeeded:
  * 1. under the task lock, merge `metadataPatch` (and, when `reopen.kind === "reopen"`, `reopen.patch`)
@@ -140,6 +172,17 @@ export interface RemediationPlan {
   followup: FollowupPlan | null;
   /** Every failure tells someone; null on a pass. */
   nudge: NudgePlan | null;
+  /**
+   * The `task_assignment` the owner of a reopened task gets, once per reopen, so that a worker that
+   * starts owned tasks only when assigned takes it up again; null when there is no reopen (or it is off).
+   */
+  reassign: { to: string; message: TaskAssignment } | null;
+  /** The unit of the tree's budget this failure spends (before the task is written); null when none. */
+  spend: BudgetSpend | null;
+  /** The tree's budget is spent: the lead is told once per root; null otherwise. */
+  escalation: EscalationPlan | null;
+  /** The gate life's transition this plan makes (policy/gate-life.ts), for the log. */
+  gate: { to: GateState; cause?: HoldCause };
   /** Short words for the log and the one-line output: `reopened (1/3)`, `nudge alice`, `none`… */
   actions: string[];
   /**
@@ -154,8 +197,15 @@ export interface RemediationPlan {
  * again while the gate ran. Such a task is not reopened (that would throw away work nobody has checked
  * yet; its own gate decides), and the leader's write leaves its `updatedAt` alone (remediate.ts
  * applyToTask). A task that stands for no event holds no newer one.
+ *
+ * A completion in a later gate round (contract/events.ts gateRound) is newer whatever its stamp; one
+ * whose file says an earlier round than the key judged is the same completion: the worker wrote an
+ * old copy of the metadata back, and the leader's memory of the round (which made the key) wins.
  */
 export function holdsNewerEvent(task: Task, key: string): boolean {
   const current = taskEvent(task);
-  return current !== null && current.key !== key;
+  if (current === null || current.key === key) return false;
+  const now = splitRound(current.key);
+  const judged = splitRound(key);
+  return now.base !== judged.base || now.round > judged.round;
 }

@@ -15,7 +15,9 @@ import { describeError } from "../contract/errors.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
 import { holdsNewerEvent, type RemediationPlan } from "./plan.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
-import { createTask, updateTask } from "../team/tasks.js";
+import { createTask, readTask, updateTask } from "../team/tasks.js";
+import { isSafeName, taskFile } from "../team/paths.js";
+import { type TreeBudget, budgetKeys, rootOf, treeBudget } from "./gate-life.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 
@@ -35,6 +37,27 @@ export interface RemediationTarget {
    * the task in the same locked write as the gate's metadata, which goes on top (invoke/patches.ts).
    */
   taskPatches?: readonly JsonObject[];
+  /** What the leader remembers of its tasks' gate lives (its ledger); absent for a hand run. */
+  memory?: GateMemory;
+  /** The tree's budget per root (`maxReopensPerTask`); absent: no policy spends one (a pass, a hold). */
+  maxBudget?: number;
+}
+
+/**
+ * The leader's memory of each task's gate life (leader/ledger.ts), which a worker rewriting a task's
+ * metadata cannot lower: its gate round, the root of a follow-up, the units a root's tree has spent.
+ */
+export interface GateMemory {
+  round(taskId: string): number;
+  root(taskId: string): string | undefined;
+  spent(rootId: string): number;
+}
+
+/** What the leader should remember after this remediation (its ledger's `task` records). */
+export interface Remembered {
+  round?: { taskId: string; round: number };
+  root?: { taskId: string; root: string };
+  spent?: { root: string; spent: number };
 }
 
 export interface RemediationDone {
@@ -50,16 +73,28 @@ export interface RemediationDone {
   complete: boolean;
   /** What became of `taskPatches` (absent when none were given): written, or why not. */
   patch?: { written: true } | { written: false; why: string };
+  /** For the leader's memory: the round a reopen wrote, a follow-up's root, a tree's units spent. */
+  remembered: Remembered;
 }
 
-/** Decides (through `decideFor`, with the task read under its lock) and applies the plan. */
-export async function remediate(target: RemediationTarget, decideFor: (task: Task | null) => RemediationPlan): Promise<RemediationDone> {
+/** The budget a plan is decided with: the tree's, or none (a pass, a hold, a hand run without a policy). */
+export interface DecideContext {
+  budget: TreeBudget | null;
+}
+
+/**
+ * Decides (through `decideFor`, with the task read under its lock) and applies the plan. A failure
+ * that spends a unit of a follow-up's tree budget records it on the root first (policy/gate-life.ts),
+ * then writes the task; a root spends in the same write as its own metadata.
+ */
+export async function remediate(target: RemediationTarget, decideFor: (task: Task | null, tree: DecideContext) => RemediationPlan): Promise<RemediationDone> {
   const lock = target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
   let decided: RemediationPlan | undefined;
   let metadataWritten = false;
   /** The task recorded this event before this write: a retry, or a held gate (whose other holds may have made a follow-up). */
   let seenBefore = false;
   const actions: string[] = [];
+  const remembered: Remembered = {};
   const patches = target.taskPatches ?? [];
   let patch: RemediationDone["patch"] = patches.length > 0 ? { written: false, why: "the task file is gone: the patch was not written" } : undefined;
   const withPatch = (done: Omit<RemediationDone, "patch">): RemediationDone => (patch ? { ...done, patch } : done);
@@ -71,7 +106,33 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       errors: [error],
       refused: [...plan.refused],
       complete: false,
+      remembered,
     });
+
+  // The tree: a follow-up's budget is its root's, spent there before the follow-up itself is written.
+  let tree: (task: Task) => DecideContext = () => ({ budget: null });
+  if (target.maxBudget !== undefined) {
+    const max = target.maxBudget;
+    const found = await findRoot(target);
+    if (found.kind === "other") {
+      let budget = treeBudget(found.root, found.task, max, target.memory?.spent(found.root) ?? 0);
+      // A dry decision on the task as it is now says whether this failure spends; the root records the
+      // unit (once per event key) before the task is written, so that a crash in between never lets
+      // the tree make more than its budget.
+      const current = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
+      const dry = decideFor(current.ok ? current.value : null, { budget });
+      if (dry.spend && !budget.spentBy(target.key)) {
+        try {
+          budget = await spendOnRoot(target, found.root, budget, lock);
+        } catch (error) {
+          return stop(dry, `the budget of task #${found.root} cannot be written: ${describeError(error)}`);
+        }
+      }
+      tree = () => ({ budget });
+    } else {
+      tree = (task) => ({ budget: treeBudget(task.id, task, max, target.memory?.spent(task.id) ?? 0) });
+    }
+  }
 
   try {
     const updated = await updateTask(
@@ -80,7 +141,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       target.taskId,
       (task) => {
         seenBefore = task.metadata?.qualityGateEventKey === target.key;
-        decided = decideFor(task);
+        decided = decideFor(task, tree(task));
         if (patches.length === 0) return applyToTask(task, decided, target.now, target.key);
         if (!decided.metadataPatch) {
           patch = { written: false, why: "the task holds a newer gate's record: the patch was not written" };
@@ -94,16 +155,26 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     );
     if (!updated.ok && updated.problem.kind !== "missing") {
       // Decided (if at all) for a task that was not written: nothing of the plan happened.
-      return stop(decided ?? decideFor(null), `gate metadata not written: ${updated.problem.message}`);
+      return stop(decided ?? decideFor(null, { budget: null }), `gate metadata not written: ${updated.problem.message}`);
     }
     metadataWritten = updated.ok && updated.written;
   } catch (error) {
     if (patch?.written) patch = { written: false, why: "the task write failed: the patch was not written" };
-    return stop(decided ?? decideFor(null), `gate metadata not written: ${describeError(error)}`);
+    return stop(decided ?? decideFor(null, { budget: null }), `gate metadata not written: ${describeError(error)}`);
   }
-  const plan = decided ?? decideFor(null); // the task file is gone: the plan without task writes
+  const plan = decided ?? decideFor(null, { budget: null }); // the task file is gone: the plan without task writes
+  if (metadataWritten && plan.reopen?.kind === "reopen") remembered.round = { taskId: target.taskId, round: plan.reopen.patch.metadata.qualityGateRound };
+  if (plan.spend) remembered.spent = { root: plan.spend.root, spent: plan.spend.spent };
   // The task's own outcome (reopened, suppressed, skipped, a retry) is on disk now.
-  actions.push(...plan.actions.filter((a) => a !== "none" && !a.startsWith("follow-up") && !a.startsWith("nudge")));
+  actions.push(...plan.actions.filter((a) => a !== "none" && !a.startsWith("follow-up") && !a.startsWith("nudge") && !a.startsWith("reassigned") && !a.startsWith("told") && !a.startsWith("budget of")));
+
+  if (plan.reassign && (metadataWritten || plan.alreadyApplied)) {
+    // Once per reopen (the event key): the owner's runtime starts an owned task when it is assigned.
+    const { to, message } = plan.reassign;
+    const sent = await sendToMember(target, `reassign-${message.taskId}`, to, JSON.stringify(message));
+    if (sent.error) return stop(plan, sent.error);
+    actions.push(sent.already ? `reassigned to ${to} (sent before)` : `reassigned to ${to}`);
+  }
 
   let followupTaskId: string | null = null;
   if (plan.followup) {
@@ -139,6 +210,7 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
         },
       );
       followupTaskId = created.task.id;
+      remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
       actions.push(`follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`);
     } catch (error) {
       return stop(plan, `follow-up task not created: ${describeError(error)}`);
@@ -149,13 +221,70 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     }
   }
 
+  if (plan.escalation) {
+    const { root, text } = plan.escalation;
+    const sent = await sendOnce(target.sent, {
+      teamDir: target.teamDir,
+      namespace: "team",
+      to: target.leadName,
+      // Once per root and budget: raising the budget and spending it again tells the lead again.
+      id: sentId("budget-spent", `${root}:${target.maxBudget ?? 0}`, target.leadName),
+      message: { from: "pi-teams-hooks", text, timestamp: target.now, read: false, qualityGateEventKey: target.key, qualityGateMessage: "budget-spent" },
+      isIt: (m) => m.qualityGateMessage === "budget-spent" && m.qualityGateEventKey === target.key,
+      ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
+    });
+    if (sent.error) return stop(plan, sent.error, followupTaskId);
+    actions.push(sent.already ? `lead told the budget of task #${root} is spent (before)` : `lead told the budget of task #${root} is spent`);
+  }
+
   if (plan.nudge?.to) {
     const to = plan.nudge.to;
-    const sent = await sendToMember(target, "nudge", to, plan.nudge.text(followupTaskId));
+    const kind = plan.gate.to === "held" ? "held" : "nudge";
+    const sent = await sendToMember(target, kind, to, plan.nudge.text(followupTaskId));
     if (sent.error) return stop(plan, sent.error, followupTaskId);
-    actions.push(sent.already ? `nudge ${to} (sent before)` : `nudge ${to}`);
+    const word = kind === "held" ? `told ${to} it waits` : `nudge ${to}`;
+    actions.push(sent.already ? `${word} (sent before)` : word);
   }
-  return withPatch({ plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], refused: [...plan.refused], complete: true });
+  return withPatch({ plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], refused: [...plan.refused], complete: true, remembered });
+}
+
+/** The root of the task's tree: the task itself, or another task (a follow-up's root), read as it is now. */
+async function findRoot(target: RemediationTarget): Promise<{ kind: "self" } | { kind: "other"; root: string; task: Task | null }> {
+  const read = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
+  if (!read.ok) return { kind: "self" };
+  const root = rootOf(read.value, target.memory?.root(target.taskId));
+  if (root === target.taskId || !isSafeName(root)) return { kind: "self" };
+  const rootRead = await readTask(taskFile(target.teamDir, target.taskListId, root));
+  // A root whose file is gone keeps its budget in the leader's memory; without that, nothing is left to spend from.
+  return { kind: "other", root, task: rootRead.ok ? rootRead.value : null };
+}
+
+/**
+ * Records one unit of the root's budget for this event under the root's lock (at most once per event
+ * key, never past the budget); gives the budget as it is then.
+ */
+async function spendOnRoot(target: RemediationTarget, root: string, budget: TreeBudget, lock: { timeoutMs?: number }): Promise<TreeBudget> {
+  let after = budget;
+  const updated = await updateTask(
+    target.teamDir,
+    target.taskListId,
+    root,
+    (rootTask) => {
+      after = treeBudget(root, rootTask, budget.max, Math.max(budget.spent, target.memory?.spent(root) ?? 0));
+      if (after.spentBy(target.key) || after.spent >= after.max) return undefined;
+      const keys = [...budgetKeys(rootTask), target.key];
+      const next = { ...rootTask, metadata: { ...(rootTask.metadata ?? {}), qualityGateBudgetKeys: keys } };
+      after = treeBudget(root, next, budget.max, Math.max(budget.spent, target.memory?.spent(root) ?? 0));
+      return next;
+    },
+    { label: `quality gate budget ${target.key}`, ...lock },
+  );
+  if (!updated.ok && updated.problem.kind !== "missing") throw new Error(updated.problem.message);
+  if (!updated.ok) {
+    // The root's file is gone: the unit is counted in memory only (the leader's), never past the budget.
+    return budget.spent >= budget.max ? budget : { ...budget, spent: budget.spent + 1, spentBy: (key) => key === target.key || budget.spentBy(key) };
+  }
+  return after;
 }
 
 /** The task with every patch laid over it in order (each cut once more to what may ever be written), or why not. */
@@ -180,6 +309,8 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
   if (!plan.metadataPatch) return undefined;
   const updatedAt = holdsNewerEvent(task, key) ? task.updatedAt : now;
   const next: Task = { ...task, updatedAt, metadata: { ...(task.metadata ?? {}), ...plan.metadataPatch } };
+  // A root spends its own budget in this write (a follow-up's root was written before: remediate).
+  if (plan.spend?.root === task.id && !budgetKeys(task).includes(key)) next.metadata = { ...next.metadata, qualityGateBudgetKeys: [...budgetKeys(task), key] };
   if (plan.reopen?.kind === "reopen" && task.status === "completed") {
     next.status = plan.reopen.patch.status;
     next.metadata = { ...next.metadata, ...plan.reopen.patch.metadata };
@@ -202,14 +333,18 @@ export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done:
     nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
     actions: done.actions,
     errors: [...done.refused, ...done.errors],
+    // The gate life's state this event left the task in (policy/gate-life.ts), and why it is held.
+    gate: done.plan.gate.to,
+    ...(done.plan.gate.cause ? { held: done.plan.gate.cause } : {}),
+    ...(done.plan.spend ? { budget: { root: done.plan.spend.root, spent: done.plan.spend.spent, max: done.plan.spend.max } } : {}),
     // Absent when everything was applied (older logs have no such field either).
     ...(done.complete ? {} : { complete: false }),
   };
 }
 
 /** Appends a message from the leader to `to`'s inbox in the task namespace, once per event (sendOnce). */
-async function sendToMember(target: RemediationTarget, kind: "nudge" | `assignment-${string}`, to: string, text: string): Promise<{ error: string | null; already: boolean }> {
-  const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key };
+async function sendToMember(target: RemediationTarget, kind: MemberMessageKind, to: string, text: string): Promise<{ error: string | null; already: boolean }> {
+  const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key, qualityGateMessage: kind };
   return sendOnce(target.sent, {
     teamDir: target.teamDir,
     namespace: target.taskListId,
@@ -218,10 +353,23 @@ async function sendToMember(target: RemediationTarget, kind: "nudge" | `assignme
     message,
     // What a crashed attempt may have left there: a message of this event, of this kind (a retry's
     // nudge may read differently: "was reopened" instead of "reopened").
-    isIt: (m) => m.qualityGateEventKey === target.key && (kind === "nudge" ? assignmentTaskId(m.text) === null : `assignment-${assignmentTaskId(m.text) ?? ""}` === kind),
+    isIt: (m) =>
+      m.qualityGateEventKey === target.key &&
+      (typeof m.qualityGateMessage === "string"
+        ? m.qualityGateMessage === kind
+        : // Written before messages said their kind: a nudge is no assignment, an assignment names its task.
+          kind === "nudge"
+          ? assignmentTaskId(m.text) === null
+          : `assignment-${assignmentTaskId(m.text) ?? ""}` === kind),
     ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
   });
 }
+
+/**
+ * What the leader sends a member about one event, each at most once: the nudge after a failure, the
+ * note that a held event waits, a follow-up's assignment, a reopened task handed back to its owner.
+ */
+type MemberMessageKind = "nudge" | "held" | `assignment-${string}` | `reassign-${string}`;
 
 export interface OnceMessage {
   teamDir: string;

@@ -22,6 +22,7 @@ import { sentId } from "../team/sent-log.js";
 import { updateTask } from "../team/tasks.js";
 import { forTheTeam, startDeniedText, unsafeName } from "../text/messages.js";
 import { type RemediationTarget, sendOnce } from "./remediate.js";
+import { nextRound } from "./gate-life.js";
 
 /**
  * Merged into the task's `metadata` when a start gate denies its claim (docs/hook-contract.md,
@@ -43,6 +44,8 @@ export const StartDenialMetadataSchema = z.object({
   qualityGateStartDeniedMember: z.string().optional(),
   /** The code of the gate's verdict, when it gave one. */
   qualityGateStartDeniedCode: z.string().optional(),
+  /** The task's gate round after the denial (contract/events.ts gateRound): its next completion is a new event. */
+  qualityGateRound: z.number().int().positive(),
 });
 export type StartDenialMetadata = z.infer<typeof StartDenialMetadataSchema>;
 
@@ -59,6 +62,8 @@ export interface StartGateInput extends Pick<RemediationTarget, "teamDir" | "tas
   member: string | null;
   /** The deciding run's log, quoted to the member. */
   logFile: string | null;
+  /** The highest gate round the leader knows for the task (its ledger); the denial goes past it. */
+  round?: number | undefined;
 }
 
 /** What to do with the task, decided under its lock from the task as it is then. Pure. */
@@ -101,6 +106,8 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
     qualityGateStartDeniedKey: input.key,
     ...(owner ? { qualityGateStartDeniedMember: owner } : {}),
     ...(input.code ? { qualityGateStartDeniedCode: input.code } : {}),
+    // The claim is ended by the leader: whatever completion comes next is a new event.
+    qualityGateRound: nextRound(task, input.key, input.round),
   };
   // `owner: undefined`: team/tasks.ts updateTask lays `next` over the file as read (top-level keys
   // only), so the key must be there to take the owner away (JSON leaves it out). `metadata` is

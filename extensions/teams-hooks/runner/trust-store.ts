@@ -15,8 +15,11 @@ import { withLock } from "../team/lock.js";
 import { leaderStateDir } from "../team/paths.js";
 import { readRegular, type TrustEntry, type TrustRecord } from "./trust.js";
 
+/** The trust record's name in `hook-state/` (a watcher there looks for it). */
+export const TRUST_FILE_NAME = "trust.json";
+
 export function trustFile(teamDir: string): string {
-  return path.join(leaderStateDir(teamDir), "trust.json");
+  return path.join(leaderStateDir(teamDir), TRUST_FILE_NAME);
 }
 
 export function trustedCopyFile(teamDir: string, sha256: string): string {

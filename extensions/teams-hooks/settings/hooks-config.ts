@@ -112,6 +112,11 @@ export const HooksBlockSchema = z.looseObject({
   confidential: ConfidentialSchema.nullish(),
   /** Variables whose values are redacted from hook output, besides the handlers' secrets. */
   redactEnv: RedactEnvSchema.nullish(),
+  /**
+   * Whether the owner of a task the policy reopens is sent a `task_assignment` for it (default true), as
+   * a team runtime hands out work: a worker that starts an owned task only when assigned takes it up again.
+   */
+  reassignOnReopen: z.boolean().nullish(),
 }).superRefine((block, ctx) => {
   // Across fields, so here: a projection of `http:<name>` names a handler of the same block.
   for (const problem of projectionHandlerProblems(block.projection, block.handlers)) ctx.addIssue({ code: "custom", path: problem.path, message: problem.message });
@@ -241,6 +246,8 @@ export interface SettingsReport {
   confidential: Effective<boolean, "config" | "default">;
   /** `hooks.redactEnv`: the names (never the values) of variables redacted besides the handlers' secrets. */
   redactEnv: Effective<readonly string[], "config" | "default">;
+  /** `hooks.reassignOnReopen`: the owner of a reopened task gets its `task_assignment` again. */
+  reassignOnReopen: Effective<boolean, "config" | "default">;
   block: {
     /** False when config.json's block (or config.json itself) was refused. */
     valid: boolean;
@@ -338,6 +345,7 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
       confidential: fromConfig(block.confidential, "hooks.confidential", false),
       redactEnv: fromConfig(block.redactEnv ? Object.freeze([...block.redactEnv]) : block.redactEnv, "hooks.redactEnv", Object.freeze([]) as readonly string[]),
     }),
+    reassignOnReopen: fromConfig(block.reassignOnReopen, "hooks.reassignOnReopen", true),
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     hooksBlock: raw,
     refusal: chosen.refusal,
@@ -347,8 +355,8 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: EffectiveSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, block };
+  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block } = settings;
+  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block };
 }
 
 /** What one event needs of the privacy settings: the projection, confidentiality, the variables to redact. */

@@ -67,6 +67,11 @@ export function scanStateFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "task-files.json");
 }
 
+/** The events a running leader holds because their gate could not judge the work (leader/holds.ts), for people. */
+export function holdsFile(teamDir: string): string {
+  return path.join(leaderStateDir(teamDir), "holds.json");
+}
+
 /**
  * Written when a first start on the team dir begins to watch, removed once its baseline is recorded:
  * its mtime (the file system's clock) separates what existed before the first start from what came

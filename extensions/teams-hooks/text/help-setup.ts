@@ -229,7 +229,7 @@ Examples:
 The leader runs only gates it trusts: the sha256 and mode of every gate file are recorded in
 <team dir>/hook-state/trust.json at its first start, and by this command. A gate that is new,
 changed (content or mode), or no longer runs (deleted, disabled or replaced through the team
-layer, shadowed, no longer executable) makes its events fail until the change is recorded here.
+layer, shadowed, no longer executable) holds its events until the change is recorded here.
 
 Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for
 a text file (from the copy kept in hook-state/trusted/), and records nothing.

@@ -31,7 +31,7 @@ export function formatDuration(ms: number): string {
 // Section: failure policy and settings (used by settings/options.ts and policy/decide.ts)
 // Keep this section's helpers prefixed (`policy…`) so that other sections cannot collide with them.
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
-import { truncateText } from "../contract/contract.js";
+import { QUOTED_OUTPUT_BEGIN, QUOTED_OUTPUT_END, truncateText } from "../contract/contract.js";
 import type { FailureAction, FollowupOwner } from "../contract/team-files.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { unreachable } from "../contract/errors.js";
@@ -190,7 +190,17 @@ function policyFirstLine(text: string): string {
   return "";
 }
 
-/** Why a reopen was not done although the policy asks for it. */
+/**
+ * Why a reopen (or a follow-up) was not made: the budget of the task's tree is spent (max 0: there is
+ * none). `root`: the tree's root; `taskId`: the task that failed.
+ */
+export function budgetSpentReason(spent: number, max: number, root: string, taskId: string): string {
+  if (max === 0) return "reopening is off (max reopens per task is 0)";
+  const whose = root === taskId ? `task #${root}` : `task #${root} and its follow-ups`;
+  return `the gate budget of ${whose} is spent (${spent} of ${max} reopens and follow-ups)`;
+}
+
+/** Why a reopen was not done although the policy asks for it (a retry reading what the first attempt recorded). */
 export function reopenSuppressedReason(count: number, max: number): string {
   if (max === 0) return "reopening is off (max reopens per task is 0)";
   return `already reopened ${count} ${count === 1 ? "time" : "times"} by the quality gate (max ${max} per task)`;
@@ -235,6 +245,8 @@ export interface GateFailureReport {
   result: Pick<RunResult, "command" | "hookPath" | "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes">;
   reopen: ReopenOutcome | null;
   logFile: string | null;
+  /** The tree's budget is spent: nothing more is made, and the lead decides (policy/gate-life.ts). */
+  spent?: { root: string; spent: number; max: number };
 }
 
 /** Characters of stdout and of stderr a follow-up description keeps (head and tail). */
@@ -251,7 +263,6 @@ export function followupDescription(report: GateFailureReport): string {
   const lines = [
     `The quality gate ${report.hookName} failed for task #${report.taskId}. Fix what it reports, then complete this task.`,
     "",
-    `Failure: ${report.summary}`,
     `Hook: ${report.hookName} (event ${report.event})`,
     `Command: ${policyCommandLine(result.command, result.hookPath)}`,
     `Policy: ${report.policy.failureAction} (at most ${report.policy.maxReopensPerTask} reopens per task; follow-up owner: ${report.policy.followupOwner})`,
@@ -260,8 +271,12 @@ export function followupDescription(report: GateFailureReport): string {
   if (report.reopen) lines.push(`Reopen: ${reopenOutcomeSentence(report.taskId, report.reopen)}`);
   lines.push(`Event key: ${report.key}`);
   if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
-  lines.push("", ...policyOutputBlock("stderr", result.stderr, result.stderrDroppedBytes));
+  // Between the marker lines: the leader's quotation of the gate, which gates are not shown (contract.ts
+  // workDescription). The failure summary quotes the gate's first stderr line, so it is inside too.
+  lines.push("", QUOTED_OUTPUT_BEGIN, `Failure: ${report.summary}`, "");
+  lines.push(...policyOutputBlock("stderr", result.stderr, result.stderrDroppedBytes));
   lines.push("", ...policyOutputBlock("stdout", result.stdout, result.stdoutDroppedBytes));
+  lines.push(QUOTED_OUTPUT_END);
   return lines.join("\n");
 }
 
@@ -304,6 +319,12 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
   if (followup) {
     lines.push(`Follow-up task #${followup.id} was created${followup.owner ? ` for ${followup.owner}` : " (no owner)"}.`);
   }
+  if (report.spent) {
+    // Nothing more is made for this tree: the work waits for a person, so no call to carry on alone.
+    lines.push(`${capitalize(budgetSpentReason(report.spent.spent, report.spent.max, report.spent.root, report.taskId))}: the team lead decides what happens next. Please wait for the lead before you work on task #${report.taskId} again.`);
+    if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
+    return lines.join("\n");
+  }
   lines.push(
     report.reopen?.kind === "reopened"
       ? `Please fix it and complete task #${report.taskId} again; the gate runs again then.`
@@ -314,6 +335,57 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
   // and an agent worker reads it as leave to fix the failure without waiting for a person.
   lines.push(GATE_NUDGE_REMEDIATE);
   return lines.join("\n");
+}
+
+/** The note to the lead when a tree's budget is spent (once per root): what failed and what is left to decide. */
+export function budgetSpentText(report: GateFailureReport, budget: { root: string; spent: number; max: number }): string {
+  const subject = report.taskSubject === null ? "" : ` "${truncateText(report.taskSubject, 120)}"`;
+  return [
+    `pi-teams-hooks: quality gate ${report.hookName} failed again for task #${report.taskId}${subject}: ${report.summary}`,
+    `${capitalize(budgetSpentReason(budget.spent, budget.max, budget.root, report.taskId))}: no more reopens or follow-ups are made for it, and its workers were asked to wait for you.`,
+    `Decide what happens next: fix the gate or the work, reopen or reassign the task by hand, or raise hooks.maxReopensPerTask.`,
+    ...(report.logFile ? [`Hook log: ${report.logFile}`] : []),
+  ].join("\n");
+}
+
+/** The one-line summary of a held event (task metadata, the watch line): `held: waiting for the team lead: …`. */
+export function heldSummary(cause: "approval" | "fault", why: string): string {
+  return cause === "approval" ? `held: waiting for the team lead: ${why}` : `held: pi-teams-hooks could not finish the gate (${why}); it runs again`;
+}
+
+/**
+ * What the member whose event is held reads, once: the gate could not judge the work, which is not
+ * theirs to fix; it runs again once the lead approves (or, for our own fault, by itself).
+ */
+export function heldNoteText(d: { hookName: string; taskId: string | null; cause: "approval" | "fault"; logFile: string | null }): string {
+  const what = d.taskId ? `task #${d.taskId}` : "your work";
+  const lines = [
+    d.cause === "approval"
+      ? `Quality gate ${d.hookName} could not judge ${what}: the gate changed or cannot run, and only the team lead can approve it.`
+      : `Quality gate ${d.hookName} could not judge ${what}: pi-teams-hooks itself failed while the gate ran.`,
+    `Nothing for you to fix: ${what} waits, not counted as accepted, and the gate runs again ${d.cause === "approval" ? "once the lead approves" : "by itself"}. Carry on with other work.`,
+  ];
+  if (d.logFile) lines.push(`Hook log: ${d.logFile}`);
+  return lines.join("\n");
+}
+
+/** The note to the lead when an event is held (once per gate and reason): what holds it, and what to do. */
+export function heldLeadText(h: { cause: "approval" | "fault"; hook: string | null; taskId: string | null; key: string; reason: string }, teamDir: string): string {
+  const what = h.taskId ? `task #${h.taskId}` : h.key;
+  return h.cause === "approval"
+    ? [
+        `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ${h.reason}`,
+        "The event is held, not failed: the worker was told it waits, nothing was reopened or counted, and the task is not accepted meanwhile.",
+        `Once the gate is as it should be, approve it (pi-teams-hooks trust --team-dir ${teamDir}); every event it holds then runs once. Other events this gate holds are not announced again.`,
+      ].join("\n")
+    : [
+        `pi-teams-hooks: quality gate ${h.hook ?? "?"} was cut off by pi-teams-hooks' own fault while it judged ${what}: ${h.reason}`,
+        "The event is held, not failed: nothing was reopened or counted; it runs again by itself, and at the next start of the leader.",
+      ].join("\n");
+}
+
+function capitalize(text: string): string {
+  return text ? `${text[0]?.toUpperCase() ?? ""}${text.slice(1)}` : text;
 }
 
 /** The last line of every gate nudge, word for word as pi-agent-teams has it. */

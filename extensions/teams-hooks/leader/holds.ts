@@ -1,0 +1,154 @@
+/**
+ * Events held because their gate could not judge the work (policy/gate-life.ts): a gate untrusted,
+ * missing, insecure or unable to start waits for the team lead (`approval`); a gate cut off by our own
+ * part (an internal error, the machine out of processes or files) waits for a retry (`fault`). Neither
+ * is the worker's failure: nothing is counted, reopened or made, and the task is not accepted.
+ *
+ *   held ──the lead approves (the trust record changes and the chain is trusted now)──▶ run again
+ *     ├──a fault: tried again by itself after 2 s, 10 s, 60 s (then at the next start)──▶ run again
+ *     └──the leader starts again──────────────────────────────────────────────────────▶ run again
+ *
+ * Running again is the event's whole chain, once (the ledger's `begin` replaces the hold): at most once
+ * per release, since a released key leaves this map before it is queued. The list is kept for people in
+ * `hook-state/holds.json` (`/gates`, the dashboard's "Needs attention", `doctor`), rewritten whenever
+ * it changes; the ledger is what the leader itself goes by.
+ */
+import path from "node:path";
+import { describeError } from "../contract/errors.js";
+import { TRUST_ERROR_KINDS } from "../contract/hook-run.js";
+import type { HookEvent } from "../contract/events.js";
+import { discoverChain } from "../runner/chain.js";
+import { checkChainTrust } from "../runner/trust.js";
+import { writeJsonAtomic } from "../team/json-file.js";
+import { holdsFile } from "../team/paths.js";
+import { sentId } from "../team/sent-log.js";
+import { heldLeadText } from "../text/messages.js";
+import type { LeaderContext } from "./context.js";
+
+/** One held event as `hook-state/holds.json` lists it. */
+export interface HeldEvent {
+  key: string;
+  event: HookEvent["event"];
+  taskId: string | null;
+  member: string | null;
+  cause: "approval" | "fault";
+  /** The run's error kind (`untrusted_hook`, `spawn`, `internal`…). */
+  kind: string | null;
+  /** The gate that could not judge the work, as policy writes name it. */
+  hook: string | null;
+  /** Why, for the lead (the approval command included). */
+  reason: string;
+  since: string;
+  runId: string | null;
+  log: string | null;
+}
+
+/** Waits before a fault hold runs again by itself; past the last, it waits for the next start. */
+const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000]);
+
+export class Holds {
+  readonly #ctx: LeaderContext;
+  readonly #run: (event: HookEvent) => void;
+  readonly #held = new Map<string, { info: HeldEvent; event: HookEvent; tries: number }>();
+  #writing: Promise<void> = Promise.resolve();
+
+  /** `run`: queues an event again (as a retry). */
+  constructor(ctx: LeaderContext, run: (event: HookEvent) => void) {
+    this.#ctx = ctx;
+    this.#run = run;
+  }
+
+  get size(): number {
+    return this.#held.size;
+  }
+
+  list(): HeldEvent[] {
+    return [...this.#held.values()].map((h) => h.info);
+  }
+
+  /**
+   * At start: every key the ledger holds runs again now (the leader's restart is one of the ways a
+   * hold ends), each once; the list on disk is written anew.
+   */
+  start(): void {
+    const ledger = this.#ctx.requireLedger();
+    for (const held of ledger.held()) {
+      if (!held.event) {
+        this.#ctx.warn(`${ledger.file}: held ${held.key} has no event details; it is not run again`);
+        continue;
+      }
+      this.#run({ key: held.key, ...held.event, source: "task" });
+    }
+    this.#save();
+  }
+
+  /** An event was just held (its ledger record is on disk): listed, the lead told, a fault retried. */
+  held(event: HookEvent, info: HeldEvent, tries: number): void {
+    this.#held.set(event.key, { info, event, tries });
+    this.#save();
+    const { leadName } = this.#ctx.setup.identity;
+    // A gate changed, added or removed is told to the lead once as such (gate-trust.ts), what to approve
+    // included; other holds once per gate and reason (several tasks held by one gate are one thing to fix).
+    if (!(TRUST_ERROR_KINDS as readonly (string | null)[]).includes(info.kind) || info.kind === "insecure_hook") {
+      const id = sentId("held", `${info.cause}:${info.hook ?? ""}:${info.reason}`, leadName);
+      this.#ctx.notes = this.#ctx.notes.then(() => this.#ctx.tellLead(id, heldLeadText(info, this.#ctx.setup.identity.teamDir), `the lead was not told of the hold of ${event.key}`));
+    }
+    if (info.cause === "fault") {
+      const delay = FAULT_RETRY_MS[tries - 1];
+      if (delay === undefined) {
+        this.#ctx.warn(`${event.key}: held after ${tries} tries (${info.reason}); it runs again at the next start of the leader`);
+        return;
+      }
+      this.#ctx.later(event, async () => this.#release(event.key), delay);
+    }
+  }
+
+  /**
+   * The trust record changed: every event held for approval whose chain is trusted as it is now runs
+   * again (a gate that cannot start has no trust problem: it is tried again too).
+   */
+  async reconsider(): Promise<void> {
+    const waiting = [...this.#held.values()].filter((h) => h.info.cause === "approval");
+    if (waiting.length === 0) return;
+    const { setup } = this.#ctx;
+    const layers = { global: path.resolve(setup.hooksDir), team: setup.teamHooksDir === null ? null : path.resolve(setup.teamHooksDir) };
+    const chains = new Map<HookEvent["event"], Awaited<ReturnType<typeof discoverChain>>>();
+    for (const { event } of waiting) {
+      try {
+        let chain = chains.get(event.event);
+        if (!chain) {
+          chain = await discoverChain({ globalDir: setup.hooksDir, teamDir: setup.teamHooksDir, event: event.event, handlers: setup.settings.handlers });
+          chains.set(event.event, chain);
+        }
+        const check = checkChainTrust(chain, event.event, layers, { record: this.#ctx.trust.record, allowInsecure: this.#ctx.opts.allowInsecureHooks === true, uid: process.getuid?.() ?? null });
+        const refused = check.problems.filter((p) => p.kind === "insecure_hook" || this.#ctx.opts.trustChanges !== true);
+        if (refused.length === 0) this.#release(event.key);
+      } catch (error) {
+        this.#ctx.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);
+      }
+    }
+  }
+
+  /** Runs a held event again: out of the list first, so that it is queued at most once. */
+  #release(key: string): void {
+    const held = this.#held.get(key);
+    if (!held || this.#ctx.state !== "watching") return;
+    this.#held.delete(key);
+    this.#save();
+    this.#run(held.event);
+  }
+
+  /** `hook-state/holds.json` anew (one write at a time, the last state wins). */
+  #save(): void {
+    const file = holdsFile(this.#ctx.setup.identity.teamDir);
+    const holds = this.list();
+    this.#writing = this.#writing
+      .then(() => writeJsonAtomic(file, { version: 1, updatedAt: this.#ctx.now(), holds }))
+      .catch((error: unknown) => this.#ctx.warn(`${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`));
+  }
+
+  /** Waits for the last write of the list (stop). */
+  async settled(): Promise<void> {
+    await this.#writing;
+  }
+}
