@@ -14,6 +14,8 @@ import { REPO_ROOT, waitUntil } from "./leader-rig.js";
 
 export const PI_CLI = path.join(REPO_ROOT, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js");
 export const SCRIPTED_MODEL = path.join(REPO_ROOT, "test", "fixtures", "pi", "scripted-model.ts");
+/** pi-agent-teams' removal of a session's empty team at `session_shutdown` (load it `first`). */
+export const TEAM_CLEANUP = path.join(REPO_ROOT, "test", "fixtures", "pi", "team-cleanup.ts");
 
 /** Why pi cannot run here, or null when it can (it is a dev dependency: `npm ci` installs it). */
 export function piMissing(): string | null {
@@ -27,6 +29,17 @@ export interface Notice {
   level: string;
 }
 
+export interface PiRpcOptions {
+  env: Record<string, string>;
+  cwd: string;
+  /** Extensions loaded before this package: pi runs an event's handlers in load order, theirs first. */
+  first?: string[];
+  /** Extensions loaded after this package. */
+  extensions?: string[];
+  /** More of pi's arguments. */
+  args?: string[];
+}
+
 export class PiRpc {
   readonly child: ChildProcess;
   readonly lines: RpcLine[] = [];
@@ -35,9 +48,9 @@ export class PiRpc {
   #seq = 0;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(opts: { env: Record<string, string>; cwd: string; extensions?: string[]; args?: string[] }) {
-    const args = [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline", "-e", REPO_ROOT];
-    for (const ext of opts.extensions ?? []) args.push("-e", ext);
+  constructor(opts: PiRpcOptions) {
+    const args = [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline"];
+    for (const ext of [...(opts.first ?? []), REPO_ROOT, ...(opts.extensions ?? [])]) args.push("-e", ext);
     args.push(...(opts.args ?? []));
     this.child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env, stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout?.setEncoding("utf8").on("data", (chunk: string) => this.#take(chunk));
@@ -141,13 +154,17 @@ export async function piWorld(): Promise<PiWorld> {
   return { root, teamsRoot, home };
 }
 
-/** The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed tasks. */
-export async function createTeam(teamDir: string, teamId: string): Promise<string> {
+/**
+ * The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed
+ * tasks (none with `empty`: a team nothing was done in yet).
+ */
+export async function createTeam(teamDir: string, teamId: string, opts: { empty?: boolean } = {}): Promise<string> {
   const tasksDir = path.join(teamDir, "tasks", teamId);
   await mkdir(tasksDir, { recursive: true });
   const now = new Date().toISOString();
   const config = { version: 1, teamId, taskListId: teamId, leadName: "team-lead", style: "normal", createdAt: now, updatedAt: now, members: [{ name: "team-lead", role: "lead", status: "online" }] };
   await writeFile(path.join(teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
+  if (opts.empty) return tasksDir;
   const task = (id: string, subject: string, owner: string) => ({ id, subject, description: subject, owner, status: "in_progress", blocks: [], blockedBy: [], metadata: {}, createdAt: now, updatedAt: now });
   await writeFile(path.join(tasksDir, "1.json"), `${JSON.stringify(task("1", "Write the parser", "ada"), null, 2)}\n`);
   await writeFile(path.join(tasksDir, "2.json"), `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`);
