@@ -1,13 +1,15 @@
 /**
  * A teammate in real pi (RPC mode, the worker fixture test/fixtures/pi/team-worker.ts, a scripted
- * model, no network), on its own, to show it does what pi-agent-teams' worker does with the team dir.
+ * model, no network), first on its own, to show it does what pi-agent-teams' worker does with the
+ * team dir; then beside a real pi leader running our gates: a task the gate reopens goes back to its
+ * owner and is done again, with no action by the lead.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { waitUntil } from "../helpers/leader-rig.js";
-import { type PiRpc, type PiWorld, piMissing, startPiWorker, stopAllPi } from "../helpers/pi-rig.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, waitUntil } from "../helpers/leader-rig.js";
+import { PiRpc, type PiWorld, piEnv, piMissing, startPiWorker, stopAllPi } from "../helpers/pi-rig.js";
 import { exists, withLock, writeAtomic } from "../fixtures/workers/protocol.mjs";
 
 const missing = piMissing();
@@ -104,6 +106,9 @@ describe.skipIf(missing !== null)("a pi worker (pi-agent-teams' behaviour, scrip
     worlds.push(made);
     return made;
   };
+  beforeAll(async () => {
+    await ensureBuilt(); // the leader's test loads the extension from the build
+  });
   afterEach(async () => {
     await stopAllPi();
     for (const made of worlds.splice(0)) await rm(made.root, { recursive: true, force: true });
@@ -177,4 +182,72 @@ describe.skipIf(missing !== null)("a pi worker (pi-agent-teams' behaviour, scrip
     expect(back).toMatchObject({ status: "pending", owner: "ada", metadata });
     expect(typeof back.metadata?.abortedAt).toBe("string");
   });
+
+  it("a task the gate reopens is picked up and completed again by its owner, with no action by the lead", async () => {
+    const w = await world();
+    // A global gate that fails the first time it sees a task and passes the second.
+    const counts = path.join(w.root, "gate-counts");
+    await mkdir(counts, { recursive: true });
+    const hooksDir = path.join(w.teamsRoot, "_hooks");
+    await mkdir(hooksDir, { recursive: true });
+    const gate = `#!/bin/sh
+# Fails a task the first time, passes it after.
+f="${counts}/task-$PI_TEAMS_TASK_ID"
+n=$(cat "$f" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" > "$f"
+if [ "$n" -eq 1 ]; then echo "FAIL: first look at task $PI_TEAMS_TASK_ID" >&2; exit 1; fi
+echo "ok $PI_TEAMS_TASK_ID"
+`;
+    await writeFile(path.join(hooksDir, "on_task_completed.sh"), gate);
+    await chmod(path.join(hooksDir, "on_task_completed.sh"), 0o755);
+
+    // The leader: our extension in real pi, as pi-session.test.ts starts it; its team is the session's.
+    const env = piEnv(w.home, { PI_TEAMS_ROOT_DIR: w.teamsRoot, PI_TEAMS_GATES: "1" });
+    const lead = new PiRpc({ env, cwd: w.root });
+    const state = await lead.request({ type: "get_state" });
+    const sessionId = String((state.data as { sessionId?: unknown } | undefined)?.sessionId);
+    const hooks = { failureAction: "reopen" };
+    const team = await makeTeam(w.teamsRoot, sessionId, [{ id: "1", subject: "Write the parser" }], hooks);
+    const status = async (): Promise<string> => (await lead.command("/gates status", /quality gates:/)).message;
+    const watching = async (): Promise<boolean> => /quality gates: watching/.test(await status());
+    const context = (): string => lead.context();
+    await waitUntil("the leader to watch the team", watching, { timeoutMs: 20_000, intervalMs: 300, context });
+
+    // Its first answer is the first completion; any later turn (the task again, a nudge) answers "done".
+    const ada = worker(w, sessionId, "ada", ["parser written"]);
+    // What a failed wait shows: the task, the owner's inbox, what the gates said, both pi's stderr.
+    const story = async (): Promise<string> => {
+      const said = lead.notices().filter((n) => !/^quality gates: (watching|waiting)/.test(n.message));
+      return [
+        `task 1: ${JSON.stringify(await team.task("1"))}`,
+        `ada's inbox: ${JSON.stringify(await team.inbox(sessionId, "ada"))}`,
+        `lead's notifications:\n${said.map((n) => `  [${n.level}] ${n.message}`).join("\n")}`,
+        `lead's stderr: ${lead.stderr.slice(-2000) || "(none)"}`,
+        `worker's stderr: ${ada.stderr.slice(-2000) || "(none)"}`,
+      ].join("\n");
+    };
+    // The first completion fails its gate: reopened, its owner kept.
+    const failed = /^Gate on_task_completed\.sh failed for task #1: .*FAIL: first look at task 1 → reopened/;
+    await lead.waitForNotice(failed, 30_000);
+    // The owner is sent the task again (a task_assignment, once for this reopen), does it, and the gate passes.
+    let seen = "";
+    const passed = async (): Promise<boolean> => {
+      seen = await story();
+      const task = await team.task("1");
+      return task.status === "completed" && task.metadata?.qualityGateStatus === "passed";
+    };
+    const what = "task 1 completed again and passed by its gate";
+    await waitUntil(what, passed, { timeoutMs: 20_000, intervalMs: 250, context: () => seen });
+    expect(await lead.waitForNotice(/^Gate on_task_completed\.sh passed for task #1/)).toMatchObject({ level: "info" });
+    expect(await team.task("1")).toMatchObject({
+      status: "completed",
+      owner: "ada",
+      metadata: { result: "done", qualityGateStatus: "passed", reopenedByQualityGateCount: 1 },
+    });
+    // The lead did nothing: its pi got no prompt, and the one assignment came from the gates' leader.
+    expect(lead.lines.filter((l) => l.type === "agent_start")).toEqual([]);
+    const assignments = (await team.inbox(sessionId, "ada")).filter((m) => m.text.includes("task_assignment"));
+    expect(assignments.map((m) => [m.from, (JSON.parse(m.text) as { taskId: string }).taskId])).toEqual([[LEAD, "1"]]);
+  }, 120_000);
 });
