@@ -8,7 +8,9 @@ import { chmod, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, hookProcesses, startWorker, waitUntil } from "../helpers/leader-rig.js";
-import { PiRpc, SCRIPTED_MODEL, type PiWorld, createTeam, piEnv, piMissing, piWorld } from "../helpers/pi-rig.js";
+import {
+  PiRpc, SCRIPTED_MODEL, TEAM_CLEANUP, type PiWorld, createTeam, piEnv, piMissing, piWorld,
+} from "../helpers/pi-rig.js";
 
 const missing = piMissing();
 if (missing) console.warn(`skipping the real-pi tests: ${missing}`);
@@ -135,6 +137,30 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       expect(await pi.close()).toEqual({ code: 0, signal: null });
       expect(await readdir(teamDir)).not.toContain("hook-logs");
       expect(await readdir(teamDir)).not.toContain("hook-state");
+    } finally {
+      if (pi.child.exitCode === null) pi.child.kill("SIGKILL");
+    }
+  });
+
+  it("exits without a word when pi-agent-teams removes the session's empty team at shutdown", async () => {
+    // Its handler runs before ours, as when pi-agent-teams is loaded first: the folder is gone when
+    // our leader stops.
+    const env = piEnv(w.home, { PI_TEAMS_ROOT_DIR: w.teamsRoot, PI_TEAMS_GATES: "1" });
+    const pi = new PiRpc({ env, cwd: w.root, first: [TEAM_CLEANUP] });
+    try {
+      const id = await sessionId(pi);
+      const teamDir = path.join(w.teamsRoot, id);
+      await createTeam(teamDir, id, { empty: true });
+      const status = async () => (await pi.command("/gates status", /quality gates:/)).message;
+      const watching = async () => /quality gates: watching/.test(await status());
+      await waitUntil("watching", watching, { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() });
+      expect(existsSync(path.join(teamDir, "hook-state", "leader.lock"))).toBe(true);
+
+      expect(await pi.close()).toEqual({ code: 0, signal: null });
+      // Removed, and nothing of ours written there again (the scan state, the ledger, the lock).
+      expect(existsSync(teamDir)).toBe(false);
+      expect(pi.notices().filter((n) => n.level !== "info")).toEqual([]);
+      expect(pi.stderr).not.toMatch(/not saved|warning|error/i);
     } finally {
       if (pi.child.exitCode === null) pi.child.kill("SIGKILL");
     }

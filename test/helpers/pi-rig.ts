@@ -3,7 +3,9 @@
  * the extension: `pi --mode rpc --no-session --no-extensions --offline -e <this package> …`, commands
  * sent as JSON lines on stdin, replies and events read from stdout (split on `\n` only, as pi's RPC
  * framing asks). No model and no network: a test that needs a tool call loads
- * test/fixtures/pi/scripted-model.ts as a second extension.
+ * test/fixtures/pi/scripted-model.ts as a second extension. `startPiWorker` starts a teammate: pi
+ * with test/fixtures/pi/team-worker.ts and the scripted model. Every pi started here is tracked, and
+ * `stopAllPi()` (in an afterAll) ends whatever still runs.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -14,6 +16,10 @@ import { REPO_ROOT, waitUntil } from "./leader-rig.js";
 
 export const PI_CLI = path.join(REPO_ROOT, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "cli.js");
 export const SCRIPTED_MODEL = path.join(REPO_ROOT, "test", "fixtures", "pi", "scripted-model.ts");
+/** A teammate as pi-agent-teams' worker behaves (loaded with the scripted model): see startPiWorker. */
+export const TEAM_WORKER = path.join(REPO_ROOT, "test", "fixtures", "pi", "team-worker.ts");
+/** pi-agent-teams' removal of a session's empty team at `session_shutdown` (load it `first`). */
+export const TEAM_CLEANUP = path.join(REPO_ROOT, "test", "fixtures", "pi", "team-cleanup.ts");
 
 /** Why pi cannot run here, or null when it can (it is a dev dependency: `npm ci` installs it). */
 export function piMissing(): string | null {
@@ -27,6 +33,20 @@ export interface Notice {
   level: string;
 }
 
+export interface PiRpcOptions {
+  env: Record<string, string>;
+  cwd: string;
+  /** Extensions loaded before this package: pi runs an event's handlers in load order, theirs first. */
+  first?: string[];
+  /** Extensions loaded after this package. */
+  extensions?: string[];
+  /** More of pi's arguments. */
+  args?: string[];
+}
+
+/** Every pi started by PiRpc that has not exited yet. */
+const live = new Set<PiRpc>();
+
 export class PiRpc {
   readonly child: ChildProcess;
   readonly lines: RpcLine[] = [];
@@ -35,14 +55,16 @@ export class PiRpc {
   #seq = 0;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(opts: { env: Record<string, string>; cwd: string; extensions?: string[]; args?: string[] }) {
-    const args = [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline", "-e", REPO_ROOT];
-    for (const ext of opts.extensions ?? []) args.push("-e", ext);
+  constructor(opts: PiRpcOptions) {
+    const args = [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline"];
+    for (const ext of [...(opts.first ?? []), REPO_ROOT, ...(opts.extensions ?? [])]) args.push("-e", ext);
     args.push(...(opts.args ?? []));
     this.child = spawn(process.execPath, args, { cwd: opts.cwd, env: opts.env, stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout?.setEncoding("utf8").on("data", (chunk: string) => this.#take(chunk));
     this.child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (this.stderr += chunk));
     this.exited = new Promise((resolve) => this.child.on("close", (code, signal) => resolve({ code, signal })));
+    live.add(this);
+    void this.exited.then(() => live.delete(this));
   }
 
   #take(chunk: string): void {
@@ -141,16 +163,65 @@ export async function piWorld(): Promise<PiWorld> {
   return { root, teamsRoot, home };
 }
 
-/** The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed tasks. */
-export async function createTeam(teamDir: string, teamId: string): Promise<string> {
+/**
+ * The team dir as pi-agent-teams' leader creates it at session start: config.json, and two claimed
+ * tasks (none with `empty`: a team nothing was done in yet).
+ */
+export async function createTeam(teamDir: string, teamId: string, opts: { empty?: boolean } = {}): Promise<string> {
   const tasksDir = path.join(teamDir, "tasks", teamId);
   await mkdir(tasksDir, { recursive: true });
   const now = new Date().toISOString();
   const config = { version: 1, teamId, taskListId: teamId, leadName: "team-lead", style: "normal", createdAt: now, updatedAt: now, members: [{ name: "team-lead", role: "lead", status: "online" }] };
   await writeFile(path.join(teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
+  if (opts.empty) return tasksDir;
   const task = (id: string, subject: string, owner: string) => ({ id, subject, description: subject, owner, status: "in_progress", blocks: [], blockedBy: [], metadata: {}, createdAt: now, updatedAt: now });
   await writeFile(path.join(tasksDir, "1.json"), `${JSON.stringify(task("1", "Write the parser", "ada"), null, 2)}\n`);
   await writeFile(path.join(tasksDir, "2.json"), `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`);
   await writeFile(path.join(tasksDir, ".highwatermark"), "2\n");
   return tasksDir;
+}
+
+/**
+ * Ends every pi still running (for an afterAll): stdin closed as on Ctrl+D, SIGKILL for one that has
+ * not exited after `timeoutMs`.
+ */
+export async function stopAllPi(timeoutMs = 10_000): Promise<void> {
+  await Promise.all([...live].map((pi) => pi.close(timeoutMs)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// A teammate: real pi as pi-agent-teams' worker, with a scripted model
+
+export interface PiWorkerOptions {
+  /** The teams root (`PI_TEAMS_ROOT_DIR`); the team dir is `<teamsRoot>/<teamId>`. */
+  teamsRoot: string;
+  teamId: string;
+  /** Default: the team id. */
+  taskListId?: string;
+  /** Its member name (`PI_TEAMS_AGENT_NAME`). */
+  name: string;
+  /** Default `team-lead`. */
+  leadName?: string;
+  /** Claims unowned pending tasks by itself (`PI_TEAMS_AUTO_CLAIM`); default true. */
+  autoClaim?: boolean;
+  /** The model's answers to its prompts, in order (`""`: an empty answer); "done" once they are used up. */
+  answers?: string[];
+  home: string;
+  cwd: string;
+}
+
+/** Starts a worker: pi in RPC mode with the worker fixture and the scripted model, `PI_TEAMS_WORKER=1`. */
+export function startPiWorker(opts: PiWorkerOptions): PiRpc {
+  const env = piEnv(opts.home, {
+    PI_TEAMS_WORKER: "1",
+    PI_TEAMS_ROOT_DIR: opts.teamsRoot,
+    PI_TEAMS_TEAM_ID: opts.teamId,
+    PI_TEAMS_TASK_LIST_ID: opts.taskListId ?? opts.teamId,
+    PI_TEAMS_AGENT_NAME: opts.name,
+    PI_TEAMS_LEAD_NAME: opts.leadName ?? "team-lead",
+    PI_TEAMS_AUTO_CLAIM: opts.autoClaim === false ? "0" : "1",
+    PI_TEST_ANSWERS: JSON.stringify(opts.answers ?? []),
+  });
+  const args = ["--provider", "scripted", "--model", "caller"];
+  return new PiRpc({ env, cwd: opts.cwd, extensions: [TEAM_WORKER, SCRIPTED_MODEL], args });
 }

@@ -197,11 +197,32 @@ function restoreScanState(ctx: LeaderContext): void {
   ctx.sources.restoreState(read.text, (key) => ledger.has(key));
 }
 
-/** The task files' state, for the next start's scan (at shutdown). */
+/**
+ * The task files' state, for the next start's scan (at shutdown). Not a word when the team dir itself
+ * is gone: its runtime removed it (pi-agent-teams removes a team that never had a task or a teammate
+ * when its session ends), so there is no next start to save for, and the write creates nothing there.
+ */
 export async function saveScanState(ctx: LeaderContext): Promise<void> {
-  const file = scanStateFile(ctx.setup.identity.teamDir);
-  // A claim still queued or under way (a stop drops what waits) is left out of the state: read and judged at the next start.
-  await writeTextAtomic(file, ctx.sources.saveState((key) => ctx.queued.has(key))).catch((error: unknown) => ctx.warn(`${file}: not saved (${describeError(error)}); the next start reads every task file`));
+  const teamDir = ctx.setup.identity.teamDir;
+  const file = scanStateFile(teamDir);
+  try {
+    // A claim still queued or under way (a stop drops what waits) is left out of the state: read and
+    // judged at the next start.
+    await writeTextAtomic(file, ctx.sources.saveState((key) => ctx.queued.has(key)));
+  } catch (error) {
+    if (isGone(teamDir)) return;
+    ctx.warn(`${file}: not saved (${describeError(error)}); the next start reads every task file`);
+  }
+}
+
+/** Whether `dir` no longer exists (removed by another process); any other trouble with it is not "gone". */
+function isGone(dir: string): boolean {
+  try {
+    statSync(dir);
+    return false;
+  } catch (error) {
+    return errnoCode(error) === "ENOENT";
+  }
 }
 
 /** An event timestamp in ms: an ISO date, or a number of ms (or s) since the epoch; null if neither. */
