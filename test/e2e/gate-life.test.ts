@@ -12,6 +12,10 @@ import path from "node:path";
 import { describe, it } from "vitest";
 import { type LeaderRig, readAllTaskFiles, readInboxFile, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { launchBrowser } from "../helpers/browser.js";
+import { startServe } from "../helpers/serve-rig.js";
+import { statusText } from "../../extensions/teams-hooks/pi/report.js";
+import type { GateStatus } from "../../extensions/teams-hooks/pi/gates.js";
 
 const outerRig = useLeaderRig();
 const RECONCILE_MS = 200;
@@ -112,6 +116,39 @@ describe.concurrent("a gate cut off by our own part", () => {
     expect(passed.metadata?.qualityGateHeld).toBeUndefined();
     // The lead heard of it once.
     expect((await leadInbox(t)).filter((text) => text.includes("own fault"))).toHaveLength(1);
+  });
+});
+
+describe("an event held for the lead's approval", () => {
+  it("reaches the lead wherever the lead looks: the leader's line, the lead's inbox, /gates status and the dashboard's Needs attention", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const t = await team(rig);
+    const gate = await rig.hook(t, GATE, FAILS);
+    const leader = await rig.leader(t, ["--reconcile-ms", String(RECONCILE_MS)]);
+    await writeFile(gate, `#!/usr/bin/env bash\nexit 0\n`); // edited after the first start: untrusted
+    await rig.worker("complete", { tasksDir: t.tasksDir, ids: ["1"] });
+    const [held] = await leader.waitForEvents(1);
+    expect(held).toMatchObject({ held: "approval", summary: expect.stringContaining(`pi-teams-hooks trust --team-dir ${t.teamDir} ${gate}`) });
+    await leader.waitFor("the lead's note", async () => (await leadInbox(t)).some((text) => text.includes(gate) && text.includes("held")));
+
+    const status = await statusText({ phase: "watching", detail: "test" } as GateStatus, t.teamDir, { PI_TEAMS_ROOT_DIR: path.dirname(t.teamDir) }, t.teamDir);
+    expect(status).toMatch(/held, not failed \(1\):\n {2}#1 alice on_task_completed waits for approval: untrusted_hook: /);
+
+    const serve = await startServe(path.dirname(t.teamDir));
+    const browser = await launchBrowser();
+    try {
+      const page = await browser.newPage();
+      expect((await page.goto(`${serve.url}/`))?.status()).toBe(200);
+      const attention = page.getByRole("region", { name: "Needs attention" });
+      const line = await attention.locator(".attn-held").textContent();
+      expect(line).toContain("Waiting for approval");
+      expect(line).toContain("task #1");
+      expect(line).toContain("not failed");
+    } finally {
+      await browser.close();
+      await serve.stop();
+    }
   });
 });
 

@@ -5,6 +5,7 @@
  * library as `logs stats` (logs/query.ts `streamLogs`, logs/stats.ts `statsSample`), only the last
  * 7 days' files, each kept as a small sample between requests (`SampleCache`).
  */
+import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import { describeError } from "../contract/errors.js";
 import { inspectConfig } from "../doctor/config-view.js";
@@ -15,6 +16,7 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { type Html, html, queryString } from "./html.js";
 import { durationText, rateText, timeOf } from "./layout.js";
 import { heldGates, type HeldGate, type TeamRef } from "./teams.js";
+import { type HeldEvent, readHolds } from "../team/holds-file.js";
 
 const DAY_MS = 86_400_000;
 export const CHART_DAYS = 7;
@@ -54,6 +56,8 @@ export interface TeamOverview {
   /** Members whose runs failed most in the 7 days, most first (at most 5). */
   members: Array<{ member: string; failures: number; runs: number }>;
   held: HeldGate[];
+  /** Events a running leader holds because their gate could not judge the work (hook-state/holds.json). */
+  waiting: HeldEvent[];
   untrusted: UntrustedGate[];
   /** Logs that could not be read (each is named by `logs`). */
   unreadable: number;
@@ -138,17 +142,21 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
   } catch (error) {
     problems.push(`hook logs: ${describeError(error)}`);
   }
-  const [held, untrusted] = await Promise.all([
+  const [held, waiting, untrusted] = await Promise.all([
     heldGates(team.dir, opts.nowMs).catch((error: unknown) => {
       problems.push(`deferred gates: ${describeError(error)}`);
       return [];
+    }),
+    readHolds(team.dir).then((read) => {
+      if (read.problem) problems.push(`held events: ${read.problem}`);
+      return read.holds;
     }),
     untrustedGates(team, opts.env).catch((error: unknown) => {
       problems.push(`gates and trust: ${describeError(error)}`);
       return [];
     }),
   ]);
-  return { team, gates: summarise(samples, opts.nowMs), members: bouncing(samples, opts.nowMs), held, untrusted, unreadable, problems };
+  return { team, gates: summarise(samples, opts.nowMs), members: bouncing(samples, opts.nowMs), held, waiting, untrusted, unreadable, problems };
 }
 
 /** The oldest start the overview counts: the first chart day's midnight (UTC), or 7 × 24 hours ago if earlier. */
@@ -236,6 +244,7 @@ async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string
 export function overviewBody(teams: readonly TeamOverview[], nowMs: number): Html {
   const attention = teams.flatMap((t) => [
     ...t.held.map((h) => html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: <a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a> (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`}${h.reason ? html`: ${h.reason}` : ""}</li>`),
+    ...t.waiting.map((w) => html`<li class="attn attn-held"><strong>${w.cause === "approval" ? "Waiting for approval" : "Held (our fault)"}</strong> ${t.team.name}: ${w.log ? html`<a href="${runHref(t.team.name, path.basename(w.log))}">${w.hook ?? "?"}</a>` : w.hook ?? "?"} (${w.event}${w.taskId ? `, task #${w.taskId}` : ""}) held since ${timeOf(w.since)}, not failed: ${w.reason}</li>`),
     ...t.untrusted.map((u) => html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events are held until the lead approves it with <code>pi-teams-hooks trust</code></li>`),
     ...t.problems.map((p) => html`<li class="attn attn-problem"><strong>Cannot read</strong> ${t.team.name}: ${p}</li>`),
   ]);

@@ -19,29 +19,13 @@ import { TRUST_ERROR_KINDS } from "../contract/hook-run.js";
 import type { HookEvent } from "../contract/events.js";
 import { discoverChain } from "../runner/chain.js";
 import { checkChainTrust } from "../runner/trust.js";
-import { writeJsonAtomic } from "../team/json-file.js";
+import { type HeldEvent, writeHolds } from "../team/holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
 import type { LeaderContext } from "./context.js";
 
-/** One held event as `hook-state/holds.json` lists it. */
-export interface HeldEvent {
-  key: string;
-  event: HookEvent["event"];
-  taskId: string | null;
-  member: string | null;
-  cause: "approval" | "fault";
-  /** The run's error kind (`untrusted_hook`, `spawn`, `internal`…). */
-  kind: string | null;
-  /** The gate that could not judge the work, as policy writes name it. */
-  hook: string | null;
-  /** Why, for the lead (the approval command included). */
-  reason: string;
-  since: string;
-  runId: string | null;
-  log: string | null;
-}
+export type { HeldEvent };
 
 /** Waits before a fault hold runs again by itself; past the last, it waits for the next start. */
 const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000]);
@@ -143,7 +127,7 @@ export class Holds {
     const file = holdsFile(this.#ctx.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
-      .then(() => writeJsonAtomic(file, { version: 1, updatedAt: this.#ctx.now(), holds }))
+      .then(() => writeHolds(this.#ctx.setup.identity.teamDir, holds, this.#ctx.now()))
       .catch((error: unknown) => this.#ctx.warn(`${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`));
   }
 

@@ -15,6 +15,7 @@ import { discoverChains, gateName } from "../runner/chain.js";
 import { checkChainTrust } from "../runner/trust.js";
 import { readTrust, trustFile } from "../runner/trust-store.js";
 import { settingsReport } from "../settings/hooks-config.js";
+import { readHolds } from "../team/holds-file.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { describeFailure } from "../text/messages.js";
 import type { GateStatus } from "./gates.js";
@@ -67,6 +68,12 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
   }
   lines.push(`hooks dir: ${setup.hooksDir} (${setup.hooksDirSource}); team layer: ${setup.teamHooksDir}`);
   lines.push("gates:", ...(await gateLines(setup)));
+  const { holds } = await readHolds(teamDir);
+  if (holds.length > 0) {
+    // What the lead is to act on first: events held, not failed, until the gate can judge them.
+    lines.push(`held, not failed (${holds.length}):`);
+    for (const h of holds) lines.push(`  ${h.taskId ? `#${h.taskId}` : h.key} ${h.member ?? "-"} ${h.hook ?? "?"} ${h.cause === "approval" ? "waits for approval" : "waits for a retry"}: ${h.reason}`);
+  }
   lines.push("policy:", settingsRows(settingsReport(setup.settings)).trimEnd());
   const last = await runCli(["logs", "--team-dir", teamDir, "--limit", "5"], env, cwd);
   lines.push("last 5 outcomes:", (last.stdout.trim() || last.stderr.trim() || "(none yet)").replace(/^/gm, "  "));
