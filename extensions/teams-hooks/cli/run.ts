@@ -119,7 +119,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   }
   if (outcome.policyApplied === false) return 1;
   // 3: held (the gate answered defer): neither a pass nor a failure yet.
-  return outcome.counted === "deferred" ? 3 : outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
+  return outcome.counted === "deferred" || outcome.counted === "held" ? 3 : outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
 }
 
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */

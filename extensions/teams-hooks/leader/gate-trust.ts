@@ -47,7 +47,7 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     const names = [...entries.keys()];
     ctx.opts.report({
       kind: "info",
-      message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on fails its events until approved (pi-teams-hooks trust)`,
+      message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on holds its events until approved (pi-teams-hooks trust)`,
     });
   }
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());

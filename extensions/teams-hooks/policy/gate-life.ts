@@ -59,6 +59,7 @@ export interface GateTransition {
   from: GateState;
   on: string;
   to: GateState;
+  /** Which hold the `held` side of the transition is (its other side is plain). */
   cause?: HoldCause;
   writes: readonly GateWrite[];
 }
@@ -86,7 +87,7 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
   { from: "running", on: "our own part failed under the gate", to: "held", cause: "fault", writes: ["task metadata", "worker note", "lead note", "hook log", "ledger hold", "holds file"] },
   { from: "running", on: "the policy's writes fail on every try", to: "given_up", writes: ["lead note", "hook log"] },
   { from: "held", on: "a decision (decide, the task API, the deadline)", to: "passed", cause: "deferral", writes: ["deferral file", "task metadata", "hook log", "ledger done"] },
-  { from: "held", on: "the lead approves (trust), a retry, or the leader restarts", to: "running", cause: "approval", writes: ["ledger begin", "holds file"] },
+  { from: "held", on: "an approval or fault hold ends: the lead approves (trust), a retry, the leader restarts", to: "running", writes: ["ledger begin", "holds file"] },
   { from: "reopened", on: "the worker completes the task again", to: "unjudged", writes: [] },
   { from: "passed", on: "the worker completes the task again with a new stamp", to: "unjudged", writes: [] },
   { from: "given_up", on: "the leader starts again", to: "running", writes: ["ledger begin"] },

@@ -70,10 +70,14 @@ it nothing is held.
 A gate that answers {"decision":"patch","patch":{…}} passes: with --apply-policy the patch is written
 to the task within hooks.writableFields (default: metadata); without it nothing is written.
 
-Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
-run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
-error (a bad flag, a missing team dir, task file, named hooks dir or --cwd); 3 the gate deferred
-(held).
+With --apply-policy, a gate that cannot judge the work (refused as untrusted, missing or insecure, a
+settings line that cannot be read, a gate that cannot start) holds the event instead of failing it:
+the task is marked held and its member told once that it waits for the lead; nothing is counted.
+
+Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or, without
+--apply-policy, could not run or was refused as untrusted or insecure), or --apply-policy could not
+write the policy; 2 usage error (a bad flag, a missing team dir, task file, named hooks dir or
+--cwd); 3 the gate deferred, or (with --apply-policy) the event is held for the lead.
 
 Example:
   pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
@@ -129,7 +133,7 @@ limits) is read again. An invalid block, or a config.json that is not JSON, dele
 "hooks", keeps the block in force (one warning says why); "hooks": {} resets to the defaults.
 Its own state (the ledger, the scan state, a first start's mark, the messages sent, the gates it
 trusts) is in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the
-gates it finds; a gate changed, added or removed later fails its events until \`pi-teams-hooks trust\`.
+gates it finds; a gate changed, added or removed later holds its events (not failed) until \`pi-teams-hooks trust\`.
 Hooks are started by a small helper process (python3 from PATH, or $PI_TEAMS_HOOKS_PYTHON, if there
 is one: posix_spawn, cheaper than forking the leader; PI_TEAMS_HOOKS_SPAWNER=node keeps them in the
 leader's process; doctor says which way a leader would start them).
