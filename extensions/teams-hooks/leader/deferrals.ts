@@ -34,6 +34,7 @@ import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
+import { ledgerMemory } from "./handle.js";
 
 /** The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off). */
 const MAX_TIMER_MS = 6 * 3_600_000;
@@ -210,6 +211,14 @@ export class Deferrals {
     this.#queued.delete(record.runId);
     if (app.kind !== "applied") return;
     this.#forget(record.runId);
+    // What the decision did to the task's gate life (a round, a root, a unit spent) rides on the close's flush.
+    if (app.remembered) {
+      try {
+        ctx.requireLedger().remember(app.remembered);
+      } catch (error) {
+        ctx.warn(`ledger: ${describeError(error)}`);
+      }
+    }
     await this.#close(app.record);
     // Applied before (a look that read the file while this leader was writing it queued it twice): said once.
     if (app.already) return;
@@ -326,6 +335,8 @@ function settingsOf(ctx: LeaderContext): ApplySettings {
     confidential: setup.settings.confidential.value,
     redact: settingsRedactor(opts.env, setup.settings),
     sentLog: ctx.sent,
+    ...(ctx.ledger ? { memory: ledgerMemory(ctx.ledger) } : {}),
+    reassignOnReopen: setup.settings.reassignOnReopen.value,
     ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
     ...(opts.now ? { now: opts.now } : {}),
   };
