@@ -2,12 +2,14 @@
  * A task's life under its gates where the features meet, end to end through `pi-teams-hooks watch`
  * (the built CLI) on temp team dirs, with workers as other processes: a completion after the
  * leader's reopen is judged whatever the worker writes to `completedAt`; a gate cut off by our own
- * part holds the event and runs again to its end; one failing task cannot flood the team (its tree's
+ * part (the leader out of file descriptors) holds the event and runs again to its end; one failing task cannot flood the team (its tree's
  * budget, one escalation); a follow-up is not failed for the output the leader quoted in it; a pass
  * clears the last denial's code; the owner of a reopened task is assigned it again (once per
  * reopen, or never when the team says so). Every gate appends to runs.txt when it really runs.
  */
+import { execFile as execFileCb } from "node:child_process";
 import { readFile, readdir, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { type LeaderRig, readAllTaskFiles, readInboxFile, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
@@ -18,6 +20,7 @@ import { statusText } from "../../extensions/teams-hooks/pi/report.js";
 import type { GateStatus } from "../../extensions/teams-hooks/pi/gates.js";
 
 const outerRig = useLeaderRig();
+const execFile = promisify(execFileCb);
 const RECONCILE_MS = 200;
 const GATE = "on_task_completed.sh";
 
@@ -74,7 +77,7 @@ describe.concurrent("a completion after the leader's reopen", () => {
 });
 
 describe.concurrent("a gate cut off by our own part", () => {
-  it("holds the event (no reopen, no blame) and runs the gate again to its end: the spawn helper killed under a running gate", async (context) => {
+  it("holds the event (no reopen, no blame) and runs the gate again to its end: the leader out of file descriptors when the gate starts", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const t = await team(rig);
@@ -90,27 +93,34 @@ describe.concurrent("a gate cut off by our own part", () => {
       ].join("\n"),
     );
     const leader = await rig.leader(t, ["--reconcile-ms", String(RECONCILE_MS)]);
+    // Room for one file at a time (a task file read, the context file written), none for the hook's
+    // stdin and pipes: its start fails with EMFILE, the machine's fault and ours, not the worker's.
+    const soft = async (n: number): Promise<void> => void (await execFile("prlimit", ["--pid", String(leader.pid), `--nofile=${n}:`]));
+    const before = Number((await execFile("prlimit", ["--pid", String(leader.pid), "--nofile", "--raw", "--noheadings", "--output", "SOFT"])).stdout.trim());
+    await soft((await readdir(`/proc/${leader.pid}/fd`)).length + 2);
     await rig.worker("complete", { tasksDir: t.tasksDir, ids: ["1"] });
-    await leader.waitFor("the gate to start", async () => (await runs(t)).includes("start 1"));
-    const helper = await leader.waitFor("the spawn helper", () => spawnHelperOf(leader.pid));
-    process.kill(helper, "SIGKILL");
-
     const [held] = await leader.waitForEvents(1);
-    expect(held).toMatchObject({ outcome: "error", held: "fault", summary: expect.stringMatching(/^held: pi-teams-hooks could not finish the gate \(.*spawn helper/) });
+    await soft(before);
+    expect(held).toMatchObject({ outcome: "error", held: "fault", summary: expect.stringMatching(/^held: pi-teams-hooks could not finish the gate \(.*EMFILE/) });
+    expect(await runs(t)).toEqual([]);
     const task = await readTaskFile(t, "1");
     expect(task.status).toBe("completed");
     expect(task.metadata).toMatchObject({ qualityGateStatus: "held", qualityGateHeld: "fault" });
     expect(task.metadata?.reopenedByQualityGateCount).toBeUndefined();
     expect(task.metadata?.qualityGateFailureCount).toBeUndefined();
-    const alice = (await readInboxFile(t, t.taskListId, "alice")).map((m) => m.text);
+    const alice = await leader.waitFor("alice told it waits", async () => {
+      const texts = (await readInboxFile(t, t.taskListId, "alice")).map((m) => m.text);
+      return texts.length > 0 ? texts : false;
+    });
     expect(alice).toEqual([expect.stringContaining("Nothing for you to fix")]);
     expect(alice[0]).not.toContain("remediate automatically");
 
-    // It runs again by itself (a new helper), this time to its end, and passes.
+    // It runs again by itself, this time to its end, and passes.
+    await leader.waitFor("the gate to start again", async () => (await runs(t)).includes("start 1"));
     await writeFile(path.join(t.teamDir, "go"), "");
     const [, rerun] = await leader.waitForEvents(2);
     expect(rerun).toMatchObject({ key: held?.key, outcome: "passed", retry: true });
-    expect((await runs(t)).filter((line) => line === "end 1")).toHaveLength(1);
+    expect(await runs(t)).toEqual(["start 1", "end 1"]);
     const passed = await readTaskFile(t, "1");
     expect(passed).toMatchObject({ status: "completed", metadata: { qualityGateStatus: "passed" } });
     expect(passed.metadata?.qualityGateHeld).toBeUndefined();
@@ -268,18 +278,3 @@ describe.concurrent("a reopened task is handed back to its owner", () => {
     expect((await readTaskFile(off, "1")).status).toBe("pending"); // reopened all the same
   });
 });
-
-/** The pid of a leader's spawn helper (its child running spawner.py), or undefined. */
-async function spawnHelperOf(pid: number): Promise<number | undefined> {
-  for (const name of await readdir("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = await readFile(`/proc/${name}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid === pid && (await readFile(`/proc/${name}/cmdline`, "utf8")).includes("spawner.py")) return Number(name);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return undefined;
-}

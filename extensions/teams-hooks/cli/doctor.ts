@@ -76,9 +76,6 @@ export function renderReport(report: DoctorReport, colour: boolean, width = Numb
     for (const check of report.locks.checks) out += line(check);
   }
 
-  out += `\n${heading("Leader")}`;
-  for (const check of report.leader.checks) out += line(check);
-
   const verdict =
     report.errors > 0
       ? `${report.errors} error(s), ${report.warnings} warning(s): a gate would not run as configured`

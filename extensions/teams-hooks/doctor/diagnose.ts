@@ -4,9 +4,8 @@
  * candidate skipped or shadowed and why; the event's whole chain (the `on_<event>.d/` files of the
  * global dir and of the team layer `<teamDir>/hooks`) in order, and each file of it skipped and why; whether the chosen file can really start (shebang, CRLF,
  * interpreter on PATH); the team dir, config, task list and leader inbox, read with the same readers
- * the leader uses; the effective policy with the source of each value; lock files left behind; how
- * a leader would start its hooks (doctor/spawner.ts: the one process doctor runs, a Python asked for
- * its version).
+ * the leader uses; the effective policy with the source of each value; lock files left behind.
+ * doctor runs nothing: every check reads files.
  *
  * Levels: `error` — something that stops a gate from running (the CLI exits 1); `warn` — worth
  * fixing, gates still run; `info` — a fact; `ok` — checked and fine. The hook checks live in
@@ -29,7 +28,6 @@ import { checkChainTrust } from "../runner/trust.js";
 import { readTrust } from "../runner/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
-import { diagnoseSpawner } from "./spawner.js";
 
 export type { Check, CheckLevel, CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
 export type { HandlerReport } from "./handlers.js";
@@ -57,8 +55,6 @@ export interface DoctorReport {
   team: { identity: TeamIdentity | null; checks: Check[] };
   policy: PolicyReport;
   locks: { found: LockReport[]; checks: Check[] };
-  /** How a leader with this environment starts its hooks (doctor/spawner.ts). */
-  leader: { checks: Check[] };
   errors: number;
   warnings: number;
 }
@@ -110,9 +106,8 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
   }
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
-  const leader = { checks: await diagnoseSpawner(input.env) };
 
-  const all = [...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks, ...policy.checks, ...locks.checks, ...leader.checks];
+  const all = [...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks, ...policy.checks, ...locks.checks];
   return {
     teamDir,
     hooksDir: { dir: hooks.dir, source: hooks.source, checks: hooksDirChecks },
@@ -121,7 +116,6 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     team: { identity: team.ok ? team.identity : null, checks: team.checks },
     policy,
     locks,
-    leader,
     errors: all.filter((c) => c.level === "error").length,
     warnings: all.filter((c) => c.level === "warn").length,
   };

@@ -23,7 +23,6 @@
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../runner/chain.js";
 import { terminateAllRuns } from "../runner/run.js";
-import { useSpawnHelper, warmSpawnHelper } from "../spawn/helper.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
 import { LeaderContext } from "./context.js";
@@ -43,8 +42,6 @@ export class Leader {
   /** The start-up scan, under way from `start()` until the `ready` notice. */
   #startupScan: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
-  /** Lets go of the spawn helper (spawn/helper.ts): hooks start from a small process, not this one. */
-  #releaseSpawner: (() => void) | null = null;
 
   constructor(opts: LeaderOptions) {
     this.#ctx = new LeaderContext(opts);
@@ -68,7 +65,6 @@ export class Leader {
     const { identity } = opts.setup;
     try {
       ctx.lock = await acquireLeaderLock(identity.teamDir);
-      this.#releaseSpawner = useSpawnHelper();
       this.#hints.noteTeamDir();
       ctx.ledger = await Ledger.open(identity.teamDir, (m) => ctx.warn(m));
       await endOrphanedRuns(ctx);
@@ -110,12 +106,7 @@ export class Leader {
       const markers = firstStart ? [BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY] : claimsFirst ? [CLAIMS_BASELINE_KEY] : [];
       this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
         .catch((error: unknown) => ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
-        .finally(() => {
-          this.#hints.scheduleReconcile();
-          // A while after the start-up scan, so that Python's start does not compete with it (a hook
-          // that comes first starts the helper itself).
-          warmSpawnHelper(2_000);
-        });
+        .finally(() => this.#hints.scheduleReconcile());
       return { hooks: chains };
     } catch (error) {
       await this.stop();
@@ -151,11 +142,7 @@ export class Leader {
     const dropped = await ctx.queue.close();
     await ctx.notes;
     await ctx.holds?.settled();
-    try {
-      await terminateAllRuns(); // a safety net: the queue has waited for every running hook
-    } finally {
-      this.#releaseSpawner?.();
-    }
+    await terminateAllRuns(); // a safety net: the queue has waited for every running hook
     if (ctx.ledger) await saveScanState(ctx);
     await ctx.ledger?.close();
     await ctx.lock?.release();

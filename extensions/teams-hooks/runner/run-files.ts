@@ -12,10 +12,13 @@ import { describeInvalidVerdict, readVerdict, verdictOutcome } from "../contract
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";
 
-/** The files of a run in the temp dir: its context document, and where a verdict may be written. */
-export function runFiles(runId: string): { contextFile: string; resultFile: string } {
+/**
+ * The files of a run in the temp dir: its context document (also its stdin), where a verdict may be
+ * written, and a Claude Code gate's stdin (its own input shape: written only for such a gate).
+ */
+export function runFiles(runId: string): { contextFile: string; resultFile: string; stdinFile: string } {
   const stem = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}`);
-  return { contextFile: `${stem}.json`, resultFile: `${stem}.result.json` };
+  return { contextFile: `${stem}.json`, resultFile: `${stem}.result.json`, stdinFile: `${stem}.stdin.json` };
 }
 
 /**
@@ -34,7 +37,7 @@ export function removeRunFiles(runId: string): number {
   for (const name of names) {
     if (!name.startsWith(prefix) || !name.endsWith(".json")) continue;
     const rest = name.slice(prefix.length);
-    if (rest !== ".json" && rest !== ".result.json" && !/^-\d+(\.result)?\.json$/.test(rest)) continue;
+    if (!/^(-\d+)?(\.result|\.stdin)?\.json$/.test(rest)) continue;
     try {
       unlinkSync(path.join(os.tmpdir(), name));
       removed += 1;

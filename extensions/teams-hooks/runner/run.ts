@@ -1,8 +1,8 @@
 /**
  * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
  *
- * Life of a run: write the context file → spawn (spawn/process.ts: no shell, own process group)
- * → context JSON on stdin → our own timer races the exit → on timeout, terminate the group
+ * Life of a run: write the context file → spawn (spawn/process.ts: no shell, own process group,
+ * that file as its stdin) → our own timer races the exit → on timeout, terminate the group
  * (terminate.ts); on exit, give the pipes a drain window, because a background child may still hold
  * them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers →
  * remove the file.
@@ -122,8 +122,9 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   const startedAt = performance.now();
   const base = baseResult(hook, runId);
   // The result file is offered, not created: a hook that wants to give a verdict writes it (verdict.ts).
-  const { contextFile, resultFile } = runFiles(runId);
+  const { contextFile, resultFile, stdinFile } = runFiles(runId);
   let contextWritten = false;
+  let stdinWritten = false;
   try {
     const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
       runId,
@@ -145,9 +146,17 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
       return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
     }
     const claude = opts.format === "claude";
-    if (claude) env.CLAUDE_PROJECT_DIR = opts.cwd;
-    const stdin = claude ? JSON.stringify(claudeInput(doc, opts.cwd)) : contextJson;
-    const { result, stdoutTail } = await execute(hook, opts, { runId, env, stdin, truncated, startedAt, base });
+    if (claude) {
+      env.CLAUDE_PROJECT_DIR = opts.cwd;
+      // A Claude Code gate reads Claude Code's input on stdin: a file of its own, beside the context file.
+      try {
+        writeFileSync(stdinFile, JSON.stringify(claudeInput(doc, opts.cwd)), { mode: 0o600, flag: "wx" });
+        stdinWritten = true;
+      } catch (error) {
+        return { ...base, contextTruncated: truncated, ...startFailure(`cannot write the gate's input file ${stdinFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
+      }
+    }
+    const { result, stdoutTail } = await execute(hook, opts, { runId, env, stdinFile: claude ? stdinFile : contextFile, truncated, startedAt, base });
     if (claude) return claudeResult(result);
     return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
   } catch (error) {
@@ -155,6 +164,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
     if (contextWritten) removeQuietly(contextFile);
+    if (stdinWritten) removeQuietly(stdinFile);
     removeQuietly(resultFile);
   }
 }
@@ -193,8 +203,8 @@ function startFailure(message: string, code: string | undefined, startedAt: numb
 interface Prepared {
   runId: string;
   env: Record<string, string>;
-  /** What the hook reads on stdin: the context document, or its Claude Code shape. */
-  stdin: string;
+  /** The file the hook reads on stdin: the context document's, or its Claude Code shape's. */
+  stdinFile: string;
   truncated: boolean;
   startedAt: number;
   base: BaseResult;
@@ -205,7 +215,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   const base = { ...run.base, contextTruncated: run.truncated };
   const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
   await opts.notBefore;
-  const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env });
+  const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env, stdinFile: run.stdinFile });
   if (!started.ok) return notStarted(started.error);
   const subprocess = started.process;
   const hookPid = subprocess.pid;
@@ -234,7 +244,6 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     const err = captureStream(subprocess.stderr);
     const pipesClosed = Promise.all([out.closed, err.closed]).then(() => "closed" as const);
     const exited = subprocess.exited;
-    subprocess.writeStdin(run.stdin);
 
     const first = await Promise.race([exited, stopped, wait(deadline - performance.now(), "timeout" as const)]);
     let exit: ExitStatus | undefined;
@@ -262,8 +271,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     subprocess.release();
 
     const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
-    const lost = exit?.lost;
-    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit || lost ? "internal" : exit.signal !== null ? "signal" : undefined;
+    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit ? "internal" : exit.signal !== null ? "signal" : undefined;
     const outcome = errorKind ? "error" : exit?.code === 0 ? "passed" : "failed";
     const result: RunResult = {
       ...base,
@@ -274,7 +282,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       timedOut,
       durationMs,
       ...outputFields(out.result(), err.result()),
-      ...(stopReason ? { error: stopReason } : lost ? { error: lost } : {}),
+      ...(stopReason ? { error: stopReason } : !exit ? { error: "internal error: the hook's exit status was never reported" } : {}),
       leftoverProcesses: leftovers.length,
     };
     return { result, stdoutTail: out.tail() };

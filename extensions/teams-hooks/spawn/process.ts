@@ -1,28 +1,25 @@
 /**
- * A hook's process as the runner sees it, started either by node:child_process in this process or by
- * the spawn helper (helper.ts): the same session, process group, stdio and exit status either way
- * (node:child_process connects the stdio with socket pairs, the helper with pipes).
- *
- * `startProcess` picks: the helper while a leader holds it (`useSpawnHelper`) and it works, the
- * in-process spawn otherwise (a one-off `run`, doctor, `PI_TEAMS_HOOKS_SPAWNER=node`, or no python3).
+ * Starting a hook's process: node:child_process, the one way every command starts a hook (the leader,
+ * `run`, the pi extension), in its own session and process group, with exactly the environment
+ * asked for. Its stdin is a file opened read-only (the run's context document, or a Claude Code
+ * gate's input), so `/dev/stdin`, `cat`, `read` and seeking all work and there is no writer to feed
+ * or to fail; stdout and stderr are pipes the runner drains.
  */
 import { spawn } from "node:child_process";
-import { SPAWNER_ENV, helperStart } from "./helper.js";
-
-export { SPAWNER_ENV };
+import { closeSync, constants as fsConstants, openSync } from "node:fs";
 
 export interface SpawnRequest {
   command: string;
   args: readonly string[];
   cwd: string;
   env: Readonly<Record<string, string>>;
+  /** The file the hook reads as its stdin (fd 0), opened read-only for it. */
+  stdinFile: string;
 }
 
 export interface ExitStatus {
   code: number | null;
   signal: NodeJS.Signals | null;
-  /** Set when the exit status was lost (the spawn helper died first): why. */
-  lost?: string;
 }
 
 /** One of the hook's output pipes. */
@@ -40,31 +37,35 @@ export interface HookProcess {
   readonly exited: Promise<ExitStatus>;
   /** True until the exit status is known (the process is not reaped yet). */
   running(): boolean;
-  /** Writes `data` to the hook's stdin and closes it; a hook that does not read is not an error. */
-  writeStdin(data: string): void;
   /** Stops reading the output pipes and lets them go (a background child may still hold them). */
   release(): void;
 }
 
 export type Started = { ok: true; process: HookProcess } | { ok: false; error: unknown };
 
-/** Starts a hook in its own process group with piped stdio. Never rejects: a failure to start is `ok: false`. */
+/** Starts a hook in its own process group. Never rejects: a failure to start is `ok: false`. */
 export async function startProcess(request: SpawnRequest): Promise<Started> {
-  return (await helperStart(request)) ?? nodeStart(request);
-}
-
-function nodeStart(request: SpawnRequest): Promise<Started> | Started {
+  let stdin: number;
+  try {
+    // O_NOFOLLOW: the runner just wrote this file itself (`wx`, 0600); never a link planted since.
+    stdin = openSync(request.stdinFile, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  } catch (error) {
+    return { ok: false, error };
+  }
   let child;
   try {
-    child = spawn(request.command, request.args, { cwd: request.cwd, env: request.env, shell: false, detached: true, stdio: "pipe" });
+    child = spawn(request.command, request.args, { cwd: request.cwd, env: request.env, shell: false, detached: true, stdio: [stdin, "pipe", "pipe"] });
   } catch (error) {
     return { ok: false, error }; // refused before any process existed (E2BIG, EINVAL): Node throws these
+  } finally {
+    // The child has its own copy (or none, if it never started): ours is not needed either way.
+    closeSync(stdin);
   }
   // ENOENT, EACCES and the like arrive as `error` with no pid; later errors (none that we provoke:
   // signals go to the group through process.kill) must not crash the leader either.
   const failed = new Promise<unknown>((resolve) => child.on("error", resolve));
   const pid = child.pid;
-  if (pid === undefined) return failed.then((error) => ({ ok: false, error }));
+  if (pid === undefined) return { ok: false, error: await failed };
   const exited = new Promise<ExitStatus>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
   const source = (stream: NodeJS.ReadableStream): OutputSource => {
     stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
@@ -73,20 +74,19 @@ function nodeStart(request: SpawnRequest): Promise<Started> | Started {
       closed: new Promise<void>((resolve) => stream.once("close", () => resolve())),
     };
   };
-  const hook: HookProcess = {
-    pid,
-    stdout: source(child.stdout),
-    stderr: source(child.stderr),
-    exited,
-    running: () => child.exitCode === null && child.signalCode === null,
-    writeStdin: (data) => {
-      // The hook may never read stdin, or exit first: EPIPE then is normal, not an error.
-      child.stdin.on("error", () => undefined);
-      child.stdin.end(data);
-    },
-    release: () => {
-      for (const stream of [child.stdin, child.stdout, child.stderr]) stream.destroy();
+  const { stdout, stderr } = child;
+  if (!stdout || !stderr) return { ok: false, error: new Error("the hook's output pipes were not created") };
+  return {
+    ok: true,
+    process: {
+      pid,
+      stdout: source(stdout),
+      stderr: source(stderr),
+      exited,
+      running: () => child.exitCode === null && child.signalCode === null,
+      release: () => {
+        for (const stream of [stdout, stderr]) stream.destroy();
+      },
     },
   };
-  return { ok: true, process: hook };
 }

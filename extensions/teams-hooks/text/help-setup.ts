@@ -13,8 +13,6 @@ Check what would stop a gate from running, without running anything:
           mode per event, limits), computed as the leader computes it, and where each comes from;
           a "hooks" block with a bad value is refused whole, as the leader refuses it
   Locks   *.lock files anywhere in the team dir: stale ones, and live ones held too long
-  Leader  how a leader with this environment starts hooks: through its spawn helper (asks python3
-          for its version: the one thing doctor runs), or by forking itself
 
   --team-dir DIR          the team directory (default: the team dir you are in)
   --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir

@@ -134,9 +134,6 @@ limits) is read again. An invalid block, or a config.json that is not JSON, dele
 Its own state (the ledger, the scan state, a first start's mark, the messages sent, the gates it
 trusts) is in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the
 gates it finds; a gate changed, added or removed later holds its events (not failed) until \`pi-teams-hooks trust\`.
-Hooks are started by a small helper process (python3 from PATH, or $PI_TEAMS_HOOKS_PYTHON, if there
-is one: posix_spawn, cheaper than forking the leader; PI_TEAMS_HOOKS_SPAWNER=node keeps them in the
-leader's process; doctor says which way a leader would start them).
 
 Events and sources:
   --inbox MODE            observe (default: read the leader's inbox, never mark messages read),
