@@ -24,7 +24,7 @@ import { writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument } from "./contract/contract.js";
+import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument, isRunCopyName } from "./contract/contract.js";
 import { VERDICT_LIMITS, VerdictSchema, capReason, type Decision } from "./contract/verdict.js";
 
 export type { ContextDocument } from "./contract/contract.js";
@@ -281,12 +281,18 @@ export function crashLine(error: unknown, entry: string | undefined = process.ar
   const what = error instanceof Error
     ? `${error.name || "Error"}${code && !(error.name ?? "").includes(code) ? ` [${code}]` : ""}: ${error.message}`
     : `threw ${typeof error === "string" ? JSON.stringify(error) : String(error)}`;
-  const where = (error instanceof Error ? ownFrame(error.stack ?? "") : null) ?? (entry ? path.basename(entry) : null);
+  const where = (error instanceof Error ? ownFrame(error.stack ?? "") : null) ?? (entry ? shownName(entry) : null);
   const tail = where ? ` (${where})` : "";
   return `${oneLine(`gate crashed: ${what}`, GATE_LINE_MAX_CHARS - tail.length)}${tail}`;
 }
 
 const HELPER_FILE = fileURLToPath(import.meta.url);
+
+/** A file's name as the gate's author knows it: the run's private copy of the gate is named as the gate. */
+function shownName(file: string): string {
+  const gate = process.env.PI_TEAMS_HOOK_PATH;
+  return gate && isRunCopyName(path.basename(file)) && path.dirname(file) === path.dirname(gate) ? path.basename(gate) : path.basename(file);
+}
 
 /** `file:line` of the first frame in the gate's own files: not Node's, not in node_modules, not this helper. */
 function ownFrame(stack: string): string | null {
@@ -297,7 +303,7 @@ function ownFrame(stack: string): string | null {
     if (file.startsWith("async ")) file = file.slice(6);
     if (file.startsWith("file://")) file = fileURLToPath(file);
     if (!path.isAbsolute(file) || file === HELPER_FILE || file.split(path.sep).includes("node_modules")) continue;
-    return `${path.basename(file)}:${match[2]}`;
+    return `${shownName(file)}:${match[2]}`;
   }
   return null;
 }

@@ -150,6 +150,8 @@ function expectedEnv(event: string, t: TaskFile | null, member: string | null, t
     // Additive (at-least-once runs): the event's key, the same for every attempt, and this attempt.
     PI_TEAMS_HOOK_EVENT_KEY: expectedKey(event, t, member, timestamp, dump),
     PI_TEAMS_HOOK_ATTEMPT: "1",
+    // Additive (what runs is what was trusted): the gate's own path; what runs is a private copy of it.
+    PI_TEAMS_HOOK_PATH: path.join(hooksDir, `on_${event}.mjs`),
   };
   if (member) env.PI_TEAMS_MEMBER = member;
   if (timestamp) env.PI_TEAMS_EVENT_TIMESTAMP = timestamp;

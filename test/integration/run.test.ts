@@ -161,6 +161,7 @@ describe("a hook run", () => {
       "PI_TEAMS_HOOK_CONTEXT_JSON",
       "PI_TEAMS_HOOK_CONTEXT_VERSION",
       "PI_TEAMS_HOOK_EVENT",
+      "PI_TEAMS_HOOK_PATH",
       "PI_TEAMS_HOOK_RESULT_FILE",
       "PI_TEAMS_HOOK_RUN_ID",
       "PI_TEAMS_MEMBER",

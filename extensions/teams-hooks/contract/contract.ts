@@ -141,6 +141,24 @@ function isHighSurrogate(code: number): boolean {
  * document byte for byte.
  */
 /**
+ * The name of a run's private copy of its gate (runner/run.ts), written beside the gate:
+ * `.<name without extension>.pi-run-<run id, made safe><extension>`. `PI_TEAMS_HOOK_PATH` names the
+ * gate itself; the JavaScript helper (hook.ts) shows the gate's name for a frame in the copy.
+ */
+export function runCopyName(gateName: string, safeRunId: string): string {
+  const dot = gateName.lastIndexOf(".");
+  const [stem, ext] = dot > 0 ? [gateName.slice(0, dot), gateName.slice(dot)] : [gateName, ""];
+  return `.${stem}${RUN_COPY_MARK}${safeRunId}${ext}`;
+}
+
+export const RUN_COPY_MARK = ".pi-run-";
+
+/** True for the name of a run's private copy of its gate (runCopyName). */
+export function isRunCopyName(name: string): boolean {
+  return name.startsWith(".") && name.includes(RUN_COPY_MARK);
+}
+
+/**
  * The lines around the failing gate's output that a follow-up task's description quotes (text/messages.ts
  * followupDescription). What is between them is the leader's quotation, not the work: a gate shown a
  * follow-up sees QUOTED_OUTPUT_LEFT_OUT in its place (contract v1, additive; docs/gate-life.md), so

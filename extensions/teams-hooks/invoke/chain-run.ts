@@ -15,11 +15,11 @@ import { type PreparedContext, type RunResult, blankResult, prepareContext, utf8
 import { type ContextView, confidentialInvocation, isFullView, shownEventKey, viewKey } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { launcherFor, readHookSettings } from "../runner/discover.js";
+import { launcherFor, readHookSettings, settingsOfBytes } from "../runner/discover.js";
 import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
 import { teamRedactor } from "../runner/redact.js";
-import { gateFingerprint, type ChainTrust, type TrustProblem, type TrustRecord } from "../runner/trust.js";
+import { gateFingerprint, type ChainTrust, type GateSnapshot, type TrustProblem, type TrustRecord } from "../runner/trust.js";
 import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/hooks-config.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
 import { NO_PRIVACY, projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
@@ -78,12 +78,13 @@ export async function runChain(
   req: InvokeRequest,
   chainHooks: readonly ChainHook[],
   invocation: HookInvocation,
-  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null },
+  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null; snapshots?: ReadonlyMap<string, GateSnapshot> },
 ): Promise<ChainRun> {
   const { limits } = ctx;
-  // Each file gate's settings line, read once. Shadow gates run after the enforced ones: a gate on
-  // trial can then neither delay them nor spend their deadline, and it still runs after a denial.
-  const owns = new Map(chainHooks.map((h) => [h, h.kind === "http" ? null : ownSettings(h, req.event)] as const));
+  // Each file gate's settings line, read once, from the bytes that run (its snapshot). Shadow gates
+  // run after the enforced ones: a gate on trial can then neither delay them nor spend their
+  // deadline, and it still runs after a denial.
+  const owns = new Map(chainHooks.map((h) => [h, h.kind === "http" ? null : ownSettings(h, req.event, ctx.snapshots?.get(h.hook.hookPath))] as const));
   const settingsOf = (h: ChainHook): HookSettings | null => {
     const own = owns.get(h);
     return own && "settings" in own ? own.settings : null;
@@ -172,6 +173,7 @@ export async function runChain(
                 redact,
                 ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
                 ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+                ...snapshotOption(ctx.snapshots?.get(hook.hook.hookPath)),
               });
     if (result.timedOut && timeoutMs < ownTimeoutMs) {
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
@@ -200,10 +202,15 @@ export async function runChain(
   return { runs, interrupted: null };
 }
 
-/** A file gate's settings line: its settings (null: none), or why it cannot be read whole. */
-function ownSettings(hook: ChainHook, event: InvokeRequest["event"]): { settings: HookSettings | null } | { error: string } {
-  const read = readHookSettings(hook.hook.hookPath, event);
+/** A file gate's settings line (from its snapshot's bytes when there is one): its settings (null: none), or why it cannot be read whole. */
+function ownSettings(hook: ChainHook, event: InvokeRequest["event"], snapshot: GateSnapshot | undefined): { settings: HookSettings | null } | { error: string } {
+  const read = snapshot && !("problem" in snapshot) ? settingsOfBytes(snapshot.content, event, path.basename(hook.hook.hookPath)) : readHookSettings(hook.hook.hookPath, event);
   return read.ok ? { settings: read.settings } : { error: read.error };
+}
+
+/** The gate's bytes to run (runner/run.ts starts a private copy of them), when it was read. */
+function snapshotOption(snapshot: GateSnapshot | undefined): { snapshot?: { content: Buffer; sha256: string } } {
+  return snapshot && !("problem" in snapshot) ? { snapshot: { content: snapshot.content, sha256: snapshot.sha256 } } : {};
 }
 
 /**

@@ -34,7 +34,7 @@ import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "../policy/remediate.js";
 import type { SentLog } from "../team/sent-log.js";
-import { checkChainTrust, type ChainTrust, type TrustRecord } from "../runner/trust.js";
+import { checkChainTrust, snapshotChain, type ChainTrust, type TrustRecord } from "../runner/trust.js";
 import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
@@ -206,7 +206,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   };
   const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, deferral: null };
   const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
-  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null }) : null;
+  // Each gate read once: checked, its settings line read, and started from these bytes (runner/run.ts).
+  const snapshots = snapshotChain(chain);
+  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null, snapshots }) : null;
   if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
   // A gate that is not the one trusted never runs, and neither does the rest of its chain.
   const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !req.trust?.acceptChanges) : [];
@@ -215,7 +217,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const { runs, interrupted } =
     refused.length > 0
       ? { runs: [refusedRun(req, chain, layers, refused, now)], interrupted: null }
-      : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust });
+      : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust, snapshots });
   if (interrupted !== null) return { ...none, runs, interrupted };
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.

@@ -3,11 +3,12 @@
  * left, the first start's baseline (what existed before the first start is history, not run), and the
  * start-up scan that looks at every task file once, in slices, with the state a previous leader saved.
  */
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, readdirSync, statSync, unlinkSync, writeSync } from "node:fs";
+import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../runner/hook-log.js";
-import { removeRunFiles } from "../runner/run-files.js";
+import { removeRunCopies, removeRunFiles } from "../runner/run-files.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
@@ -48,11 +49,30 @@ const STAMP_SLACK_MS = 60_000;
  * chain: they carry the event's run id, or `<runId>.N`), and removes their context files.
  */
 export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
-  for (const run of ctx.requireLedger().inFlight()) {
+  const runs = ctx.requireLedger().inFlight();
+  if (runs.length === 0) return;
+  const gateDirs = hookDirs([ctx.setup.hooksDir, ctx.setup.teamHooksDir]);
+  for (const run of runs) {
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
     if (killed > 0) ctx.warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
     removeRunFiles(run.runId);
+    removeRunCopies(gateDirs, run.runId);
   }
+}
+
+/** The hooks dirs and their `on_<event>.d` folders: where a run's private gate copies are written. */
+function hookDirs(dirs: ReadonlyArray<string | null>): string[] {
+  const out: string[] = [];
+  for (const dir of dirs) {
+    if (dir === null) continue;
+    out.push(dir);
+    try {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory() && entry.name.endsWith(".d")) out.push(path.join(dir, entry.name));
+    } catch {
+      // no such dir: nothing was copied there
+    }
+  }
+  return out;
 }
 
 /**

@@ -23,6 +23,7 @@
  */
 // Synchronous, as in runner/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { isRunCopyName } from "../contract/contract.js";
 import path from "node:path";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
 import type { HookCommand } from "../contract/hook-run.js";
@@ -255,6 +256,8 @@ function listChainDir(dir: string, layer: ChainLayer): Listed & { markers: Map<s
   for (const name of names.sort(compareNames)) {
     const file = path.join(dir, name);
     const skip = (code: ChainSkipCode, reason: string): void => void skipped.push({ name, path: file, layer, code, reason });
+    // A run's private copy of its gate (runner/run-files.ts runCopyPath): the leader's, never a gate.
+    if (isRunCopyName(name)) continue;
     const ignored = IGNORED_SUFFIXES.find((suffix) => name.endsWith(suffix));
     // The suffix rule first: `name~` is an editor's backup, skipped on purpose, not a badly named gate.
     if (ignored) skip("ignored_name", `name ends in ${ignored} (a backup or editor file)`);

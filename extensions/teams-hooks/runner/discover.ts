@@ -201,20 +201,31 @@ export function readHookSettings(file: string, event: HookEventName): HookSettin
   return parseHookSettings(head, event, path.basename(file));
 }
 
+/** A gate's settings line read from its bytes (a snapshot the run starts from), as readHookSettings reads the file. */
+export function settingsOfBytes(bytes: Buffer, event: HookEventName, name: string): HookSettingsRead {
+  return parseHookSettings(headText(bytes.subarray(0, HEAD_BYTES), bytes.length > HEAD_BYTES), event, name);
+}
+
+/** The first HEAD_BYTES of a gate as text; a line cut by the end of the head is not kept (half a settings line would be wrong settings). */
+function headText(head: Buffer, cut: boolean): string {
+  const text = head.toString("utf8");
+  return cut ? text.slice(0, text.lastIndexOf("\n") + 1) : text;
+}
+
+/** The settings line is near the top; a gate that is a binary has none. */
+const HEAD_BYTES = 8 * 1024;
+
 /**
  * The first bytes of a gate file, or "" when it is not a regular file any more. Opened non-blocking
  * and checked after the open: a FIFO put in the gate's place since discovery cannot hang the leader.
  */
 function readHead(file: string): string {
-  const HEAD_BYTES = 8 * 1024; // the line is near the top; a gate that is a binary has none
   const fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY);
   try {
     if (!fstatSync(fd).isFile()) return "";
     const buffer = Buffer.alloc(HEAD_BYTES);
     const n = readSync(fd, buffer, 0, HEAD_BYTES, 0);
-    const text = buffer.subarray(0, n).toString("utf8");
-    // A line cut by the end of the head is not read: half a settings line would be wrong settings.
-    return n < HEAD_BYTES ? text : text.slice(0, text.lastIndexOf("\n") + 1);
+    return headText(buffer.subarray(0, n), n >= HEAD_BYTES);
   } finally {
     closeSync(fd);
   }

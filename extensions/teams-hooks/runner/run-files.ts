@@ -7,6 +7,7 @@ import { readdirSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
+import { RUN_COPY_MARK, isRunCopyName, runCopyName } from "../contract/contract.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { describeInvalidVerdict, readVerdict, verdictOutcome } from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
@@ -43,6 +44,44 @@ export function removeRunFiles(runId: string): number {
       removed += 1;
     } catch {
       // gone already, or not ours to remove
+    }
+  }
+  return removed;
+}
+
+/**
+ * The private copy a run starts of its gate's checked bytes (runner/run.ts), beside the gate so that
+ * its folder, imports and node_modules resolve as the gate's own: `.<name>.pi-run-<run id><ext>`.
+ * Discovery never takes such a name for a gate (runner/chain.ts).
+ */
+export function runCopyPath(gate: string, runId: string): string {
+  return path.join(path.dirname(gate), runCopyName(path.basename(gate), sanitizeName(runId)));
+}
+
+/**
+ * Removes the private gate copies a dead leader's runs left in `dirs` (the hooks dirs and their
+ * `.d` folders): those of `runId` and of its chain (`<runId>-N`). Another leader's copies, of other
+ * run ids, are left alone. Returns how many were removed.
+ */
+export function removeRunCopies(dirs: readonly string[], runId: string): number {
+  const mark = `${RUN_COPY_MARK}${sanitizeName(runId)}`;
+  let removed = 0;
+  for (const dir of dirs) {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      continue; // no such folder
+    }
+    for (const name of names) {
+      const at = name.indexOf(mark);
+      if (!isRunCopyName(name) || at < 0 || !/^(-\d+)?(\.|$)/.test(name.slice(at + mark.length))) continue;
+      try {
+        unlinkSync(path.join(dir, name));
+        removed += 1;
+      } catch {
+        // gone already
+      }
     }
   }
   return removed;

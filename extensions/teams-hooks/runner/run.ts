@@ -1,27 +1,32 @@
 /**
  * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
  *
- * Life of a run: write the context file → spawn (spawn/process.ts: no shell, own process group,
- * that file as its stdin) → our own timer races the exit → on timeout, terminate the group
+ * Life of a run: write the context file → write the private copy of the gate's checked bytes
+ * (runCopyPath) → spawn that copy (spawn/process.ts: no shell, own process group, the context file
+ * as its stdin) → our own timer races the exit → on timeout, terminate the group
  * (terminate.ts); on exit, give the pipes a drain window, because a background child may still hold
  * them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers →
- * remove the file.
+ * check the copy is as it was written (else the run counts for nothing: untrusted_hook) → remove
+ * the files.
  *
  * A child in its own group is not ended when the leader exits, so live runs are kept in a registry
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdtempSync, openSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { startProcess, type ExitStatus, type OutputSource } from "../spawn/process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { applyVerdict, readResultFile, runFiles, type StdoutTail } from "./run-files.js";
+import { applyVerdict, readResultFile, runCopyPath, runFiles, type StdoutTail } from "./run-files.js";
 import { VERDICT_LINE_MAX_BYTES } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { redactRunResult, type Redactor } from "./redact.js";
 import { claudeInput, claudeResult } from "../contract/claude.js";
+import { sanitizeName } from "../team/paths.js";
 import type { HookFormat } from "../settings/hook-line.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
 
@@ -63,6 +68,15 @@ export interface RunHookOptions {
    * nothing is redacted and `redactions` is absent.
    */
   redact?: Redactor;
+  /**
+   * The gate's bytes as they were checked (runner/trust.ts snapshotChain). What runs is a private
+   * copy of them made for this run (runCopyPath: beside the gate, so that its folder, its imports and
+   * node_modules resolve as the gate's own; in a private temp folder when the gate's folder cannot be
+   * written), not the gate's path: a rename, a symlink flipped or an edit after the check changes
+   * nothing. The copy is checked after the run: one that changed meanwhile makes the run an
+   * `untrusted_hook` error. Absent (no snapshot): the gate runs by its path.
+   */
+  snapshot?: { content: Buffer; sha256: string };
   /**
    * `claude` (the gate's `format=claude`): stdin carries Claude Code's input shape, built from the
    * same document, `CLAUDE_PROJECT_DIR` is the working directory, and the exit code and output are
@@ -125,6 +139,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   const { contextFile, resultFile, stdinFile } = runFiles(runId);
   let contextWritten = false;
   let stdinWritten = false;
+  let copy: RunCopy | null = null;
   try {
     const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
       runId,
@@ -156,7 +171,23 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
         return { ...base, contextTruncated: truncated, ...startFailure(`cannot write the gate's input file ${stdinFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
       }
     }
-    const { result, stdoutTail } = await execute(hook, opts, { runId, env, stdinFile: claude ? stdinFile : contextFile, truncated, startedAt, base });
+    // The gate's own path, whatever file runs (its private copy: `$0` names the copy).
+    env.PI_TEAMS_HOOK_PATH = hook.hookPath;
+    let started = hook;
+    if (opts.snapshot) {
+      const made = writeRunCopy(hook.hookPath, runId, opts.snapshot.content);
+      if ("error" in made) return { ...base, contextTruncated: truncated, ...startFailure(made.error, made.code, startedAt) };
+      copy = made;
+      started = { ...hook, command: hook.command === hook.hookPath ? copy.file : hook.command, args: hook.args.map((arg) => (arg === hook.hookPath ? copy?.file ?? arg : arg)) };
+    }
+    const ran = await execute(started, opts, { runId, env, stdinFile: claude ? stdinFile : contextFile, truncated, startedAt, base });
+    const { stdoutTail } = ran;
+    // The log names the gate, not its private copy.
+    let result: RunResult = { ...ran.result, hookPath: hook.hookPath, command: [hook.command, ...hook.args] };
+    const tampered = copy ? copyChanged(copy) : null;
+    if (tampered) {
+      return { ...result, outcome: "error", errorKind: "untrusted_hook", error: `${hook.hookPath}: the copy of the checked gate that ran (${copy?.file}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it` };
+    }
     if (claude) return claudeResult(result);
     return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
   } catch (error) {
@@ -165,8 +196,67 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   } finally {
     if (contextWritten) removeQuietly(contextFile);
     if (stdinWritten) removeQuietly(stdinFile);
+    if (copy) removeQuietly(copy.file);
+    if (copy?.dir) removeDirQuietly(copy.dir);
     removeQuietly(resultFile);
   }
+}
+
+/** A run's private copy of its gate: where, and what it was when written (to tell a change after). */
+interface RunCopy {
+  file: string;
+  /** The private temp folder it is in, when the gate's folder could not be written. */
+  dir?: string;
+  ino: number;
+  dev: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+/**
+ * Writes the private copy of the gate's checked bytes (`wx`: never through a file someone planted;
+ * 0700: a bare gate is run directly). Beside the gate when its folder can be written, else in a
+ * private temp folder of this run.
+ */
+function writeRunCopy(gate: string, runId: string, content: Buffer): RunCopy | { error: string; code: string | undefined } {
+  const write = (file: string): RunCopy => {
+    const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o700);
+    try {
+      writeSync(fd, content, 0, content.length, 0);
+      const st = fstatSync(fd);
+      return { file, ino: st.ino, dev: st.dev, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+    } finally {
+      closeSync(fd);
+    }
+  };
+  try {
+    return write(runCopyPath(gate, runId));
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code !== "EACCES" && code !== "EROFS" && code !== "EPERM") return { error: `cannot write the copy of the gate to run: ${describeError(error)}`, code };
+  }
+  try {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "pi-teams-gate-"));
+    return { ...write(path.join(dir, path.basename(runCopyPath(gate, runId)))), dir };
+  } catch (error) {
+    return { error: `cannot write the copy of the gate to run: ${describeError(error)}`, code: errnoCode(error) };
+  }
+}
+
+/** How the run's copy changed since it was written (replaced, moved, written, its mode changed), or null. */
+function copyChanged(copy: RunCopy): string | null {
+  let st;
+  try {
+    st = lstatSync(copy.file);
+  } catch {
+    return "was removed";
+  }
+  if (st.ino !== copy.ino || st.dev !== copy.dev) return "was replaced";
+  if (st.size !== copy.size || st.mtimeMs !== copy.mtimeMs) return "was written";
+  // A rename away and back, a chmod, a new link: each moves the ctime, which no one but root can set back.
+  if (st.ctimeMs !== copy.ctimeMs) return "was moved or changed";
+  return null;
 }
 
 /** The result of a run that never started because something refused it (a limit): an error of `kind`. */
@@ -215,6 +305,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   const base = { ...run.base, contextTruncated: run.truncated };
   const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
   await opts.notBefore;
+  await pauseForTests(runId, hook.hookPath, startedAt + opts.timeoutMs);
   const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env, stdinFile: run.stdinFile });
   if (!started.ok) return notStarted(started.error);
   const subprocess = started.process;
@@ -341,6 +432,28 @@ function spawnMessage(error: unknown, cwd: string): string {
 
 function firstLine(text: string): string {
   return text.split("\n").find((line) => line.trim().length > 0)?.trim() ?? text.trim();
+}
+
+function removeDirQuietly(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty (the hook left something) or gone: a folder in tmpdir, not a failure
+  }
+}
+
+/**
+ * A hook for tests, never set in use: with `PI_TEAMS_HOOKS_TEST_PAUSE_DIR` in the leader's own
+ * environment, a run writes `<dir>/<run id>.paused` once its gate is checked and copied, and starts
+ * only once `<dir>/<run id>.go` exists (or its timeout passes): a test swaps the gate in between, the
+ * race made deterministic (test/e2e/gate-swap.test.ts).
+ */
+async function pauseForTests(runId: string, gate: string, until: number): Promise<void> {
+  const dir = process.env.PI_TEAMS_HOOKS_TEST_PAUSE_DIR;
+  if (!dir) return;
+  const stem = path.join(dir, sanitizeName(runId));
+  writeFileSync(`${stem}.paused`, gate);
+  while (!existsSync(`${stem}.go`) && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 function removeQuietly(file: string): void {

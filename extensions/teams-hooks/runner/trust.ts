@@ -128,6 +128,24 @@ export function gateFingerprint(hook: ChainHook, opts: { content?: boolean } = {
   return hook.handler ? handlerFingerprint(hook.handler) : { problem: "not declared in config.json hooks.handlers" };
 }
 
+/** A gate read once for a run: what is hashed, checked and started is these bytes; or why it cannot be read. */
+export type GateSnapshot = (Fingerprint & { content: Buffer }) | { problem: string };
+
+/**
+ * Every file gate of a chain read once, by path: the trust check hashes these bytes, the settings
+ * line is read from them, and the runner starts a private copy of them (runner/run.ts), so that a
+ * rename, a symlink flipped or an edit after the check changes nothing of what runs.
+ */
+export function snapshotChain(chain: ChainDiscovery): Map<string, GateSnapshot> {
+  const out = new Map<string, GateSnapshot>();
+  for (const hook of chain.hooks) {
+    if (hook.kind === "http" || out.has(hook.hook.hookPath)) continue;
+    const fp = fingerprint(hook.hook.hookPath, { content: true });
+    out.set(hook.hook.hookPath, "problem" in fp ? fp : { ...fp, content: fp.content ?? Buffer.alloc(0) });
+  }
+  return out;
+}
+
 /** Hook files and the record are small; anything bigger is not one of ours. */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
@@ -174,6 +192,11 @@ export interface ChainTrust {
 export interface TrustCheckOptions {
   /** null: no record exists yet (nothing is compared; only insecure gates are refused). */
   record: TrustRecord | null;
+  /**
+   * The gates as the run will run them (snapshotChain): each read once, its bytes what is hashed here
+   * and what the runner starts. Without one, a gate is fingerprinted by its path.
+   */
+  snapshots?: ReadonlyMap<string, GateSnapshot>;
   /** `--allow-insecure-hooks`. */
   allowInsecure: boolean;
   /** The leader's uid (process.getuid()), or null where there is none. */
@@ -196,7 +219,7 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
       if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
       continue;
     }
-    const fp = fingerprint(file);
+    const fp = opts.snapshots?.get(file) ?? fingerprint(file);
     if ("problem" in fp) {
       // Gone or unreadable between discovery and now: it cannot run as discovered.
       problems.push({ kind: "gate_missing", path: file, reason: `${file}: ${fp.problem}` });
