@@ -71,6 +71,8 @@ export class LeaderContext {
   holds: Holds | null = null;
   /** Looks at a task's file again, whatever its stat says (hints.ts); set once the hints exist. */
   relook: ((taskId: string) => void) | null = null;
+  /** Whether `hook-state/` is as the leader wrote it, written again from memory if not (hints.ts); set at start. */
+  stateCheck: (() => Promise<boolean>) | null = null;
   readonly sent: SentLog;
   readonly trust: TrustState;
   /** Gate changes and insecure gates already reported by this process (each is said once). */

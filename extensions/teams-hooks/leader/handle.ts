@@ -88,6 +88,12 @@ export class EventHandler {
     const ledger = this.#ctx.requireLedger();
     const setup = this.#ctx.setup;
     const runId = randomUUID();
+    // hook-state/ deleted meanwhile: written again from memory first (its lock keeps a second leader out).
+    if (this.#ctx.stateCheck && !(await this.#ctx.stateCheck())) {
+      const writes = (progress?.writeTries ?? 0) + 1;
+      this.#ctx.later(event, () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }, task), this.#ctx.writeDelay(writes));
+      return;
+    }
     const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
     let begun: { attempt: number; durable: Promise<void> };
     try {

@@ -32,6 +32,9 @@ export class Hints {
   #configWarnings: ReadonlySet<string>;
   #inboxLook: Promise<void> = Promise.resolve();
   #trustLook: Promise<void> = Promise.resolve();
+  #stateLook: Promise<void> = Promise.resolve();
+  /** `hook-state/`'s inode while it is the one the leader wrote; null while it is gone. */
+  #stateDirIno: number | null | undefined;
   #reconcileTimer: NodeJS.Timeout | null = null;
   #reconciling: Promise<void> | null = null;
   /** The team dir's inode while it is there; null while it is gone. */
@@ -51,7 +54,7 @@ export class Hints {
 
   /** What is being looked at now (idle() waits for it). */
   busy(): Array<Promise<void> | null> {
-    return [this.#inboxLook, this.#trustLook, this.#reconciling];
+    return [this.#inboxLook, this.#trustLook, this.#stateLook, this.#reconciling];
   }
 
   stop(): void {
@@ -78,7 +81,9 @@ export class Hints {
     const deferrals = ctx.deferrals;
     if (deferrals) targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
     // The lead's approval (`trust` rewrites the record): events held for it run at once.
-    targets.push({ dir: leaderStateDir(ctx.setup.identity.teamDir), accept: (n: string) => n === TRUST_FILE_NAME, onHint: () => this.trust() });
+    targets.push({ dir: leaderStateDir(ctx.setup.identity.teamDir), accept: (n: string) => n === TRUST_FILE_NAME || n === "leader.lock", onHint: (file: string) => (path.basename(file) === TRUST_FILE_NAME ? this.trust() : this.stateDir()) });
+    // hook-state/ itself deleted or replaced (another process cleaning up): written anew from memory at once.
+    targets.push({ dir: ctx.setup.identity.teamDir, accept: (n: string) => n === path.basename(leaderStateDir(ctx.setup.identity.teamDir)), onHint: () => this.stateDir() });
     return targets;
   }
 
@@ -120,6 +125,60 @@ export class Hints {
       return;
     }
     if (ctx.verbose) whyLook(ctx, file, look);
+  }
+
+  /** `hook-state/` or its leader lock may be gone: written again from memory (stateDirPresent). */
+  stateDir(): void {
+    if (this.#ctx.state !== "watching") return;
+    void this.stateDirPresent();
+  }
+
+  /**
+   * The leader's own state is where it left it: `hook-state/` with its lock. Another process (an
+   * agent, a cleanup) may delete it while the leader runs; then a second leader could start beside
+   * this one, and a restart would lose the ledger and the trust record. So it is written again from
+   * memory at once — the lock first, then the ledger, the trust record and the held events — said on
+   * the leader's output and to the lead. Called on a watcher hint, before each event, and by the
+   * reconcile scan. False when it could not be written (no event runs then).
+   */
+  stateDirPresent(): Promise<boolean> {
+    // One look at a time: a hint and two events at once must not each write the state again.
+    const look = this.#stateLook.then(() => this.#stateDirPresent());
+    this.#stateLook = look.then(
+      () => undefined,
+      (error: unknown) => this.#ctx.warn(`hook-state: not looked at: ${describeError(error)}`),
+    );
+    return look.catch(() => false);
+  }
+
+  async #stateDirPresent(): Promise<boolean> {
+    const ctx = this.#ctx;
+    const { teamDir, leadName } = ctx.setup.identity;
+    if (!this.#teamDirIno) return true; // the team dir itself is gone or back: #teamDirPresent writes it all
+    const lockFile = path.join(leaderStateDir(teamDir), "leader.lock");
+    const ino = inodeOf(leaderStateDir(teamDir));
+    if (ino !== null && ino === this.#stateDirIno && ctx.lock && existsSync(lockFile)) return true;
+    const gone = ino === null ? "was deleted" : ino !== this.#stateDirIno ? "was replaced" : "lost the leader lock";
+    try {
+      ctx.lock = await acquireLeaderLock(teamDir);
+      await ctx.requireLedger().compact();
+      if (ctx.trust.record) ctx.trust.set(await replaceTrust(teamDir, ctx.trust.record));
+      ctx.holds?.rewrite();
+      this.#stateDirIno = inodeOf(leaderStateDir(teamDir));
+    } catch (error) {
+      ctx.warn(`${leaderStateDir(teamDir)} ${gone}, and the leader's state could not be written there again: ${describeError(error)}; no gate runs until it can`);
+      return false;
+    }
+    ctx.watcher?.rearm();
+    ctx.warn(`${leaderStateDir(teamDir)} ${gone} while the leader ran: written again from memory (leader lock, ledger, trust record, held events)`);
+    const text = `pi-teams-hooks: ${leaderStateDir(teamDir)} ${gone} while the leader watched ${teamDir}. The leader wrote it again from memory (its lock, so that no second leader starts; the ledger; the trust record; the held events). Who deleted it could also have edited the gates or the record: pi-teams-hooks trust --team-dir ${teamDir} shows what is not as approved.`;
+    await ctx.tellLead(sentId("state-dir-gone", ctx.now(), leadName), text, "the lead was not told that hook-state/ was deleted");
+    return true;
+  }
+
+  /** Notes the state dir's inode once the leader's state is written (the start). */
+  noteStateDir(): void {
+    this.#stateDirIno = inodeOf(leaderStateDir(this.#ctx.setup.identity.teamDir));
   }
 
   /** The trust record may have changed: re-read, and events held for approval looked at again (through the queue's order). */
@@ -201,6 +260,7 @@ export class Hints {
   async #reconcile(): Promise<void> {
     const ctx = this.#ctx;
     if (!(await this.#teamDirPresent())) return; // nothing to scan (and nothing to run) while it is gone
+    if (!(await this.stateDirPresent())) return;
     await refreshStartGate(ctx, true); // a start gate added or removed since the last scan
     await trustHint(ctx); // a trust record changed without a hint: events held for approval looked at again
     const files = await ctx.sources.listTaskFiles();
@@ -250,6 +310,8 @@ export class Hints {
       await ctx.requireLedger().compact(); // the whole ledger, from memory, into the new hook-state/
       // The trust record too: gone with the folder, it would make every gate untrusted.
       if (ctx.trust.record) ctx.trust.set(await replaceTrust(dir, ctx.trust.record));
+      ctx.holds?.rewrite();
+      this.noteStateDir();
     } catch (error) {
       ctx.warn(`team dir ${dir} is back, but the leader's state could not be written there: ${describeError(error)}`);
     }

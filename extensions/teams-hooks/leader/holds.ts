@@ -122,6 +122,11 @@ export class Holds {
     this.#run(held.event);
   }
 
+  /** Writes the list again (hook-state/ was deleted and is written anew from memory). */
+  rewrite(): void {
+    this.#save();
+  }
+
   /** `hook-state/holds.json` anew (one write at a time, the last state wins). */
   #save(): void {
     const file = holdsFile(this.#ctx.setup.identity.teamDir);

@@ -86,6 +86,8 @@ export class Leader {
       ctx.holds = new Holds(ctx, (event) => this.#events.enqueue(event, true));
       ctx.holds.start();
       ctx.relook = (taskId) => this.#hints.task(ctx.sources.forget(taskId));
+      this.#hints.noteStateDir();
+      ctx.stateCheck = () => this.#hints.stateDirPresent();
       // Hints are taken from here on: the watchers are armed before the start-up scan lists the folder,
       // so a file written meanwhile is either listed or hinted (or both).
       ctx.state = "watching";
