@@ -154,7 +154,9 @@ export class Hints {
   async #stateDirPresent(): Promise<boolean> {
     const ctx = this.#ctx;
     const { teamDir, leadName } = ctx.setup.identity;
-    if (!this.#teamDirIno) return true; // the team dir itself is gone or back: #teamDirPresent writes it all
+    // The team dir itself gone or replaced is #teamDirPresent's (which writes it all when it is back):
+    // never create it here.
+    if (!this.#teamDirIno || inodeOf(teamDir) !== this.#teamDirIno) return true;
     const lockFile = path.join(leaderStateDir(teamDir), "leader.lock");
     const ino = inodeOf(leaderStateDir(teamDir));
     if (ino !== null && ino === this.#stateDirIno && ctx.lock && existsSync(lockFile)) return true;
