@@ -53,6 +53,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
+  let eventMember = member ?? null;
   if (taskId !== undefined) {
     const file = taskFile(setup.identity.teamDir, setup.identity.taskListId, taskId);
     const read = await readTask(file);
@@ -67,6 +68,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
       throw new HooksError("E_TASK", `--task ${taskId}: the task holds no claim (it is ${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put back; run without it to try the gate`);
     }
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
+    // Without --member, the member the leader gives this event: the task's owner (contract/events.ts
+    // taskEvent), so that a gate's members= matcher judges a hand run as it would judge the leader's.
+    eventMember ??= fromFile?.event === event ? fromFile.member : (read.value.owner ?? null);
   }
 
   // On a terminal, a hook that takes a while says so on stderr (stdout stays the report alone).
@@ -77,7 +81,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     event,
     key,
     taskId: taskId ?? null,
-    member: member ?? null,
+    member: eventMember,
     timestamp: timestamp ?? null,
     hooksDir: setup.hooksDir,
     cwd: setup.cwd,

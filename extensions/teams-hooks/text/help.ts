@@ -48,7 +48,8 @@ task_failed, idle or task_started (a worker claimed the task).
 
 Event:
   --task ID               the task (required for task_completed, task_failed and task_started)
-  --member NAME           who caused the event (default: none — the hook sees null / no variable)
+  --member NAME           who caused the event (default: for a task event the task's owner, as the
+                          leader has it; for idle or a task without owner none: the hook sees null)
                           (ids and names: A-Z a-z 0-9 _ - only; anything else is refused)
   --timestamp ISO         when it happened (default: none)
   --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge);
