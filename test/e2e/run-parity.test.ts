@@ -1,8 +1,11 @@
 /**
  * `pi-teams-hooks run` behaves as the leader would, through the built bin: a task event without
  * `--member` is the task owner's (the leader's event member), so a `members=` gate judges it as the
- * leader's run would.
+ * leader's run would; `run` and `watch` warn, before anything runs, about what `doctor` finds wrong
+ * with a chain (in the very words doctor uses).
  */
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { describe, it } from "vitest";
 import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
@@ -26,5 +29,34 @@ describe("run, as the leader would", () => {
     const other = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--member", "alice"]);
     expect(other.code, other.stdout + other.stderr).toBe(0);
     expect(other.stdout).toContain("skipped in 0ms: no gate in force: on_task_completed skipped (members=bob: member alice does not match)");
+  });
+
+  it("warns, as doctor does, about a chain file that cannot run, a settings line that is not read and a stray on_* name: in run, and at watch's start", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "bob" })] });
+    const hooks = path.join(team.teamsRoot, "_hooks");
+    await rig.hook(team, "on_task_completed.sh", "# PI-TEAMS-HOOKS: timeout=5s\nexit 0");
+    await mkdir(path.join(hooks, "on_task_completed.d"), { recursive: true });
+    await writeFile(path.join(hooks, "on_task_completed.d", "20-lint"), "#!/usr/bin/env bash\nexit 1\n", { mode: 0o644 });
+    await writeFile(path.join(hooks, "on_task_complete.sh"), "exit 1\n", { mode: 0o755 });
+    const expected = [
+      `skipped global on_task_completed.d/20-lint: not executable (chmod +x ${path.join(hooks, "on_task_completed.d", "20-lint")})`,
+      "on_task_completed.sh:2: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+      `${path.join(hooks, "on_task_complete.sh")} never runs: the gate of no event`,
+    ];
+
+    const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+    for (const text of expected) expect(doctor.stdout).toContain(text);
+
+    const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(ran.code, ran.stdout + ran.stderr).toBe(0);
+    const warnings = ran.stderr.split("\n").filter((line) => line.startsWith("warning: "));
+    for (const text of expected) expect(warnings.some((line) => line.includes(text)), `${text}\nin: ${ran.stderr}`).toBe(true);
+
+    const leader = await rig.leader(team);
+    const said = leader.warnings().join("\n");
+    for (const text of expected) expect(said).toContain(text);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });

@@ -6,7 +6,7 @@
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput } from "./io.js";
-import { gateWarnings } from "../doctor/hooks.js";
+import { gateWarnings } from "../doctor/gate-checks.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral } from "../invoke/decision.js";
 import { deferralRunIds, deferralsDir } from "../invoke/deferral.js";

@@ -6,7 +6,7 @@
 import { execFile } from "node:child_process";
 import { describeError } from "../contract/errors.js";
 import { PYTHON_ENV, PYTHON_MIN, SPAWNER_ENV, helperPython } from "../spawn/helper.js";
-import type { Check } from "./hooks.js";
+import type { Check } from "./gate-checks.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
