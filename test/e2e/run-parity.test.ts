@@ -2,7 +2,8 @@
  * `pi-teams-hooks run` behaves as the leader would, through the built bin: a task event without
  * `--member` is the task owner's (the leader's event member), so a `members=` gate judges it as the
  * leader's run would; `run` and `watch` warn, before anything runs, about what `doctor` finds wrong
- * with a chain (in the very words doctor uses).
+ * with a chain (in the very words doctor uses); every log says what fired it (`trigger`: `hand` for
+ * `run`, `leader` for the leader), and a held gate's decision log says what its held run said.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -58,5 +59,37 @@ describe("run, as the leader would", () => {
     const said = leader.warnings().join("\n");
     for (const text of expected) expect(said).toContain(text);
     expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("every log says what fired it: run's are hand, the leader's leader; a held gate's decision log is its held run's", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const working = (id: string) => makeTask({ id, owner: "bob", status: "in_progress" });
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "bob" }), makeTask({ id: "2", status: "completed", owner: "bob" }), working("3"), working("4")] });
+    // Tasks 2 and 4 are held for a decision; the others pass.
+    await rig.hook(team, "on_task_completed.sh", `case "$PI_TEAMS_TASK_ID" in 2|4) echo '{"decision":"defer","reason":"waiting for CI"}';; esac`);
+    const triggers = async (taskId: string): Promise<unknown[]> =>
+      (await readLogs(team.teamDir)).filter((l) => l.invocation.completedTask?.id === taskId).map((l) => [l.decision ? "decision" : "run", l.trigger]);
+
+    const byHand = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--json"]);
+    expect(byHand.code, byHand.stderr).toBe(0);
+    expect(JSON.parse(byHand.stdout)).toMatchObject({ trigger: "hand" });
+    const heldByHand = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "2", "--apply-policy"]);
+    expect(heldByHand.code, heldByHand.stderr).toBe(3);
+    const handRunId = / ([0-9a-f-]{36}) allow\|deny$/m.exec(heldByHand.stdout)?.[1] ?? "";
+    expect((await runBin(["decide", "--team-dir", team.teamDir, handRunId, "allow"])).code).toBe(0);
+
+    const leader = await rig.leader(team);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3", "4"] });
+    const events = await leader.waitForEvents(2, (e) => e.event === "task_completed");
+    const leaderRunId = events.find((e) => e.outcome === "deferred")?.deferral?.runId ?? "";
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    // No leader runs now: decide applies the decision itself, and its log is still the leader's event's.
+    expect((await runBin(["decide", "--team-dir", team.teamDir, leaderRunId, "deny"])).code).toBe(0);
+
+    expect(await triggers("1")).toEqual([["run", "hand"]]);
+    expect(await triggers("2")).toEqual([["run", "hand"], ["decision", "hand"]]);
+    expect(await triggers("3")).toEqual([["run", "leader"]]);
+    expect(await triggers("4")).toEqual([["run", "leader"], ["decision", "leader"]]);
   });
 });

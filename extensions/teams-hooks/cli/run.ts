@@ -80,6 +80,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     identity: setup.identity,
     event,
     key,
+    trigger: "hand",
     taskId: taskId ?? null,
     member: eventMember,
     timestamp: timestamp ?? null,

@@ -22,7 +22,7 @@ import { type HookEventName, type HookInvocation, isTaskEvent } from "../contrac
 import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task, TeamIdentity } from "../contract/team-files.js";
 import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
+import { type HookTrigger, planHookLogFile, writeHookLog } from "../runner/hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
 import { describeError } from "../contract/errors.js";
 import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
@@ -73,6 +73,8 @@ export interface InvokeRequest {
   exitCodes?: ExitCodeMode;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
+  /** What fired the event, for its logs (`trigger`): `hand` for `run`; default `leader`. */
+  trigger?: HookTrigger;
   env: Readonly<Record<string, string | undefined>>;
   /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
@@ -315,6 +317,7 @@ async function writeLogs(ctx: Settling): Promise<void> {
         key: req.key,
         startedAt: run.startedAt,
         ...(req.retry ? { retry: true } : {}),
+        trigger: req.trigger ?? "leader",
         ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
         ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
         // The first run's log (the one recovery reads) and the held run's say what holds the event.
