@@ -199,7 +199,7 @@ describe("run: what a hook receives (contract v1, byte for byte)", () => {
     expect(name).toBeTruthy();
   });
 
-  it("without --member, the member is the task's owner, as the leader's would be; without --timestamp, the time is null and unset", async () => {
+  it("without --member, the member is the task's owner, as under the leader; without --timestamp, none", async () => {
     const t = byId("1");
     const { dump } = await fire("completed-no-member", ["task_completed", "--task", "1"]);
     expect(dump.env).toEqual(expectedEnv("task_completed", t, "alice", null, dump));

@@ -148,7 +148,8 @@ describe("checkLogRecord", () => {
 
   it("keeps each object's schema keys first, in schema order, then the others in file order", () => {
     const out = checkLogRecord(shuffled) as unknown as Record<string, Record<string, unknown>>;
-    expect(Object.keys(out)).toEqual(["0", "invocation", "result", "key", "startedAt", "retry", "trigger", "policy", "zExtra"]);
+    const keys = ["0", "invocation", "result", "key", "startedAt", "retry", "trigger", "policy", "zExtra"];
+    expect(Object.keys(out)).toEqual(keys);
     expect(Object.keys(out.invocation ?? {}).slice(-2)).toEqual(["completedTask", "extra"]);
   });
 

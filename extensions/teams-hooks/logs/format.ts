@@ -6,7 +6,7 @@
 import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
-import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
 import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
@@ -83,6 +83,18 @@ export function policyActions(record: HookLogRecord): string[] {
   if (!Array.isArray(actions)) return [];
   return actions.filter((a): a is string => typeof a === "string" && a !== "none");
 }
+
+/** The policy's actions as the table's action cell; `-` for none. */
+export function actionsText(record: HookLogRecord): string {
+  const actions = policyActions(record);
+  return actions.length > 0 ? oneLine(actions.join(", ")) : "-";
+}
+
+/**
+ * What marks a run fired by hand (`pi-teams-hooks run`) in the table: first in its action cell, so
+ * that a narrow terminal, which cuts that cell from its end, still shows it.
+ */
+export const HAND_MARK = "by hand";
 
 // ---------------------------------------------------------------------------------------------
 // Run ids as people type them
@@ -185,7 +197,7 @@ export function runWord(result: RunResult): string {
 export function rowCells(row: Row, id = shortRunId(row.record.result.runId), offsetMinutes = 0): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
-  const actions = policyActions(row.record);
+  const actions = actionsText(row.record);
   const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     oneLine(id),
@@ -196,7 +208,7 @@ export function rowCells(row: Row, id = shortRunId(row.record.result.runId), off
     oneLine(hookName(result)),
     decisionWord(row.record) ?? runWord(result),
     formatDuration(result.durationMs),
-    actions.length > 0 ? oneLine(actions.join(", ")) : "-",
+    triggerOf(row.record) === "hand" ? (actions === "-" ? HAND_MARK : `${HAND_MARK}; ${actions}`) : actions,
     stderr,
   ];
 }
@@ -253,6 +265,7 @@ export function formatShow(row: Row): string {
   };
   field("log", row.file);
   field("event", `${invocation.event}${row.record.retry ? " (a retry: this event key ran before)" : ""}`);
+  if (triggerOf(row.record) === "hand") field("fired", "by hand (pi-teams-hooks run)");
   if (row.record.key) field("key", row.record.key);
   field("started", row.record.startedAt);
   field("team", `${invocation.teamId} (task list ${invocation.taskListId}, style ${invocation.style}) ${invocation.teamDir}`);
