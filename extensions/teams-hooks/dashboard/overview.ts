@@ -3,12 +3,14 @@
  * and p95 duration, a chart of each day's outcomes; above them, what needs the lead now (gates held
  * for a decision, gates whose trust is gone, teams that cannot be read). Read through the same
  * library as `logs stats` (logs/query.ts `streamLogs`, logs/stats.ts `statsSample`), only the last
- * 7 days' files, each kept as a small sample between requests (`SampleCache`).
+ * 7 days' files, each kept as a small sample between requests (`SampleCache`). As in `logs stats`,
+ * runs by hand (`pi-teams-hooks run`) are not the team's gates at work: counted apart, in no figure.
  */
 import type { HookEventName } from "../contract/contract.js";
 import { describeError } from "../contract/errors.js";
 import { inspectConfig } from "../doctor/config-view.js";
 import { percentile, statsSample } from "../logs/stats.js";
+import { triggerOf } from "../logs/record.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { streamLogs } from "../logs/query.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -57,6 +59,8 @@ export interface TeamOverview {
   untrusted: UntrustedGate[];
   /** Logs that could not be read (each is named by `logs`). */
   unreadable: number;
+  /** Runs by hand (`pi-teams-hooks run`) in the 7 days: in none of the figures. */
+  handRuns: number;
   /** A problem that kept part of the overview from being worked out (config, trust record). */
   problems: string[];
 }
@@ -70,6 +74,8 @@ export interface Sample {
   member: string | null;
   skipped: boolean;
   shadow: boolean;
+  /** Fired by hand (`pi-teams-hooks run`): left out of the figures. */
+  hand: boolean;
 }
 
 /**
@@ -126,6 +132,7 @@ function sampleOf(record: HookLogRecord): Sample {
     member: record.invocation.memberName ?? null,
     skipped: s.skipped === true,
     shadow: s.shadow !== undefined,
+    hand: triggerOf(record) === "hand",
   };
 }
 
@@ -148,7 +155,10 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
       return [];
     }),
   ]);
-  return { team, gates: summarise(samples, opts.nowMs), members: bouncing(samples, opts.nowMs), held, untrusted, unreadable, problems };
+  const week = opts.nowMs - CHART_DAYS * DAY_MS;
+  const handRuns = samples.filter((s) => s.hand && s.timeMs > week).length;
+  const members = bouncing(samples, opts.nowMs);
+  return { team, gates: summarise(samples, opts.nowMs), members, held, untrusted, unreadable, handRuns, problems };
 }
 
 /** The oldest start the overview counts: the first chart day's midnight (UTC), or 7 × 24 hours ago if earlier. */
@@ -171,12 +181,12 @@ function count(tally: Tally, outcome: string): void {
   else tally.failed += 1;
 }
 
-/** One summary per hook and event, in the order `logs stats` lists them. */
+/** One summary per hook and event, in the order `logs stats` lists them; runs by hand and skipped runs are in none. */
 export function summarise(samples: readonly Sample[], nowMs: number): GateSummary[] {
   const today = startOfDay(nowMs);
   const groups = new Map<string, GateSummary & { durations: number[] }>();
   for (const s of samples) {
-    if (s.skipped) continue;
+    if (s.skipped || s.hand) continue;
     const id = `${s.hook}\u0000${s.event}`;
     let g = groups.get(id);
     if (!g) {
@@ -202,7 +212,7 @@ export function summarise(samples: readonly Sample[], nowMs: number): GateSummar
 function bouncing(samples: readonly Sample[], nowMs: number): TeamOverview["members"] {
   const byMember = new Map<string, { failures: number; runs: number }>();
   for (const s of samples) {
-    if (s.skipped || s.member === null || s.timeMs <= nowMs - CHART_DAYS * DAY_MS) continue;
+    if (s.skipped || s.hand || s.member === null || s.timeMs <= nowMs - CHART_DAYS * DAY_MS) continue;
     const m = byMember.get(s.member) ?? { failures: 0, runs: 0 };
     m.runs += 1;
     if (s.outcome !== "passed" && s.outcome !== "deferred") m.failures += 1;
@@ -258,8 +268,18 @@ ${t.gates.length === 0 ? html`<p class="quiet">No gate ran in the last ${CHART_D
 <tbody>${rows}</tbody>
 </table></div>`}
 ${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed,timed_out,error" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
+${t.handRuns > 0 ? handNote(t.team.name, t.handRuns) : ""}
 ${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
 </section>`;
+}
+
+/** Runs by hand are counted apart: said under the team's figures, with a link to them. */
+function handNote(team: string, runs: number): Html {
+  const href = `/runs${queryString({ team, trigger: "hand" })}`;
+  const what = `${runs} run${runs === 1 ? "" : "s"} by hand`;
+  const link = html`<a href="${href}" data-k="hand7">${what}</a>`;
+  const tool = html`<code>pi-teams-hooks run</code>`;
+  return html`<p class="quiet hand-runs">${CHART_DAYS} d: ${link} (${tool}), in none of these figures.</p>`;
 }
 
 function gateRow(team: string, g: GateSummary, nowMs: number): Html {
