@@ -2,9 +2,9 @@
  * The dashboard in a real headless Chromium, served by a real `pi-teams-hooks serve` on 127.0.0.1 over
  * a teams root made by real gate runs (test/helpers/dashboard-team.ts): the overview's numbers (runs
  * by hand left out of them), the runs table and its filters (with and without JavaScript), a run by
- * hand marked, a run's page, a run that appears live, a hook's markup shown as text and never run,
- * times in the viewer's zone, a phone and dark mode, and a server started with --allow-remote that
- * refuses a viewer without a key.
+ * hand and a pass with a non-blocking error marked, a run's page, a run that appears live, a hook's
+ * markup shown as text and never run, times in the viewer's zone, a phone and dark mode, and a
+ * server started with --allow-remote that refuses a viewer without a key.
  *
  * `UPDATE_SCREENSHOTS=1 npx vitest run test/e2e/dashboard.test.ts` also writes the three pages to
  * docs/img/.
@@ -100,9 +100,25 @@ describe("overview", () => {
     expect(await attention.locator(".attn-untrusted").textContent()).toMatch(/on_idle \(idle\) changed since it was approved/);
     expect(await page.locator('section[aria-labelledby="team-beta"]').textContent()).toContain("No gate ran in the last 7 days");
     // Each gate's chart has an accessible name that reads out today's figures.
-    const chart = page.locator('tr[data-gate="on_task_completed.sh"] svg[role="img"]');
+    const alpha = page.locator('section[aria-labelledby="team-alpha"]');
+    const chart = alpha.locator('tr[data-gate="on_task_completed.sh"] svg[role="img"]');
     expect(await chart.getAttribute("aria-label")).toContain("today: 3 passed, 2 failed");
     if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-overview.png"), fullPage: true });
+  });
+
+  it("marks a gate whose passes let errors through: the pass rate alone would hide them", async () => {
+    const page = await open(`${serve.url}/`);
+    const figures = { runs24: "1", pass24: "100%", runs7: "1", pass7: "100%" };
+    expect(await gateCells(page, "gamma", "on_task_completed.sh")).toEqual(figures);
+    const gamma = page.locator('section[aria-labelledby="team-gamma"]');
+    const badge = gamma.locator('tr[data-gate="on_task_completed.sh"] [data-k="nb7"]');
+    expect(await badge.textContent()).toBe("1 non-blocking error");
+    expect(await page.locator('section[aria-labelledby="team-alpha"] [data-k="nb7"]').count()).toBe(0);
+    const runs = await open(`${serve.url}/runs?team=gamma`);
+    const outcome = runs.locator("#runs-body tr td .badge").first();
+    const shown = [await outcome.textContent(), await outcome.getAttribute("class")];
+    expect(shown).toEqual(["passed (error)", "badge badge-note"]);
+    expect(await runs.locator("#runs-body tr td.stderr").first().textContent()).toBe("linter crashed");
   });
 
   it("shows the same numbers with JavaScript off", async () => {

@@ -8,6 +8,8 @@
  *          on_task_failed.sh     task 6 failed: the gate defers, so it is held for a decision
  *          on_idle.sh            passes once, then is edited: untrusted (changed since approved)
  *   beta   no gates, no runs
+ *   gamma  on_task_completed.sh  a Claude Code gate whose check crashes: task 1 passes with a
+ *                                non-blocking error (its runs are older than alpha's)
  */
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -30,6 +32,11 @@ echo '{"decision":"defer","reason":"waiting for the nightly run"}'
 const IDLE_GATE = `#!/usr/bin/env bash
 echo idle ok
 `;
+const CLAUDE_GATE = `#!/usr/bin/env bash
+# pi-teams-hooks: format=claude
+echo "linter crashed" >&2
+exit 1
+`;
 
 type Result = { code: number | null; stdout: string; stderr: string };
 
@@ -44,7 +51,9 @@ export interface DashboardTeams {
 }
 
 export async function makeDashboardTeams(): Promise<DashboardTeams> {
-  const { root, cleanup } = await makeTeamsRoot({ alpha: {}, beta: {} });
+  const { root, cleanup } = await makeTeamsRoot({ alpha: {}, beta: {}, gamma: {} });
+  const env = { PI_TEAMS_ROOT_DIR: root };
+  await gammaRuns(path.join(root, "gamma"), env);
   const alpha = path.join(root, "alpha");
   const hooks = path.join(alpha, "hooks");
   await mkdir(hooks, { recursive: true });
@@ -67,7 +76,6 @@ export async function makeDashboardTeams(): Promise<DashboardTeams> {
     await writeFile(path.join(tasks, `${id}.json`), `${JSON.stringify(file, null, 2)}\n`);
   };
   for (let id = 1; id <= 9; id++) await task(id, "pending");
-  const env = { PI_TEAMS_ROOT_DIR: root };
   const trust = await runBin(["trust", "--team-dir", alpha, "--all"], { env });
   if (trust.code !== 0) throw new Error(`trust --all failed (${trust.code}): ${trust.stderr}`);
   /** The leader handles what is pending (one event at a time here, so that the logs come in this order). */
@@ -99,4 +107,18 @@ export async function makeDashboardTeams(): Promise<DashboardTeams> {
   await lead();
   await gate("on_idle.sh", `${IDLE_GATE}echo changed after it was approved\n`);
   return { root, alpha, cleanup, run, complete };
+}
+
+/** gamma: task 1 completed, then the leader's first start (--catch-up) runs its Claude Code gate, which crashes. */
+async function gammaRuns(gamma: string, env: Record<string, string>): Promise<void> {
+  await mkdir(path.join(gamma, "hooks"), { recursive: true });
+  await writeFile(path.join(gamma, "hooks", "on_task_completed.sh"), CLAUDE_GATE, { mode: 0o755 });
+  await mkdir(path.join(gamma, "tasks", "gamma"), { recursive: true });
+  const now = new Date().toISOString();
+  const task = { id: "1", subject: "Lint", description: "", status: "completed", owner: "ada" };
+  const links = { blocks: [], blockedBy: [] };
+  const file = { ...task, ...links, metadata: { completedAt: now }, createdAt: now, updatedAt: now };
+  await writeFile(path.join(gamma, "tasks", "gamma", "1.json"), `${JSON.stringify(file, null, 2)}\n`);
+  const once = await runBin(["watch", "--team-dir", gamma, "--once", "--catch-up"], { env });
+  if (once.code !== 0) throw new Error(`watch --once on gamma exited ${once.code}: ${once.stderr}`);
 }

@@ -42,6 +42,7 @@ describe("overview arithmetic", () => {
     skipped: false,
     shadow: false,
     hand: false,
+    nonBlocking: false,
     ...extra,
   });
 
@@ -61,6 +62,15 @@ describe("overview arithmetic", () => {
     expect(gate?.daily.map((d) => d.runs)).toEqual([0, 0, 0, 0, 0, 0, 1]);
     expect([gate?.p50Ms, gate?.p95Ms]).toEqual([100, 100]);
     expect(summarise([sample(1, "failed", hand)], now)).toEqual([]);
+  });
+
+  it("counts the passes of the 7 days that let an error through, in the pass rate as passes", () => {
+    const crashed = { nonBlocking: true };
+    const samples = [sample(1, "passed", crashed), sample(2, "passed"), sample(30, "passed", crashed)];
+    samples.push(sample(24 * 8, "passed", crashed)); // older than the 7 days
+    const [gate] = summarise(samples, now);
+    expect(gate?.nonBlocking).toBe(2);
+    expect(gate?.week).toEqual({ runs: 3, passed: 3, failed: 0, deferred: 0 });
   });
 
   it("leaves skipped runs out, and held runs and decisions out of the durations", () => {

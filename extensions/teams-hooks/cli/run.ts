@@ -14,7 +14,7 @@ import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import { didYouMean } from "../text/suggest.js";
-import { eventLabel, formatDuration, missingSecretWarning, unsafeName } from "../text/messages.js";
+import { eventLabel, formatDuration, missingSecretWarning, nonBlockingPass, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -230,16 +230,19 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   }
   const r = outcome.result;
   const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
-  const verdict = verdictWord(r);
+  // A pass that let an error through says it, as the leader's line does.
+  const verdict = outcome.nonBlocking === undefined ? verdictWord(r) : nonBlockingPass(outcome.nonBlocking);
   // A gate skipped or on trial passes, but says why: "passed" alone would hide that nothing judged the task.
-  const observed = outcome.noGateInForce === true || r.nonBlocking !== undefined;
-  const detail = r.outcome === "passed" ? (observed ? `: ${r.nonBlocking ?? outcome.summary}` : "") : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
+  const passDetail = outcome.noGateInForce === true ? `: ${outcome.summary}` : "";
+  const otherDetail = r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
+  const detail = r.outcome === "passed" ? passDetail : otherDetail;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
   return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})`;
 }
 
 function verdictWord(r: RunResult): string {
   if (r.skipped !== undefined) return "skipped";
+  if (r.nonBlocking !== undefined) return "passed (non-blocking error)";
   if (r.shadow) return `passed (shadow: ${r.shadow.wouldDeny ? "would have denied" : "allowed"})`;
   return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
 }

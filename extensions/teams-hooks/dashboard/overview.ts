@@ -33,6 +33,8 @@ export interface GateSummary {
   /** Oldest first, one per day (UTC), the last being today. */
   daily: Tally[];
   shadow: boolean;
+  /** Passes of the 7 days that let an error through (a Claude Code gate's non-blocking error). */
+  nonBlocking: number;
 }
 
 /** Runs that ended; `passed` of them; `failed` also counts timed out and error; `deferred` is still held or was. */
@@ -76,6 +78,8 @@ export interface Sample {
   shadow: boolean;
   /** Fired by hand (`pi-teams-hooks run`): left out of the figures. */
   hand: boolean;
+  /** A pass with a non-blocking error. */
+  nonBlocking: boolean;
 }
 
 /**
@@ -133,6 +137,7 @@ function sampleOf(record: HookLogRecord): Sample {
     skipped: s.skipped === true,
     shadow: s.shadow !== undefined,
     hand: triggerOf(record) === "hand",
+    nonBlocking: s.nonBlocking === true,
   };
 }
 
@@ -190,11 +195,15 @@ export function summarise(samples: readonly Sample[], nowMs: number): GateSummar
     const id = `${s.hook}\u0000${s.event}`;
     let g = groups.get(id);
     if (!g) {
-      g = { hook: s.hook, event: s.event, day: emptyTally(), week: emptyTally(), p50Ms: null, p95Ms: null, daily: Array.from({ length: CHART_DAYS }, emptyTally), shadow: false, durations: [] };
+      const daily = Array.from({ length: CHART_DAYS }, emptyTally);
+      const tallies = { day: emptyTally(), week: emptyTally(), daily };
+      const none = { p50Ms: null, p95Ms: null, shadow: false, nonBlocking: 0, durations: [] };
+      g = { hook: s.hook, event: s.event, ...tallies, ...none };
       groups.set(id, g);
     }
     g.shadow ||= s.shadow;
     if (s.timeMs > nowMs - CHART_DAYS * DAY_MS) count(g.week, s.outcome);
+    if (s.nonBlocking && s.timeMs > nowMs - CHART_DAYS * DAY_MS) g.nonBlocking += 1;
     if (s.timeMs > nowMs - DAY_MS) count(g.day, s.outcome);
     const slot = CHART_DAYS - 1 - Math.floor((today - startOfDay(s.timeMs)) / DAY_MS);
     const daily = g.daily[slot];
@@ -273,6 +282,12 @@ ${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not 
 </section>`;
 }
 
+/** The passes of the 7 days that let an error through: a pass rate alone would hide them. */
+function nonBlockingBadge(runs: number): Html {
+  if (runs === 0) return html``;
+  return html` <span class="badge badge-note" data-k="nb7">${runs} non-blocking error${runs === 1 ? "" : "s"}</span>`;
+}
+
 /** Runs by hand are counted apart: said under the team's figures, with a link to them. */
 function handNote(team: string, runs: number): Html {
   const href = `/runs${queryString({ team, trigger: "hand" })}`;
@@ -285,7 +300,9 @@ function handNote(team: string, runs: number): Html {
 function gateRow(team: string, g: GateSummary, nowMs: number): Html {
   const runs = `/runs${queryString({ team, hook: g.hook, event: g.event })}`;
   return html`<tr data-gate="${g.hook}" data-event="${g.event}">
-<th scope="row"><a href="${runs}">${g.hook}</a>${g.shadow ? html` <span class="badge badge-note">shadow</span>` : ""}</th>
+<th scope="row"><a href="${runs}">${g.hook}</a>${g.shadow ? html` <span class="badge badge-note">shadow</span>` : ""}${
+  nonBlockingBadge(g.nonBlocking)
+}</th>
 <td>${g.event}</td><td class="num" data-k="runs24">${g.day.runs}</td><td class="num" data-k="pass24">${rateText(g.day.passed, g.day.runs - g.day.deferred)}</td>
 <td class="num" data-k="runs7">${g.week.runs}</td><td class="num" data-k="pass7">${rateText(g.week.passed, g.week.runs - g.week.deferred)}</td>
 <td class="num" data-k="p50">${durationText(g.p50Ms)}</td><td class="num" data-k="p95">${durationText(g.p95Ms)}</td>

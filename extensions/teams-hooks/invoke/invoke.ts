@@ -37,7 +37,7 @@ import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chai
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
 import { taskFile } from "../team/paths.js";
-import { noGateInForce, noteShadowDenial, observes } from "./shadow.js";
+import { noGateInForce, nonBlockingError, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 
 export interface InvokeRequest {
@@ -154,6 +154,8 @@ export interface InvokeOutcome {
   deferral: DeferralRecord | null;
   /** Every run was skipped by its matchers or a shadow gate's: no gate was in force, nothing was enforced. */
   noGateInForce?: true;
+  /** The event passed, but a run's error did not block it (shadow.ts `nonBlockingError`): what "passed" would hide. */
+  nonBlocking?: string;
   /**
    * Why the chain was cut short by a stop (`req.stopping`); then nothing was applied or logged, and
    * the event must be run again (the leader leaves it in flight). Absent otherwise.
@@ -331,6 +333,8 @@ async function writeLogs(ctx: Settling): Promise<void> {
 function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
   const { deciding, remediation } = ctx;
   const observedOnly = noGateInForce(ctx.runs);
+  const { event, timeoutMs } = ctx.req;
+  const nonBlocking = nonBlockingError(ctx.runs, deciding, { counted: ctx.counted, mode: ctx.mode, event, timeoutMs });
   return {
     chain: ctx.chain,
     task: ctx.task,
@@ -346,6 +350,7 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     policyApplied: remediation ? remediation.complete : null,
     deferral: ctx.deferral,
     ...(observedOnly ? { noGateInForce: true as const } : {}),
+    ...(nonBlocking !== null ? { nonBlocking } : {}),
   };
 }
 

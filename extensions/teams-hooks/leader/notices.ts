@@ -118,6 +118,8 @@ export interface EventReport {
   deferral?: { runId: string; expiresAt: string };
   /** Every gate of the event was skipped by its matchers or is in shadow mode: nothing judged it (the summary says what each did). */
   noGateInForce?: true;
+  /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */
+  nonBlocking?: string;
   /** This report is a held gate's decision, applied: which deferral, what, by whom, how long it was held. */
   decision?: { deferredRunId: string; decision: "allow" | "deny" | "expired"; by: string; waitedMs: number };
 }

@@ -90,6 +90,9 @@ export function actionsText(record: HookLogRecord): string {
   return actions.length > 0 ? oneLine(actions.join(", ")) : "-";
 }
 
+/** A pass with a non-blocking error, in the table's outcome column (which is never cut). */
+export const NON_BLOCKING_WORD = "passed (error)";
+
 /**
  * What marks a run fired by hand (`pi-teams-hooks run`) in the table: first in its action cell, so
  * that a narrow terminal, which cuts that cell from its end, still shows it.
@@ -180,12 +183,14 @@ export function decisionWord(record: HookLogRecord): string | null {
 }
 
 /**
- * A run's word in the table: its outcome, `skipped` when its matchers skipped it, and for a shadow
- * gate what it said (`shadow: failed`): its enforced outcome is always a pass.
+ * A run's word in the table: its outcome, `skipped` when its matchers skipped it, for a shadow gate
+ * what it said (`shadow: failed`): its enforced outcome is always a pass; and `passed (error)` for a
+ * pass that let its error through (a Claude Code gate's non-blocking error: `result.nonBlocking`).
  */
 export function runWord(result: RunResult): string {
   if (result.skipped !== undefined) return "skipped";
   if (result.shadow) return `shadow: ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}`;
+  if (result.nonBlocking !== undefined && result.outcome === "passed") return NON_BLOCKING_WORD;
   return outcomeWord(outcomeOf(result));
 }
 

@@ -164,11 +164,11 @@ Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
 
   logs            a table, newest last: the run's id, time (in the machine's time zone, named in
                   the header), event, task, member, hook, outcome (passed, failed, timed out, error,
-                  deferred), duration, the policy's actions (first "by hand" for a run of
-                  pi-teams-hooks run), and the first stderr line (else the spawn error). It fits
-                  the terminal ($COLUMNS through a pipe, else 80): the widest text is cut with …,
-                  and when that is not enough hook, duration, event, member are left out (said on
-                  stderr)
+                  deferred; "passed (error)": a pass with a non-blocking error), duration, the
+                  policy's actions (first "by hand" for a run of pi-teams-hooks run), and the
+                  first stderr line (else the spawn error). It fits the terminal ($COLUMNS through
+                  a pipe, else 80): the widest text is cut with …, and when that is not enough
+                  hook, duration, event, member are left out (said on stderr)
   logs show <id>  one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:
                     the id in the first column of logs, or of the lines of run and watch (the
                     start of the run id: any 4 characters or more that only it starts with; a
@@ -183,8 +183,9 @@ Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
                   Several matches are listed, newest first, with their ids (exit 2)
   logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
                   p95 duration (nearest rank), and the tasks with the most failed runs (a narrow
-                  terminal leaves out p50, then p95, then the tasks). Runs by hand (pi-teams-hooks
-                  run) are left out unless --include-hand-runs or --trigger asks for them
+                  terminal leaves out p50, then p95, then the tasks); under it, the passes with a
+                  non-blocking error. Runs by hand (pi-teams-hooks run) are left out unless
+                  --include-hand-runs or --trigger asks for them
   logs prune      remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE
                   removes those started before then; both: the old ones beyond the newest N.
                   At least one is needed. Only files named like a hook log are ever removed

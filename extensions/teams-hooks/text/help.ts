@@ -73,6 +73,10 @@ deferred and a deferral is recorded for \`pi-teams-hooks decide\` (or the task A
 it nothing is held.
 A gate that answers {"decision":"patch","patch":{…}} passes: with --apply-policy the patch is written
 to the task within hooks.writableFields (default: metadata); without it nothing is written.
+A pass that let an error through (a Claude Code gate's non-blocking error; an error under failure
+mode open that a later hook passed over) says "passed (non-blocking error: …)", as watch does.
+The run's log says it was fired by hand ("trigger": "hand"): logs stats and the dashboard's figures
+leave such runs out unless asked for.
 
 Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or could not
 run, or was refused as untrusted or insecure), or --apply-policy could not write the policy; 2 usage
