@@ -68,7 +68,8 @@ describe("gate settings under a running leader", () => {
     await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: mode=shadowy\nexit 0");
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.stdout).toContain(
-      "on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its task_completed events fail (hook_settings)",
+      "on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: " +
+        "the gate does not run, and its task_completed events fail (hook_settings)",
     );
     expect(doctor.code).not.toBe(0);
     const leader = await rig.leader(team);

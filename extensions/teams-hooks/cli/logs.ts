@@ -32,6 +32,8 @@ const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
 };
 
 const DEFAULT_LIMIT = 50;
+/** What `logs stats` says when it found nothing to count and runs by hand may be why. */
+const HAND_RUNS_LEFT_OUT = "runs by hand (pi-teams-hooks run) are left out: --include-hand-runs counts them";
 /** `--json` is written in chunks of about this many characters (UTF-16: twice as many bytes). */
 const JSON_CHUNK_CHARS = 16 * 1024;
 
@@ -72,9 +74,11 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
       const query = { filter: counted, ...(limit === undefined ? {} : { limit }), onProblem };
       const { rows } = await queryLogs(teamDir, query, (row) => statsSample(row.record));
       const stats = computeStats(rows);
-      const leftOut = handLeftOut ? "; runs by hand (pi-teams-hooks run) are left out: --include-hand-runs counts them" : "";
+      const leftOut = handLeftOut ? `; ${HAND_RUNS_LEFT_OUT}` : "";
       if (json) io.stdout(stats.map(statsJsonLine).join(""));
-      else if (stats.length === 0) io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}${leftOut}\n`);
+      else if (stats.length === 0) {
+        io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}${leftOut}\n`);
+      }
       else {
         const table = formatStats(stats, terminalWidth(io));
         io.stdout(table.text);

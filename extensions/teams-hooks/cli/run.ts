@@ -242,8 +242,8 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
 
 function verdictWord(r: RunResult): string {
   if (r.skipped !== undefined) return "skipped";
-  if (r.nonBlocking !== undefined) return "passed (non-blocking error)";
   if (r.shadow) return `passed (shadow: ${r.shadow.wouldDeny ? "would have denied" : "allowed"})`;
+  if (r.nonBlocking !== undefined) return "passed (non-blocking error)";
   return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
 }
 

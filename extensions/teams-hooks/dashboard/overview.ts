@@ -299,10 +299,10 @@ function handNote(team: string, runs: number): Html {
 
 function gateRow(team: string, g: GateSummary, nowMs: number): Html {
   const runs = `/runs${queryString({ team, hook: g.hook, event: g.event })}`;
+  const shadow = g.shadow ? html` <span class="badge badge-note">shadow</span>` : "";
+  const marks = html`${shadow}${nonBlockingBadge(g.nonBlocking)}`;
   return html`<tr data-gate="${g.hook}" data-event="${g.event}">
-<th scope="row"><a href="${runs}">${g.hook}</a>${g.shadow ? html` <span class="badge badge-note">shadow</span>` : ""}${
-  nonBlockingBadge(g.nonBlocking)
-}</th>
+<th scope="row"><a href="${runs}">${g.hook}</a>${marks}</th>
 <td>${g.event}</td><td class="num" data-k="runs24">${g.day.runs}</td><td class="num" data-k="pass24">${rateText(g.day.passed, g.day.runs - g.day.deferred)}</td>
 <td class="num" data-k="runs7">${g.week.runs}</td><td class="num" data-k="pass7">${rateText(g.week.passed, g.week.runs - g.week.deferred)}</td>
 <td class="num" data-k="p50">${durationText(g.p50Ms)}</td><td class="num" data-k="p95">${durationText(g.p95Ms)}</td>

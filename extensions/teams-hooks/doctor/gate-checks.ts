@@ -8,7 +8,8 @@
 import type { Stats } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, discoverChains, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkipCode } from "../runner/chain.js";
+import { chainDirName, discoverChains, gateName } from "../runner/chain.js";
+import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkipCode } from "../runner/chain.js";
 import type { HookEventName } from "../contract/contract.js";
 import { findStrayHookFiles, insecurity, readHookSettings, type StrayHookFile } from "../runner/discover.js";
 import type { HandlerDef } from "../settings/handlers.js";
@@ -25,7 +26,7 @@ export interface Check {
   field?: string;
 }
 
-/** A file named so that it is skipped on purpose says so quietly; one that looks like a gate but cannot run does not. */
+/** A file skipped on purpose (by its name) says so quietly; one that looks like a gate and cannot run does not. */
 export const SKIP_LEVEL: Readonly<Record<ChainSkipCode, CheckLevel>> = {
   bad_name: "warn",
   ignored_name: "info",
@@ -55,11 +56,17 @@ export function v1SkipChecks(event: HookEventName, chain: ChainDiscovery): Check
     });
 }
 
-/** A skipped global v1 candidate: a warning when some v1 file runs (or the team layer took the slot), an error when none does. */
-function skippedV1Outcome(event: HookEventName, chain: ChainDiscovery, v1: ChainHook | undefined, globalChosen: boolean): [CheckLevel, string] {
+/** A skipped global v1 candidate's level and what follows its reason (what runs instead, or that nothing does). */
+function skippedV1Outcome(
+  event: HookEventName,
+  chain: ChainDiscovery,
+  v1: ChainHook | undefined,
+  globalChosen: boolean,
+): [CheckLevel, string] {
   if (v1) return ["warn", `; ${v1.layer === "global" ? v1.name : `the team's ${v1.name}`} runs instead`];
   if (globalChosen) return ["warn", "; the team layer switched the v1 hook off"];
-  if (chain.hooks.length > 0) return ["error", `: no v1 hook runs (the ${chain.hooks.length} hook(s) of ${chainDirName(event)} still run)`];
+  const others = chain.hooks.length;
+  if (others > 0) return ["error", `: no v1 hook runs (the ${others} hook(s) of ${chainDirName(event)} still run)`];
   return ["error", ": no gate runs for this event"];
 }
 
@@ -83,7 +90,8 @@ export function layerLabel(dirs: ChainDirs): (layer: ChainLayer, file: string) =
  */
 export function chainSkipChecks(chain: ChainDiscovery, dirs: ChainDirs): Check[] {
   const label = layerLabel(dirs);
-  const [globalDir, teamDir] = [path.resolve(dirs.global), dirs.team === null ? null : path.resolve(dirs.team)];
+  const globalDir = path.resolve(dirs.global);
+  const teamDir = dirs.team === null ? null : path.resolve(dirs.team);
   const globalV1 = new Set(chain.v1.global.candidates.map((c) => c.path));
   const teamV1 = new Set(chain.v1.team?.candidates.map((c) => c.path) ?? []);
   const teamV1Runs = chain.hooks.some((h) => h.kind === "v1" && h.layer === "team");
@@ -115,23 +123,41 @@ export function chainChecks(event: HookEventName, chain: ChainDiscovery, dirs: C
 }
 
 /** A gate's settings line, as doctor shows it: what it sets, or the error that stops the gate. */
-export function settingsChecks(read: HookSettingsRead | null, file: string, name: string, event: HookEventName): Check[] {
+export function settingsChecks(
+  read: HookSettingsRead | null,
+  file: string,
+  name: string,
+  event: HookEventName,
+): Check[] {
   if (!read) return [];
   if (!read.ok) {
-    return [{ level: "error", message: `${read.error}: the gate does not run, and its ${event} events fail (hook_settings)`, file }];
+    const message = `${read.error}: the gate does not run, and its ${event} events fail (hook_settings)`;
+    return [{ level: "error", message, file }];
   }
   const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file }));
   if (!read.settings) return notes;
-  return [{ level: "info", message: `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`, file }, ...notes];
+  const message = `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`;
+  return [{ level: "info", message, file }, ...notes];
 }
 
 /** Files that look like gates and never run, as `doctor` warnings. */
 export function strayChecks(dir: string): Check[] {
-  return findStrayHookFiles(dir).map((stray) => ({ level: "warn" as const, message: strayMessage(stray), file: stray.path }));
+  return findStrayHookFiles(dir).map((stray) => ({ level: "warn", message: strayMessage(stray), file: stray.path }));
 }
 
 function strayMessage(stray: StrayHookFile): string {
-  return `${stray.path} never runs: ${stray.reason}${stray.suggestion ? `; did you mean ${stray.suggestion}?` : ""}`;
+  const meant = stray.suggestion ? `; did you mean ${stray.suggestion}?` : "";
+  return `${stray.path} never runs: ${stray.reason}${meant}`;
+}
+
+export interface GateWarningsInput {
+  hooksDir: string;
+  teamHooksDir: string;
+  allowInsecure: boolean;
+  /** Also warn when no event has a gate at all (`watch`: a leader with nothing to run). */
+  noGate: boolean;
+  handlers?: readonly HandlerDef[];
+  projection?: Projection;
 }
 
 /**
@@ -140,8 +166,9 @@ function strayMessage(stray: StrayHookFile): string {
  * not read: `chainChecks`, doctor's own checks), gates the leader refuses as insecure, and (`noGate`)
  * a hooks dir in which no event has a gate at all.
  */
-export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean; handlers?: readonly HandlerDef[]; projection?: Projection }): Promise<string[]> {
-  const layers = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir) ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
+export async function gateWarnings(input: GateWarningsInput): Promise<string[]> {
+  const oneLayer = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir);
+  const layers = oneLayer ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
   const out = layers.flatMap((dir) => strayChecks(dir).map((check) => check.message));
   let gates = 0;
   const names = new Set<string>();
@@ -157,15 +184,20 @@ export async function gateWarnings(input: { hooksDir: string; teamHooksDir: stri
       if (input.allowInsecure) continue;
       const info = await statOrNull(hook.hook.hookPath);
       const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
-      if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
+      const unless = "unless the leader runs with --allow-insecure-hooks";
+      if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events fail (insecure_hook) ${unless}`);
     }
   }
-  // A projection whose gate name matches no gate (a typo) leaves the gate meant showing everything: said before anything runs.
+  // A projection naming no gate (a typo) leaves the gate meant showing everything: said before anything runs.
+  const known = [...names].join(", ") || "none";
   for (const gate of Object.keys(input.projection ?? {})) {
-    if (!names.has(gate)) out.push(`hooks.projection names ${gate}, which runs for no event: the projection applies to nothing, and the gates see the whole document (gates: ${[...names].join(", ") || "none"})`);
+    if (names.has(gate)) continue;
+    const nothing = "the projection applies to nothing, and the gates see the whole document";
+    out.push(`hooks.projection names ${gate}, which runs for no event: ${nothing} (gates: ${known})`);
   }
   if (input.noGate && gates === 0) {
-    out.push(`no gate runs for any event: no hook in ${input.hooksDir} (nor in the team layer ${input.teamHooksDir}); pi-teams-hooks init copies the example gates`);
+    const where = `no hook in ${input.hooksDir} (nor in the team layer ${input.teamHooksDir})`;
+    out.push(`no gate runs for any event: ${where}; pi-teams-hooks init copies the example gates`);
   }
   return out;
 }

@@ -10,13 +10,15 @@
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open } from "node:fs/promises";
 import path from "node:path";
-import { gateDisplayName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../runner/chain.js";
+import { gateDisplayName } from "../runner/chain.js";
+import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkip } from "../runner/chain.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../runner/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import type { HandlerReport } from "./handlers.js";
-import { type ChainDirs, type Check, type CheckLevel, chainSkipChecks, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
+import { chainSkipChecks, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
+import type { ChainDirs, Check, CheckLevel } from "./gate-checks.js";
 
 export interface CandidateReport {
   path: string;
@@ -142,7 +144,13 @@ export async function diagnoseEvent(
 }
 
 /** Every hook of the chain but the global v1 file (checked above) checked like it, and every skip explained. */
-async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: ChainDirs, env: Env, cwd: string): Promise<ChainReport> {
+async function diagnoseChain(
+  event: HookEventName,
+  chain: ChainDiscovery,
+  dirs: ChainDirs,
+  env: Env,
+  cwd: string,
+): Promise<ChainReport> {
   const label = layerLabel(dirs);
   // Each file gate's settings line, read once for its checks and its row.
   const reads = new Map(chain.hooks.map((h) => [h, h.kind === "http" ? null : readHookSettings(h.hook.hookPath, event)] as const));

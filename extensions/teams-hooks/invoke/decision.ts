@@ -37,7 +37,9 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
 import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
-import { changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf } from "./deferral-check.js";
+import {
+  changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf,
+} from "./deferral-check.js";
 import { policyRecordOf } from "../policy/remediate.js";
 
 export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
