@@ -1,9 +1,10 @@
 /**
  * The dashboard in a real headless Chromium, served by a real `pi-teams-hooks serve` on 127.0.0.1 over
- * a teams root made by real gate runs (test/helpers/dashboard-team.ts): the overview's numbers, the
- * runs table and its filters (with and without JavaScript), a run's page, a run that appears live, a
- * hook's markup shown as text and never run, times in the viewer's zone, a phone and dark mode, and
- * a server started with --allow-remote that refuses a viewer without a key.
+ * a teams root made by real gate runs (test/helpers/dashboard-team.ts): the overview's numbers (runs
+ * by hand left out of them), the runs table and its filters (with and without JavaScript), a run by
+ * hand and a pass with a non-blocking error marked, a run's page, a run that appears live, a hook's
+ * markup shown as text and never run, times in the viewer's zone, a phone and dark mode, and a
+ * server started with --allow-remote that refuses a viewer without a key.
  *
  * `UPDATE_SCREENSHOTS=1 npx vitest run test/e2e/dashboard.test.ts` also writes the three pages to
  * docs/img/.
@@ -89,15 +90,35 @@ describe("overview", () => {
     expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({ runs24: "5", pass24: "60%", runs7: "5", pass7: "60%" });
     expect(await gateCells(page, "alpha", "on_idle.sh")).toEqual({ runs24: "1", pass24: "100%", runs7: "1", pass7: "100%" });
     expect(await gateCells(page, "alpha", "on_task_failed.sh")).toMatchObject({ runs24: "1", pass24: "–" });
+    // The run by hand (task 9) is in none of the figures above; the team says how many there were, and links them.
+    const hand = page.locator('section[aria-labelledby="team-alpha"] [data-k="hand7"]');
+    expect(await hand.textContent()).toBe("1 run by hand");
+    expect(await hand.getAttribute("href")).toBe("/runs?team=alpha&trigger=hand");
     const attention = page.getByRole("region", { name: "Needs attention" });
     await expect.poll(() => attention.locator(".attn-held").textContent()).toContain("on_task_failed");
     expect(await attention.locator(".attn-held").textContent()).toContain("task #6");
     expect(await attention.locator(".attn-untrusted").textContent()).toMatch(/on_idle \(idle\) changed since it was approved/);
     expect(await page.locator('section[aria-labelledby="team-beta"]').textContent()).toContain("No gate ran in the last 7 days");
     // Each gate's chart has an accessible name that reads out today's figures.
-    const chart = page.locator('tr[data-gate="on_task_completed.sh"] svg[role="img"]');
+    const alpha = page.locator('section[aria-labelledby="team-alpha"]');
+    const chart = alpha.locator('tr[data-gate="on_task_completed.sh"] svg[role="img"]');
     expect(await chart.getAttribute("aria-label")).toContain("today: 3 passed, 2 failed");
     if (SCREENSHOTS) await page.screenshot({ path: path.join(SCREENSHOTS, "dashboard-overview.png"), fullPage: true });
+  });
+
+  it("marks a gate whose passes let errors through: the pass rate alone would hide them", async () => {
+    const page = await open(`${serve.url}/`);
+    const figures = { runs24: "1", pass24: "100%", runs7: "1", pass7: "100%" };
+    expect(await gateCells(page, "gamma", "on_task_completed.sh")).toEqual(figures);
+    const gamma = page.locator('section[aria-labelledby="team-gamma"]');
+    const badge = gamma.locator('tr[data-gate="on_task_completed.sh"] [data-k="nb7"]');
+    expect(await badge.textContent()).toBe("1 non-blocking error");
+    expect(await page.locator('section[aria-labelledby="team-alpha"] [data-k="nb7"]').count()).toBe(0);
+    const runs = await open(`${serve.url}/runs?team=gamma`);
+    const outcome = runs.locator("#runs-body tr td .badge").first();
+    const shown = [await outcome.textContent(), await outcome.getAttribute("class")];
+    expect(shown).toEqual(["passed (error)", "badge badge-note"]);
+    expect(await runs.locator("#runs-body tr td.stderr").first().textContent()).toBe("linter crashed");
   });
 
   it("shows the same numbers with JavaScript off", async () => {
@@ -129,6 +150,26 @@ describe("runs", () => {
         const all = await open(`${serve.url}/runs`);
         await all.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs.png"), fullPage: true });
       }
+    }
+  });
+
+  it("marks the runs by hand, and the Fired by filter keeps them apart (also without JavaScript)", async () => {
+    for (const javaScript of [true, false]) {
+      const page = await open(`${serve.url}/runs?team=alpha`, { javaScript });
+      const marked = (): Promise<string[]> =>
+        rows(page).evaluateAll((trs) =>
+          trs.filter((tr) => tr.textContent?.includes("by hand")).map((tr) => tr.getAttribute("data-name") ?? ""),
+        );
+      expect((await marked()).some((name) => name.endsWith("_task-9.json")), `javaScript ${javaScript}`).toBe(true);
+      expect((await marked()).some((name) => name.endsWith("_task-2.json"))).toBe(false);
+      await page.getByLabel("Fired by", { exact: true }).selectOption("hand");
+      await Promise.all([page.waitForURL(/trigger=hand/), page.getByRole("button", { name: "Filter" }).click()]);
+      expect(await rows(page).count()).toBeGreaterThanOrEqual(1);
+      expect((await marked()).length).toBe(await rows(page).count());
+      await page.getByLabel("Fired by", { exact: true }).selectOption("leader");
+      await Promise.all([page.waitForURL(/trigger=leader/), page.getByRole("button", { name: "Filter" }).click()]);
+      expect(await rows(page).count()).toBeGreaterThanOrEqual(7);
+      expect(await marked()).toEqual([]);
     }
   });
 
@@ -221,7 +262,9 @@ describe("for people", () => {
       }
     }
     const runs = await open(`${serve.url}/runs`);
-    for (const label of ["Team", "Event", "Outcome", "Member", "Hook", "Task", "Since"]) expect(await runs.getByLabel(label, { exact: true }).count(), label).toBe(1);
+    for (const label of ["Team", "Event", "Outcome", "Member", "Hook", "Task", "Since", "Fired by"]) {
+      expect(await runs.getByLabel(label, { exact: true }).count(), label).toBe(1);
+    }
     expect(await runs.getByRole("navigation", { name: "Dashboard" }).count()).toBe(1);
     expect(await runs.getByRole("table", { name: /newest runs/ }).count()).toBe(1);
     const overview = await open(`${serve.url}/`);
@@ -243,13 +286,19 @@ describe("for people", () => {
 });
 
 describe("the overview, live", () => {
-  it("counts a new run without a reload", async () => {
+  it("counts a new run of the leader's without a reload, and a run by hand apart", async () => {
     const page = await open(`${serve.url}/`);
     await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
-    const before = Number(await page.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]').textContent());
+    const alpha = page.locator('section[aria-labelledby="team-alpha"]');
+    const runs24 = alpha.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]');
+    const hand7 = alpha.locator('[data-k="hand7"]');
+    const before = Number(await runs24.textContent());
+    const handBefore = Number.parseInt((await hand7.textContent()) ?? "", 10);
     await page.evaluate("window.marker = true");
-    await teams.run("task_completed", ["--task", "3", "--member", "ada"]);
-    await expect.poll(() => page.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]').textContent(), { timeout: 10_000 }).toBe(String(before + 1));
+    await teams.run("task_completed", ["--task", "3"]);
+    await teams.complete(3);
+    await expect.poll(() => runs24.textContent(), { timeout: 10_000 }).toBe(String(before + 1));
+    await expect.poll(() => hand7.textContent(), { timeout: 10_000 }).toBe(`${handBefore + 1} runs by hand`);
     expect(await page.evaluate("window.marker")).toBe(true);
   });
 });

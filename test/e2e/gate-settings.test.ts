@@ -67,7 +67,10 @@ describe("gate settings under a running leader", () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })], config: POLICY });
     await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: mode=shadowy\nexit 0");
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
-    expect(doctor.stdout).toContain("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its events are held (hook_settings)");
+    expect(doctor.stdout).toContain(
+      "on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: " +
+        "the gate does not run, and its task_completed events are held (hook_settings)",
+    );
     expect(doctor.code).not.toBe(0);
     const leader = await rig.leader(team);
     expect(leader.warnings().join("\n")).toContain("on_task_completed.sh:2: mode=shadowy: expected enforce or shadow: the gate does not run, and its task_completed events are held (hook_settings)");

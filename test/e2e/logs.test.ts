@@ -109,7 +109,10 @@ describe("logs through the built binary", () => {
   it("--help names every flag the command accepts", async () => {
     const { code, stdout } = await bin(["logs", "--help"]);
     expect(code).toBe(0);
-    for (const flag of ["--team-dir", "--team ", "--event", "--task", "--member", "--hook", "--outcome", "--since", "--limit", "--json", "--follow", "--keep", "--older-than", "--dry-run", "--failed", "logs show <id>", "last", "logs stats", "logs prune"]) {
+    const filters = ["--event", "--task", "--member", "--hook", "--outcome", "--since", "--trigger", "--limit"];
+    const others = ["--include-hand-runs", "--json", "--follow", "--keep", "--older-than", "--dry-run", "--failed"];
+    const words = ["logs show <id>", "last", "logs stats", "logs prune"];
+    for (const flag of ["--team-dir", "--team ", ...filters, ...others, ...words]) {
       expect(stdout).toContain(flag);
     }
     expect((await bin(["--help"])).stdout).toMatch(/^ {2}logs +list, show, follow/m);

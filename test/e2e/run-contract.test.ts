@@ -201,9 +201,17 @@ describe("run: what a hook receives (contract v1, byte for byte)", () => {
     expect(name).toBeTruthy();
   });
 
-  it("without --member or --timestamp, member and timestamp are null and unset", async () => {
+  it("without --member, the member is the task's owner, as under the leader; without --timestamp, none", async () => {
     const t = byId("1");
     const { dump } = await fire("completed-no-member", ["task_completed", "--task", "1"]);
+    expect(dump.env).toEqual(expectedEnv("task_completed", t, "alice", null, dump));
+    expect(dump.env).not.toHaveProperty("PI_TEAMS_EVENT_TIMESTAMP");
+    expect(JSON.parse(dump.stdin)).toMatchObject({ member: "alice", timestamp: null });
+  });
+
+  it("without --member, a task that has no owner has no member: null and unset", async () => {
+    const t = byId("6");
+    const { dump } = await fire("completed-no-owner", ["task_completed", "--task", "6"]);
     expect(dump.env).toEqual(expectedEnv("task_completed", t, null, null, dump));
     expect(dump.env).not.toHaveProperty("PI_TEAMS_MEMBER");
     expect(JSON.parse(dump.stdin)).toMatchObject({ member: null, timestamp: null });
@@ -229,7 +237,7 @@ describe("run: what a hook receives (contract v1, byte for byte)", () => {
     const t = byId("10");
     const { dump, stdout } = await fire("big-metadata", ["task_completed", "--task", "10"]);
     expect(stdout).toMatch(/passed/);
-    expect(dump.stdin).toBe(expectedDocument("task_completed", t, null, null));
+    expect(dump.stdin).toBe(expectedDocument("task_completed", t, "alice", null));
     expect(dump.contextFile).toBe(dump.stdin);
     const envJson = dump.env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "";
     expect(Buffer.byteLength(envJson)).toBeLessThanOrEqual(100 * 1024);

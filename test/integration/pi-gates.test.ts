@@ -52,6 +52,20 @@ describe("the gate service of the pi extension", () => {
     expect(service.status.recent.map((r) => [r.taskId, r.outcome])).toEqual([["1", "passed"]]);
   });
 
+  it("says a pass that let an error through as a warning that names the error", async () => {
+    const gate = '#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\necho "linter crashed" >&2\nexit 1\n';
+    await writeFile(path.join(w.teamsRoot, "_hooks", "on_task_completed.sh"), gate);
+    const tasksDir = await createTeam(sessionDir(), SESSION);
+    await service.begin(SESSION, notify);
+    await waitUntil("watching", () => service.status.phase === "watching");
+    await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+    const isPass = (s: Said): boolean => s.text.startsWith("Gate on_task_completed.sh passed");
+    const context = (): string => JSON.stringify(said);
+    const passed = await waitUntil("the notification", () => said.find(isPass), { context });
+    const text = "Gate on_task_completed.sh passed (non-blocking error: exit code 1 • linter crashed) for task #1";
+    expect(passed).toEqual({ text, level: "warning" });
+  });
+
   it("follows the team the session attached to while the claim is fresh, and comes back when it goes", async () => {
     await createTeam(sessionDir(), SESSION);
     const other = path.join(w.teamsRoot, "release-team");
@@ -154,6 +168,13 @@ describe("the switch", () => {
     expect(outcomeLine({ ...base, outcome: "passed", summary: "passed", actions: ["none"] })).toEqual({ text: "Gate on_task_completed.sh passed for task #3 (120ms)", level: "info" });
     expect(outcomeLine({ ...base, outcome: "failed", summary: "exit code 1 • lint", actions: ["reopened (1/3)", "nudge ada"] })).toEqual({ text: "Gate on_task_completed.sh failed for task #3: exit code 1 • lint → reopened (1/3), nudge ada", level: "warning" });
     expect(outcomeLine({ ...base, event: "idle", taskId: null, outcome: "passed", summary: "", actions: [] })).toBeNull();
+    const idle = { event: "idle" as const, taskId: null, hook: "on_idle.sh", outcome: "passed" as const };
+    const nothing = { summary: "", actions: [] };
+    const idleError = { ...base, ...idle, ...nothing };
+    expect(outcomeLine({ ...idleError, nonBlocking: "exit code 1 • lint crashed" })).toEqual({
+      text: "Gate on_idle.sh passed (non-blocking error: exit code 1 • lint crashed) for idle ada",
+      level: "warning",
+    });
     expect(outcomeLine({ ...base, outcome: "no_hook", summary: "no hook", actions: [] })).toBeNull();
     const claim = { ...base, event: "task_started" as const, hook: "on_task_started.sh" };
     expect(outcomeLine({ ...claim, outcome: "failed", summary: "denied (deps.open) • #2 open", actions: ["claim put back (denial 1)", "told ada"] })).toEqual({

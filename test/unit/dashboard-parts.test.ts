@@ -41,6 +41,8 @@ describe("overview arithmetic", () => {
     member: "ada",
     skipped: false,
     shadow: false,
+    hand: false,
+    nonBlocking: false,
     ...extra,
   });
 
@@ -50,6 +52,25 @@ describe("overview arithmetic", () => {
     expect(gate?.week).toEqual({ runs: 5, passed: 3, failed: 2, deferred: 0 });
     // At 12:00 UTC: 1 and 11 hours ago are today; 13 and 30 hours ago (23:00 and 06:00) yesterday; 155 hours ago six days ago.
     expect(gate?.daily.map((d) => `${d.passed}/${d.failed}`)).toEqual(["1/0", "0/0", "0/0", "0/0", "0/0", "1/1", "1/1"]);
+  });
+
+  it("leaves runs by hand out of every figure", () => {
+    const hand = { hand: true, durationMs: 9000, member: "brian" };
+    const [gate] = summarise([sample(1, "passed"), sample(2, "failed", hand), sample(30, "failed", hand)], now);
+    expect(gate?.day).toEqual({ runs: 1, passed: 1, failed: 0, deferred: 0 });
+    expect(gate?.week).toEqual({ runs: 1, passed: 1, failed: 0, deferred: 0 });
+    expect(gate?.daily.map((d) => d.runs)).toEqual([0, 0, 0, 0, 0, 0, 1]);
+    expect([gate?.p50Ms, gate?.p95Ms]).toEqual([100, 100]);
+    expect(summarise([sample(1, "failed", hand)], now)).toEqual([]);
+  });
+
+  it("counts the passes of the 7 days that let an error through, in the pass rate as passes", () => {
+    const crashed = { nonBlocking: true };
+    const samples = [sample(1, "passed", crashed), sample(2, "passed"), sample(30, "passed", crashed)];
+    samples.push(sample(24 * 8, "passed", crashed)); // older than the 7 days
+    const [gate] = summarise(samples, now);
+    expect(gate?.nonBlocking).toBe(2);
+    expect(gate?.week).toEqual({ runs: 3, passed: 3, failed: 0, deferred: 0 });
   });
 
   it("leaves skipped runs out, and held runs and decisions out of the durations", () => {

@@ -8,8 +8,8 @@ import { describe, expect, it } from "vitest";
 import { HOOK_EVENTS, HookInvocationSchema } from "../../extensions/teams-hooks/contract/contract.js";
 import { RunResultSchema } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { TaskSchema } from "../../extensions/teams-hooks/contract/team-files.js";
-import { HookLogRecordSchema } from "../../extensions/teams-hooks/runner/hook-log.js";
-import { CHECKED_KEYS, LOG_EVENTS, checkLogRecord } from "../../extensions/teams-hooks/logs/record.js";
+import { HOOK_TRIGGERS, HookLogRecordSchema } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { CHECKED_KEYS, LOG_EVENTS, LOG_TRIGGERS, checkLogRecord } from "../../extensions/teams-hooks/logs/record.js";
 import { makeRunResult } from "../helpers/invocation.js";
 
 const task = {
@@ -53,6 +53,7 @@ const full = {
   key: "task_completed:7:2026-03-01T09:30:00.000Z",
   startedAt: "2026-03-01T09:30:01.234Z",
   retry: false,
+  trigger: "hand",
   policy: { failureAction: "reopen", actions: ["reopened (1/3)"] },
 };
 /** Only what the schema requires. */
@@ -131,6 +132,7 @@ const PROBES: unknown[] = [
   {},
   { a: 1 },
   ...HOOK_EVENTS,
+  ...HOOK_TRIGGERS,
   "pending",
   "done",
   "deny",
@@ -146,7 +148,8 @@ describe("checkLogRecord", () => {
 
   it("keeps each object's schema keys first, in schema order, then the others in file order", () => {
     const out = checkLogRecord(shuffled) as unknown as Record<string, Record<string, unknown>>;
-    expect(Object.keys(out)).toEqual(["0", "invocation", "result", "key", "startedAt", "retry", "policy", "zExtra"]);
+    const keys = ["0", "invocation", "result", "key", "startedAt", "retry", "trigger", "policy", "zExtra"];
+    expect(Object.keys(out)).toEqual(keys);
     expect(Object.keys(out.invocation ?? {}).slice(-2)).toEqual(["completedTask", "extra"]);
   });
 
@@ -171,6 +174,7 @@ describe("checkLogRecord", () => {
   it("accepts every value of every enum of the schema", () => {
     const cases: Array<[string[], readonly unknown[]]> = [
       [["invocation", "event"], HookInvocationSchema.shape.event.options],
+      [["trigger"], HookLogRecordSchema.shape.trigger.unwrap().options],
       [["invocation", "completedTask", "status"], TaskSchema.shape.status.options],
       [["result", "outcome"], RunResultSchema.shape.outcome.options],
       [["result", "errorKind"], RunResultSchema.shape.errorKind.unwrap().options],
@@ -194,6 +198,10 @@ describe("checkLogRecord", () => {
 
   it("names the contract's events", () => {
     expect(LOG_EVENTS).toEqual(HOOK_EVENTS);
+  });
+
+  it("names the log's triggers", () => {
+    expect(LOG_TRIGGERS).toEqual(HOOK_TRIGGERS);
   });
 });
 

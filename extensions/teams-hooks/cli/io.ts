@@ -4,7 +4,7 @@ import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
 import type { EventReport } from "../leader/notices.js";
-import { formatDuration, formatSpan } from "../text/messages.js";
+import { formatDuration, formatSpan, nonBlockingPass } from "../text/messages.js";
 import { colourEnabled, runningText } from "../text/terminal.js";
 import { type ColumnSpec, fitTable, naturalWidths, tableRow } from "../text/table.js";
 import { shortRunId } from "../logs/format.js";
@@ -100,15 +100,25 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
   const d = r.decision;
   const verdict = d
     ? `${d.decision === "allow" ? "allowed" : d.decision === "deny" ? "denied" : "expired"}${d.decision === "expired" ? "" : ` by ${d.by}`}`
-    : r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
-  const painted = paint(verdict, r.outcome === "passed" ? "green" : r.outcome === "error" || r.outcome === "deferred" ? "yellow" : "red", colour);
+    : r.held ? "held" : r.outcome === "passed" ? passedWord(r) : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
+  // A pass that let an error through is not plain green: the error is what the line is for.
+  const letThrough = r.outcome === "passed" && r.nonBlocking !== undefined;
+  const warm = r.outcome === "error" || r.outcome === "deferred" || letThrough;
+  const hue = warm ? "yellow" : r.outcome === "passed" ? "green" : "red";
+  const painted = paint(verdict, hue, colour);
   const timing = d ? `after ${formatSpan(d.waitedMs)} (deferred run ${d.deferredRunId})` : formatDuration(r.durationMs);
   // A pass that nothing judged (gates skipped or on trial) says so: "passed" alone would hide it.
-  const detail = r.outcome === "passed" ? (r.noGateInForce ? `: ${r.summary}` : "") : r.outcome === "deferred" ? heldDetail(r.summary) : `: ${r.summary}`;
+  // A held event (its gate could not judge the work) says why after the word `held` the line already says.
+  const detail = r.outcome === "passed" ? (r.noGateInForce ? `: ${r.summary}` : "") : r.outcome === "deferred" ? heldDetail(r.summary) : r.held ? `: ${r.summary.replace(/^held: /, "")}` : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const held = r.deferral ? ` (run ${r.deferral.runId})` : r.runId ? ` (run ${shortRunId(r.runId)})` : "";
   const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";
   return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
+}
+
+/** `passed`, or what a pass let through: `passed (non-blocking error: exit code 1 • linter crashed)`. */
+function passedWord(r: EventReport): string {
+  return r.nonBlocking === undefined ? "passed" : nonBlockingPass(r.nonBlocking);
 }
 
 /** `10:31:07` of an ISO time, in UTC. */

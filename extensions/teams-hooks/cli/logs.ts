@@ -22,16 +22,18 @@ const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
 
 const TEAM = ["team-dir", "team", "json"];
-const FILTERS = ["event", "task", "member", "hook", "outcome", "since", "limit"];
+const FILTERS = ["event", "task", "member", "hook", "outcome", "since", "trigger", "limit"];
 /** The flags each subcommand takes; any other is a usage error naming it. */
 const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
   list: [...TEAM, ...FILTERS, "follow"],
   show: [...TEAM, "task", "failed"],
-  stats: [...TEAM, ...FILTERS],
+  stats: [...TEAM, ...FILTERS, "include-hand-runs"],
   prune: [...TEAM, "keep", "older-than", "dry-run"],
 };
 
 const DEFAULT_LIMIT = 50;
+/** What `logs stats` says when it found nothing to count and runs by hand may be why. */
+const HAND_RUNS_LEFT_OUT = "runs by hand (pi-teams-hooks run) are left out: --include-hand-runs counts them";
 /** `--json` is written in chunks of about this many characters (UTF-16: twice as many bytes). */
 const JSON_CHUNK_CHARS = 16 * 1024;
 
@@ -66,10 +68,17 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     case "show":
       return show(teamDir, selector ?? { last: {} }, json, onProblem, io, offset);
     case "stats": {
-      const { rows } = await queryLogs(teamDir, { filter, ...(limit === undefined ? {} : { limit }), onProblem }, (row) => statsSample(row.record));
+      // Runs by hand (`run`) are not the team's gates at work: left out unless asked for, by the flag or by --trigger.
+      const handLeftOut = v["include-hand-runs"] !== true && filter.triggers === undefined;
+      const counted: LogFilter = handLeftOut ? { ...filter, triggers: ["leader"] } : filter;
+      const query = { filter: counted, ...(limit === undefined ? {} : { limit }), onProblem };
+      const { rows } = await queryLogs(teamDir, query, (row) => statsSample(row.record));
       const stats = computeStats(rows);
+      const leftOut = handLeftOut ? `; ${HAND_RUNS_LEFT_OUT}` : "";
       if (json) io.stdout(stats.map(statsJsonLine).join(""));
-      else if (stats.length === 0) io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}\n`);
+      else if (stats.length === 0) {
+        io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}${leftOut}\n`);
+      }
       else {
         const table = formatStats(stats, terminalWidth(io));
         io.stdout(table.text);
@@ -241,7 +250,11 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
 }
 
 function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogFilter {
-  const { filter, problems } = parseFilterText({ event: str(v.event), outcome: str(v.outcome), task: str(v.task), member: str(v.member), hook: str(v.hook), since: str(v.since) }, now, isoOffset(offset));
+  const fields = {
+    event: str(v.event), outcome: str(v.outcome), task: str(v.task), member: str(v.member), hook: str(v.hook),
+    since: str(v.since), trigger: str(v.trigger),
+  };
+  const { filter, problems } = parseFilterText(fields, now, isoOffset(offset));
   const [first] = problems;
   return first ? usage(`--${first.field} ${first.text}`) : filter;
 }
@@ -259,6 +272,7 @@ function describeFilter(filter: LogFilter): string {
     ...(filter.hook !== undefined ? [`hook ${filter.hook}`] : []),
     ...(filter.outcomes ? [`outcome ${filter.outcomes.join("|")}`] : []),
     ...(filter.sinceMs !== undefined ? [`since ${new Date(filter.sinceMs).toISOString()}`] : []),
+    ...(filter.triggers ? [`trigger ${filter.triggers.join("|")}`] : []),
   ];
   return parts.length > 0 ? ` (${parts.join(", ")})` : "";
 }

@@ -76,6 +76,7 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
     options: {
       "team-dir": { type: "string" }, team: { type: "string" }, event: { type: "string" }, task: { type: "string" }, member: { type: "string" }, hook: { type: "string" },
       outcome: { type: "string" }, since: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, follow: { type: "boolean", short: "f" },
+      trigger: { type: "string" }, "include-hand-runs": { type: "boolean" },
       keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, failed: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

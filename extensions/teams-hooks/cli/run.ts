@@ -6,7 +6,7 @@
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput } from "./io.js";
-import { gateWarnings } from "../doctor/hooks.js";
+import { gateWarnings } from "../doctor/gate-checks.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral } from "../invoke/decision.js";
 import { deferralRunIds, deferralsDir } from "../invoke/deferral.js";
@@ -14,7 +14,7 @@ import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../runner/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import { didYouMean } from "../text/suggest.js";
-import { eventLabel, formatDuration, missingSecretWarning, unsafeName } from "../text/messages.js";
+import { eventLabel, formatDuration, missingSecretWarning, nonBlockingPass, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -53,6 +53,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
+  let eventMember = member ?? null;
   if (taskId !== undefined) {
     const file = taskFile(setup.identity.teamDir, setup.identity.taskListId, taskId);
     const read = await readTask(file);
@@ -67,6 +68,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
       throw new HooksError("E_TASK", `--task ${taskId}: the task holds no claim (it is ${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put back; run without it to try the gate`);
     }
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
+    // Without --member, the member the leader gives this event: the task's owner (contract/events.ts
+    // taskEvent), so that a gate's members= matcher judges a hand run as it would judge the leader's.
+    eventMember ??= fromFile?.event === event ? fromFile.member : (read.value.owner ?? null);
   }
 
   // On a terminal, a hook that takes a while says so on stderr (stdout stays the report alone).
@@ -76,8 +80,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     identity: setup.identity,
     event,
     key,
+    trigger: "hand",
     taskId: taskId ?? null,
-    member: member ?? null,
+    member: eventMember,
     timestamp: timestamp ?? null,
     hooksDir: setup.hooksDir,
     cwd: setup.cwd,
@@ -225,10 +230,12 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   }
   const r = outcome.result;
   const hook = outcome.runs.length > 1 ? `${outcome.hook.name} (${outcome.runs.length} hooks)` : outcome.hook.name;
-  const verdict = verdictWord(r);
+  // A pass that let an error through says it, as the leader's line does.
+  const verdict = outcome.nonBlocking === undefined ? verdictWord(r) : nonBlockingPass(outcome.nonBlocking);
   // A gate skipped or on trial passes, but says why: "passed" alone would hide that nothing judged the task.
-  const observed = outcome.noGateInForce === true || r.nonBlocking !== undefined;
-  const detail = r.outcome === "passed" ? (observed ? `: ${r.nonBlocking ?? outcome.summary}` : "") : r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
+  const passDetail = outcome.noGateInForce === true ? `: ${outcome.summary}` : "";
+  const otherDetail = r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
+  const detail = r.outcome === "passed" ? passDetail : otherDetail;
   const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
   return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})`;
 }
@@ -236,6 +243,7 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
 function verdictWord(r: RunResult): string {
   if (r.skipped !== undefined) return "skipped";
   if (r.shadow) return `passed (shadow: ${r.shadow.wouldDeny ? "would have denied" : "allowed"})`;
+  if (r.nonBlocking !== undefined) return "passed (non-blocking error)";
   return r.outcome === "passed" ? "passed" : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
 }
 

@@ -4,7 +4,7 @@
  */
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
-import { gateWarnings } from "../doctor/hooks.js";
+import { gateWarnings } from "../doctor/gate-checks.js";
 import { handlerGateName } from "../settings/handlers.js";
 import path from "node:path";
 import { HooksError, unreachable } from "../contract/errors.js";

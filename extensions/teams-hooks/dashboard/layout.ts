@@ -4,7 +4,7 @@
  * viewer's zone and adds live updates. No inline script or style anywhere (the Content-Security-Policy
  * forbids both): the look is `/assets/app.css`, light or dark as the viewer's system prefers.
  */
-import { formatDuration } from "../logs/format.js";
+import { NON_BLOCKING_WORD, formatDuration } from "../logs/format.js";
 import { type Html, html } from "./html.js";
 
 export type Section = "overview" | "runs";
@@ -54,9 +54,10 @@ export function timeOf(iso: string): Html {
   return html`<time datetime="${utc}">${utc.slice(0, 10)} ${utc.slice(11, 19)} UTC</time>`;
 }
 
-/** The outcome words of the logs table, and the class that colours them. */
+/** The outcome words of the logs table, and the class that colours them: a pass that let an error through is a note. */
 export function outcomeBadge(word: string): Html {
-  const kind = /^(passed|allowed)$/.test(word) ? "ok" : /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") ? "note" : "bad";
+  const note = /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") || word === NON_BLOCKING_WORD;
+  const kind = /^(passed|allowed)$/.test(word) ? "ok" : note ? "note" : "bad";
   return html`<span class="badge badge-${kind}">${word}</span>`;
 }
 

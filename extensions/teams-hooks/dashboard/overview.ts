@@ -3,13 +3,15 @@
  * and p95 duration, a chart of each day's outcomes; above them, what needs the lead now (gates held
  * for a decision, gates whose trust is gone, teams that cannot be read). Read through the same
  * library as `logs stats` (logs/query.ts `streamLogs`, logs/stats.ts `statsSample`), only the last
- * 7 days' files, each kept as a small sample between requests (`SampleCache`).
+ * 7 days' files, each kept as a small sample between requests (`SampleCache`). As in `logs stats`,
+ * runs by hand (`pi-teams-hooks run`) are not the team's gates at work: counted apart, in no figure.
  */
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import { describeError } from "../contract/errors.js";
 import { inspectConfig } from "../doctor/config-view.js";
 import { percentile, statsSample } from "../logs/stats.js";
+import { triggerOf } from "../logs/record.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { streamLogs } from "../logs/query.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -33,6 +35,8 @@ export interface GateSummary {
   /** Oldest first, one per day (UTC), the last being today. */
   daily: Tally[];
   shadow: boolean;
+  /** Passes of the 7 days that let an error through (a Claude Code gate's non-blocking error). */
+  nonBlocking: number;
 }
 
 /** Runs that ended; `passed` of them; `failed` also counts timed out and error; `deferred` is still held or was. */
@@ -61,6 +65,8 @@ export interface TeamOverview {
   untrusted: UntrustedGate[];
   /** Logs that could not be read (each is named by `logs`). */
   unreadable: number;
+  /** Runs by hand (`pi-teams-hooks run`) in the 7 days: in none of the figures. */
+  handRuns: number;
   /** A problem that kept part of the overview from being worked out (config, trust record). */
   problems: string[];
 }
@@ -74,6 +80,10 @@ export interface Sample {
   member: string | null;
   skipped: boolean;
   shadow: boolean;
+  /** Fired by hand (`pi-teams-hooks run`): left out of the figures. */
+  hand: boolean;
+  /** A pass with a non-blocking error. */
+  nonBlocking: boolean;
 }
 
 /**
@@ -130,6 +140,8 @@ function sampleOf(record: HookLogRecord): Sample {
     member: record.invocation.memberName ?? null,
     skipped: s.skipped === true,
     shadow: s.shadow !== undefined,
+    hand: triggerOf(record) === "hand",
+    nonBlocking: s.nonBlocking === true,
   };
 }
 
@@ -156,7 +168,10 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
       return [];
     }),
   ]);
-  return { team, gates: summarise(samples, opts.nowMs), members: bouncing(samples, opts.nowMs), held, waiting, untrusted, unreadable, problems };
+  const week = opts.nowMs - CHART_DAYS * DAY_MS;
+  const handRuns = samples.filter((s) => s.hand && s.timeMs > week).length;
+  const members = bouncing(samples, opts.nowMs);
+  return { team, gates: summarise(samples, opts.nowMs), members, held, waiting, untrusted, unreadable, handRuns, problems };
 }
 
 /** The oldest start the overview counts: the first chart day's midnight (UTC), or 7 × 24 hours ago if earlier. */
@@ -179,20 +194,24 @@ function count(tally: Tally, outcome: string): void {
   else tally.failed += 1;
 }
 
-/** One summary per hook and event, in the order `logs stats` lists them. */
+/** One summary per hook and event, in the order `logs stats` lists them; runs by hand and skipped runs are in none. */
 export function summarise(samples: readonly Sample[], nowMs: number): GateSummary[] {
   const today = startOfDay(nowMs);
   const groups = new Map<string, GateSummary & { durations: number[] }>();
   for (const s of samples) {
-    if (s.skipped) continue;
+    if (s.skipped || s.hand) continue;
     const id = `${s.hook}\u0000${s.event}`;
     let g = groups.get(id);
     if (!g) {
-      g = { hook: s.hook, event: s.event, day: emptyTally(), week: emptyTally(), p50Ms: null, p95Ms: null, daily: Array.from({ length: CHART_DAYS }, emptyTally), shadow: false, durations: [] };
+      const daily = Array.from({ length: CHART_DAYS }, emptyTally);
+      const tallies = { day: emptyTally(), week: emptyTally(), daily };
+      const none = { p50Ms: null, p95Ms: null, shadow: false, nonBlocking: 0, durations: [] };
+      g = { hook: s.hook, event: s.event, ...tallies, ...none };
       groups.set(id, g);
     }
     g.shadow ||= s.shadow;
     if (s.timeMs > nowMs - CHART_DAYS * DAY_MS) count(g.week, s.outcome);
+    if (s.nonBlocking && s.timeMs > nowMs - CHART_DAYS * DAY_MS) g.nonBlocking += 1;
     if (s.timeMs > nowMs - DAY_MS) count(g.day, s.outcome);
     const slot = CHART_DAYS - 1 - Math.floor((today - startOfDay(s.timeMs)) / DAY_MS);
     const daily = g.daily[slot];
@@ -210,7 +229,7 @@ export function summarise(samples: readonly Sample[], nowMs: number): GateSummar
 function bouncing(samples: readonly Sample[], nowMs: number): TeamOverview["members"] {
   const byMember = new Map<string, { failures: number; runs: number }>();
   for (const s of samples) {
-    if (s.skipped || s.member === null || s.timeMs <= nowMs - CHART_DAYS * DAY_MS) continue;
+    if (s.skipped || s.hand || s.member === null || s.timeMs <= nowMs - CHART_DAYS * DAY_MS) continue;
     const m = byMember.get(s.member) ?? { failures: 0, runs: 0 };
     m.runs += 1;
     if (s.outcome !== "passed" && s.outcome !== "deferred") m.failures += 1;
@@ -267,14 +286,32 @@ ${t.gates.length === 0 ? html`<p class="quiet">No gate ran in the last ${CHART_D
 <tbody>${rows}</tbody>
 </table></div>`}
 ${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed,timed_out,error" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
+${t.handRuns > 0 ? handNote(t.team.name, t.handRuns) : ""}
 ${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
 </section>`;
 }
 
+/** The passes of the 7 days that let an error through: a pass rate alone would hide them. */
+function nonBlockingBadge(runs: number): Html {
+  if (runs === 0) return html``;
+  return html` <span class="badge badge-note" data-k="nb7">${runs} non-blocking error${runs === 1 ? "" : "s"}</span>`;
+}
+
+/** Runs by hand are counted apart: said under the team's figures, with a link to them. */
+function handNote(team: string, runs: number): Html {
+  const href = `/runs${queryString({ team, trigger: "hand" })}`;
+  const what = `${runs} run${runs === 1 ? "" : "s"} by hand`;
+  const link = html`<a href="${href}" data-k="hand7">${what}</a>`;
+  const tool = html`<code>pi-teams-hooks run</code>`;
+  return html`<p class="quiet hand-runs">${CHART_DAYS} d: ${link} (${tool}), in none of these figures.</p>`;
+}
+
 function gateRow(team: string, g: GateSummary, nowMs: number): Html {
   const runs = `/runs${queryString({ team, hook: g.hook, event: g.event })}`;
+  const shadow = g.shadow ? html` <span class="badge badge-note">shadow</span>` : "";
+  const marks = html`${shadow}${nonBlockingBadge(g.nonBlocking)}`;
   return html`<tr data-gate="${g.hook}" data-event="${g.event}">
-<th scope="row"><a href="${runs}">${g.hook}</a>${g.shadow ? html` <span class="badge badge-note">shadow</span>` : ""}</th>
+<th scope="row"><a href="${runs}">${g.hook}</a>${marks}</th>
 <td>${g.event}</td><td class="num" data-k="runs24">${g.day.runs}</td><td class="num" data-k="pass24">${rateText(g.day.passed, g.day.runs - g.day.deferred)}</td>
 <td class="num" data-k="runs7">${g.week.runs}</td><td class="num" data-k="pass7">${rateText(g.week.passed, g.week.runs - g.week.deferred)}</td>
 <td class="num" data-k="p50">${durationText(g.p50Ms)}</td><td class="num" data-k="p95">${durationText(g.p95Ms)}</td>

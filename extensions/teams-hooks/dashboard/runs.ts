@@ -5,8 +5,8 @@
  * are `logs`' own (logs/format.ts `rowCells`).
  */
 import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "../logs/filter.js";
-import { rowCells, shortRunId } from "../logs/format.js";
-import { LOG_EVENTS, LOG_OUTCOMES } from "../logs/record.js";
+import { actionsText, rowCells, shortRunId } from "../logs/format.js";
+import { LOG_EVENTS, LOG_OUTCOMES, LOG_TRIGGERS, triggerOf } from "../logs/record.js";
 import { type LogRow, compareLogNames, queryLogs, streamLogs } from "../logs/query.js";
 import { type Html, html, queryString } from "./html.js";
 import { outcomeBadge, timeOf } from "./layout.js";
@@ -14,7 +14,7 @@ import { runHref } from "./overview.js";
 import type { TeamRef } from "./teams.js";
 
 export const PAGE_SIZE = 50;
-const FILTER_FIELDS = ["event", "outcome", "task", "member", "hook", "since"] as const;
+const FILTER_FIELDS = ["event", "outcome", "task", "member", "hook", "since", "trigger"] as const;
 
 /** What the runs page was asked for: the filter fields as typed, the team, the cursor. */
 export interface RunsQuery {
@@ -101,14 +101,15 @@ export async function taskRuns(team: TeamRef, taskId: string): Promise<RunRow[]>
 
 export const RUN_COLUMNS = ["Time", "Team", "Event", "Task", "Member", "Hook", "Outcome", "Duration", "Action", "First stderr line"] as const;
 
-/** One row, as the page and the live feed print it. */
+/** One row, as the page and the live feed print it; a run by hand (`pi-teams-hooks run`) is marked in its action. */
 export function runRowHtml(r: RunRow): Html {
-  const [, , event, task, member, hook, outcome, duration, actions, stderr] = rowCells(r.row);
+  const [, , event, task, member, hook, outcome, duration, , stderr] = rowCells(r.row);
+  const hand = triggerOf(r.row.record) === "hand" ? html`<span class="badge badge-note">by hand</span> ` : "";
   const href = runHref(r.team, r.row.name);
   return html`<tr data-team="${r.team}" data-name="${r.row.name}" data-cursor="${cursorText(cursorOf(r))}">
 <td><a href="${href}" aria-label="${`Run ${shortRunId(r.row.record.result.runId)} of ${hook ?? ""}`}">${timeOf(r.row.record.startedAt)}</a></td>
 <td>${r.team}</td><td>${event}</td><td>${task}</td><td>${member}</td><td>${hook}</td><td>${outcomeBadge(outcome ?? "")}</td>
-<td class="num">${duration}</td><td>${actions}</td><td class="stderr">${stderr}</td></tr>`;
+<td class="num">${duration}</td><td>${hand}${actionsText(r.row.record)}</td><td class="stderr">${stderr}</td></tr>`;
 }
 
 export function runsBody(input: { teams: readonly TeamRef[]; query: RunsQuery; rows: readonly RunRow[]; more: boolean; problems: readonly string[]; unreadable: number }): Html {
@@ -149,6 +150,7 @@ ${input("member", "Member", "alice")}
 ${input("hook", "Hook", "on_task_completed.sh")}
 ${input("task", "Task", "12")}
 ${input("since", "Since", "24h or 2026-12-01")}
+${select("trigger", "Fired by", LOG_TRIGGERS, f.trigger)}
 <button type="submit">Filter</button>${query.team || Object.keys(f).length > 0 ? html` <a href="/runs">Clear</a>` : ""}
 </form>`;
 }

@@ -8,7 +8,7 @@
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import { CHAIN_SKIP_CODES, chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../runner/chain.js";
-import { SKIP_LEVEL } from "./hooks.js";
+import { SKIP_LEVEL } from "./gate-checks.js";
 import { insecurity, readHookSettings } from "../runner/discover.js";
 import { checkChainTrust, fingerprint, type ChainTrust } from "../runner/trust.js";
 import { readTrust, trustFile } from "../runner/trust-store.js";

@@ -16,7 +16,8 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { discoverChains, teamHooksDir } from "../runner/chain.js";
 import type { TeamIdentity } from "../contract/team-files.js";
-import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, statOrNull, type Check, type EventHookReport } from "./hooks.js";
+import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, type EventHookReport } from "./hooks.js";
+import { statOrNull, type Check } from "./gate-checks.js";
 import { errnoCode } from "../contract/errors.js";
 import { readInbox } from "../team/mailbox.js";
 import { inspectLock, type LockHolder } from "../team/lock.js";
@@ -29,7 +30,8 @@ import { readTrust } from "../runner/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
 
-export type { Check, CheckLevel, CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
+export type { CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
+export type { Check, CheckLevel } from "./gate-checks.js";
 export type { HandlerReport } from "./handlers.js";
 
 /** The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and their warnings. */

@@ -10,7 +10,7 @@ import type { HookEventName } from "../contract/contract.js";
 import type { ChainDiscovery } from "../runner/chain.js";
 import type { ChainTrust } from "../runner/trust.js";
 import type { HandlerDef } from "../settings/handlers.js";
-import type { Check } from "./hooks.js";
+import type { Check } from "./gate-checks.js";
 
 /** What doctor says about one handler (never a secret value). */
 export interface HandlerReport {

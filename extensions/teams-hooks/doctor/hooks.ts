@@ -3,29 +3,22 @@
  * shadowed and why, and whether the chosen file can really start the way the leader starts it (a `#!`
  * line, CRLF, the interpreter on PATH, bash for `.sh`); then the event's whole chain (runner/chain.ts:
  * the `on_<event>.d/` files and the team layer), each hook checked the same way and each skipped file
- * with its reason. Data only; doctor/diagnose.ts assembles the report.
+ * with its reason. The checks that start nothing (skipped files, settings lines, stray names) are
+ * doctor/gate-checks.ts's, which `run` and `watch` warn with. Data only; doctor/diagnose.ts assembles
+ * the report.
  */
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
-import { access, open, stat } from "node:fs/promises";
+import { access, open } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip, type ChainSkipCode } from "../runner/chain.js";
+import { gateDisplayName } from "../runner/chain.js";
+import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkip } from "../runner/chain.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
-import { findStrayHookFiles, hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus, type StrayHookFile } from "../runner/discover.js";
-import type { HandlerDef } from "../settings/handlers.js";
+import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../runner/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
-import type { Projection } from "../settings/privacy.js";
 import type { HandlerReport } from "./handlers.js";
-
-export type CheckLevel = "ok" | "info" | "warn" | "error";
-
-/** One finding. `file` and `field` name what is wrong, when a file is. */
-export interface Check {
-  level: CheckLevel;
-  message: string;
-  file?: string;
-  field?: string;
-}
+import { chainSkipChecks, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
+import type { ChainDirs, Check, CheckLevel } from "./gate-checks.js";
 
 export interface CandidateReport {
   path: string;
@@ -66,18 +59,6 @@ export interface ChainReport {
   /** Findings beyond the global v1 file (those are in the event's `checks`): each other hook, each skip. */
   checks: Check[];
 }
-
-/** A file named so that it is skipped on purpose says so quietly; one that looks like a gate but cannot run does not. */
-export const SKIP_LEVEL: Readonly<Record<ChainSkipCode, CheckLevel>> = {
-  bad_name: "warn",
-  ignored_name: "info",
-  switched_off: "info",
-  replaced: "info",
-  disabled: "info",
-  disables_nothing: "warn",
-  unusable: "error",
-  dir_unusable: "error",
-};
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -142,14 +123,12 @@ export async function diagnoseEvent(
   const chainReport = await diagnoseChain(event, chain, { global: dir, team: teamDir }, env, cwd);
   if (!dirUsable) return { event, hook: null, candidates, checks: [], chain: chainReport };
 
-  const checks: Check[] = [];
+  // The lookup's skipped candidates come before the one chosen, the shadowed ones after it.
+  const checks: Check[] = v1SkipChecks(event, chain);
   const hook = found.hook;
   const v1 = chain.hooks.find((h) => h.kind === "v1");
   for (const c of candidates) {
-    if (c.status === "skipped") {
-      const [level, instead] = skippedV1Outcome(event, chain, v1, hook !== null);
-      checks.push({ level, message: `skipped ${path.basename(c.path)}: ${c.reason ?? "unusable"}${instead}`, file: c.path });
-    } else if (c.status === "absent" && hook && candidates.indexOf(c) > candidates.findIndex((x) => x.status === "chosen") && (await statOrNull(c.path))) {
+    if (c.status === "absent" && hook && candidates.indexOf(c) > candidates.findIndex((x) => x.status === "chosen") && (await statOrNull(c.path))) {
       c.status = "shadowed";
       c.reason = `${path.basename(hook.hookPath)} comes first`;
       checks.push({ level: "info", message: `not used: ${path.basename(c.path)} (${c.reason})`, file: c.path });
@@ -164,40 +143,27 @@ export async function diagnoseEvent(
   return { event, hook: hook ? { path: hook.hookPath, command: [hook.command, ...hook.args] } : null, candidates, checks, chain: chainReport };
 }
 
-/** A skipped global v1 candidate: a warning when some v1 file runs (or the team layer took the slot), an error when none does. */
-function skippedV1Outcome(event: HookEventName, chain: ChainDiscovery, v1: ChainHook | undefined, globalChosen: boolean): [CheckLevel, string] {
-  if (v1) return ["warn", `; ${v1.layer === "global" ? v1.name : `the team's ${v1.name}`} runs instead`];
-  if (globalChosen) return ["warn", "; the team layer switched the v1 hook off"];
-  if (chain.hooks.length > 0) return ["error", `: no v1 hook runs (the ${chain.hooks.length} hook(s) of ${chainDirName(event)} still run)`];
-  return ["error", ": no gate runs for this event"];
-}
-
 /** Every hook of the chain but the global v1 file (checked above) checked like it, and every skip explained. */
-async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: { global: string; team: string | null }, env: Env, cwd: string): Promise<ChainReport> {
-  const layerDir = (layer: ChainLayer): string => (layer === "team" && dirs.team !== null ? path.resolve(dirs.team) : path.resolve(dirs.global));
-  const label = (layer: ChainLayer, file: string): string => `${layer} ${path.relative(layerDir(layer), file)}`;
-  const globalV1 = new Set(chain.v1.global.candidates.map((c) => c.path));
-  const teamV1 = new Set(chain.v1.team?.candidates.map((c) => c.path) ?? []);
-  const teamV1Runs = chain.hooks.some((h) => h.kind === "v1" && h.layer === "team");
-
+async function diagnoseChain(
+  event: HookEventName,
+  chain: ChainDiscovery,
+  dirs: ChainDirs,
+  env: Env,
+  cwd: string,
+): Promise<ChainReport> {
+  const label = layerLabel(dirs);
   // Each file gate's settings line, read once for its checks and its row.
   const reads = new Map(chain.hooks.map((h) => [h, h.kind === "http" ? null : readHookSettings(h.hook.hookPath, event)] as const));
   const settingsOf = (h: ChainHook): HookSettingsRead | null => reads.get(h) ?? null;
   const checks: Check[] = [];
   for (const h of chain.hooks) {
     if (h.kind === "http") continue; // not a file: doctor/handlers.ts checks it
-    checks.push(...settingsChecks(settingsOf(h), h.hook.hookPath, label(h.layer, h.hook.hookPath)));
+    checks.push(...settingsChecks(settingsOf(h), h.hook.hookPath, label(h.layer, h.hook.hookPath), event));
     // The global v1 file: checked above.
     if (h.layer === "global" && h.kind === "v1") continue;
     checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
   }
-  for (const skip of chain.skipped) {
-    // Said elsewhere: the global v1 lookup just above, each layer's own problems once for all events.
-    if (skip.layer === "global" && (globalV1.has(skip.path) || skip.path === layerDir("global"))) continue;
-    if (skip.layer === "team" && skip.path === layerDir("team")) continue;
-    const level = skip.code === "unusable" && teamV1Runs && teamV1.has(skip.path) ? "warn" : SKIP_LEVEL[skip.code];
-    checks.push({ level, message: `skipped ${label(skip.layer, skip.path)}: ${skip.reason}`, file: skip.path });
-  }
+  checks.push(...chainSkipChecks(chain, dirs));
   const hooks = chain.hooks.map((h) => ({
     layer: h.layer,
     kind: h.kind,
@@ -207,15 +173,6 @@ async function diagnoseChain(event: HookEventName, chain: ChainDiscovery, dirs: 
     ...settingsField(settingsOf(h)),
   }));
   return { hooks, skipped: chain.skipped, checks };
-}
-
-/** A gate's settings line, as doctor shows it: what it sets, or the error that stops the gate. */
-function settingsChecks(read: HookSettingsRead | null, file: string, name: string): Check[] {
-  if (!read) return [];
-  if (!read.ok) return [{ level: "error", message: `${read.error}: the gate does not run, and its events are held (hook_settings)`, file }];
-  const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file }));
-  if (!read.settings) return notes;
-  return [{ level: "info", message: `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`, file }, ...notes];
 }
 
 /** The report's `settings` of a file gate that has a readable settings line. */
@@ -305,57 +262,8 @@ function findOnPath(name: string, env: Env, cwd: string): string | null {
   return null;
 }
 
-/** Files that look like gates and never run, as `doctor` warnings. */
-function strayChecks(dir: string): Check[] {
-  return findStrayHookFiles(dir).map((stray) => ({ level: "warn" as const, message: strayMessage(stray), file: stray.path }));
-}
-
-function strayMessage(stray: StrayHookFile): string {
-  return `${stray.path} never runs: ${stray.reason}${stray.suggestion ? `; did you mean ${stray.suggestion}?` : ""}`;
-}
-
-/**
- * What `watch` and `run` say before anything runs: files that look like gates but never run, gates the
- * leader refuses as insecure, and (`noGate`) a hooks dir in which no event has a gate at all.
- */
-export async function gateWarnings(input: { hooksDir: string; teamHooksDir: string; allowInsecure: boolean; noGate: boolean; handlers?: readonly HandlerDef[]; projection?: Projection }): Promise<string[]> {
-  const layers = path.resolve(input.teamHooksDir) === path.resolve(input.hooksDir) ? [input.hooksDir] : [input.hooksDir, input.teamHooksDir];
-  const out = layers.flatMap((dir) => findStrayHookFiles(dir).map(strayMessage));
-  let gates = 0;
-  const names = new Set<string>();
-  for (const { event, chain } of await discoverChains(input.hooksDir, input.teamHooksDir, input.handlers ?? [])) {
-    gates += chain.hooks.length;
-    for (const hook of chain.hooks) names.add(gateName(hook, event));
-    for (const hook of chain.hooks) {
-      if (hook.kind === "http") continue; // not a file: no settings line, nothing others could rewrite on disk
-      const own = readHookSettings(hook.hook.hookPath, event);
-      if (!own.ok) out.push(`${own.error}: the gate does not run, and its ${event} events are held (hook_settings)`);
-      if (input.allowInsecure) continue;
-      const info = await statOrNull(hook.hook.hookPath);
-      const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
-      if (insecure) out.push(`${hook.hook.hookPath} is ${insecure}: its events are held (insecure_hook) unless the leader runs with --allow-insecure-hooks`);
-    }
-  }
-  // A projection whose gate name matches no gate (a typo) leaves the gate meant showing everything: said before anything runs.
-  for (const gate of Object.keys(input.projection ?? {})) {
-    if (!names.has(gate)) out.push(`hooks.projection names ${gate}, which runs for no event: the projection applies to nothing, and the gates see the whole document (gates: ${[...names].join(", ") || "none"})`);
-  }
-  if (input.noGate && gates === 0) {
-    out.push(`no gate runs for any event: no hook in ${input.hooksDir} (nor in the team layer ${input.teamHooksDir}); pi-teams-hooks init copies the example gates`);
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Small file helpers
-
-export async function statOrNull(file: string): Promise<Stats | null> {
-  try {
-    return await stat(file);
-  } catch {
-    return null; // ENOENT, ENOTDIR, EACCES: for these checks, "not there" either way; callers say what they needed
-  }
-}
 
 export async function can(file: string, mode: number): Promise<boolean> {
   try {

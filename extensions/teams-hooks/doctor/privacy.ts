@@ -10,7 +10,7 @@ import { gateName, type ChainDiscovery } from "../runner/chain.js";
 import { MIN_TEAM_SECRET_CHARS } from "../runner/redact.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
 import { secretEnvNames } from "../settings/privacy.js";
-import type { Check } from "./hooks.js";
+import type { Check } from "./gate-checks.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 

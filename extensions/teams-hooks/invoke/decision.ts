@@ -37,7 +37,9 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
 import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
-import { changedFields, checkDeferral, describeChanges, heldFields, ledgerHoldOf } from "./deferral-check.js";
+import {
+  changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf,
+} from "./deferral-check.js";
 import { policyRecordOf } from "../policy/remediate.js";
 
 export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
@@ -367,6 +369,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
           result,
           key: record.key,
           startedAt: applying.at,
+          trigger: await heldTrigger(record.logFile),
           policy: policyRecordOf(settings.policy, mode, done),
           decision: { deferredRunId: record.runId, deferredLog: record.logFile, decision: decision.decision, ...said(decision), by: decision.by, at: decision.at, waitedMs, ...patchNote(done.patch, record) },
         },

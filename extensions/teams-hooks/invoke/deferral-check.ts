@@ -24,7 +24,7 @@
  */
 import path from "node:path";
 import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "./deferral.js";
-import { readHookLog } from "../runner/hook-log.js";
+import { type HookTrigger, readHookLog } from "../runner/hook-log.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
 import { hookLogsDir, ledgerFile } from "../team/paths.js";
 
@@ -115,6 +115,16 @@ export async function heldOfLog(log: string | null, runId: string): Promise<Defe
   const read = await readHookLog(log);
   const held = read.ok ? deferralOfLog(read.record.deferral) : null;
   return held?.runId === runId ? held : null;
+}
+
+/**
+ * What fired the held run's event, from its log: a decision's log is of the same event, whoever
+ * applies it (the leader, or `decide` while none runs). The leader's when the log cannot say.
+ */
+export async function heldTrigger(log: string | null): Promise<HookTrigger> {
+  if (log === null) return "leader";
+  const read = await readHookLog(log);
+  return read.ok && read.record.trigger === "hand" ? "hand" : "leader";
 }
 
 /** JSON with sorted keys: the same record read from a log and from a file compares equal whatever its key order. */

@@ -22,7 +22,7 @@ import { type HookEventName, type HookInvocation, isTaskEvent } from "../contrac
 import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task, TeamIdentity } from "../contract/team-files.js";
 import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { planHookLogFile, writeHookLog } from "../runner/hook-log.js";
+import { type HookTrigger, planHookLogFile, writeHookLog } from "../runner/hook-log.js";
 import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
 import { describeError } from "../contract/errors.js";
 import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
@@ -39,7 +39,7 @@ import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chai
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
 import { taskFile } from "../team/paths.js";
-import { noGateInForce, noteShadowDenial, observes } from "./shadow.js";
+import { noGateInForce, nonBlockingError, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 
 export interface InvokeRequest {
@@ -75,6 +75,8 @@ export interface InvokeRequest {
   exitCodes?: ExitCodeMode;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
+  /** What fired the event, for its logs (`trigger`): `hand` for `run`; default `leader`. */
+  trigger?: HookTrigger;
   env: Readonly<Record<string, string | undefined>>;
   /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
@@ -165,6 +167,8 @@ export interface InvokeOutcome {
   deferral: DeferralRecord | null;
   /** Every run was skipped by its matchers or a shadow gate's: no gate was in force, nothing was enforced. */
   noGateInForce?: true;
+  /** The event passed, but a run's error did not block it (shadow.ts `nonBlockingError`): what "passed" would hide. */
+  nonBlocking?: string;
   /**
    * Why the chain was cut short by a stop (`req.stopping`); then nothing was applied or logged, and
    * the event must be run again (the leader leaves it in flight). Absent otherwise.
@@ -339,6 +343,7 @@ async function writeLogs(ctx: Settling): Promise<void> {
         key: req.key,
         startedAt: run.startedAt,
         ...(req.retry ? { retry: true } : {}),
+        trigger: req.trigger ?? "leader",
         ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
         ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
         // The first run's log (the one recovery reads) and the held run's say what holds the event.
@@ -352,6 +357,8 @@ async function writeLogs(ctx: Settling): Promise<void> {
 function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
   const { deciding, remediation } = ctx;
   const observedOnly = noGateInForce(ctx.runs);
+  const { event, timeoutMs } = ctx.req;
+  const nonBlocking = nonBlockingError(ctx.runs, deciding, { counted: ctx.counted, mode: ctx.mode, event, timeoutMs });
   return {
     chain: ctx.chain,
     task: ctx.task,
@@ -369,6 +376,7 @@ function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
     policyApplied: remediation ? remediation.complete : null,
     deferral: ctx.deferral,
     ...(observedOnly ? { noGateInForce: true as const } : {}),
+    ...(nonBlocking !== null ? { nonBlocking } : {}),
   };
 }
 

@@ -3,14 +3,18 @@
  * they run and are logged, and their verdict is never enforced. What a shadow gate would have denied
  * is the one thing written to the task, in `qualityGateShadow*` metadata under the task lock, so
  * the team sees what the gate would have done before it bites; no policy, no patch, no message.
+ * Likewise an error that was not enforced (`nonBlockingError`): the event passed, and says why not
+ * plainly.
  */
-import { isTaskEvent } from "../contract/contract.js";
+import { type HookEventName, isTaskEvent } from "../contract/contract.js";
 import { describeError } from "../contract/errors.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { gateName } from "../runner/chain.js";
 import { updateTask } from "../team/tasks.js";
 import { deferredSummary, describeFailure, forTheTeam } from "../text/messages.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
+import { countsAsPass } from "../policy/decide.js";
+import type { FailureMode } from "../settings/hooks-config.js";
 
 /** A run that is not enforced: skipped by its matchers, or a shadow gate's. */
 export function observes(result: RunResult): boolean {
@@ -20,6 +24,27 @@ export function observes(result: RunResult): boolean {
 /** Whether no run of the chain was enforced (every gate skipped by its matchers, or in shadow mode): then nothing follows the gate. */
 export function noGateInForce(runs: readonly HookRun[]): boolean {
   return runs.every((run) => observes(run.result));
+}
+
+/**
+ * The first error of a passed event's chain that did not block it: a Claude Code gate's non-blocking
+ * error (`result.nonBlocking`), or an error under failure mode `open`. What the event's "passed" would
+ * hide, as its summary says a failure (`exit code 1 • linter crashed`), after the gate's name when
+ * another run decided (`on_idle.d/10-lint: …`). Null when there is none, or when the event is not
+ * shown as a pass (an error that decided under `open` says so itself).
+ */
+export function nonBlockingError(
+  runs: readonly HookRun[],
+  deciding: HookRun,
+  ctx: { counted: "passed" | "failed" | "deferred" | "held"; mode: FailureMode; event: HookEventName; timeoutMs: number },
+): string | null {
+  if (ctx.counted !== "passed" || deciding.result.outcome !== "passed") return null;
+  const letThrough = (r: RunResult): boolean =>
+    r.nonBlocking !== undefined || (r.outcome === "error" && countsAsPass(r, ctx.mode));
+  const run = runs.find((r) => !observes(r.result) && letThrough(r.result));
+  if (!run) return null;
+  const what = describeFailure(run.result, ctx.timeoutMs);
+  return run === deciding ? what : `${gateName(run.hook, ctx.event)}: ${what}`;
 }
 
 /** The shadow runs that would have denied, in chain order. */

@@ -272,6 +272,7 @@ export class EventHandler {
         ...(outcome.runs.length > 1 ? { runIds: outcome.runs.map((r) => r.result.runId) } : {}),
         policyApplied: outcome.policyApplied,
         ...(outcome.noGateInForce ? { noGateInForce: true as const } : {}),
+        ...(outcome.nonBlocking ? { nonBlocking: outcome.nonBlocking } : {}),
         ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),
         ...(hold ? { held: hold } : {}),
       },

@@ -120,6 +120,8 @@ export interface EventReport {
   noGateInForce?: true;
   /** The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault (leader/holds.ts). */
   held?: "approval" | "fault";
+  /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */
+  nonBlocking?: string;
   /** This report is a held gate's decision, applied: which deferral, what, by whom, how long it was held. */
   decision?: { deferredRunId: string; decision: "allow" | "deny" | "expired"; by: string; waitedMs: number };
 }

@@ -7,7 +7,8 @@ import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import type { HookEventName } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { hookName } from "./format.js";
-import { LOG_EVENTS, LOG_OUTCOMES, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { LOG_EVENTS, LOG_OUTCOMES, LOG_TRIGGERS, outcomeOf, taskIdOf, triggerOf } from "./record.js";
+import type { LogOutcome, LogTrigger } from "./record.js";
 import { sanitizeName } from "../team/paths.js";
 
 /** What a query keeps. Every field narrows; an absent field keeps everything. */
@@ -20,6 +21,8 @@ export interface LogFilter {
   hook?: string;
   /** Runs started at or after this time (ms since the epoch). */
   sinceMs?: number;
+  /** What fired the run's event: `hand` (`run`), `leader` (a log without `trigger` is the leader's). */
+  triggers?: readonly LogTrigger[];
 }
 
 /** What a log's name says: `<time>_<event>[_task-<id>|_member-<name>][_<n>].json`. */
@@ -110,6 +113,7 @@ export function recordMatches(record: HookLogRecord, filter: LogFilter): boolean
   if (filter.member !== undefined && record.invocation.memberName !== filter.member) return false;
   if (filter.outcomes && !filter.outcomes.includes(outcomeOf(record.result))) return false;
   if (filter.hook !== undefined && hookName(record.result) !== filter.hook) return false;
+  if (filter.triggers && !filter.triggers.includes(triggerOf(record))) return false;
   return true;
 }
 
@@ -144,6 +148,7 @@ export interface FilterText {
   member?: string | undefined;
   hook?: string | undefined;
   since?: string | undefined;
+  trigger?: string | undefined;
 }
 
 /** One field that could not be read: `{field: "since", text: '"x" must be an age …'}`. */
@@ -154,13 +159,13 @@ export interface FilterProblem {
 
 /**
  * The filter `fields` ask for, and a problem per field that cannot be read. Lists are comma
- * separated (`failed,timed_out`); `timed-out` and `timeout` are `timed_out`; a task may start with
- * `#`; `since` is an age before `nowMs` or an ISO time read at `offset` (`parseTimeBound`).
+ * separated (`failed,timed_out`, `hand,leader`); `timed-out` and `timeout` are `timed_out`; a task
+ * may start with `#`; `since` is an age before `nowMs` or an ISO time read at `offset` (`parseTimeBound`).
  */
 export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z"): { filter: LogFilter; problems: FilterProblem[] } {
   const filter: LogFilter = {};
   const problems: FilterProblem[] = [];
-  const list = (field: "event" | "outcome"): string[] | undefined => {
+  const list = (field: "event" | "outcome" | "trigger"): string[] | undefined => {
     const raw = fields[field];
     if (raw === undefined) return undefined;
     const items = raw.split(",").map((item) => item.trim()).filter((item) => item !== "");
@@ -178,6 +183,13 @@ export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z")
     const bad = outcomes.find((o) => !(LOG_OUTCOMES as readonly string[]).includes(o));
     if (bad !== undefined) problems.push({ field: "outcome", text: `"${bad}" must be one of ${LOG_OUTCOMES.join(", ")}` });
     else filter.outcomes = outcomes as LogOutcome[];
+  }
+  const triggers = list("trigger");
+  if (triggers) {
+    const bad = triggers.find((t) => !(LOG_TRIGGERS as readonly string[]).includes(t));
+    const allowed = LOG_TRIGGERS.join(", ");
+    if (bad !== undefined) problems.push({ field: "trigger", text: `"${bad}" must be one of ${allowed}` });
+    else filter.triggers = triggers as LogTrigger[];
   }
   const text = (field: "task" | "member" | "hook", value: string | undefined): string | undefined => {
     if (value === undefined) return undefined;

@@ -6,7 +6,7 @@
 import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
-import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
 import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
@@ -83,6 +83,21 @@ export function policyActions(record: HookLogRecord): string[] {
   if (!Array.isArray(actions)) return [];
   return actions.filter((a): a is string => typeof a === "string" && a !== "none");
 }
+
+/** The policy's actions as the table's action cell; `-` for none. */
+export function actionsText(record: HookLogRecord): string {
+  const actions = policyActions(record);
+  return actions.length > 0 ? oneLine(actions.join(", ")) : "-";
+}
+
+/** A pass with a non-blocking error, in the table's outcome column (which is never cut). */
+export const NON_BLOCKING_WORD = "passed (error)";
+
+/**
+ * What marks a run fired by hand (`pi-teams-hooks run`) in the table: first in its action cell, so
+ * that a narrow terminal, which cuts that cell from its end, still shows it.
+ */
+export const HAND_MARK = "by hand";
 
 // ---------------------------------------------------------------------------------------------
 // Run ids as people type them
@@ -168,12 +183,14 @@ export function decisionWord(record: HookLogRecord): string | null {
 }
 
 /**
- * A run's word in the table: its outcome, `skipped` when its matchers skipped it, and for a shadow
- * gate what it said (`shadow: failed`): its enforced outcome is always a pass.
+ * A run's word in the table: its outcome, `skipped` when its matchers skipped it, for a shadow gate
+ * what it said (`shadow: failed`): its enforced outcome is always a pass; and `passed (error)` for a
+ * pass that let its error through (a Claude Code gate's non-blocking error: `result.nonBlocking`).
  */
 export function runWord(result: RunResult): string {
   if (result.skipped !== undefined) return "skipped";
   if (result.shadow) return `shadow: ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}`;
+  if (result.nonBlocking !== undefined && result.outcome === "passed") return NON_BLOCKING_WORD;
   return outcomeWord(outcomeOf(result));
 }
 
@@ -185,7 +202,7 @@ export function runWord(result: RunResult): string {
 export function rowCells(row: Row, id = shortRunId(row.record.result.runId), offsetMinutes = 0): string[] {
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
-  const actions = policyActions(row.record);
+  const actions = actionsText(row.record);
   const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     oneLine(id),
@@ -196,7 +213,7 @@ export function rowCells(row: Row, id = shortRunId(row.record.result.runId), off
     oneLine(hookName(result)),
     decisionWord(row.record) ?? runWord(result),
     formatDuration(result.durationMs),
-    actions.length > 0 ? oneLine(actions.join(", ")) : "-",
+    triggerOf(row.record) === "hand" ? (actions === "-" ? HAND_MARK : `${HAND_MARK}; ${actions}`) : actions,
     stderr,
   ];
 }
@@ -253,6 +270,7 @@ export function formatShow(row: Row): string {
   };
   field("log", row.file);
   field("event", `${invocation.event}${row.record.retry ? " (a retry: this event key ran before)" : ""}`);
+  if (triggerOf(row.record) === "hand") field("fired", "by hand (pi-teams-hooks run)");
   if (row.record.key) field("key", row.record.key);
   field("started", row.record.startedAt);
   field("team", `${invocation.teamId} (task list ${invocation.taskListId}, style ${invocation.style}) ${invocation.teamDir}`);

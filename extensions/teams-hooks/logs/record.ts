@@ -18,6 +18,15 @@ import type { HookLogRecord } from "../runner/hook-log.js";
 /** contract.ts `HOOK_EVENTS` (copied to keep zod out of `logs`; a unit test keeps them equal). */
 export const LOG_EVENTS: readonly HookEventName[] = ["task_completed", "task_failed", "idle", "task_started"];
 
+/** runner/hook-log.ts `HOOK_TRIGGERS` (copied to keep zod out of `logs`; a unit test keeps them equal). */
+export const LOG_TRIGGERS = ["leader", "hand"] as const;
+export type LogTrigger = (typeof LOG_TRIGGERS)[number];
+
+/** What fired a log's event: its `trigger`, and `leader` for a log written before there was one. */
+export function triggerOf(record: Pick<HookLogRecord, "trigger">): LogTrigger {
+  return record.trigger ?? "leader";
+}
+
 /** `timed_out` is `result.timedOut`, whatever `result.outcome` says; the others are `result.outcome`. */
 export const LOG_OUTCOMES = ["passed", "failed", "timed_out", "error", "deferred"] as const;
 export type LogOutcome = (typeof LOG_OUTCOMES)[number];
@@ -261,6 +270,7 @@ const RECORD = {
   key: [string, optional],
   startedAt: [isoInstant],
   retry: [boolean, optional],
+  trigger: [oneOf(LOG_TRIGGERS), optional],
   shown: [looseObject(SHOWN), optional],
   policy: [looseObject({}), optional],
   deferral: [looseObject({}), optional],

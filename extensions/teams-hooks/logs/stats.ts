@@ -30,6 +30,8 @@ export interface StatsRow {
    */
   shadowRuns?: number;
   shadowDenials?: number;
+  /** Passes (counted in `passed`) with a Claude Code gate's non-blocking error; present when there were any. */
+  nonBlocking?: number;
 }
 
 /** Nearest-rank percentile of ascending `sorted` (q from 0 to 1); 0 for none. */
@@ -52,6 +54,8 @@ export interface StatsSample {
   skipped?: boolean;
   /** A shadow run: whether it would have denied (`outcome` is what it said). */
   shadow?: { wouldDeny: boolean };
+  /** A pass with a non-blocking error (`result.nonBlocking`). */
+  nonBlocking?: boolean;
 }
 
 export function statsSample(record: HookLogRecord): StatsSample {
@@ -62,20 +66,32 @@ export function statsSample(record: HookLogRecord): StatsSample {
     outcome: outcomeOf(shadow ? { outcome: shadow.outcome, timedOut: record.result.timedOut } : record.result),
     ...(record.result.skipped !== undefined ? { skipped: true } : {}),
     ...(shadow ? { shadow: { wouldDeny: shadow.wouldDeny } } : {}),
+    ...(passedWithError(record) ? { nonBlocking: true } : {}),
     durationMs: record.result.durationMs,
     taskId: taskIdOf(record),
     ...(record.decision !== undefined ? { decided: true } : {}),
   };
 }
 
+/** A pass with a non-blocking error (a shadow gate's says only what it would have done). */
+function passedWithError(record: HookLogRecord): boolean {
+  const { result } = record;
+  return result.shadow === undefined && result.outcome === "passed" && result.nonBlocking !== undefined;
+}
+
 /** One row per hook (file name) and event, sorted by hook then event. */
 export function computeStats(samples: readonly StatsSample[], topTasks = 3): StatsRow[] {
-  const groups = new Map<string, { hook: string; event: HookEventName; durations: number[]; counts: Record<LogOutcome, number>; failures: Map<string, number>; skipped: number; shadowRuns: number; shadowDenials: number }>();
-  for (const { hook, event, outcome, durationMs, taskId, decided, skipped, shadow } of samples) {
+  type Group = { hook: string; event: HookEventName; durations: number[]; counts: Record<LogOutcome, number> };
+  type Counts = { failures: Map<string, number>; skipped: number; shadowRuns: number; shadowDenials: number };
+  type More = Counts & { nonBlocking: number };
+  const groups = new Map<string, Group & More>();
+  for (const { hook, event, outcome, durationMs, taskId, decided, skipped, shadow, nonBlocking } of samples) {
     const id = `${hook}\u0000${event}`;
     let group = groups.get(id);
     if (!group) {
-      group = { hook, event, durations: [], counts: { passed: 0, failed: 0, timed_out: 0, error: 0, deferred: 0 }, failures: new Map(), skipped: 0, shadowRuns: 0, shadowDenials: 0 };
+      const counts = { passed: 0, failed: 0, timed_out: 0, error: 0, deferred: 0 };
+      const none = { skipped: 0, shadowRuns: 0, shadowDenials: 0, nonBlocking: 0 };
+      group = { hook, event, durations: [], counts, failures: new Map(), ...none };
       groups.set(id, group);
     }
     if (skipped) {
@@ -87,6 +103,7 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
       if (shadow.wouldDeny) group.shadowDenials += 1;
     }
     group.counts[outcome] += 1;
+    if (nonBlocking) group.nonBlocking += 1;
     if (!decided) group.durations.push(durationMs);
     // A held run is not a failure (its decision record says how it ended).
     if (outcome !== "passed" && outcome !== "deferred" && taskId !== null) group.failures.set(taskId, (group.failures.get(taskId) ?? 0) + 1);
@@ -114,6 +131,7 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
       mostFailedTasks,
       ...(g.skipped > 0 ? { skipped: g.skipped } : {}),
       ...(g.shadowRuns > 0 ? { shadowRuns: g.shadowRuns, shadowDenials: g.shadowDenials } : {}),
+      ...(g.nonBlocking > 0 ? { nonBlocking: g.nonBlocking } : {}),
     });
   }
   return rows.sort((a, b) => (a.hook === b.hook ? LOG_EVENTS.indexOf(a.event) - LOG_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1));
@@ -161,11 +179,16 @@ export function formatStats(rows: readonly StatsRow[], width = Number.POSITIVE_I
   return { text: `${table.text}${notes(rows)}`, note: table.note };
 }
 
-/** Under the table: the gates on trial and what they would have denied, and the events matchers skipped. */
+/**
+ * Under the table: the gates on trial and what they would have denied, the events matchers skipped,
+ * and the passes that let an error through (a figure of their own, whatever the width).
+ */
 function notes(rows: readonly StatsRow[]): string {
   const out: string[] = [];
   for (const r of rows) {
     const gate = `${oneLine(r.hook)} (${r.event})`;
+    const passes = `passed ${r.nonBlocking ?? 0} of its ${r.runs} run(s)`;
+    if (r.nonBlocking) out.push(`non-blocking: ${gate} ${passes} with a non-blocking error`);
     if (r.shadowRuns) out.push(`shadow: ${gate} would have denied ${r.shadowDenials ?? 0} of its ${r.shadowRuns} run(s); nothing was enforced`);
     if (r.skipped) out.push(`skipped: ${gate} was skipped by its matchers ${r.skipped} time(s)`);
   }

@@ -14,7 +14,7 @@ import { terminateAllRuns } from "../runner/run.js";
 import { attachedTeam, piTeamsRoot } from "../team/attach-claim.js";
 import { isSafeName } from "../team/paths.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
-import { formatDuration } from "../text/messages.js";
+import { formatDuration, nonBlockingPass } from "../text/messages.js";
 import type { NotifyLevel } from "./pi-api.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -246,7 +246,8 @@ export class GateService {
 /**
  * One handled event as a notification: a task event's pass as info (`Gate on_task_completed.sh passed
  * for task #3 (120ms)`), a failure as a warning with its summary and what the policy did; an idle
- * pass and an event without a hook say nothing.
+ * pass and an event without a hook say nothing. A pass that let an error through is a warning that
+ * says it (`Gate on_idle.sh passed (non-blocking error: exit code 1 • …) for idle ada`), idle too.
  */
 export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel } | null {
   if (r.outcome === "no_hook") return null;
@@ -254,6 +255,9 @@ export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel 
   const hook = r.hook ?? r.event;
   if (r.outcome === "deferred") return { text: `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ${r.actions.join(", ")})`, level: "info" };
   const by = r.decision ? (r.decision.decision === "expired" ? " (no decision before its deadline)" : ` (decided by ${r.decision.by})`) : "";
+  if (r.outcome === "passed" && r.nonBlocking) {
+    return { text: `Gate ${hook} ${nonBlockingPass(r.nonBlocking)} for ${subject}`, level: "warning" };
+  }
   if (r.outcome === "passed") return r.event === "idle" ? null : { text: `Gate ${hook} passed for ${subject}${by || ` (${formatDuration(r.durationMs)})`}`, level: "info" };
   const verdict = `${r.timedOut ? "timed out" : r.outcome === "error" ? (r.decision ? "expired" : "could not run") : "failed"}${by}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";

@@ -19,6 +19,14 @@ import { fileProblem } from "../text/messages.js";
 import { hookLogsDir, isTempOrLock, sanitizeName } from "../team/paths.js";
 
 /**
+ * What fired the event a log is of: `leader` (the leader watching the team, in `watch` or in pi, or a
+ * held gate's decision applied for it), `hand` (`pi-teams-hooks run`, or the decision of a gate `run`
+ * held). A log without the field (written before it existed) is the leader's.
+ */
+export const HOOK_TRIGGERS = ["leader", "hand"] as const;
+export type HookTrigger = (typeof HOOK_TRIGGERS)[number];
+
+/**
  * One log file. Loose at every level this project writes, so that a file written by a later version
  * (extra fields in the record, the invocation, the result or the policy) reads back with them kept.
  */
@@ -31,6 +39,11 @@ export const HookLogRecordSchema = z.looseObject({
   startedAt: z.iso.datetime({ offset: true }),
   /** True when this run repeats an event key already run (a `replay`, or a retry after a crash). */
   retry: z.boolean().optional(),
+  /**
+   * What fired the event (`HOOK_TRIGGERS`); absent: `leader`. `hand` runs are left out of `logs stats`
+   * and the dashboard's figures unless asked for.
+   */
+  trigger: z.enum(HOOK_TRIGGERS).optional(),
   /**
    * What the hook was shown when it was not the whole context document (a projection, a confidential
    * team's handler): `projection` (the fields), `confidential`, and the document's `bytes` and `sha256`.

@@ -155,17 +155,18 @@ Exit status: 0; 2 an unknown schema name.
 `,
   logs: `Usage: pi-teams-hooks logs [--team-dir DIR | --team ID] [filters] [--limit N] [--json] [--follow]
        pi-teams-hooks logs show <id> | last [--task ID] [--failed] [--json]
-       pi-teams-hooks logs stats [filters] [--limit N] [--json]
+       pi-teams-hooks logs stats [filters] [--include-hand-runs] [--limit N] [--json]
        pi-teams-hooks logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]
 
 Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
 
   logs            a table, newest last: the run's id, time (in the machine's time zone, named in
                   the header), event, task, member, hook, outcome (passed, failed, timed out, error,
-                  deferred), duration, the policy's actions, and the first stderr line (else the
-                  spawn error). It fits the terminal ($COLUMNS through a pipe, else 80): the widest
-                  text is cut with …, and when that is not enough hook, duration, event, member are
-                  left out (said on stderr)
+                  deferred; "passed (error)": a pass with a non-blocking error), duration, the
+                  policy's actions (first "by hand" for a run of pi-teams-hooks run), and the
+                  first stderr line (else the spawn error). It fits the terminal ($COLUMNS through
+                  a pipe, else 80): the widest text is cut with …, and when that is not enough
+                  hook, duration, event, member are left out (said on stderr)
   logs show <id>  one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:
                     the id in the first column of logs, or of the lines of run and watch (the
                     start of the run id: any 4 characters or more that only it starts with; a
@@ -180,7 +181,9 @@ Read the hook logs in <team dir>/hook-logs/ (one JSON file per hook invocation).
                   Several matches are listed, newest first, with their ids (exit 2)
   logs stats      per hook and event: runs, pass rate, failed / timed out / error counts, p50 and
                   p95 duration (nearest rank), and the tasks with the most failed runs (a narrow
-                  terminal leaves out p50, then p95, then the tasks)
+                  terminal leaves out p50, then p95, then the tasks); under it, the passes with a
+                  non-blocking error. Runs by hand (pi-teams-hooks run) are left out unless
+                  --include-hand-runs or --trigger asks for them
   logs prune      remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE
                   removes those started before then; both: the old ones beyond the newest N.
                   At least one is needed. Only files named like a hook log are ever removed
@@ -199,6 +202,8 @@ Filters (logs and logs stats; all must hold):
   --since WHEN            started at or after WHEN: an age (30m, 1.5h, 1d12h, 1w) or an ISO 8601 time
                           (2026-03-01, 2026-03-01T09:00, 2026-03-01 09:00:00, 2026-03-01T11:00+02:00;
                           the machine's time zone unless it has an offset, like the times shown)
+  --trigger T             what fired the run: hand (pi-teams-hooks run) or leader (watch, pi; a log
+                          older than the field is the leader's)
   --limit N               the newest N matching logs, shown oldest first (default 50 for logs,
                           all for stats; 0 = all)
 
@@ -207,6 +212,7 @@ Output and more:
   -f, --follow            after the table, print new logs as they land (fs.watch plus a rescan
                           every second); stop with Ctrl-C
   --failed                for show: the newest run that did not pass (failed, timed out, error)
+  --include-hand-runs     for stats: count runs by hand (pi-teams-hooks run) too
   --keep N, --older-than AGE, --dry-run    for prune (AGE as for --since); --dry-run only lists
   -h, --help              this help
 

@@ -44,11 +44,15 @@ then the hook logs and where the team dir is. Takes a few seconds.
 Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
 <team dir>/hook-logs/, and print one line, which ends with the run's id ("(run 4a739620)": pass it
 to logs show; a chain also prints a line per hook, each with its id). <event> is task_completed,
-task_failed, idle or task_started (a worker claimed the task).
+task_failed, idle or task_started (a worker claimed the task). Before the hook runs, it warns on
+stderr about what doctor finds wrong with the gates, as watch does at its start: files that look
+like gates and never run (a stray on_* name, an on_<event>.d/ file without an execute bit),
+settings lines that stop a gate or are not read (# PI-TEAMS-HOOKS:), gates refused as insecure.
 
 Event:
   --task ID               the task (required for task_completed, task_failed and task_started)
-  --member NAME           who caused the event (default: none — the hook sees null / no variable)
+  --member NAME           who caused the event (default: for a task event the task's owner, as the
+                          leader has it; for idle or a task without owner none: the hook sees null)
                           (ids and names: A-Z a-z 0-9 _ - only; anything else is refused)
   --timestamp ISO         when it happened (default: none)
   --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge);
@@ -69,6 +73,10 @@ deferred and a deferral is recorded for \`pi-teams-hooks decide\` (or the task A
 it nothing is held.
 A gate that answers {"decision":"patch","patch":{…}} passes: with --apply-policy the patch is written
 to the task within hooks.writableFields (default: metadata); without it nothing is written.
+A pass that let an error through (a Claude Code gate's non-blocking error; an error under failure
+mode open that a later hook passed over) says "passed (non-blocking error: …)", as watch does.
+The run's log says it was fired by hand ("trigger": "hand"): logs stats and the dashboard's figures
+leave such runs out unless asked for.
 
 With --apply-policy, a gate that cannot judge the work (refused as untrusted, missing or insecure, a
 settings line that cannot be read, a gate that cannot start) holds the event instead of failing it:
@@ -126,7 +134,8 @@ hook once, apply the failure policy, and log every invocation to <team dir>/hook
 hooks dir, each event's chain of gates in run order, the policy in use (all of it, with each gate's
 trust: pi-teams-hooks config), "watching …" once events are taken, "scanned N task(s) …" when the
 start-up scan (which looks at every task file in the background) is done, then one line per event,
-ending with its deciding run's id ("(run 4a739620)": pass it to logs show).
+ending with its deciding run's id ("(run 4a739620)": pass it to logs show). At its start it warns,
+as run does, about gates that would not run as written (what doctor finds wrong with them).
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
 limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without

@@ -88,6 +88,15 @@ export function gatePassedSummary(durationMs: number): string {
   return `passed in ${Math.round(durationMs)}ms`;
 }
 
+/**
+ * A pass that let an error through (a Claude Code gate's non-blocking error, an error under failure
+ * mode open), as the watch and run lines and the pi notification say it:
+ * `passed (non-blocking error: exit code 1 • linter crashed)`.
+ */
+export function nonBlockingPass(error: string): string {
+  return `passed (non-blocking error: ${error})`;
+}
+
 /** The summary of a held gate that a decision allowed: `allowed by api:ci: pipeline 8812 green`. */
 export function decisionAllowedSummary(by: string, reason: string | undefined): string {
   return `allowed by ${by}${reason ? `: ${reason}` : ""}`;
