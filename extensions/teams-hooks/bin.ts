@@ -32,6 +32,20 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
+/** A question to the person at the terminal (only when there is one): one line of answer. */
+async function ask(question: string): Promise<string | null> {
+  const { createInterface } = await import("node:readline");
+  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  try {
+    return await new Promise<string | null>((resolve) => {
+      rl.once("close", () => resolve(null));
+      rl.question(question, (answer) => resolve(answer));
+    });
+  } finally {
+    rl.close();
+  }
+}
+
 process.exitCode = await main(process.argv.slice(2), {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
@@ -41,6 +55,7 @@ process.exitCode = await main(process.argv.slice(2), {
   ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
   stderrIsTTY: Boolean(process.stderr.isTTY),
   stopSignal,
+  ...(process.stdin.isTTY && process.stderr.isTTY ? { ask } : {}),
 });
 // Signal listeners keep nothing alive, but a finished command should not wait for a stray timer.
 process.removeAllListeners("SIGINT");

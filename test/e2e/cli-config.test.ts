@@ -70,7 +70,7 @@ describe("pi-teams-hooks config", () => {
     expect(before.trustRecord).toMatchObject({ state: "none" });
     expect(before.events.task_completed.gates.map((g) => g.trust)).toEqual(["no_record", "no_record", "no_record"]);
 
-    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all"])).code).toBe(0);
+    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
     const trusted = await configJson(team);
     expect(trusted.events.task_completed.gates).toEqual([
       { name: "on_task_completed.sh", gate: "on_task_completed", kind: "v1", layer: "global", path: v1, command: ["bash", v1], settings: null, settingsError: null, trust: "trusted", trustDetail: null, insecure: null },

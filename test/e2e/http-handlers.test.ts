@@ -128,7 +128,7 @@ describe.concurrent("HTTP handlers in the leader", () => {
     expect(shown.code).toBe(1);
     expect(shown.stdout).toContain("changed  http:ci (task_completed): sha256 ");
     expect(shown.stdout).toMatch(/\n\s+\+  "headers": \{\n\s+\+    "X-Skip-Tests": "1"\n\s+\+  \},/);
-    const approved = await runBin(["trust", "--team-dir", team.teamDir, "http:ci"]);
+    const approved = await runBin(["trust", "--team-dir", team.teamDir, "http:ci", "--yes"]);
     expect(approved.code, approved.stderr).toBe(0);
     // The approval runs the held event (task 1) once; a new completion runs as any other.
     const released = await leader.waitForEvents(2);
@@ -145,7 +145,7 @@ describe.concurrent("HTTP handlers in the leader", () => {
     const third = await leader.waitForEvents(4);
     expect(third[3]).toMatchObject({ taskId: "3", hook: "http:ci", outcome: "error", held: "approval" });
     expect(third[3]?.summary).toMatch(/^held: waiting for the team lead: gate_missing: trusted handler http:ci no longer runs: not declared for task_completed in config\.json hooks\.handlers/);
-    const removed = await runBin(["trust", "--team-dir", team.teamDir, "--all"]);
+    const removed = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
     expect(removed.stdout).toContain("removed  http:ci (task_completed): not declared for task_completed");
     const record = JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as { gates: Record<string, unknown> };
     expect(record.gates).toEqual({});

@@ -103,7 +103,8 @@ describe("run, as the leader would", () => {
     const leaderRunId = events.find((e) => e.outcome === "deferred")?.deferral?.runId ?? "";
     expect(await leader.stop()).toMatchObject({ code: 0 });
     // No leader runs now: decide applies the decision itself, and its log is still the leader's event's.
-    expect((await decide(leaderRunId, "deny")).code).toBe(0);
+    const denied = await decide(leaderRunId, "deny");
+    expect(denied.code, denied.stdout + denied.stderr).toBe(0);
 
     expect(await triggers("1")).toEqual([["run", "hand"]]);
     expect(await triggers("2")).toEqual([["run", "hand"], ["decision", "hand"]]);

@@ -224,7 +224,7 @@ describe("a start gate added while the leader runs", () => {
     await leader.waitForEvents(1, (e) => e.event === "task_completed");
 
     const gate = await rig.hook(team, "on_task_started.sh", DENY);
-    expect((await runBin(["trust", "--team-dir", team.teamDir, gate])).code).toBe(0);
+    expect((await runBin(["trust", "--team-dir", team.teamDir, gate, "--yes"])).code).toBe(0);
     await leader.waitFor("the start gate noticed", () => leader.linesOf("info").some((l) => String(l.message).startsWith("start gate in force (on_task_started.sh)")));
     await rig.worker("touch", { tasksDir: team.tasksDir, ids: ["1"], field: "progress", rounds: 1 });
     await rig.worker("create-plain", { tasksDir: team.tasksDir, count: 1 });

@@ -7,7 +7,8 @@
  * on disk, not taken from the leader's word.
  */
 import { createHash } from "node:crypto";
-import { chmod, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { type ExpectStatic, describe, it } from "vitest";
@@ -128,7 +129,7 @@ describe.concurrent("trust", () => {
     expect(await runs(team)).toEqual([]);
 
     // Approved: every held event runs at once, each once, with the new content; the leader says who changed the record.
-    const approved = await trust(team, gate);
+    const approved = await trust(team, gate, "--yes");
     expect(approved.code, approved.stderr).toBe(0);
     expect(approved.stdout).toContain("recorded 1 change(s)");
     const after = await leader.waitForEvents(6);
@@ -191,7 +192,7 @@ describe.concurrent("trust", () => {
     expect((await readTaskFile(team, "1")).status).toBe("completed"); // held, not reopened
     expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ ran: false, errorKind: kind, hookPath: gate });
 
-    const recorded = await trust(team, "--all");
+    const recorded = await trust(team, "--all", "--yes");
     expect(recorded.stdout).toContain(`removed  ${gate} (task_completed)`);
     expect(recorded.code).toBe(0);
     // The removal approved: the held event runs again (no gate now), and so does a new completion.
@@ -295,7 +296,26 @@ describe.concurrent("trust", () => {
     expect(await runs(team)).toEqual([]);
   });
 
-  it("a removed trust record makes every gate untrusted, instead of being trusted anew", async (context) => {
+  it("a removed trust record is written back from the approved copy (the gates run as approved), and the lead is told", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    await rig.hook(team, GATE, recording("v1"));
+    const first = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+    const record = await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8");
+    await first.stop();
+    await rm(path.join(team.teamDir, "hook-state", "trust.json"));
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+    expect(leader.warnings().some((w) => w.includes("trust.json was removed while no leader ran: written back as approved"))).toBe(true);
+    expect(JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8"))).toEqual(JSON.parse(record));
+    await leader.waitFor("the lead told", async () => (await leadMessages(team)).some((t) => t.includes("trust.json was removed")));
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [event] = await leader.waitForEvents(1);
+    expect(event).toMatchObject({ outcome: "passed" });
+    expect(await runs(team)).toEqual(["v1 1"]);
+  });
+
+  it("with the approved copy gone too (another account, a state dir wiped), a removed record trusts nothing anew: every gate is held", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await gateTeam(rig);
@@ -303,12 +323,14 @@ describe.concurrent("trust", () => {
     const first = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
     await first.stop();
     await rm(path.join(team.teamDir, "hook-state", "trust.json"));
-    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-    expect(leader.warnings().some((w) => w.includes("trust.json is gone: every gate is untrusted"))).toBe(true);
+    const elsewhere = await mkdtemp(path.join(os.tmpdir(), "pi-teams-state-other-"));
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)], { env: { XDG_STATE_HOME: elsewhere } });
+    expect(leader.warnings().some((w) => w.includes("trust.json is gone: nothing is trusted anew; every gate is untrusted"))).toBe(true);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1);
     expect(event).toMatchObject({ outcome: "error", held: "approval", summary: expect.stringMatching(/^held: waiting for the team lead: untrusted_hook: /) });
     expect(await runs(team)).toEqual([]);
+    await rm(elsewhere, { recursive: true, force: true });
   });
 
   it("C10: run by hand refuses a changed gate once a record exists, and runs it with --trust-changes", async (context) => {
@@ -318,7 +340,7 @@ describe.concurrent("trust", () => {
     const gate = await rig.hook(team, GATE, recording("v1"));
     const fresh = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
     expect(fresh.code, fresh.stderr).toBe(0); // no record yet: nothing to compare
-    expect((await trust(team, "--all")).code).toBe(0);
+    expect((await trust(team, "--all", "--yes")).code).toBe(0);
     await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
     const refused = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
     expect(refused.code).toBe(1);

@@ -1,5 +1,17 @@
 // Process warnings are bugs: fail the test that caused one.
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { afterEach } from "vitest";
+
+/**
+ * The leader keeps the trust record it approved in the user's state directory (runner/trust-store.ts
+ * approvedFile): the tests', and the leaders' and commands' they start, is a temp folder of this
+ * process, never the account's own. Set once per process; a test may give its own.
+ */
+if (process.env.XDG_STATE_HOME === undefined || !process.env.XDG_STATE_HOME.includes("pi-teams-state-")) {
+  process.env.XDG_STATE_HOME = mkdtempSync(path.join(os.tmpdir(), "pi-teams-state-"));
+}
 
 /**
  * The warnings seen since the last test ended. One listener per process: this file runs before every

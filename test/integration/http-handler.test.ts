@@ -438,7 +438,7 @@ describe("a handler as a gate of the trust record", () => {
       expect(shown).toMatch(/^new {6}http:ci \(task_completed, idle\): sha256 [0-9a-f]{64}\n {9}\{\n {9}  "events": \[\n/);
       expect(shown).not.toContain("mode");
       out.length = 0;
-      expect(await runCli(["trust", "--team-dir", team.teamDir, "http:ci"], io)).toBe(0);
+      expect(await runCli(["trust", "--team-dir", team.teamDir, "http:ci", "--yes"], io)).toBe(0);
       const record = JSON.parse(fs.readFileSync(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as TrustRecord;
       expect(Object.keys(record.gates)).toEqual(["http:ci"]);
       expect(record.gates["http:ci"]?.events).toEqual(["task_completed", "idle"]);

@@ -101,7 +101,7 @@ describe("a .ts gate", () => {
     await installStandIn(team); // trust covers the gates that run: with nothing to run it, it is none
     const shown = await runBin(["trust", "--team-dir", team.teamDir]);
     expect(shown.stdout).toMatch(new RegExp(`new +${gate.replaceAll(/[.*+?^${}()|[\]\\/]/g, "\\$&")} \\(task_completed\\): sha256 [0-9a-f]{64}`));
-    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all"])).code).toBe(0);
+    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
     await writeFile(gate, `${GATE}// changed\n`);
     const changed = await runBin(["trust", "--team-dir", team.teamDir]);
     expect(changed.stdout).toContain(`changed  ${gate}`);

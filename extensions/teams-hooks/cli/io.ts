@@ -23,6 +23,17 @@ export interface CliIo {
   stderrIsTTY?: boolean;
   /** Resolves when the user asks to stop (SIGINT / SIGTERM); long-running commands race it. */
   stopSignal: Promise<string>;
+  /**
+   * Asks the person at the terminal a question and resolves with the line typed (null at the end of
+   * input). Present only when stdin and stderr are a terminal: `trust` approves nothing without it,
+   * `approval` or `--yes`.
+   */
+  ask?: (question: string) => Promise<string | null>;
+  /**
+   * The command runs for a person who typed it where no terminal is (pi's `/gates trust`): how the
+   * approval is said (`pi /gates trust, typed in the session`).
+   */
+  approval?: string;
 }
 
 export type FlagValue = string | boolean | Array<string | boolean> | undefined;

@@ -69,7 +69,10 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   config: { options: teamOptions(), run: configCommand },
   schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
   trust: {
-    options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: {
+      "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, yes: { type: "boolean" },
+      json: { type: "boolean" }, help: { type: "boolean", short: "h" },
+    },
     run: trustCommand,
   },
   logs: {

@@ -18,7 +18,7 @@ import { eventLabel, formatDuration, missingSecretWarning, nonBlockingPass, unsa
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
-import { readTrust } from "../runner/trust-store.js";
+import { readTrustInForce } from "../runner/trust-store.js";
 import type { TrustRecord } from "../runner/trust.js";
 import { privacyOf } from "../settings/hooks-config.js";
 import { MIN_ID_PREFIX, shortRunId } from "../logs/format.js";
@@ -214,7 +214,7 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
  * `trust`) compares nothing; an unreadable one trusts nothing.
  */
 function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
-  const read = readTrust(teamDir);
+  const read = readTrustInForce(teamDir, io.env);
   if (read.state === "ok") return read.record;
   if (read.state === "none") return null;
   io.stderr(`warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all\n`);

@@ -1,8 +1,12 @@
 /**
  * `pi-teams-hooks trust`: shows every gate that changed, appeared or stopped running since it was
  * trusted (old and new hash, and a diff for text files and for handler definitions), and with `--all`
- * or paths (a handler by its gate name, `http:ci`), records the change in `hook-state/trust.json`, so
- * that the leader runs those gates again.
+ * or paths (a handler by its gate name, `http:ci`), records the change — the approved copy outside the
+ * team dir, then `hook-state/trust.json` — so that the leader runs those gates again.
+ *
+ * An approval is a person's: at a terminal it is shown and asked for (`[y/N]`); without one it needs
+ * `--yes`, and says so; pi's `/gates trust` is typed by the person in the session. Every approval is
+ * told to the lead's inbox, saying which of the three it was.
  */
 import path from "node:path";
 import { discoverChains, isHandlerGate } from "../runner/chain.js";
@@ -13,7 +17,11 @@ import { HooksError } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
 import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, handlerDefinitionText, handlerFingerprint, octal } from "../runner/trust.js";
-import { keepTrustedCopy, readTrust, readTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
+import { keepTrustedCopy, readTrust, readTrustInForce, readTrustedCopy, recordDiff, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
+import { approvalNoteId } from "../leader/gate-trust.js";
+import { sendOnce } from "../policy/remediate.js";
+import { SentLog } from "../team/sent-log.js";
+import type { TeamIdentity } from "../contract/team-files.js";
 
 interface Shown extends GateChange {
   /** The first of `events`. */
@@ -31,7 +39,10 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   if (all && args.positionals.length > 0) throw new HooksError("E_USAGE", "give --all or paths, not both");
   const setup = await resolveTeamSetup({ teamDir: str(v["team-dir"]), team: str(v.team), hooksDir: str(v["hooks-dir"]), env: io.env, processCwd: io.cwd });
   const { teamDir } = setup.identity;
-  const read = readTrust(teamDir);
+  const read = readTrustInForce(teamDir, io.env);
+  // trust.json edited by anything but this command: what it says that was not approved is shown, never taken.
+  const file = readTrust(teamDir);
+  const unapproved = read.source === "approved" && read.state === "ok" && file.state === "ok" ? recordDiff(read.record, file.record) : [];
   const selecting = all || args.positionals.length > 0;
   if (read.state === "invalid" && !all) throw new HooksError("E_CONFIG", `${read.problem}; fix or remove it, or record every gate anew with --all`);
   if (read.state === "invalid") io.stderr(`warning: ${read.problem}: replaced by a record of the gates as they are now (--all)\n`);
@@ -42,7 +53,17 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const chosen = selecting ? choose(changes, all, named, teamDir) : [];
 
   let recorded: Shown[] = [];
-  if (chosen.length > 0) recorded = await record_(teamDir, chosen, read.state === "invalid");
+  let how: string | null = null;
+  if (chosen.length > 0) {
+    for (const change of chosen) if (!v.json) io.stdout(renderChange(change, wantsColour(io)));
+    how = await approval(io, v.yes === true, chosen.length);
+    if (how === null) {
+      io.stdout(`not recorded: ${chosen.length} change(s) not approved\n`);
+      return 1;
+    }
+    recorded = await record_(teamDir, chosen, read.state === "invalid", trustedBy(`pi-teams-hooks trust, ${how}`), io.env);
+    await tellLead(setup.identity, recorded, how);
+  }
 
   if (v.json) {
     io.stdout(`${JSON.stringify({ teamDir, trustFile: trustFile(teamDir), changes: changes.map(jsonChange), recorded: recorded.map((c) => c.path) })}\n`);
@@ -51,8 +72,13 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
     if (changes.length === 0) {
       io.stdout(`every gate of ${teamDir} is trusted as it is (${Object.keys(record.gates).length} gate(s) in ${trustFile(teamDir)})\n`);
     }
-    for (const change of changes) io.stdout(renderChange(change, colour));
-    if (recorded.length > 0) io.stdout(`recorded ${recorded.length} change(s) in ${trustFile(teamDir)}: a running leader uses them from its next event\n`);
+    for (const change of unapproved) {
+      const what = change.change === "removed" ? "removed from it" : `written as trusted (sha256 ${change.entry?.sha256.slice(0, 12) ?? "?"}…)`;
+      io.stdout(`${paint("edited  ", "red", colour)} ${trustFile(teamDir)}: ${change.path} ${what}, not through this command: not approved, not trusted\n`);
+    }
+    // The chosen ones were shown before the question.
+    for (const change of changes) if (!chosen.includes(change)) io.stdout(renderChange(change, colour));
+    if (recorded.length > 0) io.stdout(`recorded ${recorded.length} change(s) in ${trustFile(teamDir)} (approved ${how}): a running leader runs the events they held at once, and uses them from now on\n`);
     else if (changes.length > 0) {
       io.stdout(`${changes.length} change(s) not trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${teamDir} --all (or name the paths)\n`);
     }
@@ -102,11 +128,45 @@ function choose(changes: Shown[], all: boolean, paths: string[], teamDir: string
   });
 }
 
+/**
+ * How a person approves the changes just shown: at a terminal, asked (`at a terminal`, or null when
+ * the answer is not yes); for pi's `/gates trust`, as typed there; else only with `--yes` (`without a
+ * terminal (--yes)`), or null and a line saying what would be needed.
+ */
+async function approval(io: CliIo, yes: boolean, count: number): Promise<string | null> {
+  if (io.ask) {
+    const answer = await io.ask(`Approve ${count} change(s) as trusted? [y/N] `);
+    return answer !== null && /^y(es)?$/i.test(answer.trim()) ? "at a terminal" : null;
+  }
+  if (io.approval) return io.approval;
+  if (yes) return "without a terminal (--yes)";
+  io.stderr("pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to approve without one (the lead's inbox is told so)\n");
+  return null;
+}
+
+/** Each approval to the lead's inbox, once (the running leader, seeing the record change, sends the same note). */
+async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string): Promise<void> {
+  const sent = new SentLog(identity.teamDir);
+  const by = trustedBy(`pi-teams-hooks trust, ${how}`);
+  for (const change of recorded) {
+    const sha = change.change === "removed" ? null : (change.now?.sha256 ?? null);
+    const what = change.change === "removed" ? `trust record: ${change.path} removed (its absence is approved)` : `trust record: ${change.path} approved (sha256 ${sha?.slice(0, 12) ?? "?"}…, by ${by})`;
+    const id = approvalNoteId(change.path, sha, identity.leadName);
+    await sendOnce(sent, {
+      teamDir: identity.teamDir,
+      namespace: "team",
+      to: identity.leadName,
+      id,
+      message: { from: "pi-teams-hooks", text: `pi-teams-hooks: ${what}`, timestamp: new Date().toISOString(), read: false, qualityGateNoteId: id },
+      isIt: (m) => m.qualityGateNoteId === id,
+    });
+  }
+}
+
 /** Records the chosen changes, each as it was shown: a gate that changed again meanwhile is refused. */
-async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean): Promise<Shown[]> {
+async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean, by: string, env: CliIo["env"]): Promise<Shown[]> {
   const entries = new Map<string, TrustEntry | null>();
   const at = new Date().toISOString();
-  const by = trustedBy("pi-teams-hooks trust");
   for (const change of chosen) {
     if (change.change === "removed") {
       entries.set(change.path, null);
@@ -119,7 +179,7 @@ async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean
     entries.set(change.path, entryFor(fp, at, by, change.handler?.events));
     if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
   }
-  await updateTrust(teamDir, entries, { replaceInvalid });
+  await updateTrust(teamDir, entries, { replaceInvalid, by, env });
   return chosen;
 }
 

@@ -11,7 +11,7 @@ import { CHAIN_SKIP_CODES, chainDirName, discoverChains, gateDisplayName, gateNa
 import { SKIP_LEVEL } from "./gate-checks.js";
 import { insecurity, readHookSettings } from "../runner/discover.js";
 import { checkChainTrust, fingerprint, type ChainTrust } from "../runner/trust.js";
-import { readTrust, trustFile } from "../runner/trust-store.js";
+import { readTrustInForce, trustFile } from "../runner/trust-store.js";
 import { describeSettings } from "../settings/hook-line.js";
 import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
@@ -104,7 +104,7 @@ function problemSkips(chain: ChainDiscovery): ChainSkip[] {
 /** The whole view for `setup` (resolved from the command line as `watch` resolves it). Never writes. */
 export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: boolean; allowInsecureHooks: boolean }): Promise<ConfigView> {
   const { teamDir } = setup.identity;
-  const read = readTrust(teamDir);
+  const read = readTrustInForce(teamDir);
   // As `trust` and doctor read it: an unreadable record trusts nothing; no record compares nothing.
   const record = read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
   const layers = { global: path.resolve(setup.hooksDir), team: path.resolve(setup.teamHooksDir) };

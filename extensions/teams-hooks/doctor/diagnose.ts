@@ -26,7 +26,7 @@ import { resolveHooksDir, tasksDir } from "../team/paths.js";
 import { readAllTasks } from "../team/tasks.js";
 import { loadTeamConfig, type LoadedTeamConfig } from "../team/config.js";
 import { checkChainTrust } from "../runner/trust.js";
-import { readTrust } from "../runner/trust-store.js";
+import { readTrustInForce } from "../runner/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
 
@@ -89,7 +89,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const teamLayerChecks = await diagnoseTeamLayer(teamLayer, hooks.dir);
   const events: EventHookReport[] = [];
   // Handlers' trust state (doctor/handlers.ts); an unreadable record trusts nothing, as in the leader.
-  const trust = readTrust(teamDir);
+  const trust = readTrustInForce(teamDir, input.env);
   const record = trust.state === "ok" ? trust.record : trust.state === "invalid" ? { version: 1 as const, gates: {} } : null;
   const layers = { global: path.resolve(hooks.dir), team: path.resolve(teamLayer) };
   for (const { event, chain } of chains) {

@@ -2,34 +2,62 @@
  * The leader's side of trust (docs/security.md): the record taken on the first start (trust on first
  * use) or read, re-read before each event when its file changed, and every gate change or insecure
  * gate said once here and once to the lead's inbox.
+ *
+ * The record in force is the approved copy kept outside the team dir (runner/trust-store.ts
+ * `approvedFile`): what the leader last wrote or the lead last approved with `trust`, which writes
+ * that copy before `trust.json`. So `trust.json` changed by anything else — an agent, an editor,
+ * while the leader runs or while it is stopped — differs from the copy: every differing entry is
+ * said (output and the lead's inbox), none of it is trusted, and the file is written back as
+ * approved. A record that is gone is written back from the copy; with no copy either, a team whose
+ * history shows gates ran before fails closed instead of trusting anew what is there now.
  */
 import { type ChainDiscovery, discoverChain, isHandlerGate } from "../runner/chain.js";
-import { type ChainTrust, type TrustEntry, entryOf, eventOfGate, handlerTrustedFor, octal } from "../runner/trust.js";
-import { keepTrustedCopy, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
+import { type ChainTrust, type TrustEntry, type TrustRecord, entryOf, eventOfGate, handlerTrustedFor, octal } from "../runner/trust.js";
+import { type RecordChange, approvedFile, keepTrustedCopy, readApproved, readTrust, recordDiff, replaceTrust, trustFile, trustedBy, updateTrust, writeApproved } from "../runner/trust-store.js";
+import { hookLogsDir } from "../team/paths.js";
+import { listHookLogs, readHookLog } from "../runner/hook-log.js";
 import { sentId } from "../team/sent-log.js";
 import type { LeaderContext } from "./context.js";
 import type { Ledger } from "./ledger.js";
 
 /**
  * Recorded once the first start has taken the trust record (trust on first use). A ledger with it and
- * no `hook-state/trust.json` means the record was removed: every gate is then untrusted, rather than
- * trusted anew as it is now (which is what deleting the record would otherwise buy).
+ * no record at all means the record was removed: every gate is then untrusted, rather than trusted
+ * anew as it is now (which is what deleting the record would otherwise buy).
  */
 const TRUST_TAKEN_KEY = "leader:trust-taken";
 
+const NOTHING: TrustRecord = Object.freeze({ version: 1, gates: Object.freeze({}) }) as TrustRecord;
+
 /**
- * The trust record at start: taken from the gates as they are on a first start (trust on first use),
- * read otherwise. A record that is gone or unreadable after it was taken makes every gate untrusted.
+ * The trust record at start: the approved copy (`trust.json` held to it), else `trust.json` as it is
+ * (kept as the approved copy from now on), else taken from the gates as they are on a first start
+ * (trust on first use) — unless the team's history says gates ran here before: then nothing is trusted
+ * until the lead approves, loudly.
  */
 export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: ReadonlyArray<{ chain: ChainDiscovery }>): Promise<void> {
   const { teamDir } = ctx.setup.identity;
+  const env = ctx.opts.env;
+  const approved = readApproved(teamDir, env);
   const { read } = ctx.trust.refresh();
-  if (read?.state === "ok") {
+  let history: string | null = null;
+  if (approved.state === "ok") {
+    ctx.trust.set(approved.record);
+    await holdFileToApproved(ctx, read, "while no leader ran");
+  } else if (approved.state === "invalid") {
+    ctx.warn(`${approved.problem}: every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+    ctx.trust.set(NOTHING);
+  } else if (read?.state === "ok") {
+    // A leader that never ran on this account (or kept no copy yet): the file is all there is.
     ctx.trust.set(read.record);
-  } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY)) {
-    const why = read?.state === "invalid" ? read.problem : `${trustFile(teamDir)} is gone`;
-    ctx.warn(`${why}: every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
-    ctx.trust.set({ version: 1, gates: {} });
+    await writeApproved(teamDir, read.record, trustedBy("the leader, from trust.json"), env);
+    ctx.opts.report({ kind: "info", message: `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}` });
+  } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY) || (history = await gateHistory(teamDir)) !== null) {
+    const why = read?.state === "invalid" ? read.problem : ledger.has(TRUST_TAKEN_KEY) ? `${trustFile(teamDir)} is gone` : `${trustFile(teamDir)} is gone, and ${history}`;
+    const text = `${why}: nothing is trusted anew; every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`;
+    ctx.warn(text);
+    ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("trust-gone", why, ctx.setup.identity.leadName), `pi-teams-hooks: ${text}`, "the lead was not told that the trust record is gone"));
+    ctx.trust.set(NOTHING);
   } else {
     const entries = new Map<string, TrustEntry>();
     const at = ctx.now();
@@ -43,7 +71,7 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
         if (found.content) keepTrustedCopy(teamDir, found.entry.sha256, found.content);
       }
     }
-    ctx.trust.set(await updateTrust(teamDir, entries));
+    ctx.trust.set(await updateTrust(teamDir, entries, { by, env }));
     const names = [...entries.keys()];
     ctx.opts.report({
       kind: "info",
@@ -54,28 +82,84 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
 }
 
 /**
+ * What shows that a leader gated this team before (a hook log of its: `trigger` not `hand`, or from
+ * before logs said), or null for a team where none did: runs by hand (`pi-teams-hooks run`) take no
+ * record, so they alone are no sign that one was taken. The newest logs are looked at first.
+ */
+async function gateHistory(teamDir: string): Promise<string | null> {
+  const logs = await listHookLogs(teamDir).catch(() => []);
+  for (const entry of logs.slice(-HISTORY_LOGS).reverse()) {
+    const read = await readHookLog(entry.file);
+    if (read.ok && read.record.trigger !== "hand") return `the hook logs in ${hookLogsDir(teamDir)} show a leader gated this team before (${entry.name})`;
+  }
+  return null;
+}
+
+/** How many of the newest logs gateHistory reads: a leader that ran leaves many. */
+const HISTORY_LOGS = 200;
+
+/**
+ * `trust.json` as read, held to the record in force: entries it has that were not approved are said
+ * (output, lead's inbox) and not trusted, and the file is written back as approved; a file that is
+ * gone or unreadable is written back too.
+ */
+async function holdFileToApproved(ctx: LeaderContext, read: ReturnType<LeaderContext["trust"]["refresh"]>["read"], when: string): Promise<void> {
+  const { teamDir, leadName } = ctx.setup.identity;
+  const inForce = ctx.trust.record ?? NOTHING;
+  const state = read?.state ?? readTrust(teamDir).state;
+  const differs = read?.state === "ok" ? recordDiff(inForce, read.record) : [];
+  if (state === "ok" && differs.length === 0) return;
+  const file = trustFile(teamDir);
+  const what = state === "none" ? `${file} was removed ${when}` : state === "invalid" ? `${file} was made unreadable ${when}` : `${file} was changed ${when}, not through pi-teams-hooks trust`;
+  const lines = differs.map((c) => `  ${c.path}: ${c.change === "removed" ? "removed from the record" : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, "by ${c.entry?.trustedBy || "unknown"}")`}: not approved, not trusted`);
+  const text = `${what}: written back as approved (${approvedFile(teamDir, ctx.opts.env)}).${lines.length ? `\n${lines.join("\n")}` : ""}\nTo approve a gate: pi-teams-hooks trust --team-dir ${teamDir}`;
+  ctx.warn(text.replaceAll("\n", " "));
+  const id = sentId("trust-edited", JSON.stringify(differs.map((c) => [c.path, c.entry?.sha256 ?? null])) + state, leadName);
+  ctx.notes = ctx.notes.then(() => ctx.tellLead(id, `pi-teams-hooks: ${text}`, "the lead was not told that the trust record was edited"));
+  try {
+    ctx.trust.set(await replaceTrust(teamDir, inForce, ctx.opts.env));
+  } catch (error) {
+    ctx.warn(`${file}: not written back (${error instanceof Error ? error.message : String(error)}); the leader goes by its approved copy`);
+  }
+}
+
+/**
  * Re-reads the trust record if its file changed, and says what changed (anyone may have written it).
- * True when it changed: events held for approval may be trusted now (leader/holds.ts).
+ * An approval (`trust` wrote the approved copy first) is taken and said; any other change is said,
+ * not trusted, and undone. True when the record in force changed: events held for approval may be
+ * trusted now (leader/holds.ts).
  */
 export function refreshTrust(ctx: LeaderContext): boolean {
-  const { read, changes } = ctx.trust.refresh();
+  const { read } = ctx.trust.refresh();
   if (read === null) return false;
   const { teamDir } = ctx.setup.identity;
-  if (read.state === "ok") {
+  const approved = readApproved(teamDir, ctx.opts.env);
+  const before = ctx.trust.record ?? NOTHING;
+  if (read.state === "ok" && approved.state === "ok" && recordDiff(approved.record, read.record).length === 0) {
+    const changes = recordDiff(before, read.record);
     ctx.trust.set(read.record);
-    for (const c of changes) {
-      ctx.warn(
-        c.change === "approved"
-          ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
-          : `trust record: ${c.path} removed (its absence is approved)`,
-      );
-    }
+    for (const c of changes) sayApproved(ctx, c);
     return changes.length > 0;
   }
-  const why = read.state === "invalid" ? read.problem : `${trustFile(teamDir)} was removed`;
-  ctx.warn(`${why}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
-  ctx.trust.set({ version: 1, gates: {} });
-  return true;
+  // Not what was approved: said, not trusted, and written back (after the event at hand: not awaited).
+  ctx.notes = ctx.notes.then(() => holdFileToApproved(ctx, read, "while the leader ran"));
+  return false;
+}
+
+/** One approved change of the record: on the output, and to the lead once (`trust` sent the same note already when it recorded it). */
+function sayApproved(ctx: LeaderContext, c: RecordChange): void {
+  const { leadName } = ctx.setup.identity;
+  const what =
+    c.change === "approved"
+      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
+      : `trust record: ${c.path} removed (its absence is approved)`;
+  ctx.warn(what);
+  ctx.notes = ctx.notes.then(() => ctx.tellLead(approvalNoteId(c.path, c.entry?.sha256 ?? null, leadName), `pi-teams-hooks: ${what}`, "the lead was not told of an approval"));
+}
+
+/** The sent-log id of the note about one approval: the same from `trust` (which records it) and the leader (which sees it). */
+export function approvalNoteId(gate: string, sha256: string | null, lead: string): string {
+  return sentId("trust-approved", `${gate}:${sha256 ?? "removed"}`, lead);
 }
 
 /** The trust record may have changed (a watcher hint, the reconcile scan): re-read, and held events looked at again. */

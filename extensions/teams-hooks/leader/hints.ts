@@ -154,12 +154,20 @@ export class Hints {
   async #stateDirPresent(): Promise<boolean> {
     const ctx = this.#ctx;
     const { teamDir, leadName } = ctx.setup.identity;
-    // The team dir itself gone or replaced is #teamDirPresent's (which writes it all when it is back):
-    // never create it here.
-    if (!this.#teamDirIno || inodeOf(teamDir) !== this.#teamDirIno) return true;
     const lockFile = path.join(leaderStateDir(teamDir), "leader.lock");
+    const intact = (): boolean => {
+      const ino = inodeOf(leaderStateDir(teamDir));
+      return ino !== null && ino === this.#stateDirIno && ctx.lock !== null && existsSync(lockFile);
+    };
+    if (intact()) return true;
+    // A whole team dir being deleted loses hook-state/ first (rm -r empties a folder before removing
+    // it): wait a moment, and leave a team dir gone or replaced to #teamDirPresent (which writes it all
+    // when it is back), never creating it here. No event runs meanwhile.
+    await new Promise((resolve) => setTimeout(resolve, STATE_SETTLE_MS));
+    if (ctx.state !== "watching") return false;
+    if (!this.#teamDirIno || inodeOf(teamDir) !== this.#teamDirIno) return false;
+    if (intact()) return true;
     const ino = inodeOf(leaderStateDir(teamDir));
-    if (ino !== null && ino === this.#stateDirIno && ctx.lock && existsSync(lockFile)) return true;
     const gone = ino === null ? "was deleted" : ino !== this.#stateDirIno ? "was replaced" : "lost the leader lock";
     try {
       ctx.lock = await acquireLeaderLock(teamDir);
@@ -325,6 +333,9 @@ export class Hints {
     await ctx.tellLead(sentId("team-dir-back", goneAt ?? ctx.now(), identity.leadName), text, "the lead was not told that the team dir is back");
   }
 }
+
+/** How long a look at a broken `hook-state/` waits before writing it again (a team dir being deleted whole finishes first). */
+const STATE_SETTLE_MS = 250;
 
 /** The `detail` of each reason a task file's event goes no further. */
 const TASK_WHY_DETAIL: Partial<Record<WhyReason, string>> = {

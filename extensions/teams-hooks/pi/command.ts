@@ -17,9 +17,11 @@ export const GATES_USAGE = [
   "  doctor               what would stop a gate from running (nothing is run)",
   "  policy get           the effective policy",
   "  policy set FLAGS     --failure-action A, --max-reopens N, --followup-owner O, --reset (written to config.json)",
+  "  trust [--all | PATH…] the gates changed since they were approved; with --all or paths, approves them (you, typed here: " +
+    "the model's tool cannot)",
 ].join("\n");
 
-const SUBCOMMANDS = ["status", "logs", "doctor", "policy", "help"];
+const SUBCOMMANDS = ["status", "logs", "doctor", "policy", "trust", "help"];
 
 /** Splits a command line as a shell would for plain words and '…' / "…" quotes (no expansion). */
 export function splitArgs(line: string): string[] {
@@ -32,7 +34,7 @@ export function splitArgs(line: string): string[] {
 /** The gates' code loads on first use (the command's first run, when the gates are off). */
 export function gatesCommand(gates: GatesAccess, env: Env, cwd: string): PiCommand {
   return {
-    description: "Quality gates: status, logs, doctor, policy get|set",
+    description: "Quality gates: status, logs, doctor, policy get|set, trust",
     getArgumentCompletions: (prefix) => {
       const items = SUBCOMMANDS.filter((s) => s.startsWith(prefix.trim())).map((s) => ({ value: s, label: s }));
       return items.length ? items : null;
@@ -55,8 +57,11 @@ export function gatesCommand(gates: GatesAccess, env: Env, cwd: string): PiComma
       if (sub === "logs" && rest.some((a) => a === "--follow" || a === "-f" || /^-[a-zA-Z]*f/.test(a))) {
         return say("/gates logs: --follow would hold the session; run `pi-teams-hooks logs --follow` in a terminal instead", "warning");
       }
-      // Positionals first (`logs show ID`, `policy set`), then the team as a flag.
-      const out = await runCli([sub, ...rest, "--team-dir", teamDir], env, cwd);
+      // Positionals first (`logs show ID`, `policy set`), then the team as a flag. A slash command is
+      // typed by the person in the session (never by the model, whose tool has no approval): `trust`
+      // records what it shows, and says it was approved here.
+      const approval = sub === "trust" ? { approval: "in pi (/gates trust, typed in the session)" } : {};
+      const out = await runCli([sub, ...rest, "--team-dir", teamDir], env, cwd, approval);
       const text = `${out.stdout}${out.stderr}`;
       say(text || "(nothing to show)", out.code === 0 ? "info" : out.code === 1 && sub === "doctor" ? "warning" : "error");
     },

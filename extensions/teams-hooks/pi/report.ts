@@ -13,7 +13,7 @@ import { outcomeOf } from "../logs/record.js";
 import { hookName, policyActions } from "../logs/format.js";
 import { discoverChains, gateName } from "../runner/chain.js";
 import { checkChainTrust } from "../runner/trust.js";
-import { readTrust, trustFile } from "../runner/trust-store.js";
+import { readTrustInForce, trustFile } from "../runner/trust-store.js";
 import { settingsReport } from "../settings/hooks-config.js";
 import { readHolds } from "../team/holds-file.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
@@ -36,7 +36,7 @@ export interface Captured {
 const PI_COLUMNS = "1000";
 
 /** Runs `pi-teams-hooks <argv>` in this process, as the command line would, and keeps what it printed. */
-export async function runCli(argv: readonly string[], env: Env, cwd: string): Promise<Captured> {
+export async function runCli(argv: readonly string[], env: Env, cwd: string, opts: { approval?: string } = {}): Promise<Captured> {
   let stdout = "";
   let stderr = "";
   const code = await main(argv, {
@@ -46,6 +46,7 @@ export async function runCli(argv: readonly string[], env: Env, cwd: string): Pr
     cwd,
     isTTY: false,
     stopSignal: new Promise<string>(() => {}), // nothing here runs until a signal (no --follow, no watch)
+    ...(opts.approval ? { approval: opts.approval } : {}),
   });
   return { code, stdout, stderr };
 }
@@ -83,7 +84,7 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
 /** One line per gate of each event: its name, its layer, and whether the leader would run it. */
 async function gateLines(setup: TeamSetup): Promise<string[]> {
   const { teamDir } = setup.identity;
-  const read = readTrust(teamDir);
+  const read = readTrustInForce(teamDir);
   const record = read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
   const layers = { global: path.resolve(setup.hooksDir), team: path.resolve(setup.teamHooksDir) };
   const out: string[] = [];

@@ -4,8 +4,14 @@
  * by `pi-teams-hooks trust`, and written under its lock; a copy of each trusted content
  * (`hook-state/trusted/<sha256>`), which lets `trust` show what changed; and `TrustState`, the record
  * as a running leader (or `run`) holds it, re-read when its file changes. docs/security.md.
+ *
+ * The record in the team dir is a file the agents could write. So the record the leader last wrote,
+ * or the lead last approved, is also kept outside every team dir, in the user's state directory
+ * (`approvedFile`): that copy is the record in force, and `trust.json` is held to it. An entry of
+ * `trust.json` the copy does not have was not approved: it is said, and not trusted.
  */
-import { statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdirSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
@@ -73,14 +79,22 @@ function asRecord(value: unknown): TrustRecord | null {
   return { version: 1, gates: out };
 }
 
-/** Replaces entries (an entry of `null` removes the gate from the record), under the record's lock. */
-export async function updateTrust(teamDir: string, changes: ReadonlyMap<string, TrustEntry | null>, opts: { replaceInvalid?: boolean } = {}): Promise<TrustRecord> {
+/**
+ * Replaces entries (an entry of `null` removes the gate from the record) of the record in force (the
+ * approved copy, else `trust.json`), under the record's lock: the approved copy first, then
+ * `trust.json`, so that a leader that sees the file change finds it equal to what was approved.
+ */
+export async function updateTrust(
+  teamDir: string,
+  changes: ReadonlyMap<string, TrustEntry | null>,
+  opts: { replaceInvalid?: boolean; by?: string; env?: Readonly<Record<string, string | undefined>> } = {},
+): Promise<TrustRecord> {
   const file = trustFile(teamDir);
   mkdirUnder(teamDir, path.dirname(file));
   return withLock(
     file,
     async () => {
-      const current = readTrust(teamDir);
+      const current = readTrustInForce(teamDir, opts.env);
       // A record that cannot be read is not replaced by a partial one: a person decides what it held.
       if (current.state === "invalid" && !opts.replaceInvalid) throw new HooksError("E_CONFIG", `${current.problem}; fix or remove it, then record trust again`);
       const gates: Record<string, TrustEntry> = current.state === "ok" ? { ...current.record.gates } : {};
@@ -89,6 +103,7 @@ export async function updateTrust(teamDir: string, changes: ReadonlyMap<string, 
         else gates[gate] = entry;
       }
       const record: TrustRecord = { version: 1, gates: Object.fromEntries(Object.entries(gates).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+      await writeApproved(teamDir, record, opts.by ?? trustedBy("pi-teams-hooks trust"), opts.env);
       await writeJsonAtomic(file, record);
       return record;
     },
@@ -96,11 +111,21 @@ export async function updateTrust(teamDir: string, changes: ReadonlyMap<string, 
   );
 }
 
-/** Writes `record` as the whole trust record (the leader's own copy, after its team dir was re-created). */
-export async function replaceTrust(teamDir: string, record: TrustRecord): Promise<TrustRecord> {
+/**
+ * Writes `record` as the whole trust record, and as the approved copy (the leader's own record in
+ * force, after its team dir or `hook-state/` was created again, or `trust.json` was edited).
+ */
+export async function replaceTrust(teamDir: string, record: TrustRecord, env?: Readonly<Record<string, string | undefined>>): Promise<TrustRecord> {
   const file = trustFile(teamDir);
   mkdirUnder(teamDir, path.dirname(file));
-  await withLock(file, () => writeJsonAtomic(file, record), { label: "pi-teams-hooks leader" });
+  await withLock(
+    file,
+    async () => {
+      await writeApproved(teamDir, record, trustedBy("the leader, from memory"), env);
+      await writeJsonAtomic(file, record);
+    },
+    { label: "pi-teams-hooks leader" },
+  );
   return record;
 }
 
@@ -119,6 +144,67 @@ export function keepTrustedCopy(teamDir: string, sha256: string, content: Buffer
 export function readTrustedCopy(teamDir: string, sha256: string): Buffer | null {
   const read = readRegular(trustedCopyFile(teamDir, sha256));
   return read.kind === "ok" ? read.bytes : null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The approved copy, outside the team dir
+
+/** The user's state directory for pi-teams-hooks: `$XDG_STATE_HOME/pi-teams-hooks`, else `~/.local/state/pi-teams-hooks`. */
+export function userStateDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const base = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(env.HOME || os.homedir(), ".local", "state");
+  return path.join(base, "pi-teams-hooks");
+}
+
+/** Where the record approved for `teamDir` is kept: `<state dir>/trust/<sha256 of the team dir's path>.json`. */
+export function approvedFile(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const id = createHash("sha256").update(path.resolve(teamDir)).digest("hex").slice(0, 32);
+  return path.join(userStateDir(env), "trust", `${id}.json`);
+}
+
+/** The record approved for a team (what the leader last wrote or the lead last approved). */
+export function readApproved(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead {
+  const file = approvedFile(teamDir, env);
+  const read = readRegular(file);
+  if (read.kind === "missing") return { state: "none" };
+  if (read.kind === "problem") return { state: "invalid", problem: `${file}: ${read.problem}` };
+  let value: unknown;
+  try {
+    value = JSON.parse(read.bytes.toString("utf8"));
+  } catch (error) {
+    return { state: "invalid", problem: `${file}: invalid JSON (${describeError(error)})` };
+  }
+  const kept = value as { teamDir?: unknown; record?: unknown } | null;
+  const record = kept && kept.teamDir === path.resolve(teamDir) ? asRecord(kept.record) : null;
+  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not an approved trust record of ${teamDir}` };
+}
+
+/** Keeps `record` as the one approved for the team (0600, in a 0700 folder of the user's state dir). */
+export async function writeApproved(teamDir: string, record: TrustRecord, by: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
+  const file = approvedFile(teamDir, env);
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  await writeJsonAtomic(file, { version: 1, teamDir: path.resolve(teamDir), record, updatedAt: new Date().toISOString(), by }, { mode: 0o600 });
+}
+
+/**
+ * The record in force for a team, as the leader holds it: the approved copy when there is one, else
+ * `trust.json` (a team whose leader never ran on this account, or one recorded before copies were
+ * kept). `trust` and `run` compare gates with it.
+ */
+export function readTrustInForce(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead & { source: "approved" | "file" } {
+  const approved = readApproved(teamDir, env);
+  if (approved.state === "ok") return { ...approved, source: "approved" };
+  return { ...readTrust(teamDir), source: "file" };
+}
+
+/** How `file` differs from `approved`, entry by entry: added or changed (`approved` in its words) and removed. */
+export function recordDiff(approved: TrustRecord, file: TrustRecord): RecordChange[] {
+  const changes: RecordChange[] = [];
+  for (const [gate, entry] of Object.entries(file.gates)) {
+    const old = approved.gates[gate];
+    if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode) changes.push({ path: gate, change: "approved", entry });
+  }
+  for (const gate of Object.keys(approved.gates)) if (!(gate in file.gates)) changes.push({ path: gate, change: "removed", entry: null });
+  return changes;
 }
 
 /** Who records trust, for people reading the record. */

@@ -1,0 +1,142 @@
+/**
+ * The trust record cannot be changed behind the leader's back unnoticed, and an approval is a
+ * person's, end to end (the built CLI): `trust.json` written by an agent (a gate's new hash, a forged
+ * `trustedBy`) while the leader runs or while it is stopped is said on the leader's output and in the
+ * lead's inbox, not trusted, and written back; `hook-state/` deleted before a restart trusts nothing
+ * anew; `trust` records only what a person approves — asked at a terminal, or with `--yes` (said so) —
+ * and every approval reaches the lead's inbox.
+ */
+import { execFile as execFileCb } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFile, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, it } from "vitest";
+import { BIN, type LeaderRig, readInboxFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+
+const execFile = promisify(execFileCb);
+const outerRig = useLeaderRig();
+const GATE = "on_task_completed.sh";
+const recording = (label: string): string => `echo "${label} $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\nexit 0`;
+
+async function runs(team: TempTeam): Promise<string[]> {
+  return (await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
+}
+
+async function leadMessages(team: TempTeam): Promise<string[]> {
+  return (await readInboxFile(team, "team", team.leadName)).map((m) => m.text);
+}
+
+async function gateTeam(rig: LeaderRig): Promise<TempTeam> {
+  return rig.team({ tasks: ["1", "2"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+}
+
+/** What an agent writes: the edited gate's hash into trust.json, as if approved, with a forged name. */
+async function forgeApproval(team: TempTeam, gate: string): Promise<void> {
+  const file = path.join(team.teamDir, "hook-state", "trust.json");
+  const record = JSON.parse(await readFile(file, "utf8")) as { gates: Record<string, Record<string, unknown>> };
+  const bytes = await readFile(gate);
+  record.gates[gate] = { ...record.gates[gate], sha256: createHash("sha256").update(bytes).digest("hex"), size: bytes.length, trustedBy: "team-lead@host (pi-teams-hooks trust)" };
+  await writeFile(file, `${JSON.stringify(record, null, 2)}\n`);
+}
+
+describe.concurrent("trust.json changed behind the leader's back", () => {
+  it("while the leader runs: said on its output and to the lead, not trusted, written back", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    const approved = await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8");
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    await forgeApproval(team, gate);
+    await leader.waitFor("the edit said", () => leader.warnings().some((w) => w.includes("trust.json was changed while the leader ran, not through pi-teams-hooks trust")));
+    expect(leader.warnings().join("\n")).toContain(`${gate}: written as trusted`);
+    await leader.waitFor("the lead told", async () => (await leadMessages(team)).some((t) => t.includes("was changed while the leader ran") && t.includes(gate)));
+    await leader.waitFor("trust.json written back", async () => (await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) === approved);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [event] = await leader.waitForEvents(1);
+    expect(event).toMatchObject({ outcome: "error", held: "approval" });
+    expect(await runs(team)).toEqual([]);
+    // `trust` says the same: the edit is not an approval.
+    const shown = await runBin(["trust", "--team-dir", team.teamDir]);
+    expect(shown.stdout).toContain(`changed  ${gate}`);
+  });
+
+  it("while the leader is stopped: said at its start, not trusted; and after hook-state/ is deleted, nothing is trusted anew", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const first = await rig.leader(team);
+    await first.stop();
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    await forgeApproval(team, gate);
+
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(second.warnings().some((w) => w.includes("trust.json was changed while no leader ran, not through pi-teams-hooks trust") && w.includes(gate))).toBe(true);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    expect((await second.waitForEvents(1))[0]).toMatchObject({ outcome: "error", held: "approval" });
+    await second.stop();
+
+    // The whole state deleted: the approved copy outside the team dir still says what was approved.
+    await rm(path.join(team.teamDir, "hook-state"), { recursive: true, force: true });
+    const third = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(third.warnings().some((w) => w.includes("trust.json was removed while no leader ran: written back as approved"))).toBe(true);
+    expect(third.linesOf("info").some((l) => String(l.message).includes("on first use"))).toBe(false);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    const events = await third.waitForEvents(1, (e) => e.taskId === "2");
+    expect(events[0]).toMatchObject({ outcome: "error", held: "approval" });
+    expect(await runs(team)).toEqual([]);
+  });
+});
+
+describe.concurrent("an approval is a person's", () => {
+  it("without a terminal, `trust --all` records nothing unless --yes, which it says, and the lead is told", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const leader = await rig.leader(team);
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    const refused = await runBin(["trust", "--team-dir", team.teamDir, "--all"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("approving a gate is a person's act");
+    expect(refused.stdout).toContain("not recorded: 1 change(s) not approved");
+    expect((await runBin(["trust", "--team-dir", team.teamDir])).code).toBe(1); // still listed
+
+    const yes = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(yes.stdout).toContain("approved without a terminal (--yes)");
+    const notes = await leader.waitFor("the lead told", async () => {
+      const found = (await leadMessages(team)).filter((t) => t.includes(`trust record: ${gate} approved`));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1); // `trust` told it; the leader, seeing the same approval, did not again
+    expect(notes[0]).toContain("without a terminal (--yes)");
+    expect(leader.warnings().some((w) => w.includes(`trust record: ${gate} approved`))).toBe(true);
+  });
+
+  it.for([
+    ["y", 0, "at a terminal"],
+    ["n", 1, null],
+  ] as const)("at a terminal, asked: %s", async ([answer, code, said], context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const first = await rig.leader(team);
+    await first.stop();
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    // util-linux `script` gives the command a terminal; the answer is typed on it.
+    const command = `${process.execPath} ${BIN} trust --team-dir ${team.teamDir} --all`;
+    const out = await execFile("bash", ["-c", `printf '${answer}\\n' | script -qec '${command}' /dev/null; echo "exit=$?"`], { env: { ...process.env, NO_COLOR: "1" } });
+    expect(out.stdout).toContain("Approve 1 change(s) as trusted? [y/N]");
+    expect(out.stdout).toContain(`exit=${code}`);
+    if (said) expect(out.stdout).toContain(`approved ${said}`);
+    else expect(out.stdout).toContain("not recorded");
+    const listed = await runBin(["trust", "--team-dir", team.teamDir]);
+    expect(listed.code).toBe(code === 0 ? 0 : 1);
+  });
+});
