@@ -12,13 +12,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { statSync, unlinkSync, writeFileSync } from "node:fs";
+import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "../spawn/process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { applyVerdict, readResultFile, runFiles, type StdoutTail } from "./run-files.js";
-import { VERDICT_LINE_MAX_BYTES } from "../contract/verdict.js";
+import { applyVerdict, readResultFile, runFiles } from "./run-files.js";
+import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { redactRunResult, type Redactor } from "./redact.js";
 import { claudeInput, claudeResult } from "../contract/claude.js";
@@ -147,9 +148,10 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     const claude = opts.format === "claude";
     if (claude) env.CLAUDE_PROJECT_DIR = opts.cwd;
     const stdin = claude ? JSON.stringify(claudeInput(doc, opts.cwd)) : contextJson;
-    const { result, stdoutTail } = await execute(hook, opts, { runId, env, stdin, truncated, startedAt, base });
+    const { result, lastLine } = await execute(hook, opts, { runId, env, stdin, truncated, startedAt, base });
     if (claude) return claudeResult(result);
-    return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
+    const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
+    return applyVerdict(result, readResultFile(resultFile), lastLine, rules);
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
@@ -200,10 +202,15 @@ interface Prepared {
   base: BaseResult;
 }
 
-async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
+type Executed = { result: RunResult; lastLine: LastLine };
+
+async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<Executed> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
-  const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
+  const notStarted = (error: unknown): Executed => {
+    const failure = startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt);
+    return { result: { ...base, ...failure }, lastLine: lastLineOf("") };
+  };
   await opts.notBefore;
   const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env });
   if (!started.ok) return notStarted(started.error);
@@ -227,7 +234,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     live.delete(runId);
   }
 
-  async function supervise(): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
+  async function supervise(): Promise<Executed> {
     const graceMs = opts.graceMs ?? 1_000;
     const deadline = startedAt + opts.timeoutMs;
     const out = captureStream(subprocess.stdout);
@@ -277,7 +284,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       ...(stopReason ? { error: stopReason } : lost ? { error: lost } : {}),
       leftoverProcesses: leftovers.length,
     };
-    return { result, stdoutTail: out.tail() };
+    return { result, lastLine: out.lastLine() };
   }
 
   /** A timer that resolves to `value`, cleared when the run ends so no timer outlives it. */
@@ -289,22 +296,31 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   }
 }
 
-/** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
-function captureStream(stream: OutputSource): { closed: Promise<void>; result: () => CaptureResult; tail: () => StdoutTail } {
+/**
+ * Reads every chunk (so the hook never blocks on a full pipe) into a head capture, and follows the
+ * last line that holds more than blanks over the whole output, for a verdict there (contract/verdict.ts).
+ */
+function captureStream(stream: OutputSource): {
+  closed: Promise<void>;
+  result: () => CaptureResult;
+  lastLine: () => LastLine;
+} {
   const capture = headCapture(OUTPUT_LIMIT_CHARS);
-  // The last bytes too, for a verdict on the last line of a long output (verdict.ts).
-  let tail: Buffer = Buffer.alloc(0);
-  let total = 0;
+  const decoder = new StringDecoder("utf8");
+  const lines = lastLineTracker();
   stream.onData((bytes) => {
     capture.push(bytes);
-    total += bytes.length;
-    tail = bytes.length >= TAIL_BYTES ? bytes.subarray(bytes.length - TAIL_BYTES) : Buffer.concat([tail, bytes]).subarray(-TAIL_BYTES);
+    lines.push(decoder.write(bytes));
   });
-  return { closed: stream.closed, result: () => capture.result(), tail: () => ({ text: tail.toString("utf8"), cut: total > TAIL_BYTES }) };
+  return {
+    closed: stream.closed,
+    result: () => capture.result(),
+    lastLine: () => {
+      lines.push(decoder.end());
+      return lines.result();
+    },
+  };
 }
-
-/** Enough for the longest valid verdict line (code, reason and message at their limits, escaped): contract/verdict.ts's cap. */
-const TAIL_BYTES = VERDICT_LINE_MAX_BYTES;
 
 function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
   return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };
