@@ -13,7 +13,7 @@ import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const MB = 1_000_000;
 const teams: TempTeam[] = [];
-beforeAll(() => ensureBuilt());
+beforeAll(() => ensureBuilt(), 240_000);
 afterEach(async () => {
   for (const team of teams.splice(0)) await team.cleanup();
 });

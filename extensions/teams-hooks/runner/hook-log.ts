@@ -271,15 +271,19 @@ function cutLongestStrings<T>(
     const cutKeys = new Set<string>();
     return { value: cutStrings(value, limit, null, cutKeys) as T, cutKeys };
   };
-  let best: { value: T; cutKeys: Set<string> } | null = null;
+  // Most of a value that does not fit even so is structure (keys, entries), which no cut shrinks:
+  // one walk instead of a bisection's twenty over something that large.
+  const least = cutTo(bounds.floor);
+  if (!fits(least.value)) return least;
+  let best = least;
   // Monotonic: a longer limit never gives less JSON.
-  for (let low = bounds.floor, high = Math.min(longestString(value) - 1, bounds.budget); low <= high; ) {
+  for (let low = bounds.floor + 1, high = Math.min(longestString(value) - 1, bounds.budget); low <= high; ) {
     const mid = Math.floor((low + high) / 2);
     const cut = cutTo(mid);
     if (fits(cut.value)) [best, low] = [cut, mid + 1];
     else high = mid - 1;
   }
-  return best ?? cutTo(bounds.floor);
+  return best;
 }
 
 function longestString(value: unknown): number {
