@@ -6,7 +6,7 @@
  * in a synchronous open for good (deaf to SIGTERM), and /dev/zero grew it by gigabytes.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, utimesSync } from "node:fs";
 import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -116,11 +116,13 @@ describe("special files in the team dir", () => {
     const lock = `${team.taskFile("1")}.lock`;
     const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--concurrency", "2"]);
     mkfifo(lock);
+    // Made 55 s ago: stale (no readable pid, over 60 s old) a few seconds from now.
+    utimesSync(lock, new Date(Date.now() - 55_000), new Date(Date.now() - 55_000));
     await writeCompleted(team, "1"); // a worker would wait at the FIFO too: this one takes no lock
     await completeAndWait(leader, team, "2");
     expect((await readTaskFile(team, "2")).metadata).toMatchObject({ qualityGateStatus: "passed" });
     // Task 1's gate ran; writing its result waits for the lock, which holds no readable pid: stale
-    // after 5 s (a writer that died between creating it and filling it in), so it is taken over.
+    // once over 60 s old (docs/team-dir.md), so it is taken over.
     await leader.waitFor("task 1's event", () => leader.events((e) => e.taskId === "1").length === 1, { timeoutMs: 30_000 });
     expect(leader.events((e) => e.taskId === "1")[0]).toMatchObject({ outcome: "passed", policyApplied: true });
     expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "passed" });

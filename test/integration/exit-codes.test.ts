@@ -101,6 +101,25 @@ describe("verdict hygiene, from real hooks", () => {
     expect(result.error).toMatch(/the last line is a verdict line of over 49152 bytes/);
   });
 
+  const BLANKS = (n: number): string => `head -c ${n} /dev/zero | tr '\\0' ' '`;
+  it.each([
+    ["blanks after it", `printf '%s'; ${BLANKS(60000)}; echo`],
+    ["blanks after it and no final newline", `printf '%s'; ${BLANKS(60000)}`],
+    ["blanks on both sides", `${BLANKS(30000)}; printf '%s'; ${BLANKS(30000)}; echo`],
+    ["tabs and no-break spaces after it", `printf '%s'; for i in $(seq 20000); do printf '\\t\\xc2\\xa0'; done; echo`],
+  ])("a deny verdict padded past 48 KiB with %s is an invalid verdict, never a pass", async (name, script) => {
+    const body = script.replaceAll("%s", '{"decision":"deny","code":"padded","reason":"hidden"}');
+    const result = await run(hook(`padded-${name.length}.sh`, `${body}\nexit 0`));
+    expect(result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
+    expect(result.error).toMatch(/the last line is a verdict line of over 49152 bytes/);
+  });
+
+  it("a verdict followed by 2 MB of blank lines is the last non-empty line: it decides", async () => {
+    const verdict = `echo '{"decision":"deny","code":"late","reason":"after blank lines"}'`;
+    const result = await run(hook("blank-lines.sh", `${verdict}; head -c 2000000 /dev/zero | tr '\\0' '\\n'; exit 0`));
+    expect(result).toMatchObject({ outcome: "failed", verdict: { decision: "deny", code: "late", source: "stdout" } });
+  });
+
   it("a long last line that is not a verdict is ordinary output: the exit code decides", async () => {
     expect(await run(hook("long-output.sh", `head -c 2000000 /dev/zero | tr '\\0' 'x'; echo; exit 0`))).toMatchObject({ outcome: "passed" });
   });

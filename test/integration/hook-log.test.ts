@@ -9,7 +9,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
 import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
-import { listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import {
+  MAX_WRITTEN_LOG_BYTES,
+  listHookLogs,
+  readHookLog,
+  writeHookLog,
+} from "../../extensions/teams-hooks/runner/hook-log.js";
 import type { HookLogRecord } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { compileModules } from "../fixtures/workers/modules.js";
 
@@ -137,6 +142,49 @@ describe("writeHookLog", () => {
       runIds.add(read.record.result.runId);
     }
     expect(runIds.size).toBe(200);
+  });
+});
+
+describe("writeHookLog: what a log keeps of something huge", () => {
+  const MB = 1_000_000;
+  async function written(rec: HookLogRecord): Promise<{ bytes: number; record: HookLogRecord }> {
+    const file = await writeHookLog(await tempTeam(), rec);
+    const read = await readHookLog(file);
+    if (!read.ok) throw new Error(read.problem.message);
+    return { bytes: Buffer.byteLength(await readFile(file, "utf8")), record: read.record };
+  }
+
+  it("a record within every bound is written as given", async () => {
+    const rec = record({ invocation: { completedTask: { ...task("3"), metadata: { result: "ok", n: [1, 2] } } } });
+    expect((await written(rec)).record).toEqual(rec);
+  });
+
+  it("an idle notification: failureReason as the document cuts it, its other fields within the budget", async () => {
+    const notification = {
+      type: "idle_notification" as const, from: "alice", timestamp: START, completedStatus: "failed" as const,
+      failureReason: "r".repeat(20_000), trace: "t".repeat(5 * MB), small: "kept",
+    };
+    const idle = record({ invocation: { event: "idle", completedTask: null, notification } });
+    const { bytes, record: kept } = await written(idle);
+    expect(bytes).toBeLessThan(MAX_WRITTEN_LOG_BYTES);
+    const failureReason = `${"r".repeat(7_999)}…`;
+    expect(kept.invocation.notification).toMatchObject({ from: "alice", failureReason, small: "kept" });
+    expect(String(kept.invocation.notification?.trace)).toMatch(/^t+…$/);
+    expect(kept.shortened).toEqual(["invocation.notification"]);
+  });
+
+  it("huge strings anywhere else: the longest are cut until the log is within its cap; it still reads", async () => {
+    const rec = record({
+      invocation: { memberName: "m".repeat(3 * MB), completedTask: { ...task("3"), owner: "o".repeat(2 * MB) } },
+      policy: { failureAction: "warn", errors: ["e".repeat(2 * MB), "short error"] },
+    });
+    const { bytes, record: kept } = await written(rec);
+    expect(bytes).toBeLessThanOrEqual(MAX_WRITTEN_LOG_BYTES);
+    expect(kept).toMatchObject({ startedAt: START, key: rec.key, result: { runId: "run-1", stdout: "ok\n" } });
+    const errors = [expect.stringMatching(/^e+…$/), "short error"];
+    expect(kept.policy).toMatchObject({ failureAction: "warn", errors });
+    expect(kept.invocation.memberName).toMatch(/^m+…$/);
+    expect(kept.shortened).toEqual(["invocation", "policy"]);
   });
 });
 

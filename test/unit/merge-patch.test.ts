@@ -122,7 +122,7 @@ describe("patch verdicts", () => {
     ["lower case", '{"decision":"patch","patch":{"metadata":{"a":1}}}'],
     ["upper case", '{"decision":"PATCH","patch":{"metadata":{"a":1}}}'],
   ])("%s: a valid patch passes", (_name, text) => {
-    const read = readVerdict({ fileText: text, stdoutTail: "" });
+    const read = readVerdict({ fileText: text, stdout: "" });
     expect(read).toEqual({ kind: "verdict", source: "file", verdict: { decision: "patch", patch: { metadata: { a: 1 } } } });
     if (read.kind === "verdict") expect(verdictOutcome(read.verdict, true).outcome).toBe("passed");
   });
@@ -135,13 +135,14 @@ describe("patch verdicts", () => {
     ["too big", `{"decision":"patch","patch":{"metadata":{"a":"${"x".repeat(17_000)}"}}}`, "patch: must be at most 16384 bytes"],
     ["too deep", `{"decision":"patch","patch":${'{"a":'.repeat(40)}1${"}".repeat(40)}}`, "patch: must nest at most 32 levels"],
   ])("%s: an invalid verdict", (_name, text, problem) => {
-    const read = readVerdict({ fileText: text, stdoutTail: "" });
+    const read = readVerdict({ fileText: text, stdout: "" });
     expect(read.kind).toBe("invalid");
     expect(read.kind === "invalid" && read.problem).toContain(problem);
   });
 
   it("a patch with another decision means nothing and is dropped", () => {
-    expect(readVerdict({ fileText: '{"decision":"allow","patch":5}', stdoutTail: "" })).toEqual({ kind: "verdict", source: "file", verdict: { decision: "allow" } });
+    expect(readVerdict({ fileText: '{"decision":"allow","patch":5}', stdout: "" }))
+      .toEqual({ kind: "verdict", source: "file", verdict: { decision: "allow" } });
   });
 
   it("an HTTP handler's answer may patch", () => {

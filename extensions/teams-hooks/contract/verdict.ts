@@ -29,9 +29,10 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const REPLACEMENT = "\uFFFD";
 
 /**
- * A verdict line on stdout is at most this long: the tail the runner keeps of stdout (runner/run.ts).
- * A longer line that looks like a verdict is an invalid verdict, never ordinary output: otherwise a
- * gate could hide a decision after megabytes of blanks on its last line.
+ * A verdict line on stdout is at most this long, blanks included: more than the longest valid verdict
+ * (code, reason and message at their limits, escaped). A longer line that looks like a verdict is an
+ * invalid verdict, never ordinary output: otherwise a gate could hide a decision in megabytes of
+ * blanks before or after it on its last line.
  */
 export const VERDICT_LINE_MAX_BYTES = 48 * 1024;
 
@@ -95,28 +96,123 @@ export type VerdictRead =
 
 /**
  * The verdict of one run. `fileText` is the result file's content (null when the hook did not write
- * it); `stdoutTail` is the end of its stdout, and `stdoutTailCut` says that stdout went on before it
- * (the tail does not start at the start of the output). The file wins over stdout. On stdout only a
- * last line that is a JSON object with a `decision` key counts: any other last line (including JSON
- * without `decision`, or text that merely starts with `{`) is ordinary output and the exit code
- * decides — unless it is longer than VERDICT_LINE_MAX_BYTES and looks like a verdict (it starts with
- * `{`, or holds `"decision"`): that is an invalid verdict.
+ * it); `stdout` is the whole stdout, or what the runner kept of its last line (`lastLineTracker`).
+ * The file wins over stdout. On stdout only the last line that holds more than blanks counts, and
+ * only when it is a JSON object with a `decision` key: any other last line (including JSON without
+ * `decision`, or text that merely starts with `{`) is ordinary output and the exit code decides —
+ * unless it is longer than VERDICT_LINE_MAX_BYTES, blanks included, and looks like a verdict (its
+ * first character that is not a blank is `{`, or it holds `"decision"`): that is an invalid verdict.
  */
-export function readVerdict(input: { fileText: string | null; stdoutTail: string; stdoutTailCut?: boolean }): VerdictRead {
+export function readVerdict(input: { fileText: string | null; stdout: string | LastLine }): VerdictRead {
   if (input.fileText !== null && input.fileText.trim() !== "") {
     return check(parseObject(input.fileText.trim()), "file");
   }
-  const { line, whole } = lastLine(input.stdoutTail);
-  const last = line.trim();
-  // The line began before the tail (its start unseen), or is longer than a verdict may be.
-  const overlong = (!whole && input.stdoutTailCut === true) || Buffer.byteLength(line, "utf8") > VERDICT_LINE_MAX_BYTES;
-  if (overlong && (last.startsWith("{") || last.includes('"decision"'))) {
-    return { kind: "invalid", source: "stdout", problem: `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict line may have)` };
+  const line = typeof input.stdout === "string" ? lastLineOf(input.stdout) : input.stdout;
+  if (line.bytes > VERDICT_LINE_MAX_BYTES) {
+    if (line.first !== "{" && !line.mentionsDecision) return { kind: "none" };
+    const problem =
+      `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict line may have)`;
+    return { kind: "invalid", source: "stdout", problem };
   }
+  const last = line.text.trim();
   if (!last.startsWith("{")) return { kind: "none" };
   const parsed = parseObject(last);
   if (!parsed.ok || !Object.hasOwn(parsed.value, "decision")) return { kind: "none" };
   return check(parsed, "stdout");
+}
+
+/**
+ * The last line of stdout that holds more than blanks (as `trim` defines them), as much of it as the
+ * verdict needs: the line itself only while it is within VERDICT_LINE_MAX_BYTES, and for a longer one
+ * what decides whether it looks like a verdict. A line ends at `\n`; a `\r` before it is a blank.
+ */
+export interface LastLine {
+  /** The line without its `\n`; "" when there is none, or when it is longer than VERDICT_LINE_MAX_BYTES. */
+  text: string;
+  /** Its length in UTF-8 bytes, blanks included. */
+  bytes: number;
+  /** Its first character that is not a blank. */
+  first: string;
+  /** Whether it holds `"decision"`. */
+  mentionsDecision: boolean;
+}
+
+export interface LastLineTracker {
+  /** The next piece of the output, decoded. Costs O(piece); memory stays O(VERDICT_LINE_MAX_BYTES). */
+  push(text: string): void;
+  /** The last line that holds more than blanks so far (the line still open included). */
+  result(): LastLine;
+}
+
+const DECISION_KEY = '"decision"';
+
+interface OpenLine extends LastLine {
+  /** The end of what was pushed, so that `"decision"` split between two pushes is still seen. */
+  carry: string;
+}
+
+function openLine(): OpenLine {
+  return { text: "", bytes: 0, first: "", mentionsDecision: false, carry: "" };
+}
+
+function extend(line: OpenLine, text: string): void {
+  if (text === "") return;
+  line.bytes += Buffer.byteLength(text, "utf8");
+  if (line.first === "") {
+    const at = text.search(/\S/);
+    if (at >= 0) line.first = text.charAt(at);
+  }
+  if (!line.mentionsDecision) {
+    const probe = line.carry + text;
+    line.mentionsDecision = probe.includes(DECISION_KEY);
+    line.carry = probe.slice(-(DECISION_KEY.length - 1));
+  }
+  // Past the cap the text is never read again: only its length and the two marks above matter.
+  line.text = line.bytes <= VERDICT_LINE_MAX_BYTES ? line.text + text : "";
+}
+
+/**
+ * Follows a stream's last line that holds more than blanks, however long the stream and its lines:
+ * a verdict cannot hide behind blanks after it on its line, nor behind blank lines after that line.
+ */
+export function lastLineTracker(): LastLineTracker {
+  let open = openLine();
+  let last: OpenLine | null = null;
+  const close = (): void => {
+    if (open.first !== "") last = open;
+    open = openLine();
+  };
+  return {
+    push(text: string): void {
+      const firstBreak = text.indexOf("\n");
+      if (firstBreak === -1) return extend(open, text);
+      extend(open, text.slice(0, firstBreak));
+      close();
+      const lastBreak = text.lastIndexOf("\n");
+      if (lastBreak > firstBreak) {
+        // Whole lines: of them only the last that holds more than blanks can be the last line.
+        const lines = text.slice(firstBreak + 1, lastBreak);
+        const end = lines.trimEnd().length;
+        if (end > 0) {
+          const stop = lines.indexOf("\n", end);
+          extend(open, lines.slice(lines.lastIndexOf("\n", end - 1) + 1, stop === -1 ? undefined : stop));
+          close();
+        }
+      }
+      extend(open, text.slice(lastBreak + 1));
+    },
+    result(): LastLine {
+      const line = open.first !== "" ? open : (last ?? openLine());
+      return { text: line.text, bytes: line.bytes, first: line.first, mentionsDecision: line.mentionsDecision };
+    },
+  };
+}
+
+/** `lastLineTracker` over the whole of `text`. */
+export function lastLineOf(text: string): LastLine {
+  const tracker = lastLineTracker();
+  tracker.push(text);
+  return tracker.result();
 }
 
 type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false; problem: string };
@@ -194,16 +290,6 @@ export function capReason(reason: string): string {
   while (bytes(`${cut}…`) > VERDICT_LIMITS.reasonBytes) cut = cut.slice(0, -1);
   if (!/\s/.test(reason.charAt(cut.length))) cut = cut.replace(/\S+$/, "");
   return `${cut.trimEnd()}…`;
-}
-
-/** The last line of `text` that holds more than blanks (as written), and whether a newline precedes it in `text`. */
-function lastLine(text: string): { line: string; whole: boolean } {
-  const lines = text.split(/\r?\n/);
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i] ?? "";
-    if (line.trim() !== "") return { line, whole: i > 0 };
-  }
-  return { line: "", whole: true };
 }
 
 const VERDICT_PLACES: Readonly<Record<VerdictSource, string>> = {

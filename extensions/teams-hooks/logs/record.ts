@@ -275,6 +275,7 @@ const RECORD = {
   policy: [looseObject({}), optional],
   deferral: [looseObject({}), optional],
   decision: [looseObject({}), optional],
+  shortened: [arrayOf(string), optional],
 } as const satisfies Record<string, Field>;
 
 /** The keys of each object the check rebuilds, in order: what the unit test compares with the schemas. */

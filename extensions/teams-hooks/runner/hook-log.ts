@@ -1,8 +1,9 @@
 /**
  * Hook logs (docs/logs.md, "The files"): one JSON file per hook invocation in `<teamDir>/hook-logs/`.
- * Writing never overwrites another log, whether the two writers are in one process or in several;
- * listing is names only, so that `logs` stays fast with tens of thousands of files; reading validates
- * one file and reports a bad one as data.
+ * Writing never overwrites another log, whether the two writers are in one process or in several, and
+ * keeps every log well within what the readers accept, however large the task; listing is names only,
+ * so that `logs` stays fast with tens of thousands of files; reading validates one file and reports a
+ * bad one as data.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, unlinkSync, writeFileSync } from "node:fs";
@@ -10,8 +11,9 @@ import { readdir } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { HookInvocationSchema } from "../contract/contract.js";
-import { RunResultSchema } from "../contract/hook-run.js";
+import { CONTEXT_LIMITS, HookInvocationSchema, truncateText } from "../contract/contract.js";
+import { MAX_ENV_VALUE_BYTES, RunResultSchema, utf8Length } from "../contract/hook-run.js";
+import type { IdleNotification, Task } from "../contract/team-files.js";
 import type { HookInvocation } from "../contract/contract.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { type FileProblemKind, mkdirUnder, problemDetail, readRegularFile } from "../team/json-file.js";
@@ -58,6 +60,12 @@ export const HookLogRecordSchema = z.looseObject({
    * decided, by whom, when, and how long the gate was held (`waitedMs`).
    */
   decision: z.looseObject({}).optional(),
+  /**
+   * The parts of the record the log keeps shorter than they were, so that it stays readable
+   * (`boundedRecord`): `invocation.completedTask.metadata`, `invocation.notification`, or a top-level
+   * field in which long strings were cut. Absent when nothing was.
+   */
+  shortened: z.array(z.string()).optional(),
 });
 export type HookLogRecord = z.infer<typeof HookLogRecordSchema>;
 export type HookLogRecordInput = z.input<typeof HookLogRecordSchema>;
@@ -86,6 +94,18 @@ export type HookLogRead = { ok: true; file: string; record: HookLogRecord } | { 
 const MAX_COLLISIONS = 100_000;
 /** A log is tens of kilobytes; anything this big in the dir is not one of ours. */
 const MAX_LOG_BYTES = 32 * 1024 * 1024;
+/**
+ * What a log keeps of a task's metadata and of an idle notification's fields, as JSON: as much as
+ * `PI_TEAMS_HOOK_CONTEXT_JSON` may carry. The contract puts no bound on either; a log must stay readable.
+ */
+export const LOG_METADATA_BYTES = MAX_ENV_VALUE_BYTES;
+/**
+ * The most a log is written with (its strings longer than LOG_STRING_FLOOR cut until it fits): far below
+ * MAX_LOG_BYTES, and within the size logs/query.ts reads on its fast path.
+ */
+export const MAX_WRITTEN_LOG_BYTES = 1024 * 1024;
+/** Strings this short are never cut to fit a log: ids, times, names, enum values. */
+const LOG_STRING_FLOOR = 256;
 /** Suffix values (task id, member name) are cut so that a name stays far below 255 bytes. */
 const MAX_SUFFIX_CHARS = 64;
 
@@ -139,7 +159,7 @@ function claimNumber(key: string): number {
 export async function writeHookLog(teamDir: string, record: HookLogRecordInput, opts: { file?: string | null } = {}): Promise<string> {
   const dir = hookLogsDir(teamDir);
   const stem = hookLogStem(record);
-  const body = `${JSON.stringify(record, null, 2)}\n`;
+  const body = logBody(boundedRecord(record));
   const tmp = path.join(dir, `.${stem}.tmp.${process.pid}.${randomBytes(6).toString("hex")}`);
   mkdirUnder(teamDir, dir);
   try {
@@ -170,6 +190,139 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput, 
   } finally {
     removeTemp(tmp);
   }
+}
+
+const logBody = (record: HookLogRecordInput): string => `${JSON.stringify(record, null, 2)}\n`;
+
+// ---------------------------------------------------------------------------------------------
+// What a log keeps
+
+/**
+ * The record as its log keeps it. The task is kept as the context document shows it to a hook: the
+ * subject, the description and the links within the document's limits (contract.ts CONTEXT_LIMITS,
+ * cut the same way; a follow-up's quoted output is kept as written, where a hook is shown one line in
+ * its place), and no field the contract does not name. Its metadata, and an idle notification's fields,
+ * keep LOG_METADATA_BYTES of JSON: the longest strings are cut first (each ending in `…`), as
+ * `PI_TEAMS_HOOK_CONTEXT_JSON` is shrunk, and what still does not fit is dropped (`{}`; of a
+ * notification, the fields the contract does not name). Last, a log over MAX_WRITTEN_LOG_BYTES has its
+ * longest strings cut wherever they are. `shortened` names what was cut beyond what the hook was shown.
+ */
+export function boundedRecord(record: HookLogRecordInput): HookLogRecordInput {
+  const shortened: string[] = [];
+  const task = record.invocation.completedTask;
+  const notification = record.invocation.notification;
+  const invocation = {
+    ...record.invocation,
+    ...(task ? { completedTask: loggedTask(task, shortened) } : {}),
+    ...(notification ? { notification: loggedNotification(notification, shortened) } : {}),
+  };
+  const bounded: HookLogRecordInput = { ...record, invocation, ...(shortened.length > 0 ? { shortened } : {}) };
+  if (utf8Length(logBody(bounded)) <= MAX_WRITTEN_LOG_BYTES) return bounded;
+  // Only a record whose other parts are huge gets here (a task id, a member name, a policy's errors).
+  // Measured with the longest `shortened` it can get (every top-level key), which is added after.
+  const fits = (r: HookLogRecordInput): boolean =>
+    utf8Length(logBody({ ...r, shortened: [...shortened, ...Object.keys(r)] })) <= MAX_WRITTEN_LOG_BYTES;
+  const fitted = cutLongestStrings(bounded, fits, { floor: LOG_STRING_FLOOR, budget: MAX_WRITTEN_LOG_BYTES });
+  return { ...fitted.value, shortened: [...new Set([...shortened, ...fitted.cutKeys])] };
+}
+
+function loggedTask(task: Task, shortened: string[]): Task {
+  const kept: Task = {
+    id: task.id,
+    subject: truncateText(task.subject, CONTEXT_LIMITS.subject),
+    description: truncateText(task.description, CONTEXT_LIMITS.description),
+    ...(task.owner === undefined ? {} : { owner: task.owner }),
+    status: task.status,
+    blocks: task.blocks.slice(0, CONTEXT_LIMITS.links),
+    blockedBy: task.blockedBy.slice(0, CONTEXT_LIMITS.links),
+    createdAt: task.createdAt,
+    updatedAt: task.updatedAt,
+  };
+  if (task.metadata === undefined) return kept;
+  const fitted = fitJson(task.metadata, LOG_METADATA_BYTES);
+  if (fitted.cut) shortened.push("invocation.completedTask.metadata");
+  return { ...kept, metadata: fitted.value ?? {} };
+}
+
+function loggedNotification(note: IdleNotification, shortened: string[]): IdleNotification {
+  const { type, from, timestamp, completedTaskId, completedStatus, failureReason, ...rest } = note;
+  const named: IdleNotification = {
+    type,
+    from,
+    timestamp,
+    ...(completedTaskId === undefined ? {} : { completedTaskId }),
+    ...(completedStatus === undefined ? {} : { completedStatus }),
+    ...(failureReason === undefined ? {} : {
+      failureReason: truncateText(failureReason, CONTEXT_LIMITS.failureReason),
+    }),
+  };
+  const fitted = fitJson(rest, LOG_METADATA_BYTES - utf8Length(JSON.stringify(named)));
+  if (fitted.cut) shortened.push("invocation.notification");
+  return { ...named, ...fitted.value };
+}
+
+/** `value` within `maxBytes` of JSON: its longest strings cut; null (dropped) when that is not enough. */
+function fitJson<T extends Record<string, unknown>>(value: T, maxBytes: number): { value: T | null; cut: boolean } {
+  const fits = (v: unknown): boolean => utf8Length(JSON.stringify(v)) <= maxBytes;
+  if (fits(value)) return { value, cut: false };
+  const fitted = cutLongestStrings(value, fits, { floor: 1, budget: maxBytes });
+  return { value: fits(fitted.value) ? fitted.value : null, cut: true };
+}
+
+/**
+ * `value` with every string longer than the longest length that fits (found by bisection, between
+ * `floor` and `budget` characters: no longer string can fit) cut to that length, so the longest strings
+ * are cut first and most, as in contract/hook-run.ts, in a few rounds however many strings there are.
+ * When even `floor` does not fit, the cut to `floor`. `cutKeys`: the top-level keys a cut was under.
+ */
+function cutLongestStrings<T>(
+  value: T,
+  fits: (v: T) => boolean,
+  bounds: { floor: number; budget: number },
+): { value: T; cutKeys: Set<string> } {
+  const cutTo = (limit: number): { value: T; cutKeys: Set<string> } => {
+    const cutKeys = new Set<string>();
+    return { value: cutStrings(value, limit, null, cutKeys) as T, cutKeys };
+  };
+  // Most of a value that does not fit even so is structure (keys, entries), which no cut shrinks:
+  // one walk instead of a bisection's twenty over something that large.
+  const least = cutTo(bounds.floor);
+  if (!fits(least.value)) return least;
+  let best = least;
+  // Monotonic: a longer limit never gives less JSON.
+  for (let low = bounds.floor + 1, high = Math.min(longestString(value) - 1, bounds.budget); low <= high; ) {
+    const mid = Math.floor((low + high) / 2);
+    const cut = cutTo(mid);
+    if (fits(cut.value)) [best, low] = [cut, mid + 1];
+    else high = mid - 1;
+  }
+  return best;
+}
+
+function longestString(value: unknown): number {
+  if (typeof value === "string") return value.length;
+  if (value === null || typeof value !== "object") return 0;
+  let longest = 0;
+  for (const item of Object.values(value)) longest = Math.max(longest, longestString(item));
+  return longest;
+}
+
+/** A copy of `value` with every string longer than `limit` cut to it; `top`: the top-level key it is under. */
+function cutStrings(value: unknown, limit: number, top: string | null, cutKeys: Set<string>): unknown {
+  if (typeof value === "string") {
+    if (value.length <= limit) return value;
+    if (top !== null) cutKeys.add(top);
+    return truncateText(value, limit);
+  }
+  if (Array.isArray(value)) return value.map((item) => cutStrings(item, limit, top, cutKeys));
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    const cut = cutStrings(item, limit, top ?? key, cutKeys);
+    // defineProperty: a key like `__proto__` (metadata is anyone's JSON) stays a plain own property.
+    Object.defineProperty(out, key, { value: cut, enumerable: true, writable: true, configurable: true });
+  }
+  return out;
 }
 
 /**

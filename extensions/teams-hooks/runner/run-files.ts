@@ -9,7 +9,7 @@ import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import { RUN_COPY_MARK, isRunCopyName, runCopyName } from "../contract/contract.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
-import { describeInvalidVerdict, readVerdict, verdictOutcome } from "../contract/verdict.js";
+import { describeInvalidVerdict, readVerdict, verdictOutcome, type LastLine } from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";
 
@@ -116,24 +116,24 @@ export interface VerdictRules {
   exitCodes?: ExitCodeMode;
 }
 
-/** The end of a run's stdout, and whether stdout went on before it. */
-export interface StdoutTail {
-  text: string;
-  cut: boolean;
-}
-
 /**
  * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
  * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
  * killed) stays one whatever it wrote. Without a verdict the exit code decides: under `strict` exit
  * codes only 0 (allow) and 2 (deny) are decisions, and any other code is `unexpected_exit`.
  */
-export function applyVerdict(result: RunResult, file: ResultFileRead, stdout: StdoutTail, rules: VerdictRules): RunResult {
+/** `stdout`: its last line that holds more than blanks, as the runner followed it (verdict.ts lastLineTracker). */
+export function applyVerdict(
+  result: RunResult,
+  file: ResultFileRead,
+  stdout: LastLine,
+  rules: VerdictRules,
+): RunResult {
   if (result.outcome === "error") return result;
   if (file.refused !== null) {
     return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
   }
-  const read = readVerdict({ fileText: file.text, stdoutTail: stdout.text, stdoutTailCut: stdout.cut });
+  const read = readVerdict({ fileText: file.text, stdout });
   switch (read.kind) {
     case "none":
       return strictExit(result, rules.exitCodes ?? "v1");

@@ -16,13 +16,14 @@ import { randomUUID } from "node:crypto";
 import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdtempSync, openSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "../spawn/process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { applyVerdict, readResultFile, runCopyPath, runFiles, type StdoutTail } from "./run-files.js";
-import { VERDICT_LINE_MAX_BYTES } from "../contract/verdict.js";
+import { applyVerdict, readResultFile, runCopyPath, runFiles } from "./run-files.js";
+import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { redactRunResult, type Redactor } from "./redact.js";
 import { claudeInput, claudeResult } from "../contract/claude.js";
@@ -181,7 +182,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
       started = { ...hook, command: hook.command === hook.hookPath ? copy.file : hook.command, args: hook.args.map((arg) => (arg === hook.hookPath ? copy?.file ?? arg : arg)) };
     }
     const ran = await execute(started, opts, { runId, env, stdinFile: claude ? stdinFile : contextFile, truncated, startedAt, base });
-    const { stdoutTail } = ran;
+    const { lastLine } = ran;
     // The log names the gate, not its private copy.
     let result: RunResult = { ...ran.result, hookPath: hook.hookPath, command: [hook.command, ...hook.args] };
     const tampered = copy ? copyChanged(copy) : null;
@@ -189,7 +190,8 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
       return { ...result, outcome: "error", errorKind: "untrusted_hook", error: `${hook.hookPath}: the copy of the checked gate that ran (${copy?.file}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it` };
     }
     if (claude) return claudeResult(result);
-    return applyVerdict(result, readResultFile(resultFile), stdoutTail, { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) });
+    const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
+    return applyVerdict(result, readResultFile(resultFile), lastLine, rules);
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
@@ -300,10 +302,15 @@ interface Prepared {
   base: BaseResult;
 }
 
-async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
+type Executed = { result: RunResult; lastLine: LastLine };
+
+async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): Promise<Executed> {
   const { runId, startedAt } = run;
   const base = { ...run.base, contextTruncated: run.truncated };
-  const notStarted = (error: unknown) => ({ result: { ...base, ...startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt) }, stdoutTail: { text: "", cut: false } });
+  const notStarted = (error: unknown): Executed => {
+    const failure = startFailure(spawnMessage(error, opts.cwd), errnoCode(error), startedAt);
+    return { result: { ...base, ...failure }, lastLine: lastLineOf("") };
+  };
   await opts.notBefore;
   await pauseForTests(runId, hook.hookPath, startedAt + opts.timeoutMs);
   const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env, stdinFile: run.stdinFile });
@@ -328,7 +335,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     live.delete(runId);
   }
 
-  async function supervise(): Promise<{ result: RunResult; stdoutTail: StdoutTail }> {
+  async function supervise(): Promise<Executed> {
     const graceMs = opts.graceMs ?? 1_000;
     const deadline = startedAt + opts.timeoutMs;
     const out = captureStream(subprocess.stdout);
@@ -376,7 +383,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       ...(stopReason ? { error: stopReason } : !exit ? { error: "internal error: the hook's exit status was never reported" } : {}),
       leftoverProcesses: leftovers.length,
     };
-    return { result, stdoutTail: out.tail() };
+    return { result, lastLine: out.lastLine() };
   }
 
   /** A timer that resolves to `value`, cleared when the run ends so no timer outlives it. */
@@ -388,22 +395,31 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   }
 }
 
-/** Reads every chunk (so the hook never blocks on a full pipe) into a head capture. */
-function captureStream(stream: OutputSource): { closed: Promise<void>; result: () => CaptureResult; tail: () => StdoutTail } {
+/**
+ * Reads every chunk (so the hook never blocks on a full pipe) into a head capture, and follows the
+ * last line that holds more than blanks over the whole output, for a verdict there (contract/verdict.ts).
+ */
+function captureStream(stream: OutputSource): {
+  closed: Promise<void>;
+  result: () => CaptureResult;
+  lastLine: () => LastLine;
+} {
   const capture = headCapture(OUTPUT_LIMIT_CHARS);
-  // The last bytes too, for a verdict on the last line of a long output (verdict.ts).
-  let tail: Buffer = Buffer.alloc(0);
-  let total = 0;
+  const decoder = new StringDecoder("utf8");
+  const lines = lastLineTracker();
   stream.onData((bytes) => {
     capture.push(bytes);
-    total += bytes.length;
-    tail = bytes.length >= TAIL_BYTES ? bytes.subarray(bytes.length - TAIL_BYTES) : Buffer.concat([tail, bytes]).subarray(-TAIL_BYTES);
+    lines.push(decoder.write(bytes));
   });
-  return { closed: stream.closed, result: () => capture.result(), tail: () => ({ text: tail.toString("utf8"), cut: total > TAIL_BYTES }) };
+  return {
+    closed: stream.closed,
+    result: () => capture.result(),
+    lastLine: () => {
+      lines.push(decoder.end());
+      return lines.result();
+    },
+  };
 }
-
-/** Enough for the longest valid verdict line (code, reason and message at their limits, escaped): contract/verdict.ts's cap. */
-const TAIL_BYTES = VERDICT_LINE_MAX_BYTES;
 
 function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
   return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };

@@ -1,7 +1,9 @@
 /**
  * One pi-teams-hooks leader per team dir: `hook-state/leader.lock`, created with O_EXCL and holding
  * `{ pid, createdAt, label }` like every lock of the team dir, held for the leader's whole life. Two
- * leaders would run every gate twice. A lock whose process is gone (a SIGKILL) is taken over. The one
+ * leaders would run every gate twice. A stale lock is taken over, by the one rule of team/lock.ts
+ * (`staleReason`: its process is gone, or it has no readable pid and is over 60 s old), and so is a
+ * lock of this very process left by a leader it ran before. The one
  * other holder is `pi-teams-hooks decide` while no leader runs: it takes the lock for the moment it
  * applies a decision (a decision is applied only by the lock's holder), and a leader starting then
  * waits for it.
@@ -10,7 +12,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "./json-file.js";
-import { takeOverJudged } from "./lock.js";
+import { STALE_UNREADABLE_LOCK_MS, parseLockHolder, staleReason, takeOverJudged } from "./lock.js";
 import { leaderStateDir } from "./paths.js";
 
 export interface LeaderLock {
@@ -25,6 +27,9 @@ export interface LeaderLock {
 export const BRIEF_HOLDER = "pi-teams-hooks decide";
 /** How long a starting leader waits for a brief holder (an application is a few locked writes). */
 const BRIEF_WAIT_MS = 30_000;
+
+/** Looks, 200 ms apart, at a leader lock without a readable pid before refusing to start. */
+const UNREADABLE_WAITS = 10;
 
 /** The lock, or who holds it (a live process). */
 export type LeaderLockTry = { ok: true; lock: LeaderLock } | { ok: false; pid: number; label: string | null };
@@ -56,6 +61,7 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
   const file = path.join(leaderStateDir(teamDir), "leader.lock");
   await fs.mkdir(path.dirname(file), { recursive: true });
   const content = JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label });
+  let unreadableWaits = 0;
   for (let attempt = 0; attempt < 40; attempt++) {
     try {
       await fs.writeFile(file, content, { flag: "wx" });
@@ -75,39 +81,40 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
       if (errnoCode(error) !== "EEXIST") throw new HooksError("E_TEAM_DIR", `${file}: cannot create the leader lock: ${describeError(error)}`, { cause: error });
     }
     const seen = readLockText(file);
-    const holder = holderOf(seen);
-    if (holder === null && (await ageMs(file)) < 5_000) {
-      // Just created by a leader starting at this very moment, not written yet: give it a moment.
+    const holder = parseLockHolder(seen ?? "");
+    const age = await ageMs(file);
+    const judged = staleReason(holder, age);
+    if (holder.pid === null && judged.staleReason === null) {
+      // Being written by a leader starting at this very moment (its pid follows within microseconds),
+      // or by something whose content says no pid: respected until the lock protocol calls it stale.
+      if (++unreadableWaits >= UNREADABLE_WAITS) throw unreadableLock(file, age);
       await new Promise((resolve) => setTimeout(resolve, 200));
       continue;
     }
     // Our own pid is a leader this process ran before (the pi extension starts one per session) unless
     // we are the brief holder: then it is a leader running in this very process, which applies itself.
-    if (holder !== null && (holder.pid !== process.pid || label === BRIEF_HOLDER) && isAlive(holder.pid)) return { ok: false, pid: holder.pid, label: holder.label };
-    // Stale (its process is gone): moved away under the lock protocol's takeover guard, and only if it
-    // is still the lock judged, so that of two contenders (a restarted leader and a `decide` that
-    // applies a decision) the second never moves away the lock the first has just created.
+    if (holder.pid !== null && (holder.pid !== process.pid || label === BRIEF_HOLDER) && judged.staleReason === null) {
+      return { ok: false, pid: holder.pid, label: holder.label };
+    }
+    // Stale: moved away under the lock protocol's takeover guard, and only if it is still the lock
+    // judged, so that of two contenders (a restarted leader and a `decide` that applies a decision) the
+    // second never moves away the lock the first has just created.
     if (!(await takeOverJudged(file, seen ?? ""))) await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new HooksError("E_TEAM_DIR", `${file}: could not take over a stale leader lock`);
+}
+
+function unreadableLock(file: string, ageMs: number): HooksError {
+  const rule = `it is taken over once ${STALE_UNREADABLE_LOCK_MS / 1000} s old`;
+  const fix = "if no leader or decide runs, remove it";
+  const age = `${Math.round(ageMs / 1000)} s old`;
+  return new HooksError("E_TEAM_DIR", `${file}: holds no readable pid and is ${age}: ${rule}; ${fix}`);
 }
 
 /** The lock's text; null when it cannot be read (gone, or a FIFO or a device in its place: never a wait). */
 function readLockText(file: string): string | null {
   const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
   return read.ok ? read.text : null;
-}
-
-/** The pid and label in the lock's text; null when there is no pid to read (treated as stale once old). */
-function holderOf(text: string | null): { pid: number; label: string | null } | null {
-  if (text === null) return null;
-  try {
-    const parsed = JSON.parse(text) as { pid?: unknown; label?: unknown };
-    const label = typeof parsed.label === "string" ? parsed.label : null;
-    return typeof parsed.pid === "number" && Number.isInteger(parsed.pid) ? { pid: parsed.pid, label } : null;
-  } catch {
-    return null; // half-written: treated as stale (a leader writes it in one call)
-  }
 }
 
 async function ageMs(file: string): Promise<number> {
@@ -118,11 +125,3 @@ async function ageMs(file: string): Promise<number> {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errnoCode(error) === "EPERM";
-  }
-}

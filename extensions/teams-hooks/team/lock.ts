@@ -1,8 +1,12 @@
 /**
- * The lock protocol of the team directory (docs/architecture.md, "The lock protocol"), shared with
- * workers and other leaders: `<file>.lock` created with O_EXCL, holding `{ pid, createdAt, label? }`,
- * removed after. Not reentrant: a nested `withLock` on the same file in the same process waits for
- * itself and times out.
+ * The lock protocol of the team directory (docs/team-dir.md, "Writing the same files at the same
+ * time"), shared with workers and other leaders: `<file>.lock` created with O_EXCL, holding
+ * `{ pid, createdAt, label? }`, removed after. Not reentrant: a nested `withLock` on the same file in
+ * the same process waits for itself and times out.
+ *
+ * When a lock is stale is decided here alone (`staleReason`), for every lock of the team dir, the
+ * leader lock (team/leader-lock.ts) included: its pid is gone, or it has no readable pid and was
+ * last modified more than STALE_UNREADABLE_LOCK_MS ago.
  *
  * Stale takeover. Judging a lock stale and moving it away are two steps, and between them another
  * contender may already have taken the stale lock over and created a fresh one, which a plain
@@ -22,16 +26,14 @@ import { problemDetail, readRegularFile } from "./json-file.js";
 
 export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
 /**
- * A lock without a readable pid is stale after this long, and never later than half the wait of the
- * one judging it (so a contender always gets past it in time). Its writer fills it in right after
- * creating it (within microseconds, with no other work between), so a lock still empty after a few
- * seconds belongs to a process that died in between.
+ * A lock without a readable pid is stale once it is this old (since its last change), whoever judges
+ * it and however long they wait: the protocol's number, which other runtimes use too. Such a lock is
+ * one being written (empty for a moment), one whose writer died before filling it in, or one written
+ * by a runtime whose content this reader cannot read; in the last case the holder may well be alive
+ * and inside its critical section, so a shorter age (a contender's half wait, a few seconds) could
+ * break a write in progress. Contenders time out meanwhile (E_LOCK_TIMEOUT) and try again later.
  */
-export const STALE_UNREADABLE_LOCK_MS = 5_000;
-
-function staleNoPidMs(timeoutMs: number): number {
-  return Math.min(STALE_UNREADABLE_LOCK_MS, Math.max(1, Math.floor(timeoutMs / 2)));
-}
+export const STALE_UNREADABLE_LOCK_MS = 60_000;
 
 export interface LockOptions {
   /** Written into the lock file, so a human (or `doctor`) can see who holds it. */
@@ -40,7 +42,10 @@ export interface LockOptions {
   timeoutMs?: number;
 }
 
-/** What the lock file says. Every field may be unreadable: other runtimes write it too. */
+/**
+ * What the lock file says. Every field may be unreadable: other runtimes write it too, and the pid is
+ * read from the JSON this project writes or from a bare decimal number (`12345\n`, as a plain pid file).
+ */
 export interface LockHolder {
   pid: number | null;
   createdAt: string | null;
@@ -115,7 +120,7 @@ async function acquire(file: string, options: LockOptions): Promise<Token> {
     if (!seen) continue; // released between our open and our read: try again at once
     last = seen;
     // After a takeover, straight back to O_EXCL: clearing the way did not lock anything.
-    if (judge(seen, Date.now(), timeoutMs).staleReason !== null && (await takeOver(file, seen, timeoutMs))) continue;
+    if (judge(seen).staleReason !== null && (await takeOver(file, seen))) continue;
     const remaining = deadline - Date.now();
     if (remaining <= 0) throw timeoutError(lockFile, timeoutMs, last);
     await sleep(Math.min(remaining, backoff(attempt++)));
@@ -184,7 +189,9 @@ const MAX_LOCK_BYTES = 64 * 1024;
  */
 function readLock(lockFile: string): SeenLock | null {
   const read = readRegularFile(lockFile, { maxBytes: MAX_LOCK_BYTES }); // one descriptor: content and inode of the same file
-  if (read.ok) return { holder: parseHolder(read.text), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: read.text };
+  if (read.ok) {
+    return { holder: parseLockHolder(read.text), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: read.text };
+  }
   if (read.problem.kind === "missing") return null;
   if (read.stat) return { holder: noHolder(), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: "", unread: problemDetail(read.problem) };
   throw new HooksError("E_IO", `cannot read lock ${lockFile}: ${problemDetail(read.problem)}`);
@@ -194,7 +201,10 @@ function noHolder(): LockHolder {
   return { pid: null, createdAt: null, label: null };
 }
 
-function parseHolder(text: string): LockHolder {
+/** What a lock file's text says: `{ pid, createdAt, label }`, a bare pid, or nothing readable. */
+export function parseLockHolder(text: string): LockHolder {
+  const bare = /^\s*(\d{1,10})\s*$/.exec(text);
+  if (bare) return { pid: validPid(Number(bare[1])), createdAt: null, label: null };
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -202,25 +212,45 @@ function parseHolder(text: string): LockHolder {
     return noHolder(); // empty (being written) or foreign content
   }
   const record = value !== null && typeof value === "object" ? (value as Record<string, unknown>) : {};
-  const pid = record.pid;
   return {
-    pid: typeof pid === "number" && Number.isInteger(pid) && pid > 0 ? pid : null,
+    pid: typeof record.pid === "number" ? validPid(record.pid) : null,
     createdAt: typeof record.createdAt === "string" ? record.createdAt : null,
     label: typeof record.label === "string" ? record.label : null,
   };
 }
 
-/** Whether the holder lives, and the reason the lock is stale (null when it must be respected). */
-function judge(seen: SeenLock, now: number = Date.now(), timeoutMs = DEFAULT_LOCK_TIMEOUT_MS): { ageMs: number; holderAlive: boolean | null; staleReason: string | null } {
-  const ageMs = Math.max(0, now - seen.mtimeMs);
-  const pid = seen.holder.pid;
-  if (pid !== null) {
-    const holderAlive = isAlive(pid);
-    return { ageMs, holderAlive, staleReason: holderAlive ? null : `process ${pid} is gone` };
+/** A pid `kill(pid, 0)` can ask about: a positive 32-bit integer (0 and negatives name process groups). */
+function validPid(pid: number): number | null {
+  return Number.isInteger(pid) && pid > 0 && pid <= 0x7fffffff ? pid : null;
+}
+
+/**
+ * The stale rule of every lock in the team dir: the reason `holder`'s lock, last changed `ageMs` ago, is
+ * stale, or null when it must be respected. A lock naming a pid is stale exactly when that process is
+ * gone, whatever its age (a live holder may hold a lock for long); one without a readable pid, once
+ * older than STALE_UNREADABLE_LOCK_MS.
+ */
+export function staleReason(holder: LockHolder, ageMs: number): Staleness {
+  if (holder.pid !== null) {
+    const holderAlive = isAlive(holder.pid);
+    return { holderAlive, staleReason: holderAlive ? null : `process ${holder.pid} is gone` };
   }
-  // No pid yet may just mean its creator has not written it: only age makes such a lock stale.
-  const staleReason = ageMs > staleNoPidMs(timeoutMs) ? `no readable pid and ${ageMs < 10_000 ? (ageMs / 1000).toFixed(1) : Math.round(ageMs / 1000)} s old` : null;
-  return { ageMs, holderAlive: null, staleReason };
+  const seconds = ageMs < 10_000 ? (ageMs / 1000).toFixed(1) : String(Math.round(ageMs / 1000));
+  const stale = ageMs > STALE_UNREADABLE_LOCK_MS;
+  return { holderAlive: null, staleReason: stale ? `no readable pid and ${seconds} s old` : null };
+}
+
+export interface Staleness {
+  /** Whether the pid lives; null when there is none to ask about. */
+  holderAlive: boolean | null;
+  /** Why the lock is stale, for messages; null when it must be respected. */
+  staleReason: string | null;
+}
+
+/** Whether the holder lives, and the reason the lock is stale (null when it must be respected). */
+function judge(seen: SeenLock, now: number = Date.now()): Staleness & { ageMs: number } {
+  const ageMs = Math.max(0, now - seen.mtimeMs);
+  return { ageMs, ...staleReason(seen.holder, ageMs) };
 }
 
 /** `kill(pid, 0)`: ESRCH means gone; EPERM means alive under another user. */
@@ -237,8 +267,10 @@ function isAlive(pid: number): boolean {
  * Removes the stale lock `judged` under the takeover guard (see the top of the file). Returns false
  * when another contender holds the guard: the caller waits, then looks again.
  */
-async function takeOver(file: string, judged: SeenLock, timeoutMs: number): Promise<boolean> {
-  return takeOverIf(lockFileFor(file), lockFileFor(`${file}.takeover`), timeoutMs, (now) => now.ino === judged.ino && now.text === judged.text && judge(now, Date.now(), timeoutMs).staleReason !== null);
+async function takeOver(file: string, judged: SeenLock): Promise<boolean> {
+  const stillStale = (now: SeenLock): boolean =>
+    now.ino === judged.ino && now.text === judged.text && judge(now).staleReason !== null;
+  return takeOverIf(lockFileFor(file), lockFileFor(`${file}.takeover`), stillStale);
 }
 
 /**
@@ -249,15 +281,19 @@ async function takeOver(file: string, judged: SeenLock, timeoutMs: number): Prom
  */
 export async function takeOverJudged(lockFile: string, judgedText: string): Promise<boolean> {
   const guardFile = `${lockFile.replace(/\.lock$/, "")}.takeover.lock`;
-  return takeOverIf(lockFile, guardFile, DEFAULT_LOCK_TIMEOUT_MS, (now) => now.text === judgedText);
+  return takeOverIf(lockFile, guardFile, (now) => now.text === judgedText);
 }
 
-async function takeOverIf(lockFile: string, guardFile: string, timeoutMs: number, stillStale: (now: SeenLock) => boolean): Promise<boolean> {
+async function takeOverIf(
+  lockFile: string,
+  guardFile: string,
+  stillStale: (now: SeenLock) => boolean,
+): Promise<boolean> {
   const guard = tryCreate(guardFile, "stale lock takeover");
   if (!guard) {
     const seen = readLock(guardFile);
     // A contender died in the middle of a takeover (rare): clear its guard the plain way.
-    if (seen && judge(seen, Date.now(), timeoutMs).staleReason !== null) await moveAway(guardFile);
+    if (seen && judge(seen).staleReason !== null) await moveAway(guardFile);
     return false;
   }
   try {
@@ -299,6 +335,7 @@ function timeoutError(lockFile: string, timeoutMs: number, seen: SeenLock | null
   const fix =
     pid !== null
       ? `if process ${pid} is gone or stuck, remove the lock: rm -f '${lockFile}'`
-      : `if no team process is running, remove the lock: rm -f '${lockFile}'`;
+      : `it is taken over once ${STALE_UNREADABLE_LOCK_MS / 1000} s old; ` +
+        `if no team process is running, remove it: rm -f '${lockFile}'`;
   return new HooksError("E_LOCK_TIMEOUT", `Timeout after ${timeoutMs} ms acquiring lock ${lockFile}: ${who}; ${fix}`);
 }
