@@ -8,7 +8,7 @@
  */
 import { execFile as execFileCb } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, it } from "vitest";
@@ -38,7 +38,8 @@ async function forgeApproval(team: TempTeam, gate: string): Promise<void> {
   const record = JSON.parse(await readFile(file, "utf8")) as { gates: Record<string, Record<string, unknown>> };
   const bytes = await readFile(gate);
   record.gates[gate] = { ...record.gates[gate], sha256: createHash("sha256").update(bytes).digest("hex"), size: bytes.length, trustedBy: "team-lead@host (pi-teams-hooks trust)" };
-  await writeFile(file, `${JSON.stringify(record, null, 2)}\n`);
+  await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
+  await rename(`${file}.tmp`, file);
 }
 
 describe.concurrent("trust.json changed behind the leader's back", () => {

@@ -103,11 +103,17 @@ const HISTORY_LOGS = 200;
  * (output, lead's inbox) and not trusted, and the file is written back as approved; a file that is
  * gone or unreadable is written back too.
  */
-async function holdFileToApproved(ctx: LeaderContext, read: ReturnType<LeaderContext["trust"]["refresh"]>["read"], when: string): Promise<void> {
+async function holdFileToApproved(ctx: LeaderContext, first: ReturnType<LeaderContext["trust"]["refresh"]>["read"], when: string): Promise<void> {
   const { teamDir, leadName } = ctx.setup.identity;
   const inForce = ctx.trust.record ?? NOTHING;
-  const state = read?.state ?? readTrust(teamDir).state;
-  const differs = read?.state === "ok" ? recordDiff(inForce, read.record) : [];
+  let read = first ?? readTrust(teamDir);
+  if (read.state !== "ok") {
+    // Caught in the middle of a write that is not atomic (truncated, then written): a moment later, again.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    read = readTrust(teamDir);
+  }
+  const state = read.state;
+  const differs = read.state === "ok" ? recordDiff(inForce, read.record) : [];
   if (state === "ok" && differs.length === 0) return;
   const file = trustFile(teamDir);
   const what = state === "none" ? `${file} was removed ${when}` : state === "invalid" ? `${file} was made unreadable ${when}` : `${file} was changed ${when}, not through pi-teams-hooks trust`;
