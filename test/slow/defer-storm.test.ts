@@ -5,7 +5,7 @@
  * interleaving — a kill mid-gate, between the held run's log and its deferral file, between the
  * decision and its application, a `decide` applying under the leader lock while a leader starts — at
  * the end every task's held event was decided once: one deferral file, applied, exactly two logs (the
- * held run's and the decision's), the policy applied once (one follow-up and two messages for a
+ * held run's and the decision's), the policy applied once (one follow-up and three messages for a
  * denial, nothing for an allow), and its key closed in the ledger. Bounded: a fixed number of kills,
  * each leader living well under a second; the whole in about 20 s.
  */
@@ -102,8 +102,9 @@ describe("held gates, a decide storm and SIGKILLs", () => {
         expect(metadata, `task ${id}: counted and reopened once`).toMatchObject({ qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 });
       }
     }
-    // A denial tells its member twice (the follow-up's assignment, the nudge); nothing was sent twice.
-    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(denied * 2);
+    // A denial tells its member three times (the follow-up's assignment, the reopened task's
+    // assignment, the nudge); nothing was sent twice.
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(denied * 3);
     expect([...(await lastOps())].filter(([key, op]) => key.startsWith("task_completed") && op !== "done")).toEqual([]);
   });
 });

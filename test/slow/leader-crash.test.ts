@@ -1,7 +1,7 @@
 /**
  * Crash safety: the leader is SIGKILLed at five different points of a 200-event run and started again
  * each time, while a worker keeps completing tasks. The gate fails under `reopen_followup`, so every
- * event also reopens its task, creates a follow-up and sends two messages: the places where a retry
+ * event also reopens its task, creates a follow-up and sends three messages: the places where a retry
  * could do something twice. At the end every key has exactly one hook log, every task was reopened
  * exactly once, there is exactly one follow-up per key, and no hook process is left.
  *
@@ -163,18 +163,20 @@ describe("SIGKILL at five points of a 200-event run", () => {
     expect(keys.filter((key) => !followupFor.includes(key))).toEqual([]);
     expect(await readHighWatermark(team)).toBe(N + followupFor.length);
 
-    // Messages: one assignment per follow-up and one nudge per key, none twice.
+    // Messages: per key, the follow-up's assignment, the reopened task's assignment back to its
+    // owner and one nudge, none twice.
     const byKey = new Map<string, string[]>();
     for (let w = 0; w < 10; w++) {
       for (const message of await readInboxFile(team, team.taskListId, `worker-${w}`)) {
         const key = String((message as { qualityGateEventKey?: unknown }).qualityGateEventKey);
-        const kind = message.text.includes('"task_assignment"') ? "assignment" : "nudge";
+        const assigned = message.text.includes('"task_assignment"') ? (JSON.parse(message.text) as { taskId?: unknown }).taskId : undefined;
+        const kind = assigned === undefined ? "nudge" : key.startsWith(`task_completed:${String(assigned)}:`) ? "reassign" : "followup";
         byKey.set(key, [...(byKey.get(key) ?? []), kind]);
       }
     }
     const wrong = keys.filter((key) => {
       const kinds = (byKey.get(key) ?? []).sort().join();
-      return kinds !== "assignment,nudge";
+      return kinds !== "followup,nudge,reassign";
     });
     // (on failure: what the logs, the ledger and the leaders said about those keys)
     const about = (key: string) => ({
