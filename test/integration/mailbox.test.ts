@@ -65,7 +65,7 @@ describe("appendMessage", () => {
     const message = makeMessage({ text: "assigned", color: "blue" });
     const result = await appendMessage(t.teamDir, "tasks-x", "worker/1", message);
     const file = path.join(t.teamDir, "mailboxes", "tasks-x", "inboxes", "worker-1.json");
-    expect(result).toEqual({ ok: true, file, index: 0 });
+    expect(result).toEqual({ ok: true, file, index: 0, present: false });
     expect(await readFile(file, "utf8")).toBe(`${JSON.stringify([message], null, 2)}\n`);
   });
 
@@ -117,6 +117,20 @@ describe("appendMessage", () => {
     for (const entry of entries.slice(1)) bySender.set(entry.from ?? "", [...(bySender.get(entry.from ?? "") ?? []), entry.text ?? ""]);
     expect(bySender.size).toBe(5);
     for (const texts of bySender.values()) expect(texts).toEqual(Array.from({ length: count }, (_, i) => `message ${i}`));
+  });
+
+  it("appends a message once when several processes send it at once, each recognising it by its note id", async () => {
+    const t = await team({ inbox: [{ foreign: "entry" }] });
+    const file = t.inboxFile("team", "team-lead");
+    const goFile = path.join(t.teamsRoot, "go");
+    const count = 25;
+    const workers = Array.from({ length: 4 }, () => runWorker<{ appended: number }>(modules, "append-messages", { teamDir: t.teamDir, namespace: "team", member: "team-lead", count, goFile, once: true }));
+    await writeFile(goFile, "");
+    const results = await Promise.all(workers);
+    const entries = (await readJson(file)) as Array<{ text?: string; qualityGateNoteId?: string }>;
+    expect(entries[0]).toEqual({ foreign: "entry" });
+    expect(entries.slice(1).map((e) => e.qualityGateNoteId).sort()).toEqual(Array.from({ length: count }, (_, i) => `note-${i}`).sort());
+    expect(results.reduce((sum, r) => sum + r.appended, 0)).toBe(count); // each sender knows whether it was the one
   });
 });
 

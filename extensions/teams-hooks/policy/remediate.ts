@@ -406,11 +406,12 @@ export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: 
   try {
     const appended = await appendMessage(m.teamDir, m.namespace, m.to, m.message, {
       label: `pi-teams-hooks ${m.id}`,
+      unlessPresent: m.isIt, // another process (a second leader, `trust` beside the leader) sent it first
       ...(m.lockTimeoutMs === undefined ? {} : { timeoutMs: m.lockTimeoutMs }),
     });
     if (appended.ok) {
       sent.confirm(m.id, at);
-      return { error: null, already: false };
+      return { error: null, already: appended.present };
     }
     sent.release(m.id, at);
     return { error: `message to ${m.to} not sent: ${appended.problem.message}`, already: false };

@@ -36,6 +36,15 @@ export interface MailboxOptions {
   timeoutMs?: number;
 }
 
+export interface AppendOptions extends MailboxOptions {
+  /**
+   * Recognises a message that stands for this one: when the inbox already holds one, nothing is
+   * appended (another process sent it first). Checked under the lock, so two senders of the same
+   * message append it once.
+   */
+  unlessPresent?: (message: MailboxMessage) => boolean;
+}
+
 /** Reads an inbox without locking (writers replace it atomically). A missing file is an empty inbox. */
 export async function readInbox(teamDir: string, namespace: string, member: string): Promise<InboxReadResult> {
   const file = inboxFile(teamDir, namespace, member);
@@ -51,26 +60,35 @@ export async function readInbox(teamDir: string, namespace: string, member: stri
   return { ok: true, file, messages, skipped, exists: loaded.exists };
 }
 
-/** Appends `message` under the inbox lock, creating the inbox (and its folders) when missing. */
+/**
+ * Appends `message` under the inbox lock, creating the inbox (and its folders) when missing; nothing
+ * when `unlessPresent` recognises a message already there (`present`, and the index of that one).
+ */
 export async function appendMessage(
   teamDir: string,
   namespace: string,
   member: string,
   message: MailboxMessage,
-  options: MailboxOptions = {},
-): Promise<InboxWriteResult<{ index: number }>> {
+  options: AppendOptions = {},
+): Promise<InboxWriteResult<{ index: number; present: boolean }>> {
   const file = inboxFile(teamDir, namespace, member);
   const checked = checkSchema(message, MailboxMessageSchema, file);
   if (!checked.ok) throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
   mkdirUnder(teamDir, path.dirname(file));
   return withLock(
     file,
-    async (): Promise<InboxWriteResult<{ index: number }>> => {
+    async (): Promise<InboxWriteResult<{ index: number; present: boolean }>> => {
       const loaded = await loadEntries(file);
       if (!loaded.ok) return loaded;
+      const { unlessPresent } = options;
+      if (unlessPresent) {
+        // (a shape check, not the schema: this runs for every message sent, over the whole inbox)
+        const index = loaded.entries.findIndex((entry) => isMessageLike(entry) && unlessPresent(entry));
+        if (index >= 0) return { ok: true, file, index, present: true };
+      }
       const entries = [...loaded.entries, message];
       await writeJsonAtomic(file, entries);
-      return { ok: true, file, index: entries.length - 1 };
+      return { ok: true, file, index: entries.length - 1, present: false };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
   );
@@ -121,6 +139,10 @@ async function loadEntries(file: string): Promise<{ ok: true; entries: unknown[]
     return { ok: false, problem: { ...read.problem, message: `${file}: not a JSON array of messages — left untouched` } };
   }
   return read;
+}
+
+function isMessageLike(entry: unknown): entry is MailboxMessage {
+  return typeof entry === "object" && entry !== null && !Array.isArray(entry) && typeof (entry as { text?: unknown }).text === "string";
 }
 
 function parseEntry(entry: unknown, index: number, file: string): { ok: true; message: MailboxMessage } | { ok: false; problem: FileProblem } {

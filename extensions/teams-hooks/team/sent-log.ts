@@ -12,7 +12,8 @@
  * A message recorded as sent is never sent again. One left at "sending" (a crash between the two
  * lines, a window of microseconds) is looked for in the inbox before it is sent again: found, it
  * counts as sent; not found, it is sent (it was lost, or — only if the worker read the inbox in that
- * same window — it goes out twice). Lines are appended with O_APPEND (several processes may append
+ * same window — it goes out twice). Two processes sending the same message at once (two leaders, `trust`
+ * beside the leader) append it once: the append looks for it in the inbox under the inbox lock. Lines are appended with O_APPEND (several processes may append
  * at once: a small write is atomic), written synchronously, and not fsync'ed (after a power cut the
  * last lines may be gone, and then a message may go out again). `state` reads only what others
  * appended since the last look.
