@@ -1,7 +1,7 @@
 /**
  * The HTTP surfaces of a real `pi-teams-hooks serve` (a child process on 127.0.0.1) against what a
  * team member or a client can do, with real files and a real headless Chromium:
- * a confidential team's task status.
+ * two `Host` headers, and a confidential team's task status.
  */
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { type IncomingMessage, type Server, createServer, request } from "node:http";
@@ -28,6 +28,35 @@ afterAll(async () => {
   await browser?.close();
   if (serve) expect(await serve.stop()).toMatchObject({ code: 0, signal: null });
   await teams?.cleanup();
+});
+
+/** One raw request on its own connection; the whole answer as text once the server closes it. */
+function rawRequest(url: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(new URL(url).port), "127.0.0.1");
+    let answer = "";
+    socket.setTimeout(10_000, () => socket.destroy(new Error("no answer in 10 s")));
+    socket.setEncoding("utf8").on("data", (c: string) => (answer += c));
+    socket.on("end", () => resolve(answer)).on("error", reject);
+    // Written, not ended: a client that half-closes may see the server close before it answers.
+    socket.write(text);
+  });
+}
+
+describe("two Host headers", () => {
+  it("are a 400 on every path, whichever comes first; one loopback Host is answered", async () => {
+    const dashboard = ["/", "/runs", "/events?view=runs", "/assets/app.js", "/login?token=x"];
+    const routes = [...dashboard, "/healthz", "/api/v1/teams/alpha/tasks/1"];
+    for (const route of routes) {
+      for (const hosts of [["127.0.0.1", "evil.example"], ["evil.example", "127.0.0.1"], ["localhost", "localhost"]]) {
+        const head = `GET ${route} HTTP/1.1\r\nHost: ${hosts[0]}\r\nHost: ${hosts[1]}\r\nConnection: close\r\n\r\n`;
+        const answer = await rawRequest(serve.url, head);
+        expect(answer.split("\r\n")[0], `${route} ${hosts.join(", ")}`).toMatch(/^HTTP\/1\.1 400 /);
+      }
+    }
+    const one = await rawRequest(serve.url, `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+    expect(one.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+  });
 });
 
 describe("a confidential team's task status", () => {

@@ -2,7 +2,8 @@
  * The dashboard on the task API's server: every path but `/api/…` and `/healthz`. Access is decided
  * first (server/web-auth.ts: open on loopback, a `logs:read` key with --allow-remote; `/login` turns
  * a one-time link into a session cookie), then dashboard/web.ts answers with the teams the viewer may
- * see. `close()` ends the live streams so that the server can stop.
+ * see. A request with two `Host` headers is a 400: which one names the server is ambiguous, and the
+ * loopback check reads one. `close()` ends the live streams so that the server can stop.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { loadAssets } from "../dashboard/assets.js";
@@ -38,6 +39,11 @@ export function webServer(opts: WebOptions): WebServer {
   return {
     async handle(req, res) {
       const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+      if ((req.headersDistinct.host?.length ?? 0) > 1) {
+        const body = "400: a request has one Host header; this one has more\n";
+        send(res, { status: 400, headers: { Connection: "close" }, body, contentType: "text/plain; charset=utf-8" });
+        return;
+      }
       const host = req.headers.host;
       if (url.pathname === "/login") {
         send(res, await login(auth, req, url));
