@@ -1,7 +1,8 @@
 /**
  * The HTTP surfaces of a real `pi-teams-hooks serve` (a child process on 127.0.0.1) against what a
  * team member or a client can do, with real files and a real headless Chromium:
- * two `Host` headers, and a confidential team's task status.
+ * a hook log whose file name holds line breaks and markup, two `Host` headers, and a confidential
+ * team's task status.
  */
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { type IncomingMessage, type Server, createServer, request } from "node:http";
@@ -28,6 +29,168 @@ afterAll(async () => {
   await browser?.close();
   if (serve) expect(await serve.stop()).toMatchObject({ code: 0, signal: null });
   await teams?.cleanup();
+});
+
+const logsDir = (): string => path.join(teams.alpha, "hook-logs");
+type Log = Record<string, unknown>;
+
+/**
+ * A copy of one of alpha's real logs under `name` (an agent can write any file into hook-logs/),
+ * written whole and then renamed, as the leader writes a log: a reader never sees half of it.
+ */
+async function plantLog(name: string, edit: (record: Log) => void = () => undefined): Promise<void> {
+  const [sample] = (await readdir(logsDir())).filter((n) => /^\d{4}-.*_task_completed_task-\d\.json$/.test(n)).sort();
+  const record = JSON.parse(await readFile(path.join(logsDir(), String(sample)), "utf8")) as Log;
+  edit(record);
+  const tmp = path.join(logsDir(), `.planted.tmp.${process.pid}`);
+  await writeFile(tmp, `${JSON.stringify(record)}\n`);
+  await rename(tmp, path.join(logsDir(), name));
+}
+
+/** A server on 127.0.0.1 standing for another site: it records every request it gets. */
+async function offSite(): Promise<{ server: Server; port: number; hits: string[] }> {
+  const hits: string[] = [];
+  const server = createServer((req, res) => {
+    hits.push(req.url ?? "");
+    res.writeHead(200, { "Content-Type": "text/plain" }).end("off-site\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, port: (server.address() as AddressInfo).port, hits };
+}
+
+interface OpenStream {
+  text(): string;
+  /** Resolves once the stream's text holds `part`; rejects after `ms`. */
+  waitFor(part: string, ms: number): Promise<void>;
+  /** Resolves with the time (Date.now()) the server ended the stream. */
+  ended: Promise<number>;
+  close(): void;
+}
+
+/** `GET /events?…` read as it comes, until the server ends it or `close()`. */
+function openStream(url: string, query: string, headers: Record<string, string> = {}): OpenStream {
+  const { hostname, port } = new URL(url);
+  let text = "";
+  let res: IncomingMessage | null = null;
+  let waiting: { part: string; resolve: () => void } | null = null;
+  const req = request({
+    host: hostname, port, path: `/events?${query}`,
+    headers: { Accept: "text/event-stream", ...headers },
+  });
+  const ended = new Promise<number>((resolve) => {
+    req.on("response", (answer) => {
+      res = answer;
+      answer.setEncoding("utf8").on("data", (chunk: string) => {
+        text += chunk;
+        const from = Math.max(0, text.length - chunk.length - (waiting?.part.length ?? 0));
+        if (waiting !== null && text.includes(waiting.part, from)) waiting.resolve();
+      });
+      answer.on("end", () => resolve(Date.now()));
+      answer.on("close", () => resolve(Date.now()));
+    });
+    req.on("error", () => resolve(Date.now()));
+  });
+  req.end();
+  const waitFor = (part: string, ms: number): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      if (text.includes(part)) return resolve();
+      const timer = setTimeout(() => reject(new Error(`no ${JSON.stringify(part)} on the stream in ${ms} ms`)), ms);
+      waiting = {
+        part,
+        resolve: () => {
+          clearTimeout(timer);
+          waiting = null;
+          resolve();
+        },
+      };
+    });
+  return { text: () => text, waitFor, ended, close: () => (res ? res.destroy() : req.destroy()) };
+}
+
+/** The `run` events of a stream's text: each event's `id` and its data. */
+function runEvents(text: string): Array<{ id: string | null; data: Record<string, unknown> }> {
+  const events: Array<{ id: string | null; data: Record<string, unknown> }> = [];
+  for (const block of text.split(/\n\n/)) {
+    const lines = block.split("\n");
+    if (!lines.includes("event: run")) continue;
+    const id = lines.find((l) => l.startsWith("id: "))?.slice(4) ?? null;
+    const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+    events.push({ id, data: JSON.parse(data) as Record<string, unknown> });
+  }
+  return events;
+}
+
+describe("a hook log's file name", () => {
+  it("with a line feed or a carriage return and markup injects nothing into the live page (Chromium)", async () => {
+    const site = await offSite();
+    try {
+      const context = await browser.newContext();
+      const page: Page = await context.newPage();
+      await page.goto(`${serve.url}/runs?team=alpha`);
+      await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+      const raw = openStream(serve.url, "view=runs&team=alpha");
+      // A first run, seen on the stream: the team's watcher is running, so the next logs are news.
+      for (let i = 0; i < 50 && !raw.text().includes("_task-2.json"); i++) {
+        await plantLog(`2099-01-01T00-00-00-${String(i).padStart(3, "0")}Z_task_completed_task-2.json`);
+        await raw.waitFor("_task-2.json", 200).catch(() => undefined);
+      }
+      // A file name holds no "/": the URLs use "\", which a browser reads as "/" in an http URL. The
+      // forged event carries a row as the old page took it (`html`), with an off-site link, an image
+      // and a refresh to the off-site server (a navigation, which the Content-Security-Policy allows).
+      const offsite = `http:\\\\127.0.0.1:${site.port}\\`;
+      const forged = (tag: string, breakText: string): string => {
+        const url = `${offsite}${tag}`;
+        const html =
+          `<tr id=pwn-${tag}><td><a href=${url}>x<img src=${url}>` +
+          `<meta http-equiv=refresh content=0;url=${url}>`;
+        const data = JSON.stringify({ team: "alpha", name: tag, html });
+        return `2026-01-01T00-00-00-000Z_x${breakText}event: run${breakText}data: ${data}${breakText}${breakText}.json`;
+      };
+      const lf = forged("lf", "\n");
+      const cr = forged("cr", "\r");
+      expect(Buffer.byteLength(lf)).toBeLessThanOrEqual(255);
+      await plantLog(lf);
+      await plantLog(cr);
+      const marker = "2099-01-01T00-00-01-000Z_task_completed_task-1.json";
+      await plantLog(marker);
+      // The watcher may pass over a name it cannot take for a log's: the rescan (every 2 s) finds it.
+      const planted = (): Array<{ id: string | null; data: Record<string, unknown> }> =>
+        runEvents(raw.text()).filter((e) => !String(e.data.name).endsWith("_task-2.json"));
+      await waitUntil("the three runs on the raw stream", () => planted().length >= 3, { timeoutMs: 10_000 });
+      raw.close();
+      await page.waitForTimeout(500); // the page has had them as long: an image or a refresh would have gone out by now
+      expect(site.hits).toEqual([]);
+      expect(page.url()).toBe(`${serve.url}/runs?team=alpha`);
+      await page.locator(`#runs-body tr[data-name="${marker}"]`).waitFor({ timeout: 10_000 });
+
+      // The stream: three runs, no more, each with an id that is one line and is the run's cursor.
+      const events = planted();
+      // A name is shown as a page shows text: a control character but a tab or a line feed as U+FFFD.
+      const shown = (name: string): string => name.replace(/\r/g, "\ufffd");
+      expect(events.map((e) => e.data.name).sort()).toEqual([shown(lf), shown(cr), marker].sort());
+      for (const event of events) expect(event.id).toBe(event.data.cursor);
+      // The page: the two runs as rows of their own (their names as data), nothing injected.
+      expect(await page.locator("[id^=pwn], meta[http-equiv], #runs-body img").count()).toBe(0);
+      const hrefs = await page.locator("a[href]").evaluateAll((as) => as.map((a) => a.getAttribute("href") ?? ""));
+      const origins = new Set(hrefs.map((href) => new URL(href, page.url()).origin));
+      expect(origins).toEqual(new Set([new URL(serve.url).origin]));
+      const rows = async (): Promise<Array<[string | null, string | null]>> =>
+        page
+          .locator("#runs-body tr")
+          .evaluateAll((trs) =>
+            trs.map((tr) => [tr.getAttribute("data-name"), tr.querySelector("a")?.getAttribute("href")]),
+          )
+          .then((found) => found.map(([name, href]) => [name ?? null, href ?? null]));
+      const newest = async (): Promise<Array<string | null>> => (await rows()).slice(0, 3).map(([name]) => name).sort();
+      await expect.poll(newest).toEqual([marker, shown(cr), shown(lf)].sort());
+      // Its link leads to its own run page.
+      const href = (await rows()).find(([name]) => name === shown(lf))?.[1];
+      expect(href).toBe(`/runs/alpha/${encodeURIComponent(lf.replace(/\.json$/, ""))}`);
+      await context.close();
+    } finally {
+      site.server.close();
+    }
+  });
 });
 
 /** One raw request on its own connection; the whole answer as text once the server closes it. */

@@ -2,24 +2,27 @@
  * Live updates: server-sent events of each new run, fed by `logs --follow`'s code (logs/follow.ts
  * `followLogs`: the team watcher the leader uses, plus a listing every 2 seconds for what a watcher
  * misses), never by polling every file. One follower per team while anyone listens to it; each
- * stream gets the runs its filter keeps, as the table row the runs page prints.
+ * stream gets the runs its filter keeps, each as the data of its row in the runs table.
  *
- * A stream is `retry: 2000`, then per run `id: <ms>~<team>~<name>` / `event: run` /
- * `data: {"team", "name", "html"}`, a comment every 15 s to keep proxies from closing it, and
- * `event: bye` when the server stops. A stream opened with a run's id (`Last-Event-ID` on a
- * reconnect, `after=` from the page) first gets the runs its filter keeps that are newer than it, so
- * nothing that landed while the page loaded or the connection was down is missed.
+ * A stream is `retry: 2000`, then per run `id: <ms>~<team>~<name URL-encoded>` / `event: run` /
+ * `data: {…}` (the row as data: runs.ts `runRowData`; the page builds the row from it, and no field
+ * is markup), a comment every 15 s to keep proxies from closing it, and `event: bye` when the server
+ * stops. No field of an event holds a line break: a log's file name, which an agent chooses, is
+ * URL-encoded in the id and JSON-escaped in the data. A stream opened with a run's id
+ * (`Last-Event-ID` on a reconnect, `after=` from the page) first gets the runs its filter keeps that
+ * are newer than it, so nothing that landed while the page loaded or the connection was down is
+ * missed.
  *
  * Bounds: 64 streams in all, 16 per key; a viewer that stops reading is cut once 256 KB wait for it.
  */
 import { existsSync } from "node:fs";
 import type { ServerResponse } from "node:http";
-import { describeError } from "../contract/errors.js";
+import { HooksError, describeError } from "../contract/errors.js";
 import { type LogFilter, recordMatches } from "../logs/filter.js";
 import { followLogs } from "../logs/follow.js";
 import { type LogRow, listLogFiles, queryLogs } from "../logs/query.js";
 import { hookLogsDir } from "../team/paths.js";
-import { type Cursor, type RunRow, cursorOf, cursorText, newerCursorFirst, runRowHtml, timeOfRow } from "./runs.js";
+import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, timeOfRow } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
@@ -161,8 +164,23 @@ export class LiveHub {
 }
 
 function runMessage(r: RunRow): string {
-  const data = JSON.stringify({ team: r.team, name: r.row.name, html: runRowHtml(r).text });
-  return `id: ${cursorText(cursorOf(r))}\nevent: run\ndata: ${data}\n\n`;
+  const data = runRowData(r);
+  return eventText({ id: data.cursor, event: "run", data });
+}
+
+/**
+ * One server-sent event. A line break in `id` or `event` would end that field and begin another
+ * (a forged event): they are made of names and URL-encoded text, and one that is not is a bug here.
+ * `data` is JSON, which escapes every line break.
+ */
+export function eventText(fields: { id?: string; event: string; data: unknown }): string {
+  for (const value of [fields.id ?? "", fields.event]) {
+    if (/[\r\n\0]/.test(value)) {
+      throw new HooksError("E_INTERNAL", `a server-sent event's field holds a line break: ${JSON.stringify(value)}`);
+    }
+  }
+  const id = fields.id === undefined ? "" : `id: ${fields.id}\n`;
+  return `${id}event: ${fields.event}\ndata: ${JSON.stringify(fields.data)}\n\n`;
 }
 
 /** Writes to a stream that is still open; a viewer that has let too much wait is cut (it reconnects). */
