@@ -1,8 +1,8 @@
 /**
  * The HTTP surfaces of a real `pi-teams-hooks serve` (a child process on 127.0.0.1) against what a
  * team member or a client can do, with real files and a real headless Chromium:
- * a hook log whose file name holds line breaks and markup, two `Host` headers, and a confidential
- * team's task status.
+ * a hook log whose file name holds line breaks and markup, a key revoked while its live streams are
+ * open, two `Host` headers, and a confidential team's task status.
  */
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { type IncomingMessage, type Server, createServer, request } from "node:http";
@@ -192,6 +192,71 @@ describe("a hook log's file name", () => {
     }
   });
 });
+
+describe("a key revoked while its live streams are open", () => {
+  it("ends them within a second of the keys file changing, bearer and session alike", async () => {
+    const remote = await startServe(teams.root, ["--allow-remote"]);
+    try {
+      const key = await createKey(teams.root, ["--name", "watcher", "--scopes", "logs:read", "--teams", "alpha"]);
+      const cookie = await logIn(remote.url, "watcher");
+      const bearer = openStream(remote.url, "view=runs", { Authorization: `Bearer ${key}` });
+      const session = openStream(remote.url, "view=runs", { Cookie: cookie });
+      for (const s of [bearer, session]) await s.waitFor("retry:", 10_000);
+
+      expect((await runBin(["serve", "keys", "revoke", "watcher", "--teams-root", teams.root])).code).toBe(0);
+      const changedMs = (await stat(path.join(teams.root, ".pi-teams-hooks", "keys.json"))).mtimeMs;
+      const timeout = new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), 5_000));
+      const bearerEnd = await Promise.race([bearer.ended, timeout]);
+      const sessionEnd = await Promise.race([session.ended, timeout]);
+      bearer.close();
+      session.close();
+      expect(bearerEnd - changedMs).toBeLessThan(1_000);
+      expect(sessionEnd - changedMs).toBeLessThan(1_000);
+      expect(bearer.text()).toContain('event: bye\ndata: {"why":"access"}');
+      // And it does not come back.
+      const again = await fetch(`${remote.url}/events?view=runs`, { headers: { Authorization: `Bearer ${key}` } });
+      expect(again.status).toBe(401);
+      await again.body?.cancel();
+    } finally {
+      expect(await remote.stop()).toMatchObject({ code: 0 });
+    }
+  });
+
+  it("a session's streams end within a second of session-secret being deleted; a bearer key's stay", async () => {
+    const remote = await startServe(teams.root, ["--allow-remote"]);
+    try {
+      const key = await createKey(teams.root, ["--name", "keeper", "--scopes", "logs:read", "--teams", "alpha"]);
+      const cookie = await logIn(remote.url, "keeper");
+      const bearer = openStream(remote.url, "view=runs", { Authorization: `Bearer ${key}` });
+      const session = openStream(remote.url, "view=runs", { Cookie: cookie });
+      for (const s of [bearer, session]) await s.waitFor("retry:", 10_000);
+      const deletedMs = Date.now();
+      await rm(path.join(teams.root, ".pi-teams-hooks", "session-secret"));
+      const timeout = new Promise<number>((resolve) => setTimeout(() => resolve(Number.POSITIVE_INFINITY), 5_000));
+      expect((await Promise.race([session.ended, timeout])) - deletedMs).toBeLessThan(1_000);
+      expect(session.text()).toContain('event: bye\ndata: {"why":"access"}');
+      // A bearer key has no session: its stream goes on.
+      const still = await Promise.race([bearer.ended, new Promise((resolve) => setTimeout(resolve, 600, "open"))]);
+      expect(still).toBe("open");
+      bearer.close();
+      session.close();
+    } finally {
+      expect(await remote.stop()).toMatchObject({ code: 0 });
+    }
+  });
+});
+
+/** A session cookie (`pth_session=…`) for the key `name`, through its one-time login link. */
+async function logIn(url: string, name: string): Promise<string> {
+  const login = await runBin(["serve", "keys", "login", name, "--teams-root", teams.root, "--url", url]);
+  const token = new URL(login.stdout.trimEnd().split("\n").pop() ?? "").searchParams.get("token") ?? "";
+  const form = new URLSearchParams({ token });
+  const posted = await fetch(`${url}/login`, { method: "POST", body: form, redirect: "manual" });
+  expect(posted.status).toBe(303);
+  const cookie = (posted.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  expect(cookie).toMatch(/^pth_session=/);
+  return cookie;
+}
 
 /** One raw request on its own connection; the whole answer as text once the server closes it. */
 function rawRequest(url: string, text: string): Promise<string> {

@@ -6,12 +6,13 @@
  *
  * A stream is `retry: 2000`, then per run `id: <ms>~<team>~<name URL-encoded>` / `event: run` /
  * `data: {…}` (the row as data: runs.ts `runRowData`; the page builds the row from it, and no field
- * is markup), a comment every 15 s to keep proxies from closing it, and `event: bye` when the server
- * stops. No field of an event holds a line break: a log's file name, which an agent chooses, is
- * URL-encoded in the id and JSON-escaped in the data. A stream opened with a run's id
- * (`Last-Event-ID` on a reconnect, `after=` from the page) first gets the runs its filter keeps that
- * are newer than it, so nothing that landed while the page loaded or the connection was down is
- * missed.
+ * is markup), a comment every 15 s to keep proxies from closing it, and `event: bye` with
+ * `data: {"why": "stopping"}` when the server stops or `{"why": "access"}` when the viewer's key may
+ * no longer look (`endUnless`). No field of an event holds a line break: a log's file name, which
+ * an agent chooses, is URL-encoded in the id and JSON-escaped in the data. A stream opened with a
+ * run's id (`Last-Event-ID` on a reconnect, `after=` from the page) first gets the runs its filter
+ * keeps that are newer than it, so nothing that landed while the page loaded or the connection was
+ * down is missed.
  *
  * Bounds: 64 streams in all, 16 per key; a viewer that stops reading is cut once 256 KB wait for it.
  */
@@ -37,10 +38,21 @@ const MAX_BUFFERED_BYTES = 256 * 1024;
 /** Runs sent to catch a stream up, at most: a longer gap is what a reload is for. */
 const CATCH_UP_RUNS = 200;
 
+/** Who opened a stream, and what it watches: checked again while it is open (`endUnless`). */
+export interface StreamAccess {
+  /** The id of the key it was opened with (`pth_<id>`), the key's name; null without a key (loopback). */
+  keyId: string | null;
+  keyName: string | null;
+  /** The teams it watches. */
+  teams: readonly string[];
+  /** The session cookie's value it was opened with; null for a bearer key or none. */
+  session: string | null;
+}
+
 interface Stream {
   filter: LogFilter;
   res: ServerResponse;
-  key: string | null;
+  access: StreamAccess;
   timer: NodeJS.Timeout;
 }
 
@@ -60,23 +72,56 @@ export class LiveHub {
     this.#warn = warn;
   }
 
-  /** Whether one more stream may open for `key`. */
+  /** Whether one more stream may open for the key named `key`. */
   hasRoom(key: string | null): boolean {
     if (this.#closed || this.#streams.size >= MAX_STREAMS) return false;
-    return key === null || [...this.#streams].filter((s) => s.key === key).length < MAX_STREAMS_PER_KEY;
+    return key === null || [...this.#streams].filter((s) => s.access.keyName === key).length < MAX_STREAMS_PER_KEY;
+  }
+
+  /** The ids of the keys open streams were opened with. */
+  keyIds(): Set<string> {
+    const ids = new Set<string>();
+    for (const s of this.#streams) if (s.access.keyId !== null) ids.add(s.access.keyId);
+    return ids;
+  }
+
+  /** Ends (`event: bye`, why `access`) every stream whose access `allowed` no longer grants; returns how many. */
+  endUnless(allowed: (access: StreamAccess) => boolean): number {
+    let ended = 0;
+    for (const s of [...this.#streams]) {
+      if (allowed(s.access)) continue;
+      ended += 1;
+      this.#streams.delete(s);
+      end(s, "access");
+    }
+    return ended;
   }
 
   /**
    * Sends each new run of `teams` that `filter` keeps to `res` (after the ones newer than `after`),
    * until the client goes or the hub closes. False when there is no room (`hasRoom`).
    */
-  async open(res: ServerResponse, input: { teams: readonly TeamRef[]; filter: LogFilter; key: string | null; after: Cursor | null; headers: Record<string, string> }): Promise<boolean> {
-    if (!this.hasRoom(input.key)) return false;
+  async open(
+    res: ServerResponse,
+    input: {
+      teams: readonly TeamRef[];
+      filter: LogFilter;
+      access: StreamAccess;
+      after: Cursor | null;
+      headers: Record<string, string>;
+    },
+  ): Promise<boolean> {
+    if (!this.hasRoom(input.access.keyName)) return false;
     // The viewer left while the teams were listed: its "close" has fired and will not again, so a stream
     // opened now would never end (a follower rescanning, a keep-alive timer holding a stopping server).
     if (res.destroyed || res.writableEnded) return true;
     res.writeHead(200, { ...input.headers, "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
-    const stream: Stream = { filter: input.filter, res, key: input.key, timer: setInterval(() => send(stream, ": keep-alive\n\n"), KEEPALIVE_MS) };
+    const stream: Stream = {
+      filter: input.filter,
+      res,
+      access: input.access,
+      timer: setInterval(() => send(stream, ": keep-alive\n\n"), KEEPALIVE_MS),
+    };
     send(stream, "retry: 2000\n\n");
     this.#streams.add(stream);
     const joined = input.teams.map((team) => this.#join(team, stream));
@@ -152,10 +197,7 @@ export class LiveHub {
   /** Ends every stream (`event: bye`) and stops every follower. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const s of this.#streams) {
-      clearInterval(s.timer);
-      if (!s.res.writableEnded && !s.res.destroyed) s.res.end("event: bye\ndata: {}\n\n");
-    }
+    for (const s of this.#streams) end(s, "stopping");
     const followers = [...this.#followers.values()];
     this.#followers.clear();
     for (const f of followers) f.stop();
@@ -183,6 +225,12 @@ export function eventText(fields: { id?: string; event: string; data: unknown })
   return `${id}event: ${fields.event}\ndata: ${JSON.stringify(fields.data)}\n\n`;
 }
 
+/** Ends a stream with `event: bye` (why: the server stops, or the viewer may no longer look). */
+function end(stream: Stream, why: "stopping" | "access"): void {
+  clearInterval(stream.timer);
+  if (!stream.res.writableEnded && !stream.res.destroyed) stream.res.end(eventText({ event: "bye", data: { why } }));
+}
+
 /** Writes to a stream that is still open; a viewer that has let too much wait is cut (it reconnects). */
 function send(stream: Stream, text: string): void {
   const { res } = stream;
@@ -193,4 +241,3 @@ function send(stream: Stream, text: string): void {
   }
   res.write(text);
 }
-

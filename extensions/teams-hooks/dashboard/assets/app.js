@@ -83,9 +83,19 @@
     // EventSource tries again by itself after a dropped connection, but not after a refusal (401, 503).
     say(source.readyState === EventSource.CLOSED ? "Live updates stopped: reload the page to try again" : "Live updates interrupted: reconnecting…");
   });
-  source.addEventListener("bye", () => {
+  source.addEventListener("bye", (event) => {
     source.close();
-    say("Live updates ended: the server stopped");
+    let why = "";
+    try {
+      why = JSON.parse(event.data).why;
+    } catch {
+      why = "";
+    }
+    say(
+      why === "access"
+        ? "Live updates stopped: your key no longer lets you see them (reload the page to log in again)"
+        : "Live updates ended: the server stopped",
+    );
   });
 
   if (kind === "runs") {
