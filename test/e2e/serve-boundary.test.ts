@@ -1,8 +1,8 @@
 /**
  * The HTTP surfaces of a real `pi-teams-hooks serve` (a child process on 127.0.0.1) against what a
- * team member or a client can do, with real files and a real headless Chromium:
- * a hook log whose file name holds line breaks and markup, a key revoked while its live streams are
- * open, two `Host` headers, and a confidential team's task status.
+ * team member or a client can do, with real files and a real headless Chromium: a hook log whose
+ * file name holds line breaks and markup, a key revoked while its live streams are open, two `Host`
+ * headers, a viewer that reads nothing, and a confidential team's task status.
  */
 import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { type IncomingMessage, type Server, createServer, request } from "node:http";
@@ -284,6 +284,58 @@ describe("two Host headers", () => {
     }
     const one = await rawRequest(serve.url, `GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
     expect(one.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+  });
+});
+
+describe("a viewer that reads nothing", () => {
+  it("gets at most 256 KiB ahead of it, counting what the kernel holds, and is cut when more wait", async () => {
+    const BOUND = 256 * 1024;
+    const RUNS = 450;
+    // Each run's row is about 12 KB (two cells of 2,000 three-byte characters, as long as a cell
+    // gets): 450 of them are 5 MB, past what the kernel's buffers of one connection hold on Linux
+    // (4 MiB of send buffer at most) and the server's own bounds.
+    const long = "€".repeat(2_000);
+    const slow: Socket = connect(Number(new URL(serve.url).port), "127.0.0.1");
+    await new Promise<void>((resolve) => slow.once("connect", resolve));
+    slow.write("GET /events?view=runs&team=alpha HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n");
+    slow.pause(); // nothing is read from here on: what the server sends waits in the kernel
+    const fast = openStream(serve.url, "view=runs&team=alpha");
+    try {
+      // A first run, seen on the stream: the team's watcher is running, so the next logs are news.
+      for (let i = 0; i < 50 && !fast.text().includes("_task-3.json"); i++) {
+        await plantLog(`2099-02-01T00-00-00-${String(i).padStart(3, "0")}Z_task_completed_task-3.json`);
+        await fast.waitFor("_task-3.json", 200).catch(() => undefined);
+      }
+      // One run at a time, each seen by a viewer that reads (the server sends a run to both streams
+      // in one go): the slow one has been sent, or refused, every run before the next lands.
+      for (let i = 0; i < RUNS; i++) {
+        const name = `2099-02-02T00-00-00-${String(i).padStart(3, "0")}Z_task_completed_task-1.json`;
+        await plantLog(name, (record) => {
+          (record.invocation as Record<string, unknown>).memberName = long;
+          record.policy = { ...(record.policy as object | undefined), actions: [long] };
+        });
+        await fast.waitFor(name, 10_000);
+      }
+      // Now read: what waited for this viewer when it was cut, then the end. Node's socket took up to
+      // its read buffer's worth before it stopped reading: that was in this process, not the kernel.
+      const buffered = slow.readableLength;
+      let received = 0;
+      const ended = new Promise<boolean>((resolve) => {
+        slow.on("data", (chunk: Buffer) => (received += chunk.length));
+        slow.on("end", () => resolve(true));
+        slow.on("error", () => resolve(true));
+        setTimeout(() => resolve(false), 10_000);
+      });
+      slow.resume();
+      expect(await ended, "the server cut the stream").toBe(true);
+      expect(received - buffered).toBeLessThanOrEqual(BOUND);
+      expect(received - buffered).toBeGreaterThan(BOUND / 2);
+      // The viewer that reads was never cut.
+      expect(fast.text()).not.toContain("event: bye");
+    } finally {
+      fast.close();
+      slow.destroy();
+    }
   });
 });
 

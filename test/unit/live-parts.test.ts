@@ -1,8 +1,10 @@
 /**
  * The live feed's pure parts: a cursor is one line of visible ASCII whatever a log's file name holds,
- * and an event's fields never hold a line break.
+ * an event's fields never hold a line break, and IP addresses as the kernel's connection table
+ * writes them.
  */
 import { describe, expect, it } from "vitest";
+import { addressBytes } from "../../extensions/teams-hooks/dashboard/backlog.js";
 import { eventText } from "../../extensions/teams-hooks/dashboard/live.js";
 import { cursorText, parseCursor } from "../../extensions/teams-hooks/dashboard/runs.js";
 
@@ -40,5 +42,21 @@ describe("eventText", () => {
 
   it.each(["1~alpha~a\nb", "1~alpha~a\rb", "a\u0000b"])("refuses an id holding %j (a bug, never sent)", (id) => {
     expect(() => eventText({ id, event: "run", data: {} })).toThrow(/line break/);
+  });
+});
+
+describe("addressBytes", () => {
+  it.each([
+    ["127.0.0.1", [127, 0, 0, 1]],
+    ["::1", [...Array<number>(15).fill(0), 1]],
+    ["::ffff:127.0.0.1", [...Array<number>(10).fill(0), 0xff, 0xff, 127, 0, 0, 1]],
+    ["fe80::1:2", [0xfe, 0x80, ...Array<number>(10).fill(0), 0, 1, 0, 2]],
+    ["2001:db8:0:0:0:0:0:1", [0x20, 0x01, 0x0d, 0xb8, ...Array<number>(11).fill(0), 1]],
+  ])("%s", (address, bytes) => {
+    expect(addressBytes(address)).toEqual(bytes);
+  });
+
+  it.each(["", "localhost", "1.2.3", "::g"])("%j is no address", (address) => {
+    expect(addressBytes(address)).toBeNull();
   });
 });

@@ -14,7 +14,17 @@
  * keeps that are newer than it, so nothing that landed while the page loaded or the connection was
  * down is missed.
  *
- * Bounds: 64 streams in all, 16 per key; a viewer that stops reading is cut once 256 KB wait for it.
+ * Bounds: 64 streams in all, 16 per key. What waits for a viewer is bounded twice (a viewer that
+ * stops reading costs the server at most 512 KiB and one message, kernel included):
+ *
+ *   written, not yet read      at most 256 KiB, counting what this machine's kernel holds for the
+ *                              connection (backlog.ts, on Linux): each stream counts what it writes;
+ *                              once the next message would pass the bound, messages wait in the
+ *                              stream while the kernel's queues are read, and the count starts
+ *                              again from what is found there (and in the process)
+ *   waiting in the stream      at most 256 KiB: one more message and the stream is cut (the page
+ *                              reconnects and catches up); they are written as the viewer reads,
+ *                              looked for after 25 ms, then less often while nothing moves (1 s)
  */
 import { existsSync } from "node:fs";
 import type { ServerResponse } from "node:http";
@@ -23,6 +33,7 @@ import { type LogFilter, recordMatches } from "../logs/filter.js";
 import { followLogs } from "../logs/follow.js";
 import { type LogRow, listLogFiles, queryLogs } from "../logs/query.js";
 import { hookLogsDir } from "../team/paths.js";
+import { ConnectionTables, kernelBacklog } from "./backlog.js";
 import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, timeOfRow } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
@@ -33,8 +44,18 @@ export const MAX_STREAMS_PER_KEY = 16;
 const KEEPALIVE_MS = 15_000;
 /** The listing behind the watcher: every log name, so not every second; still within the 2 s a viewer waits at most. */
 const RESCAN_MS = 2_000;
-/** What may wait for a viewer that does not read: past it, its stream is cut (it reconnects and catches up). */
-const MAX_BUFFERED_BYTES = 256 * 1024;
+/**
+ * What may be written ahead of a viewer, counting what the kernel holds, and what may wait in its
+ * stream besides: past that, the stream is cut (it reconnects and catches up).
+ */
+export const MAX_WAITING_BYTES = 256 * 1024;
+/** What HTTP's chunked encoding adds to each write, at most (`<hex size>\r\n…\r\n`). */
+const CHUNK_FRAMING_BYTES = 12;
+/** How soon a stream with messages waiting looks at what the viewer has read; doubled while nothing moves. */
+const RECOUNT_FIRST_MS = 25;
+const RECOUNT_MAX_MS = 1_000;
+/** The kernel's tables, read once for every stream a read can answer for. */
+const TABLES = new ConnectionTables();
 /** Runs sent to catch a stream up, at most: a longer gap is what a reload is for. */
 const CATCH_UP_RUNS = 200;
 
@@ -54,6 +75,17 @@ interface Stream {
   res: ServerResponse;
   access: StreamAccess;
   timer: NodeJS.Timeout;
+  /** Bytes written that the viewer may not have read, at most: the last count, plus what was written since. */
+  unconfirmed: number;
+  /** When it was last written to (`performance.now()`): a count must look at the kernel after that. */
+  lastWriteMs: number;
+  /** Messages waiting to be written, and their bytes. */
+  held: Array<{ text: string; bytes: number }>;
+  heldBytes: number;
+  /** A count is under way, or `recount` is the timer of the next. */
+  counting: boolean;
+  recount: NodeJS.Timeout | null;
+  recountMs: number;
 }
 
 interface Follower {
@@ -121,12 +153,20 @@ export class LiveHub {
       res,
       access: input.access,
       timer: setInterval(() => send(stream, ": keep-alive\n\n"), KEEPALIVE_MS),
+      unconfirmed: 0,
+      lastWriteMs: 0,
+      held: [],
+      heldBytes: 0,
+      counting: false,
+      recount: null,
+      recountMs: RECOUNT_FIRST_MS,
     };
     send(stream, "retry: 2000\n\n");
     this.#streams.add(stream);
     const joined = input.teams.map((team) => this.#join(team, stream));
     res.on("close", () => {
       clearInterval(stream.timer);
+      if (stream.recount !== null) clearTimeout(stream.recount);
       this.#streams.delete(stream);
       for (const leave of joined) leave();
     });
@@ -228,16 +268,57 @@ export function eventText(fields: { id?: string; event: string; data: unknown })
 /** Ends a stream with `event: bye` (why: the server stops, or the viewer may no longer look). */
 function end(stream: Stream, why: "stopping" | "access"): void {
   clearInterval(stream.timer);
+  if (stream.recount !== null) clearTimeout(stream.recount);
+  stream.held = [];
   if (!stream.res.writableEnded && !stream.res.destroyed) stream.res.end(eventText({ event: "bye", data: { why } }));
 }
 
-/** Writes to a stream that is still open; a viewer that has let too much wait is cut (it reconnects). */
+/**
+ * Writes to a stream that is still open, or keeps the message until its viewer has read enough;
+ * a viewer that lets more wait than the bounds allow (see the header) is cut (it reconnects).
+ */
 function send(stream: Stream, text: string): void {
   const { res } = stream;
   if (res.writableEnded || res.destroyed) return;
-  if (res.writableLength > MAX_BUFFERED_BYTES) {
-    res.destroy();
+  const bytes = Buffer.byteLength(text) + CHUNK_FRAMING_BYTES;
+  if (stream.held.length === 0 && stream.unconfirmed + bytes <= MAX_WAITING_BYTES) {
+    write(stream, text, bytes);
     return;
   }
-  res.write(text);
+  stream.held.push({ text, bytes });
+  stream.heldBytes += bytes;
+  if (stream.heldBytes > MAX_WAITING_BYTES) res.destroy();
+  else if (!stream.counting) void recount(stream);
+}
+
+function write(stream: Stream, text: string, bytes: number): void {
+  stream.res.write(text);
+  stream.unconfirmed += bytes;
+  stream.lastWriteMs = performance.now();
+}
+
+/** Counts what the viewer has not read yet, writes what now fits, and looks again later while messages wait. */
+async function recount(stream: Stream): Promise<void> {
+  const { res } = stream;
+  stream.counting = true;
+  stream.recount = null;
+  const socket = res.socket;
+  const kernel = socket ? await kernelBacklog(socket, TABLES, stream.lastWriteMs).catch(() => null) : 0;
+  if (res.writableEnded || res.destroyed) return;
+  // Unknown (not Linux): what waits in the process only.
+  stream.unconfirmed = res.writableLength + (kernel ?? 0);
+  let wrote = false;
+  for (let next = stream.held[0]; next !== undefined; next = stream.held[0]) {
+    if (stream.unconfirmed + next.bytes > MAX_WAITING_BYTES) break;
+    stream.held.shift();
+    stream.heldBytes -= next.bytes;
+    write(stream, next.text, next.bytes);
+    wrote = true;
+  }
+  stream.recountMs = wrote ? RECOUNT_FIRST_MS : Math.min(stream.recountMs * 2, RECOUNT_MAX_MS);
+  if (stream.held.length === 0) {
+    stream.counting = false;
+    return;
+  }
+  stream.recount = setTimeout(() => void recount(stream), stream.recountMs);
 }

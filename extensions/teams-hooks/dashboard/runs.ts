@@ -143,15 +143,26 @@ export interface RunRowData {
   stderr: string;
 }
 
+/**
+ * The characters a cell shows at most (the run's page shows the whole): a row is a message of the
+ * live feed, whose bound (live.ts) needs a size any message stays well within.
+ */
+const CELL_CHARS = 2_000;
+
+function cellText(text: string): string {
+  const plain = plainText(text);
+  return plain.length > CELL_CHARS ? `${plain.slice(0, CELL_CHARS - 1)}…` : plain;
+}
+
 export function runRowData(r: RunRow): RunRowData {
-  const [, , event, task, member, hook, outcome, duration, actions, stderr] = rowCells(r.row).map(plainText);
+  const [, , event, task, member, hook, outcome, duration, actions, stderr] = rowCells(r.row).map(cellText);
   const time = timeParts(r.row.record.startedAt);
   return {
     team: r.team,
     name: plainText(r.row.name),
     cursor: cursorText(cursorOf(r)),
     href: runHref(r.team, r.row.name),
-    label: plainText(`Run ${shortRunId(r.row.record.result.runId)} of ${hook ?? ""}`),
+    label: `Run ${cellText(shortRunId(r.row.record.result.runId))} of ${hook ?? ""}`,
     time: time.utc,
     timeText: plainText(time.text),
     event: event ?? "",
