@@ -59,7 +59,8 @@ afterAll(async () => {
 
 describe("without --allow-remote (loopback only)", () => {
   it.each(["127.0.0.1:7420", "127.9.8.7", "localhost", "LOCALHOST:80", "app.localhost:7420", "[::1]:7420", "[::1]"])("allows Host %s with no key", async (host) => {
-    expect(await webAccess(context(false), request({ host }))).toEqual({ kind: "allowed", teams: null, keyName: null });
+    const allowed = { kind: "allowed", teams: null, keyId: null, keyName: null, session: null };
+    expect(await webAccess(context(false), request({ host }))).toEqual(allowed);
   });
 
   it.each([["evil.example:7420"], ["127.0.0.1.evil.example"], ["localhost.evil.example"], ["[::2]:7420"], ["10.0.0.1"], [undefined]])("refuses Host %s with 403 and says why (DNS rebinding)", async (host) => {
@@ -84,7 +85,14 @@ describe("with --allow-remote: keys", () => {
   });
 
   it("a bearer key with logs:read sees its teams, even behind a proxy that sends another Host", async () => {
-    expect(await webAccess(context(true), request({ host: "dash.example.com", authorization: `Bearer ${keys.viewer}` }))).toEqual({ kind: "allowed", teams: ["alpha", "beta"], keyName: "viewer" });
+    const viaProxy = request({ host: "dash.example.com", authorization: `Bearer ${keys.viewer}` });
+    expect(await webAccess(context(true), viaProxy)).toEqual({
+      kind: "allowed",
+      teams: ["alpha", "beta"],
+      keyId: keys.viewer?.split("_")[1],
+      keyName: "viewer",
+      session: null,
+    });
   });
 
   it("a key without logs:read, a made-up key, another scheme: 401", async () => {
@@ -134,7 +142,14 @@ describe("with --allow-remote: login tokens and sessions", () => {
 
   it("the cookie from a login is a session of its key's teams; the secret is 0600 in the 0700 folder", async () => {
     const cookie = await session("viewer");
-    expect(await webAccess(context(true), request({ cookie: `theme=dark; ${cookie}; other=1` }))).toEqual({ kind: "allowed", teams: ["alpha", "beta"], keyName: "viewer" });
+    // The session's key, and the cookie's value (a stream it opens is checked against it while open).
+    expect(await webAccess(context(true), request({ cookie: `theme=dark; ${cookie}; other=1` }))).toEqual({
+      kind: "allowed",
+      teams: ["alpha", "beta"],
+      keyId: keys.viewer?.split("_")[1],
+      keyName: "viewer",
+      session: cookie.slice("pth_session=".length),
+    });
     expect((await stat(sessionSecretFile(root))).mode & 0o777).toBe(0o600);
     expect((await stat(path.dirname(sessionSecretFile(root)))).mode & 0o777).toBe(0o700);
     // Past its 12 hours: over.

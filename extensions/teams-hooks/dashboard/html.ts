@@ -28,7 +28,12 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 
 /** `text` for an HTML text node or a quoted attribute value. */
 export function escapeHtml(text: string): string {
-  return text.replace(ANSI, "").replace(CONTROL, "\ufffd").replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+  return plainText(text).replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+/** `text` as a page shows it, before escaping: terminal escapes dropped, other control characters U+FFFD. */
+export function plainText(text: string): string {
+  return text.replace(ANSI, "").replace(CONTROL, "\ufffd");
 }
 
 /**

@@ -48,17 +48,27 @@ ${input.body}
 
 /** A time as UTC text that app.js rewrites in the viewer's zone; the ISO form stays in `datetime`. */
 export function timeOf(iso: string): Html {
+  const { utc, text } = timeParts(iso);
+  return utc === null ? html`<span>${text}</span>` : html`<time datetime="${utc}">${text}</time>`;
+}
+
+/** `timeOf`'s parts: the time in UTC (ISO 8601; null when `iso` is not a time) and its text. */
+export function timeParts(iso: string): { utc: string | null; text: string } {
   const ms = Date.parse(iso);
-  if (Number.isNaN(ms)) return html`<span>${iso}</span>`;
+  if (Number.isNaN(ms)) return { utc: null, text: iso };
   const utc = new Date(ms).toISOString();
-  return html`<time datetime="${utc}">${utc.slice(0, 10)} ${utc.slice(11, 19)} UTC</time>`;
+  return { utc, text: `${utc.slice(0, 10)} ${utc.slice(11, 19)} UTC` };
 }
 
 /** The outcome words of the logs table, and the class that colours them: a pass that let an error through is a note. */
 export function outcomeBadge(word: string): Html {
-  const note = /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") || word === NON_BLOCKING_WORD;
-  const kind = /^(passed|allowed)$/.test(word) ? "ok" : note ? "note" : "bad";
-  return html`<span class="badge badge-${kind}">${word}</span>`;
+  return html`<span class="badge badge-${outcomeKind(word)}">${word}</span>`;
+}
+
+/** How an outcome word is coloured: `badge-ok`, `badge-note` (a pass that let an error through is one) or `badge-bad`. */
+export function outcomeKind(word: string): "ok" | "note" | "bad" {
+  if (/^(passed|allowed)$/.test(word)) return "ok";
+  return /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") || word === NON_BLOCKING_WORD ? "note" : "bad";
 }
 
 export function durationText(ms: number | null): string {

@@ -8,8 +8,8 @@ import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "
 import { actionsText, rowCells, shortRunId } from "../logs/format.js";
 import { LOG_EVENTS, LOG_OUTCOMES, LOG_TRIGGERS, triggerOf } from "../logs/record.js";
 import { type LogRow, compareLogNames, queryLogs, streamLogs } from "../logs/query.js";
-import { type Html, html, queryString } from "./html.js";
-import { outcomeBadge, timeOf } from "./layout.js";
+import { type Html, html, plainText, queryString } from "./html.js";
+import { outcomeKind, timeParts } from "./layout.js";
 import { runHref } from "./overview.js";
 import type { TeamRef } from "./teams.js";
 
@@ -46,16 +46,32 @@ export function runsQuery(search: URLSearchParams): RunsQuery {
   return { team: team === "" ? undefined : team, fields, before: parseCursor(search.get("before")) };
 }
 
-/** `<ms>~<team>~<name>`; null for anything else (a page then starts at the newest). */
+/**
+ * `<ms>~<team>~<name>` with the name URL-encoded (`cursorText`); null for anything else (a page then
+ * starts at the newest).
+ */
 export function parseCursor(text: string | null | undefined): Cursor | null {
-  // A team is a safe name (no `~`); a log's name may hold one, so it is the rest.
-  const match = /^(\d{1,15})~([^~]{1,128})~(.{1,255})$/.exec(text ?? "");
-  return match ? { timeMs: Number(match[1]), team: match[2] ?? "", name: match[3] ?? "" } : null;
+  // A team is a safe name (no `~`); the name is the rest.
+  const match = /^(\d{1,15})~([^~]{1,128})~([\x21-\x7e]{1,1024})$/.exec(text ?? "");
+  if (!match) return null;
+  try {
+    return { timeMs: Number(match[1]), team: match[2] ?? "", name: decodeURIComponent(match[3] ?? "") };
+  } catch {
+    return null; // not URL-encoding: no cursor this server made
+  }
 }
 
+/**
+ * A cursor as one line of visible ASCII, whatever the log's file name holds (an agent names that
+ * file, and may put a line break in it): it is an event's `id:` line on the live stream, an
+ * attribute, a query value. The name is URL-encoded, so the usual names read as they are.
+ */
 export function cursorText(c: Cursor): string {
-  return `${c.timeMs}~${c.team}~${c.name}`;
+  return `${c.timeMs}~${c.team}~${encodeURIComponent(c.name.replace(LONE_SURROGATE, "\ufffd"))}`;
 }
+
+/** What `encodeURIComponent` refuses; a name read from the disk has none, as Node decodes names. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** The cursor order, newer first: by time, then team, then the folder's order of names, all descending. */
 export function newerCursorFirst(a: Cursor, b: Cursor): number {
@@ -101,15 +117,81 @@ export async function taskRuns(team: TeamRef, taskId: string): Promise<RunRow[]>
 
 export const RUN_COLUMNS = ["Time", "Team", "Event", "Task", "Member", "Hook", "Outcome", "Duration", "Action", "First stderr line"] as const;
 
-/** One row, as the page and the live feed print it; a run by hand (`pi-teams-hooks run`) is marked in its action. */
+/**
+ * One row of the table as plain data: what the live feed sends, and what the page's script builds
+ * the row from with DOM calls (text as text, never markup). Every string is as a page shows it
+ * (html.ts `plainText`); `href` is the run's own page.
+ */
+export interface RunRowData {
+  team: string;
+  name: string;
+  cursor: string;
+  href: string;
+  /** The link's accessible name. */
+  label: string;
+  /** The start in UTC (ISO 8601), or null when the log's time cannot be read; `timeText` as printed. */
+  time: string | null;
+  timeText: string;
+  event: string;
+  task: string;
+  member: string;
+  hook: string;
+  outcome: string;
+  outcomeKind: "ok" | "note" | "bad";
+  duration: string;
+  /** Whether a person ran it by hand (`pi-teams-hooks run`): marked in the action cell. */
+  hand: boolean;
+  actions: string;
+  stderr: string;
+}
+
+/**
+ * The characters a cell shows at most (the run's page shows the whole): a row is a message of the
+ * live feed, whose bound (live.ts) needs a size any message stays well within.
+ */
+const CELL_CHARS = 2_000;
+
+function cellText(text: string): string {
+  const plain = plainText(text);
+  return plain.length > CELL_CHARS ? `${plain.slice(0, CELL_CHARS - 1)}…` : plain;
+}
+
+export function runRowData(r: RunRow): RunRowData {
+  const [, , event, task, member, hook, outcome, duration, , stderr] = rowCells(r.row).map(cellText);
+  const time = timeParts(r.row.record.startedAt);
+  return {
+    team: r.team,
+    name: plainText(r.row.name),
+    cursor: cursorText(cursorOf(r)),
+    href: runHref(r.team, r.row.name),
+    label: `Run ${cellText(shortRunId(r.row.record.result.runId))} of ${hook ?? ""}`,
+    time: time.utc,
+    timeText: plainText(time.text),
+    event: event ?? "",
+    task: task ?? "",
+    member: member ?? "",
+    hook: hook ?? "",
+    outcome: outcome ?? "",
+    outcomeKind: outcomeKind(outcome ?? ""),
+    duration: duration ?? "",
+    hand: triggerOf(r.row.record) === "hand",
+    actions: cellText(actionsText(r.row.record)),
+    stderr: stderr ?? "",
+  };
+}
+
+/** One row, as the page prints it (app.js builds the same from `runRowData` for the live feed); a run by hand is marked in its action. */
 export function runRowHtml(r: RunRow): Html {
-  const [, , event, task, member, hook, outcome, duration, , stderr] = rowCells(r.row);
-  const hand = triggerOf(r.row.record) === "hand" ? html`<span class="badge badge-note">by hand</span> ` : "";
-  const href = runHref(r.team, r.row.name);
-  return html`<tr data-team="${r.team}" data-name="${r.row.name}" data-cursor="${cursorText(cursorOf(r))}">
-<td><a href="${href}" aria-label="${`Run ${shortRunId(r.row.record.result.runId)} of ${hook ?? ""}`}">${timeOf(r.row.record.startedAt)}</a></td>
-<td>${r.team}</td><td>${event}</td><td>${task}</td><td>${member}</td><td>${hook}</td><td>${outcomeBadge(outcome ?? "")}</td>
-<td class="num">${duration}</td><td>${hand}${actionsText(r.row.record)}</td><td class="stderr">${stderr}</td></tr>`;
+  const d = runRowData(r);
+  const time =
+    d.time === null
+      ? html`<span>${d.timeText}</span>`
+      : html`<time datetime="${d.time}">${d.timeText}</time>`;
+  return html`<tr data-team="${d.team}" data-name="${d.name}" data-cursor="${d.cursor}">
+<td><a href="${d.href}" aria-label="${d.label}">${time}</a></td>
+<td>${d.team}</td><td>${d.event}</td><td>${d.task}</td><td>${d.member}</td><td>${d.hook}</td>
+<td><span class="badge badge-${d.outcomeKind}">${d.outcome}</span></td>
+<td class="num">${d.duration}</td><td>${d.hand ? html`<span class="badge badge-note">by hand</span> ` : ""}${d.actions}</td><td class="stderr">${d.stderr}</td></tr>`;
 }
 
 export function runsBody(input: { teams: readonly TeamRef[]; query: RunsQuery; rows: readonly RunRow[]; more: boolean; problems: readonly string[]; unreadable: number }): Html {

@@ -59,10 +59,15 @@ interface WebAnswer {
   headers?: Record<string, string>;
 }
 
-/** Who is looking: the teams they may see (null: every team), and their key's name (null: none needed). */
+/**
+ * Who is looking: the teams they may see (null: every team), their key's id and name (null: none
+ * needed), and the session cookie's value they came in with (null: a bearer key, or no key).
+ */
 export interface Viewer {
   teams: readonly string[] | null;
+  keyId: string | null;
   keyName: string | null;
+  session: string | null;
 }
 
 /** Answers one dashboard request for `viewer`. */
@@ -175,7 +180,9 @@ async function events(ctx: DashboardContext, url: URL, req: IncomingMessage, res
   if (problems.length > 0) return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
   // Where the page (`after`) or the broken connection (`Last-Event-ID`) left off.
   const after = parseCursor(req.headers["last-event-id"]?.toString() ?? url.searchParams.get("after"));
-  const opened = await ctx.hub.open(res, { teams, filter, key: viewer.keyName, after, headers: { ...SECURITY_HEADERS } });
+  const { keyId, keyName, session } = viewer;
+  const access = { keyId, keyName, teams: teams.map((t) => t.name), session };
+  const opened = await ctx.hub.open(res, { teams, filter, access, after, headers: { ...SECURITY_HEADERS } });
   return opened ? null : full;
 }
 

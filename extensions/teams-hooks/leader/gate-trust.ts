@@ -118,8 +118,10 @@ async function holdFileToApproved(ctx: LeaderContext, first: ReturnType<LeaderCo
   const file = trustFile(teamDir);
   const what = state === "none" ? `${file} was removed ${when}` : state === "invalid" ? `${file} was made unreadable ${when}` : `${file} was changed ${when}, not through pi-teams-hooks trust`;
   const lines = differs.map((c) => `  ${c.path}: ${c.change === "removed" ? "removed from the record" : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, "by ${c.entry?.trustedBy || "unknown"}")`}: not approved, not trusted`);
-  const text = `${what}: written back as approved (${approvedFile(teamDir, ctx.opts.env)}).${lines.length ? `\n${lines.join("\n")}` : ""}\nTo approve a gate: pi-teams-hooks trust --team-dir ${teamDir}`;
-  ctx.warn(text.split("\n").map((line) => line.trim()).join("; ")); // one line on the output
+  const head = `${what}: written back as approved (${approvedFile(teamDir, ctx.opts.env)})`;
+  const tail = `to approve a gate: pi-teams-hooks trust --team-dir ${teamDir}`;
+  const text = [`${head}.`, ...lines, `${tail[0]?.toUpperCase()}${tail.slice(1)}`].join("\n");
+  ctx.warn([head, ...lines.map((line) => line.trim()), tail].join("; ")); // one line on the output
   const id = sentId("trust-edited", JSON.stringify(differs.map((c) => [c.path, c.entry?.sha256 ?? null])) + state, leadName);
   ctx.notes = ctx.notes.then(() => ctx.tellLead(id, `pi-teams-hooks: ${text}`, "the lead was not told that the trust record was edited"));
   try {

@@ -14,6 +14,7 @@
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
  *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial, updatedAt}
+ *                                                            (a confidential team's: no reason, no code in startDenial)
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
  *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
  *                                                            → 200 applied, 202 recorded (the team's leader applies it)
@@ -26,6 +27,8 @@ import path from "node:path";
 import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
 import { readDeferral } from "../invoke/deferral.js";
 import { startDenialOf } from "../policy/start-gate.js";
+import { resolveSettings } from "../settings/hooks-config.js";
+import type { LoadedTeamConfig } from "../team/config.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
@@ -122,7 +125,8 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   const teamDir = teamDirOf(ctx, team);
   const notFound = new ApiError("task_not_found", `team ${team} has no task ${JSON.stringify(id.slice(0, 100))}`);
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound;
-  const { identity } = await usableTeamConfig(teamDir);
+  const config = await usableTeamConfig(teamDir);
+  const { identity } = config;
   const read = await readTask(taskFile(teamDir, identity.taskListId, id));
   if (!read.ok || read.value.id !== id) throw notFound;
   const task = read.value;
@@ -134,8 +138,20 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
     }
   }
   const gate = task.metadata?.qualityGateStatus;
-  // `startDenial` (additive): a start gate's last denial of a claim of the task, or null.
-  return { status: 200, body: { id: task.id, status: task.status, qualityGateStatus: typeof gate === "string" ? gate : null, startDenial: startDenialOf(task), updatedAt: task.updatedAt } };
+  // `startDenial` (additive): a start gate's last denial of a claim of the task, or null. A
+  // confidential team's keeps its lifecycle: what the gate said is content (the reason quotes the
+  // task), and so is the code the gate chose.
+  const denial = startDenialOf(task);
+  const withheld = denial !== null && isConfidential(config, ctx.env);
+  const startDenial = withheld ? { ...denial, reason: null, code: null } : denial;
+  const qualityGateStatus = typeof gate === "string" ? gate : null;
+  const { id: taskId, status, updatedAt } = task;
+  return { status: 200, body: { id: taskId, status, qualityGateStatus, startDenial, updatedAt } };
+}
+
+/** `hooks.confidential` as the leader reads it (also from a block refused whole: settings/privacy.ts). */
+function isConfidential(config: LoadedTeamConfig, env: Readonly<Record<string, string | undefined>>): boolean {
+  return resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env }).confidential.value;
 }
 
 /**

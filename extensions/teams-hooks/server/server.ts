@@ -8,7 +8,8 @@
  * 10 s, the whole request within 30 s (408), headers of at most 16 KiB (Node's cap: 431), idle
  * keep-alive connections closed after 5 s. A body left
  * unread (a refusal before it was needed) closes the connection after the answer, so a client cannot
- * make the server read what it refused.
+ * make the server read what it refused. A request with two `Host` headers is a 400 (the dashboard's
+ * too: server/web.ts).
  *
  * States: listening ──close()──▶ closing (no new connections; idle ones closed; busy ones get
  * `graceMs` to finish, then are cut) ──▶ stopping (no connection left: what requests are still doing
@@ -141,7 +142,10 @@ function teamRuntime(teamDir: string): TeamRuntime {
 async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, bodyLimit: number, log: TaskServerOptions["log"]): Promise<void> {
   let bodyRead = false;
   let answer: Answer;
+  // Two `Host` headers: which one names this server is ambiguous (RFC 9112 asks for a 400).
+  const hosts = req.headersDistinct.host?.length ?? 0;
   try {
+    if (hosts > 1) throw new ApiError("invalid_request", "a request has one Host header; this one has more");
     const path = pathOf(req.url ?? "/");
     answer = await route(ctx, {
       method: req.method ?? "GET",
@@ -157,7 +161,7 @@ async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
     answer = errorAnswer(toApiError(error, log));
   }
   // A body not read to its end must not be read after the answer: the connection ends with it.
-  const close = !req.complete || (!bodyRead && hasBody(req));
+  const close = !req.complete || (!bodyRead && hasBody(req)) || hosts > 1;
   send(res, answer, close);
 }
 

@@ -44,7 +44,15 @@ export interface WebAuthContext {
 }
 
 export type WebAccess =
-  | { kind: "allowed"; teams: readonly string[] | null /* null: every team */; keyName: string | null }
+  | {
+      kind: "allowed";
+      teams: readonly string[] | null /* null: every team */;
+      /** The key's id (`pth_<id>` without `pth_`) and name; null on loopback without --allow-remote. */
+      keyId: string | null;
+      keyName: string | null;
+      /** The session cookie's value it came in with (checked again while a stream is open); null: none. */
+      session: string | null;
+    }
   | { kind: "refused"; status: 401 | 403; headers: Record<string, string>; body: string; contentType: string };
 
 /** An answer of this module: status, headers, body and its content type. */
@@ -65,13 +73,27 @@ export async function webAccess(
   ctx: WebAuthContext,
   req: { host: string | undefined; authorization: string | undefined; cookie: string | undefined; accept: string | undefined },
 ): Promise<WebAccess> {
-  if (!ctx.remote) return isLoopbackHostHeader(req.host) ? { kind: "allowed", teams: null, keyName: null } : { kind: "refused", ...rebindingRefusal(req.host), status: 403 };
-  const key = await presentedKey(ctx, req);
+  if (!ctx.remote) {
+    if (!isLoopbackHostHeader(req.host)) return { kind: "refused", ...rebindingRefusal(req.host), status: 403 };
+    return { kind: "allowed", teams: null, keyId: null, keyName: null, session: null };
+  }
+  const presented = await presentedKey(ctx, req);
+  const key = typeof presented === "object" && presented !== null ? presented.key : presented;
   if (key === "unavailable") {
     return { kind: "refused", ...refusal(403, req.accept, "The dashboard is closed", "the server cannot read its keys file, so it lets no one in until the file is fixed: its output says why"), status: 403 };
   }
   if (key === null || !key.scopes.includes("logs:read")) return { kind: "refused", ...loginRequired(req.accept), status: 401 };
-  return { kind: "allowed", teams: key.teams, keyName: key.name };
+  const session = typeof presented === "object" && presented !== null ? presented.session : null;
+  return { kind: "allowed", teams: key.teams, keyId: key.prefix.slice("pth_".length), keyName: key.name, session };
+}
+
+/**
+ * Whether the session cookie value `session` still lets its holder in, as far as the session goes:
+ * signed with the session secret there is now, and not expired (its key is checked apart).
+ */
+export function sessionHolds(ctx: WebAuthContext, session: string): boolean {
+  const secret = readSessionSecret(ctx.teamsRoot);
+  return secret !== null && sessionOf(secret, `${SESSION_COOKIE}=${session}`, ctx.now()) !== null;
 }
 
 /**
@@ -130,12 +152,20 @@ export async function createLoginToken(teamsRoot: string, keyName: string, now: 
   return { token, expiresAt: expires.toISOString() };
 }
 
-/** The key of the request: its bearer key when it sends one (judged alone), else its session's. */
-async function presentedKey(ctx: WebAuthContext, req: { authorization: string | undefined; cookie: string | undefined }): Promise<KeyInfo | null | "unavailable"> {
-  if (req.authorization !== undefined) return ctx.keys.authenticate(req.authorization);
+/**
+ * The key of the request: its bearer key when it sends one (judged alone), else its session's, with
+ * that session's cookie value.
+ */
+async function presentedKey(
+  ctx: WebAuthContext,
+  req: { authorization: string | undefined; cookie: string | undefined },
+): Promise<{ key: KeyInfo; session: string | null } | null | "unavailable"> {
+  const only = (key: KeyInfo | null | "unavailable", session: string | null) =>
+    typeof key === "object" && key !== null ? { key, session } : key;
+  if (req.authorization !== undefined) return only(await ctx.keys.authenticate(req.authorization), null);
   const secret = readSessionSecret(ctx.teamsRoot);
-  const id = secret === null ? null : sessionKeyId(secret, req.cookie, ctx.now());
-  return id === null ? null : ctx.keys.byId(id);
+  const session = secret === null ? null : sessionOf(secret, req.cookie, ctx.now());
+  return session === null ? null : only(await ctx.keys.byId(session.keyId), session.value);
 }
 
 // ── Sessions ──────────────────────────────────────────────────────────────────────────────────────
@@ -153,9 +183,9 @@ function sessionMac(secret: Buffer, keyId: string, expiresMs: number): Buffer {
   return createHmac("sha256", secret).update(`${SESSION_COOKIE}:${keyId}:${expiresMs}`).digest();
 }
 
-/** The key id of the first session cookie that is signed with `secret` and not expired at `now`; null when none is. */
-function sessionKeyId(secret: Buffer, cookieHeader: string | undefined, now: Date): string | null {
-  for (const pair of (cookieHeader ?? "").split(";").slice(0, 50)) {
+/** The key id and value of the first session cookie signed with `secret` and not expired at `now`; else null. */
+function sessionOf(secret: Buffer, cookie: string | undefined, now: Date): { keyId: string; value: string } | null {
+  for (const pair of (cookie ?? "").split(";").slice(0, 50)) {
     const eq = pair.indexOf("=");
     if (eq < 0 || pair.slice(0, eq).trim() !== SESSION_COOKIE) continue;
     const match = SESSION_VALUE.exec(pair.slice(eq + 1).trim());
@@ -164,7 +194,8 @@ function sessionKeyId(secret: Buffer, cookieHeader: string | undefined, now: Dat
     // Compared as text: base64url has spare bits, and another spelling of the same bytes is not the cookie given.
     const presented = Buffer.from(match[3], "latin1");
     const expected = Buffer.from(sessionMac(secret, match[1], expiresMs).toString("base64url"), "latin1");
-    if (presented.length === expected.length && timingSafeEqual(presented, expected) && expiresMs > now.getTime()) return match[1];
+    const signed = presented.length === expected.length && timingSafeEqual(presented, expected);
+    if (signed && expiresMs > now.getTime()) return { keyId: match[1], value: match[0] };
   }
   return null;
 }

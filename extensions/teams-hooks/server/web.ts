@@ -2,16 +2,23 @@
  * The dashboard on the task API's server: every path but `/api/…` and `/healthz`. Access is decided
  * first (server/web-auth.ts: open on loopback, a `logs:read` key with --allow-remote; `/login` turns
  * a one-time link into a session cookie), then dashboard/web.ts answers with the teams the viewer may
- * see. `close()` ends the live streams so that the server can stop.
+ * see. A request with two `Host` headers is a 400: which one names the server is ambiguous, and the
+ * loopback check reads one. `close()` ends the live streams so that the server can stop.
+ *
+ * A live stream is a request that lasts, so its access is checked again while it is open: with
+ * --allow-remote, every `ACCESS_CHECK_MS` the keys file is looked at (one `stat`; read again when it
+ * changed), and a stream whose key is gone (`keys revoke`), lost `logs:read` or one of the stream's
+ * teams, or whose session no longer holds (expired, or `session-secret` deleted), is ended
+ * (`event: bye`, why `access`).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { loadAssets } from "../dashboard/assets.js";
 import { LiveHub } from "../dashboard/live.js";
 import { SampleCache } from "../dashboard/overview.js";
 import { SECURITY_HEADERS, Turns, dashboardRequest, warmOverview } from "../dashboard/web.js";
-import type { KeyStore } from "./keys.js";
+import type { KeyInfo, KeyStore } from "./keys.js";
 import { readBody } from "./request-body.js";
-import { type WebAnswer, type WebAuthContext, webAccess, webLogin, webLoginForm } from "./web-auth.js";
+import { type WebAnswer, type WebAuthContext, sessionHolds, webAccess, webLogin, webLoginForm } from "./web-auth.js";
 
 export interface WebOptions {
   teamsRoot: string;
@@ -28,16 +35,26 @@ export interface WebServer {
   close(): Promise<void>;
 }
 
+/** How often open streams' keys are checked again: a revoked key's streams end within this and a read. */
+const ACCESS_CHECK_MS = 250;
+
 export function webServer(opts: WebOptions): WebServer {
   const hub = new LiveHub(opts.warn);
+  const { teamsRoot, keys, remote, now, warn } = opts;
+  const auth: WebAuthContext = { teamsRoot, keys, remote, now, warn };
+  const checkAccess = opts.remote ? streamAccessCheck(hub, auth) : null;
   const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), overviews: new SampleCache(), turns: new Turns(), now: opts.now, warn: opts.warn };
   // In the background: a first overview then finds the logs read (it waits for a team still being read).
   const stopWarming = new AbortController();
   void warmOverview(dashboard, stopWarming.signal);
-  const auth: WebAuthContext = { teamsRoot: opts.teamsRoot, keys: opts.keys, remote: opts.remote, now: opts.now, warn: opts.warn };
   return {
     async handle(req, res) {
       const url = new URL(req.url ?? "/", "http://dashboard.invalid");
+      if ((req.headersDistinct.host?.length ?? 0) > 1) {
+        const body = "400: a request has one Host header; this one has more\n";
+        send(res, { status: 400, headers: { Connection: "close" }, body, contentType: "text/plain; charset=utf-8" });
+        return;
+      }
       const host = req.headers.host;
       if (url.pathname === "/login") {
         send(res, await login(auth, req, url));
@@ -48,14 +65,51 @@ export function webServer(opts: WebOptions): WebServer {
         send(res, access);
         return;
       }
-      await dashboardRequest(dashboard, req, res, { teams: access.teams, keyName: access.keyName });
+      const { teams, keyId, keyName, session } = access;
+      await dashboardRequest(dashboard, req, res, { teams, keyId, keyName, session });
     },
     // The warm-up is not waited for: it only reads, and ends after the team it is reading.
     close: async () => {
       stopWarming.abort();
+      checkAccess?.stop();
       await hub.close();
     },
   };
+}
+
+/** Ends, every `ACCESS_CHECK_MS`, the open streams whose key no longer lets them look (see the header). */
+function streamAccessCheck(hub: LiveHub, auth: WebAuthContext): { stop(): void } {
+  let checking = false;
+  const check = async (): Promise<void> => {
+    const ids = hub.keyIds();
+    if (checking || ids.size === 0) return;
+    checking = true;
+    try {
+      const keys = new Map<string, KeyInfo | null | "unavailable">();
+      for (const id of ids) keys.set(id, await auth.keys.byId(id));
+      const sessions = new Map<string, boolean>();
+      const holds = (session: string): boolean => {
+        let held = sessions.get(session);
+        if (held === undefined) sessions.set(session, (held = sessionHolds(auth, session)));
+        return held;
+      };
+      hub.endUnless((access) => {
+        const key = access.keyId === null ? undefined : keys.get(access.keyId);
+        if (key === undefined) return true; // no key, or a stream opened since the look: its request was checked
+        // A keys file that cannot be read lets no one in (fail closed), nor keeps anyone.
+        if (key === null || key === "unavailable" || !key.scopes.includes("logs:read")) return false;
+        if (!access.teams.every((team) => key.teams.includes(team))) return false;
+        return access.session === null || holds(access.session);
+      });
+    } catch (error) {
+      auth.warn?.(`checking the live streams' keys: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      checking = false;
+    }
+  };
+  const timer = setInterval(() => void check(), ACCESS_CHECK_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }
 
 /** Bytes a login form's body may have: one token and its name. */

@@ -184,7 +184,9 @@ team's hook runs at / (docs/dashboard.md): the overview, the runs table with the
 each run, and new runs as they land.
   GET  /                               the dashboard (pages; /events: server-sent events)
   POST /api/v1/teams/TEAM/tasks        {"template": "SLUG", "parameters": {…}} → 202 (tasks:create)
-  GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, updatedAt (tasks:read)
+  GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, startDenial, updatedAt
+                                       (tasks:read; a confidential team's without the denial's
+                                       reason and code)
   POST /api/v1/teams/TEAM/runs/RUN_ID/decision
                                        {"decision": "allow"|"deny", "code"?, "reason"?, "message"?}
                                        → 200 applied, or 202 recorded for the team's running leader
@@ -213,11 +215,12 @@ keys create prints the new key alone on its last line, the only time it is shown
   --url BASE              with logs:read: the dashboard's address for the login URL it prints
                           (http[s]://HOST[:PORT]; default http://127.0.0.1:7420)
 keys list prints names, prefixes and what each key may do (--json: as JSON), never a key; keys
-revoke NAME deletes the key and ends its dashboard sessions, and a running server refuses it from
-its next request. keys login NAME prints, alone on its last line, a new login URL for the dashboard
-(BASE/login?token=…) for the key NAME, which must have logs:read; it works once, for 15 minutes, and
-replaces the key's unused one (keys create prints the first). Opened in a browser, it shows a
-Log in button that spends it and starts a session of 12 hours.
+revoke NAME deletes the key and ends its dashboard sessions: a running server refuses it from its
+next request, and ends its open live streams within a second. keys login NAME prints, alone on its
+last line, a new login URL for the dashboard (BASE/login?token=…) for the key NAME, which must have
+logs:read; it works once, for 15 minutes, and replaces the key's unused one (keys create prints the
+first). Opened in a browser, it shows a Log in button that spends it and starts a session of 12
+hours.
 
 Exit status: 0 stopped cleanly (serve) or done; 1 no such key (revoke), or a file cannot be
 written; 2 usage error (login: no such key, or one without logs:read), a teams root that is not a
