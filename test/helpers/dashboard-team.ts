@@ -76,7 +76,7 @@ export async function makeDashboardTeams(): Promise<DashboardTeams> {
     await writeFile(path.join(tasks, `${id}.json`), `${JSON.stringify(file, null, 2)}\n`);
   };
   for (let id = 1; id <= 9; id++) await task(id, "pending");
-  const trust = await runBin(["trust", "--team-dir", alpha, "--all"], { env });
+  const trust = await runBin(["trust", "--team-dir", alpha, "--all", "--yes"], { env });
   if (trust.code !== 0) throw new Error(`trust --all failed (${trust.code}): ${trust.stderr}`);
   /** The leader handles what is pending (one event at a time here, so that the logs come in this order). */
   const lead = async (): Promise<void> => {
