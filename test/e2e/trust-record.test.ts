@@ -3,7 +3,8 @@
  * person's, end to end (the built CLI): `trust.json` written by an agent (a gate's new hash, a forged
  * `trustedBy`) while the leader runs or while it is stopped is said on the leader's output and in the
  * lead's inbox, not trusted, and written back; `hook-state/` deleted before a restart trusts nothing
- * anew; `trust` records only what a person approves — asked at a terminal, or with `--yes` (said so) —
+ * anew, and with its approved copy removed too, what the file says is taken but said loudly; `trust`
+ * records only what a person approves — asked at a terminal, or with `--yes` (said so) —
  * and every approval reaches the lead's inbox.
  */
 import { execFile as execFileCb } from "node:child_process";
@@ -12,6 +13,7 @@ import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, it } from "vitest";
+import { approvedFile } from "../../extensions/teams-hooks/runner/trust-store.js";
 import { BIN, type LeaderRig, readInboxFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -90,6 +92,26 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     const events = await third.waitForEvents(1, (e) => e.taskId === "2");
     expect(events[0]).toMatchObject({ outcome: "error", held: "approval" });
     expect(await runs(team)).toEqual([]);
+  });
+
+  it("with the approved copy removed as well (the same user can): what trust.json says is taken, said loudly and to the lead", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const first = await rig.leader(team);
+    await first.stop();
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    await forgeApproval(team, gate);
+    await rm(approvedFile(team.teamDir, process.env));
+
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    const said = second.warnings().find((w) => w.includes("taken as it is"));
+    expect(said).toContain("the ledger shows a leader took the record before: its approved copy is gone");
+    expect(said).toContain(`${gate}: sha256 `);
+    expect(said).toContain("by team-lead@host (pi-teams-hooks trust)"); // the forged name, shown as what it is: a claim
+    await second.waitFor("the lead told", async () => (await leadMessages(team)).some((t) => t.includes("its approved copy is gone") && t.includes(gate)));
+    await second.stop();
   });
 });
 

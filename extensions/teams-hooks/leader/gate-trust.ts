@@ -48,10 +48,19 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     ctx.warn(`${approved.problem}: every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
     ctx.trust.set(NOTHING);
   } else if (read?.state === "ok") {
-    // A leader that never ran on this account (or kept no copy yet): the file is all there is.
+    // A leader that never ran on this account (or kept no copy yet: a version before the copy): the
+    // file is all there is. Said loudly when a leader gated this team before: its copy was removed.
     ctx.trust.set(read.record);
     await writeApproved(teamDir, read.record, trustedBy("the leader, from trust.json"), env);
-    ctx.opts.report({ kind: "info", message: `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}` });
+    const taken = `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}`;
+    const before = ledger.has(TRUST_TAKEN_KEY) ? "the ledger shows a leader took the record before" : await gateHistory(teamDir);
+    if (before === null) ctx.opts.report({ kind: "info", message: taken });
+    else {
+      const gates = Object.entries(read.record.gates).map(([gate, e]) => `  ${gate}: sha256 ${e.sha256.slice(0, 12)}…, by ${e.trustedBy || "unknown"}`);
+      const text = [`${taken}, though ${before}: its approved copy is gone (removed, or kept by a version without one), so what the file says is trusted`, ...gates, `If you did not approve these: pi-teams-hooks trust --team-dir ${teamDir}`];
+      ctx.warn(text.map((line) => line.trim()).join("; "));
+      ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("trust-copy-gone", JSON.stringify(read.record.gates), ctx.setup.identity.leadName), `pi-teams-hooks: ${text.join("\n")}`, "the lead was not told that the approved trust record was gone"));
+    }
   } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY) || (history = await gateHistory(teamDir)) !== null) {
     const why = read?.state === "invalid" ? read.problem : ledger.has(TRUST_TAKEN_KEY) ? `${trustFile(teamDir)} is gone` : `${trustFile(teamDir)} is gone, and ${history}`;
     const text = `${why}: nothing is trusted anew; every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`;
