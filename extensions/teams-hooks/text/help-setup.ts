@@ -228,29 +228,37 @@ Examples:
   pi-teams-hooks logs show last --failed --task 3 --team alpha
   pi-teams-hooks logs prune --team alpha --older-than 30d --dry-run
 `,
-  trust: `Usage: pi-teams-hooks trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH…] [--json]
+  trust: `Usage: pi-teams-hooks trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH…] [--yes] [--json]
 
-The leader runs only gates it trusts: the sha256 and mode of every gate file are recorded in
-<team dir>/hook-state/trust.json at its first start, and by this command. A gate that is new,
-changed (content or mode), or no longer runs (deleted, disabled or replaced through the team
-layer, shadowed, no longer executable) holds its events until the change is recorded here.
+The leader runs only gates it trusts: the sha256 and mode of every gate file (and the definition of
+every HTTP handler) are recorded at its first start, and by this command, in an approved copy under
+your state directory ($XDG_STATE_HOME/pi-teams-hooks/trust/, else ~/.local/state/…), written first,
+and in <team dir>/hook-state/trust.json. The approved copy is the record in force: trust.json changed
+by anything but this command is said to the lead, not trusted, and written back. A gate that is new,
+changed (content or mode), or no longer runs (deleted, disabled or replaced through the team layer,
+shadowed, no longer executable) holds its events until the change is approved here.
 
 Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for
 a text file (from the copy kept in hook-state/trusted/), and records nothing.
 
-  --all                   record every change listed (the gates as they are now)
-  PATH…                   record only these gates' changes (a removed gate: its absence; an HTTP
+Approving is a person's act: at a terminal, trust shows the changes and asks [y/N]; without one
+(a script, an agent's tool call) it records nothing unless given --yes. Every approval is told to
+the lead's inbox, saying how it was given.
+
+  --all                   approve every change listed (the gates as they are now)
+  PATH…                   approve only these gates' changes (a removed gate: its absence; an HTTP
                           handler by its gate name, http:NAME, as config lists it)
+  --yes                   approve without a terminal (said so to the lead); at a terminal, it asks
   --team-dir DIR          the team directory (default: the team dir you are in)
   --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, else <teams root>/_hooks)
   --json                  print {changes, recorded} as JSON
   -h, --help              this help
 
-A running leader reads the record again before its next event and says what changed in it.
+A running leader takes an approval at once: it runs the events the change held, once each.
 
-Exit status: 0 nothing left untrusted; 1 changes are listed and not recorded; 2 usage error (a
-path that is not a changed gate, a gate that changed again while shown, a missing team dir, an
-unreadable record without --all).
+Exit status: 0 nothing left untrusted; 1 changes are listed and not recorded (none chosen, or not
+approved); 2 usage error (a path that is not a changed gate, a gate that changed again while shown,
+a missing team dir, an unreadable record without --all).
 `,
 };
