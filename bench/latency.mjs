@@ -327,12 +327,12 @@ async function measureThroughput(concurrency, other) {
     hooksPerSecond: BURST / seconds,
     // CPU per event, less sensitive to other load than wall time: the leader's own, and its hooks'.
     leaderCpuMsPerEvent: (1000 * (cpu1.self - cpu0.self)) / BURST,
-    // The spawn helper forks the hooks for the leader: its CPU is the leader's work done elsewhere.
+    // An older build's spawn helper (spawnHelperOf) forks its hooks: its CPU is that leader's work done elsewhere.
     helperCpuMsPerEvent: (1000 * (cpu1.helper - cpu0.helper)) / BURST,
     hookCpuMsPerEvent: (1000 * (cpu1.children - cpu0.children)) / BURST,
   };
   results.throughput[label] = out;
-  progress(`throughput ${label}: ${out.hooksPerSecond.toFixed(1)} hooks/s (${out.events} events, ${out.logs} logs, ${out.repeated} repeated, ${seconds.toFixed(2)} s; CPU per event: leader ${out.leaderCpuMsPerEvent.toFixed(1)} ms, its spawn helper ${out.helperCpuMsPerEvent.toFixed(1)} ms, hook ${out.hookCpuMsPerEvent.toFixed(1)} ms)`);
+  progress(`throughput ${label}: ${out.hooksPerSecond.toFixed(1)} hooks/s (${out.events} events, ${out.logs} logs, ${out.repeated} repeated, ${seconds.toFixed(2)} s; CPU per event: leader ${out.leaderCpuMsPerEvent.toFixed(1)} ms, an older build's spawn helper ${out.helperCpuMsPerEvent.toFixed(1)} ms, hook ${out.hookCpuMsPerEvent.toFixed(1)} ms)`);
   removeQuietly(team.teamDir);
   return out;
 }
@@ -420,7 +420,7 @@ function report() {
       `${SMALL} tasks +${ms(L["small/leader"].toHook.median - floor, 1)}, ${BIG.toLocaleString("en")} tasks +${ms(L["large/leader"].toHook.median - floor, 1)}`,
   );
   console.log("");
-  const rows2 = [["rename → event handled (hook ran, gate metadata, log, ledger)", "median", "p99", "leader CPU/event", "helper CPU/event"]];
+  const rows2 = [["rename → event handled (hook ran, gate metadata, log, ledger)", "median", "p99", "leader CPU/event", "old helper CPU/event"]];
   for (const size of ["small", "large"]) {
     const lead = L[`${size}/leader`];
     rows2.push([`leader, ${size === "small" ? SMALL : BIG.toLocaleString("en")} tasks`, ms(lead.handled.median, 2), ms(lead.handled.p99, 2), ms(lead.cpuMsPerEvent), ms(lead.helperCpuMsPerEvent)]);
@@ -429,7 +429,7 @@ function report() {
   console.log("");
   const T = results.throughput;
   console.log(table([
-    [`burst of ${BURST} completions`, "hooks/s", "vs ceiling", "seconds", "events", "logs", "repeated", "parent CPU/event", "helper CPU/event", "hook CPU/event"],
+    [`burst of ${BURST} completions`, "hooks/s", "vs ceiling", "seconds", "events", "logs", "repeated", "parent CPU/event", "old helper CPU/event", "hook CPU/event"],
     ...["c1", "c2"].flatMap((c) => {
       const ceiling = T[`ceiling-${c}`];
       return [

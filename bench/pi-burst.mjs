@@ -7,14 +7,10 @@
 //     completed at once (temp file renamed over each task, as workers write), until every hook log has
 //     landed;
 //   - `node <shebang flags> dist/teams-hooks/bin.js watch --concurrency 1` (the in-pi leader's
-//     concurrency) on an identical fresh team with the same hook: the same idle window and burst;
-//   - pi with the gates on and `PI_TEAMS_HOOKS_SPAWNER=node`: pi forking every hook itself, as before
-//     the spawn helper, for the helper's share.
+//     concurrency) on an identical fresh team with the same hook: the same idle window and burst.
 // Per leader: CPU seconds during the burst (all its threads, /proc/<pid>/stat; the hooks' own CPU is
-// not in it), CPU ms per event and its spawn helper's (a child process of the leader that starts the
-// hooks: the leader's work done elsewhere), peak RSS during the burst (VmHWM, reset just before it)
-// against the idle RSS, the helper's RSS; and the check that exactly --tasks hook logs landed for
-// --tasks events, one per task.
+// not in it), CPU ms per event, peak RSS during the burst (VmHWM, reset just before it) against the
+// idle RSS; and the check that exactly --tasks hook logs landed for --tasks events, one per task.
 //
 //   npm run build && node bench/pi-burst.mjs [--rounds 3] [--tasks 200] [--idle-ms 3000] [--timeout-ms 120000]
 //
@@ -25,7 +21,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cleanEnv, makePiRoot, piVersion, requirePi, startPi } from "./lib/pi.mjs";
-import { cpuTimesOf, leaderCpuTimes, memoryOf, shebangFlags, spawnHelperOf, startNdjson } from "./lib/proc.mjs";
+import { cpuTimesOf, leaderCpuTimes, memoryOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { arg, percentile, ratio, sleep, table } from "./lib/stats.mjs";
 import { fillTasks, makeTeam, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
 
@@ -101,7 +97,6 @@ async function idleThenBurst(pid, team, handled) {
   const seconds = (performance.now() - t0) / 1000;
   const cpu1 = leaderCpuTimes(pid);
   const mem = memoryOf(pid);
-  const helperPid = spawnHelperOf(pid);
   await sleep(SETTLE_MS);
   const after = hookLogs(team);
   const complete = landed.logs >= TASKS;
@@ -111,9 +106,6 @@ async function idleThenBurst(pid, team, handled) {
     eventsPerSecond: complete ? TASKS / seconds : NaN,
     cpuSeconds: cpu1.self - cpu0.self,
     cpuMsPerEvent: (1000 * (cpu1.self - cpu0.self)) / TASKS,
-    // The spawn helper starts the hooks: the leader's work done in another process.
-    helperCpuMsPerEvent: (1000 * (cpu1.helper - cpu0.helper)) / TASKS,
-    helperRssMB: helperPid === undefined ? 0 : memoryOf(helperPid).rssMB,
     hookCpuMsPerEvent: (1000 * (cpu1.children - cpu0.children)) / TASKS,
     peakRssMB: Math.max(sampledPeak, mem.rssMB, peakReset ? mem.hwmMB : 0),
     peakFrom: peakReset ? "VmHWM" : "sampled",
@@ -134,10 +126,10 @@ async function piAlone() {
   }
 }
 
-async function piWithGates(round, spawner) {
-  const team = makeTeam(root, `r${round}-pi${spawner ? `-${spawner}` : ""}`);
+async function piWithGates(round) {
+  const team = makeTeam(root, `r${round}-pi`);
   fillTasks(team, TASKS);
-  const env = { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir, ...(spawner ? { PI_TEAMS_HOOKS_SPAWNER: spawner } : {}) };
+  const env = { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir };
   const pi = startPi({ cwd: root, home, args: ["-e", repo], env });
   try {
     await pi.untilWatching();
@@ -169,7 +161,6 @@ const configs = [
   { name: "pi alone", run: piAlone },
   { name: "pi + extension, gates on", run: piWithGates },
   { name: "standalone watch --concurrency 1", run: watchRun },
-  { name: "pi + extension, hooks forked by pi", run: (round) => piWithGates(round, "node") },
 ];
 const median = (xs) => percentile(xs.filter(Number.isFinite), 0.5);
 const fmt = (v, unit, digits = 0) => (Number.isFinite(v) ? `${v.toFixed(digits)}${unit}` : "—");
@@ -193,11 +184,11 @@ try {
     }
   }
   const m = samples.map((rs) => Object.fromEntries(Object.keys(rs[0]).map((k) => [k, median(rs.map((r) => r[k]))])));
-  const [alone, inPi, standalone, forked] = m;
+  const [alone, inPi, standalone] = m;
   console.log("");
   console.log(
     table([
-      ["medians", "idle CPU", "RSS idle", "burst time", "events/s", "CPU in burst", "CPU/event", "+ helper", "peak RSS in burst", "peak − idle", "peak − pi alone idle"],
+      ["medians", "idle CPU", "RSS idle", "burst time", "events/s", "CPU in burst", "CPU/event", "peak RSS in burst", "peak − idle", "peak − pi alone idle"],
       ...configs.map((c, i) => [
         c.name,
         fmt(m[i].idleCpuPct, " %", 1),
@@ -206,10 +197,9 @@ try {
         fmt(m[i].eventsPerSecond, "", 1),
         fmt(m[i].cpuSeconds, " s", 2),
         fmt(m[i].cpuMsPerEvent, " ms", 1),
-        fmt(m[i].helperCpuMsPerEvent, " ms", 1),
         fmt(m[i].peakRssMB, " MB", 1),
         fmt(m[i].peakRssMB - m[i].idleRssMB, " MB", 1),
-        i === 1 || i === 3 ? fmt(m[i].peakRssMB - alone.idleRssMB, " MB", 1) : "",
+        i === 1 ? fmt(m[i].peakRssMB - alone.idleRssMB, " MB", 1) : "",
       ]),
     ]),
   );
@@ -217,8 +207,6 @@ try {
   console.log(`in pi / standalone: CPU per event ${ratio(inPi.cpuMsPerEvent, standalone.cpuMsPerEvent)}, burst time ${ratio(inPi.seconds, standalone.seconds)}, peak − idle ${ratio(inPi.peakRssMB - inPi.idleRssMB, standalone.peakRssMB - standalone.idleRssMB)}`);
   console.log(`the gates on add to pi's idle RSS: ${fmt(inPi.idleRssMB - alone.idleRssMB, " MB", 1)}; to its peak in the burst: ${fmt(inPi.peakRssMB - alone.idleRssMB, " MB", 1)} (the standalone leader's own peak: ${fmt(standalone.peakRssMB, " MB", 1)})`);
   console.log(`hooks' own CPU per event (not in the figures above): in pi ${fmt(inPi.hookCpuMsPerEvent, " ms", 1)}, standalone ${fmt(standalone.hookCpuMsPerEvent, " ms", 1)}`);
-  const withHelper = (x) => x.cpuMsPerEvent + x.helperCpuMsPerEvent;
-  console.log(`the spawn helper in pi: pi's CPU per event ${ratio(inPi.cpuMsPerEvent, forked.cpuMsPerEvent)} of pi forking the hooks itself, ${ratio(withHelper(inPi), forked.cpuMsPerEvent)} with the helper's; the helper's RSS ${fmt(inPi.helperRssMB, " MB", 1)} (a process of its own)`);
   const runs = samples.slice(1).flat();
   const exact = runs.every((r) => r.logs === TASKS && r.tasksLogged === TASKS && r.handled === TASKS);
   console.log(`every burst: ${TASKS} logs for ${TASKS} tasks and ${TASKS} events, nothing lost or repeated: ${exact ? "yes" : "NO"} (${runs.length} bursts)`);

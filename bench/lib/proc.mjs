@@ -129,7 +129,11 @@ export function cpuTimesOf(pid) {
 
 const CLK_TCK = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64
 
-/** The pid of a leader's spawn helper (its child running `spawner.py`), or undefined. */
+/**
+ * The pid of the spawn helper of a leader of an older build (a child running `spawner.py`: builds
+ * before hooks were started from Node directly), or undefined. Kept so that a bench run against such a
+ * build (`--other`) counts the CPU that build spent starting hooks in another process.
+ */
 export function spawnHelperOf(pid) {
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -145,8 +149,8 @@ export function spawnHelperOf(pid) {
 }
 
 /**
- * CPU seconds of a leader, of its spawn helper (the leader's work done in another process: it starts
- * the hooks) and of the hooks (waited for by the leader or the helper).
+ * CPU seconds of a leader, of an older build's spawn helper (spawnHelperOf: 0 for this build), and of
+ * the hooks (waited for by the leader or that helper).
  */
 export function leaderCpuTimes(pid) {
   const leader = cpuTimesOf(pid);
