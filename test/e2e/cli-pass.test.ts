@@ -124,7 +124,7 @@ describe("naming a team", () => {
     expect(await byId(["run", "task_completed", "--task", "1"])).toMatchObject({ code: 0 });
     expect(JSON.parse((await byId(["doctor", "--json"])).stdout)).toMatchObject({ teamDir: team.teamDir });
     expect(await byId(["policy", "get"])).toMatchObject({ code: 0 });
-    expect(await byId(["trust", "--all"])).toMatchObject({ code: 0 });
+    expect(await byId(["trust", "--all", "--yes"])).toMatchObject({ code: 0 });
     expect((await byId(["logs", "--json"])).stdout.trim().split("\n")).toHaveLength(1);
     expect(await byId(["watch", "--once"])).toMatchObject({ code: 0 });
     const nowhere = await runBin(["doctor", "--team", "nope"], { env });

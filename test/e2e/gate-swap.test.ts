@@ -122,9 +122,13 @@ describe("the targeted swap attack, from another process", () => {
     await writeFile(path.join(hooksDir, "fake.sh"), FAKE, { mode: 0o755 });
     const leader = await rig.leader(team);
     // The agent: on each new context file of this team's runs, swap the gate in, and back 50 ms later.
+    // One swap per run: a context file makes several notifications (written, then removed), and a second
+    // swap while the first is out would hide the fake as the "real" gate.
     let swaps = 0;
+    const seen = new Set<string>();
     const attacker: FSWatcher = watch(os.tmpdir(), (_event, name) => {
-      if (!name?.startsWith("pi-teams-hook-") || !name.endsWith(".json") || name.includes(".result")) return;
+      if (!name?.startsWith("pi-teams-hook-") || !name.endsWith(".json") || name.includes(".result") || seen.has(name)) return;
+      seen.add(name);
       swaps += 1;
       void (async () => {
         await rename(gate, path.join(hooksDir, "real.hidden")).catch(() => undefined);
