@@ -56,7 +56,7 @@ async function writeEverything(t: TempTeam): Promise<{ files: string[]; folders:
 }
 
 describe("what the leader writes in the team's shared folders", () => {
-  it("stays group-writable in a group-writable setgid team dir: tasks, .highwatermark, inboxes and their folders", async () => {
+  it("stays group-writable in a group-writable setgid team dir: tasks, watermark, inboxes, folders", async () => {
     const t = await team(0o2775);
     const { files, folders } = await writeEverything(t);
     for (const file of files) expect({ file, group: (await modeOf(file)) & 0o060 }).toEqual({ file, group: 0o060 });

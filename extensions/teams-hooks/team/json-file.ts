@@ -9,7 +9,10 @@
  * does a dozen of them per event; docs/performance.md). An fsync, when asked for, is synchronous too.
  */
 import { randomBytes } from "node:crypto";
-import { type Stats, chmodSync, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  type Stats, chmodSync, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync,
+  readSync, renameSync, statSync, unlinkSync, writeSync,
+} from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, describeValue, errnoCode } from "../contract/errors.js";
