@@ -11,6 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { appendMessage, markRead } from "../../extensions/teams-hooks/team/mailbox.js";
 import { createTask, updateTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { highWatermarkFile, inboxFile, taskFile, tasksDir } from "../../extensions/teams-hooks/team/paths.js";
+import { watchDirs } from "../../extensions/teams-hooks/team/watch.js";
 import { makeMessage, makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];
@@ -62,6 +63,20 @@ describe("what the leader writes in the team's shared folders", () => {
     for (const file of files) expect({ file, group: (await modeOf(file)) & 0o060 }).toEqual({ file, group: 0o060 });
     // The kernel gives new folders the setgid bit of a setgid parent; the group bits are ours.
     for (const folder of folders) expect({ folder, mode: await modeOf(folder) }).toEqual({ folder, mode: 0o2775 });
+  });
+
+  it("a folder the leader watches before it exists (task list, the lead's inbox folder) is made so too", async () => {
+    const t = await team(0o2775);
+    const inboxes = path.dirname(inboxFile(t.teamDir, "team", t.leadName));
+    const watched = [tasksDir(t.teamDir, t.taskListId), inboxes];
+    const watcher = await watchDirs(
+      watched.map((dir) => ({ dir, shared: true, accept: () => false, onHint: () => undefined })),
+      { poll: false, pollIntervalMs: 100, onError: (message) => expect.fail(message) },
+    );
+    await watcher.close();
+    for (const folder of [...watched, path.dirname(watched[0] ?? ""), path.dirname(inboxes)]) {
+      expect({ folder, mode: await modeOf(folder) }).toEqual({ folder, mode: 0o2775 });
+    }
   });
 
   it("keeps the umask's bits where the team dir is not group-writable (a team of one user)", async () => {

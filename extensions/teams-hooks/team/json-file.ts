@@ -372,11 +372,16 @@ export function mkdirUnder(root: string, dir: string, options: { shared?: boolea
     throw new HooksError("E_IO", `cannot write in ${root}: it is gone (${errnoCode(error) ?? describeError(error)})`, { cause: error });
   }
   try {
-    const first = mkdirSync(dir, { recursive: true });
-    if (options.shared && first !== undefined) shareCreatedFolders(path.resolve(first), path.resolve(dir));
+    makeFolders(dir, options);
   } catch (error) {
     throw new HooksError("E_IO", `cannot create ${dir}: ${describeError(error)}`, { cause: error });
   }
+}
+
+/** `mkdir -p dir`, and with `shared` the group bits of `mkdirUnder`'s `shared`. Throws the system's error. */
+export function makeFolders(dir: string, options: { shared?: boolean } = {}): void {
+  const first = mkdirSync(dir, { recursive: true });
+  if (options.shared && first !== undefined) shareCreatedFolders(path.resolve(first), path.resolve(dir));
 }
 
 /**
