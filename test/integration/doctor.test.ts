@@ -337,8 +337,8 @@ describe("doctor: who besides the leader's user can change the gates and its sta
   };
   const entries = (r: DoctorReport, root: string): Array<[string, string, boolean, string[]]> =>
     access(r).entries.map((e) => {
-      const others = e.others.map((o) => o.replaceAll(root, "<root>"));
-      return [path.relative(root, e.path), e.role, e.exists, others];
+      const others = e.others.map((o) => (o.through === null ? o.who : `${o.who} through ${o.through}`));
+      return [path.relative(root, e.path), e.role, e.exists, others.map((o) => o.replaceAll(root, "<root>"))];
     });
 
   it("under one user: no other user can, and agents of that user still can (visible, not prevented)", async () => {
@@ -386,9 +386,10 @@ describe("doctor: who besides the leader's user can change the gates and its sta
       "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user through " +
         "<root>/test-team: another user can change the leader's state (trust.json, the ledger, decisions of held " +
         `gates): visible where the leader checks it, not prevented ${recipe}`,
-      "warn: <root>/test-team/hook-state/trust.json (leader state) can be written or replaced by every user, " +
-        "every user through <root>/test-team: another user can change the leader's state (trust.json, the " +
-        `ledger, decisions of held gates): visible where the leader checks it, not prevented ${recipe}`,
+      // Its folder's route is said with the folder: what is new here is that anyone can write it.
+      "warn: <root>/test-team/hook-state/trust.json (leader state) can be written or replaced by every user: " +
+        "another user can change the leader's state (trust.json, the ledger, decisions of held gates): visible " +
+        `where the leader checks it, not prevented ${recipe}`,
       "warn: <root>/test-team/hook-logs (hook logs) does not exist, and can be created by every user through " +
         `<root>/test-team: another user can change or remove what the hook logs say ${recipe}`,
       "warn: <root>/state/pi-teams-hooks/trust (approved trust record) does not exist, and can be created by " +
@@ -396,6 +397,22 @@ describe("doctor: who besides the leader's user can change the gates and its sta
         `held to, and have a gate of theirs run as trusted ${recipe}`,
     ]);
     expect(r.warnings).toBe(5 + 1); // and the hooks dir holds no gate
+
+    // A folder others can write is said once, not again for each file in it.
+    fs.chmodSync(path.join(team.teamDir, "hook-state", "trust.json"), 0o644);
+    fs.writeFileSync(path.join(team.teamDir, "hook-state", "ledger.jsonl"), "");
+    fs.chmodSync(path.join(team.teamDir, "hook-state"), 0o777);
+    const once = await report(team, { XDG_STATE_HOME: state });
+    const saidOnce = lines(access(once).checks).filter((l) => l.includes("hook-state"));
+    expect(saidOnce.map((l) => l.replaceAll(team.teamsRoot, "<root>").split(": another")[0])).toEqual([
+      "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user, every user through " +
+        "<root>/test-team",
+    ]);
+    expect(entries(once, team.teamsRoot).find(([p]) => p === "test-team/hook-state/ledger.jsonl")?.[3]).toEqual([
+      "every user through <root>/test-team/hook-state", "every user through <root>/test-team",
+    ]);
+    fs.chmodSync(path.join(team.teamDir, "hook-state"), 0o755);
+    fs.chmodSync(path.join(team.teamDir, "hook-state", "trust.json"), 0o666);
 
     // Sticky (as /tmp): others still add entries to the folder, but rename or remove only their own.
     fs.chmodSync(team.teamDir, 0o1777);

@@ -29,16 +29,22 @@ import type { Check } from "./gate-checks.js";
 export type AccessRole =
   | "hooks dir" | "gate" | "team hooks layer" | "leader state" | "hook logs" | "approved trust record";
 
+/**
+ * One other user, group or everyone who can change a path: `who` is `user bob (owner)`, `group
+ * pi-team (bob)` or `every user`; `through` is null when they can write the path itself (or create
+ * it, when it does not exist), else the folder above it that they can write, and so replace it.
+ */
+export interface AccessOther {
+  who: string;
+  through: string | null;
+}
+
 export interface AccessEntry {
   path: string;
   role: AccessRole;
   exists: boolean;
-  /**
-   * Who else could write it (or, when it does not exist, create it), or replace it through a folder
-   * above it: `user bob (owner)`, `group pi-team (bob)`, `every user`, each with how when it is
-   * through another folder (`… through /srv/teams`). Empty: the leader's user (and root) alone.
-   */
-  others: string[];
+  /** Who else could change it. Empty: the leader's user (and root) alone. */
+  others: AccessOther[];
 }
 
 export interface AccessReport {
@@ -79,13 +85,40 @@ export function diagnoseAccess(input: AccessInput): AccessReport {
   if (existsNoFollow(approved)) entries.push(look.entry(approved, "approved trust record"));
 
   const teamWriters = otherOwners(input.teamDir, input.taskListId, uid, db);
-  const checks: Check[] = entries.filter((e) => e.others.length > 0).map((e) => warning(e));
+  const checks: Check[] = worthSaying(entries).map(([entry, others]) => warning(entry, others));
   if (checks.length === 0) checks.push(allClear(leader.user, teamWriters));
   checks.push(...unwritableTeamFolders(input.teamDir, input.taskListId, db));
   return { leader, teamWriters, entries, checks };
 }
 
-function warning(e: AccessEntry): Check {
+/**
+ * The entries to warn about, each with what is new in it: a file that others can replace only
+ * through a folder already warned about (every file of a `hook-state/` handed to the team's group)
+ * is said once, with its folder.
+ */
+function worthSaying(entries: readonly AccessEntry[]): Array<[AccessEntry, AccessOther[]]> {
+  const said: Array<{ path: string; others: readonly AccessOther[] }> = [];
+  const out: Array<[AccessEntry, AccessOther[]]> = [];
+  const within = (file: string, dir: string): boolean => file === dir || file.startsWith(`${dir}${path.sep}`);
+  for (const entry of entries) {
+    const fresh = entry.others.filter((other) => {
+      const above = said.filter((s) => within(entry.path, s.path));
+      const sameRoute = above.some((s) => s.others.some((o) => o.who === other.who && o.through === other.through));
+      return !sameRoute && !(other.through !== null && above.some((s) => within(other.through ?? "", s.path)));
+    });
+    if (fresh.length === 0) continue;
+    said.push({ path: entry.path, others: entry.others });
+    out.push([entry, fresh]);
+  }
+  return out;
+}
+
+/** `group pi-team (bob)`, `every user through /srv/pi-teams/alpha`. */
+function describeOthers(others: readonly AccessOther[]): string {
+  return others.map((o) => (o.through === null ? o.who : `${o.who} through ${o.through}`)).join(", ");
+}
+
+function warning(e: AccessEntry, others: readonly AccessOther[]): Check {
   const verb = e.exists ? "can be written or replaced by" : "does not exist, and can be created by";
   const means: Record<AccessRole, string> = {
     "hooks dir": "another user can change a gate: the leader holds its events until trust approves the change, " +
@@ -102,7 +135,7 @@ function warning(e: AccessEntry): Check {
   };
   return {
     level: "warn",
-    message: `${e.path} (${e.role}) ${verb} ${e.others.join(", ")}: ${means[e.role]} (${RECIPE})`,
+    message: `${e.path} (${e.role}) ${verb} ${describeOthers(others)}: ${means[e.role]} (${RECIPE})`,
     file: e.path,
   };
 }
@@ -130,7 +163,7 @@ function allClear(user: string, teamWriters: readonly string[]): Check {
 class Looker {
   readonly #db: UserDb;
   readonly #uid: number;
-  readonly #replacers = new Map<string, string[]>();
+  readonly #replacers = new Map<string, AccessOther[]>();
 
   constructor(db: UserDb, uid: number) {
     this.#db = db;
@@ -184,26 +217,27 @@ class Looker {
     return { path: file, role, exists: true, others: unique(others) };
   }
 
-  /** Other users who can write `info` itself; `via` names it when it is not the entry being described. */
-  writers(info: Stats, via: string | null): string[] {
-    const through = via === null ? "" : ` through ${via}`;
-    const out: string[] = [];
-    if (info.uid !== this.#uid && info.uid !== 0) out.push(`user ${this.#db.userName(info.uid)} (owner${through})`);
+  /** Other users who can write `info` itself; `through` names it when it is not the entry being described. */
+  writers(info: Stats, through: string | null): AccessOther[] {
+    const out: AccessOther[] = [];
+    const db = this.#db;
+    if (info.uid !== this.#uid && info.uid !== 0) out.push({ who: `user ${db.userName(info.uid)} (owner)`, through });
     if ((info.mode & 0o020) !== 0) {
-      const members = this.#db.groupMembers(info.gid).filter((m) => m !== this.#db.userName(this.#uid) && m !== "root");
-      if (members.length > 0) out.push(`group ${this.#db.groupName(info.gid)} (${members.join(", ")}${through})`);
+      const leader = db.userName(this.#uid);
+      const members = db.groupMembers(info.gid).filter((m) => m !== leader && m !== "root");
+      if (members.length > 0) out.push({ who: `group ${db.groupName(info.gid)} (${members.join(", ")})`, through });
     }
-    if ((info.mode & 0o002) !== 0) out.push(`every user${through}`);
+    if ((info.mode & 0o002) !== 0) out.push({ who: "every user", through });
     return out;
   }
 
   /** Other users who can rename or remove `file` (or a folder above it) through a folder they can write. */
-  replacers(file: string): string[] {
+  replacers(file: string): AccessOther[] {
     const resolved = path.resolve(file);
     const known = this.#replacers.get(resolved);
     if (known) return known;
     const parent = path.dirname(resolved);
-    let out: string[] = [];
+    let out: AccessOther[] = [];
     if (parent !== resolved) {
       const dir = statOrNull(parent);
       const self = lstatOrNull(resolved);
@@ -212,7 +246,7 @@ class Looker {
         const ownersOnly = sticky && (self.uid === this.#uid || self.uid === 0);
         // The folder's owner can always rename in it, sticky or not: that is one of writers(dir) when it is not ours.
         const writers = this.writers(dir, parent);
-        out = ownersOnly ? writers.filter((w) => w.startsWith("user ")) : writers;
+        out = ownersOnly ? writers.filter((w) => w.who.startsWith("user ")) : writers;
         out = [...out, ...this.replacers(parent)];
       }
     }
@@ -353,6 +387,12 @@ function readdirOrEmpty(dir: string): string[] {
   }
 }
 
-function unique(items: readonly string[]): string[] {
-  return [...new Set(items)];
+function unique(items: readonly AccessOther[]): AccessOther[] {
+  const seen = new Set<string>();
+  return items.filter((item) => {
+    const key = `${item.who}\0${item.through ?? ""}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

@@ -35,7 +35,7 @@ import { diagnoseAccess, type AccessReport } from "./access.js";
 export type { CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
 export type { Check, CheckLevel } from "./gate-checks.js";
 export type { HandlerReport } from "./handlers.js";
-export type { AccessEntry, AccessReport, AccessRole } from "./access.js";
+export type { AccessEntry, AccessOther, AccessReport, AccessRole } from "./access.js";
 
 /** The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and their warnings. */
 export interface PolicyReport extends SettingsReport {
