@@ -343,7 +343,9 @@ describe("doctor: who besides the leader's user can change the gates and its sta
 
   it("under one user: no other user can, and agents of that user still can (visible, not prevented)", async () => {
     const gate = { content: "exit 0\n", mode: 0o755 };
-    const { team } = await setup({ hooks: { "on_idle.sh": gate }, tasks: [makeTask()] });
+    const { team, hooksDir } = await setup({ hooks: { "on_idle.sh": gate }, tasks: [makeTask()] });
+    // A .ts gate's tsx: packages, not gates, not looked at.
+    fs.mkdirSync(path.join(hooksDir, "node_modules", "tsx"), { recursive: true });
     const r = await report(team, { XDG_STATE_HOME: path.join(team.teamsRoot, "state") });
     expect(lines(access(r).checks)).toEqual([
       `info: the gates, hook-state/, hook-logs/ and the approved trust record can be changed by ${me} alone, ` +

@@ -8,8 +8,8 @@
  * A path is writable by another user when that user owns it (root aside: root can do anything), when
  * it is group-writable and its group has a member other than the leader's user, or when it is
  * world-writable (a sticky folder included: others still add files to it). It can be replaced when a
- * folder above it is writable by another user, unless that folder is sticky (`chmod +t`) and the
- * entry under it is the leader's or root's: then only owners rename or remove it.
+ * folder above it is writable by another user, unless that folder is sticky (`chmod +t`): then only
+ * the entry's owner and the folder's rename or remove it.
  *
  * Under one user for the leader and the agents, nobody else can write these, and nothing on disk
  * keeps the agents from them: trust makes a change visible (docs/security.md). Doctor says so, and
@@ -182,6 +182,7 @@ class Looker {
         return; // missing or unreadable: the entry for the folder says what matters
       }
       for (const name of names) {
+        if (name === "node_modules") continue; // a .ts gate's tsx: packages, not gates
         const full = path.join(dir, name);
         const info = lstatOrNull(full);
         if (!info) continue;
@@ -242,12 +243,11 @@ class Looker {
       const dir = statOrNull(parent);
       const self = lstatOrNull(resolved);
       if (dir && self) {
+        // In a sticky folder only the entry's owner (said where the entry is: as a writer of the entry
+        // itself, or of the folder below this one) and the folder's owner rename or remove it.
         const sticky = (dir.mode & 0o1000) !== 0;
-        const ownersOnly = sticky && (self.uid === this.#uid || self.uid === 0);
-        // The folder's owner can always rename in it, sticky or not: that is one of writers(dir) when it is not ours.
         const writers = this.writers(dir, parent);
-        out = ownersOnly ? writers.filter((w) => w.who.startsWith("user ")) : writers;
-        out = [...out, ...this.replacers(parent)];
+        out = [...(sticky ? writers.filter((w) => w.who.startsWith("user ")) : writers), ...this.replacers(parent)];
       }
     }
     out = unique(out);
@@ -325,7 +325,13 @@ class UserDb {
   userName(uid: number): string {
     const known = this.#users.get(uid)?.name;
     if (known) return known;
-    if (uid === process.getuid?.()) return os.userInfo().username;
+    if (uid === process.getuid?.()) {
+      try {
+        return os.userInfo().username;
+      } catch {
+        /* no name for this uid anywhere (a container's arbitrary uid) */
+      }
+    }
     return `uid ${uid}`;
   }
 
