@@ -5,6 +5,7 @@
  */
 import { copyFile, mkdir, utimes, writeFile } from "node:fs/promises";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { main, type CliIo } from "../../extensions/teams-hooks/cli/main.js";
@@ -327,6 +328,131 @@ describe("doctor: policy and locks", () => {
   });
 });
 
+describe("doctor: who besides the leader's user can change the gates and its state", () => {
+  const me = os.userInfo().username;
+  const recipe = `(docs/security.md, "A leader under its own user")`;
+  const access = (r: DoctorReport): NonNullable<DoctorReport["access"]> => {
+    if (!r.access) throw new Error("no access report");
+    return r.access;
+  };
+  const entries = (r: DoctorReport, root: string): Array<[string, string, boolean, string[]]> =>
+    access(r).entries.map((e) => {
+      const others = e.others.map((o) => (o.through === null ? o.who : `${o.who} through ${o.through}`));
+      return [path.relative(root, e.path), e.role, e.exists, others.map((o) => o.replaceAll(root, "<root>"))];
+    });
+
+  it("under one user: no other user can, and agents of that user still can (visible, not prevented)", async () => {
+    const gate = { content: "exit 0\n", mode: 0o755 };
+    const { team, hooksDir } = await setup({ hooks: { "on_idle.sh": gate }, tasks: [makeTask()] });
+    // A .ts gate's tsx: packages, not gates, not looked at.
+    fs.mkdirSync(path.join(hooksDir, "node_modules", "tsx"), { recursive: true });
+    const r = await report(team, { XDG_STATE_HOME: path.join(team.teamsRoot, "state") });
+    expect(lines(access(r).checks)).toEqual([
+      `info: the gates, hook-state/, hook-logs/ and the approved trust record can be changed by ${me} alone, ` +
+        `and the team's files are written by ${me} too: agents that run as ${me} can still change them; ` +
+        "trust makes each change visible, it cannot prevent it; to prevent it, run the leader under its own user " +
+        recipe,
+    ]);
+    expect(entries(r, team.teamsRoot)).toEqual([
+      ["_hooks", "hooks dir", true, []],
+      ["_hooks/on_idle.sh", "gate", true, []],
+      ["test-team/hooks", "team hooks layer", false, []],
+      ["test-team/hook-state", "leader state", false, []],
+      ["test-team/hook-logs", "hook logs", false, []],
+      ["state/pi-teams-hooks/trust", "approved trust record", false, []],
+    ]);
+    expect(access(r).leader).toEqual({ uid: process.getuid?.(), user: me });
+    expect(r.warnings).toBe(0);
+  });
+
+  it("warns for what any user can write, or replace through a folder above it that is not sticky", async () => {
+    const { team } = await setup({ hooks: {}, files: { "hook-state/trust.json": "{}\n" } });
+    const state = path.join(team.teamsRoot, "state");
+    fs.mkdirSync(state, { mode: 0o777 });
+    fs.chmodSync(state, 0o777);
+    fs.chmodSync(path.join(team.teamDir, "hook-state", "trust.json"), 0o666);
+    fs.chmodSync(team.teamDir, 0o777);
+    const r = await report(team, { XDG_STATE_HOME: state });
+    expect(entries(r, team.teamsRoot)).toEqual([
+      ["_hooks", "hooks dir", true, []],
+      ["test-team/hooks", "team hooks layer", false, ["every user through <root>/test-team"]],
+      ["test-team/hook-state", "leader state", true, ["every user through <root>/test-team"]],
+      ["test-team/hook-state/trust.json", "leader state", true, ["every user", "every user through <root>/test-team"]],
+      ["test-team/hook-logs", "hook logs", false, ["every user through <root>/test-team"]],
+      ["state/pi-teams-hooks/trust", "approved trust record", false, ["every user through <root>/state"]],
+    ]);
+    expect(lines(access(r).checks).map((l) => l.replaceAll(team.teamsRoot, "<root>"))).toEqual([
+      "warn: <root>/test-team/hooks (team hooks layer) does not exist, and can be created by every user " +
+        "through <root>/test-team: another user can add or change a gate of the team layer: the leader holds " +
+        `its events until trust approves the change, but cannot prevent it ${recipe}`,
+      "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user through " +
+        "<root>/test-team: another user can change the leader's state (trust.json, the ledger, decisions of held " +
+        `gates): visible where the leader checks it, not prevented ${recipe}`,
+      // Its folder's route is said with the folder: what is new here is that anyone can write it.
+      "warn: <root>/test-team/hook-state/trust.json (leader state) can be written or replaced by every user: " +
+        "another user can change the leader's state (trust.json, the ledger, decisions of held gates): visible " +
+        `where the leader checks it, not prevented ${recipe}`,
+      "warn: <root>/test-team/hook-logs (hook logs) does not exist, and can be created by every user through " +
+        `<root>/test-team: another user can change or remove what the hook logs say ${recipe}`,
+      "warn: <root>/state/pi-teams-hooks/trust (approved trust record) does not exist, and can be created by " +
+        "every user through <root>/state: another user can change the approved trust record that trust.json is " +
+        `held to, and have a gate of theirs run as trusted ${recipe}`,
+    ]);
+    expect(r.warnings).toBe(5 + 1); // and the hooks dir holds no gate
+
+    // A folder others can write is said once, not again for each file in it.
+    fs.chmodSync(path.join(team.teamDir, "hook-state", "trust.json"), 0o644);
+    fs.writeFileSync(path.join(team.teamDir, "hook-state", "ledger.jsonl"), "");
+    fs.chmodSync(path.join(team.teamDir, "hook-state"), 0o777);
+    const once = await report(team, { XDG_STATE_HOME: state });
+    const saidOnce = lines(access(once).checks).filter((l) => l.includes("hook-state"));
+    expect(saidOnce.map((l) => l.replaceAll(team.teamsRoot, "<root>").split(": another")[0])).toEqual([
+      "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user, every user through " +
+        "<root>/test-team",
+    ]);
+    expect(entries(once, team.teamsRoot).find(([p]) => p === "test-team/hook-state/ledger.jsonl")?.[3]).toEqual([
+      "every user through <root>/test-team/hook-state", "every user through <root>/test-team",
+    ]);
+    fs.chmodSync(path.join(team.teamDir, "hook-state"), 0o755);
+    fs.chmodSync(path.join(team.teamDir, "hook-state", "trust.json"), 0o666);
+
+    // Sticky (as /tmp): others still add entries to the folder, but rename or remove only their own.
+    fs.chmodSync(team.teamDir, 0o1777);
+    for (const dir of ["hooks", "hook-logs"]) fs.mkdirSync(path.join(team.teamDir, dir), { mode: 0o755 });
+    fs.chmodSync(state, 0o1777);
+    const sticky = await report(team, { XDG_STATE_HOME: state });
+    expect(entries(sticky, team.teamsRoot).filter(([, , , others]) => others.length > 0)).toEqual([
+      ["test-team/hook-state/trust.json", "leader state", true, ["every user"]],
+      ["state/pi-teams-hooks/trust", "approved trust record", false, ["every user through <root>/state"]],
+    ]);
+  });
+
+  const asRoot = it.skipIf(process.getuid?.() !== 0);
+  asRoot("names another user that owns the state, and those that write the team's files (chown: root only)", async () => {
+    const { team } = await setup({ hooks: {}, tasks: [makeTask()] });
+    const env = { XDG_STATE_HOME: path.join(team.teamsRoot, "state") };
+    fs.chownSync(team.taskFile("1"), 65534, 65534);
+    const other = (await report(team, env)).access;
+    expect(other?.teamWriters).toEqual([expect.stringMatching(/^(nobody|uid 65534)$/)]);
+    expect(lines(other?.checks ?? [])).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          "^ok: the gates, hook-state/, hook-logs/ and the approved trust record can be changed by root " +
+            "\\(the leader's user\\) alone; the team's files are written by (nobody|uid 65534), " +
+            "who cannot change them$",
+        ),
+      ),
+    ]);
+    fs.mkdirSync(path.join(team.teamDir, "hook-state"));
+    fs.chownSync(path.join(team.teamDir, "hook-state"), 65534, 65534);
+    const owned = await report(team, env);
+    expect(entries(owned, team.teamsRoot).find(([p]) => p === "test-team/hook-state")?.[3]).toEqual([
+      expect.stringMatching(/^user (nobody|uid 65534) \(owner\)$/),
+    ]);
+    expect(owned.access?.checks.map((c) => c.level)).toEqual(["warn"]);
+  });
+});
+
 describe("pi-teams-hooks doctor (the command)", () => {
   async function doctor(args: string[], opts: { isTTY?: boolean; env?: Record<string, string> } = {}): Promise<{ code: number; stdout: string; stderr: string }> {
     let stdout = "";
@@ -373,6 +499,11 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  reassign on reopen          true             default\n" +
         "  projection                  -                default\n",
     );
+    const me = os.userInfo().username;
+    const heading = `\nAccess (who besides ${me}, the leader's user, can change the gates and its state)\n`;
+    expect(out.stdout).toContain(`${heading}  --   the gates, hook-state/, `);
+    expect(out.stdout.indexOf("\nAccess (")).toBeGreaterThan(out.stdout.indexOf("\nTeam\n"));
+    expect(out.stdout.indexOf("\nAccess (")).toBeLessThan(out.stdout.indexOf("\nPolicy ("));
     expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");
   });

@@ -67,6 +67,12 @@ export function renderReport(report: DoctorReport, colour: boolean, width = Numb
   out += `\n${heading("Team")}`;
   for (const check of report.team.checks) out += line(check);
 
+  if (report.access) {
+    const user = report.access.leader.user;
+    out += `\n${heading(`Access (who besides ${user}, the leader's user, can change the gates and its state)`)}`;
+    for (const check of report.access.checks) out += line(check);
+  }
+
   out += `\n${heading("Policy (config.json hooks > environment > default; flags of watch and run override)")}`;
   out += settingsRows(report.policy, width);
   for (const check of report.policy.checks) out += line(check);

@@ -4,7 +4,8 @@
  * candidate skipped or shadowed and why; the event's whole chain (the `on_<event>.d/` files of the
  * global dir and of the team layer `<teamDir>/hooks`) in order, and each file of it skipped and why; whether the chosen file can really start (shebang, CRLF,
  * interpreter on PATH); the team dir, config, task list and leader inbox, read with the same readers
- * the leader uses; the effective policy with the source of each value; lock files left behind.
+ * the leader uses; who besides the leader's user could change the gates and the leader's state
+ * (doctor/access.ts); the effective policy with the source of each value; lock files left behind.
  * doctor runs nothing: every check reads files.
  *
  * Levels: `error` — something that stops a gate from running (the CLI exits 1); `warn` — worth
@@ -29,10 +30,12 @@ import { checkChainTrust } from "../runner/trust.js";
 import { readTrustInForce } from "../runner/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
+import { diagnoseAccess, type AccessReport } from "./access.js";
 
 export type { CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
 export type { Check, CheckLevel } from "./gate-checks.js";
 export type { HandlerReport } from "./handlers.js";
+export type { AccessEntry, AccessOther, AccessReport, AccessRole } from "./access.js";
 
 /** The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and their warnings. */
 export interface PolicyReport extends SettingsReport {
@@ -57,6 +60,11 @@ export interface DoctorReport {
   team: { identity: TeamIdentity | null; checks: Check[] };
   policy: PolicyReport;
   locks: { found: LockReport[]; checks: Check[] };
+  /**
+   * Who besides the leader's user (the user doctor runs as) could change the gates, hook-state/,
+   * hook-logs/ or the approved trust record (doctor/access.ts); null when the team dir cannot be read.
+   */
+  access: AccessReport | null;
   errors: number;
   warnings: number;
 }
@@ -108,8 +116,15 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
   }
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
+  const hooksDir = path.resolve(input.cwd, hooks.dir);
+  const access = team.ok
+    ? diagnoseAccess({ teamDir, hooksDir, teamLayer, taskListId: team.identity.taskListId, env: input.env })
+    : null;
 
-  const all = [...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks, ...policy.checks, ...locks.checks];
+  const all = [
+    ...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks,
+    ...(access?.checks ?? []), ...policy.checks, ...locks.checks,
+  ];
   return {
     teamDir,
     hooksDir: { dir: hooks.dir, source: hooks.source, checks: hooksDirChecks },
@@ -118,6 +133,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     team: { identity: team.ok ? team.identity : null, checks: team.checks },
     policy,
     locks,
+    access,
     errors: all.filter((c) => c.level === "error").length,
     warnings: all.filter((c) => c.level === "warn").length,
   };

@@ -63,7 +63,13 @@ export class Hints {
 
   targets() {
     const ctx = this.#ctx;
-    const tasks: WatchTarget = { dir: ctx.sources.tasksDir, accept: isTaskFileName, onHint: (file: string) => this.task(file) };
+    // The task list and the lead's inbox folder are the team's: made group-writable where the team's folders are.
+    const tasks: WatchTarget = {
+      dir: ctx.sources.tasksDir,
+      shared: true,
+      accept: isTaskFileName,
+      onHint: (file: string) => this.task(file),
+    };
     // --verbose: a file in the task list folder that is not a task file is said too (only the native watcher tells).
     if (ctx.verbose) {
       tasks.onIgnored = (file: string) => {
@@ -73,7 +79,8 @@ export class Hints {
     const targets: WatchTarget[] = [tasks];
     if (ctx.opts.inbox !== "off") {
       const name = path.basename(ctx.sources.inboxFile);
-      targets.push({ dir: path.dirname(ctx.sources.inboxFile), accept: (n: string) => n === name, onHint: () => this.inbox() });
+      const dir = path.dirname(ctx.sources.inboxFile);
+      targets.push({ dir, shared: true, accept: (n: string) => n === name, onHint: () => this.inbox() });
     }
     if (ctx.opts.reloadSetup) {
       targets.push({ dir: ctx.setup.identity.teamDir, accept: (n: string) => n === "config.json", onHint: () => this.config() });

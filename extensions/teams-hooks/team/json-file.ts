@@ -9,7 +9,10 @@
  * does a dozen of them per event; docs/performance.md). An fsync, when asked for, is synchronous too.
  */
 import { randomBytes } from "node:crypto";
-import { type Stats, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  type Stats, chmodSync, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync,
+  readSync, renameSync, statSync, unlinkSync, writeSync,
+} from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, describeValue, errnoCode } from "../contract/errors.js";
@@ -253,6 +256,14 @@ export interface WriteOptions {
   fsync?: boolean;
   /** The file's permission bits, whatever the umask (e.g. 0o600 for a file of secrets). Default: 0o666 less the umask. */
   mode?: number;
+  /**
+   * A file of the team's shared folders (a task, an inbox, `.highwatermark`): when its folder is
+   * group-writable, the file is made group-readable and group-writable too, whatever the umask. A
+   * leader under its own Unix user (docs/security.md, "A leader under its own user") rewrites files
+   * that the agents' user writes after it, and not always by rename: pi-agent-teams writes
+   * `.highwatermark` in place. Files of a folder without group write keep the umask's bits.
+   */
+  shared?: boolean;
 }
 
 /** Writes `data` as JSON + newline to `file` atomically. Throws `E_IO` when the disk refuses. */
@@ -263,16 +274,19 @@ export async function writeJsonAtomic(file: string, data: unknown, options: Writ
 }
 
 /** Writes `text` to `file` atomically (tmp sibling, then rename). The tmp file is removed on failure. */
-export async function writeTextAtomic(file: string, text: string, options: Pick<WriteOptions, "fsync" | "mode"> = {}): Promise<void> {
+export async function writeTextAtomic(file: string, text: string, options: TextWriteOptions = {}): Promise<void> {
   writeTextAtomicSync(file, text, options);
 }
 
-function writeTextAtomicSync(file: string, text: string, options: Pick<WriteOptions, "fsync" | "mode">): void {
+type TextWriteOptions = Pick<WriteOptions, "fsync" | "mode" | "shared">;
+
+function writeTextAtomicSync(file: string, text: string, options: TextWriteOptions): void {
   const { fd, tmp } = openUniqueTmp(file, options.mode);
   try {
     try {
       // The open's mode is masked by the umask: set the bits before any content is in the file.
       if (options.mode !== undefined) fchmodSync(fd, options.mode);
+      else if (options.shared) shareWithGroup(fd, path.dirname(file));
       writeAll(fd, text);
       if (options.fsync) fsyncSync(fd);
     } finally {
@@ -289,6 +303,16 @@ function writeTextAtomicSync(file: string, text: string, options: Pick<WriteOpti
   }
   if (options.fsync) syncDir(path.dirname(file));
 }
+
+/** Adds group read and write to the open file `fd` when `dir`, its folder, is group-writable (`WriteOptions.shared`). */
+function shareWithGroup(fd: number, dir: string): void {
+  if ((statSync(dir).mode & GROUP_WRITE) === 0) return;
+  const mode = fstatSync(fd).mode & 0o7777;
+  if ((mode & GROUP_RW) !== GROUP_RW) fchmodSync(fd, mode | GROUP_RW);
+}
+
+const GROUP_WRITE = 0o020;
+const GROUP_RW = 0o060;
 
 /** Writes all of `text` to `fd` (writeSync may write less than asked; a full disk then throws ENOSPC). */
 export function writeAll(fd: number, text: string): void {
@@ -334,16 +358,44 @@ function syncDir(dir: string): void {
  * Creates `dir` (and the folders between) inside `root`, which must exist already: a team dir that
  * another process deleted (a team runtime cleaning up) is never created again by a write of ours.
  * Throws `E_IO` naming `root` when it is gone.
+ *
+ * `shared`: a folder of the team's (`tasks/<list>/`, `mailboxes/<namespace>/inboxes/`): each folder
+ * created in a group-writable folder gets that folder's group bits, whatever the umask, so that when
+ * the team's folders are group-writable, those the leader makes are too (the kernel already gives
+ * them the group, and the setgid bit, of a setgid parent). Never for the leader's own `hook-state/`
+ * and `hook-logs/`, which no other user may write.
  */
-export function mkdirUnder(root: string, dir: string): void {
+export function mkdirUnder(root: string, dir: string, options: { shared?: boolean } = {}): void {
   try {
     if (!statSync(root).isDirectory()) throw new Error("not a directory");
   } catch (error) {
     throw new HooksError("E_IO", `cannot write in ${root}: it is gone (${errnoCode(error) ?? describeError(error)})`, { cause: error });
   }
   try {
-    mkdirSync(dir, { recursive: true });
+    makeFolders(dir, options);
   } catch (error) {
     throw new HooksError("E_IO", `cannot create ${dir}: ${describeError(error)}`, { cause: error });
+  }
+}
+
+/** `mkdir -p dir`, and with `shared` the group bits of `mkdirUnder`'s `shared`. Throws the system's error. */
+export function makeFolders(dir: string, options: { shared?: boolean } = {}): void {
+  const first = mkdirSync(dir, { recursive: true });
+  if (options.shared && first !== undefined) shareCreatedFolders(path.resolve(first), path.resolve(dir));
+}
+
+/**
+ * Each folder from `first` (the first one mkdir created; those below it are ours too, as `first` did
+ * not exist) down to `last`, parent first, made in a group-writable folder: gets that folder's group
+ * bits.
+ */
+function shareCreatedFolders(first: string, last: string): void {
+  const created = [first];
+  for (let at = last; at !== first && at.startsWith(`${first}${path.sep}`); at = path.dirname(at)) created.splice(1, 0, at);
+  for (const folder of created) {
+    const parentGroup = statSync(path.dirname(folder)).mode & 0o070;
+    if ((parentGroup & GROUP_WRITE) === 0) continue;
+    const mode = statSync(folder).mode & 0o7777;
+    if ((mode & parentGroup) !== parentGroup) chmodSync(folder, mode | parentGroup);
   }
 }

@@ -2,7 +2,8 @@
  * Mailboxes: `mailboxes/<namespace>/inboxes/<member>.json`, a JSON array of messages. Writers append
  * under the inbox lock and rewrite atomically. Every existing entry is written back as it was, even
  * one this project does not understand: the inbox belongs to the team, not to us. A file that is not
- * a JSON array is reported and never overwritten.
+ * a JSON array is reported and never overwritten. What we write here, folders included, is `shared`
+ * (json-file.ts): a leader under its own Unix user leaves it writable by the agents' group.
  */
 import path from "node:path";
 import { MailboxMessageSchema, MailboxSchema, type MailboxMessage } from "../contract/team-files.js";
@@ -74,7 +75,7 @@ export async function appendMessage(
   const file = inboxFile(teamDir, namespace, member);
   const checked = checkSchema(message, MailboxMessageSchema, file);
   if (!checked.ok) throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
-  mkdirUnder(teamDir, path.dirname(file));
+  mkdirUnder(teamDir, path.dirname(file), { shared: true });
   return withLock(
     file,
     async (): Promise<InboxWriteResult<{ index: number; present: boolean }>> => {
@@ -87,7 +88,7 @@ export async function appendMessage(
         if (index >= 0) return { ok: true, file, index, present: true };
       }
       const entries = [...loaded.entries, message];
-      await writeJsonAtomic(file, entries);
+      await writeJsonAtomic(file, entries, { shared: true });
       return { ok: true, file, index: entries.length - 1, present: false };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
@@ -123,7 +124,7 @@ export async function markRead(
         marked += 1;
         return { ...(entry as Record<string, unknown>), read: true }; // the raw entry: keeps its key order and unknown fields
       });
-      if (marked > 0) await writeJsonAtomic(file, entries);
+      if (marked > 0) await writeJsonAtomic(file, entries, { shared: true });
       return { ok: true, file, marked };
     },
     lockOptions(options, `mark read ${namespace}/${member}`),

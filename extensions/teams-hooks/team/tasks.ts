@@ -2,7 +2,8 @@
  * The task list: one JSON file per task under `tasks/<taskListId>/`. Every rewrite is a
  * read-modify-write under the task file's lock, starting from what is on disk at that moment, so
  * that a worker's concurrent change to other fields survives ours. Unknown fields and the file's key
- * order are kept.
+ * order are kept. The task list is the team's: what we write there is `shared` (json-file.ts), so a
+ * leader under its own Unix user leaves it writable by the agents' group.
  */
 import { access, readdir } from "node:fs/promises";
 import path from "node:path";
@@ -96,7 +97,7 @@ export async function updateTask(
       if (next === undefined) return { ok: true, written: false, task: current.value, file };
       const merged = { ...asRecord(current.raw), ...next };
       const task = validTask(merged, file);
-      await writeJsonAtomic(file, merged);
+      await writeJsonAtomic(file, merged, { shared: true });
       return { ok: true, written: true, task, file };
     },
     { label: options.label ?? `update task ${taskId}`, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
@@ -129,7 +130,7 @@ export async function createTask(
   build: (id: string) => Task,
   options: CreateTaskOptions = {},
 ): Promise<CreateTaskResult> {
-  mkdirUnder(teamDir, tasksDir(teamDir, taskListId));
+  mkdirUnder(teamDir, tasksDir(teamDir, taskListId), { shared: true });
   const watermarkFile = highWatermarkFile(teamDir, taskListId);
   return withLock(
     watermarkFile,
@@ -147,8 +148,9 @@ export async function createTask(
       }
       const file = taskFile(teamDir, taskListId, String(id));
       const task = validTask(built, file);
-      await writeJsonAtomic(file, built);
-      await writeTextAtomic(watermarkFile, `${id}\n`);
+      await writeJsonAtomic(file, built, { shared: true });
+      // pi-agent-teams rewrites the watermark in place (writeFile), not by rename: it must stay group-writable.
+      await writeTextAtomic(watermarkFile, `${id}\n`, { shared: true });
       return { created: true, task, file };
     },
     { label: options.label ?? "create task", ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },

@@ -11,6 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { FSWatcher as ChokidarWatcher } from "chokidar";
 import { describeError } from "../contract/errors.js";
+import { makeFolders } from "./json-file.js";
 import { isTempOrLock } from "./paths.js";
 
 export interface WatchTarget {
@@ -22,6 +23,8 @@ export interface WatchTarget {
   onHint: (file: string) => void;
   /** False: a missing directory is waited for (retried every second), not created. Default true. */
   create?: boolean;
+  /** A folder of the team's (the task list, an inbox folder): made as json-file.ts `mkdirUnder`'s `shared` says. */
+  shared?: boolean;
   /**
    * Called with the absolute path of a file that changed but is not accepted (temp and lock files
    * excepted); native watching only (polling never looks at such files).
@@ -48,7 +51,9 @@ export interface WatchOptions {
 const REARM_MS = 1000;
 
 export async function watchDirs(targets: WatchTarget[], opts: WatchOptions): Promise<DirWatcher> {
-  for (const target of targets) if (target.create !== false) await fs.promises.mkdir(target.dir, { recursive: true });
+  for (const target of targets) {
+    if (target.create !== false) makeFolders(target.dir, { shared: target.shared === true });
+  }
   return opts.poll ? pollDirs(targets, opts, (await import("chokidar")).watch) : nativeDirs(targets, opts);
 }
 

@@ -3,12 +3,16 @@
 export const SETUP_HELP: Readonly<Record<string, string>> = {
   doctor: `Usage: pi-teams-hooks doctor [--team-dir DIR | --team ID] [--hooks-dir DIR] [--json]
 
-Check what would stop a gate from running, without running anything:
+Check what would stop a gate from running, without running anything (run it as the leader's user):
   Hooks   for each event, the file that would run and how (bash, node, its #! interpreter), and
           every candidate skipped or shadowed and why: not executable, a directory, no #! line on a
           bare file, a CRLF #! line, an interpreter missing or not on PATH, world-writable
   Team    the team dir, config.json, the task list (each file that is not a task, with its field)
           and the leader's inbox, read as the leader reads them
+  Access  who besides the user doctor runs as (the leader's) could change a gate, hook-state/,
+          hook-logs/ or the approved trust record: their owner, a group with other members,
+          every user, or a folder above them others can write (a warning each); which users
+          write the team's files; team folders the leader could not rewrite files in
   Policy  every setting watch would apply without flags (failure policy, hook timeout, failure
           mode per event, limits), computed as the leader computes it, and where each comes from;
           a "hooks" block with a bad value is refused whole, as the leader refuses it

@@ -1,0 +1,415 @@
+/**
+ * A leader under its own Unix user, with real users (docs/security.md, "A leader under its own
+ * user"): as root, the test creates a group and two users named for this run, lays out a teams root
+ * as the recipe says, starts the built leader as the leader's user and the plain-JS worker
+ * (test/fixtures/workers/team-worker.mjs) as the agents' user, with umask 0002. The team works as
+ * under one user (a failing gate reopens the task and makes a follow-up the agent claims and
+ * completes; inboxes and the task list are written by both, the watermark in place as pi-agent-teams
+ * writes it), and every attempt of the agents' user on a gate, the leader's state or the approved
+ * trust record fails with EACCES or EPERM.
+ *
+ * Not root: skipped, with the reason in the test's name and on the output (useradd needs root).
+ * The users, the group and the temp dir are removed after, even when the test fails.
+ */
+import { type SpawnOptions, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { chmod, chown, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { DoctorReport } from "../../extensions/teams-hooks/doctor/diagnose.js";
+import { approvedFile } from "../../extensions/teams-hooks/runner/trust-store.js";
+import { BIN, REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import type { TempTeam } from "../helpers/temp-team.js";
+
+const IS_ROOT = process.getuid?.() === 0;
+const NOT_ROOT = "needs root to create the two users (useradd): skipped, not root";
+if (!IS_ROOT) console.log(`test/e2e/two-users.test.ts: ${NOT_ROOT}`);
+
+const WORKER = path.join(REPO_ROOT, "test", "fixtures", "workers", "team-worker.mjs");
+const PATH = process.env.PATH ?? "/usr/bin:/bin";
+/** Of this run: two runs on one machine never share a user. */
+const SUFFIX = randomBytes(3).toString("hex");
+const NAMES = { group: `ptg${SUFFIX}`, leader: `ptl${SUFFIX}`, agent: `pta${SUFFIX}` };
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a command to its end (never rejects for its exit code). */
+function run(argv: readonly string[], options: SpawnOptions = {}): Promise<Result> {
+  const [command = "false", ...args] = argv;
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...options });
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function must(...argv: string[]): Promise<string> {
+  const result = await run(argv);
+  if (result.code !== 0) throw new Error(`${argv.join(" ")}: exit ${result.code}: ${result.stderr}`);
+  return result.stdout;
+}
+
+/** `setpriv` runs the command as `user` (its groups from /etc/group) and execs it: the pid stays the command's. */
+function asUser(user: string): string[] {
+  return ["setpriv", `--reuid=${user}`, `--regid=${user}`, "--init-groups", "--"];
+}
+
+/** The same, with a umask: bash sets it and execs the command. */
+function asUserWithUmask(user: string, umask: string): string[] {
+  return [...asUser(user), "bash", "-c", `umask ${umask} && exec "$@"`, "as-user"];
+}
+
+const uidOf = async (user: string): Promise<number> => Number((await must("id", "-u", user)).trim());
+const gidOf = async (group: string): Promise<number> => Number((await must("getent", "group", group)).split(":")[2]);
+const sha = async (file: string): Promise<string> => createHash("sha256").update(await readFile(file)).digest("hex");
+/** A path quoted for bash. */
+const q = (file: string): string => `'${file}'`;
+
+// ---------------------------------------------------------------------------------------------
+// The users and the layout
+
+interface Setup {
+  base: string;
+  homes: { leader: string; agent: string };
+  teamsRoot: string;
+  teamDir: string;
+  tasksDir: string;
+  globalGate: string;
+  teamGate: string;
+  /** What the leader's user runs with, besides `asUser`: its home, where the approved trust record goes. */
+  leaderEnv: Record<string, string>;
+}
+
+let setup: Setup | null = null;
+const created = { group: false, leader: false, agent: false };
+
+async function createUsers(): Promise<void> {
+  await must("groupadd", NAMES.group);
+  created.group = true;
+  for (const role of ["leader", "agent"] as const) {
+    // -U: a group of its own; -G: and the team's; -M: no home made here (layOut makes one).
+    await must("useradd", "-M", "-d", "/nonexistent", "-s", "/bin/bash", "-U", "-G", NAMES.group, NAMES[role]);
+    created[role] = true;
+  }
+}
+
+/** Every process of a user of this run (to end before userdel; none should be left). */
+async function processesOf(user: string): Promise<number[]> {
+  const uid = await uidOf(user);
+  const pids: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const status = await readFile(`/proc/${name}/status`, "utf8").catch(() => "");
+    const real = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+    if (real !== undefined && Number(real) === uid) pids.push(Number(name));
+  }
+  return pids;
+}
+
+/** Removes the users and groups of this run; returns the processes of theirs it had to kill first. */
+async function removeUsers(): Promise<string[]> {
+  const left: string[] = [];
+  for (const role of ["leader", "agent"] as const) {
+    if (!created[role]) continue;
+    const user = NAMES[role];
+    const pids = await processesOf(user);
+    for (const pid of pids) {
+      left.push(`${user}: pid ${pid}`);
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    if (pids.length > 0) {
+      await waitUntil(`the processes of ${user} to end`, async () => (await processesOf(user)).length === 0);
+    }
+    await must("userdel", user);
+    created[role] = false;
+    // userdel removes the user's own group when no one else is in it; make sure.
+    if ((await run(["getent", "group", user])).code === 0) await must("groupdel", user);
+  }
+  if (created.group) {
+    await must("groupdel", NAMES.group);
+    created.group = false;
+  }
+  return left;
+}
+
+const GLOBAL_GATE = `#!/usr/bin/env bash
+# Accepts a task whose result says ok.
+grep -q '"result": *"ok' || { echo "the result is not ok" >&2; exit 1; }
+`;
+const TEAM_GATE = "#!/usr/bin/env bash\nexit 0\n";
+
+/** `install -d -o OWNER -g GROUP -m MODE DIR…`, as the recipe says it. */
+function installDir(owner: string, group: string, mode: string, ...dirs: string[]): Promise<string> {
+  return must("install", "-d", "-o", owner, "-g", group, "-m", mode, ...dirs);
+}
+
+/** The recipe of docs/security.md, in a temp dir both users can get through. */
+async function layOut(): Promise<Setup> {
+  const base = await mkdtemp(path.join(os.tmpdir(), "pi-two-users-"));
+  await chmod(base, 0o755); // mkdtemp makes it 0700
+  const homes = { leader: path.join(base, "home-leader"), agent: path.join(base, "home-agent") };
+  await installDir(NAMES.leader, NAMES.leader, "0700", homes.leader);
+  await installDir(NAMES.agent, NAMES.agent, "0700", homes.agent);
+
+  const teamsRoot = path.join(base, "teams");
+  const teamDir = path.join(teamsRoot, "alpha");
+  await installDir("root", NAMES.group, "3775", teamsRoot);
+  await installDir(NAMES.leader, NAMES.leader, "0755", path.join(teamsRoot, "_hooks"));
+  await installDir("root", NAMES.group, "3775", teamDir);
+  await installDir("root", NAMES.group, "2775", path.join(teamDir, "tasks"), path.join(teamDir, "mailboxes"));
+  const own = ["hooks", "hook-state", "hook-logs"].map((d) => path.join(teamDir, d));
+  await installDir(NAMES.leader, NAMES.leader, "0755", ...own);
+
+  const globalGate = path.join(teamsRoot, "_hooks", "on_task_completed.sh");
+  const teamGate = path.join(teamDir, "hooks", "on_idle.sh");
+  for (const [file, body] of [[globalGate, GLOBAL_GATE], [teamGate, TEAM_GATE]] as const) {
+    await writeFile(file, body, { mode: 0o755 });
+    await must("chown", `${NAMES.leader}:${NAMES.leader}`, file);
+  }
+  const leaderEnv = {
+    HOME: homes.leader,
+    USER: NAMES.leader,
+    LOGNAME: NAMES.leader,
+    XDG_STATE_HOME: path.join(homes.leader, ".local", "state"),
+  };
+  const tasksDir = path.join(teamDir, "tasks", "alpha");
+  return { base, homes, teamsRoot, teamDir, tasksDir, globalGate, teamGate, leaderEnv };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The agents' user at work, and the leader's commands
+
+/** Runs one op of the plain-JS worker as the agents' user, with umask 0002, and returns its result. */
+async function agent<T = unknown>(s: Setup, op: string, args: Record<string, unknown>): Promise<T> {
+  const argv = [...asUserWithUmask(NAMES.agent, "0002"), process.execPath, WORKER, op, JSON.stringify(args)];
+  const result = await run(argv, { cwd: s.homes.agent, env: { PATH, HOME: s.homes.agent } });
+  if (result.code !== 0) throw new Error(`worker ${op} as ${NAMES.agent}: exit ${result.code}: ${result.stderr}`);
+  return JSON.parse(result.stdout.trim().split("\n").pop() ?? "null") as T;
+}
+
+/** A shell command as the agents' user (runuser, as a person would type it). */
+function agentShell(script: string): Promise<Result> {
+  return run(["runuser", "-u", NAMES.agent, "--", "bash", "-c", script]);
+}
+
+/** `pi-teams-hooks <args>` (the build) as `user`, with `env`. */
+function bin(user: string, args: string[], env: Record<string, string>): Promise<Result> {
+  return run([...asUser(user), process.execPath, BIN, ...args], { env: { PATH, NO_COLOR: "1", ...env } });
+}
+
+function teamOf(s: Setup): TempTeam {
+  return {
+    teamsRoot: s.teamsRoot,
+    teamDir: s.teamDir,
+    teamId: "alpha",
+    taskListId: "alpha",
+    leadName: "team-lead",
+    tasksDir: s.tasksDir,
+    taskFile: (id) => path.join(s.tasksDir, `${id}.json`),
+    inboxFile: (namespace, member) => path.join(s.teamDir, "mailboxes", namespace, "inboxes", `${member}.json`),
+    cleanup: async () => undefined, // the whole base goes in afterAll
+  };
+}
+
+interface Entry {
+  file: string;
+  uid: number;
+  mode: number;
+}
+
+/** Every file and folder under `dir`, with its owner and mode. */
+async function tree(dir: string): Promise<Entry[]> {
+  const out: Entry[] = [];
+  for (const name of await readdir(dir, { recursive: true })) {
+    const file = path.join(dir, name);
+    const info = await stat(file);
+    out.push({ file, uid: info.uid, mode: info.mode & 0o7777 });
+  }
+  return out;
+}
+
+/** What the agents' user tries, and must not do: each a bash line. */
+function attempts(s: Setup, approved: string): Array<[string, string]> {
+  const state = (name: string): string => q(path.join(s.teamDir, "hook-state", name));
+  const inTeam = (name: string): string => q(path.join(s.teamDir, name));
+  const inRoot = (name: string): string => q(path.join(s.teamsRoot, name));
+  const tmp = q(path.join(s.homes.agent, "x"));
+  return [
+    ["write the global gate", `echo 'exit 0' > ${q(s.globalGate)}`],
+    ["replace the global gate by rename", `echo 'exit 0' > ${tmp} && mv -f ${tmp} ${q(s.globalGate)}`],
+    ["add a global gate", `echo 'exit 0' > ${inRoot("_hooks/on_task_failed.sh")}`],
+    ["write the team layer's gate", `echo 'exit 0' > ${q(s.teamGate)}`],
+    ["shadow a gate in the team layer", `echo 'exit 0' > ${inTeam("hooks/on_task_completed.sh")}`],
+    ["disable a gate in the team layer", `touch ${inTeam("hooks/on_task_completed.sh.disabled")}`],
+    ["write hook-state/trust.json", `echo '{}' > ${state("trust.json")}`],
+    ["replace hook-state/trust.json by rename", `echo '{}' > ${tmp} && mv -f ${tmp} ${state("trust.json")}`],
+    ["append to the ledger", `echo '{}' >> ${state("ledger.jsonl")}`],
+    ["add a file to hook-state/", `touch ${state("holds.json.tmp")}`],
+    ["decide a held gate by hand", `echo '{}' > ${state("deferrals/run.json")}`],
+    ["rename hook-state/", `mv ${inTeam("hook-state")} ${inTeam("hook-state.old")}`],
+    ["remove hook-state/", `rm -rf ${inTeam("hook-state")}`],
+    ["rename the team layer", `mv ${inTeam("hooks")} ${inTeam("hooks.old")}`],
+    ["remove the team layer", `rm -rf ${inTeam("hooks")}`],
+    ["rename the global hooks dir", `mv ${inRoot("_hooks")} ${inRoot("_hooks.old")}`],
+    ["remove hook-logs/", `rm -rf ${inTeam("hook-logs")}`],
+    ["write the approved trust record", `echo '{}' > ${q(approved)}`],
+    ["read the leader's home", `ls ${q(s.homes.leader)}`],
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("a leader under its own Unix user (docs/security.md)", () => {
+  const rig = useLeaderRig();
+
+  beforeAll(async () => {
+    if (!IS_ROOT) return;
+    try {
+      await createUsers();
+      setup = await layOut();
+    } catch (error) {
+      await removeUsers();
+      throw error;
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    if (!IS_ROOT) return;
+    // The rig stopped the leader after the test (afterEach): a process of these users still alive is a leak.
+    const left = await removeUsers();
+    if (setup) await rm(setup.base, { recursive: true, force: true });
+    expect(left).toEqual([]);
+  }, 60_000);
+
+  const asRoot = it.skipIf(!IS_ROOT);
+  const ifRoot = IS_ROOT ? "" : ` (${NOT_ROOT})`;
+
+  const works = "the team works as the agents' user, who cannot change a gate, hook-state/ or the approved record";
+  asRoot(`${works}${ifRoot}`, async () => {
+    if (!setup) throw new Error("no setup");
+    const s = setup;
+    const team = teamOf(s);
+    const leaderUid = await uidOf(NAMES.leader);
+    const teamGid = await gidOf(NAMES.group);
+
+    // The lead's pi, as the agents' user, makes the task list (the folder too) and two tasks for bob.
+    const seeded = { tasksDir: s.tasksDir, count: 2, owner: "bob", watermark: "in-place" };
+    expect(await agent<{ ids: string[] }>(s, "create-plain", seeded)).toEqual({ ids: ["1", "2"] });
+
+    const policy = ["--failure-action", "reopen_followup", "--followup-owner", "none"];
+    const leader = await rig.leader(team, policy, { wrap: asUserWithUmask(NAMES.leader, "0022"), env: s.leaderEnv });
+    const approved = approvedFile(s.teamDir, s.leaderEnv);
+    await leader.waitFor("the approved trust record", () => stat(approved).then(() => true, () => false));
+
+    // A failing gate: the task is reopened, a follow-up made (by the leader's user) and bob nudged.
+    await agent(s, "claim", { tasksDir: s.tasksDir, ids: ["1"], by: "bob" });
+    await agent(s, "complete", { tasksDir: s.tasksDir, ids: ["1"], result: "draft" });
+    const [failed] = await leader.waitForEvents(1, (e) => e.event === "task_completed" && e.taskId === "1");
+    expect(failed).toMatchObject({ outcome: "failed", hook: "on_task_completed.sh", policyApplied: true });
+    expect(failed?.actions).toEqual(expect.arrayContaining(["reopened (1/3)", "follow-up #3", "nudge bob"]));
+    expect(JSON.parse(await readFile(team.taskFile("1"), "utf8"))).toMatchObject({ status: "pending", owner: "bob" });
+
+    // bob reads the nudge from an inbox (and folders) the leader's user made, and marks it read.
+    const inbox = team.inboxFile("alpha", "bob");
+    const read = await agent<{ texts: string[] }>(s, "read-inbox", { inboxFile: inbox });
+    expect(read.texts.length).toBeGreaterThan(0);
+
+    // The follow-up: claimed and completed by the agents' user, and its gate passes; then task 1's too.
+    await agent(s, "claim", { tasksDir: s.tasksDir, ids: ["3"], by: "bob" });
+    await agent(s, "complete", { tasksDir: s.tasksDir, ids: ["3"], result: "ok" });
+    await agent(s, "complete", { tasksDir: s.tasksDir, ids: ["1"], result: "ok" });
+    const passed = await leader.waitForEvents(2, (e) => e.event === "task_completed" && e.outcome === "passed");
+    expect(passed.map((e) => e.taskId).sort()).toEqual(["1", "3"]);
+
+    // An idle notification in the lead's inbox (its folder made by the leader): the team layer's gate runs.
+    await agent(s, "idle", { inboxFile: team.inboxFile("team", "team-lead"), from: "bob" });
+    const [idle] = await leader.waitForEvents(1, (e) => e.event === "idle");
+    expect(idle).toMatchObject({ outcome: "passed", hook: "on_idle.sh" });
+
+    // A task made by the agents' user after the leader's follow-up, the watermark written in place.
+    const more = { tasksDir: s.tasksDir, count: 1, watermark: "in-place" };
+    expect(await agent<{ ids: string[] }>(s, "create-plain", more)).toEqual({ ids: ["4"] });
+
+    // What the leader's user wrote: the team's files in the group and writable by it; its own state not.
+    for (const file of [team.taskFile("3"), path.join(s.tasksDir, ".highwatermark"), inbox, path.dirname(inbox)]) {
+      const info = await stat(file);
+      expect({ file, gid: info.gid, groupRw: info.mode & 0o060 }).toEqual({ file, gid: teamGid, groupRw: 0o060 });
+    }
+    const own = (await Promise.all(["hook-state", "hook-logs"].map((d) => tree(path.join(s.teamDir, d))))).flat();
+    expect(own.length).toBeGreaterThan(5);
+    for (const { file, uid, mode } of own) {
+      expect({ file, uid, othersWrite: mode & 0o022 }).toEqual({ file, uid: leaderUid, othersWrite: 0 });
+    }
+    expect(await readLogs(s.teamDir)).toHaveLength(4);
+
+    // The agents' user cannot change a gate, the state or the approved record: each attempt is refused.
+    const trustJson = path.join(s.teamDir, "hook-state", "trust.json");
+    const guarded = [s.globalGate, s.teamGate, trustJson, approved];
+    const before = new Map(await Promise.all(guarded.map(async (file) => [file, await sha(file)] as const)));
+    for (const [what, script] of attempts(s, approved)) {
+      const result = await agentShell(script);
+      const why = /Permission denied|Operation not permitted/.test(result.stderr);
+      expect({ what, refused: result.code !== 0, why }).toEqual({ what, refused: true, why: true });
+    }
+    for (const file of guarded) expect({ file, sha256: await sha(file) }).toEqual({ file, sha256: before.get(file) });
+    expect(leader.warnings().filter((w) => /trust|untrusted|changed since/.test(w))).toEqual([]);
+
+    // doctor, as the leader's user: no one else can change the gates or the state; the agents write the team's.
+    const doctor = await bin(NAMES.leader, ["doctor", "--team-dir", s.teamDir, "--json"], s.leaderEnv);
+    const report = JSON.parse(doctor.stdout) as DoctorReport;
+    expect(report.access?.teamWriters).toEqual([NAMES.agent]);
+    expect(report.access?.entries.filter((e) => e.others.length > 0)).toEqual([]);
+    expect(report.access?.checks).toEqual([expect.objectContaining({ level: "ok" })]);
+
+    // config.json is the team's: the agents' user adds an HTTP handler there, and cannot approve it:
+    // `trust` as that user cannot write the record, and the handler stays untrusted.
+    const configs = leader.linesOf("config").length;
+    const handler = { name: "ci", events: ["task_completed"], url: "http://127.0.0.1:9/gate" };
+    const config = JSON.stringify({ version: 1, teamId: "alpha", taskListId: "alpha", hooks: { handlers: [handler] } });
+    const written = await agentShell(`umask 0002 && echo ${q(config)} > ${q(path.join(s.teamDir, "config.json"))}`);
+    expect(written.code).toBe(0);
+    await leader.waitFor("the new config", () => leader.linesOf("config").length > configs);
+    const trust = await bin(NAMES.agent, ["trust", "--team-dir", s.teamDir, "--all", "--yes"], { HOME: s.homes.agent });
+    expect(trust.stdout).toContain("new      http:ci (task_completed)");
+    expect(trust.code).not.toBe(0);
+    expect(trust.stderr).toContain(`cannot create lock ${trustJson}.lock: EACCES`);
+    for (const file of [trustJson, approved]) {
+      expect({ file, sha256: await sha(file) }).toEqual({ file, sha256: before.get(file) });
+    }
+
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  asRoot(`doctor names the agents' user where the recipe is not followed${ifRoot}`, async () => {
+    if (!setup) throw new Error("no setup");
+    const s = setup;
+    // The leader's state folder handed to the team's group, and an inbox folder made by the agents under umask 0022.
+    await chown(path.join(s.teamDir, "hook-state"), await uidOf(NAMES.leader), await gidOf(NAMES.group));
+    await chmod(path.join(s.teamDir, "hook-state"), 0o2775);
+    const made = await agentShell(`umask 0022 && mkdir -p ${q(path.join(s.teamDir, "mailboxes/beta/inboxes"))}`);
+    expect(made.code).toBe(0);
+    const doctor = await bin(NAMES.leader, ["doctor", "--team-dir", s.teamDir], s.leaderEnv);
+    const access = doctor.stdout.slice(doctor.stdout.indexOf("\nAccess ("), doctor.stdout.indexOf("\nPolicy ("));
+    expect(access).toContain(
+      `warn ${s.teamDir}/hook-state (leader state) can be written or replaced by group ${NAMES.group} ` +
+        `(${NAMES.agent}): another user can change the leader's state`,
+    );
+    expect(access).toContain(
+      `warn ${s.teamDir}/mailboxes/beta/inboxes (${NAMES.agent}:${NAMES.group}, mode 2755) cannot be written by ` +
+        "the leader's user",
+    );
+  });
+});
