@@ -66,8 +66,8 @@ describe("filling a body template", () => {
 
 describe("checking a body template", () => {
   it.each<[string, unknown, string]>([
-    ["an unknown name", { a: "{{task.titel}}" }, 'a: handler "ci": {{task.titel}} names no value a handler can send'],
-    ["a misspelt run value", { a: ["x", "{{runid}}"] }, 'a.1: handler "ci": {{runid}} names no value'],
+    ["an unknown name", { a: "{{task.titel}}" }, 'a: handler "ci": {{task.titel}} names no field of the context document'],
+    ["a misspelt run value", { a: ["x", "{{runid}}"] }, 'a.1: handler "ci": {{runid}} names no field of the context document (task.id, task.subject, task.description, task.owner, task.status, task.blockedBy, task.blocks, task.metadata, task.createdAt, task.updatedAt, task.metadata.<key>, notification, or an identity field: version, event, team, team.id, team.dir, team.taskListId, team.style, member, timestamp); the other placeholders are runId, eventKey, attempt and secret.<VARIABLE>'],
     ["an empty placeholder", { a: "{{ }}" }, 'a: handler "ci": {{ }} is empty'],
     ["a secret without a variable name", { a: "{{secret.1X}}" }, 'a: handler "ci": {{secret.1X}} needs an environment variable name'],
     ["a placeholder in a key", { "{{task.id}}": "x" }, 'handler "ci": {{task.id}} is in a key; placeholders go in values only'],
@@ -85,7 +85,7 @@ describe("checking a body template", () => {
   it("config.json: an unknown placeholder refuses the block, naming the file, the field, the handler and the placeholder", () => {
     const check = checkHooksBlock({ handlers: [{ name: "gitlab", events: ["task_completed"], url: "https://gitlab.example/api", body: { variables: { SUBJECT: "{{task.title}}" } } }] }, "/t/config.json");
     expect(check.ok).toBe(false);
-    if (!check.ok) expect(check.problems.join("\n")).toMatch(/^\/t\/config\.json: hooks\.handlers\.0\.body\.variables\.SUBJECT: handler "gitlab": \{\{task\.title\}\} names no value/m);
+    if (!check.ok) expect(check.problems.join("\n")).toMatch(/^\/t\/config\.json: hooks\.handlers\.0\.body\.variables\.SUBJECT: handler "gitlab": \{\{task\.title\}\} names no field of the context document/m);
   });
 
   it('config.json: answer "held" on an event that cannot wait is refused, naming the events', () => {

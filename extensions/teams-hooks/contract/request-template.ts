@@ -58,7 +58,7 @@ function classify(raw: string): Placeholder {
   }
   const problem = projectionPathProblem(name);
   if (problem === null) return { kind: "field", path: name.split(".") };
-  return { kind: "unknown", problem: `names no value a handler can send: ${RUN_PLACEHOLDERS.join(", ")}, secret.<VARIABLE>, or a field of the context document (it ${problem})` };
+  return { kind: "unknown", problem: `${problem}; the other placeholders are ${RUN_PLACEHOLDERS.join(", ")} and secret.<VARIABLE>` };
 }
 
 /** Every placeholder of every string of `template`, with where it stands. */
