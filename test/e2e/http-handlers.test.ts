@@ -252,9 +252,13 @@ describe("HTTP handlers by hand", () => {
     const report = JSON.parse(json.stdout) as { hooks: Array<{ event: string; chain: { hooks: Array<{ handler?: unknown }> } }> };
     expect(report.hooks.find((e) => e.event === "task_completed")?.chain.hooks[0]?.handler).toEqual({
       url: `${receiver.url}/e2e-run`,
+      method: "POST",
+      template: false,
+      answer: "verdict",
       timeoutMs: 10_000,
       headers: [],
       secretHeaders: [{ header: "Authorization", variable: "CI_GATE_TOKEN", set: true }],
+      bodySecrets: [],
       signing: { variable: "CI_GATE_HMAC", set: false },
       trust: "no_record",
     });

@@ -98,7 +98,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       // The handlers run after the files of their events (runner/chain.ts): one line each, URL and events.
       for (const h of setup.settings.handlers) {
         const gate = handlerGateName(h.name);
-        emit({ type: "handler", name: gate, events: h.events, url: h.url }, `handler ${gate}: ${h.events.join(", ")} → POST ${h.url}`);
+        emit({ type: "handler", name: gate, events: h.events, url: h.url }, `handler ${gate}: ${h.events.join(", ")} → ${h.method ?? "POST"} ${h.url}${h.answer === "held" ? " (held until a decision comes back)" : ""}`);
       }
       emit({ type: "policy", ...policyObject(setup) }, policyLine(setup));
       return;

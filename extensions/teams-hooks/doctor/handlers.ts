@@ -1,12 +1,14 @@
 /**
  * The HTTP handlers' half of doctor: for each event, each handler of config.json `hooks.handlers`
- * declared for it — where it posts, its header names, each secret header's variable and whether it
+ * declared for it — where it posts and how (its method, a body template, an answer that holds), its
+ * header names, each secret's variable (a header's or a `{{secret.…}}` of the body) and whether it
  * is set in this environment, whether requests are signed, its timeout — and its trust state (a
  * handler is a gate trusted by its definition, runner/trust.ts), plus every trusted handler that no
  * longer runs for the event. Secret values are never read into the report: only whether they are set.
  * Data only; doctor/diagnose.ts assembles the report.
  */
 import type { HookEventName } from "../contract/contract.js";
+import { templateSecretVariables } from "../contract/request-template.js";
 import type { ChainDiscovery } from "../runner/chain.js";
 import type { ChainTrust } from "../runner/trust.js";
 import type { HandlerDef } from "../settings/handlers.js";
@@ -15,6 +17,13 @@ import type { Check } from "./gate-checks.js";
 /** What doctor says about one handler (never a secret value). */
 export interface HandlerReport {
   url: string;
+  method: string;
+  /** A body template is sent instead of the context document. */
+  template: boolean;
+  /** `held`: any 2xx holds the gate until a decision comes back. */
+  answer: "verdict" | "held";
+  /** The variables of the body's `{{secret.…}}` placeholders, and whether each is set. */
+  bodySecrets: Array<{ variable: string; set: boolean }>;
   timeoutMs: number;
   /** The static headers' names. */
   headers: string[];
@@ -43,6 +52,10 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     const change = trust?.changes.find((c) => c.path === gate);
     const report: HandlerReport = {
       url: handler.url,
+      method: handler.method ?? "POST",
+      template: handler.body !== undefined,
+      answer: handler.answer ?? "verdict",
+      bodySecrets: templateSecretVariables(handler.body).map((variable) => ({ variable, set: isSet(variable) })),
       timeoutMs: handler.timeoutMs,
       headers: Object.keys(handler.headers ?? {}),
       secretHeaders: Object.entries(handler.secretHeaders ?? {}).map(([header, variable]) => ({ header, variable, set: isSet(variable) })),
@@ -51,15 +64,21 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     };
     reports.set(gate, report);
 
-    const parts = [`POST ${report.url}`, `timeout ${report.timeoutMs}ms`];
+    const parts = [`${report.method} ${report.url}`, `timeout ${report.timeoutMs}ms`];
+    if (report.template) parts.push("body from its template");
+    if (report.answer === "held") parts.push("a 2xx holds the gate until a decision comes back");
     if (report.headers.length > 0) parts.push(`headers ${report.headers.join(", ")}`);
     for (const s of report.secretHeaders) parts.push(`secret ${s.header} from ${s.variable} (${s.set ? "set" : "NOT SET"})`);
+    for (const s of report.bodySecrets) parts.push(`secret {{secret.${s.variable}}} in the body (${s.set ? "set" : "NOT SET"})`);
     parts.push(report.signing ? `signed with ${report.signing.variable} (${report.signing.set ? "set" : "NOT SET"})` : "not signed");
     if (report.trust === "trusted") parts.push("trusted");
     checks.push({ level: "ok", message: `${gate}: ${parts.join("; ")}` });
 
     for (const s of report.secretHeaders.filter((x) => !x.set)) {
       checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
+    }
+    for (const s of report.bodySecrets.filter((x) => !x.set)) {
+      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
     }
     if (report.signing && !report.signing.set) {
       checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers" });

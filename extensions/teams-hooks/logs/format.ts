@@ -302,7 +302,7 @@ export function formatShow(row: Row): string {
   if (decisionWord(row.record)) field("exit", "none: no hook ran, the held gate was decided");
   else if (result.http) field("answer", httpAnswer(result.http, result.timedOut));
   else field("exit", exit.join(", "));
-  if (result.http?.missingSecrets?.length) field("secrets", `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out)`);
+  if (result.http?.missingSecrets?.length) field("secrets", `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out, or their {{secret.…}} in the body left empty)`);
   if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
   field("duration", result.durationMs >= 1000 ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)` : formatDuration(result.durationMs));
   field("run id", result.runId);

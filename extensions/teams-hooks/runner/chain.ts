@@ -48,7 +48,7 @@ export interface FileChainHook {
 
 /**
  * An HTTP handler of config.json `hooks.handlers`: `name` and `hook.hookPath` are its gate name
- * (`http:ci`), `hook.command` and `hook.args` say `POST <url>` (what the log's `command` shows).
+ * (`http:ci`), `hook.command` and `hook.args` say `POST <url>` (its method; what the log's `command` shows).
  * `handler` is null only for a trusted handler that is no longer declared, named in a trust refusal
  * (invoke/chain-run.ts `refusedRun`): such a hook never runs.
  */
@@ -121,10 +121,10 @@ export function gateDisplayName(hook: Pick<ChainHook, "name" | "kind">, event: H
   return hook.kind === "chain" ? `${chainDirName(event)}/${hook.name}` : hook.name;
 }
 
-/** The chain hook of a declared handler: `http:<name>`, `POST <url>`. */
+/** The chain hook of a declared handler: `http:<name>`, `POST <url>` (or the method it declares). */
 export function handlerHook(handler: HandlerDef): HttpChainHook {
   const name = handlerGateName(handler.name);
-  return { name, layer: "team", kind: "http", handler, hook: { hookPath: name, command: "POST", args: [handler.url] } };
+  return { name, layer: "team", kind: "http", handler, hook: { hookPath: name, command: handler.method ?? "POST", args: [handler.url] } };
 }
 
 /** Whether a gate path (a trust record key, a log's `hookPath`) names a handler rather than a file. */

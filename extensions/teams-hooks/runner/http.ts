@@ -2,17 +2,20 @@
  * Runs one HTTP handler (config.json `hooks.handlers`, settings/handlers.ts) and turns whatever
  * happens into a RunResult, as runner/run.ts does for a file. Never rejects.
  *
- * The request: `POST`, the body the context document's JSON (byte for byte what a file hook reads on
- * stdin), the context headers (`HANDLER_HEADERS`; one whose value is unknown is left out), the
- * handler's static headers, its secret headers with values read from the environment now (a variable
- * that is not set leaves its header out and is named in `http.missingSecrets`), and with
+ * The request: `POST` (or the handler's `method`), the body the context document's JSON (byte for
+ * byte what a file hook reads on stdin) or the handler's `body` template filled in from that document
+ * and the run (contract/request-template.ts: how another API, a CI engine's, is spoken), the context
+ * headers (`HANDLER_HEADERS`; one whose value is unknown is left out), the handler's static headers,
+ * its secret headers with values read from the environment now (a variable that is not set leaves
+ * its header out, or its `{{secret.…}}` empty, and is named in `http.missingSecrets`), and with
  * `signingSecretEnv` an HMAC-SHA256 of the body. The answer, as docs/hook-contract.md says: a 2xx
- * decides through its verdict body (empty or malformed allows, and `http.body` says which); a 2xx
- * with a decision we do not know, any other status (its body's first line or its reason phrase is
- * the diagnostic), a redirect (never followed), a body over 64 KiB, no connection, or no answer in
- * time is a hook error of kind `http`, and the failure mode decides. No retries within a run: a POST
- * sent twice may start a CI job twice; the event's next attempt (a restart) is the retry, and it
- * carries the same event key for the receiver to deduplicate.
+ * decides through its verdict body (empty or malformed allows, and `http.body` says which), or, with
+ * `answer: "held"`, holds the gate whatever it says (a deferral, as a `defer` verdict: the engine
+ * posts the decision later; docs/ci-gates.md); a 2xx with a decision we do not know, any other status
+ * (its body's first line or its reason phrase is the diagnostic), a redirect (never followed), a body
+ * over 64 KiB, no connection, or no answer in time is a hook error of kind `http`, and the failure
+ * mode decides. No retries within a run: a POST sent twice may start a CI job twice; the event's next
+ * attempt (a restart) is the retry, and it carries the same event key for the receiver to deduplicate.
  *
  * node:http rather than fetch (docs/architecture.md, "Facts this design rests on"; bench/http.mjs):
  * on Node 20 the first fetch loads undici, 62 ms and 12 MB of RSS here against 12 ms and 1 MB for
@@ -32,7 +35,8 @@ import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
-import { describeInvalidVerdict, readHttpVerdict, verdictOutcome } from "../contract/verdict.js";
+import { renderTemplate, type RenderedBody } from "../contract/request-template.js";
+import { capReason, describeInvalidVerdict, readHttpVerdict, verdictOutcome } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { chain, redactVerdict, secretRedactor, type Redactor } from "./redact.js";
 import { trackRequest } from "./run.js";
@@ -104,27 +108,39 @@ type Exchange =
 export async function runHandler(handler: HandlerDef, invocation: HookInvocation, opts: RunHandlerOptions): Promise<RunResult> {
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
+  const method = handler.method ?? "POST";
   const base: RunResult = {
-    ...blankResult({ ran: true, hookPath: handlerGateName(handler.name), command: ["POST", handler.url], runId }),
+    ...blankResult({ ran: true, hookPath: handlerGateName(handler.name), command: [method, handler.url], runId }),
     outcome: "error",
     http: { url: handler.url, status: null },
   };
   try {
     const context = opts.context ?? prepareContext(invocation);
-    const body = Buffer.from(context.json, "utf8");
     await opts.notBefore;
     // After the wait: the secrets and the timestamp are those of the moment the request goes out.
-    const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId, context });
-    const exchange = await send(new URL(handler.url), outgoing.headers, body, opts.timeoutMs, runId);
-    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: canDefer(invocation.event), ...(opts.redact ? { redact: opts.redact } : {}) });
+    const rendered =
+      handler.body === undefined
+        ? null
+        : renderTemplate(handler.body, {
+            doc: context.doc,
+            runId,
+            env: opts.env,
+            ...(opts.eventKey !== undefined ? { eventKey: opts.eventKey } : {}),
+            ...(opts.attempt !== undefined ? { attempt: opts.attempt } : {}),
+          });
+    const body = Buffer.from(rendered?.json ?? context.json, "utf8");
+    const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId, context }, rendered);
+    const exchange = await send(method, new URL(handler.url), outgoing.headers, body, opts.timeoutMs, runId);
+    const held = handler.answer === "held";
+    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: canDefer(invocation.event), held, ...(opts.redact ? { redact: opts.redact } : {}) });
   } catch (error) {
     // A bug of ours (or the ledger flush failed: nothing was sent), reported as data like runHook's.
     return { ...base, errorKind: "internal", error: `internal error: ${describeError(error)}`, durationMs: elapsed(startedAt) };
   }
 }
 
-/** The request's headers: context, static, secret (read now), signature. */
-function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: Buffer, opts: RunHandlerOptions & { runId: string; context: PreparedContext }): Outgoing {
+/** The request's headers: context, static, secret (read now), signature; and the body template's secrets, read as it was filled. */
+function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: Buffer, opts: RunHandlerOptions & { runId: string; context: PreparedContext }, rendered: RenderedBody | null): Outgoing {
   const H = HANDLER_HEADERS;
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
@@ -145,8 +161,8 @@ function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: 
   for (const [name, value] of known) if (value !== undefined && value !== "") headers[name] = headerText(value);
   Object.assign(headers, handler.headers ?? {});
 
-  const missing = new Set<string>();
-  const secrets: string[] = [];
+  const missing = new Set<string>(rendered?.missingSecrets ?? []);
+  const secrets: string[] = [...(rendered?.secrets ?? [])];
   // An empty value counts as unset: an empty bearer token or HMAC key authenticates nothing.
   const read = (variable: string): string | null => {
     const value = opts.env[variable];
@@ -201,7 +217,7 @@ function transportFor(protocol: string): Promise<Transport> {
  * a failure, the timeout, or the leader's stop (terminateAllRuns in runner/run.ts). An answer read
  * to its end leaves the connection to the agent for the next request; every other end destroys it.
  */
-async function send(url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number, runId: string): Promise<Exchange> {
+async function send(method: string, url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number, runId: string): Promise<Exchange> {
   const transport = await transportFor(url.protocol);
   let settle: (exchange: Exchange) => void = () => undefined;
   const settled = new Promise<Exchange>((resolve) => (settle = resolve));
@@ -221,7 +237,7 @@ async function send(url: URL, headers: Record<string, string>, body: Buffer, tim
   let resent = false;
   const attempt = (agent: Agent | false): void => {
     try {
-      req = transport.request(url, { method: "POST", headers, agent });
+      req = transport.request(url, { method, headers, agent });
     } catch (error) {
       // A header value Node refuses (a character it cannot send): its name is in the message, never its value.
       finish({ kind: "failed", what: "the request could not be built", detail: describeError(error), code: errnoCode(error) }, false);
@@ -283,7 +299,7 @@ function connectionProblem(url: URL, error: unknown, answered: boolean): { what:
 // ---------------------------------------------------------------------------------------------
 // The result
 
-function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; redact?: Redactor }): RunResult {
+function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; held: boolean; redact?: Redactor }): RunResult {
   // Applied to what the receiver (or its TLS certificate) said, never to our own words around it;
   // every replacement counted into the result's `redactions`.
   const redactor = chain([secretRedactor(outgoing.secrets), ctx.redact ?? secretRedactor([])]);
@@ -297,7 +313,7 @@ function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: 
   return counted(answerResult(base, exchange, outgoing, ctx, redact));
 }
 
-function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean }, redact: (text: string) => string): RunResult {
+function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; held: boolean }, redact: (text: string) => string): RunResult {
   const http: NonNullable<RunResult["http"]> = {
     url: base.http?.url ?? "",
     status: null,
@@ -339,6 +355,13 @@ function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, c
     return fail("http", line ? `${status}: ${line}` : status);
   }
   if (exchange.over) return fail("http", `${status}: the answer's body is over ${HANDLER_BODY_LIMIT_BYTES} bytes (64 KiB); not read further`);
+  if (ctx.held) {
+    // Handed off: the engine took the job and reports back later, so the gate is held as a `defer` is.
+    const link = webUrlOf(exchange.bytes.toString("utf8"));
+    const reason = capReason(`handed off to ${new URL(answered.http.url).host} (${oneLine(status)})${link ? `: ${redact(link)}` : ""}`);
+    const { outcome, verdict } = verdictOutcome({ decision: "defer", code: HANDED_OFF, reason }, ctx.canDefer);
+    return { ...answered, outcome, verdict: { ...verdict, source: "http" } };
+  }
   // The verdict is read from the answer as sent; only the strings kept from it are redacted.
   const read = readHttpVerdict(exchange.bytes.toString("utf8"));
   switch (read.kind) {
@@ -351,6 +374,29 @@ function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, c
       return { ...answered, outcome, verdict: { ...verdict, source: "http" }, http: { ...answered.http, body: "verdict" } };
     }
   }
+}
+
+/** The code of the deferral a `held` handler's 2xx makes (its reason names where and what answered). */
+export const HANDED_OFF = "handed_off";
+
+/**
+ * The `web_url` of an answer that is a JSON object with one (GitLab's pipeline, Buildkite's build:
+ * where a person sees the job), kept in the held gate's reason; null for anything else.
+ */
+function webUrlOf(text: string): string | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null; // no JSON (GitHub's 204 has no body at all): nothing to link
+  }
+  const url = value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>).web_url : undefined;
+  return typeof url === "string" && /^https?:\/\/[\x21-\x7e]{1,500}$/.test(url) ? url : null;
+}
+
+/** `text` without control characters, for a verdict's one-line reason. */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ");
 }
 
 /** The head of the answer's body as the log keeps it (`stdout`), with a note when cut. */

@@ -18,7 +18,8 @@
  *
  * An HTTP handler (config.json `hooks.handlers`) is a gate too, kept under its gate name (`http:ci`):
  * its "content" is its definition as canonical JSON (`handlerDefinitionText`: URL, events, header
- * names and values, the names of the variables that hold its secrets, never their values), its mode
+ * names and values, the names of the variables that hold its secrets, never their values, and its
+ * method, body template and answer when it declares them), its mode
  * 0. A handler added or changed is `untrusted_hook`, one no longer declared for an event
  * `gate_missing`: an agent that can edit config.json cannot point a gate elsewhere unseen.
  */
@@ -97,7 +98,10 @@ export function fingerprint(file: string, opts: { content?: boolean } = {}): Fin
 
 /**
  * A handler's definition as the text its trust hash covers and `trust` shows a diff of: pretty JSON
- * with sorted keys (events sorted too: their order means nothing), empty maps left out.
+ * with sorted keys (events sorted too: their order means nothing), empty maps left out. What a
+ * handler that speaks another API adds (docs/ci-gates.md) is there only when it says something: a
+ * `method` other than POST, a `body` template (its keys sorted at every level), `answer: "held"`;
+ * so a handler that declares none of them keeps the hash it was trusted under.
  */
 export function handlerDefinitionText(handler: HandlerDef): string {
   const sorted = (map: Readonly<Record<string, string>> | undefined): Record<string, string> | undefined => {
@@ -105,8 +109,11 @@ export function handlerDefinitionText(handler: HandlerDef): string {
     return entries.length > 0 ? Object.fromEntries(entries) : undefined;
   };
   const definition = {
+    answer: handler.answer === "held" ? handler.answer : undefined,
+    body: handler.body === undefined ? undefined : sortedKeys(handler.body),
     events: [...handler.events].sort(),
     headers: sorted(handler.headers),
+    method: handler.method !== undefined && handler.method !== "POST" ? handler.method : undefined,
     name: handler.name,
     secretHeaders: sorted(handler.secretHeaders),
     signingSecretEnv: handler.signingSecretEnv,
@@ -114,6 +121,15 @@ export function handlerDefinitionText(handler: HandlerDef): string {
     url: handler.url,
   };
   return `${JSON.stringify(definition, null, 2)}\n`;
+}
+
+/** A JSON value with the keys of every object in it sorted (lists keep their order: it means something). */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value === null || typeof value !== "object") return value;
+  const entries = Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // fromEntries makes own properties, so a key such as `__proto__` stays in what is hashed.
+  return Object.fromEntries(entries.map(([key, item]) => [key, sortedKeys(item)]));
 }
 
 /** A handler's fingerprint: the hash of its definition's text (mode 0, no owner: it is not a file). */

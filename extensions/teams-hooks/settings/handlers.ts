@@ -6,10 +6,19 @@
  * Pure: values in, values out.
  */
 import { z } from "zod";
-import { HOOK_EVENTS } from "../contract/contract.js";
+import { HOOK_EVENTS, canDefer } from "../contract/contract.js";
+import { templateProblems } from "../contract/request-template.js";
 
 // ---------------------------------------------------------------------------------------------
 // HTTP handlers
+
+/** The methods a handler may send: those that carry a body. */
+export const HANDLER_METHODS = ["POST", "PUT", "PATCH"] as const;
+/**
+ * How a handler's answer is read: `verdict` (the default), a verdict in a 2xx body; `held`, any 2xx
+ * holds the gate until a decision comes back (docs/ci-gates.md), whatever the body says.
+ */
+export const HANDLER_ANSWERS = ["verdict", "held"] as const;
 
 /** A handler's timeout: at least a second, at most five minutes. */
 export const HANDLER_TIMEOUT_MS = Object.freeze({ min: 1_000, max: 300_000, default: 10_000 });
@@ -70,8 +79,19 @@ export const HandlerSchema = z
     /** The environment variable holding the HMAC key of `X-Pi-Teams-Signature`. */
     signingSecretEnv: envName.optional(),
     timeoutMs: whole(HANDLER_TIMEOUT_MS.min, HANDLER_TIMEOUT_MS.max).default(HANDLER_TIMEOUT_MS.default),
+    /** The request's method; POST when not given. */
+    method: z.enum(HANDLER_METHODS).optional(),
+    /** The body to send instead of the context document: JSON whose strings may hold `{{…}}` placeholders (contract/request-template.ts). */
+    body: z.record(z.string(), z.unknown()).optional(),
+    /** `held`: any 2xx holds the gate until a decision comes back; `verdict` (the default): the answer's verdict decides. */
+    answer: z.enum(HANDLER_ANSWERS).optional(),
   })
   .superRefine((handler, ctx) => {
+    for (const problem of templateProblems(handler.body, handler.name)) ctx.addIssue({ code: "custom", path: ["body", ...problem.path], message: problem.message });
+    const waitless = handler.answer === "held" ? handler.events.filter((event) => !canDefer(event)) : [];
+    if (waitless.length > 0) {
+      ctx.addIssue({ code: "custom", path: ["answer"], message: `"held" holds a gate until a decision comes back, and ${waitless.join(" and ")} cannot wait (only task_completed and task_failed can be held): give this handler only those events, or answer "verdict"` });
+    }
     const seen = new Map<string, string>();
     for (const [where, names] of [["headers", Object.keys(handler.headers ?? {})], ["secretHeaders", Object.keys(handler.secretHeaders ?? {})]] as const) {
       for (const name of names) {

@@ -10,6 +10,7 @@ import path from "node:path";
 import { z } from "zod";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
 import { CONTEXT_TASK_FIELDS, projectionPathProblem } from "../contract/projection.js";
+import { templateSecretVariables } from "../contract/request-template.js";
 import type { HandlerDef } from "./handlers.js";
 
 /** An environment variable name, as a shell writes one. */
@@ -94,15 +95,16 @@ export function projectionFor(projection: Projection, gate: string): readonly st
 }
 
 /**
- * The variables whose values are redacted from what hooks say: every handler's secret headers and
- * signing key (a file hook runs with the same environment, so it can print them too), then
- * `hooks.redactEnv`; each once.
+ * The variables whose values are redacted from what hooks say: every handler's secret headers,
+ * signing key and `{{secret.…}}` placeholders (a file hook runs with the same environment, so it can
+ * print them too), then `hooks.redactEnv`; each once.
  */
 export function secretEnvNames(handlers: readonly HandlerDef[], redactEnv: readonly string[]): string[] {
   const names = new Set<string>();
   for (const handler of handlers) {
     for (const variable of Object.values(handler.secretHeaders ?? {})) names.add(variable);
     if (handler.signingSecretEnv !== undefined) names.add(handler.signingSecretEnv);
+    for (const variable of templateSecretVariables(handler.body)) names.add(variable);
   }
   for (const variable of redactEnv) names.add(variable);
   return [...names];
@@ -132,9 +134,10 @@ export function keepRefusedPrivacy(
   if (Array.isArray(block.redactEnv)) block.redactEnv.forEach(add);
   for (const handler of Array.isArray(block.handlers) ? (block.handlers as unknown[]) : []) {
     if (handler === null || typeof handler !== "object") continue;
-    const { secretHeaders, signingSecretEnv } = handler as Record<string, unknown>;
+    const { secretHeaders, signingSecretEnv, body } = handler as Record<string, unknown>;
     if (secretHeaders !== null && typeof secretHeaders === "object") Object.values(secretHeaders).forEach(add);
     add(signingSecretEnv);
+    templateSecretVariables(body).forEach(add);
   }
   const where = `${path.basename(file)} hooks`;
   const kept = " (of the refused block: kept, for what is withheld)";

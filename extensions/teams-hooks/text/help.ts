@@ -95,9 +95,10 @@ Example:
                               [--followup-owner P] [--json]
 
 Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with
-202) for a task event. <run id> is the run id of the run that deferred: the deferral's file name in
-<team dir>/hook-state/deferrals/, the "run" of the leader's event line, the X-Pi-Teams-Hook-Run-Id an
-HTTP handler was sent; or its first characters (at least 4, like the id column of logs) when they
+202), or an HTTP handler with answer "held" that handed the gate to a CI engine, for a task event.
+<run id> is the run id of the run that deferred: the deferral's file name in
+<team dir>/hook-state/deferrals/, the "run" of the leader's event line, the X-Pi-Teams-Hook-Run-Id
+(or {{runId}}) an HTTP handler was sent; or its first characters (at least 4, like the id column of logs) when they
 name one held run. The failure policy then applies exactly as for a pass (allow) or a failure
 (deny, with the code, reason and message given), logged as a second hook log that names the
 deferred run. A running leader applies it (this command waits up to 10 s to say so); with no leader

@@ -3,6 +3,7 @@
  * and build their words here, so wording lives in one place. Add functions in your own section.
  */
 import type { HookEventName } from "../contract/contract.js";
+import { templateSecretVariables } from "../contract/request-template.js";
 
 /** `tasks/main/3.json: status: expected …, got "done" — task skipped` */
 export function fileProblem(file: string, field: string, problem: string, consequence: string): string {
@@ -176,13 +177,15 @@ export function describeFailure(
 
 /**
  * A handler's secret that was not in the environment when its request went out: the header left
- * out, or the request unsigned. Names the variable, never a value.
+ * out, the request unsigned, or its `{{secret.…}}` in the body left empty. Names the variable, never
+ * a value.
  */
-export function missingSecretWarning(gate: string, variable: string, handler: { secretHeaders?: Readonly<Record<string, string>> | undefined; signingSecretEnv?: string | undefined }): string {
+export function missingSecretWarning(gate: string, variable: string, handler: { secretHeaders?: Readonly<Record<string, string>> | undefined; signingSecretEnv?: string | undefined; body?: unknown }): string {
   const headers = Object.entries(handler.secretHeaders ?? {}).filter(([, v]) => v === variable).map(([h]) => h);
   const what = [
     ...(headers.length > 0 ? [`header ${headers.join(", ")} left out`] : []),
     ...(handler.signingSecretEnv === variable ? ["requests unsigned (no X-Pi-Teams-Signature)"] : []),
+    ...(templateSecretVariables(handler.body).includes(variable) ? [`{{secret.${variable}}} left empty in the body`] : []),
   ];
   return `handler ${gate}: environment variable ${variable} is not set: ${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the leader's environment)`;
 }
