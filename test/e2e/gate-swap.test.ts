@@ -115,7 +115,7 @@ describe("the targeted swap attack, from another process", () => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     // A watcher of the temp folder may miss a file that comes and goes fast: more tasks than swaps wanted.
-    const ids = Array.from({ length: 40 }, (_, i) => String(i + 1));
+    const ids = Array.from({ length: 80 }, (_, i) => String(i + 1));
     const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })), config: { hooks: { failureAction: "warn" } } });
     const gate = await rig.hook(team, GATE, REAL.replace("#!/usr/bin/env bash\n", ""));
     const hooksDir = path.dirname(gate);
