@@ -7,7 +7,7 @@ import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
-import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "../settings/hooks-config.js";
+import { type FailureMode, type HookLimits, type ResolvedSweep, type TeamSettings, type TrustFlags, resolveSettings, settingValues } from "../settings/hooks-config.js";
 import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "../settings/options.js";
 import { unsafeName } from "../text/messages.js";
 import { isSafeName, requireDirectory, resolveHooksDir, resolveTeamDirFlags, sanitizeName } from "./paths.js";
@@ -23,6 +23,8 @@ export interface TeamSetupInput {
   cwd?: string | undefined;
   timeoutMs?: string | undefined;
   policyFlags?: PolicyFlags | undefined;
+  /** `--trust-changes`, `--allow-insecure-hooks`. */
+  trustFlags?: TrustFlags | undefined;
   env: Readonly<Record<string, string | undefined>>;
   /** The process's working directory: relative paths are taken from here. */
   processCwd: string;
@@ -45,7 +47,7 @@ export interface TeamSetup {
   /** False when the file's `hooks` block was refused whole. */
   hooksBlockValid: boolean;
   /** Every setting in force with where it came from, as `doctor` and `policy get` show them. */
-  settings: EffectiveSettings;
+  settings: TeamSettings;
   failureModes: Readonly<Record<HookEventName, FailureMode>>;
   limits: Readonly<HookLimits>;
   /** Whether every run is swept for run-id escapees, or only a suspect one (`hooks.sweep`). */
@@ -81,6 +83,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
     env: input.env,
     flags: input.policyFlags,
     timeoutFlag: input.timeoutMs,
+    trustFlags: input.trustFlags,
     lastValid: input.lastValidHooks,
   });
   // An unusable config.json is said once: by the settings (which say what applies instead).
