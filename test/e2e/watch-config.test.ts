@@ -2,7 +2,9 @@
  * config.json changing under a running `pi-teams-hooks watch` (the built bin): a config.json that is
  * not JSON, is deleted, or loses its `hooks` keeps the block in force — a failing gate still reopens —
  * with one warning naming the file for the change, and a `config` line when a valid block is back.
- * An explicit `"hooks": {}` is a valid empty block: the policy goes back to the defaults.
+ * An explicit `"hooks": {}` is a valid empty block: the policy goes back to the defaults. A valid
+ * change is in force, whole, from the next event on; a block refused for one field keeps the last
+ * valid settings, whole (none of the refused block's other fields slips in).
  */
 import { rename, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -87,6 +89,39 @@ describe("watch: config.json broken while the leader runs", () => {
     expect(event?.actions).not.toContainEqual(expect.stringContaining("reopen"));
     expect((await readTaskFile(team, "1")).status).toBe("completed");
     expect(leader.warnings()).toEqual([]);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+});
+
+describe("watch: config.json changed while the leader runs", () => {
+  it("a valid change is in force for the next event, every setting of it; a block refused for one field keeps the last valid settings, every one", async () => {
+    const team = await reopenTeam();
+    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: {} }));
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(leader.linesOf("policy")[0]).toMatchObject({ policy: { failureAction: "warn", maxReopensPerTask: 3 }, sources: { failureAction: "default" } });
+
+    // Two settings of the policy and one that is not (who gets the reopened task again).
+    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: { failureAction: "reopen", maxReopensPerTask: 5, reassignOnReopen: false } }));
+    await leader.waitFor("the config line of the new block", () => leader.linesOf("config").some((l) => l.valid === true));
+    const changed = await failingGate(team, leader, "1");
+    expect(changed?.actions).toContain("reopened (1/5)");
+    expect(changed?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
+    expect((await readTaskFile(team, "1")).status).toBe("pending");
+
+    // Refused for one field: none of its others (reassignOnReopen, maxReopensPerTask) is taken.
+    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: { failureAction: "reopen", maxReopensPerTask: "many", reassignOnReopen: true } }));
+    const file = path.join(team.teamDir, "config.json");
+    const [warning] = await leader.waitFor("the warning naming the field", () => (naming(leader, file).length > 0 ? naming(leader, file) : false));
+    expect(warning).toMatch(/hooks\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; the last valid block stays in force$/);
+    const [refused] = await leader.waitFor("the refused config line", () => {
+      const lines = leader.linesOf("config").filter((l) => l.valid === false);
+      return lines.length > 0 ? lines : false;
+    });
+    expect(refused).toMatchObject({ policy: { failureAction: "reopen", maxReopensPerTask: 5 }, sources: { maxReopensPerTask: "config" } });
+    const kept = await failingGate(team, leader, "2");
+    expect(kept?.actions).toContain("reopened (1/5)");
+    expect(kept?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
+    expect(naming(leader, file)).toEqual([warning]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });

@@ -11,10 +11,10 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
-import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
-const POLICY: EffectivePolicy = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
+const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
 /** Reads one field of the JSON on stdin, as `jq -r .FIELD` would. */
 const FIELD = (field: string) => `node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[${JSON.stringify(field)}] ?? ""))'`;
 
@@ -37,11 +37,11 @@ function claudeGate(name: string, body: string): void {
   fs.writeFileSync(path.join(hooksDir, name), `#!/bin/bash\n# pi-teams-hooks: format=claude\n${body}\n`, { mode: 0o755 });
 }
 
-function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+function request({ hooks, timeoutMs = 20_000, ...over }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
   const identity: TeamIdentity = { teamId: "crew", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
   return {
-    identity, event: "task_completed", key: "task_completed:7:a", taskId: "7", member: "impl-1", timestamp: null,
-    hooksDir, teamHooksDir: null, cwd: project, timeoutMs: 20_000, policy: null, env: process.env, ...over,
+    setup: { identity, hooksDir, teamHooksDir: null, cwd: project, settings: teamSettings({ hooks, timeoutMs }) },
+    event: "task_completed", key: "task_completed:7:a", taskId: "7", member: "impl-1", timestamp: null, applyPolicy: false, env: process.env, ...over,
   };
 }
 
@@ -68,7 +68,7 @@ exit 0`;
 describe("Claude Code's documentation examples", () => {
   it("TaskCompleted: exit 2 with stderr denies with that reason, and the failure policy applies; a passing check allows", async () => {
     claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE);
-    const denied = await invokeEvent(request({ policy: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }));
+    const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }));
     expect(denied.result).toMatchObject({ outcome: "failed", exitCode: 2, verdict: { decision: "deny", code: "claude.exit_2", reason: "Tests not passing. Fix failing tests before completing: Add the login form", source: "claude" }, hookSettings: "format=claude" });
     expect(denied.counted).toBe("failed");
     expect(denied.summary).toBe("denied (claude.exit_2) • Tests not passing. Fix failing tests before completing: Add the login form");
@@ -104,7 +104,7 @@ describe("answers", () => {
   it("a non-blocking error that quotes a secret on stderr keeps it nowhere", async () => {
     claudeGate("on_task_completed.sh", "echo \"token $DEPLOY_TOKEN refused\" >&2; exit 1");
     const env = { ...process.env, DEPLOY_TOKEN: "s3cr3t-value-12345" };
-    const outcome = await invokeEvent(request({ env, privacy: { projection: {}, confidential: false, redactEnv: ["DEPLOY_TOKEN"] } }));
+    const outcome = await invokeEvent(request({ env, hooks: { redactEnv: ["DEPLOY_TOKEN"] } }));
     expect(outcome.result).toMatchObject({ outcome: "passed", nonBlocking: "exit code 1 is a non-blocking error for a Claude Code gate: allowed (stderr: token [redacted] refused)" });
     expect(JSON.stringify(outcome.result)).not.toContain("s3cr3t-value-12345");
   });
@@ -145,7 +145,7 @@ describe("input", () => {
   it("a projection still holds: a Claude Code gate sees only what its v1 document would show", async () => {
     const seen = path.join(team.teamsRoot, "input.json");
     claudeGate("on_task_completed.sh", `cat > ${JSON.stringify(seen)}`);
-    await invokeEvent(request({ privacy: { projection: { on_task_completed: ["task.id"] }, confidential: false, redactEnv: [] } }));
+    await invokeEvent(request({ hooks: { projection: { on_task_completed: ["task.id"] } } }));
     const input = JSON.parse(fs.readFileSync(seen, "utf8")) as Record<string, unknown>;
     expect(input).toMatchObject({ task_id: "7", task_subject: "" });
     expect(input.task_description).toBeUndefined();

@@ -14,11 +14,11 @@ import { type DecisionInput, applyDecision, decideDeferral } from "../../extensi
 import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/invoke/deferral.js";
 import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
-import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const KEY = "task_completed:1:2026-12-02T10:00:00.000Z";
-const POLICY: EffectivePolicy = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
+const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
 let team: TempTeam;
 let identity: TeamIdentity;
 let hooksDir: string;
@@ -37,14 +37,16 @@ afterEach(async () => {
   await team.cleanup();
 });
 
-function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+type Over = Partial<InvokeRequest> & SettingsFor;
+
+function request({ hooks, timeoutMs = 5_000, ...over }: Over = {}): InvokeRequest {
   return {
-    identity, event: "task_completed", key: KEY, taskId: "1", member: "alice", timestamp: "2026-12-02T10:00:00.000Z",
-    hooksDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 5_000, policy: POLICY, env: process.env, ...over,
+    setup: { identity, hooksDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks: { ...POLICY, ...hooks }, timeoutMs }) },
+    event: "task_completed", key: KEY, taskId: "1", member: "alice", timestamp: "2026-12-02T10:00:00.000Z", applyPolicy: true, env: process.env, ...over,
   };
 }
 
-const settings = () => ({ identity, policy: POLICY, failureModes: { task_completed: "closed", task_failed: "closed" } as const, timeoutMs: 5_000 });
+const settings = () => ({ setup: { identity, settings: teamSettings({ hooks: POLICY, timeoutMs: 5_000 }) } });
 const decide = (runId: string, input: DecisionInput, over: Parameters<typeof decideDeferral>[3] = { env: {} }) =>
   decideDeferral(team.teamDir, runId, input, { ...over, settings: settings() });
 
@@ -61,7 +63,7 @@ async function logs(): Promise<Array<HookLogRecord & { file: string }>> {
   return out;
 }
 
-async function hold(over: Partial<InvokeRequest> = {}): Promise<string> {
+async function hold(over: Over = {}): Promise<string> {
   const outcome = await invokeEvent(request(over));
   expect(outcome.counted).toBe("deferred");
   expect(outcome.deferral).not.toBeNull();
@@ -70,7 +72,7 @@ async function hold(over: Partial<InvokeRequest> = {}): Promise<string> {
 
 describe("a gate that answers defer", () => {
   it("holds the task: metadata, deferral file and log say deferred, with the reason, the run id and the deadline; nothing is counted or sent", async () => {
-    const outcome = await invokeEvent(request({ deferTimeoutMs: 3_600_000 }));
+    const outcome = await invokeEvent(request({ hooks: { deferTimeoutMs: 3_600_000 } }));
     expect(outcome).toMatchObject({ counted: "deferred", summary: "deferred (ci.pending): waiting for CI", actions: [expect.stringMatching(/^held until /)], policyApplied: true, pending: null });
     const runId = outcome.result?.runId ?? "";
     const record = deferral(runId);
@@ -92,7 +94,7 @@ describe("a gate that answers defer", () => {
   });
 
   it("without a policy (`run` without --apply-policy) only reports: no hold, no deferral file", async () => {
-    const outcome = await invokeEvent(request({ policy: null }));
+    const outcome = await invokeEvent(request({ applyPolicy: false }));
     expect(outcome).toMatchObject({ counted: "deferred", deferral: null, summary: "deferred (ci.pending): waiting for CI" });
     expect(fs.existsSync(path.join(team.teamDir, "hook-state", "deferrals"))).toBe(false);
     expect(task().metadata).not.toHaveProperty("qualityGateStatus");
@@ -161,7 +163,7 @@ describe("decideDeferral without a leader", () => {
   });
 
   it("past its deadline a deferral is expired whatever is asked, and applied as the closed error defer_expired", async () => {
-    const runId = await hold({ deferTimeoutMs: 1_000 });
+    const runId = await hold({ hooks: { deferTimeoutMs: 1_000 } });
     const later = () => new Date(Date.now() + 5_000);
     expect(await decide(runId, { decision: "allow", by: "ci" }, { env: {}, now: later })).toMatchObject({ kind: "expired", expiresAt: deferral(runId).expiresAt });
     expect(deferral(runId)).toMatchObject({ decision: { decision: "expired", by: "pi-teams-hooks" }, applied: {} });

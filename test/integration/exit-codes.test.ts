@@ -13,8 +13,8 @@ import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run.js";
-import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 import { makeInvocation } from "../helpers/invocation.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "exit-codes-"));
@@ -62,14 +62,15 @@ describe("exit codes without a verdict", () => {
     try {
       const identity: TeamIdentity = { teamId: team.teamId, teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
       const hooksDir = path.join(tmp, "hooks-dir");
-      const base = { identity, event: "task_completed" as const, key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null, hooksDir, teamHooksDir: null, cwd: tmp, timeoutMs: 10_000, policy: null, env: process.env, exitCodes: "strict" as const };
+      const setup = (failureMode: string) => ({ identity, hooksDir, teamHooksDir: null, cwd: tmp, settings: teamSettings({ hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 }) });
+      const base = { event: "task_completed" as const, key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null, applyPolicy: false, env: process.env };
       mkdirSync(hooksDir, { recursive: true });
       const dir = hooksDir;
       writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", { mode: 0o755 });
-      expect((await invokeEvent({ ...base, failureMode: "open" })).counted).toBe("passed");
-      expect((await invokeEvent({ ...base, failureMode: "closed" })).counted).toBe("failed");
+      expect((await invokeEvent({ ...base, setup: setup("open") })).counted).toBe("passed");
+      expect((await invokeEvent({ ...base, setup: setup("closed") })).counted).toBe("failed");
       writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", { mode: 0o755 });
-      const denied = await invokeEvent({ ...base, failureMode: "open", policy: DEFAULT_POLICY });
+      const denied = await invokeEvent({ ...base, setup: setup("open"), applyPolicy: true });
       expect(denied.counted).toBe("failed");
       expect(denied.summary).toBe("exit code 2 • tests fail");
     } finally {

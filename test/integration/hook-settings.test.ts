@@ -14,12 +14,11 @@ import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/in
 import { readHookSettings } from "../../extensions/teams-hooks/runner/discover.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { entryFor, fingerprint } from "../../extensions/teams-hooks/runner/trust.js";
-import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { listTaskFiles, readTask } from "../../extensions/teams-hooks/team/tasks.js";
-import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
-const POLICY: EffectivePolicy = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
+const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
 
 let team: TempTeam;
 let hooksDir: string;
@@ -50,11 +49,11 @@ function ran(): string[] {
   return fs.existsSync(marks) ? fs.readFileSync(marks, "utf8").split("\n").filter(Boolean) : [];
 }
 
-function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+function request({ hooks, timeoutMs = 20_000, allowInsecureHooks, ...over }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
   const identity: TeamIdentity = { teamId: "settings", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
   return {
-    identity, event: "task_completed", key: "task_completed:1:a", taskId: "1", member: "alice", timestamp: null,
-    hooksDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 20_000, policy: null, env: process.env, ...over,
+    setup: { identity, hooksDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs, allowInsecureHooks }) },
+    event: "task_completed", key: "task_completed:1:a", taskId: "1", member: "alice", timestamp: null, applyPolicy: false, env: process.env, ...over,
   };
 }
 
@@ -78,7 +77,7 @@ describe("matchers", () => {
     gate("on_task_completed.sh", "members=impl-*,qa");
     gate("on_task_completed.d/10-backend.sh", "owner=al* labels=backend paths=src/** subject=*api*");
     gate("on_task_completed.d/20-docs.sh", "paths=docs/**");
-    const outcome = await invokeEvent(request({ policy: POLICY }));
+    const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual(["10-backend.sh"]);
     expect(outcome.runs.map((r) => [r.hook.name, r.result.ran, r.result.skipped ?? null])).toEqual([
       ["on_task_completed.sh", false, "members=impl-*,qa: member alice does not match"],
@@ -99,7 +98,7 @@ describe("matchers", () => {
   it("when every gate is skipped, nothing is enforced: no policy, the task untouched, the logs say why", async () => {
     gate("on_task_completed.sh", "owner=bob", "exit 1");
     const before = fs.readFileSync(team.taskFile("1"), "utf8");
-    const outcome = await invokeEvent(request({ policy: POLICY }));
+    const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual([]);
     expect(outcome).toMatchObject({ counted: "passed", policyApplied: null, summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)" });
     expect(fs.readFileSync(team.taskFile("1"), "utf8")).toBe(before);
@@ -121,7 +120,7 @@ describe("shadow mode", () => {
   it("a shadow gate that denies changes nothing but the shadow fields and its log", async () => {
     gate("on_task_completed.sh", "mode=shadow", "echo 'lint: 3 errors' >&2; exit 1");
     const before = await task1();
-    const outcome = await invokeEvent(request({ policy: POLICY }));
+    const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual(["on_task_completed.sh"]);
     expect(outcome).toMatchObject({ counted: "passed", policyApplied: null, actions: ["shadow: on_task_completed would have denied"] });
     const after = await task1();
@@ -142,15 +141,15 @@ describe("shadow mode", () => {
     expect(await logs()).toMatchObject([{ outcome: "passed", exitCode: 1, shadow: { outcome: "failed", wouldDeny: true }, hookSettings: "mode=shadow" }]);
 
     // The same event again (a retry) counts once; a new event counts again.
-    await invokeEvent(request({ policy: POLICY }));
+    await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect((await task1()).metadata?.qualityGateShadowCount).toBe(1);
-    await invokeEvent(request({ policy: POLICY, key: "task_completed:1:b" }));
+    await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
     expect((await task1()).metadata?.qualityGateShadowCount).toBe(2);
   });
 
   it("a shadow gate that defers holds nothing, and its summary is its reason", async () => {
     gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`);
-    const outcome = await invokeEvent(request({ policy: POLICY }));
+    const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(outcome).toMatchObject({ counted: "passed", deferral: null, policyApplied: null });
     expect((await task1()).metadata).toMatchObject({ qualityGateShadowOutcome: "deferred", qualityGateShadowSummary: "deferred (ci.pending): waiting for CI" });
     expect(fs.existsSync(path.join(team.teamDir, "hook-state", "deferrals"))).toBe(false);
@@ -159,7 +158,7 @@ describe("shadow mode", () => {
   it("an enforced gate beside a shadow gate still decides, and a shadow gate's patch is never written", async () => {
     gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"patch","patch":{"metadata":{"x":1}}}'`);
     gate("on_task_completed.d/10-tests.sh", null, "echo 'tests fail' >&2; exit 1");
-    const outcome = await invokeEvent(request({ policy: POLICY }));
+    const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(outcome).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
     expect(outcome.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]); // the shadow gate last
     expect(outcome.runs[1]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "passed", wouldDeny: false }, patchIgnored: "a shadow gate's patch is never written" });
@@ -174,7 +173,7 @@ describe("shadow gates run after the enforced ones", () => {
   it("a slow shadow gate first in the chain cannot spend the enforced gate's deadline, and still runs after a denial", async () => {
     gate("on_task_completed.sh", "mode=shadow", "sleep 30");
     gate("on_task_completed.d/10-tests.sh", null, "exit 0");
-    const passed = await invokeEvent(request({ policy: POLICY, limits: { ...DEFAULT_LIMITS, chainDeadlineMs: 1_500 } }));
+    const passed = await invokeEvent(request({ applyPolicy: true, hooks: { ...POLICY, limits: { chainDeadlineMs: 1_500 } } }));
     expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
     expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
     expect(passed.runs[1]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "error", errorKind: "limit", wouldDeny: true } });
@@ -182,7 +181,7 @@ describe("shadow gates run after the enforced ones", () => {
     gate("on_task_completed.sh", "mode=shadow", "exit 1");
     gate("on_task_completed.d/10-tests.sh", null, "exit 1");
     fs.rmSync(marks, { force: true });
-    const denied = await invokeEvent(request({ policy: POLICY, key: "task_completed:1:b" }));
+    const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
     expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
     expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
     expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
@@ -194,7 +193,7 @@ describe("shadow gates run after the enforced ones", () => {
     fs.mkdirSync(path.join(hooksDir, "on_idle.d"));
     gate("on_idle.d/10-bob.sh", "members=bob");
     gate("on_idle.d/20-all.sh", null);
-    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, limits: { ...DEFAULT_LIMITS, chainDeadlineMs: 1_000 } }));
+    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { limits: { chainDeadlineMs: 1_000 } } }));
     expect(outcome.runs.map((r) => [r.hook.name, r.result.errorKind ?? null, r.result.skipped ?? null])).toEqual([
       ["on_idle.sh", "limit", null],
       ["10-bob.sh", null, "members=bob: member alice does not match"],
@@ -206,7 +205,7 @@ describe("shadow gates run after the enforced ones", () => {
 describe("a settings line that cannot be read", () => {
   it("stops the gate with a closed error naming the key and the line, even where errors are open", async () => {
     gate("on_idle.sh", "members=qa timout=5s");
-    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, failureMode: "open" }));
+    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { failureMode: "open" } }));
     expect(ran()).toEqual([]);
     expect(outcome.counted).toBe("failed");
     expect(outcome.result).toMatchObject({
@@ -241,11 +240,11 @@ describe("trust", () => {
     const fp = fingerprint(file);
     if ("problem" in fp) throw new Error(fp.problem);
     const record = { version: 1 as const, gates: { [file]: entryFor(fp, new Date().toISOString(), "test") } };
-    const trust = { record, acceptChanges: false, allowInsecure: true };
-    expect((await invokeEvent(request({ trust }))).counted).toBe("failed");
+    const trust = { record };
+    expect((await invokeEvent(request({ trust, allowInsecureHooks: true }))).counted).toBe("failed");
     // An agent switches the gate off for everyone but a member who does not exist: refused, not skipped.
     fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("members=alice", "members=nobody"));
-    const outcome = await invokeEvent(request({ trust, key: "task_completed:1:b" }));
+    const outcome = await invokeEvent(request({ trust, allowInsecureHooks: true, key: "task_completed:1:b" }));
     expect(outcome.result).toMatchObject({ ran: false, errorKind: "untrusted_hook" });
     expect(outcome.counted).toBe("failed");
     expect(ran()).toEqual(["on_task_completed.sh"]);

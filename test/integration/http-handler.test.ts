@@ -22,7 +22,9 @@ import { discoverChain, type ChainHook } from "../../extensions/teams-hooks/runn
 import { checkChainTrust, entryOf, handlerDefinitionText, handlerFingerprint, type TrustEntry, type TrustRecord } from "../../extensions/teams-hooks/runner/trust.js";
 import { main as runCli } from "../../extensions/teams-hooks/cli/main.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
+import type { FailureMode, HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { closedPort, startReceiver, type Receiver } from "../helpers/http-receiver.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeInvocation } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -309,11 +311,15 @@ describe("in an event's chain (invokeEvent)", () => {
     fs.writeFileSync(path.join(globalDir, name), `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
   }
 
-  function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+  /** `handlers`, `failureMode`, `limits` and `timeoutMs` are the team's settings (config.json `hooks`, `--timeout-ms`). */
+  type Over = Partial<InvokeRequest> & { handlers?: HandlerDef[]; failureMode?: FailureMode; limits?: HookLimits; timeoutMs?: number };
+
+  function request({ handlers, failureMode, limits, timeoutMs = 5_000, ...over }: Over = {}): InvokeRequest {
     const identity: TeamIdentity = { teamId: "http", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+    const hooks = { ...(handlers ? { handlers } : {}), ...(failureMode ? { failureMode } : {}), ...(limits ? { limits } : {}) };
     return {
-      identity, event: "task_completed", key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null,
-      hooksDir: globalDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 5_000, policy: null, env: {}, ...over,
+      setup: { identity, hooksDir: globalDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs }) },
+      event: "task_completed", key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null, applyPolicy: false, env: {}, ...over,
     };
   }
 

@@ -7,9 +7,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import { DEFAULT_LIMITS, type FailureMode, type HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 let team: TempTeam;
@@ -31,11 +33,15 @@ function hook(dir: string, name: string, body: string): void {
   fs.writeFileSync(path.join(dir, name), `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
 }
 
-function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+/** `policy`, `failureMode`, `limits` and `timeoutMs` are the team's settings (config.json `hooks`, `--timeout-ms`). */
+type Over = Partial<InvokeRequest> & { policy?: EffectivePolicy | null; failureMode?: FailureMode; limits?: HookLimits; timeoutMs?: number };
+
+function request({ policy = null, failureMode, limits, timeoutMs = 5_000, ...over }: Over = {}): InvokeRequest {
   const identity: TeamIdentity = { teamId: "chain", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  const hooks = { ...policy, ...(failureMode ? { failureMode } : {}), ...(limits ? { limits } : {}) };
   return {
-    identity, event: "task_completed", key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null,
-    hooksDir: globalDir, teamHooksDir: teamLayer, cwd: team.teamsRoot, timeoutMs: 5_000, policy: null, env: process.env, ...over,
+    setup: { identity, hooksDir: globalDir, teamHooksDir: teamLayer, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs }) },
+    event: "task_completed", key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null, applyPolicy: policy !== null, env: process.env, ...over,
   };
 }
 

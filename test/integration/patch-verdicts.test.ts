@@ -16,14 +16,15 @@ import type { DeferralRecord } from "../../extensions/teams-hooks/invoke/deferra
 import { deferralFile } from "../../extensions/teams-hooks/invoke/deferral.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
-import { HandlerSchema } from "../../extensions/teams-hooks/settings/handlers.js";
-import { DEFAULT_LIMITS } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import { HandlerSchema, type HandlerDef } from "../../extensions/teams-hooks/settings/handlers.js";
+import { DEFAULT_LIMITS, type HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { readLogs, startWorker as startTeamWorker, waitUntil } from "../helpers/leader-rig.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const KEY = "task_completed:1:2026-12-04T10:00:00.000Z";
@@ -52,12 +53,19 @@ afterEach(async () => {
   await team.cleanup();
 });
 
-function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+/** `policy`, `writableFields`, `limits` and `handlers` are the team's settings (config.json `hooks`). */
+type Over = Partial<InvokeRequest> & { policy?: EffectivePolicy | null; writableFields?: string[]; limits?: HookLimits; handlers?: HandlerDef[] };
+
+function request({ policy = POLICY, writableFields, limits, handlers, ...over }: Over = {}): InvokeRequest {
+  const hooks = { ...policy, ...(writableFields ? { writableFields } : {}), ...(limits ? { limits } : {}), ...(handlers ? { handlers } : {}) };
   return {
-    identity, event: "task_completed", key: KEY, taskId: "1", member: "alice", timestamp: "2026-12-04T10:00:00.000Z",
-    hooksDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 5_000, policy: POLICY, env: process.env, ...over,
+    setup: { identity, hooksDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs: 5_000 }) },
+    event: "task_completed", key: KEY, taskId: "1", member: "alice", timestamp: "2026-12-04T10:00:00.000Z", applyPolicy: policy !== null, env: process.env, ...over,
   };
 }
+
+/** What applying a decision needs of the team: its identity and settings. */
+const decisionSettings = () => ({ setup: { identity, settings: teamSettings({ hooks: POLICY, timeoutMs: 5_000 }) } });
 
 /** A bash hook at `name` under the global layer (`on_task_completed.d/20-x.sh` makes the folder). */
 function hook(name: string, body: string): void {
@@ -300,8 +308,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
     expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
 
-    const settings = { identity, policy: POLICY, failureModes: { task_completed: "closed", task_failed: "closed" } as const, timeoutMs: 5_000 };
-    const decided = await decideDeferral(team.teamDir, runId, { decision: "allow", by: "ci" }, { env: {}, settings });
+    const decided = await decideDeferral(team.teamDir, runId, { decision: "allow", by: "ci" }, { env: {}, settings: decisionSettings() });
     expect(decided.kind).toBe("applied");
     expect(task().metadata).toMatchObject({ ci: "green", qualityGateStatus: "passed", qualityGateDecision: "allow" });
     const decisionLog = (await logs()).find((l) => l.decision !== undefined);
@@ -313,8 +320,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     hook(`${d}/20-defer.sh`, says({ decision: "defer" }));
     const outcome = await invokeEvent(request());
     const runId = outcome.result?.runId ?? "";
-    const settings = { identity, policy: POLICY, failureModes: { task_completed: "closed", task_failed: "closed" } as const, timeoutMs: 5_000 };
-    const decided = await decideDeferral(team.teamDir, runId, { decision: "deny", reason: "CI failed", by: "ci" }, { env: {}, settings });
+    const decided = await decideDeferral(team.teamDir, runId, { decision: "deny", reason: "CI failed", by: "ci" }, { env: {}, settings: decisionSettings() });
     expect(decided.kind).toBe("applied");
     expect(task().metadata).toMatchObject({ qualityGateStatus: "failed" });
     expect(task().metadata).not.toHaveProperty("ci");

@@ -139,7 +139,7 @@ describe("the gate service of the pi extension", () => {
     expect(set.content[0]?.text).toMatch(/failure action\s+reopen\s+config\.json/);
     expect(JSON.parse(await readFile(path.join(sessionDir(), "config.json"), "utf8")).hooks).toEqual({ failureAction: "reopen", maxReopensPerTask: 1 });
 
-    await waitUntil("the new policy in force", () => service.status.setup?.policy.policy.failureAction === "reopen");
+    await waitUntil("the new policy in force", () => service.status.setup?.settings.values.failureAction === "reopen");
     await startWorker("complete", { tasksDir, ids: ["2"] }).result;
     await waitUntil("the failure", () => service.status.recent.find((r) => r.taskId === "2"));
     const failures = await tool.execute("t3", { action: "recent_failures" }, undefined, undefined, undefined as never);

@@ -16,10 +16,11 @@ import { decideDeferral } from "../../extensions/teams-hooks/invoke/decision.js"
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { listHookLogs, readHookLog, type HookLogRecord } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { settingsRedactor } from "../../extensions/teams-hooks/runner/redact.js";
-import { HandlerSchema, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
+import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
 import type { PrivacySettings } from "../../extensions/teams-hooks/settings/privacy.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const POLICY: EffectivePolicy = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
@@ -76,10 +77,13 @@ function handler(name: string, route: string, over: Partial<HandlerInput> = {}):
   return HandlerSchema.parse({ name, events: ["task_completed"], url: `${receiver.url}${route}`, ...over });
 }
 
-function request(over: Partial<InvokeRequest> = {}): InvokeRequest {
+/** `policy`, `handlers` and `privacy` are the team's settings: config.json's `hooks` block holds them. */
+function request({ policy = null, handlers, privacy: shown, ...over }: Partial<InvokeRequest> & { policy?: EffectivePolicy | null; handlers?: HandlerDef[]; privacy?: PrivacySettings } = {}): InvokeRequest {
+  const hooks = { ...policy, ...(handlers ? { handlers } : {}), ...shown };
   return {
-    identity, event: "task_completed", key: "task_completed:7:2026-12-02T10:00:00.000Z", taskId: "7", member: "alice", timestamp: "2026-12-02T10:00:00.000Z",
-    hooksDir, teamHooksDir: null, cwd: team.teamsRoot, timeoutMs: 10_000, policy: null, env: { ...process.env, DUMPS: dumps }, ...over,
+    setup: { identity, hooksDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs: 10_000 }) },
+    event: "task_completed", key: "task_completed:7:2026-12-02T10:00:00.000Z", taskId: "7", member: "alice", timestamp: "2026-12-02T10:00:00.000Z",
+    applyPolicy: policy !== null, env: { ...process.env, DUMPS: dumps }, ...over,
   };
 }
 
@@ -256,7 +260,8 @@ describe("redaction", () => {
     const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
     const held = await invokeEvent(request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }));
     expect(held.deferral?.reason).toBe("waiting on [redacted]");
-    const settings = { identity, policy: POLICY, failureModes: { task_completed: "closed", task_failed: "closed" } as const, timeoutMs: 5_000, redact: settingsRedactor(env, { handlers: [], redactEnv: { value: ["DEPLOY_TOKEN"] } }) };
+    const inForce = teamSettings({ hooks: { ...POLICY, redactEnv: ["DEPLOY_TOKEN"] }, timeoutMs: 5_000 });
+    const settings = { setup: { identity, settings: inForce }, redact: settingsRedactor(env, inForce) };
     const runId = held.deferral?.runId ?? "";
     const decided = await decideDeferral(team.teamDir, runId, { decision: "deny", code: "ci.failed", reason: `leaked ${DEPLOY}`, message: `see ${GHP}`, by: "ci" }, { env, settings });
     expect(decided.kind).toBe("applied");

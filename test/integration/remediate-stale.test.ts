@@ -11,8 +11,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
-import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 import { readTask } from "../../extensions/teams-hooks/team/tasks.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const T1 = "2026-12-02T10:00:00.000Z";
@@ -43,8 +43,8 @@ describe("the gate of an older completion", () => {
     const keyA = `task_completed:1:${T1}`;
     expect(taskEvent(judged)?.key).toBe(keyA);
     const outcome = await invokeEvent({
-      identity, event: "task_completed", key: keyA, taskId: "1", member: "alice", timestamp: T1,
-      hooksDir, cwd: team.teamsRoot, timeoutMs: 10_000, policy: { ...DEFAULT_POLICY, failureAction: "reopen" }, env: process.env,
+      setup: { identity, hooksDir, teamHooksDir: path.join(team.teamDir, "hooks"), cwd: team.teamsRoot, settings: teamSettings({ hooks: { failureAction: "reopen" }, timeoutMs: 10_000 }) },
+      event: "task_completed", key: keyA, taskId: "1", member: "alice", timestamp: T1, applyPolicy: true, env: process.env,
     });
     expect(outcome.problems).toEqual([]);
 

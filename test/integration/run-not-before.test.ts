@@ -12,6 +12,7 @@ import { listHookLogs } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run.js";
 import { makeInvocation } from "../helpers/invocation.js";
+import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "not-before-"));
@@ -57,9 +58,12 @@ describe("notBefore", () => {
       failed.catch(() => undefined);
       await expect(
         invokeEvent({
-          identity: { teamId: "nb", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" },
+          setup: {
+            identity: { teamId: "nb", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" },
+            hooksDir, teamHooksDir: path.join(team.teamDir, "hooks"), cwd: team.teamsRoot, settings: teamSettings({ timeoutMs: 10_000 }),
+          },
           event: "task_completed", key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null,
-          hooksDir, cwd: team.teamsRoot, timeoutMs: 10_000, policy: null, env: process.env, notBefore: failed,
+          applyPolicy: false, env: process.env, notBefore: failed,
         }),
       ).rejects.toThrow("no space left on device");
       expect(existsSync(marker)).toBe(false);

@@ -12,9 +12,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
 import { createKey, keysFile, keySpec } from "../../extensions/teams-hooks/server/keys.js";
-import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 import { type TaskServer, startTaskServer } from "../../extensions/teams-hooks/server/server.js";
 import { api, codeOf, makeTeamsRoot } from "../helpers/serve-rig.js";
+import { teamSettings } from "../helpers/team-settings.js";
 
 const TEMPLATES = {
   ping: { subject: "Ping {{parameters.n}}", parameters: { n: { type: "number", required: true }, extra: { type: "array" } } },
@@ -207,9 +207,12 @@ describe("decisions", () => {
     await mkdir(hooksDir, { recursive: true });
     await writeFile(path.join(hooksDir, "on_task_completed.sh"), `echo '{"decision":"defer","reason":"CI queued"}'\n`, { mode: 0o755 });
     const holding = await invokeEvent({
-      identity: { teamId: "alpha", teamDir: path.join(root, "alpha"), taskListId: "alpha", leadName: "team-lead", style: "normal" },
+      setup: {
+        identity: { teamId: "alpha", teamDir: path.join(root, "alpha"), taskListId: "alpha", leadName: "team-lead", style: "normal" },
+        hooksDir, teamHooksDir: null, cwd: root, settings: teamSettings({ timeoutMs: 10_000 }),
+      },
       event: "task_completed", key: "task_completed:901:t", taskId: "901", member: "alice", timestamp: null,
-      hooksDir, teamHooksDir: null, cwd: root, timeoutMs: 10_000, policy: DEFAULT_POLICY, env: process.env, runId: early,
+      applyPolicy: true, env: process.env, runId: early,
     });
     expect(holding.counted).toBe("deferred");
     const settled = await decided;

@@ -152,6 +152,27 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
     expect(s.block).toEqual({ valid: true, from: "file", problems: [] });
     expect(s.values.failureAction).toBe("warn");
   });
+
+  it("holds the trust flags with their origin, and what one event needs of privacy as values", () => {
+    const none = settings({});
+    expect([none.trustChanges, none.allowInsecureHooks]).toEqual([{ value: false, source: "default", origin: "default" }, { value: false, source: "default", origin: "default" }]);
+    const flagged = settings({ hooks: { confidential: true, redactEnv: ["DEPLOY_TOKEN"] }, trustFlags: { trustChanges: true, allowInsecureHooks: true } });
+    expect(flagged.trustChanges).toEqual({ value: true, source: "flag", origin: "--trust-changes" });
+    expect(flagged.allowInsecureHooks).toEqual({ value: true, source: "flag", origin: "--allow-insecure-hooks" });
+    expect(flagged.privacy).toEqual({ projection: {}, confidential: true, redactEnv: ["DEPLOY_TOKEN"] });
+  });
+
+  it("is frozen all through: a setting in force is never changed in place, and the caller's block stays its own", () => {
+    const hooks = { failureAction: "reopen", limits: { chainDeadlineMs: 1000 }, redactEnv: ["DEPLOY_TOKEN"] };
+    const s = settings({ hooks });
+    expect([s, s.values, s.failureModes.idle, s.limits.chainDeadlineMs, s.redactEnv.value, s.privacy.redactEnv, s.hooksBlock, s.block.problems, s.warnings].every(Object.isFrozen)).toBe(true);
+    expect(() => {
+      (s.values as { failureAction: string }).failureAction = "warn";
+    }).toThrow(TypeError);
+    expect(Object.isFrozen(hooks) || Object.isFrozen(hooks.limits)).toBe(false);
+    hooks.failureAction = "warn";
+    expect(s.hooksBlock).toMatchObject({ failureAction: "reopen" });
+  });
 });
 
 describe("resolveSweep", () => {

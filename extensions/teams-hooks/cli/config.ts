@@ -163,7 +163,7 @@ export async function configCommand(args: ParsedArgs, io: CliIo): Promise<number
   const v = args.values;
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
-  const view = await inspectConfig(setup, { trustChanges: v["trust-changes"] === true, allowInsecureHooks: v["allow-insecure-hooks"] === true });
+  const view = await inspectConfig(setup);
   // `--timeout 90s` reaches the settings as milliseconds: name the flag the user gave.
   if (str(v.timeout) !== undefined) view.settings.timeoutMs = { ...view.settings.timeoutMs, origin: "--timeout" };
   // The block's problems are part of the view; the other warnings (environment values, config.json identity fields) go to stderr.

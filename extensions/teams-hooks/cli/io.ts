@@ -80,6 +80,7 @@ export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInp
     cwd: str(v.cwd),
     timeoutMs: timeoutFlag(v),
     policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
+    trustFlags: { trustChanges: v["trust-changes"] === true, allowInsecureHooks: v["allow-insecure-hooks"] === true },
     env: io.env,
     processCwd: io.cwd,
   };

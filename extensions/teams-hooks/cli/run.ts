@@ -20,7 +20,6 @@ import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { readTrustInForce } from "../runner/trust-store.js";
 import type { TrustRecord } from "../runner/trust.js";
-import { privacyOf } from "../settings/hooks-config.js";
 import { MIN_ID_PREFIX, shortRunId } from "../logs/format.js";
 import { settingsRedactor } from "../runner/redact.js";
 import { canRedraw, terminalWidth } from "../text/terminal.js";
@@ -49,8 +48,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  const allowInsecure = v["allow-insecure-hooks"] === true;
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: false, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure: setup.settings.allowInsecureHooks.value, noGate: false, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
   let eventMember = member ?? null;
@@ -77,28 +75,16 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const progress = canRedraw({ isTTY: io.stderrIsTTY === true, env: io.env }) ? new RunningLine(io.stderr, { width: terminalWidth(io), afterMs: 1000 }) : null;
   progress?.started("run", eventLabel(event, taskId ?? null));
   let outcome = await invokeEvent({
-    identity: setup.identity,
+    setup,
     event,
     key,
     trigger: "hand",
     taskId: taskId ?? null,
     member: eventMember,
     timestamp: timestamp ?? null,
-    hooksDir: setup.hooksDir,
-    cwd: setup.cwd,
-    timeoutMs: setup.timeout.value,
-    policy: v["apply-policy"] ? setup.policy.policy : null,
-    failureMode: setup.failureModes[event],
-    limits: setup.limits,
-    sweep: setup.sweep.value,
-    exitCodes: setup.settings.exitCodes.value,
-    teamHooksDir: setup.teamHooksDir,
-    handlers: setup.settings.handlers,
+    applyPolicy: v["apply-policy"] === true,
     env: io.env,
-    trust: { record: trustRecord(setup.identity.teamDir, io), acceptChanges: v["trust-changes"] === true, allowInsecure },
-    deferTimeoutMs: setup.settings.deferTimeoutMs.value,
-    writableFields: setup.settings.writableFields.value,
-    privacy: privacyOf(setup.settings),
+    trust: { record: trustRecord(setup.identity.teamDir, io) },
     ...(progress ? { onSpawn: ({ hook }: { hook: string }) => progress.started("run", hook) } : {}),
   }).finally(() => progress?.close());
   if (outcome.pending?.stage === "remediation") {
@@ -159,14 +145,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
     env: io.env,
     waitForLeaderMs: 10_000,
     warn: (message) => io.stderr(`warning: ${message}\n`),
-    settings: {
-      identity: setup.identity,
-      policy: setup.policy.policy,
-      failureModes: setup.failureModes,
-      timeoutMs: setup.timeout.value,
-      confidential: setup.settings.confidential.value,
-      redact: settingsRedactor(io.env, setup.settings),
-    },
+    settings: { setup, redact: settingsRedactor(io.env, setup.settings) },
   });
   if (v.json) io.stdout(`${JSON.stringify({ runId, ...answer })}\n`);
   switch (answer.kind) {

@@ -6,6 +6,7 @@ import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInpu
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { gateWarnings } from "../doctor/gate-checks.js";
 import { handlerGateName } from "../settings/handlers.js";
+import { settingValues } from "../settings/hooks-config.js";
 import path from "node:path";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
@@ -37,8 +38,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     else io.stdout(text);
   };
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  const allowInsecure = v["allow-insecure-hooks"] === true;
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure, noGate: true, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure: setup.settings.allowInsecureHooks.value, noGate: true, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
 
   const leader = new Leader({
     setup,
@@ -49,8 +49,6 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     poll: v.poll === true,
     pollIntervalMs,
     catchUp: v["catch-up"] === true,
-    trustChanges: v["trust-changes"] === true,
-    allowInsecureHooks: allowInsecure,
     verbose: v.verbose === true,
     reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
     report: (notice) => {
@@ -82,7 +80,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
   switch (notice.kind) {
     case "config":
       emit(
-        { type: "config", valid: notice.valid, ...policyObject(notice.setup), failureModes: notice.setup.failureModes, limits: notice.setup.limits },
+        { type: "config", valid: notice.valid, ...policyObject(notice.setup), failureModes: settingValues(notice.setup.settings.failureModes), limits: settingValues(notice.setup.settings.limits) },
         `config.json ${notice.valid ? "reloaded" : notice.setup.settings.block.from === "kept" ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)"}: ${policyLine(notice.setup)}`,
       );
       return;
@@ -176,21 +174,22 @@ function whyLine(n: WhyNotice, teamDir: string): string {
 }
 
 
-function policyObject(setup: TeamSetup): Record<string, unknown> {
-  return { policy: setup.policy.policy, sources: setup.policy.sources, timeoutMs: setup.timeout.value, timeoutSource: setup.timeout.source, sweep: setup.sweep.value, sweepSource: setup.sweep.source, exitCodes: setup.settings.exitCodes.value, exitCodesSource: setup.settings.exitCodes.source };
+function policyObject({ settings }: TeamSetup): Record<string, unknown> {
+  const { timeoutMs, sweep, exitCodes } = settings;
+  return { policy: settings.values, sources: settings.sources, timeoutMs: timeoutMs.value, timeoutSource: timeoutMs.source, sweep: sweep.value, sweepSource: sweep.source, exitCodes: exitCodes.value, exitCodesSource: exitCodes.source };
 }
 
-function policyLine(setup: TeamSetup): string {
-  const { policy, sources } = setup.policy;
+function policyLine({ settings }: TeamSetup): string {
+  const { values: policy, sources, timeoutMs, sweep, exitCodes } = settings;
   return (
     `policy: failure action ${policy.failureAction} (${sources.failureAction}), ` +
     `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
     `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
-    `timeout ${setup.timeout.value}ms (${setup.timeout.source}), ` +
-    `on hook errors ${Object.entries(setup.failureModes).map(([event, mode]) => `${event} ${mode}`).join(" / ")}, ` +
-    `setsid sweep ${setup.sweep.value} (${setup.sweep.source})` +
+    `timeout ${timeoutMs.value}ms (${timeoutMs.source}), ` +
+    `on hook errors ${Object.entries(settings.failureModes).map(([event, mode]) => `${event} ${mode.value}`).join(" / ")}, ` +
+    `setsid sweep ${sweep.value} (${sweep.source})` +
     // Said only when it is not contract v1's meaning, so that the usual line stays as it was.
-    (setup.settings.exitCodes.value === "strict" ? `, exit codes strict (${setup.settings.exitCodes.source})` : "")
+    (exitCodes.value === "strict" ? `, exit codes strict (${exitCodes.source})` : "")
   );
 }
 

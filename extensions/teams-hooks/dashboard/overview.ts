@@ -245,7 +245,7 @@ function bouncing(samples: readonly Sample[], nowMs: number): TeamOverview["memb
 /** Gates whose events are held until the lead approves them (`pi-teams-hooks trust`), as `config` sees them. */
 async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string | undefined>>): Promise<UntrustedGate[]> {
   const setup = await resolveTeamSetup({ teamDir: team.dir, env, processCwd: team.dir });
-  const view = await inspectConfig(setup, { trustChanges: false, allowInsecureHooks: false });
+  const view = await inspectConfig(setup);
   const out: UntrustedGate[] = [];
   for (const [event, ev] of Object.entries(view.events) as Array<[HookEventName, (typeof view.events)[HookEventName]]>) {
     for (const gate of ev.gates) {

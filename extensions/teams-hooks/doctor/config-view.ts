@@ -101,8 +101,8 @@ function problemSkips(chain: ChainDiscovery): ChainSkip[] {
   return chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code));
 }
 
-/** The whole view for `setup` (resolved from the command line as `watch` resolves it). Never writes. */
-export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: boolean; allowInsecureHooks: boolean }): Promise<ConfigView> {
+/** The whole view for `setup` (resolved from the command line as `watch` resolves it, its trust flags too). Never writes. */
+export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   const { teamDir } = setup.identity;
   const read = readTrustInForce(teamDir);
   // As `trust` and doctor read it: an unreadable record trusts nothing; no record compares nothing.
@@ -117,7 +117,6 @@ export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: bool
     const missing = checked.changes.filter((c) => c.change === "removed").map((c) => missingView(c.path, c.detail, event, layers));
     events[event] = { failureMode: report.failureModes[event], gates, missing, skipped: problemSkips(chain) };
   }
-  const flagOr = (value: boolean, flag: string): FlagOr<boolean> => (value ? { value, source: "flag", origin: flag } : { value, source: "default", origin: "default" });
   const hooksDirOrigin = setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
   const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({ value: report.values[key], source: report.sources[key], origin: report.origins[key] });
   return {
@@ -150,8 +149,8 @@ export async function inspectConfig(setup: TeamSetup, opts: { trustChanges: bool
       confidential: report.confidential,
       redactEnv: report.redactEnv,
       reassignOnReopen: report.reassignOnReopen,
-      trustChanges: flagOr(opts.trustChanges, "--trust-changes"),
-      allowInsecureHooks: flagOr(opts.allowInsecureHooks, "--allow-insecure-hooks"),
+      trustChanges: setup.settings.trustChanges,
+      allowInsecureHooks: setup.settings.allowInsecureHooks,
     },
     block: report.block,
   };

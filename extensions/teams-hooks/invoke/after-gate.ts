@@ -12,10 +12,8 @@ import { policyRecordOf, remediate, type RemediationDone } from "../policy/remed
 import { applyStartGate, startGateRecord } from "../policy/start-gate.js";
 import { gateName } from "../runner/chain.js";
 import type { FailureMode } from "../settings/hooks-config.js";
-import type { EffectivePolicy } from "../settings/options.js";
-import { SentLog } from "../team/sent-log.js";
 import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
-import type { InvokeRequest, Settling } from "./invoke.js";
+import type { InvokeRequest, Ran } from "./invoke.js";
 import { chainPatches } from "./patches.js";
 
 /** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
@@ -23,14 +21,14 @@ export function afterGateApplies(req: InvokeRequest): boolean {
   return policyApplies(req) || startApplies(req);
 }
 
-/** The failure policy applies (`policy` given, a task's completion or failure): also what a held gate needs. */
-export function policyApplies(req: InvokeRequest): req is InvokeRequest & { policy: EffectivePolicy; taskId: string; event: PolicyEventName } {
-  return req.policy !== null && eventHasPolicy(req.event) && req.taskId !== null;
+/** The failure policy applies (`applyPolicy`, a task's completion or failure): also what a held gate needs. */
+export function policyApplies(req: InvokeRequest): req is InvokeRequest & { taskId: string; event: PolicyEventName } {
+  return req.applyPolicy && eventHasPolicy(req.event) && req.taskId !== null;
 }
 
-/** A claim judged with its answer applied (`policy` given): a denial puts it back (policy/start-gate.ts). */
+/** A claim judged with its answer applied (`applyPolicy`): a denial puts it back (policy/start-gate.ts). */
 function startApplies(req: InvokeRequest): req is InvokeRequest & { taskId: string; event: "task_started" } {
-  return req.policy !== null && req.event === "task_started" && req.taskId !== null;
+  return req.applyPolicy && req.event === "task_started" && req.taskId !== null;
 }
 
 /** What the step after the gate did, as settle and the logs need it: the failure policy's, or a start gate's. */
@@ -48,31 +46,31 @@ export interface AfterGate {
   remembered?: RemediationDone["remembered"];
 }
 
-/** Applies what follows the gate of `ctx`: the policy, or a start gate's answer. Never throws for what it finds on disk. */
-export function applyAfterGate(ctx: Settling): Promise<AfterGate> {
-  return policyApplies(ctx.req) ? applyPolicy(ctx) : applyStart(ctx);
+/** Applies what follows the gate of `ran`: the policy, or a start gate's answer. Never throws for what it finds on disk. */
+export function applyAfterGate(ran: Ran): Promise<AfterGate> {
+  return policyApplies(ran.req) ? applyPolicy(ran) : applyStart(ran);
 }
 
-async function applyStart(ctx: Settling): Promise<AfterGate> {
-  const { req, deciding } = ctx;
+async function applyStart(ran: Ran): Promise<AfterGate> {
+  const { req, deciding } = ran;
+  const { identity, settings } = req.setup;
   if (!startApplies(req)) throw new HooksError("E_INTERNAL", "applyStart without a claim");
-  ctx.sent ??= new SentLog(req.identity.teamDir);
   const input = {
-    teamDir: req.identity.teamDir,
-    taskListId: req.identity.taskListId,
+    teamDir: identity.teamDir,
+    taskListId: identity.taskListId,
     taskId: req.taskId,
     key: req.key,
-    leadName: req.identity.leadName,
-    now: ctx.now().toISOString(),
-    sent: ctx.sent,
+    leadName: identity.leadName,
+    now: ran.now().toISOString(),
+    sent: ran.sent,
     ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
-    passed: ctx.counted === "passed",
-    failureMode: ctx.mode,
-    summary: summarize(deciding.result, ctx.mode, req.timeoutMs),
+    passed: ran.counted === "passed",
+    failureMode: ran.mode,
+    summary: summarize(deciding.result, ran.mode, settings.timeoutMs.value),
     hookName: gateName(deciding.hook, req.event),
     code: deciding.result.verdict?.code,
     member: req.member,
-    logFile: ctx.decidingLog,
+    logFile: ran.decidingLog,
     round: req.memory?.round(req.taskId),
   };
   const done = await applyStartGate(input);
@@ -81,27 +79,28 @@ async function applyStart(ctx: Settling): Promise<AfterGate> {
   return { ...done, record: startGateRecord(input, done), ...(typeof round === "number" ? { remembered: { round: { taskId: req.taskId, round } } } : {}) };
 }
 
-async function applyPolicy(ctx: Settling): Promise<AfterGate> {
-  const { req, deciding } = ctx;
+async function applyPolicy(ran: Ran): Promise<AfterGate> {
+  const { req, deciding } = ran;
+  const { identity, settings } = req.setup;
   if (!policyApplies(req)) throw new HooksError("E_INTERNAL", "applyPolicy without a policy");
-  const { policy, taskId, event } = req;
-  const decidedAt = ctx.now().toISOString();
-  ctx.sent ??= new SentLog(req.identity.teamDir);
-  const held = ctx.held;
-  const hold = ctx.hold;
+  const { taskId, event } = req;
+  const policy = settings.values;
+  const decidedAt = ran.now().toISOString();
+  const held = ran.held;
+  const hold = ran.hold;
   const hookName = gateName(deciding.hook, event);
   const done = await remediate(
     {
-      teamDir: req.identity.teamDir,
-      taskListId: req.identity.taskListId,
+      teamDir: identity.teamDir,
+      taskListId: identity.taskListId,
       taskId,
       key: req.key,
-      leadName: req.identity.leadName,
+      leadName: identity.leadName,
       now: decidedAt,
-      sent: ctx.sent,
+      sent: ran.sent,
       ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
       // A chain that passed writes its patches with the gate's metadata; a denial or a hold none.
-      ...(ctx.counted === "passed" ? { taskPatches: chainPatches(ctx.runs) } : {}),
+      ...(ran.counted === "passed" ? { taskPatches: chainPatches(ran.runs) } : {}),
       ...(req.memory ? { memory: req.memory } : {}),
       // Only a judgement spends the tree's budget: a hold (deferral, approval, fault) never does.
       ...(held || hold ? {} : { maxBudget: policy.maxReopensPerTask }),
@@ -117,11 +116,11 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
               task: fresh,
               hookName,
               member: req.member,
-              leadName: req.identity.leadName,
+              leadName: identity.leadName,
               now: decidedAt,
               cause: hold,
-              summary: forTheTeam(describeFailure(deciding.result, req.timeoutMs)),
-              logFile: ctx.decidingLog,
+              summary: forTheTeam(describeFailure(deciding.result, settings.timeoutMs.value)),
+              logFile: ran.decidingLog,
             })
           : decide({
               event,
@@ -132,14 +131,14 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
               policy,
               hookName,
               member: req.member,
-              leadName: req.identity.leadName,
+              leadName: identity.leadName,
               now: decidedAt,
-              timeoutMs: req.timeoutMs,
-              failureMode: ctx.mode,
-              logFile: ctx.decidingLog,
+              timeoutMs: settings.timeoutMs.value,
+              failureMode: ran.mode,
+              logFile: ran.decidingLog,
               budget: tree.budget,
               round: req.memory?.round(taskId),
-              reassign: req.reassignOnReopen,
+              reassign: settings.reassignOnReopen.value,
             }),
   );
   return {
@@ -148,7 +147,7 @@ async function applyPolicy(ctx: Settling): Promise<AfterGate> {
     refused: done.refused,
     errors: done.errors,
     complete: done.complete,
-    record: policyRecordOf(policy, ctx.mode, done),
+    record: policyRecordOf(policy, ran.mode, done),
     remembered: done.remembered,
     ...(done.patch ? { patch: done.patch } : {}),
   };

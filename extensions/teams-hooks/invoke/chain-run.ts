@@ -20,9 +20,9 @@ import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
 import { teamRedactor } from "../runner/redact.js";
 import { gateFingerprint, type ChainTrust, type GateSnapshot, type TrustProblem, type TrustRecord } from "../runner/trust.js";
-import { DEFAULT_SWEEP, type FailureMode, type HookLimits } from "../settings/hooks-config.js";
+import { type FailureMode, type TeamSettings, settingValues } from "../settings/hooks-config.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
-import { NO_PRIVACY, projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
+import { projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { takePatch } from "./patches.js";
 import { APPROVAL_HINT } from "../text/messages.js";
@@ -36,7 +36,7 @@ export function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { 
   if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
   const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
   const approvable = problems.some((p) => p.kind !== "insecure_hook");
-  const how = approvable ? `${APPROVAL_HINT}pi-teams-hooks trust --team-dir ${req.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
+  const how = approvable ? `${APPROVAL_HINT}pi-teams-hooks trust --team-dir ${req.setup.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
   const message = `${first.kind}: ${problems.map((p) => p.reason).join("; ")}${how}`;
   const result: RunResult = { ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message), trustProblems: problems.map((p) => ({ ...p })) };
   return { hook, result, startedAt: now().toISOString(), logFile: null };
@@ -78,9 +78,11 @@ export async function runChain(
   req: InvokeRequest,
   chainHooks: readonly ChainHook[],
   invocation: HookInvocation,
-  ctx: { mode: FailureMode; limits: Readonly<HookLimits>; now: () => Date; trust: ChainTrust | null; snapshots?: ReadonlyMap<string, GateSnapshot> },
+  ctx: { mode: FailureMode; now: () => Date; trust: ChainTrust | null; snapshots?: ReadonlyMap<string, GateSnapshot> },
 ): Promise<ChainRun> {
-  const { limits } = ctx;
+  const teamSettings = req.setup.settings;
+  const limits = settingValues(teamSettings.limits);
+  const runTimeoutMs = teamSettings.timeoutMs.value;
   // Each file gate's settings line, read once, from the bytes that run (its snapshot). Shadow gates
   // run after the enforced ones: a gate on trial can then neither delay them nor spend their
   // deadline, and it still runs after a denial.
@@ -103,14 +105,14 @@ export async function runChain(
   // One document per distinct view (a projection, a confidential handler), built before anything runs
   // (again after a patch): the payload check here, then every hook's stdin, file and variables, or a
   // handler's body.
-  const privacy = req.privacy ?? NO_PRIVACY;
+  const { privacy } = teamSettings;
   let seen = invocation;
   let shown = documentsShown(hooks, req.event, seen, privacy, limits.maxPayloadBytes);
   if (typeof shown === "number") {
     return refused(head, `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
   }
   // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
-  const redact = teamRedactor(req.env, secretEnvNames(req.handlers ?? [], privacy.redactEnv));
+  const redact = teamRedactor(req.env, secretEnvNames(teamSettings.handlers, privacy.redactEnv));
 
   const runs: HookRun[] = [];
   const deadline = performance.now() + limits.chainDeadlineMs;
@@ -133,7 +135,7 @@ export async function runChain(
       runs.push(...late.map((run) => (isShadow(hook) ? { ...run, result: shadowed(run.result, ctx.mode) } : run)));
       break;
     }
-    const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? req.timeoutMs) : (settings?.timeoutMs ?? req.timeoutMs);
+    const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? runTimeoutMs) : (settings?.timeoutMs ?? runTimeoutMs);
     const timeoutMs = Math.min(ownTimeoutMs, Math.max(left, 1));
     const startedAt = ctx.now().toISOString();
     // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
@@ -160,11 +162,11 @@ export async function runChain(
                 })
               : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
             : await runHook(hook.hook, seen, {
-                cwd: req.cwd,
+                cwd: req.setup.cwd,
                 timeoutMs,
                 baseEnv: req.env,
-                escapeeScan: req.sweep ?? DEFAULT_SWEEP,
-                ...(req.exitCodes ? { exitCodes: req.exitCodes } : {}),
+                escapeeScan: teamSettings.sweep.value,
+                exitCodes: teamSettings.exitCodes.value,
                 ...(settings?.format ? { format: settings.format } : {}),
                 runId,
                 eventKey: shownEventKey(req.key, context.view),
@@ -183,7 +185,7 @@ export async function runChain(
     }
     if (settings) result = { ...result, hookSettings: describeSettings(settings) };
     if (settings?.mode === "shadow" && result.skipped === undefined) result = shadowed(result, ctx.mode);
-    const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: req.writableFields ?? null });
+    const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: teamSettings.writableFields.value });
     result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
     runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}), ...(isFullView(context.view) ? {} : { shown: shownRecord(context) }) });
     if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") denied = true;
@@ -261,8 +263,8 @@ export function viewOf(hook: ChainHook, event: InvokeRequest["event"], privacy: 
 }
 
 /** The invocation a hook log keeps: a confidential team's keeps the task's identity and lifecycle, not its content. */
-export function loggedInvocation(req: Pick<InvokeRequest, "privacy">, invocation: HookInvocation): HookInvocation {
-  return req.privacy?.confidential ? confidentialInvocation(invocation) : invocation;
+export function loggedInvocation(settings: Pick<TeamSettings, "confidential">, invocation: HookInvocation): HookInvocation {
+  return settings.confidential.value ? confidentialInvocation(invocation) : invocation;
 }
 
 /**

@@ -26,14 +26,12 @@ import { VerdictSchema } from "../contract/verdict.js";
 import { decide } from "../policy/decide.js";
 import { type GateMemory, type Remembered, remediate } from "../policy/remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../runner/hook-log.js";
-import type { FailureMode } from "../settings/hooks-config.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
-import type { EffectivePolicy } from "../settings/options.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
 import { hookLogsDir, ledgerFile, taskFile } from "../team/paths.js";
 import { SentLog } from "../team/sent-log.js";
-import { resolveTeamSetup } from "../team/setup.js";
+import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
 import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
@@ -57,12 +55,14 @@ export type DecideResult =
 /** Who `expired` decisions are by. */
 export const EXPIRY_BY = "pi-teams-hooks";
 
-/** What applying needs to know of the team: the settings in force where it is applied. */
+/** What applying needs to know of the team: its identity and the settings in force where it is applied. */
 export interface ApplySettings {
-  identity: TeamIdentity;
-  policy: EffectivePolicy;
-  failureModes: Readonly<Record<"task_completed" | "task_failed", FailureMode>>;
-  timeoutMs: number;
+  /**
+   * The team's identity and every setting in force (team/setup.ts `TeamSetup`), whole: the failure
+   * policy, the failure modes, the timeout, `hooks.confidential` (the decision's log keeps no task
+   * content), `hooks.reassignOnReopen`.
+   */
+  setup: Pick<TeamSetup, "identity" | "settings">;
   sentLog?: SentLog;
   lockTimeoutMs?: number;
   now?: () => Date;
@@ -71,14 +71,10 @@ export interface ApplySettings {
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
-  /** `hooks.confidential`: the decision's log keeps no task content. */
-  confidential?: boolean;
-  /** The team's redaction (runner/redact.ts): a decision's code, reason and message go through it. */
+  /** The team's redaction (runner/redact.ts `settingsRedactor`): a decision's code, reason and message go through it. */
   redact?: Redactor;
   /** What the leader remembers of its tasks' gate lives (a decider with no leader running has none). */
   memory?: GateMemory;
-  /** Whether a task the decision reopens is handed back to its owner (`hooks.reassignOnReopen`); default true. */
-  reassignOnReopen?: boolean;
 }
 
 export type Application =
@@ -221,15 +217,7 @@ function inFlight(teamDir: string, runId: string): boolean {
 
 async function settingsOf(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<ApplySettings> {
   const setup = await resolveTeamSetup({ teamDir, env, processCwd: process.cwd() });
-  const { settings } = setup;
-  return {
-    identity: setup.identity,
-    policy: setup.policy.policy,
-    failureModes: setup.failureModes,
-    timeoutMs: setup.timeout.value,
-    confidential: settings.confidential.value,
-    redact: settingsRedactor(env, settings),
-  };
+  return { setup, redact: settingsRedactor(env, setup.settings) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -257,15 +245,16 @@ export function decisionResult(record: DeferralRecord, decision: DeferralDecisio
  * Applies the recorded decision of the deferral `runId`: the policy, the decision log, `applied`.
  * Only the holder of the team's leader lock may call it. Never applies twice: see the top of the file.
  */
-export async function applyDecision(teamDir: string, runId: string, settings: ApplySettings): Promise<Application> {
-  const now = settings.now ?? (() => new Date());
+export async function applyDecision(teamDir: string, runId: string, apply: ApplySettings): Promise<Application> {
+  const { identity, settings } = apply.setup;
+  const now = apply.now ?? (() => new Date());
   const read = await readDeferral(teamDir, runId);
   if (read === null) return { kind: "unknown" };
   if (!read.ok) return { kind: "pending", record: null, error: read.problem.message };
   // What is applied, and written back at each step, is the deferral as held (see ApplySettings.reference).
-  const held = settings.reference && !read.value.applied ? heldFields(settings.reference) : {};
+  const held = apply.reference && !read.value.applied ? heldFields(apply.reference) : {};
   let record: DeferralRecord = { ...read.value, ...held };
-  const redact = settings.redact ?? NO_REDACTION;
+  const redact = apply.redact ?? NO_REDACTION;
   // A decision may have been written into the file by hand: what is applied and kept is redacted again.
   const again = record.decision ? redactFields(record.decision, redact) : undefined;
   const decision = again?.decision;
@@ -282,10 +271,10 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   const task = await freshTask(teamDir, record);
   const invocation: HookInvocation = {
     event: record.event,
-    teamId: settings.identity.teamId,
-    teamDir: settings.identity.teamDir,
+    teamId: identity.teamId,
+    teamDir: identity.teamDir,
     taskListId: record.taskListId,
-    style: settings.identity.style,
+    style: identity.style,
     ...(record.member ? { memberName: record.member } : {}),
     ...(record.timestamp ? { timestamp: record.timestamp } : {}),
     completedTask: task,
@@ -305,7 +294,7 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
   const applying = record.applying;
   if (!applying) return { kind: "unknown" };
   const result = { ...decisionResult(record, decision, applying.runId), redactions: (decision.redactions ?? 0) + again.count };
-  const mode = settings.failureModes[record.event];
+  const mode = settings.failureModes[record.event].value;
 
   let summary: string;
   let actions: string[];
@@ -326,14 +315,14 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
         taskListId: record.taskListId,
         taskId: record.taskId,
         key: record.key,
-        leadName: settings.identity.leadName,
+        leadName: identity.leadName,
         now: applying.at,
-        sent: settings.sentLog ?? new SentLog(teamDir),
-        ...(settings.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: settings.lockTimeoutMs }),
+        sent: apply.sentLog ?? new SentLog(teamDir),
+        ...(apply.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: apply.lockTimeoutMs }),
         // The held chain's patches are written only if the decision allows it (invoke/patches.ts).
         ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
-        ...(settings.memory ? { memory: settings.memory } : {}),
-        maxBudget: settings.policy.maxReopensPerTask,
+        ...(apply.memory ? { memory: apply.memory } : {}),
+        maxBudget: settings.values.maxReopensPerTask,
       },
       (fresh, tree) =>
         decide({
@@ -342,18 +331,18 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
           taskId: record.taskId,
           result,
           task: fresh,
-          policy: settings.policy,
+          policy: settings.values,
           hookName: record.hook.gate,
           member: record.member,
-          leadName: settings.identity.leadName,
+          leadName: identity.leadName,
           now: applying.at,
-          timeoutMs: settings.timeoutMs,
+          timeoutMs: settings.timeoutMs.value,
           failureMode: mode,
           logFile: applying.logFile,
           decision: { deferredRunId: record.runId, deferredReason: record.reason === undefined ? undefined : redact(record.reason).text, decision: decision.decision, by: decision.by, at: decision.at },
           budget: tree.budget,
-          round: settings.memory?.round(record.taskId),
-          reassign: settings.reassignOnReopen,
+          round: apply.memory?.round(record.taskId),
+          reassign: settings.reassignOnReopen.value,
         }),
     );
     remembered = done.remembered;
@@ -365,12 +354,12 @@ export async function applyDecision(teamDir: string, runId: string, settings: Ap
       logFile = await writeHookLog(
         teamDir,
         {
-          invocation: settings.confidential ? confidentialInvocation(invocation) : invocation,
+          invocation: settings.confidential.value ? confidentialInvocation(invocation) : invocation,
           result,
           key: record.key,
           startedAt: applying.at,
           trigger: await heldTrigger(record.logFile),
-          policy: policyRecordOf(settings.policy, mode, done),
+          policy: policyRecordOf(settings.values, mode, done),
           decision: { deferredRunId: record.runId, deferredLog: record.logFile, decision: decision.decision, ...said(decision), by: decision.by, at: decision.at, waitedMs, ...patchNote(done.patch, record) },
         },
         { file: applying.logFile },

@@ -16,24 +16,26 @@
  * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
  * then the deferral file is written (invoke/deferral.ts); a decision applies the policy later
  * (invoke/decision.ts).
+ *
+ * The team's settings come whole, as the caller resolved them once (`req.setup.settings`,
+ * settings/hooks-config.ts `TeamSettings`, frozen): nothing here resolves or copies a setting. What the
+ * hooks did is fixed once they have run (`Ran`, frozen); settling it is a series of steps, each giving
+ * the next `Progress`, so a step that failed is tried again from the progress before it.
  */
 import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import type { IdleNotification, Task, TeamIdentity } from "../contract/team-files.js";
-import { discoverChain, gateName, teamHooksDir, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
+import type { IdleNotification, Task } from "../contract/team-files.js";
+import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
 import { type HookTrigger, planHookLogFile, writeHookLog } from "../runner/hook-log.js";
-import { DEFAULT_FAILURE_MODES, DEFAULT_LIMITS, type ExitCodeMode, type FailureMode, type HookLimits, type SweepMode } from "../settings/hooks-config.js";
-import { describeError } from "../contract/errors.js";
-import { DEFER_TIMEOUT_MS } from "../settings/handlers.js";
+import type { FailureMode } from "../settings/hooks-config.js";
+import { HooksError, describeError } from "../contract/errors.js";
 import { type DeferralRecord, heldRecord, writeDeferral } from "./deferral.js";
-import type { EffectivePolicy } from "../settings/options.js";
-import type { HandlerDef } from "../settings/handlers.js";
-import type { PrivacySettings } from "../settings/privacy.js";
 import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "../policy/remediate.js";
-import type { SentLog } from "../team/sent-log.js";
+import { SentLog } from "../team/sent-log.js";
+import type { TeamSetup } from "../team/setup.js";
 import { checkChainTrust, snapshotChain, type ChainTrust, type TrustRecord } from "../runner/trust.js";
 import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
@@ -42,8 +44,16 @@ import { taskFile } from "../team/paths.js";
 import { noGateInForce, nonBlockingError, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 
+/**
+ * The team an event belongs to, as a command resolved it (team/setup.ts `resolveTeamSetup`): its
+ * identity, the hooks dir, its own layer (null: none), the hooks' working directory, and every
+ * setting in force. A `TeamSetup` is one as it is.
+ */
+export type InvokeSetup = Pick<TeamSetup, "identity" | "hooksDir" | "cwd" | "settings"> & { teamHooksDir: string | null };
+
 export interface InvokeRequest {
-  identity: TeamIdentity;
+  /** The team and its settings, whole (see InvokeSetup): the failure policy, modes, limits, privacy… are read from here. */
+  setup: InvokeSetup;
   event: HookEventName;
   /** The event key (contract/events.ts); the ledger's and the log's name for this event. */
   key: string;
@@ -54,30 +64,17 @@ export interface InvokeRequest {
   notification?: IdleNotification;
   /** The task as the caller just read it (the leader's look); default: read from its file now. */
   task?: Task | null;
-  hooksDir: string;
-  /** The team's own layer (`<teamDir>/hooks`); default: that path. null: no team layer. */
-  teamHooksDir?: string | null;
-  /** config.json `hooks.handlers`: those declared for the event run after its files (runner/chain.ts). */
-  handlers?: readonly HandlerDef[];
-  cwd: string;
-  timeoutMs: number;
   /**
-   * The failure policy to apply to a task event; null only reports (as `run` without --apply-policy).
-   * For `task_started` its presence asks for the start gate's own answer (policy/start-gate.ts).
+   * Apply the team's failure policy to a task's completion or failure, and a start gate's answer to a
+   * claim (policy/start-gate.ts); false only reports (as `run` without --apply-policy).
    */
-  policy: EffectivePolicy | null;
-  /** What a hook error counts as; default: closed for task events, open for idle. */
-  failureMode?: FailureMode;
-  limits?: Readonly<HookLimits>;
-  /** When each hook's run is swept for run-id escapees (runner/run.ts `escapeeScan`); default `auto`. */
-  sweep?: SweepMode;
-  /** What a hook's exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
-  exitCodes?: ExitCodeMode;
+  applyPolicy: boolean;
+  /** The environment the hooks start with (and the secrets redacted from what they say are read from). */
+  env: Readonly<Record<string, string | undefined>>;
   /** This key ran before (a retry after a crash, or a replay): the logs say so. */
   retry?: boolean;
   /** What fired the event, for its logs (`trigger`): `hand` for `run`; default `leader`. */
   trigger?: HookTrigger;
-  env: Readonly<Record<string, string | undefined>>;
   /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
   /** Called as each hook of the chain starts: its process group, run id and file name. */
@@ -94,27 +91,18 @@ export interface InvokeRequest {
   sentLog?: SentLog;
   /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
   lockTimeoutMs?: number;
-  /** Compare the chain with the team's trust record before anything runs (runner/trust.ts). */
+  /**
+   * Compare the chain with the team's trust record before anything runs (runner/trust.ts), under the
+   * settings' `trustChanges` and `allowInsecureHooks`.
+   */
   trust?: InvokeTrust;
-  /** How long a held gate waits for its decision (`hooks.deferTimeoutMs`); default 24 h. */
-  deferTimeoutMs?: number;
   /** What the leader remembers of its tasks' gate lives (rounds, roots, budgets); absent for a hand run. */
   memory?: GateMemory;
-  /** Whether the owner of a task the policy reopens is sent its `task_assignment` (`hooks.reassignOnReopen`); default true. */
-  reassignOnReopen?: boolean;
-  /** What a patch verdict may write (`hooks.writableFields`); default (null) `metadata` (contract/merge-patch.ts). */
-  writableFields?: readonly string[] | null;
-  /** What hooks are shown and what is redacted from what they say (`hooks.projection`, `confidential`, `redactEnv`); default none. */
-  privacy?: PrivacySettings;
 }
 
 export interface InvokeTrust {
   /** The record in force; null when there is none yet (only insecure gates are refused then). */
   record: TrustRecord | null;
-  /** `--trust-changes`: new, changed and removed gates run as they are now (the log keeps both hashes). */
-  acceptChanges: boolean;
-  /** `--allow-insecure-hooks`. */
-  allowInsecure: boolean;
   /** Called with every check that found a change or a problem (the leader reports each change once). */
   onCheck?: (check: ChainTrust) => void;
 }
@@ -190,38 +178,38 @@ export interface PendingStep {
 }
 
 export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
+  const { identity, settings } = req.setup;
   const now = req.now ?? (() => new Date());
-  const mode = req.failureMode ?? DEFAULT_FAILURE_MODES[req.event];
-  const limits = req.limits ?? DEFAULT_LIMITS;
-  const teamLayer = req.teamHooksDir === undefined ? teamHooksDir(req.identity.teamDir) : req.teamHooksDir;
+  const mode = settings.failureModes[req.event].value;
+  const teamLayer = req.setup.teamHooksDir;
   const problems: string[] = [];
   // Independent reads: together, not one after the other (they are most of the time before the spawn).
-  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.hooksDir, teamDir: teamLayer, event: req.event, handlers: req.handlers ?? [] }), loadTask(req, problems)]);
+  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.setup.hooksDir, teamDir: teamLayer, event: req.event, handlers: settings.handlers }), loadTask(req, problems)]);
   const invocation: HookInvocation = {
     event: req.event,
-    teamId: req.identity.teamId,
-    teamDir: req.identity.teamDir,
-    taskListId: req.identity.taskListId,
-    style: req.identity.style,
+    teamId: identity.teamId,
+    teamDir: identity.teamDir,
+    taskListId: identity.taskListId,
+    style: identity.style,
     ...(req.member ? { memberName: req.member } : {}),
     ...(req.timestamp ? { timestamp: req.timestamp } : {}),
     completedTask: task,
     ...(req.notification ? { notification: req.notification } : {}),
   };
   const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, deferral: null };
-  const layers = { global: path.resolve(req.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
+  const layers = { global: path.resolve(req.setup.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
   // Each gate read once: checked, its settings line read, and started from these bytes (runner/run.ts).
   const snapshots = snapshotChain(chain);
-  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: req.trust.allowInsecure, uid: process.getuid?.() ?? null, snapshots }) : null;
+  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: settings.allowInsecureHooks.value, uid: process.getuid?.() ?? null, snapshots }) : null;
   if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
   // A gate that is not the one trusted never runs, and neither does the rest of its chain.
-  const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !req.trust?.acceptChanges) : [];
+  const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !settings.trustChanges.value) : [];
   if (chain.hooks.length === 0 && refused.length === 0) return none;
 
   const { runs, interrupted } =
     refused.length > 0
       ? { runs: [refusedRun(req, chain, layers, refused, now)], interrupted: null }
-      : await runChain(req, chain.hooks, invocation, { mode, limits, now, trust, snapshots });
+      : await runChain(req, chain.hooks, invocation, { mode, now, trust, snapshots });
   if (interrupted !== null) return { ...none, runs, interrupted };
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
@@ -232,158 +220,193 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const deciding = decidingRun(enforced.length > 0 ? enforced : runs, mode);
   if (!deciding) return none;
   // Chosen now: the policy's messages quote it, and they go out before the logs are written.
-  const decidingLog = planHookLogFile(req.identity.teamDir, { startedAt: deciding.startedAt, invocation });
+  const decidingLog = planHookLogFile(identity.teamDir, { startedAt: deciding.startedAt, invocation });
   const deferred = deciding.result.outcome === "deferred";
   const passes = countsAsPass(deciding.result, mode);
   // A gate that cannot judge the work holds the event (when a policy would judge it): never the worker's failure.
   const hold = policyApplies(req) && !deferred ? holdCauseOf(deciding.result, passes) : null;
-  const settling: Settling = {
+  const ran: Ran = Object.freeze({
     req,
     mode,
     now,
     chain,
     task,
     invocation,
-    runs,
+    runs: Object.freeze(runs.map((run) => Object.freeze(run))),
     deciding,
+    decidingIndex: runs.indexOf(deciding),
     counted: deferred ? "deferred" : hold ? "held" : passes ? "passed" : "failed",
     hold,
-    problems,
+    problems: Object.freeze([...problems]),
     decidingLog,
-    remediation: null,
-    abandoned: false,
-    sent: req.sentLog ?? null,
-    held: deferred && policyApplies(req) ? heldRecord({ ...req, identity: req.identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: req.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, logFile: decidingLog, patches: chainPatches(runs) }) : null,
-    deferral: null,
-    shadowNote: null,
-  };
-  return settle(settling);
+    sent: req.sentLog ?? new SentLog(identity.teamDir),
+    held:
+      deferred && policyApplies(req)
+        ? heldRecord({ ...req, identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: settings.deferTimeoutMs.value, logFile: decidingLog, patches: chainPatches(runs) })
+        : null,
+  });
+  return settle(ran, { shadow: null, remediation: null, abandoned: false, logs: runs.map(() => null), deferral: null });
 }
 
-/** Everything known about an event once its hooks have run: what `settle` finishes, as often as it takes. */
-export interface Settling {
-  req: InvokeRequest;
-  mode: FailureMode;
-  now: () => Date;
-  chain: ChainDiscovery;
-  task: Task | null;
-  invocation: HookInvocation;
-  runs: HookRun[];
-  deciding: HookRun;
-  counted: Counted;
+/**
+ * Everything known about an event once its hooks have run, fixed from then on (frozen): what `settle`
+ * finishes, as often as it takes. Its `deciding` run is `runs[decidingIndex]`.
+ */
+export interface Ran {
+  readonly req: InvokeRequest;
+  readonly mode: FailureMode;
+  readonly now: () => Date;
+  readonly chain: ChainDiscovery;
+  readonly task: Task | null;
+  readonly invocation: HookInvocation;
+  readonly runs: readonly HookRun[];
+  /** The run that decided the event, as it ran. */
+  readonly deciding: HookRun;
+  /** Its place in `runs` (and in the runs as settled, which say what became of their patches). */
+  readonly decidingIndex: number;
+  readonly counted: Counted;
   /** Why the event is held instead of judged (counted `held`); null otherwise. */
-  hold: "approval" | "fault" | null;
+  readonly hold: "approval" | "fault" | null;
   /** Problems found before the policy (an unreadable task file). */
-  problems: string[];
-  decidingLog: string;
-  /** The last attempt at what follows the gate (the policy, or a start gate's answer); null before the first (or when none applies). */
-  remediation: AfterGate | null;
-  /** Remediation given up: the logs say what was and was not applied. */
-  abandoned: boolean;
-  sent: SentLog | null;
+  readonly problems: readonly string[];
+  readonly decidingLog: string;
+  /** Where the messages of what follows the gate are recorded before they are sent. */
+  readonly sent: SentLog;
   /** The deferral of a held gate (the deciding run answered `defer` and a policy applies); null otherwise. */
-  held: DeferralRecord | null;
-  /** The held gate's deferral once its file is written (the last step). */
-  deferral: DeferralRecord | null;
+  readonly held: DeferralRecord | null;
+}
+
+/** The run that decided the event, of `runs` as settled so far. */
+function decidingOf(ran: Ran, runs: readonly HookRun[]): HookRun {
+  const run = runs[ran.decidingIndex];
+  if (!run) throw new HooksError("E_INTERNAL", `no deciding run at ${ran.decidingIndex} of ${runs.length}`);
+  return run;
+}
+
+/** How far the settling of a `Ran` got: each step gives the next; a pending step resumes from the one it failed in. */
+interface Progress {
   /** What the shadow step did (`shadow: NAME would have denied`, or nothing); null until it ran (once: not tried again). */
-  shadowNote: { action: string | null } | null;
+  readonly shadow: { action: string | null; problem: string | null } | null;
+  /** The last attempt at what follows the gate (the policy, or a start gate's answer); null before the first (or when none applies). */
+  readonly remediation: AfterGate | null;
+  /** Remediation given up: the logs say what was and was not applied. */
+  readonly abandoned: boolean;
+  /** Each run's log once written, by its place in the chain. */
+  readonly logs: readonly (string | null)[];
+  /** The held gate's deferral once its file is written (the last step). */
+  readonly deferral: DeferralRecord | null;
 }
 
 /**
  * Applies the policy (unless done already) and writes the logs (those not written yet). Stops at the
- * first step that fails and returns it as `pending`, with the means to try it again.
+ * first step that fails and returns it as `pending`, with the means to try it again from there.
  */
-async function settle(ctx: Settling): Promise<InvokeOutcome> {
-  const { req } = ctx;
-  if (ctx.shadowNote === null) {
-    const noted = await noteShadowDenial(req, ctx.runs, ctx.now);
-    ctx.shadowNote = { action: noted.action };
-    if (noted.problem) ctx.problems.push(noted.problem);
+async function settle(ran: Ran, from: Progress): Promise<InvokeOutcome> {
+  const { req } = ran;
+  let at = from;
+  if (at.shadow === null) at = { ...at, shadow: await noteShadowDenial(req, ran.runs, ran.now) };
+  if (!noGateInForce(ran.runs) && afterGateApplies(req) && !at.abandoned && !at.remediation?.complete) {
+    const remediation = await applyAfterGate(ran);
+    at = { ...at, remediation };
+    if (!remediation.complete) return outcomeOf(ran, at, ran.runs, pendingStep(ran, at, "remediation", remediation.errors.join("; ")));
   }
-  if (!noGateInForce(ctx.runs) && afterGateApplies(req) && !ctx.abandoned && !ctx.remediation?.complete) {
-    ctx.remediation = await applyAfterGate(ctx);
-    if (!ctx.remediation.complete) return outcomeOf(ctx, pendingStep(ctx, "remediation", ctx.remediation.errors.join("; ")));
+  const runs = notePatches(ran.runs, patchFate({ counted: ran.counted, held: ran.held !== null, policy: policyApplies(req), remediation: at.remediation }));
+  const logged = await writeLogs(ran, runs, at);
+  at = { ...at, logs: logged.logs };
+  if (!logged.ok) return outcomeOf(ran, at, runs, pendingStep(ran, at, "logs", describeError(logged.error)));
+  // After the logs: a deferral a decider can find is one the logs know (see invoke/deferral.ts).
+  if (ran.held && at.remediation?.complete && at.deferral === null) {
+    try {
+      at = { ...at, deferral: await writeDeferral(req.setup.identity.teamDir, ran.held) };
+    } catch (error) {
+      return outcomeOf(ran, at, runs, pendingStep(ran, at, "logs", describeError(error)));
+    }
   }
-  notePatches(ctx.runs, patchFate({ counted: ctx.counted, held: ctx.held !== null, policy: policyApplies(req), remediation: ctx.remediation }));
-  try {
-    await writeLogs(ctx);
-    // After the logs: a deferral a decider can find is one the logs know (see invoke/deferral.ts).
-    if (ctx.held && ctx.remediation?.complete) ctx.deferral ??= await writeDeferral(req.identity.teamDir, ctx.held);
-  } catch (error) {
-    return outcomeOf(ctx, pendingStep(ctx, "logs", describeError(error)));
-  }
-  return outcomeOf(ctx, null);
+  return outcomeOf(ran, at, runs, null);
 }
 
-function pendingStep(ctx: Settling, stage: PendingStep["stage"], error: string): PendingStep {
+function pendingStep(ran: Ran, at: Progress, stage: PendingStep["stage"], error: string): PendingStep {
   return {
     stage,
     error,
-    resume: () => settle(ctx),
-    abandon: () => {
-      ctx.abandoned = true;
-      return settle(ctx);
-    },
+    resume: () => settle(ran, at),
+    abandon: () => settle(ran, { ...at, abandoned: true }),
   };
 }
 
-/** The logs, one per run not logged yet; the first run's last (its presence means "done", see the header). */
-async function writeLogs(ctx: Settling): Promise<void> {
-  const { req, runs, deciding, counted } = ctx;
-  const policyRecord = ctx.remediation?.record;
+/**
+ * The logs of `runs`, each one not written yet; the first run's last (its presence means "done", see
+ * the header). Stops at the first that cannot be written: the logs written so far are in `logs`.
+ */
+async function writeLogs(ran: Ran, runs: readonly HookRun[], at: Progress): Promise<{ ok: true; logs: (string | null)[] } | { ok: false; logs: (string | null)[]; error: unknown }> {
+  const { req, counted, decidingIndex } = ran;
+  const deciding = decidingOf(ran, runs);
+  const logs = runs.map((_, i) => at.logs[i] ?? null);
+  const policyRecord = at.remediation?.record;
   const chainRecord = runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
-  for (const run of [...runs.slice(1), runs[0]]) {
-    if (!run || run.logFile !== null) continue;
-    run.logFile = await writeHookLog(
-      req.identity.teamDir,
-      {
-        invocation: loggedInvocation(req, ctx.invocation),
-        result: run.result,
-        ...(run.shown ? { shown: run.shown } : {}),
-        key: req.key,
-        startedAt: run.startedAt,
-        ...(req.retry ? { retry: true } : {}),
-        trigger: req.trigger ?? "leader",
-        ...(policyRecord && run === deciding ? { policy: policyRecord } : {}),
-        ...(chainRecord ? { chain: { ...chainRecord, position: runs.indexOf(run) + 1, layer: run.hook.layer } } : {}),
-        // The first run's log (the one recovery reads) and the held run's say what holds the event.
-        ...(ctx.held && (run === deciding || run === runs[0]) ? { deferral: ctx.held } : {}),
-      },
-      { file: run === deciding ? ctx.decidingLog : null },
-    );
+  const order = [...runs.keys()].filter((i) => i > 0).concat(0);
+  for (const i of order) {
+    const run = runs[i];
+    if (!run || logs[i] !== null) continue;
+    try {
+      logs[i] = await writeHookLog(
+        req.setup.identity.teamDir,
+        {
+          invocation: loggedInvocation(req.setup.settings, ran.invocation),
+          result: run.result,
+          ...(run.shown ? { shown: run.shown } : {}),
+          key: req.key,
+          startedAt: run.startedAt,
+          ...(req.retry ? { retry: true } : {}),
+          trigger: req.trigger ?? "leader",
+          ...(policyRecord && i === decidingIndex ? { policy: policyRecord } : {}),
+          ...(chainRecord ? { chain: { ...chainRecord, position: i + 1, layer: run.hook.layer } } : {}),
+          // The first run's log (the one recovery reads) and the held run's say what holds the event.
+          ...(ran.held && (i === decidingIndex || i === 0) ? { deferral: ran.held } : {}),
+        },
+        { file: i === decidingIndex ? ran.decidingLog : null },
+      );
+    } catch (error) {
+      return { ok: false, logs, error };
+    }
   }
+  return { ok: true, logs };
 }
 
-function outcomeOf(ctx: Settling, pending: PendingStep | null): InvokeOutcome {
-  const { deciding, remediation } = ctx;
-  const observedOnly = noGateInForce(ctx.runs);
-  const { event, timeoutMs } = ctx.req;
-  const nonBlocking = nonBlockingError(ctx.runs, deciding, { counted: ctx.counted, mode: ctx.mode, event, timeoutMs });
+/** The outcome as far as `at` got: `runs` as settled so far (with what became of their patches), each with its log. */
+function outcomeOf(ran: Ran, at: Progress, settled: readonly HookRun[], pending: PendingStep | null): InvokeOutcome {
+  const { remediation } = at;
+  const runs = settled.map((run, i) => ({ ...run, logFile: at.logs[i] ?? null }));
+  const deciding = decidingOf(ran, runs);
+  const observedOnly = noGateInForce(runs);
+  const { event } = ran.req;
+  const timeoutMs = ran.req.setup.settings.timeoutMs.value;
+  const nonBlocking = nonBlockingError(runs, deciding, { counted: ran.counted, mode: ran.mode, event, timeoutMs });
   return {
-    chain: ctx.chain,
-    task: ctx.task,
-    runs: ctx.runs,
+    chain: ran.chain,
+    task: ran.task,
+    runs,
     result: deciding.result,
     hook: deciding.hook,
-    counted: ctx.counted,
-    ...(ctx.hold ? { hold: ctx.hold } : {}),
+    counted: ran.counted,
+    ...(ran.hold ? { hold: ran.hold } : {}),
     ...(remediation?.remembered ? { remembered: remediation.remembered } : {}),
     logFile: deciding.logFile,
-    summary: remediation ? remediation.summary : observedOnly ? observedSummary(ctx) : summarize(deciding.result, ctx.mode, ctx.req.timeoutMs),
-    actions: [...(remediation?.actions ?? []), ...(ctx.shadowNote?.action ? [ctx.shadowNote.action] : [])],
-    problems: [...ctx.problems, ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
+    summary: remediation ? remediation.summary : observedOnly ? observedSummary(ran) : summarize(deciding.result, ran.mode, timeoutMs),
+    actions: [...(remediation?.actions ?? []), ...(at.shadow?.action ? [at.shadow.action] : [])],
+    problems: [...ran.problems, ...(at.shadow?.problem ? [at.shadow.problem] : []), ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
     pending,
     policyApplied: remediation ? remediation.complete : null,
-    deferral: ctx.deferral,
+    deferral: at.deferral,
     ...(observedOnly ? { noGateInForce: true as const } : {}),
     ...(nonBlocking !== null ? { nonBlocking } : {}),
   };
 }
 
 /** An event whose gates all were skipped or in shadow mode: what each did, in one line. */
-function observedSummary(ctx: Settling): string {
-  const said = ctx.runs.map((run) => {
-    const name = gateName(run.hook, ctx.req.event);
+function observedSummary(ran: Ran): string {
+  const said = ran.runs.map((run) => {
+    const name = gateName(run.hook, ran.req.event);
     if (run.result.skipped !== undefined) return `${name} skipped (${run.result.skipped})`;
     return `${name} in shadow mode${run.result.shadow?.wouldDeny ? " would have denied" : " allowed"}`;
   });
@@ -393,7 +416,8 @@ function observedSummary(ctx: Settling): string {
 async function loadTask(req: InvokeRequest, problems: string[]): Promise<Task | null> {
   if (req.taskId === null || !isTaskEvent(req.event)) return null;
   if (req.task !== undefined) return req.task;
-  const read = await readTask(taskFile(req.identity.teamDir, req.identity.taskListId, req.taskId));
+  const { teamDir, taskListId } = req.setup.identity;
+  const read = await readTask(taskFile(teamDir, taskListId, req.taskId));
   if (read.ok) return read.value;
   if (read.problem.kind !== "missing") problems.push(`${read.problem.message}`);
   return null;

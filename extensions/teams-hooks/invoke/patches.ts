@@ -93,13 +93,13 @@ export function chainPatches(runs: readonly PatchedRun[]): JsonObject[] {
 }
 
 /**
- * Says on each run with a kept patch what became of it: the paths written (`applied: true`), or why
- * nothing was (`ignored`). Idempotent: a settle tried again says it again.
+ * The runs, each with a kept patch saying what became of it: the paths written (`applied: true`), or
+ * why nothing was (`ignored`). New runs; those given are left as they are (a settle tried again says it again).
  */
-export function notePatches(runs: PatchedRun[], fate: { applied: true } | { applied: false; ignored: string }): void {
-  for (const run of runs) {
-    if (!run.patch) continue;
+export function notePatches<R extends PatchedRun>(runs: readonly R[], fate: { applied: true } | { applied: false; ignored: string }): R[] {
+  return runs.map((run) => {
+    if (!run.patch) return run;
     const { patchApplied: _applied, patchIgnored: _ignored, ...rest } = run.result;
-    run.result = fate.applied ? { ...rest, patchApplied: run.patch.paths } : { ...rest, patchIgnored: fate.ignored };
-  }
+    return { ...run, result: fate.applied ? { ...rest, patchApplied: run.patch.paths } : { ...rest, patchIgnored: fate.ignored } };
+  });
 }

@@ -59,16 +59,16 @@ export function shadowDenials(runs: readonly HookRun[]): HookRun[] {
  */
 export async function noteShadowDenial(req: InvokeRequest, runs: readonly HookRun[], now: () => Date): Promise<{ action: string | null; problem: string | null }> {
   const [first] = shadowDenials(runs);
-  if (!first || req.policy === null || req.taskId === null || !isTaskEvent(req.event)) return { action: null, problem: null };
+  if (!first || !req.applyPolicy || req.taskId === null || !isTaskEvent(req.event)) return { action: null, problem: null };
   const shadow = first.result.shadow;
   const hook = gateName(first.hook, req.event);
   // What it said, as the gate's summary would have said it: a defer by its reason, anything else as a failure.
-  const said = shadow?.outcome === "deferred" ? deferredSummary(first.result.verdict) : describeFailure({ ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) }, req.timeoutMs);
+  const said = shadow?.outcome === "deferred" ? deferredSummary(first.result.verdict) : describeFailure({ ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) }, req.setup.settings.timeoutMs.value);
   const summary = forTheTeam(said);
   try {
     const updated = await updateTask(
-      req.identity.teamDir,
-      req.identity.taskListId,
+      req.setup.identity.teamDir,
+      req.setup.identity.taskListId,
       req.taskId,
       (task) => {
         const metadata = task.metadata ?? {};

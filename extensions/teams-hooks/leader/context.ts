@@ -47,7 +47,10 @@ export class LeaderContext {
   readonly opts: LeaderOptions;
   /** `--verbose`: every caller of `why` tests this first, so that nothing is built when it is off. */
   readonly verbose: boolean;
-  /** The settings in force; config.json changes replace the policy part (never identity or dirs). */
+  /**
+   * The team and the settings in force (frozen, passed whole to each event): a change of config.json
+   * puts a new one here with the new settings (hints.ts; never a new identity or dirs).
+   */
   setup: TeamSetup;
   state: LeaderState = "starting";
   readonly sources: TeamSources;

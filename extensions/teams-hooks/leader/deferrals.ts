@@ -328,15 +328,10 @@ export class Deferrals {
 function settingsOf(ctx: LeaderContext): ApplySettings {
   const { setup, opts } = ctx;
   return {
-    identity: setup.identity,
-    policy: setup.policy.policy,
-    failureModes: setup.failureModes,
-    timeoutMs: setup.timeout.value,
-    confidential: setup.settings.confidential.value,
+    setup,
     redact: settingsRedactor(opts.env, setup.settings),
     sentLog: ctx.sent,
     ...(ctx.ledger ? { memory: ledgerMemory(ctx.ledger) } : {}),
-    reassignOnReopen: setup.settings.reassignOnReopen.value,
     ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
     ...(opts.now ? { now: opts.now } : {}),
   };

@@ -199,7 +199,7 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     if (ctx.told.has(id)) continue;
     ctx.told.add(id);
     const what = change.change === "new" ? "is new (not trusted yet)" : change.change === "changed" ? `changed since it was trusted (${change.detail})` : `no longer runs (${change.detail})`;
-    const then = ctx.opts.trustChanges
+    const then = ctx.setup.settings.trustChanges.value
       ? "it runs as it is now (--trust-changes); the log keeps both hashes"
       : `its events are held (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}; not failed, nothing counted) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
     ctx.warn(`gate ${change.path} ${what}: ${then}`);

@@ -16,7 +16,6 @@ import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
 import { gateName } from "../runner/chain.js";
-import { privacyOf } from "../settings/hooks-config.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../policy/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
@@ -113,7 +112,8 @@ export class EventHandler {
     let outcome: InvokeOutcome;
     try {
       outcome = await invokeEvent({
-        identity: setup.identity,
+        // The settings in force as this try begins, whole: a config.json change takes effect at the next.
+        setup,
         event: event.event,
         key: event.key,
         taskId: event.taskId,
@@ -121,31 +121,13 @@ export class EventHandler {
         timestamp: event.timestamp,
         ...(event.notification ? { notification: event.notification } : {}),
         ...(task === undefined ? {} : { task }),
-        hooksDir: setup.hooksDir,
-        cwd: setup.cwd,
-        timeoutMs: setup.timeout.value,
-        policy: isTaskEvent(event.event) ? setup.policy.policy : null,
-        failureMode: setup.failureModes[event.event],
-        limits: setup.limits,
-        sweep: setup.sweep.value,
-        exitCodes: setup.settings.exitCodes.value,
-        teamHooksDir: setup.teamHooksDir,
-        handlers: setup.settings.handlers,
+        applyPolicy: isTaskEvent(event.event),
         retry: state.retry,
         attempt,
         sentLog: this.#ctx.sent,
         memory: ledgerMemory(ledger),
-        reassignOnReopen: setup.settings.reassignOnReopen.value,
-        trust: {
-          record: this.#ctx.trust.record,
-          acceptChanges: this.#ctx.opts.trustChanges === true,
-          allowInsecure: this.#ctx.opts.allowInsecureHooks === true,
-          onCheck: (check) => reportTrustCheck(this.#ctx, check),
-        },
+        trust: { record: this.#ctx.trust.record, onCheck: (check) => reportTrustCheck(this.#ctx, check) },
         ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
-        deferTimeoutMs: setup.settings.deferTimeoutMs.value,
-        writableFields: setup.settings.writableFields.value,
-        privacy: privacyOf(setup.settings),
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
@@ -238,11 +220,11 @@ export class EventHandler {
     }
     if (held) this.#ctx.deferrals?.held(held);
     // Said to the lead in full (the approval command too); the team's words leave it out.
-    const summary = hold && result ? heldSummary(hold, describeFailure(result, this.#ctx.setup.timeout.value)) : outcome.summary;
+    const summary = hold && result ? heldSummary(hold, describeFailure(result, this.#ctx.setup.settings.timeoutMs.value)) : outcome.summary;
     if (hold && result) {
       this.#ctx.holds?.held(
         event,
-        { key: event.key, event: event.event, taskId: event.taskId, member: event.member, cause: hold, kind: result.errorKind ?? null, hook: outcome.hook ? gateName(outcome.hook, event.event) : null, reason: describeFailure(result, this.#ctx.setup.timeout.value), since: this.#ctx.now(), runId: result.runId, log: outcome.logFile },
+        { key: event.key, event: event.event, taskId: event.taskId, member: event.member, cause: hold, kind: result.errorKind ?? null, hook: outcome.hook ? gateName(outcome.hook, event.event) : null, reason: describeFailure(result, this.#ctx.setup.settings.timeoutMs.value), since: this.#ctx.now(), runId: result.runId, log: outcome.logFile },
         state.attempt,
       );
     }

@@ -20,6 +20,7 @@ import { isTaskFileName, type TaskLook } from "./sources.js";
 import { isHistory } from "./startup.js";
 import { refreshStartGate, trustHint } from "./gate-trust.js";
 import { leaderStateDir } from "../team/paths.js";
+import { withSettingsOf } from "../team/setup.js";
 
 /** Where a looked-at event goes: the task as it was read, for the hooks to see. */
 export type Consider = (event: HookEvent, task?: Task) => void;
@@ -219,9 +220,11 @@ export class Hints {
   }
 
   /**
-   * config.json changed: re-read it whole. An invalid `hooks` block, or a config.json that cannot be
-   * read, is gone or has no `hooks`, keeps the block in force. Each refusal is said once while it
-   * lasts (an editor saving broken JSON twice is one state, not two), and its end is a `config` notice.
+   * config.json changed: re-read it whole, and the settings in force are the new ones (one frozen
+   * object, team/setup.ts `withSettingsOf`): the next event takes them, one under way keeps those it
+   * began with. An invalid `hooks` block, or a config.json that cannot be read, is gone or has no
+   * `hooks`, keeps the block in force. Each refusal is said once while it lasts (an editor saving
+   * broken JSON twice is one state, not two), and its end is a `config` notice.
    */
   config(): void {
     const ctx = this.#ctx;
@@ -230,7 +233,7 @@ export class Hints {
     this.#configReload = this.#configReload.then(async () => {
       try {
         const before = ctx.setup;
-        const next = await reload(before.settings.block.from === "none" ? undefined : before.hooksBlock);
+        const next = await reload(before.settings.block.from === "none" ? undefined : before.settings.hooksBlock);
         const refusal = next.settings.refusal;
         const sameRefusal = refusal !== null && refusal === before.settings.refusal;
         for (const warning of next.warnings) {
@@ -239,21 +242,12 @@ export class Hints {
         }
         this.#configWarnings = new Set(next.warnings);
         const same =
-          JSON.stringify(next.hooksBlock) === JSON.stringify(before.hooksBlock) &&
+          JSON.stringify(next.settings.hooksBlock) === JSON.stringify(before.settings.hooksBlock) &&
           next.settings.block.from === before.settings.block.from &&
           refusal === before.settings.refusal;
         // Identity and directories stay as started: a leader does not move to another team mid-run.
-        ctx.setup = {
-          ...before,
-          hooksBlock: next.hooksBlock,
-          hooksBlockValid: next.hooksBlockValid,
-          settings: next.settings,
-          policy: next.policy,
-          failureModes: next.failureModes,
-          limits: next.limits,
-          sweep: next.sweep,
-        };
-        if (!same) ctx.opts.report({ kind: "config", valid: next.hooksBlockValid, setup: ctx.setup });
+        ctx.setup = withSettingsOf(before, next);
+        if (!same) ctx.opts.report({ kind: "config", valid: next.settings.block.valid, setup: ctx.setup });
         await refreshStartGate(ctx, true); // a handler declared for task_started (or no longer)
       } catch (error) {
         ctx.warn(`config.json not reloaded: ${describeError(error)}; the settings in force stay`);

@@ -104,8 +104,8 @@ export class Holds {
           chain = await discoverChain({ globalDir: setup.hooksDir, teamDir: setup.teamHooksDir, event: event.event, handlers: setup.settings.handlers });
           chains.set(event.event, chain);
         }
-        const check = checkChainTrust(chain, event.event, layers, { record: this.#ctx.trust.record, allowInsecure: this.#ctx.opts.allowInsecureHooks === true, uid: process.getuid?.() ?? null });
-        const refused = check.problems.filter((p) => p.kind === "insecure_hook" || this.#ctx.opts.trustChanges !== true);
+        const check = checkChainTrust(chain, event.event, layers, { record: this.#ctx.trust.record, allowInsecure: setup.settings.allowInsecureHooks.value, uid: process.getuid?.() ?? null });
+        const refused = check.problems.filter((p) => p.kind === "insecure_hook" || !setup.settings.trustChanges.value);
         if (refused.length === 0) this.#release(event.key);
       } catch (error) {
         this.#ctx.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);

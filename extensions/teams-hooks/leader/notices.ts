@@ -36,10 +36,6 @@ export interface LeaderOptions {
   retryPolicyMs?: readonly number[];
   /** First and longest wait between tries of a write that failed (a full disk); default 1 s and 30 s. */
   retryWriteMs?: { first: number; max: number };
-  /** `--trust-changes`: gates changed since they were trusted run as they are (each change still said once). */
-  trustChanges?: boolean;
-  /** `--allow-insecure-hooks`: world-writable gates and gates of other users run. */
-  allowInsecureHooks?: boolean;
   /**
    * `--verbose`: a `why` notice for every change looked at, saying whether it became an event and why
    * (or why not). Off, the leader builds none of them: its hot path only tests this flag.

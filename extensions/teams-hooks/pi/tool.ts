@@ -44,7 +44,7 @@ export function gatesTool(gates: GatesAccess, env: Env, cwd: string): PiTool<typ
       if (params.action === "status") return text(await statusText(service.status, teamDir, env, cwd), { phase: service.status.phase, teamDir });
       if (!teamDir) throw new Error(`quality gates: no team yet (${service.status.detail})`);
       if (params.action === "recent_failures") {
-        const timeoutMs = service.status.setup?.timeout.value ?? 60_000;
+        const timeoutMs = service.status.setup?.settings.timeoutMs.value ?? 60_000;
         const { items, problems } = await recentFailures(teamDir, params.limit ?? 10, timeoutMs);
         const note = problems.length ? `\n(${problems.length} log file(s) could not be read: ${problems.slice(0, 3).join("; ")})` : "";
         return text(failuresText(items) + note, { failures: items });

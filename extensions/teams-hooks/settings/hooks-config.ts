@@ -3,7 +3,8 @@
  * failure mode and the limits per event. An invalid block is refused whole — every problem named by
  * its field — so a team never runs with half of what it wrote (the leader keeps the last valid block).
  * `resolveSettings` turns the block, the environment and the flags into every setting in force, with
- * where each came from: the leader, `doctor` and `policy` all call it, so they cannot disagree.
+ * where each came from (`TeamSettings`, frozen): the leader, `run`, `doctor`, `config` and `policy`
+ * all call it, so they cannot disagree, and the event pipeline takes the object whole.
  * Pure: the raw block and the environment are arguments.
  */
 import path from "node:path";
@@ -202,6 +203,8 @@ export interface SettingsInput {
   env: Readonly<Record<string, string | undefined>>;
   flags?: PolicyFlags | undefined;
   timeoutFlag?: string | number | undefined;
+  /** `--trust-changes` and `--allow-insecure-hooks` (`run`, `watch`, `config`); absent: not given. */
+  trustFlags?: TrustFlags | undefined;
   /**
    * The block in force until now (a leader's reload), or undefined when none is (the leader started
    * without one): kept when config.json's block is refused or config.json gives none.
@@ -257,7 +260,24 @@ export interface SettingsReport {
   };
 }
 
-export interface EffectiveSettings extends SettingsReport {
+/** The command-line flags that say how gates are trusted; not part of config.json. */
+export interface TrustFlags {
+  trustChanges?: boolean | undefined;
+  allowInsecureHooks?: boolean | undefined;
+}
+
+/**
+ * Everything a team's settings say (config.json `hooks`, the flags, the environment, the defaults),
+ * each with where it came from: built once by `resolveSettings` per change of config.json or of the
+ * flags, frozen, and passed whole to whatever fires an event (invoke/invoke.ts) — never re-spread.
+ */
+export interface TeamSettings extends SettingsReport {
+  /** `--trust-changes`: gates changed since they were trusted run as they are (each change still said). */
+  trustChanges: Effective<boolean, "flag" | "default">;
+  /** `--allow-insecure-hooks`: world-writable gates and gates of other users run. */
+  allowInsecureHooks: Effective<boolean, "flag" | "default">;
+  /** What one event needs of `projection`, `confidential` and `redactEnv`, as values (`privacyOf`). */
+  privacy: PrivacySettings;
   /** The `hooks` block in force, as written. */
   hooksBlock: Record<string, unknown>;
   /**
@@ -280,7 +300,7 @@ const POLICY_FIELDS: Readonly<Record<PolicySetting, { field: string; env: string
  * is config.json's if it checks whole, else the last valid one (`lastValid`), else none. Throws
  * `E_USAGE` for a bad flag; everything else is a warning.
  */
-export function resolveSettings(input: SettingsInput): EffectiveSettings {
+export function resolveSettings(input: SettingsInput): TeamSettings {
   const chosen = chooseBlock(input);
   const checked = checkHooksBlock(chosen.value, input.file);
   // The block in force always checks (config.json's, accepted, or one accepted before): never half of one.
@@ -322,7 +342,15 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     return value === undefined || value === null ? { value: fallback, source: "default", origin: "default" } : { value, source: "config", origin: inConfig(field) };
   }
 
-  return {
+  const withheld = keepRefusedPrivacy(chosen.valid || input.noBlock ? null : input.hooks, input.file, {
+    confidential: fromConfig(block.confidential, "hooks.confidential", false),
+    redactEnv: fromConfig(block.redactEnv ? [...block.redactEnv] : block.redactEnv, "hooks.redactEnv", [] as readonly string[]),
+  });
+  const projection = fromConfig(block.projection, "hooks.projection", {} as Projection);
+  const flagged = (value: boolean | undefined, flag: string): Effective<boolean, "flag" | "default"> =>
+    value === true ? { value, source: "flag", origin: flag } : { value: false, source: "default", origin: "default" };
+
+  return deepFreeze({
     values: { ...policy.policy },
     sources: { ...policy.sources },
     origins: { failureAction: policyOrigin("failureAction"), maxReopensPerTask: policyOrigin("maxReopensPerTask"), followupOwner: policyOrigin("followupOwner") },
@@ -331,30 +359,38 @@ export function resolveSettings(input: SettingsInput): EffectiveSettings {
     limits: limitRows,
     sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
     exitCodes: block.exitCodes ? { value: block.exitCodes, source: "config", origin: inConfig("hooks.exitCodes") } : { value: "v1", source: "default", origin: "default" },
-    handlers: Object.freeze([...(block.handlers ?? [])]),
-    templates: Object.freeze({ ...(block.templates ?? {}) }),
+    handlers: [...(block.handlers ?? [])],
+    templates: { ...(block.templates ?? {}) },
     deferTimeoutMs: deferFromConfig
       ? { value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, source: "config", origin: inConfig("hooks.deferTimeoutMs") }
       : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
     writableFields: block.writableFields
-      ? { value: Object.freeze([...block.writableFields]), source: "config", origin: inConfig("hooks.writableFields") }
+      ? { value: [...block.writableFields], source: "config", origin: inConfig("hooks.writableFields") }
       : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" },
-    projection: fromConfig(block.projection, "hooks.projection", Object.freeze({}) as Projection),
+    projection,
     // A refused block still says what to withhold: its redaction and confidentiality are kept (settings/privacy.ts).
-    ...keepRefusedPrivacy(chosen.valid || input.noBlock ? null : input.hooks, input.file, {
-      confidential: fromConfig(block.confidential, "hooks.confidential", false),
-      redactEnv: fromConfig(block.redactEnv ? Object.freeze([...block.redactEnv]) : block.redactEnv, "hooks.redactEnv", Object.freeze([]) as readonly string[]),
-    }),
+    ...withheld,
     reassignOnReopen: fromConfig(block.reassignOnReopen, "hooks.reassignOnReopen", true),
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
-    hooksBlock: raw,
+    trustChanges: flagged(input.trustFlags?.trustChanges, "--trust-changes"),
+    allowInsecureHooks: flagged(input.trustFlags?.allowInsecureHooks, "--allow-insecure-hooks"),
+    privacy: privacyOf({ projection, ...withheld }),
+    // A copy: the caller's config object stays its own (this one is frozen).
+    hooksBlock: structuredClone(raw),
     refusal: chosen.refusal,
     warnings: [...chosen.problems, ...timeout.warnings, ...policy.warnings, ...modes.warnings, ...neverWritableWarnings(block.writableFields)],
-  };
+  });
+}
+
+/** `value` and everything it holds, frozen: settings in force are read, never changed, by whoever holds them. */
+function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  for (const inner of Object.values(value)) deepFreeze(inner);
+  return Object.freeze(value);
 }
 
 /** The part of the settings `doctor` and `policy get` show. */
-export function settingsReport(settings: EffectiveSettings): SettingsReport {
+export function settingsReport(settings: TeamSettings): SettingsReport {
   const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block } = settings;
   return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block };
 }

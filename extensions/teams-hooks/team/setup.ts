@@ -1,14 +1,15 @@
 /**
  * Everything a command needs to know about the team before it fires an event: identity (config.json
- * with flag overrides), hooks dir, working directory, timeout and the effective policy with the source
- * of each value. Shared by `run`, `watch` and the pi extension, so they agree on every default.
+ * with flag overrides), hooks dir, working directory, and every setting in force with the source of
+ * each value (settings/hooks-config.ts `TeamSettings`, built by the one resolver `doctor`, `config` and
+ * `policy` use). Shared by `run`, `watch` and the pi extension, so they agree on every default. Frozen:
+ * a leader that re-reads config.json builds a new one (leader/hints.ts), it never edits this one.
  */
 import path from "node:path";
-import type { HookEventName } from "../contract/contract.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
-import { type EffectiveSettings, type FailureMode, type HookLimits, type ResolvedSweep, resolveSettings, settingValues } from "../settings/hooks-config.js";
-import type { PolicyFlags, ResolvedPolicy, ResolvedTimeout } from "../settings/options.js";
+import { type TeamSettings, type TrustFlags, resolveSettings } from "../settings/hooks-config.js";
+import type { PolicyFlags } from "../settings/options.js";
 import { unsafeName } from "../text/messages.js";
 import { isSafeName, requireDirectory, resolveHooksDir, resolveTeamDirFlags, sanitizeName } from "./paths.js";
 import { loadTeamConfig } from "./config.js";
@@ -23,6 +24,8 @@ export interface TeamSetupInput {
   cwd?: string | undefined;
   timeoutMs?: string | undefined;
   policyFlags?: PolicyFlags | undefined;
+  /** `--trust-changes`, `--allow-insecure-hooks`. */
+  trustFlags?: TrustFlags | undefined;
   env: Readonly<Record<string, string | undefined>>;
   /** The process's working directory: relative paths are taken from here. */
   processCwd: string;
@@ -40,21 +43,15 @@ export interface TeamSetup {
   hooksDirSource: "flag" | "env" | "default";
   /** The team's own hook layer, `<teamDir>/hooks`: its files replace the global ones (runner/chain.ts). */
   teamHooksDir: string;
-  /** The config.json `hooks` block in force (the file's, or the last valid one when the file's is not). */
-  hooksBlock: Record<string, unknown>;
-  /** False when the file's `hooks` block was refused whole. */
-  hooksBlockValid: boolean;
-  /** Every setting in force with where it came from, as `doctor` and `policy get` show them. */
-  settings: EffectiveSettings;
-  failureModes: Readonly<Record<HookEventName, FailureMode>>;
-  limits: Readonly<HookLimits>;
-  /** Whether every run is swept for run-id escapees, or only a suspect one (`hooks.sweep`). */
-  sweep: ResolvedSweep;
   cwd: string;
-  timeout: ResolvedTimeout;
-  policy: ResolvedPolicy;
+  /**
+   * Every setting in force with where it came from, as `doctor` and `policy get` show them: the
+   * failure policy, timeout, failure modes, limits, privacy, handlers, trust flags… and the `hooks`
+   * block in force (the file's, or the last valid one when the file's is not).
+   */
+  settings: TeamSettings;
   /** Config and environment problems that fell back to a default: show them, keep going. */
-  warnings: string[];
+  warnings: readonly string[];
 }
 
 /** Throws `E_USAGE` for a bad flag, `E_TEAM_DIR` / `E_HOOKS_DIR` / `E_PATH` for a directory that is not there, naming it. */
@@ -81,27 +78,29 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
     env: input.env,
     flags: input.policyFlags,
     timeoutFlag: input.timeoutMs,
+    trustFlags: input.trustFlags,
     lastValid: input.lastValidHooks,
   });
   // An unusable config.json is said once: by the settings (which say what applies instead).
   const configWarnings = config.warnings.filter((w) => w !== config.fileWarning);
-  return {
-    identity,
+  return Object.freeze({
+    identity: Object.freeze(identity),
     configFile: config.file,
     hooksDir: hooks.dir,
     hooksDirSource: hooks.source,
     teamHooksDir: path.join(teamDir, "hooks"),
-    hooksBlock: settings.hooksBlock,
-    hooksBlockValid: settings.block.valid,
-    settings,
-    failureModes: settingValues(settings.failureModes),
-    limits: settingValues(settings.limits),
-    sweep: { value: settings.sweep.value, source: settings.sweep.source },
     cwd,
-    timeout: { value: settings.timeoutMs.value, source: settings.timeoutMs.source, warnings: [] },
-    policy: { policy: settings.values, sources: settings.sources, warnings: [] },
-    warnings: [...configWarnings, ...settings.warnings],
-  };
+    settings,
+    warnings: Object.freeze([...configWarnings, ...settings.warnings]),
+  });
+}
+
+/**
+ * The setup in force once config.json changed under a leader: `next`'s settings, `before`'s identity
+ * and directories (a leader does not move to another team mid-run). A new object; neither is changed.
+ */
+export function withSettingsOf(before: TeamSetup, next: TeamSetup): TeamSetup {
+  return Object.freeze({ ...before, settings: next.settings });
 }
 
 /** The leader's inbox file is named after it: a name that maps onto another's file is refused. */
