@@ -4,7 +4,9 @@
 // (fresh hook-state/) and a restart (ledger and scan state present). In the same rounds, two
 // baselines: the same build on a team with no tasks, and a bare `node` that prints one JSON line (what
 // starting Node and reading a line costs this machine at that moment). With --other, another build
-// too. Rounds are interleaved so that machine noise hits everything alike; medians.
+// too. Rounds are interleaved so that machine noise hits everything alike; medians. Also the CPU
+// time the leader has used when its `watching` line arrives (all threads), which other load on the
+// machine moves much less than the wall time.
 //
 //   npm run build && node bench/startup.mjs [--rounds 7] [--tasks 10000] [--other /path/to/other/dist/teams-hooks/bin.js]
 //
@@ -14,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { msBetween, realNs } from "./lib/clock.mjs";
-import { shebangFlags, startNdjson } from "./lib/proc.mjs";
+import { cpuMsOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { fillTasks, makeStampHook, makeTeam, makeTempRoot, removeQuietly } from "./lib/team.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -42,9 +44,10 @@ async function startOnce(bin, team) {
     env: { ...process.env, BENCH_STAMPS: path.join(root, "stamps.txt") },
   });
   const watching = await proc.waitFor((l) => l.type === "watching", 60_000, "watching");
+  const cpu = cpuMsOf(proc.pid);
   const ready = await proc.waitFor((l) => l.type === "ready", 60_000, "ready");
   await proc.stop();
-  return { watching: msBetween(t0, watching.receivedNs), ready: msBetween(t0, ready.receivedNs) };
+  return { watching: msBetween(t0, watching.receivedNs), ready: msBetween(t0, ready.receivedNs), cpu };
 }
 
 /** A bare Node that prints one JSON line and exits: spawn → that line. */
@@ -61,7 +64,7 @@ const median = (xs) => {
   return s[Math.floor(s.length / 2)];
 };
 
-const FIGURES = ["first watching", "first ready", "restart watching", "restart ready", "0 tasks watching", "0 tasks ready"];
+const FIGURES = ["first watching", "first ready", "restart watching", "restart ready", "0 tasks watching", "0 tasks ready", "first CPU to watching", "restart CPU to watching", "0 tasks CPU to watching"];
 const samples = builds.map(() => Object.fromEntries(FIGURES.map((f) => [f, []])));
 const nodeSamples = [];
 try {
@@ -76,6 +79,7 @@ try {
       for (const [kind, figures] of Object.entries(runs)) {
         samples[i][`${kind} watching`].push(figures.watching);
         samples[i][`${kind} ready`].push(figures.ready);
+        samples[i][`${kind} CPU to watching`].push(figures.cpu);
       }
     }
   }

@@ -130,6 +130,22 @@ export function cpuTimesOf(pid) {
 const CLK_TCK = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64
 
 /**
+ * CPU time a process has used so far, in ms, to the nanosecond: the sum of its live threads' run time
+ * (`/proc/<pid>/task/<tid>/schedstat`), for the short spans /proc/<pid>/stat's 10 ms ticks cannot tell apart.
+ */
+export function cpuMsOf(pid) {
+  let ns = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return ns / 1e6;
+}
+
+/**
  * The pid of the spawn helper of a leader of an older build (a child running `spawner.py`: builds
  * before hooks were started from Node directly), or undefined. Kept so that a bench run against such a
  * build (`--other`) counts the CPU that build spent starting hooks in another process.

@@ -1,17 +1,17 @@
 // The logs*.ts modules as a library: the file-name pre-filter never drops a log the record would keep (checked
 // against reading everything, on awkward task ids and member names), time bounds, percentiles,
-// lookup, prune plans, following a folder in-process, listing in hook-log.ts's order, logs the quick
-// check leaves to the schema, and streaming.
+// lookup, prune plans, following a folder in-process, listing in time order, logs written in another
+// form than the leader's, and streaming.
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
-import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogNames, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { type LogFilter, parseAge, parseFilterText, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs/filter.js";
 import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
-import { type LogRow, listLogFiles, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
+import { type LogRow, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
 import { lookupLog } from "../../extensions/teams-hooks/logs/find.js";
 import { SampleCache } from "../../extensions/teams-hooks/dashboard/overview.js";
 import { makeRunResult } from "../helpers/invocation.js";
@@ -263,9 +263,13 @@ describe("followLogs", () => {
   });
 });
 
-describe("listLogFiles", () => {
+describe("listHookLogs", () => {
   // Names with equal time stamps, digit runs of different widths, and (in the second folder) names
-  // that do not start with a stamp: both ways logs.ts sorts must give hook-log.ts's order.
+  // that do not start with a stamp: both ways the listing sorts must give the folder's order, which
+  // is plain name order once every run of digits is padded to one width (so `_10` comes after `_9`;
+  // `task-9` and `task-09` are equal in it, and may come either way round).
+  const padded = (name: string): string => name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
+  const outOfOrder = (listed: readonly string[]): string[] => listed.flatMap((name, i) => (i > 0 && padded(listed[i - 1] ?? "") > padded(name) ? [`${listed[i - 1]} before ${name}`] : []));
   const stamped = [
     "2026-03-01T09-00-00-000Z_task_completed_task-10.json",
     "2026-03-01T09-00-00-000Z_task_completed_task-9.json",
@@ -290,25 +294,28 @@ describe("listLogFiles", () => {
   it.each([
     ["only stamped names", stamped],
     ["stamped and other names", [...stamped, ...foreign]],
-  ])("lists %s in hook-log.ts's order", async (_, names) => {
+  ])("lists %s in the folder's order", async (_, names) => {
     const team = await makeTempTeam();
     teams.push(team);
     const dir = path.join(team.teamDir, "hook-logs");
     await mkdir(path.join(dir, "2026-03-01T09-00-00-000Z_idle_member-dir.json"), { recursive: true }); // a folder: not listed
     for (const name of [...names, ...ignored]) await writeFile(path.join(dir, name), "{}", "utf8");
-    const ours = await listLogFiles(team.teamDir);
-    expect(ours).toEqual(await listHookLogs(team.teamDir));
-    expect(ours).toHaveLength(names.length);
+    const listed = await listHookLogNames(team.teamDir);
+    expect([...listed].sort()).toEqual([...names].sort());
+    expect(outOfOrder(listed)).toEqual([]);
+    expect(await listHookLogs(team.teamDir)).toEqual(listed.map((name) => ({ file: path.join(dir, name), name })));
+    expect(await listHookLogs(team.teamDir, { limit: 3 })).toEqual(listed.slice(-3).map((name) => ({ file: path.join(dir, name), name })));
   });
 
   it("is empty without hook-logs/", async () => {
     const team = await makeTempTeam();
     teams.push(team);
-    expect(await listLogFiles(team.teamDir)).toEqual([]);
+    expect(await listHookLogs(team.teamDir)).toEqual([]);
+    expect(await listHookLogNames(team.teamDir)).toEqual([]);
   });
 });
 
-describe("reading through the schema when the quick check is not sure", () => {
+describe("logs written in another form than the leader's", () => {
   it("lists a log whose startedAt has an offset, or that holds a __proto__ key, like any other", async () => {
     const team = await makeTempTeam();
     teams.push(team);

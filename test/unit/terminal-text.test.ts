@@ -1,13 +1,14 @@
 /**
  * Text for a terminal, as pure functions: display width (CJK and emoji 2, marks and escapes 0), padding
  * and cutting by it, tables that fit a width, the terminal's width and colour from what the caller
- * read, the "still running" line with a fake clock, and clock times at an offset.
+ * read, the "still running" line with a fake clock, clock times at an offset, and spans of time.
  */
 import { describe, expect, it } from "vitest";
 import { displayWidth, padEnd, padStart, stripAnsi, truncate } from "../../extensions/teams-hooks/text/width.js";
 import { type ColumnSpec, fitTable, formatTable, naturalWidths, tableRow } from "../../extensions/teams-hooks/text/table.js";
 import { colourEnabled, canRedraw, dateTimeAt, isoOffset, offsetLabel, runningText, terminalWidth } from "../../extensions/teams-hooks/text/terminal.js";
 import { tableTime } from "../../extensions/teams-hooks/logs/find.js";
+import { formatDuration, formatSpan } from "../../extensions/teams-hooks/text/messages.js";
 
 describe("displayWidth", () => {
   it.each([
@@ -225,5 +226,37 @@ describe("tableTime: a time as the table shows it, as the start of the log names
     ["yesterday", 540, null],
   ])("%s at %d", (text, offset, prefix) => {
     expect(tableTime(text, offset)).toBe(prefix);
+  });
+});
+
+describe("spans of time for people", () => {
+  it.each([
+    [0, "0ms"],
+    [0.4, "0ms"],
+    [0.5, "1ms"],
+    [999.4, "999ms"],
+    [999.5, "1000ms"],
+    [1000, "1.0s"],
+    [1049, "1.0s"],
+    [59_999, "60.0s"],
+    [65_432.1, "65.4s"],
+    [3_600_000, "3600.0s"],
+  ])("formatDuration(%d) = %s", (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+
+  it.each([
+    [0, "0ms"],
+    [999, "999ms"],
+    [59_999, "60.0s"],
+    [60_000, "1m 0s"],
+    [725_000, "12m 5s"],
+    [3_599_999, "59m 59s"],
+    [3_600_000, "1h 0m"],
+    [12_000_000, "3h 20m"],
+    [86_400_000, "1d 0h"],
+    [190_000_000, "2d 4h"],
+  ])("formatSpan(%d) = %s", (ms, text) => {
+    expect(formatSpan(ms)).toBe(text);
   });
 });

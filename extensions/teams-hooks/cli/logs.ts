@@ -1,19 +1,18 @@
 /**
  * `pi-teams-hooks logs [show <id> | stats | prune]`: the hook logs of a team, as a table, NDJSON, one
- * log in full, stats, or pruned. Parses flags and prints; the logs/ modules do the work. Nothing
- * it loads up front imports zod (see logs/record.ts): `show` and files that need the schema load it.
+ * log in full, stats, or pruned. Parses flags and prints; the logs/ modules do the work.
  */
-import type { CliIo, FlagValue, ParsedArgs } from "./io.js";
+import { type CliIo, type ParsedArgs, str, wholeNumber } from "./io.js";
 import { HooksError } from "../contract/errors.js";
 import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
-import type { HookLogProblem } from "../runner/hook-log.js";
+import { type HookLogProblem, listHookLogNames, readHookLog } from "../runner/hook-log.js";
 import { type LogFilter, parseFilterText, parseTimeBound } from "../logs/filter.js";
 import { FOLLOW_WIDTHS, MIN_ID_PREFIX, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
 import { type LogPick, MAX_LISTED, pickNewest, pickRun, tableTime } from "../logs/find.js";
 import type { LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
-import { type LogRow, listedNames, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
+import { type LogRow, pruneLogs, queryLogs, streamLogs } from "../logs/query.js";
 import { hookLogsDir, resolveTeamDirFlags } from "../team/paths.js";
 import { isoOffset, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
 import type { TableLayout } from "../text/table.js";
@@ -98,7 +97,7 @@ async function list(
 ): Promise<number> {
   const { json, follow } = opts;
   // Names listed before the query, so that a log landing during it is printed by the follow, not lost.
-  const seen = follow ? await listedNames(teamDir) : [];
+  const seen = follow ? await listHookLogNames(teamDir) : [];
   const query = { filter: opts.filter, ...(opts.limit === undefined ? {} : { limit: opts.limit }), onProblem: opts.onProblem };
   const shown: string[] = [];
   let widths: number[] = []; // the table's, which follow keeps widening
@@ -218,7 +217,6 @@ async function show(teamDir: string, selector: ShowSelector, json: boolean, onPr
     io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by its id: pi-teams-hooks logs show <id>\n`);
     return 2;
   }
-  const { readHookLog } = await import("../runner/hook-log.js");
   const read = await readHookLog(found.entry.file);
   if (!read.ok) {
     io.stderr(`pi-teams-hooks logs show: ${read.problem.message}\n`);
@@ -287,21 +285,6 @@ function isSubcommand(value: string): value is Subcommand {
 
 function commandName(sub: Subcommand): string {
   return sub === "list" ? "logs" : `logs ${sub}`;
-}
-
-/** cli/io.ts `str`, here because importing cli/io.ts at run time loads zod (through text/messages.ts and contract/contract.ts). */
-function str(value: FlagValue): string | undefined {
-  return typeof value === "string" ? value : undefined;
-}
-
-/** cli/io.ts `wholeNumber` (see `str`): `fallback` when absent; E_USAGE naming the flag when bad. */
-function wholeNumber(value: FlagValue, flag: string, fallback: number, min: number): number {
-  const raw = str(value);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
-    throw new HooksError("E_USAGE", `${flag} "${raw}" must be a whole number ≥ ${min}`);
-  }
-  return Number(raw);
 }
 
 function usage(message: string): never {

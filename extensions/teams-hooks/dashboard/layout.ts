@@ -4,7 +4,8 @@
  * viewer's zone and adds live updates. No inline script or style anywhere (the Content-Security-Policy
  * forbids both): the look is `/assets/app.css`, light or dark as the viewer's system prefers.
  */
-import { NON_BLOCKING_WORD, formatDuration } from "../logs/format.js";
+import { NON_BLOCKING_WORD } from "../logs/format.js";
+import { formatDuration } from "../text/messages.js";
 import { type Html, html } from "./html.js";
 
 export type Section = "overview" | "runs";

@@ -31,7 +31,8 @@ import type { ServerResponse } from "node:http";
 import { HooksError, describeError } from "../contract/errors.js";
 import { type LogFilter, recordMatches } from "../logs/filter.js";
 import { followLogs } from "../logs/follow.js";
-import { type LogRow, listLogFiles, queryLogs } from "../logs/query.js";
+import { type LogRow, queryLogs } from "../logs/query.js";
+import { listHookLogNames } from "../runner/hook-log.js";
 import { hookLogsDir } from "../team/paths.js";
 import { ConnectionTables, kernelBacklog } from "./backlog.js";
 import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, timeOfRow } from "./runs.js";
@@ -225,7 +226,7 @@ export class LiveHub {
       // fails is tried again (as the empty list it would be, it would send every log as new).
       let seen: string[] | null = null;
       while (seen === null && !ended) {
-        seen = await listLogFiles(team.dir).then((entries) => entries.map((e) => e.name), () => null);
+        seen = await listHookLogNames(team.dir).catch(() => null);
         if (seen === null) await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, RESCAN_MS))]);
       }
       if (ended || seen === null) return;

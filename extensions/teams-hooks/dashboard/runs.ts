@@ -4,10 +4,12 @@
  * its last row (time, team, log name), so a page stays the same when new runs land above it. Cells
  * are `logs`' own (logs/format.ts `rowCells`).
  */
+import { HOOK_EVENTS } from "../contract/contract.js";
 import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "../logs/filter.js";
 import { actionsText, rowCells, shortRunId } from "../logs/format.js";
-import { LOG_EVENTS, LOG_OUTCOMES, LOG_TRIGGERS, triggerOf } from "../logs/record.js";
-import { type LogRow, compareLogNames, queryLogs, streamLogs } from "../logs/query.js";
+import { LOG_OUTCOMES, triggerOf } from "../logs/record.js";
+import { type LogRow, queryLogs, streamLogs } from "../logs/query.js";
+import { HOOK_TRIGGERS, compareHookLogNames } from "../runner/hook-log.js";
 import { type Html, html, plainText, queryString } from "./html.js";
 import { outcomeKind, timeParts } from "./layout.js";
 import { runHref } from "./overview.js";
@@ -75,7 +77,7 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 
 /** The cursor order, newer first: by time, then team, then the folder's order of names, all descending. */
 export function newerCursorFirst(a: Cursor, b: Cursor): number {
-  return b.timeMs - a.timeMs || (a.team === b.team ? compareLogNames(b.name, a.name) : a.team < b.team ? 1 : -1);
+  return b.timeMs - a.timeMs || (a.team === b.team ? compareHookLogNames(b.name, a.name) : a.team < b.team ? 1 : -1);
 }
 
 /** A row's place in that order. */
@@ -226,13 +228,13 @@ function filterForm(teams: readonly TeamRef[], query: RunsQuery): Html {
     html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${f[name] ?? ""}" placeholder="${hint}" autocomplete="off"></div>`;
   return html`<form class="filters" method="get" action="/runs" aria-label="Filter runs">
 ${select("team", "Team", teams.map((t) => t.name), query.team)}
-${select("event", "Event", LOG_EVENTS, f.event)}
+${select("event", "Event", HOOK_EVENTS, f.event)}
 ${select("outcome", "Outcome", LOG_OUTCOMES, f.outcome)}
 ${input("member", "Member", "alice")}
 ${input("hook", "Hook", "on_task_completed.sh")}
 ${input("task", "Task", "12")}
 ${input("since", "Since", "24h or 2026-12-01")}
-${select("trigger", "Fired by", LOG_TRIGGERS, f.trigger)}
+${select("trigger", "Fired by", HOOK_TRIGGERS, f.trigger)}
 <button type="submit">Filter</button>${query.team || Object.keys(f).length > 0 ? html` <a href="/runs">Clear</a>` : ""}
 </form>`;
 }

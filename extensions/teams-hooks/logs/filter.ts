@@ -4,11 +4,10 @@
  * that a query opens only the files that can match; the record decides the rest. Pure.
  */
 import { DURATION_FORMS, parseDuration } from "../text/duration.js";
-import type { HookEventName } from "../contract/contract.js";
-import type { HookLogRecord } from "../runner/hook-log.js";
+import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
+import { HOOK_TRIGGERS, type HookLogRecord, type HookTrigger } from "../runner/hook-log.js";
 import { hookName } from "./format.js";
-import { LOG_EVENTS, LOG_OUTCOMES, LOG_TRIGGERS, outcomeOf, taskIdOf, triggerOf } from "./record.js";
-import type { LogOutcome, LogTrigger } from "./record.js";
+import { LOG_OUTCOMES, type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
 import { sanitizeName } from "../team/paths.js";
 
 /** What a query keeps. Every field narrows; an absent field keeps everything. */
@@ -22,7 +21,7 @@ export interface LogFilter {
   /** Runs started at or after this time (ms since the epoch). */
   sinceMs?: number;
   /** What fired the run's event: `hand` (`run`), `leader` (a log without `trigger` is the leader's). */
-  triggers?: readonly LogTrigger[];
+  triggers?: readonly HookTrigger[];
 }
 
 /** What a log's name says: `<time>_<event>[_task-<id>|_member-<name>][_<n>].json`. */
@@ -33,7 +32,7 @@ export interface LogNameInfo {
   suffix: { kind: "task" | "member"; raw: string } | null;
 }
 
-const NAME = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-\\d{3}Z_(${LOG_EVENTS.join("|")})(_.*)?\\.json$`);
+const NAME = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-\\d{3}Z_(${HOOK_EVENTS.join("|")})(_.*)?\\.json$`);
 /** Where the event starts in a name NAME accepts: after `2026-03-01T09-12-44-046Z_`. */
 const EVENT_AT = 25;
 /** runner/hook-log.ts cuts suffix values to this many characters. */
@@ -45,7 +44,7 @@ const dayStart = new Map<string, number>();
 export function parseLogName(name: string): LogNameInfo | null {
   // NAME.test, then fixed positions: capture groups would cost more than everything else here.
   if (!NAME.test(name)) return null;
-  const event = LOG_EVENTS.find((e) => name.startsWith(e, EVENT_AT));
+  const event = HOOK_EVENTS.find((e) => name.startsWith(e, EVENT_AT));
   if (event === undefined) return null;
   const digits = (from: number, to: number): number => {
     let n = 0;
@@ -174,8 +173,8 @@ export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z")
   };
   const events = list("event");
   if (events) {
-    const bad = events.find((e) => !(LOG_EVENTS as readonly string[]).includes(e));
-    if (bad !== undefined) problems.push({ field: "event", text: `"${bad}" must be one of ${LOG_EVENTS.join(", ")}` });
+    const bad = events.find((e) => !(HOOK_EVENTS as readonly string[]).includes(e));
+    if (bad !== undefined) problems.push({ field: "event", text: `"${bad}" must be one of ${HOOK_EVENTS.join(", ")}` });
     else filter.events = events as HookEventName[];
   }
   const outcomes = list("outcome")?.map((o) => (o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o));
@@ -186,10 +185,10 @@ export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z")
   }
   const triggers = list("trigger");
   if (triggers) {
-    const bad = triggers.find((t) => !(LOG_TRIGGERS as readonly string[]).includes(t));
-    const allowed = LOG_TRIGGERS.join(", ");
+    const bad = triggers.find((t) => !(HOOK_TRIGGERS as readonly string[]).includes(t));
+    const allowed = HOOK_TRIGGERS.join(", ");
     if (bad !== undefined) problems.push({ field: "trigger", text: `"${bad}" must be one of ${allowed}` });
-    else filter.triggers = triggers as LogTrigger[];
+    else filter.triggers = triggers as HookTrigger[];
   }
   const text = (field: "task" | "member" | "hook", value: string | undefined): string | undefined => {
     if (value === undefined) return undefined;

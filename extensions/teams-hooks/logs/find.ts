@@ -2,13 +2,13 @@
  * One run, found by what a person types (`logs show <id>`): the run id or its short form from the
  * `logs` table, the table's time, the log file's name, stem, path, or a unique prefix or suffix of the
  * name; or the newest run a filter keeps (`last`). Several matches are handed back to be listed,
- * never guessed between. Zod-free, like the rest of what `logs` loads (logs/record.ts).
+ * never guessed between.
  */
 import path from "node:path";
-import type { HookLogEntry } from "../runner/hook-log.js";
+import { type HookLogEntry, listHookLogs } from "../runner/hook-log.js";
 import type { LogFilter } from "./filter.js";
 import { MIN_ID_PREFIX, shortRunId, splitRunId } from "./format.js";
-import { type LogRow, type ProblemSink, listLogFiles, queryLogs, readCandidates, readLogsHolding } from "./query.js";
+import { type LogRow, type ProblemSink, queryLogs, readCandidates, readLogsHolding } from "./query.js";
 import { hookLogsDir } from "../team/paths.js";
 
 /**
@@ -35,7 +35,7 @@ export async function pickNewest(teamDir: string, filter: LogFilter, onProblem: 
  * when `id` looks like one, or when no name matched.
  */
 export async function pickRun(teamDir: string, id: string, onProblem: ProblemSink, offsetMinutes = 0): Promise<LogPick> {
-  const entries = await listLogFiles(teamDir);
+  const entries = await listHookLogs(teamDir);
   const byName = nameMatches(entries, id, offsetMinutes);
   if (byName.exact) return { kind: "found", entry: byName.exact };
   const order = new Map(entries.map((e, i) => [e.name, i]));

@@ -3,9 +3,9 @@
  * that only `--follow` loads the watcher (team/watch.ts, chokidar).
  */
 import { describeError } from "../contract/errors.js";
-import { isHookLogName } from "../runner/hook-log.js";
+import { isHookLogName, listHookLogNames } from "../runner/hook-log.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
-import { type Candidate, type LogRow, type ProblemSink, listLogFiles, readCandidates } from "./query.js";
+import { type Candidate, type LogRow, type ProblemSink, readCandidates } from "./query.js";
 import { hookLogsDir } from "../team/paths.js";
 import { type DirWatcher, watchDirs } from "../team/watch.js";
 
@@ -39,12 +39,12 @@ export async function followLogs(teamDir: string, opts: FollowOptions): Promise<
   let lastWarning = "";
 
   const scan = async (): Promise<void> => {
-    const entries = await listLogFiles(teamDir);
-    const fresh = entries.filter((e) => !seen.has(e.name));
-    seen = new Set(entries.map((e) => e.name)); // a name pruned and written again is new again
-    const candidates = fresh.flatMap((entry): Candidate[] => {
-      const info = parseLogName(entry.name);
-      return info === null || nameMayMatch(info, opts.filter) ? [{ name: entry.name, timeMs: info?.timeMs ?? 0 }] : [];
+    const names = await listHookLogNames(teamDir);
+    const fresh = names.filter((name) => !seen.has(name));
+    seen = new Set(names); // a name pruned and written again is new again
+    const candidates = fresh.flatMap((name): Candidate[] => {
+      const info = parseLogName(name);
+      return info === null || nameMayMatch(info, opts.filter) ? [{ name, timeMs: info?.timeMs ?? 0 }] : [];
     });
     await readCandidates(hookLogsDir(teamDir), candidates, opts.onProblem, (row) => {
       if (!stopped && recordMatches(row.record, opts.filter)) opts.onRow(row);

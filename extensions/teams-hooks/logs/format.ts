@@ -1,43 +1,19 @@
 /**
- * The text of `logs`: table rows, NDJSON lines, and one log in full (`logs show`). Pure, and free of
- * zod at run time (see logs/record.ts): the two helpers it shares with the rest of the project are
- * copied here, and test/unit/logs-format.test.ts keeps the copies equal to the originals.
+ * The text of `logs`: table rows, NDJSON lines, and one log in full (`logs show`). Pure.
  */
 import path from "node:path";
+import { truncateText } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
 import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
+import { formatDuration, formatSpan } from "../text/messages.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
 /** One readable log (logs/query.ts `LogRow`). */
 interface Row {
   file: string;
   record: HookLogRecord;
-}
-
-/** text/messages.ts `formatDuration`: `1.2s` above a second, else `340ms`. */
-export function formatDuration(ms: number): string {
-  return ms >= 1000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms)}ms`;
-}
-
-/** text/messages.ts `formatSpan`: `12m 5s`, `3h 20m`, `2d 4h` from a minute on, else as formatDuration. */
-export function formatSpan(ms: number): string {
-  if (ms < 60_000) return formatDuration(ms);
-  const s = Math.floor(ms / 1000);
-  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
-  return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3600)}h`;
-}
-
-/** contract/contract.ts `truncateText`: at most `limit` UTF-16 units, the last one `…`; never half a surrogate pair. */
-export function truncateText(value: string, limit: number): string {
-  if (value.length <= limit) return value;
-  if (limit <= 0) return "";
-  let cut = limit - 1;
-  const code = value.charCodeAt(cut - 1);
-  if (cut > 0 && code >= 0xd800 && code <= 0xdbff) cut -= 1;
-  return `${value.slice(0, cut)}\u2026`;
 }
 
 /**

@@ -1,19 +1,27 @@
 /**
- * Reading hook logs for people: list the folder, query it (filters, the newest N), search it, prune,
- * and resolve the team dir. A file that is not a log goes to `onProblem` and is skipped, never thrown.
- * What the folder holds is decided by runner/hook-log.ts (names, `readHookLog`); this module reads the
- * common case faster (synchronous reads, `checkLogRecord`) and hands everything else to it.
- * runner/hook-log.ts, and with it zod, is loaded only when some file needs it.
+ * Reading hook logs for people: query the folder (filters, the newest N), search it, and prune it.
+ * A file that is not a log goes to `onProblem` and is skipped, never thrown. What the folder holds is
+ * decided by runner/hook-log.ts (names, the schema, `readHookLog`); this module reads the common case
+ * faster (synchronous reads into one buffer) and hands everything else to `readHookLog`, which names
+ * the problem.
  */
-import { type Dirent, closeSync, openSync, readSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import fs from "node:fs/promises";
-import path from "node:path";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
-import type { HookLogEntry, HookLogProblem, HookLogRead, HookLogRecord } from "../runner/hook-log.js";
+import { describeError, errnoCode } from "../contract/errors.js";
+import {
+  type HookLogEntry,
+  type HookLogProblem,
+  type HookLogRecord,
+  HookLogRecordSchema,
+  compareHookLogNames,
+  hookLogFile,
+  listHookLogNames,
+  listHookLogs,
+  readHookLog,
+} from "../runner/hook-log.js";
 import { READ_FLAGS } from "../team/json-file.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
-import { checkLogRecord } from "./record.js";
-import { hookLogsDir, isTempOrLock } from "../team/paths.js";
+import { hookLogsDir } from "../team/paths.js";
 
 /** One readable log. */
 export interface LogRow {
@@ -24,80 +32,6 @@ export interface LogRow {
 
 /** Reports a file that is not a readable log (never a file that vanished while listed: that is no news). */
 export type ProblemSink = (problem: HookLogProblem) => void;
-
-// ---------------------------------------------------------------------------------------------
-// Listing
-
-/**
- * runner/hook-log.ts `listHookLogs` without loading runner/hook-log.ts (and zod): the logs of a team,
- * oldest first, by name only. A missing `hook-logs/` is an empty list; an unreadable one throws E_IO.
- * test/integration/logs-lib.test.ts checks that the two list the same.
- */
-export async function listLogFiles(teamDir: string): Promise<HookLogEntry[]> {
-  const dir = hookLogsDir(teamDir);
-  return (await listLogNames(dir)).map((name) => ({ file: fileIn(dir, name), name }));
-}
-
-/** The log names in `dir`, oldest first: `listLogFiles` without an object per file. */
-async function listLogNames(dir: string): Promise<string[]> {
-  let dirents: Dirent[];
-  try {
-    dirents = await fs.readdir(dir, { withFileTypes: true });
-  } catch (cause) {
-    if (errnoCode(cause) === "ENOENT") return [];
-    throw new HooksError("E_IO", `cannot list hook logs in ${dir}: ${describeError(cause)}`, { cause });
-  }
-  const names: string[] = [];
-  for (const dirent of dirents) {
-    const name = dirent.name;
-    // runner/hook-log.ts `isHookLogName`
-    if ((dirent.isFile() || dirent.isSymbolicLink()) && name.endsWith(".json") && !name.startsWith(".") && !isTempOrLock(name)) names.push(name);
-  }
-  return sortLogNames(names);
-}
-
-/** `path.join(dir, name)` for a normalised `dir` and a name without separators, minus the normalising. */
-function fileIn(dir: string, name: string): string {
-  return `${dir}${path.sep}${name}`;
-}
-
-/** The time stamp every name runner/hook-log.ts writes starts with: `2026-03-01T09-12-44-046Z`. */
-const STAMP = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z/;
-const STAMP_CHARS = 24;
-
-/**
- * Sorts in runner/hook-log.ts's order: by `sortKey`, stable. When every name starts with a stamp, plain
- * order already is that order except between equal stamps (the stamp's digit runs have fixed
- * widths, and the `Z` ends them), so keys are built only for those — ten times quicker for 10,000.
- */
-function sortLogNames(names: string[]): string[] {
-  const keys = new Map<string, string>();
-  const key = (name: string): string => {
-    let k = keys.get(name);
-    if (k === undefined) {
-      k = sortKey(name);
-      keys.set(name, k);
-    }
-    return k;
-  };
-  const byKey = (a: string, b: string): number => {
-    const [ka, kb] = [key(a), key(b)];
-    return ka < kb ? -1 : ka > kb ? 1 : 0;
-  };
-  if (!names.every((name) => STAMP.test(name))) return names.sort(byKey);
-  return names.sort((a, b) => (a.startsWith(b.slice(0, STAMP_CHARS)) ? byKey(a, b) : a < b ? -1 : 1));
-}
-
-/** runner/hook-log.ts's sort key: digit runs padded to 12, so that `…_10.json` sorts after `…_9.json`. */
-function sortKey(name: string): string {
-  return name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
-}
-
-/** Two log names in the folder's order (`sortLogNames`): for a cursor that must agree with it. */
-export function compareLogNames(a: string, b: string): number {
-  const [ka, kb] = [sortKey(a), sortKey(b)];
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Query
@@ -155,10 +89,10 @@ export async function queryLogs<T>(teamDir: string, opts: QueryOptions, project?
  */
 export async function streamLogs<T>(teamDir: string, opts: QueryOptions, project: (row: LogRow) => T, emit: (item: T) => void): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
-  const names = await listLogNames(dir);
+  const names = await listHookLogNames(teamDir);
   const placed = await placeInTime(dir, opts.names ? names.filter(opts.names) : names, opts.filter, opts.onProblem);
   const { before } = opts;
-  const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && compareLogNames(c.name, before.name) < 0)) : placed;
+  const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && compareHookLogNames(c.name, before.name) < 0)) : placed;
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   if (candidates.length <= limit) {
     await readCandidates(dir, candidates, opts.onProblem, (row) => {
@@ -203,18 +137,17 @@ async function placeInTime(dir: string, names: readonly string[], filter: LogFil
 
 /**
  * Reads candidates in order; problems are reported and dropped, vanished files dropped silently. Fast
- * path: a small file is read synchronously and checked by `checkLogRecord` — for thousands of small
- * files that is several times quicker than an async read and the zod schema each (bench/logs.mjs).
- * Anything else (a large, unreadable, corrupt or foreign file, or a record the quick check is not sure
- * of) goes through runner/hook-log.ts `readHookLog`, which names the problem. The event loop gets a
- * turn every `YIELD_EVERY` files.
+ * path: a small file is read synchronously into one buffer and checked by the schema — for thousands
+ * of small files that is several times quicker than an async read each (bench/logs.mjs). Anything
+ * else (a large, unreadable, corrupt or foreign file) goes through runner/hook-log.ts `readHookLog`,
+ * which names the problem. The event loop gets a turn every `YIELD_EVERY` files.
  */
 export async function readCandidates(dir: string, batch: readonly Candidate[], onProblem: ProblemSink, onRow: (row: LogRow) => void): Promise<void> {
   for (let i = 0; i < batch.length; i++) {
     if (i > 0 && i % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const c = batch[i];
     if (!c) continue;
-    const file = fileIn(dir, c.name);
+    const file = hookLogFile(dir, c.name);
     const record = c.record ?? readSmallLogSync(file);
     if (record) {
       onRow({ file, name: c.name, record });
@@ -224,12 +157,6 @@ export async function readCandidates(dir: string, batch: readonly Candidate[], o
     if (result.ok) onRow({ file, name: c.name, record: result.record });
     else if (result.problem.kind !== "missing") onProblem(result.problem);
   }
-}
-
-/** runner/hook-log.ts `readHookLog`, loaded on first use: most listings never need it. */
-async function readHookLog(file: string): Promise<HookLogRead> {
-  const hookLog = await import("../runner/hook-log.js");
-  return hookLog.readHookLog(file);
 }
 
 /** Files read between two turns of the event loop. */
@@ -272,7 +199,8 @@ function parseLogBytes(bytes: Buffer): HookLogRecord | null {
   } catch {
     return null; // not JSON: readHookLog words the problem
   }
-  return checkLogRecord(data);
+  const parsed = HookLogRecordSchema.safeParse(data);
+  return parsed.success ? parsed.data : null; // not a log: readHookLog reads it again and words the problem
 }
 
 /**
@@ -285,20 +213,12 @@ export async function readLogsHolding(dir: string, names: readonly string[], nee
     if (n > 0 && n % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const name = names[i];
     if (name === undefined) continue;
-    const file = fileIn(dir, name);
+    const file = hookLogFile(dir, name);
     const bytes = readSmallSync(file);
     if (bytes !== null && !bytes.includes(wanted)) continue;
     const record = bytes === null ? null : parseLogBytes(bytes);
     await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow);
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// One log
-
-/** Names already in the folder: what `followLogs` should not print again. */
-export async function listedNames(teamDir: string): Promise<string[]> {
-  return (await listLogFiles(teamDir)).map((e) => e.name);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -338,7 +258,7 @@ export interface PruneResult {
 
 /** Removes (or with `dryRun` only lists) the logs `rule` selects, oldest first; `onRemoved` hears each. */
 export async function pruneLogs(teamDir: string, rule: PruneRule, opts: { dryRun: boolean; onRemoved?: (entry: HookLogEntry) => void }): Promise<PruneResult> {
-  const plan = planPrune(await listLogFiles(teamDir), rule);
+  const plan = planPrune(await listHookLogs(teamDir), rule);
   const removed: HookLogEntry[] = [];
   const failed: PruneResult["failed"] = [];
   for (const entry of plan.remove) {
@@ -356,7 +276,3 @@ export async function pruneLogs(teamDir: string, rule: PruneRule, opts: { dryRun
   }
   return { removed, kept: plan.keep + failed.length, foreign: plan.foreign, failed };
 }
-
-// ---------------------------------------------------------------------------------------------
-// Team dir
-

@@ -2,10 +2,11 @@
  * `logs stats`: per hook and event, runs, pass rate, p50/p95 duration and the most-failed tasks,
  * computed from small samples (not whole records) and printed as a table or NDJSON. Pure.
  */
-import type { HookEventName } from "../contract/contract.js";
+import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import type { HookLogRecord } from "../runner/hook-log.js";
-import { formatDuration, hookName, oneLine } from "./format.js";
-import { LOG_EVENTS, type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
+import { formatDuration } from "../text/messages.js";
+import { hookName, oneLine } from "./format.js";
+import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
 import { type ColumnSpec, formatTable } from "../text/table.js";
 
 export interface StatsRow {
@@ -134,7 +135,7 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
       ...(g.nonBlocking > 0 ? { nonBlocking: g.nonBlocking } : {}),
     });
   }
-  return rows.sort((a, b) => (a.hook === b.hook ? LOG_EVENTS.indexOf(a.event) - LOG_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1));
+  return rows.sort((a, b) => (a.hook === b.hook ? HOOK_EVENTS.indexOf(a.event) - HOOK_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1));
 }
 
 /** Decimal ids in number order, others after them in string order. */

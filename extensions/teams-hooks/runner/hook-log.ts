@@ -369,11 +369,25 @@ function sortKey(name: string): string {
   return name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
 }
 
+/** Two log names in the folder's order (by `sortKey`): for a cursor that must agree with the listing. */
+export function compareHookLogNames(a: string, b: string): number {
+  const [ka, kb] = [sortKey(a), sortKey(b)];
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
 /**
  * The logs of a team, oldest first, by name only (no file is opened). `limit` keeps the newest
  * `limit`. A missing `hook-logs/` is an empty list; an unreadable one throws E_IO.
  */
 export async function listHookLogs(teamDir: string, opts: { limit?: number } = {}): Promise<HookLogEntry[]> {
+  const dir = hookLogsDir(teamDir);
+  const names = await listHookLogNames(teamDir);
+  const limit = opts.limit === undefined ? names.length : Math.max(0, Math.floor(opts.limit));
+  return names.slice(Math.max(0, names.length - limit)).map((name) => ({ file: hookLogFile(dir, name), name }));
+}
+
+/** The names `listHookLogs` lists, in its order, without an object per file (`logs` lists 10,000). */
+export async function listHookLogNames(teamDir: string): Promise<string[]> {
   const dir = hookLogsDir(teamDir);
   let dirents: Dirent[];
   try {
@@ -382,15 +396,43 @@ export async function listHookLogs(teamDir: string, opts: { limit?: number } = {
     if (errnoCode(cause) === "ENOENT") return [];
     throw new HooksError("E_IO", `cannot list hook logs in ${dir}: ${describeError(cause)}`, { cause });
   }
-  const keyed: Array<{ key: string; name: string }> = [];
+  const names: string[] = [];
   for (const dirent of dirents) {
-    if ((dirent.isFile() || dirent.isSymbolicLink()) && isHookLogName(dirent.name)) {
-      keyed.push({ key: sortKey(dirent.name), name: dirent.name });
-    }
+    if ((dirent.isFile() || dirent.isSymbolicLink()) && isHookLogName(dirent.name)) names.push(dirent.name);
   }
-  keyed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const limit = opts.limit === undefined ? keyed.length : Math.max(0, Math.floor(opts.limit));
-  return keyed.slice(Math.max(0, keyed.length - limit)).map(({ name }) => ({ file: path.join(dir, name), name }));
+  return sortHookLogNames(names);
+}
+
+/** `path.join(dir, name)` for a normalised `dir` (`hook-logs/`) and a log's name, minus the normalising. */
+export function hookLogFile(dir: string, name: string): string {
+  return `${dir}${path.sep}${name}`;
+}
+
+/** The time stamp every name `hookLogStem` makes starts with: `2026-03-01T09-12-44-046Z`. */
+const STAMP = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z/;
+const STAMP_CHARS = 24;
+
+/**
+ * Sorts by `sortKey`, stable. When every name starts with a stamp, plain order already is that order
+ * except between equal stamps (the stamp's digit runs have fixed widths, and the `Z` ends them), so
+ * keys are built only for those — ten times quicker for 10,000 names.
+ */
+function sortHookLogNames(names: string[]): string[] {
+  const keys = new Map<string, string>();
+  const key = (name: string): string => {
+    let k = keys.get(name);
+    if (k === undefined) {
+      k = sortKey(name);
+      keys.set(name, k);
+    }
+    return k;
+  };
+  const byKey = (a: string, b: string): number => {
+    const [ka, kb] = [key(a), key(b)];
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  };
+  if (!names.every((name) => STAMP.test(name))) return names.sort(byKey);
+  return names.sort((a, b) => (a.startsWith(b.slice(0, STAMP_CHARS)) ? byKey(a, b) : a < b ? -1 : 1));
 }
 
 /** Reads and validates one log. A missing, corrupt or foreign file is a problem, never a throw. */

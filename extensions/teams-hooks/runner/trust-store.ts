@@ -43,17 +43,22 @@ export type TrustRead =
 /** Reads the trust record. A missing file is `none`; anything unreadable or malformed is `invalid`. */
 export function readTrust(teamDir: string): TrustRead {
   const file = trustFile(teamDir);
+  const read = readJson(file);
+  if (read.state !== "read") return read;
+  const record = asRecord(read.value);
+  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record (expected {"version": 1, "gates": {…}})` };
+}
+
+/** A file of JSON: `none` when missing, `invalid` when unreadable or not JSON (the problem names the file). */
+function readJson(file: string): { state: "none" } | { state: "invalid"; problem: string } | { state: "read"; value: unknown } {
   const read = readRegular(file);
   if (read.kind === "missing") return { state: "none" };
   if (read.kind === "problem") return { state: "invalid", problem: `${file}: ${read.problem}` };
-  let value: unknown;
   try {
-    value = JSON.parse(read.bytes.toString("utf8"));
+    return { state: "read", value: JSON.parse(read.bytes.toString("utf8")) };
   } catch (error) {
     return { state: "invalid", problem: `${file}: invalid JSON (${describeError(error)})` };
   }
-  const record = asRecord(value);
-  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record (expected {"version": 1, "gates": {…}})` };
 }
 
 function asRecord(value: unknown): TrustRecord | null {
@@ -164,16 +169,9 @@ export function approvedFile(teamDir: string, env: Readonly<Record<string, strin
 /** The record approved for a team (what the leader last wrote or the lead last approved). */
 export function readApproved(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead {
   const file = approvedFile(teamDir, env);
-  const read = readRegular(file);
-  if (read.kind === "missing") return { state: "none" };
-  if (read.kind === "problem") return { state: "invalid", problem: `${file}: ${read.problem}` };
-  let value: unknown;
-  try {
-    value = JSON.parse(read.bytes.toString("utf8"));
-  } catch (error) {
-    return { state: "invalid", problem: `${file}: invalid JSON (${describeError(error)})` };
-  }
-  const kept = value as { teamDir?: unknown; record?: unknown } | null;
+  const read = readJson(file);
+  if (read.state !== "read") return read;
+  const kept = read.value as { teamDir?: unknown; record?: unknown } | null;
   const record = kept && kept.teamDir === path.resolve(teamDir) ? asRecord(kept.record) : null;
   return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not an approved trust record of ${teamDir}` };
 }
