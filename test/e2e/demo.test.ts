@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -25,5 +26,24 @@ describe("demo (npm start)", () => {
     expect(followup).toMatchObject({ subject: "Quality gate failed: on_task_completed (task #2)", owner: "brian" });
     expect(fs.readdirSync(path.join(teamDir, "hook-logs"))).toHaveLength(4);
     fs.rmSync(path.dirname(teamDir), { recursive: true, force: true });
+  });
+
+  it("fails the draft and passes the fix with only node, bash, env and the gate's coreutils on PATH (no grep)", async () => {
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), "demo-path-"));
+    for (const name of ["bash", "env", "mktemp", "rm", "tail", "node"]) {
+      const found = (process.env.PATH ?? "").split(path.delimiter).map((dir) => path.join(dir, name)).find((file) => fs.existsSync(file));
+      if (!found) throw new Error(`${name} is not on PATH`);
+      fs.symlinkSync(found, path.join(bin, name));
+    }
+    try {
+      const { stdout } = await run(process.execPath, [path.resolve("dist/teams-hooks/bin.js"), "demo"], { env: { ...process.env, PATH: bin, NO_COLOR: "1" } });
+      expect(stdout).toMatch(/task_completed #1 ada on_task_completed\.sh passed/);
+      // The reason is another matter: the example gate finds it with grep ("grep: command not found").
+      expect(stdout).toMatch(/task_completed #2 brian on_task_completed\.sh failed .*→ reopened/);
+      expect(stdout.slice(stdout.indexOf("fixes task-2.txt"))).toMatch(/task_completed #2 brian on_task_completed\.sh passed/);
+      fs.rmSync(path.dirname(/team dir: (\S+)/.exec(stdout)?.[1] ?? bin), { recursive: true, force: true });
+    } finally {
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
   });
 });

@@ -21,8 +21,11 @@ import { localClock, localOffsetMinutes, terminalWidth } from "../text/terminal.
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 
-/** The demo's check command: every deliverable in the workspace must say `ok`. */
-const GATE_CMD = `bad=$(grep -L -x ok task-*.txt); if [ -n "$bad" ]; then echo "FAIL: $(echo $bad) does not say ok"; exit 1; fi; echo "all deliverables say ok"`;
+/**
+ * The demo's check command: every deliverable in the workspace must say `ok`. Bash alone, no grep:
+ * a command missing from PATH inside `$(…)` would leave `bad` empty and pass every draft.
+ */
+const GATE_CMD = `bad=; for f in task-*.txt; do [ "$(< "$f")" = ok ] || bad="$bad $f"; done; if [ -n "$bad" ]; then echo "FAIL:$bad does not say ok"; exit 1; fi; echo "all deliverables say ok"`;
 
 export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
