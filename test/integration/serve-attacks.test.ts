@@ -10,7 +10,7 @@ import { connect } from "node:net";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { createKey, keysFile, keySpec } from "../../extensions/teams-hooks/server/keys.js";
 import { type TaskServer, startTaskServer } from "../../extensions/teams-hooks/server/server.js";
 import { api, codeOf, makeTeamsRoot } from "../helpers/serve-rig.js";

@@ -6,7 +6,7 @@ import { type CliIo, type ParsedArgs, str, wholeNumber } from "./io.js";
 import { HooksError } from "../contract/errors.js";
 import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
-import { type HookLogProblem, listHookLogNames, readHookLog } from "../runner/hook-log.js";
+import { type HookLogProblem, listHookLogNames, readHookLog } from "../logs/hook-log.js";
 import { type LogFilter, parseFilterText, parseTimeBound } from "../logs/filter.js";
 import { FOLLOW_WIDTHS, MIN_ID_PREFIX, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
 import { type LogPick, MAX_LISTED, pickNewest, pickRun, tableTime } from "../logs/find.js";

@@ -24,9 +24,9 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
-import { readDeferral } from "../invoke/deferral.js";
-import { startDenialOf } from "../policy/start-gate.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../held/decision.js";
+import { readDeferral } from "../held/deferral.js";
+import { startDenialOf } from "../event/start-gate.js";
 import { resolveSettings } from "../settings/hooks-config.js";
 import type { LoadedTeamConfig } from "../team/config.js";
 import { isTeamName, taskFile } from "../team/paths.js";
