@@ -70,9 +70,9 @@ const TRUST_GROUP: FlagGroup = {
       type: "boolean",
       help:
         "run gates that changed, appeared or went since they were trusted, as they are now (for writing gates; " +
-          "each change is still said, the log keeps both hashes); without it such an event fails (untrusted_hook, " +
-          "gate_missing, gate_not_executable) until `pi-teams-hooks trust`. On a team with no trust record yet, " +
-          "nothing is compared",
+          "each change is still said, the log keeps both hashes); without it such a gate is refused (untrusted_hook, " +
+          "gate_missing, gate_not_executable) until `pi-teams-hooks trust`: the leader and run --apply-policy hold " +
+          "its event for the lead, run alone fails. On a team with no trust record yet, nothing is compared",
     },
     { name: "allow-insecure-hooks", type: "boolean", help: "run world-writable gates and gates owned by another user (refused otherwise: insecure_hook)" },
   ],
@@ -87,8 +87,10 @@ export const PROGRAM: ProgramSpec = {
   ],
   footer: [
     "Every command takes --help; -v, --version prints the version. Hook contract: docs/hook-contract.md.\n" +
-      "A team is a folder of the teams root: $PI_TEAMS_ROOT_DIR, else pi's ~/.pi/agent/teams (a command given " +
-      "--team-dir takes the team dir's parent). A command not told which team uses the team dir it is run in.\n" +
+      "A team is a folder of a teams root, where pi keeps its teams: ~/.pi/agent/teams, or $PI_TEAMS_ROOT_DIR. " +
+      "A command takes the teams root from $PI_TEAMS_ROOT_DIR, else the parent of --team-dir (serve: else " +
+      "~/.pi/agent/teams); --team ID is $PI_TEAMS_ROOT_DIR/ID. A command not told which team uses the team dir it " +
+      "is run in.\n" +
       "Exit status: 0 success; 1 a gate failed or a check found a problem; 2 a usage or setup error; 3 (run) a gate " +
       "held the event.\n" +
       "Tables fit the terminal (through a pipe: $COLUMNS, else 80 columns); colour only on a terminal, or with " +
@@ -188,7 +190,7 @@ const RUN: CommandSpec = {
 
 const DECIDE: CommandSpec = {
   name: "decide",
-  summary: "settle a held gate (a gate that answered defer): allow or deny",
+  summary: "settle a held gate (one that answered defer, or a CI handler's): allow or deny",
   usage: [
     "decide [--team-dir DIR | --team ID] <run id> allow|deny [--code C] [--reason R] [--message M] [--by NAME] " +
       "[--failure-action A] [--max-reopens N] [--followup-owner P] [--json]",
@@ -357,7 +359,7 @@ const DEMO: CommandSpec = {
 
 const DOCTOR: CommandSpec = {
   name: "doctor",
-  summary: "check hooks, team files, policy and locks: what would stop a gate from running",
+  summary: "what would stop a gate from running: hooks, team files, access, policy, locks",
   usage: ["doctor [--team-dir DIR | --team ID] [--hooks-dir DIR] [--json]"],
   description: [
     "Check what would stop a gate from running, without running anything (run it as the leader's user):",
@@ -580,8 +582,9 @@ const POLICY: CommandSpec = {
           type: "boolean",
           help:
             "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, " +
-              "sweep, exitCodes, handlers, templates, deferTimeoutMs, projection, confidential, redactEnv, block, " +
-              "warnings} as JSON: each setting {value, source, origin}; block {valid, from, problems}",
+              "sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, " +
+              "redactEnv, reassignOnReopen, block, warnings} as JSON: each setting {value, source, origin}; block " +
+              "{valid, from, problems}",
         },
       ],
     },
@@ -628,8 +631,9 @@ const CONFIG: CommandSpec = {
         [
           "Settings",
           "the failure policy, hook timeout, failure mode per event, limits, setsid sweep, exit codes, defer " +
-            "timeout, writable fields, confidential, redact env, projection, and the hooks block's state (a block " +
-            "with a bad value is refused whole, and each problem shown)",
+            "timeout, writable fields, confidential, redact env, reassign on reopen, projection, trust changes, " +
+            "allow insecure hooks, and the hooks block's state (a block with a bad value is refused whole, and " +
+            "each problem shown)",
         ],
       ],
     },
