@@ -30,8 +30,12 @@ const check = process.argv.includes("--check");
 const before = readFileSync(file, "utf8");
 const { text, stale, missing, unknown } = updateCliDoc(before, cliReferenceBlocks(COMMANDS));
 
-for (const id of unknown) console.error(`docs/cli.md: block "${id}" is not made by the command table (a command gone, or a typo in its marker)`);
-for (const id of missing) console.error(`docs/cli.md: no block "${id}": add <!-- generated:cli ${id} --> … <!-- /generated --> where it belongs`);
+for (const id of unknown) {
+  console.error(`docs/cli.md: block "${id}" is not made by the command table (a command gone, or its marker mistyped)`);
+}
+for (const id of missing) {
+  console.error(`docs/cli.md: no block "${id}": add <!-- generated:cli ${id} --> … <!-- /generated --> where it goes`);
+}
 if (check) {
   for (const id of stale) console.error(`docs/cli.md: block "${id}" is stale (npm run docs:cli)`);
 } else if (text !== before) {

@@ -105,7 +105,8 @@ describe("the README's commands, on the example team", () => {
     await symlink(BIN, path.join(bin, "pi-teams-hooks"));
     await symlink(path.join(REPO_ROOT, "examples"), path.join(project, "examples"));
     // The project's Claude Code hooks, for `init --from-claude`.
-    const claude = { hooks: { TaskCompleted: [{ hooks: [{ type: "command", command: "npm run lint --if-present" }] }] } };
+    const lint = { type: "command", command: "npm run lint --if-present" };
+    const claude = { hooks: { TaskCompleted: [{ hooks: [lint] }] } };
     await writeFile(path.join(project, ".claude", "settings.json"), `${JSON.stringify(claude)}\n`);
     for (const [key, value] of Object.entries(process.env)) {
       if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
@@ -188,7 +189,8 @@ describe("the README's commands, on the example team", () => {
         let text = command.text;
         for (const [shown, real] of ids) text = text.split(shown).join(real);
         const last = command === block.commands[block.commands.length - 1];
-        const stop = UNTIL_STOPPED.some((r) => r.test(text)) ? Math.max(1, last ? (block.shown?.length ?? 0) : 0) : null;
+        const untilStopped = UNTIL_STOPPED.some((r) => r.test(text));
+        const stop = untilStopped ? Math.max(1, last ? (block.shown?.length ?? 0) : 0) : null;
         const result = await runLine(text, stop);
         const expected = EXITS.find((e) => e.command.test(command.text));
         if (expected) exitsSeen.add(expected.command);

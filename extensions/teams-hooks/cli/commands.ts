@@ -8,8 +8,19 @@ import type { CommandSpec, FlagGroup, FlagSpec, ProgramSpec } from "../text/help
 
 // Flags that several commands take with the same meaning, each written once.
 
-const TEAM_DIR: FlagSpec = { name: "team-dir", type: "string", value: "DIR", default: "the team dir you are in", help: "the team directory" };
-const TEAM: FlagSpec = { name: "team", type: "string", value: "ID", help: "the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir (needs PI_TEAMS_ROOT_DIR)" };
+const TEAM_DIR: FlagSpec = {
+  name: "team-dir",
+  type: "string",
+  value: "DIR",
+  default: "the team dir you are in",
+  help: "the team directory",
+};
+const TEAM: FlagSpec = {
+  name: "team",
+  type: "string",
+  value: "ID",
+  help: "the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir (needs PI_TEAMS_ROOT_DIR)",
+};
 const HOOKS_DIR: FlagSpec = {
   name: "hooks-dir",
   type: "string",
@@ -19,7 +30,13 @@ const HOOKS_DIR: FlagSpec = {
     "$PI_TEAMS_ROOT_DIR, else the team dir's parent",
   help: "where hooks live",
 };
-const FAILURE_ACTION: FlagSpec = { name: "failure-action", type: "string", value: "A", default: "warn", help: "what a failed gate does, in any case: warn | followup | reopen | reopen_followup" };
+const FAILURE_ACTION: FlagSpec = {
+  name: "failure-action",
+  type: "string",
+  value: "A",
+  default: "warn",
+  help: "what a failed gate does, in any case: warn | followup | reopen | reopen_followup",
+};
 const MAX_REOPENS: FlagSpec = {
   name: "max-reopens",
   type: "string",
@@ -29,7 +46,13 @@ const MAX_REOPENS: FlagSpec = {
     "the budget of reopens and follow-ups of a task and the follow-ups made for it; once spent, the gate makes no " +
     "more; 0 = never",
 };
-const FOLLOWUP_OWNER: FlagSpec = { name: "followup-owner", type: "string", value: "P", default: "member", help: "who owns a follow-up task: member | lead | none" };
+const FOLLOWUP_OWNER: FlagSpec = {
+  name: "followup-owner",
+  type: "string",
+  value: "P",
+  default: "member",
+  help: "who owns a follow-up task: member | lead | none",
+};
 
 /** The team and the hooks, as `run`, `watch` and `config` take them. */
 const TEAM_GROUP: FlagGroup = {
@@ -38,11 +61,29 @@ const TEAM_GROUP: FlagGroup = {
   rows: [
     TEAM_DIR,
     TEAM,
-    { name: "task-list", type: "string", value: "ID", default: "config.json taskListId, else the team id", help: "the task list id" },
-    { name: "lead", type: "string", value: "NAME", default: "config.json leadName, else team-lead", help: "the leader's name" },
+    {
+      name: "task-list",
+      type: "string",
+      value: "ID",
+      default: "config.json taskListId, else the team id",
+      help: "the task list id",
+    },
+    {
+      name: "lead",
+      type: "string",
+      value: "NAME",
+      default: "config.json leadName, else team-lead",
+      help: "the leader's name",
+    },
     HOOKS_DIR,
     { name: "cwd", type: "string", value: "DIR", default: "this one", help: "the hooks' working directory" },
-    { name: "timeout-ms", type: "string", value: "N", default: "$PI_TEAMS_HOOK_TIMEOUT_MS, else 60000", help: "hook timeout in ms" },
+    {
+      name: "timeout-ms",
+      type: "string",
+      value: "N",
+      default: "$PI_TEAMS_HOOK_TIMEOUT_MS, else 60000",
+      help: "hook timeout in ms",
+    },
     {
       name: "timeout",
       type: "string",
@@ -74,7 +115,11 @@ const TRUST_GROUP: FlagGroup = {
           "gate_missing, gate_not_executable) until `pi-teams-hooks trust`: the leader and run --apply-policy hold " +
           "its event for the lead, run alone fails. On a team with no trust record yet, nothing is compared",
     },
-    { name: "allow-insecure-hooks", type: "boolean", help: "run world-writable gates and gates owned by another user (refused otherwise: insecure_hook)" },
+    {
+      name: "allow-insecure-hooks",
+      type: "boolean",
+      help: "run world-writable gates and gates owned by another user (refused otherwise: insecure_hook)",
+    },
   ],
 };
 
@@ -122,7 +167,12 @@ const RUN: CommandSpec = {
     {
       title: "Event",
       rows: [
-        { name: "task", type: "string", value: "ID", help: "the task (required for task_completed, task_failed and task_started; refused for idle)" },
+        {
+          name: "task",
+          type: "string",
+          value: "ID",
+          help: "the task (required for task_completed, task_failed and task_started; refused for idle)",
+        },
         {
           name: "member",
           type: "string",
@@ -132,7 +182,12 @@ const RUN: CommandSpec = {
               "members= matcher judges the run as it would the leader's; for idle or a task without owner none: the " +
               "hook sees null and no variable)",
         },
-        { name: "timestamp", type: "string", value: "ISO", help: "when it happened (default: none: the hook sees null and no variable)" },
+        {
+          name: "timestamp",
+          type: "string",
+          value: "ISO",
+          help: "when it happened (default: none: the hook sees null and no variable)",
+        },
         {
           name: "apply-policy",
           type: "boolean",
@@ -180,9 +235,22 @@ const RUN: CommandSpec = {
       "again once the cause is gone.",
   ],
   exit: [
-    { code: 0, when: "the gate passed, or there is no hook for the event (a file skipped as not executable is then listed)" },
-    { code: 1, when: "the gate failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or insecure), or --apply-policy could not write the policy" },
-    { code: 2, when: "usage error (a bad flag or name, a missing team dir, task file, named hooks dir or --cwd; a task_started with --apply-policy on a task that holds no claim)" },
+    {
+      code: 0,
+      when: "the gate passed, or there is no hook for the event (a file skipped as not executable is then listed)",
+    },
+    {
+      code: 1,
+      when:
+        "the gate failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or " +
+          "insecure), or --apply-policy could not write the policy",
+    },
+    {
+      code: 2,
+      when:
+        "usage error (a bad flag or name, a missing team dir, task file, named hooks dir or --cwd; a task_started " +
+          "with --apply-policy on a task that holds no claim)",
+    },
     { code: 3, when: "the gate deferred, or (with --apply-policy) the event is held for the lead" },
   ],
   examples: ["pi-teams-hooks run task_completed --team-dir ~/.pi/agent/teams/alpha --task 3 --member alice"],
@@ -212,10 +280,21 @@ const DECIDE: CommandSpec = {
       rows: [
         TEAM_DIR,
         TEAM,
-        { name: "code", type: "string", value: "C", help: "the denial's code (a-z 0-9 _ . -, starting with a letter; at most 64 bytes)" },
+        {
+          name: "code",
+          type: "string",
+          value: "C",
+          help: "the denial's code (a-z 0-9 _ . -, starting with a letter; at most 64 bytes)",
+        },
         { name: "reason", type: "string", value: "R", help: "one line, at most 1,024 bytes" },
         { name: "message", type: "string", value: "M", help: "free text, at most 8 KiB" },
-        { name: "by", type: "string", value: "NAME", default: "$USER", help: "who decided: in the task's qualityGateDecidedBy and the log" },
+        {
+          name: "by",
+          type: "string",
+          value: "NAME",
+          default: "$USER",
+          help: "who decided: in the task's qualityGateDecidedBy and the log",
+        },
       ],
     },
     {
@@ -252,7 +331,11 @@ const DECIDE: CommandSpec = {
         "refused (decided otherwise before, or expired), or recorded but not applied (a task lock held too long: " +
         "the next start of the leader, or this command again, applies it)",
     },
-    { code: 2, when: "usage error (a bad flag or value, naming it; a missing team dir; no deferral with that run id, or several)" },
+    {
+      code: 2,
+      when:
+        "usage error (a bad flag or value, naming it; a missing team dir; no deferral with that run id, or several)",
+    },
   ],
   examples: ['pi-teams-hooks decide --team alpha 5f0c1e2a deny --code ci.failed --reason "2 tests fail in auth/"'],
 };
@@ -294,9 +377,25 @@ const WATCH: CommandSpec = {
             "observe (default: read the leader's inbox, never mark messages read), consume (also mark handled idle " +
             "notifications read), off (ignore it)",
         },
-        { name: "concurrency", type: "string", value: "N", default: "1", help: "events of different tasks run in parallel, up to N" },
-        { name: "reconcile-ms", type: "string", value: "N", default: "5000", help: "scan the task list every N ms for changes a watcher missed" },
-        { name: "poll", type: "boolean", help: "poll instead of using file-system notifications (network file systems)" },
+        {
+          name: "concurrency",
+          type: "string",
+          value: "N",
+          default: "1",
+          help: "events of different tasks run in parallel, up to N",
+        },
+        {
+          name: "reconcile-ms",
+          type: "string",
+          value: "N",
+          default: "5000",
+          help: "scan the task list every N ms for changes a watcher missed",
+        },
+        {
+          name: "poll",
+          type: "boolean",
+          help: "poll instead of using file-system notifications (network file systems)",
+        },
         { name: "poll-interval-ms", type: "string", value: "N", default: "250", help: "polling interval with --poll" },
         {
           name: "catch-up",
@@ -314,7 +413,11 @@ const WATCH: CommandSpec = {
     {
       title: "Output",
       rows: [
-        { name: "json", type: "boolean", help: "print events as NDJSON (an event's runId; a chain's every run in runIds; times in UTC, ISO 8601)" },
+        {
+          name: "json",
+          type: "boolean",
+          help: "print events as NDJSON (an event's runId; a chain's every run in runIds; times in UTC, ISO 8601)",
+        },
         {
           name: "verbose",
           short: "v",
@@ -334,9 +437,17 @@ const WATCH: CommandSpec = {
   exit: [
     { code: 0, when: "stopped cleanly" },
     { code: 1, when: "a fatal error" },
-    { code: 2, when: "usage error, another leader already watching this team, or a team dir, named hooks dir or --cwd that is not there" },
+    {
+      code: 2,
+      when:
+        "usage error, another leader already watching this team, or a team dir, named hooks dir or --cwd that is not " +
+          "there",
+    },
   ],
-  examples: ["pi-teams-hooks watch --team-dir ~/.pi/agent/teams/alpha --failure-action reopen_followup", "pi-teams-hooks watch --team alpha --once --json"],
+  examples: [
+    "pi-teams-hooks watch --team-dir ~/.pi/agent/teams/alpha --failure-action reopen_followup",
+    "pi-teams-hooks watch --team alpha --once --json",
+  ],
 };
 
 const DEMO: CommandSpec = {
@@ -454,7 +565,11 @@ const INIT: CommandSpec = {
   groups: [
     {
       rows: [
-        { ...HOOKS_DIR, default: "the global hooks dir: $PI_TEAMS_HOOKS_DIR, relative to the teams root, else <teams root>/_hooks", help: "where to put them" },
+        {
+          ...HOOKS_DIR,
+          default: "the global hooks dir: $PI_TEAMS_HOOKS_DIR, relative to the teams root, else <teams root>/_hooks",
+          help: "where to put them",
+        },
         {
           name: "team-dir",
           type: "string",
@@ -479,7 +594,11 @@ const INIT: CommandSpec = {
             "a Claude Code settings file (.claude/settings.json): write its TaskCompleted and TeammateIdle command " +
             "hooks as gates",
         },
-        { name: "force", type: "boolean", help: "replace files that already exist (each through a temp file and a rename)" },
+        {
+          name: "force",
+          type: "boolean",
+          help: "replace files that already exist (each through a temp file and a rename)",
+        },
       ],
     },
   ],
@@ -504,10 +623,22 @@ const INIT: CommandSpec = {
           "missing, not JSON or of the wrong shape (nothing is written; each problem is named by its JSON path)",
     },
   ],
-  examples: ["pi-teams-hooks init --team-dir ~/.pi/agent/teams/alpha", "pi-teams-hooks init --team-dir ~/.pi/agent/teams/alpha --from-claude .claude/settings.json"],
+  examples: [
+    "pi-teams-hooks init --team-dir ~/.pi/agent/teams/alpha",
+    "pi-teams-hooks init --team-dir ~/.pi/agent/teams/alpha --from-claude .claude/settings.json",
+  ],
 };
 
-const POLICY_SET_FLAGS = ["failure-action", "max-reopens", "followup-owner", "failure-mode", "max-hooks-per-event", "chain-deadline-ms", "max-payload-bytes", "reset"];
+const POLICY_SET_FLAGS = [
+  "failure-action",
+  "max-reopens",
+  "followup-owner",
+  "failure-mode",
+  "max-hooks-per-event",
+  "chain-deadline-ms",
+  "max-payload-bytes",
+  "reset",
+];
 
 const POLICY: CommandSpec = {
   name: "policy",
@@ -561,8 +692,18 @@ const POLICY: CommandSpec = {
               "event passes) | closed (it fails), for every event (hooks.failureMode); EVENT=MODE for one event, the " +
               "others kept (EVENT: task_completed, task_failed, idle, task_started); repeatable, applied in order",
         },
-        { name: "max-hooks-per-event", type: "string", value: "N", help: "hooks in one event's chain, 1 to 64 (hooks.limits.maxHooksPerEvent)" },
-        { name: "chain-deadline-ms", type: "string", value: "N", help: "the whole chain of one event, in ms, 1 to 2147483647 (hooks.limits.chainDeadlineMs)" },
+        {
+          name: "max-hooks-per-event",
+          type: "string",
+          value: "N",
+          help: "hooks in one event's chain, 1 to 64 (hooks.limits.maxHooksPerEvent)",
+        },
+        {
+          name: "chain-deadline-ms",
+          type: "string",
+          value: "N",
+          help: "the whole chain of one event, in ms, 1 to 2147483647 (hooks.limits.chainDeadlineMs)",
+        },
         {
           name: "max-payload-bytes",
           type: "string",
@@ -788,7 +929,12 @@ const LOGS: CommandSpec = {
             "runs of this hook, named as the table shows it (on_task_completed.sh, 10-lint.sh of on_<event>.d/, " +
             "http:ci for a handler)",
         },
-        { name: "outcome", type: "string", value: "O[,O…]", help: "passed, failed, timed_out, error, deferred (held runs, decided or not)" },
+        {
+          name: "outcome",
+          type: "string",
+          value: "O[,O…]",
+          help: "passed, failed, timed_out, error, deferred (held runs, decided or not)",
+        },
         {
           name: "since",
           type: "string",
@@ -825,10 +971,19 @@ const LOGS: CommandSpec = {
           help:
             "after the table, print new logs as they land (fs.watch plus a rescan every second); stop with Ctrl-C",
         },
-        { name: "failed", type: "boolean", help: "for show: the newest run that did not pass (failed, timed out, error)" },
+        {
+          name: "failed",
+          type: "boolean",
+          help: "for show: the newest run that did not pass (failed, timed out, error)",
+        },
         { name: "include-hand-runs", type: "boolean", help: "for stats: count runs by hand (pi-teams-hooks run) too" },
         { name: "keep", type: "string", value: "N", help: "for prune: keep the newest N logs" },
-        { name: "older-than", type: "string", value: "AGE", help: "for prune: remove the logs started more than AGE ago (AGE as for --since)" },
+        {
+          name: "older-than",
+          type: "string",
+          value: "AGE",
+          help: "for prune: remove the logs started more than AGE ago (AGE as for --since)",
+        },
         { name: "dry-run", type: "boolean", help: "for prune: only list what would be removed" },
       ],
     },
@@ -880,11 +1035,21 @@ const TRUST: CommandSpec = {
             "approve only these gates' changes (a removed gate: its absence; an HTTP handler by its gate name, " +
             "http:NAME, as config lists it)",
         },
-        { name: "yes", type: "boolean", help: "approve without a terminal (said so to the lead); at a terminal, it asks all the same" },
+        {
+          name: "yes",
+          type: "boolean",
+          help: "approve without a terminal (said so to the lead); at a terminal, it asks all the same",
+        },
         TEAM_DIR,
         TEAM,
         HOOKS_DIR,
-        { name: "json", type: "boolean", help: "print {teamDir, trustFile, changes: [{path, event, events, change, detail, trusted, now, diff}], recorded} as JSON" },
+        {
+          name: "json",
+          type: "boolean",
+          help:
+            "print {teamDir, trustFile, changes: [{path, event, events, change, detail, trusted, now, diff}], " +
+              "recorded} as JSON",
+        },
       ],
     },
   ],
@@ -892,9 +1057,17 @@ const TRUST: CommandSpec = {
   exit: [
     { code: 0, when: "nothing left untrusted (or everything listed was approved)" },
     { code: 1, when: "changes are listed and not recorded (none chosen, or not approved)" },
-    { code: 2, when: "usage error (a path that is not a changed gate, a gate that changed again while shown, a missing team dir, an unreadable record without --all)" },
+    {
+      code: 2,
+      when:
+        "usage error (a path that is not a changed gate, a gate that changed again while shown, a missing team dir, " +
+          "an unreadable record without --all)",
+    },
   ],
-  examples: ["pi-teams-hooks trust --team-dir ~/.pi/agent/teams/alpha", "pi-teams-hooks trust --team-dir ~/.pi/agent/teams/alpha --all"],
+  examples: [
+    "pi-teams-hooks trust --team-dir ~/.pi/agent/teams/alpha",
+    "pi-teams-hooks trust --team-dir ~/.pi/agent/teams/alpha --all",
+  ],
 };
 
 const SERVE: CommandSpec = {
@@ -923,7 +1096,11 @@ const SERVE: CommandSpec = {
       list: [
         ["GET  /", "the dashboard (pages; /events: server-sent events)"],
         ["POST /api/v1/teams/TEAM/tasks", '{"template": "SLUG", "parameters": {…}} → 202 (tasks:create)'],
-        ["GET  /api/v1/teams/TEAM/tasks/ID", "id, status, qualityGateStatus, startDenial, updatedAt (tasks:read; a confidential team's without the denial's reason and code)"],
+        [
+          "GET  /api/v1/teams/TEAM/tasks/ID",
+          "id, status, qualityGateStatus, startDenial, updatedAt (tasks:read; a confidential team's without the " +
+            "denial's reason and code)",
+        ],
         [
           "POST /api/v1/teams/TEAM/runs/RUN_ID/decision",
           '{"decision": "allow"|"deny", "code"?, "reason"?, "message"?} → 200 applied, or 202 recorded for the ' +
@@ -1025,10 +1202,26 @@ const SERVE: CommandSpec = {
     {
       title: "Keys",
       rows: [
-        { name: "name", type: "string", value: "NAME", help: "the key's name (keys list, keys revoke, the tasks it creates)" },
-        { name: "scopes", type: "string", value: "S,…", help: "tasks:create, tasks:read, gates:decide, logs:read (the dashboard): what it may do" },
+        {
+          name: "name",
+          type: "string",
+          value: "NAME",
+          help: "the key's name (keys list, keys revoke, the tasks it creates)",
+        },
+        {
+          name: "scopes",
+          type: "string",
+          value: "S,…",
+          help: "tasks:create, tasks:read, gates:decide, logs:read (the dashboard): what it may do",
+        },
         { name: "teams", type: "string", value: "T,…", help: "the teams (folders of the teams root) it may use" },
-        { name: "templates", type: "string", value: "T,…", default: "all", help: "the only templates it may create from and read tasks of" },
+        {
+          name: "templates",
+          type: "string",
+          value: "T,…",
+          default: "all",
+          help: "the only templates it may create from and read tasks of",
+        },
         {
           name: "url",
           type: "string",
@@ -1059,7 +1252,20 @@ const SERVE: CommandSpec = {
 };
 
 /** Every command, in the order `--help` lists them. */
-export const COMMANDS: readonly CommandSpec[] = [RUN, DECIDE, WATCH, DEMO, DOCTOR, INIT, POLICY, CONFIG, SCHEMA, LOGS, TRUST, SERVE];
+export const COMMANDS: readonly CommandSpec[] = [
+  RUN,
+  DECIDE,
+  WATCH,
+  DEMO,
+  DOCTOR,
+  INIT,
+  POLICY,
+  CONFIG,
+  SCHEMA,
+  LOGS,
+  TRUST,
+  SERVE,
+];
 
 export function commandSpec(name: string): CommandSpec | undefined {
   return COMMANDS.find((command) => command.name === name);

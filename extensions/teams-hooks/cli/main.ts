@@ -64,7 +64,11 @@ type ParseOptions = NonNullable<ParseArgsConfig["options"]>;
 function parseOptions(spec: CommandSpec): ParseOptions {
   const options: ParseOptions = {};
   for (const flag of commandFlags(spec)) {
-    options[flag.name] = { type: flag.type, ...(flag.short ? { short: flag.short } : {}), ...(flag.multiple ? { multiple: true } : {}) };
+    options[flag.name] = {
+      type: flag.type,
+      ...(flag.short ? { short: flag.short } : {}),
+      ...(flag.multiple ? { multiple: true } : {}),
+    };
   }
   return options;
 }

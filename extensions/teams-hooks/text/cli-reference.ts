@@ -4,13 +4,32 @@
  * `<!-- generated:cli ID -->` and `<!-- /generated -->`; the prose around them is written by hand.
  * `npm run docs:cli` writes them (scripts/docs-cli.mjs), and a test fails when one is stale.
  */
-import { type CommandSpec, type FlagGroup, HELP_FLAG, type HelpRow, isFlag, rowHelp, rowLabel, usageForms, usageLines } from "./help.js";
+import {
+  type CommandSpec,
+  type FlagGroup,
+  HELP_FLAG,
+  type HelpRow,
+  isFlag,
+  rowHelp,
+  rowLabel,
+  usageForms,
+  usageLines,
+} from "./help.js";
 
 /**
  * What reads as code in a help text: a span already in backticks, a flag (`--max-reopens=-1`, `-h`),
  * a variable (`$USER`, `PI_TEAMS_ROOT_DIR`), a name with underscores (`task_completed`, `on_idle.sh`).
  */
-const CODE = /`[^`]+`|(?<![\w-])--?[a-z][a-z0-9-]*(?:=[^\s,;)]+)?|\$[A-Z][A-Z0-9_]*|\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\.[a-z]+)*\b/g;
+const CODE = new RegExp(
+  [
+    "`[^`]+`",
+    "(?<![\\w-])--?[a-z][a-z0-9-]*(?:=[^\\s,;)]+)?",
+    "\\$[A-Z][A-Z0-9_]*",
+    "\\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\\b",
+    "\\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\\.[a-z]+)*\\b",
+  ].join("|"),
+  "g",
+);
 
 /** Plain text that Markdown would read as markup, escaped. */
 function escapeMarkdown(text: string): string {
@@ -61,7 +80,8 @@ function groupRows(spec: CommandSpec, group: FlagGroup): string[][] {
   const width = spec.subcommands ? 2 : 1;
   if (group.home && group.home !== spec.name) {
     const flags = group.rows.map((row) => code(rowLabel(row))).join(", ");
-    return [[`${group.title ? `${cell(group.title)}: ` : ""}${flags}`, ...Array<string>(width - 1).fill(""), `as for [${group.home}](#${group.home})`]];
+    const label = `${group.title ? `${cell(group.title)}: ` : ""}${flags}`;
+    return [[label, ...Array<string>(width - 1).fill(""), `as for [${group.home}](#${group.home})`]];
   }
   const title = group.title ? [[`*${cell(group.title)}*`, ...Array<string>(width).fill("")]] : [];
   return [...title, ...group.rows.map((row) => rowCells(spec, row))];
@@ -75,10 +95,13 @@ function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>
 /** The forms of a command that has several, then its flags (not `--help`, which every command takes). */
 function flagsBlock(spec: CommandSpec): string {
   const parts: string[] = [];
-  if (spec.subcommands) parts.push(table(["form", "what it does"], spec.subcommands.map((sub) => [code(sub.term), cell(sub.help)])));
+  if (spec.subcommands) {
+    parts.push(table(["form", "what it does"], spec.subcommands.map((sub) => [code(sub.term), cell(sub.help)])));
+  }
   const rows = spec.groups.flatMap((group) => groupRows(spec, group));
   const header = spec.subcommands ? ["flag", "forms", "meaning"] : ["flag", "meaning"];
-  parts.push(rows.length > 0 ? table(header, rows) : `No flags but ${code(`-${HELP_FLAG.short ?? "h"}`)}, ${code(`--${HELP_FLAG.name}`)}.`);
+  const none = `No flags but ${code(`-${HELP_FLAG.short ?? "h"}`)}, ${code(`--${HELP_FLAG.name}`)}.`;
+  parts.push(rows.length > 0 ? table(header, rows) : none);
   return parts.join("\n\n");
 }
 

@@ -199,7 +199,8 @@ function groupsText(groups: readonly FlagGroup[], width: number): string {
   return groups
     .map((group, i) => {
       const rows = i === groups.length - 1 ? [...group.rows, HELP_FLAG] : group.rows;
-      return [...(group.title ? wrapText(`${group.title}:`, width) : []), ...rows.flatMap((row) => rowLines(row, width))].join("\n");
+      const title = group.title ? wrapText(`${group.title}:`, width) : [];
+      return [...title, ...rows.flatMap((row) => rowLines(row, width))].join("\n");
     })
     .join("\n\n");
 }
@@ -220,7 +221,11 @@ export function usageForms(spec: CommandSpec): string[] {
  */
 function usageText(forms: readonly string[], width: number, flush = false): string {
   return forms
-    .flatMap((form, i) => usageLines(form, i === 0 ? "Usage: " : "       ", width).map((line, j) => (flush && j > 0 ? `       ${line.trimStart()}` : line)))
+    .flatMap((form, i) =>
+      usageLines(form, i === 0 ? "Usage: " : "       ", width).map((line, j) =>
+        flush && j > 0 ? `       ${line.trimStart()}` : line,
+      ),
+    )
     .join("\n");
 }
 
@@ -240,7 +245,9 @@ export function commandHelp(spec: CommandSpec, width = HELP_WIDTH): string {
     groupsText(spec.groups, width),
     ...(spec.notes && spec.notes.length > 0 ? [blocksText(spec.notes, width)] : []),
     wrapText(`Exit status: ${exitSentence(spec.exit)}`, width).join("\n"),
-    ...(spec.examples && spec.examples.length > 0 ? [[spec.examples.length > 1 ? "Examples:" : "Example:", ...spec.examples.map((e) => `  ${e}`)].join("\n")] : []),
+    ...(spec.examples && spec.examples.length > 0
+      ? [[spec.examples.length > 1 ? "Examples:" : "Example:", ...spec.examples.map((e) => `  ${e}`)].join("\n")]
+      : []),
   ];
   return `${parts.join("\n\n")}\n`;
 }
@@ -253,7 +260,8 @@ export function subcommandsNamed(spec: CommandSpec, words: readonly string[]): S
   const subs = (spec.subcommands ?? []).filter((sub) => sub.name !== "");
   const [first, second] = words;
   if (first === undefined || !/^[a-z]+$/.test(first)) return [];
-  const exact = subs.find((sub) => sub.name === `${first} ${second ?? ""}`.trim()) ?? subs.find((sub) => sub.name === first);
+  const exact =
+    subs.find((sub) => sub.name === `${first} ${second ?? ""}`.trim()) ?? subs.find((sub) => sub.name === first);
   return exact ? [exact] : subs.filter((sub) => sub.name.startsWith(`${first} `));
 }
 
@@ -281,7 +289,15 @@ export function subcommandHelp(spec: CommandSpec, words: readonly string[], widt
 
 /** `pi-teams-hooks --help`: the program, its commands, and `help`. */
 export function mainHelp(program: ProgramSpec, commands: readonly CommandSpec[], width = HELP_WIDTH): string {
-  const list: Array<readonly [string, string]> = [...commands.map((c) => [c.synopsis ?? c.name, c.summary] as const), ["help [command]", "show help for a command (help logs show: for one of its subcommands)"]];
-  const parts = [`Usage: ${program.name} <command> [options]`, blocksText(program.description, width), `Commands:\n${blocksText([{ list }], width)}`, blocksText(program.footer, width)];
+  const list: Array<readonly [string, string]> = [
+    ...commands.map((c) => [c.synopsis ?? c.name, c.summary] as const),
+    ["help [command]", "show help for a command (help logs show: for one of its subcommands)"],
+  ];
+  const parts = [
+    `Usage: ${program.name} <command> [options]`,
+    blocksText(program.description, width),
+    `Commands:\n${blocksText([{ list }], width)}`,
+    blocksText(program.footer, width),
+  ];
   return `${parts.join("\n\n")}\n`;
 }
