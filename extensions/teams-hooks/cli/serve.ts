@@ -14,16 +14,17 @@ import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/r
 import { startTaskServer } from "../server/server.js";
 import { createLoginToken } from "../server/web-auth.js";
 import { type CliIo, type ParsedArgs, str } from "./io.js";
+import { formFlags } from "./commands.js";
 import { type ColumnSpec, formatTable } from "../text/table.js";
 import { terminalWidth } from "../text/terminal.js";
 
-/** The flags each form takes (besides --teams-root and --help); any other is a usage error. */
+/** The flags each form takes (besides --help), as the command table has them; any other is a usage error. */
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
-  serve: ["listen", "allow-remote", "rate-limit"],
-  create: ["name", "scopes", "teams", "templates", "rate-limit", "url"],
-  list: ["json"],
-  revoke: [],
-  login: ["url"],
+  serve: formFlags("serve", ""),
+  create: formFlags("serve", "keys create"),
+  list: formFlags("serve", "keys list"),
+  revoke: formFlags("serve", "keys revoke"),
+  login: formFlags("serve", "keys login"),
 };
 
 export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number> {
