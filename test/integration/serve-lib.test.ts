@@ -31,7 +31,7 @@ const create = (body: unknown, idem?: string) =>
 
 beforeAll(async () => {
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } }, broken: { hooks: { templates: { bad: { subject: "" } } } } }));
-  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read", teams: "alpha,broken,bare", templates: undefined, rateLimit: null }))).key;
+  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read", teams: "alpha,broken,bare", templates: undefined, allTemplates: true, rateLimit: null }))).key;
   limited = (await createKey(root, keySpec({ name: "limited", scopes: "tasks:read", teams: "alpha", templates: "ping", rateLimit: null }))).key;
   server = await start();
 });

@@ -88,7 +88,8 @@ const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["
   serve: {
     options: {
       "teams-root": { type: "string" }, listen: { type: "string" }, "allow-remote": { type: "boolean" }, "rate-limit": { type: "string" },
-      name: { type: "string" }, scopes: { type: "string" }, teams: { type: "string" }, templates: { type: "string" }, json: { type: "boolean" }, url: { type: "string" },
+      name: { type: "string" }, scopes: { type: "string" }, teams: { type: "string" }, templates: { type: "string" },
+      "all-templates": { type: "boolean" }, json: { type: "boolean" }, url: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     run: serveCommand,

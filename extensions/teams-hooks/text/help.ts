@@ -171,7 +171,8 @@ Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, n
 --cwd that is not there.
 `,
   serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
-       pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
+       pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…]
+                                        (--templates T[,T…] | --all-templates)
                                         [--rate-limit N/PERIOD] [--url BASE] [--teams-root DIR]
        pi-teams-hooks serve keys list [--json] [--teams-root DIR]
        pi-teams-hooks serve keys revoke NAME [--teams-root DIR]
@@ -211,11 +212,17 @@ keys create prints the new key alone on its last line, the only time it is shown
   --name NAME             the key's name (keys list, keys revoke, the tasks it creates)
   --scopes S,…            tasks:create, tasks:read, gates:decide, logs:read (the dashboard)
   --teams T,…             the teams (folders of the teams root) it may use
-  --templates T,…         the only templates it may create from and read tasks of (default: all)
+  --templates T,…         the only templates it may create from, read the tasks of and decide the
+                          gates of; required for a key with tasks:create, tasks:read or
+                          gates:decide (an empty allowlist allows no template)
+  --all-templates         instead of --templates: every template of its teams, now and later; the
+                          lead of each team is told in its inbox, and keys list shows (all)
   --rate-limit N/PERIOD   its own rate instead of the server's
   --url BASE              with logs:read: the dashboard's address for the login URL it prints
                           (http[s]://HOST[:PORT]; default http://127.0.0.1:7420)
-keys list prints names, prefixes and what each key may do (--json: as JSON), never a key; keys
+keys list prints names, prefixes and what each key may do (--json: as JSON), never a key; a key
+made before --templates was required still allows every template, shown as "(all: made before
+--templates was required)" (serve warns of each at start); keys
 revoke NAME deletes the key and ends its dashboard sessions: a running server refuses it from its
 next request, and ends its open live streams within a second. keys login NAME prints, alone on its
 last line, a new login URL for the dashboard (BASE/login?token=…) for the key NAME, which must have
