@@ -383,6 +383,8 @@ describe("a confidential team's task status", () => {
         reason: null, code: null, count: 1,
       },
       updatedAt: "u",
+      decidingRun: null,
+      createdBy: { kind: "worker" },
     });
     expect(JSON.stringify(closed.json)).not.toMatch(/ACME|payroll/i);
   });

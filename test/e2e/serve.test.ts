@@ -136,7 +136,7 @@ describe("answers", () => {
 
     const status = await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader });
     expect(status).toMatchObject({ status: 200 });
-    expect(status.json).toEqual({ id, status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: task.updatedAt });
+    expect(status.json).toEqual({ id, status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: task.updatedAt, decidingRun: null, createdBy: { kind: "api", template: "deploy", key: "full" } });
     // A gate's verdict shows on the next poll.
     await writeFile(path.join(root, "alpha", "tasks", "alpha", `${id}.json`), `${JSON.stringify({ ...task, metadata: { qualityGateStatus: "passed" } }, null, 2)}\n`);
     expect((await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader })).json).toMatchObject({ qualityGateStatus: "passed" });

@@ -288,6 +288,8 @@ describe("a task created through the task API", () => {
         qualityGateStatus: null,
         startDenial: { active: true, at: task.metadata?.qualityGateStartDeniedAt, hook: "on_task_started", reason: task.metadata?.qualityGateStartDeniedReason, code: "deps.open", count: 1 },
         updatedAt: task.updatedAt,
+        decidingRun: null,
+        createdBy: { kind: "api", template: "build", key: "ci" },
       });
     } finally {
       if (serve) await serve.stop();

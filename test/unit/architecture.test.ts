@@ -25,7 +25,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   doctor: ["contract", "text", "settings", "team", "spawn", "runner"],
   dashboard: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor"],
   leader: ["contract", "text", "settings", "team", "spawn", "runner", "policy", "invoke"],
-  server: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "dashboard"],
+  server: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "dashboard"],
   cli: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "dashboard", "leader", "server"],
   pi: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "leader", "cli"],
 };

@@ -13,8 +13,10 @@
  *
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
- *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial, updatedAt}
- *                                                            (a confidential team's: no reason, no code in startDenial)
+ *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial, updatedAt,
+ *                                                            decidingRun, createdBy} (a confidential team's: no
+ *                                                            reason or code in startDenial, no summary or code in
+ *                                                            decidingRun)
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
  *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
  *                                                            → 200 applied, 202 recorded (the team's leader applies it)
@@ -32,6 +34,7 @@ import type { LoadedTeamConfig } from "../team/config.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
+import { createdByOf, decidingRunOf } from "./task-status.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import { type KeyInfo, type KeyStore, type Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
@@ -146,7 +149,10 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   const startDenial = withheld ? { ...denial, reason: null, code: null } : denial;
   const qualityGateStatus = typeof gate === "string" ? gate : null;
   const { id: taskId, status, updatedAt } = task;
-  return { status: 200, body: { id: taskId, status, qualityGateStatus, startDenial, updatedAt } };
+  // Additive: the run that decided the gate, and what made the task (server/task-status.ts).
+  const decidingRun = await decidingRunOf(teamDir, task, isConfidential(config, ctx.env));
+  const createdBy = createdByOf(task);
+  return { status: 200, body: { id: taskId, status, qualityGateStatus, startDenial, updatedAt, decidingRun, createdBy } };
 }
 
 /** `hooks.confidential` as the leader reads it (also from a block refused whole: settings/privacy.ts). */

@@ -186,9 +186,10 @@ team's hook runs at / (docs/dashboard.md): the overview, the runs table with the
 each run, and new runs as they land.
   GET  /                               the dashboard (pages; /events: server-sent events)
   POST /api/v1/teams/TEAM/tasks        {"template": "SLUG", "parameters": {…}} → 202 (tasks:create)
-  GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, startDenial, updatedAt
+  GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, startDenial, updatedAt,
+                                       decidingRun (the run that decided its gate), createdBy
                                        (tasks:read; a confidential team's without the denial's
-                                       reason and code)
+                                       reason and code, and the run's summary and code)
   POST /api/v1/teams/TEAM/runs/RUN_ID/decision
                                        {"decision": "allow"|"deny", "code"?, "reason"?, "message"?}
                                        → 200 applied, or 202 recorded for the team's running leader
