@@ -179,9 +179,10 @@ Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, n
        pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]
 
 The task API (docs/remote-gates.md): other systems create tasks from a team's templates
-(config.json hooks.templates), poll their status and decide held gates, each with a bearer key
-limited to its scopes, teams and templates. Prints "listening on http://HOST:PORT" once it accepts
-connections, and runs until SIGINT or SIGTERM. The same server shows a read-only dashboard of every
+(config.json hooks.templates), poll their status, decide held gates, ask whether a team's gates
+are ready and list its runs, each with a bearer key limited to its scopes, teams and templates.
+Prints "listening on http://HOST:PORT" once it accepts connections, and runs until SIGINT or
+SIGTERM. The same server shows a read-only dashboard of every
 team's hook runs at / (docs/dashboard.md): the overview, the runs table with the filters of logs,
 each run, and new runs as they land.
   GET  /                               the dashboard (pages; /events: server-sent events)
@@ -190,6 +191,13 @@ each run, and new runs as they land.
                                        decidingRun (the run that decided its gate), createdBy
                                        (tasks:read; a confidential team's without the denial's
                                        reason and code, and the run's summary and code)
+  GET  /api/v1/teams/TEAM/gates        the team's gate readiness: each event's chain with trust,
+                                       executable, settings valid, and ready (gates:read)
+  GET  /api/v1/teams/TEAM/runs?outcome=failed&since=24h
+                                       the team's runs, with the filters of logs (event, outcome,
+                                       task, member, hook, since, trigger), 50 a page, newest first;
+                                       next: the URL of the older ones (logs:read; a confidential
+                                       team's without summary, code and stderr)
   POST /api/v1/teams/TEAM/runs/RUN_ID/decision
                                        {"decision": "allow"|"deny", "code"?, "reason"?, "message"?}
                                        → 200 applied, or 202 recorded for the team's running leader
@@ -211,7 +219,8 @@ each run, and new runs as they land.
 keys create prints the new key alone on its last line, the only time it is shown
 (KEY=$(pi-teams-hooks serve keys create … | tail -1)); only a salted hash is stored:
   --name NAME             the key's name (keys list, keys revoke, the tasks it creates)
-  --scopes S,…            tasks:create, tasks:read, gates:decide, logs:read (the dashboard)
+  --scopes S,…            tasks:create, tasks:read, gates:decide, gates:read (readiness),
+                          logs:read (runs, the dashboard)
   --teams T,…             the teams (folders of the teams root) it may use
   --templates T,…         the only templates it may create from, read the tasks of and decide the
                           gates of; required for a key with tasks:create, tasks:read or
