@@ -110,7 +110,7 @@ describe("keys login NAME", () => {
   it("--help names keys login, --url and the scope logs:read", async () => {
     const { code, stdout } = await runBin(["serve", "--help"]);
     expect(code).toBe(0);
-    for (const text of ["pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]", "[--rate-limit N/PERIOD] [--url BASE]", "logs:read (the dashboard)", "--url BASE", "works once, for 15 minutes"]) {
+    for (const text of ["pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]", "[--rate-limit N/PERIOD] [--url BASE]", "logs:read (runs, the dashboard)", "--url BASE", "works once, for 15 minutes"]) {
       expect(stdout).toContain(text);
     }
   });

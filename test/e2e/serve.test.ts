@@ -259,7 +259,7 @@ describe("answers", () => {
     expect(revoke).toMatchObject({ code: 0 });
     expect(await api(serve.url, "GET", `${TASKS}/1`, { key: keys.doomed })).toMatchObject({ status: 401, json: { error: { code: "unauthorized" } } });
     // Whoever can write the teams root can change the keys: every change is said.
-    expect(serve.stdout()).toMatch(/^key added: "shown" \(pth_[0-9a-f]{12}\): scopes tasks:read; teams alpha$/m);
+    expect(serve.stdout()).toMatch(/^key added: "shown" \(pth_[0-9a-f]{12}\): scopes tasks:read; teams alpha; templates \(all\)$/m);
     expect(serve.stdout()).toMatch(/^key removed: "doomed" \(pth_[0-9a-f]{12}\)$/m);
   });
 
