@@ -64,7 +64,7 @@ export interface TeamReadiness {
 }
 
 /** The readiness of the team `setup` describes. Never writes; never throws for what it finds on disk. */
-export async function teamReadiness(setup: TeamSetup, env: Readonly<Record<string, string | undefined>>): Promise<TeamReadiness> {
+export async function teamReadiness(setup: TeamSetup, env: Env): Promise<TeamReadiness> {
   const view = await inspectConfig(setup);
   const events = {} as Record<HookEventName, EventReadiness>;
   for (const event of HOOK_EVENTS) {
@@ -72,16 +72,22 @@ export async function teamReadiness(setup: TeamSetup, env: Readonly<Record<strin
     const gates: GateReadiness[] = [];
     for (const g of ev.gates) gates.push(await gateReadiness(g, env, setup.cwd));
     const missing = ev.missing.map((g) => ({ gate: g.gate, trustDetail: g.trustDetail }));
-    const skipped = ev.skipped.map((s) => ({ name: skippedName(s, view.teamHooksDir, view.hooksDir.value), layer: s.layer, code: s.code, reason: s.reason }));
+    const skipped = ev.skipped.map((s) => {
+      const name = skippedName(s, view.teamHooksDir, view.hooksDir.value);
+      return { name, layer: s.layer, code: s.code, reason: s.reason };
+    });
     const unusable = ev.skipped.some((s) => SKIP_LEVEL[s.code] === "error");
-    events[event] = { ready: gates.every((g) => g.ready) && missing.length === 0 && !unusable, gates, missing, skipped };
+    const ready = gates.every((g) => g.ready) && missing.length === 0 && !unusable;
+    events[event] = { ready, gates, missing, skipped };
   }
   const settings = { valid: view.block.valid, problems: [...view.block.problems] };
   const ready = settings.valid && HOOK_EVENTS.every((event) => events[event].ready);
   return { ready, settings, trustRecord: view.trustRecord.state, events };
 }
 
-async function gateReadiness(g: GateView, env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<GateReadiness> {
+type Env = Readonly<Record<string, string | undefined>>;
+
+async function gateReadiness(g: GateView, env: Env, cwd: string): Promise<GateReadiness> {
   const problems: string[] = [];
   let executable: boolean | null = null;
   if (g.kind !== "http") {
@@ -91,10 +97,20 @@ async function gateReadiness(g: GateView, env: Readonly<Record<string, string | 
     for (const check of checks) if (check.level === "error" || check.level === "warn") problems.push(check.message);
   }
   const trusted = g.trust === "trusted" || g.trust === "no_record";
-  if (!trusted) problems.push(`${g.name}: ${trustWords(g.trust)}${g.trustDetail ? ` (${g.trustDetail})` : ""}: its events are held until the lead approves it (pi-teams-hooks trust)`);
-  if (g.settingsError !== null) problems.push(`${g.name}: settings line refused: ${g.settingsError} (the gate does not run; its events are held: hook_settings)`);
+  if (!trusted) {
+    const detail = g.trustDetail ? ` (${g.trustDetail})` : "";
+    const held = "its events are held until the lead approves it (pi-teams-hooks trust)";
+    problems.push(`${g.name}: ${trustWords(g.trust)}${detail}: ${held}`);
+  }
+  if (g.settingsError !== null) {
+    const held = "the gate does not run; its events are held: hook_settings";
+    problems.push(`${g.name}: settings line refused: ${g.settingsError} (${held})`);
+  }
   // checkRunnable says it for file gates; a handler's insecurity would be said here only.
-  if (g.insecure !== null && !problems.some((p) => p.includes(g.insecure ?? ""))) problems.push(`${g.name} is ${g.insecure}: refused as insecure_hook`);
+  const insecure = g.insecure;
+  if (insecure !== null && !problems.some((p) => p.includes(insecure))) {
+    problems.push(`${g.name} is ${insecure}: refused as insecure_hook`);
+  }
   return {
     name: g.name,
     gate: g.gate,
@@ -112,7 +128,8 @@ async function gateReadiness(g: GateView, env: Readonly<Record<string, string | 
 }
 
 function trustWords(trust: TrustState): string {
-  return trust === "new" ? "new since the gates were approved" : trust === "changed" ? "changed since it was approved" : "no longer runs";
+  if (trust === "new") return "new since the gates were approved";
+  return trust === "changed" ? "changed since it was approved" : "no longer runs";
 }
 
 /** A skipped file as `config` prints it: relative to its layer's dir. */

@@ -20,7 +20,11 @@ export type LeadNotice = { team: string; lead: string; inbox: string } | { team:
 export const ALL_TEMPLATES_NOTE = "api-key-all-templates";
 
 /** Tells the lead of each of the key's teams that it may use every template; never throws for a team's files. */
-export async function tellLeadsOfAllTemplates(teamsRoot: string, info: KeyInfo, now: Date = new Date()): Promise<LeadNotice[]> {
+export async function tellLeadsOfAllTemplates(
+  teamsRoot: string,
+  info: KeyInfo,
+  now: Date = new Date(),
+): Promise<LeadNotice[]> {
   const notices: LeadNotice[] = [];
   for (const team of info.teams) {
     const teamDir = path.join(teamsRoot, team);
@@ -30,11 +34,14 @@ export async function tellLeadsOfAllTemplates(teamsRoot: string, info: KeyInfo, 
     }
     try {
       const { leadName } = (await loadTeamConfig(teamDir)).identity;
+      const at = now.toISOString();
       const text =
         `API key "${info.name}" (${info.prefix}) may use every template of team ${team}, now and any added later ` +
-        `(scopes ${info.scopes.join(", ")}): made with pi-teams-hooks serve keys create --all-templates at ${now.toISOString()}. ` +
+        `(scopes ${info.scopes.join(", ")}): made with pi-teams-hooks serve keys create --all-templates at ${at}. ` +
         `To limit it: pi-teams-hooks serve keys revoke ${info.name}, then create it again with --templates SLUG,…`;
-      const sent = await appendMessage(teamDir, "team", leadName, { from: "pi-teams-hooks", text, timestamp: now.toISOString(), read: false, qualityGateMessage: ALL_TEMPLATES_NOTE });
+      const note = { qualityGateMessage: ALL_TEMPLATES_NOTE };
+      const message = { from: "pi-teams-hooks", text, timestamp: at, read: false, ...note };
+      const sent = await appendMessage(teamDir, "team", leadName, message);
       notices.push(sent.ok ? { team, lead: leadName, inbox: sent.file } : { team, notSent: sent.problem.message });
     } catch (error) {
       notices.push({ team, notSent: describeError(error) });

@@ -119,7 +119,9 @@ export function keySpec(input: {
   const teams = list(input.teams, "--teams");
   for (const team of teams) if (!isTeamName(team)) throw new HooksError("E_USAGE", `--teams: "${team}" is not a team dir name (letters, digits, _ and -, not starting with _)`);
   const all = input.allTemplates === true;
-  if (all && input.templates !== undefined) throw new HooksError("E_USAGE", "--templates and --all-templates: give one of them");
+  if (all && input.templates !== undefined) {
+    throw new HooksError("E_USAGE", "--templates and --all-templates: give one of them");
+  }
   let templates: string[] | null = all ? null : [];
   if (input.templates !== undefined) {
     templates = list(input.templates, "--templates").map((t) => t.toLowerCase());
@@ -127,7 +129,11 @@ export function keySpec(input: {
   } else if (!all && scopes.some((s) => (TEMPLATE_SCOPES as readonly string[]).includes(s))) {
     // An empty allowlist allows nothing: a key that could use templates says which, or says every one.
     const limited = TEMPLATE_SCOPES.filter((s) => scopes.includes(s)).join(", ");
-    throw new HooksError("E_USAGE", `--templates is required for a key with ${limited}: the templates it may use (--templates deploy,review), or --all-templates for every template of its teams`);
+    throw new HooksError(
+      "E_USAGE",
+      `--templates is required for a key with ${limited}: the templates it may use (--templates deploy,review), ` +
+        "or --all-templates for every template of its teams",
+    );
   }
   return { name, scopes: unique(scopes) as Scope[], teams: unique(teams), templates: templates && unique(templates), rateLimit: input.rateLimit };
 }
@@ -343,7 +349,10 @@ export class KeyStore {
       const old = new Map(before.map((r) => [r.id, r]));
       const now = new Set(records.map((r) => r.id));
       for (const r of records) {
-        if (!old.has(r.id)) this.#log("info", `key added: "${r.name}" (pth_${r.id}): scopes ${r.scopes.join(", ")}; teams ${r.teams.join(", ")}; templates ${describeTemplates(infoOf(r))}`);
+        if (old.has(r.id)) continue;
+        const [scopes, teams, templates] = [r.scopes.join(", "), r.teams.join(", "), describeTemplates(infoOf(r))];
+        const what = `scopes ${scopes}; teams ${teams}; templates ${templates}`;
+        this.#log("info", `key added: "${r.name}" (pth_${r.id}): ${what}`);
       }
       for (const r of before) if (!now.has(r.id)) this.#log("info", `key removed: "${r.name}" (pth_${r.id})`);
     }
@@ -356,15 +365,18 @@ function hashKey(salt: Buffer, key: string): Buffer {
   return createHash("sha256").update(salt).update(key, "utf8").digest();
 }
 
+const LEGACY_WORDS = "made before --templates was required";
+
 function infoOf(record: KeyRecord): KeyInfo {
   const templates = record.templates === undefined ? [] : record.templates;
   const allTemplates = templates !== null ? null : record.allTemplates ? "all-templates" : "legacy";
-  return { name: record.name, prefix: `pth_${record.id}`, scopes: record.scopes, teams: record.teams, templates, allTemplates, rateLimit: record.rateLimit, createdAt: record.createdAt };
+  const { name, scopes, teams, rateLimit, createdAt } = record;
+  return { name, prefix: `pth_${record.id}`, scopes, teams, templates, allTemplates, rateLimit, createdAt };
 }
 
-/** `deploy, review`, `(none)`, `(all)`, or `(all: made before --templates was required)`, for `keys list` and the server's output. */
+/** `deploy, review`, `(none)`, `(all)`, or `(all: made before --templates was required)`: keys list, serve's output. */
 export function describeTemplates(info: Pick<KeyInfo, "templates" | "allTemplates">): string {
-  if (info.templates === null) return info.allTemplates === "legacy" ? "(all: made before --templates was required)" : "(all)";
+  if (info.templates === null) return info.allTemplates === "legacy" ? `(all: ${LEGACY_WORDS})` : "(all)";
   return info.templates.length === 0 ? "(none)" : info.templates.join(", ");
 }
 

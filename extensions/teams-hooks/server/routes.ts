@@ -13,12 +13,12 @@
  *
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
- *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial, updatedAt,
- *                                                            decidingRun, createdBy} (a confidential team's: no
- *                                                            reason or code in startDenial, no summary or code in
- *                                                            decidingRun)
+ *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial,
+ *                                                            updatedAt, decidingRun, createdBy} (a confidential
+ *                                                            team's: no reason or code in startDenial, no summary
+ *                                                            or code in decidingRun)
  *   GET  /api/v1/teams/{team}/gates            gates:read    → 200 the team's gate readiness (doctor/readiness.ts)
- *   GET  /api/v1/teams/{team}/runs?…           logs:read     → 200 a page of runs, the filters of `logs`, `before` a cursor
+ *   GET  /api/v1/teams/{team}/runs?…           logs:read     → 200 a page of runs, the filters of `logs`, `before`
  *                                                            (a confidential team's: no summary, code or stderr)
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
  *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
@@ -170,7 +170,8 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   // Additive: the run that decided the gate, and what made the task (server/task-status.ts).
   const decidingRun = await decidingRunOf(teamDir, task, isConfidential(config, ctx.env));
   const createdBy = createdByOf(task);
-  return { status: 200, body: { id: taskId, status, qualityGateStatus, startDenial, updatedAt, decidingRun, createdBy } };
+  const body = { id: taskId, status, qualityGateStatus, startDenial, updatedAt, decidingRun, createdBy };
+  return { status: 200, body };
 }
 
 /**
@@ -189,8 +190,8 @@ async function runsRoute(ctx: ApiContext, req: ApiRequest, team: string): Promis
   await authorise(ctx, req, "logs:read", team);
   const teamDir = teamDirOf(ctx, team);
   const config = await usableTeamConfig(teamDir);
-  const page = await runsPage(team, teamDir, req.query, { nowMs: ctx.now().getTime(), confidential: isConfidential(config, ctx.env) });
-  return { status: 200, body: page };
+  const confidential = isConfidential(config, ctx.env);
+  return { status: 200, body: await runsPage(team, teamDir, req.query, { nowMs: ctx.now().getTime(), confidential }) };
 }
 
 /** `hooks.confidential` as the leader reads it (also from a block refused whole: settings/privacy.ts). */

@@ -64,7 +64,7 @@ export async function decidingRunOf(teamDir: string, task: Task, confidential: b
     code: confidential ? null : (text(meta.qualityGateCode) ?? result?.verdict?.code ?? null),
     summary: confidential ? null : (text(meta.qualityGateSummary) ?? text(policySummary)),
     startedAt,
-    endedAt: result && Number.isFinite(started) ? new Date(started + Math.max(0, Math.round(result.durationMs))).toISOString() : null,
+    endedAt: result && Number.isFinite(started) ? endOf(started, result.durationMs) : null,
   };
 }
 
@@ -78,9 +78,15 @@ export function createdByOf(task: Task): CreatedBy {
   }
   if (text(meta.qualityGateFollowupFor) !== null) {
     const sourceTaskId = text(meta.qualityGateSourceTaskId);
-    return { kind: "followup", sourceTaskId, hook: text(meta.qualityGateFollowupHook), event: text(meta.qualityGateFollowupEvent) };
+    const hook = text(meta.qualityGateFollowupHook);
+    return { kind: "followup", sourceTaskId, hook, event: text(meta.qualityGateFollowupEvent) };
   }
   return { kind: "worker" };
+}
+
+/** When a run that started at `startedMs` and took `durationMs` ended, as ISO 8601 UTC. */
+export function endOf(startedMs: number, durationMs: number): string {
+  return new Date(startedMs + Math.max(0, Math.round(durationMs))).toISOString();
 }
 
 function text(value: unknown): string | null {

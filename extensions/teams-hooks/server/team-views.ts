@@ -14,9 +14,14 @@ import { type TeamReadiness, teamReadiness } from "../doctor/readiness.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { type RunRow, cursorOf, cursorText, findRuns, parseCursor } from "../dashboard/runs.js";
 import { ApiError, listProblems } from "./answers.js";
+import { endOf } from "./task-status.js";
 
 /** The team's readiness, with its name first. */
-export async function gatesView(team: string, teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<{ team: string } & TeamReadiness> {
+export async function gatesView(
+  team: string,
+  teamDir: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<{ team: string } & TeamReadiness> {
   const setup = await resolveTeamSetup({ teamDir, env, processCwd: teamDir });
   return { team, ...(await teamReadiness(setup, env)) };
 }
@@ -41,7 +46,7 @@ export interface RunView {
   code: string | null;
   /** What the policy step wrote, on the run that decided its event; null otherwise and for a confidential team. */
   summary: string | null;
-  /** The first line of its stderr that holds something (at most 180 characters); null when none, and for a confidential team. */
+  /** Its stderr's first line that holds something (at most 180 characters); null when none, or confidential. */
   stderr: string | null;
   /** What the policy step did (`reopened (1/3)`, `follow-up #2 for ada`); empty when nothing. */
   actions: string[];
@@ -65,7 +70,12 @@ export interface RunsPage {
 }
 
 /** A page of the team's runs for `query`; 400 `invalid_request` for a field it does not know or cannot read. */
-export async function runsPage(team: string, teamDir: string, query: URLSearchParams, opts: { nowMs: number; confidential: boolean }): Promise<RunsPage> {
+export async function runsPage(
+  team: string,
+  teamDir: string,
+  query: URLSearchParams,
+  opts: { nowMs: number; confidential: boolean },
+): Promise<RunsPage> {
   const problems: string[] = [];
   const fields: FilterText = {};
   for (const name of new Set(query.keys())) {
@@ -81,7 +91,9 @@ export async function runsPage(team: string, teamDir: string, query: URLSearchPa
   }
   const beforeText = query.get("before");
   const before = beforeText === null ? null : parseCursor(beforeText);
-  if (beforeText !== null && (before === null || before.team !== team)) problems.push("before: not a cursor of this team's runs (give the cursor of a run, or next as answered)");
+  if (beforeText !== null && (before === null || before.team !== team)) {
+    problems.push("before: not a cursor of this team's runs (give the cursor of a run, or next as answered)");
+  }
   const parsed = parseFilterText(fields, opts.nowMs);
   problems.push(...parsed.problems.map((p) => `${p.field}: ${p.text}`));
   if (problems.length > 0) {
@@ -95,7 +107,10 @@ export async function runsPage(team: string, teamDir: string, query: URLSearchPa
   let next: string | null = null;
   if (found.more && last) {
     const params = new URLSearchParams();
-    for (const name of RUN_QUERY) if (name !== "before" && query.get(name) !== null) params.set(name, query.get(name) ?? "");
+    for (const name of RUN_QUERY) {
+      const value = query.get(name);
+      if (name !== "before" && value !== null) params.set(name, value);
+    }
     params.set("before", cursorText(cursorOf(last)));
     next = `/api/v1/teams/${encodeURIComponent(team)}/runs?${params.toString()}`;
   }
@@ -125,7 +140,7 @@ function runView(r: RunRow, confidential: boolean): RunView {
     trigger: triggerOf(record),
     durationMs: result.durationMs,
     startedAt: new Date(started).toISOString(),
-    endedAt: new Date(started + Math.max(0, Math.round(result.durationMs))).toISOString(),
+    endedAt: endOf(started, result.durationMs),
     cursor: cursorText(cursorOf(r)),
   };
 }
