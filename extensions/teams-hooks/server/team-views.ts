@@ -11,7 +11,8 @@ import { firstLine, hookName, policyActions } from "../logs/format.js";
 import { type FilterText, parseFilterText } from "../logs/filter.js";
 import { outcomeOf, taskIdOf, triggerOf } from "../logs/record.js";
 import { type TeamReadiness, teamReadiness } from "../doctor/readiness.js";
-import { resolveTeamSetup } from "../team/setup.js";
+import { type TeamSetup, resolveTeamSetup } from "../team/setup.js";
+import { isHooksError } from "../contract/errors.js";
 import { type RunRow, cursorOf, cursorText, findRuns, parseCursor } from "../dashboard/runs.js";
 import { ApiError, listProblems } from "./answers.js";
 import { endOf } from "./task-status.js";
@@ -22,7 +23,16 @@ export async function gatesView(
   teamDir: string,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<{ team: string } & TeamReadiness> {
-  const setup = await resolveTeamSetup({ teamDir, env, processCwd: teamDir });
+  let setup: TeamSetup;
+  try {
+    setup = await resolveTeamSetup({ teamDir, env, processCwd: teamDir });
+  } catch (error) {
+    // PI_TEAMS_HOOKS_DIR naming a folder that is not there (in serve's environment): the team's files, not a fault.
+    if (isHooksError(error) && error.code === "E_HOOKS_DIR") {
+      throw new ApiError("unavailable", `the team's gates cannot be read: ${error.message}`);
+    }
+    throw error;
+  }
   return { team, ...(await teamReadiness(setup, env)) };
 }
 
