@@ -17,6 +17,7 @@ echo "lint: 2 problems in src/payroll.ts" >&2
 echo '{"decision":"deny","code":"lint.errors","reason":"payroll is not formatted"}'
 `;
 const PASS = "#!/usr/bin/env bash\nexit 0\n";
+const HANDLER_URL = "http://127.0.0.1:9/gate";
 
 let root: string;
 let cleanup: () => Promise<void>;
@@ -29,7 +30,8 @@ beforeAll(async () => {
   await ensureBuilt();
   ({ root, cleanup } = await makeTeamsRoot({
     alpha: {},
-    secret: { hooks: { confidential: true } },
+    // A handler on a closed port of this machine: the runs below stop at the file gate's denial anyway.
+    secret: { hooks: { confidential: true, handlers: [{ name: "ci", events: ["task_completed"], url: HANDLER_URL }] } },
     quiet: {},
     broken: { hooks: { failureAction: "explode" } },
   }));
@@ -188,12 +190,13 @@ describe("GET …/gates: readiness", () => {
     expect(answer.events.task_completed?.ready).toBe(true);
   });
 
-  it("a confidential team's readiness is the same: it holds no task content", async () => {
-    expect(await gates("secret")).toMatchObject({
-      team: "secret",
-      ready: true,
-      events: { task_completed: { ready: true } },
-    });
+  it("a confidential team's readiness is the same (no task content in it); a handler is no file to start", async () => {
+    const answer = await gates("secret");
+    expect(answer).toMatchObject({ team: "secret", ready: true, events: { task_completed: { ready: true } } });
+    expect(answer.events.task_completed?.gates.map((g) => [g.name, g.kind, g.executable, g.ready])).toEqual([
+      ["on_task_completed.sh", "v1", true, true],
+      ["http:ci", "http", null, true],
+    ]);
   });
 });
 
