@@ -33,7 +33,7 @@ const taskFiles = async (): Promise<string[]> => (await readdir(tasksDir()).catc
 
 beforeAll(async () => {
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } } }));
-  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read,gates:decide", teams: "alpha", templates: undefined, rateLimit: null }))).key;
+  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read,gates:decide", teams: "alpha", templates: undefined, allTemplates: true, rateLimit: null }))).key;
   server = await startTaskServer({ teamsRoot: root, host: "127.0.0.1", port: 0, lockTimeoutMs: LOCK_BUDGET_MS, log: (level, message) => logged.push(`${level}: ${message}`) });
 });
 

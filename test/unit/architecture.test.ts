@@ -27,7 +27,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   doctor: ["contract", "text", "settings", "team", "gates", "runner", "logs"],
   dashboard: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor"],
   leader: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event"],
-  server: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "dashboard"],
+  server: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor", "dashboard"],
   cli: [
     ...["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event"],
     ...["doctor", "dashboard", "leader", "server"],

@@ -1085,8 +1085,9 @@ const SERVE: CommandSpec = {
         ],
         [
           "task API",
-          "other systems create tasks from a team's templates (config.json hooks.templates), poll their status and " +
-            "decide held gates, each with a bearer key limited to its scopes, teams and templates " +
+          "other systems create tasks from a team's templates (config.json hooks.templates), poll their status, " +
+            "decide held gates, ask whether a team's gates are ready and list its runs, each with a bearer key " +
+            "limited to its scopes, teams and templates " +
             "(docs/remote-gates.md; keys: docs/security.md)",
         ],
       ],
@@ -1098,8 +1099,20 @@ const SERVE: CommandSpec = {
         ["POST /api/v1/teams/TEAM/tasks", '{"template": "SLUG", "parameters": {…}} → 202 (tasks:create)'],
         [
           "GET  /api/v1/teams/TEAM/tasks/ID",
-          "id, status, qualityGateStatus, startDenial, updatedAt (tasks:read; a confidential team's without the " +
-            "denial's reason and code)",
+          "id, status, qualityGateStatus, startDenial, updatedAt, decidingRun (the run that decided its gate), " +
+            "createdBy (tasks:read; a confidential team's without the denial's reason and code, and the run's summary " +
+            "and code)",
+        ],
+        [
+          "GET  /api/v1/teams/TEAM/gates",
+          "the team's gate readiness: each event's chain with trust, executable, settings valid, and ready " +
+            "(gates:read)",
+        ],
+        [
+          "GET  /api/v1/teams/TEAM/runs?outcome=failed&since=24h",
+          "the team's runs, with the filters of logs (event, outcome, task, member, hook, since, trigger), 50 a " +
+            "page, newest first; next: the URL of the older ones (logs:read; a confidential team's without summary, " +
+            "code and stderr)",
         ],
         [
           "POST /api/v1/teams/TEAM/runs/RUN_ID/decision",
@@ -1125,19 +1138,23 @@ const SERVE: CommandSpec = {
       name: "keys create",
       term: "serve keys create",
       usage:
-        "serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]] [--rate-limit N/PERIOD] " +
+        "serve keys create --name NAME --scopes S[,S…] --teams T[,T…] (--templates T[,T…] | --all-templates) " +
+        "[--rate-limit N/PERIOD] " +
         "[--url BASE] [--teams-root DIR]",
       help:
         "a new key. It is printed alone on the last line, the only time it is shown (KEY=$(pi-teams-hooks serve " +
           "keys create … | tail -1)); only a salted hash is stored. With logs:read, a one-time dashboard login URL " +
           "comes before it",
-      flags: ["teams-root", "name", "scopes", "teams", "templates", "rate-limit", "url"],
+      flags: ["teams-root", "name", "scopes", "teams", "templates", "all-templates", "rate-limit", "url"],
     },
     {
       name: "keys list",
       term: "serve keys list",
       usage: "serve keys list [--json] [--teams-root DIR]",
-      help: "names, prefixes and what each key may do (--json: as JSON), never a key",
+      help:
+        "names, prefixes and what each key may do (--json: as JSON), never a key; a key made before --templates " +
+        'was required still allows every template, shown as "(all: made before --templates was required)" (serve ' +
+        "warns of each at start)",
       flags: ["teams-root", "json"],
     },
     {
@@ -1212,15 +1229,25 @@ const SERVE: CommandSpec = {
           name: "scopes",
           type: "string",
           value: "S,…",
-          help: "tasks:create, tasks:read, gates:decide, logs:read (the dashboard): what it may do",
+          help:
+            "tasks:create, tasks:read, gates:decide, gates:read (readiness), logs:read (runs, the dashboard): what " +
+            "it may do",
         },
         { name: "teams", type: "string", value: "T,…", help: "the teams (folders of the teams root) it may use" },
         {
           name: "templates",
           type: "string",
           value: "T,…",
-          default: "all",
-          help: "the only templates it may create from and read tasks of",
+          help:
+            "the only templates it may create from, read the tasks of and decide the gates of; required for a key " +
+            "with tasks:create, tasks:read or gates:decide (an empty allowlist allows no template)",
+        },
+        {
+          name: "all-templates",
+          type: "boolean",
+          help:
+            "instead of --templates: every template of its teams, now and later; the lead of each team is told in " +
+            "its inbox, and keys list shows (all)",
         },
         {
           name: "url",
@@ -1241,13 +1268,14 @@ const SERVE: CommandSpec = {
     {
       code: 2,
       when:
-        "usage error (a bad flag or spec, a name taken; login: no such key, or one without logs:read), a teams " +
-          "root that is not a directory, or an address that is not loopback without --allow-remote, or cannot be used",
+        "usage error (a bad flag or spec, a name taken; login: no such key, or one without logs:read; create: a key " +
+          "with tasks:create, tasks:read or gates:decide without --templates or --all-templates), a teams root that " +
+          "is not a directory, or an address that is not loopback without --allow-remote, or cannot be used",
     },
   ],
   examples: [
     "pi-teams-hooks serve --teams-root ~/.pi/agent/teams",
-    "pi-teams-hooks serve keys create --name ci --scopes gates:decide,tasks:read --teams alpha",
+    "pi-teams-hooks serve keys create --name ci --scopes gates:decide,tasks:read --teams alpha --templates deploy",
   ],
 };
 

@@ -180,8 +180,12 @@ function settingsField(read: HookSettingsRead | null): { settings?: string } {
   return read?.ok && read.settings ? { settings: describeSettings(read.settings) } : {};
 }
 
-/** Whether a hook can start as the leader would start it. `label` names it in messages (default: its file name). */
-async function checkRunnable(hook: HookCommand, env: Env, cwd: string, label?: string): Promise<Check[]> {
+/**
+ * Whether a hook can start as the leader would start it: the first check says so (`ok` or `error`),
+ * the rest are worth knowing (a `.sh` with another `#!`, a file others can rewrite). `label` names it
+ * in messages (default: its file name). Also gate readiness's `executable` (doctor/readiness.ts).
+ */
+export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, label?: string): Promise<Check[]> {
   const file = hook.hookPath;
   const name = label ?? path.basename(file);
   const checks: Check[] = [];
