@@ -13,6 +13,7 @@ import { insecurity, readHookSettings } from "../runner/discover.js";
 import { checkChainTrust, fingerprint, type ChainTrust } from "../runner/trust.js";
 import { readTrustInForce, trustFile } from "../runner/trust-store.js";
 import { describeSettings } from "../settings/hook-line.js";
+import { handlerEnabled } from "../settings/handlers.js";
 import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { TeamSetup } from "../team/setup.js";
@@ -45,6 +46,8 @@ export interface GateView {
   trustDetail: string | null;
   /** Why others could rewrite the file (refused as insecure_hook unless --allow-insecure-hooks); null when not. */
   insecure: string | null;
+  /** False for a handler switched off (`hooks.handlers[].enabled: false`): skipped at every event, and logged. */
+  enabled: boolean;
 }
 
 export interface EventView {
@@ -182,6 +185,7 @@ function gateView(hook: ChainHook, event: HookEventName, layers: { global: strin
     trust,
     trustDetail: trust === "changed" ? (change?.detail ?? null) : null,
     insecure,
+    enabled: hook.kind !== "http" || !hook.handler || handlerEnabled(hook.handler),
   };
 }
 
@@ -193,7 +197,7 @@ function missingView(gatePath: string, detail: string, event: HookEventName, lay
   const layer: ChainLayer = http || layerDir === layers.team ? "team" : "global";
   const name = http ? gatePath : inChainDir ? `${chainDirName(event)}/${path.basename(gatePath)}` : path.basename(gatePath);
   const kind: ChainHook["kind"] = http ? "http" : inChainDir ? "chain" : "v1";
-  return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null };
+  return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null, enabled: true };
 }
 
 /** One gate of a chain as the `watch` banner names it. */
@@ -204,13 +208,17 @@ export interface ChainEntry {
   path: string;
   /** Its settings line says `mode=shadow`: it runs and is logged, and decides nothing. */
   shadow: boolean;
+  /** A handler switched off (`enabled: false`): skipped, and logged. Absent otherwise. */
+  disabled?: true;
 }
 
 /** An event's chain, in run order, as the `watch` banner names it. */
 export function chainEntries(chain: ChainDiscovery, event: HookEventName): ChainEntry[] {
   return chain.hooks.map((hook) => {
     const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
-    return { name: gateDisplayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow: read?.ok === true && read.settings?.mode === "shadow" };
+    const disabled = hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
+    const shadow = read?.ok === true && read.settings?.mode === "shadow";
+    return { name: gateDisplayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow, ...(disabled ? { disabled } : {}) };
   });
 }
 
@@ -220,7 +228,11 @@ export function chainEntries(chain: ChainDiscovery, event: HookEventName): Chain
  */
 export function chainSummary(entries: readonly ChainEntry[]): string {
   if (entries.length === 0) return "none";
-  const notes = (e: ChainEntry): string[] => [...(e.kind !== "http" && e.layer === "team" ? ["team"] : []), ...(e.shadow ? ["shadow"] : [])];
+  const notes = (e: ChainEntry): string[] => [
+    ...(e.kind !== "http" && e.layer === "team" ? ["team"] : []),
+    ...(e.shadow ? ["shadow"] : []),
+    ...(e.disabled ? ["disabled"] : []),
+  ];
   return entries.map((e) => `${e.name}${notes(e).length > 0 ? ` (${notes(e).join(", ")})` : ""}`).join(", ");
 }
 

@@ -11,7 +11,7 @@ import type { HookEventName } from "../contract/contract.js";
 import { templateSecretVariables } from "../contract/request-template.js";
 import type { ChainDiscovery } from "../runner/chain.js";
 import type { ChainTrust } from "../runner/trust.js";
-import type { HandlerDef } from "../settings/handlers.js";
+import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { Check } from "./gate-checks.js";
 
 /** What doctor says about one handler (never a secret value). */
@@ -32,6 +32,8 @@ export interface HandlerReport {
   signing: { variable: string; set: boolean } | null;
   /** `no_record`: no trust record yet (the leader's first start trusts it). */
   trust: "trusted" | "new" | "changed" | "no_record";
+  /** False: `enabled: false` switches it off; every event skips it and its log says so. */
+  enabled: boolean;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -61,8 +63,14 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
       secretHeaders: Object.entries(handler.secretHeaders ?? {}).map(([header, variable]) => ({ header, variable, set: isSet(variable) })),
       signing: handler.signingSecretEnv === undefined ? null : { variable: handler.signingSecretEnv, set: isSet(handler.signingSecretEnv) },
       trust: trust === null ? "no_record" : change?.change === "new" ? "new" : change?.change === "changed" ? "changed" : "trusted",
+      enabled: handlerEnabled(handler),
     };
     reports.set(gate, report);
+    if (!report.enabled) {
+      const how = "skipped at every event, and each log says so; switching it on again needs no approval";
+      checks.push({ level: "info", message: `${gate}: disabled (hooks.handlers[].enabled: false): ${how}`, field: "hooks.handlers" });
+      continue;
+    }
 
     const parts = [`${report.method} ${report.url}`, `timeout ${report.timeoutMs}ms`];
     if (report.template) parts.push("body from its template");

@@ -28,7 +28,7 @@ import { lstatSync, statSync } from "node:fs";
 import path from "node:path";
 import { chainDirName, isHandlerGate, type ChainDiscovery, type ChainHook } from "./chain.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import type { HandlerDef } from "../settings/handlers.js";
+import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { TrustErrorKind } from "../contract/hook-run.js";
 import { hookCandidatePaths, insecurity } from "./discover.js";
 import { describeError, errnoCode } from "../contract/errors.js";
@@ -98,7 +98,9 @@ export function fingerprint(file: string, opts: { content?: boolean } = {}): Fin
 
 /**
  * A handler's definition as the text its trust hash covers and `trust` shows a diff of: pretty JSON
- * with sorted keys (events sorted too: their order means nothing), empty maps left out. What a
+ * with sorted keys (events sorted too: their order means nothing), empty maps left out. `enabled` is
+ * not part of it: switching a handler off or on again needs no approval (it is said in every log
+ * instead), while any other change to it does. What a
  * handler that speaks another API adds (docs/ci-gates.md) is there only when it says something: a
  * `method` other than POST, a `body` template (its keys sorted at every level), `answer: "held"`;
  * so a handler that declares none of them keeps the hash it was trusted under.
@@ -232,7 +234,9 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
   for (const hook of chain.hooks) {
     const file = hook.hook.hookPath;
     if (hook.kind === "http") {
-      if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
+      // A handler switched off runs nothing: it is declared (so not missing), and checked once it is on again.
+      if (hook.handler && !handlerEnabled(hook.handler)) hashes.set(file, handlerFingerprint(hook.handler).sha256);
+      else if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
       continue;
     }
     const fp = opts.snapshots?.get(file) ?? fingerprint(file);
