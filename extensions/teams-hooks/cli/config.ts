@@ -11,7 +11,7 @@ import { type CliIo, type FlagValue, type ParsedArgs, settingsRows, str, teamSet
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type ConfigView, type GateView, inspectConfig } from "../doctor/config-view.js";
-import { FAILURE_MODES, FailureModeSettingSchema, LimitsSchema, resolveSettings, settingsReport, type FailureMode, type LimitName } from "../settings/hooks-config.js";
+import { FAILURE_MODES, FailureModeSettingSchema, limitFlagSchema, resolveSettings, settingsReport, type FailureMode, type LimitName } from "../settings/hooks-config.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
 import { FailureActionSettingSchema, FollowupOwnerSettingSchema, LIMIT_RANGES, MaxReopensSettingSchema, SETTING_FLAGS, type EffectivePolicy } from "../settings/options.js";
 import { loadTeamConfig, updateHooksConfig } from "../team/config.js";
@@ -91,7 +91,7 @@ function parseSetFlags(v: Record<string, FlagValue>): SetRequest {
     const raw = str(v[flag]);
     if (raw === undefined) continue;
     const { min, max } = LIMIT_RANGES[name];
-    request.limits[name] = parseFlag(LimitsSchema.shape[name], raw, `--${flag} (hooks.limits.${name})`, `a whole number from ${min} to ${max}`) as number;
+    request.limits[name] = parseFlag(limitFlagSchema(name), raw, `--${flag} (hooks.limits.${name})`, `a whole number from ${min} to ${max}`) as number;
   }
   if (!request.reset && Object.keys(request.top).length === 0 && request.modes.length === 0 && Object.keys(request.limits).length === 0) {
     throw new HooksError("E_USAGE", `nothing to set: give ${SET_FLAGS.filter((f) => f !== "reset").map((f) => `--${f}`).join(", ")}, or --reset`);

@@ -188,6 +188,8 @@ export const TemplatesSchema = z.record(z.string(), TemplateSchema).superRefine(
 // ---------------------------------------------------------------------------------------------
 // Deferred gates
 
-/** How long a deferred gate waits for its decision: 24 h unless `hooks.deferTimeoutMs` says otherwise. */
+/**
+ * How long a deferred gate waits for its decision: 24 h unless `hooks.deferTimeoutMs` says otherwise;
+ * a value outside the range is capped to it (settings/hooks-config.ts `capLimits`).
+ */
 export const DEFER_TIMEOUT_MS = Object.freeze({ min: 1_000, max: 30 * 24 * 3_600_000, default: 24 * 3_600_000 });
-export const DeferTimeoutSchema = whole(DEFER_TIMEOUT_MS.min, DEFER_TIMEOUT_MS.max);
