@@ -200,7 +200,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   const all = HOOK_EVENTS.flatMap((event) => [...view.events[event].gates, ...view.events[event].missing]);
   const width = Math.max(0, ...all.map((g) => g.name.length));
   for (const event of HOOK_EVENTS) {
-    const { gates, missing, skipped } = view.events[event];
+    const { gates, missing, dropped, skipped } = view.events[event];
     out += `  ${event}${gates.length === 0 ? ": none" : ""}\n`;
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
@@ -213,6 +213,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     };
     for (const [index, gate] of gates.entries()) out += line(`${index + 1}.`, gate);
     for (const gate of missing) out += line("-", gate);
+    for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
     for (const skip of skipped) out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
   }
   // A handler of several events is one gate.

@@ -56,6 +56,8 @@ export interface EventView {
   gates: GateView[];
   /** Trusted gates that no longer run for the event (its events are held as gate_missing until approved). */
   missing: GateView[];
+  /** Trusted optional global gates (`required=false`) the team dropped: no approval needed, each with why. */
+  dropped: Array<{ path: string; detail: string }>;
   /** Files that look like gates and do not run, for reasons worth fixing (not the ones switched off on purpose). */
   skipped: ChainSkip[];
 }
@@ -118,7 +120,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
     const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     const gates = chain.hooks.map((hook) => gateView(hook, event, layers, checked, record !== null, uid));
     const missing = checked.changes.filter((c) => c.change === "removed").map((c) => missingView(c.path, c.detail, event, layers));
-    events[event] = { failureMode: report.failureModes[event], gates, missing, skipped: problemSkips(chain) };
+    events[event] = { failureMode: report.failureModes[event], gates, missing, dropped: checked.dropped.map((d) => ({ ...d })), skipped: problemSkips(chain) };
   }
   const hooksDirOrigin = setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
   const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({ value: report.values[key], source: report.sources[key], origin: report.origins[key] });

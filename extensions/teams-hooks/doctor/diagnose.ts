@@ -109,6 +109,9 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       if (hook.kind === "http" && found) hook.handler = found;
     }
     report.chain.checks.push(...handlers.checks);
+    for (const d of checked?.dropped ?? []) {
+      report.chain.checks.push({ level: "info", message: `${d.path}: dropped by the team (${d.detail}): optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`, file: d.path });
+    }
     events.push(report);
   }
   const nothingAnywhere = events.every((e) => e.candidates.every((c) => c.status === "absent") && e.chain.hooks.length === 0 && e.chain.skipped.length === 0);

@@ -23,7 +23,10 @@ Trust (docs/security.md):
   --trust-changes         run gates that changed, appeared or went since they were trusted, as they
                           are now (for writing gates; each change is still said, the log keeps
                           both hashes); without it such an event fails (untrusted_hook,
-                          gate_missing, gate_not_executable) until \`pi-teams-hooks trust\`
+                          gate_missing, gate_not_executable) until \`pi-teams-hooks trust\`;
+                          a global gate whose settings line says required=false may be dropped
+                          by the team (switched off or replaced in <team dir>/hooks) without
+                          approval: said as "dropped by the team", never gate_missing
   --allow-insecure-hooks  run world-writable gates and gates owned by another user (refused
                           otherwise: insecure_hook)
 `;
