@@ -17,6 +17,7 @@ import { handlerEnabled } from "../settings/handlers.js";
 import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { TeamSetup } from "../team/setup.js";
+import type { Problem } from "../settings/problems.js";
 
 /**
  * A gate's trust, as `pi-teams-hooks trust` compares it: `trusted` as recorded; `changed` (content or
@@ -78,6 +79,12 @@ export interface ConfigView {
   /** Every setting with its value, source and origin (`flag`, `config`, `env`, `default`). */
   settings: SettingsView;
   block: SettingsReport["block"];
+  /**
+   * Every problem of the settings and the gates as data, `{ kind, path, message }` (settings/problems.ts):
+   * the settings' (the block's, limits capped, environment values ignored, config.json's other fields),
+   * then each event's gates (untrusted, missing, settings lines refused, insecure, files that do not run).
+   */
+  problems: Problem[];
 }
 
 export interface SettingsView {
@@ -158,7 +165,38 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       allowInsecureHooks: setup.settings.allowInsecureHooks,
     },
     block: report.block,
+    problems: configProblems(setup, events),
   };
+}
+
+/** The problems `config --json` gives: the settings', then the gates' of each event (a gate of several events once). */
+function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName, EventView>>): Problem[] {
+  const { teamDir } = setup.identity;
+  const approve = (gate: string): string => `pi-teams-hooks trust --team-dir ${teamDir} ${gate}`;
+  const settings = setup.settings.problems.map((p) => ({ ...p }));
+  const said = new Set(settings.map((p) => p.message));
+  // config.json's fields outside `hooks` (team/setup.ts puts their warnings before the settings').
+  const fields = setup.warnings.filter((w) => !said.has(w)).map((message): Problem => ({ kind: "config_field", path: setup.configFile, message }));
+  const gates: Problem[] = [];
+  const seen = new Set<string>();
+  const add = (p: Problem): void => {
+    const key = `${p.kind}\0${p.path}\0${p.message}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    gates.push(p);
+  };
+  for (const event of Object.keys(events) as HookEventName[]) {
+    const { gates: running, missing, skipped } = events[event];
+    for (const g of running) {
+      if (g.trust === "new") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} is new, not trusted yet: its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}` });
+      if (g.trust === "changed") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} changed since it was trusted (${g.trustDetail ?? "its content"}): its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}` });
+      if (g.settingsError) add({ kind: "gate_settings", path: g.path, message: `${g.settingsError}: the gate does not run, and its events are held (hook_settings)` });
+      if (g.insecure && !setup.settings.allowInsecureHooks.value) add({ kind: "gate_insecure", path: g.path, message: `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with --allow-insecure-hooks` });
+    }
+    for (const g of missing) add({ kind: "gate_missing", path: g.path, message: `trusted gate ${g.path} no longer runs for ${event} (${g.trustDetail ?? "gone"}): its events are held (gate_missing) until the team lead approves: ${approve(g.path)}` });
+    for (const s of skipped) add({ kind: "gate_unusable", path: s.path, message: `${s.path}: ${s.reason}` });
+  }
+  return [...fields, ...settings, ...gates];
 }
 
 function gateView(hook: ChainHook, event: HookEventName, layers: { global: string; team: string }, checked: ChainTrust, hasRecord: boolean, uid: number | null): GateView {

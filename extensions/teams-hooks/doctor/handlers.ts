@@ -83,25 +83,25 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     checks.push({ level: "ok", message: `${gate}: ${parts.join("; ")}` });
 
     for (const s of report.secretHeaders.filter((x) => !x.set)) {
-      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     for (const s of report.bodySecrets.filter((x) => !x.set)) {
-      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     if (report.signing && !report.signing.set) {
-      checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     if (cleartext(report.url)) {
-      checks.push({ level: "warn", message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     if (report.trust === "no_record") checks.push({ level: "info", message: `${gate}: trusted when the leader first starts (no trust record yet)` });
     else if (report.trust !== "trusted") {
       const what = report.trust === "new" ? "is new, not trusted yet" : `changed since it was trusted (${change?.detail ?? "its definition"})`;
-      checks.push({ level: "error", message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers" });
+      checks.push({ level: "error", message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers", kind: "gate_untrusted", path: gate });
     }
   }
   for (const removed of trust?.changes.filter((c) => c.change === "removed" && c.path.startsWith("http:")) ?? []) {
-    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}` });
+    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}`, kind: "gate_missing", path: removed.path });
   }
   return { reports, checks };
 }

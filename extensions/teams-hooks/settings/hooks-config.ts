@@ -23,6 +23,7 @@ import {
   type PolicyFlags,
   type Source,
 } from "./options.js";
+import { type Problem, variableNamed } from "./problems.js";
 import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
 import { DEFER_TIMEOUT_MS, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
 import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, keepRefusedPrivacy, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
@@ -189,19 +190,20 @@ export const HooksBlockSchema = z.looseObject({
 });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
-export type HooksBlockCheck = { ok: true; block: HooksBlock; raw: Record<string, unknown> } | { ok: false; problems: string[] };
+/** `fields`: each problem's field, as a dotted path from config.json's top (`hooks.limits.maxHooksPerEvent`), in the same order. */
+export type HooksBlockCheck = { ok: true; block: HooksBlock; raw: Record<string, unknown> } | { ok: false; problems: string[]; fields: string[] };
 
 /** Checks the raw block (anything); `undefined`/`null` is an empty, valid block. */
 export function checkHooksBlock(raw: unknown, file: string): HooksBlockCheck {
   if (raw === undefined || raw === null) return { ok: true, block: {}, raw: {} };
   const parsed = HooksBlockSchema.safeParse(raw);
   if (parsed.success) return { ok: true, block: parsed.data, raw: raw as Record<string, unknown> };
-  const problems = parsed.error.issues.map((issue) => {
-    const field = ["hooks", ...issue.path.map(String)].join(".");
+  const fields = parsed.error.issues.map((issue) => ["hooks", ...issue.path.map(String)].join("."));
+  const problems = parsed.error.issues.map((issue, index) => {
     const got = valueAt(raw, issue.path);
-    return `${file}: ${field}: ${issue.message}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
+    return `${file}: ${fields[index] ?? "hooks"}: ${issue.message}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
   });
-  return { ok: false, problems };
+  return { ok: false, problems, fields };
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -352,6 +354,8 @@ export interface TeamSettings extends SettingsReport {
   refusal: string | null;
   /** Limits of the block outside their range, as capped (each also a warning). */
   capped: readonly CappedLimit[];
+  /** Every warning below as data, `{ kind, path, message }` (settings/problems.ts), in the same order. */
+  problems: readonly Problem[];
   /** The block's problems, then limits capped, then environment values that fell back (a bad flag throws instead). */
   warnings: string[];
 }
@@ -452,6 +456,12 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     hooksBlock: structuredClone(raw),
     refusal: chosen.refusal,
     capped,
+    problems: [
+      ...chosen.problems.map((message, index) => ({ ...(chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" }), message })),
+      ...capped.map((c) => ({ kind: "setting_capped" as const, path: c.field, message: cappedLimitWarning(input.file, c) })),
+      ...[...timeout.warnings, ...policy.warnings, ...modes.warnings].map((message) => ({ kind: "env_ignored" as const, path: variableNamed(message), message })),
+      ...neverWritableWarnings(block.writableFields).map((message) => ({ kind: "setting_ignored" as const, path: "hooks.writableFields", message })),
+    ],
     warnings: [...chosen.problems, ...capped.map((c) => cappedLimitWarning(input.file, c)), ...timeout.warnings, ...policy.warnings, ...modes.warnings, ...neverWritableWarnings(block.writableFields)],
   });
 }
@@ -484,6 +494,8 @@ interface ChosenBlock {
   from: HooksBlockFrom;
   valid: boolean;
   problems: string[];
+  /** Each problem's kind and path (settings/problems.ts), in the same order. */
+  found: Array<Omit<Problem, "message">>;
   refusal: string | null;
 }
 
@@ -491,17 +503,19 @@ function chooseBlock(input: SettingsInput): ChosenBlock {
   const kept = input.lastValid;
   const noBlock = input.noBlock;
   if (noBlock) {
-    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], refusal: noBlock.kind };
+    const found = [{ kind: "config_unreadable" as const, path: noBlock.kind === "not_an_object" ? "hooks" : "" }];
+    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], found, refusal: noBlock.kind };
     // No config.json, or one without `hooks`: the documented defaults, nothing to refuse.
-    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], refusal: null };
-    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], refusal: noBlock.kind };
+    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], found: [], refusal: null };
+    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], found, refusal: noBlock.kind };
   }
   const check = checkHooksBlock(input.hooks, input.file);
-  if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], refusal: null };
+  if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], found: [], refusal: null };
   const fallback = kept ? "the last valid block stays in force" : "defaults and the environment apply";
   // One line per problem, each whole on its own: logs and `grep` read lines.
   const problems = check.problems.map((problem) => `${problem} — the "hooks" block is refused whole; ${fallback}`);
-  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, refusal: check.problems.join("\n") };
+  const found = check.fields.map((path) => ({ kind: "setting_invalid" as const, path }));
+  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, found, refusal: check.problems.join("\n") };
 }
 
 export interface ResolvedSweep {

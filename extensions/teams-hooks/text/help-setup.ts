@@ -22,7 +22,9 @@ Check what would stop a gate from running, without running anything (run it as t
   --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
   --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
                           root, else <teams root>/_hooks)
-  --json                  print the report as one JSON object
+  --json                  print the report as one JSON object; its "problems" holds every
+                          warning and error as {kind, path, message} (kinds: docs/cli.md,
+                          "Problems as data")
   -h, --help              this help
 
 A missing default hooks dir is a warning (no gates at all); a missing $PI_TEAMS_HOOKS_DIR is an
@@ -138,7 +140,8 @@ Nothing is written: the trust record is read, never recorded.
   --allow-insecure-hooks  as watch would run with it: world-writable gates and gates of another
                           owner run
   --json                  print the view as one JSON object: each setting as {value, source,
-                          origin}, each event's gates with their trust
+                          origin}, each event's gates with their trust, and "problems": each
+                          as {kind, path, message} (kinds: docs/cli.md, "Problems as data")
   -h, --help              this help
 
 Exit status: 0 shown; 1 config.json's "hooks" block is refused (its problems are shown); 2 usage
