@@ -21,7 +21,8 @@ afterAll(async () => {
 });
 
 const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progress" });
-const allow = (_req: unknown, res: import("node:http").ServerResponse): void => void res.writeHead(200, { "content-type": "application/json" }).end('{"decision":"allow"}');
+const allow = (_req: unknown, res: import("node:http").ServerResponse): void =>
+  void res.writeHead(200, { "content-type": "application/json" }).end('{"decision":"allow"}');
 const REASON = "disabled: config.json hooks.handlers[0].enabled is false";
 
 async function setHandlers(team: TempTeam, handlers: unknown[]): Promise<void> {
@@ -42,12 +43,13 @@ async function reload(leader: LeaderProcess, team: TempTeam, handlers: unknown[]
 }
 
 describe("a handler switched off", () => {
-  it("is skipped and logged, needs no approval to switch off or on, and any other change still needs one", async (context) => {
+  it("is skipped and logged, needs no approval to switch off or on; any other change still needs one", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     receiver.route("/enabled-ci", allow);
     const ci = { name: "ci", events: ["task_completed"], url: `${receiver.url}/enabled-ci` };
-    const team = await rig.team({ tasks: [working("1"), working("2"), working("3"), working("4")], config: { hooks: { handlers: [ci] } } });
+    const tasks = ["1", "2", "3", "4"].map(working);
+    const team = await rig.team({ tasks, config: { hooks: { handlers: [ci] } } });
     const leader = await rig.leader(team);
 
     // On: it runs.
@@ -59,7 +61,8 @@ describe("a handler switched off", () => {
     await reload(leader, team, [{ ...ci, enabled: false }]);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
     const [second] = await leader.waitForEvents(1, (e) => e.taskId === "2");
-    expect(second).toMatchObject({ outcome: "passed", noGateInForce: true, summary: `no gate in force: http:ci skipped (${REASON})` });
+    const summary = `no gate in force: http:ci skipped (${REASON})`;
+    expect(second).toMatchObject({ outcome: "passed", noGateInForce: true, summary });
     expect(second?.held).toBeFalsy();
     expect(receiver.requests("/enabled-ci")).toHaveLength(1);
     const logs = await readLogs(team.teamDir);
@@ -69,7 +72,8 @@ describe("a handler switched off", () => {
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.stdout).toContain("http:ci: disabled (hooks.handlers[].enabled: false): skipped at every event");
     const config = await runBin(["config", "--team-dir", team.teamDir, "--json"]);
-    const gate = (JSON.parse(config.stdout) as { events: { task_completed: { gates: Array<Record<string, unknown>> } } }).events.task_completed.gates[0];
+    type View = { events: { task_completed: { gates: Array<Record<string, unknown>> } } };
+    const gate = (JSON.parse(config.stdout) as View).events.task_completed.gates[0];
     expect(gate).toMatchObject({ name: "http:ci", enabled: false, trust: "trusted" });
 
     // On again: no approval, it runs.
@@ -94,14 +98,17 @@ describe("a handler switched off", () => {
     const ci = { name: "ci", events: ["task_completed"], url: `${receiver.url}/enabled-banner`, enabled: false };
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { handlers: [ci] } } });
     const leader = await rig.leader(team);
-    expect(leader.linesOf("handler")).toEqual([{ type: "handler", name: "http:ci", events: ["task_completed"], url: ci.url, enabled: false }]);
+    const line = { type: "handler", name: "http:ci", events: ["task_completed"], url: ci.url, enabled: false };
+    expect(leader.linesOf("handler")).toEqual([line]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
 
     const bad = await rig.team({ config: { hooks: { failureAction: "reopen", handlers: [{ ...ci, enabled: "no" }] } } });
     const policy = await runBin(["policy", "get", "--team-dir", bad.teamDir, "--json"]);
-    const report = JSON.parse(policy.stdout) as { block: { valid: boolean; problems: string[] }; policy: { failureAction: string } };
+    type Report = { block: { valid: boolean; problems: string[] }; policy: { failureAction: string } };
+    const report = JSON.parse(policy.stdout) as Report;
     expect(report.block.valid).toBe(false);
-    expect(report.block.problems.join("\n")).toContain("hooks.handlers.0.enabled: Invalid input: expected boolean, received string");
+    const said = "hooks.handlers.0.enabled: Invalid input: expected boolean, received string";
+    expect(report.block.problems.join("\n")).toContain(said);
     expect(report.policy.failureAction).toBe("warn");
   });
 });

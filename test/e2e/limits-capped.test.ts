@@ -13,7 +13,7 @@ import { makeTask } from "../helpers/temp-team.js";
 const outerRig = useLeaderRig();
 
 describe("limits outside their range", () => {
-  it("a leader caps them with one warning each and keeps the rest of the block; a reload says only the new one", async (context) => {
+  it("a leader caps each with one warning and keeps the rest of the block; a reload says only the new one", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({
@@ -23,8 +23,9 @@ describe("limits outside their range", () => {
     const file = path.join(team.teamDir, "config.json");
     await rig.hook(team, "on_task_completed.sh", "echo 'tests fail' >&2\nexit 1");
     const leader = await rig.leader(team);
-    const ceiling = `warning: ${file}: hooks.limits.maxHooksPerEvent: 500 is above its ceiling of 64 — capped to 64; the rest of the "hooks" block stays in force`;
-    const floor = `warning: ${file}: hooks.limits.maxPayloadBytes: 10 is below its floor of 1024 — capped to 1024; the rest of the "hooks" block stays in force`;
+    const rest = `the rest of the "hooks" block stays in force`;
+    const ceiling = `warning: ${file}: hooks.limits.maxHooksPerEvent: 500 is above its ceiling of 64 — capped to 64; ${rest}`;
+    const floor = `warning: ${file}: hooks.limits.maxPayloadBytes: 10 is below its floor of 1024 — capped to 1024; ${rest}`;
     expect(leader.warnings().filter((w) => w.includes("capped to"))).toEqual([ceiling, floor]);
     expect(leader.linesOf("policy")[0]).toMatchObject({ policy: { failureAction: "reopen" } });
 
@@ -40,7 +41,7 @@ describe("limits outside their range", () => {
     await writeFile(`${file}.tmp`, JSON.stringify({ ...config, hooks: { ...config.hooks, deferTimeoutMs: 10 } }));
     await rename(`${file}.tmp`, file);
     await leader.waitFor("the reload", () => leader.linesOf("config").length > configLines);
-    const defer = `warning: ${file}: hooks.deferTimeoutMs: 10 is below its floor of 1000 — capped to 1000; the rest of the "hooks" block stays in force`;
+    const defer = `warning: ${file}: hooks.deferTimeoutMs: 10 is below its floor of 1000 — capped to 1000; ${rest}`;
     await leader.waitFor("the new warning", () => leader.warnings().includes(defer));
     expect(leader.warnings().filter((w) => w.includes("capped to"))).toEqual([ceiling, floor, defer]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
@@ -52,17 +53,21 @@ describe("limits outside their range", () => {
     const team = await rig.team({ config: { hooks: { failureAction: "reopen", limits: { chainDeadlineMs: 0 } } } });
     const got = await runBin(["policy", "get", "--team-dir", team.teamDir, "--json"]);
     expect(got.code).toBe(0);
-    const report = JSON.parse(got.stdout) as { block: { valid: boolean }; policy: { failureAction: string }; limits: Record<string, { value: number; origin: string }> };
+    type Report = { block: { valid: boolean }; policy: { failureAction: string }; limits: Record<string, { value: number }> };
+    const report = JSON.parse(got.stdout) as Report;
     expect(report.block.valid).toBe(true);
     expect(report.policy.failureAction).toBe("reopen");
-    expect(report.limits.chainDeadlineMs).toEqual({ value: 1, source: "config", origin: "config.json hooks.limits.chainDeadlineMs (0, capped to its floor)" });
+    const origin = "config.json hooks.limits.chainDeadlineMs (0, capped to its floor)";
+    expect(report.limits.chainDeadlineMs).toEqual({ value: 1, source: "config", origin });
     expect(got.stderr).toContain("hooks.limits.chainDeadlineMs: 0 is below its floor of 1 — capped to 1");
 
     const bad = await rig.team({ config: { hooks: { failureAction: "reopen", limits: { chainDeadlineMs: "soon" } } } });
     const refused = await runBin(["policy", "get", "--team-dir", bad.teamDir, "--json"]);
-    const badReport = JSON.parse(refused.stdout) as { block: { valid: boolean; problems: string[] }; policy: { failureAction: string } };
+    type Refused = { block: { valid: boolean; problems: string[] }; policy: { failureAction: string } };
+    const badReport = JSON.parse(refused.stdout) as Refused;
     expect(badReport.block.valid).toBe(false);
     expect(badReport.policy.failureAction).toBe("warn");
-    expect(badReport.block.problems[0]).toContain('hooks.limits.chainDeadlineMs: expected a whole number, got "soon" — the "hooks" block is refused whole');
+    const said = 'hooks.limits.chainDeadlineMs: expected a whole number, got "soon" — the "hooks" block is refused whole';
+    expect(badReport.block.problems[0]).toContain(said);
   });
 });

@@ -17,20 +17,24 @@ interface Problem {
   message: string;
 }
 
+const CAPPED = "hooks.limits.maxHooksPerEvent";
+const MODE_VAR = "PI_TEAMS_HOOKS_FAILURE_MODE";
 const problemsOf = (stdout: string): Problem[] => (JSON.parse(stdout) as { problems: Problem[] }).problems;
 
 describe("problems as data", () => {
   it("docs/cli.md documents every kind, and nothing else", ({ expect }) => {
     const doc = readFileSync(path.join(REPO_ROOT, "docs", "cli.md"), "utf8");
     const section = doc.slice(doc.indexOf("### Problems as data"));
-    const documented = [...section.slice(0, section.indexOf("\n## ")).matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]);
+    const table = section.slice(0, section.indexOf("\n## "));
+    const documented = [...table.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]);
     expect(documented).toEqual([...PROBLEM_KINDS]);
   });
 
-  it("a capped limit, a field never writable, a bad variable, a changed gate, a settings line refused: each with its kind and path", async (context) => {
+  it("a capped limit, a field never writable, a bad variable, a changed gate, a bad settings line: kind and path", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const team = await rig.team({ config: { hooks: { limits: { maxHooksPerEvent: 500 }, writableFields: ["metadata", "status"] } } });
+    const hooks = { limits: { maxHooksPerEvent: 500 }, writableFields: ["metadata", "status"] };
+    const team = await rig.team({ config: { hooks } });
     const gate = await rig.hook(team, "on_task_completed.sh", "exit 0");
     const idle = await rig.hook(team, "on_idle.sh", "# pi-teams-hooks: mode=dry\nexit 0");
     expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
@@ -41,9 +45,9 @@ describe("problems as data", () => {
     const fromConfig = problemsOf(config.stdout);
     expect(fromConfig).toEqual(
       expect.arrayContaining([
-        { kind: "setting_capped", path: "hooks.limits.maxHooksPerEvent", message: expect.stringContaining("500 is above its ceiling of 64 — capped to 64") },
+        { kind: "setting_capped", path: CAPPED, message: expect.stringContaining("500 is above its ceiling of 64 — capped to 64") },
         { kind: "setting_ignored", path: "hooks.writableFields", message: expect.stringContaining("status is never writable") },
-        { kind: "env_ignored", path: "PI_TEAMS_HOOKS_FAILURE_MODE", message: expect.stringContaining('"ajar" is not valid') },
+        { kind: "env_ignored", path: MODE_VAR, message: expect.stringContaining('"ajar" is not valid') },
         { kind: "gate_untrusted", path: gate, message: expect.stringContaining("changed since it was trusted") },
         { kind: "gate_settings", path: idle, message: expect.stringContaining("mode=dry: expected enforce or shadow") },
       ]),
@@ -57,8 +61,8 @@ describe("problems as data", () => {
     const report = JSON.parse(doctor.stdout) as { problems: Problem[]; errors: number; warnings: number };
     expect(report.problems).toEqual(
       expect.arrayContaining([
-        { kind: "setting_capped", path: "hooks.limits.maxHooksPerEvent", message: expect.stringContaining("capped to 64") },
-        { kind: "env_ignored", path: "PI_TEAMS_HOOKS_FAILURE_MODE", message: expect.stringContaining("ajar") },
+        { kind: "setting_capped", path: CAPPED, message: expect.stringContaining("capped to 64") },
+        { kind: "env_ignored", path: MODE_VAR, message: expect.stringContaining("ajar") },
         { kind: "gate_settings", path: idle, message: expect.stringContaining("mode=dry") },
       ]),
     );
@@ -71,9 +75,10 @@ describe("problems as data", () => {
     const rig = outerRig.scoped(context);
     const bad = await rig.team({ config: { hooks: { failureAction: "rework", limits: { chainDeadlineMs: "soon" } } } });
     const refused = problemsOf((await runBin(["config", "--team-dir", bad.teamDir, "--json"])).stdout);
-    expect(refused.filter((p) => p.kind === "setting_invalid").map((p) => p.path)).toEqual(["hooks.failureAction", "hooks.limits.chainDeadlineMs"]);
+    const fields = ["hooks.failureAction", "hooks.limits.chainDeadlineMs"];
+    expect(refused.filter((p) => p.kind === "setting_invalid").map((p) => p.path)).toEqual(fields);
     const doctor = problemsOf((await runBin(["doctor", "--team-dir", bad.teamDir, "--json"])).stdout);
-    expect(doctor.filter((p) => p.kind === "setting_invalid").map((p) => p.path)).toEqual(["hooks.failureAction", "hooks.limits.chainDeadlineMs"]);
+    expect(doctor.filter((p) => p.kind === "setting_invalid").map((p) => p.path)).toEqual(fields);
 
     const broken = await rig.team({ config: "{ not json" });
     const unreadable = problemsOf((await runBin(["config", "--team-dir", broken.teamDir, "--json"])).stdout);

@@ -15,17 +15,20 @@ const outerRig = useLeaderRig();
 const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progress" });
 
 describe("required and optional gates", () => {
-  it("an optional global gate switched off by the team is dropped: no approval, said on the output, in the logs, config and doctor", async (context) => {
+  it("an optional global gate the team switches off is dropped: no approval; output, logs, config, doctor", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1"), working("2"), working("3")] });
-    const optional = await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: required=false\necho 'style: 3 nits' >&2\nexit 1");
+    const nits = "# pi-teams-hooks: required=false\necho 'style: 3 nits' >&2\nexit 1";
+    const optional = await rig.hook(team, "on_task_completed.sh", nits);
     await mkdir(path.join(team.teamsRoot, "_hooks", "on_task_completed.d"), { recursive: true });
     await rig.hook(team, "on_task_completed.d/10-tests.sh", "exit 0");
     const leader = await rig.leader(team);
-    const record = JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as { gates: Record<string, Record<string, unknown>> };
+    const trustJson = await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8");
+    const record = JSON.parse(trustJson) as { gates: Record<string, Record<string, unknown>> };
     expect(record.gates[optional]).toMatchObject({ required: false });
-    expect(record.gates[path.join(team.teamsRoot, "_hooks", "on_task_completed.d", "10-tests.sh")]?.required).toBeUndefined();
+    const tests = path.join(team.teamsRoot, "_hooks", "on_task_completed.d", "10-tests.sh");
+    expect(record.gates[tests]?.required).toBeUndefined();
 
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [first] = await leader.waitForEvents(1);
@@ -40,18 +43,24 @@ describe("required and optional gates", () => {
     const later = await leader.waitForEvents(2, (e) => e.taskId !== "1");
     for (const event of later) expect(event).toMatchObject({ outcome: "passed", hook: "10-tests.sh" });
     expect(later.some((e) => e.held)).toBe(false);
-    const said = `gate ${optional} dropped by the team (disabled by ${marker}): it is optional (required=false in the trusted gate), so its events run without it; no approval needed`;
-    expect(leader.linesOf("info").filter((l) => String(l.message).includes("dropped by the team"))).toEqual([{ type: "info", message: said }]);
+    const why = "it is optional (required=false in the trusted gate), so its events run without it; no approval needed";
+    const said = `gate ${optional} dropped by the team (disabled by ${marker}): ${why}`;
+    const dropped = leader.linesOf("info").filter((l) => String(l.message).includes("dropped by the team"));
+    expect(dropped).toEqual([{ type: "info", message: said }]);
     expect(leader.warnings().join("\n")).not.toContain("gate_missing");
 
     const logs = await readLogs(team.teamDir);
     const ofTwo = logs.find((l) => l.invocation.completedTask?.id === "2");
-    expect(ofTwo?.result.droppedGates).toEqual([{ path: optional, detail: `dropped by the team: disabled by ${marker}` }]);
+    const detail = `dropped by the team: disabled by ${marker}`;
+    expect(ofTwo?.result.droppedGates).toEqual([{ path: optional, detail }]);
 
-    const config = JSON.parse((await runBin(["config", "--team-dir", team.teamDir, "--json"])).stdout) as { events: Record<string, { dropped: unknown[]; missing: unknown[] }> };
-    expect(config.events.task_completed).toMatchObject({ dropped: [{ path: optional, detail: `disabled by ${marker}` }], missing: [] });
+    const configOut = (await runBin(["config", "--team-dir", team.teamDir, "--json"])).stdout;
+    const config = JSON.parse(configOut) as { events: Record<string, { dropped: unknown[]; missing: unknown[] }> };
+    const droppedView = [{ path: optional, detail: `disabled by ${marker}` }];
+    expect(config.events.task_completed).toMatchObject({ dropped: droppedView, missing: [] });
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
-    expect(doctor.stdout).toContain(`${optional}: dropped by the team (disabled by ${marker}): optional (required=false in the trusted gate)`);
+    const line = `${optional}: dropped by the team (disabled by ${marker}): optional (required=false in the trusted gate)`;
+    expect(doctor.stdout).toContain(line);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
@@ -59,7 +68,8 @@ describe("required and optional gates", () => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")] });
-    const required = await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: required=true timeout=30s\nexit 0");
+    const body = "# pi-teams-hooks: required=true timeout=30s\nexit 0";
+    const required = await rig.hook(team, "on_task_completed.sh", body);
     const leader = await rig.leader(team);
     const marker = path.join(team.teamDir, "hooks", "on_task_completed.sh.disabled");
     await mkdir(path.dirname(marker), { recursive: true });
@@ -72,7 +82,7 @@ describe("required and optional gates", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
-  it("required: false written into trust.json by hand is no approval: said, written back, and the gate stays required", async (context) => {
+  it("required: false written into trust.json by hand is no approval: said, written back, still required", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")] });
@@ -84,7 +94,8 @@ describe("required and optional gates", () => {
     record.gates[gate] = { ...record.gates[gate], required: false };
     await writeFile(`${file}.tmp`, JSON.stringify(record));
     await rename(`${file}.tmp`, file);
-    await leader.waitFor("the edit said", () => leader.warnings().some((w) => w.includes("trust.json was changed while the leader ran") && w.includes(gate)));
+    const edited = (w: string): boolean => w.includes("trust.json was changed while the leader ran") && w.includes(gate);
+    await leader.waitFor("the edit said", () => leader.warnings().some(edited));
     await leader.waitFor("trust.json written back", async () => (await readFile(file, "utf8")) === approved);
     const marker = path.join(team.teamDir, "hooks", "on_task_completed.sh.disabled");
     await mkdir(path.dirname(marker), { recursive: true });
@@ -96,7 +107,7 @@ describe("required and optional gates", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
-  it("an optional gate edited into a required one, or back, is a changed gate: required=… is in what trust hashes", async (context) => {
+  it("a required gate made optional is a changed gate: required=… is in what trust hashes", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")] });

@@ -16,7 +16,8 @@ describe("exit 3 under strict exit codes", () => {
   it("run: a denial with code deferral_not_supported (strict), a plain denial (v1)", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const strict = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })], config: { hooks: { exitCodes: "strict" } } });
+    const done = makeTask({ id: "1", status: "completed", owner: "ada" });
+    const strict = await rig.team({ tasks: [done], config: { hooks: { exitCodes: "strict" } } });
     await rig.hook(strict, "on_task_completed.sh", GATE);
     const ran = await runBin(["run", "task_completed", "--team-dir", strict.teamDir, "--task", "1", "--json"]);
     expect(ran.code).toBe(1);
@@ -28,7 +29,8 @@ describe("exit 3 under strict exit codes", () => {
     });
     expect(report.result.errorKind).toBeUndefined();
     const [log] = await readLogs(strict.teamDir);
-    expect(log?.result).toMatchObject({ outcome: "failed", verdict: { code: "deferral_not_supported", source: "exit_code" } });
+    const verdict = { code: "deferral_not_supported", source: "exit_code" };
+    expect(log?.result).toMatchObject({ outcome: "failed", verdict });
 
     const v1 = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
     await rig.hook(v1, "on_task_completed.sh", GATE);
@@ -39,7 +41,7 @@ describe("exit 3 under strict exit codes", () => {
     expect(result.verdict).toBeUndefined();
   });
 
-  it("a running leader applies the policy to it as to a denial: reopened, the code on the task, nothing held", async (context) => {
+  it("a running leader applies the policy to it as a denial: reopened, the code on the task, nothing held", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({
@@ -50,7 +52,8 @@ describe("exit 3 under strict exit codes", () => {
     const leader = await rig.leader(team);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1, (e) => e.event === "task_completed");
-    expect(event).toMatchObject({ outcome: "failed", policyApplied: true, summary: `denied (deferral_not_supported) • ${REASON}` });
+    const summary = `denied (deferral_not_supported) • ${REASON}`;
+    expect(event).toMatchObject({ outcome: "failed", policyApplied: true, summary });
     expect(event?.held).toBeFalsy();
     const task = await readTaskFile(team, "1");
     expect(task.status).toBe("pending");

@@ -205,7 +205,9 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
-      if (!g.enabled) text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
+      if (!g.enabled) {
+        text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
+      }
       if (g.settings) text += `       settings: ${g.settings}\n`;
       if (g.settingsError) text += `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: hook_settings)\n`;
       if (g.insecure) text += `       insecure: ${g.insecure}${view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)"}\n`;

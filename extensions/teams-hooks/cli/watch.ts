@@ -97,8 +97,10 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       for (const h of setup.settings.handlers) {
         const gate = handlerGateName(h.name);
         const off = handlerEnabled(h) ? {} : { enabled: false };
-        const note = `${h.answer === "held" ? " (held until a decision comes back)" : ""}${handlerEnabled(h) ? "" : " (disabled: skipped, and logged)"}`;
-        emit({ type: "handler", name: gate, events: h.events, url: h.url, ...off }, `handler ${gate}: ${h.events.join(", ")} → ${h.method ?? "POST"} ${h.url}${note}`);
+        const held = h.answer === "held" ? " (held until a decision comes back)" : "";
+        const note = `${held}${handlerEnabled(h) ? "" : " (disabled: skipped, and logged)"}`;
+        const text = `handler ${gate}: ${h.events.join(", ")} → ${h.method ?? "POST"} ${h.url}${note}`;
+        emit({ type: "handler", name: gate, events: h.events, url: h.url, ...off }, text);
       }
       emit({ type: "policy", ...policyObject(setup) }, policyLine(setup));
       return;

@@ -176,7 +176,9 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
   const settings = setup.settings.problems.map((p) => ({ ...p }));
   const said = new Set(settings.map((p) => p.message));
   // config.json's fields outside `hooks` (team/setup.ts puts their warnings before the settings').
-  const fields = setup.warnings.filter((w) => !said.has(w)).map((message): Problem => ({ kind: "config_field", path: setup.configFile, message }));
+  const fields = setup.warnings
+    .filter((w) => !said.has(w))
+    .map((message): Problem => ({ kind: "config_field", path: setup.configFile, message }));
   const gates: Problem[] = [];
   const seen = new Set<string>();
   const add = (p: Problem): void => {
@@ -188,12 +190,26 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
   for (const event of Object.keys(events) as HookEventName[]) {
     const { gates: running, missing, skipped } = events[event];
     for (const g of running) {
-      if (g.trust === "new") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} is new, not trusted yet: its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}` });
-      if (g.trust === "changed") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} changed since it was trusted (${g.trustDetail ?? "its content"}): its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}` });
-      if (g.settingsError) add({ kind: "gate_settings", path: g.path, message: `${g.settingsError}: the gate does not run, and its events are held (hook_settings)` });
-      if (g.insecure && !setup.settings.allowInsecureHooks.value) add({ kind: "gate_insecure", path: g.path, message: `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with --allow-insecure-hooks` });
+      const held = `its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}`;
+      if (g.trust === "new") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} is new, not trusted yet: ${held}` });
+      if (g.trust === "changed") {
+        const what = `${g.path} changed since it was trusted (${g.trustDetail ?? "its content"})`;
+        add({ kind: "gate_untrusted", path: g.path, message: `${what}: ${held}` });
+      }
+      if (g.settingsError) {
+        const message = `${g.settingsError}: the gate does not run, and its events are held (hook_settings)`;
+        add({ kind: "gate_settings", path: g.path, message });
+      }
+      if (g.insecure && !setup.settings.allowInsecureHooks.value) {
+        const message = `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with --allow-insecure-hooks`;
+        add({ kind: "gate_insecure", path: g.path, message });
+      }
     }
-    for (const g of missing) add({ kind: "gate_missing", path: g.path, message: `trusted gate ${g.path} no longer runs for ${event} (${g.trustDetail ?? "gone"}): its events are held (gate_missing) until the team lead approves: ${approve(g.path)}` });
+    for (const g of missing) {
+      const what = `trusted gate ${g.path} no longer runs for ${event} (${g.trustDetail ?? "gone"})`;
+      const message = `${what}: its events are held (gate_missing) until the team lead approves: ${approve(g.path)}`;
+      add({ kind: "gate_missing", path: g.path, message });
+    }
     for (const s of skipped) add({ kind: "gate_unusable", path: s.path, message: `${s.path}: ${s.reason}` });
   }
   return [...fields, ...settings, ...gates];

@@ -113,7 +113,8 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     }
     report.chain.checks.push(...handlers.checks);
     for (const d of checked?.dropped ?? []) {
-      report.chain.checks.push({ level: "info", message: `${d.path}: dropped by the team (${d.detail}): optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`, file: d.path });
+      const why = `optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`;
+      report.chain.checks.push({ level: "info", message: `${d.path}: dropped by the team (${d.detail}): ${why}`, file: d.path });
     }
     events.push(report);
   }
@@ -184,7 +185,8 @@ async function diagnoseTeam(teamDir: string): Promise<{ ok: true; identity: Team
   if (!config.exists) checks.push({ level: "info", message: `no config.json: defaults apply (${summary})`, file: config.file });
   else if (config.warnings.length === 0) checks.push({ level: "ok", message: `config.json: ${summary}`, file: config.file });
   for (const warning of config.warnings) {
-    checks.push({ level: "warn", message: warning, file: config.file, kind: warning === config.fileWarning ? "config_unreadable" : "config_field" });
+    const kind = warning === config.fileWarning ? "config_unreadable" : "config_field";
+    checks.push({ level: "warn", message: warning, file: config.file, kind });
   }
 
   checks.push(...(await diagnoseTasks(teamDir, id.taskListId)));

@@ -68,7 +68,8 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     reports.set(gate, report);
     if (!report.enabled) {
       const how = "skipped at every event, and each log says so; switching it on again needs no approval";
-      checks.push({ level: "info", message: `${gate}: disabled (hooks.handlers[].enabled: false): ${how}`, field: "hooks.handlers" });
+      const message = `${gate}: disabled (hooks.handlers[].enabled: false): ${how}`;
+      checks.push({ level: "info", message, field: "hooks.handlers" });
       continue;
     }
 

@@ -198,8 +198,8 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     const id = `dropped:${dropped.path}:${dropped.detail}`;
     if (ctx.told.has(id)) continue;
     ctx.told.add(id);
-    const message = `gate ${dropped.path} dropped by the team (${dropped.detail}): it is optional (required=false in the trusted gate), so its events run without it; no approval needed`;
-    ctx.opts.report({ kind: "info", message });
+    const why = "it is optional (required=false in the trusted gate), so its events run without it; no approval needed";
+    ctx.opts.report({ kind: "info", message: `gate ${dropped.path} dropped by the team (${dropped.detail}): ${why}` });
   }
   for (const change of check.changes) {
     const sha = change.now?.sha256 ?? change.trusted?.sha256 ?? "";

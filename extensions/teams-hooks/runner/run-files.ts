@@ -159,11 +159,12 @@ function strictExit(result: RunResult, mode: ExitCodeMode): RunResult {
   if (mode !== "strict" || result.outcome !== "failed" || result.exitCode === 2) return result;
   if (result.exitCode === STRICT_DEFER_EXIT_CODE) {
     const said = firstLine(result.stderr);
-    const reason = `exit code 3 asks to defer, which an exit code cannot: a gate defers with a verdict${said ? `: ${said}` : ""}`;
-    return { ...result, verdict: { decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason: capReason(reason), source: "exit_code" } };
+    const reason = capReason(`exit code 3 asks to defer, which an exit code cannot: a gate defers with a verdict${said ? `: ${said}` : ""}`);
+    return { ...result, verdict: { decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason, source: "exit_code" } };
   }
   const code = result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`;
-  const error = `${code}: under strict exit codes (hooks.exitCodes) only 0 allows and 2 denies (3: deferral_not_supported); the hook did not decide`;
+  const rule = "only 0 allows and 2 denies (3: deferral_not_supported)";
+  const error = `${code}: under strict exit codes (hooks.exitCodes) ${rule}; the hook did not decide`;
   return { ...result, outcome: "error", errorKind: "unexpected_exit", error };
 }
 

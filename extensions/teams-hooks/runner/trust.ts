@@ -16,7 +16,8 @@
  * trusted as optional (its settings line says `required=false`, so its entry says `required: false`)
  * that the team switches off (`NAME.disabled` in its layer), replaces through its layer, or deletes is
  * no problem: it is `dropped` by the team, said once on the leader's output and in the event's logs,
- * and needs no approval. A required gate gone is `gate_missing` as before, until approved. The record is itself a file the
+ * and needs no approval. A required gate gone is `gate_missing` as before, until approved.
+ * The record is itself a file the
  * agents could write; what that allows, and what the leader does to make it visible, is in
  * docs/security.md.
  *
@@ -352,14 +353,19 @@ export function eventOfGate(file: string, layers: { global: string; team: string
  * Why a trusted gate does not run, and `dropped` when it is an act a team may take on an optional gate:
  * deleted, switched off by its layer's `NAME.disabled`, or replaced by its layer's file of that name.
  */
-function whyNotRunning(file: string, chain: ChainDiscovery, layers: { global: string; team: string | null }): { kind: TrustProblemKind; detail: string; dropped?: true } {
+function whyNotRunning(
+  file: string,
+  chain: ChainDiscovery,
+  layers: { global: string; team: string | null },
+): { kind: TrustProblemKind; detail: string; dropped?: true } {
   try {
     lstatSync(file);
   } catch (error) {
     if (errnoCode(error) === "ENOENT") return { kind: "gate_missing", detail: "deleted", dropped: true };
   }
   const skip = chain.skipped.find((s) => s.path === file);
-  if (skip && (skip.code === "disabled" || skip.code === "replaced")) return { kind: "gate_missing", detail: skip.reason, dropped: true };
+  const byTheTeam = skip?.code === "disabled" || skip?.code === "replaced";
+  if (skip && byTheTeam) return { kind: "gate_missing", detail: skip.reason, dropped: true };
   if (skip) return { kind: /not executable/.test(skip.reason) ? "gate_not_executable" : "gate_missing", detail: skip.reason };
   for (const found of [chain.v1.global, chain.v1.team]) {
     const candidate = found?.candidates.find((c) => c.path === file);
@@ -387,8 +393,15 @@ export function octal(mode: number): string {
  * A new trust entry for a gate as it is now: a handler's with its events, a file's with `required:
  * false` when its settings line (`gateRequired`) says it is optional.
  */
-export function entryFor(fp: Fingerprint, at: string, by: string, events?: readonly HookEventName[], required = true): TrustEntry {
-  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by, ...(events ? { events: [...events] } : {}), ...(required ? {} : { required: false as const }) };
+export function entryFor(
+  fp: Fingerprint,
+  at: string,
+  by: string,
+  events?: readonly HookEventName[],
+  required = true,
+): TrustEntry {
+  const optional = required ? {} : { required: false as const };
+  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by, ...(events ? { events: [...events] } : {}), ...optional };
 }
 
 /**
@@ -401,7 +414,12 @@ export function gateRequired(content: Buffer, file: string, event: HookEventName
 }
 
 /** The trust entry of a chain hook of `event` as it is now, or null when it cannot be read (a file gone meanwhile). */
-export function entryOf(hook: ChainHook, at: string, by: string, event: HookEventName): { entry: TrustEntry; content: Buffer | undefined } | null {
+export function entryOf(
+  hook: ChainHook,
+  at: string,
+  by: string,
+  event: HookEventName,
+): { entry: TrustEntry; content: Buffer | undefined } | null {
   const fp = gateFingerprint(hook, { content: true });
   if ("problem" in fp) return null;
   const events = hook.kind === "http" ? hook.handler?.events : undefined;

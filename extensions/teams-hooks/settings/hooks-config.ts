@@ -92,24 +92,36 @@ export const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enu
  * block; a value that is no whole number (`"lots"`, `1.5`, `true`) is one.
  */
 const limitValue = z.unknown().transform((raw, ctx): number => {
-  const value = typeof raw === "number" ? raw : typeof raw === "string" && /^\s*-?\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  const digits = typeof raw === "string" && /^\s*-?\d+\s*$/.test(raw);
+  const value = typeof raw === "number" ? raw : digits ? Number(raw) : Number.NaN;
   if (Number.isInteger(value)) return value;
   ctx.addIssue({ code: "custom", message: "expected a whole number" });
   return z.NEVER;
 });
 
-/** `hooks.limits`: each limit a whole number, capped to its range (LIMIT_RANGES); limits left out keep their default. */
+type LimitKey = keyof typeof LIMIT_RANGES;
+
+/** `hooks.limits`: each a whole number, capped to its range (LIMIT_RANGES); limits left out keep their default. */
 export const LimitsSchema = z.strictObject(
-  Object.fromEntries(Object.keys(LIMIT_RANGES).map((name) => [name, limitValue.optional()])) as Record<keyof typeof LIMIT_RANGES, z.ZodOptional<typeof limitValue>>,
+  Object.fromEntries(Object.keys(LIMIT_RANGES).map((name) => [name, limitValue.optional()])) as Record<
+    LimitKey,
+    z.ZodOptional<typeof limitValue>
+  >,
 );
 
-/** One limit as a flag gives it (`policy set --max-hooks-per-event`): a person typing is told the range, nothing is capped. */
+/** One limit as a flag gives it (`policy set --max-hooks-per-event`): a person is told the range, nothing capped. */
 export function limitFlagSchema(name: keyof typeof LIMIT_RANGES) {
   return whole(LIMIT_RANGES[name].min, LIMIT_RANGES[name].max);
 }
 
 /** The ranges the block's limits are capped to, by field as written (`hooks.limits.maxHooksPerEvent`). */
-const CAPPED_RANGES: ReadonlyArray<{ field: string; range: Readonly<{ min: number; max: number }>; get: (b: HooksBlock) => number | null | undefined; set: (b: HooksBlock, v: number) => HooksBlock }> = [
+interface CappedRange {
+  field: string;
+  range: Readonly<{ min: number; max: number }>;
+  get: (b: HooksBlock) => number | null | undefined;
+  set: (b: HooksBlock, v: number) => HooksBlock;
+}
+const CAPPED_RANGES: readonly CappedRange[] = [
   ...(Object.keys(LIMIT_RANGES) as Array<keyof typeof LIMIT_RANGES>).map((name) => ({
     field: `hooks.limits.${name}`,
     range: LIMIT_RANGES[name],
@@ -150,10 +162,14 @@ export function capLimits(block: HooksBlock): { block: HooksBlock; capped: Cappe
   return { block: out, capped };
 }
 
-/** `/t/config.json: hooks.limits.maxHooksPerEvent: 500 is above its ceiling of 64 — capped to 64; the rest of the "hooks" block stays in force` */
+/**
+ * `/t/config.json: hooks.limits.maxHooksPerEvent: 500 is above its ceiling of 64 — capped to 64; the rest
+ * of the "hooks" block stays in force`
+ */
 export function cappedLimitWarning(file: string, c: CappedLimit): string {
   const where = c.bound === "ceiling" ? `above its ceiling of ${c.value}` : `below its floor of ${c.value}`;
-  return `${file}: ${c.field}: ${c.written} is ${where} — capped to ${c.value}; the rest of the "hooks" block stays in force`;
+  const rest = `the rest of the "hooks" block stays in force`;
+  return `${file}: ${c.field}: ${c.written} is ${where} — capped to ${c.value}; ${rest}`;
 }
 
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
@@ -190,8 +206,10 @@ export const HooksBlockSchema = z.looseObject({
 });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
-/** `fields`: each problem's field, as a dotted path from config.json's top (`hooks.limits.maxHooksPerEvent`), in the same order. */
-export type HooksBlockCheck = { ok: true; block: HooksBlock; raw: Record<string, unknown> } | { ok: false; problems: string[]; fields: string[] };
+/** `fields`: each problem's field, a dotted path from config.json's top (`hooks.limits.maxHooksPerEvent`), in order. */
+export type HooksBlockCheck =
+  | { ok: true; block: HooksBlock; raw: Record<string, unknown> }
+  | { ok: false; problems: string[]; fields: string[] };
 
 /** Checks the raw block (anything); `undefined`/`null` is an empty, valid block. */
 export function checkHooksBlock(raw: unknown, file: string): HooksBlockCheck {
@@ -427,6 +445,21 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   const flagged = (value: boolean | undefined, flag: string): Effective<boolean, "flag" | "default"> =>
     value === true ? { value, source: "flag", origin: flag } : { value: false, source: "default", origin: "default" };
 
+  // Every warning as data (settings/problems.ts); `warnings` is their messages, in this order.
+  const fallen = [...timeout.warnings, ...policy.warnings, ...modes.warnings];
+  const problems: Problem[] = [
+    ...chosen.problems.map((message, index): Problem => {
+      const where = chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" };
+      return { ...where, message };
+    }),
+    ...capped.map(
+      (c): Problem => ({ kind: "setting_capped", path: c.field, message: cappedLimitWarning(input.file, c) }),
+    ),
+    ...fallen.map((message): Problem => ({ kind: "env_ignored", path: variableNamed(message), message })),
+    ...neverWritableWarnings(block.writableFields).map(
+      (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
+    ),
+  ];
   return deepFreeze({
     values: { ...policy.policy },
     sources: { ...policy.sources },
@@ -456,13 +489,8 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     hooksBlock: structuredClone(raw),
     refusal: chosen.refusal,
     capped,
-    problems: [
-      ...chosen.problems.map((message, index) => ({ ...(chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" }), message })),
-      ...capped.map((c) => ({ kind: "setting_capped" as const, path: c.field, message: cappedLimitWarning(input.file, c) })),
-      ...[...timeout.warnings, ...policy.warnings, ...modes.warnings].map((message) => ({ kind: "env_ignored" as const, path: variableNamed(message), message })),
-      ...neverWritableWarnings(block.writableFields).map((message) => ({ kind: "setting_ignored" as const, path: "hooks.writableFields", message })),
-    ],
-    warnings: [...chosen.problems, ...capped.map((c) => cappedLimitWarning(input.file, c)), ...timeout.warnings, ...policy.warnings, ...modes.warnings, ...neverWritableWarnings(block.writableFields)],
+    problems,
+    warnings: problems.map((p) => p.message),
   });
 }
 

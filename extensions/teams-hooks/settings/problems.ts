@@ -9,7 +9,7 @@
  */
 
 export const PROBLEM_KINDS = [
-  /** config.json cannot be read, is not JSON, or its `hooks` is not an object: defaults (or the last valid block) apply. */
+  /** config.json cannot be read, is not JSON, or its `hooks` is no object: defaults (or the last valid block) apply. */
   "config_unreadable",
   /** A config.json field outside `hooks` that cannot be used (a team id of the wrong type…): its default applies. */
   "config_field",
@@ -51,7 +51,7 @@ export interface Problem {
   message: string;
 }
 
-/** The environment variable a warning about one names at its start (`PI_TEAMS_HOOKS_FAILURE_MODE: "ajar" …`), or "". */
+/** The variable a warning about one names at its start (`PI_TEAMS_HOOKS_FAILURE_MODE: "ajar" …`), or "". */
 export function variableNamed(message: string): string {
   return /^(PI_TEAMS_[A-Z0-9_]+)\b/.exec(message)?.[1] ?? "";
 }
