@@ -105,7 +105,8 @@ missing config.json is created with the defaults), then prints the effective pol
   -h, --help              this help
 
 Values are checked before anything is written; a bad one names its flag, its config.json field and
-what it accepts. Exit status: 0 done; 2 usage error (a bad value), a missing team dir, or a
+what it accepts. (A limit written in config.json by hand outside its range is capped to it, with one
+warning naming the key, the value and the bound; the rest of the block stays in force.) Exit status: 0 done; 2 usage error (a bad value), a missing team dir, or a
 config.json that is not a JSON object, or whose failureMode or limits cannot be added to (left
 untouched).
 `,

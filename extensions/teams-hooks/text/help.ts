@@ -143,7 +143,9 @@ as run does, about gates that would not run as written (what doctor finds wrong 
 Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
 A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
 limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without
-"hooks", keeps the block in force (one warning says why); "hooks": {} resets to the defaults.
+"hooks", keeps the block in force (one warning says why); "hooks": {} resets to the defaults. A
+limit outside its range is capped (one warning naming the key, the value and the bound); a
+handler with "enabled": false is skipped, each event's log saying so.
 Its own state (the ledger, the scan state, a first start's mark, the messages sent, the gates it
 trusts) is in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the
 gates it finds; a gate changed, added or removed later holds its events (not failed) until \`pi-teams-hooks trust\`.
