@@ -73,9 +73,9 @@ describe("pi-teams-hooks config", () => {
     expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
     const trusted = await configJson(team);
     expect(trusted.events.task_completed.gates).toEqual([
-      { name: "on_task_completed.sh", gate: "on_task_completed", kind: "v1", layer: "global", path: v1, command: ["bash", v1], settings: null, settingsError: null, trust: "trusted", trustDetail: null, insecure: null },
-      { name: "on_task_completed.d/10-lint.sh", gate: "on_task_completed.d/10-lint.sh", kind: "chain", layer: "global", path: lint, command: ["bash", lint], settings: "timeout=30s mode=shadow", settingsError: null, trust: "trusted", trustDetail: null, insecure: null },
-      { name: "http:ci", gate: "http:ci", kind: "http", layer: "team", path: "http:ci", command: ["POST", CI.url], settings: null, settingsError: null, trust: "trusted", trustDetail: null, insecure: null },
+      { name: "on_task_completed.sh", gate: "on_task_completed", kind: "v1", layer: "global", path: v1, command: ["bash", v1], settings: null, settingsError: null, trust: "trusted", trustDetail: null, insecure: null, enabled: true },
+      { name: "on_task_completed.d/10-lint.sh", gate: "on_task_completed.d/10-lint.sh", kind: "chain", layer: "global", path: lint, command: ["bash", lint], settings: "timeout=30s mode=shadow", settingsError: null, trust: "trusted", trustDetail: null, insecure: null, enabled: true },
+      { name: "http:ci", gate: "http:ci", kind: "http", layer: "team", path: "http:ci", command: ["POST", CI.url], settings: null, settingsError: null, trust: "trusted", trustDetail: null, insecure: null, enabled: true },
     ]);
     expect(trusted.trustRecord).toMatchObject({ state: "ok", gates: 3 });
 

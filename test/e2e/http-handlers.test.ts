@@ -261,6 +261,7 @@ describe("HTTP handlers by hand", () => {
       bodySecrets: [],
       signing: { variable: "CI_GATE_HMAC", set: false },
       trust: "no_record",
+      enabled: true,
     });
     for (const text of [ran.stdout, ran.stderr, doctor.stdout, json.stdout]) expect(text).not.toContain(TOKEN);
   });

@@ -252,7 +252,7 @@ describe("doctor: policy and locks", () => {
   });
 
   it("a block with one bad value is refused whole, with a warning per problem saying what applies instead", async () => {
-    const { team } = await setup({ config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many", limits: { maxHooksPerEvent: 0 } } } });
+    const { team } = await setup({ config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many", limits: { maxHooksPerEvent: "none" } } } });
     const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead" });
     expect(r.policy.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "lead" });
     expect(r.policy.origins).toEqual({ failureAction: "default", maxReopensPerTask: "default", followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER" });
@@ -261,7 +261,7 @@ describe("doctor: policy and locks", () => {
     const file = path.join(team.teamDir, "config.json");
     expect(lines(r.policy.checks)).toEqual([
       expect.stringMatching(new RegExp(`^warn: ${file}: hooks\\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; defaults and the environment apply$`)),
-      expect.stringMatching(new RegExp(`^warn: ${file}: hooks\\.limits\\.maxHooksPerEvent: .*got 0 — the "hooks" block is refused whole; defaults and the environment apply$`)),
+      expect.stringMatching(new RegExp(`^warn: ${file}: hooks\\.limits\\.maxHooksPerEvent: .*got "none" — the "hooks" block is refused whole; defaults and the environment apply$`)),
     ]);
     expect(r.policy.block.problems).toEqual(r.policy.checks.map((c) => c.message));
   });

@@ -36,6 +36,8 @@ describe("exit codes without a verdict", () => {
     ["exit 1 denies (v1)", "echo 'lint: 3 errors' >&2; exit 1", "v1", { outcome: "failed", exitCode: 1 }],
     ["exit 2 denies (strict)", "echo 'lint: 3 errors' >&2; exit 2", "strict", { outcome: "failed", exitCode: 2 }],
     ["exit 1 is no judgement (strict)", "exit 1", "strict", { outcome: "error", errorKind: "unexpected_exit", exitCode: 1 }],
+    ["exit 3 denies as deferral_not_supported (strict)", "exit 3", "strict", { outcome: "failed", exitCode: 3, verdict: { decision: "deny", code: "deferral_not_supported", source: "exit_code" } }],
+    ["exit 3 denies without a code (v1)", "exit 3", "v1", { outcome: "failed", exitCode: 3 }],
     ["127, a command not found, denies (v1)", "no-such-command-here", "v1", { outcome: "failed", exitCode: 127 }],
     ["127, a command not found, is a hook error (strict)", "no-such-command-here", "strict", { outcome: "error", errorKind: "unexpected_exit", exitCode: 127 }],
   ])("%s", async (_name, body, mode, expected) => {

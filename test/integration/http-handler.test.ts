@@ -411,7 +411,7 @@ describe("a handler as a gate of the trust record", () => {
       checkChainTrust(await chainOf(event, handlers), event, layers, { record, allowInsecure: false, uid: null }).problems.map((p) => [p.kind, p.path]);
 
     expect(await check("task_completed", [handlerDef], { version: 1, gates: {} })).toEqual([["untrusted_hook", "http:ci"]]);
-    const found = entryOf((await chainOf("task_completed", [handlerDef])).hooks[0] as ChainHook, "2026-01-01T00:00:00.000Z", "test");
+    const found = entryOf((await chainOf("task_completed", [handlerDef])).hooks[0] as ChainHook, "2026-01-01T00:00:00.000Z", "test", "task_completed");
     const record: TrustRecord = { version: 1, gates: { "http:ci": found?.entry as TrustEntry } };
     expect(found?.entry).toMatchObject({ mode: 0, events: ["task_completed", "idle"] });
     expect(await check("task_completed", [handlerDef], record)).toEqual([]);

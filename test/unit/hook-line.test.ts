@@ -24,13 +24,17 @@ describe("the settings line", () => {
       ],
     });
     expect(parse("\uFEFF# pi-teams-hooks: mode=shadow\r\necho\r\n")).toEqual({ ok: true, settings: { line: 1, mode: "shadow" } });
+    const optional = parse("# pi-teams-hooks: required=false mode=shadow\n");
+    expect(optional).toEqual({ ok: true, settings: { line: 1, mode: "shadow", required: false } });
+    if (optional.ok && optional.settings) expect(describeSettings(optional.settings)).toBe("mode=shadow required=false");
   });
 
   it.each([
-    ["# pi-teams-hooks: timout=30s", 'on_task_completed.sh:1: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format)'],
+    ["# pi-teams-hooks: timout=30s", 'on_task_completed.sh:1: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format, required)'],
     ["# pi-teams-hooks: timeout=soon", "on_task_completed.sh:1: timeout=soon: expected a duration such as 90s, 5m, 1500ms or 2h"],
     ["# pi-teams-hooks: timeout=0s", "on_task_completed.sh:1: timeout=0s: out of range: 1ms to 2147483647ms, as for the global timeout"],
     ["# pi-teams-hooks: mode=dry", "on_task_completed.sh:1: mode=dry: expected enforce or shadow"],
+    ["# pi-teams-hooks: required=no", "on_task_completed.sh:1: required=no: expected true or false"],
     ["# pi-teams-hooks: mode=shadow mode=enforce", "on_task_completed.sh:1: mode is given twice"],
     ["# pi-teams-hooks: members=", "on_task_completed.sh:1: members has no value (members=…)"],
     ["# pi-teams-hooks: members=a,,b", "on_task_completed.sh:1: members=a,,b: an empty glob in the list (globs are separated by commas)"],

@@ -36,7 +36,9 @@ describe("checkHooksBlock", () => {
   it.each([
     ["a block that is not an object", "warn"],
     ["an unknown limit", { limits: { maxHooks: 3 } }],
-    ["too many hooks", { limits: { maxHooksPerEvent: 65 } }],
+    ["a limit that is not a whole number", { limits: { maxHooksPerEvent: "lots" } }],
+    ["a limit that is a fraction", { limits: { chainDeadlineMs: 1.5 } }],
+    ["a defer timeout that is not a number", { deferTimeoutMs: true }],
     ["an unknown event in failureMode", { failureMode: { task_done: "open" } }],
     ["a sweep that is neither auto nor always", { failureAction: "reopen", sweep: "sometimes" }],
   ])("refuses %s", (_name, raw) => {
@@ -71,6 +73,26 @@ describe("resolveFailureModes", () => {
 describe("resolveLimits", () => {
   it("fills what the block leaves out", () => {
     expect(resolveLimits({ limits: { maxHooksPerEvent: 3 } })).toEqual({ ...DEFAULT_LIMITS, maxHooksPerEvent: 3 });
+  });
+});
+
+describe("limits outside their range are capped, the rest of the block stays", () => {
+  it.each<[string, Record<string, unknown>, string, number, string]>([
+    ["above its ceiling", { limits: { maxHooksPerEvent: 500 } }, "hooks.limits.maxHooksPerEvent", 64, "500 is above its ceiling of 64 — capped to 64"],
+    ["above its ceiling, as digits", { limits: { maxHooksPerEvent: "65" } }, "hooks.limits.maxHooksPerEvent", 64, "65 is above its ceiling of 64 — capped to 64"],
+    ["below its floor", { limits: { maxPayloadBytes: 10 } }, "hooks.limits.maxPayloadBytes", 1024, "10 is below its floor of 1024 — capped to 1024"],
+    ["negative", { limits: { chainDeadlineMs: -5 } }, "hooks.limits.chainDeadlineMs", 1, "-5 is below its floor of 1 — capped to 1"],
+    ["a defer timeout past 30 days", { deferTimeoutMs: 9e12 }, "hooks.deferTimeoutMs", 2_592_000_000, "9000000000000 is above its ceiling of 2592000000 — capped to 2592000000"],
+  ])("%s", (_name, hooks, field, value, said) => {
+    const settings = resolveSettings({ hooks: { failureAction: "reopen", ...hooks }, noBlock: null, file: "/t/config.json", env: {} });
+    expect(settings.block.valid).toBe(true);
+    expect(settings.values.failureAction).toBe("reopen");
+    expect(settings.capped).toEqual([expect.objectContaining({ field, value })]);
+    expect(settings.warnings).toEqual([`/t/config.json: ${field}: ${said}; the rest of the "hooks" block stays in force`]);
+    const name = field.split(".").pop() ?? "";
+    const row = field.startsWith("hooks.limits.") ? settings.limits[name as keyof typeof settings.limits] : settings.deferTimeoutMs;
+    expect(row.value).toBe(value);
+    expect(row.origin).toMatch(/\(-?\d+, capped to its (ceiling|floor)\)$/);
   });
 });
 
@@ -251,7 +273,7 @@ describe("hooks.handlers, hooks.templates and hooks.deferTimeoutMs, validated wi
     ["a placeholder naming no parameter", { templates: { deploy: { subject: "Deploy {{parameters.branch}}" } } }, /hooks\.templates\.deploy\.subject: \{\{parameters\.branch\}\} names no declared parameter/],
     ["two templates of one slug", { templates: { deploy: { subject: "a" }, Deploy: { subject: "b" } } }, /hooks\.templates\.Deploy: is the same template as deploy/],
     ["an unknown parameter type", { templates: { deploy: { subject: "a", parameters: { n: { type: "integer" } } } } }, /hooks\.templates\.deploy\.parameters\.n\.type/],
-    ["a defer timeout under a second", { deferTimeoutMs: 10 }, /hooks\.deferTimeoutMs/],
+    ["a defer timeout in words", { deferTimeoutMs: "a day" }, /hooks\.deferTimeoutMs: expected a whole number/],
   ])("refuses %s, naming the field", (_name, raw, problem) => {
     const problems = problemsOf(raw);
     expect(problems.some((p) => problem.test(p)), problems.join("\n")).toBe(true);

@@ -113,7 +113,9 @@ const TRUST_GROUP: FlagGroup = {
         "run gates that changed, appeared or went since they were trusted, as they are now (for writing gates; " +
           "each change is still said, the log keeps both hashes); without it such a gate is refused (untrusted_hook, " +
           "gate_missing, gate_not_executable) until `pi-teams-hooks trust`: the leader and run --apply-policy hold " +
-          "its event for the lead, run alone fails. On a team with no trust record yet, nothing is compared",
+          "its event for the lead, run alone fails. On a team with no trust record yet, nothing is compared. A " +
+          "global gate whose settings line says required=false may be dropped by the team (switched off or " +
+          'replaced in <team dir>/hooks) without approval: said as "dropped by the team", never gate_missing',
     },
     {
       name: "allow-insecure-hooks",
@@ -360,7 +362,9 @@ const WATCH: CommandSpec = {
       'start, and the event runs again at the next start); a second signal ends them at once.\n' +
       'A change to config.json is picked up while running: its "hooks" block (policy, failure modes, limits) is read ' +
       'again. An invalid block, or a config.json that is not JSON, deleted or without "hooks", keeps the block in ' +
-      'force (one warning says why); "hooks": {} resets to the defaults.\n' +
+      'force (one warning says why); "hooks": {} resets to the defaults. A limit outside its range is capped (one ' +
+      'warning naming the key, the value and the bound); a handler with "enabled": false is skipped, each event\'s ' +
+      "log saying so.\n" +
       'Its own state (the ledger, the scan state, a first start\'s mark, the messages sent, the gates it trusts) is ' +
       'in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the gates it finds; a ' +
       'gate changed, added or removed later holds its events (not failed) until `pi-teams-hooks trust`.',
@@ -521,7 +525,8 @@ const DOCTOR: CommandSpec = {
             "print the report as one JSON object: hooksDir, hooks[] (each candidate with its status: chosen, " +
               "skipped, absent, shadowed; a handler's url, method, template, answer, timeoutMs, headers, " +
               "secretHeaders, bodySecrets, signing, trust), team, policy (as policy get --json, with checks), locks, " +
-              "access, leader, errors, warnings",
+              'access, leader, errors, warnings; its "problems" holds every warning and error as {kind, path, ' +
+              'message} (kinds: docs/cli.md, "Problems as data")',
         },
       ],
     },
@@ -670,7 +675,9 @@ const POLICY: CommandSpec = {
           'config.json is created with the defaults), then print the effective policy. A failure mode for one event ' +
           'keeps the others\', a limit keeps the other limits. Values are checked before anything is written; a bad ' +
           'one names its flag, its config.json field and what it accepts. A negative number needs =: ' +
-          '--max-reopens=-1 (and is then refused).',
+          '--max-reopens=-1 (and is then refused). (A limit written in config.json by hand outside its range is ' +
+          "capped to it, with one warning naming the key, the value and the bound; the rest of the block stays in " +
+          "force.)",
       flags: ["team-dir", "team", "json", ...POLICY_SET_FLAGS],
     },
   ],
@@ -799,7 +806,8 @@ const CONFIG: CommandSpec = {
           type: "boolean",
           help:
             "print the view as one JSON object: each setting as {value, source, origin}, each event's gates in run " +
-              "order with their trust, the trust record, the block's state and the warnings",
+              "order with their trust, the trust record, the block's state and the warnings, and \"problems\": each as " +
+              '{kind, path, message} (kinds: docs/cli.md, "Problems as data")',
         },
       ],
     },

@@ -12,7 +12,7 @@ import { formFlags } from "./commands.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type ConfigView, type GateView, inspectConfig } from "../doctor/config-view.js";
-import { FAILURE_MODES, FailureModeSettingSchema, LimitsSchema, resolveSettings, settingsReport, type FailureMode, type LimitName } from "../settings/hooks-config.js";
+import { FAILURE_MODES, FailureModeSettingSchema, limitFlagSchema, resolveSettings, settingsReport, type FailureMode, type LimitName } from "../settings/hooks-config.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
 import { FailureActionSettingSchema, FollowupOwnerSettingSchema, LIMIT_RANGES, MaxReopensSettingSchema, SETTING_FLAGS, type EffectivePolicy } from "../settings/options.js";
 import { loadTeamConfig, updateHooksConfig } from "../team/config.js";
@@ -93,7 +93,7 @@ function parseSetFlags(v: Record<string, FlagValue>): SetRequest {
     const raw = str(v[flag]);
     if (raw === undefined) continue;
     const { min, max } = LIMIT_RANGES[name];
-    request.limits[name] = parseFlag(LimitsSchema.shape[name], raw, `--${flag} (hooks.limits.${name})`, `a whole number from ${min} to ${max}`) as number;
+    request.limits[name] = parseFlag(limitFlagSchema(name), raw, `--${flag} (hooks.limits.${name})`, `a whole number from ${min} to ${max}`) as number;
   }
   if (!request.reset && Object.keys(request.top).length === 0 && request.modes.length === 0 && Object.keys(request.limits).length === 0) {
     throw new HooksError("E_USAGE", `nothing to set: give ${SET_FLAGS.filter((f) => f !== "reset").map((f) => `--${f}`).join(", ")}, or --reset`);
@@ -202,11 +202,14 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   const all = HOOK_EVENTS.flatMap((event) => [...view.events[event].gates, ...view.events[event].missing]);
   const width = Math.max(0, ...all.map((g) => g.name.length));
   for (const event of HOOK_EVENTS) {
-    const { gates, missing, skipped } = view.events[event];
+    const { gates, missing, dropped, skipped } = view.events[event];
     out += `  ${event}${gates.length === 0 ? ": none" : ""}\n`;
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
+      if (!g.enabled) {
+        text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
+      }
       if (g.settings) text += `       settings: ${g.settings}\n`;
       if (g.settingsError) text += `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: hook_settings)\n`;
       if (g.insecure) text += `       insecure: ${g.insecure}${view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)"}\n`;
@@ -214,6 +217,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     };
     for (const [index, gate] of gates.entries()) out += line(`${index + 1}.`, gate);
     for (const gate of missing) out += line("-", gate);
+    for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
     for (const skip of skipped) out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
   }
   // A handler of several events is one gate.

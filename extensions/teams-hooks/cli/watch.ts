@@ -5,7 +5,7 @@
 import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { gateWarnings } from "../doctor/gate-checks.js";
-import { handlerGateName } from "../settings/handlers.js";
+import { handlerEnabled, handlerGateName } from "../settings/handlers.js";
 import { settingValues } from "../settings/hooks-config.js";
 import path from "node:path";
 import { HooksError, unreachable } from "../contract/errors.js";
@@ -96,7 +96,11 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       // The handlers run after the files of their events (gates/chain.ts): one line each, URL and events.
       for (const h of setup.settings.handlers) {
         const gate = handlerGateName(h.name);
-        emit({ type: "handler", name: gate, events: h.events, url: h.url }, `handler ${gate}: ${h.events.join(", ")} → ${h.method ?? "POST"} ${h.url}${h.answer === "held" ? " (held until a decision comes back)" : ""}`);
+        const off = handlerEnabled(h) ? {} : { enabled: false };
+        const held = h.answer === "held" ? " (held until a decision comes back)" : "";
+        const note = `${held}${handlerEnabled(h) ? "" : " (disabled: skipped, and logged)"}`;
+        const text = `handler ${gate}: ${h.events.join(", ")} → ${h.method ?? "POST"} ${h.url}${note}`;
+        emit({ type: "handler", name: gate, events: h.events, url: h.url, ...off }, text);
       }
       emit({ type: "policy", ...policyObject(setup) }, policyLine(setup));
       return;

@@ -118,6 +118,12 @@ export const RunResultSchema = z.object({
   runId: z.string(),
   /** The gate's own settings line (contract v1, additive; settings/hook-line.ts), as it was applied: `timeout=300s mode=shadow`. */
   hookSettings: z.string().optional(),
+  /**
+   * Optional global gates (`required=false`) of the event's chain that the team dropped — switched off,
+   * replaced or deleted — which needs no approval (trust/trust.ts): each with why it does not run.
+   * Contract v1, additive.
+   */
+  droppedGates: z.array(z.looseObject({ path: z.string(), detail: z.string() })).optional(),
   /** Additive: the gate's matchers did not match the event, so it did not run (`ran: false`, `outcome: passed`): which one, and why. */
   skipped: z.string().optional(),
   /**

@@ -83,9 +83,10 @@ function patchProblem(patch: unknown): string | null {
 /**
  * Where a verdict came from: the result file, the last line of stdout, an HTTP handler's answer, or a
  * decision that settled a deferred gate later (`pi-teams-hooks decide`, the API, the expiry), or a
- * Claude Code gate's exit code and output (`format=claude`, contract/claude.ts).
+ * Claude Code gate's exit code and output (`format=claude`, contract/claude.ts), or, under strict exit
+ * codes, an exit code that is a denial with a code of its own (`exit_code`: exit 3, `deferral_not_supported`).
  */
-export const VERDICT_SOURCES = ["file", "stdout", "http", "decision", "claude"] as const;
+export const VERDICT_SOURCES = ["file", "stdout", "http", "decision", "claude", "exit_code"] as const;
 export type VerdictSource = (typeof VERDICT_SOURCES)[number];
 
 export type VerdictRead =
@@ -298,6 +299,7 @@ const VERDICT_PLACES: Readonly<Record<VerdictSource, string>> = {
   http: "the handler's answer",
   decision: "the decision",
   claude: "a Claude Code gate's exit code and output",
+  exit_code: "the exit code",
 };
 
 /** `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: reason: must not be blank` */

@@ -13,9 +13,11 @@ import { insecurity, readHookSettings } from "../gates/discover.js";
 import { checkChainTrust, fingerprint, type ChainTrust } from "../trust/trust.js";
 import { readTrustInForce, trustFile } from "../trust/trust-store.js";
 import { describeSettings } from "../settings/hook-line.js";
+import { handlerEnabled } from "../settings/handlers.js";
 import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { TeamSetup } from "../team/setup.js";
+import type { Problem } from "../settings/problems.js";
 
 /**
  * A gate's trust, as `pi-teams-hooks trust` compares it: `trusted` as recorded; `changed` (content or
@@ -45,6 +47,8 @@ export interface GateView {
   trustDetail: string | null;
   /** Why others could rewrite the file (refused as insecure_hook unless --allow-insecure-hooks); null when not. */
   insecure: string | null;
+  /** False for a handler switched off (`hooks.handlers[].enabled: false`): skipped at every event, and logged. */
+  enabled: boolean;
 }
 
 export interface EventView {
@@ -53,6 +57,8 @@ export interface EventView {
   gates: GateView[];
   /** Trusted gates that no longer run for the event (its events are held as gate_missing until approved). */
   missing: GateView[];
+  /** Trusted optional global gates (`required=false`) the team dropped: no approval needed, each with why. */
+  dropped: Array<{ path: string; detail: string }>;
   /** Files that look like gates and do not run, for reasons worth fixing (not the ones switched off on purpose). */
   skipped: ChainSkip[];
 }
@@ -73,6 +79,12 @@ export interface ConfigView {
   /** Every setting with its value, source and origin (`flag`, `config`, `env`, `default`). */
   settings: SettingsView;
   block: SettingsReport["block"];
+  /**
+   * Every problem of the settings and the gates as data, `{ kind, path, message }` (settings/problems.ts):
+   * the settings' (the block's, limits capped, environment values ignored, config.json's other fields),
+   * then each event's gates (untrusted, missing, settings lines refused, insecure, files that do not run).
+   */
+  problems: Problem[];
 }
 
 export interface SettingsView {
@@ -115,7 +127,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
     const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     const gates = chain.hooks.map((hook) => gateView(hook, event, layers, checked, record !== null, uid));
     const missing = checked.changes.filter((c) => c.change === "removed").map((c) => missingView(c.path, c.detail, event, layers));
-    events[event] = { failureMode: report.failureModes[event], gates, missing, skipped: problemSkips(chain) };
+    events[event] = { failureMode: report.failureModes[event], gates, missing, dropped: checked.dropped.map((d) => ({ ...d })), skipped: problemSkips(chain) };
   }
   const hooksDirOrigin = setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
   const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({ value: report.values[key], source: report.sources[key], origin: report.origins[key] });
@@ -153,7 +165,54 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       allowInsecureHooks: setup.settings.allowInsecureHooks,
     },
     block: report.block,
+    problems: configProblems(setup, events),
   };
+}
+
+/** The problems `config --json` gives: the settings', then the gates' of each event (a gate of several events once). */
+function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName, EventView>>): Problem[] {
+  const { teamDir } = setup.identity;
+  const approve = (gate: string): string => `pi-teams-hooks trust --team-dir ${teamDir} ${gate}`;
+  const settings = setup.settings.problems.map((p) => ({ ...p }));
+  const said = new Set(settings.map((p) => p.message));
+  // config.json's fields outside `hooks` (team/setup.ts puts their warnings before the settings').
+  const fields = setup.warnings
+    .filter((w) => !said.has(w))
+    .map((message): Problem => ({ kind: "config_field", path: setup.configFile, message }));
+  const gates: Problem[] = [];
+  const seen = new Set<string>();
+  const add = (p: Problem): void => {
+    const key = `${p.kind}\0${p.path}\0${p.message}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    gates.push(p);
+  };
+  for (const event of Object.keys(events) as HookEventName[]) {
+    const { gates: running, missing, skipped } = events[event];
+    for (const g of running) {
+      const held = `its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}`;
+      if (g.trust === "new") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} is new, not trusted yet: ${held}` });
+      if (g.trust === "changed") {
+        const what = `${g.path} changed since it was trusted (${g.trustDetail ?? "its content"})`;
+        add({ kind: "gate_untrusted", path: g.path, message: `${what}: ${held}` });
+      }
+      if (g.settingsError) {
+        const message = `${g.settingsError}: the gate does not run, and its events are held (hook_settings)`;
+        add({ kind: "gate_settings", path: g.path, message });
+      }
+      if (g.insecure && !setup.settings.allowInsecureHooks.value) {
+        const message = `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with --allow-insecure-hooks`;
+        add({ kind: "gate_insecure", path: g.path, message });
+      }
+    }
+    for (const g of missing) {
+      const what = `trusted gate ${g.path} no longer runs for ${event} (${g.trustDetail ?? "gone"})`;
+      const message = `${what}: its events are held (gate_missing) until the team lead approves: ${approve(g.path)}`;
+      add({ kind: "gate_missing", path: g.path, message });
+    }
+    for (const s of skipped) add({ kind: "gate_unusable", path: s.path, message: `${s.path}: ${s.reason}` });
+  }
+  return [...fields, ...settings, ...gates];
 }
 
 function gateView(hook: ChainHook, event: HookEventName, layers: { global: string; team: string }, checked: ChainTrust, hasRecord: boolean, uid: number | null): GateView {
@@ -182,6 +241,7 @@ function gateView(hook: ChainHook, event: HookEventName, layers: { global: strin
     trust,
     trustDetail: trust === "changed" ? (change?.detail ?? null) : null,
     insecure,
+    enabled: hook.kind !== "http" || !hook.handler || handlerEnabled(hook.handler),
   };
 }
 
@@ -193,7 +253,7 @@ function missingView(gatePath: string, detail: string, event: HookEventName, lay
   const layer: ChainLayer = http || layerDir === layers.team ? "team" : "global";
   const name = http ? gatePath : inChainDir ? `${chainDirName(event)}/${path.basename(gatePath)}` : path.basename(gatePath);
   const kind: ChainHook["kind"] = http ? "http" : inChainDir ? "chain" : "v1";
-  return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null };
+  return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null, enabled: true };
 }
 
 /** One gate of a chain as the `watch` banner names it. */
@@ -204,13 +264,17 @@ export interface ChainEntry {
   path: string;
   /** Its settings line says `mode=shadow`: it runs and is logged, and decides nothing. */
   shadow: boolean;
+  /** A handler switched off (`enabled: false`): skipped, and logged. Absent otherwise. */
+  disabled?: true;
 }
 
 /** An event's chain, in run order, as the `watch` banner names it. */
 export function chainEntries(chain: ChainDiscovery, event: HookEventName): ChainEntry[] {
   return chain.hooks.map((hook) => {
     const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
-    return { name: gateDisplayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow: read?.ok === true && read.settings?.mode === "shadow" };
+    const disabled = hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
+    const shadow = read?.ok === true && read.settings?.mode === "shadow";
+    return { name: gateDisplayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow, ...(disabled ? { disabled } : {}) };
   });
 }
 
@@ -220,7 +284,11 @@ export function chainEntries(chain: ChainDiscovery, event: HookEventName): Chain
  */
 export function chainSummary(entries: readonly ChainEntry[]): string {
   if (entries.length === 0) return "none";
-  const notes = (e: ChainEntry): string[] => [...(e.kind !== "http" && e.layer === "team" ? ["team"] : []), ...(e.shadow ? ["shadow"] : [])];
+  const notes = (e: ChainEntry): string[] => [
+    ...(e.kind !== "http" && e.layer === "team" ? ["team"] : []),
+    ...(e.shadow ? ["shadow"] : []),
+    ...(e.disabled ? ["disabled"] : []),
+  ];
   return entries.map((e) => `${e.name}${notes(e).length > 0 ? ` (${notes(e).join(", ")})` : ""}`).join(", ");
 }
 

@@ -31,6 +31,7 @@ import { readTrustInForce } from "../trust/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
 import { diagnoseAccess, type AccessReport } from "./access.js";
+import type { Problem, ProblemKind } from "../settings/problems.js";
 
 export type { CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
 export type { Check, CheckLevel } from "./gate-checks.js";
@@ -67,6 +68,8 @@ export interface DoctorReport {
   access: AccessReport | null;
   errors: number;
   warnings: number;
+  /** Every warning and error above as data, `{ kind, path, message }` (settings/problems.ts), in report order. */
+  problems: Problem[];
 }
 
 export interface DoctorInput {
@@ -109,6 +112,10 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       if (hook.kind === "http" && found) hook.handler = found;
     }
     report.chain.checks.push(...handlers.checks);
+    for (const d of checked?.dropped ?? []) {
+      const why = `optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`;
+      report.chain.checks.push({ level: "info", message: `${d.path}: dropped by the team (${d.detail}): ${why}`, file: d.path });
+    }
     events.push(report);
   }
   const nothingAnywhere = events.every((e) => e.candidates.every((c) => c.status === "absent") && e.chain.hooks.length === 0 && e.chain.skipped.length === 0);
@@ -136,7 +143,26 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     access,
     errors: all.filter((c) => c.level === "error").length,
     warnings: all.filter((c) => c.level === "warn").length,
+    problems: [
+      ...problemsOf(hooksDirChecks, "hooks_dir"),
+      ...problemsOf(teamLayerChecks, "hooks_dir"),
+      ...events.flatMap((e) => problemsOf([...e.checks, ...e.chain.checks], "gate_unusable")),
+      ...problemsOf(team.checks, "team_files"),
+      ...problemsOf(access?.checks ?? [], "access"),
+      ...problemsOf(policy.checks, "setting_ignored"),
+      ...problemsOf(locks.checks, "lock"),
+    ],
   };
+}
+
+/**
+ * The warnings and errors of one section of the report as problems: a check's own kind when it has
+ * one, else the section's; its path, else the file or field it names, else "".
+ */
+function problemsOf(checks: readonly Check[], section: ProblemKind): Problem[] {
+  return checks
+    .filter((c) => c.level === "warn" || c.level === "error")
+    .map((c) => ({ kind: c.kind ?? section, path: c.path ?? c.file ?? c.field ?? "", message: c.message }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,7 +184,10 @@ async function diagnoseTeam(teamDir: string): Promise<{ ok: true; identity: Team
   const summary = `team ${id.teamId}, task list ${id.taskListId}, lead ${id.leadName}, style ${id.style}`;
   if (!config.exists) checks.push({ level: "info", message: `no config.json: defaults apply (${summary})`, file: config.file });
   else if (config.warnings.length === 0) checks.push({ level: "ok", message: `config.json: ${summary}`, file: config.file });
-  for (const warning of config.warnings) checks.push({ level: "warn", message: warning, file: config.file });
+  for (const warning of config.warnings) {
+    const kind = warning === config.fileWarning ? "config_unreadable" : "config_field";
+    checks.push({ level: "warn", message: warning, file: config.file, kind });
+  }
 
   checks.push(...(await diagnoseTasks(teamDir, id.taskListId)));
   checks.push(...(await diagnoseInbox(teamDir, id.leadName)));
@@ -220,7 +249,9 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
  */
 export function diagnosePolicy(config: Pick<LoadedTeamConfig, "hooks" | "noHooks" | "file">, env: DoctorInput["env"], shownAlready: readonly string[] = []): PolicyReport {
   const settings = resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env });
-  const checks = settings.warnings.filter((w) => !shownAlready.includes(w)).map((message) => ({ level: "warn" as const, message, file: config.file }));
+  const checks = settings.problems
+    .filter((p) => !shownAlready.includes(p.message))
+    .map((p): Check => ({ level: "warn", message: p.message, file: config.file, kind: p.kind, path: p.path }));
   return { ...settingsReport(settings), checks };
 }
 

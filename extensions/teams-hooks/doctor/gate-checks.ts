@@ -15,15 +15,22 @@ import { findStrayHookFiles, insecurity, readHookSettings, type StrayHookFile } 
 import type { HandlerDef } from "../settings/handlers.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import type { Projection } from "../settings/privacy.js";
+import type { ProblemKind } from "../settings/problems.js";
 
 export type CheckLevel = "ok" | "info" | "warn" | "error";
 
-/** One finding. `file` and `field` name what is wrong, when a file is. */
+/**
+ * One finding. `file` and `field` name what is wrong, when a file is. `kind` and `path`: what a
+ * warning or an error is as data (settings/problems.ts); absent, the report's section decides
+ * (doctor/diagnose.ts `problemsOf`).
+ */
 export interface Check {
   level: CheckLevel;
   message: string;
   file?: string;
   field?: string;
+  kind?: ProblemKind;
+  path?: string;
 }
 
 /** A file skipped on purpose (by its name) says so quietly; one that looks like a gate and cannot run does not. */
@@ -132,9 +139,9 @@ export function settingsChecks(
   if (!read) return [];
   if (!read.ok) {
     const message = `${read.error}: the gate does not run, and its ${event} events are held (hook_settings)`;
-    return [{ level: "error", message, file }];
+    return [{ level: "error", message, file, kind: "gate_settings" }];
   }
-  const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file }));
+  const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file, kind: "gate_settings" }));
   if (!read.settings) return notes;
   const message = `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`;
   return [{ level: "info", message, file }, ...notes];
@@ -142,7 +149,7 @@ export function settingsChecks(
 
 /** Files that look like gates and never run, as `doctor` warnings. */
 export function strayChecks(dir: string): Check[] {
-  return findStrayHookFiles(dir).map((stray) => ({ level: "warn", message: strayMessage(stray), file: stray.path }));
+  return findStrayHookFiles(dir).map((stray) => ({ level: "warn", message: strayMessage(stray), file: stray.path, kind: "gate_unusable" }));
 }
 
 function strayMessage(stray: StrayHookFile): string {

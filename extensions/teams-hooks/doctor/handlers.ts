@@ -11,7 +11,7 @@ import type { HookEventName } from "../contract/contract.js";
 import { templateSecretVariables } from "../contract/request-template.js";
 import type { ChainDiscovery } from "../gates/chain.js";
 import type { ChainTrust } from "../trust/trust.js";
-import type { HandlerDef } from "../settings/handlers.js";
+import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { Check } from "./gate-checks.js";
 
 /** What doctor says about one handler (never a secret value). */
@@ -32,6 +32,8 @@ export interface HandlerReport {
   signing: { variable: string; set: boolean } | null;
   /** `no_record`: no trust record yet (the leader's first start trusts it). */
   trust: "trusted" | "new" | "changed" | "no_record";
+  /** False: `enabled: false` switches it off; every event skips it and its log says so. */
+  enabled: boolean;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -61,8 +63,15 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
       secretHeaders: Object.entries(handler.secretHeaders ?? {}).map(([header, variable]) => ({ header, variable, set: isSet(variable) })),
       signing: handler.signingSecretEnv === undefined ? null : { variable: handler.signingSecretEnv, set: isSet(handler.signingSecretEnv) },
       trust: trust === null ? "no_record" : change?.change === "new" ? "new" : change?.change === "changed" ? "changed" : "trusted",
+      enabled: handlerEnabled(handler),
     };
     reports.set(gate, report);
+    if (!report.enabled) {
+      const how = "skipped at every event, and each log says so; switching it on again needs no approval";
+      const message = `${gate}: disabled (hooks.handlers[].enabled: false): ${how}`;
+      checks.push({ level: "info", message, field: "hooks.handlers" });
+      continue;
+    }
 
     const parts = [`${report.method} ${report.url}`, `timeout ${report.timeoutMs}ms`];
     if (report.template) parts.push("body from its template");
@@ -75,25 +84,25 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     checks.push({ level: "ok", message: `${gate}: ${parts.join("; ")}` });
 
     for (const s of report.secretHeaders.filter((x) => !x.set)) {
-      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     for (const s of report.bodySecrets.filter((x) => !x.set)) {
-      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     if (report.signing && !report.signing.set) {
-      checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     if (cleartext(report.url)) {
-      checks.push({ level: "warn", message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`, field: "hooks.handlers" });
+      checks.push({ level: "warn", message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`, field: "hooks.handlers", kind: "handler_env", path: gate });
     }
     if (report.trust === "no_record") checks.push({ level: "info", message: `${gate}: trusted when the leader first starts (no trust record yet)` });
     else if (report.trust !== "trusted") {
       const what = report.trust === "new" ? "is new, not trusted yet" : `changed since it was trusted (${change?.detail ?? "its definition"})`;
-      checks.push({ level: "error", message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers" });
+      checks.push({ level: "error", message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers", kind: "gate_untrusted", path: gate });
     }
   }
   for (const removed of trust?.changes.filter((c) => c.change === "removed" && c.path.startsWith("http:")) ?? []) {
-    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}` });
+    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}`, kind: "gate_missing", path: removed.path });
   }
   return { reports, checks };
 }

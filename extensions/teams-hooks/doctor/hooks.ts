@@ -192,7 +192,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const fail = (message: string): Check[] => [{ level: "error", message: `${name}: ${message}`, file }, ...checks];
   const info = await statOrNull(file);
   const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
-  if (insecure) checks.push({ level: "error", message: `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks`, file });
+  if (insecure) checks.push({ level: "error", message: `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks`, file, kind: "gate_insecure" });
   const head = await readHead(file);
   if (head === null) return fail("cannot be read");
   const firstLine = head.split("\n")[0] ?? "";

@@ -23,7 +23,7 @@ export function diagnosePrivacy(settings: Pick<SettingsReport, "projection" | "c
   for (const [gate, fields] of Object.entries(settings.projection.value)) {
     const shown = fields.length > 0 ? fields.join(", ") : "identity fields only";
     if (gates.has(gate)) checks.push({ level: "ok", message: `${gate} is shown ${shown} (hooks.projection)` });
-    else checks.push({ level: "warn", message: `hooks.projection names ${gate}, which runs for no event: the projection applies to nothing (gates: ${[...gates].join(", ") || "none"})`, field: `hooks.projection.${gate}` });
+    else checks.push({ level: "warn", message: `hooks.projection names ${gate}, which runs for no event: the projection applies to nothing (gates: ${[...gates].join(", ") || "none"})`, field: `hooks.projection.${gate}`, kind: "setting_ignored", path: `hooks.projection.${gate}` });
   }
   const redactEnv = new Set(settings.redactEnv.value);
   for (const variable of secretEnvNames(settings.handlers, settings.redactEnv.value)) {
@@ -32,7 +32,7 @@ export function diagnosePrivacy(settings: Pick<SettingsReport, "projection" | "c
     if (value === "") {
       if (redactEnv.has(variable)) checks.push({ level: "info", message: `${variable} (hooks.redactEnv) is not set in this environment: nothing to redact for it`, field });
     } else if (value.length < MIN_TEAM_SECRET_CHARS) {
-      checks.push({ level: "warn", message: `${variable}'s value is ${value.length} character(s): too short to be redacted from hook output (under ${MIN_TEAM_SECRET_CHARS}; it would replace ordinary words)`, field });
+      checks.push({ level: "warn", message: `${variable}'s value is ${value.length} character(s): too short to be redacted from hook output (under ${MIN_TEAM_SECRET_CHARS}; it would replace ordinary words)`, field, kind: "setting_ignored", path: variable });
     }
   }
   if (redactEnv.size > 0 || settings.handlers.length > 0) {

@@ -21,6 +21,7 @@ import { notRunResult, runHook } from "../runner/run.js";
 import { teamRedactor } from "../runner/redact.js";
 import { gateFingerprint, type ChainTrust, type GateSnapshot, type TrustProblem, type TrustRecord } from "../trust/trust.js";
 import { type FailureMode, type TeamSettings, settingValues } from "../settings/hooks-config.js";
+import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
 import { projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
@@ -128,7 +129,11 @@ export async function runChain(
     const own = owns.get(hook) ?? null;
     const settings = settingsOf(hook);
     // Matchers first: a gate that would be skipped is skipped, never refused for a deadline it would not use.
-    const skip = settings ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null }) : null;
+    const skip = settings
+      ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null })
+      : hook.kind === "http" && hook.handler && !handlerEnabled(hook.handler)
+        ? handlerDisabledReason(hook.handler, teamSettings.handlers)
+        : null;
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 && skip === null) {
       const late = refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs;
@@ -202,6 +207,12 @@ export async function runChain(
     }
   }
   return { runs, interrupted: null };
+}
+
+/** Why a handler switched off is skipped, naming where: `disabled: config.json hooks.handlers[0].enabled is false`. */
+export function handlerDisabledReason(handler: HandlerDef, declared: readonly HandlerDef[]): string {
+  const index = declared.findIndex((h) => h.name === handler.name);
+  return `disabled: config.json hooks.handlers[${index < 0 ? "?" : index}].enabled is false`;
 }
 
 /** A file gate's settings line (from its snapshot's bytes when there is one): its settings (null: none), or why it cannot be read whole. */

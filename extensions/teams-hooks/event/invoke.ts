@@ -201,15 +201,21 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   // Each gate read once: checked, its settings line read, and started from these bytes (runner/run.ts).
   const snapshots = snapshotChain(chain);
   const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: settings.allowInsecureHooks.value, uid: process.getuid?.() ?? null, snapshots }) : null;
-  if (trust && req.trust?.onCheck && (trust.changes.length > 0 || trust.problems.length > 0)) req.trust.onCheck(trust);
+  const worthSaying = trust && (trust.changes.length > 0 || trust.problems.length > 0 || trust.dropped.length > 0);
+  if (trust && worthSaying && req.trust?.onCheck) req.trust.onCheck(trust);
   // A gate that is not the one trusted never runs, and neither does the rest of its chain.
   const refused = trust ? trust.problems.filter((p) => p.kind === "insecure_hook" || !settings.trustChanges.value) : [];
   if (chain.hooks.length === 0 && refused.length === 0) return none;
 
-  const { runs, interrupted } =
+  const chainRun =
     refused.length > 0
       ? { runs: [refusedRun(req, chain, layers, refused, now)], interrupted: null }
       : await runChain(req, chain.hooks, invocation, { mode, now, trust, snapshots });
+  const { interrupted } = chainRun;
+  // Optional gates the team dropped are said in every log of the event (trust/trust.ts).
+  const droppedGates = trust?.dropped.map((d) => ({ path: d.path, detail: `dropped by the team: ${d.detail}` })) ?? [];
+  const runs: HookRun[] =
+    droppedGates.length === 0 ? chainRun.runs : chainRun.runs.map((run) => ({ ...run, result: { ...run.result, droppedGates } }));
   if (interrupted !== null) return { ...none, runs, interrupted };
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.

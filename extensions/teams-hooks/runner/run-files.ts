@@ -9,7 +9,7 @@ import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import { RUN_COPY_MARK, isRunCopyName, runCopyName } from "../contract/contract.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
-import { describeInvalidVerdict, readVerdict, verdictOutcome, type LastLine } from "../contract/verdict.js";
+import { DEFERRAL_NOT_SUPPORTED, capReason, describeInvalidVerdict, readVerdict, verdictOutcome, type LastLine } from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";
 
@@ -120,7 +120,8 @@ export interface VerdictRules {
  * A valid verdict decides a run that ended by itself (it takes precedence over the exit code); an
  * invalid one makes it a hook error. A run that already is an error (could not start, timed out,
  * killed) stays one whatever it wrote. Without a verdict the exit code decides: under `strict` exit
- * codes only 0 (allow) and 2 (deny) are decisions, and any other code is `unexpected_exit`.
+ * codes 0 allows, 2 denies, 3 denies with the code `deferral_not_supported` (a gate defers with a
+ * verdict, never an exit code), and any other code is `unexpected_exit`.
  */
 /** `stdout`: its last line that holds more than blanks, as the runner followed it (verdict.ts lastLineTracker). */
 export function applyVerdict(
@@ -146,9 +147,30 @@ export function applyVerdict(
   }
 }
 
-/** Under strict exit codes, an exit code other than 0 and 2 is no judgement: a hook error the failure mode decides. */
+/** The exit code that asks for a deferral under strict exit codes: a denial, since only a verdict can hold a gate. */
+export const STRICT_DEFER_EXIT_CODE = 3;
+
+/**
+ * Under strict exit codes, 2 denies, 3 denies as `deferral_not_supported` (a hook runtime's "defer" by
+ * exit code, which holds nothing here: a held gate needs a verdict), and any other non-zero code is no
+ * judgement: a hook error the failure mode decides.
+ */
 function strictExit(result: RunResult, mode: ExitCodeMode): RunResult {
   if (mode !== "strict" || result.outcome !== "failed" || result.exitCode === 2) return result;
+  if (result.exitCode === STRICT_DEFER_EXIT_CODE) {
+    const said = firstLine(result.stderr);
+    const reason = capReason(`exit code 3 asks to defer, which an exit code cannot: a gate defers with a verdict${said ? `: ${said}` : ""}`);
+    return { ...result, verdict: { decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason, source: "exit_code" } };
+  }
   const code = result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`;
-  return { ...result, outcome: "error", errorKind: "unexpected_exit", error: `${code}: under strict exit codes (hooks.exitCodes) only 0 allows and 2 denies; the hook did not decide` };
+  const rule = "only 0 allows and 2 denies (3: deferral_not_supported)";
+  const error = `${code}: under strict exit codes (hooks.exitCodes) ${rule}; the hook did not decide`;
+  return { ...result, outcome: "error", errorKind: "unexpected_exit", error };
+}
+
+/** The first line of `text` that holds more than blanks, as one line a verdict's reason may hold; "" when none. */
+function firstLine(text: string): string {
+  const line = text.split("\n").find((l) => l.trim() !== "") ?? "";
+  // eslint-disable-next-line no-control-regex
+  return line.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").replaceAll("\uFFFD", "?").trim();
 }

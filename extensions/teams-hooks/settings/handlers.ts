@@ -85,6 +85,11 @@ export const HandlerSchema = z
     body: z.record(z.string(), z.unknown()).optional(),
     /** `held`: any 2xx holds the gate until a decision comes back; `verdict` (the default): the answer's verdict decides. */
     answer: z.enum(HANDLER_ANSWERS).optional(),
+    /**
+     * `false`: the handler is skipped, and each event's log says so. Not part of its trusted definition
+     * (trust/trust.ts `handlerDefinitionText`): switching it off or on again needs no approval.
+     */
+    enabled: z.boolean().optional(),
   })
   .superRefine((handler, ctx) => {
     for (const problem of templateProblems(handler.body, handler.name)) ctx.addIssue({ code: "custom", path: ["body", ...problem.path], message: problem.message });
@@ -115,6 +120,11 @@ export const HandlersSchema = z.array(HandlerSchema).superRefine((handlers, ctx)
     else seen.set(handler.name.toLowerCase(), index);
   });
 });
+
+/** Whether a handler runs: `enabled` is true unless it says `false`. */
+export function handlerEnabled(handler: Pick<HandlerDef, "enabled">): boolean {
+  return handler.enabled !== false;
+}
 
 /** The gate name of a handler, as logs, task metadata and the trust record name it: `http:ci`. */
 export function handlerGateName(name: string): string {
@@ -178,6 +188,8 @@ export const TemplatesSchema = z.record(z.string(), TemplateSchema).superRefine(
 // ---------------------------------------------------------------------------------------------
 // Deferred gates
 
-/** How long a deferred gate waits for its decision: 24 h unless `hooks.deferTimeoutMs` says otherwise. */
+/**
+ * How long a deferred gate waits for its decision: 24 h unless `hooks.deferTimeoutMs` says otherwise;
+ * a value outside the range is capped to it (settings/hooks-config.ts `capLimits`).
+ */
 export const DEFER_TIMEOUT_MS = Object.freeze({ min: 1_000, max: 30 * 24 * 3_600_000, default: 24 * 3_600_000 });
-export const DeferTimeoutSchema = whole(DEFER_TIMEOUT_MS.min, DEFER_TIMEOUT_MS.max);

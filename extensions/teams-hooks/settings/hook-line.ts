@@ -3,6 +3,7 @@
  * "Per-hook settings"):
  *
  *   # pi-teams-hooks: timeout=300s members=impl-*,qa owner=* subject=*api* labels=backend mode=shadow
+ *   # pi-teams-hooks: required=false            (an optional gate: a team may drop it, see trust/trust.ts)
  *   // pi-teams-hooks: format=claude            (the same line in JavaScript)
  *
  * The line lives in the gate's content, so the content hash that trust keeps covers it: nobody changes
@@ -30,7 +31,7 @@ export const HOOK_FORMATS = ["v1", "claude"] as const;
 export type HookFormat = (typeof HOOK_FORMATS)[number];
 export const MATCHER_KEYS = ["members", "owner", "subject", "labels", "paths"] as const;
 export type MatcherKey = (typeof MATCHER_KEYS)[number];
-const KEYS = ["timeout", ...MATCHER_KEYS, "mode", "format"] as const;
+const KEYS = ["timeout", ...MATCHER_KEYS, "mode", "format", "required"] as const;
 
 /** What a settings line says; only the keys it gives. */
 export interface HookSettings {
@@ -41,6 +42,11 @@ export interface HookSettings {
   format?: HookFormat;
   /** Each matcher's globs, as written. */
   match?: Partial<Record<MatcherKey, string[]>>;
+  /**
+   * `required=false`: an optional gate, which a team may switch off or replace through its own layer
+   * without an approval (trust/trust.ts); absent or `true`: required (the default).
+   */
+  required?: boolean;
 }
 
 /**
@@ -133,6 +139,10 @@ function setValue(settings: HookSettings, key: (typeof KEYS)[number], value: str
     case "mode":
       if (!(HOOK_MODES as readonly string[]).includes(value)) return `expected ${HOOK_MODES.join(" or ")}`;
       settings.mode = value as HookMode;
+      return null;
+    case "required":
+      if (value !== "true" && value !== "false") return "expected true or false";
+      settings.required = value === "true";
       return null;
     case "format":
       if (!(HOOK_FORMATS as readonly string[]).includes(value)) return `expected ${HOOK_FORMATS.join(" or ")}`;
@@ -373,5 +383,6 @@ export function describeSettings(settings: HookSettings): string {
   }
   if (settings.mode) parts.push(`mode=${settings.mode}`);
   if (settings.format) parts.push(`format=${settings.format}`);
+  if (settings.required !== undefined) parts.push(`required=${settings.required}`);
   return parts.join(" ");
 }

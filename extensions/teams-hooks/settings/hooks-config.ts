@@ -23,8 +23,9 @@ import {
   type PolicyFlags,
   type Source,
 } from "./options.js";
+import { type Problem, variableNamed } from "./problems.js";
 import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
-import { DEFER_TIMEOUT_MS, DeferTimeoutSchema, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
+import { DEFER_TIMEOUT_MS, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
 import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, keepRefusedPrivacy, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
@@ -85,10 +86,91 @@ export const EXIT_CODE_MODES = ["v1", "strict"] as const;
 export type ExitCodeMode = (typeof EXIT_CODE_MODES)[number];
 export const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(EXIT_CODE_MODES));
 
-/** `hooks.limits`: each limit a whole number in its range (LIMIT_RANGES); limits left out keep their default. */
+/**
+ * A limit as written in the block: a whole number (or a string of digits), in range or not. A value
+ * outside its range is a request the platform caps (`capLimits`), not a mistake that refuses the
+ * block; a value that is no whole number (`"lots"`, `1.5`, `true`) is one.
+ */
+const limitValue = z.unknown().transform((raw, ctx): number => {
+  const digits = typeof raw === "string" && /^\s*-?\d+\s*$/.test(raw);
+  const value = typeof raw === "number" ? raw : digits ? Number(raw) : Number.NaN;
+  if (Number.isInteger(value)) return value;
+  ctx.addIssue({ code: "custom", message: "expected a whole number" });
+  return z.NEVER;
+});
+
+type LimitKey = keyof typeof LIMIT_RANGES;
+
+/** `hooks.limits`: each a whole number, capped to its range (LIMIT_RANGES); limits left out keep their default. */
 export const LimitsSchema = z.strictObject(
-  Object.fromEntries(Object.entries(LIMIT_RANGES).map(([name, r]) => [name, whole(r.min, r.max).optional()])) as Record<keyof typeof LIMIT_RANGES, z.ZodOptional<ReturnType<typeof whole>>>,
+  Object.fromEntries(Object.keys(LIMIT_RANGES).map((name) => [name, limitValue.optional()])) as Record<
+    LimitKey,
+    z.ZodOptional<typeof limitValue>
+  >,
 );
+
+/** One limit as a flag gives it (`policy set --max-hooks-per-event`): a person is told the range, nothing capped. */
+export function limitFlagSchema(name: keyof typeof LIMIT_RANGES) {
+  return whole(LIMIT_RANGES[name].min, LIMIT_RANGES[name].max);
+}
+
+/** The ranges the block's limits are capped to, by field as written (`hooks.limits.maxHooksPerEvent`). */
+interface CappedRange {
+  field: string;
+  range: Readonly<{ min: number; max: number }>;
+  get: (b: HooksBlock) => number | null | undefined;
+  set: (b: HooksBlock, v: number) => HooksBlock;
+}
+const CAPPED_RANGES: readonly CappedRange[] = [
+  ...(Object.keys(LIMIT_RANGES) as Array<keyof typeof LIMIT_RANGES>).map((name) => ({
+    field: `hooks.limits.${name}`,
+    range: LIMIT_RANGES[name],
+    get: (b: HooksBlock) => b.limits?.[name],
+    set: (b: HooksBlock, v: number): HooksBlock => ({ ...b, limits: { ...b.limits, [name]: v } }),
+  })),
+  {
+    field: "hooks.deferTimeoutMs",
+    range: { min: DEFER_TIMEOUT_MS.min, max: DEFER_TIMEOUT_MS.max },
+    get: (b: HooksBlock) => b.deferTimeoutMs,
+    set: (b: HooksBlock, v: number): HooksBlock => ({ ...b, deferTimeoutMs: v }),
+  },
+];
+
+/** A limit moved into its range: which, from what, to what. */
+export interface CappedLimit {
+  field: string;
+  written: number;
+  value: number;
+  bound: "ceiling" | "floor";
+}
+
+/**
+ * The block with every limit outside its range moved to its ceiling or floor, and what was moved: a
+ * limit written down is a request the platform caps; the rest of the block stays in force.
+ */
+export function capLimits(block: HooksBlock): { block: HooksBlock; capped: CappedLimit[] } {
+  const capped: CappedLimit[] = [];
+  let out = block;
+  for (const { field, range, get, set } of CAPPED_RANGES) {
+    const written = get(out);
+    if (written === undefined || written === null) continue;
+    if (written > range.max) capped.push({ field, written, value: range.max, bound: "ceiling" });
+    else if (written < range.min) capped.push({ field, written, value: range.min, bound: "floor" });
+    else continue;
+    out = set(out, capped[capped.length - 1]?.value ?? written);
+  }
+  return { block: out, capped };
+}
+
+/**
+ * `/t/config.json: hooks.limits.maxHooksPerEvent: 500 is above its ceiling of 64 — capped to 64; the rest
+ * of the "hooks" block stays in force`
+ */
+export function cappedLimitWarning(file: string, c: CappedLimit): string {
+  const where = c.bound === "ceiling" ? `above its ceiling of ${c.value}` : `below its floor of ${c.value}`;
+  const rest = `the rest of the "hooks" block stays in force`;
+  return `${file}: ${c.field}: ${c.written} is ${where} — capped to ${c.value}; ${rest}`;
+}
 
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z.looseObject({
@@ -104,7 +186,7 @@ export const HooksBlockSchema = z.looseObject({
   /** Task templates the task API creates tasks from (settings/handlers.ts). */
   templates: TemplatesSchema.nullish(),
   /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
-  deferTimeoutMs: DeferTimeoutSchema.nullish(),
+  deferTimeoutMs: limitValue.nullish(),
   /** The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts). */
   writableFields: WritableFieldsSchema.nullish(),
   /** Gate name → the fields of the context document it may see (settings/privacy.ts). */
@@ -124,19 +206,22 @@ export const HooksBlockSchema = z.looseObject({
 });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
-export type HooksBlockCheck = { ok: true; block: HooksBlock; raw: Record<string, unknown> } | { ok: false; problems: string[] };
+/** `fields`: each problem's field, a dotted path from config.json's top (`hooks.limits.maxHooksPerEvent`), in order. */
+export type HooksBlockCheck =
+  | { ok: true; block: HooksBlock; raw: Record<string, unknown> }
+  | { ok: false; problems: string[]; fields: string[] };
 
 /** Checks the raw block (anything); `undefined`/`null` is an empty, valid block. */
 export function checkHooksBlock(raw: unknown, file: string): HooksBlockCheck {
   if (raw === undefined || raw === null) return { ok: true, block: {}, raw: {} };
   const parsed = HooksBlockSchema.safeParse(raw);
   if (parsed.success) return { ok: true, block: parsed.data, raw: raw as Record<string, unknown> };
-  const problems = parsed.error.issues.map((issue) => {
-    const field = ["hooks", ...issue.path.map(String)].join(".");
+  const fields = parsed.error.issues.map((issue) => ["hooks", ...issue.path.map(String)].join("."));
+  const problems = parsed.error.issues.map((issue, index) => {
     const got = valueAt(raw, issue.path);
-    return `${file}: ${field}: ${issue.message}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
+    return `${file}: ${fields[index] ?? "hooks"}: ${issue.message}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
   });
-  return { ok: false, problems };
+  return { ok: false, problems, fields };
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -285,7 +370,11 @@ export interface TeamSettings extends SettingsReport {
    * is refused: a leader says a refusal once, not at every change of config.json while it lasts.
    */
   refusal: string | null;
-  /** The block's problems, then environment values that fell back (a bad flag throws instead). */
+  /** Limits of the block outside their range, as capped (each also a warning). */
+  capped: readonly CappedLimit[];
+  /** Every warning below as data, `{ kind, path, message }` (settings/problems.ts), in the same order. */
+  problems: readonly Problem[];
+  /** The block's problems, then limits capped, then environment values that fell back (a bad flag throws instead). */
   warnings: string[];
 }
 
@@ -304,7 +393,8 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   const chosen = chooseBlock(input);
   const checked = checkHooksBlock(chosen.value, input.file);
   // The block in force always checks (config.json's, accepted, or one accepted before): never half of one.
-  const block = checked.ok ? checked.block : {};
+  // Its limits outside their range are capped, each said once (capLimits).
+  const { block, capped } = capLimits(checked.ok ? checked.block : {});
   const raw = checked.ok ? checked.raw : {};
   const policy = resolvePolicy({ flags: input.flags, config: raw, env: input.env, configFile: input.file });
   const timeout = resolveTimeoutMs({ flag: input.timeoutFlag, env: input.env });
@@ -331,9 +421,14 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     failureModes[event] = { value: modes.modes[event], source, origin };
   }
   const limitRows = {} as Record<LimitName, Effective<number>>;
+  const cappedNote = (field: string): string => {
+    const c = capped.find((x) => x.field === field);
+    return c ? ` (${c.written}, capped to its ${c.bound})` : "";
+  };
   for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
     const fromConfig = block.limits?.[name] !== undefined;
-    limitRows[name] = { value: limits[name], source: fromConfig ? "config" : "default", origin: fromConfig ? inConfig(`hooks.limits.${name}`) : "default" };
+    const field = `hooks.limits.${name}`;
+    limitRows[name] = { value: limits[name], source: fromConfig ? "config" : "default", origin: fromConfig ? `${inConfig(field)}${cappedNote(field)}` : "default" };
   }
   const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
   const sweep = resolveSweep(block);
@@ -350,6 +445,21 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   const flagged = (value: boolean | undefined, flag: string): Effective<boolean, "flag" | "default"> =>
     value === true ? { value, source: "flag", origin: flag } : { value: false, source: "default", origin: "default" };
 
+  // Every warning as data (settings/problems.ts); `warnings` is their messages, in this order.
+  const fallen = [...timeout.warnings, ...policy.warnings, ...modes.warnings];
+  const problems: Problem[] = [
+    ...chosen.problems.map((message, index): Problem => {
+      const where = chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" };
+      return { ...where, message };
+    }),
+    ...capped.map(
+      (c): Problem => ({ kind: "setting_capped", path: c.field, message: cappedLimitWarning(input.file, c) }),
+    ),
+    ...fallen.map((message): Problem => ({ kind: "env_ignored", path: variableNamed(message), message })),
+    ...neverWritableWarnings(block.writableFields).map(
+      (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
+    ),
+  ];
   return deepFreeze({
     values: { ...policy.policy },
     sources: { ...policy.sources },
@@ -362,7 +472,7 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     handlers: [...(block.handlers ?? [])],
     templates: { ...(block.templates ?? {}) },
     deferTimeoutMs: deferFromConfig
-      ? { value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, source: "config", origin: inConfig("hooks.deferTimeoutMs") }
+      ? { value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, source: "config", origin: `${inConfig("hooks.deferTimeoutMs")}${cappedNote("hooks.deferTimeoutMs")}` }
       : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
     writableFields: block.writableFields
       ? { value: [...block.writableFields], source: "config", origin: inConfig("hooks.writableFields") }
@@ -378,7 +488,9 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     // A copy: the caller's config object stays its own (this one is frozen).
     hooksBlock: structuredClone(raw),
     refusal: chosen.refusal,
-    warnings: [...chosen.problems, ...timeout.warnings, ...policy.warnings, ...modes.warnings, ...neverWritableWarnings(block.writableFields)],
+    capped,
+    problems,
+    warnings: problems.map((p) => p.message),
   });
 }
 
@@ -410,6 +522,8 @@ interface ChosenBlock {
   from: HooksBlockFrom;
   valid: boolean;
   problems: string[];
+  /** Each problem's kind and path (settings/problems.ts), in the same order. */
+  found: Array<Omit<Problem, "message">>;
   refusal: string | null;
 }
 
@@ -417,17 +531,19 @@ function chooseBlock(input: SettingsInput): ChosenBlock {
   const kept = input.lastValid;
   const noBlock = input.noBlock;
   if (noBlock) {
-    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], refusal: noBlock.kind };
+    const found = [{ kind: "config_unreadable" as const, path: noBlock.kind === "not_an_object" ? "hooks" : "" }];
+    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], found, refusal: noBlock.kind };
     // No config.json, or one without `hooks`: the documented defaults, nothing to refuse.
-    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], refusal: null };
-    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], refusal: noBlock.kind };
+    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], found: [], refusal: null };
+    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], found, refusal: noBlock.kind };
   }
   const check = checkHooksBlock(input.hooks, input.file);
-  if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], refusal: null };
+  if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], found: [], refusal: null };
   const fallback = kept ? "the last valid block stays in force" : "defaults and the environment apply";
   // One line per problem, each whole on its own: logs and `grep` read lines.
   const problems = check.problems.map((problem) => `${problem} — the "hooks" block is refused whole; ${fallback}`);
-  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, refusal: check.problems.join("\n") };
+  const found = check.fields.map((path) => ({ kind: "setting_invalid" as const, path }));
+  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, found, refusal: check.problems.join("\n") };
 }
 
 export interface ResolvedSweep {

@@ -15,6 +15,7 @@ import { type ChainDiscovery, discoverChain, isHandlerGate } from "../gates/chai
 import { type ChainTrust, type TrustEntry, type TrustRecord, entryOf, eventOfGate, handlerTrustedFor, octal } from "./trust.js";
 import { type RecordChange, approvedFile, keepTrustedCopy, readApproved, readTrust, recordDiff, replaceTrust, trustFile, trustedBy, updateTrust, writeApproved } from "./trust-store.js";
 import { hookLogsDir } from "../team/paths.js";
+import type { HookEventName } from "../contract/contract.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { sentId } from "../team/sent-log.js";
 import type { LeaderContext } from "../leader/context.js";
@@ -35,7 +36,7 @@ const NOTHING: TrustRecord = Object.freeze({ version: 1, gates: Object.freeze({}
  * (trust on first use) — unless the team's history says gates ran here before: then nothing is trusted
  * until the lead approves, loudly.
  */
-export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: ReadonlyArray<{ chain: ChainDiscovery }>): Promise<void> {
+export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: ReadonlyArray<{ event: HookEventName; chain: ChainDiscovery }>): Promise<void> {
   const { teamDir } = ctx.setup.identity;
   const env = ctx.opts.env;
   const approved = readApproved(teamDir, env);
@@ -72,9 +73,9 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     const at = ctx.now();
     const by = trustedBy("first start of the leader");
     // The handlers of config.json too: a handler is a gate, trusted by its definition (trust/trust.ts).
-    for (const { chain } of chains) {
+    for (const { event, chain } of chains) {
       for (const hook of chain.hooks) {
-        const found = entryOf(hook, at, by);
+        const found = entryOf(hook, at, by, event);
         if (!found) continue;
         entries.set(hook.hook.hookPath, found.entry);
         if (found.content) keepTrustedCopy(teamDir, found.entry.sha256, found.content);
@@ -192,6 +193,13 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     if (ctx.told.has(id)) continue;
     ctx.told.add(id);
     ctx.warn(problem.reason);
+  }
+  for (const dropped of check.dropped) {
+    const id = `dropped:${dropped.path}:${dropped.detail}`;
+    if (ctx.told.has(id)) continue;
+    ctx.told.add(id);
+    const why = "it is optional (required=false in the trusted gate), so its events run without it; no approval needed";
+    ctx.opts.report({ kind: "info", message: `gate ${dropped.path} dropped by the team (${dropped.detail}): ${why}` });
   }
   for (const change of check.changes) {
     const sha = change.now?.sha256 ?? change.trusted?.sha256 ?? "";

@@ -16,7 +16,7 @@ import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
-import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, handlerDefinitionText, handlerFingerprint, octal } from "./trust.js";
+import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, gateRequired, handlerDefinitionText, handlerFingerprint, octal } from "./trust.js";
 import { keepTrustedCopy, readTrust, readTrustInForce, readTrustedCopy, recordDiff, trustFile, trustedBy, updateTrust } from "./trust-store.js";
 import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
@@ -176,7 +176,8 @@ async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean
     if ("problem" in fp || fp.sha256 !== change.now?.sha256 || fp.mode !== change.now.mode) {
       throw new HooksError("E_USAGE", `${change.path} changed again while it was shown: nothing recorded; run pi-teams-hooks trust again`);
     }
-    entries.set(change.path, entryFor(fp, at, by, change.handler?.events));
+    const required = change.handler || !fp.content ? true : gateRequired(fp.content, change.path, change.event);
+    entries.set(change.path, entryFor(fp, at, by, change.handler?.events, required));
     if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
   }
   await updateTrust(teamDir, entries, { replaceInvalid, by, env });

@@ -79,6 +79,8 @@ function asRecord(value: unknown): TrustRecord | null {
       trustedAt: typeof e.trustedAt === "string" ? e.trustedAt : "",
       trustedBy: typeof e.trustedBy === "string" ? e.trustedBy : "",
       ...(events ? { events } : {}),
+      // Only `false` means anything (an optional gate); anything else reads as required, the safe side.
+      ...(e.required === false ? { required: false as const } : {}),
     };
   }
   return { version: 1, gates: out };
@@ -199,7 +201,9 @@ export function recordDiff(approved: TrustRecord, file: TrustRecord): RecordChan
   const changes: RecordChange[] = [];
   for (const [gate, entry] of Object.entries(file.gates)) {
     const old = approved.gates[gate];
-    if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode) changes.push({ path: gate, change: "approved", entry });
+    // `required` too: an entry made optional by hand in trust.json would let a team drop a required gate.
+    const sameRequired = (old?.required === false) === (entry.required === false);
+    if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode || !sameRequired) changes.push({ path: gate, change: "approved", entry });
   }
   for (const gate of Object.keys(approved.gates)) if (!(gate in file.gates)) changes.push({ path: gate, change: "removed", entry: null });
   return changes;

@@ -12,7 +12,12 @@
  *   insecure_hook        a gate others could rewrite: world-writable, or owned by another user than
  *                        the leader's (root excepted)
  *
- * Each is a closed error: the event fails, whatever its failure mode. The record is itself a file the
+ * Each is a closed error: the event fails, whatever its failure mode. One exception: a global gate
+ * trusted as optional (its settings line says `required=false`, so its entry says `required: false`)
+ * that the team switches off (`NAME.disabled` in its layer), replaces through its layer, or deletes is
+ * no problem: it is `dropped` by the team, said once on the leader's output and in the event's logs,
+ * and needs no approval. A required gate gone is `gate_missing` as before, until approved.
+ * The record is itself a file the
  * agents could write; what that allows, and what the leader does to make it visible, is in
  * docs/security.md.
  *
@@ -28,9 +33,9 @@ import { lstatSync, statSync } from "node:fs";
 import path from "node:path";
 import { chainDirName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import type { HandlerDef } from "../settings/handlers.js";
+import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { TrustErrorKind } from "../contract/hook-run.js";
-import { hookCandidatePaths, insecurity } from "../gates/discover.js";
+import { hookCandidatePaths, insecurity, settingsOfBytes } from "../gates/discover.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { problemDetail, readRegularBytes } from "../team/json-file.js";
 
@@ -47,6 +52,11 @@ export interface TrustEntry {
   trustedBy: string;
   /** A handler's events when it was trusted: the events for which it going missing is `gate_missing`. */
   events?: HookEventName[];
+  /**
+   * `false`: the gate was trusted as optional (`required=false` on its settings line, which its hash
+   * covers): a team may drop it from its events without an approval. Absent: required.
+   */
+  required?: false;
 }
 
 export interface TrustRecord {
@@ -98,7 +108,9 @@ export function fingerprint(file: string, opts: { content?: boolean } = {}): Fin
 
 /**
  * A handler's definition as the text its trust hash covers and `trust` shows a diff of: pretty JSON
- * with sorted keys (events sorted too: their order means nothing), empty maps left out. What a
+ * with sorted keys (events sorted too: their order means nothing), empty maps left out. `enabled` is
+ * not part of it: switching a handler off or on again needs no approval (it is said in every log
+ * instead), while any other change to it does. What a
  * handler that speaks another API adds (docs/ci-gates.md) is there only when it says something: a
  * `method` other than POST, a `body` template (its keys sorted at every level), `answer: "held"`;
  * so a handler that declares none of them keeps the hash it was trusted under.
@@ -196,9 +208,18 @@ export interface GateChange {
   detail: string;
 }
 
+/** A trusted optional global gate the team switched off, replaced or deleted: no problem, only said. */
+export interface DroppedGate {
+  path: string;
+  /** `disabled by /t/alpha/hooks/on_idle.sh.disabled`, `deleted`, `replaced by …`. */
+  detail: string;
+}
+
 export interface ChainTrust {
   /** sha256 of each hook that runs, by path. */
   hashes: Map<string, string>;
+  /** Optional global gates dropped by the team (no approval needed): said, never refused. */
+  dropped: DroppedGate[];
   /** Problems in chain order; empty when everything may run. */
   problems: TrustProblem[];
   /** The changes behind the `untrusted_hook`, `gate_missing` and `gate_not_executable` problems. */
@@ -228,11 +249,14 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
   const hashes = new Map<string, string>();
   const problems: TrustProblem[] = [];
   const changes: GateChange[] = [];
+  const dropped: DroppedGate[] = [];
   const gates = opts.record?.gates ?? {};
   for (const hook of chain.hooks) {
     const file = hook.hook.hookPath;
     if (hook.kind === "http") {
-      if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
+      // A handler switched off runs nothing: it is declared (so not missing), and checked once it is on again.
+      if (hook.handler && !handlerEnabled(hook.handler)) hashes.set(file, handlerFingerprint(hook.handler).sha256);
+      else if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
       continue;
     }
     const fp = opts.snapshots?.get(file) ?? fingerprint(file);
@@ -268,11 +292,22 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
       }
       if (eventOfGate(file, layers) !== event) continue;
       const why = whyNotRunning(file, chain, layers);
+      if (trusted.required === false && why.dropped && inLayer(file, layers.global)) {
+        dropped.push({ path: file, detail: why.detail });
+        continue;
+      }
       changes.push({ path: file, change: "removed", trusted, now: null, detail: why.detail });
       problems.push({ kind: why.kind, path: file, reason: `trusted gate ${file} no longer runs: ${why.detail}` });
     }
   }
-  return { hashes, problems, changes };
+  return { hashes, problems, changes, dropped };
+}
+
+/** Whether a gate file lies in a layer: in its dir, or in one of its `on_<event>.d/` dirs. */
+function inLayer(file: string, layer: string): boolean {
+  const dir = path.dirname(file);
+  const root = path.resolve(layer);
+  return dir === root || (path.dirname(dir) === root && dir.endsWith(".d"));
 }
 
 /** A handler in the chain against the record: new, or changed since it was trusted. */
@@ -314,13 +349,23 @@ export function eventOfGate(file: string, layers: { global: string; team: string
   return null;
 }
 
-function whyNotRunning(file: string, chain: ChainDiscovery, layers: { global: string; team: string | null }): { kind: TrustProblemKind; detail: string } {
+/**
+ * Why a trusted gate does not run, and `dropped` when it is an act a team may take on an optional gate:
+ * deleted, switched off by its layer's `NAME.disabled`, or replaced by its layer's file of that name.
+ */
+function whyNotRunning(
+  file: string,
+  chain: ChainDiscovery,
+  layers: { global: string; team: string | null },
+): { kind: TrustProblemKind; detail: string; dropped?: true } {
   try {
     lstatSync(file);
   } catch (error) {
-    if (errnoCode(error) === "ENOENT") return { kind: "gate_missing", detail: "deleted" };
+    if (errnoCode(error) === "ENOENT") return { kind: "gate_missing", detail: "deleted", dropped: true };
   }
   const skip = chain.skipped.find((s) => s.path === file);
+  const byTheTeam = skip?.code === "disabled" || skip?.code === "replaced";
+  if (skip && byTheTeam) return { kind: "gate_missing", detail: skip.reason, dropped: true };
   if (skip) return { kind: /not executable/.test(skip.reason) ? "gate_not_executable" : "gate_missing", detail: skip.reason };
   for (const found of [chain.v1.global, chain.v1.team]) {
     const candidate = found?.candidates.find((c) => c.path === file);
@@ -344,15 +389,40 @@ export function octal(mode: number): string {
   return (mode & 0o7777).toString(8).padStart(4, "0");
 }
 
-/** A new trust entry for a gate as it is now (a handler's with its events). */
-export function entryFor(fp: Fingerprint, at: string, by: string, events?: readonly HookEventName[]): TrustEntry {
-  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by, ...(events ? { events: [...events] } : {}) };
+/**
+ * A new trust entry for a gate as it is now: a handler's with its events, a file's with `required:
+ * false` when its settings line (`gateRequired`) says it is optional.
+ */
+export function entryFor(
+  fp: Fingerprint,
+  at: string,
+  by: string,
+  events?: readonly HookEventName[],
+  required = true,
+): TrustEntry {
+  const optional = required ? {} : { required: false as const };
+  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by, ...(events ? { events: [...events] } : {}), ...optional };
 }
 
-/** The trust entry of a chain hook as it is now, or null when it cannot be read (a file gone meanwhile). */
-export function entryOf(hook: ChainHook, at: string, by: string): { entry: TrustEntry; content: Buffer | undefined } | null {
+/**
+ * Whether a gate file's content declares it required: true unless its settings line reads whole and
+ * says `required=false` (a line that does not read stops the gate anyway: required, the safe side).
+ */
+export function gateRequired(content: Buffer, file: string, event: HookEventName): boolean {
+  const read = settingsOfBytes(content, event, path.basename(file));
+  return !(read.ok && read.settings?.required === false);
+}
+
+/** The trust entry of a chain hook of `event` as it is now, or null when it cannot be read (a file gone meanwhile). */
+export function entryOf(
+  hook: ChainHook,
+  at: string,
+  by: string,
+  event: HookEventName,
+): { entry: TrustEntry; content: Buffer | undefined } | null {
   const fp = gateFingerprint(hook, { content: true });
   if ("problem" in fp) return null;
   const events = hook.kind === "http" ? hook.handler?.events : undefined;
-  return { entry: entryFor(fp, at, by, events), content: fp.content };
+  const required = hook.kind === "http" || !fp.content ? true : gateRequired(fp.content, hook.hook.hookPath, event);
+  return { entry: entryFor(fp, at, by, events, required), content: fp.content };
 }
