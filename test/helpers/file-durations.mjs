@@ -2,7 +2,7 @@
 /**
  * Refreshes test/helpers/file-durations.json (the order the sequencer starts test files in) from the
  * durations vitest kept of the last whole run in this checkout (node_modules/.vite/vitest/…/results.json),
- * and prints the slowest files. Run it right after a whole `npm test` on a quiet machine:
+ * and prints the slowest files. Run it right after a whole `npm test`, best on a quiet machine (the order matters, not the seconds):
  *
  *   npm test && node test/helpers/file-durations.mjs
  *
@@ -32,7 +32,7 @@ for (const [key, { duration, failed }] of results) {
   seconds[key] = value;
 }
 const sorted = Object.fromEntries(Object.entries(seconds).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
-const note = "Seconds per test file in a whole run on a quiet machine; refresh: node test/helpers/file-durations.mjs";
+const note = "Seconds per test file in the last whole run measured (docs/performance.md); refresh: node test/helpers/file-durations.mjs";
 writeFileSync(target, `${JSON.stringify({ note, seconds: sorted }, null, 2)}\n`);
 const total = Object.values(sorted).reduce((a, b) => a + b, 0);
 console.log(`${Object.keys(sorted).length} files, ${total.toFixed(1)} s in all; the slowest ten:`);
