@@ -24,7 +24,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type TestContext, afterEach, beforeAll, inject } from "vitest";
+import { type TestContext, afterAll, afterEach, beforeAll, inject } from "vitest";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
 import { buildIfStale } from "./build.js";
@@ -433,6 +433,28 @@ export interface LeaderRig {
   scoped(context: Pick<TestContext, "onTestFinished">): LeaderRig;
 }
 
+/** The rig of a test file (`useLeaderRig`). */
+export interface FileRig extends LeaderRig {
+  /**
+   * The rig for what several tests of the file share and only read (a team with its runs, a leader
+   * they all watch): what it starts is stopped and removed after the file's last test (afterAll),
+   * not after each. Made once, by the first test that asks: `const runs = once(() => …(rig.shared))`.
+   */
+  shared: LeaderRig;
+}
+
+/**
+ * `make()`, run when first asked for; every later call (a later test, a concurrent one) gets the same
+ * promise. A set-up that failed fails each test that asks for it, with the same error.
+ */
+export function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | null = null;
+  return () => {
+    made ??= make();
+    return made;
+  };
+}
+
 /** What one test started, to be stopped and removed after it. */
 interface Resources {
   teams: TempTeam[];
@@ -440,12 +462,14 @@ interface Resources {
   workers: WorkerProcess[];
 }
 
-/** Registers the cleanup (afterEach) and the build check (beforeAll) in the calling test file. */
-export function useLeaderRig(): LeaderRig {
-  const shared: Resources = { teams: [], leaders: [], workers: [] };
+/** Registers the cleanup (afterEach, and afterAll for `shared`) and the build check (beforeAll) in the calling test file. */
+export function useLeaderRig(): FileRig {
+  const perTest: Resources = { teams: [], leaders: [], workers: [] };
+  const perFile: Resources = { teams: [], leaders: [], workers: [] };
   beforeAll(() => ensureBuilt(), 240_000);
-  afterEach(() => cleanUp(shared));
-  return rigOver(shared);
+  afterEach(() => cleanUp(perTest));
+  afterAll(() => cleanUp(perFile), 60_000);
+  return { ...rigOver(perTest), shared: rigOver(perFile) };
 }
 
 function rigOver(res: Resources): LeaderRig {
