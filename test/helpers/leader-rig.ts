@@ -71,6 +71,8 @@ export interface LeaderStart {
   startTimeoutMs?: number;
   /** A command that runs the leader (e.g. `["prlimit", "--fsize=8192:unlimited", "--"]`): it must exec it, so the pid stays the leader's. */
   wrap?: string[];
+  /** The bin to run (default `BIN`): a copy of the build, e.g. where another user can read it. */
+  bin?: string;
 }
 
 /** A running `pi-teams-hooks watch`. */
@@ -493,7 +495,7 @@ function rigOver(res: Resources): LeaderRig {
       for (const [key, value] of Object.entries(process.env)) {
         if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
       }
-      const argv = [process.execPath, BIN, "watch", "--team-dir", team.teamDir, "--json", ...args];
+      const argv = [process.execPath, opts.bin ?? BIN, "watch", "--team-dir", team.teamDir, "--json", ...args];
       const [command = process.execPath, ...rest] = [...(opts.wrap ?? []), ...argv];
       const child = spawn(command, rest, {
         cwd: team.teamsRoot,
