@@ -6,10 +6,10 @@
  * A file's duration is the one measured on a quiet machine and kept in file-durations.json (the same
  * on every clone, CI's too: vitest's own cache of the last run is empty on a fresh clone, and noisy on
  * a busy machine); a file not listed there takes its last run's duration from that cache, or a guess
- * by project. The short files then run project by project: a worker goes on with the next file in the
- * same process only when that file is of the same project (`isolate: false`), and a new worker process
- * costs more than such a file. How to measure and refresh the list: docs/performance.md, "The test
- * suite".
+ * by project. A worker goes on with the next file in the same process only when that file is of the
+ * same project (`isolate: false`), and a new worker process costs about a second: so files of about
+ * the same length (within a factor of two) run project by project, as do all the short ones. How to
+ * measure and refresh the list: docs/performance.md, "The test suite".
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -27,7 +27,7 @@ function listedDurations(): Map<string, number> {
 /** A file not measured yet, by project (seconds): about the median of the project's listed files. */
 const GUESS: Record<string, number> = { slow: 30, e2e: 5, integration: 1, unit: 0.2 };
 
-/** Files shorter than this (seconds) run grouped by project, longest first within each. */
+/** Files shorter than this (seconds) are all of one band. */
 const SHORT = 2;
 
 export default class SlowFirst extends BaseSequencer {
@@ -41,10 +41,8 @@ export default class SlowFirst extends BaseSequencer {
       seconds.set(spec, listed.get(key) ?? (cached === undefined ? undefined : cached / 1000) ?? GUESS[spec.project.name] ?? 1);
     }
     const time = (spec: TestSpecification): number => seconds.get(spec) ?? 0;
-    const long = files.filter((spec) => time(spec) >= SHORT).sort((a, b) => time(b) - time(a));
-    const short = files
-      .filter((spec) => time(spec) < SHORT)
-      .sort((a, b) => a.project.name.localeCompare(b.project.name) || time(b) - time(a));
-    return [...long, ...short];
+    /** Longer files have higher bands; all short files share the lowest. */
+    const band = (spec: TestSpecification): number => (time(spec) < SHORT ? 0 : 1 + Math.floor(Math.log2(time(spec))));
+    return [...files].sort((a, b) => band(b) - band(a) || a.project.name.localeCompare(b.project.name) || time(b) - time(a));
   }
 }
