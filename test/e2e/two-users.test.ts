@@ -169,7 +169,8 @@ async function copyBuild(dir: string): Promise<{ bin: string; worker: string }> 
   await cp(path.join(REPO_ROOT, "dist"), path.join(dir, "dist"), { recursive: true, filter: runnable });
   await cp(path.join(REPO_ROOT, "package.json"), path.join(dir, "package.json")); // "type": "module", the version
   for (const name of ["chokidar", "readdirp"]) {
-    await cp(path.join(REPO_ROOT, "node_modules", name), path.join(dir, "node_modules", name), { recursive: true, filter: runnable });
+    const to = path.join(dir, "node_modules", name);
+    await cp(path.join(REPO_ROOT, "node_modules", name), to, { recursive: true, filter: runnable });
   }
   for (const name of ["team-worker.mjs", "protocol.mjs"]) {
     await cp(path.join(REPO_ROOT, "test", "fixtures", "workers", name), path.join(dir, "workers", name));
@@ -333,7 +334,8 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     expect(await agent<{ ids: string[] }>(s, "create-plain", seeded)).toEqual({ ids: ["1", "2"] });
 
     const policy = ["--failure-action", "reopen_followup", "--followup-owner", "none"];
-    const leader = await rig.leader(team, policy, { wrap: asUserWithUmask(NAMES.leader, "0022"), env: s.leaderEnv, bin: s.bin });
+    const asLeader = asUserWithUmask(NAMES.leader, "0022");
+    const leader = await rig.leader(team, policy, { wrap: asLeader, env: s.leaderEnv, bin: s.bin });
     const approved = approvedFile(s.teamDir, s.leaderEnv);
     await leader.waitFor("the approved trust record", () => stat(approved).then(() => true, () => false));
 
@@ -405,7 +407,8 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     const written = await agentShell(`umask 0002 && echo ${q(config)} > ${q(path.join(s.teamDir, "config.json"))}`);
     expect(written.code).toBe(0);
     await leader.waitFor("the new config", () => leader.linesOf("config").length > configs);
-    const trust = await bin(s, NAMES.agent, ["trust", "--team-dir", s.teamDir, "--all", "--yes"], { HOME: s.homes.agent });
+    const trustArgs = ["trust", "--team-dir", s.teamDir, "--all", "--yes"];
+    const trust = await bin(s, NAMES.agent, trustArgs, { HOME: s.homes.agent });
     expect(trust.stdout).toContain("new      http:ci (task_completed)");
     expect(trust.code).not.toBe(0);
     expect(trust.stderr).toContain(`cannot create lock ${trustJson}.lock: EACCES`);

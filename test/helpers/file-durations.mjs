@@ -2,7 +2,8 @@
 /**
  * Refreshes test/helpers/file-durations.json (the order the sequencer starts test files in) from the
  * durations vitest kept of the last whole run in this checkout (node_modules/.vite/vitest/…/results.json),
- * and prints the slowest files. Run it right after a whole `npm test`, best on a quiet machine (the order matters, not the seconds):
+ * and prints the slowest files. Run it right after a whole `npm test`, best on a quiet machine (the
+ * order matters, not the seconds):
  *
  *   npm test && node test/helpers/file-durations.mjs
  *
@@ -17,7 +18,8 @@ const root = path.resolve(here, "../..");
 const cacheDir = path.join(root, "node_modules", ".vite", "vitest");
 const target = path.join(here, "file-durations.json");
 
-const runs = existsSync(cacheDir) ? readdirSync(cacheDir).map((d) => path.join(cacheDir, d, "results.json")).filter(existsSync) : [];
+const found = existsSync(cacheDir) ? readdirSync(cacheDir) : [];
+const runs = found.map((d) => path.join(cacheDir, d, "results.json")).filter(existsSync);
 if (runs.length !== 1) {
   console.error(`expected one vitest results file under ${cacheDir}, found ${runs.length}: run the whole suite first`);
   process.exit(1);
@@ -32,8 +34,10 @@ for (const [key, { duration, failed }] of results) {
   seconds[key] = value;
 }
 const sorted = Object.fromEntries(Object.entries(seconds).sort(([a, x], [b, y]) => y - x || a.localeCompare(b)));
-const note = "Seconds per test file in the last whole run measured (docs/performance.md); refresh: node test/helpers/file-durations.mjs";
+const note = "Seconds per file, last whole run measured (docs/performance.md); node test/helpers/file-durations.mjs";
 writeFileSync(target, `${JSON.stringify({ note, seconds: sorted }, null, 2)}\n`);
 const total = Object.values(sorted).reduce((a, b) => a + b, 0);
 console.log(`${Object.keys(sorted).length} files, ${total.toFixed(1)} s in all; the slowest ten:`);
-for (const [key, value] of Object.entries(sorted).slice(0, 10)) console.log(`${value.toFixed(1).padStart(6)} s  ${key}`);
+for (const [key, value] of Object.entries(sorted).slice(0, 10)) {
+  console.log(`${value.toFixed(1).padStart(6)} s  ${key}`);
+}

@@ -464,7 +464,7 @@ interface Resources {
   workers: WorkerProcess[];
 }
 
-/** Registers the cleanup (afterEach, and afterAll for `shared`) and the build check (beforeAll) in the calling test file. */
+/** Registers the cleanup (afterEach; afterAll for `shared`) and the build check (beforeAll) in the calling file. */
 export function useLeaderRig(): FileRig {
   const perTest: Resources = { teams: [], leaders: [], workers: [] };
   const perFile: Resources = { teams: [], leaders: [], workers: [] };

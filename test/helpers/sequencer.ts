@@ -38,11 +38,14 @@ export default class SlowFirst extends BaseSequencer {
     for (const spec of files) {
       const key = `${spec.project.name}:${path.relative(root, spec.moduleId).split(path.sep).join("/")}`;
       const cached = this.ctx.cache.getFileTestResults(key)?.duration;
-      seconds.set(spec, listed.get(key) ?? (cached === undefined ? undefined : cached / 1000) ?? GUESS[spec.project.name] ?? 1);
+      const last = cached === undefined ? undefined : cached / 1000;
+      seconds.set(spec, listed.get(key) ?? last ?? GUESS[spec.project.name] ?? 1);
     }
     const time = (spec: TestSpecification): number => seconds.get(spec) ?? 0;
     /** Longer files have higher bands; all short files share the lowest. */
     const band = (spec: TestSpecification): number => (time(spec) < SHORT ? 0 : 1 + Math.floor(Math.log2(time(spec))));
-    return [...files].sort((a, b) => band(b) - band(a) || a.project.name.localeCompare(b.project.name) || time(b) - time(a));
+    const byProject = (a: TestSpecification, b: TestSpecification): number =>
+      a.project.name.localeCompare(b.project.name);
+    return [...files].sort((a, b) => band(b) - band(a) || byProject(a, b) || time(b) - time(a));
   }
 }

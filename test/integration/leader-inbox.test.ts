@@ -15,7 +15,9 @@ describe("--inbox consume", () => {
     const team = await rig.team();
     const lockFile = `${team.inboxFile("team", team.leadName)}.lock`;
     // Runs until the test holds the inbox's lock (below), however long that takes on a busy machine.
-    await rig.hook(team, "on_idle.sh", `echo "idle $PI_TEAMS_MEMBER" >> "$PI_TEAMS_TEAM_DIR/marks.txt"\nwhile [ ! -e '${lockFile}' ]; do sleep 0.02; done`);
+    const untilLocked = `while [ ! -e '${lockFile}' ]; do sleep 0.02; done`;
+    const mark = `echo "idle $PI_TEAMS_MEMBER" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`;
+    await rig.hook(team, "on_idle.sh", `${mark}\n${untilLocked}`);
     const marks = async (): Promise<string[]> => (await readFile(path.join(team.teamDir, "marks.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
     const leader = await rig.leader(team, ["--inbox", "consume", "--reconcile-ms", "200"]);
     const { timestamp } = await rig.worker<{ timestamp: string }>("idle", { inboxFile: team.inboxFile("team", team.leadName), from: "bob" });
