@@ -35,11 +35,12 @@ const LOCK_WAIT_MS = 180_000;
  * (a fresh `npm ci`, which builds), up-to-date mtimes are trusted once.
  *
  * Once per process, not per module instance: vitest loads the global set-up once for each project,
- * each time as a new module, all in its main process.
+ * each time as a new module, all in its main process. `again` checks anew (a rerun in watch mode).
  */
-export function buildIfStale(): Promise<string> {
+export function buildIfStale(opts: { again?: boolean } = {}): Promise<string> {
   const key = Symbol.for("pi-teams-hooks.test-build");
   const shared = globalThis as unknown as Record<symbol, Promise<string> | undefined>;
+  if (opts.again) shared[key] = undefined;
   shared[key] ??= build();
   return shared[key];
 }

@@ -16,4 +16,6 @@ declare module "vitest" {
 
 export default async function setup(project: TestProject): Promise<void> {
   project.provide("distBuiltFrom", await buildIfStale());
+  // `vitest` in watch mode runs the set-up once: a rerun after an edit builds again first.
+  project.onTestsRerun(async () => project.provide("distBuiltFrom", await buildIfStale({ again: true })));
 }
