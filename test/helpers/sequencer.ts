@@ -8,8 +8,9 @@
  * a busy machine); a file not listed there takes its last run's duration from that cache, or a guess
  * by project. A worker goes on with the next file in the same process only when that file is of the
  * same project (`isolate: false`), and a new worker process costs about a second: so files of about
- * the same length (within a factor of two) run project by project, as do all the short ones. How to
- * measure and refresh the list: docs/performance.md, "The test suite".
+ * the same length (within a factor of two) run project by project, the project of the longest of them
+ * first, as do all the short ones. How to measure and refresh the list: docs/performance.md, "The test
+ * suite".
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -44,8 +45,12 @@ export default class SlowFirst extends BaseSequencer {
     const time = (spec: TestSpecification): number => seconds.get(spec) ?? 0;
     /** Longer files have higher bands; all short files share the lowest. */
     const band = (spec: TestSpecification): number => (time(spec) < SHORT ? 0 : 1 + Math.floor(Math.log2(time(spec))));
+    /** The longest file of each band and project: the band's projects start in that order. */
+    const longest = new Map<string, number>();
+    const group = (spec: TestSpecification): string => `${band(spec)} ${spec.project.name}`;
+    for (const spec of files) longest.set(group(spec), Math.max(longest.get(group(spec)) ?? 0, time(spec)));
     const byProject = (a: TestSpecification, b: TestSpecification): number =>
-      a.project.name.localeCompare(b.project.name);
+      (longest.get(group(b)) ?? 0) - (longest.get(group(a)) ?? 0) || a.project.name.localeCompare(b.project.name);
     return [...files].sort((a, b) => band(b) - band(a) || byProject(a, b) || time(b) - time(a));
   }
 }
