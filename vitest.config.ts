@@ -14,6 +14,8 @@ export default defineConfig({
     // setup file adds its warning listener once per process.
     isolate: false,
     setupFiles: ["test/helpers/setup.ts"],
+    // Builds dist/ once, before the first test file (the e2e and slow tests run the build).
+    globalSetup: ["test/helpers/global-setup.ts"],
     sequence: { sequencer: SlowFirst },
     projects: [
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },

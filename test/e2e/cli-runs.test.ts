@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { type LeaderRig, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { type LeaderRig, once, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { makeRunResult } from "../helpers/invocation.js";
@@ -46,6 +46,9 @@ async function threeRuns(rig: LeaderRig): Promise<ThreeRuns> {
   return { team, pass1, fail2, pass2 };
 }
 
+/** The three runs of `threeRuns`, made once for the tests below that only read them. */
+const sharedRuns = once(() => threeRuns(outerRig.shared));
+
 /** `logs show …` in the team. */
 /** A terminal wide enough for every column of the table (narrow ones: cli-terminal.test.ts). */
 const WIDE = { env: { COLUMNS: "250" } };
@@ -72,7 +75,7 @@ function idColumn(table: string, skip = 1): string[] {
 describe.concurrent("logs show finds a run", () => {
   it("by the id in the first column of logs, which is the id run printed; by the whole run id of --json", async (context) => {
     const { expect } = context;
-    const { team, pass1, fail2, pass2 } = await threeRuns(outerRig.scoped(context));
+    const { team, pass1, fail2, pass2 } = await sharedRuns();
 
     const table = await runBin(["logs", "--team-dir", team.teamDir], WIDE);
     expect(table.code).toBe(0);
@@ -119,7 +122,7 @@ describe.concurrent("logs show finds a run", () => {
 
   it("last, last --failed and --task N: the newest run that the words keep", async (context) => {
     const { expect } = context;
-    const { team, pass1, fail2, pass2 } = await threeRuns(outerRig.scoped(context));
+    const { team, pass1, fail2, pass2 } = await sharedRuns();
     const cases: Array<[string[], string]> = [
       [["last"], pass2],
       [["last", "--failed"], fail2],
@@ -145,7 +148,7 @@ describe.concurrent("logs show finds a run", () => {
   it("a selector with several runs lists them newest first with their ids (exit 2); one with none says so (exit 2)", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const { team, fail2, pass2 } = await threeRuns(rig);
+    const { team, fail2, pass2 } = await sharedRuns();
 
     const listed = await runBin(["logs", "show", "task-2", "--team-dir", team.teamDir], WIDE);
     expect(listed.code).toBe(2);

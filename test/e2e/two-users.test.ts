@@ -6,27 +6,27 @@
  * under one user (a failing gate reopens the task and makes a follow-up the agent claims and
  * completes; inboxes and the task list are written by both, the watermark in place as pi-agent-teams
  * writes it), and every attempt of the agents' user on a gate, the leader's state or the approved
- * trust record fails with EACCES or EPERM.
+ * trust record fails with EACCES or EPERM. Both run from a copy of the build and the worker in the
+ * test's temp dir, so that the test passes wherever the repository is cloned (a 0700 folder too).
  *
  * Not root: skipped, with the reason in the test's name and on the output (useradd needs root).
  * The users, the group and the temp dir are removed after, even when the test fails.
  */
 import { type SpawnOptions, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { chmod, chown, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, chown, cp, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DoctorReport } from "../../extensions/teams-hooks/doctor/diagnose.js";
 import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
-import { BIN, REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
 
 const IS_ROOT = process.getuid?.() === 0;
 const NOT_ROOT = "needs root to create the two users (useradd): skipped, not root";
 if (!IS_ROOT) console.log(`test/e2e/two-users.test.ts: ${NOT_ROOT}`);
 
-const WORKER = path.join(REPO_ROOT, "test", "fixtures", "workers", "team-worker.mjs");
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
 /** Of this run: two runs on one machine never share a user. */
 const SUFFIX = randomBytes(3).toString("hex");
@@ -87,6 +87,9 @@ interface Setup {
   teamGate: string;
   /** What the leader's user runs with, besides `asUser`: its home, where the approved trust record goes. */
   leaderEnv: Record<string, string>;
+  /** The built bin and the plain-JS worker, copied where both users can read them (`copyBuild`). */
+  bin: string;
+  worker: string;
 }
 
 let setup: Setup | null = null;
@@ -156,10 +159,31 @@ function installDir(owner: string, group: string, mode: string, ...dirs: string[
   return must("install", "-d", "-o", owner, "-g", group, "-m", mode, ...dirs);
 }
 
+/**
+ * The build and the worker, copied into `dir` for both users: the clone may sit in a folder that only
+ * its owner can enter (`mktemp -d` makes it 0700), and what another user runs must not read from it.
+ * The leader's one package, chokidar, is loaded only under --poll (copied all the same); zod is in dist/.
+ */
+async function copyBuild(dir: string): Promise<{ bin: string; worker: string }> {
+  const runnable = (source: string): boolean => !source.endsWith(".map") && !/\.d\.[cm]?ts$/.test(source);
+  await cp(path.join(REPO_ROOT, "dist"), path.join(dir, "dist"), { recursive: true, filter: runnable });
+  await cp(path.join(REPO_ROOT, "package.json"), path.join(dir, "package.json")); // "type": "module", the version
+  for (const name of ["chokidar", "readdirp"]) {
+    const to = path.join(dir, "node_modules", name);
+    await cp(path.join(REPO_ROOT, "node_modules", name), to, { recursive: true, filter: runnable });
+  }
+  for (const name of ["team-worker.mjs", "protocol.mjs"]) {
+    await cp(path.join(REPO_ROOT, "test", "fixtures", "workers", name), path.join(dir, "workers", name));
+  }
+  await must("chmod", "-R", "a+rX", dir);
+  return { bin: path.join(dir, "dist", "teams-hooks", "bin.js"), worker: path.join(dir, "workers", "team-worker.mjs") };
+}
+
 /** The recipe of docs/security.md, in a temp dir both users can get through. */
 async function layOut(): Promise<Setup> {
   const base = await mkdtemp(path.join(os.tmpdir(), "pi-two-users-"));
   await chmod(base, 0o755); // mkdtemp makes it 0700
+  const { bin, worker } = await copyBuild(path.join(base, "build"));
   const homes = { leader: path.join(base, "home-leader"), agent: path.join(base, "home-agent") };
   await installDir(NAMES.leader, NAMES.leader, "0700", homes.leader);
   await installDir(NAMES.agent, NAMES.agent, "0700", homes.agent);
@@ -186,7 +210,7 @@ async function layOut(): Promise<Setup> {
     XDG_STATE_HOME: path.join(homes.leader, ".local", "state"),
   };
   const tasksDir = path.join(teamDir, "tasks", "alpha");
-  return { base, homes, teamsRoot, teamDir, tasksDir, globalGate, teamGate, leaderEnv };
+  return { base, homes, teamsRoot, teamDir, tasksDir, globalGate, teamGate, leaderEnv, bin, worker };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,7 +218,7 @@ async function layOut(): Promise<Setup> {
 
 /** Runs one op of the plain-JS worker as the agents' user, with umask 0002, and returns its result. */
 async function agent<T = unknown>(s: Setup, op: string, args: Record<string, unknown>): Promise<T> {
-  const argv = [...asUserWithUmask(NAMES.agent, "0002"), process.execPath, WORKER, op, JSON.stringify(args)];
+  const argv = [...asUserWithUmask(NAMES.agent, "0002"), process.execPath, s.worker, op, JSON.stringify(args)];
   const result = await run(argv, { cwd: s.homes.agent, env: { PATH, HOME: s.homes.agent } });
   if (result.code !== 0) throw new Error(`worker ${op} as ${NAMES.agent}: exit ${result.code}: ${result.stderr}`);
   return JSON.parse(result.stdout.trim().split("\n").pop() ?? "null") as T;
@@ -205,9 +229,9 @@ function agentShell(script: string): Promise<Result> {
   return run(["runuser", "-u", NAMES.agent, "--", "bash", "-c", script]);
 }
 
-/** `pi-teams-hooks <args>` (the build) as `user`, with `env`. */
-function bin(user: string, args: string[], env: Record<string, string>): Promise<Result> {
-  return run([...asUser(user), process.execPath, BIN, ...args], { env: { PATH, NO_COLOR: "1", ...env } });
+/** `pi-teams-hooks <args>` (the build's copy) as `user`, with `env`. */
+function bin(s: Setup, user: string, args: string[], env: Record<string, string>): Promise<Result> {
+  return run([...asUser(user), process.execPath, s.bin, ...args], { env: { PATH, NO_COLOR: "1", ...env } });
 }
 
 function teamOf(s: Setup): TempTeam {
@@ -310,7 +334,8 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     expect(await agent<{ ids: string[] }>(s, "create-plain", seeded)).toEqual({ ids: ["1", "2"] });
 
     const policy = ["--failure-action", "reopen_followup", "--followup-owner", "none"];
-    const leader = await rig.leader(team, policy, { wrap: asUserWithUmask(NAMES.leader, "0022"), env: s.leaderEnv });
+    const asLeader = asUserWithUmask(NAMES.leader, "0022");
+    const leader = await rig.leader(team, policy, { wrap: asLeader, env: s.leaderEnv, bin: s.bin });
     const approved = approvedFile(s.teamDir, s.leaderEnv);
     await leader.waitFor("the approved trust record", () => stat(approved).then(() => true, () => false));
 
@@ -368,7 +393,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     expect(leader.warnings().filter((w) => /trust|untrusted|changed since/.test(w))).toEqual([]);
 
     // doctor, as the leader's user: no one else can change the gates or the state; the agents write the team's.
-    const doctor = await bin(NAMES.leader, ["doctor", "--team-dir", s.teamDir, "--json"], s.leaderEnv);
+    const doctor = await bin(s, NAMES.leader, ["doctor", "--team-dir", s.teamDir, "--json"], s.leaderEnv);
     const report = JSON.parse(doctor.stdout) as DoctorReport;
     expect(report.access?.teamWriters).toEqual([NAMES.agent]);
     expect(report.access?.entries.filter((e) => e.others.length > 0)).toEqual([]);
@@ -382,7 +407,8 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     const written = await agentShell(`umask 0002 && echo ${q(config)} > ${q(path.join(s.teamDir, "config.json"))}`);
     expect(written.code).toBe(0);
     await leader.waitFor("the new config", () => leader.linesOf("config").length > configs);
-    const trust = await bin(NAMES.agent, ["trust", "--team-dir", s.teamDir, "--all", "--yes"], { HOME: s.homes.agent });
+    const trustArgs = ["trust", "--team-dir", s.teamDir, "--all", "--yes"];
+    const trust = await bin(s, NAMES.agent, trustArgs, { HOME: s.homes.agent });
     expect(trust.stdout).toContain("new      http:ci (task_completed)");
     expect(trust.code).not.toBe(0);
     expect(trust.stderr).toContain(`cannot create lock ${trustJson}.lock: EACCES`);
@@ -401,7 +427,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     await chmod(path.join(s.teamDir, "hook-state"), 0o2775);
     const made = await agentShell(`umask 0022 && mkdir -p ${q(path.join(s.teamDir, "mailboxes/beta/inboxes"))}`);
     expect(made.code).toBe(0);
-    const doctor = await bin(NAMES.leader, ["doctor", "--team-dir", s.teamDir], s.leaderEnv);
+    const doctor = await bin(s, NAMES.leader, ["doctor", "--team-dir", s.teamDir], s.leaderEnv);
     const access = doctor.stdout.slice(doctor.stdout.indexOf("\nAccess ("), doctor.stdout.indexOf("\nPolicy ("));
     expect(access).toContain(
       `warn ${s.teamDir}/hook-state (leader state) can be written or replaced by group ${NAMES.group} ` +

@@ -15,21 +15,19 @@
  * Hook processes are found through `/proc/<pid>/environ`: every process a hook starts inherits
  * `PI_TEAMS_TEAM_DIR=<team dir>`, and nothing else in a test carries it.
  *
- * The leader under test is `dist/`: `ensureBuilt()` (called by `useLeaderRig`) rebuilds it with
- * `npm run build` when the sources changed since it was built, under a lock so that parallel test
- * files build once. CI's `npm ci` has built it already (`postprepare`).
+ * The leader under test is `dist/`, built once per run before any test file starts (the global set-up,
+ * global-setup.ts, with `npm run build` when the sources changed since it was built; CI's `npm ci` has
+ * built it already, `postprepare`).
  */
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 import { type ChildProcess, spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { constants as fsConstants } from "node:fs";
-import { mkdir, open, readFile, readdir, rm, stat, unlink, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type TestContext, afterEach, beforeAll } from "vitest";
+import { type TestContext, afterAll, afterEach, beforeAll, inject } from "vitest";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { buildIfStale } from "./build.js";
 import { type TempTeam, type TempTeamOptions, makeTempTeam } from "./temp-team.js";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -73,6 +71,8 @@ export interface LeaderStart {
   startTimeoutMs?: number;
   /** A command that runs the leader (e.g. `["prlimit", "--fsize=8192:unlimited", "--"]`): it must exec it, so the pid stays the leader's. */
   wrap?: string[];
+  /** The bin to run (default `BIN`): a copy of the build, e.g. where another user can read it. */
+  bin?: string;
 }
 
 /** A running `pi-teams-hooks watch`. */
@@ -241,81 +241,14 @@ export async function waitUntil<T>(
 // ---------------------------------------------------------------------------------------------
 // The built binary
 
-let built: Promise<void> | null = null;
-
 /**
- * Rebuilds dist/ (once per process, under a cross-process lock) unless it was built from the current
- * sources. "Current" is a hash of every source file, kept in node_modules/.cache after each build here:
- * mtimes alone are fooled when another build (another engineer's, a parallel test file's) finishes
- * after an edit it did not see. Without a stamp (a fresh `npm ci`, which builds), up-to-date mtimes are
- * trusted once.
+ * Resolves once `dist/` is built from the current sources: at once in a vitest run, whose global
+ * set-up (global-setup.ts) built it before any test file started; otherwise (a file run outside that
+ * set-up) it builds here, once per process (build.ts).
  */
-export function ensureBuilt(): Promise<void> {
-  built ??= buildIfStale();
-  return built;
-}
-
-const SOURCE_DIR = path.join(REPO_ROOT, "extensions", "teams-hooks");
-/** Per checkout (a worktree may share node_modules through a link). */
-const STAMP_FILE = path.join(REPO_ROOT, "node_modules", ".cache", "pi-teams-hooks-leader-rig", `${createHash("sha256").update(REPO_ROOT).digest("hex").slice(0, 16)}.sha256`);
-
-async function sourceNames(): Promise<string[]> {
-  return (await readdir(SOURCE_DIR, { recursive: true })).filter((n) => n.endsWith(".ts") && !n.endsWith(".d.ts")).sort();
-}
-
-async function sourcesHash(): Promise<string> {
-  const hash = createHash("sha256");
-  for (const name of await sourceNames()) hash.update(`${name}\0`).update(await readFile(path.join(SOURCE_DIR, name))).update("\0");
-  return hash.digest("hex");
-}
-
-async function staleByMtime(): Promise<string[]> {
-  const stale: string[] = [];
-  for (const name of await sourceNames()) {
-    const source = await stat(path.join(SOURCE_DIR, name));
-    const output = await stat(path.join(REPO_ROOT, "dist", "teams-hooks", name.replace(/\.ts$/, ".js"))).catch(() => null);
-    if (!output || output.mtimeMs < source.mtimeMs) stale.push(name);
-  }
-  return stale;
-}
-
-async function isCurrent(hash: string): Promise<boolean> {
-  const stamp = await readFile(STAMP_FILE, "utf8").catch(() => null);
-  if (stamp !== null) return stamp.trim() === hash;
-  return (await staleByMtime()).length === 0;
-}
-
-async function buildIfStale(): Promise<void> {
-  if (await isCurrent(await sourcesHash())) return;
-  const lockFile = path.join(os.tmpdir(), `pi-teams-hooks-build-${REPO_ROOT.replace(/[^A-Za-z0-9]/g, "_")}.lock`);
-  await waitUntil("the build lock", async () => {
-    try {
-      await (await open(lockFile, fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_WRONLY)).close();
-      return true;
-    } catch {
-      // Held by a parallel test file (or left by a killed run: taken after 2 minutes).
-      const age = Date.now() - ((await stat(lockFile).catch(() => null))?.mtimeMs ?? 0);
-      if (age > 120_000) await unlink(lockFile).catch(() => undefined);
-      return false;
-    }
-  }, { timeoutMs: 180_000, intervalMs: 200 });
-  try {
-    const hash = await sourcesHash(); // what this build compiles (a parallel file may have built it meanwhile)
-    const stamp = await readFile(STAMP_FILE, "utf8").catch(() => null);
-    if (stamp?.trim() === hash) return;
-    const result = await new Promise<{ code: number | null; output: string }>((resolve) => {
-      const child = spawn("npm", ["run", "build"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
-      let output = "";
-      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      child.on("close", (code) => resolve({ code, output }));
-    });
-    if (result.code !== 0) throw new Error(`npm run build failed:\n${result.output}`);
-    await mkdir(path.dirname(STAMP_FILE), { recursive: true });
-    await writeFile(STAMP_FILE, `${hash}\n`);
-  } finally {
-    await unlink(lockFile).catch(() => undefined);
-  }
+export async function ensureBuilt(): Promise<void> {
+  if (inject("distBuiltFrom") !== undefined) return;
+  await buildIfStale();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -502,6 +435,28 @@ export interface LeaderRig {
   scoped(context: Pick<TestContext, "onTestFinished">): LeaderRig;
 }
 
+/** The rig of a test file (`useLeaderRig`). */
+export interface FileRig extends LeaderRig {
+  /**
+   * The rig for what several tests of the file share and only read (a team with its runs, a leader
+   * they all watch): what it starts is stopped and removed after the file's last test (afterAll),
+   * not after each. Made once, by the first test that asks: `const runs = once(() => …(rig.shared))`.
+   */
+  shared: LeaderRig;
+}
+
+/**
+ * `make()`, run when first asked for; every later call (a later test, a concurrent one) gets the same
+ * promise. A set-up that failed fails each test that asks for it, with the same error.
+ */
+export function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | null = null;
+  return () => {
+    made ??= make();
+    return made;
+  };
+}
+
 /** What one test started, to be stopped and removed after it. */
 interface Resources {
   teams: TempTeam[];
@@ -509,12 +464,14 @@ interface Resources {
   workers: WorkerProcess[];
 }
 
-/** Registers the cleanup (afterEach) and the build check (beforeAll) in the calling test file. */
-export function useLeaderRig(): LeaderRig {
-  const shared: Resources = { teams: [], leaders: [], workers: [] };
+/** Registers the cleanup (afterEach; afterAll for `shared`) and the build check (beforeAll) in the calling file. */
+export function useLeaderRig(): FileRig {
+  const perTest: Resources = { teams: [], leaders: [], workers: [] };
+  const perFile: Resources = { teams: [], leaders: [], workers: [] };
   beforeAll(() => ensureBuilt(), 240_000);
-  afterEach(() => cleanUp(shared));
-  return rigOver(shared);
+  afterEach(() => cleanUp(perTest));
+  afterAll(() => cleanUp(perFile), 60_000);
+  return { ...rigOver(perTest), shared: rigOver(perFile) };
 }
 
 function rigOver(res: Resources): LeaderRig {
@@ -538,7 +495,7 @@ function rigOver(res: Resources): LeaderRig {
       for (const [key, value] of Object.entries(process.env)) {
         if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
       }
-      const argv = [process.execPath, BIN, "watch", "--team-dir", team.teamDir, "--json", ...args];
+      const argv = [process.execPath, opts.bin ?? BIN, "watch", "--team-dir", team.teamDir, "--json", ...args];
       const [command = process.execPath, ...rest] = [...(opts.wrap ?? []), ...argv];
       const child = spawn(command, rest, {
         cwd: team.teamsRoot,

@@ -13,7 +13,11 @@ const rig = useLeaderRig();
 describe("--inbox consume", () => {
   it("a notification handled just before a crash is marked read by the next leader, and not run again", async () => {
     const team = await rig.team();
-    await rig.hook(team, "on_idle.sh", `echo "idle $PI_TEAMS_MEMBER" >> "$PI_TEAMS_TEAM_DIR/marks.txt"\nsleep 0.3`);
+    const lockFile = `${team.inboxFile("team", team.leadName)}.lock`;
+    // Runs until the test holds the inbox's lock (below), however long that takes on a busy machine.
+    const untilLocked = `while [ ! -e '${lockFile}' ]; do sleep 0.02; done`;
+    const mark = `echo "idle $PI_TEAMS_MEMBER" >> "$PI_TEAMS_TEAM_DIR/marks.txt"`;
+    await rig.hook(team, "on_idle.sh", `${mark}\n${untilLocked}`);
     const marks = async (): Promise<string[]> => (await readFile(path.join(team.teamDir, "marks.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
     const leader = await rig.leader(team, ["--inbox", "consume", "--reconcile-ms", "200"]);
     const { timestamp } = await rig.worker<{ timestamp: string }>("idle", { inboxFile: team.inboxFile("team", team.leadName), from: "bob" });
@@ -22,7 +26,6 @@ describe("--inbox consume", () => {
     // While the hook runs, a live process (this test) takes the inbox's lock: marking the notification
     // read must wait for it, after the event was recorded done.
     await leader.waitFor("the idle hook to start", async () => (await marks()).length === 1);
-    const lockFile = `${team.inboxFile("team", team.leadName)}.lock`;
     await writeFile(lockFile, JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "test" }), { flag: "wx" });
     await leader.waitFor("the event to be done", async () => (await readLedger(team.teamDir)).some((r) => r.op === "done" && r.key === key));
     await leader.kill();

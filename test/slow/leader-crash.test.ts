@@ -7,7 +7,8 @@
  *
  * Kill points:
  *   1. mid-hook: task 17's first attempt sleeps, and the leader dies under it (the orphaned hook must
- *      be ended by the next leader, and the event retried);
+ *      be ended by the next leader, and the event retried; it sleeps longer than any restart takes on
+ *      a busy machine, so that it is surely still running when the next leader starts);
  *   2. in the middle of the stream, after a few events, with the worker still writing;
  *   3. between hook end and policy write: one hook, as its last act, takes its own task's lock in the
  *      name of a live process (the test's), so the leader's policy write cannot happen; the leader is
@@ -37,7 +38,7 @@ const N = 200;
 const SLOW_TASK = "17";
 const HOOK = `D="$PI_TEAMS_TEAM_DIR"; ID="$PI_TEAMS_TASK_ID"
 echo "start $ID $$" >> "$D/starts.txt"
-if [ "$ID" = "${SLOW_TASK}" ] && mkdir "$D/slow-once" 2>/dev/null; then sleep 8; fi
+if [ "$ID" = "${SLOW_TASK}" ] && mkdir "$D/slow-once" 2>/dev/null; then sleep 120; fi
 sleep 0.02
 echo "end $ID $$" >> "$D/ends.txt"
 if [ -e "$D/trap-armed" ] && mkdir "$D/trap-sprung" 2>/dev/null; then
@@ -83,7 +84,7 @@ describe("SIGKILL at five points of a 200-event run", () => {
     // A worker completes all 200 tasks in order, one every few milliseconds, across the crashes.
     const worker = rig.backgroundWorker("complete", { tasksDir: team.tasksDir, ids, pauseMs: 15 });
 
-    // 1. Mid-hook: task 17's first attempt sleeps 8 s.
+    // 1. Mid-hook: task 17's first attempt sleeps (until the next leader ends it).
     await leader1.waitFor("task 17's hook to start", async () => (await lines(starts)).some((l) => l.startsWith(`start ${SLOW_TASK} `)));
     const orphanPid = Number((await lines(starts)).find((l) => l.startsWith(`start ${SLOW_TASK} `))?.split(" ")[2]);
     await crash(leader1, "mid-hook");
