@@ -50,9 +50,9 @@ function runChild(mode, url, requests) {
 
 async function child(mode, url, requests) {
   const body = Buffer.from(JSON.stringify({ version: 1, event: "task_completed" }));
-  // A leader has the runner loaded before its first event (invoke/chain-run.ts imports it): so here too,
+  // A leader has the runner loaded before its first event (event/chain-run.ts imports it): so here too,
   // untimed. What the first request adds is node:http, its agent and the connection.
-  const runner = mode === "runHandler" ? await import(path.join(here, "../dist/teams-hooks/invoke/chain-run.js")).then(() => import(path.join(here, "../dist/teams-hooks/runner/http.js"))) : null;
+  const runner = mode === "runHandler" ? await import(path.join(here, "../dist/teams-hooks/event/chain-run.js")).then(() => import(path.join(here, "../dist/teams-hooks/runner/http.js"))) : null;
   const rss0 = process.memoryUsage().rss;
   let send;
   const started = performance.now();

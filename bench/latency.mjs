@@ -10,7 +10,8 @@
 //            --bin PATH (another build's bin.js, to try a fix) --node-arg ARG (repeatable, e.g.
 //            --node-arg=--max-semi-space-size=2, passed to node before the leader's bin)
 //            --other PATH (repeatable: another build's bin.js whose bursts run right after this build's,
-//            in the same run, so that hooks/s and leader CPU per event compare under the same load)
+//            in the same run, so that hooks/s and leader CPU per event compare under the same load, and
+//            whose leader takes events in turns with this build's on a small list: latency under one load)
 //
 // What is measured (docs/performance.md explains it in full):
 // - latency: a worker's atomic rename of a completed task → the first action of its hook (a bash
@@ -51,13 +52,17 @@ const { values: opt } = parseArgs({
     burst: { type: "string" },
     big: { type: "string" },
     json: { type: "string" },
+    "turns-only": { type: "boolean", default: false },
   },
 });
 const BIN = path.resolve(opt.bin ?? path.join(here, "../dist/teams-hooks/bin.js"));
 // The node flags the bin's shebang gives it (`#!/usr/bin/env -S node --flag`): the leader runs here as
 // it runs when a user starts `pi-teams-hooks watch`. --node-arg adds to them (to try a flag).
 const NODE_ARGS = [...shebangFlags(BIN), ...opt["node-arg"]];
-/** Other builds, each with its own shebang's flags: only their bursts are measured, after this build's. */
+/**
+ * Other builds, each with its own shebang's flags: their bursts are measured after this build's, and
+ * their latency on a small list in turns with this build's (`measureInterleaved`).
+ */
 const OTHERS = opt.other.map((file) => {
   const bin = path.resolve(file);
   return { bin, nodeArgs: [...shebangFlags(bin), ...opt["node-arg"]] };
@@ -337,6 +342,45 @@ async function measureThroughput(concurrency, other) {
   return out;
 }
 
+/**
+ * This build's latency next to another's under the same load: a leader of each on a small list of
+ * its own, both running, and events handed to them in turns (which goes first in a pair is random),
+ * one at a time as in `measureLatency`. Whatever else the machine does falls on both alike, so the
+ * difference of the medians (and the median of the pairs' differences) says what the build changed.
+ */
+async function measureInterleaved(other) {
+  const label = `pair${other + 1}`;
+  const sides = [undefined, OTHERS[other]].map((build, i) => {
+    const team = makeTeam(root, `${label}-${i}`);
+    fillTasks(team, SMALL);
+    const stampsFile = path.join(root, `stamps-${label}-${i}.txt`);
+    return { team, stampsFile, proc: startWatcher("leader", team, stampsFile, [], build), records: [] };
+  });
+  for (const side of sides) await side.proc.waitFor((l) => l.type === "ready", 60_000, "ready");
+  const ids = cycle(WARMUP + SAMPLES, SMALL);
+  for (const [n, id] of ids.entries()) {
+    const order = Math.random() < 0.5 ? [0, 1] : [1, 0];
+    for (const i of order) {
+      const records = await sequentialRun(sides[i].proc, sides[i].team, [id], 20);
+      if (n >= WARMUP) sides[i].records.push(...records);
+    }
+  }
+  for (const side of sides) await side.proc.stop();
+  const [mine, theirs] = sides.map((side) => latencyFigures(side.records, side.stampsFile, side.proc));
+  const diffs = [];
+  for (let k = 0; k < mine.raw.length && k < theirs.raw.length; k++) diffs.push(mine.raw[k] - theirs.raw[k]);
+  const pairDiff = summarize(diffs).median;
+  const out = { this: mine, other: theirs, medianDiffMs: mine.toHook.median - theirs.toHook.median, pairDiffMedianMs: pairDiff };
+  results.latency[label] = out;
+  progress(
+    `interleaved with other build ${other + 1}: this median ${ms(mine.toHook.median, 2)} p99 ${ms(mine.toHook.p99, 2)}, ` +
+      `other median ${ms(theirs.toHook.median, 2)} p99 ${ms(theirs.toHook.p99, 2)}; difference of medians ` +
+      `${out.medianDiffMs.toFixed(2)} ms, median of the pairs' differences ${pairDiff.toFixed(2)} ms ` +
+      `(n=${mine.toHook.n}/${theirs.toHook.n}, lost ${mine.lost}/${theirs.lost}, repeated ${mine.repeated}/${theirs.repeated})`,
+  );
+  return out;
+}
+
 function progress(text) {
   process.stderr.write(`  ${text}\n`);
 }
@@ -364,7 +408,12 @@ try {
   console.log(`${SAMPLES} leader events per list (+${WARMUP} warm-up), ${BASELINE_SAMPLES} for the ${POLL_MS} ms poll baseline, burst ${BURST}, large list ${BIG}\n`);
 
   await measureFloor("start", FLOOR_SAMPLES);
-
+  if (opt["turns-only"]) {
+    if (OTHERS.length === 0) throw new Error("--turns-only needs --other BIN");
+    for (let i = 0; i < OTHERS.length; i++) await measureInterleaved(i);
+    await measureFloor("end", FLOOR_SAMPLES);
+    process.exitCode = 0;
+  } else {
   // Small list: 10 pending tasks, completed over and over (each time with a new completedAt: a new event).
   const small = makeTeam(root, "small");
   fillTasks(small, SMALL);
@@ -389,14 +438,35 @@ try {
   await measureSpawnCeiling(2);
   await measureThroughput(2);
   for (let i = 0; i < OTHERS.length; i++) await measureThroughput(2, i);
+  for (let i = 0; i < OTHERS.length; i++) await measureInterleaved(i);
   await measureFloor("end", FLOOR_SAMPLES);
+  }
 
   results.machine.loadAfter = os.loadavg()[0];
-  report();
+  if (opt["turns-only"]) reportTurns();
+  else report();
   if (opt.json) writeFileSync(opt.json, `${JSON.stringify(results, (k, v) => (typeof v === "bigint" ? String(v) : v), 2)}\n`);
 } finally {
   await Promise.all([...started].map((proc) => proc.stop("SIGTERM", 5_000)));
   removeQuietly(root);
+}
+
+/** The interleaved latency of this build and each other, one row per build and pair. */
+function reportTurns() {
+  const rows = [["rename → hook's first action, in turns", "median", "p99", "n", "lost", "repeated", "this − other (medians / pairs)"]];
+  for (const [i, o] of OTHERS.entries()) {
+    const pair = results.latency[`pair${i + 1}`];
+    if (!pair) continue;
+    const diff = `${pair.medianDiffMs.toFixed(2)} / ${pair.pairDiffMedianMs.toFixed(2)} ms`;
+    rows.push([`this build (pair ${i + 1})`, ms(pair.this.toHook.median, 2), ms(pair.this.toHook.p99, 2), pair.this.toHook.n, pair.this.lost, pair.this.repeated, diff]);
+    rows.push([`other build ${i + 1}: ${path.basename(path.dirname(path.dirname(path.dirname(o.bin))))}`, ms(pair.other.toHook.median, 2), ms(pair.other.toHook.p99, 2), pair.other.toHook.n, pair.other.lost, pair.other.repeated, ""]);
+  }
+  for (const label of ["start", "end"]) {
+    const f = results.floor[label];
+    rows.push([`floor: bare spawn of the hook (${label} of run)`, ms(f.median, 2), ms(f.p99, 2), f.n, 0, "", ""]);
+  }
+  console.log(table(rows));
+  console.log(`\nload average (1 min): ${results.machine.load.toFixed(2)} at start, ${results.machine.loadAfter.toFixed(2)} at end`);
 }
 
 function report() {
@@ -428,6 +498,15 @@ function report() {
   console.log(table(rows2));
   console.log("");
   const T = results.throughput;
+  for (const [i] of OTHERS.entries()) {
+    const pair = L[`pair${i + 1}`];
+    if (!pair) continue;
+    console.log(
+      `latency in turns with other build ${i + 1} (small list): this ${ms(pair.this.toHook.median, 2)}, other ` +
+        `${ms(pair.other.toHook.median, 2)}; this − other: ${pair.medianDiffMs.toFixed(2)} ms (medians), ` +
+        `${pair.pairDiffMedianMs.toFixed(2)} ms (median of the pairs)`,
+    );
+  }
   console.log(table([
     [`burst of ${BURST} completions`, "hooks/s", "vs ceiling", "seconds", "events", "logs", "repeated", "parent CPU/event", "old helper CPU/event", "hook CPU/event"],
     ...["c1", "c2"].flatMap((c) => {

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { readHookSettings } from "../dist/teams-hooks/runner/discover.js";
+import { readHookSettings } from "../dist/teams-hooks/gates/discover.js";
 import { ms, ratio, table, timeCalls } from "./lib/stats.mjs";
 
 const rounds = Number(process.argv[2] ?? 20_000);

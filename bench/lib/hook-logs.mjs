@@ -4,7 +4,7 @@
 // 4% error; 10–40 lines of test output; a policy with its actions on every task event. A deterministic
 // generator: the same calls give the same logs, run after run. Build first (`npm run build`).
 import path from "node:path";
-import { writeHookLog } from "../../dist/teams-hooks/runner/hook-log.js";
+import { writeHookLog } from "../../dist/teams-hooks/logs/hook-log.js";
 
 const MEMBERS = ["ada", "brian", "chen", "dora", "emil", "fatima"];
 const TEST_LINES = Array.from({ length: 40 }, (_, i) => `  ✓ test/unit/module-${i}.test.ts (${5 + i} tests) ${10 + i}ms`);

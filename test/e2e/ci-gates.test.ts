@@ -75,7 +75,7 @@ async function setUp(rig: LeaderRig, handler: Json, env: Record<string, string>,
     tasks: [makeTask({ id: "1", subject: 'Retry uploads on "503"', owner: "alice", status: "in_progress" })],
     config: { hooks: { failureAction: "reopen", handlers: [handler] } },
   });
-  const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId]);
+  const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
   const serve = await startServe(team.teamsRoot);
   onFinish(async () => void (await serve.stop()));
   const leader = await rig.leader(team, ARGS, { env });
@@ -357,9 +357,9 @@ describe("serve behind a TLS proxy: decisions from the internet", () => {
       tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
       config: { hooks: { failureAction: "reopen", handlers: [{ ...handler, url: `${vendor.url}${own}` }] } },
     });
-    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId]);
-    const reader = await createKey(team.teamsRoot, ["--name", "reader", "--scopes", "tasks:read", "--teams", team.teamId]);
-    const elsewhere = await createKey(team.teamsRoot, ["--name", "beta-ci", "--scopes", "gates:decide", "--teams", "beta"]);
+    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
+    const reader = await createKey(team.teamsRoot, ["--name", "reader", "--scopes", "tasks:read", "--teams", team.teamId, "--all-templates"]);
+    const elsewhere = await createKey(team.teamsRoot, ["--name", "beta-ci", "--scopes", "gates:decide", "--teams", "beta", "--all-templates"]);
     // Loopback, and --allow-remote: what reaches it through the proxy is the internet's.
     const serve = await startServe(team.teamsRoot, ["--allow-remote"]);
     context.onTestFinished(async () => void (await serve.stop()));

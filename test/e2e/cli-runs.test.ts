@@ -10,7 +10,7 @@ import path from "node:path";
 import { describe, it } from "vitest";
 import { type LeaderRig, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
-import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { makeRunResult } from "../helpers/invocation.js";
 
 const outerRig = useLeaderRig();

@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { BIN, readLogs, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { blankResult } from "../../extensions/teams-hooks/contract/hook-run.js";
-import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { displayWidth } from "../../extensions/teams-hooks/text/width.js";
 
 const rig = useLeaderRig();

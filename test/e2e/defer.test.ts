@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import type { DeferralRecord } from "../../extensions/teams-hooks/invoke/deferral.js";
+import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
 import { type LeaderProcess, type LeaderRig, readAllTaskFiles, readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 

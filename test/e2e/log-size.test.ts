@@ -7,7 +7,7 @@
 import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { HookLogRecord } from "../../extensions/teams-hooks/runner/hook-log.js";
+import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { ensureBuilt, runBin } from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 

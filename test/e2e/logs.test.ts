@@ -6,8 +6,8 @@ import { execFile, spawn } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HookLogRecordInput } from "../../extensions/teams-hooks/runner/hook-log.js";
-import { writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import type { HookLogRecordInput } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const exec = promisify(execFile);

@@ -42,7 +42,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { failureAction: "reopen_followup" } } });
     await deferringGate(rig, team);
-    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId]);
+    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
     const serve = await startServe(team.teamsRoot);
     context.onTestFinished(async () => void (await serve.stop()));
 
@@ -91,7 +91,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { failureAction: "reopen" } } });
     await deferringGate(rig, team);
-    const key = await createKey(team.teamsRoot, ["--name", "review", "--scopes", "gates:decide", "--teams", team.teamId]);
+    const key = await createKey(team.teamsRoot, ["--name", "review", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
     const serve = await startServe(team.teamsRoot);
     context.onTestFinished(async () => void (await serve.stop()));
     const leader = await rig.leader(team, ARGS);
@@ -116,9 +116,9 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { deferTimeoutMs: 1000 } } });
     await deferringGate(rig, team);
-    const decider = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId]);
-    const reader = await createKey(team.teamsRoot, ["--name", "reader", "--scopes", "tasks:read,tasks:create", "--teams", team.teamId]);
-    const elsewhere = await createKey(team.teamsRoot, ["--name", "other", "--scopes", "gates:decide", "--teams", "beta"]);
+    const decider = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
+    const reader = await createKey(team.teamsRoot, ["--name", "reader", "--scopes", "tasks:read,tasks:create", "--teams", team.teamId, "--all-templates"]);
+    const elsewhere = await createKey(team.teamsRoot, ["--name", "other", "--scopes", "gates:decide", "--teams", "beta", "--all-templates"]);
     const serve = await startServe(team.teamsRoot);
     context.onTestFinished(async () => void (await serve.stop()));
     const leader = await rig.leader(team, ARGS);

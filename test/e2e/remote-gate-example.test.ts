@@ -41,7 +41,7 @@ describe("examples/remote-gate", () => {
       tasks: [makeTask({ id: "1", subject: "Add the login page", owner: "ada", status: "in_progress" }), makeTask({ id: "2", subject: "WIP: rate limits", owner: "ada", status: "in_progress" })],
     });
     const secret = "a-signing-secret-for-the-example";
-    const key = await createKey(team.teamsRoot, ["--name", "gate-service", "--scopes", "gates:decide", "--teams", team.teamId]);
+    const key = await createKey(team.teamsRoot, ["--name", "gate-service", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
     const serve = await startServe(team.teamsRoot);
     onTestFinished(async () => void (await serve.stop()));
     const service = await startService({ GATE_HMAC_SECRET: secret, TEAMS_API_URL: serve.url, TEAMS_API_KEY: key, CHECK_CMD: CHECK });

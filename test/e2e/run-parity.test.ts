@@ -12,7 +12,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { makeRunResult } from "../helpers/invocation.js";
 import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";

@@ -369,7 +369,7 @@ describe("a confidential team's task status", () => {
     };
     await writeFile(path.join(secret, "tasks", "secret", "1.json"), JSON.stringify(task));
     await writeFile(path.join(teams.alpha, "tasks", "alpha", "90.json"), JSON.stringify({ ...task, id: "90" }));
-    const key = await createKey(teams.root, ["--name", "poller", "--scopes", "tasks:read", "--teams", "alpha,secret"]);
+    const key = await createKey(teams.root, ["--name", "poller", "--scopes", "tasks:read", "--teams", "alpha,secret", "--all-templates"]);
 
     const open = await api(serve.url, "GET", "/api/v1/teams/alpha/tasks/90", { key });
     expect(open.json.startDenial).toMatchObject({ reason: denial.qualityGateStartDeniedReason, code: "payroll.acme" });
@@ -383,6 +383,8 @@ describe("a confidential team's task status", () => {
         reason: null, code: null, count: 1,
       },
       updatedAt: "u",
+      decidingRun: null,
+      createdBy: { kind: "worker" },
     });
     expect(JSON.stringify(closed.json)).not.toMatch(/ACME|payroll/i);
   });

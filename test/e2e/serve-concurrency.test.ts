@@ -22,7 +22,7 @@ beforeAll(async () => {
   ({ root, cleanup } = await makeTeamsRoot({
     alpha: { hooks: { templates: { job: { subject: "Job {{parameters.n}}", owner: "ada", parameters: { n: { type: "number", required: true } } } } } },
   }));
-  key = await createKey(root, ["--name", "load", "--scopes", "tasks:create", "--teams", "alpha"]);
+  key = await createKey(root, ["--name", "load", "--scopes", "tasks:create", "--teams", "alpha", "--all-templates"]);
   serve = await startServe(root);
 }, 240_000);
 

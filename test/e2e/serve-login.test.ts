@@ -57,15 +57,15 @@ describe("keys create with logs:read", () => {
   });
 
   it("without --url, the URL is at serve's default address; a key without logs:read prints none", async () => {
-    const web = await keys(["create", "--name", "web2", "--scopes", "tasks:read,logs:read", "--teams", "alpha"]);
+    const web = await keys(["create", "--name", "web2", "--scopes", "tasks:read,logs:read", "--teams", "alpha", "--all-templates"]);
     expect(web.stdout).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:7420/login\\?token=${TOKEN}$`, "m"));
-    const api = await keys(["create", "--name", "api", "--scopes", "tasks:read", "--teams", "alpha"]);
+    const api = await keys(["create", "--name", "api", "--scopes", "tasks:read", "--teams", "alpha", "--all-templates"]);
     expect(api.code).toBe(0);
     expect(api.stdout).not.toMatch(/login/);
   });
 
   it("refuses --url for a key without logs:read, and a --url that is not an origin (exit 2, no key made)", async () => {
-    const noScope = await keys(["create", "--name", "x1", "--scopes", "tasks:read", "--teams", "alpha", "--url", "http://h"]);
+    const noScope = await keys(["create", "--name", "x1", "--scopes", "tasks:read", "--teams", "alpha", "--all-templates", "--url", "http://h"]);
     expect(noScope).toMatchObject({ code: 2 });
     expect(noScope.stderr).toContain("--url: only a key with the scope logs:read gets a dashboard login URL");
     for (const url of ["ftp://h", "https://h/dash", "http://h/?a=1", "not a url"]) {
@@ -110,7 +110,7 @@ describe("keys login NAME", () => {
   it("--help names keys login, --url and the scope logs:read", async () => {
     const { code, stdout } = await runBin(["serve", "--help"]);
     expect(code).toBe(0);
-    for (const text of ["pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]", "[--rate-limit N/PERIOD] [--url BASE]", "logs:read (the dashboard)", "--url BASE", "works once, for 15 minutes"]) {
+    for (const text of ["pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]", "[--rate-limit N/PERIOD] [--url BASE]", "logs:read (runs, the dashboard)", "--url BASE", "works once, for 15 minutes"]) {
       expect(stdout).toContain(text);
     }
   });

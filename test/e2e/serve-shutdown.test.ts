@@ -20,7 +20,7 @@ let key: string;
 beforeAll(async () => {
   await ensureBuilt();
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: { job: { subject: "Job" } } } } }));
-  key = await createKey(root, ["--name", "ci", "--scopes", "tasks:create", "--teams", "alpha"]);
+  key = await createKey(root, ["--name", "ci", "--scopes", "tasks:create", "--teams", "alpha", "--all-templates"]);
 }, 240_000);
 
 afterAll(async () => {

@@ -36,13 +36,13 @@ beforeAll(async () => {
   await ensureBuilt();
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } }, beta: { hooks: { templates: TEMPLATES } } }));
   const specs: Record<string, string[]> = {
-    full: ["--scopes", "tasks:create,tasks:read", "--teams", "alpha"],
-    reader: ["--scopes", "tasks:read", "--teams", "alpha"],
-    beta: ["--scopes", "tasks:create,tasks:read", "--teams", "beta"],
+    full: ["--scopes", "tasks:create,tasks:read", "--teams", "alpha", "--all-templates"],
+    reader: ["--scopes", "tasks:read", "--teams", "alpha", "--all-templates"],
+    beta: ["--scopes", "tasks:create,tasks:read", "--teams", "beta", "--all-templates"],
     deployOnly: ["--scopes", "tasks:create,tasks:read", "--teams", "alpha", "--templates", "DEPLOY"],
-    ghost: ["--scopes", "tasks:create,tasks:read", "--teams", "alpha,ghost"],
-    slow: ["--scopes", "tasks:read", "--teams", "alpha", "--rate-limit", "3/min"],
-    doomed: ["--scopes", "tasks:read", "--teams", "alpha"],
+    ghost: ["--scopes", "tasks:create,tasks:read", "--teams", "alpha,ghost", "--all-templates"],
+    slow: ["--scopes", "tasks:read", "--teams", "alpha", "--all-templates", "--rate-limit", "3/min"],
+    doomed: ["--scopes", "tasks:read", "--teams", "alpha", "--all-templates"],
   };
   for (const [name, args] of Object.entries(specs)) keys[name] = await createKey(root, ["--name", name, ...args]);
   serve = await startServe(root);
@@ -55,7 +55,7 @@ afterAll(async () => {
 
 describe("keys", () => {
   it("create prints the key alone on its last line; the file, 0600 in a 0700 folder, keeps a salted hash only", async () => {
-    const { code, stdout } = await runBin(["serve", "keys", "create", "--teams-root", root, "--name", "shown", "--scopes", "tasks:read", "--teams", "alpha"]);
+    const { code, stdout } = await runBin(["serve", "keys", "create", "--teams-root", root, "--name", "shown", "--scopes", "tasks:read", "--teams", "alpha", "--all-templates"]);
     expect(code).toBe(0);
     const key = stdout.trimEnd().split("\n").pop() ?? "";
     expect(key).toMatch(/^pth_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
@@ -75,10 +75,10 @@ describe("keys", () => {
 
   it("refuses bad specs and a name taken (exit 2), and revoking an unknown name (exit 1)", async () => {
     const create = (args: string[]) => runBin(["serve", "keys", "create", "--teams-root", root, ...args]);
-    expect((await create(["--name", "x", "--scopes", "tasks:nope", "--teams", "alpha"])).stderr).toMatch(/unknown scope "tasks:nope"/);
-    expect((await create(["--name", "x", "--scopes", "tasks:read", "--teams", "_hooks"])).code).toBe(2);
+    expect((await create(["--name", "x", "--scopes", "tasks:nope", "--teams", "alpha", "--all-templates"])).stderr).toMatch(/unknown scope "tasks:nope"/);
+    expect((await create(["--name", "x", "--scopes", "tasks:read", "--teams", "_hooks", "--all-templates"])).code).toBe(2);
     expect((await create(["--name", "x", "--scopes", "tasks:read"])).stderr).toMatch(/--teams is required/);
-    expect((await create(["--name", "full", "--scopes", "tasks:read", "--teams", "alpha"])).stderr).toMatch(/exists already/);
+    expect((await create(["--name", "full", "--scopes", "tasks:read", "--teams", "alpha", "--all-templates"])).stderr).toMatch(/exists already/);
     const revoke = await runBin(["serve", "keys", "revoke", "nobody", "--teams-root", root]);
     expect(revoke).toMatchObject({ code: 1 });
     expect(revoke.stderr).toMatch(/no key named "nobody"/);
@@ -136,7 +136,7 @@ describe("answers", () => {
 
     const status = await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader });
     expect(status).toMatchObject({ status: 200 });
-    expect(status.json).toEqual({ id, status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: task.updatedAt });
+    expect(status.json).toEqual({ id, status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: task.updatedAt, decidingRun: null, createdBy: { kind: "api", template: "deploy", key: "full" } });
     // A gate's verdict shows on the next poll.
     await writeFile(path.join(root, "alpha", "tasks", "alpha", `${id}.json`), `${JSON.stringify({ ...task, metadata: { qualityGateStatus: "passed" } }, null, 2)}\n`);
     expect((await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader })).json).toMatchObject({ qualityGateStatus: "passed" });
@@ -259,7 +259,7 @@ describe("answers", () => {
     expect(revoke).toMatchObject({ code: 0 });
     expect(await api(serve.url, "GET", `${TASKS}/1`, { key: keys.doomed })).toMatchObject({ status: 401, json: { error: { code: "unauthorized" } } });
     // Whoever can write the teams root can change the keys: every change is said.
-    expect(serve.stdout()).toMatch(/^key added: "shown" \(pth_[0-9a-f]{12}\): scopes tasks:read; teams alpha$/m);
+    expect(serve.stdout()).toMatch(/^key added: "shown" \(pth_[0-9a-f]{12}\): scopes tasks:read; teams alpha; templates \(all\)$/m);
     expect(serve.stdout()).toMatch(/^key removed: "doomed" \(pth_[0-9a-f]{12}\)$/m);
   });
 

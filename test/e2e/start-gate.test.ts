@@ -266,7 +266,7 @@ describe("a task created through the task API", () => {
   it("shows the start gate's denial in its status", async () => {
     const templates = { build: { subject: "Build {{parameters.ref}}", owner: "alice", parameters: { ref: { type: "string", required: true } } } };
     const { team, leader } = await startGated(DENY, { config: { version: 1, teamId: "test-team", taskListId: "test-team", leadName: "team-lead", members: [], hooks: { templates } } });
-    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "tasks:create,tasks:read", "--teams", "test-team"]);
+    const key = await createKey(team.teamsRoot, ["--name", "ci", "--scopes", "tasks:create,tasks:read", "--teams", "test-team", "--all-templates"]);
     let serve: ServeProcess | null = null;
     try {
       serve = await startServe(team.teamsRoot);
@@ -288,6 +288,8 @@ describe("a task created through the task API", () => {
         qualityGateStatus: null,
         startDenial: { active: true, at: task.metadata?.qualityGateStartDeniedAt, hook: "on_task_started", reason: task.metadata?.qualityGateStartDeniedReason, code: "deps.open", count: 1 },
         updatedAt: task.updatedAt,
+        decidingRun: null,
+        createdBy: { kind: "api", template: "build", key: "ci" },
       });
     } finally {
       if (serve) await serve.stop();

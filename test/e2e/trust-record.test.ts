@@ -13,7 +13,7 @@ import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, it } from "vitest";
-import { approvedFile } from "../../extensions/teams-hooks/runner/trust-store.js";
+import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
 import { BIN, type LeaderRig, readInboxFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 

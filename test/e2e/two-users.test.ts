@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DoctorReport } from "../../extensions/teams-hooks/doctor/diagnose.js";
-import { approvedFile } from "../../extensions/teams-hooks/runner/trust-store.js";
+import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
 import { BIN, REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
 

@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { nodeStripsTypes } from "../../extensions/teams-hooks/runner/typescript.js";
+import { nodeStripsTypes } from "../../extensions/teams-hooks/gates/typescript.js";
 import { readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 

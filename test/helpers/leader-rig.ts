@@ -29,7 +29,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type TestContext, afterEach, beforeAll } from "vitest";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
-import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { type TempTeam, type TempTeamOptions, makeTempTeam } from "./temp-team.js";
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");

@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterEach } from "vitest";
 
 /**
- * The leader keeps the trust record it approved in the user's state directory (runner/trust-store.ts
+ * The leader keeps the trust record it approved in the user's state directory (trust/trust-store.ts
  * approvedFile): the tests', and the leaders' and commands' they start, is a temp folder of this
  * process, never the account's own. Set once per process; a test may give its own.
  */

@@ -8,7 +8,7 @@ import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises"
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { compareNames, discoverChain, teamHooksDir, type ChainDiscovery } from "../../extensions/teams-hooks/runner/chain.js";
+import { compareNames, discoverChain, teamHooksDir, type ChainDiscovery } from "../../extensions/teams-hooks/gates/chain.js";
 import { main, type CliIo } from "../../extensions/teams-hooks/cli/main.js";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import { diagnose } from "../../extensions/teams-hooks/doctor/diagnose.js";

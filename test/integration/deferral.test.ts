@@ -10,10 +10,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { type DecisionInput, applyDecision, decideDeferral } from "../../extensions/teams-hooks/invoke/decision.js";
-import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/invoke/deferral.js";
-import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
-import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type DecisionInput, applyDecision, decideDeferral } from "../../extensions/teams-hooks/held/decision.js";
+import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/held/deferral.js";
+import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
+import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 

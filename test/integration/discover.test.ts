@@ -7,8 +7,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { findHook } from "../../extensions/teams-hooks/runner/discover.js";
-import type { HookDiscovery } from "../../extensions/teams-hooks/runner/discover.js";
+import { findHook } from "../../extensions/teams-hooks/gates/discover.js";
+import type { HookDiscovery } from "../../extensions/teams-hooks/gates/discover.js";
 import { compileModules } from "../fixtures/workers/modules.js";
 
 const run = promisify(execFile);
@@ -190,7 +190,7 @@ describe("findHook", () => {
 
   it.skipIf(!isRoot)("reports an unsearchable hooks dir as unreadable (checked as uid 65534)", async () => {
     // Compiled outside the clone, zod included: uid 65534 may not be able to reach the clone at all.
-    const modules = await compileModules(["runner/discover"], { forOtherUsers: true });
+    const modules = await compileModules(["gates/discover"], { forOtherUsers: true });
     cleanups.push(modules.dir);
     const outDir = modules.dir;
     const parent = await tempDir();
@@ -200,7 +200,7 @@ describe("findHook", () => {
     await writeFile(path.join(dir, "on_idle.sh"), SOURCES[".sh"] ?? "", "utf8");
     await writeFile(path.join(dir, "on_idle"), SOURCES[""] ?? "", { mode: 0o755 });
 
-    const script = `import { findHook } from ${JSON.stringify(pathToFileURL(path.join(outDir, "runner/discover.js")).href)};
+    const script = `import { findHook } from ${JSON.stringify(pathToFileURL(path.join(outDir, "gates/discover.js")).href)};
       process.stdout.write(JSON.stringify(await findHook(process.argv[1], "idle")));`;
     const asNobody = (): Promise<{ stdout: string }> =>
       run(process.execPath, ["--input-type=module", "-e", script, dir], { uid: 65534, gid: 65534, cwd: parent });

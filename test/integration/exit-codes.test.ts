@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run.js";
 import { makeInvocation } from "../helpers/invocation.js";
 import { teamSettings } from "../helpers/team-settings.js";

@@ -14,8 +14,8 @@ import {
   listHookLogs,
   readHookLog,
   writeHookLog,
-} from "../../extensions/teams-hooks/runner/hook-log.js";
-import type { HookLogRecord } from "../../extensions/teams-hooks/runner/hook-log.js";
+} from "../../extensions/teams-hooks/logs/hook-log.js";
+import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { compileModules } from "../fixtures/workers/modules.js";
 
 const START = "2024-05-01T12:34:56.789Z";
@@ -103,10 +103,10 @@ describe("writeHookLog", () => {
 
   it("never overwrites across processes: 4 node processes × 50 logs released at once", async () => {
     const team = await tempTeam();
-    const modules = await compileModules(["runner/hook-log"]);
+    const modules = await compileModules(["logs/hook-log"]);
     cleanups.push(modules.dir);
     const outDir = modules.dir;
-    const moduleUrl = pathToFileURL(path.join(outDir, "runner/hook-log.js")).href;
+    const moduleUrl = pathToFileURL(path.join(outDir, "logs/hook-log.js")).href;
     // Each child loads the module, says "ready", then writes all its logs at once when told "go".
     const script = `import { writeHookLog } from ${JSON.stringify(moduleUrl)};
       const [team, who, recordJson] = process.argv.slice(1);

@@ -14,12 +14,12 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { HookEventName, HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
 import { prepareContext } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { HANDLER_BODY_LIMIT_BYTES, runHandler } from "../../extensions/teams-hooks/runner/http.js";
-import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { terminateAllRuns } from "../../extensions/teams-hooks/runner/run.js";
-import { discoverChain, type ChainHook } from "../../extensions/teams-hooks/runner/chain.js";
-import { checkChainTrust, entryOf, handlerDefinitionText, handlerFingerprint, type TrustEntry, type TrustRecord } from "../../extensions/teams-hooks/runner/trust.js";
+import { discoverChain, type ChainHook } from "../../extensions/teams-hooks/gates/chain.js";
+import { checkChainTrust, entryOf, handlerDefinitionText, handlerFingerprint, type TrustEntry, type TrustRecord } from "../../extensions/teams-hooks/trust/trust.js";
 import { main as runCli } from "../../extensions/teams-hooks/cli/main.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
 import type { FailureMode, HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";

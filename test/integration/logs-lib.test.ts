@@ -6,7 +6,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
-import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogNames, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogNames, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { type LogFilter, parseAge, parseFilterText, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs/filter.js";
 import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs/stats.js";

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import { main } from "../../extensions/teams-hooks/cli/main.js";
 import type { CliIo } from "../../extensions/teams-hooks/cli/io.js";
-import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/runner/hook-log.js";
+import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];

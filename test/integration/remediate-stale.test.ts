@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
-import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { readTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";

@@ -10,7 +10,7 @@ import { connect } from "node:net";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { invokeEvent } from "../../extensions/teams-hooks/invoke/invoke.js";
+import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { createKey, keysFile, keySpec } from "../../extensions/teams-hooks/server/keys.js";
 import { type TaskServer, startTaskServer } from "../../extensions/teams-hooks/server/server.js";
 import { api, codeOf, makeTeamsRoot } from "../helpers/serve-rig.js";
@@ -33,7 +33,7 @@ const taskFiles = async (): Promise<string[]> => (await readdir(tasksDir()).catc
 
 beforeAll(async () => {
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } } }));
-  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read,gates:decide", teams: "alpha", templates: undefined, rateLimit: null }))).key;
+  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read,gates:decide", teams: "alpha", templates: undefined, allTemplates: true, rateLimit: null }))).key;
   server = await startTaskServer({ teamsRoot: root, host: "127.0.0.1", port: 0, lockTimeoutMs: LOCK_BUDGET_MS, log: (level, message) => logged.push(`${level}: ${message}`) });
 });
 

@@ -31,7 +31,7 @@ const create = (body: unknown, idem?: string) =>
 
 beforeAll(async () => {
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } }, broken: { hooks: { templates: { bad: { subject: "" } } } } }));
-  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read", teams: "alpha,broken,bare", templates: undefined, rateLimit: null }))).key;
+  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read", teams: "alpha,broken,bare", templates: undefined, allTemplates: true, rateLimit: null }))).key;
   limited = (await createKey(root, keySpec({ name: "limited", scopes: "tasks:read", teams: "alpha", templates: "ping", rateLimit: null }))).key;
   server = await start();
 });
@@ -123,7 +123,7 @@ describe("bad input never stops the server", () => {
   it("a task not made by the API is not one a template-limited key may read", async () => {
     await writeFile(path.join(tasksDir(), "500.json"), `${JSON.stringify({ id: "500", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`);
     expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key: limited }))).toBe("template_not_allowed");
-    expect((await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key })).json).toEqual({ id: "500", status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: "t" });
+    expect((await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key })).json).toEqual({ id: "500", status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: "t", decidingRun: null, createdBy: { kind: "worker" } });
     // A file whose id says another task is not that task.
     await writeFile(path.join(tasksDir(), "501.json"), `${JSON.stringify({ id: "7", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`);
     expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/501", { key }))).toBe("task_not_found");

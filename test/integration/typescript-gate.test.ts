@@ -11,7 +11,7 @@
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { nodeStripsTypes } from "../../extensions/teams-hooks/runner/typescript.js";
+import { nodeStripsTypes } from "../../extensions/teams-hooks/gates/typescript.js";
 import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 

@@ -36,7 +36,7 @@ const request = (extra: { host?: string; authorization?: string; cookie?: string
 });
 
 async function make(name: string, scopes: string, teams = "alpha"): Promise<string> {
-  return (await createKey(root, keySpec({ name, scopes, teams, templates: undefined, rateLimit: null }))).key;
+  return (await createKey(root, keySpec({ name, scopes, teams, templates: undefined, allTemplates: /tasks:|gates:decide/.test(scopes), rateLimit: null }))).key;
 }
 
 /** Logs in with a fresh token of `name` at `now`; the `pth_session=…` pair of its cookie. */

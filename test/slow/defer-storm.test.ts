@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { DeferralRecord } from "../../extensions/teams-hooks/invoke/deferral.js";
+import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
 import { BIN, type LeaderProcess, readAllTaskFiles, readInboxFile, readLedger, readLogs, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 

@@ -1,9 +1,11 @@
 /**
- * The module map of docs/architecture.md, enforced per folder: a folder imports only the folders its
+ * The folders of docs/architecture.md and their rules, enforced: a layer imports only the layers its
  * rule names (modules of one folder import each other freely, without cycles), the pure folders do no
  * I/O of their own, each package that touches the outside world is imported by one folder only, and
- * nothing imports the four entry files at the top. A new module needs no edit here unless it breaks
- * a rule; a new folder needs a rule.
+ * nothing imports the four entry files at the top. A feature that cuts across layers (trust, held
+ * gates) keeps its modules in one folder of its own, each module at the layer of what it does, and
+ * that module follows that layer's rule. A new module needs no edit here unless it breaks a rule or
+ * joins a feature folder; a new folder needs a rule.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -11,24 +13,47 @@ import { describe, expect, it } from "vitest";
 
 const SRC = path.resolve("extensions/teams-hooks");
 
-/** Each folder and the folders it may import, lowest first. */
+/** Each layer and the layers it may import, lowest first. A layer is the folder of the same name. */
 const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   contract: [],
   text: ["contract"],
   settings: ["contract", "text"],
   team: ["contract", "text", "settings"],
-  spawn: [],
-  runner: ["contract", "text", "settings", "team", "spawn"],
+  gates: ["contract", "text", "settings", "team"],
+  runner: ["contract", "text", "settings", "team", "gates"],
   policy: ["contract", "text", "settings", "team"],
-  invoke: ["contract", "text", "settings", "team", "runner", "policy"],
-  logs: ["contract", "text", "settings", "team", "runner"],
-  doctor: ["contract", "text", "settings", "team", "spawn", "runner"],
-  dashboard: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor"],
-  leader: ["contract", "text", "settings", "team", "spawn", "runner", "policy", "invoke"],
-  server: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "dashboard"],
-  cli: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "dashboard", "leader", "server"],
-  pi: ["contract", "text", "settings", "team", "runner", "policy", "invoke", "logs", "doctor", "leader", "cli"],
+  logs: ["contract", "text", "settings", "team", "gates", "runner"],
+  event: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs"],
+  doctor: ["contract", "text", "settings", "team", "gates", "runner", "logs"],
+  dashboard: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor"],
+  leader: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event"],
+  server: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor", "dashboard"],
+  cli: [
+    ...["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event"],
+    ...["doctor", "dashboard", "leader", "server"],
+  ],
+  pi: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor", "leader", "cli"],
 };
+/** Feature folders: each module and the layer it belongs to. */
+const FEATURES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  trust: {
+    "holds-file.ts": "team",
+    "trust.ts": "gates",
+    "trust-store.ts": "gates",
+    "gate-trust.ts": "leader",
+    "holds.ts": "leader",
+    "trust-command.ts": "cli",
+  },
+  held: {
+    "deferral.ts": "gates",
+    "deferral-check.ts": "logs",
+    "decision.ts": "event",
+    "deferral-guard.ts": "leader",
+    "deferrals.ts": "leader",
+  },
+};
+/** What in a module's name says which feature folder it belongs in. */
+const FEATURE_NAMES: Readonly<Record<string, RegExp>> = { trust: /trust|holds/, held: /deferral|decision/ };
 /** The entry files: the pi extension, the library, the command, the helper gates import. */
 const ENTRY_FILES = ["api.ts", "bin.ts", "hook.ts", "index.ts"];
 /** No file system, processes or network of their own: what they need is passed in, or done through team/. */
@@ -43,7 +68,7 @@ const OWNED_BY: Readonly<Record<string, string>> = { chokidar: "team", typebox: 
 const NOT_INSTALLED = { zod: "bundled by the build", typebox: "given by pi" };
 
 interface Import {
-  /** Path of the importing module under SRC, e.g. `invoke/invoke.ts`. */
+  /** Path of the importing module under SRC, e.g. `event/invoke.ts`. */
   from: string;
   spec: string;
   /** For relative imports: the imported module under SRC, e.g. `runner/run.ts`. */
@@ -57,6 +82,14 @@ function modules(): string[] {
 
 function folderOf(module: string): string | null {
   return module.includes("/") ? (module.split("/")[0] ?? null) : null;
+}
+
+/** The layer a module belongs to: its folder, or for a feature folder the layer named for the module. */
+function layerOf(module: string): string | null {
+  const folder = folderOf(module);
+  if (folder === null) return null;
+  const feature = FEATURES[folder];
+  return feature ? (feature[module.slice(folder.length + 1)] ?? null) : folder;
 }
 
 function importsOf(module: string): Import[] {
@@ -76,30 +109,43 @@ describe("architecture", () => {
 
   it("every module sits in a folder that has a rule, or is one of the entry files", () => {
     const stray = all.filter((m) => {
-      const folder = folderOf(m);
-      return folder === null ? !ENTRY_FILES.includes(m) : !(folder in MAY_IMPORT) || m.split("/").length > 2;
+      if (folderOf(m) === null) return !ENTRY_FILES.includes(m);
+      const layer = layerOf(m);
+      return layer === null || !(layer in MAY_IMPORT) || m.split("/").length > 2;
     });
     expect(stray).toEqual([]);
   });
 
-  it("a folder imports only the folders its rule names, and nothing imports an entry file", () => {
+  it("each feature's modules sit in its folder, each with its layer", () => {
+    const listed = Object.entries(FEATURES).flatMap(([folder, files]) => Object.keys(files).map((f) => `${folder}/${f}`));
+    expect(all.filter((m) => (folderOf(m) ?? "") in FEATURES)).toEqual(listed.sort());
+    const astray = all.flatMap((m) => {
+      const name = m.slice(m.lastIndexOf("/") + 1);
+      const feature = Object.entries(FEATURE_NAMES).find(([, pattern]) => pattern.test(name))?.[0];
+      return feature !== undefined && folderOf(m) !== feature ? [`${m} belongs in ${feature}/`] : [];
+    });
+    expect(astray).toEqual([]);
+  });
+
+  it("a layer imports only the layers its rule names, and nothing imports an entry file", () => {
     const wrong: string[] = [];
     for (const module of all) {
-      const own = folderOf(module);
+      const own = layerOf(module);
       for (const imp of importsOf(module)) {
         if (imp.target === null) continue;
-        const theirs = folderOf(imp.target);
+        const theirs = layerOf(imp.target);
         if (theirs === null) {
           if (imp.target !== module) wrong.push(`${module} imports the entry file ${imp.target}`);
         } else if (own !== null && own !== theirs && !(MAY_IMPORT[own] ?? []).includes(theirs)) {
-          wrong.push(`${module} imports ${imp.target} (${own}/ may import ${(MAY_IMPORT[own] ?? []).join(", ") || "nothing"})`);
+          const may = (MAY_IMPORT[own] ?? []).join(", ") || "nothing";
+          wrong.push(`${module} (${own}) imports ${imp.target} (${theirs}): ${own} may import ${may}`);
         }
       }
     }
     expect(wrong).toEqual([]);
   });
 
-  it("the folders' rules go one way (a folder may import only folders listed before it)", () => {
+  it("the layers' rules go one way (a layer may import only layers listed before it)", () => {
     const order = Object.keys(MAY_IMPORT);
     const wrong = order.flatMap((folder, i) => (MAY_IMPORT[folder] ?? []).filter((dep) => order.indexOf(dep) < 0 || order.indexOf(dep) >= i).map((dep) => `${folder} → ${dep}`));
     expect(wrong).toEqual([]);

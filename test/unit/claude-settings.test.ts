@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CLAUDE_EVENT_NAMES, CLAUDE_GATE_EVENTS } from "../../extensions/teams-hooks/contract/claude.js";
-import { chainDirName } from "../../extensions/teams-hooks/runner/chain.js";
+import { chainDirName } from "../../extensions/teams-hooks/gates/chain.js";
 import { parseHookSettings } from "../../extensions/teams-hooks/settings/hook-line.js";
 import { claudeSettingsLine, claudeWrapperPath, planClaudeWrappers, type ClaudePlan } from "../../extensions/teams-hooks/settings/claude-settings.js";
 

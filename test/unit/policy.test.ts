@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gateName, type ChainHook } from "../../extensions/teams-hooks/runner/chain.js";
+import { gateName, type ChainHook } from "../../extensions/teams-hooks/gates/chain.js";
 import type { FailureAction, FollowupOwner, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";

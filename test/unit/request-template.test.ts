@@ -9,7 +9,7 @@ import { prepareContext } from "../../extensions/teams-hooks/contract/hook-run.j
 import { renderTemplate, templateProblems, templateSecretVariables } from "../../extensions/teams-hooks/contract/request-template.js";
 import { checkHooksBlock } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { HandlerSchema } from "../../extensions/teams-hooks/settings/handlers.js";
-import { handlerDefinitionText } from "../../extensions/teams-hooks/runner/trust.js";
+import { handlerDefinitionText } from "../../extensions/teams-hooks/trust/trust.js";
 import { makeInvocation } from "../helpers/invocation.js";
 
 const doc = prepareContext(makeInvocation({ task: { subject: 'Fix "quotes" and\nnewlines {{secret.CI_TOKEN}}', metadata: { ci: { branch: "feat/x" }, n: 3 } } })).doc;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
-import { planStart, startDenialOf, type StartGateInput } from "../../extensions/teams-hooks/policy/start-gate.js";
+import { planStart, startDenialOf, type StartGateInput } from "../../extensions/teams-hooks/event/start-gate.js";
 import type { SentLog } from "../../extensions/teams-hooks/team/sent-log.js";
 
 const NOW = "2026-12-02T10:00:00.000Z";

@@ -8,6 +8,7 @@
 import path from "node:path";
 import type { z } from "zod";
 import { type CliIo, type FlagValue, type ParsedArgs, settingsRows, str, teamSetupInput } from "./io.js";
+import { formFlags } from "./commands.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type ConfigView, type GateView, inspectConfig } from "../doctor/config-view.js";
@@ -23,7 +24,8 @@ import { terminalWidth } from "../text/terminal.js";
 const SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner", "failureMode", "limits"] as const satisfies ReadonlyArray<keyof EffectivePolicy | "failureMode" | "limits">;
 /** Each limit's flag, named as its key in `hooks.limits`. */
 const LIMIT_FLAGS: Readonly<Record<LimitName, string>> = { maxHooksPerEvent: "max-hooks-per-event", chainDeadlineMs: "chain-deadline-ms", maxPayloadBytes: "max-payload-bytes" };
-const SET_FLAGS = ["failure-action", "max-reopens", "followup-owner", "failure-mode", ...Object.values(LIMIT_FLAGS), "reset"] as const;
+/** What only `policy set` takes (the command table's), for a `policy get` given one. */
+const SET_FLAGS = formFlags("policy", "set").filter((flag) => !formFlags("policy", "get").includes(flag));
 
 export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;

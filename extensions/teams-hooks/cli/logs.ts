@@ -3,10 +3,11 @@
  * log in full, stats, or pruned. Parses flags and prints; the logs/ modules do the work.
  */
 import { type CliIo, type ParsedArgs, str, wholeNumber } from "./io.js";
+import { formFlags } from "./commands.js";
 import { HooksError } from "../contract/errors.js";
 import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
-import { type HookLogProblem, listHookLogNames, readHookLog } from "../runner/hook-log.js";
+import { type HookLogProblem, listHookLogNames, readHookLog } from "../logs/hook-log.js";
 import { type LogFilter, parseFilterText, parseTimeBound } from "../logs/filter.js";
 import { FOLLOW_WIDTHS, MIN_ID_PREFIX, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
 import { type LogPick, MAX_LISTED, pickNewest, pickRun, tableTime } from "../logs/find.js";
@@ -20,14 +21,12 @@ import type { TableLayout } from "../text/table.js";
 const SUBCOMMANDS = ["list", "show", "stats", "prune"] as const;
 type Subcommand = (typeof SUBCOMMANDS)[number];
 
-const TEAM = ["team-dir", "team", "json"];
-const FILTERS = ["event", "task", "member", "hook", "outcome", "since", "trigger", "limit"];
-/** The flags each subcommand takes; any other is a usage error naming it. */
+/** The flags each subcommand takes, as the command table has them; any other is a usage error naming it. */
 const ACCEPTS: Readonly<Record<Subcommand, readonly string[]>> = {
-  list: [...TEAM, ...FILTERS, "follow"],
-  show: [...TEAM, "task", "failed"],
-  stats: [...TEAM, ...FILTERS, "include-hand-runs"],
-  prune: [...TEAM, "keep", "older-than", "dry-run"],
+  list: formFlags("logs", ""),
+  show: formFlags("logs", "show"),
+  stats: formFlags("logs", "stats"),
+  prune: formFlags("logs", "prune"),
 };
 
 const DEFAULT_LIMIT = 50;

@@ -4,8 +4,9 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { type ErrorCode, HooksError, describeError, isHooksError } from "../contract/errors.js";
-import { commandHelp, mainHelp } from "../text/help.js";
+import { type CommandSpec, commandFlags, commandHelp, mainHelp, subcommandHelp } from "../text/help.js";
 import { didYouMean } from "../text/suggest.js";
+import { COMMANDS, PROGRAM, commandSpec } from "./commands.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
 
 // Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
@@ -20,7 +21,7 @@ const policyCommand: CommandFn = async (a, io) => (await import("./config.js")).
 const configCommand: CommandFn = async (a, io) => (await import("./config.js")).configCommand(a, io);
 const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
-const trustCommand: CommandFn = async (a, io) => (await import("./trust.js")).trustCommand(a, io);
+const trustCommand: CommandFn = async (a, io) => (await import("../trust/trust-command.js")).trustCommand(a, io);
 const serveCommand: CommandFn = async (a, io) => (await import("./serve.js")).serveCommand(a, io);
 
 /**
@@ -41,102 +42,40 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
 });
 
 
-const COMMANDS: Readonly<Record<string, { options: NonNullable<ParseArgsConfig["options"]>; run: CommandFn }>> = {
-  run: { options: runOptions(), run: runCommand },
-  decide: {
-    options: {
-      "team-dir": { type: "string" }, team: { type: "string" }, code: { type: "string" }, reason: { type: "string" }, message: { type: "string" }, by: { type: "string" },
-      "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
-      json: { type: "boolean" }, help: { type: "boolean", short: "h" },
-    },
-    run: decideCommand,
-  },
-  watch: { options: watchOptions(), run: watchCommand },
-  demo: { options: { help: { type: "boolean", short: "h" } }, run: demoCommand },
-  doctor: { options: { "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } }, run: doctorCommand },
-  init: {
-    options: { "hooks-dir": { type: "string" }, "team-dir": { type: "string" }, team: { type: "string" }, "from-claude": { type: "string" }, force: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-    run: initCommand,
-  },
-  policy: {
-    options: {
-      "team-dir": { type: "string" }, team: { type: "string" }, "failure-action": { type: "string" }, "max-reopens": { type: "string" }, "followup-owner": { type: "string" },
-      "failure-mode": { type: "string", multiple: true }, "max-hooks-per-event": { type: "string" }, "chain-deadline-ms": { type: "string" }, "max-payload-bytes": { type: "string" },
-      reset: { type: "boolean" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" },
-    },
-    run: policyCommand,
-  },
-  config: { options: teamOptions(), run: configCommand },
-  schema: { options: { help: { type: "boolean", short: "h" } }, run: schemaCommand },
-  trust: {
-    options: {
-      "team-dir": { type: "string" }, team: { type: "string" }, "hooks-dir": { type: "string" }, all: { type: "boolean" }, yes: { type: "boolean" },
-      json: { type: "boolean" }, help: { type: "boolean", short: "h" },
-    },
-    run: trustCommand,
-  },
-  logs: {
-    options: {
-      "team-dir": { type: "string" }, team: { type: "string" }, event: { type: "string" }, task: { type: "string" }, member: { type: "string" }, hook: { type: "string" },
-      outcome: { type: "string" }, since: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" }, follow: { type: "boolean", short: "f" },
-      trigger: { type: "string" }, "include-hand-runs": { type: "boolean" },
-      keep: { type: "string" }, "older-than": { type: "string" }, "dry-run": { type: "boolean" }, failed: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-    run: logsCommand,
-  },
-  serve: {
-    options: {
-      "teams-root": { type: "string" }, listen: { type: "string" }, "allow-remote": { type: "boolean" }, "rate-limit": { type: "string" },
-      name: { type: "string" }, scopes: { type: "string" }, teams: { type: "string" }, templates: { type: "string" }, json: { type: "boolean" }, url: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-    run: serveCommand,
-  },
+/** What each command of the table (cli/commands.ts) runs. */
+const RUNNERS: Readonly<Record<string, CommandFn>> = {
+  run: runCommand,
+  decide: decideCommand,
+  watch: watchCommand,
+  demo: demoCommand,
+  doctor: doctorCommand,
+  init: initCommand,
+  policy: policyCommand,
+  config: configCommand,
+  schema: schemaCommand,
+  logs: logsCommand,
+  trust: trustCommand,
+  serve: serveCommand,
 };
 
-function teamOptions(): NonNullable<ParseArgsConfig["options"]> {
-  return {
-    "team-dir": { type: "string" },
-    team: { type: "string" },
-    "task-list": { type: "string" },
-    lead: { type: "string" },
-    "hooks-dir": { type: "string" },
-    cwd: { type: "string" },
-    "timeout-ms": { type: "string" },
-    timeout: { type: "string" },
-    "failure-action": { type: "string" },
-    "max-reopens": { type: "string" },
-    "followup-owner": { type: "string" },
-    "trust-changes": { type: "boolean" },
-    "allow-insecure-hooks": { type: "boolean" },
-    json: { type: "boolean" },
-    help: { type: "boolean", short: "h" },
-  };
+type ParseOptions = NonNullable<ParseArgsConfig["options"]>;
+
+/** The parser's options of a command: each flag of its table entry, as the table declares it. */
+function parseOptions(spec: CommandSpec): ParseOptions {
+  const options: ParseOptions = {};
+  for (const flag of commandFlags(spec)) {
+    options[flag.name] = {
+      type: flag.type,
+      ...(flag.short ? { short: flag.short } : {}),
+      ...(flag.multiple ? { multiple: true } : {}),
+    };
+  }
+  return options;
 }
 
-function runOptions(): NonNullable<ParseArgsConfig["options"]> {
-  return {
-    ...teamOptions(),
-    task: { type: "string" },
-    member: { type: "string" },
-    timestamp: { type: "string" },
-    "apply-policy": { type: "boolean" },
-  };
-}
-
-function watchOptions(): NonNullable<ParseArgsConfig["options"]> {
-  return {
-    ...teamOptions(),
-    concurrency: { type: "string" },
-    inbox: { type: "string" },
-    "reconcile-ms": { type: "string" },
-    poll: { type: "boolean" },
-    "poll-interval-ms": { type: "string" },
-    "catch-up": { type: "boolean" },
-    once: { type: "boolean" },
-    verbose: { type: "boolean", short: "v" },
-  };
+/** `--help` of a command, or of the subcommands `words` name (`logs show`, `serve keys`). */
+function helpText(spec: CommandSpec, words: readonly string[]): string {
+  return subcommandHelp(spec, words) ?? commandHelp(spec);
 }
 
 export type { CliIo } from "./io.js";
@@ -144,34 +83,36 @@ export type { CliIo } from "./io.js";
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    const topic = name === "help" ? rest[0] : undefined;
-    io.stdout(topic && topic in COMMANDS ? (subcommandHelp(topic, rest[1]) ?? commandHelp(topic)) : mainHelp());
+    const topic = name === "help" && rest[0] !== undefined ? commandSpec(rest[0]) : undefined;
+    io.stdout(topic ? helpText(topic, rest.slice(1)) : mainHelp(PROGRAM, COMMANDS));
     return 0;
   }
   if (name === "--version" || name === "-v") {
     io.stdout(`${await packageVersion()}\n`);
     return 0;
   }
-  const command = COMMANDS[name];
-  if (!command) {
-    const names = Object.keys(COMMANDS);
+  const spec = commandSpec(name);
+  const run = RUNNERS[name];
+  if (!spec || !run) {
+    const names = COMMANDS.map((c) => c.name);
     io.stderr(`pi-teams-hooks: unknown command "${name}"${didYouMean(name, names)} (commands: ${names.join(", ")}; see --help)\n`);
     return 2;
   }
   try {
     let parsed: ParsedArgs;
+    const options = parseOptions(spec);
     try {
-      checkFlags(rest, command.options);
-      parsed = parseArgs({ args: [...rest], options: command.options, allowPositionals: true, strict: true });
+      checkFlags(rest, options);
+      parsed = parseArgs({ args: [...rest], options, allowPositionals: true, strict: true });
     } catch (error) {
       if (isHooksError(error)) throw error;
       throw new HooksError("E_USAGE", parseArgsMessage(error, rest), { cause: error });
     }
     if (parsed.values.help) {
-      io.stdout(subcommandHelp(name, parsed.positionals[0]) ?? commandHelp(name));
+      io.stdout(helpText(spec, parsed.positionals));
       return 0;
     }
-    return await command.run(parsed, io);
+    return await run(parsed, io);
   } catch (error) {
     if (isHooksError(error)) {
       io.stderr(`pi-teams-hooks ${name}: ${error.message}\n`);
@@ -184,34 +125,11 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
 }
 
 /**
- * The help of one subcommand (`logs show --help`, `help policy set`): its usage line and its entry,
- * cut from the command's help, with a pointer to the whole; null when `sub` is not one of its
- * subcommands (the whole help is shown then).
- */
-function subcommandHelp(name: string, sub: string | undefined): string | null {
-  if (sub === undefined || !/^[a-z]+$/.test(sub)) return null;
-  const lines = commandHelp(name).split("\n");
-  const at = lines.findIndex((line) => line.replace(/^Usage:\s*|^\s+/, "").startsWith(`pi-teams-hooks ${name} ${sub}`));
-  if (at < 0) return null;
-  const usage = [(lines[at] ?? "").replace(/^\s+|^Usage:\s*/g, "")];
-  // A usage that goes on over the next lines (indented, not another command's).
-  for (let i = at + 1; /^\s+\S/.test(lines[i] ?? "") && !(lines[i] ?? "").trim().startsWith("pi-teams-hooks"); i++) usage.push(`       ${(lines[i] ?? "").trim()}`);
-  const start = lines.findIndex((line) => line.startsWith(`  ${name} ${sub}`));
-  const entry: string[] = [];
-  for (let i = start; start >= 0 && i < lines.length; i++) {
-    const line = lines[i] ?? "";
-    if (i > start && !/^ {6,}\S/.test(line)) break; // the entry ends where the next one (or a blank) begins
-    entry.push(line);
-  }
-  return `Usage: ${usage.join("\n")}\n${entry.length > 0 ? `\n${entry.join("\n")}\n` : ""}\nEvery flag, and the exit status: pi-teams-hooks ${name} --help\n`;
-}
-
-/**
  * Every `--flag` and `-x` the command does not take, said in our words with the closest flag it does
  * take (`unknown flag --timout-ms (did you mean --timeout-ms?)`), before Node's parser words it.
  * Arguments after `--` are positionals.
  */
-function checkFlags(args: readonly string[], options: NonNullable<ParseArgsConfig["options"]>): void {
+function checkFlags(args: readonly string[], options: ParseOptions): void {
   const longs = Object.keys(options);
   const shorts = Object.entries(options).flatMap(([long, o]) => (o.short ? [[o.short, long] as const] : []));
   for (const arg of args) {

@@ -11,7 +11,7 @@ import type { CliIo, ParsedArgs } from "./io.js";
 import { ContextDocumentSchema } from "../contract/contract.js";
 import { TaskSchema, TeamConfigSchema, TeamIdentitySchema } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
-import { HookLogRecordSchema } from "../runner/hook-log.js";
+import { HookLogRecordSchema } from "../logs/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
 import { WritableFieldsSchema } from "../contract/merge-patch.js";
 import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";

@@ -9,21 +9,24 @@ import { HooksError } from "../contract/errors.js";
 import { piTeamsRoot } from "../team/attach-claim.js";
 import { requireDirectory } from "../team/paths.js";
 import { DEFAULT_LISTEN, isLoopback, parseListen, urlOf } from "../server/address.js";
-import { type KeyInfo, createKey, describeRate, keySpec, keysFile, listKeys, revokeKey } from "../server/keys.js";
+import { type KeyInfo, createKey, describeRate, describeTemplates, keySpec, keysFile } from "../server/keys.js";
+import { listKeys, revokeKey } from "../server/keys.js";
+import { tellLeadsOfAllTemplates } from "../server/key-notice.js";
 import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/rate-limit.js";
 import { startTaskServer } from "../server/server.js";
 import { createLoginToken } from "../server/web-auth.js";
 import { type CliIo, type ParsedArgs, str } from "./io.js";
+import { formFlags } from "./commands.js";
 import { type ColumnSpec, formatTable } from "../text/table.js";
 import { terminalWidth } from "../text/terminal.js";
 
-/** The flags each form takes (besides --teams-root and --help); any other is a usage error. */
+/** The flags each form takes (besides --help), as the command table has them; any other is a usage error. */
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
-  serve: ["listen", "allow-remote", "rate-limit"],
-  create: ["name", "scopes", "teams", "templates", "rate-limit", "url"],
-  list: ["json"],
-  revoke: [],
-  login: ["url"],
+  serve: formFlags("serve", ""),
+  create: formFlags("serve", "keys create"),
+  list: formFlags("serve", "keys list"),
+  revoke: formFlags("serve", "keys revoke"),
+  login: formFlags("serve", "keys login"),
 };
 
 export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -75,11 +78,34 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   io.stdout(`listening on ${server.url}\n`);
   io.stdout(allowRemote ? `dashboard at ${server.url}/ for keys with logs:read (a login link: pi-teams-hooks serve keys login NAME --url BASE)\n` : `dashboard at ${server.url}/ (this machine only: no key needed)\n`);
   io.stdout(`teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own rate\n`);
-  if (server.keyCount === 0) io.stderr(`warning: no API key yet, so every API request${allowRemote ? " and every dashboard request" : ""} is refused: pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM\n`);
+  if (server.keyCount === 0) {
+    const what = `every API request${allowRemote ? " and every dashboard request" : ""}`;
+    const fix = "pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM " +
+      "--templates SLUG";
+    io.stderr(`warning: no API key yet, so ${what} is refused: ${fix}\n`);
+  }
+  await warnLegacyKeys(teamsRoot, io);
   if (remote) io.stderr(`warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front (docs/security.md)\n`);
   await io.stopSignal;
   await server.close();
   return 0;
+}
+
+/** Keys made before an allowlist was required allow every template: said at start, as `keys list` marks them. */
+async function warnLegacyKeys(teamsRoot: string, io: CliIo): Promise<void> {
+  let keys: KeyInfo[];
+  try {
+    keys = await listKeys(teamsRoot);
+  } catch {
+    return; // an unreadable keys file: the server has said so already, and refuses every request
+  }
+  for (const key of keys.filter((k) => k.allTemplates === "legacy")) {
+    const fix = `pi-teams-hooks serve keys revoke ${key.name}, then create it with --templates SLUG,…`;
+    io.stderr(
+      `warning: key "${key.name}" (${key.prefix}) may use every template of its teams: ` +
+        `it was made before --templates was required (to limit it: ${fix})\n`,
+    );
+  }
 }
 
 async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
@@ -90,6 +116,7 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
     scopes: str(v.scopes),
     teams: str(v.teams),
     templates: str(v.templates),
+    allTemplates: v["all-templates"] === true,
     rateLimit: rateText === undefined ? null : parseRateLimit(rateText, "--rate-limit"),
   });
   const dashboard = spec.scopes.includes("logs:read");
@@ -98,6 +125,13 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
   const { key, info } = await createKey(teamsRoot, spec);
   io.stdout(`created key "${info.name}" (${info.prefix}) in ${keysFile(teamsRoot)}\n`);
   io.stdout(`${describeKey(info)}\n`);
+  if (info.templates === null) {
+    for (const notice of await tellLeadsOfAllTemplates(teamsRoot, info)) {
+      const team = `every template of team ${notice.team}`;
+      if ("inbox" in notice) io.stdout(`${team}: its lead ${notice.lead} was told in ${notice.inbox}\n`);
+      else io.stderr(`warning: ${team}: its lead was not told (${notice.notSent})\n`);
+    }
+  }
   if (dashboard) printLogin(io, info.name, base, await createLoginToken(teamsRoot, info.name));
   io.stdout("Store it now: it is shown only this once (only a salted hash is kept).\n");
   io.stdout(`${key}\n`);
@@ -118,7 +152,8 @@ async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Prom
     return 0;
   }
   const rows = [["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "CREATED"], ...keys.map((k) => [
-    k.name, k.prefix, k.scopes.join(","), k.teams.join(","), k.templates?.join(",") ?? "(all)", describeRate(k.rateLimit), k.createdAt,
+    k.name, k.prefix, k.scopes.join(","), k.teams.join(","), describeTemplates(k).replaceAll(", ", ","),
+    describeRate(k.rateLimit), k.createdAt,
   ])];
   const table = formatTable(rows, KEY_COLUMNS, { width: terminalWidth(io) });
   io.stdout(table.text);
@@ -173,9 +208,10 @@ function dashboardBase(text: string | undefined): URL {
   return url;
 }
 
-/** `scopes tasks:create, tasks:read; teams alpha, beta; templates (all); rate server default` */
+/** `scopes tasks:create, tasks:read; teams alpha, beta; templates deploy; rate server default` */
 function describeKey(info: KeyInfo): string {
-  return `scopes ${info.scopes.join(", ")}; teams ${info.teams.join(", ")}; templates ${info.templates?.join(", ") ?? "(all)"}; rate ${describeRate(info.rateLimit)}`;
+  const [scopes, teams] = [info.scopes.join(", "), info.teams.join(", ")];
+  return `scopes ${scopes}; teams ${teams}; templates ${describeTemplates(info)}; rate ${describeRate(info.rateLimit)}`;
 }
 
 /** `--teams-root`, else `PI_TEAMS_ROOT_DIR`, else pi's `~/.pi/agent/teams`; it must be a directory. */

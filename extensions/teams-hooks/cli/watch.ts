@@ -93,7 +93,7 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
         const v1 = entries.find((e) => e.kind === "v1");
         emit({ type: "hook", event, hook: v1?.path ?? null, chain: entries, skipped }, `hook ${event}: ${chainSummary(entries)}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
       }
-      // The handlers run after the files of their events (runner/chain.ts): one line each, URL and events.
+      // The handlers run after the files of their events (gates/chain.ts): one line each, URL and events.
       for (const h of setup.settings.handlers) {
         const gate = handlerGateName(h.name);
         const off = handlerEnabled(h) ? {} : { enabled: false };

@@ -31,7 +31,7 @@ export interface HookCommand {
  * a task event is held until a decision arrives.
  */
 export const RUN_OUTCOMES = ["passed", "failed", "error", "deferred"] as const;
-/** Refused before it ran, whatever the failure mode: the gate file is not the one trusted (runner/trust.ts). */
+/** Refused before it ran, whatever the failure mode: the gate file is not the one trusted (trust/trust.ts). */
 export const TRUST_ERROR_KINDS = ["untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"] as const;
 export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
 /**
@@ -120,7 +120,7 @@ export const RunResultSchema = z.object({
   hookSettings: z.string().optional(),
   /**
    * Optional global gates (`required=false`) of the event's chain that the team dropped — switched off,
-   * replaced or deleted — which needs no approval (runner/trust.ts): each with why it does not run.
+   * replaced or deleted — which needs no approval (trust/trust.ts): each with why it does not run.
    * Contract v1, additive.
    */
   droppedGates: z.array(z.looseObject({ path: z.string(), detail: z.string() })).optional(),

@@ -32,7 +32,7 @@ import { HooksError, describeError } from "../contract/errors.js";
 import { type LogFilter, recordMatches } from "../logs/filter.js";
 import { followLogs } from "../logs/follow.js";
 import { type LogRow, queryLogs } from "../logs/query.js";
-import { listHookLogNames } from "../runner/hook-log.js";
+import { listHookLogNames } from "../logs/hook-log.js";
 import { hookLogsDir } from "../team/paths.js";
 import { ConnectionTables, kernelBacklog } from "./backlog.js";
 import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, timeOfRow } from "./runs.js";

@@ -12,13 +12,13 @@ import { describeError } from "../contract/errors.js";
 import { inspectConfig } from "../doctor/config-view.js";
 import { percentile, statsSample } from "../logs/stats.js";
 import { triggerOf } from "../logs/record.js";
-import type { HookLogRecord } from "../runner/hook-log.js";
+import type { HookLogRecord } from "../logs/hook-log.js";
 import { streamLogs } from "../logs/query.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { type Html, html, queryString } from "./html.js";
 import { durationText, rateText, timeOf } from "./layout.js";
 import { heldGates, type HeldGate, type TeamRef } from "./teams.js";
-import { type HeldEvent, readHolds } from "../team/holds-file.js";
+import { type HeldEvent, readHolds } from "../trust/holds-file.js";
 
 const DAY_MS = 86_400_000;
 export const CHART_DAYS = 7;

@@ -8,7 +8,7 @@ import { formatShow, hookName, policyActions, runWord, decisionWord, shortRunId 
 import { pickRun } from "../logs/find.js";
 import type { LogRow } from "../logs/query.js";
 import { taskIdOf } from "../logs/record.js";
-import { readHookLog } from "../runner/hook-log.js";
+import { readHookLog } from "../logs/hook-log.js";
 import { type Html, html, queryString } from "./html.js";
 import { durationText, outcomeBadge, timeOf } from "./layout.js";
 import { runHref } from "./overview.js";

@@ -9,7 +9,7 @@ import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "
 import { actionsText, rowCells, shortRunId } from "../logs/format.js";
 import { LOG_OUTCOMES, triggerOf } from "../logs/record.js";
 import { type LogRow, queryLogs, streamLogs } from "../logs/query.js";
-import { HOOK_TRIGGERS, compareHookLogNames } from "../runner/hook-log.js";
+import { HOOK_TRIGGERS, compareHookLogNames } from "../logs/hook-log.js";
 import { type Html, html, plainText, queryString } from "./html.js";
 import { outcomeKind, timeParts } from "./layout.js";
 import { runHref } from "./overview.js";

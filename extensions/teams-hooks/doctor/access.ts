@@ -21,7 +21,7 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { approvedFile } from "../runner/trust-store.js";
+import { approvedFile } from "../trust/trust-store.js";
 import { hookLogsDir, leaderStateDir, tasksDir } from "../team/paths.js";
 import type { Check } from "./gate-checks.js";
 

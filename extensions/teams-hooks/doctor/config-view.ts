@@ -7,11 +7,11 @@
  */
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
-import { CHAIN_SKIP_CODES, chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../runner/chain.js";
+import { CHAIN_SKIP_CODES, chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../gates/chain.js";
 import { SKIP_LEVEL } from "./gate-checks.js";
-import { insecurity, readHookSettings } from "../runner/discover.js";
-import { checkChainTrust, fingerprint, type ChainTrust } from "../runner/trust.js";
-import { readTrustInForce, trustFile } from "../runner/trust-store.js";
+import { insecurity, readHookSettings } from "../gates/discover.js";
+import { checkChainTrust, fingerprint, type ChainTrust } from "../trust/trust.js";
+import { readTrustInForce, trustFile } from "../trust/trust-store.js";
 import { describeSettings } from "../settings/hook-line.js";
 import { handlerEnabled } from "../settings/handlers.js";
 import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";

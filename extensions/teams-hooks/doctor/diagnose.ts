@@ -15,7 +15,7 @@
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
-import { discoverChains, teamHooksDir } from "../runner/chain.js";
+import { discoverChains, teamHooksDir } from "../gates/chain.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, type EventHookReport } from "./hooks.js";
 import { statOrNull, type Check } from "./gate-checks.js";
@@ -26,8 +26,8 @@ import { resolveSettings, settingsReport, type SettingsReport } from "../setting
 import { resolveHooksDir, tasksDir } from "../team/paths.js";
 import { readAllTasks } from "../team/tasks.js";
 import { loadTeamConfig, type LoadedTeamConfig } from "../team/config.js";
-import { checkChainTrust } from "../runner/trust.js";
-import { readTrustInForce } from "../runner/trust-store.js";
+import { checkChainTrust } from "../trust/trust.js";
+import { readTrustInForce } from "../trust/trust-store.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
 import { diagnoseAccess, type AccessReport } from "./access.js";

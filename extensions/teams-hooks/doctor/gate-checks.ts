@@ -8,10 +8,10 @@
 import type { Stats } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
-import { chainDirName, discoverChains, gateName } from "../runner/chain.js";
-import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkipCode } from "../runner/chain.js";
+import { chainDirName, discoverChains, gateName } from "../gates/chain.js";
+import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkipCode } from "../gates/chain.js";
 import type { HookEventName } from "../contract/contract.js";
-import { findStrayHookFiles, insecurity, readHookSettings, type StrayHookFile } from "../runner/discover.js";
+import { findStrayHookFiles, insecurity, readHookSettings, type StrayHookFile } from "../gates/discover.js";
 import type { HandlerDef } from "../settings/handlers.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import type { Projection } from "../settings/privacy.js";

@@ -3,14 +3,14 @@
  * declared for it — where it posts and how (its method, a body template, an answer that holds), its
  * header names, each secret's variable (a header's or a `{{secret.…}}` of the body) and whether it
  * is set in this environment, whether requests are signed, its timeout — and its trust state (a
- * handler is a gate trusted by its definition, runner/trust.ts), plus every trusted handler that no
+ * handler is a gate trusted by its definition, trust/trust.ts), plus every trusted handler that no
  * longer runs for the event. Secret values are never read into the report: only whether they are set.
  * Data only; doctor/diagnose.ts assembles the report.
  */
 import type { HookEventName } from "../contract/contract.js";
 import { templateSecretVariables } from "../contract/request-template.js";
-import type { ChainDiscovery } from "../runner/chain.js";
-import type { ChainTrust } from "../runner/trust.js";
+import type { ChainDiscovery } from "../gates/chain.js";
+import type { ChainTrust } from "../trust/trust.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { Check } from "./gate-checks.js";
 

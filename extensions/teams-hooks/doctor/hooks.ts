@@ -1,7 +1,7 @@
 /**
  * The hooks half of doctor: for each event, which file would run and why, every candidate skipped or
  * shadowed and why, and whether the chosen file can really start the way the leader starts it (a `#!`
- * line, CRLF, the interpreter on PATH, bash for `.sh`); then the event's whole chain (runner/chain.ts:
+ * line, CRLF, the interpreter on PATH, bash for `.sh`); then the event's whole chain (gates/chain.ts:
  * the `on_<event>.d/` files and the team layer), each hook checked the same way and each skipped file
  * with its reason. The checks that start nothing (skipped files, settings lines, stray names) are
  * doctor/gate-checks.ts's, which `run` and `watch` warn with. Data only; doctor/diagnose.ts assembles
@@ -10,11 +10,11 @@
 import { constants as fsConstants, statSync, type Stats } from "node:fs";
 import { access, open } from "node:fs/promises";
 import path from "node:path";
-import { gateDisplayName } from "../runner/chain.js";
-import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkip } from "../runner/chain.js";
+import { gateDisplayName } from "../gates/chain.js";
+import type { ChainDiscovery, ChainHook, ChainLayer, ChainSkip } from "../gates/chain.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
-import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../runner/discover.js";
+import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../gates/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import type { HandlerReport } from "./handlers.js";
 import { chainSkipChecks, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
@@ -54,7 +54,7 @@ export interface ChainHookReport {
 export interface ChainReport {
   /** Everything that runs for the event, in order, from both layers. */
   hooks: ChainHookReport[];
-  /** Every file looked at that does not run, with why (as runner/chain.ts reports it). */
+  /** Every file looked at that does not run, with why (as gates/chain.ts reports it). */
   skipped: ChainSkip[];
   /** Findings beyond the global v1 file (those are in the event's `checks`): each other hook, each skip. */
   checks: Check[];
@@ -180,8 +180,12 @@ function settingsField(read: HookSettingsRead | null): { settings?: string } {
   return read?.ok && read.settings ? { settings: describeSettings(read.settings) } : {};
 }
 
-/** Whether a hook can start as the leader would start it. `label` names it in messages (default: its file name). */
-async function checkRunnable(hook: HookCommand, env: Env, cwd: string, label?: string): Promise<Check[]> {
+/**
+ * Whether a hook can start as the leader would start it: the first check says so (`ok` or `error`),
+ * the rest are worth knowing (a `.sh` with another `#!`, a file others can rewrite). `label` names it
+ * in messages (default: its file name). Also gate readiness's `executable` (doctor/readiness.ts).
+ */
+export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, label?: string): Promise<Check[]> {
   const file = hook.hookPath;
   const name = label ?? path.basename(file);
   const checks: Check[] = [];

@@ -6,7 +6,7 @@
  * its value. Data only; doctor/diagnose.ts assembles the report.
  */
 import type { HookEventName } from "../contract/contract.js";
-import { gateName, type ChainDiscovery } from "../runner/chain.js";
+import { gateName, type ChainDiscovery } from "../gates/chain.js";
 import { MIN_TEAM_SECRET_CHARS } from "../runner/redact.js";
 import type { SettingsReport } from "../settings/hooks-config.js";
 import { secretEnvNames } from "../settings/privacy.js";

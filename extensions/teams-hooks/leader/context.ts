@@ -6,16 +6,16 @@
  */
 import { HooksError, describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
-import { sendOnce } from "../policy/remediate.js";
-import { TrustState } from "../runner/trust-store.js";
+import { sendOnce } from "../event/remediate.js";
+import { TrustState } from "../trust/trust-store.js";
 import type { LeaderLock } from "../team/leader-lock.js";
 import { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
 import { taskFile } from "../team/paths.js";
 import type { DirWatcher } from "../team/watch.js";
 import { formatDuration } from "../text/messages.js";
-import type { Deferrals } from "./deferrals.js";
-import type { Holds } from "./holds.js";
+import type { Deferrals } from "../held/deferrals.js";
+import type { Holds } from "../trust/holds.js";
 import type { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, WhyNotice } from "./notices.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";

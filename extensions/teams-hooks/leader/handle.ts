@@ -1,6 +1,6 @@
 /**
  * One event in the leader, from the queue to the ledger: whether it is new (not done, not queued, not
- * history), the ledger's record of its start, the invocation (invoke/invoke.ts), and its settling: a
+ * history), the ledger's record of its start, the invocation (event/invoke.ts), and its settling: a
  * policy that could not be applied is tried again a few times and then given up loudly, a write that
  * failed is tried again until it works, and only then is the key recorded as done.
  */
@@ -13,11 +13,11 @@ import { markRead } from "../team/mailbox.js";
 import { sentId } from "../team/sent-log.js";
 import { describeFailure, formatDuration, heldSummary, missingSecretWarning, policyGivenUpText } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
-import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
-import { invokeEvent, type InvokeOutcome } from "../invoke/invoke.js";
-import { gateName } from "../runner/chain.js";
+import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
+import { invokeEvent, type InvokeOutcome } from "../event/invoke.js";
+import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
-import type { GateMemory } from "../policy/remediate.js";
+import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
@@ -289,7 +289,7 @@ export class EventHandler {
 
 }
 
-/** The leader's memory of its tasks' gate lives, as the policy reads it (policy/remediate.ts GateMemory). */
+/** The leader's memory of its tasks' gate lives, as the policy reads it (event/remediate.ts GateMemory). */
 export function ledgerMemory(ledger: Ledger): GateMemory {
   return { round: (id) => ledger.task(id).round, root: (id) => ledger.task(id).root, spent: (id) => ledger.task(id).spent };
 }

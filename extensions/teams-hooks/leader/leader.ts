@@ -21,14 +21,14 @@
  * shared context.ts.
  */
 import { HooksError, describeError } from "../contract/errors.js";
-import { discoverChains } from "../runner/chain.js";
+import { discoverChains } from "../gates/chain.js";
 import { terminateAllRuns } from "../runner/run.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/watch.js";
 import { LeaderContext } from "./context.js";
-import { Deferrals } from "./deferrals.js";
-import { Holds } from "./holds.js";
-import { refreshStartGate, takeTrust } from "./gate-trust.js";
+import { Deferrals } from "../held/deferrals.js";
+import { Holds } from "../trust/holds.js";
+import { refreshStartGate, takeTrust } from "../trust/gate-trust.js";
 import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
 import { Ledger } from "./ledger.js";

@@ -4,7 +4,7 @@
  * `LeaderOptions.report`. The leader never prints; its callers decide what a notice looks like.
  */
 import type { HookEventName } from "../contract/contract.js";
-import type { ChainDiscovery } from "../runner/chain.js";
+import type { ChainDiscovery } from "../gates/chain.js";
 import type { TeamSetup } from "../team/setup.js";
 
 export type LeaderState = "starting" | "watching" | "stopping" | "stopped";
@@ -114,7 +114,7 @@ export interface EventReport {
   deferral?: { runId: string; expiresAt: string };
   /** Every gate of the event was skipped by its matchers or is in shadow mode: nothing judged it (the summary says what each did). */
   noGateInForce?: true;
-  /** The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault (leader/holds.ts). */
+  /** The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault (trust/holds.ts). */
   held?: "approval" | "fault";
   /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */
   nonBlocking?: string;

@@ -7,12 +7,12 @@ import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, re
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
-import { listHookLogs, readHookLog } from "../runner/hook-log.js";
+import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { removeRunCopies, removeRunFiles } from "../runner/run-files.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
-import { deferralOfLog, writeDeferral } from "../invoke/deferral.js";
+import { deferralOfLog, writeDeferral } from "../held/deferral.js";
 import { type FirstStart, type LeaderContext, forEachYielding } from "./context.js";
 import type { TaskLook } from "./sources.js";
 

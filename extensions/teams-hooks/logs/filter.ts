@@ -1,11 +1,11 @@
 /**
  * What `logs` keeps: the filter, what a log's file name says (its time, event, and task or member
- * suffix: runner/hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so
+ * suffix: logs/hook-log.ts `hookLogStem`), and time bounds. Filters are tried on the name first, so
  * that a query opens only the files that can match; the record decides the rest. Pure.
  */
 import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import { HOOK_TRIGGERS, type HookLogRecord, type HookTrigger } from "../runner/hook-log.js";
+import { HOOK_TRIGGERS, type HookLogRecord, type HookTrigger } from "./hook-log.js";
 import { hookName } from "./format.js";
 import { LOG_OUTCOMES, type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
 import { sanitizeName } from "../team/paths.js";
@@ -35,7 +35,7 @@ export interface LogNameInfo {
 const NAME = new RegExp(`^\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}-\\d{3}Z_(${HOOK_EVENTS.join("|")})(_.*)?\\.json$`);
 /** Where the event starts in a name NAME accepts: after `2026-03-01T09-12-44-046Z_`. */
 const EVENT_AT = 25;
-/** runner/hook-log.ts cuts suffix values to this many characters. */
+/** logs/hook-log.ts cuts suffix values to this many characters. */
 const SUFFIX_CHARS = 64;
 /** Midnight (UTC) of each date seen: most names of a folder share a few dates. */
 const dayStart = new Map<string, number>();

@@ -5,7 +5,7 @@
  * never guessed between.
  */
 import path from "node:path";
-import { type HookLogEntry, listHookLogs } from "../runner/hook-log.js";
+import { type HookLogEntry, listHookLogs } from "./hook-log.js";
 import type { LogFilter } from "./filter.js";
 import { MIN_ID_PREFIX, shortRunId, splitRunId } from "./format.js";
 import { type LogRow, type ProblemSink, queryLogs, readCandidates, readLogsHolding } from "./query.js";

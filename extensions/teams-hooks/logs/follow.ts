@@ -3,7 +3,7 @@
  * that only `--follow` loads the watcher (team/watch.ts, chokidar).
  */
 import { describeError } from "../contract/errors.js";
-import { isHookLogName, listHookLogNames } from "../runner/hook-log.js";
+import { isHookLogName, listHookLogNames } from "./hook-log.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
 import { type Candidate, type LogRow, type ProblemSink, readCandidates } from "./query.js";
 import { hookLogsDir } from "../team/paths.js";

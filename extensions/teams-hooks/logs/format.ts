@@ -4,7 +4,7 @@
 import path from "node:path";
 import { truncateText } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import type { HookLogRecord } from "../runner/hook-log.js";
+import type { HookLogRecord } from "./hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
 import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
 import { formatDuration, formatSpan } from "../text/messages.js";
@@ -80,7 +80,7 @@ export const HAND_MARK = "by hand";
 
 /** Characters of a run id's UUID a short id keeps: 32 bits, unique in practice, short enough to type. */
 export const SHORT_ID_CHARS = 8;
-/** A run id the project writes: a UUID, and for a chain's later hooks `.2`, `.3`… (invoke/chain-run.ts). */
+/** A run id the project writes: a UUID, and for a chain's later hooks `.2`, `.3`… (event/chain-run.ts). */
 const UUID_RUN_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\.\d+)?$/;
 
 /** A run id as its UUID and its chain position (`.2`, or empty); any other id is all base. */

@@ -1,7 +1,7 @@
 /**
  * Reading hook logs for people: query the folder (filters, the newest N), search it, and prune it.
  * A file that is not a log goes to `onProblem` and is skipped, never thrown. What the folder holds is
- * decided by runner/hook-log.ts (names, the schema, `readHookLog`); this module reads the common case
+ * decided by logs/hook-log.ts (names, the schema, `readHookLog`); this module reads the common case
  * faster (synchronous reads into one buffer) and hands everything else to `readHookLog`, which names
  * the problem.
  */
@@ -18,7 +18,7 @@ import {
   listHookLogNames,
   listHookLogs,
   readHookLog,
-} from "../runner/hook-log.js";
+} from "./hook-log.js";
 import { READ_FLAGS } from "../team/json-file.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
 import { hookLogsDir } from "../team/paths.js";
@@ -139,7 +139,7 @@ async function placeInTime(dir: string, names: readonly string[], filter: LogFil
  * Reads candidates in order; problems are reported and dropped, vanished files dropped silently. Fast
  * path: a small file is read synchronously into one buffer and checked by the schema — for thousands
  * of small files that is several times quicker than an async read each (bench/logs.mjs). Anything
- * else (a large, unreadable, corrupt or foreign file) goes through runner/hook-log.ts `readHookLog`,
+ * else (a large, unreadable, corrupt or foreign file) goes through logs/hook-log.ts `readHookLog`,
  * which names the problem. The event loop gets a turn every `YIELD_EVERY` files.
  */
 export async function readCandidates(dir: string, batch: readonly Candidate[], onProblem: ProblemSink, onRow: (row: LogRow) => void): Promise<void> {

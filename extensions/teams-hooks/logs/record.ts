@@ -2,7 +2,7 @@
  * One hook log record as `logs` sees it: what fired it, its outcome and its task. Pure.
  */
 import type { RunResult } from "../contract/hook-run.js";
-import type { HookLogRecord, HookTrigger } from "../runner/hook-log.js";
+import type { HookLogRecord, HookTrigger } from "./hook-log.js";
 
 /** What fired a log's event: its `trigger`, and `leader` for a log written before there was one. */
 export function triggerOf(record: Pick<HookLogRecord, "trigger">): HookTrigger {

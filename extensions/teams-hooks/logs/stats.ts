@@ -3,7 +3,7 @@
  * computed from small samples (not whole records) and printed as a table or NDJSON. Pure.
  */
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import type { HookLogRecord } from "../runner/hook-log.js";
+import type { HookLogRecord } from "./hook-log.js";
 import { formatDuration } from "../text/messages.js";
 import { hookName, oneLine } from "./format.js";
 import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";

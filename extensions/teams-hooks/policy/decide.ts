@@ -43,7 +43,7 @@ export interface DecideInput {
   /** A fresh copy read under the task lock, or null when the file is gone. */
   task: Task | null;
   policy: EffectivePolicy;
-  /** The gate's name (runner/chain.ts gateName): `on_task_completed`, or `on_task_completed.d/10-lint.sh`. */
+  /** The gate's name (gates/chain.ts gateName): `on_task_completed`, or `on_task_completed.d/10-lint.sh`. */
   hookName: string;
   /** The member who caused the event, when known. */
   member: string | null;

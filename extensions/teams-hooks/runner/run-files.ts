@@ -52,7 +52,7 @@ export function removeRunFiles(runId: string): number {
 /**
  * The private copy a run starts of its gate's checked bytes (runner/run.ts), beside the gate so that
  * its folder, imports and node_modules resolve as the gate's own: `.<name>.pi-run-<run id><ext>`.
- * Discovery never takes such a name for a gate (runner/chain.ts).
+ * Discovery never takes such a name for a gate (gates/chain.ts).
  */
 export function runCopyPath(gate: string, runId: string): string {
   return path.join(path.dirname(gate), runCopyName(path.basename(gate), sanitizeName(runId)));

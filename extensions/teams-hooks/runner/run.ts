@@ -2,7 +2,7 @@
  * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
  *
  * Life of a run: write the context file → write the private copy of the gate's checked bytes
- * (runCopyPath) → spawn that copy (spawn/process.ts: no shell, own process group, the context file
+ * (runCopyPath) → spawn that copy (runner/process.ts: no shell, own process group, the context file
  * as its stdin) → our own timer races the exit → on timeout, terminate the group
  * (terminate.ts); on exit, give the pipes a drain window, because a background child may still hold
  * them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers →
@@ -17,7 +17,7 @@ import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, 
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import { startProcess, type ExitStatus, type OutputSource } from "../spawn/process.js";
+import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
@@ -70,7 +70,7 @@ export interface RunHookOptions {
    */
   redact?: Redactor;
   /**
-   * The gate's bytes as they were checked (runner/trust.ts snapshotChain). What runs is a private
+   * The gate's bytes as they were checked (trust/trust.ts snapshotChain). What runs is a private
    * copy of them made for this run (runCopyPath: beside the gate, so that its folder, its imports and
    * node_modules resolve as the gate's own; in a private temp folder when the gate's folder cannot be
    * written), not the gate's path: a rename, a symlink flipped or an edit after the check changes

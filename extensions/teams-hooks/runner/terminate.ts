@@ -128,7 +128,7 @@ export async function groupMembers(pgid: number): Promise<number[]> {
 export async function findProcessesByRunId(runId: string, opts: { chain?: boolean } = {}): Promise<number[]> {
   if (runId.length === 0 || runId.includes("\0")) return [];
   const needles = [Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}\0`)];
-  // The later hooks of a chain run as `<runId>.2`, `<runId>.3`… (invoke/invoke.ts): the whole family.
+  // The later hooks of a chain run as `<runId>.2`, `<runId>.3`… (event/invoke.ts): the whole family.
   if (opts.chain) needles.push(Buffer.from(`PI_TEAMS_HOOK_RUN_ID=${runId}.`));
   const found = await Promise.all(
     (await listPids()).map(async (pid) => {

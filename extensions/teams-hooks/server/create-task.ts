@@ -27,7 +27,7 @@ import { DEFAULT_LOCK_TIMEOUT_MS, withLock } from "../team/lock.js";
 import { leaderStateDir, taskFile } from "../team/paths.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask } from "../team/tasks.js";
-import { sendOnce } from "../policy/remediate.js";
+import { sendOnce } from "../event/remediate.js";
 import { ApiError, listProblems } from "./answers.js";
 import { findTemplate, matchParameters, renderTask } from "./templates.js";
 

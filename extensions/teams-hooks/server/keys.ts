@@ -23,7 +23,7 @@ import { withLock } from "../team/lock.js";
 import { isTeamName } from "../team/paths.js";
 import { type RateLimit, formatRateLimit } from "./rate-limit.js";
 
-export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "logs:read"] as const;
+export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "gates:read", "logs:read"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const KEY_PATTERN = /^pth_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
@@ -48,8 +48,15 @@ const KeyRecordSchema = z.object({
   hash: HashSchema,
   scopes: z.array(z.enum(SCOPES)),
   teams: z.array(z.string().refine((team) => isTeamName(team), "must be a team dir name (letters, digits, _ and -, not starting with _)")),
-  /** Template slugs (lower case) this key may create from; null: every template of its teams. */
-  templates: z.array(z.string().regex(SLUG, "must be a lower-case template slug")).nullable(),
+  /**
+   * Template slugs (lower case) this key may use. Empty or absent: none. null: every template of its
+   * teams, written with `allTemplates: true` by `keys create --all-templates`; a record with null and
+   * no `allTemplates` was written before the allowlist was required, when null was the default, and
+   * keeps its meaning (`keys list` marks it). See docs/security.md "The task API's keys".
+   */
+  templates: z.array(z.string().regex(SLUG, "must be a lower-case template slug")).nullable().optional(),
+  /** Written with `templates: null` by `--all-templates` (a version without it reads null as every template too). */
+  allTemplates: z.literal(true).optional(),
   /** This key's own rate; null: the server's. */
   rateLimit: RateLimitSchema.nullable(),
   createdAt: z.string(),
@@ -66,7 +73,13 @@ export interface KeyInfo {
   prefix: string;
   scopes: Scope[];
   teams: string[];
+  /** The templates it may use (empty: none); null: every template of its teams. */
   templates: string[] | null;
+  /**
+   * How it came to allow every template (null: it does not): `all-templates` (`keys create
+   * --all-templates`), or `legacy` (made before an allowlist was required, when that was the default).
+   */
+  allTemplates: "all-templates" | "legacy" | null;
   rateLimit: RateLimit | null;
   createdAt: string;
 }
@@ -75,9 +88,13 @@ export interface KeySpec {
   name: string;
   scopes: Scope[];
   teams: string[];
+  /** The templates it may use (empty: none); null: every template (`--all-templates`). */
   templates: string[] | null;
   rateLimit: RateLimit | null;
 }
+
+/** The scopes a key's templates limit: a key with one of them needs `--templates` or `--all-templates`. */
+export const TEMPLATE_SCOPES: readonly Scope[] = ["tasks:create", "tasks:read", "gates:decide"];
 
 export function keysFile(teamsRoot: string): string {
   return path.join(teamsRoot, ".pi-teams-hooks", "keys.json");
@@ -87,17 +104,36 @@ export function keysFile(teamsRoot: string): string {
  * A key's spec from the command line's comma lists; E_USAGE naming the flag and the value. Team names
  * are team dir names under the teams root (`_hooks` and other `_`/`.` names are not teams).
  */
-export function keySpec(input: { name: string | undefined; scopes: string | undefined; teams: string | undefined; templates: string | undefined; rateLimit: RateLimit | null }): KeySpec {
+export function keySpec(input: {
+  name: string | undefined;
+  scopes: string | undefined;
+  teams: string | undefined;
+  templates: string | undefined;
+  allTemplates?: boolean;
+  rateLimit: RateLimit | null;
+}): KeySpec {
   const { name } = input;
   if (name === undefined || !KEY_NAME.test(name)) throw new HooksError("E_USAGE", `--name ${name === undefined ? "is required" : `"${name}" must be letters, digits, _ . - (at most 64, starting with a letter or digit)`}`);
   const scopes = list(input.scopes, "--scopes");
   for (const scope of scopes) if (!(SCOPES as readonly string[]).includes(scope)) throw new HooksError("E_USAGE", `--scopes: unknown scope "${scope}" (scopes: ${SCOPES.join(", ")})`);
   const teams = list(input.teams, "--teams");
   for (const team of teams) if (!isTeamName(team)) throw new HooksError("E_USAGE", `--teams: "${team}" is not a team dir name (letters, digits, _ and -, not starting with _)`);
-  let templates: string[] | null = null;
+  const all = input.allTemplates === true;
+  if (all && input.templates !== undefined) {
+    throw new HooksError("E_USAGE", "--templates and --all-templates: give one of them");
+  }
+  let templates: string[] | null = all ? null : [];
   if (input.templates !== undefined) {
     templates = list(input.templates, "--templates").map((t) => t.toLowerCase());
     for (const slug of templates) if (!SLUG.test(slug)) throw new HooksError("E_USAGE", `--templates: "${slug}" is not a template slug`);
+  } else if (!all && scopes.some((s) => (TEMPLATE_SCOPES as readonly string[]).includes(s))) {
+    // An empty allowlist allows nothing: a key that could use templates says which, or says every one.
+    const limited = TEMPLATE_SCOPES.filter((s) => scopes.includes(s)).join(", ");
+    throw new HooksError(
+      "E_USAGE",
+      `--templates is required for a key with ${limited}: the templates it may use (--templates deploy,review), ` +
+        "or --all-templates for every template of its teams",
+    );
   }
   return { name, scopes: unique(scopes) as Scope[], teams: unique(teams), templates: templates && unique(templates), rateLimit: input.rateLimit };
 }
@@ -130,6 +166,7 @@ export async function createKey(teamsRoot: string, spec: KeySpec, now: Date = ne
         scopes: spec.scopes,
         teams: spec.teams,
         templates: spec.templates,
+        ...(spec.templates === null ? { allTemplates: true as const } : {}),
         rateLimit: spec.rateLimit,
         salt: salt.toString("hex"),
         hash: hashKey(salt, key).toString("hex"),
@@ -311,7 +348,12 @@ export class KeyStore {
       // Whoever can write the teams root can add a key: every change is said, with what the key may do.
       const old = new Map(before.map((r) => [r.id, r]));
       const now = new Set(records.map((r) => r.id));
-      for (const r of records) if (!old.has(r.id)) this.#log("info", `key added: "${r.name}" (pth_${r.id}): scopes ${r.scopes.join(", ")}; teams ${r.teams.join(", ")}`);
+      for (const r of records) {
+        if (old.has(r.id)) continue;
+        const [scopes, teams, templates] = [r.scopes.join(", "), r.teams.join(", "), describeTemplates(infoOf(r))];
+        const what = `scopes ${scopes}; teams ${teams}; templates ${templates}`;
+        this.#log("info", `key added: "${r.name}" (pth_${r.id}): ${what}`);
+      }
       for (const r of before) if (!now.has(r.id)) this.#log("info", `key removed: "${r.name}" (pth_${r.id})`);
     }
   }
@@ -323,8 +365,19 @@ function hashKey(salt: Buffer, key: string): Buffer {
   return createHash("sha256").update(salt).update(key, "utf8").digest();
 }
 
+const LEGACY_WORDS = "made before --templates was required";
+
 function infoOf(record: KeyRecord): KeyInfo {
-  return { name: record.name, prefix: `pth_${record.id}`, scopes: record.scopes, teams: record.teams, templates: record.templates, rateLimit: record.rateLimit, createdAt: record.createdAt };
+  const templates = record.templates === undefined ? [] : record.templates;
+  const allTemplates = templates !== null ? null : record.allTemplates ? "all-templates" : "legacy";
+  const { name, scopes, teams, rateLimit, createdAt } = record;
+  return { name, prefix: `pth_${record.id}`, scopes, teams, templates, allTemplates, rateLimit, createdAt };
+}
+
+/** `deploy, review`, `(none)`, `(all)`, or `(all: made before --templates was required)`: keys list, serve's output. */
+export function describeTemplates(info: Pick<KeyInfo, "templates" | "allTemplates">): string {
+  if (info.templates === null) return info.allTemplates === "legacy" ? `(all: ${LEGACY_WORDS})` : "(all)";
+  return info.templates.length === 0 ? "(none)" : info.templates.join(", ");
 }
 
 /** The records of the file; none when it is missing; E_CONFIG when it is not a keys file. */

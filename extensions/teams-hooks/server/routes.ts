@@ -13,8 +13,13 @@
  *
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
- *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial, updatedAt}
- *                                                            (a confidential team's: no reason, no code in startDenial)
+ *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial,
+ *                                                            updatedAt, decidingRun, createdBy} (a confidential
+ *                                                            team's: no reason or code in startDenial, no summary
+ *                                                            or code in decidingRun)
+ *   GET  /api/v1/teams/{team}/gates            gates:read    → 200 the team's gate readiness (doctor/readiness.ts)
+ *   GET  /api/v1/teams/{team}/runs?…           logs:read     → 200 a page of runs, the filters of `logs`, `before`
+ *                                                            (a confidential team's: no summary, code or stderr)
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
  *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
  *                                                            → 200 applied, 202 recorded (the team's leader applies it)
@@ -24,14 +29,16 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult, heldSoon } from "../invoke/decision.js";
-import { readDeferral } from "../invoke/deferral.js";
-import { startDenialOf } from "../policy/start-gate.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../held/decision.js";
+import { readDeferral } from "../held/deferral.js";
+import { startDenialOf } from "../event/start-gate.js";
 import { resolveSettings } from "../settings/hooks-config.js";
 import type { LoadedTeamConfig } from "../team/config.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
+import { createdByOf, decidingRunOf } from "./task-status.js";
+import { gatesView, runsPage } from "./team-views.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import { type KeyInfo, type KeyStore, type Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
@@ -60,12 +67,16 @@ export interface ApiRequest {
   path: string;
   authorization: string | undefined;
   idempotencyKey: string | undefined;
+  /** The request target's query (`?outcome=failed&since=24h`). */
+  query: URLSearchParams;
   body(): Promise<Buffer>;
 }
 
 const TASKS = /^\/api\/v1\/teams\/([^/]+)\/tasks\/?$/;
 const TASK = /^\/api\/v1\/teams\/([^/]+)\/tasks\/([^/]+)\/?$/;
 const DECISION = /^\/api\/v1\/teams\/([^/]+)\/runs\/([^/]+)\/decision\/?$/;
+const GATES = /^\/api\/v1\/teams\/([^/]+)\/gates\/?$/;
+const RUNS = /^\/api\/v1\/teams\/([^/]+)\/runs\/?$/;
 const REQUEST_FIELDS = new Set(["template", "parameters"]);
 /** How long a decision waits for the deferral of a run the ledger shows in flight (decideDeferral's wait too). */
 const DEFERRAL_WAIT_MS = 5_000;
@@ -90,6 +101,16 @@ export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
   if (decision) {
     allow(req, ["POST"]);
     return decisionRoute(ctx, req, pathSegment(decision[1]), pathSegment(decision[2]));
+  }
+  const gates = GATES.exec(req.path);
+  if (gates) {
+    allow(req, ["GET"]);
+    return gatesRoute(ctx, req, pathSegment(gates[1]));
+  }
+  const runs = RUNS.exec(req.path);
+  if (runs) {
+    allow(req, ["GET"]);
+    return runsRoute(ctx, req, pathSegment(runs[1]));
   }
   throw new ApiError("not_found", `no such route: ${req.method} ${req.path.slice(0, 200)}`);
 }
@@ -146,7 +167,31 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   const startDenial = withheld ? { ...denial, reason: null, code: null } : denial;
   const qualityGateStatus = typeof gate === "string" ? gate : null;
   const { id: taskId, status, updatedAt } = task;
-  return { status: 200, body: { id: taskId, status, qualityGateStatus, startDenial, updatedAt } };
+  // Additive: the run that decided the gate, and what made the task (server/task-status.ts).
+  const decidingRun = await decidingRunOf(teamDir, task, isConfidential(config, ctx.env));
+  const createdBy = createdByOf(task);
+  const body = { id: taskId, status, qualityGateStatus, startDenial, updatedAt, decidingRun, createdBy };
+  return { status: 200, body };
+}
+
+/**
+ * The team's gate readiness (server/team-views.ts). A confidential team's is the same: it holds no
+ * task content. A config.json that cannot be used is a 503, as for every route.
+ */
+async function gatesRoute(ctx: ApiContext, req: ApiRequest, team: string): Promise<Answer> {
+  await authorise(ctx, req, "gates:read", team);
+  const teamDir = teamDirOf(ctx, team);
+  await usableTeamConfig(teamDir);
+  return { status: 200, body: await gatesView(team, teamDir, ctx.env) };
+}
+
+/** The team's runs, filtered as `logs` filters and paged as the dashboard pages (server/team-views.ts). */
+async function runsRoute(ctx: ApiContext, req: ApiRequest, team: string): Promise<Answer> {
+  await authorise(ctx, req, "logs:read", team);
+  const teamDir = teamDirOf(ctx, team);
+  const config = await usableTeamConfig(teamDir);
+  const confidential = isConfidential(config, ctx.env);
+  return { status: 200, body: await runsPage(team, teamDir, req.query, { nowMs: ctx.now().getTime(), confidential }) };
 }
 
 /** `hooks.confidential` as the leader reads it (also from a block refused whole: settings/privacy.ts). */

@@ -150,6 +150,7 @@ async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse
     answer = await route(ctx, {
       method: req.method ?? "GET",
       path,
+      query: queryOf(req.url ?? "/"),
       authorization: header(req, "authorization"),
       idempotencyKey: header(req, "idempotency-key"),
       body: async () => {
@@ -223,6 +224,15 @@ function pathOf(target: string): string {
     return new URL(target, "http://localhost").pathname;
   } catch {
     return target;
+  }
+}
+
+/** The query of a request target (`/a?x=1` → `x=1`); none when it cannot be parsed. */
+function queryOf(target: string): URLSearchParams {
+  try {
+    return new URL(target, "http://localhost").searchParams;
+  } catch {
+    return new URLSearchParams();
   }
 }
 

@@ -63,7 +63,7 @@ export function claudeSettingsLine(timeoutSeconds: number | null): string {
   return `# pi-teams-hooks: format=claude${timeoutSeconds === null ? "" : ` timeout=${timeoutSeconds}s`}`;
 }
 
-/** `on_task_completed.d/claude-1.sh`: the chain dir's name is computed as runner/chain.ts does, which settings/ may not import. */
+/** `on_task_completed.d/claude-1.sh`: the chain dir's name is computed as gates/chain.ts does, which settings/ may not import. */
 export function claudeWrapperPath(event: HookEventName, n: number): string {
   return `${HOOK_BASE_NAMES[event]}.d/claude-${n}.sh`;
 }

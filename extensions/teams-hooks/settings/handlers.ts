@@ -87,7 +87,7 @@ export const HandlerSchema = z
     answer: z.enum(HANDLER_ANSWERS).optional(),
     /**
      * `false`: the handler is skipped, and each event's log says so. Not part of its trusted definition
-     * (runner/trust.ts `handlerDefinitionText`): switching it off or on again needs no approval.
+     * (trust/trust.ts `handlerDefinitionText`): switching it off or on again needs no approval.
      */
     enabled: z.boolean().optional(),
   })

@@ -3,7 +3,7 @@
  * "Per-hook settings"):
  *
  *   # pi-teams-hooks: timeout=300s members=impl-*,qa owner=* subject=*api* labels=backend mode=shadow
- *   # pi-teams-hooks: required=false            (an optional gate: a team may drop it, see runner/trust.ts)
+ *   # pi-teams-hooks: required=false            (an optional gate: a team may drop it, see trust/trust.ts)
  *   // pi-teams-hooks: format=claude            (the same line in JavaScript)
  *
  * The line lives in the gate's content, so the content hash that trust keeps covers it: nobody changes
@@ -44,7 +44,7 @@ export interface HookSettings {
   match?: Partial<Record<MatcherKey, string[]>>;
   /**
    * `required=false`: an optional gate, which a team may switch off or replace through its own layer
-   * without an approval (runner/trust.ts); absent or `true`: required (the default).
+   * without an approval (trust/trust.ts); absent or `true`: required (the default).
    */
   required?: boolean;
 }

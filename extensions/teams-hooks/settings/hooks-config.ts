@@ -354,7 +354,7 @@ export interface TrustFlags {
 /**
  * Everything a team's settings say (config.json `hooks`, the flags, the environment, the defaults),
  * each with where it came from: built once by `resolveSettings` per change of config.json or of the
- * flags, frozen, and passed whole to whatever fires an event (invoke/invoke.ts) — never re-spread.
+ * flags, frozen, and passed whole to whatever fires an event (event/invoke.ts) — never re-spread.
  */
 export interface TeamSettings extends SettingsReport {
   /** `--trust-changes`: gates changed since they were trusted run as they are (each change still said). */

@@ -20,7 +20,7 @@ const CHAIN_NAME = new RegExp(`^(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e]).jo
 const HANDLER_GATE = /^http:([A-Za-z0-9_.-]+)$/;
 
 /**
- * Why `name` cannot be a gate's name as logs show it (runner/chain.ts gateName), or null: the v1
+ * Why `name` cannot be a gate's name as logs show it (gates/chain.ts gateName), or null: the v1
  * file by its base name (`on_task_completed`), a chain file by its place
  * (`on_task_completed.d/10-lint.sh`), a handler as `http:<name>`.
  */

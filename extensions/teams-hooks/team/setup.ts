@@ -41,7 +41,7 @@ export interface TeamSetup {
   configFile: string;
   hooksDir: string;
   hooksDirSource: "flag" | "env" | "default";
-  /** The team's own hook layer, `<teamDir>/hooks`: its files replace the global ones (runner/chain.ts). */
+  /** The team's own hook layer, `<teamDir>/hooks`: its files replace the global ones (gates/chain.ts). */
   teamHooksDir: string;
   cwd: string;
   /**

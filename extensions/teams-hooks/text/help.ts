@@ -1,266 +1,303 @@
-/** `--help` texts. Each names every flag the command accepts, and nothing it does not. */
+/**
+ * `--help`, made from the command table (cli/commands.ts): the shapes a command is described in, and
+ * the text each `--help` prints. Every flag a command's parser accepts is a row of its help, because
+ * both come from the same table; nothing here names a command.
+ */
 
-import { SETUP_HELP } from "./help-setup.js";
+/** Help texts are written for this many columns (docs/cli.md, "Output"). */
+export const HELP_WIDTH = 100;
+/** Where a flag's help starts: two spaces, the flag, padding to this column. */
+const FLAG_COLUMN = 26;
 
-const TEAM_FLAGS = `Team:
-  --team-dir DIR          the team directory (default: the team dir you are in)
-  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
-  --task-list ID          task list id (default: config.json taskListId, else the team id)
-  --lead NAME             the leader's name (default: config.json leadName, else team-lead)
-  --hooks-dir DIR         where hooks live (default: $PI_TEAMS_HOOKS_DIR, relative to the teams
-                          root, else <teams root>/_hooks; the teams root is $PI_TEAMS_ROOT_DIR,
-                          else the team dir's parent)
-  --cwd DIR               the hooks' working directory (default: this one)
-  --timeout-ms N          hook timeout (default: $PI_TEAMS_HOOK_TIMEOUT_MS, else 60000)
-  --timeout DURATION      the same as a duration: 90s, 5m, 1.5h (a bare number is seconds)
-
-Failure policy (flag > config.json "hooks" > environment > default):
-  --failure-action A      warn | followup | reopen | reopen_followup   (default warn)
-  --max-reopens N         reopens per task before the gate stops reopening (default 3; 0 = never)
-  --followup-owner P      member | lead | none                          (default member)
-
-Trust (docs/security.md):
-  --trust-changes         run gates that changed, appeared or went since they were trusted, as they
-                          are now (for writing gates; each change is still said, the log keeps
-                          both hashes); without it such an event fails (untrusted_hook,
-                          gate_missing, gate_not_executable) until \`pi-teams-hooks trust\`;
-                          a global gate whose settings line says required=false may be dropped
-                          by the team (switched off or replaced in <team dir>/hooks) without
-                          approval: said as "dropped by the team", never gate_missing
-  --allow-insecure-hooks  run world-writable gates and gates owned by another user (refused
-                          otherwise: insecure_hook)
-`;
-
-const HELP: Readonly<Record<string, string>> = {
-  ...SETUP_HELP,
-  demo: `Usage: pi-teams-hooks demo
-
-Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate
-hooks/on_task_completed.sh, and play two workers: one task passes its gate; one fails, is reopened
-with a follow-up task and a nudge, and passes once fixed. Prints the leader's lines as they happen,
-then the hook logs and where the team dir is. Takes a few seconds.
-
-  -h, --help              this help
-`,
-  run: `Usage: pi-teams-hooks run <event> [--team-dir DIR | --team ID] [options]
-
-Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to
-<team dir>/hook-logs/, and print one line, which ends with the run's id ("(run 4a739620)": pass it
-to logs show; a chain also prints a line per hook, each with its id). <event> is task_completed,
-task_failed, idle or task_started (a worker claimed the task). Before the hook runs, it warns on
-stderr about what doctor finds wrong with the gates, as watch does at its start: files that look
-like gates and never run (a stray on_* name, an on_<event>.d/ file without an execute bit),
-settings lines that stop a gate or are not read (# PI-TEAMS-HOOKS:), gates refused as insecure.
-
-Event:
-  --task ID               the task (required for task_completed, task_failed and task_started)
-  --member NAME           who caused the event (default: for a task event the task's owner, as the
-                          leader has it; for idle or a task without owner none: the hook sees null)
-                          (ids and names: A-Z a-z 0-9 _ - only; anything else is refused)
-  --timestamp ISO         when it happened (default: none)
-  --apply-policy          also apply the failure policy (task metadata, reopen, follow-up, nudge);
-                          for task_started, the start gate's answer: a denied claim is put back
-                          to pending without owner and the member told (a task that holds no
-                          claim is refused: exit 2)
-
-${TEAM_FLAGS}
-Output:
-  --json                  print the log record as JSON instead of one line (its result.runId;
-                          a chain: the deciding run's record, every run id in runIds)
-  -h, --help              this help
-On a terminal, a hook still running after a second says so on stderr (\`running on_idle.sh… 3s\`),
-redrawn in place and cleared when it ends; through a pipe nothing is added.
-
-A gate that answers {"decision":"defer"} holds the event: with --apply-policy the task is marked
-deferred and a deferral is recorded for \`pi-teams-hooks decide\` (or the task API) to settle; without
-it nothing is held.
-A gate that answers {"decision":"patch","patch":{…}} passes: with --apply-policy the patch is written
-to the task within hooks.writableFields (default: metadata); without it nothing is written.
-A pass that let an error through (a Claude Code gate's non-blocking error; an error under failure
-mode open that a later hook passed over) says "passed (non-blocking error: …)", as watch does.
-The run's log says it was fired by hand ("trigger": "hand"): logs stats and the dashboard's figures
-leave such runs out unless asked for.
-
-With --apply-policy, a gate that cannot judge the work (refused as untrusted, missing or insecure, a
-settings line that cannot be read, a gate that cannot start) holds the event instead of failing it:
-the task is marked held and its member told once that it waits for the lead; nothing is counted.
-
-Exit status: 0 the gate passed, or there is no hook for the event; 1 the gate failed (or, without
---apply-policy, could not run or was refused as untrusted or insecure), or --apply-policy could not
-write the policy; 2 usage error (a bad flag, a missing team dir, task file, named hooks dir or
---cwd); 3 the gate deferred, or (with --apply-policy) the event is held for the lead.
-
-Example:
-  pi-teams-hooks run task_completed --team-dir ~/.pi/teams/alpha --task 3 --member alice
-`,
-  decide: `Usage: pi-teams-hooks decide [--team-dir DIR | --team ID] <run id> allow|deny [--code C] [--reason R]
-                              [--message M] [--by NAME] [--failure-action A] [--max-reopens N]
-                              [--followup-owner P] [--json]
-
-Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with
-202), or an HTTP handler with answer "held" that handed the gate to a CI engine, for a task event.
-<run id> is the run id of the run that deferred: the deferral's file name in
-<team dir>/hook-state/deferrals/, the "run" of the leader's event line, the X-Pi-Teams-Hook-Run-Id
-(or {{runId}}) an HTTP handler was sent; or its first characters (at least 4, like the id column of logs) when they
-name one held run. The failure policy then applies exactly as for a pass (allow) or a failure
-(deny, with the code, reason and message given), logged as a second hook log that names the
-deferred run. A running leader applies it (this command waits up to 10 s to say so); with no leader
-running, this command applies it itself, holding the leader lock for that moment.
-
-  --team-dir DIR          the team directory (default: the team dir you are in)
-  --team ID               the team $PI_TEAMS_ROOT_DIR/ID instead of --team-dir
-  --code C                the denial's code (a-z 0-9 _ . -, starting with a letter; at most 64 bytes)
-  --reason R              one line, at most 1,024 bytes
-  --message M             free text, at most 8 KiB
-  --by NAME               who decided (default: $USER)
-  --failure-action A, --max-reopens N, --followup-owner P
-                          the policy this command applies when no leader runs (above config.json
-                          "hooks", the environment and the defaults); a running leader applies its own
-  --json                  print the answer as one JSON object ({kind, runId, …})
-  -h, --help              this help
-
-A deferral is decided once: the same decision again answers as the first did; another is refused.
-A deferral past its deadline (config.json hooks.deferTimeoutMs, default 24 h) has expired: its gate
-failed as the closed error defer_expired, whatever is asked now.
-
-Exit status: 0 applied, or recorded for the running leader to apply; 1 refused (decided otherwise
-before, or expired), or recorded but not applied (a task lock held too long: the next start of the
-leader, or this command again, applies it); 2 usage error (a bad flag or value, naming it; a missing
-team dir; no deferral with that run id).
-
-Example:
-  pi-teams-hooks decide --team-dir ~/.pi/teams/alpha 5f0c…e1 deny --code ci.failed --reason "2 tests fail"
-`,
-  watch: `Usage: pi-teams-hooks watch [--team-dir DIR | --team ID] [options]
-
-Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's
-hook once, apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the
-hooks dir, each event's chain of gates in run order, the policy in use (all of it, with each gate's
-trust: pi-teams-hooks config), "watching …" once events are taken, "scanned N task(s) …" when the
-start-up scan (which looks at every task file in the background) is done, then one line per event,
-ending with its deciding run's id ("(run 4a739620)": pass it to logs show). At its start it warns,
-as run does, about gates that would not run as written (what doctor finds wrong with them).
-Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout).
-A change to config.json is picked up while running: its "hooks" block (policy, failure modes,
-limits) is read again. An invalid block, or a config.json that is not JSON, deleted or without
-"hooks", keeps the block in force (one warning says why); "hooks": {} resets to the defaults. A
-limit outside its range is capped (one warning naming the key, the value and the bound); a
-handler with "enabled": false is skipped, each event's log saying so.
-Its own state (the ledger, the scan state, a first start's mark, the messages sent, the gates it
-trusts) is in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the
-gates it finds; a gate changed, added or removed later holds its events (not failed) until \`pi-teams-hooks trust\`.
-
-Events and sources:
-  --inbox MODE            observe (default: read the leader's inbox, never mark messages read),
-                          consume (also mark handled idle notifications read), off (ignore it)
-  --concurrency N         events of different tasks run in parallel, up to N (default 1)
-  --reconcile-ms N        scan the task list every N ms for changes a watcher missed (default 5000)
-  --poll                  poll instead of using file-system notifications (network file systems)
-  --poll-interval-ms N    polling interval with --poll (default 250)
-  --catch-up              on the first start, run completions that already exist (default: record
-                          them as a baseline and run only what happens from now on)
-  --once                  handle what is pending, then exit (for cron and CI)
-
-${TEAM_FLAGS}
-Output:
-  --json                  print events as NDJSON (an event's runId; a chain's every run in runIds;
-                          times in UTC, ISO 8601)
-  -v, --verbose           also say, for each change looked at, whether it became an event and why
-                          not (baseline, in the ledger, same signature, not a task file, no gate, a
-                          gate skipped by its matchers…); {"type":"verbose","reason":…} with --json
-  -h, --help              this help
-Event lines give the time on the machine's clock; the "watching" line names its zone. On a
-terminal, hooks running for more than 2 s are shown on a line of their own, redrawn in place.
-
-Exit status: 0 stopped cleanly; 1 a fatal error; 2 usage error, or a team dir, named hooks dir or
---cwd that is not there.
-`,
-  serve: `Usage: pi-teams-hooks serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]
-       pi-teams-hooks serve keys create --name NAME --scopes S[,S…] --teams T[,T…] [--templates T[,T…]]
-                                        [--rate-limit N/PERIOD] [--url BASE] [--teams-root DIR]
-       pi-teams-hooks serve keys list [--json] [--teams-root DIR]
-       pi-teams-hooks serve keys revoke NAME [--teams-root DIR]
-       pi-teams-hooks serve keys login NAME [--url BASE] [--teams-root DIR]
-
-The task API (docs/remote-gates.md): other systems create tasks from a team's templates
-(config.json hooks.templates), poll their status and decide held gates, each with a bearer key
-limited to its scopes, teams and templates. Prints "listening on http://HOST:PORT" once it accepts
-connections, and runs until SIGINT or SIGTERM. The same server shows a read-only dashboard of every
-team's hook runs at / (docs/dashboard.md): the overview, the runs table with the filters of logs,
-each run, and new runs as they land.
-  GET  /                               the dashboard (pages; /events: server-sent events)
-  POST /api/v1/teams/TEAM/tasks        {"template": "SLUG", "parameters": {…}} → 202 (tasks:create)
-  GET  /api/v1/teams/TEAM/tasks/ID     id, status, qualityGateStatus, startDenial, updatedAt
-                                       (tasks:read; a confidential team's without the denial's
-                                       reason and code)
-  POST /api/v1/teams/TEAM/runs/RUN_ID/decision
-                                       {"decision": "allow"|"deny", "code"?, "reason"?, "message"?}
-                                       → 200 applied, or 202 recorded for the team's running leader
-                                       (gates:decide); as \`pi-teams-hooks decide\`
-  GET  /healthz
-
-  --teams-root DIR        the teams root: each team is a folder in it (default: $PI_TEAMS_ROOT_DIR,
-                          else ~/.pi/agent/teams); the keys live in DIR/.pi-teams-hooks/keys.json
-  --listen HOST:PORT      where to listen (default 127.0.0.1:7420; port 0 picks a free one;
-                          [::1]:PORT for IPv6)
-  --allow-remote          listen on an address other than loopback; keys then cross the network,
-                          so put TLS in front (docs/security.md). With it the dashboard too needs a
-                          key with logs:read (a login link, or the bearer header), also on loopback
-                          (a proxy on this machine); without it the dashboard needs none
-  --rate-limit N/PERIOD   requests per key, for keys without their own rate (default 600/min;
-                          PERIOD s, min or h); past it: 429 with Retry-After
-  -h, --help              this help
-
-keys create prints the new key alone on its last line, the only time it is shown
-(KEY=$(pi-teams-hooks serve keys create … | tail -1)); only a salted hash is stored:
-  --name NAME             the key's name (keys list, keys revoke, the tasks it creates)
-  --scopes S,…            tasks:create, tasks:read, gates:decide, logs:read (the dashboard)
-  --teams T,…             the teams (folders of the teams root) it may use
-  --templates T,…         the only templates it may create from and read tasks of (default: all)
-  --rate-limit N/PERIOD   its own rate instead of the server's
-  --url BASE              with logs:read: the dashboard's address for the login URL it prints
-                          (http[s]://HOST[:PORT]; default http://127.0.0.1:7420)
-keys list prints names, prefixes and what each key may do (--json: as JSON), never a key; keys
-revoke NAME deletes the key and ends its dashboard sessions: a running server refuses it from its
-next request, and ends its open live streams within a second. keys login NAME prints, alone on its
-last line, a new login URL for the dashboard (BASE/login?token=…) for the key NAME, which must have
-logs:read; it works once, for 15 minutes, and replaces the key's unused one (keys create prints the
-first). Opened in a browser, it shows a Log in button that spends it and starts a session of 12
-hours.
-
-Exit status: 0 stopped cleanly (serve) or done; 1 no such key (revoke), or a file cannot be
-written; 2 usage error (login: no such key, or one without logs:read), a teams root that is not a
-directory, or an address that cannot be used.
-`,
-};
-
-export function commandHelp(name: string): string {
-  return HELP[name] ?? mainHelp();
+/** One flag: what the parser takes, and what people read about it. */
+export interface FlagSpec {
+  /** The long name, without dashes: `team-dir`. */
+  readonly name: string;
+  /** One letter, for `-f`. */
+  readonly short?: string;
+  readonly type: "string" | "boolean";
+  /** Given more than once, every value is kept (in order). */
+  readonly multiple?: boolean;
+  /** What its value is called in help: `DIR`. Only for `type: "string"`. */
+  readonly value?: string;
+  /** Said after the help as `(default: …)`. */
+  readonly default?: string;
+  readonly help: string;
 }
 
-export function mainHelp(): string {
-  return `Usage: pi-teams-hooks <command> [options]
+/** A word that is not a flag, listed among the flags: `PATH…` of `trust`, the schema names. */
+export interface WordSpec {
+  readonly word: string;
+  readonly help: string;
+}
 
-Quality gates for agent teams: run hook scripts when tasks complete or fail, when members go
-idle and when workers claim tasks, apply the team's failure policy, and log every invocation.
+export type HelpRow = FlagSpec | WordSpec;
 
-Commands:
-  run <event>     fire one event by hand (task_completed, task_failed, idle, task_started)
-  decide          settle a held gate (a gate that answered defer): allow or deny
-  watch           be the leader: watch a team directory and run its gates
-  demo            play a small team through a passing, a failing and a fixed gate (npm start)
-  doctor          check hooks, team files, policy and locks: what would stop a gate from running
-  init            copy the example gates into the hooks dir (or write gates from Claude Code hooks)
-  policy get|set  show or change the failure policy, failure modes and limits (config.json "hooks")
-  config          show every event's chain of gates with its trust, and every setting with its source
-  schema [name]   print the JSON Schema of the context document, a log record, a task or the config
-  logs            list, show, follow, summarise and prune the hook logs of a team
-  trust           show gates changed since they were trusted, and approve them
-  serve           the task API: other systems create tasks from templates, with keys
-  help [command]  show help for a command
+export interface FlagGroup {
+  /** Said above the rows, with a colon: `Team`. */
+  readonly title?: string;
+  readonly rows: readonly HelpRow[];
+  /**
+   * A group several commands take alike: docs/cli.md lists it under this command, and under the
+   * others points there. `--help` always lists every row.
+   */
+  readonly home?: string;
+}
 
-Every command takes --help. Hook contract: docs/hook-contract.md.
-Tables fit the terminal (through a pipe: $COLUMNS, else 80 columns); colour only on a terminal, or
-with FORCE_COLOR=1, never with NO_COLOR=1; times are the machine's local time. See docs/cli.md.
-`;
+/**
+ * A part of a description: a paragraph (wrapped; `\n` starts a new line), or a list of terms and
+ * their text (a term longer than its column puts its text on the next line).
+ */
+export type Block = string | { readonly list: ReadonlyArray<readonly [string, string]>; readonly termWidth?: number };
+
+/** One form of a command that has several: `logs show`, `serve keys create`, `policy get`. */
+export interface SubcommandSpec {
+  /** The words after the command, as typed: `show`, `keys create`; "" for the command alone. */
+  readonly name: string;
+  /** Its entry's term in the help: `logs show <id>`. */
+  readonly term: string;
+  /** Its usage, after `pi-teams-hooks `. */
+  readonly usage: string;
+  readonly help: string;
+  /** The command's flags it takes (long names); any other is a usage error. `help` is always taken. */
+  readonly flags: readonly string[];
+}
+
+export interface ExitSpec {
+  readonly code: 0 | 1 | 2 | 3;
+  readonly when: string;
+}
+
+export interface CommandSpec {
+  readonly name: string;
+  /** How the command list shows it, when more than its name: `run <event>`. */
+  readonly synopsis?: string;
+  /** One line for the command list. */
+  readonly summary: string;
+  /** Its usage forms, after `pi-teams-hooks `; a command with subcommands takes theirs. */
+  readonly usage: readonly string[];
+  readonly description: readonly Block[];
+  readonly subcommands?: readonly SubcommandSpec[];
+  /** Its flags, and words it takes in their place; `-h, --help` is added to the last group. */
+  readonly groups: readonly FlagGroup[];
+  /** What follows the flags: what people ask after reading them. */
+  readonly notes?: readonly Block[];
+  readonly exit: readonly ExitSpec[];
+  /** Command lines, each as typed. */
+  readonly examples?: readonly string[];
+}
+
+/** `pi-teams-hooks --help`, beside the command list. */
+export interface ProgramSpec {
+  readonly name: string;
+  readonly description: readonly Block[];
+  readonly footer: readonly Block[];
+}
+
+/** `-h, --help`: every command takes it. */
+export const HELP_FLAG: FlagSpec = { name: "help", short: "h", type: "boolean", help: "this help" };
+
+export function isFlag(row: HelpRow): row is FlagSpec {
+  return "name" in row;
+}
+
+/** `-f, --follow`, `--team-dir DIR`, `PATH…`: a row's label. */
+export function rowLabel(row: HelpRow): string {
+  if (!isFlag(row)) return row.word;
+  const long = `--${row.name}${row.value ? ` ${row.value}` : ""}`;
+  return row.short ? `-${row.short}, ${long}` : long;
+}
+
+/** A row's help with its default. */
+export function rowHelp(row: HelpRow): string {
+  return isFlag(row) && row.default !== undefined ? `${row.help} (default: ${row.default})` : row.help;
+}
+
+/** Every flag of a command, in the order its help lists them, `--help` last. */
+export function commandFlags(spec: CommandSpec): FlagSpec[] {
+  return [...spec.groups.flatMap((group) => group.rows.filter(isFlag)), HELP_FLAG];
+}
+
+/** `words` cut into lines of at most `width` columns: the first after `first`, the rest after `rest`. */
+export function wrapWords(words: readonly string[], width: number, first: string, rest: string): string[] {
+  const lines: string[] = [];
+  let line = first;
+  let empty = true;
+  for (const word of words) {
+    if (!empty && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = rest + word;
+    } else {
+      line = empty ? line + word : `${line} ${word}`;
+    }
+    empty = false;
+  }
+  lines.push(line);
+  return lines;
+}
+
+/** A paragraph wrapped to `width`, each line after `indent`; `\n` starts a new line, keeping its own leading spaces. */
+export function wrapText(text: string, width: number, indent = "", firstIndent = indent): string[] {
+  return text.split("\n").flatMap((segment, i) => {
+    const own = /^ */.exec(segment)?.[0] ?? "";
+    const lead = (i === 0 ? firstIndent : indent) + own;
+    return wrapWords(segment.trim().split(/ +/).filter(Boolean), width, lead, indent + own);
+  });
+}
+
+/**
+ * A usage form, after `Usage: ` (or its indent), wrapped at the brackets: the lines after the first
+ * line up under the command's first argument. Nothing inside `[…]` or `<…>` is cut.
+ */
+export function usageLines(form: string, lead: string, width = HELP_WIDTH): string[] {
+  const tokens: string[] = [];
+  let depth = 0;
+  let token = "";
+  for (const char of `pi-teams-hooks ${form}`) {
+    if (char === " " && depth === 0) {
+      if (token) tokens.push(token);
+      token = "";
+      continue;
+    }
+    if (char === "[" || char === "<") depth += 1;
+    if (char === "]" || char === ">") depth -= 1;
+    token += char;
+  }
+  if (token) tokens.push(token);
+  // The command and its subcommand words stay together: `pi-teams-hooks serve keys create`.
+  let head = 1;
+  while (head < tokens.length && /^[a-z][a-z-]*$/.test(tokens[head] ?? "")) head += 1;
+  const start = tokens.slice(0, head).join(" ");
+  const hang = " ".repeat(lead.length + start.length + 1);
+  return wrapWords([start, ...tokens.slice(head)], width, lead, hang);
+}
+
+function blockLines(block: Block, width: number): string[] {
+  if (typeof block === "string") return wrapText(block, width);
+  const column = 2 + (block.termWidth ?? Math.max(...block.list.map(([term]) => term.length)) + 2);
+  return block.list.flatMap(([term, text]) => {
+    const label = `  ${term}`;
+    const pad = " ".repeat(column);
+    if (label.length + 1 > column) return [label, ...wrapText(text, width, pad)];
+    return wrapText(text, width, pad, label.padEnd(column));
+  });
+}
+
+function blocksText(blocks: readonly Block[], width: number): string {
+  return blocks.map((block) => blockLines(block, width).join("\n")).join("\n\n");
+}
+
+/** One row: the label, then its help from the flag column (on the next line when the label is longer). */
+function rowLines(row: HelpRow, width: number): string[] {
+  const label = `  ${rowLabel(row)}`;
+  const pad = " ".repeat(FLAG_COLUMN);
+  if (label.length + 2 > FLAG_COLUMN) return [label, ...wrapText(rowHelp(row), width, pad)];
+  return wrapText(rowHelp(row), width, pad, label.padEnd(FLAG_COLUMN));
+}
+
+function groupsText(groups: readonly FlagGroup[], width: number): string {
+  return groups
+    .map((group, i) => {
+      const rows = i === groups.length - 1 ? [...group.rows, HELP_FLAG] : group.rows;
+      const title = group.title ? wrapText(`${group.title}:`, width) : [];
+      return [...title, ...rows.flatMap((row) => rowLines(row, width))].join("\n");
+    })
+    .join("\n\n");
+}
+
+/** `Exit status: 0 …; 1 …; 2 ….` */
+export function exitSentence(exit: readonly ExitSpec[]): string {
+  return `${exit.map((e) => `${e.code} ${e.when}`).join("; ")}.`;
+}
+
+/** Every usage form of a command: its own, then its subcommands'. */
+export function usageForms(spec: CommandSpec): string[] {
+  return [...spec.usage, ...(spec.subcommands ?? []).map((sub) => sub.usage)];
+}
+
+/**
+ * The usage block: each form wrapped as the whole help wraps it; `flush` puts the lines after the
+ * first under `Usage: ` instead of under the first argument (the help of one subcommand).
+ */
+function usageText(forms: readonly string[], width: number, flush = false): string {
+  return forms
+    .flatMap((form, i) =>
+      usageLines(form, i === 0 ? "Usage: " : "       ", width).map((line, j) =>
+        flush && j > 0 ? `       ${line.trimStart()}` : line,
+      ),
+    )
+    .join("\n");
+}
+
+/** A command's subcommands as a list of terms: the column fits the longest of them all. */
+function entriesBlock(spec: CommandSpec, subs: readonly SubcommandSpec[]): Block {
+  const termWidth = Math.max(...(spec.subcommands ?? []).map((sub) => sub.term.length)) + 2;
+  return { list: subs.map((sub) => [sub.term, sub.help] as const), termWidth };
+}
+
+/** `pi-teams-hooks <command> --help`. */
+export function commandHelp(spec: CommandSpec, width = HELP_WIDTH): string {
+  const subs = spec.subcommands ?? [];
+  const parts = [
+    usageText(usageForms(spec), width),
+    ...(spec.description.length > 0 ? [blocksText(spec.description, width)] : []),
+    ...(subs.length > 0 ? [blocksText([entriesBlock(spec, subs)], width)] : []),
+    groupsText(spec.groups, width),
+    ...(spec.notes && spec.notes.length > 0 ? [blocksText(spec.notes, width)] : []),
+    wrapText(`Exit status: ${exitSentence(spec.exit)}`, width).join("\n"),
+    ...(spec.examples && spec.examples.length > 0
+      ? [[spec.examples.length > 1 ? "Examples:" : "Example:", ...spec.examples.map((e) => `  ${e}`)].join("\n")]
+      : []),
+  ];
+  return `${parts.join("\n\n")}\n`;
+}
+
+/**
+ * The subcommands `words` names (`show`; `keys create`; `keys`: every `keys …`), or none when they
+ * name no subcommand.
+ */
+export function subcommandsNamed(spec: CommandSpec, words: readonly string[]): SubcommandSpec[] {
+  const subs = (spec.subcommands ?? []).filter((sub) => sub.name !== "");
+  const [first, second] = words;
+  if (first === undefined || !/^[a-z]+$/.test(first)) return [];
+  const exact =
+    subs.find((sub) => sub.name === `${first} ${second ?? ""}`.trim()) ?? subs.find((sub) => sub.name === first);
+  return exact ? [exact] : subs.filter((sub) => sub.name.startsWith(`${first} `));
+}
+
+/**
+ * `logs show --help`, `help serve keys`: the usage and entry of each subcommand named, the flags they
+ * take, and where the rest is; null when `words` name no subcommand (the whole help is shown then).
+ */
+export function subcommandHelp(spec: CommandSpec, words: readonly string[], width = HELP_WIDTH): string | null {
+  const subs = subcommandsNamed(spec, words);
+  if (subs.length === 0) return null;
+  const flags = new Set(subs.flatMap((sub) => sub.flags));
+  const rows = commandFlags(spec).filter((flag) => flags.has(flag.name));
+  const parts = [
+    usageText(
+      subs.map((sub) => sub.usage),
+      width,
+      subs.length === 1,
+    ),
+    blocksText([entriesBlock(spec, subs)], width),
+    ...(rows.length > 0 ? [rows.flatMap((row) => rowLines(row, width)).join("\n")] : []),
+    `Every flag, and the exit status: pi-teams-hooks ${spec.name} --help`,
+  ];
+  return `${parts.join("\n\n")}\n`;
+}
+
+/** `pi-teams-hooks --help`: the program, its commands, and `help`. */
+export function mainHelp(program: ProgramSpec, commands: readonly CommandSpec[], width = HELP_WIDTH): string {
+  const list: Array<readonly [string, string]> = [
+    ...commands.map((c) => [c.synopsis ?? c.name, c.summary] as const),
+    ["help [command]", "show help for a command (help logs show: for one of its subcommands)"],
+  ];
+  const parts = [
+    `Usage: ${program.name} <command> [options]`,
+    blocksText(program.description, width),
+    `Commands:\n${blocksText([{ list }], width)}`,
+    blocksText(program.footer, width),
+  ];
+  return `${parts.join("\n\n")}\n`;
 }

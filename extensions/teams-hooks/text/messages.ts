@@ -133,7 +133,7 @@ export function droppedGateText(gate: string, detail: string): string {
 /** The longest first stderr line a failure summary keeps (characters, `…` included). */
 export const SUMMARY_STDERR_LINE_CHARS = 180;
 
-/** How a refused gate's error says who approves its change, and with which command (invoke/chain-run.ts). */
+/** How a refused gate's error says who approves its change, and with which command (event/chain-run.ts). */
 export const APPROVAL_HINT = "; the team lead approves a change with: ";
 
 /**
@@ -172,7 +172,7 @@ export function describeFailure(
   const spawnError = result.error ? policyFirstLine(result.error) : "";
   if (spawnError) parts.push(spawnError);
   // A handler's error says its own timeout (hooks.handlers[].timeoutMs), not the run's.
-  // A gate with a timeout of its own says it in its error already (invoke/chain-run.ts).
+  // A gate with a timeout of its own says it in its error already (event/chain-run.ts).
   if (result.timedOut && !result.http && !spawnError.startsWith("timeout after")) parts.push(`timeout after ${timeoutMs}ms`);
   if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
   else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);

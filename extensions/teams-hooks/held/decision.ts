@@ -7,7 +7,7 @@
  * code, reason and message; expired: the closed error `defer_expired`), through the same decide and
  * remediate, then a second hook log that names the deferred run (its `decision` block), then
  * `applied` in the deferral file. Each step is written before the next starts, and the file says how
- * far it got (invoke/deferral.ts), so a crash anywhere is finished by the next applier once:
+ * far it got (held/deferral.ts), so a crash anywhere is finished by the next applier once:
  *
  *   decision recorded, no `applying`    → apply
  *   `applying`, its log not on disk      → apply again (idempotent per event key), log to the same name
@@ -24,8 +24,8 @@ import type { Task, TeamIdentity } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { VerdictSchema } from "../contract/verdict.js";
 import { decide } from "../policy/decide.js";
-import { type GateMemory, type Remembered, remediate } from "../policy/remediate.js";
-import { planHookLogFile, readHookLog, writeHookLog } from "../runner/hook-log.js";
+import { type GateMemory, type Remembered, remediate } from "../event/remediate.js";
+import { planHookLogFile, readHookLog, writeHookLog } from "../logs/hook-log.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
@@ -38,12 +38,12 @@ import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, read
 import {
   changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf,
 } from "./deferral-check.js";
-import { policyRecordOf } from "../policy/remediate.js";
+import { policyRecordOf } from "../event/remediate.js";
 
 export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
 
 export type DecideResult =
-  /** No such deferral in this team (`problem`: a file there, but no gate held it: invoke/deferral-check.ts). → 404 */
+  /** No such deferral in this team (`problem`: a file there, but no gate held it: held/deferral-check.ts). → 404 */
   | { kind: "unknown"; problem?: string }
   | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
   | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
@@ -67,7 +67,7 @@ export interface ApplySettings {
   lockTimeoutMs?: number;
   now?: () => Date;
   /**
-   * The deferral as its gate held it (invoke/deferral-check.ts): its held fields are applied, and
+   * The deferral as its gate held it (held/deferral-check.ts): its held fields are applied, and
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
@@ -120,7 +120,7 @@ export async function decideDeferral(
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
   if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline))) return { kind: "unknown" };
   // The file as its gate held it: a key or a deadline edited since is put back before anything is
-  // decided on it, and a deferral no gate held is none (invoke/deferral-check.ts). An applied one
+  // decided on it, and a deferral no gate held is none (held/deferral-check.ts). An applied one
   // only answers a decision sent twice: nothing of it is used.
   const found = await readDeferral(teamDir, runId);
   let reference: DeferralRecord | null = null;
@@ -319,7 +319,7 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
         now: applying.at,
         sent: apply.sentLog ?? new SentLog(teamDir),
         ...(apply.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: apply.lockTimeoutMs }),
-        // The held chain's patches are written only if the decision allows it (invoke/patches.ts).
+        // The held chain's patches are written only if the decision allows it (event/patches.ts).
         ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
         ...(apply.memory ? { memory: apply.memory } : {}),
         maxBudget: settings.values.maxReopensPerTask,

@@ -9,17 +9,17 @@
  * told to the lead's inbox, saying which of the three it was.
  */
 import path from "node:path";
-import { discoverChains, isHandlerGate } from "../runner/chain.js";
+import { discoverChains, isHandlerGate } from "../gates/chain.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "./io.js";
+import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "../cli/io.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
-import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, gateRequired, handlerDefinitionText, handlerFingerprint, octal } from "../runner/trust.js";
-import { keepTrustedCopy, readTrust, readTrustInForce, readTrustedCopy, recordDiff, trustFile, trustedBy, updateTrust } from "../runner/trust-store.js";
-import { approvalNoteId } from "../leader/gate-trust.js";
-import { sendOnce } from "../policy/remediate.js";
+import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, gateRequired, handlerDefinitionText, handlerFingerprint, octal } from "./trust.js";
+import { keepTrustedCopy, readTrust, readTrustInForce, readTrustedCopy, recordDiff, trustFile, trustedBy, updateTrust } from "./trust-store.js";
+import { approvalNoteId } from "./gate-trust.js";
+import { sendOnce } from "../event/remediate.js";
 import { SentLog } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 

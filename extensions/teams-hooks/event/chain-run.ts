@@ -1,8 +1,8 @@
 /**
- * Running an event's chain (invoke/invoke.ts calls it): the hooks in order under the chain's limits
+ * Running an event's chain (event/invoke.ts calls it): the hooks in order under the chain's limits
  * (hooks per event, payload size, the chain's deadline), task events stopping at the first run that
  * counts as neither a pass nor a defer; a patch verdict's kept part laid over the task the later hooks
- * see (invoke/patches.ts); a chain refused by trust as one closed error naming every problem; and
+ * see (event/patches.ts); a chain refused by trust as one closed error naming every problem; and
  * the gate's hash (and the trusted one, when they differ) on each result. A file runs through
  * runner/run.ts under the run's timeout, an HTTP handler through runner/http.ts under its own
  * `timeoutMs`; both under the same deadline, failure mode and run ids (`<runId>.N`).
@@ -14,12 +14,12 @@ import { HooksError } from "../contract/errors.js";
 import { type PreparedContext, type RunResult, blankResult, prepareContext, utf8Length } from "../contract/hook-run.js";
 import { type ContextView, confidentialInvocation, isFullView, shownEventKey, viewKey } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
-import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { launcherFor, readHookSettings, settingsOfBytes } from "../runner/discover.js";
+import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
+import { launcherFor, readHookSettings, settingsOfBytes } from "../gates/discover.js";
 import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
 import { teamRedactor } from "../runner/redact.js";
-import { gateFingerprint, type ChainTrust, type GateSnapshot, type TrustProblem, type TrustRecord } from "../runner/trust.js";
+import { gateFingerprint, type ChainTrust, type GateSnapshot, type TrustProblem, type TrustRecord } from "../trust/trust.js";
 import { type FailureMode, type TeamSettings, settingValues } from "../settings/hooks-config.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
@@ -52,7 +52,7 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
   const root = inDotD ? path.dirname(dir) : dir;
   const how = launcherFor(file).launch(file);
   return {
-    name: path.basename(file), // as runner/chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
+    name: path.basename(file), // as gates/chain.ts names its hooks; gateName() gives the `on_<event>.d/NAME` form
     layer: layers.team !== null && root === layers.team ? "team" : "global",
     // A gate that cannot start here (a .ts without tsx) is named as node would start it: it never runs.
     hook: { hookPath: file, ...("unavailable" in how ? { command: process.execPath, args: [file] } : how) },
@@ -73,7 +73,7 @@ export interface ChainRun {
 /**
  * Runs the chain under its limits; task events stop at the first run that does not count as a pass,
  * but go on past a defer, so that a later denial wins (deny > defer > patch > allow). A patch verdict
- * passes: its kept part is laid over the task the later hooks see (invoke/patches.ts).
+ * passes: its kept part is laid over the task the later hooks see (event/patches.ts).
  */
 export async function runChain(
   req: InvokeRequest,

@@ -17,13 +17,13 @@ import path from "node:path";
 import { describeError } from "../contract/errors.js";
 import { TRUST_ERROR_KINDS } from "../contract/hook-run.js";
 import type { HookEvent } from "../contract/events.js";
-import { discoverChain } from "../runner/chain.js";
-import { checkChainTrust } from "../runner/trust.js";
-import { type HeldEvent, writeHolds } from "../team/holds-file.js";
+import { discoverChain } from "../gates/chain.js";
+import { checkChainTrust } from "./trust.js";
+import { type HeldEvent, writeHolds } from "./holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
-import type { LeaderContext } from "./context.js";
+import type { LeaderContext } from "../leader/context.js";
 
 export type { HeldEvent };
 

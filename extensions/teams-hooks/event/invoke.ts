@@ -2,11 +2,11 @@
  * One event end to end: discover the chain → run its hooks → (policy) → hook logs. Shared by `run` and
  * the leader, so a hand-fired event behaves exactly as a watched one.
  *
- * The chain (runner/chain.ts; docs/hook-contract.md, "Several hooks per event") is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
+ * The chain (gates/chain.ts; docs/hook-contract.md, "Several hooks per event") is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
  * events run it in order and stop at the first denial or closed error; `idle` runs every hook. The
  * event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
  * once, for the run that decided; for `task_started`, the start gate's answer instead (a denied claim
- * is put back: invoke/after-gate.ts, policy/start-gate.ts).
+ * is put back: event/after-gate.ts, event/start-gate.ts).
  *
  * Logs are written last, after the policy actions, one per hook run; the first run's log (the one that
  * carries the caller's run id) is written last of all, so that its presence on disk means the event
@@ -14,8 +14,8 @@
  *
  * A run that answers `defer` (a completion or failure with a policy) holds the gate instead: the task's metadata
  * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
- * then the deferral file is written (invoke/deferral.ts); a decision applies the policy later
- * (invoke/decision.ts).
+ * then the deferral file is written (held/deferral.ts); a decision applies the policy later
+ * (held/decision.ts).
  *
  * The team's settings come whole, as the caller resolved them once (`req.setup.settings`,
  * settings/hooks-config.ts `TeamSettings`, frozen): nothing here resolves or copies a setting. What the
@@ -26,17 +26,17 @@ import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task } from "../contract/team-files.js";
-import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "../runner/chain.js";
-import { type HookTrigger, planHookLogFile, writeHookLog } from "../runner/hook-log.js";
+import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
+import { type HookTrigger, planHookLogFile, writeHookLog } from "../logs/hook-log.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { type DeferralRecord, heldRecord, writeDeferral } from "./deferral.js";
+import { type DeferralRecord, heldRecord, writeDeferral } from "../held/deferral.js";
 import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
-import type { GateMemory, Remembered } from "../policy/remediate.js";
+import type { GateMemory, Remembered } from "./remediate.js";
 import { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
-import { checkChainTrust, snapshotChain, type ChainTrust, type TrustRecord } from "../runner/trust.js";
+import { checkChainTrust, snapshotChain, type ChainTrust, type TrustRecord } from "../trust/trust.js";
 import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
 import { type AfterGate, afterGateApplies, applyAfterGate, policyApplies, summarize } from "./after-gate.js";
 import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } from "./patches.js";
@@ -66,7 +66,7 @@ export interface InvokeRequest {
   task?: Task | null;
   /**
    * Apply the team's failure policy to a task's completion or failure, and a start gate's answer to a
-   * claim (policy/start-gate.ts); false only reports (as `run` without --apply-policy).
+   * claim (event/start-gate.ts); false only reports (as `run` without --apply-policy).
    */
   applyPolicy: boolean;
   /** The environment the hooks start with (and the secrets redacted from what they say are read from). */
@@ -92,7 +92,7 @@ export interface InvokeRequest {
   /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
   lockTimeoutMs?: number;
   /**
-   * Compare the chain with the team's trust record before anything runs (runner/trust.ts), under the
+   * Compare the chain with the team's trust record before anything runs (trust/trust.ts), under the
    * settings' `trustChanges` and `allowInsecureHooks`.
    */
   trust?: InvokeTrust;
@@ -112,7 +112,7 @@ export interface HookRun {
   result: RunResult;
   startedAt: string;
   logFile: string | null;
-  /** The part of a patch verdict inside the writable fields (invoke/patches.ts). */
+  /** The part of a patch verdict inside the writable fields (event/patches.ts). */
   patch?: KeptPatch;
   /** What the hook was shown, when it was not the whole document: its log's `shown` block. */
   shown?: ShownRecord;
@@ -135,7 +135,7 @@ export interface InvokeOutcome {
   counted: Counted | null;
   /** Why the event is held (`counted: "held"`): the lead's approval, or our own fault. */
   hold?: "approval" | "fault";
-  /** What the leader should remember of the task's gate life after this event (policy/remediate.ts). */
+  /** What the leader should remember of the task's gate life after this event (event/remediate.ts). */
   remembered?: Remembered;
   /** The deciding run's log (the first run's log when all passed). */
   logFile: string | null;
@@ -212,7 +212,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
       ? { runs: [refusedRun(req, chain, layers, refused, now)], interrupted: null }
       : await runChain(req, chain.hooks, invocation, { mode, now, trust, snapshots });
   const { interrupted } = chainRun;
-  // Optional gates the team dropped are said in every log of the event (runner/trust.ts).
+  // Optional gates the team dropped are said in every log of the event (trust/trust.ts).
   const droppedGates = trust?.dropped.map((d) => ({ path: d.path, detail: `dropped by the team: ${d.detail}` })) ?? [];
   const runs: HookRun[] =
     droppedGates.length === 0 ? chainRun.runs : chainRun.runs.map((run) => ({ ...run, result: { ...run.result, droppedGates } }));
@@ -320,7 +320,7 @@ async function settle(ran: Ran, from: Progress): Promise<InvokeOutcome> {
   const logged = await writeLogs(ran, runs, at);
   at = { ...at, logs: logged.logs };
   if (!logged.ok) return outcomeOf(ran, at, runs, pendingStep(ran, at, "logs", describeError(logged.error)));
-  // After the logs: a deferral a decider can find is one the logs know (see invoke/deferral.ts).
+  // After the logs: a deferral a decider can find is one the logs know (see held/deferral.ts).
   if (ran.held && at.remediation?.complete && at.deferral === null) {
     try {
       at = { ...at, deferral: await writeDeferral(req.setup.identity.teamDir, ran.held) };

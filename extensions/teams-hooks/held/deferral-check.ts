@@ -1,5 +1,5 @@
 /**
- * Whether a deferral file (hook-state/deferrals/<runId>.json, invoke/deferral.ts) is still the
+ * Whether a deferral file (hook-state/deferrals/<runId>.json, held/deferral.ts) is still the
  * deferral its gate held. The agents the gate judges can write that folder (docs/security.md, the
  * threat model): a decision written into the file by hand is not prevented, only named (`by`), but
  * nothing else in it may change, because everything else decides *what* a decision settles and
@@ -11,7 +11,7 @@
  * - a file planted under another run's name, or a deferral no gate held at all, the same.
  *
  * The reference is the held run's record as first written: the `deferral` block of its log (written
- * before the file, invoke/invoke.ts), found through the ledger's `defer` record of the run, or, for a
+ * before the file, event/invoke.ts), found through the ledger's `defer` record of the run, or, for a
  * deferral the ledger does not know (held by `run --apply-policy`), through the file's own `logFile`
  * — that log must hold the same run. The ledger is the leader's own file: when it holds the run but
  * its log is gone, its key, event run id and deadline still stand. A deferral with no reference at
@@ -24,7 +24,7 @@
  */
 import path from "node:path";
 import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "./deferral.js";
-import { type HookTrigger, readHookLog } from "../runner/hook-log.js";
+import { type HookTrigger, readHookLog } from "../logs/hook-log.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
 import { hookLogsDir, ledgerFile } from "../team/paths.js";
 

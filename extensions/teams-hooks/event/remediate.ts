@@ -13,11 +13,11 @@ import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { patchTask, withoutNeverWritable, type JsonObject } from "../contract/merge-patch.js";
 import { describeError } from "../contract/errors.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
-import { holdsNewerEvent, type RemediationPlan } from "./plan.js";
+import { holdsNewerEvent, type RemediationPlan } from "../policy/plan.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask, updateTask } from "../team/tasks.js";
 import { isSafeName, taskFile } from "../team/paths.js";
-import { type TreeBudget, budgetKeys, rootOf, treeBudget } from "./gate-life.js";
+import { type TreeBudget, budgetKeys, rootOf, treeBudget } from "../policy/gate-life.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import type { EffectivePolicy } from "../settings/options.js";
 
@@ -34,7 +34,7 @@ export interface RemediationTarget {
   lockTimeoutMs?: number;
   /**
    * The patches of a chain that passed, in chain order, already cut to the writable fields: laid over
-   * the task in the same locked write as the gate's metadata, which goes on top (invoke/patches.ts).
+   * the task in the same locked write as the gate's metadata, which goes on top (event/patches.ts).
    */
   taskPatches?: readonly JsonObject[];
   /** What the leader remembers of its tasks' gate lives (its ledger); absent for a hand run. */

@@ -31,11 +31,11 @@
 import { createHash } from "node:crypto";
 import { lstatSync, statSync } from "node:fs";
 import path from "node:path";
-import { chainDirName, isHandlerGate, type ChainDiscovery, type ChainHook } from "./chain.js";
+import { chainDirName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { TrustErrorKind } from "../contract/hook-run.js";
-import { hookCandidatePaths, insecurity, settingsOfBytes } from "./discover.js";
+import { hookCandidatePaths, insecurity, settingsOfBytes } from "../gates/discover.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { problemDetail, readRegularBytes } from "../team/json-file.js";
 

@@ -22,7 +22,7 @@ import { sentId } from "../team/sent-log.js";
 import { updateTask } from "../team/tasks.js";
 import { forTheTeam, startDeniedText, unsafeName } from "../text/messages.js";
 import { type RemediationTarget, sendOnce } from "./remediate.js";
-import { nextRound } from "./gate-life.js";
+import { nextRound } from "../policy/gate-life.js";
 
 /**
  * Merged into the task's `metadata` when a start gate denies its claim (docs/hook-contract.md,
@@ -34,7 +34,7 @@ export const StartDenialMetadataSchema = z.object({
   qualityGateStartDeniedAt: z.string(),
   /** The gate's failure summary: `denied (deps.open) • task #2 is not done`, `exit code 1 • …`. */
   qualityGateStartDeniedReason: z.string(),
-  /** The gate that decided (runner/chain.ts gateName). */
+  /** The gate that decided (gates/chain.ts gateName). */
   qualityGateStartDeniedHook: z.string(),
   /** Claims of this task denied so far. */
   qualityGateStartDeniedCount: z.number().int().positive(),
@@ -117,7 +117,7 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
   return { kind: "revert", next, count, to };
 }
 
-/** What applying a start gate's answer did: the shape invoke/invoke.ts settles and logs. */
+/** What applying a start gate's answer did: the shape event/invoke.ts settles and logs. */
 export interface StartGateDone {
   plan: StartPlan;
   summary: string;

@@ -3,7 +3,7 @@
  * use) or read, re-read before each event when its file changed, and every gate change or insecure
  * gate said once here and once to the lead's inbox.
  *
- * The record in force is the approved copy kept outside the team dir (runner/trust-store.ts
+ * The record in force is the approved copy kept outside the team dir (trust/trust-store.ts
  * `approvedFile`): what the leader last wrote or the lead last approved with `trust`, which writes
  * that copy before `trust.json`. So `trust.json` changed by anything else — an agent, an editor,
  * while the leader runs or while it is stopped — differs from the copy: every differing entry is
@@ -11,16 +11,16 @@
  * approved. A record that is gone is written back from the copy; with no copy either, a team whose
  * history shows gates ran before fails closed instead of trusting anew what is there now.
  */
-import { type ChainDiscovery, discoverChain, isHandlerGate } from "../runner/chain.js";
-import { type ChainTrust, type TrustEntry, type TrustRecord, entryOf, eventOfGate, handlerTrustedFor, octal } from "../runner/trust.js";
-import { type RecordChange, approvedFile, keepTrustedCopy, readApproved, readTrust, recordDiff, replaceTrust, trustFile, trustedBy, updateTrust, writeApproved } from "../runner/trust-store.js";
+import { type ChainDiscovery, discoverChain, isHandlerGate } from "../gates/chain.js";
+import { type ChainTrust, type TrustEntry, type TrustRecord, entryOf, eventOfGate, handlerTrustedFor, octal } from "./trust.js";
+import { type RecordChange, approvedFile, keepTrustedCopy, readApproved, readTrust, recordDiff, replaceTrust, trustFile, trustedBy, updateTrust, writeApproved } from "./trust-store.js";
 import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
-import { listHookLogs, readHookLog } from "../runner/hook-log.js";
+import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { sentId } from "../team/sent-log.js";
 import { droppedGateText } from "../text/messages.js";
-import type { LeaderContext } from "./context.js";
-import type { Ledger } from "./ledger.js";
+import type { LeaderContext } from "../leader/context.js";
+import type { Ledger } from "../leader/ledger.js";
 
 /**
  * Recorded once the first start has taken the trust record (trust on first use). A ledger with it and
@@ -73,7 +73,7 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     const entries = new Map<string, TrustEntry>();
     const at = ctx.now();
     const by = trustedBy("first start of the leader");
-    // The handlers of config.json too: a handler is a gate, trusted by its definition (runner/trust.ts).
+    // The handlers of config.json too: a handler is a gate, trusted by its definition (trust/trust.ts).
     for (const { event, chain } of chains) {
       for (const hook of chain.hooks) {
         const found = entryOf(hook, at, by, event);
@@ -146,7 +146,7 @@ async function holdFileToApproved(ctx: LeaderContext, first: ReturnType<LeaderCo
  * Re-reads the trust record if its file changed, and says what changed (anyone may have written it).
  * An approval (`trust` wrote the approved copy first) is taken and said; any other change is said,
  * not trusted, and undone. True when the record in force changed: events held for approval may be
- * trusted now (leader/holds.ts).
+ * trusted now (trust/holds.ts).
  */
 export function refreshTrust(ctx: LeaderContext): boolean {
   const { read } = ctx.trust.refresh();

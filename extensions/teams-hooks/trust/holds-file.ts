@@ -1,14 +1,14 @@
 /**
  * `hook-state/holds.json`: the events a running leader holds because their gate could not judge the
  * work (the lead's approval, or a retry after our own fault), written by the leader whenever the list
- * changes (leader/holds.ts) and read by `/gates status`, the dashboard's "Needs attention" and
+ * changes (trust/holds.ts) and read by `/gates status`, the dashboard's "Needs attention" and
  * `doctor`. For people: the leader itself goes by its ledger, so a list edited or deleted changes
  * nothing it does.
  */
 import { z } from "zod";
 import { HOOK_EVENTS } from "../contract/contract.js";
-import { readJsonFile, writeJsonAtomic } from "./json-file.js";
-import { holdsFile } from "./paths.js";
+import { readJsonFile, writeJsonAtomic } from "../team/json-file.js";
+import { holdsFile } from "../team/paths.js";
 
 export const HeldEventSchema = z.looseObject({
   key: z.string(),

@@ -9,7 +9,7 @@
 import { type HookEventName, isTaskEvent } from "../contract/contract.js";
 import { describeError } from "../contract/errors.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { gateName } from "../runner/chain.js";
+import { gateName } from "../gates/chain.js";
 import { updateTask } from "../team/tasks.js";
 import { deferredSummary, describeFailure, forTheTeam } from "../text/messages.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";

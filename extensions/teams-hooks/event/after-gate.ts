@@ -1,16 +1,16 @@
 /**
- * What follows an event's gate, once its hooks have run (invoke/invoke.ts settles it, as often as it
+ * What follows an event's gate, once its hooks have run (event/invoke.ts settles it, as often as it
  * takes): the failure policy of a task's completion or failure (policy/decide.ts, remediate.ts; a
- * held gate's `deferred` record), or a start gate's answer to a claim (policy/start-gate.ts). Each
+ * held gate's `deferred` record), or a start gate's answer to a claim (event/start-gate.ts). Each
  * gives what the settling, the outcome and the logs need, in one shape.
  */
 import { type PolicyEventName, policyApplies as eventHasPolicy } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { countsAsPass, decide, deferPlan, holdPlan } from "../policy/decide.js";
-import { policyRecordOf, remediate, type RemediationDone } from "../policy/remediate.js";
-import { applyStartGate, startGateRecord } from "../policy/start-gate.js";
-import { gateName } from "../runner/chain.js";
+import { policyRecordOf, remediate, type RemediationDone } from "./remediate.js";
+import { applyStartGate, startGateRecord } from "./start-gate.js";
+import { gateName } from "../gates/chain.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Ran } from "./invoke.js";
@@ -26,7 +26,7 @@ export function policyApplies(req: InvokeRequest): req is InvokeRequest & { task
   return req.applyPolicy && eventHasPolicy(req.event) && req.taskId !== null;
 }
 
-/** A claim judged with its answer applied (`applyPolicy`): a denial puts it back (policy/start-gate.ts). */
+/** A claim judged with its answer applied (`applyPolicy`): a denial puts it back (event/start-gate.ts). */
 function startApplies(req: InvokeRequest): req is InvokeRequest & { taskId: string; event: "task_started" } {
   return req.applyPolicy && req.event === "task_started" && req.taskId !== null;
 }
@@ -40,9 +40,9 @@ export interface AfterGate {
   complete: boolean;
   /** The log's `policy` block. */
   record: Record<string, unknown>;
-  /** What became of the chain's patches (policy/remediate.ts), when it had any. */
+  /** What became of the chain's patches (event/remediate.ts), when it had any. */
   patch?: RemediationDone["patch"];
-  /** What the leader should remember of the task's gate life (policy/remediate.ts). */
+  /** What the leader should remember of the task's gate life (event/remediate.ts). */
   remembered?: RemediationDone["remembered"];
 }
 

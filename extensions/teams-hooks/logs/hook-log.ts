@@ -53,7 +53,7 @@ export const HookLogRecordSchema = z.looseObject({
   shown: z.looseObject({ projection: z.array(z.string()).optional(), confidential: z.boolean().optional(), bytes: z.number().int().nonnegative(), sha256: z.string() }).optional(),
   /** Filled by the policy step: the action chosen and what it did. */
   policy: z.looseObject({}).optional(),
-  /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (invoke/deferral.ts). */
+  /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (held/deferral.ts). */
   deferral: z.looseObject({}).optional(),
   /**
    * The record of a decision that settled a held gate: which deferred run and log it names, what was

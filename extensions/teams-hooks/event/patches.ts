@@ -6,9 +6,9 @@
  *
  *   a denial (or a closed error)  → no patch is written: each run with one says why (`patchIgnored`)
  *   a defer (a held gate)         → the patches are kept with the deferral and written only if the
- *                                   decision is allow (invoke/decision.ts)
+ *                                   decision is allow (held/decision.ts)
  *   passed                        → the patches, in chain order, are written under the task lock with
- *                                   the gate's metadata (policy/remediate.ts), and each run names the
+ *                                   the gate's metadata (event/remediate.ts), and each run names the
  *                                   paths written (`patchApplied`)
  *
  * An event without a task (`idle`, a task file gone) ignores a patch, and says so; so does a start
@@ -38,7 +38,7 @@ export function takePatch(
   task: Task | null,
   ctx: { event: HookEventName; writableFields: readonly string[] | null },
 ): { result: RunResult; kept: KeptPatch | null; task: Task | null } {
-  // A shadow gate's patch is never taken (invoke/chain-run.ts shadowed says so on its run).
+  // A shadow gate's patch is never taken (event/chain-run.ts shadowed says so on its run).
   const patch = result.outcome === "passed" && !result.shadow && result.verdict?.decision === "patch" ? result.verdict.patch : undefined;
   if (patch === undefined) return { result, kept: null, task };
   // A start gate judges a claim; it does not change the task (nor does idle, which has none).
@@ -55,7 +55,7 @@ export function takePatch(
   return { result: noted, kept: { patch: filtered.patch, paths: filtered.applied }, task: next.task };
 }
 
-/** A chain's run as far as patches go (invoke/invoke.ts `HookRun`). */
+/** A chain's run as far as patches go (event/invoke.ts `HookRun`). */
 interface PatchedRun {
   result: RunResult;
   patch?: KeptPatch;

@@ -5,7 +5,7 @@
  * its `on_<event>.d/NAME` replaces the global `NAME`, and its `NAME.disabled` switches the global
  * `NAME` off (for the v1 file, NAME is the v1 file's base name, e.g. `on_task_completed.sh.disabled`).
  *
- * Like runner/discover.ts, the answer is data and never an exception: every file that exists and does
+ * Like gates/discover.ts, the answer is data and never an exception: every file that exists and does
  * not run is in `skipped` with why, so that `doctor` and the logs can explain a gate that "did not
  * run". Limits (how many hooks, deadlines) are the caller's business.
  *
@@ -21,7 +21,7 @@
  *   it only runs once the local gates have had their say. They live in the team's config.json, so
  *   their layer is `team`; they are never files, so nothing about them is skipped here.
  */
-// Synchronous, as in runner/discover.ts: a chain is looked up before every event.
+// Synchronous, as in gates/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
 import { isRunCopyName } from "../contract/contract.js";
 import path from "node:path";
@@ -50,7 +50,7 @@ export interface FileChainHook {
  * An HTTP handler of config.json `hooks.handlers`: `name` and `hook.hookPath` are its gate name
  * (`http:ci`), `hook.command` and `hook.args` say `POST <url>` (its method; what the log's `command` shows).
  * `handler` is null only for a trusted handler that is no longer declared, named in a trust refusal
- * (invoke/chain-run.ts `refusedRun`): such a hook never runs.
+ * (event/chain-run.ts `refusedRun`): such a hook never runs.
  */
 export interface HttpChainHook {
   name: string;
@@ -269,7 +269,7 @@ function listChainDir(dir: string, layer: ChainLayer): Listed & { markers: Map<s
   return { files, markers, skipped };
 }
 
-/** How a chain file starts, by the v1 rules of runner/discover.ts; `{ reason }`: it cannot; null: the file is gone. */
+/** How a chain file starts, by the v1 rules of gates/discover.ts; `{ reason }`: it cannot; null: the file is gone. */
 function inspectFile(file: string): HookCommand | { reason: string } | null {
   const { launch, needsExecBit } = launcherFor(file);
   const verdict = inspectCandidate(file, needsExecBit);

@@ -46,7 +46,7 @@ type Launcher = (file: string) => Launch;
  * The lookup order of contract v1, and `.ts` after it (additive). `.js` / `.mjs` run with the
  * leader's own node (`process.execPath`), so a hook gets the Node version the leader was tested with,
  * whatever `node` on PATH is. `bash` is looked up on PATH by the runner: a missing bash is a spawn
- * error the run result reports. `.ts` runs with tsx or Node's type stripping (runner/typescript.ts);
+ * error the run result reports. `.ts` runs with tsx or Node's type stripping (gates/typescript.ts);
  * with neither it is skipped with the fix, and `doctor`, `watch` and `run` name it.
  */
 const KINDS: ReadonlyArray<{ suffix: string; launch: Launcher; needsExecBit: boolean }> = [
@@ -64,7 +64,7 @@ function launchTypeScript(file: string): Launch {
 
 /**
  * How a file starts, by its name: `.sh` with bash, `.js` / `.mjs` with the leader's own node,
- * anything else directly (which needs an execute bit). Shared with runner/chain.ts for `.d` files.
+ * anything else directly (which needs an execute bit). Shared with gates/chain.ts for `.d` files.
  */
 export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
   const ext = path.extname(file);

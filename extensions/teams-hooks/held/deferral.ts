@@ -23,7 +23,7 @@ import { z } from "zod";
 import type { HookEventName } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { HooksError } from "../contract/errors.js";
-import { gateName, type ChainHook } from "../runner/chain.js";
+import { gateName, type ChainHook } from "../gates/chain.js";
 import { mkdirUnder, readJsonFile, writeJsonAtomic, type ReadResult } from "../team/json-file.js";
 import { withLock } from "../team/lock.js";
 import { isTempOrLock, leaderStateDir, sanitizeName } from "../team/paths.js";
@@ -75,7 +75,7 @@ export const DeferralRecordSchema = z.looseObject({
 });
 export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
 
-/** The fields fixed when the gate is held (all but what deciding and applying add): invoke/deferral-check.ts holds a file to them. */
+/** The fields fixed when the gate is held (all but what deciding and applying add): held/deferral-check.ts holds a file to them. */
 export const DEFERRAL_HELD_FIELDS = [
   "version", "runId", "eventRunId", "key", "event", "taskId", "member", "timestamp", "teamId", "taskListId",
   "hook", "code", "reason", "message", "deferredAt", "expiresAt", "logFile", "patches",
