@@ -61,6 +61,10 @@ describe("required and optional gates", () => {
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     const line = `${optional}: dropped by the team (disabled by ${marker}): optional (required=false in the trusted gate)`;
     expect(doctor.stdout).toContain(line);
+    // By hand, the same line on stderr, and the gate that is left decides.
+    const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "2"]);
+    expect(ran.code).toBe(0);
+    expect(ran.stderr).toContain(said);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 

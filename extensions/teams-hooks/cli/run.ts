@@ -14,7 +14,7 @@ import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../logs/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../event/invoke.js";
 import { didYouMean } from "../text/suggest.js";
-import { eventLabel, formatDuration, missingSecretWarning, nonBlockingPass, unsafeName } from "../text/messages.js";
+import { droppedGateText, eventLabel, formatDuration, missingSecretWarning, nonBlockingPass, unsafeName } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -84,7 +84,13 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     timestamp: timestamp ?? null,
     applyPolicy: v["apply-policy"] === true,
     env: io.env,
-    trust: { record: trustRecord(setup.identity.teamDir, io) },
+    trust: {
+      record: trustRecord(setup.identity.teamDir, io),
+      // An optional gate the team dropped is no problem, but worth a line: the event runs without it.
+      onCheck: (check) => {
+        for (const d of check.dropped) io.stderr(`${droppedGateText(d.path, d.detail)}\n`);
+      },
+    },
     ...(progress ? { onSpawn: ({ hook }: { hook: string }) => progress.started("run", hook) } : {}),
   }).finally(() => progress?.close());
   if (outcome.pending?.stage === "remediation") {

@@ -18,6 +18,7 @@ import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { sentId } from "../team/sent-log.js";
+import { droppedGateText } from "../text/messages.js";
 import type { LeaderContext } from "../leader/context.js";
 import type { Ledger } from "../leader/ledger.js";
 
@@ -198,8 +199,7 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     const id = `dropped:${dropped.path}:${dropped.detail}`;
     if (ctx.told.has(id)) continue;
     ctx.told.add(id);
-    const why = "it is optional (required=false in the trusted gate), so its events run without it; no approval needed";
-    ctx.opts.report({ kind: "info", message: `gate ${dropped.path} dropped by the team (${dropped.detail}): ${why}` });
+    ctx.opts.report({ kind: "info", message: droppedGateText(dropped.path, dropped.detail) });
   }
   for (const change of check.changes) {
     const sha = change.now?.sha256 ?? change.trusted?.sha256 ?? "";
