@@ -124,7 +124,7 @@ export function deferredSummary(verdict: Pick<NonNullable<RunResult["verdict"]>,
   return verdict?.reason ? `deferred${code}: ${verdict.reason}` : `deferred${code}`;
 }
 
-/** An optional global gate the team dropped (runner/trust.ts), as the leader and `run` say it. */
+/** An optional global gate the team dropped (trust/trust.ts), as the leader and `run` say it. */
 export function droppedGateText(gate: string, detail: string): string {
   const why = "it is optional (required=false in the trusted gate), so its events run without it; no approval needed";
   return `gate ${gate} dropped by the team (${detail}): ${why}`;
