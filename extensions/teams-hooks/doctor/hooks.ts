@@ -200,6 +200,13 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
 
   const ext = path.extname(file);
   if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
+  // A .ts gate the runner starts with node (runner/typescript.ts): through tsx's CLI, or Node's own
+  // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
+  if (ext === ".ts" && hook.command !== file) {
+    const tsx = hook.args.length > 1 && hook.args.at(-1) === file ? hook.args.find((a) => a !== file && !a.startsWith("-")) : undefined;
+    const how = tsx ? `with tsx (${hook.command} ${tsx})` : `with node's type stripping (${hook.command})`;
+    return [{ level: "ok", message: `${name} runs ${how}`, file }, ...checks];
+  }
   if (ext === ".sh") {
     const bash = findOnPath("bash", env, cwd);
     if (!bash) return fail("bash is not on PATH, and .sh hooks run with bash");
