@@ -17,7 +17,7 @@ import type { HookEventName } from "../contract/contract.js";
 import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../gates/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import type { HandlerReport } from "./handlers.js";
-import { chainSkipChecks, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
+import { chainSkipChecks, exampleGateNeeds, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
 import type { ChainDirs, Check, CheckLevel } from "./gate-checks.js";
 
 export interface CandidateReport {
@@ -159,6 +159,8 @@ async function diagnoseChain(
   for (const h of chain.hooks) {
     if (h.kind === "http") continue; // not a file: doctor/handlers.ts checks it
     checks.push(...settingsChecks(settingsOf(h), h.hook.hookPath, label(h.layer, h.hook.hookPath), event));
+    const needs = exampleGateNeeds(h.hook.hookPath, cwd, env);
+    if (needs) checks.push({ level: "warn", message: needs, file: h.hook.hookPath });
     // The global v1 file: checked above.
     if (h.layer === "global" && h.kind === "v1") continue;
     checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
