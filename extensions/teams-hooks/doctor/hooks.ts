@@ -16,6 +16,7 @@ import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../gates/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
+import { missingImportMessage, missingImportsOfFile } from "../runner/imports.js";
 import type { HandlerReport } from "./handlers.js";
 import { chainSkipChecks, exampleGateNeeds, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
 import type { ChainDirs, Check, CheckLevel } from "./gate-checks.js";
@@ -201,6 +202,10 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const crlf = firstLine.endsWith("\r");
 
   const ext = path.extname(file);
+  if (hook.command === process.execPath) {
+    const missing = missingImportsOfFile(file);
+    if (missing.length > 0) return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
+  }
   if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
   // A .ts gate the runner starts with node (runner/typescript.ts): through tsx's CLI, or Node's own
   // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
