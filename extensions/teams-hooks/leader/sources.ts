@@ -242,7 +242,8 @@ export class TeamSources {
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
       if (!checked.ok) {
         this.#keys.delete(file);
-        return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
+        // Said once per version of the file (its stat): the reconcile scan does not repeat it.
+        return { kind: "problem", message: `${checked.problem.message} — not a task: no gate runs for it until the file is fixed`, fresh: true };
       }
       const id = checked.value.id;
       if (!isSafeName(id)) {
