@@ -172,6 +172,8 @@ function whyLine(n: WhyNotice, teamDir: string): string {
       return `${where}: ${n.hook ?? "a gate"} skipped${more}`;
     case "new_event":
       return `${where}: new event ${key}`;
+    case "report_not_in_file":
+      return `${where}: ${n.detail ?? "a reported task event the task file does not show"}`;
     default:
       return unreachable(n.reason);
   }
