@@ -2,7 +2,8 @@
  * Whether a leader holds a team, where a lead looks: `doctor`, pi's `/gates status` and the
  * dashboard, read from the leader lock and its heartbeat (the lock's mtime, moved by the leader while
  * it lives): `running` while a real leader (the built CLI) watches, `none` once it stopped, `stale`
- * for a lock whose process is gone or whose heartbeat stopped.
+ * for a lock whose process is gone or whose heartbeat stopped. A second leader refused by the lock
+ * never says it stopped.
  */
 import { spawn } from "node:child_process";
 import { mkdir, stat, utimes, writeFile } from "node:fs/promises";
@@ -65,6 +66,19 @@ describe("whether a leader holds the team", () => {
 
     await leader.stop();
     expect(await doctorLeaderLine(t)).toBe(`  --   ${none}`);
+  });
+
+  it("a second watch, refused by the first, says why and never that it stopped (it never started)", async () => {
+    const t = await rig.team();
+    const first = await rig.leader(t);
+    for (const json of [false, true]) {
+      const second = await runBin(["watch", "--team-dir", t.teamDir, ...(json ? ["--json"] : [])]);
+      expect(second.code).toBe(2);
+      expect(second.stderr).toContain(`another leader (pid ${first.pid}) is already watching ${t.teamDir}`);
+      expect(second.stdout).not.toMatch(/stopped/);
+      expect(second.stdout).not.toMatch(/watching/);
+    }
+    expect(first.exit).toBeNull();
   });
 
   it("stale: a lock whose process is gone, or whose heartbeat stopped", async () => {
