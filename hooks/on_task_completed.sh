@@ -18,7 +18,8 @@ if [ -z "${PI_TEAMS_GATE_CMD:-}" ]; then
   dir=$PWD
   while [ ! -e "$dir/package.json" ] && [ -n "$dir" ] && [ "$dir" != "/" ]; do dir=${dir%/*}; done
   if [ ! -e "$dir/package.json" ]; then
-    echo "gate not set up: no package.json in $PWD or above for \`npm test\`; set PI_TEAMS_GATE_CMD or run the leader in the project" >&2
+    echo "gate not set up: no package.json in $PWD or above for \`npm test\`;" \
+      "set PI_TEAMS_GATE_CMD or run the leader in the project" >&2
     exit 1
   fi
 fi

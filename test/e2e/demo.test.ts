@@ -11,7 +11,9 @@ beforeAll(() => ensureBuilt(), 240_000);
 
 describe("demo (npm start)", () => {
   it("shows a pass, a failure with reopen, follow-up and nudge, and the fix passing", async () => {
-    const { stdout } = await run(process.execPath, [path.resolve("dist/teams-hooks/bin.js"), "demo", "--keep"], { env: { ...process.env, NO_COLOR: "1" } });
+    const { stdout } = await run(process.execPath, [path.resolve("dist/teams-hooks/bin.js"), "demo", "--keep"], {
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     expect(stdout).toMatch(/task_completed #1 ada on_task_completed\.sh passed/);
     expect(stdout).toMatch(/task_completed #2 brian on_task_completed\.sh failed .*FAIL: task-2\.txt does not say ok → reopened \(1\/2\), reassigned to brian, follow-up #3 for brian, nudge brian/);
     expect(stdout).toMatch(/reads his inbox: "Quality gate on_task_completed failed for task #2/);

@@ -20,19 +20,25 @@ const DYNAMIC_GATE = `const { runGate } = await import(["pi-teams-hooks", "hook"
 await runGate(async () => ({ decision: "allow" }));
 `;
 
-async function team(gate: string, status: "in_progress" | "completed" = "in_progress"): Promise<{ team: TempTeam; file: string }> {
+async function team(
+  gate: string,
+  status: "in_progress" | "completed" = "in_progress",
+): Promise<{ team: TempTeam; file: string }> {
   const made = await rig.team({ tasks: ["1", "2"].map((id) => makeTask({ id, owner: "ada", status })) });
   const file = await rig.hook(made, "on_task_completed.mjs", gate);
   return { team: made, file };
 }
 
-const texts = async (t: TempTeam, namespace: string, member: string): Promise<string[]> => (await readInboxFile(t, namespace, member)).map((m) => m.text);
+const texts = async (t: TempTeam, namespace: string, member: string): Promise<string[]> =>
+  (await readInboxFile(t, namespace, member)).map((m) => m.text);
 
 describe("a gate whose import cannot be found", () => {
-  it("is named by doctor and held by the leader, with the fix for the lead and no stack line for the worker", async () => {
+  it("is named by doctor and held by the leader, with the fix for the lead, no stack line for the worker", async () => {
     const { team: t, file } = await team(HELPER_GATE);
     const hooks = path.dirname(file);
-    const why = `on_task_completed.mjs imports "pi-teams-hooks/hook", but pi-teams-hooks is not installed in a node_modules of ${hooks} or a folder above it (cd ${hooks} && npm install pi-teams-hooks)`;
+    const why =
+      `on_task_completed.mjs imports "pi-teams-hooks/hook", but pi-teams-hooks is not installed in a node_modules ` +
+      `of ${hooks} or a folder above it (cd ${hooks} && npm install pi-teams-hooks)`;
     const doctor = await runBin(["doctor", "--team-dir", t.teamDir]);
     expect(doctor.stdout).toContain(`FAIL on_task_completed.mjs: cannot start: ${why}`);
     expect(doctor.code).toBe(1);
@@ -40,9 +46,17 @@ describe("a gate whose import cannot be found", () => {
     const leader = await rig.leader(t);
     await rig.worker("complete", { tasksDir: t.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1);
-    expect(event).toMatchObject({ outcome: "error", held: "approval", summary: `held: waiting for the team lead: ${why}` });
-    await leader.waitFor("the lead's note", async () => (await texts(t, "team", t.leadName)).some((m) => m.includes(why)));
-    expect((await texts(t, "team", t.leadName)).find((m) => m.includes(why))).toContain("Once the gate can start, restart the leader");
+    expect(event).toMatchObject({
+      outcome: "error",
+      held: "approval",
+      summary: `held: waiting for the team lead: ${why}`,
+    });
+    await leader.waitFor("the lead's note", async () =>
+      (await texts(t, "team", t.leadName)).some((m) => m.includes(why)),
+    );
+    expect((await texts(t, "team", t.leadName)).find((m) => m.includes(why))).toContain(
+      "Once the gate can start, restart the leader",
+    );
     await leader.waitFor("the worker's note", async () => (await texts(t, t.taskListId, "ada")).length > 0);
     const told = (await texts(t, t.taskListId, "ada")).join("\n");
     expect(told).toContain("Nothing for you to fix");
@@ -53,7 +67,9 @@ describe("a gate whose import cannot be found", () => {
     // Installed beside the gates, the next start runs what was held, and it passes.
     await mkdir(path.join(t.teamsRoot, "node_modules"), { recursive: true });
     await symlink(REPO_ROOT, path.join(t.teamsRoot, "node_modules", "pi-teams-hooks"));
-    expect((await runBin(["doctor", "--team-dir", t.teamDir])).stdout).toContain("ok   on_task_completed.mjs runs with node");
+    expect((await runBin(["doctor", "--team-dir", t.teamDir])).stdout).toContain(
+      "ok   on_task_completed.mjs runs with node",
+    );
     const again = await rig.leader(t);
     const [released] = await again.waitForEvents(1);
     expect(released).toMatchObject({ taskId: "1", outcome: "passed", retry: true });
@@ -65,6 +81,9 @@ describe("a gate whose import cannot be found", () => {
     expect(run.stdout).toContain(`Cannot find package 'pi-teams-hooks' imported from ${file} (ERR_MODULE_NOT_FOUND)`);
     expect(run.stdout).not.toContain(".pi-run-");
     expect(run.stdout).not.toContain("node:internal");
-    expect((await readTaskFile(t, "1")).metadata).toMatchObject({ qualityGateStatus: "held", qualityGateHeld: "approval" });
+    expect((await readTaskFile(t, "1")).metadata).toMatchObject({
+      qualityGateStatus: "held",
+      qualityGateHeld: "approval",
+    });
   });
 });

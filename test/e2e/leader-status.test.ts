@@ -25,7 +25,12 @@ async function doctorLeaderLine(t: TempTeam): Promise<string> {
 }
 
 async function gatesStatus(t: TempTeam): Promise<string> {
-  const text = await statusText({ phase: "off", detail: "test" } as GateStatus, t.teamDir, { PI_TEAMS_ROOT_DIR: t.teamsRoot }, t.teamsRoot);
+  const text = await statusText(
+    { phase: "off", detail: "test" } as GateStatus,
+    t.teamDir,
+    { PI_TEAMS_ROOT_DIR: t.teamsRoot },
+    t.teamsRoot,
+  );
   return text.split("\n").find((line) => line.startsWith("leader: ")) ?? text;
 }
 
@@ -48,21 +53,28 @@ async function deadPid(): Promise<number> {
 }
 
 describe("whether a leader holds the team", () => {
-  it("none, then running with a heartbeat while a leader watches, then none again: in doctor, /gates status and the dashboard", async () => {
-    const t = await rig.team({ config: { version: 1, teamId: "test-team", taskListId: "test-team", leadName: "team-lead", members: [] } });
+  it("none, running with a heartbeat while a leader watches, none again: doctor, /gates, the dashboard", async () => {
+    const t = await rig.team({
+      config: { version: 1, teamId: "test-team", taskListId: "test-team", leadName: "team-lead", members: [] },
+    });
     const none = "leader: none: no leader watches this team, so no gate runs (pi-teams-hooks watch)";
     expect(await doctorLeaderLine(t)).toBe(`  --   ${none}`);
     expect(await gatesStatus(t)).toBe(none);
     expect(await dashboardLeader(t)).toBe(`none | Leader: ${none.slice("leader: ".length)}`);
 
     const leader = await rig.leader(t);
-    const running = new RegExp(`^running \\(pid ${leader.pid}, pi-teams-hooks watch, since \\S+, heartbeat \\d+ s ago\\)$`);
+    const running = new RegExp(
+      `^running \\(pid ${leader.pid}, pi-teams-hooks watch, since \\S+, heartbeat \\d+ s ago\\)$`,
+    );
     expect((await doctorLeaderLine(t)).replace(/^ {2}ok {3}leader: /, "")).toMatch(running);
     expect((await gatesStatus(t)).replace(/^leader: /, "")).toMatch(running);
     expect((await dashboardLeader(t)).replace(/^running \| Leader: /, "")).toMatch(running);
     // The heartbeat: the lock's mtime moves while the leader lives.
     const first = (await stat(lockOf(t))).mtimeMs;
-    await waitUntil("a heartbeat", async () => (await stat(lockOf(t))).mtimeMs > first, { timeoutMs: 15_000, intervalMs: 200 });
+    await waitUntil("a heartbeat", async () => (await stat(lockOf(t))).mtimeMs > first, {
+      timeoutMs: 15_000,
+      intervalMs: 200,
+    });
 
     await leader.stop();
     expect(await doctorLeaderLine(t)).toBe(`  --   ${none}`);
@@ -85,15 +97,26 @@ describe("whether a leader holds the team", () => {
     const t = await rig.team();
     const pid = await deadPid();
     await mkdir(path.dirname(lockOf(t)), { recursive: true });
-    await writeFile(lockOf(t), JSON.stringify({ pid, createdAt: "2026-12-06T06:00:00.000Z", label: "pi-teams-hooks watch" }));
+    await writeFile(
+      lockOf(t),
+      JSON.stringify({ pid, createdAt: "2026-12-06T06:00:00.000Z", label: "pi-teams-hooks watch" }),
+    );
     expect(await doctorLeaderLine(t)).toMatch(
-      new RegExp(`^ {2}warn leader: stale \\(pid ${pid}, pi-teams-hooks watch, since 2026-12-06T06:00:00.000Z, heartbeat \\d+ s ago\\): process ${pid} is gone; no leader runs the gates`),
+      new RegExp(
+        `^ {2}warn leader: stale \\(pid ${pid}, pi-teams-hooks watch, since 2026-12-06T06:00:00.000Z, ` +
+          `heartbeat \\d+ s ago\\): process ${pid} is gone; no leader runs the gates`,
+      ),
     );
 
     // A live process (this one) whose heartbeat stopped a minute ago: hung, or not a leader any more.
-    await writeFile(lockOf(t), JSON.stringify({ pid: process.pid, createdAt: "2026-12-06T06:00:00.000Z", label: "pi-teams-hooks watch" }));
+    await writeFile(
+      lockOf(t),
+      JSON.stringify({ pid: process.pid, createdAt: "2026-12-06T06:00:00.000Z", label: "pi-teams-hooks watch" }),
+    );
     const minuteAgo = new Date(Date.now() - 60_000);
     await utimes(lockOf(t), minuteAgo, minuteAgo);
-    expect(await gatesStatus(t)).toMatch(/^leader: stale \(pid \d+, .*heartbeat 60 s ago\): no heartbeat for 60 s; no leader runs the gates/);
+    expect(await gatesStatus(t)).toMatch(
+      /^leader: stale \(pid \d+, .*heartbeat 60 s ago\): no heartbeat for 60 s; no leader runs the gates/,
+    );
   });
 });

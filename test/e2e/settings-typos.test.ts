@@ -7,13 +7,22 @@ import { describe, expect, it } from "vitest";
 import { runBin, useLeaderRig } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
-const config = (hooks: Record<string, unknown>) => ({ version: 1, teamId: "test-team", taskListId: "test-team", leadName: "team-lead", members: [], hooks });
+const config = (hooks: Record<string, unknown>) => ({
+  version: 1,
+  teamId: "test-team",
+  taskListId: "test-team",
+  leadName: "team-lead",
+  members: [],
+  hooks,
+});
 
 describe("a settings typo", () => {
   it("in config.json's hooks block or a gate's settings line gets a did you mean, in watch and doctor", async () => {
     const team = await rig.team({ config: config({ failureAcion: "reopen", ownedByAnotherTool: true }) });
     await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: timout=30s\nexit 0");
-    const key = `${team.teamDir}/config.json: hooks.failureAcion: not a setting of pi-teams-hooks (did you mean failureAction?) — ignored`;
+    const key =
+      `${team.teamDir}/config.json: hooks.failureAcion: not a setting of pi-teams-hooks ` +
+      "(did you mean failureAction?) — ignored";
     const line = `on_task_completed.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout,`;
     const watch = await runBin(["watch", "--team-dir", team.teamDir, "--once"]);
     expect(watch.stderr).toContain(`warning: ${key}`);
@@ -25,6 +34,8 @@ describe("a settings typo", () => {
 
     const strict = await rig.team({ config: config({ limits: { maxHooksPerEvnt: 3 } }) });
     const refused = await runBin(["doctor", "--team-dir", strict.teamDir]);
-    expect(refused.stdout).toContain(`hooks.limits: Unrecognized key: "maxHooksPerEvnt" (did you mean maxHooksPerEvent?)`);
+    expect(refused.stdout).toContain(
+      `hooks.limits: Unrecognized key: "maxHooksPerEvnt" (did you mean maxHooksPerEvent?)`,
+    );
   });
 });

@@ -14,31 +14,58 @@ const rig = useLeaderRig();
 
 async function notify(t: TempTeam, notes: Array<Record<string, unknown>>): Promise<void> {
   const file = t.inboxFile("team", t.leadName);
-  const messages = notes.map((n) => makeMessage({ from: String(n.from), text: JSON.stringify({ type: "idle_notification", ...n }), timestamp: String(n.timestamp) }));
+  const messages = notes.map((n) =>
+    makeMessage({
+      from: String(n.from),
+      text: JSON.stringify({ type: "idle_notification", ...n }),
+      timestamp: String(n.timestamp),
+    }),
+  );
   await writeFile(`${file}.tmp.test`, JSON.stringify(messages));
   await rename(`${file}.tmp.test`, file);
 }
 
 describe("an idle notification reporting a failure", () => {
-  it("of a task whose file says completed runs idle only, and -v says why; of a task in progress, task_failed", async () => {
+  it("of a task whose file says completed runs idle only, -v says why; in progress, task_failed", async () => {
     const t = await rig.team({
-      tasks: [makeTask({ id: "3", owner: "ada", status: "completed", metadata: { completedAt: "2026-12-06T06:00:00.000Z" } }), makeTask({ id: "4", owner: "bob", status: "in_progress" })],
+      tasks: [
+        makeTask({ id: "3", owner: "ada", status: "completed", metadata: { completedAt: "2026-12-06T06:00:00.000Z" } }),
+        makeTask({ id: "4", owner: "bob", status: "in_progress" }),
+      ],
       inbox: [],
     });
     for (const name of ["on_idle.sh", "on_task_failed.sh"]) await rig.hook(t, name, "exit 0");
     const leader = await rig.leader(t, ["--verbose"]);
     await notify(t, [
-      { from: "ada", timestamp: "2026-12-06T07:00:00.000Z", completedTaskId: "3", completedStatus: "failed", failureReason: "tests red" },
-      { from: "bob", timestamp: "2026-12-06T07:00:01.000Z", completedTaskId: "4", completedStatus: "failed", failureReason: "stuck" },
+      {
+        from: "ada",
+        timestamp: "2026-12-06T07:00:00.000Z",
+        completedTaskId: "3",
+        completedStatus: "failed",
+        failureReason: "tests red",
+      },
+      {
+        from: "bob",
+        timestamp: "2026-12-06T07:00:01.000Z",
+        completedTaskId: "4",
+        completedStatus: "failed",
+        failureReason: "stuck",
+      },
     ]);
     const events = await leader.waitForEvents(3);
-    expect(events.map((e) => `${e.event} ${e.taskId ?? e.member}`).sort()).toEqual(["idle ada", "idle bob", "task_failed 4"]);
+    expect(events.map((e) => `${e.event} ${e.taskId ?? e.member}`).sort()).toEqual([
+      "idle ada",
+      "idle bob",
+      "task_failed 4",
+    ]);
     const why = leader.linesOf("verbose").filter((l) => l.reason === "report_not_in_file");
     expect(why).toEqual([
       expect.objectContaining({
         file: path.join(t.teamDir, "mailboxes", "team", "inboxes", "team-lead.json"),
         taskId: "3",
-        detail: "ada reports task #3 failed, but its file says completed: the completion is gated, not a failure; the notification runs idle only",
+        detail:
+          "ada reports task #3 failed, but its file says completed: the completion is gated, not a failure; " +
+          "the notification runs idle only",
       }),
     ]);
   });

@@ -146,7 +146,11 @@ describe("the leader's task sources", () => {
       problems: [`${inbox}: not a regular file (fifo) — skipped until it changes`],
       unmatched: [],
     });
-    expect(await s.lookAtInbox({ force: false, unreadOnly: false })).toEqual({ events: [], problems: [], unmatched: [] });
+    expect(await s.lookAtInbox({ force: false, unreadOnly: false })).toEqual({
+      events: [],
+      problems: [],
+      unmatched: [],
+    });
   });
 });
 

@@ -118,7 +118,8 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
 
   say(`\nhook logs (${path.join(teamDir, "hook-logs")}):`);
   say(await logsTable(teamDir, terminalWidth(io)));
-  if (keep) say(`\nteam dir: ${teamDir}\nlook around: tasks/demo/*.json (qualityGate* metadata), mailboxes/demo/inboxes/brian.json, hook-logs/`);
+  const around = "tasks/demo/*.json (qualityGate* metadata), mailboxes/demo/inboxes/brian.json, hook-logs/";
+  if (keep) say(`\nteam dir: ${teamDir}\nlook around: ${around}`);
   else say(`\nremoved ${root} (pi-teams-hooks demo --keep keeps it, to look around)`);
   return 0;
 }

@@ -219,9 +219,21 @@ export function idleEvents(note: IdleNotification, task: Task | null, opts: Even
  * the task file is the truth of the task's state, so a report the file contradicts (a failure of a
  * task its file shows completed, a completion the file does not show) runs `idle` only.
  */
-export function explainIdleEvents(note: IdleNotification, task: Task | null, opts: EventOptions = {}): { events: HookEvent[]; unmatched: string | null } {
+export function explainIdleEvents(
+  note: IdleNotification,
+  task: Task | null,
+  opts: EventOptions = {},
+): { events: HookEvent[]; unmatched: string | null } {
   const events: HookEvent[] = [
-    { key: eventKey("idle", note.from, note.timestamp), event: "idle", taskId: null, member: note.from, timestamp: note.timestamp, source: "inbox", notification: note },
+    {
+      key: eventKey("idle", note.from, note.timestamp),
+      event: "idle",
+      taskId: null,
+      member: note.from,
+      timestamp: note.timestamp,
+      source: "inbox",
+      notification: note,
+    },
   ];
   const taskId = note.completedTaskId;
   if (!taskId || !note.completedStatus) return { events, unmatched: null };
@@ -243,7 +255,13 @@ export function explainIdleEvents(note: IdleNotification, task: Task | null, opt
   if (fileEvent?.event === wanted) {
     // The task's own stamp when it has one: the same event gets the same timestamp from either source.
     const own = metaString(task, wanted === "task_completed" ? "completedAt" : "abortedAt");
-    events.push({ ...fileEvent, member: note.from, timestamp: own ?? note.timestamp, source: "inbox", notification: note });
+    events.push({
+      ...fileEvent,
+      member: note.from,
+      timestamp: own ?? note.timestamp,
+      source: "inbox",
+      notification: note,
+    });
   } else if (wanted === "task_failed" && task.status !== "completed" && !metaString(task, "abortedAt")) {
     // A runtime that reports failures only by message: the notification is the only source.
     events.push(fromNote("task_failed", note.timestamp));

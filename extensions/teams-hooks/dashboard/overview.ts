@@ -175,7 +175,18 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
   const week = opts.nowMs - CHART_DAYS * DAY_MS;
   const handRuns = samples.filter((s) => s.hand && s.timeMs > week).length;
   const members = bouncing(samples, opts.nowMs);
-  return { team, gates: summarise(samples, opts.nowMs), members, held, leader, waiting, untrusted, unreadable, handRuns, problems };
+  return {
+    team,
+    gates: summarise(samples, opts.nowMs),
+    members,
+    held,
+    leader,
+    waiting,
+    untrusted,
+    unreadable,
+    handRuns,
+    problems,
+  };
 }
 
 /** The oldest start the overview counts: the first chart day's midnight (UTC), or 7 × 24 hours ago if earlier. */

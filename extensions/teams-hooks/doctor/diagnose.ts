@@ -86,7 +86,11 @@ export interface DoctorInput {
 }
 
 /** A leader running is as it should be; none is worth a note; a stale lock means the gates stopped. */
-const LEADER_LEVEL: Readonly<Record<LeaderStatus["state"], CheckLevel>> = { running: "ok", none: "info", stale: "warn" };
+const LEADER_LEVEL: Readonly<Record<LeaderStatus["state"], CheckLevel>> = {
+  running: "ok",
+  none: "info",
+  stale: "warn",
+};
 
 /** A lock held this long by a live process makes other writers give up (team/lock.ts waits 10 s). */
 const LONG_HELD_LOCK_MS = 10_000;
@@ -130,7 +134,12 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   }
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
   const leader = team.ok ? await leaderStatus(teamDir, input.now ?? Date.now()) : null;
-  if (leader) team.checks.push({ level: LEADER_LEVEL[leader.state], message: `leader: ${describeLeaderStatus(leader)}`, file: leader.file });
+  if (leader)
+    team.checks.push({
+      level: LEADER_LEVEL[leader.state],
+      message: `leader: ${describeLeaderStatus(leader)}`,
+      file: leader.file,
+    });
   const hooksDir = path.resolve(input.cwd, hooks.dir);
   const access = team.ok
     ? diagnoseAccess({ teamDir, hooksDir, teamLayer, taskListId: team.identity.taskListId, env: input.env })

@@ -222,7 +222,11 @@ export const EXAMPLE_GATE_DEFAULT = "cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}
  * above it (where npm looks): npm fails every run there, and prints nothing under --silent. Null when
  * the gate is not that one or it can run.
  */
-export function exampleGateNeeds(file: string, cwd: string, env: Readonly<Record<string, string | undefined>>): string | null {
+export function exampleGateNeeds(
+  file: string,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>,
+): string | null {
   if ((env.PI_TEAMS_GATE_CMD ?? "") !== "") return null;
   let text: string;
   try {
@@ -236,7 +240,8 @@ export function exampleGateNeeds(file: string, cwd: string, env: Readonly<Record
     if (path.dirname(dir) === dir) break;
   }
   const fix = "start the leader in your project (or with --cwd DIR), or set PI_TEAMS_GATE_CMD to the check to run";
-  return `${file} runs \`npm test --silent\` in ${cwd}, which has no package.json (nor a folder above it): every completion it checks fails; ${fix}`;
+  const none = "which has no package.json (nor a folder above it): every completion it checks fails";
+  return `${file} runs \`npm test --silent\` in ${cwd}, ${none}; ${fix}`;
 }
 
 /** The file's stat (symlinks followed), or null when there is none to be had. */

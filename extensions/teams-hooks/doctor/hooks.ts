@@ -18,7 +18,15 @@ import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus 
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import { missingImportMessage, missingImportsOfFile } from "../runner/imports.js";
 import type { HandlerReport } from "./handlers.js";
-import { chainSkipChecks, exampleGateNeeds, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
+import {
+  chainSkipChecks,
+  exampleGateNeeds,
+  layerLabel,
+  settingsChecks,
+  statOrNull,
+  strayChecks,
+  v1SkipChecks,
+} from "./gate-checks.js";
 import type { ChainDirs, Check, CheckLevel } from "./gate-checks.js";
 
 export interface CandidateReport {
@@ -204,13 +212,17 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const ext = path.extname(file);
   if (hook.command === process.execPath) {
     const missing = missingImportsOfFile(file);
-    if (missing.length > 0) return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
+    if (missing.length > 0)
+      return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
   }
   if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
   // A .ts gate the runner starts with node (runner/typescript.ts): through tsx's CLI, or Node's own
   // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
   if (ext === ".ts" && hook.command !== file) {
-    const tsx = hook.args.length > 1 && hook.args.at(-1) === file ? hook.args.find((a) => a !== file && !a.startsWith("-")) : undefined;
+    const tsx =
+      hook.args.length > 1 && hook.args.at(-1) === file
+        ? hook.args.find((a) => a !== file && !a.startsWith("-"))
+        : undefined;
     const how = tsx ? `with tsx (${hook.command} ${tsx})` : `with node's type stripping (${hook.command})`;
     return [{ level: "ok", message: `${name} runs ${how}`, file }, ...checks];
   }

@@ -10,7 +10,14 @@ import type { Stats } from "node:fs";
 import path from "node:path";
 import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "../contract/team-files.js";
 import { errnoCode, describeError } from "../contract/errors.js";
-import { type EventOptions, type HookEvent, gateRound, explainIdleEvents, parseIdleText, taskEvent } from "../contract/events.js";
+import {
+  type EventOptions,
+  type HookEvent,
+  gateRound,
+  explainIdleEvents,
+  parseIdleText,
+  taskEvent,
+} from "../contract/events.js";
 import { MAX_TEAM_FILE_BYTES, READ_FLAGS, type FileProblem, checkSchema, irregularFileProblem, parseJsonText, readPrefix, readRegularFile, tooLargeProblem } from "../team/json-file.js";
 import { readInbox } from "../team/mailbox.js";
 import { fileProblem, unsafeName } from "../text/messages.js";
@@ -243,7 +250,11 @@ export class TeamSources {
       if (!checked.ok) {
         this.#keys.delete(file);
         // Said once per version of the file (its stat): the reconcile scan does not repeat it.
-        return { kind: "problem", message: `${checked.problem.message} — not a task: no gate runs for it until the file is fixed`, fresh: true };
+        return {
+          kind: "problem",
+          message: `${checked.problem.message} — not a task: no gate runs for it until the file is fixed`,
+          fresh: true,
+        };
       }
       const id = checked.value.id;
       if (!isSafeName(id)) {
@@ -340,7 +351,12 @@ export class TeamSources {
       return { events: [], problems: [`${this.inboxFile}: cannot read: ${describeError(error)}`], unmatched: [] };
     }
     const inbox = await readInbox(this.#identity.teamDir, "team", this.#identity.leadName);
-    if (!inbox.ok) return { events: [], problems: [inbox.problem.kind === "invalid" ? inbox.problem.message : skipped(inbox.problem)], unmatched: [] };
+    if (!inbox.ok)
+      return {
+        events: [],
+        problems: [inbox.problem.kind === "invalid" ? inbox.problem.message : skipped(inbox.problem)],
+        unmatched: [],
+      };
     const events: HookEvent[] = [];
     const problems: string[] = [];
     const unmatched: InboxLook["unmatched"] = [];
@@ -364,7 +380,8 @@ export class TeamSources {
       const task = note.data.completedTaskId ? await this.readTaskById(note.data.completedTaskId) : null;
       const found = explainIdleEvents(note.data, task, task ? this.#eventOptions(task) : {});
       events.push(...found.events);
-      if (found.unmatched && note.data.completedTaskId) unmatched.push({ taskId: note.data.completedTaskId, detail: found.unmatched });
+      if (found.unmatched && note.data.completedTaskId)
+        unmatched.push({ taskId: note.data.completedTaskId, detail: found.unmatched });
       this.#handledNotes.add(idleKey);
     }
     return { events, problems, unmatched };

@@ -39,7 +39,8 @@ export function missingImports(source: string, gateFile: string): MissingImport[
       const specifier = match[1] ?? "";
       const packageName = barePackage(specifier);
       if (packageName === null || found.has(specifier)) continue;
-      if (!packageFound(packageName, path.dirname(path.resolve(gateFile)))) found.set(specifier, { specifier, packageName });
+      if (!packageFound(packageName, path.dirname(path.resolve(gateFile))))
+        found.set(specifier, { specifier, packageName });
     }
   }
   return [...found.values()];
@@ -59,7 +60,9 @@ export function missingImportMessage(gateFile: string, missing: readonly Missing
   const dir = path.dirname(path.resolve(gateFile));
   const names = [...new Set(missing.map((m) => m.packageName))];
   const what = missing.map((m) => `"${m.specifier}"`).join(", ");
-  return `${path.basename(gateFile)} imports ${what}, but ${names.join(", ")} is not installed in a node_modules of ${dir} or a folder above it (cd ${dir} && npm install ${names.join(" ")})`;
+  const where = `a node_modules of ${dir} or a folder above it`;
+  const fix = `cd ${dir} && npm install ${names.join(" ")}`;
+  return `${path.basename(gateFile)} imports ${what}, but ${names.join(", ")} is not installed in ${where} (${fix})`;
 }
 
 /**
@@ -67,19 +70,24 @@ export function missingImportMessage(gateFile: string, missing: readonly Missing
  * rather than the private copy that ran (`copy`); null when stderr holds no such report.
  */
 export function moduleNotFound(stderr: string, copy: string, gateFile: string): string | null {
-  const match = /Error \[ERR_MODULE_NOT_FOUND\]: (Cannot find (?:package|module) '[^']*') imported from (\S+)/.exec(stderr);
+  const match = /Error \[ERR_MODULE_NOT_FOUND\]: (Cannot find (?:package|module) '[^']*') imported from (\S+)/.exec(
+    stderr,
+  );
   if (!match) return null;
   // The private copy (its name may come cut short, as runGate's crash line is): the gate's own name.
   const named = match[2] ?? copy;
   const from = named === copy || path.basename(named).includes(".pi-run-") ? gateFile : named;
   const what = match[1] ?? "Cannot find a module";
-  const fix = what.startsWith("Cannot find package") ? "install it where the gate can import it" : "a file the gate imports is not there";
+  const fix = what.startsWith("Cannot find package")
+    ? "install it where the gate can import it"
+    : "a file the gate imports is not there";
   return `${what} imported from ${from} (ERR_MODULE_NOT_FOUND): ${fix}`;
 }
 
 /** The package a bare specifier names (`@scope/name` or `name`), or null for anything else. */
 function barePackage(specifier: string): string | null {
-  if (specifier === "" || specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("#")) return null;
+  if (specifier === "" || specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("#"))
+    return null;
   if (/^[a-z][a-z0-9+.-]*:/i.test(specifier)) return null; // node:, data:, file:, https:
   const parts = specifier.split("/");
   const name = specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? "");

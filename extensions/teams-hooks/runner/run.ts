@@ -177,10 +177,17 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     env.PI_TEAMS_HOOK_PATH = hook.hookPath;
     // A node gate whose packages are not installed beside it would die before its first line: not started.
     if (hook.command === process.execPath) {
-      const missing = opts.snapshot ? missingImports(opts.snapshot.content.toString("utf8"), hook.hookPath) : missingImportsOfFile(hook.hookPath);
+      const missing = opts.snapshot
+        ? missingImports(opts.snapshot.content.toString("utf8"), hook.hookPath)
+        : missingImportsOfFile(hook.hookPath);
       if (missing.length > 0) {
         const message = missingImportMessage(hook.hookPath, missing);
-        return { ...base, ran: false, contextTruncated: truncated, ...startFailure(message, MODULE_NOT_FOUND, startedAt) };
+        return {
+          ...base,
+          ran: false,
+          contextTruncated: truncated,
+          ...startFailure(message, MODULE_NOT_FOUND, startedAt),
+        };
       }
     }
     let started = hook;
@@ -203,10 +210,12 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     const judged = applyVerdict(result, readResultFile(resultFile), lastLine, rules);
     // Node could not find a module the gate imports (one a look at its text cannot see): the gate
     // judged nothing, so it is a gate that cannot start, not a denial.
-    const notFound = hook.command === process.execPath && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
-      ? moduleNotFound(judged.stderr, copy?.file ?? hook.hookPath, hook.hookPath)
-      : null;
-    if (notFound) return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
+    const notFound =
+      hook.command === process.execPath && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
+        ? moduleNotFound(judged.stderr, copy?.file ?? hook.hookPath, hook.hookPath)
+        : null;
+    if (notFound)
+      return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
     return judged;
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.

@@ -83,7 +83,10 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
     const key = eq < 0 ? token : token.slice(0, eq);
     const value = eq < 0 ? "" : token.slice(eq + 1);
     if (!(KEYS as readonly string[]).includes(key)) {
-      return { ok: false, error: `${where}: unknown setting "${key}"${didYouMean(key, KEYS, 2)} (settings: ${KEYS.join(", ")})` };
+      return {
+        ok: false,
+        error: `${where}: unknown setting "${key}"${didYouMean(key, KEYS, 2)} (settings: ${KEYS.join(", ")})`,
+      };
     }
     if (eq < 0 || value === "") return { ok: false, error: `${where}: ${key} has no value (${key}=…)` };
     if (seen.has(key)) return { ok: false, error: `${where}: ${key} is given twice` };

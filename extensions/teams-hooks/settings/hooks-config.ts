@@ -220,7 +220,8 @@ export function checkHooksBlock(raw: unknown, file: string): HooksBlockCheck {
   const fields = parsed.error.issues.map((issue) => ["hooks", ...issue.path.map(String)].join("."));
   const problems = parsed.error.issues.map((issue, index) => {
     const got = valueAt(raw, issue.path);
-    return `${file}: ${fields[index] ?? "hooks"}: ${withSuggestion(issue)}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
+    const shown = got === undefined ? "" : `, got ${JSON.stringify(got)}`;
+    return `${file}: ${fields[index] ?? "hooks"}: ${withSuggestion(issue)}${shown}`;
   });
   return { ok: false, problems, fields };
 }

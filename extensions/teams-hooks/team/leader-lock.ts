@@ -71,7 +71,8 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
       // The heartbeat: the lock's mtime, moved while its holder lives and its event loop turns (leaderStatus).
       const beat = setInterval(() => {
         const now = new Date();
-        fs.utimes(file, now, now).catch(() => undefined); // gone (the team dir removed): the leader puts it back, or stops
+        // Gone (the team dir removed): the leader puts it back, or stops; nothing to do here.
+        fs.utimes(file, now, now).catch(() => undefined);
       }, LEADER_HEARTBEAT_MS);
       beat.unref();
       return {
@@ -139,7 +140,15 @@ export interface LeaderStatus {
 /** The team's leader lock as a status, for doctor, `/gates status` and the dashboard. */
 export async function leaderStatus(teamDir: string, now: number = Date.now()): Promise<LeaderStatus> {
   const file = path.join(leaderStateDir(teamDir), "leader.lock");
-  const none: LeaderStatus = { state: "none", file, pid: null, label: null, since: null, heartbeatAgeMs: null, reason: null };
+  const none: LeaderStatus = {
+    state: "none",
+    file,
+    pid: null,
+    label: null,
+    since: null,
+    heartbeatAgeMs: null,
+    reason: null,
+  };
   const text = readLockText(file);
   if (text === null) return none;
   const holder = parseLockHolder(text);
@@ -148,20 +157,27 @@ export async function leaderStatus(teamDir: string, now: number = Date.now()): P
   const heartbeatAgeMs = Math.max(0, age);
   const base = { file, pid: holder.pid, label: holder.label, since: createdAtOf(text), heartbeatAgeMs };
   const judged = staleReason(holder, heartbeatAgeMs);
-  if (holder.pid !== null && judged.holderAlive === false) return { ...base, state: "stale", reason: `process ${holder.pid} is gone` };
-  if (heartbeatAgeMs > LEADER_STALE_MS) return { ...base, state: "stale", reason: `no heartbeat for ${Math.round(heartbeatAgeMs / 1000)} s` };
+  if (holder.pid !== null && judged.holderAlive === false)
+    return { ...base, state: "stale", reason: `process ${holder.pid} is gone` };
+  if (heartbeatAgeMs > LEADER_STALE_MS)
+    return { ...base, state: "stale", reason: `no heartbeat for ${Math.round(heartbeatAgeMs / 1000)} s` };
   return { ...base, state: "running", reason: null };
 }
 
 /** One line for people: `running (pid 42, since …, heartbeat 2 s ago)`, `stale: …`, `none: …`. */
 export function describeLeaderStatus(status: LeaderStatus): string {
   const beat = status.heartbeatAgeMs === null ? "" : `, heartbeat ${Math.round(status.heartbeatAgeMs / 1000)} s ago`;
-  const who = `pid ${status.pid ?? "?"}${status.label ? `, ${status.label}` : ""}${status.since ? `, since ${status.since}` : ""}${beat}`;
+  const label = status.label ? `, ${status.label}` : "";
+  const since = status.since ? `, since ${status.since}` : "";
+  const who = `pid ${status.pid ?? "?"}${label}${since}${beat}`;
   switch (status.state) {
     case "running":
       return `running (${who})`;
     case "stale":
-      return `stale (${who}): ${status.reason ?? "stale"}; no leader runs the gates, and the next one takes the lock over (${status.file})`;
+      return (
+        `stale (${who}): ${status.reason ?? "stale"}; ` +
+        `no leader runs the gates, and the next one takes the lock over (${status.file})`
+      );
     case "none":
       return "none: no leader watches this team, so no gate runs (pi-teams-hooks watch)";
     default:

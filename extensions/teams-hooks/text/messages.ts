@@ -149,7 +149,8 @@ export function forTheTeam(summary: string): string {
  * (colour codes removed, cut to 180 characters), joined with ` • `.
  */
 export function describeFailure(
-  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict" | "http"> & Partial<Pick<RunResult, "errorCode">>,
+  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict" | "http"> &
+    Partial<Pick<RunResult, "errorCode">>,
   timeoutMs: number,
 ): string {
   const parts: string[] = [];
@@ -384,15 +385,24 @@ export function heldNoteText(d: { hookName: string; taskId: string | null; cause
 
 /** The note to the lead when an event is held (once per gate and reason): what holds it, and what to do. */
 export function heldLeadText(
-  h: { cause: "approval" | "fault"; hook: string | null; taskId: string | null; key: string; reason: string; kind?: string | null },
+  h: {
+    cause: "approval" | "fault";
+    hook: string | null;
+    taskId: string | null;
+    key: string;
+    reason: string;
+    kind?: string | null;
+  },
   teamDir: string,
 ): string {
   const what = h.taskId ? `task #${h.taskId}` : h.key;
   // A gate that cannot start (spawn) is not a trust matter: once it can, a restart runs what it holds.
+  const trust = `pi-teams-hooks trust --team-dir ${teamDir}`;
   const then =
     h.kind === "spawn"
-      ? `Once the gate can start, restart the leader (or approve a change of the gate: pi-teams-hooks trust --team-dir ${teamDir}); every event it holds then runs once.`
-      : `Once the gate is as it should be, approve it (pi-teams-hooks trust --team-dir ${teamDir}); every event it holds then runs once.`;
+      ? `Once the gate can start, restart the leader (or approve a change: ${trust}); ` +
+        "each event it holds then runs once."
+      : `Once the gate is as it should be, approve it (${trust}); every event it holds then runs once.`;
   return h.cause === "approval"
     ? [
         `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ${h.reason}`,
