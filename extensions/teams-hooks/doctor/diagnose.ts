@@ -139,6 +139,8 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       level: LEADER_LEVEL[leader.state],
       message: `leader: ${describeLeaderStatus(leader)}`,
       file: leader.file,
+      // A stale leader lock is a lock left behind: `doctor --json` gives it as one.
+      kind: "lock",
     });
   const hooksDir = path.resolve(input.cwd, hooks.dir);
   const access = team.ok
