@@ -13,6 +13,17 @@ cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}
 task="#${PI_TEAMS_TASK_ID:-?}"
 [ -n "${PI_TEAMS_TASK_SUBJECT:-}" ] && task="$task (${PI_TEAMS_TASK_SUBJECT:0:80})"
 
+# The default needs a package.json here or above (where npm looks); without one npm fails, silently.
+if [ -z "${PI_TEAMS_GATE_CMD:-}" ]; then
+  dir=$PWD
+  while [ ! -e "$dir/package.json" ] && [ -n "$dir" ] && [ "$dir" != "/" ]; do dir=${dir%/*}; done
+  if [ ! -e "$dir/package.json" ]; then
+    echo "gate not set up: no package.json in $PWD or above for \`npm test\`;" \
+      "set PI_TEAMS_GATE_CMD or run the leader in the project" >&2
+    exit 1
+  fi
+fi
+
 output=$(mktemp "${TMPDIR:-/tmp}/gate-output.XXXXXX")
 trap 'rm -f "$output"' EXIT
 

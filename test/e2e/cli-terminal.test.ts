@@ -99,12 +99,27 @@ describe("the logs table fits the terminal", () => {
     expect(failed?.result.stderr).toBe(`${LONG_STDERR}\n`);
   });
 
-  it("logs stats fits too, leaving out p50, p95, then the tasks", async () => {
+  it("logs stats fits too, leaving out the columns 0 on every row first, then p50, p95 and the tasks", async () => {
     const teamDir = await teamWithLogs();
     const narrow = await bin(["logs", "stats", "--team-dir", teamDir], { COLUMNS: "80" });
     for (const line of narrow.stdout.trimEnd().split("\n")) expect(displayWidth(line)).toBeLessThanOrEqual(80);
-    expect(narrow.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual(["hook", "event", "runs", "pass rate", "failed", "timed out", "error"]);
-    expect(narrow.stderr).toContain("(p50, p95 and most-failed tasks left out to fit 80 columns");
+    // No run timed out or erred: those columns go, and p50, p95 and the most-failed tasks stay.
+    expect(narrow.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual([
+      "hook",
+      "event",
+      "runs",
+      "pass rate",
+      "failed",
+      "p50",
+      "p95",
+      "most-failed…",
+    ]);
+    expect(narrow.stdout).toContain("#2 (1)");
+    expect(narrow.stderr).toContain("(timed out and error left out to fit 80 columns");
+    const narrower = await bin(["logs", "stats", "--team-dir", teamDir], { COLUMNS: "60" });
+    for (const line of narrower.stdout.trimEnd().split("\n")) expect(displayWidth(line)).toBeLessThanOrEqual(60);
+    expect(narrower.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual(["hook", "event", "runs", "pass rate", "failed"]);
+    expect(narrower.stderr).toContain("(timed out, error, p50, p95 and most-failed tasks left out to fit 60 columns");
     const wide = await bin(["logs", "stats", "--team-dir", teamDir], { COLUMNS: "200" });
     expect(wide.stdout).toContain("#2 (1)");
     expect(wide.stderr).toBe("");

@@ -11,7 +11,9 @@ beforeAll(() => ensureBuilt(), 240_000);
 
 describe("demo (npm start)", () => {
   it("shows a pass, a failure with reopen, follow-up and nudge, and the fix passing", async () => {
-    const { stdout } = await run(process.execPath, [path.resolve("dist/teams-hooks/bin.js"), "demo"], { env: { ...process.env, NO_COLOR: "1" } });
+    const { stdout } = await run(process.execPath, [path.resolve("dist/teams-hooks/bin.js"), "demo", "--keep"], {
+      env: { ...process.env, NO_COLOR: "1" },
+    });
     expect(stdout).toMatch(/task_completed #1 ada on_task_completed\.sh passed/);
     expect(stdout).toMatch(/task_completed #2 brian on_task_completed\.sh failed .*FAIL: task-2\.txt does not say ok → reopened \(1\/2\), reassigned to brian, follow-up #3 for brian, nudge brian/);
     expect(stdout).toMatch(/reads his inbox: "Quality gate on_task_completed failed for task #2/);
@@ -41,7 +43,12 @@ describe("demo (npm start)", () => {
       // The reason is another matter: the example gate finds it with grep ("grep: command not found").
       expect(stdout).toMatch(/task_completed #2 brian on_task_completed\.sh failed .*→ reopened/);
       expect(stdout.slice(stdout.indexOf("fixes task-2.txt"))).toMatch(/task_completed #2 brian on_task_completed\.sh passed/);
-      fs.rmSync(path.dirname(/team dir: (\S+)/.exec(stdout)?.[1] ?? bin), { recursive: true, force: true });
+      // Without --keep, npm start leaves nothing behind in the temp folder.
+      const root = /^removed (\S+) \(pi-teams-hooks demo --keep keeps it, to look around\)$/m.exec(stdout)?.[1] ?? "";
+      expect(root).toMatch(/pi-teams-demo-/);
+      expect(stdout).toContain(`demo team in ${root}/demo`);
+      expect(fs.existsSync(root)).toBe(false);
+      expect(stdout).not.toContain("team dir:");
     } finally {
       fs.rmSync(bin, { recursive: true, force: true });
     }

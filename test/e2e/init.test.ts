@@ -57,6 +57,61 @@ describe("pi-teams-hooks init", () => {
     expect(out.stdout.split("\n")[0]).toBe(`hooks dir ${dir} (--hooks-dir)`);
   });
 
+  it("the example gate outside a project: init says what it needs; run, watch, doctor warn; it says why", async () => {
+    const root = await tempRoot();
+    const team = path.join(root, "alpha");
+    const now = new Date().toISOString();
+    const task = {
+      id: "1",
+      subject: "Parse",
+      description: "d",
+      owner: "ada",
+      status: "completed",
+      blocks: [],
+      blockedBy: [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    fs.mkdirSync(path.join(team, "tasks", "alpha"), { recursive: true });
+    fs.writeFileSync(path.join(team, "tasks", "alpha", "1.json"), `${JSON.stringify(task)}\n`);
+    const init = await cli(["init", "--team-dir", team]);
+    expect(init.stdout).toContain(
+      "default: npm test --silent, which needs a package.json)\nin the folder the leader runs in (or --cwd)",
+    );
+    const gate = path.join(root, "_hooks", "on_task_completed.sh");
+    const warning = `warning: ${gate} runs \`npm test --silent\` in ${root}, which has no package.json (nor a`;
+    const env = { PI_TEAMS_GATE_CMD: undefined };
+
+    const run = await cli(["run", "task_completed", "--team-dir", team, "--task", "1"], env, root);
+    expect(run.stderr).toContain(warning);
+    expect(run.stdout).toContain(`exit code 1 • gate not set up: no package.json in ${root} or above for \`npm test`);
+    expect(run.stdout).not.toContain("check exited");
+    const watch = await cli(["watch", "--team-dir", team, "--once"], env, root);
+    expect(watch.stderr).toContain(warning);
+    expect((await cli(["doctor", "--team-dir", team], env, root)).stdout).toContain(
+      `warn ${gate} runs \`npm test --silent\``,
+    );
+
+    // In a project (a package.json here or above), or with a command of its own, nothing to say.
+    fs.writeFileSync(path.join(root, "package.json"), JSON.stringify({ scripts: { test: "exit 0" } }));
+    fs.mkdirSync(path.join(root, "src"));
+    const inProject = await cli(
+      ["run", "task_completed", "--team-dir", team, "--task", "1"],
+      env,
+      path.join(root, "src"),
+    );
+    expect(inProject.stderr).not.toContain("package.json");
+    expect(inProject.stdout).toContain("task_completed #1 on_task_completed.sh passed");
+    fs.rmSync(path.join(root, "package.json"));
+    const ownCommand = await cli(
+      ["run", "task_completed", "--team-dir", team, "--task", "1"],
+      { PI_TEAMS_GATE_CMD: "true" },
+      root,
+    );
+    expect(ownCommand.stderr).not.toContain("package.json");
+    expect(ownCommand.code).toBe(0);
+  });
+
   it("defaults to <teams root>/_hooks: the parent of --team-dir, or PI_TEAMS_ROOT_DIR, with PI_TEAMS_HOOKS_DIR under it", async () => {
     const root = await tempRoot();
     const team = path.join(root, "alpha");

@@ -212,7 +212,7 @@ describe("a settings line that cannot be read", () => {
       ran: false,
       outcome: "error",
       errorKind: "hook_settings",
-      error: 'on_idle.sh:2: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format, required): the gate did not run',
+      error: 'on_idle.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required): the gate did not run',
     });
   });
 });

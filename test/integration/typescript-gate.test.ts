@@ -96,6 +96,24 @@ describe("a .ts gate", () => {
     expect(passed.stderr).not.toContain("never runs");
   });
 
+  it("that runs with tsx is one doctor agrees runs, in the hooks dir and in a chain dir", async () => {
+    const { team, hooks, gate } = await teamWithGate();
+    const cli = await installStandIn(team);
+    await mkdir(path.join(hooks, "on_task_completed.d"));
+    await writeFile(path.join(hooks, "on_task_completed.d", "10-types.ts"), GATE);
+    const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+    expect(doctor.stdout).toContain(`ok   on_task_completed.ts runs with tsx (${process.execPath} ${cli})`);
+    expect(doctor.stdout).toContain(`runs with tsx (${process.execPath} ${cli})`);
+    expect(doctor.stdout).not.toContain("no #! line");
+    expect(doctor.code).toBe(0);
+    const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "2"]);
+    expect(run.code).toBe(0);
+    expect((await readLogs(team.teamDir)).map((l) => l.result.command)).toEqual([
+      [process.execPath, cli, gate],
+      [process.execPath, cli, path.join(hooks, "on_task_completed.d", "10-types.ts")],
+    ]);
+  });
+
   it("that runs is covered by trust: new, then trusted, then changed", async () => {
     const { team, gate } = await teamWithGate();
     await installStandIn(team); // trust covers the gates that run: with nothing to run it, it is none

@@ -30,7 +30,7 @@ describe("the settings line", () => {
   });
 
   it.each([
-    ["# pi-teams-hooks: timout=30s", 'on_task_completed.sh:1: unknown setting "timout" (settings: timeout, members, owner, subject, labels, paths, mode, format, required)'],
+    ["# pi-teams-hooks: timout=30s", 'on_task_completed.sh:1: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required)'],
     ["# pi-teams-hooks: timeout=soon", "on_task_completed.sh:1: timeout=soon: expected a duration such as 90s, 5m, 1500ms or 2h"],
     ["# pi-teams-hooks: timeout=0s", "on_task_completed.sh:1: timeout=0s: out of range: 1ms to 2147483647ms, as for the global timeout"],
     ["# pi-teams-hooks: mode=dry", "on_task_completed.sh:1: mode=dry: expected enforce or shadow"],

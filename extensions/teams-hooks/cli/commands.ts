@@ -457,14 +457,24 @@ const WATCH: CommandSpec = {
 const DEMO: CommandSpec = {
   name: "demo",
   summary: "play a small team through a passing, a failing and a fixed gate (npm start)",
-  usage: ["demo"],
+  usage: ["demo [--keep]"],
   description: [
     "Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate " +
       "hooks/on_task_completed.sh, and play two workers: one task passes its gate; one fails, is reopened with a " +
       "follow-up task and a nudge, and passes once fixed. Prints the leader's lines as they happen, then the hook " +
-      "logs and where the team dir is (it is left there to look at). Takes a few seconds.",
+      "logs. The temporary folder is removed at the end, however the demo ends. Takes a few seconds.",
   ],
-  groups: [{ rows: [] }],
+  groups: [
+    {
+      rows: [
+        {
+          name: "keep",
+          type: "boolean",
+          help: "keep the temporary team (its tasks, inboxes and hook logs) and say where it is, to look around",
+        },
+      ],
+    },
+  ],
   exit: [
     { code: 0, when: "the demo played to its end" },
     { code: 1, when: "a step did not happen within 15 s (said on stderr)" },

@@ -2,7 +2,8 @@
  * `pi-teams-hooks demo` (what `npm start` runs): a temporary team made from examples/demo-team/, the
  * leader running in this process with the example gate from hooks/, and two scripted workers. Ada's
  * task passes its gate; Brian's fails, is reopened with a follow-up task and a nudge, and passes once
- * he fixes it. Every write goes through the same lock protocol a real worker uses.
+ * he fixes it. Every write goes through the same lock protocol a real worker uses. The temporary
+ * folder is removed at the end (however the demo ends) unless `--keep`.
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -29,7 +30,18 @@ const GATE_CMD = `bad=; for f in task-*.txt; do [ "$(< "$f")" = ok ] || bad="$ba
 
 export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
+  const keep = args.values.keep === true;
   const root = await fs.mkdtemp(path.join(os.tmpdir(), "pi-teams-demo-"));
+  try {
+    return await play(root, keep, io);
+  } finally {
+    // The temp team goes with the demo, whatever ends it, unless asked to stay (--keep) and it got that far.
+    if (!keep) await fs.rm(root, { recursive: true, force: true });
+  }
+}
+
+/** The demo itself, in `root`. */
+async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
   const teamDir = path.join(root, "demo");
   const hooksDir = path.join(root, "_hooks");
   const workspace = path.join(root, "workspace");
@@ -106,7 +118,9 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
 
   say(`\nhook logs (${path.join(teamDir, "hook-logs")}):`);
   say(await logsTable(teamDir, terminalWidth(io)));
-  say(`\nteam dir: ${teamDir}\nlook around: tasks/demo/*.json (qualityGate* metadata), mailboxes/demo/inboxes/brian.json, hook-logs/`);
+  const around = "tasks/demo/*.json (qualityGate* metadata), mailboxes/demo/inboxes/brian.json, hook-logs/";
+  if (keep) say(`\nteam dir: ${teamDir}\nlook around: ${around}`);
+  else say(`\nremoved ${root} (pi-teams-hooks demo --keep keeps it, to look around)`);
   return 0;
 }
 

@@ -52,7 +52,10 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     io.stdout(`  ${replaced ? "replaced" : "wrote"} ${name} (mode 755)\n`);
   }
   for (const note of await shadowNotes(target.dir, examples)) io.stdout(`  note: ${note}\n`);
-  io.stdout(`\nEdit them to taste; on_task_completed.sh runs $PI_TEAMS_GATE_CMD (default: npm test --silent).\n${nextSteps(target, v, io, "task_completed")}`);
+  const gateRuns =
+    "on_task_completed.sh runs $PI_TEAMS_GATE_CMD (default: npm test --silent, which needs a package.json)";
+  const where = "in the folder the leader runs in (or --cwd): start watch in your project, or set PI_TEAMS_GATE_CMD";
+  io.stdout(`\nEdit them to taste; ${gateRuns}\n${where}.\n${nextSteps(target, v, io, "task_completed")}`);
   return 0;
 }
 

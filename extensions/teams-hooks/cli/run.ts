@@ -48,7 +48,16 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure: setup.settings.allowInsecureHooks.value, noGate: false, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({
+    hooksDir: setup.hooksDir,
+    teamHooksDir: setup.teamHooksDir,
+    allowInsecure: setup.settings.allowInsecureHooks.value,
+    noGate: false,
+    handlers: setup.settings.handlers,
+    projection: setup.settings.projection.value,
+    project: { cwd: setup.cwd, env: io.env },
+  }))
+    io.stderr(`warning: ${warning}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
   let eventMember = member ?? null;

@@ -38,7 +38,16 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     else io.stdout(text);
   };
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  for (const warning of await gateWarnings({ hooksDir: setup.hooksDir, teamHooksDir: setup.teamHooksDir, allowInsecure: setup.settings.allowInsecureHooks.value, noGate: true, handlers: setup.settings.handlers, projection: setup.settings.projection.value })) io.stderr(`warning: ${warning}\n`);
+  for (const warning of await gateWarnings({
+    hooksDir: setup.hooksDir,
+    teamHooksDir: setup.teamHooksDir,
+    allowInsecure: setup.settings.allowInsecureHooks.value,
+    noGate: true,
+    handlers: setup.settings.handlers,
+    projection: setup.settings.projection.value,
+    project: { cwd: setup.cwd, env: io.env },
+  }))
+    io.stderr(`warning: ${warning}\n`);
 
   const leader = new Leader({
     setup,
@@ -172,6 +181,8 @@ function whyLine(n: WhyNotice, teamDir: string): string {
       return `${where}: ${n.hook ?? "a gate"} skipped${more}`;
     case "new_event":
       return `${where}: new event ${key}`;
+    case "report_not_in_file":
+      return `${where}: ${n.detail ?? "a reported task event the task file does not show"}`;
     default:
       return unreachable(n.reason);
   }

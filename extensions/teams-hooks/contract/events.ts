@@ -211,11 +211,32 @@ export function parseIdleText(text: string): unknown {
  * as read now, or null when its file is gone.
  */
 export function idleEvents(note: IdleNotification, task: Task | null, opts: EventOptions = {}): HookEvent[] {
+  return explainIdleEvents(note, task, opts).events;
+}
+
+/**
+ * idleEvents, and why the task event a notification reports is not among them (`--verbose` says it):
+ * the task file is the truth of the task's state, so a report the file contradicts (a failure of a
+ * task its file shows completed, a completion the file does not show) runs `idle` only.
+ */
+export function explainIdleEvents(
+  note: IdleNotification,
+  task: Task | null,
+  opts: EventOptions = {},
+): { events: HookEvent[]; unmatched: string | null } {
   const events: HookEvent[] = [
-    { key: eventKey("idle", note.from, note.timestamp), event: "idle", taskId: null, member: note.from, timestamp: note.timestamp, source: "inbox", notification: note },
+    {
+      key: eventKey("idle", note.from, note.timestamp),
+      event: "idle",
+      taskId: null,
+      member: note.from,
+      timestamp: note.timestamp,
+      source: "inbox",
+      notification: note,
+    },
   ];
   const taskId = note.completedTaskId;
-  if (!taskId || !note.completedStatus) return events;
+  if (!taskId || !note.completedStatus) return { events, unmatched: null };
   const fromNote = (event: HookEventName, stamp: string): HookEvent => ({
     key: eventKey(event, taskId, stamp),
     event,
@@ -228,18 +249,35 @@ export function idleEvents(note: IdleNotification, task: Task | null, opts: Even
   const wanted = note.completedStatus === "completed" ? "task_completed" : "task_failed";
   if (task === null) {
     events.push(fromNote(wanted, note.timestamp));
-    return events;
+    return { events, unmatched: null };
   }
   const fileEvent = taskEvent(task, opts);
   if (fileEvent?.event === wanted) {
     // The task's own stamp when it has one: the same event gets the same timestamp from either source.
     const own = metaString(task, wanted === "task_completed" ? "completedAt" : "abortedAt");
-    events.push({ ...fileEvent, member: note.from, timestamp: own ?? note.timestamp, source: "inbox", notification: note });
+    events.push({
+      ...fileEvent,
+      member: note.from,
+      timestamp: own ?? note.timestamp,
+      source: "inbox",
+      notification: note,
+    });
   } else if (wanted === "task_failed" && task.status !== "completed" && !metaString(task, "abortedAt")) {
     // A runtime that reports failures only by message: the notification is the only source.
     events.push(fromNote("task_failed", note.timestamp));
+  } else {
+    // A reported completion that the file does not show (already reopened, or not yet written) is the
+    // file's to report: inventing a key here would run the same completion twice. A reported failure
+    // of a task the file shows completed: the completion is what its gate judges, and a task_failed
+    // gate's record would overwrite the completion's on the task.
+    const reported = `${note.from} reports task #${taskId} ${note.completedStatus}`;
+    const why =
+      wanted === "task_completed"
+        ? `its file does not show that completion (status ${task.status}): the file reports it when it does`
+        : task.status === "completed"
+          ? "its file says completed: the completion is gated, not a failure"
+          : "its file already shows the failure (metadata.abortedAt): that event is the file's";
+    return { events, unmatched: `${reported}, but ${why}; the notification runs idle only` };
   }
-  // A reported completion that the file does not show (already reopened, or not yet written) is the
-  // file's to report: inventing a key here would run the same completion twice.
-  return events;
+  return { events, unmatched: null };
 }

@@ -19,6 +19,7 @@ import { type Html, html, queryString } from "./html.js";
 import { durationText, rateText, timeOf } from "./layout.js";
 import { heldGates, type HeldGate, type TeamRef } from "./teams.js";
 import { type HeldEvent, readHolds } from "../trust/holds-file.js";
+import { describeLeaderStatus, leaderStatus, type LeaderStatus } from "../team/leader-lock.js";
 
 const DAY_MS = 86_400_000;
 export const CHART_DAYS = 7;
@@ -60,6 +61,8 @@ export interface TeamOverview {
   /** Members whose runs failed most in the 7 days, most first (at most 5). */
   members: Array<{ member: string; failures: number; runs: number }>;
   held: HeldGate[];
+  /** Whether a leader holds the team now (its lock and heartbeat). */
+  leader: LeaderStatus;
   /** Events a running leader holds because their gate could not judge the work (hook-state/holds.json). */
   waiting: HeldEvent[];
   untrusted: UntrustedGate[];
@@ -154,7 +157,7 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
   } catch (error) {
     problems.push(`hook logs: ${describeError(error)}`);
   }
-  const [held, waiting, untrusted] = await Promise.all([
+  const [held, waiting, untrusted, leader] = await Promise.all([
     heldGates(team.dir, opts.nowMs).catch((error: unknown) => {
       problems.push(`deferred gates: ${describeError(error)}`);
       return [];
@@ -167,11 +170,23 @@ export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Re
       problems.push(`gates and trust: ${describeError(error)}`);
       return [];
     }),
+    leaderStatus(team.dir, opts.nowMs),
   ]);
   const week = opts.nowMs - CHART_DAYS * DAY_MS;
   const handRuns = samples.filter((s) => s.hand && s.timeMs > week).length;
   const members = bouncing(samples, opts.nowMs);
-  return { team, gates: summarise(samples, opts.nowMs), members, held, waiting, untrusted, unreadable, handRuns, problems };
+  return {
+    team,
+    gates: summarise(samples, opts.nowMs),
+    members,
+    held,
+    leader,
+    waiting,
+    untrusted,
+    unreadable,
+    handRuns,
+    problems,
+  };
 }
 
 /** The oldest start the overview counts: the first chart day's midnight (UTC), or 7 × 24 hours ago if earlier. */
@@ -280,6 +295,7 @@ function teamSection(t: TeamOverview, nowMs: number): Html {
   const rows = t.gates.map((g) => gateRow(t.team.name, g, nowMs));
   return html`<section class="team" aria-labelledby="${id}">
 <h2 id="${id}"><a href="/runs${queryString({ team: t.team.name })}">${t.team.name}</a></h2>
+${leaderLine(t.leader)}
 ${t.gates.length === 0 ? html`<p class="quiet">No gate ran in the last ${CHART_DAYS} days.</p>` : html`<div class="table-wrap"><table class="gates">
 <caption>Gates of ${t.team.name}: the last 24 hours and ${CHART_DAYS} days</caption>
 <thead><tr><th scope="col">Gate</th><th scope="col">Event</th><th scope="col" class="num">Runs 24 h</th><th scope="col" class="num">Pass 24 h</th><th scope="col" class="num">Runs ${CHART_DAYS} d</th><th scope="col" class="num">Pass ${CHART_DAYS} d</th><th scope="col" class="num">Median</th><th scope="col" class="num">p95</th><th scope="col">Per day</th></tr></thead>
@@ -289,6 +305,12 @@ ${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS}
 ${t.handRuns > 0 ? handNote(t.team.name, t.handRuns) : ""}
 ${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
 </section>`;
+}
+
+/** Whether a leader runs the team's gates: running, stale (its process gone or its heartbeat stopped) or none. */
+function leaderLine(leader: LeaderStatus): Html {
+  const cls = leader.state === "running" ? "quiet" : "warn";
+  return html`<p class="${cls} leader" data-leader="${leader.state}">Leader: ${describeLeaderStatus(leader)}</p>`;
 }
 
 /** The passes of the 7 days that let an error through: a pass rate alone would hide them. */

@@ -18,10 +18,11 @@ import path from "node:path";
 import { discoverChains, teamHooksDir } from "../gates/chain.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { can, diagnoseEvent, diagnoseHooksDir, diagnoseTeamLayer, type EventHookReport } from "./hooks.js";
-import { statOrNull, type Check } from "./gate-checks.js";
+import { statOrNull, type Check, type CheckLevel } from "./gate-checks.js";
 import { errnoCode } from "../contract/errors.js";
 import { readInbox } from "../team/mailbox.js";
 import { inspectLock, type LockHolder } from "../team/lock.js";
+import { describeLeaderStatus, leaderStatus, type LeaderStatus } from "../team/leader-lock.js";
 import { resolveSettings, settingsReport, type SettingsReport } from "../settings/hooks-config.js";
 import { resolveHooksDir, tasksDir } from "../team/paths.js";
 import { readAllTasks } from "../team/tasks.js";
@@ -61,6 +62,8 @@ export interface DoctorReport {
   team: { identity: TeamIdentity | null; checks: Check[] };
   policy: PolicyReport;
   locks: { found: LockReport[]; checks: Check[] };
+  /** Whether a leader holds the team (its lock and heartbeat); null when the team dir is not one. */
+  leader: LeaderStatus | null;
   /**
    * Who besides the leader's user (the user doctor runs as) could change the gates, hook-state/,
    * hook-logs/ or the approved trust record (doctor/access.ts); null when the team dir cannot be read.
@@ -81,6 +84,13 @@ export interface DoctorInput {
   cwd: string;
   now?: number;
 }
+
+/** A leader running is as it should be; none is worth a note; a stale lock means the gates stopped. */
+const LEADER_LEVEL: Readonly<Record<LeaderStatus["state"], CheckLevel>> = {
+  running: "ok",
+  none: "info",
+  stale: "warn",
+};
 
 /** A lock held this long by a live process makes other writers give up (team/lock.ts waits 10 s). */
 const LONG_HELD_LOCK_MS = 10_000;
@@ -123,6 +133,15 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
   }
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
+  const leader = team.ok ? await leaderStatus(teamDir, input.now ?? Date.now()) : null;
+  if (leader)
+    team.checks.push({
+      level: LEADER_LEVEL[leader.state],
+      message: `leader: ${describeLeaderStatus(leader)}`,
+      file: leader.file,
+      // A stale leader lock is a lock left behind: `doctor --json` gives it as one.
+      kind: "lock",
+    });
   const hooksDir = path.resolve(input.cwd, hooks.dir);
   const access = team.ok
     ? diagnoseAccess({ teamDir, hooksDir, teamLayer, taskListId: team.identity.taskListId, env: input.env })
@@ -140,6 +159,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     team: { identity: team.ok ? team.identity : null, checks: team.checks },
     policy,
     locks,
+    leader,
     access,
     errors: all.filter((c) => c.level === "error").length,
     warnings: all.filter((c) => c.level === "warn").length,

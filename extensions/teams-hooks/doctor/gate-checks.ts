@@ -5,7 +5,7 @@
  * insecure. doctor prints them with the rest of its report (doctor/hooks.ts); `run` and `watch` warn
  * with the same checks, in the same words, before anything runs (`gateWarnings`). Data only.
  */
-import type { Stats } from "node:fs";
+import { existsSync, readFileSync, type Stats } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { chainDirName, discoverChains, gateName } from "../gates/chain.js";
@@ -165,6 +165,8 @@ export interface GateWarningsInput {
   noGate: boolean;
   handlers?: readonly HandlerDef[];
   projection?: Projection;
+  /** Where the gates run and with what environment: checked against what the example gate needs. */
+  project?: { cwd: string; env: Readonly<Record<string, string | undefined>> };
 }
 
 /**
@@ -188,6 +190,8 @@ export async function gateWarnings(input: GateWarningsInput): Promise<string[]> 
     }
     for (const hook of chain.hooks) {
       if (hook.kind === "http") continue; // not a file: nothing others could rewrite on disk
+      const needs = input.project ? exampleGateNeeds(hook.hook.hookPath, input.project.cwd, input.project.env) : null;
+      if (needs) out.push(needs);
       if (input.allowInsecure) continue;
       const info = await statOrNull(hook.hook.hookPath);
       const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
@@ -207,6 +211,37 @@ export async function gateWarnings(input: GateWarningsInput): Promise<string[]> 
     out.push(`no gate runs for any event: ${where}; pi-teams-hooks init copies the example gates`);
   }
   return out;
+}
+
+/** The line of the example gate (hooks/on_task_completed.sh) that picks its check command. */
+export const EXAMPLE_GATE_DEFAULT = "cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}";
+
+/**
+ * A gate that keeps the example gate's default command (`npm test --silent` unless PI_TEAMS_GATE_CMD
+ * is set and not empty, as bash's `:-` reads it) in a working folder with no package.json in it or
+ * above it (where npm looks): npm fails every run there, and prints nothing under --silent. Null when
+ * the gate is not that one or it can run.
+ */
+export function exampleGateNeeds(
+  file: string,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>,
+): string | null {
+  if ((env.PI_TEAMS_GATE_CMD ?? "") !== "") return null;
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch {
+    return null; // unreadable or gone: the other checks name that
+  }
+  if (!text.split("\n").some((line) => line.trim() === EXAMPLE_GATE_DEFAULT)) return null;
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "package.json"))) return null;
+    if (path.dirname(dir) === dir) break;
+  }
+  const fix = "start the leader in your project (or with --cwd DIR), or set PI_TEAMS_GATE_CMD to the check to run";
+  const none = "which has no package.json (nor a folder above it): every completion it checks fails";
+  return `${file} runs \`npm test --silent\` in ${cwd}, ${none}; ${fix}`;
 }
 
 /** The file's stat (symlinks followed), or null when there is none to be had. */

@@ -16,8 +16,17 @@ import type { HookCommand } from "../contract/hook-run.js";
 import type { HookEventName } from "../contract/contract.js";
 import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../gates/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
+import { missingImportMessage, missingImportsOfFile } from "../runner/imports.js";
 import type { HandlerReport } from "./handlers.js";
-import { chainSkipChecks, layerLabel, settingsChecks, statOrNull, strayChecks, v1SkipChecks } from "./gate-checks.js";
+import {
+  chainSkipChecks,
+  exampleGateNeeds,
+  layerLabel,
+  settingsChecks,
+  statOrNull,
+  strayChecks,
+  v1SkipChecks,
+} from "./gate-checks.js";
 import type { ChainDirs, Check, CheckLevel } from "./gate-checks.js";
 
 export interface CandidateReport {
@@ -159,6 +168,8 @@ async function diagnoseChain(
   for (const h of chain.hooks) {
     if (h.kind === "http") continue; // not a file: doctor/handlers.ts checks it
     checks.push(...settingsChecks(settingsOf(h), h.hook.hookPath, label(h.layer, h.hook.hookPath), event));
+    const needs = exampleGateNeeds(h.hook.hookPath, cwd, env);
+    if (needs) checks.push({ level: "warn", message: needs, file: h.hook.hookPath });
     // The global v1 file: checked above.
     if (h.layer === "global" && h.kind === "v1") continue;
     checks.push(...(await checkRunnable(h.hook, env, cwd, label(h.layer, h.hook.hookPath))));
@@ -199,7 +210,22 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const crlf = firstLine.endsWith("\r");
 
   const ext = path.extname(file);
+  if (hook.command === process.execPath) {
+    const missing = missingImportsOfFile(file);
+    if (missing.length > 0)
+      return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
+  }
   if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
+  // A .ts gate the runner starts with node (runner/typescript.ts): through tsx's CLI, or Node's own
+  // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
+  if (ext === ".ts" && hook.command !== file) {
+    const tsx =
+      hook.args.length > 1 && hook.args.at(-1) === file
+        ? hook.args.find((a) => a !== file && !a.startsWith("-"))
+        : undefined;
+    const how = tsx ? `with tsx (${hook.command} ${tsx})` : `with node's type stripping (${hook.command})`;
+    return [{ level: "ok", message: `${name} runs ${how}`, file }, ...checks];
+  }
   if (ext === ".sh") {
     const bash = findOnPath("bash", env, cwd);
     if (!bash) return fail("bash is not on PATH, and .sh hooks run with bash");

@@ -215,6 +215,10 @@ export class Hints {
     this.#inboxLook = this.#inboxLook.then(async () => {
       const inbox = await ctx.sources.lookAtInbox({ force: false, unreadOnly: ctx.opts.inbox === "consume" });
       inbox.problems.forEach((p) => ctx.warn(p));
+      if (ctx.verbose) {
+        for (const u of inbox.unmatched)
+          ctx.why({ reason: "report_not_in_file", file: ctx.sources.inboxFile, taskId: u.taskId, detail: u.detail });
+      }
       inbox.events.forEach((e) => this.#consider(e));
     });
   }

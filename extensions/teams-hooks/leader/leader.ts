@@ -133,6 +133,9 @@ export class Leader {
 
   async #shutdown(): Promise<void> {
     const ctx = this.#ctx;
+    // A leader that never took events (refused by another's lock, a start that failed) did not stop:
+    // it never started, and its error says why.
+    const started = ctx.state === "watching";
     ctx.state = "stopping";
     this.#hints.stop();
     ctx.deferrals?.stop();
@@ -149,6 +152,6 @@ export class Leader {
     await ctx.ledger?.close();
     await ctx.lock?.release();
     ctx.state = "stopped";
-    ctx.opts.report({ kind: "stopped", dropped });
+    if (started) ctx.opts.report({ kind: "stopped", dropped });
   }
 }

@@ -73,7 +73,8 @@ export type WhyReason =
   | "claim_seen"
   | "no_gate"
   | "matcher_skipped"
-  | "new_event";
+  | "new_event"
+  | "report_not_in_file";
 
 /** One `--verbose` notice: the file (null when none), and what is known of the task and its event. */
 export interface WhyNotice {

@@ -10,7 +10,14 @@ import type { Stats } from "node:fs";
 import path from "node:path";
 import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "../contract/team-files.js";
 import { errnoCode, describeError } from "../contract/errors.js";
-import { type EventOptions, type HookEvent, gateRound, idleEvents, parseIdleText, taskEvent } from "../contract/events.js";
+import {
+  type EventOptions,
+  type HookEvent,
+  gateRound,
+  explainIdleEvents,
+  parseIdleText,
+  taskEvent,
+} from "../contract/events.js";
 import { MAX_TEAM_FILE_BYTES, READ_FLAGS, type FileProblem, checkSchema, irregularFileProblem, parseJsonText, readPrefix, readRegularFile, tooLargeProblem } from "../team/json-file.js";
 import { readInbox } from "../team/mailbox.js";
 import { fileProblem, unsafeName } from "../text/messages.js";
@@ -242,7 +249,12 @@ export class TeamSources {
       const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
       if (!checked.ok) {
         this.#keys.delete(file);
-        return { kind: "problem", message: `${checked.problem.message}`, fresh: true };
+        // Said once per version of the file (its stat): the reconcile scan does not repeat it.
+        return {
+          kind: "problem",
+          message: `${checked.problem.message} — not a task: no gate runs for it until the file is fixed`,
+          fresh: true,
+        };
       }
       const id = checked.value.id;
       if (!isSafeName(id)) {
@@ -329,19 +341,25 @@ export class TeamSources {
    * The events of idle notifications in the leader's inbox that were not handed out before, if the
    * inbox changed (or `force`). `unreadOnly` for --inbox consume.
    */
-  async lookAtInbox(opts: { force: boolean; unreadOnly: boolean }): Promise<{ events: HookEvent[]; problems: string[] }> {
+  async lookAtInbox(opts: { force: boolean; unreadOnly: boolean }): Promise<InboxLook> {
     try {
       const sig = signature(await fs.stat(this.inboxFile));
-      if (!opts.force && sig === this.#inboxSignature) return { events: [], problems: [] };
+      if (!opts.force && sig === this.#inboxSignature) return { events: [], problems: [], unmatched: [] };
       this.#inboxSignature = sig;
     } catch (error) {
-      if (errnoCode(error) === "ENOENT") return { events: [], problems: [] };
-      return { events: [], problems: [`${this.inboxFile}: cannot read: ${describeError(error)}`] };
+      if (errnoCode(error) === "ENOENT") return { events: [], problems: [], unmatched: [] };
+      return { events: [], problems: [`${this.inboxFile}: cannot read: ${describeError(error)}`], unmatched: [] };
     }
     const inbox = await readInbox(this.#identity.teamDir, "team", this.#identity.leadName);
-    if (!inbox.ok) return { events: [], problems: [inbox.problem.kind === "invalid" ? inbox.problem.message : skipped(inbox.problem)] };
+    if (!inbox.ok)
+      return {
+        events: [],
+        problems: [inbox.problem.kind === "invalid" ? inbox.problem.message : skipped(inbox.problem)],
+        unmatched: [],
+      };
     const events: HookEvent[] = [];
     const problems: string[] = [];
+    const unmatched: InboxLook["unmatched"] = [];
     for (const { index, message } of inbox.messages) {
       if (opts.unreadOnly && message.read) continue;
       const raw = parseIdleText(message.text);
@@ -360,11 +378,21 @@ export class TeamSources {
         continue;
       }
       const task = note.data.completedTaskId ? await this.readTaskById(note.data.completedTaskId) : null;
-      events.push(...idleEvents(note.data, task, task ? this.#eventOptions(task) : {}));
+      const found = explainIdleEvents(note.data, task, task ? this.#eventOptions(task) : {});
+      events.push(...found.events);
+      if (found.unmatched && note.data.completedTaskId)
+        unmatched.push({ taskId: note.data.completedTaskId, detail: found.unmatched });
       this.#handledNotes.add(idleKey);
     }
-    return { events, problems };
+    return { events, problems, unmatched };
   }
+}
+
+/** What a look at the leader's inbox found: events, problems, and reports the task files contradict (`--verbose`). */
+export interface InboxLook {
+  events: HookEvent[];
+  problems: string[];
+  unmatched: Array<{ taskId: string; detail: string }>;
 }
 
 /**

@@ -155,11 +155,19 @@ export const STATS_HEADER: readonly string[] = ["hook", "event", "runs", "pass r
 
 /**
  * How the stats columns give way to a narrow terminal (text/table.ts): hook names and the task list
- * are cut; p50, then p95, then the task list are left out when even that does not fit.
+ * are cut; p50, then p95, then the task list are left out when even that does not fit. A count
+ * column that is 0 on every row (timed out, error, failed) says nothing: it goes before all of them.
  */
 const STATS_COLUMNS: readonly ColumnSpec[] = [
   { min: 12 }, {}, { right: true }, { right: true }, { right: true }, { right: true }, { right: true },
   { right: true, drop: 1 }, { right: true, drop: 2 }, { min: 12, drop: 3 },
+];
+
+/** The count columns left out first when they are 0 on every row: timed out, then error, then failed. */
+const ZERO_FIRST: ReadonlyArray<{ column: number; drop: number; count: (r: StatsRow) => number }> = [
+  { column: 5, drop: 0, count: (r) => r.timedOut },
+  { column: 6, drop: 0.25, count: (r) => r.error },
+  { column: 4, drop: 0.5, count: (r) => r.failed },
 ];
 
 /** The stats table in `width` columns (default: never cut); counts and durations right-aligned. `note` says what was left out. */
@@ -176,7 +184,12 @@ export function formatStats(rows: readonly StatsRow[], width = Number.POSITIVE_I
     formatDuration(r.p95Ms),
     r.mostFailedTasks.length > 0 ? r.mostFailedTasks.map((t) => `#${oneLine(t.taskId)} (${t.failures})`).join(", ") : "-",
   ]);
-  const table = formatTable([STATS_HEADER, ...cells], STATS_COLUMNS, { width });
+  const zero = (count: (r: StatsRow) => number): boolean => rows.length > 0 && rows.every((r) => count(r) === 0);
+  const specs = STATS_COLUMNS.map((spec, i) => {
+    const goesFirst = ZERO_FIRST.find((z) => z.column === i && zero(z.count));
+    return goesFirst ? { ...spec, drop: goesFirst.drop } : spec;
+  });
+  const table = formatTable([STATS_HEADER, ...cells], specs, { width });
   return { text: `${table.text}${notes(rows)}`, note: table.note };
 }
 

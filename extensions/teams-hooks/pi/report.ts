@@ -16,6 +16,7 @@ import { checkChainTrust } from "../trust/trust.js";
 import { readTrustInForce, trustFile } from "../trust/trust-store.js";
 import { settingsReport } from "../settings/hooks-config.js";
 import { readHolds } from "../trust/holds-file.js";
+import { describeLeaderStatus, leaderStatus } from "../team/leader-lock.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { describeFailure } from "../text/messages.js";
 import type { GateStatus } from "./gates.js";
@@ -58,6 +59,7 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
   const lines = [`quality gates: ${PHASE_WORDS[status.phase]} — ${status.detail}`];
   if (!teamDir) return `${lines.join("\n")}\n`;
   lines.push(`team dir: ${teamDir}${status.how ? ` (${status.how})` : ""}`);
+  lines.push(`leader: ${describeLeaderStatus(await leaderStatus(teamDir))}`);
   let setup = status.setup;
   if (!setup) {
     try {

@@ -27,6 +27,7 @@ import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { redactRunResult, type Redactor } from "./redact.js";
 import { claudeInput, claudeResult } from "../contract/claude.js";
+import { missingImportMessage, missingImports, missingImportsOfFile, moduleNotFound } from "./imports.js";
 import { sanitizeName } from "../team/paths.js";
 import type { HookFormat } from "../settings/hook-line.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
@@ -174,6 +175,21 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     }
     // The gate's own path, whatever file runs (its private copy: `$0` names the copy).
     env.PI_TEAMS_HOOK_PATH = hook.hookPath;
+    // A node gate whose packages are not installed beside it would die before its first line: not started.
+    if (hook.command === process.execPath) {
+      const missing = opts.snapshot
+        ? missingImports(opts.snapshot.content.toString("utf8"), hook.hookPath)
+        : missingImportsOfFile(hook.hookPath);
+      if (missing.length > 0) {
+        const message = missingImportMessage(hook.hookPath, missing);
+        return {
+          ...base,
+          ran: false,
+          contextTruncated: truncated,
+          ...startFailure(message, MODULE_NOT_FOUND, startedAt),
+        };
+      }
+    }
     let started = hook;
     if (opts.snapshot) {
       const made = writeRunCopy(hook.hookPath, runId, opts.snapshot.content);
@@ -191,7 +207,16 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     }
     if (claude) return claudeResult(result);
     const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
-    return applyVerdict(result, readResultFile(resultFile), lastLine, rules);
+    const judged = applyVerdict(result, readResultFile(resultFile), lastLine, rules);
+    // Node could not find a module the gate imports (one a look at its text cannot see): the gate
+    // judged nothing, so it is a gate that cannot start, not a denial.
+    const notFound =
+      hook.command === process.execPath && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
+        ? moduleNotFound(judged.stderr, copy?.file ?? hook.hookPath, hook.hookPath)
+        : null;
+    if (notFound)
+      return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
+    return judged;
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
@@ -203,6 +228,9 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     removeQuietly(resultFile);
   }
 }
+
+/** The error code of a gate whose imports cannot be found (Node's own). */
+const MODULE_NOT_FOUND = "ERR_MODULE_NOT_FOUND";
 
 /** A run's private copy of its gate: where, and what it was when written (to tell a change after). */
 interface RunCopy {

@@ -15,6 +15,7 @@
  * Matchers (`members`, `owner`, `subject`, `labels`, `paths`) choose the events a gate judges; a gate
  * whose matchers do not match is skipped, and its log says which matcher did not.
  */
+import { didYouMean } from "../text/suggest.js";
 import { CLAUDE_EVENT_NAMES } from "../contract/claude.js";
 import { parseDuration as parseDurationText } from "../text/duration.js";
 import { type HookEventName, truncateText } from "../contract/contract.js";
@@ -81,7 +82,12 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
     const eq = token.indexOf("=");
     const key = eq < 0 ? token : token.slice(0, eq);
     const value = eq < 0 ? "" : token.slice(eq + 1);
-    if (!(KEYS as readonly string[]).includes(key)) return { ok: false, error: `${where}: unknown setting "${key}" (settings: ${KEYS.join(", ")})` };
+    if (!(KEYS as readonly string[]).includes(key)) {
+      return {
+        ok: false,
+        error: `${where}: unknown setting "${key}"${didYouMean(key, KEYS, 2)} (settings: ${KEYS.join(", ")})`,
+      };
+    }
     if (eq < 0 || value === "") return { ok: false, error: `${where}: ${key} has no value (${key}=…)` };
     if (seen.has(key)) return { ok: false, error: `${where}: ${key} is given twice` };
     seen.add(key);

@@ -7,6 +7,7 @@
  * all call it, so they cannot disagree, and the event pipeline takes the object whole.
  * Pure: the raw block and the environment are arguments.
  */
+import { closestName, didYouMean } from "../text/suggest.js";
 import path from "node:path";
 import { z } from "zod";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
@@ -219,9 +220,41 @@ export function checkHooksBlock(raw: unknown, file: string): HooksBlockCheck {
   const fields = parsed.error.issues.map((issue) => ["hooks", ...issue.path.map(String)].join("."));
   const problems = parsed.error.issues.map((issue, index) => {
     const got = valueAt(raw, issue.path);
-    return `${file}: ${fields[index] ?? "hooks"}: ${issue.message}${got === undefined ? "" : `, got ${JSON.stringify(got)}`}`;
+    const shown = got === undefined ? "" : `, got ${JSON.stringify(got)}`;
+    return `${file}: ${fields[index] ?? "hooks"}: ${withSuggestion(issue)}${shown}`;
   });
   return { ok: false, problems, fields };
+}
+
+/**
+ * A key of the `hooks` block that is not a setting, but within two edits of one (`failureAcion`): a
+ * typo, said with the name meant. The block keeps it (another tool may own a key), and a key that is
+ * near no setting is left alone in silence for that reason.
+ */
+function unknownKeyWarnings(raw: Record<string, unknown>, file: string): Problem[] {
+  const known = Object.keys(HooksBlockSchema.shape);
+  return Object.keys(raw)
+    .filter((key) => !known.includes(key) && closestName(key, known, 2) !== null)
+    .map((key) => ({
+      kind: "setting_ignored",
+      path: `hooks.${key}`,
+      message: `${file}: hooks.${key}: not a setting of pi-teams-hooks${didYouMean(key, known, 2)} — ignored`,
+    }));
+}
+
+/** The keys a strict part of the block accepts, for a "did you mean" on an unrecognized one. */
+const STRICT_KEYS: Readonly<Record<string, readonly string[]>> = {
+  limits: Object.keys(LIMIT_RANGES),
+  failureMode: HOOK_EVENTS,
+};
+
+/** zod's unrecognized-key message, with the key that was probably meant. */
+function withSuggestion(issue: z.core.$ZodIssue): string {
+  if (issue.code !== "unrecognized_keys") return issue.message;
+  const known = STRICT_KEYS[issue.path.map(String).join(".")];
+  if (!known) return issue.message;
+  const hints = issue.keys.map((key) => didYouMean(key, known, 2)).filter((hint) => hint !== "");
+  return `${issue.message}${hints.join("")}`;
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -459,6 +492,7 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     ...neverWritableWarnings(block.writableFields).map(
       (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
     ),
+    ...unknownKeyWarnings(raw, input.file),
   ];
   return deepFreeze({
     values: { ...policy.policy },

@@ -6,11 +6,13 @@
  * lock of this very process left by a leader it ran before. The one
  * other holder is `pi-teams-hooks decide` while no leader runs: it takes the lock for the moment it
  * applies a decision (a decision is applied only by the lock's holder), and a leader starting then
- * waits for it.
+ * waits for it. A holder moves the lock's mtime every LEADER_HEARTBEAT_MS (the heartbeat), so that
+ * `leaderStatus` can tell a leader at work from a lock left behind; taking a lock over still goes by
+ * the pid alone (the lock protocol's rule), never by the heartbeat.
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { HooksError, describeError, errnoCode } from "../contract/errors.js";
+import { HooksError, describeError, errnoCode, unreachable } from "../contract/errors.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "./json-file.js";
 import { STALE_UNREADABLE_LOCK_MS, parseLockHolder, staleReason, takeOverJudged } from "./lock.js";
 import { leaderStateDir } from "./paths.js";
@@ -66,6 +68,13 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
     try {
       await fs.writeFile(file, content, { flag: "wx" });
       let released = false;
+      // The heartbeat: the lock's mtime, moved while its holder lives and its event loop turns (leaderStatus).
+      const beat = setInterval(() => {
+        const now = new Date();
+        // Gone (the team dir removed): the leader puts it back, or stops; nothing to do here.
+        fs.utimes(file, now, now).catch(() => undefined);
+      }, LEADER_HEARTBEAT_MS);
+      beat.unref();
       return {
         ok: true,
         lock: {
@@ -73,6 +82,7 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
           async release() {
             if (released) return;
             released = true;
+            clearInterval(beat);
             await fs.rm(file, { force: true });
           },
         },
@@ -104,6 +114,86 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
   throw new HooksError("E_TEAM_DIR", `${file}: could not take over a stale leader lock`);
 }
 
+/** How often a holder of the leader lock moves its mtime. */
+export const LEADER_HEARTBEAT_MS = 5_000;
+/** A lock whose heartbeat is older than this is stale even if its pid lives (a hung leader, or a reused pid). */
+export const LEADER_STALE_MS = 30_000;
+
+/**
+ * Whether a leader holds the team: `running` (its process lives and its heartbeat is recent),
+ * `stale` (a lock is there, but its process is gone or its heartbeat stopped: no leader runs the
+ * gates, and the next leader takes the lock over), or `none`.
+ */
+export interface LeaderStatus {
+  state: "running" | "stale" | "none";
+  file: string;
+  pid: number | null;
+  label: string | null;
+  /** When the lock was taken (its `createdAt`). */
+  since: string | null;
+  /** How long ago the lock's mtime last moved; null without a lock. */
+  heartbeatAgeMs: number | null;
+  /** For `stale`: why. */
+  reason: string | null;
+}
+
+/** The team's leader lock as a status, for doctor, `/gates status` and the dashboard. */
+export async function leaderStatus(teamDir: string, now: number = Date.now()): Promise<LeaderStatus> {
+  const file = path.join(leaderStateDir(teamDir), "leader.lock");
+  const none: LeaderStatus = {
+    state: "none",
+    file,
+    pid: null,
+    label: null,
+    since: null,
+    heartbeatAgeMs: null,
+    reason: null,
+  };
+  const text = readLockText(file);
+  if (text === null) return none;
+  const holder = parseLockHolder(text);
+  const age = await ageMs(file, now);
+  if (!Number.isFinite(age)) return none; // gone between the read and the stat: released
+  const heartbeatAgeMs = Math.max(0, age);
+  const base = { file, pid: holder.pid, label: holder.label, since: createdAtOf(text), heartbeatAgeMs };
+  const judged = staleReason(holder, heartbeatAgeMs);
+  if (holder.pid !== null && judged.holderAlive === false)
+    return { ...base, state: "stale", reason: `process ${holder.pid} is gone` };
+  if (heartbeatAgeMs > LEADER_STALE_MS)
+    return { ...base, state: "stale", reason: `no heartbeat for ${Math.round(heartbeatAgeMs / 1000)} s` };
+  return { ...base, state: "running", reason: null };
+}
+
+/** One line for people: `running (pid 42, since …, heartbeat 2 s ago)`, `stale: …`, `none: …`. */
+export function describeLeaderStatus(status: LeaderStatus): string {
+  const beat = status.heartbeatAgeMs === null ? "" : `, heartbeat ${Math.round(status.heartbeatAgeMs / 1000)} s ago`;
+  const label = status.label ? `, ${status.label}` : "";
+  const since = status.since ? `, since ${status.since}` : "";
+  const who = `pid ${status.pid ?? "?"}${label}${since}${beat}`;
+  switch (status.state) {
+    case "running":
+      return `running (${who})`;
+    case "stale":
+      return (
+        `stale (${who}): ${status.reason ?? "stale"}; ` +
+        `no leader runs the gates, and the next one takes the lock over (${status.file})`
+      );
+    case "none":
+      return "none: no leader watches this team, so no gate runs (pi-teams-hooks watch)";
+    default:
+      return unreachable(status.state);
+  }
+}
+
+function createdAtOf(text: string): string | null {
+  try {
+    const value = (JSON.parse(text) as { createdAt?: unknown }).createdAt;
+    return typeof value === "string" ? value : null;
+  } catch {
+    return null; // not JSON: parseLockHolder has said what it could
+  }
+}
+
 function unreadableLock(file: string, ageMs: number): HooksError {
   const rule = `it is taken over once ${STALE_UNREADABLE_LOCK_MS / 1000} s old`;
   const fix = "if no leader or decide runs, remove it";
@@ -117,9 +207,9 @@ function readLockText(file: string): string | null {
   return read.ok ? read.text : null;
 }
 
-async function ageMs(file: string): Promise<number> {
+async function ageMs(file: string, now: number = Date.now()): Promise<number> {
   try {
-    return Date.now() - (await fs.stat(file)).mtimeMs;
+    return now - (await fs.stat(file)).mtimeMs;
   } catch {
     return Number.POSITIVE_INFINITY; // gone: the next attempt creates it
   }

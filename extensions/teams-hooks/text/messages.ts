@@ -155,7 +155,8 @@ export function forTheTeam(summary: string): string {
  * (colour codes removed, cut to 180 characters), joined with ` • `.
  */
 export function describeFailure(
-  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict" | "http">,
+  result: Pick<RunResult, "error" | "timedOut" | "exitCode" | "signal" | "stderr" | "verdict" | "http"> &
+    Partial<Pick<RunResult, "errorCode">>,
   timeoutMs: number,
 ): string {
   const parts: string[] = [];
@@ -176,7 +177,8 @@ export function describeFailure(
   if (result.timedOut && !result.http && !spawnError.startsWith("timeout after")) parts.push(`timeout after ${timeoutMs}ms`);
   if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
   else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);
-  const stderrLine = policyFirstLine(result.stderr);
+  // Node's stack of a module it could not find starts with a line of its own internals: the error says it all.
+  const stderrLine = result.errorCode === "ERR_MODULE_NOT_FOUND" ? "" : policyFirstLine(result.stderr);
   if (stderrLine) parts.push(truncateText(stderrLine, SUMMARY_STDERR_LINE_CHARS));
   return parts.length > 0 ? parts.join(" • ") : "failed";
 }
@@ -388,13 +390,30 @@ export function heldNoteText(d: { hookName: string; taskId: string | null; cause
 }
 
 /** The note to the lead when an event is held (once per gate and reason): what holds it, and what to do. */
-export function heldLeadText(h: { cause: "approval" | "fault"; hook: string | null; taskId: string | null; key: string; reason: string }, teamDir: string): string {
+export function heldLeadText(
+  h: {
+    cause: "approval" | "fault";
+    hook: string | null;
+    taskId: string | null;
+    key: string;
+    reason: string;
+    kind?: string | null;
+  },
+  teamDir: string,
+): string {
   const what = h.taskId ? `task #${h.taskId}` : h.key;
+  // A gate that cannot start (spawn) is not a trust matter: once it can, a restart runs what it holds.
+  const trust = `pi-teams-hooks trust --team-dir ${teamDir}`;
+  const then =
+    h.kind === "spawn"
+      ? `Once the gate can start, restart the leader (or approve a change: ${trust}); ` +
+        "each event it holds then runs once."
+      : `Once the gate is as it should be, approve it (${trust}); every event it holds then runs once.`;
   return h.cause === "approval"
     ? [
         `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ${h.reason}`,
         "The event is held, not failed: the worker was told it waits, nothing was reopened or counted, and the task is not accepted meanwhile.",
-        `Once the gate is as it should be, approve it (pi-teams-hooks trust --team-dir ${teamDir}); every event it holds then runs once. Other events this gate holds are not announced again.`,
+        `${then} Other events this gate holds are not announced again.`,
       ].join("\n")
     : [
         `pi-teams-hooks: quality gate ${h.hook ?? "?"} was cut off by pi-teams-hooks' own fault while it judged ${what}: ${h.reason}`,

@@ -1,0 +1,121 @@
+/**
+ * Whether a JavaScript or TypeScript gate's packages can be found where Node looks for them. A gate
+ * that imports a package not installed beside it (`import { runGate } from "pi-teams-hooks/hook"` in a
+ * hooks dir without `node_modules`) dies before any of its code runs, with Node's stack on stderr
+ * (`node:internal/modules/esm/resolve:873`): it judged nothing, so it is the gate's error, not the
+ * worker's. The runner checks a gate's static imports before it starts it, and reads Node's
+ * ERR_MODULE_NOT_FOUND after a run for what a look at the text cannot see (a dynamic import, a module
+ * that imports another); doctor checks the same before anything runs.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { builtinModules } from "node:module";
+import path from "node:path";
+
+/** What a gate imports and cannot find: the specifier, and its package (`pi-teams-hooks` of `pi-teams-hooks/hook`). */
+export interface MissingImport {
+  specifier: string;
+  packageName: string;
+}
+
+/** Gates started with node, whose imports Node resolves from the gate's folder. */
+const NODE_GATE = /\.(?:js|mjs|cjs|ts|mts|cts)$/;
+
+/**
+ * The static imports (`import … from "x"`, `import "x"`, `export … from "x"`) and `require("x")`
+ * calls of a gate's text whose package is not installed where Node would find it from `gateFile`'s
+ * folder. Bare specifiers only: a relative import, `node:`, a builtin and a URL are Node's to report.
+ */
+export function missingImports(source: string, gateFile: string): MissingImport[] {
+  if (!NODE_GATE.test(gateFile)) return [];
+  const text = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const found = new Map<string, MissingImport>();
+  const patterns = [
+    /^\s*(?:import|export)\s[^;'"`]*?\bfrom\s*["']([^"']+)["']/gm,
+    /^\s*import\s*["']([^"']+)["']/gm,
+    /\brequire\(\s*["']([^"']+)["']\s*\)/g,
+  ];
+  for (const pattern of patterns) {
+    for (const match of text.matchAll(pattern)) {
+      const specifier = match[1] ?? "";
+      const packageName = barePackage(specifier);
+      if (packageName === null || found.has(specifier)) continue;
+      if (!packageFound(packageName, path.dirname(path.resolve(gateFile))))
+        found.set(specifier, { specifier, packageName });
+    }
+  }
+  return [...found.values()];
+}
+
+/** The gate's missing imports, read from its file; none when it cannot be read (discovery reports that). */
+export function missingImportsOfFile(gateFile: string): MissingImport[] {
+  try {
+    return missingImports(readFileSync(gateFile, "utf8"), gateFile);
+  } catch {
+    return []; // gone or unreadable: the runner's and doctor's other checks say so
+  }
+}
+
+/** One line for the lead: what cannot be found, from where, and the fix. */
+export function missingImportMessage(gateFile: string, missing: readonly MissingImport[]): string {
+  const dir = path.dirname(path.resolve(gateFile));
+  const names = [...new Set(missing.map((m) => m.packageName))];
+  const what = missing.map((m) => `"${m.specifier}"`).join(", ");
+  const where = `a node_modules of ${dir} or a folder above it`;
+  const fix = `cd ${dir} && npm install ${names.join(" ")}`;
+  return `${path.basename(gateFile)} imports ${what}, but ${names.join(", ")} is not installed in ${where} (${fix})`;
+}
+
+/**
+ * Node's own report of a module it could not find, from a gate's stderr, as one line naming the gate
+ * rather than the private copy that ran (`copy`); null when stderr holds no such report.
+ */
+export function moduleNotFound(stderr: string, copy: string, gateFile: string): string | null {
+  const match = /Error \[ERR_MODULE_NOT_FOUND\]: (Cannot find (?:package|module) '[^']*') imported from (\S+)/.exec(
+    stderr,
+  );
+  if (!match) return null;
+  // The private copy (its name may come cut short, as runGate's crash line is): the gate's own name.
+  const named = match[2] ?? copy;
+  const from = named === copy || path.basename(named).includes(".pi-run-") ? gateFile : named;
+  const what = match[1] ?? "Cannot find a module";
+  const fix = what.startsWith("Cannot find package")
+    ? "install it where the gate can import it"
+    : "a file the gate imports is not there";
+  return `${what} imported from ${from} (ERR_MODULE_NOT_FOUND): ${fix}`;
+}
+
+/** The package a bare specifier names (`@scope/name` or `name`), or null for anything else. */
+function barePackage(specifier: string): string | null {
+  if (specifier === "" || specifier.startsWith(".") || specifier.startsWith("/") || specifier.startsWith("#"))
+    return null;
+  if (/^[a-z][a-z0-9+.-]*:/i.test(specifier)) return null; // node:, data:, file:, https:
+  const parts = specifier.split("/");
+  const name = specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? "");
+  if (builtinModules.includes(name)) return null;
+  return name;
+}
+
+/**
+ * Node's lookup of a package from a folder: `node_modules/<name>` in that folder or one above it, or
+ * the package itself when the nearest package.json is that package (a self-reference).
+ */
+function packageFound(name: string, fromDir: string): boolean {
+  let selfChecked = false;
+  for (let dir = fromDir; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "node_modules", name))) return true;
+    if (!selfChecked && existsSync(path.join(dir, "package.json"))) {
+      selfChecked = true;
+      if (packageNameAt(path.join(dir, "package.json")) === name) return true;
+    }
+    if (path.dirname(dir) === dir) return false;
+  }
+}
+
+function packageNameAt(manifest: string): string | null {
+  try {
+    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { name?: unknown };
+    return typeof pkg.name === "string" ? pkg.name : null;
+  } catch {
+    return null; // not JSON: Node would not self-resolve through it either
+  }
+}
