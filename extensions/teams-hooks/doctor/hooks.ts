@@ -216,7 +216,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
       return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
   }
   if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
-  // A .ts gate the runner starts with node (runner/typescript.ts): through tsx's CLI, or Node's own
+  // A .ts gate the runner starts with node (gates/typescript.ts): through tsx's CLI, or Node's own
   // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
   if (ext === ".ts" && hook.command !== file) {
     const tsx =
