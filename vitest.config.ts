@@ -19,10 +19,24 @@ export default defineConfig({
     sequence: { sequencer: SlowFirst },
     projects: [
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
-      { extends: true, test: { name: "integration", include: ["test/integration/**/*.test.ts"], testTimeout: 30_000, hookTimeout: 30_000 } },
-      { extends: true, test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 60_000 } },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        extends: true,
+        test: { name: "e2e", include: ["test/e2e/**/*.test.ts"], testTimeout: 60_000, hookTimeout: 60_000 },
+      },
       // Thousands of events through the real leader (burst, overflow, crash, concurrent writers).
-      { extends: true, test: { name: "slow", include: ["test/slow/**/*.test.ts"], testTimeout: 180_000, hookTimeout: 240_000 } },
+      {
+        extends: true,
+        test: { name: "slow", include: ["test/slow/**/*.test.ts"], testTimeout: 180_000, hookTimeout: 240_000 },
+      },
     ],
   },
 });

@@ -27,10 +27,12 @@ const arg = (name, fallback) => {
   return i >= 0 ? args[i + 1] : fallback;
 };
 const ROUNDS = Number(arg("rounds", 15));
-const extras = args.flatMap((a, i) => (a === "--extra" ? [args[i + 1] ?? ""] : [])).map((spec) => {
-  const [name, script] = spec.split("=");
-  return { name, script: path.resolve(script) };
-});
+const extras = args
+  .flatMap((a, i) => (a === "--extra" ? [args[i + 1] ?? ""] : []))
+  .map((spec) => {
+    const [name, script] = spec.split("=");
+    return { name, script: path.resolve(script) };
+  });
 
 const root = makeTempRoot("bench-cli-");
 const team = makeTeam(root, "team");
@@ -40,16 +42,30 @@ mkdirSync(hooksDir);
 writeFileSync(path.join(hooksDir, "on_task_completed.sh"), "#!/usr/bin/env bash\nexit 0\n");
 chmodSync(path.join(hooksDir, "on_task_completed.sh"), 0o755);
 const logged = makeTeam(root, "logged");
-await writeHookLogs(logged.teamDir, { from: 0, count: 1000, startedAt: (i) => new Date(Date.parse("2026-02-01T00:00:00.000Z") + i * 259_000) });
+await writeHookLogs(logged.teamDir, {
+  from: 0,
+  count: 1000,
+  startedAt: (i) => new Date(Date.parse("2026-02-01T00:00:00.000Z") + i * 259_000),
+});
 // Loaded into each child: reports its CPU time as it exits (through NODE_OPTIONS, so that a bin's
 // shebang flags still apply).
 const cpuReporter = path.join(root, "cpu.mjs");
-writeFileSync(cpuReporter, `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) + "\\n"); });\n`);
-const childEnv = { ...process.env, NO_COLOR: "1", NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${pathToFileURL(cpuReporter).href}`.trim() };
+writeFileSync(
+  cpuReporter,
+  `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) ` +
+    `+ "\\n"); });\n`,
+);
+const childEnv = {
+  ...process.env,
+  NO_COLOR: "1",
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${pathToFileURL(cpuReporter).href}`.trim(),
+};
 
 const bins = [{ name: "this", bin: path.join(here, "..", "dist", "teams-hooks", "bin.js") }];
 const others = args.flatMap((a, i) => (a === "--other" ? [args[i + 1] ?? ""] : []));
-others.forEach((bin, k) => bins.push({ name: others.length === 1 ? "other" : `other ${k + 1}`, bin: path.resolve(bin) }));
+others.forEach((bin, k) =>
+  bins.push({ name: others.length === 1 ? "other" : `other ${k + 1}`, bin: path.resolve(bin) }),
+);
 
 const commands = [{ name: 'node -e ""', argv: ["-e", ""] }];
 for (const { name, bin } of bins) {
@@ -58,14 +74,22 @@ for (const { name, bin } of bins) {
     { name: `${name}: logs --help`, argv: [bin, "logs", "--help"] },
     { name: `${name}: logs`, argv: [bin, "logs", "--team-dir", team.teamDir] },
     { name: `${name}: logs, 1,000`, argv: [bin, "logs", "--team-dir", logged.teamDir] },
-    { name: `${name}: run`, argv: [bin, "run", "task_completed", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--task", "1"] },
+    {
+      name: `${name}: run`,
+      argv: [bin, "run", "task_completed", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--task", "1"],
+    },
   );
 }
 for (const { name, script } of extras) {
-  commands.push({ name: `${name}: --help`, argv: [script, "--help"] }, { name: `${name}: logs`, argv: [script, "logs", "--team-dir", team.teamDir] });
+  commands.push(
+    { name: `${name}: --help`, argv: [script, "--help"] },
+    { name: `${name}: logs`, argv: [script, "logs", "--team-dir", team.teamDir] },
+  );
 }
 
-/** Spawn → exit and the child's CPU time, in ms; fails the bench on a non-zero exit (a broken command measures nothing). */
+/**
+ * Spawn → exit and the child's CPU time, in ms; fails the bench on a non-zero exit (a broken command measures nothing).
+ */
 function timeOnce(argv) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
@@ -100,9 +124,15 @@ try {
   const [floor, cpuFloor] = [median(wall(0)), median(cpu(0))];
   const ms = (x) => `${x.toFixed(0)} ms`.padStart(9);
   const over = (x) => `${x < 0 ? "" : "+"}${x.toFixed(0)} ms`.padStart(13);
-  console.log(`node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${ROUNDS} rounds, interleaved; spawn → exit`);
+  console.log(
+    `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${ROUNDS} rounds, ` +
+      `interleaved; spawn → exit`,
+  );
   console.log(`${"".padEnd(28)} ${"wall time".padEnd(33)} CPU time`);
-  console.log(`${"command".padEnd(28)} ${"median".padStart(9)} ${"min".padStart(9)} ${"over node -e".padStart(13)} ${"median".padStart(9)} ${"over node -e".padStart(13)}`);
+  console.log(
+    `${"command".padEnd(28)} ${"median".padStart(9)} ${"min".padStart(9)} ${"over node -e".padStart(13)} ` +
+      `${"median".padStart(9)} ${"over node -e".padStart(13)}`,
+  );
   commands.forEach((c, i) => {
     const [med, cpuMed] = [median(wall(i)), median(cpu(i))];
     const overs = i === 0 ? ["".padStart(13), "".padStart(13)] : [over(med - floor), over(cpuMed - cpuFloor)];

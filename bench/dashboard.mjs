@@ -41,19 +41,28 @@ const DAY_MS = 86_400_000;
 const NAMES = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"];
 const GATES = { "on_task_completed.sh": "npm test --silent", "on_task_failed.sh": "exit 0", "on_idle.sh": "exit 0" };
 /** The system's Chromium (as the dashboard's tests use it), or CHROMIUM_PATH. */
-const CHROMIUM = process.env.CHROMIUM_PATH || ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((f) => existsSync(f));
+const CHROMIUM =
+  process.env.CHROMIUM_PATH ||
+  ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((f) => existsSync(f));
 
 /** The server's environment: the bench's, without any PI_TEAMS_* that would point it elsewhere. */
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("PI_TEAMS_")));
-const load = () => os.loadavg().map((l) => l.toFixed(1)).join(" ");
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
 
-/** One team per name: config.json, its gates (approved with `trust --all`), LOGS logs over the last 7 days less an hour. */
+/**
+ * One team per name: config.json, its gates (approved with `trust --all`), LOGS logs over the last 7 days less an hour.
+ */
 async function makeTeams(root) {
   const dirs = [];
   for (let t = 0; t < TEAMS; t++) {
     const { teamDir } = makeTeam(root, NAMES[t] ?? `team-${t + 1}`);
     mkdirSync(path.join(teamDir, "hooks"));
-    for (const [gate, body] of Object.entries(GATES)) writeFileSync(path.join(teamDir, "hooks", gate), `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
+    for (const [gate, body] of Object.entries(GATES))
+      writeFileSync(path.join(teamDir, "hooks", gate), `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
     await runProcess(["trust", "--team-dir", teamDir, "--all"]);
     // Oldest an hour inside the 7 days, newest now: the overview counts them all for an hour.
     const oldest = Date.now() - 7 * DAY_MS + 3_600_000;
@@ -71,14 +80,22 @@ function runProcess(args) {
     const child = spawn(BIN, args, { env, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d) => (stderr += d));
-    child.on("error", reject).on("close", (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${args.join(" ")} exited ${code}: ${stderr}`))));
+    child
+      .on("error", reject)
+      .on("close", (code) =>
+        code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${args.join(" ")} exited ${code}: ${stderr}`)),
+      );
   });
 }
 
 /** `serve` on 127.0.0.1:0 with the shebang's node flags (and `nodeFlags`); resolves once it listens. */
 function startServer(root, nodeFlags = []) {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...shebangFlags(BIN), ...NODE_ARGS, ...nodeFlags, BIN, "serve", "--teams-root", root, "--listen", "127.0.0.1:0"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [...shebangFlags(BIN), ...NODE_ARGS, ...nodeFlags, BIN, "serve", "--teams-root", root, "--listen", "127.0.0.1:0"],
+    { env, stdio: ["ignore", "pipe", "pipe"] },
+  );
   let out = "";
   let err = "";
   child.stderr.setEncoding("utf8").on("data", (d) => (err += d));
@@ -113,7 +130,12 @@ function get(server, pathname) {
       res.on("end", () => {
         const full = performance.now() - t0;
         if (res.statusCode !== 200) return reject(new Error(`GET ${pathname}: ${res.statusCode}`));
-        resolve({ ttfb: first - t0, full, cpu: (cpuSecondsOf(server.pid) - cpu0) * 1000, body: Buffer.concat(chunks).toString("utf8") });
+        resolve({
+          ttfb: first - t0,
+          full,
+          cpu: (cpuSecondsOf(server.pid) - cpu0) * 1000,
+          body: Buffer.concat(chunks).toString("utf8"),
+        });
       });
     });
     req.on("socket", (socket) => socket.once("data", () => (first ??= performance.now())));
@@ -121,7 +143,10 @@ function get(server, pathname) {
   });
 }
 
-/** The overview in a fresh browser context: navigation → first byte, first contentful paint, `load` (ms, the page's own clock). */
+/**
+ * The overview in a fresh browser context: navigation → first byte, first contentful paint, `load` (ms, the page's own
+ * clock).
+ */
 async function browse(browser, url) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   try {
@@ -143,7 +168,9 @@ async function browse(browser, url) {
         }),
     );
     // Leave once the page's live stream is open, as a viewer would: not while the server opens it.
-    await page.waitForFunction(() => document.getElementById("live-status")?.textContent.startsWith("Live"), null, { timeout: 10_000 });
+    await page.waitForFunction(() => document.getElementById("live-status")?.textContent.startsWith("Live"), null, {
+      timeout: 10_000,
+    });
     return times;
   } finally {
     await context.close();
@@ -161,9 +188,15 @@ function summariseProfile(file) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const where = (n) => (n.callFrame.url ? `${n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")}:${n.callFrame.lineNumber + 1}` : "");
+  const where = (n) =>
+    n.callFrame.url
+      ? `${n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")}:${n.callFrame.lineNumber + 1}`
+      : "";
   const fnKey = (n) => `${n.callFrame.functionName || "(anonymous)"} ${where(n)}`.trim();
-  const modKey = (n) => (n.callFrame.url ? n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "") : n.callFrame.functionName);
+  const modKey = (n) =>
+    n.callFrame.url
+      ? n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")
+      : n.callFrame.functionName;
   const self = new Map();
   const total = new Map();
   const mods = new Map();
@@ -183,7 +216,11 @@ function summariseProfile(file) {
       seen.add(key);
     }
   });
-  const top = (map, n) => [...map].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, ms]) => [k, `${ms.toFixed(0)} ms`, `${((ms / all) * 100).toFixed(1)} %`]);
+  const top = (map, n) =>
+    [...map]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, ms]) => [k, `${ms.toFixed(0)} ms`, `${((ms / all) * 100).toFixed(1)} %`]);
   console.log(`\nCPU profile ${file}: ${(all / 1000).toFixed(2)} s busy (idle left out), start-up included`);
   console.log(table([["self time, by function", "ms", "share"], ...top(self, 18)]));
   console.log(`\n${table([["total time (self and callees), by function", "ms", "share"], ...top(total, 25)])}`);
@@ -201,11 +238,18 @@ try {
   const t0 = performance.now();
   const teamDirs = await makeTeams(root);
   console.log(`${TEAMS} team(s) × ${LOGS} logs written in ${root} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
-  console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}, Chromium ${CHROMIUM}; ${ROUNDS} rounds, interleaved`);
+  console.log(
+    `node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}, Chromium ${CHROMIUM}; ${ROUNDS} ` +
+      `rounds, interleaved`,
+  );
   console.log(`server: node ${[...shebangFlags(BIN), ...NODE_ARGS].join(" ")} dist/teams-hooks/bin.js serve`);
   console.log(`load average at start: ${load()}`);
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+  });
   server = await startServer(root);
   const samples = {};
   const put = (name, value) => (samples[name] ??= []).push(value);
@@ -222,7 +266,8 @@ try {
       put("overview: whole body", r.full);
       put("overview: server CPU", r.cpu);
       const counted = runsOnPage(r.body);
-      if (counted !== LOGS * TEAMS) throw new Error(`the overview counts ${counted} runs over 7 days, not ${LOGS * TEAMS}`);
+      if (counted !== LOGS * TEAMS)
+        throw new Error(`the overview counts ${counted} runs over 7 days, not ${LOGS * TEAMS}`);
       samples.bytes = r.body.length;
     },
     browser: async () => {
@@ -270,12 +315,24 @@ try {
   };
   const warm = Object.keys(samples).filter((k) => k !== "bytes" && !k.startsWith("cold:"));
   console.log(`\noverview page: ${samples.bytes} bytes; ${TEAMS * LOGS} runs counted on it\n`);
-  console.log(table([["warm server (after 1 untimed round)", "median", "p95", "× healthz", "× logs stats"], ...warm.map(row)]));
+  console.log(
+    table([["warm server (after 1 untimed round)", "median", "p95", "× healthz", "× logs stats"], ...warm.map(row)]),
+  );
   const cold = Object.keys(samples).filter((k) => k.startsWith("cold:"));
-  console.log(`\n${table([[`a fresh server each round (${ROUNDS + 1} starts)`, "median", "p95", "× healthz", "× logs stats"], ...cold.map(row)])}`);
+  console.log(
+    `\n${table([[`a fresh server each round (${ROUNDS + 1} starts)`, "median", "p95", "× healthz", "× logs stats"], ...cold.map(row)])}`,
+  );
   const fcp = stat(samples["Chromium: first contentful paint"]);
-  const met = fcp.p95 <= FIRST_PAINT_TARGET_MS ? "met (p95 too)" : fcp.median <= FIRST_PAINT_TARGET_MS ? "met by the median, not by the p95" : "missed";
-  console.log(`\ntarget: overview first paint at ${LOGS} logs per team ≤ ${FIRST_PAINT_TARGET_MS} ms: ${met} (median ${fmt(fcp.median)}, p95 ${fmt(fcp.p95)})`);
+  const met =
+    fcp.p95 <= FIRST_PAINT_TARGET_MS
+      ? "met (p95 too)"
+      : fcp.median <= FIRST_PAINT_TARGET_MS
+        ? "met by the median, not by the p95"
+        : "missed";
+  console.log(
+    `\ntarget: overview first paint at ${LOGS} logs per team ≤ ${FIRST_PAINT_TARGET_MS} ms: ${met} (median ` +
+      `${fmt(fcp.median)}, p95 ${fmt(fcp.p95)})`,
+  );
   console.log(`load average at end: ${load()}`);
   await server.stop();
   server = null;

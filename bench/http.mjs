@@ -35,13 +35,18 @@ async function parent(rounds, requests) {
   console.log("mode        first request (ms)  RSS after it (MB)  later request median (ms)  p95 (ms)");
   for (const mode of MODES) {
     const pick = (key) => median(results[mode].map((r) => r[key]));
-    console.log(`${mode.padEnd(11)} ${pick("first").toFixed(1).padStart(18)}  ${pick("rssMb").toFixed(1).padStart(17)}  ${pick("median").toFixed(2).padStart(25)}  ${pick("p95").toFixed(2).padStart(8)}`);
+    console.log(
+      `${mode.padEnd(11)} ${pick("first").toFixed(1).padStart(18)}  ${pick("rssMb").toFixed(1).padStart(17)}  ` +
+        `${pick("median").toFixed(2).padStart(25)}  ${pick("p95").toFixed(2).padStart(8)}`,
+    );
   }
 }
 
 function runChild(mode, url, requests) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), "--child", mode, url, String(requests)], { stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(process.execPath, [fileURLToPath(import.meta.url), "--child", mode, url, String(requests)], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     let out = "";
     proc.stdout.on("data", (chunk) => (out += chunk));
     proc.on("close", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${mode} exited ${code}`))));
@@ -52,27 +57,49 @@ async function child(mode, url, requests) {
   const body = Buffer.from(JSON.stringify({ version: 1, event: "task_completed" }));
   // A leader has the runner loaded before its first event (event/chain-run.ts imports it): so here too,
   // untimed. What the first request adds is node:http, its agent and the connection.
-  const runner = mode === "runHandler" ? await import(path.join(here, "../dist/teams-hooks/event/chain-run.js")).then(() => import(path.join(here, "../dist/teams-hooks/runner/http.js"))) : null;
+  const runner =
+    mode === "runHandler"
+      ? await import(path.join(here, "../dist/teams-hooks/event/chain-run.js")).then(
+          () => import(path.join(here, "../dist/teams-hooks/runner/http.js")),
+        )
+      : null;
   const rss0 = process.memoryUsage().rss;
   let send;
   const started = performance.now();
   if (mode === "fetch") {
-    send = async () => (await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" }, redirect: "manual" })).text();
+    send = async () =>
+      (
+        await fetch(url, { method: "POST", body, headers: { "content-type": "application/json" }, redirect: "manual" })
+      ).text();
   } else if (mode === "node-http") {
     const http = await import("node:http");
     const agent = new http.Agent({ keepAlive: true });
     send = () =>
       new Promise((resolve, reject) => {
-        const req = http.request(url, { method: "POST", agent, headers: { "content-type": "application/json", "content-length": body.length } }, (res) => {
-          let text = "";
-          res.setEncoding("utf8").on("data", (c) => (text += c)).on("end", () => resolve(text));
-        });
+        const req = http.request(
+          url,
+          { method: "POST", agent, headers: { "content-type": "application/json", "content-length": body.length } },
+          (res) => {
+            let text = "";
+            res
+              .setEncoding("utf8")
+              .on("data", (c) => (text += c))
+              .on("end", () => resolve(text));
+          },
+        );
         req.on("error", reject).end(body);
       });
   } else {
     const { runHandler } = runner;
     const handler = { name: "bench", events: ["task_completed"], url, timeoutMs: 10_000 };
-    const invocation = { event: "task_completed", teamId: "bench", teamDir: "/tmp/bench", taskListId: "bench", style: "normal", completedTask: null };
+    const invocation = {
+      event: "task_completed",
+      teamId: "bench",
+      teamDir: "/tmp/bench",
+      taskListId: "bench",
+      style: "normal",
+      completedTask: null,
+    };
     send = async () => {
       const result = await runHandler(handler, invocation, { timeoutMs: 10_000, env: {} });
       if (result.outcome !== "passed") throw new Error(result.error);

@@ -10,7 +10,17 @@
 // of another build, that build is timed too, its runs interleaved with these so that both see the
 // same load, and its output is compared with this one's).
 import { spawn } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -27,9 +37,16 @@ const root = keepDir ?? mkdtempSync(path.join(os.tmpdir(), "bench-logs-"));
 const teamDir = path.join(root, "alpha");
 // Loaded into each child: reports its CPU time (start-up included) on stderr as it exits.
 const cpuReporter = path.join(root, "cpu.mjs");
-writeFileSync(cpuReporter, `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) + "\\n"); });\n`);
+writeFileSync(
+  cpuReporter,
+  `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) ` +
+    `+ "\\n"); });\n`,
+);
 /** Through NODE_OPTIONS, so that the bin's shebang (`node --max-semi-space-size=2`) still applies. */
-const childEnv = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${pathToFileURL(cpuReporter).href}`.trim() };
+const childEnv = {
+  ...process.env,
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import=${pathToFileURL(cpuReporter).href}`.trim(),
+};
 /** Where each command's stdout goes. */
 const outFile = path.join(root, "stdout.txt");
 
@@ -83,10 +100,17 @@ try {
   // The log writer refuses a team dir that is not there (it never makes one up): make it first.
   mkdirSync(teamDir, { recursive: true });
   const have = existsSync(path.join(teamDir, "hook-logs")) ? readdirSync(path.join(teamDir, "hook-logs")).length : 0;
-  if (have !== 0 && have !== count) throw new Error(`${teamDir} holds ${have} logs, not ${count}: use another keep-dir`);
+  if (have !== 0 && have !== count)
+    throw new Error(`${teamDir} holds ${have} logs, not ${count}: use another keep-dir`);
   await writeHookLogs(teamDir, { from: have, count, startedAt: (i) => new Date(start + i * 259_000) });
-  console.log(`${count} logs ${have === count ? "reused" : "written"} in ${path.join(teamDir, "hook-logs")} (${Math.round(performance.now() - t0)} ms)`);
-  console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}; median of ${runs} runs each (after 1 warm-up)\n`);
+  console.log(
+    `${count} logs ${have === count ? "reused" : "written"} in ${path.join(teamDir, "hook-logs")} ` +
+      `(${Math.round(performance.now() - t0)} ms)`,
+  );
+  console.log(
+    `node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}; median of ${runs} runs each ` +
+      `(after 1 warm-up)\n`,
+  );
 
   const cases = [
     ["logs (default --limit 50)", []],
@@ -97,12 +121,22 @@ try {
     ["logs stats", ["stats"]],
   ];
   const ms = (samples) => `${median(samples).toFixed(0)} ms`.padStart(8);
-  console.log(`load average at start: ${os.loadavg().map((l) => l.toFixed(1)).join(", ")}`);
+  console.log(
+    `load average at start: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(", ")}`,
+  );
   if (baselineBin) console.log(`baseline: ${baselineBin}`);
   const baselineHead = baselineBin ? `   ${"baseline process".padEnd(17)}` : "";
-  console.log(`${"".padEnd(44)} ${"process (node start-up included)".padEnd(19)}   in-process${" ".repeat(16)}${baselineHead}`);
+  console.log(
+    `${"".padEnd(44)} ${"process (node start-up included)".padEnd(19)}   in-process${" ".repeat(16)}${baselineHead}`,
+  );
   const baselineCols = baselineBin ? `   ${"wall".padStart(8)} ${"cpu".padStart(8)}  output` : "";
-  console.log(`${"case".padEnd(44)} ${"wall".padStart(8)} ${"cpu".padStart(8)}   ${"wall".padStart(8)} ${"cpu".padStart(8)}  lines${baselineCols}`);
+  console.log(
+    `${"case".padEnd(44)} ${"wall".padStart(8)} ${"cpu".padStart(8)}   ${"wall".padStart(8)} ${"cpu".padStart(8)}  ` +
+      `lines${baselineCols}`,
+  );
   for (const [name, args] of cases) {
     const first = await asProcess(args);
     await inProcess(args);
@@ -117,13 +151,26 @@ try {
       // Rotate which goes first, so that machine noise and cache state hit all alike.
       for (let i = 0; i < steps.length; i++) await steps[(r + i) % steps.length]();
     }
-    const baseline = baseFirst ? `   ${ms(base.wall)} ${ms(base.cpu)}  ${baseFirst.stdout === first.stdout ? "same" : "differs"}` : "";
-    console.log(`${name.padEnd(44)} ${ms(proc.wall)} ${ms(proc.cpu)}   ${ms(inner.wall)} ${ms(inner.cpu)}  ${String(first.lines).padEnd(5)}${baseline}`);
+    const baseline = baseFirst
+      ? `   ${ms(base.wall)} ${ms(base.cpu)}  ${baseFirst.stdout === first.stdout ? "same" : "differs"}`
+      : "";
+    console.log(
+      `${name.padEnd(44)} ${ms(proc.wall)} ${ms(proc.cpu)}   ${ms(inner.wall)} ${ms(inner.cpu)}  ` +
+        `${String(first.lines).padEnd(5)}${baseline}`,
+    );
   }
   const version = { wall: [], cpu: [] };
   const baseVersion = { wall: [], cpu: [] };
   for (let r = 0; r < runs; r++) {
-    for (const [bin, into] of r % 2 === 0 || !baselineBin ? [[BIN, version], [baselineBin, baseVersion]] : [[baselineBin, baseVersion], [BIN, version]]) {
+    for (const [bin, into] of r % 2 === 0 || !baselineBin
+      ? [
+          [BIN, version],
+          [baselineBin, baseVersion],
+        ]
+      : [
+          [baselineBin, baseVersion],
+          [BIN, version],
+        ]) {
       if (!bin) continue;
       const run = await runBin(["--version"], bin);
       into.wall.push(run.ms);
@@ -131,8 +178,15 @@ try {
     }
   }
   const baseline = baselineBin ? `${" ".repeat(28)}${ms(baseVersion.wall)} ${ms(baseVersion.cpu)}` : "";
-  console.log(`${"node start-up alone (pi-teams-hooks --version)".padEnd(44)} ${ms(version.wall)} ${ms(version.cpu)}${baseline}`);
-  console.log(`load average at end: ${os.loadavg().map((l) => l.toFixed(1)).join(", ")}`);
+  console.log(
+    `${"node start-up alone (pi-teams-hooks --version)".padEnd(44)} ${ms(version.wall)} ${ms(version.cpu)}${baseline}`,
+  );
+  console.log(
+    `load average at end: ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(", ")}`,
+  );
 } finally {
   if (!keepDir) rmSync(root, { recursive: true, force: true });
 }

@@ -135,7 +135,12 @@ async function piWithGates(round) {
     await pi.untilWatching();
     const from = pi.lines.length;
     // Each pass reaches the session as a notification: "Gate on_task_completed.sh passed for task #N (…)".
-    const passes = () => pi.lines.slice(from).filter((l) => l.line.type === "extension_ui_request" && /^Gate \S+ passed for task #/.test(String(l.line.message))).length;
+    const passes = () =>
+      pi.lines
+        .slice(from)
+        .filter(
+          (l) => l.line.type === "extension_ui_request" && /^Gate \S+ passed for task #/.test(String(l.line.message)),
+        ).length;
     return await idleThenBurst(pi.pid, team, passes);
   } finally {
     await pi.stop();
@@ -146,7 +151,10 @@ async function piWithGates(round) {
 async function watchRun(round) {
   const team = makeTeam(root, `r${round}-watch`);
   fillTasks(team, TASKS);
-  const proc = startNdjson([...NODE_ARGS, BIN, "watch", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--concurrency", "1", "--json"], { env: cleanEnv(), cwd: root });
+  const proc = startNdjson(
+    [...NODE_ARGS, BIN, "watch", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--concurrency", "1", "--json"],
+    { env: cleanEnv(), cwd: root },
+  );
   try {
     await proc.waitFor((l) => l.type === "watching", 60_000, "watching");
     await proc.waitFor((l) => l.type === "ready", 60_000, "ready");
@@ -167,8 +175,14 @@ const fmt = (v, unit, digits = 0) => (Number.isFinite(v) ? `${v.toFixed(digits)}
 
 const samples = configs.map(() => []);
 const startedAt = performance.now();
-console.log(`node ${process.version}; pi ${piVersion()}; ${os.availableParallelism?.() ?? os.cpus().length} CPUs; load ${os.loadavg()[0].toFixed(2)} at the start`);
-console.log(`${ROUNDS} rounds, interleaved; idle ${IDLE_MS} ms, then a burst of ${TASKS} completions (hook: #!/bin/sh exit 0); standalone: node ${[...NODE_ARGS, path.relative(process.cwd(), BIN) || BIN].join(" ")} watch --concurrency 1`);
+console.log(
+  `node ${process.version}; pi ${piVersion()}; ${os.availableParallelism?.() ?? os.cpus().length} CPUs; load ` +
+    `${os.loadavg()[0].toFixed(2)} at the start`,
+);
+console.log(
+  `${ROUNDS} rounds, interleaved; idle ${IDLE_MS} ms, then a burst of ${TASKS} completions (hook: #!/bin/sh exit 0); ` +
+    `standalone: node ${[...NODE_ARGS, path.relative(process.cwd(), BIN) || BIN].join(" ")} watch --concurrency 1`,
+);
 try {
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < configs.length; k++) {
@@ -177,8 +191,10 @@ try {
       samples[i].push(r);
       if (r.logs !== undefined) {
         process.stderr.write(
-          `  round ${round + 1} ${configs[i].name}: ${fmt(r.seconds, " s", 2)}, CPU ${r.cpuSeconds.toFixed(2)} s (${r.cpuMsPerEvent.toFixed(1)} ms/event), ` +
-            `RSS ${r.idleRssMB.toFixed(1)} → peak ${r.peakRssMB.toFixed(1)} MB (${r.peakFrom}); ${r.logs} logs for ${r.tasksLogged} tasks, ${r.handled} events\n`,
+          `  round ${round + 1} ${configs[i].name}: ${fmt(r.seconds, " s", 2)}, CPU ${r.cpuSeconds.toFixed(2)} s ` +
+            `(${r.cpuMsPerEvent.toFixed(1)} ms/event), ` +
+            `RSS ${r.idleRssMB.toFixed(1)} → peak ${r.peakRssMB.toFixed(1)} MB (${r.peakFrom}); ${r.logs} logs for ` +
+            `${r.tasksLogged} tasks, ${r.handled} events\n`,
         );
       }
     }
@@ -188,7 +204,18 @@ try {
   console.log("");
   console.log(
     table([
-      ["medians", "idle CPU", "RSS idle", "burst time", "events/s", "CPU in burst", "CPU/event", "peak RSS in burst", "peak − idle", "peak − pi alone idle"],
+      [
+        "medians",
+        "idle CPU",
+        "RSS idle",
+        "burst time",
+        "events/s",
+        "CPU in burst",
+        "CPU/event",
+        "peak RSS in burst",
+        "peak − idle",
+        "peak − pi alone idle",
+      ],
       ...configs.map((c, i) => [
         c.name,
         fmt(m[i].idleCpuPct, " %", 1),
@@ -204,13 +231,29 @@ try {
     ]),
   );
   console.log("");
-  console.log(`in pi / standalone: CPU per event ${ratio(inPi.cpuMsPerEvent, standalone.cpuMsPerEvent)}, burst time ${ratio(inPi.seconds, standalone.seconds)}, peak − idle ${ratio(inPi.peakRssMB - inPi.idleRssMB, standalone.peakRssMB - standalone.idleRssMB)}`);
-  console.log(`the gates on add to pi's idle RSS: ${fmt(inPi.idleRssMB - alone.idleRssMB, " MB", 1)}; to its peak in the burst: ${fmt(inPi.peakRssMB - alone.idleRssMB, " MB", 1)} (the standalone leader's own peak: ${fmt(standalone.peakRssMB, " MB", 1)})`);
-  console.log(`hooks' own CPU per event (not in the figures above): in pi ${fmt(inPi.hookCpuMsPerEvent, " ms", 1)}, standalone ${fmt(standalone.hookCpuMsPerEvent, " ms", 1)}`);
+  console.log(
+    `in pi / standalone: CPU per event ${ratio(inPi.cpuMsPerEvent, standalone.cpuMsPerEvent)}, burst time ` +
+      `${ratio(inPi.seconds, standalone.seconds)}, peak − idle ` +
+      `${ratio(inPi.peakRssMB - inPi.idleRssMB, standalone.peakRssMB - standalone.idleRssMB)}`,
+  );
+  console.log(
+    `the gates on add to pi's idle RSS: ${fmt(inPi.idleRssMB - alone.idleRssMB, " MB", 1)}; to its peak in the ` +
+      `burst: ${fmt(inPi.peakRssMB - alone.idleRssMB, " MB", 1)} (the standalone leader's own peak: ` +
+      `${fmt(standalone.peakRssMB, " MB", 1)})`,
+  );
+  console.log(
+    `hooks' own CPU per event (not in the figures above): in pi ${fmt(inPi.hookCpuMsPerEvent, " ms", 1)}, standalone ` +
+      `${fmt(standalone.hookCpuMsPerEvent, " ms", 1)}`,
+  );
   const runs = samples.slice(1).flat();
   const exact = runs.every((r) => r.logs === TASKS && r.tasksLogged === TASKS && r.handled === TASKS);
-  console.log(`every burst: ${TASKS} logs for ${TASKS} tasks and ${TASKS} events, nothing lost or repeated: ${exact ? "yes" : "NO"} (${runs.length} bursts)`);
-  console.log(`load ${os.loadavg()[0].toFixed(2)} at the end; ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all`);
+  console.log(
+    `every burst: ${TASKS} logs for ${TASKS} tasks and ${TASKS} events, nothing lost or repeated: ` +
+      `${exact ? "yes" : "NO"} (${runs.length} bursts)`,
+  );
+  console.log(
+    `load ${os.loadavg()[0].toFixed(2)} at the end; ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all`,
+  );
   if (!exact) process.exitCode = 1;
 } finally {
   removeQuietly(root);

@@ -30,9 +30,19 @@ fillTasks(team, 10);
 const configs = [
   { name: "pi alone", args: [], env: {} },
   { name: "pi + extension, gates off", args: ["-e", repo], env: {} },
-  { name: "pi + extension, gates on", args: ["-e", repo], env: { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir }, gates: true },
+  {
+    name: "pi + extension, gates on",
+    args: ["-e", repo],
+    env: { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir },
+    gates: true,
+  },
   // The entry as TypeScript, compiled by pi's jiti (the leader still from dist/ when it is current).
-  { name: "pi + sources' entry, gates on", args: ["-e", path.join(repo, "extensions", "teams-hooks", "index.ts")], env: { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir }, gates: true },
+  {
+    name: "pi + sources' entry, gates on",
+    args: ["-e", path.join(repo, "extensions", "teams-hooks", "index.ts")],
+    env: { PI_TEAMS_GATES: "1", PI_TEAMS_HOOKS_TEAM_DIR: team.teamDir, PI_TEAMS_HOOKS_DIR: hooksDir },
+    gates: true,
+  },
 ];
 
 /** One pi start: the figures of one round for one configuration. */
@@ -67,10 +77,21 @@ try {
   }
   const m = samples.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, median(v)])));
   const fmt = (v, unit, digits = 0) => (Number.isFinite(v) ? `${v.toFixed(digits)} ${unit}` : "—");
-  console.log(`node ${process.version}; pi ${piVersion()}; ${ROUNDS} rounds, interleaved; load ${os.loadavg()[0].toFixed(2)} at the end`);
+  console.log(
+    `node ${process.version}; pi ${piVersion()}; ${ROUNDS} rounds, interleaved; load ${os.loadavg()[0].toFixed(2)} ` +
+      `at the end`,
+  );
   console.log(
     table([
-      ["configuration (medians)", "to get_state", "vs pi alone", "to gates watching", "idle CPU", "RSS idle", "RSS vs pi alone"],
+      [
+        "configuration (medians)",
+        "to get_state",
+        "vs pi alone",
+        "to gates watching",
+        "idle CPU",
+        "RSS idle",
+        "RSS vs pi alone",
+      ],
       ...configs.map((c, i) => [
         c.name,
         fmt(m[i].up, "ms"),

@@ -10,7 +10,8 @@ import { ms, ratio, table, timeCalls } from "./lib/stats.mjs";
 const rounds = Number(process.argv[2] ?? 2_000);
 const env = { A: "secret-value-0001", B: "another-secret-02", C: "third-secret-003" };
 const redact = teamRedactor(env, ["A", "B", "C"]);
-const line = "src/task-list/parser.ts:12:4 error  Unexpected any. Specify a different type  @typescript-eslint/no-explicit-any\n";
+const line =
+  "src/task-list/parser.ts:12:4 error  Unexpected any. Specify a different type  @typescript-eslint/no-explicit-any\n";
 const clean = line.repeat(Math.ceil(12_000 / line.length)).slice(0, 12_000);
 const dirtyLine = "token ghp_0123456789abcdefghijABCDEFGHIJ012345 key AKIAIOSFODNN7EXAMPLE\n";
 const dirty = dirtyLine.repeat(100).padEnd(12_000, "x").slice(0, 12_000);
@@ -24,7 +25,13 @@ const cleanRun = time(() => (sink += redact(clean).count));
 const dirtyRun = time(() => (sink += redact(dirty).count));
 if (redact(dirty).count !== 200) throw new Error(`expected 200 replacements, got ${redact(dirty).count}`);
 
-const row = (name, s) => [name, ms(s.median, 4), ms(s.p99, 4), ratio(s.median, includes.median), ratio(s.median, stringify.median)];
+const row = (name, s) => [
+  name,
+  ms(s.median, 4),
+  ms(s.p99, 4),
+  ratio(s.median, includes.median),
+  ratio(s.median, stringify.median),
+];
 console.log(`${rounds} rounds of 12,000 characters (sink ${sink > 0 ? "ok" : "empty"})`);
 console.log(
   table([

@@ -77,10 +77,20 @@ try {
     }
   }
   const [ours, bare, always] = variants.map((v) => ({ ...v, ...stats(v.samples) }));
-  console.log(`node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${iterations} invocations each after ${warmup} warm-up, interleaved`);
-  for (const v of [ours, bare, always]) console.log(`${v.name.padEnd(30)} median ${fmt(v.median).padStart(9)}   p95 ${fmt(v.p95).padStart(9)}`);
-  console.log(`${"ratio runHook / bare spawn".padEnd(30)} median ${(ours.median / bare.median).toFixed(2)}×      p95 ${(ours.p95 / bare.p95).toFixed(2)}×`);
-  console.log(`${"ratio always-scan / spawn".padEnd(30)} median ${(always.median / bare.median).toFixed(2)}×      p95 ${(always.p95 / bare.p95).toFixed(2)}×`);
+  console.log(
+    `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${iterations} ` +
+      `invocations each after ${warmup} warm-up, interleaved`,
+  );
+  for (const v of [ours, bare, always])
+    console.log(`${v.name.padEnd(30)} median ${fmt(v.median).padStart(9)}   p95 ${fmt(v.p95).padStart(9)}`);
+  console.log(
+    `${"ratio runHook / bare spawn".padEnd(30)} median ${(ours.median / bare.median).toFixed(2)}×      p95 ` +
+      `${(ours.p95 / bare.p95).toFixed(2)}×`,
+  );
+  console.log(
+    `${"ratio always-scan / spawn".padEnd(30)} median ${(always.median / bare.median).toFixed(2)}×      p95 ` +
+      `${(always.p95 / bare.p95).toFixed(2)}×`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

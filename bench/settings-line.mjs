@@ -14,14 +14,20 @@ const dir = mkdtempSync(path.join(os.tmpdir(), "bench-settings-"));
 const withLine = path.join(dir, "on_task_completed.sh");
 const without = path.join(dir, "on_idle.sh");
 const body = 'echo "checking task #$PI_TEAMS_TASK_ID"\nnpm test --silent || exit 1\n'.repeat(40);
-writeFileSync(withLine, `#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa labels=backend paths=src/** mode=shadow\n${body}`, { mode: 0o755 });
+writeFileSync(
+  withLine,
+  `#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa labels=backend paths=src/** ` +
+    `mode=shadow\n${body}`,
+  { mode: 0o755 },
+);
 writeFileSync(without, `#!/usr/bin/env bash\n${body}`, { mode: 0o755 });
 
 const time = (fn) => timeCalls(fn, rounds, 500);
 
 try {
   const read = readHookSettings(withLine, "task_completed");
-  if (!read.ok || read.settings?.mode !== "shadow") throw new Error(`the settings line was not read: ${JSON.stringify(read)}`);
+  if (!read.ok || read.settings?.mode !== "shadow")
+    throw new Error(`the settings line was not read: ${JSON.stringify(read)}`);
   const stat = time(() => statSync(withLine));
   const lined = time(() => readHookSettings(withLine, "task_completed"));
   const plain = time(() => readHookSettings(without, "task_completed"));

@@ -40,7 +40,10 @@ async function parent() {
   const BIG = Number(opt.big ?? 10_000);
   const SAMPLES = Number(opt.samples ?? (opt.quick ? 20 : 50));
   const queued = readFileSync("/proc/sys/fs/inotify/max_queued_events", "utf8").trim();
-  console.log(`watchers bench — node ${process.version}, ${os.availableParallelism()} CPUs, load ${os.loadavg()[0].toFixed(2)}; max_queued_events ${queued}; ${SAMPLES} renames per case\n`);
+  console.log(
+    `watchers bench — node ${process.version}, ${os.availableParallelism()} CPUs, load ` +
+      `${os.loadavg()[0].toFixed(2)}; max_queued_events ${queued}; ${SAMPLES} renames per case\n`,
+  );
   const root = makeTempRoot("bench-watchers-");
   const results = [];
   try {
@@ -50,7 +53,11 @@ async function parent() {
         fillTasks(team, count, { completed: Math.floor(count / 2) });
         const r = await runChild(kind, team.tasksDir, count, SAMPLES);
         results.push({ kind, count, ...r });
-        process.stderr.write(`  ${kind} ${count}: ready ${ms(r.readyMs)}, new ${ms(r.added.median, 2)}, replaced ${ms(r.replaced.median, 2)}, ${r.watches} watches, RSS ${r.rssMB.toFixed(1)} MB, storm ${r.storm.seen}/${r.storm.written}\n`);
+        process.stderr.write(
+          `  ${kind} ${count}: ready ${ms(r.readyMs)}, new ${ms(r.added.median, 2)}, replaced ` +
+            `${ms(r.replaced.median, 2)}, ${r.watches} watches, RSS ${r.rssMB.toFixed(1)} MB, storm ` +
+            `${r.storm.seen}/${r.storm.written}\n`,
+        );
         removeQuietly(team.teamDir);
       }
     }
@@ -59,7 +66,18 @@ async function parent() {
   }
   console.log(
     table([
-      ["watcher, tasks", "ready", "new: median", "p99", "replaced: median", "p99", "inotify watches", "RSS", "peak RSS", "storm: names seen"],
+      [
+        "watcher, tasks",
+        "ready",
+        "new: median",
+        "p99",
+        "replaced: median",
+        "p99",
+        "inotify watches",
+        "RSS",
+        "peak RSS",
+        "storm: names seen",
+      ],
       ...results.map((r) => [
         `${r.kind}, ${r.count.toLocaleString("en")}`,
         ms(r.readyMs, 0),
@@ -74,13 +92,22 @@ async function parent() {
       ]),
     ]),
   );
-  console.log("\nnew: a task file renamed into the list for the first time; replaced: an existing task file renamed over (a worker's update).");
-  console.log("storm: every task rewritten (temp file + rename) while the watcher's event loop is blocked, then 2 s to catch up.");
+  console.log(
+    "\nnew: a task file renamed into the list for the first time; replaced: an existing task file renamed over (a " +
+      "worker's update).",
+  );
+  console.log(
+    "storm: every task rewritten (temp file + rename) while the watcher's event loop is blocked, then 2 s to catch up.",
+  );
 }
 
 function runChild(kind, dir, count, samples) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [here, "--child", kind, "--dir", dir, "--count", String(count), "--samples", String(samples)], { stdio: ["ignore", "pipe", "inherit"] });
+    const proc = spawn(
+      process.execPath,
+      [here, "--child", kind, "--dir", dir, "--count", String(count), "--samples", String(samples)],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     let out = "";
     proc.stdout.on("data", (c) => (out += c));
     proc.on("exit", (code) => {

@@ -31,7 +31,8 @@ async function loadHelper() {
 function readContextByHand() {
   const channels = [
     () => (process.stdin.isTTY ? "" : fs.readFileSync(0, "utf8")),
-    () => (process.env.PI_TEAMS_HOOK_CONTEXT_FILE ? fs.readFileSync(process.env.PI_TEAMS_HOOK_CONTEXT_FILE, "utf8") : ""),
+    () =>
+      process.env.PI_TEAMS_HOOK_CONTEXT_FILE ? fs.readFileSync(process.env.PI_TEAMS_HOOK_CONTEXT_FILE, "utf8") : "",
     () => process.env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "",
   ];
   for (const [index, read] of channels.entries()) {
@@ -51,8 +52,17 @@ function journal(ctx, channel) {
   const task = ctx.task ?? {};
   const oneLine = (value) => String(value).replace(/\s+/g, " ").trim();
   // The worker's own words when the failure came with its idle notification, else what the task says.
-  const reason = oneLine(ctx.notification?.failureReason ?? task.metadata?.abortReason ?? "no reason given").slice(0, 200);
-  const line = [ctx.timestamp ?? new Date().toISOString(), `task #${task.id ?? "?"}`, ctx.member ?? "unknown", reason, oneLine(task.subject ?? "")].join("\t");
+  const reason = oneLine(ctx.notification?.failureReason ?? task.metadata?.abortReason ?? "no reason given").slice(
+    0,
+    200,
+  );
+  const line = [
+    ctx.timestamp ?? new Date().toISOString(),
+    `task #${task.id ?? "?"}`,
+    ctx.member ?? "unknown",
+    reason,
+    oneLine(task.subject ?? ""),
+  ].join("\t");
   const journal = process.env.PI_TEAMS_FAILURE_JOURNAL || path.join(ctx.team.dir, "failure-journal.log");
   fs.appendFileSync(journal, `${line}\n`);
   console.log(`journal: task #${task.id ?? "?"} failed (${reason}) → ${journal} [context from ${channel}]`);
@@ -61,7 +71,9 @@ function journal(ctx, channel) {
 const helper = await loadHelper();
 if (helper) {
   // An unknown contract version, a broken document or a crash: one line on stderr, and the event passes.
-  await helper.runGate((context, read) => journal(context, `${read.channel} via pi-teams-hooks/hook`), { crash: "allow" });
+  await helper.runGate((context, read) => journal(context, `${read.channel} via pi-teams-hooks/hook`), {
+    crash: "allow",
+  });
 }
 let read;
 try {

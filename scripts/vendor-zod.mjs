@@ -32,7 +32,11 @@ const bundle = await rolldown({
       resolveId(source, importer) {
         if (source === ENTRY) return ENTRY;
         // zod's own `../locales/index.js` (from core and classic): English only.
-        if (importer?.includes(`${path.sep}node_modules${path.sep}zod${path.sep}`) && /(^|\/)locales\/index\.js$/.test(source)) return LOCALES;
+        if (
+          importer?.includes(`${path.sep}node_modules${path.sep}zod${path.sep}`) &&
+          /(^|\/)locales\/index\.js$/.test(source)
+        )
+          return LOCALES;
         return null;
       },
       load(id) {
@@ -46,7 +50,9 @@ const bundle = await rolldown({
 await bundle.write({
   file: target,
   format: "esm",
-  banner: `// zod ${zodVersion} (MIT License, https://github.com/colinhacks/zod), bundled by scripts/vendor-zod.mjs with its English locale only.`,
+  banner:
+    `// zod ${zodVersion} (MIT License, https://github.com/colinhacks/zod), bundled by scripts/vendor-zod.mjs ` +
+    `with its English locale only.`,
 });
 await bundle.close();
 
@@ -61,7 +67,10 @@ while (pending.length > 0) {
   const rel = pending.pop();
   if (copied.has(rel)) continue;
   copied.add(rel);
-  const text = rel === LOCALES_INDEX ? 'export { default as en } from "./en.js";\n' : await readFile(path.join(zodDir, rel), "utf8");
+  const text =
+    rel === LOCALES_INDEX
+      ? 'export { default as en } from "./en.js";\n'
+      : await readFile(path.join(zodDir, rel), "utf8");
   await mkdir(path.dirname(path.join(typesDir, rel)), { recursive: true });
   await writeFile(path.join(typesDir, rel), text);
   for (const [, spec] of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)"(\.[^"]+)"/gm)) {
@@ -71,13 +80,16 @@ while (pending.length > 0) {
 await copyFile(path.join(zodDir, "LICENSE"), path.join(typesDir, "LICENSE"));
 await writeFile(
   path.join(distDir, "vendor", "zod.d.ts"),
-  `// The types of zod.js: zod ${zodVersion}'s own declarations (MIT License, zod/LICENSE), with its English locale only.\nexport * from "./zod/index.js";\nexport { default } from "./zod/index.js";\n`,
+  `// The types of zod.js: zod ${zodVersion}'s own declarations (MIT License, zod/LICENSE), with its English locale ` +
+    `only.\nexport * from "./zod/index.js";\nexport { default } from "./zod/index.js";\n`,
 );
 
 // The compiled modules and their declarations, in every folder: `from "zod"` (and `import("zod")`)
 // → the bundle, by a relative path (type-only imports are gone from the .js files, not the .d.ts).
 let rewritten = 0;
-for (const name of (await readdir(distDir, { recursive: true })).filter((n) => /\.(js|d\.ts)$/.test(n) && !n.startsWith(`vendor${path.sep}`))) {
+for (const name of (await readdir(distDir, { recursive: true })).filter(
+  (n) => /\.(js|d\.ts)$/.test(n) && !n.startsWith(`vendor${path.sep}`),
+)) {
   const file = path.join(distDir, name);
   const text = await readFile(file, "utf8");
   let bundle = path.relative(path.dirname(file), target).split(path.sep).join("/");
@@ -90,4 +102,7 @@ for (const name of (await readdir(distDir, { recursive: true })).filter((n) => /
 }
 if (rewritten === 0) throw new Error("vendor-zod: no compiled module imports zod; is the build in dist/teams-hooks?");
 // On stderr: `npm pack --json` runs the build (prepack) and its stdout must stay JSON.
-console.error(`vendor-zod: zod ${zodVersion} → ${path.relative(root, target)}; ${rewritten} module(s) import it; ${copied.size} declaration file(s) beside it`);
+console.error(
+  `vendor-zod: zod ${zodVersion} → ${path.relative(root, target)}; ${rewritten} module(s) import it; ${copied.size} ` +
+    `declaration file(s) beside it`,
+);

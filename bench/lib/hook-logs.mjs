@@ -7,7 +7,10 @@ import path from "node:path";
 import { writeHookLog } from "../../dist/teams-hooks/logs/hook-log.js";
 
 const MEMBERS = ["ada", "brian", "chen", "dora", "emil", "fatima"];
-const TEST_LINES = Array.from({ length: 40 }, (_, i) => `  ✓ test/unit/module-${i}.test.ts (${5 + i} tests) ${10 + i}ms`);
+const TEST_LINES = Array.from(
+  { length: 40 },
+  (_, i) => `  ✓ test/unit/module-${i}.test.ts (${5 + i} tests) ${10 + i}ms`,
+);
 /** Logs written at once (each batch's writes overlap; their names never collide). */
 const BATCH = 200;
 
@@ -19,7 +22,7 @@ const BATCH = 200;
 export function hookLogRecords(teamDir) {
   const teamId = path.basename(teamDir);
   let seed = 42;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+  const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
   const pick = (items) => items[Math.floor(random() * items.length)];
 
   return function record(i, startedAt) {
@@ -37,7 +40,9 @@ export function hookLogRecords(teamDir) {
         : {
             id: taskId,
             subject: `Implement feature ${taskId}: retry uploads with jittered backoff`,
-            description: `Uploads fail on transient 503s. Retry up to 5 times with jittered exponential backoff.\nAcceptance: tests in test/upload-${taskId}.test.ts pass.`,
+            description:
+              `Uploads fail on transient 503s. Retry up to 5 times with jittered exponential ` +
+              `backoff.\nAcceptance: tests in test/upload-${taskId}.test.ts pass.`,
             owner: member,
             status: event === "task_completed" ? "completed" : "pending",
             blocks: [],
@@ -49,7 +54,16 @@ export function hookLogRecords(teamDir) {
     const failed = outcome !== "passed";
     const durationMs = outcome === "timed_out" ? 60_000 + random() * 1000 : 200 + random() * 8000;
     return {
-      invocation: { event, teamId, teamDir, taskListId: teamId, style: "normal", memberName: member, timestamp: at, completedTask: task },
+      invocation: {
+        event,
+        teamId,
+        teamDir,
+        taskListId: teamId,
+        style: "normal",
+        memberName: member,
+        timestamp: at,
+        completedTask: task,
+      },
       result: {
         ran: true,
         hookPath: hook,
@@ -60,7 +74,10 @@ export function hookLogRecords(teamDir) {
         timedOut: outcome === "timed_out",
         durationMs,
         stdout: `> npm test --silent\n\n${TEST_LINES.slice(0, 10 + (i % 30)).join("\n")}\n`,
-        stderr: failed ? `FAIL test/upload-${taskId}.test.ts > retries on 503\nAssertionError: expected 2 to be 5\n    at test/upload-${taskId}.test.ts:42:17\n` : "",
+        stderr: failed
+          ? `FAIL test/upload-${taskId}.test.ts > retries on 503\nAssertionError: expected 2 to be 5\n    at ` +
+            `test/upload-${taskId}.test.ts:42:17\n`
+          : "",
         stdoutDroppedBytes: 0,
         stderrDroppedBytes: 0,
         ...(outcome === "error" ? { error: "spawn bash ENOENT", errorCode: "ENOENT" } : {}),
@@ -99,6 +116,10 @@ export function hookLogRecords(teamDir) {
 export async function writeHookLogs(teamDir, { from = 0, count, startedAt }) {
   const record = hookLogRecords(teamDir);
   for (let i = from; i < count; i += BATCH) {
-    await Promise.all(Array.from({ length: Math.min(BATCH, count - i) }, (_, j) => writeHookLog(teamDir, record(i + j, startedAt(i + j)))));
+    await Promise.all(
+      Array.from({ length: Math.min(BATCH, count - i) }, (_, j) =>
+        writeHookLog(teamDir, record(i + j, startedAt(i + j))),
+      ),
+    );
   }
 }

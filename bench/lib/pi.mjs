@@ -35,7 +35,8 @@ export function makePiRoot(prefix) {
 /** The bench's environment without any PI_* variable: pi and the extension see only what a bench sets. */
 export function cleanEnv() {
   const env = {};
-  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith("PI_")) env[name] = value;
+  for (const [name, value] of Object.entries(process.env))
+    if (value !== undefined && !name.startsWith("PI_")) env[name] = value;
   return env;
 }
 
@@ -47,11 +48,15 @@ export function cleanEnv() {
  */
 export function startPi({ cwd, home, args = [], env = {} }) {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline", ...args], {
-    cwd,
-    env: { ...cleanEnv(), HOME: home, PI_OFFLINE: "1", NO_COLOR: "1", ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [PI_CLI, "--mode", "rpc", "--no-session", "--no-extensions", "--offline", ...args],
+    {
+      cwd,
+      env: { ...cleanEnv(), HOME: home, PI_OFFLINE: "1", NO_COLOR: "1", ...env },
+      stdio: ["pipe", "pipe", "pipe"],
+    },
+  );
   const lines = [];
   let buffer = "";
   let stderr = "";
@@ -77,7 +82,8 @@ export function startPi({ cwd, home, args = [], env = {} }) {
     for (;;) {
       const hit = lines.slice(from).find((l) => pred(l.line));
       if (hit) return hit;
-      if (child.exitCode !== null || performance.now() > deadline) throw new Error(`pi: no ${what} (exit ${child.exitCode}); stderr: ${stderr.slice(-1500)}`);
+      if (child.exitCode !== null || performance.now() > deadline)
+        throw new Error(`pi: no ${what} (exit ${child.exitCode}); stderr: ${stderr.slice(-1500)}`);
       await sleep(5);
     }
   };
@@ -92,7 +98,11 @@ export function startPi({ cwd, home, args = [], env = {} }) {
     for (let ask = 0; ask < 200; ask++) {
       const before = lines.length;
       send({ type: "prompt", message: "/gates status" });
-      const notice = await waitFor("/gates status", (l) => l.type === "extension_ui_request" && l.method === "notify" && /^quality gates: /.test(String(l.message)), before);
+      const notice = await waitFor(
+        "/gates status",
+        (l) => l.type === "extension_ui_request" && l.method === "notify" && /^quality gates: /.test(String(l.message)),
+        before,
+      );
       if (/^quality gates: watching/.test(String(notice.line.message))) return notice.at;
       await sleep(25);
     }

@@ -49,7 +49,9 @@ async function scan() {
       child.on("error", () => resolve(-1));
       child.on("close", (c) => resolve(c));
     });
-    process.stdout.write(`${JSON.stringify({ type: "event", key, taskId: String(t.id), outcome: code === 0 ? "passed" : "failed", durationMs: performance.now() - began })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ type: "event", key, taskId: String(t.id), outcome: code === 0 ? "passed" : "failed", durationMs: performance.now() - began })}\n`,
+    );
   }
 }
 
@@ -69,4 +71,8 @@ async function tick() {
 
 const timer = setInterval(tick, intervalMs);
 void tick();
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => { clearInterval(timer); process.exit(0); });
+for (const signal of ["SIGINT", "SIGTERM"])
+  process.on(signal, () => {
+    clearInterval(timer);
+    process.exit(0);
+  });

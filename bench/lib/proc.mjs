@@ -57,7 +57,9 @@ export function startNdjson(args, { env = process.env, cwd } = {}) {
         if (!waiters.has(w)) return;
         waiters.delete(w);
         clearTimeout(w.timer);
-        reject(new Error(`process exited (${code ?? signal}) while waiting for ${what}; stderr: ${stderr.slice(-2000)}`));
+        reject(
+          new Error(`process exited (${code ?? signal}) while waiting for ${what}; stderr: ${stderr.slice(-2000)}`),
+        );
       });
     });
   }
@@ -105,7 +107,9 @@ export function inotifyWatchesOf(pid) {
     }
     if (target !== "anon_inode:inotify") continue;
     try {
-      watches += readFileSync(`/proc/${pid}/fdinfo/${fd}`, "utf8").split("\n").filter((l) => l.startsWith("inotify wd:")).length;
+      watches += readFileSync(`/proc/${pid}/fdinfo/${fd}`, "utf8")
+        .split("\n")
+        .filter((l) => l.startsWith("inotify wd:")).length;
     } catch {
       // fd closed meanwhile
     }

@@ -1,5 +1,6 @@
 // Temporary team directories as a worker would leave them: config.json, one pretty-printed JSON file
-// per task, and writes that go to `<file>.tmp.<pid>.<ms>` and are renamed over the task (docs/architecture.md, "The lock protocol").
+// per task, and writes that go to `<file>.tmp.<pid>.<ms>` and are renamed over the task (docs/architecture.md, "The
+// lock protocol").
 import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -82,7 +83,10 @@ export function makeStampHook(root) {
   mkdirSync(hooksDir, { recursive: true });
   const hook = path.join(hooksDir, "on_task_completed.sh");
   // First action: one builtin printf, appended with O_APPEND (atomic for a short line), no fork.
-  writeFileSync(hook, '#!/usr/bin/env bash\nprintf \'%s %s\\n\' "$EPOCHREALTIME" "$PI_TEAMS_EVENT_TIMESTAMP" >> "$BENCH_STAMPS"\n');
+  writeFileSync(
+    hook,
+    '#!/usr/bin/env bash\nprintf \'%s %s\\n\' "$EPOCHREALTIME" "$PI_TEAMS_EVENT_TIMESTAMP" >> "$BENCH_STAMPS"\n',
+  );
   chmodSync(hook, 0o755);
   return { hooksDir, hook };
 }

@@ -73,9 +73,11 @@ const server = http.createServer((req, res) => {
     const task = doc.task ? `task #${doc.task.id}` : "no task";
     console.log(`job ${job}: ${doc.event} ${task} of ${team} (run ${runId}): deferred, checking`);
     answer(res, 202, { decision: "defer", reason: `check queued as job ${job} on ${host}` });
-    const work = check(job, body, { GATE_TEAM_ID: team, GATE_TASK_ID: doc.task?.id ?? "", GATE_TASK_SUBJECT: doc.task?.subject ?? "" }).then((verdict) =>
-      postDecision(team, runId, job, verdict),
-    );
+    const work = check(job, body, {
+      GATE_TEAM_ID: team,
+      GATE_TASK_ID: doc.task?.id ?? "",
+      GATE_TASK_SUBJECT: doc.task?.subject ?? "",
+    }).then((verdict) => postDecision(team, runId, job, verdict));
     running.add(work);
     work.finally(() => running.delete(work));
   });
@@ -100,7 +102,12 @@ function check(job, body, vars) {
   writeFileSync(contextFile, body, { mode: 0o600 });
   const done = new Promise((resolve) => {
     const env = { ...process.env, ...vars, GATE_CONTEXT_FILE: contextFile };
-    const child = spawn("sh", ["-c", checkCmd], { cwd: checkCwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn("sh", ["-c", checkCmd], {
+      cwd: checkCwd,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let tail = "";
     const keep = (chunk) => {
       tail = (tail + chunk.toString("utf8")).slice(-4096);
@@ -119,9 +126,18 @@ function check(job, body, vars) {
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       if (code === 0) return resolve({ decision: "allow", reason: `job ${job}: the check passed` });
-      const last = tail.split(/\r?\n/).map((l) => l.trim()).filter(Boolean).pop() ?? "";
+      const last =
+        tail
+          .split(/\r?\n/)
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .pop() ?? "";
       const why = signal ? `killed by ${signal}` : `exit code ${code}`;
-      resolve({ decision: "deny", code: "check.failed", reason: oneLine(`job ${job}: ${why}${last ? ` • ${last}` : ""}`) });
+      resolve({
+        decision: "deny",
+        code: "check.failed",
+        reason: oneLine(`job ${job}: ${why}${last ? ` • ${last}` : ""}`),
+      });
     });
   });
   return done.finally(() => rmSync(contextFile, { force: true }));

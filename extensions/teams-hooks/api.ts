@@ -32,4 +32,13 @@ export type { LeaderOptions, LeaderNotice, EventReport, LeaderState } from "./le
 export { taskEvent, idleEvents, type HookEvent } from "./contract/events.js";
 export { main as runCli, type CliIo } from "./cli/main.js";
 export { startTaskServer, type TaskServer, type TaskServerOptions } from "./server/server.js";
-export { createKey, listKeys, revokeKey, keySpec, SCOPES, type KeyInfo, type KeySpec, type Scope } from "./server/keys.js";
+export {
+  createKey,
+  listKeys,
+  revokeKey,
+  keySpec,
+  SCOPES,
+  type KeyInfo,
+  type KeySpec,
+  type Scope,
+} from "./server/keys.js";

@@ -24,7 +24,12 @@ import { writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument, isRunCopyName } from "./contract/contract.js";
+import {
+  ContextDocumentSchema,
+  HOOK_CONTRACT_VERSION,
+  type ContextDocument,
+  isRunCopyName,
+} from "./contract/contract.js";
 import { VERDICT_LIMITS, VerdictSchema, capReason, type Decision } from "./contract/verdict.js";
 
 export type { ContextDocument } from "./contract/contract.js";
@@ -58,7 +63,12 @@ export class HookContextError extends Error {
   readonly code: HookContextErrorCode;
   readonly channel: ContextChannel | null;
 
-  constructor(code: HookContextErrorCode, message: string, channel: ContextChannel | null, options?: { cause?: unknown }) {
+  constructor(
+    code: HookContextErrorCode,
+    message: string,
+    channel: ContextChannel | null,
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.code = code;
     this.channel = channel;
@@ -116,9 +126,17 @@ export function parseHookContext(text: string, channel: ContextChannel, source: 
     value = JSON.parse(text);
   } catch (error) {
     const why = error instanceof Error ? error.message : String(error);
-    throw new HookContextError("E_CONTEXT_JSON", `hook context from ${describeSource(channel, source)} is not valid JSON (${why})`, channel, { cause: error });
+    throw new HookContextError(
+      "E_CONTEXT_JSON",
+      `hook context from ${describeSource(channel, source)} is not valid JSON (${why})`,
+      channel,
+      { cause: error },
+    );
   }
-  const version = value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>).version : undefined;
+  const version =
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? (value as Record<string, unknown>).version
+      : undefined;
   if (version !== undefined && !(typeof version === "number" && SUPPORTED_CONTRACT_VERSIONS.includes(version))) {
     throw new HookContextError(
       "E_CONTEXT_VERSION",
@@ -130,8 +148,14 @@ export function parseHookContext(text: string, channel: ContextChannel, source: 
   }
   const parsed = ContextDocumentSchema.safeParse(value);
   if (!parsed.success) {
-    const issues = parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.map(String).join(".") || "(document)"}: ${issue.message}`);
-    throw new HookContextError("E_CONTEXT_INVALID", `hook context from ${describeSource(channel, source)} is not a v1 context document: ${issues.join("; ")}`, channel);
+    const issues = parsed.error.issues
+      .slice(0, 3)
+      .map((issue) => `${issue.path.map(String).join(".") || "(document)"}: ${issue.message}`);
+    throw new HookContextError(
+      "E_CONTEXT_INVALID",
+      `hook context from ${describeSource(channel, source)} is not a v1 context document: ${issues.join("; ")}`,
+      channel,
+    );
   }
   // The schema has no transforms, so the parsed object is the document; it also keeps fields a later v1 adds.
   return { context: value as ContextDocument, channel, source, truncated: false };
@@ -148,19 +172,33 @@ async function readAll(stream: StdinLike): Promise<string> {
   try {
     for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk));
   } catch (error) {
-    throw new HookContextError("E_CONTEXT_READ", `cannot read standard input: ${error instanceof Error ? error.message : String(error)}`, "stdin", { cause: error });
+    throw new HookContextError(
+      "E_CONTEXT_READ",
+      `cannot read standard input: ${error instanceof Error ? error.message : String(error)}`,
+      "stdin",
+      { cause: error },
+    );
   }
   return Buffer.concat(chunks).toString("utf8");
 }
 
-/** The context file's text; null when it is gone (the leader removes it after the run: a hand run with a stale variable). */
+/**
+ * The context file's text; null when it is gone (the leader removes it after the run: a hand run with a stale
+ * variable).
+ */
 async function readContextFile(file: string): Promise<string | null> {
   try {
     return await readFile(file, "utf8");
   } catch (error) {
-    const code = typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : "";
+    const code =
+      typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : "";
     if (code === "ENOENT") return null;
-    throw new HookContextError("E_CONTEXT_READ", `cannot read ${ENV_FILE} (${file}): ${code || String(error)}`, "file", { cause: error });
+    throw new HookContextError(
+      "E_CONTEXT_READ",
+      `cannot read ${ENV_FILE} (${file}): ${code || String(error)}`,
+      "file",
+      { cause: error },
+    );
   }
 }
 
@@ -220,7 +258,8 @@ export async function runGate(gate: Gate, options: RunGateOptions = {}): Promise
   try {
     read = await readHookContext(options);
   } catch (error) {
-    if (error instanceof HookContextError) return exitWith(crashExit, oneLine(`gate not run (${error.code}): ${error.message}`, GATE_LINE_MAX_CHARS));
+    if (error instanceof HookContextError)
+      return exitWith(crashExit, oneLine(`gate not run (${error.code}): ${error.message}`, GATE_LINE_MAX_CHARS));
     return crash(error);
   }
   let result: unknown;
@@ -231,20 +270,25 @@ export async function runGate(gate: Gate, options: RunGateOptions = {}): Promise
   }
   if (result === undefined || result === null) return exitWith(GATE_EXIT.allow);
   const verdict = toVerdict(result);
-  if (typeof verdict === "string") return exitWith(crashExit, oneLine(`gate returned no verdict: ${verdict}`, GATE_LINE_MAX_CHARS));
+  if (typeof verdict === "string")
+    return exitWith(crashExit, oneLine(`gate returned no verdict: ${verdict}`, GATE_LINE_MAX_CHARS));
   writeVerdict(JSON.stringify(verdict), env.PI_TEAMS_HOOK_RESULT_FILE);
   return exitWith(verdict.decision === "deny" ? GATE_EXIT.deny : GATE_EXIT.allow);
 }
 
 /** The contract's verdict of what a gate returned, or what is wrong with it. */
-function toVerdict(result: unknown): Record<string, unknown> & { decision: Decision } | string {
+function toVerdict(result: unknown): (Record<string, unknown> & { decision: Decision }) | string {
   if (typeof result !== "object" || result === null || Array.isArray(result)) {
-    return `it returned ${Array.isArray(result) ? "an array" : typeof result}; return nothing to allow, or { deny: true, reason } to deny`;
+    return (
+      `it returned ${Array.isArray(result) ? "an array" : typeof result}; return nothing to allow, or { deny: ` +
+      `true, reason } to deny`
+    );
   }
   const { deny, decision, reason, message, ...rest } = result as GateVerdict & Record<string, unknown>;
   if (deny !== undefined && typeof deny !== "boolean") return `deny: must be true or false, got ${typeof deny}`;
   const named = typeof decision === "string" ? decision.trim().toLowerCase() : decision;
-  if (deny !== undefined && named !== undefined && (named === "deny") !== deny) return `deny: ${String(deny)} contradicts decision: ${JSON.stringify(decision)}`;
+  if (deny !== undefined && named !== undefined && (named === "deny") !== deny)
+    return `deny: ${String(deny)} contradicts decision: ${JSON.stringify(decision)}`;
   const candidate: Record<string, unknown> = { ...rest, decision: named ?? (deny ? "deny" : "allow") };
   if (typeof reason === "string") {
     const line = reason.replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
@@ -253,7 +297,10 @@ function toVerdict(result: unknown): Record<string, unknown> & { decision: Decis
   if (typeof message === "string") candidate.message = capBytes(message, VERDICT_LIMITS.messageBytes);
   else if (message !== undefined) candidate.message = message;
   const parsed = VerdictSchema.safeParse(candidate);
-  if (!parsed.success) return parsed.error.issues.map((issue) => `${issue.path.map(String).join(".") || "verdict"}: ${issue.message}`).join("; ");
+  if (!parsed.success)
+    return parsed.error.issues
+      .map((issue) => `${issue.path.map(String).join(".") || "verdict"}: ${issue.message}`)
+      .join("; ");
   return candidate as Record<string, unknown> & { decision: Decision };
 }
 
@@ -278,9 +325,10 @@ function exitWith(code: number, line?: string): never {
 /** `gate crashed: <Name>: <message> (<file>:<line>)`, at most GATE_LINE_MAX_CHARS, the location kept whole. */
 export function crashLine(error: unknown, entry: string | undefined = process.argv[1]): string {
   const code = error instanceof Error && "code" in error && typeof error.code === "string" ? error.code : "";
-  const what = error instanceof Error
-    ? `${error.name || "Error"}${code && !(error.name ?? "").includes(code) ? ` [${code}]` : ""}: ${error.message}`
-    : `threw ${typeof error === "string" ? JSON.stringify(error) : String(error)}`;
+  const what =
+    error instanceof Error
+      ? `${error.name || "Error"}${code && !(error.name ?? "").includes(code) ? ` [${code}]` : ""}: ${error.message}`
+      : `threw ${typeof error === "string" ? JSON.stringify(error) : String(error)}`;
   const where = (error instanceof Error ? ownFrame(error.stack ?? "") : null) ?? (entry ? shownName(entry) : null);
   const tail = where ? ` (${where})` : "";
   return `${oneLine(`gate crashed: ${what}`, GATE_LINE_MAX_CHARS - tail.length)}${tail}`;
@@ -291,7 +339,9 @@ const HELPER_FILE = fileURLToPath(import.meta.url);
 /** A file's name as the gate's author knows it: the run's private copy of the gate is named as the gate. */
 function shownName(file: string): string {
   const gate = process.env.PI_TEAMS_HOOK_PATH;
-  return gate && isRunCopyName(path.basename(file)) && path.dirname(file) === path.dirname(gate) ? path.basename(gate) : path.basename(file);
+  return gate && isRunCopyName(path.basename(file)) && path.dirname(file) === path.dirname(gate)
+    ? path.basename(gate)
+    : path.basename(file);
 }
 
 /** `file:line` of the first frame in the gate's own files: not Node's, not in node_modules, not this helper. */

@@ -17,7 +17,9 @@ import { gateSwitch } from "./pi/switch.js";
 import { gatesTool } from "./pi/tool.js";
 
 /** Notices said once per process, however often pi replaces the session (and loads this file again). */
-const SAID: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined>)[Symbol.for("pi-teams-hooks.said")] ??= new Set());
+const SAID: Set<string> = ((globalThis as Record<symbol, Set<string> | undefined>)[
+  Symbol.for("pi-teams-hooks.said")
+] ??= new Set());
 
 export default function teamsHooksExtension(pi: PiApi): void {
   const env = process.env;
@@ -27,7 +29,8 @@ export default function teamsHooksExtension(pi: PiApi): void {
   let code: Promise<GatesCode> | null = null;
   let service: Promise<GateService> | null = null;
   const loaded = (): Promise<GatesCode> => (code ??= loadGatesCode());
-  const gates = (): Promise<GateService> => (service ??= loaded().then((c) => new c.gates.GateService({ env, processCwd: cwd })));
+  const gates = (): Promise<GateService> =>
+    (service ??= loaded().then((c) => new c.gates.GateService({ env, processCwd: cwd })));
   const access: GatesAccess = {
     service: async () => {
       const running = await gates();
@@ -39,7 +42,11 @@ export default function teamsHooksExtension(pi: PiApi): void {
     origin: () => loaded().then((c) => c.from),
   };
 
-  pi.registerFlag("gates", { description: "Run the team's quality gates in this leader session (pi-teams-hooks; same as PI_TEAMS_GATES=1)", type: "boolean", default: false });
+  pi.registerFlag("gates", {
+    description: "Run the team's quality gates in this leader session (pi-teams-hooks; same as PI_TEAMS_GATES=1)",
+    type: "boolean",
+    default: false,
+  });
 
   pi.on("session_start", async (_event, ctx) => {
     const notify = (text: string, level: NotifyLevel): void => ctx.ui.notify(text, level);

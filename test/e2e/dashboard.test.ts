@@ -57,7 +57,15 @@ afterAll(async () => {
   await teams?.cleanup();
 });
 
-async function open(url: string, opts: { javaScript?: boolean; timezoneId?: string; colorScheme?: "light" | "dark"; viewport?: { width: number; height: number } } = {}): Promise<Page> {
+async function open(
+  url: string,
+  opts: {
+    javaScript?: boolean;
+    timezoneId?: string;
+    colorScheme?: "light" | "dark";
+    viewport?: { width: number; height: number };
+  } = {},
+): Promise<Page> {
   const context = await browser.newContext({
     javaScriptEnabled: opts.javaScript ?? true,
     timezoneId: opts.timezoneId ?? "UTC",
@@ -80,15 +88,26 @@ async function open(url: string, opts: { javaScript?: boolean; timezoneId?: stri
 async function gateCells(page: Page, team: string, gate: string): Promise<Record<string, string>> {
   const row = page.locator(`section[aria-labelledby="team-${team}"] tr[data-gate="${gate}"]`);
   const cells: Record<string, string> = {};
-  for (const key of ["runs24", "pass24", "runs7", "pass7"]) cells[key] = (await row.locator(`[data-k="${key}"]`).textContent()) ?? "";
+  for (const key of ["runs24", "pass24", "runs7", "pass7"])
+    cells[key] = (await row.locator(`[data-k="${key}"]`).textContent()) ?? "";
   return cells;
 }
 
 describe("overview", () => {
   it("counts each gate's runs and pass rate, and puts the held and the untrusted gate first", async () => {
     const page = await open(`${serve.url}/`);
-    expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({ runs24: "5", pass24: "60%", runs7: "5", pass7: "60%" });
-    expect(await gateCells(page, "alpha", "on_idle.sh")).toEqual({ runs24: "1", pass24: "100%", runs7: "1", pass7: "100%" });
+    expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({
+      runs24: "5",
+      pass24: "60%",
+      runs7: "5",
+      pass7: "60%",
+    });
+    expect(await gateCells(page, "alpha", "on_idle.sh")).toEqual({
+      runs24: "1",
+      pass24: "100%",
+      runs7: "1",
+      pass7: "100%",
+    });
     expect(await gateCells(page, "alpha", "on_task_failed.sh")).toMatchObject({ runs24: "1", pass24: "–" });
     // The run by hand (task 9) is in none of the figures above; the team says how many there were, and links them.
     const hand = page.locator('section[aria-labelledby="team-alpha"] [data-k="hand7"]');
@@ -97,8 +116,12 @@ describe("overview", () => {
     const attention = page.getByRole("region", { name: "Needs attention" });
     await expect.poll(() => attention.locator(".attn-held").textContent()).toContain("on_task_failed");
     expect(await attention.locator(".attn-held").textContent()).toContain("task #6");
-    expect(await attention.locator(".attn-untrusted").textContent()).toMatch(/on_idle \(idle\) changed since it was approved/);
-    expect(await page.locator('section[aria-labelledby="team-beta"]').textContent()).toContain("No gate ran in the last 7 days");
+    expect(await attention.locator(".attn-untrusted").textContent()).toMatch(
+      /on_idle \(idle\) changed since it was approved/,
+    );
+    expect(await page.locator('section[aria-labelledby="team-beta"]').textContent()).toContain(
+      "No gate ran in the last 7 days",
+    );
     // Each gate's chart has an accessible name that reads out today's figures.
     const alpha = page.locator('section[aria-labelledby="team-alpha"]');
     const chart = alpha.locator('tr[data-gate="on_task_completed.sh"] svg[role="img"]');
@@ -123,7 +146,12 @@ describe("overview", () => {
 
   it("shows the same numbers with JavaScript off", async () => {
     const page = await open(`${serve.url}/`, { javaScript: false });
-    expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({ runs24: "5", pass24: "60%", runs7: "5", pass7: "60%" });
+    expect(await gateCells(page, "alpha", "on_task_completed.sh")).toEqual({
+      runs24: "5",
+      pass24: "60%",
+      runs7: "5",
+      pass7: "60%",
+    });
     expect(await page.locator(".attn-untrusted").count()).toBe(1);
   });
 });
@@ -131,27 +159,30 @@ describe("overview", () => {
 describe("runs", () => {
   const rows = (page: Page) => page.locator("#runs-body tr");
 
-  it("lists every run newest first, and the filters narrow the table (a plain form: also without JavaScript)", async () => {
-    for (const javaScript of [true, false]) {
-      const page = await open(`${serve.url}/runs`, { javaScript });
-      expect(await rows(page).count()).toBeGreaterThanOrEqual(7);
-      expect(await rows(page).first().getAttribute("data-name")).toMatch(/_idle_member-ada\.json$/);
-      await page.getByLabel("Outcome", { exact: true }).selectOption("failed");
-      await page.getByLabel("Team", { exact: true }).selectOption("alpha");
-      await Promise.all([page.waitForURL(/outcome=failed/), page.getByRole("button", { name: "Filter" }).click()]);
-      const names = await rows(page).evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-name")));
-      expect(names, `javaScript ${javaScript}`).toHaveLength(2);
-      expect(names.join(" ")).toMatch(/task-4\.json .*task-2\.json/);
-      await page.getByLabel("Member", { exact: true }).fill("brian");
-      await page.getByLabel("Task", { exact: true }).fill("#2");
-      await Promise.all([page.waitForURL(/task=%232/), page.getByRole("button", { name: "Filter" }).click()]);
-      expect(await rows(page).count()).toBe(1);
-      if (SCREENSHOTS && javaScript) {
-        const all = await open(`${serve.url}/runs`);
-        await all.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs.png"), fullPage: true });
+  it(
+    "lists every run newest first, and the filters narrow " + "the table (a plain form: also without JavaScript)",
+    async () => {
+      for (const javaScript of [true, false]) {
+        const page = await open(`${serve.url}/runs`, { javaScript });
+        expect(await rows(page).count()).toBeGreaterThanOrEqual(7);
+        expect(await rows(page).first().getAttribute("data-name")).toMatch(/_idle_member-ada\.json$/);
+        await page.getByLabel("Outcome", { exact: true }).selectOption("failed");
+        await page.getByLabel("Team", { exact: true }).selectOption("alpha");
+        await Promise.all([page.waitForURL(/outcome=failed/), page.getByRole("button", { name: "Filter" }).click()]);
+        const names = await rows(page).evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-name")));
+        expect(names, `javaScript ${javaScript}`).toHaveLength(2);
+        expect(names.join(" ")).toMatch(/task-4\.json .*task-2\.json/);
+        await page.getByLabel("Member", { exact: true }).fill("brian");
+        await page.getByLabel("Task", { exact: true }).fill("#2");
+        await Promise.all([page.waitForURL(/task=%232/), page.getByRole("button", { name: "Filter" }).click()]);
+        expect(await rows(page).count()).toBe(1);
+        if (SCREENSHOTS && javaScript) {
+          const all = await open(`${serve.url}/runs`);
+          await all.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs.png"), fullPage: true });
+        }
       }
-    }
-  });
+    },
+  );
 
   it("marks the runs by hand, and the Fired by filter keeps them apart (also without JavaScript)", async () => {
     for (const javaScript of [true, false]) {
@@ -160,7 +191,10 @@ describe("runs", () => {
         rows(page).evaluateAll((trs) =>
           trs.filter((tr) => tr.textContent?.includes("by hand")).map((tr) => tr.getAttribute("data-name") ?? ""),
         );
-      expect((await marked()).some((name) => name.endsWith("_task-9.json")), `javaScript ${javaScript}`).toBe(true);
+      expect(
+        (await marked()).some((name) => name.endsWith("_task-9.json")),
+        `javaScript ${javaScript}`,
+      ).toBe(true);
       expect((await marked()).some((name) => name.endsWith("_task-2.json"))).toBe(false);
       await page.getByLabel("Fired by", { exact: true }).selectOption("hand");
       await Promise.all([page.waitForURL(/trigger=hand/), page.getByRole("button", { name: "Filter" }).click()]);
@@ -212,7 +246,9 @@ describe("a run", () => {
     expect(show).toContain("<b>not bold</b>");
     expect(await page.locator("#log-show img, #log-show b, #log-show script").count()).toBe(0);
     // Only the dashboard's own script is on the page, and nothing opened a dialog.
-    expect(await page.locator("script").evaluateAll((s) => s.map((e) => e.getAttribute("src")))).toEqual(["/assets/app.js"]);
+    expect(await page.locator("script").evaluateAll((s) => s.map((e) => e.getAttribute("src")))).toEqual([
+      "/assets/app.js",
+    ]);
     await page.waitForTimeout(200);
     expect(page.dialogs).toEqual([]);
     expect(await page.getByRole("heading", { level: 1 }).textContent()).toMatch(/on_task_completed\.sh\s+failed/);
@@ -238,17 +274,23 @@ describe("for people", () => {
     const local = new Date(Date.parse(iso) + 9 * 3600_000).toISOString();
     await expect.poll(() => time.textContent()).toBe(`${local.slice(0, 10)} ${local.slice(11, 19)} GMT+9`);
     const plain = await open(`${serve.url}/runs?team=alpha`, { javaScript: false });
-    expect(await plain.locator("#runs-body time").first().textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(await plain.locator("#runs-body time").first().textContent()).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/,
+    );
   });
 
   it("fits a phone's width, and follows a dark system theme", async () => {
     const phone = await open(`${serve.url}/`, { viewport: { width: 390, height: 844 }, colorScheme: "dark" });
-    const widths = (await phone.evaluate("({ page: document.documentElement.scrollWidth, screen: window.innerWidth })")) as { page: number; screen: number };
+    const widths = (await phone.evaluate(
+      "({ page: document.documentElement.scrollWidth, screen: window.innerWidth })",
+    )) as { page: number; screen: number };
     expect(widths.page).toBeLessThanOrEqual(widths.screen);
     const background = await phone.evaluate("getComputedStyle(document.documentElement).backgroundColor");
     expect(background).toBe("rgb(13, 17, 23)");
     const light = await open(`${serve.url}/`);
-    expect(await light.evaluate("getComputedStyle(document.documentElement).backgroundColor")).toBe("rgb(255, 255, 255)");
+    expect(await light.evaluate("getComputedStyle(document.documentElement).backgroundColor")).toBe(
+      "rgb(255, 255, 255)",
+    );
   });
 
   it("keeps text at a contrast of at least 4.5:1 in light and dark, and names every control and chart", async () => {
@@ -270,7 +312,8 @@ describe("for people", () => {
     const overview = await open(`${serve.url}/`);
     const charts = overview.getByRole("img");
     expect(await charts.count()).toBeGreaterThanOrEqual(3);
-    for (const name of await charts.evaluateAll((els) => els.map((e) => e.getAttribute("aria-label") ?? ""))) expect(name).toMatch(/^Last 7 days \(UTC\): /);
+    for (const name of await charts.evaluateAll((els) => els.map((e) => e.getAttribute("aria-label") ?? "")))
+      expect(name).toMatch(/^Last 7 days \(UTC\): /);
   });
 
   it("sends a strict Content-Security-Policy and nothing from another origin", async () => {
@@ -280,7 +323,9 @@ describe("for people", () => {
     expect(csp).toContain("default-src 'none'");
     expect(csp).toContain("script-src 'self'");
     expect(csp).not.toContain("unsafe-inline");
-    const origins = await page.evaluate(() => performance.getEntriesByType("resource").map((e) => new URL(e.name).origin));
+    const origins = await page.evaluate(() =>
+      performance.getEntriesByType("resource").map((e) => new URL(e.name).origin),
+    );
     expect(new Set(origins)).toEqual(new Set([new URL(serve.url).origin]));
   });
 });
@@ -304,7 +349,13 @@ describe("the overview, live", () => {
 });
 
 /** Reads `/events?…` until `count` runs arrived or `ms` passed; the run events' log names, in order. */
-async function streamedRuns(url: string, query: string, count: number, ms: number, headers: Record<string, string> = {}): Promise<string[]> {
+async function streamedRuns(
+  url: string,
+  query: string,
+  count: number,
+  ms: number,
+  headers: Record<string, string> = {},
+): Promise<string[]> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve) => {
     const names: string[] = [];
@@ -331,42 +382,68 @@ async function streamedRuns(url: string, query: string, count: number, ms: numbe
 }
 
 describe("live streams", () => {
-  it("catch up from where the page (after=) or the broken connection (Last-Event-ID) left off, in order, filter applied", async () => {
-    const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
-    const cursors = await page.locator("#runs-body tr").evaluateAll((trs) => trs.map((tr) => [tr.getAttribute("data-cursor") ?? "", tr.getAttribute("data-name") ?? ""]));
-    expect(cursors.length).toBeGreaterThanOrEqual(5);
-    const [oldest, oldestName] = cursors.at(-1) ?? ["", ""];
-    const newerNames = cursors.slice(0, -1).map(([, name]) => name).reverse();
-    const query = `view=runs&team=alpha&event=task_completed`;
-    expect(await streamedRuns(serve.url, `${query}&after=${encodeURIComponent(oldest)}`, newerNames.length, 5_000)).toEqual(newerNames);
-    expect(await streamedRuns(serve.url, query, 1, 5_000, { "Last-Event-ID": oldest })).toEqual(newerNames.slice(0, 1));
-    expect(newerNames).not.toContain(oldestName);
-    // HEAD says what a GET would start, and ends.
-    const head = await page.request.head(`${serve.url}/events?${query}`);
-    expect([head.status(), head.headers()["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
-  });
+  it(
+    "catch up from where the page (after=) or the broken connection " +
+      "(Last-Event-ID) left off, in order, filter applied",
+    async () => {
+      const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
+      const cursors = await page
+        .locator("#runs-body tr")
+        .evaluateAll((trs) =>
+          trs.map((tr) => [tr.getAttribute("data-cursor") ?? "", tr.getAttribute("data-name") ?? ""]),
+        );
+      expect(cursors.length).toBeGreaterThanOrEqual(5);
+      const [oldest, oldestName] = cursors.at(-1) ?? ["", ""];
+      const newerNames = cursors
+        .slice(0, -1)
+        .map(([, name]) => name)
+        .reverse();
+      const query = `view=runs&team=alpha&event=task_completed`;
+      expect(
+        await streamedRuns(serve.url, `${query}&after=${encodeURIComponent(oldest)}`, newerNames.length, 5_000),
+      ).toEqual(newerNames);
+      expect(await streamedRuns(serve.url, query, 1, 5_000, { "Last-Event-ID": oldest })).toEqual(
+        newerNames.slice(0, 1),
+      );
+      expect(newerNames).not.toContain(oldestName);
+      // HEAD says what a GET would start, and ends.
+      const head = await page.request.head(`${serve.url}/events?${query}`);
+      expect([head.status(), head.headers()["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
+    },
+  );
 
-  it("watching a team that has no hook-logs/ yet does not make one (the dashboard writes nothing in a team)", async () => {
-    const page = await open(`${serve.url}/runs`);
-    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
-    await page.waitForTimeout(300); // the followers of both teams have started
-    expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
-    expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
-  });
+  it(
+    "watching a team that has no hook-logs/ yet does not " + "make one (the dashboard writes nothing in a team)",
+    async () => {
+      const page = await open(`${serve.url}/runs`);
+      await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+      await page.waitForTimeout(300); // the followers of both teams have started
+      expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
+      expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
+    },
+  );
 
-  it("a viewer that leaves while its stream is being opened leaves nothing behind: the server still stops at once", async () => {
-    const own = await startServe(teams.root);
-    const { hostname, port } = new URL(own.url);
-    for (let i = 0; i < 40; i++) {
-      await new Promise<void>((resolve) => {
-        const req = request({ host: hostname, port, path: "/events?view=runs", headers: { Accept: "text/event-stream" } });
-        req.on("error", () => resolve());
-        req.on("close", () => resolve());
-        req.end(() => setImmediate(() => req.destroy()));
-      });
-    }
-    expect(await own.stop(10_000)).toMatchObject({ code: 0, signal: null });
-  });
+  it(
+    "a viewer that leaves while its stream is being opened leaves " + "nothing behind: the server still stops at once",
+    async () => {
+      const own = await startServe(teams.root);
+      const { hostname, port } = new URL(own.url);
+      for (let i = 0; i < 40; i++) {
+        await new Promise<void>((resolve) => {
+          const req = request({
+            host: hostname,
+            port,
+            path: "/events?view=runs",
+            headers: { Accept: "text/event-stream" },
+          });
+          req.on("error", () => resolve());
+          req.on("close", () => resolve());
+          req.end(() => setImmediate(() => req.destroy()));
+        });
+      }
+      expect(await own.stop(10_000)).toMatchObject({ code: 0, signal: null });
+    },
+  );
 });
 
 describe("a server started with --allow-remote", () => {
@@ -387,7 +464,16 @@ describe("a server started with --allow-remote", () => {
   it("lets in a key with logs:read through its one-time login link (its teams only) or its bearer header", async () => {
     const remote = await startServe(teams.root, ["--allow-remote"]);
     try {
-      const key = await createKey(teams.root, ["--name", "viewer", "--scopes", "logs:read", "--teams", "alpha", "--url", remote.url]);
+      const key = await createKey(teams.root, [
+        "--name",
+        "viewer",
+        "--scopes",
+        "logs:read",
+        "--teams",
+        "alpha",
+        "--url",
+        remote.url,
+      ]);
       const login = await runBin(["serve", "keys", "login", "viewer", "--teams-root", teams.root, "--url", remote.url]);
       expect(login.code).toBe(0);
       const link = login.stdout.trimEnd().split("\n").pop() ?? "";
@@ -407,29 +493,47 @@ describe("a server started with --allow-remote", () => {
       expect((await page.goto(`${remote.url}/runs?team=alpha`))?.status()).toBe(200);
       const again = await (await browser.newContext()).newPage();
       await again.goto(link);
-      const [spent] = await Promise.all([again.waitForResponse((r) => r.url() === `${remote.url}/login`), again.getByRole("button", { name: "Log in" }).click()]);
+      const [spent] = await Promise.all([
+        again.waitForResponse((r) => r.url() === `${remote.url}/login`),
+        again.getByRole("button", { name: "Log in" }).click(),
+      ]);
       expect(spent.status()).toBe(401);
       const bearer = await again.request.get(`${remote.url}/runs`, { headers: { Authorization: `Bearer ${key}` } });
       expect(bearer.status()).toBe(200);
       expect(await bearer.text()).not.toContain('data-team="beta"');
 
       // A link clicked on another site (a mail read in webmail): the session still starts.
-      const fresh = (await runBin(["serve", "keys", "login", "viewer", "--teams-root", teams.root, "--url", remote.url])).stdout.trimEnd().split("\n").pop() ?? "";
+      const fresh =
+        (await runBin(["serve", "keys", "login", "viewer", "--teams-root", teams.root, "--url", remote.url])).stdout
+          .trimEnd()
+          .split("\n")
+          .pop() ?? "";
       const token = new URL(fresh).searchParams.get("token") ?? "";
       // The other site also tries to post the token itself (a login into its own key): refused.
       const mail = createServer((_req, res) =>
-        res.writeHead(200, { "Content-Type": "text/html" }).end(`<a id="go" href="${fresh}">log in</a><form id="forged" method="post" action="${remote.url}/login"><input name="token" value="${token}"><button>go</button></form>`),
+        res
+          .writeHead(200, { "Content-Type": "text/html" })
+          .end(
+            `<a id="go" href="${fresh}">log in</a><form id="forged" method="post" ` +
+              `action="${remote.url}/login"><input name="token" value="${token}"><button>go</button></form>`,
+          ),
       );
       await new Promise<void>((resolve) => mail.listen(0, "127.0.0.1", resolve));
       try {
         const elsewhere = await (await browser.newContext()).newPage();
         const mailPage = `http://localhost:${(mail.address() as AddressInfo).port}/`; // another site than 127.0.0.1
         await elsewhere.goto(mailPage);
-        const [forged] = await Promise.all([elsewhere.waitForResponse((r) => r.url() === `${remote.url}/login`), elsewhere.click("#forged button")]);
+        const [forged] = await Promise.all([
+          elsewhere.waitForResponse((r) => r.url() === `${remote.url}/login`),
+          elsewhere.click("#forged button"),
+        ]);
         expect(forged.status()).toBe(403);
         await elsewhere.goto(mailPage);
         await elsewhere.click("#go");
-        await Promise.all([elsewhere.waitForURL(`${remote.url}/`), elsewhere.getByRole("button", { name: "Log in" }).click()]);
+        await Promise.all([
+          elsewhere.waitForURL(`${remote.url}/`),
+          elsewhere.getByRole("button", { name: "Log in" }).click(),
+        ]);
         await expect.poll(() => elsewhere.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
       } finally {
         mail.close();

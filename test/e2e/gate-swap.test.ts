@@ -19,7 +19,9 @@ import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 const outerRig = useLeaderRig();
 const GATE = "on_task_completed.sh";
 /** The real gate: it records itself and fails the work. */
-const REAL = `#!/usr/bin/env bash\necho "real $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\necho "FAIL: not done" >&2\nexit 1\n`;
+const REAL =
+  `#!/usr/bin/env bash\necho "real $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\necho "FAIL: not ` +
+  `done" >&2\nexit 1\n`;
 /** What an agent would put in its place. */
 const FAKE = `#!/usr/bin/env bash\necho "fake $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\nexit 0\n`;
 
@@ -33,7 +35,9 @@ function sha256(text: string): string {
 
 /** Waits for the paused run's marker; returns its run id. */
 async function paused(leader: LeaderProcess, dir: string): Promise<string> {
-  const name = await leader.waitFor("the run paused after its check", async () => (await readdir(dir)).find((n) => n.endsWith(".paused")));
+  const name = await leader.waitFor("the run paused after its check", async () =>
+    (await readdir(dir)).find((n) => n.endsWith(".paused")),
+  );
   return name.slice(0, -".paused".length);
 }
 
@@ -56,102 +60,134 @@ describe.concurrent("a gate replaced between the check and the start", () => {
       },
     ],
   ];
-  it.for(swaps)("%s: the checked bytes run, the fake never does, and the log's hash is the real gate's", async ([how, swap], context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const pauseDir = await mkdtemp(path.join(os.tmpdir(), "gate-pause-"));
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })], config: { hooks: { failureAction: "reopen" } } });
-    const hooksDir = path.join(team.teamsRoot, "_hooks");
-    const gate = path.join(hooksDir, GATE);
-    await rig.hook(team, "real.sh", "");
-    await writeFile(path.join(hooksDir, "real.sh"), REAL, { mode: 0o755 });
-    if (how === "a symlink flipped") await symlink(path.join(hooksDir, "real.sh"), gate);
-    else await writeFile(gate, REAL, { mode: 0o755 });
-    const leader = await rig.leader(team, [], { env: { PI_TEAMS_HOOKS_TEST_PAUSE_DIR: pauseDir } });
-    try {
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      const runId = await paused(leader, pauseDir);
-      await swap(gate, hooksDir);
-      await writeFile(path.join(pauseDir, `${runId}.go`), "");
-      const [event] = await leader.waitForEvents(1);
-      expect(event).toMatchObject({ outcome: "failed", summary: "exit code 1 • FAIL: not done" });
-      expect(await runs(team)).toEqual(["real 1"]);
-      const [log] = await readLogs(team.teamDir);
-      expect(log?.result).toMatchObject({ hookPath: gate, hookSha256: sha256(REAL) });
-      expect((await readTaskFile(team, "1")).status).toBe("pending"); // judged by the real gate
-      // Nothing of the run is left beside the gate.
-      expect((await readdir(hooksDir)).filter((n) => n.startsWith("."))).toEqual([]);
-    } finally {
-      await rm(pauseDir, { recursive: true, force: true });
-    }
-  });
+  it.for(swaps)(
+    "%s: the checked bytes run, the fake never does, and the log's hash is the real gate's",
+    async ([how, swap], context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const pauseDir = await mkdtemp(path.join(os.tmpdir(), "gate-pause-"));
+      const team = await rig.team({
+        tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
+        config: { hooks: { failureAction: "reopen" } },
+      });
+      const hooksDir = path.join(team.teamsRoot, "_hooks");
+      const gate = path.join(hooksDir, GATE);
+      await rig.hook(team, "real.sh", "");
+      await writeFile(path.join(hooksDir, "real.sh"), REAL, { mode: 0o755 });
+      if (how === "a symlink flipped") await symlink(path.join(hooksDir, "real.sh"), gate);
+      else await writeFile(gate, REAL, { mode: 0o755 });
+      const leader = await rig.leader(team, [], { env: { PI_TEAMS_HOOKS_TEST_PAUSE_DIR: pauseDir } });
+      try {
+        await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+        const runId = await paused(leader, pauseDir);
+        await swap(gate, hooksDir);
+        await writeFile(path.join(pauseDir, `${runId}.go`), "");
+        const [event] = await leader.waitForEvents(1);
+        expect(event).toMatchObject({ outcome: "failed", summary: "exit code 1 • FAIL: not done" });
+        expect(await runs(team)).toEqual(["real 1"]);
+        const [log] = await readLogs(team.teamDir);
+        expect(log?.result).toMatchObject({ hookPath: gate, hookSha256: sha256(REAL) });
+        expect((await readTaskFile(team, "1")).status).toBe("pending"); // judged by the real gate
+        // Nothing of the run is left beside the gate.
+        expect((await readdir(hooksDir)).filter((n) => n.startsWith("."))).toEqual([]);
+      } finally {
+        await rm(pauseDir, { recursive: true, force: true });
+      }
+    },
+  );
 
-  it("the copy that runs changed while the run was paused: the run counts for nothing and is held for the lead", async (context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const pauseDir = await mkdtemp(path.join(os.tmpdir(), "gate-pause-"));
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })], config: { hooks: { failureAction: "reopen" } } });
-    const hooksDir = path.dirname(await rig.hook(team, GATE, ""));
-    await writeFile(path.join(hooksDir, GATE), REAL, { mode: 0o755 });
-    const leader = await rig.leader(team, [], { env: { PI_TEAMS_HOOKS_TEST_PAUSE_DIR: pauseDir } });
-    try {
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      const runId = await paused(leader, pauseDir);
-      const copy = (await readdir(hooksDir)).find((n) => n.startsWith(".on_task_completed.pi-run-"));
-      expect(copy).toBeDefined();
-      await writeFile(path.join(hooksDir, copy ?? "?"), FAKE); // the agent found the copy in time
-      await writeFile(path.join(pauseDir, `${runId}.go`), "");
-      const [event] = await leader.waitForEvents(1);
-      expect(event).toMatchObject({ outcome: "error", held: "approval", summary: expect.stringContaining("was written while it ran: the run counts for nothing") });
-      expect((await readTaskFile(team, "1")).status).toBe("completed"); // neither passed nor failed: held
-    } finally {
-      await rm(pauseDir, { recursive: true, force: true });
-    }
-  });
+  it(
+    "the copy that runs changed while the run was paused: " + "the run counts for nothing and is held for the lead",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const pauseDir = await mkdtemp(path.join(os.tmpdir(), "gate-pause-"));
+      const team = await rig.team({
+        tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
+        config: { hooks: { failureAction: "reopen" } },
+      });
+      const hooksDir = path.dirname(await rig.hook(team, GATE, ""));
+      await writeFile(path.join(hooksDir, GATE), REAL, { mode: 0o755 });
+      const leader = await rig.leader(team, [], { env: { PI_TEAMS_HOOKS_TEST_PAUSE_DIR: pauseDir } });
+      try {
+        await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+        const runId = await paused(leader, pauseDir);
+        const copy = (await readdir(hooksDir)).find((n) => n.startsWith(".on_task_completed.pi-run-"));
+        expect(copy).toBeDefined();
+        await writeFile(path.join(hooksDir, copy ?? "?"), FAKE); // the agent found the copy in time
+        await writeFile(path.join(pauseDir, `${runId}.go`), "");
+        const [event] = await leader.waitForEvents(1);
+        expect(event).toMatchObject({
+          outcome: "error",
+          held: "approval",
+          summary: expect.stringContaining("was written while it ran: the run counts for nothing"),
+        });
+        expect((await readTaskFile(team, "1")).status).toBe("completed"); // neither passed nor failed: held
+      } finally {
+        await rm(pauseDir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe("the targeted swap attack, from another process", () => {
-  it("failing completions until 20 were swapped for an `exit 0` gate the moment their run's context file appeared (put back after): none passes, the fake never runs", async (context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    // A watcher of the temp folder may miss a file that comes and goes fast: more tasks than swaps wanted.
-    const ids = Array.from({ length: 80 }, (_, i) => String(i + 1));
-    const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })), config: { hooks: { failureAction: "warn" } } });
-    const gate = await rig.hook(team, GATE, REAL.replace("#!/usr/bin/env bash\n", ""));
-    const hooksDir = path.dirname(gate);
-    await writeFile(path.join(hooksDir, "fake.sh"), FAKE, { mode: 0o755 });
-    const leader = await rig.leader(team);
-    // The agent: on each new context file of this team's runs, swap the gate in, and back 50 ms later.
-    // One swap per run: a context file makes several notifications (written, then removed), and a second
-    // swap while the first is out would hide the fake as the "real" gate.
-    let swaps = 0;
-    const seen = new Set<string>();
-    const attacker: FSWatcher = watch(os.tmpdir(), (_event, name) => {
-      if (!name?.startsWith("pi-teams-hook-") || !name.endsWith(".json") || name.includes(".result") || seen.has(name)) return;
-      seen.add(name);
-      swaps += 1;
-      void (async () => {
-        await rename(gate, path.join(hooksDir, "real.hidden")).catch(() => undefined);
-        await writeFile(path.join(hooksDir, "fake.tmp"), FAKE, { mode: 0o755 });
-        await rename(path.join(hooksDir, "fake.tmp"), gate).catch(() => undefined);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        await rename(path.join(hooksDir, "real.hidden"), gate).catch(() => undefined);
-      })();
-    });
-    try {
-      for (const id of ids) {
-        if (swaps >= 20) break;
-        await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
-        await leader.waitForEvents(Number(id));
-        await new Promise((resolve) => setTimeout(resolve, 60)); // the attacker puts the real gate back
+  it(
+    "failing completions until 20 were swapped for an `exit 0` gate the moment their " +
+      "run's context file appeared (put back after): none passes, the fake never runs",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      // A watcher of the temp folder may miss a file that comes and goes fast: more tasks than swaps wanted.
+      const ids = Array.from({ length: 80 }, (_, i) => String(i + 1));
+      const team = await rig.team({
+        tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+        config: { hooks: { failureAction: "warn" } },
+      });
+      const gate = await rig.hook(team, GATE, REAL.replace("#!/usr/bin/env bash\n", ""));
+      const hooksDir = path.dirname(gate);
+      await writeFile(path.join(hooksDir, "fake.sh"), FAKE, { mode: 0o755 });
+      const leader = await rig.leader(team);
+      // The agent: on each new context file of this team's runs, swap the gate in, and back 50 ms later.
+      // One swap per run: a context file makes several notifications (written, then removed), and a second
+      // swap while the first is out would hide the fake as the "real" gate.
+      let swaps = 0;
+      const seen = new Set<string>();
+      const attacker: FSWatcher = watch(os.tmpdir(), (_event, name) => {
+        if (
+          !name?.startsWith("pi-teams-hook-") ||
+          !name.endsWith(".json") ||
+          name.includes(".result") ||
+          seen.has(name)
+        )
+          return;
+        seen.add(name);
+        swaps += 1;
+        void (async () => {
+          await rename(gate, path.join(hooksDir, "real.hidden")).catch(() => undefined);
+          await writeFile(path.join(hooksDir, "fake.tmp"), FAKE, { mode: 0o755 });
+          await rename(path.join(hooksDir, "fake.tmp"), gate).catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          await rename(path.join(hooksDir, "real.hidden"), gate).catch(() => undefined);
+        })();
+      });
+      try {
+        for (const id of ids) {
+          if (swaps >= 20) break;
+          await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
+          await leader.waitForEvents(Number(id));
+          await new Promise((resolve) => setTimeout(resolve, 60)); // the attacker puts the real gate back
+        }
+      } finally {
+        attacker.close();
       }
-    } finally {
-      attacker.close();
-    }
-    expect(swaps, JSON.stringify(leader.events().map((e) => [e.taskId, e.outcome, e.summary.slice(0, 80)]))).toBeGreaterThanOrEqual(20);
-    const events = leader.events();
-    // Each run either ran the real gate (failed) or found the gate not as trusted (held): never passed.
-    expect(events.filter((e) => e.outcome === "passed")).toEqual([]);
-    expect((await runs(team)).filter((line) => line.startsWith("fake"))).toEqual([]);
-  });
+      expect(
+        swaps,
+        JSON.stringify(leader.events().map((e) => [e.taskId, e.outcome, e.summary.slice(0, 80)])),
+      ).toBeGreaterThanOrEqual(20);
+      const events = leader.events();
+      // Each run either ran the real gate (failed) or found the gate not as trusted (held): never passed.
+      expect(events.filter((e) => e.outcome === "passed")).toEqual([]);
+      expect((await runs(team)).filter((line) => line.startsWith("fake"))).toEqual([]);
+    },
+  );
 });

@@ -23,7 +23,9 @@ interface CliResult {
 
 async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], {
+      env: { ...process.env, ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code?: unknown; stdout?: string; stderr?: string };
@@ -51,13 +53,36 @@ async function teamWithGates(tasks: Array<Record<string, unknown>>): Promise<{ t
 }
 
 describe("on_task_completed.sh", () => {
-  const completed = [makeTask({ id: "1", subject: "Write the parser", status: "completed", owner: "alice", metadata: { completedAt: ABORTED_AT } })];
+  const completed = [
+    makeTask({
+      id: "1",
+      subject: "Write the parser",
+      status: "completed",
+      owner: "alice",
+      metadata: { completedAt: ABORTED_AT },
+    }),
+  ];
 
   it("passes when the check command passes", async () => {
     const { team, hooksDir } = await teamWithGates(completed);
-    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot, "--json"], {
-      PI_TEAMS_GATE_CMD: "true",
-    });
+    const run = await cli(
+      [
+        "run",
+        "task_completed",
+        "--team-dir",
+        team.teamDir,
+        "--task",
+        "1",
+        "--hooks-dir",
+        hooksDir,
+        "--cwd",
+        team.teamsRoot,
+        "--json",
+      ],
+      {
+        PI_TEAMS_GATE_CMD: "true",
+      },
+    );
     expect(run.code).toBe(0);
     const log = JSON.parse(run.stdout) as LogRecord;
     expect(log.result.outcome).toBe("passed");
@@ -67,13 +92,49 @@ describe("on_task_completed.sh", () => {
 
   it("fails with a failing command and puts a one-line reason first on stderr", async () => {
     const { team, hooksDir } = await teamWithGates(completed);
-    const cmd = `echo "compiling 12 files"; echo "FAIL src/parser.test.ts > parses numbers" >&2; echo "Tests: 1 failed, 11 passed"; exit 3`;
-    const run = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot], { PI_TEAMS_GATE_CMD: cmd });
+    const cmd =
+      `echo "compiling 12 files"; echo "FAIL src/parser.test.ts > parses numbers" >&2; echo "Tests: 1 ` +
+      `failed, 11 passed"; exit 3`;
+    const run = await cli(
+      [
+        "run",
+        "task_completed",
+        "--team-dir",
+        team.teamDir,
+        "--task",
+        "1",
+        "--hooks-dir",
+        hooksDir,
+        "--cwd",
+        team.teamsRoot,
+      ],
+      { PI_TEAMS_GATE_CMD: cmd },
+    );
     expect(run.code).toBe(1);
     // The first line a test runner marks as failed is the reason, and the leader's summary quotes it.
-    expect(run.stdout).toMatch(/^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 • FAIL src\/parser\.test\.ts > parses numbers \(run [0-9a-f]{8}\)\n$/);
+    expect(run.stdout).toMatch(
+      new RegExp(
+        String.raw`^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 ` +
+          String.raw`• FAIL src\/parser\.test\.ts > parses numbers \(run [0-9a-f]{8}\)\n$`,
+      ),
+    );
 
-    const json = await cli(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot, "--json"], { PI_TEAMS_GATE_CMD: cmd });
+    const json = await cli(
+      [
+        "run",
+        "task_completed",
+        "--team-dir",
+        team.teamDir,
+        "--task",
+        "1",
+        "--hooks-dir",
+        hooksDir,
+        "--cwd",
+        team.teamsRoot,
+        "--json",
+      ],
+      { PI_TEAMS_GATE_CMD: cmd },
+    );
     const stderr = (JSON.parse(json.stdout) as LogRecord).result.stderr.split("\n");
     expect(stderr[0]).toBe("FAIL src/parser.test.ts > parses numbers");
     expect(stderr[1]).toMatch(/^gate failed for task #1 \(Write the parser\): `echo .*` exited 3$/);
@@ -82,8 +143,21 @@ describe("on_task_completed.sh", () => {
 
   it("falls back to a summary line, then to the exit status when the failing command says nothing", async () => {
     const { team, hooksDir } = await teamWithGates(completed);
-    const args = ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--cwd", team.teamsRoot];
-    const summary = await cli(args, { PI_TEAMS_GATE_CMD: 'echo "building"; echo "  2 checks failed"; echo "done"; exit 2' });
+    const args = [
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--hooks-dir",
+      hooksDir,
+      "--cwd",
+      team.teamsRoot,
+    ];
+    const summary = await cli(args, {
+      PI_TEAMS_GATE_CMD: 'echo "building"; echo "  2 checks failed"; echo "done"; exit 2',
+    });
     expect(summary.stdout).toContain("exit code 1 • 2 checks failed (run ");
     const silent = await cli(args, { PI_TEAMS_GATE_CMD: "exit 4" });
     expect(silent.code).toBe(1);
@@ -105,7 +179,20 @@ describe("on_task_failed.mjs", () => {
   it("appends one line per failure to the journal (copied gate: its own context reader)", async () => {
     const { team, hooksDir } = await teamWithGates(failed);
     const journal = path.join(team.teamsRoot, "journal.log");
-    const args = ["run", "task_failed", "--team-dir", team.teamDir, "--task", "2", "--member", "bob", "--timestamp", ABORTED_AT, "--hooks-dir", hooksDir];
+    const args = [
+      "run",
+      "task_failed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "2",
+      "--member",
+      "bob",
+      "--timestamp",
+      ABORTED_AT,
+      "--hooks-dir",
+      hooksDir,
+    ];
     const first = await cli(args, { PI_TEAMS_FAILURE_JOURNAL: journal });
     expect(first.code).toBe(0);
     expect(first.stdout).toMatch(/^task_failed #2 on_task_failed\.mjs passed in /);
@@ -114,25 +201,50 @@ describe("on_task_failed.mjs", () => {
     expect(fs.readFileSync(journal, "utf8")).toBe(`${line}\n${line}\n`);
 
     const json = await cli([...args, "--json"], { PI_TEAMS_FAILURE_JOURNAL: journal });
-    expect((JSON.parse(json.stdout) as LogRecord).result.stdout).toBe(`journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin]\n`);
+    expect((JSON.parse(json.stdout) as LogRecord).result.stdout).toBe(
+      `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin]\n`,
+    );
   });
 
-  it("uses pi-teams-hooks/hook where it resolves (the package's own hooks/), and journals in the team dir by default", async () => {
-    const team = await makeTempTeam({ tasks: failed });
-    teams.push(team);
-    const run = await cli(["run", "task_failed", "--team-dir", team.teamDir, "--task", "2", "--member", "bob", "--timestamp", ABORTED_AT, "--hooks-dir", PACKAGE_HOOKS, "--json"]);
-    expect(run.code).toBe(0);
-    const journal = path.join(team.teamDir, "failure-journal.log");
-    expect((JSON.parse(run.stdout) as LogRecord).result.stdout).toBe(
-      `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via pi-teams-hooks/hook]\n`,
-    );
-    expect(fs.readFileSync(journal, "utf8")).toBe(`${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer\n`);
-  });
+  it(
+    "uses pi-teams-hooks/hook where it resolves (the package's " +
+      "own hooks/), and journals in the team dir by default",
+    async () => {
+      const team = await makeTempTeam({ tasks: failed });
+      teams.push(team);
+      const run = await cli([
+        "run",
+        "task_failed",
+        "--team-dir",
+        team.teamDir,
+        "--task",
+        "2",
+        "--member",
+        "bob",
+        "--timestamp",
+        ABORTED_AT,
+        "--hooks-dir",
+        PACKAGE_HOOKS,
+        "--json",
+      ]);
+      expect(run.code).toBe(0);
+      const journal = path.join(team.teamDir, "failure-journal.log");
+      expect((JSON.parse(run.stdout) as LogRecord).result.stdout).toBe(
+        `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via ` +
+          `pi-teams-hooks/hook]\n`,
+      );
+      expect(fs.readFileSync(journal, "utf8")).toBe(
+        `${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer\n`,
+      );
+    },
+  );
 });
 
 describe("on_idle.sh", () => {
   async function idle(statuses: string[]): Promise<CliResult> {
-    const { team, hooksDir } = await teamWithGates(statuses.map((status, i) => ({ ...makeTask({ id: String(i + 1) }), status })));
+    const { team, hooksDir } = await teamWithGates(
+      statuses.map((status, i) => ({ ...makeTask({ id: String(i + 1) }), status })),
+    );
     return cli(["run", "idle", "--team-dir", team.teamDir, "--member", "alice", "--hooks-dir", hooksDir, "--json"]);
   }
 

@@ -20,7 +20,15 @@ afterEach(async () => {
 
 function record(teamDir: string, at: string, taskId: string, outcome: "passed" | "failed"): HookLogRecordInput {
   return {
-    invocation: { event: "task_completed", teamId: "alpha", teamDir, taskListId: "alpha", style: "normal", memberName: "ada", completedTask: makeTask({ id: taskId, status: "completed" }) },
+    invocation: {
+      event: "task_completed",
+      teamId: "alpha",
+      teamDir,
+      taskListId: "alpha",
+      style: "normal",
+      memberName: "ada",
+      completedTask: makeTask({ id: taskId, status: "completed" }),
+    },
     result: {
       ran: true,
       hookPath: "/hooks/on_task_completed.sh",
@@ -45,9 +53,14 @@ function record(teamDir: string, at: string, taskId: string, outcome: "passed" |
   };
 }
 
-async function bin(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function bin(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], { env: { ...process.env, NO_COLOR: "1", PI_TEAMS_ROOT_DIR: "", ...env } });
+    const { stdout, stderr } = await exec(process.execPath, [BIN, ...args], {
+      env: { ...process.env, NO_COLOR: "1", PI_TEAMS_ROOT_DIR: "", ...env },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
@@ -61,16 +74,24 @@ describe("logs through the built binary", () => {
     teams.push(team);
     await writeHookLog(team.teamDir, record(team.teamDir, "2026-03-01T08:00:00.000Z", "1", "passed"));
 
-    const child = spawn(process.execPath, [BIN, "logs", "--team-dir", team.teamDir, "--follow"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1", COLUMNS: "200" } }); // wide: every column (narrow ones: cli-terminal.test.ts)
+    const child = spawn(process.execPath, [BIN, "logs", "--team-dir", team.teamDir, "--follow"], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, NO_COLOR: "1", COLUMNS: "200" },
+    }); // wide: every column (narrow ones: cli-terminal.test.ts)
     let stdout = "";
     let stderr = "";
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.on("exit", (code, signal) => resolve({ code, signal })),
+    );
     const checks = new Set<() => void>();
     child.stdout.on("data", (chunk: Buffer) => ((stdout += chunk.toString()), checks.forEach((check) => check())));
     child.stderr.on("data", (chunk: Buffer) => ((stderr += chunk.toString()), checks.forEach((check) => check())));
     const waitFor = (what: () => boolean, label: string): Promise<void> =>
       new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no ${label} within 15 s; stdout: ${stdout}; stderr: ${stderr}`)), 15_000);
+        const timer = setTimeout(
+          () => reject(new Error(`no ${label} within 15 s; stdout: ${stdout}; stderr: ${stderr}`)),
+          15_000,
+        );
         const check = (): void => {
           if (!what()) return;
           clearTimeout(timer);
@@ -82,11 +103,21 @@ describe("logs through the built binary", () => {
       });
     try {
       await waitFor(() => stderr.includes("following "), "'following' notice");
-      expect(stdout).toMatch(/^id +time \(UTC\) .*\nrun-1 +2026-03-01 08:00:00 +task_completed +#1 +ada +on_task_completed\.sh +passed +1\.2s +-\n$/);
+      expect(stdout).toMatch(
+        new RegExp(
+          String.raw`^id +time \(UTC\) .*\nrun-1 +2026-03-01 08:00:00 +task_completed ` +
+            String.raw`+#1 +ada +on_task_completed\.sh +passed +1\.2s +-\n$`,
+        ),
+      );
 
       await writeHookLog(team.teamDir, record(team.teamDir, "2026-03-01T08:05:00.000Z", "2", "failed"));
       await waitFor(() => stdout.includes("#2"), "line for the new log");
-      expect(stdout.trimEnd().split("\n").at(-1)).toMatch(/^run-2 +2026-03-01 08:05:00 +task_completed +#2 +ada +on_task_completed\.sh +failed +1\.2s +reopened \(1\/3\), nudge ada +FAIL: lint$/);
+      expect(stdout.trimEnd().split("\n").at(-1)).toMatch(
+        new RegExp(
+          String.raw`^run-2 +2026-03-01 08:05:00 +task_completed +#2 +ada +on_task_completed\.sh ` +
+            String.raw`+failed +1\.2s +reopened \(1\/3\), nudge ada +FAIL: lint$`,
+        ),
+      );
     } finally {
       child.kill("SIGINT");
     }
@@ -100,7 +131,10 @@ describe("logs through the built binary", () => {
     await writeHookLog(team.teamDir, record(team.teamDir, "2026-03-01T08:00:00.000Z", "1", "failed"));
     const found = await bin(["logs", "--team", "alpha", "--json"], { PI_TEAMS_ROOT_DIR: team.teamsRoot });
     expect(found.code).toBe(0);
-    expect(JSON.parse(found.stdout)).toMatchObject({ file: expect.stringContaining(path.join(team.teamDir, "hook-logs")), invocation: { event: "task_completed" } });
+    expect(JSON.parse(found.stdout)).toMatchObject({
+      file: expect.stringContaining(path.join(team.teamDir, "hook-logs")),
+      invocation: { event: "task_completed" },
+    });
     const lost = await bin(["logs", "--team", "alpha"]);
     expect(lost.code).toBe(2);
     expect(lost.stderr).toContain("PI_TEAMS_ROOT_DIR is not set");

@@ -50,14 +50,20 @@ let names: string[];
 
 beforeAll(async () => {
   await ensureBuilt();
-  ({ stdout } = await execFileAsync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 }));
+  ({ stdout } = await execFileAsync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+    cwd: REPO_ROOT,
+    maxBuffer: 16 * 1024 * 1024,
+  }));
   packed = (JSON.parse(stdout) as PackResult[])[0] as PackResult;
   names = packed.files.map((f) => f.path);
   for (const name of names) {
     mkdirSync(path.dirname(path.join(installed, name)), { recursive: true });
     copyFileSync(path.join(REPO_ROOT, name), path.join(installed, name));
   }
-  writeFileSync(path.join(tmp, "project", "package.json"), '{ "name": "user-project", "version": "1.0.0", "private": true, "type": "module" }\n');
+  writeFileSync(
+    path.join(tmp, "project", "package.json"),
+    '{ "name": "user-project", "version": "1.0.0", "private": true, "type": "module" }\n',
+  );
 }, 240_000);
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
@@ -73,7 +79,16 @@ describe("npm pack", () => {
     expect(names.filter((n) => n.endsWith(".ts") && !n.endsWith(".d.ts"))).toEqual([]);
     expect(names.filter((n) => n.startsWith("extensions/") || n.endsWith(".map"))).toEqual([]);
     expect(names).not.toContain("docs/performance.md");
-    expect(names).toEqual(expect.arrayContaining(["LICENSE", "README.md", "package.json", "docs/hook-contract.md", "hooks/on_task_completed.sh", "examples/demo-team/config.json"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "LICENSE",
+        "README.md",
+        "package.json",
+        "docs/hook-contract.md",
+        "hooks/on_task_completed.sh",
+        "examples/demo-team/config.json",
+      ]),
+    );
   });
 
   it("holds every file the manifest points at: the bin, each export and its types, pi's extension entry", () => {
@@ -87,7 +102,9 @@ describe("npm pack", () => {
   });
 
   it("runs no script when it is installed, and says where it comes from and where it runs", () => {
-    expect(Object.keys(manifest.scripts).filter((s) => ["preinstall", "install", "postinstall", "prepare"].includes(s))).toEqual([]);
+    expect(
+      Object.keys(manifest.scripts).filter((s) => ["preinstall", "install", "postinstall", "prepare"].includes(s)),
+    ).toEqual([]);
     expect(manifest.scripts.prepack).toContain("npm run build");
     expect(manifest.os).toEqual(["linux"]);
     expect(manifest.repository.url).toMatch(/^git\+https:\/\//);
@@ -106,19 +123,35 @@ describe("the packed files, with no dependency installed", () => {
     expect(schema.stdout).toBe(readFileSync(path.join(REPO_ROOT, "docs", "schema", "task.schema.json"), "utf8"));
   });
 
-  it("pi loads the packed extension entry, which takes the leader from the packed build (skipped without pi)", async (ctx) => {
-    const loader = path.join(REPO_ROOT, "node_modules", "@mariozechner", "pi-coding-agent", "dist", "core", "extensions", "loader.js");
-    if (!existsSync(loader)) ctx.skip();
-    const entry = path.join(installed, strip(manifest.pi.extensions[0] ?? ""));
-    const script = [
-      `const { loadExtensions } = await import(${JSON.stringify(pathToFileURL(loader).href)});`,
-      `const loaded = await loadExtensions([${JSON.stringify(entry)}], ${JSON.stringify(tmp)});`,
-      `const { loadGatesCode } = await import(${JSON.stringify(pathToFileURL(path.join(installed, "dist", "teams-hooks", "pi", "load.js")).href)});`,
-      "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from: (await loadGatesCode()).from }));",
-    ].join("\n");
-    const { stdout: out } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], { cwd: tmp });
-    expect(JSON.parse(out.trim().split("\n").pop() ?? "")).toEqual({ errors: [], extensions: 1, from: "build" });
-  });
+  it(
+    "pi loads the packed extension entry, which takes the " + "leader from the packed build (skipped without pi)",
+    async (ctx) => {
+      const loader = path.join(
+        REPO_ROOT,
+        "node_modules",
+        "@mariozechner",
+        "pi-coding-agent",
+        "dist",
+        "core",
+        "extensions",
+        "loader.js",
+      );
+      if (!existsSync(loader)) ctx.skip();
+      const entry = path.join(installed, strip(manifest.pi.extensions[0] ?? ""));
+      const script = [
+        `const { loadExtensions } = await import(${JSON.stringify(pathToFileURL(loader).href)});`,
+        `const loaded = await loadExtensions([${JSON.stringify(entry)}], ${JSON.stringify(tmp)});`,
+        `const { loadGatesCode } = await ` +
+          `import(${JSON.stringify(pathToFileURL(path.join(installed, "dist", "teams-hooks", "pi", "load.js")).href)});`,
+        "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from: (await " +
+          "loadGatesCode()).from }));",
+      ].join("\n");
+      const { stdout: out } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], {
+        cwd: tmp,
+      });
+      expect(JSON.parse(out.trim().split("\n").pop() ?? "")).toEqual({ errors: [], extensions: 1, from: "build" });
+    },
+  );
 
   it("the declarations the exports name import only files of the package and Node's modules", () => {
     const seen = new Set<string>();
@@ -157,31 +190,54 @@ describe("the packed files, with no dependency installed", () => {
       ].join("\n"),
     );
     const config = {
-      compilerOptions: { strict: true, module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", noEmit: true, skipLibCheck: false, types: ["node"], typeRoots: [path.join(REPO_ROOT, "node_modules", "@types")] },
+      compilerOptions: {
+        strict: true,
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        target: "ES2022",
+        noEmit: true,
+        skipLibCheck: false,
+        types: ["node"],
+        typeRoots: [path.join(REPO_ROOT, "node_modules", "@types")],
+      },
       files: ["use.ts"],
     };
     writeFileSync(path.join(project, "tsconfig.json"), JSON.stringify(config));
     const tsc = path.join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc");
-    const result = await execFileAsync(process.execPath, [tsc, "-p", project], { cwd: project }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }));
+    const result = await execFileAsync(process.execPath, [tsc, "-p", project], { cwd: project }).catch(
+      (error: { stdout?: string }) => ({ stdout: error.stdout ?? String(error) }),
+    );
     expect(result.stdout).toBe("");
   }, 120_000);
 
-  it("npm installs the tarball without running a script and links the bin (skipped when npm's cache cannot serve the dependencies offline)", async (ctx) => {
+  it("npm installs the tarball without running a script and links the bin " +
+    "(skipped when npm's cache cannot serve the dependencies offline)", async (ctx) => {
     const dest = path.join(tmp, "tarball");
     mkdirSync(dest);
-    const { stdout: out } = await execFileAsync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dest], { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 });
+    const { stdout: out } = await execFileAsync(
+      "npm",
+      ["pack", "--json", "--ignore-scripts", "--pack-destination", dest],
+      { cwd: REPO_ROOT, maxBuffer: 16 * 1024 * 1024 },
+    );
     const tarball = path.join(dest, (JSON.parse(out) as Array<{ filename: string }>)[0]?.filename ?? "");
     const user = path.join(tmp, "npm-user");
     mkdirSync(user);
     writeFileSync(path.join(user, "package.json"), '{ "name": "npm-user", "version": "1.0.0", "private": true }\n');
-    const install = await execFileAsync("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], { cwd: user }).then(
+    const install = await execFileAsync("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball], {
+      cwd: user,
+    }).then(
       (r) => ({ ok: true, text: r.stdout + r.stderr }),
-      (error: { stdout?: string; stderr?: string }) => ({ ok: false, text: `${error.stdout ?? ""}${error.stderr ?? ""}` }),
+      (error: { stdout?: string; stderr?: string }) => ({
+        ok: false,
+        text: `${error.stdout ?? ""}${error.stderr ?? ""}`,
+      }),
     );
     if (!install.ok && /ENOTCACHED/.test(install.text)) ctx.skip();
     expect(install).toMatchObject({ ok: true });
     expect(install.text).not.toMatch(/install-scripts|prepare/);
-    const { stdout: version } = await execFileAsync(path.join(user, "node_modules", ".bin", "pi-teams-hooks"), ["--version"]);
+    const { stdout: version } = await execFileAsync(path.join(user, "node_modules", ".bin", "pi-teams-hooks"), [
+      "--version",
+    ]);
     expect(version).toBe(`${manifest.version}\n`);
   }, 120_000);
 });

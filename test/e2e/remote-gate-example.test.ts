@@ -24,7 +24,10 @@ interface Service {
 }
 
 async function startService(env: Record<string, string>): Promise<Service> {
-  const child = spawn(process.execPath, [SERVICE], { env: { ...process.env, GATE_LISTEN: "127.0.0.1:0", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [SERVICE], {
+    env: { ...process.env, GATE_LISTEN: "127.0.0.1:0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output += chunk));
@@ -36,15 +39,34 @@ async function startService(env: Record<string, string>): Promise<Service> {
 }
 
 describe("examples/remote-gate", () => {
-  it("handler → defer → background check → decision through the API → policy applied", async ({ expect, onTestFinished }) => {
+  it("handler → defer → background check → decision through the API → policy applied", async ({
+    expect,
+    onTestFinished,
+  }) => {
     const team = await rig.team({
-      tasks: [makeTask({ id: "1", subject: "Add the login page", owner: "ada", status: "in_progress" }), makeTask({ id: "2", subject: "WIP: rate limits", owner: "ada", status: "in_progress" })],
+      tasks: [
+        makeTask({ id: "1", subject: "Add the login page", owner: "ada", status: "in_progress" }),
+        makeTask({ id: "2", subject: "WIP: rate limits", owner: "ada", status: "in_progress" }),
+      ],
     });
     const secret = "a-signing-secret-for-the-example";
-    const key = await createKey(team.teamsRoot, ["--name", "gate-service", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"]);
+    const key = await createKey(team.teamsRoot, [
+      "--name",
+      "gate-service",
+      "--scopes",
+      "gates:decide",
+      "--teams",
+      team.teamId,
+      "--all-templates",
+    ]);
     const serve = await startServe(team.teamsRoot);
     onTestFinished(async () => void (await serve.stop()));
-    const service = await startService({ GATE_HMAC_SECRET: secret, TEAMS_API_URL: serve.url, TEAMS_API_KEY: key, CHECK_CMD: CHECK });
+    const service = await startService({
+      GATE_HMAC_SECRET: secret,
+      TEAMS_API_URL: serve.url,
+      TEAMS_API_KEY: key,
+      CHECK_CMD: CHECK,
+    });
     onTestFinished(() => void service.child.kill("SIGKILL"));
 
     const config = {
@@ -55,7 +77,15 @@ describe("examples/remote-gate", () => {
       members: [],
       hooks: {
         failureAction: "reopen",
-        handlers: [{ name: "remote", events: ["task_completed"], url: service.url, signingSecretEnv: "GATE_HMAC", timeoutMs: 5000 }],
+        handlers: [
+          {
+            name: "remote",
+            events: ["task_completed"],
+            url: service.url,
+            signingSecretEnv: "GATE_HMAC",
+            timeoutMs: 5000,
+          },
+        ],
       },
     };
     await writeFile(path.join(team.teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
@@ -63,21 +93,41 @@ describe("examples/remote-gate", () => {
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1", "2"] });
 
     const decided = await leader.waitForEvents(2, (e) => e.decision !== undefined);
-    expect(leader.events().filter((e) => e.outcome === "deferred").map((e) => e.taskId).sort()).toEqual(["1", "2"]);
+    expect(
+      leader
+        .events()
+        .filter((e) => e.outcome === "deferred")
+        .map((e) => e.taskId)
+        .sort(),
+    ).toEqual(["1", "2"]);
     expect(decided.map((e) => [e.taskId, e.decision?.decision, e.decision?.by]).sort()).toEqual([
       ["1", "allow", "api:gate-service"],
       ["2", "deny", "api:gate-service"],
     ]);
-    expect(await readTaskFile(team, "1")).toMatchObject({ status: "completed", metadata: { qualityGateStatus: "passed", qualityGateHook: "http:remote", qualityGateDecision: "allow" } });
+    expect(await readTaskFile(team, "1")).toMatchObject({
+      status: "completed",
+      metadata: { qualityGateStatus: "passed", qualityGateHook: "http:remote", qualityGateDecision: "allow" },
+    });
     const denied = await readTaskFile(team, "2");
-    expect(denied).toMatchObject({ status: "pending", metadata: { qualityGateStatus: "failed", qualityGateCode: "check.failed", reopenedByQualityGateCount: 1 } });
+    expect(denied).toMatchObject({
+      status: "pending",
+      metadata: { qualityGateStatus: "failed", qualityGateCode: "check.failed", reopenedByQualityGateCount: 1 },
+    });
     expect(denied.metadata?.qualityGateSummary).toContain("the subject says WIP");
 
     const logs = await readLogs(team.teamDir);
     expect(logs).toHaveLength(4); // each task: the deferred run, then its decision
-    expect(logs.filter((l) => l.result.outcome === "deferred").every((l) => l.result.http?.signed === true && l.result.http.status === 202)).toBe(true);
+    expect(
+      logs
+        .filter((l) => l.result.outcome === "deferred")
+        .every((l) => l.result.http?.signed === true && l.result.http.status === 202),
+    ).toBe(true);
     // The service checked the signature (it refuses unsigned or wrongly signed requests) and posted both decisions.
     expect(service.output()).not.toContain("refused");
-    await waitUntil("both decisions reported posted by the service", () => (service.output().match(/posted for run .*: 20[02] /g)?.length ?? 0) >= 2 || null, { timeoutMs: 10_000 });
+    await waitUntil(
+      "both decisions reported posted by the service",
+      () => (service.output().match(/posted for run .*: 20[02] /g)?.length ?? 0) >= 2 || null,
+      { timeoutMs: 10_000 },
+    );
   });
 });

@@ -73,9 +73,15 @@ const TASKS: TaskFile[] = [
     delete t.metadata;
     return t;
   })(),
-  task("7", { subject: "Zürich → 東京 \u{1F680}\nsecond line\ttab", description: "line 1\nline 2\r\n\"quoted\" \\ back" }),
+  task("7", {
+    subject: "Zürich → 東京 \u{1F680}\nsecond line\ttab",
+    description: 'line 1\nline 2\r\n"quoted" \\ back',
+  }),
   task("8", { metadata: { completedAt: UPDATED, nested: { list: [1, "two", { three: null }], flag: true }, n: 1.5 } }),
-  task("9", { status: "pending", metadata: { abortedAt: "2026-12-01T09:30:00.000Z", abortedBy: "alice", abortReason: "stuck" } }),
+  task("9", {
+    status: "pending",
+    metadata: { abortedAt: "2026-12-01T09:30:00.000Z", abortedBy: "alice", abortReason: "stuck" },
+  }),
   task("10", { metadata: { completedAt: UPDATED, blob: "x".repeat(200_000) } }),
   task("11", { subject: "nul\u0000inside" }),
 ];
@@ -90,7 +96,8 @@ beforeAll(async () => {
   dumpDir = path.join(team.teamsRoot, "dumps");
   fs.mkdirSync(hooksDir, { recursive: true });
   fs.mkdirSync(dumpDir);
-  for (const base of ["on_task_completed", "on_task_failed", "on_idle"]) fs.writeFileSync(path.join(hooksDir, `${base}.mjs`), DUMP_HOOK);
+  for (const base of ["on_task_completed", "on_task_failed", "on_idle"])
+    fs.writeFileSync(path.join(hooksDir, `${base}.mjs`), DUMP_HOOK);
 });
 
 afterAll(async () => {
@@ -100,13 +107,20 @@ afterAll(async () => {
 async function fire(name: string, args: string[]): Promise<{ dump: Dump; stdout: string }> {
   const dumpFile = path.join(dumpDir, `${name}.json`);
   const env = { ...cleanEnv(), DUMP_FILE: dumpFile, PI_TEAMS_ROOT_DIR: team.teamsRoot };
-  const { stdout } = await run(process.execPath, [BIN, "run", ...args, "--team-dir", team.teamDir], { env, cwd: team.teamsRoot });
+  const { stdout } = await run(process.execPath, [BIN, "run", ...args, "--team-dir", team.teamDir], {
+    env,
+    cwd: team.teamsRoot,
+  });
   return { dump: JSON.parse(fs.readFileSync(dumpFile, "utf8")) as Dump, stdout };
 }
 
 /** The test runner's environment minus any contract variables it may carry. */
 function cleanEnv(): Record<string, string> {
-  return Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith("PI_TEAMS_")));
+  return Object.fromEntries(
+    Object.entries(process.env).filter(
+      (e): e is [string, string] => e[1] !== undefined && !e[0].startsWith("PI_TEAMS_"),
+    ),
+  );
 }
 
 /** The document docs/hook-contract.md describes, in its key order. */
@@ -133,7 +147,13 @@ function expectedDocument(event: string, t: TaskFile | null, member: string | nu
   });
 }
 
-function expectedEnv(event: string, t: TaskFile | null, member: string | null, timestamp: string | null, dump: Dump): Record<string, string> {
+function expectedEnv(
+  event: string,
+  t: TaskFile | null,
+  member: string | null,
+  timestamp: string | null,
+  dump: Dump,
+): Record<string, string> {
   const env: Record<string, string> = {
     PI_TEAMS_HOOK_EVENT: event,
     PI_TEAMS_HOOK_CONTEXT_VERSION: "1",
@@ -165,7 +185,13 @@ function expectedEnv(event: string, t: TaskFile | null, member: string | null, t
 }
 
 /** `<event>:<task id>:<completedAt | updatedAt | abortedAt>`, or `idle:<member>:<timestamp>` (now, when not given). */
-function expectedKey(event: string, t: TaskFile | null, member: string | null, timestamp: string | null, dump: Dump): string {
+function expectedKey(
+  event: string,
+  t: TaskFile | null,
+  member: string | null,
+  timestamp: string | null,
+  dump: Dump,
+): string {
   if (t) {
     const stamp = event === "task_completed" ? (t.metadata?.completedAt ?? t.updatedAt) : t.metadata?.abortedAt;
     return `${event}:${t.id}:${String(stamp)}`;
@@ -193,7 +219,15 @@ describe("run: what a hook receives (contract v1, byte for byte)", () => {
     ["nested metadata", "8"],
   ])("task_completed with %s", async (name, id) => {
     const t = byId(id);
-    const { dump } = await fire(`completed-${id}`, ["task_completed", "--task", id, "--member", "alice", "--timestamp", UPDATED]);
+    const { dump } = await fire(`completed-${id}`, [
+      "task_completed",
+      "--task",
+      id,
+      "--member",
+      "alice",
+      "--timestamp",
+      UPDATED,
+    ]);
     expect(dump.env).toEqual(expectedEnv("task_completed", t, "alice", UPDATED, dump));
     expect(dump.stdin).toBe(expectedDocument("task_completed", t, "alice", UPDATED));
     expect(dump.contextFile).toBe(dump.stdin);
@@ -219,13 +253,26 @@ describe("run: what a hook receives (contract v1, byte for byte)", () => {
 
   it("an aborted task fires task_failed with the task as it is", async () => {
     const t = byId("9");
-    const { dump } = await fire("failed-9", ["task_failed", "--task", "9", "--member", "alice", "--timestamp", "2026-12-01T09:30:00.000Z"]);
+    const { dump } = await fire("failed-9", [
+      "task_failed",
+      "--task",
+      "9",
+      "--member",
+      "alice",
+      "--timestamp",
+      "2026-12-01T09:30:00.000Z",
+    ]);
     expect(dump.env).toEqual(expectedEnv("task_failed", t, "alice", "2026-12-01T09:30:00.000Z", dump));
     expect(dump.stdin).toBe(dump.contextFile);
   });
 
   it.each([
-    ["with a timestamp", ["--member", "bob", "--timestamp", "2026-12-01T10:00:00.000Z"], "bob", "2026-12-01T10:00:00.000Z"],
+    [
+      "with a timestamp",
+      ["--member", "bob", "--timestamp", "2026-12-01T10:00:00.000Z"],
+      "bob",
+      "2026-12-01T10:00:00.000Z",
+    ],
     ["without one", [], null, null],
   ])("idle %s has no task", async (_name, flags, member, timestamp) => {
     const { dump } = await fire(`idle-${String(member)}`, ["idle", ...flags]);
@@ -241,7 +288,9 @@ describe("run: what a hook receives (contract v1, byte for byte)", () => {
     expect(dump.contextFile).toBe(dump.stdin);
     const envJson = dump.env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "";
     expect(Buffer.byteLength(envJson)).toBeLessThanOrEqual(100 * 1024);
-    expect((JSON.parse(envJson) as { task: { metadata: { blob: string } } }).task.metadata.blob.endsWith(ELLIPSIS)).toBe(true);
+    expect(
+      (JSON.parse(envJson) as { task: { metadata: { blob: string } } }).task.metadata.blob.endsWith(ELLIPSIS),
+    ).toBe(true);
     expect(dump.env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED).toBe("1");
   });
 

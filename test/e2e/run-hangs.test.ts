@@ -30,7 +30,8 @@ function processesOfRun(runId: string): number[] {
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
       if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      if (fs.readFileSync(`/proc/${entry}/environ`, "latin1").split("\0").includes(`PI_TEAMS_HOOK_RUN_ID=${runId}`)) found.push(Number(entry));
+      if (fs.readFileSync(`/proc/${entry}/environ`, "latin1").split("\0").includes(`PI_TEAMS_HOOK_RUN_ID=${runId}`))
+        found.push(Number(entry));
     } catch {
       // the process ended while we looked: not a survivor
     }
@@ -39,7 +40,14 @@ function processesOfRun(runId: string): number[] {
 }
 
 interface RunJson {
-  result: { outcome: string; exitCode: number | null; timedOut: boolean; leftoverProcesses: number; runId: string; durationMs: number };
+  result: {
+    outcome: string;
+    exitCode: number | null;
+    timedOut: boolean;
+    leftoverProcesses: number;
+    runId: string;
+    durationMs: number;
+  };
 }
 
 async function fire(hookFile: string, timeoutMs = 500): Promise<{ code: number; ms: number; json: RunJson }> {
@@ -50,7 +58,20 @@ async function fire(hookFile: string, timeoutMs = 500): Promise<{ code: number; 
   let code = 0;
   let stdout = "";
   try {
-    ({ stdout } = await exec(process.execPath, [BIN, "run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", hooksDir, "--timeout-ms", String(timeoutMs), "--json"]));
+    ({ stdout } = await exec(process.execPath, [
+      BIN,
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--hooks-dir",
+      hooksDir,
+      "--timeout-ms",
+      String(timeoutMs),
+      "--json",
+    ]));
   } catch (error) {
     const failed = error as { code?: number; stdout?: string };
     code = failed.code ?? -1;

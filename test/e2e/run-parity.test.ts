@@ -67,7 +67,10 @@ describe("run, as the leader would", () => {
     expect(ran.code, ran.stdout + ran.stderr).toBe(0);
     const warnings = ran.stderr.split("\n").filter((line) => line.startsWith("warning: "));
     for (const text of expected) {
-      expect(warnings.some((line) => line.includes(text)), `${text}\nin: ${ran.stderr}`).toBe(true);
+      expect(
+        warnings.some((line) => line.includes(text)),
+        `${text}\nin: ${ran.stderr}`,
+      ).toBe(true);
     }
 
     const leader = await rig.leader(team);
@@ -109,36 +112,59 @@ describe("run, as the leader would", () => {
     expect(denied.code, denied.stdout + denied.stderr).toBe(0);
 
     expect(await triggers("1")).toEqual([["run", "hand"]]);
-    expect(await triggers("2")).toEqual([["run", "hand"], ["decision", "hand"]]);
+    expect(await triggers("2")).toEqual([
+      ["run", "hand"],
+      ["decision", "hand"],
+    ]);
     expect(await triggers("3")).toEqual([["run", "leader"]]);
-    expect(await triggers("4")).toEqual([["run", "leader"], ["decision", "leader"]]);
+    expect(await triggers("4")).toEqual([
+      ["run", "leader"],
+      ["decision", "leader"],
+    ]);
   });
 
-  it("run --apply-policy, decide with no leader and the leader apply the team's settings alike: reassignOnReopen false", async (context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const config = { version: 1, teamId: "alpha", taskListId: "alpha", leadName: "team-lead", members: [], hooks: { failureAction: "reopen", reassignOnReopen: false } };
-    const team = await rig.team({ config, tasks: [done("1", "bob"), done("2", "bob"), working("3", "bob")] });
-    // Task 2 is held for a decision; the others are denied.
-    await rig.hook(team, "on_task_completed.sh", `case "$PI_TEAMS_TASK_ID" in 2) echo '{"decision":"defer","reason":"CI"}';; *) echo "lint failed" >&2; exit 1;; esac`);
-    const run = (id: string) => runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", id, "--apply-policy"]);
+  it(
+    "run --apply-policy, decide with no leader and the leader " +
+      "apply the team's settings alike: reassignOnReopen false",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const config = {
+        version: 1,
+        teamId: "alpha",
+        taskListId: "alpha",
+        leadName: "team-lead",
+        members: [],
+        hooks: { failureAction: "reopen", reassignOnReopen: false },
+      };
+      const team = await rig.team({ config, tasks: [done("1", "bob"), done("2", "bob"), working("3", "bob")] });
+      // Task 2 is held for a decision; the others are denied.
+      await rig.hook(
+        team,
+        "on_task_completed.sh",
+        `case "$PI_TEAMS_TASK_ID" in 2) echo '{"decision":"defer","reason":"CI"}';; *) echo "lint failed" >&2; exit ` +
+          `1;; esac`,
+      );
+      const run = (id: string) =>
+        runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", id, "--apply-policy"]);
 
-    const byHand = await run("1");
-    expect(byHand.code, byHand.stderr).toBe(1);
-    expect(byHand.stdout).toMatch(/→ reopened \(1\/3\), nudge bob \(run /);
-    const held = await run("2");
-    expect(held.code, held.stderr).toBe(3);
-    const heldRunId = / ([0-9a-f-]{36}) allow\|deny$/m.exec(held.stdout)?.[1] ?? "";
-    const decided = await runBin(["decide", "--team-dir", team.teamDir, heldRunId, "deny"]);
-    expect(decided.code, decided.stdout + decided.stderr).toBe(0);
-    expect(decided.stdout).toContain("→ reopened (1/3), nudge bob");
+      const byHand = await run("1");
+      expect(byHand.code, byHand.stderr).toBe(1);
+      expect(byHand.stdout).toMatch(/→ reopened \(1\/3\), nudge bob \(run /);
+      const held = await run("2");
+      expect(held.code, held.stderr).toBe(3);
+      const heldRunId = / ([0-9a-f-]{36}) allow\|deny$/m.exec(held.stdout)?.[1] ?? "";
+      const decided = await runBin(["decide", "--team-dir", team.teamDir, heldRunId, "deny"]);
+      expect(decided.code, decided.stdout + decided.stderr).toBe(0);
+      expect(decided.stdout).toContain("→ reopened (1/3), nudge bob");
 
-    const leader = await rig.leader(team);
-    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
-    const [event] = await leader.waitForEvents(1, (e) => e.taskId === "3");
-    expect(event?.actions).toEqual(["reopened (1/3)", "nudge bob"]);
-    expect(await leader.stop()).toMatchObject({ code: 0 });
-  });
+      const leader = await rig.leader(team);
+      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
+      const [event] = await leader.waitForEvents(1, (e) => e.taskId === "3");
+      expect(event?.actions).toEqual(["reopened (1/3)", "nudge bob"]);
+      expect(await leader.stop()).toMatchObject({ code: 0 });
+    },
+  );
 
   it("logs marks hand runs; logs stats leaves them out unless asked; old logs are the leader's", async (context) => {
     const { expect } = context;
@@ -151,11 +177,21 @@ describe("run, as the leader would", () => {
     const oldRunId = "01d1eade-0000-4000-8000-000000000001";
     await writeHookLog(team.teamDir, {
       invocation: {
-        event: "task_completed", teamId: team.teamId, teamDir: team.teamDir, taskListId: team.taskListId,
-        style: "normal", memberName: "ada", completedTask: done("1", "ada"),
+        event: "task_completed",
+        teamId: team.teamId,
+        teamDir: team.teamDir,
+        taskListId: team.taskListId,
+        style: "normal",
+        memberName: "ada",
+        completedTask: done("1", "ada"),
       },
       result: makeRunResult({
-        ran: true, outcome: "passed", exitCode: 0, hookPath: gate, command: ["bash", gate], durationMs: 40,
+        ran: true,
+        outcome: "passed",
+        exitCode: 0,
+        hookPath: gate,
+        command: ["bash", gate],
+        durationMs: 40,
         runId: oldRunId,
       }),
       key: `task_completed:1:${at}`,
@@ -166,7 +202,11 @@ describe("run, as the leader would", () => {
     }
     const logs = (...args: string[]) => runBin(["logs", ...args, "--team-dir", team.teamDir]);
     const lines = (stdout: string): Array<Record<string, unknown>> =>
-      stdout.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+      stdout
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
     const stats = async (...args: string[]) => lines((await logs("stats", "--json", ...args)).stdout);
 
     expect(await stats()).toEqual([expect.objectContaining({ hook: "on_task_completed.sh", runs: 1, passRate: 1 })]);

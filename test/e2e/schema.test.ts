@@ -29,7 +29,10 @@ describe("pi-teams-hooks schema", () => {
   it("prints the context document's schema by default", async () => {
     const out = await cli(["schema"]);
     expect(out.stdout).toBe(fs.readFileSync(path.resolve("docs/schema/context.schema.json"), "utf8"));
-    expect(JSON.parse(out.stdout)).toMatchObject({ $schema: "https://json-schema.org/draft/2020-12/schema", title: expect.stringContaining("contract version 1") });
+    expect(JSON.parse(out.stdout)).toMatchObject({
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      title: expect.stringContaining("contract version 1"),
+    });
   });
 
   it("names the schemas it knows when given another (exit 2)", async () => {

@@ -74,7 +74,9 @@ function openStream(url: string, query: string, headers: Record<string, string> 
   let res: IncomingMessage | null = null;
   let waiting: { part: string; resolve: () => void } | null = null;
   const req = request({
-    host: hostname, port, path: `/events?${query}`,
+    host: hostname,
+    port,
+    path: `/events?${query}`,
     headers: { Accept: "text/event-stream", ...headers },
   });
   const ended = new Promise<number>((resolve) => {
@@ -114,7 +116,10 @@ function runEvents(text: string): Array<{ id: string | null; data: Record<string
     const lines = block.split("\n");
     if (!lines.includes("event: run")) continue;
     const id = lines.find((l) => l.startsWith("id: "))?.slice(4) ?? null;
-    const data = lines.filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+    const data = lines
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => l.slice(6))
+      .join("\n");
     events.push({ id, data: JSON.parse(data) as Record<string, unknown> });
   }
   return events;
@@ -141,8 +146,7 @@ describe("a hook log's file name", () => {
       const forged = (tag: string, breakText: string): string => {
         const url = `${offsite}${tag}`;
         const html =
-          `<tr id=pwn-${tag}><td><a href=${url}>x<img src=${url}>` +
-          `<meta http-equiv=refresh content=0;url=${url}>`;
+          `<tr id=pwn-${tag}><td><a href=${url}>x<img src=${url}>` + `<meta http-equiv=refresh content=0;url=${url}>`;
         const data = JSON.stringify({ team: "alpha", name: tag, html });
         return `2026-01-01T00-00-00-000Z_x${breakText}event: run${breakText}data: ${data}${breakText}${breakText}.json`;
       };
@@ -181,7 +185,11 @@ describe("a hook log's file name", () => {
             trs.map((tr) => [tr.getAttribute("data-name"), tr.querySelector("a")?.getAttribute("href")]),
           )
           .then((found) => found.map(([name, href]) => [name ?? null, href ?? null]));
-      const newest = async (): Promise<Array<string | null>> => (await rows()).slice(0, 3).map(([name]) => name).sort();
+      const newest = async (): Promise<Array<string | null>> =>
+        (await rows())
+          .slice(0, 3)
+          .map(([name]) => name)
+          .sort();
       await expect.poll(newest).toEqual([marker, shown(cr), shown(lf)].sort());
       // Its link leads to its own run page.
       const href = (await rows()).find(([name]) => name === shown(lf))?.[1];
@@ -276,7 +284,11 @@ describe("two Host headers", () => {
     const dashboard = ["/", "/runs", "/events?view=runs", "/assets/app.js", "/login?token=x"];
     const routes = [...dashboard, "/healthz", "/api/v1/teams/alpha/tasks/1"];
     for (const route of routes) {
-      for (const hosts of [["127.0.0.1", "evil.example"], ["evil.example", "127.0.0.1"], ["localhost", "localhost"]]) {
+      for (const hosts of [
+        ["127.0.0.1", "evil.example"],
+        ["evil.example", "127.0.0.1"],
+        ["localhost", "localhost"],
+      ]) {
         const head = `GET ${route} HTTP/1.1\r\nHost: ${hosts[0]}\r\nHost: ${hosts[1]}\r\nConnection: close\r\n\r\n`;
         const answer = await rawRequest(serve.url, head);
         expect(answer.split("\r\n")[0], `${route} ${hosts.join(", ")}`).toMatch(/^HTTP\/1\.1 400 /);
@@ -369,7 +381,15 @@ describe("a confidential team's task status", () => {
     };
     await writeFile(path.join(secret, "tasks", "secret", "1.json"), JSON.stringify(task));
     await writeFile(path.join(teams.alpha, "tasks", "alpha", "90.json"), JSON.stringify({ ...task, id: "90" }));
-    const key = await createKey(teams.root, ["--name", "poller", "--scopes", "tasks:read", "--teams", "alpha,secret", "--all-templates"]);
+    const key = await createKey(teams.root, [
+      "--name",
+      "poller",
+      "--scopes",
+      "tasks:read",
+      "--teams",
+      "alpha,secret",
+      "--all-templates",
+    ]);
 
     const open = await api(serve.url, "GET", "/api/v1/teams/alpha/tasks/90", { key });
     expect(open.json.startDenial).toMatchObject({ reason: denial.qualityGateStartDeniedReason, code: "payroll.acme" });
@@ -379,8 +399,12 @@ describe("a confidential team's task status", () => {
       status: "pending",
       qualityGateStatus: null,
       startDenial: {
-        active: true, at: denial.qualityGateStartDeniedAt, hook: "on_task_started",
-        reason: null, code: null, count: 1,
+        active: true,
+        at: denial.qualityGateStartDeniedAt,
+        hook: "on_task_started",
+        reason: null,
+        code: null,
+        count: 1,
       },
       updatedAt: "u",
       decidingRun: null,

@@ -20,7 +20,13 @@ let key: string;
 beforeAll(async () => {
   await ensureBuilt();
   ({ root, cleanup } = await makeTeamsRoot({
-    alpha: { hooks: { templates: { job: { subject: "Job {{parameters.n}}", owner: "ada", parameters: { n: { type: "number", required: true } } } } } },
+    alpha: {
+      hooks: {
+        templates: {
+          job: { subject: "Job {{parameters.n}}", owner: "ada", parameters: { n: { type: "number", required: true } } },
+        },
+      },
+    },
   }));
   key = await createKey(root, ["--name", "load", "--scopes", "tasks:create", "--teams", "alpha", "--all-templates"]);
   serve = await startServe(root);
@@ -31,14 +37,19 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-it(`${API_TASKS} concurrent creations beside a worker creating ${WORKER_TASKS}: no id collides, every file parses`, async () => {
+it(`${API_TASKS} concurrent creations beside a worker creating ` +
+  `${WORKER_TASKS}: no id collides, every file parses`, async () => {
   const tasksDir = path.join(root, "alpha", "tasks", "alpha");
   const goFile = path.join(root, "go");
   const worker = startWorker("create-plain", { tasksDir, count: WORKER_TASKS, pauseMs: 5, goFile });
   await writeFile(goFile, "");
   // The requests start once the worker is creating (its first task is there): on a busy machine a
   // fresh process can take longer to start than the server takes for all 200.
-  await waitUntil("the worker's first task", async () => ((await readdir(tasksDir).catch(() => [])).some((n) => /^\d+\.json$/.test(n)) ? true : undefined), { timeoutMs: 30_000 });
+  await waitUntil(
+    "the worker's first task",
+    async () => ((await readdir(tasksDir).catch(() => [])).some((n) => /^\d+\.json$/.test(n)) ? true : undefined),
+    { timeoutMs: 30_000 },
+  );
   const answers = await pool(
     Array.from({ length: API_TASKS }, (_, n) => n),
     16,
@@ -60,7 +71,12 @@ it(`${API_TASKS} concurrent creations beside a worker creating ${WORKER_TASKS}: 
   const names = await readdir(tasksDir);
   expect(names.filter((n) => n !== ".highwatermark" && !/^\d+\.json$/.test(n))).toEqual([]);
   const total = API_TASKS + WORKER_TASKS;
-  expect(names.filter((n) => n.endsWith(".json")).map((n) => Number(n.slice(0, -5))).sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+  expect(
+    names
+      .filter((n) => n.endsWith(".json"))
+      .map((n) => Number(n.slice(0, -5)))
+      .sort((a, b) => a - b),
+  ).toEqual(Array.from({ length: total }, (_, i) => i + 1));
   expect((await readFile(path.join(tasksDir, ".highwatermark"), "utf8")).trim()).toBe(String(total));
   const byId = new Map<string, Record<string, unknown>>();
   for (const name of names.filter((n) => n.endsWith(".json"))) {
@@ -68,12 +84,20 @@ it(`${API_TASKS} concurrent creations beside a worker creating ${WORKER_TASKS}: 
     expect(`${String(task.id)}.json`).toBe(name);
     byId.set(String(task.id), task);
   }
-  answers.forEach((answer, n) => expect(byId.get(String(answer.json.taskId))).toMatchObject({ subject: `Job ${n}`, owner: "ada", status: "pending" }));
+  answers.forEach((answer, n) =>
+    expect(byId.get(String(answer.json.taskId))).toMatchObject({
+      subject: `Job ${n}`,
+      owner: "ada",
+      status: "pending",
+    }),
+  );
   for (const id of workerIds) expect(byId.get(id)?.subject).toMatch(/^made by worker \d+$/);
 
   // Each API task's owner was told once.
-  const inbox = JSON.parse(await readFile(path.join(root, "alpha", "mailboxes", "alpha", "inboxes", "ada.json"), "utf8")) as Array<{ text: string }>;
-  const told = inbox.map((m) => (JSON.parse(m.text) as { type: string; taskId: string }));
+  const inbox = JSON.parse(
+    await readFile(path.join(root, "alpha", "mailboxes", "alpha", "inboxes", "ada.json"), "utf8"),
+  ) as Array<{ text: string }>;
+  const told = inbox.map((m) => JSON.parse(m.text) as { type: string; taskId: string });
   expect(told.every((m) => m.type === "task_assignment")).toBe(true);
   expect(told.map((m) => m.taskId).sort()).toEqual([...apiIds].sort());
   expect(serve.stderr()).toBe("");

@@ -27,22 +27,29 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-it("a creation cut off by SIGTERM writes no task, the process exits soon after the cut, and the retry makes it once", async () => {
+it("a creation cut off by SIGTERM writes no task, the process " +
+  "exits soon after the cut, and the retry makes it once", async () => {
   const tasksDir = path.join(root, "alpha", "tasks", "alpha");
   const records = path.join(root, "alpha", "hook-state", "api-requests");
-  const tasks = async (): Promise<string[]> => (await readdir(tasksDir).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
+  const tasks = async (): Promise<string[]> =>
+    (await readdir(tasksDir).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
   const serve = await startServe(root);
   const lock = path.join(tasksDir, ".highwatermark.lock");
   await mkdir(tasksDir, { recursive: true });
   // This test's process is alive: serve respects its lock.
-  await writeFile(lock, JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "a stuck worker" }));
+  await writeFile(
+    lock,
+    JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "a stuck worker" }),
+  );
   const request = { key, body: { template: "job" }, headers: { "Idempotency-Key": "cut-1" } };
   const cut = api(serve.url, "POST", "/api/v1/teams/alpha/tasks", request).then(
     (answer) => `answered ${answer.status}`,
     () => "cut",
   );
   // The request is under way once its Idempotency-Key record says "creating": it waits for the lock.
-  await waitUntil("the creation to wait for the lock", async () => (await readdir(records).catch(() => [] as string[])).some((n) => n.endsWith(".json")));
+  await waitUntil("the creation to wait for the lock", async () =>
+    (await readdir(records).catch(() => [] as string[])).some((n) => n.endsWith(".json")),
+  );
   const began = performance.now();
   serve.child.kill("SIGTERM");
   expect(await cut).toBe("cut");
@@ -59,7 +66,9 @@ it("a creation cut off by SIGTERM writes no task, the process exits soon after t
     const retried = await api(again.url, "POST", "/api/v1/teams/alpha/tasks", request);
     expect(retried.status).toBe(202);
     expect(await tasks()).toEqual([`${String(retried.json.taskId)}.json`]);
-    expect(JSON.parse(await readFile(path.join(tasksDir, `${String(retried.json.taskId)}.json`), "utf8"))).toMatchObject({ subject: "Job" });
+    expect(
+      JSON.parse(await readFile(path.join(tasksDir, `${String(retried.json.taskId)}.json`), "utf8")),
+    ).toMatchObject({ subject: "Job" });
   } finally {
     await again.stop();
   }

@@ -38,7 +38,8 @@ async function completeAndWait(leader: LeaderProcess, team: TempTeam, id: string
 
 /** The warnings that name `file`, after a few reconcile scans have looked at everything again. */
 async function warningsAbout(leader: LeaderProcess, file: string): Promise<string[]> {
-  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 5)); // a negative check (no second warning): only time can show it
+  // a negative check (no second warning): only time can show it
+  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 5));
   return leader.warnings().filter((w) => w.includes(file));
 }
 
@@ -64,7 +65,9 @@ describe("special files in the team dir", () => {
     const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
     await completeAndWait(leader, team, "1");
     expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "passed" });
-    expect(await warningsAbout(leader, fifo)).toEqual([`warning: ${fifo}: not a regular file (fifo) — skipped until it changes`]);
+    expect(await warningsAbout(leader, fifo)).toEqual([
+      `warning: ${fifo}: not a regular file (fifo) — skipped until it changes`,
+    ]);
     await expectStopsOnSigterm(leader);
   });
 
@@ -75,7 +78,9 @@ describe("special files in the team dir", () => {
     mkfifo(fifo);
     await leader.waitFor("the warning", () => leader.warnings().some((w) => w.includes(fifo)));
     await completeAndWait(leader, team, "1");
-    expect(await warningsAbout(leader, fifo)).toEqual([`warning: ${fifo}: not a regular file (fifo) — skipped until it changes`]);
+    expect(await warningsAbout(leader, fifo)).toEqual([
+      `warning: ${fifo}: not a regular file (fifo) — skipped until it changes`,
+    ]);
     await expectStopsOnSigterm(leader);
   });
 
@@ -85,7 +90,9 @@ describe("special files in the team dir", () => {
     await symlink("/dev/zero", link);
     const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
     await completeAndWait(leader, team, "1");
-    expect(await warningsAbout(leader, link)).toEqual([`warning: ${link}: not a regular file (character device) — skipped until it changes`]);
+    expect(await warningsAbout(leader, link)).toEqual([
+      `warning: ${link}: not a regular file (character device) — skipped until it changes`,
+    ]);
     await expectStopsOnSigterm(leader);
   });
 
@@ -96,7 +103,9 @@ describe("special files in the team dir", () => {
     mkfifo(inbox);
     const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
     await completeAndWait(leader, team, "1");
-    expect(await warningsAbout(leader, inbox)).toEqual([`warning: ${inbox}: not a regular file (fifo) — skipped until it changes`]);
+    expect(await warningsAbout(leader, inbox)).toEqual([
+      `warning: ${inbox}: not a regular file (fifo) — skipped until it changes`,
+    ]);
     await expectStopsOnSigterm(leader);
   });
 
@@ -105,53 +114,79 @@ describe("special files in the team dir", () => {
     const config = path.join(team.teamDir, "config.json");
     mkfifo(config);
     const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-    expect(leader.linesOf("policy")[0]).toMatchObject({ policy: { failureAction: "warn" }, sources: { failureAction: "default" } });
+    expect(leader.linesOf("policy")[0]).toMatchObject({
+      policy: { failureAction: "warn" },
+      sources: { failureAction: "default" },
+    });
     await completeAndWait(leader, team, "1");
-    expect(await warningsAbout(leader, config)).toEqual([`warning: ${config}: not a regular file (fifo) — using defaults for the whole config`]);
+    expect(await warningsAbout(leader, config)).toEqual([
+      `warning: ${config}: not a regular file (fifo) — using defaults for the whole config`,
+    ]);
     await expectStopsOnSigterm(leader);
   });
 
-  it("a FIFO as the lock of a task the policy must write: read as a lock without a pid, taken over once stale; other tasks' gates run meanwhile", async () => {
-    const team = await gateTeam([working("1"), working("2")]);
-    const lock = `${team.taskFile("1")}.lock`;
-    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--concurrency", "2"]);
-    mkfifo(lock);
-    // Made 55 s ago: stale (no readable pid, over 60 s old) a few seconds from now.
-    utimesSync(lock, new Date(Date.now() - 55_000), new Date(Date.now() - 55_000));
-    await writeCompleted(team, "1"); // a worker would wait at the FIFO too: this one takes no lock
-    await completeAndWait(leader, team, "2");
-    expect((await readTaskFile(team, "2")).metadata).toMatchObject({ qualityGateStatus: "passed" });
-    // Task 1's gate ran; writing its result waits for the lock, which holds no readable pid: stale
-    // once over 60 s old (docs/team-dir.md), so it is taken over.
-    await leader.waitFor("task 1's event", () => leader.events((e) => e.taskId === "1").length === 1, { timeoutMs: 30_000 });
-    expect(leader.events((e) => e.taskId === "1")[0]).toMatchObject({ outcome: "passed", policyApplied: true });
-    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "passed" });
-    expect(existsSync(lock)).toBe(false);
-    await expectStopsOnSigterm(leader);
-  });
+  it(
+    "a FIFO as the lock of a task the policy must write: read as a lock without " +
+      "a pid, taken over once stale; other tasks' gates run meanwhile",
+    async () => {
+      const team = await gateTeam([working("1"), working("2")]);
+      const lock = `${team.taskFile("1")}.lock`;
+      const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--concurrency", "2"]);
+      mkfifo(lock);
+      // Made 55 s ago: stale (no readable pid, over 60 s old) a few seconds from now.
+      utimesSync(lock, new Date(Date.now() - 55_000), new Date(Date.now() - 55_000));
+      await writeCompleted(team, "1"); // a worker would wait at the FIFO too: this one takes no lock
+      await completeAndWait(leader, team, "2");
+      expect((await readTaskFile(team, "2")).metadata).toMatchObject({ qualityGateStatus: "passed" });
+      // Task 1's gate ran; writing its result waits for the lock, which holds no readable pid: stale
+      // once over 60 s old (docs/team-dir.md), so it is taken over.
+      await leader.waitFor("task 1's event", () => leader.events((e) => e.taskId === "1").length === 1, {
+        timeoutMs: 30_000,
+      });
+      expect(leader.events((e) => e.taskId === "1")[0]).toMatchObject({ outcome: "passed", policyApplied: true });
+      expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "passed" });
+      expect(existsSync(lock)).toBe(false);
+      await expectStopsOnSigterm(leader);
+    },
+  );
 
-  it("a hook that makes its result file a FIFO and exits 0: an invalid verdict naming it (fifo), the next gate runs", async () => {
-    const team = await rig.team({ tasks: [working("1"), working("2")] });
-    await rig.hook(team, "on_task_completed.sh", `if [ "$PI_TEAMS_TASK_ID" = 1 ]; then mkfifo "$PI_TEAMS_HOOK_RESULT_FILE"; fi\nexit 0`);
-    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-    await completeAndWait(leader, team, "1");
-    const problem = "invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: not a regular file (fifo)";
-    expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "error" });
-    expect(leader.events()[0]?.summary).toContain(problem);
-    expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict", error: problem });
-    await completeAndWait(leader, team, "2");
-    expect(leader.events((e) => e.taskId === "2")[0]).toMatchObject({ outcome: "passed" });
-    await expectStopsOnSigterm(leader);
-  });
+  it(
+    "a hook that makes its result file a FIFO and exits 0: an " +
+      "invalid verdict naming it (fifo), the next gate runs",
+    async () => {
+      const team = await rig.team({ tasks: [working("1"), working("2")] });
+      await rig.hook(
+        team,
+        "on_task_completed.sh",
+        `if [ "$PI_TEAMS_TASK_ID" = 1 ]; then mkfifo "$PI_TEAMS_HOOK_RESULT_FILE"; fi\nexit 0`,
+      );
+      const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+      await completeAndWait(leader, team, "1");
+      const problem = "invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: not a regular file (fifo)";
+      expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "error" });
+      expect(leader.events()[0]?.summary).toContain(problem);
+      expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({
+        outcome: "error",
+        errorKind: "invalid_verdict",
+        error: problem,
+      });
+      await completeAndWait(leader, team, "2");
+      expect(leader.events((e) => e.taskId === "2")[0]).toMatchObject({ outcome: "passed" });
+      await expectStopsOnSigterm(leader);
+    },
+  );
 
-  it("a FIFO as the leader's own first-start mark: the start fails with a message naming it, instead of hanging", async () => {
-    const team = await gateTeam();
-    const mark = path.join(team.teamDir, "hook-state", "first-start");
-    await mkdir(path.dirname(mark), { recursive: true });
-    mkfifo(mark);
-    const leader = await rig.leader(team, [], { waitForWatching: false });
-    const exit = await leader.exited;
-    expect(exit.code).not.toBe(0);
-    expect(leader.stderr).toContain(`${mark}: not a regular file`);
-  });
+  it(
+    "a FIFO as the leader's own first-start mark: the start " + "fails with a message naming it, instead of hanging",
+    async () => {
+      const team = await gateTeam();
+      const mark = path.join(team.teamDir, "hook-state", "first-start");
+      await mkdir(path.dirname(mark), { recursive: true });
+      mkfifo(mark);
+      const leader = await rig.leader(team, [], { waitForWatching: false });
+      const exit = await leader.exited;
+      expect(exit.code).not.toBe(0);
+      expect(leader.stderr).toContain(`${mark}: not a regular file`);
+    },
+  );
 });

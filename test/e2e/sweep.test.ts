@@ -21,7 +21,10 @@ const SETSID_QUIET = path.join(REPO_ROOT, "test", "fixtures", "hooks", "setsid-q
 async function quietDaemonTeam(sweep: string | undefined): Promise<TempTeam> {
   const team = await rig.team({
     config: { teamId: "alpha", ...(sweep === undefined ? {} : { hooks: { sweep } }) },
-    tasks: [makeTask({ id: "1", owner: "alice", status: "completed" }), makeTask({ id: "2", owner: "alice", status: "in_progress" })],
+    tasks: [
+      makeTask({ id: "1", owner: "alice", status: "completed" }),
+      makeTask({ id: "2", owner: "alice", status: "in_progress" }),
+    ],
   });
   const hooks = path.join(team.teamsRoot, "_hooks");
   await mkdir(hooks, { recursive: true });
@@ -32,7 +35,10 @@ async function quietDaemonTeam(sweep: string | undefined): Promise<TempTeam> {
 /** `pi-teams-hooks run task_completed --task 1` as a person would type it (no PI_TEAMS_* of the test's own). */
 async function runGate(team: TempTeam): Promise<void> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("PI_TEAMS_")));
-  await execFileAsync(process.execPath, [BIN, "run", "task_completed", "--team-dir", team.teamDir, "--task", "1"], { cwd: team.teamsRoot, env });
+  await execFileAsync(process.execPath, [BIN, "run", "task_completed", "--team-dir", team.teamDir, "--task", "1"], {
+    cwd: team.teamsRoot,
+    env,
+  });
 }
 
 /** The processes still carrying the run id of the team's only hook log. */
@@ -67,14 +73,18 @@ describe("hooks.sweep", () => {
     }
   });
 
-  it('"always" in the leader: the policy line says so, and the daemon of a watched completion is gone after its event', async () => {
-    const team = await quietDaemonTeam("always");
-    const leader = await rig.leader(team);
-    expect(leader.linesOf("policy")[0]).toMatchObject({ sweep: "always", sweepSource: "config" });
-    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-    const [event] = await leader.waitForEvents(1);
-    expect(event).toMatchObject({ taskId: "2", outcome: "passed" });
-    expect((await leftOf(team)).processes).toEqual([]);
-    expect(await leader.stop("SIGTERM")).toMatchObject({ code: 0 });
-  });
+  it(
+    '"always" in the leader: the policy line says so, and the ' +
+      "daemon of a watched completion is gone after its event",
+    async () => {
+      const team = await quietDaemonTeam("always");
+      const leader = await rig.leader(team);
+      expect(leader.linesOf("policy")[0]).toMatchObject({ sweep: "always", sweepSource: "config" });
+      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+      const [event] = await leader.waitForEvents(1);
+      expect(event).toMatchObject({ taskId: "2", outcome: "passed" });
+      expect((await leftOf(team)).processes).toEqual([]);
+      expect(await leader.stop("SIGTERM")).toMatchObject({ code: 0 });
+    },
+  );
 });

@@ -70,7 +70,10 @@ function asUserWithUmask(user: string, umask: string): string[] {
 
 const uidOf = async (user: string): Promise<number> => Number((await must("id", "-u", user)).trim());
 const gidOf = async (group: string): Promise<number> => Number((await must("getent", "group", group)).split(":")[2]);
-const sha = async (file: string): Promise<string> => createHash("sha256").update(await readFile(file)).digest("hex");
+const sha = async (file: string): Promise<string> =>
+  createHash("sha256")
+    .update(await readFile(file))
+    .digest("hex");
 /** A path quoted for bash. */
 const q = (file: string): string => `'${file}'`;
 
@@ -199,7 +202,10 @@ async function layOut(): Promise<Setup> {
 
   const globalGate = path.join(teamsRoot, "_hooks", "on_task_completed.sh");
   const teamGate = path.join(teamDir, "hooks", "on_idle.sh");
-  for (const [file, body] of [[globalGate, GLOBAL_GATE], [teamGate, TEAM_GATE]] as const) {
+  for (const [file, body] of [
+    [globalGate, GLOBAL_GATE],
+    [teamGate, TEAM_GATE],
+  ] as const) {
     await writeFile(file, body, { mode: 0o755 });
     await must("chown", `${NAMES.leader}:${NAMES.leader}`, file);
   }
@@ -337,7 +343,12 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     const asLeader = asUserWithUmask(NAMES.leader, "0022");
     const leader = await rig.leader(team, policy, { wrap: asLeader, env: s.leaderEnv, bin: s.bin });
     const approved = approvedFile(s.teamDir, s.leaderEnv);
-    await leader.waitFor("the approved trust record", () => stat(approved).then(() => true, () => false));
+    await leader.waitFor("the approved trust record", () =>
+      stat(approved).then(
+        () => true,
+        () => false,
+      ),
+    );
 
     // A failing gate: the task is reopened, a follow-up made (by the leader's user) and bob nudged.
     await agent(s, "claim", { tasksDir: s.tasksDir, ids: ["1"], by: "bob" });

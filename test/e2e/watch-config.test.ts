@@ -28,8 +28,28 @@ async function reopenTeam() {
   const team = await rig.team({
     config: { ...IDENTITY, hooks: REOPEN },
     tasks: [
-      { id: "1", subject: "One", description: "", owner: "alice", status: "in_progress", blocks: [], blockedBy: [], createdAt: "2025-01-01T00:00:00.000Z", updatedAt: "2025-01-01T00:00:00.000Z" },
-      { id: "2", subject: "Two", description: "", owner: "alice", status: "in_progress", blocks: [], blockedBy: [], createdAt: "2025-01-01T00:00:00.000Z", updatedAt: "2025-01-01T00:00:00.000Z" },
+      {
+        id: "1",
+        subject: "One",
+        description: "",
+        owner: "alice",
+        status: "in_progress",
+        blocks: [],
+        blockedBy: [],
+        createdAt: "2025-01-01T00:00:00.000Z",
+        updatedAt: "2025-01-01T00:00:00.000Z",
+      },
+      {
+        id: "2",
+        subject: "Two",
+        description: "",
+        owner: "alice",
+        status: "in_progress",
+        blocks: [],
+        blockedBy: [],
+        createdAt: "2025-01-01T00:00:00.000Z",
+        updatedAt: "2025-01-01T00:00:00.000Z",
+      },
     ],
   });
   await rig.hook(team, "on_task_completed.sh", `echo "lint failed" >&2\nexit 1`);
@@ -48,42 +68,75 @@ async function failingGate(team: TempTeam, leader: LeaderProcess, id: string) {
 describe("watch: config.json broken while the leader runs", () => {
   // `again`: a second change in the same state (another broken save), which is not warned about again.
   it.each([
-    { name: "is not JSON", why: /invalid JSON/, breakIt: (team: TempTeam, n: number) => saveConfig(team, `{ "hooks": { "failureAction": "warn"${" ".repeat(n)}`), again: true },
-    { name: "is deleted", why: /file not found/, breakIt: (team: TempTeam) => unlink(path.join(team.teamDir, "config.json")), again: false },
-    { name: "has no hooks block", why: /no "hooks" block/, breakIt: (team: TempTeam, n: number) => saveConfig(team, JSON.stringify({ ...IDENTITY, members: [`m${n}`] })), again: true },
-  ])("config.json $name: the block in force stays (a failing gate still reopens), with one warning naming the file", async ({ why, breakIt, again }) => {
-    const team = await reopenTeam();
-    const file = path.join(team.teamDir, "config.json");
-    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
-    expect(leader.linesOf("policy")[0]).toMatchObject({ policy: { failureAction: "reopen" }, sources: { failureAction: "config" } });
+    {
+      name: "is not JSON",
+      why: /invalid JSON/,
+      breakIt: (team: TempTeam, n: number) => saveConfig(team, `{ "hooks": { "failureAction": "warn"${" ".repeat(n)}`),
+      again: true,
+    },
+    {
+      name: "is deleted",
+      why: /file not found/,
+      breakIt: (team: TempTeam) => unlink(path.join(team.teamDir, "config.json")),
+      again: false,
+    },
+    {
+      name: "has no hooks block",
+      why: /no "hooks" block/,
+      breakIt: (team: TempTeam, n: number) => saveConfig(team, JSON.stringify({ ...IDENTITY, members: [`m${n}`] })),
+      again: true,
+    },
+  ])(
+    "config.json $name: the block in force stays (a failing gate still reopens), with one warning naming the file",
+    async ({ why, breakIt, again }) => {
+      const team = await reopenTeam();
+      const file = path.join(team.teamDir, "config.json");
+      const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+      expect(leader.linesOf("policy")[0]).toMatchObject({
+        policy: { failureAction: "reopen" },
+        sources: { failureAction: "config" },
+      });
 
-    await breakIt(team, 1);
-    const [warning] = await leader.waitFor("the warning naming config.json", () => (naming(leader, file).length > 0 ? naming(leader, file) : false));
-    expect(warning).toMatch(why);
-    expect(warning).toContain('the last valid "hooks" block stays in force');
-    const [refused] = await leader.waitFor("the refused config line", () => (leader.linesOf("config").length > 0 ? leader.linesOf("config") : false));
-    expect(refused).toMatchObject({ valid: false, policy: { failureAction: "reopen" } });
+      await breakIt(team, 1);
+      const [warning] = await leader.waitFor("the warning naming config.json", () =>
+        naming(leader, file).length > 0 ? naming(leader, file) : false,
+      );
+      expect(warning).toMatch(why);
+      expect(warning).toContain('the last valid "hooks" block stays in force');
+      const [refused] = await leader.waitFor("the refused config line", () =>
+        leader.linesOf("config").length > 0 ? leader.linesOf("config") : false,
+      );
+      expect(refused).toMatchObject({ valid: false, policy: { failureAction: "reopen" } });
 
-    const event = await failingGate(team, leader, "1");
-    expect(event).toMatchObject({ outcome: "failed", actions: expect.arrayContaining(["reopened (1/3)"]) });
-    expect((await readTaskFile(team, "1")).status).toBe("pending");
+      const event = await failingGate(team, leader, "1");
+      expect(event).toMatchObject({ outcome: "failed", actions: expect.arrayContaining(["reopened (1/3)"]) });
+      expect((await readTaskFile(team, "1")).status).toBe("pending");
 
-    if (again) await breakIt(team, 2);
-    // The block back, the same as before: a `config` line says so. config.json reloads run one after
-    // the other, so once it is out, the change before it has been looked at too.
-    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: REOPEN }));
-    await leader.waitFor("the config line of the block back", () => leader.linesOf("config").some((l) => l.valid === true));
-    expect(naming(leader, file)).toEqual([warning]);
-    expect(leader.linesOf("config")).toHaveLength(2);
-    expect(await leader.stop()).toMatchObject({ code: 0 });
-  });
+      if (again) await breakIt(team, 2);
+      // The block back, the same as before: a `config` line says so. config.json reloads run one after
+      // the other, so once it is out, the change before it has been looked at too.
+      await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: REOPEN }));
+      await leader.waitFor("the config line of the block back", () =>
+        leader.linesOf("config").some((l) => l.valid === true),
+      );
+      expect(naming(leader, file)).toEqual([warning]);
+      expect(leader.linesOf("config")).toHaveLength(2);
+      expect(await leader.stop()).toMatchObject({ code: 0 });
+    },
+  );
 
   it('an explicit "hooks": {} is a valid empty block: the defaults apply, without a warning', async () => {
     const team = await reopenTeam();
     const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
     await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: {} }));
-    const [line] = await leader.waitFor("the config line", () => (leader.linesOf("config").length > 0 ? leader.linesOf("config") : false));
-    expect(line).toMatchObject({ valid: true, policy: { failureAction: "warn" }, sources: { failureAction: "default" } });
+    const [line] = await leader.waitFor("the config line", () =>
+      leader.linesOf("config").length > 0 ? leader.linesOf("config") : false,
+    );
+    expect(line).toMatchObject({
+      valid: true,
+      policy: { failureAction: "warn" },
+      sources: { failureAction: "default" },
+    });
     const event = await failingGate(team, leader, "1");
     expect(event?.outcome).toBe("failed");
     expect(event?.actions).not.toContainEqual(expect.stringContaining("reopen"));
@@ -94,34 +147,65 @@ describe("watch: config.json broken while the leader runs", () => {
 });
 
 describe("watch: config.json changed while the leader runs", () => {
-  it("a valid change is in force for the next event, every setting of it; a block refused for one field keeps the last valid settings, every one", async () => {
-    const team = await reopenTeam();
-    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: {} }));
-    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
-    expect(leader.linesOf("policy")[0]).toMatchObject({ policy: { failureAction: "warn", maxReopensPerTask: 3 }, sources: { failureAction: "default" } });
+  it(
+    "a valid change is in force for the next event, every setting of it; a " +
+      "block refused for one field keeps the last valid settings, every one",
+    async () => {
+      const team = await reopenTeam();
+      await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: {} }));
+      const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+      expect(leader.linesOf("policy")[0]).toMatchObject({
+        policy: { failureAction: "warn", maxReopensPerTask: 3 },
+        sources: { failureAction: "default" },
+      });
 
-    // Two settings of the policy and one that is not (who gets the reopened task again).
-    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: { failureAction: "reopen", maxReopensPerTask: 5, reassignOnReopen: false } }));
-    await leader.waitFor("the config line of the new block", () => leader.linesOf("config").some((l) => l.valid === true));
-    const changed = await failingGate(team, leader, "1");
-    expect(changed?.actions).toContain("reopened (1/5)");
-    expect(changed?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
-    expect((await readTaskFile(team, "1")).status).toBe("pending");
+      // Two settings of the policy and one that is not (who gets the reopened task again).
+      await saveConfig(
+        team,
+        JSON.stringify({
+          ...IDENTITY,
+          hooks: { failureAction: "reopen", maxReopensPerTask: 5, reassignOnReopen: false },
+        }),
+      );
+      await leader.waitFor("the config line of the new block", () =>
+        leader.linesOf("config").some((l) => l.valid === true),
+      );
+      const changed = await failingGate(team, leader, "1");
+      expect(changed?.actions).toContain("reopened (1/5)");
+      expect(changed?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
+      expect((await readTaskFile(team, "1")).status).toBe("pending");
 
-    // Refused for one field: none of its others (reassignOnReopen, maxReopensPerTask) is taken.
-    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: { failureAction: "reopen", maxReopensPerTask: "many", reassignOnReopen: true } }));
-    const file = path.join(team.teamDir, "config.json");
-    const [warning] = await leader.waitFor("the warning naming the field", () => (naming(leader, file).length > 0 ? naming(leader, file) : false));
-    expect(warning).toMatch(/hooks\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; the last valid block stays in force$/);
-    const [refused] = await leader.waitFor("the refused config line", () => {
-      const lines = leader.linesOf("config").filter((l) => l.valid === false);
-      return lines.length > 0 ? lines : false;
-    });
-    expect(refused).toMatchObject({ policy: { failureAction: "reopen", maxReopensPerTask: 5 }, sources: { maxReopensPerTask: "config" } });
-    const kept = await failingGate(team, leader, "2");
-    expect(kept?.actions).toContain("reopened (1/5)");
-    expect(kept?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
-    expect(naming(leader, file)).toEqual([warning]);
-    expect(await leader.stop()).toMatchObject({ code: 0 });
-  });
+      // Refused for one field: none of its others (reassignOnReopen, maxReopensPerTask) is taken.
+      await saveConfig(
+        team,
+        JSON.stringify({
+          ...IDENTITY,
+          hooks: { failureAction: "reopen", maxReopensPerTask: "many", reassignOnReopen: true },
+        }),
+      );
+      const file = path.join(team.teamDir, "config.json");
+      const [warning] = await leader.waitFor("the warning naming the field", () =>
+        naming(leader, file).length > 0 ? naming(leader, file) : false,
+      );
+      expect(warning).toMatch(
+        new RegExp(
+          String.raw`hooks\.maxReopensPerTask: .*got "many" — the "hooks" block ` +
+            "is refused whole; the last valid block stays in force$",
+        ),
+      );
+      const [refused] = await leader.waitFor("the refused config line", () => {
+        const lines = leader.linesOf("config").filter((l) => l.valid === false);
+        return lines.length > 0 ? lines : false;
+      });
+      expect(refused).toMatchObject({
+        policy: { failureAction: "reopen", maxReopensPerTask: 5 },
+        sources: { maxReopensPerTask: "config" },
+      });
+      const kept = await failingGate(team, leader, "2");
+      expect(kept?.actions).toContain("reopened (1/5)");
+      expect(kept?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
+      expect(naming(leader, file)).toEqual([warning]);
+      expect(await leader.stop()).toMatchObject({ code: 0 });
+    },
+  );
 });

@@ -18,14 +18,22 @@ const T0 = "2025-01-01T00:00:00.000Z";
 
 /** The `{"type":"verbose"}` lines so far, optionally only those of `reason` about the file `name`. */
 function why(leader: LeaderProcess, reason?: string, name?: string): LeaderLine[] {
-  return leader.linesOf("verbose").filter((l) => (reason === undefined || l.reason === reason) && (name === undefined || (typeof l.file === "string" && path.basename(l.file) === name)));
+  return leader
+    .linesOf("verbose")
+    .filter(
+      (l) =>
+        (reason === undefined || l.reason === reason) &&
+        (name === undefined || (typeof l.file === "string" && path.basename(l.file) === name)),
+    );
 }
 
 /** A gate file in the global chain dir of task_completed, with a settings line. */
 async function chainGate(team: TempTeam, name: string, settings: string): Promise<void> {
   const dir = path.join(team.teamsRoot, "_hooks", "on_task_completed.d");
   await mkdir(dir, { recursive: true });
-  await writeFile(path.join(dir, name), `#!/usr/bin/env bash\n# pi-teams-hooks: ${settings}\nexit 0\n`, { mode: 0o755 });
+  await writeFile(path.join(dir, name), `#!/usr/bin/env bash\n# pi-teams-hooks: ${settings}\nexit 0\n`, {
+    mode: 0o755,
+  });
 }
 
 describe.concurrent("watch --verbose", () => {
@@ -45,7 +53,13 @@ describe.concurrent("watch --verbose", () => {
 
     // Present at the first start: history, not run.
     const [baseline] = why(leader, "baseline", "1.json");
-    expect(baseline).toMatchObject({ type: "verbose", reason: "baseline", taskId: "1", event: "task_completed", file: team.taskFile("1") });
+    expect(baseline).toMatchObject({
+      type: "verbose",
+      reason: "baseline",
+      taskId: "1",
+      event: "task_completed",
+      file: team.taskFile("1"),
+    });
     expect(baseline?.key).toMatch(/^task_completed:1:/);
 
     // A file in the task list folder whose name is not <id>.json.
@@ -55,16 +69,29 @@ describe.concurrent("watch --verbose", () => {
     // leader ignores: a look between the create and the write would find it empty.)
     await writeFile(path.join(team.tasksDir, "9.json.tmp.test"), "{");
     await rename(path.join(team.tasksDir, "9.json.tmp.test"), path.join(team.tasksDir, "9.json"));
-    const [invalid] = await leader.waitFor("invalid_task", () => why(leader, "invalid_task", "9.json").length > 0 && why(leader, "invalid_task", "9.json"));
+    const [invalid] = await leader.waitFor(
+      "invalid_task",
+      () => why(leader, "invalid_task", "9.json").length > 0 && why(leader, "invalid_task", "9.json"),
+    );
     expect(invalid?.detail).toMatch(/^invalid JSON/);
 
     // A completion: a new event; the lint gate's matcher does not take alice.
-    const done = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    const done = await rig.worker<{ final: Record<string, string> }>("complete", {
+      tasksDir: team.tasksDir,
+      ids: ["2"],
+    });
     const key = `task_completed:2:${done.final["2"]}`;
     await leader.waitForEvents(1, (e) => e.key === key);
-    expect(why(leader, "new_event", "2.json")).toEqual([expect.objectContaining({ taskId: "2", event: "task_completed", key, file: team.taskFile("2") })]);
+    expect(why(leader, "new_event", "2.json")).toEqual([
+      expect.objectContaining({ taskId: "2", event: "task_completed", key, file: team.taskFile("2") }),
+    ]);
     expect(why(leader, "matcher_skipped", "2.json")).toEqual([
-      expect.objectContaining({ taskId: "2", key, hook: "on_task_completed.d/10-lint.sh", detail: expect.stringMatching(/^members=bob: member alice does not match/) }),
+      expect.objectContaining({
+        taskId: "2",
+        key,
+        hook: "on_task_completed.d/10-lint.sh",
+        detail: expect.stringMatching(/^members=bob: member alice does not match/),
+      }),
     ]);
 
     // The same content written again (a new inode, so the file is read): its event is in the ledger.
@@ -88,7 +115,11 @@ describe.concurrent("watch --verbose", () => {
     await leader.waitForEvents(1, (e) => e.event === "task_failed");
     expect(why(leader, "no_gate", "3.json")).toEqual([
       // At the start: its claim, without a start gate, is nothing.
-      expect.objectContaining({ taskId: "3", event: "task_started", detail: "a claim is nothing without a start gate" }),
+      expect.objectContaining({
+        taskId: "3",
+        event: "task_started",
+        detail: "a claim is nothing without a start gate",
+      }),
       expect.objectContaining({ taskId: "3", event: "task_failed", detail: "recorded as handled (outcome no_hook)" }),
     ]);
 
@@ -96,14 +127,20 @@ describe.concurrent("watch --verbose", () => {
     await leader.waitFor("gone", () => why(leader, "gone", "2.json").length > 0);
 
     // Every verbose line has a reason code, the file and the task id (null when unknown).
-    for (const line of why(leader)) expect(Object.keys(line)).toEqual(expect.arrayContaining(["reason", "file", "taskId"]));
+    for (const line of why(leader))
+      expect(Object.keys(line)).toEqual(expect.arrayContaining(["reason", "file", "taskId"]));
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
   it("-v prints one line per file in words, from the team dir; without it, nothing more", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "ada", status: "completed", metadata: { completedAt: T0 } }), makeTask({ id: "2" })] });
+    const team = await rig.team({
+      tasks: [
+        makeTask({ id: "1", owner: "ada", status: "completed", metadata: { completedAt: T0 } }),
+        makeTask({ id: "2" }),
+      ],
+    });
     const list = path.relative(team.teamDir, team.tasksDir);
 
     const plain = await runBin(["watch", "--team-dir", team.teamDir, "--once"]);
@@ -113,14 +150,30 @@ describe.concurrent("watch --verbose", () => {
     // A second start: the ledger has the baseline now.
     const verbose = await runBin(["watch", "--team-dir", team.teamDir, "--once", "-v"]);
     expect(verbose.code, verbose.stderr).toBe(0);
-    expect(verbose.stdout).toMatch(new RegExp(`^${list}/1\\.json: same signature as last seen: unchanged since the last leader saved its scan state`, "m"));
+    expect(verbose.stdout).toMatch(
+      new RegExp(
+        `^${list}/1\\.json: same signature as last seen: unchanged since the last leader saved its scan state`,
+        "m",
+      ),
+    );
     expect(verbose.stdout).toMatch(new RegExp(`^${list}/2\\.json: same signature as last seen`, "m"));
 
     // A fresh team: the first start's baseline, and a pending task that is no event.
-    const fresh = await rig.team({ tasks: [makeTask({ id: "1", owner: "ada", status: "completed", metadata: { completedAt: T0 } }), makeTask({ id: "2" })] });
+    const fresh = await rig.team({
+      tasks: [
+        makeTask({ id: "1", owner: "ada", status: "completed", metadata: { completedAt: T0 } }),
+        makeTask({ id: "2" }),
+      ],
+    });
     const first = await runBin(["watch", "--team-dir", fresh.teamDir, "--once", "--verbose"]);
     expect(first.code, first.stderr).toBe(0);
-    expect(first.stdout).toMatch(new RegExp(`^${list}/1\\.json: baseline \\(present at start-up; key task_completed:1:${T0}\\): recorded as history, not run`, "m"));
+    expect(first.stdout).toMatch(
+      new RegExp(
+        `^${list}/1\\.json: baseline \\(present at start-up; key task_completed:1:${T0}\\): recorded as history, not ` +
+          `run`,
+        "m",
+      ),
+    );
     expect(first.stdout).toMatch(new RegExp(`^${list}/2\\.json: no event: status pending$`, "m"));
   });
 });

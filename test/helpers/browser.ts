@@ -5,7 +5,15 @@
  * `node_modules/.cache/` (docs/architecture.md, "The tests' browser"). No browser is a failure that
  * says how to get one, never a skipped test.
  */
-import { accessSync, constants, createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  createReadStream,
+  createWriteStream,
+  existsSync,
+  readFileSync,
+  statSync,
+} from "node:fs";
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -27,7 +35,10 @@ export interface ChromiumChoice {
 export async function findChromium(): Promise<ChromiumChoice> {
   const given = process.env.CHROMIUM_PATH;
   if (given) {
-    if (!existsSync(given)) throw new Error(`CHROMIUM_PATH=${given}: no such file (unset it to use the system's Chromium or the one in node_modules)`);
+    if (!existsSync(given))
+      throw new Error(
+        `CHROMIUM_PATH=${given}: no such file (unset it to use the system's Chromium or the one in node_modules)`,
+      );
     return { executable: given, source: "CHROMIUM_PATH" };
   }
   const found = systemChromium();
@@ -50,7 +61,10 @@ function systemChromium(): string | undefined {
   return undefined;
 }
 
-/** Headless; `--no-sandbox` because the tests may run as root, where Chromium's sandbox refuses to start (the pages are the tests' own). */
+/**
+ * Headless; `--no-sandbox` because the tests may run as root, where Chromium's sandbox refuses to start (the pages are
+ * the tests' own).
+ */
 export async function launchBrowser(choice?: ChromiumChoice): Promise<Browser> {
   const { executable, env } = choice ?? (await findChromium());
   return chromium.launch({
@@ -76,10 +90,16 @@ export async function npmChromium(cacheRoot?: string): Promise<ChromiumChoice> {
   try {
     main = createRequire(import.meta.url).resolve("@sparticuz/chromium");
   } catch {
-    throw new Error(`no Chromium found (${looked}), and the dev dependency @sparticuz/chromium is not installed: run npm ci, install a Chromium, or set CHROMIUM_PATH`);
+    throw new Error(
+      `no Chromium found (${looked}), and the dev dependency @sparticuz/chromium is not installed: run npm ci, ` +
+        `install a Chromium, or set CHROMIUM_PATH`,
+    );
   }
   if (process.platform !== "linux" || process.arch !== "x64") {
-    throw new Error(`no Chromium found (${looked}), and the one in @sparticuz/chromium is for x86-64 Linux only (this is ${process.platform} ${process.arch}): install a Chromium or set CHROMIUM_PATH`);
+    throw new Error(
+      `no Chromium found (${looked}), and the one in @sparticuz/chromium is for x86-64 Linux only (this is ` +
+        `${process.platform} ${process.arch}): install a Chromium or set CHROMIUM_PATH`,
+    );
   }
   // build/cjs/index.cjs → the package's root; its package.json is not among its exports.
   const root = path.resolve(path.dirname(main), "..", "..");
@@ -99,7 +119,11 @@ export async function npmChromium(cacheRoot?: string): Promise<ChromiumChoice> {
   const temp = await mkdtemp(`${dir}.unpacking-`);
   try {
     const bin = path.join(root, "bin");
-    await pipeline(createReadStream(path.join(bin, "chromium.br")), createBrotliDecompress(), createWriteStream(path.join(temp, "chromium"), { mode: 0o755 }));
+    await pipeline(
+      createReadStream(path.join(bin, "chromium.br")),
+      createBrotliDecompress(),
+      createWriteStream(path.join(temp, "chromium"), { mode: 0o755 }),
+    );
     for (const archive of ["al2023.tar.br", "fonts.tar.br"]) {
       await untar(path.join(bin, archive), brotliDecompressSync(await readFile(path.join(bin, archive))), temp);
     }
@@ -123,14 +147,20 @@ export async function npmChromium(cacheRoot?: string): Promise<ChromiumChoice> {
     // Another worker finished first: its folder is complete (a rename is all or nothing).
     const code = (error as NodeJS.ErrnoException).code;
     if ((code === "ENOTEMPTY" || code === "EEXIST") && existsSync(dir)) return choice;
-    throw new Error(`could not unpack the Chromium of @sparticuz/chromium ${version} into ${dir}: ${(error as Error).message}`);
+    throw new Error(
+      `could not unpack the Chromium of @sparticuz/chromium ${version} into ${dir}: ${(error as Error).message}`,
+    );
   }
   return choice;
 }
 
 /** Regular files and folders of a ustar archive into `into`; the package's own fonts.conf is left out. */
 async function untar(name: string, tar: Buffer, into: string): Promise<void> {
-  const field = (header: Buffer, start: number, length: number) => header.subarray(start, start + length).toString("utf8").replace(/\0.*$/s, "");
+  const field = (header: Buffer, start: number, length: number) =>
+    header
+      .subarray(start, start + length)
+      .toString("utf8")
+      .replace(/\0.*$/s, "");
   for (let offset = 0; offset + 512 <= tar.length; ) {
     const header = tar.subarray(offset, offset + 512);
     if (header.every((byte) => byte === 0)) break;
@@ -141,7 +171,8 @@ async function untar(name: string, tar: Buffer, into: string): Promise<void> {
     const body = tar.subarray(offset + 512, offset + 512 + size);
     offset += 512 + Math.ceil(size / 512) * 512;
     const parts = entry.split("/").filter((part) => part !== "" && part !== ".");
-    if (parts.length === 0 || parts.includes("..") || entry.startsWith("/")) throw new Error(`${name}: entry "${entry}" leaves the folder`);
+    if (parts.length === 0 || parts.includes("..") || entry.startsWith("/"))
+      throw new Error(`${name}: entry "${entry}" leaves the folder`);
     const target = path.join(into, ...parts);
     if (type === "5") await mkdir(target, { recursive: true });
     else if (type === "0" || type === "\0") {

@@ -53,7 +53,10 @@ async function sourceNames(): Promise<string[]> {
 async function sourcesHash(): Promise<string> {
   const hash = createHash("sha256");
   for (const name of await sourceNames()) {
-    hash.update(`${name}\0`).update(await readFile(path.join(SOURCE_DIR, name))).update("\0");
+    hash
+      .update(`${name}\0`)
+      .update(await readFile(path.join(SOURCE_DIR, name)))
+      .update("\0");
   }
   return hash.digest("hex");
 }

@@ -9,7 +9,13 @@
  *   … url: `${receiver.url}/deny` …
  *   expect(receiver.requests("/deny")[0]?.headers["x-pi-teams-hook-event"]).toBe("task_completed");
  */
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { Socket } from "node:net";
 
 export interface Received {
@@ -49,7 +55,13 @@ export async function startReceiver(): Promise<Receiver> {
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
-      const record: Received = { path, method: req.method ?? "", headers: req.headers, body: Buffer.concat(chunks), connection: ids.get(req.socket) ?? 0 };
+      const record: Received = {
+        path,
+        method: req.method ?? "",
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+        connection: ids.get(req.socket) ?? 0,
+      };
       received.push(record);
       for (const w of waiting.filter((x) => x.path === path)) {
         waiting.splice(waiting.indexOf(w), 1);

@@ -52,6 +52,10 @@ export function makeInvocation(overrides: InvocationOverrides = {}): HookInvocat
  * with `overrides` for what a test is about.
  */
 export function makeRunResult(overrides: Partial<RunResult> = {}): RunResult {
-  const { hookPath: _hookPath, command: _command, ...bare } = blankResult({ ran: false, hookPath: "", command: [], runId: "r" });
+  const {
+    hookPath: _hookPath,
+    command: _command,
+    ...bare
+  } = blankResult({ ran: false, hookPath: "", command: [], runId: "r" });
   return { ...bare, outcome: "error", ...overrides };
 }

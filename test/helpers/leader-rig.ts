@@ -69,7 +69,10 @@ export interface LeaderStart {
   waitForWatching?: boolean;
   /** Default 20 s: a cold start with thousands of tasks on a loaded machine. */
   startTimeoutMs?: number;
-  /** A command that runs the leader (e.g. `["prlimit", "--fsize=8192:unlimited", "--"]`): it must exec it, so the pid stays the leader's. */
+  /**
+   * A command that runs the leader (e.g. `["prlimit", "--fsize=8192:unlimited", "--"]`): it must exec it, so the pid
+   * stays the leader's.
+   */
   wrap?: string[];
   /** The bin to run (default `BIN`): a copy of the build, e.g. where another user can read it. */
   bin?: string;
@@ -139,14 +142,21 @@ export class LeaderProcess {
   /** What a failed wait shows: the end of both streams. */
   describe(): string {
     const tail = (text: string): string => (text.length > 3000 ? `…${text.slice(-3000)}` : text);
-    return `leader pid ${this.pid} ${this.exit ? `exited ${JSON.stringify(this.exit)}` : "running"}\n--- stdout ---\n${tail(this.stdout)}\n--- stderr ---\n${tail(this.stderr)}`;
+    return (
+      `leader pid ${this.pid} ${this.exit ? `exited ${JSON.stringify(this.exit)}` : "running"}\n--- stdout ` +
+      `---\n${tail(this.stdout)}\n--- stderr ---\n${tail(this.stderr)}`
+    );
   }
 
   /**
    * Waits until `check` returns a value other than false/undefined/null (or stops throwing), and
    * returns it. Fails at once if the leader exits meanwhile (unless `allowExit`).
    */
-  async waitFor<T>(what: string, check: () => T | false | undefined | null | Promise<T | false | undefined | null>, opts: { timeoutMs?: number; allowExit?: boolean } = {}): Promise<T> {
+  async waitFor<T>(
+    what: string,
+    check: () => T | false | undefined | null | Promise<T | false | undefined | null>,
+    opts: { timeoutMs?: number; allowExit?: boolean } = {},
+  ): Promise<T> {
     return waitUntil(what, check, {
       timeoutMs: opts.timeoutMs ?? 15_000,
       context: () => this.describe(),
@@ -155,11 +165,19 @@ export class LeaderProcess {
   }
 
   /** Waits until `n` event lines (matching `filter`) are out. */
-  waitForEvents(n: number, filter: (event: EventLine) => boolean = () => true, timeoutMs = 15_000): Promise<EventLine[]> {
-    return this.waitFor(`${n} event line(s)`, () => {
-      const found = this.events(filter);
-      return found.length >= n ? found : false;
-    }, { timeoutMs });
+  waitForEvents(
+    n: number,
+    filter: (event: EventLine) => boolean = () => true,
+    timeoutMs = 15_000,
+  ): Promise<EventLine[]> {
+    return this.waitFor(
+      `${n} event line(s)`,
+      () => {
+        const found = this.events(filter);
+        return found.length >= n ? found : false;
+      },
+      { timeoutMs },
+    );
   }
 
   signal(signal: NodeJS.Signals): void {
@@ -202,7 +220,10 @@ export function releaseHooks(teamDir: string): Promise<void> {
  * `leader.stop(signal)`, releasing the team's held hooks once the signal is sent: a held hook is
  * surely still running when the leader takes the signal.
  */
-export async function stopThenRelease(leader: LeaderProcess, signal: NodeJS.Signals): ReturnType<LeaderProcess["stop"]> {
+export async function stopThenRelease(
+  leader: LeaderProcess,
+  signal: NodeJS.Signals,
+): ReturnType<LeaderProcess["stop"]> {
   const stopping = leader.stop(signal);
   await releaseHooks(leader.teamDir);
   return stopping;
@@ -259,9 +280,13 @@ export async function ensureBuilt(): Promise<void> {
  * (plus `env`; a variable given as undefined is removed), and returns its exit code and output. Never
  * rejects for a non-zero exit.
  */
-export function runBin(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runBin(
+  args: string[],
+  opts: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env: Record<string, string> = { NO_COLOR: "1" };
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
+  for (const [key, value] of Object.entries(process.env))
+    if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
   for (const [key, value] of Object.entries(opts.env ?? {})) {
     if (value === undefined) delete env[key];
     else env[key] = value;
@@ -382,7 +407,9 @@ export async function readHighWatermark(team: TempTeam): Promise<number> {
 }
 
 /** The ledger's records, parsed (a torn last line is skipped, as the leader does). */
-export async function readLedger(teamDir: string): Promise<Array<{ op: string; key: string; [field: string]: unknown }>> {
+export async function readLedger(
+  teamDir: string,
+): Promise<Array<{ op: string; key: string; [field: string]: unknown }>> {
   const text = await readFile(path.join(teamDir, "hook-state", "ledger.jsonl"), "utf8").catch(() => "");
   const records: Array<{ op: string; key: string }> = [];
   for (const line of text.split("\n")) {
@@ -399,12 +426,26 @@ export async function readLedger(teamDir: string): Promise<Array<{ op: string; k
 /** A task file as a worker writes it (tests that seed thousands of tasks skip temp-team's per-file mkdir). */
 export function taskJson(task: Partial<Task> & { id: string } & Record<string, unknown>): string {
   const at = "2025-01-01T00:00:00.000Z";
-  const full = { subject: `Task ${task.id}`, description: `Do ${task.id}`, status: "pending", blocks: [], blockedBy: [], createdAt: at, updatedAt: at, ...task };
+  const full = {
+    subject: `Task ${task.id}`,
+    description: `Do ${task.id}`,
+    status: "pending",
+    blocks: [],
+    blockedBy: [],
+    createdAt: at,
+    updatedAt: at,
+    ...task,
+  };
   return `${JSON.stringify(full, null, 2)}\n`;
 }
 
 /** Writes task files for ids `from`..`to` straight into the list folder. */
-export async function seedTasks(team: TempTeam, from: number, to: number, fields: (id: string) => Partial<Task> & Record<string, unknown> = () => ({})): Promise<string[]> {
+export async function seedTasks(
+  team: TempTeam,
+  from: number,
+  to: number,
+  fields: (id: string) => Partial<Task> & Record<string, unknown> = () => ({}),
+): Promise<string[]> {
   await mkdir(team.tasksDir, { recursive: true });
   const ids: string[] = [];
   for (let n = from; n <= to; n++) {
@@ -545,10 +586,14 @@ async function cleanUp(res: Resources): Promise<void> {
     // A hook outliving its leader is a bug; give the kernel a moment to finish killed processes.
     let left = await hookProcesses(team.teamDir);
     if (left.length > 0) {
-      left = await waitUntil("hook processes to end", async () => {
-        const now = await hookProcesses(team.teamDir);
-        return now.length === 0 ? [] : false;
-      }, { timeoutMs: 1500 }).catch(() => left);
+      left = await waitUntil(
+        "hook processes to end",
+        async () => {
+          const now = await hookProcesses(team.teamDir);
+          return now.length === 0 ? [] : false;
+        },
+        { timeoutMs: 1500 },
+      ).catch(() => left);
     }
     if (left.length > 0) {
       problems.push(`hook processes left for ${team.teamDir}: ${left.map((p) => `${p.pid} ${p.cmdline}`).join("; ")}`);

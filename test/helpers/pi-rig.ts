@@ -83,14 +83,20 @@ export class PiRpc {
 
   /** The notifications extensions sent (`ctx.ui.notify`), oldest first. */
   notices(): Notice[] {
-    return this.lines.filter((l) => l.type === "extension_ui_request" && l.method === "notify").map((l) => ({ message: String(l.message), level: String(l.notifyType ?? "info") }));
+    return this.lines
+      .filter((l) => l.type === "extension_ui_request" && l.method === "notify")
+      .map((l) => ({ message: String(l.message), level: String(l.notifyType ?? "info") }));
   }
 
   /** Sends one command and resolves with its response. */
   async request(command: Record<string, unknown>, timeoutMs = 15_000): Promise<RpcLine> {
     const id = `req-${++this.#seq}`;
     this.child.stdin?.write(`${JSON.stringify({ ...command, id })}\n`);
-    return waitUntil(`pi's response to ${JSON.stringify(command)}`, () => this.lines.find((l) => l.type === "response" && l.id === id), { timeoutMs, context: () => this.context() });
+    return waitUntil(
+      `pi's response to ${JSON.stringify(command)}`,
+      () => this.lines.find((l) => l.type === "response" && l.id === id),
+      { timeoutMs, context: () => this.context() },
+    );
   }
 
   /** Runs an extension command (`/gates status`) and resolves with the notification it sent. */
@@ -98,11 +104,21 @@ export class PiRpc {
     const before = this.notices().length;
     const response = await this.request({ type: "prompt", message: text }, timeoutMs);
     if (response.success !== true) throw new Error(`pi refused ${text}: ${JSON.stringify(response)}`);
-    return waitUntil(`the notification of ${text}`, () => this.notices().slice(before).find((n) => match.test(n.message)), { timeoutMs, context: () => this.context() });
+    return waitUntil(
+      `the notification of ${text}`,
+      () =>
+        this.notices()
+          .slice(before)
+          .find((n) => match.test(n.message)),
+      { timeoutMs, context: () => this.context() },
+    );
   }
 
   async waitForNotice(match: RegExp, timeoutMs = 20_000): Promise<Notice> {
-    return waitUntil(`a notification matching ${match}`, () => this.notices().find((n) => match.test(n.message)), { timeoutMs, context: () => this.context() });
+    return waitUntil(`a notification matching ${match}`, () => this.notices().find((n) => match.test(n.message)), {
+      timeoutMs,
+      context: () => this.context(),
+    });
   }
 
   /** Ends stdin (pi shuts down as on Ctrl+D) and waits for the exit; kills it after `timeoutMs`. */
@@ -118,7 +134,10 @@ export class PiRpc {
 
   context(): string {
     const notices = this.notices().map((n) => `  [${n.level}] ${n.message.split("\n").join("\n    ")}`);
-    return `pi notifications:\n${notices.join("\n") || "  (none)"}\npi stderr:\n${this.stderr.slice(-2000) || "  (none)"}`;
+    return (
+      `pi notifications:\n${notices.join("\n") || "  (none)"}\npi ` +
+      `stderr:\n${this.stderr.slice(-2000) || "  (none)"}`
+    );
   }
 }
 
@@ -171,12 +190,35 @@ export async function createTeam(teamDir: string, teamId: string, opts: { empty?
   const tasksDir = path.join(teamDir, "tasks", teamId);
   await mkdir(tasksDir, { recursive: true });
   const now = new Date().toISOString();
-  const config = { version: 1, teamId, taskListId: teamId, leadName: "team-lead", style: "normal", createdAt: now, updatedAt: now, members: [{ name: "team-lead", role: "lead", status: "online" }] };
+  const config = {
+    version: 1,
+    teamId,
+    taskListId: teamId,
+    leadName: "team-lead",
+    style: "normal",
+    createdAt: now,
+    updatedAt: now,
+    members: [{ name: "team-lead", role: "lead", status: "online" }],
+  };
   await writeFile(path.join(teamDir, "config.json"), `${JSON.stringify(config, null, 2)}\n`);
   if (opts.empty) return tasksDir;
-  const task = (id: string, subject: string, owner: string) => ({ id, subject, description: subject, owner, status: "in_progress", blocks: [], blockedBy: [], metadata: {}, createdAt: now, updatedAt: now });
+  const task = (id: string, subject: string, owner: string) => ({
+    id,
+    subject,
+    description: subject,
+    owner,
+    status: "in_progress",
+    blocks: [],
+    blockedBy: [],
+    metadata: {},
+    createdAt: now,
+    updatedAt: now,
+  });
   await writeFile(path.join(tasksDir, "1.json"), `${JSON.stringify(task("1", "Write the parser", "ada"), null, 2)}\n`);
-  await writeFile(path.join(tasksDir, "2.json"), `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`);
+  await writeFile(
+    path.join(tasksDir, "2.json"),
+    `${JSON.stringify(task("2", "Fix the broken build", "brian"), null, 2)}\n`,
+  );
   await writeFile(path.join(tasksDir, ".highwatermark"), "2\n");
   return tasksDir;
 }

@@ -16,7 +16,9 @@ import path from "node:path";
 import { BIN, type Exit, runBin, waitUntil } from "./leader-rig.js";
 
 /** A fresh teams root (0700, as mkdtemp makes it) with one folder per team, each with its config.json. */
-export async function makeTeamsRoot(teams: Record<string, Record<string, unknown>>): Promise<{ root: string; cleanup: () => Promise<void> }> {
+export async function makeTeamsRoot(
+  teams: Record<string, Record<string, unknown>>,
+): Promise<{ root: string; cleanup: () => Promise<void> }> {
   const root = await mkdtemp(path.join(os.tmpdir(), "teams-serve-"));
   for (const [team, config] of Object.entries(teams)) {
     await mkdir(path.join(root, team), { recursive: true });
@@ -46,14 +48,20 @@ export interface ServeProcess {
 /** Starts `serve --teams-root ROOT --listen 127.0.0.1:0 …args`; resolves at its `listening on` line. */
 export async function startServe(root: string, args: string[] = []): Promise<ServeProcess> {
   const env: Record<string, string> = { NO_COLOR: "1" };
-  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
-  const child = spawn(process.execPath, [BIN, "serve", "--teams-root", root, "--listen", "127.0.0.1:0", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  for (const [key, value] of Object.entries(process.env))
+    if (value !== undefined && !key.startsWith("PI_TEAMS_")) env[key] = value;
+  const child = spawn(process.execPath, [BIN, "serve", "--teams-root", root, "--listen", "127.0.0.1:0", ...args], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   let exit: Exit | null = null;
-  const exited = new Promise<Exit>((resolve) => child.on("close", (code, signal) => resolve((exit = { code, signal }))));
+  const exited = new Promise<Exit>((resolve) =>
+    child.on("close", (code, signal) => resolve((exit = { code, signal }))),
+  );
   const url = await waitUntil("the listening line", () => /^listening on (http:\/\/\S+)$/m.exec(stdout)?.[1], {
     timeoutMs: 15_000,
     abort: () => (exit ? `serve exited ${JSON.stringify(exit)}: ${stderr}` : null),
@@ -90,13 +98,22 @@ export async function api(
   route: string,
   opts: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<ApiAnswer> {
-  const headers: Record<string, string> = { ...(opts.key ? { Authorization: `Bearer ${opts.key}` } : {}), ...opts.headers };
+  const headers: Record<string, string> = {
+    ...(opts.key ? { Authorization: `Bearer ${opts.key}` } : {}),
+    ...opts.headers,
+  };
   let body: string | undefined;
   if (opts.body !== undefined) {
     body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
     headers["Content-Type"] ??= "application/json";
   }
-  const response = await fetch(`${url}${route}`, { method, headers, body, redirect: "manual", signal: AbortSignal.timeout(15_000) });
+  const response = await fetch(`${url}${route}`, {
+    method,
+    headers,
+    body,
+    redirect: "manual",
+    signal: AbortSignal.timeout(15_000),
+  });
   const text = await response.text();
   let json: Record<string, unknown>;
   try {
@@ -113,7 +130,11 @@ export function codeOf(answer: ApiAnswer): unknown {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results in input order. */
-export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function pool<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array<R>(items.length);
   let next = 0;
   const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {

@@ -6,7 +6,11 @@
  *
  *   teamSettings({ hooks: { failureAction: "reopen", limits: { chainDeadlineMs: 1_500 } }, timeoutMs: 5_000 })
  */
-import { resolveSettings, type TeamSettings, type TrustFlags } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import {
+  resolveSettings,
+  type TeamSettings,
+  type TrustFlags,
+} from "../../extensions/teams-hooks/settings/hooks-config.js";
 
 export interface SettingsFor extends TrustFlags {
   /** config.json's `hooks` block. */
@@ -17,7 +21,15 @@ export interface SettingsFor extends TrustFlags {
 
 export function teamSettings({ hooks = {}, timeoutMs, ...trustFlags }: SettingsFor = {}): TeamSettings {
   // No environment: a PI_TEAMS_HOOKS_* variable of whoever runs the tests must not change them.
-  const settings = resolveSettings({ hooks, noBlock: null, file: "config.json", env: {}, timeoutFlag: timeoutMs, trustFlags });
-  if (!settings.block.valid) throw new Error(`the test's hooks block is refused: ${settings.block.problems.join("; ")}`);
+  const settings = resolveSettings({
+    hooks,
+    noBlock: null,
+    file: "config.json",
+    env: {},
+    timeoutFlag: timeoutMs,
+    trustFlags,
+  });
+  if (!settings.block.valid)
+    throw new Error(`the test's hooks block is refused: ${settings.block.problems.join("; ")}`);
   return settings;
 }

@@ -1,7 +1,7 @@
 /**
  * Real team directories for tests: `makeTempTeam()` builds `<tmp>/teams-XXXX/<teamId>/` from object
- * literals (the layout of docs/architecture.md, "What the leader reads and writes"), `cleanup()` removes the whole teams root. Nothing is mocked: the files
- * are written the way a team runtime writes them (pretty JSON + newline).
+ * literals (the layout of docs/architecture.md, "What the leader reads and writes"), `cleanup()` removes the whole
+ * teams root. Nothing is mocked: the files are written the way a team runtime writes them (pretty JSON + newline).
  *
  *   const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed" })] });
  *   try { … team.taskFile("1") … } finally { await team.cleanup(); }
@@ -13,7 +13,13 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
-import { configFile, highWatermarkFile, inboxFile, taskFile, tasksDir } from "../../extensions/teams-hooks/team/paths.js";
+import {
+  configFile,
+  highWatermarkFile,
+  inboxFile,
+  taskFile,
+  tasksDir,
+} from "../../extensions/teams-hooks/team/paths.js";
 
 /** A task file to write: any object (written as JSON to `<id>.json`), or `{ id, raw }` for exact file content. */
 export type TaskSeed = Record<string, unknown> | { id: string; raw: string };
@@ -96,7 +102,8 @@ export async function makeTempTeam(options: TempTeamOptions = {}): Promise<TempT
     const content = "raw" in seed && typeof seed.raw === "string" ? seed.raw : asText(seed);
     await writeText(taskFile(teamDir, taskListId, id), content);
   }
-  if (options.highWatermark !== undefined) await writeText(highWatermarkFile(teamDir, taskListId), `${options.highWatermark}\n`);
+  if (options.highWatermark !== undefined)
+    await writeText(highWatermarkFile(teamDir, taskListId), `${options.highWatermark}\n`);
   const inboxes = [...(options.inboxes ?? []), ...(options.inbox === undefined ? [] : [{ messages: options.inbox }])];
   for (const seed of inboxes) {
     const file = inboxFile(teamDir, seed.namespace ?? "team", seed.member ?? leadName);

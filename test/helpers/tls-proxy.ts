@@ -34,8 +34,21 @@ export async function startTlsProxy(opts: { hostname: string; target: string; al
   const certFile = path.join(dir, "cert.pem");
   const keyFile = path.join(dir, "key.pem");
   await promisify(execFile)("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${opts.hostname}`,
-    "-addext", `subjectAltName=DNS:${opts.hostname}`, "-keyout", keyFile, "-out", certFile,
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    `/CN=${opts.hostname}`,
+    "-addext",
+    `subjectAltName=DNS:${opts.hostname}`,
+    "-keyout",
+    keyFile,
+    "-out",
+    certFile,
   ]);
   const target = new URL(opts.target);
   const refused: string[] = [];
@@ -51,10 +64,13 @@ export async function startTlsProxy(opts: { hostname: string; target: string; al
     headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";
     headers["x-forwarded-proto"] = "https";
     headers["x-forwarded-host"] = req.headers.host ?? "";
-    const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const upstream = httpRequest(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     upstream.on("error", () => {
       if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
       res.end("bad gateway\n");

@@ -16,14 +16,27 @@ import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
 /** Reads one field of the JSON on stdin, as `jq -r .FIELD` would. */
-const FIELD = (field: string) => `node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[${JSON.stringify(field)}] ?? ""))'`;
+const FIELD = (field: string) =>
+  `node -e 'let ` +
+  `s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[${JSON.stringify(field)}] ?? ""))'`;
 
 let team: TempTeam;
 let hooksDir: string;
 let project: string;
 
 beforeEach(async () => {
-  team = await makeTempTeam({ teamId: "crew", tasks: [makeTask({ id: "7", status: "completed", owner: "impl-1", subject: "Add the login form", description: "Form, validation, tests." })] });
+  team = await makeTempTeam({
+    teamId: "crew",
+    tasks: [
+      makeTask({
+        id: "7",
+        status: "completed",
+        owner: "impl-1",
+        subject: "Add the login form",
+        description: "Form, validation, tests.",
+      }),
+    ],
+  });
   hooksDir = path.join(team.teamsRoot, "_hooks");
   project = path.join(team.teamsRoot, "project");
   fs.mkdirSync(hooksDir, { recursive: true });
@@ -34,14 +47,29 @@ afterEach(async () => {
 });
 
 function claudeGate(name: string, body: string): void {
-  fs.writeFileSync(path.join(hooksDir, name), `#!/bin/bash\n# pi-teams-hooks: format=claude\n${body}\n`, { mode: 0o755 });
+  fs.writeFileSync(path.join(hooksDir, name), `#!/bin/bash\n# pi-teams-hooks: format=claude\n${body}\n`, {
+    mode: 0o755,
+  });
 }
 
 function request({ hooks, timeoutMs = 20_000, ...over }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
-  const identity: TeamIdentity = { teamId: "crew", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  const identity: TeamIdentity = {
+    teamId: "crew",
+    teamDir: team.teamDir,
+    taskListId: team.taskListId,
+    leadName: "lead",
+    style: "normal",
+  };
   return {
     setup: { identity, hooksDir, teamHooksDir: null, cwd: project, settings: teamSettings({ hooks, timeoutMs }) },
-    event: "task_completed", key: "task_completed:7:a", taskId: "7", member: "impl-1", timestamp: null, applyPolicy: false, env: process.env, ...over,
+    event: "task_completed",
+    key: "task_completed:7:a",
+    taskId: "7",
+    member: "impl-1",
+    timestamp: null,
+    applyPolicy: false,
+    env: process.env,
+    ...over,
   };
 }
 
@@ -66,23 +94,54 @@ fi
 exit 0`;
 
 describe("Claude Code's documentation examples", () => {
-  it("TaskCompleted: exit 2 with stderr denies with that reason, and the failure policy applies; a passing check allows", async () => {
-    claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE);
-    const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }));
-    expect(denied.result).toMatchObject({ outcome: "failed", exitCode: 2, verdict: { decision: "deny", code: "claude.exit_2", reason: "Tests not passing. Fix failing tests before completing: Add the login form", source: "claude" }, hookSettings: "format=claude" });
-    expect(denied.counted).toBe("failed");
-    expect(denied.summary).toBe("denied (claude.exit_2) • Tests not passing. Fix failing tests before completing: Add the login form");
-    expect(denied.actions).toContain("follow-up #8 for impl-1");
+  it(
+    "TaskCompleted: exit 2 with stderr denies with that reason, " +
+      "and the failure policy applies; a passing check allows",
+    async () => {
+      claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE);
+      const denied = await invokeEvent(
+        request({ applyPolicy: true, hooks: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }),
+      );
+      expect(denied.result).toMatchObject({
+        outcome: "failed",
+        exitCode: 2,
+        verdict: {
+          decision: "deny",
+          code: "claude.exit_2",
+          reason: "Tests not passing. Fix failing tests before completing: Add the login form",
+          source: "claude",
+        },
+        hookSettings: "format=claude",
+      });
+      expect(denied.counted).toBe("failed");
+      expect(denied.summary).toBe(
+        "denied (claude.exit_2) • Tests not passing. Fix failing tests before completing: Add the login form",
+      );
+      expect(denied.actions).toContain("follow-up #8 for impl-1");
 
-    const allowed = await invokeEvent(request({ key: "task_completed:7:b", env: { ...process.env, TEST_COMMAND: "true" } }));
-    expect(allowed.result).toMatchObject({ outcome: "passed", exitCode: 0, verdict: { decision: "allow", source: "claude" } });
-  });
+      const allowed = await invokeEvent(
+        request({ key: "task_completed:7:b", env: { ...process.env, TEST_COMMAND: "true" } }),
+      );
+      expect(allowed.result).toMatchObject({
+        outcome: "passed",
+        exitCode: 0,
+        verdict: { decision: "allow", source: "claude" },
+      });
+    },
+  );
 
   it("TeammateIdle: the idle gate denies until the artifact exists in the project dir", async () => {
     claudeGate("on_idle.sh", TEAMMATE_IDLE_EXAMPLE);
     const idle = { event: "idle" as const, key: "idle:impl-1:1", taskId: null };
     const denied = await invokeEvent(request(idle));
-    expect(denied.result).toMatchObject({ outcome: "failed", verdict: { decision: "deny", code: "claude.exit_2", reason: "Build artifact missing. Run the build before stopping." } });
+    expect(denied.result).toMatchObject({
+      outcome: "failed",
+      verdict: {
+        decision: "deny",
+        code: "claude.exit_2",
+        reason: "Build artifact missing. Run the build before stopping.",
+      },
+    });
     fs.mkdirSync(path.join(project, "dist"));
     fs.writeFileSync(path.join(project, "dist", "output.js"), "");
     expect((await invokeEvent(request({ ...idle, key: "idle:impl-1:2" }))).result).toMatchObject({ outcome: "passed" });
@@ -91,31 +150,66 @@ describe("Claude Code's documentation examples", () => {
 
 describe("answers", () => {
   it.each([
-    ["decision block on stdout denies with its reason", `echo '{"decision":"block","reason":"Coverage dropped below 80%"}'`, { outcome: "failed", verdict: { decision: "deny", code: "claude.block", reason: "Coverage dropped below 80%" } }],
-    ["continue false denies with its stopReason", `echo '{"continue":false,"stopReason":"Stop: the spec changed"}'`, { outcome: "failed", verdict: { decision: "deny", code: "claude.stop", reason: "Stop: the spec changed" } }],
-    ["exit 0 with other output allows", "echo 'all checks pass'", { outcome: "passed", verdict: { decision: "allow" } }],
-    ["exit 2 with nothing on stderr still denies", "exit 2", { outcome: "failed", verdict: { reason: "exit code 2 (nothing on stderr)" } }],
-    ["exit 1 is a non-blocking error: logged, allowed", "echo 'linter crashed' >&2; exit 1", { outcome: "passed", exitCode: 1, nonBlocking: "exit code 1 is a non-blocking error for a Claude Code gate: allowed (stderr: linter crashed)" }],
+    [
+      "decision block on stdout denies with its reason",
+      `echo '{"decision":"block","reason":"Coverage dropped below 80%"}'`,
+      { outcome: "failed", verdict: { decision: "deny", code: "claude.block", reason: "Coverage dropped below 80%" } },
+    ],
+    [
+      "continue false denies with its stopReason",
+      `echo '{"continue":false,"stopReason":"Stop: the spec changed"}'`,
+      { outcome: "failed", verdict: { decision: "deny", code: "claude.stop", reason: "Stop: the spec changed" } },
+    ],
+    [
+      "exit 0 with other output allows",
+      "echo 'all checks pass'",
+      { outcome: "passed", verdict: { decision: "allow" } },
+    ],
+    [
+      "exit 2 with nothing on stderr still denies",
+      "exit 2",
+      { outcome: "failed", verdict: { reason: "exit code 2 (nothing on stderr)" } },
+    ],
+    [
+      "exit 1 is a non-blocking error: logged, allowed",
+      "echo 'linter crashed' >&2; exit 1",
+      {
+        outcome: "passed",
+        exitCode: 1,
+        nonBlocking: "exit code 1 is a non-blocking error for a Claude Code gate: allowed (stderr: linter crashed)",
+      },
+    ],
   ])("%s", async (_name, body, expected) => {
     claudeGate("on_task_completed.sh", body);
     expect((await invokeEvent(request())).result).toMatchObject(expected);
   });
 
   it("a non-blocking error that quotes a secret on stderr keeps it nowhere", async () => {
-    claudeGate("on_task_completed.sh", "echo \"token $DEPLOY_TOKEN refused\" >&2; exit 1");
+    claudeGate("on_task_completed.sh", 'echo "token $DEPLOY_TOKEN refused" >&2; exit 1');
     const env = { ...process.env, DEPLOY_TOKEN: "s3cr3t-value-12345" };
     const outcome = await invokeEvent(request({ env, hooks: { redactEnv: ["DEPLOY_TOKEN"] } }));
-    expect(outcome.result).toMatchObject({ outcome: "passed", nonBlocking: "exit code 1 is a non-blocking error for a Claude Code gate: allowed (stderr: token [redacted] refused)" });
+    expect(outcome.result).toMatchObject({
+      outcome: "passed",
+      nonBlocking:
+        "exit code 1 is a non-blocking error for a Claude Code gate: allowed (stderr: token [redacted] refused)",
+    });
     expect(JSON.stringify(outcome.result)).not.toContain("s3cr3t-value-12345");
   });
 
   it("a v1 verdict line is not read from a Claude Code gate: it is ordinary output there", async () => {
     claudeGate("on_task_completed.sh", `echo '{"decision":"deny","reason":"v1 style"}'`);
-    expect((await invokeEvent(request())).result).toMatchObject({ outcome: "passed", verdict: { decision: "allow", source: "claude" } });
+    expect((await invokeEvent(request())).result).toMatchObject({
+      outcome: "passed",
+      verdict: { decision: "allow", source: "claude" },
+    });
   });
 
   it("a timeout is still the run's error, as for any gate", async () => {
-    fs.writeFileSync(path.join(hooksDir, "on_task_completed.sh"), "#!/bin/bash\n# pi-teams-hooks: format=claude timeout=1s\nsleep 30\n", { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(hooksDir, "on_task_completed.sh"),
+      "#!/bin/bash\n# pi-teams-hooks: format=claude timeout=1s\nsleep 30\n",
+      { mode: 0o755 },
+    );
     expect((await invokeEvent(request())).result).toMatchObject({ outcome: "error", errorKind: "timeout" });
   });
 });
@@ -123,7 +217,10 @@ describe("answers", () => {
 describe("input", () => {
   it("stdin has Claude Code's shape, and CLAUDE_PROJECT_DIR is the working directory", async () => {
     const seen = path.join(team.teamsRoot, "input.json");
-    claudeGate("on_task_completed.sh", `cat > ${JSON.stringify(seen)}\necho "$CLAUDE_PROJECT_DIR" > ${JSON.stringify(`${seen}.dir`)}`);
+    claudeGate(
+      "on_task_completed.sh",
+      `cat > ${JSON.stringify(seen)}\necho "$CLAUDE_PROJECT_DIR" > ${JSON.stringify(`${seen}.dir`)}`,
+    );
     await invokeEvent(request());
     expect(JSON.parse(fs.readFileSync(seen, "utf8"))).toEqual({
       session_id: "crew",
@@ -139,7 +236,13 @@ describe("input", () => {
 
     claudeGate("on_idle.sh", `cat > ${JSON.stringify(seen)}`);
     await invokeEvent(request({ event: "idle", key: "idle:impl-1:1", taskId: null }));
-    expect(JSON.parse(fs.readFileSync(seen, "utf8"))).toEqual({ session_id: "crew", cwd: project, hook_event_name: "TeammateIdle", teammate_name: "impl-1", team_name: "crew" });
+    expect(JSON.parse(fs.readFileSync(seen, "utf8"))).toEqual({
+      session_id: "crew",
+      cwd: project,
+      hook_event_name: "TeammateIdle",
+      teammate_name: "impl-1",
+      team_name: "crew",
+    });
   });
 
   it("a projection still holds: a Claude Code gate sees only what its v1 document would show", async () => {

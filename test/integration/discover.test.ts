@@ -59,7 +59,12 @@ describe("findHook", () => {
     const found = await findHook(dir, "task_completed");
     const file = path.join(dir, `on_task_completed${wins}`);
 
-    const expected = { "": [file, []], ".sh": ["bash", [file]], ".js": [process.execPath, [file]], ".mjs": [process.execPath, [file]] }[wins];
+    const expected = {
+      "": [file, []],
+      ".sh": ["bash", [file]],
+      ".js": [process.execPath, [file]],
+      ".mjs": [process.execPath, [file]],
+    }[wins];
     expect(found.hook).toEqual({ hookPath: file, command: expected?.[0], args: expected?.[1] });
     // Every name before the winner is reported absent; nothing after it is looked at.
     const order = ["", ".sh", ".js", ".mjs"];
@@ -110,12 +115,22 @@ describe("findHook", () => {
 
     const found = await findHook(dir, "idle");
     expect(found.hook?.hookPath).toBe(path.join(dir, "on_idle.sh"));
-    expect(found.candidates[0]).toEqual({ path: path.join(dir, "on_idle"), status: "skipped", reason: "is a directory, not a file" });
+    expect(found.candidates[0]).toEqual({
+      path: path.join(dir, "on_idle"),
+      status: "skipped",
+      reason: "is a directory, not a file",
+    });
 
     await rm(path.join(dir, "on_idle.sh"));
     const none = await findHook(dir, "idle");
     expect(none.hook).toBeNull();
-    expect(statuses(none)).toEqual(["on_idle:skipped", "on_idle.sh:absent", "on_idle.js:skipped", "on_idle.mjs:absent", "on_idle.ts:absent"]);
+    expect(statuses(none)).toEqual([
+      "on_idle:skipped",
+      "on_idle.sh:absent",
+      "on_idle.js:skipped",
+      "on_idle.mjs:absent",
+      "on_idle.ts:absent",
+    ]);
   });
 
   it("follows symlinks: a link to a regular file is a hook, and runs under the link's path", async () => {
@@ -138,7 +153,12 @@ describe("findHook", () => {
 
     const found = await findHook(dir, "idle");
     expect(found.hook?.hookPath).toBe(path.join(dir, "on_idle.mjs"));
-    expect(found.candidates.map((c) => c.reason)).toEqual([`broken symlink (to ${path.join(dir, "gone.sh")})`, "is a directory, not a file", undefined, undefined]);
+    expect(found.candidates.map((c) => c.reason)).toEqual([
+      `broken symlink (to ${path.join(dir, "gone.sh")})`,
+      "is a directory, not a file",
+      undefined,
+      undefined,
+    ]);
   });
 
   it("skips a fifo: only regular files run", async () => {

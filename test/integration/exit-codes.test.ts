@@ -27,7 +27,8 @@ function hook(name: string, body: string): HookCommand {
   return { hookPath: file, command: "bash", args: [file] };
 }
 
-const run = (h: HookCommand, exitCodes?: "v1" | "strict") => runHook(h, makeInvocation(), { cwd: tmp, timeoutMs: 10_000, ...(exitCodes ? { exitCodes } : {}) });
+const run = (h: HookCommand, exitCodes?: "v1" | "strict") =>
+  runHook(h, makeInvocation(), { cwd: tmp, timeoutMs: 10_000, ...(exitCodes ? { exitCodes } : {}) });
 
 describe("exit codes without a verdict", () => {
   it.each<[string, string, "v1" | "strict", object]>([
@@ -35,15 +36,37 @@ describe("exit codes without a verdict", () => {
     ["exit 0 allows (strict)", "exit 0", "strict", { outcome: "passed" }],
     ["exit 1 denies (v1)", "echo 'lint: 3 errors' >&2; exit 1", "v1", { outcome: "failed", exitCode: 1 }],
     ["exit 2 denies (strict)", "echo 'lint: 3 errors' >&2; exit 2", "strict", { outcome: "failed", exitCode: 2 }],
-    ["exit 1 is no judgement (strict)", "exit 1", "strict", { outcome: "error", errorKind: "unexpected_exit", exitCode: 1 }],
-    ["exit 3 denies as deferral_not_supported (strict)", "exit 3", "strict", { outcome: "failed", exitCode: 3, verdict: { decision: "deny", code: "deferral_not_supported", source: "exit_code" } }],
+    [
+      "exit 1 is no judgement (strict)",
+      "exit 1",
+      "strict",
+      { outcome: "error", errorKind: "unexpected_exit", exitCode: 1 },
+    ],
+    [
+      "exit 3 denies as deferral_not_supported (strict)",
+      "exit 3",
+      "strict",
+      {
+        outcome: "failed",
+        exitCode: 3,
+        verdict: { decision: "deny", code: "deferral_not_supported", source: "exit_code" },
+      },
+    ],
     ["exit 3 denies without a code (v1)", "exit 3", "v1", { outcome: "failed", exitCode: 3 }],
     ["127, a command not found, denies (v1)", "no-such-command-here", "v1", { outcome: "failed", exitCode: 127 }],
-    ["127, a command not found, is a hook error (strict)", "no-such-command-here", "strict", { outcome: "error", errorKind: "unexpected_exit", exitCode: 127 }],
+    [
+      "127, a command not found, is a hook error (strict)",
+      "no-such-command-here",
+      "strict",
+      { outcome: "error", errorKind: "unexpected_exit", exitCode: 127 },
+    ],
   ])("%s", async (_name, body, mode, expected) => {
     const result = await run(hook(`h-${mode}-${body.length}-${body.charCodeAt(0)}.sh`, body), mode);
     expect(result).toMatchObject(expected);
-    if (result.errorKind === "unexpected_exit") expect(result.error).toMatch(/^exit code \d+: under strict exit codes \(hooks\.exitCodes\) only 0 allows and 2 denies/);
+    if (result.errorKind === "unexpected_exit")
+      expect(result.error).toMatch(
+        /^exit code \d+: under strict exit codes \(hooks\.exitCodes\) only 0 allows and 2 denies/,
+      );
   });
 
   it("a node gate that throws is a hook error under strict, a denial under v1", async () => {
@@ -59,31 +82,62 @@ describe("exit codes without a verdict", () => {
     expect(result).toMatchObject({ outcome: "passed", verdict: { decision: "allow", source: "stdout" } });
   });
 
-  it("the failure mode decides a crash under strict: open lets the task through, closed fails it; a denial fails it either way", async () => {
-    const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
-    try {
-      const identity: TeamIdentity = { teamId: team.teamId, teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
-      const hooksDir = path.join(tmp, "hooks-dir");
-      const setup = (failureMode: string) => ({ identity, hooksDir, teamHooksDir: null, cwd: tmp, settings: teamSettings({ hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 }) });
-      const base = { event: "task_completed" as const, key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null, applyPolicy: false, env: process.env };
-      mkdirSync(hooksDir, { recursive: true });
-      const dir = hooksDir;
-      writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", { mode: 0o755 });
-      expect((await invokeEvent({ ...base, setup: setup("open") })).counted).toBe("passed");
-      expect((await invokeEvent({ ...base, setup: setup("closed") })).counted).toBe("failed");
-      writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", { mode: 0o755 });
-      const denied = await invokeEvent({ ...base, setup: setup("open"), applyPolicy: true });
-      expect(denied.counted).toBe("failed");
-      expect(denied.summary).toBe("exit code 2 • tests fail");
-    } finally {
-      await team.cleanup();
-    }
-  });
+  it(
+    "the failure mode decides a crash under strict: open lets the " +
+      "task through, closed fails it; a denial fails it either way",
+    async () => {
+      const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
+      try {
+        const identity: TeamIdentity = {
+          teamId: team.teamId,
+          teamDir: team.teamDir,
+          taskListId: team.taskListId,
+          leadName: "lead",
+          style: "normal",
+        };
+        const hooksDir = path.join(tmp, "hooks-dir");
+        const setup = (failureMode: string) => ({
+          identity,
+          hooksDir,
+          teamHooksDir: null,
+          cwd: tmp,
+          settings: teamSettings({ hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 }),
+        });
+        const base = {
+          event: "task_completed" as const,
+          key: "task_completed:1:x",
+          taskId: "1",
+          member: "alice",
+          timestamp: null,
+          applyPolicy: false,
+          env: process.env,
+        };
+        mkdirSync(hooksDir, { recursive: true });
+        const dir = hooksDir;
+        writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", {
+          mode: 0o755,
+        });
+        expect((await invokeEvent({ ...base, setup: setup("open") })).counted).toBe("passed");
+        expect((await invokeEvent({ ...base, setup: setup("closed") })).counted).toBe("failed");
+        writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", {
+          mode: 0o755,
+        });
+        const denied = await invokeEvent({ ...base, setup: setup("open"), applyPolicy: true });
+        expect(denied.counted).toBe("failed");
+        expect(denied.summary).toBe("exit code 2 • tests fail");
+      } finally {
+        await team.cleanup();
+      }
+    },
+  );
 });
 
 describe("verdict hygiene, from real hooks", () => {
   it('"DENY" denies', async () => {
-    expect(await run(hook("upper.sh", `echo '{"decision":"DENY","reason":"tests fail"}'`))).toMatchObject({ outcome: "failed", verdict: { decision: "deny", reason: "tests fail" } });
+    expect(await run(hook("upper.sh", `echo '{"decision":"DENY","reason":"tests fail"}'`))).toMatchObject({
+      outcome: "failed",
+      verdict: { decision: "deny", reason: "tests fail" },
+    });
   });
 
   it("a reason with a C1 control character is an invalid verdict, not a denial", async () => {
@@ -99,7 +153,9 @@ describe("verdict hygiene, from real hooks", () => {
   });
 
   it("a verdict line after 2 MB of blanks is an invalid verdict, not a denial (nor ordinary output)", async () => {
-    const result = await run(hook("blanks.sh", `head -c 2000000 /dev/zero | tr '\\0' ' '; echo '{"decision":"deny","reason":"hidden"}'`));
+    const result = await run(
+      hook("blanks.sh", `head -c 2000000 /dev/zero | tr '\\0' ' '; echo '{"decision":"deny","reason":"hidden"}'`),
+    );
     expect(result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
     expect(result.error).toMatch(/the last line is a verdict line of over 49152 bytes/);
   });
@@ -124,6 +180,8 @@ describe("verdict hygiene, from real hooks", () => {
   });
 
   it("a long last line that is not a verdict is ordinary output: the exit code decides", async () => {
-    expect(await run(hook("long-output.sh", `head -c 2000000 /dev/zero | tr '\\0' 'x'; echo; exit 0`))).toMatchObject({ outcome: "passed" });
+    expect(await run(hook("long-output.sh", `head -c 2000000 /dev/zero | tr '\\0' 'x'; echo; exit 0`))).toMatchObject({
+      outcome: "passed",
+    });
   });
 });

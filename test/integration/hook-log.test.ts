@@ -33,20 +33,53 @@ async function tempTeam(): Promise<string> {
 
 function task(id: string): Task {
   const at = "2024-05-01T12:00:00.000Z";
-  return { id, subject: "Fix it", description: "", status: "completed", blocks: [], blockedBy: [], createdAt: at, updatedAt: at };
+  return {
+    id,
+    subject: "Fix it",
+    description: "",
+    status: "completed",
+    blocks: [],
+    blockedBy: [],
+    createdAt: at,
+    updatedAt: at,
+  };
 }
 
 /** A valid record; `over` replaces top-level fields, `invocation` / `result` are merged. */
 function record(
-  over: Partial<Omit<HookLogRecord, "invocation" | "result">> & { invocation?: Partial<HookInvocation>; result?: Partial<RunResult> } = {},
+  over: Partial<Omit<HookLogRecord, "invocation" | "result">> & {
+    invocation?: Partial<HookInvocation>;
+    result?: Partial<RunResult>;
+  } = {},
 ): HookLogRecord {
   const { invocation, result, ...rest } = over;
   return {
-    invocation: { event: "task_completed", teamId: "t1", teamDir: "/teams/t1", taskListId: "main", style: "normal", completedTask: task("3"), ...invocation },
+    invocation: {
+      event: "task_completed",
+      teamId: "t1",
+      teamDir: "/teams/t1",
+      taskListId: "main",
+      style: "normal",
+      completedTask: task("3"),
+      ...invocation,
+    },
     result: {
-      ran: true, hookPath: "/h/on_task_completed.sh", command: ["bash", "/h/on_task_completed.sh"], outcome: "passed",
-      exitCode: 0, signal: null, timedOut: false, durationMs: 12, stdout: "ok\n", stderr: "",
-      stdoutDroppedBytes: 0, stderrDroppedBytes: 0, leftoverProcesses: 0, contextTruncated: false, runId: "run-1", contractVersion: 1,
+      ran: true,
+      hookPath: "/h/on_task_completed.sh",
+      command: ["bash", "/h/on_task_completed.sh"],
+      outcome: "passed",
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      durationMs: 12,
+      stdout: "ok\n",
+      stderr: "",
+      stdoutDroppedBytes: 0,
+      stderrDroppedBytes: 0,
+      leftoverProcesses: 0,
+      contextTruncated: false,
+      runId: "run-1",
+      contractVersion: 1,
       ...result,
     },
     key: "task_completed:main:3:2024-05-01T12:00:00.000Z",
@@ -58,10 +91,26 @@ function record(
 describe("writeHookLog", () => {
   it.each([
     { name: "a task", over: {}, file: "2024-05-01T12-34-56-789Z_task_completed_task-3.json" },
-    { name: "an unsafe task id", over: { invocation: { completedTask: task("../x y") } }, file: "2024-05-01T12-34-56-789Z_task_completed_task----x-y.json" },
-    { name: "an idle member", over: { invocation: { event: "idle" as const, completedTask: null, memberName: "alice" } }, file: "2024-05-01T12-34-56-789Z_idle_member-alice.json" },
-    { name: "no task, no member", over: { invocation: { event: "idle" as const, completedTask: null } }, file: "2024-05-01T12-34-56-789Z_idle.json" },
-    { name: "a start time with an offset (normalised to UTC)", over: { startedAt: "2024-05-01T14:34:56.789+02:00" }, file: "2024-05-01T12-34-56-789Z_task_completed_task-3.json" },
+    {
+      name: "an unsafe task id",
+      over: { invocation: { completedTask: task("../x y") } },
+      file: "2024-05-01T12-34-56-789Z_task_completed_task----x-y.json",
+    },
+    {
+      name: "an idle member",
+      over: { invocation: { event: "idle" as const, completedTask: null, memberName: "alice" } },
+      file: "2024-05-01T12-34-56-789Z_idle_member-alice.json",
+    },
+    {
+      name: "no task, no member",
+      over: { invocation: { event: "idle" as const, completedTask: null } },
+      file: "2024-05-01T12-34-56-789Z_idle.json",
+    },
+    {
+      name: "a start time with an offset (normalised to UTC)",
+      over: { startedAt: "2024-05-01T14:34:56.789+02:00" },
+      file: "2024-05-01T12-34-56-789Z_task_completed_task-3.json",
+    },
   ])("names the file from the start time, event and suffix: $name", async ({ over, file }) => {
     const team = await tempTeam();
     const written = await writeHookLog(team, record(over));
@@ -88,7 +137,9 @@ describe("writeHookLog", () => {
 
   it("gives 200 concurrent same-millisecond logs 200 distinct files, all valid, no temp files left", async () => {
     const team = await tempTeam();
-    const files = await Promise.all(Array.from({ length: 200 }, (_, i) => writeHookLog(team, record({ result: { runId: `r${i}` } }))));
+    const files = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => writeHookLog(team, record({ result: { runId: `r${i}` } }))),
+    );
     expect(new Set(files).size).toBe(200);
     expect(await readdir(path.join(team, "hook-logs"))).toHaveLength(200);
 
@@ -120,11 +171,25 @@ describe("writeHookLog", () => {
       process.stdout.write("ready\\n");`;
 
     const children = ["a", "b", "c", "d"].map((who) => {
-      const child = spawn(process.execPath, ["--input-type=module", "-e", script, team, who, JSON.stringify(record())], { stdio: ["pipe", "pipe", "inherit"] });
+      const child = spawn(
+        process.execPath,
+        ["--input-type=module", "-e", script, team, who, JSON.stringify(record())],
+        { stdio: ["pipe", "pipe", "inherit"] },
+      );
       let out = "";
-      const ready = new Promise<void>((resolve) => child.stdout.on("data", (chunk: Buffer) => { out += chunk.toString(); if (out.startsWith("ready\n")) resolve(); }));
+      const ready = new Promise<void>((resolve) =>
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.startsWith("ready\n")) resolve();
+        }),
+      );
       const done = new Promise<string[]>((resolve, reject) =>
-        child.on("close", (code) => (code === 0 ? resolve(JSON.parse(out.slice("ready\n".length)) as string[]) : reject(new Error(`child ${who} exited ${code}`)))));
+        child.on("close", (code) =>
+          code === 0
+            ? resolve(JSON.parse(out.slice("ready\n".length)) as string[])
+            : reject(new Error(`child ${who} exited ${code}`)),
+        ),
+      );
       return { child, ready, done };
     });
     await Promise.all(children.map((c) => c.ready));
@@ -161,8 +226,13 @@ describe("writeHookLog: what a log keeps of something huge", () => {
 
   it("an idle notification: failureReason as the document cuts it, its other fields within the budget", async () => {
     const notification = {
-      type: "idle_notification" as const, from: "alice", timestamp: START, completedStatus: "failed" as const,
-      failureReason: "r".repeat(20_000), trace: "t".repeat(5 * MB), small: "kept",
+      type: "idle_notification" as const,
+      from: "alice",
+      timestamp: START,
+      completedStatus: "failed" as const,
+      failureReason: "r".repeat(20_000),
+      trace: "t".repeat(5 * MB),
+      small: "kept",
     };
     const idle = record({ invocation: { event: "idle", completedTask: null, notification } });
     const { bytes, record: kept } = await written(idle);
@@ -193,7 +263,11 @@ describe("listHookLogs", () => {
     const team = await tempTeam();
     const times = ["2024-05-01T12:00:00.002Z", "2024-05-01T11:59:59.999Z", "2024-05-01T12:00:00.001Z"];
     for (const startedAt of times) await writeHookLog(team, record({ startedAt }));
-    for (let i = 0; i < 11; i++) await writeHookLog(team, record({ startedAt: "2024-05-01T12:00:00.003Z", invocation: { event: "idle", completedTask: null } }));
+    for (let i = 0; i < 11; i++)
+      await writeHookLog(
+        team,
+        record({ startedAt: "2024-05-01T12:00:00.003Z", invocation: { event: "idle", completedTask: null } }),
+      );
     const dir = path.join(team, "hook-logs");
     await writeFile(path.join(dir, ".x.json.tmp.1.abc"), "{", "utf8");
     await writeFile(path.join(dir, ".hidden.json"), "{}", "utf8");
@@ -227,7 +301,10 @@ describe("listHookLogs", () => {
     const dir = path.join(team, "hook-logs");
     await mkdir(dir);
     const base = Date.parse("2024-01-01T00:00:00.000Z");
-    const names = Array.from({ length: 10_000 }, (_, i) => `${new Date(base + i * 1000).toISOString().replace(/[:.]/g, "-")}_idle.json`);
+    const names = Array.from(
+      { length: 10_000 },
+      (_, i) => `${new Date(base + i * 1000).toISOString().replace(/[:.]/g, "-")}_idle.json`,
+    );
     for (let i = 0; i < names.length; i += 500) {
       await Promise.all(names.slice(i, i + 500).map((name) => writeFile(path.join(dir, name), "", "utf8")));
     }
@@ -259,9 +336,27 @@ describe("readHookLog", () => {
   it.each([
     { name: "foreign JSON", content: { hello: "world" }, field: "invocation" },
     { name: "a JSON array", content: [1, 2], field: "(root)" },
-    { name: "a mistyped field", content: { ...record(), result: { ...record().result, exitCode: "x" } }, field: "result.exitCode", got: '(got "x")' },
-    { name: "a mistyped array item", content: { ...record(), invocation: { ...record().invocation, completedTask: { ...task("3"), blocks: ["1", 2] } } }, field: "invocation.completedTask.blocks[1]", got: "(got 2)" },
-    { name: "a bad start time", content: { ...record(), startedAt: "yesterday" }, field: "startedAt", got: '(got "yesterday")' },
+    {
+      name: "a mistyped field",
+      content: { ...record(), result: { ...record().result, exitCode: "x" } },
+      field: "result.exitCode",
+      got: '(got "x")',
+    },
+    {
+      name: "a mistyped array item",
+      content: {
+        ...record(),
+        invocation: { ...record().invocation, completedTask: { ...task("3"), blocks: ["1", 2] } },
+      },
+      field: "invocation.completedTask.blocks[1]",
+      got: "(got 2)",
+    },
+    {
+      name: "a bad start time",
+      content: { ...record(), startedAt: "yesterday" },
+      field: "startedAt",
+      got: '(got "yesterday")',
+    },
   ])("reports $name as invalid, naming the file and the field", async ({ content, field, got }) => {
     const file = await logFile(JSON.stringify(content));
     const read = await readHookLog(file);
@@ -276,11 +371,20 @@ describe("readHookLog", () => {
     const team = await tempTeam();
     const file = path.join(team, "nope.json");
     expect(await readHookLog(file)).toMatchObject({ ok: false, problem: { file, kind: "missing" } });
-    expect(await readHookLog(team)).toMatchObject({ ok: false, problem: { file: team, kind: "not_regular", message: `${team}: not a regular file (directory) — log skipped` } });
+    expect(await readHookLog(team)).toMatchObject({
+      ok: false,
+      problem: { file: team, kind: "not_regular", message: `${team}: not a regular file (directory) — log skipped` },
+    });
   });
 
   it("keeps fields written by a later version", async () => {
-    const later = { ...record(), extra: { v: 2 }, invocation: { ...record().invocation, source: "x" }, result: { ...record().result, cpuMs: 3 }, policy: { action: "warn", notified: ["alice"] } };
+    const later = {
+      ...record(),
+      extra: { v: 2 },
+      invocation: { ...record().invocation, source: "x" },
+      result: { ...record().result, cpuMs: 3 },
+      policy: { action: "warn", notified: ["alice"] },
+    };
     const read = await readHookLog(await logFile(JSON.stringify(later)));
     expect(read).toMatchObject({ ok: true, record: later });
   });

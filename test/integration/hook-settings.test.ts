@@ -27,7 +27,15 @@ let marks: string;
 beforeEach(async () => {
   team = await makeTempTeam({
     teamId: "settings",
-    tasks: [makeTask({ id: "1", status: "completed", owner: "alice", subject: "Fix the API client", metadata: { labels: ["backend"], files: ["src/api/client.ts"] } })],
+    tasks: [
+      makeTask({
+        id: "1",
+        status: "completed",
+        owner: "alice",
+        subject: "Fix the API client",
+        metadata: { labels: ["backend"], files: ["src/api/client.ts"] },
+      }),
+    ],
   });
   hooksDir = path.join(team.teamsRoot, "_hooks");
   marks = path.join(team.teamsRoot, "ran.txt");
@@ -41,7 +49,11 @@ afterEach(async () => {
 function gate(name: string, settings: string | null, body = "exit 0"): string {
   const file = path.join(hooksDir, name);
   const line = settings === null ? "" : `# pi-teams-hooks: ${settings}\n`;
-  fs.writeFileSync(file, `#!/usr/bin/env bash\n${line}echo ${path.basename(name)} >> ${JSON.stringify(marks)}\n${body}\n`, { mode: 0o755 });
+  fs.writeFileSync(
+    file,
+    `#!/usr/bin/env bash\n${line}echo ${path.basename(name)} >> ${JSON.stringify(marks)}\n${body}\n`,
+    { mode: 0o755 },
+  );
   return file;
 }
 
@@ -49,11 +61,35 @@ function ran(): string[] {
   return fs.existsSync(marks) ? fs.readFileSync(marks, "utf8").split("\n").filter(Boolean) : [];
 }
 
-function request({ hooks, timeoutMs = 20_000, allowInsecureHooks, ...over }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
-  const identity: TeamIdentity = { teamId: "settings", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+function request({
+  hooks,
+  timeoutMs = 20_000,
+  allowInsecureHooks,
+  ...over
+}: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
+  const identity: TeamIdentity = {
+    teamId: "settings",
+    teamDir: team.teamDir,
+    taskListId: team.taskListId,
+    leadName: "lead",
+    style: "normal",
+  };
   return {
-    setup: { identity, hooksDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs, allowInsecureHooks }) },
-    event: "task_completed", key: "task_completed:1:a", taskId: "1", member: "alice", timestamp: null, applyPolicy: false, env: process.env, ...over,
+    setup: {
+      identity,
+      hooksDir,
+      teamHooksDir: null,
+      cwd: team.teamsRoot,
+      settings: teamSettings({ hooks, timeoutMs, allowInsecureHooks }),
+    },
+    event: "task_completed",
+    key: "task_completed:1:a",
+    taskId: "1",
+    member: "alice",
+    timestamp: null,
+    applyPolicy: false,
+    env: process.env,
+    ...over,
   };
 }
 
@@ -87,7 +123,11 @@ describe("matchers", () => {
     expect(outcome).toMatchObject({ counted: "passed", hook: { name: "10-backend.sh" } });
     const logged = await logs();
     expect(logged).toHaveLength(3);
-    expect(logged.filter((r) => r.skipped !== undefined).map((r) => [path.basename(String(r.hookPath)), r.outcome, r.hookSettings])).toEqual(
+    expect(
+      logged
+        .filter((r) => r.skipped !== undefined)
+        .map((r) => [path.basename(String(r.hookPath)), r.outcome, r.hookSettings]),
+    ).toEqual(
       expect.arrayContaining([
         ["on_task_completed.sh", "passed", "members=impl-*,qa"],
         ["20-docs.sh", "passed", "paths=docs/**"],
@@ -100,7 +140,11 @@ describe("matchers", () => {
     const before = fs.readFileSync(team.taskFile("1"), "utf8");
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual([]);
-    expect(outcome).toMatchObject({ counted: "passed", policyApplied: null, summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)" });
+    expect(outcome).toMatchObject({
+      counted: "passed",
+      policyApplied: null,
+      summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)",
+    });
     expect(fs.readFileSync(team.taskFile("1"), "utf8")).toBe(before);
     expect(await logs()).toMatchObject([{ ran: false, skipped: "owner=bob: owner alice does not match" }]);
   });
@@ -110,7 +154,13 @@ describe("a per-hook timeout", () => {
   it("ends its gate before the global one, and says whose timeout it was", async () => {
     gate("on_task_completed.sh", "timeout=1s", "sleep 30");
     const outcome = await invokeEvent(request({ timeoutMs: 25_000 }));
-    expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "timeout", timedOut: true, error: "timeout after 1000ms (the gate's own timeout, line 2)", hookSettings: "timeout=1s" });
+    expect(outcome.result).toMatchObject({
+      outcome: "error",
+      errorKind: "timeout",
+      timedOut: true,
+      error: "timeout after 1000ms (the gate's own timeout, line 2)",
+      hookSettings: "timeout=1s",
+    });
     expect(outcome.result?.durationMs).toBeLessThan(25_000);
     expect(outcome.summary).toBe("timeout after 1000ms (the gate's own timeout, line 2)");
   });
@@ -122,9 +172,15 @@ describe("shadow mode", () => {
     const before = await task1();
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual(["on_task_completed.sh"]);
-    expect(outcome).toMatchObject({ counted: "passed", policyApplied: null, actions: ["shadow: on_task_completed would have denied"] });
+    expect(outcome).toMatchObject({
+      counted: "passed",
+      policyApplied: null,
+      actions: ["shadow: on_task_completed would have denied"],
+    });
     const after = await task1();
-    const { qualityGateShadowAt, ...shadowFields } = Object.fromEntries(Object.entries(after.metadata ?? {}).filter(([k]) => k.startsWith("qualityGateShadow")));
+    const { qualityGateShadowAt, ...shadowFields } = Object.fromEntries(
+      Object.entries(after.metadata ?? {}).filter(([k]) => k.startsWith("qualityGateShadow")),
+    );
     expect(typeof qualityGateShadowAt).toBe("string");
     expect(shadowFields).toEqual({
       qualityGateShadowHook: "on_task_completed",
@@ -134,11 +190,18 @@ describe("shadow mode", () => {
       qualityGateShadowCount: 1,
     });
     // Everything else as it was: status, owner, no reopen, no follow-up task, no message.
-    const rest = (t: typeof after) => ({ ...t, metadata: Object.fromEntries(Object.entries(t.metadata ?? {}).filter(([k]) => !k.startsWith("qualityGateShadow"))) });
+    const rest = (t: typeof after) => ({
+      ...t,
+      metadata: Object.fromEntries(
+        Object.entries(t.metadata ?? {}).filter(([k]) => !k.startsWith("qualityGateShadow")),
+      ),
+    });
     expect(rest(after)).toEqual(rest(before));
     expect((await listTaskFiles(team.teamDir, team.taskListId)).length).toBe(1);
     expect(fs.existsSync(path.join(team.teamDir, "inboxes"))).toBe(false);
-    expect(await logs()).toMatchObject([{ outcome: "passed", exitCode: 1, shadow: { outcome: "failed", wouldDeny: true }, hookSettings: "mode=shadow" }]);
+    expect(await logs()).toMatchObject([
+      { outcome: "passed", exitCode: 1, shadow: { outcome: "failed", wouldDeny: true }, hookSettings: "mode=shadow" },
+    ]);
 
     // The same event again (a retry) counts once; a new event counts again.
     await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
@@ -148,10 +211,17 @@ describe("shadow mode", () => {
   });
 
   it("a shadow gate that defers holds nothing, and its summary is its reason", async () => {
-    gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`);
+    gate(
+      "on_task_completed.sh",
+      "mode=shadow",
+      `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`,
+    );
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(outcome).toMatchObject({ counted: "passed", deferral: null, policyApplied: null });
-    expect((await task1()).metadata).toMatchObject({ qualityGateShadowOutcome: "deferred", qualityGateShadowSummary: "deferred (ci.pending): waiting for CI" });
+    expect((await task1()).metadata).toMatchObject({
+      qualityGateShadowOutcome: "deferred",
+      qualityGateShadowSummary: "deferred (ci.pending): waiting for CI",
+    });
     expect(fs.existsSync(path.join(team.teamDir, "hook-state", "deferrals"))).toBe(false);
   });
 
@@ -160,8 +230,13 @@ describe("shadow mode", () => {
     gate("on_task_completed.d/10-tests.sh", null, "echo 'tests fail' >&2; exit 1");
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(outcome).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
-    expect(outcome.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]); // the shadow gate last
-    expect(outcome.runs[1]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "passed", wouldDeny: false }, patchIgnored: "a shadow gate's patch is never written" });
+    // the shadow gate last
+    expect(outcome.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+    expect(outcome.runs[1]?.result).toMatchObject({
+      outcome: "passed",
+      shadow: { outcome: "passed", wouldDeny: false },
+      patchIgnored: "a shadow gate's patch is never written",
+    });
     const after = await task1();
     expect(after.metadata?.x).toBeUndefined();
     expect(after.metadata?.qualityGateShadowHook).toBeUndefined();
@@ -170,22 +245,31 @@ describe("shadow mode", () => {
 });
 
 describe("shadow gates run after the enforced ones", () => {
-  it("a slow shadow gate first in the chain cannot spend the enforced gate's deadline, and still runs after a denial", async () => {
-    gate("on_task_completed.sh", "mode=shadow", "sleep 30");
-    gate("on_task_completed.d/10-tests.sh", null, "exit 0");
-    const passed = await invokeEvent(request({ applyPolicy: true, hooks: { ...POLICY, limits: { chainDeadlineMs: 1_500 } } }));
-    expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
-    expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
-    expect(passed.runs[1]?.result).toMatchObject({ outcome: "passed", shadow: { outcome: "error", errorKind: "limit", wouldDeny: true } });
+  it(
+    "a slow shadow gate first in the chain cannot spend the enforced " +
+      "gate's deadline, and still runs after a denial",
+    async () => {
+      gate("on_task_completed.sh", "mode=shadow", "sleep 30");
+      gate("on_task_completed.d/10-tests.sh", null, "exit 0");
+      const passed = await invokeEvent(
+        request({ applyPolicy: true, hooks: { ...POLICY, limits: { chainDeadlineMs: 1_500 } } }),
+      );
+      expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+      expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
+      expect(passed.runs[1]?.result).toMatchObject({
+        outcome: "passed",
+        shadow: { outcome: "error", errorKind: "limit", wouldDeny: true },
+      });
 
-    gate("on_task_completed.sh", "mode=shadow", "exit 1");
-    gate("on_task_completed.d/10-tests.sh", null, "exit 1");
-    fs.rmSync(marks, { force: true });
-    const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
-    expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
-    expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
-    expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
-  });
+      gate("on_task_completed.sh", "mode=shadow", "exit 1");
+      gate("on_task_completed.d/10-tests.sh", null, "exit 1");
+      fs.rmSync(marks, { force: true });
+      const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
+      expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+      expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
+      expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
+    },
+  );
 
   it("a gate its matchers skip is skipped even once the chain's deadline has passed", async () => {
     // idle runs every gate of its chain, also after one fails: the second is reached past the deadline.
@@ -193,7 +277,9 @@ describe("shadow gates run after the enforced ones", () => {
     fs.mkdirSync(path.join(hooksDir, "on_idle.d"));
     gate("on_idle.d/10-bob.sh", "members=bob");
     gate("on_idle.d/20-all.sh", null);
-    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { limits: { chainDeadlineMs: 1_000 } } }));
+    const outcome = await invokeEvent(
+      request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { limits: { chainDeadlineMs: 1_000 } } }),
+    );
     expect(outcome.runs.map((r) => [r.hook.name, r.result.errorKind ?? null, r.result.skipped ?? null])).toEqual([
       ["on_idle.sh", "limit", null],
       ["10-bob.sh", null, "members=bob: member alice does not match"],
@@ -205,14 +291,18 @@ describe("shadow gates run after the enforced ones", () => {
 describe("a settings line that cannot be read", () => {
   it("stops the gate with a closed error naming the key and the line, even where errors are open", async () => {
     gate("on_idle.sh", "members=qa timout=5s");
-    const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { failureMode: "open" } }));
+    const outcome = await invokeEvent(
+      request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { failureMode: "open" } }),
+    );
     expect(ran()).toEqual([]);
     expect(outcome.counted).toBe("failed");
     expect(outcome.result).toMatchObject({
       ran: false,
       outcome: "error",
       errorKind: "hook_settings",
-      error: 'on_idle.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required): the gate did not run',
+      error:
+        'on_idle.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, ' +
+        "labels, paths, mode, format, required): the gate did not run",
     });
   });
 });
@@ -224,7 +314,10 @@ describe("reading the line from the file", () => {
     fs.writeFileSync(file, `${long}# pi-teams-hooks: members=impl-a,impl-b\nexit 0\n`);
     expect(readHookSettings(file, "task_completed")).toEqual({ ok: true, settings: null });
     fs.writeFileSync(file, `#!/usr/bin/env bash\n# pi-teams-hooks: members=impl-a,impl-b\n${long}`);
-    expect(readHookSettings(file, "task_completed")).toEqual({ ok: true, settings: { line: 2, match: { members: ["impl-a", "impl-b"] } } });
+    expect(readHookSettings(file, "task_completed")).toEqual({
+      ok: true,
+      settings: { line: 2, match: { members: ["impl-a", "impl-b"] } },
+    });
   });
 
   it("a FIFO where the gate was is no settings, at once", () => {

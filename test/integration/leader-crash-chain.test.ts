@@ -27,7 +27,8 @@ async function exists(file: string): Promise<boolean> {
 }
 
 describe("a leader killed in the middle of a chain", () => {
-  it("the next leader ends the later hook's processes, removes the run's temp files, and retries the event once", async () => {
+  it("the next leader ends the later hook's processes, removes " +
+    "the run's temp files, and retries the event once", async () => {
     const team = await rig.team();
     await seedTasks(team, 1, 1);
     const hooksDir = path.join(team.teamsRoot, "_hooks");
@@ -50,7 +51,10 @@ describe("a leader killed in the middle of a chain", () => {
     );
 
     const first = await rig.leader(team);
-    await writeFile(team.taskFile("1"), taskJson({ id: "1", owner: "alice", status: "completed", metadata: { completedAt: "2026-01-01T00:00:00.000Z" } }));
+    await writeFile(
+      team.taskFile("1"),
+      taskJson({ id: "1", owner: "alice", status: "completed", metadata: { completedAt: "2026-01-01T00:00:00.000Z" } }),
+    );
     const pidFile = path.join(team.teamDir, "hook.pid");
     await waitUntil("the hanging second hook", () => exists(pidFile));
     const hookPid = Number((await readFile(pidFile, "utf8")).trim());

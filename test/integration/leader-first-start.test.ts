@@ -42,7 +42,8 @@ describe("the first start's baseline", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 
-  it("a leader killed during its first scan leaves no half baseline: the next start still records history as a baseline", async () => {
+  it("a leader killed during its first scan leaves no half baseline: " +
+    "the next start still records history as a baseline", async () => {
     const team = await rig.team();
     await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
     await rig.hook(team, "on_task_completed.sh", RECORD);
@@ -53,7 +54,8 @@ describe("the first start's baseline", () => {
     await waitUntil("the ledger file", () => access(ledger).then(() => true), { intervalMs: 1, timeoutMs: 20_000 });
     await first.kill();
     const written = await readLedger(team.teamDir);
-    expect(written.filter((r) => r.op === "baseline").length).toBeLessThan(4000); // (else the kill came too late to matter)
+    // (else the kill came too late to matter)
+    expect(written.filter((r) => r.op === "baseline").length).toBeLessThan(4000);
     expect(first.linesOf("watching")).toEqual([]);
 
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
@@ -86,18 +88,25 @@ describe("the first start takes events while its scan runs", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 
-  it("a first start killed before its baseline is recorded: what came after it still runs at the next start", async () => {
+  it("a first start killed before its baseline is recorded: " +
+    "what came after it still runs at the next start", async () => {
     const team = await rig.team();
     await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
     await seedTasks(team, 4001, 4002);
     // 4002's gate holds the queue (concurrency 1) until the second start, so 4001 waits, unrun.
-    await rig.hook(team, "on_task_completed.sh", `if [ "$PI_TEAMS_TASK_ID" = 4002 ] && [ ! -e "$PI_TEAMS_TEAM_DIR/go" ]; then sleep 30; fi\n${RECORD}`);
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `if [ "$PI_TEAMS_TASK_ID" = 4002 ] && [ ! -e "$PI_TEAMS_TEAM_DIR/go" ]; then sleep 30; fi\n${RECORD}`,
+    );
 
     const first = await rig.leader(team, [], { waitForWatching: false });
     await first.waitFor("the watching line", () => first.linesOf("watching").length > 0, { timeoutMs: 20_000 });
     await complete(team.taskFile("4002"), "4002");
     await complete(team.taskFile("4001"), "4001");
-    await first.waitFor("4002's gate", async () => (await readLedger(team.teamDir)).some((r) => r.op === "begin" && r.key.startsWith("task_completed:4002:")));
+    await first.waitFor("4002's gate", async () =>
+      (await readLedger(team.teamDir)).some((r) => r.op === "begin" && r.key.startsWith("task_completed:4002:")),
+    );
     await first.kill();
     expect(first.linesOf("ready")).toEqual([]); // killed during its first scan: no baseline recorded
     expect((await readLedger(team.teamDir)).some((r) => r.key === "leader:baseline-complete")).toBe(false);
@@ -112,14 +121,18 @@ describe("the first start takes events while its scan runs", () => {
     await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
     expect((await runs(team.teamDir)).sort()).toEqual(["4001", "4002"]);
     const logs = await readLogs(team.teamDir);
-    expect(logs.map((l) => l.key?.split(":")[1]).sort()).toEqual(["4001", "4002"]); // one log each: 4002's first run was cut short
+    // one log each: 4002's first run was cut short
+    expect(logs.map((l) => l.key?.split(":")[1]).sort()).toEqual(["4001", "4002"]);
     expect(await second.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 });
 
 /** Completes task `id` now, as a worker does: the whole file to a temporary name, renamed into place. */
 async function complete(file: string, id: string): Promise<void> {
-  await writeFile(`${file}.tmp.${process.pid}`, taskJson({ id, owner: "alice", status: "completed", metadata: { completedAt: new Date().toISOString() } }));
+  await writeFile(
+    `${file}.tmp.${process.pid}`,
+    taskJson({ id, owner: "alice", status: "completed", metadata: { completedAt: new Date().toISOString() } }),
+  );
   await rename(`${file}.tmp.${process.pid}`, file);
 }
 

@@ -19,7 +19,10 @@ appendFileSync(path.join(process.env.PI_TEAMS_TEAM_DIR, "docs.jsonl"), JSON.stri
 
 async function docs(team: TempTeam): Promise<Array<Record<string, unknown>>> {
   const text = await readFile(path.join(team.teamDir, "docs.jsonl"), "utf8").catch(() => "");
-  return text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Record<string, unknown>);
+  return text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 const V1_KEYS = ["version", "event", "team", "member", "timestamp", "task"];
@@ -38,10 +41,19 @@ describe("the notification in the context document", () => {
       failureReason: "npm test: 3 failing (api.test.ts)",
     });
     await leader.waitForEvents(2);
-    const seen = await leader.waitFor("both documents", async () => ((await docs(team)).length === 2 ? docs(team) : false));
+    const seen = await leader.waitFor("both documents", async () =>
+      (await docs(team)).length === 2 ? docs(team) : false,
+    );
     const failed = seen.find((d) => d.event === "task_failed");
     const idle = seen.find((d) => d.event === "idle");
-    const note = { type: "idle_notification", from: "alice", timestamp: sent.timestamp, completedTaskId: "1", completedStatus: "failed", failureReason: "npm test: 3 failing (api.test.ts)" };
+    const note = {
+      type: "idle_notification",
+      from: "alice",
+      timestamp: sent.timestamp,
+      completedTaskId: "1",
+      completedStatus: "failed",
+      failureReason: "npm test: 3 failing (api.test.ts)",
+    };
     expect(Object.keys(failed ?? {})).toEqual([...V1_KEYS, "notification"]);
     expect(failed?.notification).toEqual(note);
     expect(idle?.notification).toEqual(note);
@@ -49,13 +61,24 @@ describe("the notification in the context document", () => {
   });
 
   it("the bundled on_task_failed.mjs journals the worker's failureReason", async () => {
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress", subject: "Add the API" })] });
+    const team = await rig.team({
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress", subject: "Add the API" })],
+    });
     await rig.hook(team, "on_task_failed.mjs", await readFile(path.resolve("hooks/on_task_failed.mjs"), "utf8"));
     const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
-    await rig.worker("idle", { inboxFile: team.inboxFile("team", team.leadName), from: "alice", completedTaskId: "1", completedStatus: "failed", failureReason: "npm test:\n3 failing" });
+    await rig.worker("idle", {
+      inboxFile: team.inboxFile("team", team.leadName),
+      from: "alice",
+      completedTaskId: "1",
+      completedStatus: "failed",
+      failureReason: "npm test:\n3 failing",
+    });
     await leader.waitForEvents(1);
     const journal = path.join(team.teamDir, "failure-journal.log");
-    const line = await leader.waitFor("the journal line", async () => (await readFile(journal, "utf8").catch(() => "")).trim() || false);
+    const line = await leader.waitFor(
+      "the journal line",
+      async () => (await readFile(journal, "utf8").catch(() => "")).trim() || false,
+    );
     expect(line.split("\t").slice(1)).toEqual(["task #1", "alice", "npm test: 3 failing", "Add the API"]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
@@ -66,7 +89,9 @@ describe("the notification in the context document", () => {
     const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
     await rig.worker("abort", { tasksDir: team.tasksDir, ids: ["1"] });
     await leader.waitForEvents(1);
-    const [doc] = await leader.waitFor("the document", async () => ((await docs(team)).length === 1 ? docs(team) : false));
+    const [doc] = await leader.waitFor("the document", async () =>
+      (await docs(team)).length === 1 ? docs(team) : false,
+    );
     expect(doc?.event).toBe("task_failed");
     expect(Object.keys(doc ?? {})).toEqual(V1_KEYS);
     expect(await leader.stop()).toMatchObject({ code: 0 });

@@ -10,7 +10,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import type { LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
-import { readInboxFile, readLedger, readLogs, readTaskFile, startWorker, waitUntil, type WorkerProcess } from "../helpers/leader-rig.js";
+import {
+  readInboxFile,
+  readLedger,
+  readLogs,
+  readTaskFile,
+  startWorker,
+  waitUntil,
+  type WorkerProcess,
+} from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];
@@ -32,7 +40,9 @@ async function gatedTeam(): Promise<TempTeam> {
   const hooks = path.join(team.teamsRoot, "_hooks");
   await mkdir(hooks, { recursive: true });
   const wait = 'while [ ! -f "$PI_TEAMS_TEAM_DIR/go" ]; do sleep 0.02; done';
-  await writeFile(path.join(hooks, "on_task_completed.sh"), `${wait}\necho "lint failed: 3 problems" >&2\nexit 1\n`, { mode: 0o755 });
+  await writeFile(path.join(hooks, "on_task_completed.sh"), `${wait}\necho "lint failed: 3 problems" >&2\nexit 1\n`, {
+    mode: 0o755,
+  });
   return team;
 }
 
@@ -42,11 +52,30 @@ interface Started {
   warnings: () => string[];
 }
 
-async function startLeader(team: TempTeam, extra: Partial<ConstructorParameters<typeof Leader>[0]> = {}): Promise<Started> {
+async function startLeader(
+  team: TempTeam,
+  extra: Partial<ConstructorParameters<typeof Leader>[0]> = {},
+): Promise<Started> {
   const env = { PATH: process.env.PATH ?? "" };
-  const setup = await resolveTeamSetup({ teamDir: team.teamDir, env, processCwd: team.teamsRoot, policyFlags: { failureAction: "reopen" } });
+  const setup = await resolveTeamSetup({
+    teamDir: team.teamDir,
+    env,
+    processCwd: team.teamsRoot,
+    policyFlags: { failureAction: "reopen" },
+  });
   const notices: LeaderNotice[] = [];
-  const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n), ...extra });
+  const leader = new Leader({
+    setup,
+    env,
+    concurrency: 1,
+    inbox: "off",
+    reconcileMs: 200,
+    poll: false,
+    pollIntervalMs: 250,
+    catchUp: false,
+    report: (n) => notices.push(n),
+    ...extra,
+  });
   leaders.push(leader);
   await leader.start();
   await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
@@ -61,7 +90,9 @@ async function completeWhileLocked(team: TempTeam, holdMs: number): Promise<Work
   await done.result;
   const holder = startWorker("hold", { file: team.taskFile("1"), holdMs });
   workers.push(holder);
-  await waitUntil("the other process to hold the task's lock", async () => (await readFile(`${team.taskFile("1")}.lock`, "utf8").catch(() => "")).includes("team-worker hold"));
+  await waitUntil("the other process to hold the task's lock", async () =>
+    (await readFile(`${team.taskFile("1")}.lock`, "utf8").catch(() => "")).includes("team-worker hold"),
+  );
   await writeFile(path.join(team.teamDir, "go"), "");
   return holder;
 }
@@ -78,17 +109,30 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
     await completeWhileLocked(team, 11_000);
     await waitUntil("the event", () => events(notices).length === 1, { timeoutMs: 40_000 });
 
-    expect(warnings().filter((w) => w.includes("policy not applied"))[0]).toMatch(/gate metadata not written: Timeout after 10000 ms acquiring lock .*1\.json\.lock: held by pid \d+ \(team-worker hold\).*; trying again in 1\.0s \(1 of 6\)/);
+    expect(warnings().filter((w) => w.includes("policy not applied"))[0]).toMatch(
+      new RegExp(
+        String.raw`gate metadata not written: Timeout after 10000 ms acquiring lock .*1\.json\.lock: ` +
+          String.raw`held by pid \d+ \(team-worker hold\).*; trying again in 1\.0s \(1 of 6\)`,
+      ),
+    );
     const [event] = events(notices);
-    expect(event).toMatchObject({ outcome: "failed", actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"], policyApplied: true });
+    expect(event).toMatchObject({
+      outcome: "failed",
+      actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"],
+      policyApplied: true,
+    });
     expect((await readTaskFile(team, "1")).status).toBe("pending");
     const [log] = await readLogs(team.teamDir);
-    expect(log?.policy).toMatchObject({ actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"], errors: [] });
+    expect(log?.policy).toMatchObject({
+      actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"],
+      errors: [],
+    });
     expect(log?.policy).not.toHaveProperty("complete");
     expect((await readLedger(team.teamDir)).filter((r) => r.op === "done")).toHaveLength(1);
   }, 60_000);
 
-  it("is given up loudly after its tries: nothing reported as done, the event left open, and the next start finishes it once", async () => {
+  it("is given up loudly after its tries: nothing reported as done, " +
+    "the event left open, and the next start finishes it once", async () => {
     const team = await gatedTeam();
     const first = await startLeader(team, { lockTimeoutMs: 300, retryPolicyMs: [100, 100] });
     const holder = await completeWhileLocked(team, 60_000);
@@ -97,17 +141,29 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
     const [event] = events(first.notices);
     expect(event).toMatchObject({ outcome: "failed", actions: ["none"], policyApplied: false });
     expect(first.warnings().filter((w) => w.includes("policy not applied"))).toHaveLength(2);
-    expect(first.warnings()).toContainEqual(expect.stringMatching(/^task_completed:1:.*: policy NOT applied after 3 tries \(gate metadata not written: Timeout after 300 ms/));
+    expect(first.warnings()).toContainEqual(
+      expect.stringMatching(
+        /^task_completed:1:.*: policy NOT applied after 3 tries \(gate metadata not written: Timeout after 300 ms/,
+      ),
+    );
     // What the log says is what happened: nothing of the policy.
     expect((await readTaskFile(team, "1")).status).toBe("completed");
     const [log] = await readLogs(team.teamDir);
-    expect(log?.policy).toMatchObject({ complete: false, actions: ["none"], reopen: null, nudged: null, errors: [expect.stringContaining("gate metadata not written")] });
+    expect(log?.policy).toMatchObject({
+      complete: false,
+      actions: ["none"],
+      reopen: null,
+      nudged: null,
+      errors: [expect.stringContaining("gate metadata not written")],
+    });
     expect(await readInboxFile(team, team.taskListId, "alice")).toEqual([]);
     // The ledger keeps it open; the lead is told once.
     const key = event?.key ?? "";
     expect((await readLedger(team.teamDir)).filter((r) => r.key === key).map((r) => r.op)).not.toContain("done");
     const lead = await readInboxFile(team, "team", team.leadName);
-    expect(lead.map((m) => m.text)).toEqual([expect.stringContaining(`could not apply the quality-gate policy of task_completed #1 (${key})`)]);
+    expect(lead.map((m) => m.text)).toEqual([
+      expect.stringContaining(`could not apply the quality-gate policy of task_completed #1 (${key})`),
+    ]);
 
     await first.leader.stop();
     holder.child.kill("SIGKILL");
@@ -115,9 +171,18 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
     // The lock file stays behind, its pid dead: taken over by the next writer.
     const second = await startLeader(team);
     await waitUntil("the retried event", () => events(second.notices).length === 1, { timeoutMs: 20_000 });
-    expect(events(second.notices)[0]).toMatchObject({ key, retry: true, actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"], policyApplied: true });
+    expect(events(second.notices)[0]).toMatchObject({
+      key,
+      retry: true,
+      actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"],
+      policyApplied: true,
+    });
     const task = await readTaskFile(team, "1");
-    expect([task.status, task.metadata?.reopenedByQualityGateCount, task.metadata?.qualityGateFailureCount]).toEqual(["pending", 1, 1]);
+    expect([task.status, task.metadata?.reopenedByQualityGateCount, task.metadata?.qualityGateFailureCount]).toEqual([
+      "pending",
+      1,
+      1,
+    ]);
     expect((await readLedger(team.teamDir)).filter((r) => r.key === key && r.op === "done")).toHaveLength(1);
     // The reopened task handed back (task_assignment), and the nudge: each once.
     expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(2);

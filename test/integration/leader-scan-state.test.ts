@@ -87,7 +87,12 @@ describe("the scan state saved at shutdown", () => {
 
     const second = await rig.leader(team);
     await second.waitFor("two events", () => second.events().length >= 2);
-    expect(second.events().map((e) => e.taskId).sort()).toEqual(["21", "3"]);
+    expect(
+      second
+        .events()
+        .map((e) => e.taskId)
+        .sort(),
+    ).toEqual(["21", "3"]);
     expect(second.warnings().join("\n")).toContain(team.taskFile("7"));
     expect(await second.stop()).toMatchObject({ code: 0 });
     expect((await readLogs(team.teamDir)).length).toBe(2);
@@ -130,16 +135,20 @@ describe("the scan state saved at shutdown", () => {
     ["of another task list", (state: SavedState) => JSON.stringify({ ...state, tasksDir: "/elsewhere/tasks/other" })],
     ["of another version", (state: SavedState) => JSON.stringify({ ...state, version: 99 })],
     ["torn between its arrays", (state: SavedState) => JSON.stringify({ ...state, keys: state.keys.slice(1) })],
-  ])("a state that is %s is ignored without a warning: every file is read", async (_what, mangle) => {
-    const team = await teamWithSavedState();
-    await newCompletionBehindSameSignature(team);
-    await writeFile(stateFile(team), mangle(await readState(team)));
+  ])(
+    "a state that is %s is ignored without a warning: every file is read",
+    async (_what, mangle) => {
+      const team = await teamWithSavedState();
+      await newCompletionBehindSameSignature(team);
+      await writeFile(stateFile(team), mangle(await readState(team)));
 
-    const second = await rig.leader(team);
-    await second.waitFor("the event", () => second.events().length >= 1);
-    expect(second.events().map((e) => e.taskId)).toEqual(["5"]); // read: the state was not trusted
-    expect(second.warnings()).toEqual([]);
-    expect(await second.stop()).toMatchObject({ code: 0 });
-    expect((await readState(team)).version).toBe(4); // replaced by a good one at shutdown
-  }, 60_000);
+      const second = await rig.leader(team);
+      await second.waitFor("the event", () => second.events().length >= 1);
+      expect(second.events().map((e) => e.taskId)).toEqual(["5"]); // read: the state was not trusted
+      expect(second.warnings()).toEqual([]);
+      expect(await second.stop()).toMatchObject({ code: 0 });
+      expect((await readState(team)).version).toBe(4); // replaced by a good one at shutdown
+    },
+    60_000,
+  );
 });

@@ -25,7 +25,9 @@ describe("a task file whose id does not match its name", () => {
     };
     await write("8", { status: "completed", metadata: { completedAt: "2026-01-01T00:00:00.000Z" } });
     await leader.waitFor("the warning", () => leader.warnings().some((w) => w.includes(team.taskFile("7"))));
-    expect(leader.warnings().find((w) => w.includes(team.taskFile("7")))).toContain('id: "8" does not match the file name');
+    expect(leader.warnings().find((w) => w.includes(team.taskFile("7")))).toContain(
+      'id: "8" does not match the file name',
+    );
     await new Promise((resolve) => setTimeout(resolve, 300)); // a negative check: only time can show it
     expect(leader.events()).toEqual([]);
     expect(await readFile(team.taskFile("8"), "utf8")).toBe(task8Before);

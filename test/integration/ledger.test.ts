@@ -24,7 +24,11 @@ describe("Ledger", () => {
     expect(attempt).toBe(1);
     await first.spawned("task_completed:3:c", "run-3", 4242);
     await first.begin("task_completed:4:d", "run-4", "2026-12-02T00:00:02.000Z");
-    await first.finish("task_completed:4:d", "2026-12-02T00:00:03.000Z", { runId: "run-4", outcome: "passed", log: "x.json" });
+    await first.finish("task_completed:4:d", "2026-12-02T00:00:03.000Z", {
+      runId: "run-4",
+      outcome: "passed",
+      log: "x.json",
+    });
     await first.close();
 
     const second = await Ledger.open(team);
@@ -32,7 +36,14 @@ describe("Ledger", () => {
     expect(second.get("task_completed:1:a")).toEqual({ state: "baseline" });
     expect(second.get("task_completed:4:d")).toMatchObject({ state: "done", outcome: "passed", log: "x.json" });
     expect(second.inFlight()).toEqual([
-      { key: "task_completed:3:c", runId: "run-3", attempt: 1, startedAt: "2026-12-02T00:00:01.000Z", pid: 4242, event: null },
+      {
+        key: "task_completed:3:c",
+        runId: "run-3",
+        attempt: 1,
+        startedAt: "2026-12-02T00:00:01.000Z",
+        pid: 4242,
+        event: null,
+      },
     ]);
     expect(await second.begin("task_completed:3:c", "run-3b", "2026-12-02T00:00:04.000Z")).toBe(2);
     await second.close();
@@ -58,7 +69,10 @@ describe("Ledger", () => {
   it("warns about a corrupt line in the middle and keeps the rest", async () => {
     const team = tempTeam();
     fs.mkdirSync(path.dirname(ledgerFile(team)), { recursive: true });
-    fs.writeFileSync(ledgerFile(team), '{"op":"baseline","key":"a","at":"t"}\nnot json\n{"op":"baseline","key":"b","at":"t"}\n');
+    fs.writeFileSync(
+      ledgerFile(team),
+      '{"op":"baseline","key":"a","at":"t"}\nnot json\n{"op":"baseline","key":"b","at":"t"}\n',
+    );
     const warnings: string[] = [];
     const ledger = await Ledger.open(team, (m) => warnings.push(m));
     expect(ledger.has("a") && ledger.has("b")).toBe(true);
@@ -73,7 +87,8 @@ describe("Ledger", () => {
     const bad = [
       '{"op":"begin","key":"b1","at":"t","runId":"r","attempt":"1"}', // attempt not a number
       '{"op":"begin","key":"b2","at":"t","runId":"r","attempt":1.5}', // not a whole number
-      '{"op":"begin","key":"b3","at":"t","runId":"r","attempt":1,"event":{"event":"deploy","taskId":null,"member":null,"timestamp":null}}',
+      '{"op":"begin","key":"b3","at":"t","runId":"r","attempt":1,"event":{"event":"deploy","taskId":null,' +
+        '"member":null,"timestamp":null}}',
       '{"op":"done","key":"b4","at":"t","runId":null,"log":null}', // no outcome
       '{"op":"spawn","key":"b5","runId":"r"}', // no pid
       '{"op":"rewind","key":"b6","at":"t"}', // no such op
@@ -81,7 +96,8 @@ describe("Ledger", () => {
       "[1,2]",
     ];
     const good = [
-      '{"op":"begin","key":"g1","at":"t","runId":"r1","attempt":2,"event":{"event":"idle","taskId":null,"member":"ann","timestamp":"ts"}}',
+      '{"op":"begin","key":"g1","at":"t","runId":"r1","attempt":2,"event":{"event":"idle","taskId":null,' +
+        '"member":"ann","timestamp":"ts"}}',
       '{"op":"spawn","key":"g1","runId":"r1","pid":77}',
       '{"op":"done","key":"g2","at":"t","runId":null,"outcome":"no_hook","log":null}',
     ];
@@ -90,7 +106,16 @@ describe("Ledger", () => {
     const ledger = await Ledger.open(team, (m) => warnings.push(m));
     expect(warnings.map((w) => Number(/ledger\.jsonl:(\d+)/.exec(w)?.[1]))).toEqual(bad.map((_, i) => i + 1));
     for (let i = 1; i <= 6; i++) expect(ledger.has(`b${i}`)).toBe(false);
-    expect(ledger.inFlight()).toEqual([{ key: "g1", runId: "r1", attempt: 2, startedAt: "t", pid: 77, event: { event: "idle", taskId: null, member: "ann", timestamp: "ts" } }]);
+    expect(ledger.inFlight()).toEqual([
+      {
+        key: "g1",
+        runId: "r1",
+        attempt: 2,
+        startedAt: "t",
+        pid: 77,
+        event: { event: "idle", taskId: null, member: "ann", timestamp: "ts" },
+      },
+    ]);
     expect(ledger.get("g2")).toEqual({ state: "done", outcome: "no_hook", log: null, attempt: 1 });
     await ledger.close();
   });
@@ -98,12 +123,25 @@ describe("Ledger", () => {
   it("many records flushed at once (grouped fdatasyncs) all resolve, in order, and all reach the file", async () => {
     const team = tempTeam();
     const ledger = await Ledger.open(team);
-    const attempts = await Promise.all(Array.from({ length: 200 }, (_, i) => ledger.begin(`k${i % 100}`, `r${i}`, "t")));
+    const attempts = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => ledger.begin(`k${i % 100}`, `r${i}`, "t")),
+    );
     expect(attempts.slice(0, 100).every((a) => a === 1) && attempts.slice(100).every((a) => a === 2)).toBe(true);
-    await Promise.all(Array.from({ length: 100 }, (_, i) => ledger.finish(`k${i}`, "t", { runId: `r${i + 100}`, outcome: "passed", log: null })));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        ledger.finish(`k${i}`, "t", { runId: `r${i + 100}`, outcome: "passed", log: null }),
+      ),
+    );
     await ledger.close();
-    const lines = fs.readFileSync(ledgerFile(team), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { op: string; runId: string });
-    expect(lines.map((r) => r.runId)).toEqual([...Array.from({ length: 200 }, (_, i) => `r${i}`), ...Array.from({ length: 100 }, (_, i) => `r${i + 100}`)]);
+    const lines = fs
+      .readFileSync(ledgerFile(team), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { op: string; runId: string });
+    expect(lines.map((r) => r.runId)).toEqual([
+      ...Array.from({ length: 200 }, (_, i) => `r${i}`),
+      ...Array.from({ length: 100 }, (_, i) => `r${i + 100}`),
+    ]);
     const reopened = await Ledger.open(team);
     expect(reopened.inFlight()).toEqual([]);
     expect(reopened.get("k42")).toMatchObject({ state: "done", attempt: 2 });
@@ -129,26 +167,58 @@ describe("Ledger", () => {
     await reopened.close();
   });
 
-  it("a deferred key is neither in flight nor done, survives a reopen and compaction, and `done` closes it", async () => {
-    const team = tempTeam();
-    const ledger = await Ledger.open(team);
-    await ledger.begin("task_completed:1:a", "run-1", "2026-12-02T00:00:01.000Z");
-    await ledger.defer("task_completed:1:a", "2026-12-02T00:00:02.000Z", { runId: "run-1", deferral: "run-1.2", expiresAt: "2026-12-03T00:00:02.000Z", log: "l1" });
-    expect(ledger.inFlight()).toEqual([]);
-    expect(ledger.has("task_completed:1:a")).toBe(true);
-    expect(ledger.deferred()).toMatchObject([{ key: "task_completed:1:a", state: "deferred", runId: "run-1", deferral: "run-1.2", expiresAt: "2026-12-03T00:00:02.000Z", log: "l1" }]);
-    await ledger.compact();
-    await ledger.close();
+  it(
+    "a deferred key is neither in flight nor done, survives " + "a reopen and compaction, and `done` closes it",
+    async () => {
+      const team = tempTeam();
+      const ledger = await Ledger.open(team);
+      await ledger.begin("task_completed:1:a", "run-1", "2026-12-02T00:00:01.000Z");
+      await ledger.defer("task_completed:1:a", "2026-12-02T00:00:02.000Z", {
+        runId: "run-1",
+        deferral: "run-1.2",
+        expiresAt: "2026-12-03T00:00:02.000Z",
+        log: "l1",
+      });
+      expect(ledger.inFlight()).toEqual([]);
+      expect(ledger.has("task_completed:1:a")).toBe(true);
+      expect(ledger.deferred()).toMatchObject([
+        {
+          key: "task_completed:1:a",
+          state: "deferred",
+          runId: "run-1",
+          deferral: "run-1.2",
+          expiresAt: "2026-12-03T00:00:02.000Z",
+          log: "l1",
+        },
+      ]);
+      await ledger.compact();
+      await ledger.close();
 
-    const reopened = await Ledger.open(team);
-    expect(reopened.get("task_completed:1:a")).toEqual({
-      state: "deferred", runId: "run-1", deferral: "run-1.2", expiresAt: "2026-12-03T00:00:02.000Z", log: "l1", attempt: 1, at: "2026-12-02T00:00:02.000Z",
-    });
-    await reopened.finish("task_completed:1:a", "2026-12-02T01:00:00.000Z", { runId: "run-1", outcome: "passed", log: "l2" });
-    expect(reopened.deferred()).toEqual([]);
-    await reopened.close();
-    const again = await Ledger.open(team);
-    expect(again.get("task_completed:1:a")).toMatchObject({ state: "done", outcome: "passed", log: "l2", attempt: 1 });
-    await again.close();
-  });
+      const reopened = await Ledger.open(team);
+      expect(reopened.get("task_completed:1:a")).toEqual({
+        state: "deferred",
+        runId: "run-1",
+        deferral: "run-1.2",
+        expiresAt: "2026-12-03T00:00:02.000Z",
+        log: "l1",
+        attempt: 1,
+        at: "2026-12-02T00:00:02.000Z",
+      });
+      await reopened.finish("task_completed:1:a", "2026-12-02T01:00:00.000Z", {
+        runId: "run-1",
+        outcome: "passed",
+        log: "l2",
+      });
+      expect(reopened.deferred()).toEqual([]);
+      await reopened.close();
+      const again = await Ledger.open(team);
+      expect(again.get("task_completed:1:a")).toMatchObject({
+        state: "done",
+        outcome: "passed",
+        log: "l2",
+        attempt: 1,
+      });
+      await again.close();
+    },
+  );
 });

@@ -6,7 +6,13 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import { isHooksError } from "../../extensions/teams-hooks/contract/errors.js";
 import { tryLeaderLock } from "../../extensions/teams-hooks/team/leader-lock.js";
 import { inspectLock, withLock } from "../../extensions/teams-hooks/team/lock.js";
-import { compileModules, runWorker, startWorker, type CompiledModules, type WorkerRun } from "../fixtures/workers/modules.js";
+import {
+  compileModules,
+  runWorker,
+  startWorker,
+  type CompiledModules,
+  type WorkerRun,
+} from "../fixtures/workers/modules.js";
 
 let modules: CompiledModules;
 let dir: string;
@@ -56,26 +62,41 @@ describe("withLock across processes", () => {
 
   it("8 processes meeting a stale lock take it over once and still lose nothing", async () => {
     const file = path.join(dir, "counter");
-    await writeFile(`${file}.lock`, JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "crashed" }));
+    await writeFile(
+      `${file}.lock`,
+      JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "crashed" }),
+    );
     expect(await countWithWorkers(file, 8, 25)).toBe(200);
     expect(await leftovers()).toEqual([]);
   });
 });
 
 describe("the leader lock across processes", () => {
-  it("8 processes meeting a stale leader lock: exactly one takes it over (never two leaders, or a decide beside a leader)", async () => {
-    const teamDir = path.join(dir, "team");
-    const stateDir = path.join(teamDir, "hook-state");
-    await mkdir(stateDir, { recursive: true });
-    await writeFile(path.join(stateDir, "leader.lock"), JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "pi-teams-hooks watch" }));
-    const goFile = path.join(dir, "go");
-    // Each holds what it got for 2 s: longer than the contenders take to try, so a second holder would overlap the first.
-    const runs = Array.from({ length: 8 }, (_, i) => runWorker(modules, "leader-lock", { teamDir, goFile, holdMs: 2_000, label: `contender ${i}` }));
-    await writeFile(goFile, "");
-    const results = (await Promise.all(runs)) as Array<{ got: boolean }>;
-    expect(results.filter((r) => r.got)).toHaveLength(1);
-    expect((await readdir(stateDir)).filter((name) => name.includes(".stale.") || name.includes("takeover"))).toEqual([]);
-  });
+  it(
+    "8 processes meeting a stale leader lock: exactly one takes " +
+      "it over (never two leaders, or a decide beside a leader)",
+    async () => {
+      const teamDir = path.join(dir, "team");
+      const stateDir = path.join(teamDir, "hook-state");
+      await mkdir(stateDir, { recursive: true });
+      await writeFile(
+        path.join(stateDir, "leader.lock"),
+        JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "pi-teams-hooks watch" }),
+      );
+      const goFile = path.join(dir, "go");
+      // Each holds what it got for 2 s: longer than the contenders take to try, so a second holder would overlap the
+      // first.
+      const runs = Array.from({ length: 8 }, (_, i) =>
+        runWorker(modules, "leader-lock", { teamDir, goFile, holdMs: 2_000, label: `contender ${i}` }),
+      );
+      await writeFile(goFile, "");
+      const results = (await Promise.all(runs)) as Array<{ got: boolean }>;
+      expect(results.filter((r) => r.got)).toHaveLength(1);
+      expect((await readdir(stateDir)).filter((name) => name.includes(".stale.") || name.includes("takeover"))).toEqual(
+        [],
+      );
+    },
+  );
 });
 
 /** Sets a file's times to `ms` ago. */
@@ -216,7 +237,12 @@ describe("withLock in one process", () => {
     expect(error instanceof Error && error.message).toContain("it is taken over once 60 s old");
     const aged = new Date(Date.now() - 61_000);
     await utimes(`${file}.lock`, aged, aged);
-    expect(await inspectLock(file)).toMatchObject({ held: true, stale: true, holderAlive: null, holder: { pid: null } });
+    expect(await inspectLock(file)).toMatchObject({
+      held: true,
+      stale: true,
+      holderAlive: null,
+      holder: { pid: null },
+    });
     await withLock(file, () => undefined, { timeoutMs: 400 });
     expect(await leftovers()).toEqual([]);
   });

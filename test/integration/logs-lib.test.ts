@@ -6,8 +6,23 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
-import { type HookLogEntry, type HookLogProblem, type HookLogRecordInput, listHookLogNames, listHookLogs, readHookLog, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
-import { type LogFilter, parseAge, parseFilterText, parseLogName, parseTimeBound, recordMatches } from "../../extensions/teams-hooks/logs/filter.js";
+import {
+  type HookLogEntry,
+  type HookLogProblem,
+  type HookLogRecordInput,
+  listHookLogNames,
+  listHookLogs,
+  readHookLog,
+  writeHookLog,
+} from "../../extensions/teams-hooks/logs/hook-log.js";
+import {
+  type LogFilter,
+  parseAge,
+  parseFilterText,
+  parseLogName,
+  parseTimeBound,
+  recordMatches,
+} from "../../extensions/teams-hooks/logs/filter.js";
 import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
@@ -22,7 +37,14 @@ afterEach(async () => {
   for (const team of teams.splice(0)) await team.cleanup();
 });
 
-function rec(teamDir: string, at: string, event: HookEventName, task: string | null, member: string | undefined, outcome: "passed" | "failed" | "timed_out"): HookLogRecordInput {
+function rec(
+  teamDir: string,
+  at: string,
+  event: HookEventName,
+  task: string | null,
+  member: string | undefined,
+  outcome: "passed" | "failed" | "timed_out",
+): HookLogRecordInput {
   return {
     invocation: {
       event,
@@ -48,21 +70,39 @@ function rec(teamDir: string, at: string, event: HookEventName, task: string | n
 
 describe("parseLogName", () => {
   it.each([
-    ["2026-03-01T09-12-44-123Z_task_completed_task-3.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "task_completed", suffix: { kind: "task", raw: "3" } }],
-    ["2026-03-01T09-12-44-123Z_task_failed_task-3_2.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "task_failed", suffix: { kind: "task", raw: "3_2" } }],
-    ["2026-03-01T09-12-44-123Z_idle_member-ada.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: { kind: "member", raw: "ada" } }],
-    ["2026-03-01T09-12-44-123Z_idle.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: null }],
-    ["2026-03-01T09-12-44-123Z_idle_7.json", { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: null }],
+    [
+      "2026-03-01T09-12-44-123Z_task_completed_task-3.json",
+      { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "task_completed", suffix: { kind: "task", raw: "3" } },
+    ],
+    [
+      "2026-03-01T09-12-44-123Z_task_failed_task-3_2.json",
+      { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "task_failed", suffix: { kind: "task", raw: "3_2" } },
+    ],
+    [
+      "2026-03-01T09-12-44-123Z_idle_member-ada.json",
+      { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: { kind: "member", raw: "ada" } },
+    ],
+    [
+      "2026-03-01T09-12-44-123Z_idle.json",
+      { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: null },
+    ],
+    [
+      "2026-03-01T09-12-44-123Z_idle_7.json",
+      { timeMs: Date.parse("2026-03-01T09:12:44.123Z"), event: "idle", suffix: null },
+    ],
   ])("%s", (name, expected) => {
     expect(parseLogName(name)).toEqual(expected);
   });
 
-  it.each(["notes.json", "2026-03-01T09-12-44-123Z_deploy.json", "2026-03-01T09-12-44-123Z_idle_other.json", "2026-13-45T99-12-44-123Z_idle.json", "2026-03-01T09-12-44-123Z_idle.txt"])(
-    "%s is not a name this project writes",
-    (name) => {
-      expect(parseLogName(name)).toBeNull();
-    },
-  );
+  it.each([
+    "notes.json",
+    "2026-03-01T09-12-44-123Z_deploy.json",
+    "2026-03-01T09-12-44-123Z_idle_other.json",
+    "2026-13-45T99-12-44-123Z_idle.json",
+    "2026-03-01T09-12-44-123Z_idle.txt",
+  ])("%s is not a name this project writes", (name) => {
+    expect(parseLogName(name)).toBeNull();
+  });
 });
 
 describe("the name pre-filter against reading every file", () => {
@@ -140,7 +180,8 @@ describe("time bounds", () => {
     ["2026-03-01", Date.parse("2026-03-01T00:00:00.000Z")],
     ["2026-03-01T09:00:00Z", Date.parse("2026-03-01T09:00:00.000Z")],
     ["2026-03-01T11:00:00+02:00", Date.parse("2026-03-01T09:00:00.000Z")],
-    ["2026-03-01T09:00", Date.parse("2026-03-01T09:00:00.000Z")], // at the offset given (default Z), never at JavaScript's local time
+    // at the offset given (default Z), never at JavaScript's local time
+    ["2026-03-01T09:00", Date.parse("2026-03-01T09:00:00.000Z")],
     ["2026-03-01T09:00:00.250", Date.parse("2026-03-01T09:00:00.250Z")],
   ])("ISO %s", (text, ms) => {
     expect(parseTimeBound(text, now)).toBe(ms);
@@ -184,7 +225,10 @@ describe("lookupLog", () => {
   it.each([
     ["2026-03-01T08-00-00-000Z_task_completed_task-3.json", "2026-03-01T08-00-00-000Z_task_completed_task-3.json"],
     ["2026-03-01T08-00-00-000Z_task_completed_task-3", "2026-03-01T08-00-00-000Z_task_completed_task-3.json"],
-    ["/elsewhere/2026-03-01T08-00-00-000Z_task_completed_task-3_2.json", "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json"],
+    [
+      "/elsewhere/2026-03-01T08-00-00-000Z_task_completed_task-3_2.json",
+      "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json",
+    ],
     ["2026-03-01T09", "2026-03-01T09-00-00-000Z_idle_member-ada.json"],
     ["task-3_2", "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json"],
     ["member-ada.json", "2026-03-01T09-00-00-000Z_idle_member-ada.json"],
@@ -228,7 +272,10 @@ describe("followLogs", () => {
   it("reports each new matching log once, in order, reports corrupt ones, and ends when stopped", async () => {
     const team = await makeTempTeam();
     teams.push(team);
-    const first = await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:00:00.000Z", "task_completed", "1", "ada", "passed"));
+    const first = await writeHookLog(
+      team.teamDir,
+      rec(team.teamDir, "2026-03-01T08:00:00.000Z", "task_completed", "1", "ada", "passed"),
+    );
     const seen: string[] = [];
     const problems: string[] = [];
     let stop: (value: string) => void = () => {};
@@ -245,13 +292,21 @@ describe("followLogs", () => {
     const waitFor = async (predicate: () => boolean): Promise<void> => {
       const deadline = Date.now() + 5_000;
       while (!predicate()) {
-        if (Date.now() > deadline) throw new Error(`timed out; seen ${JSON.stringify(seen)}, problems ${JSON.stringify(problems)}`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out; seen ${JSON.stringify(seen)}, problems ${JSON.stringify(problems)}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     };
-    const second = await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "failed"));
-    await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:02:00.000Z", "idle", null, "ada", "passed")); // filtered out
-    const third = await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:03:00.000Z", "task_completed", "3", "bob", "passed"));
+    const second = await writeHookLog(
+      team.teamDir,
+      rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "failed"),
+    );
+    // filtered out
+    await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:02:00.000Z", "idle", null, "ada", "passed"));
+    const third = await writeHookLog(
+      team.teamDir,
+      rec(team.teamDir, "2026-03-01T08:03:00.000Z", "task_completed", "3", "bob", "passed"),
+    );
     const corrupt = path.join(team.teamDir, "hook-logs", "2026-03-01T08-04-00-000Z_task_completed_task-4.json");
     await writeFile(corrupt, "{", "utf8");
     await waitFor(() => seen.length >= 2 && problems.length >= 1);
@@ -269,7 +324,10 @@ describe("listHookLogs", () => {
   // is plain name order once every run of digits is padded to one width (so `_10` comes after `_9`;
   // `task-9` and `task-09` are equal in it, and may come either way round).
   const padded = (name: string): string => name.replace(/\d+/g, (digits) => digits.padStart(12, "0"));
-  const outOfOrder = (listed: readonly string[]): string[] => listed.flatMap((name, i) => (i > 0 && padded(listed[i - 1] ?? "") > padded(name) ? [`${listed[i - 1]} before ${name}`] : []));
+  const outOfOrder = (listed: readonly string[]): string[] =>
+    listed.flatMap((name, i) =>
+      i > 0 && padded(listed[i - 1] ?? "") > padded(name) ? [`${listed[i - 1]} before ${name}`] : [],
+    );
   const stamped = [
     "2026-03-01T09-00-00-000Z_task_completed_task-10.json",
     "2026-03-01T09-00-00-000Z_task_completed_task-9.json",
@@ -298,13 +356,16 @@ describe("listHookLogs", () => {
     const team = await makeTempTeam();
     teams.push(team);
     const dir = path.join(team.teamDir, "hook-logs");
-    await mkdir(path.join(dir, "2026-03-01T09-00-00-000Z_idle_member-dir.json"), { recursive: true }); // a folder: not listed
+    // a folder: not listed
+    await mkdir(path.join(dir, "2026-03-01T09-00-00-000Z_idle_member-dir.json"), { recursive: true });
     for (const name of [...names, ...ignored]) await writeFile(path.join(dir, name), "{}", "utf8");
     const listed = await listHookLogNames(team.teamDir);
     expect([...listed].sort()).toEqual([...names].sort());
     expect(outOfOrder(listed)).toEqual([]);
     expect(await listHookLogs(team.teamDir)).toEqual(listed.map((name) => ({ file: path.join(dir, name), name })));
-    expect(await listHookLogs(team.teamDir, { limit: 3 })).toEqual(listed.slice(-3).map((name) => ({ file: path.join(dir, name), name })));
+    expect(await listHookLogs(team.teamDir, { limit: 3 })).toEqual(
+      listed.slice(-3).map((name) => ({ file: path.join(dir, name), name })),
+    );
   });
 
   it("is empty without hook-logs/", async () => {
@@ -320,10 +381,22 @@ describe("logs written in another form than the leader's", () => {
     const team = await makeTempTeam();
     teams.push(team);
     const dir = path.join(team.teamDir, "hook-logs");
-    await writeHookLog(team.teamDir, rec(team.teamDir, "2026-03-01T08:00:00.000Z", "task_completed", "1", "ada", "passed"));
-    const offset = { ...rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "passed"), startedAt: "2026-03-01T10:01:00+02:00" };
-    await writeFile(path.join(dir, "2026-03-01T08-01-00-000Z_task_completed_task-2.json"), JSON.stringify(offset), "utf8");
-    const proto = JSON.stringify(rec(team.teamDir, "2026-03-01T08:02:00.000Z", "task_completed", "3", "ada", "passed")).replace('"runId"', '"__proto__":{"x":1},"runId"');
+    await writeHookLog(
+      team.teamDir,
+      rec(team.teamDir, "2026-03-01T08:00:00.000Z", "task_completed", "1", "ada", "passed"),
+    );
+    const offset = {
+      ...rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "passed"),
+      startedAt: "2026-03-01T10:01:00+02:00",
+    };
+    await writeFile(
+      path.join(dir, "2026-03-01T08-01-00-000Z_task_completed_task-2.json"),
+      JSON.stringify(offset),
+      "utf8",
+    );
+    const proto = JSON.stringify(
+      rec(team.teamDir, "2026-03-01T08:02:00.000Z", "task_completed", "3", "ada", "passed"),
+    ).replace('"runId"', '"__proto__":{"x":1},"runId"');
     await writeFile(path.join(dir, "2026-03-01T08-02-00-000Z_task_completed_task-3.json"), proto, "utf8");
     const problems: HookLogProblem[] = [];
     const { rows } = await queryLogs(team.teamDir, { filter: {}, onProblem: (p) => problems.push(p) });
@@ -334,37 +407,79 @@ describe("logs written in another form than the leader's", () => {
 });
 
 describe("streamLogs", () => {
-  it("emits the newest `limit` matches oldest first, as queryLogs returns them, for limits around the number of matches", async () => {
-    const team = await makeTempTeam();
-    teams.push(team);
-    const base = Date.parse("2026-03-01T00:00:00.000Z");
-    for (let i = 0; i < 40; i++) {
-      const at = new Date(base + i * 60_000).toISOString();
-      await writeHookLog(team.teamDir, rec(team.teamDir, at, i % 4 === 0 ? "idle" : "task_completed", String(i % 7), "ada", i % 3 === 0 ? "failed" : "passed"));
-    }
-    await writeFile(path.join(team.teamDir, "hook-logs", "2026-03-01T00-10-30-000Z_task_completed_task-1.json"), "{", "utf8");
-    const filters: LogFilter[] = [{}, { outcomes: ["failed"] }, { taskId: "3" }, { events: ["idle"], sinceMs: base + 20 * 60_000 }];
-    for (const filter of filters) {
-      // Every match, from a full read: what each limit must cut.
-      const everything: string[] = [];
-      for (const entry of await listHookLogs(team.teamDir)) {
-        const read = await readHookLog(entry.file);
-        if (read.ok && recordMatches(read.record, filter)) everything.push(entry.name);
+  it(
+    "emits the newest `limit` matches oldest first, as queryLogs " +
+      "returns them, for limits around the number of matches",
+    async () => {
+      const team = await makeTempTeam();
+      teams.push(team);
+      const base = Date.parse("2026-03-01T00:00:00.000Z");
+      for (let i = 0; i < 40; i++) {
+        const at = new Date(base + i * 60_000).toISOString();
+        await writeHookLog(
+          team.teamDir,
+          rec(
+            team.teamDir,
+            at,
+            i % 4 === 0 ? "idle" : "task_completed",
+            String(i % 7),
+            "ada",
+            i % 3 === 0 ? "failed" : "passed",
+          ),
+        );
       }
-      expect(everything.length).toBeGreaterThan(1);
-      for (const limit of [undefined, 1, 5, 17, everything.length - 1, everything.length, everything.length + 1, 100]) {
-        const opts = { filter, ...(limit === undefined ? {} : { limit }), onProblem: () => {} };
-        const emitted: string[] = [];
-        const result = await streamLogs(team.teamDir, opts, (row) => row.name, (name) => emitted.push(name));
-        const expected = limit === undefined ? everything : everything.slice(-limit);
-        expect({ filter, limit, emitted, total: result.total }).toEqual({ filter, limit, emitted: expected, total: 41 });
-        if (expected.length < everything.length) expect(result.truncated).toBe(true);
-        if (limit === undefined) expect(result.truncated).toBe(false);
-        const queried = await queryLogs(team.teamDir, opts, (row) => row.name);
-        expect(queried).toEqual({ rows: emitted, total: result.total, truncated: result.truncated });
+      await writeFile(
+        path.join(team.teamDir, "hook-logs", "2026-03-01T00-10-30-000Z_task_completed_task-1.json"),
+        "{",
+        "utf8",
+      );
+      const filters: LogFilter[] = [
+        {},
+        { outcomes: ["failed"] },
+        { taskId: "3" },
+        { events: ["idle"], sinceMs: base + 20 * 60_000 },
+      ];
+      for (const filter of filters) {
+        // Every match, from a full read: what each limit must cut.
+        const everything: string[] = [];
+        for (const entry of await listHookLogs(team.teamDir)) {
+          const read = await readHookLog(entry.file);
+          if (read.ok && recordMatches(read.record, filter)) everything.push(entry.name);
+        }
+        expect(everything.length).toBeGreaterThan(1);
+        for (const limit of [
+          undefined,
+          1,
+          5,
+          17,
+          everything.length - 1,
+          everything.length,
+          everything.length + 1,
+          100,
+        ]) {
+          const opts = { filter, ...(limit === undefined ? {} : { limit }), onProblem: () => {} };
+          const emitted: string[] = [];
+          const result = await streamLogs(
+            team.teamDir,
+            opts,
+            (row) => row.name,
+            (name) => emitted.push(name),
+          );
+          const expected = limit === undefined ? everything : everything.slice(-limit);
+          expect({ filter, limit, emitted, total: result.total }).toEqual({
+            filter,
+            limit,
+            emitted: expected,
+            total: 41,
+          });
+          if (expected.length < everything.length) expect(result.truncated).toBe(true);
+          if (limit === undefined) expect(result.truncated).toBe(false);
+          const queried = await queryLogs(team.teamDir, opts, (row) => row.name);
+          expect(queried).toEqual({ rows: emitted, total: result.total, truncated: result.truncated });
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe("paging with a cursor", () => {
@@ -373,56 +488,112 @@ describe("paging with a cursor", () => {
     teams.push(team);
     const base = Date.parse("2026-03-01T00:00:00.000Z");
     // Pairs share a millisecond (collision names), so the cursor must order by name within one.
-    for (let i = 0; i < 30; i++) await writeHookLog(team.teamDir, rec(team.teamDir, new Date(base + Math.floor(i / 2) * 1000).toISOString(), "task_completed", String(i), "ada", i % 5 === 0 ? "failed" : "passed"));
+    for (let i = 0; i < 30; i++)
+      await writeHookLog(
+        team.teamDir,
+        rec(
+          team.teamDir,
+          new Date(base + Math.floor(i / 2) * 1000).toISOString(),
+          "task_completed",
+          String(i),
+          "ada",
+          i % 5 === 0 ? "failed" : "passed",
+        ),
+      );
     const filter: LogFilter = { outcomes: ["passed"] };
     const all = (await queryLogs(team.teamDir, { filter, onProblem: () => {} })).rows.map((r) => r.name).reverse();
     const pages: string[][] = [];
     let before: { timeMs: number; name: string } | undefined;
     for (let n = 0; n < 10; n++) {
-      const { rows } = await queryLogs(team.teamDir, { filter, limit: 7, onProblem: () => {}, ...(before ? { before } : {}) });
+      const { rows } = await queryLogs(team.teamDir, {
+        filter,
+        limit: 7,
+        onProblem: () => {},
+        ...(before ? { before } : {}),
+      });
       const page = rows.map((r) => r.name).reverse();
       if (page.length === 0) break;
       pages.push(page);
       const last = page.at(-1) ?? "";
       before = { timeMs: parseLogName(last)?.timeMs ?? 0, name: last };
-      if (n === 0) await writeHookLog(team.teamDir, rec(team.teamDir, new Date(base + 60_000).toISOString(), "task_completed", "new", "ada", "passed"));
+      if (n === 0)
+        await writeHookLog(
+          team.teamDir,
+          rec(team.teamDir, new Date(base + 60_000).toISOString(), "task_completed", "new", "ada", "passed"),
+        );
     }
     expect(pages.flat()).toEqual(all);
     expect(all).toHaveLength(24);
   });
 
-  it("reaches every log of one millisecond, whose names' numbers differ in length (task-9, task-10; _9, _10)", async () => {
-    const team = await makeTempTeam();
-    teams.push(team);
-    const at = "2026-03-01T00:00:00.000Z";
-    for (let i = 1; i <= 24; i++) await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", String(i), "ada", "passed"));
-    for (let i = 0; i < 12; i++) await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", "3", "ada", "passed")); // task-3_2 … task-3_13
-    const all = (await queryLogs(team.teamDir, { filter: {}, onProblem: () => {} })).rows.map((r) => r.name).reverse();
-    const seen: string[] = [];
-    let before: { timeMs: number; name: string } | undefined;
-    for (let n = 0; n < 20; n++) {
-      const page = (await queryLogs(team.teamDir, { filter: {}, limit: 5, onProblem: () => {}, ...(before ? { before } : {}) })).rows.map((r) => r.name).reverse();
-      if (page.length === 0) break;
-      seen.push(...page);
-      before = { timeMs: Date.parse(at), name: page.at(-1) ?? "" };
-    }
-    expect(seen).toEqual(all);
-    expect(new Set(seen).size).toBe(36);
-  });
+  it(
+    "reaches every log of one millisecond, whose names' numbers " + "differ in length (task-9, task-10; _9, _10)",
+    async () => {
+      const team = await makeTempTeam();
+      teams.push(team);
+      const at = "2026-03-01T00:00:00.000Z";
+      for (let i = 1; i <= 24; i++)
+        await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", String(i), "ada", "passed"));
+      for (let i = 0; i < 12; i++)
+        // task-3_2 … task-3_13
+        await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", "3", "ada", "passed"));
+      const all = (await queryLogs(team.teamDir, { filter: {}, onProblem: () => {} })).rows
+        .map((r) => r.name)
+        .reverse();
+      const seen: string[] = [];
+      let before: { timeMs: number; name: string } | undefined;
+      for (let n = 0; n < 20; n++) {
+        const page = (
+          await queryLogs(team.teamDir, { filter: {}, limit: 5, onProblem: () => {}, ...(before ? { before } : {}) })
+        ).rows
+          .map((r) => r.name)
+          .reverse();
+        if (page.length === 0) break;
+        seen.push(...page);
+        before = { timeMs: Date.parse(at), name: page.at(-1) ?? "" };
+      }
+      expect(seen).toEqual(all);
+      expect(new Set(seen).size).toBe(36);
+    },
+  );
 });
 
 describe("parseFilterText", () => {
   const now = Date.parse("2026-03-10T12:00:00.000Z");
   it("reads the fields as logs' flags and the dashboard's form give them", () => {
-    expect(parseFilterText({ event: "idle, task_completed", outcome: "failed,timed-out", task: "#12", member: "ada", hook: "on_idle.sh", since: "2h" }, now)).toEqual({
-      filter: { events: ["idle", "task_completed"], outcomes: ["failed", "timed_out"], taskId: "12", member: "ada", hook: "on_idle.sh", sinceMs: now - 7_200_000 },
+    expect(
+      parseFilterText(
+        {
+          event: "idle, task_completed",
+          outcome: "failed,timed-out",
+          task: "#12",
+          member: "ada",
+          hook: "on_idle.sh",
+          since: "2h",
+        },
+        now,
+      ),
+    ).toEqual({
+      filter: {
+        events: ["idle", "task_completed"],
+        outcomes: ["failed", "timed_out"],
+        taskId: "12",
+        member: "ada",
+        hook: "on_idle.sh",
+        sinceMs: now - 7_200_000,
+      },
       problems: [],
     });
-    expect(parseFilterText({ since: "2026-03-01" }, now, "+09:00").filter.sinceMs).toBe(Date.parse("2026-03-01T00:00+09:00"));
+    expect(parseFilterText({ since: "2026-03-01" }, now, "+09:00").filter.sinceMs).toBe(
+      Date.parse("2026-03-01T00:00+09:00"),
+    );
   });
 
   it("names each field it cannot read, and keeps the others", () => {
-    const { filter, problems } = parseFilterText({ event: "done", outcome: ",", task: " ", member: "bob", since: "soon" }, now);
+    const { filter, problems } = parseFilterText(
+      { event: "done", outcome: ",", task: " ", member: "bob", since: "soon" },
+      now,
+    );
     expect(filter).toEqual({ member: "bob" });
     expect(problems.map((p) => p.field)).toEqual(["event", "outcome", "task", "since"]);
     expect(problems[0]?.text).toBe('"done" must be one of task_completed, task_failed, idle, task_started');
@@ -436,17 +607,33 @@ describe("the dashboard's sample cache", () => {
     const team = await makeTempTeam();
     teams.push(team);
     const base = Date.parse("2026-03-01T00:00:00.000Z");
-    const write = (i: number) => writeHookLog(team.teamDir, rec(team.teamDir, new Date(base + i * 60_000).toISOString(), i % 3 ? "task_completed" : "idle", String(i), "ada", i % 4 ? "passed" : "failed"));
+    const write = (i: number) =>
+      writeHookLog(
+        team.teamDir,
+        rec(
+          team.teamDir,
+          new Date(base + i * 60_000).toISOString(),
+          i % 3 ? "task_completed" : "idle",
+          String(i),
+          "ada",
+          i % 4 ? "passed" : "failed",
+        ),
+      );
     for (let i = 0; i < 12; i++) await write(i);
     const cache = new SampleCache();
     const since = base + 3 * 60_000;
     const fresh = async () => (await new SampleCache().samples(team.teamDir, since)).samples;
-    const sorted = (samples: readonly { timeMs: number; outcome: string }[]) => [...samples].sort((a, b) => a.timeMs - b.timeMs);
+    const sorted = (samples: readonly { timeMs: number; outcome: string }[]) =>
+      [...samples].sort((a, b) => a.timeMs - b.timeMs);
     expect((await cache.samples(team.teamDir, since)).samples).toHaveLength(9);
     for (let i = 12; i < 15; i++) await write(i);
     const files = await listHookLogs(team.teamDir);
     await rm(files[5]?.file ?? "");
-    await writeFile(path.join(team.teamDir, "hook-logs", "2026-03-01T00-07-30-000Z_task_completed_task-1.json"), "{", "utf8");
+    await writeFile(
+      path.join(team.teamDir, "hook-logs", "2026-03-01T00-07-30-000Z_task_completed_task-1.json"),
+      "{",
+      "utf8",
+    );
     const after = await cache.samples(team.teamDir, since);
     expect(sorted(after.samples)).toEqual(sorted(await fresh()));
     expect(after.samples).toHaveLength(11);

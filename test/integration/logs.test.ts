@@ -51,7 +51,8 @@ function record(teamDir: string, s: Seed): HookLogRecordInput {
       style: "normal",
       ...(s.member ? { memberName: s.member } : {}),
       timestamp: s.at,
-      completedTask: task === null || event === "idle" ? null : makeTask({ id: task, status: "completed", owner: s.member ?? null }),
+      completedTask:
+        task === null || event === "idle" ? null : makeTask({ id: task, status: "completed", owner: s.member ?? null }),
     },
     result: {
       ran: true,
@@ -74,7 +75,19 @@ function record(teamDir: string, s: Seed): HookLogRecordInput {
     },
     key: s.key ?? (event === "idle" ? `idle:${s.member ?? "unknown"}:${s.at}` : `${event}:${task ?? "?"}:${s.at}`),
     startedAt: s.at,
-    ...(s.actions ? { policy: { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member", summary: "exit code 1", actions: s.actions, followupTaskId: null, errors: [] } } : {}),
+    ...(s.actions
+      ? {
+          policy: {
+            failureAction: "reopen_followup",
+            maxReopensPerTask: 3,
+            followupOwner: "member",
+            summary: "exit code 1",
+            actions: s.actions,
+            followupTaskId: null,
+            errors: [],
+          },
+        }
+      : {}),
   };
 }
 
@@ -121,10 +134,32 @@ function column(stdout: string, index: number): string[] {
 /** A mixed set: 3 tasks, 2 members, every outcome, all three events, over 4 hours of 2026-03-01. */
 const MIXED: Seed[] = [
   { at: "2026-03-01T08:00:00.000Z", task: "1", member: "ada", outcome: "passed", durationMs: 100 },
-  { at: "2026-03-01T09:00:00.000Z", task: "2", member: "brian", outcome: "failed", durationMs: 200, actions: ["reopened (1/3)", "follow-up #9 for brian", "nudge brian"] },
+  {
+    at: "2026-03-01T09:00:00.000Z",
+    task: "2",
+    member: "brian",
+    outcome: "failed",
+    durationMs: 200,
+    actions: ["reopened (1/3)", "follow-up #9 for brian", "nudge brian"],
+  },
   { at: "2026-03-01T09:30:00.000Z", event: "idle", member: "ada", outcome: "passed", durationMs: 50 },
-  { at: "2026-03-01T10:00:00.000Z", task: "2", member: "brian", outcome: "timed_out", durationMs: 60_000, actions: ["nudge brian"] },
-  { at: "2026-03-01T10:30:00.000Z", event: "task_failed", task: "3", member: "ada", outcome: "error", durationMs: 5, stderr: "" },
+  {
+    at: "2026-03-01T10:00:00.000Z",
+    task: "2",
+    member: "brian",
+    outcome: "timed_out",
+    durationMs: 60_000,
+    actions: ["nudge brian"],
+  },
+  {
+    at: "2026-03-01T10:30:00.000Z",
+    event: "task_failed",
+    task: "3",
+    member: "ada",
+    outcome: "error",
+    durationMs: 5,
+    stderr: "",
+  },
   { at: "2026-03-01T11:00:00.000Z", task: "2", member: "brian", outcome: "passed", durationMs: 300, actions: ["none"] },
   { at: "2026-03-01T11:30:00.000Z", event: "idle", member: "brian", outcome: "failed", durationMs: 70 },
 ];
@@ -137,15 +172,64 @@ describe("logs: the table", () => {
     expect(code).toBe(0);
     expect(stderr).toBe("");
     const lines = stdout.trimEnd().split("\n");
-    expect(lines[0]?.split(/ {2,}/)).toEqual(["id", "time (UTC)", "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"]);
+    expect(lines[0]?.split(/ {2,}/)).toEqual([
+      "id",
+      "time (UTC)",
+      "event",
+      "task",
+      "member",
+      "hook",
+      "outcome",
+      "duration",
+      "action",
+      "first stderr line",
+    ]);
     // These run ids share their first 8 characters (run-2026): each is shown as far as it differs.
-    expect(lines.slice(1).map((line) => line.split(/ {2,}/)[0])).toEqual(["run-2026-03-01T08", "run-2026-03-01T09:0", "run-2026-03-01T09:3", "run-2026-03-01T10:0", "run-2026-03-01T10:3", "run-2026-03-01T11:0", "run-2026-03-01T11:3"]);
+    expect(lines.slice(1).map((line) => line.split(/ {2,}/)[0])).toEqual([
+      "run-2026-03-01T08",
+      "run-2026-03-01T09:0",
+      "run-2026-03-01T09:3",
+      "run-2026-03-01T10:0",
+      "run-2026-03-01T10:3",
+      "run-2026-03-01T11:0",
+      "run-2026-03-01T11:3",
+    ]);
     expect(rows(stdout)).toEqual([
       ["2026-03-01 08:00:00", "task_completed", "#1", "ada", "on_task_completed.sh", "passed", "100ms", "-"],
-      ["2026-03-01 09:00:00", "task_completed", "#2", "brian", "on_task_completed.sh", "failed", "200ms", "reopened (1/3), follow-up #9 for brian, nudge brian", "FAIL: 2 tests fail"],
+      [
+        "2026-03-01 09:00:00",
+        "task_completed",
+        "#2",
+        "brian",
+        "on_task_completed.sh",
+        "failed",
+        "200ms",
+        "reopened (1/3), follow-up #9 for brian, nudge brian",
+        "FAIL: 2 tests fail",
+      ],
       ["2026-03-01 09:30:00", "idle", "-", "ada", "on_idle.sh", "passed", "50ms", "-"],
-      ["2026-03-01 10:00:00", "task_completed", "#2", "brian", "on_task_completed.sh", "timed out", "60.0s", "nudge brian", "FAIL: 2 tests fail"],
-      ["2026-03-01 10:30:00", "task_failed", "#3", "ada", "on_task_failed.sh", "error", "5ms", "-", "(spawn bash ENOENT)"],
+      [
+        "2026-03-01 10:00:00",
+        "task_completed",
+        "#2",
+        "brian",
+        "on_task_completed.sh",
+        "timed out",
+        "60.0s",
+        "nudge brian",
+        "FAIL: 2 tests fail",
+      ],
+      [
+        "2026-03-01 10:30:00",
+        "task_failed",
+        "#3",
+        "ada",
+        "on_task_failed.sh",
+        "error",
+        "5ms",
+        "-",
+        "(spawn bash ENOENT)",
+      ],
       ["2026-03-01 11:00:00", "task_completed", "#2", "brian", "on_task_completed.sh", "passed", "300ms", "-"],
       ["2026-03-01 11:30:00", "idle", "-", "brian", "on_idle.sh", "failed", "70ms", "-", "FAIL: 2 tests fail"],
     ]);
@@ -153,7 +237,11 @@ describe("logs: the table", () => {
 
   it("says so when there are no logs, or none match", async () => {
     const t = await team();
-    expect(await logs(["--team-dir", t.teamDir])).toEqual({ code: 0, stdout: `no hook logs in ${path.join(t.teamDir, "hook-logs")}\n`, stderr: "" });
+    expect(await logs(["--team-dir", t.teamDir])).toEqual({
+      code: 0,
+      stdout: `no hook logs in ${path.join(t.teamDir, "hook-logs")}\n`,
+      stderr: "",
+    });
     await seed(t, MIXED);
     const none = await logs(["--team-dir", t.teamDir, "--member", "zoe"]);
     expect(none.code).toBe(0);
@@ -162,7 +250,9 @@ describe("logs: the table", () => {
 
   it("cleans control characters and colour codes out of cells", async () => {
     const t = await team();
-    await seed(t, [{ at: "2026-03-01T08:00:00.000Z", outcome: "failed", stderr: "\u001b[31mred\u001b[0m\tfail\u0007ure\n" }]);
+    await seed(t, [
+      { at: "2026-03-01T08:00:00.000Z", outcome: "failed", stderr: "\u001b[31mred\u001b[0m\tfail\u0007ure\n" },
+    ]);
     const { stdout } = await logs(["--team-dir", t.teamDir]);
     expect(column(stdout, 8)).toEqual(["red failure"]);
   });
@@ -170,7 +260,11 @@ describe("logs: the table", () => {
 
 describe("logs: filters", () => {
   it.each([
-    { name: "--event task_completed", args: ["--event", "task_completed"], times: ["08:00", "09:00", "10:00", "11:00"] },
+    {
+      name: "--event task_completed",
+      args: ["--event", "task_completed"],
+      times: ["08:00", "09:00", "10:00", "11:00"],
+    },
     { name: "--event idle,task_failed", args: ["--event", "idle,task_failed"], times: ["09:30", "10:30", "11:30"] },
     { name: "--task 2", args: ["--task", "2"], times: ["09:00", "10:00", "11:00"] },
     { name: "--task '#3'", args: ["--task", "#3"], times: ["10:30"] },
@@ -181,10 +275,18 @@ describe("logs: filters", () => {
     { name: "--outcome error (a timeout is not an error here)", args: ["--outcome", "error"], times: ["10:30"] },
     { name: "--outcome failed,timed_out", args: ["--outcome", "failed,timed_out"], times: ["09:00", "10:00", "11:30"] },
     { name: "--since ISO", args: ["--since", "2026-03-01T10:30:00Z"], times: ["10:30", "11:00", "11:30"] },
-    { name: "--since ISO with an offset", args: ["--since", "2026-03-01T12:30:00+02:00"], times: ["10:30", "11:00", "11:30"] },
+    {
+      name: "--since ISO with an offset",
+      args: ["--since", "2026-03-01T12:30:00+02:00"],
+      times: ["10:30", "11:00", "11:30"],
+    },
     { name: "--since a date", args: ["--since", "2026-03-02"], times: [] },
     { name: "--event + --outcome", args: ["--event", "idle", "--outcome", "failed"], times: ["11:30"] },
-    { name: "--task + --member + --since", args: ["--task", "2", "--member", "brian", "--since", "2026-03-01T09:30:00Z"], times: ["10:00", "11:00"] },
+    {
+      name: "--task + --member + --since",
+      args: ["--task", "2", "--member", "brian", "--since", "2026-03-01T09:30:00Z"],
+      times: ["10:00", "11:00"],
+    },
     { name: "--member + --outcome", args: ["--member", "brian", "--outcome", "passed"], times: ["11:00"] },
     { name: "--task that no idle log has + --event idle", args: ["--task", "2", "--event", "idle"], times: [] },
   ])("$name", async ({ args, times }) => {
@@ -193,7 +295,9 @@ describe("logs: filters", () => {
     const { code, stdout, stderr } = await logs(["--team-dir", t.teamDir, ...args]);
     expect(code).toBe(0);
     expect(stderr).toBe("");
-    expect(times.length === 0 ? stdout : column(stdout, 0).map((c) => c.slice(11, 16))).toEqual(times.length === 0 ? expect.stringMatching(/^none of 7 hook logs match/) : times);
+    expect(times.length === 0 ? stdout : column(stdout, 0).map((c) => c.slice(11, 16))).toEqual(
+      times.length === 0 ? expect.stringMatching(/^none of 7 hook logs match/) : times,
+    );
   });
 
   it("--since an age (30m, 2h, 3d) counts back from now", async () => {
@@ -206,28 +310,33 @@ describe("logs: filters", () => {
       { at: ago(90 * 60_000), task: "3" },
       { at: ago(10 * 60_000), task: "4" },
     ]);
-    const tasks = async (since: string): Promise<string[]> => column((await logs(["--team-dir", t.teamDir, "--since", since])).stdout, 2);
+    const tasks = async (since: string): Promise<string[]> =>
+      column((await logs(["--team-dir", t.teamDir, "--since", since])).stdout, 2);
     expect(await tasks("30m")).toEqual(["#4"]);
     expect(await tasks("2h")).toEqual(["#3", "#4"]);
     expect(await tasks("3d")).toEqual(["#2", "#3", "#4"]);
     expect(await tasks("1w")).toEqual(["#1", "#2", "#3", "#4"]);
   });
 
-  it("--task matches the exact task: 3 is not 31, and collisions (_2) and a missing task file still count", async () => {
-    const t = await team();
-    await seed(t, [
-      { at: "2026-03-01T08:00:00.000Z", task: "3" },
-      { at: "2026-03-01T08:00:00.000Z", task: "3" }, // same millisecond: …_task-3_2.json
-      { at: "2026-03-01T08:01:00.000Z", task: "31" },
-      { at: "2026-03-01T08:02:00.000Z", task: null, member: "ada", key: "task_completed:3:2026-03-01T08:02:00.000Z" }, // task file gone
-    ]);
-    const names = await readdir(path.join(t.teamDir, "hook-logs"));
-    expect(names).toContain("2026-03-01T08-00-00-000Z_task_completed_task-3_2.json");
-    expect(names).toContain("2026-03-01T08-02-00-000Z_task_completed_member-ada.json");
-    const { stdout } = await logs(["--team-dir", t.teamDir, "--task", "3"]);
-    expect(column(stdout, 0).map((c) => c.slice(11))).toEqual(["08:00:00", "08:00:00", "08:02:00"]);
-    expect(column(stdout, 2)).toEqual(["#3", "#3", "#3"]);
-  });
+  it(
+    "--task matches the exact task: 3 is not 31, and collisions " + "(_2) and a missing task file still count",
+    async () => {
+      const t = await team();
+      await seed(t, [
+        { at: "2026-03-01T08:00:00.000Z", task: "3" },
+        { at: "2026-03-01T08:00:00.000Z", task: "3" }, // same millisecond: …_task-3_2.json
+        { at: "2026-03-01T08:01:00.000Z", task: "31" },
+        // task file gone
+        { at: "2026-03-01T08:02:00.000Z", task: null, member: "ada", key: "task_completed:3:2026-03-01T08:02:00.000Z" },
+      ]);
+      const names = await readdir(path.join(t.teamDir, "hook-logs"));
+      expect(names).toContain("2026-03-01T08-00-00-000Z_task_completed_task-3_2.json");
+      expect(names).toContain("2026-03-01T08-02-00-000Z_task_completed_member-ada.json");
+      const { stdout } = await logs(["--team-dir", t.teamDir, "--task", "3"]);
+      expect(column(stdout, 0).map((c) => c.slice(11))).toEqual(["08:00:00", "08:00:00", "08:02:00"]);
+      expect(column(stdout, 2)).toEqual(["#3", "#3", "#3"]);
+    },
+  );
 
   it("filters on the file name before opening files: a corrupt log outside the window is never read", async () => {
     const t = await team();
@@ -250,7 +359,10 @@ describe("logs: --limit", () => {
   async function sixty(): Promise<TempTeam> {
     const t = await team();
     const base = Date.parse("2026-03-01T00:00:00.000Z");
-    await seed(t, Array.from({ length: 60 }, (_, i) => ({ at: new Date(base + i * 60_000).toISOString(), task: String(i + 1) })));
+    await seed(
+      t,
+      Array.from({ length: 60 }, (_, i) => ({ at: new Date(base + i * 60_000).toISOString(), task: String(i + 1) })),
+    );
     return t;
   }
 
@@ -258,13 +370,24 @@ describe("logs: --limit", () => {
     const t = await sixty();
     const { stdout, stderr } = await logs(["--team-dir", t.teamDir]);
     expect(column(stdout, 2)).toEqual(Array.from({ length: 50 }, (_, i) => `#${i + 11}`));
-    expect(stderr).toMatch(/the newest 50 matching logs are shown; older ones may match: --limit N shows more, --limit 0 all/);
+    expect(stderr).toMatch(
+      /the newest 50 matching logs are shown; older ones may match: --limit N shows more, --limit 0 all/,
+    );
   });
 
   it("--limit 3 keeps the newest 3 matches, after filtering", async () => {
     const t = await sixty();
     expect(column((await logs(["--team-dir", t.teamDir, "--limit", "3"])).stdout, 2)).toEqual(["#58", "#59", "#60"]);
-    const since = await logs(["--team-dir", t.teamDir, "--limit", "3", "--since", "2026-03-01T00:05:00Z", "--task", "7"]);
+    const since = await logs([
+      "--team-dir",
+      t.teamDir,
+      "--limit",
+      "3",
+      "--since",
+      "2026-03-01T00:05:00Z",
+      "--task",
+      "7",
+    ]);
     expect(column(since.stdout, 2)).toEqual(["#7"]);
     expect(since.stderr).toBe("");
   });
@@ -285,10 +408,21 @@ describe("logs --json", () => {
     const { code, stdout, stderr } = await logs(["--team-dir", t.teamDir, "--json", "--outcome", "failed,timed_out"]);
     expect(code).toBe(0);
     expect(stderr).toBe("");
-    const lines = stdout.trimEnd().split("\n").map((line) => JSON.parse(line) as { file: string; startedAt: string; result: { timedOut: boolean } });
+    const lines = stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { file: string; startedAt: string; result: { timedOut: boolean } });
     expect(lines.map((l) => l.file)).toEqual([files[1], files[3], files[6]]);
-    expect(lines.map((l) => l.startedAt)).toEqual(["2026-03-01T09:00:00.000Z", "2026-03-01T10:00:00.000Z", "2026-03-01T11:30:00.000Z"]);
-    expect(lines[1]).toMatchObject({ result: { timedOut: true }, invocation: { event: "task_completed" }, policy: { actions: ["nudge brian"] } });
+    expect(lines.map((l) => l.startedAt)).toEqual([
+      "2026-03-01T09:00:00.000Z",
+      "2026-03-01T10:00:00.000Z",
+      "2026-03-01T11:30:00.000Z",
+    ]);
+    expect(lines[1]).toMatchObject({
+      result: { timedOut: true },
+      invocation: { event: "task_completed" },
+      policy: { actions: ["nudge brian"] },
+    });
   });
 
   it("prints nothing for no logs, and no note about the limit", async () => {
@@ -353,26 +487,31 @@ describe("logs show", () => {
     expect(stdout.split("\n")[0]).toBe(`log:          ${first}`);
   });
 
-  it("lists the matches of an ambiguous id, newest first with their ids, and names a missing one (exit 2 both)", async () => {
-    const t = await team();
-    await seed(t, MIXED);
-    const ambiguous = await logs(["show", "2026-03-01T09", "--team-dir", t.teamDir]);
-    expect(ambiguous.code).toBe(2);
-    expect(ambiguous.stdout).toBe("");
-    const lines = ambiguous.stderr.trimEnd().split("\n");
-    expect(lines[0]).toBe('pi-teams-hooks logs show: "2026-03-01T09" matches 2 runs, newest first:');
-    expect(lines.slice(2, 4).map((line) => line.split(/ {2,}/).slice(0, 3))).toEqual([
-      ["run-2026-03-01T09:3", "2026-03-01 09:30:00", "idle"],
-      ["run-2026-03-01T09:0", "2026-03-01 09:00:00", "task_completed"],
-    ]);
-    expect(lines[4]).toBe("pick one by its id: pi-teams-hooks logs show <id>");
-    const missing = await logs(["show", "2027-01-01", "--team-dir", t.teamDir]);
-    expect(missing).toEqual({
-      code: 2,
-      stdout: "",
-      stderr: `pi-teams-hooks logs show: no hook log matches "2027-01-01" in ${path.join(t.teamDir, "hook-logs")} (run ids are the first column of pi-teams-hooks logs)\n`,
-    });
-  });
+  it(
+    "lists the matches of an ambiguous id, newest first with " + "their ids, and names a missing one (exit 2 both)",
+    async () => {
+      const t = await team();
+      await seed(t, MIXED);
+      const ambiguous = await logs(["show", "2026-03-01T09", "--team-dir", t.teamDir]);
+      expect(ambiguous.code).toBe(2);
+      expect(ambiguous.stdout).toBe("");
+      const lines = ambiguous.stderr.trimEnd().split("\n");
+      expect(lines[0]).toBe('pi-teams-hooks logs show: "2026-03-01T09" matches 2 runs, newest first:');
+      expect(lines.slice(2, 4).map((line) => line.split(/ {2,}/).slice(0, 3))).toEqual([
+        ["run-2026-03-01T09:3", "2026-03-01 09:30:00", "idle"],
+        ["run-2026-03-01T09:0", "2026-03-01 09:00:00", "task_completed"],
+      ]);
+      expect(lines[4]).toBe("pick one by its id: pi-teams-hooks logs show <id>");
+      const missing = await logs(["show", "2027-01-01", "--team-dir", t.teamDir]);
+      expect(missing).toEqual({
+        code: 2,
+        stdout: "",
+        stderr:
+          `pi-teams-hooks logs show: no hook log matches "2027-01-01" in ${path.join(t.teamDir, "hook-logs")} ` +
+          `(run ids are the first column of pi-teams-hooks logs)\n`,
+      });
+    },
+  );
 
   it("reports a corrupt log it was asked to show (exit 1), and needs an id (exit 2)", async () => {
     const t = await team();
@@ -398,7 +537,14 @@ describe("logs stats", () => {
     { at: "2026-03-01T08:04:00.000Z", task: "2", outcome: "passed", durationMs: 50 },
     { at: "2026-03-01T08:05:00.000Z", task: "7", outcome: "passed", durationMs: 40 },
     { at: "2026-03-01T08:06:00.000Z", event: "idle", member: "ada", outcome: "passed", durationMs: 5 },
-    { at: "2026-03-01T08:07:00.000Z", event: "idle", member: "ada", outcome: "error", durationMs: 1500, hook: "on_idle.mjs" },
+    {
+      at: "2026-03-01T08:07:00.000Z",
+      event: "idle",
+      member: "ada",
+      outcome: "error",
+      durationMs: 1500,
+      hook: "on_idle.mjs",
+    },
   ];
 
   it("gives runs, pass rate, outcome counts, p50 / p95 and the most-failed tasks per hook and event", async () => {
@@ -406,9 +552,38 @@ describe("logs stats", () => {
     await seed(t, KNOWN);
     const json = await logs(["stats", "--team-dir", t.teamDir, "--json"]);
     expect(json.code).toBe(0);
-    expect(json.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as unknown)).toEqual([
-      { hook: "on_idle.mjs", event: "idle", runs: 1, passed: 0, failed: 0, timedOut: 0, error: 1, passRate: 0, p50Ms: 1500, p95Ms: 1500, mostFailedTasks: [] },
-      { hook: "on_idle.sh", event: "idle", runs: 1, passed: 1, failed: 0, timedOut: 0, error: 0, passRate: 1, p50Ms: 5, p95Ms: 5, mostFailedTasks: [] },
+    expect(
+      json.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([
+      {
+        hook: "on_idle.mjs",
+        event: "idle",
+        runs: 1,
+        passed: 0,
+        failed: 0,
+        timedOut: 0,
+        error: 1,
+        passRate: 0,
+        p50Ms: 1500,
+        p95Ms: 1500,
+        mostFailedTasks: [],
+      },
+      {
+        hook: "on_idle.sh",
+        event: "idle",
+        runs: 1,
+        passed: 1,
+        failed: 0,
+        timedOut: 0,
+        error: 0,
+        passRate: 1,
+        p50Ms: 5,
+        p95Ms: 5,
+        mostFailedTasks: [],
+      },
       {
         hook: "on_task_completed.sh",
         event: "task_completed",
@@ -420,14 +595,18 @@ describe("logs stats", () => {
         passRate: 0.5,
         p50Ms: 30,
         p95Ms: 60,
-        mostFailedTasks: [{ taskId: "2", failures: 2 }, { taskId: "7", failures: 1 }],
+        mostFailedTasks: [
+          { taskId: "2", failures: 2 },
+          { taskId: "7", failures: 1 },
+        ],
       },
     ]);
 
     const table = await logs(["stats", "--team-dir", t.teamDir]);
     expect(table.stdout).toBe(
       [
-        "hook                  event           runs  pass rate  failed  timed out  error   p50   p95  most-failed tasks",
+        "hook                  event           runs  pass rate  failed  timed out  error   p50   p95  most-failed " +
+          "tasks",
         "on_idle.mjs           idle               1         0%       0          0      1  1.5s  1.5s  -",
         "on_idle.sh            idle               1       100%       0          0      0   5ms   5ms  -",
         "on_task_completed.sh  task_completed     6        50%       2          1      0  30ms  60ms  #2 (2), #7 (1)",
@@ -439,9 +618,20 @@ describe("logs stats", () => {
   it("applies the filters and --limit (the newest N)", async () => {
     const t = await team();
     await seed(t, KNOWN);
-    const parse = (stdout: string): Array<{ hook: string; runs: number; passRate: number }> => stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { hook: string; runs: number; passRate: number });
-    expect(parse((await logs(["stats", "--team-dir", t.teamDir, "--json", "--task", "2"])).stdout)).toMatchObject([{ hook: "on_task_completed.sh", runs: 3, passRate: 1 / 3 }]);
-    expect(parse((await logs(["stats", "--team-dir", t.teamDir, "--json", "--limit", "3"])).stdout).map((r) => [r.hook, r.runs])).toEqual([
+    const parse = (stdout: string): Array<{ hook: string; runs: number; passRate: number }> =>
+      stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { hook: string; runs: number; passRate: number });
+    expect(parse((await logs(["stats", "--team-dir", t.teamDir, "--json", "--task", "2"])).stdout)).toMatchObject([
+      { hook: "on_task_completed.sh", runs: 3, passRate: 1 / 3 },
+    ]);
+    expect(
+      parse((await logs(["stats", "--team-dir", t.teamDir, "--json", "--limit", "3"])).stdout).map((r) => [
+        r.hook,
+        r.runs,
+      ]),
+    ).toEqual([
       ["on_idle.mjs", 1],
       ["on_idle.sh", 1],
       ["on_task_completed.sh", 1],
@@ -454,9 +644,17 @@ describe("logs stats", () => {
 
 describe("logs prune", () => {
   /** Ten logs a day apart, from `base` on (default 2026-03-01 … 03-10), and a foreign notes.json. */
-  async function ten(base = Date.parse("2026-03-01T00:00:00.000Z")): Promise<{ t: TempTeam; dir: string; names: string[] }> {
+  async function ten(
+    base = Date.parse("2026-03-01T00:00:00.000Z"),
+  ): Promise<{ t: TempTeam; dir: string; names: string[] }> {
     const t = await team();
-    const files = await seed(t, Array.from({ length: 10 }, (_, i) => ({ at: new Date(base + i * 86_400_000).toISOString(), task: String(i + 1) })));
+    const files = await seed(
+      t,
+      Array.from({ length: 10 }, (_, i) => ({
+        at: new Date(base + i * 86_400_000).toISOString(),
+        task: String(i + 1),
+      })),
+    );
     const dir = path.join(t.teamDir, "hook-logs");
     await writeFile(path.join(dir, "notes.json"), "{}", "utf8");
     return { t, dir, names: files.map((f) => path.basename(f)) };
@@ -467,7 +665,10 @@ describe("logs prune", () => {
     const { code, stdout } = await logs(["prune", "--keep", "3", "--team-dir", t.teamDir]);
     expect(code).toBe(0);
     expect(stdout).toBe(
-      `${names.slice(0, 7).map((n) => `removed ${n}\n`).join("")}removed 7 hook log(s), kept 3 in ${dir}; 1 other .json file(s) left alone\n`,
+      `${names
+        .slice(0, 7)
+        .map((n) => `removed ${n}\n`)
+        .join("")}removed 7 hook log(s), kept 3 in ${dir}; 1 other .json file(s) left alone\n`,
     );
     expect((await readdir(dir)).sort()).toEqual([...names.slice(7), "notes.json"].sort());
   });
@@ -477,10 +678,18 @@ describe("logs prune", () => {
     const { t, dir, names } = await ten(Date.now() - 10 * 86_400_000 + 3_600_000);
     const aged = await logs(["prune", "--older-than", "5d", "--team-dir", t.teamDir]);
     expect(aged.code).toBe(0);
-    expect(aged.stdout.split("\n").filter((l) => /^removed \d{4}-/.test(l))).toEqual(names.slice(0, 5).map((n) => `removed ${n}`));
+    expect(aged.stdout.split("\n").filter((l) => /^removed \d{4}-/.test(l))).toEqual(
+      names.slice(0, 5).map((n) => `removed ${n}`),
+    );
     expect((await readdir(dir)).sort()).toEqual([...names.slice(5), "notes.json"].sort());
     const sixth = names[5] ?? "";
-    const iso = await logs(["prune", "--older-than", new Date(Date.parse(sixth.slice(0, 10)) + 86_400_000).toISOString().slice(0, 10), "--team-dir", t.teamDir]);
+    const iso = await logs([
+      "prune",
+      "--older-than",
+      new Date(Date.parse(sixth.slice(0, 10)) + 86_400_000).toISOString().slice(0, 10),
+      "--team-dir",
+      t.teamDir,
+    ]);
     expect(iso.stdout).toContain(`removed ${sixth}\nremoved 1 hook log(s), kept 4`);
   });
 
@@ -488,18 +697,48 @@ describe("logs prune", () => {
     const { t, dir, names } = await ten();
     const before = (await readdir(dir)).sort();
     const dry = await logs(["prune", "--keep", "8", "--dry-run", "--team-dir", t.teamDir]);
-    expect(dry.stdout).toBe(`would remove ${names[0]}\nwould remove ${names[1]}\nwould remove 2 hook log(s), would keep 8 in ${dir}; 1 other .json file(s) left alone (dry run: nothing removed)\n`);
+    expect(dry.stdout).toBe(
+      `would remove ${names[0]}\nwould remove ${names[1]}\nwould remove 2 hook log(s), would keep 8 in ${dir}; 1 ` +
+        `other .json file(s) left alone (dry run: nothing removed)\n`,
+    );
     expect((await readdir(dir)).sort()).toEqual(before);
     const json = await logs(["prune", "--keep", "9", "--json", "--team-dir", t.teamDir]);
-    expect(json.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as unknown)).toEqual([{ file: path.join(dir, names[0] ?? ""), removed: true }]);
+    expect(
+      json.stdout
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l) as unknown),
+    ).toEqual([{ file: path.join(dir, names[0] ?? ""), removed: true }]);
   });
 
   it("--keep with --older-than removes only old logs beyond the newest N", async () => {
     const { t, names } = await ten();
-    const { stdout } = await logs(["prune", "--keep", "8", "--older-than", "2026-03-06", "--team-dir", t.teamDir, "--dry-run"]);
-    expect(stdout.split("\n").filter((l) => /^would remove \d{4}-/.test(l))).toEqual(names.slice(0, 2).map((n) => `would remove ${n}`));
-    const { stdout: older } = await logs(["prune", "--keep", "2", "--older-than", "2026-03-03", "--team-dir", t.teamDir, "--dry-run"]);
-    expect(older.split("\n").filter((l) => /^would remove \d{4}-/.test(l))).toEqual(names.slice(0, 2).map((n) => `would remove ${n}`));
+    const { stdout } = await logs([
+      "prune",
+      "--keep",
+      "8",
+      "--older-than",
+      "2026-03-06",
+      "--team-dir",
+      t.teamDir,
+      "--dry-run",
+    ]);
+    expect(stdout.split("\n").filter((l) => /^would remove \d{4}-/.test(l))).toEqual(
+      names.slice(0, 2).map((n) => `would remove ${n}`),
+    );
+    const { stdout: older } = await logs([
+      "prune",
+      "--keep",
+      "2",
+      "--older-than",
+      "2026-03-03",
+      "--team-dir",
+      t.teamDir,
+      "--dry-run",
+    ]);
+    expect(older.split("\n").filter((l) => /^would remove \d{4}-/.test(l))).toEqual(
+      names.slice(0, 2).map((n) => `would remove ${n}`),
+    );
   });
 
   it("needs --keep or --older-than", async () => {
@@ -523,7 +762,8 @@ describe("logs: corrupt and foreign files", () => {
     await writeFile(foreign, JSON.stringify({ hello: "world" }), "utf8");
     await writeFile(empty, "", "utf8");
     await writeFile(notes, JSON.stringify([1, 2, 3]), "utf8");
-    await writeFile(path.join(dir, ".2026-03-01T09-20-00-000Z_idle.tmp.1.abc"), "{", "utf8"); // a write in progress: not listed
+    // a write in progress: not listed
+    await writeFile(path.join(dir, ".2026-03-01T09-20-00-000Z_idle.tmp.1.abc"), "{", "utf8");
     await mkdir(path.join(dir, "2026-03-01T09-21-00-000Z_idle.json")); // a folder with a log's name: not listed
 
     const { code, stdout, stderr } = await logs(["--team-dir", t.teamDir]);
@@ -551,7 +791,11 @@ describe("logs: corrupt and foreign files", () => {
     const t = await team();
     await seed(t, MIXED);
     const dir = path.join(t.teamDir, "hook-logs");
-    await writeFile(path.join(dir, "copied-by-hand.json"), JSON.stringify(record(t.teamDir, { at: "2026-03-01T08:30:00.000Z", task: "42" })), "utf8");
+    await writeFile(
+      path.join(dir, "copied-by-hand.json"),
+      JSON.stringify(record(t.teamDir, { at: "2026-03-01T08:30:00.000Z", task: "42" })),
+      "utf8",
+    );
     const { stdout, stderr } = await logs(["--team-dir", t.teamDir, "--limit", "0"]);
     expect(stderr).toBe("");
     expect(column(stdout, 2).slice(0, 3)).toEqual(["#1", "#42", "#2"]);
@@ -569,19 +813,83 @@ describe("logs: the team and the flags", () => {
   });
 
   it.each([
-    { name: "--team without PI_TEAMS_ROOT_DIR", args: ["--team", "alpha"], env: {}, message: "--team alpha: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for \"alpha\" in; set it, or pass --team-dir DIR" },
+    {
+      name: "--team without PI_TEAMS_ROOT_DIR",
+      args: ["--team", "alpha"],
+      env: {},
+      message:
+        '--team alpha: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "alpha" in; set it, or ' +
+        "pass --team-dir DIR",
+    },
     { name: "no team at all", args: [], env: {}, message: "--team-dir DIR or --team ID is required" },
-    { name: "--team and --team-dir", args: ["--team", "alpha", "--team-dir", "x"], env: {}, message: "--team-dir and --team: give one, not both" },
-    { name: "a team id that is not one", args: ["--team", "../etc"], env: { PI_TEAMS_ROOT_DIR: "/tmp" }, message: '--team "../etc" is not a team id' },
-    { name: "a bad --outcome", args: ["--team-dir", ".", "--outcome", "broken"], env: {}, message: '--outcome "broken" must be one of passed, failed, timed_out, error' },
-    { name: "a bad --event", args: ["--team-dir", ".", "--event", "task_done"], env: {}, message: '--event "task_done" must be one of task_completed, task_failed, idle' },
-    { name: "a bad --since", args: ["--team-dir", ".", "--since", "yesterday"], env: {}, message: '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, d, w)) or an ISO 8601 time' },
-    { name: "a bad --limit", args: ["--team-dir", ".", "--limit", "ten"], env: {}, message: '--limit "ten" must be a whole number ≥ 0' },
-    { name: "a --limit past 2^53", args: ["--team-dir", ".", "--limit", "99999999999999999999"], env: {}, message: '--limit "99999999999999999999" must be a whole number ≥ 0' },
-    { name: "a bad --keep", args: ["prune", "--team-dir", ".", "--keep", "1.5"], env: {}, message: '--keep "1.5" must be a whole number ≥ 0' },
-    { name: "a bad --older-than", args: ["prune", "--team-dir", ".", "--older-than", "30x"], env: {}, message: '--older-than "30x" must be an age' },
-    { name: "a flag of another subcommand", args: ["--team-dir", ".", "--keep", "3"], env: {}, message: "--keep does not apply to logs (only to logs prune)" },
-    { name: "--follow on stats", args: ["stats", "--team-dir", ".", "--follow"], env: {}, message: "--follow does not apply to logs stats (only to logs)" },
+    {
+      name: "--team and --team-dir",
+      args: ["--team", "alpha", "--team-dir", "x"],
+      env: {},
+      message: "--team-dir and --team: give one, not both",
+    },
+    {
+      name: "a team id that is not one",
+      args: ["--team", "../etc"],
+      env: { PI_TEAMS_ROOT_DIR: "/tmp" },
+      message: '--team "../etc" is not a team id',
+    },
+    {
+      name: "a bad --outcome",
+      args: ["--team-dir", ".", "--outcome", "broken"],
+      env: {},
+      message: '--outcome "broken" must be one of passed, failed, timed_out, error',
+    },
+    {
+      name: "a bad --event",
+      args: ["--team-dir", ".", "--event", "task_done"],
+      env: {},
+      message: '--event "task_done" must be one of task_completed, task_failed, idle',
+    },
+    {
+      name: "a bad --since",
+      args: ["--team-dir", ".", "--since", "yesterday"],
+      env: {},
+      message:
+        '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, ' +
+        "d, w)) or an ISO 8601 time",
+    },
+    {
+      name: "a bad --limit",
+      args: ["--team-dir", ".", "--limit", "ten"],
+      env: {},
+      message: '--limit "ten" must be a whole number ≥ 0',
+    },
+    {
+      name: "a --limit past 2^53",
+      args: ["--team-dir", ".", "--limit", "99999999999999999999"],
+      env: {},
+      message: '--limit "99999999999999999999" must be a whole number ≥ 0',
+    },
+    {
+      name: "a bad --keep",
+      args: ["prune", "--team-dir", ".", "--keep", "1.5"],
+      env: {},
+      message: '--keep "1.5" must be a whole number ≥ 0',
+    },
+    {
+      name: "a bad --older-than",
+      args: ["prune", "--team-dir", ".", "--older-than", "30x"],
+      env: {},
+      message: '--older-than "30x" must be an age',
+    },
+    {
+      name: "a flag of another subcommand",
+      args: ["--team-dir", ".", "--keep", "3"],
+      env: {},
+      message: "--keep does not apply to logs (only to logs prune)",
+    },
+    {
+      name: "--follow on stats",
+      args: ["stats", "--team-dir", ".", "--follow"],
+      env: {},
+      message: "--follow does not apply to logs stats (only to logs)",
+    },
     { name: "an unknown subcommand", args: ["tail"], env: {}, message: 'unknown subcommand "tail"' },
     { name: "an unknown flag", args: ["--team-dir", ".", "--colour"], env: {}, message: "unknown flag --colour" },
   ])("usage error, exit 2: $name", async ({ args, env, message }) => {
@@ -595,7 +903,11 @@ describe("logs: the team and the flags", () => {
     const t = await team();
     const missing = path.join(t.teamsRoot, "nope");
     const byDir = await logs(["--team-dir", missing]);
-    expect(byDir).toEqual({ code: 2, stdout: "", stderr: `pi-teams-hooks logs: --team-dir ${missing}: no such directory\n` });
+    expect(byDir).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `pi-teams-hooks logs: --team-dir ${missing}: no such directory\n`,
+    });
     const byId = await logs(["--team", "nope"], { PI_TEAMS_ROOT_DIR: t.teamsRoot });
     expect(byId.code).toBe(2);
     expect(byId.stderr).toContain(`--team nope: ${missing} (under PI_TEAMS_ROOT_DIR): no such directory`);

@@ -30,11 +30,21 @@ const readJson = async (file: string): Promise<unknown> => JSON.parse(await read
 describe("readInbox", () => {
   it("treats a missing inbox as empty", async () => {
     const t = await team();
-    expect(await readInbox(t.teamDir, "team", "team-lead")).toMatchObject({ ok: true, messages: [], skipped: [], exists: false });
+    expect(await readInbox(t.teamDir, "team", "team-lead")).toMatchObject({
+      ok: true,
+      messages: [],
+      skipped: [],
+      exists: false,
+    });
   });
 
   it("returns messages with their index and one problem per entry that is not a message", async () => {
-    const inbox = [makeMessage({ text: "a" }), { from: "x", text: "b", timestamp: "t", read: "no" }, "just a string", makeMessage({ text: "c", extra: 1 })];
+    const inbox = [
+      makeMessage({ text: "a" }),
+      { from: "x", text: "b", timestamp: "t", read: "no" },
+      "just a string",
+      makeMessage({ text: "c", extra: 1 }),
+    ];
     const t = await team({ inbox });
     const result = await readInbox(t.teamDir, "team", "team-lead");
     expect(result.ok).toBe(true);
@@ -96,7 +106,13 @@ describe("appendMessage", () => {
     const goFile = path.join(t.teamsRoot, "go");
     const count = 25;
     const workers = Array.from({ length: 4 }, () =>
-      runWorker(modules, "append-messages", { teamDir: t.teamDir, namespace: "team", member: "team-lead", count, goFile }),
+      runWorker(modules, "append-messages", {
+        teamDir: t.teamDir,
+        namespace: "team",
+        member: "team-lead",
+        count,
+        goFile,
+      }),
     );
     await writeFile(goFile, "");
     let finished = false;
@@ -105,7 +121,12 @@ describe("appendMessage", () => {
       while (!finished) expect(Array.isArray(await readJson(file))).toBe(true);
     })();
     for (let i = 0; i < count; i++) {
-      const result = await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ from: "main", text: `message ${i}` }));
+      const result = await appendMessage(
+        t.teamDir,
+        "team",
+        "team-lead",
+        makeMessage({ from: "main", text: `message ${i}` }),
+      );
       expect(result.ok).toBe(true);
     }
     await all;
@@ -114,9 +135,11 @@ describe("appendMessage", () => {
     expect(entries).toHaveLength(1 + 5 * count);
     expect(entries[0]).toEqual({ foreign: "entry" });
     const bySender = new Map<string, string[]>();
-    for (const entry of entries.slice(1)) bySender.set(entry.from ?? "", [...(bySender.get(entry.from ?? "") ?? []), entry.text ?? ""]);
+    for (const entry of entries.slice(1))
+      bySender.set(entry.from ?? "", [...(bySender.get(entry.from ?? "") ?? []), entry.text ?? ""]);
     expect(bySender.size).toBe(5);
-    for (const texts of bySender.values()) expect(texts).toEqual(Array.from({ length: count }, (_, i) => `message ${i}`));
+    for (const texts of bySender.values())
+      expect(texts).toEqual(Array.from({ length: count }, (_, i) => `message ${i}`));
   });
 
   it("appends a message once when several processes send it at once, each recognising it by its note id", async () => {
@@ -124,19 +147,38 @@ describe("appendMessage", () => {
     const file = t.inboxFile("team", "team-lead");
     const goFile = path.join(t.teamsRoot, "go");
     const count = 25;
-    const workers = Array.from({ length: 4 }, () => runWorker<{ appended: number }>(modules, "append-messages", { teamDir: t.teamDir, namespace: "team", member: "team-lead", count, goFile, once: true }));
+    const workers = Array.from({ length: 4 }, () =>
+      runWorker<{ appended: number }>(modules, "append-messages", {
+        teamDir: t.teamDir,
+        namespace: "team",
+        member: "team-lead",
+        count,
+        goFile,
+        once: true,
+      }),
+    );
     await writeFile(goFile, "");
     const results = await Promise.all(workers);
     const entries = (await readJson(file)) as Array<{ text?: string; qualityGateNoteId?: string }>;
     expect(entries[0]).toEqual({ foreign: "entry" });
-    expect(entries.slice(1).map((e) => e.qualityGateNoteId).sort()).toEqual(Array.from({ length: count }, (_, i) => `note-${i}`).sort());
+    expect(
+      entries
+        .slice(1)
+        .map((e) => e.qualityGateNoteId)
+        .sort(),
+    ).toEqual(Array.from({ length: count }, (_, i) => `note-${i}`).sort());
     expect(results.reduce((sum, r) => sum + r.appended, 0)).toBe(count); // each sender knows whether it was the one
   });
 });
 
 describe("markRead", () => {
   it("marks the matching unread messages only, keeping unknown fields and foreign entries", async () => {
-    const inbox = [makeMessage({ text: "a", x: 1 }), makeMessage({ text: "b" }), { text: "a", broken: true }, makeMessage({ text: "a", read: true })];
+    const inbox = [
+      makeMessage({ text: "a", x: 1 }),
+      makeMessage({ text: "b" }),
+      { text: "a", broken: true },
+      makeMessage({ text: "a", read: true }),
+    ];
     const t = await team({ inbox });
     const seen: number[] = [];
     const result = await markRead(t.teamDir, "team", "team-lead", (message, index) => {
@@ -145,7 +187,12 @@ describe("markRead", () => {
     });
     expect(result).toMatchObject({ ok: true, marked: 1 });
     expect(seen).toEqual([0, 1]); // never asked about the broken entry or an already read one
-    expect(await readJson(t.inboxFile("team", "team-lead"))).toEqual([{ ...inbox[0], read: true }, inbox[1], inbox[2], inbox[3]]);
+    expect(await readJson(t.inboxFile("team", "team-lead"))).toEqual([
+      { ...inbox[0], read: true },
+      inbox[1],
+      inbox[2],
+      inbox[3],
+    ]);
   });
 
   it("writes nothing when nothing matches, and nothing at all for a missing inbox", async () => {
@@ -160,7 +207,10 @@ describe("markRead", () => {
 
   it("returns a problem for a corrupt inbox and leaves it alone", async () => {
     const t = await team({ inbox: '"not an array"' });
-    expect(await markRead(t.teamDir, "team", "team-lead", () => true)).toMatchObject({ ok: false, problem: { kind: "invalid" } });
+    expect(await markRead(t.teamDir, "team", "team-lead", () => true)).toMatchObject({
+      ok: false,
+      problem: { kind: "invalid" },
+    });
     expect(await readFile(t.inboxFile("team", "team-lead"), "utf8")).toBe('"not an array"');
   });
 });

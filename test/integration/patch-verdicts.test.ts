@@ -43,7 +43,13 @@ afterAll(async () => {
   await receiver.close();
 });
 beforeEach(async () => {
-  const completed = makeTask({ id: "1", status: "completed", owner: "alice", description: "the original", metadata: { completedAt: "2026-12-04T10:00:00.000Z", labels: ["old"], draft: true } });
+  const completed = makeTask({
+    id: "1",
+    status: "completed",
+    owner: "alice",
+    description: "the original",
+    metadata: { completedAt: "2026-12-04T10:00:00.000Z", labels: ["old"], draft: true },
+  });
   team = await makeTempTeam({ teamId: "patch", tasks: [completed] });
   identity = { teamId: "patch", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
   hooksDir = path.join(team.teamsRoot, "_hooks");
@@ -54,13 +60,36 @@ afterEach(async () => {
 });
 
 /** `policy`, `writableFields`, `limits` and `handlers` are the team's settings (config.json `hooks`). */
-type Over = Partial<InvokeRequest> & { policy?: EffectivePolicy | null; writableFields?: string[]; limits?: HookLimits; handlers?: HandlerDef[] };
+type Over = Partial<InvokeRequest> & {
+  policy?: EffectivePolicy | null;
+  writableFields?: string[];
+  limits?: HookLimits;
+  handlers?: HandlerDef[];
+};
 
 function request({ policy = POLICY, writableFields, limits, handlers, ...over }: Over = {}): InvokeRequest {
-  const hooks = { ...policy, ...(writableFields ? { writableFields } : {}), ...(limits ? { limits } : {}), ...(handlers ? { handlers } : {}) };
+  const hooks = {
+    ...policy,
+    ...(writableFields ? { writableFields } : {}),
+    ...(limits ? { limits } : {}),
+    ...(handlers ? { handlers } : {}),
+  };
   return {
-    setup: { identity, hooksDir, teamHooksDir: null, cwd: team.teamsRoot, settings: teamSettings({ hooks, timeoutMs: 5_000 }) },
-    event: "task_completed", key: KEY, taskId: "1", member: "alice", timestamp: "2026-12-04T10:00:00.000Z", applyPolicy: policy !== null, env: process.env, ...over,
+    setup: {
+      identity,
+      hooksDir,
+      teamHooksDir: null,
+      cwd: team.teamsRoot,
+      settings: teamSettings({ hooks, timeoutMs: 5_000 }),
+    },
+    event: "task_completed",
+    key: KEY,
+    taskId: "1",
+    member: "alice",
+    timestamp: "2026-12-04T10:00:00.000Z",
+    applyPolicy: policy !== null,
+    env: process.env,
+    ...over,
   };
 }
 
@@ -88,13 +117,33 @@ async function logs(): Promise<HookLogRecord[]> {
   return out.sort((a, b) => (a.result.hookPath ?? "").localeCompare(b.result.hookPath ?? ""));
 }
 
-
-/** A leader in this process on `watched` (reconciling every 200 ms), started and past its start-up scan; its event reports. */
-async function watchTeam(watched: TempTeam, leaders: Leader[]): Promise<{ leader: Leader; events: () => EventReport[] }> {
+/**
+ * A leader in this process on `watched` (reconciling every 200 ms), started and past its start-up scan; its event
+ * reports.
+ */
+async function watchTeam(
+  watched: TempTeam,
+  leaders: Leader[],
+): Promise<{ leader: Leader; events: () => EventReport[] }> {
   const env = { PATH: process.env.PATH ?? "" };
-  const setup = await resolveTeamSetup({ teamDir: watched.teamDir, env, processCwd: watched.teamsRoot, policyFlags: {} });
+  const setup = await resolveTeamSetup({
+    teamDir: watched.teamDir,
+    env,
+    processCwd: watched.teamsRoot,
+    policyFlags: {},
+  });
   const notices: LeaderNotice[] = [];
-  const leader = new Leader({ setup, env, concurrency: 1, inbox: "off", reconcileMs: 200, poll: false, pollIntervalMs: 250, catchUp: false, report: (n) => notices.push(n) });
+  const leader = new Leader({
+    setup,
+    env,
+    concurrency: 1,
+    inbox: "off",
+    reconcileMs: 200,
+    poll: false,
+    pollIntervalMs: 250,
+    catchUp: false,
+    report: (n) => notices.push(n),
+  });
   leaders.push(leader);
   await leader.start();
   await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
@@ -102,39 +151,85 @@ async function watchTeam(watched: TempTeam, leaders: Leader[]): Promise<{ leader
 }
 
 describe("what a patch may write", () => {
-  it("by default metadata only: the inside is written with the gate's metadata, the outside dropped and named in the log", async () => {
-    hook("on_task_completed.sh", says({
-      decision: "patch",
-      patch: { description: "rewritten", status: "pending", owner: "mallory", metadata: { labels: ["reviewed"], ci: { run: 7 }, qualityGateStatus: "forged", reopenedByQualityGateCount: 0, taskApi: { template: "x" }, completedAt: "2030-01-01T00:00:00.000Z", draft: null } },
-    }));
-    const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("passed");
-    const after = task();
-    expect(after.metadata).toMatchObject({ labels: ["reviewed"], ci: { run: 7 }, qualityGateStatus: "passed", qualityGateEventKey: KEY });
-    expect(after.metadata).not.toHaveProperty("draft"); // null deletes, within the fields
-    expect(after.metadata?.completedAt).toBe("2026-12-04T10:00:00.000Z"); // the event's stamp: a new one would be a new completion
-    expect(after.metadata).not.toHaveProperty("reopenedByQualityGateCount");
-    expect(after.metadata).not.toHaveProperty("taskApi");
-    expect([after.description, after.status, after.owner]).toEqual(["the original", "completed", "alice"]);
-    const [log] = await logs();
-    expect(log?.result.patchApplied).toEqual(["metadata.labels", "metadata.ci", "metadata.draft"]);
-    expect(log?.result.patchRejected).toEqual(["description", "status", "owner", "metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.taskApi", "metadata.completedAt"]);
-    expect(log?.result.verdict).toMatchObject({ decision: "patch", source: "stdout" });
-  });
+  it(
+    "by default metadata only: the inside is written with the gate's " +
+      "metadata, the outside dropped and named in the log",
+    async () => {
+      hook(
+        "on_task_completed.sh",
+        says({
+          decision: "patch",
+          patch: {
+            description: "rewritten",
+            status: "pending",
+            owner: "mallory",
+            metadata: {
+              labels: ["reviewed"],
+              ci: { run: 7 },
+              qualityGateStatus: "forged",
+              reopenedByQualityGateCount: 0,
+              taskApi: { template: "x" },
+              completedAt: "2030-01-01T00:00:00.000Z",
+              draft: null,
+            },
+          },
+        }),
+      );
+      const outcome = await invokeEvent(request());
+      expect(outcome.counted).toBe("passed");
+      const after = task();
+      expect(after.metadata).toMatchObject({
+        labels: ["reviewed"],
+        ci: { run: 7 },
+        qualityGateStatus: "passed",
+        qualityGateEventKey: KEY,
+      });
+      expect(after.metadata).not.toHaveProperty("draft"); // null deletes, within the fields
+      // the event's stamp: a new one would be a new completion
+      expect(after.metadata?.completedAt).toBe("2026-12-04T10:00:00.000Z");
+      expect(after.metadata).not.toHaveProperty("reopenedByQualityGateCount");
+      expect(after.metadata).not.toHaveProperty("taskApi");
+      expect([after.description, after.status, after.owner]).toEqual(["the original", "completed", "alice"]);
+      const [log] = await logs();
+      expect(log?.result.patchApplied).toEqual(["metadata.labels", "metadata.ci", "metadata.draft"]);
+      expect(log?.result.patchRejected).toEqual([
+        "description",
+        "status",
+        "owner",
+        "metadata.qualityGateStatus",
+        "metadata.reopenedByQualityGateCount",
+        "metadata.taskApi",
+        "metadata.completedAt",
+      ]);
+      expect(log?.result.verdict).toMatchObject({ decision: "patch", source: "stdout" });
+    },
+  );
 
   it("hooks.writableFields replaces the default: the description is writable, metadata.x is not", async () => {
-    hook("on_task_completed.sh", `cat > /dev/null\necho '${JSON.stringify({ decision: "PATCH", patch: { description: "rewritten", metadata: { x: 1, labels: ["new"] } } })}' > "$PI_TEAMS_HOOK_RESULT_FILE"`);
+    hook(
+      "on_task_completed.sh",
+      `cat > /dev/null\necho ` +
+        `'${JSON.stringify({ decision: "PATCH", patch: { description: "rewritten", metadata: { x: 1, labels: ["new"] } } })}' ` +
+        `> "$PI_TEAMS_HOOK_RESULT_FILE"`,
+    );
     await invokeEvent(request({ writableFields: ["description", "metadata.labels"] }));
     expect(task()).toMatchObject({ description: "rewritten", metadata: { labels: ["new"] } });
     expect(task().metadata).not.toHaveProperty("x");
     const [log] = await logs();
-    expect(log?.result).toMatchObject({ patchApplied: ["description", "metadata.labels"], patchRejected: ["metadata.x"], verdict: { decision: "patch", source: "file" } });
+    expect(log?.result).toMatchObject({
+      patchApplied: ["description", "metadata.labels"],
+      patchRejected: ["metadata.x"],
+      verdict: { decision: "patch", source: "file" },
+    });
   });
 
   it("a configured top-level field is deleted by null (gone from the file, not written as null)", async () => {
     const file = team.taskFile("1");
     fs.writeFileSync(file, JSON.stringify({ ...task(), notes: "scratch", review: { by: "bob" } }));
-    hook("on_task_completed.sh", says({ decision: "patch", patch: { notes: null, review: { by: null, state: "ok" } } }));
+    hook(
+      "on_task_completed.sh",
+      says({ decision: "patch", patch: { notes: null, review: { by: null, state: "ok" } } }),
+    );
     await invokeEvent(request({ writableFields: ["notes", "review"] }));
     const raw = JSON.parse(fs.readFileSync(file, "utf8")) as Record<string, unknown>;
     expect(raw).not.toHaveProperty("notes");
@@ -142,17 +237,61 @@ describe("what a patch may write", () => {
   });
 
   it("the never-writable fields stay so even when configured", async () => {
-    const fields = ["id", "status", "owner", "blocks", "blockedBy", "metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.qualityGateStartDeniedAt", "metadata.taskApi"];
-    hook("on_task_completed.sh", says({ decision: "patch", patch: { id: "9", status: "pending", owner: "eve", blocks: ["2"], blockedBy: ["3"], metadata: { qualityGateStatus: "forged", reopenedByQualityGateCount: 0, qualityGateStartDeniedAt: "x", taskApi: {} } } }));
+    const fields = [
+      "id",
+      "status",
+      "owner",
+      "blocks",
+      "blockedBy",
+      "metadata.qualityGateStatus",
+      "metadata.reopenedByQualityGateCount",
+      "metadata.qualityGateStartDeniedAt",
+      "metadata.taskApi",
+    ];
+    hook(
+      "on_task_completed.sh",
+      says({
+        decision: "patch",
+        patch: {
+          id: "9",
+          status: "pending",
+          owner: "eve",
+          blocks: ["2"],
+          blockedBy: ["3"],
+          metadata: {
+            qualityGateStatus: "forged",
+            reopenedByQualityGateCount: 0,
+            qualityGateStartDeniedAt: "x",
+            taskApi: {},
+          },
+        },
+      }),
+    );
     const before = task();
     const outcome = await invokeEvent(request({ writableFields: fields }));
     expect(outcome.counted).toBe("passed");
     const after = task();
-    expect([after.id, after.status, after.owner, after.blocks, after.blockedBy]).toEqual([before.id, before.status, before.owner, before.blocks, before.blockedBy]);
+    expect([after.id, after.status, after.owner, after.blocks, after.blockedBy]).toEqual([
+      before.id,
+      before.status,
+      before.owner,
+      before.blocks,
+      before.blockedBy,
+    ]);
     expect(after.metadata).toMatchObject({ qualityGateStatus: "passed" });
     expect(after.metadata).not.toHaveProperty("qualityGateStartDeniedAt");
     const [log] = await logs();
-    expect(log?.result.patchRejected).toEqual(["id", "status", "owner", "blocks", "blockedBy", "metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.qualityGateStartDeniedAt", "metadata.taskApi"]);
+    expect(log?.result.patchRejected).toEqual([
+      "id",
+      "status",
+      "owner",
+      "blocks",
+      "blockedBy",
+      "metadata.qualityGateStatus",
+      "metadata.reopenedByQualityGateCount",
+      "metadata.qualityGateStartDeniedAt",
+      "metadata.taskApi",
+    ]);
     expect(log?.result.patchIgnored).toBe("nothing of the patch is inside the writable fields");
     expect(log?.result.patchApplied).toBeUndefined();
   });
@@ -175,17 +314,28 @@ describe("what a patch may write", () => {
     const outcome = await invokeEvent(request({ event: "idle", taskId: null, key: "idle:alice:t" }));
     expect(outcome.counted).toBe("passed");
     const [log] = await logs();
-    expect(log?.result).toMatchObject({ outcome: "passed", patchIgnored: "idle has no task to patch: the patch was ignored" });
+    expect(log?.result).toMatchObject({
+      outcome: "passed",
+      patchIgnored: "idle has no task to patch: the patch was ignored",
+    });
     expect(task().metadata).not.toHaveProperty("x");
   });
 
   it("a start gate's patch is ignored and logged: it judges the claim, it does not change the task", async () => {
-    fs.writeFileSync(team.taskFile("1"), JSON.stringify({ ...task(), status: "in_progress", metadata: { labels: ["old"] } }));
+    fs.writeFileSync(
+      team.taskFile("1"),
+      JSON.stringify({ ...task(), status: "in_progress", metadata: { labels: ["old"] } }),
+    );
     hook("on_task_started.sh", says({ decision: "patch", patch: { metadata: { x: 1 } } }));
-    const outcome = await invokeEvent(request({ event: "task_started", key: "task_started:1:2026-12-04T10:00:00.000Z" }));
+    const outcome = await invokeEvent(
+      request({ event: "task_started", key: "task_started:1:2026-12-04T10:00:00.000Z" }),
+    );
     expect(outcome.counted).toBe("passed");
     const [log] = await logs();
-    expect(log?.result).toMatchObject({ outcome: "passed", patchIgnored: "task_started does not take patches: the patch was ignored" });
+    expect(log?.result).toMatchObject({
+      outcome: "passed",
+      patchIgnored: "task_started does not take patches: the patch was ignored",
+    });
     expect(task()).toMatchObject({ status: "in_progress", owner: "alice" });
     expect(task().metadata).not.toHaveProperty("x");
   });
@@ -202,13 +352,29 @@ describe("what a patch may write", () => {
 describe("under the task lock", () => {
   it("a worker writing the same task all the while loses nothing, and neither does any patch", async () => {
     const stopFile = path.join(team.teamsRoot, "stop-touch");
-    const worker = spawn(process.execPath, [WORKER, "touch", JSON.stringify({ tasksDir: team.tasksDir, ids: ["1"], field: "comment", stopFile, rounds: 100_000, pauseMs: 2 })], { stdio: ["ignore", "pipe", "pipe"] });
+    const worker = spawn(
+      process.execPath,
+      [
+        WORKER,
+        "touch",
+        JSON.stringify({
+          tasksDir: team.tasksDir,
+          ids: ["1"],
+          field: "comment",
+          stopFile,
+          rounds: 100_000,
+          pauseMs: 2,
+        }),
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     let stdout = "";
     worker.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
     const exited = new Promise<number | null>((resolve) => worker.on("exit", (code) => resolve(code)));
     try {
       // The worker has written at least once before the first gate runs.
-      for (let i = 0; i < 500 && task().metadata?.comment === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 500 && task().metadata?.comment === undefined; i++)
+        await new Promise((r) => setTimeout(r, 10));
       expect(task().metadata?.comment).toBeDefined();
       const startedAt = task().metadata?.comment as number;
       const rounds = 5;
@@ -221,7 +387,9 @@ describe("under the task lock", () => {
       expect(task().metadata?.comment as number).toBeGreaterThan(startedAt);
       fs.writeFileSync(stopFile, "");
       expect(await exited).toBe(0);
-      const final = (JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as { final: Record<string, number> }).final["1"];
+      const final = (JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as { final: Record<string, number> }).final[
+        "1"
+      ];
       const after = task() as Task & { commentTop?: number };
       // The worker's last write is there, and so is every patch: neither overwrote the other.
       expect(after.metadata?.comment).toBe(final);
@@ -239,41 +407,61 @@ describe("under the task lock", () => {
 describe("a three-hook chain folds deny > defer > patch > allow", () => {
   const d = "on_task_completed.d";
 
-  it("patch, patch, allow: both patches written in chain order, and the later hook saw the earlier patch in stdin, the context file and the environment", async () => {
-    const seen = path.join(team.teamsRoot, "seen");
-    fs.mkdirSync(seen);
-    hook(`${d}/10-label.sh`, says({ decision: "patch", patch: { metadata: { stage: "ten", labels: ["ten"], keep: 1 } } }));
-    hook(`${d}/20-look.sh`, `cat > ${seen}/stdin.json\ncp "$PI_TEAMS_HOOK_CONTEXT_FILE" ${seen}/file.json\nprintf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON" > ${seen}/env.json\necho '${JSON.stringify({ decision: "patch", patch: { metadata: { stage: "twenty", labels: null } } })}'`);
-    hook(`${d}/30-allow.sh`, `cat > ${seen}/third.json\necho '{"decision":"allow"}'`);
-    const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("passed");
-    for (const where of ["stdin", "file", "env"]) {
-      const doc = JSON.parse(fs.readFileSync(path.join(seen, `${where}.json`), "utf8")) as { task: Task };
-      expect(doc.task.metadata, where).toMatchObject({ stage: "ten", labels: ["ten"], keep: 1 });
-    }
-    const third = JSON.parse(fs.readFileSync(path.join(seen, "third.json"), "utf8")) as { task: Task };
-    expect(third.task.metadata).toMatchObject({ stage: "twenty", keep: 1 });
-    expect(third.task.metadata).not.toHaveProperty("labels");
-    const after = task();
-    expect(after.metadata).toMatchObject({ stage: "twenty", keep: 1, qualityGateStatus: "passed" });
-    expect(after.metadata).not.toHaveProperty("labels");
-    const logged = await logs();
-    expect(logged.map((l) => [path.basename(l.result.hookPath ?? ""), l.result.patchApplied ?? null])).toEqual([
-      ["10-label.sh", ["metadata.stage", "metadata.labels", "metadata.keep"]],
-      ["20-look.sh", ["metadata.stage", "metadata.labels"]],
-      ["30-allow.sh", null],
-    ]);
-  });
+  it(
+    "patch, patch, allow: both patches written in chain order, and the later hook " +
+      "saw the earlier patch in stdin, the context file and the environment",
+    async () => {
+      const seen = path.join(team.teamsRoot, "seen");
+      fs.mkdirSync(seen);
+      hook(
+        `${d}/10-label.sh`,
+        says({ decision: "patch", patch: { metadata: { stage: "ten", labels: ["ten"], keep: 1 } } }),
+      );
+      hook(
+        `${d}/20-look.sh`,
+        `cat > ${seen}/stdin.json\ncp "$PI_TEAMS_HOOK_CONTEXT_FILE" ${seen}/file.json\nprintf '%s' ` +
+          `"$PI_TEAMS_HOOK_CONTEXT_JSON" > ${seen}/env.json\necho ` +
+          `'${JSON.stringify({ decision: "patch", patch: { metadata: { stage: "twenty", labels: null } } })}'`,
+      );
+      hook(`${d}/30-allow.sh`, `cat > ${seen}/third.json\necho '{"decision":"allow"}'`);
+      const outcome = await invokeEvent(request());
+      expect(outcome.counted).toBe("passed");
+      for (const where of ["stdin", "file", "env"]) {
+        const doc = JSON.parse(fs.readFileSync(path.join(seen, `${where}.json`), "utf8")) as { task: Task };
+        expect(doc.task.metadata, where).toMatchObject({ stage: "ten", labels: ["ten"], keep: 1 });
+      }
+      const third = JSON.parse(fs.readFileSync(path.join(seen, "third.json"), "utf8")) as { task: Task };
+      expect(third.task.metadata).toMatchObject({ stage: "twenty", keep: 1 });
+      expect(third.task.metadata).not.toHaveProperty("labels");
+      const after = task();
+      expect(after.metadata).toMatchObject({ stage: "twenty", keep: 1, qualityGateStatus: "passed" });
+      expect(after.metadata).not.toHaveProperty("labels");
+      const logged = await logs();
+      expect(logged.map((l) => [path.basename(l.result.hookPath ?? ""), l.result.patchApplied ?? null])).toEqual([
+        ["10-label.sh", ["metadata.stage", "metadata.labels", "metadata.keep"]],
+        ["20-look.sh", ["metadata.stage", "metadata.labels"]],
+        ["30-allow.sh", null],
+      ]);
+    },
+  );
 
-  it("a patch that grows the document past the payload limit: the next hook is refused (closed), nothing written", async () => {
-    hook(`${d}/10-grow.sh`, says({ decision: "patch", patch: { metadata: { blob: "x".repeat(3_000) } } }));
-    hook(`${d}/20-never.sh`, says({ decision: "allow" }));
-    const outcome = await invokeEvent(request({ limits: { ...DEFAULT_LIMITS, maxPayloadBytes: 2_048 } }));
-    expect(outcome.runs.map((r) => [r.hook.name, r.result.outcome, r.result.errorKind ?? null])).toEqual([["10-grow.sh", "passed", null], ["20-never.sh", "error", "limit"]]);
-    expect(outcome.result?.error).toMatch(/^the context document, patched by the hooks before, is \d+ bytes; the limit is 2048/);
-    expect(outcome.counted).toBe("failed");
-    expect(task().metadata).not.toHaveProperty("blob");
-  });
+  it(
+    "a patch that grows the document past the payload limit: " + "the next hook is refused (closed), nothing written",
+    async () => {
+      hook(`${d}/10-grow.sh`, says({ decision: "patch", patch: { metadata: { blob: "x".repeat(3_000) } } }));
+      hook(`${d}/20-never.sh`, says({ decision: "allow" }));
+      const outcome = await invokeEvent(request({ limits: { ...DEFAULT_LIMITS, maxPayloadBytes: 2_048 } }));
+      expect(outcome.runs.map((r) => [r.hook.name, r.result.outcome, r.result.errorKind ?? null])).toEqual([
+        ["10-grow.sh", "passed", null],
+        ["20-never.sh", "error", "limit"],
+      ]);
+      expect(outcome.result?.error).toMatch(
+        /^the context document, patched by the hooks before, is \d+ bytes; the limit is 2048/,
+      );
+      expect(outcome.counted).toBe("failed");
+      expect(task().metadata).not.toHaveProperty("blob");
+    },
+  );
 
   it("patch, defer, deny: the chain goes on past the defer, the denial wins, and no patch is written", async () => {
     hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { x: 1 } } }));
@@ -292,46 +480,70 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     expect(first?.result.patchIgnored).toBe("the chain was denied: the patch was discarded");
   });
 
-  it("patch, defer, allow: held; the patch waits with the deferral and is written when the decision allows", async () => {
-    hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "pending" } } }));
-    hook(`${d}/20-defer.sh`, says({ decision: "defer", reason: "waiting for CI" }));
-    hook(`${d}/30-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "green", qualityGateStatus: "forged" } } }));
-    const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("deferred");
-    expect(outcome.hook?.name).toBe("20-defer.sh");
-    const runId = outcome.result?.runId ?? "";
-    const record = JSON.parse(fs.readFileSync(deferralFile(team.teamDir, runId), "utf8")) as DeferralRecord;
-    expect(record.patches).toEqual([{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }]);
-    expect(task().metadata).toMatchObject({ qualityGateStatus: "deferred" });
-    expect(task().metadata).not.toHaveProperty("ci");
-    const held = await logs();
-    expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
-    expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
+  it(
+    "patch, defer, allow: held; the patch waits with the " + "deferral and is written when the decision allows",
+    async () => {
+      hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "pending" } } }));
+      hook(`${d}/20-defer.sh`, says({ decision: "defer", reason: "waiting for CI" }));
+      hook(
+        `${d}/30-patch.sh`,
+        says({ decision: "patch", patch: { metadata: { ci: "green", qualityGateStatus: "forged" } } }),
+      );
+      const outcome = await invokeEvent(request());
+      expect(outcome.counted).toBe("deferred");
+      expect(outcome.hook?.name).toBe("20-defer.sh");
+      const runId = outcome.result?.runId ?? "";
+      const record = JSON.parse(fs.readFileSync(deferralFile(team.teamDir, runId), "utf8")) as DeferralRecord;
+      expect(record.patches).toEqual([{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }]);
+      expect(task().metadata).toMatchObject({ qualityGateStatus: "deferred" });
+      expect(task().metadata).not.toHaveProperty("ci");
+      const held = await logs();
+      expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
+      expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
 
-    const decided = await decideDeferral(team.teamDir, runId, { decision: "allow", by: "ci" }, { env: {}, settings: decisionSettings() });
-    expect(decided.kind).toBe("applied");
-    expect(task().metadata).toMatchObject({ ci: "green", qualityGateStatus: "passed", qualityGateDecision: "allow" });
-    const decisionLog = (await logs()).find((l) => l.decision !== undefined);
-    expect(decisionLog?.decision).toMatchObject({ patchApplied: [{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }] });
-  });
+      const decided = await decideDeferral(
+        team.teamDir,
+        runId,
+        { decision: "allow", by: "ci" },
+        { env: {}, settings: decisionSettings() },
+      );
+      expect(decided.kind).toBe("applied");
+      expect(task().metadata).toMatchObject({ ci: "green", qualityGateStatus: "passed", qualityGateDecision: "allow" });
+      const decisionLog = (await logs()).find((l) => l.decision !== undefined);
+      expect(decisionLog?.decision).toMatchObject({
+        patchApplied: [{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }],
+      });
+    },
+  );
 
   it("patch, defer: a deny decision discards the held patches", async () => {
     hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "pending" } } }));
     hook(`${d}/20-defer.sh`, says({ decision: "defer" }));
     const outcome = await invokeEvent(request());
     const runId = outcome.result?.runId ?? "";
-    const decided = await decideDeferral(team.teamDir, runId, { decision: "deny", reason: "CI failed", by: "ci" }, { env: {}, settings: decisionSettings() });
+    const decided = await decideDeferral(
+      team.teamDir,
+      runId,
+      { decision: "deny", reason: "CI failed", by: "ci" },
+      { env: {}, settings: decisionSettings() },
+    );
     expect(decided.kind).toBe("applied");
     expect(task().metadata).toMatchObject({ qualityGateStatus: "failed" });
     expect(task().metadata).not.toHaveProperty("ci");
     const decisionLog = (await logs()).find((l) => l.decision !== undefined);
-    expect(decisionLog?.decision).toMatchObject({ patchIgnored: "the decision is not allow: the held chain's patches were discarded" });
+    expect(decisionLog?.decision).toMatchObject({
+      patchIgnored: "the decision is not allow: the held chain's patches were discarded",
+    });
   });
 });
 
 describe("an HTTP handler's patch", () => {
   it("a handler answering PATCH after a file hook's patch: both written, the handler saw the first", async () => {
-    receiver.route("/patch", (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"decision":"PATCH","patch":{"metadata":{"ci":"green","qualityGateCode":"x"}}}'));
+    receiver.route("/patch", (_req, res) =>
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end('{"decision":"PATCH","patch":{"metadata":{"ci":"green","qualityGateCode":"x"}}}'),
+    );
     hook("on_task_completed.sh", says({ decision: "patch", patch: { metadata: { labels: ["from-file"] } } }));
     const handler = HandlerSchema.parse({ name: "ci", events: ["task_completed"], url: `${receiver.url}/patch` });
     const outcome = await invokeEvent(request({ handlers: [handler] }));
@@ -341,7 +553,11 @@ describe("an HTTP handler's patch", () => {
     expect(task().metadata).toMatchObject({ labels: ["from-file"], ci: "green", qualityGateStatus: "passed" });
     expect(task().metadata).not.toHaveProperty("qualityGateCode");
     const handlerLog = (await logs()).find((l) => l.result.http !== undefined);
-    expect(handlerLog?.result).toMatchObject({ verdict: { decision: "patch", source: "http" }, patchApplied: ["metadata.ci"], patchRejected: ["metadata.qualityGateCode"] });
+    expect(handlerLog?.result).toMatchObject({
+      verdict: { decision: "patch", source: "http" },
+      patchApplied: ["metadata.ci"],
+      patchRejected: ["metadata.qualityGateCode"],
+    });
   });
 });
 
@@ -350,20 +566,33 @@ describe("the leader", () => {
     const watched = await makeTempTeam({
       teamId: "watched",
       config: { teamId: "watched", hooks: { writableFields: ["description", "metadata.labels"] } },
-      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" }), makeTask({ id: "2", owner: "bob", status: "in_progress" })],
+      tasks: [
+        makeTask({ id: "1", owner: "alice", status: "in_progress" }),
+        makeTask({ id: "2", owner: "bob", status: "in_progress" }),
+      ],
     });
     const leaders: Leader[] = [];
     try {
       const hooks = path.join(watched.teamsRoot, "_hooks");
       fs.mkdirSync(hooks, { recursive: true });
       // Patches task 1 only; a fresh value each run, so a second run would show.
-      fs.writeFileSync(path.join(hooks, "on_task_completed.sh"), `#!/usr/bin/env bash\ncat > /dev/null\n[ "$PI_TEAMS_TASK_ID" = 1 ] || exit 0\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"description\\":\\"checked by the gate\\",\\"metadata\\":{\\"labels\\":[\\"$(date +%s%N)\\"],\\"other\\":1}}}"\n`, { mode: 0o755 });
+      fs.writeFileSync(
+        path.join(hooks, "on_task_completed.sh"),
+        `#!/usr/bin/env bash\ncat > /dev/null\n[ "$PI_TEAMS_TASK_ID" = 1 ] || exit 0\necho ` +
+          `"{\\"decision\\":\\"patch\\",\\"patch\\":{\\"description\\":\\"checked by the ` +
+          `gate\\",\\"metadata\\":{\\"labels\\":[\\"$(date +%s%N)\\"],\\"other\\":1}}}"\n`,
+        { mode: 0o755 },
+      );
       const { leader, events } = await watchTeam(watched, leaders);
 
       await startTeamWorker("complete", { tasksDir: watched.tasksDir, ids: ["1"] }).result;
       await waitUntil("task 1's gate", () => events().length === 1);
       const patched = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
-      expect(patched).toMatchObject({ status: "completed", description: "checked by the gate", metadata: { qualityGateStatus: "passed" } });
+      expect(patched).toMatchObject({
+        status: "completed",
+        description: "checked by the gate",
+        metadata: { qualityGateStatus: "passed" },
+      });
       expect(patched.metadata?.labels).toHaveLength(1);
       expect(patched.metadata).not.toHaveProperty("other");
       // Task 2 afterwards: once its gate is done, the leader has long seen its own write of task 1.
@@ -373,16 +602,23 @@ describe("the leader", () => {
       expect(events().filter((e) => e.taskId === "1")).toHaveLength(1);
       const logged = (await readLogs(watched.teamDir)).filter((l) => l.invocation.completedTask?.id === "1");
       expect(logged).toHaveLength(1);
-      expect(logged[0]?.result).toMatchObject({ patchApplied: ["description", "metadata.labels"], patchRejected: ["metadata.other"] });
-      expect((JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task).metadata?.labels).toEqual(patched.metadata?.labels);
+      expect(logged[0]?.result).toMatchObject({
+        patchApplied: ["description", "metadata.labels"],
+        patchRejected: ["metadata.other"],
+      });
+      expect((JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task).metadata?.labels).toEqual(
+        patched.metadata?.labels,
+      );
     } finally {
       for (const leader of leaders) await leader.stop();
       await watched.cleanup();
     }
   }, 30_000);
 
-  it("never lets a patch move the times and stamps it keys events by, even when configured: no gate running again and again", async () => {
-    // A completion without metadata.completedAt is keyed by its updatedAt: a patched updatedAt would be a new completion.
+  it("never lets a patch move the times and stamps it keys events " +
+    "by, even when configured: no gate running again and again", async () => {
+    // A completion without metadata.completedAt is keyed by its updatedAt: a patched updatedAt would be a new
+    // completion.
     const watched = await makeTempTeam({
       teamId: "stamps",
       config: { teamId: "stamps", hooks: { writableFields: ["updatedAt", "createdAt", "metadata"] } },
@@ -394,13 +630,19 @@ describe("the leader", () => {
       fs.mkdirSync(hooks, { recursive: true });
       fs.writeFileSync(
         path.join(hooks, "on_task_completed.sh"),
-        `#!/usr/bin/env bash\ncat > /dev/null\nnow=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"updatedAt\\":\\"$now\\",\\"createdAt\\":\\"$now\\",\\"metadata\\":{\\"claimedAt\\":\\"$now\\",\\"unassignedAt\\":\\"$now\\",\\"__proto__\\":{\\"x\\":1},\\"labels\\":[\\"$now\\"]}}}"\n`,
+        `#!/usr/bin/env bash\ncat > /dev/null\nnow=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\necho ` +
+          `"{\\"decision\\":\\"patch\\",\\"patch\\":{\\"updatedAt\\":\\"$now\\",\\"createdAt\\":\\"$now\\",` +
+          `\\"metadata\\":{\\"claimedAt\\":\\"$now\\",\\"unassignedAt\\":\\"$now\\",\\"__proto__\\":{\\"x\\":1},` +
+          `\\"labels\\":[\\"$now\\"]}}}"\n`,
         { mode: 0o755 },
       );
       const { leader, events } = await watchTeam(watched, leaders);
 
       const before = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
-      fs.writeFileSync(watched.taskFile("1"), JSON.stringify({ ...before, status: "completed", updatedAt: new Date().toISOString() }));
+      fs.writeFileSync(
+        watched.taskFile("1"),
+        JSON.stringify({ ...before, status: "completed", updatedAt: new Date().toISOString() }),
+      );
       await waitUntil("the gate", () => events().length === 1);
       // Long enough for a few reconcile scans: a patched updatedAt ran the gate again every 20 ms.
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -413,7 +655,10 @@ describe("the leader", () => {
       expect(after.metadata).not.toHaveProperty("unassignedAt");
       expect(after.metadata?.labels).toHaveLength(1);
       const [logged] = await readLogs(watched.teamDir);
-      expect(logged?.result).toMatchObject({ patchApplied: ["metadata.labels"], patchRejected: ["updatedAt", "createdAt", "metadata.claimedAt", "metadata.unassignedAt", "metadata.__proto__"] });
+      expect(logged?.result).toMatchObject({
+        patchApplied: ["metadata.labels"],
+        patchRejected: ["updatedAt", "createdAt", "metadata.claimedAt", "metadata.unassignedAt", "metadata.__proto__"],
+      });
     } finally {
       for (const leader of leaders) await leader.stop();
       await watched.cleanup();

@@ -26,7 +26,10 @@ describe("the gate service of the pi extension", () => {
   let service: GateService;
   let said: Said[];
   const notify = (text: string, level: string): void => void said.push({ text, level });
-  const env = (): Record<string, string> => ({ PI_TEAMS_ROOT_DIR: w.teamsRoot, PATH: process.env.PATH ?? "/usr/bin:/bin" });
+  const env = (): Record<string, string> => ({
+    PI_TEAMS_ROOT_DIR: w.teamsRoot,
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+  });
 
   beforeEach(async () => {
     w = await piWorld();
@@ -40,7 +43,10 @@ describe("the gate service of the pi extension", () => {
 
   const sessionDir = (): string => path.join(w.teamsRoot, SESSION);
   const claim = (teamDir: string, heartbeatAt = new Date().toISOString(), pid = process.pid) =>
-    writeFile(path.join(teamDir, ".attach-claim.json"), `${JSON.stringify({ holderSessionId: SESSION, claimedAt: heartbeatAt, heartbeatAt, pid }, null, 2)}\n`);
+    writeFile(
+      path.join(teamDir, ".attach-claim.json"),
+      `${JSON.stringify({ holderSessionId: SESSION, claimedAt: heartbeatAt, heartbeatAt, pid }, null, 2)}\n`,
+    );
 
   it("waits for the session's team dir, then gates it", async () => {
     await service.begin(SESSION, notify);
@@ -48,7 +54,11 @@ describe("the gate service of the pi extension", () => {
     const tasksDir = await createTeam(sessionDir(), SESSION);
     await waitUntil("watching", () => service.status.phase === "watching");
     await startWorker("complete", { tasksDir, ids: ["1"] }).result;
-    await waitUntil("the pass notification", () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)), { context: () => JSON.stringify(said) });
+    await waitUntil(
+      "the pass notification",
+      () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)),
+      { context: () => JSON.stringify(said) },
+    );
     expect(service.status.recent.map((r) => [r.taskId, r.outcome])).toEqual([["1", "passed"]]);
   });
 
@@ -71,20 +81,37 @@ describe("the gate service of the pi extension", () => {
     const other = path.join(w.teamsRoot, "release-team");
     const otherTasks = await createTeam(other, "release-team");
     await service.begin(SESSION, notify);
-    await waitUntil("watching its own team", () => service.status.phase === "watching" && service.status.teamDir === sessionDir());
+    await waitUntil(
+      "watching its own team",
+      () => service.status.phase === "watching" && service.status.teamDir === sessionDir(),
+    );
 
     await claim(other);
-    await waitUntil("following the attached team", () => service.status.phase === "watching" && service.status.teamDir === other);
+    await waitUntil(
+      "following the attached team",
+      () => service.status.phase === "watching" && service.status.teamDir === other,
+    );
     expect(service.status.how).toBe("attached to team release-team (/team attach)");
-    expect(said).toContainEqual({ text: `quality gates: following attached to team release-team (/team attach): ${other}`, level: "info" });
+    expect(said).toContainEqual({
+      text: `quality gates: following attached to team release-team (/team attach): ${other}`,
+      level: "info",
+    });
     await startWorker("complete", { tasksDir: otherTasks, ids: ["2"] }).result;
-    await waitUntil("the attached team's gate", () => said.find((s) => /^Gate on_task_completed\.sh failed for task #2: .*FAIL: build of task 2 is red/.test(s.text)));
-    const log = await readFile(path.join(other, "hook-logs", readdirSync(path.join(other, "hook-logs"))[0] ?? ""), "utf8");
+    await waitUntil("the attached team's gate", () =>
+      said.find((s) => /^Gate on_task_completed\.sh failed for task #2: .*FAIL: build of task 2 is red/.test(s.text)),
+    );
+    const log = await readFile(
+      path.join(other, "hook-logs", readdirSync(path.join(other, "hook-logs"))[0] ?? ""),
+      "utf8",
+    );
     expect(JSON.parse(log).invocation.teamDir).toBe(other);
 
     // A stale claim (no heartbeat for over 30 s) is no claim: back to the session's team.
     await claim(other, new Date(Date.now() - 60_000).toISOString());
-    await waitUntil("back on the session's team", () => service.status.phase === "watching" && service.status.teamDir === sessionDir());
+    await waitUntil(
+      "back on the session's team",
+      () => service.status.phase === "watching" && service.status.teamDir === sessionDir(),
+    );
     expect(await attachedTeam(w.teamsRoot, SESSION, process.pid, Date.now())).toBeNull();
   });
 
@@ -100,23 +127,35 @@ describe("the gate service of the pi extension", () => {
     expect(await attachedTeam(w.teamsRoot, SESSION, process.pid, Date.now())).toBeNull();
   });
 
-  it("survives its team dir deleted by another process: one warning, nothing run meanwhile, gates again once it is back", async () => {
-    const tasksDir = await createTeam(sessionDir(), SESSION);
-    await service.begin(SESSION, notify);
-    await waitUntil("watching", () => service.status.phase === "watching");
-    // Deleted the way a cleanup does it: moved away, then removed.
-    await rename(sessionDir(), `${sessionDir()}.gone`);
-    await rm(`${sessionDir()}.gone`, { recursive: true, force: true });
-    await waitUntil("the gone warning", () => said.find((s) => s.level === "warning" && s.text.includes("is gone")), { context: () => JSON.stringify(said) });
-    await new Promise((resolve) => setTimeout(resolve, 400)); // several reconcile scans while it is gone
-    expect(said.filter((s) => s.text.includes("is gone"))).toHaveLength(1);
+  it(
+    "survives its team dir deleted by another process: one warning, " +
+      "nothing run meanwhile, gates again once it is back",
+    async () => {
+      const tasksDir = await createTeam(sessionDir(), SESSION);
+      await service.begin(SESSION, notify);
+      await waitUntil("watching", () => service.status.phase === "watching");
+      // Deleted the way a cleanup does it: moved away, then removed.
+      await rename(sessionDir(), `${sessionDir()}.gone`);
+      await rm(`${sessionDir()}.gone`, { recursive: true, force: true });
+      await waitUntil("the gone warning", () => said.find((s) => s.level === "warning" && s.text.includes("is gone")), {
+        context: () => JSON.stringify(said),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 400)); // several reconcile scans while it is gone
+      expect(said.filter((s) => s.text.includes("is gone"))).toHaveLength(1);
 
-    const again = await createTeam(sessionDir(), SESSION);
-    expect(again).toBe(tasksDir);
-    await waitUntil("the back notice", () => said.find((s) => s.level === "info" && /is back/.test(s.text)), { context: () => JSON.stringify(said) });
-    await startWorker("complete", { tasksDir, ids: ["1"] }).result;
-    await waitUntil("a gate after the return", () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)), { context: () => JSON.stringify(said) });
-  });
+      const again = await createTeam(sessionDir(), SESSION);
+      expect(again).toBe(tasksDir);
+      await waitUntil("the back notice", () => said.find((s) => s.level === "info" && /is back/.test(s.text)), {
+        context: () => JSON.stringify(said),
+      });
+      await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+      await waitUntil(
+        "a gate after the return",
+        () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)),
+        { context: () => JSON.stringify(said) },
+      );
+    },
+  );
 
   it("stops on end(): the team's leader lock is released, so watch can take the team", async () => {
     await createTeam(sessionDir(), SESSION);
@@ -129,23 +168,69 @@ describe("the gate service of the pi extension", () => {
     expect(existsSync(lock)).toBe(false);
   });
 
-  it("the tool: policy_set refuses a bad value with the allowed ones, writes a good one; recent_failures lists the bounced task", async () => {
-    const tasksDir = await createTeam(sessionDir(), SESSION);
-    await service.begin(SESSION, notify);
-    await waitUntil("watching", () => service.status.phase === "watching");
-    const tool = gatesTool({ service: async () => service, report: () => import("../../extensions/teams-hooks/pi/report.js"), origin: async () => "source" as const }, env(), w.root);
-    await expect(tool.execute("t1", { action: "policy_set", failureAction: "reopen-followup" }, undefined, undefined, undefined as never)).rejects.toThrow('policy_set refused: failureAction: "reopen-followup" is not valid; expected one of warn, followup, reopen, reopen_followup');
-    const set = await tool.execute("t2", { action: "policy_set", failureAction: "reopen", maxReopens: 1 }, undefined, undefined, undefined as never);
-    expect(set.content[0]?.text).toMatch(/failure action\s+reopen\s+config\.json/);
-    expect(JSON.parse(await readFile(path.join(sessionDir(), "config.json"), "utf8")).hooks).toEqual({ failureAction: "reopen", maxReopensPerTask: 1 });
+  it(
+    "the tool: policy_set refuses a bad value with the allowed ones, " +
+      "writes a good one; recent_failures lists the bounced task",
+    async () => {
+      const tasksDir = await createTeam(sessionDir(), SESSION);
+      await service.begin(SESSION, notify);
+      await waitUntil("watching", () => service.status.phase === "watching");
+      const tool = gatesTool(
+        {
+          service: async () => service,
+          report: () => import("../../extensions/teams-hooks/pi/report.js"),
+          origin: async () => "source" as const,
+        },
+        env(),
+        w.root,
+      );
+      await expect(
+        tool.execute(
+          "t1",
+          { action: "policy_set", failureAction: "reopen-followup" },
+          undefined,
+          undefined,
+          undefined as never,
+        ),
+      ).rejects.toThrow(
+        'policy_set refused: failureAction: "reopen-followup" is not valid; expected one of warn, followup, reopen, ' +
+          "reopen_followup",
+      );
+      const set = await tool.execute(
+        "t2",
+        { action: "policy_set", failureAction: "reopen", maxReopens: 1 },
+        undefined,
+        undefined,
+        undefined as never,
+      );
+      expect(set.content[0]?.text).toMatch(/failure action\s+reopen\s+config\.json/);
+      expect(JSON.parse(await readFile(path.join(sessionDir(), "config.json"), "utf8")).hooks).toEqual({
+        failureAction: "reopen",
+        maxReopensPerTask: 1,
+      });
 
-    await waitUntil("the new policy in force", () => service.status.setup?.settings.values.failureAction === "reopen");
-    await startWorker("complete", { tasksDir, ids: ["2"] }).result;
-    await waitUntil("the failure", () => service.status.recent.find((r) => r.taskId === "2"));
-    const failures = await tool.execute("t3", { action: "recent_failures" }, undefined, undefined, undefined as never);
-    expect(failures.content[0]?.text).toMatch(/task_completed #2 brian on_task_completed\.sh failed: exit code 1 • FAIL: build of task 2 is red → reopened \(1\/1\)/);
-    expect((failures.details as { failures: unknown[] }).failures).toHaveLength(1);
-  });
+      await waitUntil(
+        "the new policy in force",
+        () => service.status.setup?.settings.values.failureAction === "reopen",
+      );
+      await startWorker("complete", { tasksDir, ids: ["2"] }).result;
+      await waitUntil("the failure", () => service.status.recent.find((r) => r.taskId === "2"));
+      const failures = await tool.execute(
+        "t3",
+        { action: "recent_failures" },
+        undefined,
+        undefined,
+        undefined as never,
+      );
+      expect(failures.content[0]?.text).toMatch(
+        new RegExp(
+          String.raw`task_completed #2 brian on_task_completed\.sh failed: exit ` +
+            String.raw`code 1 • FAIL: build of task 2 is red → reopened \(1\/1\)`,
+        ),
+      );
+      expect((failures.details as { failures: unknown[] }).failures).toHaveLength(1);
+    },
+  );
 });
 
 describe("the switch", () => {
@@ -164,10 +249,37 @@ describe("the switch", () => {
   });
 
   it("says passes of task events in one line, failures with their summary and actions, idle passes not at all", () => {
-    const base = { time: "", key: "k", event: "task_completed" as const, taskId: "3", member: "ada", hook: "on_task_completed.sh", timedOut: false, durationMs: 120, retry: false, logFile: null, policyApplied: true };
-    expect(outcomeLine({ ...base, outcome: "passed", summary: "passed", actions: ["none"] })).toEqual({ text: "Gate on_task_completed.sh passed for task #3 (120ms)", level: "info" });
-    expect(outcomeLine({ ...base, outcome: "failed", summary: "exit code 1 • lint", actions: ["reopened (1/3)", "nudge ada"] })).toEqual({ text: "Gate on_task_completed.sh failed for task #3: exit code 1 • lint → reopened (1/3), nudge ada", level: "warning" });
-    expect(outcomeLine({ ...base, event: "idle", taskId: null, outcome: "passed", summary: "", actions: [] })).toBeNull();
+    const base = {
+      time: "",
+      key: "k",
+      event: "task_completed" as const,
+      taskId: "3",
+      member: "ada",
+      hook: "on_task_completed.sh",
+      timedOut: false,
+      durationMs: 120,
+      retry: false,
+      logFile: null,
+      policyApplied: true,
+    };
+    expect(outcomeLine({ ...base, outcome: "passed", summary: "passed", actions: ["none"] })).toEqual({
+      text: "Gate on_task_completed.sh passed for task #3 (120ms)",
+      level: "info",
+    });
+    expect(
+      outcomeLine({
+        ...base,
+        outcome: "failed",
+        summary: "exit code 1 • lint",
+        actions: ["reopened (1/3)", "nudge ada"],
+      }),
+    ).toEqual({
+      text: "Gate on_task_completed.sh failed for task #3: exit code 1 • lint → reopened (1/3), nudge ada",
+      level: "warning",
+    });
+    expect(
+      outcomeLine({ ...base, event: "idle", taskId: null, outcome: "passed", summary: "", actions: [] }),
+    ).toBeNull();
     const idle = { event: "idle" as const, taskId: null, hook: "on_idle.sh", outcome: "passed" as const };
     const nothing = { summary: "", actions: [] };
     const idleError = { ...base, ...idle, ...nothing };
@@ -177,8 +289,17 @@ describe("the switch", () => {
     });
     expect(outcomeLine({ ...base, outcome: "no_hook", summary: "no hook", actions: [] })).toBeNull();
     const claim = { ...base, event: "task_started" as const, hook: "on_task_started.sh" };
-    expect(outcomeLine({ ...claim, outcome: "failed", summary: "denied (deps.open) • #2 open", actions: ["claim put back (denial 1)", "told ada"] })).toEqual({
-      text: "Gate on_task_started.sh failed for the claim of task #3: denied (deps.open) • #2 open → claim put back (denial 1), told ada",
+    expect(
+      outcomeLine({
+        ...claim,
+        outcome: "failed",
+        summary: "denied (deps.open) • #2 open",
+        actions: ["claim put back (denial 1)", "told ada"],
+      }),
+    ).toEqual({
+      text:
+        "Gate on_task_started.sh failed for the claim of task #3: denied (deps.open) • #2 open → claim put back " +
+        "(denial 1), told ada",
       level: "warning",
     });
   });

@@ -37,14 +37,36 @@ describe("the gate of an older completion", () => {
     const newer = path.join(team.teamDir, "newer.json");
     fs.writeFileSync(newer, JSON.stringify({ ...judged, description: "done again", updatedAt: T2 }, null, 2));
     const file = team.taskFile("1");
-    fs.writeFileSync(path.join(hooksDir, "on_task_completed.sh"), `#!/usr/bin/env bash\ncp "${newer}" "${file}.tmp.1" && mv "${file}.tmp.1" "${file}"\n${exit}\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(hooksDir, "on_task_completed.sh"),
+      `#!/usr/bin/env bash\ncp "${newer}" "${file}.tmp.1" && mv "${file}.tmp.1" "${file}"\n${exit}\n`,
+      { mode: 0o755 },
+    );
 
-    const identity: TeamIdentity = { teamId: "stale", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+    const identity: TeamIdentity = {
+      teamId: "stale",
+      teamDir: team.teamDir,
+      taskListId: team.taskListId,
+      leadName: "lead",
+      style: "normal",
+    };
     const keyA = `task_completed:1:${T1}`;
     expect(taskEvent(judged)?.key).toBe(keyA);
     const outcome = await invokeEvent({
-      setup: { identity, hooksDir, teamHooksDir: path.join(team.teamDir, "hooks"), cwd: team.teamsRoot, settings: teamSettings({ hooks: { failureAction: "reopen" }, timeoutMs: 10_000 }) },
-      event: "task_completed", key: keyA, taskId: "1", member: "alice", timestamp: T1, applyPolicy: true, env: process.env,
+      setup: {
+        identity,
+        hooksDir,
+        teamHooksDir: path.join(team.teamDir, "hooks"),
+        cwd: team.teamsRoot,
+        settings: teamSettings({ hooks: { failureAction: "reopen" }, timeoutMs: 10_000 }),
+      },
+      event: "task_completed",
+      key: keyA,
+      taskId: "1",
+      member: "alice",
+      timestamp: T1,
+      applyPolicy: true,
+      env: process.env,
     });
     expect(outcome.problems).toEqual([]);
 

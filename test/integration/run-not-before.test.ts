@@ -40,14 +40,21 @@ describe("notBefore", () => {
 
   it("a rejected promise: the hook never starts", async () => {
     const marker = path.join(tmp, "never");
-    const result = await runHook(touching(marker), makeInvocation(), { cwd: tmp, timeoutMs: 10_000, notBefore: Promise.reject(new Error("ledger: no space left on device")) });
+    const result = await runHook(touching(marker), makeInvocation(), {
+      cwd: tmp,
+      timeoutMs: 10_000,
+      notBefore: Promise.reject(new Error("ledger: no space left on device")),
+    });
     expect(result).toMatchObject({ outcome: "error", errorKind: "internal" });
     expect(result.error).toContain("no space left on device");
     expect(existsSync(marker)).toBe(false);
   });
 
   it("invokeEvent with a rejected promise throws, and nothing is applied or logged", async () => {
-    const team = await makeTempTeam({ teamId: "nb", tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
+    const team = await makeTempTeam({
+      teamId: "nb",
+      tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })],
+    });
     try {
       const hooksDir = path.join(team.teamsRoot, "_hooks");
       const marker = path.join(tmp, "never-invoked");
@@ -59,11 +66,26 @@ describe("notBefore", () => {
       await expect(
         invokeEvent({
           setup: {
-            identity: { teamId: "nb", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" },
-            hooksDir, teamHooksDir: path.join(team.teamDir, "hooks"), cwd: team.teamsRoot, settings: teamSettings({ timeoutMs: 10_000 }),
+            identity: {
+              teamId: "nb",
+              teamDir: team.teamDir,
+              taskListId: team.taskListId,
+              leadName: "lead",
+              style: "normal",
+            },
+            hooksDir,
+            teamHooksDir: path.join(team.teamDir, "hooks"),
+            cwd: team.teamsRoot,
+            settings: teamSettings({ timeoutMs: 10_000 }),
           },
-          event: "task_completed", key: "task_completed:1:x", taskId: "1", member: "alice", timestamp: null,
-          applyPolicy: false, env: process.env, notBefore: failed,
+          event: "task_completed",
+          key: "task_completed:1:x",
+          taskId: "1",
+          member: "alice",
+          timestamp: null,
+          applyPolicy: false,
+          env: process.env,
+          notBefore: failed,
         }),
       ).rejects.toThrow("no space left on device");
       expect(existsSync(marker)).toBe(false);

@@ -10,7 +10,12 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
-import { OUTPUT_LIMIT_CHARS, RunResultSchema, type HookCommand, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
+import {
+  OUTPUT_LIMIT_CHARS,
+  RunResultSchema,
+  type HookCommand,
+  type RunResult,
+} from "../../extensions/teams-hooks/contract/hook-run.js";
 import { findProcessesByRunId, terminateGroup } from "../../extensions/teams-hooks/runner/terminate.js";
 import { liveRuns, runHook, terminateAllRuns, type RunHookOptions } from "../../extensions/teams-hooks/runner/run.js";
 import { makeInvocation, makeTask } from "../helpers/invocation.js";
@@ -57,7 +62,11 @@ interface Timed {
 
 const started: Array<{ pid: number; runId: string }> = [];
 
-async function run(hook: HookCommand, opts: Partial<RunHookOptions> = {}, invocation = makeInvocation()): Promise<Timed> {
+async function run(
+  hook: HookCommand,
+  opts: Partial<RunHookOptions> = {},
+  invocation = makeInvocation(),
+): Promise<Timed> {
   const runId = opts.runId ?? randomUUID();
   let pid: number | undefined;
   const t0 = performance.now();
@@ -106,14 +115,27 @@ describe("a hook run", () => {
   describe("runHook: exit codes and spawn failures", () => {
     it("exit 0 passes", async () => {
       const { result } = await run(bash("pass.sh"));
-      expect(result).toMatchObject({ outcome: "passed", exitCode: 0, signal: null, timedOut: false, leftoverProcesses: 0, ran: true });
+      expect(result).toMatchObject({
+        outcome: "passed",
+        exitCode: 0,
+        signal: null,
+        timedOut: false,
+        leftoverProcesses: 0,
+        ran: true,
+      });
       expect(result.command).toEqual(["bash", path.join(FIXTURES, "pass.sh")]);
       expect(result.hookPath).toBe(path.join(FIXTURES, "pass.sh"));
     });
 
     it("exit 1 fails, with both streams captured", async () => {
       const { result } = await run(bash("fail.sh"));
-      expect(result).toMatchObject({ outcome: "failed", exitCode: 1, timedOut: false, stdout: "checking task 3\n", stderr: "lint failed: 3 problems\n" });
+      expect(result).toMatchObject({
+        outcome: "failed",
+        exitCode: 1,
+        timedOut: false,
+        stdout: "checking task 3\n",
+        stderr: "lint failed: 3 problems\n",
+      });
       expect(result.error).toBeUndefined();
     });
 
@@ -181,7 +203,11 @@ describe("a hook run", () => {
       const { result, runId } = await run(node("env-dump.mjs", out), { baseEnv });
       expect(result).toMatchObject({ outcome: "passed", contextTruncated: false });
       const dump = readDump(out);
-      expect(Object.keys(dump.env).filter((name) => name.startsWith("PI_TEAMS_")).sort()).toEqual(contractVariables);
+      expect(
+        Object.keys(dump.env)
+          .filter((name) => name.startsWith("PI_TEAMS_"))
+          .sort(),
+      ).toEqual(contractVariables);
       expect(dump.env).toMatchObject({
         KEEP_ME: "yes",
         PI_TEAMS_HOOK_EVENT: "task_completed",
@@ -206,7 +232,9 @@ describe("a hook run", () => {
       expect(result).toMatchObject({ outcome: "passed", exitCode: 0, contextTruncated: true });
       const dump = readDump(out);
       expect(dump.stdin).toBe(dump.contextFileContent);
-      const doc = JSON.parse(Buffer.from(dump.stdin, "base64").toString("utf8")) as { task: { metadata: { log: string } } };
+      const doc = JSON.parse(Buffer.from(dump.stdin, "base64").toString("utf8")) as {
+        task: { metadata: { log: string } };
+      };
       expect(doc.task.metadata.log).toHaveLength(200_000);
       expect(dump.env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED).toBe("1");
     });
@@ -295,13 +323,16 @@ describe("a hook run", () => {
       expect(peak - before).toBeLessThan(64 * 1024 * 1024);
     });
   });
-
 });
 
 describe("terminate: identifying a run by its run id", () => {
   /** A detached `sleep` group carrying `runId`, as a crashed leader would have left it. */
   function orphanGroup(runId: string): number {
-    const child = spawn("sleep", ["300"], { detached: true, stdio: "ignore", env: { ...process.env, PI_TEAMS_HOOK_RUN_ID: runId } });
+    const child = spawn("sleep", ["300"], {
+      detached: true,
+      stdio: "ignore",
+      env: { ...process.env, PI_TEAMS_HOOK_RUN_ID: runId },
+    });
     child.unref();
     const pid = child.pid ?? -1;
     started.push({ pid, runId });
@@ -348,17 +379,24 @@ describe("terminate: a child that left the group and dropped its environment", (
     return pid;
   }
 
-  it("a hook ended while it runs (a timeout, a stop): the escapee is found by its parent link, ended and counted", async () => {
-    const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
-    const running = run({ ...bash("escape-bare.sh"), args: [path.join(FIXTURES, "escape-bare.sh"), pidFile] }, { timeoutMs: 10_000 });
-    const escapee = await escapeeOf(pidFile);
-    expect(await findProcessesByRunId(started.at(-1)?.runId ?? "")).not.toContain(escapee); // the run id cannot find it
-    await terminateAllRuns(); // the stop takes the timeout's path: the hook is still running
-    const { result } = await running;
-    expect(result).toMatchObject({ outcome: "error", errorKind: "stopped" });
-    expect(alive(escapee)).toBe(false);
-    expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
-  });
+  it(
+    "a hook ended while it runs (a timeout, a stop): the escapee " + "is found by its parent link, ended and counted",
+    async () => {
+      const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
+      const running = run(
+        { ...bash("escape-bare.sh"), args: [path.join(FIXTURES, "escape-bare.sh"), pidFile] },
+        { timeoutMs: 10_000 },
+      );
+      const escapee = await escapeeOf(pidFile);
+      // the run id cannot find it
+      expect(await findProcessesByRunId(started.at(-1)?.runId ?? "")).not.toContain(escapee);
+      await terminateAllRuns(); // the stop takes the timeout's path: the hook is still running
+      const { result } = await running;
+      expect(result).toMatchObject({ outcome: "error", errorKind: "stopped" });
+      expect(alive(escapee)).toBe(false);
+      expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
+    },
+  );
 
   it("once the hook has exited its parent link is gone: only a leader still running is walked", async () => {
     const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
@@ -368,7 +406,10 @@ describe("terminate: a child that left the group and dropped its environment", (
     expect(await terminateGroup(pgid, { graceMs: 500 })).not.toContain(escapee);
     expect(alive(escapee)).toBe(true); // an orphan now: nothing ties it to the run any more
 
-    const again = spawn("bash", [path.join(FIXTURES, "escape-bare.sh"), `${pidFile}.2`], { detached: true, stdio: "ignore" });
+    const again = spawn("bash", [path.join(FIXTURES, "escape-bare.sh"), `${pidFile}.2`], {
+      detached: true,
+      stdio: "ignore",
+    });
     const second = await escapeeOf(`${pidFile}.2`);
     expect(await terminateGroup(again.pid ?? -1, { graceMs: 500, leaderRunning: true })).toContain(second);
     expect(alive(second)).toBe(false);

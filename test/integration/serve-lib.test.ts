@@ -11,7 +11,9 @@ import { createKey, keysFile, keySpec } from "../../extensions/teams-hooks/serve
 import { type TaskServer, startTaskServer } from "../../extensions/teams-hooks/server/server.js";
 import { api, codeOf, makeTeamsRoot } from "../helpers/serve-rig.js";
 
-const TEMPLATES = { ping: { subject: "Ping {{parameters.n}}", owner: "bob", parameters: { n: { type: "number", required: true } } } };
+const TEMPLATES = {
+  ping: { subject: "Ping {{parameters.n}}", owner: "bob", parameters: { n: { type: "number", required: true } } },
+};
 
 let root: string;
 let cleanup: () => Promise<void>;
@@ -21,18 +23,48 @@ const logged: string[] = [];
 let server: TaskServer;
 
 async function start(): Promise<TaskServer> {
-  return startTaskServer({ teamsRoot: root, host: "127.0.0.1", port: 0, log: (level, message) => logged.push(`${level}: ${message}`) });
+  return startTaskServer({
+    teamsRoot: root,
+    host: "127.0.0.1",
+    port: 0,
+    log: (level, message) => logged.push(`${level}: ${message}`),
+  });
 }
 
 const tasksDir = (): string => path.join(root, "alpha", "tasks", "alpha");
-const taskFiles = async (): Promise<string[]> => (await readdir(tasksDir()).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
+const taskFiles = async (): Promise<string[]> =>
+  (await readdir(tasksDir()).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
 const create = (body: unknown, idem?: string) =>
-  api(server.url, "POST", "/api/v1/teams/alpha/tasks", { key, body, ...(idem ? { headers: { "Idempotency-Key": idem } } : {}) });
+  api(server.url, "POST", "/api/v1/teams/alpha/tasks", {
+    key,
+    body,
+    ...(idem ? { headers: { "Idempotency-Key": idem } } : {}),
+  });
 
 beforeAll(async () => {
-  ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } }, broken: { hooks: { templates: { bad: { subject: "" } } } } }));
-  key = (await createKey(root, keySpec({ name: "lib", scopes: "tasks:create,tasks:read", teams: "alpha,broken,bare", templates: undefined, allTemplates: true, rateLimit: null }))).key;
-  limited = (await createKey(root, keySpec({ name: "limited", scopes: "tasks:read", teams: "alpha", templates: "ping", rateLimit: null }))).key;
+  ({ root, cleanup } = await makeTeamsRoot({
+    alpha: { hooks: { templates: TEMPLATES } },
+    broken: { hooks: { templates: { bad: { subject: "" } } } },
+  }));
+  key = (
+    await createKey(
+      root,
+      keySpec({
+        name: "lib",
+        scopes: "tasks:create,tasks:read",
+        teams: "alpha,broken,bare",
+        templates: undefined,
+        allTemplates: true,
+        rateLimit: null,
+      }),
+    )
+  ).key;
+  limited = (
+    await createKey(
+      root,
+      keySpec({ name: "limited", scopes: "tasks:read", teams: "alpha", templates: "ping", rateLimit: null }),
+    )
+  ).key;
   server = await start();
 });
 
@@ -52,8 +84,12 @@ describe("Idempotency-Key", () => {
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(codeOf(await create({ template: "ping", parameters: { n: 2 } }, "restart-1"))).toBe("idempotency_conflict");
     // The owner was told once, whatever the retries.
-    const inbox = JSON.parse(await readFile(path.join(root, "alpha", "mailboxes", "alpha", "inboxes", "bob.json"), "utf8")) as Array<{ text: string }>;
-    expect(inbox.filter((m) => (JSON.parse(m.text) as { taskId: string }).taskId === first.json.taskId)).toHaveLength(1);
+    const inbox = JSON.parse(
+      await readFile(path.join(root, "alpha", "mailboxes", "alpha", "inboxes", "bob.json"), "utf8"),
+    ) as Array<{ text: string }>;
+    expect(inbox.filter((m) => (JSON.parse(m.text) as { taskId: string }).taskId === first.json.taskId)).toHaveLength(
+      1,
+    );
   });
 
   it("after a crash between its two writes, finds the task it made, or makes the one it did not", async () => {
@@ -78,7 +114,10 @@ describe("Idempotency-Key", () => {
     const made = await create({ template: "ping", parameters: { n: 7 } }, "crash-1");
     expect(made.status).toBe(202);
     expect(made.json.taskId).not.toBe(first.json.taskId);
-    expect(JSON.parse(await readFile(recordFile, "utf8"))).toMatchObject({ state: "created", taskId: made.json.taskId });
+    expect(JSON.parse(await readFile(recordFile, "utf8"))).toMatchObject({
+      state: "created",
+      taskId: made.json.taskId,
+    });
   });
 });
 
@@ -87,14 +126,20 @@ describe("bad input never stops the server", () => {
     new Promise((resolve, reject) => {
       const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
       let answer = "";
-      socket.setEncoding("utf8").on("data", (c: string) => (answer += c)).on("end", () => resolve(answer)).on("error", reject);
+      socket
+        .setEncoding("utf8")
+        .on("data", (c: string) => (answer += c))
+        .on("end", () => resolve(answer))
+        .on("error", reject);
       socket.end(text);
     });
 
   it("answers malformed HTTP and oversized headers with JSON, then closes", async () => {
     const garbage = await raw("GARBAGE\r\n\r\n");
     expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
-    expect(JSON.parse(garbage.slice(garbage.indexOf("\r\n\r\n") + 4))).toMatchObject({ error: { code: "invalid_request" } });
+    expect(JSON.parse(garbage.slice(garbage.indexOf("\r\n\r\n") + 4))).toMatchObject({
+      error: { code: "invalid_request" },
+    });
     const huge = await raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`);
     expect(huge).toMatch(/^HTTP\/1\.1 431 /);
     expect(huge).toContain('"code":"headers_too_large"');
@@ -106,7 +151,10 @@ describe("bad input never stops the server", () => {
     const good = await readFile(file, "utf8");
     await writeFile(file, "{ not json");
     try {
-      expect(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/1", { key })).toMatchObject({ status: 503, json: { error: { code: "unavailable" } } });
+      expect(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/1", { key })).toMatchObject({
+        status: 503,
+        json: { error: { code: "unavailable" } },
+      });
       expect(logged.some((line) => line.startsWith("warn:") && line.includes("keys.json"))).toBe(true);
     } finally {
       await writeFile(file, good);
@@ -115,29 +163,61 @@ describe("bad input never stops the server", () => {
   });
 
   it("a team whose hooks block is invalid: 503; a team without config.json: no template (404)", async () => {
-    expect(await api(server.url, "POST", "/api/v1/teams/broken/tasks", { key, body: { template: "bad" } })).toMatchObject({ status: 503, json: { error: { code: "unavailable" } } });
+    expect(
+      await api(server.url, "POST", "/api/v1/teams/broken/tasks", { key, body: { template: "bad" } }),
+    ).toMatchObject({ status: 503, json: { error: { code: "unavailable" } } });
     await mkdir(path.join(root, "bare"));
-    expect(codeOf(await api(server.url, "POST", "/api/v1/teams/bare/tasks", { key, body: { template: "ping" } }))).toBe("template_not_found");
+    expect(codeOf(await api(server.url, "POST", "/api/v1/teams/bare/tasks", { key, body: { template: "ping" } }))).toBe(
+      "template_not_found",
+    );
   });
 
   it("a task not made by the API is not one a template-limited key may read", async () => {
-    await writeFile(path.join(tasksDir(), "500.json"), `${JSON.stringify({ id: "500", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`);
-    expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key: limited }))).toBe("template_not_allowed");
-    expect((await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key })).json).toEqual({ id: "500", status: "pending", qualityGateStatus: null, startDenial: null, updatedAt: "t", decidingRun: null, createdBy: { kind: "worker" } });
+    await writeFile(
+      path.join(tasksDir(), "500.json"),
+      `${JSON.stringify({ id: "500", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`,
+    );
+    expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key: limited }))).toBe(
+      "template_not_allowed",
+    );
+    expect((await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key })).json).toEqual({
+      id: "500",
+      status: "pending",
+      qualityGateStatus: null,
+      startDenial: null,
+      updatedAt: "t",
+      decidingRun: null,
+      createdBy: { kind: "worker" },
+    });
     // A file whose id says another task is not that task.
-    await writeFile(path.join(tasksDir(), "501.json"), `${JSON.stringify({ id: "7", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`);
+    await writeFile(
+      path.join(tasksDir(), "501.json"),
+      `${JSON.stringify({ id: "7", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`,
+    );
     expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/501", { key }))).toBe("task_not_found");
   });
 });
 
 describe("slow clients", () => {
   it("a request whose headers do not come in time gets a JSON 408, and the connection closes", async () => {
-    const own = await startTaskServer({ teamsRoot: root, host: "127.0.0.1", port: 0, headersTimeoutMs: 300, log: () => undefined });
+    const own = await startTaskServer({
+      teamsRoot: root,
+      host: "127.0.0.1",
+      port: 0,
+      headersTimeoutMs: 300,
+      log: () => undefined,
+    });
     try {
       const answer = await new Promise<string>((resolve, reject) => {
-        const socket = connect(Number(new URL(own.url).port), "127.0.0.1", () => socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n"));
+        const socket = connect(Number(new URL(own.url).port), "127.0.0.1", () =>
+          socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n"),
+        );
         let text = "";
-        socket.setEncoding("utf8").on("data", (c: string) => (text += c)).on("close", () => resolve(text)).on("error", reject);
+        socket
+          .setEncoding("utf8")
+          .on("data", (c: string) => (text += c))
+          .on("close", () => resolve(text))
+          .on("error", reject);
         setTimeout(() => socket.destroy(new Error("no answer within 5 s")), 5_000).unref();
       });
       expect(answer).toMatch(/^HTTP\/1\.1 408 /);

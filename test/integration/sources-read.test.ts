@@ -17,7 +17,10 @@ function sources(): { sources: TeamSources; file: (id: string) => string } {
   const teamDir = mkdtempSync(path.join(root, "team-"));
   const dir = path.join(teamDir, "tasks", "t");
   mkdirSync(dir, { recursive: true });
-  return { sources: new TeamSources({ teamId: "t", teamDir, taskListId: "t", leadName: "lead", style: "normal" }), file: (id) => path.join(dir, `${id}.json`) };
+  return {
+    sources: new TeamSources({ teamId: "t", teamDir, taskListId: "t", leadName: "lead", style: "normal" }),
+    file: (id) => path.join(dir, `${id}.json`),
+  };
 }
 
 describe("reading a task file", () => {
@@ -51,6 +54,11 @@ describe("a task whose id is not a safe file name", () => {
     const { sources: s, file } = sources();
     writeFileSync(file("a-b"), taskJson({ id, status: "completed" }));
     const look = s.lookAtTask(file("a-b"));
-    expect(look).toMatchObject({ kind: "problem", message: `${file("a-b")}: id: ${JSON.stringify(id)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b") — skipped until it changes` });
+    expect(look).toMatchObject({
+      kind: "problem",
+      message:
+        `${file("a-b")}: id: ${JSON.stringify(id)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: it ` +
+        `would share the file of "a-b") — skipped until it changes`,
+    });
   });
 });

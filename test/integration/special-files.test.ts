@@ -76,9 +76,15 @@ describe("readRegularFile", () => {
   it.each(makers)("refuses %s unread, naming what it is", async (_name, make, kind) => {
     const file = await make(path.join(dir(), "x.json"));
     const read = readRegularFile(file, { maxBytes: 1024 });
-    expect(read).toMatchObject({ ok: false, problem: { kind: "not_regular", file, message: `${file}: not a regular file (${kind})` } });
+    expect(read).toMatchObject({
+      ok: false,
+      problem: { kind: "not_regular", file, message: `${file}: not a regular file (${kind})` },
+    });
     // readJsonValue (tasks, inboxes, config.json) goes through it.
-    expect(await readJsonValue(file)).toMatchObject({ ok: false, problem: { kind: "not_regular", message: `${file}: not a regular file (${kind})` } });
+    expect(await readJsonValue(file)).toMatchObject({
+      ok: false,
+      problem: { kind: "not_regular", message: `${file}: not a regular file (${kind})` },
+    });
   });
 
   it("reads a regular file whole, up to its cap; one byte more is too large", () => {
@@ -87,7 +93,8 @@ describe("readRegularFile", () => {
     expect(readRegularFile(file, { maxBytes: 1024 })).toMatchObject({ ok: true, text: "é".repeat(512) });
     const over = readRegularFile(file, { maxBytes: 1023 });
     expect(over).toMatchObject({ ok: false, problem: { kind: "too_large", file } });
-    if (!over.ok) expect(over.problem.message).toBe(`${file}: too large (1024 bytes, over the limit of 1023 bytes for this file)`);
+    if (!over.ok)
+      expect(over.problem.message).toBe(`${file}: too large (1024 bytes, over the limit of 1023 bytes for this file)`);
   });
 
   it("a missing file is missing", () => {
@@ -109,16 +116,23 @@ describe("the leader's task sources", () => {
   it.each([
     ["a FIFO", mkfifo, "fifo"],
     ["a socket", socketAt, "socket"],
-  ] as const)("a task file that is %s is reported once per version of it, then read once it is a task", async (_name, make, kind) => {
-    const { sources: s, file } = sources();
-    await make(file("300"));
-    expect(s.lookAtTask(file("300"))).toEqual({ kind: "problem", message: `${file("300")}: not a regular file (${kind}) — skipped until it changes`, fresh: true });
-    expect(s.lookAtTask(file("300"))).toEqual({ kind: "unchanged" });
-    expect(s.changedSinceLook(file("300"))).toBe(false); // the reconcile scan does not look again
-    rmSync(file("300"));
-    writeFileSync(file("300"), taskJson({ id: "300" }));
-    expect(s.lookAtTask(file("300"))).toMatchObject({ kind: "task", task: { id: "300" } });
-  });
+  ] as const)(
+    "a task file that is %s is reported once per version of it, then read once it is a task",
+    async (_name, make, kind) => {
+      const { sources: s, file } = sources();
+      await make(file("300"));
+      expect(s.lookAtTask(file("300"))).toEqual({
+        kind: "problem",
+        message: `${file("300")}: not a regular file (${kind}) — skipped until it changes`,
+        fresh: true,
+      });
+      expect(s.lookAtTask(file("300"))).toEqual({ kind: "unchanged" });
+      expect(s.changedSinceLook(file("300"))).toBe(false); // the reconcile scan does not look again
+      rmSync(file("300"));
+      writeFileSync(file("300"), taskJson({ id: "300" }));
+      expect(s.lookAtTask(file("300"))).toMatchObject({ kind: "task", task: { id: "300" } });
+    },
+  );
 
   it("a task file over 64 MiB is refused from its size, unread", () => {
     const { sources: s, file } = sources();
@@ -126,17 +140,22 @@ describe("the leader's task sources", () => {
     execFileSync("truncate", ["-s", String(64 * 1024 * 1024 + 1), file("9")]); // sparse: no 64 MiB written
     expect(s.lookAtTask(file("9"))).toEqual({
       kind: "problem",
-      message: `${file("9")}: too large (${64 * 1024 * 1024 + 1} bytes, over the limit of 64 MiB for this file) — skipped until it changes`,
+      message:
+        `${file("9")}: too large (${64 * 1024 * 1024 + 1} bytes, over the limit of 64 MiB for this file) — ` +
+        `skipped until it changes`,
       fresh: true,
     });
     expect(s.lookAtTask(file("9"))).toEqual({ kind: "unchanged" });
   });
 
-  it("an idle notification's task that is a FIFO is read as no task (the notification alone describes it)", async () => {
-    const { sources: s, file } = sources();
-    mkfifo(file("5"));
-    expect(await s.readTaskById("5")).toBeNull();
-  });
+  it(
+    "an idle notification's task that is a FIFO is read " + "as no task (the notification alone describes it)",
+    async () => {
+      const { sources: s, file } = sources();
+      mkfifo(file("5"));
+      expect(await s.readTaskById("5")).toBeNull();
+    },
+  );
 
   it("a FIFO as the leader's inbox is one problem, said again only when it changes", async () => {
     const { sources: s, inbox } = sources();
@@ -159,7 +178,12 @@ describe("other readers of files agents and hooks write", () => {
     const d = dir();
     const file = path.join(d, "1.json");
     mkfifo(`${file}.lock`);
-    expect(await inspectLock(file)).toMatchObject({ held: true, holder: { pid: null }, holderAlive: null, stale: false });
+    expect(await inspectLock(file)).toMatchObject({
+      held: true,
+      holder: { pid: null },
+      holderAlive: null,
+      stale: false,
+    });
   });
 
   it("a FIFO as the leader lock, left by a leader long gone, is taken over", async () => {
@@ -187,27 +211,35 @@ describe("other readers of files agents and hooks write", () => {
       (e: unknown) => e,
     );
     expect(isHooksError(error) && error.code).toBe("E_LEDGER");
-    expect(error instanceof Error && error.message).toContain(`${ledgerFile(teamDir)}: not a regular file (fifo); move it aside`);
+    expect(error instanceof Error && error.message).toContain(
+      `${ledgerFile(teamDir)}: not a regular file (fifo); move it aside`,
+    );
   });
 
   it.each([
     ["a FIFO", (target: string) => mkfifo(target), "fifo"],
-    [
-      "/dev/zero",
-      () => "/dev/zero",
-      "character device",
-    ],
-  ] as const)("a hook log that is a symlink to %s is one problem for `logs`, and the other logs are listed", async (_name, target, kind) => {
-    const teamDir = dir();
-    const logs = path.join(teamDir, "hook-logs");
-    mkdirSync(logs, { recursive: true });
-    const link = path.join(logs, "2026-03-01T00-00-00-000Z_task_completed_task-9.json");
-    symlinkSync(target(path.join(teamDir, "fifo")), link);
-    const good = await writeHookLog(teamDir, { invocation: makeInvocation({ teamDir }), result: makeRunResult({ runId: "r1" }), startedAt: "2026-03-01T00:01:00.000Z" });
-    expect(await readHookLog(link)).toMatchObject({ ok: false, problem: { kind: "not_regular", message: `${link}: not a regular file (${kind}) — log skipped` } });
-    const problems: HookLogProblem[] = [];
-    const { rows, total } = await queryLogs(teamDir, { filter: {}, onProblem: (p) => problems.push(p) });
-    expect({ files: rows.map((r) => r.file), total }).toEqual({ files: [good], total: 2 });
-    expect(problems.map((p) => p.message)).toEqual([`${link}: not a regular file (${kind}) — log skipped`]);
-  });
+    ["/dev/zero", () => "/dev/zero", "character device"],
+  ] as const)(
+    "a hook log that is a symlink to %s is one problem for `logs`, and the other logs are listed",
+    async (_name, target, kind) => {
+      const teamDir = dir();
+      const logs = path.join(teamDir, "hook-logs");
+      mkdirSync(logs, { recursive: true });
+      const link = path.join(logs, "2026-03-01T00-00-00-000Z_task_completed_task-9.json");
+      symlinkSync(target(path.join(teamDir, "fifo")), link);
+      const good = await writeHookLog(teamDir, {
+        invocation: makeInvocation({ teamDir }),
+        result: makeRunResult({ runId: "r1" }),
+        startedAt: "2026-03-01T00:01:00.000Z",
+      });
+      expect(await readHookLog(link)).toMatchObject({
+        ok: false,
+        problem: { kind: "not_regular", message: `${link}: not a regular file (${kind}) — log skipped` },
+      });
+      const problems: HookLogProblem[] = [];
+      const { rows, total } = await queryLogs(teamDir, { filter: {}, onProblem: (p) => problems.push(p) });
+      expect({ files: rows.map((r) => r.file), total }).toEqual({ files: [good], total: 2 });
+      expect(problems.map((p) => p.message)).toEqual([`${link}: not a regular file (${kind}) — log skipped`]);
+    },
+  );
 });

@@ -3,7 +3,13 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { writeJsonAtomic } from "../../extensions/teams-hooks/team/json-file.js";
-import { createTask, listTaskFiles, readAllTasks, readTask, updateTask } from "../../extensions/teams-hooks/team/tasks.js";
+import {
+  createTask,
+  listTaskFiles,
+  readAllTasks,
+  readTask,
+  updateTask,
+} from "../../extensions/teams-hooks/team/tasks.js";
 import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
 
@@ -30,7 +36,10 @@ const newTask = (id: string): Task => makeTask({ id, subject: `new ${id}` });
 
 describe("listTaskFiles", () => {
   it("lists <id>.json only, numeric ids in numeric order, and ignores temp, lock and watermark files", async () => {
-    const t = await team({ tasks: [makeTask({ id: "10" }), makeTask({ id: "2" }), makeTask({ id: "alpha" })], highWatermark: 10 });
+    const t = await team({
+      tasks: [makeTask({ id: "10" }), makeTask({ id: "2" }), makeTask({ id: "alpha" })],
+      highWatermark: 10,
+    });
     for (const name of ["2.json.lock", "2.json.tmp.123.456", ".highwatermark.lock", "notes.txt", "a b.json"]) {
       await writeFile(path.join(t.tasksDir, name), "{}");
     }
@@ -47,9 +56,27 @@ describe("readTask", () => {
   it.each([
     ["bad JSON", "{ not json", "invalid_json", undefined, /invalid JSON/],
     ["empty file", "", "invalid_json", undefined, /empty file/],
-    ["a missing field", JSON.stringify({ ...makeTask({ id: "3" }), subject: undefined }), "invalid", "subject", /: subject: missing, expected string/],
-    ["a wrong enum value", JSON.stringify(makeTask({ id: "3", status: "done" as Task["status"] })), "invalid", "status", /: status: expected "pending" \| "in_progress" \| "completed", got "done"/],
-    ["a mistyped array entry", JSON.stringify({ ...makeTask({ id: "3" }), blocks: ["1", 2] }), "invalid", "blocks[1]", /: blocks\[1\]: expected string, got 2/],
+    [
+      "a missing field",
+      JSON.stringify({ ...makeTask({ id: "3" }), subject: undefined }),
+      "invalid",
+      "subject",
+      /: subject: missing, expected string/,
+    ],
+    [
+      "a wrong enum value",
+      JSON.stringify(makeTask({ id: "3", status: "done" as Task["status"] })),
+      "invalid",
+      "status",
+      /: status: expected "pending" \| "in_progress" \| "completed", got "done"/,
+    ],
+    [
+      "a mistyped array entry",
+      JSON.stringify({ ...makeTask({ id: "3" }), blocks: ["1", 2] }),
+      "invalid",
+      "blocks[1]",
+      /: blocks\[1\]: expected string, got 2/,
+    ],
     ["not an object", "[]", "invalid", undefined, /: expected object, got an array/],
   ])("reports %s as a problem naming the file and the field", async (_name, raw, kind, field, message) => {
     const t = await team({ tasks: [{ id: "3", raw }] });
@@ -79,7 +106,11 @@ describe("readTask", () => {
 
 describe("updateTask", () => {
   it("keeps unknown fields, key order and every field the mutation did not change", async () => {
-    const original = { zeta: 1, ...makeTask({ id: "1", owner: "w1", metadata: { keep: "me" } }), custom: { a: [1, 2] } };
+    const original = {
+      zeta: 1,
+      ...makeTask({ id: "1", owner: "w1", metadata: { keep: "me" } }),
+      custom: { a: [1, 2] },
+    };
     const t = await team({ tasks: [original] });
     const result = await updateTask(t.teamDir, t.taskListId, "1", (task) => ({ ...task, status: "completed" }));
     expect(result).toMatchObject({ ok: true, written: true });
@@ -119,44 +150,62 @@ describe("updateTask", () => {
   it("refuses to write a mutation that breaks the task", async () => {
     const t = await team({ tasks: [makeTask({ id: "1" })] });
     const before = await readFile(t.taskFile("1"), "utf8");
-    await expect(updateTask(t.teamDir, t.taskListId, "1", (task) => ({ ...task, status: "done" as Task["status"] }))).rejects.toMatchObject({
+    await expect(
+      updateTask(t.teamDir, t.taskListId, "1", (task) => ({ ...task, status: "done" as Task["status"] })),
+    ).rejects.toMatchObject({
       code: "E_TASK",
     });
     expect(await readFile(t.taskFile("1"), "utf8")).toBe(before);
   });
 
-  it("loses no update when other processes change other fields at the same time, and the file always parses", async () => {
-    const t = await team({ tasks: [makeTask({ id: "1", custom: "kept" })] });
-    const iterations = 30;
-    const goFile = path.join(t.teamsRoot, "go");
-    const workers = ["w1", "w2", "w3", "w4"].map((key) =>
-      runWorker(modules, "update-task", { teamDir: t.teamDir, taskListId: t.taskListId, taskId: "1", key, iterations, goFile }),
-    );
-    await writeFile(goFile, "");
-    let reads = 0;
-    let finished = false;
-    const all = Promise.all(workers).finally(() => (finished = true));
-    const reader = (async () => {
-      while (!finished) {
-        JSON.parse(await readFile(t.taskFile("1"), "utf8")); // throws (and fails the test) on a torn file
-        reads += 1;
+  it(
+    "loses no update when other processes change other fields " + "at the same time, and the file always parses",
+    async () => {
+      const t = await team({ tasks: [makeTask({ id: "1", custom: "kept" })] });
+      const iterations = 30;
+      const goFile = path.join(t.teamsRoot, "go");
+      const workers = ["w1", "w2", "w3", "w4"].map((key) =>
+        runWorker(modules, "update-task", {
+          teamDir: t.teamDir,
+          taskListId: t.taskListId,
+          taskId: "1",
+          key,
+          iterations,
+          goFile,
+        }),
+      );
+      await writeFile(goFile, "");
+      let reads = 0;
+      let finished = false;
+      const all = Promise.all(workers).finally(() => (finished = true));
+      const reader = (async () => {
+        while (!finished) {
+          JSON.parse(await readFile(t.taskFile("1"), "utf8")); // throws (and fails the test) on a torn file
+          reads += 1;
+        }
+      })();
+      for (let i = 0; i < iterations; i++) {
+        const result = await updateTask(t.teamDir, t.taskListId, "1", (task) => ({
+          ...task,
+          metadata: { ...task.metadata, main: Number(task.metadata?.main ?? 0) + 1 },
+        }));
+        expect(result.ok).toBe(true);
       }
-    })();
-    for (let i = 0; i < iterations; i++) {
-      const result = await updateTask(t.teamDir, t.taskListId, "1", (task) => ({
-        ...task,
-        metadata: { ...task.metadata, main: Number(task.metadata?.main ?? 0) + 1 },
-      }));
-      expect(result.ok).toBe(true);
-    }
-    await all;
-    await reader;
-    expect(reads).toBeGreaterThan(0);
-    const final = JSON.parse(await readFile(t.taskFile("1"), "utf8")) as Task;
-    expect(final.metadata).toEqual({ main: iterations, w1: iterations, w2: iterations, w3: iterations, w4: iterations });
-    expect(final.custom).toBe("kept");
-    expect((await readdir(t.tasksDir)).sort()).toEqual(["1.json"]);
-  });
+      await all;
+      await reader;
+      expect(reads).toBeGreaterThan(0);
+      const final = JSON.parse(await readFile(t.taskFile("1"), "utf8")) as Task;
+      expect(final.metadata).toEqual({
+        main: iterations,
+        w1: iterations,
+        w2: iterations,
+        w3: iterations,
+        w4: iterations,
+      });
+      expect(final.custom).toBe("kept");
+      expect((await readdir(t.tasksDir)).sort()).toEqual(["1.json"]);
+    },
+  );
 });
 
 describe("createTask", () => {
@@ -165,9 +214,16 @@ describe("createTask", () => {
     ["a task file is ahead", 2, ["1", "7"], "8"],
     ["there is nothing yet", undefined, [], "1"],
   ])("allocates max(highwatermark, largest id) + 1 when %s", async (_name, highWatermark, ids, expected) => {
-    const t = await team({ tasks: [...ids.map((id) => makeTask({ id })), makeTask({ id: "notes" })], ...(highWatermark === undefined ? {} : { highWatermark }) });
+    const t = await team({
+      tasks: [...ids.map((id) => makeTask({ id })), makeTask({ id: "notes" })],
+      ...(highWatermark === undefined ? {} : { highWatermark }),
+    });
     const result = await createTask(t.teamDir, t.taskListId, newTask);
-    expect(result).toMatchObject({ created: true, task: { id: expected, subject: `new ${expected}` }, file: t.taskFile(expected) });
+    expect(result).toMatchObject({
+      created: true,
+      task: { id: expected, subject: `new ${expected}` },
+      file: t.taskFile(expected),
+    });
     expect(await readFile(path.join(t.tasksDir, ".highwatermark"), "utf8")).toBe(`${expected}\n`);
     expect(JSON.parse(await readFile(t.taskFile(expected), "utf8"))).toEqual(newTask(expected));
   });
@@ -181,18 +237,28 @@ describe("createTask", () => {
 
   it("throws when build returns a task with another id", async () => {
     const t = await team();
-    await expect(createTask(t.teamDir, t.taskListId, () => newTask("99"))).rejects.toMatchObject({ code: "E_INTERNAL" });
+    await expect(createTask(t.teamDir, t.taskListId, () => newTask("99"))).rejects.toMatchObject({
+      code: "E_INTERNAL",
+    });
   });
 
   it("gives unique consecutive ids to several processes creating at once", async () => {
     const t = await team({ tasks: [makeTask({ id: "1" })], highWatermark: 5 });
     const goFile = path.join(t.teamsRoot, "go");
     const runs = Array.from({ length: 5 }, () =>
-      runWorker<{ ids: string[] }>(modules, "create-tasks", { teamDir: t.teamDir, taskListId: t.taskListId, count: 8, goFile }),
+      runWorker<{ ids: string[] }>(modules, "create-tasks", {
+        teamDir: t.teamDir,
+        taskListId: t.taskListId,
+        count: 8,
+        goFile,
+      }),
     );
     await writeFile(goFile, "");
     const results = await Promise.all(runs);
-    const ids = results.flatMap((result) => result.ids).map(Number).sort((a, b) => a - b);
+    const ids = results
+      .flatMap((result) => result.ids)
+      .map(Number)
+      .sort((a, b) => a - b);
     expect(ids).toEqual(Array.from({ length: 40 }, (_, i) => i + 6));
     expect(await readFile(path.join(t.tasksDir, ".highwatermark"), "utf8")).toBe("45\n");
     expect((await listTaskFiles(t.teamDir, t.taskListId)).length).toBe(41);
@@ -202,7 +268,12 @@ describe("createTask", () => {
     const t = await team();
     const goFile = path.join(t.teamsRoot, "go");
     const runs = Array.from({ length: 6 }, () =>
-      runWorker<{ created: boolean; id: string }>(modules, "create-once", { teamDir: t.teamDir, taskListId: t.taskListId, key: "gate:7", goFile }),
+      runWorker<{ created: boolean; id: string }>(modules, "create-once", {
+        teamDir: t.teamDir,
+        taskListId: t.taskListId,
+        key: "gate:7",
+        goFile,
+      }),
     );
     await writeFile(goFile, "");
     const results = await Promise.all(runs);

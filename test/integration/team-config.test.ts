@@ -33,9 +33,17 @@ describe("loadTeamConfig", () => {
 
   it("reads the identity and the raw hooks block", async () => {
     const hooks = { failureAction: "reopen", maxReopensPerTask: "not checked here", extra: true };
-    const t = await team({ config: { version: 1, teamId: "T", taskListId: "L", leadName: "boss", style: "soviet", hooks, members: [] } });
+    const t = await team({
+      config: { version: 1, teamId: "T", taskListId: "L", leadName: "boss", style: "soviet", hooks, members: [] },
+    });
     const loaded = await loadTeamConfig(t.teamDir);
-    expect(loaded.identity).toEqual({ teamId: "T", teamDir: t.teamDir, taskListId: "L", leadName: "boss", style: "soviet" });
+    expect(loaded.identity).toEqual({
+      teamId: "T",
+      teamDir: t.teamDir,
+      taskListId: "L",
+      leadName: "boss",
+      style: "soviet",
+    });
     expect(loaded.hooks).toEqual(hooks);
     expect(loaded).toMatchObject({ warnings: [], exists: true, noHooks: null });
   });
@@ -43,7 +51,13 @@ describe("loadTeamConfig", () => {
   it("warns about a mistyped identity field, naming the file and the field, and uses the default", async () => {
     const t = await team({ config: { teamId: 42, leadName: "", style: ["x"], taskListId: null } });
     const loaded = await loadTeamConfig(t.teamDir);
-    expect(loaded.identity).toEqual({ teamId: "alpha", teamDir: t.teamDir, taskListId: "alpha", leadName: "team-lead", style: "normal" });
+    expect(loaded.identity).toEqual({
+      teamId: "alpha",
+      teamDir: t.teamDir,
+      taskListId: "alpha",
+      leadName: "team-lead",
+      style: "normal",
+    });
     expect(loaded.warnings).toHaveLength(3);
     expect(loaded.warnings[0]).toBe(`${configOf(t)}: teamId: expected a non-empty string, got 42 — using "alpha"`);
     expect(loaded.warnings[1]).toContain(`${configOf(t)}: leadName:`);
@@ -57,7 +71,12 @@ describe("loadTeamConfig", () => {
   ])("warns about %s and applies every default", async (_name, raw, warning) => {
     const t = await team({ config: raw });
     const loaded = await loadTeamConfig(t.teamDir);
-    expect(loaded.identity).toMatchObject({ teamId: "alpha", taskListId: "alpha", leadName: "team-lead", style: "normal" });
+    expect(loaded.identity).toMatchObject({
+      teamId: "alpha",
+      taskListId: "alpha",
+      leadName: "team-lead",
+      style: "normal",
+    });
     expect(loaded.exists).toBe(true);
     expect(loaded.warnings).toHaveLength(1);
     expect(loaded.warnings[0]).toContain(configOf(t));
@@ -79,7 +98,10 @@ describe("loadTeamConfig", () => {
     ["hooks: null", { hooks: null }],
   ])("says why there is no block: %s", async (_name, config) => {
     const t = await team({ config });
-    expect((await loadTeamConfig(t.teamDir)).noHooks).toEqual({ kind: "absent", reason: `${configOf(t)}: no "hooks" block` });
+    expect((await loadTeamConfig(t.teamDir)).noHooks).toEqual({
+      kind: "absent",
+      reason: `${configOf(t)}: no "hooks" block`,
+    });
   });
 
   it("an explicit empty block is a block", async () => {
@@ -87,12 +109,22 @@ describe("loadTeamConfig", () => {
     expect(await loadTeamConfig(t.teamDir)).toMatchObject({ hooks: {}, noHooks: null });
   });
 
-  it.each(["a/b", "lead.x"])("refuses a leadName that is not a safe file name (%j): a warning, and the default", async (name) => {
-    const t = await team({ config: { leadName: name } });
-    const loaded = await loadTeamConfig(t.teamDir);
-    expect(loaded.identity.leadName).toBe("team-lead");
-    expect(loaded.warnings).toEqual([expect.stringMatching(new RegExp(`^${configOf(t)}: leadName: ${JSON.stringify(name).replace(".", "\\.")} is not a safe name .* — using "team-lead"$`))]);
-  });
+  it.each(["a/b", "lead.x"])(
+    "refuses a leadName that is not a safe file name (%j): a warning, and the default",
+    async (name) => {
+      const t = await team({ config: { leadName: name } });
+      const loaded = await loadTeamConfig(t.teamDir);
+      expect(loaded.identity.leadName).toBe("team-lead");
+      expect(loaded.warnings).toEqual([
+        expect.stringMatching(
+          new RegExp(
+            `^${configOf(t)}: leadName: ${JSON.stringify(name).replace(".", "\\.")} is not a safe name .* — using ` +
+              `"team-lead"$`,
+          ),
+        ),
+      ]);
+    },
+  );
 
   it("resolves a relative team dir to an absolute one", async () => {
     const t = await team();
@@ -103,10 +135,21 @@ describe("loadTeamConfig", () => {
 
 describe("updateHooksConfig", () => {
   it("changes only the hooks block, keeping every other field and the key order", async () => {
-    const config = { version: 1, teamId: "alpha", custom: { x: [1] }, hooks: { followupOwner: "lead", other: 1 }, members: [{ name: "w1" }] };
+    const config = {
+      version: 1,
+      teamId: "alpha",
+      custom: { x: [1] },
+      hooks: { followupOwner: "lead", other: 1 },
+      members: [{ name: "w1" }],
+    };
     const t = await team({ config });
     const result = await updateHooksConfig(t.teamDir, { failureAction: "reopen", other: undefined });
-    expect(result).toEqual({ ok: true, file: configOf(t), hooks: { followupOwner: "lead", failureAction: "reopen" }, created: false });
+    expect(result).toEqual({
+      ok: true,
+      file: configOf(t),
+      hooks: { followupOwner: "lead", failureAction: "reopen" },
+      created: false,
+    });
     const text = await readFile(configOf(t), "utf8");
     expect(text.endsWith("}\n")).toBe(true);
     const written = JSON.parse(text) as Record<string, unknown>;

@@ -51,8 +51,13 @@ async function writeEverything(t: TempTeam): Promise<{ files: string[]; folders:
   const inbox = inboxFile(t.teamDir, t.taskListId, "bob");
   return {
     files: [taskFile(t.teamDir, t.taskListId, task.id), highWatermarkFile(t.teamDir, t.taskListId), inbox],
-    folders: [path.dirname(tasksDir(t.teamDir, t.taskListId)), tasksDir(t.teamDir, t.taskListId),
-      path.join(t.teamDir, "mailboxes"), path.dirname(path.dirname(inbox)), path.dirname(inbox)],
+    folders: [
+      path.dirname(tasksDir(t.teamDir, t.taskListId)),
+      tasksDir(t.teamDir, t.taskListId),
+      path.join(t.teamDir, "mailboxes"),
+      path.dirname(path.dirname(inbox)),
+      path.dirname(inbox),
+    ],
   };
 }
 

@@ -38,7 +38,10 @@ await import("data:text/javascript;base64," + Buffer.from(source).toString("base
 
 async function teamWithGate(): Promise<{ team: TempTeam; hooks: string; gate: string }> {
   const team = await rig.team({
-    tasks: [makeTask({ id: "1", status: "completed", owner: "ada", metadata: { result: "done" } }), makeTask({ id: "2", status: "completed", owner: "ada", metadata: { result: "unit tests pass" } })],
+    tasks: [
+      makeTask({ id: "1", status: "completed", owner: "ada", metadata: { result: "done" } }),
+      makeTask({ id: "2", status: "completed", owner: "ada", metadata: { result: "unit tests pass" } }),
+    ],
   });
   const hooks = path.join(team.teamsRoot, "_hooks");
   await mkdir(hooks, { recursive: true });
@@ -50,23 +53,38 @@ async function teamWithGate(): Promise<{ team: TempTeam; hooks: string; gate: st
 async function installStandIn(team: TempTeam): Promise<string> {
   const dir = path.join(team.teamsRoot, "node_modules", "tsx");
   await mkdir(path.join(dir, "dist"), { recursive: true });
-  await writeFile(path.join(dir, "package.json"), JSON.stringify({ name: "tsx", version: "0.0.0-stand-in", type: "module", bin: "./dist/cli.mjs", exports: { "./cli": "./dist/cli.mjs", "./package.json": "./package.json" } }));
+  await writeFile(
+    path.join(dir, "package.json"),
+    JSON.stringify({
+      name: "tsx",
+      version: "0.0.0-stand-in",
+      type: "module",
+      bin: "./dist/cli.mjs",
+      exports: { "./cli": "./dist/cli.mjs", "./package.json": "./package.json" },
+    }),
+  );
   await writeFile(path.join(dir, "dist", "cli.mjs"), STAND_IN_CLI);
   return path.join(dir, "dist", "cli.mjs");
 }
 
 describe("a .ts gate", () => {
-  it.skipIf(nodeStripsTypes())("with neither tsx nor type stripping does not run, and run and doctor say why with the fix", async () => {
-    const { team, hooks, gate } = await teamWithGate();
-    const fix = `a .ts gate needs tsx where it can be found from ${hooks} (cd ${hooks} && npm install --save-dev tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to on_task_completed.js with tsc`;
-    const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`skipped ${gate}: ${fix}`);
-    expect(run.stderr).toContain(`warning: ${gate} never runs: ${fix}`);
-    const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
-    expect(doctor.stdout).toContain(`FAIL skipped on_task_completed.ts: ${fix}: no gate runs for this event`);
-    expect(await readLogs(team.teamDir)).toEqual([]);
-  });
+  it.skipIf(nodeStripsTypes())(
+    "with neither tsx nor type stripping does not run, and run and doctor say why with the fix",
+    async () => {
+      const { team, hooks, gate } = await teamWithGate();
+      const fix =
+        `a .ts gate needs tsx where it can be found from ${hooks} (cd ${hooks} && npm install --save-dev ` +
+        `tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to ` +
+        `on_task_completed.js with tsc`;
+      const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`skipped ${gate}: ${fix}`);
+      expect(run.stderr).toContain(`warning: ${gate} never runs: ${fix}`);
+      const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+      expect(doctor.stdout).toContain(`FAIL skipped on_task_completed.ts: ${fix}: no gate runs for this event`);
+      expect(await readLogs(team.teamDir)).toEqual([]);
+    },
+  );
 
   it.skipIf(nodeStripsTypes())("without tsx, one with an execute bit runs by its own #! line", async () => {
     const { team, gate } = await teamWithGate();
@@ -118,7 +136,9 @@ describe("a .ts gate", () => {
     const { team, gate } = await teamWithGate();
     await installStandIn(team); // trust covers the gates that run: with nothing to run it, it is none
     const shown = await runBin(["trust", "--team-dir", team.teamDir]);
-    expect(shown.stdout).toMatch(new RegExp(`new +${gate.replaceAll(/[.*+?^${}()|[\]\\/]/g, "\\$&")} \\(task_completed\\): sha256 [0-9a-f]{64}`));
+    expect(shown.stdout).toMatch(
+      new RegExp(`new +${gate.replaceAll(/[.*+?^${}()|[\]\\/]/g, "\\$&")} \\(task_completed\\): sha256 [0-9a-f]{64}`),
+    );
     expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
     await writeFile(gate, `${GATE}// changed\n`);
     const changed = await runBin(["trust", "--team-dir", team.teamDir]);

@@ -28,7 +28,8 @@ describe("the vendored zod", () => {
   });
 
   it("gives zod's results and English messages", () => {
-    const shape = (z: Zod["z"]) => z.object({ id: z.string().regex(/^\d+$/), n: z.number().int().min(1), when: z.iso.datetime().optional() });
+    const shape = (z: Zod["z"]) =>
+      z.object({ id: z.string().regex(/^\d+$/), n: z.number().int().min(1), when: z.iso.datetime().optional() });
     for (const input of [{ id: "7", n: 2 }, { id: "x", n: 0, when: "yesterday" }, { n: "2" }, null, "text"]) {
       const mine = shape(vendored.z).safeParse(input);
       const theirs = shape(zod.z).safeParse(input);
@@ -40,7 +41,9 @@ describe("the vendored zod", () => {
 
   it("is what every compiled module imports instead of zod", async () => {
     let importers = 0;
-    for (const name of (await readdir(DIST, { recursive: true })).filter((n) => n.endsWith(".js") && !n.startsWith("vendor"))) {
+    for (const name of (await readdir(DIST, { recursive: true })).filter(
+      (n) => n.endsWith(".js") && !n.startsWith("vendor"),
+    )) {
       const text = await readFile(path.join(DIST, name), "utf8");
       expect(text, name).not.toMatch(/from\s*"zod"/);
       const bundle = path.relative(path.dirname(path.join(DIST, name)), path.join(DIST, "vendor", "zod.js"));

@@ -9,8 +9,21 @@ import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KeyStore, createKey, keySpec, keysFile, listKeys, revokeKey } from "../../extensions/teams-hooks/server/keys.js";
-import { type WebAuthContext, createLoginToken, sessionSecretFile, webAccess, webLogin } from "../../extensions/teams-hooks/server/web-auth.js";
+import {
+  KeyStore,
+  createKey,
+  keySpec,
+  keysFile,
+  listKeys,
+  revokeKey,
+} from "../../extensions/teams-hooks/server/keys.js";
+import {
+  type WebAuthContext,
+  createLoginToken,
+  sessionSecretFile,
+  webAccess,
+  webLogin,
+} from "../../extensions/teams-hooks/server/web-auth.js";
 import { type CompiledModules, compileModules } from "../fixtures/workers/modules.js";
 import { makeTeamsRoot } from "../helpers/serve-rig.js";
 
@@ -24,7 +37,12 @@ const logged: string[] = [];
 const keys: Record<string, string> = {};
 
 function context(remote: boolean, now: Date = T0): WebAuthContext {
-  return { teamsRoot: root, keys: new KeyStore(root, (level, message) => logged.push(`${level}: ${message}`)), remote, now: () => now };
+  return {
+    teamsRoot: root,
+    keys: new KeyStore(root, (level, message) => logged.push(`${level}: ${message}`)),
+    remote,
+    now: () => now,
+  };
 }
 
 const request = (extra: { host?: string; authorization?: string; cookie?: string; accept?: string } = {}) => ({
@@ -36,7 +54,19 @@ const request = (extra: { host?: string; authorization?: string; cookie?: string
 });
 
 async function make(name: string, scopes: string, teams = "alpha"): Promise<string> {
-  return (await createKey(root, keySpec({ name, scopes, teams, templates: undefined, allTemplates: /tasks:|gates:decide/.test(scopes), rateLimit: null }))).key;
+  return (
+    await createKey(
+      root,
+      keySpec({
+        name,
+        scopes,
+        teams,
+        templates: undefined,
+        allTemplates: /tasks:|gates:decide/.test(scopes),
+        rateLimit: null,
+      }),
+    )
+  ).key;
 }
 
 /** Logs in with a fresh token of `name` at `now`; the `pth_session=…` pair of its cookie. */
@@ -58,15 +88,26 @@ afterAll(async () => {
 });
 
 describe("without --allow-remote (loopback only)", () => {
-  it.each(["127.0.0.1:7420", "127.9.8.7", "localhost", "LOCALHOST:80", "app.localhost:7420", "[::1]:7420", "[::1]"])("allows Host %s with no key", async (host) => {
-    const allowed = { kind: "allowed", teams: null, keyId: null, keyName: null, session: null };
-    expect(await webAccess(context(false), request({ host }))).toEqual(allowed);
-  });
+  it.each(["127.0.0.1:7420", "127.9.8.7", "localhost", "LOCALHOST:80", "app.localhost:7420", "[::1]:7420", "[::1]"])(
+    "allows Host %s with no key",
+    async (host) => {
+      const allowed = { kind: "allowed", teams: null, keyId: null, keyName: null, session: null };
+      expect(await webAccess(context(false), request({ host }))).toEqual(allowed);
+    },
+  );
 
-  it.each([["evil.example:7420"], ["127.0.0.1.evil.example"], ["localhost.evil.example"], ["[::2]:7420"], ["10.0.0.1"], [undefined]])("refuses Host %s with 403 and says why (DNS rebinding)", async (host) => {
+  it.each([
+    ["evil.example:7420"],
+    ["127.0.0.1.evil.example"],
+    ["localhost.evil.example"],
+    ["[::2]:7420"],
+    ["10.0.0.1"],
+    [undefined],
+  ])("refuses Host %s with 403 and says why (DNS rebinding)", async (host) => {
     const access = await webAccess(context(false), request({ host, authorization: `Bearer ${keys.viewer}` }));
     expect(access).toMatchObject({ kind: "refused", status: 403, contentType: "text/plain; charset=utf-8" });
-    if (access.kind === "refused") expect(access.body).toMatch(/without --allow-remote.*localhost, 127\.0\.0\.1, \[::1\].*DNS rebinding/);
+    if (access.kind === "refused")
+      expect(access.body).toMatch(/without --allow-remote.*localhost, 127\.0\.0\.1, \[::1\].*DNS rebinding/);
     expect((await webLogin(context(false), { host, token: null })).status).toBe(403);
   });
 });
@@ -78,7 +119,10 @@ describe("with --allow-remote: keys", () => {
     if (browser.kind !== "refused") return;
     expect(browser.body).toContain("pi-teams-hooks serve keys login NAME");
     expect(browser.body).not.toMatch(/<script|<style|style=/i);
-    expect(browser.headers).toMatchObject({ "Cache-Control": "no-store", "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"' });
+    expect(browser.headers).toMatchObject({
+      "Cache-Control": "no-store",
+      "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"',
+    });
     const curl = await webAccess(context(true), request({ accept: "*/*" }));
     expect(curl).toMatchObject({ kind: "refused", status: 401, contentType: "text/plain; charset=utf-8" });
     if (curl.kind === "refused") expect(curl.body).toMatch(/^401: a key with the scope logs:read is required/);
@@ -96,17 +140,31 @@ describe("with --allow-remote: keys", () => {
   });
 
   it("a key without logs:read, a made-up key, another scheme: 401", async () => {
-    for (const authorization of [`Bearer ${keys.api}`, `Bearer ${(keys.viewer ?? "").slice(0, -1)}${keys.viewer?.endsWith("x") ? "y" : "x"}`, "Bearer nope", `Basic ${keys.viewer}`]) {
-      expect(await webAccess(context(true), request({ authorization }))).toMatchObject({ kind: "refused", status: 401 });
+    for (const authorization of [
+      `Bearer ${keys.api}`,
+      `Bearer ${(keys.viewer ?? "").slice(0, -1)}${keys.viewer?.endsWith("x") ? "y" : "x"}`,
+      "Bearer nope",
+      `Basic ${keys.viewer}`,
+    ]) {
+      expect(await webAccess(context(true), request({ authorization }))).toMatchObject({
+        kind: "refused",
+        status: 401,
+      });
     }
   });
 
   it("a revoked key: 401 from the next request of the same running server", async () => {
     const key = await make("doomed", "logs:read");
     const ctx = context(true);
-    expect(await webAccess(ctx, request({ authorization: `Bearer ${key}` }))).toMatchObject({ kind: "allowed", keyName: "doomed" });
+    expect(await webAccess(ctx, request({ authorization: `Bearer ${key}` }))).toMatchObject({
+      kind: "allowed",
+      keyName: "doomed",
+    });
     expect(await revokeKey(root, "doomed")).toBe(true);
-    expect(await webAccess(ctx, request({ authorization: `Bearer ${key}` }))).toMatchObject({ kind: "refused", status: 401 });
+    expect(await webAccess(ctx, request({ authorization: `Bearer ${key}` }))).toMatchObject({
+      kind: "refused",
+      status: 401,
+    });
   });
 });
 
@@ -118,26 +176,48 @@ describe("with --allow-remote: login tokens and sessions", () => {
     expect(await readFile(keysFile(root), "utf8")).not.toContain(token.slice(18)); // only a salted hash is kept
     const first = await webLogin(context(true), { host: HOST, token });
     expect(first).toMatchObject({ status: 303, headers: { Location: "/", "Cache-Control": "no-store" } });
-    expect(first.headers["Set-Cookie"]).toMatch(/^pth_session=[0-9a-f]{12}\.\d+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=43200; HttpOnly; SameSite=Strict$/);
+    expect(first.headers["Set-Cookie"]).toMatch(
+      /^pth_session=[0-9a-f]{12}\.\d+\.[A-Za-z0-9_-]{43}; Path=\/; Max-Age=43200; HttpOnly; SameSite=Strict$/,
+    );
     const again = await webLogin(context(true), { host: HOST, token });
     expect(again).toMatchObject({ status: 401, contentType: "text/html; charset=utf-8" });
-    expect(again.body).toContain("This login link was used or has expired: pi-teams-hooks serve keys login NAME prints a new one.");
+    expect(again.body).toContain(
+      "This login link was used or has expired: pi-teams-hooks serve keys login NAME prints a new one.",
+    );
     expect(again.headers["Set-Cookie"]).toBeUndefined();
   });
 
   it("an expired token, a replaced one, a malformed one or none: 401", async () => {
     const expired = await createLoginToken(root, "viewer", T0);
-    expect((await webLogin(context(true, new Date(T0.getTime() + 15 * MINUTE + 1)), { host: HOST, token: expired.token })).status).toBe(401);
+    expect(
+      (await webLogin(context(true, new Date(T0.getTime() + 15 * MINUTE + 1)), { host: HOST, token: expired.token }))
+        .status,
+    ).toBe(401);
     const replaced = await createLoginToken(root, "viewer", T0);
     const current = await createLoginToken(root, "viewer", T0);
     expect((await webLogin(context(true), { host: HOST, token: replaced.token })).status).toBe(401);
-    for (const token of [null, "", "pthl_nope", `${current.token.slice(0, -1)}${current.token.endsWith("A") ? "B" : "A"}`]) expect((await webLogin(context(true), { host: HOST, token })).status).toBe(401);
-    expect((await webLogin(context(true, new Date(T0.getTime() + 14 * MINUTE)), { host: HOST, token: current.token })).status).toBe(303);
+    for (const token of [
+      null,
+      "",
+      "pthl_nope",
+      `${current.token.slice(0, -1)}${current.token.endsWith("A") ? "B" : "A"}`,
+    ])
+      expect((await webLogin(context(true), { host: HOST, token })).status).toBe(401);
+    expect(
+      (await webLogin(context(true, new Date(T0.getTime() + 14 * MINUTE)), { host: HOST, token: current.token }))
+        .status,
+    ).toBe(303);
   });
 
   it("a token for a key without logs:read, or no key, is refused when made", async () => {
-    await expect(createLoginToken(root, "api", T0)).rejects.toMatchObject({ code: "E_USAGE", message: expect.stringMatching(/"api" does not have the scope logs:read/) });
-    await expect(createLoginToken(root, "nobody", T0)).rejects.toMatchObject({ code: "E_USAGE", message: expect.stringMatching(/no key named "nobody"/) });
+    await expect(createLoginToken(root, "api", T0)).rejects.toMatchObject({
+      code: "E_USAGE",
+      message: expect.stringMatching(/"api" does not have the scope logs:read/),
+    });
+    await expect(createLoginToken(root, "nobody", T0)).rejects.toMatchObject({
+      code: "E_USAGE",
+      message: expect.stringMatching(/no key named "nobody"/),
+    });
   });
 
   it("the cookie from a login is a session of its key's teams; the secret is 0600 in the 0700 folder", async () => {
@@ -170,9 +250,20 @@ describe("with --allow-remote: login tokens and sessions", () => {
     const [id = "", expires = "", mac = ""] = value.split(".");
     const other = (await listKeys(root)).find((k) => k.name === "api")?.prefix.slice(4) ?? "";
     const flipped = `${mac.slice(0, 10)}${mac[10] === "A" ? "B" : "A"}${mac.slice(11)}`;
-    const respelled = `${mac.slice(0, 42)}${String.fromCharCode(mac.charCodeAt(42) ^ 1)}`; // the same bytes, maybe, but not the same cookie
-    for (const changed of [`${other}.${expires}.${mac}`, `${id}.${expires}.${respelled}`, `${id}.${Number(expires) + 3_600_000}.${mac}`, `${id}.${expires}.${flipped}`, `${id}.${expires}`, "x"]) {
-      expect(await webAccess(context(true), request({ cookie: `pth_session=${changed}` }))).toMatchObject({ kind: "refused", status: 401 });
+    // the same bytes, maybe, but not the same cookie
+    const respelled = `${mac.slice(0, 42)}${String.fromCharCode(mac.charCodeAt(42) ^ 1)}`;
+    for (const changed of [
+      `${other}.${expires}.${mac}`,
+      `${id}.${expires}.${respelled}`,
+      `${id}.${Number(expires) + 3_600_000}.${mac}`,
+      `${id}.${expires}.${flipped}`,
+      `${id}.${expires}`,
+      "x",
+    ]) {
+      expect(await webAccess(context(true), request({ cookie: `pth_session=${changed}` }))).toMatchObject({
+        kind: "refused",
+        status: 401,
+      });
     }
   });
 
@@ -186,7 +277,9 @@ describe("with --allow-remote: login tokens and sessions", () => {
     await revokeKey(root, "leaving");
     expect(await webAccess(ctx, request({ cookie: leaving }))).toMatchObject({ kind: "refused", status: 401 });
     // A key whose scopes are edited in the file loses its sessions too.
-    const file = JSON.parse(await readFile(keysFile(root), "utf8")) as { keys: Array<{ name: string; scopes: string[] }> };
+    const file = JSON.parse(await readFile(keysFile(root), "utf8")) as {
+      keys: Array<{ name: string; scopes: string[] }>;
+    };
     for (const k of file.keys) if (k.name === "narrowed") k.scopes = ["tasks:read"];
     await writeFile(keysFile(root), JSON.stringify(file));
     expect(await webAccess(ctx, request({ cookie: narrowed }))).toMatchObject({ kind: "refused", status: 401 });
@@ -207,7 +300,9 @@ describe("with --allow-remote: login tokens and sessions", () => {
         const answer = await webLogin({ teamsRoot: root, keys: new KeyStore(root, () => {}), remote: true, now: () => new Date() }, { host: "127.0.0.1", token });
         process.stdout.write(String(answer.status));`;
       const runs = Array.from({ length: 4 }, () => {
-        const child = spawn(process.execPath, ["--input-type=module", "-e", script, root, token, go], { stdio: ["ignore", "pipe", "inherit"] });
+        const child = spawn(process.execPath, ["--input-type=module", "-e", script, root, token, go], {
+          stdio: ["ignore", "pipe", "inherit"],
+        });
         let out = "";
         child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
         return new Promise<string>((resolve) => child.on("close", () => resolve(out)));
@@ -221,40 +316,67 @@ describe("with --allow-remote: login tokens and sessions", () => {
 });
 
 describe("keys files", () => {
-  it("a keys file written before the dashboard (no login field, no logs:read) still loads and takes new keys", async () => {
-    const old = await makeTeamsRoot({ alpha: {} });
-    try {
-      const record = { name: "ci", id: "0123456789ab", salt: "00".repeat(16), hash: "11".repeat(32), scopes: ["tasks:read"], teams: ["alpha"], templates: null, rateLimit: null, createdAt: T0.toISOString() };
-      await mkdir(path.dirname(keysFile(old.root)), { mode: 0o700 });
-      await writeFile(keysFile(old.root), JSON.stringify({ version: 1, keys: [record] }));
-      expect((await listKeys(old.root)).map((k) => k.name)).toEqual(["ci"]);
-      await createKey(old.root, keySpec({ name: "web", scopes: "logs:read", teams: "alpha", templates: undefined, rateLimit: null }));
-      await createLoginToken(old.root, "web", T0);
-      const stored = JSON.parse(await readFile(keysFile(old.root), "utf8")) as { keys: Array<Record<string, unknown>> };
-      expect(stored.keys[0]).toEqual(record);
-      expect(Object.keys(stored.keys[1]?.login as object)).toEqual(["salt", "hash", "expiresAt"]);
-    } finally {
-      await old.cleanup();
-    }
-  });
+  it(
+    "a keys file written before the dashboard (no login field, " + "no logs:read) still loads and takes new keys",
+    async () => {
+      const old = await makeTeamsRoot({ alpha: {} });
+      try {
+        const record = {
+          name: "ci",
+          id: "0123456789ab",
+          salt: "00".repeat(16),
+          hash: "11".repeat(32),
+          scopes: ["tasks:read"],
+          teams: ["alpha"],
+          templates: null,
+          rateLimit: null,
+          createdAt: T0.toISOString(),
+        };
+        await mkdir(path.dirname(keysFile(old.root)), { mode: 0o700 });
+        await writeFile(keysFile(old.root), JSON.stringify({ version: 1, keys: [record] }));
+        expect((await listKeys(old.root)).map((k) => k.name)).toEqual(["ci"]);
+        await createKey(
+          old.root,
+          keySpec({ name: "web", scopes: "logs:read", teams: "alpha", templates: undefined, rateLimit: null }),
+        );
+        await createLoginToken(old.root, "web", T0);
+        const stored = JSON.parse(await readFile(keysFile(old.root), "utf8")) as {
+          keys: Array<Record<string, unknown>>;
+        };
+        expect(stored.keys[0]).toEqual(record);
+        expect(Object.keys(stored.keys[1]?.login as object)).toEqual(["salt", "hash", "expiresAt"]);
+      } finally {
+        await old.cleanup();
+      }
+    },
+  );
 
-  it("a keys file that cannot be read closes the dashboard (403) and fails a login (503), said on the log", async () => {
-    const broken = await makeTeamsRoot({ alpha: {} });
-    try {
-      await mkdir(path.dirname(keysFile(broken.root)), { mode: 0o700 });
-      await writeFile(keysFile(broken.root), "{not json", { mode: 0o600 });
-      const warned: string[] = [];
-      const ctx: WebAuthContext = { teamsRoot: broken.root, keys: new KeyStore(broken.root, () => {}), remote: true, now: () => T0, warn: (m) => warned.push(m) };
-      const access = await webAccess(ctx, request({ authorization: `Bearer ${keys.viewer}` }));
-      expect(access).toMatchObject({ kind: "refused", status: 403 });
-      if (access.kind === "refused") expect(access.body).toMatch(/cannot read its keys file/);
-      const login = await webLogin(ctx, { host: HOST, token: `pthl_0123456789ab_${"A".repeat(43)}` });
-      expect(login.status).toBe(503);
-      expect(warned.join("\n")).toMatch(/a dashboard login could not be completed: .*keys\.json/);
-    } finally {
-      await broken.cleanup();
-    }
-  });
+  it(
+    "a keys file that cannot be read closes the dashboard " + "(403) and fails a login (503), said on the log",
+    async () => {
+      const broken = await makeTeamsRoot({ alpha: {} });
+      try {
+        await mkdir(path.dirname(keysFile(broken.root)), { mode: 0o700 });
+        await writeFile(keysFile(broken.root), "{not json", { mode: 0o600 });
+        const warned: string[] = [];
+        const ctx: WebAuthContext = {
+          teamsRoot: broken.root,
+          keys: new KeyStore(broken.root, () => {}),
+          remote: true,
+          now: () => T0,
+          warn: (m) => warned.push(m),
+        };
+        const access = await webAccess(ctx, request({ authorization: `Bearer ${keys.viewer}` }));
+        expect(access).toMatchObject({ kind: "refused", status: 403 });
+        if (access.kind === "refused") expect(access.body).toMatch(/cannot read its keys file/);
+        const login = await webLogin(ctx, { host: HOST, token: `pthl_0123456789ab_${"A".repeat(43)}` });
+        expect(login.status).toBe(503);
+        expect(warned.join("\n")).toMatch(/a dashboard login could not be completed: .*keys\.json/);
+      } finally {
+        await broken.cleanup();
+      }
+    },
+  );
 
   it("said nothing of a key, token or cookie on the key store's log", () => {
     const all = logged.join("\n");

@@ -15,7 +15,17 @@ import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
-import { BIN, type LeaderProcess, readAllTaskFiles, readInboxFile, readLedger, readLogs, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import {
+  BIN,
+  type LeaderProcess,
+  readAllTaskFiles,
+  readInboxFile,
+  readLedger,
+  readLogs,
+  runBin,
+  useLeaderRig,
+  waitUntil,
+} from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
@@ -24,18 +34,32 @@ const KILLS = 16;
 const ARGS = ["--reconcile-ms", "200"];
 
 /** The same answer for a run whoever sends it, so that a decision sent twice is the same decision. */
-const decisionOf = (runId: string): string[] => ((createHash("sha256").update(runId).digest()[0] ?? 0) % 2 ? ["deny", "--code", "ci.red", "--reason", "red"] : ["allow"]);
+const decisionOf = (runId: string): string[] =>
+  (createHash("sha256").update(runId).digest()[0] ?? 0) % 2
+    ? ["deny", "--code", "ci.red", "--reason", "red"]
+    : ["allow"];
 const between = (low: number, high: number): number => low + Math.floor(Math.random() * (high - low));
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("held gates, a decide storm and SIGKILLs", () => {
   it("every held event is decided once: one policy application, two logs, its key closed", async () => {
-    const team = await rig.team({ tasks: Array.from({ length: TASKS }, (_, i) => makeTask({ id: String(i + 1), owner: "alice", status: "in_progress" })), config: { hooks: { failureAction: "reopen_followup" } } });
-    await rig.hook(team, "on_task_completed.sh", `sleep 0.0$((RANDOM % 8))\necho '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`);
+    const team = await rig.team({
+      tasks: Array.from({ length: TASKS }, (_, i) =>
+        makeTask({ id: String(i + 1), owner: "alice", status: "in_progress" }),
+      ),
+      config: { hooks: { failureAction: "reopen_followup" } },
+    });
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `sleep 0.0$((RANDOM % 8))\necho '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`,
+    );
     const deferralsDir = path.join(team.teamDir, "hook-state", "deferrals");
     const deferrals = async (): Promise<DeferralRecord[]> => {
       const names = (await readdir(deferralsDir).catch(() => [])).filter((n) => n.endsWith(".json"));
-      return Promise.all(names.map(async (n) => JSON.parse(await readFile(path.join(deferralsDir, n), "utf8")) as DeferralRecord));
+      return Promise.all(
+        names.map(async (n) => JSON.parse(await readFile(path.join(deferralsDir, n), "utf8")) as DeferralRecord),
+      );
     };
 
     // The storm: up to three `decide` at a time, one in seven SIGKILLed a moment after it starts.
@@ -47,7 +71,11 @@ describe("held gates, a decide storm and SIGKILLs", () => {
         const open = (await deferrals()).filter((d) => !d.applied);
         const pick = open[between(0, open.length)];
         if (deciders.size >= 3 || !pick) continue;
-        const child = spawn(process.execPath, [BIN, "decide", "--team-dir", team.teamDir, pick.runId, ...decisionOf(pick.runId), "--by", "storm"], { stdio: "ignore" });
+        const child = spawn(
+          process.execPath,
+          [BIN, "decide", "--team-dir", team.teamDir, pick.runId, ...decisionOf(pick.runId), "--by", "storm"],
+          { stdio: "ignore" },
+        );
         deciders.add(child);
         child.on("close", () => deciders.delete(child));
         if (Math.random() < 0.15) setTimeout(() => child.kill("SIGKILL"), between(20, 300));
@@ -65,19 +93,32 @@ describe("held gates, a decide storm and SIGKILLs", () => {
       await leader.kill();
       leader = await rig.leader(team, ARGS);
     }
-    if (next <= TASKS) await rig.worker("complete", { tasksDir: team.tasksDir, ids: Array.from({ length: TASKS - next + 1 }, (_, i) => String(next + i)) });
+    if (next <= TASKS)
+      await rig.worker("complete", {
+        tasksDir: team.tasksDir,
+        ids: Array.from({ length: TASKS - next + 1 }, (_, i) => String(next + i)),
+      });
     storming = false;
     await storm;
     await waitUntil("the deciders to end", () => deciders.size === 0);
 
     // Settle what is left, with the last leader running.
-    await waitUntil("every task held and every deferral applied", async () => {
-      const all = await deferrals();
-      for (const d of all.filter((x) => !x.decision)) await runBin(["decide", "--team-dir", team.teamDir, d.runId, ...decisionOf(d.runId), "--by", "final"]);
-      return new Set(all.map((d) => d.taskId)).size === TASKS && all.every((d) => d.applied);
-    }, { timeoutMs: 60_000, intervalMs: 200, context: () => leader.describe() });
+    await waitUntil(
+      "every task held and every deferral applied",
+      async () => {
+        const all = await deferrals();
+        for (const d of all.filter((x) => !x.decision))
+          await runBin(["decide", "--team-dir", team.teamDir, d.runId, ...decisionOf(d.runId), "--by", "final"]);
+        return new Set(all.map((d) => d.taskId)).size === TASKS && all.every((d) => d.applied);
+      },
+      { timeoutMs: 60_000, intervalMs: 200, context: () => leader.describe() },
+    );
     const lastOps = async () => new Map((await readLedger(team.teamDir)).map((r) => [r.key, r.op]));
-    await waitUntil("every held key closed", async () => [...(await lastOps())].every(([key, op]) => !key.startsWith("task_completed") || op === "done"), { context: () => leader.describe() });
+    await waitUntil(
+      "every held key closed",
+      async () => [...(await lastOps())].every(([key, op]) => !key.startsWith("task_completed") || op === "done"),
+      { context: () => leader.describe() },
+    );
     expect(await leader.stop()).toMatchObject({ code: 0 });
 
     const all = await deferrals();
@@ -91,7 +132,13 @@ describe("held gates, a decide storm and SIGKILLs", () => {
       const [held] = mine;
       const decision = held?.decision?.decision;
       expect(held?.applied, `task ${id}: applied`).toBeDefined();
-      expect(logs.filter((l) => l.key === held?.key).map((l) => l.result.outcome).sort(), `task ${id}: two logs`).toEqual(decision === "allow" ? ["deferred", "passed"] : ["deferred", "failed"]);
+      expect(
+        logs
+          .filter((l) => l.key === held?.key)
+          .map((l) => l.result.outcome)
+          .sort(),
+        `task ${id}: two logs`,
+      ).toEqual(decision === "allow" ? ["deferred", "passed"] : ["deferred", "failed"]);
       const followups = [...tasks.values()].filter((t) => t.metadata?.qualityGateFollowupFor === held?.key);
       expect(followups, `task ${id}: follow-ups`).toHaveLength(decision === "allow" ? 0 : 1);
       const metadata = tasks.get(id)?.metadata ?? {};
@@ -99,7 +146,10 @@ describe("held gates, a decide storm and SIGKILLs", () => {
       if (decision === "allow") expect(metadata.qualityGateFailureCount, `task ${id}: not counted`).toBeUndefined();
       else {
         denied += 1;
-        expect(metadata, `task ${id}: counted and reopened once`).toMatchObject({ qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 });
+        expect(metadata, `task ${id}: counted and reopened once`).toMatchObject({
+          qualityGateFailureCount: 1,
+          reopenedByQualityGateCount: 1,
+        });
       }
     }
     // A denial tells its member three times (the follow-up's assignment, the reopened task's

@@ -33,11 +33,19 @@ describe("burst", () => {
     expect(ran).toHaveLength(N);
     expect(new Set(ran)).toEqual(new Set(ids));
     // The leader's output, logs and ledger.
-    expect(leader.events().map((e) => e.key).sort()).toEqual(keys);
+    expect(
+      leader
+        .events()
+        .map((e) => e.key)
+        .sort(),
+    ).toEqual(keys);
     expect(leader.events((e) => e.outcome !== "passed")).toEqual([]);
     expect(await countLogs(team.teamDir)).toBe(N);
     expect((await readLogs(team.teamDir)).map((l) => l.key).sort()).toEqual(keys);
-    const done = (await readLedger(team.teamDir)).filter((r) => r.op === "done").map((r) => r.key).sort();
+    const done = (await readLedger(team.teamDir))
+      .filter((r) => r.op === "done")
+      .map((r) => r.key)
+      .sort();
     expect(done).toEqual(keys);
     expect(leader.warnings()).toEqual([]);
     expect(await leader.stop()).toMatchObject({ code: 0 });

@@ -19,22 +19,51 @@ const ROUNDS = 6;
 const RECONCILE_MS = 300;
 
 describe("concurrent writers", () => {
-  it("the leader's reopens and other members' edits of the same tasks all survive, and every file always parses", async () => {
+  it("the leader's reopens and other members' edits of the same " +
+    "tasks all survive, and every file always parses", async () => {
     const team = await rig.team();
     const ids = await seedTasks(team, 1, TASKS, () => ({ status: "in_progress" }));
     await rig.hook(team, "on_task_completed.sh", `echo "still broken" >&2\nexit 1`);
-    const leader = await rig.leader(team, ["--failure-action", "reopen", "--max-reopens", "1000", "--concurrency", "2", "--reconcile-ms", String(RECONCILE_MS)]);
+    const leader = await rig.leader(team, [
+      "--failure-action",
+      "reopen",
+      "--max-reopens",
+      "1000",
+      "--concurrency",
+      "2",
+      "--reconcile-ms",
+      String(RECONCILE_MS),
+    ]);
 
     const stopFile = path.join(team.teamsRoot, "stop");
-    const reader = rig.backgroundWorker("read-storm", { dirs: [team.tasksDir, path.dirname(team.inboxFile(team.taskListId, "alice"))], stopFile });
+    const reader = rig.backgroundWorker("read-storm", {
+      dirs: [team.tasksDir, path.dirname(team.inboxFile(team.taskListId, "alice"))],
+      stopFile,
+    });
     const editorA = rig.backgroundWorker("touch", { tasksDir: team.tasksDir, ids, field: "noteA", stopFile });
-    const editorB = rig.backgroundWorker("touch", { tasksDir: team.tasksDir, ids: [...ids].reverse(), field: "noteB", stopFile, pauseMs: 3 });
+    const editorB = rig.backgroundWorker("touch", {
+      tasksDir: team.tasksDir,
+      ids: [...ids].reverse(),
+      field: "noteB",
+      stopFile,
+      pauseMs: 3,
+    });
     // The owner completes every task again and again (after each reopen, or over a completion the
     // leader has not looked at yet).
-    const { final } = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids, times: ROUNDS, wave: true, pauseMs: 5 });
+    const { final } = await rig.worker<{ final: Record<string, string> }>("complete", {
+      tasksDir: team.tasksDir,
+      ids,
+      times: ROUNDS,
+      wave: true,
+      pauseMs: 5,
+    });
     const finalKeys = ids.map((id) => `task_completed:${id}:${final[id]}`);
     // (a completion after a reopen is keyed in its gate round: `<key>#r<n>`)
-    await leader.waitFor("the gate of every task's last completion", () => finalKeys.every((key) => leader.events().some((e) => splitRound(e.key).base === key)), { timeoutMs: 120_000 });
+    await leader.waitFor(
+      "the gate of every task's last completion",
+      () => finalKeys.every((key) => leader.events().some((e) => splitRound(e.key).base === key)),
+      { timeoutMs: 120_000 },
+    );
 
     await writeFile(stopFile, "");
     const a = (await editorA.result) as { final: Record<string, number> };
@@ -54,7 +83,9 @@ describe("concurrent writers", () => {
     for (const id of ids) {
       const task = tasks.get(id);
       const mine = logs.filter((l) => l.invocation.completedTask?.id === id);
-      const reopened = mine.filter((l) => (l.policy?.reopen as { kind?: string } | null | undefined)?.kind === "reopen").length;
+      const reopened = mine.filter(
+        (l) => (l.policy?.reopen as { kind?: string } | null | undefined)?.kind === "reopen",
+      ).length;
       const record = task as unknown as Record<string, unknown> | undefined;
       expect({
         id,
@@ -83,7 +114,9 @@ describe("concurrent writers", () => {
     }
     // Per failed gate, one nudge, and one assignment for each reopen; none lost to a concurrent
     // rewrite of the inbox.
-    const reopens = logs.filter((l) => (l.policy?.reopen as { kind?: string } | null | undefined)?.kind === "reopen").length;
+    const reopens = logs.filter(
+      (l) => (l.policy?.reopen as { kind?: string } | null | undefined)?.kind === "reopen",
+    ).length;
     expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(logs.length + reopens);
   }, 180_000);
 });

@@ -66,7 +66,16 @@ describe("SIGKILL at five points of a 200-event run", () => {
     await rig.hook(team, "on_task_completed.sh", HOOK);
     const starts = path.join(team.teamDir, "starts.txt");
     const ends = path.join(team.teamDir, "ends.txt");
-    const args = ["--failure-action", "reopen_followup", "--max-reopens", "3", "--concurrency", "2", "--reconcile-ms", "300"];
+    const args = [
+      "--failure-action",
+      "reopen_followup",
+      "--max-reopens",
+      "3",
+      "--concurrency",
+      "2",
+      "--reconcile-ms",
+      "300",
+    ];
     const start = async (): Promise<LeaderProcess> => {
       const leader = await rig.leader(team, args, { env: { HOLDER_PID: String(process.pid) } });
       all.push(leader);
@@ -85,37 +94,51 @@ describe("SIGKILL at five points of a 200-event run", () => {
     const worker = rig.backgroundWorker("complete", { tasksDir: team.tasksDir, ids, pauseMs: 15 });
 
     // 1. Mid-hook: task 17's first attempt sleeps (until the next leader ends it).
-    await leader1.waitFor("task 17's hook to start", async () => (await lines(starts)).some((l) => l.startsWith(`start ${SLOW_TASK} `)));
+    await leader1.waitFor("task 17's hook to start", async () =>
+      (await lines(starts)).some((l) => l.startsWith(`start ${SLOW_TASK} `)),
+    );
     const orphanPid = Number((await lines(starts)).find((l) => l.startsWith(`start ${SLOW_TASK} `))?.split(" ")[2]);
     await crash(leader1, "mid-hook");
     // Process ids are judged by environment, not number: with pid_max 32,768 and thousands of hooks,
     // a number can be reused within the test.
-    const isHook = async (pid: number): Promise<boolean> => (await hookProcesses(team.teamDir)).some((p) => p.pid === pid);
+    const isHook = async (pid: number): Promise<boolean> =>
+      (await hookProcesses(team.teamDir)).some((p) => p.pid === pid);
     expect(await isHook(orphanPid)).toBe(true); // the hook outlived its leader (its own process group)
 
     // 2. A few events into the next run, the worker still writing.
     const leader2 = await start();
     expect(await isHook(orphanPid)).toBe(false); // ended by the new leader before it took events
-    expect(leader2.linesOf("recovered")).toContainEqual(expect.objectContaining({ how: "retry", key: expect.stringMatching(/^task_completed:17:/) }));
+    expect(leader2.linesOf("recovered")).toContainEqual(
+      expect.objectContaining({ how: "retry", key: expect.stringMatching(/^task_completed:17:/) }),
+    );
     await leader2.waitForEvents(5);
     await crash(leader2, "after a few events");
 
     // 3. Between hook end and policy write.
     const leader3 = await start();
     await writeFile(path.join(team.teamDir, "trap-armed"), "");
-    const [trappedTask = "", trappedPidText = ""] = await leader3.waitFor("a hook to take its task's lock", async () => {
-      const words = (await readFile(path.join(team.teamDir, "trap-task"), "utf8")).trim().split(" ");
-      return words.length === 2 ? words : false; // (empty while the hook is writing it)
-    });
+    const [trappedTask = "", trappedPidText = ""] = await leader3.waitFor(
+      "a hook to take its task's lock",
+      async () => {
+        const words = (await readFile(path.join(team.teamDir, "trap-task"), "utf8")).trim().split(" ");
+        return words.length === 2 ? words : false; // (empty while the hook is writing it)
+      },
+    );
     await waitUntil("the trapping hook to exit", async () => !(await isHook(Number(trappedPidText))));
     await crash(leader3, `between hook end and policy write (task ${trappedTask})`);
     await rm(team.taskFile(trappedTask) + ".lock");
     const logsBefore = await readLogs(team.teamDir);
-    expect(logsBefore.filter((l) => l.invocation.completedTask?.id === trappedTask)).toEqual([]); // no policy, no log yet
+    // no policy, no log yet
+    expect(logsBefore.filter((l) => l.invocation.completedTask?.id === trappedTask)).toEqual([]);
 
     // 4. Right after the restart is ready (re-running what was cut off).
     const leader4 = await start();
-    expect(leader4.linesOf("recovered")).toContainEqual(expect.objectContaining({ how: "retry", key: expect.stringMatching(new RegExp(`^task_completed:${trappedTask}:`)) }));
+    expect(leader4.linesOf("recovered")).toContainEqual(
+      expect.objectContaining({
+        how: "retry",
+        key: expect.stringMatching(new RegExp(`^task_completed:${trappedTask}:`)),
+      }),
+    );
     await crash(leader4, "right after ready");
 
     // 5. Right after an event line.
@@ -127,7 +150,11 @@ describe("SIGKILL at five points of a 200-event run", () => {
     const leader6 = await start();
     const { final } = (await worker.result) as { final: Record<string, string> };
     const keys = ids.map((id) => `task_completed:${id}:${final[id]}`);
-    await leader6.waitFor("a log for each of the 200 keys", async () => new Set((await readLogs(team.teamDir)).map((l) => l.key)).size >= N, { timeoutMs: 120_000 });
+    await leader6.waitFor(
+      "a log for each of the 200 keys",
+      async () => new Set((await readLogs(team.teamDir)).map((l) => l.key)).size >= N,
+      { timeoutMs: 120_000 },
+    );
     await new Promise((resolve) => setTimeout(resolve, 300 * 3)); // a negative check: only time can show it
     expect(await leader6.stop()).toMatchObject({ code: 0 });
     expect(kills).toHaveLength(5);
@@ -156,10 +183,17 @@ describe("SIGKILL at five points of a 200-event run", () => {
     const tasks = await readAllTaskFiles(team);
     for (const id of ids) {
       const task = tasks.get(id);
-      const gate = { id, status: task?.status, reopens: task?.metadata?.reopenedByQualityGateCount, failures: task?.metadata?.qualityGateFailureCount };
+      const gate = {
+        id,
+        status: task?.status,
+        reopens: task?.metadata?.reopenedByQualityGateCount,
+        failures: task?.metadata?.qualityGateFailureCount,
+      };
       expect(gate).toEqual({ id, status: "pending", reopens: 1, failures: 1 });
     }
-    const followupFor = [...tasks.values()].map((t) => t.metadata?.qualityGateFollowupFor).filter((v): v is string => typeof v === "string");
+    const followupFor = [...tasks.values()]
+      .map((t) => t.metadata?.qualityGateFollowupFor)
+      .filter((v): v is string => typeof v === "string");
     expect(followupFor).toHaveLength(new Set(followupFor).size); // never two for one key
     expect(keys.filter((key) => !followupFor.includes(key))).toEqual([]);
     expect(await readHighWatermark(team)).toBe(N + followupFor.length);
@@ -170,8 +204,15 @@ describe("SIGKILL at five points of a 200-event run", () => {
     for (let w = 0; w < 10; w++) {
       for (const message of await readInboxFile(team, team.taskListId, `worker-${w}`)) {
         const key = String((message as { qualityGateEventKey?: unknown }).qualityGateEventKey);
-        const assigned = message.text.includes('"task_assignment"') ? (JSON.parse(message.text) as { taskId?: unknown }).taskId : undefined;
-        const kind = assigned === undefined ? "nudge" : key.startsWith(`task_completed:${String(assigned)}:`) ? "reassign" : "followup";
+        const assigned = message.text.includes('"task_assignment"')
+          ? (JSON.parse(message.text) as { taskId?: unknown }).taskId
+          : undefined;
+        const kind =
+          assigned === undefined
+            ? "nudge"
+            : key.startsWith(`task_completed:${String(assigned)}:`)
+              ? "reassign"
+              : "followup";
         byKey.set(key, [...(byKey.get(key) ?? []), kind]);
       }
     }
@@ -184,7 +225,12 @@ describe("SIGKILL at five points of a 200-event run", () => {
       key,
       messages: byKey.get(key),
       policy: logs.find((l) => l.key === key)?.policy,
-      said: all.flatMap((l, i) => l.stderr.split("\n").filter((line) => line.includes(key)).map((line) => `leader ${i + 1}: ${line}`)),
+      said: all.flatMap((l, i) =>
+        l.stderr
+          .split("\n")
+          .filter((line) => line.includes(key))
+          .map((line) => `leader ${i + 1}: ${line}`),
+      ),
       ledger: ledgerRecords.filter((r) => r.key === key),
     });
     expect(wrong.map(about)).toEqual([]);

@@ -24,7 +24,9 @@ async function medianEventMs(team: TempTeam, size: number): Promise<number> {
     times.push(performance.now() - began);
   }
   expect(await leader.stop()).toMatchObject({ code: 0 });
-  const followups = [...(await readAllTaskFiles(team)).values()].filter((t) => typeof t.metadata?.qualityGateFollowupFor === "string");
+  const followups = [...(await readAllTaskFiles(team)).values()].filter(
+    (t) => typeof t.metadata?.qualityGateFollowupFor === "string",
+  );
   expect(followups).toHaveLength(EVENTS);
   return times.sort((a, b) => a - b)[EVENTS >> 1] ?? Number.NaN;
 }

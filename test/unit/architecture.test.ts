@@ -77,7 +77,10 @@ interface Import {
 }
 
 function modules(): string[] {
-  return (fs.readdirSync(SRC, { recursive: true }) as string[]).filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts")).map((f) => f.split(path.sep).join("/")).sort();
+  return (fs.readdirSync(SRC, { recursive: true }) as string[])
+    .filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))
+    .map((f) => f.split(path.sep).join("/"))
+    .sort();
 }
 
 function folderOf(module: string): string | null {
@@ -96,10 +99,13 @@ function importsOf(module: string): Import[] {
   const text = fs.readFileSync(path.join(SRC, module), "utf8");
   const found: Import[] = [];
   const add = (spec: string, typeOnly: boolean): void => {
-    const target = spec.startsWith(".") ? path.posix.join(path.posix.dirname(module), spec).replace(/\.js$/, ".ts") : null;
+    const target = spec.startsWith(".")
+      ? path.posix.join(path.posix.dirname(module), spec).replace(/\.js$/, ".ts")
+      : null;
     found.push({ from: module, spec, target, typeOnly });
   };
-  for (const match of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+"([^"]+)"/gms)) add(match[3] ?? "", Boolean(match[2]));
+  for (const match of text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+"([^"]+)"/gms))
+    add(match[3] ?? "", Boolean(match[2]));
   for (const match of text.matchAll(/import\("([^"]+)"\)/g)) add(match[1] ?? "", false);
   return found;
 }
@@ -117,7 +123,9 @@ describe("architecture", () => {
   });
 
   it("each feature's modules sit in its folder, each with its layer", () => {
-    const listed = Object.entries(FEATURES).flatMap(([folder, files]) => Object.keys(files).map((f) => `${folder}/${f}`));
+    const listed = Object.entries(FEATURES).flatMap(([folder, files]) =>
+      Object.keys(files).map((f) => `${folder}/${f}`),
+    );
     expect(all.filter((m) => (folderOf(m) ?? "") in FEATURES)).toEqual(listed.sort());
     const astray = all.flatMap((m) => {
       const name = m.slice(m.lastIndexOf("/") + 1);
@@ -147,12 +155,18 @@ describe("architecture", () => {
 
   it("the layers' rules go one way (a layer may import only layers listed before it)", () => {
     const order = Object.keys(MAY_IMPORT);
-    const wrong = order.flatMap((folder, i) => (MAY_IMPORT[folder] ?? []).filter((dep) => order.indexOf(dep) < 0 || order.indexOf(dep) >= i).map((dep) => `${folder} → ${dep}`));
+    const wrong = order.flatMap((folder, i) =>
+      (MAY_IMPORT[folder] ?? [])
+        .filter((dep) => order.indexOf(dep) < 0 || order.indexOf(dep) >= i)
+        .map((dep) => `${folder} → ${dep}`),
+    );
     expect(wrong).toEqual([]);
   });
 
   it("no module loads itself through a cycle (\`import type\` is gone at run time)", () => {
-    const edges = new Map(all.map((m) => [m, importsOf(m).flatMap((i) => (i.target && i.target !== m && !i.typeOnly ? [i.target] : []))]));
+    const edges = new Map(
+      all.map((m) => [m, importsOf(m).flatMap((i) => (i.target && i.target !== m && !i.typeOnly ? [i.target] : []))]),
+    );
     const cycles: string[] = [];
     const state = new Map<string, "open" | "done">();
     const visit = (m: string, trail: string[]): void => {
@@ -178,22 +192,35 @@ describe("architecture", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("every package the sources import is a dependency, and every dependency is imported (docs/architecture.md, Dependencies)", async () => {
-    const pkg = JSON.parse(fs.readFileSync(path.join(SRC, "..", "..", "package.json"), "utf8")) as { dependencies?: Record<string, string> };
-    const declared = Object.keys(pkg.dependencies ?? {}).sort();
-    const { builtinModules } = await import("node:module");
-    const packageOf = (spec: string): string => spec.split("/").slice(0, spec.startsWith("@") ? 2 : 1).join("/");
-    const imported = new Map<string, string>();
-    for (const m of all) {
-      for (const i of importsOf(m)) {
-        if (i.target !== null || i.typeOnly || i.spec.startsWith("node:") || builtinModules.includes(i.spec)) continue;
-        imported.set(packageOf(i.spec), m);
+  it(
+    "every package the sources import is a dependency, and every dependency " +
+      "is imported (docs/architecture.md, Dependencies)",
+    async () => {
+      const pkg = JSON.parse(fs.readFileSync(path.join(SRC, "..", "..", "package.json"), "utf8")) as {
+        dependencies?: Record<string, string>;
+      };
+      const declared = Object.keys(pkg.dependencies ?? {}).sort();
+      const { builtinModules } = await import("node:module");
+      const packageOf = (spec: string): string =>
+        spec
+          .split("/")
+          .slice(0, spec.startsWith("@") ? 2 : 1)
+          .join("/");
+      const imported = new Map<string, string>();
+      for (const m of all) {
+        for (const i of importsOf(m)) {
+          if (i.target !== null || i.typeOnly || i.spec.startsWith("node:") || builtinModules.includes(i.spec))
+            continue;
+          imported.set(packageOf(i.spec), m);
+        }
       }
-    }
-    const undeclared = [...imported].filter(([name]) => !declared.includes(name) && !(name in NOT_INSTALLED)).map(([name, m]) => `${name} (${m})`);
-    expect(undeclared).toEqual([]);
-    expect(declared.filter((name) => !imported.has(name))).toEqual([]);
-  });
+      const undeclared = [...imported]
+        .filter(([name]) => !declared.includes(name) && !(name in NOT_INSTALLED))
+        .map(([name, m]) => `${name} (${m})`);
+      expect(undeclared).toEqual([]);
+      expect(declared.filter((name) => !imported.has(name))).toEqual([]);
+    },
+  );
 
   it.each(Object.entries(OWNED_BY))("only one folder imports %s: %s/", (pkg, owner) => {
     const importers = all.filter((m) => importsOf(m).some((i) => i.spec === pkg || i.spec.startsWith(`${pkg}/`)));
@@ -204,12 +231,19 @@ describe("architecture", () => {
   it.each(PURE)("%s/ does no I/O of its own", (folder) => {
     const inFolder = all.filter((m) => folderOf(m) === folder);
     expect(inFolder.length).toBeGreaterThan(0);
-    const io = inFolder.flatMap((m) => importsOf(m).filter((i) => !i.typeOnly && IO.test(i.spec)).map((i) => `${m}: ${i.spec}`));
+    const io = inFolder.flatMap((m) =>
+      importsOf(m)
+        .filter((i) => !i.typeOnly && IO.test(i.spec))
+        .map((i) => `${m}: ${i.spec}`),
+    );
     expect(io).toEqual([]);
   });
 
   it("no console outside the command line", () => {
-    const offenders = all.filter((m) => folderOf(m) !== "cli" && m !== "bin.ts" && /\bconsole\.\w+\(/.test(fs.readFileSync(path.join(SRC, m), "utf8")));
+    const offenders = all.filter(
+      (m) =>
+        folderOf(m) !== "cli" && m !== "bin.ts" && /\bconsole\.\w+\(/.test(fs.readFileSync(path.join(SRC, m), "utf8")),
+    );
     expect(offenders).toEqual([]);
   });
 

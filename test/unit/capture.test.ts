@@ -2,7 +2,11 @@ import { describe, expect, it } from "vitest";
 import { headCapture } from "../../extensions/teams-hooks/runner/capture.js";
 
 /** Feeds `text` as UTF-8 split at every `size` bytes (so multi-byte characters straddle chunks). */
-function feed(limit: number, text: string | Buffer, size: number): ReturnType<ReturnType<typeof headCapture>["result"]> {
+function feed(
+  limit: number,
+  text: string | Buffer,
+  size: number,
+): ReturnType<ReturnType<typeof headCapture>["result"]> {
   const capture = headCapture(limit);
   const bytes = typeof text === "string" ? Buffer.from(text, "utf8") : text;
   for (let at = 0; at < bytes.length; at += size) capture.push(bytes.subarray(at, at + size));

@@ -11,7 +11,13 @@ import {
   stopsAtDenial,
   truncateText,
 } from "../../extensions/teams-hooks/contract/contract.js";
-import { buildHookEnvironment, capBytes, MAX_ENV_VALUE_BYTES, prepareContext, utf8Length } from "../../extensions/teams-hooks/contract/hook-run.js";
+import {
+  buildHookEnvironment,
+  capBytes,
+  MAX_ENV_VALUE_BYTES,
+  prepareContext,
+  utf8Length,
+} from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 
 const ELLIPSIS = "\u2026";
@@ -49,7 +55,12 @@ function invocation(overrides: Partial<HookInvocation> = {}): HookInvocation {
 describe("contract constants", () => {
   it("is version 1 with the four base names of docs/hook-contract.md", () => {
     expect(HOOK_CONTRACT_VERSION).toBe(1);
-    expect(HOOK_BASE_NAMES).toEqual({ task_completed: "on_task_completed", task_failed: "on_task_failed", idle: "on_idle", task_started: "on_task_started" });
+    expect(HOOK_BASE_NAMES).toEqual({
+      task_completed: "on_task_completed",
+      task_failed: "on_task_failed",
+      idle: "on_idle",
+      task_started: "on_task_started",
+    });
   });
 
   it.each([
@@ -58,7 +69,12 @@ describe("contract constants", () => {
     ["task_started", { task: true, policy: false, defer: false, stops: true }],
     ["idle", { task: false, policy: false, defer: false, stops: false }],
   ] as const)("what %s is: a task, the policy, a hold, a chain that stops at a denial", (event, is) => {
-    expect({ task: isTaskEvent(event), policy: policyApplies(event), defer: canDefer(event), stops: stopsAtDenial(event) }).toEqual(is);
+    expect({
+      task: isTaskEvent(event),
+      policy: policyApplies(event),
+      defer: canDefer(event),
+      stops: stopsAtDenial(event),
+    }).toEqual(is);
   });
 });
 
@@ -83,22 +99,59 @@ describe("buildContextDocument", () => {
     expect(Object.keys(doc)).toEqual(["version", "event", "team", "member", "timestamp", "task"]);
     expect(Object.keys(doc.team)).toEqual(["id", "dir", "taskListId", "style"]);
     expect(Object.keys(doc.task ?? {})).toEqual([
-      "id", "subject", "description", "owner", "status", "blockedBy", "blocks", "metadata", "createdAt", "updatedAt",
+      "id",
+      "subject",
+      "description",
+      "owner",
+      "status",
+      "blockedBy",
+      "blocks",
+      "metadata",
+      "createdAt",
+      "updatedAt",
     ]);
     expect(ContextDocumentSchema.parse(doc)).toEqual(doc);
   });
 
   it.each([
     ["subject of 1,000 stays", { subject: "s".repeat(1000) }, (d: Task) => d.subject === "s".repeat(1000)],
-    ["subject of 1,001 is cut to 999 + …", { subject: "s".repeat(1001) }, (d: Task) => d.subject === `${"s".repeat(999)}${ELLIPSIS}`],
-    ["description of 8,000 stays", { description: "d".repeat(8000) }, (d: Task) => d.description.length === 8000 && !d.description.endsWith(ELLIPSIS)],
-    ["description of 9,000 is cut to 7,999 + …", { description: "d".repeat(9000) }, (d: Task) => d.description === `${"d".repeat(7999)}${ELLIPSIS}`],
-    ["250 blockedBy keep the first 200", { blockedBy: Array.from({ length: 250 }, (_, i) => String(i)) }, (d: Task) => d.blockedBy.length === 200 && d.blockedBy[199] === "199"],
-    ["201 blocks keep the first 200", { blocks: Array.from({ length: 201 }, (_, i) => String(i)) }, (d: Task) => d.blocks.length === 200],
+    [
+      "subject of 1,001 is cut to 999 + …",
+      { subject: "s".repeat(1001) },
+      (d: Task) => d.subject === `${"s".repeat(999)}${ELLIPSIS}`,
+    ],
+    [
+      "description of 8,000 stays",
+      { description: "d".repeat(8000) },
+      (d: Task) => d.description.length === 8000 && !d.description.endsWith(ELLIPSIS),
+    ],
+    [
+      "description of 9,000 is cut to 7,999 + …",
+      { description: "d".repeat(9000) },
+      (d: Task) => d.description === `${"d".repeat(7999)}${ELLIPSIS}`,
+    ],
+    [
+      "250 blockedBy keep the first 200",
+      { blockedBy: Array.from({ length: 250 }, (_, i) => String(i)) },
+      (d: Task) => d.blockedBy.length === 200 && d.blockedBy[199] === "199",
+    ],
+    [
+      "201 blocks keep the first 200",
+      { blocks: Array.from({ length: 201 }, (_, i) => String(i)) },
+      (d: Task) => d.blocks.length === 200,
+    ],
     ["no owner is null", { owner: undefined }, (d: Task) => d.owner === null],
     ["no metadata is {}", { metadata: undefined }, (d: Task) => JSON.stringify(d.metadata) === "{}"],
-    ["unicode and newlines pass unchanged", { subject: "Zürich\n東京 \u{1F680}" }, (d: Task) => d.subject === "Zürich\n東京 \u{1F680}"],
-    ["nested metadata passes whole", { metadata: { a: { b: [1, { c: null }] } } }, (d: Task) => JSON.stringify(d.metadata) === '{"a":{"b":[1,{"c":null}]}}'],
+    [
+      "unicode and newlines pass unchanged",
+      { subject: "Zürich\n東京 \u{1F680}" },
+      (d: Task) => d.subject === "Zürich\n東京 \u{1F680}",
+    ],
+    [
+      "nested metadata passes whole",
+      { metadata: { a: { b: [1, { c: null }] } } },
+      (d: Task) => JSON.stringify(d.metadata) === '{"a":{"b":[1,{"c":null}]}}',
+    ],
   ])("%s", (_name, overrides, check) => {
     const doc = buildContextDocument(invocation({ completedTask: task(overrides) }));
     expect(doc.task).not.toBeNull();
@@ -106,9 +159,12 @@ describe("buildContextDocument", () => {
   });
 
   it("idle without member or timestamp has nulls and no task", () => {
-    const doc = buildContextDocument(invocation({ event: "idle", memberName: undefined, timestamp: undefined, completedTask: null }));
+    const doc = buildContextDocument(
+      invocation({ event: "idle", memberName: undefined, timestamp: undefined, completedTask: null }),
+    );
     expect(JSON.stringify(doc)).toBe(
-      '{"version":1,"event":"idle","team":{"id":"alpha","dir":"/teams/alpha","taskListId":"alpha","style":"normal"},"member":null,"timestamp":null,"task":null}',
+      '{"version":1,"event":"idle","team":{"id":"alpha","dir":"/teams/alpha","taskListId":"alpha","style":"normal"},' +
+        '"member":null,"timestamp":null,"task":null}',
     );
   });
 
@@ -173,7 +229,10 @@ describe("buildHookEnvironment", () => {
 
   it("shrinks the largest metadata strings to fit 100 KiB and marks them", () => {
     const metadata = { big: "b".repeat(150_000), medium: "m".repeat(60_000), small: "keep me", n: 1 };
-    const { env, contextJson, truncated } = buildHookEnvironment(invocation({ completedTask: task({ metadata }) }), extra);
+    const { env, contextJson, truncated } = buildHookEnvironment(
+      invocation({ completedTask: task({ metadata }) }),
+      extra,
+    );
     expect(truncated).toBe(true);
     expect(env.PI_TEAMS_HOOK_CONTEXT_TRUNCATED).toBe("1");
     const envJson = env.PI_TEAMS_HOOK_CONTEXT_JSON ?? "";

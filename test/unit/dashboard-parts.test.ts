@@ -10,7 +10,10 @@ describe("html", () => {
   it("escapes every interpolated value, in text and in attributes", () => {
     const hostile = `"><script>alert(1)</script><a href='x'>&`;
     const out = html`<p title="${hostile}">${hostile}</p>`.text;
-    expect(out).toBe(`<p title="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;a href=&#39;x&#39;&gt;&amp;">&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;a href=&#39;x&#39;&gt;&amp;</p>`);
+    expect(out).toBe(
+      `<p title="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;a ` +
+        `href=&#39;x&#39;&gt;&amp;">&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;a href=&#39;x&#39;&gt;&amp;</p>`,
+    );
   });
 
   it("keeps markup made by html, escapes arrays item by item, leaves out null, undefined and false", () => {
@@ -20,11 +23,15 @@ describe("html", () => {
   });
 
   it("drops terminal escape sequences and shows other control characters as U+FFFD", () => {
-    expect(escapeHtml("\x1b[31mred\x1b[0m \x1b]0;title\x07done\x00\x9b\ttab\nline")).toBe("red done\ufffd\ufffd\ttab\nline");
+    expect(escapeHtml("\x1b[31mred\x1b[0m \x1b]0;title\x07done\x00\x9b\ttab\nline")).toBe(
+      "red done\ufffd\ufffd\ttab\nline",
+    );
   });
 
   it("builds query strings without empty values", () => {
-    expect(queryString({ team: "a b", outcome: "", task: undefined, member: "ö&x" })).toBe("?team=a+b&member=%C3%B6%26x");
+    expect(queryString({ team: "a b", outcome: "", task: undefined, member: "ö&x" })).toBe(
+      "?team=a+b&member=%C3%B6%26x",
+    );
     expect(queryString({ team: "" })).toBe("");
   });
 });
@@ -47,11 +54,30 @@ describe("overview arithmetic", () => {
   });
 
   it("counts the last 24 hours and 7 days apart, and one bar per UTC day, today last", () => {
-    const [gate] = summarise([sample(1, "passed"), sample(11, "failed"), sample(13, "passed"), sample(30, "timed_out"), sample(24 * 6 + 11, "passed"), sample(24 * 8, "failed")], now);
+    const [gate] = summarise(
+      [
+        sample(1, "passed"),
+        sample(11, "failed"),
+        sample(13, "passed"),
+        sample(30, "timed_out"),
+        sample(24 * 6 + 11, "passed"),
+        sample(24 * 8, "failed"),
+      ],
+      now,
+    );
     expect(gate?.day).toEqual({ runs: 3, passed: 2, failed: 1, deferred: 0 });
     expect(gate?.week).toEqual({ runs: 5, passed: 3, failed: 2, deferred: 0 });
-    // At 12:00 UTC: 1 and 11 hours ago are today; 13 and 30 hours ago (23:00 and 06:00) yesterday; 155 hours ago six days ago.
-    expect(gate?.daily.map((d) => `${d.passed}/${d.failed}`)).toEqual(["1/0", "0/0", "0/0", "0/0", "0/0", "1/1", "1/1"]);
+    // At 12:00 UTC: 1 and 11 hours ago are today; 13 and 30 hours ago (23:00 and 06:00) yesterday; 155 hours ago six
+    // days ago.
+    expect(gate?.daily.map((d) => `${d.passed}/${d.failed}`)).toEqual([
+      "1/0",
+      "0/0",
+      "0/0",
+      "0/0",
+      "0/0",
+      "1/1",
+      "1/1",
+    ]);
   });
 
   it("leaves runs by hand out of every figure", () => {
@@ -74,13 +100,32 @@ describe("overview arithmetic", () => {
   });
 
   it("leaves skipped runs out, and held runs and decisions out of the durations", () => {
-    const [gate] = summarise([sample(1, "passed", { durationMs: 10 }), sample(2, "deferred", { durationMs: null }), sample(3, "passed", { skipped: true, durationMs: 5000 }), sample(4, "failed", { durationMs: 30 })], now);
+    const [gate] = summarise(
+      [
+        sample(1, "passed", { durationMs: 10 }),
+        sample(2, "deferred", { durationMs: null }),
+        sample(3, "passed", { skipped: true, durationMs: 5000 }),
+        sample(4, "failed", { durationMs: 30 }),
+      ],
+      now,
+    );
     expect(gate?.day).toEqual({ runs: 3, passed: 1, failed: 1, deferred: 1 });
     expect([gate?.p50Ms, gate?.p95Ms]).toEqual([10, 30]);
   });
 
   it("keeps one row per hook and event, and marks a shadow gate", () => {
-    const rows = summarise([sample(1, "passed"), sample(1, "failed", { event: "task_failed" }), sample(1, "failed", { hook: "a.sh", shadow: true })], now);
-    expect(rows.map((r) => `${r.hook} ${r.event} ${r.shadow}`)).toEqual(["a.sh task_completed true", "on_task_completed.sh task_completed false", "on_task_completed.sh task_failed false"]);
+    const rows = summarise(
+      [
+        sample(1, "passed"),
+        sample(1, "failed", { event: "task_failed" }),
+        sample(1, "failed", { hook: "a.sh", shadow: true }),
+      ],
+      now,
+    );
+    expect(rows.map((r) => `${r.hook} ${r.event} ${r.shadow}`)).toEqual([
+      "a.sh task_completed true",
+      "on_task_completed.sh task_completed false",
+      "on_task_completed.sh task_failed false",
+    ]);
   });
 });

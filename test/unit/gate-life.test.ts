@@ -9,10 +9,29 @@ import { describe, expect, it } from "vitest";
 import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
-import { TRANSITIONS, accepted, gateStateOf, holdCauseOf, nextRound, rootOf, treeBudget } from "../../extensions/teams-hooks/policy/gate-life.js";
+import {
+  TRANSITIONS,
+  accepted,
+  gateStateOf,
+  holdCauseOf,
+  nextRound,
+  rootOf,
+  treeBudget,
+} from "../../extensions/teams-hooks/policy/gate-life.js";
 
 function task(metadata: Record<string, unknown> = {}, status: Task["status"] = "completed"): Task {
-  return { id: "3", subject: "s", description: "d", owner: "alice", status, blocks: [], blockedBy: [], metadata: { completedAt: "2026-12-01T10:00:00.000Z", ...metadata }, createdAt: "2026-12-01T09:00:00.000Z", updatedAt: "2026-12-01T10:00:00.000Z" };
+  return {
+    id: "3",
+    subject: "s",
+    description: "d",
+    owner: "alice",
+    status,
+    blocks: [],
+    blockedBy: [],
+    metadata: { completedAt: "2026-12-01T10:00:00.000Z", ...metadata },
+    createdAt: "2026-12-01T09:00:00.000Z",
+    updatedAt: "2026-12-01T10:00:00.000Z",
+  };
 }
 const KEY = "task_completed:3:2026-12-01T10:00:00.000Z";
 
@@ -40,20 +59,55 @@ describe("gateStateOf: the state a task's metadata records", () => {
     ["no gate yet", task(), "unjudged", undefined],
     ["passed", task({ qualityGateEventKey: KEY, qualityGateStatus: "passed" }), "passed", undefined],
     ["failed, kept completed", task({ qualityGateEventKey: KEY, qualityGateStatus: "failed" }), "failed", undefined],
-    ["failed and reopened", task({ qualityGateEventKey: KEY, qualityGateStatus: "failed", reopenedByQualityGateKey: KEY, qualityGateRound: 1 }, "pending"), "reopened", undefined],
-    ["escalated", task({ qualityGateEventKey: KEY, qualityGateStatus: "failed", qualityGateEscalated: true }), "escalated", undefined],
+    [
+      "failed and reopened",
+      task(
+        { qualityGateEventKey: KEY, qualityGateStatus: "failed", reopenedByQualityGateKey: KEY, qualityGateRound: 1 },
+        "pending",
+      ),
+      "reopened",
+      undefined,
+    ],
+    [
+      "escalated",
+      task({ qualityGateEventKey: KEY, qualityGateStatus: "failed", qualityGateEscalated: true }),
+      "escalated",
+      undefined,
+    ],
     ["held for a decision", task({ qualityGateEventKey: KEY, qualityGateStatus: "deferred" }), "held", "deferral"],
-    ["held for approval", task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "approval" }), "held", "approval"],
-    ["held for our fault", task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "fault" }), "held", "fault"],
-    ["completed again since its gate (a new stamp)", task({ completedAt: "2026-12-01T11:00:00.000Z", qualityGateEventKey: KEY, qualityGateStatus: "passed" }), "unjudged", undefined],
-    ["completed again in a later round (the same stamp)", task({ qualityGateEventKey: KEY, qualityGateStatus: "failed", qualityGateRound: 1 }), "unjudged", undefined],
+    [
+      "held for approval",
+      task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "approval" }),
+      "held",
+      "approval",
+    ],
+    [
+      "held for our fault",
+      task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "fault" }),
+      "held",
+      "fault",
+    ],
+    [
+      "completed again since its gate (a new stamp)",
+      task({ completedAt: "2026-12-01T11:00:00.000Z", qualityGateEventKey: KEY, qualityGateStatus: "passed" }),
+      "unjudged",
+      undefined,
+    ],
+    [
+      "completed again in a later round (the same stamp)",
+      task({ qualityGateEventKey: KEY, qualityGateStatus: "failed", qualityGateRound: 1 }),
+      "unjudged",
+      undefined,
+    ],
   ])("%s", (_name, t, state, cause) => {
     expect(gateStateOf(t)).toEqual(cause ? { state, cause } : { state });
   });
 
   it("accepted is completed and passed, nothing else", () => {
     expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "passed" }))).toBe(true);
-    expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "approval" }))).toBe(false);
+    expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "approval" }))).toBe(
+      false,
+    );
     expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "deferred" }))).toBe(false);
     expect(accepted(task())).toBe(false);
   });
@@ -73,7 +127,12 @@ describe("rounds: what the leader ends, the next completion does not share", () 
     // The leader's memory wins over an old copy of the metadata written back (round 0).
     expect(taskEvent(task(), { minRound: 2 })?.key).toBe(`${KEY}#r2`);
     // Without completedAt, right after the leader's write: the recorded key's stamp, not a new one.
-    const written = task({ completedAt: undefined, qualityGateEventKey: `task_completed:3:2026-12-01T10:00:00.000Z#r1`, qualityGateAt: "2026-12-01T10:05:00.000Z", qualityGateRound: 1 });
+    const written = task({
+      completedAt: undefined,
+      qualityGateEventKey: `task_completed:3:2026-12-01T10:00:00.000Z#r1`,
+      qualityGateAt: "2026-12-01T10:05:00.000Z",
+      qualityGateRound: 1,
+    });
     expect(taskEvent({ ...written, updatedAt: "2026-12-01T10:05:00.000Z" })?.key).toBe(`${KEY}#r1`);
   });
 });
@@ -81,10 +140,13 @@ describe("rounds: what the leader ends, the next completion does not share", () 
 describe("the tree's budget", () => {
   it("a follow-up's root is the one it names (only as a follow-up); a task is its own root otherwise", () => {
     expect(rootOf(task())).toBe("3");
-    expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateSourceTaskId: "2", qualityGateRootTaskId: "1" }))).toBe("1");
+    expect(
+      rootOf(task({ qualityGateFollowupFor: "k", qualityGateSourceTaskId: "2", qualityGateRootTaskId: "1" })),
+    ).toBe("1");
     expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateSourceTaskId: "2" }))).toBe("2");
     expect(rootOf(task({ qualityGateRootTaskId: "1" }))).toBe("3"); // not a follow-up: the field is a worker's word
-    expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateRootTaskId: "1" }), "9")).toBe("9"); // the leader's memory wins
+    // the leader's memory wins
+    expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateRootTaskId: "1" }), "9")).toBe("9");
   });
 
   it("spent is the higher of the keys on the root, the leader's memory and an older reopen count", () => {
@@ -99,8 +161,13 @@ describe("docs/gate-life.md", () => {
   it("lists every transition of the model, as the model says it", () => {
     const doc = fs.readFileSync(path.resolve("docs/gate-life.md"), "utf8");
     const table = /<!-- transitions:begin -->\n([\s\S]*?)\n<!-- transitions:end -->/.exec(doc)?.[1] ?? "";
-    const side = (state: string, cause: string | undefined): string => (state === "held" && cause ? `held (${cause})` : state);
-    const rows = TRANSITIONS.map((t) => `| ${side(t.from, t.cause)} | ${t.on} | ${side(t.to, t.cause)} | ${t.writes.length > 0 ? t.writes.join(", ") : "—"} |`);
+    const side = (state: string, cause: string | undefined): string =>
+      state === "held" && cause ? `held (${cause})` : state;
+    const rows = TRANSITIONS.map(
+      (t) =>
+        `| ${side(t.from, t.cause)} | ${t.on} | ${side(t.to, t.cause)} | ` +
+        `${t.writes.length > 0 ? t.writes.join(", ") : "—"} |`,
+    );
     expect(table).toBe(["| from | on | to | writes |", "|---|---|---|---|", ...rows].join("\n"));
   });
 

@@ -11,7 +11,7 @@ import { cursorText, parseCursor } from "../../extensions/teams-hooks/dashboard/
 describe("cursors", () => {
   const names = [
     "2026-12-06T03-24-09-048Z_task_completed_task-1.json",
-    "x\nevent: run\ndata: {\"html\": \"<img src=x>\"}\n\n.json",
+    'x\nevent: run\ndata: {"html": "<img src=x>"}\n\n.json',
     "a\rb\u2028c\u0000d.json",
     "100%~done ü €.json",
   ];
@@ -37,7 +37,13 @@ describe("cursors", () => {
 describe("eventText", () => {
   it("is one line per field: the data's line breaks are JSON-escaped", () => {
     const text = eventText({ id: "1~alpha~x.json", event: "run", data: { name: "a\nevent: run\r\ndata: {}" } });
-    expect(text.split("\n")).toEqual(["id: 1~alpha~x.json", "event: run", 'data: {"name":"a\\nevent: run\\r\\ndata: {}"}', "", ""]);
+    expect(text.split("\n")).toEqual([
+      "id: 1~alpha~x.json",
+      "event: run",
+      'data: {"name":"a\\nevent: run\\r\\ndata: {}"}',
+      "",
+      "",
+    ]);
   });
 
   it.each(["1~alpha~a\nb", "1~alpha~a\rb", "a\u0000b"])("refuses an id holding %j (a bug, never sent)", (id) => {

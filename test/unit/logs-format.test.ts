@@ -7,10 +7,18 @@ import { firstLine, oneLine, shortRunId, shortRunIds } from "../../extensions/te
 import { runIdMatch, tableTime } from "../../extensions/teams-hooks/logs/find.js";
 
 // Since the rewrite, an OSC goes whole and C1 controls (a one-character CSI among them) go too.
-const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL = new RegExp(
+  String.raw`\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?` +
+    String.raw`|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`,
+  "g",
+);
 /** The versions before the rewrite, verbatim but for CONTROL. */
 const before = {
-  oneLine: (text: string): string => text.replace(/[\t\n\r]+/g, " ").replace(CONTROL, "").trim(),
+  oneLine: (text: string): string =>
+    text
+      .replace(/[\t\n\r]+/g, " ")
+      .replace(CONTROL, "")
+      .trim(),
   firstLine(text: string, max = 100): string {
     for (const line of text.split(/\r\n|\n|\r/)) {
       const clean = before.oneLine(line);
@@ -19,7 +27,9 @@ const before = {
     return "";
   },
   parseLogName(name: string) {
-    const NAME = new RegExp(`^(\\d{4}-\\d{2}-\\d{2})T(\\d{2})-(\\d{2})-(\\d{2})-(\\d{3})Z_(${HOOK_EVENTS.join("|")})(_.*)?\\.json$`);
+    const NAME = new RegExp(
+      `^(\\d{4}-\\d{2}-\\d{2})T(\\d{2})-(\\d{2})-(\\d{2})-(\\d{3})Z_(${HOOK_EVENTS.join("|")})(_.*)?\\.json$`,
+    );
     const m = NAME.exec(name);
     if (!m) return null;
     const [, date, hh, mm, ss, ms, event, rest = ""] = m;
@@ -94,7 +104,13 @@ describe("parseLogName", () => {
     "task_completed.json",
     ".json",
   ];
-  const names = [...stamps.flatMap((s) => tails.map((t) => `${s}${t}`)), "notes.json", "", "2026-03-01T09-12-44-046Z", "2026-3-01T09-12-44-046Z_idle.json"];
+  const names = [
+    ...stamps.flatMap((s) => tails.map((t) => `${s}${t}`)),
+    "notes.json",
+    "",
+    "2026-03-01T09-12-44-046Z",
+    "2026-3-01T09-12-44-046Z_idle.json",
+  ];
 
   it.each(names.map((n) => [JSON.stringify(n), n]))("reads %s as before", (_, name) => {
     expect(parseLogName(name)).toEqual(before.parseLogName(name));
@@ -116,8 +132,17 @@ describe("run ids as people type them", () => {
   });
 
   it("shortRunIds lengthens only the ids that would share a short id, never ending on a dash", () => {
-    expect(shortRunIds([A, C, B, `${A}.2`, A])).toEqual(["4a739620-51", "74d7de27", "4a739620-5f", "4a739620.2", "4a739620-51"]);
-    expect(shortRunIds(["4a739620-0000-4000-8000-000000000000", "4a739620-1000-4000-8000-000000000000"])).toEqual(["4a739620-0", "4a739620-1"]);
+    expect(shortRunIds([A, C, B, `${A}.2`, A])).toEqual([
+      "4a739620-51",
+      "74d7de27",
+      "4a739620-5f",
+      "4a739620.2",
+      "4a739620-51",
+    ]);
+    expect(shortRunIds(["4a739620-0000-4000-8000-000000000000", "4a739620-1000-4000-8000-000000000000"])).toEqual([
+      "4a739620-0",
+      "4a739620-1",
+    ]);
     expect(shortRunIds([])).toEqual([]);
   });
 

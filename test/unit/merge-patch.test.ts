@@ -22,14 +22,22 @@ describe("applyMergePatch (RFC 7396)", () => {
     [{ a: "c" }, { a: ["b"] }, { a: ["b"] }],
     [{ a: { b: "c" } }, { a: { b: "d", c: null } }, { a: { b: "d" } }],
     [{ a: [{ b: "c" }] }, { a: [1] }, { a: [1] }],
-    [["a", "b"], ["c", "d"], ["c", "d"]],
+    [
+      ["a", "b"],
+      ["c", "d"],
+      ["c", "d"],
+    ],
     [{ a: "b" }, ["c"], ["c"]],
     [{ a: "foo" }, null, null],
     [{ a: "foo" }, "bar", "bar"],
     [{ e: null }, { a: 1 }, { e: null, a: 1 }],
     [[1, 2], { a: "b", c: null }, { a: "b" }],
     [{}, { a: { bb: { ccc: null } } }, { a: { bb: {} } }],
-    [{ title: "Goodbye!", author: { givenName: "John", familyName: "Doe" }, tags: ["example", "sample"] }, { title: "Hello!", phoneNumber: "+01-123-456-7890", author: { familyName: null }, tags: ["example"] }, { title: "Hello!", author: { givenName: "John" }, tags: ["example"], phoneNumber: "+01-123-456-7890" }],
+    [
+      { title: "Goodbye!", author: { givenName: "John", familyName: "Doe" }, tags: ["example", "sample"] },
+      { title: "Hello!", phoneNumber: "+01-123-456-7890", author: { familyName: null }, tags: ["example"] },
+      { title: "Hello!", author: { givenName: "John" }, tags: ["example"], phoneNumber: "+01-123-456-7890" },
+    ],
   ])("%j + %j = %j", (target, patch, expected) => {
     expect(applyMergePatch(target, patch)).toEqual(expected);
   });
@@ -53,24 +61,96 @@ describe("applyMergePatch (RFC 7396)", () => {
 
 describe("filterPatch", () => {
   it.each([
-    ["the default: metadata keys", { metadata: { labels: ["a"], note: "x" } }, null, { metadata: { labels: ["a"], note: "x" } }, ["metadata.labels", "metadata.note"], []],
-    ["the default: no description", { description: "new", metadata: { a: 1 } }, null, { metadata: { a: 1 } }, ["metadata.a"], ["description"]],
-    ["the gate's own keys never", { metadata: { qualityGateStatus: "passed", reopenedByQualityGateCount: 0, qualityGateStartDeniedAt: "x", taskApi: {}, ok: 1 } }, null, { metadata: { ok: 1 } }, ["metadata.ok"], ["metadata.qualityGateStatus", "metadata.reopenedByQualityGateCount", "metadata.qualityGateStartDeniedAt", "metadata.taskApi"]],
-    ["identity and workflow never", { id: "9", status: "completed", owner: "eve", blocks: [], blockedBy: ["1"] }, ["id", "status", "owner", "blocks", "blockedBy"], {}, [], ["id", "status", "owner", "blocks", "blockedBy"]],
-    ["configured: description, not metadata.x", { description: "d", metadata: { x: 1, labels: ["l"] } }, ["metadata.labels", "description"], { description: "d", metadata: { labels: ["l"] } }, ["description", "metadata.labels"], ["metadata.x"]],
-    ["configured gate keys stay out", { metadata: { qualityGateStatus: "passed" } }, ["metadata.qualityGateStatus", "metadata"], {}, [], ["metadata.qualityGateStatus"]],
+    [
+      "the default: metadata keys",
+      { metadata: { labels: ["a"], note: "x" } },
+      null,
+      { metadata: { labels: ["a"], note: "x" } },
+      ["metadata.labels", "metadata.note"],
+      [],
+    ],
+    [
+      "the default: no description",
+      { description: "new", metadata: { a: 1 } },
+      null,
+      { metadata: { a: 1 } },
+      ["metadata.a"],
+      ["description"],
+    ],
+    [
+      "the gate's own keys never",
+      {
+        metadata: {
+          qualityGateStatus: "passed",
+          reopenedByQualityGateCount: 0,
+          qualityGateStartDeniedAt: "x",
+          taskApi: {},
+          ok: 1,
+        },
+      },
+      null,
+      { metadata: { ok: 1 } },
+      ["metadata.ok"],
+      [
+        "metadata.qualityGateStatus",
+        "metadata.reopenedByQualityGateCount",
+        "metadata.qualityGateStartDeniedAt",
+        "metadata.taskApi",
+      ],
+    ],
+    [
+      "identity and workflow never",
+      { id: "9", status: "completed", owner: "eve", blocks: [], blockedBy: ["1"] },
+      ["id", "status", "owner", "blocks", "blockedBy"],
+      {},
+      [],
+      ["id", "status", "owner", "blocks", "blockedBy"],
+    ],
+    [
+      "configured: description, not metadata.x",
+      { description: "d", metadata: { x: 1, labels: ["l"] } },
+      ["metadata.labels", "description"],
+      { description: "d", metadata: { labels: ["l"] } },
+      ["description", "metadata.labels"],
+      ["metadata.x"],
+    ],
+    [
+      "configured gate keys stay out",
+      { metadata: { qualityGateStatus: "passed" } },
+      ["metadata.qualityGateStatus", "metadata"],
+      {},
+      [],
+      ["metadata.qualityGateStatus"],
+    ],
     ["metadata: null would delete the gate's keys", { metadata: null }, null, {}, [], ["metadata"]],
     ["metadata: a string would replace them", { metadata: "x" }, null, {}, [], ["metadata"]],
-    ["a deeper writable field", { metadata: { ci: { url: "u", secret: "s" } } }, ["metadata.ci.url"], { metadata: { ci: { url: "u" } } }, ["metadata.ci.url"], ["metadata.ci.secret"]],
+    [
+      "a deeper writable field",
+      { metadata: { ci: { url: "u", secret: "s" } } },
+      ["metadata.ci.url"],
+      { metadata: { ci: { url: "u" } } },
+      ["metadata.ci.url"],
+      ["metadata.ci.secret"],
+    ],
     ["a scalar on the way to a field", { metadata: { ci: "x" } }, ["metadata.ci.url"], {}, [], ["metadata.ci"]],
-    ["null deletes within the fields", { metadata: { old: null } }, null, { metadata: { old: null } }, ["metadata.old"], []],
+    [
+      "null deletes within the fields",
+      { metadata: { old: null } },
+      null,
+      { metadata: { old: null } },
+      ["metadata.old"],
+      [],
+    ],
     ["none writable", { metadata: { a: 1 } }, [], {}, [], ["metadata"]],
   ])("%s", (_name, patch, fields, kept, applied, rejected) => {
     expect(filterPatch(patch as Record<string, unknown>, fields)).toEqual({ patch: kept, applied, rejected });
   });
 
   it("withoutNeverWritable keeps everything but what may never be written", () => {
-    expect(withoutNeverWritable({ description: "d", status: "pending", metadata: { qualityGateX: 1, y: 2 } })).toEqual({ description: "d", metadata: { y: 2 } });
+    expect(withoutNeverWritable({ description: "d", status: "pending", metadata: { qualityGateX: 1, y: 2 } })).toEqual({
+      description: "d",
+      metadata: { y: 2 },
+    });
   });
 
   it.each([
@@ -100,7 +180,18 @@ describe("filterPatch", () => {
 });
 
 describe("patchTask", () => {
-  const task: Task = { id: "1", subject: "s", description: "d", status: "completed", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t", metadata: { a: 1 }, extra: "kept" };
+  const task: Task = {
+    id: "1",
+    subject: "s",
+    description: "d",
+    status: "completed",
+    blocks: [],
+    blockedBy: [],
+    createdAt: "t",
+    updatedAt: "t",
+    metadata: { a: 1 },
+    extra: "kept",
+  };
 
   it("lays the patch over the task, unknown fields kept", () => {
     expect(patchTask(task, { metadata: { b: 2 } })).toEqual({ ok: true, task: { ...task, metadata: { a: 1, b: 2 } } });
@@ -112,8 +203,14 @@ describe("patchTask", () => {
   });
 
   it("a patch that leaves no task says why", () => {
-    expect(patchTask(task, { description: 5 })).toMatchObject({ ok: false, problem: expect.stringContaining("description") });
-    expect(patchTask(task, { subject: null })).toMatchObject({ ok: false, problem: expect.stringContaining("subject") });
+    expect(patchTask(task, { description: 5 })).toMatchObject({
+      ok: false,
+      problem: expect.stringContaining("description"),
+    });
+    expect(patchTask(task, { subject: null })).toMatchObject({
+      ok: false,
+      problem: expect.stringContaining("subject"),
+    });
   });
 });
 
@@ -123,7 +220,11 @@ describe("patch verdicts", () => {
     ["upper case", '{"decision":"PATCH","patch":{"metadata":{"a":1}}}'],
   ])("%s: a valid patch passes", (_name, text) => {
     const read = readVerdict({ fileText: text, stdout: "" });
-    expect(read).toEqual({ kind: "verdict", source: "file", verdict: { decision: "patch", patch: { metadata: { a: 1 } } } });
+    expect(read).toEqual({
+      kind: "verdict",
+      source: "file",
+      verdict: { decision: "patch", patch: { metadata: { a: 1 } } },
+    });
     if (read.kind === "verdict") expect(verdictOutcome(read.verdict, true).outcome).toBe("passed");
   });
 
@@ -132,8 +233,16 @@ describe("patch verdicts", () => {
     ["an array", '{"decision":"patch","patch":[1]}', "patch: must be a JSON object, got an array"],
     ["null", '{"decision":"patch","patch":null}', "patch: must be a JSON object, got null"],
     ["a string", '{"decision":"patch","patch":"x"}', "patch: must be a JSON object, got string"],
-    ["too big", `{"decision":"patch","patch":{"metadata":{"a":"${"x".repeat(17_000)}"}}}`, "patch: must be at most 16384 bytes"],
-    ["too deep", `{"decision":"patch","patch":${'{"a":'.repeat(40)}1${"}".repeat(40)}}`, "patch: must nest at most 32 levels"],
+    [
+      "too big",
+      `{"decision":"patch","patch":{"metadata":{"a":"${"x".repeat(17_000)}"}}}`,
+      "patch: must be at most 16384 bytes",
+    ],
+    [
+      "too deep",
+      `{"decision":"patch","patch":${'{"a":'.repeat(40)}1${"}".repeat(40)}}`,
+      "patch: must nest at most 32 levels",
+    ],
   ])("%s: an invalid verdict", (_name, text, problem) => {
     const read = readVerdict({ fileText: text, stdout: "" });
     expect(read.kind).toBe("invalid");
@@ -141,12 +250,19 @@ describe("patch verdicts", () => {
   });
 
   it("a patch with another decision means nothing and is dropped", () => {
-    expect(readVerdict({ fileText: '{"decision":"allow","patch":5}', stdout: "" }))
-      .toEqual({ kind: "verdict", source: "file", verdict: { decision: "allow" } });
+    expect(readVerdict({ fileText: '{"decision":"allow","patch":5}', stdout: "" })).toEqual({
+      kind: "verdict",
+      source: "file",
+      verdict: { decision: "allow" },
+    });
   });
 
   it("an HTTP handler's answer may patch", () => {
-    expect(readHttpVerdict('{"decision":"Patch","patch":{"metadata":{"ci":"green"}}}')).toEqual({ kind: "verdict", source: "http", verdict: { decision: "patch", patch: { metadata: { ci: "green" } } } });
+    expect(readHttpVerdict('{"decision":"Patch","patch":{"metadata":{"ci":"green"}}}')).toEqual({
+      kind: "verdict",
+      source: "http",
+      verdict: { decision: "patch", patch: { metadata: { ci: "green" } } },
+    });
   });
 
   it("nestsDeeperThan counts objects and arrays", () => {

@@ -41,19 +41,67 @@ describe("resolvePolicy: defaults", () => {
 });
 
 describe("resolvePolicy: precedence flag > config > env > default", () => {
-  type Row = [string, "failureAction" | "maxReopensPerTask" | "followupOwner", PolicyFlags, unknown, Env, unknown, string];
+  type Row = [
+    string,
+    "failureAction" | "maxReopensPerTask" | "followupOwner",
+    PolicyFlags,
+    unknown,
+    Env,
+    unknown,
+    string,
+  ];
   it.each<Row>([
     ["action from env", "failureAction", {}, undefined, { [FA]: "reopen" }, "reopen", "env"],
-    ["action from config over env", "failureAction", {}, { failureAction: "followup" }, { [FA]: "reopen" }, "followup", "config"],
-    ["action from flag over config and env", "failureAction", { failureAction: "reopen_followup" }, { failureAction: "followup" }, { [FA]: "reopen" }, "reopen_followup", "flag"],
+    [
+      "action from config over env",
+      "failureAction",
+      {},
+      { failureAction: "followup" },
+      { [FA]: "reopen" },
+      "followup",
+      "config",
+    ],
+    [
+      "action from flag over config and env",
+      "failureAction",
+      { failureAction: "reopen_followup" },
+      { failureAction: "followup" },
+      { [FA]: "reopen" },
+      "reopen_followup",
+      "flag",
+    ],
     ["action default", "failureAction", {}, {}, {}, "warn", "default"],
     ["max from env", "maxReopensPerTask", {}, undefined, { [MAX]: "5" }, 5, "env"],
     ["max from config over env", "maxReopensPerTask", {}, { maxReopensPerTask: 1 }, { [MAX]: "5" }, 1, "config"],
-    ["max from flag over config and env", "maxReopensPerTask", { maxReopens: "0" }, { maxReopensPerTask: 1 }, { [MAX]: "5" }, 0, "flag"],
+    [
+      "max from flag over config and env",
+      "maxReopensPerTask",
+      { maxReopens: "0" },
+      { maxReopensPerTask: 1 },
+      { [MAX]: "5" },
+      0,
+      "flag",
+    ],
     ["max default", "maxReopensPerTask", {}, {}, {}, 3, "default"],
     ["owner from env", "followupOwner", {}, undefined, { [OWNER]: "lead" }, "lead", "env"],
-    ["owner from config over env", "followupOwner", {}, { followupOwner: "none" }, { [OWNER]: "lead" }, "none", "config"],
-    ["owner from flag over config and env", "followupOwner", { followupOwner: "member" }, { followupOwner: "none" }, { [OWNER]: "lead" }, "member", "flag"],
+    [
+      "owner from config over env",
+      "followupOwner",
+      {},
+      { followupOwner: "none" },
+      { [OWNER]: "lead" },
+      "none",
+      "config",
+    ],
+    [
+      "owner from flag over config and env",
+      "followupOwner",
+      { followupOwner: "member" },
+      { followupOwner: "none" },
+      { [OWNER]: "lead" },
+      "member",
+      "flag",
+    ],
     ["owner default", "followupOwner", {}, {}, {}, "member", "default"],
   ])("%s", (_name, setting, flags, config, env, value, source) => {
     const result = resolve({ flags, config, env });
@@ -63,7 +111,11 @@ describe("resolvePolicy: precedence flag > config > env > default", () => {
   });
 
   it("resolves each setting on its own (mixed sources)", () => {
-    const result = resolve({ flags: { followupOwner: "lead" }, config: { maxReopensPerTask: 2 }, env: { [FA]: "reopen" } });
+    const result = resolve({
+      flags: { followupOwner: "lead" },
+      config: { maxReopensPerTask: 2 },
+      env: { [FA]: "reopen" },
+    });
     expect(result.policy).toEqual({ failureAction: "reopen", maxReopensPerTask: 2, followupOwner: "lead" });
     expect(result.sources).toEqual({ failureAction: "env", maxReopensPerTask: "config", followupOwner: "flag" });
   });
@@ -144,7 +196,8 @@ describe("resolvePolicy: an invalid config value warns and the next level applie
   it("names config.json when no file is given", () => {
     const [warning] = resolve({ config: { failureAction: "nope" } }).warnings;
     expect(warning).toBe(
-      'config.json: hooks.failureAction: "nope" is not valid (expected one of warn, followup, reopen, reopen_followup) — ignored, using "warn" (default)',
+      'config.json: hooks.failureAction: "nope" is not valid (expected one of warn, followup, reopen, ' +
+        'reopen_followup) — ignored, using "warn" (default)',
     );
   });
 
@@ -171,7 +224,11 @@ describe("resolvePolicy: an invalid config value warns and the next level applie
   });
 
   it("does not read a level below the one that wins (a bad value there costs nothing yet)", () => {
-    const result = resolve({ flags: { failureAction: "reopen" }, config: { failureAction: "bogus" }, env: { [FA]: "bogus" } });
+    const result = resolve({
+      flags: { failureAction: "reopen" },
+      config: { failureAction: "bogus" },
+      env: { [FA]: "bogus" },
+    });
     expect(result.policy.failureAction).toBe("reopen");
     expect(result.warnings).toEqual([]);
   });
@@ -201,7 +258,12 @@ describe("resolvePolicy: an invalid environment value warns and the default appl
     expect(result.policy[key]).toBe(value);
     expect(result.sources[key]).toBe("default");
     expect(result.warnings).toEqual([
-      expect.stringMatching(new RegExp(`^${variable}: ${JSON.stringify(raw).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid .* — ignored, using`)),
+      expect.stringMatching(
+        new RegExp(
+          `^${variable}: ${JSON.stringify(raw).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid .* — ignored, ` +
+            `using`,
+        ),
+      ),
     ]);
   });
 
@@ -216,7 +278,14 @@ describe("resolvePolicy: PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE", () => {
   it.each<Row>([
     ["=1 alone means followup", undefined, { [CREATE]: "1" }, "followup", "env", 0],
     ["=1 loses to PI_TEAMS_HOOKS_FAILURE_ACTION", undefined, { [CREATE]: "1", [FA]: "reopen" }, "reopen", "env", 0],
-    ["=1 applies when the action variable is invalid", undefined, { [CREATE]: "1", [FA]: "bogus" }, "followup", "env", 1],
+    [
+      "=1 applies when the action variable is invalid",
+      undefined,
+      { [CREATE]: "1", [FA]: "bogus" },
+      "followup",
+      "env",
+      1,
+    ],
     ["=1 loses to config", { failureAction: "warn" }, { [CREATE]: "1" }, "warn", "config", 0],
     ["=0 is off", undefined, { [CREATE]: "0" }, "warn", "default", 0],
     ["empty is off", undefined, { [CREATE]: "" }, "warn", "default", 0],
@@ -231,13 +300,17 @@ describe("resolvePolicy: PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE", () => {
   it("the invalid action warning says the legacy variable applies", () => {
     const [warning] = resolve({ env: { [CREATE]: "1", [FA]: "bogus" } }).warnings;
     expect(warning).toBe(
-      'PI_TEAMS_HOOKS_FAILURE_ACTION: "bogus" is not valid (expected one of warn, followup, reopen, reopen_followup) — ignored, using "followup" from PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE',
+      'PI_TEAMS_HOOKS_FAILURE_ACTION: "bogus" is not valid (expected one of warn, followup, reopen, reopen_followup) ' +
+        '— ignored, using "followup" from PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE',
     );
   });
 
   it("a bad value names the variable and says what it accepts", () => {
     const [warning] = resolve({ env: { [CREATE]: "yes" } }).warnings;
-    expect(warning).toBe('PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "yes" is not valid (expected 1 (create a follow-up task) or 0) — ignored, using "warn" (default)');
+    expect(warning).toBe(
+      'PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "yes" is not valid (expected 1 (create a follow-up task) or 0) — ' +
+        'ignored, using "warn" (default)',
+    );
   });
 });
 
@@ -253,17 +326,25 @@ describe("resolveTimeoutMs", () => {
     expect(resolveTimeoutMs({ flag, env })).toEqual({ value, source, warnings: [] });
   });
 
-  it.each<string | number>(["0", "-5", "1.5", "abc", "10s", "", 0, -1, 2.5, "2147483648"])("flag %j → E_USAGE naming --timeout-ms", (flag) => {
-    const error = thrown(() => resolveTimeoutMs({ flag, env: {} }));
-    expect(error.code).toBe("E_USAGE");
-    expect(error.message).toMatch(/^--timeout-ms: .* is not valid; expected a whole number of milliseconds from 1 to 2147483647$/);
-    expect(error.message).toContain(typeof flag === "string" ? JSON.stringify(flag) : String(flag));
-  });
+  it.each<string | number>(["0", "-5", "1.5", "abc", "10s", "", 0, -1, 2.5, "2147483648"])(
+    "flag %j → E_USAGE naming --timeout-ms",
+    (flag) => {
+      const error = thrown(() => resolveTimeoutMs({ flag, env: {} }));
+      expect(error.code).toBe("E_USAGE");
+      expect(error.message).toMatch(
+        /^--timeout-ms: .* is not valid; expected a whole number of milliseconds from 1 to 2147483647$/,
+      );
+      expect(error.message).toContain(typeof flag === "string" ? JSON.stringify(flag) : String(flag));
+    },
+  );
 
   it.each(["0", "-5", "1.5", "abc", "99999999999"])("env %j warns naming the variable and uses 60000", (raw) => {
     const result = resolveTimeoutMs({ env: { [TIMEOUT]: raw } });
     expect(result.value).toBe(60_000);
     expect(result.source).toBe("default");
-    expect(result.warnings).toEqual([`PI_TEAMS_HOOK_TIMEOUT_MS: "${raw}" is not valid (expected a whole number of milliseconds from 1 to 2147483647) — ignored, using 60000 (default)`]);
+    expect(result.warnings).toEqual([
+      `PI_TEAMS_HOOK_TIMEOUT_MS: "${raw}" is not valid (expected a whole number of milliseconds from 1 to ` +
+        `2147483647) — ignored, using 60000 (default)`,
+    ]);
   });
 });

@@ -13,7 +13,12 @@ const KEY = "task_completed:3:2026-12-02T11:59:00.000Z";
 
 function result(overrides: Partial<RunResult> = {}): RunResult {
   return {
-    ...blankResult({ ran: true, hookPath: "/teams/_hooks/on_task_completed.sh", command: ["bash", "/teams/_hooks/on_task_completed.sh"], runId: "run-1" }),
+    ...blankResult({
+      ran: true,
+      hookPath: "/teams/_hooks/on_task_completed.sh",
+      command: ["bash", "/teams/_hooks/on_task_completed.sh"],
+      runId: "run-1",
+    }),
     outcome: "deferred",
     exitCode: 0,
     durationMs: 40,
@@ -53,7 +58,10 @@ function decision(overrides: Partial<DecideInput> = {}): DecideInput {
     event: "task_completed",
     key: KEY,
     taskId: "3",
-    result: result({ outcome: "failed", verdict: { decision: "deny", code: "ci.failed", reason: "2 tests fail", source: "decision" } }),
+    result: result({
+      outcome: "failed",
+      verdict: { decision: "deny", code: "ci.failed", reason: "2 tests fail", source: "decision" },
+    }),
     task: task(HELD),
     policy: { failureAction: "reopen_followup", followupOwner: "member", maxReopensPerTask: 3 },
     hookName: "on_task_completed",
@@ -68,8 +76,25 @@ function decision(overrides: Partial<DecideInput> = {}): DecideInput {
 
 describe("deferPlan: a held gate", () => {
   it("marks the task deferred with the reason, the run id and the deadline, and nothing else", () => {
-    const plan = deferPlan({ event: "task_completed", key: KEY, taskId: "3", result: result(), task: task(), hookName: "on_task_completed", now: NOW, deferredRunId: "run-1", expiresAt: "2026-12-03T12:00:00.000Z" });
-    expect(plan).toMatchObject({ passed: false, summary: "deferred (ci.pending): waiting for CI", reopen: null, followup: null, nudge: null, actions: ["held until 2026-12-03T12:00:00.000Z"] });
+    const plan = deferPlan({
+      event: "task_completed",
+      key: KEY,
+      taskId: "3",
+      result: result(),
+      task: task(),
+      hookName: "on_task_completed",
+      now: NOW,
+      deferredRunId: "run-1",
+      expiresAt: "2026-12-03T12:00:00.000Z",
+    });
+    expect(plan).toMatchObject({
+      passed: false,
+      summary: "deferred (ci.pending): waiting for CI",
+      reopen: null,
+      followup: null,
+      nudge: null,
+      actions: ["held until 2026-12-03T12:00:00.000Z"],
+    });
     expect(plan.metadataPatch).toMatchObject({
       qualityGateStatus: "deferred",
       qualityGateOutcome: "deferred",
@@ -89,7 +114,17 @@ describe("deferPlan: a held gate", () => {
   });
 
   it("without a reason the summary is just `deferred`; without a task file nothing is written", () => {
-    const plan = deferPlan({ event: "task_failed", key: "task_failed:3:x", taskId: "3", result: result({ verdict: { decision: "defer", source: "file" } }), task: null, hookName: "on_task_failed", now: NOW, deferredRunId: "r", expiresAt: NOW });
+    const plan = deferPlan({
+      event: "task_failed",
+      key: "task_failed:3:x",
+      taskId: "3",
+      result: result({ verdict: { decision: "defer", source: "file" } }),
+      task: null,
+      hookName: "on_task_failed",
+      now: NOW,
+      deferredRunId: "r",
+      expiresAt: NOW,
+    });
     expect(plan.summary).toBe("deferred");
     expect(plan.metadataPatch).toBeNull();
   });
@@ -116,23 +151,63 @@ describe("decide with a decision", () => {
   });
 
   it("an allow passes", () => {
-    const plan = decide(decision({ result: result({ outcome: "passed", verdict: { decision: "allow", source: "decision" } }), decision: { deferredRunId: "run-1", decision: "allow", by: "ada", at: NOW } }));
+    const plan = decide(
+      decision({
+        result: result({ outcome: "passed", verdict: { decision: "allow", source: "decision" } }),
+        decision: { deferredRunId: "run-1", decision: "allow", by: "ada", at: NOW },
+      }),
+    );
     expect(plan).toMatchObject({ passed: true, actions: ["none"], nudge: null });
-    expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "passed", qualityGateDecision: "allow", qualityGateDecidedBy: "ada", qualityGateSummary: "allowed by ada" });
-    const said = decide(decision({ result: result({ outcome: "passed", verdict: { decision: "allow", reason: "pipeline 8812 green", source: "decision" } }), decision: { deferredRunId: "run-1", decision: "allow", by: "api:ci", at: NOW } }));
+    expect(plan.metadataPatch).toMatchObject({
+      qualityGateStatus: "passed",
+      qualityGateDecision: "allow",
+      qualityGateDecidedBy: "ada",
+      qualityGateSummary: "allowed by ada",
+    });
+    const said = decide(
+      decision({
+        result: result({
+          outcome: "passed",
+          verdict: { decision: "allow", reason: "pipeline 8812 green", source: "decision" },
+        }),
+        decision: { deferredRunId: "run-1", decision: "allow", by: "api:ci", at: NOW },
+      }),
+    );
     expect(said.summary).toBe("allowed by api:ci: pipeline 8812 green");
   });
 
   it("an expiry is a closed error (defer_expired) even where hook errors are open", () => {
-    const expired = result({ outcome: "error", exitCode: null, errorKind: "defer_expired", error: "no decision within 1000ms (hooks.deferTimeoutMs)", verdict: undefined });
-    const plan = decide(decision({ result: expired, failureMode: "open", decision: { deferredRunId: "run-1", decision: "expired", by: "pi-teams-hooks", at: NOW } }));
+    const expired = result({
+      outcome: "error",
+      exitCode: null,
+      errorKind: "defer_expired",
+      error: "no decision within 1000ms (hooks.deferTimeoutMs)",
+      verdict: undefined,
+    });
+    const plan = decide(
+      decision({
+        result: expired,
+        failureMode: "open",
+        decision: { deferredRunId: "run-1", decision: "expired", by: "pi-teams-hooks", at: NOW },
+      }),
+    );
     expect(plan.passed).toBe(false);
     expect(plan.summary).toBe("no decision within 1000ms (hooks.deferTimeoutMs)");
-    expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "failed", qualityGateOutcome: "error", qualityGateDecision: "expired" });
+    expect(plan.metadataPatch).toMatchObject({
+      qualityGateStatus: "failed",
+      qualityGateOutcome: "error",
+      qualityGateDecision: "expired",
+    });
   });
 
   it("applied again (a crash before the log), a denial is not counted or reopened twice", () => {
-    const after = task({ ...HELD, qualityGateStatus: "failed", qualityGateFailureCount: 1, reopenedByQualityGateKey: KEY, reopenedByQualityGateCount: 1 });
+    const after = task({
+      ...HELD,
+      qualityGateStatus: "failed",
+      qualityGateFailureCount: 1,
+      reopenedByQualityGateKey: KEY,
+      reopenedByQualityGateCount: 1,
+    });
     const plan = decide(decision({ task: { ...after, status: "pending" } }));
     expect(plan.alreadyApplied).toBe(true);
     expect(plan.reopen).toBeNull();
@@ -140,12 +215,25 @@ describe("decide with a decision", () => {
   });
 
   it("a decision that comes after a newer gate of the task leaves that gate's record and work alone", () => {
-    const newer = task({ qualityGateStatus: "passed", qualityGateEventKey: "task_completed:3:2026-12-02T13:00:00.000Z", completedAt: "2026-12-02T13:00:00.000Z" });
+    const newer = task({
+      qualityGateStatus: "passed",
+      qualityGateEventKey: "task_completed:3:2026-12-02T13:00:00.000Z",
+      completedAt: "2026-12-02T13:00:00.000Z",
+    });
     const plan = decide(decision({ task: newer }));
     expect(plan.metadataPatch).toBeNull();
     expect(plan.reopen).toBeNull();
-    expect(plan.actions).toEqual(["task metadata left (a newer gate is recorded)", "follow-up for alice", "nudge alice"]);
-    const allowed = decide(decision({ task: newer, result: result({ outcome: "passed", verdict: { decision: "allow", source: "decision" } }) }));
+    expect(plan.actions).toEqual([
+      "task metadata left (a newer gate is recorded)",
+      "follow-up for alice",
+      "nudge alice",
+    ]);
+    const allowed = decide(
+      decision({
+        task: newer,
+        result: result({ outcome: "passed", verdict: { decision: "allow", source: "decision" } }),
+      }),
+    );
     expect(allowed).toMatchObject({ metadataPatch: null, actions: ["task metadata left (a newer gate is recorded)"] });
   });
 
@@ -156,9 +244,19 @@ describe("decide with a decision", () => {
   });
 
   it("a gate that was not deferred clears what an earlier deferral left", () => {
-    const plan = decide({ ...decision({ result: result({ outcome: "passed", verdict: undefined }) }), decision: undefined });
+    const plan = decide({
+      ...decision({ result: result({ outcome: "passed", verdict: undefined }) }),
+      decision: undefined,
+    });
     expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "passed" });
-    for (const field of ["qualityGateDeferredRunId", "qualityGateDeferredReason", "qualityGateDeferredUntil", "qualityGateDecision", "qualityGateDecidedBy", "qualityGateDecidedAt"]) {
+    for (const field of [
+      "qualityGateDeferredRunId",
+      "qualityGateDeferredReason",
+      "qualityGateDeferredUntil",
+      "qualityGateDecision",
+      "qualityGateDecidedBy",
+      "qualityGateDecidedAt",
+    ]) {
       expect(plan.metadataPatch).toHaveProperty(field, undefined);
     }
   });

@@ -6,22 +6,53 @@ import { countsAsPass, decide, type DecideInput } from "../../extensions/teams-h
 
 function result(over: Partial<RunResult>): RunResult {
   return {
-    ran: true, hookPath: "/h/on_task_completed.sh", command: ["bash", "/h/on_task_completed.sh"], outcome: "failed", exitCode: 1, signal: null,
-    timedOut: false, durationMs: 40, stdout: "", stderr: "", stdoutDroppedBytes: 0, stderrDroppedBytes: 0, leftoverProcesses: 0,
-    contextTruncated: false, runId: "r", contractVersion: 1, ...over,
+    ran: true,
+    hookPath: "/h/on_task_completed.sh",
+    command: ["bash", "/h/on_task_completed.sh"],
+    outcome: "failed",
+    exitCode: 1,
+    signal: null,
+    timedOut: false,
+    durationMs: 40,
+    stdout: "",
+    stderr: "",
+    stdoutDroppedBytes: 0,
+    stderrDroppedBytes: 0,
+    leftoverProcesses: 0,
+    contextTruncated: false,
+    runId: "r",
+    contractVersion: 1,
+    ...over,
   };
 }
 
 const TASK: Task = {
-  id: "3", subject: "s", description: "d", owner: "alice", status: "completed", blocks: [], blockedBy: [],
-  metadata: { completedAt: "2026-01-01T00:00:00.000Z" }, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z",
+  id: "3",
+  subject: "s",
+  description: "d",
+  owner: "alice",
+  status: "completed",
+  blocks: [],
+  blockedBy: [],
+  metadata: { completedAt: "2026-01-01T00:00:00.000Z" },
+  createdAt: "2026-01-01T00:00:00.000Z",
+  updatedAt: "2026-01-01T00:00:00.000Z",
 };
 
 function input(over: Partial<DecideInput>): DecideInput {
   return {
-    event: "task_completed", key: "task_completed:3:2026-01-01T00:00:00.000Z", taskId: "3", result: result({}), task: TASK,
-    policy: { failureAction: "reopen", maxReopensPerTask: 3, followupOwner: "member" }, hookName: "on_task_completed.sh",
-    member: "alice", leadName: "lead", now: "2026-01-02T00:00:00.000Z", timeoutMs: 500, ...over,
+    event: "task_completed",
+    key: "task_completed:3:2026-01-01T00:00:00.000Z",
+    taskId: "3",
+    result: result({}),
+    task: TASK,
+    policy: { failureAction: "reopen", maxReopensPerTask: 3, followupOwner: "member" },
+    hookName: "on_task_completed.sh",
+    member: "alice",
+    leadName: "lead",
+    now: "2026-01-02T00:00:00.000Z",
+    timeoutMs: 500,
+    ...over,
   };
 }
 
@@ -58,16 +89,39 @@ describe("decide with failure modes and verdicts", () => {
   });
 
   it("a denial puts its code, reason and message in the summary, the metadata and the nudge", () => {
-    const verdict = { decision: "deny" as const, code: "lint.errors", reason: "3 lint errors", message: "src/a.ts:1 no-unused-vars\nmore", source: "file" as const };
-    const plan = decide(input({ result: result({ exitCode: 0, verdict }), policy: { failureAction: "followup", maxReopensPerTask: 3, followupOwner: "member" } }));
+    const verdict = {
+      decision: "deny" as const,
+      code: "lint.errors",
+      reason: "3 lint errors",
+      message: "src/a.ts:1 no-unused-vars\nmore",
+      source: "file" as const,
+    };
+    const plan = decide(
+      input({
+        result: result({ exitCode: 0, verdict }),
+        policy: { failureAction: "followup", maxReopensPerTask: 3, followupOwner: "member" },
+      }),
+    );
     expect(plan.summary).toBe("denied (lint.errors) • 3 lint errors • src/a.ts:1 no-unused-vars");
-    expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "failed", qualityGateOutcome: "failed", qualityGateCode: "lint.errors" });
+    expect(plan.metadataPatch).toMatchObject({
+      qualityGateStatus: "failed",
+      qualityGateOutcome: "failed",
+      qualityGateCode: "lint.errors",
+    });
     expect(plan.followup?.description).toContain("lint.errors");
     expect(plan.nudge?.text(null)).toContain("denied (lint.errors) • 3 lint errors");
   });
 
   it("an allowing verdict records its code", () => {
-    const plan = decide(input({ result: result({ outcome: "passed", exitCode: 1, verdict: { decision: "allow", code: "ok.cached", source: "stdout" } }) }));
+    const plan = decide(
+      input({
+        result: result({
+          outcome: "passed",
+          exitCode: 1,
+          verdict: { decision: "allow", code: "ok.cached", source: "stdout" },
+        }),
+      }),
+    );
     expect(plan.passed).toBe(true);
     expect(plan.metadataPatch).toMatchObject({ qualityGateOutcome: "passed", qualityGateCode: "ok.cached" });
   });

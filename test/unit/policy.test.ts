@@ -6,7 +6,12 @@ import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.j
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { decide } from "../../extensions/teams-hooks/policy/decide.js";
 import { describeFailure } from "../../extensions/teams-hooks/text/messages.js";
-import { QUOTED_OUTPUT_BEGIN, QUOTED_OUTPUT_END, QUOTED_OUTPUT_LEFT_OUT, workDescription } from "../../extensions/teams-hooks/contract/contract.js";
+import {
+  QUOTED_OUTPUT_BEGIN,
+  QUOTED_OUTPUT_END,
+  QUOTED_OUTPUT_LEFT_OUT,
+  workDescription,
+} from "../../extensions/teams-hooks/contract/contract.js";
 import type { DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
 import type { RemediationPlan } from "../../extensions/teams-hooks/policy/plan.js";
 
@@ -53,7 +58,11 @@ function task(overrides: Partial<Task> = {}, metadata: Record<string, unknown> =
   };
 }
 
-function policy(failureAction: FailureAction, followupOwner: FollowupOwner = "member", maxReopensPerTask = 3): EffectivePolicy {
+function policy(
+  failureAction: FailureAction,
+  followupOwner: FollowupOwner = "member",
+  maxReopensPerTask = 3,
+): EffectivePolicy {
   return { failureAction, followupOwner, maxReopensPerTask };
 }
 
@@ -77,15 +86,50 @@ function input(overrides: Partial<DecideInput> = {}): DecideInput {
 describe("describeFailure (the summary)", () => {
   it.each<[string, Partial<RunResult>, number, string]>([
     ["exit code and first stderr line", {}, 60_000, "exit code 1 • npm ERR! Test failed"],
-    ["skips blank lines and trims", { stderr: "\n  \r\n   FAIL src/a.test.ts  \nnext" }, 60_000, "exit code 1 • FAIL src/a.test.ts"],
+    [
+      "skips blank lines and trims",
+      { stderr: "\n  \r\n   FAIL src/a.test.ts  \nnext" },
+      60_000,
+      "exit code 1 • FAIL src/a.test.ts",
+    ],
     ["no stderr", { stderr: "" }, 60_000, "exit code 1"],
     ["colour codes removed", { stderr: "\u001b[31mError:\u001b[39m boom\n" }, 60_000, "exit code 1 • Error: boom"],
-    ["timeout (our SIGTERM is not reported)", { outcome: "error", exitCode: null, signal: "SIGTERM", timedOut: true, stderr: "" }, 500, "timeout after 500ms"],
-    ["timeout with stderr", { outcome: "error", exitCode: null, signal: "SIGKILL", timedOut: true, stderr: "waiting…\n" }, 1500, "timeout after 1500ms • waiting…"],
-    ["killed by a signal", { outcome: "error", exitCode: null, signal: "SIGKILL", stderr: "" }, 60_000, "killed by SIGKILL"],
-    ["spawn error", { outcome: "error", exitCode: null, error: "spawn bash ENOENT", errorCode: "ENOENT", stderr: "" }, 60_000, "spawn bash ENOENT"],
-    ["spawn error, first line only", { outcome: "error", exitCode: null, error: "spawn E2BIG\n  at x", stderr: "" }, 60_000, "spawn E2BIG"],
-    ["exit 127 from bash", { exitCode: 127, stderr: "bash: /x/hook: No such file or directory\n" }, 60_000, "exit code 127 • bash: /x/hook: No such file or directory"],
+    [
+      "timeout (our SIGTERM is not reported)",
+      { outcome: "error", exitCode: null, signal: "SIGTERM", timedOut: true, stderr: "" },
+      500,
+      "timeout after 500ms",
+    ],
+    [
+      "timeout with stderr",
+      { outcome: "error", exitCode: null, signal: "SIGKILL", timedOut: true, stderr: "waiting…\n" },
+      1500,
+      "timeout after 1500ms • waiting…",
+    ],
+    [
+      "killed by a signal",
+      { outcome: "error", exitCode: null, signal: "SIGKILL", stderr: "" },
+      60_000,
+      "killed by SIGKILL",
+    ],
+    [
+      "spawn error",
+      { outcome: "error", exitCode: null, error: "spawn bash ENOENT", errorCode: "ENOENT", stderr: "" },
+      60_000,
+      "spawn bash ENOENT",
+    ],
+    [
+      "spawn error, first line only",
+      { outcome: "error", exitCode: null, error: "spawn E2BIG\n  at x", stderr: "" },
+      60_000,
+      "spawn E2BIG",
+    ],
+    [
+      "exit 127 from bash",
+      { exitCode: 127, stderr: "bash: /x/hook: No such file or directory\n" },
+      60_000,
+      "exit code 127 • bash: /x/hook: No such file or directory",
+    ],
     ["nothing known", { outcome: "error", exitCode: null, stderr: "" }, 60_000, "failed"],
   ])("%s", (_name, overrides, timeoutMs, expected) => {
     expect(describeFailure(runResult(overrides), timeoutMs)).toBe(expected);
@@ -117,7 +161,9 @@ describe("decide: pass or fail", () => {
   });
 
   it("a pass records the gate and plans nothing else", () => {
-    const plan = decide(input({ result: PASSED, task: task({}, { qualityGateFailureCount: 2, qualityGateReopenSuppressed: true }) }));
+    const plan = decide(
+      input({ result: PASSED, task: task({}, { qualityGateFailureCount: 2, qualityGateReopenSuppressed: true }) }),
+    );
     expect(plan.summary).toBe("passed in 1234ms");
     expect(plan.metadataPatch).toEqual({
       qualityGateOutcome: "passed",
@@ -162,7 +208,12 @@ describe("decide: pass or fail", () => {
   });
 
   it("uses the timeout it is given in the summary", () => {
-    const plan = decide(input({ timeoutMs: 750, result: runResult({ outcome: "error", exitCode: null, signal: "SIGTERM", timedOut: true, stderr: "" }) }));
+    const plan = decide(
+      input({
+        timeoutMs: 750,
+        result: runResult({ outcome: "error", exitCode: null, signal: "SIGTERM", timedOut: true, stderr: "" }),
+      }),
+    );
     expect(plan.summary).toBe("timeout after 750ms");
     expect(plan.metadataPatch?.qualityGateSummary).toBe("timeout after 750ms");
   });
@@ -181,9 +232,27 @@ describe("decide: each failure action × each owner policy", () => {
     ["reopen", "member", "reopen", "no follow-up", ["reopened (1/3)", "reassigned to alice", "nudge alice"]],
     ["reopen", "lead", "reopen", "no follow-up", ["reopened (1/3)", "reassigned to alice", "nudge alice"]],
     ["reopen", "none", "reopen", "no follow-up", ["reopened (1/3)", "reassigned to alice", "nudge alice"]],
-    ["reopen_followup", "member", "reopen", "bob", ["reopened (1/3)", "reassigned to alice", "follow-up for bob", "nudge alice"]],
-    ["reopen_followup", "lead", "reopen", "team-lead", ["reopened (1/3)", "reassigned to alice", "follow-up for team-lead", "nudge alice"]],
-    ["reopen_followup", "none", "reopen", null, ["reopened (1/3)", "reassigned to alice", "follow-up (no owner)", "nudge alice"]],
+    [
+      "reopen_followup",
+      "member",
+      "reopen",
+      "bob",
+      ["reopened (1/3)", "reassigned to alice", "follow-up for bob", "nudge alice"],
+    ],
+    [
+      "reopen_followup",
+      "lead",
+      "reopen",
+      "team-lead",
+      ["reopened (1/3)", "reassigned to alice", "follow-up for team-lead", "nudge alice"],
+    ],
+    [
+      "reopen_followup",
+      "none",
+      "reopen",
+      null,
+      ["reopened (1/3)", "reassigned to alice", "follow-up (no owner)", "nudge alice"],
+    ],
   ])("%s / owner %s", (action, ownerPolicy, reopen, followupOwner, actions) => {
     // The member who caused the event (bob) is not the task's owner (alice): the nudge goes to the owner.
     const plan = decide(input({ policy: policy(action, ownerPolicy), member: "bob" }));
@@ -250,13 +319,19 @@ describe("decide: reopen", () => {
     ["cap passed (lowered since)", 2, 5, "suppressed", "reopen suppressed (5/2)"],
     ["a stored count that is not a number is 0", 1, "9", "reopen", "reopened (1/1)"],
   ])("%s", (_name, max, stored, kind, action) => {
-    const plan = decide(input({ policy: policy("reopen", "member", max), task: task({}, { reopenedByQualityGateCount: stored }) }));
+    const plan = decide(
+      input({ policy: policy("reopen", "member", max), task: task({}, { reopenedByQualityGateCount: stored }) }),
+    );
     expect(plan.reopen?.kind).toBe(kind);
     expect(plan.actions[0]).toBe(action);
     if (kind === "suppressed") {
       expect(plan.metadataPatch?.qualityGateReopenSuppressed).toBe(true);
-      expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toBe(plan.reopen?.kind === "suppressed" ? plan.reopen.reason : "?");
-      expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toMatch(max === 0 ? /reopening is off/ : /the gate budget of task #3 is spent \(\d+ of \d+ reopens and follow-ups\)/);
+      expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toBe(
+        plan.reopen?.kind === "suppressed" ? plan.reopen.reason : "?",
+      );
+      expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toMatch(
+        max === 0 ? /reopening is off/ : /the gate budget of task #3 is spent \(\d+ of \d+ reopens and follow-ups\)/,
+      );
       // Spent: the lead decides, once told; the worker is asked to wait, not to fix it alone.
       expect(plan.escalation?.root).toBe("3");
       expect(plan.metadataPatch?.qualityGateEscalated).toBe(true);
@@ -273,7 +348,13 @@ describe("decide: reopen", () => {
   it.each<[FailureAction]>([["reopen"], ["reopen_followup"]])("task_failed never reopens (%s)", (action) => {
     for (const status of ["pending", "completed"] as const) {
       const plan = decide(
-        input({ event: "task_failed", key: "task_failed:3:2025-03-01T11:59:00.000Z", hookName: "on_task_failed", policy: policy(action), task: task({ status }) }),
+        input({
+          event: "task_failed",
+          key: "task_failed:3:2025-03-01T11:59:00.000Z",
+          hookName: "on_task_failed",
+          policy: policy(action),
+          task: task({ status }),
+        }),
       );
       expect(plan.reopen).toBeNull();
       expect(plan.actions.some((a) => a.startsWith("reopen"))).toBe(false);
@@ -285,32 +366,58 @@ describe("decide: reopen", () => {
 
 describe("decide: idempotent per event key", () => {
   const retried = (metadata: Record<string, unknown>, status: Task["status"] = "pending"): RemediationPlan =>
-    decide(input({ policy: policy("reopen_followup"), task: task({ status }, { qualityGateEventKey: KEY, qualityGateStatus: "failed", ...metadata }) }));
+    decide(
+      input({
+        policy: policy("reopen_followup"),
+        task: task({ status }, { qualityGateEventKey: KEY, qualityGateStatus: "failed", ...metadata }),
+      }),
+    );
 
-  it("a failure after a pass recorded for the same key counts (a hand-fired rerun, or a retry whose first run passed)", () => {
-    const plan = decide(input({ policy: policy("reopen"), task: task({}, { qualityGateEventKey: KEY, qualityGateStatus: "passed", qualityGateFailureCount: 0 }) }));
-    expect(plan.alreadyApplied).toBe(false);
-    expect(plan.metadataPatch?.qualityGateFailureCount).toBe(1);
-    expect(plan.reopen?.kind).toBe("reopen");
-  });
+  it(
+    "a failure after a pass recorded for the same key counts (a " +
+      "hand-fired rerun, or a retry whose first run passed)",
+    () => {
+      const plan = decide(
+        input({
+          policy: policy("reopen"),
+          task: task({}, { qualityGateEventKey: KEY, qualityGateStatus: "passed", qualityGateFailureCount: 0 }),
+        }),
+      );
+      expect(plan.alreadyApplied).toBe(false);
+      expect(plan.metadataPatch?.qualityGateFailureCount).toBe(1);
+      expect(plan.reopen?.kind).toBe("reopen");
+    },
+  );
 
   it("a retry after a reopen counts nothing again and does not reopen again", () => {
     const plan = retried({ qualityGateFailureCount: 2, reopenedByQualityGateCount: 1, reopenedByQualityGateKey: KEY });
     expect(plan.alreadyApplied).toBe(true);
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(2);
     expect(plan.reopen).toBeNull();
-    expect(plan.actions).toEqual(["already applied", "was reopened (1/3)", "reassigned to alice", "follow-up for alice", "nudge alice"]);
+    expect(plan.actions).toEqual([
+      "already applied",
+      "was reopened (1/3)",
+      "reassigned to alice",
+      "follow-up for alice",
+      "nudge alice",
+    ]);
     expect(plan.nudge?.text(null)).toContain("Task #3 was reopened (back to pending; reopen 1 of 3).");
   });
 
   it("a retry finds the task completed again (same key) and still does not reopen it", () => {
-    const plan = retried({ qualityGateFailureCount: 1, reopenedByQualityGateCount: 1, reopenedByQualityGateKey: KEY }, "completed");
+    const plan = retried(
+      { qualityGateFailureCount: 1, reopenedByQualityGateCount: 1, reopenedByQualityGateKey: KEY },
+      "completed",
+    );
     expect(plan.reopen).toBeNull();
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(1);
   });
 
   it("a retry after a suppressed reopen does not count again", () => {
-    const plan = retried({ qualityGateFailureCount: 4, reopenedByQualityGateCount: 3, qualityGateReopenSuppressed: true }, "completed");
+    const plan = retried(
+      { qualityGateFailureCount: 4, reopenedByQualityGateCount: 3, qualityGateReopenSuppressed: true },
+      "completed",
+    );
     expect(plan.reopen).toBeNull();
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(4);
     expect(plan.actions).toContain("reopen suppressed (3/3)");
@@ -323,7 +430,13 @@ describe("decide: idempotent per event key", () => {
 
   it("a different key counts again and reopens", () => {
     const plan = decide(
-      input({ policy: policy("reopen"), task: task({}, { qualityGateEventKey: "task_completed:3:older", qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 }) }),
+      input({
+        policy: policy("reopen"),
+        task: task(
+          {},
+          { qualityGateEventKey: "task_completed:3:older", qualityGateFailureCount: 1, reopenedByQualityGateCount: 1 },
+        ),
+      }),
     );
     expect(plan.alreadyApplied).toBe(false);
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(2);
@@ -401,14 +514,18 @@ describe("decide: the follow-up task", () => {
   });
 
   it("quotes a command argument with spaces", () => {
-    const plan = decide(input({ policy: policy("followup"), result: runResult({ command: ["bash", "/my hooks/on_task_completed.sh"] }) }));
+    const plan = decide(
+      input({ policy: policy("followup"), result: runResult({ command: ["bash", "/my hooks/on_task_completed.sh"] }) }),
+    );
     expect(plan.followup?.description).toContain("Command: bash '/my hooks/on_task_completed.sh'");
   });
 
   it("bounds the hook's output: head and tail of each stream, and what the runner dropped", () => {
     const stdout = `FIRST ${"o".repeat(50_000)} LAST`;
     const stderr = "e".repeat(20_000);
-    const plan = decide(input({ policy: policy("followup"), result: runResult({ stdout, stderr, stdoutDroppedBytes: 12_345 }) }));
+    const plan = decide(
+      input({ policy: policy("followup"), result: runResult({ stdout, stderr, stdoutDroppedBytes: 12_345 }) }),
+    );
     const description = plan.followup?.description ?? "";
     expect(description.length).toBeLessThan(8_000);
     expect(description).toContain("FIRST");
@@ -418,13 +535,17 @@ describe("decide: the follow-up task", () => {
   });
 
   it("says when a stream is empty", () => {
-    const description = decide(input({ policy: policy("followup"), result: runResult({ stdout: "", stderr: " \n" }) })).followup?.description ?? "";
+    const description =
+      decide(input({ policy: policy("followup"), result: runResult({ stdout: "", stderr: " \n" }) })).followup
+        ?.description ?? "";
     expect(description).toContain("stderr: (empty)");
     expect(description).toContain("stdout: (empty)");
   });
 
   it("uses a longer fence when the output holds one", () => {
-    const description = decide(input({ policy: policy("followup"), result: runResult({ stdout: "```js\nx\n```" }) })).followup?.description ?? "";
+    const description =
+      decide(input({ policy: policy("followup"), result: runResult({ stdout: "```js\nx\n```" }) })).followup
+        ?.description ?? "";
     expect(description).toContain("stdout:\n````\n```js\nx\n```\n````");
   });
 
@@ -439,7 +560,14 @@ describe("decide: the follow-up task", () => {
       assignedBy: "team-lead",
       timestamp: NOW,
     });
-    expect(Object.keys(assignment ?? {})).toEqual(["type", "taskId", "subject", "description", "assignedBy", "timestamp"]);
+    expect(Object.keys(assignment ?? {})).toEqual([
+      "type",
+      "taskId",
+      "subject",
+      "description",
+      "assignedBy",
+      "timestamp",
+    ]);
   });
 });
 
@@ -460,9 +588,24 @@ describe("decide: the nudge", () => {
 
   it.each<[string, DecideInput, string[], string[]]>([
     ["warn", input({ policy: policy("warn") }), ["Please fix it and carry on."], ["reopened", "Follow-up"]],
-    ["suppressed", input({ policy: policy("reopen", "member", 0) }), ["Task #3 was not reopened: reopening is off"], ["Follow-up"]],
-    ["follow-up without owner", input({ policy: policy("followup", "none") }), ["Follow-up task #9 was created (no owner)."], ["reopened ("]],
-    ["task_failed", input({ event: "task_failed", policy: policy("reopen_followup") }), ["Follow-up task #9 was created for alice.", "carry on"], ["reopen"]],
+    [
+      "suppressed",
+      input({ policy: policy("reopen", "member", 0) }),
+      ["Task #3 was not reopened: reopening is off"],
+      ["Follow-up"],
+    ],
+    [
+      "follow-up without owner",
+      input({ policy: policy("followup", "none") }),
+      ["Follow-up task #9 was created (no owner)."],
+      ["reopened ("],
+    ],
+    [
+      "task_failed",
+      input({ event: "task_failed", policy: policy("reopen_followup") }),
+      ["Follow-up task #9 was created for alice.", "carry on"],
+      ["reopen"],
+    ],
   ])("%s", (_name, decideInput, contains, excludes) => {
     const text = decide(decideInput).nudge?.text("9") ?? "";
     for (const part of contains) expect(text).toContain(part);
@@ -489,10 +632,20 @@ describe("decide: the nudge", () => {
 
 describe("the gate's name in what the policy writes (chain.ts gateName)", () => {
   it.each<[string, Pick<ChainHook, "name" | "kind">, HookEventName, string]>([
-    ["the v1 .sh file: its base name", { name: "on_task_completed.sh", kind: "v1" }, "task_completed", "on_task_completed"],
+    [
+      "the v1 .sh file: its base name",
+      { name: "on_task_completed.sh", kind: "v1" },
+      "task_completed",
+      "on_task_completed",
+    ],
     ["the v1 .mjs file", { name: "on_task_failed.mjs", kind: "v1" }, "task_failed", "on_task_failed"],
     ["the bare v1 file", { name: "on_task_completed", kind: "v1" }, "task_completed", "on_task_completed"],
-    ["a chain file: its place in the chain", { name: "10-lint.sh", kind: "chain" }, "task_completed", "on_task_completed.d/10-lint.sh"],
+    [
+      "a chain file: its place in the chain",
+      { name: "10-lint.sh", kind: "chain" },
+      "task_completed",
+      "on_task_completed.d/10-lint.sh",
+    ],
   ])("%s", (_name, hook, event, name) => {
     expect(gateName(hook, event)).toBe(name);
   });
@@ -506,7 +659,9 @@ describe("the gate's name in what the policy writes (chain.ts gateName)", () => 
     expect(plan.metadataPatch?.qualityGateHook).toBe(name);
     expect(plan.reopen?.kind === "reopen" ? plan.reopen.patch.metadata.reopenedByQualityGateHook : null).toBe(name);
     expect(plan.followup?.metadata.qualityGateFollowupHook).toBe(name);
-    expect(plan.nudge?.text(null)).toMatch(new RegExp(`^Quality gate ${name.replaceAll(".", "\\.")} failed for task #3`));
+    expect(plan.nudge?.text(null)).toMatch(
+      new RegExp(`^Quality gate ${name.replaceAll(".", "\\.")} failed for task #3`),
+    );
   });
 });
 
@@ -516,14 +671,23 @@ describe("decide: a member whose name is not a safe file name gets no message", 
     const plan = decide(input({ policy: policy("reopen"), task: task({ owner: "a/b" }), member: "a/b" }));
     expect(plan.nudge?.to).toBeNull();
     expect(plan.actions).toContain('no nudge to "a/b"');
-    expect(plan.refused).toEqual([expect.stringMatching(/^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b"\)/)]);
+    expect(plan.refused).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          String.raw`^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, ` +
+            String.raw`a-z, 0-9, _ and - are: it would share the file of "a-b"\)`,
+        ),
+      ),
+    ]);
     expect(plan.reopen?.kind).toBe("reopen"); // the gate's own decision stands
   });
 
   it("an unsafe follow-up owner: the follow-up is made without an owner and no assignment is sent", () => {
     const plan = decide(input({ policy: policy("followup", "member"), member: "x.y", task: task({ owner: "alice" }) }));
     expect(plan.followup).toMatchObject({ owner: null, assignment: null });
-    expect(plan.actions).toEqual(expect.arrayContaining(["follow-up (no owner)", 'no follow-up owner "x.y"', "nudge alice"]));
+    expect(plan.actions).toEqual(
+      expect.arrayContaining(["follow-up (no owner)", 'no follow-up owner "x.y"', "nudge alice"]),
+    );
     expect(plan.refused).toEqual([expect.stringContaining('no follow-up owner "x.y": "x.y" is not a safe name')]);
   });
 

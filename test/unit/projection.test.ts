@@ -1,9 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { buildContextDocument, ContextDocumentSchema, type HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
+import {
+  buildContextDocument,
+  ContextDocumentSchema,
+  type HookInvocation,
+} from "../../extensions/teams-hooks/contract/contract.js";
 import { buildHookEnvironment, prepareContext } from "../../extensions/teams-hooks/contract/hook-run.js";
-import { confidentialInvocation, projectionPathProblem, viewDocument, viewKey } from "../../extensions/teams-hooks/contract/projection.js";
+import {
+  confidentialInvocation,
+  projectionPathProblem,
+  viewDocument,
+  viewKey,
+} from "../../extensions/teams-hooks/contract/projection.js";
 import { checkHooksBlock, privacyOf, resolveSettings } from "../../extensions/teams-hooks/settings/hooks-config.js";
-import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, gateNameProblem, projectionFor } from "../../extensions/teams-hooks/settings/privacy.js";
+import {
+  GATE_NAME_PATTERN,
+  PROJECTION_PATH_PATTERN,
+  gateNameProblem,
+  projectionFor,
+} from "../../extensions/teams-hooks/settings/privacy.js";
 
 const task = {
   id: "7",
@@ -37,7 +51,10 @@ describe("viewDocument", () => {
   });
 
   it("a projection keeps every v1 key in order with its type; hidden fields hold their empty value", () => {
-    const doc = viewDocument(full, { projection: ["task.id", "task.subject", "task.metadata.files", "task.metadata.ci.url"], confidential: false });
+    const doc = viewDocument(full, {
+      projection: ["task.id", "task.subject", "task.metadata.files", "task.metadata.ci.url"],
+      confidential: false,
+    });
     expect(JSON.stringify(doc)).toBe(
       JSON.stringify({
         version: 1,
@@ -45,7 +62,18 @@ describe("viewDocument", () => {
         team: full.team,
         member: "alice",
         timestamp: "2026-12-02T10:00:00.000Z",
-        task: { id: "7", subject: "Rotate the payroll keys", description: "", owner: null, status: "", blockedBy: [], blocks: [], metadata: { files: ["a.ts"], ci: { url: "https://ci/1" } }, createdAt: "", updatedAt: "" },
+        task: {
+          id: "7",
+          subject: "Rotate the payroll keys",
+          description: "",
+          owner: null,
+          status: "",
+          blockedBy: [],
+          blocks: [],
+          metadata: { files: ["a.ts"], ci: { url: "https://ci/1" } },
+          createdAt: "",
+          updatedAt: "",
+        },
         projection: ["task.id", "task.subject", "task.metadata.files", "task.metadata.ci.url"],
       }),
     );
@@ -55,37 +83,79 @@ describe("viewDocument", () => {
 
   it("an empty projection shows the identity fields only; `task` shows the whole task", () => {
     const none = viewDocument(full, { projection: [], confidential: false });
-    expect(none.task).toEqual({ id: "", subject: "", description: "", owner: null, status: "", blockedBy: [], blocks: [], metadata: {}, createdAt: "", updatedAt: "" });
+    expect(none.task).toEqual({
+      id: "",
+      subject: "",
+      description: "",
+      owner: null,
+      status: "",
+      blockedBy: [],
+      blocks: [],
+      metadata: {},
+      createdAt: "",
+      updatedAt: "",
+    });
     expect(none.member).toBe("alice");
     expect(viewDocument(full, { projection: ["task"], confidential: false }).task).toEqual(full.task);
   });
 
   it("confidential: no description, no metadata, the subject is the id; identity and lifecycle kept", () => {
     const doc = viewDocument(full, { projection: null, confidential: true });
-    expect(doc.task).toMatchObject({ id: "7", subject: "7", description: "", owner: "alice", status: "completed", blocks: ["9"], metadata: {}, createdAt: full.task?.createdAt });
+    expect(doc.task).toMatchObject({
+      id: "7",
+      subject: "7",
+      description: "",
+      owner: "alice",
+      status: "completed",
+      blocks: ["9"],
+      metadata: {},
+      createdAt: full.task?.createdAt,
+    });
     expect(doc.confidential).toBe(true);
     expect(JSON.stringify(doc)).not.toMatch(/payroll|vault|a\.ts/);
     // Projected and confidential: confidentiality wins over a projection that names content.
-    const both = viewDocument(full, { projection: ["task.description", "task.metadata.files", "task.subject"], confidential: true });
+    const both = viewDocument(full, {
+      projection: ["task.description", "task.metadata.files", "task.subject"],
+      confidential: true,
+    });
     expect(both.task).toMatchObject({ id: "", subject: "", description: "", metadata: {} });
   });
 
   it("a metadata key named __proto__ stays data", () => {
     const meta = JSON.parse('{"__proto__": {"polluted": true}, "x": 1}') as Record<string, unknown>;
-    const doc = viewDocument(buildContextDocument({ ...invocation, completedTask: { ...task, metadata: meta } }), { projection: ["task.metadata.__proto__"], confidential: false });
+    const doc = viewDocument(buildContextDocument({ ...invocation, completedTask: { ...task, metadata: meta } }), {
+      projection: ["task.metadata.__proto__"],
+      confidential: false,
+    });
     expect(JSON.stringify(doc.task?.metadata)).toBe('{"__proto__":{"polluted":true}}');
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it("one key per distinct view, whatever the order of its fields", () => {
-    expect(viewKey({ projection: ["task.id", "task.subject"], confidential: false })).toBe(viewKey({ projection: ["task.subject", "task.id", "task.id"], confidential: false }));
+    expect(viewKey({ projection: ["task.id", "task.subject"], confidential: false })).toBe(
+      viewKey({ projection: ["task.subject", "task.id", "task.id"], confidential: false }),
+    );
     expect(viewKey({ projection: null, confidential: false })).toBe("");
-    expect(new Set([viewKey({ projection: null, confidential: true }), viewKey({ projection: [], confidential: false }), viewKey({ projection: [], confidential: true })]).size).toBe(3);
+    expect(
+      new Set([
+        viewKey({ projection: null, confidential: true }),
+        viewKey({ projection: [], confidential: false }),
+        viewKey({ projection: [], confidential: true }),
+      ]).size,
+    ).toBe(3);
   });
 });
 
 describe("the idle notification an event came from", () => {
-  const note = { type: "idle_notification" as const, from: "alice", timestamp: "2026-12-02T10:00:01.000Z", completedTaskId: "7", completedStatus: "failed" as const, failureReason: "3 tests failed", extra: "sent by a newer worker" };
+  const note = {
+    type: "idle_notification" as const,
+    from: "alice",
+    timestamp: "2026-12-02T10:00:01.000Z",
+    completedTaskId: "7",
+    completedStatus: "failed" as const,
+    failureReason: "3 tests failed",
+    extra: "sent by a newer worker",
+  };
   const withNote = buildContextDocument({ ...invocation, event: "task_failed", notification: note });
 
   it("is added after the task, whole, only when there is one", () => {
@@ -103,14 +173,31 @@ describe("the idle notification an event came from", () => {
   it.each<[string, readonly string[] | null, boolean, unknown]>([
     ["a projection that does not name it: hidden", ["task.id"], false, undefined],
     ["a projection that names it: whole", ["task.id", "notification"], false, note],
-    ["confidential: its lifecycle fields only, no failureReason", null, true, { type: "idle_notification", from: "alice", timestamp: note.timestamp, completedTaskId: "7", completedStatus: "failed" }],
+    [
+      "confidential: its lifecycle fields only, no failureReason",
+      null,
+      true,
+      {
+        type: "idle_notification",
+        from: "alice",
+        timestamp: note.timestamp,
+        completedTaskId: "7",
+        completedStatus: "failed",
+      },
+    ],
     ["confidential and not projected: hidden", ["task.id"], true, undefined],
   ])("%s", (_name, projection, confidential, shown) => {
     expect(viewDocument(withNote, { projection, confidential }).notification).toEqual(shown);
   });
 
   it("a confidential team's log keeps its lifecycle fields only", () => {
-    expect(confidentialInvocation({ ...invocation, notification: note }).notification).toEqual({ type: "idle_notification", from: "alice", timestamp: note.timestamp, completedTaskId: "7", completedStatus: "failed" });
+    expect(confidentialInvocation({ ...invocation, notification: note }).notification).toEqual({
+      type: "idle_notification",
+      from: "alice",
+      timestamp: note.timestamp,
+      completedTaskId: "7",
+      completedStatus: "failed",
+    });
   });
 });
 
@@ -130,7 +217,17 @@ describe("the environment of a projected hook", () => {
 
 describe("confidentialInvocation (what a confidential team's logs keep)", () => {
   it("keeps identity and lifecycle, drops description, metadata and fields the contract does not name", () => {
-    expect(confidentialInvocation(invocation).completedTask).toEqual({ id: "7", subject: "7", description: "", owner: "alice", status: "completed", blocks: ["9"], blockedBy: [], createdAt: "2026-12-02T09:00:00.000Z", updatedAt: "2026-12-02T10:00:00.000Z" });
+    expect(confidentialInvocation(invocation).completedTask).toEqual({
+      id: "7",
+      subject: "7",
+      description: "",
+      owner: "alice",
+      status: "completed",
+      blocks: ["9"],
+      blockedBy: [],
+      createdAt: "2026-12-02T09:00:00.000Z",
+      updatedAt: "2026-12-02T10:00:00.000Z",
+    });
   });
 });
 
@@ -156,13 +253,27 @@ describe("hooks.projection, hooks.confidential, hooks.redactEnv in the hooks blo
   });
 
   it("refuses the block whole, naming every bad path, gate name and handler", () => {
-    const check = checkHooksBlock({ handlers: [ci], projection: { "http:ci": ["task.id", "task.title"], "http:cd": ["task.id"], "on_task_completed.sh": [], "on_idle.d/10-x.sh": ["member"] }, redactEnv: ["OK_NAME", "not a name"] }, "/t/config.json");
+    const check = checkHooksBlock(
+      {
+        handlers: [ci],
+        projection: {
+          "http:ci": ["task.id", "task.title"],
+          "http:cd": ["task.id"],
+          "on_task_completed.sh": [],
+          "on_idle.d/10-x.sh": ["member"],
+        },
+        redactEnv: ["OK_NAME", "not a name"],
+      },
+      "/t/config.json",
+    );
     expect(check.ok).toBe(false);
     if (check.ok) return;
     const text = check.problems.join("\n");
     expect(text).toMatch(/hooks\.projection\.http:ci\.1: "task\.title" names no field/);
     expect(text).toMatch(/hooks\.projection\.http:cd: names no handler of hooks\.handlers \(http:ci\)/);
-    expect(text).toMatch(/hooks\.projection\.on_task_completed\.sh: is not a gate name: the v1 file is named on_task_completed/);
+    expect(text).toMatch(
+      /hooks\.projection\.on_task_completed\.sh: is not a gate name: the v1 file is named on_task_completed/,
+    );
     expect(text).toMatch(/hooks\.redactEnv\.1: must be an environment variable name/);
     expect(text).not.toMatch(/on_idle\.d/);
     expect(gateNameProblem("on_task_completed.d/10-lint.sh")).toBeNull();
@@ -172,8 +283,22 @@ describe("hooks.projection, hooks.confidential, hooks.redactEnv in the hooks blo
     const none = resolveSettings({ hooks: {}, noBlock: null, file: "/t/config.json", env: {} });
     expect(privacyOf(none)).toEqual({ projection: {}, confidential: false, redactEnv: [] });
     expect(none.confidential.origin).toBe("default");
-    const set = resolveSettings({ hooks: { handlers: [ci], projection: { "http:ci": ["task.id"] }, confidential: "true", redactEnv: ["DEPLOY_TOKEN"] }, noBlock: null, file: "/t/config.json", env: {} });
-    expect(set.projection).toEqual({ value: { "http:ci": ["task.id"] }, source: "config", origin: "config.json hooks.projection" });
+    const set = resolveSettings({
+      hooks: {
+        handlers: [ci],
+        projection: { "http:ci": ["task.id"] },
+        confidential: "true",
+        redactEnv: ["DEPLOY_TOKEN"],
+      },
+      noBlock: null,
+      file: "/t/config.json",
+      env: {},
+    });
+    expect(set.projection).toEqual({
+      value: { "http:ci": ["task.id"] },
+      source: "config",
+      origin: "config.json hooks.projection",
+    });
     expect(set.confidential).toMatchObject({ value: true, origin: "config.json hooks.confidential" });
     expect(set.redactEnv).toMatchObject({ value: ["DEPLOY_TOKEN"], origin: "config.json hooks.redactEnv" });
     expect(projectionFor(set.projection.value, "http:ci")).toEqual(["task.id"]);
@@ -182,11 +307,44 @@ describe("hooks.projection, hooks.confidential, hooks.redactEnv in the hooks blo
 });
 
 describe("the documented config schema's patterns agree with the checks", () => {
-  it.each(["task", "task.id", "task.updatedAt", "task.metadata", "task.metadata.ci.url", "team", "team.style", "member", "version", "task.title", "task.subject.text", "task..metadata", "task.metadata.", "team.name", "description", "", "notification", "notification.failureReason"])("path %j", (path) => {
+  it.each([
+    "task",
+    "task.id",
+    "task.updatedAt",
+    "task.metadata",
+    "task.metadata.ci.url",
+    "team",
+    "team.style",
+    "member",
+    "version",
+    "task.title",
+    "task.subject.text",
+    "task..metadata",
+    "task.metadata.",
+    "team.name",
+    "description",
+    "",
+    "notification",
+    "notification.failureReason",
+  ])("path %j", (path) => {
     expect(PROJECTION_PATH_PATTERN.test(path)).toBe(projectionPathProblem(path) === null);
   });
 
-  it.each(["on_task_completed", "on_task_failed", "on_idle", "on_task_started", "on_task_started.d/10-claim.sh", "on_task_completed.d/10-lint.sh", "on_idle.d/x", "http:ci", "on_task_completed.sh", "on_idle.d/", "http:", "on_teardown", "ci"])("gate name %j", (name) => {
+  it.each([
+    "on_task_completed",
+    "on_task_failed",
+    "on_idle",
+    "on_task_started",
+    "on_task_started.d/10-claim.sh",
+    "on_task_completed.d/10-lint.sh",
+    "on_idle.d/x",
+    "http:ci",
+    "on_task_completed.sh",
+    "on_idle.d/",
+    "http:",
+    "on_teardown",
+    "ci",
+  ])("gate name %j", (name) => {
     expect(GATE_NAME_PATTERN.test(name)).toBe(gateNameProblem(name) === null);
   });
 });

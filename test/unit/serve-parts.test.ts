@@ -4,12 +4,19 @@
 import { describe, expect, it } from "vitest";
 import { isLoopback, parseListen, urlOf } from "../../extensions/teams-hooks/server/address.js";
 import { RateLimiter, formatRateLimit, parseRateLimit } from "../../extensions/teams-hooks/server/rate-limit.js";
-import { findTemplate, matchParameters, renderTask, renderTemplate } from "../../extensions/teams-hooks/server/templates.js";
+import {
+  findTemplate,
+  matchParameters,
+  renderTask,
+  renderTemplate,
+} from "../../extensions/teams-hooks/server/templates.js";
 import { TemplateSchema, type TemplateDef } from "../../extensions/teams-hooks/settings/handlers.js";
 
 const deploy: TemplateDef = TemplateSchema.parse({
   subject: "Deploy {{parameters.branch}} to {{ parameters.Env }}",
-  description: "flags {{parameters.flags}}, dry {{parameters.dry}}, n {{parameters.n}}, extra {{parameters.extra}}, note {{parameters.note}}, {{other.thing}}",
+  description:
+    "flags {{parameters.flags}}, dry {{parameters.dry}}, n {{parameters.n}}, extra {{parameters.extra}}, note " +
+    "{{parameters.note}}, {{other.thing}}",
   parameters: {
     branch: { type: "string", required: true },
     env: { type: "string", required: true },
@@ -23,11 +30,22 @@ const deploy: TemplateDef = TemplateSchema.parse({
 
 describe("matchParameters", () => {
   it("matches names whatever their case and keeps the declared names", () => {
-    expect(matchParameters(deploy, { BRANCH: "main", Env: "prod", N: 2 })).toEqual({ ok: true, values: { branch: "main", env: "prod", n: 2 } });
+    expect(matchParameters(deploy, { BRANCH: "main", Env: "prod", N: 2 })).toEqual({
+      ok: true,
+      values: { branch: "main", env: "prod", n: 2 },
+    });
   });
 
   it("names every problem: unknown, twice, wrong kind, missing", () => {
-    const result = matchParameters(deploy, { branch: "a", Branch: "b", flags: "x", dry: "yes", n: null, extra: [1], bogus: 1 });
+    const result = matchParameters(deploy, {
+      branch: "a",
+      Branch: "b",
+      flags: "x",
+      dry: "yes",
+      n: null,
+      extra: [1],
+      bogus: 1,
+    });
     expect(result).toEqual({
       ok: false,
       problems: [
@@ -45,15 +63,23 @@ describe("matchParameters", () => {
   it("a template without parameters refuses any", () => {
     const plain = TemplateSchema.parse({ subject: "Plain" });
     expect(matchParameters(plain, {})).toEqual({ ok: true, values: {} });
-    expect(matchParameters(plain, { x: 1 })).toEqual({ ok: false, problems: ["x: unknown parameter (the template declares none)"] });
+    expect(matchParameters(plain, { x: 1 })).toEqual({
+      ok: false,
+      problems: ["x: unknown parameter (the template declares none)"],
+    });
   });
 });
 
 describe("renderTemplate", () => {
   it.each<[string, Record<string, unknown>, string]>([
     ["Deploy {{parameters.branch}}", { branch: "main" }, "Deploy main"],
-    ["{{parameters.branch}}", { branch: "{{parameters.env}}" }, "{{parameters.env}}"], // a value is never expanded again
-    ["{{parameters.branch}}/{{parameters.env}}", { branch: "{{parameters.env}}", env: "prod" }, "{{parameters.env}}/prod"],
+    // a value is never expanded again
+    ["{{parameters.branch}}", { branch: "{{parameters.env}}" }, "{{parameters.env}}"],
+    [
+      "{{parameters.branch}}/{{parameters.env}}",
+      { branch: "{{parameters.env}}", env: "prod" },
+      "{{parameters.env}}/prod",
+    ],
     ["{{ parameters.BRANCH }}", { branch: "x" }, "x"],
     ["n={{parameters.n}} ok={{parameters.ok}}", { n: 1.5, ok: false }, "n=1.5 ok=false"],
     ["{{parameters.list}} {{parameters.obj}}", { list: [1, "a"], obj: { a: "b" } }, '[1,"a"] {"a":"b"}'],
@@ -90,9 +116,12 @@ describe("parseListen / isLoopback", () => {
     expect(parseListen(text)).toEqual(expected);
   });
 
-  it.each(["7420", "127.0.0.1", "127.0.0.1:65536", "::1:7420", "[nothost]:1", "a b:1", ":7420"])("refuses %s", (text) => {
-    expect(() => parseListen(text)).toThrow(/--listen/);
-  });
+  it.each(["7420", "127.0.0.1", "127.0.0.1:65536", "::1:7420", "[nothost]:1", "a b:1", ":7420"])(
+    "refuses %s",
+    (text) => {
+      expect(() => parseListen(text)).toThrow(/--listen/);
+    },
+  );
 
   it.each<[string, boolean]>([
     ["127.0.0.1", true],

@@ -8,8 +8,16 @@ const NOW = "2026-12-02T10:00:00.000Z";
 
 function task(partial: Partial<Task> = {}): Task {
   return {
-    id: "3", subject: "Write the parser", description: "", owner: "bob", status: "in_progress", blocks: [], blockedBy: ["2"],
-    createdAt: "2026-12-02T09:00:00.000Z", updatedAt: "2026-12-02T09:30:00.000Z", ...partial,
+    id: "3",
+    subject: "Write the parser",
+    description: "",
+    owner: "bob",
+    status: "in_progress",
+    blocks: [],
+    blockedBy: ["2"],
+    createdAt: "2026-12-02T09:00:00.000Z",
+    updatedAt: "2026-12-02T09:30:00.000Z",
+    ...partial,
   };
 }
 
@@ -18,9 +26,21 @@ const KEY = taskEvent(claimed)?.key ?? "";
 
 function input(over: Partial<StartGateInput> = {}): StartGateInput {
   return {
-    teamDir: "/teams/alpha", taskListId: "alpha", taskId: "3", key: KEY, leadName: "lead", now: NOW, sent: null as unknown as SentLog,
-    passed: false, failureMode: "closed", summary: "denied (deps.open) • task #2 is not done", hookName: "on_task_started", code: "deps.open",
-    member: "bob", logFile: null, ...over,
+    teamDir: "/teams/alpha",
+    taskListId: "alpha",
+    taskId: "3",
+    key: KEY,
+    leadName: "lead",
+    now: NOW,
+    sent: null as unknown as SentLog,
+    passed: false,
+    failureMode: "closed",
+    summary: "denied (deps.open) • task #2 is not done",
+    hookName: "on_task_started",
+    code: "deps.open",
+    member: "bob",
+    logFile: null,
+    ...over,
   };
 }
 
@@ -32,7 +52,8 @@ describe("planStart: a start gate's answer, decided under the task's lock", () =
     expect(plan.count).toBe(1);
     expect(plan.to).toBe("bob");
     expect(plan.next).toMatchObject({ status: "pending", updatedAt: NOW });
-    expect("owner" in plan.next && plan.next.owner === undefined).toBe(true); // present, so that the write takes it away
+    // present, so that the write takes it away
+    expect("owner" in plan.next && plan.next.owner === undefined).toBe(true);
     expect(plan.next.metadata).toEqual({
       qualityGateStartDenied: true,
       qualityGateStartDeniedAt: NOW,
@@ -50,7 +71,15 @@ describe("planStart: a start gate's answer, decided under the task's lock", () =
   });
 
   it("a later denial counts on and drops the earlier code when the new one has none", () => {
-    const before = task({ metadata: { qualityGateStartDenied: true, qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z", qualityGateStartDeniedCount: 2, qualityGateStartDeniedCode: "old", qualityGateStartDeniedKey: "task_started:3:bob:x" } });
+    const before = task({
+      metadata: {
+        qualityGateStartDenied: true,
+        qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z",
+        qualityGateStartDeniedCount: 2,
+        qualityGateStartDeniedCode: "old",
+        qualityGateStartDeniedKey: "task_started:3:bob:x",
+      },
+    });
     const plan = planStart(before, input({ key: taskEvent(before)?.key ?? "", code: undefined }));
     expect(plan.kind).toBe("revert");
     if (plan.kind !== "revert") return;
@@ -58,23 +87,44 @@ describe("planStart: a start gate's answer, decided under the task's lock", () =
     expect(plan.next.metadata).not.toHaveProperty("qualityGateStartDeniedCode");
   });
 
-  it("a retry of a denial already applied changes nothing and tells the member again (sent once by the sent-log)", () => {
-    const putBack = task({ owner: undefined, status: "pending", metadata: { qualityGateStartDeniedKey: KEY, qualityGateStartDeniedCount: 1 } });
-    expect(planStart(putBack, input())).toEqual({ kind: "reverted", count: 1, to: "bob" });
-  });
+  it(
+    "a retry of a denial already applied changes nothing and " + "tells the member again (sent once by the sent-log)",
+    () => {
+      const putBack = task({
+        owner: undefined,
+        status: "pending",
+        metadata: { qualityGateStartDeniedKey: KEY, qualityGateStartDeniedCount: 1 },
+      });
+      expect(planStart(putBack, input())).toEqual({ kind: "reverted", count: 1, to: "bob" });
+    },
+  );
 
   it("a denial of a claim that moved on (completed, another owner, the file gone) puts nothing back", () => {
-    expect(planStart(task({ status: "completed" }), input())).toEqual({ kind: "moved_on", status: "completed", to: "bob" });
-    expect(planStart(task({ owner: "carol" }), input({ member: null }))).toEqual({ kind: "moved_on", status: "in_progress", to: null });
+    expect(planStart(task({ status: "completed" }), input())).toEqual({
+      kind: "moved_on",
+      status: "completed",
+      to: "bob",
+    });
+    expect(planStart(task({ owner: "carol" }), input({ member: null }))).toEqual({
+      kind: "moved_on",
+      status: "in_progress",
+      to: null,
+    });
     expect(planStart(null, input())).toEqual({ kind: "moved_on", status: null, to: "bob" });
   });
 
   it("an allow writes nothing, unless the claim's task still says its last claim was denied", () => {
     expect(planStart(claimed, input({ passed: true }))).toEqual({ kind: "none" });
-    const denied = task({ metadata: { qualityGateStartDenied: true, qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" } });
+    const denied = task({
+      metadata: { qualityGateStartDenied: true, qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" },
+    });
     const plan = planStart(denied, input({ passed: true, key: taskEvent(denied)?.key ?? "" }));
     expect(plan.kind).toBe("clear");
-    if (plan.kind === "clear") expect(plan.next.metadata).toEqual({ qualityGateStartDenied: false, qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z" });
+    if (plan.kind === "clear")
+      expect(plan.next.metadata).toEqual({
+        qualityGateStartDenied: false,
+        qualityGateStartDeniedAt: "2026-12-02T09:20:00.000Z",
+      });
     // The clear keeps the claim's key: the leader's own write is not a new claim.
     if (plan.kind === "clear") expect(taskEvent(plan.next)?.key).toBe(taskEvent(denied)?.key);
   });
@@ -83,8 +133,21 @@ describe("planStart: a start gate's answer, decided under the task's lock", () =
 describe("startDenialOf: the task API's startDenial", () => {
   it("null without a denial; the last denial and whether it stands", () => {
     expect(startDenialOf(claimed)).toBeNull();
-    const meta = { qualityGateStartDenied: true, qualityGateStartDeniedAt: NOW, qualityGateStartDeniedHook: "http:ci", qualityGateStartDeniedReason: "r", qualityGateStartDeniedCount: 2 };
-    expect(startDenialOf(task({ metadata: meta }))).toEqual({ active: true, at: NOW, hook: "http:ci", reason: "r", code: null, count: 2 });
+    const meta = {
+      qualityGateStartDenied: true,
+      qualityGateStartDeniedAt: NOW,
+      qualityGateStartDeniedHook: "http:ci",
+      qualityGateStartDeniedReason: "r",
+      qualityGateStartDeniedCount: 2,
+    };
+    expect(startDenialOf(task({ metadata: meta }))).toEqual({
+      active: true,
+      at: NOW,
+      hook: "http:ci",
+      reason: "r",
+      code: null,
+      count: 2,
+    });
     expect(startDenialOf(task({ metadata: { ...meta, qualityGateStartDenied: false } }))?.active).toBe(false);
   });
 });

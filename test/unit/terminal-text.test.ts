@@ -5,8 +5,22 @@
  */
 import { describe, expect, it } from "vitest";
 import { displayWidth, padEnd, padStart, stripAnsi, truncate } from "../../extensions/teams-hooks/text/width.js";
-import { type ColumnSpec, fitTable, formatTable, naturalWidths, tableRow } from "../../extensions/teams-hooks/text/table.js";
-import { colourEnabled, canRedraw, dateTimeAt, isoOffset, offsetLabel, runningText, terminalWidth } from "../../extensions/teams-hooks/text/terminal.js";
+import {
+  type ColumnSpec,
+  fitTable,
+  formatTable,
+  naturalWidths,
+  tableRow,
+} from "../../extensions/teams-hooks/text/table.js";
+import {
+  colourEnabled,
+  canRedraw,
+  dateTimeAt,
+  isoOffset,
+  offsetLabel,
+  runningText,
+  terminalWidth,
+} from "../../extensions/teams-hooks/text/terminal.js";
 import { tableTime } from "../../extensions/teams-hooks/logs/find.js";
 import { formatDuration, formatSpan } from "../../extensions/teams-hooks/text/messages.js";
 
@@ -102,7 +116,14 @@ describe("tables that fit", () => {
 
   it("cuts the widest column that may be cut, then the next, each down to its minimum", () => {
     const { text, note } = formatTable(rows, specs, { width: 50 });
-    expect(text).toBe(["name  team                runs  note", "ada   alpha                 12  a long note that …", "张伟  beta-with-a-long-…     3  short", ""].join("\n"));
+    expect(text).toBe(
+      [
+        "name  team                runs  note",
+        "ada   alpha                 12  a long note that …",
+        "张伟  beta-with-a-long-…     3  short",
+        "",
+      ].join("\n"),
+    );
     for (const line of text.trimEnd().split("\n")) expect(displayWidth(line)).toBeLessThanOrEqual(50);
     expect(note).toBe("");
   });
@@ -118,7 +139,9 @@ describe("tables that fit", () => {
     const tiny = formatTable(rows, specs, { width: 5 });
     const used = Math.max(...tiny.text.trimEnd().split("\n").map(displayWidth));
     expect(used).toBeGreaterThan(5);
-    expect(tiny.note).toBe(`(team and runs left out, and the rest still takes ${used} of 5 columns; COLUMNS=79 or --json shows everything)`);
+    expect(tiny.note).toBe(
+      `(team and runs left out, and the rest still takes ${used} of 5 columns; COLUMNS=79 or --json shows everything)`,
+    );
   });
 
   it("lets the line be long when nothing more may go", () => {
@@ -182,14 +205,31 @@ describe("runningText (a fake clock)", () => {
     [[{ label: "on_idle.sh", since: t0 }], t0 + 999, ""],
     [[{ label: "on_idle.sh", since: t0 }], t0 + 1000, "running on_idle.sh… 1s"],
     [[{ label: "on_idle.sh", since: t0 }], t0 + 3_400, "running on_idle.sh… 3s"],
-    [[{ label: "task_completed #3", since: t0 }, { label: "idle", since: t0 + 2_500 }], t0 + 5_000, "running task_completed #3… 5s, idle… 2s"],
-    [[{ label: "task_completed #3", since: t0 }, { label: "idle", since: t0 + 4_500 }], t0 + 5_000, "running task_completed #3… 5s"],
+    [
+      [
+        { label: "task_completed #3", since: t0 },
+        { label: "idle", since: t0 + 2_500 },
+      ],
+      t0 + 5_000,
+      "running task_completed #3… 5s, idle… 2s",
+    ],
+    [
+      [
+        { label: "task_completed #3", since: t0 },
+        { label: "idle", since: t0 + 4_500 },
+      ],
+      t0 + 5_000,
+      "running task_completed #3… 5s",
+    ],
   ])("%j at +%d", (items, now, text) => {
     expect(runningText(items, now, { afterMs: 1000, width: 80 })).toBe(text);
   });
 
   it("stays one column short of the width, so that \\r redraws it", () => {
-    const text = runningText([{ label: "a-hook-with-a-very-long-name.sh", since: 0 }], 12_000, { afterMs: 1000, width: 20 });
+    const text = runningText([{ label: "a-hook-with-a-very-long-name.sh", since: 0 }], 12_000, {
+      afterMs: 1000,
+      width: 20,
+    });
     expect(text).toBe("running a-hook-wit…");
     expect(displayWidth(text)).toBe(19);
   });

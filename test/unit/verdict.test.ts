@@ -14,17 +14,49 @@ describe("readVerdict", () => {
   it.each([
     ["no file, plain output", null, "all good\n", { kind: "none" }],
     ["no file, empty output", null, "", { kind: "none" }],
-    ["last stdout line allows", null, 'checking\n{"decision":"allow"}\n\n', { kind: "verdict", source: "stdout", verdict: { decision: "allow" } }],
-    ["last stdout line denies with details", null, '{"decision":"deny","code":"lint.errors","reason":"3 lint errors","message":"see src/a.ts"}', {
-      kind: "verdict", source: "stdout", verdict: { decision: "deny", code: "lint.errors", reason: "3 lint errors", message: "see src/a.ts" },
-    }],
+    [
+      "last stdout line allows",
+      null,
+      'checking\n{"decision":"allow"}\n\n',
+      { kind: "verdict", source: "stdout", verdict: { decision: "allow" } },
+    ],
+    [
+      "last stdout line denies with details",
+      null,
+      '{"decision":"deny","code":"lint.errors","reason":"3 lint errors","message":"see src/a.ts"}',
+      {
+        kind: "verdict",
+        source: "stdout",
+        verdict: { decision: "deny", code: "lint.errors", reason: "3 lint errors", message: "see src/a.ts" },
+      },
+    ],
     ["a verdict not on the last line is output", null, '{"decision":"deny"}\ndone\n', { kind: "none" }],
     ["JSON without decision is output", null, '{"tests":5}', { kind: "none" }],
     ["text starting with { is output", null, "{not json", { kind: "none" }],
-    ["the file", '{"decision":"deny","code":"tests"}', "", { kind: "verdict", source: "file", verdict: { decision: "deny", code: "tests" } }],
-    ["the file wins over stdout", '{"decision":"allow"}', '{"decision":"deny"}', { kind: "verdict", source: "file", verdict: { decision: "allow" } }],
-    ["an empty file is no verdict", "  \n", '{"decision":"deny"}', { kind: "verdict", source: "stdout", verdict: { decision: "deny" } }],
-    ["unknown keys are kept", '{"decision":"allow","extra":1}', "", { kind: "verdict", source: "file", verdict: { decision: "allow", extra: 1 } }],
+    [
+      "the file",
+      '{"decision":"deny","code":"tests"}',
+      "",
+      { kind: "verdict", source: "file", verdict: { decision: "deny", code: "tests" } },
+    ],
+    [
+      "the file wins over stdout",
+      '{"decision":"allow"}',
+      '{"decision":"deny"}',
+      { kind: "verdict", source: "file", verdict: { decision: "allow" } },
+    ],
+    [
+      "an empty file is no verdict",
+      "  \n",
+      '{"decision":"deny"}',
+      { kind: "verdict", source: "stdout", verdict: { decision: "deny" } },
+    ],
+    [
+      "unknown keys are kept",
+      '{"decision":"allow","extra":1}',
+      "",
+      { kind: "verdict", source: "file", verdict: { decision: "allow", extra: 1 } },
+    ],
   ])("%s", (_name, fileText, stdout, expected) => {
     expect(readVerdict({ fileText, stdout })).toEqual(expected);
   });
@@ -62,7 +94,11 @@ describe("readVerdict", () => {
 });
 
 describe("decision values", () => {
-  it.each([["ALLOW", "allow"], [" Deny ", "deny"], ["Defer", "defer"]])("%j is read as %s (any case, blanks around ignored)", (written, decision) => {
+  it.each([
+    ["ALLOW", "allow"],
+    [" Deny ", "deny"],
+    ["Defer", "defer"],
+  ])("%j is read as %s (any case, blanks around ignored)", (written, decision) => {
     const read = readVerdict({ fileText: JSON.stringify({ decision: written }), stdout: "" });
     expect(read).toEqual({ kind: "verdict", source: "file", verdict: { decision } });
   });
@@ -87,14 +123,26 @@ describe("readHttpVerdict", () => {
     ["text", "OK", { kind: "none", body: "malformed" }],
     ["JSON without decision", '{"status":"queued"}', { kind: "none", body: "malformed" }],
     ["a JSON array", "[1,2]", { kind: "none", body: "malformed" }],
-    ["a verdict", '{"decision":"Deny","reason":"tests failed"}', { kind: "verdict", source: "http", verdict: { decision: "deny", reason: "tests failed" } }],
-    ["a defer", '{"decision":"defer","reason":"queued as job 17"}', { kind: "verdict", source: "http", verdict: { decision: "defer", reason: "queued as job 17" } }],
+    [
+      "a verdict",
+      '{"decision":"Deny","reason":"tests failed"}',
+      { kind: "verdict", source: "http", verdict: { decision: "deny", reason: "tests failed" } },
+    ],
+    [
+      "a defer",
+      '{"decision":"defer","reason":"queued as job 17"}',
+      { kind: "verdict", source: "http", verdict: { decision: "defer", reason: "queued as job 17" } },
+    ],
   ])("%s", (_name, body, expected) => {
     expect(readHttpVerdict(body)).toEqual(expected);
   });
 
   it("an unsupported decision value is invalid and marked unsupported", () => {
-    expect(readHttpVerdict('{"decision":"maybe"}')).toMatchObject({ kind: "invalid", source: "http", unsupportedDecision: true });
+    expect(readHttpVerdict('{"decision":"maybe"}')).toMatchObject({
+      kind: "invalid",
+      source: "http",
+      unsupportedDecision: true,
+    });
   });
 });
 
@@ -102,7 +150,10 @@ describe("verdictOutcome", () => {
   it("allow passes, deny fails, defer holds a task event", () => {
     expect(verdictOutcome({ decision: "allow" }, true).outcome).toBe("passed");
     expect(verdictOutcome({ decision: "deny" }, true).outcome).toBe("failed");
-    expect(verdictOutcome({ decision: "defer", reason: "CI job 17" }, true)).toEqual({ outcome: "deferred", verdict: { decision: "defer", reason: "CI job 17" } });
+    expect(verdictOutcome({ decision: "defer", reason: "CI job 17" }, true)).toEqual({
+      outcome: "deferred",
+      verdict: { decision: "defer", reason: "CI job 17" },
+    });
   });
 
   it("a defer where the event cannot be held is a denial with code deferral_not_supported, keeping the reason", () => {
@@ -133,7 +184,11 @@ describe("verdictOutcome", () => {
 
 describe("verdict hygiene", () => {
   it.each([
-    ["a C1 control character (U+009B, a terminal's CSI)", "tests \u009b31m fail", "must not contain control characters"],
+    [
+      "a C1 control character (U+009B, a terminal's CSI)",
+      "tests \u009b31m fail",
+      "must not contain control characters",
+    ],
     ["U+0085 (next line)", "a\u0085b", "must not contain control characters"],
     ["U+FFFD, what bytes that are not UTF-8 decode to", "caf\uFFFD", "must be valid UTF-8"],
   ])("a reason with %s is invalid", (_name, reason, problem) => {
@@ -149,7 +204,7 @@ describe("verdict hygiene", () => {
     ["blanks before it", `${blanks(60_000)}${deny}\n`],
     ["blanks on both sides", `${blanks(30_000)}${deny}${blanks(30_000)}\n`],
     ["tabs, no-break spaces and a carriage return after it", `${deny}${"\t\u00a0".repeat(20_000)}\r\n`],
-    ["text before it (it still holds \"decision\")", `${"x".repeat(60_000)}${deny}\n`],
+    ['text before it (it still holds "decision")', `${"x".repeat(60_000)}${deny}\n`],
   ])("a verdict line past the cap padded with %s is invalid", (_name, stdout) => {
     const problem = "the last line is a verdict line of over 49152 bytes (the most a verdict line may have)";
     expect(readVerdict({ fileText: null, stdout })).toEqual({ kind: "invalid", source: "stdout", problem });
@@ -195,11 +250,17 @@ describe("lastLineTracker", () => {
   it.each([
     ["no output", "", { text: "", bytes: 0, first: "", mentionsDecision: false }],
     ["only blank lines", "\n \n\t\n", { text: "", bytes: 0, first: "", mentionsDecision: false }],
-    ["the last line that holds more than blanks", "a\n  b  \n \n",
-      { text: "  b  ", bytes: 5, first: "b", mentionsDecision: false }],
+    [
+      "the last line that holds more than blanks",
+      "a\n  b  \n \n",
+      { text: "  b  ", bytes: 5, first: "b", mentionsDecision: false },
+    ],
     ["a line still open", "a\nb", { text: "b", bytes: 1, first: "b", mentionsDecision: false }],
-    ["a line past the cap keeps only its marks", `${" ".repeat(49_152)}{"decision"}`,
-      { text: "", bytes: 49_164, first: "{", mentionsDecision: true }],
+    [
+      "a line past the cap keeps only its marks",
+      `${" ".repeat(49_152)}{"decision"}`,
+      { text: "", bytes: 49_164, first: "{", mentionsDecision: true },
+    ],
     ["bytes, not characters", "é".repeat(3), { text: "ééé", bytes: 6, first: "é", mentionsDecision: false }],
   ])("%s", (_name, text, expected) => {
     expect(lastLineOf(text)).toEqual(expected);

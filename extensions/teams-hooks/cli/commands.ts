@@ -111,11 +111,11 @@ const TRUST_GROUP: FlagGroup = {
       type: "boolean",
       help:
         "run gates that changed, appeared or went since they were trusted, as they are now (for writing gates; " +
-          "each change is still said, the log keeps both hashes); without it such a gate is refused (untrusted_hook, " +
-          "gate_missing, gate_not_executable) until `pi-teams-hooks trust`: the leader and run --apply-policy hold " +
-          "its event for the lead, run alone fails. On a team with no trust record yet, nothing is compared. A " +
-          "global gate whose settings line says required=false may be dropped by the team (switched off or " +
-          'replaced in <team dir>/hooks) without approval: said as "dropped by the team", never gate_missing',
+        "each change is still said, the log keeps both hashes); without it such a gate is refused (untrusted_hook, " +
+        "gate_missing, gate_not_executable) until `pi-teams-hooks trust`: the leader and run --apply-policy hold " +
+        "its event for the lead, run alone fails. On a team with no trust record yet, nothing is compared. A " +
+        "global gate whose settings line says required=false may be dropped by the team (switched off or " +
+        'replaced in <team dir>/hooks) without approval: said as "dropped by the team", never gate_missing',
     },
     {
       name: "allow-insecure-hooks",
@@ -156,11 +156,11 @@ const RUN: CommandSpec = {
       "[--json]",
   ],
   description: [
-    'Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to <team ' +
+    "Fire one event by hand, exactly as the leader would: find the hook, run it, write its log to <team " +
       'dir>/hook-logs/, and print one line, which ends with the run\'s id ("(run 4a739620)": pass it to logs show; a ' +
-      'chain also prints a line per hook, each with its id). <event> is task_completed, task_failed, idle or ' +
-      'task_started (a worker claimed the task). The team\'s HTTP handlers (config.json hooks.handlers) run too, ' +
-      'after the files, as in the leader. Without --apply-policy nothing in the team changes but the log.',
+      "chain also prints a line per hook, each with its id). <event> is task_completed, task_failed, idle or " +
+      "task_started (a worker claimed the task). The team's HTTP handlers (config.json hooks.handlers) run too, " +
+      "after the files, as in the leader. Without --apply-policy nothing in the team changes but the log.",
     "Before the hook runs, it warns on stderr about what doctor finds wrong with the gates, as watch does at its " +
       "start: files that look like gates and never run (a stray on_* name, an on_<event>.d/ file without an execute " +
       "bit), settings lines that stop a gate or are not read (# PI-TEAMS-HOOKS:), gates refused as insecure.",
@@ -181,8 +181,8 @@ const RUN: CommandSpec = {
           value: "NAME",
           help:
             "who caused the event (default: for a task event the task's owner, as the leader has it, so a gate's " +
-              "members= matcher judges the run as it would the leader's; for idle or a task without owner none: the " +
-              "hook sees null and no variable)",
+            "members= matcher judges the run as it would the leader's; for idle or a task without owner none: the " +
+            "hook sees null and no variable)",
         },
         {
           name: "timestamp",
@@ -195,8 +195,8 @@ const RUN: CommandSpec = {
           type: "boolean",
           help:
             "also apply the failure policy (task metadata, reopen, follow-up, nudge); for task_started, the start " +
-              "gate's answer: a denied claim is put back to pending without owner and the member told (a task that " +
-              "holds no claim is refused: exit 2)",
+            "gate's answer: a denied claim is put back to pending without owner and the member told (a task that " +
+            "holds no claim is refused: exit 2)",
         },
       ],
     },
@@ -223,13 +223,13 @@ const RUN: CommandSpec = {
       "On a terminal, a hook still running after a second says so on stderr (`running on_idle.sh… 3s`), redrawn in " +
       "place and cleared when it ends; through a pipe nothing is added.",
     'A gate that answers {"decision":"defer"} holds the event: with --apply-policy the task is marked deferred and ' +
-      'a deferral is recorded for `pi-teams-hooks decide` (or the task API) to settle; without it nothing is held.\n' +
+      "a deferral is recorded for `pi-teams-hooks decide` (or the task API) to settle; without it nothing is held.\n" +
       'A gate that answers {"decision":"patch","patch":{…}} passes: with --apply-policy the patch is written to the ' +
-      'task within hooks.writableFields (default: metadata); without it nothing is written.\n' +
-      'A pass that let an error through (a Claude Code gate\'s non-blocking error; an error under failure mode open ' +
+      "task within hooks.writableFields (default: metadata); without it nothing is written.\n" +
+      "A pass that let an error through (a Claude Code gate's non-blocking error; an error under failure mode open " +
       'that a later hook passed over) says "passed (non-blocking error: …)", as watch does.\n' +
       'The run\'s log says it was fired by hand ("trigger": "hand"): logs stats and the dashboard\'s figures leave ' +
-      'such runs out unless asked for.',
+      "such runs out unless asked for.",
     "With --apply-policy, a gate that cannot judge the work (refused as untrusted, missing or insecure, a settings " +
       "line that cannot be read, a gate that cannot start) holds the event instead of failing it: the task is marked " +
       "held and its member told once that it waits for the lead; nothing is counted. A policy step that cannot be " +
@@ -245,13 +245,13 @@ const RUN: CommandSpec = {
       code: 1,
       when:
         "the gate failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or " +
-          "insecure), or --apply-policy could not write the policy",
+        "insecure), or --apply-policy could not write the policy",
     },
     {
       code: 2,
       when:
         "usage error (a bad flag or name, a missing team dir, task file, named hooks dir or --cwd; a task_started " +
-          "with --apply-policy on a task that holds no claim)",
+        "with --apply-policy on a task that holds no claim)",
     },
     { code: 3, when: "the gate deferred, or (with --apply-policy) the event is held for the lead" },
   ],
@@ -269,11 +269,11 @@ const DECIDE: CommandSpec = {
     'Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with 202), or ' +
       'an HTTP handler with answer "held" that handed the gate to a CI engine, for a task event. <run id> is the run ' +
       'id of the run that deferred: the "(run …)" of the leader\'s event line, the held: line of run ' +
-      '--apply-policy, the deferral\'s file name in <team dir>/hook-state/deferrals/, the X-Pi-Teams-Hook-Run-Id ' +
+      "--apply-policy, the deferral's file name in <team dir>/hook-state/deferrals/, the X-Pi-Teams-Hook-Run-Id " +
       "(or {{runId}}) an HTTP handler was sent; or its first characters (at least 4, like the id column of " +
-      'logs) when they name one held run (several: they are listed, exit 2). The failure policy then applies exactly ' +
-      'as for a pass (allow) or a failure (deny, with the code, reason and message given), logged as a second hook ' +
-      'log that names the deferred run. The task API\'s decision route does the same.',
+      "logs) when they name one held run (several: they are listed, exit 2). The failure policy then applies exactly " +
+      "as for a pass (allow) or a failure (deny, with the code, reason and message given), logged as a second hook " +
+      "log that names the deferred run. The task API's decision route does the same.",
     "A running leader applies it (this command waits up to 10 s to say so); with no leader running, this command " +
       "applies it itself, holding the leader lock for that moment.",
   ],
@@ -302,7 +302,7 @@ const DECIDE: CommandSpec = {
     {
       title:
         'Failure policy, applied when no leader runs (flag > config.json "hooks" > environment > default; a ' +
-        'running leader applies its own)',
+        "running leader applies its own)",
       rows: [FAILURE_ACTION, MAX_REOPENS, FOLLOWUP_OWNER],
     },
     {
@@ -313,7 +313,7 @@ const DECIDE: CommandSpec = {
           type: "boolean",
           help:
             "print the answer as one JSON object: runId, kind (applied, recorded, conflict, expired, invalid, " +
-              "unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
+            "unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
         },
       ],
     },
@@ -336,7 +336,8 @@ const DECIDE: CommandSpec = {
     {
       code: 2,
       when:
-        "usage error (a bad flag or value, naming it; a missing team dir; no deferral with that run id, or several)",
+        "usage error (a bad flag or value, naming it; a missing team dir; no deferral with that run id, or " +
+        "several)",
     },
   ],
   examples: ['pi-teams-hooks decide --team alpha 5f0c1e2a deny --code ci.failed --reason "2 tests fail in auth/"'],
@@ -351,23 +352,23 @@ const WATCH: CommandSpec = {
       "| --verbose]",
   ],
   description: [
-    'Be the team\'s quality-gate leader: watch the task list and the leader\'s inbox, run each event\'s hook once, ' +
-      'apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the hooks dir, each ' +
-      'event\'s chain of gates in run order, the policy in use (all of it, with each gate\'s trust: pi-teams-hooks ' +
+    "Be the team's quality-gate leader: watch the task list and the leader's inbox, run each event's hook once, " +
+      "apply the failure policy, and log every invocation to <team dir>/hook-logs/. Prints the hooks dir, each " +
+      "event's chain of gates in run order, the policy in use (all of it, with each gate's trust: pi-teams-hooks " +
       'config), "watching …" once events are taken, "scanned N task(s) …" when the start-up scan (which looks at ' +
-      'every task file in the background) is done, then one line per event, ending with its deciding run\'s id ' +
+      "every task file in the background) is done, then one line per event, ending with its deciding run's id " +
       '("(run 4a739620)": pass it to logs show). At its start it warns, as run does, about gates that would not run ' +
-      'as written (what doctor finds wrong with them).\n' +
-      'Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout; the later hooks of a chain do not ' +
-      'start, and the event runs again at the next start); a second signal ends them at once.\n' +
+      "as written (what doctor finds wrong with them).\n" +
+      "Stops on SIGINT / SIGTERM after running hooks finish (up to their timeout; the later hooks of a chain do not " +
+      "start, and the event runs again at the next start); a second signal ends them at once.\n" +
       'A change to config.json is picked up while running: its "hooks" block (policy, failure modes, limits) is read ' +
       'again. An invalid block, or a config.json that is not JSON, deleted or without "hooks", keeps the block in ' +
       'force (one warning says why); "hooks": {} resets to the defaults. A limit outside its range is capped (one ' +
       'warning naming the key, the value and the bound); a handler with "enabled": false is skipped, each event\'s ' +
       "log saying so.\n" +
-      'Its own state (the ledger, the scan state, a first start\'s mark, the messages sent, the gates it trusts) is ' +
-      'in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the gates it finds; a ' +
-      'gate changed, added or removed later holds its events (not failed) until `pi-teams-hooks trust`.',
+      "Its own state (the ledger, the scan state, a first start's mark, the messages sent, the gates it trusts) is " +
+      "in <team dir>/hook-state/: docs/ledger.md, docs/security.md. The first start trusts the gates it finds; a " +
+      "gate changed, added or removed later holds its events (not failed) until `pi-teams-hooks trust`.",
   ],
   groups: [
     {
@@ -427,16 +428,16 @@ const WATCH: CommandSpec = {
           short: "v",
           type: "boolean",
           help:
-            'also say, for each change looked at, whether it became an event and why not (baseline, in the ledger, ' +
-              'same signature, not a task file, no gate, a gate skipped by its matchers…); ' +
-              '{"type":"verbose","reason":…} with --json',
+            "also say, for each change looked at, whether it became an event and why not (baseline, in the ledger, " +
+            "same signature, not a task file, no gate, a gate skipped by its matchers…); " +
+            '{"type":"verbose","reason":…} with --json',
         },
       ],
     },
   ],
   notes: [
     'Event lines give the time on the machine\'s clock; the "watching" line names its zone. On a terminal, hooks ' +
-      'running for more than 2 s are shown on a line of their own, redrawn in place.',
+      "running for more than 2 s are shown on a line of their own, redrawn in place.",
   ],
   exit: [
     { code: 0, when: "stopped cleanly" },
@@ -445,7 +446,7 @@ const WATCH: CommandSpec = {
       code: 2,
       when:
         "usage error, another leader already watching this team, or a team dir, named hooks dir or --cwd that is not " +
-          "there",
+        "there",
     },
   ],
   examples: [
@@ -515,7 +516,7 @@ const DOCTOR: CommandSpec = {
           "every setting watch would apply without flags (failure policy, hook timeout, failure mode per event, " +
             "limits, sweep, exit codes, defer timeout, writable fields, what hooks are shown and what is redacted, " +
             "reassignment on reopen), " +
-            "computed as the leader computes it, and where each comes from; a \"hooks\" block with a bad value is " +
+            'computed as the leader computes it, and where each comes from; a "hooks" block with a bad value is ' +
             "refused whole, as the leader refuses it",
         ],
         ["Locks", "*.lock files anywhere in the team dir: stale ones, and live ones held for more than 10 s"],
@@ -533,10 +534,10 @@ const DOCTOR: CommandSpec = {
           type: "boolean",
           help:
             "print the report as one JSON object: hooksDir, hooks[] (each candidate with its status: chosen, " +
-              "skipped, absent, shadowed; a handler's url, method, template, answer, timeoutMs, headers, " +
-              "secretHeaders, bodySecrets, signing, trust), team, policy (as policy get --json, with checks), locks, " +
-              'access, leader, errors, warnings; its "problems" holds every warning and error as {kind, path, ' +
-              'message} (kinds: docs/cli.md, "Problems as data")',
+            "skipped, absent, shadowed; a handler's url, method, template, answer, timeoutMs, headers, " +
+            "secretHeaders, bodySecrets, signing, trust), team, policy (as policy get --json, with checks), locks, " +
+            'access, leader, errors, warnings; its "problems" holds every warning and error as {kind, path, ' +
+            'message} (kinds: docs/cli.md, "Problems as data")',
         },
       ],
     },
@@ -552,9 +553,9 @@ const DOCTOR: CommandSpec = {
       code: 1,
       when:
         "something would stop a gate from running (a hook that cannot start, a hook file skipped with nothing else " +
-          "to run for its event, a settings line that cannot be read, a handler changed since it was trusted, a " +
-          "$PI_TEAMS_HOOKS_DIR that is missing, a team dir that cannot be read or written, a task list or inbox that " +
-          "cannot be read)",
+        "to run for its event, a settings line that cannot be read, a handler changed since it was trusted, a " +
+        "$PI_TEAMS_HOOKS_DIR that is missing, a team dir that cannot be read or written, a task list or inbox that " +
+        "cannot be read)",
     },
     { code: 2, when: "usage error, or a team dir or --hooks-dir that is not there" },
   ],
@@ -569,13 +570,13 @@ const INIT: CommandSpec = {
     "Copy the example gates (on_task_completed.sh, on_task_failed.mjs, on_idle.sh) from the package's hooks/ into " +
       "a hooks dir, with execute bits, and print what was written. A file earlier in the lookup order that would run " +
       "instead of a copied gate is pointed out.",
-    'With --from-claude FILE, write gates from a Claude Code settings file instead of the examples: each command ' +
-      'hook of TaskCompleted becomes on_task_completed.d/claude-<n>.sh, each of TeammateIdle on_idle.d/claude-<n>.sh ' +
+    "With --from-claude FILE, write gates from a Claude Code settings file instead of the examples: each command " +
+      "hook of TaskCompleted becomes on_task_completed.d/claude-<n>.sh, each of TeammateIdle on_idle.d/claude-<n>.sh " +
       '(n = 1, 2, … per event, in file order), a bash script that runs the command unchanged; its second line, "# ' +
-      'pi-teams-hooks: format=claude timeout=<N>s", carries the hook\'s timeout (the key is left out when the hook ' +
-      'gives none). Hooks of another type (http, prompt, agent) are skipped, a matcher on these two events is ' +
-      'ignored (as Claude Code ignores it), and the other events are listed as not mapped; each is named in the ' +
-      'output.',
+      "pi-teams-hooks: format=claude timeout=<N>s\", carries the hook's timeout (the key is left out when the hook " +
+      "gives none). Hooks of another type (http, prompt, agent) are skipped, a matcher on these two events is " +
+      "ignored (as Claude Code ignores it), and the other events are listed as not mapped; each is named in the " +
+      "output.",
   ],
   groups: [
     {
@@ -599,7 +600,7 @@ const INIT: CommandSpec = {
           value: "ID",
           help:
             "the team ID under $PI_TEAMS_ROOT_DIR: the gates go to that team's global hooks dir, where run --team " +
-              "ID looks for them (the next steps printed name it by --team); it must exist",
+            "ID looks for them (the next steps printed name it by --team); it must exist",
         },
         {
           name: "from-claude",
@@ -629,13 +630,13 @@ const INIT: CommandSpec = {
       code: 1,
       when:
         "a file already exists (nothing is written; the files are named), the dir cannot be written, or the " +
-          "settings file has no TaskCompleted or TeammateIdle command hook (nothing is written)",
+        "settings file has no TaskCompleted or TeammateIdle command hook (nothing is written)",
     },
     {
       code: 2,
       when:
         "usage error, a team dir or the hooks dir's parent folder that is not there, or a settings file that is " +
-          "missing, not JSON or of the wrong shape (nothing is written; each problem is named by its JSON path)",
+        "missing, not JSON or of the wrong shape (nothing is written; each problem is named by its JSON path)",
     },
   ],
   examples: [
@@ -667,10 +668,10 @@ const POLICY: CommandSpec = {
       term: "policy get",
       usage: "policy [get] [--team-dir DIR | --team ID] [--json]",
       help:
-        '(the default) print every setting the leader would apply (failure policy, hook timeout, failure mode per ' +
-          'event, limits, and the rest of the block as doctor shows it) and where each comes from (config.json ' +
-          '"hooks" > environment > default), computed as the leader computes it: a "hooks" block with a bad value is ' +
-          'refused whole. Warnings (each problem, naming the file and field; bad environment values) go to stderr.',
+        "(the default) print every setting the leader would apply (failure policy, hook timeout, failure mode per " +
+        "event, limits, and the rest of the block as doctor shows it) and where each comes from (config.json " +
+        '"hooks" > environment > default), computed as the leader computes it: a "hooks" block with a bad value is ' +
+        "refused whole. Warnings (each problem, naming the file and field; bad environment values) go to stderr.",
       flags: ["team-dir", "team", "json"],
     },
     {
@@ -678,16 +679,16 @@ const POLICY: CommandSpec = {
       term: "policy set",
       usage:
         "policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N] [--followup-owner P] " +
-          "[--failure-mode [EVENT=]MODE]... [--max-hooks-per-event N] [--chain-deadline-ms N] [--max-payload-bytes " +
-          "N] [--reset] [--json]",
+        "[--failure-mode [EVENT=]MODE]... [--max-hooks-per-event N] [--chain-deadline-ms N] [--max-payload-bytes " +
+        "N] [--reset] [--json]",
       help:
         'write the "hooks" block of config.json under its lock, keeping every other field and key (a missing ' +
-          'config.json is created with the defaults), then print the effective policy. A failure mode for one event ' +
-          'keeps the others\', a limit keeps the other limits. Values are checked before anything is written; a bad ' +
-          'one names its flag, its config.json field and what it accepts. A negative number needs =: ' +
-          '--max-reopens=-1 (and is then refused). (A limit written in config.json by hand outside its range is ' +
-          "capped to it, with one warning naming the key, the value and the bound; the rest of the block stays in " +
-          "force.)",
+        "config.json is created with the defaults), then print the effective policy. A failure mode for one event " +
+        "keeps the others', a limit keeps the other limits. Values are checked before anything is written; a bad " +
+        "one names its flag, its config.json field and what it accepts. A negative number needs =: " +
+        "--max-reopens=-1 (and is then refused). (A limit written in config.json by hand outside its range is " +
+        "capped to it, with one warning naming the key, the value and the bound; the rest of the block stays in " +
+        "force.)",
       flags: ["team-dir", "team", "json", ...POLICY_SET_FLAGS],
     },
   ],
@@ -706,8 +707,8 @@ const POLICY: CommandSpec = {
           value: "MODE",
           help:
             "what a hook error means (a hook that could not start, timed out, gave an invalid verdict): open (the " +
-              "event passes) | closed (it fails), for every event (hooks.failureMode); EVENT=MODE for one event, the " +
-              "others kept (EVENT: task_completed, task_failed, idle, task_started); repeatable, applied in order",
+            "event passes) | closed (it fails), for every event (hooks.failureMode); EVENT=MODE for one event, the " +
+            "others kept (EVENT: task_completed, task_failed, idle, task_started); repeatable, applied in order",
         },
         {
           name: "max-hooks-per-event",
@@ -731,18 +732,18 @@ const POLICY: CommandSpec = {
           name: "reset",
           type: "boolean",
           help:
-            'remove every setting set writes (failureAction, maxReopensPerTask, followupOwner, failureMode, ' +
-              'limits) first: the environment and defaults apply again (a block that held only them is left as ' +
-              '"hooks": {}); flags given with it are then set',
+            "remove every setting set writes (failureAction, maxReopensPerTask, followupOwner, failureMode, " +
+            "limits) first: the environment and defaults apply again (a block that held only them is left as " +
+            '"hooks": {}); flags given with it are then set',
         },
         {
           name: "json",
           type: "boolean",
           help:
             "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, " +
-              "sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, " +
-              "redactEnv, reassignOnReopen, block, warnings} as JSON: each setting {value, source, origin}; block " +
-              "{valid, from, problems}",
+            "sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, " +
+            "redactEnv, reassignOnReopen, block, warnings} as JSON: each setting {value, source, origin}; block " +
+            "{valid, from, problems}",
         },
       ],
     },
@@ -753,8 +754,8 @@ const POLICY: CommandSpec = {
       code: 2,
       when:
         "usage error (a bad value, named by its flag, nothing written; nothing to set), a missing team dir, or a " +
-          "config.json that is not a JSON object, whose hooks is not an object, or whose failureMode or limits " +
-          "cannot be added to (an invalid mode string, a limits that is not an object; left untouched)",
+        "config.json that is not a JSON object, whose hooks is not an object, or whose failureMode or limits " +
+        "cannot be added to (an invalid mode string, a limits that is not an object; left untouched)",
     },
   ],
   examples: [
@@ -779,12 +780,12 @@ const CONFIG: CommandSpec = {
       list: [
         [
           "Gates",
-          'for each event, its whole chain in run order: the v1 file, the on_<event>.d/ files (the team layer ' +
-            '<team dir>/hooks replacing or switching off global ones), then the HTTP handlers of config.json ' +
-            'hooks.handlers; each with its layer, kind, settings line (timeout, matchers, mode=shadow) and trust ' +
-            'state as pi-teams-hooks trust compares it (trusted, CHANGED, NEW, MISSING: a trusted gate that no ' +
+          "for each event, its whole chain in run order: the v1 file, the on_<event>.d/ files (the team layer " +
+            "<team dir>/hooks replacing or switching off global ones), then the HTTP handlers of config.json " +
+            "hooks.handlers; each with its layer, kind, settings line (timeout, matchers, mode=shadow) and trust " +
+            "state as pi-teams-hooks trust compares it (trusted, CHANGED, NEW, MISSING: a trusted gate that no " +
             'longer runs; "no record" before the leader\'s first start); files that look like gates and do not run, ' +
-            'with why',
+            "with why",
         ],
         [
           "Settings",
@@ -816,8 +817,8 @@ const CONFIG: CommandSpec = {
           type: "boolean",
           help:
             "print the view as one JSON object: each setting as {value, source, origin}, each event's gates in run " +
-              "order with their trust, the trust record, the block's state and the warnings, and \"problems\": each as " +
-              '{kind, path, message} (kinds: docs/cli.md, "Problems as data")',
+            'order with their trust, the trust record, the block\'s state and the warnings, and "problems": each as ' +
+            '{kind, path, message} (kinds: docs/cli.md, "Problems as data")',
         },
       ],
     },
@@ -828,7 +829,7 @@ const CONFIG: CommandSpec = {
       code: 1,
       when:
         'config.json\'s "hooks" block is refused (its problems are shown; the view says what a leader starting now ' +
-        'would apply; a running one keeps its last valid block)',
+        "would apply; a running one keeps its last valid block)",
     },
     { code: 2, when: "usage error (a bad flag value, a missing team dir or named hooks dir)" },
   ],
@@ -876,12 +877,12 @@ const LOGS: CommandSpec = {
       term: "logs",
       usage: "logs [--team-dir DIR | --team ID] [filters] [--limit N] [--json] [--follow]",
       help:
-        'a table, newest last: the run\'s id, time (in the machine\'s time zone, named in the header), event, ' +
-          'task, member, hook, outcome (passed, failed, timed out, error, deferred; "passed (error)": a pass with a ' +
-          'non-blocking error), duration, the policy\'s actions (first "by hand" for a run of pi-teams-hooks run), ' +
-          'and the first stderr line (else the spawn error). It fits the terminal ($COLUMNS through a pipe, else ' +
-          '80): the widest text is cut with …, and when that is not enough hook, duration, event, member are left ' +
-          'out (said on stderr)',
+        "a table, newest last: the run's id, time (in the machine's time zone, named in the header), event, " +
+        'task, member, hook, outcome (passed, failed, timed out, error, deferred; "passed (error)": a pass with a ' +
+        'non-blocking error), duration, the policy\'s actions (first "by hand" for a run of pi-teams-hooks run), ' +
+        "and the first stderr line (else the spawn error). It fits the terminal ($COLUMNS through a pipe, else " +
+        "80): the widest text is cut with …, and when that is not enough hook, duration, event, member are left " +
+        "out (said on stderr)",
       flags: [...LOGS_TEAM, ...LOGS_FILTERS, "follow"],
     },
     {
@@ -889,17 +890,17 @@ const LOGS: CommandSpec = {
       term: "logs show <id>",
       usage: "logs show <id> | last [--task ID] [--failed] [--json]",
       help:
-        'one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:\n' +
-          '  the id in the first column of logs, or of the lines of run and watch (the start of the run id: any 4 ' +
-          'characters or more that only it starts with; a chain\'s later hooks end in .2, .3…), or the whole run ' +
-          'id;\n' +
-          '  last: the newest run; with --task ID the newest of that task, with --failed the newest that failed, ' +
-          'timed out or errored (a denied gate too); either flag alone means last;\n' +
-          '  a time as the table prints it, "2026-03-01 09:12:44" (quoted or not): the runs that started in that ' +
-          'second;\n' +
-          '  the log\'s file name, path or stem, or a unique prefix or suffix of the name ("2026-03-01T09-12", ' +
-          '"task-3_2").\n' +
-          'Several matches are listed, newest first, with their ids (exit 2)',
+        "one run in full: context, command, exit, timing, policy, stdout, stderr. <id> is:\n" +
+        "  the id in the first column of logs, or of the lines of run and watch (the start of the run id: any 4 " +
+        "characters or more that only it starts with; a chain's later hooks end in .2, .3…), or the whole run " +
+        "id;\n" +
+        "  last: the newest run; with --task ID the newest of that task, with --failed the newest that failed, " +
+        "timed out or errored (a denied gate too); either flag alone means last;\n" +
+        '  a time as the table prints it, "2026-03-01 09:12:44" (quoted or not): the runs that started in that ' +
+        "second;\n" +
+        '  the log\'s file name, path or stem, or a unique prefix or suffix of the name ("2026-03-01T09-12", ' +
+        '"task-3_2").\n' +
+        "Several matches are listed, newest first, with their ids (exit 2)",
       flags: [...LOGS_TEAM, "task", "failed"],
     },
     {
@@ -908,9 +909,9 @@ const LOGS: CommandSpec = {
       usage: "logs stats [filters] [--include-hand-runs] [--limit N] [--json]",
       help:
         "per hook and event: runs, pass rate, failed / timed out / error counts, p50 and p95 duration (nearest " +
-          "rank), and the tasks with the most failed runs (a narrow terminal leaves out p50, then p95, then the " +
-          "tasks); under it, the passes with a non-blocking error. Runs by hand (pi-teams-hooks run) are left out " +
-          "unless --include-hand-runs or --trigger asks for them",
+        "rank), and the tasks with the most failed runs (a narrow terminal leaves out p50, then p95, then the " +
+        "tasks); under it, the passes with a non-blocking error. Runs by hand (pi-teams-hooks run) are left out " +
+        "unless --include-hand-runs or --trigger asks for them",
       flags: [...LOGS_TEAM, ...LOGS_FILTERS, "include-hand-runs"],
     },
     {
@@ -919,8 +920,8 @@ const LOGS: CommandSpec = {
       usage: "logs prune [--keep N] [--older-than AGE] [--dry-run] [--json]",
       help:
         "remove old logs, printing each one: --keep N keeps the newest N, --older-than AGE removes those started " +
-          "before then; both: the old ones beyond the newest N. At least one is needed. Only files named like a hook " +
-          "log are ever removed",
+        "before then; both: the old ones beyond the newest N. At least one is needed. Only files named like a hook " +
+        "log are ever removed",
       flags: [...LOGS_TEAM, "keep", "older-than", "dry-run"],
     },
   ],
@@ -959,8 +960,8 @@ const LOGS: CommandSpec = {
           value: "WHEN",
           help:
             "started at or after WHEN: an age (45s, 30m, 1.5h, 1d12h, 1w: ms, s, m, h, d, w, any case) or an ISO " +
-              "8601 time (2026-03-01, 2026-03-01T09:00, 2026-03-01 09:00:00, 2026-03-01T11:00+02:00; the machine's " +
-              "time zone unless it has an offset, like the times shown)",
+            "8601 time (2026-03-01, 2026-03-01T09:00, 2026-03-01 09:00:00, 2026-03-01T11:00+02:00; the machine's " +
+            "time zone unless it has an offset, like the times shown)",
         },
         {
           name: "trigger",
@@ -986,8 +987,7 @@ const LOGS: CommandSpec = {
           name: "follow",
           short: "f",
           type: "boolean",
-          help:
-            "after the table, print new logs as they land (fs.watch plus a rescan every second); stop with Ctrl-C",
+          help: "after the table, print new logs as they land (fs.watch plus a rescan every second); stop with Ctrl-C",
         },
         {
           name: "failed",
@@ -1066,7 +1066,7 @@ const TRUST: CommandSpec = {
           type: "boolean",
           help:
             "print {teamDir, trustFile, changes: [{path, event, events, change, detail, trusted, now, diff}], " +
-              "recorded} as JSON",
+            "recorded} as JSON",
         },
       ],
     },
@@ -1079,7 +1079,7 @@ const TRUST: CommandSpec = {
       code: 2,
       when:
         "usage error (a path that is not a changed gate, a gate that changed again while shown, a missing team dir, " +
-          "an unreadable record without --all)",
+        "an unreadable record without --all)",
     },
   ],
   examples: [
@@ -1118,7 +1118,8 @@ const SERVE: CommandSpec = {
         [
           "GET  /api/v1/teams/TEAM/tasks/ID",
           "id, status, qualityGateStatus, startDenial, updatedAt, decidingRun (the run that decided its gate), " +
-            "createdBy (tasks:read; a confidential team's without the denial's reason and code, and the run's summary " +
+            "createdBy (tasks:read; a confidential team's without the denial's reason and code, and the run's " +
+            "summary " +
             "and code)",
         ],
         [
@@ -1135,7 +1136,7 @@ const SERVE: CommandSpec = {
         [
           "POST /api/v1/teams/TEAM/runs/RUN_ID/decision",
           '{"decision": "allow"|"deny", "code"?, "reason"?, "message"?} → 200 applied, or 202 recorded for the ' +
-            'team\'s running leader (gates:decide); as `pi-teams-hooks decide`',
+            "team's running leader (gates:decide); as `pi-teams-hooks decide`",
         ],
         ["GET  /healthz", "200 while it runs"],
       ],
@@ -1148,8 +1149,8 @@ const SERVE: CommandSpec = {
       usage: "serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]",
       help:
         'the server. Prints "listening on http://HOST:PORT" once it accepts connections, then where the dashboard ' +
-          'is and whether it needs a key, a line for each key added or removed while it runs, and runs until SIGINT ' +
-          'or SIGTERM (requests under way get 5 s)',
+        "is and whether it needs a key, a line for each key added or removed while it runs, and runs until SIGINT " +
+        "or SIGTERM (requests under way get 5 s)",
       flags: ["teams-root", "listen", "allow-remote", "rate-limit"],
     },
     {
@@ -1161,8 +1162,8 @@ const SERVE: CommandSpec = {
         "[--url BASE] [--teams-root DIR]",
       help:
         "a new key. It is printed alone on the last line, the only time it is shown (KEY=$(pi-teams-hooks serve " +
-          "keys create … | tail -1)); only a salted hash is stored. With logs:read, a one-time dashboard login URL " +
-          "comes before it",
+        "keys create … | tail -1)); only a salted hash is stored. With logs:read, a one-time dashboard login URL " +
+        "comes before it",
       flags: ["teams-root", "name", "scopes", "teams", "templates", "all-templates", "rate-limit", "url"],
     },
     {
@@ -1181,7 +1182,7 @@ const SERVE: CommandSpec = {
       usage: "serve keys revoke NAME [--teams-root DIR]",
       help:
         "delete the key and end its dashboard sessions: a running server refuses it from its next request, and " +
-          "ends its open live streams within a second",
+        "ends its open live streams within a second",
       flags: ["teams-root"],
     },
     {
@@ -1190,10 +1191,10 @@ const SERVE: CommandSpec = {
       usage: "serve keys login NAME [--url BASE] [--teams-root DIR]",
       help:
         "print a new login URL for the dashboard, BASE/login?token=…, alone on its last line, for the key NAME " +
-          "(which must have logs:read).\n" +
-          "It works once, for 15 minutes, and replaces the key's unused one (keys create prints the first). Opened " +
-          "in a browser, it shows a Log in button that spends it and starts a session of 12 hours (a link checker's " +
-          "fetch spends nothing)",
+        "(which must have logs:read).\n" +
+        "It works once, for 15 minutes, and replaces the key's unused one (keys create prints the first). Opened " +
+        "in a browser, it shows a Log in button that spends it and starts a session of 12 hours (a link checker's " +
+        "fetch spends nothing)",
       flags: ["teams-root", "url"],
     },
   ],
@@ -1220,9 +1221,9 @@ const SERVE: CommandSpec = {
           type: "boolean",
           help:
             "listen on an address other than loopback; keys then cross the network, so put TLS in front " +
-              "(docs/security.md). With it the dashboard too needs a key with logs:read (a login link, or the bearer " +
-              "header), also on loopback (a proxy on this machine); without it the dashboard needs none and answers " +
-              "only requests addressed to a loopback name",
+            "(docs/security.md). With it the dashboard too needs a key with logs:read (a login link, or the bearer " +
+            "header), also on loopback (a proxy on this machine); without it the dashboard needs none and answers " +
+            "only requests addressed to a loopback name",
         },
         {
           name: "rate-limit",
@@ -1230,7 +1231,7 @@ const SERVE: CommandSpec = {
           value: "N/PERIOD",
           help:
             "requests per key, for keys without their own rate (default: 600/min; PERIOD s, min or h); past it: " +
-              "429 with Retry-After. For keys create: the key's own rate instead of the server's",
+            "429 with Retry-After. For keys create: the key's own rate instead of the server's",
         },
       ],
     },
@@ -1287,8 +1288,8 @@ const SERVE: CommandSpec = {
       code: 2,
       when:
         "usage error (a bad flag or spec, a name taken; login: no such key, or one without logs:read; create: a key " +
-          "with tasks:create, tasks:read or gates:decide without --templates or --all-templates), a teams root that " +
-          "is not a directory, or an address that is not loopback without --allow-remote, or cannot be used",
+        "with tasks:create, tasks:read or gates:decide without --templates or --all-templates), a teams root that " +
+        "is not a directory, or an address that is not loopback without --allow-remote, or cannot be used",
     },
   ],
   examples: [

@@ -12,18 +12,43 @@ import { formFlags } from "./commands.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type ConfigView, type GateView, inspectConfig } from "../doctor/config-view.js";
-import { FAILURE_MODES, FailureModeSettingSchema, limitFlagSchema, resolveSettings, settingsReport, type FailureMode, type LimitName } from "../settings/hooks-config.js";
+import {
+  FAILURE_MODES,
+  FailureModeSettingSchema,
+  limitFlagSchema,
+  resolveSettings,
+  settingsReport,
+  type FailureMode,
+  type LimitName,
+} from "../settings/hooks-config.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
-import { FailureActionSettingSchema, FollowupOwnerSettingSchema, LIMIT_RANGES, MaxReopensSettingSchema, SETTING_FLAGS, type EffectivePolicy } from "../settings/options.js";
+import {
+  FailureActionSettingSchema,
+  FollowupOwnerSettingSchema,
+  LIMIT_RANGES,
+  MaxReopensSettingSchema,
+  SETTING_FLAGS,
+  type EffectivePolicy,
+} from "../settings/options.js";
 import { loadTeamConfig, updateHooksConfig } from "../team/config.js";
 import { resolveTeamDirFlags } from "../team/paths.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { terminalWidth } from "../text/terminal.js";
 
 /** What `policy set` writes, and `--reset` removes. */
-const SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner", "failureMode", "limits"] as const satisfies ReadonlyArray<keyof EffectivePolicy | "failureMode" | "limits">;
+const SETTINGS = [
+  "failureAction",
+  "maxReopensPerTask",
+  "followupOwner",
+  "failureMode",
+  "limits",
+] as const satisfies ReadonlyArray<keyof EffectivePolicy | "failureMode" | "limits">;
 /** Each limit's flag, named as its key in `hooks.limits`. */
-const LIMIT_FLAGS: Readonly<Record<LimitName, string>> = { maxHooksPerEvent: "max-hooks-per-event", chainDeadlineMs: "chain-deadline-ms", maxPayloadBytes: "max-payload-bytes" };
+const LIMIT_FLAGS: Readonly<Record<LimitName, string>> = {
+  maxHooksPerEvent: "max-hooks-per-event",
+  chainDeadlineMs: "chain-deadline-ms",
+  maxPayloadBytes: "max-payload-bytes",
+};
 /** What only `policy set` takes (the command table's), for a `policy get` given one. */
 const SET_FLAGS = formFlags("policy", "set").filter((flag) => !formFlags("policy", "get").includes(flag));
 
@@ -32,7 +57,12 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
   const [action = "get", ...extra] = args.positionals;
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
   if (action !== "get" && action !== "set") throw new HooksError("E_USAGE", `unknown action "${action}" (get or set)`);
-  const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const teamDir = await resolveTeamDirFlags({
+    teamDir: str(v["team-dir"]),
+    team: str(v.team),
+    env: io.env,
+    cwd: io.cwd,
+  });
 
   let written: string | null = null;
   if (action === "get") {
@@ -45,7 +75,9 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
       teamDir,
       (hooks) => {
         const next = patchFor(hooks, patch);
-        changed = Object.entries(next).map(([key, value]) => (value === undefined ? `${key} removed` : `${key} = ${JSON.stringify(value)}`));
+        changed = Object.entries(next).map(([key, value]) =>
+          value === undefined ? `${key} removed` : `${key} = ${JSON.stringify(value)}`,
+        );
         return next;
       },
       { label: "pi-teams-hooks policy set" },
@@ -63,9 +95,13 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
   const report = settingsReport(settings);
   if (v.json) {
     const { values, ...rest } = report;
-    io.stdout(`${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: values, ...rest, warnings })}\n`);
+    io.stdout(
+      `${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: values, ...rest, warnings })}\n`,
+    );
   } else {
-    io.stdout(`${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report, terminalWidth(io))}`);
+    io.stdout(
+      `${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report, terminalWidth(io))}`,
+    );
   }
   return 0;
 }
@@ -84,24 +120,60 @@ function parseSetFlags(v: Record<string, FlagValue>): SetRequest {
   const action = str(v["failure-action"]);
   const reopens = str(v["max-reopens"]);
   const owner = str(v["followup-owner"]);
-  if (action !== undefined) request.top.failureAction = parseFlag(FailureActionSettingSchema, action, SETTING_FLAGS.failureAction, SETTING_EXPECTED.failureAction);
-  if (reopens !== undefined) request.top.maxReopensPerTask = parseFlag(MaxReopensSettingSchema, reopens, SETTING_FLAGS.maxReopens, SETTING_EXPECTED.maxReopensPerTask);
-  if (owner !== undefined) request.top.followupOwner = parseFlag(FollowupOwnerSettingSchema, owner, SETTING_FLAGS.followupOwner, SETTING_EXPECTED.followupOwner);
+  if (action !== undefined)
+    request.top.failureAction = parseFlag(
+      FailureActionSettingSchema,
+      action,
+      SETTING_FLAGS.failureAction,
+      SETTING_EXPECTED.failureAction,
+    );
+  if (reopens !== undefined)
+    request.top.maxReopensPerTask = parseFlag(
+      MaxReopensSettingSchema,
+      reopens,
+      SETTING_FLAGS.maxReopens,
+      SETTING_EXPECTED.maxReopensPerTask,
+    );
+  if (owner !== undefined)
+    request.top.followupOwner = parseFlag(
+      FollowupOwnerSettingSchema,
+      owner,
+      SETTING_FLAGS.followupOwner,
+      SETTING_EXPECTED.followupOwner,
+    );
   const modes = v["failure-mode"];
-  for (const raw of Array.isArray(modes) ? modes : modes === undefined ? [] : [modes]) request.modes.push(parseMode(String(raw)));
+  for (const raw of Array.isArray(modes) ? modes : modes === undefined ? [] : [modes])
+    request.modes.push(parseMode(String(raw)));
   for (const [name, flag] of Object.entries(LIMIT_FLAGS) as Array<[LimitName, string]>) {
     const raw = str(v[flag]);
     if (raw === undefined) continue;
     const { min, max } = LIMIT_RANGES[name];
-    request.limits[name] = parseFlag(limitFlagSchema(name), raw, `--${flag} (hooks.limits.${name})`, `a whole number from ${min} to ${max}`) as number;
+    request.limits[name] = parseFlag(
+      limitFlagSchema(name),
+      raw,
+      `--${flag} (hooks.limits.${name})`,
+      `a whole number from ${min} to ${max}`,
+    ) as number;
   }
-  if (!request.reset && Object.keys(request.top).length === 0 && request.modes.length === 0 && Object.keys(request.limits).length === 0) {
-    throw new HooksError("E_USAGE", `nothing to set: give ${SET_FLAGS.filter((f) => f !== "reset").map((f) => `--${f}`).join(", ")}, or --reset`);
+  if (
+    !request.reset &&
+    Object.keys(request.top).length === 0 &&
+    request.modes.length === 0 &&
+    Object.keys(request.limits).length === 0
+  ) {
+    throw new HooksError(
+      "E_USAGE",
+      `nothing to set: give ${SET_FLAGS.filter((f) => f !== "reset")
+        .map((f) => `--${f}`)
+        .join(", ")}, or --reset`,
+    );
   }
   return request;
 }
 
-const MODE_EXPECTED = `${FAILURE_MODES.join(" or ")} for every event, or EVENT=${FAILURE_MODES.join("|")} for one (EVENT: ${HOOK_EVENTS.join(", ")})`;
+const MODE_EXPECTED =
+  `${FAILURE_MODES.join(" or ")} for every event, or EVENT=${FAILURE_MODES.join("|")} for one ` +
+  `(EVENT: ${HOOK_EVENTS.join(", ")})`;
 
 /** `open`, `closed`, or `EVENT=open|closed`. */
 function parseMode(raw: string): { event: HookEventName | null; mode: FailureMode } {
@@ -109,7 +181,8 @@ function parseMode(raw: string): { event: HookEventName | null; mode: FailureMod
   const event = at < 0 ? null : raw.slice(0, at).trim();
   const mode = FailureModeSettingSchema.safeParse(at < 0 ? raw : raw.slice(at + 1));
   const known = event === null || (HOOK_EVENTS as readonly string[]).includes(event);
-  if (!mode.success || !known) throw new HooksError("E_USAGE", invalidFlagValue("--failure-mode (hooks.failureMode)", raw, MODE_EXPECTED));
+  if (!mode.success || !known)
+    throw new HooksError("E_USAGE", invalidFlagValue("--failure-mode (hooks.failureMode)", raw, MODE_EXPECTED));
   return { event: event as HookEventName | null, mode: mode.data };
 }
 
@@ -120,7 +193,9 @@ function parseMode(raw: string): { event: HookEventName | null; mode: FailureMod
  * the schema allows is refused, never overwritten in part.
  */
 function patchFor(current: Readonly<Record<string, unknown>>, request: SetRequest): Record<string, unknown> {
-  const patch: Record<string, unknown> = request.reset ? Object.fromEntries(SETTINGS.map((key) => [key, undefined])) : {};
+  const patch: Record<string, unknown> = request.reset
+    ? Object.fromEntries(SETTINGS.map((key) => [key, undefined]))
+    : {};
   Object.assign(patch, request.top);
   if (request.modes.length > 0) {
     let value: unknown = request.reset ? undefined : current.failureMode;
@@ -133,7 +208,10 @@ function patchFor(current: Readonly<Record<string, unknown>>, request: SetReques
   if (Object.keys(request.limits).length > 0) {
     const limits = request.reset ? undefined : current.limits;
     if (limits !== undefined && limits !== null && (typeof limits !== "object" || Array.isArray(limits))) {
-      throw new HooksError("E_CONFIG", `config.json hooks.limits is ${JSON.stringify(limits)}, not an object: fix it first (nothing written)`);
+      throw new HooksError(
+        "E_CONFIG",
+        `config.json hooks.limits is ${JSON.stringify(limits)}, not an object: fix it first (nothing written)`,
+      );
     }
     patch.limits = { ...(limits ?? {}), ...request.limits };
   }
@@ -149,7 +227,11 @@ function modesOf(value: unknown, written: unknown): Record<string, unknown> {
   } else if (typeof value === "object" && !Array.isArray(value)) {
     return { ...(value as Record<string, unknown>) };
   }
-  throw new HooksError("E_CONFIG", `config.json hooks.failureMode is ${JSON.stringify(written)}, not ${MODE_EXPECTED}: fix it first, or set every event with --failure-mode open|closed (nothing written)`);
+  throw new HooksError(
+    "E_CONFIG",
+    `config.json hooks.failureMode is ${JSON.stringify(written)}, not ${MODE_EXPECTED}: fix it first, or set every ` +
+      `event with --failure-mode open|closed (nothing written)`,
+  );
 }
 
 function parseFlag<T>(schema: z.ZodType<T, unknown>, raw: string, flag: string, expected: string): T {
@@ -168,7 +250,8 @@ export async function configCommand(args: ParsedArgs, io: CliIo): Promise<number
   const view = await inspectConfig(setup);
   // `--timeout 90s` reaches the settings as milliseconds: name the flag the user gave.
   if (str(v.timeout) !== undefined) view.settings.timeoutMs = { ...view.settings.timeoutMs, origin: "--timeout" };
-  // The block's problems are part of the view; the other warnings (environment values, config.json identity fields) go to stderr.
+  // The block's problems are part of the view; the other warnings (environment values, config.json identity fields) go
+  // to stderr.
   const warnings = setup.warnings.filter((w) => !view.block.problems.includes(w));
   for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
   io.stdout(v.json ? `${JSON.stringify({ ...view, warnings }, null, 2)}\n` : renderConfig(view, terminalWidth(io)));
@@ -184,9 +267,13 @@ const TRUST_WORDS: Readonly<Record<GateView["trust"], string>> = {
 };
 const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = { v1: "file", chain: ".d file", http: "http" };
 
-/** The human view: where things are, each event's chain in run order, then every setting with its origin (the settings rows fit `columns`). */
+/**
+ * The human view: where things are, each event's chain in run order, then every setting with its origin (the settings
+ * rows fit `columns`).
+ */
 export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINITY): string {
-  const row = (name: string, value: string, origin = ""): string => `  ${name.padEnd(27)} ${origin ? `${value.padEnd(16)} ${origin}` : value}\n`;
+  const row = (name: string, value: string, origin = ""): string =>
+    `  ${name.padEnd(27)} ${origin ? `${value.padEnd(16)} ${origin}` : value}\n`;
   const record = view.trustRecord;
   let out = `pi-teams-hooks config: ${view.teamDir}\n`;
   out += row("config file", view.configFile);
@@ -195,7 +282,12 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   out += row("hooks dir", view.hooksDir.value, view.hooksDir.origin);
   out += row("team layer", view.teamHooksDir);
   out += row("hooks' working directory", view.cwd);
-  const recordState = record.state === "ok" ? `${record.gates} gate(s)` : record.state === "none" ? "none yet: the leader's first start trusts the gates it finds" : `${record.problem ?? "invalid"}: every gate is untrusted`;
+  const recordState =
+    record.state === "ok"
+      ? `${record.gates} gate(s)`
+      : record.state === "none"
+        ? "none yet: the leader's first start trusts the gates it finds"
+        : `${record.problem ?? "invalid"}: every gate is untrusted`;
   out += row("trust record", `${record.file} (${recordState})`);
 
   out += `\nGates, in run order (trust: as pi-teams-hooks trust compares them)\n`;
@@ -206,42 +298,72 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     out += `  ${event}${gates.length === 0 ? ": none" : ""}\n`;
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
-      let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
+      let text =
+        `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ` +
+        `${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
       if (!g.enabled) {
         text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
       }
       if (g.settings) text += `       settings: ${g.settings}\n`;
-      if (g.settingsError) text += `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: hook_settings)\n`;
-      if (g.insecure) text += `       insecure: ${g.insecure}${view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)"}\n`;
+      if (g.settingsError)
+        text +=
+          `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: ` +
+          `hook_settings)\n`;
+      if (g.insecure)
+        text +=
+          `       insecure: ` +
+          `${g.insecure}${view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)"}\n`;
       return text;
     };
     for (const [index, gate] of gates.entries()) out += line(`${index + 1}.`, gate);
     for (const gate of missing) out += line("-", gate);
     for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
-    for (const skip of skipped) out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
+    for (const skip of skipped)
+      out +=
+        `     skipped ` +
+        `${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} ` +
+        `(${skip.layer}): ${skip.reason}\n`;
   }
   // A handler of several events is one gate.
-  const untrusted = new Set(all.filter((g) => g.trust === "changed" || g.trust === "new" || g.trust === "missing").map((g) => g.path)).size;
+  const untrusted = new Set(
+    all.filter((g) => g.trust === "changed" || g.trust === "new" || g.trust === "missing").map((g) => g.path),
+  ).size;
   if (untrusted > 0) {
     out += view.settings.trustChanges.value
       ? `  ${untrusted} gate(s) not as trusted: they run as they are now (--trust-changes)\n`
-      : `  ${untrusted} gate(s) not as trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${view.teamDir}\n`;
+      : `  ${untrusted} gate(s) not as trusted: their events are held until approved: pi-teams-hooks trust ` +
+        `--team-dir ${view.teamDir}\n`;
   }
 
   const s = view.settings;
   out += `\nSettings (flag > config.json "hooks" > environment > default)\n`;
-  out += settingsRows({
-    values: { failureAction: s.failureAction.value, maxReopensPerTask: s.maxReopensPerTask.value, followupOwner: s.followupOwner.value },
-    origins: { failureAction: s.failureAction.origin, maxReopensPerTask: s.maxReopensPerTask.origin, followupOwner: s.followupOwner.origin },
-    ...s,
-    handlers: [],
-    templates: {},
-  }, columns);
+  out += settingsRows(
+    {
+      values: {
+        failureAction: s.failureAction.value,
+        maxReopensPerTask: s.maxReopensPerTask.value,
+        followupOwner: s.followupOwner.value,
+      },
+      origins: {
+        failureAction: s.failureAction.origin,
+        maxReopensPerTask: s.maxReopensPerTask.origin,
+        followupOwner: s.followupOwner.origin,
+      },
+      ...s,
+      handlers: [],
+      templates: {},
+    },
+    columns,
+  );
   out += row("trust changes", s.trustChanges.value ? "yes" : "no", s.trustChanges.origin);
   out += row("allow insecure hooks", s.allowInsecureHooks.value ? "yes" : "no", s.allowInsecureHooks.origin);
   const block = view.block;
   const from = block.from === "none" ? "no hooks block" : path.basename(view.configFile);
-  out += row("hooks block", block.valid ? "valid" : "REFUSED", block.valid ? from : `${block.problems.length} problem(s):`);
+  out += row(
+    "hooks block",
+    block.valid ? "valid" : "REFUSED",
+    block.valid ? from : `${block.problems.length} problem(s):`,
+  );
   for (const problem of block.problems) out += `    ${problem}\n`;
   return out;
 }

@@ -26,7 +26,9 @@ const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 
  * The demo's check command: every deliverable in the workspace must say `ok`. Bash alone, no grep:
  * a command missing from PATH inside `$(…)` would leave `bad` empty and pass every draft.
  */
-const GATE_CMD = `bad=; for f in task-*.txt; do [ "$(< "$f")" = ok ] || bad="$bad $f"; done; if [ -n "$bad" ]; then echo "FAIL:$bad does not say ok"; exit 1; fi; echo "all deliverables say ok"`;
+const GATE_CMD =
+  `bad=; for f in task-*.txt; do [ "$(< "$f")" = ok ] || bad="$bad $f"; done; if [ -n "$bad" ]; then ` +
+  `echo "FAIL:$bad does not say ok"; exit 1; fi; echo "all deliverables say ok"`;
 
 export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
@@ -47,13 +49,23 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
   const workspace = path.join(root, "workspace");
   await fs.cp(path.join(PACKAGE_ROOT, "examples", "demo-team"), teamDir, { recursive: true });
   await fs.mkdir(hooksDir);
-  await fs.copyFile(path.join(PACKAGE_ROOT, "hooks", "on_task_completed.sh"), path.join(hooksDir, "on_task_completed.sh"));
+  await fs.copyFile(
+    path.join(PACKAGE_ROOT, "hooks", "on_task_completed.sh"),
+    path.join(hooksDir, "on_task_completed.sh"),
+  );
   await fs.mkdir(workspace);
 
   const say = (text: string): void => io.stdout(`${text}\n`);
   say(`demo team in ${teamDir}\n`);
   const env = { ...io.env, PI_TEAMS_GATE_CMD: GATE_CMD, PI_TEAMS_ROOT_DIR: root };
-  const setup = await resolveTeamSetup({ teamDir, hooksDir, cwd: workspace, timeoutMs: "20000", env, processCwd: io.cwd });
+  const setup = await resolveTeamSetup({
+    teamDir,
+    hooksDir,
+    cwd: workspace,
+    timeoutMs: "20000",
+    env,
+    processCwd: io.cwd,
+  });
   const events: EventReport[] = [];
   const waiters: Array<() => void> = [];
   const leader = new Leader({
@@ -70,7 +82,8 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
       if (notice.kind !== "event") return;
       events.push(notice.report);
       // The demo has no idle hook: "idle: no hook" lines would only be noise here.
-      if (notice.report.outcome !== "no_hook") say(`  leader │ ${eventLine(notice.report, wantsColour(io), localClock)}`);
+      if (notice.report.outcome !== "no_hook")
+        say(`  leader │ ${eventLine(notice.report, wantsColour(io), localClock)}`);
       waiters.splice(0).forEach((wake) => wake());
     },
   });
@@ -88,7 +101,10 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
   };
 
   await leader.start();
-  say(`  leader │ watching tasks/demo with gate ${path.join(hooksDir, "on_task_completed.sh")} (policy: reopen_followup)\n`);
+  say(
+    `  leader │ watching tasks/demo with gate ${path.join(hooksDir, "on_task_completed.sh")} (policy: ` +
+      `reopen_followup)\n`,
+  );
   try {
     const worker = (name: string, text: string): void => say(`  ${name.padEnd(6)} │ ${text}`);
 
@@ -100,7 +116,9 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
     await complete(teamDir, workspace, "2", "brian", "draft");
     const failed = await waitForEvent((e) => e.taskId === "2", "gate run for task #2");
     const inbox = await readInbox(teamDir, "demo", "brian");
-    const nudge = inbox.ok ? inbox.messages.map((m) => m.message).find((m) => m.text.startsWith("Quality gate")) : undefined;
+    const nudge = inbox.ok
+      ? inbox.messages.map((m) => m.message).find((m) => m.text.startsWith("Quality gate"))
+      : undefined;
     if (nudge) worker("brian", `reads his inbox: "${nudge.text.split("\n")[0] ?? ""}"`);
     const followupId = failed.actions.find((a) => a.startsWith("follow-up #"))?.match(/#(\d+)/)?.[1];
 
@@ -125,7 +143,13 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
 }
 
 /** A worker finishing a task: its deliverable, then the task file under its lock, then an idle note. */
-async function complete(teamDir: string, workspace: string, taskId: string, member: string, deliverable: string | null): Promise<void> {
+async function complete(
+  teamDir: string,
+  workspace: string,
+  taskId: string,
+  member: string,
+  deliverable: string | null,
+): Promise<void> {
   if (deliverable !== null) await fs.writeFile(path.join(workspace, `task-${taskId}.txt`), `${deliverable}\n`);
   const now = new Date().toISOString();
   const updated = await updateTask(teamDir, "demo", taskId, (task) => ({
@@ -136,11 +160,25 @@ async function complete(teamDir: string, workspace: string, taskId: string, memb
     metadata: { ...(task.metadata ?? {}), result: `task-${taskId}.txt written`, completedAt: now },
   }));
   if (!updated.ok) throw new HooksError("E_TASK", updated.problem.message);
-  const note = { type: "idle_notification", from: member, timestamp: now, completedTaskId: taskId, completedStatus: "completed" };
-  await appendMessage(teamDir, "team", "team-lead", { from: member, text: JSON.stringify(note), timestamp: now, read: false });
+  const note = {
+    type: "idle_notification",
+    from: member,
+    timestamp: now,
+    completedTaskId: taskId,
+    completedStatus: "completed",
+  };
+  await appendMessage(teamDir, "team", "team-lead", {
+    from: member,
+    text: JSON.stringify(note),
+    timestamp: now,
+    read: false,
+  });
 }
 
-/** The `logs` table of the demo team (logs/format.ts) in `width` columns, every log; a log that cannot be read is left out. */
+/**
+ * The `logs` table of the demo team (logs/format.ts) in `width` columns, every log; a log that cannot be read is left
+ * out.
+ */
 async function logsTable(teamDir: string, width: number): Promise<string> {
   const { rows } = await queryLogs(teamDir, { filter: {}, onProblem: () => undefined });
   const table = formatTable(rows, { width, offsetMinutes: localOffsetMinutes(Date.now()), json: false });

@@ -16,15 +16,27 @@ export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
   // A path that is not there is exit 2, as for every command; a team dir that is there but wrong is
   // what the checks are for (exit 1).
-  const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const teamDir = await resolveTeamDirFlags({
+    teamDir: str(v["team-dir"]),
+    team: str(v.team),
+    env: io.env,
+    cwd: io.cwd,
+  });
   const hooksFlag = str(v["hooks-dir"]);
-  if (hooksFlag !== undefined) await requireDirectory(path.resolve(io.cwd, hooksFlag), `--hooks-dir ${path.resolve(io.cwd, hooksFlag)}`, "E_HOOKS_DIR");
+  if (hooksFlag !== undefined)
+    await requireDirectory(
+      path.resolve(io.cwd, hooksFlag),
+      `--hooks-dir ${path.resolve(io.cwd, hooksFlag)}`,
+      "E_HOOKS_DIR",
+    );
   const report = await diagnose({ teamDir, hooksDir: str(v["hooks-dir"]), env: io.env, cwd: io.cwd });
   io.stdout(v.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report, wantsColour(io), terminalWidth(io)));
   return report.errors > 0 ? 1 : 0;
 }
 
-const MARKS: Readonly<Record<CheckLevel, { unicode: string; ascii: string; colour: "green" | "dim" | "yellow" | "red" }>> = {
+const MARKS: Readonly<
+  Record<CheckLevel, { unicode: string; ascii: string; colour: "green" | "dim" | "yellow" | "red" }>
+> = {
   ok: { unicode: "✓", ascii: "ok  ", colour: "green" },
   info: { unicode: "·", ascii: "--  ", colour: "dim" },
   warn: { unicode: "!", ascii: "warn", colour: "yellow" },
@@ -37,7 +49,8 @@ const MARKS: Readonly<Record<CheckLevel, { unicode: string; ascii: string; colou
  * a check's message is never cut (it says what to fix): the terminal wraps it.
  */
 export function renderReport(report: DoctorReport, colour: boolean, width = Number.POSITIVE_INFINITY): string {
-  const mark = (level: CheckLevel): string => (colour ? paint(MARKS[level].unicode, MARKS[level].colour, true) : MARKS[level].ascii);
+  const mark = (level: CheckLevel): string =>
+    colour ? paint(MARKS[level].unicode, MARKS[level].colour, true) : MARKS[level].ascii;
   const line = (check: Check, indent = "  "): string => `${indent}${mark(check.level)} ${check.message}\n`;
   const heading = (title: string): string => (colour ? `\u001b[1m${title}\u001b[0m\n` : `${title}\n`);
   let out = `pi-teams-hooks doctor: ${report.teamDir}\n\n`;
@@ -54,7 +67,9 @@ export function renderReport(report: DoctorReport, colour: boolean, width = Numb
       continue;
     }
     const hooks = event.chain.hooks;
-    out += `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ${hooks.length === 0 ? "no hook" : `${hooks.length} hook(s), in this order:`}\n`;
+    out +=
+      `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ` +
+      `${hooks.length === 0 ? "no hook" : `${hooks.length} hook(s), in this order:`}\n`;
     const nameWidth = Math.max(...hooks.map((h) => displayWidth(h.name)));
     for (const [index, hook] of hooks.entries()) {
       const head = `    ${index + 1}. ${hook.layer.padEnd(6)} ${padEnd(hook.name, nameWidth)}  `;

@@ -27,19 +27,28 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   const v = args.values;
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
   const fromClaude = str(v["from-claude"]);
-  if (fromClaude !== undefined && fromClaude.trim() === "") throw new HooksError("E_USAGE", "--from-claude must not be empty");
+  if (fromClaude !== undefined && fromClaude.trim() === "")
+    throw new HooksError("E_USAGE", "--from-claude must not be empty");
   // A team named by --team-dir or --team must be there (exit 2, as for every command); it picks the teams root.
   const teamFlag = str(v["team-dir"]) ?? str(v.team);
-  const teamDir = teamFlag === undefined ? undefined : await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const teamDir =
+    teamFlag === undefined
+      ? undefined
+      : await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
   const target = initTarget(str(v["hooks-dir"]), teamDir, io, v.team === undefined ? "--team-dir" : "--team");
   // init makes the hooks dir, not the folders above it: a parent that is not there is a typo more often than not.
-  await requireDirectory(path.dirname(target.dir), `hooks dir ${target.dir} (${target.why}): its parent folder ${path.dirname(target.dir)}`, "E_HOOKS_DIR");
+  await requireDirectory(
+    path.dirname(target.dir),
+    `hooks dir ${target.dir} (${target.why}): its parent folder ${path.dirname(target.dir)}`,
+    "E_HOOKS_DIR",
+  );
   const force = v.force === true;
   if (fromClaude !== undefined) return initFromClaude(path.resolve(io.cwd, fromClaude), target, force, v, io);
   const examples = await exampleGates();
 
   const existing: string[] = [];
-  for (const name of examples) if (await exists(path.join(target.dir, name))) existing.push(path.join(target.dir, name));
+  for (const name of examples)
+    if (await exists(path.join(target.dir, name))) existing.push(path.join(target.dir, name));
   if (existing.length > 0 && !force) return refuseExisting(existing, io);
 
   await makeDir(target.dir, "the hooks dir");
@@ -63,11 +72,25 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
  * `--from-claude`: the settings file is read and checked whole before anything is written, so a
  * problem anywhere in it leaves the hooks dir as it was.
  */
-async function initFromClaude(file: string, target: InitTarget, force: boolean, v: ParsedArgs["values"], io: CliIo): Promise<number> {
+async function initFromClaude(
+  file: string,
+  target: InitTarget,
+  force: boolean,
+  v: ParsedArgs["values"],
+  io: CliIo,
+): Promise<number> {
   const read = await readJsonValue(file);
-  if (!read.ok) throw new HooksError("E_CONFIG", `--from-claude ${read.problem.message} (the Claude Code settings file; nothing written)`);
+  if (!read.ok)
+    throw new HooksError(
+      "E_CONFIG",
+      `--from-claude ${read.problem.message} (the Claude Code settings file; nothing written)`,
+    );
   const plan = planClaudeWrappers(read.raw, file);
-  if (plan.kind === "invalid") throw new HooksError("E_CONFIG", `cannot use the Claude Code settings (nothing written):\n  ${plan.problems.join("\n  ")}`);
+  if (plan.kind === "invalid")
+    throw new HooksError(
+      "E_CONFIG",
+      `cannot use the Claude Code settings (nothing written):\n  ${plan.problems.join("\n  ")}`,
+    );
   if (plan.wrappers.length === 0) {
     io.stderr(`pi-teams-hooks init: ${file} has no command hook for TaskCompleted or TeammateIdle: nothing written\n`);
     for (const note of plan.notes) io.stderr(`  ${note.message}\n`);
@@ -85,19 +108,29 @@ async function initFromClaude(file: string, target: InitTarget, force: boolean, 
     const replaced = existing.includes(fileOf(w));
     await putExecutable(fileOf(w), force, (dest) => fs.writeFile(dest, w.content, { flag: "wx" }));
     const timeout = w.timeoutSeconds === null ? "" : `, timeout ${w.timeoutSeconds}s`;
-    io.stdout(`  ${replaced ? "replaced" : "wrote"} ${w.relPath} (mode 755): ${w.claudeEvent} hook ${w.n}${timeout}: ${firstLine(w.command)}\n`);
+    io.stdout(
+      `  ${replaced ? "replaced" : "wrote"} ${w.relPath} (mode 755): ${w.claudeEvent} hook ${w.n}${timeout}: ` +
+        `${firstLine(w.command)}\n`,
+    );
   }
   for (const note of plan.notes) io.stdout(`  ${note.message}\n`);
   for (const left of await leftoverWrappers(target.dir, plan.wrappers)) {
-    io.stdout(`  note: ${left} was not written now (an earlier run's?) and still runs: delete it if the settings no longer have that hook\n`);
+    io.stdout(
+      `  note: ${left} was not written now (an earlier run's?) and still runs: delete it if the settings no longer ` +
+        `have that hook\n`,
+    );
   }
   // The chain is the v1 file, then the .d files: an example gate copied earlier keeps running too.
   for (const event of new Set(plan.wrappers.map((w) => w.event))) {
     const v1 = (await findHook(target.dir, event)).hook;
-    if (v1) io.stdout(`  note: ${path.basename(v1.hookPath)} runs too, before the wrappers of ${chainDirName(event)}/\n`);
+    if (v1)
+      io.stdout(`  note: ${path.basename(v1.hookPath)} runs too, before the wrappers of ${chainDirName(event)}/\n`);
   }
   const first = plan.wrappers[0]?.event ?? "task_completed";
-  io.stdout(`\nEach wrapper runs its command with bash, unchanged: edit the wrapper, or the settings and run this again with --force.\n${nextSteps(target, v, io, first, true)}`);
+  io.stdout(
+    `\nEach wrapper runs its command with bash, unchanged: edit the wrapper, or the settings and run this again with ` +
+      `--force.\n${nextSteps(target, v, io, first, true)}`,
+  );
   return 0;
 }
 
@@ -131,7 +164,10 @@ async function leftoverWrappers(hooksDir: string, written: readonly ClaudeWrappe
 }
 
 function refuseExisting(existing: readonly string[], io: CliIo): number {
-  io.stderr(`pi-teams-hooks init: not overwriting ${existing.length} existing file(s) (nothing written; --force replaces them):\n`);
+  io.stderr(
+    `pi-teams-hooks init: not overwriting ${existing.length} existing file(s) (nothing written; --force replaces ` +
+      `them):\n`,
+  );
   for (const file of existing) io.stderr(`  ${file}\n`);
   return 1;
 }
@@ -148,16 +184,28 @@ async function makeDir(dir: string, what: string): Promise<void> {
  * The commands to run next, with the flags this run was given. `trust`: also say that a leader that
  * has already recorded the team's gates refuses new ones until they are approved.
  */
-function nextSteps(target: InitTarget, v: Record<string, FlagValue>, io: CliIo, event: HookEventName, trust = false): string {
+function nextSteps(
+  target: InitTarget,
+  v: Record<string, FlagValue>,
+  io: CliIo,
+  event: HookEventName,
+  trust = false,
+): string {
   const teamFlag = str(v["team-dir"]);
   const teamId = str(v.team);
-  const team = teamId !== undefined ? `--team ${teamId}` : `--team-dir ${teamFlag ? path.resolve(io.cwd, teamFlag) : "<team dir>"}`;
+  const team =
+    teamId !== undefined
+      ? `--team ${teamId}`
+      : `--team-dir ${teamFlag ? path.resolve(io.cwd, teamFlag) : "<team dir>"}`;
   const hooksFlag = target.source === "flag" ? ` --hooks-dir ${target.dir}` : "";
   const who = event === "idle" ? "--member <name>" : "--task <id>";
   return (
     `Check:  pi-teams-hooks doctor ${team}${hooksFlag}\n` +
     `Try:    pi-teams-hooks run ${event} ${team} ${who}${hooksFlag}\n` +
-    (trust ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust ${team}${hooksFlag}\n` : "")
+    (trust
+      ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust ` +
+        `${team}${hooksFlag}\n`
+      : "")
   );
 }
 
@@ -173,23 +221,34 @@ interface InitTarget {
  * `PI_TEAMS_ROOT_DIR`, else the parent of the team dir (`teamDir`: resolved from `--team-dir` or
  * `--team`, named `teamFlag` in what is printed).
  */
-export function initTarget(hooksDir: string | undefined, teamDir: string | undefined, io: Pick<CliIo, "env" | "cwd">, teamFlag = "--team-dir"): InitTarget {
-  if (hooksDir !== undefined && hooksDir.trim() === "") throw new HooksError("E_USAGE", "--hooks-dir must not be empty");
+export function initTarget(
+  hooksDir: string | undefined,
+  teamDir: string | undefined,
+  io: Pick<CliIo, "env" | "cwd">,
+  teamFlag = "--team-dir",
+): InitTarget {
+  if (hooksDir !== undefined && hooksDir.trim() === "")
+    throw new HooksError("E_USAGE", "--hooks-dir must not be empty");
   if (hooksDir) return { dir: path.resolve(io.cwd, hooksDir), source: "flag", why: "--hooks-dir" };
   const root = io.env.PI_TEAMS_ROOT_DIR?.trim();
   const fromEnv = io.env.PI_TEAMS_HOOKS_DIR?.trim();
   if (!teamDir && !root && !(fromEnv && path.isAbsolute(fromEnv))) {
     throw new HooksError(
       "E_USAGE",
-      "where should the gates go? Give --hooks-dir DIR, or --team-dir DIR (they go to the teams root's _hooks: the team dir's parent), " +
+      "where should the gates go? Give --hooks-dir DIR, or --team-dir DIR (they go to the teams root's _hooks: the " +
+        "team dir's parent), " +
         "or set PI_TEAMS_ROOT_DIR (they go to $PI_TEAMS_ROOT_DIR/_hooks, or to $PI_TEAMS_HOOKS_DIR under it)",
     );
   }
-  // With PI_TEAMS_ROOT_DIR set (or an absolute PI_TEAMS_HOOKS_DIR) the team dir does not matter: any path under the root will do.
+  // With PI_TEAMS_ROOT_DIR set (or an absolute PI_TEAMS_HOOKS_DIR) the team dir does not matter: any path under the
+  // root will do.
   const team = teamDir ? path.resolve(io.cwd, teamDir) : path.join(root ? path.resolve(root) : io.cwd, "_");
   const resolved = resolveHooksDir({ teamDir: team, env: io.env, cwd: io.cwd });
   const rootWhy = root ? "PI_TEAMS_ROOT_DIR" : `the parent of ${teamFlag}`;
-  const why = resolved.source === "env" ? `PI_TEAMS_HOOKS_DIR${path.isAbsolute(fromEnv ?? "") ? "" : ` under ${rootWhy}`}` : `_hooks under ${rootWhy}`;
+  const why =
+    resolved.source === "env"
+      ? `PI_TEAMS_HOOKS_DIR${path.isAbsolute(fromEnv ?? "") ? "" : ` under ${rootWhy}`}`
+      : `_hooks under ${rootWhy}`;
   return { ...resolved, why };
 }
 
@@ -199,17 +258,21 @@ async function exampleGates(): Promise<string[]> {
   try {
     names = await fs.readdir(EXAMPLES_DIR);
   } catch (error) {
-    throw new HooksError("E_INTERNAL", `the package's example gates are missing (${EXAMPLES_DIR}: ${describeError(error)})`, { cause: error });
+    throw new HooksError(
+      "E_INTERNAL",
+      `the package's example gates are missing (${EXAMPLES_DIR}: ${describeError(error)})`,
+      { cause: error },
+    );
   }
   return names.filter((name) => name.startsWith("on_")).sort();
 }
 
 /**
- * Puts an executable file in place through `put(dest)` (which creates `dest`, exclusively): written whole to a temp file
- * beside it, then moved into place, so a leader watching the hooks dir never runs a gate half written.
- * The temp name ends in `~`, which the chain and discovery ignore (an editor's backup), so even one
- * left behind by a kill never runs. Without `force` the move is a hard link, which fails if a file
- * appeared at `to` since the check (nothing is overwritten); with `force` a rename.
+ * Puts an executable file in place through `put(dest)` (which creates `dest`, exclusively): written whole to a temp
+ * file beside it, then moved into place, so a leader watching the hooks dir never runs a gate half written. The temp
+ * name ends in `~`, which the chain and discovery ignore (an editor's backup), so even one left behind by a kill never
+ * runs. Without `force` the move is a hard link, which fails if a file appeared at `to` since the check (nothing is
+ * overwritten); with `force` a rename.
  */
 async function putExecutable(to: string, force: boolean, put: (dest: string) => Promise<void>): Promise<void> {
   const tmp = `${to}.${process.pid}.${Date.now()}.tmp~`;
@@ -221,7 +284,10 @@ async function putExecutable(to: string, force: boolean, put: (dest: string) => 
     await fs.rm(tmp, { force: true });
   } catch (error) {
     await fs.rm(tmp, { force: true });
-    if (errnoCode(error) === "EEXIST") throw new HooksError("E_IO", `${to} appeared while writing; nothing overwritten (run again, or with --force)`, { cause: error });
+    if (errnoCode(error) === "EEXIST")
+      throw new HooksError("E_IO", `${to} appeared while writing; nothing overwritten (run again, or with --force)`, {
+        cause: error,
+      });
     throw new HooksError("E_IO", `cannot write ${to}: ${describeError(error)}`, { cause: error });
   }
 }
@@ -233,7 +299,10 @@ async function shadowNotes(dir: string, copied: readonly string[]): Promise<stri
     const ours = hookCandidatePaths(dir, event).find((file) => copied.includes(path.basename(file)));
     const chosen = (await findHook(dir, event)).hook;
     if (ours && chosen && chosen.hookPath !== ours) {
-      notes.push(`${path.basename(chosen.hookPath)} comes before ${path.basename(ours)} in the lookup order, so the ${HOOK_BASE_NAMES[event]} example will not run`);
+      notes.push(
+        `${path.basename(chosen.hookPath)} comes before ${path.basename(ours)} in the lookup order, so the ` +
+          `${HOOK_BASE_NAMES[event]} example will not run`,
+      );
     }
   }
   return notes;

@@ -65,7 +65,11 @@ function timeoutFlag(v: ParsedArgs["values"]): string | undefined {
   if (human === undefined) return ms;
   if (ms !== undefined) throw new HooksError("E_USAGE", "--timeout and --timeout-ms say the same thing: give one");
   const parsed = parseDuration(human, { bare: "s" });
-  if (parsed === null) throw new HooksError("E_USAGE", `--timeout "${human}" must be a duration: ${DURATION_FORMS}, or a number of seconds`);
+  if (parsed === null)
+    throw new HooksError(
+      "E_USAGE",
+      `--timeout "${human}" must be a duration: ${DURATION_FORMS}, or a number of seconds`,
+    );
   return String(parsed);
 }
 
@@ -79,7 +83,11 @@ export function teamSetupInput(v: ParsedArgs["values"], io: CliIo): TeamSetupInp
     hooksDir: str(v["hooks-dir"]),
     cwd: str(v.cwd),
     timeoutMs: timeoutFlag(v),
-    policyFlags: { failureAction: str(v["failure-action"]), maxReopens: str(v["max-reopens"]), followupOwner: str(v["followup-owner"]) },
+    policyFlags: {
+      failureAction: str(v["failure-action"]),
+      maxReopens: str(v["max-reopens"]),
+      followupOwner: str(v["followup-owner"]),
+    },
     trustFlags: { trustChanges: v["trust-changes"] === true, allowInsecureHooks: v["allow-insecure-hooks"] === true },
     env: io.env,
     processCwd: io.cwd,
@@ -99,10 +107,10 @@ export function paint(text: string, colour: Colour, enabled: boolean): string {
 }
 
 /**
- * `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice (run 4a739620)`,
- * the deciding run's short id last (what `logs show` takes); a held gate: `… deferred 52ms: deferred: waiting
- * for CI → held until <time> (run <id>)`, the whole id that `decide` takes; its decision:
- * `… denied by ci after 8m 53s (deferred run <id>): denied • 2 tests fail → reopened (1/3), nudge alice (run 5b6a8c24)`.
+ * `10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 → reopened (1/3), nudge alice (run
+ * 4a739620)`, the deciding run's short id last (what `logs show` takes); a held gate: `… deferred 52ms: deferred:
+ * waiting for CI → held until <time> (run <id>)`, the whole id that `decide` takes; its decision: `… denied by ci after
+ * 8m 53s (deferred run <id>): denied • 2 tests fail → reopened (1/3), nudge alice (run 5b6a8c24)`.
  */
 export function eventLine(r: EventReport, colour = false, clock: (iso: string) => string = utcClock): string {
   const time = paint(clock(r.time), "dim", colour);
@@ -112,7 +120,15 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
   const d = r.decision;
   const verdict = d
     ? `${d.decision === "allow" ? "allowed" : d.decision === "deny" ? "denied" : "expired"}${d.decision === "expired" ? "" : ` by ${d.by}`}`
-    : r.held ? "held" : r.outcome === "passed" ? passedWord(r) : r.timedOut ? "timed out" : r.outcome === "error" ? "error" : r.outcome;
+    : r.held
+      ? "held"
+      : r.outcome === "passed"
+        ? passedWord(r)
+        : r.timedOut
+          ? "timed out"
+          : r.outcome === "error"
+            ? "error"
+            : r.outcome;
   // A pass that let an error through is not plain green: the error is what the line is for.
   const letThrough = r.outcome === "passed" && r.nonBlocking !== undefined;
   const warm = r.outcome === "error" || r.outcome === "deferred" || letThrough;
@@ -121,11 +137,26 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
   const timing = d ? `after ${formatSpan(d.waitedMs)} (deferred run ${d.deferredRunId})` : formatDuration(r.durationMs);
   // A pass that nothing judged (gates skipped or on trial) says so: "passed" alone would hide it.
   // A held event (its gate could not judge the work) says why after the word `held` the line already says.
-  const detail = r.outcome === "passed" ? (r.noGateInForce ? `: ${r.summary}` : "") : r.outcome === "deferred" ? heldDetail(r.summary) : r.held ? `: ${r.summary.replace(/^held: /, "")}` : `: ${r.summary}`;
+  const detail =
+    r.outcome === "passed"
+      ? r.noGateInForce
+        ? `: ${r.summary}`
+        : ""
+      : r.outcome === "deferred"
+        ? heldDetail(r.summary)
+        : r.held
+          ? `: ${r.summary.replace(/^held: /, "")}`
+          : `: ${r.summary}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const held = r.deferral ? ` (run ${r.deferral.runId})` : r.runId ? ` (run ${shortRunId(r.runId)})` : "";
-  const open = r.policyApplied === false ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour) : "";
-  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
+  const open =
+    r.policyApplied === false
+      ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour)
+      : "";
+  return (
+    `${time} ${label}${who} ${r.hook ?? ""} ${painted} ` +
+    `${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`
+  );
 }
 
 /** `passed`, or what a pass let through: `passed (non-blocking error: exit code 1 • linter crashed)`. */
@@ -138,7 +169,10 @@ function utcClock(iso: string): string {
   return iso.slice(11, 19);
 }
 
-/** A held gate's summary after the word `deferred` the line already says: ` (ci.pending): waiting for CI`, `: waiting for CI`, or nothing. */
+/**
+ * A held gate's summary after the word `deferred` the line already says: ` (ci.pending): waiting for CI`, `: waiting
+ * for CI`, or nothing.
+ */
 export function heldDetail(summary: string): string {
   const rest = summary.replace(/^deferred/, "");
   return rest.startsWith(" (") || rest.startsWith(":") || rest === "" ? rest : `: ${summary}`;
@@ -151,20 +185,31 @@ export function heldDetail(summary: string): string {
  *   failure mode task_completed closed           default
  * ```
  */
-export function settingsRows(report: Omit<SettingsReport, "block" | "sources">, width = Number.POSITIVE_INFINITY): string {
+export function settingsRows(
+  report: Omit<SettingsReport, "block" | "sources">,
+  width = Number.POSITIVE_INFINITY,
+): string {
   const rows: Array<[string, string, string]> = [
     ["failure action", report.values.failureAction, report.origins.failureAction],
     ["max reopens per task", String(report.values.maxReopensPerTask), report.origins.maxReopensPerTask],
     ["follow-up owner", report.values.followupOwner, report.origins.followupOwner],
     ["hook timeout", `${report.timeoutMs.value}ms`, report.timeoutMs.origin],
-    ...HOOK_EVENTS.map((event): [string, string, string] => [`failure mode ${event}`, report.failureModes[event].value, report.failureModes[event].origin]),
+    ...HOOK_EVENTS.map((event): [string, string, string] => [
+      `failure mode ${event}`,
+      report.failureModes[event].value,
+      report.failureModes[event].origin,
+    ]),
     ["max hooks per event", String(report.limits.maxHooksPerEvent.value), report.limits.maxHooksPerEvent.origin],
     ["chain deadline", `${report.limits.chainDeadlineMs.value}ms`, report.limits.chainDeadlineMs.origin],
     ["max payload", `${report.limits.maxPayloadBytes.value} bytes`, report.limits.maxPayloadBytes.origin],
     ["setsid sweep", report.sweep.value, report.sweep.origin],
     ["exit codes", report.exitCodes.value, report.exitCodes.origin],
     ["defer timeout", `${report.deferTimeoutMs.value}ms`, report.deferTimeoutMs.origin],
-    ["writable fields", report.writableFields.value.length > 0 ? report.writableFields.value.join(", ") : "none", report.writableFields.origin],
+    [
+      "writable fields",
+      report.writableFields.value.length > 0 ? report.writableFields.value.join(", ") : "none",
+      report.writableFields.origin,
+    ],
     ["confidential", String(report.confidential.value), report.confidential.origin],
     ["redact env", report.redactEnv.value.join(", ") || "-", report.redactEnv.origin],
     ["reassign on reopen", String(report.reassignOnReopen.value), report.reassignOnReopen.origin],
@@ -172,7 +217,12 @@ export function settingsRows(report: Omit<SettingsReport, "block" | "sources">, 
   ];
   // Each row laid out on its own, as ever: a long value pushes only its own origin.
   const opts = { width, gap: 1, indent: "  " };
-  return rows.map((cells) => `${tableRow(cells, fitTable(naturalWidths([cells], 3, [27, 16]), SETTINGS_COLUMNS, opts), SETTINGS_COLUMNS, opts)}\n`).join("");
+  return rows
+    .map(
+      (cells) =>
+        `${tableRow(cells, fitTable(naturalWidths([cells], 3, [27, 16]), SETTINGS_COLUMNS, opts), SETTINGS_COLUMNS, opts)}\n`,
+    )
+    .join("");
 }
 
 /** A settings row gives way to a narrow terminal by cutting a long value or origin. */
@@ -182,7 +232,11 @@ const SETTINGS_COLUMNS: readonly ColumnSpec[] = [{}, { min: 16 }, { min: 12 }];
 function projectionRows(projection: SettingsReport["projection"]): Array<[string, string, string]> {
   const entries = Object.entries(projection.value);
   if (entries.length === 0) return [["projection", "-", projection.origin]];
-  return entries.map(([gate, fields]): [string, string, string] => ["projection", `${gate}: ${fields.join(", ") || "identity fields only"}`, projection.origin]);
+  return entries.map(([gate, fields]): [string, string, string] => [
+    "projection",
+    `${gate}: ${fields.join(", ") || "identity fields only"}`,
+    projection.origin,
+  ]);
 }
 
 /**

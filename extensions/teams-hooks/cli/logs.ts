@@ -9,7 +9,21 @@ import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
 import { type HookLogProblem, listHookLogNames, readHookLog } from "../logs/hook-log.js";
 import { type LogFilter, parseFilterText, parseTimeBound } from "../logs/filter.js";
-import { FOLLOW_WIDTHS, MIN_ID_PREFIX, columnWidths, formatShow, formatTable, jsonLine, leftOutNote, oneLine, rowCells, shortRunIds, tableHeader, tableLayout, tableLine } from "../logs/format.js";
+import {
+  FOLLOW_WIDTHS,
+  MIN_ID_PREFIX,
+  columnWidths,
+  formatShow,
+  formatTable,
+  jsonLine,
+  leftOutNote,
+  oneLine,
+  rowCells,
+  shortRunIds,
+  tableHeader,
+  tableLayout,
+  tableLine,
+} from "../logs/format.js";
 import { type LogPick, MAX_LISTED, pickNewest, pickRun, tableTime } from "../logs/find.js";
 import type { LogOutcome } from "../logs/record.js";
 import { computeStats, formatStats, statsJsonLine, statsSample } from "../logs/stats.js";
@@ -37,7 +51,15 @@ const JSON_CHUNK_CHARS = 16 * 1024;
 
 export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const [first, ...rest] = args.positionals;
-  const sub: Subcommand = first === undefined ? "list" : isSubcommand(first) ? first : usage(`unknown subcommand "${first}"${didYouMean(first, SUBCOMMANDS)} (logs, logs show <id>, logs stats, logs prune)`);
+  const sub: Subcommand =
+    first === undefined
+      ? "list"
+      : isSubcommand(first)
+        ? first
+        : usage(
+            `unknown subcommand "${first}"${didYouMean(first, SUBCOMMANDS)} (logs, logs show <id>, logs stats, logs ` +
+              `prune)`,
+          );
   const v = args.values;
   for (const [flag, value] of Object.entries(v)) {
     if (value === undefined || flag === "help" || ACCEPTS[sub].includes(flag)) continue;
@@ -56,7 +78,12 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   const selector = sub === "show" ? showSelector(rest, v) : null;
   const limitFlag = wholeNumber(v.limit, "--limit", sub === "list" ? DEFAULT_LIMIT : 0, 0);
   const limit = limitFlag === 0 ? undefined : limitFlag;
-  const teamDir = await resolveTeamDirFlags({ teamDir: str(v["team-dir"]), team: str(v.team), env: io.env, cwd: io.cwd });
+  const teamDir = await resolveTeamDirFlags({
+    teamDir: str(v["team-dir"]),
+    team: str(v.team),
+    env: io.env,
+    cwd: io.cwd,
+  });
   const json = v.json === true;
   const onProblem = (problem: HookLogProblem): void => io.stderr(`warning: ${problem.message}\n`);
 
@@ -76,8 +103,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
       if (json) io.stdout(stats.map(statsJsonLine).join(""));
       else if (stats.length === 0) {
         io.stdout(`no hook logs${describeFilter(filter)} in ${hookLogsDir(teamDir)}${leftOut}\n`);
-      }
-      else {
+      } else {
         const table = formatStats(stats, terminalWidth(io));
         io.stdout(table.text);
         if (table.note) io.stderr(`${table.note}\n`);
@@ -91,13 +117,24 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
 
 async function list(
   teamDir: string,
-  opts: { filter: LogFilter; limit: number | undefined; json: boolean; follow: boolean; onProblem: (p: HookLogProblem) => void; offset: number },
+  opts: {
+    filter: LogFilter;
+    limit: number | undefined;
+    json: boolean;
+    follow: boolean;
+    onProblem: (p: HookLogProblem) => void;
+    offset: number;
+  },
   io: CliIo,
 ): Promise<number> {
   const { json, follow } = opts;
   // Names listed before the query, so that a log landing during it is printed by the follow, not lost.
   const seen = follow ? await listHookLogNames(teamDir) : [];
-  const query = { filter: opts.filter, ...(opts.limit === undefined ? {} : { limit: opts.limit }), onProblem: opts.onProblem };
+  const query = {
+    filter: opts.filter,
+    ...(opts.limit === undefined ? {} : { limit: opts.limit }),
+    onProblem: opts.onProblem,
+  };
   const shown: string[] = [];
   let widths: number[] = []; // the table's, which follow keeps widening
   let layout: TableLayout | null = null; // its columns, which follow keeps
@@ -124,7 +161,11 @@ async function list(
     if (pending.length > 0) io.stdout(pending.join(""));
   } else {
     // Each match is kept as its table cells, not as its whole record.
-    const result = await queryLogs(teamDir, query, (row) => ({ name: row.name, runId: row.record.result.runId, cells: rowCells(row, undefined, opts.offset) }));
+    const result = await queryLogs(teamDir, query, (row) => ({
+      name: row.name,
+      runId: row.record.result.runId,
+      cells: rowCells(row, undefined, opts.offset),
+    }));
     runIds = result.rows.map((r) => r.runId);
     shortRunIds(runIds).forEach((id, i) => result.rows[i]?.cells.splice(0, 1, oneLine(id)));
     const header = tableHeader(opts.offset);
@@ -137,11 +178,15 @@ async function list(
       const note = leftOutNote(fitted, width);
       if (note) io.stderr(`${note}\n`);
     } else {
-      const none = result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
+      const none =
+        result.total === 0 ? "no hook logs" : `none of ${result.total} hook logs match${describeFilter(opts.filter)}`;
       io.stdout(`${none} in ${hookLogsDir(teamDir)}\n`);
     }
     if (result.truncated) {
-      io.stderr(`(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, --limit 0 all)\n`);
+      io.stderr(
+        `(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, ` +
+          `--limit 0 all)\n`,
+      );
     }
   }
   if (!follow) return 0;
@@ -186,24 +231,45 @@ function showSelector(rest: readonly string[], v: ParsedArgs["values"]): ShowSel
   const [first, second, third] = rest;
   if (first === undefined) {
     if (task !== undefined || failed) return { last };
-    usage("logs show needs a run: its id (the first column of logs), last, --task N, a time as logs prints it, or the log's file name");
+    usage(
+      "logs show needs a run: its id (the first column of logs), last, --task N, a time as logs prints it, or the " +
+        "log's file name",
+    );
   }
   const twoWords = second !== undefined && tableTime(`${first} ${second}`) !== null;
   const extra = twoWords ? third : second;
   if (extra !== undefined) usage(`unexpected argument "${extra}"`);
   if (first === "last") return { last };
-  if (task !== undefined || failed) usage(`--task and --failed pick the newest matching run: give them alone or after last (logs show last ${failed ? "--failed" : `--task ${task}`}), not with "${first}"`);
+  if (task !== undefined || failed)
+    usage(
+      `--task and --failed pick the newest matching run: give them alone or after last (logs show last ` +
+        `${failed ? "--failed" : `--task ${task}`}), not with "${first}"`,
+    );
   return { id: twoWords ? `${first} ${second}` : first };
 }
 
 /** `--failed`: every outcome but a pass and a held gate (a denied decision is a failure; an expired one an error). */
 const FAILED: readonly LogOutcome[] = ["failed", "timed_out", "error"];
 
-async function show(teamDir: string, selector: ShowSelector, json: boolean, onProblem: (p: HookLogProblem) => void, io: CliIo, offset: number): Promise<number> {
-  const found: LogPick = "id" in selector ? await pickRun(teamDir, selector.id, onProblem, offset) : await pickNewest(teamDir, selector.last, onProblem);
+async function show(
+  teamDir: string,
+  selector: ShowSelector,
+  json: boolean,
+  onProblem: (p: HookLogProblem) => void,
+  io: CliIo,
+  offset: number,
+): Promise<number> {
+  const found: LogPick =
+    "id" in selector
+      ? await pickRun(teamDir, selector.id, onProblem, offset)
+      : await pickNewest(teamDir, selector.last, onProblem);
   if (found.kind === "none") {
-    const what = "id" in selector ? `no hook log matches "${selector.id}"` : `no hook log${describeFilter(selector.last)}`;
-    const short = "id" in selector && /^[0-9a-f]{1,3}$/i.test(selector.id) ? `give ${MIN_ID_PREFIX} characters of a run id at least; ` : "";
+    const what =
+      "id" in selector ? `no hook log matches "${selector.id}"` : `no hook log${describeFilter(selector.last)}`;
+    const short =
+      "id" in selector && /^[0-9a-f]{1,3}$/i.test(selector.id)
+        ? `give ${MIN_ID_PREFIX} characters of a run id at least; `
+        : "";
     const hint = "id" in selector ? ` (${short}run ids are the first column of pi-teams-hooks logs)` : "";
     io.stderr(`pi-teams-hooks logs show: ${what} in ${hookLogsDir(teamDir)}${hint}\n`);
     return 2;
@@ -213,7 +279,10 @@ async function show(teamDir: string, selector: ShowSelector, json: boolean, onPr
     const more = found.more > 0 ? `… and ${found.more} more (the newest ${MAX_LISTED} are listed)\n` : "";
     // Fitted to the terminal like the logs table; its ids are never cut, and they are what is picked by.
     const table = formatTable(found.rows, { width: terminalWidth(io), offsetMinutes: offset });
-    io.stderr(`pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by its id: pi-teams-hooks logs show <id>\n`);
+    io.stderr(
+      `pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by ` +
+        `its id: pi-teams-hooks logs show <id>\n`,
+    );
     return 2;
   }
   const read = await readHookLog(found.entry.file);
@@ -229,27 +298,42 @@ async function show(teamDir: string, selector: ShowSelector, json: boolean, onPr
 async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json: boolean, io: CliIo): Promise<number> {
   const keepFlag = str(v.keep);
   const olderFlag = str(v["older-than"]);
-  if (keepFlag === undefined && olderFlag === undefined) usage("logs prune needs --keep N or --older-than AGE (or both)");
+  if (keepFlag === undefined && olderFlag === undefined)
+    usage("logs prune needs --keep N or --older-than AGE (or both)");
   const keep = keepFlag === undefined ? undefined : wholeNumber(keepFlag, "--keep", 0, 0);
-  const beforeMs = olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now, localOffsetMinutes(now));
+  const beforeMs =
+    olderFlag === undefined ? undefined : timeFlag(olderFlag, "--older-than", now, localOffsetMinutes(now));
   const dryRun = v["dry-run"] === true;
   const verb = dryRun ? "would remove" : "removed";
-  const result = await pruneLogs(teamDir, { ...(keep === undefined ? {} : { keep }), ...(beforeMs === undefined ? {} : { beforeMs }) }, {
-    dryRun,
-    onRemoved: (entry) => io.stdout(json ? `${JSON.stringify({ file: entry.file, removed: !dryRun })}\n` : `${verb} ${entry.name}\n`),
-  });
+  const result = await pruneLogs(
+    teamDir,
+    { ...(keep === undefined ? {} : { keep }), ...(beforeMs === undefined ? {} : { beforeMs }) },
+    {
+      dryRun,
+      onRemoved: (entry) =>
+        io.stdout(json ? `${JSON.stringify({ file: entry.file, removed: !dryRun })}\n` : `${verb} ${entry.name}\n`),
+    },
+  );
   for (const failure of result.failed) io.stderr(`warning: ${failure.message}\n`);
   if (!json) {
     const foreign = result.foreign > 0 ? `; ${result.foreign} other .json file(s) left alone` : "";
-    io.stdout(`${verb} ${result.removed.length} hook log(s), ${dryRun ? "would keep" : "kept"} ${result.kept} in ${hookLogsDir(teamDir)}${foreign}${dryRun ? " (dry run: nothing removed)" : ""}\n`);
+    io.stdout(
+      `${verb} ${result.removed.length} hook log(s), ${dryRun ? "would keep" : "kept"} ${result.kept} in ` +
+        `${hookLogsDir(teamDir)}${foreign}${dryRun ? " (dry run: nothing removed)" : ""}\n`,
+    );
   }
   return result.failed.length > 0 ? 1 : 0;
 }
 
 function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogFilter {
   const fields = {
-    event: str(v.event), outcome: str(v.outcome), task: str(v.task), member: str(v.member), hook: str(v.hook),
-    since: str(v.since), trigger: str(v.trigger),
+    event: str(v.event),
+    outcome: str(v.outcome),
+    task: str(v.task),
+    member: str(v.member),
+    hook: str(v.hook),
+    since: str(v.since),
+    trigger: str(v.trigger),
   };
   const { filter, problems } = parseFilterText(fields, now, isoOffset(offset));
   const [first] = problems;
@@ -258,7 +342,12 @@ function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogF
 
 function timeFlag(value: string, flag: string, now: number, offset: number): number {
   const ms = parseTimeBound(value, now, isoOffset(offset));
-  return ms ?? usage(`${flag} "${value}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`);
+  return (
+    ms ??
+    usage(
+      `${flag} "${value}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`,
+    )
+  );
 }
 
 function describeFilter(filter: LogFilter): string {

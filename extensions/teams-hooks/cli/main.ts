@@ -41,7 +41,6 @@ const EXIT_CODES: Readonly<Record<ErrorCode, number>> = Object.freeze({
   E_INTERNAL: 1,
 });
 
-
 /** What each command of the table (cli/commands.ts) runs. */
 const RUNNERS: Readonly<Record<string, CommandFn>> = {
   run: runCommand,
@@ -95,7 +94,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const run = RUNNERS[name];
   if (!spec || !run) {
     const names = COMMANDS.map((c) => c.name);
-    io.stderr(`pi-teams-hooks: unknown command "${name}"${didYouMean(name, names)} (commands: ${names.join(", ")}; see --help)\n`);
+    io.stderr(
+      `pi-teams-hooks: unknown command "${name}"${didYouMean(name, names)} (commands: ${names.join(", ")}; see ` +
+        `--help)\n`,
+    );
     return 2;
   }
   try {
@@ -119,7 +121,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       if (error.code === "E_USAGE") io.stderr(`(see: pi-teams-hooks ${name} --help)\n`);
       return EXIT_CODES[error.code];
     }
-    io.stderr(`pi-teams-hooks ${name}: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    io.stderr(
+      `pi-teams-hooks ${name}: unexpected error: ` +
+        `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     return 1;
   }
 }
@@ -136,10 +141,22 @@ function checkFlags(args: readonly string[], options: ParseOptions): void {
     if (arg === "--") return;
     if (arg.startsWith("--")) {
       const flag = arg.slice(2).split("=")[0] ?? "";
-      if (!longs.includes(flag)) throw new HooksError("E_USAGE", `unknown flag --${flag}${didYouMean(`--${flag}`, longs.map((l) => `--${l}`))}`);
+      if (!longs.includes(flag))
+        throw new HooksError(
+          "E_USAGE",
+          `unknown flag --${flag}${didYouMean(
+            `--${flag}`,
+            longs.map((l) => `--${l}`),
+          )}`,
+        );
     } else if (/^-[^-\d]/.test(arg)) {
       for (const letter of arg.slice(1)) {
-        if (!shorts.some(([short]) => short === letter)) throw new HooksError("E_USAGE", `unknown flag -${letter}${shorts.length > 0 ? ` (short flags: ${shorts.map(([short, long]) => `-${short} for --${long}`).join(", ")})` : ""}`);
+        if (!shorts.some(([short]) => short === letter))
+          throw new HooksError(
+            "E_USAGE",
+            `unknown flag ` +
+              `-${letter}${shorts.length > 0 ? ` (short flags: ${shorts.map(([short, long]) => `-${short} for --${long}`).join(", ")})` : ""}`,
+          );
       }
     }
   }
@@ -155,9 +172,13 @@ function parseArgsMessage(error: unknown, args: readonly string[]): string {
     const at = args.indexOf(flag);
     const value = at >= 0 ? (args[at + 1] ?? "") : "";
     // A negative number was meant as the value; anything else is most likely the next flag.
-    return /^-[\d.]/.test(value) ? `${flag} needs a value, and "${value}" starts with "-" (a value that does is written ${flag}=${value})` : `${flag} needs a value`;
+    return /^-[\d.]/.test(value)
+      ? `${flag} needs a value, and "${value}" starts with "-" (a value that does is written ${flag}=${value})`
+      : `${flag} needs a value`;
   }
-  const missing = /^Option '(-{1,2}[^' ]+)(?:, -{1,2}[^' ]+)?(?: <value>)?' argument missing/.exec(text) ?? /^Option '-\w, (--[^' ]+) <value>' argument missing/.exec(text);
+  const missing =
+    /^Option '(-{1,2}[^' ]+)(?:, -{1,2}[^' ]+)?(?: <value>)?' argument missing/.exec(text) ??
+    /^Option '-\w, (--[^' ]+) <value>' argument missing/.exec(text);
   if (missing) return `${missing[1]} needs a value`;
   const noValue = /^Option '(?:-\w, )?(--[^' ]+)' does not take an argument/.exec(text);
   if (noValue) return `${noValue[1]} takes no value`;

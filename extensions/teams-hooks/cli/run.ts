@@ -14,7 +14,14 @@ import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../logs/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../event/invoke.js";
 import { didYouMean } from "../text/suggest.js";
-import { droppedGateText, eventLabel, formatDuration, missingSecretWarning, nonBlockingPass, unsafeName } from "../text/messages.js";
+import {
+  droppedGateText,
+  eventLabel,
+  formatDuration,
+  missingSecretWarning,
+  nonBlockingPass,
+  unsafeName,
+} from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -30,7 +37,11 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   if (eventArg === undefined) throw new HooksError("E_USAGE", `missing <event> (one of ${HOOK_EVENTS.join(", ")})`);
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
   const parsedEvent = HookEventNameSchema.safeParse(eventArg);
-  if (!parsedEvent.success) throw new HooksError("E_USAGE", `unknown event "${eventArg}"${didYouMean(eventArg, HOOK_EVENTS)} (one of ${HOOK_EVENTS.join(", ")})`);
+  if (!parsedEvent.success)
+    throw new HooksError(
+      "E_USAGE",
+      `unknown event "${eventArg}"${didYouMean(eventArg, HOOK_EVENTS)} (one of ${HOOK_EVENTS.join(", ")})`,
+    );
   const event: HookEventName = parsedEvent.data;
 
   const taskId = str(v.task);
@@ -43,8 +54,10 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const member = str(v.member);
   if (member !== undefined && member.trim() === "") throw new HooksError("E_USAGE", "--member must not be empty");
   // Refused, not mapped: `--task a/b` would run (and apply the policy to) task a-b.
-  if (taskId !== undefined && !isSafeName(taskId)) throw new HooksError("E_USAGE", `--task ${unsafeName(taskId, sanitizeName(taskId))}`);
-  if (member !== undefined && !isSafeName(member)) throw new HooksError("E_USAGE", `--member ${unsafeName(member, sanitizeName(member))}`);
+  if (taskId !== undefined && !isSafeName(taskId))
+    throw new HooksError("E_USAGE", `--task ${unsafeName(taskId, sanitizeName(taskId))}`);
+  if (member !== undefined && !isSafeName(member))
+    throw new HooksError("E_USAGE", `--member ${unsafeName(member, sanitizeName(member))}`);
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
@@ -72,7 +85,12 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     const fromFile = taskEvent(read.value);
     if (event === "task_started" && v["apply-policy"] && fromFile?.event !== event) {
       // Nothing to put back, and no member whose claim it was: a message "denied your claim" would be untrue.
-      throw new HooksError("E_TASK", `--task ${taskId}: the task holds no claim (it is ${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put back; run without it to try the gate`);
+      throw new HooksError(
+        "E_TASK",
+        `--task ${taskId}: the task holds no claim (it is ` +
+          `${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put ` +
+          `back; run without it to try the gate`,
+      );
     }
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
     // Without --member, the member the leader gives this event: the task's owner (contract/events.ts
@@ -81,7 +99,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   }
 
   // On a terminal, a hook that takes a while says so on stderr (stdout stays the report alone).
-  const progress = canRedraw({ isTTY: io.stderrIsTTY === true, env: io.env }) ? new RunningLine(io.stderr, { width: terminalWidth(io), afterMs: 1000 }) : null;
+  const progress = canRedraw({ isTTY: io.stderrIsTTY === true, env: io.env })
+    ? new RunningLine(io.stderr, { width: terminalWidth(io), afterMs: 1000 })
+    : null;
   progress?.started("run", eventLabel(event, taskId ?? null));
   let outcome = await invokeEvent({
     setup,
@@ -107,25 +127,40 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     io.stderr("warning: the policy was not applied; run this command again once the problem below is fixed\n");
     outcome = await outcome.pending.abandon();
   }
-  if (outcome.pending) throw new HooksError("E_IO", `the hook ran, but its log could not be written: ${outcome.pending.error}`);
+  if (outcome.pending)
+    throw new HooksError("E_IO", `the hook ran, but its log could not be written: ${outcome.pending.error}`);
   for (const problem of outcome.problems) io.stderr(`warning: ${problem}\n`);
   for (const r of outcome.runs) {
     if (r.hook.kind !== "http" || !r.hook.handler) continue;
-    for (const variable of r.result.http?.missingSecrets ?? []) io.stderr(`warning: ${missingSecretWarning(r.hook.name, variable, r.hook.handler)}\n`);
+    for (const variable of r.result.http?.missingSecrets ?? [])
+      io.stderr(`warning: ${missingSecretWarning(r.hook.name, variable, r.hook.handler)}\n`);
   }
 
   if (v.json) {
     io.stdout(`${await jsonReport(outcome, event, setup.hooksDir)}\n`);
   } else {
     io.stdout(`${humanLine(outcome, event, taskId ?? null, setup.hooksDir)}\n`);
-    if (outcome.runs.length > 1) for (const r of outcome.runs) io.stdout(`  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)} (run ${shortRunId(r.result.runId)})\n`);
+    if (outcome.runs.length > 1)
+      for (const r of outcome.runs)
+        io.stdout(
+          `  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)} (run ` +
+            `${shortRunId(r.result.runId)})\n`,
+        );
     if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
-    if (outcome.deferral) io.stdout(`  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`);
+    if (outcome.deferral)
+      io.stdout(
+        `  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} ` +
+          `allow|deny\n`,
+      );
     else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
   }
   if (outcome.policyApplied === false) return 1;
   // 3: held (the gate answered defer): neither a pass nor a failure yet.
-  return outcome.counted === "deferred" || outcome.counted === "held" ? 3 : outcome.counted === null || outcome.counted === "passed" ? 0 : 1;
+  return outcome.counted === "deferred" || outcome.counted === "held"
+    ? 3
+    : outcome.counted === null || outcome.counted === "passed"
+      ? 0
+      : 1;
 }
 
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
@@ -139,21 +174,33 @@ const DECIDE_REFUSED = 1;
 async function wholeRunId(teamDir: string, given: string): Promise<string> {
   if (given.length < MIN_ID_PREFIX) return given;
   const ids = await deferralRunIds(teamDir, given);
-  if (ids.length > 1) throw new HooksError("E_USAGE", `run id "${given}" matches ${ids.length} held runs: ${ids.join(", ")}; give more of it`);
+  if (ids.length > 1)
+    throw new HooksError(
+      "E_USAGE",
+      `run id "${given}" matches ${ids.length} held runs: ${ids.join(", ")}; give more of it`,
+    );
   return ids[0] ?? given;
 }
 
 export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
   const [given, decisionArg, ...extra] = args.positionals;
-  if (given === undefined || decisionArg === undefined) throw new HooksError("E_USAGE", "usage: decide --team-dir DIR <run id> allow|deny");
+  if (given === undefined || decisionArg === undefined)
+    throw new HooksError("E_USAGE", "usage: decide --team-dir DIR <run id> allow|deny");
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
   const decision = decisionArg.trim().toLowerCase();
-  if (decision !== "allow" && decision !== "deny") throw new HooksError("E_USAGE", `"${decisionArg}" is not a decision: allow or deny`);
+  if (decision !== "allow" && decision !== "deny")
+    throw new HooksError("E_USAGE", `"${decisionArg}" is not a decision: allow or deny`);
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
   const by = str(v.by) ?? (io.env.USER || io.env.LOGNAME || "pi-teams-hooks decide");
-  const input: DecisionInput = { decision, by, ...optional("code", str(v.code)), ...optional("reason", str(v.reason)), ...optional("message", str(v.message)) };
+  const input: DecisionInput = {
+    decision,
+    by,
+    ...optional("code", str(v.code)),
+    ...optional("reason", str(v.reason)),
+    ...optional("message", str(v.message)),
+  };
   const { teamDir } = setup.identity;
   const runId = await wholeRunId(teamDir, given);
   const answer = await decideDeferral(teamDir, runId, input, {
@@ -169,14 +216,27 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       throw new HooksError("E_USAGE", `--${answer.problem}`);
     case "unknown":
       if (answer.problem) throw new HooksError("E_TASK", answer.problem);
-      throw new HooksError("E_TASK", `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks logs --team-dir ${teamDir} --outcome deferred)`);
+      throw new HooksError(
+        "E_TASK",
+        `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks ` +
+          `logs --team-dir ${teamDir} --outcome deferred)`,
+      );
     case "conflict": {
       const e = answer.existing;
-      if (!v.json) io.stderr(`pi-teams-hooks decide: run ${runId} was decided before: ${e.decision}${e.code ? ` (${e.code})` : ""}${e.reason ? ` "${e.reason}"` : ""} by ${e.by} at ${e.at}; a deferral is decided once\n`);
+      if (!v.json)
+        io.stderr(
+          `pi-teams-hooks decide: run ${runId} was decided before: ` +
+            `${e.decision}${e.code ? ` (${e.code})` : ""}${e.reason ? ` "${e.reason}"` : ""} by ${e.by} at ${e.at}; ` +
+            `a deferral is decided once\n`,
+        );
       return DECIDE_REFUSED;
     }
     case "expired":
-      if (!v.json) io.stderr(`pi-teams-hooks decide: run ${runId} expired at ${answer.expiresAt} (hooks.deferTimeoutMs): its gate failed as defer_expired\n`);
+      if (!v.json)
+        io.stderr(
+          `pi-teams-hooks decide: run ${runId} expired at ${answer.expiresAt} (hooks.deferTimeoutMs): its gate ` +
+            `failed as defer_expired\n`,
+        );
       return DECIDE_REFUSED;
     case "recorded": {
       const d = answer.deferral;
@@ -184,13 +244,22 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
         io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} recorded for run ${runId}`);
         io.stdout(answer.problem ? "; not applied yet\n" : "; the running leader applies it\n");
       }
-      if (answer.problem) io.stderr(`warning: ${answer.problem}; the decision stays recorded: the next start of the leader, or this command again, applies it\n`);
+      if (answer.problem)
+        io.stderr(
+          `warning: ${answer.problem}; the decision stays recorded: the next start of the leader, or this command ` +
+            `again, applies it\n`,
+        );
       return answer.problem ? 1 : 0;
     }
     case "applied": {
       const d = answer.deferral;
-      const actions = answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
-      if (!v.json) io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`);
+      const actions =
+        answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
+      if (!v.json)
+        io.stdout(
+          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ` +
+            `${runId}${actions}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
+        );
       return 0;
     }
     default:
@@ -202,7 +271,6 @@ function optional<K extends string>(key: K, value: string | undefined): Partial<
   return value === undefined ? {} : ({ [key]: value } as Record<K, string>);
 }
 
-
 /**
  * The team's trust record, as the leader holds it: none yet (no leader has started and nobody ran
  * `trust`) compares nothing; an unreadable one trusts nothing.
@@ -211,12 +279,23 @@ function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
   const read = readTrustInForce(teamDir, io.env);
   if (read.state === "ok") return read.record;
   if (read.state === "none") return null;
-  io.stderr(`warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all\n`);
+  io.stderr(
+    `warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust ` +
+      `--team-dir ${teamDir} --all\n`,
+  );
   return { version: 1, gates: {} };
 }
 
-/** `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed (run 4a739620)`: the deciding run's short id last. */
-export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {
+/**
+ * `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed (run 4a739620)`: the
+ * deciding run's short id last.
+ */
+export function humanLine(
+  outcome: InvokeOutcome,
+  event: HookEventName,
+  taskId: string | null,
+  hooksDir: string,
+): string {
   const label = eventLabel(event, taskId);
   if (!outcome.result || !outcome.hook) {
     const dirProblem = outcome.chain.v1.global.dirProblem;
@@ -230,8 +309,12 @@ export function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: 
   const passDetail = outcome.noGateInForce === true ? `: ${outcome.summary}` : "";
   const otherDetail = r.outcome === "deferred" ? heldDetail(outcome.summary) : `: ${outcome.summary}`;
   const detail = r.outcome === "passed" ? passDetail : otherDetail;
-  const actions = outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
-  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})`;
+  const actions =
+    outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
+  return (
+    `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ` +
+    `${shortRunId(r.runId)})`
+  );
 }
 
 function verdictWord(r: RunResult): string {
@@ -243,10 +326,20 @@ function verdictWord(r: RunResult): string {
 
 async function jsonReport(outcome: InvokeOutcome, event: HookEventName, hooksDir: string): Promise<string> {
   if (!outcome.logFile) {
-    return JSON.stringify({ event, ran: false, hooksDir, candidates: outcome.chain.v1.global.candidates, skipped: outcome.chain.skipped });
+    return JSON.stringify({
+      event,
+      ran: false,
+      hooksDir,
+      candidates: outcome.chain.v1.global.candidates,
+      skipped: outcome.chain.skipped,
+    });
   }
   const read = await readHookLog(outcome.logFile);
   // A chain's record is its deciding run's; `runIds` names every run of it, in order.
   const runIds = outcome.runs.length > 1 ? { runIds: outcome.runs.map((r) => r.result.runId) } : {};
-  return JSON.stringify(read.ok ? { ...read.record, logFile: outcome.logFile, ...runIds } : { event, ran: true, logFile: outcome.logFile, result: outcome.result, ...runIds });
+  return JSON.stringify(
+    read.ok
+      ? { ...read.record, logFile: outcome.logFile, ...runIds }
+      : { event, ran: true, logFile: outcome.logFile, result: outcome.result, ...runIds },
+  );
 }

@@ -1,7 +1,7 @@
 /**
  * `pi-teams-hooks schema [context|log|task|config]`: the JSON Schema of a file format, generated from
- * its zod schema by `z.toJSONSchema`, so the documented format cannot drift from the parser. The same text is committed under
- * `docs/schema/<name>.schema.json`, and test/unit/schema.test.ts fails when the two differ.
+ * its zod schema by `z.toJSONSchema`, so the documented format cannot drift from the parser. The same text is committed
+ * under `docs/schema/<name>.schema.json`, and test/unit/schema.test.ts fails when the two differ.
  *
  * Schemas describe what a reader accepts (`io: "input"`): objects allow fields they do not name, as
  * the contract's compatibility policy promises additive changes within a version.
@@ -28,23 +28,57 @@ const limit = (max: number) => z.number().int().min(1).max(max).optional();
  * settings/handlers.ts as they are.
  */
 const HooksDocSchema = EffectivePolicySchema.extend({
-  failureMode: z.union([mode, z.strictObject({ task_completed: mode.optional(), task_failed: mode.optional(), idle: mode.optional(), task_started: mode.optional() })]).optional(),
+  failureMode: z
+    .union([
+      mode,
+      z.strictObject({
+        task_completed: mode.optional(),
+        task_failed: mode.optional(),
+        idle: mode.optional(),
+        task_started: mode.optional(),
+      }),
+    ])
+    .optional(),
   sweep: z.enum(SWEEP_MODES).optional(),
   exitCodes: z.enum(EXIT_CODE_MODES).default("v1").optional(),
-  limits: z.strictObject({ maxHooksPerEvent: limit(64), chainDeadlineMs: limit(MAX_TIMEOUT_MS), maxPayloadBytes: limit(1024 * 1024 * 1024) }).optional(),
+  limits: z
+    .strictObject({
+      maxHooksPerEvent: limit(64),
+      chainDeadlineMs: limit(MAX_TIMEOUT_MS),
+      maxPayloadBytes: limit(1024 * 1024 * 1024),
+    })
+    .optional(),
   handlers: z.array(HandlerSchema).optional(),
   templates: TemplatesSchema.optional(),
-  deferTimeoutMs: z.number().int().min(DEFER_TIMEOUT_MS.min).max(DEFER_TIMEOUT_MS.max).default(DEFER_TIMEOUT_MS.default).optional(),
+  deferTimeoutMs: z
+    .number()
+    .int()
+    .min(DEFER_TIMEOUT_MS.min)
+    .max(DEFER_TIMEOUT_MS.max)
+    .default(DEFER_TIMEOUT_MS.default)
+    .optional(),
   writableFields: WritableFieldsSchema.default(["metadata"]).optional(),
   projection: z
-    .record(
-      z.string().regex(GATE_NAME_PATTERN),
-      z.array(z.string().regex(PROJECTION_PATH_PATTERN)),
-    )
-    .meta({ description: "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the context document it may see; identity fields always" })
+    .record(z.string().regex(GATE_NAME_PATTERN), z.array(z.string().regex(PROJECTION_PATH_PATTERN)))
+    .meta({
+      description:
+        "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the " +
+        "context document it may see; identity fields always",
+    })
     .optional(),
-  confidential: z.boolean().default(false).meta({ description: "HTTP handlers are sent, and hook logs keep, no task description or metadata; the subject is replaced by the task id" }).optional(),
-  redactEnv: RedactEnvSchema.meta({ description: "Environment variables whose values are replaced by [redacted] in hook output, besides the handlers' secrets" }).optional(),
+  confidential: z
+    .boolean()
+    .default(false)
+    .meta({
+      description:
+        "HTTP handlers are sent, and hook logs keep, no task description or metadata; the subject is replaced by the " +
+        "task id",
+    })
+    .optional(),
+  redactEnv: RedactEnvSchema.meta({
+    description:
+      "Environment variables whose values are replaced by [redacted] in hook output, besides the handlers' secrets",
+  }).optional(),
 }).loose();
 
 /**
@@ -61,7 +95,9 @@ export const SCHEMAS = Object.freeze({
   context: {
     schema: ContextDocumentSchema,
     title: "pi-teams-hooks hook context document, contract version 1",
-    description: "What a hook receives on standard input, in PI_TEAMS_HOOK_CONTEXT_FILE and in PI_TEAMS_HOOK_CONTEXT_JSON. See docs/hook-contract.md.",
+    description:
+      "What a hook receives on standard input, in PI_TEAMS_HOOK_CONTEXT_FILE and in PI_TEAMS_HOOK_CONTEXT_JSON. See " +
+      "docs/hook-contract.md.",
   },
   log: {
     schema: HookLogRecordSchema,
@@ -92,7 +128,8 @@ export function schemaJson(name: SchemaName): string {
 export async function schemaCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const [name = "context", ...extra] = args.positionals;
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}"`);
-  if (!isSchemaName(name)) throw new HooksError("E_USAGE", `unknown schema "${name}" (one of ${SCHEMA_NAMES.join(", ")})`);
+  if (!isSchemaName(name))
+    throw new HooksError("E_USAGE", `unknown schema "${name}" (one of ${SCHEMA_NAMES.join(", ")})`);
   io.stdout(schemaJson(name));
   return 0;
 }

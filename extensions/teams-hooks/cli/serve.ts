@@ -35,12 +35,18 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     checkFlags(args, "serve", "serve");
     return serve(args, io);
   }
-  if (first !== "keys") throw new HooksError("E_USAGE", `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke|login)`);
-  if (sub === "create" || sub === "list" || sub === "revoke" || sub === "login") checkFlags(args, sub, `serve keys ${sub}`);
+  if (first !== "keys")
+    throw new HooksError(
+      "E_USAGE",
+      `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke|login)`,
+    );
+  if (sub === "create" || sub === "list" || sub === "revoke" || sub === "login")
+    checkFlags(args, sub, `serve keys ${sub}`);
   const teamsRoot = await resolveTeamsRoot(args, io);
   switch (sub) {
     case "create":
-      if (rest.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${rest[0]}" (the name goes in --name)`);
+      if (rest.length > 0)
+        throw new HooksError("E_USAGE", `unexpected argument "${rest[0]}" (the name goes in --name)`);
       return createCommand(args, io, teamsRoot);
     case "list":
       if (rest.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${rest[0]}"`);
@@ -50,7 +56,12 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
     case "login":
       return loginCommand(rest, args, io, teamsRoot);
     default:
-      throw new HooksError("E_USAGE", sub === undefined ? "serve keys: missing create, list, revoke or login" : `serve keys: unknown "${sub}" (create, list, revoke or login)`);
+      throw new HooksError(
+        "E_USAGE",
+        sub === undefined
+          ? "serve keys: missing create, list, revoke or login"
+          : `serve keys: unknown "${sub}" (create, list, revoke or login)`,
+      );
   }
 }
 
@@ -60,11 +71,16 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   const address = parseListen(listenText);
   const remote = !isLoopback(address.host);
   if (remote && args.values["allow-remote"] !== true) {
-    throw new HooksError("E_USAGE", `--listen ${listenText} is not a loopback address: keys travel in plain HTTP, so pass --allow-remote only with TLS in front (docs/security.md)`);
+    throw new HooksError(
+      "E_USAGE",
+      `--listen ${listenText} is not a loopback address: keys travel in plain HTTP, so pass --allow-remote only with ` +
+        `TLS in front (docs/security.md)`,
+    );
   }
   const rateText = str(args.values["rate-limit"]);
   const rateLimit = rateText === undefined ? DEFAULT_RATE_LIMIT : parseRateLimit(rateText, "--rate-limit");
-  // With --allow-remote the dashboard needs keys whatever the address: a TLS proxy on this machine forwards from loopback.
+  // With --allow-remote the dashboard needs keys whatever the address: a TLS proxy on this machine forwards from
+  // loopback.
   const allowRemote = args.values["allow-remote"] === true;
   const server = await startTaskServer({
     teamsRoot,
@@ -73,19 +89,35 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
     rateLimit,
     remote: allowRemote,
     env: io.env,
-    log: (level, message) => (level === "info" ? io.stdout(`${message}\n`) : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`)),
+    log: (level, message) =>
+      level === "info"
+        ? io.stdout(`${message}\n`)
+        : io.stderr(`${level === "warn" ? "warning" : "error"}: ${message}\n`),
   });
   io.stdout(`listening on ${server.url}\n`);
-  io.stdout(allowRemote ? `dashboard at ${server.url}/ for keys with logs:read (a login link: pi-teams-hooks serve keys login NAME --url BASE)\n` : `dashboard at ${server.url}/ (this machine only: no key needed)\n`);
-  io.stdout(`teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own rate\n`);
+  io.stdout(
+    allowRemote
+      ? `dashboard at ${server.url}/ for keys with logs:read (a login link: pi-teams-hooks serve keys login NAME ` +
+          `--url BASE)\n`
+      : `dashboard at ${server.url}/ (this machine only: no key needed)\n`,
+  );
+  io.stdout(
+    `teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own ` +
+      `rate\n`,
+  );
   if (server.keyCount === 0) {
     const what = `every API request${allowRemote ? " and every dashboard request" : ""}`;
-    const fix = "pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM " +
+    const fix =
+      "pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM " +
       "--templates SLUG";
     io.stderr(`warning: no API key yet, so ${what} is refused: ${fix}\n`);
   }
   await warnLegacyKeys(teamsRoot, io);
-  if (remote) io.stderr(`warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front (docs/security.md)\n`);
+  if (remote)
+    io.stderr(
+      `warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front ` +
+        `(docs/security.md)\n`,
+    );
   await io.stopSignal;
   await server.close();
   return 0;
@@ -120,7 +152,8 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
     rateLimit: rateText === undefined ? null : parseRateLimit(rateText, "--rate-limit"),
   });
   const dashboard = spec.scopes.includes("logs:read");
-  if (!dashboard && str(v.url) !== undefined) throw new HooksError("E_USAGE", "--url: only a key with the scope logs:read gets a dashboard login URL");
+  if (!dashboard && str(v.url) !== undefined)
+    throw new HooksError("E_USAGE", "--url: only a key with the scope logs:read gets a dashboard login URL");
   const base = dashboardBase(str(v.url));
   const { key, info } = await createKey(teamsRoot, spec);
   io.stdout(`created key "${info.name}" (${info.prefix}) in ${keysFile(teamsRoot)}\n`);
@@ -138,7 +171,10 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
   return 0;
 }
 
-/** A narrow terminal cuts the lists (scopes, teams, templates) and the rate, then leaves out CREATED; never a name or a prefix. */
+/**
+ * A narrow terminal cuts the lists (scopes, teams, templates) and the rate, then leaves out CREATED; never a name or a
+ * prefix.
+ */
 const KEY_COLUMNS: readonly ColumnSpec[] = [{}, {}, { min: 10 }, { min: 8 }, { min: 9 }, { min: 8 }, { drop: 1 }];
 
 async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
@@ -151,10 +187,18 @@ async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Prom
     io.stdout(`no API keys in ${keysFile(teamsRoot)}\n`);
     return 0;
   }
-  const rows = [["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "CREATED"], ...keys.map((k) => [
-    k.name, k.prefix, k.scopes.join(","), k.teams.join(","), describeTemplates(k).replaceAll(", ", ","),
-    describeRate(k.rateLimit), k.createdAt,
-  ])];
+  const rows = [
+    ["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "CREATED"],
+    ...keys.map((k) => [
+      k.name,
+      k.prefix,
+      k.scopes.join(","),
+      k.teams.join(","),
+      describeTemplates(k).replaceAll(", ", ","),
+      describeRate(k.rateLimit),
+      k.createdAt,
+    ]),
+  ];
   const table = formatTable(rows, KEY_COLUMNS, { width: terminalWidth(io) });
   io.stdout(table.text);
   if (table.note) io.stderr(`${table.note}\n`);
@@ -163,7 +207,8 @@ async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Prom
 
 async function revokeCommand(rest: string[], io: CliIo, teamsRoot: string): Promise<number> {
   const [name, ...extra] = rest;
-  if (name === undefined) throw new HooksError("E_USAGE", "serve keys revoke: missing the key's NAME (see: pi-teams-hooks serve keys list)");
+  if (name === undefined)
+    throw new HooksError("E_USAGE", "serve keys revoke: missing the key's NAME (see: pi-teams-hooks serve keys list)");
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}" (one NAME at a time)`);
   if (!(await revokeKey(teamsRoot, name))) {
     io.stderr(`pi-teams-hooks serve keys revoke: no key named "${name}" in ${keysFile(teamsRoot)}\n`);
@@ -175,7 +220,8 @@ async function revokeCommand(rest: string[], io: CliIo, teamsRoot: string): Prom
 
 async function loginCommand(rest: string[], args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
   const [name, ...extra] = rest;
-  if (name === undefined) throw new HooksError("E_USAGE", "serve keys login: missing the key's NAME (see: pi-teams-hooks serve keys list)");
+  if (name === undefined)
+    throw new HooksError("E_USAGE", "serve keys login: missing the key's NAME (see: pi-teams-hooks serve keys list)");
   if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}" (one NAME at a time)`);
   const base = dashboardBase(str(args.values.url));
   printLogin(io, name, base, await createLoginToken(teamsRoot, name));
@@ -186,7 +232,10 @@ async function loginCommand(rest: string[], args: ParsedArgs, io: CliIo, teamsRo
 function printLogin(io: CliIo, name: string, base: URL, login: { token: string; expiresAt: string }): void {
   const url = new URL("/login", base);
   url.searchParams.set("token", login.token);
-  io.stdout(`dashboard login URL for "${name}": it works once, until ${login.expiresAt} (a new one: pi-teams-hooks serve keys login ${name})\n`);
+  io.stdout(
+    `dashboard login URL for "${name}": it works once, until ${login.expiresAt} (a new one: pi-teams-hooks serve ` +
+      `keys login ${name})\n`,
+  );
   io.stdout(`${url.href}\n`);
 }
 
@@ -202,8 +251,20 @@ function dashboardBase(text: string | undefined): URL {
   } catch {
     /* said below, with what is expected */
   }
-  if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.username !== "" || url.password !== "" || url.pathname !== "/" || url.search !== "" || url.hash !== "") {
-    throw new HooksError("E_USAGE", `--url "${text}" must be http://HOST[:PORT] or https://HOST[:PORT], the address the dashboard is opened at (its root: no path)`);
+  if (
+    url === null ||
+    (url.protocol !== "http:" && url.protocol !== "https:") ||
+    url.username !== "" ||
+    url.password !== "" ||
+    url.pathname !== "/" ||
+    url.search !== "" ||
+    url.hash !== ""
+  ) {
+    throw new HooksError(
+      "E_USAGE",
+      `--url "${text}" must be http://HOST[:PORT] or https://HOST[:PORT], the address the dashboard is opened at ` +
+        `(its root: no path)`,
+    );
   }
   return url;
 }
@@ -218,7 +279,12 @@ function describeKey(info: KeyInfo): string {
 async function resolveTeamsRoot(args: ParsedArgs, io: CliIo): Promise<string> {
   const flag = str(args.values["teams-root"]);
   const root = flag !== undefined ? path.resolve(io.cwd, flag) : piTeamsRoot(io.env);
-  const from = flag !== undefined ? "--teams-root" : io.env.PI_TEAMS_ROOT_DIR?.trim() ? "PI_TEAMS_ROOT_DIR" : "the teams root (pi's default; set --teams-root or PI_TEAMS_ROOT_DIR)";
+  const from =
+    flag !== undefined
+      ? "--teams-root"
+      : io.env.PI_TEAMS_ROOT_DIR?.trim()
+        ? "PI_TEAMS_ROOT_DIR"
+        : "the teams root (pi's default; set --teams-root or PI_TEAMS_ROOT_DIR)";
   await requireDirectory(root, `${from} ${root}`, "E_PATH");
   return root;
 }
@@ -226,6 +292,7 @@ async function resolveTeamsRoot(args: ParsedArgs, io: CliIo): Promise<string> {
 function checkFlags(args: ParsedArgs, form: string, label: string): void {
   const allowed = new Set(["teams-root", "help", ...(FLAGS[form] ?? [])]);
   for (const [flag, value] of Object.entries(args.values)) {
-    if (value !== undefined && !allowed.has(flag)) throw new HooksError("E_USAGE", `--${flag} does not apply to ${label}`);
+    if (value !== undefined && !allowed.has(flag))
+      throw new HooksError("E_USAGE", `--${flag} does not apply to ${label}`);
   }
 }

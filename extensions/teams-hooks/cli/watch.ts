@@ -2,7 +2,16 @@
  * `pi-teams-hooks watch`: the leader as a command. Prints what it found at startup, a line starting
  * with `watching` once events are being taken, then one line (or one JSON object) per event.
  */
-import { type CliIo, type ParsedArgs, RunningLine, eventLine, str, teamSetupInput, wholeNumber, wantsColour } from "./io.js";
+import {
+  type CliIo,
+  type ParsedArgs,
+  RunningLine,
+  eventLine,
+  str,
+  teamSetupInput,
+  wholeNumber,
+  wantsColour,
+} from "./io.js";
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { gateWarnings } from "../doctor/gate-checks.js";
 import { handlerEnabled, handlerGateName } from "../settings/handlers.js";
@@ -21,7 +30,8 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const v = args.values;
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
   const inbox = (str(v.inbox) ?? "observe") as InboxMode;
-  if (!INBOX_MODES.includes(inbox)) throw new HooksError("E_USAGE", `--inbox "${String(v.inbox)}" must be one of ${INBOX_MODES.join(", ")}`);
+  if (!INBOX_MODES.includes(inbox))
+    throw new HooksError("E_USAGE", `--inbox "${String(v.inbox)}" must be one of ${INBOX_MODES.join(", ")}`);
   const concurrency = wholeNumber(v.concurrency, "--concurrency", 1, 1);
   const reconcileMs = wholeNumber(v["reconcile-ms"], "--reconcile-ms", 5000, 50);
   const pollIntervalMs = wholeNumber(v["poll-interval-ms"], "--poll-interval-ms", 250, 10);
@@ -30,7 +40,8 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   const colour = !json && wantsColour(io);
   // The "still running" line only on a terminal: FORCE_COLOR through a pipe colours, never redraws.
-  const status = !json && canRedraw(io) ? new RunningLine(io.stdout, { width: terminalWidth(io), afterMs: 2000 }) : null;
+  const status =
+    !json && canRedraw(io) ? new RunningLine(io.stdout, { width: terminalWidth(io), afterMs: 2000 }) : null;
   /** `line` may be a function: what only people read is not worked out for --json. */
   const emit = (object: Record<string, unknown>, line: string | (() => string)): void => {
     const text = json ? `${JSON.stringify(object)}\n` : `${typeof line === "string" ? line : line()}\n`;
@@ -61,15 +72,27 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     verbose: v.verbose === true,
     reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
     report: (notice) => {
-      if (status && notice.kind === "started") status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
+      if (status && notice.kind === "started")
+        status.started(notice.key, notice.taskId ? `${notice.event} #${notice.taskId}` : notice.event);
       if (status && notice.kind === "event") status.finished(notice.report.key);
       onNotice(notice, io, emit, setup, colour);
     },
   });
   await leader.start();
 
-  const scope = `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
-  emit({ type: "watching", teamDir: setup.identity.teamDir, taskListId: setup.identity.taskListId, inbox, hooksDir: setup.hooksDir }, () => `watching ${scope}${v.once ? " once" : ""}; times are local (${zoneLabel(Date.now(), zoneName(io.env))})`);
+  const scope =
+    `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ` +
+    `${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
+  emit(
+    {
+      type: "watching",
+      teamDir: setup.identity.teamDir,
+      taskListId: setup.identity.taskListId,
+      inbox,
+      hooksDir: setup.hooksDir,
+    },
+    () => `watching ${scope}${v.once ? " once" : ""}; times are local (${zoneLabel(Date.now(), zoneName(io.env))})`,
+  );
 
   if (v.once) {
     // A signal ends --once too (a cron job's time limit): stop taking events, as watch does, rather
@@ -85,22 +108,47 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   return 0;
 }
 
-function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unknown>, line: string) => void, setup: TeamSetup, colour: boolean): void {
+function onNotice(
+  notice: LeaderNotice,
+  io: CliIo,
+  emit: (o: Record<string, unknown>, line: string) => void,
+  setup: TeamSetup,
+  colour: boolean,
+): void {
   switch (notice.kind) {
     case "config":
       emit(
-        { type: "config", valid: notice.valid, ...policyObject(notice.setup), failureModes: settingValues(notice.setup.settings.failureModes), limits: settingValues(notice.setup.settings.limits) },
-        `config.json ${notice.valid ? "reloaded" : notice.setup.settings.block.from === "kept" ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)"}: ${policyLine(notice.setup)}`,
+        {
+          type: "config",
+          valid: notice.valid,
+          ...policyObject(notice.setup),
+          failureModes: settingValues(notice.setup.settings.failureModes),
+          limits: settingValues(notice.setup.settings.limits),
+        },
+        `config.json ` +
+          `${notice.valid ? "reloaded" : notice.setup.settings.block.from === "kept" ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)"}: ` +
+          `${policyLine(notice.setup)}`,
       );
       return;
     case "hooks":
-      emit({ type: "hooks_dir", hooksDir: setup.hooksDir, hooksDirSource: setup.hooksDirSource, teamHooksDir: setup.teamHooksDir }, `hooks dir: ${setup.hooksDir} (${setup.hooksDirSource}); team layer: ${setup.teamHooksDir}`);
+      emit(
+        {
+          type: "hooks_dir",
+          hooksDir: setup.hooksDir,
+          hooksDirSource: setup.hooksDirSource,
+          teamHooksDir: setup.teamHooksDir,
+        },
+        `hooks dir: ${setup.hooksDir} (${setup.hooksDirSource}); team layer: ${setup.teamHooksDir}`,
+      );
       // Each event's whole chain in run order (pi-teams-hooks config shows each gate's trust and settings).
       for (const { event, chain } of notice.hooks) {
         const entries = chainEntries(chain, event);
         const skipped = chainProblems(chain);
         const v1 = entries.find((e) => e.kind === "v1");
-        emit({ type: "hook", event, hook: v1?.path ?? null, chain: entries, skipped }, `hook ${event}: ${chainSummary(entries)}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`);
+        emit(
+          { type: "hook", event, hook: v1?.path ?? null, chain: entries, skipped },
+          `hook ${event}: ${chainSummary(entries)}${skipped.length ? ` (skipped ${skipped.join("; ")})` : ""}`,
+        );
       }
       // The handlers run after the files of their events (gates/chain.ts): one line each, URL and events.
       for (const h of setup.settings.handlers) {
@@ -123,16 +171,30 @@ function onNotice(notice: LeaderNotice, io: CliIo, emit: (o: Record<string, unkn
       emit({ type: "event", ...notice.report }, eventLine(notice.report, colour, localClock));
       return;
     case "recovered":
-      emit({ type: "recovered", key: notice.key, how: notice.how }, `recovered ${notice.key}: ${notice.how === "logged" ? "its log exists, marked done" : notice.how === "deferred" ? "its log says its gate is held, kept deferred" : "interrupted, running it again"}`);
+      emit(
+        { type: "recovered", key: notice.key, how: notice.how },
+        `recovered ${notice.key}: ` +
+          `${notice.how === "logged" ? "its log exists, marked done" : notice.how === "deferred" ? "its log says its gate is held, kept deferred" : "interrupted, running it again"}`,
+      );
       return;
     case "ready":
       emit(
-        { type: "ready", tasks: notice.tasks, baseline: notice.baseline, queued: notice.queued, startupMs: notice.startupMs },
-        `scanned ${notice.tasks} task(s) in ${formatDuration(notice.startupMs)}: ${notice.baseline} recorded as baseline, ${notice.queued} to run`,
+        {
+          type: "ready",
+          tasks: notice.tasks,
+          baseline: notice.baseline,
+          queued: notice.queued,
+          startupMs: notice.startupMs,
+        },
+        `scanned ${notice.tasks} task(s) in ${formatDuration(notice.startupMs)}: ${notice.baseline} recorded as ` +
+          `baseline, ${notice.queued} to run`,
       );
       return;
     case "stopped":
-      emit({ type: "stopped", dropped: notice.dropped }, `stopped${notice.dropped ? ` (${notice.dropped} queued event(s) left for the next start)` : ""}`);
+      emit(
+        { type: "stopped", dropped: notice.dropped },
+        `stopped${notice.dropped ? ` (${notice.dropped} queued event(s) left for the next start)` : ""}`,
+      );
       return;
     case "why":
       emit({ type: "verbose", ...whyObject(notice) }, whyLine(notice, setup.identity.teamDir));
@@ -188,10 +250,18 @@ function whyLine(n: WhyNotice, teamDir: string): string {
   }
 }
 
-
 function policyObject({ settings }: TeamSetup): Record<string, unknown> {
   const { timeoutMs, sweep, exitCodes } = settings;
-  return { policy: settings.values, sources: settings.sources, timeoutMs: timeoutMs.value, timeoutSource: timeoutMs.source, sweep: sweep.value, sweepSource: sweep.source, exitCodes: exitCodes.value, exitCodesSource: exitCodes.source };
+  return {
+    policy: settings.values,
+    sources: settings.sources,
+    timeoutMs: timeoutMs.value,
+    timeoutSource: timeoutMs.source,
+    sweep: sweep.value,
+    sweepSource: sweep.source,
+    exitCodes: exitCodes.value,
+    exitCodesSource: exitCodes.source,
+  };
 }
 
 function policyLine({ settings }: TeamSetup): string {
@@ -201,10 +271,11 @@ function policyLine({ settings }: TeamSetup): string {
     `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
     `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
     `timeout ${timeoutMs.value}ms (${timeoutMs.source}), ` +
-    `on hook errors ${Object.entries(settings.failureModes).map(([event, mode]) => `${event} ${mode.value}`).join(" / ")}, ` +
+    `on hook errors ${Object.entries(settings.failureModes)
+      .map(([event, mode]) => `${event} ${mode.value}`)
+      .join(" / ")}, ` +
     `setsid sweep ${sweep.value} (${sweep.source})` +
     // Said only when it is not contract v1's meaning, so that the usual line stays as it was.
     (exitCodes.value === "strict" ? `, exit codes strict (${exitCodes.source})` : "")
   );
 }
-

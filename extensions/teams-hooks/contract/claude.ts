@@ -22,7 +22,10 @@ import { capReason } from "./verdict.js";
  * Claude Code's events that are gates here, and the event each is: both are "is the work done"
  * checks of a team (a task marked complete, a teammate about to go idle), and take no matcher.
  */
-export const CLAUDE_GATE_EVENTS = Object.freeze({ TaskCompleted: "task_completed", TeammateIdle: "idle" } as const satisfies Record<string, HookEventName>);
+export const CLAUDE_GATE_EVENTS = Object.freeze({
+  TaskCompleted: "task_completed",
+  TeammateIdle: "idle",
+} as const satisfies Record<string, HookEventName>);
 export type ClaudeGateEvent = keyof typeof CLAUDE_GATE_EVENTS;
 
 /** The same the other way round: our events Claude Code has an event for, by its name. */
@@ -53,18 +56,27 @@ export function claudeResult(result: RunResult): RunResult {
   if (result.outcome === "error") return result;
   if (result.exitCode === 0) {
     const said = stdoutJson(result.stdout);
-    if (said?.continue === false) return denied(result, "claude.stop", textOf(said.stopReason) ?? "the gate said continue: false");
-    if (typeof said?.decision === "string" && said.decision.toLowerCase() === "block") return denied(result, "claude.block", textOf(said.reason) ?? "the gate said decision: block");
+    if (said?.continue === false)
+      return denied(result, "claude.stop", textOf(said.stopReason) ?? "the gate said continue: false");
+    if (typeof said?.decision === "string" && said.decision.toLowerCase() === "block")
+      return denied(result, "claude.block", textOf(said.reason) ?? "the gate said decision: block");
     return { ...result, outcome: "passed", verdict: { decision: "allow", source: "claude" } };
   }
-  if (result.exitCode === 2) return denied(result, "claude.exit_2", textOf(result.stderr) ?? "exit code 2 (nothing on stderr)");
+  if (result.exitCode === 2)
+    return denied(result, "claude.exit_2", textOf(result.stderr) ?? "exit code 2 (nothing on stderr)");
   const said = textOf(result.stderr);
-  const why = `exit code ${result.exitCode ?? "none"} is a non-blocking error for a Claude Code gate: allowed${said ? ` (stderr: ${said})` : ""}`;
+  const why =
+    `exit code ${result.exitCode ?? "none"} is a non-blocking error for a Claude Code gate: ` +
+    `allowed${said ? ` (stderr: ${said})` : ""}`;
   return { ...result, outcome: "passed", nonBlocking: capReason(why) };
 }
 
 function denied(result: RunResult, code: string, reason: string): RunResult {
-  return { ...result, outcome: "failed", verdict: { decision: "deny", code, reason: capReason(reason), source: "claude" } };
+  return {
+    ...result,
+    outcome: "failed",
+    verdict: { decision: "deny", code, reason: capReason(reason), source: "claude" },
+  };
 }
 
 /** Stdout as one JSON object, when it is one (blanks around it allowed); else null. */
@@ -73,7 +85,9 @@ function stdoutJson(stdout: string): Record<string, unknown> | null {
   if (!text.startsWith("{")) return null;
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }
@@ -83,6 +97,9 @@ function stdoutJson(stdout: string): Record<string, unknown> | null {
 function textOf(value: unknown): string | null {
   if (typeof value !== "string") return null;
   // eslint-disable-next-line no-control-regex
-  const line = value.replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, " ").replaceAll("\uFFFD", "?").trim();
+  const line = value
+    .replace(/[\u0000-\u001f\u007f-\u009f\s]+/g, " ")
+    .replaceAll("\uFFFD", "?")
+    .trim();
   return line === "" ? null : line;
 }

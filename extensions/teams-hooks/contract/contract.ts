@@ -53,7 +53,10 @@ export function canDefer(event: HookEventName): boolean {
   return policyApplies(event);
 }
 
-/** Whether the event's chain stops at the first hook that does not count as a pass: every event but `idle`, which runs every hook. */
+/**
+ * Whether the event's chain stops at the first hook that does not count as a pass: every event but `idle`, which runs
+ * every hook.
+ */
 export function stopsAtDenial(event: HookEventName): boolean {
   return event !== "idle";
 }
@@ -77,7 +80,10 @@ export const HookInvocationSchema = z.object({
   memberName: z.string().optional(),
   timestamp: z.string().optional(),
   completedTask: TaskSchema.nullable(),
-  /** The idle notification the event came from (its `failureReason` and any other field the worker sent); absent otherwise. */
+  /**
+   * The idle notification the event came from (its `failureReason` and any other field the worker sent); absent
+   * otherwise.
+   */
   notification: IdleNotificationSchema.optional(),
 });
 export type HookInvocation = z.infer<typeof HookInvocationSchema>;
@@ -114,7 +120,10 @@ export const ContextDocumentSchema = z.object({
    * shown (config.json `hooks.projection`); every other task field holds its empty value.
    */
   projection: z.array(z.string()).optional(),
-  /** Additive, still v1: the team is confidential and this is an HTTP handler: no description, no metadata, the subject is the id. */
+  /**
+   * Additive, still v1: the team is confidential and this is an HTTP handler: no description, no metadata, the subject
+   * is the id.
+   */
   confidential: z.literal(true).optional(),
 });
 export type ContextDocument = z.infer<typeof ContextDocumentSchema>;
@@ -164,16 +173,20 @@ export function isRunCopyName(name: string): boolean {
  * follow-up sees QUOTED_OUTPUT_LEFT_OUT in its place (contract v1, additive; docs/gate-life.md), so
  * that a gate failing on its own output does not fail the follow-up made to fix it.
  */
-export const QUOTED_OUTPUT_BEGIN = "----- begin: the failing gate's output, quoted by pi-teams-hooks (not part of the work) -----";
+export const QUOTED_OUTPUT_BEGIN =
+  "----- begin: the failing gate's output, quoted by pi-teams-hooks (not part of the work) -----";
 export const QUOTED_OUTPUT_END = "----- end of the quoted output -----";
-export const QUOTED_OUTPUT_LEFT_OUT = "[the failing gate's output quoted here by pi-teams-hooks is left out of what gates are shown; the task file and the hook log keep it]";
+export const QUOTED_OUTPUT_LEFT_OUT =
+  "[the failing gate's output quoted here by pi-teams-hooks is left out of what gates are shown; the task file and " +
+  "the hook log keep it]";
 
 /**
  * A task's description as gates are shown it: a follow-up's quoted output (between the marker lines,
  * only in a task whose metadata says `qualityGateQuotedOutput: true`) replaced by one line.
  */
 export function workDescription(task: Pick<Task, "description" | "metadata">): string {
-  if (task.metadata?.qualityGateQuotedOutput !== true || !task.description.includes(QUOTED_OUTPUT_BEGIN)) return task.description;
+  if (task.metadata?.qualityGateQuotedOutput !== true || !task.description.includes(QUOTED_OUTPUT_BEGIN))
+    return task.description;
   const out: string[] = [];
   let quoting = false;
   for (const line of task.description.split("\n")) {
@@ -216,6 +229,10 @@ export function buildContextDocument(invocation: HookInvocation): ContextDocumen
       : null,
   };
   const note = invocation.notification;
-  if (note) doc.notification = typeof note.failureReason === "string" ? { ...note, failureReason: truncateText(note.failureReason, CONTEXT_LIMITS.failureReason) } : note;
+  if (note)
+    doc.notification =
+      typeof note.failureReason === "string"
+        ? { ...note, failureReason: truncateText(note.failureReason, CONTEXT_LIMITS.failureReason) }
+        : note;
   return doc;
 }

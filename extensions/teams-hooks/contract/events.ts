@@ -90,7 +90,13 @@ export function completionStamp(task: Task): string {
  * completion gate reopened it (`reopenedByQualityGateAt`), a start gate put the claim back
  * (`qualityGateStartDeniedAt`).
  */
-const RELEASE_MARKS = ["abortedAt", "unassignedAt", "completedAt", "reopenedByQualityGateAt", "qualityGateStartDeniedAt"] as const;
+const RELEASE_MARKS = [
+  "abortedAt",
+  "unassignedAt",
+  "completedAt",
+  "reopenedByQualityGateAt",
+  "qualityGateStartDeniedAt",
+] as const;
 
 /**
  * The stamp that tells one claim of an in-progress task from the next (the last part of its
@@ -114,7 +120,10 @@ export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | 
     if (value && (released === undefined || isLater(value, released))) released = value;
   }
   const claimedAt = metaString(task, "claimedAt");
-  const found = claimedAt && (released === undefined || isLater(claimedAt, released)) ? { stamp: claimedAt, claimedAt: true } : { stamp: released ?? task.createdAt, claimedAt: false };
+  const found =
+    claimedAt && (released === undefined || isLater(claimedAt, released))
+      ? { stamp: claimedAt, claimedAt: true }
+      : { stamp: released ?? task.createdAt, claimedAt: false };
   return { ...found, stamp: afterDenials(task, found.stamp) };
 }
 

@@ -5,7 +5,14 @@
  * base environment are arguments. docs/hook-contract.md, "What the hook receives", lists the variables.
  */
 import { z } from "zod";
-import { ELLIPSIS, HOOK_CONTRACT_VERSION, buildContextDocument, truncateText, type ContextDocument, type HookInvocation } from "./contract.js";
+import {
+  ELLIPSIS,
+  HOOK_CONTRACT_VERSION,
+  buildContextDocument,
+  truncateText,
+  type ContextDocument,
+  type HookInvocation,
+} from "./contract.js";
 import { FULL_VIEW, showsTaskField, viewDocument, type ContextView } from "./projection.js";
 import { DECISIONS, VERDICT_SOURCES } from "./verdict.js";
 
@@ -43,9 +50,30 @@ export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
  * under strict exit codes (`hooks.exitCodes: "strict"`), a hook without a verdict exited with neither
  * 0 nor 2 (`unexpected_exit`: a crash, 127, an uncaught exception).
  */
-export const RUN_ERROR_KINDS = ["spawn", "timeout", "signal", "invalid_verdict", "limit", "stopped", "internal", ...TRUST_ERROR_KINDS, "http", "defer_expired", "unexpected_exit", "hook_settings"] as const;
-/** Error kinds that always fail the event (closed), whatever the failure mode says. `hook_settings`: the gate's settings line cannot be read whole, so it did not run. */
-export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set(["limit", ...TRUST_ERROR_KINDS, "defer_expired", "hook_settings"]);
+export const RUN_ERROR_KINDS = [
+  "spawn",
+  "timeout",
+  "signal",
+  "invalid_verdict",
+  "limit",
+  "stopped",
+  "internal",
+  ...TRUST_ERROR_KINDS,
+  "http",
+  "defer_expired",
+  "unexpected_exit",
+  "hook_settings",
+] as const;
+/**
+ * Error kinds that always fail the event (closed), whatever the failure mode says. `hook_settings`: the gate's settings
+ * line cannot be read whole, so it did not run.
+ */
+export const CLOSED_ERROR_KINDS: ReadonlySet<RunErrorKind> = new Set([
+  "limit",
+  ...TRUST_ERROR_KINDS,
+  "defer_expired",
+  "hook_settings",
+]);
 export type RunErrorKind = (typeof RUN_ERROR_KINDS)[number];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 
@@ -116,7 +144,10 @@ export const RunResultSchema = z.object({
     })
     .optional(),
   runId: z.string(),
-  /** The gate's own settings line (contract v1, additive; settings/hook-line.ts), as it was applied: `timeout=300s mode=shadow`. */
+  /**
+   * The gate's own settings line (contract v1, additive; settings/hook-line.ts), as it was applied: `timeout=300s
+   * mode=shadow`.
+   */
   hookSettings: z.string().optional(),
   /**
    * Optional global gates (`required=false`) of the event's chain that the team dropped — switched off,
@@ -124,7 +155,10 @@ export const RunResultSchema = z.object({
    * Contract v1, additive.
    */
   droppedGates: z.array(z.looseObject({ path: z.string(), detail: z.string() })).optional(),
-  /** Additive: the gate's matchers did not match the event, so it did not run (`ran: false`, `outcome: passed`): which one, and why. */
+  /**
+   * Additive: the gate's matchers did not match the event, so it did not run (`ran: false`, `outcome: passed`): which
+   * one, and why.
+   */
   skipped: z.string().optional(),
   /**
    * Additive: a `mode=shadow` gate. Its verdict is never enforced, so `outcome` is `passed`; what it
@@ -138,7 +172,10 @@ export const RunResultSchema = z.object({
       wouldDeny: z.boolean(),
     })
     .optional(),
-  /** Additive: a Claude Code gate (`format=claude`) exited with neither 0 nor 2, which Claude Code lets through: why it was allowed. */
+  /**
+   * Additive: a Claude Code gate (`format=claude`) exited with neither 0 nor 2, which Claude Code lets through: why it
+   * was allowed.
+   */
   nonBlocking: z.string().optional(),
   /**
    * How many secrets and credential-shaped strings were replaced by `[redacted]` in what this run
@@ -185,7 +222,10 @@ export function blankResult(run: { hookPath: string; command: string[]; runId: s
 // The environment
 
 /** Variables of ours that must never leak from the leader's own environment into a hook's. */
-const CONTRACT_VARIABLE = /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY|PATH)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
+const CONTRACT_VARIABLE = new RegExp(
+  String.raw`^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY|PATH)|TEAM_ID` +
+    "|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$",
+);
 
 /**
  * The context document one hook is shown and its JSON, built once per distinct view and shared by
@@ -216,9 +256,9 @@ export interface HookEnvironment {
 
 /**
  * The environment of one invocation: `base` (the leader's environment, minus stale contract
- * variables) plus the contract variables of docs/hook-contract.md ("What the hook receives"), plus ours (`PI_TEAMS_HOOK_RUN_ID`,
- * `PI_TEAMS_HOOK_CONTEXT_FILE`, `PI_TEAMS_HOOK_CONTEXT_TRUNCATED`). No value contains NUL and none
- * exceeds `maxValueBytes`; the context JSON shrinks its largest metadata strings first.
+ * variables) plus the contract variables of docs/hook-contract.md ("What the hook receives"), plus ours
+ * (`PI_TEAMS_HOOK_RUN_ID`, `PI_TEAMS_HOOK_CONTEXT_FILE`, `PI_TEAMS_HOOK_CONTEXT_TRUNCATED`). No value contains NUL and
+ * none exceeds `maxValueBytes`; the context JSON shrinks its largest metadata strings first.
  */
 export function buildHookEnvironment(
   invocation: HookInvocation,
@@ -274,7 +314,8 @@ export function buildHookEnvironment(
     const view = extra.context?.view ?? FULL_VIEW;
     if (showsTaskField(view, "id")) set("PI_TEAMS_TASK_ID", task.id);
     if (showsTaskField(view, "status")) set("PI_TEAMS_TASK_STATUS", task.status);
-    if (task.subject && showsTaskField(view, "subject")) set("PI_TEAMS_TASK_SUBJECT", view.confidential ? task.id : task.subject);
+    if (task.subject && showsTaskField(view, "subject"))
+      set("PI_TEAMS_TASK_SUBJECT", view.confidential ? task.id : task.subject);
     if (task.owner && showsTaskField(view, "owner")) set("PI_TEAMS_TASK_OWNER", task.owner);
   }
   set("PI_TEAMS_HOOK_RUN_ID", extra.runId);
@@ -365,7 +406,8 @@ function shrinkStrings(doc: ContextDocument, slots: StringSlot[], maxBytes: numb
     const value = readSlot(largest);
     // Aim a little past the excess: JSON escapes make a character cost more than one byte.
     const keep = Math.max(0, value.length - Math.ceil((excess + 8) * (value.length / largestBytes)) - 1);
-    (largest.holder as Record<string | number, unknown>)[largest.key] = keep < value.length - 1 ? truncateText(value, keep + 1) : ELLIPSIS;
+    (largest.holder as Record<string | number, unknown>)[largest.key] =
+      keep < value.length - 1 ? truncateText(value, keep + 1) : ELLIPSIS;
     json = JSON.stringify(doc);
   }
   return json;

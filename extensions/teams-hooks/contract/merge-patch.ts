@@ -24,13 +24,27 @@ import { TaskSchema, type Task } from "./team-files.js";
 export type JsonObject = Record<string, unknown>;
 
 /** Top-level task fields no patch may write. */
-export const NEVER_WRITABLE_FIELDS = Object.freeze(["id", "status", "owner", "blocks", "blockedBy", "createdAt", "updatedAt"] as const);
+export const NEVER_WRITABLE_FIELDS = Object.freeze([
+  "id",
+  "status",
+  "owner",
+  "blocks",
+  "blockedBy",
+  "createdAt",
+  "updatedAt",
+] as const);
 
 /** Prefixes of the metadata keys the gate (and the task API) write: never writable. */
 export const GATE_METADATA_PREFIXES = Object.freeze(["qualityGate", "reopenedByQualityGate", "taskApi"] as const);
 
 /** Metadata keys the worker runtime stamps an event with (contract/events.ts keys events by them): never writable. */
-export const EVENT_STAMP_KEYS = Object.freeze(["completedAt", "abortedAt", "abortedBy", "claimedAt", "unassignedAt"] as const);
+export const EVENT_STAMP_KEYS = Object.freeze([
+  "completedAt",
+  "abortedAt",
+  "abortedBy",
+  "claimedAt",
+  "unassignedAt",
+] as const);
 
 /** The writable fields when `hooks.writableFields` is not set. */
 export const DEFAULT_WRITABLE_FIELDS: readonly string[] = Object.freeze(["metadata"]);
@@ -38,7 +52,9 @@ export const DEFAULT_WRITABLE_FIELDS: readonly string[] = Object.freeze(["metada
 /** How deep a patch may nest (objects within objects): deeper is an invalid verdict. */
 export const MAX_PATCH_DEPTH = 32;
 
-/** One writable field: dotted segments of letters, digits, `_` and `-`; a trailing `.*` means the same as without it. */
+/**
+ * One writable field: dotted segments of letters, digits, `_` and `-`; a trailing `.*` means the same as without it.
+ */
 export const WritableFieldSchema = z
   .string()
   .trim()
@@ -91,13 +107,21 @@ export function neverWritable(segments: readonly string[]): boolean {
   if (segments.includes("__proto__")) return true;
   if ((NEVER_WRITABLE_FIELDS as readonly string[]).includes(head)) return true;
   if (head !== "metadata" || key === undefined) return false;
-  return GATE_METADATA_PREFIXES.some((prefix) => key.startsWith(prefix)) || (EVENT_STAMP_KEYS as readonly string[]).includes(key);
+  return (
+    GATE_METADATA_PREFIXES.some((prefix) => key.startsWith(prefix)) ||
+    (EVENT_STAMP_KEYS as readonly string[]).includes(key)
+  );
 }
 
 /** The warnings for configured writable fields that are never writable: listed, yet no patch will ever write them. */
 export function neverWritableWarnings(fields: readonly string[] | null | undefined): string[] {
   const refused = (fields ?? []).filter((field) => neverWritable(field.split(".")));
-  return refused.length === 0 ? [] : [`hooks.writableFields: ${refused.join(", ")} ${refused.length === 1 ? "is" : "are"} never writable (a patch's ${refused.length === 1 ? "write of it is" : "writes of them are"} dropped whatever the list says)`];
+  return refused.length === 0
+    ? []
+    : [
+        `hooks.writableFields: ${refused.join(", ")} ${refused.length === 1 ? "is" : "are"} never writable (a ` +
+          `patch's ${refused.length === 1 ? "write of it is" : "writes of them are"} dropped whatever the list says)`,
+      ];
 }
 
 /** Whether some never-writable path lies strictly below `segments` (the root, or `metadata`). */
@@ -124,7 +148,8 @@ export function filterPatch(patch: JsonObject, writableFields: readonly string[]
   const writable = (writableFields ?? DEFAULT_WRITABLE_FIELDS).map((field) => field.split("."));
   const applied: string[] = [];
   const rejected: string[] = [];
-  const covers = (field: readonly string[], path: readonly string[]): boolean => field.length <= path.length && field.every((s, i) => path[i] === s);
+  const covers = (field: readonly string[], path: readonly string[]): boolean =>
+    field.length <= path.length && field.every((s, i) => path[i] === s);
   const walk = (node: JsonObject, at: readonly string[]): JsonObject => {
     const kept: JsonObject = {};
     for (const [key, value] of Object.entries(node)) {
@@ -168,10 +193,13 @@ export function withoutNeverWritable(patch: JsonObject): JsonObject {
 export function patchTask(task: Task, patch: JsonObject): { ok: true; task: Task } | { ok: false; problem: string } {
   const parsed = TaskSchema.safeParse(applyMergePatch(task, patch));
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${issue.path.map(String).join(".") || "task"}: ${issue.message}`);
+    const problems = parsed.error.issues.map(
+      (issue) => `${issue.path.map(String).join(".") || "task"}: ${issue.message}`,
+    );
     return { ok: false, problem: `the patched task is not a task (${problems.join("; ")})` };
   }
   const next: Record<string, unknown> = { ...parsed.data };
-  for (const [key, value] of Object.entries(patch)) if (value === null && Object.hasOwn(task, key)) next[key] = undefined;
+  for (const [key, value] of Object.entries(patch))
+    if (value === null && Object.hasOwn(task, key)) next[key] = undefined;
   return { ok: true, task: next as Task };
 }

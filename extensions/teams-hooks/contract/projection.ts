@@ -18,21 +18,46 @@ import type { ContextDocument, HookInvocation } from "./contract.js";
 import type { IdleNotification, Task } from "./team-files.js";
 
 /** The task fields of the context document, in contract order. */
-export const CONTEXT_TASK_FIELDS = ["id", "subject", "description", "owner", "status", "blockedBy", "blocks", "metadata", "createdAt", "updatedAt"] as const;
+export const CONTEXT_TASK_FIELDS = [
+  "id",
+  "subject",
+  "description",
+  "owner",
+  "status",
+  "blockedBy",
+  "blocks",
+  "metadata",
+  "createdAt",
+  "updatedAt",
+] as const;
 export type ContextTaskField = (typeof CONTEXT_TASK_FIELDS)[number];
 
 /** Fields every hook is shown, projected or not: who and what the event is, never the task's content. */
-export const IDENTITY_PATHS: readonly string[] = Object.freeze(["version", "event", "team", "team.id", "team.dir", "team.taskListId", "team.style", "member", "timestamp"]);
+export const IDENTITY_PATHS: readonly string[] = Object.freeze([
+  "version",
+  "event",
+  "team",
+  "team.id",
+  "team.dir",
+  "team.taskListId",
+  "team.style",
+  "member",
+  "timestamp",
+]);
 
 const TASK_FIELDS: ReadonlySet<string> = new Set(CONTEXT_TASK_FIELDS);
 
-/** The projection path that shows the idle notification an event came from (shown whole: it is the worker's own report). */
+/**
+ * The projection path that shows the idle notification an event came from (shown whole: it is the worker's own report).
+ */
 export const NOTIFICATION_PATH = "notification";
 
 /** The notification fields a confidential view keeps: who sent it, when, and which task ended how. */
 const NOTIFICATION_LIFECYCLE = ["type", "from", "timestamp", "completedTaskId", "completedStatus"] as const;
 
-/** The notification a view shows, or undefined: a projection must name it; confidential keeps its lifecycle fields only. */
+/**
+ * The notification a view shows, or undefined: a projection must name it; confidential keeps its lifecycle fields only.
+ */
 function shownNotification(note: IdleNotification | undefined, view: ContextView): IdleNotification | undefined {
   if (!note) return undefined;
   if (view.projection !== null && !view.projection.includes(NOTIFICATION_PATH)) return undefined;
@@ -53,13 +78,20 @@ export function projectionPathProblem(path: string): string | null {
   if (segments.some((s) => s === "")) return "is not a dotted path (no empty parts: task.metadata.files)";
   const [root, field, ...deeper] = segments;
   if (root !== "task" || field === undefined || !TASK_FIELDS.has(field)) {
-    return `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, task.metadata.<key>, ${NOTIFICATION_PATH}, or an identity field: ${IDENTITY_PATHS.join(", ")})`;
+    return (
+      `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, ` +
+      `task.metadata.<key>, ${NOTIFICATION_PATH}, or an identity field: ${IDENTITY_PATHS.join(", ")})`
+    );
   }
-  if (deeper.length > 0 && field !== "metadata") return `task.${field} has no fields of its own (only task.metadata.<key> goes deeper)`;
+  if (deeper.length > 0 && field !== "metadata")
+    return `task.${field} has no fields of its own (only task.metadata.<key> goes deeper)`;
   return null;
 }
 
-/** What one hook is shown. `projection` null: every field; `confidential`: content left out (HTTP handlers of a confidential team). */
+/**
+ * What one hook is shown. `projection` null: every field; `confidential`: content left out (HTTP handlers of a
+ * confidential team).
+ */
 export interface ContextView {
   projection: readonly string[] | null;
   confidential: boolean;
@@ -168,7 +200,10 @@ function pickPaths(source: Record<string, unknown>, paths: readonly string[][]):
     if (below.length === 0) continue;
     if (below.some((p) => p.length === 1)) define(out, key, value);
     else if (value !== null && typeof value === "object" && !Array.isArray(value)) {
-      const picked = pickPaths(value as Record<string, unknown>, below.map((p) => p.slice(1)));
+      const picked = pickPaths(
+        value as Record<string, unknown>,
+        below.map((p) => p.slice(1)),
+      );
       if (Object.keys(picked).length > 0) define(out, key, picked);
     }
   }

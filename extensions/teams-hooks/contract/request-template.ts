@@ -54,15 +54,26 @@ function classify(raw: string): Placeholder {
   if ((RUN_PLACEHOLDERS as readonly string[]).includes(name)) return { kind: "run", name: name as RunPlaceholder };
   if (name.startsWith(SECRET_PREFIX)) {
     const variable = name.slice(SECRET_PREFIX.length);
-    return ENV_NAME.test(variable) ? { kind: "secret", variable } : { kind: "unknown", problem: "needs an environment variable name after secret. (letters, digits, _; not starting with a digit)" };
+    return ENV_NAME.test(variable)
+      ? { kind: "secret", variable }
+      : {
+          kind: "unknown",
+          problem: "needs an environment variable name after secret. (letters, digits, _; not starting with a digit)",
+        };
   }
   const problem = projectionPathProblem(name);
   if (problem === null) return { kind: "field", path: name.split(".") };
-  return { kind: "unknown", problem: `${problem}; the other placeholders are ${RUN_PLACEHOLDERS.join(", ")} and secret.<VARIABLE>` };
+  return {
+    kind: "unknown",
+    problem: `${problem}; the other placeholders are ${RUN_PLACEHOLDERS.join(", ")} and secret.<VARIABLE>`,
+  };
 }
 
 /** Every placeholder of every string of `template`, with where it stands. */
-function* placeholders(template: unknown, at: Array<string | number> = []): Generator<{ path: Array<string | number>; raw: string; inKey: boolean }> {
+function* placeholders(
+  template: unknown,
+  at: Array<string | number> = [],
+): Generator<{ path: Array<string | number>; raw: string; inKey: boolean }> {
   if (typeof template === "string") {
     for (const match of template.matchAll(PLACEHOLDER)) yield { path: at, raw: match[1] ?? "", inKey: false };
   } else if (Array.isArray(template)) {
@@ -84,11 +95,18 @@ export function templateProblems(template: unknown, handler: string): TemplatePr
   for (const found of placeholders(template)) {
     const shown = `{{${found.raw}}}`;
     if (found.inKey) {
-      problems.push({ path: found.path, message: `handler ${JSON.stringify(handler)}: ${shown} is in a key; placeholders go in values only` });
+      problems.push({
+        path: found.path,
+        message: `handler ${JSON.stringify(handler)}: ${shown} is in a key; placeholders go in values only`,
+      });
       continue;
     }
     const placeholder = classify(found.raw);
-    if (placeholder.kind === "unknown") problems.push({ path: found.path, message: `handler ${JSON.stringify(handler)}: ${shown} ${placeholder.problem}` });
+    if (placeholder.kind === "unknown")
+      problems.push({
+        path: found.path,
+        message: `handler ${JSON.stringify(handler)}: ${shown} ${placeholder.problem}`,
+      });
   }
   return problems;
 }
@@ -130,7 +148,11 @@ export function renderTemplate(template: unknown, values: TemplateValues): Rende
     const placeholder = classify(raw);
     switch (placeholder.kind) {
       case "run":
-        return placeholder.name === "runId" ? values.runId : placeholder.name === "eventKey" ? values.eventKey : values.attempt;
+        return placeholder.name === "runId"
+          ? values.runId
+          : placeholder.name === "eventKey"
+            ? values.eventKey
+            : values.attempt;
       case "secret": {
         const value = values.env[placeholder.variable];
         // An empty value counts as unset, as for a secret header: an empty token authenticates nothing.

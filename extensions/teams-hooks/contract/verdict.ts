@@ -19,7 +19,12 @@
 import { z } from "zod";
 import { MAX_PATCH_DEPTH, isJsonObject, nestsDeeperThan, type JsonObject } from "./merge-patch.js";
 
-export const VERDICT_LIMITS = Object.freeze({ codeBytes: 64, reasonBytes: 1_024, messageBytes: 8_192, patchBytes: 16_384 });
+export const VERDICT_LIMITS = Object.freeze({
+  codeBytes: 64,
+  reasonBytes: 1_024,
+  messageBytes: 8_192,
+  patchBytes: 16_384,
+});
 
 const bytes = (s: string): number => Buffer.byteLength(s, "utf8");
 // Control characters (newline and tab included, and the C1 range U+0080–U+009F, which terminals read as
@@ -42,41 +47,53 @@ export type Decision = (typeof DECISIONS)[number];
 /** A decision value, matched without regard to case or surrounding blanks, stored lower case. */
 export const DecisionSchema = z.string().trim().toLowerCase().pipe(z.enum(DECISIONS));
 
-export const VerdictSchema = z.looseObject({
-  decision: DecisionSchema,
-  code: z
-    .string()
-    .regex(/^[a-z][a-z0-9_.-]*$/, "must start with a lower-case letter and hold only a-z, 0-9, _ . -")
-    .refine((s) => bytes(s) <= VERDICT_LIMITS.codeBytes, `must be at most ${VERDICT_LIMITS.codeBytes} bytes`)
-    .optional(),
-  reason: z
-    .string()
-    .refine((s) => s.trim() !== "", "must not be blank")
-    .refine((s) => bytes(s) <= VERDICT_LIMITS.reasonBytes, `must be at most ${VERDICT_LIMITS.reasonBytes} bytes`)
-    .refine((s) => !CONTROL.test(s), "must not contain control characters (one line, no tabs, nothing in U+0080–U+009F)")
-    .refine((s) => !s.includes(REPLACEMENT), "must be valid UTF-8 (it holds U+FFFD, what bytes that are not UTF-8 decode to)")
-    .optional(),
-  message: z
-    .string()
-    .refine((s) => bytes(s) <= VERDICT_LIMITS.messageBytes, `must be at most ${VERDICT_LIMITS.messageBytes} bytes`)
-    .optional(),
-  /** The merge patch of a `patch` verdict (ignored with any other decision). */
-  patch: z.unknown().optional(),
-}).superRefine((verdict, ctx) => {
-  if (verdict.decision !== "patch") return;
-  const problem = patchProblem(verdict.patch);
-  if (problem) ctx.addIssue({ code: "custom", path: ["patch"], message: problem });
-}).transform(({ patch, ...rest }): typeof rest & { patch?: JsonObject } =>
-  // Kept only on a patch verdict: with any other decision a `patch` means nothing, and is dropped.
-  rest.decision === "patch" && isJsonObject(patch) ? { ...rest, patch } : rest);
+export const VerdictSchema = z
+  .looseObject({
+    decision: DecisionSchema,
+    code: z
+      .string()
+      .regex(/^[a-z][a-z0-9_.-]*$/, "must start with a lower-case letter and hold only a-z, 0-9, _ . -")
+      .refine((s) => bytes(s) <= VERDICT_LIMITS.codeBytes, `must be at most ${VERDICT_LIMITS.codeBytes} bytes`)
+      .optional(),
+    reason: z
+      .string()
+      .refine((s) => s.trim() !== "", "must not be blank")
+      .refine((s) => bytes(s) <= VERDICT_LIMITS.reasonBytes, `must be at most ${VERDICT_LIMITS.reasonBytes} bytes`)
+      .refine(
+        (s) => !CONTROL.test(s),
+        "must not contain control characters (one line, no tabs, nothing in U+0080–U+009F)",
+      )
+      .refine(
+        (s) => !s.includes(REPLACEMENT),
+        "must be valid UTF-8 (it holds U+FFFD, what bytes that are not UTF-8 decode to)",
+      )
+      .optional(),
+    message: z
+      .string()
+      .refine((s) => bytes(s) <= VERDICT_LIMITS.messageBytes, `must be at most ${VERDICT_LIMITS.messageBytes} bytes`)
+      .optional(),
+    /** The merge patch of a `patch` verdict (ignored with any other decision). */
+    patch: z.unknown().optional(),
+  })
+  .superRefine((verdict, ctx) => {
+    if (verdict.decision !== "patch") return;
+    const problem = patchProblem(verdict.patch);
+    if (problem) ctx.addIssue({ code: "custom", path: ["patch"], message: problem });
+  })
+  .transform(({ patch, ...rest }): typeof rest & { patch?: JsonObject } =>
+    // Kept only on a patch verdict: with any other decision a `patch` means nothing, and is dropped.
+    rest.decision === "patch" && isJsonObject(patch) ? { ...rest, patch } : rest,
+  );
 export type Verdict = z.infer<typeof VerdictSchema>;
 
 /** What is wrong with the `patch` of a patch verdict, or null when it is a usable merge patch. */
 function patchProblem(patch: unknown): string | null {
   if (patch === undefined) return "a patch verdict needs a patch (a JSON object)";
-  if (!isJsonObject(patch)) return `must be a JSON object, got ${Array.isArray(patch) ? "an array" : patch === null ? "null" : typeof patch}`;
+  if (!isJsonObject(patch))
+    return `must be a JSON object, got ${Array.isArray(patch) ? "an array" : patch === null ? "null" : typeof patch}`;
   if (nestsDeeperThan(patch, MAX_PATCH_DEPTH)) return `must nest at most ${MAX_PATCH_DEPTH} levels`;
-  if (bytes(JSON.stringify(patch)) > VERDICT_LIMITS.patchBytes) return `must be at most ${VERDICT_LIMITS.patchBytes} bytes as JSON`;
+  if (bytes(JSON.stringify(patch)) > VERDICT_LIMITS.patchBytes)
+    return `must be at most ${VERDICT_LIMITS.patchBytes} bytes as JSON`;
   return null;
 }
 
@@ -112,7 +129,7 @@ export function readVerdict(input: { fileText: string | null; stdout: string | L
   if (line.bytes > VERDICT_LINE_MAX_BYTES) {
     if (line.first !== "{" && !line.mentionsDecision) return { kind: "none" };
     const problem =
-      `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict line may have)`;
+      `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict ` + `line may have)`;
     return { kind: "invalid", source: "stdout", problem };
   }
   const last = line.text.trim();
@@ -226,7 +243,12 @@ function parseObject(text: string): Parsed {
     return { ok: false, problem: `not JSON (${error instanceof Error ? error.message : String(error)})` };
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return { ok: false, problem: `expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}` };
+    return {
+      ok: false,
+      problem:
+        `expected a JSON object, got ` +
+        `${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`,
+    };
   }
   return { ok: true, value: value as Record<string, unknown> };
 }
@@ -235,10 +257,17 @@ function check(parsed: Parsed, source: VerdictSource): VerdictRead {
   if (!parsed.ok) return { kind: "invalid", source, problem: parsed.problem };
   const result = VerdictSchema.safeParse(parsed.value);
   if (result.success) return { kind: "verdict", source, verdict: result.data };
-  const problems = result.error.issues.map((issue) => `${issue.path.map(String).join(".") || "verdict"}: ${issue.message}`);
+  const problems = result.error.issues.map(
+    (issue) => `${issue.path.map(String).join(".") || "verdict"}: ${issue.message}`,
+  );
   const decision = parsed.value.decision;
   if (!DecisionSchema.safeParse(decision).success) {
-    return { kind: "invalid", source, problem: `decision: ${JSON.stringify(decision)} is not one of ${DECISIONS.join(", ")}`, unsupportedDecision: true };
+    return {
+      kind: "invalid",
+      source,
+      problem: `decision: ${JSON.stringify(decision)} is not one of ${DECISIONS.join(", ")}`,
+      unsupportedDecision: true,
+    };
   }
   return { kind: "invalid", source, problem: problems.join("; ") };
 }
@@ -265,7 +294,10 @@ export const DEFERRAL_NOT_SUPPORTED = "deferral_not_supported";
  * where the event cannot be held (`canDefer` false: `idle`, `task_started`), where a defer is a denial with the code
  * `deferral_not_supported` and the hook's reason kept.
  */
-export function verdictOutcome(verdict: Verdict, canDefer: boolean): { outcome: "passed" | "failed" | "deferred"; verdict: Verdict } {
+export function verdictOutcome(
+  verdict: Verdict,
+  canDefer: boolean,
+): { outcome: "passed" | "failed" | "deferred"; verdict: Verdict } {
   switch (verdict.decision) {
     case "allow":
     case "patch":
@@ -276,7 +308,12 @@ export function verdictOutcome(verdict: Verdict, canDefer: boolean): { outcome: 
       if (canDefer) return { outcome: "deferred", verdict };
       return {
         outcome: "failed",
-        verdict: { ...verdict, decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason: capReason(`this event cannot be deferred${verdict.reason ? `: ${verdict.reason}` : ""}`) },
+        verdict: {
+          ...verdict,
+          decision: "deny",
+          code: DEFERRAL_NOT_SUPPORTED,
+          reason: capReason(`this event cannot be deferred${verdict.reason ? `: ${verdict.reason}` : ""}`),
+        },
       };
   }
 }

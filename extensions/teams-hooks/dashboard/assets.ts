@@ -24,7 +24,11 @@ export function loadAssets(dir: URL = new URL("./assets/", import.meta.url)): As
   return assets;
 }
 
-export function assetAnswer(assets: Assets, name: string, ifNoneMatch: string | undefined): { status: number; body: string | Buffer; contentType: string; headers: Record<string, string> } {
+export function assetAnswer(
+  assets: Assets,
+  name: string,
+  ifNoneMatch: string | undefined,
+): { status: number; body: string | Buffer; contentType: string; headers: Record<string, string> } {
   const asset = assets.get(name);
   if (!asset) return { status: 404, body: "no such asset\n", contentType: "text/plain; charset=utf-8", headers: {} };
   const headers = { ETag: asset.etag, "Cache-Control": "no-cache" };

@@ -85,7 +85,10 @@ function queues(table: string, local: string, remote: string): { tx: number; rx:
   if (at < 0) return null;
   // `  sl  local_address rem_address   st tx_queue:rx_queue …`
   const end = table.indexOf("\n", at);
-  const fields = table.slice(at, end < 0 ? undefined : end).trim().split(/\s+/);
+  const fields = table
+    .slice(at, end < 0 ? undefined : end)
+    .trim()
+    .split(/\s+/);
   const [tx, rx] = (fields[3] ?? "").split(":").map((hex) => Number.parseInt(hex, 16));
   return tx === undefined || rx === undefined || Number.isNaN(tx) || Number.isNaN(rx) ? null : { tx, rx };
 }

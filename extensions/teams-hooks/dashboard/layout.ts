@@ -22,7 +22,8 @@ export function page(input: PageInput): string {
   const link = (section: Section, href: string, label: string): Html =>
     html`<a href="${href}"${input.section === section ? html` aria-current="page"` : ""}>${label}</a>`;
   const live = input.live ? html` data-live="${input.live.kind}" data-live-query="${input.live.query}"` : "";
-  return `<!doctype html>\n${html`<html lang="en">
+  return `<!doctype html>\n${
+    html`<html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -44,7 +45,8 @@ ${input.body}
 <footer class="foot"><p>Read-only view of the teams' hook logs. Times are UTC until the page's script shows them in your time zone.</p></footer>
 </body>
 </html>
-`.text}`;
+`.text
+  }`;
 }
 
 /** A time as UTC text that app.js rewrites in the viewer's zone; the ISO form stays in `datetime`. */
@@ -66,7 +68,9 @@ export function outcomeBadge(word: string): Html {
   return html`<span class="badge badge-${outcomeKind(word)}">${word}</span>`;
 }
 
-/** How an outcome word is coloured: `badge-ok`, `badge-note` (a pass that let an error through is one) or `badge-bad`. */
+/**
+ * How an outcome word is coloured: `badge-ok`, `badge-note` (a pass that let an error through is one) or `badge-bad`.
+ */
 export function outcomeKind(word: string): "ok" | "note" | "bad" {
   if (/^(passed|allowed)$/.test(word)) return "ok";
   return /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") || word === NON_BLOCKING_WORD ? "note" : "bad";

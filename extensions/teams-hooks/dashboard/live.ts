@@ -148,7 +148,12 @@ export class LiveHub {
     // The viewer left while the teams were listed: its "close" has fired and will not again, so a stream
     // opened now would never end (a follower rescanning, a keep-alive timer holding a stopping server).
     if (res.destroyed || res.writableEnded) return true;
-    res.writeHead(200, { ...input.headers, "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-store", "X-Accel-Buffering": "no" });
+    res.writeHead(200, {
+      ...input.headers,
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+      "X-Accel-Buffering": "no",
+    });
     const stream: Stream = {
       filter: input.filter,
       res,
@@ -179,7 +184,11 @@ export class LiveHub {
   async #catchUp(stream: Stream, teams: readonly TeamRef[], after: Cursor): Promise<void> {
     const rows: RunRow[] = [];
     for (const team of teams) {
-      const { rows: found } = await queryLogs(team.dir, { filter: { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) }, limit: CATCH_UP_RUNS, onProblem: () => undefined });
+      const { rows: found } = await queryLogs(team.dir, {
+        filter: { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) },
+        limit: CATCH_UP_RUNS,
+        onProblem: () => undefined,
+      });
       for (const row of found) {
         const r: RunRow = { team: team.name, timeMs: timeOfRow(row), row };
         if (newerCursorFirst(cursorOf(r), after) < 0) rows.push(r);
@@ -188,7 +197,6 @@ export class LiveHub {
     rows.sort((a, b) => newerCursorFirst(cursorOf(b), cursorOf(a))); // oldest first: the page puts each on top
     for (const r of rows.slice(-CATCH_UP_RUNS)) send(stream, runMessage(r));
   }
-
 
   #join(team: TeamRef, stream: Stream): () => void {
     let follower = this.#followers.get(team.dir);
@@ -215,7 +223,9 @@ export class LiveHub {
     const streams = new Set<Stream>();
     const onRow = (row: LogRow): void => {
       let message: string | null = null;
-      for (const s of streams) if (recordMatches(row.record, s.filter)) send(s, (message ??= runMessage({ team: team.name, timeMs: timeOfRow(row), row })));
+      for (const s of streams)
+        if (recordMatches(row.record, s.filter))
+          send(s, (message ??= runMessage({ team: team.name, timeMs: timeOfRow(row), row })));
     };
     // A folder that is not there yet is waited for, not reported: most teams start without logs.
     const onWarning = (m: string): void => {
@@ -230,7 +240,16 @@ export class LiveHub {
         if (seen === null) await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, RESCAN_MS))]);
       }
       if (ended || seen === null) return;
-      await followLogs(team.dir, { filter: {}, seen, onRow, onProblem: () => undefined, onWarning, stop: stopped, rescanMs: RESCAN_MS, createDir: false });
+      await followLogs(team.dir, {
+        filter: {},
+        seen,
+        onRow,
+        onProblem: () => undefined,
+        onWarning,
+        stop: stopped,
+        rescanMs: RESCAN_MS,
+        createDir: false,
+      });
     })().catch((error: unknown) => this.#warn(`live updates of team ${team.name} stopped: ${describeError(error)}`));
     return { streams, stop, done };
   }

@@ -125,7 +125,12 @@ export class SampleCache {
       present.add(name);
       return !samples.has(name);
     };
-    await streamLogs(teamDir, { filter: { sinceMs }, names: lacking, onProblem: () => void (unreadable += 1) }, (row) => [row.name, sampleOf(row.record)] as const, ([name, sample]) => samples.set(name, sample));
+    await streamLogs(
+      teamDir,
+      { filter: { sinceMs }, names: lacking, onProblem: () => void (unreadable += 1) },
+      (row) => [row.name, sampleOf(row.record)] as const,
+      ([name, sample]) => samples.set(name, sample),
+    );
     for (const name of samples.keys()) if (!present.has(name)) samples.delete(name);
     for (const [name, sample] of samples) if (sample.timeMs < sinceMs) samples.delete(name);
     return unreadable;
@@ -148,7 +153,10 @@ function sampleOf(record: HookLogRecord): Sample {
   };
 }
 
-export async function teamOverview(team: TeamRef, opts: { nowMs: number; env: Readonly<Record<string, string | undefined>>; cache: SampleCache }): Promise<TeamOverview> {
+export async function teamOverview(
+  team: TeamRef,
+  opts: { nowMs: number; env: Readonly<Record<string, string | undefined>>; cache: SampleCache },
+): Promise<TeamOverview> {
   const problems: string[] = [];
   let unreadable = 0;
   let samples: Sample[] = [];
@@ -236,7 +244,11 @@ export function summarise(samples: readonly Sample[], nowMs: number): GateSummar
   return [...groups.values()]
     .map(({ durations, ...g }) => {
       const sorted = durations.sort((a, b) => a - b);
-      return { ...g, p50Ms: sorted.length ? percentile(sorted, 0.5) : null, p95Ms: sorted.length ? percentile(sorted, 0.95) : null };
+      return {
+        ...g,
+        p50Ms: sorted.length ? percentile(sorted, 0.5) : null,
+        p95Ms: sorted.length ? percentile(sorted, 0.95) : null,
+      };
     })
     .sort((a, b) => (a.hook === b.hook ? (a.event < b.event ? -1 : 1) : a.hook < b.hook ? -1 : 1));
 }
@@ -258,16 +270,28 @@ function bouncing(samples: readonly Sample[], nowMs: number): TeamOverview["memb
 }
 
 /** Gates whose events are held until the lead approves them (`pi-teams-hooks trust`), as `config` sees them. */
-async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string | undefined>>): Promise<UntrustedGate[]> {
+async function untrustedGates(
+  team: TeamRef,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<UntrustedGate[]> {
   const setup = await resolveTeamSetup({ teamDir: team.dir, env, processCwd: team.dir });
   const view = await inspectConfig(setup);
   const out: UntrustedGate[] = [];
-  for (const [event, ev] of Object.entries(view.events) as Array<[HookEventName, (typeof view.events)[HookEventName]]>) {
+  for (const [event, ev] of Object.entries(view.events) as Array<
+    [HookEventName, (typeof view.events)[HookEventName]]
+  >) {
     for (const gate of ev.gates) {
-      if (gate.trust === "changed" || gate.trust === "new") out.push({ gate: gate.gate, event, state: gate.trust === "new" ? "new, not yet approved" : "changed since it was approved", detail: gate.trustDetail });
+      if (gate.trust === "changed" || gate.trust === "new")
+        out.push({
+          gate: gate.gate,
+          event,
+          state: gate.trust === "new" ? "new, not yet approved" : "changed since it was approved",
+          detail: gate.trustDetail,
+        });
       else if (gate.insecure) out.push({ gate: gate.gate, event, state: "refused as insecure", detail: gate.insecure });
     }
-    for (const gate of ev.missing) out.push({ gate: gate.gate, event, state: "approved but no longer runs", detail: gate.trustDetail });
+    for (const gate of ev.missing)
+      out.push({ gate: gate.gate, event, state: "approved but no longer runs", detail: gate.trustDetail });
   }
   return out;
 }
@@ -277,10 +301,21 @@ async function untrustedGates(team: TeamRef, env: Readonly<Record<string, string
 
 export function overviewBody(teams: readonly TeamOverview[], nowMs: number): Html {
   const attention = teams.flatMap((t) => [
-    ...t.held.map((h) => html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: <a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a> (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`}${h.reason ? html`: ${h.reason}` : ""}</li>`),
-    ...t.waiting.map((w) => html`<li class="attn attn-held"><strong>${w.cause === "approval" ? "Waiting for approval" : "Held (our fault)"}</strong> ${t.team.name}: ${w.log ? html`<a href="${runHref(t.team.name, path.basename(w.log))}">${w.hook ?? "?"}</a>` : w.hook ?? "?"} (${w.event}${w.taskId ? `, task #${w.taskId}` : ""}) held since ${timeOf(w.since)}, not failed: ${w.reason}</li>`),
-    ...t.untrusted.map((u) => html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events are held until the lead approves it with <code>pi-teams-hooks trust</code></li>`),
-    ...t.problems.map((p) => html`<li class="attn attn-problem"><strong>Cannot read</strong> ${t.team.name}: ${p}</li>`),
+    ...t.held.map(
+      (h) =>
+        html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: <a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a> (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`}${h.reason ? html`: ${h.reason}` : ""}</li>`,
+    ),
+    ...t.waiting.map(
+      (w) =>
+        html`<li class="attn attn-held"><strong>${w.cause === "approval" ? "Waiting for approval" : "Held (our fault)"}</strong> ${t.team.name}: ${w.log ? html`<a href="${runHref(t.team.name, path.basename(w.log))}">${w.hook ?? "?"}</a>` : (w.hook ?? "?")} (${w.event}${w.taskId ? `, task #${w.taskId}` : ""}) held since ${timeOf(w.since)}, not failed: ${w.reason}</li>`,
+    ),
+    ...t.untrusted.map(
+      (u) =>
+        html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events are held until the lead approves it with <code>pi-teams-hooks trust</code></li>`,
+    ),
+    ...t.problems.map(
+      (p) => html`<li class="attn attn-problem"><strong>Cannot read</strong> ${t.team.name}: ${p}</li>`,
+    ),
   ]);
   return html`<h1>Overview</h1>
 <section aria-labelledby="attention-h" class="attention">
@@ -296,11 +331,15 @@ function teamSection(t: TeamOverview, nowMs: number): Html {
   return html`<section class="team" aria-labelledby="${id}">
 <h2 id="${id}"><a href="/runs${queryString({ team: t.team.name })}">${t.team.name}</a></h2>
 ${leaderLine(t.leader)}
-${t.gates.length === 0 ? html`<p class="quiet">No gate ran in the last ${CHART_DAYS} days.</p>` : html`<div class="table-wrap"><table class="gates">
+${
+  t.gates.length === 0
+    ? html`<p class="quiet">No gate ran in the last ${CHART_DAYS} days.</p>`
+    : html`<div class="table-wrap"><table class="gates">
 <caption>Gates of ${t.team.name}: the last 24 hours and ${CHART_DAYS} days</caption>
 <thead><tr><th scope="col">Gate</th><th scope="col">Event</th><th scope="col" class="num">Runs 24 h</th><th scope="col" class="num">Pass 24 h</th><th scope="col" class="num">Runs ${CHART_DAYS} d</th><th scope="col" class="num">Pass ${CHART_DAYS} d</th><th scope="col" class="num">Median</th><th scope="col" class="num">p95</th><th scope="col">Per day</th></tr></thead>
 <tbody>${rows}</tbody>
-</table></div>`}
+</table></div>`
+}
 ${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed,timed_out,error" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
 ${t.handRuns > 0 ? handNote(t.team.name, t.handRuns) : ""}
 ${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
@@ -345,7 +384,13 @@ function dayChart(daily: readonly Tally[], nowMs: number): Html {
   const top = Math.max(1, ...daily.map((d) => d.runs));
   const height = 28;
   const bar = 9;
-  const label = daily.map((d, i) => `${dayName(nowMs, daily.length - 1 - i)}: ${d.passed} passed, ${d.failed} failed${d.deferred ? `, ${d.deferred} deferred` : ""}`).join("; ");
+  const label = daily
+    .map(
+      (d, i) =>
+        `${dayName(nowMs, daily.length - 1 - i)}: ${d.passed} passed, ${d.failed} ` +
+        `failed${d.deferred ? `, ${d.deferred} deferred` : ""}`,
+    )
+    .join("; ");
   const bars = daily.map((d, i) => {
     const x = i * (bar + 3);
     const scale = (n: number): number => (n / top) * height;

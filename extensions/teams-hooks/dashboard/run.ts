@@ -15,12 +15,17 @@ import { runHref } from "./overview.js";
 import { type RunRow, runRowHtml, RUN_COLUMNS, taskRuns, timeOfRow } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
-export type RunLookup = { kind: "found"; row: LogRow; others: RunRow[] } | { kind: "none" } | { kind: "ambiguous"; rows: RunRow[] } | { kind: "unreadable"; message: string };
+export type RunLookup =
+  | { kind: "found"; row: LogRow; others: RunRow[] }
+  | { kind: "none" }
+  | { kind: "ambiguous"; rows: RunRow[] }
+  | { kind: "unreadable"; message: string };
 
 export async function findRun(team: TeamRef, id: string): Promise<RunLookup> {
   const picked = await pickRun(team.dir, id, () => undefined);
   if (picked.kind === "none") return { kind: "none" };
-  if (picked.kind === "ambiguous") return { kind: "ambiguous", rows: picked.rows.map((row) => ({ team: team.name, timeMs: timeOfRow(row), row })) };
+  if (picked.kind === "ambiguous")
+    return { kind: "ambiguous", rows: picked.rows.map((row) => ({ team: team.name, timeMs: timeOfRow(row), row })) };
   const read = await readHookLog(picked.entry.file);
   if (!read.ok) return { kind: "unreadable", message: read.problem.message };
   const row: LogRow = { file: picked.entry.file, name: picked.entry.name, record: read.record };
@@ -52,9 +57,13 @@ ${fact("Duration", durationText(result.durationMs))}
 ${fact("Exit", result.exitCode === null ? (result.signal ? `signal ${result.signal}` : "none") : `code ${result.exitCode}${result.signal ? `, signal ${result.signal}` : ""}`)}
 ${fact("Policy", record.policy ? (actions.length > 0 ? actions.join(", ") : "applied, nothing to do") : "not applied (reported only)")}
 </dl>
-${verdict ? html`<section aria-labelledby="verdict-h"><h2 id="verdict-h">Verdict</h2><dl class="facts">
+${
+  verdict
+    ? html`<section aria-labelledby="verdict-h"><h2 id="verdict-h">Verdict</h2><dl class="facts">
 ${fact("Decision", verdict.decision)}${verdict.code ? fact("Code", verdict.code) : ""}${verdict.reason ? fact("Reason", verdict.reason) : ""}${verdict.message ? fact("Message", verdict.message) : ""}${fact("From", verdict.source)}
-</dl>${verdict.patch ? html`<pre class="output">${JSON.stringify(verdict.patch, null, 2)}</pre>` : ""}</section>` : ""}
+</dl>${verdict.patch ? html`<pre class="output">${JSON.stringify(verdict.patch, null, 2)}</pre>` : ""}</section>`
+    : ""
+}
 <section aria-labelledby="show-h"><h2 id="show-h">The log (as <code>pi-teams-hooks logs show</code> prints it)</h2>
 <pre class="output" id="log-show">${formatShow(row)}</pre>
 </section>
@@ -68,4 +77,3 @@ function runsTable(rows: readonly RunRow[], caption: string): Html {
 <thead><tr>${RUN_COLUMNS.map((c) => html`<th scope="col">${c}</th>`)}</tr></thead>
 <tbody>${rows.map(runRowHtml)}</tbody></table></div>`;
 }
-

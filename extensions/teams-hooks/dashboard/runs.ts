@@ -95,12 +95,27 @@ export function timeOfRow(row: LogRow): number {
 }
 
 /** The page: at most `PAGE_SIZE` rows older than the cursor, and whether older ones remain. */
-export async function findRuns(teams: readonly TeamRef[], filter: LogFilter, before: Cursor | null, onProblem: () => void): Promise<{ rows: RunRow[]; more: boolean }> {
+export async function findRuns(
+  teams: readonly TeamRef[],
+  filter: LogFilter,
+  before: Cursor | null,
+  onProblem: () => void,
+): Promise<{ rows: RunRow[]; more: boolean }> {
   const found: RunRow[] = [];
   for (const team of teams) {
     // The cursor in this team's terms: the same time and a team later in the order keeps all of that millisecond.
-    const bound = before === null ? undefined : { timeMs: before.timeMs, name: team.name === before.team ? before.name : team.name < before.team ? "\uffff" : "" };
-    const result = await queryLogs(team.dir, { filter, limit: PAGE_SIZE + 1, onProblem, ...(bound ? { before: bound } : {}) }, (row) => ({ team: team.name, timeMs: timeOfRow(row), row }));
+    const bound =
+      before === null
+        ? undefined
+        : {
+            timeMs: before.timeMs,
+            name: team.name === before.team ? before.name : team.name < before.team ? "\uffff" : "",
+          };
+    const result = await queryLogs(
+      team.dir,
+      { filter, limit: PAGE_SIZE + 1, onProblem, ...(bound ? { before: bound } : {}) },
+      (row) => ({ team: team.name, timeMs: timeOfRow(row), row }),
+    );
     found.push(...result.rows);
   }
   found.sort(newerFirst);
@@ -110,14 +125,30 @@ export async function findRuns(teams: readonly TeamRef[], filter: LogFilter, bef
 /** Every run of one task in a team, newest first (the run page's links). */
 export async function taskRuns(team: TeamRef, taskId: string): Promise<RunRow[]> {
   const rows: RunRow[] = [];
-  await streamLogs(team.dir, { filter: { taskId }, limit: PAGE_SIZE, onProblem: () => undefined }, (row) => ({ team: team.name, timeMs: timeOfRow(row), row }), (r) => rows.push(r));
+  await streamLogs(
+    team.dir,
+    { filter: { taskId }, limit: PAGE_SIZE, onProblem: () => undefined },
+    (row) => ({ team: team.name, timeMs: timeOfRow(row), row }),
+    (r) => rows.push(r),
+  );
   return rows.sort(newerFirst);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The page
 
-export const RUN_COLUMNS = ["Time", "Team", "Event", "Task", "Member", "Hook", "Outcome", "Duration", "Action", "First stderr line"] as const;
+export const RUN_COLUMNS = [
+  "Time",
+  "Team",
+  "Event",
+  "Task",
+  "Member",
+  "Hook",
+  "Outcome",
+  "Duration",
+  "Action",
+  "First stderr line",
+] as const;
 
 /**
  * One row of the table as plain data: what the live feed sends, and what the page's script builds
@@ -182,13 +213,14 @@ export function runRowData(r: RunRow): RunRowData {
   };
 }
 
-/** One row, as the page prints it (app.js builds the same from `runRowData` for the live feed); a run by hand is marked in its action. */
+/**
+ * One row, as the page prints it (app.js builds the same from `runRowData` for the live feed); a run by hand is marked
+ * in its action.
+ */
 export function runRowHtml(r: RunRow): Html {
   const d = runRowData(r);
   const time =
-    d.time === null
-      ? html`<span>${d.timeText}</span>`
-      : html`<time datetime="${d.time}">${d.timeText}</time>`;
+    d.time === null ? html`<span>${d.timeText}</span>` : html`<time datetime="${d.time}">${d.timeText}</time>`;
   return html`<tr data-team="${d.team}" data-name="${d.name}" data-cursor="${d.cursor}">
 <td><a href="${d.href}" aria-label="${d.label}">${time}</a></td>
 <td>${d.team}</td><td>${d.event}</td><td>${d.task}</td><td>${d.member}</td><td>${d.hook}</td>
@@ -196,7 +228,14 @@ export function runRowHtml(r: RunRow): Html {
 <td class="num">${d.duration}</td><td>${d.hand ? html`<span class="badge badge-note">by hand</span> ` : ""}${d.actions}</td><td class="stderr">${d.stderr}</td></tr>`;
 }
 
-export function runsBody(input: { teams: readonly TeamRef[]; query: RunsQuery; rows: readonly RunRow[]; more: boolean; problems: readonly string[]; unreadable: number }): Html {
+export function runsBody(input: {
+  teams: readonly TeamRef[];
+  query: RunsQuery;
+  rows: readonly RunRow[];
+  more: boolean;
+  problems: readonly string[];
+  unreadable: number;
+}): Html {
   const { query } = input;
   const params = { team: query.team, ...query.fields };
   const last = input.rows.at(-1);
@@ -216,7 +255,10 @@ ${input.unreadable > 0 ? html`<p class="warn">${input.unreadable} log file(s) co
 }
 
 function describe(query: RunsQuery): string {
-  const parts = [...(query.team ? [`team ${query.team}`] : []), ...FILTER_FIELDS.flatMap((f) => (query.fields[f] ? [`${f} ${query.fields[f]}`] : []))];
+  const parts = [
+    ...(query.team ? [`team ${query.team}`] : []),
+    ...FILTER_FIELDS.flatMap((f) => (query.fields[f] ? [`${f} ${query.fields[f]}`] : [])),
+  ];
   return parts.length > 0 ? ` (${parts.join(", ")})` : "";
 }
 
@@ -227,7 +269,12 @@ function filterForm(teams: readonly TeamRef[], query: RunsQuery): Html {
   const input = (name: keyof FilterText, label: string, hint: string): Html =>
     html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${f[name] ?? ""}" placeholder="${hint}" autocomplete="off"></div>`;
   return html`<form class="filters" method="get" action="/runs" aria-label="Filter runs">
-${select("team", "Team", teams.map((t) => t.name), query.team)}
+${select(
+  "team",
+  "Team",
+  teams.map((t) => t.name),
+  query.team,
+)}
 ${select("event", "Event", HOOK_EVENTS, f.event)}
 ${select("outcome", "Outcome", LOG_OUTCOMES, f.outcome)}
 ${input("member", "Member", "alice")}

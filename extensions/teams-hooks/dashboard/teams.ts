@@ -16,7 +16,10 @@ export interface TeamRef {
 /** The teams under `teamsRoot` in name order; `allowed` (a key's teams) narrows them, null keeps all. */
 export async function listTeams(teamsRoot: string, allowed: readonly string[] | null): Promise<TeamRef[]> {
   const names = (await readdir(teamsRoot, { withFileTypes: true }))
-    .filter((d) => (d.isDirectory() || d.isSymbolicLink()) && isTeamName(d.name) && (allowed === null || allowed.includes(d.name)))
+    .filter(
+      (d) =>
+        (d.isDirectory() || d.isSymbolicLink()) && isTeamName(d.name) && (allowed === null || allowed.includes(d.name)),
+    )
     .map((d) => d.name)
     .sort();
   const teams: TeamRef[] = [];
@@ -28,7 +31,11 @@ export async function listTeams(teamsRoot: string, allowed: readonly string[] | 
 }
 
 /** The team `name` if it is one of `listTeams`; null otherwise (never a path outside the root). */
-export async function findTeam(teamsRoot: string, name: string, allowed: readonly string[] | null): Promise<TeamRef | null> {
+export async function findTeam(
+  teamsRoot: string,
+  name: string,
+  allowed: readonly string[] | null,
+): Promise<TeamRef | null> {
   if (!isTeamName(name) || (allowed !== null && !allowed.includes(name))) return null;
   const dir = path.join(teamsRoot, name);
   return (await isFile(configFile(dir))) ? { name, dir } : null;

@@ -24,7 +24,9 @@ import { findRuns, parseCursor, runsBody, runsFilter, runsQuery } from "./runs.j
 import { type TeamRef, findTeam, listTeams } from "./teams.js";
 import { type Assets, assetAnswer } from "./assets.js";
 
-export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; " +
+  "base-uri 'none'; frame-ancestors 'none'";
 
 /** Headers on every dashboard answer, also a refusal's. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -71,18 +73,33 @@ export interface Viewer {
 }
 
 /** Answers one dashboard request for `viewer`. */
-export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<void> {
+export async function dashboardRequest(
+  ctx: DashboardContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  viewer: Viewer,
+): Promise<void> {
   const allowed = viewer.teams;
   const url = new URL(req.url ?? "/", "http://dashboard.invalid");
   let answer: WebAnswer | null;
   try {
     if (req.method !== "GET" && req.method !== "HEAD") {
-      answer = { ...errorPage(405, "Not allowed", html`The dashboard is read-only: ${req.method ?? "this method"} is not allowed (GET and HEAD are).`), headers: { Allow: "GET, HEAD" } };
+      answer = {
+        ...errorPage(
+          405,
+          "Not allowed",
+          html`The dashboard is read-only: ${req.method ?? "this method"} is not allowed (GET and HEAD are).`,
+        ),
+        headers: { Allow: "GET, HEAD" },
+      };
     } else {
       answer = await route(ctx, url, req, res, viewer);
     }
   } catch (error) {
-    ctx.warn(`dashboard ${url.pathname.slice(0, 200)}: ${error instanceof Error ? (error.stack ?? error.message) : describeError(error)}`);
+    ctx.warn(
+      `dashboard ${url.pathname.slice(0, 200)}: ` +
+        `${error instanceof Error ? (error.stack ?? error.message) : describeError(error)}`,
+    );
     answer = errorPage(500, "Something went wrong", html`This page could not be made; the server's output says why.`);
   }
   if (answer === null || res.headersSent) return; // a stream answered it
@@ -97,7 +114,10 @@ export async function dashboardRequest(ctx: DashboardContext, req: IncomingMessa
   res.end(req.method === "HEAD" || answer.status === 304 ? undefined : body);
 }
 
-/** Pages that read log files, made at once: a viewer (or a loop) asking for many waits its turn instead of filling the disk queue. */
+/**
+ * Pages that read log files, made at once: a viewer (or a loop) asking for many waits its turn instead of filling the
+ * disk queue.
+ */
 const READING_AT_ONCE = 4;
 
 /** The turns of one server's log-reading pages (`READING_AT_ONCE` at a time). */
@@ -117,20 +137,36 @@ export class Turns {
   }
 }
 
-async function route(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<WebAnswer | null> {
+async function route(
+  ctx: DashboardContext,
+  url: URL,
+  req: IncomingMessage,
+  res: ServerResponse,
+  viewer: Viewer,
+): Promise<WebAnswer | null> {
   const path = url.pathname;
   const allowed = viewer.teams;
-  if (path.startsWith("/assets/")) return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
+  if (path.startsWith("/assets/"))
+    return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
   if (path === "/events") return events(ctx, url, req, res, viewer);
   return ctx.turns.run(() => readingPage(ctx, url, path, allowed));
 }
 
-async function readingPage(ctx: DashboardContext, url: URL, path: string, allowed: readonly string[] | null): Promise<WebAnswer> {
+async function readingPage(
+  ctx: DashboardContext,
+  url: URL,
+  path: string,
+  allowed: readonly string[] | null,
+): Promise<WebAnswer> {
   if (path === "/" || path === "/index.html") return overview(ctx, allowed);
   if (path === "/runs" || path === "/runs/") return runs(ctx, url, allowed);
   const run = /^\/runs\/([^/]+)\/([^/]+)\/?$/.exec(path);
   if (run) return runPage(ctx, pathSegment(run[1]), pathSegment(run[2]), allowed);
-  return errorPage(404, "Not found", html`There is no page at ${path.slice(0, 200)}. <a href="/">The overview</a> lists every team.`);
+  return errorPage(
+    404,
+    "Not found",
+    html`There is no page at ${path.slice(0, 200)}. <a href="/">The overview</a> lists every team.`,
+  );
 }
 
 async function overview(ctx: DashboardContext, allowed: readonly string[] | null): Promise<WebAnswer> {
@@ -138,7 +174,15 @@ async function overview(ctx: DashboardContext, allowed: readonly string[] | null
   const teams = await listTeams(ctx.teamsRoot, allowed);
   const overviews = [];
   for (const team of teams) overviews.push(await teamOverview(team, { nowMs, env: ctx.env, cache: ctx.overviews }));
-  return { status: 200, body: page({ title: "Overview", section: "overview", body: overviewBody(overviews, nowMs), live: { kind: "overview", query: "" } }) };
+  return {
+    status: 200,
+    body: page({
+      title: "Overview",
+      section: "overview",
+      body: overviewBody(overviews, nowMs),
+      live: { kind: "overview", query: "" },
+    }),
+  };
 }
 
 async function runs(ctx: DashboardContext, url: URL, allowed: readonly string[] | null): Promise<WebAnswer> {
@@ -146,18 +190,31 @@ async function runs(ctx: DashboardContext, url: URL, allowed: readonly string[] 
   const all = await listTeams(ctx.teamsRoot, allowed);
   const teams = query.team === undefined ? all : all.filter((t) => t.name === query.team);
   const { filter, problems } = runsFilter(query, ctx.now().getTime());
-  if (query.team !== undefined && teams.length === 0) problems.push(`team: there is no team "${query.team}" you may see`);
+  if (query.team !== undefined && teams.length === 0)
+    problems.push(`team: there is no team "${query.team}" you may see`);
   let unreadable = 0;
-  const found = problems.length > 0 ? { rows: [], more: false } : await findRuns(teams, filter, query.before, () => void (unreadable += 1));
+  const found =
+    problems.length > 0
+      ? { rows: [], more: false }
+      : await findRuns(teams, filter, query.before, () => void (unreadable += 1));
   const liveQuery = url.searchParams;
   liveQuery.delete("before");
   const body = runsBody({ teams: all, query, rows: found.rows, more: found.more, problems, unreadable });
   // Live rows are added only to the newest page.
-  const live = query.before === null && problems.length === 0 ? { kind: "runs" as const, query: liveQuery.toString() } : undefined;
-  return { status: problems.length > 0 ? 400 : 200, body: page({ title: "Runs", section: "runs", body, ...(live ? { live } : {}) }) };
+  const live =
+    query.before === null && problems.length === 0 ? { kind: "runs" as const, query: liveQuery.toString() } : undefined;
+  return {
+    status: problems.length > 0 ? 400 : 200,
+    body: page({ title: "Runs", section: "runs", body, ...(live ? { live } : {}) }),
+  };
 }
 
-async function runPage(ctx: DashboardContext, teamName: string, id: string, allowed: readonly string[] | null): Promise<WebAnswer> {
+async function runPage(
+  ctx: DashboardContext,
+  teamName: string,
+  id: string,
+  allowed: readonly string[] | null,
+): Promise<WebAnswer> {
   const team = await findTeam(ctx.teamsRoot, teamName, allowed);
   if (team === null) return errorPage(404, "No such team", html`There is no team ${teamName} you may see.`);
   const found = await findRun(team, id);
@@ -167,17 +224,30 @@ async function runPage(ctx: DashboardContext, teamName: string, id: string, allo
   return { status: 200, body: page({ title, section: null, body: runBody(team, found) }) };
 }
 
-async function events(ctx: DashboardContext, url: URL, req: IncomingMessage, res: ServerResponse, viewer: Viewer): Promise<WebAnswer | null> {
+async function events(
+  ctx: DashboardContext,
+  url: URL,
+  req: IncomingMessage,
+  res: ServerResponse,
+  viewer: Viewer,
+): Promise<WebAnswer | null> {
   const stream = { status: 200, body: "", contentType: "text/event-stream; charset=utf-8" };
   if (req.method === "HEAD") return stream; // what a GET would start, without starting it
-  const full = { status: 503, body: "too many live streams are open: reload later\n", contentType: "text/plain; charset=utf-8", headers: { "Retry-After": "10" } };
+  const full = {
+    status: 503,
+    body: "too many live streams are open: reload later\n",
+    contentType: "text/plain; charset=utf-8",
+    headers: { "Retry-After": "10" },
+  };
   if (!ctx.hub.hasRoom(viewer.keyName)) return full;
   const query = runsQuery(url.searchParams);
   const all = await listTeams(ctx.teamsRoot, viewer.teams);
   const teams: TeamRef[] = query.team === undefined ? all : all.filter((t) => t.name === query.team);
   // The overview wants every run; the runs page the runs its filter keeps.
-  const { filter, problems } = url.searchParams.get("view") === "overview" ? { filter: {}, problems: [] } : runsFilter(query, ctx.now().getTime());
-  if (problems.length > 0) return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
+  const { filter, problems } =
+    url.searchParams.get("view") === "overview" ? { filter: {}, problems: [] } : runsFilter(query, ctx.now().getTime());
+  if (problems.length > 0)
+    return { status: 400, body: `${problems.join("\n")}\n`, contentType: "text/plain; charset=utf-8" };
   // Where the page (`after`) or the broken connection (`Last-Event-ID`) left off.
   const after = parseCursor(req.headers["last-event-id"]?.toString() ?? url.searchParams.get("after"));
   const { keyId, keyName, session } = viewer;
@@ -202,4 +272,3 @@ export async function warmOverview(ctx: DashboardContext, stop: AbortSignal): Pr
 function errorPage(status: number, title: string, message: Html): WebAnswer {
   return { status, body: page({ title, section: null, body: html`<h1>${title}</h1><p>${message}</p>` }) };
 }
-

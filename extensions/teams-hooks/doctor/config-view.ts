@@ -7,7 +7,17 @@
  */
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
-import { CHAIN_SKIP_CODES, chainDirName, discoverChains, gateDisplayName, gateName, type ChainDiscovery, type ChainHook, type ChainLayer, type ChainSkip } from "../gates/chain.js";
+import {
+  CHAIN_SKIP_CODES,
+  chainDirName,
+  discoverChains,
+  gateDisplayName,
+  gateName,
+  type ChainDiscovery,
+  type ChainHook,
+  type ChainLayer,
+  type ChainSkip,
+} from "../gates/chain.js";
 import { SKIP_LEVEL } from "./gate-checks.js";
 import { insecurity, readHookSettings } from "../gates/discover.js";
 import { checkChainTrust, fingerprint, type ChainTrust } from "../trust/trust.js";
@@ -107,18 +117,24 @@ export interface SettingsView {
 }
 
 /** Skips that say a gate meant to run does not (a bad name, no execute bit, an unreadable dir…). */
-const PROBLEM_SKIPS: ReadonlySet<ChainSkip["code"]> = new Set(CHAIN_SKIP_CODES.filter((code) => SKIP_LEVEL[code] !== "info"));
+const PROBLEM_SKIPS: ReadonlySet<ChainSkip["code"]> = new Set(
+  CHAIN_SKIP_CODES.filter((code) => SKIP_LEVEL[code] !== "info"),
+);
 
 function problemSkips(chain: ChainDiscovery): ChainSkip[] {
   return chain.skipped.filter((s) => PROBLEM_SKIPS.has(s.code));
 }
 
-/** The whole view for `setup` (resolved from the command line as `watch` resolves it, its trust flags too). Never writes. */
+/**
+ * The whole view for `setup` (resolved from the command line as `watch` resolves it, its trust flags too). Never
+ * writes.
+ */
 export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   const { teamDir } = setup.identity;
   const read = readTrustInForce(teamDir);
   // As `trust` and doctor read it: an unreadable record trusts nothing; no record compares nothing.
-  const record = read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
+  const record =
+    read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
   const layers = { global: path.resolve(setup.hooksDir), team: path.resolve(setup.teamHooksDir) };
   const report = settingsReport(setup.settings);
   const uid = process.getuid?.() ?? null;
@@ -126,11 +142,24 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
     const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     const gates = chain.hooks.map((hook) => gateView(hook, event, layers, checked, record !== null, uid));
-    const missing = checked.changes.filter((c) => c.change === "removed").map((c) => missingView(c.path, c.detail, event, layers));
-    events[event] = { failureMode: report.failureModes[event], gates, missing, dropped: checked.dropped.map((d) => ({ ...d })), skipped: problemSkips(chain) };
+    const missing = checked.changes
+      .filter((c) => c.change === "removed")
+      .map((c) => missingView(c.path, c.detail, event, layers));
+    events[event] = {
+      failureMode: report.failureModes[event],
+      gates,
+      missing,
+      dropped: checked.dropped.map((d) => ({ ...d })),
+      skipped: problemSkips(chain),
+    };
   }
-  const hooksDirOrigin = setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
-  const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({ value: report.values[key], source: report.sources[key], origin: report.origins[key] });
+  const hooksDirOrigin =
+    setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
+  const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({
+    value: report.values[key],
+    source: report.sources[key],
+    origin: report.origins[key],
+  });
   return {
     teamDir,
     configFile: setup.configFile,
@@ -191,7 +220,8 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
     const { gates: running, missing, skipped } = events[event];
     for (const g of running) {
       const held = `its events are held (untrusted_hook) until the team lead approves it: ${approve(g.path)}`;
-      if (g.trust === "new") add({ kind: "gate_untrusted", path: g.path, message: `${g.path} is new, not trusted yet: ${held}` });
+      if (g.trust === "new")
+        add({ kind: "gate_untrusted", path: g.path, message: `${g.path} is new, not trusted yet: ${held}` });
       if (g.trust === "changed") {
         const what = `${g.path} changed since it was trusted (${g.trustDetail ?? "its content"})`;
         add({ kind: "gate_untrusted", path: g.path, message: `${what}: ${held}` });
@@ -201,7 +231,8 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
         add({ kind: "gate_settings", path: g.path, message });
       }
       if (g.insecure && !setup.settings.allowInsecureHooks.value) {
-        const message = `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with --allow-insecure-hooks`;
+        const message =
+          `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with ` + `--allow-insecure-hooks`;
         add({ kind: "gate_insecure", path: g.path, message });
       }
     }
@@ -215,10 +246,23 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
   return [...fields, ...settings, ...gates];
 }
 
-function gateView(hook: ChainHook, event: HookEventName, layers: { global: string; team: string }, checked: ChainTrust, hasRecord: boolean, uid: number | null): GateView {
+function gateView(
+  hook: ChainHook,
+  event: HookEventName,
+  layers: { global: string; team: string },
+  checked: ChainTrust,
+  hasRecord: boolean,
+  uid: number | null,
+): GateView {
   const file = hook.hook.hookPath;
   const change = checked.changes.find((c) => c.path === file);
-  const trust: TrustState = !hasRecord ? "no_record" : change?.change === "new" ? "new" : change?.change === "changed" ? "changed" : "trusted";
+  const trust: TrustState = !hasRecord
+    ? "no_record"
+    : change?.change === "new"
+      ? "new"
+      : change?.change === "changed"
+        ? "changed"
+        : "trusted";
   let settings: string | null = null;
   let settingsError: string | null = null;
   let insecure: string | null = null;
@@ -246,14 +290,36 @@ function gateView(hook: ChainHook, event: HookEventName, layers: { global: strin
 }
 
 /** A trusted gate no longer in the chain: named by its place in its layer when it is a file of one. */
-function missingView(gatePath: string, detail: string, event: HookEventName, layers: { global: string; team: string }): GateView {
+function missingView(
+  gatePath: string,
+  detail: string,
+  event: HookEventName,
+  layers: { global: string; team: string },
+): GateView {
   const http = !path.isAbsolute(gatePath);
   const inChainDir = path.basename(path.dirname(gatePath)) === chainDirName(event);
   const layerDir = inChainDir ? path.dirname(path.dirname(gatePath)) : path.dirname(gatePath);
   const layer: ChainLayer = http || layerDir === layers.team ? "team" : "global";
-  const name = http ? gatePath : inChainDir ? `${chainDirName(event)}/${path.basename(gatePath)}` : path.basename(gatePath);
+  const name = http
+    ? gatePath
+    : inChainDir
+      ? `${chainDirName(event)}/${path.basename(gatePath)}`
+      : path.basename(gatePath);
   const kind: ChainHook["kind"] = http ? "http" : inChainDir ? "chain" : "v1";
-  return { name, gate: name, kind, layer, path: gatePath, command: [], settings: null, settingsError: null, trust: "missing", trustDetail: detail, insecure: null, enabled: true };
+  return {
+    name,
+    gate: name,
+    kind,
+    layer,
+    path: gatePath,
+    command: [],
+    settings: null,
+    settingsError: null,
+    trust: "missing",
+    trustDetail: detail,
+    insecure: null,
+    enabled: true,
+  };
 }
 
 /** One gate of a chain as the `watch` banner names it. */
@@ -274,7 +340,14 @@ export function chainEntries(chain: ChainDiscovery, event: HookEventName): Chain
     const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
     const disabled = hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
     const shadow = read?.ok === true && read.settings?.mode === "shadow";
-    return { name: gateDisplayName(hook, event), layer: hook.layer, kind: hook.kind, path: hook.hook.hookPath, shadow, ...(disabled ? { disabled } : {}) };
+    return {
+      name: gateDisplayName(hook, event),
+      layer: hook.layer,
+      kind: hook.kind,
+      path: hook.hook.hookPath,
+      shadow,
+      ...(disabled ? { disabled } : {}),
+    };
   });
 }
 

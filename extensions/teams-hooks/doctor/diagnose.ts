@@ -2,11 +2,11 @@
  * `doctor` as a library: every check a person would make before trusting a team's gates, returned as
  * data (`DoctorReport`), never printed. For each event, which file would run and why, and each
  * candidate skipped or shadowed and why; the event's whole chain (the `on_<event>.d/` files of the
- * global dir and of the team layer `<teamDir>/hooks`) in order, and each file of it skipped and why; whether the chosen file can really start (shebang, CRLF,
- * interpreter on PATH); the team dir, config, task list and leader inbox, read with the same readers
- * the leader uses; who besides the leader's user could change the gates and the leader's state
- * (doctor/access.ts); the effective policy with the source of each value; lock files left behind.
- * doctor runs nothing: every check reads files.
+ * global dir and of the team layer `<teamDir>/hooks`) in order, and each file of it skipped and why; whether the chosen
+ * file can really start (shebang, CRLF, interpreter on PATH); the team dir, config, task list and leader inbox, read
+ * with the same readers the leader uses; who besides the leader's user could change the gates and the leader's state
+ * (doctor/access.ts); the effective policy with the source of each value; lock files left behind. doctor runs nothing:
+ * every check reads files.
  *
  * Levels: `error` — something that stops a gate from running (the CLI exits 1); `warn` — worth
  * fixing, gates still run; `info` — a fact; `ok` — checked and fine. The hook checks live in
@@ -39,7 +39,10 @@ export type { Check, CheckLevel } from "./gate-checks.js";
 export type { HandlerReport } from "./handlers.js";
 export type { AccessEntry, AccessOther, AccessReport, AccessRole } from "./access.js";
 
-/** The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and their warnings. */
+/**
+ * The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and
+ * their warnings.
+ */
 export interface PolicyReport extends SettingsReport {
   checks: Check[];
 }
@@ -111,7 +114,8 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const events: EventHookReport[] = [];
   // Handlers' trust state (doctor/handlers.ts); an unreadable record trusts nothing, as in the leader.
   const trust = readTrustInForce(teamDir, input.env);
-  const record = trust.state === "ok" ? trust.record : trust.state === "invalid" ? { version: 1 as const, gates: {} } : null;
+  const record =
+    trust.state === "ok" ? trust.record : trust.state === "invalid" ? { version: 1 as const, gates: {} } : null;
   const layers = { global: path.resolve(hooks.dir), team: path.resolve(teamLayer) };
   for (const { event, chain } of chains) {
     const report = await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable, chain, teamLayer);
@@ -124,13 +128,23 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     report.chain.checks.push(...handlers.checks);
     for (const d of checked?.dropped ?? []) {
       const why = `optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`;
-      report.chain.checks.push({ level: "info", message: `${d.path}: dropped by the team (${d.detail}): ${why}`, file: d.path });
+      report.chain.checks.push({
+        level: "info",
+        message: `${d.path}: dropped by the team (${d.detail}): ${why}`,
+        file: d.path,
+      });
     }
     events.push(report);
   }
-  const nothingAnywhere = events.every((e) => e.candidates.every((c) => c.status === "absent") && e.chain.hooks.length === 0 && e.chain.skipped.length === 0);
+  const nothingAnywhere = events.every(
+    (e) =>
+      e.candidates.every((c) => c.status === "absent") && e.chain.hooks.length === 0 && e.chain.skipped.length === 0,
+  );
   if (dirUsable && nothingAnywhere) {
-    hooksDirChecks.push({ level: "warn", message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)` });
+    hooksDirChecks.push({
+      level: "warn",
+      message: `no hook in ${hooks.dir}: no gate runs for any event (pi-teams-hooks init copies the examples)`,
+    });
   }
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
   const leader = team.ok ? await leaderStatus(teamDir, input.now ?? Date.now()) : null;
@@ -148,8 +162,13 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     : null;
 
   const all = [
-    ...hooksDirChecks, ...teamLayerChecks, ...events.flatMap((e) => [...e.checks, ...e.chain.checks]), ...team.checks,
-    ...(access?.checks ?? []), ...policy.checks, ...locks.checks,
+    ...hooksDirChecks,
+    ...teamLayerChecks,
+    ...events.flatMap((e) => [...e.checks, ...e.chain.checks]),
+    ...team.checks,
+    ...(access?.checks ?? []),
+    ...policy.checks,
+    ...locks.checks,
   ];
   return {
     teamDir,
@@ -188,22 +207,40 @@ function problemsOf(checks: readonly Check[], section: ProblemKind): Problem[] {
 // ---------------------------------------------------------------------------------------------
 // Team dir
 
-async function diagnoseTeam(teamDir: string): Promise<{ ok: true; identity: TeamIdentity; checks: Check[] } | { ok: false; checks: Check[] }> {
+async function diagnoseTeam(
+  teamDir: string,
+): Promise<{ ok: true; identity: TeamIdentity; checks: Check[] } | { ok: false; checks: Check[] }> {
   const info = await statOrNull(teamDir);
-  if (!info) return { ok: false, checks: [{ level: "error", message: `team dir ${teamDir} does not exist`, file: teamDir }] };
-  if (!info.isDirectory()) return { ok: false, checks: [{ level: "error", message: `team dir ${teamDir} is not a directory`, file: teamDir }] };
+  if (!info)
+    return { ok: false, checks: [{ level: "error", message: `team dir ${teamDir} does not exist`, file: teamDir }] };
+  if (!info.isDirectory())
+    return {
+      ok: false,
+      checks: [{ level: "error", message: `team dir ${teamDir} is not a directory`, file: teamDir }],
+    };
   if (!(await can(teamDir, fsConstants.R_OK | fsConstants.X_OK))) {
-    return { ok: false, checks: [{ level: "error", message: `team dir ${teamDir} cannot be read (permission denied)`, file: teamDir }] };
+    return {
+      ok: false,
+      checks: [{ level: "error", message: `team dir ${teamDir} cannot be read (permission denied)`, file: teamDir }],
+    };
   }
   const checks: Check[] = [];
-  if (await can(teamDir, fsConstants.W_OK)) checks.push({ level: "ok", message: `team dir ${teamDir}: readable and writable` });
-  else checks.push({ level: "error", message: `team dir ${teamDir} is not writable: the leader cannot write its ledger, locks or hook logs`, file: teamDir });
+  if (await can(teamDir, fsConstants.W_OK))
+    checks.push({ level: "ok", message: `team dir ${teamDir}: readable and writable` });
+  else
+    checks.push({
+      level: "error",
+      message: `team dir ${teamDir} is not writable: the leader cannot write its ledger, locks or hook logs`,
+      file: teamDir,
+    });
 
   const config = await loadTeamConfig(teamDir);
   const id = config.identity;
   const summary = `team ${id.teamId}, task list ${id.taskListId}, lead ${id.leadName}, style ${id.style}`;
-  if (!config.exists) checks.push({ level: "info", message: `no config.json: defaults apply (${summary})`, file: config.file });
-  else if (config.warnings.length === 0) checks.push({ level: "ok", message: `config.json: ${summary}`, file: config.file });
+  if (!config.exists)
+    checks.push({ level: "info", message: `no config.json: defaults apply (${summary})`, file: config.file });
+  else if (config.warnings.length === 0)
+    checks.push({ level: "ok", message: `config.json: ${summary}`, file: config.file });
   for (const warning of config.warnings) {
     const kind = warning === config.fileWarning ? "config_unreadable" : "config_field";
     checks.push({ level: "warn", message: warning, file: config.file, kind });
@@ -218,27 +255,52 @@ async function diagnoseTasks(teamDir: string, taskListId: string): Promise<Check
   const dir = tasksDir(teamDir, taskListId);
   const info = await statOrNull(dir);
   if (!info) {
-    const others = (await readdir(path.join(teamDir, "tasks")).catch(() => [] as string[])).filter((n) => !n.startsWith("."));
+    const others = (await readdir(path.join(teamDir, "tasks")).catch(() => [] as string[])).filter(
+      (n) => !n.startsWith("."),
+    );
     if (others.length > 0) {
-      return [{ level: "warn", message: `no task list ${dir}, but tasks/ holds ${others.join(", ")}: is taskListId "${taskListId}" right? (config.json taskListId, or --task-list)`, file: dir }];
+      return [
+        {
+          level: "warn",
+          message:
+            `no task list ${dir}, but tasks/ holds ${others.join(", ")}: is taskListId "${taskListId}" right? ` +
+            `(config.json taskListId, or --task-list)`,
+          file: dir,
+        },
+      ];
     }
-    return [{ level: "info", message: `no task list yet (${dir}): nothing to gate until a task is created`, file: dir }];
+    return [
+      { level: "info", message: `no task list yet (${dir}): nothing to gate until a task is created`, file: dir },
+    ];
   }
   let tasks: Awaited<ReturnType<typeof readAllTasks>>;
   try {
     tasks = await readAllTasks(teamDir, taskListId);
   } catch (error) {
-    return [{ level: "error", message: `cannot read the task list ${dir} (${errnoCode(error) ?? "error"}): no task event is seen`, file: dir }];
+    return [
+      {
+        level: "error",
+        message: `cannot read the task list ${dir} (${errnoCode(error) ?? "error"}): no task event is seen`,
+        file: dir,
+      },
+    ];
   }
   const count = (status: string): number => tasks.tasks.filter((t) => t.status === status).length;
   const checks: Check[] = [
     {
       level: "ok",
-      message: `task list ${dir}: ${tasks.tasks.length} task(s) (${count("pending")} pending, ${count("in_progress")} in progress, ${count("completed")} completed)`,
+      message:
+        `task list ${dir}: ${tasks.tasks.length} task(s) (${count("pending")} pending, ` +
+        `${count("in_progress")} in progress, ${count("completed")} completed)`,
     },
   ];
   for (const problem of tasks.problems) {
-    checks.push({ level: "warn", message: `${problem.message} — not a task, skipped by the leader`, file: problem.file, ...(problem.field ? { field: problem.field } : {}) });
+    checks.push({
+      level: "warn",
+      message: `${problem.message} — not a task, skipped by the leader`,
+      file: problem.file,
+      ...(problem.field ? { field: problem.field } : {}),
+    });
   }
   return checks;
 }
@@ -247,13 +309,34 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
   const read = await readInbox(teamDir, "team", leadName);
   if (!read.ok) {
     const { file, field, message } = read.problem;
-    return [{ level: "error", message: `${message}: the leader cannot see idle notifications`, file, ...(field ? { field } : {}) }];
+    return [
+      {
+        level: "error",
+        message: `${message}: the leader cannot see idle notifications`,
+        file,
+        ...(field ? { field } : {}),
+      },
+    ];
   }
-  if (!read.exists) return [{ level: "info", message: `no leader inbox yet (${read.file}): created when a member first reports idle`, file: read.file }];
+  if (!read.exists)
+    return [
+      {
+        level: "info",
+        message: `no leader inbox yet (${read.file}): created when a member first reports idle`,
+        file: read.file,
+      },
+    ];
   const unread = read.messages.filter((m) => !m.message.read).length;
-  const checks: Check[] = [{ level: "ok", message: `leader inbox ${read.file}: ${read.messages.length} message(s), ${unread} unread` }];
+  const checks: Check[] = [
+    { level: "ok", message: `leader inbox ${read.file}: ${read.messages.length} message(s), ${unread} unread` },
+  ];
   for (const problem of read.skipped) {
-    checks.push({ level: "warn", message: `${problem.message} — not a message, skipped`, file: problem.file, ...(problem.field ? { field: problem.field } : {}) });
+    checks.push({
+      level: "warn",
+      message: `${problem.message} — not a message, skipped`,
+      file: problem.file,
+      ...(problem.field ? { field: problem.field } : {}),
+    });
   }
   return checks;
 }
@@ -267,7 +350,11 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
  * warning per problem. `shownAlready`: warnings the team checks give (an unusable config.json), not
  * repeated here.
  */
-export function diagnosePolicy(config: Pick<LoadedTeamConfig, "hooks" | "noHooks" | "file">, env: DoctorInput["env"], shownAlready: readonly string[] = []): PolicyReport {
+export function diagnosePolicy(
+  config: Pick<LoadedTeamConfig, "hooks" | "noHooks" | "file">,
+  env: DoctorInput["env"],
+  shownAlready: readonly string[] = [],
+): PolicyReport {
   const settings = resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env });
   const checks = settings.problems
     .filter((p) => !shownAlready.includes(p.message))
@@ -283,7 +370,11 @@ async function diagnoseLocks(teamDir: string, now: number): Promise<{ found: Loc
   const checks: Check[] = [];
   for (const file of await findLockFiles(teamDir)) {
     if (/\.stale\.[^/]*\.lock$/.test(file)) {
-      checks.push({ level: "info", message: `${file}: left over from a stale-lock takeover; inert, safe to delete`, file });
+      checks.push({
+        level: "info",
+        message: `${file}: left over from a stale-lock takeover; inert, safe to delete`,
+        file,
+      });
       continue;
     }
     let lock;
@@ -294,13 +385,33 @@ async function diagnoseLocks(teamDir: string, now: number): Promise<{ found: Loc
       continue;
     }
     if (!lock.held) continue; // released since the listing
-    found.push({ file, holder: lock.holder, ageMs: lock.ageMs, holderAlive: lock.holderAlive, stale: lock.stale, staleReason: lock.staleReason });
-    const who = lock.holder.pid === null ? "no readable pid" : `pid ${lock.holder.pid}${lock.holder.label ? ` (${lock.holder.label})` : ""}`;
+    found.push({
+      file,
+      holder: lock.holder,
+      ageMs: lock.ageMs,
+      holderAlive: lock.holderAlive,
+      stale: lock.stale,
+      staleReason: lock.staleReason,
+    });
+    const who =
+      lock.holder.pid === null
+        ? "no readable pid"
+        : `pid ${lock.holder.pid}${lock.holder.label ? ` (${lock.holder.label})` : ""}`;
     const age = `${Math.round(lock.ageMs / 1000)} s old`;
     if (lock.stale) {
-      checks.push({ level: "warn", message: `stale lock ${file}: ${lock.staleReason ?? "stale"}; the next writer takes it over (or: rm -f '${file}')`, file });
+      checks.push({
+        level: "warn",
+        message:
+          `stale lock ${file}: ${lock.staleReason ?? "stale"}; the next writer takes it over (or: rm -f ` +
+          `'${file}')`,
+        file,
+      });
     } else if (lock.ageMs > LONG_HELD_LOCK_MS) {
-      checks.push({ level: "warn", message: `lock ${file} held by ${who}, ${age}: other writers give up after 10 s`, file });
+      checks.push({
+        level: "warn",
+        message: `lock ${file} held by ${who}, ${age}: other writers give up after 10 s`,
+        file,
+      });
     } else {
       checks.push({ level: "info", message: `lock ${file} held by ${who}, ${age}`, file });
     }
@@ -320,7 +431,8 @@ async function findLockFiles(root: string, depth = 0): Promise<string[]> {
   const out: string[] = [];
   for (const entry of entries) {
     const full = path.join(root, entry.name);
-    if (entry.isDirectory() && depth < 6 && entry.name !== "node_modules") out.push(...(await findLockFiles(full, depth + 1)));
+    if (entry.isDirectory() && depth < 6 && entry.name !== "node_modules")
+      out.push(...(await findLockFiles(full, depth + 1)));
     else if (entry.isFile() && entry.name.endsWith(".lock")) out.push(full);
   }
   return out.sort();

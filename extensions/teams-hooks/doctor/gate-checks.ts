@@ -141,7 +141,12 @@ export function settingsChecks(
     const message = `${read.error}: the gate does not run, and its ${event} events are held (hook_settings)`;
     return [{ level: "error", message, file, kind: "gate_settings" }];
   }
-  const notes: Check[] = (read.notes ?? []).map((note) => ({ level: "warn", message: note, file, kind: "gate_settings" }));
+  const notes: Check[] = (read.notes ?? []).map((note) => ({
+    level: "warn",
+    message: note,
+    file,
+    kind: "gate_settings",
+  }));
   if (!read.settings) return notes;
   const message = `${name} settings (line ${read.settings.line}): ${describeSettings(read.settings) || "none"}`;
   return [{ level: "info", message, file }, ...notes];
@@ -149,7 +154,12 @@ export function settingsChecks(
 
 /** Files that look like gates and never run, as `doctor` warnings. */
 export function strayChecks(dir: string): Check[] {
-  return findStrayHookFiles(dir).map((stray) => ({ level: "warn", message: strayMessage(stray), file: stray.path, kind: "gate_unusable" }));
+  return findStrayHookFiles(dir).map((stray) => ({
+    level: "warn",
+    message: strayMessage(stray),
+    file: stray.path,
+    kind: "gate_unusable",
+  }));
 }
 
 function strayMessage(stray: StrayHookFile): string {

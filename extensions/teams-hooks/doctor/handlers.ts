@@ -42,7 +42,13 @@ type Env = Readonly<Record<string, string | undefined>>;
  * Each handler of `chain` (by gate name), and the checks of the event's handlers. `trust`: the chain
  * checked against the record (null when there is no record yet).
  */
-export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, env: Env, trust: ChainTrust | null, teamDir: string): { reports: Map<string, HandlerReport>; checks: Check[] } {
+export function diagnoseHandlers(
+  event: HookEventName,
+  chain: ChainDiscovery,
+  env: Env,
+  trust: ChainTrust | null,
+  teamDir: string,
+): { reports: Map<string, HandlerReport>; checks: Check[] } {
   const reports = new Map<string, HandlerReport>();
   const checks: Check[] = [];
   const isSet = (variable: string): boolean => (env[variable] ?? "") !== "";
@@ -60,9 +66,23 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
       bodySecrets: templateSecretVariables(handler.body).map((variable) => ({ variable, set: isSet(variable) })),
       timeoutMs: handler.timeoutMs,
       headers: Object.keys(handler.headers ?? {}),
-      secretHeaders: Object.entries(handler.secretHeaders ?? {}).map(([header, variable]) => ({ header, variable, set: isSet(variable) })),
-      signing: handler.signingSecretEnv === undefined ? null : { variable: handler.signingSecretEnv, set: isSet(handler.signingSecretEnv) },
-      trust: trust === null ? "no_record" : change?.change === "new" ? "new" : change?.change === "changed" ? "changed" : "trusted",
+      secretHeaders: Object.entries(handler.secretHeaders ?? {}).map(([header, variable]) => ({
+        header,
+        variable,
+        set: isSet(variable),
+      })),
+      signing:
+        handler.signingSecretEnv === undefined
+          ? null
+          : { variable: handler.signingSecretEnv, set: isSet(handler.signingSecretEnv) },
+      trust:
+        trust === null
+          ? "no_record"
+          : change?.change === "new"
+            ? "new"
+            : change?.change === "changed"
+              ? "changed"
+              : "trusted",
       enabled: handlerEnabled(handler),
     };
     reports.set(gate, report);
@@ -77,32 +97,89 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
     if (report.template) parts.push("body from its template");
     if (report.answer === "held") parts.push("a 2xx holds the gate until a decision comes back");
     if (report.headers.length > 0) parts.push(`headers ${report.headers.join(", ")}`);
-    for (const s of report.secretHeaders) parts.push(`secret ${s.header} from ${s.variable} (${s.set ? "set" : "NOT SET"})`);
-    for (const s of report.bodySecrets) parts.push(`secret {{secret.${s.variable}}} in the body (${s.set ? "set" : "NOT SET"})`);
-    parts.push(report.signing ? `signed with ${report.signing.variable} (${report.signing.set ? "set" : "NOT SET"})` : "not signed");
+    for (const s of report.secretHeaders)
+      parts.push(`secret ${s.header} from ${s.variable} (${s.set ? "set" : "NOT SET"})`);
+    for (const s of report.bodySecrets)
+      parts.push(`secret {{secret.${s.variable}}} in the body (${s.set ? "set" : "NOT SET"})`);
+    parts.push(
+      report.signing
+        ? `signed with ${report.signing.variable} (${report.signing.set ? "set" : "NOT SET"})`
+        : "not signed",
+    );
     if (report.trust === "trusted") parts.push("trusted");
     checks.push({ level: "ok", message: `${gate}: ${parts.join("; ")}` });
 
     for (const s of report.secretHeaders.filter((x) => !x.set)) {
-      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers", kind: "handler_env", path: gate });
+      checks.push({
+        level: "warn",
+        message:
+          `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every ` +
+          `request (the receiver may refuse it); set it where the leader runs`,
+        field: "hooks.handlers",
+        kind: "handler_env",
+        path: gate,
+      });
     }
     for (const s of report.bodySecrets.filter((x) => !x.set)) {
-      checks.push({ level: "warn", message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`, field: "hooks.handlers", kind: "handler_env", path: gate });
+      checks.push({
+        level: "warn",
+        message:
+          `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in ` +
+          `every request's body (the receiver may refuse it); set it where the leader runs`,
+        field: "hooks.handlers",
+        kind: "handler_env",
+        path: gate,
+      });
     }
     if (report.signing && !report.signing.set) {
-      checks.push({ level: "warn", message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`, field: "hooks.handlers", kind: "handler_env", path: gate });
+      checks.push({
+        level: "warn",
+        message:
+          `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go ` +
+          `out unsigned`,
+        field: "hooks.handlers",
+        kind: "handler_env",
+        path: gate,
+      });
     }
     if (cleartext(report.url)) {
-      checks.push({ level: "warn", message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`, field: "hooks.handlers", kind: "handler_env", path: gate });
+      checks.push({
+        level: "warn",
+        message:
+          `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel ` +
+          `unencrypted (use https://)`,
+        field: "hooks.handlers",
+        kind: "handler_env",
+        path: gate,
+      });
     }
-    if (report.trust === "no_record") checks.push({ level: "info", message: `${gate}: trusted when the leader first starts (no trust record yet)` });
+    if (report.trust === "no_record")
+      checks.push({ level: "info", message: `${gate}: trusted when the leader first starts (no trust record yet)` });
     else if (report.trust !== "trusted") {
-      const what = report.trust === "new" ? "is new, not trusted yet" : `changed since it was trusted (${change?.detail ?? "its definition"})`;
-      checks.push({ level: "error", message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`, field: "hooks.handlers", kind: "gate_untrusted", path: gate });
+      const what =
+        report.trust === "new"
+          ? "is new, not trusted yet"
+          : `changed since it was trusted (${change?.detail ?? "its definition"})`;
+      checks.push({
+        level: "error",
+        message:
+          `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ` +
+          `${approve(gate)}`,
+        field: "hooks.handlers",
+        kind: "gate_untrusted",
+        path: gate,
+      });
     }
   }
   for (const removed of trust?.changes.filter((c) => c.change === "removed" && c.path.startsWith("http:")) ?? []) {
-    checks.push({ level: "error", message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}`, kind: "gate_missing", path: removed.path });
+    checks.push({
+      level: "error",
+      message:
+        `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held ` +
+        `(gate_missing) until the team lead approves: ${approve(removed.path)}`,
+      kind: "gate_missing",
+      path: removed.path,
+    });
   }
   return { reports, checks };
 }
@@ -111,7 +188,11 @@ export function diagnoseHandlers(event: HookEventName, chain: ChainDiscovery, en
 function cleartext(url: string): boolean {
   try {
     const u = new URL(url);
-    return u.protocol === "http:" && !["localhost", "127.0.0.1", "[::1]"].includes(u.hostname) && !u.hostname.startsWith("127.");
+    return (
+      u.protocol === "http:" &&
+      !["localhost", "127.0.0.1", "[::1]"].includes(u.hostname) &&
+      !u.hostname.startsWith("127.")
+    );
   } catch {
     return false; // refused by the settings already
   }

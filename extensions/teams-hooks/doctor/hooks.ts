@@ -47,7 +47,10 @@ export interface EventHookReport {
   chain: ChainReport;
 }
 
-/** One hook of an event's chain. `name` is relative to its layer: `on_idle.sh`, `on_idle.d/10-lint`; a handler's is `http:<name>`. */
+/**
+ * One hook of an event's chain. `name` is relative to its layer: `on_idle.sh`, `on_idle.d/10-lint`; a handler's is
+ * `http:<name>`.
+ */
 export interface ChainHookReport {
   layer: ChainLayer;
   kind: ChainHook["kind"];
@@ -71,42 +74,88 @@ export interface ChainReport {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-/** The global hooks dir. `teamHooks`: the team layer has hooks of its own, so an unusable dir does not mean "no gate". */
-export async function diagnoseHooksDir(dir: string, source: "flag" | "env" | "default", teamHooks = false): Promise<{ checks: Check[]; usable: boolean }> {
+/**
+ * The global hooks dir. `teamHooks`: the team layer has hooks of its own, so an unusable dir does not mean "no gate".
+ */
+export async function diagnoseHooksDir(
+  dir: string,
+  source: "flag" | "env" | "default",
+  teamHooks = false,
+): Promise<{ checks: Check[]; usable: boolean }> {
   const info = await statOrNull(dir);
   const named = source === "flag" ? "--hooks-dir" : source === "env" ? "PI_TEAMS_HOOKS_DIR" : "the default hooks dir";
   const unusable = (level: CheckLevel, why: string): { checks: Check[]; usable: boolean } => ({
     checks: [
       teamHooks
-        ? { level: level === "warn" ? "info" : level, message: `${named} ${dir} ${why}: only the team layer's hooks run`, file: dir }
+        ? {
+            level: level === "warn" ? "info" : level,
+            message: `${named} ${dir} ${why}: only the team layer's hooks run`,
+            file: dir,
+          }
         : { level, message: `${named} ${dir} ${why}: no gate runs`, file: dir },
     ],
     usable: false,
   });
   // The default dir missing is the normal state of a team without gates; a dir someone named is a mistake.
-  if (!info) return unusable(source === "default" ? "warn" : "error", `does not exist (pi-teams-hooks init${source === "default" ? "" : ` --hooks-dir ${dir}`} creates it)`);
+  if (!info)
+    return unusable(
+      source === "default" ? "warn" : "error",
+      `does not exist (pi-teams-hooks init${source === "default" ? "" : ` --hooks-dir ${dir}`} creates it)`,
+    );
   if (!info.isDirectory()) return unusable("error", "is not a directory");
-  if (!(await can(dir, fsConstants.R_OK | fsConstants.X_OK))) return unusable("error", "cannot be read (permission denied)");
-  const checks: Check[] = [{ level: "ok", message: `hooks dir ${dir} (${source === "default" ? "default: <teams root>/_hooks" : `from ${named}`})` }];
+  if (!(await can(dir, fsConstants.R_OK | fsConstants.X_OK)))
+    return unusable("error", "cannot be read (permission denied)");
+  const checks: Check[] = [
+    {
+      level: "ok",
+      message: `hooks dir ${dir} (${source === "default" ? "default: <teams root>/_hooks" : `from ${named}`})`,
+    },
+  ];
   checks.push(...strayChecks(dir));
   if (worldWritable(info)) {
-    checks.push({ level: "warn", message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`, file: dir });
+    checks.push({
+      level: "warn",
+      message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`,
+      file: dir,
+    });
   }
   return { checks, usable: true };
 }
 
 /** The team's hooks layer (`<teamDir>/hooks`): nothing when there is none, said once for every event. */
 export async function diagnoseTeamLayer(dir: string, globalDir: string): Promise<Check[]> {
-  if (path.resolve(dir) === path.resolve(globalDir)) return [{ level: "info", message: `team hooks layer ${dir} is the hooks dir itself: one layer` }];
+  if (path.resolve(dir) === path.resolve(globalDir))
+    return [{ level: "info", message: `team hooks layer ${dir} is the hooks dir itself: one layer` }];
   const info = await statOrNull(dir);
   if (!info) return []; // no team layer: the usual case
-  if (!info.isDirectory()) return [{ level: "warn", message: `team hooks layer ${dir} is not a directory: ignored, the global hooks run`, file: dir }];
+  if (!info.isDirectory())
+    return [
+      {
+        level: "warn",
+        message: `team hooks layer ${dir} is not a directory: ignored, the global hooks run`,
+        file: dir,
+      },
+    ];
   if (!(await can(dir, fsConstants.R_OK | fsConstants.X_OK))) {
-    return [{ level: "error", message: `team hooks layer ${dir} cannot be read (permission denied): its hooks and .disabled files are ignored`, file: dir }];
+    return [
+      {
+        level: "error",
+        message:
+          `team hooks layer ${dir} cannot be read (permission denied): its hooks and .disabled files are ` + `ignored`,
+        file: dir,
+      },
+    ];
   }
-  const checks: Check[] = [{ level: "ok", message: `team hooks layer ${dir} (its files replace the global ones of the same name)` }];
+  const checks: Check[] = [
+    { level: "ok", message: `team hooks layer ${dir} (its files replace the global ones of the same name)` },
+  ];
   checks.push(...strayChecks(dir));
-  if (worldWritable(info)) checks.push({ level: "warn", message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`, file: dir });
+  if (worldWritable(info))
+    checks.push({
+      level: "warn",
+      message: `${dir} is world-writable: any user can replace a gate (chmod o-w ${dir})`,
+      file: dir,
+    });
   return checks;
 }
 
@@ -137,19 +186,38 @@ export async function diagnoseEvent(
   const hook = found.hook;
   const v1 = chain.hooks.find((h) => h.kind === "v1");
   for (const c of candidates) {
-    if (c.status === "absent" && hook && candidates.indexOf(c) > candidates.findIndex((x) => x.status === "chosen") && (await statOrNull(c.path))) {
+    if (
+      c.status === "absent" &&
+      hook &&
+      candidates.indexOf(c) > candidates.findIndex((x) => x.status === "chosen") &&
+      (await statOrNull(c.path))
+    ) {
       c.status = "shadowed";
       c.reason = `${path.basename(hook.hookPath)} comes first`;
       checks.push({ level: "info", message: `not used: ${path.basename(c.path)} (${c.reason})`, file: c.path });
     }
   }
   const off = hook && v1?.layer !== "global" ? chain.skipped.find((s) => s.path === hook.hookPath) : undefined;
-  if (hook && off) checks.unshift({ level: "info", message: `${path.basename(hook.hookPath)} does not run: ${off.reason}`, file: hook.hookPath });
+  if (hook && off)
+    checks.unshift({
+      level: "info",
+      message: `${path.basename(hook.hookPath)} does not run: ${off.reason}`,
+      file: hook.hookPath,
+    });
   else if (hook) checks.unshift(...(await checkRunnable(hook, env, cwd)));
   else if (checks.length === 0 && chain.hooks.length === 0) {
-    checks.push({ level: "info", message: `no ${path.basename(candidates[0]?.path ?? event)}[.sh|.js|.mjs|.ts]: nothing runs` });
+    checks.push({
+      level: "info",
+      message: `no ${path.basename(candidates[0]?.path ?? event)}[.sh|.js|.mjs|.ts]: nothing runs`,
+    });
   }
-  return { event, hook: hook ? { path: hook.hookPath, command: [hook.command, ...hook.args] } : null, candidates, checks, chain: chainReport };
+  return {
+    event,
+    hook: hook ? { path: hook.hookPath, command: [hook.command, ...hook.args] } : null,
+    candidates,
+    checks,
+    chain: chainReport,
+  };
 }
 
 /** Every hook of the chain but the global v1 file (checked above) checked like it, and every skip explained. */
@@ -162,7 +230,9 @@ async function diagnoseChain(
 ): Promise<ChainReport> {
   const label = layerLabel(dirs);
   // Each file gate's settings line, read once for its checks and its row.
-  const reads = new Map(chain.hooks.map((h) => [h, h.kind === "http" ? null : readHookSettings(h.hook.hookPath, event)] as const));
+  const reads = new Map(
+    chain.hooks.map((h) => [h, h.kind === "http" ? null : readHookSettings(h.hook.hookPath, event)] as const),
+  );
   const settingsOf = (h: ChainHook): HookSettingsRead | null => reads.get(h) ?? null;
   const checks: Check[] = [];
   for (const h of chain.hooks) {
@@ -203,7 +273,14 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const fail = (message: string): Check[] => [{ level: "error", message: `${name}: ${message}`, file }, ...checks];
   const info = await statOrNull(file);
   const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
-  if (insecure) checks.push({ level: "error", message: `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks`, file, kind: "gate_insecure" });
+  if (insecure)
+    checks.push({
+      level: "error",
+      message:
+        `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with ` + `--allow-insecure-hooks`,
+      file,
+      kind: "gate_insecure",
+    });
   const head = await readHead(file);
   if (head === null) return fail("cannot be read");
   const firstLine = head.split("\n")[0] ?? "";
@@ -215,7 +292,8 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
     if (missing.length > 0)
       return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
   }
-  if (ext === ".js" || ext === ".mjs") return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
+  if (ext === ".js" || ext === ".mjs")
+    return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
   // A .ts gate the runner starts with node (gates/typescript.ts): through tsx's CLI, or Node's own
   // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
   if (ext === ".ts" && hook.command !== file) {
@@ -229,25 +307,39 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   if (ext === ".sh") {
     const bash = findOnPath("bash", env, cwd);
     if (!bash) return fail("bash is not on PATH, and .sh hooks run with bash");
-    if (crlf || head.includes("\r\n")) return fail(`has CRLF line endings: bash reads each \\r as part of a command (fix: sed -i 's/\\r$//' ${file})`);
+    if (crlf || head.includes("\r\n"))
+      return fail(`has CRLF line endings: bash reads each \\r as part of a command (fix: sed -i 's/\\r$//' ${file})`);
     const shebang = firstLine.startsWith("#!") ? parseShebang(firstLine) : null;
     const program = shebang ? path.basename(shebang.program ?? shebang.interpreter) : null;
     if (program && !["bash", "sh"].includes(program)) {
-      checks.push({ level: "warn", message: `${name} starts with "${firstLine}", but a .sh hook runs with bash; rename it without .sh to use its #! line`, file });
+      checks.push({
+        level: "warn",
+        message:
+          `${name} starts with "${firstLine}", but a .sh hook runs with bash; rename it without .sh to use ` +
+          `its #! line`,
+        file,
+      });
     }
     return [{ level: "ok", message: `${name} runs with bash (${bash})`, file }, ...checks];
   }
 
-  if (head.startsWith("\u007fELF")) return [{ level: "ok", message: `${name} runs directly (a binary executable)`, file }, ...checks];
-  if (!firstLine.startsWith("#!")) return fail("no #! line, so the system cannot start it (ENOEXEC); add one (#!/usr/bin/env bash) or name it .sh");
+  if (head.startsWith("\u007fELF"))
+    return [{ level: "ok", message: `${name} runs directly (a binary executable)`, file }, ...checks];
+  if (!firstLine.startsWith("#!"))
+    return fail("no #! line, so the system cannot start it (ENOEXEC); add one (#!/usr/bin/env bash) or name it .sh");
   if (crlf) {
     const named = JSON.stringify(firstLine.slice(2).trimStart().split(/[ \t]/)[0] ?? "");
-    return fail(`its #! line ends in CRLF, so the system looks for an interpreter named ${named}, which does not exist (fix: sed -i 's/\\r$//' ${file})`);
+    return fail(
+      `its #! line ends in CRLF, so the system looks for an interpreter named ${named}, which does not exist (fix: ` +
+        `sed -i 's/\\r$//' ${file})`,
+    );
   }
   const shebang = parseShebang(firstLine);
   const interpreter = await statOrNull(shebang.interpreter);
-  if (!interpreter || !interpreter.isFile()) return fail(`interpreter ${shebang.interpreter} (from "${firstLine}") does not exist`);
-  if (!(await can(shebang.interpreter, fsConstants.X_OK))) return fail(`interpreter ${shebang.interpreter} is not executable`);
+  if (!interpreter || !interpreter.isFile())
+    return fail(`interpreter ${shebang.interpreter} (from "${firstLine}") does not exist`);
+  if (!(await can(shebang.interpreter, fsConstants.X_OK)))
+    return fail(`interpreter ${shebang.interpreter} is not executable`);
   if (shebang.problem) return fail(shebang.problem);
   if (shebang.program !== null) {
     const found = findOnPath(shebang.program, env, cwd);
@@ -277,7 +369,11 @@ function parseShebang(line: string): Shebang {
     return { interpreter, program, problem: null };
   }
   if (/\s/.test(arg)) {
-    return { interpreter, program: null, problem: `"${line}": env gets "${arg}" as one program name and exits 127; write #!${interpreter} -S ${arg}` };
+    return {
+      interpreter,
+      program: null,
+      problem: `"${line}": env gets "${arg}" as one program name and exits 127; write #!${interpreter} -S ${arg}`,
+    };
   }
   return { interpreter, program: arg.startsWith("-") ? null : arg, problem: null };
 }

@@ -46,7 +46,9 @@ export interface AfterGate {
   remembered?: RemediationDone["remembered"];
 }
 
-/** Applies what follows the gate of `ran`: the policy, or a start gate's answer. Never throws for what it finds on disk. */
+/**
+ * Applies what follows the gate of `ran`: the policy, or a start gate's answer. Never throws for what it finds on disk.
+ */
 export function applyAfterGate(ran: Ran): Promise<AfterGate> {
   return policyApplies(ran.req) ? applyPolicy(ran) : applyStart(ran);
 }
@@ -76,7 +78,11 @@ async function applyStart(ran: Ran): Promise<AfterGate> {
   const done = await applyStartGate(input);
   // A denial put the claim back into the next gate round: the leader remembers it.
   const round = done.plan.kind === "revert" ? done.plan.next.metadata?.qualityGateRound : undefined;
-  return { ...done, record: startGateRecord(input, done), ...(typeof round === "number" ? { remembered: { round: { taskId: req.taskId, round } } } : {}) };
+  return {
+    ...done,
+    record: startGateRecord(input, done),
+    ...(typeof round === "number" ? { remembered: { round: { taskId: req.taskId, round } } } : {}),
+  };
 }
 
 async function applyPolicy(ran: Ran): Promise<AfterGate> {
@@ -107,7 +113,17 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
     },
     (fresh, tree) =>
       held
-        ? deferPlan({ event, key: req.key, taskId, result: deciding.result, task: fresh, hookName: held.hook.gate, now: decidedAt, deferredRunId: held.runId, expiresAt: held.expiresAt })
+        ? deferPlan({
+            event,
+            key: req.key,
+            taskId,
+            result: deciding.result,
+            task: fresh,
+            hookName: held.hook.gate,
+            now: decidedAt,
+            deferredRunId: held.runId,
+            expiresAt: held.expiresAt,
+          })
         : hold
           ? holdPlan({
               event,

@@ -12,14 +12,26 @@ import path from "node:path";
 import { type HookInvocation, stopsAtDenial } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { type PreparedContext, type RunResult, blankResult, prepareContext, utf8Length } from "../contract/hook-run.js";
-import { type ContextView, confidentialInvocation, isFullView, shownEventKey, viewKey } from "../contract/projection.js";
+import {
+  type ContextView,
+  confidentialInvocation,
+  isFullView,
+  shownEventKey,
+  viewKey,
+} from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { launcherFor, readHookSettings, settingsOfBytes } from "../gates/discover.js";
 import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook } from "../runner/run.js";
 import { teamRedactor } from "../runner/redact.js";
-import { gateFingerprint, type ChainTrust, type GateSnapshot, type TrustProblem, type TrustRecord } from "../trust/trust.js";
+import {
+  gateFingerprint,
+  type ChainTrust,
+  type GateSnapshot,
+  type TrustProblem,
+  type TrustRecord,
+} from "../trust/trust.js";
 import { type FailureMode, type TeamSettings, settingValues } from "../settings/hooks-config.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
@@ -32,21 +44,42 @@ import { APPROVAL_HINT } from "../text/messages.js";
  * The run of an event whose chain was refused before anything started: a closed error of the first
  * problem's kind, naming every problem and how to approve the change.
  */
-export function refusedRun(req: InvokeRequest, chain: ChainDiscovery, layers: { global: string; team: string | null }, problems: TrustProblem[], now: () => Date): HookRun {
+export function refusedRun(
+  req: InvokeRequest,
+  chain: ChainDiscovery,
+  layers: { global: string; team: string | null },
+  problems: TrustProblem[],
+  now: () => Date,
+): HookRun {
   const [first] = problems;
   if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
   const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
   const approvable = problems.some((p) => p.kind !== "insecure_hook");
-  const how = approvable ? `${APPROVAL_HINT}pi-teams-hooks trust --team-dir ${req.setup.identity.teamDir} ${problems.filter((p) => p.kind !== "insecure_hook").map((p) => p.path).join(" ")}` : "";
+  const how = approvable
+    ? `${APPROVAL_HINT}pi-teams-hooks trust --team-dir ${req.setup.identity.teamDir} ${problems
+        .filter((p) => p.kind !== "insecure_hook")
+        .map((p) => p.path)
+        .join(" ")}`
+    : "";
   const message = `${first.kind}: ${problems.map((p) => p.reason).join("; ")}${how}`;
-  const result: RunResult = { ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message), trustProblems: problems.map((p) => ({ ...p })) };
+  const result: RunResult = {
+    ...notRunResult(hook.hook, req.runId ?? randomUUID(), first.kind, message),
+    trustProblems: problems.map((p) => ({ ...p })),
+  };
   return { hook, result, startedAt: now().toISOString(), logFile: null };
 }
 
 /** A chain hook for a gate path that is not in the chain (a trusted gate that no longer runs). */
 function hookAt(file: string, layers: { global: string; team: string | null }): ChainHook {
   // A trusted handler no longer declared: named, never run.
-  if (isHandlerGate(file)) return { name: file, layer: "team", kind: "http", handler: null, hook: { hookPath: file, command: "POST", args: [] } };
+  if (isHandlerGate(file))
+    return {
+      name: file,
+      layer: "team",
+      kind: "http",
+      handler: null,
+      hook: { hookPath: file, command: "POST", args: [] },
+    };
   const dir = path.dirname(file);
   const inDotD = dir.endsWith(".d");
   const root = inDotD ? path.dirname(dir) : dir;
@@ -87,7 +120,11 @@ export async function runChain(
   // Each file gate's settings line, read once, from the bytes that run (its snapshot). Shadow gates
   // run after the enforced ones: a gate on trial can then neither delay them nor spend their
   // deadline, and it still runs after a denial.
-  const owns = new Map(chainHooks.map((h) => [h, h.kind === "http" ? null : ownSettings(h, req.event, ctx.snapshots?.get(h.hook.hookPath))] as const));
+  const owns = new Map(
+    chainHooks.map(
+      (h) => [h, h.kind === "http" ? null : ownSettings(h, req.event, ctx.snapshots?.get(h.hook.hookPath))] as const,
+    ),
+  );
   const settingsOf = (h: ChainHook): HookSettings | null => {
     const own = owns.get(h);
     return own && "settings" in own ? own.settings : null;
@@ -95,13 +132,24 @@ export async function runChain(
   const isShadow = (h: ChainHook): boolean => settingsOf(h)?.mode === "shadow";
   const hooks = [...chainHooks.filter((h) => !isShadow(h)), ...chainHooks.filter(isShadow)];
   const refused = (hook: ChainHook, message: string): ChainRun => ({
-    runs: [{ hook, result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message), startedAt: ctx.now().toISOString(), logFile: null }],
+    runs: [
+      {
+        hook,
+        result: notRunResult(hook.hook, req.runId ?? randomUUID(), "limit", message),
+        startedAt: ctx.now().toISOString(),
+        logFile: null,
+      },
+    ],
     interrupted: null,
   });
   const [head] = hooks;
   if (!head) return { runs: [], interrupted: null };
   if (hooks.length > limits.maxHooksPerEvent) {
-    return refused(head, `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`);
+    return refused(
+      head,
+      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} ` +
+        `(hooks.limits.maxHooksPerEvent) — none ran`,
+    );
   }
   // One document per distinct view (a projection, a confidential handler), built before anything runs
   // (again after a patch): the payload check here, then every hook's stdin, file and variables, or a
@@ -110,7 +158,11 @@ export async function runChain(
   let seen = invocation;
   let shown = documentsShown(hooks, req.event, seen, privacy, limits.maxPayloadBytes);
   if (typeof shown === "number") {
-    return refused(head, `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`);
+    return refused(
+      head,
+      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) ` +
+        `— none ran`,
+    );
   }
   // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
   const redact = teamRedactor(req.env, secretEnvNames(teamSettings.handlers, privacy.redactEnv));
@@ -123,7 +175,12 @@ export async function runChain(
     if (denied && !isShadow(hook)) continue;
     // A stop lets the hook under way finish, but starts no other: a handler's request could add its whole timeout.
     if (index > 0 && req.stopping?.()) {
-      return { runs, interrupted: `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks after it did not start` };
+      return {
+        runs,
+        interrupted:
+          `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks ` +
+          `after it did not start`,
+      };
     }
     // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file its settings line's, else the run's.
     const own = owns.get(hook) ?? null;
@@ -136,11 +193,16 @@ export async function runChain(
         : null;
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 && skip === null) {
-      const late = refused(hook, `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`).runs;
+      const late = refused(
+        hook,
+        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms ` +
+          `(hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`,
+      ).runs;
       runs.push(...late.map((run) => (isShadow(hook) ? { ...run, result: shadowed(run.result, ctx.mode) } : run)));
       break;
     }
-    const ownTimeoutMs = hook.kind === "http" ? (hook.handler?.timeoutMs ?? runTimeoutMs) : (settings?.timeoutMs ?? runTimeoutMs);
+    const ownTimeoutMs =
+      hook.kind === "http" ? (hook.handler?.timeoutMs ?? runTimeoutMs) : (settings?.timeoutMs ?? runTimeoutMs);
     const timeoutMs = Math.min(ownTimeoutMs, Math.max(left, 1));
     const startedAt = ctx.now().toISOString();
     // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
@@ -152,7 +214,15 @@ export async function runChain(
       own && "error" in own
         ? notRunResult(hook.hook, runId, "hook_settings", `${own.error}: the gate did not run`)
         : skip !== null
-          ? { ...blankResult({ hookPath: hook.hook.hookPath, command: [hook.hook.command, ...hook.hook.args], runId, ran: false }), skipped: skip }
+          ? {
+              ...blankResult({
+                hookPath: hook.hook.hookPath,
+                command: [hook.hook.command, ...hook.hook.args],
+                runId,
+                ran: false,
+              }),
+              skipped: skip,
+            }
           : hook.kind === "http"
             ? hook.handler
               ? await runHandler(hook.handler, seen, {
@@ -178,21 +248,37 @@ export async function runChain(
                 attempt: req.attempt ?? 1,
                 context,
                 redact,
-                ...(req.onSpawn ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) } : {}),
+                ...(req.onSpawn
+                  ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) }
+                  : {}),
                 ...(req.notBefore ? { notBefore: req.notBefore } : {}),
                 ...snapshotOption(ctx.snapshots?.get(hook.hook.hookPath)),
               });
     if (result.timedOut && timeoutMs < ownTimeoutMs) {
       // Cut short by the chain's deadline, not by its own timeout: the limit is what failed.
-      result = { ...result, errorKind: "limit", error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)` };
+      result = {
+        ...result,
+        errorKind: "limit",
+        error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)`,
+      };
     } else if (result.timedOut && settings?.timeoutMs !== undefined) {
       result = { ...result, error: `timeout after ${timeoutMs}ms (the gate's own timeout, line ${settings.line})` };
     }
     if (settings) result = { ...result, hookSettings: describeSettings(settings) };
     if (settings?.mode === "shadow" && result.skipped === undefined) result = shadowed(result, ctx.mode);
-    const taken = takePatch(result, seen.completedTask ?? null, { event: req.event, writableFields: teamSettings.writableFields.value });
+    const taken = takePatch(result, seen.completedTask ?? null, {
+      event: req.event,
+      writableFields: teamSettings.writableFields.value,
+    });
     result = withHashes(taken.result, hook, ctx.trust, req.trust?.record ?? null);
-    runs.push({ hook, result, startedAt, logFile: null, ...(taken.kept ? { patch: taken.kept } : {}), ...(isFullView(context.view) ? {} : { shown: shownRecord(context) }) });
+    runs.push({
+      hook,
+      result,
+      startedAt,
+      logFile: null,
+      ...(taken.kept ? { patch: taken.kept } : {}),
+      ...(isFullView(context.view) ? {} : { shown: shownRecord(context) }),
+    });
     if (stopsAtDenial(req.event) && !countsAsPass(result, ctx.mode) && result.outcome !== "deferred") denied = true;
     const next = hooks[index + 1];
     if (taken.kept && next) {
@@ -200,7 +286,13 @@ export async function runChain(
       seen = { ...seen, completedTask: taken.task };
       const later = documentsShown(hooks.slice(index + 1), req.event, seen, privacy, limits.maxPayloadBytes);
       if (typeof later === "number") {
-        runs.push(...refused(next, `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`).runs);
+        runs.push(
+          ...refused(
+            next,
+            `the context document, patched by the hooks before, is ${later} bytes; the limit is ` +
+              `${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`,
+          ).runs,
+        );
         break;
       }
       shown = [...shown.slice(0, index + 1), ...later];
@@ -215,15 +307,27 @@ export function handlerDisabledReason(handler: HandlerDef, declared: readonly Ha
   return `disabled: config.json hooks.handlers[${index < 0 ? "?" : index}].enabled is false`;
 }
 
-/** A file gate's settings line (from its snapshot's bytes when there is one): its settings (null: none), or why it cannot be read whole. */
-function ownSettings(hook: ChainHook, event: InvokeRequest["event"], snapshot: GateSnapshot | undefined): { settings: HookSettings | null } | { error: string } {
-  const read = snapshot && !("problem" in snapshot) ? settingsOfBytes(snapshot.content, event, path.basename(hook.hook.hookPath)) : readHookSettings(hook.hook.hookPath, event);
+/**
+ * A file gate's settings line (from its snapshot's bytes when there is one): its settings (null: none), or why it
+ * cannot be read whole.
+ */
+function ownSettings(
+  hook: ChainHook,
+  event: InvokeRequest["event"],
+  snapshot: GateSnapshot | undefined,
+): { settings: HookSettings | null } | { error: string } {
+  const read =
+    snapshot && !("problem" in snapshot)
+      ? settingsOfBytes(snapshot.content, event, path.basename(hook.hook.hookPath))
+      : readHookSettings(hook.hook.hookPath, event);
   return read.ok ? { settings: read.settings } : { error: read.error };
 }
 
 /** The gate's bytes to run (runner/run.ts starts a private copy of them), when it was read. */
 function snapshotOption(snapshot: GateSnapshot | undefined): { snapshot?: { content: Buffer; sha256: string } } {
-  return snapshot && !("problem" in snapshot) ? { snapshot: { content: snapshot.content, sha256: snapshot.sha256 } } : {};
+  return snapshot && !("problem" in snapshot)
+    ? { snapshot: { content: snapshot.content, sha256: snapshot.sha256 } }
+    : {};
 }
 
 /**
@@ -234,7 +338,8 @@ function snapshotOption(snapshot: GateSnapshot | undefined): { snapshot?: { cont
 export function shadowed(result: RunResult, mode: FailureMode): RunResult {
   const { errorKind, error, ...rest } = result;
   const wouldDeny = result.outcome === "deferred" || !countsAsPass(result, mode);
-  const ignored = result.verdict?.decision === "patch" ? { patchIgnored: "a shadow gate's patch is never written" } : {};
+  const ignored =
+    result.verdict?.decision === "patch" ? { patchIgnored: "a shadow gate's patch is never written" } : {};
   return {
     ...rest,
     ...ignored,
@@ -247,7 +352,13 @@ export function shadowed(result: RunResult, mode: FailureMode): RunResult {
  * The document each hook of the chain is shown, in chain order, one built per distinct view; or the
  * size of the first one over `maxBytes` (then none runs).
  */
-function documentsShown(hooks: readonly ChainHook[], event: InvokeRequest["event"], invocation: HookInvocation, privacy: PrivacySettings, maxBytes: number): PreparedContext[] | number {
+function documentsShown(
+  hooks: readonly ChainHook[],
+  event: InvokeRequest["event"],
+  invocation: HookInvocation,
+  privacy: PrivacySettings,
+  maxBytes: number,
+): PreparedContext[] | number {
   const byView = new Map<string, PreparedContext>();
   const out: PreparedContext[] = [];
   for (const hook of hooks) {
@@ -270,11 +381,17 @@ function documentsShown(hooks: readonly ChainHook[], event: InvokeRequest["event
  * none), and, for an HTTP handler of a confidential team, no content.
  */
 export function viewOf(hook: ChainHook, event: InvokeRequest["event"], privacy: PrivacySettings): ContextView {
-  return { projection: projectionFor(privacy.projection, gateName(hook, event)), confidential: privacy.confidential && hook.kind === "http" };
+  return {
+    projection: projectionFor(privacy.projection, gateName(hook, event)),
+    confidential: privacy.confidential && hook.kind === "http",
+  };
 }
 
 /** The invocation a hook log keeps: a confidential team's keeps the task's identity and lifecycle, not its content. */
-export function loggedInvocation(settings: Pick<TeamSettings, "confidential">, invocation: HookInvocation): HookInvocation {
+export function loggedInvocation(
+  settings: Pick<TeamSettings, "confidential">,
+  invocation: HookInvocation,
+): HookInvocation {
   return settings.confidential.value ? confidentialInvocation(invocation) : invocation;
 }
 
@@ -301,8 +418,16 @@ function shownRecord(context: PreparedContext): ShownRecord {
   };
 }
 
-/** The gate's hash as it ran (a handler's: of its definition), and the trusted one when they differ (a change run with --trust-changes). */
-function withHashes(result: RunResult, hook: ChainHook, trust: ChainTrust | null, record: TrustRecord | null): RunResult {
+/**
+ * The gate's hash as it ran (a handler's: of its definition), and the trusted one when they differ (a change run with
+ * --trust-changes).
+ */
+function withHashes(
+  result: RunResult,
+  hook: ChainHook,
+  trust: ChainTrust | null,
+  record: TrustRecord | null,
+): RunResult {
   const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook);
   if (sha === undefined) return result;
   const trusted = record?.gates[hook.hook.hookPath]?.sha256;
@@ -313,4 +438,3 @@ function shaOf(hook: ChainHook): string | undefined {
   const fp = gateFingerprint(hook);
   return "problem" in fp ? undefined : fp.sha256;
 }
-

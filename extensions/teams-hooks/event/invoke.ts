@@ -2,11 +2,11 @@
  * One event end to end: discover the chain → run its hooks → (policy) → hook logs. Shared by `run` and
  * the leader, so a hand-fired event behaves exactly as a watched one.
  *
- * The chain (gates/chain.ts; docs/hook-contract.md, "Several hooks per event") is the v1 file, then `on_<event>.d/` of the global and the team layer. Task
- * events run it in order and stop at the first denial or closed error; `idle` runs every hook. The
- * event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
- * once, for the run that decided; for `task_started`, the start gate's answer instead (a denied claim
- * is put back: event/after-gate.ts, event/start-gate.ts).
+ * The chain (gates/chain.ts; docs/hook-contract.md, "Several hooks per event") is the v1 file, then `on_<event>.d/` of
+ * the global and the team layer. Task events run it in order and stop at the first denial or closed error; `idle` runs
+ * every hook. The event's outcome folds the runs: a denial or a closed error beats any allow. The policy is applied
+ * once, for the run that decided; for `task_started`, the start gate's answer instead (a denied claim is put back:
+ * event/after-gate.ts, event/start-gate.ts).
  *
  * Logs are written last, after the policy actions, one per hook run; the first run's log (the one that
  * carries the caller's run id) is written last of all, so that its presence on disk means the event
@@ -49,10 +49,14 @@ import { readTask } from "../team/tasks.js";
  * identity, the hooks dir, its own layer (null: none), the hooks' working directory, and every
  * setting in force. A `TeamSetup` is one as it is.
  */
-export type InvokeSetup = Pick<TeamSetup, "identity" | "hooksDir" | "cwd" | "settings"> & { teamHooksDir: string | null };
+export type InvokeSetup = Pick<TeamSetup, "identity" | "hooksDir" | "cwd" | "settings"> & {
+  teamHooksDir: string | null;
+};
 
 export interface InvokeRequest {
-  /** The team and its settings, whole (see InvokeSetup): the failure policy, modes, limits, privacy… are read from here. */
+  /**
+   * The team and its settings, whole (see InvokeSetup): the failure policy, modes, limits, privacy… are read from here.
+   */
   setup: InvokeSetup;
   event: HookEventName;
   /** The event key (contract/events.ts); the ledger's and the log's name for this event. */
@@ -168,7 +172,10 @@ export interface InvokeOutcome {
 export type Counted = "passed" | "failed" | "deferred" | "held";
 
 export interface PendingStep {
-  /** `remediation`: a task or mailbox write of the policy failed (a lock held too long, a full disk). `logs`: a log could not be written. */
+  /**
+   * `remediation`: a task or mailbox write of the policy failed (a lock held too long, a full disk). `logs`: a log
+   * could not be written.
+   */
   stage: "remediation" | "logs";
   error: string;
   /** Tries the failed step again, then what follows it. */
@@ -184,7 +191,10 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   const teamLayer = req.setup.teamHooksDir;
   const problems: string[] = [];
   // Independent reads: together, not one after the other (they are most of the time before the spawn).
-  const [chain, task] = await Promise.all([discoverChain({ globalDir: req.setup.hooksDir, teamDir: teamLayer, event: req.event, handlers: settings.handlers }), loadTask(req, problems)]);
+  const [chain, task] = await Promise.all([
+    discoverChain({ globalDir: req.setup.hooksDir, teamDir: teamLayer, event: req.event, handlers: settings.handlers }),
+    loadTask(req, problems),
+  ]);
   const invocation: HookInvocation = {
     event: req.event,
     teamId: identity.teamId,
@@ -196,11 +206,35 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     completedTask: task,
     ...(req.notification ? { notification: req.notification } : {}),
   };
-  const none: InvokeOutcome = { chain, task, runs: [], result: null, hook: null, counted: null, logFile: null, summary: "no hook", actions: [], problems, pending: null, policyApplied: null, deferral: null };
-  const layers = { global: path.resolve(req.setup.hooksDir), team: teamLayer === null ? null : path.resolve(teamLayer) };
+  const none: InvokeOutcome = {
+    chain,
+    task,
+    runs: [],
+    result: null,
+    hook: null,
+    counted: null,
+    logFile: null,
+    summary: "no hook",
+    actions: [],
+    problems,
+    pending: null,
+    policyApplied: null,
+    deferral: null,
+  };
+  const layers = {
+    global: path.resolve(req.setup.hooksDir),
+    team: teamLayer === null ? null : path.resolve(teamLayer),
+  };
   // Each gate read once: checked, its settings line read, and started from these bytes (runner/run.ts).
   const snapshots = snapshotChain(chain);
-  const trust = req.trust ? checkChainTrust(chain, req.event, layers, { record: req.trust.record, allowInsecure: settings.allowInsecureHooks.value, uid: process.getuid?.() ?? null, snapshots }) : null;
+  const trust = req.trust
+    ? checkChainTrust(chain, req.event, layers, {
+        record: req.trust.record,
+        allowInsecure: settings.allowInsecureHooks.value,
+        uid: process.getuid?.() ?? null,
+        snapshots,
+      })
+    : null;
   const worthSaying = trust && (trust.changes.length > 0 || trust.problems.length > 0 || trust.dropped.length > 0);
   if (trust && worthSaying && req.trust?.onCheck) req.trust.onCheck(trust);
   // A gate that is not the one trusted never runs, and neither does the rest of its chain.
@@ -215,7 +249,9 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
   // Optional gates the team dropped are said in every log of the event (trust/trust.ts).
   const droppedGates = trust?.dropped.map((d) => ({ path: d.path, detail: `dropped by the team: ${d.detail}` })) ?? [];
   const runs: HookRun[] =
-    droppedGates.length === 0 ? chainRun.runs : chainRun.runs.map((run) => ({ ...run, result: { ...run.result, droppedGates } }));
+    droppedGates.length === 0
+      ? chainRun.runs
+      : chainRun.runs.map((run) => ({ ...run, result: { ...run.result, droppedGates } }));
   if (interrupted !== null) return { ...none, runs, interrupted };
   // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
@@ -248,7 +284,17 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
     sent: req.sentLog ?? new SentLog(identity.teamDir),
     held:
       deferred && policyApplies(req)
-        ? heldRecord({ ...req, identity, eventRunId: runs[0]?.result.runId ?? deciding.result.runId, hook: deciding.hook, result: deciding.result, deferredAt: now().toISOString(), deferTimeoutMs: settings.deferTimeoutMs.value, logFile: decidingLog, patches: chainPatches(runs) })
+        ? heldRecord({
+            ...req,
+            identity,
+            eventRunId: runs[0]?.result.runId ?? deciding.result.runId,
+            hook: deciding.hook,
+            result: deciding.result,
+            deferredAt: now().toISOString(),
+            deferTimeoutMs: settings.deferTimeoutMs.value,
+            logFile: decidingLog,
+            patches: chainPatches(runs),
+          })
         : null,
   });
   return settle(ran, { shadow: null, remediation: null, abandoned: false, logs: runs.map(() => null), deferral: null });
@@ -291,9 +337,14 @@ function decidingOf(ran: Ran, runs: readonly HookRun[]): HookRun {
 
 /** How far the settling of a `Ran` got: each step gives the next; a pending step resumes from the one it failed in. */
 interface Progress {
-  /** What the shadow step did (`shadow: NAME would have denied`, or nothing); null until it ran (once: not tried again). */
+  /**
+   * What the shadow step did (`shadow: NAME would have denied`, or nothing); null until it ran (once: not tried again).
+   */
   readonly shadow: { action: string | null; problem: string | null } | null;
-  /** The last attempt at what follows the gate (the policy, or a start gate's answer); null before the first (or when none applies). */
+  /**
+   * The last attempt at what follows the gate (the policy, or a start gate's answer); null before the first (or when
+   * none applies).
+   */
   readonly remediation: AfterGate | null;
   /** Remediation given up: the logs say what was and was not applied. */
   readonly abandoned: boolean;
@@ -314,9 +365,18 @@ async function settle(ran: Ran, from: Progress): Promise<InvokeOutcome> {
   if (!noGateInForce(ran.runs) && afterGateApplies(req) && !at.abandoned && !at.remediation?.complete) {
     const remediation = await applyAfterGate(ran);
     at = { ...at, remediation };
-    if (!remediation.complete) return outcomeOf(ran, at, ran.runs, pendingStep(ran, at, "remediation", remediation.errors.join("; ")));
+    if (!remediation.complete)
+      return outcomeOf(ran, at, ran.runs, pendingStep(ran, at, "remediation", remediation.errors.join("; ")));
   }
-  const runs = notePatches(ran.runs, patchFate({ counted: ran.counted, held: ran.held !== null, policy: policyApplies(req), remediation: at.remediation }));
+  const runs = notePatches(
+    ran.runs,
+    patchFate({
+      counted: ran.counted,
+      held: ran.held !== null,
+      policy: policyApplies(req),
+      remediation: at.remediation,
+    }),
+  );
   const logged = await writeLogs(ran, runs, at);
   at = { ...at, logs: logged.logs };
   if (!logged.ok) return outcomeOf(ran, at, runs, pendingStep(ran, at, "logs", describeError(logged.error)));
@@ -344,12 +404,17 @@ function pendingStep(ran: Ran, at: Progress, stage: PendingStep["stage"], error:
  * The logs of `runs`, each one not written yet; the first run's last (its presence means "done", see
  * the header). Stops at the first that cannot be written: the logs written so far are in `logs`.
  */
-async function writeLogs(ran: Ran, runs: readonly HookRun[], at: Progress): Promise<{ ok: true; logs: (string | null)[] } | { ok: false; logs: (string | null)[]; error: unknown }> {
+async function writeLogs(
+  ran: Ran,
+  runs: readonly HookRun[],
+  at: Progress,
+): Promise<{ ok: true; logs: (string | null)[] } | { ok: false; logs: (string | null)[]; error: unknown }> {
   const { req, counted, decidingIndex } = ran;
   const deciding = decidingOf(ran, runs);
   const logs = runs.map((_, i) => at.logs[i] ?? null);
   const policyRecord = at.remediation?.record;
-  const chainRecord = runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
+  const chainRecord =
+    runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
   const order = [...runs.keys()].filter((i) => i > 0).concat(0);
   for (const i of order) {
     const run = runs[i];
@@ -398,9 +463,18 @@ function outcomeOf(ran: Ran, at: Progress, settled: readonly HookRun[], pending:
     ...(ran.hold ? { hold: ran.hold } : {}),
     ...(remediation?.remembered ? { remembered: remediation.remembered } : {}),
     logFile: deciding.logFile,
-    summary: remediation ? remediation.summary : observedOnly ? observedSummary(ran) : summarize(deciding.result, ran.mode, timeoutMs),
+    summary: remediation
+      ? remediation.summary
+      : observedOnly
+        ? observedSummary(ran)
+        : summarize(deciding.result, ran.mode, timeoutMs),
     actions: [...(remediation?.actions ?? []), ...(at.shadow?.action ? [at.shadow.action] : [])],
-    problems: [...ran.problems, ...(at.shadow?.problem ? [at.shadow.problem] : []), ...(remediation?.refused ?? []), ...(remediation?.errors ?? [])],
+    problems: [
+      ...ran.problems,
+      ...(at.shadow?.problem ? [at.shadow.problem] : []),
+      ...(remediation?.refused ?? []),
+      ...(remediation?.errors ?? []),
+    ],
     pending,
     policyApplied: remediation ? remediation.complete : null,
     deferral: at.deferral,

@@ -39,19 +39,40 @@ export function takePatch(
   ctx: { event: HookEventName; writableFields: readonly string[] | null },
 ): { result: RunResult; kept: KeptPatch | null; task: Task | null } {
   // A shadow gate's patch is never taken (event/chain-run.ts shadowed says so on its run).
-  const patch = result.outcome === "passed" && !result.shadow && result.verdict?.decision === "patch" ? result.verdict.patch : undefined;
+  const patch =
+    result.outcome === "passed" && !result.shadow && result.verdict?.decision === "patch"
+      ? result.verdict.patch
+      : undefined;
   if (patch === undefined) return { result, kept: null, task };
   // A start gate judges a claim; it does not change the task (nor does idle, which has none).
   if (!policyApplies(ctx.event)) {
-    const why = ctx.event === "idle" ? "idle has no task to patch: the patch was ignored" : `${ctx.event} does not take patches: the patch was ignored`;
+    const why =
+      ctx.event === "idle"
+        ? "idle has no task to patch: the patch was ignored"
+        : `${ctx.event} does not take patches: the patch was ignored`;
     return { result: { ...result, patchIgnored: why }, kept: null, task };
   }
-  if (task === null) return { result: { ...result, patchIgnored: "the task could not be read: the patch was ignored" }, kept: null, task };
+  if (task === null)
+    return {
+      result: { ...result, patchIgnored: "the task could not be read: the patch was ignored" },
+      kept: null,
+      task,
+    };
   const filtered = filterPatch(patch, ctx.writableFields);
   const noted: RunResult = filtered.rejected.length > 0 ? { ...result, patchRejected: filtered.rejected } : result;
-  if (filtered.applied.length === 0) return { result: { ...noted, patchIgnored: "nothing of the patch is inside the writable fields" }, kept: null, task };
+  if (filtered.applied.length === 0)
+    return {
+      result: { ...noted, patchIgnored: "nothing of the patch is inside the writable fields" },
+      kept: null,
+      task,
+    };
   const next = patchTask(task, filtered.patch);
-  if (!next.ok) return { result: { ...noted, outcome: "error", errorKind: "invalid_verdict", error: `invalid patch: ${next.problem}` }, kept: null, task };
+  if (!next.ok)
+    return {
+      result: { ...noted, outcome: "error", errorKind: "invalid_verdict", error: `invalid patch: ${next.problem}` },
+      kept: null,
+      task,
+    };
   return { result: noted, kept: { patch: filtered.patch, paths: filtered.applied }, task: next.task };
 }
 
@@ -66,7 +87,11 @@ interface PatchedRun {
  * nor a defer (a denial, a closed error), else the first defer, else the last run; undefined: none ran.
  */
 export function decidingRun<R extends PatchedRun>(runs: readonly R[], mode: FailureMode): R | undefined {
-  return runs.find((r) => !countsAsPass(r.result, mode) && r.result.outcome !== "deferred") ?? runs.find((r) => r.result.outcome === "deferred") ?? runs[runs.length - 1];
+  return (
+    runs.find((r) => !countsAsPass(r.result, mode) && r.result.outcome !== "deferred") ??
+    runs.find((r) => r.result.outcome === "deferred") ??
+    runs[runs.length - 1]
+  );
 }
 
 /** What became of a settled chain's patches (see the header). */
@@ -77,11 +102,21 @@ export function patchFate(s: {
   remediation: AfterGate | null;
 }): { applied: true } | { applied: false; ignored: string } {
   if (s.counted === "failed") return { applied: false, ignored: "the chain was denied: the patch was discarded" };
-  if (s.counted === "held") return { applied: false, ignored: "the gate could not judge the work (held): the patch was not written" };
+  if (s.counted === "held")
+    return { applied: false, ignored: "the gate could not judge the work (held): the patch was not written" };
   if (s.counted === "deferred") {
-    return { applied: false, ignored: s.held ? "the gate is held: the patch is kept with the deferral and written only if the decision is allow" : "the gate deferred with no policy to hold it: the patch was not written" };
+    return {
+      applied: false,
+      ignored: s.held
+        ? "the gate is held: the patch is kept with the deferral and written only if the decision is allow"
+        : "the gate deferred with no policy to hold it: the patch was not written",
+    };
   }
-  if (!s.policy || s.remediation === null) return { applied: false, ignored: "no failure policy applied (run without --apply-policy): the patch was not written" };
+  if (!s.policy || s.remediation === null)
+    return {
+      applied: false,
+      ignored: "no failure policy applied (run without --apply-policy): the patch was not written",
+    };
   const patch = s.remediation.patch;
   if (patch?.written) return { applied: true };
   return { applied: false, ignored: patch?.why ?? "the patch was not written" };
@@ -96,10 +131,16 @@ export function chainPatches(runs: readonly PatchedRun[]): JsonObject[] {
  * The runs, each with a kept patch saying what became of it: the paths written (`applied: true`), or
  * why nothing was (`ignored`). New runs; those given are left as they are (a settle tried again says it again).
  */
-export function notePatches<R extends PatchedRun>(runs: readonly R[], fate: { applied: true } | { applied: false; ignored: string }): R[] {
+export function notePatches<R extends PatchedRun>(
+  runs: readonly R[],
+  fate: { applied: true } | { applied: false; ignored: string },
+): R[] {
   return runs.map((run) => {
     if (!run.patch) return run;
     const { patchApplied: _applied, patchIgnored: _ignored, ...rest } = run.result;
-    return { ...run, result: fate.applied ? { ...rest, patchApplied: run.patch.paths } : { ...rest, patchIgnored: fate.ignored } };
+    return {
+      ...run,
+      result: fate.applied ? { ...rest, patchApplied: run.patch.paths } : { ...rest, patchIgnored: fate.ignored },
+    };
   });
 }

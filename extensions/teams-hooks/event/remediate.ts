@@ -87,16 +87,23 @@ export interface DecideContext {
  * that spends a unit of a follow-up's tree budget records it on the root first (policy/gate-life.ts),
  * then writes the task; a root spends in the same write as its own metadata.
  */
-export async function remediate(target: RemediationTarget, decideFor: (task: Task | null, tree: DecideContext) => RemediationPlan): Promise<RemediationDone> {
+export async function remediate(
+  target: RemediationTarget,
+  decideFor: (task: Task | null, tree: DecideContext) => RemediationPlan,
+): Promise<RemediationDone> {
   const lock = target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
   let decided: RemediationPlan | undefined;
   let metadataWritten = false;
-  /** The task recorded this event before this write: a retry, or a held gate (whose other holds may have made a follow-up). */
+  /**
+   * The task recorded this event before this write: a retry, or a held gate (whose other holds may have made a
+   * follow-up).
+   */
   let seenBefore = false;
   const actions: string[] = [];
   const remembered: Remembered = {};
   const patches = target.taskPatches ?? [];
-  let patch: RemediationDone["patch"] = patches.length > 0 ? { written: false, why: "the task file is gone: the patch was not written" } : undefined;
+  let patch: RemediationDone["patch"] =
+    patches.length > 0 ? { written: false, why: "the task file is gone: the patch was not written" } : undefined;
   const withPatch = (done: Omit<RemediationDone, "patch">): RemediationDone => (patch ? { ...done, patch } : done);
   const stop = (plan: RemediationPlan, error: string, followupTaskId: string | null = null): RemediationDone =>
     withPatch({
@@ -148,14 +155,19 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
           return undefined;
         }
         const patched = patchAll(task, patches);
-        patch = patched.ok ? { written: true } : { written: false, why: `${patched.problem}: the patch was not written` };
+        patch = patched.ok
+          ? { written: true }
+          : { written: false, why: `${patched.problem}: the patch was not written` };
         return applyToTask(patched.ok ? patched.task : task, decided, target.now, target.key);
       },
       { label: `quality gate ${target.key}`, ...lock },
     );
     if (!updated.ok && updated.problem.kind !== "missing") {
       // Decided (if at all) for a task that was not written: nothing of the plan happened.
-      return stop(decided ?? decideFor(null, { budget: null }), `gate metadata not written: ${updated.problem.message}`);
+      return stop(
+        decided ?? decideFor(null, { budget: null }),
+        `gate metadata not written: ${updated.problem.message}`,
+      );
     }
     metadataWritten = updated.ok && updated.written;
   } catch (error) {
@@ -163,10 +175,21 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     return stop(decided ?? decideFor(null, { budget: null }), `gate metadata not written: ${describeError(error)}`);
   }
   const plan = decided ?? decideFor(null, { budget: null }); // the task file is gone: the plan without task writes
-  if (metadataWritten && plan.reopen?.kind === "reopen") remembered.round = { taskId: target.taskId, round: plan.reopen.patch.metadata.qualityGateRound };
+  if (metadataWritten && plan.reopen?.kind === "reopen")
+    remembered.round = { taskId: target.taskId, round: plan.reopen.patch.metadata.qualityGateRound };
   if (plan.spend) remembered.spent = { root: plan.spend.root, spent: plan.spend.spent };
   // The task's own outcome (reopened, suppressed, skipped, a retry) is on disk now.
-  actions.push(...plan.actions.filter((a) => a !== "none" && !a.startsWith("follow-up") && !a.startsWith("nudge") && !a.startsWith("reassigned") && !a.startsWith("told") && !a.startsWith("budget of")));
+  actions.push(
+    ...plan.actions.filter(
+      (a) =>
+        a !== "none" &&
+        !a.startsWith("follow-up") &&
+        !a.startsWith("nudge") &&
+        !a.startsWith("reassigned") &&
+        !a.startsWith("told") &&
+        !a.startsWith("budget of"),
+    ),
+  );
 
   if (plan.reassign && (metadataWritten || plan.alreadyApplied)) {
     // Once per reopen (the event key): the owner's runtime starts an owned task when it is assigned.
@@ -204,19 +227,29 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
           updatedAt: target.now,
         }),
         {
-          ...(mayExist ? { existing: (tasks: Task[]) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key) } : {}),
+          ...(mayExist
+            ? { existing: (tasks: Task[]) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key) }
+            : {}),
           label: `follow-up for ${target.key}`,
           ...lock,
         },
       );
       followupTaskId = created.task.id;
       remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
-      actions.push(`follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`);
+      actions.push(
+        `follow-up ` +
+          `#${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`,
+      );
     } catch (error) {
       return stop(plan, `follow-up task not created: ${describeError(error)}`);
     }
     if (followup.owner && followup.assignment) {
-      const sent = await sendToMember(target, `assignment-${followupTaskId}`, followup.owner, JSON.stringify(followup.assignment(followupTaskId)));
+      const sent = await sendToMember(
+        target,
+        `assignment-${followupTaskId}`,
+        followup.owner,
+        JSON.stringify(followup.assignment(followupTaskId)),
+      );
       if (sent.error) return stop(plan, sent.error, followupTaskId);
     }
   }
@@ -229,12 +262,23 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
       to: target.leadName,
       // Once per root and budget: raising the budget and spending it again tells the lead again.
       id: sentId("budget-spent", `${root}:${target.maxBudget ?? 0}`, target.leadName),
-      message: { from: "pi-teams-hooks", text, timestamp: target.now, read: false, qualityGateEventKey: target.key, qualityGateMessage: "budget-spent" },
+      message: {
+        from: "pi-teams-hooks",
+        text,
+        timestamp: target.now,
+        read: false,
+        qualityGateEventKey: target.key,
+        qualityGateMessage: "budget-spent",
+      },
       isIt: (m) => m.qualityGateMessage === "budget-spent" && m.qualityGateEventKey === target.key,
       ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
     });
     if (sent.error) return stop(plan, sent.error, followupTaskId);
-    actions.push(sent.already ? `lead told the budget of task #${root} is spent (before)` : `lead told the budget of task #${root} is spent`);
+    actions.push(
+      sent.already
+        ? `lead told the budget of task #${root} is spent (before)`
+        : `lead told the budget of task #${root} is spent`,
+    );
   }
 
   if (plan.nudge?.to) {
@@ -245,11 +289,21 @@ export async function remediate(target: RemediationTarget, decideFor: (task: Tas
     const word = kind === "held" ? `told ${to} it waits` : `nudge ${to}`;
     actions.push(sent.already ? `${word} (sent before)` : word);
   }
-  return withPatch({ plan, actions: actions.length > 0 ? actions : ["none"], followupTaskId, errors: [], refused: [...plan.refused], complete: true, remembered });
+  return withPatch({
+    plan,
+    actions: actions.length > 0 ? actions : ["none"],
+    followupTaskId,
+    errors: [],
+    refused: [...plan.refused],
+    complete: true,
+    remembered,
+  });
 }
 
 /** The root of the task's tree: the task itself, or another task (a follow-up's root), read as it is now. */
-async function findRoot(target: RemediationTarget): Promise<{ kind: "self" } | { kind: "other"; root: string; task: Task | null }> {
+async function findRoot(
+  target: RemediationTarget,
+): Promise<{ kind: "self" } | { kind: "other"; root: string; task: Task | null }> {
   const read = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
   if (!read.ok) return { kind: "self" };
   const root = rootOf(read.value, target.memory?.root(target.taskId));
@@ -263,7 +317,12 @@ async function findRoot(target: RemediationTarget): Promise<{ kind: "self" } | {
  * Records one unit of the root's budget for this event under the root's lock (at most once per event
  * key, never past the budget); gives the budget as it is then.
  */
-async function spendOnRoot(target: RemediationTarget, root: string, budget: TreeBudget, lock: { timeoutMs?: number }): Promise<TreeBudget> {
+async function spendOnRoot(
+  target: RemediationTarget,
+  root: string,
+  budget: TreeBudget,
+  lock: { timeoutMs?: number },
+): Promise<TreeBudget> {
   let after = budget;
   const updated = await updateTask(
     target.teamDir,
@@ -282,13 +341,18 @@ async function spendOnRoot(target: RemediationTarget, root: string, budget: Tree
   if (!updated.ok && updated.problem.kind !== "missing") throw new Error(updated.problem.message);
   if (!updated.ok) {
     // The root's file is gone: the unit is counted in memory only (the leader's), never past the budget.
-    return budget.spent >= budget.max ? budget : { ...budget, spent: budget.spent + 1, spentBy: (key) => key === target.key || budget.spentBy(key) };
+    return budget.spent >= budget.max
+      ? budget
+      : { ...budget, spent: budget.spent + 1, spentBy: (key) => key === target.key || budget.spentBy(key) };
   }
   return after;
 }
 
 /** The task with every patch laid over it in order (each cut once more to what may ever be written), or why not. */
-function patchAll(task: Task, patches: readonly JsonObject[]): { ok: true; task: Task } | { ok: false; problem: string } {
+function patchAll(
+  task: Task,
+  patches: readonly JsonObject[],
+): { ok: true; task: Task } | { ok: false; problem: string } {
   let current = task;
   for (const patch of patches) {
     const next = patchTask(current, withoutNeverWritable(patch));
@@ -310,7 +374,8 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
   const updatedAt = holdsNewerEvent(task, key) ? task.updatedAt : now;
   const next: Task = { ...task, updatedAt, metadata: { ...(task.metadata ?? {}), ...plan.metadataPatch } };
   // A root spends its own budget in this write (a follow-up's root was written before: remediate).
-  if (plan.spend?.root === task.id && !budgetKeys(task).includes(key)) next.metadata = { ...next.metadata, qualityGateBudgetKeys: [...budgetKeys(task), key] };
+  if (plan.spend?.root === task.id && !budgetKeys(task).includes(key))
+    next.metadata = { ...next.metadata, qualityGateBudgetKeys: [...budgetKeys(task), key] };
   if (plan.reopen?.kind === "reopen" && task.status === "completed") {
     next.status = plan.reopen.patch.status;
     next.metadata = { ...next.metadata, ...plan.reopen.patch.metadata };
@@ -319,7 +384,11 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
 }
 
 /** The log's `policy` block of a failure policy applied (docs/logs.md). */
-export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done: RemediationDone): Record<string, unknown> {
+export function policyRecordOf(
+  policy: EffectivePolicy,
+  mode: FailureMode,
+  done: RemediationDone,
+): Record<string, unknown> {
   return {
     failureAction: policy.failureAction,
     maxReopensPerTask: policy.maxReopensPerTask,
@@ -328,7 +397,10 @@ export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done:
     passed: done.plan.passed,
     summary: done.plan.summary,
     alreadyApplied: done.plan.alreadyApplied,
-    reopen: done.complete && done.plan.reopen ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max } : null,
+    reopen:
+      done.complete && done.plan.reopen
+        ? { kind: done.plan.reopen.kind, count: done.plan.reopen.count, max: done.plan.reopen.max }
+        : null,
     followupTaskId: done.followupTaskId,
     nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
     actions: done.actions,
@@ -336,15 +408,29 @@ export function policyRecordOf(policy: EffectivePolicy, mode: FailureMode, done:
     // The gate life's state this event left the task in (policy/gate-life.ts), and why it is held.
     gate: done.plan.gate.to,
     ...(done.plan.gate.cause ? { held: done.plan.gate.cause } : {}),
-    ...(done.plan.spend ? { budget: { root: done.plan.spend.root, spent: done.plan.spend.spent, max: done.plan.spend.max } } : {}),
+    ...(done.plan.spend
+      ? { budget: { root: done.plan.spend.root, spent: done.plan.spend.spent, max: done.plan.spend.max } }
+      : {}),
     // Absent when everything was applied (older logs have no such field either).
     ...(done.complete ? {} : { complete: false }),
   };
 }
 
 /** Appends a message from the leader to `to`'s inbox in the task namespace, once per event (sendOnce). */
-async function sendToMember(target: RemediationTarget, kind: MemberMessageKind, to: string, text: string): Promise<{ error: string | null; already: boolean }> {
-  const message: MailboxMessage = { from: target.leadName, text, timestamp: target.now, read: false, qualityGateEventKey: target.key, qualityGateMessage: kind };
+async function sendToMember(
+  target: RemediationTarget,
+  kind: MemberMessageKind,
+  to: string,
+  text: string,
+): Promise<{ error: string | null; already: boolean }> {
+  const message: MailboxMessage = {
+    from: target.leadName,
+    text,
+    timestamp: target.now,
+    read: false,
+    qualityGateEventKey: target.key,
+    qualityGateMessage: kind,
+  };
   return sendOnce(target.sent, {
     teamDir: target.teamDir,
     namespace: target.taskListId,
@@ -401,7 +487,10 @@ export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: 
     }
     sent.claim(m.id, at);
   } catch (error) {
-    return { error: `message to ${m.to} not sent (the sent-log cannot be written): ${describeError(error)}`, already: false };
+    return {
+      error: `message to ${m.to} not sent (the sent-log cannot be written): ${describeError(error)}`,
+      already: false,
+    };
   }
   try {
     const appended = await appendMessage(m.teamDir, m.namespace, m.to, m.message, {

@@ -21,7 +21,10 @@ export function observes(result: RunResult): boolean {
   return result.skipped !== undefined || result.shadow !== undefined;
 }
 
-/** Whether no run of the chain was enforced (every gate skipped by its matchers, or in shadow mode): then nothing follows the gate. */
+/**
+ * Whether no run of the chain was enforced (every gate skipped by its matchers, or in shadow mode): then nothing
+ * follows the gate.
+ */
 export function noGateInForce(runs: readonly HookRun[]): boolean {
   return runs.every((run) => observes(run.result));
 }
@@ -36,7 +39,12 @@ export function noGateInForce(runs: readonly HookRun[]): boolean {
 export function nonBlockingError(
   runs: readonly HookRun[],
   deciding: HookRun,
-  ctx: { counted: "passed" | "failed" | "deferred" | "held"; mode: FailureMode; event: HookEventName; timeoutMs: number },
+  ctx: {
+    counted: "passed" | "failed" | "deferred" | "held";
+    mode: FailureMode;
+    event: HookEventName;
+    timeoutMs: number;
+  },
 ): string | null {
   if (ctx.counted !== "passed" || deciding.result.outcome !== "passed") return null;
   const letThrough = (r: RunResult): boolean =>
@@ -57,13 +65,24 @@ export function shadowDenials(runs: readonly HookRun[]): HookRun[] {
  * event has a task and the request applies the policy (the leader, `run --apply-policy`); a count that
  * grows once per event key. Returns the action taken, or a problem; never throws.
  */
-export async function noteShadowDenial(req: InvokeRequest, runs: readonly HookRun[], now: () => Date): Promise<{ action: string | null; problem: string | null }> {
+export async function noteShadowDenial(
+  req: InvokeRequest,
+  runs: readonly HookRun[],
+  now: () => Date,
+): Promise<{ action: string | null; problem: string | null }> {
   const [first] = shadowDenials(runs);
-  if (!first || !req.applyPolicy || req.taskId === null || !isTaskEvent(req.event)) return { action: null, problem: null };
+  if (!first || !req.applyPolicy || req.taskId === null || !isTaskEvent(req.event))
+    return { action: null, problem: null };
   const shadow = first.result.shadow;
   const hook = gateName(first.hook, req.event);
   // What it said, as the gate's summary would have said it: a defer by its reason, anything else as a failure.
-  const said = shadow?.outcome === "deferred" ? deferredSummary(first.result.verdict) : describeFailure({ ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) }, req.setup.settings.timeoutMs.value);
+  const said =
+    shadow?.outcome === "deferred"
+      ? deferredSummary(first.result.verdict)
+      : describeFailure(
+          { ...first.result, ...(shadow?.error ? { error: shadow.error } : {}) },
+          req.setup.settings.timeoutMs.value,
+        );
   const summary = forTheTeam(said);
   try {
     const updated = await updateTask(
@@ -89,7 +108,14 @@ export async function noteShadowDenial(req: InvokeRequest, runs: readonly HookRu
       },
       { label: `shadow gate ${req.key}`, ...(req.lockTimeoutMs === undefined ? {} : { timeoutMs: req.lockTimeoutMs }) },
     );
-    if (!updated.ok) return { action: null, problem: updated.problem.kind === "missing" ? null : `shadow verdict of ${hook} not written: ${updated.problem.message}` };
+    if (!updated.ok)
+      return {
+        action: null,
+        problem:
+          updated.problem.kind === "missing"
+            ? null
+            : `shadow verdict of ${hook} not written: ${updated.problem.message}`,
+      };
     return { action: `shadow: ${hook} would have denied`, problem: null };
   } catch (error) {
     return { action: null, problem: `shadow verdict of ${hook} not written: ${describeError(error)}` };

@@ -50,7 +50,11 @@ export const StartDenialMetadataSchema = z.object({
 export type StartDenialMetadata = z.infer<typeof StartDenialMetadataSchema>;
 
 /** Where and when, as for the failure policy; `key` is the claim's (`task_started:<id>:<owner>:<stamp>`). */
-export interface StartGateInput extends Pick<RemediationTarget, "teamDir" | "taskListId" | "taskId" | "key" | "leadName" | "now" | "sent" | "lockTimeoutMs"> {
+export interface StartGateInput
+  extends Pick<
+    RemediationTarget,
+    "teamDir" | "taskListId" | "taskId" | "key" | "leadName" | "now" | "sent" | "lockTimeoutMs"
+  > {
   /** How the chain counted (after the failure mode). */
   passed: boolean;
   failureMode: FailureMode;
@@ -84,7 +88,10 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
   const sameClaim = task !== null && taskEvent(task)?.key === input.key;
   if (input.passed) {
     if (!task || !sameClaim || meta.qualityGateStartDenied !== true) return { kind: "none" };
-    return { kind: "clear", next: { ...task, updatedAt: input.now, metadata: { ...meta, qualityGateStartDenied: false } } };
+    return {
+      kind: "clear",
+      next: { ...task, updatedAt: input.now, metadata: { ...meta, qualityGateStartDenied: false } },
+    };
   }
   const owner = nonEmpty(task?.owner);
   // The claim judged is the owner's (the key names the owner): it is the owner who is told, whoever
@@ -93,7 +100,8 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
   // A retry is recognised by the record only once the claim is gone: a task that still holds the
   // claim is put back whatever its metadata says (a worker writes that metadata too).
   if (!task || !sameClaim) {
-    if (meta.qualityGateStartDeniedKey === input.key) return { kind: "reverted", count: counter(meta.qualityGateStartDeniedCount), to };
+    if (meta.qualityGateStartDeniedKey === input.key)
+      return { kind: "reverted", count: counter(meta.qualityGateStartDeniedCount), to };
     return { kind: "moved_on", status: task?.status ?? null, to };
   }
   const count = counter(meta.qualityGateStartDeniedCount) + 1;
@@ -113,7 +121,13 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
   // only), so the key must be there to take the owner away (JSON leaves it out). `metadata` is
   // replaced whole: a code of an earlier denial does not linger.
   const { qualityGateStartDeniedCode: _earlier, ...kept } = meta;
-  const next: Task = { ...task, owner: undefined, status: "pending", updatedAt: input.now, metadata: { ...kept, ...denial } };
+  const next: Task = {
+    ...task,
+    owner: undefined,
+    status: "pending",
+    updatedAt: input.now,
+    metadata: { ...kept, ...denial },
+  };
   return { kind: "revert", next, count, to };
 }
 
@@ -155,7 +169,8 @@ export async function applyStartGate(input: StartGateInput): Promise<StartGateDo
       },
       { label: `start gate ${input.key}`, ...lock },
     );
-    if (!updated.ok && updated.problem.kind !== "missing") return done(decided ?? planStart(null, input), `task not written: ${updated.problem.message}`);
+    if (!updated.ok && updated.problem.kind !== "missing")
+      return done(decided ?? planStart(null, input), `task not written: ${updated.problem.message}`);
   } catch (error) {
     return done(decided ?? planStart(null, input), `task not written: ${describeError(error)}`);
   }
@@ -180,11 +195,26 @@ export async function applyStartGate(input: StartGateInput): Promise<StartGateDo
   if (to === null) return done(plan);
   if (!isSafeName(to)) {
     actions.push(`no message to ${JSON.stringify(to)}`);
-    refused.push(`no message to ${JSON.stringify(to)}: ${unsafeName(to, sanitizeName(to))}; nothing was sent to that inbox`);
+    refused.push(
+      `no message to ${JSON.stringify(to)}: ${unsafeName(to, sanitizeName(to))}; nothing was sent to that inbox`,
+    );
     return done(plan);
   }
-  const text = startDeniedText({ hookName: input.hookName, taskId: input.taskId, summary: forTheTeam(input.summary), putBack: plan.kind === "moved_on" ? { status: plan.status } : null, count: plan.kind === "moved_on" ? null : plan.count, logFile: input.logFile });
-  const message: MailboxMessage = { from: input.leadName, text, timestamp: input.now, read: false, qualityGateEventKey: input.key };
+  const text = startDeniedText({
+    hookName: input.hookName,
+    taskId: input.taskId,
+    summary: forTheTeam(input.summary),
+    putBack: plan.kind === "moved_on" ? { status: plan.status } : null,
+    count: plan.kind === "moved_on" ? null : plan.count,
+    logFile: input.logFile,
+  });
+  const message: MailboxMessage = {
+    from: input.leadName,
+    text,
+    timestamp: input.now,
+    read: false,
+    qualityGateEventKey: input.key,
+  };
   const sent = await sendOnce(input.sent, {
     teamDir: input.teamDir,
     namespace: input.taskListId,
@@ -200,7 +230,10 @@ export async function applyStartGate(input: StartGateInput): Promise<StartGateDo
 }
 
 /** The log's `policy` block of a start gate: what it decided and did (docs/logs.md). */
-export function startGateRecord(input: Pick<StartGateInput, "failureMode" | "passed">, done: StartGateDone): Record<string, unknown> {
+export function startGateRecord(
+  input: Pick<StartGateInput, "failureMode" | "passed">,
+  done: StartGateDone,
+): Record<string, unknown> {
   const { plan } = done;
   return {
     onDenial: "revert_claim",
@@ -208,9 +241,19 @@ export function startGateRecord(input: Pick<StartGateInput, "failureMode" | "pas
     passed: input.passed,
     summary: done.summary,
     alreadyApplied: plan.kind === "reverted",
-    claim: plan.kind === "revert" || plan.kind === "reverted" ? "put_back" : plan.kind === "moved_on" ? "moved_on" : plan.kind === "clear" ? "cleared" : "kept",
+    claim:
+      plan.kind === "revert" || plan.kind === "reverted"
+        ? "put_back"
+        : plan.kind === "moved_on"
+          ? "moved_on"
+          : plan.kind === "clear"
+            ? "cleared"
+            : "kept",
     deniedCount: plan.kind === "revert" || plan.kind === "reverted" ? plan.count : null,
-    told: done.complete && plan.kind !== "none" && plan.kind !== "clear" && plan.to !== null && isSafeName(plan.to) ? plan.to : null,
+    told:
+      done.complete && plan.kind !== "none" && plan.kind !== "clear" && plan.to !== null && isSafeName(plan.to)
+        ? plan.to
+        : null,
     actions: done.actions,
     errors: [...done.refused, ...done.errors],
     ...(done.complete ? {} : { complete: false }),

@@ -68,7 +68,16 @@ export interface HttpChainHook {
  * `unusable` (not executable, a directory, a broken symlink, a fifo…), `dir_unusable` (a layer or
  * `.d` dir that exists but cannot be read or is not a directory).
  */
-export const CHAIN_SKIP_CODES = ["bad_name", "ignored_name", "switched_off", "replaced", "disabled", "disables_nothing", "unusable", "dir_unusable"] as const;
+export const CHAIN_SKIP_CODES = [
+  "bad_name",
+  "ignored_name",
+  "switched_off",
+  "replaced",
+  "disabled",
+  "disables_nothing",
+  "unusable",
+  "dir_unusable",
+] as const;
 export type ChainSkipCode = (typeof CHAIN_SKIP_CODES)[number];
 
 export interface ChainSkip {
@@ -116,7 +125,10 @@ export function gateName(hook: Pick<ChainHook, "name" | "kind">, event: HookEven
   return hook.kind === "v1" ? HOOK_BASE_NAMES[event] : `${chainDirName(event)}/${hook.name}`;
 }
 
-/** A gate's name as doctor and `config` print it: the v1 file's own name (`on_idle.sh`), a chain file by its place, a handler as `http:<name>`. */
+/**
+ * A gate's name as doctor and `config` print it: the v1 file's own name (`on_idle.sh`), a chain file by its place, a
+ * handler as `http:<name>`.
+ */
 export function gateDisplayName(hook: Pick<ChainHook, "name" | "kind">, event: HookEventName): string {
   return hook.kind === "chain" ? `${chainDirName(event)}/${hook.name}` : hook.name;
 }
@@ -124,7 +136,13 @@ export function gateDisplayName(hook: Pick<ChainHook, "name" | "kind">, event: H
 /** The chain hook of a declared handler: `http:<name>`, `POST <url>` (or the method it declares). */
 export function handlerHook(handler: HandlerDef): HttpChainHook {
   const name = handlerGateName(handler.name);
-  return { name, layer: "team", kind: "http", handler, hook: { hookPath: name, command: handler.method ?? "POST", args: [handler.url] } };
+  return {
+    name,
+    layer: "team",
+    kind: "http",
+    handler,
+    hook: { hookPath: name, command: handler.method ?? "POST", args: [handler.url] },
+  };
 }
 
 /** Whether a gate path (a trust record key, a log's `hookPath`) names a handler rather than a file. */
@@ -144,24 +162,41 @@ export function compareNames(a: string, b: string): number {
 /** Finds the chain of `event` in both layers. Never throws for anything on disk. */
 export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> {
   const globalDir = path.resolve(input.globalDir);
-  const teamDir = input.teamDir === null || path.resolve(input.teamDir) === globalDir ? null : path.resolve(input.teamDir);
+  const teamDir =
+    input.teamDir === null || path.resolve(input.teamDir) === globalDir ? null : path.resolve(input.teamDir);
   const global = await findHook(globalDir, input.event);
   const team = teamDir === null ? null : await findHook(teamDir, input.event);
 
   const hooks: ChainHook[] = [];
-  const skipped: ChainSkip[] = [...layerSkips(global, globalDir, "global"), ...(team && teamDir ? layerSkips(team, teamDir, "team") : [])];
+  const skipped: ChainSkip[] = [
+    ...layerSkips(global, globalDir, "global"),
+    ...(team && teamDir ? layerSkips(team, teamDir, "team") : []),
+  ];
   const teamUsable = teamDir !== null && team !== null && !team.dirProblem;
 
   // v1: the team's file (chosen or not) takes the slot; else the global one, unless switched off.
   const teamFile = teamUsable ? team.candidates.find((c) => c.status !== "absent") : undefined;
   const markers = teamUsable ? existing(hookCandidatePaths(teamDir, input.event).map((p) => p + DISABLED)) : [];
   const globalHook = global.hook;
-  const globalMarker = globalHook ? markers.find((m) => path.basename(m) === path.basename(globalHook.hookPath) + DISABLED) : undefined;
+  const globalMarker = globalHook
+    ? markers.find((m) => path.basename(m) === path.basename(globalHook.hookPath) + DISABLED)
+    : undefined;
   if (teamFile) {
     if (team?.hook) hooks.push({ name: path.basename(team.hook.hookPath), layer: "team", hook: team.hook, kind: "v1" });
-    if (globalHook) skipped.push({ path: globalHook.hookPath, layer: "global", code: "replaced", reason: `replaced by ${teamFile.path}` });
+    if (globalHook)
+      skipped.push({
+        path: globalHook.hookPath,
+        layer: "global",
+        code: "replaced",
+        reason: `replaced by ${teamFile.path}`,
+      });
   } else if (globalHook && globalMarker) {
-    skipped.push({ path: globalHook.hookPath, layer: "global", code: "disabled", reason: `disabled by ${globalMarker}` });
+    skipped.push({
+      path: globalHook.hookPath,
+      layer: "global",
+      code: "disabled",
+      reason: `disabled by ${globalMarker}`,
+    });
   } else if (globalHook) {
     hooks.push({ name: path.basename(globalHook.hookPath), layer: "global", hook: globalHook, kind: "v1" });
   }
@@ -174,14 +209,20 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   const chain = chainFiles(input.event, global.dirProblem ? null : globalDir, teamUsable ? teamDir : null);
   hooks.push(...chain.hooks);
   skipped.push(...chain.skipped);
-  for (const handler of input.handlers ?? []) if (handler.events.includes(input.event)) hooks.push(handlerHook(handler));
+  for (const handler of input.handlers ?? [])
+    if (handler.events.includes(input.event)) hooks.push(handlerHook(handler));
   return { hooks, skipped, v1: { global, team } };
 }
 
 /** The chain of every event (in `HOOK_EVENTS` order), for whatever looks at all the gates at once. */
-export async function discoverChains(globalDir: string, teamDir: string | null, handlers: readonly HandlerDef[] = []): Promise<Array<{ event: HookEventName; chain: ChainDiscovery }>> {
+export async function discoverChains(
+  globalDir: string,
+  teamDir: string | null,
+  handlers: readonly HandlerDef[] = [],
+): Promise<Array<{ event: HookEventName; chain: ChainDiscovery }>> {
   const out: Array<{ event: HookEventName; chain: ChainDiscovery }> = [];
-  for (const event of HOOK_EVENTS) out.push({ event, chain: await discoverChain({ globalDir, teamDir, event, handlers }) });
+  for (const event of HOOK_EVENTS)
+    out.push({ event, chain: await discoverChain({ globalDir, teamDir, event, handlers }) });
   return out;
 }
 
@@ -192,7 +233,9 @@ function layerSkips(found: HookDiscovery, dir: string, layer: ChainLayer): Chain
     const reason = found.candidates[0]?.reason ?? `hooks dir ${found.dirProblem.replaceAll("_", " ")}`;
     return [{ path: dir, layer, code: "dir_unusable", reason }];
   }
-  return found.candidates.filter((c) => c.status === "skipped").map((c) => ({ path: c.path, layer, code: "unusable", reason: c.reason ?? "unusable" }));
+  return found.candidates
+    .filter((c) => c.status === "skipped")
+    .map((c) => ({ path: c.path, layer, code: "unusable", reason: c.reason ?? "unusable" }));
 }
 
 interface Listed {
@@ -202,7 +245,11 @@ interface Listed {
 }
 
 /** The `.d` files of both layers merged by name, in byte-wise name order. */
-function chainFiles(event: HookEventName, globalDir: string | null, teamDir: string | null): { hooks: ChainHook[]; skipped: ChainSkip[] } {
+function chainFiles(
+  event: HookEventName,
+  globalDir: string | null,
+  teamDir: string | null,
+): { hooks: ChainHook[]; skipped: ChainSkip[] } {
   const global = globalDir === null ? null : listChainDir(path.join(globalDir, chainDirName(event)), "global");
   const team = teamDir === null ? null : listChainDir(path.join(teamDir, chainDirName(event)), "team");
   const markers = team?.markers ?? new Map<string, string>();
@@ -211,7 +258,14 @@ function chainFiles(event: HookEventName, globalDir: string | null, teamDir: str
   const teamFiles = team?.files ?? new Map<string, string>();
 
   for (const [name, marker] of markers) {
-    if (!globalFiles.has(name)) skipped.push({ name: path.basename(marker), path: marker, layer: "team", code: "disables_nothing", reason: `switches off nothing: no global ${chainDirName(event)}/${name}` });
+    if (!globalFiles.has(name))
+      skipped.push({
+        name: path.basename(marker),
+        path: marker,
+        layer: "team",
+        code: "disables_nothing",
+        reason: `switches off nothing: no global ${chainDirName(event)}/${name}`,
+      });
   }
   const hooks: ChainHook[] = [];
   for (const name of [...new Set([...globalFiles.keys(), ...teamFiles.keys()])].sort(compareNames)) {
@@ -220,7 +274,8 @@ function chainFiles(event: HookEventName, globalDir: string | null, teamDir: str
     const marker = markers.get(name);
     let file: { path: string; layer: ChainLayer } | null = null;
     if (teamFile !== undefined) {
-      if (globalFile !== undefined) skipped.push({ name, path: globalFile, layer: "global", code: "replaced", reason: `replaced by ${teamFile}` });
+      if (globalFile !== undefined)
+        skipped.push({ name, path: globalFile, layer: "global", code: "replaced", reason: `replaced by ${teamFile}` });
       file = { path: teamFile, layer: "team" };
     } else if (globalFile !== undefined && marker !== undefined) {
       skipped.push({ name, path: globalFile, layer: "global", code: "disabled", reason: `disabled by ${marker}` });
@@ -230,7 +285,8 @@ function chainFiles(event: HookEventName, globalDir: string | null, teamDir: str
     if (!file) continue;
     const launch = inspectFile(file.path);
     if (launch === null) continue; // removed since the listing: not there, so nothing to run or explain
-    if ("reason" in launch) skipped.push({ name, path: file.path, layer: file.layer, code: "unusable", reason: launch.reason });
+    if ("reason" in launch)
+      skipped.push({ name, path: file.path, layer: file.layer, code: "unusable", reason: launch.reason });
     else hooks.push({ name, layer: file.layer, hook: launch, kind: "chain" });
   }
   // One order for people and tests: by name, the global layer before the team's.
@@ -250,18 +306,25 @@ function listChainDir(dir: string, layer: ChainLayer): Listed & { markers: Map<s
     const code = errnoCode(error);
     const link = code === "ENOENT" ? linkTarget(dir) : null;
     if (code === "ENOENT" && link === null) return { files, markers, skipped }; // no .d dir: nothing to add
-    const reason = link !== null ? `broken symlink (to ${link})` : code === "ENOTDIR" ? "not a directory" : `cannot be read (${code ?? "error"})`;
+    const reason =
+      link !== null
+        ? `broken symlink (to ${link})`
+        : code === "ENOTDIR"
+          ? "not a directory"
+          : `cannot be read (${code ?? "error"})`;
     return { files, markers, skipped: [{ name: "", path: dir, layer, code: "dir_unusable", reason }] };
   }
   for (const name of names.sort(compareNames)) {
     const file = path.join(dir, name);
-    const skip = (code: ChainSkipCode, reason: string): void => void skipped.push({ name, path: file, layer, code, reason });
+    const skip = (code: ChainSkipCode, reason: string): void =>
+      void skipped.push({ name, path: file, layer, code, reason });
     // A run's private copy of its gate (runner/run-files.ts runCopyPath): the leader's, never a gate.
     if (isRunCopyName(name)) continue;
     const ignored = IGNORED_SUFFIXES.find((suffix) => name.endsWith(suffix));
     // The suffix rule first: `name~` is an editor's backup, skipped on purpose, not a badly named gate.
     if (ignored) skip("ignored_name", `name ends in ${ignored} (a backup or editor file)`);
-    else if (!NAME_CHARS.test(name)) skip("bad_name", "name has characters outside [A-Za-z0-9_.-] (rename it to run it)");
+    else if (!NAME_CHARS.test(name))
+      skip("bad_name", "name has characters outside [A-Za-z0-9_.-] (rename it to run it)");
     else if (name.endsWith(DISABLED) && layer === "team") markers.set(name.slice(0, -DISABLED.length), file);
     else if (name.endsWith(DISABLED)) skip("switched_off", `switched off (name ends in ${DISABLED})`);
     else files.set(name, file);
@@ -302,4 +365,3 @@ function existing(files: string[]): string[] {
   }
   return found;
 }
-

@@ -7,7 +7,18 @@
 import type { Dirent, Stats } from "node:fs";
 // Synchronous on purpose: discovery runs before every event, and each thread-pool round trip costs
 // several times a small stat here (docs/performance.md); the answer is still given as a promise.
-import { accessSync, closeSync, constants as fsConstants, fstatSync, lstatSync, openSync, readSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import {
+  accessSync,
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+} from "node:fs";
 import path from "node:path";
 import { HOOK_BASE_NAMES } from "../contract/contract.js";
 import type { HookCommand } from "../contract/hook-run.js";
@@ -69,7 +80,8 @@ function launchTypeScript(file: string): Launch {
 export function launcherFor(file: string): { launch: Launcher; needsExecBit: boolean } {
   const ext = path.extname(file);
   const kind = KINDS.find((k) => k.suffix !== "" && k.suffix === ext) ?? KINDS[0];
-  if (!kind) throw new HooksError("E_INTERNAL", "launcherFor: the table of launchers is empty"); // it is a constant with five entries
+  // it is a constant with five entries
+  if (!kind) throw new HooksError("E_INTERNAL", "launcherFor: the table of launchers is empty");
   return kind;
 }
 
@@ -128,7 +140,8 @@ function checkHooksDir(dir: string): DirVerdict | null {
   } catch (error) {
     const code = errnoCode(error);
     if (code === "ENOENT") return { problem: "missing", status: "absent", reason: `hooks dir missing: ${dir}` };
-    if (code === "ENOTDIR") return { problem: "not_a_directory", status: "absent", reason: `hooks dir is not a directory: ${dir}` };
+    if (code === "ENOTDIR")
+      return { problem: "not_a_directory", status: "absent", reason: `hooks dir is not a directory: ${dir}` };
     return { problem: "unreadable", status: "skipped", reason: `hooks dir unreadable (${code ?? "error"}): ${dir}` };
   }
   if (!info.isDirectory()) {
@@ -206,7 +219,10 @@ export function settingsOfBytes(bytes: Buffer, event: HookEventName, name: strin
   return parseHookSettings(headText(bytes.subarray(0, HEAD_BYTES), bytes.length > HEAD_BYTES), event, name);
 }
 
-/** The first HEAD_BYTES of a gate as text; a line cut by the end of the head is not kept (half a settings line would be wrong settings). */
+/**
+ * The first HEAD_BYTES of a gate as text; a line cut by the end of the head is not kept (half a settings line would be
+ * wrong settings).
+ */
 function headText(head: Buffer, cut: boolean): string {
   const text = head.toString("utf8");
   return cut ? text.slice(0, text.lastIndexOf("\n") + 1) : text;
@@ -240,9 +256,9 @@ export interface StrayHookFile {
 
 /**
  * Names starting with `on_` or `on-` in `dir` that discovery never looks at: an unsupported extension
- * (`.py`), a `.ts` gate that nothing here can run (and no `.js` / `.mjs` of the same name replaces), an event name that is not quite one (`on_task_complete.sh`,
- * `on-idle.sh`), a chain folder of no event (`on_task_complete.d`). Each comes with the name it was
- * probably meant to have. A missing or unreadable dir has none (discovery reports that).
+ * (`.py`), a `.ts` gate that nothing here can run (and no `.js` / `.mjs` of the same name replaces), an event name that
+ * is not quite one (`on_task_complete.sh`, `on-idle.sh`), a chain folder of no event (`on_task_complete.d`). Each comes
+ * with the name it was probably meant to have. A missing or unreadable dir has none (discovery reports that).
  */
 export function findStrayHookFiles(dir: string): StrayHookFile[] {
   let entries: Dirent[];
@@ -267,23 +283,37 @@ export function findStrayHookFiles(dir: string): StrayHookFile[] {
         // Named only when it cannot run, and nothing compiled from it runs in its place.
         const launch = launchTypeScript(file);
         const compiled = [".js", ".mjs"].some((e) => names.has(stem + e));
-        if ("unavailable" in launch && !compiled) out.push({ path: file, reason: launch.unavailable, suggestion: null });
+        if ("unavailable" in launch && !compiled)
+          out.push({ path: file, reason: launch.unavailable, suggestion: null });
         continue;
       }
       if (isDir || supported.includes(ext)) continue; // a gate discovery looks at
-      out.push({ path: file, reason: `a ${ext} file is never run (a gate is ${stem}, ${stem}.sh, ${stem}.js, ${stem}.mjs or ${stem}.ts)`, suggestion: `${stem}.sh (or ${stem} with a #! line and an execute bit)` });
+      out.push({
+        path: file,
+        reason: `a ${ext} file is never run (a gate is ${stem}, ${stem}.sh, ${stem}.js, ${stem}.mjs or ${stem}.ts)`,
+        suggestion: `${stem}.sh (or ${stem} with a #! line and an execute bit)`,
+      });
       continue;
     }
     const closest = closestName(stem.replaceAll("-", "_"), bases);
     const suggestion = closest ? `${closest}${ext}` : null;
-    out.push({ path: file, reason: `${isDir ? "a chain folder of" : "the gate of"} no event (events: ${bases.join(", ")})`, suggestion });
+    out.push({
+      path: file,
+      reason: `${isDir ? "a chain folder of" : "the gate of"} no event (events: ${bases.join(", ")})`,
+      suggestion,
+    });
   }
   return out;
 }
 
 /** Why a gate's owner or mode lets others rewrite it, or null. Root's files are as safe as the leader's. */
 export function insecurity(fp: { mode: number; uid: number }, leaderUid: number | null): string | null {
-  if ((fp.mode & 0o002) !== 0) return `world-writable (mode ${(fp.mode & 0o777).toString(8).padStart(4, "0")}): any user can rewrite it (chmod o-w)`;
-  if (leaderUid !== null && fp.uid !== leaderUid && fp.uid !== 0) return `owned by uid ${fp.uid}, not by the leader's uid ${leaderUid} (or root): that user can rewrite it`;
+  if ((fp.mode & 0o002) !== 0)
+    return (
+      `world-writable (mode ${(fp.mode & 0o777).toString(8).padStart(4, "0")}): any user can rewrite it (chmod ` +
+      `o-w)`
+    );
+  if (leaderUid !== null && fp.uid !== leaderUid && fp.uid !== 0)
+    return `owned by uid ${fp.uid}, not by the leader's uid ${leaderUid} (or root): that user can rewrite it`;
   return null;
 }

@@ -2,10 +2,10 @@
  * How a TypeScript gate (`.ts`) starts, when anything on this machine can start it: with tsx, when
  * the package can be found from the gate's own folder (as `import` from the gate would find it), or
  * with the running Node's own type stripping (`process.features.typescript`, Node ≥ 22.6 with the
- * flag, ≥ 22.18 without), or, with an execute bit, by its own `#!` line. tsx is preferred when installed: it runs all of TypeScript (enums,
- * namespaces, `paths`), where type stripping only erases types. tsx is never a dependency of ours:
- * a team that writes TypeScript gates installs it beside them. Resolved at each lookup, so a tsx
- * installed while the leader runs is used from the next event on.
+ * flag, ≥ 22.18 without), or, with an execute bit, by its own `#!` line. tsx is preferred when installed: it runs all
+ * of TypeScript (enums, namespaces, `paths`), where type stripping only erases types. tsx is never a dependency of
+ * ours: a team that writes TypeScript gates installs it beside them. Resolved at each lookup, so a tsx installed while
+ * the leader runs is used from the next event on.
  */
 import { accessSync, constants as fsConstants, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -13,7 +13,9 @@ import path from "node:path";
 import type { HookCommand } from "../contract/hook-run.js";
 
 /** How a `.ts` gate starts, or why it cannot (one line with the fix). */
-export type TypeScriptLaunch = { ok: true; command: Pick<HookCommand, "command" | "args"> } | { ok: false; reason: string };
+export type TypeScriptLaunch =
+  | { ok: true; command: Pick<HookCommand, "command" | "args"> }
+  | { ok: false; reason: string };
 
 /** The Node flags that switch type stripping on, passed on to the gate when the leader itself runs with one. */
 const STRIP_FLAGS = ["--experimental-strip-types", "--experimental-transform-types"];
@@ -25,13 +27,16 @@ export function typescriptLaunch(file: string): TypeScriptLaunch {
     const flags = process.execArgv.filter((arg) => STRIP_FLAGS.includes(arg));
     return { ok: true, command: { command: process.execPath, args: [...flags, file] } };
   }
-  // With an execute bit, the file's own `#!` line says how it runs (`#!/usr/bin/env -S npx tsx`), as a `.ts` in a chain folder always did.
+  // With an execute bit, the file's own `#!` line says how it runs (`#!/usr/bin/env -S npx tsx`), as a `.ts` in a chain
+  // folder always did.
   if (executable(file)) return { ok: true, command: { command: file, args: [] } };
   const dir = path.dirname(file);
   const base = path.basename(file, ".ts");
   return {
     ok: false,
-    reason: `a .ts gate needs tsx where it can be found from ${dir} (cd ${dir} && npm install --save-dev tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to ${base}.js with tsc`,
+    reason:
+      `a .ts gate needs tsx where it can be found from ${dir} (cd ${dir} && npm install --save-dev tsx) or a ` +
+      `Node with type stripping (this is Node ${process.versions.node}); or compile it to ${base}.js with tsc`,
   };
 }
 
@@ -65,7 +70,12 @@ function tsxCli(file: string): string | null {
   try {
     const manifest = require.resolve("tsx/package.json");
     const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { bin?: unknown };
-    const bin = typeof pkg.bin === "string" ? pkg.bin : pkg.bin && typeof pkg.bin === "object" ? (pkg.bin as Record<string, unknown>).tsx : undefined;
+    const bin =
+      typeof pkg.bin === "string"
+        ? pkg.bin
+        : pkg.bin && typeof pkg.bin === "object"
+          ? (pkg.bin as Record<string, unknown>).tsx
+          : undefined;
     return typeof bin === "string" ? path.resolve(path.dirname(manifest), bin) : null;
   } catch {
     return null; // MODULE_NOT_FOUND (no tsx), ERR_PACKAGE_PATH_NOT_EXPORTED, or an unreadable manifest: no tsx to use

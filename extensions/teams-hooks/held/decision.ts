@@ -34,13 +34,32 @@ import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
-import { type DeferralDecision, type DeferralRecord, deferralFile, isRunId, readDeferral, sameDecision, updateDeferral } from "./deferral.js";
 import {
-  changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf,
+  type DeferralDecision,
+  type DeferralRecord,
+  deferralFile,
+  isRunId,
+  readDeferral,
+  sameDecision,
+  updateDeferral,
+} from "./deferral.js";
+import {
+  changedFields,
+  checkDeferral,
+  describeChanges,
+  heldFields,
+  heldTrigger,
+  ledgerHoldOf,
 } from "./deferral-check.js";
 import { policyRecordOf } from "../event/remediate.js";
 
-export type DecisionInput = { decision: "allow" | "deny"; code?: string; reason?: string; message?: string; by: string };
+export type DecisionInput = {
+  decision: "allow" | "deny";
+  code?: string;
+  reason?: string;
+  message?: string;
+  by: string;
+};
 
 export type DecideResult =
   /** No such deferral in this team (`problem`: a file there, but no gate held it: held/deferral-check.ts). → 404 */
@@ -71,7 +90,9 @@ export interface ApplySettings {
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
-  /** The team's redaction (runner/redact.ts `settingsRedactor`): a decision's code, reason and message go through it. */
+  /**
+   * The team's redaction (runner/redact.ts `settingsRedactor`): a decision's code, reason and message go through it.
+   */
   redact?: Redactor;
   /** What the leader remembers of its tasks' gate lives (a decider with no leader running has none). */
   memory?: GateMemory;
@@ -79,7 +100,17 @@ export interface ApplySettings {
 
 export type Application =
   /** `already`: it was applied before this call (nothing was done now). */
-  | { kind: "applied"; record: DeferralRecord; result: RunResult; summary: string; actions: string[]; logFile: string | null; waitedMs: number; already: boolean; remembered?: Remembered }
+  | {
+      kind: "applied";
+      record: DeferralRecord;
+      result: RunResult;
+      summary: string;
+      actions: string[];
+      logFile: string | null;
+      waitedMs: number;
+      already: boolean;
+      remembered?: Remembered;
+    }
   /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
   | { kind: "pending"; record: DeferralRecord | null; error: string }
   | { kind: "undecided" | "unknown" };
@@ -89,10 +120,18 @@ export type Application =
 
 /** The decision's fields checked as a verdict's are (contract/verdict.ts), and who decided; null when fine. */
 export function decisionProblem(input: DecisionInput): string | null {
-  if ((input.decision as string) !== "allow" && (input.decision as string) !== "deny") return `decision: ${JSON.stringify(input.decision)} is not one of allow, deny`;
-  const checked = VerdictSchema.safeParse({ decision: input.decision, code: input.code, reason: input.reason, message: input.message });
-  if (!checked.success) return checked.error.issues.map((i) => `${i.path.map(String).join(".") || "decision"}: ${i.message}`).join("; ");
-  if (input.by.trim() === "" || Buffer.byteLength(input.by) > 128 || /[\u0000-\u001f\u007f]/.test(input.by)) return `by: ${JSON.stringify(input.by)} must be a name of 1 to 128 bytes without control characters`;
+  if ((input.decision as string) !== "allow" && (input.decision as string) !== "deny")
+    return `decision: ${JSON.stringify(input.decision)} is not one of allow, deny`;
+  const checked = VerdictSchema.safeParse({
+    decision: input.decision,
+    code: input.code,
+    reason: input.reason,
+    message: input.message,
+  });
+  if (!checked.success)
+    return checked.error.issues.map((i) => `${i.path.map(String).join(".") || "decision"}: ${i.message}`).join("; ");
+  if (input.by.trim() === "" || Buffer.byteLength(input.by) > 128 || /[\u0000-\u001f\u007f]/.test(input.by))
+    return `by: ${JSON.stringify(input.by)} must be a name of 1 to 128 bytes without control characters`;
   return null;
 }
 
@@ -106,19 +145,27 @@ export async function decideDeferral(
   teamDir: string,
   runId: string,
   input: DecisionInput,
-  opts: { env: Readonly<Record<string, string | undefined>>; now?: () => Date; waitForLeaderMs?: number; settings?: ApplySettings; warn?: (message: string) => void },
+  opts: {
+    env: Readonly<Record<string, string | undefined>>;
+    now?: () => Date;
+    waitForLeaderMs?: number;
+    settings?: ApplySettings;
+    warn?: (message: string) => void;
+  },
 ): Promise<DecideResult> {
   const now = opts.now ?? (() => new Date());
   const problem = decisionProblem(input);
   if (problem !== null) return { kind: "invalid", problem };
   if (!isRunId(runId)) return { kind: "unknown" };
-  // What a decider says is kept (the deferral file, the task, the logs, the nudge): redacted first, as a hook's words are.
+  // What a decider says is kept (the deferral file, the task, the logs, the nudge): redacted first, as a hook's words
+  // are.
   const redacted = redactFields(input, opts.settings?.redact ?? (await teamDirRedactor(teamDir, opts.env)));
   input = redacted.decision;
   const deadline = Date.now() + (opts.waitForLeaderMs ?? 5_000);
   // A decider may answer before the leader has written the deferral (an HTTP handler told the run id
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
-  if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline))) return { kind: "unknown" };
+  if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline)))
+    return { kind: "unknown" };
   // The file as its gate held it: a key or a deadline edited since is put back before anything is
   // decided on it, and a deferral no gate held is none (held/deferral-check.ts). An applied one
   // only answers a decision sent twice: nothing of it is used.
@@ -126,9 +173,14 @@ export async function decideDeferral(
   let reference: DeferralRecord | null = null;
   if (found?.ok && !found.value.applied) {
     const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId) });
-    if (check.kind === "refused") return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
+    if (check.kind === "refused")
+      return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
     reference = check.reference;
-    if (check.kind === "differs") opts.warn?.(`${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`);
+    if (check.kind === "differs")
+      opts.warn?.(
+        `${deferralFile(teamDir, runId)}: changed since its gate was held: ` +
+          `${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
+      );
   }
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
   let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
@@ -136,7 +188,8 @@ export async function decideDeferral(
     const repaired = reference !== null && changedFields(onDisk, reference).length > 0;
     const held = reference ? { ...onDisk, ...heldFields(reference) } : onDisk;
     if (held.decision) {
-      verdict = held.decision.decision === "expired" ? "expired" : sameDecision(held.decision, input) ? "same" : "conflict";
+      verdict =
+        held.decision.decision === "expired" ? "expired" : sameDecision(held.decision, input) ? "same" : "conflict";
       return repaired ? held : undefined;
     }
     const at = now().toISOString();
@@ -146,7 +199,18 @@ export async function decideDeferral(
     }
     const { decision, code, reason, message, by } = input;
     const counted = redacted.count > 0 ? { redactions: redacted.count } : {};
-    return { ...held, decision: { decision, ...(code ? { code } : {}), ...(reason ? { reason } : {}), ...(message ? { message } : {}), by, at, ...counted } };
+    return {
+      ...held,
+      decision: {
+        decision,
+        ...(code ? { code } : {}),
+        ...(reason ? { reason } : {}),
+        ...(message ? { message } : {}),
+        by,
+        at,
+        ...counted,
+      },
+    };
   });
   if (record === null) return { kind: "unknown" };
   if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
@@ -158,19 +222,32 @@ export async function decideDeferral(
 async function settle(
   teamDir: string,
   record: DeferralRecord,
-  opts: { env: Readonly<Record<string, string | undefined>>; now: () => Date; deadline: number; settings?: ApplySettings; reference?: DeferralRecord },
+  opts: {
+    env: Readonly<Record<string, string | undefined>>;
+    now: () => Date;
+    deadline: number;
+    settings?: ApplySettings;
+    reference?: DeferralRecord;
+  },
 ): Promise<DecideResult> {
   const { deadline } = opts;
   let latest = record;
   for (;;) {
-    if (latest.applied) return { kind: "applied", deferral: latest, actions: latest.applied.actions, logFile: latest.applied.logFile };
+    if (latest.applied)
+      return { kind: "applied", deferral: latest, actions: latest.applied.actions, logFile: latest.applied.logFile };
     const got = await tryLeaderLock(teamDir, BRIEF_HOLDER);
     if (got.ok) {
       try {
         const settings = opts.settings ?? (await settingsOf(teamDir, opts.env));
-        const applied = await applyDecision(teamDir, record.runId, { ...settings, now: opts.now, ...(opts.reference ? { reference: opts.reference } : {}) });
-        if (applied.kind === "applied") return { kind: "applied", deferral: applied.record, actions: applied.actions, logFile: applied.logFile };
-        if (applied.kind === "pending") return { kind: "recorded", deferral: applied.record ?? record, problem: applied.error };
+        const applied = await applyDecision(teamDir, record.runId, {
+          ...settings,
+          now: opts.now,
+          ...(opts.reference ? { reference: opts.reference } : {}),
+        });
+        if (applied.kind === "applied")
+          return { kind: "applied", deferral: applied.record, actions: applied.actions, logFile: applied.logFile };
+        if (applied.kind === "pending")
+          return { kind: "recorded", deferral: applied.record ?? record, problem: applied.error };
         return { kind: "unknown" }; // removed meanwhile by someone
       } finally {
         await got.lock.release();
@@ -200,7 +277,10 @@ export async function heldSoon(teamDir: string, runId: string, deadline: number)
   }
 }
 
-/** Whether the ledger's last record of the event run `runId` is its begin or spawn (hook-state/ledger.jsonl, docs/ledger.md). */
+/**
+ * Whether the ledger's last record of the event run `runId` is its begin or spawn (hook-state/ledger.jsonl,
+ * docs/ledger.md).
+ */
 function inFlight(teamDir: string, runId: string): boolean {
   const read = readRegularFile(ledgerFile(teamDir), { maxBytes: MAX_TEAM_FILE_BYTES });
   if (!read.ok) return false;
@@ -230,14 +310,24 @@ export function decisionResult(record: DeferralRecord, decision: DeferralDecisio
     ...(record.hook.sha256 ? { hookSha256: record.hook.sha256 } : {}),
   };
   const { code, reason, message } = decision;
-  const said = { ...(code ? { code } : {}), ...(reason ? { reason } : {}), ...(message ? { message } : {}), source: "decision" as const };
+  const said = {
+    ...(code ? { code } : {}),
+    ...(reason ? { reason } : {}),
+    ...(message ? { message } : {}),
+    source: "decision" as const,
+  };
   switch (decision.decision) {
     case "allow":
       return { ...base, verdict: { decision: "allow", ...said } };
     case "deny":
       return { ...base, outcome: "failed", verdict: { decision: "deny", ...said } };
     case "expired":
-      return { ...base, outcome: "error", errorKind: "defer_expired", error: deferExpiredText(record.deferredAt, record.expiresAt) };
+      return {
+        ...base,
+        outcome: "error",
+        errorKind: "defer_expired",
+        error: deferExpiredText(record.deferredAt, record.expiresAt),
+      };
   }
 }
 
@@ -261,11 +351,30 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
   if (!again || !decision) return { kind: "undecided" };
   const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
   if (record.applied) {
-    return { kind: "applied", record, result: decisionResult(record, decision, record.applying?.runId ?? runId), summary: "", actions: record.applied.actions, logFile: record.applied.logFile, waitedMs, already: true };
+    return {
+      kind: "applied",
+      record,
+      result: decisionResult(record, decision, record.applying?.runId ?? runId),
+      summary: "",
+      actions: record.applied.actions,
+      logFile: record.applied.logFile,
+      waitedMs,
+      already: true,
+    };
   }
   // A decider without this environment (serve, decide in another shell) kept what only it redacts: rewritten so.
   if (again.count > 0) {
-    const redacted = (r: DeferralRecord): DeferralRecord | undefined => (r.decision && !r.applied ? { ...r, ...held, decision: { ...redactFields(r.decision, redact).decision, redactions: (r.decision.redactions ?? 0) + again.count } } : undefined);
+    const redacted = (r: DeferralRecord): DeferralRecord | undefined =>
+      r.decision && !r.applied
+        ? {
+            ...r,
+            ...held,
+            decision: {
+              ...redactFields(r.decision, redact).decision,
+              redactions: (r.decision.redactions ?? 0) + again.count,
+            },
+          }
+        : undefined;
     record = { ...((await updateDeferral(teamDir, runId, redacted).catch(() => null)) ?? record), ...held };
   }
   const task = await freshTask(teamDir, record);
@@ -281,19 +390,27 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
   };
   // An `applying` whose log is not in the team's hook-logs was not planned by an applier (written by
   // hand, it would have the log written anywhere): planned again.
-  const planned = (r: DeferralRecord): boolean => r.applying !== undefined && path.dirname(path.resolve(r.applying.logFile)) === path.resolve(hookLogsDir(teamDir));
+  const planned = (r: DeferralRecord): boolean =>
+    r.applying !== undefined && path.dirname(path.resolve(r.applying.logFile)) === path.resolve(hookLogsDir(teamDir));
   try {
     if (!planned(record)) {
       const at = now().toISOString();
       const applying = { at, runId: randomUUID(), logFile: planHookLogFile(teamDir, { startedAt: at, invocation }) };
-      record = { ...((await updateDeferral(teamDir, runId, (r) => (planned(r) ? undefined : { ...r, ...held, applying }))) ?? record), ...held };
+      record = {
+        ...((await updateDeferral(teamDir, runId, (r) => (planned(r) ? undefined : { ...r, ...held, applying }))) ??
+          record),
+        ...held,
+      };
     }
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
   const applying = record.applying;
   if (!applying) return { kind: "unknown" };
-  const result = { ...decisionResult(record, decision, applying.runId), redactions: (decision.redactions ?? 0) + again.count };
+  const result = {
+    ...decisionResult(record, decision, applying.runId),
+    redactions: (decision.redactions ?? 0) + again.count,
+  };
   const mode = settings.failureModes[record.event].value;
 
   let summary: string;
@@ -301,7 +418,10 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
   let remembered: Remembered | undefined;
   const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
   // Only this deferral's decision log says it was applied (another log at that name says nothing of it).
-  const logged = onDisk?.ok && (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId === runId ? onDisk : null;
+  const logged =
+    onDisk?.ok && (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId === runId
+      ? onDisk
+      : null;
   let logFile = applying.logFile;
   if (logged) {
     // Applied and logged before a crash: only `applied` was missing.
@@ -339,7 +459,13 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
           timeoutMs: settings.timeoutMs.value,
           failureMode: mode,
           logFile: applying.logFile,
-          decision: { deferredRunId: record.runId, deferredReason: record.reason === undefined ? undefined : redact(record.reason).text, decision: decision.decision, by: decision.by, at: decision.at },
+          decision: {
+            deferredRunId: record.runId,
+            deferredReason: record.reason === undefined ? undefined : redact(record.reason).text,
+            decision: decision.decision,
+            by: decision.by,
+            at: decision.at,
+          },
           budget: tree.budget,
           round: apply.memory?.round(record.taskId),
           reassign: settings.reassignOnReopen.value,
@@ -360,7 +486,16 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
           startedAt: applying.at,
           trigger: await heldTrigger(record.logFile),
           policy: policyRecordOf(settings.values, mode, done),
-          decision: { deferredRunId: record.runId, deferredLog: record.logFile, decision: decision.decision, ...said(decision), by: decision.by, at: decision.at, waitedMs, ...patchNote(done.patch, record) },
+          decision: {
+            deferredRunId: record.runId,
+            deferredLog: record.logFile,
+            decision: decision.decision,
+            ...said(decision),
+            by: decision.by,
+            at: decision.at,
+            waitedMs,
+            ...patchNote(done.patch, record),
+          },
         },
         { file: applying.logFile },
       );
@@ -370,22 +505,43 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
   }
   try {
     const applied = { at: now().toISOString(), logFile, actions };
-    record = { ...((await updateDeferral(teamDir, runId, (r) => ({ ...r, ...held, applied }))) ?? { ...record, applied }), ...held };
+    record = {
+      ...((await updateDeferral(teamDir, runId, (r) => ({ ...r, ...held, applied }))) ?? { ...record, applied }),
+      ...held,
+    };
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
-  return { kind: "applied", record, result, summary: summary || summaryOf(result, record.decision?.by ?? "?"), actions, logFile, waitedMs, already: false, ...(remembered ? { remembered } : {}) };
+  return {
+    kind: "applied",
+    record,
+    result,
+    summary: summary || summaryOf(result, record.decision?.by ?? "?"),
+    actions,
+    logFile,
+    waitedMs,
+    already: false,
+    ...(remembered ? { remembered } : {}),
+  };
 }
 
 /** What became of the held chain's patches, for the decision's log: the patches written, or why not. */
-function patchNote(patch: { written: boolean; why?: string } | undefined, record: DeferralRecord): Record<string, unknown> {
+function patchNote(
+  patch: { written: boolean; why?: string } | undefined,
+  record: DeferralRecord,
+): Record<string, unknown> {
   if (!record.patches?.length) return {};
-  if (patch === undefined) return { patchIgnored: "the decision is not allow: the held chain's patches were discarded" };
+  if (patch === undefined)
+    return { patchIgnored: "the decision is not allow: the held chain's patches were discarded" };
   return patch.written ? { patchApplied: record.patches } : { patchIgnored: patch.why ?? "not written" };
 }
 
 function said(decision: DeferralDecision): Partial<DeferralDecision> {
-  return { ...(decision.code ? { code: decision.code } : {}), ...(decision.reason ? { reason: decision.reason } : {}), ...(decision.message ? { message: decision.message } : {}) };
+  return {
+    ...(decision.code ? { code: decision.code } : {}),
+    ...(decision.reason ? { reason: decision.reason } : {}),
+    ...(decision.message ? { message: decision.message } : {}),
+  };
 }
 
 function summaryOf(result: RunResult, by: string): string {

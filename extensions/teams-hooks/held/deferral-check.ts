@@ -40,13 +40,19 @@ export interface LedgerHold {
 export type DeferralCheck =
   /** The file holds the deferral as held (its decision, if any, aside). */
   | { kind: "agrees"; reference: DeferralRecord }
-  /** `fields` differ from the reference: put them back (`{ ...file, ...heldFields(reference) }`) before anything is done with it. */
+  /**
+   * `fields` differ from the reference: put them back (`{ ...file, ...heldFields(reference) }`) before anything is done
+   * with it.
+   */
   | { kind: "differs"; reference: DeferralRecord; fields: string[] }
   /** No gate held it: neither the ledger nor a held run's log knows the run. */
   | { kind: "refused"; problem: string };
 
 /** Checks `record` against `opts.reference` (the caller's memory), else against the ledger's hold and the logs. */
-export async function checkDeferral(record: DeferralRecord, opts: { reference?: DeferralRecord | null; ledger?: LedgerHold | null }): Promise<DeferralCheck> {
+export async function checkDeferral(
+  record: DeferralRecord,
+  opts: { reference?: DeferralRecord | null; ledger?: LedgerHold | null },
+): Promise<DeferralCheck> {
   const found = opts.reference ? { reference: opts.reference } : await referenceOf(record, opts.ledger ?? null);
   if (!("reference" in found)) return { kind: "refused", problem: found.problem };
   const { reference } = found;
@@ -54,7 +60,10 @@ export async function checkDeferral(record: DeferralRecord, opts: { reference?: 
   return fields.length === 0 ? { kind: "agrees", reference } : { kind: "differs", reference, fields };
 }
 
-/** The fields fixed when the gate was held, as the reference has them (absent ones as undefined, so that a field added to the file goes). */
+/**
+ * The fields fixed when the gate was held, as the reference has them (absent ones as undefined, so that a field added
+ * to the file goes).
+ */
 export function heldFields(reference: DeferralRecord): Partial<DeferralRecord> {
   return Object.fromEntries(DEFERRAL_HELD_FIELDS.map((field) => [field, reference[field]])) as Partial<DeferralRecord>;
 }
@@ -74,8 +83,18 @@ export function ledgerHoldOf(teamDir: string, runId: string): LedgerHold | null 
     if (!line.startsWith('{"op":"defer"') || !line.includes(needle)) continue;
     try {
       const r = JSON.parse(line) as Record<string, unknown>;
-      if (r.deferral === runId && typeof r.key === "string" && typeof r.runId === "string" && typeof r.expiresAt === "string") {
-        found = { key: r.key, eventRunId: r.runId, expiresAt: r.expiresAt, log: typeof r.log === "string" ? r.log : null };
+      if (
+        r.deferral === runId &&
+        typeof r.key === "string" &&
+        typeof r.runId === "string" &&
+        typeof r.expiresAt === "string"
+      ) {
+        found = {
+          key: r.key,
+          eventRunId: r.runId,
+          expiresAt: r.expiresAt,
+          log: typeof r.log === "string" ? r.log : null,
+        };
       }
     } catch {
       // A torn line (a crash mid-append): not a record.
@@ -84,22 +103,41 @@ export function ledgerHoldOf(teamDir: string, runId: string): LedgerHold | null 
   return found;
 }
 
-async function referenceOf(record: DeferralRecord, ledger: LedgerHold | null): Promise<{ reference: DeferralRecord } | { problem: string }> {
+async function referenceOf(
+  record: DeferralRecord,
+  ledger: LedgerHold | null,
+): Promise<{ reference: DeferralRecord } | { problem: string }> {
   if (ledger) {
     const held = await heldOfLog(ledger.log, record.runId);
     if (held) return { reference: held };
     // The log is gone (hook-logs cleaned, a team dir made again): the ledger's own record still says what was held.
     const [event, taskId] = ledger.key.split(":");
-    const fromKey: Partial<DeferralRecord> = { ...(event === "task_completed" || event === "task_failed" ? { event } : {}), ...(taskId ? { taskId } : {}) };
-    return { reference: { ...record, key: ledger.key, eventRunId: ledger.eventRunId, expiresAt: ledger.expiresAt, ...fromKey } };
+    const fromKey: Partial<DeferralRecord> = {
+      ...(event === "task_completed" || event === "task_failed" ? { event } : {}),
+      ...(taskId ? { taskId } : {}),
+    };
+    return {
+      reference: { ...record, key: ledger.key, eventRunId: ledger.eventRunId, expiresAt: ledger.expiresAt, ...fromKey },
+    };
   }
   const held = await heldOfLog(record.logFile, record.runId);
   if (held) return { reference: held };
-  return { problem: `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile (${record.logFile ?? "none"}) is not the log of a held run of that id` };
+  return {
+    problem:
+      `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile ` +
+      `(${record.logFile ?? "none"}) is not the log of a held run of that id`,
+  };
 }
 
-/** Why `logFile` (a deferral's `applying` or `applied` log) is not the decision log of `runId` in the team's hook-logs; null when it is. */
-export async function decisionLogProblem(teamDir: string, runId: string, logFile: string | null): Promise<string | null> {
+/**
+ * Why `logFile` (a deferral's `applying` or `applied` log) is not the decision log of `runId` in the team's hook-logs;
+ * null when it is.
+ */
+export async function decisionLogProblem(
+  teamDir: string,
+  runId: string,
+  logFile: string | null,
+): Promise<string | null> {
   if (logFile === null) return "it names no decision log";
   const dir = hookLogsDir(teamDir);
   if (path.dirname(path.resolve(logFile)) !== path.resolve(dir)) return `its log ${logFile} is not in ${dir}`;
@@ -131,15 +169,26 @@ export async function heldTrigger(log: string | null): Promise<HookTrigger> {
 function canonical(value: unknown): string {
   if (value === undefined) return "undefined";
   return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : v,
   );
 }
 
-/** `key "task_completed:9:…" (held: "task_completed:1:…"), expiresAt "2099-…" (held: "2026-…")`: what changed, for a warning. */
+/**
+ * `key "task_completed:9:…" (held: "task_completed:1:…"), expiresAt "2099-…" (held: "2026-…")`: what changed, for a
+ * warning.
+ */
 export function describeChanges(record: DeferralRecord, reference: DeferralRecord, fields: readonly string[]): string {
   const shown = (value: unknown): string => {
     const text = value === undefined ? "absent" : JSON.stringify(value);
     return text.length > 80 ? `${text.slice(0, 79)}…` : text;
   };
-  return fields.map((f) => `${f} ${shown(record[f as keyof DeferralRecord])} (held: ${shown(reference[f as keyof DeferralRecord])})`).join(", ");
+  return fields
+    .map(
+      (f) => `${f} ${shown(record[f as keyof DeferralRecord])} (held: ${shown(reference[f as keyof DeferralRecord])})`,
+    )
+    .join(", ");
 }

@@ -44,14 +44,20 @@ export class DeferralGuard {
   ledgerHold(record: DeferralRecord): LedgerHold | null {
     const ledger = this.#ctx.requireLedger();
     const state = ledger.get(record.key);
-    const held = state?.state === "deferred" && state.deferral === record.runId ? { key: record.key, ...state } : ledger.deferred().find((h) => h.deferral === record.runId);
+    const held =
+      state?.state === "deferred" && state.deferral === record.runId
+        ? { key: record.key, ...state }
+        : ledger.deferred().find((h) => h.deferral === record.runId);
     return held ? { key: held.key, eventRunId: held.runId, expiresAt: held.expiresAt, log: held.log } : null;
   }
 
   /** The deferral whose file is named `name`: one known here, or one the ledger holds (read from its log). */
   async ownerOf(name: string): Promise<DeferralRecord | null> {
     for (const record of this.#known.values()) if (path.basename(this.file(record.runId)) === name) return record;
-    const held = this.#ctx.requireLedger().deferred().find((h) => path.basename(this.file(h.deferral)) === name);
+    const held = this.#ctx
+      .requireLedger()
+      .deferred()
+      .find((h) => path.basename(this.file(h.deferral)) === name);
     return held ? heldOfLog(held.log, held.deferral) : null;
   }
 
@@ -64,38 +70,68 @@ export class DeferralGuard {
     if (!record.applied) return null;
     const problem = await decisionLogProblem(this.#ctx.setup.identity.teamDir, record.runId, record.applied.logFile);
     if (problem === null) return null;
-    this.#ctx.warn(`${file}: says applied, but ${problem}: not believed; ${record.decision ? "its decision is applied now" : "its gate stays held"}`);
+    this.#ctx.warn(
+      `${file}: says applied, but ${problem}: not believed; ` +
+        `${record.decision ? "its decision is applied now" : "its gate stays held"}`,
+    );
     const held = heldFields(reference);
-    await updateDeferral(this.#ctx.setup.identity.teamDir, record.runId, ({ applied: _claim, ...rest }) => ({ ...rest, ...held })).catch((error: unknown) =>
-      this.tell(`${file}\0unwritable`, `${file}: the claim cannot be taken out (${describeError(error)}); what its gate held is what applies`),
+    await updateDeferral(this.#ctx.setup.identity.teamDir, record.runId, ({ applied: _claim, ...rest }) => ({
+      ...rest,
+      ...held,
+    })).catch((error: unknown) =>
+      this.tell(
+        `${file}\0unwritable`,
+        `${file}: the claim cannot be taken out (${describeError(error)}); what its gate held is what applies`,
+      ),
     );
     const { applied: _claim, ...rest } = record;
     return { ...rest, ...held };
   }
 
-  /** A gate's file that is not its own (unreadable, another run's): moved aside, and written again from what the gate held. */
+  /**
+   * A gate's file that is not its own (unreadable, another run's): moved aside, and written again from what the gate
+   * held.
+   */
   async replace(file: string, owner: DeferralRecord, why: string): Promise<void> {
     const aside = `${file}.refused-${Date.now()}`;
-    const moved = await new Promise<string | null>((resolve) => rename(file, aside, (error) => resolve(error ? describeError(error) : null)));
+    const moved = await new Promise<string | null>((resolve) =>
+      rename(file, aside, (error) => resolve(error ? describeError(error) : null)),
+    );
     if (moved !== null) {
-      this.tell(file, `${why}; the gate of ${owner.key} stays held, but its file cannot be moved aside (${moved}): move it yourself`);
+      this.tell(
+        file,
+        `${why}; the gate of ${owner.key} stays held, but its file cannot be moved aside (${moved}): move it yourself`,
+      );
       return;
     }
     this.#told.delete(file);
-    this.#ctx.warn(`${why}: refused, moved aside to ${path.basename(aside)}; written again from what the gate of ${owner.key} held (run ${owner.runId})`);
+    this.#ctx.warn(
+      `${why}: refused, moved aside to ${path.basename(aside)}; written again from what the gate of ${owner.key} ` +
+        `held (run ${owner.runId})`,
+    );
     await this.rewrite(owner, null);
   }
 
-  /** Writes a deferral's file again from what the leader knows of it (unless it is there); false if it could not be written. */
+  /**
+   * Writes a deferral's file again from what the leader knows of it (unless it is there); false if it could not be
+   * written.
+   */
   async rewrite(record: DeferralRecord, why: string | null): Promise<boolean> {
     const file = this.file(record.runId);
     try {
       await writeDeferral(this.#ctx.setup.identity.teamDir, record);
-      if (why !== null) this.#ctx.warn(`${file} ${why}: written again from what its gate held (${record.decision ? `decided: ${record.decision.decision}` : `held until ${record.expiresAt}`})`);
+      if (why !== null)
+        this.#ctx.warn(
+          `${file} ${why}: written again from what its gate held ` +
+            `(${record.decision ? `decided: ${record.decision.decision}` : `held until ${record.expiresAt}`})`,
+        );
       this.#told.delete(`${file}\0unwritable`);
       return true;
     } catch (error) {
-      this.tell(`${file}\0unwritable`, `${file} ${why ?? "is not its gate's"}; cannot be written again (${describeError(error)}): its gate stays held`);
+      this.tell(
+        `${file}\0unwritable`,
+        `${file} ${why ?? "is not its gate's"}; cannot be written again (${describeError(error)}): its gate stays held`,
+      );
       return false;
     }
   }
@@ -106,10 +142,18 @@ export class DeferralGuard {
  * file, or the file removed by hand): the file again, from the log's `deferral` block. Returns the
  * deferral, or null (and a warning) when the log does not hold it.
  */
-export async function restoreFromLog(ctx: LeaderContext, key: string, logFile: string | null, runId: string): Promise<DeferralRecord | null> {
+export async function restoreFromLog(
+  ctx: LeaderContext,
+  key: string,
+  logFile: string | null,
+  runId: string,
+): Promise<DeferralRecord | null> {
   const held = await heldOfLog(logFile, runId);
   if (!held) {
-    ctx.warn(`${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays held until the ledger is reset (docs/ledger.md)`);
+    ctx.warn(
+      `${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays ` +
+        `held until the ledger is reset (docs/ledger.md)`,
+    );
     return null;
   }
   return writeDeferral(ctx.setup.identity.teamDir, held);

@@ -58,7 +58,15 @@ export const DeferralRecordSchema = z.looseObject({
   teamId: z.string(),
   taskListId: z.string(),
   /** The hook that deferred: file name, kind, layer, path and command as logged, and its gate name. */
-  hook: z.looseObject({ name: z.string(), kind: z.string(), layer: z.string(), hookPath: z.string(), command: z.array(z.string()), gate: z.string(), sha256: z.string().optional() }),
+  hook: z.looseObject({
+    name: z.string(),
+    kind: z.string(),
+    layer: z.string(),
+    hookPath: z.string(),
+    command: z.array(z.string()),
+    gate: z.string(),
+    sha256: z.string().optional(),
+  }),
   code: z.string().optional(),
   reason: z.string().optional(),
   message: z.string().optional(),
@@ -70,22 +78,47 @@ export const DeferralRecordSchema = z.looseObject({
   /** The application under way: its time (the policy's), the decision log's run id and file. */
   applying: z.looseObject({ at: z.string(), runId: z.string(), logFile: z.string() }).optional(),
   applied: z.looseObject({ at: z.string(), logFile: z.string().nullable(), actions: z.array(z.string()) }).optional(),
-  /** The patches of the held chain (cut to the writable fields, in chain order): written with an allow, dropped otherwise. */
+  /**
+   * The patches of the held chain (cut to the writable fields, in chain order): written with an allow, dropped
+   * otherwise.
+   */
   patches: z.array(z.record(z.string(), z.unknown())).optional(),
 });
 export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
 
-/** The fields fixed when the gate is held (all but what deciding and applying add): held/deferral-check.ts holds a file to them. */
+/**
+ * The fields fixed when the gate is held (all but what deciding and applying add): held/deferral-check.ts holds a file
+ * to them.
+ */
 export const DEFERRAL_HELD_FIELDS = [
-  "version", "runId", "eventRunId", "key", "event", "taskId", "member", "timestamp", "teamId", "taskListId",
-  "hook", "code", "reason", "message", "deferredAt", "expiresAt", "logFile", "patches",
+  "version",
+  "runId",
+  "eventRunId",
+  "key",
+  "event",
+  "taskId",
+  "member",
+  "timestamp",
+  "teamId",
+  "taskListId",
+  "hook",
+  "code",
+  "reason",
+  "message",
+  "deferredAt",
+  "expiresAt",
+  "logFile",
+  "patches",
 ] as const satisfies ReadonlyArray<keyof DeferralRecord>;
 
 export function deferralsDir(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "deferrals");
 }
 
-/** The file of a deferral; run ids are UUIDs (and `.N`), so the sanitised name is unambiguous in practice, and the record's own `runId` is checked on every read. */
+/**
+ * The file of a deferral; run ids are UUIDs (and `.N`), so the sanitised name is unambiguous in practice, and the
+ * record's own `runId` is checked on every read.
+ */
 export function deferralFile(teamDir: string, runId: string): string {
   return path.join(deferralsDir(teamDir), `${sanitizeName(runId)}.json`);
 }
@@ -113,7 +146,10 @@ export async function deferralRunIds(teamDir: string, given: string): Promise<st
   return ids.filter((id) => id.toLowerCase().startsWith(prefix)).sort();
 }
 
-/** A run id a person or a service may hand in: what this project writes (a UUID, `.N`), nothing that could climb out of the folder. */
+/**
+ * A run id a person or a service may hand in: what this project writes (a UUID, `.N`), nothing that could climb out of
+ * the folder.
+ */
 export function isRunId(value: string): boolean {
   return /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(value);
 }
@@ -154,7 +190,11 @@ export async function writeDeferral(teamDir: string, record: DeferralRecord): Pr
  * returns the new one, or undefined to write nothing; the record on disk afterwards is returned.
  * null: there is no such deferral.
  */
-export async function updateDeferral(teamDir: string, runId: string, change: (record: DeferralRecord) => DeferralRecord | undefined): Promise<DeferralRecord | null> {
+export async function updateDeferral(
+  teamDir: string,
+  runId: string,
+  change: (record: DeferralRecord) => DeferralRecord | undefined,
+): Promise<DeferralRecord | null> {
   const file = deferralFile(teamDir, runId);
   if ((await readDeferral(teamDir, runId)) === null) return null; // no file, no lock file either
   return withLock(
@@ -230,8 +270,16 @@ export function deferralOfLog(block: unknown): DeferralRecord | null {
 }
 
 /** Whether two decisions say the same (who and when aside): the same decision recorded twice is one. */
-export function sameDecision(a: Pick<DeferralDecision, "decision" | "code" | "reason" | "message">, b: Pick<DeferralDecision, "decision" | "code" | "reason" | "message">): boolean {
-  return a.decision === b.decision && sameWords(a.code, b.code) && sameWords(a.reason, b.reason) && sameWords(a.message, b.message);
+export function sameDecision(
+  a: Pick<DeferralDecision, "decision" | "code" | "reason" | "message">,
+  b: Pick<DeferralDecision, "decision" | "code" | "reason" | "message">,
+): boolean {
+  return (
+    a.decision === b.decision &&
+    sameWords(a.code, b.code) &&
+    sameWords(a.reason, b.reason) &&
+    sameWords(a.message, b.message)
+  );
 }
 
 /**

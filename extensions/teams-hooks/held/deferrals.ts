@@ -28,7 +28,15 @@ import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { type ApplySettings, EXPIRY_BY, applyDecision } from "./decision.js";
 import { settingsRedactor } from "../runner/redact.js";
-import { type DeferralRecord, deferralFile, deferralsDir, isDeferralFileName, readDeferral, readDeferralFile, updateDeferral } from "./deferral.js";
+import {
+  type DeferralRecord,
+  deferralFile,
+  deferralsDir,
+  isDeferralFileName,
+  readDeferral,
+  readDeferralFile,
+  updateDeferral,
+} from "./deferral.js";
 import { checkDeferral, describeChanges, heldFields } from "./deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
@@ -36,7 +44,9 @@ import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "../leader/conte
 import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
 import { ledgerMemory } from "../leader/handle.js";
 
-/** The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off). */
+/**
+ * The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off).
+ */
 const MAX_TIMER_MS = 6 * 3_600_000;
 
 export class Deferrals {
@@ -74,7 +84,8 @@ export class Deferrals {
     mkdirUnder(teamDir, this.dir); // watched from the start: it must exist
     for (const held of this.#ctx.requireLedger().deferred()) {
       const read = await readDeferralFile(deferralFile(teamDir, held.deferral));
-      if (!read.ok && read.problem.kind === "missing") await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
+      if (!read.ok && read.problem.kind === "missing")
+        await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
     }
     await this.reconcile();
   }
@@ -91,12 +102,17 @@ export class Deferrals {
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") {
         // Said once while it lasts: the reconcile scan comes back every few seconds.
-        this.#guard.tell(`${this.dir}\0list`, `${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`);
+        this.#guard.tell(
+          `${this.dir}\0list`,
+          `${this.dir}: cannot list the deferrals (${describeError(error)}); decisions wait until it can be read`,
+        );
         return;
       }
       names = []; // the folder is gone (deleted, or the team dir made again): its files are written again below
     }
-    for (const name of names) if (isDeferralFileName(name) && !this.#closed.has(name) && !this.#refused.has(name)) await this.#look(path.join(this.dir, name));
+    for (const name of names)
+      if (isDeferralFileName(name) && !this.#closed.has(name) && !this.#refused.has(name))
+        await this.#look(path.join(this.dir, name));
     const present = new Set(names);
     for (const record of [...this.#known.values()]) {
       if (!present.has(path.basename(this.#guard.file(record.runId)))) await this.#guard.rewrite(record, "is gone");
@@ -131,7 +147,11 @@ export class Deferrals {
     if (!read.ok) {
       if (read.problem.kind === "missing") return;
       // Left for now (a person may be fixing it; decide refuses it meanwhile), but not past the deadline: see #expire.
-      this.#guard.tell(file, `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved aside; at its deadline it is moved aside and the gate expires`);
+      this.#guard.tell(
+        file,
+        `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved ` +
+          `aside; at its deadline it is moved aside and the gate expires`,
+      );
       return;
     }
     let record = read.value;
@@ -139,7 +159,9 @@ export class Deferrals {
     const guard = this.#guard;
     if (path.basename(guard.file(record.runId)) !== path.basename(file)) {
       const owner = await guard.ownerOf(path.basename(file));
-      const what = `${file}: holds run ${record.runId}, but a deferral is named by its run id (${path.basename(guard.file(record.runId))})`;
+      const what =
+        `${file}: holds run ${record.runId}, but a deferral is named by its run id ` +
+        `(${path.basename(guard.file(record.runId))})`;
       if (owner) return guard.replace(file, owner, what);
       guard.tell(file, `${what}: refused; nothing is done with it`);
       return;
@@ -149,7 +171,10 @@ export class Deferrals {
       this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
       return;
     }
-    const check = await checkDeferral(record, { reference: this.#known.get(record.runId) ?? null, ledger: guard.ledgerHold(record) });
+    const check = await checkDeferral(record, {
+      reference: this.#known.get(record.runId) ?? null,
+      ledger: guard.ledgerHold(record),
+    });
     if (check.kind === "refused") {
       guard.tell(file, `${file}: refused: ${check.problem}; nothing is done with it`);
       this.#refused.add(path.basename(file)); // its log is not read again at every reconcile scan
@@ -164,7 +189,11 @@ export class Deferrals {
         record = { ...((await updateDeferral(teamDir, record.runId, (r) => ({ ...r, ...held }))) ?? record), ...held };
         this.#ctx.warn(`${file}: changed since its gate was held: ${changes}; put back as held`);
       } catch (error) {
-        guard.tell(`${file}\0unwritable`, `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what its gate held is what applies`);
+        guard.tell(
+          `${file}\0unwritable`,
+          `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what ` +
+            `its gate held is what applies`,
+        );
         record = { ...record, ...held };
       }
     }
@@ -188,7 +217,11 @@ export class Deferrals {
   }
 
   #enqueue(record: DeferralRecord): void {
-    if (this.#queued.has(record.runId) || this.#closed.has(path.basename(deferralFile(this.#ctx.setup.identity.teamDir, record.runId)))) return;
+    if (
+      this.#queued.has(record.runId) ||
+      this.#closed.has(path.basename(deferralFile(this.#ctx.setup.identity.teamDir, record.runId)))
+    )
+      return;
     if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
     this.#queued.add(record.runId);
     this.#ctx.queue.push(queueGroup(eventOf(record)), () => this.#apply(record, 0));
@@ -197,16 +230,25 @@ export class Deferrals {
   async #apply(record: DeferralRecord, tries: number): Promise<void> {
     const ctx = this.#ctx;
     const reference = this.#known.get(record.runId);
-    const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, { ...settingsOf(ctx), ...(reference ? { reference } : {}) });
+    const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, {
+      ...settingsOf(ctx),
+      ...(reference ? { reference } : {}),
+    });
     if (app.kind === "pending") {
       const delays = ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
       const delay = delays[tries];
       if (delay !== undefined) {
-        ctx.warn(`${record.key}: the decision on deferred run ${record.runId} is not applied yet: ${app.error}; trying again in ${formatSpan(delay)} (${tries + 1} of ${delays.length})`);
+        ctx.warn(
+          `${record.key}: the decision on deferred run ${record.runId} is not applied yet: ${app.error}; trying ` +
+            `again in ${formatSpan(delay)} (${tries + 1} of ${delays.length})`,
+        );
         ctx.later(eventOf(record), () => this.#apply(record, tries + 1), delay);
         return;
       }
-      ctx.warn(`${record.key}: the decision on deferred run ${record.runId} NOT applied after ${tries + 1} tries (${app.error}); it stays recorded: the next start of the leader applies it`);
+      ctx.warn(
+        `${record.key}: the decision on deferred run ${record.runId} NOT applied after ${tries + 1} tries ` +
+          `(${app.error}); it stays recorded: the next start of the leader applies it`,
+      );
     }
     this.#queued.delete(record.runId);
     if (app.kind !== "applied") return;
@@ -241,7 +283,16 @@ export class Deferrals {
         logFile: app.logFile,
         runId: app.result.runId,
         policyApplied: true,
-        ...(decision ? { decision: { deferredRunId: record.runId, decision: decision.decision, by: decision.by, waitedMs: app.waitedMs } } : {}),
+        ...(decision
+          ? {
+              decision: {
+                deferredRunId: record.runId,
+                decision: decision.decision,
+                by: decision.by,
+                waitedMs: app.waitedMs,
+              },
+            }
+          : {}),
       },
     });
   }
@@ -254,19 +305,34 @@ export class Deferrals {
     const ledger = this.#ctx.requireLedger();
     if (ledger.has(record.key)) return;
     await ledger
-      .defer(record.key, this.#ctx.now(), { runId: record.eventRunId, deferral: record.runId, expiresAt: record.expiresAt, log: record.logFile })
-      .catch((error: unknown) => this.#ctx.warn(`${record.key}: the ledger could not record the held gate (${describeError(error)})`));
+      .defer(record.key, this.#ctx.now(), {
+        runId: record.eventRunId,
+        deferral: record.runId,
+        expiresAt: record.expiresAt,
+        log: record.logFile,
+      })
+      .catch((error: unknown) =>
+        this.#ctx.warn(`${record.key}: the ledger could not record the held gate (${describeError(error)})`),
+      );
   }
 
-  /** An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run --apply-policy`). */
+  /**
+   * An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run
+   * --apply-policy`).
+   */
   async #close(record: DeferralRecord): Promise<void> {
     const ledger = this.#ctx.requireLedger();
     const state = ledger.get(record.key);
     if (state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) return;
-    const outcome = record.decision?.decision === "allow" ? "passed" : record.decision?.decision === "deny" ? "failed" : "error";
+    const outcome =
+      record.decision?.decision === "allow" ? "passed" : record.decision?.decision === "deny" ? "failed" : "error";
     await ledger
       .finish(record.key, this.#ctx.now(), { runId: record.eventRunId, outcome, log: record.applied?.logFile ?? null })
-      .catch((error: unknown) => this.#ctx.warn(`${record.key}: the ledger could not record the decision (${describeError(error)}); the next start does`));
+      .catch((error: unknown) =>
+        this.#ctx.warn(
+          `${record.key}: the ledger could not record the decision (${describeError(error)}); the next start does`,
+        ),
+      );
   }
 
   /** A timer at the soonest deadline of the open deferrals. */
@@ -293,7 +359,8 @@ export class Deferrals {
       this.#open.delete(runId);
       const at = new Date(Math.max(now, Date.parse(this.#ctx.now()))).toISOString();
       const held = heldFields(record);
-      const expire = (r: DeferralRecord): DeferralRecord | undefined => (r.decision ? undefined : { ...r, ...held, decision: { decision: "expired", by: EXPIRY_BY, at } });
+      const expire = (r: DeferralRecord): DeferralRecord | undefined =>
+        r.decision ? undefined : { ...r, ...held, decision: { decision: "expired", by: EXPIRY_BY, at } };
       const teamDir = this.#ctx.setup.identity.teamDir;
       const file = this.#guard.file(runId);
       let decided: DeferralRecord | null;
@@ -302,10 +369,14 @@ export class Deferrals {
         // unreadable file is moved aside, one gone or of another run written again, then it expires.
         const read = await readDeferral(teamDir, runId);
         if (read && !read.ok) await this.#guard.replace(file, record, read.problem.message);
-        else if (read === null) await this.#guard.rewrite(record, existsSync(file) ? "holds another run's record" : "is gone");
+        else if (read === null)
+          await this.#guard.rewrite(record, existsSync(file) ? "holds another run's record" : "is gone");
         decided = await updateDeferral(teamDir, runId, expire);
       } catch (error) {
-        this.#guard.tell(`${file}\0expire`, `${file}: cannot be expired now (${describeError(error)}); trying again every second`);
+        this.#guard.tell(
+          `${file}\0expire`,
+          `${file}: cannot be expired now (${describeError(error)}); trying again every second`,
+        );
         this.#open.set(runId, record);
         this.#notBefore = Date.now() + 1_000;
         continue;
@@ -339,5 +410,12 @@ function settingsOf(ctx: LeaderContext): ApplySettings {
 
 /** The event a deferral holds, for the queue's group and the tries again. */
 function eventOf(record: DeferralRecord): HookEvent {
-  return { key: record.key, event: record.event, taskId: record.taskId, member: record.member, timestamp: record.timestamp, source: "task" };
+  return {
+    key: record.key,
+    event: record.event,
+    taskId: record.taskId,
+    member: record.member,
+    timestamp: record.timestamp,
+    source: "task",
+  };
 }

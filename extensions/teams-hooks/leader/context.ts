@@ -121,7 +121,12 @@ export class LeaderContext {
   /** A `--verbose` notice about an event: its file is its task's, or the inbox for `idle`. */
   whyEvent(event: HookEvent, reason: WhyNotice["reason"], more: Pick<WhyNotice, "hook" | "detail"> = {}): void {
     const { teamDir, taskListId } = this.setup.identity;
-    const file = event.source === "inbox" ? this.sources.inboxFile : event.taskId !== null ? taskFile(teamDir, taskListId, event.taskId) : null;
+    const file =
+      event.source === "inbox"
+        ? this.sources.inboxFile
+        : event.taskId !== null
+          ? taskFile(teamDir, taskListId, event.taskId)
+          : null;
     this.why({ reason, file, taskId: event.taskId, event: event.event, key: event.key, ...more });
   }
 
@@ -165,7 +170,10 @@ export class LeaderContext {
     if (this.#writeTrouble === null) {
       this.#writeTrouble = { message, keys: new Set() };
       const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
-      this.warn(`${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to every ${formatDuration(max)}) until writing works again`);
+      this.warn(
+        `${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to ` +
+          `every ${formatDuration(max)}) until writing works again`,
+      );
     }
     this.#writeTrouble.keys.add(key);
   }
@@ -176,7 +184,10 @@ export class LeaderContext {
     trouble.keys.delete(key);
     if (trouble.keys.size > 0) return;
     this.#writeTrouble = null;
-    this.opts.report({ kind: "info", message: `writing works again: the events held back by "${trouble.message}" are done` });
+    this.opts.report({
+      kind: "info",
+      message: `writing works again: the events held back by "${trouble.message}" are done`,
+    });
   }
 }
 

@@ -11,7 +11,13 @@ import { describeError, isHooksError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { markRead } from "../team/mailbox.js";
 import { sentId } from "../team/sent-log.js";
-import { describeFailure, formatDuration, heldSummary, missingSecretWarning, policyGivenUpText } from "../text/messages.js";
+import {
+  describeFailure,
+  formatDuration,
+  heldSummary,
+  missingSecretWarning,
+  policyGivenUpText,
+} from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
 import { invokeEvent, type InvokeOutcome } from "../event/invoke.js";
@@ -60,7 +66,8 @@ export class EventHandler {
 
   /** `--verbose`: an event already taken, by this leader (queued, running) or by the ledger. */
   #whyKnown(event: HookEvent): void {
-    if (this.#ctx.queued.has(event.key)) return this.#ctx.whyEvent(event, "queued", { detail: "queued or running in this leader" });
+    if (this.#ctx.queued.has(event.key))
+      return this.#ctx.whyEvent(event, "queued", { detail: "queued or running in this leader" });
     const state = this.#ctx.requireLedger().get(event.key)?.state ?? "unknown";
     this.#ctx.whyEvent(event, "in_ledger", { detail: state });
   }
@@ -72,7 +79,11 @@ export class EventHandler {
       return;
     }
     for (const run of outcome.runs) {
-      if (run.result.skipped !== undefined) this.#ctx.whyEvent(event, "matcher_skipped", { hook: gateName(run.hook, event.event), detail: run.result.skipped });
+      if (run.result.skipped !== undefined)
+        this.#ctx.whyEvent(event, "matcher_skipped", {
+          hook: gateName(run.hook, event.event),
+          detail: run.result.skipped,
+        });
     }
   }
 
@@ -90,10 +101,19 @@ export class EventHandler {
     // hook-state/ deleted meanwhile: written again from memory first (its lock keeps a second leader out).
     if (this.#ctx.stateCheck && !(await this.#ctx.stateCheck())) {
       const writes = (progress?.writeTries ?? 0) + 1;
-      this.#ctx.later(event, () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }, task), this.#ctx.writeDelay(writes));
+      this.#ctx.later(
+        event,
+        () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }, task),
+        this.#ctx.writeDelay(writes),
+      );
       return;
     }
-    const info: LedgerEventInfo = { event: event.event, taskId: event.taskId, member: event.member, timestamp: event.timestamp };
+    const info: LedgerEventInfo = {
+      event: event.event,
+      taskId: event.taskId,
+      member: event.member,
+      timestamp: event.timestamp,
+    };
     let begun: { attempt: number; durable: Promise<void> };
     try {
       // The record is appended now and flushed while the hook is prepared; the spawn waits for the flush.
@@ -101,12 +121,22 @@ export class EventHandler {
     } catch (error) {
       const writes = (progress?.writeTries ?? 0) + 1;
       this.#ctx.writeFailed(event.key, error);
-      this.#ctx.later(event, () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }), this.#ctx.writeDelay(writes));
+      this.#ctx.later(
+        event,
+        () => this.#handle(event, retry, { runId, attempt: 0, retry, policyTries: 0, writeTries: writes }),
+        this.#ctx.writeDelay(writes),
+      );
       return;
     }
     const { attempt, durable } = begun;
     durable.catch(() => undefined); // awaited through invokeEvent (notBefore); never unhandled meanwhile
-    const state: EventProgress = { runId, attempt, retry: retry || attempt > 1, policyTries: 0, writeTries: progress?.writeTries ?? 0 };
+    const state: EventProgress = {
+      runId,
+      attempt,
+      retry: retry || attempt > 1,
+      policyTries: 0,
+      writeTries: progress?.writeTries ?? 0,
+    };
     // The record changed since the last look (an approval): events held for it are looked at again.
     if (refreshTrust(this.#ctx)) void this.#ctx.holds?.reconsider();
     let outcome: InvokeOutcome;
@@ -133,9 +163,17 @@ export class EventHandler {
         notBefore: durable,
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
-          this.#ctx.opts.report({ kind: "started", event: event.event, key: event.key, hook, taskId: event.taskId, startedAt: Date.now() });
+          this.#ctx.opts.report({
+            kind: "started",
+            event: event.event,
+            key: event.key,
+            hook,
+            taskId: event.taskId,
+            startedAt: Date.now(),
+          });
           // The chain's first hook carries the event's run id; later hooks of a chain have their own.
-          if (spawnedRunId === runId) ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
+          if (spawnedRunId === runId)
+            ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
         },
       });
     } catch (error) {
@@ -185,7 +223,10 @@ export class EventHandler {
       const delay = delays[state.policyTries];
       state.policyTries += 1;
       if (delay !== undefined) {
-        this.#ctx.warn(`${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} (${state.policyTries} of ${delays.length})`);
+        this.#ctx.warn(
+          `${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} ` +
+            `(${state.policyTries} of ${delays.length})`,
+        );
         this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), delay);
         return;
       }
@@ -195,7 +236,11 @@ export class EventHandler {
     if (pending?.stage === "logs") {
       state.writeTries += 1;
       this.#ctx.writeFailed(event.key, pending.error);
-      this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), this.#ctx.writeDelay(state.writeTries));
+      this.#ctx.later(
+        event,
+        async () => this.#settle(event, await pending.resume(), state),
+        this.#ctx.writeDelay(state.writeTries),
+      );
       return;
     }
     const ledger = this.#ctx.requireLedger();
@@ -207,10 +252,27 @@ export class EventHandler {
         // What the task's gate life now is (a round, a follow-up's root, a budget spent) rides on the flush below.
         if (outcome.remembered) ledger.remember(outcome.remembered);
         // A held gate is neither done nor in flight: never run again, closed by its decision (deferrals.ts).
-        if (held) await ledger.defer(event.key, this.#ctx.now(), { runId: state.runId, deferral: held.runId, expiresAt: held.expiresAt, log: outcome.logFile });
+        if (held)
+          await ledger.defer(event.key, this.#ctx.now(), {
+            runId: state.runId,
+            deferral: held.runId,
+            expiresAt: held.expiresAt,
+            log: outcome.logFile,
+          });
         // A gate that could not judge the work: run again on approval, a retry or the next start (holds.ts).
-        else if (hold) await ledger.hold(event.key, this.#ctx.now(), { runId: state.runId, cause: hold, log: outcome.logFile, event: eventInfo(event) });
-        else await ledger.finish(event.key, this.#ctx.now(), { runId: state.runId, outcome: result?.outcome ?? "no_hook", log: outcome.logFile });
+        else if (hold)
+          await ledger.hold(event.key, this.#ctx.now(), {
+            runId: state.runId,
+            cause: hold,
+            log: outcome.logFile,
+            event: eventInfo(event),
+          });
+        else
+          await ledger.finish(event.key, this.#ctx.now(), {
+            runId: state.runId,
+            outcome: result?.outcome ?? "no_hook",
+            log: outcome.logFile,
+          });
       } catch (error) {
         state.writeTries += 1;
         this.#ctx.writeFailed(event.key, error);
@@ -220,11 +282,26 @@ export class EventHandler {
     }
     if (held) this.#ctx.deferrals?.held(held);
     // Said to the lead in full (the approval command too); the team's words leave it out.
-    const summary = hold && result ? heldSummary(hold, describeFailure(result, this.#ctx.setup.settings.timeoutMs.value)) : outcome.summary;
+    const summary =
+      hold && result
+        ? heldSummary(hold, describeFailure(result, this.#ctx.setup.settings.timeoutMs.value))
+        : outcome.summary;
     if (hold && result) {
       this.#ctx.holds?.held(
         event,
-        { key: event.key, event: event.event, taskId: event.taskId, member: event.member, cause: hold, kind: result.errorKind ?? null, hook: outcome.hook ? gateName(outcome.hook, event.event) : null, reason: describeFailure(result, this.#ctx.setup.settings.timeoutMs.value), since: this.#ctx.now(), runId: result.runId, log: outcome.logFile },
+        {
+          key: event.key,
+          event: event.event,
+          taskId: event.taskId,
+          member: event.member,
+          cause: hold,
+          kind: result.errorKind ?? null,
+          hook: outcome.hook ? gateName(outcome.hook, event.event) : null,
+          reason: describeFailure(result, this.#ctx.setup.settings.timeoutMs.value),
+          since: this.#ctx.now(),
+          runId: result.runId,
+          log: outcome.logFile,
+        },
         state.attempt,
       );
     }
@@ -271,10 +348,15 @@ export class EventHandler {
       ? `pi-teams-hooks run ${event.event} --team-dir ${identity.teamDir} --task ${event.taskId} --apply-policy`
       : "a restart of the leader";
     this.#ctx.warn(
-      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); the event stays open: the next start of the leader tries it again, or: ${how}`,
+      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); the event stays open: the next ` +
+        `start of the leader tries it again, or: ${how}`,
     );
     const text = policyGivenUpText(event, error, how);
-    await this.#ctx.tellLead(sentId("policy-not-applied", event.key, identity.leadName), text, `${event.key}: the lead was not told`);
+    await this.#ctx.tellLead(
+      sentId("policy-not-applied", event.key, identity.leadName),
+      text,
+      `${event.key}: the lead was not told`,
+    );
   }
 
   /** --inbox consume: the notification behind a handled idle event is marked read. */
@@ -282,16 +364,23 @@ export class EventHandler {
     const { identity } = this.#ctx.opts.setup;
     const marked = await markRead(identity.teamDir, "team", identity.leadName, (m) => {
       const text = m.text;
-      return text.includes("idle_notification") && text.includes(JSON.stringify(event.member ?? "")) && text.includes(JSON.stringify(event.timestamp ?? ""));
+      return (
+        text.includes("idle_notification") &&
+        text.includes(JSON.stringify(event.member ?? "")) &&
+        text.includes(JSON.stringify(event.timestamp ?? ""))
+      );
     }).catch((error: unknown) => ({ ok: false as const, problem: { message: describeError(error) } }));
     if (!marked.ok) this.#ctx.warn(`cannot mark the idle notification of ${event.key} read: ${marked.problem.message}`);
   }
-
 }
 
 /** The leader's memory of its tasks' gate lives, as the policy reads it (event/remediate.ts GateMemory). */
 export function ledgerMemory(ledger: Ledger): GateMemory {
-  return { round: (id) => ledger.task(id).round, root: (id) => ledger.task(id).root, spent: (id) => ledger.task(id).spent };
+  return {
+    round: (id) => ledger.task(id).round,
+    root: (id) => ledger.task(id).root,
+    spent: (id) => ledger.task(id).spent,
+  };
 }
 
 function eventInfo(event: HookEvent): LedgerEventInfo {

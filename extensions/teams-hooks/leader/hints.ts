@@ -74,7 +74,8 @@ export class Hints {
     // --verbose: a file in the task list folder that is not a task file is said too (only the native watcher tells).
     if (ctx.verbose) {
       tasks.onIgnored = (file: string) => {
-        if (ctx.state === "watching") ctx.why({ reason: "not_task_file", file, taskId: null, detail: "a task file is named <id>.json" });
+        if (ctx.state === "watching")
+          ctx.why({ reason: "not_task_file", file, taskId: null, detail: "a task file is named <id>.json" });
       };
     }
     const targets: WatchTarget[] = [tasks];
@@ -84,14 +85,27 @@ export class Hints {
       targets.push({ dir, shared: true, accept: (n: string) => n === name, onHint: () => this.inbox() });
     }
     if (ctx.opts.reloadSetup) {
-      targets.push({ dir: ctx.setup.identity.teamDir, accept: (n: string) => n === "config.json", onHint: () => this.config() });
+      targets.push({
+        dir: ctx.setup.identity.teamDir,
+        accept: (n: string) => n === "config.json",
+        onHint: () => this.config(),
+      });
     }
     const deferrals = ctx.deferrals;
-    if (deferrals) targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
+    if (deferrals)
+      targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
     // The lead's approval (`trust` rewrites the record): events held for it run at once.
-    targets.push({ dir: leaderStateDir(ctx.setup.identity.teamDir), accept: (n: string) => n === TRUST_FILE_NAME || n === "leader.lock", onHint: (file: string) => (path.basename(file) === TRUST_FILE_NAME ? this.trust() : this.stateDir()) });
+    targets.push({
+      dir: leaderStateDir(ctx.setup.identity.teamDir),
+      accept: (n: string) => n === TRUST_FILE_NAME || n === "leader.lock",
+      onHint: (file: string) => (path.basename(file) === TRUST_FILE_NAME ? this.trust() : this.stateDir()),
+    });
     // hook-state/ itself deleted or replaced (another process cleaning up): written anew from memory at once.
-    targets.push({ dir: ctx.setup.identity.teamDir, accept: (n: string) => n === path.basename(leaderStateDir(ctx.setup.identity.teamDir)), onHint: () => this.stateDir() });
+    targets.push({
+      dir: ctx.setup.identity.teamDir,
+      accept: (n: string) => n === path.basename(leaderStateDir(ctx.setup.identity.teamDir)),
+      onHint: () => this.stateDir(),
+    });
     return targets;
   }
 
@@ -184,13 +198,27 @@ export class Hints {
       ctx.holds?.rewrite();
       this.#stateDirIno = inodeOf(leaderStateDir(teamDir));
     } catch (error) {
-      ctx.warn(`${leaderStateDir(teamDir)} ${gone}, and the leader's state could not be written there again: ${describeError(error)}; no gate runs until it can`);
+      ctx.warn(
+        `${leaderStateDir(teamDir)} ${gone}, and the leader's state could not be written there again: ` +
+          `${describeError(error)}; no gate runs until it can`,
+      );
       return false;
     }
     ctx.watcher?.rearm();
-    ctx.warn(`${leaderStateDir(teamDir)} ${gone} while the leader ran: written again from memory (leader lock, ledger, trust record, held events)`);
-    const text = `pi-teams-hooks: ${leaderStateDir(teamDir)} ${gone} while the leader watched ${teamDir}. The leader wrote it again from memory (its lock, so that no second leader starts; the ledger; the trust record; the held events). Who deleted it could also have edited the gates or the record: pi-teams-hooks trust --team-dir ${teamDir} shows what is not as approved.`;
-    await ctx.tellLead(sentId("state-dir-gone", ctx.now(), leadName), text, "the lead was not told that hook-state/ was deleted");
+    ctx.warn(
+      `${leaderStateDir(teamDir)} ${gone} while the leader ran: written again from memory (leader lock, ledger, ` +
+        `trust record, held events)`,
+    );
+    const text =
+      `pi-teams-hooks: ${leaderStateDir(teamDir)} ${gone} while the leader watched ${teamDir}. The leader ` +
+      `wrote it again from memory (its lock, so that no second leader starts; the ledger; the trust record; the held ` +
+      `events). Who deleted it could also have edited the gates or the record: pi-teams-hooks trust --team-dir ` +
+      `${teamDir} shows what is not as approved.`;
+    await ctx.tellLead(
+      sentId("state-dir-gone", ctx.now(), leadName),
+      text,
+      "the lead was not told that hook-state/ was deleted",
+    );
     return true;
   }
 
@@ -199,14 +227,19 @@ export class Hints {
     this.#stateDirIno = inodeOf(leaderStateDir(this.#ctx.setup.identity.teamDir));
   }
 
-  /** The trust record may have changed: re-read, and events held for approval looked at again (through the queue's order). */
+  /**
+   * The trust record may have changed: re-read, and events held for approval looked at again (through the queue's
+   * order).
+   */
   trust(): void {
     const ctx = this.#ctx;
     if (ctx.state !== "watching") return;
     // A record deleted (the team dir with it, often) is the next event's to say (gate-trust.ts): the
     // leader writes its own back when the team dir returns, and must not take the gap for an edit.
     if (!existsSync(trustFile(ctx.setup.identity.teamDir))) return;
-    this.#trustLook = this.#trustLook.then(() => trustHint(ctx)).catch((error: unknown) => ctx.warn(`trust record: not looked at: ${describeError(error)}`));
+    this.#trustLook = this.#trustLook
+      .then(() => trustHint(ctx))
+      .catch((error: unknown) => ctx.warn(`trust record: not looked at: ${describeError(error)}`));
   }
 
   inbox(): void {
@@ -241,7 +274,8 @@ export class Hints {
         const refusal = next.settings.refusal;
         const sameRefusal = refusal !== null && refusal === before.settings.refusal;
         for (const warning of next.warnings) {
-          if (this.#configWarnings.has(warning) || (sameRefusal && next.settings.block.problems.includes(warning))) continue;
+          if (this.#configWarnings.has(warning) || (sameRefusal && next.settings.block.problems.includes(warning)))
+            continue;
           ctx.warn(warning);
         }
         this.#configWarnings = new Set(next.warnings);
@@ -334,12 +368,22 @@ export class Hints {
     const since = goneAt ? ` (gone since ${goneAt})` : " (it was replaced)";
     ctx.opts.report({ kind: "info", message: `team dir ${dir} is back${since}: watching it again` });
     const { identity } = ctx.setup;
-    const text = `pi-teams-hooks: the team dir ${dir} was gone${goneAt ? ` from ${goneAt} to ${ctx.now()}` : " and was created again"}. No quality gate ran meanwhile; what changed while it was gone is looked at now.`;
-    await ctx.tellLead(sentId("team-dir-back", goneAt ?? ctx.now(), identity.leadName), text, "the lead was not told that the team dir is back");
+    const text =
+      `pi-teams-hooks: the team dir ${dir} was ` +
+      `gone${goneAt ? ` from ${goneAt} to ${ctx.now()}` : " and was created again"}. No quality gate ran meanwhile; ` +
+      `what changed while it was gone is looked at now.`;
+    await ctx.tellLead(
+      sentId("team-dir-back", goneAt ?? ctx.now(), identity.leadName),
+      text,
+      "the lead was not told that the team dir is back",
+    );
   }
 }
 
-/** How long a look at a broken `hook-state/` waits before writing it again (a team dir being deleted whole finishes first). */
+/**
+ * How long a look at a broken `hook-state/` waits before writing it again (a team dir being deleted whole finishes
+ * first).
+ */
 const STATE_SETTLE_MS = 250;
 
 /** The `detail` of each reason a task file's event goes no further. */
@@ -353,21 +397,42 @@ const TASK_WHY_DETAIL: Partial<Record<WhyReason, string>> = {
 function whyTask(ctx: LeaderContext, file: string, look: Extract<TaskLook, { kind: "task" }>, reason: WhyReason): void {
   const event = look.event;
   const detail = TASK_WHY_DETAIL[reason];
-  ctx.why({ reason, file, taskId: look.task.id, ...(event ? { event: event.event, key: event.key } : {}), ...(detail ? { detail } : {}) });
+  ctx.why({
+    reason,
+    file,
+    taskId: look.task.id,
+    ...(event ? { event: event.event, key: event.key } : {}),
+    ...(detail ? { detail } : {}),
+  });
 }
 
 /** `--verbose`: a look at a task file that gave no event at all. */
 function whyLook(ctx: LeaderContext, file: string, look: TaskLook): void {
   switch (look.kind) {
     case "unchanged":
-      return ctx.why({ reason: "same_signature", file, taskId: null, detail: "inode, size and mtime unchanged: not read again" });
+      return ctx.why({
+        reason: "same_signature",
+        file,
+        taskId: null,
+        detail: "inode, size and mtime unchanged: not read again",
+      });
     case "known":
-      return ctx.why({ reason: "same_signature", file, taskId: null, detail: "unchanged since the last leader saved its scan state: not read again" });
+      return ctx.why({
+        reason: "same_signature",
+        file,
+        taskId: null,
+        detail: "unchanged since the last leader saved its scan state: not read again",
+      });
     case "gone":
       return ctx.why({ reason: "gone", file, taskId: null });
     case "problem":
       // The warning names the file first: the notice has it already.
-      return ctx.why({ reason: "invalid_task", file, taskId: null, detail: look.message.startsWith(`${file}: `) ? look.message.slice(file.length + 2) : look.message });
+      return ctx.why({
+        reason: "invalid_task",
+        file,
+        taskId: null,
+        detail: look.message.startsWith(`${file}: `) ? look.message.slice(file.length + 2) : look.message,
+      });
     case "task":
       return ctx.why({ reason: "no_event", file, taskId: look.task.id, detail: `status ${look.task.status}` });
     default:

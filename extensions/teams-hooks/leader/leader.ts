@@ -33,7 +33,15 @@ import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
 import { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, StartInfo } from "./notices.js";
-import { BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY, beginFirstStart, endOrphanedRuns, recoverInFlight, saveScanState, scanAtStart } from "./startup.js";
+import {
+  BASELINE_DONE_KEY,
+  CLAIMS_BASELINE_KEY,
+  beginFirstStart,
+  endOrphanedRuns,
+  recoverInFlight,
+  saveScanState,
+  scanAtStart,
+} from "./startup.js";
 
 export class Leader {
   readonly #ctx: LeaderContext;
@@ -76,9 +84,11 @@ export class Leader {
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
       // A ledger of a leader that did not know claims: the claims in progress now are history too.
       const claimsFirst = !firstStart && !ledger.has(CLAIMS_BASELINE_KEY);
-      if ((firstStart || claimsFirst) && !opts.catchUp) ctx.firstStart = beginFirstStart(ctx, ledger.fresh, claimsFirst);
+      if ((firstStart || claimsFirst) && !opts.catchUp)
+        ctx.firstStart = beginFirstStart(ctx, ledger.fresh, claimsFirst);
       await refreshStartGate(ctx, false, chains.find((c) => c.event === "task_started")?.chain);
-      await recoverInFlight(ctx, (event) => this.#events.enqueue(event, true)); // before any event of this start can be in flight
+      // before any event of this start can be in flight
+      await recoverInFlight(ctx, (event) => this.#events.enqueue(event, true));
       // Held gates: decisions recorded while no leader ran are applied, overdue ones expire.
       ctx.deferrals = new Deferrals(ctx);
       await ctx.deferrals.start();
@@ -107,7 +117,9 @@ export class Leader {
       }
       const markers = firstStart ? [BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY] : claimsFirst ? [CLAIMS_BASELINE_KEY] : [];
       this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
-        .catch((error: unknown) => ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`))
+        .catch((error: unknown) =>
+          ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`),
+        )
         .finally(() => this.#hints.scheduleReconcile());
       return { hooks: chains };
     } catch (error) {
@@ -116,7 +128,10 @@ export class Leader {
     }
   }
 
-  /** Resolves when no event waits or runs (and neither the inbox, a reconcile scan nor the start-up scan is being looked at). */
+  /**
+   * Resolves when no event waits or runs (and neither the inbox, a reconcile scan nor the start-up scan is being looked
+   * at).
+   */
   async idle(): Promise<void> {
     for (;;) {
       await Promise.all([...this.#hints.busy(), this.#startupScan]);

@@ -43,7 +43,15 @@ export type LedgerRecord =
   /** `deferral`: the run id the deferral is known by (the deferring hook's: `<runId>.N` in a chain). */
   | { op: "defer"; key: string; at: string; runId: string; deferral: string; expiresAt: string; log: string | null }
   | { op: "done"; key: string; at: string; runId: string | null; outcome: string; log: string | null }
-  | { op: "hold"; key: string; at: string; runId: string; cause: "approval" | "fault"; log: string | null; event?: LedgerEventInfo }
+  | {
+      op: "hold";
+      key: string;
+      at: string;
+      runId: string;
+      cause: "approval" | "fault";
+      log: string | null;
+      event?: LedgerEventInfo;
+    }
   | { op: "task"; key: string; round?: number; root?: string; spent?: number };
 
 /** What the leader remembers of one task's gate life (the `task` records). */
@@ -58,10 +66,33 @@ const TASK_KEY = "task:";
 
 export type KeyState =
   | { state: "baseline" }
-  | { state: "in_flight"; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }
-  | { state: "deferred"; runId: string; deferral: string; expiresAt: string; log: string | null; attempt: number; at: string }
+  | {
+      state: "in_flight";
+      runId: string;
+      attempt: number;
+      startedAt: string;
+      pid: number | null;
+      event: LedgerEventInfo | null;
+    }
+  | {
+      state: "deferred";
+      runId: string;
+      deferral: string;
+      expiresAt: string;
+      log: string | null;
+      attempt: number;
+      at: string;
+    }
   | { state: "done"; outcome: string; log: string | null; attempt: number }
-  | { state: "held"; cause: "approval" | "fault"; runId: string; at: string; log: string | null; attempt: number; event: LedgerEventInfo | null };
+  | {
+      state: "held";
+      cause: "approval" | "fault";
+      runId: string;
+      at: string;
+      log: string | null;
+      attempt: number;
+      event: LedgerEventInfo | null;
+    };
 
 /**
  * The largest ledger loaded. Compaction keeps it near one line per key (about 150 bytes), so this is
@@ -86,7 +117,14 @@ export class Ledger {
   #sync: Promise<void> | null = null;
   #nextSync: Promise<void> | null = null;
 
-  private constructor(file: string, fresh: boolean, keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, lines: number, fd: number) {
+  private constructor(
+    file: string,
+    fresh: boolean,
+    keys: Map<string, KeyState>,
+    tasks: Map<string, TaskMemory>,
+    lines: number,
+    fd: number,
+  ) {
     this.file = file;
     this.fresh = fresh;
     this.#keys = keys;
@@ -107,7 +145,8 @@ export class Ledger {
     else {
       throw new HooksError(
         "E_LEDGER",
-        `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: without a ledger the next start is a first start, which records the completions there are as history`,
+        `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: ` +
+          `without a ledger the next start is a first start, which records the completions there are as history`,
       );
     }
     const keys = new Map<string, KeyState>();
@@ -144,10 +183,25 @@ export class Ledger {
   }
 
   /** Keys whose hook started but whose end was never recorded. */
-  inFlight(): Array<{ key: string; runId: string; attempt: number; startedAt: string; pid: number | null; event: LedgerEventInfo | null }> {
+  inFlight(): Array<{
+    key: string;
+    runId: string;
+    attempt: number;
+    startedAt: string;
+    pid: number | null;
+    event: LedgerEventInfo | null;
+  }> {
     const out = [];
     for (const [key, state] of this.#keys) {
-      if (state.state === "in_flight") out.push({ key, runId: state.runId, attempt: state.attempt, startedAt: state.startedAt, pid: state.pid, event: state.event });
+      if (state.state === "in_flight")
+        out.push({
+          key,
+          runId: state.runId,
+          attempt: state.attempt,
+          startedAt: state.startedAt,
+          pid: state.pid,
+          event: state.event,
+        });
     }
     return out;
   }
@@ -171,11 +225,18 @@ export class Ledger {
    * Remembers more of tasks' gate lives: a round, a root, units spent, each only if it rises (or is
    * new). Written, not flushed: it reaches the disk with the event's `done`, which comes after.
    */
-  remember(what: { round?: { taskId: string; round: number }; root?: { taskId: string; root: string }; spent?: { root: string; spent: number } }): void {
+  remember(what: {
+    round?: { taskId: string; round: number };
+    root?: { taskId: string; root: string };
+    spent?: { root: string; spent: number };
+  }): void {
     const records: LedgerRecord[] = [];
-    if (what.round && what.round.round > this.task(what.round.taskId).round) records.push({ op: "task", key: TASK_KEY + what.round.taskId, round: what.round.round });
-    if (what.root && this.task(what.root.taskId).root === undefined) records.push({ op: "task", key: TASK_KEY + what.root.taskId, root: what.root.root });
-    if (what.spent && what.spent.spent > this.task(what.spent.root).spent) records.push({ op: "task", key: TASK_KEY + what.spent.root, spent: what.spent.spent });
+    if (what.round && what.round.round > this.task(what.round.taskId).round)
+      records.push({ op: "task", key: TASK_KEY + what.round.taskId, round: what.round.round });
+    if (what.root && this.task(what.root.taskId).root === undefined)
+      records.push({ op: "task", key: TASK_KEY + what.root.taskId, root: what.root.root });
+    if (what.spent && what.spent.spent > this.task(what.spent.root).spent)
+      records.push({ op: "task", key: TASK_KEY + what.spent.root, spent: what.spent.spent });
     this.#append(records);
   }
 
@@ -183,7 +244,11 @@ export class Ledger {
    * The key's gate could not judge the work (policy/gate-life.ts): held until the lead approves, a
    * retry, or the next start, which run it again. On disk before it returns.
    */
-  async hold(key: string, at: string, info: { runId: string; cause: "approval" | "fault"; log: string | null; event: LedgerEventInfo }): Promise<void> {
+  async hold(
+    key: string,
+    at: string,
+    info: { runId: string; cause: "approval" | "fault"; log: string | null; event: LedgerEventInfo },
+  ): Promise<void> {
     this.#append([{ op: "hold", key, at, ...info }]);
     await this.#flush();
   }
@@ -208,7 +273,12 @@ export class Ledger {
    * resolves once it is flushed (rejects if the flush fails). The leader prepares the hook meanwhile
    * and waits for `durable` just before the spawn.
    */
-  beginRecord(key: string, runId: string, at: string, event?: LedgerEventInfo): { attempt: number; durable: Promise<void> } {
+  beginRecord(
+    key: string,
+    runId: string,
+    at: string,
+    event?: LedgerEventInfo,
+  ): { attempt: number; durable: Promise<void> } {
     const previous = this.#keys.get(key);
     const attempt = previous && previous.state !== "baseline" ? previous.attempt + 1 : 1;
     this.#append([{ op: "begin", key, at, runId, attempt, ...(event ? { event } : {}) }]);
@@ -228,13 +298,21 @@ export class Ledger {
    * The key's gate is held: its deferral is on disk (hook-state/deferrals/), and the key is neither
    * done nor in flight. On disk before it returns.
    */
-  async defer(key: string, at: string, info: { runId: string; deferral: string; expiresAt: string; log: string | null }): Promise<void> {
+  async defer(
+    key: string,
+    at: string,
+    info: { runId: string; deferral: string; expiresAt: string; log: string | null },
+  ): Promise<void> {
     this.#append([{ op: "defer", key, at, ...info }]);
     await this.#flush();
   }
 
   /** On disk before it returns. */
-  async finish(key: string, at: string, info: { runId: string | null; outcome: string; log: string | null }): Promise<void> {
+  async finish(
+    key: string,
+    at: string,
+    info: { runId: string | null; outcome: string; log: string | null },
+  ): Promise<void> {
     this.#append([{ op: "done", key, at, ...info }]);
     await this.#flush();
   }
@@ -254,7 +332,9 @@ export class Ledger {
     } catch (error) {
       // A full disk (ENOSPC) or a file-size limit (EFBIG) may have let part of a line through.
       this.#torn = true;
-      throw new HooksError("E_LEDGER", `${this.file}: cannot append to the ledger: ${describeError(error)}`, { cause: error });
+      throw new HooksError("E_LEDGER", `${this.file}: cannot append to the ledger: ${describeError(error)}`, {
+        cause: error,
+      });
     }
     // Only what is in the file counts: a record that could not be written changes nothing, so a
     // retry of the same step starts from the same state.
@@ -275,14 +355,16 @@ export class Ledger {
       return this.#sync;
     }
     // The sync under way may have started before our write: the one after it covers it.
-    this.#nextSync = this.#sync.then(
-      () => undefined,
-      () => undefined,
-    ).then(() => {
-      this.#nextSync = null;
-      this.#sync = this.#datasync();
-      return this.#sync;
-    });
+    this.#nextSync = this.#sync
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        this.#nextSync = null;
+        this.#sync = this.#datasync();
+        return this.#sync;
+      });
     return this.#nextSync;
   }
 
@@ -290,7 +372,15 @@ export class Ledger {
     const fd = this.#fd;
     const done = new Promise<void>((resolve, reject) => {
       if (fd === null) return reject(new HooksError("E_LEDGER", `${this.file}: the ledger is closed`));
-      fs.fdatasync(fd, (error) => (error ? reject(new HooksError("E_LEDGER", `${this.file}: cannot flush the ledger: ${describeError(error)}`, { cause: error })) : resolve()));
+      fs.fdatasync(fd, (error) =>
+        error
+          ? reject(
+              new HooksError("E_LEDGER", `${this.file}: cannot flush the ledger: ${describeError(error)}`, {
+                cause: error,
+              }),
+            )
+          : resolve(),
+      );
     });
     const settled = (): void => {
       if (this.#sync === done) this.#sync = null;
@@ -327,7 +417,9 @@ export class Ledger {
     } catch (error) {
       fs.rmSync(tmp, { force: true });
       // The old file and its descriptor are untouched: appends go on there.
-      throw new HooksError("E_LEDGER", `${this.file}: cannot compact the ledger: ${describeError(error)}`, { cause: error });
+      throw new HooksError("E_LEDGER", `${this.file}: cannot compact the ledger: ${describeError(error)}`, {
+        cause: error,
+      });
     }
     // Appends from now on go to the new file (the old descriptor points at the replaced one).
     const old = this.#fd;
@@ -373,15 +465,28 @@ function asRecord(value: unknown): LedgerRecord | null {
       return event ? { ...begin, event } : null;
     }
     case "spawn":
-      return str(r.runId) && Number.isInteger(r.pid) ? { op: "spawn", key: r.key, runId: r.runId, pid: r.pid as number } : null;
+      return str(r.runId) && Number.isInteger(r.pid)
+        ? { op: "spawn", key: r.key, runId: r.runId, pid: r.pid as number }
+        : null;
     case "defer":
       return str(r.at) && str(r.runId) && str(r.deferral) && str(r.expiresAt) && strOrNull(r.log)
-        ? { op: "defer", key: r.key, at: r.at, runId: r.runId, deferral: r.deferral, expiresAt: r.expiresAt, log: r.log }
+        ? {
+            op: "defer",
+            key: r.key,
+            at: r.at,
+            runId: r.runId,
+            deferral: r.deferral,
+            expiresAt: r.expiresAt,
+            log: r.log,
+          }
         : null;
     case "done":
-      return str(r.at) && strOrNull(r.runId) && str(r.outcome) && strOrNull(r.log) ? { op: "done", key: r.key, at: r.at, runId: r.runId, outcome: r.outcome, log: r.log } : null;
+      return str(r.at) && strOrNull(r.runId) && str(r.outcome) && strOrNull(r.log)
+        ? { op: "done", key: r.key, at: r.at, runId: r.runId, outcome: r.outcome, log: r.log }
+        : null;
     case "hold": {
-      if (!str(r.at) || !str(r.runId) || (r.cause !== "approval" && r.cause !== "fault") || !strOrNull(r.log)) return null;
+      if (!str(r.at) || !str(r.runId) || (r.cause !== "approval" && r.cause !== "fault") || !strOrNull(r.log))
+        return null;
       const hold: LedgerRecord = { op: "hold", key: r.key, at: r.at, runId: r.runId, cause: r.cause, log: r.log };
       if (r.event === undefined) return hold;
       const event = asEventInfo(r.event);
@@ -390,8 +495,19 @@ function asRecord(value: unknown): LedgerRecord | null {
     case "task": {
       if (!r.key.startsWith(TASK_KEY)) return null;
       const count = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
-      if ((r.round !== undefined && !count(r.round)) || (r.spent !== undefined && !count(r.spent)) || (r.root !== undefined && !str(r.root))) return null;
-      return { op: "task", key: r.key, ...(r.round !== undefined ? { round: r.round as number } : {}), ...(str(r.root) ? { root: r.root } : {}), ...(r.spent !== undefined ? { spent: r.spent as number } : {}) };
+      if (
+        (r.round !== undefined && !count(r.round)) ||
+        (r.spent !== undefined && !count(r.spent)) ||
+        (r.root !== undefined && !str(r.root))
+      )
+        return null;
+      return {
+        op: "task",
+        key: r.key,
+        ...(r.round !== undefined ? { round: r.round as number } : {}),
+        ...(str(r.root) ? { root: r.root } : {}),
+        ...(r.spent !== undefined ? { spent: r.spent as number } : {}),
+      };
     }
     default:
       return null;
@@ -409,7 +525,13 @@ function strOrNull(value: unknown): value is string | null {
 function asEventInfo(value: unknown): LedgerEventInfo | null {
   if (value === null || typeof value !== "object") return null;
   const e = value as Record<string, unknown>;
-  if (!(HOOK_EVENTS as readonly unknown[]).includes(e.event) || !strOrNull(e.taskId) || !strOrNull(e.member) || !strOrNull(e.timestamp)) return null;
+  if (
+    !(HOOK_EVENTS as readonly unknown[]).includes(e.event) ||
+    !strOrNull(e.taskId) ||
+    !strOrNull(e.member) ||
+    !strOrNull(e.timestamp)
+  )
+    return null;
   return { event: e.event as HookEventName, taskId: e.taskId, member: e.member, timestamp: e.timestamp };
 }
 
@@ -430,14 +552,29 @@ function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, reco
       if (!previous) keys.set(record.key, { state: "baseline" });
       return;
     case "begin":
-      keys.set(record.key, { state: "in_flight", runId: record.runId, attempt: record.attempt, startedAt: record.at, pid: null, event: record.event ?? null });
+      keys.set(record.key, {
+        state: "in_flight",
+        runId: record.runId,
+        attempt: record.attempt,
+        startedAt: record.at,
+        pid: null,
+        event: record.event ?? null,
+      });
       return;
     case "spawn":
       if (previous?.state === "in_flight" && previous.runId === record.runId) previous.pid = record.pid;
       return;
     case "defer": {
       const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
-      keys.set(record.key, { state: "deferred", runId: record.runId, deferral: record.deferral, expiresAt: record.expiresAt, log: record.log, attempt, at: record.at });
+      keys.set(record.key, {
+        state: "deferred",
+        runId: record.runId,
+        deferral: record.deferral,
+        expiresAt: record.expiresAt,
+        log: record.log,
+        attempt,
+        at: record.at,
+      });
       return;
     }
     case "done": {
@@ -448,14 +585,28 @@ function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, reco
     case "hold": {
       const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
       const event = record.event ?? (previous?.state === "in_flight" ? previous.event : null);
-      keys.set(record.key, { state: "held", cause: record.cause, runId: record.runId, at: record.at, log: record.log, attempt, event });
+      keys.set(record.key, {
+        state: "held",
+        cause: record.cause,
+        runId: record.runId,
+        at: record.at,
+        log: record.log,
+        attempt,
+        event,
+      });
       return;
     }
   }
 }
 
 function taskRecord(taskId: string, memory: TaskMemory): LedgerRecord {
-  return { op: "task", key: TASK_KEY + taskId, ...(memory.round > 0 ? { round: memory.round } : {}), ...(memory.root !== undefined ? { root: memory.root } : {}), ...(memory.spent > 0 ? { spent: memory.spent } : {}) };
+  return {
+    op: "task",
+    key: TASK_KEY + taskId,
+    ...(memory.round > 0 ? { round: memory.round } : {}),
+    ...(memory.root !== undefined ? { root: memory.root } : {}),
+    ...(memory.spent > 0 ? { spent: memory.spent } : {}),
+  };
 }
 
 function recordsFor(key: string, state: KeyState): LedgerRecord[] {
@@ -464,14 +615,29 @@ function recordsFor(key: string, state: KeyState): LedgerRecord[] {
     case "baseline":
       return [{ op: "baseline", key, at }];
     case "in_flight": {
-      const begin: LedgerRecord = { op: "begin", key, at: state.startedAt, runId: state.runId, attempt: state.attempt, ...(state.event ? { event: state.event } : {}) };
+      const begin: LedgerRecord = {
+        op: "begin",
+        key,
+        at: state.startedAt,
+        runId: state.runId,
+        attempt: state.attempt,
+        ...(state.event ? { event: state.event } : {}),
+      };
       return state.pid === null ? [begin] : [begin, { op: "spawn", key, runId: state.runId, pid: state.pid }];
     }
     case "deferred":
       // The begin keeps the attempt count; the defer keeps everything a restart needs.
       return [
         { op: "begin", key, at, runId: state.runId, attempt: state.attempt },
-        { op: "defer", key, at: state.at, runId: state.runId, deferral: state.deferral, expiresAt: state.expiresAt, log: state.log },
+        {
+          op: "defer",
+          key,
+          at: state.at,
+          runId: state.runId,
+          deferral: state.deferral,
+          expiresAt: state.expiresAt,
+          log: state.log,
+        },
       ];
     case "done":
       return [
@@ -481,7 +647,15 @@ function recordsFor(key: string, state: KeyState): LedgerRecord[] {
     case "held":
       return [
         { op: "begin", key, at, runId: state.runId, attempt: state.attempt },
-        { op: "hold", key, at: state.at, runId: state.runId, cause: state.cause, log: state.log, ...(state.event ? { event: state.event } : {}) },
+        {
+          op: "hold",
+          key,
+          at: state.at,
+          runId: state.runId,
+          cause: state.cause,
+          log: state.log,
+          ...(state.event ? { event: state.event } : {}),
+        },
       ];
   }
 }

@@ -105,7 +105,10 @@ export interface EventReport {
   actions: string[];
   retry: boolean;
   logFile: string | null;
-  /** The run id of the deciding run (its log's `result.runId`; a decision's own run): what `logs show` takes. Absent when no hook ran. */
+  /**
+   * The run id of the deciding run (its log's `result.runId`; a decision's own run): what `logs show` takes. Absent
+   * when no hook ran.
+   */
   runId?: string;
   /** Every run of a chain of several hooks, in order (the deciding one among them). */
   runIds?: string[];
@@ -113,9 +116,15 @@ export interface EventReport {
   policyApplied: boolean | null;
   /** The gate is held (outcome `deferred`): the run id a decision names, and the deadline. */
   deferral?: { runId: string; expiresAt: string };
-  /** Every gate of the event was skipped by its matchers or is in shadow mode: nothing judged it (the summary says what each did). */
+  /**
+   * Every gate of the event was skipped by its matchers or is in shadow mode: nothing judged it (the summary says what
+   * each did).
+   */
   noGateInForce?: true;
-  /** The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault (trust/holds.ts). */
+  /**
+   * The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault
+   * (trust/holds.ts).
+   */
   held?: "approval" | "fault";
   /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */
   nonBlocking?: string;
@@ -142,4 +151,3 @@ export interface StartInfo {
   /** `chain`: everything that runs for the event, in order. */
   hooks: Array<{ event: HookEventName; chain: ChainDiscovery }>;
 }
-

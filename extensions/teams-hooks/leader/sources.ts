@@ -8,7 +8,13 @@ import fs from "node:fs/promises";
 import fsSync from "node:fs";
 import type { Stats } from "node:fs";
 import path from "node:path";
-import { type IdleNotification, IdleNotificationSchema, type Task, TaskSchema, type TeamIdentity } from "../contract/team-files.js";
+import {
+  type IdleNotification,
+  IdleNotificationSchema,
+  type Task,
+  TaskSchema,
+  type TeamIdentity,
+} from "../contract/team-files.js";
 import { errnoCode, describeError } from "../contract/errors.js";
 import {
   type EventOptions,
@@ -18,7 +24,17 @@ import {
   parseIdleText,
   taskEvent,
 } from "../contract/events.js";
-import { MAX_TEAM_FILE_BYTES, READ_FLAGS, type FileProblem, checkSchema, irregularFileProblem, parseJsonText, readPrefix, readRegularFile, tooLargeProblem } from "../team/json-file.js";
+import {
+  MAX_TEAM_FILE_BYTES,
+  READ_FLAGS,
+  type FileProblem,
+  checkSchema,
+  irregularFileProblem,
+  parseJsonText,
+  readPrefix,
+  readRegularFile,
+  tooLargeProblem,
+} from "../team/json-file.js";
 import { readInbox } from "../team/mailbox.js";
 import { fileProblem, unsafeName } from "../text/messages.js";
 import { inboxFile, isSafeName, sanitizeName, taskFile, tasksDir } from "../team/paths.js";
@@ -118,7 +134,8 @@ export class TeamSources {
   /** Names of task files in the list folder now. */
   async listTaskFiles(): Promise<string[]> {
     try {
-      // tasksDir is normalised and a task file name has no separator: plain joining is path.join here, at a fraction of its cost.
+      // tasksDir is normalised and a task file name has no separator: plain joining is path.join here, at a fraction of
+      // its cost.
       const prefix = `${this.tasksDir}${path.sep}`;
       return (await fs.readdir(this.tasksDir)).filter(isTaskFileName).map((name) => prefix + name);
     } catch (error) {
@@ -183,16 +200,30 @@ export class TeamSources {
     } catch {
       return false;
     }
-    const state = (value ?? {}) as { version?: unknown; tasksDir?: unknown; names?: unknown; sigs?: unknown; keys?: unknown };
+    const state = (value ?? {}) as {
+      version?: unknown;
+      tasksDir?: unknown;
+      names?: unknown;
+      sigs?: unknown;
+      keys?: unknown;
+    };
     const { names, sigs, keys } = state;
     if (state.version !== STATE_VERSION || state.tasksDir !== this.tasksDir) return false;
-    if (!Array.isArray(names) || !Array.isArray(sigs) || !Array.isArray(keys) || names.length !== sigs.length || names.length !== keys.length) return false;
+    if (
+      !Array.isArray(names) ||
+      !Array.isArray(sigs) ||
+      !Array.isArray(keys) ||
+      names.length !== sigs.length ||
+      names.length !== keys.length
+    )
+      return false;
     const restored = new Map<string, number>();
     for (let i = 0; i < names.length; i++) {
       const name: unknown = names[i];
       const key: unknown = keys[i];
       if (typeof name !== "string" || !isTaskFileName(name) || typeof sigs[i] !== "string") continue;
-      if (key === null || (typeof key === "string" && (handled(key) || key.startsWith(CLAIM_KEY)))) restored.set(name, i);
+      if (key === null || (typeof key === "string" && (handled(key) || key.startsWith(CLAIM_KEY))))
+        restored.set(name, i);
     }
     this.#restored = restored;
     this.#restoredSigs = sigs as string[];
@@ -260,12 +291,22 @@ export class TeamSources {
       if (!isSafeName(id)) {
         // Its file name is the one of the safe id it maps onto (`a/b` in `a-b.json`): not that task.
         this.#keys.delete(file);
-        return { kind: "problem", message: fileProblem(file, "id", unsafeName(id, sanitizeName(id)), "skipped until it changes"), fresh: true };
+        return {
+          kind: "problem",
+          message: fileProblem(file, "id", unsafeName(id, sanitizeName(id)), "skipped until it changes"),
+          fresh: true,
+        };
       }
       if (path.basename(file) !== path.basename(taskFile(this.#identity.teamDir, this.#identity.taskListId, id))) {
         // Its policy writes would go to the file its id names, another task's (or none): not an event.
         this.#keys.delete(file);
-        return { kind: "problem", message: `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is <id>.json) — skipped until it changes`, fresh: true };
+        return {
+          kind: "problem",
+          message:
+            `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is ` +
+            `<id>.json) — skipped until it changes`,
+          fresh: true,
+        };
       }
       const event = taskEvent(checked.value, this.#eventOptions(checked.value));
       this.#keys.set(file, event?.key ?? null);
@@ -286,7 +327,11 @@ export class TeamSources {
         }
       }
       this.#keys.delete(file);
-      return { kind: "problem", message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`, fresh: true };
+      return {
+        kind: "problem",
+        message: `${file}: cannot read: ${describeError(error)} — skipped until it changes`,
+        fresh: true,
+      };
     } finally {
       if (fd !== undefined) fsSync.closeSync(fd);
     }
@@ -373,7 +418,14 @@ export class TeamSources {
       const unsafe = unsafeNoteField(note.data);
       if (unsafe) {
         const { field, value } = unsafe;
-        problems.push(fileProblem(this.inboxFile, `message [${index}] ${field}`, unsafeName(value, sanitizeName(value)), "idle notification skipped, no gate runs for it"));
+        problems.push(
+          fileProblem(
+            this.inboxFile,
+            `message [${index}] ${field}`,
+            unsafeName(value, sanitizeName(value)),
+            "idle notification skipped, no gate runs for it",
+          ),
+        );
         this.#handledNotes.add(idleKey);
         continue;
       }

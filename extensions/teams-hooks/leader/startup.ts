@@ -3,7 +3,17 @@
  * left, the first start's baseline (what existed before the first start is history, not run), and the
  * start-up scan that looks at every task file once, in slices, with the state a previous leader saved.
  */
-import { closeSync, constants as fsConstants, fstatSync, fsyncSync, openSync, readdirSync, statSync, unlinkSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
@@ -67,7 +77,8 @@ function hookDirs(dirs: ReadonlyArray<string | null>): string[] {
     if (dir === null) continue;
     out.push(dir);
     try {
-      for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory() && entry.name.endsWith(".d")) out.push(path.join(dir, entry.name));
+      for (const entry of readdirSync(dir, { withFileTypes: true }))
+        if (entry.isDirectory() && entry.name.endsWith(".d")) out.push(path.join(dir, entry.name));
     } catch {
       // no such dir: nothing was copied there
     }
@@ -91,7 +102,13 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
   for (const entry of logs) {
     const read = await readHookLog(entry.file);
     // A log whose policy says `complete: false` was written by a leader that gave up applying it.
-    if (read.ok) byRunId.set(read.record.result.runId, { file: entry.file, outcome: read.record.result.outcome, complete: read.record.policy?.complete !== false, deferral: read.record.deferral });
+    if (read.ok)
+      byRunId.set(read.record.result.runId, {
+        file: entry.file,
+        outcome: read.record.result.outcome,
+        complete: read.record.policy?.complete !== false,
+        deferral: read.record.deferral,
+      });
   }
   for (const run of inFlight) {
     const logged = byRunId.get(run.runId);
@@ -99,7 +116,12 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
     if (logged && held) {
       // What a decider may have added to the file since is kept: it is written only when missing.
       await writeDeferral(ctx.setup.identity.teamDir, held);
-      await ledger.defer(run.key, ctx.now(), { runId: run.runId, deferral: held.runId, expiresAt: held.expiresAt, log: logged.file });
+      await ledger.defer(run.key, ctx.now(), {
+        runId: run.runId,
+        deferral: held.runId,
+        expiresAt: held.expiresAt,
+        log: logged.file,
+      });
       ctx.opts.report({ kind: "recovered", key: run.key, how: "deferred" });
     } else if (logged?.complete) {
       await ledger.finish(run.key, ctx.now(), { runId: run.runId, outcome: logged.outcome, log: logged.file });
@@ -129,19 +151,28 @@ function firstStartMark(ctx: LeaderContext, fresh: boolean): number {
     try {
       return statSync(file).mtimeMs;
     } catch (error) {
-      if (errnoCode(error) !== "ENOENT") ctx.warn(`${file}: cannot read (${describeError(error)}); a new first-start mark is written`);
+      if (errnoCode(error) !== "ENOENT")
+        ctx.warn(`${file}: cannot read (${describeError(error)}); a new first-start mark is written`);
     }
   }
   // O_NONBLOCK: a FIFO planted in its place fails the open (ENXIO) instead of blocking the start.
   let fd: number;
   try {
-    fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NONBLOCK, 0o644);
+    fd = openSync(
+      file,
+      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NONBLOCK,
+      0o644,
+    );
   } catch (error) {
-    const why = errnoCode(error) === "ENXIO" ? "not a regular file (a FIFO or a socket)" : `cannot be written (${describeError(error)})`;
+    const why =
+      errnoCode(error) === "ENXIO"
+        ? "not a regular file (a FIFO or a socket)"
+        : `cannot be written (${describeError(error)})`;
     throw new HooksError("E_TEAM_DIR", `${file}: ${why}; remove it and start again`, { cause: error });
   }
   try {
-    if (!fstatSync(fd).isFile()) throw new HooksError("E_TEAM_DIR", `${file}: not a regular file; remove it and start again`);
+    if (!fstatSync(fd).isFile())
+      throw new HooksError("E_TEAM_DIR", `${file}: not a regular file; remove it and start again`);
     writeSync(fd, `${ctx.now()} first start of pid ${process.pid}: task files unchanged since are history\n`);
     fsyncSync(fd);
   } finally {
@@ -167,7 +198,12 @@ export function isHistory(look: Extract<TaskLook, { kind: "task" }>, event: Hook
  * Looks at every task file once, in slices (hints go on being handled in between), then records a
  * first start's baseline and reports `ready`; the reconcile scan takes over after it.
  */
-export async function scanAtStart(ctx: LeaderContext, markers: readonly string[], began: number, look: (file: string) => void): Promise<void> {
+export async function scanAtStart(
+  ctx: LeaderContext,
+  markers: readonly string[],
+  began: number,
+  look: (file: string) => void,
+): Promise<void> {
   await new Promise<void>((resolve) => setImmediate(resolve)); // `start()` returns (the `watching` line) first
   const files = await ctx.sources.listTaskFiles();
   // A file hinted before this was read in full; one looked at from here on is only stat'ed if the
@@ -183,10 +219,15 @@ export async function scanAtStart(ctx: LeaderContext, markers: readonly string[]
     const edited = ctx.firstStart?.edited ?? [];
     if (edited.length > 0) {
       // Said once: the one case where the leader judged by an event's own timestamp (see isHistory).
-      const shown = edited.slice(0, 10).map((id) => `#${id}`).join(", ");
+      const shown = edited
+        .slice(0, 10)
+        .map((id) => `#${id}`)
+        .join(", ");
       ctx.warn(
-        `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before it (${shown}${edited.length > 10 ? ", …" : ""}): ` +
-          `recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
+        `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before ` +
+          `it (${shown}${edited.length > 10 ? ", …" : ""}): ` +
+          `recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed ` +
+          `(task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
       );
     }
     baseline = history.size;
@@ -198,7 +239,13 @@ export async function scanAtStart(ctx: LeaderContext, markers: readonly string[]
       // Already gone (or never written, with catchUp): nothing reads it once the baseline is complete.
     }
   }
-  ctx.opts.report({ kind: "ready", tasks: ctx.sources.taskCount, baseline, queued: ctx.enqueued, startupMs: Math.round(performance.now() - began) });
+  ctx.opts.report({
+    kind: "ready",
+    tasks: ctx.sources.taskCount,
+    baseline,
+    queued: ctx.enqueued,
+    startupMs: Math.round(performance.now() - began),
+  });
 }
 
 /**
@@ -228,7 +275,10 @@ export async function saveScanState(ctx: LeaderContext): Promise<void> {
   try {
     // A claim still queued or under way (a stop drops what waits) is left out of the state: read and
     // judged at the next start.
-    await writeTextAtomic(file, ctx.sources.saveState((key) => ctx.queued.has(key)));
+    await writeTextAtomic(
+      file,
+      ctx.sources.saveState((key) => ctx.queued.has(key)),
+    );
   } catch (error) {
     if (isGone(teamDir)) return;
     ctx.warn(`${file}: not saved (${describeError(error)}); the next start reads every task file`);

@@ -16,7 +16,10 @@ export interface LogFilter {
   taskId?: string;
   member?: string;
   outcomes?: readonly LogOutcome[];
-  /** The hook as the table names it: its file's base name (`on_task_completed.sh`, `10-lint.sh`), or a handler's `http:<name>`. */
+  /**
+   * The hook as the table names it: its file's base name (`on_task_completed.sh`, `10-lint.sh`), or a handler's
+   * `http:<name>`.
+   */
   hook?: string;
   /** Runs started at or after this time (ms since the epoch). */
   sinceMs?: number;
@@ -56,15 +59,18 @@ export function parseLogName(name: string): LogNameInfo | null {
   const rest = name.slice(EVENT_AT + event.length, -".json".length);
   if (rest === "" || /^_\d+$/.test(rest)) return { timeMs, event, suffix: null };
   // NAME's `.` already kept line breaks out of `rest`.
-  if (rest.startsWith("_task-") && rest.length > 6) return { timeMs, event, suffix: { kind: "task", raw: rest.slice(6) } };
-  if (rest.startsWith("_member-") && rest.length > 8) return { timeMs, event, suffix: { kind: "member", raw: rest.slice(8) } };
+  if (rest.startsWith("_task-") && rest.length > 6)
+    return { timeMs, event, suffix: { kind: "task", raw: rest.slice(6) } };
+  if (rest.startsWith("_member-") && rest.length > 8)
+    return { timeMs, event, suffix: { kind: "member", raw: rest.slice(8) } };
   return null;
 }
 
 /** `Date.parse` of `<date>T<hh>:<mm>:<ss>.<ms>Z`, with the day's start looked up once per date. */
 function timeOf(date: string, hh: number, mm: number, ss: number, ms: number): number {
   // Out of range, Date.parse decides (NaN, or its own reading of 24:00:00); in range it adds up.
-  if (hh > 23 || mm > 59 || ss > 59) return Date.parse(`${date}T${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}.${pad(ms, 3)}Z`);
+  if (hh > 23 || mm > 59 || ss > 59)
+    return Date.parse(`${date}T${pad(hh, 2)}:${pad(mm, 2)}:${pad(ss, 2)}.${pad(ms, 3)}Z`);
   let day = dayStart.get(date);
   if (day === undefined) {
     day = Date.parse(`${date}T00:00:00.000Z`);
@@ -134,7 +140,11 @@ export function parseTimeBound(text: string, nowMs: number, offset = "Z"): numbe
   const iso = text.trim().replace(/^(\d{4}-\d{2}-\d{2}) (?=\d{2}:)/, "$1T");
   if (!/^\d{4}-\d{2}-\d{2}/.test(iso)) return null;
   // JavaScript reads a date alone as UTC but a date-time without an offset as local time: both get `offset`.
-  const bare = /^\d{4}-\d{2}-\d{2}$/.test(iso) ? `${iso}T00:00${offset}` : /T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso) ? `${iso}${offset}` : iso;
+  const bare = /^\d{4}-\d{2}-\d{2}$/.test(iso)
+    ? `${iso}T00:00${offset}`
+    : /T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso)
+      ? `${iso}${offset}`
+      : iso;
   const ms = Date.parse(bare);
   return Number.isNaN(ms) ? null : ms;
 }
@@ -161,13 +171,20 @@ export interface FilterProblem {
  * separated (`failed,timed_out`, `hand,leader`); `timed-out` and `timeout` are `timed_out`; a task
  * may start with `#`; `since` is an age before `nowMs` or an ISO time read at `offset` (`parseTimeBound`).
  */
-export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z"): { filter: LogFilter; problems: FilterProblem[] } {
+export function parseFilterText(
+  fields: FilterText,
+  nowMs: number,
+  offset = "Z",
+): { filter: LogFilter; problems: FilterProblem[] } {
   const filter: LogFilter = {};
   const problems: FilterProblem[] = [];
   const list = (field: "event" | "outcome" | "trigger"): string[] | undefined => {
     const raw = fields[field];
     if (raw === undefined) return undefined;
-    const items = raw.split(",").map((item) => item.trim()).filter((item) => item !== "");
+    const items = raw
+      .split(",")
+      .map((item) => item.trim())
+      .filter((item) => item !== "");
     if (items.length === 0) problems.push({ field, text: "must not be empty" });
     return items.length > 0 ? items : undefined;
   };
@@ -177,10 +194,13 @@ export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z")
     if (bad !== undefined) problems.push({ field: "event", text: `"${bad}" must be one of ${HOOK_EVENTS.join(", ")}` });
     else filter.events = events as HookEventName[];
   }
-  const outcomes = list("outcome")?.map((o) => (o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o));
+  const outcomes = list("outcome")?.map((o) =>
+    o === "timed-out" || o === "timed out" || o === "timeout" ? "timed_out" : o,
+  );
   if (outcomes) {
     const bad = outcomes.find((o) => !(LOG_OUTCOMES as readonly string[]).includes(o));
-    if (bad !== undefined) problems.push({ field: "outcome", text: `"${bad}" must be one of ${LOG_OUTCOMES.join(", ")}` });
+    if (bad !== undefined)
+      problems.push({ field: "outcome", text: `"${bad}" must be one of ${LOG_OUTCOMES.join(", ")}` });
     else filter.outcomes = outcomes as LogOutcome[];
   }
   const triggers = list("trigger");
@@ -203,7 +223,13 @@ export function parseFilterText(fields: FilterText, nowMs: number, offset = "Z")
   if (hook !== undefined) filter.hook = hook;
   if (fields.since !== undefined) {
     const ms = parseTimeBound(fields.since, nowMs, offset);
-    if (ms === null) problems.push({ field: "since", text: `"${fields.since}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)` });
+    if (ms === null)
+      problems.push({
+        field: "since",
+        text:
+          `"${fields.since}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or ` +
+          `2026-03-01T09:00:00Z)`,
+      });
     else filter.sinceMs = ms;
   }
   return { filter, problems };

@@ -15,7 +15,10 @@ import { hookLogsDir } from "../team/paths.js";
  * What `logs show` found: one log, none, or `count` of them: the newest `MAX_LISTED` read (newest
  * first; a file that cannot be read went to `onProblem`), `more` not listed.
  */
-export type LogPick = { kind: "found"; entry: HookLogEntry } | { kind: "none" } | { kind: "ambiguous"; rows: LogRow[]; count: number; more: number };
+export type LogPick =
+  | { kind: "found"; entry: HookLogEntry }
+  | { kind: "none" }
+  | { kind: "ambiguous"; rows: LogRow[]; count: number; more: number };
 
 /** Matches listed when a selector is ambiguous. */
 export const MAX_LISTED = 20;
@@ -34,7 +37,12 @@ export async function pickNewest(teamDir: string, filter: LogFilter, onProblem: 
  * a chain's `.2` kept). The run ids are searched (every file's bytes, the few that hold `id` parsed)
  * when `id` looks like one, or when no name matched.
  */
-export async function pickRun(teamDir: string, id: string, onProblem: ProblemSink, offsetMinutes = 0): Promise<LogPick> {
+export async function pickRun(
+  teamDir: string,
+  id: string,
+  onProblem: ProblemSink,
+  offsetMinutes = 0,
+): Promise<LogPick> {
   const entries = await listHookLogs(teamDir);
   const byName = nameMatches(entries, id, offsetMinutes);
   if (byName.exact) return { kind: "found", entry: byName.exact };
@@ -45,16 +53,28 @@ export async function pickRun(teamDir: string, id: string, onProblem: ProblemSin
   const wanted = runIdSelector(id);
   if (tableTime(id) === null && (wanted.uuid || partial.length === 0)) {
     const byId: HookLogEntry[] = [];
-    await readLogsHolding(hookLogsDir(teamDir), entries.map((e) => e.name), wanted.needle, onProblem, (row) => {
-      const match = runIdMatch(row.record.result.runId, wanted.text);
-      if (match === null) return;
-      rows.set(row.name, row);
-      if (match === "exact") exactRuns.push(row);
-      byId.push({ file: row.file, name: row.name });
-    });
+    await readLogsHolding(
+      hookLogsDir(teamDir),
+      entries.map((e) => e.name),
+      wanted.needle,
+      onProblem,
+      (row) => {
+        const match = runIdMatch(row.record.result.runId, wanted.text);
+        if (match === null) return;
+        rows.set(row.name, row);
+        if (match === "exact") exactRuns.push(row);
+        byId.push({ file: row.file, name: row.name });
+      },
+    );
     const [only] = exactRuns;
     if (only && exactRuns.length === 1) return { kind: "found", entry: { file: only.file, name: only.name } };
-    if (exactRuns.length > 1) return { kind: "ambiguous", rows: newestFirst(exactRuns, order).slice(0, MAX_LISTED), count: exactRuns.length, more: Math.max(0, exactRuns.length - MAX_LISTED) };
+    if (exactRuns.length > 1)
+      return {
+        kind: "ambiguous",
+        rows: newestFirst(exactRuns, order).slice(0, MAX_LISTED),
+        count: exactRuns.length,
+        more: Math.max(0, exactRuns.length - MAX_LISTED),
+      };
     const named = new Set(partial.map((e) => e.name));
     partial = [...partial, ...byId.filter((e) => !named.has(e.name))];
   }
@@ -63,12 +83,21 @@ export async function pickRun(teamDir: string, id: string, onProblem: ProblemSin
   if (partial.length === 1) return { kind: "found", entry: one };
   const listed = newestFirst(partial, order).slice(0, MAX_LISTED);
   const unread = listed.filter((e) => !rows.has(e.name)).map((e) => ({ name: e.name, timeMs: 0 }));
-  if (unread.length > 0) await readCandidates(hookLogsDir(teamDir), unread, onProblem, (row) => rows.set(row.name, row));
-  return { kind: "ambiguous", rows: listed.flatMap((e) => rows.get(e.name) ?? []), count: partial.length, more: partial.length - listed.length };
+  if (unread.length > 0)
+    await readCandidates(hookLogsDir(teamDir), unread, onProblem, (row) => rows.set(row.name, row));
+  return {
+    kind: "ambiguous",
+    rows: listed.flatMap((e) => rows.get(e.name) ?? []),
+    count: partial.length,
+    more: partial.length - listed.length,
+  };
 }
 
 /** What `logs show <id>` finds by name alone: the file name, its stem, or a unique prefix or suffix of either. */
-export type LogLookup = { kind: "found"; entry: HookLogEntry } | { kind: "none" } | { kind: "ambiguous"; entries: HookLogEntry[] };
+export type LogLookup =
+  | { kind: "found"; entry: HookLogEntry }
+  | { kind: "none" }
+  | { kind: "ambiguous"; entries: HookLogEntry[] };
 
 /** Pure: picks `id` among listed logs by name. An exact name or stem wins over prefixes and suffixes. */
 export function lookupLog(entries: readonly HookLogEntry[], id: string): LogLookup {
@@ -79,13 +108,21 @@ export function lookupLog(entries: readonly HookLogEntry[], id: string): LogLook
   return partial.length === 1 ? { kind: "found", entry: only } : { kind: "ambiguous", entries: partial };
 }
 
-function nameMatches(entries: readonly HookLogEntry[], id: string, offsetMinutes = 0): { exact: HookLogEntry | null; partial: HookLogEntry[] } {
+function nameMatches(
+  entries: readonly HookLogEntry[],
+  id: string,
+  offsetMinutes = 0,
+): { exact: HookLogEntry | null; partial: HookLogEntry[] } {
   const stamp = tableTime(id, offsetMinutes);
   const wanted = stamp ?? (id.includes("/") ? path.basename(id) : id);
   if (wanted === "") return { exact: null, partial: [] };
   const exact = stamp === null ? entries.find((e) => e.name === wanted || e.name === `${wanted}.json`) : undefined;
   if (exact) return { exact, partial: [] };
-  const partial = entries.filter((e) => e.name.startsWith(wanted) || (stamp === null && (e.name.endsWith(wanted) || e.name.slice(0, -".json".length).endsWith(wanted))));
+  const partial = entries.filter(
+    (e) =>
+      e.name.startsWith(wanted) ||
+      (stamp === null && (e.name.endsWith(wanted) || e.name.slice(0, -".json".length).endsWith(wanted))),
+  );
   return { exact: null, partial };
 }
 
@@ -120,7 +157,10 @@ const UUID_TEMPLATE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx";
 function runIdSelector(id: string): { text: string; needle: string; uuid: boolean } {
   const lower = id.toLowerCase();
   const base = lower.replace(/\.\d+$/, "");
-  const uuid = base.length >= MIN_ID_PREFIX && base.length <= UUID_TEMPLATE.length && [...base].every((c, i) => (UUID_TEMPLATE[i] === "-" ? c === "-" : /[0-9a-f]/.test(c)));
+  const uuid =
+    base.length >= MIN_ID_PREFIX &&
+    base.length <= UUID_TEMPLATE.length &&
+    [...base].every((c, i) => (UUID_TEMPLATE[i] === "-" ? c === "-" : /[0-9a-f]/.test(c)));
   return uuid ? { text: lower, needle: base, uuid } : { text: id, needle: id, uuid };
 }
 

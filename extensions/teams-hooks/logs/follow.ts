@@ -75,13 +75,19 @@ export async function followLogs(teamDir: string, opts: FollowOptions): Promise<
 
   let watcher: DirWatcher | null = null;
   try {
-    watcher = await watchDirs([{ dir: hookLogsDir(teamDir), accept: isHookLogName, onHint: requestScan, create: opts.createDir !== false }], {
-      poll: false,
-      pollIntervalMs: 0,
-      onError: opts.onWarning,
-    });
+    watcher = await watchDirs(
+      [{ dir: hookLogsDir(teamDir), accept: isHookLogName, onHint: requestScan, create: opts.createDir !== false }],
+      {
+        poll: false,
+        pollIntervalMs: 0,
+        onError: opts.onWarning,
+      },
+    );
   } catch (error) {
-    opts.onWarning(`cannot watch ${hookLogsDir(teamDir)}: ${describeError(error)}; rescanning every ${opts.rescanMs ?? 1000} ms instead`);
+    opts.onWarning(
+      `cannot watch ${hookLogsDir(teamDir)}: ${describeError(error)}; rescanning every ${opts.rescanMs ?? 1000} ms ` +
+        `instead`,
+    );
   }
   const timer = setInterval(requestScan, opts.rescanMs ?? 1000);
   requestScan(); // whatever landed between the caller's listing and the watch

@@ -6,7 +6,15 @@ import { truncateText } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import type { HookLogRecord } from "./hook-log.js";
 import { type LogOutcome, outcomeOf, taskIdOf, triggerOf } from "./record.js";
-import { type ColumnSpec, type TableLayout, fitTable, hiddenColumns, hiddenNote, naturalWidths, tableRow } from "../text/table.js";
+import {
+  type ColumnSpec,
+  type TableLayout,
+  fitTable,
+  hiddenColumns,
+  hiddenNote,
+  naturalWidths,
+  tableRow,
+} from "../text/table.js";
 import { formatDuration, formatSpan } from "../text/messages.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
@@ -20,14 +28,21 @@ interface Row {
  * ANSI escapes (an OSC, such as a window title, whole) and control characters, C1 too (U+009B is a
  * CSI of its own to a terminal); tabs and line breaks become spaces where a cell needs one line.
  */
-const CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const CONTROL = new RegExp(
+  String.raw`\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?` +
+    String.raw`|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`,
+  "g",
+);
 /** Any character `oneLine` would change (all of CONTROL's start with one of these). */
 const NOT_PLAIN = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** `text` on one line: line breaks and tabs as spaces, escapes and control characters dropped, trimmed. */
 export function oneLine(text: string): string {
   if (!NOT_PLAIN.test(text)) return text.trim();
-  return text.replace(/[\t\n\r]+/g, " ").replace(CONTROL, "").trim();
+  return text
+    .replace(/[\t\n\r]+/g, " ")
+    .replace(CONTROL, "")
+    .trim();
 }
 
 /** The first line of `text` that holds something, cleaned, cut to `max` characters. */
@@ -53,7 +68,10 @@ export function outcomeWord(outcome: LogOutcome): string {
   return outcome === "timed_out" ? "timed out" : outcome;
 }
 
-/** The actions the policy step took (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`); empty when none or no policy ran. */
+/**
+ * The actions the policy step took (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`); empty when none or no
+ * policy ran.
+ */
 export function policyActions(record: HookLogRecord): string[] {
   const actions = record.policy?.actions;
   if (!Array.isArray(actions)) return [];
@@ -105,7 +123,9 @@ export function shortRunId(id: string): string {
  */
 export function shortRunIds(ids: readonly string[]): string[] {
   const distinct = [...new Set(ids)].map((id) => ({ id, ...splitRunId(id) }));
-  distinct.sort((a, b) => (a.chain < b.chain ? -1 : a.chain > b.chain ? 1 : a.base < b.base ? -1 : a.base > b.base ? 1 : 0));
+  distinct.sort((a, b) =>
+    a.chain < b.chain ? -1 : a.chain > b.chain ? 1 : a.base < b.base ? -1 : a.base > b.base ? 1 : 0,
+  );
   const lengths = new Map(distinct.map((p) => [p.id, SHORT_ID_CHARS]));
   for (let k = 1; k < distinct.length; k++) {
     const [a, b] = [distinct[k - 1], distinct[k]];
@@ -132,7 +152,18 @@ export function shortRunIds(ids: readonly string[]): string[] {
  * every row alike, so that the header names the offset of each: `time (UTC+09:00)`, `time (UTC)`).
  */
 export function tableHeader(offsetMinutes = 0): string[] {
-  return ["id", `time (${offsetLabel(offsetMinutes)})`, "event", "task", "member", "hook", "outcome", "duration", "action", "first stderr line"];
+  return [
+    "id",
+    `time (${offsetLabel(offsetMinutes)})`,
+    "event",
+    "task",
+    "member",
+    "hook",
+    "outcome",
+    "duration",
+    "action",
+    "first stderr line",
+  ];
 }
 
 export const TABLE_HEADER: readonly string[] = tableHeader(0);
@@ -144,7 +175,18 @@ export const TABLE_HEADER: readonly string[] = tableHeader(0);
  * columns leave out the hook, 80 also duration and event). The id (what `logs show` takes), time,
  * task and outcome always stay whole.
  */
-export const TABLE_COLUMNS: readonly ColumnSpec[] = [{}, {}, { drop: 3 }, { min: 6 }, { min: 8, drop: 4 }, { drop: 1 }, {}, { right: true, drop: 2 }, { min: 10 }, { min: 12 }];
+export const TABLE_COLUMNS: readonly ColumnSpec[] = [
+  {},
+  {},
+  { drop: 3 },
+  { min: 6 },
+  { min: 8, drop: 4 },
+  { drop: 1 },
+  {},
+  { right: true, drop: 2 },
+  { min: 10 },
+  { min: 12 },
+];
 
 /** Column widths `followLogs` starts from, before it has seen any row. */
 export const FOLLOW_WIDTHS: readonly number[] = [SHORT_ID_CHARS, 19, 14, 4, 8, 20, 9, 8, 12];
@@ -165,7 +207,8 @@ export function decisionWord(record: HookLogRecord): string | null {
  */
 export function runWord(result: RunResult): string {
   if (result.skipped !== undefined) return "skipped";
-  if (result.shadow) return `shadow: ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}`;
+  if (result.shadow)
+    return `shadow: ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}`;
   if (result.nonBlocking !== undefined && result.outcome === "passed") return NON_BLOCKING_WORD;
   return outcomeWord(outcomeOf(result));
 }
@@ -179,7 +222,10 @@ export function rowCells(row: Row, id = shortRunId(row.record.result.runId), off
   const { invocation, result } = row.record;
   const taskId = taskIdOf(row.record);
   const actions = actionsText(row.record);
-  const stderr = result.skipped !== undefined ? `(${firstLine(result.skipped)})` : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
+  const stderr =
+    result.skipped !== undefined
+      ? `(${firstLine(result.skipped)})`
+      : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     oneLine(id),
     dateTimeAt(row.record.startedAt, offsetMinutes),
@@ -211,14 +257,22 @@ export function tableLine(cells: readonly string[], layout: TableLayout): string
 
 /** `(hook and duration left out to fit 80 columns: …)` when the layout left columns out; empty otherwise. */
 export function leftOutNote(layout: TableLayout, width: number, json = true): string {
-  return hiddenNote(hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""), layout, width, json);
+  return hiddenNote(
+    hiddenColumns(layout).map((i) => TABLE_HEADER[i] ?? ""),
+    layout,
+    width,
+    json,
+  );
 }
 
 /**
  * The whole table, header first, rows in the order given, each id long enough to tell it from the
  * others, fitted to `width`; and the note on what it left out (`json`: the command has --json to offer).
  */
-export function formatTable(rows: readonly Row[], opts: { width?: number; offsetMinutes?: number; json?: boolean } = {}): { text: string; note: string } {
+export function formatTable(
+  rows: readonly Row[],
+  opts: { width?: number; offsetMinutes?: number; json?: boolean } = {},
+): { text: string; note: string } {
   const width = opts.width ?? Number.POSITIVE_INFINITY;
   const ids = shortRunIds(rows.map((r) => r.record.result.runId));
   const all = [tableHeader(opts.offsetMinutes), ...rows.map((row, i) => rowCells(row, ids[i], opts.offsetMinutes))];
@@ -249,7 +303,10 @@ export function formatShow(row: Row): string {
   if (triggerOf(row.record) === "hand") field("fired", "by hand (pi-teams-hooks run)");
   if (row.record.key) field("key", row.record.key);
   field("started", row.record.startedAt);
-  field("team", `${invocation.teamId} (task list ${invocation.taskListId}, style ${invocation.style}) ${invocation.teamDir}`);
+  field(
+    "team",
+    `${invocation.teamId} (task list ${invocation.taskListId}, style ${invocation.style}) ${invocation.teamDir}`,
+  );
   field("member", invocation.memberName ?? "(unknown)");
   field("event time", invocation.timestamp ?? "(unknown)");
   const task = invocation.completedTask;
@@ -268,7 +325,13 @@ export function formatShow(row: Row): string {
   field("outcome", runWord(result));
   if (result.hookSettings) field("settings", oneLine(result.hookSettings));
   if (result.skipped !== undefined) field("skipped", `${oneLine(result.skipped)}: the gate did not run`);
-  if (result.shadow) field("shadow", `it said ${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}${result.shadow.wouldDeny ? ", which would have denied" : ""}; a shadow gate is never enforced`);
+  if (result.shadow)
+    field(
+      "shadow",
+      `it said ` +
+        `${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}${result.shadow.wouldDeny ? ", which would have denied" : ""}; ` +
+        `a shadow gate is never enforced`,
+    );
   if (result.nonBlocking) field("non-blocking", oneLine(result.nonBlocking));
   const exit = [
     result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`,
@@ -278,33 +341,65 @@ export function formatShow(row: Row): string {
   if (decisionWord(row.record)) field("exit", "none: no hook ran, the held gate was decided");
   else if (result.http) field("answer", httpAnswer(result.http, result.timedOut));
   else field("exit", exit.join(", "));
-  if (result.http?.missingSecrets?.length) field("secrets", `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out, or their {{secret.…}} in the body left empty)`);
+  if (result.http?.missingSecrets?.length)
+    field(
+      "secrets",
+      `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out, or their {{secret.…}} in the ` +
+        `body left empty)`,
+    );
   if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
-  field("duration", result.durationMs >= 1000 ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)` : formatDuration(result.durationMs));
+  field(
+    "duration",
+    result.durationMs >= 1000
+      ? `${formatDuration(result.durationMs)} (${Math.round(result.durationMs)} ms)`
+      : formatDuration(result.durationMs),
+  );
   field("run id", result.runId);
   const shown = row.record.shown;
   if (shown) field("shown", shownText(shown));
-  if ((result.redactions ?? 0) > 0) field("redacted", `${result.redactions} secret(s) or credential(s) in what the hook said, replaced by [redacted]`);
+  if ((result.redactions ?? 0) > 0)
+    field("redacted", `${result.redactions} secret(s) or credential(s) in what the hook said, replaced by [redacted]`);
   const deferral = row.record.deferral as Record<string, unknown> | undefined;
   if (deferral) {
     const ran = typeof deferral.runId === "string" ? deferral.runId : "(unknown)";
-    field("held", `run ${ran} until ${String(deferral.expiresAt)}${typeof deferral.reason === "string" ? `: ${oneLine(deferral.reason)}` : ""}`);
+    field(
+      "held",
+      `run ${ran} until ` +
+        `${String(deferral.expiresAt)}${typeof deferral.reason === "string" ? `: ${oneLine(deferral.reason)}` : ""}`,
+    );
     field("", `decide: pi-teams-hooks decide --team-dir ${invocation.teamDir} ${ran} allow|deny`);
   }
   const decision = row.record.decision as Record<string, unknown> | undefined;
   if (decision) {
-    const what = [decisionWord(row.record) ?? String(decision.decision), ...(typeof decision.code === "string" ? [`(${decision.code})`] : [])].join(" ");
+    const what = [
+      decisionWord(row.record) ?? String(decision.decision),
+      ...(typeof decision.code === "string" ? [`(${decision.code})`] : []),
+    ].join(" ");
     const by = decision.decision === "expired" ? "" : ` by ${String(decision.by)}`;
     const waited = typeof decision.waitedMs === "number" ? `, held ${formatSpan(decision.waitedMs)}` : "";
-    field("decision", `${what}${by} at ${String(decision.at)}${waited}${typeof decision.reason === "string" ? `: ${oneLine(decision.reason)}` : ""}`);
-    field("deferred", `run ${String(decision.deferredRunId)}${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`);
+    field(
+      "decision",
+      `${what}${by} at ` +
+        `${String(decision.at)}${waited}${typeof decision.reason === "string" ? `: ${oneLine(decision.reason)}` : ""}`,
+    );
+    field(
+      "deferred",
+      `run ` +
+        `${String(decision.deferredRunId)}${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`,
+    );
   }
-  if (result.leftoverProcesses > 0) field("leftovers", `${result.leftoverProcesses} process(es) of the hook were still running after it and were killed`);
-  if (result.contextTruncated) field("context", "an environment value was shortened to fit (stdin and the context file were complete)");
+  if (result.leftoverProcesses > 0)
+    field(
+      "leftovers",
+      `${result.leftoverProcesses} process(es) of the hook were still running after it and were killed`,
+    );
+  if (result.contextTruncated)
+    field("context", "an environment value was shortened to fit (stdin and the context file were complete)");
   out.push("");
   if (policy) {
     const p = policy as Record<string, unknown>;
-    const text = (v: unknown): string | null => (typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : null);
+    const text = (v: unknown): string | null =>
+      typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : null;
     const settings = [
       text(p.failureAction) ?? "(unknown action)",
       ...(text(p.maxReopensPerTask) !== null ? [`max reopens ${text(p.maxReopensPerTask)}`] : []),
@@ -322,22 +417,47 @@ export function formatShow(row: Row): string {
   }
   // A handler has no output streams: its answer's body is kept where a file's stdout goes.
   if (result.http) out.push("", ...outputBlock("response body", result.stdout, result.stdoutDroppedBytes));
-  else out.push("", ...outputBlock("stdout", result.stdout, result.stdoutDroppedBytes), "", ...outputBlock("stderr", result.stderr, result.stderrDroppedBytes));
+  else
+    out.push(
+      "",
+      ...outputBlock("stdout", result.stdout, result.stdoutDroppedBytes),
+      "",
+      ...outputBlock("stderr", result.stderr, result.stderrDroppedBytes),
+    );
   return `${out.join("\n")}\n`;
 }
 
-/** `task.id, task.metadata.files (projection); 212 bytes, sha256 3f2a…`: what a hook was shown when it was not the whole document. */
+/**
+ * `task.id, task.metadata.files (projection); 212 bytes, sha256 3f2a…`: what a hook was shown when it was not the whole
+ * document.
+ */
 function shownText(shown: NonNullable<Row["record"]["shown"]>): string {
-  const fields = shown.projection === undefined ? [] : [shown.projection.length > 0 ? `${shown.projection.join(", ")} (projection)` : "identity fields only (projection)"];
-  const content = shown.confidential ? ["no description, no metadata, the subject replaced by the id (confidential)"] : [];
+  const fields =
+    shown.projection === undefined
+      ? []
+      : [
+          shown.projection.length > 0
+            ? `${shown.projection.join(", ")} (projection)`
+            : "identity fields only (projection)",
+        ];
+  const content = shown.confidential
+    ? ["no description, no metadata, the subject replaced by the id (confidential)"]
+    : [];
   return `${[...fields, ...content].join("; ")}; ${shown.bytes} bytes, sha256 ${shown.sha256.slice(0, 12)}…`;
 }
 
-const BODY_WORDS: Readonly<Record<string, string>> = { verdict: "a verdict", empty: "empty (allows)", malformed: "not a verdict (allows)" };
+const BODY_WORDS: Readonly<Record<string, string>> = {
+  verdict: "a verdict",
+  empty: "empty (allows)",
+  malformed: "not a verdict (allows)",
+};
 
 /** `HTTP 200 OK, body: a verdict; signed`, `no answer (timed out); unsigned`. */
 function httpAnswer(http: NonNullable<RunResult["http"]>, timedOut: boolean): string {
-  const answer = http.status === null ? `no answer${timedOut ? " (timed out)" : ""}` : `HTTP ${http.status}${http.statusText ? ` ${oneLine(http.statusText)}` : ""}`;
+  const answer =
+    http.status === null
+      ? `no answer${timedOut ? " (timed out)" : ""}`
+      : `HTTP ${http.status}${http.statusText ? ` ${oneLine(http.statusText)}` : ""}`;
   const body = http.body ? `, body: ${BODY_WORDS[http.body] ?? oneLine(http.body)}` : "";
   const late = http.status !== null && timedOut ? " (its body timed out)" : "";
   const resent = http.resent ? "; sent again on a new connection (the kept-alive one was found closed)" : "";
@@ -349,7 +469,10 @@ function outputBlock(name: string, text: string, dropped: number): string[] {
   const body = text.replace(/\s+$/, "");
   if (body === "") return [`${name}: (empty${lost})`];
   const lines = body.split(/\r\n|\n|\r/);
-  return [`${name} (${lines.length} line${lines.length === 1 ? "" : "s"}${lost}):`, ...indent(cutLines(body, SHOW_OUTPUT_LINES), "  │ ")];
+  return [
+    `${name} (${lines.length} line${lines.length === 1 ? "" : "s"}${lost}):`,
+    ...indent(cutLines(body, SHOW_OUTPUT_LINES), "  │ "),
+  ];
 }
 
 function cutLines(text: string, max: number): string[] {

@@ -50,7 +50,14 @@ export const HookLogRecordSchema = z.looseObject({
    * What the hook was shown when it was not the whole context document (a projection, a confidential
    * team's handler): `projection` (the fields), `confidential`, and the document's `bytes` and `sha256`.
    */
-  shown: z.looseObject({ projection: z.array(z.string()).optional(), confidential: z.boolean().optional(), bytes: z.number().int().nonnegative(), sha256: z.string() }).optional(),
+  shown: z
+    .looseObject({
+      projection: z.array(z.string()).optional(),
+      confidential: z.boolean().optional(),
+      bytes: z.number().int().nonnegative(),
+      sha256: z.string(),
+    })
+    .optional(),
   /** Filled by the policy step: the action chosen and what it did. */
   policy: z.looseObject({}).optional(),
   /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (held/deferral.ts). */
@@ -156,7 +163,11 @@ function claimNumber(key: string): number {
  * synchronous behind the async signature: a log is written after every event, and a thread-pool round
  * trip per call costs more than the small write itself (docs/performance.md).
  */
-export async function writeHookLog(teamDir: string, record: HookLogRecordInput, opts: { file?: string | null } = {}): Promise<string> {
+export async function writeHookLog(
+  teamDir: string,
+  record: HookLogRecordInput,
+  opts: { file?: string | null } = {},
+): Promise<string> {
   const dir = hookLogsDir(teamDir);
   const stem = hookLogStem(record);
   const body = logBody(boundedRecord(record));
@@ -175,7 +186,8 @@ export async function writeHookLog(teamDir: string, record: HookLogRecordInput, 
         linkSync(tmp, opts.file);
         return opts.file;
       } catch (cause) {
-        if (errnoCode(cause) !== "EEXIST") throw new HooksError("E_IO", `cannot create hook log ${opts.file}: ${describeError(cause)}`, { cause });
+        if (errnoCode(cause) !== "EEXIST")
+          throw new HooksError("E_IO", `cannot create hook log ${opts.file}: ${describeError(cause)}`, { cause });
       }
     }
     return firstName(dir, stem, (final) => {
@@ -252,9 +264,11 @@ function loggedNotification(note: IdleNotification, shortened: string[]): IdleNo
     timestamp,
     ...(completedTaskId === undefined ? {} : { completedTaskId }),
     ...(completedStatus === undefined ? {} : { completedStatus }),
-    ...(failureReason === undefined ? {} : {
-      failureReason: truncateText(failureReason, CONTEXT_LIMITS.failureReason),
-    }),
+    ...(failureReason === undefined
+      ? {}
+      : {
+          failureReason: truncateText(failureReason, CONTEXT_LIMITS.failureReason),
+        }),
   };
   const fitted = fitJson(rest, LOG_METADATA_BYTES - utf8Length(JSON.stringify(named)));
   if (fitted.cut) shortened.push("invocation.notification");

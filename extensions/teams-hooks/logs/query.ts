@@ -51,9 +51,15 @@ export interface QueryOptions {
   filter: LogFilter;
   /** Keep the newest `limit` matches; absent = all. */
   limit?: number;
-  /** Only logs older than this one: started earlier, or at the same millisecond and before it in the folder's order (a page's cursor). */
+  /**
+   * Only logs older than this one: started earlier, or at the same millisecond and before it in the folder's order (a
+   * page's cursor).
+   */
   before?: { timeMs: number; name: string };
-  /** Only the names this keeps, asked once per name in the folder before anything is opened (a cache's: the names it lacks). */
+  /**
+   * Only the names this keeps, asked once per name in the folder before anything is opened (a cache's: the names it
+   * lacks).
+   */
   names?: (name: string) => boolean;
   onProblem: ProblemSink;
 }
@@ -74,7 +80,11 @@ export interface QueryResult<T> {
  */
 export function queryLogs(teamDir: string, opts: QueryOptions): Promise<QueryResult<LogRow>>;
 export function queryLogs<T>(teamDir: string, opts: QueryOptions, project: (row: LogRow) => T): Promise<QueryResult<T>>;
-export async function queryLogs<T>(teamDir: string, opts: QueryOptions, project?: (row: LogRow) => T): Promise<QueryResult<T | LogRow>> {
+export async function queryLogs<T>(
+  teamDir: string,
+  opts: QueryOptions,
+  project?: (row: LogRow) => T,
+): Promise<QueryResult<T | LogRow>> {
   const rows: Array<T | LogRow> = [];
   const keep: (row: LogRow) => T | LogRow = project ?? ((row) => row);
   const { total, truncated } = await streamLogs(teamDir, opts, keep, (item) => rows.push(item));
@@ -87,12 +97,21 @@ export async function queryLogs<T>(teamDir: string, opts: QueryOptions, project?
  * out as they are read, so that printing 10,000 JSON lines never holds them all; otherwise the newest
  * are found first and then emitted in order.
  */
-export async function streamLogs<T>(teamDir: string, opts: QueryOptions, project: (row: LogRow) => T, emit: (item: T) => void): Promise<Omit<QueryResult<T>, "rows">> {
+export async function streamLogs<T>(
+  teamDir: string,
+  opts: QueryOptions,
+  project: (row: LogRow) => T,
+  emit: (item: T) => void,
+): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
   const names = await listHookLogNames(teamDir);
   const placed = await placeInTime(dir, opts.names ? names.filter(opts.names) : names, opts.filter, opts.onProblem);
   const { before } = opts;
-  const candidates = before ? placed.filter((c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && compareHookLogNames(c.name, before.name) < 0)) : placed;
+  const candidates = before
+    ? placed.filter(
+        (c) => c.timeMs < before.timeMs || (c.timeMs === before.timeMs && compareHookLogNames(c.name, before.name) < 0),
+      )
+    : placed;
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   if (candidates.length <= limit) {
     await readCandidates(dir, candidates, opts.onProblem, (row) => {
@@ -122,7 +141,12 @@ export async function streamLogs<T>(teamDir: string, opts: QueryOptions, project
  * The entries that may match, oldest first. A name of ours gives its time and is filtered on; any
  * other `.json` name is opened now, to be placed by its `startedAt` (or reported).
  */
-async function placeInTime(dir: string, names: readonly string[], filter: LogFilter, onProblem: ProblemSink): Promise<Candidate[]> {
+async function placeInTime(
+  dir: string,
+  names: readonly string[],
+  filter: LogFilter,
+  onProblem: ProblemSink,
+): Promise<Candidate[]> {
   const candidates: Candidate[] = [];
   const others: Candidate[] = [];
   for (const name of names) {
@@ -131,7 +155,9 @@ async function placeInTime(dir: string, names: readonly string[], filter: LogFil
     else if (nameMayMatch(info, filter)) candidates.push({ name, timeMs: info.timeMs });
   }
   if (others.length === 0) return candidates;
-  await readCandidates(dir, others, onProblem, (row) => candidates.push({ name: row.name, timeMs: Date.parse(row.record.startedAt), record: row.record }));
+  await readCandidates(dir, others, onProblem, (row) =>
+    candidates.push({ name: row.name, timeMs: Date.parse(row.record.startedAt), record: row.record }),
+  );
   return candidates.sort((a, b) => a.timeMs - b.timeMs); // stable: same-time names keep their listing order
 }
 
@@ -142,7 +168,12 @@ async function placeInTime(dir: string, names: readonly string[], filter: LogFil
  * else (a large, unreadable, corrupt or foreign file) goes through logs/hook-log.ts `readHookLog`,
  * which names the problem. The event loop gets a turn every `YIELD_EVERY` files.
  */
-export async function readCandidates(dir: string, batch: readonly Candidate[], onProblem: ProblemSink, onRow: (row: LogRow) => void): Promise<void> {
+export async function readCandidates(
+  dir: string,
+  batch: readonly Candidate[],
+  onProblem: ProblemSink,
+  onRow: (row: LogRow) => void,
+): Promise<void> {
   for (let i = 0; i < batch.length; i++) {
     if (i > 0 && i % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
     const c = batch[i];
@@ -207,7 +238,13 @@ function parseLogBytes(bytes: Buffer): HookLogRecord | null {
  * `readCandidates` for the logs among `names` whose bytes hold `needle` (as JSON writes it), newest
  * first: a search of every log for a run id decodes and parses only the few that can hold it.
  */
-export async function readLogsHolding(dir: string, names: readonly string[], needle: string, onProblem: ProblemSink, onRow: (row: LogRow) => void): Promise<void> {
+export async function readLogsHolding(
+  dir: string,
+  names: readonly string[],
+  needle: string,
+  onProblem: ProblemSink,
+  onRow: (row: LogRow) => void,
+): Promise<void> {
   const wanted = Buffer.from(JSON.stringify(needle).slice(1, -1));
   for (let i = names.length - 1, n = 0; i >= 0; i--, n++) {
     if (n > 0 && n % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
@@ -236,7 +273,10 @@ export interface PruneRule {
  * started before it; both: those started before it that are not among the newest `keep`. Neither:
  * none. Only names this project writes are ever removed; other `.json` files are counted as foreign.
  */
-export function planPrune(entries: readonly HookLogEntry[], rule: PruneRule): { remove: HookLogEntry[]; keep: number; foreign: number } {
+export function planPrune(
+  entries: readonly HookLogEntry[],
+  rule: PruneRule,
+): { remove: HookLogEntry[]; keep: number; foreign: number } {
   const logs = entries.flatMap((entry) => {
     const info = parseLogName(entry.name);
     return info ? [{ entry, timeMs: info.timeMs }] : [];
@@ -244,7 +284,9 @@ export function planPrune(entries: readonly HookLogEntry[], rule: PruneRule): { 
   const foreign = entries.length - logs.length;
   if (rule.keep === undefined && rule.beforeMs === undefined) return { remove: [], keep: logs.length, foreign };
   const keepFrom = rule.keep === undefined ? logs.length : Math.max(0, logs.length - rule.keep);
-  const remove = logs.filter((log, index) => index < keepFrom && (rule.beforeMs === undefined || log.timeMs < rule.beforeMs)).map((log) => log.entry);
+  const remove = logs
+    .filter((log, index) => index < keepFrom && (rule.beforeMs === undefined || log.timeMs < rule.beforeMs))
+    .map((log) => log.entry);
   return { remove, keep: logs.length - remove.length, foreign };
 }
 
@@ -257,7 +299,11 @@ export interface PruneResult {
 }
 
 /** Removes (or with `dryRun` only lists) the logs `rule` selects, oldest first; `onRemoved` hears each. */
-export async function pruneLogs(teamDir: string, rule: PruneRule, opts: { dryRun: boolean; onRemoved?: (entry: HookLogEntry) => void }): Promise<PruneResult> {
+export async function pruneLogs(
+  teamDir: string,
+  rule: PruneRule,
+  opts: { dryRun: boolean; onRemoved?: (entry: HookLogEntry) => void },
+): Promise<PruneResult> {
   const plan = planPrune(await listHookLogs(teamDir), rule);
   const removed: HookLogEntry[] = [];
   const failed: PruneResult["failed"] = [];

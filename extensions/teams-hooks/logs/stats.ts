@@ -107,7 +107,8 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
     if (nonBlocking) group.nonBlocking += 1;
     if (!decided) group.durations.push(durationMs);
     // A held run is not a failure (its decision record says how it ended).
-    if (outcome !== "passed" && outcome !== "deferred" && taskId !== null) group.failures.set(taskId, (group.failures.get(taskId) ?? 0) + 1);
+    if (outcome !== "passed" && outcome !== "deferred" && taskId !== null)
+      group.failures.set(taskId, (group.failures.get(taskId) ?? 0) + 1);
   }
   const rows: StatsRow[] = [];
   for (const g of groups.values()) {
@@ -135,7 +136,9 @@ export function computeStats(samples: readonly StatsSample[], topTasks = 3): Sta
       ...(g.nonBlocking > 0 ? { nonBlocking: g.nonBlocking } : {}),
     });
   }
-  return rows.sort((a, b) => (a.hook === b.hook ? HOOK_EVENTS.indexOf(a.event) - HOOK_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1));
+  return rows.sort((a, b) =>
+    a.hook === b.hook ? HOOK_EVENTS.indexOf(a.event) - HOOK_EVENTS.indexOf(b.event) : a.hook < b.hook ? -1 : 1,
+  );
 }
 
 /** Decimal ids in number order, others after them in string order. */
@@ -151,7 +154,18 @@ function percent(rate: number): string {
   return `${Number.isInteger(value) ? value.toFixed(0) : value.toFixed(1)}%`;
 }
 
-export const STATS_HEADER: readonly string[] = ["hook", "event", "runs", "pass rate", "failed", "timed out", "error", "p50", "p95", "most-failed tasks"];
+export const STATS_HEADER: readonly string[] = [
+  "hook",
+  "event",
+  "runs",
+  "pass rate",
+  "failed",
+  "timed out",
+  "error",
+  "p50",
+  "p95",
+  "most-failed tasks",
+];
 
 /**
  * How the stats columns give way to a narrow terminal (text/table.ts): hook names and the task list
@@ -159,8 +173,16 @@ export const STATS_HEADER: readonly string[] = ["hook", "event", "runs", "pass r
  * column that is 0 on every row (timed out, error, failed) says nothing: it goes before all of them.
  */
 const STATS_COLUMNS: readonly ColumnSpec[] = [
-  { min: 12 }, {}, { right: true }, { right: true }, { right: true }, { right: true }, { right: true },
-  { right: true, drop: 1 }, { right: true, drop: 2 }, { min: 12, drop: 3 },
+  { min: 12 },
+  {},
+  { right: true },
+  { right: true },
+  { right: true },
+  { right: true },
+  { right: true },
+  { right: true, drop: 1 },
+  { right: true, drop: 2 },
+  { min: 12, drop: 3 },
 ];
 
 /** The count columns left out first when they are 0 on every row: timed out, then error, then failed. */
@@ -170,8 +192,14 @@ const ZERO_FIRST: ReadonlyArray<{ column: number; drop: number; count: (r: Stats
   { column: 4, drop: 0.5, count: (r) => r.failed },
 ];
 
-/** The stats table in `width` columns (default: never cut); counts and durations right-aligned. `note` says what was left out. */
-export function formatStats(rows: readonly StatsRow[], width = Number.POSITIVE_INFINITY): { text: string; note: string } {
+/**
+ * The stats table in `width` columns (default: never cut); counts and durations right-aligned. `note` says what was
+ * left out.
+ */
+export function formatStats(
+  rows: readonly StatsRow[],
+  width = Number.POSITIVE_INFINITY,
+): { text: string; note: string } {
   const cells = rows.map((r) => [
     oneLine(r.hook),
     r.event,
@@ -182,7 +210,9 @@ export function formatStats(rows: readonly StatsRow[], width = Number.POSITIVE_I
     String(r.error),
     formatDuration(r.p50Ms),
     formatDuration(r.p95Ms),
-    r.mostFailedTasks.length > 0 ? r.mostFailedTasks.map((t) => `#${oneLine(t.taskId)} (${t.failures})`).join(", ") : "-",
+    r.mostFailedTasks.length > 0
+      ? r.mostFailedTasks.map((t) => `#${oneLine(t.taskId)} (${t.failures})`).join(", ")
+      : "-",
   ]);
   const zero = (count: (r: StatsRow) => number): boolean => rows.length > 0 && rows.every((r) => count(r) === 0);
   const specs = STATS_COLUMNS.map((spec, i) => {
@@ -203,7 +233,10 @@ function notes(rows: readonly StatsRow[]): string {
     const gate = `${oneLine(r.hook)} (${r.event})`;
     const passes = `passed ${r.nonBlocking ?? 0} of its ${r.runs} run(s)`;
     if (r.nonBlocking) out.push(`non-blocking: ${gate} ${passes} with a non-blocking error`);
-    if (r.shadowRuns) out.push(`shadow: ${gate} would have denied ${r.shadowDenials ?? 0} of its ${r.shadowRuns} run(s); nothing was enforced`);
+    if (r.shadowRuns)
+      out.push(
+        `shadow: ${gate} would have denied ${r.shadowDenials ?? 0} of its ${r.shadowRuns} run(s); nothing was enforced`,
+      );
     if (r.skipped) out.push(`skipped: ${gate} was skipped by its matchers ${r.skipped} time(s)`);
   }
   return out.length > 0 ? `\n${out.join("\n")}\n` : "";

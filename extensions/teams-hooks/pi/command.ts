@@ -11,13 +11,15 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export const GATES_USAGE = [
   "usage: /gates [status | logs [filters] | doctor | policy get | policy set FLAGS | help]",
-  "  status               team dir, each event's gates and their trust, the policy and where each value came from, the last 5 outcomes",
+  "  status               team dir, each event's gates and their trust, the policy and where each value came from, " +
+    "the last 5 outcomes",
   "  logs [filters]       the hook-logs table: --event, --task, --member, --outcome, --since, --trigger, --limit, " +
     "or `logs show ID`, `logs stats`",
   "  doctor               what would stop a gate from running (nothing is run)",
   "  policy get           the effective policy",
   "  policy set FLAGS     --failure-action A, --max-reopens N, --followup-owner O, --reset (written to config.json)",
-  "  trust [--all | PATH…] the gates changed since they were approved; with --all or paths, approves them (you, typed here: " +
+  "  trust [--all | PATH…] the gates changed since they were approved; with --all or paths, approves them (you, " +
+    "typed here: " +
     "the model's tool cannot)",
 ].join("\n");
 
@@ -48,14 +50,26 @@ export function gatesCommand(gates: GatesAccess, env: Env, cwd: string): PiComma
       const { runCli, statusText } = await gates.report();
       const teamDir = await service.teamDir();
       if (sub === "status") {
-        const origin = (await gates.origin()) === "build" ? "the compiled build (dist/)" : "the TypeScript sources, through pi's loader (dist/ missing or older than a source)";
+        const origin =
+          (await gates.origin()) === "build"
+            ? "the compiled build (dist/)"
+            : "the TypeScript sources, through pi's loader (dist/ missing or older than a source)";
         return say(`${await statusText(service.status, teamDir, env, cwd)}code: ${origin}\n`, "info");
       }
       if (!teamDir) return say(`/gates ${sub}: no team yet (${service.status.detail})`, "warning");
-      const refused = rest.find((a) => a === "--team-dir" || a.startsWith("--team-dir=") || a === "--team" || a.startsWith("--team="));
-      if (refused) return say(`/gates ${sub}: ${refused.split("=")[0]} is not taken here: /gates works on the session's team (${teamDir})`, "warning");
+      const refused = rest.find(
+        (a) => a === "--team-dir" || a.startsWith("--team-dir=") || a === "--team" || a.startsWith("--team="),
+      );
+      if (refused)
+        return say(
+          `/gates ${sub}: ${refused.split("=")[0]} is not taken here: /gates works on the session's team (${teamDir})`,
+          "warning",
+        );
       if (sub === "logs" && rest.some((a) => a === "--follow" || a === "-f" || /^-[a-zA-Z]*f/.test(a))) {
-        return say("/gates logs: --follow would hold the session; run `pi-teams-hooks logs --follow` in a terminal instead", "warning");
+        return say(
+          "/gates logs: --follow would hold the session; run `pi-teams-hooks logs --follow` in a terminal instead",
+          "warning",
+        );
       }
       // Positionals first (`logs show ID`, `policy set`), then the team as a flag. A slash command is
       // typed by the person in the session (never by the model, whose tool has no approval): `trust`
@@ -63,7 +77,10 @@ export function gatesCommand(gates: GatesAccess, env: Env, cwd: string): PiComma
       const approval = sub === "trust" ? { approval: "in pi (/gates trust, typed in the session)" } : {};
       const out = await runCli([sub, ...rest, "--team-dir", teamDir], env, cwd, approval);
       const text = `${out.stdout}${out.stderr}`;
-      say(text || "(nothing to show)", out.code === 0 ? "info" : out.code === 1 && sub === "doctor" ? "warning" : "error");
+      say(
+        text || "(nothing to show)",
+        out.code === 0 ? "info" : out.code === 1 && sub === "doctor" ? "warning" : "error",
+      );
     },
   };
 }

@@ -67,11 +67,26 @@ export class GateService {
   #ended = false;
 
   constructor(opts: GateServiceOptions) {
-    this.#opts = { pid: process.pid, followMs: 5000, waitMs: 1000, stopGraceMs: 5000, reconcileMs: 5000, ...opts, home: opts.home };
+    this.#opts = {
+      pid: process.pid,
+      followMs: 5000,
+      waitMs: 1000,
+      stopGraceMs: 5000,
+      reconcileMs: 5000,
+      ...opts,
+      home: opts.home,
+    };
   }
 
   get status(): GateStatus {
-    return { phase: this.#phase, detail: this.#detail, teamDir: this.#teamDir, how: this.#how, setup: this.#setup, recent: [...this.#recent] };
+    return {
+      phase: this.#phase,
+      detail: this.#detail,
+      teamDir: this.#teamDir,
+      how: this.#how,
+      setup: this.#setup,
+      recent: [...this.#recent],
+    };
   }
 
   /** Marks the service off with a reason (the switch said no). */
@@ -115,7 +130,8 @@ export class GateService {
     if (this.#ended) return;
     if (this.#timer) clearTimeout(this.#timer);
     const fixed = Boolean(this.#opts.env.PI_TEAMS_HOOKS_TEAM_DIR);
-    const again = this.#phase === "waiting" ? this.#opts.waitMs : fixed && this.#phase === "watching" ? null : this.#opts.followMs;
+    const again =
+      this.#phase === "waiting" ? this.#opts.waitMs : fixed && this.#phase === "watching" ? null : this.#opts.followMs;
     if (again === null) return;
     this.#timer = setTimeout(() => void this.#serialized(() => this.#follow()), again);
     this.#timer.unref(); // never what keeps pi running
@@ -186,7 +202,9 @@ export class GateService {
       this.#leader = leader;
       this.#setup = setup;
       this.#phase = "watching";
-      this.#detail = `since ${new Date().toISOString().slice(0, 19).replace("T", " ")} (UTC), the leader of pi-teams-hooks watch in this pi`;
+      this.#detail =
+        `since ${new Date().toISOString().slice(0, 19).replace("T", " ")} (UTC), the leader of ` +
+        `pi-teams-hooks watch in this pi`;
       this.#lastFailure = null;
     } catch (error) {
       if (leader) await leader.stop().catch(() => {});
@@ -232,10 +250,19 @@ export class GateService {
         return;
       case "config":
         if (notice.valid) this.#setup = notice.setup;
-        else this.#notify(`quality gates: config.json's hooks block was refused (${notice.setup.settings.block.from === "kept" ? "the last valid block stays" : "defaults apply"})`, "warning");
+        else
+          this.#notify(
+            `quality gates: config.json's hooks block was refused ` +
+              `(${notice.setup.settings.block.from === "kept" ? "the last valid block stays" : "defaults apply"})`,
+            "warning",
+          );
         return;
       case "recovered":
-        this.#notify(`quality gates: recovered ${notice.key} after a restart: ${notice.how === "logged" ? "it had finished" : "running it again"}`, "info");
+        this.#notify(
+          `quality gates: recovered ${notice.key} after a restart: ` +
+            `${notice.how === "logged" ? "it had finished" : "running it again"}`,
+          "info",
+        );
         return;
       default:
         return;
@@ -251,14 +278,31 @@ export class GateService {
  */
 export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel } | null {
   if (r.outcome === "no_hook") return null;
-  const subject = r.taskId ? `${r.event === "task_started" ? "the claim of " : ""}task #${r.taskId}` : r.member ? `idle ${r.member}` : r.event;
+  const subject = r.taskId
+    ? `${r.event === "task_started" ? "the claim of " : ""}task #${r.taskId}`
+    : r.member
+      ? `idle ${r.member}`
+      : r.event;
   const hook = r.hook ?? r.event;
-  if (r.outcome === "deferred") return { text: `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ${r.actions.join(", ")})`, level: "info" };
-  const by = r.decision ? (r.decision.decision === "expired" ? " (no decision before its deadline)" : ` (decided by ${r.decision.by})`) : "";
+  if (r.outcome === "deferred")
+    return {
+      text:
+        `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ` +
+        `${r.actions.join(", ")})`,
+      level: "info",
+    };
+  const by = r.decision
+    ? r.decision.decision === "expired"
+      ? " (no decision before its deadline)"
+      : ` (decided by ${r.decision.by})`
+    : "";
   if (r.outcome === "passed" && r.nonBlocking) {
     return { text: `Gate ${hook} ${nonBlockingPass(r.nonBlocking)} for ${subject}`, level: "warning" };
   }
-  if (r.outcome === "passed") return r.event === "idle" ? null : { text: `Gate ${hook} passed for ${subject}${by || ` (${formatDuration(r.durationMs)})`}`, level: "info" };
+  if (r.outcome === "passed")
+    return r.event === "idle"
+      ? null
+      : { text: `Gate ${hook} passed for ${subject}${by || ` (${formatDuration(r.durationMs)})`}`, level: "info" };
   const verdict = `${r.timedOut ? "timed out" : r.outcome === "error" ? (r.decision ? "expired" : "could not run") : "failed"}${by}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const open = r.policyApplied === false ? " (policy not applied yet: the event stays open)" : "";

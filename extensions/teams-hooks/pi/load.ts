@@ -53,7 +53,10 @@ export async function loadGatesCode(): Promise<GatesCode> {
 /** The build exists and is newer than every `.ts` source (about a millisecond for the whole tree). */
 function buildIsCurrent(sources: string, built: string): boolean {
   try {
-    const builtAt = Math.min(statSync(path.join(built, "gates.js")).mtimeMs, statSync(path.join(built, "report.js")).mtimeMs);
+    const builtAt = Math.min(
+      statSync(path.join(built, "gates.js")).mtimeMs,
+      statSync(path.join(built, "report.js")).mtimeMs,
+    );
     const files = readdirSync(sources, { recursive: true }) as string[];
     return files.every((f) => !f.endsWith(".ts") || statSync(path.join(sources, f)).mtimeMs <= builtAt);
   } catch {

@@ -38,7 +38,13 @@ export interface PiTool<P extends TSchema> {
   promptSnippet?: string;
   promptGuidelines?: string[];
   parameters: P;
-  execute(toolCallId: string, params: Static<P>, signal: AbortSignal | undefined, onUpdate: unknown, ctx: PiContext): Promise<PiToolResult>;
+  execute(
+    toolCallId: string,
+    params: Static<P>,
+    signal: AbortSignal | undefined,
+    onUpdate: unknown,
+    ctx: PiContext,
+  ): Promise<PiToolResult>;
 }
 
 export interface PiCommand {

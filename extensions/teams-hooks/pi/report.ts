@@ -37,7 +37,12 @@ export interface Captured {
 const PI_COLUMNS = "1000";
 
 /** Runs `pi-teams-hooks <argv>` in this process, as the command line would, and keeps what it printed. */
-export async function runCli(argv: readonly string[], env: Env, cwd: string, opts: { approval?: string } = {}): Promise<Captured> {
+export async function runCli(
+  argv: readonly string[],
+  env: Env,
+  cwd: string,
+  opts: { approval?: string } = {},
+): Promise<Captured> {
   let stdout = "";
   let stderr = "";
   const code = await main(argv, {
@@ -52,7 +57,12 @@ export async function runCli(argv: readonly string[], env: Env, cwd: string, opt
   return { code, stdout, stderr };
 }
 
-const PHASE_WORDS: Readonly<Record<GateStatus["phase"], string>> = { off: "off", waiting: "waiting", watching: "watching", failed: "not running" };
+const PHASE_WORDS: Readonly<Record<GateStatus["phase"], string>> = {
+  off: "off",
+  waiting: "waiting",
+  watching: "watching",
+  failed: "not running",
+};
 
 /** `/gates status`: everything a lead asks first, in one text. */
 export async function statusText(status: GateStatus, teamDir: string | null, env: Env, cwd: string): Promise<string> {
@@ -75,7 +85,11 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
   if (holds.length > 0) {
     // What the lead is to act on first: events held, not failed, until the gate can judge them.
     lines.push(`held, not failed (${holds.length}):`);
-    for (const h of holds) lines.push(`  ${h.taskId ? `#${h.taskId}` : h.key} ${h.member ?? "-"} ${h.hook ?? "?"} ${h.cause === "approval" ? "waits for approval" : "waits for a retry"}: ${h.reason}`);
+    for (const h of holds)
+      lines.push(
+        `  ${h.taskId ? `#${h.taskId}` : h.key} ${h.member ?? "-"} ${h.hook ?? "?"} ` +
+          `${h.cause === "approval" ? "waits for approval" : "waits for a retry"}: ${h.reason}`,
+      );
   }
   lines.push("policy:", settingsRows(settingsReport(setup.settings)).trimEnd());
   const last = await runCli(["logs", "--team-dir", teamDir, "--limit", "5"], env, cwd);
@@ -87,17 +101,30 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
 async function gateLines(setup: TeamSetup): Promise<string[]> {
   const { teamDir } = setup.identity;
   const read = readTrustInForce(teamDir);
-  const record = read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
+  const record =
+    read.state === "ok" ? read.record : read.state === "invalid" ? { version: 1 as const, gates: {} } : null;
   const layers = { global: path.resolve(setup.hooksDir), team: path.resolve(setup.teamHooksDir) };
   const out: string[] = [];
   const width = Math.max(...HOOK_EVENTS.map((e) => e.length));
   for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
-    const check = checkChainTrust(chain, event, layers, { record, allowInsecure: false, uid: process.getuid?.() ?? null });
+    const check = checkChainTrust(chain, event, layers, {
+      record,
+      allowInsecure: false,
+      uid: process.getuid?.() ?? null,
+    });
     if (chain.hooks.length === 0) out.push(`  ${event.padEnd(width)}  none`);
     for (const hook of chain.hooks) {
       const problem = check.problems.find((p) => p.path === hook.hook.hookPath);
-      const state = problem ? `NOT RUN: ${problem.reason}` : record ? "trusted" : `trusted when the leader first starts (${trustFile(teamDir)})`;
-      out.push(`  ${event.padEnd(width)}  ${hook.kind === "v1" ? path.basename(hook.hook.hookPath) : gateName(hook, event as HookEventName)} (${hook.layer})  ${state}`);
+      const state = problem
+        ? `NOT RUN: ${problem.reason}`
+        : record
+          ? "trusted"
+          : `trusted when the leader first starts (${trustFile(teamDir)})`;
+      out.push(
+        `  ${event.padEnd(width)}  ` +
+          `${hook.kind === "v1" ? path.basename(hook.hook.hookPath) : gateName(hook, event as HookEventName)} ` +
+          `(${hook.layer})  ${state}`,
+      );
     }
     for (const removed of check.problems.filter((p) => !chain.hooks.some((h) => h.hook.hookPath === p.path))) {
       out.push(`  ${event.padEnd(width)}  ${removed.reason}`);
@@ -120,9 +147,17 @@ export interface FailureItem {
 }
 
 /** The newest failed, timed-out or erroring runs, newest first, each with its log's name and summary. */
-export async function recentFailures(teamDir: string, limit: number, timeoutMs: number): Promise<{ items: FailureItem[]; problems: string[] }> {
+export async function recentFailures(
+  teamDir: string,
+  limit: number,
+  timeoutMs: number,
+): Promise<{ items: FailureItem[]; problems: string[] }> {
   const problems: string[] = [];
-  const { rows } = await queryLogs(teamDir, { filter: { outcomes: ["failed", "timed_out", "error"] }, limit, onProblem: (p) => problems.push(`${p.file}: ${p.message}`) });
+  const { rows } = await queryLogs(teamDir, {
+    filter: { outcomes: ["failed", "timed_out", "error"] },
+    limit,
+    onProblem: (p) => problems.push(`${p.file}: ${p.message}`),
+  });
   const items = rows.reverse().map(({ file, record }) => ({
     log: path.basename(file),
     time: record.startedAt,
@@ -131,7 +166,8 @@ export async function recentFailures(teamDir: string, limit: number, timeoutMs: 
     member: record.invocation.memberName ?? null,
     hook: hookName(record.result),
     outcome: outcomeOf(record.result),
-    summary: typeof record.policy?.summary === "string" ? record.policy.summary : describeFailure(record.result, timeoutMs),
+    summary:
+      typeof record.policy?.summary === "string" ? record.policy.summary : describeFailure(record.result, timeoutMs),
     actions: policyActions(record),
   }));
   return { items, problems };
@@ -143,7 +179,10 @@ export function failuresText(items: readonly FailureItem[]): string {
     .map((f) => {
       const what = f.task ? `${f.event} #${f.task}` : f.event;
       const actions = f.actions.length ? ` → ${f.actions.join(", ")}` : "";
-      return `${f.time} ${what}${f.member ? ` ${f.member}` : ""} ${f.hook} ${f.outcome}: ${f.summary}${actions} (log ${f.log})\n`;
+      return (
+        `${f.time} ${what}${f.member ? ` ${f.member}` : ""} ${f.hook} ${f.outcome}: ${f.summary}${actions} (log ` +
+        `${f.log})\n`
+      );
     })
     .join("");
 }

@@ -14,11 +14,13 @@ export type GateSwitch = { on: true } | { on: false; why: string; notice: { leve
  * pi-agent-teams' own hook runner (`PI_TEAMS_HOOKS_ENABLED=1`), which would run every gate a second time.
  */
 export function gateSwitch(env: Env, flag: boolean | string | undefined): GateSwitch {
-  if (env.PI_TEAMS_WORKER === "1") return { on: false, why: "a worker (PI_TEAMS_WORKER=1) never runs gates: its leader does", notice: null };
+  if (env.PI_TEAMS_WORKER === "1")
+    return { on: false, why: "a worker (PI_TEAMS_WORKER=1) never runs gates: its leader does", notice: null };
   const wanted = env.PI_TEAMS_GATES === "1" || flag === true;
   const theirs = env.PI_TEAMS_HOOKS_ENABLED === "1";
   if (wanted && theirs) {
-    const why = "pi-agent-teams' own hook runner is on in this pi (PI_TEAMS_HOOKS_ENABLED=1), and both would run every gate";
+    const why =
+      "pi-agent-teams' own hook runner is on in this pi (PI_TEAMS_HOOKS_ENABLED=1), and both would run every gate";
     const text =
       `quality gates not started: ${why}. Choose one: unset PI_TEAMS_HOOKS_ENABLED to gate with pi-teams-hooks, ` +
       "or drop PI_TEAMS_GATES=1 (and --gates) to keep pi-agent-teams' runner.";
@@ -26,7 +28,16 @@ export function gateSwitch(env: Env, flag: boolean | string | undefined): GateSw
   }
   if (theirs) {
     const why = "PI_TEAMS_HOOKS_ENABLED=1 turns on pi-agent-teams' own hook runner, not this one";
-    return { on: false, why, notice: { level: "info", text: `quality gates off: ${why}; pi-teams-hooks gates with PI_TEAMS_GATES=1 or --gates, without PI_TEAMS_HOOKS_ENABLED.` } };
+    return {
+      on: false,
+      why,
+      notice: {
+        level: "info",
+        text:
+          `quality gates off: ${why}; pi-teams-hooks gates with PI_TEAMS_GATES=1 or --gates, without ` +
+          `PI_TEAMS_HOOKS_ENABLED.`,
+      },
+    };
   }
   if (!wanted) return { on: false, why: "off unless PI_TEAMS_GATES=1 or pi --gates", notice: null };
   return { on: true };

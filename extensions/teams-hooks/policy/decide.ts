@@ -25,7 +25,16 @@ import {
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
 import { holdsNewerEvent } from "./plan.js";
-import type { BudgetSpend, EscalationPlan, FollowupPlan, GateMetadataPatch, NudgePlan, RemediationPlan, ReopenDecision, TaskEventName } from "./plan.js";
+import type {
+  BudgetSpend,
+  EscalationPlan,
+  FollowupPlan,
+  GateMetadataPatch,
+  NudgePlan,
+  RemediationPlan,
+  ReopenDecision,
+  TaskEventName,
+} from "./plan.js";
 import { type TreeBudget, nextRound, treeBudget } from "./gate-life.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
@@ -97,7 +106,9 @@ export function decide(input: DecideInput): RemediationPlan {
   const overtaken =
     input.decision !== undefined &&
     ((typeof recorded.qualityGateEventKey === "string" && recorded.qualityGateEventKey !== key) ||
-      (recorded.qualityGateStatus === "deferred" && typeof recorded.qualityGateDeferredRunId === "string" && recorded.qualityGateDeferredRunId !== input.decision.deferredRunId));
+      (recorded.qualityGateStatus === "deferred" &&
+        typeof recorded.qualityGateDeferredRunId === "string" &&
+        recorded.qualityGateDeferredRunId !== input.decision.deferredRunId));
   const metadata = task?.metadata ?? {};
   // A retry of a failure already counted (a restart after a crash): counted and reopened once. A
   // failure after a pass recorded for the same key was not counted yet, so it counts.
@@ -116,9 +127,15 @@ export function decide(input: DecideInput): RemediationPlan {
       passed,
       summary,
       alreadyApplied,
-      metadataPatch: task && !overtaken
-        ? { ...gateBase(input, "passed", forTheTeam(summary)), qualityGateLastSuccessAt: now, qualityGateReopenSuppressed: false, qualityGateReopenSuppressedReason: undefined }
-        : null,
+      metadataPatch:
+        task && !overtaken
+          ? {
+              ...gateBase(input, "passed", forTheTeam(summary)),
+              qualityGateLastSuccessAt: now,
+              qualityGateReopenSuppressed: false,
+              qualityGateReopenSuppressedReason: undefined,
+            }
+          : null,
       actions: overtaken ? ["task metadata left (a newer gate is recorded)"] : ["none"],
       gate: { to: "passed" },
     });
@@ -134,7 +151,10 @@ export function decide(input: DecideInput): RemediationPlan {
   const spends = (wouldReopen || wouldFollowUp) && budget !== null;
   const retried = budget !== null && budget.spentBy(key);
   const exhausted = spends && !retried && budget.spent >= budget.max;
-  const spend: BudgetSpend | null = spends && !exhausted ? { root: budget.root, spent: retried ? budget.spent : budget.spent + 1, max: budget.max } : null;
+  const spend: BudgetSpend | null =
+    spends && !exhausted
+      ? { root: budget.root, spent: retried ? budget.spent : budget.spent + 1, max: budget.max }
+      : null;
   const reopen = wouldReopen ? decideReopen(input, exhausted ? budget : null, spend) : null;
   const outcome = overtaken ? null : reopenOutcome(input, reopen, alreadyApplied);
 
@@ -145,7 +165,12 @@ export function decide(input: DecideInput): RemediationPlan {
       qualityGateFailureCount: alreadyApplied ? failureCount : failureCount + 1,
       qualityGateLastFailureAt: now,
       // A retry keeps what the first attempt recorded of the reopen.
-      ...(alreadyApplied ? { qualityGateReopenSuppressed: metadata.qualityGateReopenSuppressed === true, qualityGateReopenSuppressedReason: str(metadata.qualityGateReopenSuppressedReason) } : {}),
+      ...(alreadyApplied
+        ? {
+            qualityGateReopenSuppressed: metadata.qualityGateReopenSuppressed === true,
+            qualityGateReopenSuppressedReason: str(metadata.qualityGateReopenSuppressedReason),
+          }
+        : {}),
       ...(alreadyApplied && metadata.qualityGateEscalated === true ? { qualityGateEscalated: true } : {}),
     };
     if (reopen?.kind === "suppressed") {
@@ -166,14 +191,18 @@ export function decide(input: DecideInput): RemediationPlan {
     result: input.result,
     reopen: outcome,
     logFile: input.logFile ?? null,
-    ...((exhausted || (alreadyApplied && metadata.qualityGateEscalated === true)) && budget ? { spent: { root: budget.root, spent: budget.spent, max: budget.max } } : {}),
+    ...((exhausted || (alreadyApplied && metadata.qualityGateEscalated === true)) && budget
+      ? { spent: { root: budget.root, spent: budget.spent, max: budget.max } }
+      : {}),
   };
   const refused: Refusal[] = [];
-  const followup = wouldFollowUp && !exhausted ? planFollowup(input, report, refused, budget?.root ?? input.taskId) : null;
+  const followup =
+    wouldFollowUp && !exhausted ? planFollowup(input, report, refused, budget?.root ?? input.taskId) : null;
   const nudgeTo = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", refused);
   const nudge: NudgePlan = {
     to: nudgeTo,
-    text: (followupId) => gateNudgeText(report, followup && followupId !== null ? { id: followupId, owner: followup.owner } : null),
+    text: (followupId) =>
+      gateNudgeText(report, followup && followupId !== null ? { id: followupId, owner: followup.owner } : null),
   };
   // The owner of a reopened task is handed it again, as a team runtime hands out work (a retry of the
   // reopen too: the sent-log sends it once).
@@ -181,11 +210,22 @@ export function decide(input: DecideInput): RemediationPlan {
   const reassignTo = reopened && input.reassign !== false ? safeRecipient(nonEmpty(task?.owner), "nudge", []) : null;
   const reassign =
     reassignTo && task
-      ? { to: reassignTo, message: { type: "task_assignment" as const, taskId: task.id, subject: task.subject, description: task.description, assignedBy: input.leadName, timestamp: now } }
+      ? {
+          to: reassignTo,
+          message: {
+            type: "task_assignment" as const,
+            taskId: task.id,
+            subject: task.subject,
+            description: task.description,
+            assignedBy: input.leadName,
+            timestamp: now,
+          },
+        }
       : null;
   // A retry of an escalated failure escalates again: the note goes out once per root (the sent-log).
   const escalates = exhausted || (alreadyApplied && metadata.qualityGateEscalated === true);
-  const escalation: EscalationPlan | null = escalates && budget ? { root: budget.root, text: budgetSpentText(report, budget) } : null;
+  const escalation: EscalationPlan | null =
+    escalates && budget ? { root: budget.root, text: budgetSpentText(report, budget) } : null;
 
   const actions: string[] = [];
   if (overtaken) actions.push("task metadata left (a newer gate is recorded)");
@@ -199,11 +239,28 @@ export function decide(input: DecideInput): RemediationPlan {
   if (actions.length === 0) actions.push("none");
 
   const to = escalates ? "escalated" : reopened ? "reopened" : "failed";
-  return freezePlan({ passed, summary, alreadyApplied, metadataPatch, reopen, followup, nudge, reassign, spend, escalation, actions, refused: refused.map((r) => r.line), gate: { to } });
+  return freezePlan({
+    passed,
+    summary,
+    alreadyApplied,
+    metadataPatch,
+    reopen,
+    followup,
+    nudge,
+    reassign,
+    spend,
+    escalation,
+    actions,
+    refused: refused.map((r) => r.line),
+    gate: { to },
+  });
 }
 
 /** What a plan without a failure leaves out. */
-const NOTHING_MORE: Pick<RemediationPlan, "reopen" | "followup" | "nudge" | "reassign" | "spend" | "escalation" | "refused"> = Object.freeze({
+const NOTHING_MORE: Pick<
+  RemediationPlan,
+  "reopen" | "followup" | "nudge" | "reassign" | "spend" | "escalation" | "refused"
+> = Object.freeze({
   reopen: null,
   followup: null,
   nudge: null,
@@ -222,7 +279,11 @@ const NOTHING_MORE: Pick<RemediationPlan, "reopen" | "followup" | "nudge" | "rea
  */
 export function countsAsPass(result: Pick<RunResult, "outcome" | "errorKind">, mode: "closed" | "open"): boolean {
   if (result.outcome === "passed") return true;
-  return result.outcome === "error" && mode === "open" && !(result.errorKind !== undefined && CLOSED_ERROR_KINDS.has(result.errorKind));
+  return (
+    result.outcome === "error" &&
+    mode === "open" &&
+    !(result.errorKind !== undefined && CLOSED_ERROR_KINDS.has(result.errorKind))
+  );
 }
 
 function gateBase(input: DecideInput, status: "passed" | "failed", summary: string): GateMetadataPatch {
@@ -246,7 +307,12 @@ function gateBase(input: DecideInput, status: "passed" | "failed", summary: stri
  * verdict's code, what held the gate, the escalation. Counters, round, budget and the times of the
  * last success and failure persist (docs/gate-life.md, "What persists").
  */
-const CLEARED = Object.freeze({ qualityGateCode: undefined, qualityGateHeld: undefined, qualityGateHeldReason: undefined, qualityGateEscalated: undefined });
+const CLEARED = Object.freeze({
+  qualityGateCode: undefined,
+  qualityGateHeld: undefined,
+  qualityGateHeldReason: undefined,
+  qualityGateEscalated: undefined,
+});
 
 /** The deferral fields of a gate's metadata: a decision's, or none (cleared: see GateMetadataPatchSchema). */
 function decisionFields(decision: GateDecision | undefined): Partial<GateMetadataPatch> {
@@ -357,8 +423,22 @@ export function holdPlan(input: HoldInput): RemediationPlan {
           qualityGateHeldReason: input.summary,
         }
       : null,
-    nudge: to ? { to, text: () => heldNoteText({ hookName: input.hookName, taskId: task?.id ?? null, cause: input.cause, logFile: input.logFile ?? null }) } : null,
-    actions: [input.cause === "approval" ? "held (waiting for the team lead's approval)" : "held (our fault: it runs again)", ...(to ? [`told ${to} it waits`] : [])],
+    nudge: to
+      ? {
+          to,
+          text: () =>
+            heldNoteText({
+              hookName: input.hookName,
+              taskId: task?.id ?? null,
+              cause: input.cause,
+              logFile: input.logFile ?? null,
+            }),
+        }
+      : null,
+    actions: [
+      input.cause === "approval" ? "held (waiting for the team lead's approval)" : "held (our fault: it runs again)",
+      ...(to ? [`told ${to} it waits`] : []),
+    ],
     gate: { to: "held", cause: input.cause },
   });
 }
@@ -371,7 +451,10 @@ function createsFollowup(policy: EffectivePolicy): boolean {
   return policy.failureAction === "followup" || policy.failureAction === "reopen_followup";
 }
 
-/** Whether the policy asks to reopen this task now: a completed task (its completion the one judged) under a reopening policy. */
+/**
+ * Whether the policy asks to reopen this task now: a completed task (its completion the one judged) under a reopening
+ * policy.
+ */
 function reopenAsked(input: DecideInput): boolean {
   const { task, policy } = input;
   if (input.event !== "task_completed" || !reopens(policy) || task?.status !== "completed") return false;
@@ -387,7 +470,13 @@ function decideReopen(input: DecideInput, spent: TreeBudget | null, spend: Budge
   const { task, policy } = input;
   if (!task) return null;
   const max = policy.maxReopensPerTask;
-  if (spent) return { kind: "suppressed", count: spent.spent, max, reason: budgetSpentReason(spent.spent, max, spent.root, task.id) };
+  if (spent)
+    return {
+      kind: "suppressed",
+      count: spent.spent,
+      max,
+      reason: budgetSpentReason(spent.spent, max, spent.root, task.id),
+    };
   const done = counter(task.metadata?.reopenedByQualityGateCount);
   return {
     kind: "reopen",
@@ -410,7 +499,11 @@ function decideReopen(input: DecideInput, spent: TreeBudget | null, spend: Budge
  * What the people told should read about the source task, or null when the policy does not reopen or
  * the event is `task_failed`. On a retry it is read back from the task: reopened by this key, or not.
  */
-function reopenOutcome(input: DecideInput, reopen: ReopenDecision | null, alreadyApplied: boolean): ReopenOutcome | null {
+function reopenOutcome(
+  input: DecideInput,
+  reopen: ReopenDecision | null,
+  alreadyApplied: boolean,
+): ReopenOutcome | null {
   if (input.event !== "task_completed" || !reopens(input.policy)) return null;
   const metadata = input.task?.metadata ?? {};
   const max = input.policy.maxReopensPerTask;
@@ -474,7 +567,14 @@ function planFollowup(input: DecideInput, report: GateFailureReport, refused: Re
     assignment:
       owner === null
         ? null
-        : (taskId) => ({ type: "task_assignment", taskId, subject, description, assignedBy: input.leadName, timestamp: input.now }),
+        : (taskId) => ({
+            type: "task_assignment",
+            taskId,
+            subject,
+            description,
+            assignedBy: input.leadName,
+            timestamp: input.now,
+          }),
   };
 }
 
@@ -490,7 +590,8 @@ interface Refusal {
  */
 function safeRecipient(name: string | null, role: "nudge" | "follow-up owner", refused: Refusal[]): string | null {
   if (name === null || isSafeName(name)) return name;
-  const action = role === "nudge" ? `no nudge to ${JSON.stringify(name)}` : `no follow-up owner ${JSON.stringify(name)}`;
+  const action =
+    role === "nudge" ? `no nudge to ${JSON.stringify(name)}` : `no follow-up owner ${JSON.stringify(name)}`;
   refused.push({ action, line: `${action}: ${unsafeName(name, sanitizeName(name))}; nothing was sent to that inbox` });
   return null;
 }

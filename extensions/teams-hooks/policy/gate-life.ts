@@ -27,7 +27,16 @@ import { CLOSED_ERROR_KINDS, TRUST_ERROR_KINDS, type RunResult } from "../contra
 import { gateRound, splitRound, taskEvent } from "../contract/events.js";
 import type { Task } from "../contract/team-files.js";
 
-export const GATE_STATES = ["unjudged", "running", "passed", "failed", "reopened", "held", "escalated", "given_up"] as const;
+export const GATE_STATES = [
+  "unjudged",
+  "running",
+  "passed",
+  "failed",
+  "reopened",
+  "held",
+  "escalated",
+  "given_up",
+] as const;
 export type GateState = (typeof GATE_STATES)[number];
 
 /**
@@ -72,11 +81,36 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
     from: "running",
     on: "the gate denies; the policy reopens and the tree's budget is not spent",
     to: "reopened",
-    writes: ["task status", "task metadata", "ledger memory", "follow-up task", "assignment", "nudge", "hook log", "ledger done"],
+    writes: [
+      "task status",
+      "task metadata",
+      "ledger memory",
+      "follow-up task",
+      "assignment",
+      "nudge",
+      "hook log",
+      "ledger done",
+    ],
   },
-  { from: "running", on: "the gate denies; the policy does not reopen", to: "failed", writes: ["task metadata", "follow-up task", "assignment", "nudge", "hook log", "ledger done"] },
-  { from: "running", on: "the gate denies; the tree's budget is spent", to: "escalated", writes: ["task metadata", "lead note", "nudge", "hook log", "ledger done"] },
-  { from: "running", on: "the gate answers defer", to: "held", cause: "deferral", writes: ["task metadata", "hook log", "deferral file", "ledger defer"] },
+  {
+    from: "running",
+    on: "the gate denies; the policy does not reopen",
+    to: "failed",
+    writes: ["task metadata", "follow-up task", "assignment", "nudge", "hook log", "ledger done"],
+  },
+  {
+    from: "running",
+    on: "the gate denies; the tree's budget is spent",
+    to: "escalated",
+    writes: ["task metadata", "lead note", "nudge", "hook log", "ledger done"],
+  },
+  {
+    from: "running",
+    on: "the gate answers defer",
+    to: "held",
+    cause: "deferral",
+    writes: ["task metadata", "hook log", "deferral file", "ledger defer"],
+  },
   {
     from: "running",
     on: "the gate is untrusted, missing, insecure or cannot start",
@@ -84,10 +118,27 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
     cause: "approval",
     writes: ["task metadata", "worker note", "lead note", "hook log", "ledger hold", "holds file"],
   },
-  { from: "running", on: "our own part failed under the gate", to: "held", cause: "fault", writes: ["task metadata", "worker note", "lead note", "hook log", "ledger hold", "holds file"] },
+  {
+    from: "running",
+    on: "our own part failed under the gate",
+    to: "held",
+    cause: "fault",
+    writes: ["task metadata", "worker note", "lead note", "hook log", "ledger hold", "holds file"],
+  },
   { from: "running", on: "the policy's writes fail on every try", to: "given_up", writes: ["lead note", "hook log"] },
-  { from: "held", on: "a decision (decide, the task API, the deadline)", to: "passed", cause: "deferral", writes: ["deferral file", "task metadata", "hook log", "ledger done"] },
-  { from: "held", on: "an approval or fault hold ends: the lead approves (trust), a retry, the leader restarts", to: "running", writes: ["ledger begin", "holds file"] },
+  {
+    from: "held",
+    on: "a decision (decide, the task API, the deadline)",
+    to: "passed",
+    cause: "deferral",
+    writes: ["deferral file", "task metadata", "hook log", "ledger done"],
+  },
+  {
+    from: "held",
+    on: "an approval or fault hold ends: the lead approves (trust), a retry, the leader restarts",
+    to: "running",
+    writes: ["ledger begin", "holds file"],
+  },
   { from: "reopened", on: "the worker completes the task again", to: "unjudged", writes: [] },
   { from: "passed", on: "the worker completes the task again with a new stamp", to: "unjudged", writes: [] },
   { from: "given_up", on: "the leader starts again", to: "running", writes: ["ledger begin"] },
@@ -106,11 +157,15 @@ const APPROVAL_KINDS: ReadonlySet<string> = new Set([...TRUST_ERROR_KINDS, "hook
  * fail: such a run is never a failure of the work. Only a run that would count as a failure is held
  * (under failure mode `open` an internal error is let through, as the team asked).
  */
-export function holdCauseOf(result: Pick<RunResult, "outcome" | "errorKind" | "errorCode">, countsAsPass: boolean): "approval" | "fault" | null {
+export function holdCauseOf(
+  result: Pick<RunResult, "outcome" | "errorKind" | "errorCode">,
+  countsAsPass: boolean,
+): "approval" | "fault" | null {
   if (result.outcome !== "error" || countsAsPass || result.errorKind === undefined) return null;
   if (APPROVAL_KINDS.has(result.errorKind)) return "approval";
   if (result.errorKind === "internal") return "fault";
-  if (result.errorKind === "spawn") return result.errorCode !== undefined && FAULT_SPAWN_CODES.has(result.errorCode) ? "fault" : "approval";
+  if (result.errorKind === "spawn")
+    return result.errorCode !== undefined && FAULT_SPAWN_CODES.has(result.errorCode) ? "fault" : "approval";
   return null;
 }
 
@@ -195,7 +250,9 @@ export interface TreeBudget {
 export function rootOf(task: Task, memory?: string): string {
   if (memory) return memory;
   const meta = task.metadata ?? {};
-  const named = [meta.qualityGateRootTaskId, meta.qualityGateSourceTaskId].find((v): v is string => typeof v === "string" && v.trim() !== "");
+  const named = [meta.qualityGateRootTaskId, meta.qualityGateSourceTaskId].find(
+    (v): v is string => typeof v === "string" && v.trim() !== "",
+  );
   return named && typeof meta.qualityGateFollowupFor === "string" ? named : task.id;
 }
 

@@ -34,7 +34,14 @@ import { createHmac, randomUUID } from "node:crypto";
 import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node:http";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { OUTPUT_LIMIT_CHARS, blankResult, prepareContext, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
+import {
+  OUTPUT_LIMIT_CHARS,
+  blankResult,
+  prepareContext,
+  type PreparedContext,
+  type RunErrorKind,
+  type RunResult,
+} from "../contract/hook-run.js";
 import { renderTemplate, type RenderedBody } from "../contract/request-template.js";
 import { capReason, describeInvalidVerdict, readHttpVerdict, verdictOutcome } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
@@ -99,13 +106,25 @@ interface Outgoing {
 
 type Exchange =
   /** `resent`: the first connection, a kept-alive one, was found closed; the answer came on a new one. */
-  | { kind: "answer"; status: number; statusText: string; location: string | null; bytes: Buffer; over: boolean; resent: boolean }
+  | {
+      kind: "answer";
+      status: number;
+      statusText: string;
+      location: string | null;
+      bytes: Buffer;
+      over: boolean;
+      resent: boolean;
+    }
   /** `what`: ours (where and when it failed); `detail`: Node's or the peer's words, redacted before they are kept. */
   | { kind: "failed"; what: string; detail: string | null; code: string | undefined }
   | { kind: "timeout"; answered: boolean }
   | { kind: "stopped" };
 
-export async function runHandler(handler: HandlerDef, invocation: HookInvocation, opts: RunHandlerOptions): Promise<RunResult> {
+export async function runHandler(
+  handler: HandlerDef,
+  invocation: HookInvocation,
+  opts: RunHandlerOptions,
+): Promise<RunResult> {
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
   const method = handler.method ?? "POST";
@@ -132,15 +151,35 @@ export async function runHandler(handler: HandlerDef, invocation: HookInvocation
     const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId, context }, rendered);
     const exchange = await send(method, new URL(handler.url), outgoing.headers, body, opts.timeoutMs, runId);
     const held = handler.answer === "held";
-    return resultOf(base, exchange, outgoing, { startedAt, timeoutMs: opts.timeoutMs, canDefer: canDefer(invocation.event), held, ...(opts.redact ? { redact: opts.redact } : {}) });
+    return resultOf(base, exchange, outgoing, {
+      startedAt,
+      timeoutMs: opts.timeoutMs,
+      canDefer: canDefer(invocation.event),
+      held,
+      ...(opts.redact ? { redact: opts.redact } : {}),
+    });
   } catch (error) {
     // A bug of ours (or the ledger flush failed: nothing was sent), reported as data like runHook's.
-    return { ...base, errorKind: "internal", error: `internal error: ${describeError(error)}`, durationMs: elapsed(startedAt) };
+    return {
+      ...base,
+      errorKind: "internal",
+      error: `internal error: ${describeError(error)}`,
+      durationMs: elapsed(startedAt),
+    };
   }
 }
 
-/** The request's headers: context, static, secret (read now), signature; and the body template's secrets, read as it was filled. */
-function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: Buffer, opts: RunHandlerOptions & { runId: string; context: PreparedContext }, rendered: RenderedBody | null): Outgoing {
+/**
+ * The request's headers: context, static, secret (read now), signature; and the body template's secrets, read as it was
+ * filled.
+ */
+function outgoingHeaders(
+  handler: HandlerDef,
+  invocation: HookInvocation,
+  body: Buffer,
+  opts: RunHandlerOptions & { runId: string; context: PreparedContext },
+  rendered: RenderedBody | null,
+): Outgoing {
   const H = HANDLER_HEADERS;
   const headers: Record<string, string> = {
     "Content-Type": "application/json",
@@ -185,7 +224,9 @@ function outgoingHeaders(handler: HandlerDef, invocation: HookInvocation, body: 
   return { headers, missingSecrets: [...missing], secrets, signed };
 }
 
-/** Visible ASCII (inner blanks allowed) goes as is; anything else percent-encoded as UTF-8, so it can be sent at all. */
+/**
+ * Visible ASCII (inner blanks allowed) goes as is; anything else percent-encoded as UTF-8, so it can be sent at all.
+ */
 function headerText(value: string): string {
   return /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(value) ? value : encodeURIComponent(value);
 }
@@ -205,8 +246,14 @@ function transportFor(protocol: string): Promise<Transport> {
   if (!found) {
     found =
       protocol === "https:"
-        ? import("node:https").then((m) => ({ request: m.request, agent: new m.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }) }))
-        : import("node:http").then((m) => ({ request: m.request, agent: new m.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }) }));
+        ? import("node:https").then((m) => ({
+            request: m.request,
+            agent: new m.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+          }))
+        : import("node:http").then((m) => ({
+            request: m.request,
+            agent: new m.Agent({ keepAlive: true, timeout: IDLE_SOCKET_MS }),
+          }));
     transports.set(protocol, found);
   }
   return found;
@@ -217,7 +264,14 @@ function transportFor(protocol: string): Promise<Transport> {
  * a failure, the timeout, or the leader's stop (terminateAllRuns in runner/run.ts). An answer read
  * to its end leaves the connection to the agent for the next request; every other end destroys it.
  */
-async function send(method: string, url: URL, headers: Record<string, string>, body: Buffer, timeoutMs: number, runId: string): Promise<Exchange> {
+async function send(
+  method: string,
+  url: URL,
+  headers: Record<string, string>,
+  body: Buffer,
+  timeoutMs: number,
+  runId: string,
+): Promise<Exchange> {
   const transport = await transportFor(url.protocol);
   let settle: (exchange: Exchange) => void = () => undefined;
   const settled = new Promise<Exchange>((resolve) => (settle = resolve));
@@ -240,7 +294,15 @@ async function send(method: string, url: URL, headers: Record<string, string>, b
       req = transport.request(url, { method, headers, agent });
     } catch (error) {
       // A header value Node refuses (a character it cannot send): its name is in the message, never its value.
-      finish({ kind: "failed", what: "the request could not be built", detail: describeError(error), code: errnoCode(error) }, false);
+      finish(
+        {
+          kind: "failed",
+          what: "the request could not be built",
+          detail: describeError(error),
+          code: errnoCode(error),
+        },
+        false,
+      );
       return;
     }
     const sent = req;
@@ -283,8 +345,20 @@ async function send(method: string, url: URL, headers: Record<string, string>, b
         size += chunk.length;
       });
       res.on("end", () => finish(answer(false), false));
-      res.on("error", (error) => finish({ kind: "failed", ...connectionProblem(url, error, true), code: errnoCode(error) }, true));
-      res.on("close", () => finish({ kind: "failed", what: `the answer from ${url.origin} broke off after ${size} bytes`, detail: null, code: undefined }, true));
+      res.on("error", (error) =>
+        finish({ kind: "failed", ...connectionProblem(url, error, true), code: errnoCode(error) }, true),
+      );
+      res.on("close", () =>
+        finish(
+          {
+            kind: "failed",
+            what: `the answer from ${url.origin} broke off after ${size} bytes`,
+            detail: null,
+            code: undefined,
+          },
+          true,
+        ),
+      );
     });
     sent.end(body);
   };
@@ -293,13 +367,21 @@ async function send(method: string, url: URL, headers: Record<string, string>, b
 }
 
 function connectionProblem(url: URL, error: unknown, answered: boolean): { what: string; detail: string } {
-  return { what: answered ? `the answer from ${url.origin} broke off` : `no connection to ${url.origin}`, detail: describeError(error) };
+  return {
+    what: answered ? `the answer from ${url.origin} broke off` : `no connection to ${url.origin}`,
+    detail: describeError(error),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
 // The result
 
-function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; held: boolean; redact?: Redactor }): RunResult {
+function resultOf(
+  base: RunResult,
+  exchange: Exchange,
+  outgoing: Outgoing,
+  ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; held: boolean; redact?: Redactor },
+): RunResult {
   // Applied to what the receiver (or its TLS certificate) said, never to our own words around it;
   // every replacement counted into the result's `redactions`.
   const redactor = chain([secretRedactor(outgoing.secrets), ctx.redact ?? secretRedactor([])]);
@@ -313,7 +395,13 @@ function resultOf(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: 
   return counted(answerResult(base, exchange, outgoing, ctx, redact));
 }
 
-function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; held: boolean }, redact: (text: string) => string): RunResult {
+function answerResult(
+  base: RunResult,
+  exchange: Exchange,
+  outgoing: Outgoing,
+  ctx: { startedAt: number; timeoutMs: number; canDefer: boolean; held: boolean },
+  redact: (text: string) => string,
+): RunResult {
   const http: NonNullable<RunResult["http"]> = {
     url: base.http?.url ?? "",
     status: null,
@@ -321,23 +409,44 @@ function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, c
     signed: outgoing.signed,
   };
   const done = { ...base, durationMs: elapsed(ctx.startedAt), http };
-  const error = (kind: RunErrorKind, message: string, extra: Partial<RunResult> = {}): RunResult => ({ ...done, ...extra, outcome: "error", errorKind: kind, error: message });
+  const error = (kind: RunErrorKind, message: string, extra: Partial<RunResult> = {}): RunResult => ({
+    ...done,
+    ...extra,
+    outcome: "error",
+    errorKind: kind,
+    error: message,
+  });
   switch (exchange.kind) {
     case "stopped":
       return error("stopped", "stopped: the leader is shutting down");
     case "timeout": {
       const what = exchange.answered ? "the answer's body did not end" : "no answer";
-      return error("http", `${what} within ${ctx.timeoutMs}ms (the handler's timeoutMs, or the chain's deadline)`, { timedOut: true });
+      return error("http", `${what} within ${ctx.timeoutMs}ms (the handler's timeoutMs, or the chain's deadline)`, {
+        timedOut: true,
+      });
     }
     case "failed":
-      return error("http", exchange.detail === null ? exchange.what : `${exchange.what}: ${redact(exchange.detail)}`, exchange.code ? { errorCode: exchange.code } : {});
+      return error(
+        "http",
+        exchange.detail === null ? exchange.what : `${exchange.what}: ${redact(exchange.detail)}`,
+        exchange.code ? { errorCode: exchange.code } : {},
+      );
     case "answer":
       break;
   }
   const text = redact(exchange.bytes.toString("utf8"));
   const kept = keptBody(text, exchange.bytes.length);
   const statusText = redact(exchange.statusText);
-  const answered = { ...done, ...kept, http: { ...http, status: exchange.status, ...(statusText ? { statusText } : {}), ...(exchange.resent ? { resent: true } : {}) } };
+  const answered = {
+    ...done,
+    ...kept,
+    http: {
+      ...http,
+      status: exchange.status,
+      ...(statusText ? { statusText } : {}),
+      ...(exchange.resent ? { resent: true } : {}),
+    },
+  };
   const status = `HTTP ${exchange.status}${statusText ? ` ${statusText}` : ""}`;
   const fail = (kind: RunErrorKind, message: string, body?: "verdict"): RunResult => ({
     ...answered,
@@ -354,11 +463,17 @@ function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, c
     const line = firstLine(text);
     return fail("http", line ? `${status}: ${line}` : status);
   }
-  if (exchange.over) return fail("http", `${status}: the answer's body is over ${HANDLER_BODY_LIMIT_BYTES} bytes (64 KiB); not read further`);
+  if (exchange.over)
+    return fail(
+      "http",
+      `${status}: the answer's body is over ${HANDLER_BODY_LIMIT_BYTES} bytes (64 KiB); not read further`,
+    );
   if (ctx.held) {
     // Handed off: the engine took the job and reports back later, so the gate is held as a `defer` is.
     const link = webUrlOf(exchange.bytes.toString("utf8"));
-    const reason = capReason(`handed off to ${new URL(answered.http.url).host} (${oneLine(status)})${link ? `: ${redact(link)}` : ""}`);
+    const reason = capReason(
+      `handed off to ${new URL(answered.http.url).host} (${oneLine(status)})${link ? `: ${redact(link)}` : ""}`,
+    );
     const { outcome, verdict } = verdictOutcome({ decision: "defer", code: HANDED_OFF, reason }, ctx.canDefer);
     return { ...answered, outcome, verdict: { ...verdict, source: "http" } };
   }
@@ -368,10 +483,19 @@ function answerResult(base: RunResult, exchange: Exchange, outgoing: Outgoing, c
     case "none":
       return { ...answered, outcome: "passed", http: { ...answered.http, body: "body" in read ? read.body : "empty" } };
     case "invalid":
-      return fail(read.unsupportedDecision ? "http" : "invalid_verdict", `${status}: ${redact(describeInvalidVerdict(read))}`, "verdict");
+      return fail(
+        read.unsupportedDecision ? "http" : "invalid_verdict",
+        `${status}: ${redact(describeInvalidVerdict(read))}`,
+        "verdict",
+      );
     case "verdict": {
       const { outcome, verdict } = verdictOutcome(redactVerdict(read.verdict, redact), ctx.canDefer);
-      return { ...answered, outcome, verdict: { ...verdict, source: "http" }, http: { ...answered.http, body: "verdict" } };
+      return {
+        ...answered,
+        outcome,
+        verdict: { ...verdict, source: "http" },
+        http: { ...answered.http, body: "verdict" },
+      };
     }
   }
 }
@@ -390,7 +514,10 @@ function webUrlOf(text: string): string | null {
   } catch {
     return null; // no JSON (GitHub's 204 has no body at all): nothing to link
   }
-  const url = value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>).web_url : undefined;
+  const url =
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? (value as Record<string, unknown>).web_url
+      : undefined;
   return typeof url === "string" && /^https?:\/\/[\x21-\x7e]{1,500}$/.test(url) ? url : null;
 }
 
@@ -406,7 +533,6 @@ function keptBody(text: string, bytes: number): Pick<RunResult, "stdout" | "stdo
   const dropped = Math.max(0, bytes - Buffer.byteLength(head, "utf8"));
   return { stdout: `${head}\n… (truncated, ${dropped} bytes omitted)`, stdoutDroppedBytes: dropped };
 }
-
 
 /** The first line of `text` that holds something, on one line, cut to DIAGNOSTIC_CHARS. */
 function firstLine(text: string): string {

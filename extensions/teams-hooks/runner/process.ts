@@ -54,7 +54,13 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
   }
   let child;
   try {
-    child = spawn(request.command, request.args, { cwd: request.cwd, env: request.env, shell: false, detached: true, stdio: [stdin, "pipe", "pipe"] });
+    child = spawn(request.command, request.args, {
+      cwd: request.cwd,
+      env: request.env,
+      shell: false,
+      detached: true,
+      stdio: [stdin, "pipe", "pipe"],
+    });
   } catch (error) {
     return { ok: false, error }; // refused before any process existed (E2BIG, EINVAL): Node throws these
   } finally {
@@ -70,7 +76,8 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
   const source = (stream: NodeJS.ReadableStream): OutputSource => {
     stream.on("error", () => undefined); // a pipe error ends the capture early; `close` still follows
     return {
-      onData: (listener) => stream.on("data", (chunk: Buffer | string) => listener(typeof chunk === "string" ? Buffer.from(chunk) : chunk)),
+      onData: (listener) =>
+        stream.on("data", (chunk: Buffer | string) => listener(typeof chunk === "string" ? Buffer.from(chunk) : chunk)),
       closed: new Promise<void>((resolve) => stream.once("close", () => resolve())),
     };
   };

@@ -4,9 +4,9 @@
  * - the values of the environment variables a team names: its handlers' secret headers and signing
  *   keys, and `hooks.redactEnv` (settings/privacy.ts secretEnvNames), read from the leader's
  *   environment;
- * - common credential shapes, whoever's they are: PEM and PGP private key blocks, GitHub tokens (`ghp_`,
- *   `gho_`, `ghu_`, `ghs_`, `ghr_`, `github_pat_`), `sk-` API keys, AWS access key ids (`AKIA`,
- *   `ASIA`), JWTs, this project's task API keys (`pth_…`) and dashboard login tokens (`pthl_…`), and the value of an `Authorization:` (or
+ * - common credential shapes, whoever's they are: PEM and PGP private key blocks, GitHub tokens (`ghp_`, `gho_`,
+ *   `ghu_`, `ghs_`, `ghr_`, `github_pat_`), `sk-` API keys, AWS access key ids (`AKIA`, `ASIA`), JWTs, this project's
+ *   task API keys (`pth_…`) and dashboard login tokens (`pthl_…`), and the value of an `Authorization:` (or
  *   `Proxy-Authorization:`) header.
  * Each replacement is counted: a run's log says how many (`result.redactions`).
  *
@@ -85,7 +85,16 @@ function spellings(value: string): string[] {
   const json = JSON.stringify(value).slice(1, -1);
   const asciiJson = json.replace(/[\u007f-\uffff]/g, unicode);
   const html = (text: string): string => text.replace(/[<>&\u2028\u2029]/g, unicode);
-  return [value, json, json.replaceAll("/", "\\/"), asciiJson, asciiJson.replaceAll("/", "\\/"), html(json), html(asciiJson), encodeURIComponent(value)];
+  return [
+    value,
+    json,
+    json.replaceAll("/", "\\/"),
+    asciiJson,
+    asciiJson.replaceAll("/", "\\/"),
+    html(json),
+    html(asciiJson),
+    encodeURIComponent(value),
+  ];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -115,17 +124,45 @@ const SHAPES: readonly Shape[] = [
     // every base64 or header line that follows, whether the lines are indented, JSON-escaped (`\n`)
     // or joined by blanks (a shell's unquoted `echo $KEY`).
     pattern: new RegExp(
-      `-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----(?:[\\s\\S]*?-----END \\1PRIVATE KEY\\2-----|(?:${KEY_LINE_BREAK}(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\\r\\n\\\\]*)?(?=[ \\t]*(?:${KEY_LINE_BREAK}|["']|$))|[ \\t]+(?:[A-Za-z0-9+/=]{16,}(?=[ \\t]|$)|[A-Za-z0-9+/=]+$))*)`,
+      `-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----(?:[\\s\\S]*?-----END \\1PRIVATE ` +
+        `KEY\\2-----|(?:${KEY_LINE_BREAK}(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\\r\\n\\\\]*)?(?=[ ` +
+        `\\t]*(?:${KEY_LINE_BREAK}|["']|$))|[ \\t]+(?:[A-Za-z0-9+/=]{16,}(?=[ \\t]|$)|[A-Za-z0-9+/=]+$))*)`,
       "g",
     ),
     replace: whole,
   },
-  { name: "GitHub token", hints: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"], pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, replace: whole },
-  { name: "sk- key", hints: ["sk-"], pattern: /(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}/g, replace: whole },
-  // This project's own task API keys and dashboard login tokens (server/keys.ts): the id stays (`keys list` shows it), the secret goes.
-  { name: "task API key", hints: ["pth_", "pthl_"], pattern: /(?<![A-Za-z0-9_])(pthl?_[0-9a-f]{12}_)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g, replace: (_match, id = "") => `${id}${REDACTED}` },
-  { name: "AWS access key id", hints: ["AKIA", "ASIA"], pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/g, replace: whole },
-  { name: "JWT", hints: ["eyJ"], pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g, replace: whole },
+  {
+    name: "GitHub token",
+    hints: ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    pattern: /(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g,
+    replace: whole,
+  },
+  {
+    name: "sk- key",
+    hints: ["sk-"],
+    pattern: /(?<![A-Za-z0-9_-])sk-(?=[A-Za-z0-9_-]*[0-9])(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{20,}/g,
+    replace: whole,
+  },
+  // This project's own task API keys and dashboard login tokens (server/keys.ts): the id stays (`keys list` shows it),
+  // the secret goes.
+  {
+    name: "task API key",
+    hints: ["pth_", "pthl_"],
+    pattern: /(?<![A-Za-z0-9_])(pthl?_[0-9a-f]{12}_)[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g,
+    replace: (_match, id = "") => `${id}${REDACTED}`,
+  },
+  {
+    name: "AWS access key id",
+    hints: ["AKIA", "ASIA"],
+    pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])/g,
+    replace: whole,
+  },
+  {
+    name: "JWT",
+    hints: ["eyJ"],
+    pattern: /(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/g,
+    replace: whole,
+  },
   {
     name: "Authorization header",
     hints: ["uthorization", "UTHORIZATION"],
@@ -135,7 +172,10 @@ const SHAPES: readonly Shape[] = [
     // a value alone, so that prose ("Authorization: required") stays. The name and the value may be
     // quoted, JSON-escaped (`\"Authorization\":\"Bearer …\"`) or in a list (Go's `Authorization:[Bearer …]`).
     pattern: new RegExp(
-      `((?:proxy-)?authorization(?:\\\\?["'])?[ \\t]*[:=][ \\t]*(?:\\[[ \\t]*)?(?:\\\\?["'])?)(?:((?:bearer|basic|token|digest|negotiate|bot|aws4-hmac-sha256)[ \\t]+)(?!\\[redacted\\])[^"'\\r\\n\\\\\\]]+|([A-Za-z][A-Za-z0-9_-]*[ \\t]+)?${TOKEN_VALUE}(?=["'\\s,;}\\]\\\\]|$))`,
+      `((?:proxy-)?authorization(?:\\\\?["'])?[ \\t]*[:=][ \\t]*(?:\\[[ ` +
+        `\\t]*)?(?:\\\\?["'])?)(?:((?:bearer|basic|token|digest|negotiate|bot|aws4-hmac-sha256)[ ` +
+        `\\t]+)(?!\\[redacted\\])[^"'\\r\\n\\\\\\]]+|([A-Za-z][A-Za-z0-9_-]*[ ` +
+        `\\t]+)?${TOKEN_VALUE}(?=["'\\s,;}\\]\\\\]|$))`,
       "gim",
     ),
     replace: (_match, head = "", scheme = "", other = "") => `${head}${scheme}${other}${REDACTED}`,
@@ -156,7 +196,10 @@ export const shapeRedactor: Redactor = (text) => {
 };
 
 /** A credential's beginning at the very end of a text: what a cut may leave of one. */
-const CREDENTIAL_TAIL = /(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|ASIA|eyJ|pthl?_[0-9a-f]{12}_|-----BEGIN [A-Z ]*PRIV)[A-Za-z0-9_.+/=-]*$/;
+const CREDENTIAL_TAIL = new RegExp(
+  "(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|ASIA|eyJ" +
+    "|pthl?_[0-9a-f]{12}_|-----BEGIN [A-Z ]*PRIV)[A-Za-z0-9_.+/=-]*$",
+);
 
 // ---------------------------------------------------------------------------------------------
 // A team's redactor
@@ -166,7 +209,8 @@ const CREDENTIAL_TAIL = /(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|AS
  * MIN_TEAM_SECRET_CHARS long), then the credential shapes.
  */
 export function teamRedactor(env: Readonly<Record<string, string | undefined>>, names: readonly string[]): Redactor {
-  // A value read from a file often ends in a newline (a mounted secret) that whoever prints it drops: both are looked for.
+  // A value read from a file often ends in a newline (a mounted secret) that whoever prints it drops: both are looked
+  // for.
   const values = names
     .map((name) => env[name] ?? "")
     .flatMap((value) => (value.trim() === value ? [value] : [value, value.trim()]))
@@ -177,7 +221,10 @@ export function teamRedactor(env: Readonly<Record<string, string | undefined>>, 
 }
 
 /** The team redactor of the settings in force: its handlers' secrets and `hooks.redactEnv`, read from `env`. */
-export function settingsRedactor(env: Readonly<Record<string, string | undefined>>, settings: { handlers: readonly HandlerDef[]; redactEnv: { value: readonly string[] } }): Redactor {
+export function settingsRedactor(
+  env: Readonly<Record<string, string | undefined>>,
+  settings: { handlers: readonly HandlerDef[]; redactEnv: { value: readonly string[] } },
+): Redactor {
   return teamRedactor(env, secretEnvNames(settings.handlers, settings.redactEnv.value));
 }
 
@@ -186,10 +233,16 @@ export function settingsRedactor(env: Readonly<Record<string, string | undefined
  * held gate): its config.json's secrets and `hooks.redactEnv`, read from `env`; a config that cannot
  * be read still gets the credential shapes.
  */
-export async function teamDirRedactor(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<Redactor> {
+export async function teamDirRedactor(
+  teamDir: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<Redactor> {
   try {
     const config = await loadTeamConfig(teamDir);
-    return settingsRedactor(env, resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env }));
+    return settingsRedactor(
+      env,
+      resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env }),
+    );
   } catch {
     return shapeRedactor; // the shapes need no config; the values of a config we cannot read are unknown
   }
@@ -282,7 +335,12 @@ export function redactVerdict<T extends { decision: string }>(verdict: T, text: 
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(verdict)) {
     const ours = key === "decision" || key === "source";
-    Object.defineProperty(out, ours ? key : text(key), { value: ours ? value : redactValue(value, text), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, ours ? key : text(key), {
+      value: ours ? value : redactValue(value, text),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   // The same keys, strings for strings: the cast only restores the type the walk cannot follow.
   return out as T;
@@ -304,7 +362,13 @@ function redactValue(value: unknown, text: (value: string) => string): unknown {
   if (Array.isArray(value)) return value.map((item) => redactValue(item, text));
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) Object.defineProperty(out, text(key), { value: redactValue(item, text), enumerable: true, writable: true, configurable: true });
+  for (const [key, item] of Object.entries(value))
+    Object.defineProperty(out, text(key), {
+      value: redactValue(item, text),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   return out;
 }
 
@@ -312,7 +376,9 @@ function redactValue(value: unknown, text: (value: string) => string): unknown {
  * A verdict-like record (a decision from `decide` or the task API) with its code, reason and message
  * redacted, and how many replacements that took.
  */
-export function redactFields<T extends { code?: string | undefined; reason?: string | undefined; message?: string | undefined }>(record: T, redact: Redactor): { decision: T; count: number } {
+export function redactFields<
+  T extends { code?: string | undefined; reason?: string | undefined; message?: string | undefined },
+>(record: T, redact: Redactor): { decision: T; count: number } {
   let count = 0;
   const out: T = { ...record };
   for (const field of ["code", "reason", "message"] as const) {
@@ -327,7 +393,11 @@ export function redactFields<T extends { code?: string | undefined; reason?: str
 
 // ---------------------------------------------------------------------------------------------
 
-function replaceCounting(text: string, pattern: RegExp, replace: (match: string, ...groups: string[]) => string): Redacted {
+function replaceCounting(
+  text: string,
+  pattern: RegExp,
+  replace: (match: string, ...groups: string[]) => string,
+): Redacted {
   let count = 0;
   const out = text.replace(pattern, (match: string, ...rest: unknown[]) => {
     count += 1;

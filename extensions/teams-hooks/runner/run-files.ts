@@ -9,7 +9,14 @@ import path from "node:path";
 import type { RunResult } from "../contract/hook-run.js";
 import { RUN_COPY_MARK, isRunCopyName, runCopyName } from "../contract/contract.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
-import { DEFERRAL_NOT_SUPPORTED, capReason, describeInvalidVerdict, readVerdict, verdictOutcome, type LastLine } from "../contract/verdict.js";
+import {
+  DEFERRAL_NOT_SUPPORTED,
+  capReason,
+  describeInvalidVerdict,
+  readVerdict,
+  verdictOutcome,
+  type LastLine,
+} from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
 import { sanitizeName } from "../team/paths.js";
 
@@ -110,7 +117,10 @@ export interface ResultFileRead {
 }
 
 export interface VerdictRules {
-  /** Whether the event can be held (contract.ts canDefer: task_completed, task_failed); a defer where it cannot is a denial (contract/verdict.ts verdictOutcome). */
+  /**
+   * Whether the event can be held (contract.ts canDefer: task_completed, task_failed); a defer where it cannot is a
+   * denial (contract/verdict.ts verdictOutcome).
+   */
   canDefer: boolean;
   /** What the exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
   exitCodes?: ExitCodeMode;
@@ -132,7 +142,12 @@ export function applyVerdict(
 ): RunResult {
   if (result.outcome === "error") return result;
   if (file.refused !== null) {
-    return { ...result, outcome: "error", errorKind: "invalid_verdict", error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}` };
+    return {
+      ...result,
+      outcome: "error",
+      errorKind: "invalid_verdict",
+      error: `invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: ${file.refused}`,
+    };
   }
   const read = readVerdict({ fileText: file.text, stdout });
   switch (read.kind) {
@@ -159,7 +174,9 @@ function strictExit(result: RunResult, mode: ExitCodeMode): RunResult {
   if (mode !== "strict" || result.outcome !== "failed" || result.exitCode === 2) return result;
   if (result.exitCode === STRICT_DEFER_EXIT_CODE) {
     const said = firstLine(result.stderr);
-    const reason = capReason(`exit code 3 asks to defer, which an exit code cannot: a gate defers with a verdict${said ? `: ${said}` : ""}`);
+    const reason = capReason(
+      `exit code 3 asks to defer, which an exit code cannot: a gate defers with a verdict${said ? `: ${said}` : ""}`,
+    );
     return { ...result, verdict: { decision: "deny", code: DEFERRAL_NOT_SUPPORTED, reason, source: "exit_code" } };
   }
   const code = result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`;
@@ -172,5 +189,8 @@ function strictExit(result: RunResult, mode: ExitCodeMode): RunResult {
 function firstLine(text: string): string {
   const line = text.split("\n").find((l) => l.trim() !== "") ?? "";
   // eslint-disable-next-line no-control-regex
-  return line.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").replaceAll("\uFFFD", "?").trim();
+  return line
+    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ")
+    .replaceAll("\uFFFD", "?")
+    .trim();
 }

@@ -13,14 +13,34 @@
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
 import { randomUUID } from "node:crypto";
-import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdtempSync, openSync, rmdirSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  existsSync,
+  fstatSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  rmdirSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
-import { OUTPUT_LIMIT_CHARS, buildHookEnvironment, type HookCommand, type PreparedContext, type RunErrorKind, type RunResult } from "../contract/hook-run.js";
+import {
+  OUTPUT_LIMIT_CHARS,
+  buildHookEnvironment,
+  type HookCommand,
+  type PreparedContext,
+  type RunErrorKind,
+  type RunResult,
+} from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile, runCopyPath, runFiles } from "./run-files.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
@@ -160,7 +180,15 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
       writeFileSync(contextFile, contextJson, { mode: 0o600, flag: "wx" });
       contextWritten = true;
     } catch (error) {
-      return { ...base, contextTruncated: truncated, ...startFailure(`cannot write context file ${contextFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
+      return {
+        ...base,
+        contextTruncated: truncated,
+        ...startFailure(
+          `cannot write context file ${contextFile}: ${describeError(error)}`,
+          errnoCode(error),
+          startedAt,
+        ),
+      };
     }
     const claude = opts.format === "claude";
     if (claude) {
@@ -170,7 +198,15 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
         writeFileSync(stdinFile, JSON.stringify(claudeInput(doc, opts.cwd)), { mode: 0o600, flag: "wx" });
         stdinWritten = true;
       } catch (error) {
-        return { ...base, contextTruncated: truncated, ...startFailure(`cannot write the gate's input file ${stdinFile}: ${describeError(error)}`, errnoCode(error), startedAt) };
+        return {
+          ...base,
+          contextTruncated: truncated,
+          ...startFailure(
+            `cannot write the gate's input file ${stdinFile}: ${describeError(error)}`,
+            errnoCode(error),
+            startedAt,
+          ),
+        };
       }
     }
     // The gate's own path, whatever file runs (its private copy: `$0` names the copy).
@@ -193,17 +229,36 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     let started = hook;
     if (opts.snapshot) {
       const made = writeRunCopy(hook.hookPath, runId, opts.snapshot.content);
-      if ("error" in made) return { ...base, contextTruncated: truncated, ...startFailure(made.error, made.code, startedAt) };
+      if ("error" in made)
+        return { ...base, contextTruncated: truncated, ...startFailure(made.error, made.code, startedAt) };
       copy = made;
-      started = { ...hook, command: hook.command === hook.hookPath ? copy.file : hook.command, args: hook.args.map((arg) => (arg === hook.hookPath ? copy?.file ?? arg : arg)) };
+      started = {
+        ...hook,
+        command: hook.command === hook.hookPath ? copy.file : hook.command,
+        args: hook.args.map((arg) => (arg === hook.hookPath ? (copy?.file ?? arg) : arg)),
+      };
     }
-    const ran = await execute(started, opts, { runId, env, stdinFile: claude ? stdinFile : contextFile, truncated, startedAt, base });
+    const ran = await execute(started, opts, {
+      runId,
+      env,
+      stdinFile: claude ? stdinFile : contextFile,
+      truncated,
+      startedAt,
+      base,
+    });
     const { lastLine } = ran;
     // The log names the gate, not its private copy.
     let result: RunResult = { ...ran.result, hookPath: hook.hookPath, command: [hook.command, ...hook.args] };
     const tampered = copy ? copyChanged(copy) : null;
     if (tampered) {
-      return { ...result, outcome: "error", errorKind: "untrusted_hook", error: `${hook.hookPath}: the copy of the checked gate that ran (${copy?.file}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it` };
+      return {
+        ...result,
+        outcome: "error",
+        errorKind: "untrusted_hook",
+        error:
+          `${hook.hookPath}: the copy of the checked gate that ran (${copy?.file}) ${tampered} while it ran: ` +
+          `the run counts for nothing; the team lead looks at who wrote it`,
+      };
     }
     if (claude) return claudeResult(result);
     const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
@@ -249,9 +304,17 @@ interface RunCopy {
  * 0700: a bare gate is run directly). Beside the gate when its folder can be written, else in a
  * private temp folder of this run.
  */
-function writeRunCopy(gate: string, runId: string, content: Buffer): RunCopy | { error: string; code: string | undefined } {
+function writeRunCopy(
+  gate: string,
+  runId: string,
+  content: Buffer,
+): RunCopy | { error: string; code: string | undefined } {
   const write = (file: string): RunCopy => {
-    const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW, 0o700);
+    const fd = openSync(
+      file,
+      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+      0o700,
+    );
     try {
       writeSync(fd, content, 0, content.length, 0);
       const st = fstatSync(fd);
@@ -264,7 +327,8 @@ function writeRunCopy(gate: string, runId: string, content: Buffer): RunCopy | {
     return write(runCopyPath(gate, runId));
   } catch (error) {
     const code = errnoCode(error);
-    if (code !== "EACCES" && code !== "EROFS" && code !== "EPERM") return { error: `cannot write the copy of the gate to run: ${describeError(error)}`, code };
+    if (code !== "EACCES" && code !== "EROFS" && code !== "EPERM")
+      return { error: `cannot write the copy of the gate to run: ${describeError(error)}`, code };
   }
   try {
     const dir = mkdtempSync(path.join(os.tmpdir(), "pi-teams-gate-"));
@@ -297,12 +361,24 @@ export function notRunResult(hook: HookCommand, runId: string, kind: RunErrorKin
 type BaseResult = Pick<RunResult, "ran" | "hookPath" | "command" | "runId" | "contractVersion" | "contextTruncated">;
 
 function baseResult(hook: HookCommand, runId: string): BaseResult {
-  return { ran: true, hookPath: hook.hookPath, command: [hook.command, ...hook.args], runId, contractVersion: HOOK_CONTRACT_VERSION, contextTruncated: false };
+  return {
+    ran: true,
+    hookPath: hook.hookPath,
+    command: [hook.command, ...hook.args],
+    runId,
+    contractVersion: HOOK_CONTRACT_VERSION,
+    contextTruncated: false,
+  };
 }
 
 type Outcome = Omit<RunResult, keyof BaseResult>;
 
-function startFailure(message: string, code: string | undefined, startedAt: number, kind: RunErrorKind = "spawn"): Outcome {
+function startFailure(
+  message: string,
+  code: string | undefined,
+  startedAt: number,
+  kind: RunErrorKind = "spawn",
+): Outcome {
   return {
     outcome: "error",
     errorKind: kind,
@@ -341,7 +417,13 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   };
   await opts.notBefore;
   await pauseForTests(runId, hook.hookPath, startedAt + opts.timeoutMs);
-  const started = await startProcess({ command: hook.command, args: hook.args, cwd: opts.cwd, env: run.env, stdinFile: run.stdinFile });
+  const started = await startProcess({
+    command: hook.command,
+    args: hook.args,
+    cwd: opts.cwd,
+    env: run.env,
+    stdinFile: run.stdinFile,
+  });
   if (!started.ok) return notStarted(started.error);
   const subprocess = started.process;
   const hookPid = subprocess.pid;
@@ -397,7 +479,15 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     subprocess.release();
 
     const stopReason = first === "stopped" ? "stopped: the leader is shutting down" : undefined;
-    const errorKind: RunErrorKind | undefined = timedOut ? "timeout" : stopReason ? "stopped" : !exit ? "internal" : exit.signal !== null ? "signal" : undefined;
+    const errorKind: RunErrorKind | undefined = timedOut
+      ? "timeout"
+      : stopReason
+        ? "stopped"
+        : !exit
+          ? "internal"
+          : exit.signal !== null
+            ? "signal"
+            : undefined;
     const outcome = errorKind ? "error" : exit?.code === 0 ? "passed" : "failed";
     const result: RunResult = {
       ...base,
@@ -408,7 +498,11 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       timedOut,
       durationMs,
       ...outputFields(out.result(), err.result()),
-      ...(stopReason ? { error: stopReason } : !exit ? { error: "internal error: the hook's exit status was never reported" } : {}),
+      ...(stopReason
+        ? { error: stopReason }
+        : !exit
+          ? { error: "internal error: the hook's exit status was never reported" }
+          : {}),
       leftoverProcesses: leftovers.length,
     };
     return { result, lastLine: out.lastLine() };
@@ -449,13 +543,23 @@ function captureStream(stream: OutputSource): {
   };
 }
 
-function outputFields(out: CaptureResult, err: CaptureResult): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
-  return { stdout: withNote(out), stderr: withNote(err), stdoutDroppedBytes: out.droppedBytes, stderrDroppedBytes: err.droppedBytes };
+function outputFields(
+  out: CaptureResult,
+  err: CaptureResult,
+): Pick<RunResult, "stdout" | "stderr" | "stdoutDroppedBytes" | "stderrDroppedBytes"> {
+  return {
+    stdout: withNote(out),
+    stderr: withNote(err),
+    stdoutDroppedBytes: out.droppedBytes,
+    stderrDroppedBytes: err.droppedBytes,
+  };
 }
 
 /** The head, plus a line saying how much was left out, so a reader never mistakes it for everything. */
 function withNote(captured: CaptureResult): string {
-  return captured.droppedBytes > 0 ? `${captured.text}\n… (truncated, ${captured.droppedBytes} bytes omitted)` : captured.text;
+  return captured.droppedBytes > 0
+    ? `${captured.text}\n… (truncated, ${captured.droppedBytes} bytes omitted)`
+    : captured.text;
 }
 
 /**
@@ -475,7 +579,12 @@ function spawnMessage(error: unknown, cwd: string): string {
 }
 
 function firstLine(text: string): string {
-  return text.split("\n").find((line) => line.trim().length > 0)?.trim() ?? text.trim();
+  return (
+    text
+      .split("\n")
+      .find((line) => line.trim().length > 0)
+      ?.trim() ?? text.trim()
+  );
 }
 
 function removeDirQuietly(dir: string): void {
@@ -497,7 +606,8 @@ async function pauseForTests(runId: string, gate: string, until: number): Promis
   if (!dir) return;
   const stem = path.join(dir, sanitizeName(runId));
   writeFileSync(`${stem}.paused`, gate);
-  while (!existsSync(`${stem}.go`) && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+  while (!existsSync(`${stem}.go`) && performance.now() < until)
+    await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 function removeQuietly(file: string): void {

@@ -99,7 +99,9 @@ async function listPids(): Promise<number[]> {
  * an orphan's parent is init, and the run id is the net for those.
  */
 async function escapedDescendants(pid: number, pgid: number): Promise<ProcStat[]> {
-  const stats = (await Promise.all((await listPids()).map(readStat))).filter((s): s is ProcStat => s !== undefined && s.state !== "Z");
+  const stats = (await Promise.all((await listPids()).map(readStat))).filter(
+    (s): s is ProcStat => s !== undefined && s.state !== "Z",
+  );
   const children = new Map<number, ProcStat[]>();
   for (const stat of stats) children.set(stat.ppid, [...(children.get(stat.ppid) ?? []), stat]);
   const tree = [...(children.get(pid) ?? [])];
@@ -110,7 +112,9 @@ async function escapedDescendants(pid: number, pgid: number): Promise<ProcStat[]
 /** Those of `stats` still alive as the same processes (the same start time: not a reused pid). */
 async function stillAlive(stats: readonly ProcStat[]): Promise<number[]> {
   const now = await Promise.all(stats.map((s) => readStat(s.pid)));
-  return stats.filter((s, i) => now[i] !== undefined && now[i]?.state !== "Z" && now[i]?.startTime === s.startTime).map((s) => s.pid);
+  return stats
+    .filter((s, i) => now[i] !== undefined && now[i]?.state !== "Z" && now[i]?.startTime === s.startTime)
+    .map((s) => s.pid);
 }
 
 /** Live (non-zombie) members of process group `pgid`. Cheap when the group is already empty. */
@@ -167,7 +171,8 @@ async function readEnviron(pid: number): Promise<Buffer | undefined> {
 
 function hasVariable(environ: Buffer, needle: Buffer): boolean {
   // The last variable may lack its trailing NUL: compare as if it had one.
-  const haystack = environ.length > 0 && environ[environ.length - 1] !== 0 ? Buffer.concat([environ, Buffer.from([0])]) : environ;
+  const haystack =
+    environ.length > 0 && environ[environ.length - 1] !== 0 ? Buffer.concat([environ, Buffer.from([0])]) : environ;
   for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + 1)) {
     if (at === 0 || haystack[at - 1] === 0) return true;
   }
@@ -221,7 +226,10 @@ export interface TerminateOptions {
  */
 export async function terminateGroup(pgid: number, opts: TerminateOptions): Promise<number[]> {
   const { runId } = opts;
-  const [members, carriers] = await Promise.all([groupMembers(pgid), runId ? findProcessesByRunId(runId) : Promise.resolve<number[]>([])]);
+  const [members, carriers] = await Promise.all([
+    groupMembers(pgid),
+    runId ? findProcessesByRunId(runId) : Promise.resolve<number[]>([]),
+  ]);
   const groupIsOurs = !opts.confirmGroup || members.some((pid) => carriers.includes(pid));
   // A group that is not ours is left alone: from here on, only the run id identifies the run.
   const group = groupIsOurs ? pgid : undefined;
@@ -250,7 +258,11 @@ interface Targets {
 
 async function liveOf(t: Targets): Promise<number[]> {
   const [ofRun, escaped] = await Promise.all([
-    t.group !== undefined ? runProcesses(t.group, t.runId) : t.runId ? findProcessesByRunId(t.runId) : Promise.resolve<number[]>([]),
+    t.group !== undefined
+      ? runProcesses(t.group, t.runId)
+      : t.runId
+        ? findProcessesByRunId(t.runId)
+        : Promise.resolve<number[]>([]),
     stillAlive(t.escaped),
   ]);
   return [...new Set([...ofRun, ...escaped])];

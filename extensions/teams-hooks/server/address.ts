@@ -19,9 +19,13 @@ export function parseListen(text: string): ListenAddress {
   const host = match?.[1];
   const port = Number(match?.[2]);
   if (host === undefined || !Number.isInteger(port) || port < 0 || port > 65_535) {
-    throw new HooksError("E_USAGE", `--listen "${text}" must be HOST:PORT (e.g. 127.0.0.1:7420, [::1]:7420; port 0 picks a free one)`);
+    throw new HooksError(
+      "E_USAGE",
+      `--listen "${text}" must be HOST:PORT (e.g. 127.0.0.1:7420, [::1]:7420; port 0 picks a free one)`,
+    );
   }
-  if (text.startsWith("[") && isIP(host) !== 6) throw new HooksError("E_USAGE", `--listen "${text}": [${host}] is not an IPv6 address`);
+  if (text.startsWith("[") && isIP(host) !== 6)
+    throw new HooksError("E_USAGE", `--listen "${text}": [${host}] is not an IPv6 address`);
   return { host, port };
 }
 

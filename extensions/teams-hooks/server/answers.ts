@@ -48,7 +48,11 @@ export class ApiError extends Error {
   readonly problems: readonly string[] | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
 
-  constructor(code: ApiErrorCode, message: string, extra: { problems?: readonly string[]; headers?: Readonly<Record<string, string>> } = {}) {
+  constructor(
+    code: ApiErrorCode,
+    message: string,
+    extra: { problems?: readonly string[]; headers?: Readonly<Record<string, string>> } = {},
+  ) {
     super(message);
     this.code = code;
     this.problems = extra.problems;
@@ -61,20 +65,28 @@ export const MAX_PROBLEMS = 20;
 
 /** `problems` as an answer lists them: the first MAX_PROBLEMS, then `and N more`. */
 export function listProblems(problems: readonly string[]): string[] {
-  return problems.length <= MAX_PROBLEMS ? [...problems] : [...problems.slice(0, MAX_PROBLEMS), `and ${problems.length - MAX_PROBLEMS} more`];
+  return problems.length <= MAX_PROBLEMS
+    ? [...problems]
+    : [...problems.slice(0, MAX_PROBLEMS), `and ${problems.length - MAX_PROBLEMS} more`];
 }
 
 /** The answer for a refusal. */
 export function errorAnswer(error: ApiError): Answer {
-  const body = { error: { code: error.code, message: error.message, ...(error.problems ? { problems: [...error.problems] } : {}) } };
+  const body = {
+    error: { code: error.code, message: error.message, ...(error.problems ? { problems: [...error.problems] } : {}) },
+  };
   return { status: API_ERRORS[error.code], body, ...(error.headers ? { headers: error.headers } : {}) };
 }
 
 /** `401`, the same answer for a missing, malformed, unknown or revoked key: which one it was is nobody's business. */
 export function unauthorized(): ApiError {
-  return new ApiError("unauthorized", "a valid API key is required: Authorization: Bearer <key> (pi-teams-hooks serve keys create)", {
-    headers: { "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"' },
-  });
+  return new ApiError(
+    "unauthorized",
+    "a valid API key is required: Authorization: Bearer <key> (pi-teams-hooks serve keys create)",
+    {
+      headers: { "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"' },
+    },
+  );
 }
 
 /** Headers on every answer: JSON, never cached, never sniffed as anything else. */

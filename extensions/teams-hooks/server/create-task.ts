@@ -35,7 +35,9 @@ import { findTemplate, matchParameters, renderTask } from "./templates.js";
 export interface TeamRuntime {
   teamDir: string;
   sent: SentLog;
-  /** Runs `fn` after every creation this process started before it (the file lock still guards against other processes). */
+  /**
+   * Runs `fn` after every creation this process started before it (the file lock still guards against other processes).
+   */
   serialise<T>(fn: () => Promise<T>): Promise<T>;
 }
 
@@ -76,10 +78,17 @@ type IdempotencyRecord = z.infer<typeof RecordSchema>;
 export async function createFromTemplate(team: TeamRuntime, request: CreateRequest): Promise<Created> {
   const deadline = Date.now() + (request.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS);
   // At least one attempt, however late: a lock that is free is taken.
-  const locks = (): { label: string; timeoutMs: number } => ({ label: label(request), timeoutMs: Math.max(1, deadline - Date.now()) });
+  const locks = (): { label: string; timeoutMs: number } => ({
+    label: label(request),
+    timeoutMs: Math.max(1, deadline - Date.now()),
+  });
   if (request.idempotencyKey === null) {
     const plan = await planTask(team.teamDir, request);
-    const task = await team.serialise(async () => (await createTask(team.teamDir, plan.identity.taskListId, (id) => buildTask(id, plan, request, null), locks())).task);
+    const task = await team.serialise(
+      async () =>
+        (await createTask(team.teamDir, plan.identity.taskListId, (id) => buildTask(id, plan, request, null), locks()))
+          .task,
+    );
     return { task, replayed: false, warning: await tellOwner(team, plan.identity, task) };
   }
   const ref = requestRef(request.keyName, request.idempotencyKey);
@@ -91,7 +100,10 @@ export async function createFromTemplate(team: TeamRuntime, request: CreateReque
     async (): Promise<Created> => {
       const record = await readRecord(file);
       if (record && record.requestHash !== requestHash) {
-        throw new ApiError("idempotency_conflict", "this Idempotency-Key was used before with another request body: use a new key for a new request");
+        throw new ApiError(
+          "idempotency_conflict",
+          "this Idempotency-Key was used before with another request body: use a new key for a new request",
+        );
       }
       if (record?.state === "created" && record.taskId !== undefined) return replay(team, record.taskId);
       const plan = await planTask(team.teamDir, request);
@@ -103,8 +115,17 @@ export async function createFromTemplate(team: TeamRuntime, request: CreateReque
           ...(record ? { existing: (tasks: Task[]) => tasks.find((t) => requestOf(t) === ref) } : {}),
         }),
       );
-      await writeRecord(file, { requestHash, state: "created", taskId: created.task.id, at: request.now.toISOString() });
-      return { task: created.task, replayed: !created.created, warning: await tellOwner(team, plan.identity, created.task) };
+      await writeRecord(file, {
+        requestHash,
+        state: "created",
+        taskId: created.task.id,
+        at: request.now.toISOString(),
+      });
+      return {
+        task: created.task,
+        replayed: !created.created,
+        warning: await tellOwner(team, plan.identity, created.task),
+      };
     },
     { label: `pi-teams-hooks serve: Idempotency-Key of ${request.keyName}`, timeoutMs: locks().timeoutMs },
   );
@@ -119,7 +140,11 @@ export async function createFromTemplate(team: TeamRuntime, request: CreateReque
 export async function usableTeamConfig(teamDir: string): Promise<LoadedTeamConfig> {
   const config = await loadTeamConfig(teamDir);
   if (config.fileWarning !== null) {
-    throw new ApiError("unavailable", "the team's config.json cannot be read as a JSON object, so its task list and templates are unknown until it is fixed (pi-teams-hooks doctor names the problem)");
+    throw new ApiError(
+      "unavailable",
+      "the team's config.json cannot be read as a JSON object, so its task list and templates are unknown until it " +
+        "is fixed (pi-teams-hooks doctor names the problem)",
+    );
   }
   return config;
 }
@@ -138,23 +163,50 @@ async function planTask(teamDir: string, request: CreateRequest): Promise<TaskPl
   const config = await usableTeamConfig(teamDir);
   const block = checkHooksBlock(config.hooks, config.file);
   if (!block.ok) {
-    throw new ApiError("unavailable", "the team's config.json \"hooks\" block is invalid, so none of its templates can be used until it is fixed (pi-teams-hooks doctor names the problem)");
+    throw new ApiError(
+      "unavailable",
+      'the team\'s config.json "hooks" block is invalid, so none of its templates can be used until it is fixed ' +
+        "(pi-teams-hooks doctor names the problem)",
+    );
   }
   const found = findTemplate(block.block.templates ?? {}, request.template);
-  if (!found) throw new ApiError("template_not_found", `this team has no template "${request.template}" (config.json hooks.templates)`);
+  if (!found)
+    throw new ApiError(
+      "template_not_found",
+      `this team has no template "${request.template}" (config.json hooks.templates)`,
+    );
   const matched = matchParameters(found.template, request.parameters);
   if (!matched.ok) {
     const listed = listProblems(matched.problems);
-    throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${listed.join("; ")}`, { problems: listed });
+    throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${listed.join("; ")}`, {
+      problems: listed,
+    });
   }
-  return { identity: config.identity, slug: found.slug, template: found.template, values: matched.values, ...renderTask(found.template, matched.values) };
+  return {
+    identity: config.identity,
+    slug: found.slug,
+    template: found.template,
+    values: matched.values,
+    ...renderTask(found.template, matched.values),
+  };
 }
 
-/** Called under the id lock, right before the task is written: the last moment a stopping server can still not write it. */
+/**
+ * Called under the id lock, right before the task is written: the last moment a stopping server can still not write it.
+ */
 function buildTask(id: string, plan: TaskPlan, request: CreateRequest, ref: string | null): Task {
-  if (request.signal?.aborted) throw new ApiError("unavailable", "the server is stopping: the task was not created; send the request again", { headers: { "Retry-After": "1" } });
+  if (request.signal?.aborted)
+    throw new ApiError("unavailable", "the server is stopping: the task was not created; send the request again", {
+      headers: { "Retry-After": "1" },
+    });
   const at = request.now.toISOString();
-  const taskApi = { template: plan.slug, key: request.keyName, parameters: plan.values, requestedAt: at, ...(ref ? { request: ref } : {}) };
+  const taskApi = {
+    template: plan.slug,
+    key: request.keyName,
+    parameters: plan.values,
+    requestedAt: at,
+    ...(ref ? { request: ref } : {}),
+  };
   return {
     id,
     subject: plan.subject,
@@ -172,7 +224,11 @@ function buildTask(id: string, plan: TaskPlan, request: CreateRequest, ref: stri
 async function replay(team: TeamRuntime, taskId: string): Promise<Created> {
   const config = await usableTeamConfig(team.teamDir);
   const read = await readTask(taskFile(team.teamDir, config.identity.taskListId, taskId));
-  if (!read.ok) throw new ApiError("task_not_found", `the task this Idempotency-Key created, #${taskId}, is gone or no longer a task`);
+  if (!read.ok)
+    throw new ApiError(
+      "task_not_found",
+      `the task this Idempotency-Key created, #${taskId}, is gone or no longer a task`,
+    );
   return { task: read.value, replayed: true, warning: await tellOwner(team, config.identity, read.value) };
 }
 
@@ -181,7 +237,14 @@ async function tellOwner(team: TeamRuntime, identity: TeamIdentity, task: Task):
   const owner = task.owner;
   if (!owner) return null;
   const at = new Date().toISOString();
-  const assignment: TaskAssignment = { type: "task_assignment", taskId: task.id, subject: task.subject, description: task.description, assignedBy: identity.leadName, timestamp: at };
+  const assignment: TaskAssignment = {
+    type: "task_assignment",
+    taskId: task.id,
+    subject: task.subject,
+    description: task.description,
+    assignedBy: identity.leadName,
+    timestamp: at,
+  };
   const sent = await sendOnce(team.sent, {
     teamDir: team.teamDir,
     namespace: identity.taskListId,
@@ -217,7 +280,9 @@ function hashRequest(request: CreateRequest): string {
   const parameters = Object.entries(request.parameters)
     .map(([name, value]) => [name.toLowerCase(), value] as const)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash("sha256").update(canonicalJson({ template: request.template.toLowerCase(), parameters })).digest("hex");
+  return createHash("sha256")
+    .update(canonicalJson({ template: request.template.toLowerCase(), parameters }))
+    .digest("hex");
 }
 
 function canonicalJson(value: unknown): string {

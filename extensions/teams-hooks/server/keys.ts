@@ -47,7 +47,11 @@ const KeyRecordSchema = z.object({
   salt: SaltSchema,
   hash: HashSchema,
   scopes: z.array(z.enum(SCOPES)),
-  teams: z.array(z.string().refine((team) => isTeamName(team), "must be a team dir name (letters, digits, _ and -, not starting with _)")),
+  teams: z.array(
+    z
+      .string()
+      .refine((team) => isTeamName(team), "must be a team dir name (letters, digits, _ and -, not starting with _)"),
+  ),
   /**
    * Template slugs (lower case) this key may use. Empty or absent: none. null: every template of its
    * teams, written with `allTemplates: true` by `keys create --all-templates`; a record with null and
@@ -113,11 +117,23 @@ export function keySpec(input: {
   rateLimit: RateLimit | null;
 }): KeySpec {
   const { name } = input;
-  if (name === undefined || !KEY_NAME.test(name)) throw new HooksError("E_USAGE", `--name ${name === undefined ? "is required" : `"${name}" must be letters, digits, _ . - (at most 64, starting with a letter or digit)`}`);
+  if (name === undefined || !KEY_NAME.test(name))
+    throw new HooksError(
+      "E_USAGE",
+      `--name ` +
+        `${name === undefined ? "is required" : `"${name}" must be letters, digits, _ . - (at most 64, starting with a letter or digit)`}`,
+    );
   const scopes = list(input.scopes, "--scopes");
-  for (const scope of scopes) if (!(SCOPES as readonly string[]).includes(scope)) throw new HooksError("E_USAGE", `--scopes: unknown scope "${scope}" (scopes: ${SCOPES.join(", ")})`);
+  for (const scope of scopes)
+    if (!(SCOPES as readonly string[]).includes(scope))
+      throw new HooksError("E_USAGE", `--scopes: unknown scope "${scope}" (scopes: ${SCOPES.join(", ")})`);
   const teams = list(input.teams, "--teams");
-  for (const team of teams) if (!isTeamName(team)) throw new HooksError("E_USAGE", `--teams: "${team}" is not a team dir name (letters, digits, _ and -, not starting with _)`);
+  for (const team of teams)
+    if (!isTeamName(team))
+      throw new HooksError(
+        "E_USAGE",
+        `--teams: "${team}" is not a team dir name (letters, digits, _ and -, not starting with _)`,
+      );
   const all = input.allTemplates === true;
   if (all && input.templates !== undefined) {
     throw new HooksError("E_USAGE", "--templates and --all-templates: give one of them");
@@ -125,7 +141,8 @@ export function keySpec(input: {
   let templates: string[] | null = all ? null : [];
   if (input.templates !== undefined) {
     templates = list(input.templates, "--templates").map((t) => t.toLowerCase());
-    for (const slug of templates) if (!SLUG.test(slug)) throw new HooksError("E_USAGE", `--templates: "${slug}" is not a template slug`);
+    for (const slug of templates)
+      if (!SLUG.test(slug)) throw new HooksError("E_USAGE", `--templates: "${slug}" is not a template slug`);
   } else if (!all && scopes.some((s) => (TEMPLATE_SCOPES as readonly string[]).includes(s))) {
     // An empty allowlist allows nothing: a key that could use templates says which, or says every one.
     const limited = TEMPLATE_SCOPES.filter((s) => scopes.includes(s)).join(", ");
@@ -135,11 +152,20 @@ export function keySpec(input: {
         "or --all-templates for every template of its teams",
     );
   }
-  return { name, scopes: unique(scopes) as Scope[], teams: unique(teams), templates: templates && unique(templates), rateLimit: input.rateLimit };
+  return {
+    name,
+    scopes: unique(scopes) as Scope[],
+    teams: unique(teams),
+    templates: templates && unique(templates),
+    rateLimit: input.rateLimit,
+  };
 }
 
 function list(value: string | undefined, flag: string): string[] {
-  const items = (value ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const items = (value ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   if (items.length === 0) throw new HooksError("E_USAGE", `${flag} is required: a comma-separated list`);
   return items;
 }
@@ -149,13 +175,21 @@ function unique(items: string[]): string[] {
 }
 
 /** Creates a key; returns it (to show once) and what was stored about it. E_USAGE when the name is taken. */
-export async function createKey(teamsRoot: string, spec: KeySpec, now: Date = new Date()): Promise<{ key: string; info: KeyInfo }> {
+export async function createKey(
+  teamsRoot: string,
+  spec: KeySpec,
+  now: Date = new Date(),
+): Promise<{ key: string; info: KeyInfo }> {
   const file = ensureKeysDir(teamsRoot);
   return withLock(
     file,
     async () => {
       const records = await readRecords(file);
-      if (records.some((r) => r.name === spec.name)) throw new HooksError("E_USAGE", `a key named "${spec.name}" exists already (revoke it first: pi-teams-hooks serve keys revoke ${spec.name})`);
+      if (records.some((r) => r.name === spec.name))
+        throw new HooksError(
+          "E_USAGE",
+          `a key named "${spec.name}" exists already (revoke it first: pi-teams-hooks serve keys revoke ${spec.name})`,
+        );
       let id = randomBytes(6).toString("hex");
       while (records.some((r) => r.id === id)) id = randomBytes(6).toString("hex");
       const key = `pth_${id}_${randomBytes(32).toString("base64url")}`;
@@ -213,14 +247,26 @@ export async function issueLogin(teamsRoot: string, name: string, expiresAt: Dat
     async () => {
       const records = await readRecords(file);
       const record = records.find((r) => r.name === name);
-      if (!record) throw new HooksError("E_USAGE", `no key named "${name}" in ${file} (see: pi-teams-hooks serve keys list)`);
+      if (!record)
+        throw new HooksError("E_USAGE", `no key named "${name}" in ${file} (see: pi-teams-hooks serve keys list)`);
       if (!record.scopes.includes("logs:read")) {
-        throw new HooksError("E_USAGE", `key "${name}" does not have the scope logs:read, so it cannot log in to the dashboard (a key that can: pi-teams-hooks serve keys create --name NAME --scopes logs:read --teams TEAM)`);
+        throw new HooksError(
+          "E_USAGE",
+          `key "${name}" does not have the scope logs:read, so it cannot log in to the dashboard (a key that can: ` +
+            `pi-teams-hooks serve keys create --name NAME --scopes logs:read --teams TEAM)`,
+        );
       }
       const token = `pthl_${record.id}_${randomBytes(32).toString("base64url")}`;
       const salt = randomBytes(16);
-      const login = { salt: salt.toString("hex"), hash: hashKey(salt, token).toString("hex"), expiresAt: expiresAt.toISOString() };
-      await writeRecords(file, records.map((r) => (r === record ? { ...r, login } : r)));
+      const login = {
+        salt: salt.toString("hex"),
+        hash: hashKey(salt, token).toString("hex"),
+        expiresAt: expiresAt.toISOString(),
+      };
+      await writeRecords(
+        file,
+        records.map((r) => (r === record ? { ...r, login } : r)),
+      );
       return token;
     },
     { label: `pi-teams-hooks serve keys login ${name}` },
@@ -245,7 +291,10 @@ export async function redeemLogin(teamsRoot: string, token: string, now: Date): 
       const records = await readRecords(file);
       const record = loginMatches(records, id, token, now);
       if (!record) return null;
-      await writeRecords(file, records.map((r) => (r === record ? withoutLogin(r) : r)));
+      await writeRecords(
+        file,
+        records.map((r) => (r === record ? withoutLogin(r) : r)),
+      );
       return infoOf(record);
     },
     { label: "pi-teams-hooks serve (a dashboard login)" },
@@ -318,7 +367,10 @@ export class KeyStore {
     return this.#records?.length ?? 0;
   }
 
-  /** Re-reads the file when its stat signature changed (a file changed between the stat and the read is read again next time). */
+  /**
+   * Re-reads the file when its stat signature changed (a file changed between the stat and the read is read again next
+   * time).
+   */
   async refresh(): Promise<void> {
     let signature: string;
     let mode = 0;
@@ -343,7 +395,11 @@ export class KeyStore {
     this.#records = problem === null ? records : [];
     this.#problem = problem;
     if (problem !== null) this.#log("warn", `${problem} — every request is refused (503) until the file is fixed`);
-    if ((mode & 0o077) !== 0) this.#log("warn", `${this.file}: mode ${mode.toString(8)} lets others read the key hashes: chmod 600 '${this.file}'`);
+    if ((mode & 0o077) !== 0)
+      this.#log(
+        "warn",
+        `${this.file}: mode ${mode.toString(8)} lets others read the key hashes: chmod 600 '${this.file}'`,
+      );
     if (before !== null && problem === null) {
       // Whoever can write the teams root can add a key: every change is said, with what the key may do.
       const old = new Map(before.map((r) => [r.id, r]));
@@ -392,7 +448,10 @@ async function writeRecords(file: string, keys: KeyRecord[]): Promise<void> {
   await writeJsonAtomic(file, { version: 1, keys }, { mode: 0o600 });
 }
 
-/** The keys folder, 0700 (tightened if it was created otherwise), inside an existing teams root; returns the keys file's path. */
+/**
+ * The keys folder, 0700 (tightened if it was created otherwise), inside an existing teams root; returns the keys file's
+ * path.
+ */
 export function ensureKeysDir(teamsRoot: string): string {
   const file = keysFile(teamsRoot);
   const dir = path.dirname(file);

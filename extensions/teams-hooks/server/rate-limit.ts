@@ -13,7 +13,14 @@ export interface RateLimit {
 /** The server's rate for keys that have none of their own. */
 export const DEFAULT_RATE_LIMIT: Readonly<RateLimit> = Object.freeze({ count: 600, periodMs: 60_000 });
 
-const PERIODS: Readonly<Record<string, number>> = { s: 1_000, sec: 1_000, m: 60_000, min: 60_000, h: 3_600_000, hour: 3_600_000 };
+const PERIODS: Readonly<Record<string, number>> = {
+  s: 1_000,
+  sec: 1_000,
+  m: 60_000,
+  min: 60_000,
+  h: 3_600_000,
+  hour: 3_600_000,
+};
 
 /** `600/min`, `10/s`, `5000/h` → a rate; E_USAGE naming `flag` otherwise. */
 export function parseRateLimit(text: string, flag: string): RateLimit {
@@ -21,14 +28,24 @@ export function parseRateLimit(text: string, flag: string): RateLimit {
   const count = match ? Number(match[1]) : Number.NaN;
   const periodMs = match ? PERIODS[match[2] ?? ""] : undefined;
   if (!Number.isSafeInteger(count) || count < 1 || count > 1_000_000 || periodMs === undefined) {
-    throw new HooksError("E_USAGE", `${flag} "${text}" must be COUNT/PERIOD with a count of 1 to 1000000 and a period of s, min or h (e.g. 600/min)`);
+    throw new HooksError(
+      "E_USAGE",
+      `${flag} "${text}" must be COUNT/PERIOD with a count of 1 to 1000000 and a period of s, min or h (e.g. 600/min)`,
+    );
   }
   return { count, periodMs };
 }
 
 /** `600/min`, for messages and `keys list`. */
 export function formatRateLimit(rate: RateLimit): string {
-  const unit = rate.periodMs === 1_000 ? "s" : rate.periodMs === 60_000 ? "min" : rate.periodMs === 3_600_000 ? "h" : `${rate.periodMs}ms`;
+  const unit =
+    rate.periodMs === 1_000
+      ? "s"
+      : rate.periodMs === 60_000
+        ? "min"
+        : rate.periodMs === 3_600_000
+          ? "h"
+          : `${rate.periodMs}ms`;
   return `${rate.count}/${unit}`;
 }
 

@@ -155,7 +155,10 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
     const api = task.metadata?.taskApi;
     const template = api !== null && typeof api === "object" ? (api as Record<string, unknown>).template : undefined;
     if (typeof template !== "string" || !key.templates.includes(template.toLowerCase())) {
-      throw new ApiError("template_not_allowed", `this key may read only tasks created from its templates (${key.templates.join(", ")})`);
+      throw new ApiError(
+        "template_not_allowed",
+        `this key may read only tasks created from its templates (${key.templates.join(", ")})`,
+      );
     }
   }
   const gate = task.metadata?.qualityGateStatus;
@@ -208,7 +211,10 @@ async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, run
   const key = await authorise(ctx, req, "gates:decide", team);
   const body = parseDecision(await req.body());
   const teamDir = teamDirOf(ctx, team);
-  const notFound = new ApiError("run_not_found", `team ${team} holds no gate deferred by run ${JSON.stringify(runId.slice(0, 100))}`);
+  const notFound = new ApiError(
+    "run_not_found",
+    `team ${team} holds no gate deferred by run ${JSON.stringify(runId.slice(0, 100))}`,
+  );
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(runId)) throw notFound;
   if (key.templates !== null) {
     // As decideDeferral does: a decision may come before the leader has written the deferral.
@@ -220,10 +226,18 @@ async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, run
     const api = read.ok ? read.value.metadata?.taskApi : undefined;
     const template = api !== null && typeof api === "object" ? (api as Record<string, unknown>).template : undefined;
     if (typeof template !== "string" || !key.templates.includes(template.toLowerCase())) {
-      throw new ApiError("template_not_allowed", `this key may decide only the gates of tasks created from its templates (${key.templates.join(", ")})`);
+      throw new ApiError(
+        "template_not_allowed",
+        `this key may decide only the gates of tasks created from its templates (${key.templates.join(", ")})`,
+      );
     }
   }
-  const result = await decideDeferral(teamDir, runId, { ...body, by: `api:${key.name}` }, { env: ctx.env, now: () => ctx.now() });
+  const result = await decideDeferral(
+    teamDir,
+    runId,
+    { ...body, by: `api:${key.name}` },
+    { env: ctx.env, now: () => ctx.now() },
+  );
   return decisionAnswer(result, team, runId, notFound);
 }
 
@@ -234,24 +248,59 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
     case "invalid":
       throw new ApiError("invalid_decision", result.problem, { problems: result.problem.split("; ") });
     case "conflict":
-      throw new ApiError("already_decided", `run ${runId} of team ${team} was decided before: ${result.existing.decision} by ${result.existing.by} at ${result.existing.at}`);
+      throw new ApiError(
+        "already_decided",
+        `run ${runId} of team ${team} was decided before: ${result.existing.decision} by ${result.existing.by} at ` +
+          `${result.existing.at}`,
+      );
     case "expired":
-      throw new ApiError("defer_expired", `run ${runId} of team ${team} was held until ${result.expiresAt}; it expired and failed (defer_expired)`);
+      throw new ApiError(
+        "defer_expired",
+        `run ${runId} of team ${team} was held until ${result.expiresAt}; it expired and failed (defer_expired)`,
+      );
     case "recorded": {
       const decision = result.deferral.decision;
-      return { status: 202, body: { runId, taskId: result.deferral.taskId, decision: decision?.decision ?? null, state: "recorded", message: result.problem ?? "recorded; the team's leader applies it" } };
+      return {
+        status: 202,
+        body: {
+          runId,
+          taskId: result.deferral.taskId,
+          decision: decision?.decision ?? null,
+          state: "recorded",
+          message: result.problem ?? "recorded; the team's leader applies it",
+        },
+      };
     }
     case "applied": {
       const decision = result.deferral.decision;
-      return { status: 200, body: { runId, taskId: result.deferral.taskId, decision: decision?.decision ?? null, state: "applied", actions: result.actions } };
+      return {
+        status: 200,
+        body: {
+          runId,
+          taskId: result.deferral.taskId,
+          decision: decision?.decision ?? null,
+          state: "applied",
+          actions: result.actions,
+        },
+      };
     }
   }
 }
 
-function parseDecision(bytes: Buffer): { decision: "allow" | "deny"; code?: string; reason?: string; message?: string } {
-  const { value, problems } = jsonObject(bytes, DECISION_FIELDS, '{"decision": "allow" | "deny", "code"?, "reason"?, "message"?}');
+function parseDecision(bytes: Buffer): {
+  decision: "allow" | "deny";
+  code?: string;
+  reason?: string;
+  message?: string;
+} {
+  const { value, problems } = jsonObject(
+    bytes,
+    DECISION_FIELDS,
+    '{"decision": "allow" | "deny", "code"?, "reason"?, "message"?}',
+  );
   const decision = typeof value.decision === "string" ? value.decision.trim().toLowerCase() : value.decision;
-  if (decision !== "allow" && decision !== "deny") problems.push(`decision: expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`);
+  if (decision !== "allow" && decision !== "deny")
+    problems.push(`decision: expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`);
   for (const field of ["code", "reason", "message"] as const) {
     if (value[field] !== undefined && typeof value[field] !== "string") problems.push(`${field}: expected a string`);
   }
@@ -259,7 +308,8 @@ function parseDecision(bytes: Buffer): { decision: "allow" | "deny"; code?: stri
     const listed = listProblems(problems);
     throw new ApiError("invalid_decision", listed.join("; "), { problems: listed });
   }
-  const text = (field: "code" | "reason" | "message"): Record<string, string> => (typeof value[field] === "string" ? { [field]: value[field] as string } : {});
+  const text = (field: "code" | "reason" | "message"): Record<string, string> =>
+    typeof value[field] === "string" ? { [field]: value[field] as string } : {};
   return { decision, ...text("code"), ...text("reason"), ...text("message") };
 }
 
@@ -269,13 +319,19 @@ async function authorise(ctx: ApiContext, req: ApiRequest, scope: Scope, team: s
   if (key === "unavailable") throw new ApiError("unavailable", "the server cannot read its API keys; its log says why");
   if (key === null) throw unauthorized();
   const wait = ctx.limiter.take(key.name, key.rateLimit ?? ctx.defaultRate);
-  if (wait !== null) throw new ApiError("rate_limited", `too many requests with this key: try again in ${wait} s`, { headers: { "Retry-After": String(wait) } });
+  if (wait !== null)
+    throw new ApiError("rate_limited", `too many requests with this key: try again in ${wait} s`, {
+      headers: { "Retry-After": String(wait) },
+    });
   if (!key.scopes.includes(scope)) throw new ApiError("scope_not_allowed", `this key does not have the scope ${scope}`);
-  if (!key.teams.includes(team)) throw new ApiError("team_not_allowed", `this key is not for team ${JSON.stringify(team.slice(0, 100))}`);
+  if (!key.teams.includes(team))
+    throw new ApiError("team_not_allowed", `this key is not for team ${JSON.stringify(team.slice(0, 100))}`);
   return key;
 }
 
-/** The team dir of a team the key holds (so its name is a team name); 404 when it is not a folder under the teams root. */
+/**
+ * The team dir of a team the key holds (so its name is a team name); 404 when it is not a folder under the teams root.
+ */
 function teamDirOf(ctx: ApiContext, team: string): string {
   const dir = path.join(ctx.teamsRoot, team);
   let isDir = false;
@@ -295,7 +351,11 @@ function teamDirOf(ctx: ApiContext, team: string): string {
  * would otherwise reach the task file and every reader of it, and overflow the stack of any code that
  * walks it (a 500 here, before the cap).
  */
-function jsonObject(bytes: Buffer, fields: ReadonlySet<string>, shape: string): { value: Record<string, unknown>; problems: string[] } {
+function jsonObject(
+  bytes: Buffer,
+  fields: ReadonlySet<string>,
+  shape: string,
+): { value: Record<string, unknown>; problems: string[] } {
   let text: string;
   try {
     text = UTF8.decode(bytes);
@@ -306,19 +366,29 @@ function jsonObject(bytes: Buffer, fields: ReadonlySet<string>, shape: string): 
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new ApiError("invalid_json", `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`);
+    throw new ApiError(
+      "invalid_json",
+      `the body is not JSON: ${error instanceof Error ? error.message.slice(0, 200) : "parse error"}`,
+    );
   }
   if (!isRecord(value)) throw new ApiError("invalid_request", `the body must be a JSON object: ${shape}`);
-  if (nestedDeeperThan(value, MAX_BODY_DEPTH)) throw new ApiError("invalid_request", `the body is nested deeper than ${MAX_BODY_DEPTH} levels of objects and arrays`);
+  if (nestedDeeperThan(value, MAX_BODY_DEPTH))
+    throw new ApiError(
+      "invalid_request",
+      `the body is nested deeper than ${MAX_BODY_DEPTH} levels of objects and arrays`,
+    );
   const known = [...fields].join(", ");
-  const problems = Object.keys(value).filter((field) => !fields.has(field)).map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
+  const problems = Object.keys(value)
+    .filter((field) => !fields.has(field))
+    .map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
   return { value, problems };
 }
 
 function parseBody(bytes: Buffer): { template: string; parameters: Record<string, unknown> } {
   const { value, problems } = jsonObject(bytes, REQUEST_FIELDS, '{"template": "<slug>", "parameters": {…}}');
   const { template, parameters } = value;
-  if (typeof template !== "string" || template.trim() === "") problems.push("template: missing, expected the slug of one of the team's templates");
+  if (typeof template !== "string" || template.trim() === "")
+    problems.push("template: missing, expected the slug of one of the team's templates");
   if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
   if (problems.length > 0 || typeof template !== "string") {
     const listed = listProblems(problems);
@@ -330,13 +400,19 @@ function parseBody(bytes: Buffer): { template: string; parameters: Record<string
 /** An `Idempotency-Key`: 1 to 255 visible ASCII characters, or none. */
 function checkIdempotencyKey(value: string | undefined): string | null {
   if (value === undefined) return null;
-  if (!/^[\x21-\x7e]{1,255}$/.test(value)) throw new ApiError("invalid_idempotency_key", "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID, for example)");
+  if (!/^[\x21-\x7e]{1,255}$/.test(value))
+    throw new ApiError(
+      "invalid_idempotency_key",
+      "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID, for example)",
+    );
   return value;
 }
 
 function allow(req: ApiRequest, methods: readonly string[]): void {
   if (!methods.includes(req.method)) {
-    throw new ApiError("method_not_allowed", `${req.method} is not allowed here (allowed: ${methods.join(", ")})`, { headers: { Allow: methods.join(", ") } });
+    throw new ApiError("method_not_allowed", `${req.method} is not allowed here (allowed: ${methods.join(", ")})`, {
+      headers: { Allow: methods.join(", ") },
+    });
   }
 }
 
@@ -350,7 +426,8 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
     if (item.node === null || typeof item.node !== "object") continue;
     if (item.depth > limit) return true;
-    for (const child of Object.values(item.node)) if (child !== null && typeof child === "object") stack.push({ node: child, depth: item.depth + 1 });
+    for (const child of Object.values(item.node))
+      if (child !== null && typeof child === "object") stack.push({ node: child, depth: item.depth + 1 });
   }
   return false;
 }

@@ -47,7 +47,10 @@ export interface TaskServerOptions {
   graceMs?: number;
   /** How long one creation may wait for the team's locks in all, from its start (then 503). Default 10 s. */
   lockTimeoutMs?: number;
-  /** A request's headers must arrive within this (default 10 s), the whole request within `requestTimeoutMs` (default 30 s): 408. */
+  /**
+   * A request's headers must arrive within this (default 10 s), the whole request within `requestTimeoutMs` (default 30
+   * s): 408.
+   */
   headersTimeoutMs?: number;
   requestTimeoutMs?: number;
   /** `info`: a key added or removed while the server runs; `warn`, `error`: what went wrong (never a key). */
@@ -98,21 +101,35 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     warn: (message) => options.log("warn", message),
   };
   const keyCount = await keys.count();
-  const web = webServer({ teamsRoot: options.teamsRoot, keys, remote: options.remote ?? false, env: ctx.env, now: ctx.now, warn: ctx.warn });
+  const web = webServer({
+    teamsRoot: options.teamsRoot,
+    keys,
+    remote: options.remote ?? false,
+    env: ctx.env,
+    now: ctx.now,
+    warn: ctx.warn,
+  });
 
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout);
   // Node looks for requests past their time every `connectionsCheckingInterval` (30 s by default, which
   // would let a slow client hold a connection for up to twice its limit).
   const checkEvery = Math.max(100, Math.min(1_000, Math.floor(headersTimeout / 4)));
-  const server = createServer({ requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery }, (req, res) => {
-    const dashboard = isDashboardPath(pathOf(req.url ?? "/"));
-    const work = (dashboard ? web.handle(req, res).catch((error: unknown) => webFailed(res, error, options.log)) : handle(ctx, req, res, bodyLimit, options.log)).finally(() => {
-      limiter.retain(keys.names());
-      inFlight.delete(work);
-    });
-    inFlight.add(work);
-  });
+  const server = createServer(
+    { requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery },
+    (req, res) => {
+      const dashboard = isDashboardPath(pathOf(req.url ?? "/"));
+      const work = (
+        dashboard
+          ? web.handle(req, res).catch((error: unknown) => webFailed(res, error, options.log))
+          : handle(ctx, req, res, bodyLimit, options.log)
+      ).finally(() => {
+        limiter.retain(keys.names());
+        inFlight.delete(work);
+      });
+      inFlight.add(work);
+    },
+  );
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
   await listen(server, options.host, options.port);
   const address = server.address() as AddressInfo;
@@ -122,7 +139,8 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     host: address.address,
     port: address.port,
     keyCount,
-    close: () => (closing ??= web.close().then(() => closeServer(server, options.graceMs ?? 5_000, stopping, inFlight))),
+    close: () =>
+      (closing ??= web.close().then(() => closeServer(server, options.graceMs ?? 5_000, stopping, inFlight))),
   };
 }
 
@@ -139,7 +157,13 @@ function teamRuntime(teamDir: string): TeamRuntime {
   };
 }
 
-async function handle(ctx: ApiContext, req: IncomingMessage, res: ServerResponse, bodyLimit: number, log: TaskServerOptions["log"]): Promise<void> {
+async function handle(
+  ctx: ApiContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  bodyLimit: number,
+  log: TaskServerOptions["log"],
+): Promise<void> {
   let bodyRead = false;
   let answer: Answer;
   // Two `Host` headers: which one names this server is ambiguous (RFC 9112 asks for a 400).
@@ -181,7 +205,9 @@ function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {
   if (error instanceof ApiError) return error;
   if (isHooksError(error) && error.code === "E_LOCK_TIMEOUT") {
     log("warn", describeError(error));
-    return new ApiError("unavailable", "the team's files are busy (a lock did not free in time): try again", { headers: { "Retry-After": "1" } });
+    return new ApiError("unavailable", "the team's files are busy (a lock did not free in time): try again", {
+      headers: { "Retry-After": "1" },
+    });
   }
   // A team file that cannot be read or written (a FIFO where a record should be, a full disk, a folder
   // that is a file) is the team's state, not a fault of the server: said with the file, not a stack.
@@ -239,14 +265,20 @@ function queryOf(target: string): URLSearchParams {
 /** Malformed HTTP (bad syntax, headers too large, too slow): a JSON answer, then the connection closes. */
 function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   const code: ApiErrorCode =
-    error.code === "HPE_HEADER_OVERFLOW" ? "headers_too_large" : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "request_timeout" : "invalid_request";
+    error.code === "HPE_HEADER_OVERFLOW"
+      ? "headers_too_large"
+      : error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? "request_timeout"
+        : "invalid_request";
   if (errnoCode(error) === "ECONNRESET" || !socket.writable) {
     socket.destroy();
     return;
   }
   const text = `${JSON.stringify({ error: { code, message: code === "invalid_request" ? "malformed HTTP request" : code.replace(/_/g, " ") } })}\n`;
   const status = API_ERRORS[code];
-  const head = `HTTP/1.1 ${status} ${code.replace(/_/g, " ")}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n`;
+  const head =
+    `HTTP/1.1 ${status} ${code.replace(/_/g, " ")}\r\nContent-Type: application/json; ` +
+    `charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n`;
   socket.end(head + text);
 }
 
@@ -254,7 +286,12 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (error: Error): void => {
       server.off("listening", onListening);
-      const why = errnoCode(error) === "EADDRINUSE" ? "the address is in use" : errnoCode(error) === "EADDRNOTAVAIL" ? "no interface has this address" : describeError(error);
+      const why =
+        errnoCode(error) === "EADDRINUSE"
+          ? "the address is in use"
+          : errnoCode(error) === "EADDRNOTAVAIL"
+            ? "no interface has this address"
+            : describeError(error);
       reject(new HooksError("E_USAGE", `cannot listen on ${urlOf(host, port)}: ${why}`, { cause: error }));
     };
     const onListening = (): void => {
@@ -266,7 +303,12 @@ function listen(server: Server, host: string, port: number): Promise<void> {
   });
 }
 
-async function closeServer(server: Server, graceMs: number, stopping: AbortController, inFlight: ReadonlySet<Promise<void>>): Promise<void> {
+async function closeServer(
+  server: Server,
+  graceMs: number,
+  stopping: AbortController,
+  inFlight: ReadonlySet<Promise<void>>,
+): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const timer = setTimeout(() => {

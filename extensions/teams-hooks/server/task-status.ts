@@ -43,14 +43,19 @@ export async function decidingRunOf(teamDir: string, task: Task, confidential: b
   let found: LogRow | null = null;
   let foundWithPolicy = false;
   // Oldest first: the last match wins, a log with the policy step over one without.
-  await streamLogs(teamDir, { filter: { taskId: task.id }, onProblem: () => undefined }, (row) => row, (row) => {
-    if (row.record.key !== key || taskIdOf(row.record) !== task.id) return;
-    const withPolicy = row.record.policy !== undefined;
-    if (withPolicy || !foundWithPolicy) {
-      found = row;
-      foundWithPolicy = withPolicy;
-    }
-  });
+  await streamLogs(
+    teamDir,
+    { filter: { taskId: task.id }, onProblem: () => undefined },
+    (row) => row,
+    (row) => {
+      if (row.record.key !== key || taskIdOf(row.record) !== task.id) return;
+      const withPolicy = row.record.policy !== undefined;
+      if (withPolicy || !foundWithPolicy) {
+        found = row;
+        foundWithPolicy = withPolicy;
+      }
+    },
+  );
   const row = found as LogRow | null;
   const result = row?.record.result;
   const startedAt = row?.record.startedAt ?? null;

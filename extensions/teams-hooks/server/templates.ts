@@ -11,9 +11,13 @@ import { PLACEHOLDER, type ParameterType, type TemplateDef } from "../settings/h
 export type MatchedParameters = { ok: true; values: Record<string, unknown> } | { ok: false; problems: string[] };
 
 /** The template a slug names in `templates`, whatever its case; null when there is none. */
-export function findTemplate(templates: Readonly<Record<string, TemplateDef>>, slug: string): { slug: string; template: TemplateDef } | null {
+export function findTemplate(
+  templates: Readonly<Record<string, TemplateDef>>,
+  slug: string,
+): { slug: string; template: TemplateDef } | null {
   const lower = slug.toLowerCase();
-  for (const [name, template] of Object.entries(templates)) if (name.toLowerCase() === lower) return { slug: name, template };
+  for (const [name, template] of Object.entries(templates))
+    if (name.toLowerCase() === lower) return { slug: name, template };
   return null;
 }
 
@@ -22,14 +26,19 @@ export function findTemplate(templates: Readonly<Record<string, TemplateDef>>, s
  * given twice (in two cases), of the wrong kind, or required and missing.
  */
 export function matchParameters(template: TemplateDef, supplied: Readonly<Record<string, unknown>>): MatchedParameters {
-  const declared = new Map(Object.entries(template.parameters ?? {}).map(([name, def]) => [name.toLowerCase(), { name, def }]));
+  const declared = new Map(
+    Object.entries(template.parameters ?? {}).map(([name, def]) => [name.toLowerCase(), { name, def }]),
+  );
   const values: Record<string, unknown> = {};
   const givenAs = new Map<string, string>();
   const problems: string[] = [];
   for (const [name, value] of Object.entries(supplied)) {
     const match = declared.get(name.toLowerCase());
     if (!match) {
-      problems.push(`${name.slice(0, 100)}: unknown parameter${declared.size ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})` : " (the template declares none)"}`);
+      problems.push(
+        `${name.slice(0, 100)}: unknown ` +
+          `parameter${declared.size ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})` : " (the template declares none)"}`,
+      );
       continue;
     }
     const first = givenAs.get(match.name);
@@ -78,6 +87,12 @@ export function renderTemplate(text: string, values: Readonly<Record<string, unk
 }
 
 /** The new task's subject and description. */
-export function renderTask(template: TemplateDef, values: Readonly<Record<string, unknown>>): { subject: string; description: string } {
-  return { subject: renderTemplate(template.subject, values), description: renderTemplate(template.description ?? "", values) };
+export function renderTask(
+  template: TemplateDef,
+  values: Readonly<Record<string, unknown>>,
+): { subject: string; description: string } {
+  return {
+    subject: renderTemplate(template.subject, values),
+    description: renderTemplate(template.description ?? "", values),
+  };
 }

@@ -71,7 +71,12 @@ const SESSION_VALUE = /^([0-9a-f]{12})\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/;
 /** Access for one dashboard request (any path but /login). */
 export async function webAccess(
   ctx: WebAuthContext,
-  req: { host: string | undefined; authorization: string | undefined; cookie: string | undefined; accept: string | undefined },
+  req: {
+    host: string | undefined;
+    authorization: string | undefined;
+    cookie: string | undefined;
+    accept: string | undefined;
+  },
 ): Promise<WebAccess> {
   if (!ctx.remote) {
     if (!isLoopbackHostHeader(req.host)) return { kind: "refused", ...rebindingRefusal(req.host), status: 403 };
@@ -80,9 +85,19 @@ export async function webAccess(
   const presented = await presentedKey(ctx, req);
   const key = typeof presented === "object" && presented !== null ? presented.key : presented;
   if (key === "unavailable") {
-    return { kind: "refused", ...refusal(403, req.accept, "The dashboard is closed", "the server cannot read its keys file, so it lets no one in until the file is fixed: its output says why"), status: 403 };
+    return {
+      kind: "refused",
+      ...refusal(
+        403,
+        req.accept,
+        "The dashboard is closed",
+        "the server cannot read its keys file, so it lets no one in until the file is fixed: its output says why",
+      ),
+      status: 403,
+    };
   }
-  if (key === null || !key.scopes.includes("logs:read")) return { kind: "refused", ...loginRequired(req.accept), status: 401 };
+  if (key === null || !key.scopes.includes("logs:read"))
+    return { kind: "refused", ...loginRequired(req.accept), status: 401 };
   const session = typeof presented === "object" && presented !== null ? presented.session : null;
   return { kind: "allowed", teams: key.teams, keyId: key.prefix.slice("pth_".length), keyName: key.name, session };
 }
@@ -103,13 +118,37 @@ export function sessionHolds(ctx: WebAuthContext, session: string): boolean {
  */
 export function webLoginForm(ctx: WebAuthContext, req: { host: string | undefined; token: string | null }): WebAnswer {
   if (!ctx.remote && !isLoopbackHostHeader(req.host)) return rebindingRefusal(req.host);
-  if (req.token === null || req.token === "") return { status: 400, headers: { ...NO_STORE }, body: page("No login token", [html`This address needs the token of a login link: pi-teams-hooks serve keys login NAME prints one.`]), contentType: HTML };
-  const form = `<form method="post" action="/login"><input type="hidden" name="token" value="${escapeHtml(req.token)}"><button type="submit">Log in</button></form>`;
-  return { status: 200, headers: { ...NO_STORE, "Referrer-Policy": "no-referrer" }, body: page("Log in to the dashboard", [html`This link works once: the button below spends it and starts a 12-hour session in this browser.`, form]), contentType: HTML };
+  if (req.token === null || req.token === "")
+    return {
+      status: 400,
+      headers: { ...NO_STORE },
+      body: page("No login token", [
+        html`This address needs the token of a login link: pi-teams-hooks serve keys login NAME prints one.`,
+      ]),
+      contentType: HTML,
+    };
+  const form =
+    `<form method="post" action="/login"><input type="hidden" name="token" ` +
+    `value="${escapeHtml(req.token)}"><button type="submit">Log in</button></form>`;
+  return {
+    status: 200,
+    headers: { ...NO_STORE, "Referrer-Policy": "no-referrer" },
+    body: page("Log in to the dashboard", [
+      html`This link works once: the button below spends it and starts a 12-hour session in this browser.`,
+      form,
+    ]),
+    contentType: HTML,
+  };
 }
 
-/** POST /login (token in the form body): the answer to send (303 to `/` with Set-Cookie, or 401/403 page; 503 when the keys file cannot be used). */
-export async function webLogin(ctx: WebAuthContext, req: { host: string | undefined; token: string | null }): Promise<WebAnswer> {
+/**
+ * POST /login (token in the form body): the answer to send (303 to `/` with Set-Cookie, or 401/403 page; 503 when the
+ * keys file cannot be used).
+ */
+export async function webLogin(
+  ctx: WebAuthContext,
+  req: { host: string | undefined; token: string | null },
+): Promise<WebAnswer> {
   if (!ctx.remote && !isLoopbackHostHeader(req.host)) return rebindingRefusal(req.host);
   const now = ctx.now();
   let key: KeyInfo | null = null;
@@ -121,11 +160,31 @@ export async function webLogin(ctx: WebAuthContext, req: { host: string | undefi
   } catch (error) {
     if (!isHooksError(error) || error.code === "E_INTERNAL") throw error;
     ctx.warn?.(`a dashboard login could not be completed: ${describeError(error)}`);
-    return { ...refusal(503, "text/html", "Login failed", "the server could not read or write its keys: its output says why; try the link again"), headers: { ...NO_STORE, "Retry-After": "1" } };
+    return {
+      ...refusal(
+        503,
+        "text/html",
+        "Login failed",
+        "the server could not read or write its keys: its output says why; try the link again",
+      ),
+      headers: { ...NO_STORE, "Retry-After": "1" },
+    };
   }
   if (key === null || secret === null) {
-    const tail = ctx.remote ? [] : [html`This server runs without --allow-remote, so its dashboard needs no login on this machine: <a href="/">open it</a>.`];
-    return { status: 401, headers: { ...NO_STORE }, body: page("Login link used or expired", [html`This login link was used or has expired: pi-teams-hooks serve keys login NAME prints a new one.`, ...tail]), contentType: HTML };
+    const tail = ctx.remote
+      ? []
+      : [
+          html`This server runs without --allow-remote, so its dashboard needs no login on this machine: <a href="/">open it</a>.`,
+        ];
+    return {
+      status: 401,
+      headers: { ...NO_STORE },
+      body: page("Login link used or expired", [
+        html`This login link was used or has expired: pi-teams-hooks serve keys login NAME prints a new one.`,
+        ...tail,
+      ]),
+      contentType: HTML,
+    };
   }
   const expiresMs = now.getTime() + SESSION_MAX_AGE_S * 1000;
   const secure = isLoopbackHostHeader(req.host) ? "" : "; Secure";
@@ -137,16 +196,24 @@ export async function webLogin(ctx: WebAuthContext, req: { host: string | undefi
     headers: {
       ...NO_STORE,
       Location: "/",
-      "Set-Cookie": `${SESSION_COOKIE}=${signSession(secret, key.prefix.slice(4), expiresMs)}; Path=/; Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure}`,
+      "Set-Cookie":
+        `${SESSION_COOKIE}=${signSession(secret, key.prefix.slice(4), expiresMs)}; Path=/; ` +
+        `Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure}`,
       "Referrer-Policy": "no-referrer",
     },
-    body: page("Logged in", [html`Logged in with the key ${key.name} for 12 hours. <a href="/">Open the dashboard</a>.`]),
+    body: page("Logged in", [
+      html`Logged in with the key ${key.name} for 12 hours. <a href="/">Open the dashboard</a>.`,
+    ]),
     contentType: HTML,
   };
 }
 
 /** One-time login token creation for `keys create` / `keys login`: returns the token and its expiry. */
-export async function createLoginToken(teamsRoot: string, keyName: string, now: Date = new Date()): Promise<{ token: string; expiresAt: string }> {
+export async function createLoginToken(
+  teamsRoot: string,
+  keyName: string,
+  now: Date = new Date(),
+): Promise<{ token: string; expiresAt: string }> {
   const expires = new Date(now.getTime() + LOGIN_TTL_MS);
   const token = await issueLogin(teamsRoot, keyName, expires);
   return { token, expiresAt: expires.toISOString() };
@@ -241,7 +308,12 @@ function ensureSessionSecret(teamsRoot: string): Buffer {
     }
   }
   const secret = readSessionSecret(teamsRoot);
-  if (!secret) throw new HooksError("E_CONFIG", `${file} is not a session secret (64 hex digits): delete it, and the next login makes a new one (ending every session)`);
+  if (!secret)
+    throw new HooksError(
+      "E_CONFIG",
+      `${file} is not a session secret (64 hex digits): delete it, and the next login makes a new one (ending every ` +
+        `session)`,
+    );
   return secret;
 }
 
@@ -249,7 +321,10 @@ function ensureSessionSecret(teamsRoot: string): Buffer {
 
 function rebindingRefusal(host: string | undefined): WebAnswer {
   const named = host === undefined ? "no Host" : `Host ${JSON.stringify(host.slice(0, 100))}`;
-  const body = `403: this server runs without --allow-remote and answers only requests addressed to this machine (localhost, 127.0.0.1, [::1]); this one named ${named}. Open the dashboard at http://127.0.0.1:PORT/ (this check keeps other web sites from reading it through DNS rebinding).\n`;
+  const body =
+    `403: this server runs without --allow-remote and answers only requests addressed to this machine ` +
+    `(localhost, 127.0.0.1, [::1]); this one named ${named}. Open the dashboard at http://127.0.0.1:PORT/ (this ` +
+    `check keeps other web sites from reading it through DNS rebinding).\n`;
   return { status: 403, headers: { ...NO_STORE }, body, contentType: TEXT };
 }
 
@@ -263,22 +338,36 @@ function loginRequired(accept: string | undefined): WebAnswer {
         ]),
         contentType: HTML,
       }
-    : { body: "401: a key with the scope logs:read is required: Authorization: Bearer <key>, or the session of a login URL (pi-teams-hooks serve keys login NAME)\n", contentType: TEXT };
+    : {
+        body:
+          "401: a key with the scope logs:read is required: Authorization: Bearer <key>, or the session of a " +
+          "login URL (pi-teams-hooks serve keys login NAME)\n",
+        contentType: TEXT,
+      };
   return { status: 401, headers: { ...NO_STORE, "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"' }, ...answer };
 }
 
 function refusal(status: number, accept: string | undefined, title: string, why: string): WebAnswer {
-  return wantsHtml(accept) ? { status, headers: { ...NO_STORE }, body: page(title, [html`${why}.`]), contentType: HTML } : { status, headers: { ...NO_STORE }, body: `${status}: ${why}\n`, contentType: TEXT };
+  return wantsHtml(accept)
+    ? { status, headers: { ...NO_STORE }, body: page(title, [html`${why}.`]), contentType: HTML }
+    : { status, headers: { ...NO_STORE }, body: `${status}: ${why}\n`, contentType: TEXT };
 }
 
 function wantsHtml(accept: string | undefined): boolean {
   return /\btext\/html\b/i.test(accept ?? "");
 }
 
-/** A page that reads well with no CSS and no script; `paragraphs` are HTML made with `html`; `head` is this module's own markup. */
+/**
+ * A page that reads well with no CSS and no script; `paragraphs` are HTML made with `html`; `head` is this module's own
+ * markup.
+ */
 function page(title: string, paragraphs: readonly string[], head = ""): string {
   const body = paragraphs.map((p) => `<p>${p}</p>`).join("\n");
-  return `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><meta name="viewport" content="width=device-width">${head}<title>${escapeHtml(title)} · pi-teams-hooks</title></head>\n<body>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</body>\n</html>\n`;
+  return (
+    `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><meta name="viewport" ` +
+    `content="width=device-width">${head}<title>${escapeHtml(title)} · ` +
+    `pi-teams-hooks</title></head>\n<body>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</body>\n</html>\n`
+  );
 }
 
 /** A template whose every interpolated value is escaped (dashboard/html.ts), as a string. */

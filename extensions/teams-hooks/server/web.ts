@@ -43,7 +43,16 @@ export function webServer(opts: WebOptions): WebServer {
   const { teamsRoot, keys, remote, now, warn } = opts;
   const auth: WebAuthContext = { teamsRoot, keys, remote, now, warn };
   const checkAccess = opts.remote ? streamAccessCheck(hub, auth) : null;
-  const dashboard = { teamsRoot: opts.teamsRoot, env: opts.env, hub, assets: loadAssets(), overviews: new SampleCache(), turns: new Turns(), now: opts.now, warn: opts.warn };
+  const dashboard = {
+    teamsRoot: opts.teamsRoot,
+    env: opts.env,
+    hub,
+    assets: loadAssets(),
+    overviews: new SampleCache(),
+    turns: new Turns(),
+    now: opts.now,
+    warn: opts.warn,
+  };
   // In the background: a first overview then finds the logs read (it waits for a team still being read).
   const stopWarming = new AbortController();
   void warmOverview(dashboard, stopWarming.signal);
@@ -60,7 +69,12 @@ export function webServer(opts: WebOptions): WebServer {
         send(res, await login(auth, req, url));
         return;
       }
-      const access = await webAccess(auth, { host, authorization: req.headersDistinct.authorization?.join(", "), cookie: req.headers.cookie, accept: req.headers.accept });
+      const access = await webAccess(auth, {
+        host,
+        authorization: req.headersDistinct.authorization?.join(", "),
+        cookie: req.headers.cookie,
+        accept: req.headers.accept,
+      });
       if (access.kind === "refused") {
         send(res, access);
         return;
@@ -122,16 +136,41 @@ const LOGIN_BODY_BYTES = 4096;
  */
 async function login(auth: WebAuthContext, req: IncomingMessage, url: URL): Promise<WebAnswer> {
   const host = req.headers.host;
-  if (req.method === "GET" || req.method === "HEAD") return webLoginForm(auth, { host, token: url.searchParams.get("token") });
-  if (req.method !== "POST") return { status: 405, headers: { Allow: "GET, HEAD, POST" }, body: "GET shows the login form; POST logs in\n", contentType: "text/plain; charset=utf-8" };
+  if (req.method === "GET" || req.method === "HEAD")
+    return webLoginForm(auth, { host, token: url.searchParams.get("token") });
+  if (req.method !== "POST")
+    return {
+      status: 405,
+      headers: { Allow: "GET, HEAD, POST" },
+      body: "GET shows the login form; POST logs in\n",
+      contentType: "text/plain; charset=utf-8",
+    };
   const site = req.headers["sec-fetch-site"];
   const origin = req.headers.origin;
   // Browsers send Sec-Fetch-Site; an older one only Origin, which is "null" from a page that sends no
   // referrer (the login form's own policy), so Origin decides only when Sec-Fetch-Site is missing.
-  const crossSite = site !== undefined ? site !== "same-origin" : origin !== undefined && (origin === "null" || hostOf(origin) !== host);
-  if (crossSite) return { status: 403, headers: {}, body: "a login is posted from this server's own login page only\n", contentType: "text/plain; charset=utf-8" };
-  const body = await readBody(req, LOGIN_BODY_BYTES).then((bytes) => bytes.toString("utf8"), () => null);
-  if (body === null) return { status: 413, headers: { Connection: "close" }, body: "a login form's body is a token, nothing more\n", contentType: "text/plain; charset=utf-8" };
+  const crossSite =
+    site !== undefined
+      ? site !== "same-origin"
+      : origin !== undefined && (origin === "null" || hostOf(origin) !== host);
+  if (crossSite)
+    return {
+      status: 403,
+      headers: {},
+      body: "a login is posted from this server's own login page only\n",
+      contentType: "text/plain; charset=utf-8",
+    };
+  const body = await readBody(req, LOGIN_BODY_BYTES).then(
+    (bytes) => bytes.toString("utf8"),
+    () => null,
+  );
+  if (body === null)
+    return {
+      status: 413,
+      headers: { Connection: "close" },
+      body: "a login form's body is a token, nothing more\n",
+      contentType: "text/plain; charset=utf-8",
+    };
   return webLogin(auth, { host, token: new URLSearchParams(body).get("token") });
 }
 
@@ -143,8 +182,17 @@ function hostOf(origin: string): string | null {
   }
 }
 
-function send(res: ServerResponse, answer: { status: number; headers: Record<string, string>; body: string; contentType: string }): void {
+function send(
+  res: ServerResponse,
+  answer: { status: number; headers: Record<string, string>; body: string; contentType: string },
+): void {
   const body = Buffer.from(answer.body);
-  res.writeHead(answer.status, { ...SECURITY_HEADERS, "Content-Type": answer.contentType, "Cache-Control": "no-store", "Content-Length": String(body.length), ...answer.headers });
+  res.writeHead(answer.status, {
+    ...SECURITY_HEADERS,
+    "Content-Type": answer.contentType,
+    "Cache-Control": "no-store",
+    "Content-Length": String(body.length),
+    ...answer.headers,
+  });
   res.end(body);
 }

@@ -25,7 +25,6 @@ const CLAUDE_DEFAULT_TIMEOUT_S = 600;
 /** The longest timeout a wrapper can carry: the runner's longest, in whole seconds (about 24 days). */
 const MAX_TIMEOUT_S = Math.floor(MAX_TIMEOUT_MS / 1000);
 
-
 /** One wrapper gate to write. */
 export interface ClaudeWrapper {
   claudeEvent: ClaudeGateEvent;
@@ -48,7 +47,15 @@ export interface ClaudeWrapper {
  * path; `message`: the whole line for people (`skipped hooks.TaskCompleted[1].hooks[0]: …`).
  */
 export interface ClaudeNote {
-  kind: "skipped" | "ignored_matcher" | "async" | "timeout_rounded" | "no_timeout" | "over_deadline" | "not_mapped" | "hooks_disabled";
+  kind:
+    | "skipped"
+    | "ignored_matcher"
+    | "async"
+    | "timeout_rounded"
+    | "no_timeout"
+    | "over_deadline"
+    | "not_mapped"
+    | "hooks_disabled";
   field: string;
   message: string;
 }
@@ -63,7 +70,10 @@ export function claudeSettingsLine(timeoutSeconds: number | null): string {
   return `# pi-teams-hooks: format=claude${timeoutSeconds === null ? "" : ` timeout=${timeoutSeconds}s`}`;
 }
 
-/** `on_task_completed.d/claude-1.sh`: the chain dir's name is computed as gates/chain.ts does, which settings/ may not import. */
+/**
+ * `on_task_completed.d/claude-1.sh`: the chain dir's name is computed as gates/chain.ts does, which settings/ may not
+ * import.
+ */
 export function claudeWrapperPath(event: HookEventName, n: number): string {
   return `${HOOK_BASE_NAMES[event]}.d/claude-${n}.sh`;
 }
@@ -85,7 +95,12 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
     return { kind: "invalid", problems };
   }
   if (raw.disableAllHooks === true) {
-    notes.push({ kind: "hooks_disabled", field: "disableAllHooks", message: "note: disableAllHooks is true: Claude Code runs none of these hooks; the wrappers are written all the same" });
+    notes.push({
+      kind: "hooks_disabled",
+      field: "disableAllHooks",
+      message:
+        "note: disableAllHooks is true: Claude Code runs none of these hooks; the wrappers are written all the same",
+    });
   }
   const hooks = raw.hooks;
   if (hooks === undefined || hooks === null) return { kind: "plan", wrappers, notes };
@@ -116,7 +131,9 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
         notes.push({
           kind: "ignored_matcher",
           field: `${groupField}.matcher`,
-          message: `note: ${groupField}.matcher ${describeValue(group.matcher)} is ignored: ${claudeEvent} takes no matcher (Claude Code runs these hooks every time, and so do the wrappers)`,
+          message:
+            `note: ${groupField}.matcher ${describeValue(group.matcher)} is ignored: ${claudeEvent} takes no ` +
+            `matcher (Claude Code runs these hooks every time, and so do the wrappers)`,
         });
       }
       if (!Array.isArray(group.hooks)) {
@@ -134,7 +151,11 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           continue;
         }
         if (hook.type !== "command") {
-          notes.push({ kind: "skipped", field, message: `skipped ${field}: type ${JSON.stringify(hook.type)} (only command hooks can run here)` });
+          notes.push({
+            kind: "skipped",
+            field,
+            message: `skipped ${field}: type ${JSON.stringify(hook.type)} (only command hooks can run here)`,
+          });
           continue;
         }
         const command = hook.command;
@@ -153,13 +174,21 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           continue;
         }
         if (timeout !== null && timeout !== hook.timeout) {
-          notes.push({ kind: "timeout_rounded", field: `${field}.timeout`, message: `note: ${field}.timeout ${String(hook.timeout)} is rounded up to ${timeout} s (a wrapper's timeout is in whole seconds)` });
+          notes.push({
+            kind: "timeout_rounded",
+            field: `${field}.timeout`,
+            message:
+              `note: ${field}.timeout ${String(hook.timeout)} is rounded up to ${timeout} s (a wrapper's ` +
+              `timeout is in whole seconds)`,
+          });
         }
         if (hook.async === true) {
           notes.push({
             kind: "async",
             field: `${field}.async`,
-            message: `note: ${field}.async is true: Claude Code does not wait for this hook, but as a gate it is waited for, and its failure counts`,
+            message:
+              `note: ${field}.async is true: Claude Code does not wait for this hook, but as a gate it is ` +
+              `waited for, and its failure counts`,
           });
         }
         const relPath = claudeWrapperPath(event, n + 1);
@@ -168,7 +197,10 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
         // line near the top would stop the gate from running at all.
         const readBack = parseHookSettings(content, event, relPath);
         if (!readBack.ok || readBack.settings?.format !== "claude") {
-          problems.push(`${file}: ${field}.command: the wrapper would not run (${readBack.ok ? "its settings line is not read as format=claude" : readBack.error})`);
+          problems.push(
+            `${file}: ${field}.command: the wrapper would not run ` +
+              `(${readBack.ok ? "its settings line is not read as format=claude" : readBack.error})`,
+          );
           continue;
         }
         n += 1;
@@ -177,7 +209,10 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           notes.push({
             kind: "over_deadline",
             field: `${field}.timeout`,
-            message: `note: ${relPath}: its timeout of ${timeout} s is longer than the chain deadline (${DEFAULT_LIMITS.chainDeadlineMs / 1000} s unless config.json hooks.limits.chainDeadlineMs says otherwise), which cuts it short`,
+            message:
+              `note: ${relPath}: its timeout of ${timeout} s is longer than the chain deadline ` +
+              `(${DEFAULT_LIMITS.chainDeadlineMs / 1000} s unless config.json hooks.limits.chainDeadlineMs says ` +
+              `otherwise), which cuts it short`,
           });
         }
       }
@@ -190,27 +225,38 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
       kind: "no_timeout",
       field: "hooks",
       message:
-        `note: ${untimed.map((w) => w.relPath).join(", ")}: no timeout in the settings, so the hook timeout in force applies ` +
-        `(${DEFAULT_TIMEOUT_MS / 1000} s unless set; doctor shows it), where Claude Code would give ${CLAUDE_DEFAULT_TIMEOUT_S} s`,
+        `note: ${untimed.map((w) => w.relPath).join(", ")}: no timeout in the settings, so the hook timeout in force ` +
+        `applies ` +
+        `(${DEFAULT_TIMEOUT_MS / 1000} s unless set; doctor shows it), where Claude Code would give ` +
+        `${CLAUDE_DEFAULT_TIMEOUT_S} s`,
     });
   }
   if (unmapped.length > 0) {
     notes.push({
       kind: "not_mapped",
       field: "hooks",
-      message: `not mapped: ${unmapped.join(", ")} (only TaskCompleted and TeammateIdle become gates; the other events have no counterpart here)`,
+      message:
+        `not mapped: ${unmapped.join(", ")} (only TaskCompleted and TeammateIdle become gates; the other ` +
+        `events have no counterpart here)`,
     });
   }
   return { kind: "plan", wrappers, notes };
 }
 
-function wrapperText(claudeEvent: ClaudeGateEvent, n: number, file: string, command: string, timeout: number | null): string {
+function wrapperText(
+  claudeEvent: ClaudeGateEvent,
+  n: number,
+  file: string,
+  command: string,
+  timeout: number | null,
+): string {
   // A newline in the path would end the comment and make the rest of the path a command line.
   const from = /[\r\n]/.test(file) ? JSON.stringify(file) : file;
   return [
     "#!/usr/bin/env bash",
     claudeSettingsLine(timeout),
-    `# Claude Code's ${claudeEvent} hook ${n} from ${from}, run unchanged (written by pi-teams-hooks init --from-claude).`,
+    `# Claude Code's ${claudeEvent} hook ${n} from ${from}, run unchanged (written by pi-teams-hooks init ` +
+      `--from-claude).`,
     command.endsWith("\n") ? command : `${command}\n`,
   ].join("\n");
 }
@@ -222,7 +268,8 @@ function wrapperText(claudeEvent: ClaudeGateEvent, n: number, file: string, comm
  */
 function timeoutOf(value: unknown): number | null | "invalid" {
   if (value === undefined || value === null) return null;
-  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || Math.ceil(value) > MAX_TIMEOUT_S) return "invalid";
+  if (typeof value !== "number" || !Number.isFinite(value) || value <= 0 || Math.ceil(value) > MAX_TIMEOUT_S)
+    return "invalid";
   return Math.ceil(value);
 }
 
@@ -233,4 +280,3 @@ function isGateEvent(name: string): name is ClaudeGateEvent {
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
-

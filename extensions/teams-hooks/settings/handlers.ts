@@ -26,7 +26,18 @@ export const HANDLER_TIMEOUT_MS = Object.freeze({ min: 1_000, max: 300_000, defa
 /** A header name as HTTP defines it (a token: letters, digits and ``!#$%&'*+-.^_`|~``). */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Headers the runner sets itself: a handler may not set them. */
-const RESERVED_HEADERS = new Set(["content-type", "content-length", "host", "connection", "transfer-encoding", "keep-alive", "expect", "upgrade", "te", "trailer"]);
+const RESERVED_HEADERS = new Set([
+  "content-type",
+  "content-length",
+  "host",
+  "connection",
+  "transfer-encoding",
+  "keep-alive",
+  "expect",
+  "upgrade",
+  "te",
+  "trailer",
+]);
 /** The context headers' prefix (and the signature's): ours alone. */
 const RESERVED_PREFIX = "x-pi-teams-";
 /** An environment variable name, as a shell writes one. */
@@ -34,17 +45,22 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A handler's name: in gate names (`http:ci`), logs and the trust record. */
 const HANDLER_NAME = /^[A-Za-z0-9_.-]+$/;
 
-/** Why `name` cannot be a handler's header, or null when it can. (A record key's own schema loses its message in zod.) */
+/**
+ * Why `name` cannot be a handler's header, or null when it can. (A record key's own schema loses its message in zod.)
+ */
 function headerNameProblem(name: string): string | null {
   if (!HEADER_NAME.test(name)) return "must be a header name (letters, digits and !#$%&'*+-.^_`|~, no blanks)";
   if (RESERVED_HEADERS.has(name.toLowerCase())) return "is set by pi-teams-hooks itself";
-  if (name.toLowerCase().startsWith(RESERVED_PREFIX)) return `names starting with ${RESERVED_PREFIX} are pi-teams-hooks' own`;
+  if (name.toLowerCase().startsWith(RESERVED_PREFIX))
+    return `names starting with ${RESERVED_PREFIX} are pi-teams-hooks' own`;
   return null;
 }
 
 const headerValue = z.string().refine((value) => !/[\r\n\0]/.test(value), "must not contain CR, LF or NUL");
 
-const envName = z.string().regex(ENV_NAME, "must be an environment variable name (letters, digits, _; not starting with a digit)");
+const envName = z
+  .string()
+  .regex(ENV_NAME, "must be an environment variable name (letters, digits, _; not starting with a digit)");
 
 /** An absolute http(s) URL without credentials (those go in secretHeaders, which never reach a log). */
 const handlerUrl = z.string().superRefine((value, ctx) => {
@@ -55,8 +71,13 @@ const handlerUrl = z.string().superRefine((value, ctx) => {
     ctx.addIssue({ code: "custom", message: "must be an absolute URL (http:// or https://)" });
     return;
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") ctx.addIssue({ code: "custom", message: `must be http:// or https://, got ${url.protocol}//` });
-  if (url.username !== "" || url.password !== "") ctx.addIssue({ code: "custom", message: "must not hold credentials (they would be logged): put them in secretHeaders" });
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    ctx.addIssue({ code: "custom", message: `must be http:// or https://, got ${url.protocol}//` });
+  if (url.username !== "" || url.password !== "")
+    ctx.addIssue({
+      code: "custom",
+      message: "must not hold credentials (they would be logged): put them in secretHeaders",
+    });
 });
 
 function whole(min: number, max: number) {
@@ -67,7 +88,12 @@ function whole(min: number, max: number) {
 
 export const HandlerSchema = z
   .strictObject({
-    name: z.string().trim().min(1, "must not be blank").max(64, "must be at most 64 characters").regex(HANDLER_NAME, "must hold only letters, digits, _ . -"),
+    name: z
+      .string()
+      .trim()
+      .min(1, "must not be blank")
+      .max(64, "must be at most 64 characters")
+      .regex(HANDLER_NAME, "must hold only letters, digits, _ . -"),
     events: z
       .array(z.enum(HOOK_EVENTS))
       .min(1, "must name at least one event")
@@ -81,9 +107,15 @@ export const HandlerSchema = z
     timeoutMs: whole(HANDLER_TIMEOUT_MS.min, HANDLER_TIMEOUT_MS.max).default(HANDLER_TIMEOUT_MS.default),
     /** The request's method; POST when not given. */
     method: z.enum(HANDLER_METHODS).optional(),
-    /** The body to send instead of the context document: JSON whose strings may hold `{{…}}` placeholders (contract/request-template.ts). */
+    /**
+     * The body to send instead of the context document: JSON whose strings may hold `{{…}}` placeholders
+     * (contract/request-template.ts).
+     */
     body: z.record(z.string(), z.unknown()).optional(),
-    /** `held`: any 2xx holds the gate until a decision comes back; `verdict` (the default): the answer's verdict decides. */
+    /**
+     * `held`: any 2xx holds the gate until a decision comes back; `verdict` (the default): the answer's verdict
+     * decides.
+     */
     answer: z.enum(HANDLER_ANSWERS).optional(),
     /**
      * `false`: the handler is skipped, and each event's log says so. Not part of its trusted definition
@@ -92,19 +124,34 @@ export const HandlerSchema = z
     enabled: z.boolean().optional(),
   })
   .superRefine((handler, ctx) => {
-    for (const problem of templateProblems(handler.body, handler.name)) ctx.addIssue({ code: "custom", path: ["body", ...problem.path], message: problem.message });
+    for (const problem of templateProblems(handler.body, handler.name))
+      ctx.addIssue({ code: "custom", path: ["body", ...problem.path], message: problem.message });
     const waitless = handler.answer === "held" ? handler.events.filter((event) => !canDefer(event)) : [];
     if (waitless.length > 0) {
-      ctx.addIssue({ code: "custom", path: ["answer"], message: `"held" holds a gate until a decision comes back, and ${waitless.join(" and ")} cannot wait (only task_completed and task_failed can be held): give this handler only those events, or answer "verdict"` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["answer"],
+        message:
+          `"held" holds a gate until a decision comes back, and ${waitless.join(" and ")} cannot wait (only ` +
+          `task_completed and task_failed can be held): give this handler only those events, or answer "verdict"`,
+      });
     }
     const seen = new Map<string, string>();
-    for (const [where, names] of [["headers", Object.keys(handler.headers ?? {})], ["secretHeaders", Object.keys(handler.secretHeaders ?? {})]] as const) {
+    for (const [where, names] of [
+      ["headers", Object.keys(handler.headers ?? {})],
+      ["secretHeaders", Object.keys(handler.secretHeaders ?? {})],
+    ] as const) {
       for (const name of names) {
         const problem = headerNameProblem(name);
         if (problem !== null) ctx.addIssue({ code: "custom", path: [where, name], message: problem });
         const lower = name.toLowerCase();
         const first = seen.get(lower);
-        if (first !== undefined) ctx.addIssue({ code: "custom", path: [where, name], message: `is the same header as ${first} (header names are unique, whatever their case)` });
+        if (first !== undefined)
+          ctx.addIssue({
+            code: "custom",
+            path: [where, name],
+            message: `is the same header as ${first} (header names are unique, whatever their case)`,
+          });
         else seen.set(lower, `${where}.${name}`);
       }
     }
@@ -116,7 +163,14 @@ export const HandlersSchema = z.array(HandlerSchema).superRefine((handlers, ctx)
   const seen = new Map<string, number>();
   handlers.forEach((handler, index) => {
     const first = seen.get(handler.name.toLowerCase());
-    if (first !== undefined) ctx.addIssue({ code: "custom", path: [index, "name"], message: `${JSON.stringify(handler.name)} is also the name of handler ${first} (names are unique, whatever their case)` });
+    if (first !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: [index, "name"],
+        message:
+          `${JSON.stringify(handler.name)} is also the name of handler ${first} (names are unique, whatever ` +
+          `their case)`,
+      });
     else seen.set(handler.name.toLowerCase(), index);
   });
 });
@@ -155,21 +209,39 @@ export const TemplateSchema = z
     subject: z.string().refine((s) => s.trim() !== "", "must not be blank"),
     description: z.string().optional(),
     /** The member the new task is assigned to (and told, as a lead would). */
-    owner: z.string().regex(/^[A-Za-z0-9_-]+$/, "must be a member name (letters, digits, _ and -)").optional(),
+    owner: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]+$/, "must be a member name (letters, digits, _ and -)")
+      .optional(),
     parameters: z.record(z.string(), ParameterSchema).optional(),
   })
   .superRefine((template, ctx) => {
     const declared = new Map<string, string>();
     for (const name of Object.keys(template.parameters ?? {})) {
-      if (!PARAMETER_NAME.test(name)) ctx.addIssue({ code: "custom", path: ["parameters", name], message: "must be a parameter name (letters, digits, _; not starting with a digit; at most 64)" });
+      if (!PARAMETER_NAME.test(name))
+        ctx.addIssue({
+          code: "custom",
+          path: ["parameters", name],
+          message: "must be a parameter name (letters, digits, _; not starting with a digit; at most 64)",
+        });
       const first = declared.get(name.toLowerCase());
-      if (first !== undefined) ctx.addIssue({ code: "custom", path: ["parameters", name], message: `is the same parameter as ${first} (names match whatever their case)` });
+      if (first !== undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["parameters", name],
+          message: `is the same parameter as ${first} (names match whatever their case)`,
+        });
       else declared.set(name.toLowerCase(), name);
     }
     for (const field of ["subject", "description"] as const) {
       for (const match of (template[field] ?? "").matchAll(PLACEHOLDER)) {
         const name = match[1] ?? "";
-        if (!declared.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [field], message: `{{parameters.${name}}} names no declared parameter` });
+        if (!declared.has(name.toLowerCase()))
+          ctx.addIssue({
+            code: "custom",
+            path: [field],
+            message: `{{parameters.${name}}} names no declared parameter`,
+          });
       }
     }
   });
@@ -178,9 +250,19 @@ export type TemplateDef = z.output<typeof TemplateSchema>;
 export const TemplatesSchema = z.record(z.string(), TemplateSchema).superRefine((templates, ctx) => {
   const seen = new Map<string, string>();
   for (const slug of Object.keys(templates)) {
-    if (!SLUG.test(slug)) ctx.addIssue({ code: "custom", path: [slug], message: "must be a slug (letters, digits, _ and -, at most 64, starting with a letter or digit)" });
+    if (!SLUG.test(slug))
+      ctx.addIssue({
+        code: "custom",
+        path: [slug],
+        message: "must be a slug (letters, digits, _ and -, at most 64, starting with a letter or digit)",
+      });
     const first = seen.get(slug.toLowerCase());
-    if (first !== undefined) ctx.addIssue({ code: "custom", path: [slug], message: `is the same template as ${first} (slugs match whatever their case)` });
+    if (first !== undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: [slug],
+        message: `is the same template as ${first} (slugs match whatever their case)`,
+      });
     else seen.set(slug.toLowerCase(), slug);
   }
 });

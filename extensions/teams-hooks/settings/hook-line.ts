@@ -55,7 +55,9 @@ export interface HookSettings {
  * not read (past line 10, another case, another comment form): a gate that runs with settings its
  * author did not mean, in silence, is what they are for. Or the error that stops the gate.
  */
-export type HookSettingsRead = { ok: true; settings: HookSettings | null; notes?: string[] } | { ok: false; error: string };
+export type HookSettingsRead =
+  | { ok: true; settings: HookSettings | null; notes?: string[] }
+  | { ok: false; error: string };
 
 /** What a settings line looks like to a reader, whatever its case or comment form. */
 const LOOKS_LIKE = /pi-teams-hooks\s*:/i;
@@ -67,7 +69,13 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
   for (const [index, raw] of lines.entries()) {
     const match = MARKER.exec(raw.replace(/\r$/, ""));
     if (!match) continue;
-    if (found) return { ok: false, error: `${name}:${index + 1}: a second pi-teams-hooks: line (the first is line ${found.line}); give every setting on one line` };
+    if (found)
+      return {
+        ok: false,
+        error:
+          `${name}:${index + 1}: a second pi-teams-hooks: line (the first is line ${found.line}); give every ` +
+          `setting on one line`,
+      };
     found = { line: index + 1, body: match[1] ?? "" };
   }
   const notes = unreadLines(text, found?.line ?? null, name);
@@ -102,7 +110,10 @@ function unreadLines(text: string, read: number | null, name: string): string[] 
   const notes: string[] = [];
   for (const [index, raw] of text.split("\n").entries()) {
     if (index + 1 === read || !LOOKS_LIKE.test(raw)) continue;
-    const why = index >= SETTINGS_LINE_WINDOW ? `it is past line ${SETTINGS_LINE_WINDOW}` : "only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read";
+    const why =
+      index >= SETTINGS_LINE_WINDOW
+        ? `it is past line ${SETTINGS_LINE_WINDOW}`
+        : "only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read";
     // Quoted in a string or an echo of the gate's own code is common too: said, never an error.
     notes.push(`${name}:${index + 1}: looks like a settings line, but is not read (${why})`);
   }
@@ -133,7 +144,12 @@ function splitTokens(body: string): string[] | string {
   return tokens;
 }
 
-function setValue(settings: HookSettings, key: (typeof KEYS)[number], value: string, event: HookEventName): string | null {
+function setValue(
+  settings: HookSettings,
+  key: (typeof KEYS)[number],
+  value: string,
+  event: HookEventName,
+): string | null {
   switch (key) {
     case "timeout": {
       const ms = parseDuration(value);
@@ -152,7 +168,11 @@ function setValue(settings: HookSettings, key: (typeof KEYS)[number], value: str
       return null;
     case "format":
       if (!(HOOK_FORMATS as readonly string[]).includes(value)) return `expected ${HOOK_FORMATS.join(" or ")}`;
-      if (value === "claude" && !CLAUDE_EVENT_NAMES[event]) return `Claude Code has no event for ${event} (format=claude is for on_task_completed, as TaskCompleted, and on_idle, as TeammateIdle)`;
+      if (value === "claude" && !CLAUDE_EVENT_NAMES[event])
+        return (
+          `Claude Code has no event for ${event} (format=claude is for on_task_completed, as TaskCompleted, and ` +
+          `on_idle, as TeammateIdle)`
+        );
       settings.format = value as HookFormat;
       return null;
     default: {
@@ -215,7 +235,8 @@ export function unmatched(match: HookSettings["match"], facts: MatchFacts): stri
         if (!task) return `${shown}: the event has no task`;
         const labels = stringList(task.metadata?.labels);
         if (labels.length === 0) return `${shown}: the task has no metadata.labels`;
-        if (!labels.some((label) => anyGlob(globs, label))) return `${shown}: labels ${said(labels.join(","))} do not match`;
+        if (!labels.some((label) => anyGlob(globs, label)))
+          return `${shown}: labels ${said(labels.join(","))} do not match`;
         break;
       }
       case "paths": {
@@ -223,7 +244,8 @@ export function unmatched(match: HookSettings["match"], facts: MatchFacts): stri
         // Nothing usable recorded (absent, empty, not a list of names): run (see above).
         const files = stringList(task.metadata?.files);
         if (files.length === 0) break;
-        if (!files.some((file) => anyGlob(globs, file, false, true))) return `${shown}: none of the ${files.length} file(s) in metadata.files match`;
+        if (!files.some((file) => anyGlob(globs, file, false, true)))
+          return `${shown}: none of the ${files.length} file(s) in metadata.files match`;
         break;
       }
     }
@@ -239,7 +261,11 @@ function said(value: string): string {
 
 /** A list of strings from an array (non-strings dropped) or one comma-separated string. */
 function stringList(value: unknown): string[] {
-  if (typeof value === "string") return value.split(",").map((s) => s.trim()).filter(Boolean);
+  if (typeof value === "string")
+    return value
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (Array.isArray(value)) return value.filter((v): v is string => typeof v === "string");
   return [];
 }
@@ -261,7 +287,11 @@ export function globMatches(glob: string, text: string, opts: { fold?: boolean; 
 }
 
 /** One character of a glob: a literal, `?`, `*`, or a class `[a-z]` / `[!a-z]`. */
-type Token = { kind: "char"; char: string } | { kind: "one" } | { kind: "star" } | { kind: "class"; negate: boolean; ranges: Array<[number, number]> };
+type Token =
+  | { kind: "char"; char: string }
+  | { kind: "one" }
+  | { kind: "star" }
+  | { kind: "class"; negate: boolean; ranges: Array<[number, number]> };
 
 /** A glob read once: as a whole, and for paths by `/`-separated segment (`**` a segment of its own). */
 interface CompiledGlob {
@@ -285,7 +315,9 @@ export function compileGlob(glob: string): CompiledGlob | string {
   let compiled: CompiledGlob | string;
   if (typeof tokens === "string") compiled = tokens;
   else {
-    const segments = glob.split("/").map((segment) => (segment === "**" ? ("**" as const) : (tokenize([...segment]) as Token[])));
+    const segments = glob
+      .split("/")
+      .map((segment) => (segment === "**" ? ("**" as const) : (tokenize([...segment]) as Token[])));
     compiled = { whole: tokens, segments };
   }
   if (globCache.size > 1_000) globCache.clear();
@@ -349,7 +381,12 @@ function matchTokens(tokens: readonly Token[], text: readonly string[]): boolean
 function matchPath(glob: CompiledGlob, hasSlash: boolean, file: string): boolean {
   const parts = file.replace(/^(\.\/)+/, "").split("/");
   if (!hasSlash) return matchTokens(glob.whole, [...(parts[parts.length - 1] ?? "")]);
-  return wildcardMatch(glob.segments, parts, (seg) => seg === "**", (seg, part) => seg !== "**" && matchTokens(seg, [...part]));
+  return wildcardMatch(
+    glob.segments,
+    parts,
+    (seg) => seg === "**",
+    (seg, part) => seg !== "**" && matchTokens(seg, [...part]),
+  );
 }
 
 /**
@@ -357,7 +394,12 @@ function matchPath(glob: CompiledGlob, hasSlash: boolean, file: string): boolean
  * it goes back to the last star and lets it take one more item, never further, so it takes time in
  * proportion to pattern × text at worst, and never backtracks without bound.
  */
-function wildcardMatch<P, T>(pattern: readonly P[], text: readonly T[], isStar: (p: P) => boolean, one: (p: P, t: T) => boolean): boolean {
+function wildcardMatch<P, T>(
+  pattern: readonly P[],
+  text: readonly T[],
+  isStar: (p: P) => boolean,
+  one: (p: P, t: T) => boolean,
+): boolean {
   let t = 0;
   let p = 0;
   let starAt = -1;
@@ -382,7 +424,10 @@ function wildcardMatch<P, T>(pattern: readonly P[], text: readonly T[], isStar: 
 /** The settings as one line for people (`doctor`, the logs): `timeout=300s members=impl-* mode=shadow`. */
 export function describeSettings(settings: HookSettings): string {
   const parts: string[] = [];
-  if (settings.timeoutMs !== undefined) parts.push(`timeout=${settings.timeoutMs % 1000 === 0 ? `${settings.timeoutMs / 1000}s` : `${settings.timeoutMs}ms`}`);
+  if (settings.timeoutMs !== undefined)
+    parts.push(
+      `timeout=${settings.timeoutMs % 1000 === 0 ? `${settings.timeoutMs / 1000}s` : `${settings.timeoutMs}ms`}`,
+    );
   for (const key of MATCHER_KEYS) {
     const globs = settings.match?.[key];
     if (globs) parts.push(`${key}=${globs.join(",")}`);

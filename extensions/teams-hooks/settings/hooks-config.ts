@@ -27,7 +27,15 @@ import {
 import { type Problem, variableNamed } from "./problems.js";
 import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
 import { DEFER_TIMEOUT_MS, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
-import { ConfidentialSchema, ProjectionSchema, RedactEnvSchema, keepRefusedPrivacy, projectionHandlerProblems, type PrivacySettings, type Projection } from "./privacy.js";
+import {
+  ConfidentialSchema,
+  ProjectionSchema,
+  RedactEnvSchema,
+  keepRefusedPrivacy,
+  projectionHandlerProblems,
+  type PrivacySettings,
+  type Projection,
+} from "./privacy.js";
 
 export const FAILURE_MODES = ["closed", "open"] as const;
 export type FailureMode = (typeof FAILURE_MODES)[number];
@@ -64,7 +72,12 @@ export const FailureModeSettingSchema = z.string().trim().toLowerCase().pipe(z.e
 /** One mode for every event, or a mode per event (events left out keep their default). */
 const FailureModeBlock = z.union([
   FailureModeSettingSchema,
-  z.strictObject(Object.fromEntries(HOOK_EVENTS.map((e) => [e, FailureModeSettingSchema.optional()])) as Record<HookEventName, z.ZodOptional<typeof FailureModeSettingSchema>>),
+  z.strictObject(
+    Object.fromEntries(HOOK_EVENTS.map((e) => [e, FailureModeSettingSchema.optional()])) as Record<
+      HookEventName,
+      z.ZodOptional<typeof FailureModeSettingSchema>
+    >,
+  ),
 ]);
 
 /**
@@ -174,37 +187,42 @@ export function cappedLimitWarning(file: string, c: CappedLimit): string {
 }
 
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
-export const HooksBlockSchema = z.looseObject({
-  failureAction: FailureActionSettingSchema.nullish(),
-  maxReopensPerTask: MaxReopensSettingSchema.nullish(),
-  followupOwner: FollowupOwnerSettingSchema.nullish(),
-  failureMode: FailureModeBlock.nullish(),
-  sweep: SweepSettingSchema.nullish(),
-  exitCodes: ExitCodesSettingSchema.nullish(),
-  limits: LimitsSchema.nullish(),
-  /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
-  handlers: HandlersSchema.nullish(),
-  /** Task templates the task API creates tasks from (settings/handlers.ts). */
-  templates: TemplatesSchema.nullish(),
-  /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
-  deferTimeoutMs: limitValue.nullish(),
-  /** The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts). */
-  writableFields: WritableFieldsSchema.nullish(),
-  /** Gate name → the fields of the context document it may see (settings/privacy.ts). */
-  projection: ProjectionSchema.nullish(),
-  /** HTTP handlers and hook logs get no task content: identity and lifecycle only. */
-  confidential: ConfidentialSchema.nullish(),
-  /** Variables whose values are redacted from hook output, besides the handlers' secrets. */
-  redactEnv: RedactEnvSchema.nullish(),
-  /**
-   * Whether the owner of a task the policy reopens is sent a `task_assignment` for it (default true), as
-   * a team runtime hands out work: a worker that starts an owned task only when assigned takes it up again.
-   */
-  reassignOnReopen: z.boolean().nullish(),
-}).superRefine((block, ctx) => {
-  // Across fields, so here: a projection of `http:<name>` names a handler of the same block.
-  for (const problem of projectionHandlerProblems(block.projection, block.handlers)) ctx.addIssue({ code: "custom", path: problem.path, message: problem.message });
-});
+export const HooksBlockSchema = z
+  .looseObject({
+    failureAction: FailureActionSettingSchema.nullish(),
+    maxReopensPerTask: MaxReopensSettingSchema.nullish(),
+    followupOwner: FollowupOwnerSettingSchema.nullish(),
+    failureMode: FailureModeBlock.nullish(),
+    sweep: SweepSettingSchema.nullish(),
+    exitCodes: ExitCodesSettingSchema.nullish(),
+    limits: LimitsSchema.nullish(),
+    /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
+    handlers: HandlersSchema.nullish(),
+    /** Task templates the task API creates tasks from (settings/handlers.ts). */
+    templates: TemplatesSchema.nullish(),
+    /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
+    deferTimeoutMs: limitValue.nullish(),
+    /**
+     * The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts).
+     */
+    writableFields: WritableFieldsSchema.nullish(),
+    /** Gate name → the fields of the context document it may see (settings/privacy.ts). */
+    projection: ProjectionSchema.nullish(),
+    /** HTTP handlers and hook logs get no task content: identity and lifecycle only. */
+    confidential: ConfidentialSchema.nullish(),
+    /** Variables whose values are redacted from hook output, besides the handlers' secrets. */
+    redactEnv: RedactEnvSchema.nullish(),
+    /**
+     * Whether the owner of a task the policy reopens is sent a `task_assignment` for it (default true), as
+     * a team runtime hands out work: a worker that starts an owned task only when assigned takes it up again.
+     */
+    reassignOnReopen: z.boolean().nullish(),
+  })
+  .superRefine((block, ctx) => {
+    // Across fields, so here: a projection of `http:<name>` names a handler of the same block.
+    for (const problem of projectionHandlerProblems(block.projection, block.handlers))
+      ctx.addIssue({ code: "custom", path: problem.path, message: problem.message });
+  });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
 /** `fields`: each problem's field, a dotted path from config.json's top (`hooks.limits.maxHooksPerEvent`), in order. */
@@ -273,14 +291,20 @@ export interface ResolvedModes {
 }
 
 /** Failure mode per event: config.json `hooks.failureMode` > `PI_TEAMS_HOOKS_FAILURE_MODE` > default. */
-export function resolveFailureModes(block: HooksBlock, env: Readonly<Record<string, string | undefined>>): ResolvedModes {
+export function resolveFailureModes(
+  block: HooksBlock,
+  env: Readonly<Record<string, string | undefined>>,
+): ResolvedModes {
   const warnings: string[] = [];
   let fromEnv: FailureMode | undefined;
   const rawEnv = env.PI_TEAMS_HOOKS_FAILURE_MODE;
   if (rawEnv !== undefined && rawEnv.trim() !== "") {
     const parsed = FailureModeSettingSchema.safeParse(rawEnv);
     if (parsed.success) fromEnv = parsed.data;
-    else warnings.push(`PI_TEAMS_HOOKS_FAILURE_MODE: ${JSON.stringify(rawEnv)} is not valid (expected closed or open) — ignored`);
+    else
+      warnings.push(
+        `PI_TEAMS_HOOKS_FAILURE_MODE: ${JSON.stringify(rawEnv)} is not valid (expected closed or open) — ignored`,
+      );
   }
   const configured = block.failureMode;
   const modes = {} as Record<HookEventName, FailureMode>;
@@ -295,7 +319,10 @@ export function resolveFailureModes(block: HooksBlock, env: Readonly<Record<stri
 }
 
 export function resolveLimits(block: HooksBlock): Readonly<HookLimits> {
-  return Object.freeze({ ...DEFAULT_LIMITS, ...Object.fromEntries(Object.entries(block.limits ?? {}).filter(([, v]) => v !== undefined)) });
+  return Object.freeze({
+    ...DEFAULT_LIMITS,
+    ...Object.fromEntries(Object.entries(block.limits ?? {}).filter(([, v]) => v !== undefined)),
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -413,7 +440,11 @@ export interface TeamSettings extends SettingsReport {
 
 const POLICY_FIELDS: Readonly<Record<PolicySetting, { field: string; env: string; flag: string }>> = {
   failureAction: { field: "hooks.failureAction", env: SETTING_ENV.failureAction, flag: SETTING_FLAGS.failureAction },
-  maxReopensPerTask: { field: "hooks.maxReopensPerTask", env: SETTING_ENV.maxReopensPerTask, flag: SETTING_FLAGS.maxReopens },
+  maxReopensPerTask: {
+    field: "hooks.maxReopensPerTask",
+    env: SETTING_ENV.maxReopensPerTask,
+    flag: SETTING_FLAGS.maxReopens,
+  },
   followupOwner: { field: "hooks.followupOwner", env: SETTING_ENV.followupOwner, flag: SETTING_FLAGS.followupOwner },
 };
 
@@ -434,7 +465,8 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   const modes = resolveFailureModes(block, input.env);
   const limits = resolveLimits(block);
   const configName = path.basename(input.file);
-  const inConfig = (field: string): string => `${configName} ${field}${chosen.from === "kept" ? " (last valid block)" : ""}`;
+  const inConfig = (field: string): string =>
+    `${configName} ${field}${chosen.from === "kept" ? " (last valid block)" : ""}`;
 
   const policyOrigin = (setting: PolicySetting): string => {
     const where = POLICY_FIELDS[setting];
@@ -443,7 +475,8 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     if (source === "flag") return where.flag;
     if (source === "default") return "default";
     // failureAction has two variables; the newer one wins when it holds a valid value.
-    if (setting === "failureAction" && !FailureActionSettingSchema.safeParse(input.env[where.env] ?? "").success) return SETTING_ENV.createTaskOnFailure;
+    if (setting === "failureAction" && !FailureActionSettingSchema.safeParse(input.env[where.env] ?? "").success)
+      return SETTING_ENV.createTaskOnFailure;
     return where.env;
   };
   const failureModes = {} as Record<HookEventName, Effective<FailureMode>>;
@@ -461,18 +494,29 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
     const fromConfig = block.limits?.[name] !== undefined;
     const field = `hooks.limits.${name}`;
-    limitRows[name] = { value: limits[name], source: fromConfig ? "config" : "default", origin: fromConfig ? `${inConfig(field)}${cappedNote(field)}` : "default" };
+    limitRows[name] = {
+      value: limits[name],
+      source: fromConfig ? "config" : "default",
+      origin: fromConfig ? `${inConfig(field)}${cappedNote(field)}` : "default",
+    };
   }
-  const timeoutOrigin = timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
+  const timeoutOrigin =
+    timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
   const sweep = resolveSweep(block);
   const deferFromConfig = block.deferTimeoutMs !== undefined && block.deferTimeoutMs !== null;
   function fromConfig<T>(value: T | null | undefined, field: string, fallback: T): Effective<T, "config" | "default"> {
-    return value === undefined || value === null ? { value: fallback, source: "default", origin: "default" } : { value, source: "config", origin: inConfig(field) };
+    return value === undefined || value === null
+      ? { value: fallback, source: "default", origin: "default" }
+      : { value, source: "config", origin: inConfig(field) };
   }
 
   const withheld = keepRefusedPrivacy(chosen.valid || input.noBlock ? null : input.hooks, input.file, {
     confidential: fromConfig(block.confidential, "hooks.confidential", false),
-    redactEnv: fromConfig(block.redactEnv ? [...block.redactEnv] : block.redactEnv, "hooks.redactEnv", [] as readonly string[]),
+    redactEnv: fromConfig(
+      block.redactEnv ? [...block.redactEnv] : block.redactEnv,
+      "hooks.redactEnv",
+      [] as readonly string[],
+    ),
   });
   const projection = fromConfig(block.projection, "hooks.projection", {} as Projection);
   const flagged = (value: boolean | undefined, flag: string): Effective<boolean, "flag" | "default"> =>
@@ -497,16 +541,26 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   return deepFreeze({
     values: { ...policy.policy },
     sources: { ...policy.sources },
-    origins: { failureAction: policyOrigin("failureAction"), maxReopensPerTask: policyOrigin("maxReopensPerTask"), followupOwner: policyOrigin("followupOwner") },
+    origins: {
+      failureAction: policyOrigin("failureAction"),
+      maxReopensPerTask: policyOrigin("maxReopensPerTask"),
+      followupOwner: policyOrigin("followupOwner"),
+    },
     timeoutMs: { value: timeout.value, source: timeout.source, origin: timeoutOrigin },
     failureModes,
     limits: limitRows,
     sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
-    exitCodes: block.exitCodes ? { value: block.exitCodes, source: "config", origin: inConfig("hooks.exitCodes") } : { value: "v1", source: "default", origin: "default" },
+    exitCodes: block.exitCodes
+      ? { value: block.exitCodes, source: "config", origin: inConfig("hooks.exitCodes") }
+      : { value: "v1", source: "default", origin: "default" },
     handlers: [...(block.handlers ?? [])],
     templates: { ...(block.templates ?? {}) },
     deferTimeoutMs: deferFromConfig
-      ? { value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default, source: "config", origin: `${inConfig("hooks.deferTimeoutMs")}${cappedNote("hooks.deferTimeoutMs")}` }
+      ? {
+          value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default,
+          source: "config",
+          origin: `${inConfig("hooks.deferTimeoutMs")}${cappedNote("hooks.deferTimeoutMs")}`,
+        }
       : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
     writableFields: block.writableFields
       ? { value: [...block.writableFields], source: "config", origin: inConfig("hooks.writableFields") }
@@ -537,18 +591,62 @@ function deepFreeze<T>(value: T): T {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: TeamSettings): SettingsReport {
-  const { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block } = settings;
-  return { values, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block };
+  const {
+    values,
+    sources,
+    origins,
+    timeoutMs,
+    failureModes,
+    limits,
+    sweep,
+    exitCodes,
+    handlers,
+    templates,
+    deferTimeoutMs,
+    writableFields,
+    projection,
+    confidential,
+    redactEnv,
+    reassignOnReopen,
+    block,
+  } = settings;
+  return {
+    values,
+    sources,
+    origins,
+    timeoutMs,
+    failureModes,
+    limits,
+    sweep,
+    exitCodes,
+    handlers,
+    templates,
+    deferTimeoutMs,
+    writableFields,
+    projection,
+    confidential,
+    redactEnv,
+    reassignOnReopen,
+    block,
+  };
 }
 
 /** What one event needs of the privacy settings: the projection, confidentiality, the variables to redact. */
-export function privacyOf(settings: Pick<SettingsReport, "projection" | "confidential" | "redactEnv">): PrivacySettings {
-  return { projection: settings.projection.value, confidential: settings.confidential.value, redactEnv: settings.redactEnv.value };
+export function privacyOf(
+  settings: Pick<SettingsReport, "projection" | "confidential" | "redactEnv">,
+): PrivacySettings {
+  return {
+    projection: settings.projection.value,
+    confidential: settings.confidential.value,
+    redactEnv: settings.redactEnv.value,
+  };
 }
 
 /** The values of a group of settings (`failureModes`, `limits`), without where they came from. */
 export function settingValues<K extends string, T>(rows: Readonly<Record<K, Effective<T>>>): Readonly<Record<K, T>> {
-  return Object.freeze(Object.fromEntries(Object.entries<Effective<T>>(rows).map(([key, row]) => [key, row.value])) as Record<K, T>);
+  return Object.freeze(
+    Object.fromEntries(Object.entries<Effective<T>>(rows).map(([key, row]) => [key, row.value])) as Record<K, T>,
+  );
 }
 
 interface ChosenBlock {
@@ -566,10 +664,26 @@ function chooseBlock(input: SettingsInput): ChosenBlock {
   const noBlock = input.noBlock;
   if (noBlock) {
     const found = [{ kind: "config_unreadable" as const, path: noBlock.kind === "not_an_object" ? "hooks" : "" }];
-    if (kept) return { value: kept, from: "kept", valid: false, problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`], found, refusal: noBlock.kind };
+    if (kept)
+      return {
+        value: kept,
+        from: "kept",
+        valid: false,
+        problems: [`${noBlock.reason} — the last valid "hooks" block stays in force`],
+        found,
+        refusal: noBlock.kind,
+      };
     // No config.json, or one without `hooks`: the documented defaults, nothing to refuse.
-    if (noBlock.kind === "missing" || noBlock.kind === "absent") return { value: {}, from: "none", valid: true, problems: [], found: [], refusal: null };
-    return { value: {}, from: "none", valid: false, problems: [`${noBlock.reason} — using defaults for the whole config`], found, refusal: noBlock.kind };
+    if (noBlock.kind === "missing" || noBlock.kind === "absent")
+      return { value: {}, from: "none", valid: true, problems: [], found: [], refusal: null };
+    return {
+      value: {},
+      from: "none",
+      valid: false,
+      problems: [`${noBlock.reason} — using defaults for the whole config`],
+      found,
+      refusal: noBlock.kind,
+    };
   }
   const check = checkHooksBlock(input.hooks, input.file);
   if (check.ok) return { value: check.raw, from: "file", valid: true, problems: [], found: [], refusal: null };
@@ -577,7 +691,14 @@ function chooseBlock(input: SettingsInput): ChosenBlock {
   // One line per problem, each whole on its own: logs and `grep` read lines.
   const problems = check.problems.map((problem) => `${problem} — the "hooks" block is refused whole; ${fallback}`);
   const found = check.fields.map((path) => ({ kind: "setting_invalid" as const, path }));
-  return { value: kept ?? {}, from: kept ? "kept" : "none", valid: false, problems, found, refusal: check.problems.join("\n") };
+  return {
+    value: kept ?? {},
+    from: kept ? "kept" : "none",
+    valid: false,
+    problems,
+    found,
+    refusal: check.problems.join("\n"),
+  };
 }
 
 export interface ResolvedSweep {

@@ -127,8 +127,18 @@ export function resolvePolicy(input: ResolvePolicyInput): ResolvedPolicy {
   const failureAction = resolveSetting({
     flag: { name: SETTING_FLAGS.failureAction, raw: flags.failureAction },
     levels: [
-      { source: "config", where: { file, field: "hooks.failureAction" }, raw: config.failureAction, schema: FailureActionSettingSchema },
-      { source: "env", where: { file: SETTING_ENV.failureAction, field: "" }, raw: envValue(env, SETTING_ENV.failureAction), schema: FailureActionSettingSchema },
+      {
+        source: "config",
+        where: { file, field: "hooks.failureAction" },
+        raw: config.failureAction,
+        schema: FailureActionSettingSchema,
+      },
+      {
+        source: "env",
+        where: { file: SETTING_ENV.failureAction, field: "" },
+        raw: envValue(env, SETTING_ENV.failureAction),
+        schema: FailureActionSettingSchema,
+      },
       {
         source: "env",
         where: { file: SETTING_ENV.createTaskOnFailure, field: "" },
@@ -146,8 +156,18 @@ export function resolvePolicy(input: ResolvePolicyInput): ResolvedPolicy {
   const maxReopensPerTask = resolveSetting({
     flag: { name: SETTING_FLAGS.maxReopens, raw: flags.maxReopens },
     levels: [
-      { source: "config", where: { file, field: "hooks.maxReopensPerTask" }, raw: config.maxReopensPerTask, schema: MaxReopensSettingSchema },
-      { source: "env", where: { file: SETTING_ENV.maxReopensPerTask, field: "" }, raw: envValue(env, SETTING_ENV.maxReopensPerTask), schema: MaxReopensSettingSchema },
+      {
+        source: "config",
+        where: { file, field: "hooks.maxReopensPerTask" },
+        raw: config.maxReopensPerTask,
+        schema: MaxReopensSettingSchema,
+      },
+      {
+        source: "env",
+        where: { file: SETTING_ENV.maxReopensPerTask, field: "" },
+        raw: envValue(env, SETTING_ENV.maxReopensPerTask),
+        schema: MaxReopensSettingSchema,
+      },
     ],
     schema: MaxReopensSettingSchema,
     expected: SETTING_EXPECTED.maxReopensPerTask,
@@ -158,8 +178,18 @@ export function resolvePolicy(input: ResolvePolicyInput): ResolvedPolicy {
   const followupOwner = resolveSetting({
     flag: { name: SETTING_FLAGS.followupOwner, raw: flags.followupOwner },
     levels: [
-      { source: "config", where: { file, field: "hooks.followupOwner" }, raw: config.followupOwner, schema: FollowupOwnerSettingSchema },
-      { source: "env", where: { file: SETTING_ENV.followupOwner, field: "" }, raw: envValue(env, SETTING_ENV.followupOwner), schema: FollowupOwnerSettingSchema },
+      {
+        source: "config",
+        where: { file, field: "hooks.followupOwner" },
+        raw: config.followupOwner,
+        schema: FollowupOwnerSettingSchema,
+      },
+      {
+        source: "env",
+        where: { file: SETTING_ENV.followupOwner, field: "" },
+        raw: envValue(env, SETTING_ENV.followupOwner),
+        schema: FollowupOwnerSettingSchema,
+      },
     ],
     schema: FollowupOwnerSettingSchema,
     expected: SETTING_EXPECTED.followupOwner,
@@ -201,7 +231,12 @@ export function resolveTimeoutMs(input: {
   const resolved = resolveSetting({
     flag: { name: SETTING_FLAGS.timeoutMs, raw: input.flag },
     levels: [
-      { source: "env", where: { file: SETTING_ENV.timeoutMs, field: "" }, raw: envValue(input.env, SETTING_ENV.timeoutMs), schema: TimeoutMsSettingSchema },
+      {
+        source: "env",
+        where: { file: SETTING_ENV.timeoutMs, field: "" },
+        raw: envValue(input.env, SETTING_ENV.timeoutMs),
+        schema: TimeoutMsSettingSchema,
+      },
     ],
     schema: TimeoutMsSettingSchema,
     expected: SETTING_EXPECTED.timeoutMs,
@@ -239,7 +274,8 @@ interface SettingSpec<T> {
 function resolveSetting<T>(spec: SettingSpec<T>): { value: T; source: Source } {
   if (spec.flag.raw !== undefined) {
     const parsed = spec.schema.safeParse(spec.flag.raw);
-    if (!parsed.success) throw new HooksError("E_USAGE", invalidFlagValue(spec.flag.name, spec.flag.raw, spec.expected));
+    if (!parsed.success)
+      throw new HooksError("E_USAGE", invalidFlagValue(spec.flag.name, spec.flag.raw, spec.expected));
     return { value: parsed.data, source: "flag" };
   }
   const rejected: Level<T>[] = [];
@@ -252,13 +288,20 @@ function resolveSetting<T>(spec: SettingSpec<T>): { value: T; source: Source } {
       continue;
     }
     if (parsed.data === undefined) continue;
-    chosen = { value: parsed.data, source: level.source, from: level.where.field ? `${level.where.file} ${level.where.field}` : level.where.file };
+    chosen = {
+      value: parsed.data,
+      source: level.source,
+      from: level.where.field ? `${level.where.file} ${level.where.field}` : level.where.file,
+    };
     break;
   }
   chosen ??= { value: spec.fallback, source: "default", from: "default" };
   for (const level of rejected) {
     spec.warnings.push(
-      invalidSettingValue(level.where.file, level.where.field, level.raw, level.expected ?? spec.expected, { value: chosen.value, from: chosen.from }),
+      invalidSettingValue(level.where.file, level.where.field, level.raw, level.expected ?? spec.expected, {
+        value: chosen.value,
+        from: chosen.from,
+      }),
     );
   }
   return { value: chosen.value, source: chosen.source };

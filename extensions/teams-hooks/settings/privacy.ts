@@ -27,7 +27,8 @@ const HANDLER_GATE = /^http:([A-Za-z0-9_.-]+)$/;
 export function gateNameProblem(name: string): string | null {
   if (V1_NAMES.has(name) || CHAIN_NAME.test(name) || HANDLER_GATE.test(name)) return null;
   const v1 = /^(on_[a-z_]+)\.(sh|js|mjs)$/.exec(name)?.[1];
-  if (v1 !== undefined && V1_NAMES.has(v1)) return `is not a gate name: the v1 file is named ${v1} whatever its extension`;
+  if (v1 !== undefined && V1_NAMES.has(v1))
+    return `is not a gate name: the v1 file is named ${v1} whatever its extension`;
   return `is not a gate name as logs show it (${[...V1_NAMES].join(", ")}, on_<event>.d/<file>, http:<handler>)`;
 }
 
@@ -35,7 +36,9 @@ export function gateNameProblem(name: string): string | null {
  * What the two checks above accept, as patterns for the documented config schema (cli/schema.ts),
  * built from the same lists so that a new event or task field reaches both.
  */
-export const GATE_NAME_PATTERN = new RegExp(`^(on_(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|")})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`);
+export const GATE_NAME_PATTERN = new RegExp(
+  `^(on_(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|")})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`,
+);
 export const PROJECTION_PATH_PATTERN = new RegExp(
   `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|task(\\.(${CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|")}|metadata(\\.[^.]+)*))?)$`,
 );
@@ -58,13 +61,18 @@ export type Projection = Readonly<Record<string, readonly string[]>>;
 export const ConfidentialSchema = z.union([z.boolean(), z.enum(["true", "false"]).transform((v) => v === "true")]);
 
 /** `hooks.redactEnv`: names of variables whose values never reach a log, a task or a message. */
-export const RedactEnvSchema = z.array(z.string().regex(ENV_NAME, "must be an environment variable name (letters, digits, _; not starting with a digit)"));
+export const RedactEnvSchema = z.array(
+  z.string().regex(ENV_NAME, "must be an environment variable name (letters, digits, _; not starting with a digit)"),
+);
 
 /**
  * The block-wide check (the handlers are in the same block): a projection for `http:<name>` must
  * name a declared handler. Returns one problem per bad key, with the path of its field.
  */
-export function projectionHandlerProblems(projection: Projection | null | undefined, handlers: readonly HandlerDef[] | null | undefined): Array<{ path: string[]; message: string }> {
+export function projectionHandlerProblems(
+  projection: Projection | null | undefined,
+  handlers: readonly HandlerDef[] | null | undefined,
+): Array<{ path: string[]; message: string }> {
   const declared = new Map((handlers ?? []).map((h) => [h.name.toLowerCase(), h.name]));
   const problems: Array<{ path: string[]; message: string }> = [];
   for (const name of Object.keys(projection ?? {})) {
@@ -74,7 +82,11 @@ export function projectionHandlerProblems(projection: Projection | null | undefi
     if (found === handler) continue;
     problems.push({
       path: ["projection", name],
-      message: found === undefined ? `names no handler of hooks.handlers (${[...declared.values()].map((n) => `http:${n}`).join(", ") || "none declared"})` : `names no handler of hooks.handlers: did you mean http:${found}?`,
+      message:
+        found === undefined
+          ? `names no handler of hooks.handlers ` +
+            `(${[...declared.values()].map((n) => `http:${n}`).join(", ") || "none declared"})`
+          : `names no handler of hooks.handlers: did you mean http:${found}?`,
     });
   }
   return problems;
@@ -87,7 +99,11 @@ export interface PrivacySettings {
   redactEnv: readonly string[];
 }
 
-export const NO_PRIVACY: PrivacySettings = Object.freeze({ projection: Object.freeze({}), confidential: false, redactEnv: Object.freeze([]) });
+export const NO_PRIVACY: PrivacySettings = Object.freeze({
+  projection: Object.freeze({}),
+  confidential: false,
+  redactEnv: Object.freeze([]),
+});
 
 /** The fields `gate` may see, or null: every field (no projection names it). */
 export function projectionFor(projection: Projection, gate: string): readonly string[] | null {
@@ -142,7 +158,13 @@ export function keepRefusedPrivacy(
   const where = `${path.basename(file)} hooks`;
   const kept = " (of the refused block: kept, for what is withheld)";
   return {
-    confidential: block.confidential === true && !settings.confidential.value ? { value: true, source: "config", origin: `${where}.confidential${kept}` } : settings.confidential,
-    redactEnv: names.size > before ? { value: Object.freeze([...names]), source: "config", origin: `${where}.redactEnv${kept}` } : settings.redactEnv,
+    confidential:
+      block.confidential === true && !settings.confidential.value
+        ? { value: true, source: "config", origin: `${where}.confidential${kept}` }
+        : settings.confidential,
+    redactEnv:
+      names.size > before
+        ? { value: Object.freeze([...names]), source: "config", origin: `${where}.redactEnv${kept}` }
+        : settings.redactEnv,
   };
 }

@@ -34,7 +34,8 @@ export async function readAttachClaim(teamDir: string): Promise<AttachClaim | nu
   if (!read.ok || typeof read.value !== "object" || read.value === null) return null;
   const value = read.value as Record<string, unknown>;
   const heartbeatAtMs = typeof value.heartbeatAt === "string" ? Date.parse(value.heartbeatAt) : Number.NaN;
-  if (typeof value.holderSessionId !== "string" || typeof value.pid !== "number" || Number.isNaN(heartbeatAtMs)) return null;
+  if (typeof value.holderSessionId !== "string" || typeof value.pid !== "number" || Number.isNaN(heartbeatAtMs))
+    return null;
   return { holderSessionId: value.holderSessionId, pid: value.pid, heartbeatAtMs };
 }
 
@@ -43,10 +44,17 @@ export async function readAttachClaim(teamDir: string): Promise<AttachClaim | nu
  * `sessionId` and `pid` with a heartbeat younger than the stale age. Its own session team never
  * counts (a session does not claim its own team). One readdir and one small read per team folder.
  */
-export async function attachedTeam(root: string, sessionId: string, pid: number, nowMs: number): Promise<string | null> {
+export async function attachedTeam(
+  root: string,
+  sessionId: string,
+  pid: number,
+  nowMs: number,
+): Promise<string | null> {
   let names: string[];
   try {
-    names = (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory() && !d.name.startsWith("_") && !d.name.startsWith(".")).map((d) => d.name);
+    names = (await readdir(root, { withFileTypes: true }))
+      .filter((d) => d.isDirectory() && !d.name.startsWith("_") && !d.name.startsWith("."))
+      .map((d) => d.name);
   } catch {
     return null; // no teams root (yet): no claim either
   }
@@ -54,7 +62,13 @@ export async function attachedTeam(root: string, sessionId: string, pid: number,
   for (const name of names.sort()) {
     if (name === sessionId) continue;
     const claim = await readAttachClaim(path.join(root, name));
-    if (!claim || claim.holderSessionId !== sessionId || claim.pid !== pid || nowMs - claim.heartbeatAtMs > ATTACH_CLAIM_STALE_MS) continue;
+    if (
+      !claim ||
+      claim.holderSessionId !== sessionId ||
+      claim.pid !== pid ||
+      nowMs - claim.heartbeatAtMs > ATTACH_CLAIM_STALE_MS
+    )
+      continue;
     // Two live claims would be a bug of the holder; the freshest is the one it works on.
     if (!best || claim.heartbeatAtMs > best.at) best = { name, at: claim.heartbeatAtMs };
   }

@@ -18,13 +18,19 @@ export const DEFAULT_STYLE = "normal";
 
 export interface LoadedTeamConfig {
   identity: TeamIdentity;
-  /** The raw `hooks` value, of any type (settings/hooks-config.ts checks it whole); undefined when `noHooks` says why there is none. */
+  /**
+   * The raw `hooks` value, of any type (settings/hooks-config.ts checks it whole); undefined when `noHooks` says why
+   * there is none.
+   */
   hooks: unknown;
   /** Why config.json gives no `hooks` block (no file, not JSON, not an object, no `hooks`); null when it gives one. */
   noHooks: NoHooksBlock | null;
   /** Identity fields that fell back to a default, and `fileWarning`. */
   warnings: string[];
-  /** The warning for a config.json that cannot be used at all ("using defaults for the whole config"), also in `warnings`. */
+  /**
+   * The warning for a config.json that cannot be used at all ("using defaults for the whole config"), also in
+   * `warnings`.
+   */
   fileWarning: string | null;
   file: string;
   /** False when there is no config.json (not a warning: the defaults are the documented behaviour). */
@@ -51,14 +57,17 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
   } else {
     noHooks = { kind: "not_an_object", reason: `${file}: expected a JSON object, got ${kindOf(read.value)}` };
   }
-  const fileWarning = noHooks && noHooks.kind !== "missing" ? `${noHooks.reason} — using defaults for the whole config` : null;
+  const fileWarning =
+    noHooks && noHooks.kind !== "missing" ? `${noHooks.reason} — using defaults for the whole config` : null;
   if (fileWarning) warnings.push(fileWarning);
 
   const pick = (field: IdentityField, fallback: string): string => {
     const value = raw[field];
     if (value === undefined || value === null) return fallback;
     if (typeof value === "string" && value.trim() !== "") return value;
-    warnings.push(`${file}: ${field}: expected a non-empty string, got ${describe(value)} — using ${JSON.stringify(fallback)}`);
+    warnings.push(
+      `${file}: ${field}: expected a non-empty string, got ${describe(value)} — using ${JSON.stringify(fallback)}`,
+    );
     return fallback;
   };
   const teamId = pick("teamId", path.basename(dir));
@@ -71,7 +80,7 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
   };
 
   // A `hooks` of the wrong type is the block check's to refuse (settings/hooks-config.ts), with the rest of it.
-  const hooks = noHooks ? undefined : raw.hooks ?? undefined;
+  const hooks = noHooks ? undefined : (raw.hooks ?? undefined);
   if (!noHooks && hooks === undefined) noHooks = { kind: "absent", reason: `${file}: no "hooks" block` };
   return { identity, hooks, noHooks, warnings, fileWarning, file, exists };
 }
@@ -79,11 +88,15 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
 /** The leader's inbox is named after the lead: a name that maps onto another's file is not used. */
 function safeLeadName(name: string, file: string, warnings: string[]): string {
   if (isSafeName(name)) return name;
-  warnings.push(`${file}: leadName: ${unsafeName(name, sanitizeName(name))} — using ${JSON.stringify(DEFAULT_LEAD_NAME)}`);
+  warnings.push(
+    `${file}: leadName: ${unsafeName(name, sanitizeName(name))} — using ${JSON.stringify(DEFAULT_LEAD_NAME)}`,
+  );
   return DEFAULT_LEAD_NAME;
 }
 
-export type UpdateHooksResult = { ok: true; file: string; hooks: Record<string, unknown>; created: boolean } | { ok: false; problem: FileProblem };
+export type UpdateHooksResult =
+  | { ok: true; file: string; hooks: Record<string, unknown>; created: boolean }
+  | { ok: false; problem: FileProblem };
 
 /**
  * Sets keys of the `hooks` block (a key set to `undefined` is removed; `patch` may be a function of the
@@ -94,7 +107,9 @@ export type UpdateHooksResult = { ok: true; file: string; hooks: Record<string, 
  */
 export async function updateHooksConfig(
   teamDir: string,
-  patch: Readonly<Record<string, unknown>> | ((hooks: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>>),
+  patch:
+    | Readonly<Record<string, unknown>>
+    | ((hooks: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>>),
   options: { label?: string; timeoutMs?: number; now?: Date } = {},
 ): Promise<UpdateHooksResult> {
   const dir = path.resolve(teamDir);
@@ -128,14 +143,26 @@ export async function updateHooksConfig(
       await writeJsonAtomic(file, next);
       return { ok: true, file, hooks, created };
     },
-    { label: options.label ?? "update hooks config", ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+    {
+      label: options.label ?? "update hooks config",
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    },
   );
 }
 
 function defaultConfig(dir: string, now: Date): Record<string, unknown> {
   const teamId = path.basename(dir);
   const at = now.toISOString();
-  return { version: 1, teamId, taskListId: teamId, leadName: DEFAULT_LEAD_NAME, style: DEFAULT_STYLE, createdAt: at, updatedAt: at, members: [] };
+  return {
+    version: 1,
+    teamId,
+    taskListId: teamId,
+    leadName: DEFAULT_LEAD_NAME,
+    style: DEFAULT_STYLE,
+    createdAt: at,
+    updatedAt: at,
+    members: [],
+  };
 }
 
 function invalid(file: string, field: string | undefined, message: string): { ok: false; problem: FileProblem } {

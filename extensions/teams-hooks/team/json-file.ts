@@ -10,8 +10,20 @@
  */
 import { randomBytes } from "node:crypto";
 import {
-  type Stats, chmodSync, closeSync, constants as fsConstants, fchmodSync, fstatSync, fsyncSync, mkdirSync, openSync,
-  readSync, renameSync, statSync, unlinkSync, writeSync,
+  type Stats,
+  chmodSync,
+  closeSync,
+  constants as fsConstants,
+  fchmodSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
 } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
@@ -79,7 +91,10 @@ export function readRegularFile(file: string, options: { maxBytes: number }): Te
 }
 
 /** `readRegularFile` as bytes: for content that is hashed or may not be text (a gate file). */
-export function readRegularBytes(file: string, options: { maxBytes: number }): { ok: true; bytes: Buffer; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats } {
+export function readRegularBytes(
+  file: string,
+  options: { maxBytes: number },
+): { ok: true; bytes: Buffer; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats } {
   let fd: number;
   try {
     fd = openSync(file, READ_FLAGS);
@@ -91,7 +106,8 @@ export function readRegularBytes(file: string, options: { maxBytes: number }): {
     const refused = irregularFileProblem(file, stat, options.maxBytes);
     if (refused) return { ok: false, problem: refused, stat };
     const read = readPrefix(fd, stat.size + 1, options.maxBytes + 1);
-    if (read.length > options.maxBytes) return { ok: false, problem: tooLargeProblem(file, null, options.maxBytes), stat };
+    if (read.length > options.maxBytes)
+      return { ok: false, problem: tooLargeProblem(file, null, options.maxBytes), stat };
     return { ok: true, bytes: read, stat };
   } catch (error) {
     return readFailure(file, error);
@@ -149,7 +165,11 @@ function notRegular(file: string, stat: Stats): FileProblem {
 /** `size` null: the file grew past the cap while it was read. */
 export function tooLargeProblem(file: string, size: number | null, maxBytes: number): FileProblem {
   const what = size === null ? "grew past" : `${size} bytes, over`;
-  return { kind: "too_large", file, message: `${file}: too large (${what} the limit of ${formatBytes(maxBytes)} for this file)` };
+  return {
+    kind: "too_large",
+    file,
+    message: `${file}: too large (${what} the limit of ${formatBytes(maxBytes)} for this file)`,
+  };
 }
 
 /** `64 MiB`, `64 KiB`, `1000 bytes`. */
@@ -183,7 +203,10 @@ export function readPrefix(fd: number, expected: number, limit: number): Buffer 
 }
 
 /** Parses JSON text from `file` (named in the message). An empty file is invalid JSON too. */
-export function parseJsonText(text: string, file: string): { ok: true; raw: unknown } | { ok: false; problem: FileProblem } {
+export function parseJsonText(
+  text: string,
+  file: string,
+): { ok: true; raw: unknown } | { ok: false; problem: FileProblem } {
   if (text.trim() === "") return problem("invalid_json", file, `${file}: empty file, expected JSON`);
   try {
     return { ok: true, raw: JSON.parse(text) as unknown };
@@ -231,10 +254,16 @@ function valueAt(root: unknown, segments: readonly PropertyKey[]): unknown {
 
 type Issue = z.core.$ZodIssue;
 
-/** `expected string, got 42` / `missing, expected string` / `expected "a" | "b", got "c"`: zod's words are too generic. */
+/**
+ * `expected string, got 42` / `missing, expected string` / `expected "a" | "b", got "c"`: zod's words are too generic.
+ */
 function describeIssue(issue: Issue, value: unknown): string {
   const expected =
-    issue.code === "invalid_type" ? issue.expected : issue.code === "invalid_value" ? issue.values.map((v) => JSON.stringify(v)).join(" | ") : null;
+    issue.code === "invalid_type"
+      ? issue.expected
+      : issue.code === "invalid_value"
+        ? issue.values.map((v) => JSON.stringify(v)).join(" | ")
+        : null;
   if (expected === null) return `${issue.message}, got ${describeValue(value)}`;
   return value === undefined ? `missing, expected ${expected}` : `expected ${expected}, got ${describeValue(value)}`;
 }
@@ -254,7 +283,9 @@ export interface WriteOptions {
   pretty?: boolean;
   /** fsync the file before the rename and the directory after it, for durability across a power cut. Default false. */
   fsync?: boolean;
-  /** The file's permission bits, whatever the umask (e.g. 0o600 for a file of secrets). Default: 0o666 less the umask. */
+  /**
+   * The file's permission bits, whatever the umask (e.g. 0o600 for a file of secrets). Default: 0o666 less the umask.
+   */
   mode?: number;
   /**
    * A file of the team's shared folders (a task, an inbox, `.highwatermark`): when its folder is
@@ -304,7 +335,9 @@ function writeTextAtomicSync(file: string, text: string, options: TextWriteOptio
   if (options.fsync) syncDir(path.dirname(file));
 }
 
-/** Adds group read and write to the open file `fd` when `dir`, its folder, is group-writable (`WriteOptions.shared`). */
+/**
+ * Adds group read and write to the open file `fd` when `dir`, its folder, is group-writable (`WriteOptions.shared`).
+ */
 function shareWithGroup(fd: number, dir: string): void {
   if ((statSync(dir).mode & GROUP_WRITE) === 0) return;
   const mode = fstatSync(fd).mode & 0o7777;
@@ -369,7 +402,9 @@ export function mkdirUnder(root: string, dir: string, options: { shared?: boolea
   try {
     if (!statSync(root).isDirectory()) throw new Error("not a directory");
   } catch (error) {
-    throw new HooksError("E_IO", `cannot write in ${root}: it is gone (${errnoCode(error) ?? describeError(error)})`, { cause: error });
+    throw new HooksError("E_IO", `cannot write in ${root}: it is gone (${errnoCode(error) ?? describeError(error)})`, {
+      cause: error,
+    });
   }
   try {
     makeFolders(dir, options);
@@ -391,7 +426,8 @@ export function makeFolders(dir: string, options: { shared?: boolean } = {}): vo
  */
 function shareCreatedFolders(first: string, last: string): void {
   const created = [first];
-  for (let at = last; at !== first && at.startsWith(`${first}${path.sep}`); at = path.dirname(at)) created.splice(1, 0, at);
+  for (let at = last; at !== first && at.startsWith(`${first}${path.sep}`); at = path.dirname(at))
+    created.splice(1, 0, at);
   for (const folder of created) {
     const parentGroup = statSync(path.dirname(folder)).mode & 0o070;
     if ((parentGroup & GROUP_WRITE) === 0) continue;

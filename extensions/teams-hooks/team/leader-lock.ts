@@ -50,7 +50,8 @@ export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
     // Not a usage error: the command was right, the team dir is taken (exit 2, and no --help hint).
     throw new HooksError(
       "E_TEAM_DIR",
-      `another leader (pid ${got.pid}) is already watching ${teamDir}; stop it first (or, if no such process exists, remove ${file})`,
+      `another leader (pid ${got.pid}) is already watching ${teamDir}; stop it first (or, if no such process exists, ` +
+        `remove ${file})`,
     );
   }
 }
@@ -88,7 +89,10 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
         },
       };
     } catch (error) {
-      if (errnoCode(error) !== "EEXIST") throw new HooksError("E_TEAM_DIR", `${file}: cannot create the leader lock: ${describeError(error)}`, { cause: error });
+      if (errnoCode(error) !== "EEXIST")
+        throw new HooksError("E_TEAM_DIR", `${file}: cannot create the leader lock: ${describeError(error)}`, {
+          cause: error,
+        });
     }
     const seen = readLockText(file);
     const holder = parseLockHolder(seen ?? "");
@@ -214,4 +218,3 @@ async function ageMs(file: string, now: number = Date.now()): Promise<number> {
     return Number.POSITIVE_INFINITY; // gone: the next attempt creates it
   }
 }
-

@@ -188,12 +188,20 @@ const MAX_LOCK_BYTES = 64 * 1024;
  * it whole, and judged by its age like any lock whose pid cannot be read.
  */
 function readLock(lockFile: string): SeenLock | null {
-  const read = readRegularFile(lockFile, { maxBytes: MAX_LOCK_BYTES }); // one descriptor: content and inode of the same file
+  // one descriptor: content and inode of the same file
+  const read = readRegularFile(lockFile, { maxBytes: MAX_LOCK_BYTES });
   if (read.ok) {
     return { holder: parseLockHolder(read.text), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: read.text };
   }
   if (read.problem.kind === "missing") return null;
-  if (read.stat) return { holder: noHolder(), mtimeMs: read.stat.mtimeMs, ino: read.stat.ino, text: "", unread: problemDetail(read.problem) };
+  if (read.stat)
+    return {
+      holder: noHolder(),
+      mtimeMs: read.stat.mtimeMs,
+      ino: read.stat.ino,
+      text: "",
+      unread: problemDetail(read.problem),
+    };
   throw new HooksError("E_IO", `cannot read lock ${lockFile}: ${problemDetail(read.problem)}`);
 }
 
@@ -331,7 +339,10 @@ function timeoutError(lockFile: string, timeoutMs: number, seen: SeenLock | null
   const holder = seen?.holder;
   const pid = holder?.pid ?? null;
   const detail = `${holder?.label ? ` (${holder.label})` : ""}${holder?.createdAt ? ` since ${holder.createdAt}` : ""}`;
-  const who = pid !== null ? `held by pid ${pid}${detail}` : `held by an unknown process (no readable pid${seen?.unread ? `: ${seen.unread}` : ""})`;
+  const who =
+    pid !== null
+      ? `held by pid ${pid}${detail}`
+      : `held by an unknown process (no readable pid${seen?.unread ? `: ${seen.unread}` : ""})`;
   const fix =
     pid !== null
       ? `if process ${pid} is gone or stuck, remove the lock: rm -f '${lockFile}'`

@@ -74,7 +74,8 @@ export async function appendMessage(
 ): Promise<InboxWriteResult<{ index: number; present: boolean }>> {
   const file = inboxFile(teamDir, namespace, member);
   const checked = checkSchema(message, MailboxMessageSchema, file);
-  if (!checked.ok) throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
+  if (!checked.ok)
+    throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
   mkdirUnder(teamDir, path.dirname(file), { shared: true });
   return withLock(
     file,
@@ -122,7 +123,8 @@ export async function markRead(
         const parsed = parseEntry(entry, index, file);
         if (!parsed.ok || parsed.message.read || !predicate(parsed.message, index)) return entry;
         marked += 1;
-        return { ...(entry as Record<string, unknown>), read: true }; // the raw entry: keeps its key order and unknown fields
+        // the raw entry: keeps its key order and unknown fields
+        return { ...(entry as Record<string, unknown>), read: true };
       });
       if (marked > 0) await writeJsonAtomic(file, entries, { shared: true });
       return { ok: true, file, marked };
@@ -132,21 +134,35 @@ export async function markRead(
 }
 
 /** The raw entries of an inbox file: missing = empty; not a JSON array = a problem. */
-async function loadEntries(file: string): Promise<{ ok: true; entries: unknown[]; exists: boolean } | { ok: false; problem: FileProblem }> {
+async function loadEntries(
+  file: string,
+): Promise<{ ok: true; entries: unknown[]; exists: boolean } | { ok: false; problem: FileProblem }> {
   const read = await readJsonFile(file, MailboxSchema);
   if (read.ok) return { ok: true, entries: read.value, exists: true };
   if (read.problem.kind === "missing") return { ok: true, entries: [], exists: false };
   if (read.problem.kind === "invalid") {
-    return { ok: false, problem: { ...read.problem, message: `${file}: not a JSON array of messages — left untouched` } };
+    return {
+      ok: false,
+      problem: { ...read.problem, message: `${file}: not a JSON array of messages — left untouched` },
+    };
   }
   return read;
 }
 
 function isMessageLike(entry: unknown): entry is MailboxMessage {
-  return typeof entry === "object" && entry !== null && !Array.isArray(entry) && typeof (entry as { text?: unknown }).text === "string";
+  return (
+    typeof entry === "object" &&
+    entry !== null &&
+    !Array.isArray(entry) &&
+    typeof (entry as { text?: unknown }).text === "string"
+  );
 }
 
-function parseEntry(entry: unknown, index: number, file: string): { ok: true; message: MailboxMessage } | { ok: false; problem: FileProblem } {
+function parseEntry(
+  entry: unknown,
+  index: number,
+  file: string,
+): { ok: true; message: MailboxMessage } | { ok: false; problem: FileProblem } {
   const checked = checkSchema(entry, MailboxMessageSchema, file);
   if (checked.ok) return { ok: true, message: checked.value };
   const inner = checked.problem.field;
@@ -156,5 +172,8 @@ function parseEntry(entry: unknown, index: number, file: string): { ok: true; me
 }
 
 function lockOptions(options: MailboxOptions, label: string): { label: string; timeoutMs?: number } {
-  return { label: options.label ?? label, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) };
+  return {
+    label: options.label ?? label,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  };
 }

@@ -62,7 +62,9 @@ export function ledgerFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "ledger.jsonl");
 }
 
-/** The leader's saved knowledge of the task files (leader/sources.ts saveState), so a restart reads only what changed. */
+/**
+ * The leader's saved knowledge of the task files (leader/sources.ts saveState), so a restart reads only what changed.
+ */
 export function scanStateFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "task-files.json");
 }
@@ -114,8 +116,14 @@ export function isTempOrLock(file: string): boolean {
  * works. Absolute; a directory. Throws E_USAGE for flags that cannot be used, E_TEAM_DIR for a
  * directory that is not there, naming what was asked for.
  */
-export async function resolveTeamDirFlags(input: { teamDir: string | undefined; team: string | undefined; env: Readonly<Record<string, string | undefined>>; cwd: string }): Promise<string> {
-  if (input.teamDir !== undefined && input.team !== undefined) throw new HooksError("E_USAGE", "--team-dir and --team: give one, not both");
+export async function resolveTeamDirFlags(input: {
+  teamDir: string | undefined;
+  team: string | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+}): Promise<string> {
+  if (input.teamDir !== undefined && input.team !== undefined)
+    throw new HooksError("E_USAGE", "--team-dir and --team: give one, not both");
   let dir: string;
   let label: string;
   if (input.teamDir !== undefined) {
@@ -124,14 +132,25 @@ export async function resolveTeamDirFlags(input: { teamDir: string | undefined; 
     label = `--team-dir ${dir}`;
   } else if (input.team !== undefined) {
     const id = input.team;
-    if (id === "" || sanitizeName(id) !== id) throw new HooksError("E_USAGE", `--team "${id}" is not a team id (letters, digits, "_" and "-" only)`);
+    if (id === "" || sanitizeName(id) !== id)
+      throw new HooksError("E_USAGE", `--team "${id}" is not a team id (letters, digits, "_" and "-" only)`);
     const root = input.env.PI_TEAMS_ROOT_DIR?.trim();
-    if (!root) throw new HooksError("E_USAGE", `--team ${id}: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "${id}" in; set it, or pass --team-dir DIR`);
+    if (!root)
+      throw new HooksError(
+        "E_USAGE",
+        `--team ${id}: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "${id}" in; set it, or ` +
+          `pass --team-dir DIR`,
+      );
     dir = path.join(path.resolve(input.cwd, root), id);
     label = `--team ${id}: ${dir} (under PI_TEAMS_ROOT_DIR)`;
   } else {
     const found = await enclosingTeamDir(input.cwd);
-    if (found === null) throw new HooksError("E_USAGE", "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a team dir");
+    if (found === null)
+      throw new HooksError(
+        "E_USAGE",
+        "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside " +
+          "a team dir",
+      );
     return found;
   }
   await requireDirectory(dir, label, "E_TEAM_DIR");
@@ -142,22 +161,44 @@ export async function resolveTeamDirFlags(input: { teamDir: string | undefined; 
  * `dir` is a directory, or a HooksError of `code` says `<label>: no such directory` (or why not):
  * one line naming what was asked for, for every path a command needs to be there (exit 2).
  */
-export async function requireDirectory(dir: string, label: string, code: "E_TEAM_DIR" | "E_HOOKS_DIR" | "E_PATH"): Promise<void> {
+export async function requireDirectory(
+  dir: string,
+  label: string,
+  code: "E_TEAM_DIR" | "E_HOOKS_DIR" | "E_PATH",
+): Promise<void> {
   try {
     const stat = await fs.stat(dir);
     if (!stat.isDirectory()) throw new HooksError(code, `${label}: not a directory`);
   } catch (error) {
     if (error instanceof HooksError) throw error;
-    throw new HooksError(code, `${label}: ${errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error)}`, { cause: error });
+    throw new HooksError(
+      code,
+      `${label}: ${errnoCode(error) === "ENOENT" ? "no such directory" : describeError(error)}`,
+      { cause: error },
+    );
   }
 }
 
 /** `cwd` or the nearest folder above it that looks like a team dir (see resolveTeamDirFlags); null when none does. */
 async function enclosingTeamDir(cwd: string): Promise<string | null> {
-  const isDir = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isDirectory(), () => false);
-  const isFile = (p: string): Promise<boolean> => fs.stat(p).then((st) => st.isFile(), () => false);
+  const isDir = (p: string): Promise<boolean> =>
+    fs.stat(p).then(
+      (st) => st.isDirectory(),
+      () => false,
+    );
+  const isFile = (p: string): Promise<boolean> =>
+    fs.stat(p).then(
+      (st) => st.isFile(),
+      () => false,
+    );
   for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
-    if ((await isDir(path.join(dir, "tasks"))) && ((await isFile(path.join(dir, "config.json"))) || (await isDir(path.join(dir, "mailboxes"))) || (await isDir(path.join(dir, "hook-state"))))) return dir;
+    if (
+      (await isDir(path.join(dir, "tasks"))) &&
+      ((await isFile(path.join(dir, "config.json"))) ||
+        (await isDir(path.join(dir, "mailboxes"))) ||
+        (await isDir(path.join(dir, "hook-state"))))
+    )
+      return dir;
     if (path.dirname(dir) === dir) return null;
   }
 }

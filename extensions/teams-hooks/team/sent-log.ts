@@ -13,9 +13,9 @@
  * lines, a window of microseconds) is looked for in the inbox before it is sent again: found, it
  * counts as sent; not found, it is sent (it was lost, or — only if the worker read the inbox in that
  * same window — it goes out twice). Two processes sending the same message at once (two leaders, `trust`
- * beside the leader) append it once: the append looks for it in the inbox under the inbox lock. Lines are appended with O_APPEND (several processes may append
- * at once: a small write is atomic), written synchronously, and not fsync'ed (after a power cut the
- * last lines may be gone, and then a message may go out again). `state` reads only what others
+ * beside the leader) append it once: the append looks for it in the inbox under the inbox lock. Lines are appended with
+ * O_APPEND (several processes may append at once: a small write is atomic), written synchronously, and not fsync'ed
+ * (after a power cut the last lines may be gone, and then a message may go out again). `state` reads only what others
  * appended since the last look.
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
@@ -54,13 +54,19 @@ export class SentLog {
     return this.#sent.get(id) ?? null;
   }
 
-  /** Records that the message `id` is about to be sent. Throws E_IO when the line cannot be written: then nothing may be sent. */
+  /**
+   * Records that the message `id` is about to be sent. Throws E_IO when the line cannot be written: then nothing may be
+   * sent.
+   */
   claim(id: string, at: string): void {
     this.#append({ id, state: "sending", at });
     this.#sent.set(id, "sending");
   }
 
-  /** The message `id` is in its inbox. A line that cannot be written leaves it at "sending" (looked for before any resend). */
+  /**
+   * The message `id` is in its inbox. A line that cannot be written leaves it at "sending" (looked for before any
+   * resend).
+   */
   confirm(id: string, at: string): void {
     this.#sent.set(id, "sent");
     try {
@@ -85,7 +91,11 @@ export class SentLog {
     let fd: number;
     try {
       // O_NONBLOCK: a FIFO planted here fails the open (ENXIO) instead of blocking the leader.
-      fd = openSync(this.file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
+      fd = openSync(
+        this.file,
+        constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK,
+        0o600,
+      );
     } catch (error) {
       throw new HooksError("E_IO", `cannot write ${this.file}: ${describeError(error)}`, { cause: error });
     }

@@ -15,7 +15,10 @@ import { isSafeName, requireDirectory, resolveHooksDir, resolveTeamDirFlags, san
 import { loadTeamConfig } from "./config.js";
 
 export interface TeamSetupInput {
-  /** `--team-dir`; with `team`, `--team ID`; with neither, the team dir the working directory is in (resolveTeamDirFlags). */
+  /**
+   * `--team-dir`; with `team`, `--team ID`; with neither, the team dir the working directory is in
+   * (resolveTeamDirFlags).
+   */
   teamDir: string | undefined;
   team?: string | undefined;
   taskList?: string | undefined;
@@ -54,9 +57,17 @@ export interface TeamSetup {
   warnings: readonly string[];
 }
 
-/** Throws `E_USAGE` for a bad flag, `E_TEAM_DIR` / `E_HOOKS_DIR` / `E_PATH` for a directory that is not there, naming it. */
+/**
+ * Throws `E_USAGE` for a bad flag, `E_TEAM_DIR` / `E_HOOKS_DIR` / `E_PATH` for a directory that is not there, naming
+ * it.
+ */
 export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup> {
-  const teamDir = await resolveTeamDirFlags({ teamDir: input.teamDir, team: input.team, env: input.env, cwd: input.processCwd });
+  const teamDir = await resolveTeamDirFlags({
+    teamDir: input.teamDir,
+    team: input.team,
+    env: input.env,
+    cwd: input.processCwd,
+  });
   const cwd = input.cwd ? path.resolve(input.processCwd, input.cwd) : input.processCwd;
   if (input.cwd) await requireDirectory(cwd, `--cwd ${cwd}`, "E_PATH");
 
@@ -69,7 +80,11 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
   // A hooks dir someone named and that is not there means no gate at all: a mistake, never silence.
   // (The default dir missing is how a team without gates looks; `watch` warns about that.)
   if (hooks.source !== "default") {
-    await requireDirectory(hooks.dir, `${hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR"} ${hooks.dir}`, "E_HOOKS_DIR");
+    await requireDirectory(
+      hooks.dir,
+      `${hooks.source === "flag" ? "--hooks-dir" : "PI_TEAMS_HOOKS_DIR"} ${hooks.dir}`,
+      "E_HOOKS_DIR",
+    );
   }
   const settings = resolveSettings({
     hooks: config.hooks,

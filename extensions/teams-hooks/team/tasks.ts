@@ -9,7 +9,16 @@ import { access, readdir } from "node:fs/promises";
 import path from "node:path";
 import { TaskSchema, type Task } from "../contract/team-files.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
-import { checkSchema, mkdirUnder, readJsonFile, readRegularFile, writeJsonAtomic, writeTextAtomic, type FileProblem, type ReadResult } from "./json-file.js";
+import {
+  checkSchema,
+  mkdirUnder,
+  readJsonFile,
+  readRegularFile,
+  writeJsonAtomic,
+  writeTextAtomic,
+  type FileProblem,
+  type ReadResult,
+} from "./json-file.js";
 import { withLock } from "./lock.js";
 import { highWatermarkFile, taskFile, tasksDir } from "./paths.js";
 
@@ -23,7 +32,10 @@ export interface TaskFileEntry {
   file: string;
 }
 
-/** The task files of a list, numeric ids first in numeric order, then the others by name. A missing folder is an empty list. */
+/**
+ * The task files of a list, numeric ids first in numeric order, then the others by name. A missing folder is an empty
+ * list.
+ */
 export async function listTaskFiles(teamDir: string, taskListId: string): Promise<TaskFileEntry[]> {
   const dir = tasksDir(teamDir, taskListId);
   let names: string[];
@@ -55,13 +67,17 @@ export function readTask(file: string): Promise<ReadResult<Task>> {
 }
 
 /** Every readable task of a list, plus a problem for each file that is not a task (for a warning). */
-export async function readAllTasks(teamDir: string, taskListId: string): Promise<{ tasks: Task[]; problems: FileProblem[] }> {
+export async function readAllTasks(
+  teamDir: string,
+  taskListId: string,
+): Promise<{ tasks: Task[]; problems: FileProblem[] }> {
   const tasks: Task[] = [];
   const problems: FileProblem[] = [];
   for (const entry of await listTaskFiles(teamDir, taskListId)) {
     const result = await readTask(entry.file);
     if (result.ok) tasks.push(result.value);
-    else if (result.problem.kind !== "missing") problems.push(result.problem); // deleted since the listing: not a problem
+    // deleted since the listing: not a problem
+    else if (result.problem.kind !== "missing") problems.push(result.problem);
   }
   return { tasks, problems };
 }
@@ -100,12 +116,17 @@ export async function updateTask(
       await writeJsonAtomic(file, merged, { shared: true });
       return { ok: true, written: true, task, file };
     },
-    { label: options.label ?? `update task ${taskId}`, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+    {
+      label: options.label ?? `update task ${taskId}`,
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    },
   );
 }
 
 export interface CreateTaskOptions {
-  /** Checked inside the id lock, against every readable task: a task returned here is returned instead of creating one. */
+  /**
+   * Checked inside the id lock, against every readable task: a task returned here is returned instead of creating one.
+   */
   existing?: (tasks: Task[]) => Task | undefined;
   label?: string;
   timeoutMs?: number;
@@ -144,7 +165,10 @@ export async function createTask(
       while (await exists(taskFile(teamDir, taskListId, String(id)))) id += 1;
       const built = build(String(id));
       if (built.id !== String(id)) {
-        throw new HooksError("E_INTERNAL", `createTask: build(${id}) returned a task with id ${JSON.stringify(built.id)}`);
+        throw new HooksError(
+          "E_INTERNAL",
+          `createTask: build(${id}) returned a task with id ${JSON.stringify(built.id)}`,
+        );
       }
       const file = taskFile(teamDir, taskListId, String(id));
       const task = validTask(built, file);
@@ -153,7 +177,10 @@ export async function createTask(
       await writeTextAtomic(watermarkFile, `${id}\n`, { shared: true });
       return { created: true, task, file };
     },
-    { label: options.label ?? "create task", ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) },
+    {
+      label: options.label ?? "create task",
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    },
   );
 }
 

@@ -121,7 +121,11 @@ function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
   };
 }
 
-function pollDirs(targets: WatchTarget[], opts: WatchOptions, chokidarWatch: typeof import("chokidar").watch): DirWatcher {
+function pollDirs(
+  targets: WatchTarget[],
+  opts: WatchOptions,
+  chokidarWatch: typeof import("chokidar").watch,
+): DirWatcher {
   const watchers: ChokidarWatcher[] = targets.map((target) => {
     const watcher = chokidarWatch(target.dir, {
       ignoreInitial: true,

@@ -96,7 +96,12 @@ function table(header: readonly string[], rows: ReadonlyArray<readonly string[]>
 function flagsBlock(spec: CommandSpec): string {
   const parts: string[] = [];
   if (spec.subcommands) {
-    parts.push(table(["form", "what it does"], spec.subcommands.map((sub) => [code(sub.term), cell(sub.help)])));
+    parts.push(
+      table(
+        ["form", "what it does"],
+        spec.subcommands.map((sub) => [code(sub.term), cell(sub.help)]),
+      ),
+    );
   }
   const rows = spec.groups.flatMap((group) => groupRows(spec, group));
   const header = spec.subcommands ? ["flag", "forms", "meaning"] : ["flag", "meaning"];

@@ -33,7 +33,10 @@ function diffOps(a: string[], b: string[]): Op[] {
   const table = new Uint32Array((a.length + 1) * width);
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
-      table[i * width + j] = a[i] === b[j] ? (table[(i + 1) * width + j + 1] ?? 0) + 1 : Math.max(table[(i + 1) * width + j] ?? 0, table[i * width + j + 1] ?? 0);
+      table[i * width + j] =
+        a[i] === b[j]
+          ? (table[(i + 1) * width + j + 1] ?? 0) + 1
+          : Math.max(table[(i + 1) * width + j] ?? 0, table[i * width + j + 1] ?? 0);
     }
   }
   const ops: Op[] = [];
@@ -46,7 +49,10 @@ function diffOps(a: string[], b: string[]): Op[] {
       ops.push({ kind: "same", line: left });
       i++;
       j++;
-    } else if (left !== undefined && (right === undefined || (table[(i + 1) * width + j] ?? 0) >= (table[i * width + j + 1] ?? 0))) {
+    } else if (
+      left !== undefined &&
+      (right === undefined || (table[(i + 1) * width + j] ?? 0) >= (table[i * width + j + 1] ?? 0))
+    ) {
       ops.push({ kind: "del", line: left }); // on a tie the old line goes first, as diff prints it
       i++;
     } else if (right !== undefined) {

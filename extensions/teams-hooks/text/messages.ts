@@ -63,12 +63,22 @@ export function invalidSettingValue(
   fallback: { value: unknown; from: string },
 ): string {
   const from = fallback.from === "default" ? "(default)" : `from ${fallback.from}`;
-  return fileProblem(file, field, `${policyShowValue(value)} is not valid (expected ${expected})`, `ignored, using ${policyShowValue(fallback.value)} ${from}`);
+  return fileProblem(
+    file,
+    field,
+    `${policyShowValue(value)} is not valid (expected ${expected})`,
+    `ignored, using ${policyShowValue(fallback.value)} ${from}`,
+  );
 }
 
 /** `config.json: hooks: expected an object, got "reopen" — ignored, the environment and defaults apply` */
 export function settingNotAnObject(file: string, field: string, value: unknown): string {
-  return fileProblem(file, field, `expected an object, got ${policyShowValue(value)}`, "ignored, the environment and defaults apply");
+  return fileProblem(
+    file,
+    field,
+    `expected an object, got ${policyShowValue(value)}`,
+    "ignored, the environment and defaults apply",
+  );
 }
 
 /** A value as quoted in a message: strings in JSON quotes, anything long cut. */
@@ -115,11 +125,16 @@ export function formatSpan(ms: number): string {
 /** Why a held gate failed: no decision came before its deadline. */
 export function deferExpiredText(deferredAt: string, expiresAt: string): string {
   const held = Date.parse(expiresAt) - Date.parse(deferredAt);
-  return `no decision within ${Number.isNaN(held) ? "the deferral's time" : formatSpan(held)} (hooks.deferTimeoutMs): held since ${deferredAt}, expired at ${expiresAt}`;
+  return (
+    `no decision within ${Number.isNaN(held) ? "the deferral's time" : formatSpan(held)} ` +
+    `(hooks.deferTimeoutMs): held since ${deferredAt}, expired at ${expiresAt}`
+  );
 }
 
 /** The summary of a held gate: `deferred (ci.pending): waiting for CI`, or `deferred` without a reason. */
-export function deferredSummary(verdict: Pick<NonNullable<RunResult["verdict"]>, "code" | "reason"> | undefined): string {
+export function deferredSummary(
+  verdict: Pick<NonNullable<RunResult["verdict"]>, "code" | "reason"> | undefined,
+): string {
   const code = verdict?.code ? ` (${verdict.code})` : "";
   return verdict?.reason ? `deferred${code}: ${verdict.reason}` : `deferred${code}`;
 }
@@ -174,7 +189,8 @@ export function describeFailure(
   if (spawnError) parts.push(spawnError);
   // A handler's error says its own timeout (hooks.handlers[].timeoutMs), not the run's.
   // A gate with a timeout of its own says it in its error already (event/chain-run.ts).
-  if (result.timedOut && !result.http && !spawnError.startsWith("timeout after")) parts.push(`timeout after ${timeoutMs}ms`);
+  if (result.timedOut && !result.http && !spawnError.startsWith("timeout after"))
+    parts.push(`timeout after ${timeoutMs}ms`);
   if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
   else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);
   // Node's stack of a module it could not find starts with a line of its own internals: the error says it all.
@@ -188,18 +204,38 @@ export function describeFailure(
  * out, the request unsigned, or its `{{secret.…}}` in the body left empty. Names the variable, never
  * a value.
  */
-export function missingSecretWarning(gate: string, variable: string, handler: { secretHeaders?: Readonly<Record<string, string>> | undefined; signingSecretEnv?: string | undefined; body?: unknown }): string {
-  const headers = Object.entries(handler.secretHeaders ?? {}).filter(([, v]) => v === variable).map(([h]) => h);
+export function missingSecretWarning(
+  gate: string,
+  variable: string,
+  handler: {
+    secretHeaders?: Readonly<Record<string, string>> | undefined;
+    signingSecretEnv?: string | undefined;
+    body?: unknown;
+  },
+): string {
+  const headers = Object.entries(handler.secretHeaders ?? {})
+    .filter(([, v]) => v === variable)
+    .map(([h]) => h);
   const what = [
     ...(headers.length > 0 ? [`header ${headers.join(", ")} left out`] : []),
     ...(handler.signingSecretEnv === variable ? ["requests unsigned (no X-Pi-Teams-Signature)"] : []),
-    ...(templateSecretVariables(handler.body).includes(variable) ? [`{{secret.${variable}}} left empty in the body`] : []),
+    ...(templateSecretVariables(handler.body).includes(variable)
+      ? [`{{secret.${variable}}} left empty in the body`]
+      : []),
   ];
-  return `handler ${gate}: environment variable ${variable} is not set: ${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the leader's environment)`;
+  return (
+    `handler ${gate}: environment variable ${variable} is not set: ` +
+    `${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the ` +
+    `leader's environment)`
+  );
 }
 
 /** ANSI escape sequences (colours, cursor moves; an OSC whole) and other control characters but tab, C1 too. */
-const POLICY_CONTROL = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+const POLICY_CONTROL = new RegExp(
+  String.raw`\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?` +
+    String.raw`|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`,
+  "g",
+);
 
 /** The first line of `text` that holds something once colour codes and blanks are removed. */
 function policyFirstLine(text: string): string {
@@ -279,13 +315,16 @@ export const FOLLOWUP_OUTPUT_CHARS = 2_500;
  */
 export function followupDescription(report: GateFailureReport): string {
   const { result } = report;
-  const subject = report.taskSubject === null ? "(task file missing)" : `#${report.taskId} ${truncateText(report.taskSubject, 300)}`;
+  const subject =
+    report.taskSubject === null ? "(task file missing)" : `#${report.taskId} ${truncateText(report.taskSubject, 300)}`;
   const lines = [
-    `The quality gate ${report.hookName} failed for task #${report.taskId}. Fix what it reports, then complete this task.`,
+    `The quality gate ${report.hookName} failed for task #${report.taskId}. Fix what it reports, then complete this ` +
+      `task.`,
     "",
     `Hook: ${report.hookName} (event ${report.event})`,
     `Command: ${policyCommandLine(result.command, result.hookPath)}`,
-    `Policy: ${report.policy.failureAction} (at most ${report.policy.maxReopensPerTask} reopens per task; follow-up owner: ${report.policy.followupOwner})`,
+    `Policy: ${report.policy.failureAction} (at most ${report.policy.maxReopensPerTask} reopens per task; follow-up ` +
+      `owner: ${report.policy.followupOwner})`,
     `Original task: ${subject}`,
   ];
   if (report.reopen) lines.push(`Reopen: ${reopenOutcomeSentence(report.taskId, report.reopen)}`);
@@ -303,7 +342,10 @@ export function followupDescription(report: GateFailureReport): string {
 /** The argv as one shell-like line (for reading, not for running). */
 function policyCommandLine(command: readonly string[] | undefined, hookPath: string | undefined): string {
   if (command && command.length > 0) {
-    return truncateText(command.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`)).join(" "), 500);
+    return truncateText(
+      command.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'\\''`)}'`)).join(" "),
+      500,
+    );
   }
   return hookPath ? truncateText(hookPath, 500) : "(unknown)";
 }
@@ -332,16 +374,25 @@ function policyExcerpt(text: string, limit: number): string {
  * The message the task's owner (else the member) gets after a failed gate: what failed, what was
  * reopened or created, and a request to fix it and carry on. `followup` is the created task, once known.
  */
-export function gateNudgeText(report: GateFailureReport, followup: { id: string; owner: string | null } | null): string {
+export function gateNudgeText(
+  report: GateFailureReport,
+  followup: { id: string; owner: string | null } | null,
+): string {
   const subject = report.taskSubject === null ? "" : ` "${truncateText(report.taskSubject, 120)}"`;
   const lines = [`Quality gate ${report.hookName} failed for task #${report.taskId}${subject}: ${report.summary}`];
   if (report.reopen) lines.push(reopenOutcomeSentence(report.taskId, report.reopen));
   if (followup) {
-    lines.push(`Follow-up task #${followup.id} was created${followup.owner ? ` for ${followup.owner}` : " (no owner)"}.`);
+    lines.push(
+      `Follow-up task #${followup.id} was created${followup.owner ? ` for ${followup.owner}` : " (no owner)"}.`,
+    );
   }
   if (report.spent) {
     // Nothing more is made for this tree: the work waits for a person, so no call to carry on alone.
-    lines.push(`${capitalize(budgetSpentReason(report.spent.spent, report.spent.max, report.spent.root, report.taskId))}: the team lead decides what happens next. Please wait for the lead before you work on task #${report.taskId} again.`);
+    lines.push(
+      `${capitalize(budgetSpentReason(report.spent.spent, report.spent.max, report.spent.root, report.taskId))}: the ` +
+        `team lead decides what happens next. Please wait for the lead before you work on task #${report.taskId} ` +
+        `again.`,
+    );
     if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
     return lines.join("\n");
   }
@@ -358,32 +409,47 @@ export function gateNudgeText(report: GateFailureReport, followup: { id: string;
 }
 
 /** The note to the lead when a tree's budget is spent (once per root): what failed and what is left to decide. */
-export function budgetSpentText(report: GateFailureReport, budget: { root: string; spent: number; max: number }): string {
+export function budgetSpentText(
+  report: GateFailureReport,
+  budget: { root: string; spent: number; max: number },
+): string {
   const subject = report.taskSubject === null ? "" : ` "${truncateText(report.taskSubject, 120)}"`;
   return [
-    `pi-teams-hooks: quality gate ${report.hookName} failed again for task #${report.taskId}${subject}: ${report.summary}`,
-    `${capitalize(budgetSpentReason(budget.spent, budget.max, budget.root, report.taskId))}: no more reopens or follow-ups are made for it, and its workers were asked to wait for you.`,
-    `Decide what happens next: fix the gate or the work, reopen or reassign the task by hand, or raise hooks.maxReopensPerTask.`,
+    `pi-teams-hooks: quality gate ${report.hookName} failed again for task #${report.taskId}${subject}: ` +
+      `${report.summary}`,
+    `${capitalize(budgetSpentReason(budget.spent, budget.max, budget.root, report.taskId))}: no more reopens or ` +
+      `follow-ups are made for it, and its workers were asked to wait for you.`,
+    `Decide what happens next: fix the gate or the work, reopen or reassign the task by hand, or raise ` +
+      `hooks.maxReopensPerTask.`,
     ...(report.logFile ? [`Hook log: ${report.logFile}`] : []),
   ].join("\n");
 }
 
 /** The one-line summary of a held event (task metadata, the watch line): `held: waiting for the team lead: …`. */
 export function heldSummary(cause: "approval" | "fault", why: string): string {
-  return cause === "approval" ? `held: waiting for the team lead: ${why}` : `held: pi-teams-hooks could not finish the gate (${why}); it runs again`;
+  return cause === "approval"
+    ? `held: waiting for the team lead: ${why}`
+    : `held: pi-teams-hooks could not finish the gate (${why}); it runs again`;
 }
 
 /**
  * What the member whose event is held reads, once: the gate could not judge the work, which is not
  * theirs to fix; it runs again once the lead approves (or, for our own fault, by itself).
  */
-export function heldNoteText(d: { hookName: string; taskId: string | null; cause: "approval" | "fault"; logFile: string | null }): string {
+export function heldNoteText(d: {
+  hookName: string;
+  taskId: string | null;
+  cause: "approval" | "fault";
+  logFile: string | null;
+}): string {
   const what = d.taskId ? `task #${d.taskId}` : "your work";
   const lines = [
     d.cause === "approval"
-      ? `Quality gate ${d.hookName} could not judge ${what}: the gate changed or cannot run, and only the team lead can approve it.`
+      ? `Quality gate ${d.hookName} could not judge ${what}: the gate changed or cannot run, and only the team lead ` +
+        `can approve it.`
       : `Quality gate ${d.hookName} could not judge ${what}: pi-teams-hooks itself failed while the gate ran.`,
-    `Nothing for you to fix: ${what} waits, not counted as accepted, and the gate runs again ${d.cause === "approval" ? "once the lead approves" : "by itself"}. Carry on with other work.`,
+    `Nothing for you to fix: ${what} waits, not counted as accepted, and the gate runs again ` +
+      `${d.cause === "approval" ? "once the lead approves" : "by itself"}. Carry on with other work.`,
   ];
   if (d.logFile) lines.push(`Hook log: ${d.logFile}`);
   return lines.join("\n");
@@ -411,13 +477,17 @@ export function heldLeadText(
       : `Once the gate is as it should be, approve it (${trust}); every event it holds then runs once.`;
   return h.cause === "approval"
     ? [
-        `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ${h.reason}`,
-        "The event is held, not failed: the worker was told it waits, nothing was reopened or counted, and the task is not accepted meanwhile.",
+        `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ` +
+          `${h.reason}`,
+        "The event is held, not failed: the worker was told it waits, nothing was reopened or counted, and the task " +
+          "is not accepted meanwhile.",
         `${then} Other events this gate holds are not announced again.`,
       ].join("\n")
     : [
-        `pi-teams-hooks: quality gate ${h.hook ?? "?"} was cut off by pi-teams-hooks' own fault while it judged ${what}: ${h.reason}`,
-        "The event is held, not failed: nothing was reopened or counted; it runs again by itself, and at the next start of the leader.",
+        `pi-teams-hooks: quality gate ${h.hook ?? "?"} was cut off by pi-teams-hooks' own fault while it judged ` +
+          `${what}: ${h.reason}`,
+        "The event is held, not failed: nothing was reopened or counted; it runs again by itself, and at the next " +
+          "start of the leader.",
       ].join("\n");
 }
 
@@ -426,19 +496,34 @@ function capitalize(text: string): string {
 }
 
 /** The last line of every gate nudge, word for word as pi-agent-teams has it. */
-export const GATE_NUDGE_REMEDIATE = "Please remediate automatically and continue without waiting for user intervention.";
+export const GATE_NUDGE_REMEDIATE =
+  "Please remediate automatically and continue without waiting for user intervention.";
 
 /**
  * What the member whose claim a start gate denied reads (task namespace): which gate, why, and that
  * the task is back to pending without an owner — or, when the claim had moved on before the gate
  * answered (`putBack`), that nothing was put back. No call to carry on: the work is not admitted.
  */
-export function startDeniedText(d: { hookName: string; taskId: string; summary: string; putBack: { status: string | null } | null; count: number | null; logFile: string | null }): string {
+export function startDeniedText(d: {
+  hookName: string;
+  taskId: string;
+  summary: string;
+  putBack: { status: string | null } | null;
+  count: number | null;
+  logFile: string | null;
+}): string {
   const lines = [`Quality gate ${d.hookName} denied your claim of task #${d.taskId}: ${d.summary}`];
   if (d.putBack === null) {
-    lines.push(`Task #${d.taskId} is back to pending without an owner${d.count !== null && d.count > 1 ? ` (its claims were denied ${d.count} times)` : ""}. Please stop working on it; claim it again only once what the gate asks for is done.`);
+    lines.push(
+      `Task #${d.taskId} is back to pending without an ` +
+        `owner${d.count !== null && d.count > 1 ? ` (its claims were denied ${d.count} times)` : ""}. Please stop ` +
+        `working on it; claim it again only once what the gate asks for is done.`,
+    );
   } else {
-    lines.push(`Task #${d.taskId} was not put back: ${d.putBack.status === null ? "its file is gone" : `it is ${d.putBack.status} now`}.`);
+    lines.push(
+      `Task #${d.taskId} was not put back: ` +
+        `${d.putBack.status === null ? "its file is gone" : `it is ${d.putBack.status} now`}.`,
+    );
   }
   if (d.logFile) lines.push(`Hook log: ${d.logFile}`);
   return lines.join("\n");
@@ -449,9 +534,14 @@ export function startDeniedText(d: { hookName: string; taskId: string; summary: 
  * The note to the lead's inbox when the leader gave up applying the policy of one event: what could
  * not be written, that the event stays open, and how to finish it.
  */
-export function policyGivenUpText(event: { key: string; event: HookEventName; taskId: string | null }, error: string, how: string): string {
+export function policyGivenUpText(
+  event: { key: string; event: HookEventName; taskId: string | null },
+  error: string,
+  how: string,
+): string {
   return [
-    `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} (${event.key}): ${error}.`,
+    `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} ` +
+      `(${event.key}): ${error}.`,
     "Nothing the policy asks for after that step was done (no reopen, follow-up or nudge that was not yet written).",
     `The event stays open: the next start of the leader tries it again, or: ${how}`,
   ].join("\n");

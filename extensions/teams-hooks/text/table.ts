@@ -36,7 +36,11 @@ export interface TableOptions {
 }
 
 /** The widest cell of each column, by display width, and at least `start[i]` (a follow keeps widening). */
-export function naturalWidths(rows: ReadonlyArray<readonly string[]>, columns: number, start: readonly number[] = []): number[] {
+export function naturalWidths(
+  rows: ReadonlyArray<readonly string[]>,
+  columns: number,
+  start: readonly number[] = [],
+): number[] {
   const widths = Array.from({ length: columns }, (_, i) => start[i] ?? 0);
   for (const cells of rows) {
     for (let i = 0; i < columns; i++) {
@@ -51,7 +55,12 @@ export function naturalWidths(rows: ReadonlyArray<readonly string[]>, columns: n
  * The layout of columns as wide as `natural` in `opts.width`. `shown`, when given, is kept as it
  * is (a table printed row by row keeps the columns of its header).
  */
-export function fitTable(natural: readonly number[], specs: readonly ColumnSpec[], opts: TableOptions, shown?: readonly boolean[]): TableLayout {
+export function fitTable(
+  natural: readonly number[],
+  specs: readonly ColumnSpec[],
+  opts: TableOptions,
+  shown?: readonly boolean[],
+): TableLayout {
   const gap = opts.gap ?? 2;
   const indent = displayWidth(opts.indent ?? "");
   const room = opts.width - indent;
@@ -108,7 +117,12 @@ export function fitTable(natural: readonly number[], specs: readonly ColumnSpec[
 }
 
 /** One line of the table: cells cut and padded to the layout, the last one not padded unless aligned right. */
-export function tableRow(cells: readonly string[], layout: TableLayout, specs: readonly ColumnSpec[], opts: Pick<TableOptions, "gap" | "indent"> = {}): string {
+export function tableRow(
+  cells: readonly string[],
+  layout: TableLayout,
+  specs: readonly ColumnSpec[],
+  opts: Pick<TableOptions, "gap" | "indent"> = {},
+): string {
   const out: string[] = [];
   const last = layout.shown.lastIndexOf(true);
   for (let i = 0; i <= last; i++) {
@@ -124,10 +138,21 @@ export function tableRow(cells: readonly string[], layout: TableLayout, specs: r
  * A whole table, header first, one line per row, fitted to `opts.width`; and the note that names
  * the columns it left out, by their header (empty when none was).
  */
-export function formatTable(rows: ReadonlyArray<readonly string[]>, specs: readonly ColumnSpec[], opts: TableOptions): { text: string; note: string } {
+export function formatTable(
+  rows: ReadonlyArray<readonly string[]>,
+  specs: readonly ColumnSpec[],
+  opts: TableOptions,
+): { text: string; note: string } {
   const layout = fitTable(naturalWidths(rows, specs.length), specs, opts);
   const text = rows.map((cells) => `${tableRow(cells, layout, specs, opts)}\n`).join("");
-  return { text, note: hiddenNote(hiddenColumns(layout).map((i) => rows[0]?.[i] ?? ""), layout, opts.width) };
+  return {
+    text,
+    note: hiddenNote(
+      hiddenColumns(layout).map((i) => rows[0]?.[i] ?? ""),
+      layout,
+      opts.width,
+    ),
+  };
 }
 
 /** The indexes of the columns a layout leaves out. */
@@ -135,10 +160,16 @@ export function hiddenColumns(layout: TableLayout): number[] {
   return layout.shown.flatMap((visible, i) => (visible ? [] : [i]));
 }
 
-/** `(hook and duration left out to fit 80 columns; COLUMNS=171 or --json shows everything)` (`json`: the command has --json); empty when nothing was. */
+/**
+ * `(hook and duration left out to fit 80 columns; COLUMNS=171 or --json shows everything)` (`json`: the command has
+ * --json); empty when nothing was.
+ */
 export function hiddenNote(names: readonly string[], layout: TableLayout, width: number, json = true): string {
   if (names.length === 0) return "";
   const list = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
-  const fit = layout.used > width ? `left out, and the rest still takes ${layout.used} of ${width} columns` : `left out to fit ${width} columns`;
+  const fit =
+    layout.used > width
+      ? `left out, and the rest still takes ${layout.used} of ${width} columns`
+      : `left out to fit ${width} columns`;
   return `(${list} ${fit}; COLUMNS=${layout.needed}${json ? " or --json" : ""} shows everything)`;
 }

@@ -26,7 +26,8 @@ export const DEFAULT_COLUMNS = 80;
  * `COLUMNS` (a whole number above 0), else 80.
  */
 export function terminalWidth(facts: StreamFacts): number {
-  if (facts.isTTY && facts.columns !== undefined && Number.isInteger(facts.columns) && facts.columns > 0) return facts.columns;
+  if (facts.isTTY && facts.columns !== undefined && Number.isInteger(facts.columns) && facts.columns > 0)
+    return facts.columns;
   const fromEnv = (facts.env.COLUMNS ?? "").trim();
   if (/^\d+$/.test(fromEnv) && Number(fromEnv) > 0 && Number.isSafeInteger(Number(fromEnv))) return Number(fromEnv);
   return DEFAULT_COLUMNS;
@@ -44,7 +45,10 @@ export function colourEnabled(facts: Pick<StreamFacts, "isTTY" | "env">): boolea
   return facts.isTTY && facts.env.TERM !== "dumb";
 }
 
-/** A line may be redrawn in place (`\r`, erase line): a terminal, not a pipe, not `TERM=dumb`. Colour settings do not matter. */
+/**
+ * A line may be redrawn in place (`\r`, erase line): a terminal, not a pipe, not `TERM=dumb`. Colour settings do not
+ * matter.
+ */
 export function canRedraw(facts: Pick<StreamFacts, "isTTY" | "env">): boolean {
   return facts.isTTY && facts.env.TERM !== "dumb";
 }
@@ -60,7 +64,11 @@ export interface Running {
  * `running task_completed #3… 5s, idle… 2s`, of those running `afterMs` or longer, cut to one
  * column less than `width` (the cursor stays on the line, so `\r` can redraw it); empty when none.
  */
-export function runningText(items: readonly Running[], nowMs: number, opts: { afterMs: number; width: number }): string {
+export function runningText(
+  items: readonly Running[],
+  nowMs: number,
+  opts: { afterMs: number; width: number },
+): string {
   const slow = items.filter((r) => nowMs - r.since >= opts.afterMs);
   if (slow.length === 0) return "";
   const text = `running ${slow.map((r) => `${r.label}\u2026 ${Math.floor((nowMs - r.since) / 1000)}s`).join(", ")}`;
@@ -114,7 +122,9 @@ export function dateTimeAt(iso: string, offsetMinutes: number): string {
   return `${shifted.slice(0, 10)} ${shifted.slice(11, 19)}`;
 }
 
-/** `18:12:44`: the time of `iso` on the machine's clock (its offset at that moment); `iso` itself when it is no time. */
+/**
+ * `18:12:44`: the time of `iso` on the machine's clock (its offset at that moment); `iso` itself when it is no time.
+ */
 export function localClock(iso: string): string {
   const ms = Date.parse(iso);
   if (Number.isNaN(ms)) return iso;

@@ -7,7 +7,10 @@
  * uses it before anything else is loaded.
  */
 
-/** Code point ranges of East Asian Wide (W) and Fullwidth (F), merged where the gaps between them are unassigned; emoji come from `Emoji_Presentation`. */
+/**
+ * Code point ranges of East Asian Wide (W) and Fullwidth (F), merged where the gaps between them are unassigned; emoji
+ * come from `Emoji_Presentation`.
+ */
 const WIDE: ReadonlyArray<readonly [number, number]> = [
   [0x1100, 0x115f], // Hangul Jamo leading consonants
   [0x2329, 0x232a], // angle brackets

@@ -12,8 +12,28 @@
  * history shows gates ran before fails closed instead of trusting anew what is there now.
  */
 import { type ChainDiscovery, discoverChain, isHandlerGate } from "../gates/chain.js";
-import { type ChainTrust, type TrustEntry, type TrustRecord, entryOf, eventOfGate, handlerTrustedFor, octal } from "./trust.js";
-import { type RecordChange, approvedFile, keepTrustedCopy, readApproved, readTrust, recordDiff, replaceTrust, trustFile, trustedBy, updateTrust, writeApproved } from "./trust-store.js";
+import {
+  type ChainTrust,
+  type TrustEntry,
+  type TrustRecord,
+  entryOf,
+  eventOfGate,
+  handlerTrustedFor,
+  octal,
+} from "./trust.js";
+import {
+  type RecordChange,
+  approvedFile,
+  keepTrustedCopy,
+  readApproved,
+  readTrust,
+  recordDiff,
+  replaceTrust,
+  trustFile,
+  trustedBy,
+  updateTrust,
+  writeApproved,
+} from "./trust-store.js";
 import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
@@ -37,7 +57,11 @@ const NOTHING: TrustRecord = Object.freeze({ version: 1, gates: Object.freeze({}
  * (trust on first use) — unless the team's history says gates ran here before: then nothing is trusted
  * until the lead approves, loudly.
  */
-export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: ReadonlyArray<{ event: HookEventName; chain: ChainDiscovery }>): Promise<void> {
+export async function takeTrust(
+  ctx: LeaderContext,
+  ledger: Ledger,
+  chains: ReadonlyArray<{ event: HookEventName; chain: ChainDiscovery }>,
+): Promise<void> {
   const { teamDir } = ctx.setup.identity;
   const env = ctx.opts.env;
   const approved = readApproved(teamDir, env);
@@ -47,27 +71,64 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     ctx.trust.set(approved.record);
     await holdFileToApproved(ctx, read, "while no leader ran");
   } else if (approved.state === "invalid") {
-    ctx.warn(`${approved.problem}: every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`);
+    ctx.warn(
+      `${approved.problem}: every gate is untrusted (its events are held as untrusted_hook) until the team lead ` +
+        `records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`,
+    );
     ctx.trust.set(NOTHING);
   } else if (read?.state === "ok") {
     // A leader that never ran on this account (or kept no copy yet: a version before the copy): the
     // file is all there is. Said loudly when a leader gated this team before: its copy was removed.
     ctx.trust.set(read.record);
     await writeApproved(teamDir, read.record, trustedBy("the leader, from trust.json"), env);
-    const taken = `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}`;
-    const before = ledger.has(TRUST_TAKEN_KEY) ? "the ledger shows a leader took the record before" : await gateHistory(teamDir);
+    const taken =
+      `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} ` +
+      `gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}`;
+    const before = ledger.has(TRUST_TAKEN_KEY)
+      ? "the ledger shows a leader took the record before"
+      : await gateHistory(teamDir);
     if (before === null) ctx.opts.report({ kind: "info", message: taken });
     else {
-      const gates = Object.entries(read.record.gates).map(([gate, e]) => `  ${gate}: sha256 ${e.sha256.slice(0, 12)}…, by ${e.trustedBy || "unknown"}`);
-      const text = [`${taken}, though ${before}: its approved copy is gone (removed, or kept by a version without one), so what the file says is trusted`, ...gates, `If you did not approve these: pi-teams-hooks trust --team-dir ${teamDir}`];
+      const gates = Object.entries(read.record.gates).map(
+        ([gate, e]) => `  ${gate}: sha256 ${e.sha256.slice(0, 12)}…, by ${e.trustedBy || "unknown"}`,
+      );
+      const text = [
+        `${taken}, though ${before}: its approved copy is gone (removed, or kept by a version without one), so what ` +
+          `the file says is trusted`,
+        ...gates,
+        `If you did not approve these: pi-teams-hooks trust --team-dir ${teamDir}`,
+      ];
       ctx.warn(text.map((line) => line.trim()).join("; "));
-      ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("trust-copy-gone", JSON.stringify(read.record.gates), ctx.setup.identity.leadName), `pi-teams-hooks: ${text.join("\n")}`, "the lead was not told that the approved trust record was gone"));
+      ctx.notes = ctx.notes.then(() =>
+        ctx.tellLead(
+          sentId("trust-copy-gone", JSON.stringify(read.record.gates), ctx.setup.identity.leadName),
+          `pi-teams-hooks: ${text.join("\n")}`,
+          "the lead was not told that the approved trust record was gone",
+        ),
+      );
     }
-  } else if (read?.state === "invalid" || ledger.has(TRUST_TAKEN_KEY) || (history = await gateHistory(teamDir)) !== null) {
-    const why = read?.state === "invalid" ? read.problem : ledger.has(TRUST_TAKEN_KEY) ? `${trustFile(teamDir)} is gone` : `${trustFile(teamDir)} is gone, and ${history}`;
-    const text = `${why}: nothing is trusted anew; every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`;
+  } else if (
+    read?.state === "invalid" ||
+    ledger.has(TRUST_TAKEN_KEY) ||
+    (history = await gateHistory(teamDir)) !== null
+  ) {
+    const why =
+      read?.state === "invalid"
+        ? read.problem
+        : ledger.has(TRUST_TAKEN_KEY)
+          ? `${trustFile(teamDir)} is gone`
+          : `${trustFile(teamDir)} is gone, and ${history}`;
+    const text =
+      `${why}: nothing is trusted anew; every gate is untrusted (its events are held as untrusted_hook) ` +
+      `until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`;
     ctx.warn(text);
-    ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("trust-gone", why, ctx.setup.identity.leadName), `pi-teams-hooks: ${text}`, "the lead was not told that the trust record is gone"));
+    ctx.notes = ctx.notes.then(() =>
+      ctx.tellLead(
+        sentId("trust-gone", why, ctx.setup.identity.leadName),
+        `pi-teams-hooks: ${text}`,
+        "the lead was not told that the trust record is gone",
+      ),
+    );
     ctx.trust.set(NOTHING);
   } else {
     const entries = new Map<string, TrustEntry>();
@@ -86,7 +147,10 @@ export async function takeTrust(ctx: LeaderContext, ledger: Ledger, chains: Read
     const names = [...entries.keys()];
     ctx.opts.report({
       kind: "info",
-      message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on holds its events until approved (pi-teams-hooks trust)`,
+      message:
+        `trusted ${names.length} gate(s) on first use ` +
+        `(${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed ` +
+        `from now on holds its events until approved (pi-teams-hooks trust)`,
     });
   }
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
@@ -101,7 +165,8 @@ async function gateHistory(teamDir: string): Promise<string | null> {
   const logs = await listHookLogs(teamDir).catch(() => []);
   for (const entry of logs.slice(-HISTORY_LOGS).reverse()) {
     const read = await readHookLog(entry.file);
-    if (read.ok && read.record.trigger !== "hand") return `the hook logs in ${hookLogsDir(teamDir)} show a leader gated this team before (${entry.name})`;
+    if (read.ok && read.record.trigger !== "hand")
+      return `the hook logs in ${hookLogsDir(teamDir)} show a leader gated this team before (${entry.name})`;
   }
   return null;
 }
@@ -114,7 +179,11 @@ const HISTORY_LOGS = 200;
  * (output, lead's inbox) and not trusted, and the file is written back as approved; a file that is
  * gone or unreadable is written back too.
  */
-async function holdFileToApproved(ctx: LeaderContext, first: ReturnType<LeaderContext["trust"]["refresh"]>["read"], when: string): Promise<void> {
+async function holdFileToApproved(
+  ctx: LeaderContext,
+  first: ReturnType<LeaderContext["trust"]["refresh"]>["read"],
+  when: string,
+): Promise<void> {
   const { teamDir, leadName } = ctx.setup.identity;
   const inForce = ctx.trust.record ?? NOTHING;
   let read = first ?? readTrust(teamDir);
@@ -127,18 +196,37 @@ async function holdFileToApproved(ctx: LeaderContext, first: ReturnType<LeaderCo
   const differs = read.state === "ok" ? recordDiff(inForce, read.record) : [];
   if (state === "ok" && differs.length === 0) return;
   const file = trustFile(teamDir);
-  const what = state === "none" ? `${file} was removed ${when}` : state === "invalid" ? `${file} was made unreadable ${when}` : `${file} was changed ${when}, not through pi-teams-hooks trust`;
-  const lines = differs.map((c) => `  ${c.path}: ${c.change === "removed" ? "removed from the record" : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, "by ${c.entry?.trustedBy || "unknown"}")`}: not approved, not trusted`);
+  const what =
+    state === "none"
+      ? `${file} was removed ${when}`
+      : state === "invalid"
+        ? `${file} was made unreadable ${when}`
+        : `${file} was changed ${when}, not through pi-teams-hooks trust`;
+  const lines = differs.map(
+    (c) =>
+      `  ${c.path}: ` +
+      `${c.change === "removed" ? "removed from the record" : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, "by ${c.entry?.trustedBy || "unknown"}")`}: ` +
+      `not approved, not trusted`,
+  );
   const head = `${what}: written back as approved (${approvedFile(teamDir, ctx.opts.env)})`;
   const tail = `to approve a gate: pi-teams-hooks trust --team-dir ${teamDir}`;
   const text = [`${head}.`, ...lines, `${tail[0]?.toUpperCase()}${tail.slice(1)}`].join("\n");
   ctx.warn([head, ...lines.map((line) => line.trim()), tail].join("; ")); // one line on the output
-  const id = sentId("trust-edited", JSON.stringify(differs.map((c) => [c.path, c.entry?.sha256 ?? null])) + state, leadName);
-  ctx.notes = ctx.notes.then(() => ctx.tellLead(id, `pi-teams-hooks: ${text}`, "the lead was not told that the trust record was edited"));
+  const id = sentId(
+    "trust-edited",
+    JSON.stringify(differs.map((c) => [c.path, c.entry?.sha256 ?? null])) + state,
+    leadName,
+  );
+  ctx.notes = ctx.notes.then(() =>
+    ctx.tellLead(id, `pi-teams-hooks: ${text}`, "the lead was not told that the trust record was edited"),
+  );
   try {
     ctx.trust.set(await replaceTrust(teamDir, inForce, ctx.opts.env));
   } catch (error) {
-    ctx.warn(`${file}: not written back (${error instanceof Error ? error.message : String(error)}); the leader goes by its approved copy`);
+    ctx.warn(
+      `${file}: not written back (${error instanceof Error ? error.message : String(error)}); the leader goes by its ` +
+        `approved copy`,
+    );
   }
 }
 
@@ -165,18 +253,32 @@ export function refreshTrust(ctx: LeaderContext): boolean {
   return false;
 }
 
-/** One approved change of the record: on the output, and to the lead once (`trust` sent the same note already when it recorded it). */
+/**
+ * One approved change of the record: on the output, and to the lead once (`trust` sent the same note already when it
+ * recorded it).
+ */
 function sayApproved(ctx: LeaderContext, c: RecordChange): void {
   const { leadName } = ctx.setup.identity;
   const what =
     c.change === "approved"
-      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
+      ? `trust record: ${c.path} approved (sha256 ` +
+        `${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, ` +
+        `by ${c.entry?.trustedBy || "unknown"})`
       : `trust record: ${c.path} removed (its absence is approved)`;
   ctx.warn(what);
-  ctx.notes = ctx.notes.then(() => ctx.tellLead(approvalNoteId(c.path, c.entry?.sha256 ?? null, leadName), `pi-teams-hooks: ${what}`, "the lead was not told of an approval"));
+  ctx.notes = ctx.notes.then(() =>
+    ctx.tellLead(
+      approvalNoteId(c.path, c.entry?.sha256 ?? null, leadName),
+      `pi-teams-hooks: ${what}`,
+      "the lead was not told of an approval",
+    ),
+  );
 }
 
-/** The sent-log id of the note about one approval: the same from `trust` (which records it) and the leader (which sees it). */
+/**
+ * The sent-log id of the note about one approval: the same from `trust` (which records it) and the leader (which sees
+ * it).
+ */
 export function approvalNoteId(gate: string, sha256: string | null, lead: string): string {
   return sentId("trust-approved", `${gate}:${sha256 ?? "removed"}`, lead);
 }
@@ -206,13 +308,22 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
     const id = `${change.change}:${change.path}:${sha}:${change.now?.mode ?? ""}`;
     if (ctx.told.has(id)) continue;
     ctx.told.add(id);
-    const what = change.change === "new" ? "is new (not trusted yet)" : change.change === "changed" ? `changed since it was trusted (${change.detail})` : `no longer runs (${change.detail})`;
+    const what =
+      change.change === "new"
+        ? "is new (not trusted yet)"
+        : change.change === "changed"
+          ? `changed since it was trusted (${change.detail})`
+          : `no longer runs (${change.detail})`;
     const then = ctx.setup.settings.trustChanges.value
       ? "it runs as it is now (--trust-changes); the log keeps both hashes"
-      : `its events are held (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}; not failed, nothing counted) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
+      : `its events are held (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}; not failed, ` +
+        `nothing counted) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ` +
+        `${change.path}`;
     ctx.warn(`gate ${change.path} ${what}: ${then}`);
     const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
-    ctx.notes = ctx.notes.then(() => ctx.tellLead(sentId("gate-change", id, leadName), text, `the lead was not told of the change of ${change.path}`));
+    ctx.notes = ctx.notes.then(() =>
+      ctx.tellLead(sentId("gate-change", id, leadName), text, `the lead was not told of the change of ${change.path}`),
+    );
   }
 }
 
@@ -225,7 +336,14 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
  */
 export async function refreshStartGate(ctx: LeaderContext, say: boolean, found?: ChainDiscovery): Promise<void> {
   const { hooksDir, teamHooksDir, settings } = ctx.setup;
-  const chain = found ?? (await discoverChain({ globalDir: hooksDir, teamDir: teamHooksDir, event: "task_started", handlers: settings.handlers }));
+  const chain =
+    found ??
+    (await discoverChain({
+      globalDir: hooksDir,
+      teamDir: teamHooksDir,
+      event: "task_started",
+      handlers: settings.handlers,
+    }));
   const layers = { global: hooksDir, team: teamHooksDir };
   const trusted = Object.entries(ctx.trust.record?.gates ?? {}).some(([gate, entry]) =>
     isHandlerGate(gate) ? handlerTrustedFor(entry, "task_started") : eventOfGate(gate, layers) === "task_started",
@@ -237,7 +355,8 @@ export async function refreshStartGate(ctx: LeaderContext, say: boolean, found?:
     ctx.opts.report({
       kind: "info",
       message: on
-        ? `start gate in force (${chain.hooks.map((h) => h.name).join(", ") || "a trusted gate of task_started"}): claims from now on are judged; claims seen before are not`
+        ? `start gate in force (${chain.hooks.map((h) => h.name).join(", ") || "a trusted gate of task_started"}): ` +
+          `claims from now on are judged; claims seen before are not`
         : "no start gate any more: claims are no longer judged",
     });
   }

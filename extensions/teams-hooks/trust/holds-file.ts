@@ -15,7 +15,10 @@ export const HeldEventSchema = z.looseObject({
   event: z.enum(HOOK_EVENTS),
   taskId: z.string().nullable(),
   member: z.string().nullable(),
-  /** `approval`: the gate waits for the lead (untrusted, missing, insecure, cannot start); `fault`: our own part failed under it. */
+  /**
+   * `approval`: the gate waits for the lead (untrusted, missing, insecure, cannot start); `fault`: our own part failed
+   * under it.
+   */
   cause: z.enum(["approval", "fault"]),
   /** The run's error kind (`untrusted_hook`, `spawn`, `internal`…). */
   kind: z.string().nullable(),
@@ -29,7 +32,11 @@ export const HeldEventSchema = z.looseObject({
 });
 export type HeldEvent = z.infer<typeof HeldEventSchema>;
 
-export const HoldsFileSchema = z.looseObject({ version: z.literal(1), updatedAt: z.string(), holds: z.array(HeldEventSchema) });
+export const HoldsFileSchema = z.looseObject({
+  version: z.literal(1),
+  updatedAt: z.string(),
+  holds: z.array(HeldEventSchema),
+});
 
 /** The list a leader last wrote; empty when there is none (no leader held anything) or it cannot be read. */
 export async function readHolds(teamDir: string): Promise<{ holds: HeldEvent[]; problem: string | null }> {

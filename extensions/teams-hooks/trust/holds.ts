@@ -75,12 +75,20 @@ export class Holds {
     // included; other holds once per gate and reason (several tasks held by one gate are one thing to fix).
     if (!(TRUST_ERROR_KINDS as readonly (string | null)[]).includes(info.kind) || info.kind === "insecure_hook") {
       const id = sentId("held", `${info.cause}:${info.hook ?? ""}:${info.reason}`, leadName);
-      this.#ctx.notes = this.#ctx.notes.then(() => this.#ctx.tellLead(id, heldLeadText(info, this.#ctx.setup.identity.teamDir), `the lead was not told of the hold of ${event.key}`));
+      this.#ctx.notes = this.#ctx.notes.then(() =>
+        this.#ctx.tellLead(
+          id,
+          heldLeadText(info, this.#ctx.setup.identity.teamDir),
+          `the lead was not told of the hold of ${event.key}`,
+        ),
+      );
     }
     if (info.cause === "fault") {
       const delay = FAULT_RETRY_MS[tries - 1];
       if (delay === undefined) {
-        this.#ctx.warn(`${event.key}: held after ${tries} tries (${info.reason}); it runs again at the next start of the leader`);
+        this.#ctx.warn(
+          `${event.key}: held after ${tries} tries (${info.reason}); it runs again at the next start of the leader`,
+        );
         return;
       }
       this.#ctx.later(event, async () => this.#release(event.key), delay);
@@ -95,16 +103,28 @@ export class Holds {
     const waiting = [...this.#held.values()].filter((h) => h.info.cause === "approval");
     if (waiting.length === 0) return;
     const { setup } = this.#ctx;
-    const layers = { global: path.resolve(setup.hooksDir), team: setup.teamHooksDir === null ? null : path.resolve(setup.teamHooksDir) };
+    const layers = {
+      global: path.resolve(setup.hooksDir),
+      team: setup.teamHooksDir === null ? null : path.resolve(setup.teamHooksDir),
+    };
     const chains = new Map<HookEvent["event"], Awaited<ReturnType<typeof discoverChain>>>();
     for (const { event } of waiting) {
       try {
         let chain = chains.get(event.event);
         if (!chain) {
-          chain = await discoverChain({ globalDir: setup.hooksDir, teamDir: setup.teamHooksDir, event: event.event, handlers: setup.settings.handlers });
+          chain = await discoverChain({
+            globalDir: setup.hooksDir,
+            teamDir: setup.teamHooksDir,
+            event: event.event,
+            handlers: setup.settings.handlers,
+          });
           chains.set(event.event, chain);
         }
-        const check = checkChainTrust(chain, event.event, layers, { record: this.#ctx.trust.record, allowInsecure: setup.settings.allowInsecureHooks.value, uid: process.getuid?.() ?? null });
+        const check = checkChainTrust(chain, event.event, layers, {
+          record: this.#ctx.trust.record,
+          allowInsecure: setup.settings.allowInsecureHooks.value,
+          uid: process.getuid?.() ?? null,
+        });
         const refused = check.problems.filter((p) => p.kind === "insecure_hook" || !setup.settings.trustChanges.value);
         if (refused.length === 0) this.#release(event.key);
       } catch (error) {
@@ -133,7 +153,11 @@ export class Holds {
     const holds = this.list();
     this.#writing = this.#writing
       .then(() => writeHolds(this.#ctx.setup.identity.teamDir, holds, this.#ctx.now()))
-      .catch((error: unknown) => this.#ctx.warn(`${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`));
+      .catch((error: unknown) =>
+        this.#ctx.warn(
+          `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,
+        ),
+      );
   }
 
   /** Waits for the last write of the list (stop). */

@@ -16,8 +16,28 @@ import type { HookEventName } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
-import { type GateChange, type TrustEntry, type TrustRecord, checkChainTrust, entryFor, fingerprint, gateRequired, handlerDefinitionText, handlerFingerprint, octal } from "./trust.js";
-import { keepTrustedCopy, readTrust, readTrustInForce, readTrustedCopy, recordDiff, trustFile, trustedBy, updateTrust } from "./trust-store.js";
+import {
+  type GateChange,
+  type TrustEntry,
+  type TrustRecord,
+  checkChainTrust,
+  entryFor,
+  fingerprint,
+  gateRequired,
+  handlerDefinitionText,
+  handlerFingerprint,
+  octal,
+} from "./trust.js";
+import {
+  keepTrustedCopy,
+  readTrust,
+  readTrustInForce,
+  readTrustedCopy,
+  recordDiff,
+  trustFile,
+  trustedBy,
+  updateTrust,
+} from "./trust-store.js";
 import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
 import { SentLog } from "../team/sent-log.js";
@@ -37,15 +57,26 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const v = args.values;
   const all = v.all === true;
   if (all && args.positionals.length > 0) throw new HooksError("E_USAGE", "give --all or paths, not both");
-  const setup = await resolveTeamSetup({ teamDir: str(v["team-dir"]), team: str(v.team), hooksDir: str(v["hooks-dir"]), env: io.env, processCwd: io.cwd });
+  const setup = await resolveTeamSetup({
+    teamDir: str(v["team-dir"]),
+    team: str(v.team),
+    hooksDir: str(v["hooks-dir"]),
+    env: io.env,
+    processCwd: io.cwd,
+  });
   const { teamDir } = setup.identity;
   const read = readTrustInForce(teamDir, io.env);
   // trust.json edited by anything but this command: what it says that was not approved is shown, never taken.
   const file = readTrust(teamDir);
-  const unapproved = read.source === "approved" && read.state === "ok" && file.state === "ok" ? recordDiff(read.record, file.record) : [];
+  const unapproved =
+    read.source === "approved" && read.state === "ok" && file.state === "ok"
+      ? recordDiff(read.record, file.record)
+      : [];
   const selecting = all || args.positionals.length > 0;
-  if (read.state === "invalid" && !all) throw new HooksError("E_CONFIG", `${read.problem}; fix or remove it, or record every gate anew with --all`);
-  if (read.state === "invalid") io.stderr(`warning: ${read.problem}: replaced by a record of the gates as they are now (--all)\n`);
+  if (read.state === "invalid" && !all)
+    throw new HooksError("E_CONFIG", `${read.problem}; fix or remove it, or record every gate anew with --all`);
+  if (read.state === "invalid")
+    io.stderr(`warning: ${read.problem}: replaced by a record of the gates as they are now (--all)\n`);
   const record: TrustRecord = read.state === "ok" ? read.record : { version: 1, gates: {} };
 
   const changes = await findChanges(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers, record, teamDir);
@@ -61,26 +92,50 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
       io.stdout(`not recorded: ${chosen.length} change(s) not approved\n`);
       return 1;
     }
-    recorded = await record_(teamDir, chosen, read.state === "invalid", trustedBy(`pi-teams-hooks trust, ${how}`), io.env);
+    recorded = await record_(
+      teamDir,
+      chosen,
+      read.state === "invalid",
+      trustedBy(`pi-teams-hooks trust, ${how}`),
+      io.env,
+    );
     await tellLead(setup.identity, recorded, how);
   }
 
   if (v.json) {
-    io.stdout(`${JSON.stringify({ teamDir, trustFile: trustFile(teamDir), changes: changes.map(jsonChange), recorded: recorded.map((c) => c.path) })}\n`);
+    io.stdout(
+      `${JSON.stringify({ teamDir, trustFile: trustFile(teamDir), changes: changes.map(jsonChange), recorded: recorded.map((c) => c.path) })}\n`,
+    );
   } else {
     const colour = wantsColour(io);
     if (changes.length === 0) {
-      io.stdout(`every gate of ${teamDir} is trusted as it is (${Object.keys(record.gates).length} gate(s) in ${trustFile(teamDir)})\n`);
+      io.stdout(
+        `every gate of ${teamDir} is trusted as it is (${Object.keys(record.gates).length} gate(s) in ` +
+          `${trustFile(teamDir)})\n`,
+      );
     }
     for (const change of unapproved) {
-      const what = change.change === "removed" ? "removed from it" : `written as trusted (sha256 ${change.entry?.sha256.slice(0, 12) ?? "?"}…)`;
-      io.stdout(`${paint("edited  ", "red", colour)} ${trustFile(teamDir)}: ${change.path} ${what}, not through this command: not approved, not trusted\n`);
+      const what =
+        change.change === "removed"
+          ? "removed from it"
+          : `written as trusted (sha256 ${change.entry?.sha256.slice(0, 12) ?? "?"}…)`;
+      io.stdout(
+        `${paint("edited  ", "red", colour)} ${trustFile(teamDir)}: ${change.path} ${what}, not through this ` +
+          `command: not approved, not trusted\n`,
+      );
     }
     // The chosen ones were shown before the question.
     for (const change of changes) if (!chosen.includes(change)) io.stdout(renderChange(change, colour));
-    if (recorded.length > 0) io.stdout(`recorded ${recorded.length} change(s) in ${trustFile(teamDir)} (approved ${how}): a running leader runs the events they held at once, and uses them from now on\n`);
+    if (recorded.length > 0)
+      io.stdout(
+        `recorded ${recorded.length} change(s) in ${trustFile(teamDir)} (approved ${how}): a running leader runs the ` +
+          `events they held at once, and uses them from now on\n`,
+      );
     else if (changes.length > 0) {
-      io.stdout(`${changes.length} change(s) not trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${teamDir} --all (or name the paths)\n`);
+      io.stdout(
+        `${changes.length} change(s) not trusted: their events are held until approved: pi-teams-hooks trust ` +
+          `--team-dir ${teamDir} --all (or name the paths)\n`,
+      );
     }
   }
   return changes.length > recorded.length ? 1 : 0;
@@ -91,17 +146,32 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
  * event; a handler to several, and its change is one change (shown once, recorded once): `new` or
  * `changed` when it still runs for some event (its entry then holds its events now), else `removed`.
  */
-async function findChanges(hooksDir: string, teamHooksDir: string, handlers: readonly HandlerDef[], record: TrustRecord, teamDir: string): Promise<Shown[]> {
+async function findChanges(
+  hooksDir: string,
+  teamHooksDir: string,
+  handlers: readonly HandlerDef[],
+  record: TrustRecord,
+  teamDir: string,
+): Promise<Shown[]> {
   const out: Shown[] = [];
   const layers = { global: path.resolve(hooksDir), team: path.resolve(teamHooksDir) };
   for (const { event, chain } of await discoverChains(hooksDir, teamHooksDir, handlers)) {
     const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     for (const change of check.changes) {
-      const handler = isHandlerGate(change.path) ? (handlers.find((h) => handlerGateName(h.name) === change.path) ?? null) : null;
+      const handler = isHandlerGate(change.path)
+        ? (handlers.find((h) => handlerGateName(h.name) === change.path) ?? null)
+        : null;
       const same = out.find((c) => c.path === change.path);
       if (same) {
         same.events.push(event);
-        if (same.change === "removed" && change.change !== "removed") Object.assign(same, { ...change, event: same.event, events: same.events, diff: diffOf(change, teamDir, handler), handler });
+        if (same.change === "removed" && change.change !== "removed")
+          Object.assign(same, {
+            ...change,
+            event: same.event,
+            events: same.events,
+            diff: diffOf(change, teamDir, handler),
+            handler,
+          });
         continue;
       }
       out.push({ ...change, event, events: [event], diff: diffOf(change, teamDir, handler), handler });
@@ -114,16 +184,25 @@ function diffOf(change: GateChange, teamDir: string, handler: HandlerDef | null)
   if (change.change !== "changed" || !change.trusted || change.trusted.sha256 === change.now?.sha256) return null;
   const before = readTrustedCopy(teamDir, change.trusted.sha256);
   const now = handler ? handlerFingerprint(handler) : fingerprint(change.path, { content: true });
-  if (before === null || "problem" in now || !now.content) return ["(no copy of the trusted content was kept: no diff)"];
+  if (before === null || "problem" in now || !now.content)
+    return ["(no copy of the trusted content was kept: no diff)"];
   if (!looksLikeText(before) || !looksLikeText(now.content)) return ["(binary file: no diff)"];
-  return unifiedDiff(before.toString("utf8"), now.content.toString("utf8"), { before: `trusted ${change.trusted.trustedAt}`, after: "now" });
+  return unifiedDiff(before.toString("utf8"), now.content.toString("utf8"), {
+    before: `trusted ${change.trusted.trustedAt}`,
+    after: "now",
+  });
 }
 
 function choose(changes: Shown[], all: boolean, paths: string[], teamDir: string): Shown[] {
   if (all) return changes;
   return paths.map((file) => {
     const found = changes.find((c) => c.path === file);
-    if (!found) throw new HooksError("E_USAGE", `nothing to trust at ${file}: it is trusted as it is, or it is not a gate of this team (see: pi-teams-hooks trust --team-dir ${teamDir})`);
+    if (!found)
+      throw new HooksError(
+        "E_USAGE",
+        `nothing to trust at ${file}: it is trusted as it is, or it is not a gate of this team (see: pi-teams-hooks ` +
+          `trust --team-dir ${teamDir})`,
+      );
     return found;
   });
 }
@@ -140,7 +219,10 @@ async function approval(io: CliIo, yes: boolean, count: number): Promise<string 
   }
   if (io.approval) return io.approval;
   if (yes) return "without a terminal (--yes)";
-  io.stderr("pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to approve without one (the lead's inbox is told so)\n");
+  io.stderr(
+    "pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to " +
+      "approve without one (the lead's inbox is told so)\n",
+  );
   return null;
 }
 
@@ -150,21 +232,36 @@ async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string):
   const by = trustedBy(`pi-teams-hooks trust, ${how}`);
   for (const change of recorded) {
     const sha = change.change === "removed" ? null : (change.now?.sha256 ?? null);
-    const what = change.change === "removed" ? `trust record: ${change.path} removed (its absence is approved)` : `trust record: ${change.path} approved (sha256 ${sha?.slice(0, 12) ?? "?"}…, by ${by})`;
+    const what =
+      change.change === "removed"
+        ? `trust record: ${change.path} removed (its absence is approved)`
+        : `trust record: ${change.path} approved (sha256 ${sha?.slice(0, 12) ?? "?"}…, by ${by})`;
     const id = approvalNoteId(change.path, sha, identity.leadName);
     await sendOnce(sent, {
       teamDir: identity.teamDir,
       namespace: "team",
       to: identity.leadName,
       id,
-      message: { from: "pi-teams-hooks", text: `pi-teams-hooks: ${what}`, timestamp: new Date().toISOString(), read: false, qualityGateNoteId: id },
+      message: {
+        from: "pi-teams-hooks",
+        text: `pi-teams-hooks: ${what}`,
+        timestamp: new Date().toISOString(),
+        read: false,
+        qualityGateNoteId: id,
+      },
       isIt: (m) => m.qualityGateNoteId === id,
     });
   }
 }
 
 /** Records the chosen changes, each as it was shown: a gate that changed again meanwhile is refused. */
-async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean, by: string, env: CliIo["env"]): Promise<Shown[]> {
+async function record_(
+  teamDir: string,
+  chosen: Shown[],
+  replaceInvalid: boolean,
+  by: string,
+  env: CliIo["env"],
+): Promise<Shown[]> {
   const entries = new Map<string, TrustEntry | null>();
   const at = new Date().toISOString();
   for (const change of chosen) {
@@ -174,7 +271,10 @@ async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean
     }
     const fp = change.handler ? handlerFingerprint(change.handler) : fingerprint(change.path, { content: true });
     if ("problem" in fp || fp.sha256 !== change.now?.sha256 || fp.mode !== change.now.mode) {
-      throw new HooksError("E_USAGE", `${change.path} changed again while it was shown: nothing recorded; run pi-teams-hooks trust again`);
+      throw new HooksError(
+        "E_USAGE",
+        `${change.path} changed again while it was shown: nothing recorded; run pi-teams-hooks trust again`,
+      );
     }
     const required = change.handler || !fp.content ? true : gateRequired(fp.content, change.path, change.event);
     entries.set(change.path, entryFor(fp, at, by, change.handler?.events, required));
@@ -186,21 +286,34 @@ async function record_(teamDir: string, chosen: Shown[], replaceInvalid: boolean
 
 function renderChange(change: Shown, colour: boolean): string {
   const word = change.change.padEnd(8);
-  const head = `${paint(word, change.change === "removed" ? "red" : "yellow", colour)} ${change.path} (${change.events.join(", ")})`;
+  const head =
+    `${paint(word, change.change === "removed" ? "red" : "yellow", colour)} ${change.path} ` +
+    `(${change.events.join(", ")})`;
   // A handler has no mode: its definition is all there is.
   const mode = (m: number): string => (isHandlerGate(change.path) ? "" : ` mode ${octal(m)}`);
   const lines: string[] = [];
-  if (change.change === "new" && change.now) lines.push(`${head}: sha256 ${change.now.sha256}${mode(change.now.mode).replace(" mode", ", mode")}`);
-  else if (change.change === "removed") lines.push(`${head}: ${change.detail}; trusted since ${change.trusted?.trustedAt ?? "?"}`);
+  if (change.change === "new" && change.now)
+    lines.push(`${head}: sha256 ${change.now.sha256}${mode(change.now.mode).replace(" mode", ", mode")}`);
+  else if (change.change === "removed")
+    lines.push(`${head}: ${change.detail}; trusted since ${change.trusted?.trustedAt ?? "?"}`);
   else lines.push(`${head}: ${change.detail}`);
   if (change.change === "changed" && change.trusted && change.now) {
-    lines.push(`         trusted ${change.trusted.sha256}${mode(change.trusted.mode)} (${change.trusted.trustedAt} by ${change.trusted.trustedBy || "unknown"})`);
+    lines.push(
+      `         trusted ${change.trusted.sha256}${mode(change.trusted.mode)} (${change.trusted.trustedAt} by ` +
+        `${change.trusted.trustedBy || "unknown"})`,
+    );
     lines.push(`         now     ${change.now.sha256}${mode(change.now.mode)}`);
   }
   // A new handler is shown whole: what is about to be trusted.
-  if (change.change === "new" && change.handler) for (const line of handlerDefinitionText(change.handler).trimEnd().split("\n")) lines.push(`         ${line}`);
+  if (change.change === "new" && change.handler)
+    for (const line of handlerDefinitionText(change.handler).trimEnd().split("\n")) lines.push(`         ${line}`);
   for (const line of change.diff ?? []) {
-    const painted = line.startsWith("+") && !line.startsWith("+++") ? paint(line, "green", colour) : line.startsWith("-") && !line.startsWith("---") ? paint(line, "red", colour) : line;
+    const painted =
+      line.startsWith("+") && !line.startsWith("+++")
+        ? paint(line, "green", colour)
+        : line.startsWith("-") && !line.startsWith("---")
+          ? paint(line, "red", colour)
+          : line;
     lines.push(`         ${painted}`);
   }
   return `${lines.join("\n")}\n`;

@@ -46,11 +46,15 @@ export function readTrust(teamDir: string): TrustRead {
   const read = readJson(file);
   if (read.state !== "read") return read;
   const record = asRecord(read.value);
-  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record (expected {"version": 1, "gates": {…}})` };
+  return record
+    ? { state: "ok", record }
+    : { state: "invalid", problem: `${file}: not a trust record (expected {"version": 1, "gates": {…}})` };
 }
 
 /** A file of JSON: `none` when missing, `invalid` when unreadable or not JSON (the problem names the file). */
-function readJson(file: string): { state: "none" } | { state: "invalid"; problem: string } | { state: "read"; value: unknown } {
+function readJson(
+  file: string,
+): { state: "none" } | { state: "invalid"; problem: string } | { state: "read"; value: unknown } {
   const read = readRegular(file);
   if (read.kind === "missing") return { state: "none" };
   if (read.kind === "problem") return { state: "invalid", problem: `${file}: ${read.problem}` };
@@ -69,9 +73,18 @@ function asRecord(value: unknown): TrustRecord | null {
   for (const [file, raw] of Object.entries(gates as Record<string, unknown>)) {
     if (raw === null || typeof raw !== "object") return null;
     const e = raw as Record<string, unknown>;
-    if (typeof e.sha256 !== "string" || !/^[0-9a-f]{64}$/.test(e.sha256) || !Number.isInteger(e.mode) || !Number.isInteger(e.size)) return null;
+    if (
+      typeof e.sha256 !== "string" ||
+      !/^[0-9a-f]{64}$/.test(e.sha256) ||
+      !Number.isInteger(e.mode) ||
+      !Number.isInteger(e.size)
+    )
+      return null;
     // A handler's events (trust.ts): an entry whose list is not one of event names reads as none (every event).
-    const events = Array.isArray(e.events) && e.events.every((v) => (HOOK_EVENTS as readonly unknown[]).includes(v)) ? (e.events as HookEventName[]) : undefined;
+    const events =
+      Array.isArray(e.events) && e.events.every((v) => (HOOK_EVENTS as readonly unknown[]).includes(v))
+        ? (e.events as HookEventName[])
+        : undefined;
     out[file] = {
       sha256: e.sha256,
       mode: e.mode as number,
@@ -103,13 +116,17 @@ export async function updateTrust(
     async () => {
       const current = readTrustInForce(teamDir, opts.env);
       // A record that cannot be read is not replaced by a partial one: a person decides what it held.
-      if (current.state === "invalid" && !opts.replaceInvalid) throw new HooksError("E_CONFIG", `${current.problem}; fix or remove it, then record trust again`);
+      if (current.state === "invalid" && !opts.replaceInvalid)
+        throw new HooksError("E_CONFIG", `${current.problem}; fix or remove it, then record trust again`);
       const gates: Record<string, TrustEntry> = current.state === "ok" ? { ...current.record.gates } : {};
       for (const [gate, entry] of changes) {
         if (entry === null) delete gates[gate];
         else gates[gate] = entry;
       }
-      const record: TrustRecord = { version: 1, gates: Object.fromEntries(Object.entries(gates).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) };
+      const record: TrustRecord = {
+        version: 1,
+        gates: Object.fromEntries(Object.entries(gates).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
+      };
       await writeApproved(teamDir, record, opts.by ?? trustedBy("pi-teams-hooks trust"), opts.env);
       await writeJsonAtomic(file, record);
       return record;
@@ -122,7 +139,11 @@ export async function updateTrust(
  * Writes `record` as the whole trust record, and as the approved copy (the leader's own record in
  * force, after its team dir or `hook-state/` was created again, or `trust.json` was edited).
  */
-export async function replaceTrust(teamDir: string, record: TrustRecord, env?: Readonly<Record<string, string | undefined>>): Promise<TrustRecord> {
+export async function replaceTrust(
+  teamDir: string,
+  record: TrustRecord,
+  env?: Readonly<Record<string, string | undefined>>,
+): Promise<TrustRecord> {
   const file = trustFile(teamDir);
   mkdirUnder(teamDir, path.dirname(file));
   await withLock(
@@ -156,9 +177,15 @@ export function readTrustedCopy(teamDir: string, sha256: string): Buffer | null 
 // ---------------------------------------------------------------------------------------------
 // The approved copy, outside the team dir
 
-/** The user's state directory for pi-teams-hooks: `$XDG_STATE_HOME/pi-teams-hooks`, else `~/.local/state/pi-teams-hooks`. */
+/**
+ * The user's state directory for pi-teams-hooks: `$XDG_STATE_HOME/pi-teams-hooks`, else
+ * `~/.local/state/pi-teams-hooks`.
+ */
 export function userStateDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
-  const base = env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : path.join(env.HOME || os.homedir(), ".local", "state");
+  const base =
+    env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME)
+      ? env.XDG_STATE_HOME
+      : path.join(env.HOME || os.homedir(), ".local", "state");
   return path.join(base, "pi-teams-hooks");
 }
 
@@ -169,20 +196,34 @@ export function approvedFile(teamDir: string, env: Readonly<Record<string, strin
 }
 
 /** The record approved for a team (what the leader last wrote or the lead last approved). */
-export function readApproved(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead {
+export function readApproved(
+  teamDir: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TrustRead {
   const file = approvedFile(teamDir, env);
   const read = readJson(file);
   if (read.state !== "read") return read;
   const kept = read.value as { teamDir?: unknown; record?: unknown } | null;
   const record = kept && kept.teamDir === path.resolve(teamDir) ? asRecord(kept.record) : null;
-  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not an approved trust record of ${teamDir}` };
+  return record
+    ? { state: "ok", record }
+    : { state: "invalid", problem: `${file}: not an approved trust record of ${teamDir}` };
 }
 
 /** Keeps `record` as the one approved for the team (0600, in a 0700 folder of the user's state dir). */
-export async function writeApproved(teamDir: string, record: TrustRecord, by: string, env: Readonly<Record<string, string | undefined>> = process.env): Promise<void> {
+export async function writeApproved(
+  teamDir: string,
+  record: TrustRecord,
+  by: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<void> {
   const file = approvedFile(teamDir, env);
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  await writeJsonAtomic(file, { version: 1, teamDir: path.resolve(teamDir), record, updatedAt: new Date().toISOString(), by }, { mode: 0o600 });
+  await writeJsonAtomic(
+    file,
+    { version: 1, teamDir: path.resolve(teamDir), record, updatedAt: new Date().toISOString(), by },
+    { mode: 0o600 },
+  );
 }
 
 /**
@@ -190,7 +231,10 @@ export async function writeApproved(teamDir: string, record: TrustRecord, by: st
  * `trust.json` (a team whose leader never ran on this account, or one recorded before copies were
  * kept). `trust` and `run` compare gates with it.
  */
-export function readTrustInForce(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead & { source: "approved" | "file" } {
+export function readTrustInForce(
+  teamDir: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): TrustRead & { source: "approved" | "file" } {
   const approved = readApproved(teamDir, env);
   if (approved.state === "ok") return { ...approved, source: "approved" };
   return { ...readTrust(teamDir), source: "file" };
@@ -203,9 +247,11 @@ export function recordDiff(approved: TrustRecord, file: TrustRecord): RecordChan
     const old = approved.gates[gate];
     // `required` too: an entry made optional by hand in trust.json would let a team drop a required gate.
     const sameRequired = (old?.required === false) === (entry.required === false);
-    if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode || !sameRequired) changes.push({ path: gate, change: "approved", entry });
+    if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode || !sameRequired)
+      changes.push({ path: gate, change: "approved", entry });
   }
-  for (const gate of Object.keys(approved.gates)) if (!(gate in file.gates)) changes.push({ path: gate, change: "removed", entry: null });
+  for (const gate of Object.keys(approved.gates))
+    if (!(gate in file.gates)) changes.push({ path: gate, change: "removed", entry: null });
   return changes;
 }
 
@@ -256,9 +302,11 @@ export class TrustState {
     const changes: RecordChange[] = [];
     for (const [file, entry] of Object.entries(after)) {
       const old = before[file];
-      if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode) changes.push({ path: file, change: "approved", entry });
+      if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode)
+        changes.push({ path: file, change: "approved", entry });
     }
-    for (const file of Object.keys(before)) if (!(file in after)) changes.push({ path: file, change: "removed", entry: null });
+    for (const file of Object.keys(before))
+      if (!(file in after)) changes.push({ path: file, change: "removed", entry: null });
     return { read, changes };
   }
 

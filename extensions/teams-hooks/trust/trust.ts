@@ -147,7 +147,13 @@ function sortedKeys(value: unknown): unknown {
 /** A handler's fingerprint: the hash of its definition's text (mode 0, no owner: it is not a file). */
 export function handlerFingerprint(handler: HandlerDef): Fingerprint {
   const content = Buffer.from(handlerDefinitionText(handler), "utf8");
-  return { sha256: createHash("sha256").update(content).digest("hex"), mode: 0, size: content.length, uid: -1, content };
+  return {
+    sha256: createHash("sha256").update(content).digest("hex"),
+    mode: 0,
+    size: content.length,
+    uid: -1,
+    content,
+  };
 }
 
 /** The fingerprint of whatever a chain hook runs: its file, or its handler's definition. */
@@ -177,7 +183,10 @@ export function snapshotChain(chain: ChainDiscovery): Map<string, GateSnapshot> 
 /** Hook files and the record are small; anything bigger is not one of ours. */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
-export type Regular = { kind: "ok"; bytes: Buffer; mode: number; uid: number } | { kind: "missing" } | { kind: "problem"; problem: string };
+export type Regular =
+  | { kind: "ok"; bytes: Buffer; mode: number; uid: number }
+  | { kind: "missing" }
+  | { kind: "problem"; problem: string };
 
 /** Reads a regular file without ever blocking on a FIFO or a device in its place (team/json-file.ts). */
 export function readRegular(file: string): Regular {
@@ -245,7 +254,12 @@ export interface TrustCheckOptions {
  * was discovered in: only trusted gates inside them count (a gate of a hooks dir the leader is not
  * using is not "missing").
  */
-export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, layers: { global: string; team: string | null }, opts: TrustCheckOptions): ChainTrust {
+export function checkChainTrust(
+  chain: ChainDiscovery,
+  event: HookEventName,
+  layers: { global: string; team: string | null },
+  opts: TrustCheckOptions,
+): ChainTrust {
   const hashes = new Map<string, string>();
   const problems: TrustProblem[] = [];
   const changes: GateChange[] = [];
@@ -256,7 +270,8 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
     if (hook.kind === "http") {
       // A handler switched off runs nothing: it is declared (so not missing), and checked once it is on again.
       if (hook.handler && !handlerEnabled(hook.handler)) hashes.set(file, handlerFingerprint(hook.handler).sha256);
-      else if (hook.handler) checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
+      else if (hook.handler)
+        checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
       continue;
     }
     const fp = opts.snapshots?.get(file) ?? fingerprint(file);
@@ -267,7 +282,12 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
     }
     hashes.set(file, fp.sha256);
     const insecure = opts.allowInsecure ? null : insecurity(fp, opts.uid);
-    if (insecure) problems.push({ kind: "insecure_hook", path: file, reason: `${file} is ${insecure}; refused (or: --allow-insecure-hooks)` });
+    if (insecure)
+      problems.push({
+        kind: "insecure_hook",
+        path: file,
+        reason: `${file} is ${insecure}; refused (or: --allow-insecure-hooks)`,
+      });
     if (!opts.record) continue;
     const trusted = gates[file];
     if (!trusted) {
@@ -285,9 +305,14 @@ export function checkChainTrust(chain: ChainDiscovery, event: HookEventName, lay
       if (running.has(file)) continue;
       if (isHandlerGate(file)) {
         if (!handlerTrustedFor(trusted, event)) continue;
-        const detail = `not declared for ${event} in config.json hooks.handlers (removed, renamed, or its events changed)`;
+        const detail =
+          `not declared for ${event} in config.json hooks.handlers (removed, renamed, or its events ` + `changed)`;
         changes.push({ path: file, change: "removed", trusted, now: null, detail });
-        problems.push({ kind: "gate_missing", path: file, reason: `trusted handler ${file} no longer runs: ${detail}` });
+        problems.push({
+          kind: "gate_missing",
+          path: file,
+          reason: `trusted handler ${file} no longer runs: ${detail}`,
+        });
         continue;
       }
       if (eventOfGate(file, layers) !== event) continue;
@@ -311,7 +336,12 @@ function inLayer(file: string, layer: string): boolean {
 }
 
 /** A handler in the chain against the record: new, or changed since it was trusted. */
-function checkHandler(gate: string, fp: Fingerprint, record: TrustRecord | null, out: Pick<ChainTrust, "hashes" | "problems" | "changes">): void {
+function checkHandler(
+  gate: string,
+  fp: Fingerprint,
+  record: TrustRecord | null,
+  out: Pick<ChainTrust, "hashes" | "problems" | "changes">,
+): void {
   out.hashes.set(gate, fp.sha256);
   if (!record) return;
   const trusted = record.gates[gate];
@@ -321,7 +351,11 @@ function checkHandler(gate: string, fp: Fingerprint, record: TrustRecord | null,
   } else if (trusted.sha256 !== fp.sha256) {
     const detail = describeChange(trusted, fp);
     out.changes.push({ path: gate, change: "changed", trusted, now: fp, detail });
-    out.problems.push({ kind: "untrusted_hook", path: gate, reason: `handler ${gate} changed since it was trusted (its definition in config.json hooks.handlers: ${detail})` });
+    out.problems.push({
+      kind: "untrusted_hook",
+      path: gate,
+      reason: `handler ${gate} changed since it was trusted (its definition in config.json hooks.handlers: ${detail})`,
+    });
   }
 }
 
@@ -366,14 +400,20 @@ function whyNotRunning(
   const skip = chain.skipped.find((s) => s.path === file);
   const byTheTeam = skip?.code === "disabled" || skip?.code === "replaced";
   if (skip && byTheTeam) return { kind: "gate_missing", detail: skip.reason, dropped: true };
-  if (skip) return { kind: /not executable/.test(skip.reason) ? "gate_not_executable" : "gate_missing", detail: skip.reason };
+  if (skip)
+    return { kind: /not executable/.test(skip.reason) ? "gate_not_executable" : "gate_missing", detail: skip.reason };
   for (const found of [chain.v1.global, chain.v1.team]) {
     const candidate = found?.candidates.find((c) => c.path === file);
-    if (candidate?.status === "skipped") return { kind: /not executable/.test(candidate.reason ?? "") ? "gate_not_executable" : "gate_missing", detail: candidate.reason ?? "skipped" };
+    if (candidate?.status === "skipped")
+      return {
+        kind: /not executable/.test(candidate.reason ?? "") ? "gate_not_executable" : "gate_missing",
+        detail: candidate.reason ?? "skipped",
+      };
   }
   // A v1 file not even looked at: an earlier name in the lookup order runs instead.
   const v1 = chain.hooks.find((h) => h.kind === "v1");
-  if (v1 && path.dirname(v1.hook.hookPath) === path.dirname(file)) return { kind: "gate_missing", detail: `shadowed by ${v1.hook.hookPath} (earlier in the lookup order)` };
+  if (v1 && path.dirname(v1.hook.hookPath) === path.dirname(file))
+    return { kind: "gate_missing", detail: `shadowed by ${v1.hook.hookPath} (earlier in the lookup order)` };
   const layer = path.dirname(file) === path.resolve(layers.global) ? "global" : "team";
   return { kind: "gate_missing", detail: `does not run (${layer} layer)` };
 }
@@ -401,7 +441,15 @@ export function entryFor(
   required = true,
 ): TrustEntry {
   const optional = required ? {} : { required: false as const };
-  return { sha256: fp.sha256, mode: fp.mode, size: fp.size, trustedAt: at, trustedBy: by, ...(events ? { events: [...events] } : {}), ...optional };
+  return {
+    sha256: fp.sha256,
+    mode: fp.mode,
+    size: fp.size,
+    trustedAt: at,
+    trustedBy: by,
+    ...(events ? { events: [...events] } : {}),
+    ...optional,
+  };
 }
 
 /**

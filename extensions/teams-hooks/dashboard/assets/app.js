@@ -12,7 +12,9 @@
   const pad = (n) => String(n).padStart(2, "0");
   const zone = (() => {
     try {
-      const part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(new Date()).find((p) => p.type === "timeZoneName");
+      const part = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" })
+        .formatToParts(new Date())
+        .find((p) => p.type === "timeZoneName");
       return part ? part.value : "";
     } catch {
       return "";
@@ -24,13 +26,17 @@
       const d = new Date(el.getAttribute("datetime"));
       if (Number.isNaN(d.getTime())) continue;
       el.title = el.getAttribute("datetime");
-      el.textContent = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone ? ` ${zone}` : ""}`;
+      el.textContent =
+        `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+        `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone ? ` ${zone}` : ""}`;
       el.dataset.local = "1";
     }
   };
   localise(document);
   const foot = document.querySelector(".foot p");
-  if (foot) foot.textContent = `Read-only view of the teams' hook logs. Times are in your time zone${zone ? ` (${zone})` : ""}.`;
+  if (foot)
+    foot.textContent =
+      `Read-only view of the teams' hook logs. Times are in your time ` + `zone${zone ? ` (${zone})` : ""}.`;
 
   // A run's own page on this server, and nothing else, may be a row's link.
   const RUN_HREF = /^\/runs\/[^/\\?#]+\/[^/\\?#]+$/;
@@ -88,7 +94,11 @@
   source.addEventListener("open", () => say(added > 0 ? `Live: ${added} new run(s)` : "Live"));
   source.addEventListener("error", () => {
     // EventSource tries again by itself after a dropped connection, but not after a refusal (401, 503).
-    say(source.readyState === EventSource.CLOSED ? "Live updates stopped: reload the page to try again" : "Live updates interrupted: reconnecting…");
+    say(
+      source.readyState === EventSource.CLOSED
+        ? "Live updates stopped: reload the page to try again"
+        : "Live updates interrupted: reconnecting…",
+    );
   });
   source.addEventListener("bye", (event) => {
     source.close();
