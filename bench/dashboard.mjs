@@ -13,7 +13,8 @@
 // Also the first overview of a server just started (a cold process: nothing compiled or cached yet,
 // while the OS page cache stays warm), from a fresh server each round. Medians and p95.
 //
-//   npm run build && node bench/dashboard.mjs [--logs 10000] [--teams 1] [--rounds 7] [--cpu-prof DIR] [--node-arg=FLAG…]
+//   npm run build && node bench/dashboard.mjs [--logs 10000] [--teams 1] [--rounds 7] [--cpu-prof DIR] \
+//     [--node-arg=FLAG…]
 //
 // --node-arg=FLAG (repeatable): a node flag for the servers, after the shebang's (to try one).
 // --cpu-prof DIR: afterwards, one more server under `node --cpu-prof` gets only overview requests;
@@ -190,7 +191,8 @@ function summariseProfile(file) {
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const where = (n) =>
     n.callFrame.url
-      ? `${n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")}:${n.callFrame.lineNumber + 1}`
+      ? `${n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")}:` +
+        `${n.callFrame.lineNumber + 1}`
       : "";
   const fnKey = (n) => `${n.callFrame.functionName || "(anonymous)"} ${where(n)}`.trim();
   const modKey = (n) =>
@@ -319,9 +321,8 @@ try {
     table([["warm server (after 1 untimed round)", "median", "p95", "× healthz", "× logs stats"], ...warm.map(row)]),
   );
   const cold = Object.keys(samples).filter((k) => k.startsWith("cold:"));
-  console.log(
-    `\n${table([[`a fresh server each round (${ROUNDS + 1} starts)`, "median", "p95", "× healthz", "× logs stats"], ...cold.map(row)])}`,
-  );
+  const coldHead = [`a fresh server each round (${ROUNDS + 1} starts)`, "median", "p95", "× healthz", "× logs stats"];
+  console.log(`\n${table([coldHead, ...cold.map(row)])}`);
   const fcp = stat(samples["Chromium: first contentful paint"]);
   const met =
     fcp.p95 <= FIRST_PAINT_TARGET_MS

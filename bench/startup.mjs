@@ -8,7 +8,8 @@
 // time the leader has used when its `watching` line arrives (all threads), which other load on the
 // machine moves much less than the wall time.
 //
-//   npm run build && node bench/startup.mjs [--rounds 7] [--tasks 10000] [--other /path/to/other/dist/teams-hooks/bin.js]
+//   npm run build && node bench/startup.mjs [--rounds 7] [--tasks 10000] \
+//     [--other /path/to/other/dist/teams-hooks/bin.js]
 //
 // The leader runs with the node flags of the bin's shebang, as `pi-teams-hooks watch` runs.
 import { rmSync } from "node:fs";

@@ -49,9 +49,9 @@ async function scan() {
       child.on("error", () => resolve(-1));
       child.on("close", (c) => resolve(c));
     });
-    process.stdout.write(
-      `${JSON.stringify({ type: "event", key, taskId: String(t.id), outcome: code === 0 ? "passed" : "failed", durationMs: performance.now() - began })}\n`,
-    );
+    const outcome = code === 0 ? "passed" : "failed";
+    const line = { type: "event", key, taskId: String(t.id), outcome, durationMs: performance.now() - began };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
   }
 }
 

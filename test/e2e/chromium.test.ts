@@ -94,8 +94,8 @@ describe("the Chromium from the npm registry", () => {
         const onlyItsOwn = path.join(cache, "only-its-own-fonts.conf");
         writeFileSync(
           onlyItsOwn,
-          `<?xml ` +
-            `version="1.0"?>\n<fontconfig><dir>${path.join(path.dirname(first.executable), "fonts")}</dir></fontconfig>\n`,
+          `<?xml version="1.0"?>\n` +
+            `<fontconfig><dir>${path.join(path.dirname(first.executable), "fonts")}</dir></fontconfig>\n`,
         );
         const withoutSystemFonts = await look(
           { ...first, env: { ...first.env, FONTCONFIG_FILE: onlyItsOwn } },

@@ -300,9 +300,14 @@ describe("HTTP handlers by hand", () => {
       await import(${JSON.stringify(path.join(REPO_ROOT, "dist/teams-hooks/leader/leader.js"))});
       const before = ["http", "https", "undici"].filter(loaded);
       const { runHandler } = await import(${JSON.stringify(path.join(REPO_ROOT, "dist/teams-hooks/runner/http.js"))});
-      const invocation = { event: "idle", teamId: "t", teamDir: "/tmp/t", taskListId: "t", style: "normal", completedTask: null };
-      const result = await runHandler({ name: "lazy", events: ["idle"], url: ${JSON.stringify(`${receiver.url}/e2e-lazy`)}, timeoutMs: 5000 }, invocation, { timeoutMs: 5000, env: {} });
-      console.log(JSON.stringify({ before, after: ["http", "https", "undici"].filter(loaded), outcome: result.outcome }));
+      const invocation = {
+        event: "idle", teamId: "t", teamDir: "/tmp/t", taskListId: "t", style: "normal", completedTask: null,
+      };
+      const url = ${JSON.stringify(`${receiver.url}/e2e-lazy`)};
+      const handler = { name: "lazy", events: ["idle"], url, timeoutMs: 5000 };
+      const result = await runHandler(handler, invocation, { timeoutMs: 5000, env: {} });
+      const after = ["http", "https", "undici"].filter(loaded);
+      console.log(JSON.stringify({ before, after, outcome: result.outcome }));
     `;
     // Not execFileSync: the receiver answers from this process's event loop.
     const { stdout } = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {

@@ -138,13 +138,13 @@ describe("the packed files, with no dependency installed", () => {
       );
       if (!existsSync(loader)) ctx.skip();
       const entry = path.join(installed, strip(manifest.pi.extensions[0] ?? ""));
+      const piLoad = path.join(installed, "dist", "teams-hooks", "pi", "load.js");
       const script = [
         `const { loadExtensions } = await import(${JSON.stringify(pathToFileURL(loader).href)});`,
         `const loaded = await loadExtensions([${JSON.stringify(entry)}], ${JSON.stringify(tmp)});`,
-        `const { loadGatesCode } = await ` +
-          `import(${JSON.stringify(pathToFileURL(path.join(installed, "dist", "teams-hooks", "pi", "load.js")).href)});`,
-        "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from: (await " +
-          "loadGatesCode()).from }));",
+        `const { loadGatesCode } = await import(${JSON.stringify(pathToFileURL(piLoad).href)});`,
+        "const from = (await loadGatesCode()).from;",
+        "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from }));",
       ].join("\n");
       const { stdout: out } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], {
         cwd: tmp,

@@ -20,7 +20,8 @@ const DUMP_HOOK = `import fs from "node:fs";
 const stdin = fs.readFileSync(0, "utf8");
 const file = process.env.PI_TEAMS_HOOK_CONTEXT_FILE;
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("PI_TEAMS_")));
-fs.writeFileSync(process.env.DUMP_FILE, JSON.stringify({ env, stdin, contextFile: file ? fs.readFileSync(file, "utf8") : null, cwd: process.cwd() }));
+const contextFile = file ? fs.readFileSync(file, "utf8") : null;
+fs.writeFileSync(process.env.DUMP_FILE, JSON.stringify({ env, stdin, contextFile, cwd: process.cwd() }));
 `;
 
 interface Dump {

@@ -8,7 +8,8 @@
  * it through `certFile`).
  *
  *   const proxy = await startTlsProxy({ hostname: "gates.example.test", target: serve.url, allow: DECISION_ROUTE });
- *   curl --resolve gates.example.test:${proxy.port}:127.0.0.1 --cacert ${proxy.certFile} https://gates.example.test:${proxy.port}/…
+ *   curl --resolve gates.example.test:${proxy.port}:127.0.0.1 --cacert ${proxy.certFile} \
+ *     https://gates.example.test:${proxy.port}/…
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";

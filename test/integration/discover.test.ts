@@ -220,7 +220,8 @@ describe("findHook", () => {
     await writeFile(path.join(dir, "on_idle.sh"), SOURCES[".sh"] ?? "", "utf8");
     await writeFile(path.join(dir, "on_idle"), SOURCES[""] ?? "", { mode: 0o755 });
 
-    const script = `import { findHook } from ${JSON.stringify(pathToFileURL(path.join(outDir, "gates/discover.js")).href)};
+    const discover = pathToFileURL(path.join(outDir, "gates/discover.js")).href;
+    const script = `import { findHook } from ${JSON.stringify(discover)};
       process.stdout.write(JSON.stringify(await findHook(process.argv[1], "idle")));`;
     const asNobody = (): Promise<{ stdout: string }> =>
       run(process.execPath, ["--input-type=module", "-e", script, dir], { uid: 65534, gid: 65534, cwd: parent });

@@ -206,12 +206,8 @@ describe("what a patch may write", () => {
   );
 
   it("hooks.writableFields replaces the default: the description is writable, metadata.x is not", async () => {
-    hook(
-      "on_task_completed.sh",
-      `cat > /dev/null\necho ` +
-        `'${JSON.stringify({ decision: "PATCH", patch: { description: "rewritten", metadata: { x: 1, labels: ["new"] } } })}' ` +
-        `> "$PI_TEAMS_HOOK_RESULT_FILE"`,
-    );
+    const PATCH = { decision: "PATCH", patch: { description: "rewritten", metadata: { x: 1, labels: ["new"] } } };
+    hook("on_task_completed.sh", `cat > /dev/null\necho '${JSON.stringify(PATCH)}' > "$PI_TEAMS_HOOK_RESULT_FILE"`);
     await invokeEvent(request({ writableFields: ["description", "metadata.labels"] }));
     expect(task()).toMatchObject({ description: "rewritten", metadata: { labels: ["new"] } });
     expect(task().metadata).not.toHaveProperty("x");

@@ -293,7 +293,8 @@ describe("redaction", () => {
   // Credential shapes, made up here, and secrets in the leader's environment.
   const GHP = `ghp_${randomBytes(18).toString("hex").slice(0, 36)}`;
   const AKIA = `AKIA${randomBytes(8).toString("hex").toUpperCase()}`;
-  const JWT = `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI${randomBytes(6).toString("hex")}In0.${randomBytes(16).toString("base64url")}`;
+  const JWT =
+    `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI${randomBytes(6).toString("hex")}In0.` + randomBytes(16).toString("base64url");
   const DEPLOY = `deploy-${randomBytes(8).toString("hex")}`; // hooks.redactEnv
   const CI_TOKEN = `citok-${randomBytes(8).toString("hex")}`; // a handler's secret header
 

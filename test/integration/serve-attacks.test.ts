@@ -341,10 +341,8 @@ describe("decisions", () => {
     // ledger shows the run in flight, a template-limited key waits for it as any other key does.
     const early = "0b0e5c1e-0000-4000-8000-000000000901";
     await writeFile(path.join(tasksDir(), "901.json"), JSON.stringify(task("901", { taskApi: { template: "ping" } })));
-    await writeFile(
-      path.join(root, "alpha", "hook-state", "ledger.jsonl"),
-      `${JSON.stringify({ op: "begin", key: "task_completed:901:t", at: new Date().toISOString(), runId: early, attempt: 1 })}\n`,
-    );
+    const begin = { op: "begin", key: "task_completed:901:t", at: new Date().toISOString(), runId: early, attempt: 1 };
+    await writeFile(path.join(root, "alpha", "hook-state", "ledger.jsonl"), `${JSON.stringify(begin)}\n`);
     const decided = api(server.url, "POST", `/api/v1/teams/alpha/runs/${early}/decision`, {
       key: limited,
       body: { decision: "allow" },

@@ -31,6 +31,16 @@ async function start(): Promise<TaskServer> {
   });
 }
 
+/** A pending task's fields but its id, in the order a task file has them. */
+const PENDING = {
+  subject: "s",
+  description: "",
+  status: "pending",
+  blocks: [],
+  blockedBy: [],
+  createdAt: "t",
+  updatedAt: "t",
+};
 const tasksDir = (): string => path.join(root, "alpha", "tasks", "alpha");
 const taskFiles = async (): Promise<string[]> =>
   (await readdir(tasksDir()).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
@@ -173,10 +183,7 @@ describe("bad input never stops the server", () => {
   });
 
   it("a task not made by the API is not one a template-limited key may read", async () => {
-    await writeFile(
-      path.join(tasksDir(), "500.json"),
-      `${JSON.stringify({ id: "500", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`,
-    );
+    await writeFile(path.join(tasksDir(), "500.json"), `${JSON.stringify({ id: "500", ...PENDING })}\n`);
     expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key: limited }))).toBe(
       "template_not_allowed",
     );
@@ -190,10 +197,7 @@ describe("bad input never stops the server", () => {
       createdBy: { kind: "worker" },
     });
     // A file whose id says another task is not that task.
-    await writeFile(
-      path.join(tasksDir(), "501.json"),
-      `${JSON.stringify({ id: "7", subject: "s", description: "", status: "pending", blocks: [], blockedBy: [], createdAt: "t", updatedAt: "t" })}\n`,
-    );
+    await writeFile(path.join(tasksDir(), "501.json"), `${JSON.stringify({ id: "7", ...PENDING })}\n`);
     expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/501", { key }))).toBe("task_not_found");
   });
 });

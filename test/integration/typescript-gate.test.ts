@@ -32,7 +32,10 @@ console.log(\`task #\${context.task?.id} mentions its tests\`);
 
 const STAND_IN_CLI = `// A stand-in for tsx's CLI (see the test): blanks the type-only lines of the gate, then runs it.
 import { readFileSync } from "node:fs";
-const source = readFileSync(process.argv[2], "utf8").replace(/^interface .*$/gm, "").replace(/ as \\{[^}]*\\}/g, "").replace(/: string =/g, " =");
+const source = readFileSync(process.argv[2], "utf8")
+  .replace(/^interface .*$/gm, "")
+  .replace(/ as \\{[^}]*\\}/g, "")
+  .replace(/: string =/g, " =");
 await import("data:text/javascript;base64," + Buffer.from(source).toString("base64"));
 `;
 

@@ -297,7 +297,8 @@ describe("with --allow-remote: login tokens and sessions", () => {
         import { webLogin } from ${JSON.stringify(url("web-auth"))};
         const [root, token, go] = process.argv.slice(1);
         for (let i = 0; i < 2000 && !existsSync(go); i++) await new Promise((r) => setTimeout(r, 5));
-        const answer = await webLogin({ teamsRoot: root, keys: new KeyStore(root, () => {}), remote: true, now: () => new Date() }, { host: "127.0.0.1", token });
+        const ctx = { teamsRoot: root, keys: new KeyStore(root, () => {}), remote: true, now: () => new Date() };
+        const answer = await webLogin(ctx, { host: "127.0.0.1", token });
         process.stdout.write(String(answer.status));`;
       const runs = Array.from({ length: 4 }, () => {
         const child = spawn(process.execPath, ["--input-type=module", "-e", script, root, token, go], {

@@ -44,7 +44,9 @@ echo "end $ID $$" >> "$D/ends.txt"
 if [ -e "$D/trap-armed" ] && mkdir "$D/trap-sprung" 2>/dev/null; then
   # O_EXCL (noclobber). If the lock is taken (the worker has not released it yet, or a killed leader
   # left it), this task is not the one: disarm for the next hook.
-  if (set -C; printf '{"pid":%s,"createdAt":"%s","label":"test: between hook end and policy write"}' "$HOLDER_PID" "$(date -u +%FT%TZ)" > "$D/tasks/$PI_TEAMS_TASK_LIST_ID/$ID.json.lock") 2>/dev/null; then
+  LOCK='{"pid":%s,"createdAt":"%s","label":"test: between hook end and policy write"}'
+  LOCK_FILE="$D/tasks/$PI_TEAMS_TASK_LIST_ID/$ID.json.lock"
+  if (set -C; printf "$LOCK" "$HOLDER_PID" "$(date -u +%FT%TZ)" > "$LOCK_FILE") 2>/dev/null; then
     echo "$ID $$" > "$D/trap-task"
   else
     rmdir "$D/trap-sprung"

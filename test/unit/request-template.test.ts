@@ -204,7 +204,8 @@ describe("a handler's trust covers what it sends", () => {
     "a handler without method, body or answer hashes as before " +
       "they existed; POST and verdict said aloud change nothing",
     () => {
-      const before = `${JSON.stringify({ events: ["task_completed"], name: "ci", timeoutMs: 10_000, url: "https://ci.example/x" }, null, 2)}\n`;
+      const handler = { events: ["task_completed"], name: "ci", timeoutMs: 10_000, url: "https://ci.example/x" };
+      const before = `${JSON.stringify(handler, null, 2)}\n`;
       expect(text({})).toBe(before);
       expect(text({ method: "POST", answer: "verdict" })).toBe(before);
     },

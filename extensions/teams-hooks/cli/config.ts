@@ -95,13 +95,18 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
   const report = settingsReport(settings);
   if (v.json) {
     const { values, ...rest } = report;
-    io.stdout(
-      `${JSON.stringify({ teamDir, configFile: config.file, ...(written ? { written } : {}), policy: values, ...rest, warnings })}\n`,
-    );
+    const out = {
+      teamDir,
+      configFile: config.file,
+      ...(written ? { written } : {}),
+      policy: values,
+      ...rest,
+      warnings,
+    };
+    io.stdout(`${JSON.stringify(out)}\n`);
   } else {
-    io.stdout(
-      `${action === "set" ? "effective policy now" : `effective policy of ${teamDir}`}:\n${settingsRows(report, terminalWidth(io))}`,
-    );
+    const title = action === "set" ? "effective policy now" : `effective policy of ${teamDir}`;
+    io.stdout(`${title}:\n${settingsRows(report, terminalWidth(io))}`);
   }
   return 0;
 }
@@ -311,8 +316,9 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
           `hook_settings)\n`;
       if (g.insecure)
         text +=
-          `       insecure: ` +
-          `${g.insecure}${view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)"}\n`;
+          `       insecure: ${g.insecure}` +
+          (view.settings.allowInsecureHooks.value ? " (runs: --allow-insecure-hooks)" : " (refused: insecure_hook)") +
+          "\n";
       return text;
     };
     for (const [index, gate] of gates.entries()) out += line(`${index + 1}.`, gate);

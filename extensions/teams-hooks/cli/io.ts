@@ -118,8 +118,9 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
   const label = r.taskId ? `${r.event} #${r.taskId}` : r.event;
   if (r.outcome === "no_hook") return `${time} ${label}${who}: no hook`;
   const d = r.decision;
+  const decided = d?.decision === "allow" ? "allowed" : d?.decision === "deny" ? "denied" : "expired";
   const verdict = d
-    ? `${d.decision === "allow" ? "allowed" : d.decision === "deny" ? "denied" : "expired"}${d.decision === "expired" ? "" : ` by ${d.by}`}`
+    ? `${decided}${d.decision === "expired" ? "" : ` by ${d.by}`}`
     : r.held
       ? "held"
       : r.outcome === "passed"
@@ -218,10 +219,10 @@ export function settingsRows(
   // Each row laid out on its own, as ever: a long value pushes only its own origin.
   const opts = { width, gap: 1, indent: "  " };
   return rows
-    .map(
-      (cells) =>
-        `${tableRow(cells, fitTable(naturalWidths([cells], 3, [27, 16]), SETTINGS_COLUMNS, opts), SETTINGS_COLUMNS, opts)}\n`,
-    )
+    .map((cells) => {
+      const widths = fitTable(naturalWidths([cells], 3, [27, 16]), SETTINGS_COLUMNS, opts);
+      return `${tableRow(cells, widths, SETTINGS_COLUMNS, opts)}\n`;
+    })
     .join("");
 }
 

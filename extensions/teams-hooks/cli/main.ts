@@ -151,12 +151,13 @@ function checkFlags(args: readonly string[], options: ParseOptions): void {
         );
     } else if (/^-[^-\d]/.test(arg)) {
       for (const letter of arg.slice(1)) {
-        if (!shorts.some(([short]) => short === letter))
+        if (!shorts.some(([short]) => short === letter)) {
+          const known = shorts.map(([short, long]) => `-${short} for --${long}`).join(", ");
           throw new HooksError(
             "E_USAGE",
-            `unknown flag ` +
-              `-${letter}${shorts.length > 0 ? ` (short flags: ${shorts.map(([short, long]) => `-${short} for --${long}`).join(", ")})` : ""}`,
+            `unknown flag -${letter}${shorts.length > 0 ? ` (short flags: ${known})` : ""}`,
           );
+        }
       }
     }
   }

@@ -125,8 +125,7 @@ function onNotice(
           failureModes: settingValues(notice.setup.settings.failureModes),
           limits: settingValues(notice.setup.settings.limits),
         },
-        `config.json ` +
-          `${notice.valid ? "reloaded" : notice.setup.settings.block.from === "kept" ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)"}: ` +
+        `config.json ${reloadWord(notice.valid, notice.setup.settings.block.from === "kept")}: ` +
           `${policyLine(notice.setup)}`,
       );
       return;
@@ -173,8 +172,7 @@ function onNotice(
     case "recovered":
       emit(
         { type: "recovered", key: notice.key, how: notice.how },
-        `recovered ${notice.key}: ` +
-          `${notice.how === "logged" ? "its log exists, marked done" : notice.how === "deferred" ? "its log says its gate is held, kept deferred" : "interrupted, running it again"}`,
+        `recovered ${notice.key}: ${RECOVERED_HOW[notice.how]}`,
       );
       return;
     case "ready":
@@ -205,6 +203,19 @@ function onNotice(
 }
 
 /** `--verbose --json`: the notice as a line, without its `kind` (the line's `type` is `verbose`). */
+/** What a restarted leader did with an event it found begun: `recovered KEY: …`. */
+const RECOVERED_HOW: Readonly<Record<"logged" | "retry" | "deferred", string>> = {
+  logged: "its log exists, marked done",
+  deferred: "its log says its gate is held, kept deferred",
+  retry: "interrupted, running it again",
+};
+
+/** What became of a changed config.json: `config.json reloaded: …`. */
+function reloadWord(valid: boolean, kept: boolean): string {
+  if (valid) return "reloaded";
+  return kept ? "refused (the last valid hooks block stays)" : "refused (defaults and the environment apply)";
+}
+
 function whyObject(notice: WhyNotice): Omit<WhyNotice, "kind"> {
   const { kind: _kind, ...rest } = notice;
   return rest;

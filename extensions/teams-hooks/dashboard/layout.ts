@@ -42,7 +42,8 @@ export function page(input: PageInput): string {
 <main id="main"${live}>
 ${input.body}
 </main>
-<footer class="foot"><p>Read-only view of the teams' hook logs. Times are UTC until the page's script shows them in your time zone.</p></footer>
+<footer class="foot"><p>Read-only view of the teams' hook logs. Times are UTC until the page's script shows them \
+in your time zone.</p></footer>
 </body>
 </html>
 `.text

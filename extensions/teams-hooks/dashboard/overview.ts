@@ -301,33 +301,60 @@ async function untrustedGates(
 
 export function overviewBody(teams: readonly TeamOverview[], nowMs: number): Html {
   const attention = teams.flatMap((t) => [
-    ...t.held.map(
-      (h) =>
-        html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: <a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a> (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`}${h.reason ? html`: ${h.reason}` : ""}</li>`,
-    ),
-    ...t.waiting.map(
-      (w) =>
-        html`<li class="attn attn-held"><strong>${w.cause === "approval" ? "Waiting for approval" : "Held (our fault)"}</strong> ${t.team.name}: ${w.log ? html`<a href="${runHref(t.team.name, path.basename(w.log))}">${w.hook ?? "?"}</a>` : (w.hook ?? "?")} (${w.event}${w.taskId ? `, task #${w.taskId}` : ""}) held since ${timeOf(w.since)}, not failed: ${w.reason}</li>`,
-    ),
-    ...t.untrusted.map(
-      (u) =>
-        html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${u.gate} (${u.event}) ${u.state}${u.detail ? html` (${u.detail})` : ""}: its events are held until the lead approves it with <code>pi-teams-hooks trust</code></li>`,
-    ),
+    ...t.held.map((h) => {
+      const gate = html`<a href="${runHref(t.team.name, h.logName ?? h.runId)}">${h.gate}</a>`;
+      const until = h.expired ? "expired: the leader fails it" : html`until ${timeOf(h.expiresAt)}`;
+      const reason = h.reason ? html`: ${h.reason}` : "";
+      const what = html`${gate} (${h.event}, task #${h.taskId}) held since ${timeOf(h.deferredAt)}, ${until}${reason}`;
+      return html`<li class="attn attn-held"><strong>Deferred</strong> ${t.team.name}: ${what}</li>`;
+    }),
+    ...t.waiting.map((w) => {
+      const title = w.cause === "approval" ? "Waiting for approval" : "Held (our fault)";
+      const hook = w.hook ?? "?";
+      const gate = w.log ? html`<a href="${runHref(t.team.name, path.basename(w.log))}">${hook}</a>` : hook;
+      const task = w.taskId ? `, task #${w.taskId}` : "";
+      const what = html`${gate} (${w.event}${task}) held since ${timeOf(w.since)}, not failed: ${w.reason}`;
+      return html`<li class="attn attn-held"><strong>${title}</strong> ${t.team.name}: ${what}</li>`;
+    }),
+    ...t.untrusted.map((u) => {
+      const detail = u.detail ? html` (${u.detail})` : "";
+      const how = html`its events are held until the lead approves it with <code>pi-teams-hooks trust</code>`;
+      const what = html`${u.gate} (${u.event}) ${u.state}${detail}: ${how}`;
+      return html`<li class="attn attn-untrusted"><strong>Untrusted</strong> ${t.team.name}: ${what}</li>`;
+    }),
     ...t.problems.map(
       (p) => html`<li class="attn attn-problem"><strong>Cannot read</strong> ${t.team.name}: ${p}</li>`,
     ),
   ]);
+  const noTeam = html`<p>No team under the teams root (a team is a folder with a <code>config.json</code>).</p>`;
+  const attentionList =
+    attention.length > 0
+      ? html`<ul class="attn-list">${attention}</ul>`
+      : html`<p class="quiet">Nothing is held or untrusted.</p>`;
   return html`<h1>Overview</h1>
 <section aria-labelledby="attention-h" class="attention">
 <h2 id="attention-h">Needs attention</h2>
-${attention.length > 0 ? html`<ul class="attn-list">${attention}</ul>` : html`<p class="quiet">Nothing is held or untrusted.</p>`}
+${attentionList}
 </section>
-${teams.length === 0 ? html`<p>No team under the teams root (a team is a folder with a <code>config.json</code>).</p>` : teams.map((t) => teamSection(t, nowMs))}`;
+${teams.length === 0 ? noTeam : teams.map((t) => teamSection(t, nowMs))}`;
 }
 
 function teamSection(t: TeamOverview, nowMs: number): Html {
   const id = `team-${t.team.name}`;
   const rows = t.gates.map((g) => gateRow(t.team.name, g, nowMs));
+  const head = [
+    html`<th scope="col">Gate</th><th scope="col">Event</th>`,
+    html`<th scope="col" class="num">Runs 24 h</th><th scope="col" class="num">Pass 24 h</th>`,
+    html`<th scope="col" class="num">Runs ${CHART_DAYS} d</th><th scope="col" class="num">Pass ${CHART_DAYS} d</th>`,
+    html`<th scope="col" class="num">Median</th><th scope="col" class="num">p95</th><th scope="col">Per day</th>`,
+  ];
+  const failedHref = (member: string): string =>
+    `/runs${queryString({ team: t.team.name, member, outcome: "failed,timed_out,error" })}`;
+  const members = t.members.map(
+    (m, i) => html`${i > 0 ? ", " : ""}<a href="${failedHref(m.member)}">${m.member}</a> ${m.failures} of ${m.runs}`,
+  );
+  const logs = html`<code>pi-teams-hooks logs --team-dir …</code>`;
+  const unreadable = html`<p class="warn">${t.unreadable} log file(s) could not be read: ${logs} names them.</p>`;
   return html`<section class="team" aria-labelledby="${id}">
 <h2 id="${id}"><a href="/runs${queryString({ team: t.team.name })}">${t.team.name}</a></h2>
 ${leaderLine(t.leader)}
@@ -336,13 +363,13 @@ ${
     ? html`<p class="quiet">No gate ran in the last ${CHART_DAYS} days.</p>`
     : html`<div class="table-wrap"><table class="gates">
 <caption>Gates of ${t.team.name}: the last 24 hours and ${CHART_DAYS} days</caption>
-<thead><tr><th scope="col">Gate</th><th scope="col">Event</th><th scope="col" class="num">Runs 24 h</th><th scope="col" class="num">Pass 24 h</th><th scope="col" class="num">Runs ${CHART_DAYS} d</th><th scope="col" class="num">Pass ${CHART_DAYS} d</th><th scope="col" class="num">Median</th><th scope="col" class="num">p95</th><th scope="col">Per day</th></tr></thead>
+<thead><tr>${head}</tr></thead>
 <tbody>${rows}</tbody>
 </table></div>`
 }
-${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${t.members.map((m, i) => html`${i > 0 ? ", " : ""}<a href="/runs${queryString({ team: t.team.name, member: m.member, outcome: "failed,timed_out,error" })}">${m.member}</a> ${m.failures} of ${m.runs}`)}</p>` : ""}
+${t.members.length > 0 ? html`<p class="members">Most failed runs (${CHART_DAYS} d): ${members}</p>` : ""}
 ${t.handRuns > 0 ? handNote(t.team.name, t.handRuns) : ""}
-${t.unreadable > 0 ? html`<p class="warn">${t.unreadable} log file(s) could not be read: <code>pi-teams-hooks logs --team-dir …</code> names them.</p>` : ""}
+${t.unreadable > 0 ? unreadable : ""}
 </section>`;
 }
 
@@ -371,10 +398,12 @@ function gateRow(team: string, g: GateSummary, nowMs: number): Html {
   const runs = `/runs${queryString({ team, hook: g.hook, event: g.event })}`;
   const shadow = g.shadow ? html` <span class="badge badge-note">shadow</span>` : "";
   const marks = html`${shadow}${nonBlockingBadge(g.nonBlocking)}`;
+  const dayRate = rateText(g.day.passed, g.day.runs - g.day.deferred);
+  const weekRate = rateText(g.week.passed, g.week.runs - g.week.deferred);
   return html`<tr data-gate="${g.hook}" data-event="${g.event}">
 <th scope="row"><a href="${runs}">${g.hook}</a>${marks}</th>
-<td>${g.event}</td><td class="num" data-k="runs24">${g.day.runs}</td><td class="num" data-k="pass24">${rateText(g.day.passed, g.day.runs - g.day.deferred)}</td>
-<td class="num" data-k="runs7">${g.week.runs}</td><td class="num" data-k="pass7">${rateText(g.week.passed, g.week.runs - g.week.deferred)}</td>
+<td>${g.event}</td><td class="num" data-k="runs24">${g.day.runs}</td><td class="num" data-k="pass24">${dayRate}</td>
+<td class="num" data-k="runs7">${g.week.runs}</td><td class="num" data-k="pass7">${weekRate}</td>
 <td class="num" data-k="p50">${durationText(g.p50Ms)}</td><td class="num" data-k="p95">${durationText(g.p95Ms)}</td>
 <td>${dayChart(g.daily, nowMs)}</td></tr>`;
 }
@@ -401,9 +430,14 @@ function dayChart(daily: readonly Tally[], nowMs: number): Html {
       y -= h;
       return html`<rect class="${cls}" x="${x}" y="${y.toFixed(1)}" width="${bar}" height="${h.toFixed(1)}"/>`;
     };
-    return html`${part(d.passed, "bar-pass")}${part(d.failed, "bar-fail")}${part(d.deferred, "bar-defer")}${d.runs === 0 ? html`<rect class="bar-none" x="${x}" y="${height - 1}" width="${bar}" height="1"/>` : ""}`;
+    const empty = html`<rect class="bar-none" x="${x}" y="${height - 1}" width="${bar}" height="1"/>`;
+    const none = d.runs === 0 ? empty : "";
+    return html`${part(d.passed, "bar-pass")}${part(d.failed, "bar-fail")}${part(d.deferred, "bar-defer")}${none}`;
   });
-  return html`<svg class="chart" role="img" aria-label="${`Last ${daily.length} days (UTC): ${label}`}" viewBox="0 0 ${daily.length * (bar + 3) - 3} ${height}" width="${daily.length * (bar + 3) - 3}" height="${height}"><title>${label}</title>${bars}</svg>`;
+  const width = daily.length * (bar + 3) - 3;
+  const aria = `Last ${daily.length} days (UTC): ${label}`;
+  const box = html`viewBox="0 0 ${width} ${height}" width="${width}" height="${height}"`;
+  return html`<svg class="chart" role="img" aria-label="${aria}" ${box}><title>${label}</title>${bars}</svg>`;
 }
 
 function dayName(nowMs: number, daysAgo: number): string {

@@ -46,29 +46,63 @@ export function runBody(team: TeamRef, lookup: Exclude<RunLookup, { kind: "none"
   const actions = policyActions(record);
   const verdict = result.verdict;
   const fact = (name: string, value: Html | string): Html => html`<div><dt>${name}</dt><dd>${value}</dd></div>`;
-  return html`<h1>Run ${shortRunId(result.runId)} <span class="sub">${hookName(result)}</span> ${outcomeBadge(word)}</h1>
+  const subject = invocation.completedTask ? html` ${invocation.completedTask.subject}` : "";
+  const task =
+    taskId === null
+      ? "none"
+      : html`<a href="/runs${queryString({ team: team.name, task: taskId })}">#${taskId}</a>${subject}`;
+  const signal = result.signal ? `, signal ${result.signal}` : "";
+  const exit =
+    result.exitCode === null
+      ? result.signal
+        ? `signal ${result.signal}`
+        : "none"
+      : `code ${result.exitCode}${signal}`;
+  const policy = record.policy
+    ? actions.length > 0
+      ? actions.join(", ")
+      : "applied, nothing to do"
+    : "not applied (reported only)";
+  const verdictFacts = verdict
+    ? [
+        fact("Decision", verdict.decision),
+        verdict.code ? fact("Code", verdict.code) : "",
+        verdict.reason ? fact("Reason", verdict.reason) : "",
+        verdict.message ? fact("Message", verdict.message) : "",
+        fact("From", verdict.source),
+      ]
+    : [];
+  const otherRuns = taskId === null ? "Other runs of this task" : `Other runs of task #${taskId}`;
+  const otherList =
+    taskId === null
+      ? html`<p class="quiet">This run has no task.</p>`
+      : others.length === 0
+        ? html`<p class="quiet">None.</p>`
+        : runsTable(others, `Other runs of task #${taskId}`);
+  const title = html`Run ${shortRunId(result.runId)} <span class="sub">${hookName(result)}</span>`;
+  return html`<h1>${title} ${outcomeBadge(word)}</h1>
 <dl class="facts">
 ${fact("Team", html`<a href="/runs${queryString({ team: team.name })}">${team.name}</a>`)}
 ${fact("Event", invocation.event)}
-${fact("Task", taskId === null ? "none" : html`<a href="/runs${queryString({ team: team.name, task: taskId })}">#${taskId}</a>${invocation.completedTask ? html` ${invocation.completedTask.subject}` : ""}`)}
+${fact("Task", task)}
 ${fact("Member", invocation.memberName ?? "unknown")}
 ${fact("Started", timeOf(record.startedAt))}
 ${fact("Duration", durationText(result.durationMs))}
-${fact("Exit", result.exitCode === null ? (result.signal ? `signal ${result.signal}` : "none") : `code ${result.exitCode}${result.signal ? `, signal ${result.signal}` : ""}`)}
-${fact("Policy", record.policy ? (actions.length > 0 ? actions.join(", ") : "applied, nothing to do") : "not applied (reported only)")}
+${fact("Exit", exit)}
+${fact("Policy", policy)}
 </dl>
 ${
   verdict
     ? html`<section aria-labelledby="verdict-h"><h2 id="verdict-h">Verdict</h2><dl class="facts">
-${fact("Decision", verdict.decision)}${verdict.code ? fact("Code", verdict.code) : ""}${verdict.reason ? fact("Reason", verdict.reason) : ""}${verdict.message ? fact("Message", verdict.message) : ""}${fact("From", verdict.source)}
+${verdictFacts}
 </dl>${verdict.patch ? html`<pre class="output">${JSON.stringify(verdict.patch, null, 2)}</pre>` : ""}</section>`
     : ""
 }
 <section aria-labelledby="show-h"><h2 id="show-h">The log (as <code>pi-teams-hooks logs show</code> prints it)</h2>
 <pre class="output" id="log-show">${formatShow(row)}</pre>
 </section>
-<section aria-labelledby="task-h"><h2 id="task-h">${taskId === null ? "Other runs of this task" : `Other runs of task #${taskId}`}</h2>
-${taskId === null ? html`<p class="quiet">This run has no task.</p>` : others.length === 0 ? html`<p class="quiet">None.</p>` : runsTable(others, `Other runs of task #${taskId}`)}
+<section aria-labelledby="task-h"><h2 id="task-h">${otherRuns}</h2>
+${otherList}
 </section>`;
 }
 

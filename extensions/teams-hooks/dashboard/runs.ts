@@ -221,11 +221,12 @@ export function runRowHtml(r: RunRow): Html {
   const d = runRowData(r);
   const time =
     d.time === null ? html`<span>${d.timeText}</span>` : html`<time datetime="${d.time}">${d.timeText}</time>`;
+  const hand = d.hand ? html`<span class="badge badge-note">by hand</span> ` : "";
   return html`<tr data-team="${d.team}" data-name="${d.name}" data-cursor="${d.cursor}">
 <td><a href="${d.href}" aria-label="${d.label}">${time}</a></td>
 <td>${d.team}</td><td>${d.event}</td><td>${d.task}</td><td>${d.member}</td><td>${d.hook}</td>
 <td><span class="badge badge-${d.outcomeKind}">${d.outcome}</span></td>
-<td class="num">${d.duration}</td><td>${d.hand ? html`<span class="badge badge-note">by hand</span> ` : ""}${d.actions}</td><td class="stderr">${d.stderr}</td></tr>`;
+<td class="num">${d.duration}</td><td>${hand}${d.actions}</td><td class="stderr">${d.stderr}</td></tr>`;
 }
 
 export function runsBody(input: {
@@ -241,17 +242,26 @@ export function runsBody(input: {
   const last = input.rows.at(-1);
   const older = input.more && last ? `/runs${queryString({ ...params, before: cursorText(cursorOf(last)) })}` : null;
   const first = query.before !== null ? `/runs${queryString(params)}` : null;
+  const problems = html`<div class="problems" role="alert"><p>These filters could not be read, so nothing is shown:</p>\
+<ul>${input.problems.map((p) => html`<li>${p}</li>`)}</ul></div>`;
+  const head = RUN_COLUMNS.map((c) => html`<th scope="col"${c === "Duration" ? html` class="num"` : ""}>${c}</th>`);
+  const empty = html`<p class="quiet" id="runs-empty">No run matches.</p>`;
+  const logs = html`<code>pi-teams-hooks logs</code>`;
+  const unreadable = html`<p class="warn">${input.unreadable} log file(s) could not be read and are left out \
+(${logs} names them).</p>`;
+  const newest = first ? html`<a href="${first}">Newest</a>` : "";
+  const next = older ? html`<a href="${older}" rel="next">Older runs</a>` : "";
   return html`<h1>Runs</h1>
 ${filterForm(input.teams, query)}
-${input.problems.length > 0 ? html`<div class="problems" role="alert"><p>These filters could not be read, so nothing is shown:</p><ul>${input.problems.map((p) => html`<li>${p}</li>`)}</ul></div>` : ""}
+${input.problems.length > 0 ? problems : ""}
 <div class="table-wrap"><table class="runs" id="runs-table">
 <caption>${query.before === null ? "The newest runs" : "Older runs"}${describe(query)}, newest first</caption>
-<thead><tr>${RUN_COLUMNS.map((c) => html`<th scope="col"${c === "Duration" ? html` class="num"` : ""}>${c}</th>`)}</tr></thead>
+<thead><tr>${head}</tr></thead>
 <tbody id="runs-body">${input.rows.map(runRowHtml)}</tbody>
 </table></div>
-${input.rows.length === 0 && input.problems.length === 0 ? html`<p class="quiet" id="runs-empty">No run matches.</p>` : ""}
-${input.unreadable > 0 ? html`<p class="warn">${input.unreadable} log file(s) could not be read and are left out (<code>pi-teams-hooks logs</code> names them).</p>` : ""}
-<nav class="pager" aria-label="Pages">${first ? html`<a href="${first}">Newest</a>` : ""}${older ? html`<a href="${older}" rel="next">Older runs</a>` : ""}</nav>`;
+${input.rows.length === 0 && input.problems.length === 0 ? empty : ""}
+${input.unreadable > 0 ? unreadable : ""}
+<nav class="pager" aria-label="Pages">${newest}${next}</nav>`;
 }
 
 function describe(query: RunsQuery): string {
@@ -265,9 +275,12 @@ function describe(query: RunsQuery): string {
 function filterForm(teams: readonly TeamRef[], query: RunsQuery): Html {
   const f = query.fields;
   const select = (name: string, label: string, options: readonly string[], value: string | undefined): Html =>
-    html`<div class="field"><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}"><option value="">any</option>${options.map((o) => html`<option${o === value ? html` selected` : ""}>${o}</option>`)}</select></div>`;
+    html`<div class="field"><label for="f-${name}">${label}</label><select id="f-${name}" name="${name}">\
+<option value="">any</option>${options.map((o) => html`<option${o === value ? html` selected` : ""}>${o}</option>`)}\
+</select></div>`;
   const input = (name: keyof FilterText, label: string, hint: string): Html =>
-    html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" value="${f[name] ?? ""}" placeholder="${hint}" autocomplete="off"></div>`;
+    html`<div class="field"><label for="f-${name}">${label}</label>\
+<input id="f-${name}" name="${name}" value="${f[name] ?? ""}" placeholder="${hint}" autocomplete="off"></div>`;
   return html`<form class="filters" method="get" action="/runs" aria-label="Filter runs">
 ${select(
   "team",

@@ -325,13 +325,11 @@ export function formatShow(row: Row): string {
   field("outcome", runWord(result));
   if (result.hookSettings) field("settings", oneLine(result.hookSettings));
   if (result.skipped !== undefined) field("skipped", `${oneLine(result.skipped)}: the gate did not run`);
-  if (result.shadow)
-    field(
-      "shadow",
-      `it said ` +
-        `${outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }))}${result.shadow.wouldDeny ? ", which would have denied" : ""}; ` +
-        `a shadow gate is never enforced`,
-    );
+  if (result.shadow) {
+    const said = outcomeWord(outcomeOf({ outcome: result.shadow.outcome, timedOut: result.timedOut }));
+    const deny = result.shadow.wouldDeny ? ", which would have denied" : "";
+    field("shadow", `it said ${said}${deny}; a shadow gate is never enforced`);
+  }
   if (result.nonBlocking) field("non-blocking", oneLine(result.nonBlocking));
   const exit = [
     result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`,
@@ -384,8 +382,8 @@ export function formatShow(row: Row): string {
     );
     field(
       "deferred",
-      `run ` +
-        `${String(decision.deferredRunId)}${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`,
+      `run ${String(decision.deferredRunId)}` +
+        `${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`,
     );
   }
   if (result.leftoverProcesses > 0)

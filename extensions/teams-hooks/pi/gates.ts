@@ -303,7 +303,8 @@ export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel 
     return r.event === "idle"
       ? null
       : { text: `Gate ${hook} passed for ${subject}${by || ` (${formatDuration(r.durationMs)})`}`, level: "info" };
-  const verdict = `${r.timedOut ? "timed out" : r.outcome === "error" ? (r.decision ? "expired" : "could not run") : "failed"}${by}`;
+  const what = r.timedOut ? "timed out" : r.outcome === "error" ? (r.decision ? "expired" : "could not run") : "failed";
+  const verdict = `${what}${by}`;
   const actions = r.actions.length && r.actions.join("") !== "none" ? ` → ${r.actions.join(", ")}` : "";
   const open = r.policyApplied === false ? " (policy not applied yet: the event stays open)" : "";
   return { text: `Gate ${hook} ${verdict} for ${subject}: ${r.summary}${actions}${open}`, level: "warning" };

@@ -14,7 +14,7 @@
  *                         │ ├──the gate denies, no reopen asked ────▶ failed
  *                         │ ├──the gate denies, budget spent ───────▶ escalated (the lead told once)
  *                         │ ├──the gate defers ─────────────────────▶ held (deferral) ──decision──▶ passed |
- *                         │ │                                                              reopened | failed | escalated
+ *                         │ │                                                            reopened | failed | escalated
  *                         │ ├──the gate cannot run as trusted ──────▶ held (approval) ─┐
  *                         │ ├──our own fault cut the gate off ──────▶ held (fault) ────┴─approval, retry,
  *                         │ │                                                              restart──▶ running

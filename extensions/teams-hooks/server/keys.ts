@@ -120,8 +120,9 @@ export function keySpec(input: {
   if (name === undefined || !KEY_NAME.test(name))
     throw new HooksError(
       "E_USAGE",
-      `--name ` +
-        `${name === undefined ? "is required" : `"${name}" must be letters, digits, _ . - (at most 64, starting with a letter or digit)`}`,
+      name === undefined
+        ? "--name is required"
+        : `--name "${name}" must be letters, digits, _ . - (at most 64, starting with a letter or digit)`,
     );
   const scopes = list(input.scopes, "--scopes");
   for (const scope of scopes)

@@ -274,7 +274,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
     socket.destroy();
     return;
   }
-  const text = `${JSON.stringify({ error: { code, message: code === "invalid_request" ? "malformed HTTP request" : code.replace(/_/g, " ") } })}\n`;
+  const message = code === "invalid_request" ? "malformed HTTP request" : code.replace(/_/g, " ");
+  const text = `${JSON.stringify({ error: { code, message } })}\n`;
   const status = API_ERRORS[code];
   const head =
     `HTTP/1.1 ${status} ${code.replace(/_/g, " ")}\r\nContent-Type: application/json; ` +

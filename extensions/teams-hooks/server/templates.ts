@@ -36,8 +36,10 @@ export function matchParameters(template: TemplateDef, supplied: Readonly<Record
     const match = declared.get(name.toLowerCase());
     if (!match) {
       problems.push(
-        `${name.slice(0, 100)}: unknown ` +
-          `parameter${declared.size ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})` : " (the template declares none)"}`,
+        `${name.slice(0, 100)}: unknown parameter` +
+          (declared.size
+            ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})`
+            : " (the template declares none)"),
       );
       continue;
     }

@@ -174,7 +174,8 @@ export async function webLogin(
     const tail = ctx.remote
       ? []
       : [
-          html`This server runs without --allow-remote, so its dashboard needs no login on this machine: <a href="/">open it</a>.`,
+          html`This server runs without --allow-remote, so its dashboard needs no login on this machine: \
+<a href="/">open it</a>.`,
         ];
     return {
       status: 401,
@@ -333,7 +334,10 @@ function loginRequired(accept: string | undefined): WebAnswer {
     ? {
         body: page("Log in", [
           html`This dashboard needs a key with the scope logs:read, sent as Authorization: Bearer KEY, or a session.`,
-          html`For a session, run pi-teams-hooks serve keys login NAME on the server's machine and open the URL it prints in this browser: it works once, within ${LOGIN_TTL_MS / 60_000} minutes, and the session lasts ${SESSION_MAX_AGE_S / 3600} hours. A key for it: pi-teams-hooks serve keys create --name NAME --scopes logs:read --teams TEAM.`,
+          html`For a session, run pi-teams-hooks serve keys login NAME on the server's machine and open the URL it \
+prints in this browser: it works once, within ${LOGIN_TTL_MS / 60_000} minutes, and the session lasts \
+${SESSION_MAX_AGE_S / 3600} hours. A key for it: pi-teams-hooks serve keys create --name NAME --scopes logs:read \
+--teams TEAM.`,
           html`Logged in already? <a href="/">Open the dashboard</a>.`,
         ]),
         contentType: HTML,

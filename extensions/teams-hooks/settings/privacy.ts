@@ -36,11 +36,12 @@ export function gateNameProblem(name: string): string | null {
  * What the two checks above accept, as patterns for the documented config schema (cli/schema.ts),
  * built from the same lists so that a new event or task field reaches both.
  */
-export const GATE_NAME_PATTERN = new RegExp(
-  `^(on_(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|")})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`,
-);
+const EVENT_NAMES = HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|");
+const TASK_FIELDS = CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|");
+export const GATE_NAME_PATTERN = new RegExp(`^(on_(${EVENT_NAMES})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`);
 export const PROJECTION_PATH_PATTERN = new RegExp(
-  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|task(\\.(${CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|")}|metadata(\\.[^.]+)*))?)$`,
+  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|` +
+    `task(\\.(${TASK_FIELDS}|metadata(\\.[^.]+)*))?)$`,
 );
 
 const projectionPath = z.string().superRefine((path, ctx) => {

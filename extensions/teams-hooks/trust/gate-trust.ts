@@ -202,12 +202,14 @@ async function holdFileToApproved(
       : state === "invalid"
         ? `${file} was made unreadable ${when}`
         : `${file} was changed ${when}, not through pi-teams-hooks trust`;
-  const lines = differs.map(
-    (c) =>
-      `  ${c.path}: ` +
-      `${c.change === "removed" ? "removed from the record" : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, "by ${c.entry?.trustedBy || "unknown"}")`}: ` +
-      `not approved, not trusted`,
-  );
+  const lines = differs.map((c) => {
+    const how =
+      c.change === "removed"
+        ? "removed from the record"
+        : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, ` +
+          `"by ${c.entry?.trustedBy || "unknown"}")`;
+    return `  ${c.path}: ${how}: not approved, not trusted`;
+  });
   const head = `${what}: written back as approved (${approvedFile(teamDir, ctx.opts.env)})`;
   const tail = `to approve a gate: pi-teams-hooks trust --team-dir ${teamDir}`;
   const text = [`${head}.`, ...lines, `${tail[0]?.toUpperCase()}${tail.slice(1)}`].join("\n");
@@ -261,9 +263,8 @@ function sayApproved(ctx: LeaderContext, c: RecordChange): void {
   const { leadName } = ctx.setup.identity;
   const what =
     c.change === "approved"
-      ? `trust record: ${c.path} approved (sha256 ` +
-        `${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, ` +
-        `by ${c.entry?.trustedBy || "unknown"})`
+      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…` +
+        `${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
       : `trust record: ${c.path} removed (its absence is approved)`;
   ctx.warn(what);
   ctx.notes = ctx.notes.then(() =>

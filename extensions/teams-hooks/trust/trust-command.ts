@@ -103,9 +103,13 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   }
 
   if (v.json) {
-    io.stdout(
-      `${JSON.stringify({ teamDir, trustFile: trustFile(teamDir), changes: changes.map(jsonChange), recorded: recorded.map((c) => c.path) })}\n`,
-    );
+    const out = {
+      teamDir,
+      trustFile: trustFile(teamDir),
+      changes: changes.map(jsonChange),
+      recorded: recorded.map((c) => c.path),
+    };
+    io.stdout(`${JSON.stringify(out)}\n`);
   } else {
     const colour = wantsColour(io);
     if (changes.length === 0) {
