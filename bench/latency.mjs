@@ -550,7 +550,7 @@ try {
   if (opt["turns-only"]) reportTurns();
   else report();
   if (opt.json)
-    writeFileSync(opt.json, `${JSON.stringify(results, (k, v) => (typeof v === "bigint" ? String(v) : v), 2)}\n`);
+    writeFileSync(opt.json, `${JSON.stringify(results, (_key, v) => (typeof v === "bigint" ? String(v) : v), 2)}\n`);
 } finally {
   await Promise.all([...started].map((proc) => proc.stop("SIGTERM", 5_000)));
   removeQuietly(root);
@@ -723,7 +723,7 @@ function report() {
           ],
         ];
       }),
-      ...OTHERS.map((o, i) => {
+      ...OTHERS.map((_other, i) => {
         const t = T[`other${i + 1}-c2`];
         return [
           `other build ${i + 1} --concurrency 2`,

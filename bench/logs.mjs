@@ -144,7 +144,10 @@ try {
     const proc = { wall: [], cpu: [] };
     const inner = { wall: [], cpu: [] };
     const base = { wall: [], cpu: [] };
-    const add = (into, x) => (into.wall.push(x.ms), into.cpu.push(x.cpuMs));
+    const add = (into, x) => {
+      into.wall.push(x.ms);
+      into.cpu.push(x.cpuMs);
+    };
     const steps = [() => asProcess(args).then((x) => add(proc, x)), () => inProcess(args).then((x) => add(inner, x))];
     if (baselineBin) steps.push(() => asProcess(args, baselineBin).then((x) => add(base, x)));
     for (let r = 0; r < runs; r++) {

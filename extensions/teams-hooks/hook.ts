@@ -216,6 +216,7 @@ export interface GateVerdict {
   message?: string;
   patch?: Record<string, unknown>;
 }
+// biome-ignore lint/suspicious/noConfusingVoidType: a gate whose function ends without `return` (void) passes.
 export type GateResult = GateVerdict | null | undefined | void;
 export type Gate = (context: ContextDocument, read: HookContext) => GateResult | Promise<GateResult>;
 

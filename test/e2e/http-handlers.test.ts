@@ -178,7 +178,7 @@ describe.concurrent("HTTP handlers in the leader", () => {
       const shown = await runBin(["trust", "--team-dir", team.teamDir]);
       expect(shown.code).toBe(1);
       expect(shown.stdout).toContain("changed  http:ci (task_completed): sha256 ");
-      expect(shown.stdout).toMatch(/\n\s+\+  "headers": \{\n\s+\+    "X-Skip-Tests": "1"\n\s+\+  \},/);
+      expect(shown.stdout).toMatch(/\n\s+\+ {2}"headers": \{\n\s+\+ {4}"X-Skip-Tests": "1"\n\s+\+ {2}\},/);
       const approved = await runBin(["trust", "--team-dir", team.teamDir, "http:ci", "--yes"]);
       expect(approved.code, approved.stderr).toBe(0);
       // The approval runs the held event (task 1) once; a new completion runs as any other.

@@ -84,8 +84,14 @@ describe("logs through the built binary", () => {
       child.on("exit", (code, signal) => resolve({ code, signal })),
     );
     const checks = new Set<() => void>();
-    child.stdout.on("data", (chunk: Buffer) => ((stdout += chunk.toString()), checks.forEach((check) => check())));
-    child.stderr.on("data", (chunk: Buffer) => ((stderr += chunk.toString()), checks.forEach((check) => check())));
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      for (const check of checks) check();
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString();
+      for (const check of checks) check();
+    });
     const waitFor = (what: () => boolean, label: string): Promise<void> =>
       new Promise((resolve, reject) => {
         const timer = setTimeout(

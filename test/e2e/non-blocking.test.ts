@@ -28,7 +28,7 @@ describe("a non-blocking error", () => {
     const watched = await runBin(["watch", "--team-dir", team.teamDir, "--once", "--catch-up"]);
     expect(watched.code, watched.stderr).toBe(0);
     const line = (prefix: string, after: string): RegExp =>
-      new RegExp(`${prefix} on_task_completed\\.sh ${escape(SAID)} ${after}`, "m");
+      new RegExp(`${prefix} on_task_completed\\.sh ${escapeRegExp(SAID)} ${after}`, "m");
     expect(watched.stdout).toMatch(line("task_completed #1 ada", "\\d+ms \\(run \\w+\\)"));
     expect(watched.stdout).toMatch(/task_completed #2 ada on_task_completed\.sh passed \d+ms \(run \w+\)/);
 
@@ -76,6 +76,6 @@ describe("a non-blocking error", () => {
   });
 });
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

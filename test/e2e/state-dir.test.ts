@@ -4,7 +4,6 @@
  * beside it), the ledger (so that a restart neither loses nor repeats an event), the trust record —
  * and the lead is told.
  */
-import { existsSync } from "node:fs";
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";

@@ -706,7 +706,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
     expect(out.stdout).toContain(`${heading}  --   the gates, hook-state/, `);
     expect(out.stdout.indexOf("\nAccess (")).toBeGreaterThan(out.stdout.indexOf("\nTeam\n"));
     expect(out.stdout.indexOf("\nAccess (")).toBeLessThan(out.stdout.indexOf("\nPolicy ("));
-    expect(out.stdout).toMatch(/\nLocks\n  ok   no lock files left behind\n\nno problems found\n$/);
+    expect(out.stdout).toMatch(/\nLocks\n {2}ok {3}no lock files left behind\n\nno problems found\n$/);
     expect(out.stdout).not.toContain("\u001b[");
   });
 

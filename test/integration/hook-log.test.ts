@@ -330,7 +330,7 @@ describe("readHookLog", () => {
     const read = await readHookLog(file);
     expect(read).toMatchObject({ ok: false, problem: { file, kind: "invalid_json" } });
     if (read.ok) return;
-    expect(read.problem.message).toMatch(new RegExp(`^${escape(file)}: not JSON \\(.+\\) — log skipped$`));
+    expect(read.problem.message).toMatch(new RegExp(`^${escapeRegExp(file)}: not JSON \\(.+\\) — log skipped$`));
   });
 
   it.each([
@@ -390,6 +390,6 @@ describe("readHookLog", () => {
   });
 });
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -711,7 +711,7 @@ describe("a handler as a gate of the trust record", () => {
       expect(await check("idle", narrowed, record)).toEqual([["gate_missing", "http:ci"]]);
       // An entry without events (hand-written, or from before events were recorded) stands for every
       // event but task_started, which came later: it does not turn a start gate on.
-      const { events: _events, ...bare } = found?.entry as TrustEntry;
+      const { events: _events, ...bare } = record.gates["http:ci"] as TrustEntry;
       const old: TrustRecord = { version: 1, gates: { "http:ci": bare } };
       expect(await check("task_failed", [], old)).toEqual([["gate_missing", "http:ci"]]);
       expect(await check("task_started", [], old)).toEqual([]);
@@ -738,7 +738,7 @@ describe("a handler as a gate of the trust record", () => {
       expect(await runCli(["trust", "--team-dir", team.teamDir], io)).toBe(1);
       const shown = out.join("");
       expect(shown).toMatch(
-        /^new {6}http:ci \(task_completed, idle\): sha256 [0-9a-f]{64}\n {9}\{\n {9}  "events": \[\n/,
+        /^new {6}http:ci \(task_completed, idle\): sha256 [0-9a-f]{64}\n {9}\{\n {9} {2}"events": \[\n/,
       );
       expect(shown).not.toContain("mode");
       out.length = 0;

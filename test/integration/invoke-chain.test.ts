@@ -249,9 +249,10 @@ describe("chains", () => {
   it.each([
     {
       decider: "a chain member",
-      make: () => (
-        mjs(0), hook(path.join(globalDir, "on_task_completed.d"), "10-lint.sh", "echo 'lint: 3 errors' >&2; exit 1")
-      ),
+      make: () => {
+        mjs(0);
+        hook(path.join(globalDir, "on_task_completed.d"), "10-lint.sh", "echo 'lint: 3 errors' >&2; exit 1");
+      },
       name: "on_task_completed.d/10-lint.sh",
       chain: ["on_task_completed.mjs", "10-lint.sh"],
     },

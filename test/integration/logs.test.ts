@@ -773,10 +773,10 @@ describe("logs: corrupt and foreign files", () => {
     expect(warnings).toHaveLength(4);
     expect(warnings).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(new RegExp(`^warning: ${escape(corrupt)}: not JSON \\(.+\\) — log skipped$`)),
-        expect.stringMatching(new RegExp(`^warning: ${escape(foreign)}: invocation: .+ — log skipped$`)),
-        expect.stringMatching(new RegExp(`^warning: ${escape(empty)}: not JSON \\(.+\\) — log skipped$`)),
-        expect.stringMatching(new RegExp(`^warning: ${escape(notes)}: \\(root\\): .+ — log skipped$`)),
+        expect.stringMatching(new RegExp(`^warning: ${escapeRegExp(corrupt)}: not JSON \\(.+\\) — log skipped$`)),
+        expect.stringMatching(new RegExp(`^warning: ${escapeRegExp(foreign)}: invocation: .+ — log skipped$`)),
+        expect.stringMatching(new RegExp(`^warning: ${escapeRegExp(empty)}: not JSON \\(.+\\) — log skipped$`)),
+        expect.stringMatching(new RegExp(`^warning: ${escapeRegExp(notes)}: \\(root\\): .+ — log skipped$`)),
       ]),
     );
 
@@ -922,6 +922,6 @@ describe("logs: the team and the flags", () => {
   });
 });
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

@@ -163,7 +163,7 @@ describe("architecture", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("no module loads itself through a cycle (\`import type\` is gone at run time)", () => {
+  it("no module loads itself through a cycle (`import type` is gone at run time)", () => {
     const edges = new Map(
       all.map((m) => [m, importsOf(m).flatMap((i) => (i.target && i.target !== m && !i.typeOnly ? [i.target] : []))]),
     );

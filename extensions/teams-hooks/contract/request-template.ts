@@ -144,7 +144,7 @@ export interface RenderedBody {
 export function renderTemplate(template: unknown, values: TemplateValues): RenderedBody {
   const secrets = new Set<string>();
   const missing = new Set<string>();
-  const valueOf = (raw: string): unknown => {
+  const valueOfPlaceholder = (raw: string): unknown => {
     const placeholder = classify(raw);
     switch (placeholder.kind) {
       case "run":
@@ -168,7 +168,8 @@ export function renderTemplate(template: unknown, values: TemplateValues): Rende
     }
   };
   const fill = (node: unknown): Json => {
-    if (typeof node === "string") return node.replace(PLACEHOLDER, (_whole, raw: string) => asText(valueOf(raw)));
+    if (typeof node === "string")
+      return node.replace(PLACEHOLDER, (_whole, raw: string) => asText(valueOfPlaceholder(raw)));
     if (Array.isArray(node)) return node.map(fill);
     if (node !== null && typeof node === "object") {
       // fromEntries makes own properties, so a key such as `__proto__` stays a key of the body.

@@ -11,7 +11,6 @@ import { taskIdOf } from "../logs/record.js";
 import { readHookLog } from "../logs/hook-log.js";
 import { type Html, html, queryString } from "./html.js";
 import { durationText, outcomeBadge, timeOf } from "./layout.js";
-import { runHref } from "./overview.js";
 import { type RunRow, runRowHtml, RUN_COLUMNS, taskRuns, timeOfRow } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 

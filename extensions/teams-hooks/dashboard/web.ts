@@ -79,7 +79,6 @@ export async function dashboardRequest(
   res: ServerResponse,
   viewer: Viewer,
 ): Promise<void> {
-  const allowed = viewer.teams;
   const url = new URL(req.url ?? "/", "http://dashboard.invalid");
   let answer: WebAnswer | null;
   try {

@@ -141,7 +141,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   const events = {} as Record<HookEventName, EventView>;
   for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
     const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
-    const gates = chain.hooks.map((hook) => gateView(hook, event, layers, checked, record !== null, uid));
+    const gates = chain.hooks.map((hook) => gateView(hook, event, checked, record !== null, uid));
     const missing = checked.changes
       .filter((c) => c.change === "removed")
       .map((c) => missingView(c.path, c.detail, event, layers));
@@ -249,7 +249,6 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
 function gateView(
   hook: ChainHook,
   event: HookEventName,
-  layers: { global: string; team: string },
   checked: ChainTrust,
   hasRecord: boolean,
   uid: number | null,

@@ -377,7 +377,7 @@ async function diagnoseLocks(teamDir: string, now: number): Promise<{ found: Loc
       });
       continue;
     }
-    let lock;
+    let lock: Awaited<ReturnType<typeof inspectLock>>;
     try {
       lock = await inspectLock(file.slice(0, -".lock".length), now);
     } catch (error) {

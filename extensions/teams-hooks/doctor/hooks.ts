@@ -336,8 +336,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   }
   const shebang = parseShebang(firstLine);
   const interpreter = await statOrNull(shebang.interpreter);
-  if (!interpreter || !interpreter.isFile())
-    return fail(`interpreter ${shebang.interpreter} (from "${firstLine}") does not exist`);
+  if (!interpreter?.isFile()) return fail(`interpreter ${shebang.interpreter} (from "${firstLine}") does not exist`);
   if (!(await can(shebang.interpreter, fsConstants.X_OK)))
     return fail(`interpreter ${shebang.interpreter} is not executable`);
   if (shebang.problem) return fail(shebang.problem);

@@ -20,7 +20,7 @@ import path from "node:path";
 import type { HookInvocation } from "../contract/contract.js";
 import { confidentialInvocation } from "../contract/projection.js";
 import { blankResult, type RunResult } from "../contract/hook-run.js";
-import type { Task, TeamIdentity } from "../contract/team-files.js";
+import type { Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { VerdictSchema } from "../contract/verdict.js";
 import { decide } from "../policy/decide.js";

@@ -149,7 +149,7 @@ export function decide(input: DecideInput): RemediationPlan {
   const wouldReopen = !alreadyApplied && !overtaken && reopenAsked(input);
   const wouldFollowUp = createsFollowup(policy);
   const spends = (wouldReopen || wouldFollowUp) && budget !== null;
-  const retried = budget !== null && budget.spentBy(key);
+  const retried = budget?.spentBy(key) ?? false;
   const exhausted = spends && !retried && budget.spent >= budget.max;
   const spend: BudgetSpend | null =
     spends && !exhausted

@@ -52,7 +52,7 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
   } catch (error) {
     return { ok: false, error };
   }
-  let child;
+  let child: ReturnType<typeof spawn>;
   try {
     child = spawn(request.command, request.args, {
       cwd: request.cwd,

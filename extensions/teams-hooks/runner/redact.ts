@@ -113,7 +113,7 @@ const whole = (): string => REDACTED;
 /** A line break inside a key block: a real one (then any indentation), or JSON-escaped. */
 const KEY_LINE_BREAK = String.raw`(?:\r?\n|\\r\\n|\\n)[ \t]*`;
 /** A value that looks like a token, not a word: 8 or more token characters, a digit or a symbol among them. */
-const TOKEN_VALUE = String.raw`(?=[A-Za-z0-9._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{8,}`;
+const TOKEN_VALUE = "(?=[A-Za-z0-9._~+/=-]*[0-9+/=])[A-Za-z0-9._~+/=-]{8,}";
 
 /** The credential shapes, each with the fixed text it cannot do without. */
 const SHAPES: readonly Shape[] = [

@@ -248,7 +248,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     });
     const { lastLine } = ran;
     // The log names the gate, not its private copy.
-    let result: RunResult = { ...ran.result, hookPath: hook.hookPath, command: [hook.command, ...hook.args] };
+    const result: RunResult = { ...ran.result, hookPath: hook.hookPath, command: [hook.command, ...hook.args] };
     const tampered = copy ? copyChanged(copy) : null;
     if (tampered) {
       return {
@@ -340,7 +340,7 @@ function writeRunCopy(
 
 /** How the run's copy changed since it was written (replaced, moved, written, its mode changed), or null. */
 function copyChanged(copy: RunCopy): string | null {
-  let st;
+  let st: ReturnType<typeof lstatSync>;
   try {
     st = lstatSync(copy.file);
   } catch {

@@ -40,7 +40,7 @@ import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js"
 import { createdByOf, decidingRunOf } from "./task-status.js";
 import { gatesView, runsPage } from "./team-views.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
-import { type KeyInfo, type KeyStore, type Scope } from "./keys.js";
+import type { KeyInfo, KeyStore, Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 import { pathSegment } from "../dashboard/html.js";
 

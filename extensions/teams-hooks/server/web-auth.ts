@@ -155,7 +155,7 @@ export async function webLogin(
   let secret: Buffer | null = null;
   try {
     // The secret first: a token is never spent on a login that could not give its session.
-    if (req.token !== null && req.token.startsWith("pthl_")) secret = ensureSessionSecret(ctx.teamsRoot);
+    if (req.token?.startsWith("pthl_")) secret = ensureSessionSecret(ctx.teamsRoot);
     if (secret !== null && req.token !== null) key = await redeemLogin(ctx.teamsRoot, req.token, now);
   } catch (error) {
     if (!isHooksError(error) || error.code === "E_INTERNAL") throw error;

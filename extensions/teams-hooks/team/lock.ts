@@ -87,6 +87,7 @@ export async function withLock<T>(file: string, fn: () => Promise<T> | T, option
       await release(lockFile, token);
     } catch (error) {
       // Never hide fn's own error behind a cleanup error; otherwise a lock left behind must be loud.
+      // biome-ignore lint/correctness/noUnsafeFinally: a release that fails after fn succeeded is this call's error.
       if (!failed) throw error;
     }
   }

@@ -83,7 +83,7 @@
   };
 
   const main = document.getElementById("main");
-  const kind = main && main.dataset.live;
+  const kind = main?.dataset.live;
   if (!kind || typeof EventSource === "undefined") return;
   const query = main.dataset.liveQuery || "";
   // The runs page asks for what landed after its newest row, so that nothing between the page and the stream is lost.
