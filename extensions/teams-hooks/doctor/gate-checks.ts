@@ -223,7 +223,8 @@ export async function gateWarnings(input: GateWarningsInput): Promise<string[]> 
   return out;
 }
 
-/** The line of the example gate (hooks/on_task_completed.sh) that picks its check command. */
+/** The line of the example gate (hooks/on_task_completed.sh) that picks its check command: bash, not a template. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the text of a bash line, compared with the gate's own
 export const EXAMPLE_GATE_DEFAULT = "cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}";
 
 /**
