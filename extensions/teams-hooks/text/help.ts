@@ -147,7 +147,7 @@ export function wrapText(text: string, width: number, indent = "", firstIndent =
 
 /**
  * A usage form, after `Usage: ` (or its indent), wrapped at the brackets: the lines after the first
- * line up under the command's first argument. Nothing inside `[…]` or `<…>` is cut.
+ * line up under the command's first argument. Nothing inside `[…]`, `<…>` or `(…)` is cut.
  */
 export function usageLines(form: string, lead: string, width = HELP_WIDTH): string[] {
   const tokens: string[] = [];
@@ -159,8 +159,8 @@ export function usageLines(form: string, lead: string, width = HELP_WIDTH): stri
       token = "";
       continue;
     }
-    if (char === "[" || char === "<") depth += 1;
-    if (char === "]" || char === ">") depth -= 1;
+    if (char === "[" || char === "<" || char === "(") depth += 1;
+    if (char === "]" || char === ">" || char === ")") depth -= 1;
     token += char;
   }
   if (token) tokens.push(token);
