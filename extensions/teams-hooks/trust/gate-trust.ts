@@ -187,8 +187,9 @@ async function holdFileToApproved(
   const { teamDir, leadName } = ctx.setup.identity;
   const inForce = ctx.trust.record ?? NOTHING;
   let read = first ?? readTrust(teamDir);
-  if (read.state !== "ok") {
+  if (read.state === "invalid") {
     // Caught in the middle of a write that is not atomic (truncated, then written): a moment later, again.
+    // A file that is not there is not being written: no wait (a start where it was removed stays quick).
     await new Promise((resolve) => setTimeout(resolve, 100));
     read = readTrust(teamDir);
   }
