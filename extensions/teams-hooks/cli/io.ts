@@ -8,7 +8,8 @@ import { formatDuration, formatSpan, nonBlockingPass } from "../text/messages.js
 import { colourEnabled, runningText } from "../text/terminal.js";
 import { type ColumnSpec, fitTable, naturalWidths, tableRow } from "../text/table.js";
 import { shortRunId } from "../logs/format.js";
-import type { TeamSetupInput } from "../team/setup.js";
+import type { TeamSetup, TeamSetupInput } from "../team/setup.js";
+import { gateWarnings } from "../doctor/gate-checks.js";
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -298,4 +299,22 @@ export class RunningLine {
     this.#write("\r\u001b[2K");
     this.#shown = "";
   }
+}
+
+/**
+ * Says on stderr what the setup warns of and what doctor finds wrong with the gates, before any gate
+ * runs: `run` and `watch` alike. `noGate`: whether a team with no gate at all is worth a warning.
+ */
+export async function warnBeforeRunning(setup: TeamSetup, io: CliIo, noGate: boolean): Promise<void> {
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const warnings = await gateWarnings({
+    hooksDir: setup.hooksDir,
+    teamHooksDir: setup.teamHooksDir,
+    allowInsecure: setup.settings.allowInsecureHooks.value,
+    noGate,
+    handlers: setup.settings.handlers,
+    projection: setup.settings.projection.value,
+    project: { cwd: setup.cwd, env: io.env },
+  });
+  for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
 }

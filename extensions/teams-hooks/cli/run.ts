@@ -5,8 +5,7 @@
  */
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput } from "./io.js";
-import { gateWarnings } from "../doctor/gate-checks.js";
+import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput, warnBeforeRunning } from "./io.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral } from "../held/decision.js";
 import { deferralRunIds, deferralsDir } from "../held/deferral.js";
@@ -60,17 +59,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     throw new HooksError("E_USAGE", `--member ${unsafeName(member, sanitizeName(member))}`);
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
-  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  for (const warning of await gateWarnings({
-    hooksDir: setup.hooksDir,
-    teamHooksDir: setup.teamHooksDir,
-    allowInsecure: setup.settings.allowInsecureHooks.value,
-    noGate: false,
-    handlers: setup.settings.handlers,
-    projection: setup.settings.projection.value,
-    project: { cwd: setup.cwd, env: io.env },
-  }))
-    io.stderr(`warning: ${warning}\n`);
+  await warnBeforeRunning(setup, io, false);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
   let eventMember = member ?? null;

@@ -11,9 +11,9 @@ import {
   teamSetupInput,
   wholeNumber,
   wantsColour,
+  warnBeforeRunning,
 } from "./io.js";
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
-import { gateWarnings } from "../doctor/gate-checks.js";
 import { handlerEnabled, handlerGateName } from "../settings/handlers.js";
 import { settingValues } from "../settings/hooks-config.js";
 import path from "node:path";
@@ -48,17 +48,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     if (status) status.print(text);
     else io.stdout(text);
   };
-  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  for (const warning of await gateWarnings({
-    hooksDir: setup.hooksDir,
-    teamHooksDir: setup.teamHooksDir,
-    allowInsecure: setup.settings.allowInsecureHooks.value,
-    noGate: true,
-    handlers: setup.settings.handlers,
-    projection: setup.settings.projection.value,
-    project: { cwd: setup.cwd, env: io.env },
-  }))
-    io.stderr(`warning: ${warning}\n`);
+  await warnBeforeRunning(setup, io, true);
 
   const leader = new Leader({
     setup,

@@ -591,44 +591,9 @@ function deepFreeze<T>(value: T): T {
 
 /** The part of the settings `doctor` and `policy get` show. */
 export function settingsReport(settings: TeamSettings): SettingsReport {
-  const {
-    values,
-    sources,
-    origins,
-    timeoutMs,
-    failureModes,
-    limits,
-    sweep,
-    exitCodes,
-    handlers,
-    templates,
-    deferTimeoutMs,
-    writableFields,
-    projection,
-    confidential,
-    redactEnv,
-    reassignOnReopen,
-    block,
-  } = settings;
-  return {
-    values,
-    sources,
-    origins,
-    timeoutMs,
-    failureModes,
-    limits,
-    sweep,
-    exitCodes,
-    handlers,
-    templates,
-    deferTimeoutMs,
-    writableFields,
-    projection,
-    confidential,
-    redactEnv,
-    reassignOnReopen,
-    block,
-  };
+  const { trustChanges, allowInsecureHooks, privacy, hooksBlock, refusal, capped, problems, warnings, ...report } =
+    settings;
+  return report;
 }
 
 /** What one event needs of the privacy settings: the projection, confidentiality, the variables to redact. */
