@@ -9,11 +9,13 @@
  * trust record fails with EACCES or EPERM. Both run from a copy of the build and the worker in the
  * test's temp dir, so that the test passes wherever the repository is cloned (a 0700 folder too).
  *
- * Not root: skipped, with the reason in the test's name and on the output (useradd needs root).
+ * Not root, or no useradd and groupadd on this system: skipped, with the reason in the test's name and on the
+ * output.
  * The users, the group and the temp dir are removed after, even when the test fails.
  */
 import { type SpawnOptions, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { chmod, chown, cp, mkdtemp, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -23,11 +25,20 @@ import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js"
 import { REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
 
-const IS_ROOT = process.getuid?.() === 0;
-const NOT_ROOT = "needs root to create the two users (useradd): skipped, not root";
-if (!IS_ROOT) console.log(`test/e2e/two-users.test.ts: ${NOT_ROOT}`);
-
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
+/** The system's user tools, from PATH or where root's PATH has them (a PATH without sbin still finds them). */
+const USER_TOOLS = ["groupadd", "useradd", "userdel", "groupdel", "runuser"];
+const TOOL_DIRS = [...PATH.split(":"), "/usr/sbin", "/sbin"];
+const toolPath = (name: string): string | undefined =>
+  TOOL_DIRS.map((dir) => path.join(dir, name)).find((file) => existsSync(file));
+const missingTools = USER_TOOLS.filter((name) => toolPath(name) === undefined);
+
+const CAN_MAKE_USERS = process.getuid?.() === 0 && missingTools.length === 0;
+const CANNOT_MAKE_USERS =
+  process.getuid?.() !== 0
+    ? "needs root to create the two users (useradd): skipped, not root"
+    : `needs ${missingTools.join(", ")} to create the two users: skipped, not on PATH, /usr/sbin or /sbin`;
+if (!CAN_MAKE_USERS) console.log(`test/e2e/two-users.test.ts: ${CANNOT_MAKE_USERS}`);
 /** Of this run: two runs on one machine never share a user. */
 const SUFFIX = randomBytes(3).toString("hex");
 const NAMES = { group: `ptg${SUFFIX}`, leader: `ptl${SUFFIX}`, agent: `pta${SUFFIX}` };
@@ -40,7 +51,8 @@ interface Result {
 
 /** Runs a command to its end (never rejects for its exit code). */
 function run(argv: readonly string[], options: SpawnOptions = {}): Promise<Result> {
-  const [command = "false", ...args] = argv;
+  const [name = "false", ...args] = argv;
+  const command = name.includes("/") ? name : (toolPath(name) ?? name);
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], ...options });
     let stdout = "";
@@ -306,7 +318,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
   const rig = useLeaderRig();
 
   beforeAll(async () => {
-    if (!IS_ROOT) return;
+    if (!CAN_MAKE_USERS) return;
     try {
       await createUsers();
       setup = await layOut();
@@ -317,18 +329,18 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
   }, 60_000);
 
   afterAll(async () => {
-    if (!IS_ROOT) return;
+    if (!CAN_MAKE_USERS) return;
     // The rig stopped the leader after the test (afterEach): a process of these users still alive is a leak.
     const left = await removeUsers();
     if (setup) await rm(setup.base, { recursive: true, force: true });
     expect(left).toEqual([]);
   }, 60_000);
 
-  const asRoot = it.skipIf(!IS_ROOT);
-  const ifRoot = IS_ROOT ? "" : ` (${NOT_ROOT})`;
+  const asRoot = it.skipIf(!CAN_MAKE_USERS);
+  const ifCannot = CAN_MAKE_USERS ? "" : ` (${CANNOT_MAKE_USERS})`;
 
   const works = "the team works as the agents' user, who cannot change a gate, hook-state/ or the approved record";
-  asRoot(`${works}${ifRoot}`, async () => {
+  asRoot(`${works}${ifCannot}`, async () => {
     if (!setup) throw new Error("no setup");
     const s = setup;
     const team = teamOf(s);
@@ -430,7 +442,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
-  asRoot(`doctor names the agents' user where the recipe is not followed${ifRoot}`, async () => {
+  asRoot(`doctor names the agents' user where the recipe is not followed${ifCannot}`, async () => {
     if (!setup) throw new Error("no setup");
     const s = setup;
     // The leader's state folder handed to the team's group, and an inbox folder made by the agents under umask 0022.
