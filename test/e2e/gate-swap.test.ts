@@ -152,8 +152,13 @@ describe("the targeted swap attack, from another process", () => {
       // swap while the first is out would hide the fake as the "real" gate.
       let swaps = 0;
       const seen = new Set<string>();
+      // The swap out and back in; one at a time, so that a second swap never hides the fake as the "real" gate
+      // (on a busy machine the 50 ms put-back can come after the next run's context file).
+      let swapping: Promise<void> = Promise.resolve();
+      let out = false;
       const attacker: FSWatcher = watch(os.tmpdir(), (_event, name) => {
         if (
+          out ||
           !name?.startsWith("pi-teams-hook-") ||
           !name.endsWith(".json") ||
           name.includes(".result") ||
@@ -162,12 +167,14 @@ describe("the targeted swap attack, from another process", () => {
           return;
         seen.add(name);
         swaps += 1;
-        void (async () => {
+        out = true;
+        swapping = (async () => {
           await rename(gate, path.join(hooksDir, "real.hidden")).catch(() => undefined);
           await writeFile(path.join(hooksDir, "fake.tmp"), FAKE, { mode: 0o755 });
           await rename(path.join(hooksDir, "fake.tmp"), gate).catch(() => undefined);
           await new Promise((resolve) => setTimeout(resolve, 50));
           await rename(path.join(hooksDir, "real.hidden"), gate).catch(() => undefined);
+          out = false;
         })();
       });
       try {
@@ -175,11 +182,13 @@ describe("the targeted swap attack, from another process", () => {
           if (swaps >= 20) break;
           await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
           await leader.waitForEvents(Number(id));
-          await new Promise((resolve) => setTimeout(resolve, 60)); // the attacker puts the real gate back
+          await swapping; // the attacker has put the real gate back
         }
       } finally {
         attacker.close();
+        await swapping;
       }
+      expect(await readFile(gate, "utf8")).toBe(`${REAL}\n`); // the real gate is back
       expect(
         swaps,
         JSON.stringify(leader.events().map((e) => [e.taskId, e.outcome, e.summary.slice(0, 80)])),
