@@ -7,10 +7,9 @@
  * on every clone, CI's too: vitest's own cache of the last run is empty on a fresh clone, and noisy on
  * a busy machine); a file not listed there takes its last run's duration from that cache, or a guess
  * by project. A worker goes on with the next file in the same process only when that file is of the
- * same project (`isolate: false`), and a new worker process costs about a second: so files of about
- * the same length (within a factor of two) run project by project, the project of the longest of them
- * first, as do all the short ones. How to measure and refresh the list: docs/performance.md, "The test
- * suite".
+ * same project (`isolate: false`), and a new worker process costs a second or more of CPU: so the files
+ * run project by project, the project of the longest file first, and within a project the slowest
+ * first. How to measure and refresh the list: docs/performance.md, "The test suite".
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -28,9 +27,6 @@ function listedDurations(): Map<string, number> {
 /** A file not measured yet, by project (seconds): about the median of the project's listed files. */
 const GUESS: Record<string, number> = { slow: 30, e2e: 5, integration: 1, unit: 0.2 };
 
-/** Files shorter than this (seconds) are all of one band. */
-const SHORT = 2;
-
 export default class SlowFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const listed = listedDurations();
@@ -43,14 +39,15 @@ export default class SlowFirst extends BaseSequencer {
       seconds.set(spec, listed.get(key) ?? last ?? GUESS[spec.project.name] ?? 1);
     }
     const time = (spec: TestSpecification): number => seconds.get(spec) ?? 0;
-    /** Longer files have higher bands; all short files share the lowest. */
-    const band = (spec: TestSpecification): number => (time(spec) < SHORT ? 0 : 1 + Math.floor(Math.log2(time(spec))));
-    /** The longest file of each band and project: the band's projects start in that order. */
+    /** The longest file of each project: the projects start in that order. */
     const longest = new Map<string, number>();
-    const group = (spec: TestSpecification): string => `${band(spec)} ${spec.project.name}`;
-    for (const spec of files) longest.set(group(spec), Math.max(longest.get(group(spec)) ?? 0, time(spec)));
+    for (const spec of files) {
+      const name = spec.project.name;
+      longest.set(name, Math.max(longest.get(name) ?? 0, time(spec)));
+    }
     const byProject = (a: TestSpecification, b: TestSpecification): number =>
-      (longest.get(group(b)) ?? 0) - (longest.get(group(a)) ?? 0) || a.project.name.localeCompare(b.project.name);
-    return [...files].sort((a, b) => band(b) - band(a) || byProject(a, b) || time(b) - time(a));
+      (longest.get(b.project.name) ?? 0) - (longest.get(a.project.name) ?? 0) ||
+      a.project.name.localeCompare(b.project.name);
+    return [...files].sort((a, b) => byProject(a, b) || time(b) - time(a));
   }
 }
