@@ -21,6 +21,7 @@
  */
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
 import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -341,15 +342,22 @@ export function hookProcesses(teamDir: string): Promise<Array<{ pid: number; cmd
   return processesWithEnv(`PI_TEAMS_TEAM_DIR=${teamDir}`);
 }
 
-/** Pids of live processes whose environment holds `needle` (`NAME=value`), e.g. a run's `PI_TEAMS_HOOK_RUN_ID`. */
+/**
+ * Pids of live processes whose environment holds `needle` (`NAME=value`), e.g. a run's `PI_TEAMS_HOOK_RUN_ID`.
+ * Read synchronously: a scan of /proc runs after every test that made a team, and one file read per
+ * process through the thread pool costs several times the CPU and wall time of a blocking read of a
+ * small /proc file.
+ */
 export async function processesWithEnv(needle: string): Promise<Array<{ pid: number; cmdline: string }>> {
   const found: Array<{ pid: number; cmdline: string }> = [];
-  for (const name of await readdir("/proc")) {
+  const entry = Buffer.from(`\0${needle}\0`, "latin1");
+  for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      const environ = (await readFile(`/proc/${name}/environ`, "latin1")).split("\0");
-      if (!environ.includes(needle)) continue;
-      const cmdline = (await readFile(`/proc/${name}/cmdline`, "latin1")).split("\0").join(" ").trim();
+      // NUL-separated NAME=value entries; a NUL in front makes the first entry match like the others.
+      const environ = readFileSync(`/proc/${name}/environ`);
+      if (!Buffer.concat([NUL, environ]).includes(entry)) continue;
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, "latin1").split("\0").join(" ").trim();
       found.push({ pid: Number(name), cmdline });
     } catch {
       // gone meanwhile, or not ours to read: not a hook of this test
@@ -357,6 +365,8 @@ export async function processesWithEnv(needle: string): Promise<Array<{ pid: num
   }
   return found;
 }
+
+const NUL = Buffer.from([0]);
 
 // ---------------------------------------------------------------------------------------------
 // Reading the team dir
