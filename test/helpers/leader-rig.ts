@@ -334,7 +334,8 @@ interface Waiting {
 interface ServedRequest {
   result: Promise<unknown>;
   settled: boolean;
-  abandon(): void;
+  /** Resolves once the process is gone when it was ended for this, at once when others still use it. */
+  abandon(): Promise<void>;
 }
 
 let served: ServedWorker | undefined;
@@ -352,6 +353,7 @@ class ServedWorker {
   private readonly waiting = new Map<number, Waiting>();
   private nextId = 1;
   private stderr = "";
+  private readonly closed: Promise<void>;
 
   constructor() {
     this.child = spawn(process.execPath, [WORKER, "--serve"], { stdio: ["pipe", "pipe", "pipe"] });
@@ -361,7 +363,12 @@ class ServedWorker {
     });
     this.child.stdin.on("error", () => undefined); // EPIPE once it died: "close" reports that
     this.child.on("error", (error) => this.end(`could not start: ${error.message}`));
-    this.child.on("close", (code, signal) => this.end(`exited with ${code ?? signal}`));
+    this.closed = new Promise((resolve) => {
+      this.child.on("close", (code, signal) => {
+        this.end(`exited with ${code ?? signal}`);
+        resolve();
+      });
+    });
     this.hold(false);
   }
 
@@ -407,25 +414,27 @@ class ServedWorker {
     if (reply.error !== undefined) waiting.reject(new Error(`worker ${waiting.op} failed: ${reply.error}`));
     else waiting.resolve(reply.result);
     if (this.waiting.size === 0) this.hold(false);
-    this.endIfOnlyAbandoned();
+    void this.endIfOnlyAbandoned();
   }
 
   /**
    * Its test ended with the op still out (it failed or timed out): the op must not go on writing into
    * the next test's files. New ops go to a new process; this one is killed once no other test waits on it.
    */
-  private abandon(id: number): void {
+  private abandon(id: number): Promise<void> {
     const waiting = this.waiting.get(id);
-    if (!waiting || waiting.abandoned) return;
+    if (!waiting || waiting.abandoned) return Promise.resolve();
     waiting.abandoned = true;
     waiting.reject(new Error(`worker ${waiting.op} was still running when its test ended`));
     if (served === this) served = undefined;
-    this.endIfOnlyAbandoned();
+    return this.endIfOnlyAbandoned();
   }
 
-  private endIfOnlyAbandoned(): void {
-    if (served === this || this.waiting.size === 0) return;
-    if ([...this.waiting.values()].every((w) => w.abandoned)) this.child.kill("SIGKILL");
+  private endIfOnlyAbandoned(): Promise<void> {
+    if (served === this || this.waiting.size === 0) return Promise.resolve();
+    if (![...this.waiting.values()].every((w) => w.abandoned)) return Promise.resolve();
+    this.child.kill("SIGKILL");
+    return this.closed;
   }
 
   private end(why: string): void {
@@ -701,7 +710,8 @@ function rigOver(res: Resources): LeaderRig {
 /** Kills workers, stops leaders, fails on hook processes left behind, removes the team dirs. */
 async function cleanUp(res: Resources): Promise<void> {
   const problems: string[] = [];
-  for (const request of res.ops.splice(0)) if (!request.settled) request.abandon();
+  // Before the team dirs go: an op given up must not write into them (or create them again) afterwards.
+  for (const request of res.ops.splice(0)) if (!request.settled) await request.abandon();
   for (const worker of res.workers.splice(0)) {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
     await worker.result.catch(() => undefined);

@@ -50,9 +50,12 @@ describe("the served team member", () => {
     await expect(rig.worker("no-such-op", {})).rejects.toThrow(/unknown op no-such-op/);
 
     // It dies: both holds hear it, and the next op runs in a new process.
+    const heard = Promise.all([
+      expect(held).rejects.toThrow(/worker hold: the team-worker process exited with SIGKILL/),
+      expect(second).rejects.toThrow(/exited with SIGKILL/),
+    ]);
     process.kill(pid, "SIGKILL");
-    await expect(held).rejects.toThrow(/worker hold: the team-worker process exited with SIGKILL/);
-    await expect(second).rejects.toThrow(/exited with SIGKILL/);
+    await heard;
     const next = rig.worker("hold", { file: path.join(team.teamDir, "c"), holdMs: 60_000 });
     const nextPid = await holder(path.join(team.teamDir, "c"));
     expect(nextPid).not.toBe(pid);
@@ -67,8 +70,9 @@ describe("the served team member", () => {
     const stuck = scoped.worker("hold", { file: team.taskFile("1"), holdMs: 60_000 });
     const pid = await holder(team.taskFile("1"));
 
+    const givenUp = expect(stuck).rejects.toThrow(/worker hold was still running when its test ended/);
     await finish?.();
-    await expect(stuck).rejects.toThrow(/worker hold was still running when its test ended/);
+    await givenUp;
     await waitUntil("the served process that ran it to end", () => !alive(pid));
     // The next op has a process of its own; the task's lock (left by the killed one) is stale to it.
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
@@ -81,8 +85,11 @@ describe("the served team member", () => {
     const viaRig = rig.worker("hold", { file: path.join(team.teamDir, "b"), holdMs: 60_000 });
     const pid = await holder(path.join(team.teamDir, "a"));
     expect(await holder(path.join(team.teamDir, "b"))).toBe(pid);
+    const heard = Promise.all([
+      expect(held).rejects.toThrow(/exited with SIGKILL/),
+      expect(viaRig).rejects.toThrow(/exited with SIGKILL/),
+    ]);
     process.kill(pid, "SIGKILL");
-    await expect(held).rejects.toThrow(/exited with SIGKILL/);
-    await expect(viaRig).rejects.toThrow(/exited with SIGKILL/);
+    await heard;
   });
 });
