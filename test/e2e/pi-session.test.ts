@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, hookProcesses, startWorker, waitUntil } from "../helpers/leader-rig.js";
+import { ensureBuilt, hookProcesses, waitUntil, workerOp } from "../helpers/leader-rig.js";
 import {
   PiRpc,
   SCRIPTED_MODEL,
@@ -83,9 +83,10 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
           { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() },
         );
 
-        const ada = startWorker("complete", { tasksDir, ids: ["1"] });
-        const brian = startWorker("complete", { tasksDir, ids: ["2"] });
-        await Promise.all([ada.result, brian.result]);
+        await Promise.all([
+          workerOp("complete", { tasksDir, ids: ["1"] }),
+          workerOp("complete", { tasksDir, ids: ["2"] }),
+        ]);
 
         const pass = await pi.waitForNotice(/^Gate on_task_completed\.sh passed for task #1 \(\d+(\.\d)?m?s\)$/);
         expect(pass.level).toBe("info");
@@ -172,7 +173,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
         expect(notice.message).toMatch(/unset PI_TEAMS_HOOKS_ENABLED.*or drop PI_TEAMS_GATES=1/);
 
         const tasksDir = await createTeam(teamDir, id);
-        await startWorker("complete", { tasksDir, ids: ["1", "2"] }).result;
+        await workerOp("complete", { tasksDir, ids: ["1", "2"] });
         // A new session (pi replaces it, the extension starts again): still off, and not said twice.
         expect((await pi.request({ type: "new_session" })).success).toBe(true);
         const status = (await pi.command("/gates status", /quality gates:/)).message;
@@ -230,7 +231,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
           async () => /quality gates: watching/.test((await pi.command("/gates status", /quality gates:/)).message),
           { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() },
         );
-        await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+        await workerOp("complete", { tasksDir, ids: ["1"] });
         await waitUntil("the hanging gate and its child", async () => (await hookProcesses(teamDir)).length >= 2, {
           timeoutMs: 20_000,
         });

@@ -20,10 +20,11 @@
  * built it already, `postprepare`).
  */
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFileSync, readdirSync } from "node:fs";
 import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { type TestContext, afterAll, afterEach, beforeAll, inject } from "vitest";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
@@ -312,6 +313,140 @@ export interface WorkerProcess {
   result: Promise<unknown>;
 }
 
+/**
+ * Runs one op of the plain-JS team member in the test process's served team member
+ * (`team-worker.mjs --serve`): another real process, speaking the lock protocol with its own pid, but
+ * one per test process rather than one per op (a spawn cost ~120 ms of CPU, most of such an op).
+ * For a test that needs the op in a process of its own (several racing, one killed, one holding a lock
+ * until killed, a start barrier), `startWorker`. Rejects with the op's error, or when the process dies.
+ */
+export function workerOp<T = unknown>(op: string, args: Record<string, unknown>): Promise<T> {
+  return servedWorker().request(op, args).result as Promise<T>;
+}
+
+interface Waiting {
+  op: string;
+  resolve: (result: unknown) => void;
+  reject: (error: Error) => void;
+  abandoned: boolean;
+}
+
+/** An op sent to the served team member; `abandon()` when its test ends before the op does. */
+interface ServedRequest {
+  result: Promise<unknown>;
+  settled: boolean;
+  /** Resolves once the process is gone when it was ended for this, at once when others still use it. */
+  abandon(): Promise<void>;
+}
+
+let served: ServedWorker | undefined;
+
+function servedWorker(): ServedWorker {
+  served ??= new ServedWorker();
+  return served;
+}
+
+// Ended with the test process: stdin's end does it too, but a kill is at once.
+process.once("exit", () => served?.child.kill("SIGKILL"));
+
+class ServedWorker {
+  readonly child: ChildProcessWithoutNullStreams;
+  private readonly waiting = new Map<number, Waiting>();
+  private nextId = 1;
+  private stderr = "";
+  private readonly closed: Promise<void>;
+
+  constructor() {
+    this.child = spawn(process.execPath, [WORKER, "--serve"], { stdio: ["pipe", "pipe", "pipe"] });
+    createInterface({ input: this.child.stdout }).on("line", (line) => this.answer(line));
+    this.child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      this.stderr = (this.stderr + chunk).slice(-20_000);
+    });
+    this.child.stdin.on("error", () => undefined); // EPIPE once it died: "close" reports that
+    this.child.on("error", (error) => this.end(`could not start: ${error.message}`));
+    this.closed = new Promise((resolve) => {
+      this.child.on("close", (code, signal) => {
+        this.end(`exited with ${code ?? signal}`);
+        resolve();
+      });
+    });
+    this.hold(false);
+  }
+
+  request(op: string, args: Record<string, unknown>): ServedRequest {
+    const id = this.nextId++;
+    const request: ServedRequest = {
+      settled: false,
+      result: new Promise<unknown>((resolve, reject) => {
+        this.waiting.set(id, { op, resolve, reject, abandoned: false });
+      }),
+      abandon: () => this.abandon(id),
+    };
+    request.result.then(
+      () => (request.settled = true),
+      () => (request.settled = true),
+    );
+    if (this.waiting.size === 1) this.hold(true);
+    this.child.stdin.write(`${JSON.stringify({ id, op, args })}\n`);
+    return request;
+  }
+
+  /** Keeps the test process alive while an op is out, and only then. */
+  private hold(busy: boolean): void {
+    for (const handle of [this.child, this.child.stdin, this.child.stdout, this.child.stderr] as Array<{
+      ref(): void;
+      unref(): void;
+    }>) {
+      if (busy) handle.ref();
+      else handle.unref();
+    }
+  }
+
+  private answer(line: string): void {
+    let reply: { id?: number; result?: unknown; error?: string };
+    try {
+      reply = JSON.parse(line) as typeof reply;
+    } catch {
+      return; // not an answer (an op that prints, like hold-lock)
+    }
+    const waiting = reply.id === undefined ? undefined : this.waiting.get(reply.id);
+    if (!waiting || reply.id === undefined) return;
+    this.waiting.delete(reply.id);
+    if (reply.error !== undefined) waiting.reject(new Error(`worker ${waiting.op} failed: ${reply.error}`));
+    else waiting.resolve(reply.result);
+    if (this.waiting.size === 0) this.hold(false);
+    void this.endIfOnlyAbandoned();
+  }
+
+  /**
+   * Its test ended with the op still out (it failed or timed out): the op must not go on writing into
+   * the next test's files. New ops go to a new process; this one is killed once no other test waits on it.
+   */
+  private abandon(id: number): Promise<void> {
+    const waiting = this.waiting.get(id);
+    if (!waiting || waiting.abandoned) return Promise.resolve();
+    waiting.abandoned = true;
+    waiting.reject(new Error(`worker ${waiting.op} was still running when its test ended`));
+    if (served === this) served = undefined;
+    return this.endIfOnlyAbandoned();
+  }
+
+  private endIfOnlyAbandoned(): Promise<void> {
+    if (served === this || this.waiting.size === 0) return Promise.resolve();
+    if (![...this.waiting.values()].every((w) => w.abandoned)) return Promise.resolve();
+    this.child.kill("SIGKILL");
+    return this.closed;
+  }
+
+  private end(why: string): void {
+    if (served === this) served = undefined;
+    for (const waiting of this.waiting.values()) {
+      waiting.reject(new Error(`worker ${waiting.op}: the team-worker process ${why}: ${this.stderr}`));
+    }
+    this.waiting.clear();
+  }
+}
+
 /** Starts `team-worker.mjs <op>` (the plain-JS team member) in the background. */
 export function startWorker(op: string, args: Record<string, unknown>): WorkerProcess {
   const child = spawn(process.execPath, [WORKER, op, JSON.stringify(args)], { stdio: ["ignore", "pipe", "pipe"] });
@@ -474,7 +609,7 @@ export interface LeaderRig {
   /** Writes an executable hook into the team's default hooks dir (`<teams root>/_hooks`). */
   hook(team: TempTeam, name: string, body: string): Promise<string>;
   leader(team: TempTeam, args?: string[], opts?: Omit<LeaderStart, "args">): Promise<LeaderProcess>;
-  /** Runs a worker op to its end and returns its result. */
+  /** Runs a worker op to its end, in the served team member (`workerOp`), and returns its result. */
   worker<T = unknown>(op: string, args: Record<string, unknown>): Promise<T>;
   /** Starts a worker op in the background; the rig kills it after the test if still running. */
   backgroundWorker(op: string, args: Record<string, unknown>): WorkerProcess;
@@ -513,12 +648,14 @@ interface Resources {
   teams: TempTeam[];
   leaders: LeaderProcess[];
   workers: WorkerProcess[];
+  /** Ops of the served team member (`workerOp`) that this test asked for. */
+  ops: ServedRequest[];
 }
 
 /** Registers the cleanup (afterEach; afterAll for `shared`) and the build check (beforeAll) in the calling file. */
 export function useLeaderRig(): FileRig {
-  const perTest: Resources = { teams: [], leaders: [], workers: [] };
-  const perFile: Resources = { teams: [], leaders: [], workers: [] };
+  const perTest: Resources = { teams: [], leaders: [], workers: [], ops: [] };
+  const perFile: Resources = { teams: [], leaders: [], workers: [], ops: [] };
   beforeAll(() => ensureBuilt(), 240_000);
   afterEach(() => cleanUp(perTest));
   afterAll(() => cleanUp(perFile), 60_000);
@@ -563,9 +700,9 @@ function rigOver(res: Resources): LeaderRig {
       return leader;
     },
     async worker<T = unknown>(op: string, args: Record<string, unknown>): Promise<T> {
-      const worker = startWorker(op, args);
-      res.workers.push(worker);
-      return (await worker.result) as T;
+      const request = servedWorker().request(op, args);
+      res.ops.push(request);
+      return (await request.result) as T;
     },
     backgroundWorker(op, args) {
       const worker = startWorker(op, args);
@@ -573,7 +710,7 @@ function rigOver(res: Resources): LeaderRig {
       return worker;
     },
     scoped(context) {
-      const own: Resources = { teams: [], leaders: [], workers: [] };
+      const own: Resources = { teams: [], leaders: [], workers: [], ops: [] };
       context.onTestFinished(() => cleanUp(own), 30_000);
       return rigOver(own);
     },
@@ -583,6 +720,8 @@ function rigOver(res: Resources): LeaderRig {
 /** Kills workers, stops leaders, fails on hook processes left behind, removes the team dirs. */
 async function cleanUp(res: Resources): Promise<void> {
   const problems: string[] = [];
+  // Before the team dirs go: an op given up must not write into them (or create them again) afterwards.
+  for (const request of res.ops.splice(0)) if (!request.settled) await request.abandon();
   for (const worker of res.workers.splice(0)) {
     if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill("SIGKILL");
     await worker.result.catch(() => undefined);

@@ -17,6 +17,7 @@ import {
   readTaskFile,
   startWorker,
   waitUntil,
+  workerOp,
   type WorkerProcess,
 } from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -85,9 +86,7 @@ async function startLeader(
 
 /** Completes task 1 as a worker does, takes its lock in another process, then lets the gate fail. */
 async function completeWhileLocked(team: TempTeam, holdMs: number): Promise<WorkerProcess> {
-  const done = startWorker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-  workers.push(done);
-  await done.result;
+  await workerOp("complete", { tasksDir: team.tasksDir, ids: ["1"] });
   const holder = startWorker("hold", { file: team.taskFile("1"), holdMs });
   workers.push(holder);
   await waitUntil("the other process to hold the task's lock", async () =>

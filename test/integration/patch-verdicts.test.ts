@@ -23,7 +23,7 @@ import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
-import { readLogs, startWorker as startTeamWorker, waitUntil } from "../helpers/leader-rig.js";
+import { readLogs, waitUntil, workerOp } from "../helpers/leader-rig.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -581,7 +581,7 @@ describe("the leader", () => {
       );
       const { leader, events } = await watchTeam(watched, leaders);
 
-      await startTeamWorker("complete", { tasksDir: watched.tasksDir, ids: ["1"] }).result;
+      await workerOp("complete", { tasksDir: watched.tasksDir, ids: ["1"] });
       await waitUntil("task 1's gate", () => events().length === 1);
       const patched = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;
       expect(patched).toMatchObject({
@@ -592,7 +592,7 @@ describe("the leader", () => {
       expect(patched.metadata?.labels).toHaveLength(1);
       expect(patched.metadata).not.toHaveProperty("other");
       // Task 2 afterwards: once its gate is done, the leader has long seen its own write of task 1.
-      await startTeamWorker("complete", { tasksDir: watched.tasksDir, ids: ["2"] }).result;
+      await workerOp("complete", { tasksDir: watched.tasksDir, ids: ["2"] });
       await waitUntil("task 2's gate", () => events().some((e) => e.taskId === "2"));
       await leader.stop();
       expect(events().filter((e) => e.taskId === "1")).toHaveLength(1);

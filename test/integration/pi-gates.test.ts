@@ -11,7 +11,7 @@ import { GateService, outcomeLine } from "../../extensions/teams-hooks/pi/gates.
 import { gateSwitch } from "../../extensions/teams-hooks/pi/switch.js";
 import { gatesTool } from "../../extensions/teams-hooks/pi/tool.js";
 import { attachedTeam } from "../../extensions/teams-hooks/team/attach-claim.js";
-import { startWorker, waitUntil } from "../helpers/leader-rig.js";
+import { waitUntil, workerOp } from "../helpers/leader-rig.js";
 import { type PiWorld, createTeam, piWorld } from "../helpers/pi-rig.js";
 
 const SESSION = "01a23d02-aaaa-7000-8000-000000000001";
@@ -53,7 +53,7 @@ describe("the gate service of the pi extension", () => {
     expect(service.status).toMatchObject({ phase: "waiting", teamDir: sessionDir(), how: "the session's team" });
     const tasksDir = await createTeam(sessionDir(), SESSION);
     await waitUntil("watching", () => service.status.phase === "watching");
-    await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+    await workerOp("complete", { tasksDir, ids: ["1"] });
     await waitUntil(
       "the pass notification",
       () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)),
@@ -68,7 +68,7 @@ describe("the gate service of the pi extension", () => {
     const tasksDir = await createTeam(sessionDir(), SESSION);
     await service.begin(SESSION, notify);
     await waitUntil("watching", () => service.status.phase === "watching");
-    await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+    await workerOp("complete", { tasksDir, ids: ["1"] });
     const isPass = (s: Said): boolean => s.text.startsWith("Gate on_task_completed.sh passed");
     const context = (): string => JSON.stringify(said);
     const passed = await waitUntil("the notification", () => said.find(isPass), { context });
@@ -96,7 +96,7 @@ describe("the gate service of the pi extension", () => {
       text: `quality gates: following attached to team release-team (/team attach): ${other}`,
       level: "info",
     });
-    await startWorker("complete", { tasksDir: otherTasks, ids: ["2"] }).result;
+    await workerOp("complete", { tasksDir: otherTasks, ids: ["2"] });
     await waitUntil("the attached team's gate", () =>
       said.find((s) => /^Gate on_task_completed\.sh failed for task #2: .*FAIL: build of task 2 is red/.test(s.text)),
     );
@@ -148,7 +148,7 @@ describe("the gate service of the pi extension", () => {
       await waitUntil("the back notice", () => said.find((s) => s.level === "info" && /is back/.test(s.text)), {
         context: () => JSON.stringify(said),
       });
-      await startWorker("complete", { tasksDir, ids: ["1"] }).result;
+      await workerOp("complete", { tasksDir, ids: ["1"] });
       await waitUntil(
         "a gate after the return",
         () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)),
@@ -213,7 +213,7 @@ describe("the gate service of the pi extension", () => {
         "the new policy in force",
         () => service.status.setup?.settings.values.failureAction === "reopen",
       );
-      await startWorker("complete", { tasksDir, ids: ["2"] }).result;
+      await workerOp("complete", { tasksDir, ids: ["2"] });
       await waitUntil("the failure", () => service.status.recent.find((r) => r.taskId === "2"));
       const failures = await tool.execute(
         "t3",

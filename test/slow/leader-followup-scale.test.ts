@@ -35,7 +35,7 @@ describe("follow-up creation at scale", () => {
   it("a failing gate with a follow-up takes about as long in a list of 10,000 tasks as in one of 100", async () => {
     const small = await medianEventMs(await rig.team(), 100);
     const large = await medianEventMs(await rig.team(), 10_000);
-    // Generous: a worker process spawn per event dominates both; reading every task for each follow-up
+    // Generous: the gate's run per event dominates both; reading every task for each follow-up
     // (seconds at 10,000 tasks) does not fit.
     expect(large).toBeLessThan(small * 2 + 500);
   }, 180_000);
