@@ -12,7 +12,7 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser } from "../helpers/browser.js";
 import { type DashboardTeams, makeDashboardTeams } from "../helpers/dashboard-team.js";
-import { ensureBuilt, runBin, waitUntil } from "../helpers/leader-rig.js";
+import { ensureBuilt, once, runBin, waitUntil } from "../helpers/leader-rig.js";
 import { type ServeProcess, api, createKey, startServe } from "../helpers/serve-rig.js";
 
 let teams: DashboardTeams;
@@ -39,13 +39,18 @@ type Log = Record<string, unknown>;
  * written whole and then renamed, as the leader writes a log: a reader never sees half of it.
  */
 async function plantLog(name: string, edit: (record: Log) => void = () => undefined): Promise<void> {
-  const [sample] = (await readdir(logsDir())).filter((n) => /^\d{4}-.*_task_completed_task-\d\.json$/.test(n)).sort();
-  const record = JSON.parse(await readFile(path.join(logsDir(), String(sample)), "utf8")) as Log;
+  const record = JSON.parse(await sampleLog()) as Log;
   edit(record);
   const tmp = path.join(logsDir(), `.planted.tmp.${process.pid}`);
   await writeFile(tmp, `${JSON.stringify(record)}\n`);
   await rename(tmp, path.join(logsDir(), name));
 }
+
+/** The text of alpha's first real task log (read once: the tests plant hundreds of copies). */
+const sampleLog = once(async () => {
+  const [sample] = (await readdir(logsDir())).filter((n) => /^\d{4}-.*_task_completed_task-\d\.json$/.test(n)).sort();
+  return readFile(path.join(logsDir(), String(sample)), "utf8");
+});
 
 /** A server on 127.0.0.1 standing for another site: it records every request it gets. */
 async function offSite(): Promise<{ server: Server; port: number; hits: string[] }> {
@@ -60,19 +65,39 @@ async function offSite(): Promise<{ server: Server; port: number; hits: string[]
 
 interface OpenStream {
   text(): string;
-  /** Resolves once the stream's text holds `part`; rejects after `ms`. */
-  waitFor(part: string, ms: number): Promise<void>;
+  /** Where the stream's text has got to, for a `waitFor` that looks only at what comes after it. */
+  mark(): number;
+  /** Resolves once the stream's text (from `from`, a `mark()`) holds `part`; rejects after `ms`. */
+  waitFor(part: string, ms: number, from?: number): Promise<void>;
   /** Resolves with the time (Date.now()) the server ended the stream. */
   ended: Promise<number>;
   close(): void;
 }
 
-/** `GET /events?…` read as it comes, until the server ends it or `close()`. */
+/** The longest `part` a stream's `waitFor` finds: what of the text it keeps to find one cut between chunks. */
+const LONGEST_PART = 256;
+
+/**
+ * `GET /events?…` read as it comes, until the server ends it or `close()`. The text is kept as its
+ * chunks and searched chunk by chunk: a stream of megabytes, searched once per run that lands, would
+ * otherwise be copied whole at each search.
+ */
 function openStream(url: string, query: string, headers: Record<string, string> = {}): OpenStream {
   const { hostname, port } = new URL(url);
-  let text = "";
+  const chunks: string[] = [];
+  let joined: string | null = "";
   let res: IncomingMessage | null = null;
   let waiting: { part: string; resolve: () => void } | null = null;
+  /** Whether the text from chunk `from` on holds `part` (also across the cut between two chunks). */
+  const holds = (part: string, from: number): boolean => {
+    if (part.length > LONGEST_PART) throw new Error(`waitFor finds parts of ${LONGEST_PART} characters at most`);
+    let carry = "";
+    for (const chunk of chunks.slice(from)) {
+      if (`${carry}${chunk.slice(0, part.length)}`.includes(part) || chunk.includes(part)) return true;
+      carry = chunk.length >= part.length ? chunk.slice(-part.length) : `${carry}${chunk}`.slice(-part.length);
+    }
+    return false;
+  };
   const req = request({
     host: hostname,
     port,
@@ -83,9 +108,10 @@ function openStream(url: string, query: string, headers: Record<string, string> 
     req.on("response", (answer) => {
       res = answer;
       answer.setEncoding("utf8").on("data", (chunk: string) => {
-        text += chunk;
-        const from = Math.max(0, text.length - chunk.length - (waiting?.part.length ?? 0));
-        if (waiting !== null && text.includes(waiting.part, from)) waiting.resolve();
+        chunks.push(chunk);
+        joined = null;
+        if (waiting !== null && holds(waiting.part, Math.max(0, chunks.length - 1 - waiting.part.length)))
+          waiting.resolve();
       });
       answer.on("end", () => resolve(Date.now()));
       answer.on("close", () => resolve(Date.now()));
@@ -93,9 +119,9 @@ function openStream(url: string, query: string, headers: Record<string, string> 
     req.on("error", () => resolve(Date.now()));
   });
   req.end();
-  const waitFor = (part: string, ms: number): Promise<void> =>
+  const waitFor = (part: string, ms: number, from = 0): Promise<void> =>
     new Promise<void>((resolve, reject) => {
-      if (text.includes(part)) return resolve();
+      if (holds(part, from)) return resolve();
       const timer = setTimeout(() => reject(new Error(`no ${JSON.stringify(part)} on the stream in ${ms} ms`)), ms);
       waiting = {
         part,
@@ -106,7 +132,13 @@ function openStream(url: string, query: string, headers: Record<string, string> 
         },
       };
     });
-  return { text: () => text, waitFor, ended, close: () => (res ? res.destroy() : req.destroy()) };
+  return {
+    text: () => (joined ??= chunks.join("")),
+    mark: () => chunks.length,
+    waitFor,
+    ended,
+    close: () => (res ? res.destroy() : req.destroy()),
+  };
 }
 
 /** The `run` events of a stream's text: each event's `id` and its data. */
@@ -322,11 +354,12 @@ describe("a viewer that reads nothing", () => {
       // in one go): the slow one has been sent, or refused, every run before the next lands.
       for (let i = 0; i < RUNS; i++) {
         const name = `2099-02-02T00-00-00-${String(i).padStart(3, "0")}Z_task_completed_task-1.json`;
+        const before = fast.mark(); // a run's name is on no stream before its log lands
         await plantLog(name, (record) => {
           (record.invocation as Record<string, unknown>).memberName = long;
           record.policy = { ...(record.policy as object | undefined), actions: [long] };
         });
-        await fast.waitFor(name, 10_000);
+        await fast.waitFor(name, 10_000, before);
       }
       // Now read: what waited for this viewer when it was cut, then the end. Node's socket took up to
       // its read buffer's worth before it stopped reading: that was in this process, not the kernel.

@@ -5,20 +5,42 @@
  * before the first start is a baseline: no hook runs for it (only --catch-up runs history), and what
  * came after it runs once.
  */
-import { access, readFile, rename, writeFile } from "node:fs/promises";
+import { access, link, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLedger, readLogs, seedTasks, taskJson, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import type { TempTeam } from "../helpers/temp-team.js";
+import { once, readLedger, readLogs, seedTasks, taskJson, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
 const T0 = "2025-01-01T00:00:00.000Z";
 const RECORD = `echo "$PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"`;
+const HISTORY = 4000;
+
+/**
+ * 4,000 tasks completed long ago, written once for the file. Each test's team gets them as hard links
+ * (a new name for the same file: what the leader reads is the same as a copy), because creating a file
+ * costs far more than linking one (a new inode each). Nothing writes into these files: a worker's edit
+ * renames a new file over its name, which leaves the shared one as it was.
+ */
+const history = once(async () => {
+  const source = await rig.shared.team();
+  await seedTasks(source, 1, HISTORY, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+  return source;
+});
+
+/** Tasks 1..`count` of the shared history in `team`'s task list; their ids. */
+async function seedHistory(team: TempTeam, count = HISTORY): Promise<string[]> {
+  const source = await history();
+  const ids = Array.from({ length: count }, (_, n) => String(n + 1));
+  for (const id of ids) await link(source.taskFile(id), team.taskFile(id));
+  return ids;
+}
 
 describe("the first start's baseline", () => {
   it("old completions edited by workers during the first scan are still a baseline, not run", async () => {
     const team = await rig.team();
-    const ids = await seedTasks(team, 1, 3000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+    const ids = await seedHistory(team, 3000);
     await rig.hook(team, "on_task_completed.sh", RECORD);
     // Another member edits other fields of the old tasks (completedAt untouched: no new completion).
     const stopFile = path.join(team.teamsRoot, "stop-touch");
@@ -45,7 +67,7 @@ describe("the first start's baseline", () => {
   it("a leader killed during its first scan leaves no half baseline: " +
     "the next start still records history as a baseline", async () => {
     const team = await rig.team();
-    await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+    await seedHistory(team);
     await rig.hook(team, "on_task_completed.sh", RECORD);
     const ledger = path.join(team.teamDir, "hook-state", "ledger.jsonl");
 
@@ -69,7 +91,7 @@ describe("the first start's baseline", () => {
 describe("the first start takes events while its scan runs", () => {
   it("a completion that lands during the start-up scan runs once; the history around it does not", async () => {
     const team = await rig.team();
-    await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+    await seedHistory(team);
     await seedTasks(team, 4001, 4001);
     await rig.hook(team, "on_task_completed.sh", RECORD);
 
@@ -91,7 +113,7 @@ describe("the first start takes events while its scan runs", () => {
   it("a first start killed before its baseline is recorded: " +
     "what came after it still runs at the next start", async () => {
     const team = await rig.team();
-    await seedTasks(team, 1, 4000, () => ({ status: "completed", metadata: { completedAt: T0 } }));
+    await seedHistory(team);
     await seedTasks(team, 4001, 4002);
     // 4002's gate holds the queue (concurrency 1) until the second start, so 4001 waits, unrun.
     await rig.hook(
