@@ -6,16 +6,15 @@
 // the declarations.
 //
 // Why: Node loads an ES module file by file: it resolves each import, opens, reads and compiles each
-// file. The leader loaded 84 modules before it could watch, and that was a quarter of its CPU from
-// spawn to stop; bundled, it loads a few chunks (docs/performance.md, "Start-up: the bundled command
-// line").
+// file. The leader loaded 84 modules before it could watch, a quarter of its CPU from spawn to stop;
+// bundled, it loads six files (docs/performance.md, "The bundled command line").
 //
 // Paths: a module that finds a file from its own place (`new URL("../../../package.json",
 // import.meta.url)`, the dashboard's assets/, the package's hooks/ and examples/) is given its place in
 // tsc's layout, where that module's own compiled file still is, instead of the chunk's: each
 // `import.meta.url` of a module becomes `new URL("<the module's file, relative to the chunk>",
-// import.meta.url).href`. Packages (chokidar) stay imports, found in node_modules as before; zod is
-// in (dist/teams-hooks/vendor/zod.js, which vendor-zod.mjs made before this step).
+// import.meta.url).href`. Node's modules and the package's dependencies (chokidar) stay imports, found
+// as before; the rest is in the bundle, zod too (dist/teams-hooks/vendor/zod.js, from vendor-zod.mjs).
 import { readFile, rm } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import path from "node:path";
@@ -105,7 +104,7 @@ const { output } = await bundle.write({
   chunkFileNames: `${CHUNKS}/[name]-[hash].js`,
   // One chunk for what two or more commands share (the leader, the runner, the settings, zod), but not
   // what bin.js imports itself (the command table, the help): `--version` and `--help` stay small, and
-  // `watch` loads five files instead of the 28 that automatic chunking makes of what the commands share
+  // `watch` loads six files instead of the 28 that automatic chunking makes of what the commands share
   // in differing sets (a leader's start-up to stop 205 → 177 ms of CPU; `logs` and `doctor`, which now
   // also load the leader's code, 0–8 ms more). The modules left out import only each other, so the
   // shared chunk imports them and never the other way round: no cycle, and the order they run in is
