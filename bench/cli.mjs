@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Start-up of short commands, as a person waits for them: spawn → exit of `--help`, `logs --help`,
-// `logs` on a team with no logs and on one with 1,000, and `run task_completed` with a gate that
-// passes at once, next to a bare `node -e ""` measured in the same rounds (what starting Node costs
-// this machine at that moment). Rounds are interleaved so that machine noise hits every command
-// alike; medians per command, of the wall time and of the CPU time (user + system, start-up
-// included), which other load on the machine moves much less.
+// Start-up of short commands, as a person waits for them: spawn → exit of `--version`, `--help`,
+// `logs --help`, `logs` on a team with no logs and on one with 1,000, and `run task_completed` with a
+// gate that passes at once; and a leader's start and stop (`watch` on a team with no tasks, SIGTERM at
+// its `ready` line, as a test or a supervisor stops it); next to a bare `node -e ""` measured in the
+// same rounds (what starting Node costs this machine at that moment). Rounds are interleaved so that
+// machine noise hits every command alike; medians per command, of the wall time and of the CPU time
+// (user + system, start-up included), which other load on the machine moves much less. With --other,
+// each command's CPU median against the other build's, from the same rounds.
 //
 //   npm run build && node bench/cli.mjs [--rounds 15] [--other /path/to/other/dist/teams-hooks/bin.js …]
 //                                       [--extra name=/path/to/script.mjs …]
@@ -18,6 +20,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { writeHookLogs } from "./lib/hook-logs.mjs";
+import { shebangFlags } from "./lib/proc.mjs";
 import { fillTasks, makeTeam, makeTempRoot, removeQuietly } from "./lib/team.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -62,14 +65,19 @@ const childEnv = {
 };
 
 const bins = [{ name: "this", bin: path.join(here, "..", "dist", "teams-hooks", "bin.js") }];
+/** `watch` starts, says `ready`, and is stopped with SIGTERM; with the node flags of the bin's shebang, as it runs. */
+const STOP_AT_READY = '"type":"ready"';
 const others = args.flatMap((a, i) => (a === "--other" ? [args[i + 1] ?? ""] : []));
 others.forEach((bin, k) =>
   bins.push({ name: others.length === 1 ? "other" : `other ${k + 1}`, bin: path.resolve(bin) }),
 );
 
 const commands = [{ name: 'node -e ""', argv: ["-e", ""] }];
-for (const { name, bin } of bins) {
+for (const [k, { name, bin }] of bins.entries()) {
+  const idle = makeTeam(root, `idle-${k}`); // a leader's own: its hook-state/ is the same build's each round
+  bins[k].first = commands.length;
   commands.push(
+    { name: `${name}: --version`, argv: [bin, "--version"] },
     { name: `${name}: --help`, argv: [bin, "--help"] },
     { name: `${name}: logs --help`, argv: [bin, "logs", "--help"] },
     { name: `${name}: logs`, argv: [bin, "logs", "--team-dir", team.teamDir] },
@@ -77,6 +85,11 @@ for (const { name, bin } of bins) {
     {
       name: `${name}: run`,
       argv: [bin, "run", "task_completed", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--task", "1"],
+    },
+    {
+      name: `${name}: watch, start+stop`,
+      argv: [...shebangFlags(bin), bin, "watch", "--team-dir", idle.teamDir, "--hooks-dir", hooksDir, "--json"],
+      stopAt: STOP_AT_READY,
     },
   );
 }
@@ -90,11 +103,18 @@ for (const { name, script } of extras) {
 /**
  * Spawn → exit and the child's CPU time, in ms; fails the bench on a non-zero exit (a broken command measures nothing).
  */
-function timeOnce(argv) {
+function timeOnce(argv, stopAt) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    const child = spawn(process.execPath, argv, { stdio: ["ignore", "ignore", "pipe"], env: childEnv });
-    let stderr = "";
+    const child = spawn(process.execPath, argv, {
+      stdio: ["ignore", stopAt ? "pipe" : "ignore", "pipe"],
+      env: childEnv,
+    });
+    let [stdout, stderr] = ["", ""];
+    child.stdout?.on("data", (chunk) => {
+      stdout += chunk;
+      if (stdout.includes(stopAt) && child.exitCode === null && !child.killed) child.kill("SIGTERM");
+    });
     child.stderr.on("data", (chunk) => (stderr += chunk));
     child.on("error", reject);
     child.on("close", (code) => {
@@ -112,11 +132,11 @@ const median = (xs) => {
 
 const samples = commands.map(() => []);
 try {
-  for (const c of commands) await timeOnce(c.argv); // warm the file cache
+  for (const c of commands) await timeOnce(c.argv, c.stopAt); // warm the file cache
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < commands.length; k++) {
       const i = (round + k) % commands.length; // rotate which command goes first
-      samples[i].push(await timeOnce(commands[i].argv));
+      samples[i].push(await timeOnce(commands[i].argv, commands[i].stopAt));
     }
   }
   const wall = (i) => samples[i].map((x) => x.ms);
@@ -138,6 +158,20 @@ try {
     const overs = i === 0 ? ["".padStart(13), "".padStart(13)] : [over(med - floor), over(cpuMed - cpuFloor)];
     console.log(`${c.name.padEnd(28)} ${ms(med)} ${ms(Math.min(...wall(i)))} ${overs[0]} ${ms(cpuMed)} ${overs[1]}`);
   });
+  // Each other build against this one, command by command: CPU medians of the same rounds.
+  const perBin = bins.length > 1 ? bins[1].first - bins[0].first : 0;
+  for (let b = 1; b < bins.length; b++) {
+    console.log(`\nCPU time, this against ${bins[b].name} (medians of the same rounds)`);
+    console.log(
+      `${"command".padEnd(28)} ${"this".padStart(9)} ${bins[b].name.padStart(9)} ${"difference".padStart(13)}`,
+    );
+    for (let j = 0; j < perBin; j++) {
+      const [mine, theirs] = [bins[0].first + j, bins[b].first + j];
+      const [a, o] = [median(cpu(mine)), median(cpu(theirs))];
+      const what = commands[mine].name.slice(bins[0].name.length + 2);
+      console.log(`${what.padEnd(28)} ${ms(a)} ${ms(o)} ${over(a - o)} ${`${(a / o).toFixed(2)}×`.padStart(8)}`);
+    }
+  }
 } finally {
   removeQuietly(root);
 }

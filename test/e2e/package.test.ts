@@ -123,6 +123,18 @@ describe("the packed files, with no dependency installed", () => {
     expect(schema.stdout).toBe(readFileSync(path.join(REPO_ROOT, "docs", "schema", "task.schema.json"), "utf8"));
   });
 
+  it("the bin finds the package's own files from its chunks: init copies the example gates of hooks/", async () => {
+    const gates = path.join(tmp, "gates");
+    await execFileAsync(process.execPath, [bin(), "init", "--hooks-dir", gates], { cwd: tmp });
+    const shipped = names.filter((n) => /^hooks\/on_[a-z_]+\.(sh|mjs)$/.test(n));
+    expect(shipped.length).toBeGreaterThanOrEqual(2);
+    for (const name of shipped) {
+      expect(readFileSync(path.join(gates, path.basename(name)), "utf8")).toBe(
+        readFileSync(path.join(installed, name), "utf8"),
+      );
+    }
+  });
+
   it(
     "pi loads the packed extension entry, which takes the " + "leader from the packed build (skipped without pi)",
     async (ctx) => {

@@ -9,8 +9,9 @@ import { didYouMean } from "../text/suggest.js";
 import { COMMANDS, PROGRAM, commandSpec } from "./commands.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
 
-// Each command's module loads when that command runs: `run` does not pay for chokidar, `logs` not
-// for zod. Start-up time is what a person waits for on every call.
+// Each command's module loads when that command runs (in the built bin, its chunk: the split points of
+// scripts/bundle-bin.mjs): `--help` pays for no command's code. Start-up time is what a person waits
+// for on every call.
 const runCommand: CommandFn = async (a, io) => (await import("./run.js")).runCommand(a, io);
 const decideCommand: CommandFn = async (a, io) => (await import("./run.js")).decideCommand(a, io);
 const watchCommand: CommandFn = async (a, io) => (await import("./watch.js")).watchCommand(a, io);
