@@ -2,7 +2,8 @@
  * The tests' browser on a machine without one: with no Chromium on PATH and no CHROMIUM_PATH, the
  * dashboard's tests launch the headless Chromium that the dev dependency @sparticuz/chromium ships,
  * unpacked by the first test worker that needs it (test/helpers/browser.ts). Run here even where a
- * system Chromium exists, which the other browser tests then use instead.
+ * system Chromium exists, which the other browser tests then use instead. The two unpackers at once are
+ * in one process here, where they share one decompression; each writes and renames a folder of its own.
  */
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
