@@ -64,6 +64,25 @@ describe("the Chromium from the npm registry", () => {
     }
   });
 
+  it("a system's headless shell on PATH is taken before its full Chromium", async () => {
+    const saved = { PATH: process.env.PATH, CHROMIUM_PATH: process.env.CHROMIUM_PATH };
+    const bin = mkdtempSync(path.join(os.tmpdir(), "pi-teams-chromium-path-"));
+    try {
+      for (const name of ["chromium", "chromium-headless-shell"])
+        writeFileSync(path.join(bin, name), "", { mode: 0o755 });
+      process.env.PATH = bin;
+      delete process.env.CHROMIUM_PATH;
+      expect(await findChromium()).toEqual({ executable: path.join(bin, "chromium-headless-shell"), source: "system" });
+      rmSync(path.join(bin, "chromium-headless-shell"));
+      expect(await findChromium()).toEqual({ executable: path.join(bin, "chromium"), source: "system" });
+    } finally {
+      process.env.PATH = saved.PATH;
+      if (saved.CHROMIUM_PATH === undefined) delete process.env.CHROMIUM_PATH;
+      else process.env.CHROMIUM_PATH = saved.CHROMIUM_PATH;
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   it("a CHROMIUM_PATH that names no file is an error that names it", async () => {
     const saved = process.env.CHROMIUM_PATH;
     try {
