@@ -53,6 +53,9 @@ const CONTRAST_PROBE = `(() => {
   return worst;
 })()`;
 
+/** How long a page may take to say its stream is open: expect.poll's 1 s is too short on a busy machine. */
+const LIVE = { timeout: 10_000 };
+
 let teams: DashboardTeams;
 let serve: ServeProcess;
 let browser: Browser;
@@ -257,7 +260,7 @@ describe("runs", () => {
 
   it("adds a new run at the top without a reload, within 2 s of its log", async () => {
     const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
-    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
     const before = await rows(page).count();
     await page.evaluate("window.marker = true"); // gone after a reload
     await teams.run("task_completed", ["--task", "7", "--member", "ada"]);
@@ -372,7 +375,7 @@ describe("for people", () => {
 describe("the overview, live", () => {
   it("counts a new run of the leader's without a reload, and a run by hand apart", async () => {
     const page = await open(`${serve.url}/`);
-    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
     const alpha = page.locator('section[aria-labelledby="team-alpha"]');
     const runs24 = alpha.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]');
     const hand7 = alpha.locator('[data-k="hand7"]');
@@ -455,7 +458,7 @@ describe("live streams", () => {
     "watching a team that has no hook-logs/ yet does not " + "make one (the dashboard writes nothing in a team)",
     async () => {
       const page = await open(`${serve.url}/runs`);
-      await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+      await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
       await page.waitForTimeout(300); // the followers of both teams have started
       expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
       expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
