@@ -2,7 +2,8 @@
  * The tests' browser on a machine without one: with no Chromium on PATH and no CHROMIUM_PATH, the
  * dashboard's tests launch the headless Chromium that the dev dependency @sparticuz/chromium ships,
  * unpacked by the first test worker that needs it (test/helpers/browser.ts). Run here even where a
- * system Chromium exists, which the other browser tests then use instead.
+ * system Chromium exists, which the other browser tests then use instead. The two unpackers at once are
+ * in one process here, where they share one decompression; each writes and renames a folder of its own.
  */
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -60,6 +61,25 @@ describe("the Chromium from the npm registry", () => {
       process.env.PATH = saved.PATH;
       if (saved.CHROMIUM_PATH === undefined) delete process.env.CHROMIUM_PATH;
       else process.env.CHROMIUM_PATH = saved.CHROMIUM_PATH;
+    }
+  });
+
+  it("a system's headless shell on PATH is taken before its full Chromium", async () => {
+    const saved = { PATH: process.env.PATH, CHROMIUM_PATH: process.env.CHROMIUM_PATH };
+    const bin = mkdtempSync(path.join(os.tmpdir(), "pi-teams-chromium-path-"));
+    try {
+      for (const name of ["chromium", "chromium-headless-shell"])
+        writeFileSync(path.join(bin, name), "", { mode: 0o755 });
+      process.env.PATH = bin;
+      delete process.env.CHROMIUM_PATH;
+      expect(await findChromium()).toEqual({ executable: path.join(bin, "chromium-headless-shell"), source: "system" });
+      rmSync(path.join(bin, "chromium-headless-shell"));
+      expect(await findChromium()).toEqual({ executable: path.join(bin, "chromium"), source: "system" });
+    } finally {
+      process.env.PATH = saved.PATH;
+      if (saved.CHROMIUM_PATH === undefined) delete process.env.CHROMIUM_PATH;
+      else process.env.CHROMIUM_PATH = saved.CHROMIUM_PATH;
+      rmSync(bin, { recursive: true, force: true });
     }
   });
 

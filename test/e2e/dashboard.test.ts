@@ -13,8 +13,8 @@ import { existsSync } from "node:fs";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser } from "../helpers/browser.js";
 import { type DashboardTeams, HOSTILE_OUTPUT, makeDashboardTeams } from "../helpers/dashboard-team.js";
 import { REPO_ROOT, ensureBuilt, runBin } from "../helpers/leader-rig.js";
@@ -53,6 +53,9 @@ const CONTRAST_PROBE = `(() => {
   return worst;
 })()`;
 
+/** How long a page may take to say its stream is open: expect.poll's 1 s is too short on a busy machine. */
+const LIVE = { timeout: 10_000 };
+
 let teams: DashboardTeams;
 let serve: ServeProcess;
 let browser: Browser;
@@ -63,12 +66,34 @@ beforeAll(async () => {
   serve = await startServe(teams.root);
 }, 240_000);
 
+/**
+ * The contexts a test opened, closed when it ends: a page left open keeps its live stream, and so its
+ * renderer and the server, busy for the rest of the file (an overview fetches itself again on every run).
+ */
+const contexts: BrowserContext[] = [];
+
+afterEach(async () => {
+  await Promise.all(contexts.splice(0).map((context) => context.close()));
+});
+
 afterAll(async () => {
   await browser?.close();
   if (serve) expect(await serve.stop()).toMatchObject({ code: 0, signal: null });
   await teams?.cleanup();
 });
 
+/** A context of the test's own (a viewer with no cookies and no cache), closed when the test ends. */
+async function newContext(options: Parameters<Browser["newContext"]>[0] = {}): Promise<BrowserContext> {
+  const context = await browser.newContext(options);
+  contexts.push(context);
+  return context;
+}
+
+/**
+ * A page at `url` (answered 200) in a context of the test's own, which notes the dialogs it opens. Each
+ * context costs the browser a renderer (most of a test's CPU): a test that looks at a second URL with
+ * the same settings goes there with `visit` in the same page.
+ */
 async function open(
   url: string,
   opts: {
@@ -78,7 +103,7 @@ async function open(
     viewport?: { width: number; height: number };
   } = {},
 ): Promise<Page> {
-  const context = await browser.newContext({
+  const context = await newContext({
     javaScriptEnabled: opts.javaScript ?? true,
     timezoneId: opts.timezoneId ?? "UTC",
     colorScheme: opts.colorScheme ?? "light",
@@ -91,6 +116,11 @@ async function open(
     void dialog.dismiss();
   });
   (page as Page & { dialogs?: string[] }).dialogs = dialogs;
+  return visit(page, url);
+}
+
+/** `page` gone to `url`, which answered 200. */
+async function visit(page: Page, url: string): Promise<Page> {
   const answer = await page.goto(url);
   expect(answer?.status(), url).toBe(200);
   return page;
@@ -149,7 +179,7 @@ describe("overview", () => {
     const badge = gamma.locator('tr[data-gate="on_task_completed.sh"] [data-k="nb7"]');
     expect(await badge.textContent()).toBe("1 non-blocking error");
     expect(await page.locator('section[aria-labelledby="team-alpha"] [data-k="nb7"]').count()).toBe(0);
-    const runs = await open(`${serve.url}/runs?team=gamma`);
+    const runs = await visit(page, `${serve.url}/runs?team=gamma`);
     const outcome = runs.locator("#runs-body tr td .badge").first();
     const shown = [await outcome.textContent(), await outcome.getAttribute("class")];
     expect(shown).toEqual(["passed (error)", "badge badge-note"]);
@@ -220,7 +250,7 @@ describe("runs", () => {
   });
 
   it("says which filter it cannot read, and shows nothing rather than everything", async () => {
-    const context = await browser.newContext();
+    const context = await newContext();
     const page = await context.newPage();
     const answer = await page.goto(`${serve.url}/runs?since=yesterday-ish&event=idle`);
     expect(answer?.status()).toBe(400);
@@ -230,7 +260,7 @@ describe("runs", () => {
 
   it("adds a new run at the top without a reload, within 2 s of its log", async () => {
     const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
-    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
     const before = await rows(page).count();
     await page.evaluate("window.marker = true"); // gone after a reload
     await teams.run("task_completed", ["--task", "7", "--member", "ada"]);
@@ -270,7 +300,7 @@ describe("a run", () => {
   });
 
   it("answers 404 for a run or a team that is not there, and never reads outside the teams root", async () => {
-    const context = await browser.newContext();
+    const context = await newContext();
     const page = await context.newPage();
     expect((await page.goto(`${serve.url}/runs/alpha/no-such-run`))?.status()).toBe(404);
     expect((await page.goto(`${serve.url}/runs/..%2F..%2Fetc/passwd`))?.status()).toBe(404);
@@ -299,29 +329,29 @@ describe("for people", () => {
     expect(widths.page).toBeLessThanOrEqual(widths.screen);
     const background = await phone.evaluate("getComputedStyle(document.documentElement).backgroundColor");
     expect(background).toBe("rgb(13, 17, 23)");
-    const light = await open(`${serve.url}/`);
-    expect(await light.evaluate("getComputedStyle(document.documentElement).backgroundColor")).toBe(
+    await phone.emulateMedia({ colorScheme: "light" });
+    expect(await phone.evaluate("getComputedStyle(document.documentElement).backgroundColor")).toBe(
       "rgb(255, 255, 255)",
     );
   });
 
   it("keeps text at a contrast of at least 4.5:1 in light and dark, and names every control and chart", async () => {
+    const page = await open(`${serve.url}/`);
     for (const colorScheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme });
       for (const route of ["/", "/runs", "/runs?since=nonsense"]) {
-        const page = await browser.newPage({ colorScheme });
         await page.goto(`${serve.url}${route}`);
         const worst = (await page.evaluate(CONTRAST_PROBE)) as { ratio: number; text: string };
         expect(worst.ratio, `${colorScheme} ${route}: "${worst.text}"`).toBeGreaterThanOrEqual(4.5);
-        await page.close();
       }
     }
-    const runs = await open(`${serve.url}/runs`);
+    const runs = await visit(page, `${serve.url}/runs`);
     for (const label of ["Team", "Event", "Outcome", "Member", "Hook", "Task", "Since", "Fired by"]) {
       expect(await runs.getByLabel(label, { exact: true }).count(), label).toBe(1);
     }
     expect(await runs.getByRole("navigation", { name: "Dashboard" }).count()).toBe(1);
     expect(await runs.getByRole("table", { name: /newest runs/ }).count()).toBe(1);
-    const overview = await open(`${serve.url}/`);
+    const overview = await visit(page, `${serve.url}/`);
     const charts = overview.getByRole("img");
     expect(await charts.count()).toBeGreaterThanOrEqual(3);
     for (const name of await charts.evaluateAll((els) => els.map((e) => e.getAttribute("aria-label") ?? "")))
@@ -345,7 +375,7 @@ describe("for people", () => {
 describe("the overview, live", () => {
   it("counts a new run of the leader's without a reload, and a run by hand apart", async () => {
     const page = await open(`${serve.url}/`);
-    await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+    await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
     const alpha = page.locator('section[aria-labelledby="team-alpha"]');
     const runs24 = alpha.locator('tr[data-gate="on_task_completed.sh"] [data-k="runs24"]');
     const hand7 = alpha.locator('[data-k="hand7"]');
@@ -428,7 +458,7 @@ describe("live streams", () => {
     "watching a team that has no hook-logs/ yet does not " + "make one (the dashboard writes nothing in a team)",
     async () => {
       const page = await open(`${serve.url}/runs`);
-      await expect.poll(() => page.locator("#live-status").textContent()).toMatch(/^Live/);
+      await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
       await page.waitForTimeout(300); // the followers of both teams have started
       expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
       expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
@@ -462,10 +492,10 @@ describe("a server started with --allow-remote", () => {
   it("answers 401 to a viewer without a key, for pages, streams and assets alike", async () => {
     const remote = await startServe(teams.root, ["--allow-remote"]);
     try {
-      const context = await browser.newContext();
-      const page = await context.newPage();
+      // A viewer's requests with the context's cookies (none), without a page: nothing here needs one drawn.
+      const viewer = (await newContext()).request;
       for (const route of ["/", "/runs", "/events?view=runs", "/assets/app.js"]) {
-        const answer = await page.request.get(`${remote.url}${route}`);
+        const answer = await viewer.get(`${remote.url}${route}`);
         expect(answer.status(), route).toBe(401);
       }
     } finally {
@@ -491,19 +521,19 @@ describe("a server started with --allow-remote", () => {
       const link = login.stdout.trimEnd().split("\n").pop() ?? "";
       expect(link).toMatch(new RegExp(`^${remote.url}/login\\?token=`));
       // A link checker's or a preview's fetch (GET, HEAD) spends nothing and gets no session.
-      const preview = await (await browser.newContext()).newPage();
-      expect((await preview.request.head(link)).status()).toBe(200);
-      const peek = await preview.request.get(link);
+      const preview = (await newContext()).request;
+      expect((await preview.head(link)).status()).toBe(200);
+      const peek = await preview.get(link);
       expect(peek.status()).toBe(200);
       expect(peek.headers()["set-cookie"]).toBeUndefined();
-      const context = await browser.newContext();
+      const context = await newContext();
       const page = await context.newPage();
       await page.goto(link);
       await Promise.all([page.waitForURL(`${remote.url}/`), page.getByRole("button", { name: "Log in" }).click()]);
       expect(await page.locator('section[aria-labelledby="team-alpha"]').count()).toBe(1);
       expect(await page.locator('section[aria-labelledby="team-beta"]').count()).toBe(0);
       expect((await page.goto(`${remote.url}/runs?team=alpha`))?.status()).toBe(200);
-      const again = await (await browser.newContext()).newPage();
+      const again = await (await newContext()).newPage();
       await again.goto(link);
       const [spent] = await Promise.all([
         again.waitForResponse((r) => r.url() === `${remote.url}/login`),
@@ -532,7 +562,7 @@ describe("a server started with --allow-remote", () => {
       );
       await new Promise<void>((resolve) => mail.listen(0, "127.0.0.1", resolve));
       try {
-        const elsewhere = await (await browser.newContext()).newPage();
+        const elsewhere = await (await newContext()).newPage();
         const mailPage = `http://localhost:${(mail.address() as AddressInfo).port}/`; // another site than 127.0.0.1
         await elsewhere.goto(mailPage);
         const [forged] = await Promise.all([
