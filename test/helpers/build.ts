@@ -30,7 +30,8 @@ const LOCK_WAIT_MS = 180_000;
 /**
  * Rebuilds dist/ (once per process, under a cross-process lock) unless it was built from the current
  * sources, and resolves with the hash of the sources it was built from. "Current" is a hash of every
- * source file, kept in node_modules/.cache after each build here: mtimes alone are fooled when another
+ * source file, the dashboard's assets and what the build itself reads (BUILD_INPUTS), kept in
+ * node_modules/.cache after each build here: mtimes alone are fooled when another
  * build (another engineer's, a parallel run's) finishes after an edit it did not see. Without a stamp
  * (a fresh `npm ci`, which builds), up-to-date mtimes are trusted once.
  *
@@ -50,12 +51,29 @@ async function sourceNames(): Promise<string[]> {
   return names.filter((n) => n.endsWith(".ts") && !n.endsWith(".d.ts")).sort();
 }
 
+/** What else `npm run build` reads: its script and configs, the build steps, the files it copies. */
+const BUILD_INPUTS = [
+  "package.json",
+  "tsconfig.build.json",
+  "tsconfig.pi.json",
+  "scripts/vendor-zod.mjs",
+  "scripts/bundle-bin.mjs",
+];
+
 async function sourcesHash(): Promise<string> {
   const hash = createHash("sha256");
-  for (const name of await sourceNames()) {
+  const assets = (await readdir(SOURCE_DIR, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile() && !entry.name.endsWith(".ts"))
+    .map((entry) => path.relative(REPO_ROOT, path.join(entry.parentPath, entry.name)));
+  const files = [
+    ...(await sourceNames()).map((name) => path.relative(REPO_ROOT, path.join(SOURCE_DIR, name))),
+    ...assets.sort(),
+    ...BUILD_INPUTS,
+  ];
+  for (const name of files) {
     hash
       .update(`${name}\0`)
-      .update(await readFile(path.join(SOURCE_DIR, name)))
+      .update(await readFile(path.join(REPO_ROOT, name)).catch(() => Buffer.from("(none)")))
       .update("\0");
   }
   return hash.digest("hex");
