@@ -18,6 +18,7 @@ import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.
 import {
   BIN,
   type LeaderProcess,
+  completeTasks,
   readAllTaskFiles,
   readInboxFile,
   readLedger,
@@ -88,17 +89,17 @@ describe("held gates, a decide storm and SIGKILLs", () => {
     for (let kill = 0; kill < KILLS; kill++) {
       if (next <= TASKS) {
         const ids = Array.from({ length: Math.min(between(1, 3), TASKS - next + 1) }, () => String(next++));
-        await rig.worker("complete", { tasksDir: team.tasksDir, ids });
+        await completeTasks(team, ids);
       }
       await pause(between(30, 400));
       await leader.kill();
       leader = await rig.leader(team, ARGS);
     }
     if (next <= TASKS)
-      await rig.worker("complete", {
-        tasksDir: team.tasksDir,
-        ids: Array.from({ length: TASKS - next + 1 }, (_, i) => String(next + i)),
-      });
+      await completeTasks(
+        team,
+        Array.from({ length: TASKS - next + 1 }, (_, i) => String(next + i)),
+      );
     storming = false;
     await storm;
     await waitUntil("the deciders to end", () => deciders.size === 0);

@@ -13,8 +13,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import type { TempTeam } from "../helpers/temp-team.js";
-import { type LeaderProcess, taskJson, useLeaderRig } from "../helpers/leader-rig.js";
-import { stamp, updateTaskFile } from "../fixtures/workers/protocol.mjs";
+import { type LeaderProcess, completeTasks, taskJson, useLeaderRig } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
@@ -48,17 +47,6 @@ async function startList(size: number): Promise<List> {
   return { team, size, leader, times: [] };
 }
 
-/** Task `id` completed as a worker completes it: under its lock, a fresh completedAt, renamed into place. */
-async function complete(list: List, id: string): Promise<void> {
-  const completedAt = stamp();
-  await updateTaskFile(list.team.taskFile(id), (task) => ({
-    ...task,
-    status: "completed",
-    updatedAt: completedAt,
-    metadata: { ...(task.metadata as object | undefined), result: "done", completedAt },
-  }));
-}
-
 /** The tasks the leader created: the files past those written at the start (10,000 reads would cost a second). */
 async function createdTasks(list: List): Promise<Task[]> {
   const names = (await readdir(list.team.tasksDir)).filter((name) => {
@@ -78,7 +66,7 @@ describe("follow-up creation at scale", () => {
     for (let n = 1; n <= EVENTS; n++) {
       for (const list of lists) {
         const began = performance.now();
-        await complete(list, String(n));
+        await completeTasks(list.team, [String(n)]);
         await list.leader.waitForEvents(n, () => true, 30_000);
         list.times.push(performance.now() - began);
       }
