@@ -15,7 +15,7 @@ import { readAllTaskFiles, readInboxFile, readLogs, seedTasks, useLeaderRig } fr
 const rig = useLeaderRig();
 
 const TASKS = 20;
-const ROUNDS = 6;
+const ROUNDS = 4;
 const RECONCILE_MS = 300;
 
 describe("concurrent writers", () => {
@@ -39,14 +39,23 @@ describe("concurrent writers", () => {
     const reader = rig.backgroundWorker("read-storm", {
       dirs: [team.tasksDir, path.dirname(team.inboxFile(team.taskListId, "alice"))],
       stopFile,
+      pauseMs: 5,
     });
-    const editorA = rig.backgroundWorker("touch", { tasksDir: team.tasksDir, ids, field: "noteA", stopFile });
+    // (the reader and the editors pause a few ms after each pass over the tasks: they overlap the leader's
+    // writes as much, for less CPU while the test lasts)
+    const editorA = rig.backgroundWorker("touch", {
+      tasksDir: team.tasksDir,
+      ids,
+      field: "noteA",
+      stopFile,
+      pauseMs: 5,
+    });
     const editorB = rig.backgroundWorker("touch", {
       tasksDir: team.tasksDir,
       ids: [...ids].reverse(),
       field: "noteB",
       stopFile,
-      pauseMs: 3,
+      pauseMs: 5,
     });
     // The owner completes every task again and again (after each reopen, or over a completion the
     // leader has not looked at yet).

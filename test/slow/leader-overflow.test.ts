@@ -1,33 +1,43 @@
 /**
- * Overflow: the leader is stopped (SIGSTOP) while 1,000 tasks are completed five to seven times each,
- * one task's writes back to back (6,000 locked, atomic writes, some 42,000 inotify events: far past
- * the kernel's queue of 16,384, so the watcher loses most of them; the queue fills up with the writes
- * of the first ~400 tasks, and the other ~600 tasks leave no event at all, so only the reconcile scan
- * can find them). After SIGCONT every final completion runs its hook exactly once, and the work is
- * found within the reconcile interval: the leader never sits idle longer than that while completions
- * wait. Intermediate completions, overwritten before the leader could see them, never run.
+ * Overflow: the leader is stopped (SIGSTOP) while 100 tasks are completed some 30 times each, one
+ * task's writes back to back: locked, atomic writes, 7 inotify events each, in all 1.25 times the
+ * kernel's queue (`/proc/sys/fs/inotify/max_queued_events`, read at run time; the number of writes
+ * follows from it). The watcher loses the rest: the queue fills up with the writes of the first ~80
+ * tasks, and the other ~20 leave no event at all, so only the reconcile scan can find them. A second
+ * watcher, stopped beside the leader, shows that its queue did overflow. After SIGCONT every final
+ * completion runs its hook exactly once, and the work is found within the reconcile interval: the
+ * leader never sits idle longer than that while completions wait. Intermediate completions,
+ * overwritten before the leader could see them, never run.
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig } from "../helpers/leader-rig.js";
+import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { exists } from "../fixtures/workers/protocol.mjs";
 
 const rig = useLeaderRig();
 
-const N = 1000;
-/** Writes of each task: 5 to 7, 6,000 in all (each ~7 inotify events: lock, temp file, rename, unlock). */
-const timesOf = (id: string): number => (Number(id) % 3) + 5;
+const N = 100;
 /**
- * 1 s, not less: a scan of the list takes a hundred ms or more on a loaded machine, and back-to-back scans slow the
- * hooks.
+ * inotify events of one write of the worker's protocol, none merged with the one before it: the lock
+ * created and written, the temp file created and written, the rename (from and to), the lock deleted.
  */
-const RECONCILE_MS = 1000;
+const EVENTS_PER_WRITE = 7;
+/** Events written, as a multiple of the kernel's queue: enough that a good share of the tasks leave none. */
+const OVERFLOW = 1.25;
+/** The scan of 100 files is cheap: half a second between scans costs the hooks nothing. */
+const RECONCILE_MS = 500;
 /** Slack on top of the reconcile interval for one scan of the list and a loaded machine. */
-const SLACK_MS = 2500;
+const SLACK_MS = 3000;
 
 describe("inotify overflow while the leader is stopped", () => {
-  it("1,000 completions written five to seven times each while " +
+  it("100 completions written some 30 times each while " +
     "SIGSTOPped all run exactly once after SIGCONT", async () => {
+    const maxQueued = Number((await readFile("/proc/sys/fs/inotify/max_queued_events", "utf8")).trim());
+    // Writes per task: 1 more or 1 less than `perTask` (by id), so tasks differ in how many times they complete.
+    const perTask = Math.ceil((maxQueued * OVERFLOW) / EVENTS_PER_WRITE / N);
+    const timesOf = (id: string): number => perTask - 1 + (Number(id) % 3);
+
     const team = await rig.team();
     const ids = await seedTasks(team, 1, N, () => ({ status: "in_progress" }));
     await rig.hook(
@@ -36,9 +46,14 @@ describe("inotify overflow while the leader is stopped", () => {
       `echo "$PI_TEAMS_TASK_ID $PI_TEAMS_EVENT_TIMESTAMP" >> "$PI_TEAMS_TEAM_DIR/runs.txt"`,
     );
     const leader = await rig.leader(team, ["--concurrency", "4", "--reconcile-ms", String(RECONCILE_MS)]);
+    const readyFile = path.join(team.teamsRoot, "witness-ready");
+    const witness = rig.backgroundWorker("count-events", { dir: team.tasksDir, readyFile });
+    await waitUntil("the witness to watch", () => exists(readyFile));
 
     leader.signal("SIGSTOP");
+    witness.child.kill("SIGSTOP");
     const times = Object.fromEntries(ids.map((id) => [id, timesOf(id)]));
+    const written = ids.reduce((sum, id) => sum + timesOf(id), 0) * EVENTS_PER_WRITE;
     let resumed = 0;
     try {
       // Task by task, each one's writes back to back: the later tasks' events are all lost.
@@ -49,10 +64,19 @@ describe("inotify overflow while the leader is stopped", () => {
       });
       resumed = performance.now();
       leader.signal("SIGCONT");
+      witness.child.kill("SIGCONT");
       const keys = ids.map((id) => `task_completed:${id}:${final[id]}`).sort();
 
-      await leader.waitForEvents(N, () => true, 550_000);
+      await leader.waitForEvents(N, () => true, 120_000);
       await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 2)); // a negative check: only time can show it
+
+      // The queue overflowed: more events were written than it holds, and a watch stopped as long as
+      // the leader was got a full queue and lost the rest (it also counts the leader's own writes since).
+      witness.child.kill("SIGTERM");
+      const { events: delivered } = (await witness.result) as { events: number };
+      expect(written).toBeGreaterThan(maxQueued);
+      expect(delivered).toBeGreaterThanOrEqual(maxQueued);
+      expect(delivered).toBeLessThan(written);
 
       // Exactly the final completions, each once.
       const runs = (await readFile(path.join(team.teamDir, "runs.txt"), "utf8")).split("\n").filter(Boolean);
@@ -82,7 +106,9 @@ describe("inotify overflow while the leader is stopped", () => {
       expect(Math.max(...gaps)).toBeLessThan(RECONCILE_MS + SLACK_MS);
       expect(await leader.stop()).toMatchObject({ code: 0 });
     } finally {
-      leader.signal("SIGCONT"); // never leave a stopped process behind, whatever failed
+      // never leave a stopped process behind, whatever failed
+      leader.signal("SIGCONT");
+      witness.child.kill("SIGCONT");
     }
-  }, 600_000);
+  }, 300_000);
 });
