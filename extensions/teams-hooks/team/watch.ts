@@ -121,11 +121,11 @@ function nativeDirs(targets: WatchTarget[], opts: WatchOptions): DirWatcher {
   };
 }
 
-function pollDirs(
+async function pollDirs(
   targets: WatchTarget[],
   opts: WatchOptions,
   chokidarWatch: typeof import("chokidar").watch,
-): DirWatcher {
+): Promise<DirWatcher> {
   const watchers: ChokidarWatcher[] = targets.map((target) => {
     const watcher = chokidarWatch(target.dir, {
       ignoreInitial: true,
@@ -142,6 +142,10 @@ function pollDirs(
     watcher.on("error", (error) => opts.onError(`polling ${target.dir} failed: ${describeError(error)}`));
     return watcher;
   });
+  // Armed means every file's first stat is taken: chokidar lists the folder and starts a poller per file
+  // asynchronously, and a file rewritten before its poller's first stat never looks changed to it (the
+  // start-up scan, which follows, may already have read the old content).
+  await Promise.all(watchers.map((watcher) => new Promise<void>((resolve) => watcher.once("ready", () => resolve()))));
   let closing: Promise<void> | undefined;
   return {
     rearm() {
