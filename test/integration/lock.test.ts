@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -67,6 +68,41 @@ describe("withLock across processes", () => {
       JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "crashed" }),
     );
     expect(await countWithWorkers(file, 8, 25)).toBe(200);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("a lock file is never seen without its holder: a holder killed at any moment leaves no pid-less lock", async () => {
+    // Another process takes and releases the lock 400 times while this one reads the lock file as fast
+    // as it can: an empty (or partly written) lock would block the file for a minute after a SIGKILL.
+    const file = path.join(dir, "counter");
+    const run = startWorker(modules, "lock-counter", { file, iterations: 400 });
+    live.push(run);
+    let finished = false;
+    void run.done.then(() => (finished = true));
+    let held = 0;
+    const bad: string[] = [];
+    while (!finished) {
+      const until = performance.now() + 20;
+      while (performance.now() < until) {
+        let text: string;
+        try {
+          text = readFileSync(`${file}.lock`, "utf8");
+        } catch {
+          continue; // not held
+        }
+        held += 1;
+        try {
+          if (typeof (JSON.parse(text) as { pid?: unknown }).pid !== "number") bad.push(text);
+        } catch {
+          bad.push(text);
+        }
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect((await run.done).code).toBe(0);
+    expect(Number((await readFile(file, "utf8")).trim())).toBe(400);
+    expect(held).toBeGreaterThan(100); // the reader did see the lock held, again and again
+    expect(bad).toEqual([]);
     expect(await leftovers()).toEqual([]);
   });
 });

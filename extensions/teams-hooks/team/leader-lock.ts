@@ -12,9 +12,9 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import { HooksError, describeError, errnoCode, unreachable } from "../contract/errors.js";
+import { HooksError, describeError, unreachable } from "../contract/errors.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "./json-file.js";
-import { STALE_UNREADABLE_LOCK_MS, parseLockHolder, staleReason, takeOverJudged } from "./lock.js";
+import { STALE_UNREADABLE_LOCK_MS, createLockFile, parseLockHolder, staleReason, takeOverJudged } from "./lock.js";
 import { leaderStateDir } from "./paths.js";
 
 export interface LeaderLock {
@@ -66,8 +66,15 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
   const content = JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label });
   let unreadableWaits = 0;
   for (let attempt = 0; attempt < 40; attempt++) {
+    let created: boolean;
     try {
-      await fs.writeFile(file, content, { flag: "wx" });
+      created = createLockFile(file, content);
+    } catch (error) {
+      throw new HooksError("E_TEAM_DIR", `${file}: cannot create the leader lock: ${describeError(error)}`, {
+        cause: error,
+      });
+    }
+    if (created) {
       let released = false;
       // The heartbeat: the lock's mtime, moved while its holder lives and its event loop turns (leaderStatus).
       const beat = setInterval(() => {
@@ -88,19 +95,14 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
           },
         },
       };
-    } catch (error) {
-      if (errnoCode(error) !== "EEXIST")
-        throw new HooksError("E_TEAM_DIR", `${file}: cannot create the leader lock: ${describeError(error)}`, {
-          cause: error,
-        });
     }
     const seen = readLockText(file);
     const holder = parseLockHolder(seen ?? "");
     const age = await ageMs(file);
     const judged = staleReason(holder, age);
     if (holder.pid === null && judged.staleReason === null) {
-      // Being written by a leader starting at this very moment (its pid follows within microseconds),
-      // or by something whose content says no pid: respected until the lock protocol calls it stale.
+      // Written by something whose content says no pid (or, by another runtime, being written this very
+      // moment): respected until the lock protocol calls it stale.
       if (++unreadableWaits >= UNREADABLE_WAITS) throw unreadableLock(file, age);
       await new Promise((resolve) => setTimeout(resolve, 200));
       continue;

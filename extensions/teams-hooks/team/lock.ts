@@ -16,11 +16,11 @@
  * so the guard closes the race among processes that follow this protocol.
  *
  * The file operations are synchronous (only the wait between attempts is not): a lock is taken and
- * released around every write the leader makes, each asynchronous call is a thread-pool round trip
- * that costs more than the work, and no other task of this process can run between creating the lock
- * file and writing the holder into it — a crash there would leave an empty lock that only ages out.
+ * released around every write the leader makes, and each asynchronous call is a thread-pool round trip
+ * that costs more than the work. A lock file appears with its holder in it (createLockFile), never
+ * empty: a crash cannot leave a lock that only ages out.
  */
-import { closeSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, linkSync, openSync, renameSync, unlinkSync, writeSync } from "node:fs";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { problemDetail, readRegularFile } from "./json-file.js";
 
@@ -128,19 +128,68 @@ async function acquire(file: string, options: LockOptions): Promise<Token> {
   }
 }
 
-/** One O_EXCL attempt. Returns null when the lock exists; throws for anything else (a missing folder, EACCES). */
+/** One attempt. Returns null when the lock exists; throws for anything else (a missing folder, EACCES). */
 function tryCreate(lockFile: string, label: string | undefined): Token | null {
+  const token: Token = { pid: process.pid, createdAt: new Date().toISOString() };
+  const text = JSON.stringify(label === undefined ? token : { ...token, label });
+  return createLockFile(lockFile, text) ? token : null;
+}
+
+let tempSeq = 0;
+
+/**
+ * Creates `lockFile` holding `text`, exclusively: false when it exists. The file appears with its
+ * content or not at all: the text goes to a temp file of ours (`<lock>.tmp.<pid>.<ms>.<n>`, a name every
+ * reader of the team dir skips), which is then hard-linked to the lock's name, an exclusive create as
+ * O_EXCL is. Created with O_EXCL and written after, a lock would be empty for a moment, and a holder
+ * killed then (SIGKILL, the OOM killer; on a busy machine a process can wait for a CPU right there)
+ * would leave a lock without a pid, which blocks the file for STALE_UNREADABLE_LOCK_MS. A file system
+ * without hard links gets the O_EXCL create and write.
+ */
+export function createLockFile(lockFile: string, text: string): boolean {
+  const tmp = `${lockFile}.tmp.${process.pid}.${Date.now()}.${++tempSeq}`;
+  try {
+    writeNew(tmp, text);
+  } catch (error) {
+    unlinkQuietly(tmp);
+    throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
+  }
+  try {
+    linkSync(tmp, lockFile);
+    return true;
+  } catch (error) {
+    const code = errnoCode(error);
+    if (code === "EEXIST") return false;
+    if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP" || code === "ENOSYS") {
+      return createExclusive(lockFile, text);
+    }
+    throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
+  } finally {
+    unlinkQuietly(tmp);
+  }
+}
+
+function writeNew(file: string, text: string): void {
+  const fd = openSync(file, "wx");
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** O_EXCL, then the text: where hard links cannot be made. */
+function createExclusive(lockFile: string, text: string): boolean {
   let fd: number;
   try {
     fd = openSync(lockFile, "wx");
   } catch (error) {
-    if (errnoCode(error) === "EEXIST") return null;
+    if (errnoCode(error) === "EEXIST") return false;
     throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
   }
-  const token: Token = { pid: process.pid, createdAt: new Date().toISOString() };
   try {
     try {
-      writeSync(fd, JSON.stringify(label === undefined ? token : { ...token, label }));
+      writeSync(fd, text);
     } finally {
       closeSync(fd);
     }
@@ -148,7 +197,7 @@ function tryCreate(lockFile: string, label: string | undefined): Token | null {
     unlinkQuietly(lockFile); // ours, half-written: nobody else may own it
     throw new HooksError("E_IO", `cannot write lock ${lockFile}: ${describeError(error)}`, { cause: error });
   }
-  return token;
+  return true;
 }
 
 function unlinkQuietly(file: string): void {
