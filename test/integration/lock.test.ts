@@ -71,7 +71,7 @@ describe("withLock across processes", () => {
     expect(await leftovers()).toEqual([]);
   });
 
-  it("a lock file is never seen without its holder: a holder killed at any moment leaves no pid-less lock", async () => {
+  it("a lock file is never seen without its holder: one killed at any moment leaves no pid-less lock", async () => {
     // Another process takes and releases the lock 400 times while this one reads the lock file as fast
     // as it can: an empty (or partly written) lock would block the file for a minute after a SIGKILL.
     const file = path.join(dir, "counter");
