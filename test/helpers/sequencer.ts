@@ -1,7 +1,7 @@
 /**
- * The order test files start in: the slowest first, whatever their project, so that the two workers
- * finish together instead of one running a long file alone at the end while the other sits idle
- * (vitest's own order runs project after project, by name).
+ * The order test files start in: the slowest first, so that the workers finish together instead of
+ * one running a long file alone at the end while the others sit idle (vitest's own order runs project
+ * after project, by name, in no order of length).
  *
  * A file's duration is the one measured on a quiet machine and kept in file-durations.json (the same
  * on every clone, CI's too: vitest's own cache of the last run is empty on a fresh clone, and noisy on
