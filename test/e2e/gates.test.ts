@@ -3,35 +3,18 @@
  * copied by `init` into a hooks dir outside the package (as users get them), and, for the helper,
  * straight from the package's hooks/ (where `pi-teams-hooks/hook` resolves by the package's name).
  */
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
+import { runBin } from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
-const execFileAsync = promisify(execFile);
-const BIN = path.resolve("dist/teams-hooks/bin.js");
 const PACKAGE_HOOKS = path.resolve("hooks");
 const ABORTED_AT = "2026-12-02T10:00:00.000Z";
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [BIN, ...args], {
-      env: { ...process.env, ...env },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code?: unknown; stdout?: string; stderr?: string };
-    if (typeof e.code !== "number") throw error;
-    return { code: e.code, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
-  }
+/** `pi-teams-hooks <args>` with the gate's settings in `env` (runBin: none of the test's own PI_TEAMS_*). */
+function cli(args: string[], env: Record<string, string> = {}): ReturnType<typeof runBin> {
+  return runBin(args, { env });
 }
 
 interface LogRecord {
@@ -52,6 +35,22 @@ async function teamWithGates(tasks: Array<Record<string, unknown>>): Promise<{ t
   return { team, hooksDir: path.join(team.teamsRoot, "_hooks") };
 }
 
+/** `run task_completed` for task 1 with the team's copied gates, in the teams root (no package.json there). */
+function completedRun(team: TempTeam, hooksDir: string): string[] {
+  return [
+    "run",
+    "task_completed",
+    "--team-dir",
+    team.teamDir,
+    "--task",
+    "1",
+    "--hooks-dir",
+    hooksDir,
+    "--cwd",
+    team.teamsRoot,
+  ];
+}
+
 describe("on_task_completed.sh", () => {
   const completed = [
     makeTask({
@@ -65,24 +64,9 @@ describe("on_task_completed.sh", () => {
 
   it("passes when the check command passes", async () => {
     const { team, hooksDir } = await teamWithGates(completed);
-    const run = await cli(
-      [
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--hooks-dir",
-        hooksDir,
-        "--cwd",
-        team.teamsRoot,
-        "--json",
-      ],
-      {
-        PI_TEAMS_GATE_CMD: "true",
-      },
-    );
+    const run = await cli([...completedRun(team, hooksDir), "--json"], {
+      PI_TEAMS_GATE_CMD: "true",
+    });
     expect(run.code).toBe(0);
     const log = JSON.parse(run.stdout) as LogRecord;
     expect(log.result.outcome).toBe("passed");
@@ -95,21 +79,7 @@ describe("on_task_completed.sh", () => {
     const cmd =
       `echo "compiling 12 files"; echo "FAIL src/parser.test.ts > parses numbers" >&2; echo "Tests: 1 ` +
       `failed, 11 passed"; exit 3`;
-    const run = await cli(
-      [
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--hooks-dir",
-        hooksDir,
-        "--cwd",
-        team.teamsRoot,
-      ],
-      { PI_TEAMS_GATE_CMD: cmd },
-    );
+    const run = await cli(completedRun(team, hooksDir), { PI_TEAMS_GATE_CMD: cmd });
     expect(run.code).toBe(1);
     // The first line a test runner marks as failed is the reason, and the leader's summary quotes it.
     expect(run.stdout).toMatch(
@@ -119,22 +89,7 @@ describe("on_task_completed.sh", () => {
       ),
     );
 
-    const json = await cli(
-      [
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--hooks-dir",
-        hooksDir,
-        "--cwd",
-        team.teamsRoot,
-        "--json",
-      ],
-      { PI_TEAMS_GATE_CMD: cmd },
-    );
+    const json = await cli([...completedRun(team, hooksDir), "--json"], { PI_TEAMS_GATE_CMD: cmd });
     const stderr = (JSON.parse(json.stdout) as LogRecord).result.stderr.split("\n");
     expect(stderr[0]).toBe("FAIL src/parser.test.ts > parses numbers");
     expect(stderr[1]).toMatch(/^gate failed for task #1 \(Write the parser\): `echo .*` exited 3$/);
@@ -143,18 +98,7 @@ describe("on_task_completed.sh", () => {
 
   it("falls back to a summary line, then to the exit status when the failing command says nothing", async () => {
     const { team, hooksDir } = await teamWithGates(completed);
-    const args = [
-      "run",
-      "task_completed",
-      "--team-dir",
-      team.teamDir,
-      "--task",
-      "1",
-      "--hooks-dir",
-      hooksDir,
-      "--cwd",
-      team.teamsRoot,
-    ];
+    const args = completedRun(team, hooksDir);
     const summary = await cli(args, {
       PI_TEAMS_GATE_CMD: 'echo "building"; echo "  2 checks failed"; echo "done"; exit 2',
     });
@@ -241,7 +185,7 @@ describe("on_task_failed.mjs", () => {
 });
 
 describe("on_idle.sh", () => {
-  async function idle(statuses: string[]): Promise<CliResult> {
+  async function idle(statuses: string[]): ReturnType<typeof runBin> {
     const { team, hooksDir } = await teamWithGates(
       statuses.map((status, i) => ({ ...makeTask({ id: String(i + 1) }), status })),
     );
