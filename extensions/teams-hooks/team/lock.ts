@@ -151,7 +151,6 @@ export function createLockFile(lockFile: string, text: string): boolean {
   try {
     writeNew(tmp, text);
   } catch (error) {
-    unlinkQuietly(tmp);
     throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
   }
   try {
@@ -169,10 +168,14 @@ export function createLockFile(lockFile: string, text: string): boolean {
   }
 }
 
+/** Creates `file` (O_EXCL) holding `text`; a file this call created and could not fill is removed. */
 function writeNew(file: string, text: string): void {
   const fd = openSync(file, "wx");
   try {
     writeSync(fd, text);
+  } catch (error) {
+    unlinkQuietly(file); // ours, half-written: nobody else may own it
+    throw error;
   } finally {
     closeSync(fd);
   }
@@ -180,24 +183,13 @@ function writeNew(file: string, text: string): void {
 
 /** O_EXCL, then the text: where hard links cannot be made. */
 function createExclusive(lockFile: string, text: string): boolean {
-  let fd: number;
   try {
-    fd = openSync(lockFile, "wx");
+    writeNew(lockFile, text);
+    return true;
   } catch (error) {
     if (errnoCode(error) === "EEXIST") return false;
     throw new HooksError("E_IO", `cannot create lock ${lockFile}: ${describeError(error)}`, { cause: error });
   }
-  try {
-    try {
-      writeSync(fd, text);
-    } finally {
-      closeSync(fd);
-    }
-  } catch (error) {
-    unlinkQuietly(lockFile); // ours, half-written: nobody else may own it
-    throw new HooksError("E_IO", `cannot write lock ${lockFile}: ${describeError(error)}`, { cause: error });
-  }
-  return true;
 }
 
 function unlinkQuietly(file: string): void {
