@@ -29,7 +29,7 @@ import { fileURLToPath } from "node:url";
 import { type TestContext, afterAll, afterEach, beforeAll, inject } from "vitest";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
-import { stamp, updateTaskFile } from "../fixtures/workers/protocol.mjs";
+import { completeTaskFile } from "../fixtures/workers/protocol.mjs";
 import { buildIfStale } from "./build.js";
 import { type TempTeam, type TempTeamOptions, makeTempTeam } from "./temp-team.js";
 
@@ -478,16 +478,7 @@ export function startWorker(op: string, args: Record<string, unknown>): WorkerPr
  */
 export async function completeTasks(team: TempTeam, ids: string[]): Promise<Record<string, string>> {
   const final: Record<string, string> = {};
-  for (const id of ids) {
-    const completedAt = stamp();
-    await updateTaskFile(team.taskFile(id), (task) => ({
-      ...task,
-      status: "completed",
-      updatedAt: completedAt,
-      metadata: { ...(task.metadata as object | undefined), result: "done (1)", completedAt },
-    }));
-    final[id] = completedAt;
-  }
+  for (const id of ids) final[id] = await completeTaskFile(team.taskFile(id), "done (1)");
   return final;
 }
 
