@@ -3,7 +3,10 @@
 // journal so that someone can see which tasks keep failing and why. Never fails the event itself.
 //
 // The journal is $PI_TEAMS_FAILURE_JOURNAL, else <team dir>/failure-journal.log. One line per
-// failure, tab-separated: time, task, member, reason, subject.
+// failure, tab-separated: time, task, member, reason, subject. The journal is never written through a
+// symlink, and only ever to a regular file: the team dir is the agents' to write, and one of them can
+// plant failure-journal.log as a symlink to the leader's ~/.profile, or as a FIFO that would block the
+// write. Either is refused with one line on stderr naming the file, and the event still passes.
 //
 // With the hook helper `pi-teams-hooks/hook` (when Node can resolve it from this file's folder: inside
 // the pi-teams-hooks package itself, or with the package installed in a node_modules above the hooks
@@ -47,7 +50,49 @@ function readContextByHand() {
   throw new Error("no hook context: run this through pi-teams-hooks");
 }
 
-/** Appends the failure of `ctx` to the journal and says so on stdout. */
+/** What a file that is not regular is, for the refusal's line. */
+function kindOf(stat) {
+  if (stat.isFIFO()) return "a FIFO";
+  if (stat.isSocket()) return "a socket";
+  if (stat.isDirectory()) return "a directory";
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return "a device";
+  return "a special file";
+}
+
+/**
+ * Appends `text` to `file`, creating it (0644) when missing. Returns null when written, else why not.
+ * O_NOFOLLOW refuses a symlink as the last component (ELOOP); O_NONBLOCK makes a FIFO without a reader
+ * fail at once (ENXIO, as a socket does) instead of blocking, and one with a reader open at once, to be
+ * refused by fstat like anything else that is not a regular file; O_NOCTTY keeps a planted terminal
+ * from becoming ours.
+ */
+function appendToJournal(file, text) {
+  const { O_WRONLY, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK, O_NOCTTY } = fs.constants;
+  let fd;
+  try {
+    fd = fs.openSync(file, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o644);
+  } catch (error) {
+    if (error?.code === "ELOOP") return "it is a symlink, and the journal is never written through one";
+    if (error?.code !== "ENXIO" && error?.code !== "EISDIR") throw error;
+    let kind = "no longer there";
+    try {
+      kind = kindOf(fs.lstatSync(file));
+    } catch {
+      // Gone since the open: the line still says that it was not a regular file.
+    }
+    return `it is not a regular file (${kind})`;
+  }
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile()) return `it is not a regular file (${kindOf(stat)})`;
+    fs.writeSync(fd, text);
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Appends the failure of `ctx` to the journal and says so on stdout (or, refused, on stderr). */
 function journal(ctx, channel) {
   const task = ctx.task ?? {};
   const oneLine = (value) => String(value).replace(/\s+/g, " ").trim();
@@ -64,7 +109,11 @@ function journal(ctx, channel) {
     oneLine(task.subject ?? ""),
   ].join("\t");
   const journal = process.env.PI_TEAMS_FAILURE_JOURNAL || path.join(ctx.team.dir, "failure-journal.log");
-  fs.appendFileSync(journal, `${line}\n`);
+  const refused = appendToJournal(journal, `${line}\n`);
+  if (refused) {
+    console.error(`on_task_failed: refused the failure journal ${journal}: ${refused}; nothing appended`);
+    return;
+  }
   console.log(`journal: task #${task.id ?? "?"} failed (${reason}) → ${journal} [context from ${channel}]`);
 }
 

@@ -3,6 +3,7 @@
  * copied by `init` into a hooks dir outside the package (as users get them), and, for the helper,
  * straight from the package's hooks/ (where `pi-teams-hooks/hook` resolves by the package's name).
  */
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -18,7 +19,15 @@ function cli(args: string[], env: Record<string, string> = {}): ReturnType<typeo
 }
 
 interface LogRecord {
-  result: { outcome: string; exitCode: number | null; stdout: string; stderr: string; hookPath: string };
+  result: {
+    outcome: string;
+    exitCode: number | null;
+    stdout: string;
+    stderr: string;
+    hookPath: string;
+    durationMs: number;
+    verdict?: unknown;
+  };
 }
 
 const teams: TempTeam[] = [];
@@ -182,6 +191,87 @@ describe("on_task_failed.mjs", () => {
       );
     },
   );
+});
+
+describe("on_task_failed.mjs under a hostile team: the journal is an agent's file to plant", () => {
+  const failed = [
+    makeTask({
+      id: "2",
+      subject: "Fix the lexer",
+      status: "pending",
+      owner: "bob",
+      metadata: { abortedAt: ABORTED_AT, abortedBy: "bob", abortReason: "stuck" },
+    }),
+  ];
+  const LINE = `${ABORTED_AT}\ttask #2\tbob\tstuck\tFix the lexer\n`;
+  /** The gate's one line on stderr when it will not write the journal. */
+  const refusal = (journal: string, why: string): string =>
+    `on_task_failed: refused the failure journal ${journal}: ${why}; nothing appended\n`;
+
+  /** `run task_failed` for task 2, the journal at its default place (`<team dir>/failure-journal.log`). */
+  async function failedRun(team: TempTeam, hooksDir: string): Promise<LogRecord["result"]> {
+    const run = await cli([
+      "run",
+      "task_failed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "2",
+      "--member",
+      "bob",
+      "--timestamp",
+      ABORTED_AT,
+      "--hooks-dir",
+      hooksDir,
+      "--timeout",
+      "20s",
+      "--json",
+    ]);
+    expect(run.code).toBe(0);
+    return (JSON.parse(run.stdout) as LogRecord).result;
+  }
+
+  it.each([
+    ["copied gate: its own context reader", "copied"],
+    ["the package's own hooks/: pi-teams-hooks/hook", "package"],
+  ])("never appends through a symlink planted as the journal (%s), and still passes", async (_case, where) => {
+    const copied = where === "copied" ? await teamWithGates(failed) : null;
+    const team = copied?.team ?? (await makeTempTeam({ tasks: failed }));
+    if (!copied) teams.push(team);
+    const hooksDir = copied?.hooksDir ?? PACKAGE_HOOKS;
+    const journal = path.join(team.teamDir, "failure-journal.log");
+    // The leader's own file, say its ~/.profile: an agent points the journal at it.
+    const profile = path.join(team.teamsRoot, "profile");
+    fs.writeFileSync(profile, "export PATH=/usr/bin\n");
+    fs.symlinkSync(profile, journal);
+
+    const result = await failedRun(team, hooksDir);
+    expect(result.outcome).toBe("passed");
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toBe(refusal(journal, "it is a symlink, and the journal is never written through one"));
+    expect(fs.readFileSync(profile, "utf8")).toBe("export PATH=/usr/bin\n");
+    expect(fs.lstatSync(journal).isSymbolicLink()).toBe(true);
+
+    // A journal that is a regular file again is appended as before.
+    fs.unlinkSync(journal);
+    expect((await failedRun(team, hooksDir)).outcome).toBe("passed");
+    expect(fs.readFileSync(journal, "utf8")).toBe(LINE);
+    expect((await failedRun(team, hooksDir)).stderr).toBe("");
+    expect(fs.readFileSync(journal, "utf8")).toBe(LINE + LINE);
+  });
+
+  it("is not blocked by a FIFO planted as the journal: refused at once, long before the timeout", async () => {
+    const { team, hooksDir } = await teamWithGates(failed);
+    const journal = path.join(team.teamDir, "failure-journal.log");
+    execFileSync("mkfifo", [journal]);
+
+    const result = await failedRun(team, hooksDir);
+    // Opened for writing the plain way, a FIFO nobody reads blocks the gate until its 20 s timeout.
+    expect(result.outcome).toBe("passed");
+    expect(result.durationMs).toBeLessThan(10_000);
+    expect(result.stderr).toBe(refusal(journal, "it is not a regular file (a FIFO)"));
+    expect(fs.lstatSync(journal).isFIFO()).toBe(true);
+  });
 });
 
 describe("on_idle.sh", () => {
