@@ -6,6 +6,15 @@
 # On failure the first line of stderr is a one-line reason: the leader puts it in the task's
 # qualityGateSummary, the follow-up task and the nudge to the member.
 #
+# What running the project's tests means for the boundary: the tests are the agents' code, and they
+# run with this gate's authority, as the leader's user. This gate cannot hold them back; it relies on
+# the sandbox the leader runs every gate in (a read-only file system except the working directory and
+# a private /tmp; the leader's state, logs and gates unwritable: docs/security.md, "Gates run
+# sandboxed"). Nor is what the tests say this gate's verdict: their output goes to a file, never to
+# the gate's stdout; they run without PI_TEAMS_HOOK_RESULT_FILE in their environment, and what they
+# wrote to that file anyway is emptied once they finish, so the exit status below decides. (A process
+# of theirs that outlives this gate is the runner's and the sandbox's to end; this gate cannot.)
+#
 # Try it:  pi-teams-hooks run task_completed --team-dir <team dir> --task <id> --hooks-dir hooks
 set -uo pipefail
 
@@ -27,8 +36,18 @@ fi
 output=$(mktemp "${TMPDIR:-/tmp}/gate-output.XXXXXX")
 trap 'rm -f "$output"' EXIT
 
-bash -c "$cmd" >"$output" 2>&1
+env -u PI_TEAMS_HOOK_RESULT_FILE bash -c "$cmd" >"$output" 2>&1
 status=$?
+# The tests can still find the result file (the leader's temp dir and the run id, or this process's
+# environment in /proc): a verdict they left there would win over the exit status, so it is emptied
+# (an empty file is no verdict). Anything else there is removed: through a symlink, even to a file this
+# gate cannot write, the leader would read a verdict the tests chose.
+f=${PI_TEAMS_HOOK_RESULT_FILE:-}
+if [ -n "$f" ] && [ -f "$f" ] && [ ! -L "$f" ]; then
+  : 2>/dev/null >"$f" || rm -f -- "$f" 2>/dev/null
+elif [ -n "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; }; then
+  rm -f -- "$f" 2>/dev/null
+fi
 if [ "$status" -eq 0 ]; then
   echo "gate passed for task $task: $cmd"
   exit 0

@@ -118,6 +118,56 @@ describe("on_task_completed.sh", () => {
   });
 });
 
+describe("on_task_completed.sh under hostile tests: what the tests say is never the gate's verdict", () => {
+  const ALLOW = String.raw`{\"decision\":\"allow\"}`;
+  /** The run's result file as the tests can find it without the variable: in the gate's environment. */
+  const RESULT_FILE = String.raw`f=$(tr '\0' '\n' < /proc/$PPID/environ | sed -n 's/^PI_TEAMS_HOOK_RESULT_FILE=//p')`;
+
+  async function completedTeam(): Promise<TempTeam> {
+    const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
+    teams.push(team);
+    return team;
+  }
+
+  /** The gate's run of task 1 through the package's hooks/ with PI_TEAMS_GATE_CMD=`cmd`, as its log. */
+  async function gateRun(team: TempTeam, cmd: string): Promise<LogRecord["result"]> {
+    const args = ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--hooks-dir", PACKAGE_HOOKS];
+    const run = await cli([...args, "--cwd", team.teamsRoot, "--json"], { PI_TEAMS_GATE_CMD: cmd });
+    return (JSON.parse(run.stdout) as LogRecord).result;
+  }
+
+  it("fails when failing tests print an allow verdict and write one to PI_TEAMS_HOOK_RESULT_FILE", async () => {
+    const file = "$PI_TEAMS_HOOK_RESULT_FILE";
+    const forge = `echo "${ALLOW}"; [ -n "\${PI_TEAMS_HOOK_RESULT_FILE:-}" ] && echo "${ALLOW}" >"${file}"; exit 1`;
+    const result = await gateRun(await completedTeam(), forge);
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1, stdout: "" });
+    expect(result.verdict).toBeUndefined();
+  });
+
+  it("fails when failing tests find the result file in /proc and write an allow verdict there", async () => {
+    const result = await gateRun(await completedTeam(), `${RESULT_FILE}; echo "${ALLOW}" >"$f"; exit 1`);
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
+    expect(result.verdict).toBeUndefined();
+    expect(result.stderr.split("\n")[0]).toBe("check exited 1");
+  });
+
+  it("fails on a result file the tests made a symlink to an allow verdict, whose target it leaves whole", async () => {
+    const team = await completedTeam();
+    const verdict = path.join(team.teamsRoot, "allow.json");
+    fs.writeFileSync(verdict, '{"decision":"allow"}\n');
+    const result = await gateRun(team, `${RESULT_FILE}; ln -sf ${verdict} "$f"; exit 1`);
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
+    expect(result.verdict).toBeUndefined();
+    expect(fs.readFileSync(verdict, "utf8")).toBe('{"decision":"allow"}\n');
+  });
+
+  it("passes when passing tests write a deny verdict to the result file: the exit status decides", async () => {
+    const result = await gateRun(await completedTeam(), `${RESULT_FILE}; echo '{"decision":"deny"}' >"$f"; exit 0`);
+    expect(result).toMatchObject({ outcome: "passed", exitCode: 0 });
+    expect(result.verdict).toBeUndefined();
+  });
+});
+
 describe("on_task_failed.mjs", () => {
   const failed = [
     makeTask({
