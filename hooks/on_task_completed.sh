@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# pi-teams-hooks: env=PI_TEAMS_GATE_CMD
 # Quality gate for a completed task (pi-teams-hooks contract v1).
 #
 # Runs the project's check command in the leader's working directory (or --cwd) and fails the gate

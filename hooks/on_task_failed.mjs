@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// pi-teams-hooks: env=PI_TEAMS_FAILURE_JOURNAL sandbox-write=$PI_TEAMS_TEAM_DIR
 // Runs when a worker gives a task back (pi-teams-hooks contract v1): appends one line to a failure
 // journal so that someone can see which tasks keep failing and why. Never fails the event itself.
 //

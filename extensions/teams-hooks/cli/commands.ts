@@ -741,7 +741,7 @@ const POLICY: CommandSpec = {
           type: "boolean",
           help:
             "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, " +
-            "sweep, exitCodes, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, " +
+            "sweep, exitCodes, sandbox, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, " +
             "redactEnv, reassignOnReopen, block, warnings} as JSON: each setting {value, source, origin}; block " +
             "{valid, from, problems}",
         },

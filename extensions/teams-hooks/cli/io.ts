@@ -206,6 +206,7 @@ export function settingsRows(
     ["max payload", `${report.limits.maxPayloadBytes.value} bytes`, report.limits.maxPayloadBytes.origin],
     ["setsid sweep", report.sweep.value, report.sweep.origin],
     ["exit codes", report.exitCodes.value, report.exitCodes.origin],
+    ["sandbox", report.sandbox.value, report.sandbox.origin],
     ["defer timeout", `${report.deferTimeoutMs.value}ms`, report.deferTimeoutMs.origin],
     [
       "writable fields",

@@ -15,6 +15,7 @@ import { HookLogRecordSchema } from "../logs/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
 import { WritableFieldsSchema } from "../contract/merge-patch.js";
 import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
+import { SANDBOX_MODES } from "../settings/hook-line.js";
 import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, RedactEnvSchema } from "../settings/privacy.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
 
@@ -41,6 +42,7 @@ const HooksDocSchema = EffectivePolicySchema.extend({
     .optional(),
   sweep: z.enum(SWEEP_MODES).optional(),
   exitCodes: z.enum(EXIT_CODE_MODES).default("v1").optional(),
+  sandbox: z.enum(SANDBOX_MODES).default("auto").optional(),
   limits: z
     .strictObject({
       maxHooksPerEvent: limit(64),

@@ -105,6 +105,12 @@ export const RunResultSchema = z.object({
   contextTruncated: z.boolean(),
   /** Why the outcome is `error` (absent otherwise). */
   errorKind: z.enum(RUN_ERROR_KINDS).optional(),
+  /**
+   * Where the gate ran (contract v1, additive): `on` in its sandbox, `off` as the leader runs
+   * (`sandbox=off`), `unavailable` as the leader runs because this machine cannot sandbox it.
+   * Absent for an HTTP handler and in logs written before the sandbox.
+   */
+  sandbox: z.enum(["on", "off", "unavailable"]).optional(),
   /** The hook's structured verdict, when it gave a valid one (it decided the outcome). */
   verdict: z
     .looseObject({

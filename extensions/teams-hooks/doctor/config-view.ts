@@ -106,6 +106,7 @@ export interface SettingsView {
   limits: SettingsReport["limits"];
   sweep: SettingsReport["sweep"];
   exitCodes: SettingsReport["exitCodes"];
+  sandbox: SettingsReport["sandbox"];
   deferTimeoutMs: SettingsReport["deferTimeoutMs"];
   writableFields: SettingsReport["writableFields"];
   projection: SettingsReport["projection"];
@@ -184,6 +185,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       limits: report.limits,
       sweep: report.sweep,
       exitCodes: report.exitCodes,
+      sandbox: report.sandbox,
       deferTimeoutMs: report.deferTimeoutMs,
       writableFields: report.writableFields,
       projection: report.projection,

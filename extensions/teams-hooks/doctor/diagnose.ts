@@ -12,6 +12,7 @@
  * fixing, gates still run; `info` — a fact; `ok` — checked and fine. The hook checks live in
  * doctor/hooks.ts; this module adds the team, policy and lock checks and assembles the report.
  */
+import { sandboxChecks } from "./sandbox.js";
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
@@ -126,6 +127,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       if (hook.kind === "http" && found) hook.handler = found;
     }
     report.chain.checks.push(...handlers.checks);
+    report.chain.checks.push(...sandboxChecks(event, chain, policy.sandbox.value));
     for (const d of checked?.dropped ?? []) {
       const why = `optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`;
       report.chain.checks.push({

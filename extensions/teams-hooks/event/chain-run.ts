@@ -23,7 +23,8 @@ import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { launcherFor, readHookSettings, settingsOfBytes } from "../gates/discover.js";
 import { runHandler } from "../runner/http.js";
-import { notRunResult, runHook } from "../runner/run.js";
+import { notRunResult, runHook, type RunHookOptions } from "../runner/run.js";
+import { userStateDir } from "../trust/trust-store.js";
 import { teamRedactor } from "../runner/redact.js";
 import {
   gateFingerprint,
@@ -242,6 +243,7 @@ export async function runChain(
                 baseEnv: req.env,
                 escapeeScan: teamSettings.sweep.value,
                 exitCodes: teamSettings.exitCodes.value,
+                sandbox: sandboxOptions(settings, req, seen.teamDir),
                 ...(settings?.format ? { format: settings.format } : {}),
                 runId,
                 eventKey: shownEventKey(req.key, context.view),
@@ -299,6 +301,39 @@ export async function runChain(
     }
   }
   return { runs, interrupted: null };
+}
+
+/**
+ * A file gate's sandbox: its own `sandbox=` over the team's `hooks.sandbox`; its `sandbox-write=`
+ * paths resolved (`~/…` in the leader's home, `$PI_TEAMS_TEAM_DIR/…` in the team dir); and the
+ * leader's own folders, kept read-only inside any writable path.
+ */
+function sandboxOptions(
+  settings: HookSettings | null,
+  req: InvokeRequest,
+  teamDir: string,
+): NonNullable<RunHookOptions["sandbox"]> {
+  const home = req.env.HOME ?? "/";
+  const write = (settings?.sandboxWrite ?? []).map((p) =>
+    p.startsWith("~/")
+      ? path.join(home, p.slice(2))
+      : p.startsWith("$PI_TEAMS_TEAM_DIR")
+        ? path.join(teamDir, p.slice("$PI_TEAMS_TEAM_DIR".length))
+        : p,
+  );
+  return {
+    mode: settings?.sandbox ?? req.setup.settings.sandbox.value,
+    write,
+    env: settings?.env ?? [],
+    protect: [
+      userStateDir(req.env),
+      path.join(teamDir, "hook-state"),
+      path.join(teamDir, "hook-logs"),
+      req.setup.hooksDir,
+      ...(req.setup.teamHooksDir ? [req.setup.teamHooksDir] : []),
+      path.join(path.dirname(teamDir), ".pi-teams-hooks"),
+    ],
+  };
 }
 
 /** Why a handler switched off is skipped, naming where: `disabled: config.json hooks.handlers[0].enabled is false`. */

@@ -1,6 +1,6 @@
 /**
  * How a TypeScript gate (`.ts`) starts, when anything on this machine can start it: with tsx, when
- * the package can be found from the gate's own folder (as `import` from the gate would find it), or
+ * the package is in the gate's own node_modules, which no other user can write, or
  * with the running Node's own type stripping (`process.features.typescript`, Node ≥ 22.6 with the
  * flag, ≥ 22.18 without), or, with an execute bit, by its own `#!` line. tsx is preferred when installed: it runs all
  * of TypeScript (enums, namespaces, `paths`), where type stripping only erases types. tsx is never a dependency of
@@ -11,6 +11,7 @@ import { accessSync, constants as fsConstants, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { HookCommand } from "../contract/hook-run.js";
+import { othersCanWrite } from "../team/ownership.js";
 
 /** How a `.ts` gate starts, or why it cannot (one line with the fix). */
 export type TypeScriptLaunch =
@@ -61,6 +62,15 @@ function executable(file: string): boolean {
  * package.json is the fallback for a layout that does not export it.
  */
 function tsxCli(file: string): string | null {
+  // Only the gate's own node_modules, and only when no other user can write it: tsx runs as the leader.
+  const dir = path.dirname(path.resolve(file));
+  const own = path.join(dir, "node_modules");
+  if (othersCanWrite(dir) !== null || othersCanWrite(own) !== null) return null;
+  const found = tsxFrom(file);
+  return found?.startsWith(`${own}${path.sep}`) ? found : null;
+}
+
+function tsxFrom(file: string): string | null {
   const require = createRequire(file);
   try {
     return require.resolve("tsx/cli");

@@ -9,16 +9,14 @@ import {
   fstatSync,
   fsyncSync,
   openSync,
-  readdirSync,
   statSync,
   unlinkSync,
   writeSync,
 } from "node:fs";
-import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
-import { removeRunCopies, removeRunFiles } from "../runner/run-files.js";
+import { removeRunDirs } from "../runner/run-dir.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
@@ -56,34 +54,16 @@ const STAMP_SLACK_MS = 60_000;
 
 /**
  * Ends the processes of runs that were in flight when a previous leader died (every hook of the
- * chain: they carry the event's run id, or `<runId>.N`), and removes their context files.
+ * chain: they carry the event's run id, or `<runId>.N`), and removes their run folders.
  */
 export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
   const runs = ctx.requireLedger().inFlight();
   if (runs.length === 0) return;
-  const gateDirs = hookDirs([ctx.setup.hooksDir, ctx.setup.teamHooksDir]);
   for (const run of runs) {
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
     if (killed > 0) ctx.warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
-    removeRunFiles(run.runId);
-    removeRunCopies(gateDirs, run.runId);
+    removeRunDirs(run.runId);
   }
-}
-
-/** The hooks dirs and their `on_<event>.d` folders: where a run's private gate copies are written. */
-function hookDirs(dirs: ReadonlyArray<string | null>): string[] {
-  const out: string[] = [];
-  for (const dir of dirs) {
-    if (dir === null) continue;
-    out.push(dir);
-    try {
-      for (const entry of readdirSync(dir, { withFileTypes: true }))
-        if (entry.isDirectory() && entry.name.endsWith(".d")) out.push(path.join(dir, entry.name));
-    } catch {
-      // no such dir: nothing was copied there
-    }
-  }
-  return out;
 }
 
 /**

@@ -7,9 +7,10 @@
  * ERR_MODULE_NOT_FOUND after a run for what a look at the text cannot see (a dynamic import, a module
  * that imports another); doctor checks the same before anything runs.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import path from "node:path";
+import { gateModules, packageFound, type GateModules } from "./gate-modules.js";
 
 /** What a gate imports and cannot find: the specifier, and its package (`pi-teams-hooks` of `pi-teams-hooks/hook`). */
 export interface MissingImport {
@@ -22,10 +23,15 @@ const NODE_GATE = /\.(?:js|mjs|cjs|ts|mts|cts)$/;
 
 /**
  * The static imports (`import … from "x"`, `import "x"`, `export … from "x"`) and `require("x")`
- * calls of a gate's text whose package is not installed where Node would find it from `gateFile`'s
- * folder. Bare specifiers only: a relative import, `node:`, a builtin and a URL are Node's to report.
+ * calls of a gate's text whose package the gate's run will not find (runner/gate-modules.ts: the
+ * leader's own `pi-teams-hooks`, else the gate's own node_modules). Bare specifiers only: a relative
+ * import, `node:`, a builtin and a URL are Node's to report.
  */
-export function missingImports(source: string, gateFile: string): MissingImport[] {
+export function missingImports(
+  source: string,
+  gateFile: string,
+  modules: GateModules = gateModules(gateFile),
+): MissingImport[] {
   if (!NODE_GATE.test(gateFile)) return [];
   const text = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
   const found = new Map<string, MissingImport>();
@@ -39,8 +45,7 @@ export function missingImports(source: string, gateFile: string): MissingImport[
       const specifier = match[1] ?? "";
       const packageName = barePackage(specifier);
       if (packageName === null || found.has(specifier)) continue;
-      if (!packageFound(packageName, path.dirname(path.resolve(gateFile))))
-        found.set(specifier, { specifier, packageName });
+      if (!packageFound(packageName, modules)) found.set(specifier, { specifier, packageName });
     }
   }
   return [...found.values()];
@@ -60,7 +65,7 @@ export function missingImportMessage(gateFile: string, missing: readonly Missing
   const dir = path.dirname(path.resolve(gateFile));
   const names = [...new Set(missing.map((m) => m.packageName))];
   const what = missing.map((m) => `"${m.specifier}"`).join(", ");
-  const where = `a node_modules of ${dir} or a folder above it`;
+  const where = `${path.join(dir, "node_modules")} (a gate's packages are those beside it)`;
   const fix = `cd ${dir} && npm install ${names.join(" ")}`;
   return `${path.basename(gateFile)} imports ${what}, but ${names.join(", ")} is not installed in ${where} (${fix})`;
 }
@@ -93,29 +98,4 @@ function barePackage(specifier: string): string | null {
   const name = specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? "");
   if (builtinModules.includes(name)) return null;
   return name;
-}
-
-/**
- * Node's lookup of a package from a folder: `node_modules/<name>` in that folder or one above it, or
- * the package itself when the nearest package.json is that package (a self-reference).
- */
-function packageFound(name: string, fromDir: string): boolean {
-  let selfChecked = false;
-  for (let dir = fromDir; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, "node_modules", name))) return true;
-    if (!selfChecked && existsSync(path.join(dir, "package.json"))) {
-      selfChecked = true;
-      if (packageNameAt(path.join(dir, "package.json")) === name) return true;
-    }
-    if (path.dirname(dir) === dir) return false;
-  }
-}
-
-function packageNameAt(manifest: string): string | null {
-  try {
-    const pkg = JSON.parse(readFileSync(manifest, "utf8")) as { name?: unknown };
-    return typeof pkg.name === "string" ? pkg.name : null;
-  } catch {
-    return null; // not JSON: Node would not self-resolve through it either
-  }
 }

@@ -1,13 +1,10 @@
 /**
- * The files of one run in the temp dir: the context document the hook may read, and the result file
- * where it may write its verdict (read back bounded, as a regular file only), plus how a verdict
- * from that file or from stdout becomes part of the run's result.
+ * A run's verdict: the result file the leader made for the run (runner/run-dir.ts), read back bounded,
+ * only while it is still the leader's own regular file, and how a verdict from that file or from
+ * stdout becomes part of the run's result.
  */
-import { readdirSync, unlinkSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
+import { lstatSync } from "node:fs";
 import type { RunResult } from "../contract/hook-run.js";
-import { RUN_COPY_MARK, isRunCopyName, runCopyName } from "../contract/contract.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import {
   DEFERRAL_NOT_SUPPORTED,
@@ -18,81 +15,6 @@ import {
   type LastLine,
 } from "../contract/verdict.js";
 import { problemDetail, readRegularFile } from "../team/json-file.js";
-import { sanitizeName } from "../team/paths.js";
-
-/**
- * The files of a run in the temp dir: its context document (also its stdin), where a verdict may be
- * written, and a Claude Code gate's stdin (its own input shape: written only for such a gate).
- */
-export function runFiles(runId: string): { contextFile: string; resultFile: string; stdinFile: string } {
-  const stem = path.join(os.tmpdir(), `pi-teams-hook-${sanitizeName(runId)}`);
-  return { contextFile: `${stem}.json`, resultFile: `${stem}.result.json`, stdinFile: `${stem}.stdin.json` };
-}
-
-/**
- * Removes the temp files of a run that a dead leader left (the event's run id and its chain's
- * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
- */
-export function removeRunFiles(runId: string): number {
-  const prefix = path.basename(runFiles(runId).contextFile).slice(0, -".json".length);
-  let removed = 0;
-  let names: string[];
-  try {
-    names = readdirSync(os.tmpdir());
-  } catch {
-    return 0;
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix) || !name.endsWith(".json")) continue;
-    const rest = name.slice(prefix.length);
-    if (!/^(-\d+)?(\.result|\.stdin)?\.json$/.test(rest)) continue;
-    try {
-      unlinkSync(path.join(os.tmpdir(), name));
-      removed += 1;
-    } catch {
-      // gone already, or not ours to remove
-    }
-  }
-  return removed;
-}
-
-/**
- * The private copy a run starts of its gate's checked bytes (runner/run.ts), beside the gate so that
- * its folder, imports and node_modules resolve as the gate's own: `.<name>.pi-run-<run id><ext>`.
- * Discovery never takes such a name for a gate (gates/chain.ts).
- */
-export function runCopyPath(gate: string, runId: string): string {
-  return path.join(path.dirname(gate), runCopyName(path.basename(gate), sanitizeName(runId)));
-}
-
-/**
- * Removes the private gate copies a dead leader's runs left in `dirs` (the hooks dirs and their
- * `.d` folders): those of `runId` and of its chain (`<runId>-N`). Another leader's copies, of other
- * run ids, are left alone. Returns how many were removed.
- */
-export function removeRunCopies(dirs: readonly string[], runId: string): number {
-  const mark = `${RUN_COPY_MARK}${sanitizeName(runId)}`;
-  let removed = 0;
-  for (const dir of dirs) {
-    let names: string[];
-    try {
-      names = readdirSync(dir);
-    } catch {
-      continue; // no such folder
-    }
-    for (const name of names) {
-      const at = name.indexOf(mark);
-      if (!isRunCopyName(name) || at < 0 || !/^(-\d+)?(\.|$)/.test(name.slice(at + mark.length))) continue;
-      try {
-        unlinkSync(path.join(dir, name));
-        removed += 1;
-      } catch {
-        // gone already
-      }
-    }
-  }
-  return removed;
-}
 
 /** A verdict bigger than this is not a verdict: it is reported as invalid, unread. */
 const MAX_RESULT_FILE_BYTES = 64 * 1024;
@@ -103,7 +25,21 @@ const MAX_RESULT_FILE_BYTES = 64 * 1024;
  * saying what it is: read with the one shared reader, it can neither block the leader nor fill its
  * memory.
  */
-export function readResultFile(file: string): ResultFileRead {
+export function readResultFile(file: string, created?: { ino: number; dev: number }): ResultFileRead {
+  if (created) {
+    // The leader made it empty before the start: it counts only while it is still that file, the
+    // leader's own regular file (no link, no other file renamed over it), read through no link.
+    let st: ReturnType<typeof lstatSync>;
+    try {
+      st = lstatSync(file);
+    } catch {
+      return { text: null, refused: "the result file the leader made for the run was removed" };
+    }
+    const uid = process.getuid?.();
+    if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || (uid !== undefined && st.uid !== uid))
+      return { text: null, refused: "the result file the leader made for the run was replaced" };
+    if (st.size === 0) return { text: null, refused: null }; // not written: the common case
+  }
   const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });
   if (read.ok) return { text: read.text, refused: null };
   if (read.problem.kind === "missing") return { text: null, refused: null }; // not written: the common case

@@ -14,20 +14,18 @@
  */
 import { randomUUID } from "node:crypto";
 import {
+  accessSync,
   closeSync,
   constants as fsConstants,
   existsSync,
   fstatSync,
   lstatSync,
-  mkdtempSync,
   openSync,
-  rmdirSync,
+  readSync,
   statSync,
-  unlinkSync,
   writeFileSync,
   writeSync,
 } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
@@ -42,13 +40,18 @@ import {
   type RunResult,
 } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { applyVerdict, readResultFile, runCopyPath, runFiles } from "./run-files.js";
+import { applyVerdict, readResultFile } from "./run-files.js";
+import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
+import { gateModules, layOutModules } from "./gate-modules.js";
+import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, sandboxSupport, sandboxed } from "./sandbox.js";
+import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
 import { redactRunResult, type Redactor } from "./redact.js";
 import { claudeInput, claudeResult } from "../contract/claude.js";
 import { missingImportMessage, missingImports, missingImportsOfFile, moduleNotFound } from "./imports.js";
 import { sanitizeName } from "../team/paths.js";
+import { pathToFileURL } from "node:url";
 import type { HookFormat } from "../settings/hook-line.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
 
@@ -105,6 +108,14 @@ export interface RunHookOptions {
    * judged as Claude Code judges them (contract/claude.ts). Default `v1`.
    */
   format?: HookFormat;
+  /**
+   * The sandbox the gate runs in (runner/sandbox.ts): `auto` (the default of a team) where this
+   * machine can give it, `required` held where it cannot, `off` as the leader runs. Absent: off.
+   * `write`: more writable paths than the working directory; `env`: the names of the leader's
+   * variables the gate gets besides PATH and HOME; `protect`: the leader's own folders, kept
+   * read-only even inside a writable path.
+   */
+  sandbox?: { mode: SandboxMode; write?: readonly string[]; env?: readonly string[]; protect?: readonly string[] };
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -157,141 +168,211 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
   const base = baseResult(hook, runId);
-  // The result file is offered, not created: a hook that wants to give a verdict writes it (verdict.ts).
-  const { contextFile, resultFile, stdinFile } = runFiles(runId);
-  let contextWritten = false;
-  let stdinWritten = false;
-  let copy: RunCopy | null = null;
+  let run: RunDir;
   try {
-    const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
-      runId,
-      contextFile,
-      resultFile,
-      ...(opts.eventKey === undefined ? {} : { eventKey: opts.eventKey }),
-      ...(opts.attempt === undefined ? {} : { attempt: opts.attempt }),
-      base: opts.baseEnv ?? process.env,
-      maxValueBytes: opts.maxEnvValueBytes,
-      ...(opts.context ? { context: opts.context } : {}),
-    });
-    try {
-      // `wx`: never write through a file (or link) someone else planted under our name. Synchronous
-      // on purpose: the async open/write/close/unlink hops cost ~2.5 ms a run here (bench/runner.mjs),
-      // while spawn itself already blocks the event loop for longer than this small write does.
-      writeFileSync(contextFile, contextJson, { mode: 0o600, flag: "wx" });
-      contextWritten = true;
-    } catch (error) {
-      return {
-        ...base,
-        contextTruncated: truncated,
-        ...startFailure(
-          `cannot write context file ${contextFile}: ${describeError(error)}`,
-          errnoCode(error),
-          startedAt,
-        ),
-      };
-    }
-    const claude = opts.format === "claude";
-    if (claude) {
-      env.CLAUDE_PROJECT_DIR = opts.cwd;
-      // A Claude Code gate reads Claude Code's input on stdin: a file of its own, beside the context file.
-      try {
-        writeFileSync(stdinFile, JSON.stringify(claudeInput(doc, opts.cwd)), { mode: 0o600, flag: "wx" });
-        stdinWritten = true;
-      } catch (error) {
-        return {
-          ...base,
-          contextTruncated: truncated,
-          ...startFailure(
-            `cannot write the gate's input file ${stdinFile}: ${describeError(error)}`,
-            errnoCode(error),
-            startedAt,
-          ),
-        };
-      }
-    }
-    // The gate's own path, whatever file runs (its private copy: `$0` names the copy).
-    env.PI_TEAMS_HOOK_PATH = hook.hookPath;
-    // A node gate whose packages are not installed beside it would die before its first line: not started.
-    if (hook.command === process.execPath) {
-      const missing = opts.snapshot
-        ? missingImports(opts.snapshot.content.toString("utf8"), hook.hookPath)
-        : missingImportsOfFile(hook.hookPath);
-      if (missing.length > 0) {
-        const message = missingImportMessage(hook.hookPath, missing);
-        return {
-          ...base,
-          ran: false,
-          contextTruncated: truncated,
-          ...startFailure(message, MODULE_NOT_FOUND, startedAt),
-        };
-      }
-    }
-    let started = hook;
-    if (opts.snapshot) {
-      const made = writeRunCopy(hook.hookPath, runId, opts.snapshot.content);
-      if ("error" in made)
-        return { ...base, contextTruncated: truncated, ...startFailure(made.error, made.code, startedAt) };
-      copy = made;
-      started = {
-        ...hook,
-        command: hook.command === hook.hookPath ? copy.file : hook.command,
-        args: hook.args.map((arg) => (arg === hook.hookPath ? (copy?.file ?? arg) : arg)),
-      };
-    }
-    const ran = await execute(started, opts, {
-      runId,
-      env,
-      stdinFile: claude ? stdinFile : contextFile,
-      truncated,
-      startedAt,
-      base,
-    });
-    const { lastLine } = ran;
-    // The log names the gate, not its private copy.
-    const result: RunResult = { ...ran.result, hookPath: hook.hookPath, command: [hook.command, ...hook.args] };
-    const tampered = copy ? copyChanged(copy) : null;
-    if (tampered) {
-      return {
-        ...result,
-        outcome: "error",
-        errorKind: "untrusted_hook",
-        error:
-          `${hook.hookPath}: the copy of the checked gate that ran (${copy?.file}) ${tampered} while it ran: ` +
-          `the run counts for nothing; the team lead looks at who wrote it`,
-      };
-    }
-    if (claude) return claudeResult(result);
-    const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
-    const judged = applyVerdict(result, readResultFile(resultFile), lastLine, rules);
-    // Node could not find a module the gate imports (one a look at its text cannot see): the gate
-    // judged nothing, so it is a gate that cannot start, not a denial.
-    const notFound =
-      hook.command === process.execPath && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
-        ? moduleNotFound(judged.stderr, copy?.file ?? hook.hookPath, hook.hookPath)
-        : null;
-    if (notFound)
-      return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
-    return judged;
+    run = makeRunDir(runId, opts.baseEnv ?? process.env);
+  } catch (error) {
+    return {
+      ...base,
+      ...startFailure(`cannot make the run's folder: ${describeError(error)}`, "E_RUN_DIR", startedAt),
+    };
+  }
+  try {
+    return await runIn(run, hook, invocation, opts, { runId, startedAt, base });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
-    if (contextWritten) removeQuietly(contextFile);
-    if (stdinWritten) removeQuietly(stdinFile);
-    if (copy) removeQuietly(copy.file);
-    if (copy?.dir) removeDirQuietly(copy.dir);
-    removeQuietly(resultFile);
+    removeRunDir(run.dir);
   }
+}
+
+async function runIn(
+  run: RunDir,
+  hook: HookCommand,
+  invocation: HookInvocation,
+  opts: RunHookOptions,
+  { runId, startedAt, base }: { runId: string; startedAt: number; base: BaseResult },
+): Promise<RunResult> {
+  const sandbox = sandboxOf(opts.sandbox);
+  const notStarted = (message: string, code: string | undefined, truncated = false): RunResult => ({
+    ...base,
+    ran: false,
+    contextTruncated: truncated,
+    ...startFailure(message, code, startedAt),
+    sandbox: sandbox.state,
+  });
+  if (sandbox.state === "unavailable" && sandbox.mode === "required") {
+    return notStarted(
+      `${hook.hookPath}: the gate requires the sandbox (sandbox=required), and this machine cannot give it: ` +
+        `${sandbox.reason}; it did not run`,
+      SANDBOX_UNAVAILABLE,
+    );
+  }
+  const confined = sandbox.mode !== "off";
+  const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
+    runId,
+    contextFile: run.contextFile,
+    resultFile: run.resultFile,
+    ...(opts.eventKey === undefined ? {} : { eventKey: opts.eventKey }),
+    ...(opts.attempt === undefined ? {} : { attempt: opts.attempt }),
+    base: confined
+      ? gateBaseEnv(opts.baseEnv ?? process.env, opts.sandbox?.env ?? [], sandbox.state === "on")
+      : (opts.baseEnv ?? process.env),
+    maxValueBytes: opts.maxEnvValueBytes,
+    ...(opts.context ? { context: opts.context } : {}),
+  });
+  // Synchronous on purpose: the async open/write/close hops cost ~2.5 ms a run here (bench/runner.mjs),
+  // while spawn itself already blocks the event loop for longer than these small writes do.
+  writeFileSync(run.contextFile, contextJson, { mode: 0o600, flag: "wx" });
+  const claude = opts.format === "claude";
+  if (claude) {
+    env.CLAUDE_PROJECT_DIR = opts.cwd;
+    // A Claude Code gate reads Claude Code's input on stdin: a file of its own, beside the context file.
+    writeFileSync(run.stdinFile, JSON.stringify(claudeInput(doc, opts.cwd)), { mode: 0o600, flag: "wx" });
+  }
+  // The gate's own path, whatever file runs (its private copy: `$0` names the copy).
+  env.PI_TEAMS_HOOK_PATH = hook.hookPath;
+  const isNode = hook.command === process.execPath;
+  const modules = isNode ? gateModules(hook.hookPath) : null;
+  // A node gate whose packages are not installed beside it would die before its first line: not started.
+  if (modules) {
+    const missing = opts.snapshot
+      ? missingImports(opts.snapshot.content.toString("utf8"), hook.hookPath, modules)
+      : missingImportsOfFile(hook.hookPath);
+    if (missing.length > 0)
+      return notStarted(missingImportMessage(hook.hookPath, missing), MODULE_NOT_FOUND, truncated);
+  }
+  if (modules) env.NODE_PRESERVE_SYMLINKS = "1";
+  let started = hook;
+  let copy: string | null = null;
+  let written: CopyStat | null = null;
+  if (opts.snapshot) {
+    // The checked bytes, in the run's own folder: nothing the team can write or name.
+    copy = path.join(run.dir, path.basename(hook.hookPath));
+    written = writeCopy(copy, opts.snapshot.content);
+    if (written === null) {
+      return {
+        ...notStarted(
+          `${hook.hookPath}: the copy of the checked gate was written by someone else before it started`,
+          undefined,
+          truncated,
+        ),
+        errorKind: "untrusted_hook",
+      };
+    }
+    if (modules) layOutModules(run.dir, hook.hookPath, modules);
+    const from = copy;
+    started = {
+      ...hook,
+      command: hook.command === hook.hookPath ? from : hook.command,
+      args: hook.args.map((arg) => (arg === hook.hookPath ? from : arg)),
+    };
+  }
+  if (sandbox.state === "on") {
+    // Inside the sandbox a command that cannot start is the sandbox's exit status: said as Node says it outside.
+    const unstartable = cannotExec(started.command, env.PATH ?? "");
+    if (unstartable) return notStarted(spawnMessage(unstartable, opts.cwd), errnoCode(unstartable), truncated);
+    const wrapped = sandboxed(started.command, started.args, {
+      runDir: run.dir,
+      cwd: opts.cwd,
+      writable: [opts.cwd, ...(opts.sandbox?.write ?? [])],
+      visible: [run.dir, invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix()],
+      protect: [runsRoot(opts.baseEnv ?? process.env), ...(opts.sandbox?.protect ?? [])],
+      resultFile: run.resultFile,
+    });
+    started = { ...started, ...wrapped };
+  }
+  const ran = await execute(started, opts, {
+    runId,
+    env,
+    stdinFile: claude ? run.stdinFile : run.contextFile,
+    truncated,
+    startedAt,
+    base,
+  });
+  const { lastLine } = ran;
+  // The log names the gate, not its private copy, and what it said names the gate's file too.
+  const said = copy ? authorsNames(ran.result, run.dir, path.dirname(hook.hookPath)) : ran.result;
+  const result: RunResult = {
+    ...said,
+    hookPath: hook.hookPath,
+    command: [hook.command, ...hook.args],
+    sandbox: sandbox.state,
+  };
+  const tampered = copy && written ? copyChanged(copy, written) : null;
+  if (tampered) {
+    return {
+      ...result,
+      outcome: "error",
+      errorKind: "untrusted_hook",
+      error:
+        `${hook.hookPath}: the copy of the checked gate that ran (${copy}) ${tampered} while it ran: ` +
+        `the run counts for nothing; the team lead looks at who wrote it`,
+    };
+  }
+  const setup = sandbox.state === "on" ? sandboxSetupFailure(result) : null;
+  if (setup)
+    return { ...result, ran: false, outcome: "error", errorKind: "spawn", errorCode: SANDBOX_SETUP, error: setup };
+  if (claude) return claudeResult(result);
+  const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
+  const judged = applyVerdict(result, readResultFile(run.resultFile, run.result), lastLine, rules);
+  // Node could not find a module the gate imports (one a look at its text cannot see): the gate
+  // judged nothing, so it is a gate that cannot start, not a denial.
+  const notFound =
+    isNode && judged.outcome !== "passed" && !judged.verdict && judged.exitCode !== 0
+      ? moduleNotFound(judged.stderr, copy ?? hook.hookPath, hook.hookPath)
+      : null;
+  if (notFound)
+    return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
+  return judged;
 }
 
 /** The error code of a gate whose imports cannot be found (Node's own). */
 const MODULE_NOT_FOUND = "ERR_MODULE_NOT_FOUND";
+/** The error code of a gate that requires a sandbox this machine cannot give. */
+const SANDBOX_UNAVAILABLE = "E_SANDBOX_UNAVAILABLE";
+/** The error code of a sandbox whose mounts could not be made: the gate never started. */
+const SANDBOX_SETUP = "E_SANDBOX_SETUP";
 
-/** A run's private copy of its gate: where, and what it was when written (to tell a change after). */
-interface RunCopy {
-  file: string;
-  /** The private temp folder it is in, when the gate's folder could not be written. */
-  dir?: string;
+/** The sandbox a run asked for, and what it gets on this machine. */
+function sandboxOf(asked: RunHookOptions["sandbox"]): {
+  mode: SandboxMode;
+  state: "on" | "off" | "unavailable";
+  reason: string;
+} {
+  const mode = asked?.mode ?? "off";
+  if (mode === "off") return { mode, state: "off", reason: "" };
+  const support = sandboxSupport();
+  return support.ok ? { mode, state: "on", reason: "" } : { mode, state: "unavailable", reason: support.reason };
+}
+
+/**
+ * The part of the leader's environment a confined gate gets: PATH, HOME and the names its settings
+ * line declares (`env=`); TMPDIR is the sandbox's private /tmp. The contract's own variables are
+ * added after.
+ */
+function gateBaseEnv(
+  leader: Readonly<Record<string, string | undefined>>,
+  declared: readonly string[],
+  sandboxed: boolean,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ["PATH", "HOME", ...declared]) {
+    const value = leader[name];
+    if (value !== undefined) env[name] = value;
+  }
+  if (sandboxed) env.TMPDIR = "/tmp";
+  return env;
+}
+
+/** The folder Node is installed in (`<prefix>/bin/node`): the gate's view shows it. */
+function nodePrefix(): string {
+  return path.dirname(path.dirname(process.execPath));
+}
+
+/** What the run's copy was when written, to tell a change after. */
+interface CopyStat {
   ino: number;
   dev: number;
   size: number;
@@ -300,49 +381,33 @@ interface RunCopy {
 }
 
 /**
- * Writes the private copy of the gate's checked bytes (`wx`: never through a file someone planted;
- * 0700: a bare gate is run directly). Beside the gate when its folder can be written, else in a
- * private temp folder of this run.
+ * Writes the run's copy of the gate's checked bytes: `0500`, in the run's own folder (`wx`: never
+ * through a planted file), and reads it back: null when what is there is not what was written (a
+ * process of the leader's own user wrote it in between).
  */
-function writeRunCopy(
-  gate: string,
-  runId: string,
-  content: Buffer,
-): RunCopy | { error: string; code: string | undefined } {
-  const write = (file: string): RunCopy => {
-    const fd = openSync(
-      file,
-      fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
-      0o700,
-    );
-    try {
-      writeSync(fd, content, 0, content.length, 0);
-      const st = fstatSync(fd);
-      return { file, ino: st.ino, dev: st.dev, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
-    } finally {
-      closeSync(fd);
-    }
-  };
+function writeCopy(file: string, content: Buffer): CopyStat | null {
+  const fd = openSync(
+    file,
+    fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+    0o500,
+  );
   try {
-    return write(runCopyPath(gate, runId));
-  } catch (error) {
-    const code = errnoCode(error);
-    if (code !== "EACCES" && code !== "EROFS" && code !== "EPERM")
-      return { error: `cannot write the copy of the gate to run: ${describeError(error)}`, code };
-  }
-  try {
-    const dir = mkdtempSync(path.join(os.tmpdir(), "pi-teams-gate-"));
-    return { ...write(path.join(dir, path.basename(runCopyPath(gate, runId)))), dir };
-  } catch (error) {
-    return { error: `cannot write the copy of the gate to run: ${describeError(error)}`, code: errnoCode(error) };
+    writeSync(fd, content, 0, content.length, 0);
+    const st = fstatSync(fd);
+    const back = Buffer.alloc(content.length + 1);
+    const read = readSync(fd, back, 0, back.length, 0);
+    if (read !== content.length || !back.subarray(0, read).equals(content)) return null;
+    return { ino: st.ino, dev: st.dev, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+  } finally {
+    closeSync(fd);
   }
 }
 
 /** How the run's copy changed since it was written (replaced, moved, written, its mode changed), or null. */
-function copyChanged(copy: RunCopy): string | null {
+function copyChanged(file: string, copy: CopyStat): string | null {
   let st: ReturnType<typeof lstatSync>;
   try {
-    st = lstatSync(copy.file);
+    st = lstatSync(file);
   } catch {
     return "was removed";
   }
@@ -351,6 +416,87 @@ function copyChanged(copy: RunCopy): string | null {
   // A rename away and back, a chmod, a new link: each moves the ctime, which no one but root can set back.
   if (st.ctimeMs !== copy.ctimeMs) return "was moved or changed";
   return null;
+}
+
+/**
+ * What the hook said, with the run folder's paths put back as the gate folder's: `bash` and Node name
+ * the file they run in their errors (`<run dir>/on_task_completed.sh: line 3: …`), and the author
+ * wrote the gate (and the helpers beside it), not the run's copies and links.
+ */
+function authorsNames(result: RunResult, runDir: string, gateDir: string): RunResult {
+  const pairs: Array<[string, string]> = [
+    [`${pathToFileURL(runDir).href}/`, `${pathToFileURL(gateDir).href}/`],
+    [`${runDir}/`, `${gateDir}/`],
+  ];
+  const swap = (text: string): string =>
+    pairs.reduce((t, [from, to]) => (t.includes(from) ? t.replaceAll(from, to) : t), text);
+  return { ...result, stdout: swap(result.stdout), stderr: swap(result.stderr) };
+}
+
+/**
+ * Why `command` cannot be executed as execvp would look for it on `searchPath` (an error with its
+ * errno code, as Node's spawn gives it), or null when it can.
+ */
+function cannotExec(command: string, searchPath: string): NodeJS.ErrnoException | null {
+  const refused = (code: "ENOENT" | "EACCES"): NodeJS.ErrnoException =>
+    Object.assign(new Error(`spawn ${command} ${code}`), {
+      code,
+      errno: code === "ENOENT" ? -2 : -13,
+      syscall: `spawn ${command}`,
+      path: command,
+    });
+  const candidates = command.includes("/")
+    ? [command]
+    : searchPath.split(":").map((dir) => path.join(dir || ".", command));
+  let denied = false;
+  for (const file of candidates) {
+    try {
+      accessSync(file, fsConstants.X_OK);
+      if (statSync(file).isFile()) return interpreterOf(file, command);
+      denied = true;
+    } catch (error) {
+      if (errnoCode(error) === "EACCES") denied = true;
+    }
+  }
+  return refused(denied ? "EACCES" : "ENOENT");
+}
+
+/**
+ * The kernel's own refusal of a script whose `#!` interpreter is missing or not executable, as Node's
+ * spawn reports it (ENOENT, EACCES, in the name of the script), or null when it would start.
+ */
+function interpreterOf(file: string, command: string): NodeJS.ErrnoException | null {
+  let head = "";
+  try {
+    const fd = openSync(file, fsConstants.O_RDONLY);
+    try {
+      const buffer = Buffer.alloc(256);
+      head = buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, 0)).toString("latin1");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null; // unreadable here: the kernel says what it says
+  }
+  const match = /^#!\s*(\S+)/.exec(head);
+  const interpreter = match?.[1];
+  if (!interpreter?.startsWith("/")) return null;
+  try {
+    accessSync(interpreter, fsConstants.X_OK);
+    return null;
+  } catch (error) {
+    const code = errnoCode(error) === "EACCES" ? "EACCES" : "ENOENT";
+    return Object.assign(new Error(`spawn ${command} ${code}`), { code, syscall: `spawn ${command}`, path: command });
+  }
+}
+
+/** The line the sandbox's set-up left when it could not build the gate's view, or null when it did. */
+function sandboxSetupFailure(result: RunResult): string | null {
+  if (result.exitCode !== SANDBOX_SETUP_FAILED) return null;
+  const line = result.stderr.split("\n").find((l) => l.startsWith(SANDBOX_SETUP_MARK));
+  if (!line) return null;
+  const first = result.stderr.split("\n").find((l) => l.trim() !== "") ?? line;
+  return `the gate's sandbox could not be set up, so the gate did not run: ${first.trim()}`;
 }
 
 /** The result of a run that never started because something refused it (a limit): an error of `kind`. */
@@ -587,14 +733,6 @@ function firstLine(text: string): string {
   );
 }
 
-function removeDirQuietly(dir: string): void {
-  try {
-    rmdirSync(dir);
-  } catch {
-    // not empty (the hook left something) or gone: a folder in tmpdir, not a failure
-  }
-}
-
 /**
  * A hook for tests, never set in use: with `PI_TEAMS_HOOKS_TEST_PAUSE_DIR` in the leader's own
  * environment, a run writes `<dir>/<run id>.paused` once its gate is checked and copied, and starts
@@ -608,14 +746,6 @@ async function pauseForTests(runId: string, gate: string, until: number): Promis
   writeFileSync(`${stem}.paused`, gate);
   while (!existsSync(`${stem}.go`) && performance.now() < until)
     await new Promise((resolve) => setTimeout(resolve, 10));
-}
-
-function removeQuietly(file: string): void {
-  try {
-    unlinkSync(file);
-  } catch {
-    // The hook may have removed it itself; anything else leaves a 0600 file in tmpdir, not a failure.
-  }
 }
 
 function elapsed(startedAt: number): number {

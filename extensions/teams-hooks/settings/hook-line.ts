@@ -32,7 +32,13 @@ export const HOOK_FORMATS = ["v1", "claude"] as const;
 export type HookFormat = (typeof HOOK_FORMATS)[number];
 export const MATCHER_KEYS = ["members", "owner", "subject", "labels", "paths"] as const;
 export type MatcherKey = (typeof MATCHER_KEYS)[number];
-const KEYS = ["timeout", ...MATCHER_KEYS, "mode", "format", "required"] as const;
+/**
+ * `auto`: sandboxed where this machine can (else run as the leader runs, said at start and in each log);
+ * `required`: held where it cannot; `off`: never (a weakening, approved like any edit of the gate).
+ */
+export const SANDBOX_MODES = ["auto", "required", "off"] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+const KEYS = ["timeout", ...MATCHER_KEYS, "mode", "format", "required", "sandbox", "sandbox-write", "env"] as const;
 
 /** What a settings line says; only the keys it gives. */
 export interface HookSettings {
@@ -48,6 +54,15 @@ export interface HookSettings {
    * without an approval (trust/trust.ts); absent or `true`: required (the default).
    */
   required?: boolean;
+  /** `sandbox=`: how the gate is sandboxed (runner/sandbox.ts); absent: the team's `hooks.sandbox`. */
+  sandbox?: SandboxMode;
+  /**
+   * `sandbox-write=`: more writable paths than the working directory, absolute, or under the team dir
+   * (`$PI_TEAMS_TEAM_DIR/…`) or the leader's home (`~/…`).
+   */
+  sandboxWrite?: string[];
+  /** `env=`: names of the leader's environment variables the gate gets besides PATH and HOME. */
+  env?: string[];
 }
 
 /**
@@ -166,6 +181,34 @@ function setValue(
       if (value !== "true" && value !== "false") return "expected true or false";
       settings.required = value === "true";
       return null;
+    case "sandbox":
+      if (!(SANDBOX_MODES as readonly string[]).includes(value)) return `expected ${SANDBOX_MODES.join(", ")}`;
+      settings.sandbox = value as SandboxMode;
+      return null;
+    case "sandbox-write": {
+      const paths = value.split(",").map((p) => p.trim());
+      for (const p of paths) {
+        if (
+          !(
+            p.startsWith("/") ||
+            p.startsWith("~/") ||
+            p.startsWith("$PI_TEAMS_TEAM_DIR/") ||
+            p === "$PI_TEAMS_TEAM_DIR"
+          )
+        )
+          return `${p || "an empty path"}: expected an absolute path, ~/… or $PI_TEAMS_TEAM_DIR/…`;
+        if (p.split("/").includes("..")) return `${p}: no .. in a writable path`;
+      }
+      settings.sandboxWrite = paths;
+      return null;
+    }
+    case "env": {
+      const names = value.split(",").map((n) => n.trim());
+      const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n));
+      if (bad !== undefined) return `${bad || "an empty name"}: expected variable names separated by commas`;
+      settings.env = names;
+      return null;
+    }
     case "format":
       if (!(HOOK_FORMATS as readonly string[]).includes(value)) return `expected ${HOOK_FORMATS.join(" or ")}`;
       if (value === "claude" && !CLAUDE_EVENT_NAMES[event])
@@ -435,5 +478,8 @@ export function describeSettings(settings: HookSettings): string {
   if (settings.mode) parts.push(`mode=${settings.mode}`);
   if (settings.format) parts.push(`format=${settings.format}`);
   if (settings.required !== undefined) parts.push(`required=${settings.required}`);
+  if (settings.sandbox) parts.push(`sandbox=${settings.sandbox}`);
+  if (settings.sandboxWrite) parts.push(`sandbox-write=${settings.sandboxWrite.join(",")}`);
+  if (settings.env) parts.push(`env=${settings.env.join(",")}`);
   return parts.join(" ");
 }

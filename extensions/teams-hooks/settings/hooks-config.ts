@@ -7,6 +7,7 @@
  * all call it, so they cannot disagree, and the event pipeline takes the object whole.
  * Pure: the raw block and the environment are arguments.
  */
+import { SANDBOX_MODES, type SandboxMode } from "./hook-line.js";
 import { closestName, didYouMean } from "../text/suggest.js";
 import path from "node:path";
 import { z } from "zod";
@@ -99,6 +100,8 @@ export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SW
 export const EXIT_CODE_MODES = ["v1", "strict"] as const;
 export type ExitCodeMode = (typeof EXIT_CODE_MODES)[number];
 export const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(EXIT_CODE_MODES));
+/** `hooks.sandbox`: how the team's gates run (runner/sandbox.ts); a gate's own `sandbox=` wins. */
+export const SandboxSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SANDBOX_MODES));
 
 /**
  * A limit as written in the block: a whole number (or a string of digits), in range or not. A value
@@ -195,6 +198,7 @@ export const HooksBlockSchema = z
     failureMode: FailureModeBlock.nullish(),
     sweep: SweepSettingSchema.nullish(),
     exitCodes: ExitCodesSettingSchema.nullish(),
+    sandbox: SandboxSettingSchema.nullish(),
     limits: LimitsSchema.nullish(),
     /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
     handlers: HandlersSchema.nullish(),
@@ -380,6 +384,8 @@ export interface SettingsReport {
   sweep: Effective<SweepMode, "config" | "default">;
   /** `hooks.exitCodes`: what an exit code means without a verdict (`v1` or `strict`). */
   exitCodes: Effective<ExitCodeMode, "config" | "default">;
+  /** `hooks.sandbox`: how the team's gates run: `auto` (default), `required` or `off`. */
+  sandbox: Effective<SandboxMode, "config" | "default">;
   /** `hooks.handlers`, in declaration order (secret values are never here: only variable names). */
   handlers: readonly HandlerDef[];
   /** `hooks.templates`, by slug as written. */
@@ -553,6 +559,9 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     exitCodes: block.exitCodes
       ? { value: block.exitCodes, source: "config", origin: inConfig("hooks.exitCodes") }
       : { value: "v1", source: "default", origin: "default" },
+    sandbox: block.sandbox
+      ? { value: block.sandbox, source: "config", origin: inConfig("hooks.sandbox") }
+      : { value: "auto", source: "default", origin: "default" },
     handlers: [...(block.handlers ?? [])],
     templates: { ...(block.templates ?? {}) },
     deferTimeoutMs: deferFromConfig

@@ -1,0 +1,174 @@
+/**
+ * The private folder of one run: made by the leader for the run, `0700`, inside a folder of the
+ * leader's own that no team can write or name, and outside any shared temp dir. It holds what the
+ * run is made of: the context document (also the gate's stdin), a Claude Code gate's input, the
+ * result file (created empty by the leader before the start), the copy of the gate's checked bytes
+ * that starts, and, for a sandboxed run, the folder its view is built in. Removed whole at the end.
+ *
+ * The leader's runs folder (`runsRoot`): `$XDG_RUNTIME_DIR/pi-teams-hooks/runs` when that folder
+ * is the user's own (a tmpfs on most systems: nothing of a run reaches a disk), else
+ * `<state dir>/runs` (`~/.local/state/pi-teams-hooks/runs`). It holds `node_modules/pi-teams-hooks`,
+ * a link to the running leader's own package, so that `import "pi-teams-hooks/hook"` from a gate
+ * resolves to it and never through a folder someone else can write (runner/gate-modules.ts).
+ */
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describeError } from "../contract/errors.js";
+import { sanitizeName } from "../team/paths.js";
+import { userStateDir } from "../trust/trust-store.js";
+
+/** The files of one run, in its private folder. */
+export interface RunDir {
+  dir: string;
+  contextFile: string;
+  resultFile: string;
+  stdinFile: string;
+  /** Where the sandbox builds the gate's view (runner/sandbox.ts): an empty folder until then. */
+  root: string;
+  /** The result file as the leader created it: what it must still be when read back. */
+  result: { ino: number; dev: number };
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+let ready: { env: string; root: string } | null = null;
+
+/**
+ * The leader's runs folder, made `0700` on first use, and checked to be the leader's own: a real
+ * folder (no link), owned by this user, that no other user can write or enter. Throws with a
+ * message naming the folder when it is not.
+ */
+export function runsRoot(env: Env = process.env): string {
+  const key = `${env.XDG_RUNTIME_DIR ?? ""}\0${env.XDG_STATE_HOME ?? ""}\0${env.HOME ?? ""}`;
+  if (ready?.env === key) return ready.root;
+  const runtime = env.XDG_RUNTIME_DIR;
+  const runs =
+    runtime && path.isAbsolute(runtime) && isOwnPrivate(runtime)
+      ? path.join(runtime, "pi-teams-hooks", "runs")
+      : path.join(userStateDir(env), "runs");
+  // One folder per installed package: two installs of pi-teams-hooks (two releases side by side)
+  // each link their own package for their gates.
+  const root = path.join(runs, createHash("sha256").update(ownPackageRoot()).digest("hex").slice(0, 12));
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  for (const dir of [runs, root]) {
+    const problem = notPrivate(dir);
+    if (problem) throw new Error(`the leader's runs folder ${dir} ${problem}: no gate runs from it`);
+  }
+  linkOwnPackage(root);
+  ready = { env: key, root };
+  return root;
+}
+
+/** Makes the private folder of a run, with its result file created empty (`0600`) by the leader. */
+export function makeRunDir(runId: string, env: Env = process.env): RunDir {
+  const dir = mkdtempSync(path.join(runsRoot(env), `${sanitizeName(runId)}.`));
+  const resultFile = path.join(dir, "result.json");
+  const fd = openSync(resultFile, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600);
+  let result: { ino: number; dev: number };
+  try {
+    const st = fstatSync(fd);
+    result = { ino: st.ino, dev: st.dev };
+  } finally {
+    closeSync(fd);
+  }
+  const root = path.join(dir, "root");
+  mkdirSync(root, { mode: 0o700 });
+  return {
+    dir,
+    contextFile: path.join(dir, "context.json"),
+    resultFile,
+    stdinFile: path.join(dir, "stdin.json"),
+    root,
+    result,
+  };
+}
+
+/** Removes a run's folder and all in it; a failure leaves a `0700` folder of the leader's, never an error. */
+export function removeRunDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // A mount still held inside it (a sandbox whose namespace is ending): the next start removes it.
+  }
+}
+
+/**
+ * Removes the run folders that a dead leader's runs left (the event's run id and its chain's
+ * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
+ */
+export function removeRunDirs(runId: string, env: Env = process.env): number {
+  let root: string;
+  let names: string[];
+  try {
+    root = runsRoot(env);
+    names = readdirSync(root);
+  } catch {
+    return 0;
+  }
+  const stem = sanitizeName(runId);
+  let removed = 0;
+  for (const name of names) {
+    if (!name.startsWith(stem) || !/^(-\d+)?\.[A-Za-z0-9]{6}$/.test(name.slice(stem.length))) continue;
+    removeRunDir(path.join(root, name));
+    removed += 1;
+  }
+  return removed;
+}
+
+/** Why `dir` is not a folder only this user can write and enter (null when it is). */
+export function notPrivate(dir: string): string | null {
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(dir);
+  } catch (error) {
+    return `cannot be read (${describeError(error)})`;
+  }
+  if (st.isSymbolicLink()) return "is a symbolic link";
+  if (!st.isDirectory()) return "is not a folder";
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) return `belongs to uid ${st.uid}, not to this user (uid ${uid})`;
+  if ((st.mode & 0o077) !== 0) return `has mode ${(st.mode & 0o777).toString(8)}, not 700`;
+  return null;
+}
+
+function isOwnPrivate(dir: string): boolean {
+  return notPrivate(dir) === null;
+}
+
+/** The root of the package this module belongs to (the folder of its package.json). */
+export function ownPackageRoot(): string {
+  // dist/teams-hooks/runner/run-dir.js (or extensions/teams-hooks/runner/run-dir.ts): three folders down.
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+}
+
+/** `<root>/node_modules/pi-teams-hooks` → this leader's own package, made (or corrected) once per leader. */
+function linkOwnPackage(root: string): void {
+  const modules = path.join(root, "node_modules");
+  mkdirSync(modules, { recursive: true, mode: 0o700 });
+  const link = path.join(modules, "pi-teams-hooks");
+  const target = ownPackageRoot();
+  try {
+    if (readlinkSync(link) === target) return;
+  } catch {
+    // absent, or not a link: replaced below
+  }
+  const temp = `${link}.tmp.${process.pid}`;
+  rmSync(temp, { force: true });
+  symlinkSync(target, temp, "dir");
+  renameSync(temp, link);
+}

@@ -1,0 +1,222 @@
+/**
+ * The sandbox a gate runs in: util-linux's `unshare` and `mount`, the base system's own tools
+ * (docs/security.md, "Gates run sandboxed"). One run's launch, outermost first:
+ *
+ *   unshare --user --map-root-user --mount             a user and a mount namespace of the run
+ *     sh -c SETUP                                       mount -a -T <run dir>/fstab: the view below
+ *       unshare --user --map-user=<uid>                 a second user namespace, chrooted into the view
+ *               --root=<run dir>/root --wd=<cwd>        (no capability left over the mounts)
+ *         [setpriv --no-new-privs --bounding-set=-all]  only for a leader running as root
+ *           the gate
+ *
+ * The view, built in the run's `root/` folder: the whole file system bound recursively and every
+ * real file system in it remounted read-only; a fresh tmpfs on `/tmp` and `/dev/shm`; the gate's
+ * working directory and its `sandbox-write=` paths bound writable; the leader's own folders (its run
+ * folders, state, the team's `hook-state/`, `hook-logs/` and hooks dirs) bound read-only again where
+ * they lie inside a writable path; the run's result file bound writable, alone. The gate's process
+ * then holds no capability in the namespace that owns these mounts (it cannot remount them), and
+ * the kernel refuses it a new user namespace inside a chroot (no way to gain one back). Every step
+ * execs the next: the process the leader started is the gate's, in the gate's process group, with
+ * its exit status and signal as they are (runner/terminate.ts ends it as any gate).
+ *
+ * No pid namespace: its first process would be the gate, and the kernel drops the signals a
+ * namespace's first process sends itself (a gate that kills itself would go on), while a small init
+ * before it would turn every signal into an exit code. The gate's processes see the leader's pid
+ * (docs/security.md says what they can do with it).
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+/** Whether this machine can sandbox a gate, probed once per process; `reason` says why not. */
+export type SandboxSupport = { ok: true } | { ok: false; reason: string };
+
+let probed: SandboxSupport | null = null;
+
+/**
+ * Whether unprivileged user and mount namespaces work here: `unshare` started once as a run
+ * would start it. The kernel can refuse (`kernel.unprivileged_userns_clone=0`, `user.max_user_namespaces=0`,
+ * an AppArmor restriction, a container's seccomp profile), or util-linux can be missing.
+ */
+export function sandboxSupport(): SandboxSupport {
+  if (probed) return probed;
+  const probe = spawnSync(UNSHARE, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
+    stdio: ["ignore", "ignore", "pipe"],
+    timeout: 5_000,
+  });
+  if (probe.error) {
+    const code = (probe.error as NodeJS.ErrnoException).code;
+    probed = {
+      ok: false,
+      reason: code === "ENOENT" ? "util-linux's unshare is not installed" : `unshare: ${probe.error.message}`,
+    };
+  } else if (probe.status !== 0) {
+    const said = probe.stderr.toString("utf8").trim().split("\n")[0] ?? "";
+    probed = { ok: false, reason: `the kernel refuses unprivileged namespaces (${said || `exit ${probe.status}`})` };
+  } else {
+    probed = { ok: true };
+  }
+  return probed;
+}
+
+const UNSHARE = "unshare";
+const OUTER_FLAGS = ["--user", "--map-root-user", "--mount", "--propagation", "private"];
+
+/** What one sandboxed run needs: paths are absolute, as the leader sees them. */
+export interface SandboxPlan {
+  /** The run's private folder: `root/` and `fstab` are made in it. */
+  runDir: string;
+  cwd: string;
+  /** Writable inside: the working directory first, then the gate's `sandbox-write=` paths. */
+  writable: readonly string[];
+  /**
+   * Shown read-only where the private `/tmp` or `/dev/shm` would hide them: what the gate needs to
+   * see (its run folder, the team dir, the gate's folder, the leader's package and Node).
+   */
+  visible: readonly string[];
+  /** Read-only again where they lie inside a writable path: the leader's own folders. */
+  protect: readonly string[];
+  /** The run's result file: writable inside, alone. */
+  resultFile: string;
+}
+
+/** The exit status SETUP ends with when the mounts could not be made: the gate never started. */
+export const SANDBOX_SETUP_FAILED = 125;
+/** The first words of SETUP's line on stderr when it failed, for the runner to tell it from a gate's own 125. */
+export const SANDBOX_SETUP_MARK = "pi-teams-hooks sandbox:";
+
+const SETUP = [
+  // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
+  `mount -a -T "$1" || { echo "${SANDBOX_SETUP_MARK} the gate's view could not be built (mount -a -T $1)" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
+  `r=$2 w=$3 u=$4 g=$5; shift 5`,
+  `if [ "$u" = 0 ]; then exec unshare --user --map-user=0 --map-group=0 --root="$r" --wd="$w" -- setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
+  `exec unshare --user --map-user="$u" --map-group="$g" --root="$r" --wd="$w" -- "$@"`,
+].join("\n");
+
+/**
+ * The command that starts `command args` in the sandbox of `plan`, after writing the plan's fstab
+ * into the run folder. Throws (an I/O error) when the run folder cannot be written.
+ */
+export function sandboxed(
+  command: string,
+  args: readonly string[],
+  plan: SandboxPlan,
+): { command: string; args: string[] } {
+  const root = path.join(plan.runDir, "root");
+  const fstab = path.join(plan.runDir, "fstab");
+  writeFileSync(fstab, fstabOf(plan, root, readMounts()), { mode: 0o600, flag: "wx" });
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  return {
+    command: UNSHARE,
+    args: [
+      ...OUTER_FLAGS,
+      "--",
+      "/bin/sh",
+      "-c",
+      SETUP,
+      "pi-teams-sandbox",
+      fstab,
+      root,
+      plan.cwd,
+      String(uid),
+      String(gid),
+      command,
+      ...args,
+    ],
+  };
+}
+
+/** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */
+export interface MountEntry {
+  point: string;
+  type: string;
+  readOnly: boolean;
+}
+
+/** The mounts this process sees, in mount order. */
+export function readMounts(): MountEntry[] {
+  const mounts: MountEntry[] = [];
+  for (const line of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
+    const fields = line.split(" ");
+    const dash = fields.indexOf("-");
+    const point = fields[4];
+    if (dash < 0 || point === undefined) continue;
+    mounts.push({ point, type: fields[dash + 1] ?? "", readOnly: (fields[5] ?? "").split(",").includes("ro") });
+  }
+  return mounts;
+}
+
+/**
+ * File systems of the kernel's own (no file of a user's on them), left as they are: the gate's
+ * processes cannot write them for another user, and a new proc is not needed (the view's /proc is
+ * the host's: a pid seen there cannot be signalled from the gate's pid namespace).
+ */
+const KERNEL_FS = new Set([
+  "proc",
+  "sysfs",
+  "devtmpfs",
+  "devpts",
+  "cgroup",
+  "cgroup2",
+  "mqueue",
+  "securityfs",
+  "debugfs",
+  "tracefs",
+  "bpf",
+  "pstore",
+  "fusectl",
+  "configfs",
+  "hugetlbfs",
+  "binfmt_misc",
+  "autofs",
+  "efivarfs",
+  "selinuxfs",
+  "rpc_pipefs",
+  "nsfs",
+]);
+
+/** The fstab (mount(8)'s own format, one `mount -a`) that builds the view of `plan` in `root`. */
+export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): string {
+  const inRoot = (point: string): string => `${fstabEscape(root)}${point === "/" ? "" : point}`;
+  const lines = [`/ ${fstabEscape(root)} none rbind 0 0`];
+  // The mounts a path shows: the last one at each mount point, not hidden by a later mount above it.
+  const visible = mounts.filter(
+    (m, i) => !mounts.slice(i + 1).some((later) => later.point === m.point || isUnder(m.point, later.point)),
+  );
+  for (const m of visible) {
+    if (m.readOnly || KERNEL_FS.has(m.type)) continue;
+    lines.push(`${inRoot(m.point)} ${inRoot(m.point)} none remount,bind,ro 0 0`);
+  }
+  lines.push(`tmpfs ${fstabEscape(root)}/tmp tmpfs mode=1777,nosuid,nodev 0 0`);
+  lines.push(`tmpfs ${fstabEscape(root)}/dev/shm tmpfs mode=1777,nosuid,nodev 0 0`);
+  const bind = (dir: string, options: string): void => {
+    lines.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options},X-mount.mkdir 0 0`);
+  };
+  const hidden = (dir: string): boolean => isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm");
+  // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
+  // earlier one would cover it.
+  for (const dir of outerFirst(plan.visible)) if (hidden(dir)) bind(dir, "bind,ro");
+  for (const dir of outerFirst(plan.writable)) bind(dir, "bind");
+  for (const dir of outerFirst(plan.protect)) {
+    if (plan.writable.some((w) => dir === w || isUnder(dir, w))) bind(dir, "bind,ro");
+  }
+  lines.push(`${fstabEscape(plan.resultFile)} ${inRoot(fstabEscape(plan.resultFile))} none bind 0 0`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** The distinct paths of `dirs`, each ancestor before what lies inside it. */
+function outerFirst(dirs: readonly string[]): string[] {
+  return [...new Set(dirs.map((d) => path.resolve(d)))].sort((a, b) => a.length - b.length);
+}
+
+/** True when `child` lies strictly inside `parent` (both absolute, as mountinfo or path.resolve gives them). */
+function isUnder(child: string, parent: string): boolean {
+  if (parent === "/") return child !== "/";
+  return child.startsWith(`${parent}/`);
+}
+
+/** fstab's escapes (the same as mountinfo's): a blank, a tab, a newline and a backslash as octal. */
+function fstabEscape(file: string): string {
+  return file.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
+}
