@@ -2,7 +2,8 @@
 // The formatter keeps code within the width but leaves comments and literals as they are: a
 // line is judged without its string, template and regular-expression literals, never split. The
 // sources checked are those the formatter formats (biome.json "files"): every .ts/.mts/.js/.mjs in
-// extensions/, test/ (fixtures included: they are code), bench/, scripts/, hooks/, examples/ and vitest.config.ts. None of these is vendored
+// extensions/, test/ (fixtures included: they are code), bench/, scripts/, hooks/, examples/ and
+// vitest.config.ts. None of these is vendored
 // or generated (the build writes to dist/, which git ignores); data fixtures (.json, .sh) are not source.
 // Width is counted in Unicode code points, so `→` is one character.
 import { execFileSync } from "node:child_process";
