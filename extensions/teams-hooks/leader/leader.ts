@@ -20,8 +20,7 @@
  * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
  * shared context.ts.
  */
-import { sandboxSupport } from "../runner/sandbox.js";
-import type { TeamSetup } from "../team/setup.js";
+import { sandboxNotice } from "../runner/sandbox.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../gates/chain.js";
 import { terminateAllRuns } from "../runner/run.js";
@@ -81,11 +80,10 @@ export class Leader {
       // Each event's whole chain (both layers' files, then the handlers), as its events will find it.
       const chains = await discoverChains(opts.setup.hooksDir, opts.setup.teamHooksDir, opts.setup.settings.handlers);
       opts.report({ kind: "hooks", hooks: chains });
-      reportSandbox(
-        opts.setup.settings.sandbox,
-        (m) => opts.report({ kind: "info", message: m }),
-        (m) => ctx.warn(m),
-      );
+      // How the gates run, said at every start: never silent when they are not sandboxed.
+      const sandbox = sandboxNotice(opts.setup.settings.sandbox);
+      if (sandbox.level === "info") opts.report({ kind: "info", message: sandbox.message });
+      else ctx.warn(sandbox.message);
       const ledger = ctx.requireLedger();
       await takeTrust(ctx, ledger, chains);
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
@@ -176,30 +174,4 @@ export class Leader {
     ctx.state = "stopped";
     if (started) ctx.opts.report({ kind: "stopped", dropped });
   }
-}
-
-/**
- * Says at start how the team's gates run: sandboxed, or why not. Never silent: a machine that
- * cannot sandbox a gate is a warning, and so is a team that switched the sandbox off.
- */
-function reportSandbox(
-  setting: TeamSetup["settings"]["sandbox"],
-  info: (message: string) => void,
-  warn: (message: string) => void,
-): void {
-  if (setting.value === "off") {
-    warn(`hooks.sandbox is off (${setting.origin}): gates run with the leader's own authority, unsandboxed`);
-    return;
-  }
-  const support = sandboxSupport();
-  if (support.ok) {
-    info(
-      `sandbox: gates run sandboxed (hooks.sandbox ${setting.value}, ${setting.origin}): read-only file system but their working directory and a private /tmp; user, mount and pid namespaces of their own`,
-    );
-    return;
-  }
-  warn(
-    `gates are NOT sandboxed on this machine: ${support.reason}; they run with the leader's own authority ` +
-      `(hooks.sandbox ${setting.value}); a gate whose settings line says sandbox=required is held, not run`,
-  );
 }

@@ -27,6 +27,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import type { SandboxMode } from "../settings/hook-line.js";
 
 /** Whether this machine can sandbox a gate, probed once per process; `reason` says why not. */
 export type SandboxSupport = { ok: true } | { ok: false; reason: string };
@@ -57,6 +58,31 @@ export function sandboxSupport(): SandboxSupport {
     probed = { ok: true };
   }
   return probed;
+}
+
+/**
+ * How a team's gates run on this machine, in one line: sandboxed, or why not (a warning). Said by
+ * the leader at start and by `run` before it fires an event.
+ */
+export function sandboxNotice(setting: { value: SandboxMode; origin: string }): {
+  level: "info" | "warn";
+  message: string;
+} {
+  if (setting.value === "off")
+    return {
+      level: "warn",
+      message: `hooks.sandbox is off (${setting.origin}): gates run unsandboxed, with the leader's own authority`,
+    };
+  const support = sandboxSupport();
+  if (support.ok)
+    return {
+      level: "info",
+      message: `sandbox: gates run sandboxed (hooks.sandbox ${setting.value}, ${setting.origin}): read-only file system but their working directory and a private /tmp, in user and mount namespaces of their own`,
+    };
+  return {
+    level: "warn",
+    message: `gates are NOT sandboxed on this machine: ${support.reason}; they run with the leader's own authority (hooks.sandbox ${setting.value}); a gate whose settings line says sandbox=required is held, not run`,
+  };
 }
 
 const UNSHARE = "unshare";
