@@ -74,8 +74,9 @@ function readType(manifest: string): "module" | "commonjs" {
 }
 
 /**
- * Lays out `runDir` for a node gate: a package.json of the gate's module type, and a node_modules
- * with `pi-teams-hooks` (the leader's own) and each package of the gate's own node_modules.
+ * Lays out `runDir` for a node gate: the files beside the gate linked, a package.json of the gate's
+ * module type, and a node_modules with `pi-teams-hooks` (the leader's own) and each package of the
+ * gate's own node_modules.
  */
 export function layOutModules(runDir: string, gateFile: string, modules: GateModules): void {
   if (!NODE_GATE.test(gateFile)) return;
@@ -86,10 +87,10 @@ export function layOutModules(runDir: string, gateFile: string, modules: GateMod
     symlinkSync(path.join(gateDir, name), path.join(runDir, name));
   }
   if (modules.type) writeFileSync(path.join(runDir, "package.json"), `{"type":"${modules.type}"}\n`, { flag: "wx" });
-  if (!modules.packages) return; // the runs folder's node_modules has pi-teams-hooks for every run
   const linked = path.join(runDir, "node_modules");
   mkdirSync(linked);
   symlinkSync(ownPackageRoot(), path.join(linked, OWN_PACKAGE), "dir");
+  if (!modules.packages) return;
   for (const name of readdirSync(modules.packages)) {
     if (name === OWN_PACKAGE || name.startsWith(".")) continue;
     symlinkSync(path.join(modules.packages, name), path.join(linked, name));

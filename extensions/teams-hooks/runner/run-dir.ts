@@ -7,9 +7,8 @@
  *
  * The leader's runs folder (`runsRoot`): `$XDG_RUNTIME_DIR/pi-teams-hooks/runs` when that folder
  * is the user's own (a tmpfs on most systems: nothing of a run reaches a disk), else
- * `<state dir>/runs` (`~/.local/state/pi-teams-hooks/runs`). It holds `node_modules/pi-teams-hooks`,
- * a link to the running leader's own package, so that `import "pi-teams-hooks/hook"` from a gate
- * resolves to it and never through a folder someone else can write (runner/gate-modules.ts).
+ * `<state dir>/runs` (`~/.local/state/pi-teams-hooks/runs`), then a folder per installed package
+ * (two releases side by side keep apart). A sandboxed gate sees none of it but its own run's folder.
  */
 import {
   closeSync,
@@ -20,10 +19,7 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
-  readlinkSync,
-  renameSync,
   rmSync,
-  symlinkSync,
 } from "node:fs";
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -69,7 +65,6 @@ export function runsRoot(env: Env = process.env): string {
     const problem = notPrivate(dir);
     if (problem) throw new Error(`the leader's runs folder ${dir} ${problem}: no gate runs from it`);
   }
-  linkOwnPackage(root);
   ready = { env: key, root };
   return root;
 }
@@ -154,21 +149,4 @@ function isOwnPrivate(dir: string): boolean {
 export function ownPackageRoot(): string {
   // dist/teams-hooks/runner/run-dir.js (or extensions/teams-hooks/runner/run-dir.ts): three folders down.
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-}
-
-/** `<root>/node_modules/pi-teams-hooks` → this leader's own package, made (or corrected) once per leader. */
-function linkOwnPackage(root: string): void {
-  const modules = path.join(root, "node_modules");
-  mkdirSync(modules, { recursive: true, mode: 0o700 });
-  const link = path.join(modules, "pi-teams-hooks");
-  const target = ownPackageRoot();
-  try {
-    if (readlinkSync(link) === target) return;
-  } catch {
-    // absent, or not a link: replaced below
-  }
-  const temp = `${link}.tmp.${process.pid}`;
-  rmSync(temp, { force: true });
-  symlinkSync(target, temp, "dir");
-  renameSync(temp, link);
 }

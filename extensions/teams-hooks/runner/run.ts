@@ -277,8 +277,9 @@ async function runIn(
       runDir: run.dir,
       cwd: opts.cwd,
       writable: [opts.cwd, ...(opts.sandbox?.write ?? [])],
-      visible: [run.dir, invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix()],
-      protect: [runsRoot(opts.baseEnv ?? process.env), ...(opts.sandbox?.protect ?? [])],
+      visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix()],
+      protect: opts.sandbox?.protect ?? [],
+      hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env))],
       resultFile: run.resultFile,
     });
     started = { ...started, ...wrapped };

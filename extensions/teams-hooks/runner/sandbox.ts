@@ -11,9 +11,10 @@
  *
  * The view, built in the run's `root/` folder: the whole file system bound recursively and every
  * real file system in it remounted read-only; a fresh tmpfs on `/tmp` and `/dev/shm`; the gate's
- * working directory and its `sandbox-write=` paths bound writable; the leader's own folders (its run
- * folders, state, the team's `hook-state/`, `hook-logs/` and hooks dirs) bound read-only again where
- * they lie inside a writable path; the run's result file bound writable, alone. The gate's process
+ * working directory and its `sandbox-write=` paths bound writable; the leader's own folders (its
+ * state, the team's `hook-state/`, `hook-logs/` and hooks dirs) bound read-only again where they lie
+ * inside a writable path; the leader's runs folder hidden, this run's folder shown read-only in it;
+ * the run's result file bound writable, alone. The gate's process
  * then holds no capability in the namespace that owns these mounts (it cannot remount them), and
  * the kernel refuses it a new user namespace inside a chroot (no way to gain one back). Every step
  * execs the next: the process the leader started is the gate's, in the gate's process group, with
@@ -102,6 +103,11 @@ export interface SandboxPlan {
   visible: readonly string[];
   /** Read-only again where they lie inside a writable path: the leader's own folders. */
   protect: readonly string[];
+  /**
+   * Hidden behind an empty tmpfs: the leader's runs folder, where other runs' files are (their
+   * documents may hold what this gate may not see); this run's folder is shown again, read-only.
+   */
+  hide: readonly string[];
   /** The run's result file: writable inside, alone. */
   resultFile: string;
 }
@@ -227,6 +233,9 @@ export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountE
   for (const dir of outerFirst(plan.protect)) {
     if (plan.writable.some((w) => dir === w || isUnder(dir, w))) bind(dir, "bind,ro");
   }
+  for (const dir of outerFirst(plan.hide))
+    lines.push(`tmpfs ${inRoot(fstabEscape(dir))} tmpfs mode=0755,nosuid,nodev,X-mount.mkdir 0 0`);
+  bind(plan.runDir, "bind,ro");
   lines.push(`${fstabEscape(plan.resultFile)} ${inRoot(fstabEscape(plan.resultFile))} none bind 0 0`);
   return `${lines.join("\n")}\n`;
 }

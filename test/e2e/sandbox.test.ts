@@ -1,0 +1,249 @@
+/**
+ * A gate has no more authority than its verdict: it runs sandboxed (util-linux unshare: user and mount
+ * namespaces), so that it and everything it starts cannot write the leader's ground, its run's files
+ * are the leader's own, its imports resolve to the leader's package, and a machine that cannot
+ * sandbox says so and holds a gate that requires it. All through the built CLI, with real processes.
+ */
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, it } from "vitest";
+import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+
+const outerRig = useLeaderRig();
+const STATE_HOME = process.env.XDG_STATE_HOME ?? path.join(os.homedir(), ".local", "state");
+
+/** Each attempt on one line: `<name>=written` or `<name>=refused`. */
+const ATTEMPTS = (stateHome: string) =>
+  [
+    `try() { if ( eval "$2" ) >/dev/null 2>&1; then echo "$1=written"; else echo "$1=refused"; fi; }`,
+    `try hook-state 'echo x > "$PI_TEAMS_TEAM_DIR/hook-state/planted"'`,
+    `try hook-logs 'mkdir -p "$PI_TEAMS_TEAM_DIR/hook-logs" && echo x > "$PI_TEAMS_TEAM_DIR/hook-logs/planted.json"'`,
+    `try tasks 'echo x > "$PI_TEAMS_TEAM_DIR/tasks/planted"'`,
+    `try hooks-dir 'echo x > "$(dirname "$PI_TEAMS_HOOK_PATH")/planted"'`,
+    `try gate 'echo "exit 0" >> "$PI_TEAMS_HOOK_PATH"'`,
+    `try own-copy 'echo "exit 0" >> "$0"'`,
+    `try trust 'mkdir -p "${stateHome}/pi-teams-hooks/trust" && echo x > "${stateHome}/pi-teams-hooks/trust/planted"'`,
+    `try home 'echo x > "$HOME/planted-by-gate"'`,
+    `try remount 'mount -o remount,rw /'`,
+    `try userns 'unshare --user true'`,
+    `try cwd 'echo x > ./written-in-cwd'`,
+    `try tmp 'echo x > /tmp/written-in-tmp'`,
+    `echo "leader-var=\${SANDBOX_LEADER_VAR:-unset}"`,
+    `echo "declared-var=\${SANDBOX_DECLARED_VAR:-unset}"`,
+    `echo "tmp-listing=$(ls -A /tmp | tr '\\n' ' ')"`,
+    `stat -c "run-dir=%a" "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")"`,
+    // Other runs' folders (their documents) are not the gate's to read: only its own is there.
+    `echo "runs-seen=$(ls -A "$(dirname "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")")" | wc -l)"`,
+  ].join("\n");
+
+function lines(stdout: string): Map<string, string> {
+  return new Map(
+    stdout
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+  );
+}
+
+describe.concurrent("a sandboxed gate", () => {
+  it("writes only its working directory and a private /tmp, sees only the variables it declares, and cannot get out", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    const gate = await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `# pi-teams-hooks: env=SANDBOX_DECLARED_VAR\n${ATTEMPTS(STATE_HOME)}`,
+    );
+    const gateText = await readFile(gate, "utf8");
+    const work = await mkdtemp(path.join(os.tmpdir(), "sandbox-work-"));
+    context.onTestFinished(() => rm(work, { recursive: true, force: true }));
+    // Something of the leader's in the shared temp dir: the gate's /tmp is a fresh one of its own.
+    const marker = path.join(os.tmpdir(), `leader-temp-marker-${process.pid}`);
+    await writeFile(marker, "x");
+    context.onTestFinished(() => rm(marker, { force: true }));
+
+    const out = await runBin(
+      ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--cwd", work, "--json"],
+      { env: { SANDBOX_LEADER_VAR: "leaked", SANDBOX_DECLARED_VAR: "given" } },
+    );
+    expect(out.code, out.stderr).toBe(0);
+    const record = JSON.parse(out.stdout) as { result: { stdout: string; sandbox?: string; outcome: string } };
+    expect(record.result).toMatchObject({ outcome: "passed", sandbox: "on" });
+    const seen = lines(record.result.stdout);
+    expect(Object.fromEntries(seen)).toMatchObject({
+      "hook-state": "refused",
+      "hook-logs": "refused",
+      tasks: "refused",
+      "hooks-dir": "refused",
+      gate: "refused",
+      "own-copy": "refused",
+      home: "refused",
+      remount: "refused",
+      userns: "refused",
+      cwd: "written",
+      tmp: "written",
+      "leader-var": "unset",
+      "declared-var": "given",
+      "run-dir": "700",
+      "runs-seen": "1",
+    });
+    expect(seen.get("tmp-listing")?.trim()).toBe("written-in-tmp");
+    // Nothing reached the leader's ground, and what the gate was allowed to write is where it wrote it.
+    expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
+    expect(existsSync(path.join(team.teamDir, "tasks", "planted"))).toBe(false);
+    expect(existsSync(path.join(path.dirname(gate), "planted"))).toBe(false);
+    // The state dir is read-only, or hidden by the private /tmp where it lies there (as in this suite).
+    expect(existsSync(path.join(STATE_HOME, "pi-teams-hooks", "trust", "planted"))).toBe(false);
+    expect(await readFile(gate, "utf8")).toBe(gateText);
+    expect(existsSync(path.join(work, "written-in-cwd"))).toBe(true);
+    expect(existsSync(path.join(os.tmpdir(), "written-in-tmp"))).toBe(false);
+    const names = (await readdir(path.join(team.teamDir, "hook-logs"))).filter((n) => n.includes("planted"));
+    expect(names).toEqual([]);
+  });
+
+  it("a verdict planted where the run's result file used to be offered changes nothing: the failing gate fails", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    const work = await mkdtemp(path.join(os.tmpdir(), "sandbox-verdict-"));
+    context.onTestFinished(() => rm(work, { recursive: true, force: true }));
+    // The gate says its run id, waits until the "attacker" planted its verdicts, then fails.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `echo "$PI_TEAMS_HOOK_RUN_ID" > ./run-id`,
+        `while [ ! -e ./planted ]; do sleep 0.02; done`,
+        `echo "FAIL: the work is not done" >&2`,
+        `exit 1`,
+      ].join("\n"),
+    );
+    const running = runBin([
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--cwd",
+      work,
+      "--json",
+    ]);
+    const idFile = path.join(work, "run-id");
+    const deadline = Date.now() + 20_000;
+    while (!existsSync(idFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const runId = (await readFile(idFile, "utf8")).trim();
+    const allow = '{"decision":"allow"}\n';
+    // Every name a process of the machine could guess: the shared temp dir's old names for the run.
+    for (const dir of new Set([os.tmpdir(), "/tmp"]))
+      for (const name of [`pi-teams-hook-${runId}.result.json`, `pi-teams-hook-${runId}.json`])
+        await writeFile(path.join(dir, name), allow).catch(() => undefined);
+    context.onTestFinished(async () => {
+      for (const dir of new Set([os.tmpdir(), "/tmp"]))
+        for (const name of [`pi-teams-hook-${runId}.result.json`, `pi-teams-hook-${runId}.json`])
+          await rm(path.join(dir, name), { force: true });
+    });
+    await writeFile(path.join(work, "planted"), "");
+    const out = await running;
+    expect(out.code, out.stderr).toBe(1);
+    const record = JSON.parse(out.stdout) as { result: { outcome: string; verdict?: unknown } };
+    expect(record.result.outcome).toBe("failed");
+    expect(record.result.verdict).toBeUndefined();
+  });
+
+  it("imports pi-teams-hooks from the leader's own package, whatever another user put in a node_modules or package.json above the hooks dir", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    // The teams root as the recipe makes it: others can write it. They plant a package and a module type.
+    await chmod(team.teamsRoot, 0o777);
+    const fake = path.join(team.teamsRoot, "node_modules", "pi-teams-hooks");
+    await mkdir(fake, { recursive: true });
+    const pwned = path.join(team.teamsRoot, "pwned");
+    await writeFile(
+      path.join(fake, "package.json"),
+      JSON.stringify({ name: "pi-teams-hooks", type: "module", exports: { "./hook": "./hook.js" } }),
+    );
+    await writeFile(
+      path.join(fake, "hook.js"),
+      `import fs from "node:fs";\nfs.writeFileSync(${JSON.stringify(pwned)}, "ran as the leader");\nexport async function runGate() { process.exit(0); }\n`,
+    );
+    await writeFile(path.join(team.teamsRoot, "package.json"), '{"type":"module"}\n');
+    await rig.hook(
+      team,
+      "on_task_completed.mjs",
+      `import { runGate } from "pi-teams-hooks/hook";\nawait runGate(() => ({ decision: "deny", reason: "the real helper judged" }));`,
+    );
+    // A CommonJS gate beside it: a planted {"type":"module"} above would make Node refuse its require().
+    const cjsDir = path.join(team.teamDir, "hooks");
+    await mkdir(cjsDir, { recursive: true });
+    await writeFile(
+      path.join(cjsDir, "on_task_failed.js"),
+      `const fs = require("node:fs");\nfs.readFileSync(0);\nprocess.exit(0);\n`,
+    );
+
+    const denied = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--json"]);
+    const record = JSON.parse(denied.stdout) as { result: { outcome: string; verdict?: { reason?: string } } };
+    expect(record.result, denied.stderr).toMatchObject({
+      outcome: "failed",
+      verdict: { reason: "the real helper judged" },
+    });
+    expect(existsSync(pwned)).toBe(false);
+
+    const cjs = await runBin(["run", "task_failed", "--team-dir", team.teamDir, "--task", "1", "--json"]);
+    expect(JSON.parse(cjs.stdout).result, cjs.stderr).toMatchObject({ outcome: "passed" });
+    const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+    expect(doctor.stdout).toContain(
+      `${path.join(team.teamsRoot, "package.json")} is not read for the gate's module type`,
+    );
+  });
+
+  it("where this machine cannot sandbox, run says so, the log says unavailable, and a gate that requires the sandbox is held, never run", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [
+        makeTask({ id: "1", owner: "alice", status: "completed" }),
+        makeTask({ id: "2", owner: "alice", status: "pending", metadata: { abortedAt: "2026-01-01T00:00:00.000Z" } }),
+      ],
+    });
+    // A PATH without util-linux's unshare: what a machine without it (or whose kernel refuses) looks like.
+    const bin = await mkdtemp(path.join(os.tmpdir(), "no-unshare-"));
+    context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
+    for (const tool of ["bash", "env", "cat", "touch", "mkdir"]) {
+      const found = ["/usr/bin", "/bin"].map((d) => path.join(d, tool)).find((f) => existsSync(f));
+      if (found) await symlink(found, path.join(bin, tool));
+    }
+    await rig.hook(team, "on_task_completed.sh", `echo "ran unsandboxed"`);
+    await rig.hook(
+      team,
+      "on_task_failed.sh",
+      `# pi-teams-hooks: sandbox=required\necho "must never run" > "$PI_TEAMS_TEAM_DIR/ran"`,
+    );
+    const env = { PATH: bin };
+
+    const auto = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--json"], { env });
+    expect(auto.stderr).toContain(
+      "warning: gates are NOT sandboxed on this machine: util-linux's unshare is not installed",
+    );
+    expect(JSON.parse(auto.stdout).result).toMatchObject({ outcome: "passed", sandbox: "unavailable" });
+
+    const required = await runBin(["run", "task_failed", "--team-dir", team.teamDir, "--task", "2", "--json"], { env });
+    const result = JSON.parse(required.stdout).result as { ran: boolean; outcome: string; error?: string };
+    expect(result).toMatchObject({ ran: false, outcome: "error" });
+    expect(result.error).toContain("requires the sandbox (sandbox=required)");
+    expect(existsSync(path.join(team.teamDir, "ran"))).toBe(false);
+
+    const doctor = await runBin(["doctor", "--team-dir", team.teamDir], { env });
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toContain("on_task_completed.sh is not isolated: util-linux's unshare is not installed");
+    expect(doctor.stdout).toContain("on_task_failed.sh will not run: it requires the sandbox");
+    const logs = await readLogs(team.teamDir);
+    expect(logs.map((l) => l.result.sandbox).sort()).toEqual(["unavailable", "unavailable"]);
+  });
+});
