@@ -8,8 +8,8 @@
  * writes it), and every attempt of the agents' user on a gate, the leader's state or the approved
  * trust record fails with EACCES or EPERM. The example test gate then runs the agents' hostile tests:
  * they reach nothing of the leader's and forge no verdict, nor does one planted in the shared temp dir;
- * and the script's `start` runs the leader in a session of its own, with an environment of its own. Both run from a copy of the build and the worker in the
- * test's temp dir, so that the test passes wherever the repository is cloned (a 0700 folder too).
+ * and the script's `start` runs the leader in a session of its own, with an environment of its own.
+ * Both run from a copy of the build and the worker in the test's temp dir, so that the test passes wherever the repository is cloned (a 0700 folder too).
  *
  * Not root, or no useradd and groupadd on this system: skipped, with the reason in the test's name and on the
  * output.
@@ -532,7 +532,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
 
     // Nothing of the leader's was written, and the one log is the gate's own.
-    // (What the payload wrote inside its sandbox's private /tmp and /dev/shm went nowhere: the files themselves are checked.)
+    // (What the payload wrote in its sandbox's private /tmp and /dev/shm went nowhere: the files are checked.)
     for (const file of targets.slice(0, 3)) expect({ file, exists: existsSync(file) }).toEqual({ file, exists: false });
     expect(await sha(gate)).toBe(gateSha);
     expect(existsSync(approved)).toBe(true);
