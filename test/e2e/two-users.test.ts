@@ -9,7 +9,8 @@
  * trust record fails with EACCES or EPERM. The example test gate then runs the agents' hostile tests:
  * they reach nothing of the leader's and forge no verdict, nor does one planted in the shared temp dir;
  * and the script's `start` runs the leader in a session of its own, with an environment of its own.
- * Both run from a copy of the build and the worker in the test's temp dir, so that the test passes wherever the repository is cloned (a 0700 folder too).
+ * Both run from a copy of the build and the worker in the test's temp dir, so that the test passes
+ * wherever the repository is cloned (a 0700 folder too).
  *
  * Not root, or no useradd and groupadd on this system: skipped, with the reason in the test's name and on the
  * output.
