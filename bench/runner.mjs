@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Per-invocation cost of runHook next to a bare child_process.spawn of the same trivial hook.
+// Per-invocation cost of runHook next to a bare child_process.spawn of the same trivial hook, and of a
+// sandboxed run (util-linux unshare: runner/sandbox.ts) next to an unsandboxed one.
 // Both are measured in the same run, alternating which goes first, so machine noise hits both alike.
 // Build first: `npm run build && node bench/runner.mjs [iterations]`.
 import { spawn } from "node:child_process";
@@ -15,6 +16,7 @@ const script = path.join(dir, "on_task_completed.sh");
 writeFileSync(script, "exit 0\n", { mode: 0o755 });
 
 const hook = { hookPath: script, command: "bash", args: [script] };
+const gateBytes = Buffer.from("exit 0\n");
 const invocation = {
   event: "task_completed",
   teamId: "bench",
@@ -37,9 +39,16 @@ const invocation = {
   },
 };
 
-async function viaRunHook(escapeeScan = "auto") {
+async function viaRunHook(escapeeScan = "auto", sandbox = "off") {
   const t0 = performance.now();
-  const result = await runHook(hook, invocation, { cwd: dir, timeoutMs: 60_000, escapeeScan });
+  const result = await runHook(hook, invocation, {
+    cwd: dir,
+    timeoutMs: 60_000,
+    escapeeScan,
+    sandbox: { mode: sandbox },
+    snapshot: { content: gateBytes, sha256: "" },
+  });
+  if (sandbox !== "off" && result.sandbox !== "on") throw new Error(`not sandboxed: ${result.sandbox}`);
   if (result.outcome !== "passed") throw new Error(`runHook: ${JSON.stringify(result)}`);
   return performance.now() - t0;
 }
@@ -66,6 +75,7 @@ const variants = [
   { name: "runHook (bash exit 0)", run: () => viaRunHook("auto"), samples: [] },
   { name: "bare spawn (bash exit 0)", run: viaSpawn, samples: [] },
   { name: "runHook, escapeeScan always", run: () => viaRunHook("always"), samples: [] },
+  { name: "runHook, sandboxed", run: () => viaRunHook("auto", "required"), samples: [] },
 ];
 
 try {
@@ -76,12 +86,12 @@ try {
       v.samples.push(await v.run());
     }
   }
-  const [ours, bare, always] = variants.map((v) => ({ ...v, ...stats(v.samples) }));
+  const [ours, bare, always, sandboxed] = variants.map((v) => ({ ...v, ...stats(v.samples) }));
   console.log(
     `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${iterations} ` +
       `invocations each after ${warmup} warm-up, interleaved`,
   );
-  for (const v of [ours, bare, always])
+  for (const v of [ours, bare, always, sandboxed])
     console.log(`${v.name.padEnd(30)} median ${fmt(v.median).padStart(9)}   p95 ${fmt(v.p95).padStart(9)}`);
   console.log(
     `${"ratio runHook / bare spawn".padEnd(30)} median ${(ours.median / bare.median).toFixed(2)}×      p95 ` +
@@ -90,6 +100,10 @@ try {
   console.log(
     `${"ratio always-scan / spawn".padEnd(30)} median ${(always.median / bare.median).toFixed(2)}×      p95 ` +
       `${(always.p95 / bare.p95).toFixed(2)}×`,
+  );
+  console.log(
+    `${"sandboxed − unsandboxed".padEnd(30)} median ${fmt(sandboxed.median - ours.median).padStart(9)}   p95 ` +
+      `${fmt(sandboxed.p95 - ours.p95).padStart(9)}   (ratio ${(sandboxed.median / ours.median).toFixed(2)}×)`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });
