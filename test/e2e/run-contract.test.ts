@@ -16,7 +16,9 @@ const ELLIPSIS = "\u2026";
 const CREATED = "2026-12-01T08:00:00.000Z";
 const UPDATED = "2026-12-01T09:00:00.000Z";
 
-const DUMP_HOOK = `import fs from "node:fs";
+// A sandboxed gate gets only the contract's variables and the names it declares: DUMP_FILE is declared.
+const DUMP_HOOK = `// pi-teams-hooks: env=DUMP_FILE
+import fs from "node:fs";
 const stdin = fs.readFileSync(0, "utf8");
 const file = process.env.PI_TEAMS_HOOK_CONTEXT_FILE;
 const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("PI_TEAMS_")));
@@ -163,7 +165,8 @@ function expectedEnv(
     PI_TEAMS_TEAM_DIR: team.teamDir,
     PI_TEAMS_TASK_LIST_ID: "alpha",
     PI_TEAMS_STYLE: "normal",
-    PI_TEAMS_ROOT_DIR: team.teamsRoot, // the leader's own environment passes through
+    // No PI_TEAMS_ROOT_DIR: it is in the leader's environment (fire sets it), but a sandboxed gate
+    // gets only the contract's variables and the names its settings line declares.
     PI_TEAMS_HOOK_RUN_ID: dump.env.PI_TEAMS_HOOK_RUN_ID ?? "(missing)",
     PI_TEAMS_HOOK_CONTEXT_FILE: dump.env.PI_TEAMS_HOOK_CONTEXT_FILE ?? "(missing)",
     // Additive (verdicts): where the hook may write its decision.
