@@ -187,7 +187,9 @@ describe("pi-teams-hooks/hook, for real (built)", () => {
     fs.mkdirSync(hooksDir);
     await writeFile(
       path.join(hooksDir, "on_task_completed.mjs"),
-      `import { readHookContext } from ${JSON.stringify(HOOK_MODULE)};\nimport fs from "node:fs";\n` +
+      // The dump is written into the test's temp dir: a sandboxed gate must declare it writable.
+      `// pi-teams-hooks: sandbox-write=${dir}\n` +
+        `import { readHookContext } from ${JSON.stringify(HOOK_MODULE)};\nimport fs from "node:fs";\n` +
         `const read = await readHookContext();\nfs.writeFileSync(${JSON.stringify(dump)}, JSON.stringify(read));\n`,
     );
     const blob = "x".repeat(300_000);
