@@ -1,23 +1,27 @@
 /**
- * A JavaScript gate that imports a package not installed beside it (the hook helper, copied into a
- * hooks dir with no node_modules): through the built bin and a real leader, it is a gate that cannot
- * start, named to the lead (doctor, the leader's line, the lead's note) and held, never a Node stack
- * line in a failure blamed on the worker. Once the package is there (a restart), the gate runs.
+ * A JavaScript gate that imports a package not installed beside it (a hooks dir with no
+ * node_modules): through the built bin and a real leader, it is a gate that cannot start, named to
+ * the lead (doctor, the leader's line, the lead's note) and held, never a Node stack line in a
+ * failure blamed on the worker. Once the package is there (a restart), the gate runs.
+ * `pi-teams-hooks` itself is never missing: a gate's import of it resolves to the leader's own package.
  */
-import { mkdir, symlink } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT, readInboxFile, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { readInboxFile, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
 
+/** A package of the gate's own, which the hooks dir does not have until the test installs it. */
+const PACKAGE = "gate-kit";
 const HELPER_GATE = `import { runGate } from "pi-teams-hooks/hook";
-await runGate(async () => ({ decision: "allow" }));
+import { allow } from "${PACKAGE}";
+await runGate(async () => allow());
 `;
 /** The same import made at run time: no look at the text sees it, Node's own error does. */
-const DYNAMIC_GATE = `const { runGate } = await import(["pi-teams-hooks", "hook"].join("/"));
-await runGate(async () => ({ decision: "allow" }));
+const DYNAMIC_GATE = `const { allow } = await import(["gate", "kit"].join("-"));
+process.exit(allow().decision === "allow" ? 0 : 1);
 `;
 
 async function team(
@@ -37,8 +41,8 @@ describe("a gate whose import cannot be found", () => {
     const { team: t, file } = await team(HELPER_GATE);
     const hooks = path.dirname(file);
     const why =
-      `on_task_completed.mjs imports "pi-teams-hooks/hook", but pi-teams-hooks is not installed in a node_modules ` +
-      `of ${hooks} or a folder above it (cd ${hooks} && npm install pi-teams-hooks)`;
+      `on_task_completed.mjs imports "${PACKAGE}", but ${PACKAGE} is not installed in ${hooks}/node_modules ` +
+      `(a gate's packages are those beside it) (cd ${hooks} && npm install ${PACKAGE})`;
     const doctor = await runBin(["doctor", "--team-dir", t.teamDir]);
     expect(doctor.stdout).toContain(`FAIL on_task_completed.mjs: cannot start: ${why}`);
     expect(doctor.code).toBe(1);
@@ -65,8 +69,7 @@ describe("a gate whose import cannot be found", () => {
     await leader.stop();
 
     // Installed beside the gates, the next start runs what was held, and it passes.
-    await mkdir(path.join(t.teamsRoot, "node_modules"), { recursive: true });
-    await symlink(REPO_ROOT, path.join(t.teamsRoot, "node_modules", "pi-teams-hooks"));
+    await installPackage(hooks);
     expect((await runBin(["doctor", "--team-dir", t.teamDir])).stdout).toContain(
       "ok   on_task_completed.mjs runs with node",
     );
@@ -78,7 +81,7 @@ describe("a gate whose import cannot be found", () => {
   it("made at run time, is read from Node's own error: a gate that cannot start, not a denial", async () => {
     const { team: t, file } = await team(DYNAMIC_GATE, "completed");
     const run = await runBin(["run", "task_completed", "--team-dir", t.teamDir, "--task", "1", "--apply-policy"]);
-    expect(run.stdout).toContain(`Cannot find package 'pi-teams-hooks' imported from ${file} (ERR_MODULE_NOT_FOUND)`);
+    expect(run.stdout).toContain(`Cannot find package '${PACKAGE}' imported from ${file} (ERR_MODULE_NOT_FOUND)`);
     expect(run.stdout).not.toContain(".pi-run-");
     expect(run.stdout).not.toContain("node:internal");
     expect((await readTaskFile(t, "1")).metadata).toMatchObject({
@@ -87,3 +90,14 @@ describe("a gate whose import cannot be found", () => {
     });
   });
 });
+
+/** `npm install gate-kit` in the hooks dir, by hand: a one-file ES module package. */
+async function installPackage(hooks: string): Promise<void> {
+  const dir = path.join(hooks, "node_modules", PACKAGE);
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    path.join(dir, "package.json"),
+    `${JSON.stringify({ name: PACKAGE, version: "1.0.0", type: "module", exports: "./index.js" })}\n`,
+  );
+  await writeFile(path.join(dir, "index.js"), 'export const allow = () => ({ decision: "allow" });\n');
+}

@@ -181,7 +181,8 @@ describe("on_task_failed.mjs", () => {
 
   it("appends one line per failure to the journal (copied gate: its own context reader)", async () => {
     const { team, hooksDir } = await teamWithGates(failed);
-    const journal = path.join(team.teamsRoot, "journal.log");
+    // In the team dir, the one folder the gate's settings line makes writable (sandbox-write=$PI_TEAMS_TEAM_DIR).
+    const journal = path.join(team.teamDir, "journal.log");
     const args = [
       "run",
       "task_failed",
