@@ -179,7 +179,7 @@ describe("on_task_failed.mjs", () => {
     }),
   ];
 
-  it("appends one line per failure to the journal (copied gate: its own context reader)", async () => {
+  it("appends one line per failure to the journal (copied gate: the leader's pi-teams-hooks/hook; by hand: its own context reader)", async () => {
     const { team, hooksDir } = await teamWithGates(failed);
     // In the team dir, the one folder the gate's settings line makes writable (sandbox-write=$PI_TEAMS_TEAM_DIR).
     const journal = path.join(team.teamDir, "journal.log");
@@ -204,44 +204,57 @@ describe("on_task_failed.mjs", () => {
     const line = `${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer`;
     expect(fs.readFileSync(journal, "utf8")).toBe(`${line}\n${line}\n`);
 
+    // Run by the leader, a gate's `import "pi-teams-hooks/hook"` is the leader's own package, wherever the gate lies.
     const json = await cli([...args, "--json"], { PI_TEAMS_FAILURE_JOURNAL: journal });
     expect((JSON.parse(json.stdout) as LogRecord).result.stdout).toBe(
-      `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin]\n`,
+      `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via pi-teams-hooks/hook]\n`,
     );
+
+    // Run by hand, the copy outside the package finds no pi-teams-hooks: its own reader takes stdin.
+    const context = {
+      version: 1,
+      event: "task_failed",
+      team: { id: "test-team", dir: team.teamDir },
+      member: "bob",
+      timestamp: ABORTED_AT,
+      task: { id: "2", subject: "Fix\tthe lexer", metadata: { abortReason: "cannot reproduce\nthe bug" } },
+    };
+    const byHand = execFileSync(process.execPath, [path.join(hooksDir, "on_task_failed.mjs")], {
+      input: JSON.stringify(context),
+      env: { PATH: process.env.PATH ?? "", PI_TEAMS_FAILURE_JOURNAL: journal },
+      encoding: "utf8",
+    });
+    expect(byHand).toBe(`journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin]\n`);
+    expect(fs.readFileSync(journal, "utf8")).toBe(`${line}\n${line}\n${line}\n${line}\n`);
   });
 
-  it(
-    "uses pi-teams-hooks/hook where it resolves (the package's " +
-      "own hooks/), and journals in the team dir by default",
-    async () => {
-      const team = await makeTempTeam({ tasks: failed });
-      teams.push(team);
-      const run = await cli([
-        "run",
-        "task_failed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "2",
-        "--member",
-        "bob",
-        "--timestamp",
-        ABORTED_AT,
-        "--hooks-dir",
-        PACKAGE_HOOKS,
-        "--json",
-      ]);
-      expect(run.code).toBe(0);
-      const journal = path.join(team.teamDir, "failure-journal.log");
-      expect((JSON.parse(run.stdout) as LogRecord).result.stdout).toBe(
-        `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via ` +
-          `pi-teams-hooks/hook]\n`,
-      );
-      expect(fs.readFileSync(journal, "utf8")).toBe(
-        `${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer\n`,
-      );
-    },
-  );
+  it("uses pi-teams-hooks/hook where it resolves (the package's own hooks/), and journals in the team dir by default", async () => {
+    const team = await makeTempTeam({ tasks: failed });
+    teams.push(team);
+    const run = await cli([
+      "run",
+      "task_failed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "2",
+      "--member",
+      "bob",
+      "--timestamp",
+      ABORTED_AT,
+      "--hooks-dir",
+      PACKAGE_HOOKS,
+      "--json",
+    ]);
+    expect(run.code).toBe(0);
+    const journal = path.join(team.teamDir, "failure-journal.log");
+    expect((JSON.parse(run.stdout) as LogRecord).result.stdout).toBe(
+      `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via pi-teams-hooks/hook]\n`,
+    );
+    expect(fs.readFileSync(journal, "utf8")).toBe(
+      `${ABORTED_AT}\ttask #2\tbob\tcannot reproduce the bug\tFix the lexer\n`,
+    );
+  });
 });
 
 describe("on_task_failed.mjs under a hostile team: the journal is an agent's file to plant", () => {
