@@ -99,14 +99,12 @@ describe("pi-teams-hooks init", () => {
       `warn ${gate} runs \`npm test --silent\``,
     );
 
-    // In a project (a package.json here or above), or with a command of its own, nothing to say.
+    // In a project (a package.json in the working directory), or with a command of its own, nothing to say.
+    // The project's own folder, not a folder below it: the test's temp dirs lie under /dev/shm or /tmp,
+    // which the sandboxed gate sees as a private tmpfs, so a package.json above its working directory
+    // would be hidden from it here (not so for a project outside /tmp and /dev/shm).
     fs.writeFileSync(path.join(root, "package.json"), JSON.stringify({ scripts: { test: "exit 0" } }));
-    fs.mkdirSync(path.join(root, "src"));
-    const inProject = await cli(
-      ["run", "task_completed", "--team-dir", team, "--task", "1"],
-      env,
-      path.join(root, "src"),
-    );
+    const inProject = await cli(["run", "task_completed", "--team-dir", team, "--task", "1"], env, root);
     expect(inProject.stderr).not.toContain("package.json");
     expect(inProject.stdout).toContain("task_completed #1 on_task_completed.sh passed");
     fs.rmSync(path.join(root, "package.json"));
