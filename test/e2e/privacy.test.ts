@@ -67,11 +67,15 @@ describe("privacy through the bin", () => {
       ],
     });
     const hooksDir = path.join(team.teamsRoot, "_hooks");
-    const seen = path.join(team.teamsRoot, "seen");
+    const seenDir = path.join(team.teamsRoot, "seen");
+    const seen = path.join(seenDir, "all");
     fs.mkdirSync(hooksDir);
+    fs.mkdirSync(seenDir);
+    // The sandboxed gate gets DEPLOY_TOKEN and may write its dump only as its settings line declares.
     fs.writeFileSync(
       path.join(hooksDir, "on_task_completed.sh"),
-      `#!/usr/bin/env bash\n{ cat; echo; env | grep '^PI_TEAMS_'; printf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON"; cat ` +
+      `#!/usr/bin/env bash\n# pi-teams-hooks: env=DEPLOY_TOKEN sandbox-write=${seenDir}\n` +
+        `{ cat; echo; env | grep '^PI_TEAMS_'; printf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON"; cat ` +
         `"$PI_TEAMS_HOOK_CONTEXT_FILE"; } > '${seen}'\necho "push with ${ghp} as $DEPLOY_TOKEN" >&2\nexit 1\n`,
       { mode: 0o755 },
     );
@@ -140,7 +144,7 @@ describe("privacy through the bin", () => {
       fs.mkdirSync(hooksDir);
       fs.writeFileSync(
         path.join(hooksDir, "on_task_completed.sh"),
-        `#!/usr/bin/env bash\necho "pushed with $DEPLOY_TOKEN" >&2\nexit 1\n`,
+        `#!/usr/bin/env bash\n# pi-teams-hooks: env=DEPLOY_TOKEN\necho "pushed with $DEPLOY_TOKEN" >&2\nexit 1\n`,
         { mode: 0o755 },
       );
       const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "3", "--apply-policy"], {
@@ -242,11 +246,13 @@ describe("privacy in the leader", () => {
         team,
         "on_task_completed.d/10-lint.sh",
         [
+          // The leader's variables it prints, declared; `seen` lies in the leader's cwd, which the gate may write.
+          "# pi-teams-hooks: env=GITHUB_TOKEN,DEPLOY_TOKEN,CI_GATE_TOKEN",
           `cat > '${seen}/stdin'`,
           `cat "$PI_TEAMS_HOOK_CONTEXT_FILE" > '${seen}/file'`,
           `printf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON" > '${seen}/json'`,
           `env | grep '^PI_TEAMS_' > '${seen}/env'`,
-          // GITHUB_TOKEN is named nowhere in config.json: only its shape gives it away.
+          // GITHUB_TOKEN is named nowhere in config.json (only on the gate's own line): only its shape gives it away.
           'echo "lint ok; pushed with $GITHUB_TOKEN as $DEPLOY_TOKEN via $CI_GATE_TOKEN"',
         ].join("\n"),
       );
