@@ -32,13 +32,16 @@ const ARGS = ["--reconcile-ms", "200"];
 const CONFIG = { hooks: { failureAction: "reopen_followup" } };
 const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progress" });
 
-/** A gate that counts its runs (in the team dir) and defers. */
+/** A gate that counts its runs (in the team dir, which its settings line makes writable) and defers. */
 async function deferringGate(rig: LeaderRig, team: TempTeam): Promise<void> {
   await rig.hook(
     team,
     "on_task_completed.sh",
-    `echo run >> "$PI_TEAMS_TEAM_DIR/gate-runs.txt"\necho '{"decision":"defer","code":"ci.pending","reason":"waiting ` +
-      `for CI"}'`,
+    [
+      "# pi-teams-hooks: sandbox-write=$PI_TEAMS_TEAM_DIR",
+      'echo run >> "$PI_TEAMS_TEAM_DIR/gate-runs.txt"',
+      `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`,
+    ].join("\n"),
   );
 }
 
