@@ -249,7 +249,9 @@ describe("run: a hook still running", () => {
   /** A hook that waits for `go` to appear beside it, so that the test decides when it ends. */
   async function waitingTeam(): Promise<{ teamDir: string; go: string }> {
     const team = await rig.team();
-    const go = path.join(team.teamsRoot, "go");
+    // In the team dir, which the sandboxed gate sees (read-only) as it is: the teams root around it, in the
+    // test's temp dir, is hidden under the gate's private /dev/shm and /tmp.
+    const go = path.join(team.teamDir, "go");
     await rig.hook(team, "on_idle.sh", `for i in $(seq 1 300); do [ -e "${go}" ] && exit 0; sleep 0.1; done; exit 1`);
     return { teamDir: team.teamDir, go };
   }
