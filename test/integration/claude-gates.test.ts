@@ -46,10 +46,10 @@ afterEach(async () => {
   await team.cleanup();
 });
 
-function claudeGate(name: string, body: string): void {
-  fs.writeFileSync(path.join(hooksDir, name), `#!/bin/bash\n# pi-teams-hooks: format=claude\n${body}\n`, {
-    mode: 0o755,
-  });
+/** A Claude Code gate; `settings` adds to its settings line (`env=NAME`: a variable of the leader's it reads). */
+function claudeGate(name: string, body: string, settings = ""): void {
+  const line = `# pi-teams-hooks: format=claude${settings ? ` ${settings}` : ""}`;
+  fs.writeFileSync(path.join(hooksDir, name), `#!/bin/bash\n${line}\n${body}\n`, { mode: 0o755 });
 }
 
 function request({ hooks, timeoutMs = 20_000, ...over }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
@@ -98,7 +98,8 @@ describe("Claude Code's documentation examples", () => {
     "TaskCompleted: exit 2 with stderr denies with that reason, " +
       "and the failure policy applies; a passing check allows",
     async () => {
-      claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE);
+      // The example reads TEST_COMMAND from the leader's environment: a sandboxed gate declares it.
+      claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE, "env=TEST_COMMAND");
       const denied = await invokeEvent(
         request({ applyPolicy: true, hooks: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }),
       );
@@ -111,7 +112,7 @@ describe("Claude Code's documentation examples", () => {
           reason: "Tests not passing. Fix failing tests before completing: Add the login form",
           source: "claude",
         },
-        hookSettings: "format=claude",
+        hookSettings: "format=claude env=TEST_COMMAND",
       });
       expect(denied.counted).toBe("failed");
       expect(denied.summary).toBe(
@@ -185,7 +186,7 @@ describe("answers", () => {
   });
 
   it("a non-blocking error that quotes a secret on stderr keeps it nowhere", async () => {
-    claudeGate("on_task_completed.sh", 'echo "token $DEPLOY_TOKEN refused" >&2; exit 1');
+    claudeGate("on_task_completed.sh", 'echo "token $DEPLOY_TOKEN refused" >&2; exit 1', "env=DEPLOY_TOKEN");
     const env = { ...process.env, DEPLOY_TOKEN: "s3cr3t-value-12345" };
     const outcome = await invokeEvent(request({ env, hooks: { redactEnv: ["DEPLOY_TOKEN"] } }));
     expect(outcome.result).toMatchObject({
@@ -215,8 +216,9 @@ describe("answers", () => {
 });
 
 describe("input", () => {
+  // What the gate got goes into its working directory (the project): the one folder a sandboxed gate may write.
   it("stdin has Claude Code's shape, and CLAUDE_PROJECT_DIR is the working directory", async () => {
-    const seen = path.join(team.teamsRoot, "input.json");
+    const seen = path.join(project, "input.json");
     claudeGate(
       "on_task_completed.sh",
       `cat > ${JSON.stringify(seen)}\necho "$CLAUDE_PROJECT_DIR" > ${JSON.stringify(`${seen}.dir`)}`,
@@ -246,7 +248,7 @@ describe("input", () => {
   });
 
   it("a projection still holds: a Claude Code gate sees only what its v1 document would show", async () => {
-    const seen = path.join(team.teamsRoot, "input.json");
+    const seen = path.join(project, "input.json");
     claudeGate("on_task_completed.sh", `cat > ${JSON.stringify(seen)}`);
     await invokeEvent(request({ hooks: { projection: { on_task_completed: ["task.id"] } } }));
     const input = JSON.parse(fs.readFileSync(seen, "utf8")) as Record<string, unknown>;
