@@ -61,10 +61,15 @@ afterEach(async () => {
   await team.cleanup();
 });
 
-function hook(name: string, body: string): void {
+/**
+ * A bash hook. `env`: the leader's variables it reads, declared on its settings line (`env=`), as a
+ * sandboxed gate must; none undeclared reaches it.
+ */
+function hook(name: string, body: string, env: string[] = []): void {
   const file = path.join(hooksDir, name);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
+  const settings = env.length > 0 ? `# pi-teams-hooks: env=${env.join(",")}\n` : "";
+  fs.writeFileSync(file, `#!/usr/bin/env bash\n${settings}${body}\n`, { mode: 0o755 });
 }
 
 /** A hook that writes what it got in each of the four channels to `<dumps>/<tag>.*`. */
@@ -77,6 +82,7 @@ function dumpingHook(name: string, tag: string): void {
       `printf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON" > "$DUMPS/${tag}.json"`,
       `env | grep '^PI_TEAMS_' > "$DUMPS/${tag}.env"`,
     ].join("\n"),
+    ["DUMPS"],
   );
 }
 
@@ -311,6 +317,7 @@ describe("redaction", () => {
           `echo "Authorization: Bearer ${JWT}" >&2`,
           `echo '{"decision":"deny","code":"leak","reason":"token ${GHP} is public","message":"also ${AKIA}"}'`,
         ].join("\n"),
+        ["DEPLOY_TOKEN", "CI_GATE_TOKEN"],
       );
       receiver.route("/ci", (_req, res) => res.writeHead(200).end('{"decision":"allow"}'));
       const outcome = await invokeEvent(
@@ -429,6 +436,7 @@ describe("redaction", () => {
         `echo "claiming with $DEPLOY_TOKEN" >&2\necho '{"decision":"deny","code":"deps.open","reason":"blocked: ` +
           `${GHP} ` +
           `lacks scope"}'`,
+        ["DEPLOY_TOKEN"],
       );
       const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
       const outcome = await invokeEvent(
@@ -465,6 +473,7 @@ describe("redaction", () => {
         `"{\\"decision\\":\\"patch\\",\\"patch\\":{\\"metadata\\":{\\"deploy\\":\\"$DEPLOY_TOKEN\\",` +
         `\\"notes\\":[\\"pushed ` +
         `with ${GHP}\\"]}}}"`,
+      ["DEPLOY_TOKEN"],
     );
     const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
     const outcome = await invokeEvent(
@@ -483,6 +492,7 @@ describe("redaction", () => {
       "on_task_completed.sh",
       `echo "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"metadata\\":{\\"$DEPLOY_TOKEN\\":1,\\"seen\\":{\\"pushed ` +
         `with ${GHP}\\":true}}}}"`,
+      ["DEPLOY_TOKEN"],
     );
     const env = { ...process.env, DEPLOY_TOKEN: DEPLOY };
     const outcome = await invokeEvent(
@@ -581,7 +591,9 @@ describe("redaction", () => {
     async () => {
       const pass = `p&ss<${randomBytes(6).toString("hex")}>`;
       const mounted = `mnt-${randomBytes(8).toString("hex")}`;
-      hook("on_task_completed.sh", 'printf "token=%s.\\n" "$(printf %s "$MOUNTED_TOKEN" | tr -d "\\n")"');
+      hook("on_task_completed.sh", 'printf "token=%s.\\n" "$(printf %s "$MOUNTED_TOKEN" | tr -d "\\n")"', [
+        "MOUNTED_TOKEN",
+      ]);
       const escaped = JSON.stringify(pass)
         .slice(1, -1)
         .replace(/[<>&]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
@@ -606,7 +618,7 @@ describe("redaction", () => {
   it("a task API key (pth_…) a hook prints, named nowhere: its secret part is on no file", async () => {
     const id = randomBytes(6).toString("hex");
     const key = `pth_${id}_${randomBytes(32).toString("base64url")}`;
-    hook("on_task_completed.sh", 'echo "deciding with $API_KEY" >&2\nexit 1');
+    hook("on_task_completed.sh", 'echo "deciding with $API_KEY" >&2\nexit 1', ["API_KEY"]);
     const outcome = await invokeEvent(request({ policy: POLICY, env: { ...process.env, API_KEY: key } }));
     expect(outcome.counted).toBe("failed");
     expect(grep(team.teamDir, key.slice(`pth_${id}_`.length))).toEqual([]);
@@ -622,6 +634,7 @@ describe("redaction", () => {
       hook(
         "on_task_completed.sh",
         `echo "{\\"decision\\":\\"allow\\",\\"debug\\":{\\"token\\":\\"$DEPLOY_TOKEN\\",\\"list\\":[\\"${GHP}\\"]}}"`,
+        ["DEPLOY_TOKEN"],
       );
       receiver.route("/extra", (_req, res) =>
         res.writeHead(200).end(JSON.stringify({ decision: "deny", reason: "no", details: `key ${SK}` })),
