@@ -74,6 +74,7 @@ describe("pi-teams-hooks policy get", () => {
         "  max payload                 8388608 bytes    default\n" +
         "  setsid sweep                auto             default\n" +
         "  exit codes                  v1               default\n" +
+        "  sandbox                     auto             default\n" +
         "  defer timeout               86400000ms       default\n" +
         "  writable fields             metadata         default\n" +
         "  confidential                false            default\n" +
@@ -82,9 +83,12 @@ describe("pi-teams-hooks policy get", () => {
         "  projection                  -                default\n",
     );
     expect(out.stderr).toBe("");
-    const strict = await team({ config: { teamId: "strict-team", hooks: { exitCodes: "strict" } } });
+    const strict = await team({
+      config: { teamId: "strict-team", hooks: { exitCodes: "strict", sandbox: "required" } },
+    });
     const got = await cli(["policy", "--team-dir", strict.teamDir], {});
     expect(got.stdout).toContain("  exit codes                  strict           config.json hooks.exitCodes\n");
+    expect(got.stdout).toContain("  sandbox                     required         config.json hooks.sandbox\n");
   });
 
   it(
