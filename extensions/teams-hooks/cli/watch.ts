@@ -244,6 +244,8 @@ function whyLine(n: WhyNotice, teamDir: string): string {
       return `${where}: ${n.hook ?? "a gate"} skipped${more}`;
     case "new_event":
       return `${where}: new event ${key}`;
+    case "superseded":
+      return `${where}: ${key} superseded${more}`;
     case "report_not_in_file":
       return `${where}: ${n.detail ?? "a reported task event the task file does not show"}`;
     default:

@@ -37,6 +37,11 @@ interface EventProgress {
 
 export class EventHandler {
   readonly #ctx: LeaderContext;
+  /**
+   * Each member's idle notification waiting in the queue (not started): a newer one of the same member
+   * supersedes it. A member's burst of notifications runs the idle gate on the first and the latest.
+   */
+  readonly #waitingIdle = new Map<string, { key: string; supersededBy: string | null }>();
 
   constructor(ctx: LeaderContext) {
     this.#ctx = ctx;
@@ -90,7 +95,37 @@ export class EventHandler {
   enqueue(event: HookEvent, retry: boolean, task?: Task): void {
     this.#ctx.queued.add(event.key);
     this.#ctx.enqueued += 1;
-    this.#ctx.queue.push(queueGroup(event), () => this.#handle(event, retry, undefined, task));
+    if (event.event !== "idle") {
+      this.#ctx.queue.push(queueGroup(event), () => this.#handle(event, retry, undefined, task));
+      return;
+    }
+    // Idle notifications wait behind every task's event, and a newer one of a member supersedes the waiting one.
+    const member = event.member ?? "";
+    const earlier = this.#waitingIdle.get(member);
+    if (earlier) earlier.supersededBy = event.key;
+    const slot = { key: event.key, supersededBy: null as string | null };
+    this.#waitingIdle.set(member, slot);
+    const job = async (): Promise<void> => {
+      if (this.#waitingIdle.get(member) === slot) this.#waitingIdle.delete(member);
+      if (slot.supersededBy === null) return this.#handle(event, retry, undefined, task);
+      await this.#supersede(event, slot.supersededBy);
+    };
+    this.#ctx.queue.push(queueGroup(event), job, true);
+  }
+
+  /** An idle notification a newer one replaced before its gate started: done, with no run and no log. */
+  async #supersede(event: HookEvent, by: string): Promise<void> {
+    try {
+      await this.#ctx
+        .requireLedger()
+        .finish(event.key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null });
+    } catch (error) {
+      // Not recorded: the next start looks at it again (and runs its gate): a gate too many, never one lost.
+      this.#ctx.warn(`${event.key}: ${describeError(error)}`);
+    }
+    this.#ctx.queued.delete(event.key);
+    if (this.#ctx.opts.inbox === "consume") await this.#markHandled(event);
+    if (this.#ctx.verbose) this.#ctx.whyEvent(event, "superseded", { detail: `by ${by}, before its gate started` });
   }
 
   /** `task`: the task as the look read it, passed to the hooks instead of being read again (a retry reads it anew). */

@@ -57,6 +57,8 @@ export interface LeaderOptions {
  *   no_gate         no gate exists for the event (a claim then is nothing; another event is recorded as done)
  *   matcher_skipped a gate of the event was skipped by its matchers (`hook`, `detail` say which and why)
  *   new_event       a new event: queued for its gates
+ *   superseded      an idle notification that a newer one of the same member replaced before its gate
+ *                   started: recorded as done, not run (a burst runs the idle gate a few times, not once each)
  */
 /** The `detail` of a `baseline` notice, whether the start-up scan or the event handler says it. */
 export const BASELINE_DETAIL = "present at the first start: recorded as history, not run (--catch-up runs it)";
@@ -74,6 +76,7 @@ export type WhyReason =
   | "no_gate"
   | "matcher_skipped"
   | "new_event"
+  | "superseded"
   | "report_not_in_file";
 
 /** One `--verbose` notice: the file (null when none), and what is known of the task and its event. */

@@ -1,6 +1,7 @@
 /**
  * A keyed job queue: jobs of one group (a task) run in order, one at a time; jobs of different groups
- * run in parallel up to `concurrency`. No I/O. A job's own failure is its business: the queue catches
+ * run in parallel up to `concurrency`. A group pushed as `low` (a member's idle notifications) starts
+ * only when no other group waits: a flood of them never holds a task's gate back. No I/O. A job's own failure is its business: the queue catches
  * it, reports it through `onError`, and carries on.
  */
 import { HooksError } from "../contract/errors.js";
@@ -8,8 +9,8 @@ import { HooksError } from "../contract/errors.js";
 export type Job = () => Promise<void>;
 
 export interface KeyedQueue {
-  /** Adds a job; false once the queue is closing. */
-  push(group: string, job: Job): boolean;
+  /** Adds a job; false once the queue is closing. `low`: the group waits behind every other group. */
+  push(group: string, job: Job, low?: boolean): boolean;
   /** Jobs waiting plus running. */
   readonly size: number;
   readonly running: number;
@@ -27,6 +28,9 @@ export function createKeyedQueue(opts: { concurrency: number; onError: (error: u
   const waiting = new Map<string, Job[]>();
   /** Groups with waiting jobs and none running, in the order they became ready. */
   const ready: string[] = [];
+  /** The same, for groups pushed as `low`. */
+  const readyLow: string[] = [];
+  const lowGroups = new Set<string>();
   const active = new Set<string>();
   let idleWaiters: Array<() => void> = [];
   let closing: Promise<number> | undefined;
@@ -40,8 +44,8 @@ export function createKeyedQueue(opts: { concurrency: number; onError: (error: u
   };
 
   const pump = (): void => {
-    while (active.size < opts.concurrency && ready.length > 0 && !closing) {
-      const group = ready.shift();
+    while (active.size < opts.concurrency && (ready.length > 0 || readyLow.length > 0) && !closing) {
+      const group = ready.length > 0 ? ready.shift() : readyLow.shift();
       if (group === undefined) break;
       const jobs = waiting.get(group);
       const job = jobs?.shift();
@@ -53,7 +57,8 @@ export function createKeyedQueue(opts: { concurrency: number; onError: (error: u
         .catch((error: unknown) => opts.onError(error))
         .finally(() => {
           active.delete(group);
-          if (waiting.has(group)) ready.push(group);
+          if (waiting.has(group)) (lowGroups.has(group) ? readyLow : ready).push(group);
+          else lowGroups.delete(group);
           pump();
           settleIdle();
         });
@@ -61,13 +66,14 @@ export function createKeyedQueue(opts: { concurrency: number; onError: (error: u
   };
 
   return {
-    push(group, job) {
+    push(group, job, low = false) {
       if (closing) return false;
+      if (low) lowGroups.add(group);
       const jobs = waiting.get(group);
       if (jobs) jobs.push(job);
       else {
         waiting.set(group, [job]);
-        if (!active.has(group)) ready.push(group);
+        if (!active.has(group)) (lowGroups.has(group) ? readyLow : ready).push(group);
       }
       waitingCount += 1;
       pump();
@@ -88,6 +94,7 @@ export function createKeyedQueue(opts: { concurrency: number; onError: (error: u
       const dropped = waitingCount;
       waiting.clear();
       ready.length = 0;
+      readyLow.length = 0;
       waitingCount = 0;
       closing = new Promise<void>((resolve) => {
         if (active.size === 0) resolve();

@@ -4,6 +4,7 @@
  * applies the plan. Nothing here reads files, clocks or ids: they come in `DecideInput` (policy/ does
  * no I/O of its own, test/unit/architecture.test.ts).
  */
+import { CONTEXT_LIMITS, truncateText } from "../contract/contract.js";
 import { CLOSED_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
 import type { Task } from "../contract/team-files.js";
 import { unreachable } from "../contract/errors.js";
@@ -215,8 +216,7 @@ export function decide(input: DecideInput): RemediationPlan {
           message: {
             type: "task_assignment" as const,
             taskId: task.id,
-            subject: task.subject,
-            description: task.description,
+            ...assignedText(task),
             assignedBy: input.leadName,
             timestamp: now,
           },
@@ -570,8 +570,7 @@ function planFollowup(input: DecideInput, report: GateFailureReport, refused: Re
         : (taskId) => ({
             type: "task_assignment",
             taskId,
-            subject,
-            description,
+            ...assignedText({ subject, description }),
             assignedBy: input.leadName,
             timestamp: input.now,
           }),
@@ -611,4 +610,16 @@ function nonEmpty(value: string | null | undefined): string | null {
 
 function freezePlan(plan: RemediationPlan): RemediationPlan {
   return Object.freeze(plan);
+}
+
+/**
+ * The subject and description a `task_assignment` carries, cut to the contract's limits (a gate sees
+ * no more either): the task file has the whole text, and an inbox is no place for 60 MB of it, sent
+ * again at every reopen.
+ */
+export function assignedText(task: { subject: string; description: string }): { subject: string; description: string } {
+  return {
+    subject: truncateText(task.subject, CONTEXT_LIMITS.subject),
+    description: truncateText(task.description, CONTEXT_LIMITS.description),
+  };
 }

@@ -277,7 +277,7 @@ async function runIn(
       runDir: run.dir,
       cwd: opts.cwd,
       writable: [opts.cwd, ...(opts.sandbox?.write ?? [])],
-      visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix()],
+      visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix(), projectRoot(opts.cwd)],
       protect: opts.sandbox?.protect ?? [],
       hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env))],
       resultFile: run.resultFile,
@@ -365,6 +365,18 @@ function gateBaseEnv(
   }
   if (sandboxed) env.TMPDIR = "/tmp";
   return env;
+}
+
+/**
+ * The project the working directory is in: the nearest folder at or above it with a package.json or a
+ * .git (its own when none). Shown read-only where the private /tmp would hide it (a checkout under
+ * /tmp), so that `npm test` in a subfolder finds the project's package.json and node_modules.
+ */
+function projectRoot(cwd: string): string {
+  for (let dir = cwd; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "package.json")) || existsSync(path.join(dir, ".git"))) return dir;
+    if (path.dirname(dir) === dir) return cwd;
+  }
 }
 
 /** The folder Node is installed in (`<prefix>/bin/node`): the gate's view shows it. */

@@ -14,6 +14,7 @@
  *   `creating` (a crash between the two writes) → the task is looked for by the record's id in its
  *                              metadata, created only if it is not there
  */
+import { assignedText } from "../policy/decide.js";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { z } from "zod";
@@ -240,8 +241,7 @@ async function tellOwner(team: TeamRuntime, identity: TeamIdentity, task: Task):
   const assignment: TaskAssignment = {
     type: "task_assignment",
     taskId: task.id,
-    subject: task.subject,
-    description: task.description,
+    ...assignedText(task),
     assignedBy: identity.leadName,
     timestamp: at,
   };
