@@ -1,15 +1,18 @@
 /**
  * Nothing a worker or a hook puts in the team dir can hang or bloat the leader: a FIFO, a symlink to
- * a device, or a FIFO at a lock's or at the result file's name is refused with one warning (or, for the
- * result file, an invalid verdict) naming the file and what it is; the leader goes on handling other
- * tasks, and stops on SIGTERM with exit 0. Before the shared reader, each of these blocked the leader
- * in a synchronous open for good (deaf to SIGTERM), and /dev/zero grew it by gigabytes.
+ * a device, or a FIFO at a lock's name is refused with one warning naming the file and what it is; a
+ * FIFO an unsandboxed hook puts in place of its result file (in the run's private folder, made empty by
+ * the leader: runner/run-dir.ts) is an invalid verdict, unread, and a sandboxed hook cannot put one
+ * there; the leader goes on handling other tasks, and stops on SIGTERM with exit 0. Before the shared
+ * reader, each of these blocked the leader in a synchronous open for good (deaf to SIGTERM), and
+ * /dev/zero grew it by gigabytes.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, utimesSync } from "node:fs";
-import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { type LeaderProcess, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -150,31 +153,51 @@ describe("special files in the team dir", () => {
     },
   );
 
-  it(
-    "a hook that makes its result file a FIFO and exits 0: an " +
-      "invalid verdict naming it (fifo), the next gate runs",
-    async () => {
-      const team = await rig.team({ tasks: [working("1"), working("2")] });
-      await rig.hook(
-        team,
-        "on_task_completed.sh",
-        `if [ "$PI_TEAMS_TASK_ID" = 1 ]; then mkfifo "$PI_TEAMS_HOOK_RESULT_FILE"; fi\nexit 0`,
-      );
-      const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-      await completeAndWait(leader, team, "1");
-      const problem = "invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: not a regular file (fifo)";
-      expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "error" });
-      expect(leader.events()[0]?.summary).toContain(problem);
-      expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({
-        outcome: "error",
-        errorKind: "invalid_verdict",
-        error: problem,
-      });
-      await completeAndWait(leader, team, "2");
-      expect(leader.events((e) => e.taskId === "2")[0]).toMatchObject({ outcome: "passed" });
-      await expectStopsOnSigterm(leader);
-    },
-  );
+  it("an unsandboxed hook that puts a FIFO in place of its result file and exits 0: an invalid verdict, the FIFO unread, the next gate runs", async () => {
+    const team = await rig.team({ tasks: [working("1"), working("2")] });
+    // Unsandboxed (sandbox=off, as under auto on a machine without the sandbox), a hook can replace
+    // the result file the leader made; the sandbox does not concern what the leader then reads.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `# pi-teams-hooks: sandbox=off\nF=$PI_TEAMS_HOOK_RESULT_FILE\nif [ "$PI_TEAMS_TASK_ID" = 1 ]; then rm "$F" && mkfifo "$F" || exit 1; echo "$F" > "$PI_TEAMS_TEAM_DIR/result-file.txt"; fi\nexit 0`,
+    );
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+    await completeAndWait(leader, team, "1");
+    // The leader made the file: anything else at its path is not its file, whatever it is.
+    const problem =
+      "invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: the result file the leader made for the run was replaced";
+    expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "error" });
+    expect(leader.events()[0]?.summary).toContain(problem);
+    expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({
+      outcome: "error",
+      errorKind: "invalid_verdict",
+      error: problem,
+    });
+    // The result file was in the run's private folder in the leader's runs folder, removed with it.
+    const resultFile = (await readFile(path.join(team.teamDir, "result-file.txt"), "utf8")).trim();
+    expect(path.basename(resultFile)).toBe("result.json");
+    expect(path.dirname(path.dirname(resultFile))).toBe(runsRoot());
+    expect(existsSync(path.dirname(resultFile))).toBe(false);
+    await completeAndWait(leader, team, "2");
+    expect(leader.events((e) => e.taskId === "2")[0]).toMatchObject({ outcome: "passed" });
+    await expectStopsOnSigterm(leader);
+  });
+
+  it("a sandboxed hook cannot put a FIFO in place of its result file: the file stays the leader's, and the exit code decides", async () => {
+    const team = await rig.team({ tasks: [working("1")] });
+    // Exits 0 only when its result file is still a regular file after the attempt to replace it.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `F=$PI_TEAMS_HOOK_RESULT_FILE\nrm -f "$F" 2>/dev/null; mkfifo "$F" 2>/dev/null\n[ -f "$F" ] && [ ! -p "$F" ]`,
+    );
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+    await completeAndWait(leader, team, "1");
+    expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "passed" });
+    expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ outcome: "passed", sandbox: "on" });
+    await expectStopsOnSigterm(leader);
+  });
 
   it(
     "a FIFO as the leader's own first-start mark: the start " + "fails with a message naming it, instead of hanging",

@@ -27,7 +27,11 @@ describe.concurrent("a gate that reads /dev/stdin", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
     await rig.hook(team, "on_task_completed.sh", READS_DEV_STDIN);
-    const out = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    // The gate notes itself in the team dir: writable to a sandboxed gate as part of its working
+    // directory, the teams root, as under watch (whose leader runs there).
+    const out = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"], {
+      cwd: team.teamsRoot,
+    });
     expect(out.code, out.stdout + out.stderr).toBe(0);
     expect(await readFile(path.join(team.teamDir, "read.txt"), "utf8")).toBe("1\n");
   });

@@ -3,13 +3,16 @@
  * output redirected (test/fixtures/hooks/setsid-quiet.sh) is invisible to its process group and its
  * pipes. With `"always"` every run is swept for processes carrying its run id, so the daemon is gone
  * when the run is over; with the default (`"auto"`) a clean exit is not swept and the daemon is left
- * running — which the default case shows, then kills itself.
+ * running — which the default case shows, then kills itself. Either way the run's private folder
+ * (`<runs root>/<run id>.XXXXXX`: its context file, result file and the gate's copy) is gone when the
+ * run is over, even while the daemon it left still runs.
  */
 import { execFile } from "node:child_process";
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile, mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { BIN, REPO_ROOT, processesWithEnv, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -41,6 +44,11 @@ async function runGate(team: TempTeam): Promise<void> {
   });
 }
 
+/** The private folders of run `runId` left in the leader's runs folder (the leaders here share this process's). */
+async function runFolders(runId: string): Promise<string[]> {
+  return (await readdir(runsRoot())).filter((name) => name.startsWith(`${runId}.`));
+}
+
 /** The processes still carrying the run id of the team's only hook log. */
 async function leftOf(team: TempTeam): Promise<{ runId: string; processes: Array<{ pid: number; cmdline: string }> }> {
   const [log] = await readLogs(team.teamDir);
@@ -52,8 +60,9 @@ describe("hooks.sweep", () => {
   it('"always": the setsid daemon a cleanly exiting hook leaves is gone when `run` returns', async () => {
     const team = await quietDaemonTeam("always");
     await runGate(team);
-    const { processes } = await leftOf(team);
+    const { runId, processes } = await leftOf(team);
     expect(processes).toEqual([]);
+    expect(await runFolders(runId)).toEqual([]);
     expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ outcome: "passed", leftoverProcesses: 1 });
   });
 
@@ -67,6 +76,7 @@ describe("hooks.sweep", () => {
         return found.length > 0 ? found : null;
       });
       expect(left.map((p) => p.cmdline)).toEqual(["sleep 300"]);
+      expect(await runFolders((await leftOf(team)).runId)).toEqual([]);
       expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ outcome: "passed", leftoverProcesses: 0 });
     } finally {
       for (const { pid } of left.length > 0 ? left : (await leftOf(team)).processes) process.kill(pid, "SIGKILL");

@@ -73,6 +73,7 @@ describe.concurrent("trust", () => {
       expect(Object.keys(record.gates)).toEqual([gate]);
       expect(record.gates[gate]?.sha256).toBe(await sha256(gate));
       expect(leader.linesOf("info").map((l) => l.message)).toEqual([
+        expect.stringMatching(/^sandbox: gates run sandboxed \(hooks\.sandbox auto, default\): /),
         expect.stringMatching(/^trusted 1 gate\(s\) on first use .*on_task_completed\.sh/),
       ]);
 
@@ -477,22 +478,18 @@ describe.concurrent("trust", () => {
       const rig = outerRig.scoped(context);
       const team = await gateTeam(rig, ["1"]);
       const gate = await rig.hook(team, GATE, recording("v1"));
-      const fresh = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+      // Run from the teams root, as the leader runs: a sandboxed gate writes runs.txt in the team dir
+      // because it lies in its working directory.
+      const run = (...args: string[]) =>
+        runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", ...args], { cwd: team.teamsRoot });
+      const fresh = await run();
       expect(fresh.code, fresh.stderr).toBe(0); // no record yet: nothing to compare
       expect((await trust(team, "--all", "--yes")).code).toBe(0);
       await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
-      const refused = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+      const refused = await run();
       expect(refused.code).toBe(1);
       expect(refused.stdout).toContain(`untrusted_hook: ${gate} changed since it was trusted`);
-      const accepted = await runBin([
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--trust-changes",
-      ]);
+      const accepted = await run("--trust-changes");
       expect(accepted.code, accepted.stderr).toBe(0);
       expect(await runs(team)).toEqual(["v1 1", "v2 1"]);
     },

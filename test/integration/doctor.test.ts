@@ -482,6 +482,35 @@ describe("doctor: policy and locks", () => {
     });
   });
 
+  it("gives hooks.sandbox and where it comes from, and warns for each gate that runs unsandboxed and why", async () => {
+    const team = await setup({ config: { hooks: { sandbox: "off" } }, hooks: { "on_idle.sh": "echo hi\n" } });
+    const off = await report(team.team);
+    expect(off.policy.sandbox).toEqual({ value: "off", source: "config", origin: "config.json hooks.sandbox" });
+    expect(lines(event(off, "idle").chain.checks)).toContain(
+      "warn: on_idle.sh runs unsandboxed, with the leader's authority (hooks.sandbox off)",
+    );
+    const gate = await setup({ hooks: { "on_idle.sh": "# pi-teams-hooks: sandbox=off\necho hi\n" } });
+    const own = await report(gate.team);
+    expect(own.policy.sandbox).toEqual({ value: "auto", source: "default", origin: "default" });
+    expect(lines(event(own, "idle").chain.checks)).toContain(
+      "warn: on_idle.sh runs unsandboxed, with the leader's authority (its settings line says sandbox=off)",
+    );
+    // Sandboxed where this machine can (it can here: the tests run gates in it): nothing to say.
+    const auto = await report((await setup({ hooks: { "on_idle.sh": "echo hi\n" } })).team);
+    expect(lines(event(auto, "idle").chain.checks).filter((l) => l.includes("sandbox"))).toEqual([]);
+  });
+
+  it("warns that a node gate's node_modules any user can write is not used", async () => {
+    const { team, hooksDir } = await setup({ hooks: { "on_idle.mjs": "console.log(1)\n" } });
+    const modules = path.join(hooksDir, "node_modules");
+    await mkdir(modules);
+    fs.chmodSync(modules, 0o777);
+    const r = await report(team);
+    expect(lines(event(r, "idle").chain.checks)).toContain(
+      `warn: on_idle.mjs: ${modules} is not used: everyone can write it, so another user could put a package there`,
+    );
+  });
+
   it("finds lock files anywhere in the team dir: stale, held too long, held now, leftovers", async () => {
     const { team } = await setup({
       files: {
@@ -694,6 +723,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
         "  max payload                 8388608 bytes    default\n" +
         "  setsid sweep                auto             default\n" +
         "  exit codes                  v1               default\n" +
+        "  sandbox                     auto             default\n" +
         "  defer timeout               86400000ms       default\n" +
         "  writable fields             metadata         default\n" +
         "  confidential                false            default\n" +

@@ -164,7 +164,8 @@ describe("hook errors under both failure modes", () => {
     [
       "E2BIG (an environment over the kernel's limit)",
       () => {
-        hook(globalDir, "on_task_completed.sh", "exit 0");
+        // A sandboxed gate gets only the variables it declares: this one asks for the huge one.
+        hook(globalDir, "on_task_completed.sh", "# pi-teams-hooks: env=PI_TEAMS_TEST_HUGE\nexit 0");
         process.env.PI_TEAMS_TEST_HUGE = "x".repeat(600 * 1024);
       },
       "spawn",
@@ -195,10 +196,18 @@ describe("hook errors under both failure modes", () => {
   });
 
   it("E2BIG forced by a tiny payload-independent env is a spawn error", async () => {
-    hook(globalDir, "on_task_completed.sh", "exit 0");
+    // The variable reaches a sandboxed gate only when the gate declares it.
+    hook(globalDir, "on_task_completed.sh", "# pi-teams-hooks: env=HUGE\nexit 0");
     const outcome = await invokeEvent(request({ env: { ...process.env, HUGE: "x".repeat(600 * 1024) } }));
     expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "spawn", errorCode: "E2BIG" });
     expect(outcome.counted).toBe("failed");
+  });
+
+  it("the same variable undeclared never reaches a sandboxed gate, which runs", async () => {
+    hook(globalDir, "on_task_completed.sh", 'test -z "$HUGE"');
+    const outcome = await invokeEvent(request({ env: { ...process.env, HUGE: "x".repeat(600 * 1024) } }));
+    expect(outcome.result).toMatchObject({ outcome: "passed", sandbox: "on" });
+    expect(outcome.counted).toBe("passed");
   });
 
   it("the policy records the outcome apart from the status", async () => {

@@ -18,6 +18,7 @@ import {
 } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { findProcessesByRunId, terminateGroup } from "../../extensions/teams-hooks/runner/terminate.js";
 import { liveRuns, runHook, terminateAllRuns, type RunHookOptions } from "../../extensions/teams-hooks/runner/run.js";
+import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { makeInvocation, makeTask } from "../helpers/invocation.js";
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/hooks");
@@ -83,12 +84,16 @@ async function run(
   const ms = performance.now() - t0;
   expect(RunResultSchema.parse(result)).toEqual(result);
   expect(result.runId).toBe(runId);
-  expect(existsSync(contextFileOf(runId))).toBe(false);
+  expect(runFoldersOf(runId)).toEqual([]);
   return { result, ms, pid, runId };
 }
 
-function contextFileOf(runId: string): string {
-  return path.join(os.tmpdir(), `pi-teams-hook-${runId}.json`);
+/**
+ * The private folders of run `runId` still in the leader's runs folder (runner/run-dir.ts makeRunDir:
+ * `<runs root>/<runId>.XXXXXX`, holding the context file): none once the run is over.
+ */
+function runFoldersOf(runId: string): string[] {
+  return readdirSync(runsRoot()).filter((name) => name.startsWith(`${runId}.`));
 }
 
 // A test that leaves a process behind fails; the net below only keeps the machine clean afterwards.
@@ -216,8 +221,13 @@ describe("a hook run", () => {
         PI_TEAMS_TASK_ID: "3",
         PI_TEAMS_TASK_OWNER: "alice",
         PI_TEAMS_TASK_SUBJECT: "Add retry with backoff to the uploader",
-        PI_TEAMS_HOOK_CONTEXT_FILE: contextFileOf(runId),
       });
+      // The context file is in the run's private folder, `<runs root>/<runId>.XXXXXX/context.json`.
+      const contextFile = dump.env.PI_TEAMS_HOOK_CONTEXT_FILE ?? "";
+      expect(path.basename(contextFile)).toBe("context.json");
+      expect(path.dirname(path.dirname(contextFile))).toBe(runsRoot());
+      expect(path.basename(path.dirname(contextFile))).toMatch(/^[0-9a-f-]{36}\.[A-Za-z0-9]{6}$/);
+      expect(path.basename(path.dirname(contextFile)).startsWith(`${runId}.`)).toBe(true);
       expect(dump.stdin).toBe(dump.contextFileContent);
       expect(Buffer.from(dump.stdin, "base64").toString("utf8")).toBe(dump.env.PI_TEAMS_HOOK_CONTEXT_JSON);
       expect(dump.contextFileMode).toBe(0o600);

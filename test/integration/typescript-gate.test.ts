@@ -4,9 +4,10 @@
  * dir it runs with tsx's CLI; trust covers it like any gate; a `.js` compiled beside it runs first.
  *
  * tsx itself cannot be installed here (no network), so the "tsx found" case uses a stand-in package
- * named `tsx` in the teams root's node_modules: a CLI that blanks the type-only lines of a gate and runs
- * it. It checks what is ours (tsx is looked up from the gate's folder, its CLI started with the leader's
- * node and the gate's path, the gate's output and exit code kept), not tsx.
+ * named `tsx` in the gate's own node_modules (the only place tsx is taken from: gates/typescript.ts): a
+ * CLI that blanks the type-only lines of a gate and runs it. It checks what is ours (tsx is looked up
+ * in the gate's folder, its CLI started with the leader's node and the gate's path, the gate's output
+ * and exit code kept), not tsx.
  */
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -53,8 +54,9 @@ async function teamWithGate(): Promise<{ team: TempTeam; hooks: string; gate: st
   return { team, hooks, gate };
 }
 
-async function installStandIn(team: TempTeam): Promise<string> {
-  const dir = path.join(team.teamsRoot, "node_modules", "tsx");
+/** Installs the stand-in tsx in `gateDir`'s own node_modules; returns its CLI's path. */
+async function installStandIn(gateDir: string): Promise<string> {
+  const dir = path.join(gateDir, "node_modules", "tsx");
   await mkdir(path.join(dir, "dist"), { recursive: true });
   await writeFile(
     path.join(dir, "package.json"),
@@ -100,8 +102,8 @@ describe("a .ts gate", () => {
   });
 
   it("with tsx found from the hooks dir runs with tsx's CLI, and its verdict counts", async () => {
-    const { team, gate } = await teamWithGate();
-    const cli = await installStandIn(team);
+    const { team, hooks, gate } = await teamWithGate();
+    const cli = await installStandIn(hooks);
     const denied = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
     expect(denied.code).toBe(1);
     expect(denied.stdout).toContain("task_completed #1 on_task_completed.ts failed");
@@ -119,25 +121,30 @@ describe("a .ts gate", () => {
 
   it("that runs with tsx is one doctor agrees runs, in the hooks dir and in a chain dir", async () => {
     const { team, hooks, gate } = await teamWithGate();
-    const cli = await installStandIn(team);
-    await mkdir(path.join(hooks, "on_task_completed.d"));
-    await writeFile(path.join(hooks, "on_task_completed.d", "10-types.ts"), GATE);
+    const cli = await installStandIn(hooks);
+    const chain = path.join(hooks, "on_task_completed.d");
+    await mkdir(chain);
+    await writeFile(path.join(chain, "10-types.ts"), GATE);
+    // A chain gate's tsx is the one in its own folder's node_modules, not the hooks dir's.
+    const chainCli = await installStandIn(chain);
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.stdout).toContain(`ok   on_task_completed.ts runs with tsx (${process.execPath} ${cli})`);
-    expect(doctor.stdout).toContain(`runs with tsx (${process.execPath} ${cli})`);
+    expect(doctor.stdout).toContain(`runs with tsx (${process.execPath} ${chainCli})`);
     expect(doctor.stdout).not.toContain("no #! line");
     expect(doctor.code).toBe(0);
     const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "2"]);
     expect(run.code).toBe(0);
+    // The chain gate's packages folder is where its tsx must be: not a gate, so not one skipped either.
+    expect(run.stderr).not.toContain("on_task_completed.d/node_modules");
     expect((await readLogs(team.teamDir)).map((l) => l.result.command)).toEqual([
       [process.execPath, cli, gate],
-      [process.execPath, cli, path.join(hooks, "on_task_completed.d", "10-types.ts")],
+      [process.execPath, chainCli, path.join(chain, "10-types.ts")],
     ]);
   });
 
   it("that runs is covered by trust: new, then trusted, then changed", async () => {
-    const { team, gate } = await teamWithGate();
-    await installStandIn(team); // trust covers the gates that run: with nothing to run it, it is none
+    const { team, hooks, gate } = await teamWithGate();
+    await installStandIn(hooks); // trust covers the gates that run: with nothing to run it, it is none
     const shown = await runBin(["trust", "--team-dir", team.teamDir]);
     expect(shown.stdout).toMatch(
       new RegExp(`new +${gate.replaceAll(/[.*+?^${}()|[\]\\/]/g, "\\$&")} \\(task_completed\\): sha256 [0-9a-f]{64}`),

@@ -37,7 +37,9 @@ const rig = useLeaderRig();
 
 const N = 100;
 const SLOW_TASK = "17";
-const HOOK = `D="$PI_TEAMS_TEAM_DIR"; ID="$PI_TEAMS_TASK_ID"
+// HOLDER_PID is the test's own variable, given to the leader: a sandboxed gate gets it only by name.
+const HOOK = `# pi-teams-hooks: env=HOLDER_PID
+D="$PI_TEAMS_TEAM_DIR"; ID="$PI_TEAMS_TASK_ID"
 echo "start $ID $$" >> "$D/starts.txt"
 if [ "$ID" = "${SLOW_TASK}" ] && mkdir "$D/slow-once" 2>/dev/null; then sleep 120; fi
 sleep 0.02
@@ -128,6 +130,8 @@ describe("SIGKILL at five points of a 100-event run", () => {
       },
     );
     await waitUntil("the trapping hook to exit", async () => !(await isHook(Number(trappedPidText))));
+    // The lock names a live process (the test's), so the policy write waits for it, not for it to go stale.
+    expect(await readFile(`${team.taskFile(trappedTask)}.lock`, "utf8")).toContain(`{"pid":${process.pid},`);
     await crash(leader3, `between hook end and policy write (task ${trappedTask})`);
     await rm(team.taskFile(trappedTask) + ".lock");
     const logsBefore = await readLogs(team.teamDir);
