@@ -166,7 +166,7 @@ describe("special files in the team dir", () => {
     await completeAndWait(leader, team, "1");
     // The leader made the file: anything else at its path is not its file, whatever it is.
     const problem =
-      "invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: the result file the leader made for the run was replaced";
+      "invalid verdict in PI_TEAMS_HOOK_RESULT_FILE: the result file the leader made for the run was replaced (by a FIFO)";
     expect(leader.events()[0]).toMatchObject({ taskId: "1", outcome: "error" });
     expect(leader.events()[0]?.summary).toContain(problem);
     expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({

@@ -318,8 +318,10 @@ function listChainDir(dir: string, layer: ChainLayer): Listed & { markers: Map<s
     const file = path.join(dir, name);
     const skip = (code: ChainSkipCode, reason: string): void =>
       void skipped.push({ name, path: file, layer, code, reason });
-    // A run's private copy of its gate (runner/run-files.ts runCopyPath): the leader's, never a gate.
+    // A run's private copy of its gate as a release before this one wrote it: the leader's, never a gate.
     if (isRunCopyName(name)) continue;
+    // The chain's packages (a .ts gate's tsx, a gate's imports: runner/gate-modules.ts), never a gate.
+    if (name === "node_modules" || name === "package.json" || name === "package-lock.json") continue;
     const ignored = IGNORED_SUFFIXES.find((suffix) => name.endsWith(suffix));
     // The suffix rule first: `name~` is an editor's backup, skipped on purpose, not a badly named gate.
     if (ignored) skip("ignored_name", `name ends in ${ignored} (a backup or editor file)`);

@@ -36,8 +36,18 @@ export function readResultFile(file: string, created?: { ino: number; dev: numbe
       return { text: null, refused: "the result file the leader made for the run was removed" };
     }
     const uid = process.getuid?.();
-    if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || (uid !== undefined && st.uid !== uid))
-      return { text: null, refused: "the result file the leader made for the run was replaced" };
+    if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || (uid !== undefined && st.uid !== uid)) {
+      const what = st.isFIFO()
+        ? "a FIFO"
+        : st.isSymbolicLink()
+          ? "a symbolic link"
+          : st.isDirectory()
+            ? "a directory"
+            : st.isFile()
+              ? `another file (uid ${st.uid})`
+              : "a special file";
+      return { text: null, refused: `the result file the leader made for the run was replaced (by ${what})` };
+    }
     if (st.size === 0) return { text: null, refused: null }; // not written: the common case
   }
   const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });
