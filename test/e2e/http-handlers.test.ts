@@ -89,6 +89,7 @@ describe.concurrent("HTTP handlers in the leader", () => {
         { type: "handler", name: "http:audit", events: ["task_completed"], url: `${receiver.url}/e2e-audit` },
       ]);
       expect(leader.linesOf("info").map((l) => l.message)).toEqual([
+        expect.stringMatching(/^sandbox: gates run sandboxed /),
         expect.stringMatching(/^trusted 2 gate\(s\) on first use .*: http:ci, http:audit;/),
       ]);
       const record = JSON.parse(await readFile(path.join(team.teamDir, "hook-state", "trust.json"), "utf8")) as {

@@ -1,5 +1,4 @@
 /** What every command gets: its parsed arguments and its I/O, plus the small readers of flag values. */
-import { sandboxNotice } from "../runner/sandbox.js";
 import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
@@ -319,6 +318,4 @@ export async function warnBeforeRunning(setup: TeamSetup, io: CliIo, noGate: boo
     project: { cwd: setup.cwd, env: io.env },
   });
   for (const warning of warnings) io.stderr(`warning: ${warning}\n`);
-  const sandbox = sandboxNotice(setup.settings.sandbox);
-  if (sandbox.level === "warn") io.stderr(`warning: ${sandbox.message}\n`);
 }

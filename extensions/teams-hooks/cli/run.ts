@@ -3,6 +3,7 @@
  * `pi-teams-hooks decide <run id> allow|deny`: settle a held gate by hand, as the task API would.
  * (One module for the two commands that act on one event by hand: cli/ keeps a module per concern.)
  */
+import { sandboxNotice } from "../runner/sandbox.js";
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput, warnBeforeRunning } from "./io.js";
@@ -60,6 +61,9 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 
   const setup = await resolveTeamSetup(teamSetupInput(v, io));
   await warnBeforeRunning(setup, io, false);
+  // The leader says it at its start; `run` before it fires.
+  const sandbox = sandboxNotice(setup.settings.sandbox);
+  if (sandbox.level === "warn") io.stderr(`warning: ${sandbox.message}\n`);
 
   let key = eventKey(event, member ?? "unknown", timestamp ?? new Date().toISOString());
   let eventMember = member ?? null;

@@ -148,7 +148,15 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
 // Holds
 
 /** Spawn errors that are this machine running short, not the gate: our side, tried again. */
-const FAULT_SPAWN_CODES: ReadonlySet<string> = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);
+const FAULT_SPAWN_CODES: ReadonlySet<string> = new Set([
+  "EMFILE",
+  "ENFILE",
+  "EAGAIN",
+  "ENOMEM",
+  // The machine cannot sandbox a gate that requires it, or the sandbox's mounts failed: no approval helps.
+  "E_SANDBOX_UNAVAILABLE",
+  "E_SANDBOX_SETUP",
+]);
 const APPROVAL_KINDS: ReadonlySet<string> = new Set([...TRUST_ERROR_KINDS, "hook_settings"]);
 
 /**

@@ -74,18 +74,11 @@ function readType(manifest: string): "module" | "commonjs" {
 }
 
 /**
- * Lays out `runDir` for a node gate: the files beside the gate linked, a package.json of the gate's
- * module type, and a node_modules with `pi-teams-hooks` (the leader's own) and each package of the
+ * Lays out `runDir` for a node gate: a package.json of the gate's module type, and a node_modules with `pi-teams-hooks` (the leader's own) and each package of the
  * gate's own node_modules.
  */
 export function layOutModules(runDir: string, gateFile: string, modules: GateModules): void {
   if (!NODE_GATE.test(gateFile)) return;
-  const gateDir = path.dirname(path.resolve(gateFile));
-  for (const name of readdirSync(gateDir)) {
-    if (name === path.basename(gateFile) || name === "node_modules" || name === "package.json") continue;
-    if (RUN_FILES.has(name)) continue;
-    symlinkSync(path.join(gateDir, name), path.join(runDir, name));
-  }
   if (modules.type) writeFileSync(path.join(runDir, "package.json"), `{"type":"${modules.type}"}\n`, { flag: "wx" });
   const linked = path.join(runDir, "node_modules");
   mkdirSync(linked);
@@ -98,7 +91,31 @@ export function layOutModules(runDir: string, gateFile: string, modules: GateMod
 }
 
 /** The run folder's own names (runner/run-dir.ts), never shadowed by a file beside the gate. */
-const RUN_FILES = new Set(["context.json", "stdin.json", "result.json", "root", "fstab"]);
+const RUN_FILES = new Set([
+  "context.json",
+  "stdin.json",
+  "result.json",
+  "root",
+  "fstab",
+  "node_modules",
+  "package.json",
+]);
+
+/**
+ * Links each file beside the gate into the run's folder, where the gate's copy is: `$(dirname "$0")/lib.sh`
+ * and a JavaScript gate's `./lib.mjs` are the gate's own helpers, read where they are (the gate's folder is
+ * shown read-only in the sandbox). Returns the names linked.
+ */
+export function linkSiblings(runDir: string, gateFile: string): string[] {
+  const gateDir = path.dirname(path.resolve(gateFile));
+  const linked: string[] = [];
+  for (const name of readdirSync(gateDir)) {
+    if (name === path.basename(gateFile) || RUN_FILES.has(name)) continue;
+    symlinkSync(path.join(gateDir, name), path.join(runDir, name));
+    linked.push(name);
+  }
+  return linked;
+}
 
 /** Whether the package `name` is found for a gate laid out with `modules`. */
 export function packageFound(name: string, modules: GateModules): boolean {

@@ -42,7 +42,7 @@ import {
 import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile } from "./run-files.js";
 import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
-import { gateModules, layOutModules } from "./gate-modules.js";
+import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, sandboxSupport, sandboxed } from "./sandbox.js";
 import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
@@ -247,6 +247,7 @@ async function runIn(
   let started = hook;
   let copy: string | null = null;
   let written: CopyStat | null = null;
+  let siblings: string[] = [];
   if (opts.snapshot) {
     // The checked bytes, in the run's own folder: nothing the team can write or name.
     copy = path.join(run.dir, path.basename(hook.hookPath));
@@ -261,6 +262,7 @@ async function runIn(
         errorKind: "untrusted_hook",
       };
     }
+    siblings = linkSiblings(run.dir, hook.hookPath);
     if (modules) layOutModules(run.dir, hook.hookPath, modules);
     const from = copy;
     started = {
@@ -270,8 +272,16 @@ async function runIn(
     };
   }
   if (sandbox.state === "on") {
+    const missing = (opts.sandbox?.write ?? []).find((p) => !existsSync(p));
+    if (missing !== undefined)
+      return notStarted(
+        `${hook.hookPath}: sandbox-write=${missing}: no such file or folder; the gate did not run (make it, or change the gate's settings line)`,
+        "E_SANDBOX_SETUP",
+        truncated,
+      );
     // Inside the sandbox a command that cannot start is the sandbox's exit status: said as Node says it outside.
-    const unstartable = cannotExec(started.command, env.PATH ?? "");
+    // Without PATH, execvp searches the C library's default, /bin:/usr/bin.
+    const unstartable = cannotExec(started.command, env.PATH ?? "/bin:/usr/bin");
     if (unstartable) return notStarted(spawnMessage(unstartable, opts.cwd), errnoCode(unstartable), truncated);
     const wrapped = sandboxed(started.command, started.args, {
       runDir: run.dir,
@@ -279,7 +289,7 @@ async function runIn(
       writable: [opts.cwd, ...(opts.sandbox?.write ?? [])],
       visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix(), projectRoot(opts.cwd)],
       protect: opts.sandbox?.protect ?? [],
-      hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env))],
+      hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
       resultFile: run.resultFile,
     });
     started = { ...started, ...wrapped };
@@ -294,7 +304,9 @@ async function runIn(
   });
   const { lastLine } = ran;
   // The log names the gate, not its private copy, and what it said names the gate's file too.
-  const said = copy ? authorsNames(ran.result, run.dir, path.dirname(hook.hookPath)) : ran.result;
+  const said = copy
+    ? authorsNames(ran.result, run.dir, path.dirname(hook.hookPath), [path.basename(hook.hookPath), ...siblings])
+    : ran.result;
   const result: RunResult = {
     ...said,
     hookPath: hook.hookPath,
@@ -379,6 +391,13 @@ function projectRoot(cwd: string): string {
   }
 }
 
+/** The user's runtime folders: `$XDG_RUNTIME_DIR` and `/run/user/<uid>`, where its services' sockets are. */
+function runtimeDirs(env: Readonly<Record<string, string | undefined>>): string[] {
+  const dirs = [`/run/user/${process.getuid?.() ?? 0}`];
+  if (env.XDG_RUNTIME_DIR && path.isAbsolute(env.XDG_RUNTIME_DIR)) dirs.push(env.XDG_RUNTIME_DIR);
+  return dirs;
+}
+
 /** The folder Node is installed in (`<prefix>/bin/node`): the gate's view shows it. */
 function nodePrefix(): string {
   return path.dirname(path.dirname(process.execPath));
@@ -436,11 +455,14 @@ function copyChanged(file: string, copy: CopyStat): string | null {
  * the file they run in their errors (`<run dir>/on_task_completed.sh: line 3: …`), and the author
  * wrote the gate (and the helpers beside it), not the run's copies and links.
  */
-function authorsNames(result: RunResult, runDir: string, gateDir: string): RunResult {
-  const pairs: Array<[string, string]> = [
-    [`${pathToFileURL(runDir).href}/`, `${pathToFileURL(gateDir).href}/`],
-    [`${runDir}/`, `${gateDir}/`],
-  ];
+function authorsNames(result: RunResult, runDir: string, gateDir: string, names: readonly string[]): RunResult {
+  // Only the gate's copy and the files linked beside it: the run's own files (its result file) keep their path.
+  const pairs: Array<[string, string]> = names.flatMap(
+    (name): Array<[string, string]> => [
+      [pathToFileURL(path.join(runDir, name)).href, pathToFileURL(path.join(gateDir, name)).href],
+      [path.join(runDir, name), path.join(gateDir, name)],
+    ],
+  );
   const swap = (text: string): string =>
     pairs.reduce((t, [from, to]) => (t.includes(from) ? t.replaceAll(from, to) : t), text);
   return { ...result, stdout: swap(result.stdout), stderr: swap(result.stderr) };

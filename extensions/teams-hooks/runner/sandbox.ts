@@ -26,7 +26,7 @@
  * (docs/security.md says what they can do with it).
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { SandboxMode } from "../settings/hook-line.js";
 
@@ -105,7 +105,9 @@ export interface SandboxPlan {
   protect: readonly string[];
   /**
    * Hidden behind an empty tmpfs: the leader's runs folder, where other runs' files are (their
-   * documents may hold what this gate may not see); this run's folder is shown again, read-only.
+   * documents may hold what this gate may not see), and the user's runtime folder, whose sockets
+   * (the session bus, systemd's) would start a command outside the sandbox; this run's folder is
+   * shown again, read-only.
    */
   hide: readonly string[];
   /** The run's result file: writable inside, alone. */
@@ -222,18 +224,19 @@ export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountE
   }
   lines.push(`tmpfs ${fstabEscape(root)}/tmp tmpfs mode=1777,nosuid,nodev 0 0`);
   lines.push(`tmpfs ${fstabEscape(root)}/dev/shm tmpfs mode=1777,nosuid,nodev 0 0`);
-  const bind = (dir: string, options: string): void => {
-    lines.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options},X-mount.mkdir 0 0`);
+  const bind = (dir: string, options: string, mkdir = true): void => {
+    lines.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options}${mkdir ? ",X-mount.mkdir" : ""} 0 0`);
   };
   const hidden = (dir: string): boolean => isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm");
   // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
   // earlier one would cover it.
   for (const dir of outerFirst(plan.visible)) if (hidden(dir)) bind(dir, "bind,ro");
   for (const dir of outerFirst(plan.writable)) bind(dir, "bind");
+  // Inside a writable path, where the folder is already shown: no folder is made for one that is not there.
   for (const dir of outerFirst(plan.protect)) {
-    if (plan.writable.some((w) => dir === w || isUnder(dir, w))) bind(dir, "bind,ro");
+    if (existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w))) bind(dir, "bind,ro", false);
   }
-  for (const dir of outerFirst(plan.hide))
+  for (const dir of outerFirst(plan.hide).filter((d) => existsSync(d)))
     lines.push(`tmpfs ${inRoot(fstabEscape(dir))} tmpfs mode=0755,nosuid,nodev,X-mount.mkdir 0 0`);
   bind(plan.runDir, "bind,ro");
   lines.push(`${fstabEscape(plan.resultFile)} ${inRoot(fstabEscape(plan.resultFile))} none bind 0 0`);
