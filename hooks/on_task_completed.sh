@@ -39,8 +39,7 @@ trap 'rm -f "$output"' EXIT
 
 env -u PI_TEAMS_HOOK_RESULT_FILE bash -c "$cmd" >"$output" 2>&1
 status=$?
-# The tests can still find the result file (the leader's temp dir and the run id, or this process's
-# environment in /proc): a verdict they left there would win over the exit status, so it is emptied
+# The tests can still find the result file (this process's environment in /proc): a verdict they left there would win over the exit status, so it is emptied
 # (an empty file is no verdict). Anything else there is removed: through a symlink, even to a file this
 # gate cannot write, the leader would read a verdict the tests chose.
 f=${PI_TEAMS_HOOK_RESULT_FILE:-}
