@@ -10,8 +10,8 @@
 // write. Either is refused with one line on stderr naming the file, and the event still passes.
 //
 // With the hook helper `pi-teams-hooks/hook` (a gate the leader runs always gets the leader's own
-// package; run by hand with node, where Node can resolve it from this file's folder), `runGate` reads and checks the context and turns a crash into one line
-// (`gate crashed: TypeError: … (on_task_failed.mjs:<line>)`); `crash: "allow"` keeps that a note, never a
+// package; run by hand with node, where Node can resolve it from this file's folder), `runGate` reads
+// and checks the context and turns a crash into one line (`gate crashed: TypeError: … (on_task_failed.mjs:<line>)`); `crash: "allow"` keeps that a note, never a
 // failure. Elsewhere a small reader below does the same job: standard input, else
 // $PI_TEAMS_HOOK_CONTEXT_FILE, else $PI_TEAMS_HOOK_CONTEXT_JSON.
 //
