@@ -88,7 +88,10 @@ case "$cmd" in
     getent passwd "$agent" >/dev/null || die "no user $agent (the user pi and its agents run as)"
     usermod --append --groups "$group" "$agent"
     leader_home=$(home_of "$leader")
-    install -d -o "$leader" -g "$leader" -m 0700 "$leader_home" "$leader_home/tmp"
+    install -d -o "$leader" -g "$leader" -m 0700 "$leader_home/tmp"
+    # Passed through, never listed: a gate with run-as= reaches its run's folder in the leader's state dir.
+    install -d -o "$leader" -g "$leader" -m 0711 "$leader_home" "$leader_home/.local" "$leader_home/.local/state" \
+      "$leader_home/.local/state/pi-teams-hooks"
     install -d -o root -g "$group" -m 3775 "$teams_root"
     chown root:"$group" "$teams_root" && chmod 3775 "$teams_root"
     install -d -o "$leader" -g "$leader" -m 0755 "$teams_root/_hooks" "$teams_root/node_modules"

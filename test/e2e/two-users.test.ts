@@ -561,6 +561,61 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     );
   });
 
+  asRoot(
+    `a gate with run-as= runs as that user, sandboxed, and its verdict counts; unreachable, it is held${ifCannot}`,
+    async () => {
+      if (!setup) throw new Error("no setup");
+      const s = setup;
+      // The leader here is root (as this test is): it switches to the gate's user itself (setpriv).
+      const teamsRoot = await mkdtemp(path.join(s.base, "run-as-"));
+      await chmod(teamsRoot, 0o755);
+      const teamDir = path.join(teamsRoot, "gamma");
+      const tasks = path.join(teamDir, "tasks", "gamma");
+      await must("mkdir", "-p", tasks, path.join(teamsRoot, "_hooks"));
+      const task = {
+        id: "1",
+        subject: "s",
+        description: "d",
+        owner: "bob",
+        status: "completed",
+        blocks: [],
+        blockedBy: [],
+      };
+      const at = "2026-12-01T09:00:00.000Z";
+      await writeFile(path.join(tasks, "1.json"), JSON.stringify({ ...task, createdAt: at, updatedAt: at }));
+      const gate = path.join(teamsRoot, "_hooks", "on_task_completed.sh");
+      await writeFile(
+        gate,
+        [
+          "#!/usr/bin/env bash",
+          `# pi-teams-hooks: run-as=${NAMES.agent}`,
+          `echo "uid=$(id -u)"`,
+          `echo x > ${q(path.join(teamDir, "planted"))} 2>/dev/null && echo "wrote the team dir"`,
+          `echo '{"decision":"deny","reason":"judged as the gate user"}' > "$PI_TEAMS_HOOK_RESULT_FILE"`,
+        ].join("\n"),
+        { mode: 0o755 },
+      );
+      const state = path.join(s.base, "root-state");
+      await must("install", "-d", "-m", "0711", state, path.join(state, "pi-teams-hooks"));
+      const env = { PATH, NO_COLOR: "1", HOME: s.base, XDG_STATE_HOME: state };
+      const args = ["run", "task_completed", "--team-dir", teamDir, "--task", "1", "--cwd", s.project, "--json"];
+      const ran = await run([process.execPath, s.bin, ...args], { env });
+      const record = JSON.parse(ran.stdout) as { result: { stdout: string; outcome: string; sandbox?: string } };
+      expect(record.result, ran.stderr).toMatchObject({ outcome: "failed", sandbox: "on" });
+      expect(record.result.stdout).toBe(`uid=${await uidOf(NAMES.agent)}\n`);
+      expect(existsSync(path.join(teamDir, "planted"))).toBe(false);
+
+      // The leader's state dir closed to other users: the gate's user cannot reach its run; said, and held.
+      const closed = path.join(s.base, "root-state-closed");
+      await must("install", "-d", "-m", "0700", closed);
+      const held = await run([process.execPath, s.bin, ...args], { env: { ...env, XDG_STATE_HOME: closed } });
+      const result = (JSON.parse(held.stdout) as { result: { ran: boolean; errorCode?: string; error?: string } })
+        .result;
+      expect(result).toMatchObject({ ran: false, errorCode: "E_RUN_AS" });
+      expect(result.error).toContain(`run-as=${NAMES.agent}: ${closed} (mode 700) does not let another user reach`);
+    },
+  );
+
   asRoot(`doctor names the agents' user where the recipe is not followed${ifCannot}`, async () => {
     if (!setup) throw new Error("no setup");
     const s = setup;

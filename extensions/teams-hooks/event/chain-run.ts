@@ -244,6 +244,7 @@ export async function runChain(
                 escapeeScan: teamSettings.sweep.value,
                 exitCodes: teamSettings.exitCodes.value,
                 sandbox: sandboxOptions(settings, req, seen.teamDir),
+                ...(settings?.runAs ? { runAs: settings.runAs } : {}),
                 ...(settings?.format ? { format: settings.format } : {}),
                 runId,
                 eventKey: shownEventKey(req.key, context.view),

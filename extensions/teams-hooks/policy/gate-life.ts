@@ -156,6 +156,8 @@ const FAULT_SPAWN_CODES: ReadonlySet<string> = new Set([
   // The machine cannot sandbox a gate that requires it, or the sandbox's mounts failed: no approval helps.
   "E_SANDBOX_UNAVAILABLE",
   "E_SANDBOX_SETUP",
+  // A run-as= user this leader cannot switch to, or cannot reach the run's folder: the machine's set-up.
+  "E_RUN_AS",
 ]);
 const APPROVAL_KINDS: ReadonlySet<string> = new Set([...TRUST_ERROR_KINDS, "hook_settings"]);
 

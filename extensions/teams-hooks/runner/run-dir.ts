@@ -60,7 +60,8 @@ export function runsRoot(env: Env = process.env): string {
   // One folder per installed package: two installs of pi-teams-hooks (two releases side by side)
   // each link their own package for their gates.
   const root = path.join(runs, createHash("sha256").update(ownPackageRoot()).digest("hex").slice(0, 12));
-  mkdirSync(root, { recursive: true, mode: 0o700 });
+  // 0711: passed through, never listed or written by others (a `run-as=` gate's user reaches its own run).
+  mkdirSync(root, { recursive: true, mode: 0o711 });
   for (const dir of [runs, root]) {
     const problem = notPrivate(dir);
     if (problem) throw new Error(`the leader's runs folder ${dir} ${problem}: no gate runs from it`);
@@ -125,7 +126,10 @@ export function removeRunDirs(runId: string, env: Env = process.env): number {
   return removed;
 }
 
-/** Why `dir` is not a folder only this user can write and enter (null when it is). */
+/**
+ * Why `dir` is not a folder only this user can list and write (null when it is). Others may pass
+ * through it (0711): a `run-as=` gate's user reaches its run's folder by its random name.
+ */
 export function notPrivate(dir: string): string | null {
   let st: ReturnType<typeof lstatSync>;
   try {
@@ -137,7 +141,7 @@ export function notPrivate(dir: string): string | null {
   if (!st.isDirectory()) return "is not a folder";
   const uid = process.getuid?.();
   if (uid !== undefined && st.uid !== uid) return `belongs to uid ${st.uid}, not to this user (uid ${uid})`;
-  if ((st.mode & 0o077) !== 0) return `has mode ${(st.mode & 0o777).toString(8)}, not 700`;
+  if ((st.mode & 0o066) !== 0) return `has mode ${(st.mode & 0o777).toString(8)}, not 700 (or 711)`;
   return null;
 }
 

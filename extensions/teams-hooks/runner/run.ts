@@ -43,6 +43,7 @@ import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile } from "./run-files.js";
 import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
+import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
 import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, sandboxSupport, sandboxed } from "./sandbox.js";
 import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
@@ -116,6 +117,8 @@ export interface RunHookOptions {
    * read-only even inside a writable path.
    */
   sandbox?: { mode: SandboxMode; write?: readonly string[]; env?: readonly string[]; protect?: readonly string[] };
+  /** `run-as=`: the user the gate runs as (runner/run-as.ts); absent: the leader's own. */
+  runAs?: string;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -209,6 +212,9 @@ async function runIn(
       SANDBOX_UNAVAILABLE,
     );
   }
+  const user = opts.runAs === undefined ? null : lookUpUser(opts.runAs);
+  if (opts.runAs !== undefined && user === null)
+    return notStarted(`${hook.hookPath}: run-as=${opts.runAs}: no such user on this machine; it did not run`, RUN_AS);
   const confined = sandbox.mode !== "off";
   const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
     runId,
@@ -251,7 +257,7 @@ async function runIn(
   if (opts.snapshot) {
     // The checked bytes, in the run's own folder: nothing the team can write or name.
     copy = path.join(run.dir, path.basename(hook.hookPath));
-    written = writeCopy(copy, opts.snapshot.content);
+    written = writeCopy(copy, opts.snapshot.content, user ? 0o555 : 0o500);
     if (written === null) {
       return {
         ...notStarted(
@@ -291,8 +297,21 @@ async function runIn(
       protect: opts.sandbox?.protect ?? [],
       hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
       resultFile: run.resultFile,
+      ...(user ? { user } : {}),
     });
     started = { ...started, ...wrapped };
+  }
+  if (user) {
+    const switched = runAs(user, started.command, started.args);
+    if ("error" in switched) return notStarted(switched.error, RUN_AS, truncated);
+    const read = [
+      run.contextFile,
+      ...(claude ? [run.stdinFile] : []),
+      ...(sandbox.state === "on" ? [path.join(run.dir, "fstab")] : []),
+    ];
+    const unreachable = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), { read, write: [run.resultFile] });
+    if (unreachable) return notStarted(`${hook.hookPath}: run-as=${user.name}: ${unreachable}`, RUN_AS, truncated);
+    started = { ...started, ...switched };
   }
   const ran = await execute(started, opts, {
     runId,
@@ -341,6 +360,8 @@ async function runIn(
   return judged;
 }
 
+/** The error code of a gate whose `run-as=` user cannot be switched to. */
+const RUN_AS = "E_RUN_AS";
 /** The error code of a gate whose imports cannot be found (Node's own). */
 const MODULE_NOT_FOUND = "ERR_MODULE_NOT_FOUND";
 /** The error code of a gate that requires a sandbox this machine cannot give. */
@@ -417,11 +438,11 @@ interface CopyStat {
  * through a planted file), and reads it back: null when what is there is not what was written (a
  * process of the leader's own user wrote it in between).
  */
-function writeCopy(file: string, content: Buffer): CopyStat | null {
+function writeCopy(file: string, content: Buffer, mode: number): CopyStat | null {
   const fd = openSync(
     file,
     fsConstants.O_RDWR | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
-    0o500,
+    mode,
   );
   try {
     writeSync(fd, content, 0, content.length, 0);

@@ -112,6 +112,8 @@ export interface SandboxPlan {
   hide: readonly string[];
   /** The run's result file: writable inside, alone. */
   resultFile: string;
+  /** The user the gate runs as (`run-as=`); absent: the leader's own. */
+  user?: { uid: number; gid: number };
 }
 
 /** The exit status SETUP ends with when the mounts could not be made: the gate never started. */
@@ -139,8 +141,8 @@ export function sandboxed(
   const root = path.join(plan.runDir, "root");
   const fstab = path.join(plan.runDir, "fstab");
   writeFileSync(fstab, fstabOf(plan, root, readMounts()), { mode: 0o600, flag: "wx" });
-  const uid = process.getuid?.() ?? 0;
-  const gid = process.getgid?.() ?? 0;
+  const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
+  const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
   return {
     command: UNSHARE,
     args: [

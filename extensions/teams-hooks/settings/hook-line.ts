@@ -38,7 +38,17 @@ export type MatcherKey = (typeof MATCHER_KEYS)[number];
  */
 export const SANDBOX_MODES = ["auto", "required", "off"] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
-const KEYS = ["timeout", ...MATCHER_KEYS, "mode", "format", "required", "sandbox", "sandbox-write", "env"] as const;
+const KEYS = [
+  "timeout",
+  ...MATCHER_KEYS,
+  "mode",
+  "format",
+  "required",
+  "sandbox",
+  "sandbox-write",
+  "env",
+  "run-as",
+] as const;
 
 /** What a settings line says; only the keys it gives. */
 export interface HookSettings {
@@ -63,6 +73,11 @@ export interface HookSettings {
   sandboxWrite?: string[];
   /** `env=`: names of the leader's environment variables the gate gets besides PATH and HOME. */
   env?: string[];
+  /**
+   * `run-as=`: a user of its own the gate runs as (runner/run-as.ts): a leader running as root switches
+   * to it itself; another leader through `sudo`, where a sudoers rule lets it (docs/security.md).
+   */
+  runAs?: string;
 }
 
 /**
@@ -202,6 +217,10 @@ function setValue(
       settings.sandboxWrite = paths;
       return null;
     }
+    case "run-as":
+      if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(value)) return "expected a user name (lower case letters, digits, _ and -)";
+      settings.runAs = value;
+      return null;
     case "env": {
       const names = value.split(",").map((n) => n.trim());
       const bad = names.find((n) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(n));
@@ -481,5 +500,6 @@ export function describeSettings(settings: HookSettings): string {
   if (settings.sandbox) parts.push(`sandbox=${settings.sandbox}`);
   if (settings.sandboxWrite) parts.push(`sandbox-write=${settings.sandboxWrite.join(",")}`);
   if (settings.env) parts.push(`env=${settings.env.join(",")}`);
+  if (settings.runAs) parts.push(`run-as=${settings.runAs}`);
   return parts.join(" ");
 }
