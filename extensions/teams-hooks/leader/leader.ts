@@ -20,6 +20,7 @@
  * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
  * shared context.ts.
  */
+import { groundProblems } from "../team/ownership.js";
 import { sandboxNotice } from "../runner/sandbox.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../gates/chain.js";
@@ -73,6 +74,15 @@ export class Leader {
     const { opts } = ctx;
     const { identity } = opts.setup;
     try {
+      // A state, logs or gates folder another user can write, or a link in their place: this leader
+      // cannot keep its ground there (a ledger line planted, a log forged), so it does not start.
+      const ground = groundProblems(identity.teamDir);
+      if (ground.length > 0)
+        throw new HooksError(
+          "E_TEAM_DIR",
+          `the leader does not keep its ground in ${identity.teamDir}, so it does not start: ${ground.join("; ")}. ` +
+            `As root, examples/leader-user/setup.sh team lays the team dir out for a leader of its own user (docs/security.md)`,
+        );
       ctx.lock = await acquireLeaderLock(identity.teamDir);
       this.#hints.noteTeamDir();
       ctx.ledger = await Ledger.open(identity.teamDir, (m) => ctx.warn(m));
