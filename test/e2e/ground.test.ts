@@ -3,7 +3,7 @@
  * link or can be written by another user, where a planted ledger line or a forged log would be taken
  * for its own; it says which folder and how to lay the team dir out.
  */
-import { chmod, chown, mkdir, symlink } from "node:fs/promises";
+import { chmod, chown, mkdir, readdir, symlink } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { useLeaderRig } from "../helpers/leader-rig.js";
@@ -48,5 +48,25 @@ describe.concurrent("the leader's ground", () => {
       expect(leader.stderr).toContain(
         `${path.join(team.teamDir, "hook-state")} can be written by another user (it belongs to uid 65534)`,
       );
+  });
+
+  it("an inbox folder replaced by a link to the hooks dir: the leader writes nothing through it, and says so", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "package", status: "in_progress" })] });
+    const gate = await rig.hook(team, "on_task_completed.sh", "exit 1");
+    const hooksDir = path.dirname(gate);
+    const inboxes = path.dirname(team.inboxFile(team.taskListId, "package"));
+    await mkdir(path.dirname(inboxes), { recursive: true });
+    await symlink(hooksDir, inboxes);
+    const leader = await rig.leader(team, ["--failure-action", "reopen"]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitFor("the refused write said", () =>
+      leader
+        .warnings()
+        .some((w) => w.includes(`${inboxes} is a symbolic link, and the leader writes in the team's own folders only`)),
+    );
+    expect(await readdir(hooksDir)).toEqual(["on_task_completed.sh"]);
+    await leader.stop();
   });
 });

@@ -500,13 +500,13 @@ describe("doctor: policy and locks", () => {
     expect(lines(event(auto, "idle").chain.checks).filter((l) => l.includes("sandbox"))).toEqual([]);
   });
 
-  it("warns that a node gate's node_modules any user can write is not used", async () => {
+  it("warns in its Access section that a node gate's node_modules any user can write is not used", async () => {
     const { team, hooksDir } = await setup({ hooks: { "on_idle.mjs": "console.log(1)\n" } });
     const modules = path.join(hooksDir, "node_modules");
     await mkdir(modules);
     fs.chmodSync(modules, 0o777);
     const r = await report(team);
-    expect(lines(event(r, "idle").chain.checks)).toContain(
+    expect(lines(r.access?.checks ?? [])).toContain(
       `warn: on_idle.mjs: ${modules} is not used: everyone can write it, so another user could put a package there`,
     );
   });

@@ -12,7 +12,7 @@
  * fixing, gates still run; `info` — a fact; `ok` — checked and fine. The hook checks live in
  * doctor/hooks.ts; this module adds the team, policy and lock checks and assembles the report.
  */
-import { sandboxChecks } from "./sandbox.js";
+import { importChecks, sandboxChecks } from "./sandbox.js";
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
@@ -162,6 +162,11 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const access = team.ok
     ? diagnoseAccess({ teamDir, hooksDir, teamLayer, taskListId: team.identity.taskListId, env: input.env })
     : null;
+  // Where a gate's imports would come from a folder another user can write: the Access section says it.
+  const imports = chains.flatMap(({ chain }) => importChecks(chain));
+  if (access && imports.length > 0) access.checks = [...access.checks.filter((c) => c.level !== "ok"), ...imports];
+  else
+    for (const e of events) e.chain.checks.push(...imports.filter((c) => e.chain.hooks.some((h) => h.path === c.file)));
 
   const all = [
     ...hooksDirChecks,

@@ -40,8 +40,21 @@ export function sandboxChecks(event: HookEventName, chain: ChainDiscovery, team:
         file,
       });
     }
-    if (h.hook.command === process.execPath)
-      for (const note of gateModules(file).notes) checks.push({ level: "warn", message: `${name}: ${note}`, file });
+  }
+  return checks;
+}
+
+/**
+ * Where each JavaScript or TypeScript gate's imports and module type would otherwise come from a folder
+ * another user can write: what the runner ignores, said (doctor's Access section).
+ */
+export function importChecks(chain: ChainDiscovery): Check[] {
+  const checks: Check[] = [];
+  for (const h of chain.hooks) {
+    if (h.kind === "http" || h.hook.command !== process.execPath) continue;
+    const file = h.hook.hookPath;
+    for (const note of gateModules(file).notes)
+      checks.push({ level: "warn", message: `${path.basename(file)}: ${note}`, file });
   }
   return checks;
 }

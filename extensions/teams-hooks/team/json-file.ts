@@ -17,6 +17,7 @@ import {
   fchmodSync,
   fstatSync,
   fsyncSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readSync,
@@ -410,6 +411,19 @@ export function mkdirUnder(root: string, dir: string, options: { shared?: boolea
     makeFolders(dir, options);
   } catch (error) {
     throw new HooksError("E_IO", `cannot create ${dir}: ${describeError(error)}`, { cause: error });
+  }
+  // A folder of the team's replaced by a link (`mailboxes/<ns>/inboxes` → the hooks dir) would have the
+  // leader write where the agents point: never through a link below the team dir.
+  const relative = path.relative(root, dir);
+  if (relative.startsWith("..") || path.isAbsolute(relative)) return;
+  let at = root;
+  for (const part of relative.split(path.sep).filter((p) => p !== "")) {
+    at = path.join(at, part);
+    if (lstatSync(at).isSymbolicLink())
+      throw new HooksError(
+        "E_IO",
+        `cannot write in ${dir}: ${at} is a symbolic link, and the leader writes in the team's own folders only`,
+      );
   }
 }
 
