@@ -54,8 +54,8 @@ export function groundProblems(teamDir: string): string[] {
     }
     if (st.isSymbolicLink())
       problems.push(`${dir} is a symbolic link: the leader's folder must be a folder of its own`);
-    else if (!st.isDirectory()) problems.push(`${dir} is not a folder`);
-    else {
+    else if (st.isDirectory()) {
+      // (A file in its place is no one's ground: every write there fails, is said, and is tried again.)
       const unsafe = othersCanWrite(dir);
       if (unsafe) problems.push(`${dir} can be written by another user (${unsafe})`);
     }
