@@ -265,9 +265,29 @@ export class EventHandler {
         this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), delay);
         return;
       }
-      await this.#giveUp(event, pending.error, state);
-      return this.#settle(event, await pending.abandon(), state);
+      // Past the tries: said loudly once, held where the lead looks, and tried again at the last wait
+      // until it is written (a stop leaves it open, for the next start). Never dropped, never accepted.
+      if (state.policyTries === delays.length + 1) {
+        await this.#giveUp(event, pending.error, state);
+        this.#ctx.holds?.listUnwritten({
+          key: event.key,
+          event: event.event,
+          taskId: event.taskId,
+          member: event.member,
+          cause: "fault",
+          kind: null,
+          hook: outcome.hook ? gateName(outcome.hook, event.event) : null,
+          reason: `the gate judged it, and its policy cannot be written: ${pending.error}`,
+          since: this.#ctx.now(),
+          runId: outcome.result?.runId ?? null,
+          log: null,
+        });
+      }
+      const wait = delays.at(-1) ?? 30_000;
+      this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), wait);
+      return;
     }
+    this.#ctx.holds?.unlist(event.key);
     if (pending?.stage === "logs") {
       state.writeTries += 1;
       this.#ctx.writeFailed(event.key, pending.error);
@@ -383,8 +403,8 @@ export class EventHandler {
       ? `pi-teams-hooks run ${event.event} --team-dir ${identity.teamDir} --task ${event.taskId} --apply-policy`
       : "a restart of the leader";
     this.#ctx.warn(
-      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); the event stays open: the next ` +
-        `start of the leader tries it again, or: ${how}`,
+      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); held: the leader keeps trying ` +
+        `it, the event stays open until it is written (a stop leaves it to the next start), or: ${how}`,
     );
     const text = policyGivenUpText(event, error, how);
     await this.#ctx.tellLead(

@@ -34,6 +34,8 @@ export class Holds {
   readonly #ctx: LeaderContext;
   readonly #run: (event: HookEvent) => void;
   readonly #held = new Map<string, { info: HeldEvent; event: HookEvent; tries: number }>();
+  /** Events judged whose policy is not written yet (listUnwritten). */
+  readonly #unwritten = new Map<string, HeldEvent>();
   #writing: Promise<void> = Promise.resolve();
 
   /** `run`: queues an event again (as a retry). */
@@ -47,7 +49,7 @@ export class Holds {
   }
 
   list(): HeldEvent[] {
-    return [...this.#held.values()].map((h) => h.info);
+    return [...[...this.#held.values()].map((h) => h.info), ...this.#unwritten.values()];
   }
 
   /**
@@ -131,6 +133,20 @@ export class Holds {
         this.#ctx.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);
       }
     }
+  }
+
+  /**
+   * Lists an event whose gate judged it but whose policy cannot be written yet (a lock held, a folder
+   * made unwritable): held as a fault where the lead looks (`/gates`, the dashboard, pi), while the
+   * leader keeps trying to write it (leader/handle.ts). `unlist` once it is written.
+   */
+  listUnwritten(info: HeldEvent): void {
+    this.#unwritten.set(info.key, info);
+    this.#save();
+  }
+
+  unlist(key: string): void {
+    if (this.#unwritten.delete(key)) this.#save();
   }
 
   /** Runs a held event again: out of the list first, so that it is queued at most once. */
