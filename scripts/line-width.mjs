@@ -42,7 +42,7 @@ export function width(line) {
 export function withoutLiterals(line) {
   return line
     .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`/g, '""')
-    .replace(/([(,=:[!&|?{};]|return)\s*\/(?![/*])(?:[^/\\\n[]|\\.|\[(?:[^\]\\]|\\.)*\])+\/[a-z]*/g, "$1 /x/");
+    .replace(/(^|[(,=:[!&|?{};]|return)\s*\/(?![/*])(?:[^/\\\n[]|\\.|\[(?:[^\]\\]|\\.)*\])+\/[a-z]*/g, "$1 /x/");
 }
 
 /** The lines of `text` over MAX_WIDTH once their literals are set aside, as 1-based line numbers with their width. */
