@@ -44,9 +44,15 @@ status=$?
 # gate cannot write, the leader would read a verdict the tests chose.
 f=${PI_TEAMS_HOOK_RESULT_FILE:-}
 if [ -n "$f" ] && [ -f "$f" ] && [ ! -L "$f" ]; then
+  chmod u+w -- "$f" 2>/dev/null
   : 2>/dev/null >"$f" || rm -f -- "$f" 2>/dev/null
 elif [ -n "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; }; then
   rm -f -- "$f" 2>/dev/null
+fi
+# What cannot be emptied fails the gate: a verdict the tests left there must not decide.
+if [ -n "$f" ] && [ -s "$f" ]; then
+  echo "the tests left a verdict in the result file that this gate cannot empty: failed" >&2
+  exit 1
 fi
 if [ "$status" -eq 0 ]; then
   echo "gate passed for task $task: $cmd"

@@ -21,9 +21,10 @@ const execFileAsync = promisify(execFile);
 
 const SETSID_QUIET = path.join(REPO_ROOT, "test", "fixtures", "hooks", "setsid-quiet.sh");
 
-async function quietDaemonTeam(sweep: string | undefined): Promise<TempTeam> {
+async function quietDaemonTeam(sweep: string | undefined, sandbox = "off"): Promise<TempTeam> {
+  // Unsandboxed unless asked: the sweep is what ends a daemon outside the sandbox, which ends its own.
   const team = await rig.team({
-    config: { teamId: "alpha", ...(sweep === undefined ? {} : { hooks: { sweep } }) },
+    config: { teamId: "alpha", hooks: { sandbox, ...(sweep === undefined ? {} : { sweep }) } },
     tasks: [
       makeTask({ id: "1", owner: "alice", status: "completed" }),
       makeTask({ id: "2", owner: "alice", status: "in_progress" }),
@@ -66,7 +67,16 @@ describe("hooks.sweep", () => {
     expect((await readLogs(team.teamDir))[0]?.result).toMatchObject({ outcome: "passed", leftoverProcesses: 1 });
   });
 
-  it('the default ("auto"): a clean exit is not swept, so the setsid daemon is left running', async () => {
+  it("sandboxed (the default), the setsid daemon a cleanly exiting gate leaves is ended with its run, and counted", async () => {
+    const team = await quietDaemonTeam(undefined, "auto");
+    await runGate(team);
+    expect((await leftOf(team)).processes).toEqual([]);
+    const [log] = await readLogs(team.teamDir);
+    expect(log?.result).toMatchObject({ outcome: "passed", sandbox: "on" });
+    expect(log?.result.leftoverProcesses).toBeGreaterThanOrEqual(1);
+  });
+
+  it('unsandboxed, the default ("auto"): a clean exit is not swept, so the setsid daemon is left running', async () => {
     const team = await quietDaemonTeam(undefined);
     let left: Array<{ pid: number; cmdline: string }> = [];
     try {

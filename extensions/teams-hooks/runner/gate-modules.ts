@@ -97,6 +97,8 @@ const RUN_FILES = new Set([
   "result.json",
   "root",
   "fstab",
+  "fstab.ro",
+  "fstab.ns",
   "node_modules",
   "package.json",
 ]);

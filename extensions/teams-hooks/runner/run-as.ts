@@ -6,12 +6,12 @@
  *
  *   pi-leader ALL=(pi-gate) NOPASSWD:SETENV: ALL
  *
- * The gate's run folder is opened to that user just enough to run: the folder can be entered but not
- * listed (its name is random), the context and the gate's copy read, the result file written. What the
+ * The gate's run folder is opened to that user, and to no one else (openRunDirTo): the folders above it
+ * are passed through, the run's folder and files are the gate user's own or its group's. What the
  * gate writes stays within what that user may write, and the sandbox (when on) is built as that user.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, readFileSync, statSync } from "node:fs";
+import { chmodSync, chownSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
 /** A user of the system, as /etc/passwd has it. */
@@ -79,27 +79,54 @@ export function runAs(
 }
 
 /**
- * Opens the run's folder to the gate's user: the folders on the way can be entered (not listed), the
- * run's files read, the result file written. Its name stays the one secret that keeps other users out.
+ * Opens the run's folder to the gate's user, and to no one else: the folders above it are passed through
+ * (0711, never listed), and the run's folder and files are the gate user's own (a leader running as
+ * root hands them over) or its group's (any other leader, which must be in that group: sudo cannot
+ * hand files over). Returns the owner and mode the files it may write (the result file first) must
+ * keep, or why it cannot be done.
  */
 export function openRunDirTo(
   runDir: string,
   runsRoot: string,
-  files: { read: string[]; write: string[] },
-): string | null {
+  user: RunAsUser,
+  files: { read: string[]; exec: string[]; write: string[] },
+): { uid: number; mode: number } | { error: string } {
   // Above the runs folder, the leader's own folders (its home, its state dir) must let others pass.
   for (let dir = path.dirname(path.dirname(runsRoot)); ; dir = path.dirname(dir)) {
     const mode = statSync(dir).mode;
     if ((mode & 0o001) === 0)
-      return `${dir} (mode ${(mode & 0o777).toString(8)}) does not let another user reach the run's folder below it (chmod o+x ${dir}, or 0711: passed through, never listed)`;
+      return {
+        error: `${dir} (mode ${(mode & 0o777).toString(8)}) does not let another user reach the run's folder below it (chmod o+x ${dir}, or 0711: passed through, never listed)`,
+      };
     if (path.dirname(dir) === dir) break;
   }
-  for (let dir = runDir; ; dir = path.dirname(dir)) {
+  for (let dir = path.dirname(runDir); ; dir = path.dirname(dir)) {
     chmodSync(dir, 0o711);
     if (dir === path.dirname(runsRoot)) break;
   }
-  chmodSync(path.join(runDir, "root"), 0o755);
-  for (const file of files.read) chmodSync(file, 0o644);
-  for (const file of files.write) chmodSync(file, 0o666);
-  return null;
+  const root = path.join(runDir, "root");
+  if (process.getuid?.() === 0) {
+    for (const dir of [runDir, root]) {
+      chownSync(dir, user.uid, user.gid);
+      chmodSync(dir, 0o700);
+    }
+    for (const file of [...files.read, ...files.exec, ...files.write]) chownSync(file, user.uid, user.gid);
+    for (const file of files.read) chmodSync(file, 0o400);
+    for (const file of files.exec) chmodSync(file, 0o500);
+    for (const file of files.write) chmodSync(file, 0o600);
+    return { uid: user.uid, mode: 0o600 };
+  }
+  if (!process.getgroups?.().includes(user.gid))
+    return {
+      error: `this leader is not in ${user.name}'s group (gid ${user.gid}), which the run's files are shared through (usermod --append --groups ${user.gid} <leader user>)`,
+    };
+  for (const dir of [runDir, root]) {
+    chownSync(dir, -1, user.gid);
+    chmodSync(dir, 0o750);
+  }
+  for (const file of [...files.read, ...files.exec, ...files.write]) chownSync(file, -1, user.gid);
+  for (const file of files.read) chmodSync(file, 0o640);
+  for (const file of files.exec) chmodSync(file, 0o550);
+  for (const file of files.write) chmodSync(file, 0o660);
+  return { uid: process.getuid?.() ?? 0, mode: 0o660 };
 }

@@ -37,7 +37,7 @@ export interface RunDir {
   /** Where the sandbox builds the gate's view (runner/sandbox.ts): an empty folder until then. */
   root: string;
   /** The result file as the leader created it: what it must still be when read back. */
-  result: { ino: number; dev: number };
+  result: { ino: number; dev: number; mode: number; uid: number };
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -75,10 +75,10 @@ export function makeRunDir(runId: string, env: Env = process.env): RunDir {
   const dir = mkdtempSync(path.join(runsRoot(env), `${sanitizeName(runId)}.`));
   const resultFile = path.join(dir, "result.json");
   const fd = openSync(resultFile, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600);
-  let result: { ino: number; dev: number };
+  let result: { ino: number; dev: number; mode: number; uid: number };
   try {
     const st = fstatSync(fd);
-    result = { ino: st.ino, dev: st.dev };
+    result = { ino: st.ino, dev: st.dev, mode: st.mode & 0o777, uid: st.uid };
   } finally {
     closeSync(fd);
   }

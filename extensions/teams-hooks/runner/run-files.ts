@@ -25,7 +25,10 @@ const MAX_RESULT_FILE_BYTES = 64 * 1024;
  * saying what it is: read with the one shared reader, it can neither block the leader nor fill its
  * memory.
  */
-export function readResultFile(file: string, created?: { ino: number; dev: number }): ResultFileRead {
+export function readResultFile(
+  file: string,
+  created?: { ino: number; dev: number; mode: number; uid: number },
+): ResultFileRead {
   if (created) {
     // The leader made it empty before the start: it counts only while it is still that file, the
     // leader's own regular file (no link, no other file renamed over it), read through no link.
@@ -35,8 +38,7 @@ export function readResultFile(file: string, created?: { ino: number; dev: numbe
     } catch {
       return { text: null, refused: "the result file the leader made for the run was removed" };
     }
-    const uid = process.getuid?.();
-    if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || (uid !== undefined && st.uid !== uid)) {
+    if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || st.uid !== created.uid) {
       const what = st.isFIFO()
         ? "a FIFO"
         : st.isSymbolicLink()
@@ -48,6 +50,13 @@ export function readResultFile(file: string, created?: { ino: number; dev: numbe
               : "a special file";
       return { text: null, refused: `the result file the leader made for the run was replaced (by ${what})` };
     }
+    // Its mode is the leader's choice (0600; 0666 for a run-as= gate): one changed (a `chmod 444` that keeps
+    // a planted verdict from being emptied) is not the leader's file any more.
+    if ((st.mode & 0o777) !== created.mode)
+      return {
+        text: null,
+        refused: `the result file the leader made for the run had its mode changed (to ${(st.mode & 0o777).toString(8)})`,
+      };
     if (st.size === 0) return { text: null, refused: null }; // not written: the common case
   }
   const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });

@@ -22,6 +22,7 @@ import {
   lstatSync,
   openSync,
   readSync,
+  realpathSync,
   statSync,
   writeFileSync,
   writeSync,
@@ -44,7 +45,7 @@ import { applyVerdict, readResultFile } from "./run-files.js";
 import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
-import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, sandboxSupport, sandboxed } from "./sandbox.js";
+import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, endNamespace, sandboxSupport, sandboxed } from "./sandbox.js";
 import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
@@ -257,7 +258,7 @@ async function runIn(
   if (opts.snapshot) {
     // The checked bytes, in the run's own folder: nothing the team can write or name.
     copy = path.join(run.dir, path.basename(hook.hookPath));
-    written = writeCopy(copy, opts.snapshot.content, user ? 0o555 : 0o500);
+    written = writeCopy(copy, opts.snapshot.content, 0o500);
     if (written === null) {
       return {
         ...notStarted(
@@ -289,12 +290,23 @@ async function runIn(
     // Without PATH, execvp searches the C library's default, /bin:/usr/bin.
     const unstartable = cannotExec(started.command, env.PATH ?? "/bin:/usr/bin");
     if (unstartable) return notStarted(spawnMessage(unstartable, opts.cwd), errnoCode(unstartable), truncated);
+    // Writable and protected paths as they really are: a link among them (the working directory a link to
+    // the team dir, a sandbox-write= path an agent turned into a link to hook-state/) is followed here, once,
+    // so that what lies inside a writable path is known, and is checked again in the view as built.
+    const real = (p: string): string => {
+      try {
+        return realpathSync(p);
+      } catch {
+        return p; // not there: nothing to bind
+      }
+    };
+    const cwd = real(opts.cwd);
     const wrapped = sandboxed(started.command, started.args, {
       runDir: run.dir,
-      cwd: opts.cwd,
-      writable: [opts.cwd, ...(opts.sandbox?.write ?? [])],
+      cwd,
+      writable: [cwd, ...(opts.sandbox?.write ?? []).map(real)],
       visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix(), projectRoot(opts.cwd)],
-      protect: opts.sandbox?.protect ?? [],
+      protect: (opts.sandbox?.protect ?? []).map(real),
       hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
       resultFile: run.resultFile,
       ...(user ? { user } : {}),
@@ -307,10 +319,19 @@ async function runIn(
     const read = [
       run.contextFile,
       ...(claude ? [run.stdinFile] : []),
-      ...(sandbox.state === "on" ? [path.join(run.dir, "fstab")] : []),
+      ...(sandbox.state === "on" ? [path.join(run.dir, "fstab"), path.join(run.dir, "fstab.ro")] : []),
     ];
-    const unreachable = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), { read, write: [run.resultFile] });
-    if (unreachable) return notStarted(`${hook.hookPath}: run-as=${user.name}: ${unreachable}`, RUN_AS, truncated);
+    const opened = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), user, {
+      read,
+      exec: copy ? [copy] : [],
+      write: [run.resultFile, ...(sandbox.state === "on" ? [path.join(run.dir, "fstab.ns")] : [])],
+    });
+    if ("error" in opened)
+      return notStarted(`${hook.hookPath}: run-as=${user.name}: ${opened.error}`, RUN_AS, truncated);
+    run.result.uid = opened.uid;
+    run.result.mode = opened.mode;
+    // The copy changed hands (its ctime moved): what it is now is what must stay.
+    if (copy && written) written = { ...written, ...statOf(copy) };
     started = { ...started, ...switched };
   }
   const ran = await execute(started, opts, {
@@ -322,6 +343,9 @@ async function runIn(
     base,
   });
   const { lastLine } = ran;
+  // What is left of a sandboxed gate is ended before its verdict is read: nothing of it writes after it.
+  const ended = sandbox.state === "on" ? endNamespace(run.dir) : [];
+  if (ended.length > 0) ran.result = { ...ran.result, leftoverProcesses: ran.result.leftoverProcesses + ended.length };
   // The log names the gate, not its private copy, and what it said names the gate's file too.
   const said = copy
     ? authorsNames(ran.result, run.dir, path.dirname(hook.hookPath), [path.basename(hook.hookPath), ...siblings])
@@ -454,6 +478,12 @@ function writeCopy(file: string, content: Buffer, mode: number): CopyStat | null
   } finally {
     closeSync(fd);
   }
+}
+
+/** A file's identity and times, as CopyStat keeps them. */
+function statOf(file: string): CopyStat {
+  const st = lstatSync(file);
+  return { ino: st.ino, dev: st.dev, size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
 }
 
 /** How the run's copy changed since it was written (replaced, moved, written, its mode changed), or null. */

@@ -26,7 +26,7 @@
  * (docs/security.md says what they can do with it).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { SandboxMode } from "../settings/hook-line.js";
 
@@ -124,6 +124,11 @@ export const SANDBOX_SETUP_MARK = "pi-teams-hooks sandbox:";
 const SETUP = [
   // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
   `mount -a -T "$1" || { echo "${SANDBOX_SETUP_MARK} the gate's view could not be built (mount -a -T $1)" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
+  // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
+  // view was made (mount follows links) would show a protected folder writable.
+  // The run's mount namespace, named for the leader: what is left in it once the gate is over is ended.
+  `readlink /proc/self/ns/mnt > "$1.ns" || exit ${SANDBOX_SETUP_FAILED}`,
+  `while IFS= read -r p; do [ -w "$2$p" ] && { echo "${SANDBOX_SETUP_MARK} $p would be writable in the gate's view" >&2; exit ${SANDBOX_SETUP_FAILED}; }; done < "$1.ro"`,
   `r=$2 w=$3 u=$4 g=$5; shift 5`,
   `if [ "$u" = 0 ]; then exec unshare --user --map-user=0 --map-group=0 --root="$r" --wd="$w" -- setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
   `exec unshare --user --map-user="$u" --map-group="$g" --root="$r" --wd="$w" -- "$@"`,
@@ -141,6 +146,14 @@ export function sandboxed(
   const root = path.join(plan.runDir, "root");
   const fstab = path.join(plan.runDir, "fstab");
   writeFileSync(fstab, fstabOf(plan, root, readMounts()), { mode: 0o600, flag: "wx" });
+  writeFileSync(
+    `${fstab}.ro`,
+    protectedInView(plan)
+      .map((p) => `${p}\n`)
+      .join(""),
+    { mode: 0o600, flag: "wx" },
+  );
+  writeFileSync(`${fstab}.ns`, "", { mode: 0o600, flag: "wx" }); // the set-up names its namespace there
   const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
   return {
@@ -163,11 +176,47 @@ export function sandboxed(
   };
 }
 
+/**
+ * Ends every process still in the run's mount namespace (named in `<fstab>.ns` by the set-up): a
+ * process of the gate's that left its process group and cleared its environment is still there (a
+ * sandboxed process can make no namespace of its own), and must not write the result file after the
+ * gate. Returns the pids killed (SIGKILL); none when the set-up never ran.
+ */
+export function endNamespace(runDir: string): number[] {
+  let ns: string;
+  try {
+    ns = readFileSync(path.join(runDir, "fstab.ns"), "utf8").trim();
+  } catch {
+    return [];
+  }
+  if (!/^mnt:\[\d+\]$/.test(ns)) return [];
+  const killed = new Set<number>();
+  // A second look: a process forked while the first was killing.
+  for (let pass = 0; pass < 3; pass++) {
+    let found = 0;
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        if (readlinkSync(`/proc/${name}/ns/mnt`) !== ns) continue;
+        process.kill(Number(name), "SIGKILL");
+        killed.add(Number(name));
+        found += 1;
+      } catch {
+        // gone, or not ours to look at (another user's): not in this run
+      }
+    }
+    if (found === 0) break;
+  }
+  return [...killed];
+}
+
 /** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */
 export interface MountEntry {
   point: string;
   type: string;
   readOnly: boolean;
+  /** Its per-mount options (mountinfo's sixth field): nosuid, nodev, noexec, the atime rule. */
+  options: string[];
 }
 
 /** The mounts this process sees, in mount order. */
@@ -178,39 +227,11 @@ export function readMounts(): MountEntry[] {
     const dash = fields.indexOf("-");
     const point = fields[4];
     if (dash < 0 || point === undefined) continue;
-    mounts.push({ point, type: fields[dash + 1] ?? "", readOnly: (fields[5] ?? "").split(",").includes("ro") });
+    const options = (fields[5] ?? "").split(",");
+    mounts.push({ point, type: fields[dash + 1] ?? "", readOnly: options.includes("ro"), options });
   }
   return mounts;
 }
-
-/**
- * File systems of the kernel's own (no file of a user's on them), left as they are: the gate's
- * processes cannot write them for another user, and a new proc is not needed (the view's /proc is
- * the host's: a pid seen there cannot be signalled from the gate's pid namespace).
- */
-const KERNEL_FS = new Set([
-  "proc",
-  "sysfs",
-  "devtmpfs",
-  "devpts",
-  "cgroup",
-  "cgroup2",
-  "mqueue",
-  "securityfs",
-  "debugfs",
-  "tracefs",
-  "bpf",
-  "pstore",
-  "fusectl",
-  "configfs",
-  "hugetlbfs",
-  "binfmt_misc",
-  "autofs",
-  "efivarfs",
-  "selinuxfs",
-  "rpc_pipefs",
-  "nsfs",
-]);
 
 /** The fstab (mount(8)'s own format, one `mount -a`) that builds the view of `plan` in `root`. */
 export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): string {
@@ -220,9 +241,13 @@ export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountE
   const visible = mounts.filter(
     (m, i) => !mounts.slice(i + 1).some((later) => later.point === m.point || isUnder(m.point, later.point)),
   );
+  // Every mount read-only, the kernel's own too (/proc/sys, /sys, /dev: a gate of a leader running as root
+  // would pass their owner checks). Its other flags are kept: a mount inherited from the leader's namespace
+  // has them locked, and a remount that dropped one would be refused.
   for (const m of visible) {
-    if (m.readOnly || KERNEL_FS.has(m.type)) continue;
-    lines.push(`${inRoot(m.point)} ${inRoot(m.point)} none remount,bind,ro 0 0`);
+    if (m.readOnly) continue;
+    const kept = m.options.filter((o) => o !== "rw" && o !== "ro" && o !== "");
+    lines.push(`${inRoot(m.point)} ${inRoot(m.point)} none ${["remount", "bind", "ro", ...kept].join(",")} 0 0`);
   }
   lines.push(`tmpfs ${fstabEscape(root)}/tmp tmpfs mode=1777,nosuid,nodev 0 0`);
   lines.push(`tmpfs ${fstabEscape(root)}/dev/shm tmpfs mode=1777,nosuid,nodev 0 0`);
@@ -243,6 +268,16 @@ export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountE
   bind(plan.runDir, "bind,ro");
   lines.push(`${fstabEscape(plan.resultFile)} ${inRoot(fstabEscape(plan.resultFile))} none bind 0 0`);
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * The protected paths that lie inside a writable one and exist: read-only in the view, checked so after
+ * it is built. (A path with a newline in it cannot be listed; none of the leader's own has one.)
+ */
+function protectedInView(plan: SandboxPlan): string[] {
+  return plan.protect.filter(
+    (dir) => !dir.includes("\n") && existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w)),
+  );
 }
 
 /** The distinct paths of `dirs`, each ancestor before what lies inside it. */
