@@ -13,6 +13,8 @@ import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
+/** A path quoted for bash. */
+const q = (file: string): string => `'${file}'`;
 const STATE_HOME = process.env.XDG_STATE_HOME ?? path.join(os.homedir(), ".local", "state");
 
 /** Each attempt on one line: `<name>=written` or `<name>=refused`. */
@@ -204,6 +206,72 @@ describe.concurrent("a sandboxed gate", () => {
     expect(doctor.stdout).toContain(
       `${path.join(team.teamsRoot, "package.json")} is not read for the gate's module type`,
     );
+  });
+
+  it("what the agents' code inside a gate tries after an attack from outside: no verdict by chmod, a left-behind writer, a link or /dev", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [
+        makeTask({ id: "1", owner: "alice", status: "completed" }),
+        makeTask({ id: "2", owner: "alice", status: "completed" }),
+        makeTask({ id: "3", owner: "alice", status: "completed" }),
+      ],
+    });
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    const work = await mkdtemp(path.join(os.tmpdir(), "sandbox-attacks-"));
+    context.onTestFinished(() => rm(work, { recursive: true, force: true }));
+    // Task 1: the tests write an allow and make the result file read-only, then fail.
+    // Task 2: a writer left behind (out of the group, its environment cleared) rewrites an allow after the gate.
+    // Task 3: a writable path that is a link to hook-state/ (taken as what it is: still read-only), a file in /dev.
+    await mkdir(path.join(work, "out"));
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `# pi-teams-hooks: sandbox-write=${path.join(work, "out")}`,
+        `f=$PI_TEAMS_HOOK_RESULT_FILE`,
+        `case $PI_TEAMS_TASK_ID in`,
+        `1) echo '{"decision":"allow"}' > "$f"; chmod 444 "$f"; exit 1 ;;`,
+        `2) setsid env -i F="$f" bash -c 'sleep 0.2; for i in $(seq 200); do echo "{\"decision\":\"allow\"}" > "$F"; sleep 0.01; done' </dev/null >/dev/null 2>&1 & exit 1 ;;`,
+        `3) echo x > ${q(path.join(work, "out", "forged"))} 2>/dev/null; touch /dev/pi-teams-sandbox-probe 2>/dev/null; exit 1 ;;`,
+        `esac`,
+      ].join("\n"),
+    );
+    context.onTestFinished(() => rm("/dev/pi-teams-sandbox-probe", { force: true }));
+    for (const id of ["1", "2", "3"]) {
+      if (id === "3") {
+        // The agents turn the writable folder into a link to the leader's state between two runs.
+        await rm(path.join(work, "out"), { recursive: true });
+        await symlink(path.join(team.teamDir, "hook-state"), path.join(work, "out"));
+      }
+      const out = await runBin([
+        "run",
+        "task_completed",
+        "--team-dir",
+        team.teamDir,
+        "--task",
+        id,
+        "--cwd",
+        work,
+        "--json",
+      ]);
+      const result = JSON.parse(out.stdout).result as {
+        outcome: string;
+        verdict?: unknown;
+        error?: string;
+        stderr: string;
+      };
+      if (id === "3") expect(result.stderr).toContain("Read-only file system");
+      expect({ id, outcome: result.outcome, verdict: result.verdict }, out.stderr).toMatchObject({
+        id,
+        outcome: id === "1" ? "error" : "failed",
+        verdict: undefined,
+      });
+      if (id === "1") expect(result.error).toContain("had its mode changed (to 444)");
+    }
+    expect(existsSync(path.join(team.teamDir, "hook-state", "forged"))).toBe(false);
+    expect(existsSync("/dev/pi-teams-sandbox-probe")).toBe(false);
   });
 
   it("where this machine cannot sandbox, run says so, the log says unavailable, and a gate that requires the sandbox is held, never run", async (context) => {

@@ -41,7 +41,7 @@ import {
   type RunResult,
 } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
-import { applyVerdict, readResultFile } from "./run-files.js";
+import { applyVerdict, readResultFile, type ResultFileRead } from "./run-files.js";
 import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
@@ -334,7 +334,13 @@ async function runIn(
     if (copy && written) written = { ...written, ...statOf(copy) };
     started = { ...started, ...switched };
   }
+  // The verdict is what the result file held when the gate ended: a process of its that writes after it is
+  // not the gate (and is ended with the run's namespace below).
+  let atExit: ResultFileRead | null = null;
   const ran = await execute(started, opts, {
+    onExit: () => {
+      atExit = readResultFile(run.resultFile, run.result);
+    },
     runId,
     env,
     stdinFile: claude ? run.stdinFile : run.contextFile,
@@ -372,7 +378,7 @@ async function runIn(
     return { ...result, ran: false, outcome: "error", errorKind: "spawn", errorCode: SANDBOX_SETUP, error: setup };
   if (claude) return claudeResult(result);
   const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
-  const judged = applyVerdict(result, readResultFile(run.resultFile, run.result), lastLine, rules);
+  const judged = applyVerdict(result, atExit ?? readResultFile(run.resultFile, run.result), lastLine, rules);
   // Node could not find a module the gate imports (one a look at its text cannot see): the gate
   // judged nothing, so it is a gate that cannot start, not a denial.
   const notFound =
@@ -636,6 +642,8 @@ interface Prepared {
   truncated: boolean;
   startedAt: number;
   base: BaseResult;
+  /** Called the moment the hook's process has exited by itself, before the pipes drain. */
+  onExit?: () => void;
 }
 
 type Executed = { result: RunResult; lastLine: LastLine };
@@ -699,6 +707,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       await Promise.race([pipesClosed, wait(CLOSE_SETTLE_MS, "late" as const)]);
     } else {
       exit = first;
+      run.onExit?.();
       durationMs = elapsed(startedAt);
       const drainMs = Math.min(opts.drainMs ?? 1_000, Math.max(0, deadline - performance.now()));
       const drained = (await Promise.race([pipesClosed, stopped, wait(drainMs, "open" as const)])) === "closed";

@@ -212,6 +212,9 @@ export function endNamespace(runDir: string): number[] {
 
 /** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */
 export interface MountEntry {
+  /** Its mount id and its parent's (mountinfo's first two fields). */
+  id: string;
+  parent: string;
   point: string;
   type: string;
   readOnly: boolean;
@@ -228,7 +231,14 @@ export function readMounts(): MountEntry[] {
     const point = fields[4];
     if (dash < 0 || point === undefined) continue;
     const options = (fields[5] ?? "").split(",");
-    mounts.push({ point, type: fields[dash + 1] ?? "", readOnly: options.includes("ro"), options });
+    mounts.push({
+      id: fields[0] ?? "",
+      parent: fields[1] ?? "",
+      point,
+      type: fields[dash + 1] ?? "",
+      readOnly: options.includes("ro"),
+      options,
+    });
   }
   return mounts;
 }
@@ -237,10 +247,7 @@ export function readMounts(): MountEntry[] {
 export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): string {
   const inRoot = (point: string): string => `${fstabEscape(root)}${point === "/" ? "" : point}`;
   const lines = [`/ ${fstabEscape(root)} none rbind 0 0`];
-  // The mounts a path shows: the last one at each mount point, not hidden by a later mount above it.
-  const visible = mounts.filter(
-    (m, i) => !mounts.slice(i + 1).some((later) => later.point === m.point || isUnder(m.point, later.point)),
-  );
+  const visible = shownMounts(mounts);
   // Every mount read-only, the kernel's own too (/proc/sys, /sys, /dev: a gate of a leader running as root
   // would pass their owner checks). Its other flags are kept: a mount inherited from the leader's namespace
   // has them locked, and a remount that dropped one would be refused.
@@ -278,6 +285,29 @@ function protectedInView(plan: SandboxPlan): string[] {
   return plan.protect.filter(
     (dir) => !dir.includes("\n") && existsSync(dir) && plan.writable.some((w) => dir === w || isUnder(dir, w)),
   );
+}
+
+/**
+ * The mounts a path shows: not covered by a mount on top of it at the same point (its child there), and
+ * on a parent that is shown itself. mountinfo's order is not the order of mounting (a container's root
+ * may come after its /proc): the parent ids say what lies on what.
+ */
+export function shownMounts(mounts: readonly MountEntry[]): MountEntry[] {
+  const byId = new Map(mounts.map((m) => [m.id, m]));
+  const covered = new Set(
+    mounts.filter((m) => mounts.some((top) => top.parent === m.id && top.point === m.point)).map((m) => m.id),
+  );
+  const shown = new Map<string, boolean>();
+  const isShown = (m: MountEntry, depth = 0): boolean => {
+    const known = shown.get(m.id);
+    if (known !== undefined) return known;
+    const parent = byId.get(m.parent);
+    const result =
+      !covered.has(m.id) && (parent === undefined || parent === m || depth > 64 || isShown(parent, depth + 1));
+    shown.set(m.id, result);
+    return result;
+  };
+  return mounts.filter((m) => isShown(m));
 }
 
 /** The distinct paths of `dirs`, each ancestor before what lies inside it. */
