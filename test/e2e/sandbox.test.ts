@@ -233,7 +233,7 @@ describe.concurrent("a sandboxed gate", () => {
         `f=$PI_TEAMS_HOOK_RESULT_FILE`,
         `case $PI_TEAMS_TASK_ID in`,
         `1) echo '{"decision":"allow"}' > "$f"; chmod 444 "$f"; exit 1 ;;`,
-        `2) setsid env -i F="$f" bash -c 'sleep 0.2; for i in $(seq 200); do echo "{\"decision\":\"allow\"}" > "$F"; sleep 0.01; done' </dev/null >/dev/null 2>&1 & exit 1 ;;`,
+        `2) setsid env -i F="$f" bash -c 'sleep 0.2; for i in $(seq 200); do echo "{\\"decision\\":\\"allow\\"}" > "$F"; sleep 0.01; done' </dev/null >/dev/null 2>&1 & exit 1 ;;`,
         `3) echo x > ${q(path.join(work, "out", "forged"))} 2>/dev/null; touch /dev/pi-teams-sandbox-probe 2>/dev/null; exit 1 ;;`,
         `esac`,
       ].join("\n"),
