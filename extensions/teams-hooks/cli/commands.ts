@@ -1028,7 +1028,9 @@ const LOGS: CommandSpec = {
 const TRUST: CommandSpec = {
   name: "trust",
   summary: "show gates changed since they were trusted, and approve them",
-  usage: ["trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH… | http:NAME…] [--yes] [--json]"],
+  usage: [
+    "trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH… | http:NAME… | settings] [--yes] [--json]",
+  ],
   description: [
     "The leader runs only gates it trusts: the sha256 and mode of every gate file (and the definition of every " +
       "HTTP handler) are recorded at its first start, and by this command, in an approved copy under your state " +
@@ -1037,6 +1039,12 @@ const TRUST: CommandSpec = {
       "command is said to the lead, not trusted, and written back. A gate that is new, changed (content or mode), or " +
       "no longer runs (deleted, disabled or replaced through the team layer, shadowed, no longer executable) holds " +
       "its events until the change is approved here.",
+    "Settings of config.json's hooks block that can weaken a verdict (failureMode, exitCodes, projection, limits, " +
+      "writableFields, sandbox, confidential, redactEnv) are trusted the same way: what the file says at the " +
+      "leader's first start is approved (a file beside the approved copy); a later change that could turn a failing " +
+      "gate into a pass, blind it or give it more authority is held, the approved value stays in force, and the lead " +
+      "is told; one that can only make a gate stricter applies at once. `trust settings` (or --all) approves the " +
+      "held changes.",
     "Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for a text file " +
       "(from the copy kept in hook-state/trusted/; for a handler, of its definition's JSON), and records nothing.",
     "Approving is a person's act: at a terminal, trust shows the changes and asks [y/N]; without one (a script, an " +

@@ -4,6 +4,9 @@
  * again later, a write failure said once). leader.ts owns the life cycle; startup.ts, hints.ts,
  * handle.ts and gate-trust.ts each do one part of the work on this context.
  */
+import { sentId } from "../team/sent-log.js";
+import { heldSettingWarning } from "../team/setup.js";
+import type { SettingChange } from "../settings/weakening.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { sendOnce } from "../event/remediate.js";
@@ -205,5 +208,19 @@ export async function forEachYielding<T>(items: readonly T[], fn: (item: T) => v
     const item = items[i];
     if (item !== undefined) fn(item);
     if (i % every === every - 1) await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Each change of config.json held for the lead's approval, told to the lead once (settings/weakening.ts). */
+export function tellHeldSettings(ctx: LeaderContext, held: readonly SettingChange[]): void {
+  const { identity } = ctx.setup;
+  for (const c of held) {
+    ctx.notes = ctx.notes.then(() =>
+      ctx.tellLead(
+        sentId("held-setting", `${c.path}:${c.to}`, identity.leadName),
+        heldSettingWarning(ctx.setup.configFile, c),
+        `the lead was not told of the held change of ${c.path}`,
+      ),
+    );
   }
 }

@@ -4,6 +4,7 @@
  * scan that finds what the watchers missed; and the team dir itself, deleted and created again by
  * another process.
  */
+import { tellHeldSettings } from "./context.js";
 import { existsSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Task } from "../contract/team-files.js";
@@ -240,6 +241,8 @@ export class Hints {
     this.#trustLook = this.#trustLook
       .then(() => trustHint(ctx))
       .catch((error: unknown) => ctx.warn(`trust record: not looked at: ${describeError(error)}`));
+    // `trust` approved held settings (it rewrites the record for that): config.json is read again.
+    if (ctx.setup.heldSettings.length > 0) this.config();
   }
 
   inbox(): void {
@@ -273,6 +276,11 @@ export class Hints {
         const next = await reload(before.settings.block.from === "none" ? undefined : before.settings.hooksBlock);
         const refusal = next.settings.refusal;
         const sameRefusal = refusal !== null && refusal === before.settings.refusal;
+        const told = new Set(before.heldSettings.map((c) => `${c.path}:${c.to}`));
+        tellHeldSettings(
+          ctx,
+          next.heldSettings.filter((c) => !told.has(`${c.path}:${c.to}`)),
+        );
         for (const warning of next.warnings) {
           if (this.#configWarnings.has(warning) || (sameRefusal && next.settings.block.problems.includes(warning)))
             continue;

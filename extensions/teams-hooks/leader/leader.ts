@@ -20,6 +20,9 @@
  * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
  * shared context.ts.
  */
+import { tellHeldSettings } from "./context.js";
+import { readApprovedSettings, writeApprovedSettings } from "../team/approved-settings.js";
+import { trustedBy } from "../trust/trust-store.js";
 import { groundProblems } from "../team/ownership.js";
 import { sandboxNotice } from "../runner/sandbox.js";
 import { HooksError, describeError } from "../contract/errors.js";
@@ -96,6 +99,16 @@ export class Leader {
       else ctx.warn(sandbox.message);
       const ledger = ctx.requireLedger();
       await takeTrust(ctx, ledger, chains);
+      // The settings that can weaken a verdict, taken as approved at the first start (as the gates are);
+      // a change held for approval is told to the lead (its warning is on the output already).
+      if (readApprovedSettings(identity.teamDir, opts.env) === null)
+        await writeApprovedSettings(
+          identity.teamDir,
+          opts.setup.settings.hooksBlock,
+          trustedBy("the leader, on first use"),
+          opts.env,
+        );
+      tellHeldSettings(ctx, opts.setup.heldSettings);
       const firstStart = ledger.fresh || !ledger.has(BASELINE_DONE_KEY);
       // A ledger of a leader that did not know claims: the claims in progress now are history too.
       const claimsFirst = !firstStart && !ledger.has(CLAIMS_BASELINE_KEY);

@@ -5,6 +5,7 @@
  * component goes through `sanitizeName` first.
  */
 import fs from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 
@@ -201,4 +202,16 @@ async function enclosingTeamDir(cwd: string): Promise<string | null> {
       return dir;
     if (path.dirname(dir) === dir) return null;
   }
+}
+
+/**
+ * The user's state directory for pi-teams-hooks: `$XDG_STATE_HOME/pi-teams-hooks`, else
+ * `~/.local/state/pi-teams-hooks`.
+ */
+export function userStateDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const base =
+    env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME)
+      ? env.XDG_STATE_HOME
+      : path.join(env.HOME || os.homedir(), ".local", "state");
+  return path.join(base, "pi-teams-hooks");
 }

@@ -5,6 +5,8 @@
  * `policy` use). Shared by `run`, `watch` and the pi extension, so they agree on every default. Frozen:
  * a leader that re-reads config.json builds a new one (leader/hints.ts), it never edits this one.
  */
+import { readApprovedSettings } from "./approved-settings.js";
+import { compareSettings, settingsView, withHeldBack, type SettingChange } from "../settings/weakening.js";
 import path from "node:path";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
@@ -55,6 +57,8 @@ export interface TeamSetup {
   settings: TeamSettings;
   /** Config and environment problems that fell back to a default: show them, keep going. */
   warnings: readonly string[];
+  /** Changes of config.json that can weaken a verdict, held for the lead's approval (settings/weakening.ts). */
+  heldSettings: readonly SettingChange[];
 }
 
 /**
@@ -86,9 +90,23 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
       "E_HOOKS_DIR",
     );
   }
+  // A change of config.json that can weaken a verdict waits for the lead's approval: the approved value stays.
+  const approved = readApprovedSettings(teamDir, input.env);
+  const changes = approved ? compareSettings(approved, settingsView(config.hooks)) : [];
+  const held = changes.filter((c) => c.weakens);
+  const block =
+    held.length > 0 && approved
+      ? withHeldBack(
+          config.hooks && typeof config.hooks === "object" && !Array.isArray(config.hooks)
+            ? (config.hooks as Record<string, unknown>)
+            : {},
+          approved,
+          held,
+        )
+      : config.hooks;
   const settings = resolveSettings({
-    hooks: config.hooks,
-    noBlock: config.noHooks,
+    hooks: block,
+    noBlock: held.length > 0 ? null : config.noHooks,
     file: config.file,
     env: input.env,
     flags: input.policyFlags,
@@ -106,8 +124,21 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
     teamHooksDir: path.join(teamDir, "hooks"),
     cwd,
     settings,
-    warnings: Object.freeze([...configWarnings, ...settings.warnings]),
+    heldSettings: Object.freeze(held),
+    warnings: Object.freeze([
+      ...configWarnings,
+      ...settings.warnings,
+      ...held.map((c) => heldSettingWarning(config.file, c)),
+    ]),
   });
+}
+
+/** One weakening change of config.json, held: what it is and what to do. */
+export function heldSettingWarning(file: string, c: SettingChange): string {
+  return (
+    `${file}: ${c.path} changed from ${c.from} to ${c.to}, which can weaken a gate's verdict: it waits for the ` +
+    `team lead's approval (pi-teams-hooks trust), and the approved value stays in force`
+  );
 }
 
 /**
@@ -115,7 +146,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
  * and directories (a leader does not move to another team mid-run). A new object; neither is changed.
  */
 export function withSettingsOf(before: TeamSetup, next: TeamSetup): TeamSetup {
-  return Object.freeze({ ...before, settings: next.settings });
+  return Object.freeze({ ...before, settings: next.settings, heldSettings: next.heldSettings });
 }
 
 /** The leader's inbox file is named after it: a name that maps onto another's file is refused. */

@@ -34,10 +34,15 @@ import {
   readTrustInForce,
   readTrustedCopy,
   recordDiff,
+  replaceTrust,
   trustFile,
   trustedBy,
   updateTrust,
 } from "./trust-store.js";
+import type { SettingChange } from "../settings/weakening.js";
+import { loadTeamConfig } from "../team/config.js";
+import { writeApprovedSettings } from "../team/approved-settings.js";
+import { appendMessage } from "../team/mailbox.js";
 import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
 import { SentLog } from "../team/sent-log.js";
@@ -80,8 +85,26 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const record: TrustRecord = read.state === "ok" ? read.record : { version: 1, gates: {} };
 
   const changes = await findChanges(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers, record, teamDir);
-  const named = args.positionals.map((p) => (isHandlerGate(p) ? p : path.resolve(io.cwd, p)));
-  const chosen = selecting ? choose(changes, all, named, teamDir) : [];
+  // `settings`: the changes of config.json held for approval (settings/weakening.ts), approved together.
+  const gatePaths = args.positionals.filter((p) => p !== SETTINGS_WORD);
+  const named = gatePaths.map((p) => (isHandlerGate(p) ? p : path.resolve(io.cwd, p)));
+  const chosen = selecting && (all || gatePaths.length > 0) ? choose(changes, all, named, teamDir) : [];
+  const held = setup.heldSettings;
+  const settingsChosen = held.length > 0 && (all || args.positionals.includes(SETTINGS_WORD));
+  if (!v.json) for (const c of held) io.stdout(renderSetting(c, wantsColour(io)));
+  if (settingsChosen && chosen.length === 0) {
+    const how = await approval(io, v.yes === true, held.length);
+    if (how === null) {
+      io.stdout(`not recorded: ${held.length} change(s) of the settings not approved\n`);
+      return 1;
+    }
+    await approveSettings(teamDir, io.env, how, held.length);
+    io.stdout(
+      `approved ${held.length} change(s) of ${setup.configFile} (${how}): a running leader uses them from now on\n`,
+    );
+    await tellLeadSettings(setup.identity, held, how);
+    return changes.length > 0 ? 1 : 0;
+  }
 
   let recorded: Shown[] = [];
   let how: string | null = null;
@@ -100,6 +123,14 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
       io.env,
     );
     await tellLead(setup.identity, recorded, how);
+    if (settingsChosen) {
+      await approveSettings(teamDir, io.env, how, held.length);
+      if (!v.json)
+        io.stdout(
+          `approved ${held.length} change(s) of ${setup.configFile} (${how}): a running leader uses them from now on\n`,
+        );
+      await tellLeadSettings(setup.identity, held, how);
+    }
   }
 
   if (v.json) {
@@ -142,7 +173,42 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
       );
     }
   }
-  return changes.length > recorded.length ? 1 : 0;
+  return changes.length > recorded.length || (held.length > 0 && !settingsChosen) ? 1 : 0;
+}
+
+/** The word that names the held changes of config.json among `trust`'s paths. */
+const SETTINGS_WORD = "settings";
+
+/** One held change of config.json, as `trust` shows it. */
+function renderSetting(c: SettingChange, colour: boolean): string {
+  return `${paint("settings", "yellow", colour)} ${c.path}: ${c.from} → ${c.to} (can weaken a gate's verdict; held until approved: pi-teams-hooks trust settings)\n`;
+}
+
+/**
+ * Records config.json's settings as they are now as approved, and rewrites the trust record as it is, so
+ * that a running leader (which watches it) reads its settings again at once.
+ */
+async function approveSettings(teamDir: string, env: CliIo["env"], how: string, count: number): Promise<void> {
+  const config = await loadTeamConfig(teamDir);
+  await writeApprovedSettings(
+    teamDir,
+    config.hooks,
+    trustedBy(`pi-teams-hooks trust, ${how}, ${count} change(s)`),
+    env,
+  );
+  const current = readTrustInForce(teamDir, env);
+  if (current.state === "ok") await replaceTrust(teamDir, current.record);
+}
+
+/** Tells the lead, once per approval, which settings changed (the reason a verdict may now differ). */
+async function tellLeadSettings(identity: TeamIdentity, held: readonly SettingChange[], how: string): Promise<void> {
+  const text = `quality gates: ${held.length} change(s) of config.json approved (${how}): ${held.map((c) => `${c.path} ${c.from} → ${c.to}`).join("; ")}`;
+  await appendMessage(identity.teamDir, "team", identity.leadName, {
+    from: "pi-teams-hooks",
+    text,
+    timestamp: new Date().toISOString(),
+    read: false,
+  }).catch(() => undefined);
 }
 
 /**

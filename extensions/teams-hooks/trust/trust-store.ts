@@ -18,7 +18,7 @@ import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { mkdirUnder, writeJsonAtomic } from "../team/json-file.js";
 import { withLock } from "../team/lock.js";
-import { leaderStateDir } from "../team/paths.js";
+import { leaderStateDir, userStateDir } from "../team/paths.js";
 import { readRegular, type TrustEntry, type TrustRecord } from "./trust.js";
 
 /** The trust record's name in `hook-state/` (a watcher there looks for it). */
@@ -177,17 +177,7 @@ export function readTrustedCopy(teamDir: string, sha256: string): Buffer | null 
 // ---------------------------------------------------------------------------------------------
 // The approved copy, outside the team dir
 
-/**
- * The user's state directory for pi-teams-hooks: `$XDG_STATE_HOME/pi-teams-hooks`, else
- * `~/.local/state/pi-teams-hooks`.
- */
-export function userStateDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
-  const base =
-    env.XDG_STATE_HOME && path.isAbsolute(env.XDG_STATE_HOME)
-      ? env.XDG_STATE_HOME
-      : path.join(env.HOME || os.homedir(), ".local", "state");
-  return path.join(base, "pi-teams-hooks");
-}
+export { userStateDir } from "../team/paths.js";
 
 /** Where the record approved for `teamDir` is kept: `<state dir>/trust/<sha256 of the team dir's path>.json`. */
 export function approvedFile(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
