@@ -98,7 +98,6 @@ const RUN_FILES = new Set([
   "root",
   "fstab",
   "fstab.ro",
-  "fstab.ns",
   "node_modules",
   "package.json",
 ]);

@@ -45,7 +45,7 @@ import { applyVerdict, readResultFile, type ResultFileRead } from "./run-files.j
 import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
-import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, endNamespace, sandboxSupport, sandboxed } from "./sandbox.js";
+import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, endRun, sandboxSupport, sandboxed } from "./sandbox.js";
 import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/hooks-config.js";
@@ -324,7 +324,7 @@ async function runIn(
     const opened = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), user, {
       read,
       exec: copy ? [copy] : [],
-      write: [run.resultFile, ...(sandbox.state === "on" ? [path.join(run.dir, "fstab.ns")] : [])],
+      write: [run.resultFile],
     });
     if ("error" in opened)
       return notStarted(`${hook.hookPath}: run-as=${user.name}: ${opened.error}`, RUN_AS, truncated);
@@ -350,7 +350,7 @@ async function runIn(
   });
   const { lastLine } = ran;
   // What is left of a sandboxed gate is ended before its verdict is read: nothing of it writes after it.
-  const ended = sandbox.state === "on" ? endNamespace(run.dir) : [];
+  const ended = sandbox.state === "on" ? endRun(run.dir) : [];
   if (ended.length > 0) ran.result = { ...ran.result, leftoverProcesses: ran.result.leftoverProcesses + ended.length };
   // The log names the gate, not its private copy, and what it said names the gate's file too.
   const said = copy

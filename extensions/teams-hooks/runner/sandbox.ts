@@ -26,7 +26,7 @@
  * (docs/security.md says what they can do with it).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { SandboxMode } from "../settings/hook-line.js";
 
@@ -126,8 +126,6 @@ const SETUP = [
   `mount -a -T "$1" || { echo "${SANDBOX_SETUP_MARK} the gate's view could not be built (mount -a -T $1)" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
   // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
   // view was made (mount follows links) would show a protected folder writable.
-  // The run's mount namespace, named for the leader: what is left in it once the gate is over is ended.
-  `readlink /proc/self/ns/mnt > "$1.ns" || exit ${SANDBOX_SETUP_FAILED}`,
   `while IFS= read -r p; do [ -w "$2$p" ] && { echo "${SANDBOX_SETUP_MARK} $p would be writable in the gate's view" >&2; exit ${SANDBOX_SETUP_FAILED}; }; done < "$1.ro"`,
   `r=$2 w=$3 u=$4 g=$5; shift 5`,
   `if [ "$u" = 0 ]; then exec unshare --user --map-user=0 --map-group=0 --root="$r" --wd="$w" -- setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
@@ -153,7 +151,6 @@ export function sandboxed(
       .join(""),
     { mode: 0o600, flag: "wx" },
   );
-  writeFileSync(`${fstab}.ns`, "", { mode: 0o600, flag: "wx" }); // the set-up names its namespace there
   const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
   return {
@@ -177,19 +174,19 @@ export function sandboxed(
 }
 
 /**
- * Ends every process still in the run's mount namespace (named in `<fstab>.ns` by the set-up): a
- * process of the gate's that left its process group and cleared its environment is still there (a
- * sandboxed process can make no namespace of its own), and must not write the result file after the
- * gate. Returns the pids killed (SIGKILL); none when the set-up never ran.
+ * Ends every process still in the run's view: its root is the run's `root/` folder (a chroot no
+ * sandboxed process can leave), so a process of the gate's that left its process group and cleared
+ * its environment is found all the same, and must not write the result file after the gate. (A root
+ * is the run's own folder, never another run's: unlike a namespace's number, it is not reused.)
+ * Returns the pids killed (SIGKILL).
  */
-export function endNamespace(runDir: string): number[] {
-  let ns: string;
+export function endRun(runDir: string): number[] {
+  let root: string;
   try {
-    ns = readFileSync(path.join(runDir, "fstab.ns"), "utf8").trim();
+    root = realpathSync(path.join(runDir, "root"));
   } catch {
     return [];
   }
-  if (!/^mnt:\[\d+\]$/.test(ns)) return [];
   const killed = new Set<number>();
   // A second look: a process forked while the first was killing.
   for (let pass = 0; pass < 3; pass++) {
@@ -197,7 +194,7 @@ export function endNamespace(runDir: string): number[] {
     for (const name of readdirSync("/proc")) {
       if (!/^\d+$/.test(name)) continue;
       try {
-        if (readlinkSync(`/proc/${name}/ns/mnt`) !== ns) continue;
+        if (readlinkSync(`/proc/${name}/root`) !== root) continue;
         process.kill(Number(name), "SIGKILL");
         killed.add(Number(name));
         found += 1;
