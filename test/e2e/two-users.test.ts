@@ -524,6 +524,19 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
       env,
       bin: s.bin,
     });
+    // The team's config.json, written by the agents' user after the leader's first start: errors let through and
+    // any exit but 0 or 2 an error. Held for the lead's approval, said; the approved settings stay in force.
+    const weak = JSON.stringify({
+      version: 1,
+      teamId: "beta",
+      taskListId: "beta",
+      hooks: { failureMode: "open", exitCodes: "strict" },
+    });
+    const configured = await agentShell(`umask 0002 && echo ${q(weak)} > ${q(path.join(betaDir, "config.json"))}`);
+    expect(configured.code, configured.stderr).toBe(0);
+    await leader.waitFor("the held settings said", () =>
+      leader.warnings().some((w) => w.includes('hooks.failureMode changed from (default) to "open", which can weaken')),
+    );
     await agent(s, "claim", { tasksDir: beta.tasksDir, ids: ["1"], by: "bob" });
     await agent(s, "complete", { tasksDir: beta.tasksDir, ids: ["1"], result: "done, trust me" });
     const [judged] = await leader.waitForEvents(1, (e) => e.event === "task_completed" && e.taskId === "1");
