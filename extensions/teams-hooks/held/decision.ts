@@ -172,7 +172,7 @@ export async function decideDeferral(
   const found = await readDeferral(teamDir, runId);
   let reference: DeferralRecord | null = null;
   if (found?.ok && !found.value.applied) {
-    const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId) });
+    const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId), teamDir });
     if (check.kind === "refused")
       return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
     reference = check.reference;

@@ -51,9 +51,11 @@ export type DeferralCheck =
 /** Checks `record` against `opts.reference` (the caller's memory), else against the ledger's hold and the logs. */
 export async function checkDeferral(
   record: DeferralRecord,
-  opts: { reference?: DeferralRecord | null; ledger?: LedgerHold | null },
+  opts: { reference?: DeferralRecord | null; ledger?: LedgerHold | null; teamDir: string },
 ): Promise<DeferralCheck> {
-  const found = opts.reference ? { reference: opts.reference } : await referenceOf(record, opts.ledger ?? null);
+  const found = opts.reference
+    ? { reference: opts.reference }
+    : await referenceOf(record, opts.ledger ?? null, opts.teamDir);
   if (!("reference" in found)) return { kind: "refused", problem: found.problem };
   const { reference } = found;
   const fields = changedFields(record, reference);
@@ -106,6 +108,7 @@ export function ledgerHoldOf(teamDir: string, runId: string): LedgerHold | null 
 async function referenceOf(
   record: DeferralRecord,
   ledger: LedgerHold | null,
+  teamDir: string,
 ): Promise<{ reference: DeferralRecord } | { problem: string }> {
   if (ledger) {
     const held = await heldOfLog(ledger.log, record.runId);
@@ -120,7 +123,17 @@ async function referenceOf(
       reference: { ...record, key: ledger.key, eventRunId: ledger.eventRunId, expiresAt: ledger.expiresAt, ...fromKey },
     };
   }
-  const held = await heldOfLog(record.logFile, record.runId);
+  // Held by `run --apply-policy` (no leader's ledger knows it): only by this team's own log of that run. A
+  // deferral made in another team (a scratch copy of a task, under a gate of an agent's own) and copied in is none.
+  const own =
+    record.logFile !== null && path.dirname(path.resolve(record.logFile)) === path.resolve(hookLogsDir(teamDir));
+  if (!own)
+    return {
+      problem:
+        `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile ` +
+        `(${record.logFile ?? "none"}) is not a log of this team's (${hookLogsDir(teamDir)})`,
+    };
+  const held = await heldOfLog(record.logFile, record.runId, teamDir);
   if (held) return { reference: held };
   return {
     problem:
@@ -148,9 +161,12 @@ export async function decisionLogProblem(
 }
 
 /** The held record a log's `deferral` block holds for `runId`, or null. */
-export async function heldOfLog(log: string | null, runId: string): Promise<DeferralRecord | null> {
+export async function heldOfLog(log: string | null, runId: string, teamDir?: string): Promise<DeferralRecord | null> {
   if (log === null) return null;
   const read = await readHookLog(log);
+  // A log of another team's run (its invocation names that team): not this team's hold.
+  if (read.ok && teamDir !== undefined && path.resolve(read.record.invocation.teamDir) !== path.resolve(teamDir))
+    return null;
   const held = read.ok ? deferralOfLog(read.record.deferral) : null;
   return held?.runId === runId ? held : null;
 }

@@ -174,6 +174,7 @@ export class Deferrals {
     const check = await checkDeferral(record, {
       reference: this.#known.get(record.runId) ?? null,
       ledger: guard.ledgerHold(record),
+      teamDir: this.#ctx.setup.identity.teamDir,
     });
     if (check.kind === "refused") {
       guard.tell(file, `${file}: refused: ${check.problem}; nothing is done with it`);
