@@ -297,6 +297,10 @@ describe("decide: reopen", () => {
       max: 3,
       patch: {
         status: "pending",
+        // The gate's note at the head of the description: why, for the worker's redo (contract/gate-note.ts).
+        description: expect.stringMatching(
+          /^<!-- pi-teams-hooks: quality gate -->\nQuality gate: on_task_completed did not pass this task \(round 1\): /,
+        ),
         metadata: {
           reopenedByQualityGateAt: NOW,
           reopenedByQualityGateHook: "on_task_completed",

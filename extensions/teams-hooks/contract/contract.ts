@@ -5,6 +5,7 @@
  * one run of a hook (its command, environment and result) in hook-run.ts. No I/O here.
  * docs/hook-contract.md describes the same contract in prose, and a golden test holds the two together.
  */
+import { withoutGateNote } from "./gate-note.js";
 import { z } from "zod";
 import { IdleNotificationSchema, MetadataSchema, type Task, TaskSchema } from "./team-files.js";
 
@@ -181,15 +182,16 @@ export const QUOTED_OUTPUT_LEFT_OUT =
   "the hook log keep it]";
 
 /**
- * A task's description as gates are shown it: a follow-up's quoted output (between the marker lines,
- * only in a task whose metadata says `qualityGateQuotedOutput: true`) replaced by one line.
+ * A task's description as gates are shown it: without the gate's note of a reopen (contract/gate-note.ts),
+ * and a follow-up's quoted output (between the marker lines, only in a task whose metadata says
+ * `qualityGateQuotedOutput: true`) replaced by one line.
  */
 export function workDescription(task: Pick<Task, "description" | "metadata">): string {
-  if (task.metadata?.qualityGateQuotedOutput !== true || !task.description.includes(QUOTED_OUTPUT_BEGIN))
-    return task.description;
+  const description = withoutGateNote(task.description);
+  if (task.metadata?.qualityGateQuotedOutput !== true || !description.includes(QUOTED_OUTPUT_BEGIN)) return description;
   const out: string[] = [];
   let quoting = false;
-  for (const line of task.description.split("\n")) {
+  for (const line of description.split("\n")) {
     if (!quoting && line === QUOTED_OUTPUT_BEGIN) {
       quoting = true;
       out.push(QUOTED_OUTPUT_LEFT_OUT);

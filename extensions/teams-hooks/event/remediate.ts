@@ -9,6 +9,7 @@
  * rest is not attempted (a nudge must not tell of a reopen that did not happen), and the caller tries
  * the whole remediation again later — every step is idempotent per event key.
  */
+import { withoutGateNote } from "../contract/gate-note.js";
 import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { patchTask, withoutNeverWritable, type JsonObject } from "../contract/merge-patch.js";
 import { describeError } from "../contract/errors.js";
@@ -378,7 +379,14 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
     next.metadata = { ...next.metadata, qualityGateBudgetKeys: [...budgetKeys(task), key] };
   if (plan.reopen?.kind === "reopen" && task.status === "completed") {
     next.status = plan.reopen.patch.status;
+    next.description = plan.reopen.patch.description;
     next.metadata = { ...next.metadata, ...plan.reopen.patch.metadata };
+  } else if (
+    plan.metadataPatch.qualityGateStatus === "passed" &&
+    withoutGateNote(task.description) !== task.description
+  ) {
+    // A gate passed: its note from the last reopen goes.
+    next.description = withoutGateNote(task.description);
   }
   return next;
 }

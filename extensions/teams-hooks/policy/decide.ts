@@ -4,6 +4,7 @@
  * applies the plan. Nothing here reads files, clocks or ids: they come in `DecideInput` (policy/ does
  * no I/O of its own, test/unit/architecture.test.ts).
  */
+import { gateNoteText, withGateNote } from "../contract/gate-note.js";
 import { CONTEXT_LIMITS, truncateText } from "../contract/contract.js";
 import { CLOSED_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
 import type { Task } from "../contract/team-files.js";
@@ -156,7 +157,7 @@ export function decide(input: DecideInput): RemediationPlan {
     spends && !exhausted
       ? { root: budget.root, spent: retried ? budget.spent : budget.spent + 1, max: budget.max }
       : null;
-  const reopen = wouldReopen ? decideReopen(input, exhausted ? budget : null, spend) : null;
+  const reopen = wouldReopen ? decideReopen(input, exhausted ? budget : null, spend, forTheTeam(summary)) : null;
   const outcome = overtaken ? null : reopenOutcome(input, reopen, alreadyApplied);
 
   let metadataPatch: GateMetadataPatch | null = null;
@@ -466,7 +467,12 @@ function reopenAsked(input: DecideInput): boolean {
  * Reopen or suppress, for a task reopenAsked: suppressed when the tree's budget is spent (`spent`),
  * else reopened into the next gate round, its count the budget's (`spend`).
  */
-function decideReopen(input: DecideInput, spent: TreeBudget | null, spend: BudgetSpend | null): ReopenDecision | null {
+function decideReopen(
+  input: DecideInput,
+  spent: TreeBudget | null,
+  spend: BudgetSpend | null,
+  summary: string,
+): ReopenDecision | null {
   const { task, policy } = input;
   if (!task) return null;
   const max = policy.maxReopensPerTask;
@@ -478,18 +484,20 @@ function decideReopen(input: DecideInput, spent: TreeBudget | null, spend: Budge
       reason: budgetSpentReason(spent.spent, max, spent.root, task.id),
     };
   const done = counter(task.metadata?.reopenedByQualityGateCount);
+  const round = nextRound(task, input.key, input.round);
   return {
     kind: "reopen",
     count: spend?.spent ?? done + 1,
     max,
     patch: {
       status: "pending",
+      description: withGateNote(task.description, gateNoteText({ hook: input.hookName, round, summary })),
       metadata: {
         reopenedByQualityGateAt: input.now,
         reopenedByQualityGateHook: input.hookName,
         reopenedByQualityGateCount: done + 1,
         reopenedByQualityGateKey: input.key,
-        qualityGateRound: nextRound(task, input.key, input.round),
+        qualityGateRound: round,
       },
     },
   };

@@ -96,7 +96,8 @@ export type ReopenDecision =
       count: number;
       max: number;
       /** Applied in the same locked write as `metadataPatch`. */
-      patch: { status: "pending"; metadata: ReopenMetadata };
+      /** `description`: the task's, with the gate's note of this reopen at its head (contract/gate-note.ts). */
+      patch: { status: "pending"; metadata: ReopenMetadata; description: string };
     }
   | {
       kind: "suppressed";

@@ -1,0 +1,64 @@
+/**
+ * A redo that knows why: a reopened task carries the gate's reason at the head of its description (a
+ * worker that builds its prompt from the task file reads it on its first redo), replaced at the next
+ * reopen and gone once the gate passes; a gate never sees it.
+ */
+import { readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, it } from "vitest";
+import { readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+import { GATE_NOTE_END, GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
+
+const outerRig = useLeaderRig();
+
+describe("the gate's note in a reopened task", () => {
+  it("says why at the head of the description, once, replaced at each reopen, gone at the pass; the gate sees only the work", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const description = "Write the parser.\nIt reads numbers.";
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress", description })] });
+    // The gate notes the description it was shown, and fails until the team dir holds `ok`.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0,"utf8")).task.description + "\\n")' < "$PI_TEAMS_HOOK_CONTEXT_FILE" >> "$PI_TEAMS_TEAM_DIR/seen.txt"`,
+        `[ -e "$PI_TEAMS_TEAM_DIR/ok" ] && exit 0`,
+        `echo "FAIL: round $(grep -c . "$PI_TEAMS_TEAM_DIR/seen.txt") of the parser tests" >&2`,
+        "exit 1",
+      ].join("\n"),
+    );
+    const leader = await rig.leader(team, ["--failure-action", "reopen"]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitForEvents(1, (e) => e.taskId === "1");
+    const first = (await readTaskFile(team, "1")).description;
+    expect(first, first).toContain(GATE_NOTE_START);
+    expect(first.split("\n").slice(0, 2)).toEqual([
+      GATE_NOTE_START,
+      expect.stringMatching(
+        /^Quality gate: on_task_completed did not pass this task \(round 1\): exit code 1 • FAIL: round/,
+      ),
+    ]);
+    expect(first).toContain("FAIL: round");
+    expect(first.endsWith(`${GATE_NOTE_END}\n\n${description}`)).toBe(true);
+
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitForEvents(2, (e) => e.taskId === "1");
+    const second = (await readTaskFile(team, "1")).description;
+    expect(second.split(GATE_NOTE_START)).toHaveLength(2);
+    expect(second).toContain("(round 2)");
+    expect(second.endsWith(description)).toBe(true);
+
+    await writeFile(path.join(team.teamDir, "ok"), "");
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const events = await leader.waitForEvents(3, (e) => e.taskId === "1");
+    expect(events[2]).toMatchObject({ outcome: "passed" });
+    expect((await readTaskFile(team, "1")).description).toBe(description);
+    // Each time the gate was shown the worker's description, never the leader's note.
+    const seen = await readFile(path.join(team.teamDir, "seen.txt"), "utf8");
+    expect(seen).not.toContain(GATE_NOTE_START);
+    expect(seen.split("Write the parser.")).toHaveLength(4);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+});
