@@ -17,6 +17,8 @@ import type { HookEventName } from "../contract/contract.js";
 import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../gates/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import { missingImportMessage, missingImportsOfFile } from "../runner/imports.js";
+import { syntaxError } from "../runner/syntax.js";
+import { gateSyntaxMessage } from "../text/messages.js";
 import type { HandlerReport } from "./handlers.js";
 import {
   chainSkipChecks,
@@ -271,6 +273,12 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const name = label ?? path.basename(file);
   const checks: Check[] = [];
   const fail = (message: string): Check[] => [{ level: "error", message: `${name}: ${message}`, file }, ...checks];
+  // A gate that starts but whose own file does not parse fails every run before it judges anything: the
+  // runner holds its events for the lead (runner/run.ts), and doctor says so.
+  const ok = async (message: string): Promise<Check[]> => {
+    const broken = await syntaxError(hook, file, head ?? "");
+    return broken ? fail(gateSyntaxMessage(broken)) : [{ level: "ok", message, file }, ...checks];
+  };
   const info = await statOrNull(file);
   const insecure = info ? insecurity(info, process.getuid?.() ?? null) : null;
   if (insecure)
@@ -292,8 +300,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
     if (missing.length > 0)
       return fail(`cannot start: ${missingImportMessage(file, missing)}; its events are held until it can`);
   }
-  if (ext === ".js" || ext === ".mjs")
-    return [{ level: "ok", message: `${name} runs with node (${hook.command})`, file }, ...checks];
+  if (ext === ".js" || ext === ".mjs") return ok(`${name} runs with node (${hook.command})`);
   // A .ts gate the runner starts with node (gates/typescript.ts): through tsx's CLI, or Node's own
   // type stripping. Only one it starts by its own `#!` line goes on to the checks of a direct start.
   if (ext === ".ts" && hook.command !== file) {
@@ -320,7 +327,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
         file,
       });
     }
-    return [{ level: "ok", message: `${name} runs with bash (${bash})`, file }, ...checks];
+    return ok(`${name} runs with bash (${bash})`);
   }
 
   if (head.startsWith("\u007fELF"))
@@ -343,9 +350,9 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   if (shebang.program !== null) {
     const found = findOnPath(shebang.program, env, cwd);
     if (!found) return fail(`"${firstLine}": ${shebang.program} is not on PATH, so env exits 127 and the gate fails`);
-    return [{ level: "ok", message: `${name} runs directly with ${shebang.program} (${found})`, file }, ...checks];
+    return ok(`${name} runs directly with ${shebang.program} (${found})`);
   }
-  return [{ level: "ok", message: `${name} runs directly with ${shebang.interpreter}`, file }, ...checks];
+  return ok(`${name} runs directly with ${shebang.interpreter}`);
 }
 
 interface Shebang {

@@ -20,6 +20,7 @@ import {
   existsSync,
   fstatSync,
   lstatSync,
+  mkdtempSync,
   openSync,
   readSync,
   realpathSync,
@@ -56,6 +57,8 @@ import { sanitizeName } from "../team/paths.js";
 import { pathToFileURL } from "node:url";
 import type { HookFormat } from "../settings/hook-line.js";
 import { groupMembers, terminateGroup } from "./terminate.js";
+import { GATE_SYNTAX, syntaxError } from "./syntax.js";
+import { gateSyntaxMessage } from "../text/messages.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -387,7 +390,41 @@ async function runIn(
       : null;
   if (notFound)
     return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
+  // A failure with no verdict may be the gate's own file not parsing: checked only then (no cost on a pass),
+  // on the checked bytes, before the failure is blamed on the work.
+  const checked =
+    opts.snapshot && judged.outcome === "failed" && !judged.verdict && judged.exitCode !== 0
+      ? writeForCheck(run.dir, hook.hookPath, opts.snapshot.content)
+      : null;
+  const unparsed = checked && opts.snapshot ? await syntaxError(hook, checked, headOf(opts.snapshot)) : null;
+  if (unparsed)
+    return {
+      ...judged,
+      outcome: "error",
+      errorKind: "spawn",
+      errorCode: GATE_SYNTAX,
+      error: gateSyntaxMessage(unparsed),
+    };
   return judged;
+}
+
+/**
+ * The checked bytes again, in a folder of their own inside the run's (the copy that ran may be another
+ * user's by now: run-as=), under the gate's own name, so that a `.js` gets the run's package.json type.
+ */
+function writeForCheck(runDir: string, gateFile: string, content: Buffer): string | null {
+  try {
+    const file = path.join(mkdtempSync(path.join(runDir, ".syntax-")), path.basename(gateFile));
+    writeFileSync(file, content, { mode: 0o400, flag: "wx" });
+    return file;
+  } catch {
+    return null; // no room in the run's folder: unchecked, the failure stands as the gate's, as before
+  }
+}
+
+/** The start of a gate's bytes, for its `#!` line. */
+function headOf(snapshot: { content: Buffer }): string {
+  return snapshot.content.subarray(0, 256).toString("latin1");
 }
 
 /** The error code of a gate whose `run-as=` user cannot be switched to. */

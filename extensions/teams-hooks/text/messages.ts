@@ -194,7 +194,9 @@ export function describeFailure(
   if (result.exitCode !== null) parts.push(`exit code ${result.exitCode}`);
   else if (result.signal && !result.timedOut) parts.push(`killed by ${result.signal}`);
   // Node's stack of a module it could not find starts with a line of its own internals: the error says it all.
-  const stderrLine = result.errorCode === "ERR_MODULE_NOT_FOUND" ? "" : policyFirstLine(result.stderr);
+  // So for a gate that does not parse: its error names the file and line, which its stderr repeats.
+  const said = result.errorCode === "ERR_MODULE_NOT_FOUND" || result.errorCode === "E_GATE_SYNTAX";
+  const stderrLine = said ? "" : policyFirstLine(result.stderr);
   if (stderrLine) parts.push(truncateText(stderrLine, SUMMARY_STDERR_LINE_CHARS));
   return parts.length > 0 ? parts.join(" • ") : "failed";
 }
@@ -423,6 +425,14 @@ export function budgetSpentText(
       `hooks.maxReopensPerTask.`,
     ...(report.logFile ? [`Hook log: ${report.logFile}`] : []),
   ].join("\n");
+}
+
+/**
+ * A gate whose own file does not parse (runner/syntax.ts; `where` is `<gate file>:<line>: <message>`): the
+ * run's error and doctor's check say it alike.
+ */
+export function gateSyntaxMessage(where: string): string {
+  return `does not parse: ${where}; its events are held until it is fixed`;
 }
 
 /** The one-line summary of a held event (task metadata, the watch line): `held: waiting for the team lead: …`. */
