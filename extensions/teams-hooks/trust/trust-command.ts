@@ -287,8 +287,7 @@ async function approval(io: CliIo, yes: boolean, count: number): Promise<string 
       return null;
     case "no_terminal":
       io.stderr(
-        "pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to " +
-          "approve without one (the lead's inbox is told so)\n",
+        "pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to approve without one (the lead's inbox is told so)\n",
       );
       return null;
     default:
