@@ -317,9 +317,7 @@ const DECIDE: CommandSpec = {
         {
           name: "json",
           type: "boolean",
-          help:
-            "print the answer as one JSON object: runId, kind (applied, recorded, conflict, expired, invalid, " +
-            "unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
+          help: "print the answer as one JSON object: runId, decidedHow (at a terminal, or without a terminal (--yes)), kind (applied, recorded, conflict, expired, invalid, unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
         },
       ],
     },
