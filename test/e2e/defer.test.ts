@@ -5,7 +5,8 @@
  * applies it under the leader lock); the deadline expires it (while the leader runs, and at the start
  * of a leader that was down); `run --apply-policy` holds too (exit 3). Each crash point of holding
  * and of applying is rebuilt on disk exactly as a SIGKILL there leaves it, and the next start must
- * finish it once: one policy application, two logs.
+ * finish it once: one policy application, two logs. `decide` is a person's act: it needs a terminal
+ * (where it asks) or `--yes`, tells the lead which, and refuses a `--by` of the task API's (`api:…`).
  */
 import { execFile as execFileCb } from "node:child_process";
 import { existsSync } from "node:fs";
