@@ -234,6 +234,7 @@ describe.concurrent("deferral files edited by an agent", () => {
       expect((await readRecord(team, run5)).key).toBe(held.key);
       const forgedAnswer = await runBin([
         "decide",
+        "--yes",
         "--team-dir",
         team.teamDir,
         "forged-run",
@@ -285,7 +286,7 @@ describe.concurrent("deferral files edited by an agent", () => {
       await rm(deferralsDir(team));
       await warned(leader, fileOf(team, run1), "is gone: written again from what its gate held");
       await warned(leader, fileOf(team, run2), "is gone: written again from what its gate held");
-      const answer = await runBin(["decide", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"]);
+      const answer = await runBin(["decide", "--yes", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"]);
       expect(answer).toMatchObject({ code: 0 });
       await leader.waitForEvents(1, (e) => e.decision?.deferredRunId === run1);
 
@@ -352,13 +353,15 @@ describe.concurrent("deferral files edited by an agent", () => {
           applying: { at: new Date().toISOString(), runId: "x", logFile: elsewhere },
         }),
       );
-      expect(await runBin(["decide", "--team-dir", team.teamDir, run2, "deny", "--by", "mallory"])).toMatchObject({
+      expect(
+        await runBin(["decide", "--yes", "--team-dir", team.teamDir, run2, "deny", "--by", "mallory"]),
+      ).toMatchObject({
         code: 0,
       });
       expect(existsSync(elsewhere)).toBe(false);
       const applied2 = (await readRecord(team, run2)).applied;
       expect(path.dirname(applied2?.logFile ?? "")).toBe(path.join(team.teamDir, "hook-logs"));
-      expect(await runBin(["decide", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"])).toMatchObject({
+      expect(await runBin(["decide", "--yes", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"])).toMatchObject({
         code: 0,
       });
 
@@ -394,7 +397,7 @@ describe.concurrent("deferral files edited by an agent", () => {
       await plant(fileOf(team, run2), JSON.stringify({ ...held2, expiresAt: FAR }));
       await waitUntil("both deadlines past", () => Date.now() > Date.parse(held2.expiresAt) + 50);
 
-      const late = await runBin(["decide", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"]);
+      const late = await runBin(["decide", "--yes", "--team-dir", team.teamDir, run1, "allow", "--by", "ci"]);
       expect(late.code).toBe(1);
       expect(late.stderr).toContain(
         `warning: ${fileOf(team, run1)}: changed since its gate was held: key "${key9}" (held: "${held1.key}"), ` +

@@ -5,14 +5,18 @@
  * applies it under the leader lock); the deadline expires it (while the leader runs, and at the start
  * of a leader that was down); `run --apply-policy` holds too (exit 3). Each crash point of holding
  * and of applying is rebuilt on disk exactly as a SIGKILL there leaves it, and the next start must
- * finish it once: one policy application, two logs.
+ * finish it once: one policy application, two logs. `decide` is a person's act: it needs a terminal
+ * (where it asks) or `--yes`, tells the lead which, and refuses a `--by` of the task API's (`api:…`).
  */
+import { execFile as execFileCb } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import { describe, it } from "vitest";
 import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
 import {
+  BIN,
   type LeaderProcess,
   type LeaderRig,
   readAllTaskFiles,
@@ -26,6 +30,7 @@ import {
 } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
+const execFile = promisify(execFileCb);
 const outerRig = useLeaderRig();
 const ARGS = ["--reconcile-ms", "200"];
 /** The policy in config.json: `decide` applies it too when no leader runs (a leader's flags are its own). */
@@ -82,7 +87,7 @@ async function held(
 }
 
 function decide(team: TempTeam, runId: string, ...rest: string[]) {
-  return runBin(["decide", "--team-dir", team.teamDir, runId, ...rest, "--by", "ci"]);
+  return runBin(["decide", "--yes", "--team-dir", team.teamDir, runId, ...rest, "--by", "ci"]);
 }
 
 /** The ledger without some of its records (the leader must be dead): the state a crash before them leaves. */
@@ -469,7 +474,15 @@ describe.concurrent("by hand", () => {
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain("--code: must start with a lower-case letter");
       expect((await decide(team, "no-such-run", "allow")).code).toBe(2);
-      const json = await runBin(["decide", "--team-dir", team.teamDir, record?.runId ?? "", "allow", "--json"]);
+      const json = await runBin([
+        "decide",
+        "--yes",
+        "--team-dir",
+        team.teamDir,
+        record?.runId ?? "",
+        "allow",
+        "--json",
+      ]);
       expect(json.code).toBe(0);
       expect(JSON.parse(json.stdout)).toMatchObject({ kind: "applied", runId: record?.runId, actions: ["none"] });
       expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("passed");
@@ -490,5 +503,108 @@ describe.concurrent("by hand", () => {
       },
     });
     expect(existsSync(deferralsDir(team))).toBe(false);
+  });
+});
+
+/** A team whose task 1 is held by `run --apply-policy` (no leader runs); returns its deferral's run id. */
+async function heldByHand(rig: LeaderRig, team: TempTeam): Promise<string> {
+  await deferringGate(rig, team);
+  const held = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--apply-policy"]);
+  if (held.code !== 3) throw new Error(`not held (exit ${held.code}): ${held.stderr}`);
+  const [record] = await deferrals(team);
+  if (!record) throw new Error("no deferral written");
+  return record.runId;
+}
+
+const completed = () =>
+  makeTask({ id: "1", owner: "alice", status: "completed", metadata: { completedAt: "2026-12-02T10:00:00.000Z" } });
+
+async function leadNotes(team: TempTeam): Promise<string[]> {
+  return (await readInboxFile(team, "team", team.leadName)).map((m) => m.text);
+}
+
+describe.concurrent("a decision by hand is a person's", () => {
+  it("decide refuses a --by that starts with api: (exit 2): those are the task API's keys; nothing is decided", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [completed()] });
+    const runId = await heldByHand(rig, team);
+    for (const by of ["api:ci", "API:ci"]) {
+      const refused = await runBin(["decide", "--yes", "--team-dir", team.teamDir, runId, "allow", "--by", by]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(
+        `--by ${JSON.stringify(by)}: names that start with api: are the task API's keys, set by serve for a decision made with that key`,
+      );
+    }
+    const [record] = await deferrals(team);
+    expect(record?.decision).toBeUndefined();
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
+    expect(await leadNotes(team)).toEqual([]);
+  });
+
+  it("without a terminal, decide needs --yes (exit 2, nothing decided); with it, it decides and says so, in its output and to the lead", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [completed()] });
+    const runId = await heldByHand(rig, team);
+    const refused = await runBin(["decide", "--team-dir", team.teamDir, runId, "allow", "--by", "ada"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      "deciding a held gate is a person's act: run decide at a terminal (it asks), or give --yes to decide without one",
+    );
+    expect((await deferrals(team))[0]?.decision).toBeUndefined();
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
+    expect(await leadNotes(team)).toEqual([]);
+
+    const yes = await runBin(["decide", "--yes", "--team-dir", team.teamDir, runId, "allow", "--by", "ada"]);
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(yes.stdout).toContain(`task_completed #1 on_task_completed.sh: allow applied for run ${runId}`);
+    expect(yes.stdout).toContain("decided by ada, without a terminal (--yes)");
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({
+      qualityGateStatus: "passed",
+      qualityGateDecidedBy: "ada",
+    });
+    expect(await leadNotes(team)).toEqual([
+      `pi-teams-hooks decide: held gate decided: allow for task_completed #1 on_task_completed.sh, run ${runId}, by ada, without a terminal (--yes)`,
+    ]);
+    // The same decision again answers as the first did; the lead is told once.
+    expect((await runBin(["decide", "--yes", "--team-dir", team.teamDir, runId, "allow", "--by", "ada"])).code).toBe(0);
+    expect(await leadNotes(team)).toHaveLength(1);
+  });
+
+  it.for([
+    ["y", 0, "at a terminal"],
+    ["n", 1, null],
+  ] as const)("at a terminal, decide shows what is held and asks: %s", async ([answer, code, said], context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [completed()] });
+    const runId = await heldByHand(rig, team);
+    // util-linux `script` gives the command a terminal; the answer is typed on it.
+    const command = `${process.execPath} ${BIN} decide --team-dir ${team.teamDir} ${runId} deny --code ci.failed --by ada`;
+    const out = await execFile(
+      "bash",
+      ["-c", `printf '${answer}\\n' | script -qec '${command}' /dev/null; echo "exit=$?"`],
+      {
+        env: { ...process.env, NO_COLOR: "1" },
+      },
+    );
+    expect(out.stdout).toContain(`Decide deny for task_completed #1 on_task_completed.sh, run ${runId}, as ada? [y/N]`);
+    expect(out.stdout).toContain(`exit=${code}`);
+    const metadata = (await readTaskFile(team, "1")).metadata;
+    if (said) {
+      expect(out.stdout).toContain(`decided by ada, ${said}`);
+      expect(metadata).toMatchObject({
+        qualityGateStatus: "failed",
+        qualityGateDecision: "deny",
+        qualityGateDecidedBy: "ada",
+      });
+      expect(await leadNotes(team)).toEqual([expect.stringContaining(`run ${runId}, by ada, at a terminal`)]);
+    } else {
+      expect(out.stdout).toContain(`not decided: task_completed #1 on_task_completed.sh, run ${runId} stays held`);
+      expect(metadata?.qualityGateStatus).toBe("deferred");
+      expect((await deferrals(team))[0]?.decision).toBeUndefined();
+      expect(await leadNotes(team)).toEqual([]);
+    }
   });
 });

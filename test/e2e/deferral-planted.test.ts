@@ -42,7 +42,7 @@ describe("a planted deferral", () => {
     const deferrals = path.join(team.teamDir, "hook-state", "deferrals");
     await mkdir(deferrals, { recursive: true });
     await copyFile(path.join(scratchDeferrals, `${runId}.json`), path.join(deferrals, `${runId}.json`));
-    const decided = await runBin(["decide", "--team-dir", team.teamDir, runId, "allow", "--by", "ci"]);
+    const decided = await runBin(["decide", "--team-dir", team.teamDir, runId, "allow", "--by", "ci", "--yes"]);
     expect(decided.code).not.toBe(0);
     expect(decided.stdout + decided.stderr).toContain(
       `no gate held run ${runId}: the ledger has no such deferral, and its logFile`,

@@ -348,6 +348,7 @@ describe("a decision from a process without the team's secrets", () => {
       // The decider's shell has no DEPLOY_TOKEN: it cannot know the value to redact.
       const answer = await runBin([
         "decide",
+        "--yes",
         "--team-dir",
         team.teamDir,
         runId,
@@ -368,6 +369,7 @@ describe("a decision from a process without the team's secrets", () => {
       // The same decision sent again from that shell is the same one, not a conflict with the rewritten record.
       const again = await runBin([
         "decide",
+        "--yes",
         "--team-dir",
         team.teamDir,
         runId,

@@ -92,7 +92,8 @@ describe("run, as the leader would", () => {
         .filter((l) => l.invocation.completedTask?.id === taskId)
         .map((l) => [l.decision ? "decision" : "run", l.trigger]);
     const run = (...args: string[]) => runBin(["run", "task_completed", "--team-dir", team.teamDir, ...args]);
-    const decide = (runId: string, decision: string) => runBin(["decide", "--team-dir", team.teamDir, runId, decision]);
+    const decide = (runId: string, decision: string) =>
+      runBin(["decide", "--yes", "--team-dir", team.teamDir, runId, decision]);
 
     const byHand = await run("--task", "1", "--json");
     expect(byHand.code, byHand.stderr).toBe(0);
@@ -154,7 +155,7 @@ describe("run, as the leader would", () => {
       const held = await run("2");
       expect(held.code, held.stderr).toBe(3);
       const heldRunId = / ([0-9a-f-]{36}) allow\|deny$/m.exec(held.stdout)?.[1] ?? "";
-      const decided = await runBin(["decide", "--team-dir", team.teamDir, heldRunId, "deny"]);
+      const decided = await runBin(["decide", "--yes", "--team-dir", team.teamDir, heldRunId, "deny"]);
       expect(decided.code, decided.stdout + decided.stderr).toBe(0);
       expect(decided.stdout).toContain("→ reopened (1/3), nudge bob");
 

@@ -226,6 +226,7 @@ describe("GET …/tasks/{id}: the deciding run and what created the task", () =>
       .qualityGateDeferredRunId as string;
     const decided = await runBin([
       "decide",
+      "--yes",
       "--team-dir",
       path.join(root, "held"),
       deferredRunId,

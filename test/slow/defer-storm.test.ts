@@ -79,7 +79,7 @@ describe("held gates, a decide storm and SIGKILLs", () => {
         if (deciders.size >= 2 || !pick) continue;
         const child = spawn(
           process.execPath,
-          [BIN, "decide", "--team-dir", team.teamDir, pick.runId, ...decisionOf(pick.runId), "--by", "storm"],
+          [BIN, "decide", "--yes", "--team-dir", team.teamDir, pick.runId, ...decisionOf(pick.runId), "--by", "storm"],
           { stdio: "ignore" },
         );
         deciders.set(child, pick.runId);
@@ -114,7 +114,16 @@ describe("held gates, a decide storm and SIGKILLs", () => {
       async () => {
         const all = await deferrals();
         for (const d of all.filter((x) => !x.decision))
-          await runBin(["decide", "--team-dir", team.teamDir, d.runId, ...decisionOf(d.runId), "--by", "final"]);
+          await runBin([
+            "decide",
+            "--yes",
+            "--team-dir",
+            team.teamDir,
+            d.runId,
+            ...decisionOf(d.runId),
+            "--by",
+            "final",
+          ]);
         return new Set(all.map((d) => d.taskId)).size === TASKS && all.every((d) => d.applied);
       },
       { timeoutMs: 60_000, intervalMs: 200, context: () => leader.describe() },

@@ -263,7 +263,7 @@ const DECIDE: CommandSpec = {
   summary: "settle a held gate (one that answered defer, or a CI handler's): allow or deny",
   usage: [
     "decide [--team-dir DIR | --team ID] <run id> allow|deny [--code C] [--reason R] [--message M] [--by NAME] " +
-      "[--failure-action A] [--max-reopens N] [--followup-owner P] [--json]",
+      "[--failure-action A] [--max-reopens N] [--followup-owner P] [--yes] [--json]",
   ],
   description: [
     'Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with 202), or ' +
@@ -276,6 +276,7 @@ const DECIDE: CommandSpec = {
       "log that names the deferred run. The task API's decision route does the same.",
     "A running leader applies it (this command waits up to 10 s to say so); with no leader running, this command " +
       "applies it itself, holding the leader lock for that moment.",
+    "A decision by hand is a person's, as an approval of `trust` is: at a terminal it shows what is held and asks ([y/N]); without one it needs --yes. Its output and a note to the lead's inbox say which, and who decided (--by). Names that start with api: are refused: they are the task API's keys, set by serve for a decision made with that key.",
   ],
   groups: [
     {
@@ -295,7 +296,12 @@ const DECIDE: CommandSpec = {
           type: "string",
           value: "NAME",
           default: "$USER",
-          help: "who decided: in the task's qualityGateDecidedBy and the log",
+          help: "who decided: in the task's qualityGateDecidedBy and the log; not api:… (the task API's keys, set by serve)",
+        },
+        {
+          name: "yes",
+          type: "boolean",
+          help: "decide without a terminal (said so in the output and to the lead); at a terminal, it asks all the same",
         },
       ],
     },
@@ -311,9 +317,7 @@ const DECIDE: CommandSpec = {
         {
           name: "json",
           type: "boolean",
-          help:
-            "print the answer as one JSON object: runId, kind (applied, recorded, conflict, expired, invalid, " +
-            "unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
+          help: "print the answer as one JSON object: runId, decidedHow (at a terminal, or without a terminal (--yes)), kind (applied, recorded, conflict, expired, invalid, unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
         },
       ],
     },
@@ -329,18 +333,17 @@ const DECIDE: CommandSpec = {
     { code: 0, when: "applied, or recorded for the running leader to apply" },
     {
       code: 1,
-      when:
-        "refused (decided otherwise before, or expired), or recorded but not applied (a task lock held too long: " +
-        "the next start of the leader, or this command again, applies it)",
+      when: "refused (decided otherwise before, or expired), not confirmed at the terminal, or recorded but not applied (a task lock held too long: the next start of the leader, or this command again, applies it)",
     },
     {
       code: 2,
-      when:
-        "usage error (a bad flag or value, naming it; a missing team dir; no deferral with that run id, or " +
-        "several)",
+      when: "usage error (a bad flag or value, naming it; a --by that starts with api:; no terminal and no --yes; a missing team dir; no deferral with that run id, or several)",
     },
   ],
-  examples: ['pi-teams-hooks decide --team alpha 5f0c1e2a deny --code ci.failed --reason "2 tests fail in auth/"'],
+  examples: [
+    'pi-teams-hooks decide --team alpha 5f0c1e2a deny --code ci.failed --reason "2 tests fail in auth/"',
+    'pi-teams-hooks decide --team-dir "$PI_TEAMS_TEAM_DIR" "$PI_TEAMS_RUN_ID" allow --by buildkite --yes',
+  ],
 };
 
 const WATCH: CommandSpec = {

@@ -46,6 +46,26 @@ export function str(value: FlagValue): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
+/** How a person approved an act shown to them (`how` is said in the output and to the lead), or why not. */
+export type Approval = { kind: "approved"; how: string } | { kind: "declined" } | { kind: "no_terminal" };
+
+/**
+ * How a person approves what was just shown (`trust`, `decide`): at a terminal, asked (`at a terminal`,
+ * or declined when the answer is not yes, `--yes` or not); for pi's `/gates trust`, as typed there; else
+ * only with `--yes` (`without a terminal (--yes)`). The caller says what a missing terminal needs.
+ */
+export async function personApproval(io: CliIo, yes: boolean, question: string): Promise<Approval> {
+  if (io.ask) {
+    const answer = await io.ask(question);
+    return answer !== null && /^y(es)?$/i.test(answer.trim())
+      ? { kind: "approved", how: "at a terminal" }
+      : { kind: "declined" };
+  }
+  if (io.approval) return { kind: "approved", how: io.approval };
+  if (yes) return { kind: "approved", how: "without a terminal (--yes)" };
+  return { kind: "no_terminal" };
+}
+
 /** A whole-number flag (`--concurrency 2`): `fallback` when absent; E_USAGE naming the flag when bad. */
 export function wholeNumber(value: FlagValue, flag: string, fallback: number, min: number): number {
   const raw = str(value);

@@ -6,10 +6,23 @@
 import { sandboxNotice } from "../runner/sandbox.js";
 import { HOOK_EVENTS, type HookEventName, HookEventNameSchema, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import { type CliIo, type ParsedArgs, RunningLine, heldDetail, str, teamSetupInput, warnBeforeRunning } from "./io.js";
+import {
+  type CliIo,
+  type ParsedArgs,
+  RunningLine,
+  heldDetail,
+  personApproval,
+  str,
+  teamSetupInput,
+  warnBeforeRunning,
+} from "./io.js";
 import { HooksError, unreachable } from "../contract/errors.js";
-import { type DecisionInput, decideDeferral } from "../held/decision.js";
-import { deferralRunIds, deferralsDir } from "../held/deferral.js";
+import { type DecisionInput, decideDeferral, decisionProblem } from "../held/decision.js";
+import { deferralRunIds, deferralsDir, readDeferral } from "../held/deferral.js";
+import { checkDeferral, ledgerHoldOf } from "../held/deferral-check.js";
+import { sendOnce } from "../event/remediate.js";
+import { SentLog, sentId } from "../team/sent-log.js";
+import type { TeamIdentity } from "../contract/team-files.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../logs/hook-log.js";
 import { invokeEvent, type InvokeOutcome } from "../event/invoke.js";
@@ -158,6 +171,66 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
 
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
 const DECIDE_REFUSED = 1;
+/** …and a decision the person at the terminal did not confirm. */
+const DECIDE_DECLINED = 1;
+
+/**
+ * `api:<key name>` is who decided through the task API with that key (server/routes.ts sets it, and
+ * docs/security.md tells a team to look for decisions that are not `api:<its key>`): no shell takes it.
+ */
+function isApiName(by: string): boolean {
+  return by.trim().toLowerCase().startsWith("api:");
+}
+
+/** `source`: the flag or variable that gave the name. */
+function reservedByMessage(by: string, source: string): string {
+  return `${source} ${JSON.stringify(by)}: names that start with api: are the task API's keys, set by serve for a decision made with that key; give your own name, or decide through the API with the key`;
+}
+
+/**
+ * What the person is asked to decide: the held event and gate as the gate held them (held/deferral-check.ts: the
+ * file is the agents' to write), or the run id alone when there is no such deferral yet (decideDeferral waits for one
+ * in flight) or no gate held it.
+ */
+async function heldLabel(teamDir: string, runId: string): Promise<string> {
+  const found = await readDeferral(teamDir, runId);
+  if (!found?.ok) return `run ${runId}`;
+  const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId), teamDir });
+  if (check.kind === "refused") return `run ${runId}`;
+  const held = check.reference;
+  return `${eventLabel(held.event, held.taskId)} ${held.hook.name}, run ${runId}`;
+}
+
+function noDeferral(teamDir: string, runId: string): HooksError {
+  return new HooksError(
+    "E_TASK",
+    `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks ` +
+      `logs --team-dir ${teamDir} --outcome deferred)`,
+  );
+}
+
+/**
+ * Each decision by hand to the lead's inbox, once per run id, saying who and how (at a terminal, or
+ * without one with --yes), as `trust` tells each approval: the decision's own log says only the name.
+ */
+async function tellLeadDecided(identity: TeamIdentity, runId: string, what: string, io: CliIo): Promise<void> {
+  const id = sentId("decided", runId, identity.leadName);
+  const sent = await sendOnce(new SentLog(identity.teamDir), {
+    teamDir: identity.teamDir,
+    namespace: "team",
+    to: identity.leadName,
+    id,
+    message: {
+      from: "pi-teams-hooks",
+      text: `pi-teams-hooks decide: held gate decided: ${what}`,
+      timestamp: new Date().toISOString(),
+      read: false,
+      qualityGateNoteId: id,
+    },
+    isIt: (m) => m.qualityGateNoteId === id,
+  });
+  if (sent.error) io.stderr(`warning: ${sent.error}\n`);
+}
 
 /**
  * The held run that `given` names: itself, or the one deferral whose run id starts with it (the short id
@@ -184,9 +257,13 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
   const decision = decisionArg.trim().toLowerCase();
   if (decision !== "allow" && decision !== "deny")
     throw new HooksError("E_USAGE", `"${decisionArg}" is not a decision: allow or deny`);
-  const setup = await resolveTeamSetup(teamSetupInput(v, io));
-  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  const by = str(v.by) ?? (io.env.USER || io.env.LOGNAME || "pi-teams-hooks decide");
+  const byFlag = str(v.by);
+  const by = byFlag ?? (io.env.USER || io.env.LOGNAME || "pi-teams-hooks decide");
+  if (isApiName(by))
+    throw new HooksError(
+      "E_USAGE",
+      reservedByMessage(by, byFlag !== undefined ? "--by" : io.env.USER ? "$USER" : "$LOGNAME"),
+    );
   const input: DecisionInput = {
     decision,
     by,
@@ -194,26 +271,41 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
     ...optional("reason", str(v.reason)),
     ...optional("message", str(v.message)),
   };
+  // The problem names the field; the flag that carries it is named the same.
+  const problem = decisionProblem(input);
+  if (problem) throw new HooksError("E_USAGE", `--${problem}`);
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
   const { teamDir } = setup.identity;
   const runId = await wholeRunId(teamDir, given);
+  const what = await heldLabel(teamDir, runId);
+  const asked = await personApproval(io, v.yes === true, `Decide ${decision} for ${what}, as ${by}? [y/N] `);
+  if (asked.kind === "no_terminal")
+    throw new HooksError(
+      "E_USAGE",
+      "deciding a held gate is a person's act: run decide at a terminal (it asks), or give --yes to decide without one (said in its output and to the lead's inbox)",
+    );
+  if (asked.kind === "declined") {
+    io.stdout(`not decided: ${what} stays held\n`);
+    return DECIDE_DECLINED;
+  }
+  const how = asked.how;
   const answer = await decideDeferral(teamDir, runId, input, {
     env: io.env,
     waitForLeaderMs: 10_000,
     warn: (message) => io.stderr(`warning: ${message}\n`),
     settings: { setup, redact: settingsRedactor(io.env, setup.settings) },
   });
-  if (v.json) io.stdout(`${JSON.stringify({ runId, ...answer })}\n`);
+  if (answer.kind === "recorded" || answer.kind === "applied")
+    await tellLeadDecided(setup.identity, runId, `${decision} for ${what}, by ${by}, ${how}`, io);
+  if (v.json) io.stdout(`${JSON.stringify({ runId, decidedHow: how, ...answer })}\n`);
   switch (answer.kind) {
     case "invalid":
       // The problem names the field; the flag that carries it is named the same.
       throw new HooksError("E_USAGE", `--${answer.problem}`);
     case "unknown":
       if (answer.problem) throw new HooksError("E_TASK", answer.problem);
-      throw new HooksError(
-        "E_TASK",
-        `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks ` +
-          `logs --team-dir ${teamDir} --outcome deferred)`,
-      );
+      throw noDeferral(teamDir, runId);
     case "conflict": {
       const e = answer.existing;
       if (!v.json)
@@ -236,6 +328,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       if (!v.json) {
         io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} recorded for run ${runId}`);
         io.stdout(answer.problem ? "; not applied yet\n" : "; the running leader applies it\n");
+        io.stdout(`  decided by ${by}, ${how}\n`);
       }
       if (answer.problem)
         io.stderr(
@@ -251,7 +344,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       if (!v.json)
         io.stdout(
           `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ` +
-            `${runId}${actions}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
+            `${runId}${actions}\n  decided by ${by}, ${how}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
         );
       return 0;
     }

@@ -11,9 +11,9 @@
 import path from "node:path";
 import { discoverChains, isHandlerGate } from "../gates/chain.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { type CliIo, type ParsedArgs, paint, str, wantsColour } from "../cli/io.js";
+import { type CliIo, type ParsedArgs, paint, personApproval, str, wantsColour } from "../cli/io.js";
 import type { HookEventName } from "../contract/contract.js";
-import { HooksError } from "../contract/errors.js";
+import { HooksError, unreachable } from "../contract/errors.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
 import {
@@ -277,23 +277,22 @@ function choose(changes: Shown[], all: boolean, paths: string[], teamDir: string
   });
 }
 
-/**
- * How a person approves the changes just shown: at a terminal, asked (`at a terminal`, or null when
- * the answer is not yes); for pi's `/gates trust`, as typed there; else only with `--yes` (`without a
- * terminal (--yes)`), or null and a line saying what would be needed.
- */
+/** How a person approves the changes just shown (cli/io.ts `personApproval`), or null, saying what it would need. */
 async function approval(io: CliIo, yes: boolean, count: number): Promise<string | null> {
-  if (io.ask) {
-    const answer = await io.ask(`Approve ${count} change(s) as trusted? [y/N] `);
-    return answer !== null && /^y(es)?$/i.test(answer.trim()) ? "at a terminal" : null;
+  const answer = await personApproval(io, yes, `Approve ${count} change(s) as trusted? [y/N] `);
+  switch (answer.kind) {
+    case "approved":
+      return answer.how;
+    case "declined":
+      return null;
+    case "no_terminal":
+      io.stderr(
+        "pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to approve without one (the lead's inbox is told so)\n",
+      );
+      return null;
+    default:
+      return unreachable(answer);
   }
-  if (io.approval) return io.approval;
-  if (yes) return "without a terminal (--yes)";
-  io.stderr(
-    "pi-teams-hooks trust: approving a gate is a person's act: run it at a terminal (it asks), or give --yes to " +
-      "approve without one (the lead's inbox is told so)\n",
-  );
-  return null;
 }
 
 /** Each approval to the lead's inbox, once (the running leader, seeing the record change, sends the same note). */
