@@ -35,6 +35,9 @@ interface EventProgress {
   writeTries: number;
 }
 
+/** A task looked at with more text than this is read again when its event runs, not kept while it waits. */
+const KEEP_TASK_CHARS = 1024 * 1024;
+
 export class EventHandler {
   readonly #ctx: LeaderContext;
   /**
@@ -92,7 +95,10 @@ export class EventHandler {
     }
   }
 
-  enqueue(event: HookEvent, retry: boolean, task?: Task): void {
+  enqueue(event: HookEvent, retry: boolean, looked?: Task): void {
+    // A large task is not kept while its event waits (five 60 MB descriptions queued would all stay in
+    // memory): its gate reads it again when it runs, one at a time.
+    const task = looked && looked.description.length + looked.subject.length <= KEEP_TASK_CHARS ? looked : undefined;
     this.#ctx.queued.add(event.key);
     this.#ctx.enqueued += 1;
     if (event.event !== "idle") {
