@@ -68,8 +68,23 @@ export class Holds {
     this.#save();
   }
 
-  /** An event was just held (its ledger record is on disk): listed, the lead told, a fault retried. */
+  /**
+   * An event was just held (its ledger record is on disk): listed, the lead told, a fault retried. An
+   * earlier held event of the same task and kind is superseded: the worker completed again while the
+   * gate could not judge, and only the latest completion is judged when the hold ends (once, not once
+   * per completion); the earlier one is done in the ledger, with no run.
+   */
   held(event: HookEvent, info: HeldEvent, tries: number): void {
+    if (event.taskId !== null) {
+      for (const [key, other] of this.#held) {
+        if (key === event.key || other.event.taskId !== event.taskId || other.event.event !== event.event) continue;
+        this.#held.delete(key);
+        this.#ctx
+          .requireLedger()
+          .finish(key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null })
+          .catch((error: unknown) => this.#ctx.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
+      }
+    }
     this.#held.set(event.key, { info, event, tries });
     this.#save();
     const { leadName } = this.#ctx.setup.identity;

@@ -1,0 +1,36 @@
+/**
+ * One run per held event: completions that arrive while a task's event is held supersede each other, so
+ * the approval runs the gate once, on the latest, not once per completion.
+ */
+import { appendFile } from "node:fs/promises";
+import { describe, it } from "vitest";
+import { readLedger, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+
+const outerRig = useLeaderRig();
+
+describe("completions while a gate is held", () => {
+  it("five completions while the gate waits for approval: one run at the approval, on the latest", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    const gate = await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const leader = await rig.leader(team);
+    await appendFile(gate, "# edited: not approved yet\n");
+    for (let n = 1; n <= 5; n++) {
+      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+      await leader.waitForEvents(n, (e) => e.taskId === "1" && e.held === "approval");
+    }
+    const trusted = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
+    expect(trusted.code, trusted.stderr).toBe(0);
+    await leader.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "passed");
+    const last = leader.events((e) => e.taskId === "1" && e.held === "approval").at(-1)?.key;
+    const passed = leader.events((e) => e.taskId === "1" && e.outcome === "passed");
+    expect(passed.map((e) => e.key)).toEqual([last]);
+    const ran = (await readLogs(team.teamDir)).filter((l) => l.result.outcome === "passed");
+    expect(ran).toHaveLength(1);
+    const superseded = (await readLedger(team.teamDir)).filter((r) => r.op === "done" && r.outcome === "superseded");
+    expect(superseded).toHaveLength(4);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+});
