@@ -343,6 +343,18 @@ describe("decide: reopen", () => {
     }
   });
 
+  it("after an escalation, a further failure is judged and counted, but its worker is told nothing more until a pass", () => {
+    const spent = { reopenedByQualityGateCount: 3 };
+    const first = decide(input({ policy: policy("reopen", "member", 3), task: task({}, spent) }));
+    expect(first.nudge?.to).toBe("alice");
+    const again = decide(
+      input({ policy: policy("reopen", "member", 3), task: task({}, { ...spent, qualityGateEscalated: true }) }),
+    );
+    expect(again.metadataPatch?.qualityGateStatus).toBe("failed");
+    expect(again.nudge?.to).toBeNull();
+    expect(again.actions.some((a) => a.startsWith("nudge"))).toBe(false);
+  });
+
   it.each<[Task["status"]]>([["pending"], ["in_progress"]])("does not reopen a task that is already %s", (status) => {
     const plan = decide(input({ policy: policy("reopen"), task: task({ status }) }));
     expect(plan.reopen).toBeNull();

@@ -200,7 +200,10 @@ export function decide(input: DecideInput): RemediationPlan {
   const refused: Refusal[] = [];
   const followup =
     wouldFollowUp && !exhausted ? planFollowup(input, report, refused, budget?.root ?? input.taskId) : null;
-  const nudgeTo = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", refused);
+  // Escalated before, and spent still: the work is judged, and the worker, told once already, is told
+  // nothing more until a pass (a worker that acts on every nudge would complete again without end).
+  const toldAlready = exhausted && !alreadyApplied && metadata.qualityGateEscalated === true;
+  const nudgeTo = toldAlready ? null : safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", refused);
   const nudge: NudgePlan = {
     to: nudgeTo,
     text: (followupId) =>
