@@ -2,7 +2,7 @@
  * One run per held event: completions that arrive while a task's event is held supersede each other, so
  * the approval runs the gate once, on the latest, not once per completion.
  */
-import { appendFile } from "node:fs/promises";
+import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { describe, it } from "vitest";
 import { readLedger, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
@@ -31,6 +31,22 @@ describe("completions while a gate is held", () => {
     expect(ran).toHaveLength(1);
     const superseded = (await readLedger(team.teamDir)).filter((r) => r.op === "done" && r.outcome === "superseded");
     expect(superseded).toHaveLength(4);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("a gate edited and put back as it was trusted: its held event runs at the next scan, with no approval", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    const gate = await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const trustedText = await readFile(gate, "utf8");
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    await appendFile(gate, "# an edit, not approved\n");
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitForEvents(1, (e) => e.taskId === "1" && e.held === "approval");
+    await writeFile(gate, trustedText); // the edit reverted: the bytes trusted again
+    const [passed] = await leader.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "passed");
+    expect(passed).toMatchObject({ outcome: "passed", retry: true });
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });

@@ -5,7 +5,8 @@
  * is the worker's failure: nothing is counted, reopened or made, and the task is not accepted.
  *
  *   held ──the lead approves (the trust record changes and the chain is trusted now)──▶ run again
- *     ├──a fault: tried again by itself after 2 s, 10 s, 60 s (then at the next start)──▶ run again
+ *     ├──a fault: tried again by itself after 2 s, 10 s, then every 60 s─────────────────▶ run again
+ *     ├──its gate put back as it was trusted (seen at the next reconcile scan)──────────▶ run again
  *     └──the leader starts again──────────────────────────────────────────────────────▶ run again
  *
  * Running again is the event's whole chain, once (the ledger's `begin` replaces the hold): at most once
@@ -101,13 +102,10 @@ export class Holds {
       );
     }
     if (info.cause === "fault") {
-      const delay = FAULT_RETRY_MS[tries - 1];
-      if (delay === undefined) {
-        this.#ctx.warn(
-          `${event.key}: held after ${tries} tries (${info.reason}); it runs again at the next start of the leader`,
-        );
-        return;
-      }
+      // Tried again by itself, at the last wait from then on: a fault that cleared ends its hold, no restart needed.
+      const delay = FAULT_RETRY_MS[Math.min(tries, FAULT_RETRY_MS.length) - 1] ?? 60_000;
+      if (tries === FAULT_RETRY_MS.length + 1)
+        this.#ctx.warn(`${event.key}: held after ${tries} tries (${info.reason}); tried again every ${delay / 1000} s`);
       this.#ctx.later(event, async () => this.#release(event.key), delay);
     }
   }
@@ -116,8 +114,14 @@ export class Holds {
    * The trust record changed: every event held for approval whose chain is trusted as it is now runs
    * again (a gate that cannot start has no trust problem: it is tried again too).
    */
-  async reconsider(): Promise<void> {
-    const waiting = [...this.#held.values()].filter((h) => h.info.cause === "approval");
+  async reconsider(opts: { trustOnly?: boolean } = {}): Promise<void> {
+    // `trustOnly` (the reconcile scan's look): only holds of a trust problem, released once their chain is trusted
+    // (a gate put back as it was): a gate that cannot start would otherwise run again at every scan.
+    const waiting = [...this.#held.values()].filter(
+      (h) =>
+        h.info.cause === "approval" &&
+        (!opts.trustOnly || (TRUST_ERROR_KINDS as readonly (string | null)[]).includes(h.info.kind)),
+    );
     if (waiting.length === 0) return;
     const { setup } = this.#ctx;
     const layers = {
