@@ -24,12 +24,7 @@ import { writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import {
-  ContextDocumentSchema,
-  HOOK_CONTRACT_VERSION,
-  type ContextDocument,
-  isRunCopyName,
-} from "./contract/contract.js";
+import { ContextDocumentSchema, HOOK_CONTRACT_VERSION, type ContextDocument } from "./contract/contract.js";
 import { VERDICT_LIMITS, VerdictSchema, capReason, type Decision } from "./contract/verdict.js";
 
 export type { ContextDocument } from "./contract/contract.js";
@@ -337,12 +332,9 @@ export function crashLine(error: unknown, entry: string | undefined = process.ar
 
 const HELPER_FILE = fileURLToPath(import.meta.url);
 
-/** A file's name as the gate's author knows it: the run's private copy of the gate is named as the gate. */
+/** A file's name as the gate's author knows it (the run's private copy of the gate has the gate's own name). */
 function shownName(file: string): string {
-  const gate = process.env.PI_TEAMS_HOOK_PATH;
-  return gate && isRunCopyName(path.basename(file)) && path.dirname(file) === path.dirname(gate)
-    ? path.basename(gate)
-    : path.basename(file);
+  return path.basename(file);
 }
 
 /** `file:line` of the first frame in the gate's own files: not Node's, not in node_modules, not this helper. */

@@ -151,19 +151,12 @@ function isHighSurrogate(code: number): boolean {
  * document byte for byte.
  */
 /**
- * The name of a run's private copy of its gate (runner/run.ts), written beside the gate:
- * `.<name without extension>.pi-run-<run id, made safe><extension>`. `PI_TEAMS_HOOK_PATH` names the
- * gate itself; the JavaScript helper (hook.ts) shows the gate's name for a frame in the copy.
+ * The mark in the name of a private copy of a gate that a release before the run folders wrote beside the
+ * gate (`.<name without extension>.pi-run-<run id><extension>`): such a leftover is never taken for a gate.
  */
-export function runCopyName(gateName: string, safeRunId: string): string {
-  const dot = gateName.lastIndexOf(".");
-  const [stem, ext] = dot > 0 ? [gateName.slice(0, dot), gateName.slice(dot)] : [gateName, ""];
-  return `.${stem}${RUN_COPY_MARK}${safeRunId}${ext}`;
-}
-
 export const RUN_COPY_MARK = ".pi-run-";
 
-/** True for the name of a run's private copy of its gate (runCopyName). */
+/** True for the name of such a leftover copy. */
 export function isRunCopyName(name: string): boolean {
   return name.startsWith(".") && name.includes(RUN_COPY_MARK);
 }
