@@ -20,8 +20,8 @@ import { HooksError, unreachable } from "../contract/errors.js";
 import { type DecisionInput, decideDeferral, decisionProblem } from "../held/decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../held/deferral.js";
 import { checkDeferral, ledgerHoldOf } from "../held/deferral-check.js";
-import { sendOnce } from "../event/remediate.js";
-import { SentLog, sentId } from "../team/sent-log.js";
+import { noteToLead } from "../trust/trust-command.js";
+import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { eventKey, taskEvent } from "../contract/events.js";
 import { readHookLog } from "../logs/hook-log.js";
@@ -214,22 +214,12 @@ function noDeferral(teamDir: string, runId: string): HooksError {
  * without one with --yes), as `trust` tells each approval: the decision's own log says only the name.
  */
 async function tellLeadDecided(identity: TeamIdentity, runId: string, what: string, io: CliIo): Promise<void> {
-  const id = sentId("decided", runId, identity.leadName);
-  const sent = await sendOnce(new SentLog(identity.teamDir), {
-    teamDir: identity.teamDir,
-    namespace: "team",
-    to: identity.leadName,
-    id,
-    message: {
-      from: "pi-teams-hooks",
-      text: `pi-teams-hooks decide: held gate decided: ${what}`,
-      timestamp: new Date().toISOString(),
-      read: false,
-      qualityGateNoteId: id,
-    },
-    isIt: (m) => m.qualityGateNoteId === id,
-  });
-  if (sent.error) io.stderr(`warning: ${sent.error}\n`);
+  const error = await noteToLead(
+    identity,
+    sentId("decided", runId, identity.leadName),
+    `pi-teams-hooks decide: held gate decided: ${what}`,
+  );
+  if (error) io.stderr(`warning: ${error}\n`);
 }
 
 /**

@@ -42,10 +42,9 @@ import {
 import type { SettingChange } from "../settings/weakening.js";
 import { loadTeamConfig } from "../team/config.js";
 import { writeApprovedSettings } from "../team/approved-settings.js";
-import { appendMessage } from "../team/mailbox.js";
 import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
-import { SentLog } from "../team/sent-log.js";
+import { SentLog, sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 
 interface Shown extends GateChange {
@@ -202,13 +201,9 @@ async function approveSettings(teamDir: string, env: CliIo["env"], how: string, 
 
 /** Tells the lead, once per approval, which settings changed (the reason a verdict may now differ). */
 async function tellLeadSettings(identity: TeamIdentity, held: readonly SettingChange[], how: string): Promise<void> {
-  const text = `quality gates: ${held.length} change(s) of config.json approved (${how}): ${held.map((c) => `${c.path} ${c.from} → ${c.to}`).join("; ")}`;
-  await appendMessage(identity.teamDir, "team", identity.leadName, {
-    from: "pi-teams-hooks",
-    text,
-    timestamp: new Date().toISOString(),
-    read: false,
-  }).catch(() => undefined);
+  const changes = held.map((c) => `${c.path} ${c.from} → ${c.to}`).join("; ");
+  const text = `pi-teams-hooks: ${held.length} change(s) of config.json approved (${how}): ${changes}`;
+  await noteToLead(identity, sentId("settings-approved", changes, identity.leadName), text);
 }
 
 /**
@@ -297,7 +292,6 @@ async function approval(io: CliIo, yes: boolean, count: number): Promise<string 
 
 /** Each approval to the lead's inbox, once (the running leader, seeing the record change, sends the same note). */
 async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string): Promise<void> {
-  const sent = new SentLog(identity.teamDir);
   const by = trustedBy(`pi-teams-hooks trust, ${how}`);
   for (const change of recorded) {
     const sha = change.change === "removed" ? null : (change.now?.sha256 ?? null);
@@ -305,22 +299,24 @@ async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string):
       change.change === "removed"
         ? `trust record: ${change.path} removed (its absence is approved)`
         : `trust record: ${change.path} approved (sha256 ${sha?.slice(0, 12) ?? "?"}…, by ${by})`;
-    const id = approvalNoteId(change.path, sha, identity.leadName);
-    await sendOnce(sent, {
-      teamDir: identity.teamDir,
-      namespace: "team",
-      to: identity.leadName,
-      id,
-      message: {
-        from: "pi-teams-hooks",
-        text: `pi-teams-hooks: ${what}`,
-        timestamp: new Date().toISOString(),
-        read: false,
-        qualityGateNoteId: id,
-      },
-      isIt: (m) => m.qualityGateNoteId === id,
-    });
+    await noteToLead(identity, approvalNoteId(change.path, sha, identity.leadName), `pi-teams-hooks: ${what}`);
   }
+}
+
+/**
+ * One note of a person's act (an approval, a decision) to the lead's inbox, once for its `id` (the sent
+ * log): what an agent did in the lead's name is always told. Returns why it was not sent, or null.
+ */
+export async function noteToLead(identity: TeamIdentity, id: string, text: string): Promise<string | null> {
+  const sent = await sendOnce(new SentLog(identity.teamDir), {
+    teamDir: identity.teamDir,
+    namespace: "team",
+    to: identity.leadName,
+    id,
+    message: { from: "pi-teams-hooks", text, timestamp: new Date().toISOString(), read: false, qualityGateNoteId: id },
+    isIt: (m) => m.qualityGateNoteId === id,
+  });
+  return sent.error ?? null;
 }
 
 /** Records the chosen changes, each as it was shown: a gate that changed again meanwhile is refused. */
