@@ -168,6 +168,29 @@ describe("on_task_completed.sh under hostile tests: what the tests say is never 
   });
 });
 
+/** `run task_failed` for task 2, the journal at its default place (`<team dir>/failure-journal.log`). */
+async function failedRun(team: TempTeam, hooksDir: string): Promise<LogRecord["result"]> {
+  const run = await cli([
+    "run",
+    "task_failed",
+    "--team-dir",
+    team.teamDir,
+    "--task",
+    "2",
+    "--member",
+    "bob",
+    "--timestamp",
+    ABORTED_AT,
+    "--hooks-dir",
+    hooksDir,
+    "--timeout",
+    "20s",
+    "--json",
+  ]);
+  expect(run.code).toBe(0);
+  return (JSON.parse(run.stdout) as LogRecord).result;
+}
+
 describe("on_task_failed.mjs", () => {
   const failed = [
     makeTask({
@@ -231,24 +254,9 @@ describe("on_task_failed.mjs", () => {
   it("uses pi-teams-hooks/hook where it resolves (the package's own hooks/), and journals in the team dir by default", async () => {
     const team = await makeTempTeam({ tasks: failed });
     teams.push(team);
-    const run = await cli([
-      "run",
-      "task_failed",
-      "--team-dir",
-      team.teamDir,
-      "--task",
-      "2",
-      "--member",
-      "bob",
-      "--timestamp",
-      ABORTED_AT,
-      "--hooks-dir",
-      PACKAGE_HOOKS,
-      "--json",
-    ]);
-    expect(run.code).toBe(0);
+    const result = await failedRun(team, PACKAGE_HOOKS);
     const journal = path.join(team.teamDir, "failure-journal.log");
-    expect((JSON.parse(run.stdout) as LogRecord).result.stdout).toBe(
+    expect(result.stdout).toBe(
       `journal: task #2 failed (cannot reproduce the bug) → ${journal} [context from stdin via pi-teams-hooks/hook]\n`,
     );
     expect(fs.readFileSync(journal, "utf8")).toBe(
@@ -271,29 +279,6 @@ describe("on_task_failed.mjs under a hostile team: the journal is an agent's fil
   /** The gate's one line on stderr when it will not write the journal. */
   const refusal = (journal: string, why: string): string =>
     `on_task_failed: refused the failure journal ${journal}: ${why}; nothing appended\n`;
-
-  /** `run task_failed` for task 2, the journal at its default place (`<team dir>/failure-journal.log`). */
-  async function failedRun(team: TempTeam, hooksDir: string): Promise<LogRecord["result"]> {
-    const run = await cli([
-      "run",
-      "task_failed",
-      "--team-dir",
-      team.teamDir,
-      "--task",
-      "2",
-      "--member",
-      "bob",
-      "--timestamp",
-      ABORTED_AT,
-      "--hooks-dir",
-      hooksDir,
-      "--timeout",
-      "20s",
-      "--json",
-    ]);
-    expect(run.code).toBe(0);
-    return (JSON.parse(run.stdout) as LogRecord).result;
-  }
 
   it.each([
     ["copied gate: its own context reader", "copied"],
