@@ -27,41 +27,38 @@ const MAX_RESULT_FILE_BYTES = 64 * 1024;
  */
 export function readResultFile(
   file: string,
-  created?: { ino: number; dev: number; mode: number; uid: number },
+  created: { ino: number; dev: number; mode: number; uid: number },
 ): ResultFileRead {
-  if (created) {
-    // The leader made it empty before the start: it counts only while it is still that file, the
-    // leader's own regular file (no link, no other file renamed over it), read through no link.
-    let st: ReturnType<typeof lstatSync>;
-    try {
-      st = lstatSync(file);
-    } catch {
-      return { text: null, refused: "the result file the leader made for the run was removed" };
-    }
-    if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || st.uid !== created.uid) {
-      const what = st.isFIFO()
-        ? "a FIFO"
-        : st.isSymbolicLink()
-          ? "a symbolic link"
-          : st.isDirectory()
-            ? "a directory"
-            : st.isFile()
-              ? `another file (uid ${st.uid})`
-              : "a special file";
-      return { text: null, refused: `the result file the leader made for the run was replaced (by ${what})` };
-    }
-    // Its mode is the leader's choice (0600; 0666 for a run-as= gate): one changed (a `chmod 444` that keeps
-    // a planted verdict from being emptied) is not the leader's file any more.
-    if ((st.mode & 0o777) !== created.mode)
-      return {
-        text: null,
-        refused: `the result file the leader made for the run had its mode changed (to ${(st.mode & 0o777).toString(8)})`,
-      };
-    if (st.size === 0) return { text: null, refused: null }; // not written: the common case
+  // The leader made it empty before the start: it counts only while it is still that file, with the
+  // owner and mode the leader gave it (no link, no other file renamed over it), read through no link.
+  let st: ReturnType<typeof lstatSync>;
+  try {
+    st = lstatSync(file);
+  } catch {
+    return { text: null, refused: "the result file the leader made for the run was removed" };
   }
+  if (!st.isFile() || st.ino !== created.ino || st.dev !== created.dev || st.uid !== created.uid) {
+    const what = st.isFIFO()
+      ? "a FIFO"
+      : st.isSymbolicLink()
+        ? "a symbolic link"
+        : st.isDirectory()
+          ? "a directory"
+          : st.isFile()
+            ? `another file (uid ${st.uid})`
+            : "a special file";
+    return { text: null, refused: `the result file the leader made for the run was replaced (by ${what})` };
+  }
+  // A mode changed (a `chmod 444` that keeps a planted verdict from being emptied): not the leader's file any more.
+  if ((st.mode & 0o777) !== created.mode)
+    return {
+      text: null,
+      refused: `the result file the leader made for the run had its mode changed (to ${(st.mode & 0o777).toString(8)})`,
+    };
+  if (st.size === 0) return { text: null, refused: null }; // not written: the common case
   const read = readRegularFile(file, { maxBytes: MAX_RESULT_FILE_BYTES });
   if (read.ok) return { text: read.text, refused: null };
-  if (read.problem.kind === "missing") return { text: null, refused: null }; // not written: the common case
+  if (read.problem.kind === "missing") return { text: null, refused: null }; // removed since: none
   return { text: null, refused: problemDetail(read.problem) };
 }
 

@@ -1,13 +1,15 @@
 /**
  * Runs one hook and turns whatever it does into a RunResult. Never rejects for anything a hook does.
  *
- * Life of a run: write the context file → write the private copy of the gate's checked bytes
- * (runCopyPath) → spawn that copy (runner/process.ts: no shell, own process group, the context file
- * as its stdin) → our own timer races the exit → on timeout, terminate the group
- * (terminate.ts); on exit, give the pipes a drain window, because a background child may still hold
- * them (exit is not close: docs/architecture.md, "Facts this design rests on") → kill leftovers →
- * check the copy is as it was written (else the run counts for nothing: untrusted_hook) → remove
- * the files.
+ * Life of a run: make its private folder (runner/run-dir.ts: the context file, the result file made
+ * empty) → write the copy of the gate's checked bytes there, and read it back → lay out a node gate's
+ * modules (gate-modules.ts) → wrap the start in the sandbox (sandbox.ts) and, for `run-as=`, the
+ * switch of user (run-as.ts) → spawn (runner/process.ts: no shell, own process group, the context
+ * file as its stdin) → our own timer races the exit → on timeout, terminate the group
+ * (terminate.ts); on exit, read the result file as it is then, give the pipes a drain window,
+ * because a background child may still hold them (exit is not close: docs/architecture.md, "Facts
+ * this design rests on") → kill leftovers (and what is left in the sandbox's view) → check the copy
+ * is as it was written (else the run counts for nothing: untrusted_hook) → remove the folder.
  *
  * A child in its own group is not ended when the leader exits, so live runs are kept in a registry
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
@@ -100,10 +102,9 @@ export interface RunHookOptions {
   redact?: Redactor;
   /**
    * The gate's bytes as they were checked (trust/trust.ts snapshotChain). What runs is a private
-   * copy of them made for this run (runCopyPath: beside the gate, so that its folder, its imports and
-   * node_modules resolve as the gate's own; in a private temp folder when the gate's folder cannot be
-   * written), not the gate's path: a rename, a symlink flipped or an edit after the check changes
-   * nothing. The copy is checked after the run: one that changed meanwhile makes the run an
+   * copy of them made for this run, in its own folder under the gate's name (the files beside the
+   * gate linked next to it), not the gate's path: a rename, a symlink flipped or an edit after the
+   * check changes nothing. The copy is checked after the run: one that changed meanwhile makes the run an
    * `untrusted_hook` error. Absent (no snapshot): the gate runs by its path.
    */
   snapshot?: { content: Buffer; sha256: string };
