@@ -55,8 +55,7 @@ await writeHookLogs(logged.teamDir, {
 const cpuReporter = path.join(root, "cpu.mjs");
 writeFileSync(
   cpuReporter,
-  `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) ` +
-    `+ "\\n"); });\n`,
+  `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) + "\\n"); });\n`,
 );
 const childEnv = {
   ...process.env,
@@ -145,13 +144,11 @@ try {
   const ms = (x) => `${x.toFixed(0)} ms`.padStart(9);
   const over = (x) => `${x < 0 ? "" : "+"}${x.toFixed(0)} ms`.padStart(13);
   console.log(
-    `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${ROUNDS} rounds, ` +
-      `interleaved; spawn → exit`,
+    `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${ROUNDS} rounds, interleaved; spawn → exit`,
   );
   console.log(`${"".padEnd(28)} ${"wall time".padEnd(33)} CPU time`);
   console.log(
-    `${"command".padEnd(28)} ${"median".padStart(9)} ${"min".padStart(9)} ${"over node -e".padStart(13)} ` +
-      `${"median".padStart(9)} ${"over node -e".padStart(13)}`,
+    `${"command".padEnd(28)} ${"median".padStart(9)} ${"min".padStart(9)} ${"over node -e".padStart(13)} ${"median".padStart(9)} ${"over node -e".padStart(13)}`,
   );
   commands.forEach((c, i) => {
     const [med, cpuMed] = [median(wall(i)), median(cpu(i))];

@@ -191,8 +191,7 @@ function summariseProfile(file) {
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const where = (n) =>
     n.callFrame.url
-      ? `${n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")}:` +
-        `${n.callFrame.lineNumber + 1}`
+      ? `${n.callFrame.url.replace(/^.*\/dist\/teams-hooks\//, "").replace(/^file:\/\//, "")}:${n.callFrame.lineNumber + 1}`
       : "";
   const fnKey = (n) => `${n.callFrame.functionName || "(anonymous)"} ${where(n)}`.trim();
   const modKey = (n) =>
@@ -241,8 +240,7 @@ try {
   const teamDirs = await makeTeams(root);
   console.log(`${TEAMS} team(s) × ${LOGS} logs written in ${root} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
   console.log(
-    `node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}, Chromium ${CHROMIUM}; ${ROUNDS} ` +
-      `rounds, interleaved`,
+    `node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}, Chromium ${CHROMIUM}; ${ROUNDS} rounds, interleaved`,
   );
   console.log(`server: node ${[...shebangFlags(BIN), ...NODE_ARGS].join(" ")} dist/teams-hooks/bin.js serve`);
   console.log(`load average at start: ${load()}`);
@@ -331,8 +329,7 @@ try {
         ? "met by the median, not by the p95"
         : "missed";
   console.log(
-    `\ntarget: overview first paint at ${LOGS} logs per team ≤ ${FIRST_PAINT_TARGET_MS} ms: ${met} (median ` +
-      `${fmt(fcp.median)}, p95 ${fmt(fcp.p95)})`,
+    `\ntarget: overview first paint at ${LOGS} logs per team ≤ ${FIRST_PAINT_TARGET_MS} ms: ${met} (median ${fmt(fcp.median)}, p95 ${fmt(fcp.p95)})`,
   );
   console.log(`load average at end: ${load()}`);
   await server.stop();

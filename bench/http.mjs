@@ -36,8 +36,7 @@ async function parent(rounds, requests) {
   for (const mode of MODES) {
     const pick = (key) => median(results[mode].map((r) => r[key]));
     console.log(
-      `${mode.padEnd(11)} ${pick("first").toFixed(1).padStart(18)}  ${pick("rssMb").toFixed(1).padStart(17)}  ` +
-        `${pick("median").toFixed(2).padStart(25)}  ${pick("p95").toFixed(2).padStart(8)}`,
+      `${mode.padEnd(11)} ${pick("first").toFixed(1).padStart(18)}  ${pick("rssMb").toFixed(1).padStart(17)}  ${pick("median").toFixed(2).padStart(25)}  ${pick("p95").toFixed(2).padStart(8)}`,
     );
   }
 }

@@ -229,9 +229,7 @@ async function measureLatency(label, team, kind, ids, warmupIds, count) {
   };
   results.latency[`${label}/${kind}`] = out;
   progress(
-    `${label.padEnd(6)} ${kind.padEnd(8)} median ${ms(figures.toHook.median, 2)}  p99 ${ms(figures.toHook.p99, 2)}  ` +
-      `(n=${figures.toHook.n}, lost ${figures.lost}, repeated ${figures.repeated}; ${kind} CPU ` +
-      `${cpuMsPerEvent.toFixed(1)} ms/event)`,
+    `${label.padEnd(6)} ${kind.padEnd(8)} median ${ms(figures.toHook.median, 2)}  p99 ${ms(figures.toHook.p99, 2)}  (n=${figures.toHook.n}, lost ${figures.lost}, repeated ${figures.repeated}; ${kind} CPU ${cpuMsPerEvent.toFixed(1)} ms/event)`,
   );
   return out;
 }
@@ -260,9 +258,7 @@ async function measureStartup(label, team) {
   await proc.stop();
   results.startup[label] = out;
   progress(
-    `startup ${label}: ${ms(out.wallMs)} to watching, ${ms(out.scannedMs)} to ready (scan done; leader's own figure ` +
-      `${out.leaderMs} ms), RSS ${out.mem.rssMB.toFixed(1)} MB, peak ${out.mem.hwmMB.toFixed(1)} MB; idle CPU ` +
-      `${out.idleCpuPercent.toFixed(1)} % over ${IDLE_MS / 1000} s`,
+    `startup ${label}: ${ms(out.wallMs)} to watching, ${ms(out.scannedMs)} to ready (scan done; leader's own figure ${out.leaderMs} ms), RSS ${out.mem.rssMB.toFixed(1)} MB, peak ${out.mem.hwmMB.toFixed(1)} MB; idle CPU ${out.idleCpuPercent.toFixed(1)} % over ${IDLE_MS / 1000} s`,
   );
   return out;
 }
@@ -295,8 +291,7 @@ async function measureFloor(label, count) {
   const out = summarize(samples);
   results.floor[label] = out;
   progress(
-    `floor (${label}): bare spawn → hook's first action median ${ms(out.median, 2)}  p99 ${ms(out.p99, 2)}  ` +
-      `(n=${out.n})`,
+    `floor (${label}): bare spawn → hook's first action median ${ms(out.median, 2)}  p99 ${ms(out.p99, 2)}  (n=${out.n})`,
   );
   return out;
 }
@@ -345,8 +340,7 @@ async function measureSpawnCeiling(concurrency) {
   };
   results.throughput[`ceiling-c${concurrency}`] = out;
   progress(
-    `spawn ceiling c${concurrency}: ${out.hooksPerSecond.toFixed(1)} hooks/s (bench process CPU ` +
-      `${out.parentCpuMsPerHook.toFixed(1)} ms/hook, hook CPU ${out.hookCpuMsPerEvent.toFixed(1)} ms)`,
+    `spawn ceiling c${concurrency}: ${out.hooksPerSecond.toFixed(1)} hooks/s (bench process CPU ${out.parentCpuMsPerHook.toFixed(1)} ms/hook, hook CPU ${out.hookCpuMsPerEvent.toFixed(1)} ms)`,
   );
   return out;
 }
@@ -400,10 +394,7 @@ async function measureThroughput(concurrency, other) {
   };
   results.throughput[label] = out;
   progress(
-    `throughput ${label}: ${out.hooksPerSecond.toFixed(1)} hooks/s (${out.events} events, ${out.logs} logs, ` +
-      `${out.repeated} repeated, ${seconds.toFixed(2)} s; CPU per event: leader ` +
-      `${out.leaderCpuMsPerEvent.toFixed(1)} ms, an older build's spawn helper ${out.helperCpuMsPerEvent.toFixed(1)} ` +
-      `ms, hook ${out.hookCpuMsPerEvent.toFixed(1)} ms)`,
+    `throughput ${label}: ${out.hooksPerSecond.toFixed(1)} hooks/s (${out.events} events, ${out.logs} logs, ${out.repeated} repeated, ${seconds.toFixed(2)} s; CPU per event: leader ${out.leaderCpuMsPerEvent.toFixed(1)} ms, an older build's spawn helper ${out.helperCpuMsPerEvent.toFixed(1)} ms, hook ${out.hookCpuMsPerEvent.toFixed(1)} ms)`,
   );
   removeQuietly(team.teamDir);
   return out;
@@ -445,12 +436,7 @@ async function measureInterleaved(other) {
   };
   results.latency[label] = out;
   progress(
-    `interleaved with other build ${other + 1}: this median ${ms(mine.toHook.median, 2)} p99 ` +
-      `${ms(mine.toHook.p99, 2)}, ` +
-      `other median ${ms(theirs.toHook.median, 2)} p99 ${ms(theirs.toHook.p99, 2)}; difference of medians ` +
-      `${out.medianDiffMs.toFixed(2)} ms, median of the pairs' differences ${pairDiff.toFixed(2)} ms ` +
-      `(n=${mine.toHook.n}/${theirs.toHook.n}, lost ${mine.lost}/${theirs.lost}, repeated ` +
-      `${mine.repeated}/${theirs.repeated})`,
+    `interleaved with other build ${other + 1}: this median ${ms(mine.toHook.median, 2)} p99 ${ms(mine.toHook.p99, 2)}, other median ${ms(theirs.toHook.median, 2)} p99 ${ms(theirs.toHook.p99, 2)}; difference of medians ${out.medianDiffMs.toFixed(2)} ms, median of the pairs' differences ${pairDiff.toFixed(2)} ms (n=${mine.toHook.n}/${theirs.toHook.n}, lost ${mine.lost}/${theirs.lost}, repeated ${mine.repeated}/${theirs.repeated})`,
   );
   return out;
 }
@@ -478,13 +464,11 @@ const cycle = (count, size) => Array.from({ length: count }, (_, i) => (i % size
 try {
   const m = results.machine;
   console.log(
-    `pi-teams-hooks latency bench — node ${m.node}, ${m.nproc} CPUs (${m.cpu}), ${m.memGB} GB, load ` +
-      `${m.load.toFixed(2)}, ${os.tmpdir()}`,
+    `pi-teams-hooks latency bench — node ${m.node}, ${m.nproc} CPUs (${m.cpu}), ${m.memGB} GB, load ${m.load.toFixed(2)}, ${os.tmpdir()}`,
   );
   console.log(`leader: node ${[...NODE_ARGS, path.relative(process.cwd(), BIN) || BIN].join(" ")} watch --json`);
   console.log(
-    `${SAMPLES} leader events per list (+${WARMUP} warm-up), ${BASELINE_SAMPLES} for the ${POLL_MS} ms poll ` +
-      `baseline, burst ${BURST}, large list ${BIG}\n`,
+    `${SAMPLES} leader events per list (+${WARMUP} warm-up), ${BASELINE_SAMPLES} for the ${POLL_MS} ms poll baseline, burst ${BURST}, large list ${BIG}\n`,
   );
 
   await measureFloor("start", FLOOR_SAMPLES);
@@ -522,9 +506,7 @@ try {
       memAfterEvents: bigLeader.memAfter,
     };
     progress(
-      `startup first start: ${ms(bigLeader.readyMs)} to watching, ${ms(bigLeader.scannedMs)} to ready (scan done), ` +
-        `RSS ${bigLeader.memReady.rssMB.toFixed(1)} MB (peak ${bigLeader.memReady.hwmMB.toFixed(1)}); after ` +
-        `${SAMPLES} events RSS ${bigLeader.memAfter.rssMB.toFixed(1)} MB (peak ${bigLeader.memAfter.hwmMB.toFixed(1)})`,
+      `startup first start: ${ms(bigLeader.readyMs)} to watching, ${ms(bigLeader.scannedMs)} to ready (scan done), RSS ${bigLeader.memReady.rssMB.toFixed(1)} MB (peak ${bigLeader.memReady.hwmMB.toFixed(1)}); after ${SAMPLES} events RSS ${bigLeader.memAfter.rssMB.toFixed(1)} MB (peak ${bigLeader.memAfter.hwmMB.toFixed(1)})`,
     );
     await measureStartup("restart", big);
     const pollIds = bigIds.slice(WARMUP + SAMPLES + 2);
@@ -598,8 +580,7 @@ function reportTurns() {
   }
   console.log(table(rows));
   console.log(
-    `\nload average (1 min): ${results.machine.load.toFixed(2)} at start, ${results.machine.loadAfter.toFixed(2)} at ` +
-      `end`,
+    `\nload average (1 min): ${results.machine.load.toFixed(2)} at start, ${results.machine.loadAfter.toFixed(2)} at end`,
   );
 }
 
@@ -644,9 +625,7 @@ function report() {
   console.log(table(rows));
   const floor = (results.floor.start.median + results.floor.end.median) / 2;
   console.log(
-    `leader above the floor (median − mean of the two floor medians, ${ms(floor, 1)}): ` +
-      `${SMALL} tasks +${ms(L["small/leader"].toHook.median - floor, 1)}, ${BIG.toLocaleString("en")} tasks ` +
-      `+${ms(L["large/leader"].toHook.median - floor, 1)}`,
+    `leader above the floor (median − mean of the two floor medians, ${ms(floor, 1)}): ${SMALL} tasks +${ms(L["small/leader"].toHook.median - floor, 1)}, ${BIG.toLocaleString("en")} tasks +${ms(L["large/leader"].toHook.median - floor, 1)}`,
   );
   console.log("");
   const rows2 = [
@@ -675,9 +654,7 @@ function report() {
     const pair = L[`pair${i + 1}`];
     if (!pair) continue;
     console.log(
-      `latency in turns with other build ${i + 1} (small list): this ${ms(pair.this.toHook.median, 2)}, other ` +
-        `${ms(pair.other.toHook.median, 2)}; this − other: ${pair.medianDiffMs.toFixed(2)} ms (medians), ` +
-        `${pair.pairDiffMedianMs.toFixed(2)} ms (median of the pairs)`,
+      `latency in turns with other build ${i + 1} (small list): this ${ms(pair.this.toHook.median, 2)}, other ${ms(pair.other.toHook.median, 2)}; this − other: ${pair.medianDiffMs.toFixed(2)} ms (medians), ${pair.pairDiffMedianMs.toFixed(2)} ms (median of the pairs)`,
     );
   }
   console.log(
@@ -744,9 +721,7 @@ function report() {
     const t = T[`other${i + 1}-c2`];
     const withHelper = (x) => x.leaderCpuMsPerEvent + x.helperCpuMsPerEvent;
     console.log(
-      `other build ${i + 1}: ${o.bin}; this build's leader CPU per event at --concurrency 2 is ` +
-        `${(T.c2.leaderCpuMsPerEvent / t.leaderCpuMsPerEvent).toFixed(2)}× its, ` +
-        `${(withHelper(T.c2) / withHelper(t)).toFixed(2)}× with each one's spawn helper`,
+      `other build ${i + 1}: ${o.bin}; this build's leader CPU per event at --concurrency 2 is ${(T.c2.leaderCpuMsPerEvent / t.leaderCpuMsPerEvent).toFixed(2)}× its, ${(withHelper(T.c2) / withHelper(t)).toFixed(2)}× with each one's spawn helper`,
     );
   }
   console.log("");
@@ -792,8 +767,7 @@ function report() {
     ]),
   );
   console.log(
-    `leader idle with ${BIG.toLocaleString("en")} tasks (reconcile scan every 5 s): ` +
-      `${S.restart.idleCpuPercent.toFixed(1)} % of one CPU over ${IDLE_MS / 1000} s`,
+    `leader idle with ${BIG.toLocaleString("en")} tasks (reconcile scan every 5 s): ${S.restart.idleCpuPercent.toFixed(1)} % of one CPU over ${IDLE_MS / 1000} s`,
   );
   console.log("");
 
@@ -824,9 +798,7 @@ function report() {
     [
       `≥ ${TARGETS.ceilingRatioC2}× the bare-spawn ceiling at --concurrency 2`,
       T.c2.hooksPerSecond / T["ceiling-c2"].hooksPerSecond >= TARGETS.ceilingRatioC2,
-      `${T.c2.hooksPerSecond.toFixed(1)} hooks/s, ` +
-        `${(T.c2.hooksPerSecond / T["ceiling-c2"].hooksPerSecond).toFixed(2)}× of ` +
-        `${T["ceiling-c2"].hooksPerSecond.toFixed(1)} /s`,
+      `${T.c2.hooksPerSecond.toFixed(1)} hooks/s, ${(T.c2.hooksPerSecond / T["ceiling-c2"].hooksPerSecond).toFixed(2)}× of ${T["ceiling-c2"].hooksPerSecond.toFixed(1)} /s`,
     ],
     [
       `ready ≤ ${TARGETS.readyMs} ms, ${BIG} tasks (worst start, to watching)`,
@@ -857,13 +829,11 @@ function report() {
   );
   const drift = results.drift.length ? Math.max(...results.drift.map(Math.abs)) / 1000 : 0;
   console.log(
-    `\nload average (1 min): ${results.machine.load.toFixed(2)} at start, ${results.machine.loadAfter.toFixed(2)} at ` +
-      `end — other work on the machine shows up in these figures`,
+    `\nload average (1 min): ${results.machine.load.toFixed(2)} at start, ${results.machine.loadAfter.toFixed(2)} at end — other work on the machine shows up in these figures`,
   );
   const steps = results.drift.filter((d) => Math.abs(d) > 100_000).length;
   console.log(
-    `clock: hrtime re-anchored to CLOCK_REALTIME before each sample; largest change between anchors ` +
-      `${drift.toFixed(1)} µs (${steps} of ${results.drift.length} over 100 µs)`,
+    `clock: hrtime re-anchored to CLOCK_REALTIME before each sample; largest change between anchors ${drift.toFixed(1)} µs (${steps} of ${results.drift.length} over 100 µs)`,
   );
   results.targets = Object.fromEntries(checks.map(([name, ok, value]) => [name, { met: ok, value }]));
 }

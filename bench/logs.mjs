@@ -39,8 +39,7 @@ const teamDir = path.join(root, "alpha");
 const cpuReporter = path.join(root, "cpu.mjs");
 writeFileSync(
   cpuReporter,
-  `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) ` +
-    `+ "\\n"); });\n`,
+  `process.on("exit", () => { const u = process.cpuUsage(); process.stderr.write("\\ncpu-us " + (u.user + u.system) + "\\n"); });\n`,
 );
 /** Through NODE_OPTIONS, so that the bin's shebang (`node --max-semi-space-size=2`) still applies. */
 const childEnv = {
@@ -104,12 +103,10 @@ try {
     throw new Error(`${teamDir} holds ${have} logs, not ${count}: use another keep-dir`);
   await writeHookLogs(teamDir, { from: have, count, startedAt: (i) => new Date(start + i * 259_000) });
   console.log(
-    `${count} logs ${have === count ? "reused" : "written"} in ${path.join(teamDir, "hook-logs")} ` +
-      `(${Math.round(performance.now() - t0)} ms)`,
+    `${count} logs ${have === count ? "reused" : "written"} in ${path.join(teamDir, "hook-logs")} (${Math.round(performance.now() - t0)} ms)`,
   );
   console.log(
-    `node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}; median of ${runs} runs each ` +
-      `(after 1 warm-up)\n`,
+    `node ${process.version}, ${os.cpus()[0]?.model ?? "cpu"} ×${os.cpus().length}; median of ${runs} runs each (after 1 warm-up)\n`,
   );
 
   const cases = [
@@ -134,8 +131,7 @@ try {
   );
   const baselineCols = baselineBin ? `   ${"wall".padStart(8)} ${"cpu".padStart(8)}  output` : "";
   console.log(
-    `${"case".padEnd(44)} ${"wall".padStart(8)} ${"cpu".padStart(8)}   ${"wall".padStart(8)} ${"cpu".padStart(8)}  ` +
-      `lines${baselineCols}`,
+    `${"case".padEnd(44)} ${"wall".padStart(8)} ${"cpu".padStart(8)}   ${"wall".padStart(8)} ${"cpu".padStart(8)}  lines${baselineCols}`,
   );
   for (const [name, args] of cases) {
     const first = await asProcess(args);
@@ -158,8 +154,7 @@ try {
       ? `   ${ms(base.wall)} ${ms(base.cpu)}  ${baseFirst.stdout === first.stdout ? "same" : "differs"}`
       : "";
     console.log(
-      `${name.padEnd(44)} ${ms(proc.wall)} ${ms(proc.cpu)}   ${ms(inner.wall)} ${ms(inner.cpu)}  ` +
-        `${String(first.lines).padEnd(5)}${baseline}`,
+      `${name.padEnd(44)} ${ms(proc.wall)} ${ms(proc.cpu)}   ${ms(inner.wall)} ${ms(inner.cpu)}  ${String(first.lines).padEnd(5)}${baseline}`,
     );
   }
   const version = { wall: [], cpu: [] };

@@ -176,12 +176,10 @@ const fmt = (v, unit, digits = 0) => (Number.isFinite(v) ? `${v.toFixed(digits)}
 const samples = configs.map(() => []);
 const startedAt = performance.now();
 console.log(
-  `node ${process.version}; pi ${piVersion()}; ${os.availableParallelism?.() ?? os.cpus().length} CPUs; load ` +
-    `${os.loadavg()[0].toFixed(2)} at the start`,
+  `node ${process.version}; pi ${piVersion()}; ${os.availableParallelism?.() ?? os.cpus().length} CPUs; load ${os.loadavg()[0].toFixed(2)} at the start`,
 );
 console.log(
-  `${ROUNDS} rounds, interleaved; idle ${IDLE_MS} ms, then a burst of ${TASKS} completions (hook: #!/bin/sh exit 0); ` +
-    `standalone: node ${[...NODE_ARGS, path.relative(process.cwd(), BIN) || BIN].join(" ")} watch --concurrency 1`,
+  `${ROUNDS} rounds, interleaved; idle ${IDLE_MS} ms, then a burst of ${TASKS} completions (hook: #!/bin/sh exit 0); standalone: node ${[...NODE_ARGS, path.relative(process.cwd(), BIN) || BIN].join(" ")} watch --concurrency 1`,
 );
 try {
   for (let round = 0; round < ROUNDS; round++) {
@@ -191,10 +189,7 @@ try {
       samples[i].push(r);
       if (r.logs !== undefined) {
         process.stderr.write(
-          `  round ${round + 1} ${configs[i].name}: ${fmt(r.seconds, " s", 2)}, CPU ${r.cpuSeconds.toFixed(2)} s ` +
-            `(${r.cpuMsPerEvent.toFixed(1)} ms/event), ` +
-            `RSS ${r.idleRssMB.toFixed(1)} → peak ${r.peakRssMB.toFixed(1)} MB (${r.peakFrom}); ${r.logs} logs for ` +
-            `${r.tasksLogged} tasks, ${r.handled} events\n`,
+          `  round ${round + 1} ${configs[i].name}: ${fmt(r.seconds, " s", 2)}, CPU ${r.cpuSeconds.toFixed(2)} s (${r.cpuMsPerEvent.toFixed(1)} ms/event), RSS ${r.idleRssMB.toFixed(1)} → peak ${r.peakRssMB.toFixed(1)} MB (${r.peakFrom}); ${r.logs} logs for ${r.tasksLogged} tasks, ${r.handled} events\n`,
         );
       }
     }
@@ -232,24 +227,18 @@ try {
   );
   console.log("");
   console.log(
-    `in pi / standalone: CPU per event ${ratio(inPi.cpuMsPerEvent, standalone.cpuMsPerEvent)}, burst time ` +
-      `${ratio(inPi.seconds, standalone.seconds)}, peak − idle ` +
-      `${ratio(inPi.peakRssMB - inPi.idleRssMB, standalone.peakRssMB - standalone.idleRssMB)}`,
+    `in pi / standalone: CPU per event ${ratio(inPi.cpuMsPerEvent, standalone.cpuMsPerEvent)}, burst time ${ratio(inPi.seconds, standalone.seconds)}, peak − idle ${ratio(inPi.peakRssMB - inPi.idleRssMB, standalone.peakRssMB - standalone.idleRssMB)}`,
   );
   console.log(
-    `the gates on add to pi's idle RSS: ${fmt(inPi.idleRssMB - alone.idleRssMB, " MB", 1)}; to its peak in the ` +
-      `burst: ${fmt(inPi.peakRssMB - alone.idleRssMB, " MB", 1)} (the standalone leader's own peak: ` +
-      `${fmt(standalone.peakRssMB, " MB", 1)})`,
+    `the gates on add to pi's idle RSS: ${fmt(inPi.idleRssMB - alone.idleRssMB, " MB", 1)}; to its peak in the burst: ${fmt(inPi.peakRssMB - alone.idleRssMB, " MB", 1)} (the standalone leader's own peak: ${fmt(standalone.peakRssMB, " MB", 1)})`,
   );
   console.log(
-    `hooks' own CPU per event (not in the figures above): in pi ${fmt(inPi.hookCpuMsPerEvent, " ms", 1)}, standalone ` +
-      `${fmt(standalone.hookCpuMsPerEvent, " ms", 1)}`,
+    `hooks' own CPU per event (not in the figures above): in pi ${fmt(inPi.hookCpuMsPerEvent, " ms", 1)}, standalone ${fmt(standalone.hookCpuMsPerEvent, " ms", 1)}`,
   );
   const runs = samples.slice(1).flat();
   const exact = runs.every((r) => r.logs === TASKS && r.tasksLogged === TASKS && r.handled === TASKS);
   console.log(
-    `every burst: ${TASKS} logs for ${TASKS} tasks and ${TASKS} events, nothing lost or repeated: ` +
-      `${exact ? "yes" : "NO"} (${runs.length} bursts)`,
+    `every burst: ${TASKS} logs for ${TASKS} tasks and ${TASKS} events, nothing lost or repeated: ${exact ? "yes" : "NO"} (${runs.length} bursts)`,
   );
   console.log(
     `load ${os.loadavg()[0].toFixed(2)} at the end; ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all`,

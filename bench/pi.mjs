@@ -78,8 +78,7 @@ try {
   const m = samples.map((s) => Object.fromEntries(Object.entries(s).map(([k, v]) => [k, median(v)])));
   const fmt = (v, unit, digits = 0) => (Number.isFinite(v) ? `${v.toFixed(digits)} ${unit}` : "—");
   console.log(
-    `node ${process.version}; pi ${piVersion()}; ${ROUNDS} rounds, interleaved; load ${os.loadavg()[0].toFixed(2)} ` +
-      `at the end`,
+    `node ${process.version}; pi ${piVersion()}; ${ROUNDS} rounds, interleaved; load ${os.loadavg()[0].toFixed(2)} at the end`,
   );
   console.log(
     table([

@@ -88,22 +88,18 @@ try {
   }
   const [ours, bare, always, sandboxed] = variants.map((v) => ({ ...v, ...stats(v.samples) }));
   console.log(
-    `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${iterations} ` +
-      `invocations each after ${warmup} warm-up, interleaved`,
+    `node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg()[0].toFixed(2)}; ${iterations} invocations each after ${warmup} warm-up, interleaved`,
   );
   for (const v of [ours, bare, always, sandboxed])
     console.log(`${v.name.padEnd(30)} median ${fmt(v.median).padStart(9)}   p95 ${fmt(v.p95).padStart(9)}`);
   console.log(
-    `${"ratio runHook / bare spawn".padEnd(30)} median ${(ours.median / bare.median).toFixed(2)}×      p95 ` +
-      `${(ours.p95 / bare.p95).toFixed(2)}×`,
+    `${"ratio runHook / bare spawn".padEnd(30)} median ${(ours.median / bare.median).toFixed(2)}×      p95 ${(ours.p95 / bare.p95).toFixed(2)}×`,
   );
   console.log(
-    `${"ratio always-scan / spawn".padEnd(30)} median ${(always.median / bare.median).toFixed(2)}×      p95 ` +
-      `${(always.p95 / bare.p95).toFixed(2)}×`,
+    `${"ratio always-scan / spawn".padEnd(30)} median ${(always.median / bare.median).toFixed(2)}×      p95 ${(always.p95 / bare.p95).toFixed(2)}×`,
   );
   console.log(
-    `${"sandboxed − unsandboxed".padEnd(30)} median ${fmt(sandboxed.median - ours.median).padStart(9)}   p95 ` +
-      `${fmt(sandboxed.p95 - ours.p95).padStart(9)}   (ratio ${(sandboxed.median / ours.median).toFixed(2)}×)`,
+    `${"sandboxed − unsandboxed".padEnd(30)} median ${fmt(sandboxed.median - ours.median).padStart(9)}   p95 ${fmt(sandboxed.p95 - ours.p95).padStart(9)}   (ratio ${(sandboxed.median / ours.median).toFixed(2)}×)`,
   );
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -16,8 +16,7 @@ const without = path.join(dir, "on_idle.sh");
 const body = 'echo "checking task #$PI_TEAMS_TASK_ID"\nnpm test --silent || exit 1\n'.repeat(40);
 writeFileSync(
   withLine,
-  `#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa labels=backend paths=src/** ` +
-    `mode=shadow\n${body}`,
+  `#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa labels=backend paths=src/** mode=shadow\n${body}`,
   { mode: 0o755 },
 );
 writeFileSync(without, `#!/usr/bin/env bash\n${body}`, { mode: 0o755 });

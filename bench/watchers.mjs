@@ -41,8 +41,7 @@ async function parent() {
   const SAMPLES = Number(opt.samples ?? (opt.quick ? 20 : 50));
   const queued = readFileSync("/proc/sys/fs/inotify/max_queued_events", "utf8").trim();
   console.log(
-    `watchers bench — node ${process.version}, ${os.availableParallelism()} CPUs, load ` +
-      `${os.loadavg()[0].toFixed(2)}; max_queued_events ${queued}; ${SAMPLES} renames per case\n`,
+    `watchers bench — node ${process.version}, ${os.availableParallelism()} CPUs, load ${os.loadavg()[0].toFixed(2)}; max_queued_events ${queued}; ${SAMPLES} renames per case\n`,
   );
   const root = makeTempRoot("bench-watchers-");
   const results = [];
@@ -54,9 +53,7 @@ async function parent() {
         const r = await runChild(kind, team.tasksDir, count, SAMPLES);
         results.push({ kind, count, ...r });
         process.stderr.write(
-          `  ${kind} ${count}: ready ${ms(r.readyMs)}, new ${ms(r.added.median, 2)}, replaced ` +
-            `${ms(r.replaced.median, 2)}, ${r.watches} watches, RSS ${r.rssMB.toFixed(1)} MB, storm ` +
-            `${r.storm.seen}/${r.storm.written}\n`,
+          `  ${kind} ${count}: ready ${ms(r.readyMs)}, new ${ms(r.added.median, 2)}, replaced ${ms(r.replaced.median, 2)}, ${r.watches} watches, RSS ${r.rssMB.toFixed(1)} MB, storm ${r.storm.seen}/${r.storm.written}\n`,
         );
         removeQuietly(team.teamDir);
       }
@@ -93,8 +90,7 @@ async function parent() {
     ]),
   );
   console.log(
-    "\nnew: a task file renamed into the list for the first time; replaced: an existing task file renamed over (a " +
-      "worker's update).",
+    "\nnew: a task file renamed into the list for the first time; replaced: an existing task file renamed over (a worker's update).",
   );
   console.log(
     "storm: every task rewritten (temp file + rename) while the watcher's event loop is blocked, then 2 s to catch up.",

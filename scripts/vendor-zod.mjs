@@ -50,9 +50,7 @@ const bundle = await rolldown({
 await bundle.write({
   file: target,
   format: "esm",
-  banner:
-    `// zod ${zodVersion} (MIT License, https://github.com/colinhacks/zod), bundled by scripts/vendor-zod.mjs ` +
-    `with its English locale only.`,
+  banner: `// zod ${zodVersion} (MIT License, https://github.com/colinhacks/zod), bundled by scripts/vendor-zod.mjs with its English locale only.`,
 });
 await bundle.close();
 
@@ -80,8 +78,7 @@ while (pending.length > 0) {
 await copyFile(path.join(zodDir, "LICENSE"), path.join(typesDir, "LICENSE"));
 await writeFile(
   path.join(distDir, "vendor", "zod.d.ts"),
-  `// The types of zod.js: zod ${zodVersion}'s own declarations (MIT License, zod/LICENSE), with its English locale ` +
-    `only.\nexport * from "./zod/index.js";\nexport { default } from "./zod/index.js";\n`,
+  `// The types of zod.js: zod ${zodVersion}'s own declarations (MIT License, zod/LICENSE), with its English locale only.\nexport * from "./zod/index.js";\nexport { default } from "./zod/index.js";\n`,
 );
 
 // The compiled modules and their declarations, in every folder: `from "zod"` (and `import("zod")`)
@@ -103,6 +100,5 @@ for (const name of (await readdir(distDir, { recursive: true })).filter(
 if (rewritten === 0) throw new Error("vendor-zod: no compiled module imports zod; is the build in dist/teams-hooks?");
 // On stderr: `npm pack --json` runs the build (prepack) and its stdout must stay JSON.
 console.error(
-  `vendor-zod: zod ${zodVersion} → ${path.relative(root, target)}; ${rewritten} module(s) import it; ${copied.size} ` +
-    `declaration file(s) beside it`,
+  `vendor-zod: zod ${zodVersion} → ${path.relative(root, target)}; ${rewritten} module(s) import it; ${copied.size} declaration file(s) beside it`,
 );

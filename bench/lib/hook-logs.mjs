@@ -40,9 +40,7 @@ export function hookLogRecords(teamDir) {
         : {
             id: taskId,
             subject: `Implement feature ${taskId}: retry uploads with jittered backoff`,
-            description:
-              `Uploads fail on transient 503s. Retry up to 5 times with jittered exponential ` +
-              `backoff.\nAcceptance: tests in test/upload-${taskId}.test.ts pass.`,
+            description: `Uploads fail on transient 503s. Retry up to 5 times with jittered exponential backoff.\nAcceptance: tests in test/upload-${taskId}.test.ts pass.`,
             owner: member,
             status: event === "task_completed" ? "completed" : "pending",
             blocks: [],
@@ -75,8 +73,7 @@ export function hookLogRecords(teamDir) {
         durationMs,
         stdout: `> npm test --silent\n\n${TEST_LINES.slice(0, 10 + (i % 30)).join("\n")}\n`,
         stderr: failed
-          ? `FAIL test/upload-${taskId}.test.ts > retries on 503\nAssertionError: expected 2 to be 5\n    at ` +
-            `test/upload-${taskId}.test.ts:42:17\n`
+          ? `FAIL test/upload-${taskId}.test.ts > retries on 503\nAssertionError: expected 2 to be 5\n    at test/upload-${taskId}.test.ts:42:17\n`
           : "",
         stdoutDroppedBytes: 0,
         stderrDroppedBytes: 0,

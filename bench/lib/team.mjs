@@ -8,9 +8,7 @@ import path from "node:path";
 export const TASK_LIST = "bench";
 
 const DESCRIPTION =
-  "Uploads fail on transient 503s from the storage API. Add a retry with exponential backoff and jitter " +
-  "(base 200 ms, cap 5 s, at most 6 attempts), make it configurable, log each retry at debug level, and " +
-  "cover it with a test that stubs the client. Keep the public API unchanged.";
+  "Uploads fail on transient 503s from the storage API. Add a retry with exponential backoff and jitter (base 200 ms, cap 5 s, at most 6 attempts), make it configurable, log each retry at debug level, and cover it with a test that stubs the client. Keep the public API unchanged.";
 
 export function makeTempRoot(prefix) {
   return mkdtempSync(path.join(os.tmpdir(), prefix));

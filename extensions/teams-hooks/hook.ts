@@ -107,9 +107,7 @@ export async function readHookContext(options: ReadHookContextOptions = {}): Pro
   }
   throw new HookContextError(
     "E_CONTEXT_MISSING",
-    `no hook context: standard input is ${stdin ? (stdin.isTTY ? "a terminal" : "empty") : "not read"}, ` +
-      `${ENV_FILE} ${file ? "names no readable file" : "is not set"} and ${ENV_JSON} is not set. ` +
-      "Run the hook through pi-teams-hooks (e.g. pi-teams-hooks run task_completed --team-dir DIR --task ID).",
+    `no hook context: standard input is ${stdin ? (stdin.isTTY ? "a terminal" : "empty") : "not read"}, ${ENV_FILE} ${file ? "names no readable file" : "is not set"} and ${ENV_JSON} is not set. Run the hook through pi-teams-hooks (e.g. pi-teams-hooks run task_completed --team-dir DIR --task ID).`,
     null,
   );
 }
@@ -135,9 +133,7 @@ export function parseHookContext(text: string, channel: ContextChannel, source: 
   if (version !== undefined && !(typeof version === "number" && SUPPORTED_CONTRACT_VERSIONS.includes(version))) {
     throw new HookContextError(
       "E_CONTEXT_VERSION",
-      `hook context from ${describeSource(channel, source)} has contract version ${JSON.stringify(version)}; ` +
-        `this pi-teams-hooks/hook supports version ${SUPPORTED_CONTRACT_VERSIONS.join(", ")}. ` +
-        "Update the pi-teams-hooks package that the hook imports.",
+      `hook context from ${describeSource(channel, source)} has contract version ${JSON.stringify(version)}; this pi-teams-hooks/hook supports version ${SUPPORTED_CONTRACT_VERSIONS.join(", ")}. Update the pi-teams-hooks package that the hook imports.`,
       channel,
     );
   }
@@ -275,10 +271,7 @@ export async function runGate(gate: Gate, options: RunGateOptions = {}): Promise
 /** The contract's verdict of what a gate returned, or what is wrong with it. */
 function toVerdict(result: unknown): (Record<string, unknown> & { decision: Decision }) | string {
   if (typeof result !== "object" || result === null || Array.isArray(result)) {
-    return (
-      `it returned ${Array.isArray(result) ? "an array" : typeof result}; return nothing to allow, or { deny: ` +
-      `true, reason } to deny`
-    );
+    return `it returned ${Array.isArray(result) ? "an array" : typeof result}; return nothing to allow, or { deny: true, reason } to deny`;
   }
   const { deny, decision, reason, message, ...rest } = result as GateVerdict & Record<string, unknown>;
   if (deny !== undefined && typeof deny !== "boolean") return `deny: must be true or false, got ${typeof deny}`;

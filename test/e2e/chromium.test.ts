@@ -24,8 +24,7 @@ async function servePage(): Promise<{ url: string; close: () => Promise<void> }>
   const server = http.createServer((_request, response) => {
     response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
     response.end(
-      `<!doctype html><title>static</title><span style="font: 16px monospace">Quality gate failed: ` +
-        `on_task_completed</span><script>document.title = "script ran"</script>`,
+      `<!doctype html><title>static</title><span style="font: 16px monospace">Quality gate failed: on_task_completed</span><script>document.title = "script ran"</script>`,
     );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -94,37 +93,29 @@ describe("the Chromium from the npm registry", () => {
     }
   });
 
-  it(
-    "two workers unpacking it at once both get a whole browser, which runs " +
-      "a page's script and draws text with or without the system's fonts",
-    async () => {
-      const [first, second] = await Promise.all([npmChromium(cache), npmChromium(cache)]);
-      expect(second.executable).toBe(first.executable);
-      expect(existsSync(first.executable)).toBe(true);
-      // The loser's temp folder is gone; only the browser's folder is left.
-      expect(readdirSync(cache)).toEqual([path.basename(path.dirname(first.executable))]);
+  it("two workers unpacking it at once both get a whole browser, which runs a page's script and draws text with or without the system's fonts", async () => {
+    const [first, second] = await Promise.all([npmChromium(cache), npmChromium(cache)]);
+    expect(second.executable).toBe(first.executable);
+    expect(existsSync(first.executable)).toBe(true);
+    // The loser's temp folder is gone; only the browser's folder is left.
+    expect(readdirSync(cache)).toEqual([path.basename(path.dirname(first.executable))]);
 
-      const page = await servePage();
-      try {
-        // With the system's fonts, where there are any: a Chromium without a font gives text no width.
-        const withSystemFonts = await look(first, page.url);
-        expect(withSystemFonts.title).toBe("script ran");
-        expect(withSystemFonts.textWidth).toBeGreaterThan(100);
-        // With none of the system's fonts, as on a machine that has none: the package's own.
-        const onlyItsOwn = path.join(cache, "only-its-own-fonts.conf");
-        writeFileSync(
-          onlyItsOwn,
-          `<?xml version="1.0"?>\n` +
-            `<fontconfig><dir>${path.join(path.dirname(first.executable), "fonts")}</dir></fontconfig>\n`,
-        );
-        const withoutSystemFonts = await look(
-          { ...first, env: { ...first.env, FONTCONFIG_FILE: onlyItsOwn } },
-          page.url,
-        );
-        expect(withoutSystemFonts.textWidth).toBeGreaterThan(100);
-      } finally {
-        await page.close();
-      }
-    },
-  );
+    const page = await servePage();
+    try {
+      // With the system's fonts, where there are any: a Chromium without a font gives text no width.
+      const withSystemFonts = await look(first, page.url);
+      expect(withSystemFonts.title).toBe("script ran");
+      expect(withSystemFonts.textWidth).toBeGreaterThan(100);
+      // With none of the system's fonts, as on a machine that has none: the package's own.
+      const onlyItsOwn = path.join(cache, "only-its-own-fonts.conf");
+      writeFileSync(
+        onlyItsOwn,
+        `<?xml version="1.0"?>\n<fontconfig><dir>${path.join(path.dirname(first.executable), "fonts")}</dir></fontconfig>\n`,
+      );
+      const withoutSystemFonts = await look({ ...first, env: { ...first.env, FONTCONFIG_FILE: onlyItsOwn } }, page.url);
+      expect(withoutSystemFonts.textWidth).toBeGreaterThan(100);
+    } finally {
+      await page.close();
+    }
+  });
 });

@@ -146,8 +146,7 @@ const CASES: Case[] = [
     "init PI_TEAMS_ROOT_DIR (its _hooks' parent)",
     () => ["init"],
     (p) =>
-      `hooks dir ${path.join(p.missing, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR): its parent folder ${p.missing}: ` +
-      `no such directory`,
+      `hooks dir ${path.join(p.missing, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR): its parent folder ${p.missing}: no such directory`,
     (p) => ({ PI_TEAMS_ROOT_DIR: p.missing }),
   ],
   [

@@ -28,8 +28,7 @@ describe("typos", () => {
     [["logs", "--json=yes"], "pi-teams-hooks logs: --json takes no value"],
     [
       ["policy", "set", "--max-payload-bytes", "-1"],
-      'pi-teams-hooks policy: --max-payload-bytes needs a value, and "-1" starts with "-" (a value that does is ' +
-        "written --max-payload-bytes=-1)",
+      'pi-teams-hooks policy: --max-payload-bytes needs a value, and "-1" starts with "-" (a value that does is written --max-payload-bytes=-1)',
     ],
     [["run", "task_completed", "--task", "--json"], "pi-teams-hooks run: --task needs a value"],
     [
@@ -60,9 +59,7 @@ describe("help for one subcommand", () => {
     ],
     [
       ["policy", "set", "-h"],
-      "Usage: pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]\n       " +
-        "[--followup-owner P] [--failure-mode [EVENT=]MODE]...\n       [--max-hooks-per-event N] " +
-        "[--chain-deadline-ms N]\n       [--max-payload-bytes N] [--reset] [--json]",
+      "Usage: pi-teams-hooks policy set [--team-dir DIR | --team ID] [--failure-action A] [--max-reopens N]\n       [--followup-owner P] [--failure-mode [EVENT=]MODE]...\n       [--max-hooks-per-event N] [--chain-deadline-ms N]\n       [--max-payload-bytes N] [--reset] [--json]",
       "",
     ],
   ])("%j: its usage and its entry, and where the rest is", async (args, usage, entry) => {
@@ -98,61 +95,48 @@ describe("durations as people write them", () => {
     const bad = await runBin(["logs", "--team-dir", team.teamDir, "--since", "yesterday"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain(
-      '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, ' +
-        "d, w))",
+      '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, d, w))',
     );
   });
 
-  it(
-    "--timeout 1s ends a hook as --timeout-ms 1000 does; " + "both at once, or a bad one, is a usage error",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
-      await rig.hook(team, "on_task_completed.sh", "sleep 30");
-      const ran = await runBin([
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--timeout",
-        "1s",
-        "--json",
-      ]);
-      expect(ran.code).toBe(1);
-      expect(JSON.parse(ran.stdout)).toMatchObject({
-        result: { outcome: "error", errorKind: "timeout", timedOut: true },
-      });
-      const both = await runBin([
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--timeout",
-        "1s",
-        "--timeout-ms",
-        "1000",
-      ]);
-      expect(both).toMatchObject({ code: 2 });
-      expect(both.stderr).toContain("--timeout and --timeout-ms say the same thing: give one");
-      const bad = await runBin([
-        "run",
-        "task_completed",
-        "--team-dir",
-        team.teamDir,
-        "--task",
-        "1",
-        "--timeout",
-        "soon",
-      ]);
-      expect(bad).toMatchObject({ code: 2 });
-      expect(bad.stderr).toContain('--timeout "soon" must be a duration');
-    },
-  );
+  it("--timeout 1s ends a hook as --timeout-ms 1000 does; both at once, or a bad one, is a usage error", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+    await rig.hook(team, "on_task_completed.sh", "sleep 30");
+    const ran = await runBin([
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--timeout",
+      "1s",
+      "--json",
+    ]);
+    expect(ran.code).toBe(1);
+    expect(JSON.parse(ran.stdout)).toMatchObject({
+      result: { outcome: "error", errorKind: "timeout", timedOut: true },
+    });
+    const both = await runBin([
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--timeout",
+      "1s",
+      "--timeout-ms",
+      "1000",
+    ]);
+    expect(both).toMatchObject({ code: 2 });
+    expect(both.stderr).toContain("--timeout and --timeout-ms say the same thing: give one");
+    const bad = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--timeout", "soon"]);
+    expect(bad).toMatchObject({ code: 2 });
+    expect(bad.stderr).toContain('--timeout "soon" must be a duration');
+  });
 });
 
 describe("exit codes", () => {
@@ -181,38 +165,35 @@ describe("exit codes", () => {
 });
 
 describe("naming a team", () => {
-  it(
-    "--team ID (under PI_TEAMS_ROOT_DIR) on every team command, " + "and the team dir found from a folder inside it",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({
-        tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })],
-        config: { hooks: { failureAction: "warn" } },
-      });
-      await rig.hook(team, "on_task_completed.sh", "exit 0");
-      const env = { PI_TEAMS_ROOT_DIR: team.teamsRoot };
-      const byId = (args: string[]) => runBin([...args, "--team", team.teamId], { env });
-      expect(await byId(["run", "task_completed", "--task", "1"])).toMatchObject({ code: 0 });
-      expect(JSON.parse((await byId(["doctor", "--json"])).stdout)).toMatchObject({ teamDir: team.teamDir });
-      expect(await byId(["policy", "get"])).toMatchObject({ code: 0 });
-      expect(await byId(["trust", "--all", "--yes"])).toMatchObject({ code: 0 });
-      expect((await byId(["logs", "--json"])).stdout.trim().split("\n")).toHaveLength(1);
-      expect(await byId(["watch", "--once"])).toMatchObject({ code: 0 });
-      const nowhere = await runBin(["doctor", "--team", "nope"], { env });
-      expect(nowhere.code).toBe(2);
-      expect(nowhere.stderr).toContain(
-        `--team nope: ${path.join(team.teamsRoot, "nope")} (under PI_TEAMS_ROOT_DIR): no such directory`,
-      );
+  it("--team ID (under PI_TEAMS_ROOT_DIR) on every team command, and the team dir found from a folder inside it", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })],
+      config: { hooks: { failureAction: "warn" } },
+    });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const env = { PI_TEAMS_ROOT_DIR: team.teamsRoot };
+    const byId = (args: string[]) => runBin([...args, "--team", team.teamId], { env });
+    expect(await byId(["run", "task_completed", "--task", "1"])).toMatchObject({ code: 0 });
+    expect(JSON.parse((await byId(["doctor", "--json"])).stdout)).toMatchObject({ teamDir: team.teamDir });
+    expect(await byId(["policy", "get"])).toMatchObject({ code: 0 });
+    expect(await byId(["trust", "--all", "--yes"])).toMatchObject({ code: 0 });
+    expect((await byId(["logs", "--json"])).stdout.trim().split("\n")).toHaveLength(1);
+    expect(await byId(["watch", "--once"])).toMatchObject({ code: 0 });
+    const nowhere = await runBin(["doctor", "--team", "nope"], { env });
+    expect(nowhere.code).toBe(2);
+    expect(nowhere.stderr).toContain(
+      `--team nope: ${path.join(team.teamsRoot, "nope")} (under PI_TEAMS_ROOT_DIR): no such directory`,
+    );
 
-      // cd into the team (or any folder in it) and leave the flag out.
-      const inside = path.join(team.tasksDir);
-      const found = await runBin(["doctor", "--json"], { cwd: inside });
-      expect(JSON.parse(found.stdout)).toMatchObject({ teamDir: team.teamDir });
-      expect(await runBin(["run", "task_completed", "--task", "1"], { cwd: team.teamDir })).toMatchObject({ code: 0 });
-      const outside = await runBin(["doctor"], { cwd: team.teamsRoot });
-      expect(outside.code).toBe(2);
-      expect(outside.stderr).toContain("or run the command inside a team dir");
-    },
-  );
+    // cd into the team (or any folder in it) and leave the flag out.
+    const inside = path.join(team.tasksDir);
+    const found = await runBin(["doctor", "--json"], { cwd: inside });
+    expect(JSON.parse(found.stdout)).toMatchObject({ teamDir: team.teamDir });
+    expect(await runBin(["run", "task_completed", "--task", "1"], { cwd: team.teamDir })).toMatchObject({ code: 0 });
+    const outside = await runBin(["doctor"], { cwd: team.teamsRoot });
+    expect(outside.code).toBe(2);
+    expect(outside.stderr).toContain("or run the command inside a team dir");
+  });
 });

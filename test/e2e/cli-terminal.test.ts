@@ -122,40 +122,37 @@ describe("the logs table fits the terminal", () => {
     },
   );
 
-  it(
-    "through a pipe without COLUMNS: 80 columns; wide enough: " + "nothing cut or left out; --json: never cut",
-    async () => {
-      const teamDir = await teamWithLogs();
-      const piped = await bin(["logs", "--team-dir", teamDir]);
-      expect(Math.max(...piped.stdout.trimEnd().split("\n").map(displayWidth))).toBeLessThanOrEqual(80);
-      expect(piped.stderr).toContain("left out to fit 80 columns");
+  it("through a pipe without COLUMNS: 80 columns; wide enough: nothing cut or left out; --json: never cut", async () => {
+    const teamDir = await teamWithLogs();
+    const piped = await bin(["logs", "--team-dir", teamDir]);
+    expect(Math.max(...piped.stdout.trimEnd().split("\n").map(displayWidth))).toBeLessThanOrEqual(80);
+    expect(piped.stderr).toContain("left out to fit 80 columns");
 
-      const needed = Number(/COLUMNS=(\d+)/.exec(piped.stderr)?.[1]);
-      const wide = await bin(["logs", "--team-dir", teamDir], { COLUMNS: String(needed) });
-      expect(wide.stderr).toBe("");
-      expect(wide.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual([
-        "id",
-        "time (UTC)",
-        "event",
-        "task",
-        "member",
-        "hook",
-        "outcome",
-        "duration",
-        "action",
-        "first stderr line",
-      ]);
-      expect(wide.stdout).toContain(`reopened (1/3), follow-up #9 for 张伟, nudge 张伟  ${LONG_STDERR.slice(0, 99)}…`);
-      expect(wide.stdout).not.toMatch(/… {2}/); // no cell cut: only the stderr line's own 100-character cut
+    const needed = Number(/COLUMNS=(\d+)/.exec(piped.stderr)?.[1]);
+    const wide = await bin(["logs", "--team-dir", teamDir], { COLUMNS: String(needed) });
+    expect(wide.stderr).toBe("");
+    expect(wide.stdout.split("\n")[0]?.split(/ {2,}/)).toEqual([
+      "id",
+      "time (UTC)",
+      "event",
+      "task",
+      "member",
+      "hook",
+      "outcome",
+      "duration",
+      "action",
+      "first stderr line",
+    ]);
+    expect(wide.stdout).toContain(`reopened (1/3), follow-up #9 for 张伟, nudge 张伟  ${LONG_STDERR.slice(0, 99)}…`);
+    expect(wide.stdout).not.toMatch(/… {2}/); // no cell cut: only the stderr line's own 100-character cut
 
-      const json = await bin(["logs", "--team-dir", teamDir, "--json"], { COLUMNS: "40" });
-      const failed = json.stdout
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l) as { result: { stderr: string } })[1];
-      expect(failed?.result.stderr).toBe(`${LONG_STDERR}\n`);
-    },
-  );
+    const json = await bin(["logs", "--team-dir", teamDir, "--json"], { COLUMNS: "40" });
+    const failed = json.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { result: { stderr: string } })[1];
+    expect(failed?.result.stderr).toBe(`${LONG_STDERR}\n`);
+  });
 
   it("logs stats fits too, leaving out the columns 0 on every row first, then p50, p95 and the tasks", async () => {
     const teamDir = await teamWithLogs();
@@ -227,11 +224,10 @@ describe("watch shows local time", () => {
     });
     expect(code).toBe(0);
     expect(stdout).toMatch(/^watching .* once; times are local \(Asia\/Tokyo, UTC\+09:00\)$/m);
-    const event = new RegExp(
-      String.raw`^\u001b\[2m(\d{2}):(\d{2}):(\d{2})\u001b\[0m task_completed ` +
-        String.raw`#1 ada on_task_completed\.sh \u001b\[32mpassed\u001b\[0m`,
-      "m",
-    ).exec(stdout);
+    const event =
+      /^\u001b\[2m(\d{2}):(\d{2}):(\d{2})\u001b\[0m task_completed #1 ada on_task_completed\.sh \u001b\[32mpassed\u001b\[0m/m.exec(
+        stdout,
+      );
     expect(event, stdout).not.toBeNull();
     // FORCE_COLOR through a pipe colours; it never draws the "still running" line there.
     expect(stdout).not.toContain("\r");
@@ -309,25 +305,22 @@ describe("run: a hook still running", () => {
 });
 
 describe("a hook's output cannot drive the terminal", () => {
-  it(
-    "C1 controls (U+009B, a one-character CSI) and whole OSC " + "sequences are dropped from run, logs and logs show",
-    async () => {
-      const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
-      // stderr: A, an OSC title, B, a C1 CSI that clears the screen, C; stdout: the same C1 CSI.
-      await rig.hook(
-        team,
-        "on_task_completed.sh",
-        `printf 'A\\033]0;pwned\\007B\\302\\2332JC\\n' >&2; printf 'out\\302\\2332J\\n'; exit 1`,
-      );
-      const run = await bin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
-      expect(run.code).toBe(1);
-      const list = await bin(["logs", "--team-dir", team.teamDir], { COLUMNS: "200" });
-      const show = await bin(["logs", "show", "last", "--team-dir", team.teamDir]);
-      for (const out of [run.stdout, list.stdout, show.stdout]) {
-        expect(out).toContain("ABC");
-        expect(out).not.toMatch(/[\u0080-\u009f\u001b]|pwned/);
-      }
-      expect(show.stdout).toMatch(/out$/m);
-    },
-  );
+  it("C1 controls (U+009B, a one-character CSI) and whole OSC sequences are dropped from run, logs and logs show", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+    // stderr: A, an OSC title, B, a C1 CSI that clears the screen, C; stdout: the same C1 CSI.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `printf 'A\\033]0;pwned\\007B\\302\\2332JC\\n' >&2; printf 'out\\302\\2332J\\n'; exit 1`,
+    );
+    const run = await bin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(run.code).toBe(1);
+    const list = await bin(["logs", "--team-dir", team.teamDir], { COLUMNS: "200" });
+    const show = await bin(["logs", "show", "last", "--team-dir", team.teamDir]);
+    for (const out of [run.stdout, list.stdout, show.stdout]) {
+      expect(out).toContain("ABC");
+      expect(out).not.toMatch(/[\u0080-\u009f\u001b]|pwned/);
+    }
+    expect(show.stdout).toMatch(/out$/m);
+  });
 });

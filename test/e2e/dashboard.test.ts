@@ -201,30 +201,27 @@ describe("overview", () => {
 describe("runs", () => {
   const rows = (page: Page) => page.locator("#runs-body tr");
 
-  it(
-    "lists every run newest first, and the filters narrow " + "the table (a plain form: also without JavaScript)",
-    async () => {
-      for (const javaScript of [true, false]) {
-        const page = await open(`${serve.url}/runs`, { javaScript });
-        expect(await rows(page).count()).toBeGreaterThanOrEqual(7);
-        expect(await rows(page).first().getAttribute("data-name")).toMatch(/_idle_member-ada\.json$/);
-        await page.getByLabel("Outcome", { exact: true }).selectOption("failed");
-        await page.getByLabel("Team", { exact: true }).selectOption("alpha");
-        await Promise.all([page.waitForURL(/outcome=failed/), page.getByRole("button", { name: "Filter" }).click()]);
-        const names = await rows(page).evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-name")));
-        expect(names, `javaScript ${javaScript}`).toHaveLength(2);
-        expect(names.join(" ")).toMatch(/task-4\.json .*task-2\.json/);
-        await page.getByLabel("Member", { exact: true }).fill("brian");
-        await page.getByLabel("Task", { exact: true }).fill("#2");
-        await Promise.all([page.waitForURL(/task=%232/), page.getByRole("button", { name: "Filter" }).click()]);
-        expect(await rows(page).count()).toBe(1);
-        if (SCREENSHOTS && javaScript) {
-          const all = await open(`${serve.url}/runs`);
-          await all.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs.png"), fullPage: true });
-        }
+  it("lists every run newest first, and the filters narrow the table (a plain form: also without JavaScript)", async () => {
+    for (const javaScript of [true, false]) {
+      const page = await open(`${serve.url}/runs`, { javaScript });
+      expect(await rows(page).count()).toBeGreaterThanOrEqual(7);
+      expect(await rows(page).first().getAttribute("data-name")).toMatch(/_idle_member-ada\.json$/);
+      await page.getByLabel("Outcome", { exact: true }).selectOption("failed");
+      await page.getByLabel("Team", { exact: true }).selectOption("alpha");
+      await Promise.all([page.waitForURL(/outcome=failed/), page.getByRole("button", { name: "Filter" }).click()]);
+      const names = await rows(page).evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-name")));
+      expect(names, `javaScript ${javaScript}`).toHaveLength(2);
+      expect(names.join(" ")).toMatch(/task-4\.json .*task-2\.json/);
+      await page.getByLabel("Member", { exact: true }).fill("brian");
+      await page.getByLabel("Task", { exact: true }).fill("#2");
+      await Promise.all([page.waitForURL(/task=%232/), page.getByRole("button", { name: "Filter" }).click()]);
+      expect(await rows(page).count()).toBe(1);
+      if (SCREENSHOTS && javaScript) {
+        const all = await open(`${serve.url}/runs`);
+        await all.screenshot({ path: path.join(SCREENSHOTS, "dashboard-runs.png"), fullPage: true });
       }
-    },
-  );
+    }
+  });
 
   it("marks the runs by hand, and the Fired by filter keeps them apart (also without JavaScript)", async () => {
     for (const javaScript of [true, false]) {
@@ -424,68 +421,56 @@ async function streamedRuns(
 }
 
 describe("live streams", () => {
-  it(
-    "catch up from where the page (after=) or the broken connection " +
-      "(Last-Event-ID) left off, in order, filter applied",
-    async () => {
-      const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
-      const cursors = await page
-        .locator("#runs-body tr")
-        .evaluateAll((trs) =>
-          trs.map((tr) => [tr.getAttribute("data-cursor") ?? "", tr.getAttribute("data-name") ?? ""]),
-        );
-      expect(cursors.length).toBeGreaterThanOrEqual(5);
-      const [oldest, oldestName] = cursors.at(-1) ?? ["", ""];
-      const newerNames = cursors
-        .slice(0, -1)
-        .map(([, name]) => name)
-        .reverse();
-      const query = `view=runs&team=alpha&event=task_completed`;
-      expect(
-        await streamedRuns(serve.url, `${query}&after=${encodeURIComponent(oldest)}`, newerNames.length, 5_000),
-      ).toEqual(newerNames);
-      expect(await streamedRuns(serve.url, query, 1, 5_000, { "Last-Event-ID": oldest })).toEqual(
-        newerNames.slice(0, 1),
+  it("catch up from where the page (after=) or the broken connection (Last-Event-ID) left off, in order, filter applied", async () => {
+    const page = await open(`${serve.url}/runs?team=alpha&event=task_completed`);
+    const cursors = await page
+      .locator("#runs-body tr")
+      .evaluateAll((trs) =>
+        trs.map((tr) => [tr.getAttribute("data-cursor") ?? "", tr.getAttribute("data-name") ?? ""]),
       );
-      expect(newerNames).not.toContain(oldestName);
-      // HEAD says what a GET would start, and ends.
-      const head = await page.request.head(`${serve.url}/events?${query}`);
-      expect([head.status(), head.headers()["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
-    },
-  );
+    expect(cursors.length).toBeGreaterThanOrEqual(5);
+    const [oldest, oldestName] = cursors.at(-1) ?? ["", ""];
+    const newerNames = cursors
+      .slice(0, -1)
+      .map(([, name]) => name)
+      .reverse();
+    const query = `view=runs&team=alpha&event=task_completed`;
+    expect(
+      await streamedRuns(serve.url, `${query}&after=${encodeURIComponent(oldest)}`, newerNames.length, 5_000),
+    ).toEqual(newerNames);
+    expect(await streamedRuns(serve.url, query, 1, 5_000, { "Last-Event-ID": oldest })).toEqual(newerNames.slice(0, 1));
+    expect(newerNames).not.toContain(oldestName);
+    // HEAD says what a GET would start, and ends.
+    const head = await page.request.head(`${serve.url}/events?${query}`);
+    expect([head.status(), head.headers()["content-type"]]).toEqual([200, "text/event-stream; charset=utf-8"]);
+  });
 
-  it(
-    "watching a team that has no hook-logs/ yet does not " + "make one (the dashboard writes nothing in a team)",
-    async () => {
-      const page = await open(`${serve.url}/runs`);
-      await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
-      await page.waitForTimeout(300); // the followers of both teams have started
-      expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
-      expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
-    },
-  );
+  it("watching a team that has no hook-logs/ yet does not make one (the dashboard writes nothing in a team)", async () => {
+    const page = await open(`${serve.url}/runs`);
+    await expect.poll(() => page.locator("#live-status").textContent(), LIVE).toMatch(/^Live/);
+    await page.waitForTimeout(300); // the followers of both teams have started
+    expect(existsSync(path.join(teams.root, "beta", "hook-logs"))).toBe(false);
+    expect(existsSync(path.join(teams.root, "beta"))).toBe(true);
+  });
 
-  it(
-    "a viewer that leaves while its stream is being opened leaves " + "nothing behind: the server still stops at once",
-    async () => {
-      const own = await startServe(teams.root);
-      const { hostname, port } = new URL(own.url);
-      for (let i = 0; i < 40; i++) {
-        await new Promise<void>((resolve) => {
-          const req = request({
-            host: hostname,
-            port,
-            path: "/events?view=runs",
-            headers: { Accept: "text/event-stream" },
-          });
-          req.on("error", () => resolve());
-          req.on("close", () => resolve());
-          req.end(() => setImmediate(() => req.destroy()));
+  it("a viewer that leaves while its stream is being opened leaves nothing behind: the server still stops at once", async () => {
+    const own = await startServe(teams.root);
+    const { hostname, port } = new URL(own.url);
+    for (let i = 0; i < 40; i++) {
+      await new Promise<void>((resolve) => {
+        const req = request({
+          host: hostname,
+          port,
+          path: "/events?view=runs",
+          headers: { Accept: "text/event-stream" },
         });
-      }
-      expect(await own.stop(10_000)).toMatchObject({ code: 0, signal: null });
-    },
-  );
+        req.on("error", () => resolve());
+        req.on("close", () => resolve());
+        req.end(() => setImmediate(() => req.destroy()));
+      });
+    }
+    expect(await own.stop(10_000)).toMatchObject({ code: 0, signal: null });
+  });
 });
 
 describe("a server started with --allow-remote", () => {
@@ -556,8 +541,7 @@ describe("a server started with --allow-remote", () => {
         res
           .writeHead(200, { "Content-Type": "text/html" })
           .end(
-            `<a id="go" href="${fresh}">log in</a><form id="forged" method="post" ` +
-              `action="${remote.url}/login"><input name="token" value="${token}"><button>go</button></form>`,
+            `<a id="go" href="${fresh}">log in</a><form id="forged" method="post" action="${remote.url}/login"><input name="token" value="${token}"><button>go</button></form>`,
           ),
       );
       await new Promise<void>((resolve) => mail.listen(0, "127.0.0.1", resolve));

@@ -131,170 +131,150 @@ async function expectDeniedOnce(context: { expect: typeof import("vitest").expec
 }
 
 describe.concurrent("a held gate in the leader", () => {
-  it(
-    "holds the task (metadata, deferral, ledger) and never runs " +
-      "it again: not after a restart, nor after a SIGKILL",
-    async (context) => {
-      const { expect } = context;
-      const { rig, team, first, runId } = await held(context);
-      const [event] = first.events();
-      expect(event).toMatchObject({
-        outcome: "deferred",
-        summary: "deferred (ci.pending): waiting for CI",
-        actions: [expect.stringMatching(/^held until /)],
-      });
-      const task = await readTaskFile(team, "1");
-      expect(task).toMatchObject({
-        status: "completed",
-        metadata: {
-          qualityGateStatus: "deferred",
-          qualityGateDeferredRunId: runId,
-          qualityGateDeferredReason: "waiting for CI",
-        },
-      });
-      expect(await lastOp(team, event?.key ?? "")).toBe("defer");
-      expect(await first.stop()).toMatchObject({ code: 0 });
+  it("holds the task (metadata, deferral, ledger) and never runs it again: not after a restart, nor after a SIGKILL", async (context) => {
+    const { expect } = context;
+    const { rig, team, first, runId } = await held(context);
+    const [event] = first.events();
+    expect(event).toMatchObject({
+      outcome: "deferred",
+      summary: "deferred (ci.pending): waiting for CI",
+      actions: [expect.stringMatching(/^held until /)],
+    });
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({
+      status: "completed",
+      metadata: {
+        qualityGateStatus: "deferred",
+        qualityGateDeferredRunId: runId,
+        qualityGateDeferredReason: "waiting for CI",
+      },
+    });
+    expect(await lastOp(team, event?.key ?? "")).toBe("defer");
+    expect(await first.stop()).toMatchObject({ code: 0 });
 
-      // A worker edits the held task (another field): looked at again, still the same held event.
-      const second = await rig.leader(team, ARGS);
-      await rig.worker("touch", { tasksDir: team.tasksDir, ids: ["1"], field: "note", rounds: 1 });
-      // a negative check: only time can show it
-      await second.waitFor("a reconcile scan past the edit", () => performance.now() - second.startedAt > 1000);
-      expect(await second.stop()).toMatchObject({ code: 0 });
-      const third = await rig.leader(team, ARGS); // resolves once its start-up scan has looked at every task
-      await rig.worker("touch", { tasksDir: team.tasksDir, ids: ["1"], field: "note", rounds: 1 });
-      await third.kill();
-      const fourth = await rig.leader(team, ARGS);
-      expect(await gateRuns(team)).toBe(1);
-      expect(second.events()).toEqual([]);
-      expect([...third.events(), ...fourth.events()]).toEqual([]);
-      expect(await lastOp(team, event?.key ?? "")).toBe("defer");
-      expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
-    },
-  );
+    // A worker edits the held task (another field): looked at again, still the same held event.
+    const second = await rig.leader(team, ARGS);
+    await rig.worker("touch", { tasksDir: team.tasksDir, ids: ["1"], field: "note", rounds: 1 });
+    // a negative check: only time can show it
+    await second.waitFor("a reconcile scan past the edit", () => performance.now() - second.startedAt > 1000);
+    expect(await second.stop()).toMatchObject({ code: 0 });
+    const third = await rig.leader(team, ARGS); // resolves once its start-up scan has looked at every task
+    await rig.worker("touch", { tasksDir: team.tasksDir, ids: ["1"], field: "note", rounds: 1 });
+    await third.kill();
+    const fourth = await rig.leader(team, ARGS);
+    expect(await gateRuns(team)).toBe(1);
+    expect(second.events()).toEqual([]);
+    expect([...third.events(), ...fourth.events()]).toEqual([]);
+    expect(await lastOp(team, event?.key ?? "")).toBe("defer");
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
+  });
 
-  it(
-    "decide allow while the leader runs: the leader applies it " +
-      "as a pass, decide says so, two logs, the key is done",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-      await deferringGate(rig, team);
-      const leader = await rig.leader(team, ARGS);
-      const runId = await holdTask1(rig, team, leader);
-      const answer = await decide(team, runId, "allow", "--reason", "CI green");
-      expect(answer.code, answer.stderr).toBe(0);
-      expect(answer.stdout).toContain(`task_completed #1 on_task_completed.sh: allow applied for run ${runId}`);
-      const [decided] = await leader.waitForEvents(1, (e) => e.decision !== undefined);
-      expect(decided).toMatchObject({
-        outcome: "passed",
-        decision: { deferredRunId: runId, decision: "allow", by: "ci" },
-      });
-      expect(await readTaskFile(team, "1")).toMatchObject({
-        status: "completed",
-        metadata: { qualityGateStatus: "passed", qualityGateDecision: "allow", qualityGateDecidedBy: "ci" },
-      });
-      const logs = await readLogs(team.teamDir);
-      expect(logs.map((l) => l.result.outcome)).toEqual(["deferred", "passed"]);
-      expect(logs[1]).toMatchObject({
-        key: decided?.key,
-        result: { verdict: { decision: "allow", reason: "CI green", source: "decision" } },
-        decision: { deferredRunId: runId },
-      });
-      await leader.waitFor("the key done", async () => (await lastOp(team, decided?.key ?? "")) === "done");
+  it("decide allow while the leader runs: the leader applies it as a pass, decide says so, two logs, the key is done", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
+    await deferringGate(rig, team);
+    const leader = await rig.leader(team, ARGS);
+    const runId = await holdTask1(rig, team, leader);
+    const answer = await decide(team, runId, "allow", "--reason", "CI green");
+    expect(answer.code, answer.stderr).toBe(0);
+    expect(answer.stdout).toContain(`task_completed #1 on_task_completed.sh: allow applied for run ${runId}`);
+    const [decided] = await leader.waitForEvents(1, (e) => e.decision !== undefined);
+    expect(decided).toMatchObject({
+      outcome: "passed",
+      decision: { deferredRunId: runId, decision: "allow", by: "ci" },
+    });
+    expect(await readTaskFile(team, "1")).toMatchObject({
+      status: "completed",
+      metadata: { qualityGateStatus: "passed", qualityGateDecision: "allow", qualityGateDecidedBy: "ci" },
+    });
+    const logs = await readLogs(team.teamDir);
+    expect(logs.map((l) => l.result.outcome)).toEqual(["deferred", "passed"]);
+    expect(logs[1]).toMatchObject({
+      key: decided?.key,
+      result: { verdict: { decision: "allow", reason: "CI green", source: "decision" } },
+      decision: { deferredRunId: runId },
+    });
+    await leader.waitFor("the key done", async () => (await lastOp(team, decided?.key ?? "")) === "done");
 
-      const again = await decide(team, runId, "allow", "--reason", "CI green");
-      expect(again.code).toBe(0);
-      const other = await decide(team, runId, "deny");
-      expect(other.code).toBe(1);
-      expect(other.stderr).toContain(`run ${runId} was decided before: allow "CI green" by ci`);
-      expect(await readLogs(team.teamDir)).toHaveLength(2);
-    },
-  );
+    const again = await decide(team, runId, "allow", "--reason", "CI green");
+    expect(again.code).toBe(0);
+    const other = await decide(team, runId, "deny");
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain(`run ${runId} was decided before: allow "CI green" by ci`);
+    expect(await readLogs(team.teamDir)).toHaveLength(2);
+  });
 
-  it(
-    "decide deny without a leader applies it itself; " + "the next start closes the key and runs nothing",
-    async (context) => {
-      const { expect } = context;
-      const { rig, team, first, runId } = await held(context);
-      const key = first.events()[0]?.key ?? "";
-      await first.stop();
-      // The short id of the `logs` table names the run, unless another held run starts the same way.
-      const short = runId.slice(0, 8);
-      const decoy = path.join(deferralsDir(team), `${short}-0000-4000-8000-000000000000.json`);
-      await writeFile(decoy, "{}");
-      const ambiguous = await decide(team, short, "deny");
-      expect(ambiguous.code).toBe(2);
-      expect(ambiguous.stderr).toContain(`run id "${short}" matches 2 held runs: `);
-      expect(ambiguous.stderr).toContain(runId);
-      await rm(decoy);
-      const answer = await decide(team, short, "deny", "--code", "ci.failed", "--reason", "2 tests fail");
-      expect(answer.code, answer.stderr).toBe(0);
-      expect(answer.stdout).toContain(`deny applied for run ${runId}`);
-      expect(answer.stdout).toContain("→ reopened (1/3), reassigned to alice, follow-up #2 for alice, nudge alice");
-      expect(existsSync(path.join(team.teamDir, "hook-state", "leader.lock"))).toBe(false);
-      await expectDeniedOnce(context, team);
+  it("decide deny without a leader applies it itself; the next start closes the key and runs nothing", async (context) => {
+    const { expect } = context;
+    const { rig, team, first, runId } = await held(context);
+    const key = first.events()[0]?.key ?? "";
+    await first.stop();
+    // The short id of the `logs` table names the run, unless another held run starts the same way.
+    const short = runId.slice(0, 8);
+    const decoy = path.join(deferralsDir(team), `${short}-0000-4000-8000-000000000000.json`);
+    await writeFile(decoy, "{}");
+    const ambiguous = await decide(team, short, "deny");
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toContain(`run id "${short}" matches 2 held runs: `);
+    expect(ambiguous.stderr).toContain(runId);
+    await rm(decoy);
+    const answer = await decide(team, short, "deny", "--code", "ci.failed", "--reason", "2 tests fail");
+    expect(answer.code, answer.stderr).toBe(0);
+    expect(answer.stdout).toContain(`deny applied for run ${runId}`);
+    expect(answer.stdout).toContain("→ reopened (1/3), reassigned to alice, follow-up #2 for alice, nudge alice");
+    expect(existsSync(path.join(team.teamDir, "hook-state", "leader.lock"))).toBe(false);
+    await expectDeniedOnce(context, team);
 
-      const second = await rig.leader(team, ARGS);
-      await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
-      expect(await gateRuns(team)).toBe(1);
-      await expectDeniedOnce(context, team);
-    },
-  );
+    const second = await rig.leader(team, ARGS);
+    await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
+    expect(await gateRuns(team)).toBe(1);
+    await expectDeniedOnce(context, team);
+  });
 
-  it(
-    "SIGKILL while held, a restart, then decide: exactly " + "one policy application and two log records",
-    async (context) => {
-      const { expect } = context;
-      const { rig, team, first, runId } = await held(context);
-      await first.kill();
-      const second = await rig.leader(team, ARGS);
-      const answer = await decide(team, runId, "deny", "--reason", "2 tests fail");
-      expect(answer.code, answer.stderr).toBe(0);
-      await second.waitForEvents(1, (e) => e.decision !== undefined);
-      await expectDeniedOnce(context, team);
-      expect(await gateRuns(team)).toBe(1);
-      await second.stop();
-      const third = await rig.leader(team, ARGS);
-      await third.waitFor("a reconcile scan", async () =>
-        (await readLedger(team.teamDir)).some((r) => r.op === "done"),
-      );
-      expect(third.events()).toEqual([]);
-      await expectDeniedOnce(context, team);
-    },
-  );
+  it("SIGKILL while held, a restart, then decide: exactly one policy application and two log records", async (context) => {
+    const { expect } = context;
+    const { rig, team, first, runId } = await held(context);
+    await first.kill();
+    const second = await rig.leader(team, ARGS);
+    const answer = await decide(team, runId, "deny", "--reason", "2 tests fail");
+    expect(answer.code, answer.stderr).toBe(0);
+    await second.waitForEvents(1, (e) => e.decision !== undefined);
+    await expectDeniedOnce(context, team);
+    expect(await gateRuns(team)).toBe(1);
+    await second.stop();
+    const third = await rig.leader(team, ARGS);
+    await third.waitFor("a reconcile scan", async () => (await readLedger(team.teamDir)).some((r) => r.op === "done"));
+    expect(third.events()).toEqual([]);
+    await expectDeniedOnce(context, team);
+  });
 
-  it(
-    "a deferral expires at hooks.deferTimeoutMs while the leader runs: " +
-      "the closed error defer_expired, and decide is refused",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({
-        tasks: [working("1")],
-        config: { hooks: { deferTimeoutMs: 1000, failureAction: "reopen" } },
-      });
-      await deferringGate(rig, team);
-      const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
-      const runId = await holdTask1(rig, team, leader);
-      const [expired] = await leader.waitForEvents(1, (e) => e.decision !== undefined);
-      expect(expired).toMatchObject({
-        outcome: "error",
-        decision: { decision: "expired", by: "pi-teams-hooks" },
-        actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"],
-      });
-      expect(expired?.summary).toMatch(/^no decision within 1\.0s \(hooks\.deferTimeoutMs\)/);
-      expect(await readTaskFile(team, "1")).toMatchObject({
-        status: "pending",
-        metadata: { qualityGateStatus: "failed", qualityGateOutcome: "error", qualityGateDecision: "expired" },
-      });
-      expect((await readLogs(team.teamDir))[1]?.result).toMatchObject({ outcome: "error", errorKind: "defer_expired" });
-      const late = await decide(team, runId, "allow");
-      expect(late.code).toBe(1);
-      expect(late.stderr).toContain("expired at");
-    },
-  );
+  it("a deferral expires at hooks.deferTimeoutMs while the leader runs: the closed error defer_expired, and decide is refused", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [working("1")],
+      config: { hooks: { deferTimeoutMs: 1000, failureAction: "reopen" } },
+    });
+    await deferringGate(rig, team);
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    const runId = await holdTask1(rig, team, leader);
+    const [expired] = await leader.waitForEvents(1, (e) => e.decision !== undefined);
+    expect(expired).toMatchObject({
+      outcome: "error",
+      decision: { decision: "expired", by: "pi-teams-hooks" },
+      actions: ["reopened (1/3)", "reassigned to alice", "nudge alice"],
+    });
+    expect(expired?.summary).toMatch(/^no decision within 1\.0s \(hooks\.deferTimeoutMs\)/);
+    expect(await readTaskFile(team, "1")).toMatchObject({
+      status: "pending",
+      metadata: { qualityGateStatus: "failed", qualityGateOutcome: "error", qualityGateDecision: "expired" },
+    });
+    expect((await readLogs(team.teamDir))[1]?.result).toMatchObject({ outcome: "error", errorKind: "defer_expired" });
+    const late = await decide(team, runId, "allow");
+    expect(late.code).toBe(1);
+    expect(late.stderr).toContain("expired at");
+  });
 
   it("a leader that was down expires overdue deferrals at its start", async (context) => {
     const { expect } = context;
@@ -323,171 +303,143 @@ describe.concurrent("a held gate in the leader", () => {
 });
 
 describe.concurrent("each crash point, as a SIGKILL there leaves it", () => {
-  it(
-    "after the held run's log, before its deferral file: the next " +
-      "start writes it from the log and keeps the key held",
-    async (context) => {
-      const { expect } = context;
-      const { rig, team, first, runId } = await held(context);
-      const key = first.events()[0]?.key ?? "";
-      await first.kill();
-      await rm(deferralsDir(team), { recursive: true });
-      await dropLedger(team, (r) => r.op === "defer");
-      const second = await rig.leader(team, ARGS);
-      expect(second.linesOf("recovered")).toEqual([{ type: "recovered", key, how: "deferred" }]);
-      expect((await deferrals(team)).map((d) => d.runId)).toEqual([runId]);
-      expect(await lastOp(team, key)).toBe("defer");
-      expect((await decide(team, runId, "deny")).code).toBe(0);
-      await second.waitForEvents(1, (e) => e.decision !== undefined);
-      await expectDeniedOnce(context, team);
-      expect(await gateRuns(team)).toBe(1);
-    },
-  );
+  it("after the held run's log, before its deferral file: the next start writes it from the log and keeps the key held", async (context) => {
+    const { expect } = context;
+    const { rig, team, first, runId } = await held(context);
+    const key = first.events()[0]?.key ?? "";
+    await first.kill();
+    await rm(deferralsDir(team), { recursive: true });
+    await dropLedger(team, (r) => r.op === "defer");
+    const second = await rig.leader(team, ARGS);
+    expect(second.linesOf("recovered")).toEqual([{ type: "recovered", key, how: "deferred" }]);
+    expect((await deferrals(team)).map((d) => d.runId)).toEqual([runId]);
+    expect(await lastOp(team, key)).toBe("defer");
+    expect((await decide(team, runId, "deny")).code).toBe(0);
+    await second.waitForEvents(1, (e) => e.decision !== undefined);
+    await expectDeniedOnce(context, team);
+    expect(await gateRuns(team)).toBe(1);
+  });
 
-  it(
-    "after the deferral file, before the ledger's record, decided meanwhile " +
-      "with no leader: the next start keeps the decision and closes the key",
-    async (context) => {
-      const { expect } = context;
-      const { rig, team, first, runId } = await held(context);
-      const key = first.events()[0]?.key ?? "";
-      await first.kill();
-      await dropLedger(team, (r) => r.op === "defer");
-      expect((await decide(team, runId, "deny")).code).toBe(0);
-      const second = await rig.leader(team, ARGS);
-      expect(second.linesOf("recovered")).toEqual([{ type: "recovered", key, how: "deferred" }]);
-      await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
-      await expectDeniedOnce(context, team);
-      expect(await gateRuns(team)).toBe(1);
-    },
-  );
+  it("after the deferral file, before the ledger's record, decided meanwhile with no leader: the next start keeps the decision and closes the key", async (context) => {
+    const { expect } = context;
+    const { rig, team, first, runId } = await held(context);
+    const key = first.events()[0]?.key ?? "";
+    await first.kill();
+    await dropLedger(team, (r) => r.op === "defer");
+    expect((await decide(team, runId, "deny")).code).toBe(0);
+    const second = await rig.leader(team, ARGS);
+    expect(second.linesOf("recovered")).toEqual([{ type: "recovered", key, how: "deferred" }]);
+    await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
+    await expectDeniedOnce(context, team);
+    expect(await gateRuns(team)).toBe(1);
+  });
 
-  it(
-    "after the task metadata, before the log: the event was not " +
-      "handled, so it runs again (attempt 2) and holds anew",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({ tasks: [working("1")], config: CONFIG });
-      await deferringGate(rig, team);
-      const first = await rig.leader(team, ARGS);
-      const oldRun = await holdTask1(rig, team, first);
-      await first.kill();
-      await rm(path.join(team.teamDir, "hook-logs"), { recursive: true });
-      await rm(deferralsDir(team), { recursive: true });
-      await dropLedger(team, (r) => r.op === "defer");
-      const second = await rig.leader(team, ARGS);
-      const [again] = await second.waitForEvents(1, (e) => e.outcome === "deferred");
-      expect(again?.retry).toBe(true);
-      expect(await gateRuns(team)).toBe(2);
-      expect((await readTaskFile(team, "1")).metadata?.qualityGateDeferredRunId).toBe(again?.deferral?.runId);
-      const stale = await decide(team, oldRun, "allow");
-      expect(stale.code).toBe(2);
-      expect(stale.stderr).toContain("no deferral with run id");
-    },
-  );
+  it("after the task metadata, before the log: the event was not handled, so it runs again (attempt 2) and holds anew", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [working("1")], config: CONFIG });
+    await deferringGate(rig, team);
+    const first = await rig.leader(team, ARGS);
+    const oldRun = await holdTask1(rig, team, first);
+    await first.kill();
+    await rm(path.join(team.teamDir, "hook-logs"), { recursive: true });
+    await rm(deferralsDir(team), { recursive: true });
+    await dropLedger(team, (r) => r.op === "defer");
+    const second = await rig.leader(team, ARGS);
+    const [again] = await second.waitForEvents(1, (e) => e.outcome === "deferred");
+    expect(again?.retry).toBe(true);
+    expect(await gateRuns(team)).toBe(2);
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateDeferredRunId).toBe(again?.deferral?.runId);
+    const stale = await decide(team, oldRun, "allow");
+    expect(stale.code).toBe(2);
+    expect(stale.stderr).toContain("no deferral with run id");
+  });
 
-  it(
-    "during an application, after the policy and before its log (and after " +
-      "the log, before `applied`): the next start finishes it once",
-    async (context) => {
-      const { expect } = context;
-      const { rig, team, first, runId } = await held(context);
-      const key = first.events()[0]?.key ?? "";
-      await first.stop();
-      expect((await decide(team, runId, "deny")).code).toBe(0);
-      const file = path.join(deferralsDir(team), `${runId}.json`);
-      const applied = JSON.parse(await readFile(file, "utf8")) as DeferralRecord;
-      const decisionLog = applied.applied?.logFile ?? "";
-      // Policy applied (task, follow-up, messages), log not written, `applied` not written.
-      await rm(decisionLog);
-      await writeFile(file, JSON.stringify({ ...applied, applied: undefined }));
-      const second = await rig.leader(team, ARGS);
-      const [event] = await second.waitForEvents(1, (e) => e.decision !== undefined);
-      expect(event).toMatchObject({
-        logFile: decisionLog,
-        actions: [
-          "already applied",
-          "was reopened (1/3)",
-          "reassigned to alice (sent before)",
-          "follow-up #2 (existing) for alice",
-          "nudge alice (sent before)",
-        ],
-      });
-      await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
-      await expectDeniedOnce(context, team);
-      await second.stop();
+  it("during an application, after the policy and before its log (and after the log, before `applied`): the next start finishes it once", async (context) => {
+    const { expect } = context;
+    const { rig, team, first, runId } = await held(context);
+    const key = first.events()[0]?.key ?? "";
+    await first.stop();
+    expect((await decide(team, runId, "deny")).code).toBe(0);
+    const file = path.join(deferralsDir(team), `${runId}.json`);
+    const applied = JSON.parse(await readFile(file, "utf8")) as DeferralRecord;
+    const decisionLog = applied.applied?.logFile ?? "";
+    // Policy applied (task, follow-up, messages), log not written, `applied` not written.
+    await rm(decisionLog);
+    await writeFile(file, JSON.stringify({ ...applied, applied: undefined }));
+    const second = await rig.leader(team, ARGS);
+    const [event] = await second.waitForEvents(1, (e) => e.decision !== undefined);
+    expect(event).toMatchObject({
+      logFile: decisionLog,
+      actions: [
+        "already applied",
+        "was reopened (1/3)",
+        "reassigned to alice (sent before)",
+        "follow-up #2 (existing) for alice",
+        "nudge alice (sent before)",
+      ],
+    });
+    await second.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
+    await expectDeniedOnce(context, team);
+    await second.stop();
 
-      // Log written, `applied` not: only `applied` is left to write.
-      await writeFile(file, JSON.stringify({ ...applied, applied: undefined }));
-      await dropLedger(team, (r) => r.op === "done" && r.key === key);
-      const before = await readFile(team.taskFile("1"), "utf8");
-      const third = await rig.leader(team, ARGS);
-      await third.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
-      expect(await readFile(team.taskFile("1"), "utf8")).toBe(before);
-      await expectDeniedOnce(context, team);
-      expect(await gateRuns(team)).toBe(1);
-    },
-  );
+    // Log written, `applied` not: only `applied` is left to write.
+    await writeFile(file, JSON.stringify({ ...applied, applied: undefined }));
+    await dropLedger(team, (r) => r.op === "done" && r.key === key);
+    const before = await readFile(team.taskFile("1"), "utf8");
+    const third = await rig.leader(team, ARGS);
+    await third.waitFor("the key done", async () => (await lastOp(team, key)) === "done");
+    expect(await readFile(team.taskFile("1"), "utf8")).toBe(before);
+    await expectDeniedOnce(context, team);
+    expect(await gateRuns(team)).toBe(1);
+  });
 });
 
 describe.concurrent("by hand", () => {
-  it(
-    "run --apply-policy holds a deferring gate (exit 3) and decide " +
-      "settles it; without --apply-policy nothing is held",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({
-        tasks: [
-          makeTask({
-            id: "1",
-            owner: "alice",
-            status: "completed",
-            metadata: { completedAt: "2026-12-02T10:00:00.000Z" },
-          }),
-        ],
-      });
-      await deferringGate(rig, team);
-      const dry = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
-      expect(dry.code).toBe(3);
-      expect(dry.stdout).toContain("not held: without --apply-policy nothing is recorded");
-      expect(await deferrals(team)).toEqual([]);
+  it("run --apply-policy holds a deferring gate (exit 3) and decide settles it; without --apply-policy nothing is held", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [
+        makeTask({
+          id: "1",
+          owner: "alice",
+          status: "completed",
+          metadata: { completedAt: "2026-12-02T10:00:00.000Z" },
+        }),
+      ],
+    });
+    await deferringGate(rig, team);
+    const dry = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(dry.code).toBe(3);
+    expect(dry.stdout).toContain("not held: without --apply-policy nothing is recorded");
+    expect(await deferrals(team)).toEqual([]);
 
-      const held = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--apply-policy"]);
-      expect(held.code, held.stderr).toBe(3);
-      const [record] = await deferrals(team);
-      expect(held.stdout).toContain(`task_completed #1 on_task_completed.sh deferred`);
-      expect(held.stdout).toContain(
-        `held: decide with pi-teams-hooks decide --team-dir ${team.teamDir} ${record?.runId} allow|deny`,
-      );
-      expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
+    const held = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--apply-policy"]);
+    expect(held.code, held.stderr).toBe(3);
+    const [record] = await deferrals(team);
+    expect(held.stdout).toContain(`task_completed #1 on_task_completed.sh deferred`);
+    expect(held.stdout).toContain(
+      `held: decide with pi-teams-hooks decide --team-dir ${team.teamDir} ${record?.runId} allow|deny`,
+    );
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
 
-      // A leader that starts meanwhile (running what exists: --catch-up) knows the key is held: no second gate.
-      const leader = await rig.leader(team, ["--catch-up"]);
-      expect(await gateRuns(team)).toBe(2); // the two `run`s above
-      expect(leader.events()).toEqual([]);
-      expect(await lastOp(team, record?.key ?? "")).toBe("defer");
-      await leader.stop();
+    // A leader that starts meanwhile (running what exists: --catch-up) knows the key is held: no second gate.
+    const leader = await rig.leader(team, ["--catch-up"]);
+    expect(await gateRuns(team)).toBe(2); // the two `run`s above
+    expect(leader.events()).toEqual([]);
+    expect(await lastOp(team, record?.key ?? "")).toBe("defer");
+    await leader.stop();
 
-      const bad = await decide(team, record?.runId ?? "", "deny", "--code", "Not A Code");
-      expect(bad.code).toBe(2);
-      expect(bad.stderr).toContain("--code: must start with a lower-case letter");
-      expect((await decide(team, "no-such-run", "allow")).code).toBe(2);
-      const json = await runBin([
-        "decide",
-        "--yes",
-        "--team-dir",
-        team.teamDir,
-        record?.runId ?? "",
-        "allow",
-        "--json",
-      ]);
-      expect(json.code).toBe(0);
-      expect(JSON.parse(json.stdout)).toMatchObject({ kind: "applied", runId: record?.runId, actions: ["none"] });
-      expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("passed");
-    },
-  );
+    const bad = await decide(team, record?.runId ?? "", "deny", "--code", "Not A Code");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--code: must start with a lower-case letter");
+    expect((await decide(team, "no-such-run", "allow")).code).toBe(2);
+    const json = await runBin(["decide", "--yes", "--team-dir", team.teamDir, record?.runId ?? "", "allow", "--json"]);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ kind: "applied", runId: record?.runId, actions: ["none"] });
+    expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("passed");
+  });
 
   it("idle cannot be held: a defer is a denial with the code deferral_not_supported", async (context) => {
     const { expect } = context;

@@ -40,9 +40,7 @@ describe("a gate whose import cannot be found", () => {
   it("is named by doctor and held by the leader, with the fix for the lead, no stack line for the worker", async () => {
     const { team: t, file } = await team(HELPER_GATE);
     const hooks = path.dirname(file);
-    const why =
-      `on_task_completed.mjs imports "${PACKAGE}", but ${PACKAGE} is not installed in ${hooks}/node_modules ` +
-      `(a gate's packages are those beside it) (cd ${hooks} && npm install ${PACKAGE})`;
+    const why = `on_task_completed.mjs imports "${PACKAGE}", but ${PACKAGE} is not installed in ${hooks}/node_modules (a gate's packages are those beside it) (cd ${hooks} && npm install ${PACKAGE})`;
     const doctor = await runBin(["doctor", "--team-dir", t.teamDir]);
     expect(doctor.stdout).toContain(`FAIL on_task_completed.mjs: cannot start: ${why}`);
     expect(doctor.code).toBe(1);

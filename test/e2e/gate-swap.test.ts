@@ -21,9 +21,7 @@ import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 const outerRig = useLeaderRig();
 const GATE = "on_task_completed.sh";
 /** The real gate: it records itself and fails the work. */
-const REAL =
-  `#!/usr/bin/env bash\necho "real $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\necho "FAIL: not ` +
-  `done" >&2\nexit 1\n`;
+const REAL = `#!/usr/bin/env bash\necho "real $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\necho "FAIL: not done" >&2\nexit 1\n`;
 /** What an agent would put in its place. */
 const FAKE = `#!/usr/bin/env bash\necho "fake $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\nexit 0\n`;
 

@@ -85,17 +85,12 @@ describe("on_task_completed.sh", () => {
 
   it("fails with a failing command and puts a one-line reason first on stderr", async () => {
     const { team, hooksDir } = await teamWithGates(completed);
-    const cmd =
-      `echo "compiling 12 files"; echo "FAIL src/parser.test.ts > parses numbers" >&2; echo "Tests: 1 ` +
-      `failed, 11 passed"; exit 3`;
+    const cmd = `echo "compiling 12 files"; echo "FAIL src/parser.test.ts > parses numbers" >&2; echo "Tests: 1 failed, 11 passed"; exit 3`;
     const run = await cli(completedRun(team, hooksDir), { PI_TEAMS_GATE_CMD: cmd });
     expect(run.code).toBe(1);
     // The first line a test runner marks as failed is the reason, and the leader's summary quotes it.
     expect(run.stdout).toMatch(
-      new RegExp(
-        String.raw`^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 ` +
-          String.raw`• FAIL src\/parser\.test\.ts > parses numbers \(run [0-9a-f]{8}\)\n$`,
-      ),
+      /^task_completed #1 on_task_completed\.sh failed in \S+: exit code 1 • FAIL src\/parser\.test\.ts > parses numbers \(run [0-9a-f]{8}\)\n$/,
     );
 
     const json = await cli([...completedRun(team, hooksDir), "--json"], { PI_TEAMS_GATE_CMD: cmd });

@@ -43,57 +43,54 @@ async function reload(leader: LeaderProcess, team: TempTeam, handlers: unknown[]
 }
 
 describe("a handler switched off", () => {
-  it(
-    "is skipped and logged, needs no approval to switch " + "off or on; any other change still needs one",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      receiver.route("/enabled-ci", allow);
-      const ci = { name: "ci", events: ["task_completed"], url: `${receiver.url}/enabled-ci` };
-      const tasks = ["1", "2", "3", "4"].map(working);
-      const team = await rig.team({ tasks, config: { hooks: { handlers: [ci] } } });
-      const leader = await rig.leader(team);
+  it("is skipped and logged, needs no approval to switch off or on; any other change still needs one", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    receiver.route("/enabled-ci", allow);
+    const ci = { name: "ci", events: ["task_completed"], url: `${receiver.url}/enabled-ci` };
+    const tasks = ["1", "2", "3", "4"].map(working);
+    const team = await rig.team({ tasks, config: { hooks: { handlers: [ci] } } });
+    const leader = await rig.leader(team);
 
-      // On: it runs.
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      await leader.waitForEvents(1);
-      expect(receiver.requests("/enabled-ci")).toHaveLength(1);
+    // On: it runs.
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitForEvents(1);
+    expect(receiver.requests("/enabled-ci")).toHaveLength(1);
 
-      // Off: skipped, said in the log, the event not held, no request sent.
-      await reload(leader, team, [{ ...ci, enabled: false }]);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-      const [second] = await leader.waitForEvents(1, (e) => e.taskId === "2");
-      const summary = `no gate in force: http:ci skipped (${REASON})`;
-      expect(second).toMatchObject({ outcome: "passed", noGateInForce: true, summary });
-      expect(second?.held).toBeFalsy();
-      expect(receiver.requests("/enabled-ci")).toHaveLength(1);
-      const logs = await readLogs(team.teamDir);
-      const skipped = logs.find((l) => l.invocation.completedTask?.id === "2");
-      expect(skipped?.result).toMatchObject({ ran: false, hookPath: "http:ci", skipped: REASON });
+    // Off: skipped, said in the log, the event not held, no request sent.
+    await reload(leader, team, [{ ...ci, enabled: false }]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    const [second] = await leader.waitForEvents(1, (e) => e.taskId === "2");
+    const summary = `no gate in force: http:ci skipped (${REASON})`;
+    expect(second).toMatchObject({ outcome: "passed", noGateInForce: true, summary });
+    expect(second?.held).toBeFalsy();
+    expect(receiver.requests("/enabled-ci")).toHaveLength(1);
+    const logs = await readLogs(team.teamDir);
+    const skipped = logs.find((l) => l.invocation.completedTask?.id === "2");
+    expect(skipped?.result).toMatchObject({ ran: false, hookPath: "http:ci", skipped: REASON });
 
-      const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
-      expect(doctor.stdout).toContain("http:ci: disabled (hooks.handlers[].enabled: false): skipped at every event");
-      const config = await runBin(["config", "--team-dir", team.teamDir, "--json"]);
-      type View = { events: { task_completed: { gates: Array<Record<string, unknown>> } } };
-      const gate = (JSON.parse(config.stdout) as View).events.task_completed.gates[0];
-      expect(gate).toMatchObject({ name: "http:ci", enabled: false, trust: "trusted" });
+    const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+    expect(doctor.stdout).toContain("http:ci: disabled (hooks.handlers[].enabled: false): skipped at every event");
+    const config = await runBin(["config", "--team-dir", team.teamDir, "--json"]);
+    type View = { events: { task_completed: { gates: Array<Record<string, unknown>> } } };
+    const gate = (JSON.parse(config.stdout) as View).events.task_completed.gates[0];
+    expect(gate).toMatchObject({ name: "http:ci", enabled: false, trust: "trusted" });
 
-      // On again: no approval, it runs.
-      await reload(leader, team, [{ ...ci, enabled: true }]);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
-      const [third] = await leader.waitForEvents(1, (e) => e.taskId === "3");
-      expect(third).toMatchObject({ outcome: "passed", hook: "http:ci" });
-      expect(receiver.requests("/enabled-ci")).toHaveLength(2);
+    // On again: no approval, it runs.
+    await reload(leader, team, [{ ...ci, enabled: true }]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
+    const [third] = await leader.waitForEvents(1, (e) => e.taskId === "3");
+    expect(third).toMatchObject({ outcome: "passed", hook: "http:ci" });
+    expect(receiver.requests("/enabled-ci")).toHaveLength(2);
 
-      // Another change (its timeout) is a changed gate: held until approved, as before.
-      await reload(leader, team, [{ ...ci, timeoutMs: 20_000 }]);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["4"] });
-      const [fourth] = await leader.waitForEvents(1, (e) => e.taskId === "4");
-      expect(fourth).toMatchObject({ outcome: "error", held: "approval" });
-      expect(fourth?.summary).toContain("untrusted_hook");
-      expect(await leader.stop()).toMatchObject({ code: 0 });
-    },
-  );
+    // Another change (its timeout) is a changed gate: held until approved, as before.
+    await reload(leader, team, [{ ...ci, timeoutMs: 20_000 }]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["4"] });
+    const [fourth] = await leader.waitForEvents(1, (e) => e.taskId === "4");
+    expect(fourth).toMatchObject({ outcome: "error", held: "approval" });
+    expect(fourth?.summary).toContain("untrusted_hook");
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 
   it("the watch banner says it is off; a string for enabled refuses the block, naming the field", async (context) => {
     const { expect } = context;

@@ -168,9 +168,7 @@ describe("readHookContext, in process", () => {
 
 describe("pi-teams-hooks/hook, for real (built)", () => {
   it("resolves by the package's own name (package.json exports)", () => {
-    const script =
-      `const { readHookContext } = await import("pi-teams-hooks/hook"); const r = await ` +
-      `readHookContext(); console.log(JSON.stringify(r));`;
+    const script = `const { readHookContext } = await import("pi-teams-hooks/hook"); const r = await readHookContext(); console.log(JSON.stringify(r));`;
     const out = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
       input: JSON.stringify(DOC),
       encoding: "utf8",
@@ -188,9 +186,7 @@ describe("pi-teams-hooks/hook, for real (built)", () => {
     await writeFile(
       path.join(hooksDir, "on_task_completed.mjs"),
       // The dump is written into the test's temp dir: a sandboxed gate must declare it writable.
-      `// pi-teams-hooks: sandbox-write=${dir}\n` +
-        `import { readHookContext } from ${JSON.stringify(HOOK_MODULE)};\nimport fs from "node:fs";\n` +
-        `const read = await readHookContext();\nfs.writeFileSync(${JSON.stringify(dump)}, JSON.stringify(read));\n`,
+      `// pi-teams-hooks: sandbox-write=${dir}\nimport { readHookContext } from ${JSON.stringify(HOOK_MODULE)};\nimport fs from "node:fs";\nconst read = await readHookContext();\nfs.writeFileSync(${JSON.stringify(dump)}, JSON.stringify(read));\n`,
     );
     const blob = "x".repeat(300_000);
     const team = await makeTempTeam({
@@ -230,9 +226,7 @@ describe("pi-teams-hooks/hook, for real (built)", () => {
   });
 
   it("falls back to the environment for a hook run by hand with stdin closed", () => {
-    const script =
-      `const { readHookContext } = await import(${JSON.stringify(HOOK_MODULE)}); const r = await ` +
-      `readHookContext(); console.log(r.channel, r.context.member);`;
+    const script = `const { readHookContext } = await import(${JSON.stringify(HOOK_MODULE)}); const r = await readHookContext(); console.log(r.channel, r.context.member);`;
     const out = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
       stdio: ["ignore", "pipe", "pipe"],
       encoding: "utf8",
@@ -324,10 +318,7 @@ describe("runGate, for real (built)", () => {
     const { result, line } = run(await setUp({ "on_task_completed.mjs": THROWS }, { hooks: { exitCodes: "strict" } }));
     expect(result).toMatchObject({ outcome: "error", errorKind: "unexpected_exit", exitCode: 1, stderr: `${CRASH}\n` });
     expect(line).toMatch(
-      new RegExp(
-        String.raw`^task_completed #1 on_task_completed\.mjs error: exit code 1: ` +
-          "under strict exit codes .* • exit code 1 • gate crashed: TypeError: ",
-      ),
+      /^task_completed #1 on_task_completed\.mjs error: exit code 1: under strict exit codes .* • exit code 1 • gate crashed: TypeError: /,
     );
     expect(line.endsWith(CRASH)).toBe(true);
     expect(line).not.toContain("node:internal");
@@ -339,9 +330,7 @@ describe("runGate, for real (built)", () => {
         "on_task_completed.mjs": gate(
           `import { check } from "./lib.mjs";\nawait runGate((context) => check(context.task));`,
         ),
-        "lib.mjs":
-          `export function check(task) {\n  if (!task.metadata.result) throw new RangeError("no result\\n  ` +
-          `recorded");\n}\n`,
+        "lib.mjs": `export function check(task) {\n  if (!task.metadata.result) throw new RangeError("no result\\n  recorded");\n}\n`,
       }),
     );
     expect(result.stderr).toBe("gate crashed: RangeError: no result recorded (lib.mjs:2)\n");
@@ -350,13 +339,10 @@ describe("runGate, for real (built)", () => {
   it.each([{}, { hooks: { exitCodes: "strict" } }])(
     "a denial with code, reason and message is the verdict (config %j)",
     async (config) => {
-      const body =
-        `await runGate((context) => ({ deny: true, code: "tests.missing", reason: \`task ` +
-        `#\${context.task.id}:\\n no tests\`, message: "Add a test for the parser." }));`;
+      const body = `await runGate((context) => ({ deny: true, code: "tests.missing", reason: \`task #\${context.task.id}:\\n no tests\`, message: "Add a test for the parser." }));`;
       const { result, line } = run(await setUp({ "on_task_completed.mjs": gate(body) }, config));
       expect(line).toBe(
-        "task_completed #1 on_task_completed.mjs failed: denied (tests.missing) • task #1: no tests • Add a test for " +
-          "the parser.",
+        "task_completed #1 on_task_completed.mjs failed: denied (tests.missing) • task #1: no tests • Add a test for the parser.",
       );
       expect(result).toMatchObject({
         outcome: "failed",
@@ -397,9 +383,7 @@ describe("runGate, for real (built)", () => {
       /^gate crashed: Error \[ERR_MODULE_NOT_FOUND\]: Cannot find module .*\(on_task_completed\.mjs\)\n$/,
     );
     expect(missing.line).not.toContain("node:internal");
-    const body =
-      `await runGate(async () => {\n  Promise.reject(new Error("left behind"));\n  await new ` +
-      `Promise((resolve) => setTimeout(resolve, 10_000));\n});`;
+    const body = `await runGate(async () => {\n  Promise.reject(new Error("left behind"));\n  await new Promise((resolve) => setTimeout(resolve, 10_000));\n});`;
     const left = run(await setUp({ "on_task_completed.mjs": gate(body) }));
     expect(left.result).toMatchObject({
       outcome: "failed",
@@ -444,8 +428,7 @@ describe("runGate, for real (built)", () => {
     await writeFile(
       file,
       gate(
-        `console.log("asking CI");\nawait runGate(() => ({ decision: "defer", code: "ci.pending", reason: "waiting ` +
-          `for CI" }));`,
+        `console.log("asking CI");\nawait runGate(() => ({ decision: "defer", code: "ci.pending", reason: "waiting for CI" }));`,
       ),
     );
     const out = spawnSync(process.execPath, [file], { input: JSON.stringify(DOC), encoding: "utf8" });
@@ -460,12 +443,9 @@ describe("crashLine", () => {
   it("skips Node's internals and packages; without an own frame it names the gate file", () => {
     const error = new Error("Cannot find package 'left-pad' imported from /h/gate.mjs");
     error.name = "Error [ERR_MODULE_NOT_FOUND]";
-    error.stack =
-      `${error.name}: ${error.message}\n    at packageResolve ` +
-      `(node:internal/modules/esm/resolve:873:9)\n    at x (/h/node_modules/p/index.js:3:1)`;
+    error.stack = `${error.name}: ${error.message}\n    at packageResolve (node:internal/modules/esm/resolve:873:9)\n    at x (/h/node_modules/p/index.js:3:1)`;
     expect(crashLine(error, "/h/on_task_completed.mjs")).toBe(
-      "gate crashed: Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /h/gate.mjs " +
-        "(on_task_completed.mjs)",
+      "gate crashed: Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'left-pad' imported from /h/gate.mjs (on_task_completed.mjs)",
     );
     expect(crashLine("boom", "/h/g.mjs")).toBe('gate crashed: threw "boom" (g.mjs)');
     const coded = Object.assign(new Error("spawn git ENOENT"), { code: "ENOENT" });

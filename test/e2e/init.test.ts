@@ -117,64 +117,56 @@ describe("pi-teams-hooks init", () => {
     expect(ownCommand.code).toBe(0);
   });
 
-  it(
-    "defaults to <teams root>/_hooks: the parent of --team-dir, " +
-      "or PI_TEAMS_ROOT_DIR, with PI_TEAMS_HOOKS_DIR under it",
-    async () => {
-      const root = await tempRoot();
-      const team = path.join(root, "alpha");
-      fs.mkdirSync(team);
-      expect((await cli(["init", "--team-dir", team])).stdout).toContain(
-        `hooks dir ${path.join(root, "_hooks")} (_hooks under the parent of --team-dir)`,
-      );
-      expect(listing(path.join(root, "_hooks")).map(([name]) => name)).toEqual(GATES);
+  it("defaults to <teams root>/_hooks: the parent of --team-dir, or PI_TEAMS_ROOT_DIR, with PI_TEAMS_HOOKS_DIR under it", async () => {
+    const root = await tempRoot();
+    const team = path.join(root, "alpha");
+    fs.mkdirSync(team);
+    expect((await cli(["init", "--team-dir", team])).stdout).toContain(
+      `hooks dir ${path.join(root, "_hooks")} (_hooks under the parent of --team-dir)`,
+    );
+    expect(listing(path.join(root, "_hooks")).map(([name]) => name)).toEqual(GATES);
 
-      const other = await tempRoot();
-      const fromRoot = await cli(["init"], { PI_TEAMS_ROOT_DIR: other });
-      expect(fromRoot.stdout).toContain(`hooks dir ${path.join(other, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR)`);
-      const relative = await cli(["init"], { PI_TEAMS_ROOT_DIR: other, PI_TEAMS_HOOKS_DIR: "gates" });
-      expect(relative.stdout).toContain(
-        `hooks dir ${path.join(other, "gates")} (PI_TEAMS_HOOKS_DIR under PI_TEAMS_ROOT_DIR)`,
-      );
-      const absolute = path.join(other, "abs");
-      expect((await cli(["init"], { PI_TEAMS_HOOKS_DIR: absolute })).stdout).toContain(
-        `hooks dir ${absolute} (PI_TEAMS_HOOKS_DIR)`,
-      );
-    },
-  );
+    const other = await tempRoot();
+    const fromRoot = await cli(["init"], { PI_TEAMS_ROOT_DIR: other });
+    expect(fromRoot.stdout).toContain(`hooks dir ${path.join(other, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR)`);
+    const relative = await cli(["init"], { PI_TEAMS_ROOT_DIR: other, PI_TEAMS_HOOKS_DIR: "gates" });
+    expect(relative.stdout).toContain(
+      `hooks dir ${path.join(other, "gates")} (PI_TEAMS_HOOKS_DIR under PI_TEAMS_ROOT_DIR)`,
+    );
+    const absolute = path.join(other, "abs");
+    expect((await cli(["init"], { PI_TEAMS_HOOKS_DIR: absolute })).stdout).toContain(
+      `hooks dir ${absolute} (PI_TEAMS_HOOKS_DIR)`,
+    );
+  });
 
-  it(
-    "--team ID: the team under PI_TEAMS_ROOT_DIR, whose global hooks " +
-      "dir gets the gates; the next steps name it by --team",
-    async () => {
-      const root = await tempRoot();
-      fs.mkdirSync(path.join(root, "alpha"));
-      const out = await cli(["init", "--team", "alpha"], { PI_TEAMS_ROOT_DIR: root });
-      expect(out.code, out.stderr).toBe(0);
-      expect(out.stdout.split("\n")[0]).toBe(`hooks dir ${path.join(root, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR)`);
-      expect(listing(path.join(root, "_hooks"))).toEqual(GATES.map((g) => [g, "755"]));
-      expect(out.stdout).toContain("Check:  pi-teams-hooks doctor --team alpha\n");
-      expect(out.stdout).toContain("Try:    pi-teams-hooks run task_completed --team alpha --task <id>\n");
-      // The hooks dir it names is the one the team's commands use.
-      const doctor = await cli(["doctor", "--team", "alpha", "--json"], { PI_TEAMS_ROOT_DIR: root });
-      expect(JSON.parse(doctor.stdout)).toMatchObject({ hooksDir: { dir: path.join(root, "_hooks") } });
+  it("--team ID: the team under PI_TEAMS_ROOT_DIR, whose global hooks dir gets the gates; the next steps name it by --team", async () => {
+    const root = await tempRoot();
+    fs.mkdirSync(path.join(root, "alpha"));
+    const out = await cli(["init", "--team", "alpha"], { PI_TEAMS_ROOT_DIR: root });
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout.split("\n")[0]).toBe(`hooks dir ${path.join(root, "_hooks")} (_hooks under PI_TEAMS_ROOT_DIR)`);
+    expect(listing(path.join(root, "_hooks"))).toEqual(GATES.map((g) => [g, "755"]));
+    expect(out.stdout).toContain("Check:  pi-teams-hooks doctor --team alpha\n");
+    expect(out.stdout).toContain("Try:    pi-teams-hooks run task_completed --team alpha --task <id>\n");
+    // The hooks dir it names is the one the team's commands use.
+    const doctor = await cli(["doctor", "--team", "alpha", "--json"], { PI_TEAMS_ROOT_DIR: root });
+    expect(JSON.parse(doctor.stdout)).toMatchObject({ hooksDir: { dir: path.join(root, "_hooks") } });
 
-      const both = await cli(["init", "--team", "alpha", "--team-dir", path.join(root, "alpha")], {
-        PI_TEAMS_ROOT_DIR: root,
-      });
-      expect(both).toMatchObject({
-        code: 2,
-        stderr: expect.stringContaining("--team-dir and --team: give one, not both"),
-      });
-      const noRoot = await cli(["init", "--team", "alpha"]);
-      expect(noRoot).toMatchObject({
-        code: 2,
-        stderr: expect.stringContaining("--team alpha: PI_TEAMS_ROOT_DIR is not set"),
-      });
-      const bad = await cli(["init", "--team", "a/b"], { PI_TEAMS_ROOT_DIR: root });
-      expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('--team "a/b" is not a team id') });
-    },
-  );
+    const both = await cli(["init", "--team", "alpha", "--team-dir", path.join(root, "alpha")], {
+      PI_TEAMS_ROOT_DIR: root,
+    });
+    expect(both).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("--team-dir and --team: give one, not both"),
+    });
+    const noRoot = await cli(["init", "--team", "alpha"]);
+    expect(noRoot).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining("--team alpha: PI_TEAMS_ROOT_DIR is not set"),
+    });
+    const bad = await cli(["init", "--team", "a/b"], { PI_TEAMS_ROOT_DIR: root });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('--team "a/b" is not a team id') });
+  });
 
   it("says what is missing when it cannot know the teams root, and writes nothing", async () => {
     const cwd = await tempRoot();
@@ -192,8 +184,7 @@ describe("pi-teams-hooks init", () => {
     const refused = await cli(["init", "--hooks-dir", dir]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(
-      `pi-teams-hooks init: not overwriting 1 existing file(s) (nothing written; --force replaces them):\n  ` +
-        `${path.join(dir, "on_task_completed.sh")}\n`,
+      `pi-teams-hooks init: not overwriting 1 existing file(s) (nothing written; --force replaces them):\n  ${path.join(dir, "on_task_completed.sh")}\n`,
     );
     expect(fs.readdirSync(dir)).toEqual(["on_task_completed.sh"]);
     expect(fs.readFileSync(path.join(dir, "on_task_completed.sh"), "utf8")).toBe("# mine\n");
@@ -268,58 +259,51 @@ async function claudeProject(settings: unknown = SETTINGS): Promise<{ root: stri
 const WRAPPERS = ["on_idle.d/claude-1.sh", "on_task_completed.d/claude-1.sh", "on_task_completed.d/claude-2.sh"];
 
 describe("pi-teams-hooks init --from-claude", () => {
-  it(
-    "writes one wrapper per command hook, running it unchanged, " + "and names each one written, skipped or not mapped",
-    async () => {
-      const p = await claudeProject();
-      // A relative path, from the project: the wrappers name the settings file by its absolute path.
-      const out = await cli(
-        ["init", "--hooks-dir", p.hooks, "--from-claude", ".claude/settings.json"],
-        {},
-        path.join(p.root, "proj"),
-      );
-      expect(out.stderr).toBe("");
-      expect(out.code).toBe(0);
-      expect(tree(p.hooks)).toEqual(WRAPPERS.map((w) => [w, "755"]));
-      const from = `from ${p.settings}, run unchanged (written by pi-teams-hooks init --from-claude).`;
-      expect(fs.readFileSync(path.join(p.hooks, "on_task_completed.d/claude-1.sh"), "utf8")).toBe(
-        `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\n# Claude Code's TaskCompleted hook 1 ${from}\nnpm ` +
-          `test ` +
-          `--silent\n`,
-      );
-      expect(fs.readFileSync(path.join(p.hooks, "on_task_completed.d/claude-2.sh"), "utf8")).toBe(
-        `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude timeout=120s\n# Claude Code's TaskCompleted hook 2 ` +
-          `${from}\n${LINT}\n`,
-      );
-      expect(fs.readFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "utf8")).toBe(
-        `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\n# Claude Code's TeammateIdle hook 1 ${from}\n${IDLE}\n`,
-      );
+  it("writes one wrapper per command hook, running it unchanged, and names each one written, skipped or not mapped", async () => {
+    const p = await claudeProject();
+    // A relative path, from the project: the wrappers name the settings file by its absolute path.
+    const out = await cli(
+      ["init", "--hooks-dir", p.hooks, "--from-claude", ".claude/settings.json"],
+      {},
+      path.join(p.root, "proj"),
+    );
+    expect(out.stderr).toBe("");
+    expect(out.code).toBe(0);
+    expect(tree(p.hooks)).toEqual(WRAPPERS.map((w) => [w, "755"]));
+    const from = `from ${p.settings}, run unchanged (written by pi-teams-hooks init --from-claude).`;
+    expect(fs.readFileSync(path.join(p.hooks, "on_task_completed.d/claude-1.sh"), "utf8")).toBe(
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\n# Claude Code's TaskCompleted hook 1 ${from}\nnpm test --silent\n`,
+    );
+    expect(fs.readFileSync(path.join(p.hooks, "on_task_completed.d/claude-2.sh"), "utf8")).toBe(
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude timeout=120s\n# Claude Code's TaskCompleted hook 2 ${from}\n${LINT}\n`,
+    );
+    expect(fs.readFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "utf8")).toBe(
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude\n# Claude Code's TeammateIdle hook 1 ${from}\n${IDLE}\n`,
+    );
 
-      expect(out.stdout).toContain(`hooks dir ${p.hooks} (--hooks-dir)\nfrom the Claude Code settings ${p.settings}\n`);
-      expect(out.stdout).toContain(
-        "  wrote on_task_completed.d/claude-1.sh (mode 755): TaskCompleted hook 1: npm test --silent\n",
-      );
-      expect(out.stdout).toContain(
-        `  wrote on_task_completed.d/claude-2.sh (mode 755): TaskCompleted hook 2, timeout 120s: ${LINT}\n`,
-      );
-      expect(out.stdout).toContain(
-        "  wrote on_idle.d/claude-1.sh (mode 755): TeammateIdle hook 1: git diff --quiet || { echo 'commit your work " +
-          "first' >&2; exit 2; } (+1 more line(s))\n",
-      );
-      expect(out.stdout).toContain(
-        '  skipped hooks.TaskCompleted[0].hooks[1]: type "http" (only command hooks can run here)\n',
-      );
-      expect(out.stdout).toContain(
-        '  skipped hooks.TeammateIdle[0].hooks[0]: type "prompt" (only command hooks can run here)\n',
-      );
-      expect(out.stdout).toContain(
-        '  note: hooks.TaskCompleted[1].matcher "ignored-here" is ignored: TaskCompleted takes no matcher',
-      );
-      expect(out.stdout).toContain("  not mapped: PreToolUse (only TaskCompleted and TeammateIdle become gates");
-      expect(out.stdout).toContain(`Check:  pi-teams-hooks doctor --team-dir <team dir> --hooks-dir ${p.hooks}\n`);
-      expect(out.stdout).not.toContain("on_task_completed.sh"); // the examples are not copied
-    },
-  );
+    expect(out.stdout).toContain(`hooks dir ${p.hooks} (--hooks-dir)\nfrom the Claude Code settings ${p.settings}\n`);
+    expect(out.stdout).toContain(
+      "  wrote on_task_completed.d/claude-1.sh (mode 755): TaskCompleted hook 1: npm test --silent\n",
+    );
+    expect(out.stdout).toContain(
+      `  wrote on_task_completed.d/claude-2.sh (mode 755): TaskCompleted hook 2, timeout 120s: ${LINT}\n`,
+    );
+    expect(out.stdout).toContain(
+      "  wrote on_idle.d/claude-1.sh (mode 755): TeammateIdle hook 1: git diff --quiet || { echo 'commit your work first' >&2; exit 2; } (+1 more line(s))\n",
+    );
+    expect(out.stdout).toContain(
+      '  skipped hooks.TaskCompleted[0].hooks[1]: type "http" (only command hooks can run here)\n',
+    );
+    expect(out.stdout).toContain(
+      '  skipped hooks.TeammateIdle[0].hooks[0]: type "prompt" (only command hooks can run here)\n',
+    );
+    expect(out.stdout).toContain(
+      '  note: hooks.TaskCompleted[1].matcher "ignored-here" is ignored: TaskCompleted takes no matcher',
+    );
+    expect(out.stdout).toContain("  not mapped: PreToolUse (only TaskCompleted and TeammateIdle become gates");
+    expect(out.stdout).toContain(`Check:  pi-teams-hooks doctor --team-dir <team dir> --hooks-dir ${p.hooks}\n`);
+    expect(out.stdout).not.toContain("on_task_completed.sh"); // the examples are not copied
+  });
 
   it("the wrapper runs the command as bash runs it: quoting, pipes, exit code and stderr kept", async () => {
     const cmd = `printf '%s|' "$CLAUDE_PROJECT_DIR" 'a b' | tr '|' '\\n' >&2; exit 2`;
@@ -340,8 +324,7 @@ describe("pi-teams-hooks init --from-claude", () => {
     const refused = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(
-      `pi-teams-hooks init: not overwriting 1 existing file(s) (nothing written; --force replaces them):\n  ` +
-        `${path.join(p.hooks, "on_idle.d/claude-1.sh")}\n`,
+      `pi-teams-hooks init: not overwriting 1 existing file(s) (nothing written; --force replaces them):\n  ${path.join(p.hooks, "on_idle.d/claude-1.sh")}\n`,
     );
     expect(tree(p.hooks)).toEqual([["on_idle.d/claude-1.sh", "644"]]);
     expect(fs.readFileSync(path.join(p.hooks, "on_idle.d/claude-1.sh"), "utf8")).toBe("# mine\n");
@@ -427,37 +410,27 @@ describe("pi-teams-hooks init --from-claude", () => {
     const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
     expect(out.code).toBe(2);
     expect(out.stderr).toBe(
-      "pi-teams-hooks init: cannot use the Claude Code settings (nothing written):\n" +
-        `  ${p.settings}: hooks.TaskCompleted[0].hooks[0].command: expected a string, got missing\n` +
-        `  ${p.settings}: hooks.TeammateIdle[0].hooks[0].timeout: expected a number of seconds, more than 0 and at ` +
-        `most 2147483, got "30"\n`,
+      `pi-teams-hooks init: cannot use the Claude Code settings (nothing written):\n  ${p.settings}: hooks.TaskCompleted[0].hooks[0].command: expected a string, got missing\n  ${p.settings}: hooks.TeammateIdle[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got "30"\n`,
     );
   });
 
-  it(
-    "a settings file with no TaskCompleted or TeammateIdle " + "command hook: says so, exit 1, nothing written",
-    async () => {
-      const p = await claudeProject({
-        hooks: {
-          Stop: [{ hooks: [{ type: "command", command: "./notify.sh" }] }],
-          TaskCompleted: [{ hooks: [{ type: "agent", prompt: "check it" }] }],
-        },
-      });
-      const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
-      expect(out.code).toBe(1);
-      expect(out.stderr).toBe(
-        `pi-teams-hooks init: ${p.settings} has no command hook for TaskCompleted or TeammateIdle: nothing written\n` +
-          '  skipped hooks.TaskCompleted[0].hooks[0]: type "agent" (only command hooks can run here)\n' +
-          "  not mapped: Stop (only TaskCompleted and TeammateIdle become gates; the other events have no " +
-          "counterpart " +
-          "here)\n",
-      );
-      expect(fs.existsSync(p.hooks)).toBe(false);
-      expect((await cli(["init", "--hooks-dir", p.hooks, "--from-claude", ""])).stderr).toContain(
-        "--from-claude must not be empty",
-      );
-    },
-  );
+  it("a settings file with no TaskCompleted or TeammateIdle command hook: says so, exit 1, nothing written", async () => {
+    const p = await claudeProject({
+      hooks: {
+        Stop: [{ hooks: [{ type: "command", command: "./notify.sh" }] }],
+        TaskCompleted: [{ hooks: [{ type: "agent", prompt: "check it" }] }],
+      },
+    });
+    const out = await cli(["init", "--hooks-dir", p.hooks, "--from-claude", p.settings]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toBe(
+      `pi-teams-hooks init: ${p.settings} has no command hook for TaskCompleted or TeammateIdle: nothing written\n  skipped hooks.TaskCompleted[0].hooks[0]: type "agent" (only command hooks can run here)\n  not mapped: Stop (only TaskCompleted and TeammateIdle become gates; the other events have no counterpart here)\n`,
+    );
+    expect(fs.existsSync(p.hooks)).toBe(false);
+    expect((await cli(["init", "--hooks-dir", p.hooks, "--from-claude", ""])).stderr).toContain(
+      "--from-claude must not be empty",
+    );
+  });
 
   it("--help describes the flag", async () => {
     const out = await cli(["init", "--help"]);

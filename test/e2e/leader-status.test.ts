@@ -103,8 +103,7 @@ describe("whether a leader holds the team", () => {
     );
     expect(await doctorLeaderLine(t)).toMatch(
       new RegExp(
-        `^ {2}warn leader: stale \\(pid ${pid}, pi-teams-hooks watch, since 2026-12-06T06:00:00.000Z, ` +
-          `heartbeat \\d+ s ago\\): process ${pid} is gone; no leader runs the gates`,
+        `^ {2}warn leader: stale \\(pid ${pid}, pi-teams-hooks watch, since 2026-12-06T06:00:00.000Z, heartbeat \\d+ s ago\\): process ${pid} is gone; no leader runs the gates`,
       ),
     );
 

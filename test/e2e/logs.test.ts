@@ -110,19 +110,13 @@ describe("logs through the built binary", () => {
     try {
       await waitFor(() => stderr.includes("following "), "'following' notice");
       expect(stdout).toMatch(
-        new RegExp(
-          String.raw`^id +time \(UTC\) .*\nrun-1 +2026-03-01 08:00:00 +task_completed ` +
-            String.raw`+#1 +ada +on_task_completed\.sh +passed +1\.2s +-\n$`,
-        ),
+        /^id +time \(UTC\) .*\nrun-1 +2026-03-01 08:00:00 +task_completed +#1 +ada +on_task_completed\.sh +passed +1\.2s +-\n$/,
       );
 
       await writeHookLog(team.teamDir, record(team.teamDir, "2026-03-01T08:05:00.000Z", "2", "failed"));
       await waitFor(() => stdout.includes("#2"), "line for the new log");
       expect(stdout.trimEnd().split("\n").at(-1)).toMatch(
-        new RegExp(
-          String.raw`^run-2 +2026-03-01 08:05:00 +task_completed +#2 +ada +on_task_completed\.sh ` +
-            String.raw`+failed +1\.2s +reopened \(1\/3\), nudge ada +FAIL: lint$`,
-        ),
+        /^run-2 +2026-03-01 08:05:00 +task_completed +#2 +ada +on_task_completed\.sh +failed +1\.2s +reopened \(1\/3\), nudge ada +FAIL: lint$/,
       );
     } finally {
       child.kill("SIGINT");

@@ -135,35 +135,32 @@ describe("the packed files, with no dependency installed", () => {
     }
   });
 
-  it(
-    "pi loads the packed extension entry, which takes the " + "leader from the packed build (skipped without pi)",
-    async (ctx) => {
-      const loader = path.join(
-        REPO_ROOT,
-        "node_modules",
-        "@mariozechner",
-        "pi-coding-agent",
-        "dist",
-        "core",
-        "extensions",
-        "loader.js",
-      );
-      if (!existsSync(loader)) ctx.skip();
-      const entry = path.join(installed, strip(manifest.pi.extensions[0] ?? ""));
-      const piLoad = path.join(installed, "dist", "teams-hooks", "pi", "load.js");
-      const script = [
-        `const { loadExtensions } = await import(${JSON.stringify(pathToFileURL(loader).href)});`,
-        `const loaded = await loadExtensions([${JSON.stringify(entry)}], ${JSON.stringify(tmp)});`,
-        `const { loadGatesCode } = await import(${JSON.stringify(pathToFileURL(piLoad).href)});`,
-        "const from = (await loadGatesCode()).from;",
-        "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from }));",
-      ].join("\n");
-      const { stdout: out } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], {
-        cwd: tmp,
-      });
-      expect(JSON.parse(out.trim().split("\n").pop() ?? "")).toEqual({ errors: [], extensions: 1, from: "build" });
-    },
-  );
+  it("pi loads the packed extension entry, which takes the leader from the packed build (skipped without pi)", async (ctx) => {
+    const loader = path.join(
+      REPO_ROOT,
+      "node_modules",
+      "@mariozechner",
+      "pi-coding-agent",
+      "dist",
+      "core",
+      "extensions",
+      "loader.js",
+    );
+    if (!existsSync(loader)) ctx.skip();
+    const entry = path.join(installed, strip(manifest.pi.extensions[0] ?? ""));
+    const piLoad = path.join(installed, "dist", "teams-hooks", "pi", "load.js");
+    const script = [
+      `const { loadExtensions } = await import(${JSON.stringify(pathToFileURL(loader).href)});`,
+      `const loaded = await loadExtensions([${JSON.stringify(entry)}], ${JSON.stringify(tmp)});`,
+      `const { loadGatesCode } = await import(${JSON.stringify(pathToFileURL(piLoad).href)});`,
+      "const from = (await loadGatesCode()).from;",
+      "console.log(JSON.stringify({ errors: loaded.errors, extensions: loaded.extensions.length, from }));",
+    ].join("\n");
+    const { stdout: out } = await execFileAsync(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: tmp,
+    });
+    expect(JSON.parse(out.trim().split("\n").pop() ?? "")).toEqual({ errors: [], extensions: 1, from: "build" });
+  });
 
   it("the declarations the exports name import only files of the package and Node's modules", () => {
     const seen = new Set<string>();
@@ -222,8 +219,7 @@ describe("the packed files, with no dependency installed", () => {
     expect(result.stdout).toBe("");
   }, 120_000);
 
-  it("npm installs the tarball without running a script and links the bin " +
-    "(skipped when npm's cache cannot serve the dependencies offline)", async (ctx) => {
+  it("npm installs the tarball without running a script and links the bin (skipped when npm's cache cannot serve the dependencies offline)", async (ctx) => {
     const dest = path.join(tmp, "tarball");
     mkdirSync(dest);
     const { stdout: out } = await execFileAsync(

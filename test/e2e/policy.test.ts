@@ -60,27 +60,7 @@ describe("pi-teams-hooks policy get", () => {
     });
     expect(out.code).toBe(0);
     expect(out.stdout).toBe(
-      `effective policy of ${t.teamDir}:\n` +
-        "  failure action              reopen           config.json hooks.failureAction\n" +
-        "  max reopens per task        3                default\n" +
-        "  follow-up owner             lead             PI_TEAMS_HOOKS_FOLLOWUP_OWNER\n" +
-        "  hook timeout                60000ms          default\n" +
-        "  failure mode task_completed closed           default\n" +
-        "  failure mode task_failed    closed           default\n" +
-        "  failure mode idle           open             default\n" +
-        "  failure mode task_started   closed           default\n" +
-        "  max hooks per event         16               default\n" +
-        "  chain deadline              300000ms         default\n" +
-        "  max payload                 8388608 bytes    default\n" +
-        "  setsid sweep                auto             default\n" +
-        "  exit codes                  v1               default\n" +
-        "  sandbox                     auto             default\n" +
-        "  defer timeout               86400000ms       default\n" +
-        "  writable fields             metadata         default\n" +
-        "  confidential                false            default\n" +
-        "  redact env                  -                default\n" +
-        "  reassign on reopen          true             default\n" +
-        "  projection                  -                default\n",
+      `effective policy of ${t.teamDir}:\n  failure action              reopen           config.json hooks.failureAction\n  max reopens per task        3                default\n  follow-up owner             lead             PI_TEAMS_HOOKS_FOLLOWUP_OWNER\n  hook timeout                60000ms          default\n  failure mode task_completed closed           default\n  failure mode task_failed    closed           default\n  failure mode idle           open             default\n  failure mode task_started   closed           default\n  max hooks per event         16               default\n  chain deadline              300000ms         default\n  max payload                 8388608 bytes    default\n  setsid sweep                auto             default\n  exit codes                  v1               default\n  sandbox                     auto             default\n  defer timeout               86400000ms       default\n  writable fields             metadata         default\n  confidential                false            default\n  redact env                  -                default\n  reassign on reopen          true             default\n  projection                  -                default\n`,
     );
     expect(out.stderr).toBe("");
     const strict = await team({
@@ -91,30 +71,25 @@ describe("pi-teams-hooks policy get", () => {
     expect(got.stdout).toContain("  sandbox                     required         config.json hooks.sandbox\n");
   });
 
-  it(
-    "warns of configured writable fields that are never writable (policy " +
-      "get and doctor): the row lists them, no patch writes them",
-    async () => {
-      const t = await team({
-        config: {
-          teamId: "test-team",
-          hooks: { writableFields: ["metadata.labels", "status", "metadata.qualityGateStatus", "updatedAt"] },
-        },
-      });
-      const warning =
-        "hooks.writableFields: status, metadata.qualityGateStatus, updatedAt are never writable (a patch's writes of " +
-        "them are dropped whatever the list says)";
-      const got = await cli(["policy", "--team-dir", t.teamDir], {});
-      expect(got.code).toBe(0);
-      expect(got.stderr).toContain(`warning: ${warning}`);
-      const doctor = await cli(["doctor", "--team-dir", t.teamDir], {});
-      expect(doctor.stdout).toContain(`  warn ${warning}`);
-      const fine = await team({
-        config: { teamId: "fine-team", hooks: { writableFields: ["metadata", "description"] } },
-      });
-      expect((await cli(["policy", "--team-dir", fine.teamDir], {})).stderr).toBe("");
-    },
-  );
+  it("warns of configured writable fields that are never writable (policy get and doctor): the row lists them, no patch writes them", async () => {
+    const t = await team({
+      config: {
+        teamId: "test-team",
+        hooks: { writableFields: ["metadata.labels", "status", "metadata.qualityGateStatus", "updatedAt"] },
+      },
+    });
+    const warning =
+      "hooks.writableFields: status, metadata.qualityGateStatus, updatedAt are never writable (a patch's writes of them are dropped whatever the list says)";
+    const got = await cli(["policy", "--team-dir", t.teamDir], {});
+    expect(got.code).toBe(0);
+    expect(got.stderr).toContain(`warning: ${warning}`);
+    const doctor = await cli(["doctor", "--team-dir", t.teamDir], {});
+    expect(doctor.stdout).toContain(`  warn ${warning}`);
+    const fine = await team({
+      config: { teamId: "fine-team", hooks: { writableFields: ["metadata", "description"] } },
+    });
+    expect((await cli(["policy", "--team-dir", fine.teamDir], {})).stderr).toBe("");
+  });
 
   it("--json: every setting with its source and origin, and the block's problems (also on stderr)", async () => {
     const t = await team({ config: { hooks: { maxReopensPerTask: "lots" } } });
@@ -133,10 +108,7 @@ describe("pi-teams-hooks policy get", () => {
       block: { valid: false, from: "none" },
     });
     const refused = expect.stringMatching(
-      new RegExp(
-        String.raw`config\.json: hooks\.maxReopensPerTask: .*got "lots" — the ` +
-          '"hooks" block is refused whole; defaults and the environment apply$',
-      ),
+      /config\.json: hooks\.maxReopensPerTask: .*got "lots" — the "hooks" block is refused whole; defaults and the environment apply$/,
     );
     expect(report.warnings).toEqual([refused]);
     expect(report.block).toMatchObject({ problems: [refused] });
@@ -162,41 +134,37 @@ describe("pi-teams-hooks policy get", () => {
 });
 
 describe("pi-teams-hooks policy set", () => {
-  it(
-    "writes normalised values into config.json hooks, keeping " + "every other field, and prints the new policy",
-    async () => {
-      const t = await team({
-        config: { version: 1, teamId: "test-team", members: [{ name: "alice" }], hooks: { custom: true } },
-      });
-      const out = await cli([
-        "policy",
-        "set",
-        "--team-dir",
-        t.teamDir,
-        "--failure-action",
-        " Reopen_Followup ",
-        "--max-reopens",
-        "2",
-        "--followup-owner",
-        "LEAD",
-      ]);
-      expect(out.code).toBe(0);
-      expect(readConfig(t)).toEqual({
-        version: 1,
-        teamId: "test-team",
-        members: [{ name: "alice" }],
-        hooks: { custom: true, failureAction: "reopen_followup", maxReopensPerTask: 2, followupOwner: "lead" },
-      });
-      expect(out.stdout).toContain(
-        `updated ${path.join(t.teamDir, "config.json")}: failureAction = "reopen_followup", maxReopensPerTask = 2, ` +
-          `followupOwner = "lead"\n`,
-      );
-      expect(out.stdout).toContain("  failure action              reopen_followup  config.json hooks.failureAction\n");
-      expect(out.stdout).toContain(
-        "  max reopens per task        2                config.json hooks.maxReopensPerTask\n",
-      );
-    },
-  );
+  it("writes normalised values into config.json hooks, keeping every other field, and prints the new policy", async () => {
+    const t = await team({
+      config: { version: 1, teamId: "test-team", members: [{ name: "alice" }], hooks: { custom: true } },
+    });
+    const out = await cli([
+      "policy",
+      "set",
+      "--team-dir",
+      t.teamDir,
+      "--failure-action",
+      " Reopen_Followup ",
+      "--max-reopens",
+      "2",
+      "--followup-owner",
+      "LEAD",
+    ]);
+    expect(out.code).toBe(0);
+    expect(readConfig(t)).toEqual({
+      version: 1,
+      teamId: "test-team",
+      members: [{ name: "alice" }],
+      hooks: { custom: true, failureAction: "reopen_followup", maxReopensPerTask: 2, followupOwner: "lead" },
+    });
+    expect(out.stdout).toContain(
+      `updated ${path.join(t.teamDir, "config.json")}: failureAction = "reopen_followup", maxReopensPerTask = 2, followupOwner = "lead"\n`,
+    );
+    expect(out.stdout).toContain("  failure action              reopen_followup  config.json hooks.failureAction\n");
+    expect(out.stdout).toContain(
+      "  max reopens per task        2                config.json hooks.maxReopensPerTask\n",
+    );
+  });
 
   it("creates a missing config.json with the defaults", async () => {
     const t = await team();
@@ -253,17 +221,13 @@ describe("pi-teams-hooks policy set", () => {
     expect(readConfig(t)).toEqual({ hooks: { custom: 1, followupOwner: "lead" } });
   });
 
-  it(
-    "--reset of a block holding only the three settings leaves an explicit " +
-      "empty block, which a running leader takes as a reset",
-    async () => {
-      const t = await team({
-        config: { teamId: "test-team", hooks: { failureAction: "reopen", maxReopensPerTask: 1 } },
-      });
-      expect((await cli(["policy", "set", "--team-dir", t.teamDir, "--reset"])).code).toBe(0);
-      expect(readConfig(t)).toEqual({ teamId: "test-team", hooks: {} });
-    },
-  );
+  it("--reset of a block holding only the three settings leaves an explicit empty block, which a running leader takes as a reset", async () => {
+    const t = await team({
+      config: { teamId: "test-team", hooks: { failureAction: "reopen", maxReopensPerTask: 1 } },
+    });
+    expect((await cli(["policy", "set", "--team-dir", t.teamDir, "--reset"])).code).toBe(0);
+    expect(readConfig(t)).toEqual({ teamId: "test-team", hooks: {} });
+  });
 
   it("leaves a config.json that is not JSON untouched, naming it (exit 2)", async () => {
     const t = await team({ config: "{ not json" });
@@ -279,45 +243,42 @@ describe("pi-teams-hooks policy set", () => {
 describe("doctor and policy get show what the leader applies", () => {
   // A block with one bad value is refused whole by the leader: its valid maxReopensPerTask does not
   // apply either. doctor and policy get must say so, not show the half that checks.
-  it(
-    "a block with a bad failureAction: max reopens 3 (default), " + "not the block's 2, and the refused field named",
-    async () => {
-      const t = await team({
-        config: { teamId: "test-team", hooks: { failureAction: "rework", maxReopensPerTask: 2 } },
-      });
-      const file = path.join(t.teamDir, "config.json");
-      const refused = `${file}: hooks.failureAction: `;
-      const whole = 'got "rework" — the "hooks" block is refused whole; defaults and the environment apply';
+  it("a block with a bad failureAction: max reopens 3 (default), not the block's 2, and the refused field named", async () => {
+    const t = await team({
+      config: { teamId: "test-team", hooks: { failureAction: "rework", maxReopensPerTask: 2 } },
+    });
+    const file = path.join(t.teamDir, "config.json");
+    const refused = `${file}: hooks.failureAction: `;
+    const whole = 'got "rework" — the "hooks" block is refused whole; defaults and the environment apply';
 
-      const policy = await cli(["policy", "get", "--team-dir", t.teamDir]);
-      expect(policy.code).toBe(0);
-      expect(policy.stdout).toContain("  failure action              warn             default\n");
-      expect(policy.stdout).toContain("  max reopens per task        3                default\n");
-      expect(policy.stderr.split("\n").filter((l) => l.startsWith("warning: "))).toEqual([
-        expect.stringMatching(new RegExp(`^warning: ${refused}.*${whole}$`)),
-      ]);
+    const policy = await cli(["policy", "get", "--team-dir", t.teamDir]);
+    expect(policy.code).toBe(0);
+    expect(policy.stdout).toContain("  failure action              warn             default\n");
+    expect(policy.stdout).toContain("  max reopens per task        3                default\n");
+    expect(policy.stderr.split("\n").filter((l) => l.startsWith("warning: "))).toEqual([
+      expect.stringMatching(new RegExp(`^warning: ${refused}.*${whole}$`)),
+    ]);
 
-      const json = JSON.parse((await cli(["policy", "get", "--team-dir", t.teamDir, "--json"])).stdout) as Record<
-        string,
-        unknown
-      >;
-      expect(json).toMatchObject({
-        policy: { maxReopensPerTask: 3 },
-        sources: { maxReopensPerTask: "default" },
-        block: { valid: false },
-      });
+    const json = JSON.parse((await cli(["policy", "get", "--team-dir", t.teamDir, "--json"])).stdout) as Record<
+      string,
+      unknown
+    >;
+    expect(json).toMatchObject({
+      policy: { maxReopensPerTask: 3 },
+      sources: { maxReopensPerTask: "default" },
+      block: { valid: false },
+    });
 
-      const doctor = await cli(["doctor", "--team-dir", t.teamDir]);
-      expect(doctor.stdout).toContain("  max reopens per task        3                default\n");
-      expect(doctor.stdout).toMatch(new RegExp(`\n  warn ${refused}.*${whole}\n`));
-      const report = JSON.parse((await cli(["doctor", "--team-dir", t.teamDir, "--json"])).stdout) as {
-        policy: Record<string, unknown>;
-      };
-      expect(report.policy).toMatchObject({
-        values: { maxReopensPerTask: 3 },
-        sources: { maxReopensPerTask: "default" },
-        origins: { maxReopensPerTask: "default" },
-      });
-    },
-  );
+    const doctor = await cli(["doctor", "--team-dir", t.teamDir]);
+    expect(doctor.stdout).toContain("  max reopens per task        3                default\n");
+    expect(doctor.stdout).toMatch(new RegExp(`\n  warn ${refused}.*${whole}\n`));
+    const report = JSON.parse((await cli(["doctor", "--team-dir", t.teamDir, "--json"])).stdout) as {
+      policy: Record<string, unknown>;
+    };
+    expect(report.policy).toMatchObject({
+      values: { maxReopensPerTask: 3 },
+      sources: { maxReopensPerTask: "default" },
+      origins: { maxReopensPerTask: "default" },
+    });
+  });
 });

@@ -30,60 +30,57 @@ describe("problems as data", () => {
     expect(documented).toEqual([...PROBLEM_KINDS]);
   });
 
-  it(
-    "a capped limit, a field never writable, a bad variable, " + "a changed gate, a bad settings line: kind and path",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const hooks = { limits: { maxHooksPerEvent: 500 }, writableFields: ["metadata", "status"] };
-      const team = await rig.team({ config: { hooks } });
-      const gate = await rig.hook(team, "on_task_completed.sh", "exit 0");
-      const idle = await rig.hook(team, "on_idle.sh", "# pi-teams-hooks: mode=dry\nexit 0");
-      expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
-      await writeFile(gate, "#!/usr/bin/env bash\nexit 1\n");
-      const env = { PI_TEAMS_HOOKS_FAILURE_MODE: "ajar" };
+  it("a capped limit, a field never writable, a bad variable, a changed gate, a bad settings line: kind and path", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const hooks = { limits: { maxHooksPerEvent: 500 }, writableFields: ["metadata", "status"] };
+    const team = await rig.team({ config: { hooks } });
+    const gate = await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const idle = await rig.hook(team, "on_idle.sh", "# pi-teams-hooks: mode=dry\nexit 0");
+    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
+    await writeFile(gate, "#!/usr/bin/env bash\nexit 1\n");
+    const env = { PI_TEAMS_HOOKS_FAILURE_MODE: "ajar" };
 
-      const config = await runBin(["config", "--team-dir", team.teamDir, "--json"], { env });
-      const fromConfig = problemsOf(config.stdout);
-      expect(fromConfig).toEqual(
-        expect.arrayContaining([
-          {
-            kind: "setting_capped",
-            path: CAPPED,
-            message: expect.stringContaining("500 is above its ceiling of 64 — capped to 64"),
-          },
-          {
-            kind: "setting_ignored",
-            path: "hooks.writableFields",
-            message: expect.stringContaining("status is never writable"),
-          },
-          { kind: "env_ignored", path: MODE_VAR, message: expect.stringContaining('"ajar" is not valid') },
-          { kind: "gate_untrusted", path: gate, message: expect.stringContaining("changed since it was trusted") },
-          {
-            kind: "gate_settings",
-            path: idle,
-            message: expect.stringContaining("mode=dry: expected enforce or shadow"),
-          },
-        ]),
-      );
-      // The fields readers used before stay.
-      const view = JSON.parse(config.stdout) as Record<string, unknown>;
-      expect(view).toHaveProperty("warnings");
-      expect(view).toHaveProperty("block.problems");
+    const config = await runBin(["config", "--team-dir", team.teamDir, "--json"], { env });
+    const fromConfig = problemsOf(config.stdout);
+    expect(fromConfig).toEqual(
+      expect.arrayContaining([
+        {
+          kind: "setting_capped",
+          path: CAPPED,
+          message: expect.stringContaining("500 is above its ceiling of 64 — capped to 64"),
+        },
+        {
+          kind: "setting_ignored",
+          path: "hooks.writableFields",
+          message: expect.stringContaining("status is never writable"),
+        },
+        { kind: "env_ignored", path: MODE_VAR, message: expect.stringContaining('"ajar" is not valid') },
+        { kind: "gate_untrusted", path: gate, message: expect.stringContaining("changed since it was trusted") },
+        {
+          kind: "gate_settings",
+          path: idle,
+          message: expect.stringContaining("mode=dry: expected enforce or shadow"),
+        },
+      ]),
+    );
+    // The fields readers used before stay.
+    const view = JSON.parse(config.stdout) as Record<string, unknown>;
+    expect(view).toHaveProperty("warnings");
+    expect(view).toHaveProperty("block.problems");
 
-      const doctor = await runBin(["doctor", "--team-dir", team.teamDir, "--json"], { env });
-      const report = JSON.parse(doctor.stdout) as { problems: Problem[]; errors: number; warnings: number };
-      expect(report.problems).toEqual(
-        expect.arrayContaining([
-          { kind: "setting_capped", path: CAPPED, message: expect.stringContaining("capped to 64") },
-          { kind: "env_ignored", path: MODE_VAR, message: expect.stringContaining("ajar") },
-          { kind: "gate_settings", path: idle, message: expect.stringContaining("mode=dry") },
-        ]),
-      );
-      expect(report.problems).toHaveLength(report.errors + report.warnings);
-      for (const p of [...fromConfig, ...report.problems]) expect(PROBLEM_KINDS).toContain(p.kind);
-    },
-  );
+    const doctor = await runBin(["doctor", "--team-dir", team.teamDir, "--json"], { env });
+    const report = JSON.parse(doctor.stdout) as { problems: Problem[]; errors: number; warnings: number };
+    expect(report.problems).toEqual(
+      expect.arrayContaining([
+        { kind: "setting_capped", path: CAPPED, message: expect.stringContaining("capped to 64") },
+        { kind: "env_ignored", path: MODE_VAR, message: expect.stringContaining("ajar") },
+        { kind: "gate_settings", path: idle, message: expect.stringContaining("mode=dry") },
+      ]),
+    );
+    expect(report.problems).toHaveLength(report.errors + report.warnings);
+    for (const p of [...fromConfig, ...report.problems]) expect(PROBLEM_KINDS).toContain(p.kind);
+  });
 
   it("a refused block names each field; an unreadable config.json is config_unreadable", async (context) => {
     const { expect } = context;

@@ -55,8 +55,7 @@ describe("run, as the leader would", () => {
     await writeFile(path.join(hooks, "on_task_complete.sh"), "exit 1\n", { mode: 0o755 });
     const expected = [
       `skipped global on_task_completed.d/20-lint: not executable (chmod +x ${lint})`,
-      "on_task_completed.sh:2: looks like a settings line, but is not read (only a line that starts " +
-        "`# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+      "on_task_completed.sh:2: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
       `${path.join(hooks, "on_task_complete.sh")} never runs: the gate of no event`,
     ];
 
@@ -124,48 +123,43 @@ describe("run, as the leader would", () => {
     ]);
   });
 
-  it(
-    "run --apply-policy, decide with no leader and the leader " +
-      "apply the team's settings alike: reassignOnReopen false",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const config = {
-        version: 1,
-        teamId: "alpha",
-        taskListId: "alpha",
-        leadName: "team-lead",
-        members: [],
-        hooks: { failureAction: "reopen", reassignOnReopen: false },
-      };
-      const team = await rig.team({ config, tasks: [done("1", "bob"), done("2", "bob"), working("3", "bob")] });
-      // Task 2 is held for a decision; the others are denied.
-      await rig.hook(
-        team,
-        "on_task_completed.sh",
-        `case "$PI_TEAMS_TASK_ID" in 2) echo '{"decision":"defer","reason":"CI"}';; *) echo "lint failed" >&2; exit ` +
-          `1;; esac`,
-      );
-      const run = (id: string) =>
-        runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", id, "--apply-policy"]);
+  it("run --apply-policy, decide with no leader and the leader apply the team's settings alike: reassignOnReopen false", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const config = {
+      version: 1,
+      teamId: "alpha",
+      taskListId: "alpha",
+      leadName: "team-lead",
+      members: [],
+      hooks: { failureAction: "reopen", reassignOnReopen: false },
+    };
+    const team = await rig.team({ config, tasks: [done("1", "bob"), done("2", "bob"), working("3", "bob")] });
+    // Task 2 is held for a decision; the others are denied.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `case "$PI_TEAMS_TASK_ID" in 2) echo '{"decision":"defer","reason":"CI"}';; *) echo "lint failed" >&2; exit 1;; esac`,
+    );
+    const run = (id: string) =>
+      runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", id, "--apply-policy"]);
 
-      const byHand = await run("1");
-      expect(byHand.code, byHand.stderr).toBe(1);
-      expect(byHand.stdout).toMatch(/→ reopened \(1\/3\), nudge bob \(run /);
-      const held = await run("2");
-      expect(held.code, held.stderr).toBe(3);
-      const heldRunId = / ([0-9a-f-]{36}) allow\|deny$/m.exec(held.stdout)?.[1] ?? "";
-      const decided = await runBin(["decide", "--yes", "--team-dir", team.teamDir, heldRunId, "deny"]);
-      expect(decided.code, decided.stdout + decided.stderr).toBe(0);
-      expect(decided.stdout).toContain("→ reopened (1/3), nudge bob");
+    const byHand = await run("1");
+    expect(byHand.code, byHand.stderr).toBe(1);
+    expect(byHand.stdout).toMatch(/→ reopened \(1\/3\), nudge bob \(run /);
+    const held = await run("2");
+    expect(held.code, held.stderr).toBe(3);
+    const heldRunId = / ([0-9a-f-]{36}) allow\|deny$/m.exec(held.stdout)?.[1] ?? "";
+    const decided = await runBin(["decide", "--yes", "--team-dir", team.teamDir, heldRunId, "deny"]);
+    expect(decided.code, decided.stdout + decided.stderr).toBe(0);
+    expect(decided.stdout).toContain("→ reopened (1/3), nudge bob");
 
-      const leader = await rig.leader(team);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
-      const [event] = await leader.waitForEvents(1, (e) => e.taskId === "3");
-      expect(event?.actions).toEqual(["reopened (1/3)", "nudge bob"]);
-      expect(await leader.stop()).toMatchObject({ code: 0 });
-    },
-  );
+    const leader = await rig.leader(team);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["3"] });
+    const [event] = await leader.waitForEvents(1, (e) => e.taskId === "3");
+    expect(event?.actions).toEqual(["reopened (1/3)", "nudge bob"]);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 
   it("logs marks hand runs; logs stats leaves them out unless asked; old logs are the leader's", async (context) => {
     const { expect } = context;

@@ -177,8 +177,7 @@ describe("a hook log's file name", () => {
       const offsite = `http:\\\\127.0.0.1:${site.port}\\`;
       const forged = (tag: string, breakText: string): string => {
         const url = `${offsite}${tag}`;
-        const html =
-          `<tr id=pwn-${tag}><td><a href=${url}>x<img src=${url}>` + `<meta http-equiv=refresh content=0;url=${url}>`;
+        const html = `<tr id=pwn-${tag}><td><a href=${url}>x<img src=${url}><meta http-equiv=refresh content=0;url=${url}>`;
         const data = JSON.stringify({ team: "alpha", name: tag, html });
         return `2026-01-01T00-00-00-000Z_x${breakText}event: run${breakText}data: ${data}${breakText}${breakText}.json`;
       };

@@ -37,8 +37,7 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-it(`${API_TASKS} concurrent creations beside a worker creating ` +
-  `${WORKER_TASKS}: no id collides, every file parses`, async () => {
+it(`${API_TASKS} concurrent creations beside a worker creating ${WORKER_TASKS}: no id collides, every file parses`, async () => {
   const tasksDir = path.join(root, "alpha", "tasks", "alpha");
   const goFile = path.join(root, "go");
   const worker = startWorker("create-plain", { tasksDir, count: WORKER_TASKS, pauseMs: 5, goFile });

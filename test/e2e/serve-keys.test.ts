@@ -105,8 +105,7 @@ describe("keys create: the templates a key may use", () => {
     const inbox = path.join(root, "alpha", "mailboxes", "team", "inboxes", "boss.json");
     expect(made.stdout).toContain(`every template of team alpha: its lead boss was told in ${inbox}`);
     expect(made.stderr).toContain(
-      `warning: every template of team later: its lead was not told (${path.join(root, "later")} ` +
-        "is not a team folder yet)",
+      `warning: every template of team later: its lead was not told (${path.join(root, "later")} is not a team folder yet)`,
     );
     const messages = JSON.parse(await readFile(inbox, "utf8")) as Array<Record<string, unknown>>;
     expect(messages).toHaveLength(1);

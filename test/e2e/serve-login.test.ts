@@ -135,25 +135,20 @@ describe("keys login NAME", () => {
     expect(stdout).toContain(`until ${after?.expiresAt ?? "?"} `);
   });
 
-  it(
-    "refuses a key without logs:read, an unknown name, a " + "missing one (exit 2), and leaves the file alone",
-    async () => {
-      const file = await readFile(path.join(root, ".pi-teams-hooks", "keys.json"), "utf8");
-      const api = await keys(["login", "api"]);
-      expect(api).toMatchObject({ code: 2, stdout: "" });
-      expect(api.stderr).toContain('key "api" does not have the scope logs:read, so it cannot log in to the dashboard');
-      const nobody = await keys(["login", "nobody"]);
-      expect(nobody.code).toBe(2);
-      expect(nobody.stderr).toContain('no key named "nobody"');
-      const missing = await keys(["login"]);
-      expect(missing.code).toBe(2);
-      expect(missing.stderr).toContain("serve keys login: missing the key's NAME");
-      expect((await keys(["login", "web", "--name", "x"])).stderr).toContain(
-        "--name does not apply to serve keys login",
-      );
-      expect(await readFile(path.join(root, ".pi-teams-hooks", "keys.json"), "utf8")).toBe(file);
-    },
-  );
+  it("refuses a key without logs:read, an unknown name, a missing one (exit 2), and leaves the file alone", async () => {
+    const file = await readFile(path.join(root, ".pi-teams-hooks", "keys.json"), "utf8");
+    const api = await keys(["login", "api"]);
+    expect(api).toMatchObject({ code: 2, stdout: "" });
+    expect(api.stderr).toContain('key "api" does not have the scope logs:read, so it cannot log in to the dashboard');
+    const nobody = await keys(["login", "nobody"]);
+    expect(nobody.code).toBe(2);
+    expect(nobody.stderr).toContain('no key named "nobody"');
+    const missing = await keys(["login"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("serve keys login: missing the key's NAME");
+    expect((await keys(["login", "web", "--name", "x"])).stderr).toContain("--name does not apply to serve keys login");
+    expect(await readFile(path.join(root, ".pi-teams-hooks", "keys.json"), "utf8")).toBe(file);
+  });
 
   it("--help names keys login, --url and the scope logs:read", async () => {
     const { code, stdout } = await runBin(["serve", "--help"]);

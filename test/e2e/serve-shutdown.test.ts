@@ -27,8 +27,7 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-it("a creation cut off by SIGTERM writes no task, the process " +
-  "exits soon after the cut, and the retry makes it once", async () => {
+it("a creation cut off by SIGTERM writes no task, the process exits soon after the cut, and the retry makes it once", async () => {
   const tasksDir = path.join(root, "alpha", "tasks", "alpha");
   const records = path.join(root, "alpha", "hook-state", "api-requests");
   const tasks = async (): Promise<string[]> =>

@@ -58,41 +58,38 @@ afterAll(async () => {
 });
 
 describe("keys", () => {
-  it(
-    "create prints the key alone on its last line; the file, " + "0600 in a 0700 folder, keeps a salted hash only",
-    async () => {
-      const { code, stdout } = await runBin([
-        "serve",
-        "keys",
-        "create",
-        "--teams-root",
-        root,
-        "--name",
-        "shown",
-        "--scopes",
-        "tasks:read",
-        "--teams",
-        "alpha",
-        "--all-templates",
-      ]);
-      expect(code).toBe(0);
-      const key = stdout.trimEnd().split("\n").pop() ?? "";
-      expect(key).toMatch(/^pth_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
-      expect(stdout.split("\n").filter((line) => line.includes(key))).toEqual([key]);
-      const file = path.join(root, ".pi-teams-hooks", "keys.json");
-      expect((await stat(file)).mode & 0o777).toBe(0o600);
-      expect((await stat(path.dirname(file))).mode & 0o777).toBe(0o700);
-      const text = await readFile(file, "utf8");
-      // no secret part of any key
-      for (const k of [key, ...Object.values(keys)]) expect(text).not.toContain(k.slice(17));
-      const list = await runBin(["serve", "keys", "list", "--teams-root", root]);
-      expect(list.code).toBe(0);
-      expect(list.stdout).toContain(key.slice(0, 16)); // the prefix pth_<id>
-      expect(list.stdout).not.toContain(key);
-      const json = await runBin(["serve", "keys", "list", "--teams-root", root, "--json"]);
-      expect((JSON.parse(json.stdout) as Array<{ name: string }>).map((k) => k.name)).toContain("shown");
-    },
-  );
+  it("create prints the key alone on its last line; the file, 0600 in a 0700 folder, keeps a salted hash only", async () => {
+    const { code, stdout } = await runBin([
+      "serve",
+      "keys",
+      "create",
+      "--teams-root",
+      root,
+      "--name",
+      "shown",
+      "--scopes",
+      "tasks:read",
+      "--teams",
+      "alpha",
+      "--all-templates",
+    ]);
+    expect(code).toBe(0);
+    const key = stdout.trimEnd().split("\n").pop() ?? "";
+    expect(key).toMatch(/^pth_[0-9a-f]{12}_[A-Za-z0-9_-]{43}$/);
+    expect(stdout.split("\n").filter((line) => line.includes(key))).toEqual([key]);
+    const file = path.join(root, ".pi-teams-hooks", "keys.json");
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(path.dirname(file))).mode & 0o777).toBe(0o700);
+    const text = await readFile(file, "utf8");
+    // no secret part of any key
+    for (const k of [key, ...Object.values(keys)]) expect(text).not.toContain(k.slice(17));
+    const list = await runBin(["serve", "keys", "list", "--teams-root", root]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(key.slice(0, 16)); // the prefix pth_<id>
+    expect(list.stdout).not.toContain(key);
+    const json = await runBin(["serve", "keys", "list", "--teams-root", root, "--json"]);
+    expect((JSON.parse(json.stdout) as Array<{ name: string }>).map((k) => k.name)).toContain("shown");
+  });
 
   it("refuses bad specs and a name taken (exit 2), and revoking an unknown name (exit 1)", async () => {
     const create = (args: string[]) => runBin(["serve", "keys", "create", "--teams-root", root, ...args]);
@@ -154,72 +151,70 @@ describe("serve", () => {
 });
 
 describe("answers", () => {
-  it(
-    "202: the task is written, rendered in one pass (a value's " + "{{parameters.x}} stays literal), its owner told",
-    async () => {
-      const body = {
-        template: "Deploy",
-        parameters: { BRANCH: "fix-{{parameters.env}}", env: "prod", flags: ["-v", 2], dry: false },
-      };
-      const created = await api(serve.url, "POST", TASKS, { key: keys.full, body });
-      expect(created).toMatchObject({ status: 202, json: { status: "pending" } });
-      const id = String(created.json.taskId);
-      expect(created.json.statusUrl).toBe(`${TASKS}/${id}`);
-      expect(created.headers.get("location")).toBe(`${TASKS}/${id}`);
-      const task = JSON.parse(
-        await readFile(path.join(root, "alpha", "tasks", "alpha", `${id}.json`), "utf8"),
-      ) as Record<string, unknown>;
-      expect(task).toMatchObject({
-        id,
-        subject: "Deploy fix-{{parameters.env}}",
-        description: 'Deploy fix-{{parameters.env}} to prod with ["-v",2] (dry run: false)',
-        owner: "ada",
-        status: "pending",
-        metadata: {
-          taskApi: {
-            template: "deploy",
-            key: "full",
-            parameters: { branch: "fix-{{parameters.env}}", env: "prod", flags: ["-v", 2], dry: false },
-          },
+  it("202: the task is written, rendered in one pass (a value's {{parameters.x}} stays literal), its owner told", async () => {
+    const body = {
+      template: "Deploy",
+      parameters: { BRANCH: "fix-{{parameters.env}}", env: "prod", flags: ["-v", 2], dry: false },
+    };
+    const created = await api(serve.url, "POST", TASKS, { key: keys.full, body });
+    expect(created).toMatchObject({ status: 202, json: { status: "pending" } });
+    const id = String(created.json.taskId);
+    expect(created.json.statusUrl).toBe(`${TASKS}/${id}`);
+    expect(created.headers.get("location")).toBe(`${TASKS}/${id}`);
+    const task = JSON.parse(await readFile(path.join(root, "alpha", "tasks", "alpha", `${id}.json`), "utf8")) as Record<
+      string,
+      unknown
+    >;
+    expect(task).toMatchObject({
+      id,
+      subject: "Deploy fix-{{parameters.env}}",
+      description: 'Deploy fix-{{parameters.env}} to prod with ["-v",2] (dry run: false)',
+      owner: "ada",
+      status: "pending",
+      metadata: {
+        taskApi: {
+          template: "deploy",
+          key: "full",
+          parameters: { branch: "fix-{{parameters.env}}", env: "prod", flags: ["-v", 2], dry: false },
         },
-      });
-      const inbox = JSON.parse(
-        await readFile(path.join(root, "alpha", "mailboxes", "alpha", "inboxes", "ada.json"), "utf8"),
-      ) as Array<{ from: string; text: string }>;
-      const told = inbox
-        .map((m): Record<string, unknown> => ({ from: m.from, ...(JSON.parse(m.text) as Record<string, unknown>) }))
-        .filter((m) => m.taskId === id);
-      expect(told).toEqual([
-        expect.objectContaining({
-          from: "team-lead",
-          type: "task_assignment",
-          subject: task.subject,
-          description: task.description,
-          assignedBy: "team-lead",
-        }),
-      ]);
+      },
+    });
+    const inbox = JSON.parse(
+      await readFile(path.join(root, "alpha", "mailboxes", "alpha", "inboxes", "ada.json"), "utf8"),
+    ) as Array<{ from: string; text: string }>;
+    const told = inbox
+      .map((m): Record<string, unknown> => ({ from: m.from, ...(JSON.parse(m.text) as Record<string, unknown>) }))
+      .filter((m) => m.taskId === id);
+    expect(told).toEqual([
+      expect.objectContaining({
+        from: "team-lead",
+        type: "task_assignment",
+        subject: task.subject,
+        description: task.description,
+        assignedBy: "team-lead",
+      }),
+    ]);
 
-      const status = await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader });
-      expect(status).toMatchObject({ status: 200 });
-      expect(status.json).toEqual({
-        id,
-        status: "pending",
-        qualityGateStatus: null,
-        startDenial: null,
-        updatedAt: task.updatedAt,
-        decidingRun: null,
-        createdBy: { kind: "api", template: "deploy", key: "full" },
-      });
-      // A gate's verdict shows on the next poll.
-      await writeFile(
-        path.join(root, "alpha", "tasks", "alpha", `${id}.json`),
-        `${JSON.stringify({ ...task, metadata: { qualityGateStatus: "passed" } }, null, 2)}\n`,
-      );
-      expect((await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader })).json).toMatchObject({
-        qualityGateStatus: "passed",
-      });
-    },
-  );
+    const status = await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader });
+    expect(status).toMatchObject({ status: 200 });
+    expect(status.json).toEqual({
+      id,
+      status: "pending",
+      qualityGateStatus: null,
+      startDenial: null,
+      updatedAt: task.updatedAt,
+      decidingRun: null,
+      createdBy: { kind: "api", template: "deploy", key: "full" },
+    });
+    // A gate's verdict shows on the next poll.
+    await writeFile(
+      path.join(root, "alpha", "tasks", "alpha", `${id}.json`),
+      `${JSON.stringify({ ...task, metadata: { qualityGateStatus: "passed" } }, null, 2)}\n`,
+    );
+    expect((await api(serve.url, "GET", `${TASKS}/${id}`, { key: keys.reader })).json).toMatchObject({
+      qualityGateStatus: "passed",
+    });
+  });
 
   it("401: no key, a malformed one, a made-up one, another scheme — the same answer", async () => {
     const fake = `${keys.full?.slice(0, 17)}${"A".repeat(43)}`;

@@ -20,9 +20,7 @@ describe("a settings typo", () => {
   it("in config.json's hooks block or a gate's settings line gets a did you mean, in watch and doctor", async () => {
     const team = await rig.team({ config: config({ failureAcion: "reopen", ownedByAnotherTool: true }) });
     await rig.hook(team, "on_task_completed.sh", "# pi-teams-hooks: timout=30s\nexit 0");
-    const key =
-      `${team.teamDir}/config.json: hooks.failureAcion: not a setting of pi-teams-hooks ` +
-      "(did you mean failureAction?) — ignored";
+    const key = `${team.teamDir}/config.json: hooks.failureAcion: not a setting of pi-teams-hooks (did you mean failureAction?) — ignored`;
     const line = `on_task_completed.sh:2: unknown setting "timout" (did you mean timeout?) (settings: timeout,`;
     const watch = await runBin(["watch", "--team-dir", team.teamDir, "--once"]);
     expect(watch.stderr).toContain(`warning: ${key}`);

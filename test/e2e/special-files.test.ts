@@ -128,30 +128,26 @@ describe("special files in the team dir", () => {
     await expectStopsOnSigterm(leader);
   });
 
-  it(
-    "a FIFO as the lock of a task the policy must write: read as a lock without " +
-      "a pid, taken over once stale; other tasks' gates run meanwhile",
-    async () => {
-      const team = await gateTeam([working("1"), working("2")]);
-      const lock = `${team.taskFile("1")}.lock`;
-      const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--concurrency", "2"]);
-      mkfifo(lock);
-      // Made 55 s ago: stale (no readable pid, over 60 s old) a few seconds from now.
-      utimesSync(lock, new Date(Date.now() - 55_000), new Date(Date.now() - 55_000));
-      await writeCompleted(team, "1"); // a worker would wait at the FIFO too: this one takes no lock
-      await completeAndWait(leader, team, "2");
-      expect((await readTaskFile(team, "2")).metadata).toMatchObject({ qualityGateStatus: "passed" });
-      // Task 1's gate ran; writing its result waits for the lock, which holds no readable pid: stale
-      // once over 60 s old (docs/team-dir.md), so it is taken over.
-      await leader.waitFor("task 1's event", () => leader.events((e) => e.taskId === "1").length === 1, {
-        timeoutMs: 30_000,
-      });
-      expect(leader.events((e) => e.taskId === "1")[0]).toMatchObject({ outcome: "passed", policyApplied: true });
-      expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "passed" });
-      expect(existsSync(lock)).toBe(false);
-      await expectStopsOnSigterm(leader);
-    },
-  );
+  it("a FIFO as the lock of a task the policy must write: read as a lock without a pid, taken over once stale; other tasks' gates run meanwhile", async () => {
+    const team = await gateTeam([working("1"), working("2")]);
+    const lock = `${team.taskFile("1")}.lock`;
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS), "--concurrency", "2"]);
+    mkfifo(lock);
+    // Made 55 s ago: stale (no readable pid, over 60 s old) a few seconds from now.
+    utimesSync(lock, new Date(Date.now() - 55_000), new Date(Date.now() - 55_000));
+    await writeCompleted(team, "1"); // a worker would wait at the FIFO too: this one takes no lock
+    await completeAndWait(leader, team, "2");
+    expect((await readTaskFile(team, "2")).metadata).toMatchObject({ qualityGateStatus: "passed" });
+    // Task 1's gate ran; writing its result waits for the lock, which holds no readable pid: stale
+    // once over 60 s old (docs/team-dir.md), so it is taken over.
+    await leader.waitFor("task 1's event", () => leader.events((e) => e.taskId === "1").length === 1, {
+      timeoutMs: 30_000,
+    });
+    expect(leader.events((e) => e.taskId === "1")[0]).toMatchObject({ outcome: "passed", policyApplied: true });
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "passed" });
+    expect(existsSync(lock)).toBe(false);
+    await expectStopsOnSigterm(leader);
+  });
 
   it("an unsandboxed hook that puts a FIFO in place of its result file and exits 0: an invalid verdict, the FIFO unread, the next gate runs", async () => {
     const team = await rig.team({ tasks: [working("1"), working("2")] });
@@ -199,17 +195,14 @@ describe("special files in the team dir", () => {
     await expectStopsOnSigterm(leader);
   });
 
-  it(
-    "a FIFO as the leader's own first-start mark: the start " + "fails with a message naming it, instead of hanging",
-    async () => {
-      const team = await gateTeam();
-      const mark = path.join(team.teamDir, "hook-state", "first-start");
-      await mkdir(path.dirname(mark), { recursive: true });
-      mkfifo(mark);
-      const leader = await rig.leader(team, [], { waitForWatching: false });
-      const exit = await leader.exited;
-      expect(exit.code).not.toBe(0);
-      expect(leader.stderr).toContain(`${mark}: not a regular file`);
-    },
-  );
+  it("a FIFO as the leader's own first-start mark: the start fails with a message naming it, instead of hanging", async () => {
+    const team = await gateTeam();
+    const mark = path.join(team.teamDir, "hook-state", "first-start");
+    await mkdir(path.dirname(mark), { recursive: true });
+    mkfifo(mark);
+    const leader = await rig.leader(team, [], { waitForWatching: false });
+    const exit = await leader.exited;
+    expect(exit.code).not.toBe(0);
+    expect(leader.stderr).toContain(`${mark}: not a regular file`);
+  });
 });

@@ -53,112 +53,105 @@ async function waitDone(leader: LeaderProcess, team: TempTeam, key: string): Pro
 }
 
 describe("a start gate that denies a claim", () => {
-  it(
-    "puts the task back to pending without owner, records " + "the denial, tells the member once and logs the run",
-    async () => {
-      const { team, leader } = await startGated(DENY);
-      await claim(team, "1");
-      const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
-      expect(event).toMatchObject({
+  it("puts the task back to pending without owner, records the denial, tells the member once and logs the run", async () => {
+    const { team, leader } = await startGated(DENY);
+    await claim(team, "1");
+    const [event] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    expect(event).toMatchObject({
+      event: "task_started",
+      taskId: "1",
+      member: "alice",
+      outcome: "failed",
+      policyApplied: true,
+    });
+    expect(event?.key).toMatch(/^task_started:1:alice:/);
+    expect(event?.actions).toEqual(["claim put back (denial 1)", "told alice"]);
+
+    const task = await readTaskFile(team, "1");
+    expect(task.status).toBe("pending");
+    expect(task.owner).toBeUndefined();
+    expect(task.metadata).toMatchObject({
+      qualityGateStartDenied: true,
+      qualityGateStartDeniedHook: "on_task_started",
+      qualityGateStartDeniedCount: 1,
+      qualityGateStartDeniedKey: event?.key,
+      qualityGateStartDeniedMember: "alice",
+      qualityGateStartDeniedCode: "deps.open",
+    });
+    expect(task.metadata?.qualityGateStartDeniedReason).toContain("task #2 is not done");
+
+    const told = (await readInboxFile(team, team.taskListId, "alice")).filter(
+      (m) => m.qualityGateEventKey === event?.key,
+    );
+    expect(told).toHaveLength(1);
+    expect(told[0]?.text).toContain("Quality gate on_task_started denied your claim of task #1: ");
+    expect(told[0]?.text).toContain("Task #1 is back to pending without an owner.");
+
+    const logs = (await readLogs(team.teamDir)).filter((l) => l.invocation.event === "task_started");
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatchObject({
+      key: event?.key,
+      invocation: {
         event: "task_started",
-        taskId: "1",
-        member: "alice",
-        outcome: "failed",
-        policyApplied: true,
-      });
-      expect(event?.key).toMatch(/^task_started:1:alice:/);
-      expect(event?.actions).toEqual(["claim put back (denial 1)", "told alice"]);
+        memberName: "alice",
+        completedTask: { id: "1", status: "in_progress", owner: "alice" },
+      },
+      result: { outcome: "failed" },
+    });
+    expect(logs[0]?.policy).toMatchObject({
+      onDenial: "revert_claim",
+      claim: "put_back",
+      deniedCount: 1,
+      told: "alice",
+    });
+    // The put-back (the leader's own write, back to pending) is no event of any kind.
+    await waitDone(leader, team, event?.key ?? "");
+    expect(leader.events()).toHaveLength(1);
 
+    // A restart neither judges nor tells again.
+    expect((await leader.stop()).code).toBe(0);
+    const again = await rig.leader(team);
+    await claim(team, "2", "bob");
+    await again.waitForEvents(1, (e) => e.event === "task_started" && e.taskId === "2");
+    expect(startedEvents(again).map((e) => e.taskId)).toEqual(["2"]);
+    expect(
+      (await readInboxFile(team, team.taskListId, "alice")).filter((m) => m.qualityGateEventKey === event?.key),
+    ).toHaveLength(1);
+
+    // The member claims again: a new claim (keyed by the denial), judged again, the count goes on.
+    await claim(team, "1");
+    const [second] = await again.waitForEvents(1, (e) => e.event === "task_started" && e.taskId === "1");
+    expect(second?.key).toBe(`task_started:1:alice:${String(task.metadata?.qualityGateStartDeniedAt)}`);
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStartDeniedCount: 2 });
+  });
+
+  it("judges a re-claim whose worker's stamp is later than the denial (a clock ahead): each claim once, none slips through", async () => {
+    const { team, leader } = await startGated(DENY);
+    const claimAhead = async (): Promise<void> => {
       const task = await readTaskFile(team, "1");
-      expect(task.status).toBe("pending");
-      expect(task.owner).toBeUndefined();
-      expect(task.metadata).toMatchObject({
-        qualityGateStartDenied: true,
-        qualityGateStartDeniedHook: "on_task_started",
-        qualityGateStartDeniedCount: 1,
-        qualityGateStartDeniedKey: event?.key,
-        qualityGateStartDeniedMember: "alice",
-        qualityGateStartDeniedCode: "deps.open",
-      });
-      expect(task.metadata?.qualityGateStartDeniedReason).toContain("task #2 is not done");
-
-      const told = (await readInboxFile(team, team.taskListId, "alice")).filter(
-        (m) => m.qualityGateEventKey === event?.key,
-      );
-      expect(told).toHaveLength(1);
-      expect(told[0]?.text).toContain("Quality gate on_task_started denied your claim of task #1: ");
-      expect(told[0]?.text).toContain("Task #1 is back to pending without an owner.");
-
-      const logs = (await readLogs(team.teamDir)).filter((l) => l.invocation.event === "task_started");
-      expect(logs).toHaveLength(1);
-      expect(logs[0]).toMatchObject({
-        key: event?.key,
-        invocation: {
-          event: "task_started",
-          memberName: "alice",
-          completedTask: { id: "1", status: "in_progress", owner: "alice" },
-        },
-        result: { outcome: "failed" },
-      });
-      expect(logs[0]?.policy).toMatchObject({
-        onDenial: "revert_claim",
-        claim: "put_back",
-        deniedCount: 1,
-        told: "alice",
-      });
-      // The put-back (the leader's own write, back to pending) is no event of any kind.
-      await waitDone(leader, team, event?.key ?? "");
-      expect(leader.events()).toHaveLength(1);
-
-      // A restart neither judges nor tells again.
-      expect((await leader.stop()).code).toBe(0);
-      const again = await rig.leader(team);
-      await claim(team, "2", "bob");
-      await again.waitForEvents(1, (e) => e.event === "task_started" && e.taskId === "2");
-      expect(startedEvents(again).map((e) => e.taskId)).toEqual(["2"]);
-      expect(
-        (await readInboxFile(team, team.taskListId, "alice")).filter((m) => m.qualityGateEventKey === event?.key),
-      ).toHaveLength(1);
-
-      // The member claims again: a new claim (keyed by the denial), judged again, the count goes on.
-      await claim(team, "1");
-      const [second] = await again.waitForEvents(1, (e) => e.event === "task_started" && e.taskId === "1");
-      expect(second?.key).toBe(`task_started:1:alice:${String(task.metadata?.qualityGateStartDeniedAt)}`);
-      expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStartDeniedCount: 2 });
-    },
-  );
-
-  it(
-    "judges a re-claim whose worker's stamp is later than the denial " +
-      "(a clock ahead): each claim once, none slips through",
-    async () => {
-      const { team, leader } = await startGated(DENY);
-      const claimAhead = async (): Promise<void> => {
-        const task = await readTaskFile(team, "1");
-        const next = {
-          ...task,
-          status: "in_progress",
-          owner: "alice",
-          metadata: { ...task.metadata, claimedAt: "2099-01-01T00:00:00.000Z" },
-        };
-        await writeFile(team.taskFile("1"), `${JSON.stringify(next, null, 2)}\n`);
+      const next = {
+        ...task,
+        status: "in_progress",
+        owner: "alice",
+        metadata: { ...task.metadata, claimedAt: "2099-01-01T00:00:00.000Z" },
       };
-      await claimAhead();
-      const [first] = await leader.waitForEvents(1, (e) => e.event === "task_started");
-      await waitDone(leader, team, first?.key ?? "");
-      await claimAhead(); // the same claimedAt again: once put back, it is a new claim all the same
-      const events = await leader.waitForEvents(2, (e) => e.event === "task_started");
-      expect(events.map((e) => e.key)).toEqual([
-        "task_started:1:alice:2099-01-01T00:00:00.000Z",
-        "task_started:1:alice:2099-01-01T00:00:00.000Z#1",
-      ]);
-      expect(events[1]?.actions).toEqual(["claim put back (denial 2)", "told alice"]);
-      await waitDone(leader, team, events[1]?.key ?? "");
-      const task = await readTaskFile(team, "1");
-      expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDeniedCount: 2 } });
-      expect(task.owner).toBeUndefined();
-    },
-  );
+      await writeFile(team.taskFile("1"), `${JSON.stringify(next, null, 2)}\n`);
+    };
+    await claimAhead();
+    const [first] = await leader.waitForEvents(1, (e) => e.event === "task_started");
+    await waitDone(leader, team, first?.key ?? "");
+    await claimAhead(); // the same claimedAt again: once put back, it is a new claim all the same
+    const events = await leader.waitForEvents(2, (e) => e.event === "task_started");
+    expect(events.map((e) => e.key)).toEqual([
+      "task_started:1:alice:2099-01-01T00:00:00.000Z",
+      "task_started:1:alice:2099-01-01T00:00:00.000Z#1",
+    ]);
+    expect(events[1]?.actions).toEqual(["claim put back (denial 2)", "told alice"]);
+    await waitDone(leader, team, events[1]?.key ?? "");
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({ status: "pending", metadata: { qualityGateStartDeniedCount: 2 } });
+    expect(task.owner).toBeUndefined();
+  });
 
   it("a defer is a denial with the code deferral_not_supported: put back too, nothing held", async () => {
     const { team, leader } = await startGated(`echo '{"decision":"defer","reason":"waiting for CI"}'`);
@@ -199,9 +192,7 @@ describe("a start gate that allows", () => {
 describe("a leader killed while its start gate runs", () => {
   it("the next leader runs the gate again and applies the denial once: put back once, told once", async () => {
     // The first run waits (and is killed with its leader); the retry answers at once.
-    const hang =
-      `if mkdir "$PI_TEAMS_TEAM_DIR/hang-once" 2>/dev/null; then echo "$$" > ` +
-      `"$PI_TEAMS_TEAM_DIR/hook.pid"; sleep 60; fi\n${DENY}`;
+    const hang = `if mkdir "$PI_TEAMS_TEAM_DIR/hang-once" 2>/dev/null; then echo "$$" > "$PI_TEAMS_TEAM_DIR/hook.pid"; sleep 60; fi\n${DENY}`;
     const { team, leader } = await startGated(hang);
     await claim(team, "1");
     const pidFile = path.join(team.teamDir, "hook.pid");
@@ -484,56 +475,49 @@ describe("run task_started by hand", () => {
     );
   });
 
-  it(
-    "puts back a claim whose task claims to have been put " + "back already (the worker writes that metadata too)",
-    async () => {
-      const forged = {
-        qualityGateStartDeniedKey: "task_started:1:alice:2025-01-01T00:00:00.000Z",
-        qualityGateStartDeniedCount: 1,
-      };
-      const team = await rig.team({
-        tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice", metadata: forged })],
-      });
-      await rig.hook(team, "on_task_started.sh", DENY);
-      const applied = await runBin(
-        ["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--apply-policy", "--json"],
-        { env: { NO_COLOR: "1" } },
-      );
-      expect(applied.code).toBe(1);
-      const record = JSON.parse(applied.stdout) as { key: string; policy: Record<string, unknown> };
-      expect(record.key).toBe(forged.qualityGateStartDeniedKey);
-      expect(record.policy).toMatchObject({ claim: "put_back", alreadyApplied: false, deniedCount: 2, told: "alice" });
-      const task = await readTaskFile(team, "1");
-      expect(task).toMatchObject({
-        status: "pending",
-        metadata: { qualityGateStartDenied: true, qualityGateStartDeniedCount: 2 },
-      });
-      expect(task.owner).toBeUndefined();
-    },
-  );
+  it("puts back a claim whose task claims to have been put back already (the worker writes that metadata too)", async () => {
+    const forged = {
+      qualityGateStartDeniedKey: "task_started:1:alice:2025-01-01T00:00:00.000Z",
+      qualityGateStartDeniedCount: 1,
+    };
+    const team = await rig.team({
+      tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice", metadata: forged })],
+    });
+    await rig.hook(team, "on_task_started.sh", DENY);
+    const applied = await runBin(
+      ["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--apply-policy", "--json"],
+      { env: { NO_COLOR: "1" } },
+    );
+    expect(applied.code).toBe(1);
+    const record = JSON.parse(applied.stdout) as { key: string; policy: Record<string, unknown> };
+    expect(record.key).toBe(forged.qualityGateStartDeniedKey);
+    expect(record.policy).toMatchObject({ claim: "put_back", alreadyApplied: false, deniedCount: 2, told: "alice" });
+    const task = await readTaskFile(team, "1");
+    expect(task).toMatchObject({
+      status: "pending",
+      metadata: { qualityGateStartDenied: true, qualityGateStartDeniedCount: 2 },
+    });
+    expect(task.owner).toBeUndefined();
+  });
 
-  it(
-    "with --apply-policy refuses a task that holds no claim (exit " +
-      "2): nobody is told of a claim that was never made",
-    async () => {
-      const team = await rig.team({ tasks: [makeTask({ id: "1", status: "pending" })] });
-      await rig.hook(team, "on_task_started.sh", DENY);
-      const refused = await runBin(
-        ["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--member", "alice", "--apply-policy"],
-        { env: { NO_COLOR: "1" } },
-      );
-      expect(refused.code).toBe(2);
-      expect(refused.stderr).toContain(
-        "--task 1: the task holds no claim (it is pending without an owner): --apply-policy has nothing to put back",
-      );
-      expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(0);
-      // Without --apply-policy the gate is tried as the file stands.
-      expect(
-        (await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1"], { env: { NO_COLOR: "1" } }))
-          .code,
-      ).toBe(1);
-    },
-  );
+  it("with --apply-policy refuses a task that holds no claim (exit 2): nobody is told of a claim that was never made", async () => {
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "pending" })] });
+    await rig.hook(team, "on_task_started.sh", DENY);
+    const refused = await runBin(
+      ["run", "task_started", "--team-dir", team.teamDir, "--task", "1", "--member", "alice", "--apply-policy"],
+      { env: { NO_COLOR: "1" } },
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      "--task 1: the task holds no claim (it is pending without an owner): --apply-policy has nothing to put back",
+    );
+    expect(await readInboxFile(team, team.taskListId, "alice")).toHaveLength(0);
+    // Without --apply-policy the gate is tried as the file stands.
+    expect(
+      (await runBin(["run", "task_started", "--team-dir", team.teamDir, "--task", "1"], { env: { NO_COLOR: "1" } }))
+        .code,
+    ).toBe(1);
+  });
 
   it("tells the member whose claim it put back, not the --member named", async () => {
     const team = await rig.team({ tasks: [makeTask({ id: "1", status: "in_progress", owner: "alice" })] });

@@ -41,26 +41,23 @@ describe("exit 3 under strict exit codes", () => {
     expect(result.verdict).toBeUndefined();
   });
 
-  it(
-    "a running leader applies the policy to it as a denial: " + "reopened, the code on the task, nothing held",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({
-        tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
-        config: { hooks: { exitCodes: "strict", failureAction: "reopen" } },
-      });
-      await rig.hook(team, "on_task_completed.sh", GATE);
-      const leader = await rig.leader(team);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      const [event] = await leader.waitForEvents(1, (e) => e.event === "task_completed");
-      const summary = `denied (deferral_not_supported) • ${REASON}`;
-      expect(event).toMatchObject({ outcome: "failed", policyApplied: true, summary });
-      expect(event?.held).toBeFalsy();
-      const task = await readTaskFile(team, "1");
-      expect(task.status).toBe("pending");
-      expect(task.metadata).toMatchObject({ qualityGateStatus: "failed", qualityGateCode: "deferral_not_supported" });
-      expect(await leader.stop()).toMatchObject({ code: 0 });
-    },
-  );
+  it("a running leader applies the policy to it as a denial: reopened, the code on the task, nothing held", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
+      config: { hooks: { exitCodes: "strict", failureAction: "reopen" } },
+    });
+    await rig.hook(team, "on_task_completed.sh", GATE);
+    const leader = await rig.leader(team);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [event] = await leader.waitForEvents(1, (e) => e.event === "task_completed");
+    const summary = `denied (deferral_not_supported) • ${REASON}`;
+    expect(event).toMatchObject({ outcome: "failed", policyApplied: true, summary });
+    expect(event?.held).toBeFalsy();
+    const task = await readTaskFile(team, "1");
+    expect(task.status).toBe("pending");
+    expect(task.metadata).toMatchObject({ qualityGateStatus: "failed", qualityGateCode: "deferral_not_supported" });
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 });

@@ -93,18 +93,14 @@ describe("hooks.sweep", () => {
     }
   });
 
-  it(
-    '"always" in the leader: the policy line says so, and the ' +
-      "daemon of a watched completion is gone after its event",
-    async () => {
-      const team = await quietDaemonTeam("always");
-      const leader = await rig.leader(team);
-      expect(leader.linesOf("policy")[0]).toMatchObject({ sweep: "always", sweepSource: "config" });
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-      const [event] = await leader.waitForEvents(1);
-      expect(event).toMatchObject({ taskId: "2", outcome: "passed" });
-      expect((await leftOf(team)).processes).toEqual([]);
-      expect(await leader.stop("SIGTERM")).toMatchObject({ code: 0 });
-    },
-  );
+  it('"always" in the leader: the policy line says so, and the daemon of a watched completion is gone after its event', async () => {
+    const team = await quietDaemonTeam("always");
+    const leader = await rig.leader(team);
+    expect(leader.linesOf("policy")[0]).toMatchObject({ sweep: "always", sweepSource: "config" });
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    const [event] = await leader.waitForEvents(1);
+    expect(event).toMatchObject({ taskId: "2", outcome: "passed" });
+    expect((await leftOf(team)).processes).toEqual([]);
+    expect(await leader.stop("SIGTERM")).toMatchObject({ code: 0 });
+  });
 });

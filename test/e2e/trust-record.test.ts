@@ -82,105 +82,92 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     expect(shown.stdout).toContain(`changed  ${gate}`);
   });
 
-  it(
-    "while the leader is stopped: said at its start, not trusted; " +
-      "and after hook-state/ is deleted, nothing is trusted anew",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await gateTeam(rig);
-      const gate = await rig.hook(team, GATE, recording("v1"));
-      const first = await rig.leader(team);
-      await first.stop();
-      await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
-      await forgeApproval(team, gate);
+  it("while the leader is stopped: said at its start, not trusted; and after hook-state/ is deleted, nothing is trusted anew", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const first = await rig.leader(team);
+    await first.stop();
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    await forgeApproval(team, gate);
 
-      const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-      expect(
-        second
-          .warnings()
-          .some(
-            (w) =>
-              w.includes("trust.json was changed while no leader ran, not through pi-teams-hooks trust") &&
-              w.includes(gate),
-          ),
-      ).toBe(true);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      expect((await second.waitForEvents(1))[0]).toMatchObject({ outcome: "error", held: "approval" });
-      await second.stop();
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(
+      second
+        .warnings()
+        .some(
+          (w) =>
+            w.includes("trust.json was changed while no leader ran, not through pi-teams-hooks trust") &&
+            w.includes(gate),
+        ),
+    ).toBe(true);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    expect((await second.waitForEvents(1))[0]).toMatchObject({ outcome: "error", held: "approval" });
+    await second.stop();
 
-      // The whole state deleted: the approved copy outside the team dir still says what was approved.
-      await rm(path.join(team.teamDir, "hook-state"), { recursive: true, force: true });
-      const third = await rig.leader(team, ["--reconcile-ms", "200"]);
-      expect(
-        third
-          .warnings()
-          .some((w) => w.includes("trust.json was removed while no leader ran: written back as approved")),
-      ).toBe(true);
-      expect(third.linesOf("info").some((l) => String(l.message).includes("on first use"))).toBe(false);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
-      const events = await third.waitForEvents(1, (e) => e.taskId === "2");
-      expect(events[0]).toMatchObject({ outcome: "error", held: "approval" });
-      expect(await runs(team)).toEqual([]);
-    },
-  );
+    // The whole state deleted: the approved copy outside the team dir still says what was approved.
+    await rm(path.join(team.teamDir, "hook-state"), { recursive: true, force: true });
+    const third = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(
+      third.warnings().some((w) => w.includes("trust.json was removed while no leader ran: written back as approved")),
+    ).toBe(true);
+    expect(third.linesOf("info").some((l) => String(l.message).includes("on first use"))).toBe(false);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    const events = await third.waitForEvents(1, (e) => e.taskId === "2");
+    expect(events[0]).toMatchObject({ outcome: "error", held: "approval" });
+    expect(await runs(team)).toEqual([]);
+  });
 
-  it(
-    "with the approved copy removed as well (the same user can): " +
-      "what trust.json says is taken, said loudly and to the lead",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await gateTeam(rig);
-      const gate = await rig.hook(team, GATE, recording("v1"));
-      const first = await rig.leader(team);
-      await first.stop();
-      await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
-      await forgeApproval(team, gate);
-      await rm(approvedFile(team.teamDir, process.env));
+  it("with the approved copy removed as well (the same user can): what trust.json says is taken, said loudly and to the lead", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const first = await rig.leader(team);
+    await first.stop();
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    await forgeApproval(team, gate);
+    await rm(approvedFile(team.teamDir, process.env));
 
-      const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-      const said = second.warnings().find((w) => w.includes("taken as it is"));
-      expect(said).toContain("the ledger shows a leader took the record before: its approved copy is gone");
-      expect(said).toContain(`${gate}: sha256 `);
-      // the forged name, shown as what it is: a claim
-      expect(said).toContain("by team-lead@host (pi-teams-hooks trust)");
-      await second.waitFor("the lead told", async () =>
-        (await leadMessages(team)).some((t) => t.includes("its approved copy is gone") && t.includes(gate)),
-      );
-      await second.stop();
-    },
-  );
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    const said = second.warnings().find((w) => w.includes("taken as it is"));
+    expect(said).toContain("the ledger shows a leader took the record before: its approved copy is gone");
+    expect(said).toContain(`${gate}: sha256 `);
+    // the forged name, shown as what it is: a claim
+    expect(said).toContain("by team-lead@host (pi-teams-hooks trust)");
+    await second.waitFor("the lead told", async () =>
+      (await leadMessages(team)).some((t) => t.includes("its approved copy is gone") && t.includes(gate)),
+    );
+    await second.stop();
+  });
 });
 
 describe.concurrent("an approval is a person's", () => {
-  it(
-    "without a terminal, `trust --all` records nothing unless " + "--yes, which it says, and the lead is told",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await gateTeam(rig);
-      const gate = await rig.hook(team, GATE, recording("v1"));
-      const leader = await rig.leader(team);
-      await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
-      const refused = await runBin(["trust", "--team-dir", team.teamDir, "--all"]);
-      expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain("approving a gate is a person's act");
-      expect(refused.stdout).toContain("not recorded: 1 change(s) not approved");
-      expect((await runBin(["trust", "--team-dir", team.teamDir])).code).toBe(1); // still listed
+  it("without a terminal, `trust --all` records nothing unless --yes, which it says, and the lead is told", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const leader = await rig.leader(team);
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    const refused = await runBin(["trust", "--team-dir", team.teamDir, "--all"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("approving a gate is a person's act");
+    expect(refused.stdout).toContain("not recorded: 1 change(s) not approved");
+    expect((await runBin(["trust", "--team-dir", team.teamDir])).code).toBe(1); // still listed
 
-      const yes = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
-      expect(yes.code, yes.stderr).toBe(0);
-      expect(yes.stdout).toContain("approved without a terminal (--yes)");
-      const notes = await leader.waitFor("the lead told", async () => {
-        const found = (await leadMessages(team)).filter((t) => t.includes(`trust record: ${gate} approved`));
-        return found.length > 0 ? found : false;
-      });
-      expect(notes).toHaveLength(1); // `trust` told it; the leader, seeing the same approval, did not again
-      expect(notes[0]).toContain("without a terminal (--yes)");
-      expect(leader.warnings().some((w) => w.includes(`trust record: ${gate} approved`))).toBe(true);
-    },
-  );
+    const yes = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
+    expect(yes.code, yes.stderr).toBe(0);
+    expect(yes.stdout).toContain("approved without a terminal (--yes)");
+    const notes = await leader.waitFor("the lead told", async () => {
+      const found = (await leadMessages(team)).filter((t) => t.includes(`trust record: ${gate} approved`));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1); // `trust` told it; the leader, seeing the same approval, did not again
+    expect(notes[0]).toContain("without a terminal (--yes)");
+    expect(leader.warnings().some((w) => w.includes(`trust record: ${gate} approved`))).toBe(true);
+  });
 
   it.for([
     ["y", 0, "at a terminal"],

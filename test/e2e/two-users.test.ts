@@ -640,12 +640,10 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     const doctor = await bin(s, NAMES.leader, ["doctor", "--team-dir", s.teamDir], s.leaderEnv);
     const access = doctor.stdout.slice(doctor.stdout.indexOf("\nAccess ("), doctor.stdout.indexOf("\nPolicy ("));
     expect(access).toContain(
-      `warn ${s.teamDir}/hook-state (leader state) can be written or replaced by group ${NAMES.group} ` +
-        `(${NAMES.agent}): another user can change the leader's state`,
+      `warn ${s.teamDir}/hook-state (leader state) can be written or replaced by group ${NAMES.group} (${NAMES.agent}): another user can change the leader's state`,
     );
     expect(access).toContain(
-      `warn ${s.teamDir}/mailboxes/beta/inboxes (${NAMES.agent}:${NAMES.group}, mode 2755) cannot be written by ` +
-        "the leader's user",
+      `warn ${s.teamDir}/mailboxes/beta/inboxes (${NAMES.agent}:${NAMES.group}, mode 2755) cannot be written by the leader's user`,
     );
   });
 });

@@ -147,65 +147,58 @@ describe("watch: config.json broken while the leader runs", () => {
 });
 
 describe("watch: config.json changed while the leader runs", () => {
-  it(
-    "a valid change is in force for the next event, every setting of it; a " +
-      "block refused for one field keeps the last valid settings, every one",
-    async () => {
-      const team = await reopenTeam();
-      await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: {} }));
-      const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
-      expect(leader.linesOf("policy")[0]).toMatchObject({
-        policy: { failureAction: "warn", maxReopensPerTask: 3 },
-        sources: { failureAction: "default" },
-      });
+  it("a valid change is in force for the next event, every setting of it; a block refused for one field keeps the last valid settings, every one", async () => {
+    const team = await reopenTeam();
+    await saveConfig(team, JSON.stringify({ ...IDENTITY, hooks: {} }));
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(leader.linesOf("policy")[0]).toMatchObject({
+      policy: { failureAction: "warn", maxReopensPerTask: 3 },
+      sources: { failureAction: "default" },
+    });
 
-      // Two settings of the policy and one that is not (who gets the reopened task again).
-      await saveConfig(
-        team,
-        JSON.stringify({
-          ...IDENTITY,
-          hooks: { failureAction: "reopen", maxReopensPerTask: 5, reassignOnReopen: false },
-        }),
-      );
-      await leader.waitFor("the config line of the new block", () =>
-        leader.linesOf("config").some((l) => l.valid === true),
-      );
-      const changed = await failingGate(team, leader, "1");
-      expect(changed?.actions).toContain("reopened (1/5)");
-      expect(changed?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
-      expect((await readTaskFile(team, "1")).status).toBe("pending");
+    // Two settings of the policy and one that is not (who gets the reopened task again).
+    await saveConfig(
+      team,
+      JSON.stringify({
+        ...IDENTITY,
+        hooks: { failureAction: "reopen", maxReopensPerTask: 5, reassignOnReopen: false },
+      }),
+    );
+    await leader.waitFor("the config line of the new block", () =>
+      leader.linesOf("config").some((l) => l.valid === true),
+    );
+    const changed = await failingGate(team, leader, "1");
+    expect(changed?.actions).toContain("reopened (1/5)");
+    expect(changed?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
+    expect((await readTaskFile(team, "1")).status).toBe("pending");
 
-      // Refused for one field: none of its others (reassignOnReopen, maxReopensPerTask) is taken.
-      await saveConfig(
-        team,
-        JSON.stringify({
-          ...IDENTITY,
-          hooks: { failureAction: "reopen", maxReopensPerTask: "many", reassignOnReopen: true },
-        }),
-      );
-      const file = path.join(team.teamDir, "config.json");
-      const [warning] = await leader.waitFor("the warning naming the field", () =>
-        naming(leader, file).length > 0 ? naming(leader, file) : false,
-      );
-      expect(warning).toMatch(
-        new RegExp(
-          String.raw`hooks\.maxReopensPerTask: .*got "many" — the "hooks" block ` +
-            "is refused whole; the last valid block stays in force$",
-        ),
-      );
-      const [refused] = await leader.waitFor("the refused config line", () => {
-        const lines = leader.linesOf("config").filter((l) => l.valid === false);
-        return lines.length > 0 ? lines : false;
-      });
-      expect(refused).toMatchObject({
-        policy: { failureAction: "reopen", maxReopensPerTask: 5 },
-        sources: { maxReopensPerTask: "config" },
-      });
-      const kept = await failingGate(team, leader, "2");
-      expect(kept?.actions).toContain("reopened (1/5)");
-      expect(kept?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
-      expect(naming(leader, file)).toEqual([warning]);
-      expect(await leader.stop()).toMatchObject({ code: 0 });
-    },
-  );
+    // Refused for one field: none of its others (reassignOnReopen, maxReopensPerTask) is taken.
+    await saveConfig(
+      team,
+      JSON.stringify({
+        ...IDENTITY,
+        hooks: { failureAction: "reopen", maxReopensPerTask: "many", reassignOnReopen: true },
+      }),
+    );
+    const file = path.join(team.teamDir, "config.json");
+    const [warning] = await leader.waitFor("the warning naming the field", () =>
+      naming(leader, file).length > 0 ? naming(leader, file) : false,
+    );
+    expect(warning).toMatch(
+      /hooks\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; the last valid block stays in force$/,
+    );
+    const [refused] = await leader.waitFor("the refused config line", () => {
+      const lines = leader.linesOf("config").filter((l) => l.valid === false);
+      return lines.length > 0 ? lines : false;
+    });
+    expect(refused).toMatchObject({
+      policy: { failureAction: "reopen", maxReopensPerTask: 5 },
+      sources: { maxReopensPerTask: "config" },
+    });
+    const kept = await failingGate(team, leader, "2");
+    expect(kept?.actions).toContain("reopened (1/5)");
+    expect(kept?.actions).not.toContainEqual(expect.stringContaining("reassigned"));
+    expect(naming(leader, file)).toEqual([warning]);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 });

@@ -16,9 +16,7 @@ const outerRig = useLeaderRig();
 const RECONCILE_MS = 200;
 const T0 = "2025-01-01T00:00:00.000Z";
 /** Every hook appends `event|task|member|timestamp` to runs.txt in the team dir (O_APPEND). */
-const RECORD =
-  `printf '%s|%s|%s|%s\\n' "$PI_TEAMS_HOOK_EVENT" "\${PI_TEAMS_TASK_ID-}" "\${PI_TEAMS_MEMBER-}" ` +
-  `"\${PI_TEAMS_EVENT_TIMESTAMP-}" >> "$PI_TEAMS_TEAM_DIR/runs.txt"`;
+const RECORD = `printf '%s|%s|%s|%s\\n' "$PI_TEAMS_HOOK_EVENT" "\${PI_TEAMS_TASK_ID-}" "\${PI_TEAMS_MEMBER-}" "\${PI_TEAMS_EVENT_TIMESTAMP-}" >> "$PI_TEAMS_TEAM_DIR/runs.txt"`;
 
 async function recordingHooks(team: TempTeam): Promise<void> {
   for (const name of ["on_task_completed.sh", "on_task_failed.sh", "on_idle.sh"])
@@ -42,59 +40,56 @@ function idleArgs(team: TempTeam, from: string, extra: Record<string, unknown> =
 const working = (id: string, owner = "alice") => makeTask({ id, owner, status: "in_progress" });
 
 describe.concurrent("events", () => {
-  it(
-    "a completion, failures (from in_progress and from completed) " + "and an idle notification each run their hook",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({
-        tasks: [
-          working("1"),
-          working("2"),
-          makeTask({ id: "3", owner: "carol", status: "completed", metadata: { completedAt: T0 } }),
-        ],
-      });
-      await recordingHooks(team);
-      const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-      expect(leader.linesOf("ready")[0]).toMatchObject({ tasks: 3, baseline: 1, queued: 0 });
+  it("a completion, failures (from in_progress and from completed) and an idle notification each run their hook", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [
+        working("1"),
+        working("2"),
+        makeTask({ id: "3", owner: "carol", status: "completed", metadata: { completedAt: T0 } }),
+      ],
+    });
+    await recordingHooks(team);
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+    expect(leader.linesOf("ready")[0]).toMatchObject({ tasks: 3, baseline: 1, queued: 0 });
 
-      const done = await rig.worker<{ final: Record<string, string> }>("complete", {
-        tasksDir: team.tasksDir,
-        ids: ["1"],
-      });
-      const failed = await rig.worker<{ final: Record<string, string> }>("abort", {
-        tasksDir: team.tasksDir,
-        ids: ["2"],
-        by: "alice",
-      });
-      const failedDone = await rig.worker<{ final: Record<string, string> }>("abort", {
-        tasksDir: team.tasksDir,
-        ids: ["3"],
-        by: "carol",
-      });
-      const idle = await rig.worker<{ timestamp: string }>("idle", idleArgs(team, "bob"));
-      await leader.waitForEvents(4);
-      await settle(leader, 4, expect);
+    const done = await rig.worker<{ final: Record<string, string> }>("complete", {
+      tasksDir: team.tasksDir,
+      ids: ["1"],
+    });
+    const failed = await rig.worker<{ final: Record<string, string> }>("abort", {
+      tasksDir: team.tasksDir,
+      ids: ["2"],
+      by: "alice",
+    });
+    const failedDone = await rig.worker<{ final: Record<string, string> }>("abort", {
+      tasksDir: team.tasksDir,
+      ids: ["3"],
+      by: "carol",
+    });
+    const idle = await rig.worker<{ timestamp: string }>("idle", idleArgs(team, "bob"));
+    await leader.waitForEvents(4);
+    await settle(leader, 4, expect);
 
-      const expected = [
-        `task_completed:1:${done.final["1"]}`,
-        `task_failed:2:${failed.final["2"]}`,
-        `task_failed:3:${failedDone.final["3"]}`,
-        `idle:bob:${idle.timestamp}`,
-      ];
-      expect(leader.events().map((e) => e.key)).toEqual(expected);
-      expect((await readLogs(team.teamDir)).map((l) => l.key).sort()).toEqual([...expected].sort());
-      expect((await runs(team)).sort()).toEqual(
-        [
-          `task_completed|1|alice|${done.final["1"]}`,
-          `task_failed|2|alice|${failed.final["2"]}`,
-          `task_failed|3|carol|${failedDone.final["3"]}`,
-          `idle||bob|${idle.timestamp}`,
-        ].sort(),
-      );
-      expect(await leader.stop()).toMatchObject({ code: 0 });
-    },
-  );
+    const expected = [
+      `task_completed:1:${done.final["1"]}`,
+      `task_failed:2:${failed.final["2"]}`,
+      `task_failed:3:${failedDone.final["3"]}`,
+      `idle:bob:${idle.timestamp}`,
+    ];
+    expect(leader.events().map((e) => e.key)).toEqual(expected);
+    expect((await readLogs(team.teamDir)).map((l) => l.key).sort()).toEqual([...expected].sort());
+    expect((await runs(team)).sort()).toEqual(
+      [
+        `task_completed|1|alice|${done.final["1"]}`,
+        `task_failed|2|alice|${failed.final["2"]}`,
+        `task_failed|3|carol|${failedDone.final["3"]}`,
+        `idle||bob|${idle.timestamp}`,
+      ].sort(),
+    );
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 
   it.for([
     ["the task file first, then the notification", "file-first"],
@@ -299,54 +294,50 @@ describe.concurrent("first start, --catch-up, --once", () => {
 });
 
 describe.concurrent("robustness", () => {
-  it(
-    "a malformed task file is a warning naming the file and the " +
-      "field, once per version, and the leader carries on",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const team = await rig.team({
-        tasks: [working("1"), { id: "7", raw: '{"id": "7", "subject": ' }, { ...makeTask({ id: "8" }), status: 42 }],
-      });
-      await recordingHooks(team);
-      const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
-      await leader.waitFor("warnings for 7.json and 8.json", () => {
-        const warnings = leader.warnings();
-        return (
-          warnings.some((w) => w.includes(team.taskFile("7")) && /invalid JSON/.test(w)) &&
-          warnings.some((w) => w.includes(team.taskFile("8")) && w.includes("status"))
-        );
-      });
-      // Broken after the start, through the watcher: a required field missing, and an array.
-      const nine = { ...makeTask({ id: "9" }) } as Record<string, unknown>;
-      delete nine.subject;
-      await writeFile(`${team.taskFile("9")}.tmp.test`, JSON.stringify(nine));
-      await rename(`${team.taskFile("9")}.tmp.test`, team.taskFile("9"));
-      await writeFile(`${team.taskFile("10")}.tmp.test`, "[]\n");
-      await rename(`${team.taskFile("10")}.tmp.test`, team.taskFile("10"));
-      await leader.waitFor("warnings for 9.json and 10.json", () => {
-        const warnings = leader.warnings();
-        return (
-          warnings.some((w) => w.includes(team.taskFile("9")) && w.includes("subject")) &&
-          warnings.some((w) => w.includes(team.taskFile("10")))
-        );
-      });
+  it("a malformed task file is a warning naming the file and the field, once per version, and the leader carries on", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [working("1"), { id: "7", raw: '{"id": "7", "subject": ' }, { ...makeTask({ id: "8" }), status: 42 }],
+    });
+    await recordingHooks(team);
+    const leader = await rig.leader(team, ["--reconcile-ms", String(RECONCILE_MS)]);
+    await leader.waitFor("warnings for 7.json and 8.json", () => {
+      const warnings = leader.warnings();
+      return (
+        warnings.some((w) => w.includes(team.taskFile("7")) && /invalid JSON/.test(w)) &&
+        warnings.some((w) => w.includes(team.taskFile("8")) && w.includes("status"))
+      );
+    });
+    // Broken after the start, through the watcher: a required field missing, and an array.
+    const nine = { ...makeTask({ id: "9" }) } as Record<string, unknown>;
+    delete nine.subject;
+    await writeFile(`${team.taskFile("9")}.tmp.test`, JSON.stringify(nine));
+    await rename(`${team.taskFile("9")}.tmp.test`, team.taskFile("9"));
+    await writeFile(`${team.taskFile("10")}.tmp.test`, "[]\n");
+    await rename(`${team.taskFile("10")}.tmp.test`, team.taskFile("10"));
+    await leader.waitFor("warnings for 9.json and 10.json", () => {
+      const warnings = leader.warnings();
+      return (
+        warnings.some((w) => w.includes(team.taskFile("9")) && w.includes("subject")) &&
+        warnings.some((w) => w.includes(team.taskFile("10")))
+      );
+    });
 
-      const done = await rig.worker<{ final: Record<string, string> }>("complete", {
-        tasksDir: team.tasksDir,
-        ids: ["1"],
-      });
-      await leader.waitForEvents(1);
-      await settle(leader, 1, expect);
-      expect(leader.events()[0]?.key).toBe(`task_completed:1:${done.final["1"]}`);
-      expect(leader.running).toBe(true);
-      // Reconcile passes went by: each broken file was reported once, not at every scan.
-      for (const id of ["7", "8", "9", "10"]) {
-        expect(leader.warnings().filter((w) => w.includes(team.taskFile(id)))).toHaveLength(1);
-      }
-      expect(await leader.stop()).toMatchObject({ code: 0 });
-    },
-  );
+    const done = await rig.worker<{ final: Record<string, string> }>("complete", {
+      tasksDir: team.tasksDir,
+      ids: ["1"],
+    });
+    await leader.waitForEvents(1);
+    await settle(leader, 1, expect);
+    expect(leader.events()[0]?.key).toBe(`task_completed:1:${done.final["1"]}`);
+    expect(leader.running).toBe(true);
+    // Reconcile passes went by: each broken file was reported once, not at every scan.
+    for (const id of ["7", "8", "9", "10"]) {
+      expect(leader.warnings().filter((w) => w.includes(team.taskFile(id)))).toHaveLength(1);
+    }
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 
   it("--poll notices completions and notifications by polling (the reconcile scan is far away)", async (context) => {
     const { expect } = context;

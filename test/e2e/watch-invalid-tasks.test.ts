@@ -26,10 +26,7 @@ describe("a task file missing required fields", () => {
     };
     await writeFile(`${file}.tmp.test`, `${JSON.stringify(handWritten)}\n`);
     await rename(`${file}.tmp.test`, file);
-    const said =
-      `warning: ${file}: description: missing, expected string; blocks: missing, expected array; ` +
-      `blockedBy: missing, expected array; createdAt: missing, expected string; updatedAt: missing, expected string` +
-      ` — not a task: no gate runs for it until the file is fixed`;
+    const said = `warning: ${file}: description: missing, expected string; blocks: missing, expected array; blockedBy: missing, expected array; createdAt: missing, expected string; updatedAt: missing, expected string — not a task: no gate runs for it until the file is fixed`;
     await leader.waitFor("the warning", () => leader.warnings().includes(said));
     // Only time can show that nothing more is said: several reconcile scans.
     await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 8));

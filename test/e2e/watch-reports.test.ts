@@ -64,8 +64,7 @@ describe("an idle notification reporting a failure", () => {
         file: path.join(t.teamDir, "mailboxes", "team", "inboxes", "team-lead.json"),
         taskId: "3",
         detail:
-          "ada reports task #3 failed, but its file says completed: the completion is gated, not a failure; " +
-          "the notification runs idle only",
+          "ada reports task #3 failed, but its file says completed: the completion is gated, not a failure; the notification runs idle only",
       }),
     ]);
   });

@@ -58,28 +58,25 @@ describe("SIGINT / SIGTERM", () => {
     },
   );
 
-  it(
-    "SIGTERM with a hook that ignores SIGTERM and hangs: " + "it is ended at its timeout, exit 0, nothing left",
-    async () => {
-      const TIMEOUT_MS = 1500;
-      const team = await rig.team({ tasks: [working("1")] });
-      await rig.hook(
-        team,
-        "on_task_completed.sh",
-        `trap '' TERM\necho "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"\nsleep 60 & wait\nsleep 60`,
-      );
-      const leader = await rig.leader(team, ["--timeout-ms", String(TIMEOUT_MS)]);
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      await leader.waitFor("the hook to start", async () => (await marks(team)).includes("start 1"));
-      const stopped = await leader.stop("SIGTERM");
-      expect(stopped).toMatchObject({ code: 0, signal: null });
-      expect(stopped.ms).toBeLessThan(TIMEOUT_MS + 1000 + 5000); // timeout, then the SIGKILL grace, then slack
-      expect(leader.events()).toEqual([expect.objectContaining({ taskId: "1", outcome: "error", timedOut: true })]);
-      const [log] = await readLogs(team.teamDir);
-      expect(log?.result).toMatchObject({ timedOut: true });
-      // (the rig fails the test if any process of the hook is still alive)
-    },
-  );
+  it("SIGTERM with a hook that ignores SIGTERM and hangs: it is ended at its timeout, exit 0, nothing left", async () => {
+    const TIMEOUT_MS = 1500;
+    const team = await rig.team({ tasks: [working("1")] });
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `trap '' TERM\necho "start $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/marks.txt"\nsleep 60 & wait\nsleep 60`,
+    );
+    const leader = await rig.leader(team, ["--timeout-ms", String(TIMEOUT_MS)]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitFor("the hook to start", async () => (await marks(team)).includes("start 1"));
+    const stopped = await leader.stop("SIGTERM");
+    expect(stopped).toMatchObject({ code: 0, signal: null });
+    expect(stopped.ms).toBeLessThan(TIMEOUT_MS + 1000 + 5000); // timeout, then the SIGKILL grace, then slack
+    expect(leader.events()).toEqual([expect.objectContaining({ taskId: "1", outcome: "error", timedOut: true })]);
+    const [log] = await readLogs(team.teamDir);
+    expect(log?.result).toMatchObject({ timedOut: true });
+    // (the rig fails the test if any process of the hook is still alive)
+  });
 
   it("--once: SIGTERM stops taking events too (a cron job's time limit)", async () => {
     const team = await rig.team({ tasks: [working("1"), working("2"), working("3"), working("4")] });
@@ -101,26 +98,22 @@ describe("SIGINT / SIGTERM", () => {
 });
 
 describe("one leader per team dir", () => {
-  it(
-    "a second leader is refused (exit 2, naming the first one's " +
-      "pid) while the first runs, and may start once it stopped",
-    async () => {
-      const team = await rig.team({ tasks: [working("1")] });
-      await rig.hook(team, "on_task_completed.sh", "exit 0");
-      const first = await rig.leader(team);
-      const second = await rig.leader(team, [], { waitForWatching: false });
-      expect(await second.exited).toEqual({ code: 2, signal: null });
-      expect(second.stderr).toContain(`pid ${first.pid}`);
-      expect(second.linesOf("watching")).toEqual([]);
+  it("a second leader is refused (exit 2, naming the first one's pid) while the first runs, and may start once it stopped", async () => {
+    const team = await rig.team({ tasks: [working("1")] });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const first = await rig.leader(team);
+    const second = await rig.leader(team, [], { waitForWatching: false });
+    expect(await second.exited).toEqual({ code: 2, signal: null });
+    expect(second.stderr).toContain(`pid ${first.pid}`);
+    expect(second.linesOf("watching")).toEqual([]);
 
-      // The first one is unaffected.
-      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-      await first.waitForEvents(1);
-      expect(await first.stop()).toMatchObject({ code: 0 });
+    // The first one is unaffected.
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await first.waitForEvents(1);
+    expect(await first.stop()).toMatchObject({ code: 0 });
 
-      const third = await rig.leader(team);
-      expect(third.linesOf("ready")[0]).toMatchObject({ queued: 0 });
-      expect(await third.stop()).toMatchObject({ code: 0 });
-    },
-  );
+    const third = await rig.leader(team);
+    expect(third.linesOf("ready")[0]).toMatchObject({ queued: 0 });
+    expect(await third.stop()).toMatchObject({ code: 0 });
+  });
 });

@@ -169,8 +169,7 @@ describe.concurrent("watch --verbose", () => {
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(
       new RegExp(
-        `^${list}/1\\.json: baseline \\(present at start-up; key task_completed:1:${T0}\\): recorded as history, not ` +
-          `run`,
+        `^${list}/1\\.json: baseline \\(present at start-up; key task_completed:1:${T0}\\): recorded as history, not run`,
         "m",
       ),
     );

@@ -97,14 +97,12 @@ export async function npmChromium(cacheRoot?: string): Promise<ChromiumChoice> {
     main = createRequire(import.meta.url).resolve("@sparticuz/chromium");
   } catch {
     throw new Error(
-      `no Chromium found (${looked}), and the dev dependency @sparticuz/chromium is not installed: run npm ci, ` +
-        `install a Chromium, or set CHROMIUM_PATH`,
+      `no Chromium found (${looked}), and the dev dependency @sparticuz/chromium is not installed: run npm ci, install a Chromium, or set CHROMIUM_PATH`,
     );
   }
   if (process.platform !== "linux" || process.arch !== "x64") {
     throw new Error(
-      `no Chromium found (${looked}), and the one in @sparticuz/chromium is for x86-64 Linux only (this is ` +
-        `${process.platform} ${process.arch}): install a Chromium or set CHROMIUM_PATH`,
+      `no Chromium found (${looked}), and the one in @sparticuz/chromium is for x86-64 Linux only (this is ${process.platform} ${process.arch}): install a Chromium or set CHROMIUM_PATH`,
     );
   }
   // build/cjs/index.cjs → the package's root; its package.json is not among its exports.

@@ -145,10 +145,7 @@ export class LeaderProcess {
   /** What a failed wait shows: the end of both streams. */
   describe(): string {
     const tail = (text: string): string => (text.length > 3000 ? `…${text.slice(-3000)}` : text);
-    return (
-      `leader pid ${this.pid} ${this.exit ? `exited ${JSON.stringify(this.exit)}` : "running"}\n--- stdout ` +
-      `---\n${tail(this.stdout)}\n--- stderr ---\n${tail(this.stderr)}`
-    );
+    return `leader pid ${this.pid} ${this.exit ? `exited ${JSON.stringify(this.exit)}` : "running"}\n--- stdout ---\n${tail(this.stdout)}\n--- stderr ---\n${tail(this.stderr)}`;
   }
 
   /**

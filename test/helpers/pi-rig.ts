@@ -134,10 +134,7 @@ export class PiRpc {
 
   context(): string {
     const notices = this.notices().map((n) => `  [${n.level}] ${n.message.split("\n").join("\n    ")}`);
-    return (
-      `pi notifications:\n${notices.join("\n") || "  (none)"}\npi ` +
-      `stderr:\n${this.stderr.slice(-2000) || "  (none)"}`
-    );
+    return `pi notifications:\n${notices.join("\n") || "  (none)"}\npi stderr:\n${this.stderr.slice(-2000) || "  (none)"}`;
   }
 }
 

@@ -94,39 +94,36 @@ const D = "on_task_completed.d";
 const echo = (word: string): string => `echo ${word}\n`;
 
 describe("discoverChain: order", () => {
-  it(
-    "runs the v1 file first, then the .d files in byte-wise " + "name order (10-a before 2-b, upper case before lower)",
-    async () => {
-      const dirs = await layers({
-        "on_task_completed.sh": echo("v1"),
-        [`${D}/2-b.sh`]: echo("2-b"),
-        [`${D}/10-a.sh`]: echo("10-a"),
-        [`${D}/a.mjs`]: "console.log('a')\n",
-        [`${D}/B`]: { exec: "#!/bin/sh\necho B\n" },
-        [`${D}/_u.js`]: "console.log('_u')\n",
-        [`${D}/-dash.sh`]: echo("-dash"),
-      });
-      const found = await chain(dirs);
-      expect(order(found)).toEqual([
-        "global:v1 on_task_completed.sh",
-        "global:-dash.sh",
-        "global:10-a.sh",
-        "global:2-b.sh",
-        "global:B",
-        "global:_u.js",
-        "global:a.mjs",
-      ]);
-      expect(found.skipped).toEqual([]);
-      // Each launches by the v1 rules: .sh with bash, .js/.mjs with this node, a bare file directly.
-      const byName = new Map(found.hooks.map((h) => [h.name, [h.hook.command, ...h.hook.args]]));
-      const file = (name: string): string => path.join(dirs.globalDir, D, name);
-      expect(byName.get("2-b.sh")).toEqual(["bash", file("2-b.sh")]);
-      expect(byName.get("a.mjs")).toEqual([process.execPath, file("a.mjs")]);
-      expect(byName.get("_u.js")).toEqual([process.execPath, file("_u.js")]);
-      expect(byName.get("B")).toEqual([file("B")]);
-      expect(runAll(found)).toEqual(["v1", "-dash", "10-a", "2-b", "B", "_u", "a"]);
-    },
-  );
+  it("runs the v1 file first, then the .d files in byte-wise name order (10-a before 2-b, upper case before lower)", async () => {
+    const dirs = await layers({
+      "on_task_completed.sh": echo("v1"),
+      [`${D}/2-b.sh`]: echo("2-b"),
+      [`${D}/10-a.sh`]: echo("10-a"),
+      [`${D}/a.mjs`]: "console.log('a')\n",
+      [`${D}/B`]: { exec: "#!/bin/sh\necho B\n" },
+      [`${D}/_u.js`]: "console.log('_u')\n",
+      [`${D}/-dash.sh`]: echo("-dash"),
+    });
+    const found = await chain(dirs);
+    expect(order(found)).toEqual([
+      "global:v1 on_task_completed.sh",
+      "global:-dash.sh",
+      "global:10-a.sh",
+      "global:2-b.sh",
+      "global:B",
+      "global:_u.js",
+      "global:a.mjs",
+    ]);
+    expect(found.skipped).toEqual([]);
+    // Each launches by the v1 rules: .sh with bash, .js/.mjs with this node, a bare file directly.
+    const byName = new Map(found.hooks.map((h) => [h.name, [h.hook.command, ...h.hook.args]]));
+    const file = (name: string): string => path.join(dirs.globalDir, D, name);
+    expect(byName.get("2-b.sh")).toEqual(["bash", file("2-b.sh")]);
+    expect(byName.get("a.mjs")).toEqual([process.execPath, file("a.mjs")]);
+    expect(byName.get("_u.js")).toEqual([process.execPath, file("_u.js")]);
+    expect(byName.get("B")).toEqual([file("B")]);
+    expect(runAll(found)).toEqual(["v1", "-dash", "10-a", "2-b", "B", "_u", "a"]);
+  });
 
   it("compares names by bytes, not by locale", () => {
     expect(["b", "a", "Z", "10", "9", "é", "_"].sort(compareNames)).toEqual(["10", "9", "Z", "_", "a", "b", "é"]);
@@ -534,37 +531,31 @@ describe("doctor shows the chain", () => {
     expect(stdout).toMatch(/\n {2}idle \(on_idle\): on_idle\.sh\n {4}ok {3}on_idle\.sh runs with bash \(/);
   });
 
-  it(
-    "says a switched-off global v1 file does not run, and an unusable " +
-      "default hooks dir leaves the team's hooks running",
-    async () => {
-      const root = await tempDir();
-      const teamDir = path.join(root, "my-team");
-      await layout(teamHooksDir(teamDir), { "on_idle.d/10-a.sh": echo("team") });
-      const r = await diagnose({ teamDir, env: BASE_ENV, cwd: root });
-      expect(r.hooksDir.checks).toEqual([
-        {
-          level: "info",
-          message:
-            `the default hooks dir ${path.join(root, "_hooks")} does not exist (pi-teams-hooks init creates ` +
-            `it): only the team layer's hooks run`,
-          file: path.join(root, "_hooks"),
-        },
-      ]);
-      expect(r.hooks.find((e) => e.event === "idle")?.chain.hooks.map((h) => h.name)).toEqual(["on_idle.d/10-a.sh"]);
+  it("says a switched-off global v1 file does not run, and an unusable default hooks dir leaves the team's hooks running", async () => {
+    const root = await tempDir();
+    const teamDir = path.join(root, "my-team");
+    await layout(teamHooksDir(teamDir), { "on_idle.d/10-a.sh": echo("team") });
+    const r = await diagnose({ teamDir, env: BASE_ENV, cwd: root });
+    expect(r.hooksDir.checks).toEqual([
+      {
+        level: "info",
+        message: `the default hooks dir ${path.join(root, "_hooks")} does not exist (pi-teams-hooks init creates it): only the team layer's hooks run`,
+        file: path.join(root, "_hooks"),
+      },
+    ]);
+    expect(r.hooks.find((e) => e.event === "idle")?.chain.hooks.map((h) => h.name)).toEqual(["on_idle.d/10-a.sh"]);
 
-      await layout(path.join(root, "_hooks"), { "on_idle.sh": echo("v1"), "on_task_failed.sh": echo("v1") });
-      await layout(teamHooksDir(teamDir), { "on_idle.sh.disabled": "" });
-      const off = await diagnose({ teamDir, env: BASE_ENV, cwd: root });
-      const idle = off.hooks.find((e) => e.event === "idle");
-      expect(idle?.checks).toEqual([
-        {
-          level: "info",
-          message: `on_idle.sh does not run: disabled by ${path.join(teamHooksDir(teamDir), "on_idle.sh.disabled")}`,
-          file: path.join(root, "_hooks", "on_idle.sh"),
-        },
-      ]);
-      expect(off.errors).toBe(0);
-    },
-  );
+    await layout(path.join(root, "_hooks"), { "on_idle.sh": echo("v1"), "on_task_failed.sh": echo("v1") });
+    await layout(teamHooksDir(teamDir), { "on_idle.sh.disabled": "" });
+    const off = await diagnose({ teamDir, env: BASE_ENV, cwd: root });
+    const idle = off.hooks.find((e) => e.event === "idle");
+    expect(idle?.checks).toEqual([
+      {
+        level: "info",
+        message: `on_idle.sh does not run: disabled by ${path.join(teamHooksDir(teamDir), "on_idle.sh.disabled")}`,
+        file: path.join(root, "_hooks", "on_idle.sh"),
+      },
+    ]);
+    expect(off.errors).toBe(0);
+  });
 });

@@ -17,8 +17,7 @@ import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
 /** Reads one field of the JSON on stdin, as `jq -r .FIELD` would. */
 const FIELD = (field: string) =>
-  `node -e 'let ` +
-  `s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[${JSON.stringify(field)}] ?? ""))'`;
+  `node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s)[${JSON.stringify(field)}] ?? ""))'`;
 
 let team: TempTeam;
 let hooksDir: string;
@@ -94,42 +93,38 @@ fi
 exit 0`;
 
 describe("Claude Code's documentation examples", () => {
-  it(
-    "TaskCompleted: exit 2 with stderr denies with that reason, " +
-      "and the failure policy applies; a passing check allows",
-    async () => {
-      // The example reads TEST_COMMAND from the leader's environment: a sandboxed gate declares it.
-      claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE, "env=TEST_COMMAND");
-      const denied = await invokeEvent(
-        request({ applyPolicy: true, hooks: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }),
-      );
-      expect(denied.result).toMatchObject({
-        outcome: "failed",
-        exitCode: 2,
-        verdict: {
-          decision: "deny",
-          code: "claude.exit_2",
-          reason: "Tests not passing. Fix failing tests before completing: Add the login form",
-          source: "claude",
-        },
-        hookSettings: "format=claude env=TEST_COMMAND",
-      });
-      expect(denied.counted).toBe("failed");
-      expect(denied.summary).toBe(
-        "denied (claude.exit_2) • Tests not passing. Fix failing tests before completing: Add the login form",
-      );
-      expect(denied.actions).toContain("follow-up #8 for impl-1");
+  it("TaskCompleted: exit 2 with stderr denies with that reason, and the failure policy applies; a passing check allows", async () => {
+    // The example reads TEST_COMMAND from the leader's environment: a sandboxed gate declares it.
+    claudeGate("on_task_completed.sh", TASK_COMPLETED_EXAMPLE, "env=TEST_COMMAND");
+    const denied = await invokeEvent(
+      request({ applyPolicy: true, hooks: POLICY, env: { ...process.env, TEST_COMMAND: "exit 1" } }),
+    );
+    expect(denied.result).toMatchObject({
+      outcome: "failed",
+      exitCode: 2,
+      verdict: {
+        decision: "deny",
+        code: "claude.exit_2",
+        reason: "Tests not passing. Fix failing tests before completing: Add the login form",
+        source: "claude",
+      },
+      hookSettings: "format=claude env=TEST_COMMAND",
+    });
+    expect(denied.counted).toBe("failed");
+    expect(denied.summary).toBe(
+      "denied (claude.exit_2) • Tests not passing. Fix failing tests before completing: Add the login form",
+    );
+    expect(denied.actions).toContain("follow-up #8 for impl-1");
 
-      const allowed = await invokeEvent(
-        request({ key: "task_completed:7:b", env: { ...process.env, TEST_COMMAND: "true" } }),
-      );
-      expect(allowed.result).toMatchObject({
-        outcome: "passed",
-        exitCode: 0,
-        verdict: { decision: "allow", source: "claude" },
-      });
-    },
-  );
+    const allowed = await invokeEvent(
+      request({ key: "task_completed:7:b", env: { ...process.env, TEST_COMMAND: "true" } }),
+    );
+    expect(allowed.result).toMatchObject({
+      outcome: "passed",
+      exitCode: 0,
+      verdict: { decision: "allow", source: "claude" },
+    });
+  });
 
   it("TeammateIdle: the idle gate denies until the artifact exists in the project dir", async () => {
     claudeGate("on_idle.sh", TEAMMATE_IDLE_EXAMPLE);

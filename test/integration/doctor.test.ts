@@ -137,39 +137,34 @@ describe("doctor: which hook runs", () => {
     });
   });
 
-  it(
-    "explains each skipped candidate: an error when nothing " + "else runs, a warning when another file runs instead",
-    async () => {
-      const { team } = await setup({
-        hooks: {
-          on_idle: "echo not executable\n",
-          on_task_completed: "dir",
-          "on_task_completed.sh": "echo ok\n",
-          on_task_failed: "#!/bin/sh\n",
-          "on_task_failed.js": "console.log(1)\n",
-        },
-      });
-      const r = await report(team);
-      expect(lines(event(r, "idle").checks)).toEqual([
-        `error: skipped on_idle: not executable (chmod +x ${path.join(team.teamsRoot, "_hooks", "on_idle")}): no ` +
-          `gate ` +
-          `runs for this event`,
-      ]);
-      expect(lines(event(r, "task_completed").checks)).toEqual([
-        expect.stringMatching(/^ok: on_task_completed\.sh runs with bash/),
-        "warn: skipped on_task_completed: is a directory, not a file; on_task_completed.sh runs instead",
-      ]);
-      expect(event(r, "task_failed").hook?.path).toMatch(/on_task_failed\.js$/);
-      expect(event(r, "task_failed").candidates.map((c) => c.status)).toEqual([
-        "skipped",
-        "absent",
-        "chosen",
-        "absent",
-        "absent",
-      ]);
-      expect(r.errors).toBe(1);
-    },
-  );
+  it("explains each skipped candidate: an error when nothing else runs, a warning when another file runs instead", async () => {
+    const { team } = await setup({
+      hooks: {
+        on_idle: "echo not executable\n",
+        on_task_completed: "dir",
+        "on_task_completed.sh": "echo ok\n",
+        on_task_failed: "#!/bin/sh\n",
+        "on_task_failed.js": "console.log(1)\n",
+      },
+    });
+    const r = await report(team);
+    expect(lines(event(r, "idle").checks)).toEqual([
+      `error: skipped on_idle: not executable (chmod +x ${path.join(team.teamsRoot, "_hooks", "on_idle")}): no gate runs for this event`,
+    ]);
+    expect(lines(event(r, "task_completed").checks)).toEqual([
+      expect.stringMatching(/^ok: on_task_completed\.sh runs with bash/),
+      "warn: skipped on_task_completed: is a directory, not a file; on_task_completed.sh runs instead",
+    ]);
+    expect(event(r, "task_failed").hook?.path).toMatch(/on_task_failed\.js$/);
+    expect(event(r, "task_failed").candidates.map((c) => c.status)).toEqual([
+      "skipped",
+      "absent",
+      "chosen",
+      "absent",
+      "absent",
+    ]);
+    expect(r.errors).toBe(1);
+  });
 
   it("names a file that exists but never runs because an earlier one does", async () => {
     const { team } = await setup({ hooks: { "on_idle.sh": "echo sh\n", "on_idle.mjs": "console.log(1)\n" } });
@@ -216,8 +211,7 @@ describe("doctor: which hook runs", () => {
       `warn: ${hooksDir} is world-writable: any user can replace a gate (chmod o-w ${hooksDir})`,
     );
     expect(lines(event(r, "idle").checks)).toContain(
-      "error: on_idle.sh is world-writable (mode 0666): any user can rewrite it (chmod o-w): the leader refuses it " +
-        "(insecure_hook) unless started with --allow-insecure-hooks",
+      "error: on_idle.sh is world-writable (mode 0666): any user can rewrite it (chmod o-w): the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks",
     );
     expect(r.errors).toBe(1);
   });
@@ -290,8 +284,7 @@ describe("doctor: the team dir", () => {
       ["5.json", undefined],
     ]);
     expect(bad[0]?.message).toBe(
-      `${team.taskFile("2")}: status: expected "pending" | "in_progress" | "completed", got "done" — not a task, ` +
-        `skipped by the leader`,
+      `${team.taskFile("2")}: status: expected "pending" | "in_progress" | "completed", got "done" — not a task, skipped by the leader`,
     );
     expect(bad[1]?.message).toContain("invalid JSON");
   });
@@ -378,39 +371,34 @@ describe("doctor: policy and locks", () => {
     ]);
   });
 
-  it(
-    "a block with one bad value is refused whole, with a " + "warning per problem saying what applies instead",
-    async () => {
-      const { team } = await setup({
-        config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many", limits: { maxHooksPerEvent: "none" } } },
-      });
-      const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead" });
-      expect(r.policy.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "lead" });
-      expect(r.policy.origins).toEqual({
-        failureAction: "default",
-        maxReopensPerTask: "default",
-        followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
-      });
-      expect(r.policy.limits.maxHooksPerEvent).toEqual({ value: 16, source: "default", origin: "default" });
-      expect(r.policy.block).toMatchObject({ valid: false, from: "none" });
-      const file = path.join(team.teamDir, "config.json");
-      expect(lines(r.policy.checks)).toEqual([
-        expect.stringMatching(
-          new RegExp(
-            `^warn: ${file}: hooks\\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; defaults ` +
-              `and the environment apply$`,
-          ),
+  it("a block with one bad value is refused whole, with a warning per problem saying what applies instead", async () => {
+    const { team } = await setup({
+      config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many", limits: { maxHooksPerEvent: "none" } } },
+    });
+    const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead" });
+    expect(r.policy.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "lead" });
+    expect(r.policy.origins).toEqual({
+      failureAction: "default",
+      maxReopensPerTask: "default",
+      followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
+    });
+    expect(r.policy.limits.maxHooksPerEvent).toEqual({ value: 16, source: "default", origin: "default" });
+    expect(r.policy.block).toMatchObject({ valid: false, from: "none" });
+    const file = path.join(team.teamDir, "config.json");
+    expect(lines(r.policy.checks)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^warn: ${file}: hooks\\.maxReopensPerTask: .*got "many" — the "hooks" block is refused whole; defaults and the environment apply$`,
         ),
-        expect.stringMatching(
-          new RegExp(
-            `^warn: ${file}: hooks\\.limits\\.maxHooksPerEvent: .*got "none" — the "hooks" block is refused whole; ` +
-              `defaults and the environment apply$`,
-          ),
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `^warn: ${file}: hooks\\.limits\\.maxHooksPerEvent: .*got "none" — the "hooks" block is refused whole; defaults and the environment apply$`,
         ),
-      ]);
-      expect(r.policy.block.problems).toEqual(r.policy.checks.map((c) => c.message));
-    },
-  );
+      ),
+    ]);
+    expect(r.policy.block.problems).toEqual(r.policy.checks.map((c) => c.message));
+  });
 
   it("a config.json that is not JSON is said once, in the team checks", async () => {
     const { team } = await setup({ config: "{ nope" });
@@ -457,14 +445,12 @@ describe("doctor: policy and locks", () => {
     );
     expect(said).toContain("ok: http:ci is shown task.id, task.subject (hooks.projection)");
     expect(said).toContain(
-      "warn: hooks.projection names on_task_failed.d/10-x.sh, which runs for no event: the projection applies to " +
-        "nothing (gates: http:ci)",
+      "warn: hooks.projection names on_task_failed.d/10-x.sh, which runs for no event: the projection applies to nothing (gates: http:ci)",
     );
     expect(said).toContain("warn: SHORT_ONE's value is 2 character(s): too short to be redacted from hook output");
     expect(said).toContain("info: NOT_SET (hooks.redactEnv) is not set in this environment: nothing to redact for it");
     expect(said).toContain(
-      "ok: redacted from hook output: the values of CI_GATE_TOKEN, DEPLOY_TOKEN, SHORT_ONE, NOT_SET, and credential " +
-        "shapes",
+      "ok: redacted from hook output: the values of CI_GATE_TOKEN, DEPLOY_TOKEN, SHORT_ONE, NOT_SET, and credential shapes",
     );
     expect(JSON.stringify(r)).not.toMatch(/s3cr3t-value|deploy-value-1/);
   });
@@ -534,12 +520,9 @@ describe("doctor: policy and locks", () => {
         new RegExp(`^info: lock <team>/config\\.json\\.lock held by pid ${process.pid} \\(policy set\\), [0-9] s old$`),
       ),
       "info: <team>/hook-state/leader.lock.stale.1.2.lock: left over from a stale-lock takeover; inert, safe to delete",
-      "warn: stale lock <team>/mailboxes/team/inboxes/old.json.lock: no readable pid and 120 s old; the next writer " +
-        "takes it over (or: rm -f '<team>/mailboxes/team/inboxes/old.json.lock')",
-      `warn: lock <team>/mailboxes/team/inboxes/team-lead.json.lock held by pid ${process.pid}, 120 s old: other ` +
-        `writers give up after 10 s`,
-      "warn: stale lock <team>/tasks/test-team/1.json.lock: process 2147000000 is gone; the next writer takes it " +
-        "over (or: rm -f '<team>/tasks/test-team/1.json.lock')",
+      "warn: stale lock <team>/mailboxes/team/inboxes/old.json.lock: no readable pid and 120 s old; the next writer takes it over (or: rm -f '<team>/mailboxes/team/inboxes/old.json.lock')",
+      `warn: lock <team>/mailboxes/team/inboxes/team-lead.json.lock held by pid ${process.pid}, 120 s old: other writers give up after 10 s`,
+      "warn: stale lock <team>/tasks/test-team/1.json.lock: process 2147000000 is gone; the next writer takes it over (or: rm -f '<team>/tasks/test-team/1.json.lock')",
     ]);
     expect(r.locks.found.map((l) => l.stale)).toEqual([false, true, false, true]);
     expect(r.errors).toBe(0);
@@ -566,9 +549,7 @@ describe("doctor: who besides the leader's user can change the gates and its sta
     fs.mkdirSync(path.join(hooksDir, "node_modules", "tsx"), { recursive: true });
     const r = await report(team, { XDG_STATE_HOME: path.join(team.teamsRoot, "state") });
     expect(lines(access(r).checks)).toEqual([
-      `info: the gates, hook-state/, hook-logs/ and the approved trust record can be changed by ${me} alone, ` +
-        `and the team's files are written by ${me} too: agents that run as ${me} can still change them; ` +
-        "trust makes each change visible, it cannot prevent it; to prevent it, run the leader under its own user " +
+      `info: the gates, hook-state/, hook-logs/ and the approved trust record can be changed by ${me} alone, and the team's files are written by ${me} too: agents that run as ${me} can still change them; trust makes each change visible, it cannot prevent it; to prevent it, run the leader under its own user ` +
         recipe,
     ]);
     expect(entries(r, team.teamsRoot)).toEqual([
@@ -600,21 +581,12 @@ describe("doctor: who besides the leader's user can change the gates and its sta
       ["state/pi-teams-hooks/trust", "approved trust record", false, ["every user through <root>/state"]],
     ]);
     expect(lines(access(r).checks).map((l) => l.replaceAll(team.teamsRoot, "<root>"))).toEqual([
-      "warn: <root>/test-team/hooks (team hooks layer) does not exist, and can be created by every user " +
-        "through <root>/test-team: another user can add or change a gate of the team layer: the leader holds " +
-        `its events until trust approves the change, but cannot prevent it ${recipe}`,
-      "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user through " +
-        "<root>/test-team: another user can change the leader's state (trust.json, the ledger, decisions of held " +
-        `gates): visible where the leader checks it, not prevented ${recipe}`,
+      `warn: <root>/test-team/hooks (team hooks layer) does not exist, and can be created by every user through <root>/test-team: another user can add or change a gate of the team layer: the leader holds its events until trust approves the change, but cannot prevent it ${recipe}`,
+      `warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user through <root>/test-team: another user can change the leader's state (trust.json, the ledger, decisions of held gates): visible where the leader checks it, not prevented ${recipe}`,
       // Its folder's route is said with the folder: what is new here is that anyone can write it.
-      "warn: <root>/test-team/hook-state/trust.json (leader state) can be written or replaced by every user: " +
-        "another user can change the leader's state (trust.json, the ledger, decisions of held gates): visible " +
-        `where the leader checks it, not prevented ${recipe}`,
-      "warn: <root>/test-team/hook-logs (hook logs) does not exist, and can be created by every user through " +
-        `<root>/test-team: another user can change or remove what the hook logs say ${recipe}`,
-      "warn: <root>/state/pi-teams-hooks/trust (approved trust record) does not exist, and can be created by " +
-        "every user through <root>/state: another user can change the approved trust record that trust.json is " +
-        `held to, and have a gate of theirs run as trusted ${recipe}`,
+      `warn: <root>/test-team/hook-state/trust.json (leader state) can be written or replaced by every user: another user can change the leader's state (trust.json, the ledger, decisions of held gates): visible where the leader checks it, not prevented ${recipe}`,
+      `warn: <root>/test-team/hook-logs (hook logs) does not exist, and can be created by every user through <root>/test-team: another user can change or remove what the hook logs say ${recipe}`,
+      `warn: <root>/state/pi-teams-hooks/trust (approved trust record) does not exist, and can be created by every user through <root>/state: another user can change the approved trust record that trust.json is held to, and have a gate of theirs run as trusted ${recipe}`,
     ]);
     expect(r.warnings).toBe(5 + 1); // and the hooks dir holds no gate
 
@@ -625,8 +597,7 @@ describe("doctor: who besides the leader's user can change the gates and its sta
     const once = await report(team, { XDG_STATE_HOME: state });
     const saidOnce = lines(access(once).checks).filter((l) => l.includes("hook-state"));
     expect(saidOnce.map((l) => l.replaceAll(team.teamsRoot, "<root>").split(": another")[0])).toEqual([
-      "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user, every user through " +
-        "<root>/test-team",
+      "warn: <root>/test-team/hook-state (leader state) can be written or replaced by every user, every user through <root>/test-team",
     ]);
     expect(entries(once, team.teamsRoot).find(([p]) => p === "test-team/hook-state/ledger.jsonl")?.[3]).toEqual([
       "every user through <root>/test-team/hook-state",
@@ -657,11 +628,7 @@ describe("doctor: who besides the leader's user can change the gates and its sta
       expect(other?.teamWriters).toEqual([expect.stringMatching(/^(nobody|uid 65534)$/)]);
       expect(lines(other?.checks ?? [])).toEqual([
         expect.stringMatching(
-          new RegExp(
-            "^ok: the gates, hook-state/, hook-logs/ and the approved trust record can be changed by root " +
-              "\\(the leader's user\\) alone; the team's files are written by (nobody|uid 65534), " +
-              "who cannot change them$",
-          ),
+          /^ok: the gates, hook-state\/, hook-logs\/ and the approved trust record can be changed by root \(the leader's user\) alone; the team's files are written by (nobody|uid 65534), who cannot change them$/,
         ),
       ]);
       fs.mkdirSync(path.join(team.teamDir, "hook-state"));
@@ -709,27 +676,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
       "  task_started (on_task_started): no hook\n    --   no on_task_started[.sh|.js|.mjs|.ts]: nothing runs\n",
     );
     expect(out.stdout).toContain(
-      "\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n" +
-        "  failure action              warn             default\n" +
-        "  max reopens per task        3                default\n" +
-        "  follow-up owner             member           default\n" +
-        "  hook timeout                60000ms          default\n" +
-        "  failure mode task_completed closed           default\n" +
-        "  failure mode task_failed    closed           default\n" +
-        "  failure mode idle           open             default\n" +
-        "  failure mode task_started   closed           default\n" +
-        "  max hooks per event         16               default\n" +
-        "  chain deadline              300000ms         default\n" +
-        "  max payload                 8388608 bytes    default\n" +
-        "  setsid sweep                auto             default\n" +
-        "  exit codes                  v1               default\n" +
-        "  sandbox                     auto             default\n" +
-        "  defer timeout               86400000ms       default\n" +
-        "  writable fields             metadata         default\n" +
-        "  confidential                false            default\n" +
-        "  redact env                  -                default\n" +
-        "  reassign on reopen          true             default\n" +
-        "  projection                  -                default\n",
+      "\nPolicy (config.json hooks > environment > default; flags of watch and run override)\n  failure action              warn             default\n  max reopens per task        3                default\n  follow-up owner             member           default\n  hook timeout                60000ms          default\n  failure mode task_completed closed           default\n  failure mode task_failed    closed           default\n  failure mode idle           open             default\n  failure mode task_started   closed           default\n  max hooks per event         16               default\n  chain deadline              300000ms         default\n  max payload                 8388608 bytes    default\n  setsid sweep                auto             default\n  exit codes                  v1               default\n  sandbox                     auto             default\n  defer timeout               86400000ms       default\n  writable fields             metadata         default\n  confidential                false            default\n  redact env                  -                default\n  reassign on reopen          true             default\n  projection                  -                default\n",
     );
     const me = os.userInfo().username;
     const heading = `\nAccess (who besides ${me}, the leader's user, can change the gates and its state)\n`;
@@ -766,8 +713,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
     const out = await doctor(["--team-dir", team.teamDir]);
     expect(out.stdout).toContain("on_task_completed.sh settings (line 2): mode=shadow");
     expect(out.stdout).toContain(
-      "on_task_completed.sh:3: looks like a settings line, but is not read (only a line that starts `# " +
-        "pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+      "on_task_completed.sh:3: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
     );
   });
 
@@ -775,8 +721,7 @@ describe("pi-teams-hooks doctor (the command)", () => {
     const out = await doctor([]);
     expect(out.code).toBe(2);
     expect(out.stderr).toContain(
-      "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a " +
-        "team dir",
+      "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a team dir",
     );
   });
 });

@@ -82,54 +82,50 @@ describe("exit codes without a verdict", () => {
     expect(result).toMatchObject({ outcome: "passed", verdict: { decision: "allow", source: "stdout" } });
   });
 
-  it(
-    "the failure mode decides a crash under strict: open lets the " +
-      "task through, closed fails it; a denial fails it either way",
-    async () => {
-      const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
-      try {
-        const identity: TeamIdentity = {
-          teamId: team.teamId,
-          teamDir: team.teamDir,
-          taskListId: team.taskListId,
-          leadName: "lead",
-          style: "normal",
-        };
-        const hooksDir = path.join(tmp, "hooks-dir");
-        const setup = (failureMode: string) => ({
-          identity,
-          hooksDir,
-          teamHooksDir: null,
-          cwd: tmp,
-          settings: teamSettings({ hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 }),
-        });
-        const base = {
-          event: "task_completed" as const,
-          key: "task_completed:1:x",
-          taskId: "1",
-          member: "alice",
-          timestamp: null,
-          applyPolicy: false,
-          env: process.env,
-        };
-        mkdirSync(hooksDir, { recursive: true });
-        const dir = hooksDir;
-        writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", {
-          mode: 0o755,
-        });
-        expect((await invokeEvent({ ...base, setup: setup("open") })).counted).toBe("passed");
-        expect((await invokeEvent({ ...base, setup: setup("closed") })).counted).toBe("failed");
-        writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", {
-          mode: 0o755,
-        });
-        const denied = await invokeEvent({ ...base, setup: setup("open"), applyPolicy: true });
-        expect(denied.counted).toBe("failed");
-        expect(denied.summary).toBe("exit code 2 • tests fail");
-      } finally {
-        await team.cleanup();
-      }
-    },
-  );
+  it("the failure mode decides a crash under strict: open lets the task through, closed fails it; a denial fails it either way", async () => {
+    const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
+    try {
+      const identity: TeamIdentity = {
+        teamId: team.teamId,
+        teamDir: team.teamDir,
+        taskListId: team.taskListId,
+        leadName: "lead",
+        style: "normal",
+      };
+      const hooksDir = path.join(tmp, "hooks-dir");
+      const setup = (failureMode: string) => ({
+        identity,
+        hooksDir,
+        teamHooksDir: null,
+        cwd: tmp,
+        settings: teamSettings({ hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 }),
+      });
+      const base = {
+        event: "task_completed" as const,
+        key: "task_completed:1:x",
+        taskId: "1",
+        member: "alice",
+        timestamp: null,
+        applyPolicy: false,
+        env: process.env,
+      };
+      mkdirSync(hooksDir, { recursive: true });
+      const dir = hooksDir;
+      writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", {
+        mode: 0o755,
+      });
+      expect((await invokeEvent({ ...base, setup: setup("open") })).counted).toBe("passed");
+      expect((await invokeEvent({ ...base, setup: setup("closed") })).counted).toBe("failed");
+      writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", {
+        mode: 0o755,
+      });
+      const denied = await invokeEvent({ ...base, setup: setup("open"), applyPolicy: true });
+      expect(denied.counted).toBe("failed");
+      expect(denied.summary).toBe("exit code 2 • tests fail");
+    } finally {
+      await team.cleanup();
+    }
+  });
 });
 
 describe("verdict hygiene, from real hooks", () => {

@@ -245,31 +245,27 @@ describe("shadow mode", () => {
 });
 
 describe("shadow gates run after the enforced ones", () => {
-  it(
-    "a slow shadow gate first in the chain cannot spend the enforced " +
-      "gate's deadline, and still runs after a denial",
-    async () => {
-      gate("on_task_completed.sh", "mode=shadow", "sleep 30");
-      gate("on_task_completed.d/10-tests.sh", null, "exit 0");
-      const passed = await invokeEvent(
-        request({ applyPolicy: true, hooks: { ...POLICY, limits: { chainDeadlineMs: 1_500 } } }),
-      );
-      expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
-      expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
-      expect(passed.runs[1]?.result).toMatchObject({
-        outcome: "passed",
-        shadow: { outcome: "error", errorKind: "limit", wouldDeny: true },
-      });
+  it("a slow shadow gate first in the chain cannot spend the enforced gate's deadline, and still runs after a denial", async () => {
+    gate("on_task_completed.sh", "mode=shadow", "sleep 30");
+    gate("on_task_completed.d/10-tests.sh", null, "exit 0");
+    const passed = await invokeEvent(
+      request({ applyPolicy: true, hooks: { ...POLICY, limits: { chainDeadlineMs: 1_500 } } }),
+    );
+    expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+    expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
+    expect(passed.runs[1]?.result).toMatchObject({
+      outcome: "passed",
+      shadow: { outcome: "error", errorKind: "limit", wouldDeny: true },
+    });
 
-      gate("on_task_completed.sh", "mode=shadow", "exit 1");
-      gate("on_task_completed.d/10-tests.sh", null, "exit 1");
-      fs.rmSync(marks, { force: true });
-      const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
-      expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
-      expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
-      expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
-    },
-  );
+    gate("on_task_completed.sh", "mode=shadow", "exit 1");
+    gate("on_task_completed.d/10-tests.sh", null, "exit 1");
+    fs.rmSync(marks, { force: true });
+    const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
+    expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
+    expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
+    expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
+  });
 
   it("a gate its matchers skip is skipped even once the chain's deadline has passed", async () => {
     // idle runs every gate of its chain, also after one fails: the second is reached past the deadline.

@@ -36,65 +36,61 @@ const answer =
     void res.writeHead(status, headers).end(body);
 
 describe("a body template", () => {
-  it(
-    "is sent instead of the document, with the handler's method, filled " +
-      "from the run and the document it is shown, and signed as sent",
-    async () => {
-      receiver.route("/tpl", answer(200, '{"decision":"allow"}'));
-      const invocation = makeInvocation({
-        task: { subject: 'Ship "it"\non Friday', metadata: { ci: { ref: "main" } } },
-      });
-      const def = handler("/tpl", {
-        method: "PUT",
-        signingSecretEnv: "HMAC",
-        body: {
-          ref: "{{task.metadata.ci.ref}}",
-          variables: {
-            RUN: "{{runId}}",
-            KEY: "{{eventKey}}",
-            TRY: "{{attempt}}",
-            TEAM: "{{team.id}}",
-            TASK: "{{task.id}}",
-            SUBJECT: "{{task.subject}}",
-            WHO: "{{member}}",
-          },
-        },
-      });
-      const result = await runHandler(def, invocation, {
-        runId: "run-7",
-        timeoutMs: 5_000,
-        env: { HMAC: "k" },
-        eventKey: "task_completed:3:t",
-        attempt: 2,
-      });
-      expect(result).toMatchObject({
-        outcome: "passed",
-        command: ["PUT", `${receiver.url}/tpl`],
-        http: { signed: true },
-      });
-      const [got] = receiver.requests("/tpl");
-      expect(got?.method).toBe("PUT");
-      expect(got?.headers["content-type"]).toBe("application/json");
-      expect(got?.headers["x-pi-teams-hook-run-id"]).toBe("run-7");
-      expect(JSON.parse(got?.body.toString("utf8") ?? "")).toEqual({
-        ref: "main",
+  it("is sent instead of the document, with the handler's method, filled from the run and the document it is shown, and signed as sent", async () => {
+    receiver.route("/tpl", answer(200, '{"decision":"allow"}'));
+    const invocation = makeInvocation({
+      task: { subject: 'Ship "it"\non Friday', metadata: { ci: { ref: "main" } } },
+    });
+    const def = handler("/tpl", {
+      method: "PUT",
+      signingSecretEnv: "HMAC",
+      body: {
+        ref: "{{task.metadata.ci.ref}}",
         variables: {
-          RUN: "run-7",
-          KEY: "task_completed:3:t",
-          TRY: "2",
-          TEAM: "demo",
-          TASK: "3",
-          SUBJECT: 'Ship "it"\non Friday',
-          WHO: "alice",
+          RUN: "{{runId}}",
+          KEY: "{{eventKey}}",
+          TRY: "{{attempt}}",
+          TEAM: "{{team.id}}",
+          TASK: "{{task.id}}",
+          SUBJECT: "{{task.subject}}",
+          WHO: "{{member}}",
         },
-      });
-      expect(got?.headers["x-pi-teams-signature"]).toBe(
-        `sha256=${createHmac("sha256", "k")
-          .update(got?.body ?? Buffer.alloc(0))
-          .digest("hex")}`,
-      );
-    },
-  );
+      },
+    });
+    const result = await runHandler(def, invocation, {
+      runId: "run-7",
+      timeoutMs: 5_000,
+      env: { HMAC: "k" },
+      eventKey: "task_completed:3:t",
+      attempt: 2,
+    });
+    expect(result).toMatchObject({
+      outcome: "passed",
+      command: ["PUT", `${receiver.url}/tpl`],
+      http: { signed: true },
+    });
+    const [got] = receiver.requests("/tpl");
+    expect(got?.method).toBe("PUT");
+    expect(got?.headers["content-type"]).toBe("application/json");
+    expect(got?.headers["x-pi-teams-hook-run-id"]).toBe("run-7");
+    expect(JSON.parse(got?.body.toString("utf8") ?? "")).toEqual({
+      ref: "main",
+      variables: {
+        RUN: "run-7",
+        KEY: "task_completed:3:t",
+        TRY: "2",
+        TEAM: "demo",
+        TASK: "3",
+        SUBJECT: 'Ship "it"\non Friday',
+        WHO: "alice",
+      },
+    });
+    expect(got?.headers["x-pi-teams-signature"]).toBe(
+      `sha256=${createHmac("sha256", "k")
+        .update(got?.body ?? Buffer.alloc(0))
+        .digest("hex")}`,
+    );
+  });
 
   it("fills from the handler's view: a projection hides the subject and hashes the event key it is given", async () => {
     receiver.route("/tpl-view", answer(204, ""));
@@ -108,33 +104,29 @@ describe("a body template", () => {
     expect(JSON.parse(receiver.requests("/tpl-view")[0]?.body.toString("utf8") ?? "")).toEqual({ s: "", i: "3" });
   });
 
-  it(
-    "a {{secret.…}} is read from the environment, named when " +
-      "missing, and redacted from whatever the answer echoes",
-    async () => {
-      const TOKEN = "glptt-0123456789abcdef";
-      receiver.route(
-        "/tpl-secret",
-        (_req, res, body) =>
-          void res
-            .writeHead(400, { "content-type": "application/json" })
-            .end(`{"message":"bad request ${body.toString("utf8").replaceAll('"', "'")}"}`),
-      );
-      const def = handler("/tpl-secret", {
-        body: { token: "{{secret.TRIGGER_TOKEN}}", other: "{{secret.UNSET_ONE}}" },
-      });
-      const result = await runHandler(def, makeInvocation(), { timeoutMs: 5_000, env: { TRIGGER_TOKEN: TOKEN } });
-      const [got] = receiver.requests("/tpl-secret");
-      expect(JSON.parse(got?.body.toString("utf8") ?? "")).toEqual({ token: TOKEN, other: "" });
-      expect(result).toMatchObject({
-        outcome: "error",
-        errorKind: "http",
-        http: { status: 400, missingSecrets: ["UNSET_ONE"] },
-      });
-      expect(result.error).toContain("[redacted]");
-      expect(JSON.stringify(result)).not.toContain(TOKEN);
-    },
-  );
+  it("a {{secret.…}} is read from the environment, named when missing, and redacted from whatever the answer echoes", async () => {
+    const TOKEN = "glptt-0123456789abcdef";
+    receiver.route(
+      "/tpl-secret",
+      (_req, res, body) =>
+        void res
+          .writeHead(400, { "content-type": "application/json" })
+          .end(`{"message":"bad request ${body.toString("utf8").replaceAll('"', "'")}"}`),
+    );
+    const def = handler("/tpl-secret", {
+      body: { token: "{{secret.TRIGGER_TOKEN}}", other: "{{secret.UNSET_ONE}}" },
+    });
+    const result = await runHandler(def, makeInvocation(), { timeoutMs: 5_000, env: { TRIGGER_TOKEN: TOKEN } });
+    const [got] = receiver.requests("/tpl-secret");
+    expect(JSON.parse(got?.body.toString("utf8") ?? "")).toEqual({ token: TOKEN, other: "" });
+    expect(result).toMatchObject({
+      outcome: "error",
+      errorKind: "http",
+      http: { status: 400, missingSecrets: ["UNSET_ONE"] },
+    });
+    expect(result.error).toContain("[redacted]");
+    expect(JSON.stringify(result)).not.toContain(TOKEN);
+  });
 });
 
 describe('answer "held"', () => {

@@ -95,9 +95,7 @@ describe("what the answer makes of the run", () => {
       {
         outcome: "error",
         errorKind: "http",
-        error:
-          'HTTP 200 OK: invalid verdict in the handler\'s answer: decision: "maybe" is not one of allow, deny, ' +
-          "defer, patch",
+        error: `HTTP 200 OK: invalid verdict in the handler's answer: decision: "maybe" is not one of allow, deny, defer, patch`,
       },
     ],
     [
@@ -283,56 +281,52 @@ describe("what the request carries", () => {
   const SECRET = "s3cr3t-token-value";
   const HMAC_KEY = "hmac-key-for-tests";
 
-  it(
-    "the context document byte for byte, the context headers, static " +
-      "and secret headers, and a signature the receiver verifies",
-    async () => {
-      receiver.route("/headers", json(200, '{"decision":"allow"}'));
-      const invocation = makeInvocation({ task: { subject: "Ünïcode — ✓", metadata: { note: "x".repeat(5_000) } } });
-      const context = prepareContext(invocation);
-      const def = handler("/headers", {
-        headers: { "X-Team": "alpha" },
-        secretHeaders: { Authorization: "CI_GATE_TOKEN" },
-        signingSecretEnv: "CI_GATE_HMAC",
-      });
-      const result = await runHandler(def, invocation, {
-        runId: "run-1",
-        timeoutMs: 5_000,
-        env: { CI_GATE_TOKEN: `Bearer ${SECRET}`, CI_GATE_HMAC: HMAC_KEY },
-        context,
-        eventKey: "task_completed:3:2025-01-15T10:42:07.123Z",
-        attempt: 2,
-      });
-      expect(result).toMatchObject({ outcome: "passed", http: { signed: true } });
-      expect(result.http?.missingSecrets).toBeUndefined();
-      const [got] = receiver.requests("/headers");
-      expect(got?.method).toBe("POST");
-      expect(got?.body.equals(Buffer.from(context.json, "utf8"))).toBe(true);
-      expect(got?.headers).toMatchObject({
-        "content-type": "application/json",
-        "x-pi-teams-hook-event": "task_completed",
-        "x-pi-teams-hook-run-id": "run-1",
-        "x-pi-teams-hook-version": "1",
-        "x-pi-teams-hook-team-id": "demo",
-        "x-pi-teams-hook-task-id": "3",
-        "x-pi-teams-hook-member": "alice",
-        "x-pi-teams-hook-event-key": "task_completed:3:2025-01-15T10:42:07.123Z",
-        "x-pi-teams-hook-attempt": "2",
-        "x-team": "alpha",
-        authorization: `Bearer ${SECRET}`,
-      });
-      expect(Date.parse(String(got?.headers["x-pi-teams-hook-timestamp"]))).not.toBeNaN();
-      // The receiver's side: HMAC-SHA256 of the raw body with the shared secret, compared in constant time by real
-      // receivers.
-      const expected = `sha256=${createHmac("sha256", HMAC_KEY)
-        .update(got?.body ?? Buffer.alloc(0))
-        .digest("hex")}`;
-      expect(got?.headers["x-pi-teams-signature"]).toBe(expected);
-      // No secret value anywhere in what is recorded.
-      expect(JSON.stringify(result)).not.toContain(SECRET);
-      expect(JSON.stringify(result)).not.toContain(HMAC_KEY);
-    },
-  );
+  it("the context document byte for byte, the context headers, static and secret headers, and a signature the receiver verifies", async () => {
+    receiver.route("/headers", json(200, '{"decision":"allow"}'));
+    const invocation = makeInvocation({ task: { subject: "Ünïcode — ✓", metadata: { note: "x".repeat(5_000) } } });
+    const context = prepareContext(invocation);
+    const def = handler("/headers", {
+      headers: { "X-Team": "alpha" },
+      secretHeaders: { Authorization: "CI_GATE_TOKEN" },
+      signingSecretEnv: "CI_GATE_HMAC",
+    });
+    const result = await runHandler(def, invocation, {
+      runId: "run-1",
+      timeoutMs: 5_000,
+      env: { CI_GATE_TOKEN: `Bearer ${SECRET}`, CI_GATE_HMAC: HMAC_KEY },
+      context,
+      eventKey: "task_completed:3:2025-01-15T10:42:07.123Z",
+      attempt: 2,
+    });
+    expect(result).toMatchObject({ outcome: "passed", http: { signed: true } });
+    expect(result.http?.missingSecrets).toBeUndefined();
+    const [got] = receiver.requests("/headers");
+    expect(got?.method).toBe("POST");
+    expect(got?.body.equals(Buffer.from(context.json, "utf8"))).toBe(true);
+    expect(got?.headers).toMatchObject({
+      "content-type": "application/json",
+      "x-pi-teams-hook-event": "task_completed",
+      "x-pi-teams-hook-run-id": "run-1",
+      "x-pi-teams-hook-version": "1",
+      "x-pi-teams-hook-team-id": "demo",
+      "x-pi-teams-hook-task-id": "3",
+      "x-pi-teams-hook-member": "alice",
+      "x-pi-teams-hook-event-key": "task_completed:3:2025-01-15T10:42:07.123Z",
+      "x-pi-teams-hook-attempt": "2",
+      "x-team": "alpha",
+      authorization: `Bearer ${SECRET}`,
+    });
+    expect(Date.parse(String(got?.headers["x-pi-teams-hook-timestamp"]))).not.toBeNaN();
+    // The receiver's side: HMAC-SHA256 of the raw body with the shared secret, compared in constant time by real
+    // receivers.
+    const expected = `sha256=${createHmac("sha256", HMAC_KEY)
+      .update(got?.body ?? Buffer.alloc(0))
+      .digest("hex")}`;
+    expect(got?.headers["x-pi-teams-signature"]).toBe(expected);
+    // No secret value anywhere in what is recorded.
+    expect(JSON.stringify(result)).not.toContain(SECRET);
+    expect(JSON.stringify(result)).not.toContain(HMAC_KEY);
+  });
 
   it("a missing variable leaves its header out (and the signature), names the variable, and still sends", async () => {
     receiver.route("/missing", json(200, ""));
@@ -414,53 +408,49 @@ describe("what the request carries", () => {
     for (const form of ["Zm9v", "YmFy", encodeURIComponent(token)]) expect(recorded).not.toContain(form);
   });
 
-  it(
-    "a secret that is short, or also in the task's subject: redacted " +
-      "where it stands, never inside words or in our own words",
-    async () => {
-      receiver.route("/echo-short", (req, res, body) => {
-        const subject = (JSON.parse(body.toString("utf8")) as { task: { subject: string } }).task.subject;
-        const reason = `task "${subject}" refused for key ${String(req.headers["x-api-key"])}`;
-        res
-          .writeHead(200, { "content-type": "application/json" })
-          .end(JSON.stringify({ decision: "deny", reason, message: `token ${String(req.headers.authorization)}` }));
-      });
-      const invocation = makeInvocation({ task: { subject: "rotate the s3cr3t-token-value today" } });
-      const def = handler("/echo-short", {
-        secretHeaders: { Authorization: "CI_GATE_TOKEN", "X-Api-Key": "CI_API_KEY" },
-      });
-      const result = await runHandler(def, invocation, {
-        timeoutMs: 5_000,
-        env: { CI_GATE_TOKEN: SECRET, CI_API_KEY: "t" },
-      });
-      // The long secret goes wherever it is (the subject too: it is the secret); the 1-character one only where it
-      // stands alone.
-      expect(result.verdict).toMatchObject({
-        decision: "deny",
-        reason: 'task "rotate the [redacted] today" refused for key [redacted]',
-        message: "token [redacted]",
-      });
-      // Our own words are never redacted: a secret "1" leaves the status and the URL alone.
-      receiver.route("/down-1", json(401, "", "Unauthorized"));
-      const down = await runHandler(handler("/down-1", { secretHeaders: { Authorization: "ONE" } }), makeInvocation(), {
-        timeoutMs: 5_000,
-        env: { ONE: "1" },
-      });
-      expect(down.error).toBe("HTTP 401 Unauthorized");
-      const port = await closedPort();
-      const refused = await runHandler(
-        HandlerSchema.parse({
-          name: "gone",
-          events: ["task_completed"],
-          url: `http://127.0.0.1:${port}/x`,
-          secretHeaders: { Authorization: "ONE" },
-        }),
-        makeInvocation(),
-        { timeoutMs: 5_000, env: { ONE: "1" } },
-      );
-      expect(refused.error).toMatch(new RegExp(`^no connection to http://127\\.0\\.0\\.1:${port}: `));
-    },
-  );
+  it("a secret that is short, or also in the task's subject: redacted where it stands, never inside words or in our own words", async () => {
+    receiver.route("/echo-short", (req, res, body) => {
+      const subject = (JSON.parse(body.toString("utf8")) as { task: { subject: string } }).task.subject;
+      const reason = `task "${subject}" refused for key ${String(req.headers["x-api-key"])}`;
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ decision: "deny", reason, message: `token ${String(req.headers.authorization)}` }));
+    });
+    const invocation = makeInvocation({ task: { subject: "rotate the s3cr3t-token-value today" } });
+    const def = handler("/echo-short", {
+      secretHeaders: { Authorization: "CI_GATE_TOKEN", "X-Api-Key": "CI_API_KEY" },
+    });
+    const result = await runHandler(def, invocation, {
+      timeoutMs: 5_000,
+      env: { CI_GATE_TOKEN: SECRET, CI_API_KEY: "t" },
+    });
+    // The long secret goes wherever it is (the subject too: it is the secret); the 1-character one only where it
+    // stands alone.
+    expect(result.verdict).toMatchObject({
+      decision: "deny",
+      reason: 'task "rotate the [redacted] today" refused for key [redacted]',
+      message: "token [redacted]",
+    });
+    // Our own words are never redacted: a secret "1" leaves the status and the URL alone.
+    receiver.route("/down-1", json(401, "", "Unauthorized"));
+    const down = await runHandler(handler("/down-1", { secretHeaders: { Authorization: "ONE" } }), makeInvocation(), {
+      timeoutMs: 5_000,
+      env: { ONE: "1" },
+    });
+    expect(down.error).toBe("HTTP 401 Unauthorized");
+    const port = await closedPort();
+    const refused = await runHandler(
+      HandlerSchema.parse({
+        name: "gone",
+        events: ["task_completed"],
+        url: `http://127.0.0.1:${port}/x`,
+        secretHeaders: { Authorization: "ONE" },
+      }),
+      makeInvocation(),
+      { timeoutMs: 5_000, env: { ONE: "1" } },
+    );
+    expect(refused.error).toMatch(new RegExp(`^no connection to http://127\\.0\\.0\\.1:${port}: `));
+  });
 
   it("keeps the connection alive: two requests, one connection", async () => {
     receiver.route("/keep", json(200, '{"decision":"allow"}'));
@@ -472,34 +462,30 @@ describe("what the request carries", () => {
     expect(receiver.connections() - before).toBeLessThanOrEqual(1);
   });
 
-  it(
-    "a kept-alive connection the receiver closed, found closed only as a " +
-      "request goes out, is not a failure: sent once more on a new one",
-    async () => {
-      // The receiver drops (without an answer) any request that comes on a connection it answered before:
-      // what a server that closes idle connections without saying so does when the close and a request cross.
-      const answeredOn = new Set<number>();
-      receiver.route("/idle-close", (req, res) => {
-        const connection = receiver.requests("/idle-close").at(-1)?.connection ?? 0;
-        if (answeredOn.has(connection)) return void req.socket.destroy();
-        answeredOn.add(connection);
-        json(200, '{"decision":"allow"}')(req, res);
-      });
-      const first = await runHandler(handler("/idle-close"), makeInvocation(), { timeoutMs: 5_000, env: {} });
-      const second = await runHandler(handler("/idle-close"), makeInvocation(), {
-        timeoutMs: 5_000,
-        env: {},
-        runId: "run-2",
-      });
-      expect(first).toMatchObject({ outcome: "passed" });
-      expect(first.http?.resent).toBeUndefined();
-      expect(second, second.error).toMatchObject({ outcome: "passed", http: { status: 200, resent: true } });
-      // The dropped request and the one sent again carry the same run id: a receiver can tell them apart from two runs.
-      const got = receiver.requests("/idle-close");
-      expect(got.map((r) => r.headers["x-pi-teams-hook-run-id"]).slice(-2)).toEqual(["run-2", "run-2"]);
-      expect(got.at(-1)?.connection).not.toBe(got.at(-2)?.connection);
-    },
-  );
+  it("a kept-alive connection the receiver closed, found closed only as a request goes out, is not a failure: sent once more on a new one", async () => {
+    // The receiver drops (without an answer) any request that comes on a connection it answered before:
+    // what a server that closes idle connections without saying so does when the close and a request cross.
+    const answeredOn = new Set<number>();
+    receiver.route("/idle-close", (req, res) => {
+      const connection = receiver.requests("/idle-close").at(-1)?.connection ?? 0;
+      if (answeredOn.has(connection)) return void req.socket.destroy();
+      answeredOn.add(connection);
+      json(200, '{"decision":"allow"}')(req, res);
+    });
+    const first = await runHandler(handler("/idle-close"), makeInvocation(), { timeoutMs: 5_000, env: {} });
+    const second = await runHandler(handler("/idle-close"), makeInvocation(), {
+      timeoutMs: 5_000,
+      env: {},
+      runId: "run-2",
+    });
+    expect(first).toMatchObject({ outcome: "passed" });
+    expect(first.http?.resent).toBeUndefined();
+    expect(second, second.error).toMatchObject({ outcome: "passed", http: { status: 200, resent: true } });
+    // The dropped request and the one sent again carry the same run id: a receiver can tell them apart from two runs.
+    const got = receiver.requests("/idle-close");
+    expect(got.map((r) => r.headers["x-pi-teams-hook-run-id"]).slice(-2)).toEqual(["run-2", "run-2"]);
+    expect(got.at(-1)?.connection).not.toBe(got.at(-2)?.connection);
+  });
 });
 
 describe("in an event's chain (invokeEvent)", () => {
@@ -644,82 +630,74 @@ describe("a handler as a gate of the trust record", () => {
     secretHeaders: { Authorization: "CI_GATE_TOKEN" },
   };
 
-  it(
-    "hashes its definition: key order, event order and empty maps do " +
-      "not count; every field that changes where or how it posts does",
-    () => {
-      const sha = (input: HandlerInput): string => handlerFingerprint(HandlerSchema.parse(input)).sha256;
-      const same = sha(base);
-      expect(sha({ ...base, events: ["idle", "task_completed"] })).toBe(same);
-      expect(sha({ ...base, headers: {} })).toBe(same);
-      expect(
-        sha({ url: base.url, secretHeaders: base.secretHeaders, events: base.events, name: "ci", timeoutMs: 10_000 }),
-      ).toBe(same);
-      for (const changed of [
-        { url: "https://ci.example.com/other" },
-        { events: ["task_completed"] as const },
-        { headers: { "X-Skip": "1" } },
-        { secretHeaders: { Authorization: "OTHER_VARIABLE" } },
-        { signingSecretEnv: "CI_GATE_HMAC" },
-        { timeoutMs: 20_000 },
-      ]) {
-        expect(sha({ ...base, ...changed } as HandlerInput), JSON.stringify(changed)).not.toBe(same);
-      }
-      // Variable names only: the text never holds a value, whatever the environment.
-      expect(handlerDefinitionText(HandlerSchema.parse(base))).toBe(
-        '{\n  "events": [\n    "idle",\n    "task_completed"\n  ],\n  "name": "ci",\n  "secretHeaders": {\n    ' +
-          '"Authorization": "CI_GATE_TOKEN"\n  },\n  "timeoutMs": 10000,\n  "url": "https://ci.example.com/hook"\n}\n',
-      );
-    },
-  );
+  it("hashes its definition: key order, event order and empty maps do not count; every field that changes where or how it posts does", () => {
+    const sha = (input: HandlerInput): string => handlerFingerprint(HandlerSchema.parse(input)).sha256;
+    const same = sha(base);
+    expect(sha({ ...base, events: ["idle", "task_completed"] })).toBe(same);
+    expect(sha({ ...base, headers: {} })).toBe(same);
+    expect(
+      sha({ url: base.url, secretHeaders: base.secretHeaders, events: base.events, name: "ci", timeoutMs: 10_000 }),
+    ).toBe(same);
+    for (const changed of [
+      { url: "https://ci.example.com/other" },
+      { events: ["task_completed"] as const },
+      { headers: { "X-Skip": "1" } },
+      { secretHeaders: { Authorization: "OTHER_VARIABLE" } },
+      { signingSecretEnv: "CI_GATE_HMAC" },
+      { timeoutMs: 20_000 },
+    ]) {
+      expect(sha({ ...base, ...changed } as HandlerInput), JSON.stringify(changed)).not.toBe(same);
+    }
+    // Variable names only: the text never holds a value, whatever the environment.
+    expect(handlerDefinitionText(HandlerSchema.parse(base))).toBe(
+      '{\n  "events": [\n    "idle",\n    "task_completed"\n  ],\n  "name": "ci",\n  "secretHeaders": {\n    "Authorization": "CI_GATE_TOKEN"\n  },\n  "timeoutMs": 10000,\n  "url": "https://ci.example.com/hook"\n}\n',
+    );
+  });
 
-  it(
-    "new and changed are untrusted_hook; one gone is gate_missing " + "for the events it was trusted for only",
-    async () => {
-      const handlerDef = HandlerSchema.parse(base);
-      const layers = { global: "/nonexistent/_hooks", team: null };
-      const chainOf = (event: HookEventName, handlers: HandlerDef[]) =>
-        discoverChain({ globalDir: layers.global, teamDir: null, event, handlers });
-      const check = async (event: HookEventName, handlers: HandlerDef[], record: TrustRecord) =>
-        checkChainTrust(await chainOf(event, handlers), event, layers, {
-          record,
-          allowInsecure: false,
-          uid: null,
-        }).problems.map((p) => [p.kind, p.path]);
+  it("new and changed are untrusted_hook; one gone is gate_missing for the events it was trusted for only", async () => {
+    const handlerDef = HandlerSchema.parse(base);
+    const layers = { global: "/nonexistent/_hooks", team: null };
+    const chainOf = (event: HookEventName, handlers: HandlerDef[]) =>
+      discoverChain({ globalDir: layers.global, teamDir: null, event, handlers });
+    const check = async (event: HookEventName, handlers: HandlerDef[], record: TrustRecord) =>
+      checkChainTrust(await chainOf(event, handlers), event, layers, {
+        record,
+        allowInsecure: false,
+        uid: null,
+      }).problems.map((p) => [p.kind, p.path]);
 
-      expect(await check("task_completed", [handlerDef], { version: 1, gates: {} })).toEqual([
-        ["untrusted_hook", "http:ci"],
-      ]);
-      const found = entryOf(
-        (await chainOf("task_completed", [handlerDef])).hooks[0] as ChainHook,
-        "2026-01-01T00:00:00.000Z",
-        "test",
-        "task_completed",
-      );
-      const record: TrustRecord = { version: 1, gates: { "http:ci": found?.entry as TrustEntry } };
-      expect(found?.entry).toMatchObject({ mode: 0, events: ["task_completed", "idle"] });
-      expect(await check("task_completed", [handlerDef], record)).toEqual([]);
-      expect(
-        await check("task_completed", [HandlerSchema.parse({ ...base, url: "https://evil.example/allow" })], record),
-      ).toEqual([["untrusted_hook", "http:ci"]]);
-      expect(await check("task_completed", [], record)).toEqual([["gate_missing", "http:ci"]]);
-      expect(await check("idle", [], record)).toEqual([["gate_missing", "http:ci"]]);
-      expect(await check("task_failed", [], record)).toEqual([]); // never trusted for task_failed
-      // Its events narrowed: changed where it still runs, missing where it no longer does.
-      const narrowed = [HandlerSchema.parse({ ...base, events: ["task_completed"] })];
-      expect(await check("task_completed", narrowed, record)).toEqual([["untrusted_hook", "http:ci"]]);
-      expect(await check("idle", narrowed, record)).toEqual([["gate_missing", "http:ci"]]);
-      // An entry without events (hand-written, or from before events were recorded) stands for every
-      // event but task_started, which came later: it does not turn a start gate on.
-      const { events: _events, ...bare } = record.gates["http:ci"] as TrustEntry;
-      const old: TrustRecord = { version: 1, gates: { "http:ci": bare } };
-      expect(await check("task_failed", [], old)).toEqual([["gate_missing", "http:ci"]]);
-      expect(await check("task_started", [], old)).toEqual([]);
-      expect(
-        await check("task_started", [], { version: 1, gates: { "http:ci": { ...bare, events: ["task_started"] } } }),
-      ).toEqual([["gate_missing", "http:ci"]]);
-    },
-  );
+    expect(await check("task_completed", [handlerDef], { version: 1, gates: {} })).toEqual([
+      ["untrusted_hook", "http:ci"],
+    ]);
+    const found = entryOf(
+      (await chainOf("task_completed", [handlerDef])).hooks[0] as ChainHook,
+      "2026-01-01T00:00:00.000Z",
+      "test",
+      "task_completed",
+    );
+    const record: TrustRecord = { version: 1, gates: { "http:ci": found?.entry as TrustEntry } };
+    expect(found?.entry).toMatchObject({ mode: 0, events: ["task_completed", "idle"] });
+    expect(await check("task_completed", [handlerDef], record)).toEqual([]);
+    expect(
+      await check("task_completed", [HandlerSchema.parse({ ...base, url: "https://evil.example/allow" })], record),
+    ).toEqual([["untrusted_hook", "http:ci"]]);
+    expect(await check("task_completed", [], record)).toEqual([["gate_missing", "http:ci"]]);
+    expect(await check("idle", [], record)).toEqual([["gate_missing", "http:ci"]]);
+    expect(await check("task_failed", [], record)).toEqual([]); // never trusted for task_failed
+    // Its events narrowed: changed where it still runs, missing where it no longer does.
+    const narrowed = [HandlerSchema.parse({ ...base, events: ["task_completed"] })];
+    expect(await check("task_completed", narrowed, record)).toEqual([["untrusted_hook", "http:ci"]]);
+    expect(await check("idle", narrowed, record)).toEqual([["gate_missing", "http:ci"]]);
+    // An entry without events (hand-written, or from before events were recorded) stands for every
+    // event but task_started, which came later: it does not turn a start gate on.
+    const { events: _events, ...bare } = record.gates["http:ci"] as TrustEntry;
+    const old: TrustRecord = { version: 1, gates: { "http:ci": bare } };
+    expect(await check("task_failed", [], old)).toEqual([["gate_missing", "http:ci"]]);
+    expect(await check("task_started", [], old)).toEqual([]);
+    expect(
+      await check("task_started", [], { version: 1, gates: { "http:ci": { ...bare, events: ["task_started"] } } }),
+    ).toEqual([["gate_missing", "http:ci"]]);
+  });
 
   it("trust shows a new handler whole, then records it by its gate name; the record keeps its events", async () => {
     const team = await makeTempTeam({ teamId: "trusting", config: { hooks: { handlers: [base] } } });

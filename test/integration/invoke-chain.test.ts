@@ -115,8 +115,7 @@ describe("verdicts", () => {
     ],
     [
       "an oversize reason is a hook error",
-      `printf '{"decision":"deny","reason":"%s"}' "$(head -c 1100 /dev/zero | tr '\\\\0' r)" > ` +
-        `"$PI_TEAMS_HOOK_RESULT_FILE"`,
+      `printf '{"decision":"deny","reason":"%s"}' "$(head -c 1100 /dev/zero | tr '\\\\0' r)" > "$PI_TEAMS_HOOK_RESULT_FILE"`,
       "error",
       "failed",
     ],
@@ -133,8 +132,7 @@ describe("verdicts", () => {
     hook(
       globalDir,
       "on_task_completed.sh",
-      'echo \'{"decision":"allow"}\' > "$PI_TEAMS_HOOK_RESULT_FILE"; echo "$PI_TEAMS_HOOK_RESULT_FILE" > ' +
-        '"$PI_TEAMS_TEAM_DIR/where"',
+      'echo \'{"decision":"allow"}\' > "$PI_TEAMS_HOOK_RESULT_FILE"; echo "$PI_TEAMS_HOOK_RESULT_FILE" > "$PI_TEAMS_TEAM_DIR/where"',
     );
     await invokeEvent(request());
     const where = fs.readFileSync(path.join(team.teamDir, "where"), "utf8").trim();

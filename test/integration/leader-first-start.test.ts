@@ -64,8 +64,7 @@ describe("the first start's baseline", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 
-  it("a leader killed during its first scan leaves no half baseline: " +
-    "the next start still records history as a baseline", async () => {
+  it("a leader killed during its first scan leaves no half baseline: the next start still records history as a baseline", async () => {
     const team = await rig.team();
     await seedHistory(team);
     await rig.hook(team, "on_task_completed.sh", RECORD);
@@ -110,8 +109,7 @@ describe("the first start takes events while its scan runs", () => {
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 
-  it("a first start killed before its baseline is recorded: " +
-    "what came after it still runs at the next start", async () => {
+  it("a first start killed before its baseline is recorded: what came after it still runs at the next start", async () => {
     const team = await rig.team();
     await seedHistory(team);
     await seedTasks(team, 4001, 4002);

@@ -109,10 +109,7 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
     await waitUntil("the event", () => events(notices).length === 1, { timeoutMs: 40_000 });
 
     expect(warnings().filter((w) => w.includes("policy not applied"))[0]).toMatch(
-      new RegExp(
-        String.raw`gate metadata not written: Timeout after 10000 ms acquiring lock .*1\.json\.lock: ` +
-          String.raw`held by pid \d+ \(team-worker hold\).*; trying again in 1\.0s \(1 of 6\)`,
-      ),
+      /gate metadata not written: Timeout after 10000 ms acquiring lock .*1\.json\.lock: held by pid \d+ \(team-worker hold\).*; trying again in 1\.0s \(1 of 6\)/,
     );
     const [event] = events(notices);
     expect(event).toMatchObject({

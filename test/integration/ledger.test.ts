@@ -87,8 +87,7 @@ describe("Ledger", () => {
     const bad = [
       '{"op":"begin","key":"b1","at":"t","runId":"r","attempt":"1"}', // attempt not a number
       '{"op":"begin","key":"b2","at":"t","runId":"r","attempt":1.5}', // not a whole number
-      '{"op":"begin","key":"b3","at":"t","runId":"r","attempt":1,"event":{"event":"deploy","taskId":null,' +
-        '"member":null,"timestamp":null}}',
+      '{"op":"begin","key":"b3","at":"t","runId":"r","attempt":1,"event":{"event":"deploy","taskId":null,"member":null,"timestamp":null}}',
       '{"op":"done","key":"b4","at":"t","runId":null,"log":null}', // no outcome
       '{"op":"spawn","key":"b5","runId":"r"}', // no pid
       '{"op":"rewind","key":"b6","at":"t"}', // no such op
@@ -96,8 +95,7 @@ describe("Ledger", () => {
       "[1,2]",
     ];
     const good = [
-      '{"op":"begin","key":"g1","at":"t","runId":"r1","attempt":2,"event":{"event":"idle","taskId":null,' +
-        '"member":"ann","timestamp":"ts"}}',
+      '{"op":"begin","key":"g1","at":"t","runId":"r1","attempt":2,"event":{"event":"idle","taskId":null,"member":"ann","timestamp":"ts"}}',
       '{"op":"spawn","key":"g1","runId":"r1","pid":77}',
       '{"op":"done","key":"g2","at":"t","runId":null,"outcome":"no_hook","log":null}',
     ];
@@ -167,58 +165,55 @@ describe("Ledger", () => {
     await reopened.close();
   });
 
-  it(
-    "a deferred key is neither in flight nor done, survives " + "a reopen and compaction, and `done` closes it",
-    async () => {
-      const team = tempTeam();
-      const ledger = await Ledger.open(team);
-      await ledger.begin("task_completed:1:a", "run-1", "2026-12-02T00:00:01.000Z");
-      await ledger.defer("task_completed:1:a", "2026-12-02T00:00:02.000Z", {
-        runId: "run-1",
-        deferral: "run-1.2",
-        expiresAt: "2026-12-03T00:00:02.000Z",
-        log: "l1",
-      });
-      expect(ledger.inFlight()).toEqual([]);
-      expect(ledger.has("task_completed:1:a")).toBe(true);
-      expect(ledger.deferred()).toMatchObject([
-        {
-          key: "task_completed:1:a",
-          state: "deferred",
-          runId: "run-1",
-          deferral: "run-1.2",
-          expiresAt: "2026-12-03T00:00:02.000Z",
-          log: "l1",
-        },
-      ]);
-      await ledger.compact();
-      await ledger.close();
-
-      const reopened = await Ledger.open(team);
-      expect(reopened.get("task_completed:1:a")).toEqual({
+  it("a deferred key is neither in flight nor done, survives a reopen and compaction, and `done` closes it", async () => {
+    const team = tempTeam();
+    const ledger = await Ledger.open(team);
+    await ledger.begin("task_completed:1:a", "run-1", "2026-12-02T00:00:01.000Z");
+    await ledger.defer("task_completed:1:a", "2026-12-02T00:00:02.000Z", {
+      runId: "run-1",
+      deferral: "run-1.2",
+      expiresAt: "2026-12-03T00:00:02.000Z",
+      log: "l1",
+    });
+    expect(ledger.inFlight()).toEqual([]);
+    expect(ledger.has("task_completed:1:a")).toBe(true);
+    expect(ledger.deferred()).toMatchObject([
+      {
+        key: "task_completed:1:a",
         state: "deferred",
         runId: "run-1",
         deferral: "run-1.2",
         expiresAt: "2026-12-03T00:00:02.000Z",
         log: "l1",
-        attempt: 1,
-        at: "2026-12-02T00:00:02.000Z",
-      });
-      await reopened.finish("task_completed:1:a", "2026-12-02T01:00:00.000Z", {
-        runId: "run-1",
-        outcome: "passed",
-        log: "l2",
-      });
-      expect(reopened.deferred()).toEqual([]);
-      await reopened.close();
-      const again = await Ledger.open(team);
-      expect(again.get("task_completed:1:a")).toMatchObject({
-        state: "done",
-        outcome: "passed",
-        log: "l2",
-        attempt: 1,
-      });
-      await again.close();
-    },
-  );
+      },
+    ]);
+    await ledger.compact();
+    await ledger.close();
+
+    const reopened = await Ledger.open(team);
+    expect(reopened.get("task_completed:1:a")).toEqual({
+      state: "deferred",
+      runId: "run-1",
+      deferral: "run-1.2",
+      expiresAt: "2026-12-03T00:00:02.000Z",
+      log: "l1",
+      attempt: 1,
+      at: "2026-12-02T00:00:02.000Z",
+    });
+    await reopened.finish("task_completed:1:a", "2026-12-02T01:00:00.000Z", {
+      runId: "run-1",
+      outcome: "passed",
+      log: "l2",
+    });
+    expect(reopened.deferred()).toEqual([]);
+    await reopened.close();
+    const again = await Ledger.open(team);
+    expect(again.get("task_completed:1:a")).toMatchObject({
+      state: "done",
+      outcome: "passed",
+      log: "l2",
+      attempt: 1,
+    });
+    await again.close();
+  });
 });

@@ -108,31 +108,27 @@ describe("withLock across processes", () => {
 });
 
 describe("the leader lock across processes", () => {
-  it(
-    "8 processes meeting a stale leader lock: exactly one takes " +
-      "it over (never two leaders, or a decide beside a leader)",
-    async () => {
-      const teamDir = path.join(dir, "team");
-      const stateDir = path.join(teamDir, "hook-state");
-      await mkdir(stateDir, { recursive: true });
-      await writeFile(
-        path.join(stateDir, "leader.lock"),
-        JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "pi-teams-hooks watch" }),
-      );
-      const goFile = path.join(dir, "go");
-      // Each holds what it got for 2 s: longer than the contenders take to try, so a second holder would overlap the
-      // first.
-      const runs = Array.from({ length: 8 }, (_, i) =>
-        runWorker(modules, "leader-lock", { teamDir, goFile, holdMs: 2_000, label: `contender ${i}` }),
-      );
-      await writeFile(goFile, "");
-      const results = (await Promise.all(runs)) as Array<{ got: boolean }>;
-      expect(results.filter((r) => r.got)).toHaveLength(1);
-      expect((await readdir(stateDir)).filter((name) => name.includes(".stale.") || name.includes("takeover"))).toEqual(
-        [],
-      );
-    },
-  );
+  it("8 processes meeting a stale leader lock: exactly one takes it over (never two leaders, or a decide beside a leader)", async () => {
+    const teamDir = path.join(dir, "team");
+    const stateDir = path.join(teamDir, "hook-state");
+    await mkdir(stateDir, { recursive: true });
+    await writeFile(
+      path.join(stateDir, "leader.lock"),
+      JSON.stringify({ pid: deadPid(), createdAt: new Date().toISOString(), label: "pi-teams-hooks watch" }),
+    );
+    const goFile = path.join(dir, "go");
+    // Each holds what it got for 2 s: longer than the contenders take to try, so a second holder would overlap the
+    // first.
+    const runs = Array.from({ length: 8 }, (_, i) =>
+      runWorker(modules, "leader-lock", { teamDir, goFile, holdMs: 2_000, label: `contender ${i}` }),
+    );
+    await writeFile(goFile, "");
+    const results = (await Promise.all(runs)) as Array<{ got: boolean }>;
+    expect(results.filter((r) => r.got)).toHaveLength(1);
+    expect((await readdir(stateDir)).filter((name) => name.includes(".stale.") || name.includes("takeover"))).toEqual(
+      [],
+    );
+  });
 });
 
 /** Sets a file's times to `ms` ago. */

@@ -407,79 +407,66 @@ describe("logs written in another form than the leader's", () => {
 });
 
 describe("streamLogs", () => {
-  it(
-    "emits the newest `limit` matches oldest first, as queryLogs " +
-      "returns them, for limits around the number of matches",
-    async () => {
-      const team = await makeTempTeam();
-      teams.push(team);
-      const base = Date.parse("2026-03-01T00:00:00.000Z");
-      for (let i = 0; i < 40; i++) {
-        const at = new Date(base + i * 60_000).toISOString();
-        await writeHookLog(
+  it("emits the newest `limit` matches oldest first, as queryLogs returns them, for limits around the number of matches", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const base = Date.parse("2026-03-01T00:00:00.000Z");
+    for (let i = 0; i < 40; i++) {
+      const at = new Date(base + i * 60_000).toISOString();
+      await writeHookLog(
+        team.teamDir,
+        rec(
           team.teamDir,
-          rec(
-            team.teamDir,
-            at,
-            i % 4 === 0 ? "idle" : "task_completed",
-            String(i % 7),
-            "ada",
-            i % 3 === 0 ? "failed" : "passed",
-          ),
-        );
-      }
-      await writeFile(
-        path.join(team.teamDir, "hook-logs", "2026-03-01T00-10-30-000Z_task_completed_task-1.json"),
-        "{",
-        "utf8",
+          at,
+          i % 4 === 0 ? "idle" : "task_completed",
+          String(i % 7),
+          "ada",
+          i % 3 === 0 ? "failed" : "passed",
+        ),
       );
-      const filters: LogFilter[] = [
-        {},
-        { outcomes: ["failed"] },
-        { taskId: "3" },
-        { events: ["idle"], sinceMs: base + 20 * 60_000 },
-      ];
-      for (const filter of filters) {
-        // Every match, from a full read: what each limit must cut.
-        const everything: string[] = [];
-        for (const entry of await listHookLogs(team.teamDir)) {
-          const read = await readHookLog(entry.file);
-          if (read.ok && recordMatches(read.record, filter)) everything.push(entry.name);
-        }
-        expect(everything.length).toBeGreaterThan(1);
-        for (const limit of [
-          undefined,
-          1,
-          5,
-          17,
-          everything.length - 1,
-          everything.length,
-          everything.length + 1,
-          100,
-        ]) {
-          const opts = { filter, ...(limit === undefined ? {} : { limit }), onProblem: () => {} };
-          const emitted: string[] = [];
-          const result = await streamLogs(
-            team.teamDir,
-            opts,
-            (row) => row.name,
-            (name) => emitted.push(name),
-          );
-          const expected = limit === undefined ? everything : everything.slice(-limit);
-          expect({ filter, limit, emitted, total: result.total }).toEqual({
-            filter,
-            limit,
-            emitted: expected,
-            total: 41,
-          });
-          if (expected.length < everything.length) expect(result.truncated).toBe(true);
-          if (limit === undefined) expect(result.truncated).toBe(false);
-          const queried = await queryLogs(team.teamDir, opts, (row) => row.name);
-          expect(queried).toEqual({ rows: emitted, total: result.total, truncated: result.truncated });
-        }
+    }
+    await writeFile(
+      path.join(team.teamDir, "hook-logs", "2026-03-01T00-10-30-000Z_task_completed_task-1.json"),
+      "{",
+      "utf8",
+    );
+    const filters: LogFilter[] = [
+      {},
+      { outcomes: ["failed"] },
+      { taskId: "3" },
+      { events: ["idle"], sinceMs: base + 20 * 60_000 },
+    ];
+    for (const filter of filters) {
+      // Every match, from a full read: what each limit must cut.
+      const everything: string[] = [];
+      for (const entry of await listHookLogs(team.teamDir)) {
+        const read = await readHookLog(entry.file);
+        if (read.ok && recordMatches(read.record, filter)) everything.push(entry.name);
       }
-    },
-  );
+      expect(everything.length).toBeGreaterThan(1);
+      for (const limit of [undefined, 1, 5, 17, everything.length - 1, everything.length, everything.length + 1, 100]) {
+        const opts = { filter, ...(limit === undefined ? {} : { limit }), onProblem: () => {} };
+        const emitted: string[] = [];
+        const result = await streamLogs(
+          team.teamDir,
+          opts,
+          (row) => row.name,
+          (name) => emitted.push(name),
+        );
+        const expected = limit === undefined ? everything : everything.slice(-limit);
+        expect({ filter, limit, emitted, total: result.total }).toEqual({
+          filter,
+          limit,
+          emitted: expected,
+          total: 41,
+        });
+        if (expected.length < everything.length) expect(result.truncated).toBe(true);
+        if (limit === undefined) expect(result.truncated).toBe(false);
+        const queried = await queryLogs(team.teamDir, opts, (row) => row.name);
+        expect(queried).toEqual({ rows: emitted, total: result.total, truncated: result.truncated });
+      }
+    }
+  });
 });
 
 describe("paging with a cursor", () => {
@@ -526,36 +513,31 @@ describe("paging with a cursor", () => {
     expect(all).toHaveLength(24);
   });
 
-  it(
-    "reaches every log of one millisecond, whose names' numbers " + "differ in length (task-9, task-10; _9, _10)",
-    async () => {
-      const team = await makeTempTeam();
-      teams.push(team);
-      const at = "2026-03-01T00:00:00.000Z";
-      for (let i = 1; i <= 24; i++)
-        await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", String(i), "ada", "passed"));
-      for (let i = 0; i < 12; i++)
-        // task-3_2 … task-3_13
-        await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", "3", "ada", "passed"));
-      const all = (await queryLogs(team.teamDir, { filter: {}, onProblem: () => {} })).rows
+  it("reaches every log of one millisecond, whose names' numbers differ in length (task-9, task-10; _9, _10)", async () => {
+    const team = await makeTempTeam();
+    teams.push(team);
+    const at = "2026-03-01T00:00:00.000Z";
+    for (let i = 1; i <= 24; i++)
+      await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", String(i), "ada", "passed"));
+    for (let i = 0; i < 12; i++)
+      // task-3_2 … task-3_13
+      await writeHookLog(team.teamDir, rec(team.teamDir, at, "task_completed", "3", "ada", "passed"));
+    const all = (await queryLogs(team.teamDir, { filter: {}, onProblem: () => {} })).rows.map((r) => r.name).reverse();
+    const seen: string[] = [];
+    let before: { timeMs: number; name: string } | undefined;
+    for (let n = 0; n < 20; n++) {
+      const page = (
+        await queryLogs(team.teamDir, { filter: {}, limit: 5, onProblem: () => {}, ...(before ? { before } : {}) })
+      ).rows
         .map((r) => r.name)
         .reverse();
-      const seen: string[] = [];
-      let before: { timeMs: number; name: string } | undefined;
-      for (let n = 0; n < 20; n++) {
-        const page = (
-          await queryLogs(team.teamDir, { filter: {}, limit: 5, onProblem: () => {}, ...(before ? { before } : {}) })
-        ).rows
-          .map((r) => r.name)
-          .reverse();
-        if (page.length === 0) break;
-        seen.push(...page);
-        before = { timeMs: Date.parse(at), name: page.at(-1) ?? "" };
-      }
-      expect(seen).toEqual(all);
-      expect(new Set(seen).size).toBe(36);
-    },
-  );
+      if (page.length === 0) break;
+      seen.push(...page);
+      before = { timeMs: Date.parse(at), name: page.at(-1) ?? "" };
+    }
+    expect(seen).toEqual(all);
+    expect(new Set(seen).size).toBe(36);
+  });
 });
 
 describe("parseFilterText", () => {

@@ -318,25 +318,22 @@ describe("logs: filters", () => {
     expect(await tasks("1w")).toEqual(["#1", "#2", "#3", "#4"]);
   });
 
-  it(
-    "--task matches the exact task: 3 is not 31, and collisions " + "(_2) and a missing task file still count",
-    async () => {
-      const t = await team();
-      await seed(t, [
-        { at: "2026-03-01T08:00:00.000Z", task: "3" },
-        { at: "2026-03-01T08:00:00.000Z", task: "3" }, // same millisecond: …_task-3_2.json
-        { at: "2026-03-01T08:01:00.000Z", task: "31" },
-        // task file gone
-        { at: "2026-03-01T08:02:00.000Z", task: null, member: "ada", key: "task_completed:3:2026-03-01T08:02:00.000Z" },
-      ]);
-      const names = await readdir(path.join(t.teamDir, "hook-logs"));
-      expect(names).toContain("2026-03-01T08-00-00-000Z_task_completed_task-3_2.json");
-      expect(names).toContain("2026-03-01T08-02-00-000Z_task_completed_member-ada.json");
-      const { stdout } = await logs(["--team-dir", t.teamDir, "--task", "3"]);
-      expect(column(stdout, 0).map((c) => c.slice(11))).toEqual(["08:00:00", "08:00:00", "08:02:00"]);
-      expect(column(stdout, 2)).toEqual(["#3", "#3", "#3"]);
-    },
-  );
+  it("--task matches the exact task: 3 is not 31, and collisions (_2) and a missing task file still count", async () => {
+    const t = await team();
+    await seed(t, [
+      { at: "2026-03-01T08:00:00.000Z", task: "3" },
+      { at: "2026-03-01T08:00:00.000Z", task: "3" }, // same millisecond: …_task-3_2.json
+      { at: "2026-03-01T08:01:00.000Z", task: "31" },
+      // task file gone
+      { at: "2026-03-01T08:02:00.000Z", task: null, member: "ada", key: "task_completed:3:2026-03-01T08:02:00.000Z" },
+    ]);
+    const names = await readdir(path.join(t.teamDir, "hook-logs"));
+    expect(names).toContain("2026-03-01T08-00-00-000Z_task_completed_task-3_2.json");
+    expect(names).toContain("2026-03-01T08-02-00-000Z_task_completed_member-ada.json");
+    const { stdout } = await logs(["--team-dir", t.teamDir, "--task", "3"]);
+    expect(column(stdout, 0).map((c) => c.slice(11))).toEqual(["08:00:00", "08:00:00", "08:02:00"]);
+    expect(column(stdout, 2)).toEqual(["#3", "#3", "#3"]);
+  });
 
   it("filters on the file name before opening files: a corrupt log outside the window is never read", async () => {
     const t = await team();
@@ -487,31 +484,26 @@ describe("logs show", () => {
     expect(stdout.split("\n")[0]).toBe(`log:          ${first}`);
   });
 
-  it(
-    "lists the matches of an ambiguous id, newest first with " + "their ids, and names a missing one (exit 2 both)",
-    async () => {
-      const t = await team();
-      await seed(t, MIXED);
-      const ambiguous = await logs(["show", "2026-03-01T09", "--team-dir", t.teamDir]);
-      expect(ambiguous.code).toBe(2);
-      expect(ambiguous.stdout).toBe("");
-      const lines = ambiguous.stderr.trimEnd().split("\n");
-      expect(lines[0]).toBe('pi-teams-hooks logs show: "2026-03-01T09" matches 2 runs, newest first:');
-      expect(lines.slice(2, 4).map((line) => line.split(/ {2,}/).slice(0, 3))).toEqual([
-        ["run-2026-03-01T09:3", "2026-03-01 09:30:00", "idle"],
-        ["run-2026-03-01T09:0", "2026-03-01 09:00:00", "task_completed"],
-      ]);
-      expect(lines[4]).toBe("pick one by its id: pi-teams-hooks logs show <id>");
-      const missing = await logs(["show", "2027-01-01", "--team-dir", t.teamDir]);
-      expect(missing).toEqual({
-        code: 2,
-        stdout: "",
-        stderr:
-          `pi-teams-hooks logs show: no hook log matches "2027-01-01" in ${path.join(t.teamDir, "hook-logs")} ` +
-          `(run ids are the first column of pi-teams-hooks logs)\n`,
-      });
-    },
-  );
+  it("lists the matches of an ambiguous id, newest first with their ids, and names a missing one (exit 2 both)", async () => {
+    const t = await team();
+    await seed(t, MIXED);
+    const ambiguous = await logs(["show", "2026-03-01T09", "--team-dir", t.teamDir]);
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stdout).toBe("");
+    const lines = ambiguous.stderr.trimEnd().split("\n");
+    expect(lines[0]).toBe('pi-teams-hooks logs show: "2026-03-01T09" matches 2 runs, newest first:');
+    expect(lines.slice(2, 4).map((line) => line.split(/ {2,}/).slice(0, 3))).toEqual([
+      ["run-2026-03-01T09:3", "2026-03-01 09:30:00", "idle"],
+      ["run-2026-03-01T09:0", "2026-03-01 09:00:00", "task_completed"],
+    ]);
+    expect(lines[4]).toBe("pick one by its id: pi-teams-hooks logs show <id>");
+    const missing = await logs(["show", "2027-01-01", "--team-dir", t.teamDir]);
+    expect(missing).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `pi-teams-hooks logs show: no hook log matches "2027-01-01" in ${path.join(t.teamDir, "hook-logs")} (run ids are the first column of pi-teams-hooks logs)\n`,
+    });
+  });
 
   it("reports a corrupt log it was asked to show (exit 1), and needs an id (exit 2)", async () => {
     const t = await team();
@@ -605,8 +597,7 @@ describe("logs stats", () => {
     const table = await logs(["stats", "--team-dir", t.teamDir]);
     expect(table.stdout).toBe(
       [
-        "hook                  event           runs  pass rate  failed  timed out  error   p50   p95  most-failed " +
-          "tasks",
+        "hook                  event           runs  pass rate  failed  timed out  error   p50   p95  most-failed tasks",
         "on_idle.mjs           idle               1         0%       0          0      1  1.5s  1.5s  -",
         "on_idle.sh            idle               1       100%       0          0      0   5ms   5ms  -",
         "on_task_completed.sh  task_completed     6        50%       2          1      0  30ms  60ms  #2 (2), #7 (1)",
@@ -698,8 +689,7 @@ describe("logs prune", () => {
     const before = (await readdir(dir)).sort();
     const dry = await logs(["prune", "--keep", "8", "--dry-run", "--team-dir", t.teamDir]);
     expect(dry.stdout).toBe(
-      `would remove ${names[0]}\nwould remove ${names[1]}\nwould remove 2 hook log(s), would keep 8 in ${dir}; 1 ` +
-        `other .json file(s) left alone (dry run: nothing removed)\n`,
+      `would remove ${names[0]}\nwould remove ${names[1]}\nwould remove 2 hook log(s), would keep 8 in ${dir}; 1 other .json file(s) left alone (dry run: nothing removed)\n`,
     );
     expect((await readdir(dir)).sort()).toEqual(before);
     const json = await logs(["prune", "--keep", "9", "--json", "--team-dir", t.teamDir]);
@@ -818,8 +808,7 @@ describe("logs: the team and the flags", () => {
       args: ["--team", "alpha"],
       env: {},
       message:
-        '--team alpha: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "alpha" in; set it, or ' +
-        "pass --team-dir DIR",
+        '--team alpha: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "alpha" in; set it, or pass --team-dir DIR',
     },
     { name: "no team at all", args: [], env: {}, message: "--team-dir DIR or --team ID is required" },
     {
@@ -851,8 +840,7 @@ describe("logs: the team and the flags", () => {
       args: ["--team-dir", ".", "--since", "yesterday"],
       env: {},
       message:
-        '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, ' +
-        "d, w)) or an ISO 8601 time",
+        '--since "yesterday" must be an age (a number with a unit: 30s, 90m, 1.5h, 1d12h, 1500ms (units ms, s, m, h, d, w)) or an ISO 8601 time',
     },
     {
       name: "a bad --limit",

@@ -152,59 +152,55 @@ async function watchTeam(
 }
 
 describe("what a patch may write", () => {
-  it(
-    "by default metadata only: the inside is written with the gate's " +
-      "metadata, the outside dropped and named in the log",
-    async () => {
-      hook(
-        "on_task_completed.sh",
-        says({
-          decision: "patch",
-          patch: {
-            description: "rewritten",
-            status: "pending",
-            owner: "mallory",
-            metadata: {
-              labels: ["reviewed"],
-              ci: { run: 7 },
-              qualityGateStatus: "forged",
-              reopenedByQualityGateCount: 0,
-              taskApi: { template: "x" },
-              completedAt: "2030-01-01T00:00:00.000Z",
-              draft: null,
-            },
+  it("by default metadata only: the inside is written with the gate's metadata, the outside dropped and named in the log", async () => {
+    hook(
+      "on_task_completed.sh",
+      says({
+        decision: "patch",
+        patch: {
+          description: "rewritten",
+          status: "pending",
+          owner: "mallory",
+          metadata: {
+            labels: ["reviewed"],
+            ci: { run: 7 },
+            qualityGateStatus: "forged",
+            reopenedByQualityGateCount: 0,
+            taskApi: { template: "x" },
+            completedAt: "2030-01-01T00:00:00.000Z",
+            draft: null,
           },
-        }),
-      );
-      const outcome = await invokeEvent(request());
-      expect(outcome.counted).toBe("passed");
-      const after = task();
-      expect(after.metadata).toMatchObject({
-        labels: ["reviewed"],
-        ci: { run: 7 },
-        qualityGateStatus: "passed",
-        qualityGateEventKey: KEY,
-      });
-      expect(after.metadata).not.toHaveProperty("draft"); // null deletes, within the fields
-      // the event's stamp: a new one would be a new completion
-      expect(after.metadata?.completedAt).toBe("2026-12-04T10:00:00.000Z");
-      expect(after.metadata).not.toHaveProperty("reopenedByQualityGateCount");
-      expect(after.metadata).not.toHaveProperty("taskApi");
-      expect([after.description, after.status, after.owner]).toEqual(["the original", "completed", "alice"]);
-      const [log] = await logs();
-      expect(log?.result.patchApplied).toEqual(["metadata.labels", "metadata.ci", "metadata.draft"]);
-      expect(log?.result.patchRejected).toEqual([
-        "description",
-        "status",
-        "owner",
-        "metadata.qualityGateStatus",
-        "metadata.reopenedByQualityGateCount",
-        "metadata.taskApi",
-        "metadata.completedAt",
-      ]);
-      expect(log?.result.verdict).toMatchObject({ decision: "patch", source: "stdout" });
-    },
-  );
+        },
+      }),
+    );
+    const outcome = await invokeEvent(request());
+    expect(outcome.counted).toBe("passed");
+    const after = task();
+    expect(after.metadata).toMatchObject({
+      labels: ["reviewed"],
+      ci: { run: 7 },
+      qualityGateStatus: "passed",
+      qualityGateEventKey: KEY,
+    });
+    expect(after.metadata).not.toHaveProperty("draft"); // null deletes, within the fields
+    // the event's stamp: a new one would be a new completion
+    expect(after.metadata?.completedAt).toBe("2026-12-04T10:00:00.000Z");
+    expect(after.metadata).not.toHaveProperty("reopenedByQualityGateCount");
+    expect(after.metadata).not.toHaveProperty("taskApi");
+    expect([after.description, after.status, after.owner]).toEqual(["the original", "completed", "alice"]);
+    const [log] = await logs();
+    expect(log?.result.patchApplied).toEqual(["metadata.labels", "metadata.ci", "metadata.draft"]);
+    expect(log?.result.patchRejected).toEqual([
+      "description",
+      "status",
+      "owner",
+      "metadata.qualityGateStatus",
+      "metadata.reopenedByQualityGateCount",
+      "metadata.taskApi",
+      "metadata.completedAt",
+    ]);
+    expect(log?.result.verdict).toMatchObject({ decision: "patch", source: "stdout" });
+  });
 
   it("hooks.writableFields replaces the default: the description is writable, metadata.x is not", async () => {
     const PATCH = { decision: "PATCH", patch: { description: "rewritten", metadata: { x: 1, labels: ["new"] } } };
@@ -405,61 +401,52 @@ describe("under the task lock", () => {
 describe("a three-hook chain folds deny > defer > patch > allow", () => {
   const d = "on_task_completed.d";
 
-  it(
-    "patch, patch, allow: both patches written in chain order, and the later hook " +
-      "saw the earlier patch in stdin, the context file and the environment",
-    async () => {
-      const seen = path.join(team.teamsRoot, "seen");
-      fs.mkdirSync(seen);
-      hook(
-        `${d}/10-label.sh`,
-        says({ decision: "patch", patch: { metadata: { stage: "ten", labels: ["ten"], keep: 1 } } }),
-      );
-      hook(
-        `${d}/20-look.sh`,
-        `cat > ${seen}/stdin.json\ncp "$PI_TEAMS_HOOK_CONTEXT_FILE" ${seen}/file.json\nprintf '%s' ` +
-          `"$PI_TEAMS_HOOK_CONTEXT_JSON" > ${seen}/env.json\necho ` +
-          `'${JSON.stringify({ decision: "patch", patch: { metadata: { stage: "twenty", labels: null } } })}'`,
-      );
-      hook(`${d}/30-allow.sh`, `cat > ${seen}/third.json\necho '{"decision":"allow"}'`);
-      const outcome = await invokeEvent(request());
-      expect(outcome.counted).toBe("passed");
-      for (const where of ["stdin", "file", "env"]) {
-        const doc = JSON.parse(fs.readFileSync(path.join(seen, `${where}.json`), "utf8")) as { task: Task };
-        expect(doc.task.metadata, where).toMatchObject({ stage: "ten", labels: ["ten"], keep: 1 });
-      }
-      const third = JSON.parse(fs.readFileSync(path.join(seen, "third.json"), "utf8")) as { task: Task };
-      expect(third.task.metadata).toMatchObject({ stage: "twenty", keep: 1 });
-      expect(third.task.metadata).not.toHaveProperty("labels");
-      const after = task();
-      expect(after.metadata).toMatchObject({ stage: "twenty", keep: 1, qualityGateStatus: "passed" });
-      expect(after.metadata).not.toHaveProperty("labels");
-      const logged = await logs();
-      expect(logged.map((l) => [path.basename(l.result.hookPath ?? ""), l.result.patchApplied ?? null])).toEqual([
-        ["10-label.sh", ["metadata.stage", "metadata.labels", "metadata.keep"]],
-        ["20-look.sh", ["metadata.stage", "metadata.labels"]],
-        ["30-allow.sh", null],
-      ]);
-    },
-  );
+  it("patch, patch, allow: both patches written in chain order, and the later hook saw the earlier patch in stdin, the context file and the environment", async () => {
+    const seen = path.join(team.teamsRoot, "seen");
+    fs.mkdirSync(seen);
+    hook(
+      `${d}/10-label.sh`,
+      says({ decision: "patch", patch: { metadata: { stage: "ten", labels: ["ten"], keep: 1 } } }),
+    );
+    hook(
+      `${d}/20-look.sh`,
+      `cat > ${seen}/stdin.json\ncp "$PI_TEAMS_HOOK_CONTEXT_FILE" ${seen}/file.json\nprintf '%s' "$PI_TEAMS_HOOK_CONTEXT_JSON" > ${seen}/env.json\necho '${JSON.stringify({ decision: "patch", patch: { metadata: { stage: "twenty", labels: null } } })}'`,
+    );
+    hook(`${d}/30-allow.sh`, `cat > ${seen}/third.json\necho '{"decision":"allow"}'`);
+    const outcome = await invokeEvent(request());
+    expect(outcome.counted).toBe("passed");
+    for (const where of ["stdin", "file", "env"]) {
+      const doc = JSON.parse(fs.readFileSync(path.join(seen, `${where}.json`), "utf8")) as { task: Task };
+      expect(doc.task.metadata, where).toMatchObject({ stage: "ten", labels: ["ten"], keep: 1 });
+    }
+    const third = JSON.parse(fs.readFileSync(path.join(seen, "third.json"), "utf8")) as { task: Task };
+    expect(third.task.metadata).toMatchObject({ stage: "twenty", keep: 1 });
+    expect(third.task.metadata).not.toHaveProperty("labels");
+    const after = task();
+    expect(after.metadata).toMatchObject({ stage: "twenty", keep: 1, qualityGateStatus: "passed" });
+    expect(after.metadata).not.toHaveProperty("labels");
+    const logged = await logs();
+    expect(logged.map((l) => [path.basename(l.result.hookPath ?? ""), l.result.patchApplied ?? null])).toEqual([
+      ["10-label.sh", ["metadata.stage", "metadata.labels", "metadata.keep"]],
+      ["20-look.sh", ["metadata.stage", "metadata.labels"]],
+      ["30-allow.sh", null],
+    ]);
+  });
 
-  it(
-    "a patch that grows the document past the payload limit: " + "the next hook is refused (closed), nothing written",
-    async () => {
-      hook(`${d}/10-grow.sh`, says({ decision: "patch", patch: { metadata: { blob: "x".repeat(3_000) } } }));
-      hook(`${d}/20-never.sh`, says({ decision: "allow" }));
-      const outcome = await invokeEvent(request({ limits: { ...DEFAULT_LIMITS, maxPayloadBytes: 2_048 } }));
-      expect(outcome.runs.map((r) => [r.hook.name, r.result.outcome, r.result.errorKind ?? null])).toEqual([
-        ["10-grow.sh", "passed", null],
-        ["20-never.sh", "error", "limit"],
-      ]);
-      expect(outcome.result?.error).toMatch(
-        /^the context document, patched by the hooks before, is \d+ bytes; the limit is 2048/,
-      );
-      expect(outcome.counted).toBe("failed");
-      expect(task().metadata).not.toHaveProperty("blob");
-    },
-  );
+  it("a patch that grows the document past the payload limit: the next hook is refused (closed), nothing written", async () => {
+    hook(`${d}/10-grow.sh`, says({ decision: "patch", patch: { metadata: { blob: "x".repeat(3_000) } } }));
+    hook(`${d}/20-never.sh`, says({ decision: "allow" }));
+    const outcome = await invokeEvent(request({ limits: { ...DEFAULT_LIMITS, maxPayloadBytes: 2_048 } }));
+    expect(outcome.runs.map((r) => [r.hook.name, r.result.outcome, r.result.errorKind ?? null])).toEqual([
+      ["10-grow.sh", "passed", null],
+      ["20-never.sh", "error", "limit"],
+    ]);
+    expect(outcome.result?.error).toMatch(
+      /^the context document, patched by the hooks before, is \d+ bytes; the limit is 2048/,
+    );
+    expect(outcome.counted).toBe("failed");
+    expect(task().metadata).not.toHaveProperty("blob");
+  });
 
   it("patch, defer, deny: the chain goes on past the defer, the denial wins, and no patch is written", async () => {
     hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { x: 1 } } }));
@@ -478,41 +465,38 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     expect(first?.result.patchIgnored).toBe("the chain was denied: the patch was discarded");
   });
 
-  it(
-    "patch, defer, allow: held; the patch waits with the " + "deferral and is written when the decision allows",
-    async () => {
-      hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "pending" } } }));
-      hook(`${d}/20-defer.sh`, says({ decision: "defer", reason: "waiting for CI" }));
-      hook(
-        `${d}/30-patch.sh`,
-        says({ decision: "patch", patch: { metadata: { ci: "green", qualityGateStatus: "forged" } } }),
-      );
-      const outcome = await invokeEvent(request());
-      expect(outcome.counted).toBe("deferred");
-      expect(outcome.hook?.name).toBe("20-defer.sh");
-      const runId = outcome.result?.runId ?? "";
-      const record = JSON.parse(fs.readFileSync(deferralFile(team.teamDir, runId), "utf8")) as DeferralRecord;
-      expect(record.patches).toEqual([{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }]);
-      expect(task().metadata).toMatchObject({ qualityGateStatus: "deferred" });
-      expect(task().metadata).not.toHaveProperty("ci");
-      const held = await logs();
-      expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
-      expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
+  it("patch, defer, allow: held; the patch waits with the deferral and is written when the decision allows", async () => {
+    hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "pending" } } }));
+    hook(`${d}/20-defer.sh`, says({ decision: "defer", reason: "waiting for CI" }));
+    hook(
+      `${d}/30-patch.sh`,
+      says({ decision: "patch", patch: { metadata: { ci: "green", qualityGateStatus: "forged" } } }),
+    );
+    const outcome = await invokeEvent(request());
+    expect(outcome.counted).toBe("deferred");
+    expect(outcome.hook?.name).toBe("20-defer.sh");
+    const runId = outcome.result?.runId ?? "";
+    const record = JSON.parse(fs.readFileSync(deferralFile(team.teamDir, runId), "utf8")) as DeferralRecord;
+    expect(record.patches).toEqual([{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }]);
+    expect(task().metadata).toMatchObject({ qualityGateStatus: "deferred" });
+    expect(task().metadata).not.toHaveProperty("ci");
+    const held = await logs();
+    expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
+    expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
 
-      const decided = await decideDeferral(
-        team.teamDir,
-        runId,
-        { decision: "allow", by: "ci" },
-        { env: {}, settings: decisionSettings() },
-      );
-      expect(decided.kind).toBe("applied");
-      expect(task().metadata).toMatchObject({ ci: "green", qualityGateStatus: "passed", qualityGateDecision: "allow" });
-      const decisionLog = (await logs()).find((l) => l.decision !== undefined);
-      expect(decisionLog?.decision).toMatchObject({
-        patchApplied: [{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }],
-      });
-    },
-  );
+    const decided = await decideDeferral(
+      team.teamDir,
+      runId,
+      { decision: "allow", by: "ci" },
+      { env: {}, settings: decisionSettings() },
+    );
+    expect(decided.kind).toBe("applied");
+    expect(task().metadata).toMatchObject({ ci: "green", qualityGateStatus: "passed", qualityGateDecision: "allow" });
+    const decisionLog = (await logs()).find((l) => l.decision !== undefined);
+    expect(decisionLog?.decision).toMatchObject({
+      patchApplied: [{ metadata: { ci: "pending" } }, { metadata: { ci: "green" } }],
+    });
+  });
 
   it("patch, defer: a deny decision discards the held patches", async () => {
     hook(`${d}/10-patch.sh`, says({ decision: "patch", patch: { metadata: { ci: "pending" } } }));
@@ -576,9 +560,7 @@ describe("the leader", () => {
       // Patches task 1 only; a fresh value each run, so a second run would show.
       fs.writeFileSync(
         path.join(hooks, "on_task_completed.sh"),
-        `#!/usr/bin/env bash\ncat > /dev/null\n[ "$PI_TEAMS_TASK_ID" = 1 ] || exit 0\necho ` +
-          `"{\\"decision\\":\\"patch\\",\\"patch\\":{\\"description\\":\\"checked by the ` +
-          `gate\\",\\"metadata\\":{\\"labels\\":[\\"$(date +%s%N)\\"],\\"other\\":1}}}"\n`,
+        `#!/usr/bin/env bash\ncat > /dev/null\n[ "$PI_TEAMS_TASK_ID" = 1 ] || exit 0\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"description\\":\\"checked by the gate\\",\\"metadata\\":{\\"labels\\":[\\"$(date +%s%N)\\"],\\"other\\":1}}}"\n`,
         { mode: 0o755 },
       );
       const { leader, events } = await watchTeam(watched, leaders);
@@ -613,8 +595,7 @@ describe("the leader", () => {
     }
   }, 30_000);
 
-  it("never lets a patch move the times and stamps it keys events " +
-    "by, even when configured: no gate running again and again", async () => {
+  it("never lets a patch move the times and stamps it keys events by, even when configured: no gate running again and again", async () => {
     // A completion without metadata.completedAt is keyed by its updatedAt: a patched updatedAt would be a new
     // completion.
     const watched = await makeTempTeam({
@@ -628,10 +609,7 @@ describe("the leader", () => {
       fs.mkdirSync(hooks, { recursive: true });
       fs.writeFileSync(
         path.join(hooks, "on_task_completed.sh"),
-        `#!/usr/bin/env bash\ncat > /dev/null\nnow=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\necho ` +
-          `"{\\"decision\\":\\"patch\\",\\"patch\\":{\\"updatedAt\\":\\"$now\\",\\"createdAt\\":\\"$now\\",` +
-          `\\"metadata\\":{\\"claimedAt\\":\\"$now\\",\\"unassignedAt\\":\\"$now\\",\\"__proto__\\":{\\"x\\":1},` +
-          `\\"labels\\":[\\"$now\\"]}}}"\n`,
+        `#!/usr/bin/env bash\ncat > /dev/null\nnow=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\necho "{\\"decision\\":\\"patch\\",\\"patch\\":{\\"updatedAt\\":\\"$now\\",\\"createdAt\\":\\"$now\\",\\"metadata\\":{\\"claimedAt\\":\\"$now\\",\\"unassignedAt\\":\\"$now\\",\\"__proto__\\":{\\"x\\":1},\\"labels\\":[\\"$now\\"]}}}"\n`,
         { mode: 0o755 },
       );
       const { leader, events } = await watchTeam(watched, leaders);

@@ -127,35 +127,31 @@ describe("the gate service of the pi extension", () => {
     expect(await attachedTeam(w.teamsRoot, SESSION, process.pid, Date.now())).toBeNull();
   });
 
-  it(
-    "survives its team dir deleted by another process: one warning, " +
-      "nothing run meanwhile, gates again once it is back",
-    async () => {
-      const tasksDir = await createTeam(sessionDir(), SESSION);
-      await service.begin(SESSION, notify);
-      await waitUntil("watching", () => service.status.phase === "watching");
-      // Deleted the way a cleanup does it: moved away, then removed.
-      await rename(sessionDir(), `${sessionDir()}.gone`);
-      await rm(`${sessionDir()}.gone`, { recursive: true, force: true });
-      await waitUntil("the gone warning", () => said.find((s) => s.level === "warning" && s.text.includes("is gone")), {
-        context: () => JSON.stringify(said),
-      });
-      await new Promise((resolve) => setTimeout(resolve, 400)); // several reconcile scans while it is gone
-      expect(said.filter((s) => s.text.includes("is gone"))).toHaveLength(1);
+  it("survives its team dir deleted by another process: one warning, nothing run meanwhile, gates again once it is back", async () => {
+    const tasksDir = await createTeam(sessionDir(), SESSION);
+    await service.begin(SESSION, notify);
+    await waitUntil("watching", () => service.status.phase === "watching");
+    // Deleted the way a cleanup does it: moved away, then removed.
+    await rename(sessionDir(), `${sessionDir()}.gone`);
+    await rm(`${sessionDir()}.gone`, { recursive: true, force: true });
+    await waitUntil("the gone warning", () => said.find((s) => s.level === "warning" && s.text.includes("is gone")), {
+      context: () => JSON.stringify(said),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 400)); // several reconcile scans while it is gone
+    expect(said.filter((s) => s.text.includes("is gone"))).toHaveLength(1);
 
-      const again = await createTeam(sessionDir(), SESSION);
-      expect(again).toBe(tasksDir);
-      await waitUntil("the back notice", () => said.find((s) => s.level === "info" && /is back/.test(s.text)), {
-        context: () => JSON.stringify(said),
-      });
-      await workerOp("complete", { tasksDir, ids: ["1"] });
-      await waitUntil(
-        "a gate after the return",
-        () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)),
-        { context: () => JSON.stringify(said) },
-      );
-    },
-  );
+    const again = await createTeam(sessionDir(), SESSION);
+    expect(again).toBe(tasksDir);
+    await waitUntil("the back notice", () => said.find((s) => s.level === "info" && /is back/.test(s.text)), {
+      context: () => JSON.stringify(said),
+    });
+    await workerOp("complete", { tasksDir, ids: ["1"] });
+    await waitUntil(
+      "a gate after the return",
+      () => said.find((s) => /^Gate on_task_completed\.sh passed for task #1 /.test(s.text)),
+      { context: () => JSON.stringify(said) },
+    );
+  });
 
   it("stops on end(): the team's leader lock is released, so watch can take the team", async () => {
     await createTeam(sessionDir(), SESSION);
@@ -168,69 +164,52 @@ describe("the gate service of the pi extension", () => {
     expect(existsSync(lock)).toBe(false);
   });
 
-  it(
-    "the tool: policy_set refuses a bad value with the allowed ones, " +
-      "writes a good one; recent_failures lists the bounced task",
-    async () => {
-      const tasksDir = await createTeam(sessionDir(), SESSION);
-      await service.begin(SESSION, notify);
-      await waitUntil("watching", () => service.status.phase === "watching");
-      const tool = gatesTool(
-        {
-          service: async () => service,
-          report: () => import("../../extensions/teams-hooks/pi/report.js"),
-          origin: async () => "source" as const,
-        },
-        env(),
-        w.root,
-      );
-      await expect(
-        tool.execute(
-          "t1",
-          { action: "policy_set", failureAction: "reopen-followup" },
-          undefined,
-          undefined,
-          undefined as never,
-        ),
-      ).rejects.toThrow(
-        'policy_set refused: failureAction: "reopen-followup" is not valid; expected one of warn, followup, reopen, ' +
-          "reopen_followup",
-      );
-      const set = await tool.execute(
-        "t2",
-        { action: "policy_set", failureAction: "reopen", maxReopens: 1 },
+  it("the tool: policy_set refuses a bad value with the allowed ones, writes a good one; recent_failures lists the bounced task", async () => {
+    const tasksDir = await createTeam(sessionDir(), SESSION);
+    await service.begin(SESSION, notify);
+    await waitUntil("watching", () => service.status.phase === "watching");
+    const tool = gatesTool(
+      {
+        service: async () => service,
+        report: () => import("../../extensions/teams-hooks/pi/report.js"),
+        origin: async () => "source" as const,
+      },
+      env(),
+      w.root,
+    );
+    await expect(
+      tool.execute(
+        "t1",
+        { action: "policy_set", failureAction: "reopen-followup" },
         undefined,
         undefined,
         undefined as never,
-      );
-      expect(set.content[0]?.text).toMatch(/failure action\s+reopen\s+config\.json/);
-      expect(JSON.parse(await readFile(path.join(sessionDir(), "config.json"), "utf8")).hooks).toEqual({
-        failureAction: "reopen",
-        maxReopensPerTask: 1,
-      });
+      ),
+    ).rejects.toThrow(
+      'policy_set refused: failureAction: "reopen-followup" is not valid; expected one of warn, followup, reopen, reopen_followup',
+    );
+    const set = await tool.execute(
+      "t2",
+      { action: "policy_set", failureAction: "reopen", maxReopens: 1 },
+      undefined,
+      undefined,
+      undefined as never,
+    );
+    expect(set.content[0]?.text).toMatch(/failure action\s+reopen\s+config\.json/);
+    expect(JSON.parse(await readFile(path.join(sessionDir(), "config.json"), "utf8")).hooks).toEqual({
+      failureAction: "reopen",
+      maxReopensPerTask: 1,
+    });
 
-      await waitUntil(
-        "the new policy in force",
-        () => service.status.setup?.settings.values.failureAction === "reopen",
-      );
-      await workerOp("complete", { tasksDir, ids: ["2"] });
-      await waitUntil("the failure", () => service.status.recent.find((r) => r.taskId === "2"));
-      const failures = await tool.execute(
-        "t3",
-        { action: "recent_failures" },
-        undefined,
-        undefined,
-        undefined as never,
-      );
-      expect(failures.content[0]?.text).toMatch(
-        new RegExp(
-          String.raw`task_completed #2 brian on_task_completed\.sh failed: exit ` +
-            String.raw`code 1 • FAIL: build of task 2 is red → reopened \(1\/1\)`,
-        ),
-      );
-      expect((failures.details as { failures: unknown[] }).failures).toHaveLength(1);
-    },
-  );
+    await waitUntil("the new policy in force", () => service.status.setup?.settings.values.failureAction === "reopen");
+    await workerOp("complete", { tasksDir, ids: ["2"] });
+    await waitUntil("the failure", () => service.status.recent.find((r) => r.taskId === "2"));
+    const failures = await tool.execute("t3", { action: "recent_failures" }, undefined, undefined, undefined as never);
+    expect(failures.content[0]?.text).toMatch(
+      /task_completed #2 brian on_task_completed\.sh failed: exit code 1 • FAIL: build of task 2 is red → reopened \(1\/1\)/,
+    );
+    expect((failures.details as { failures: unknown[] }).failures).toHaveLength(1);
+  });
 });
 
 describe("the switch", () => {
@@ -297,9 +276,7 @@ describe("the switch", () => {
         actions: ["claim put back (denial 1)", "told ada"],
       }),
     ).toEqual({
-      text:
-        "Gate on_task_started.sh failed for the claim of task #3: denied (deps.open) • #2 open → claim put back " +
-        "(denial 1), told ada",
+      text: "Gate on_task_started.sh failed for the claim of task #3: denied (deps.open) • #2 open → claim put back (denial 1), told ada",
       level: "warning",
     });
   });

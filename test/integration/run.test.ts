@@ -389,24 +389,21 @@ describe("terminate: a child that left the group and dropped its environment", (
     return pid;
   }
 
-  it(
-    "a hook ended while it runs (a timeout, a stop): the escapee " + "is found by its parent link, ended and counted",
-    async () => {
-      const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
-      const running = run(
-        { ...bash("escape-bare.sh"), args: [path.join(FIXTURES, "escape-bare.sh"), pidFile] },
-        { timeoutMs: 10_000 },
-      );
-      const escapee = await escapeeOf(pidFile);
-      // the run id cannot find it
-      expect(await findProcessesByRunId(started.at(-1)?.runId ?? "")).not.toContain(escapee);
-      await terminateAllRuns(); // the stop takes the timeout's path: the hook is still running
-      const { result } = await running;
-      expect(result).toMatchObject({ outcome: "error", errorKind: "stopped" });
-      expect(alive(escapee)).toBe(false);
-      expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
-    },
-  );
+  it("a hook ended while it runs (a timeout, a stop): the escapee is found by its parent link, ended and counted", async () => {
+    const pidFile = path.join(tmp, `escapee-${randomUUID()}`);
+    const running = run(
+      { ...bash("escape-bare.sh"), args: [path.join(FIXTURES, "escape-bare.sh"), pidFile] },
+      { timeoutMs: 10_000 },
+    );
+    const escapee = await escapeeOf(pidFile);
+    // the run id cannot find it
+    expect(await findProcessesByRunId(started.at(-1)?.runId ?? "")).not.toContain(escapee);
+    await terminateAllRuns(); // the stop takes the timeout's path: the hook is still running
+    const { result } = await running;
+    expect(result).toMatchObject({ outcome: "error", errorKind: "stopped" });
+    expect(alive(escapee)).toBe(false);
+    expect(result.leftoverProcesses).toBeGreaterThanOrEqual(1);
+  });
 
   it("once the hook has exited its parent link is gone: only a leader still running is walked", async () => {
     const pidFile = path.join(tmp, `escapee-${randomUUID()}`);

@@ -98,24 +98,20 @@ describe("bodies", () => {
     expect((await taskFiles()).length).toBe(before);
   });
 
-  it(
-    "a body nested deeper than 32 levels is a 400 naming the cap, " +
-      "with or without an Idempotency-Key; 32 levels pass",
-    async () => {
-      const nested = (levels: number): string =>
-        `{"template":"ping","parameters":{"n":1,"extra":${"[".repeat(levels)}${"]".repeat(levels)}}}`;
-      for (const headers of [{}, { "Idempotency-Key": "deep" }] as Array<Record<string, string>>) {
-        for (const levels of [31, 5_000, 30_000]) {
-          const answer = await api(server.url, "POST", TASKS, { key, body: nested(levels), headers });
-          expect([answer.status, codeOf(answer)], JSON.stringify(answer.json)).toEqual([400, "invalid_request"]);
-          expect((answer.json.error as { message: string }).message).toContain("nested deeper than 32 levels");
-        }
+  it("a body nested deeper than 32 levels is a 400 naming the cap, with or without an Idempotency-Key; 32 levels pass", async () => {
+    const nested = (levels: number): string =>
+      `{"template":"ping","parameters":{"n":1,"extra":${"[".repeat(levels)}${"]".repeat(levels)}}}`;
+    for (const headers of [{}, { "Idempotency-Key": "deep" }] as Array<Record<string, string>>) {
+      for (const levels of [31, 5_000, 30_000]) {
+        const answer = await api(server.url, "POST", TASKS, { key, body: nested(levels), headers });
+        expect([answer.status, codeOf(answer)], JSON.stringify(answer.json)).toEqual([400, "invalid_request"]);
+        expect((answer.json.error as { message: string }).message).toContain("nested deeper than 32 levels");
       }
-      // The body, its parameters and 30 levels of array: 32 in all.
-      expect((await api(server.url, "POST", TASKS, { key, body: nested(30) })).status).toBe(202);
-      expect(logged.filter((line) => line.startsWith("error:"))).toEqual([]);
-    },
-  );
+    }
+    // The body, its parameters and 30 levels of array: 32 in all.
+    expect((await api(server.url, "POST", TASKS, { key, body: nested(30) })).status).toBe(202);
+    expect(logged.filter((line) => line.startsWith("error:"))).toEqual([]);
+  });
 
   it("64 KiB of unknown names is answered with 20 problems and a count, not megabytes", async () => {
     const many = (prefix: string): Record<string, number> =>
@@ -154,126 +150,114 @@ describe("keys", () => {
       [`Bearer ${key}`, `Bearer ${key}`],
     ]) {
       const answer = await raw(
-        `GET ${TASKS}/1 HTTP/1.1\r\nHost: x\r\nAuthorization: ${pair[0]}\r\nAuthorization: ${pair[1]}\r\nConnection: ` +
-          `close\r\n\r\n`,
+        `GET ${TASKS}/1 HTTP/1.1\r\nHost: x\r\nAuthorization: ${pair[0]}\r\nAuthorization: ${pair[1]}\r\nConnection: close\r\n\r\n`,
       );
       expect(answer).toMatch(/^HTTP\/1\.1 401 /);
     }
     expect((await api(server.url, "GET", `${TASKS}/1`, { key })).status).not.toBe(401);
   });
 
-  it(
-    "a key whose name would forge the server's output (a newline, a terminal " +
-      "escape) refuses the keys file (503) until it is fixed",
-    async () => {
-      const file = keysFile(root);
-      const good = await readFile(file, "utf8");
-      const parsed = JSON.parse(good) as { keys: Array<Record<string, unknown>> };
-      const forged = { ...parsed.keys[0], id: "abcdefabcdef", name: 'x\u001b[2K\r\u001b[1Akey removed: "lib"\nok' };
-      for (const bad of [
-        forged,
-        { ...forged, name: "fine", teams: ["alpha\nkey removed"] },
-        { ...forged, name: "fine", templates: ["\u001b[8m"] },
-      ]) {
-        await writeFile(file, JSON.stringify({ ...parsed, keys: [...parsed.keys, bad] }), { mode: 0o600 });
-        const seen = logged.length;
-        expect(await api(server.url, "GET", `${TASKS}/1`, { key })).toMatchObject({
-          status: 503,
-          json: { error: { code: "unavailable" } },
-        });
-        const said = logged.slice(seen).join("\n");
-        expect(said).toMatch(/keys\.json: keys\[1\]\.(name|teams\[0\]|templates\[0\]): /);
-        expect(said).not.toMatch(/[\u0000-\u0009\u000b-\u001f]|key added/);
-      }
-      await writeFile(file, good, { mode: 0o600 });
-      expect((await api(server.url, "GET", `${TASKS}/1`, { key })).status).not.toBe(503);
-    },
-  );
+  it("a key whose name would forge the server's output (a newline, a terminal escape) refuses the keys file (503) until it is fixed", async () => {
+    const file = keysFile(root);
+    const good = await readFile(file, "utf8");
+    const parsed = JSON.parse(good) as { keys: Array<Record<string, unknown>> };
+    const forged = { ...parsed.keys[0], id: "abcdefabcdef", name: 'x\u001b[2K\r\u001b[1Akey removed: "lib"\nok' };
+    for (const bad of [
+      forged,
+      { ...forged, name: "fine", teams: ["alpha\nkey removed"] },
+      { ...forged, name: "fine", templates: ["\u001b[8m"] },
+    ]) {
+      await writeFile(file, JSON.stringify({ ...parsed, keys: [...parsed.keys, bad] }), { mode: 0o600 });
+      const seen = logged.length;
+      expect(await api(server.url, "GET", `${TASKS}/1`, { key })).toMatchObject({
+        status: 503,
+        json: { error: { code: "unavailable" } },
+      });
+      const said = logged.slice(seen).join("\n");
+      expect(said).toMatch(/keys\.json: keys\[1\]\.(name|teams\[0\]|templates\[0\]): /);
+      expect(said).not.toMatch(/[\u0000-\u0009\u000b-\u001f]|key added/);
+    }
+    await writeFile(file, good, { mode: 0o600 });
+    expect((await api(server.url, "GET", `${TASKS}/1`, { key })).status).not.toBe(503);
+  });
 });
 
 describe("a config.json that cannot be read", () => {
-  it(
-    "is a 503 for creations and status polls, not 'no such " + "template' or 'no such task'; fixed, it serves again",
-    async () => {
-      const created = await api(server.url, "POST", TASKS, { key, body: { template: "pong" } });
-      expect(created.status).toBe(202);
-      const config = path.join(root, "alpha", "config.json");
-      await rename(config, `${config}.good`);
-      try {
-        for (const plant of [
-          () => writeFile(config, '{"hooks": {'),
-          () => writeFile(config, "[]"),
-          async () => execFileSync("mkfifo", [config]),
-        ]) {
-          await rm(config, { force: true });
-          await plant();
-          const create = await api(server.url, "POST", TASKS, { key, body: { template: "pong" } });
-          const poll = await api(server.url, "GET", `${TASKS}/${String(created.json.taskId)}`, { key });
-          expect([create.status, codeOf(create), poll.status, codeOf(poll)]).toEqual([
-            503,
-            "unavailable",
-            503,
-            "unavailable",
-          ]);
-          expect((create.json.error as { message: string }).message).not.toContain(root); // no path of the server's
-        }
-      } finally {
+  it("is a 503 for creations and status polls, not 'no such template' or 'no such task'; fixed, it serves again", async () => {
+    const created = await api(server.url, "POST", TASKS, { key, body: { template: "pong" } });
+    expect(created.status).toBe(202);
+    const config = path.join(root, "alpha", "config.json");
+    await rename(config, `${config}.good`);
+    try {
+      for (const plant of [
+        () => writeFile(config, '{"hooks": {'),
+        () => writeFile(config, "[]"),
+        async () => execFileSync("mkfifo", [config]),
+      ]) {
         await rm(config, { force: true });
-        await rename(`${config}.good`, config);
+        await plant();
+        const create = await api(server.url, "POST", TASKS, { key, body: { template: "pong" } });
+        const poll = await api(server.url, "GET", `${TASKS}/${String(created.json.taskId)}`, { key });
+        expect([create.status, codeOf(create), poll.status, codeOf(poll)]).toEqual([
+          503,
+          "unavailable",
+          503,
+          "unavailable",
+        ]);
+        expect((create.json.error as { message: string }).message).not.toContain(root); // no path of the server's
       }
-      expect((await api(server.url, "GET", `${TASKS}/${String(created.json.taskId)}`, { key })).status).toBe(200);
-    },
-  );
+    } finally {
+      await rm(config, { force: true });
+      await rename(`${config}.good`, config);
+    }
+    expect((await api(server.url, "GET", `${TASKS}/${String(created.json.taskId)}`, { key })).status).toBe(200);
+  });
 });
 
 describe("team files that are not what their name says", () => {
-  it(
-    "a FIFO for an Idempotency-Key's record, a file for hook-state/: 503 naming " +
-      "nothing of the server's, a warning naming the file, no stack",
-    async () => {
-      const records = path.join(root, "alpha", "hook-state", "api-requests");
-      expect(
-        (
-          await api(server.url, "POST", TASKS, {
-            key,
-            body: { template: "pong" },
-            headers: { "Idempotency-Key": "fifo-1" },
-          })
-        ).status,
-      ).toBe(202);
-      const [record] = (await readdir(records)).filter((n) => n.endsWith(".json"));
-      await rm(path.join(records, String(record)));
-      execFileSync("mkfifo", [path.join(records, String(record))]);
-      const seen = logged.length;
-      const answer = await api(server.url, "POST", TASKS, {
-        key,
-        body: { template: "pong" },
-        headers: { "Idempotency-Key": "fifo-1" },
-      });
-      expect([answer.status, codeOf(answer)]).toEqual([503, "unavailable"]);
-      expect(JSON.stringify(answer.json)).not.toContain(root);
-      expect(logged.slice(seen)).toEqual([
-        expect.stringMatching(/^warn: .*api-requests\/[0-9a-f]{64}\.json: not a regular file \(fifo\)$/),
-      ]);
-      await rm(path.join(records, String(record)));
-
-      const state = path.join(root, "alpha", "hook-state");
-      await rename(state, `${state}.aside`);
-      try {
-        await writeFile(state, "not a folder");
-        const noState = await api(server.url, "POST", TASKS, {
+  it("a FIFO for an Idempotency-Key's record, a file for hook-state/: 503 naming nothing of the server's, a warning naming the file, no stack", async () => {
+    const records = path.join(root, "alpha", "hook-state", "api-requests");
+    expect(
+      (
+        await api(server.url, "POST", TASKS, {
           key,
           body: { template: "pong" },
-          headers: { "Idempotency-Key": "fifo-2" },
-        });
-        expect([noState.status, codeOf(noState)]).toEqual([503, "unavailable"]);
-      } finally {
-        await rm(state, { force: true });
-        await rename(`${state}.aside`, state);
-      }
-      expect(logged.filter((line) => line.startsWith("error:"))).toEqual([]);
-    },
-  );
+          headers: { "Idempotency-Key": "fifo-1" },
+        })
+      ).status,
+    ).toBe(202);
+    const [record] = (await readdir(records)).filter((n) => n.endsWith(".json"));
+    await rm(path.join(records, String(record)));
+    execFileSync("mkfifo", [path.join(records, String(record))]);
+    const seen = logged.length;
+    const answer = await api(server.url, "POST", TASKS, {
+      key,
+      body: { template: "pong" },
+      headers: { "Idempotency-Key": "fifo-1" },
+    });
+    expect([answer.status, codeOf(answer)]).toEqual([503, "unavailable"]);
+    expect(JSON.stringify(answer.json)).not.toContain(root);
+    expect(logged.slice(seen)).toEqual([
+      expect.stringMatching(/^warn: .*api-requests\/[0-9a-f]{64}\.json: not a regular file \(fifo\)$/),
+    ]);
+    await rm(path.join(records, String(record)));
+
+    const state = path.join(root, "alpha", "hook-state");
+    await rename(state, `${state}.aside`);
+    try {
+      await writeFile(state, "not a folder");
+      const noState = await api(server.url, "POST", TASKS, {
+        key,
+        body: { template: "pong" },
+        headers: { "Idempotency-Key": "fifo-2" },
+      });
+      expect([noState.status, codeOf(noState)]).toEqual([503, "unavailable"]);
+    } finally {
+      await rm(state, { force: true });
+      await rename(`${state}.aside`, state);
+    }
+    expect(logged.filter((line) => line.startsWith("error:"))).toEqual([]);
+  });
 });
 
 describe("decisions", () => {
@@ -390,36 +374,33 @@ describe("decisions", () => {
 });
 
 describe("a lock a live process keeps", () => {
-  it(
-    "bounds every queued creation by its own budget (503 once), " + "instead of one budget per creation ahead of it",
-    async () => {
-      const lock = path.join(tasksDir(), ".highwatermark.lock");
-      // This very process is alive: its lock is respected, never taken over as stale.
-      await writeFile(
-        lock,
-        JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "a stuck worker" }),
+  it("bounds every queued creation by its own budget (503 once), instead of one budget per creation ahead of it", async () => {
+    const lock = path.join(tasksDir(), ".highwatermark.lock");
+    // This very process is alive: its lock is respected, never taken over as stale.
+    await writeFile(
+      lock,
+      JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "a stuck worker" }),
+    );
+    try {
+      const began = performance.now();
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, async (_, n) => {
+          const answer = await api(server.url, "POST", TASKS, {
+            key,
+            body: { template: "ping", parameters: { n } },
+            ...(n % 2 ? { headers: { "Idempotency-Key": `stuck-${n}` } } : {}),
+          });
+          return { status: answer.status, code: codeOf(answer), ms: performance.now() - began };
+        }),
       );
-      try {
-        const began = performance.now();
-        const answers = await Promise.all(
-          Array.from({ length: 4 }, async (_, n) => {
-            const answer = await api(server.url, "POST", TASKS, {
-              key,
-              body: { template: "ping", parameters: { n } },
-              ...(n % 2 ? { headers: { "Idempotency-Key": `stuck-${n}` } } : {}),
-            });
-            return { status: answer.status, code: codeOf(answer), ms: performance.now() - began };
-          }),
-        );
-        expect(answers.map((a) => [a.status, a.code])).toEqual(Array(4).fill([503, "unavailable"]));
-        // Queued one behind the other, they would answer after 1, 2, 3 and 4 budgets.
-        expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(2 * LOCK_BUDGET_MS);
-      } finally {
-        await rm(lock, { force: true });
-      }
-      expect(
-        (await api(server.url, "POST", TASKS, { key, body: { template: "ping", parameters: { n: 5 } } })).status,
-      ).toBe(202);
-    },
-  );
+      expect(answers.map((a) => [a.status, a.code])).toEqual(Array(4).fill([503, "unavailable"]));
+      // Queued one behind the other, they would answer after 1, 2, 3 and 4 budgets.
+      expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(2 * LOCK_BUDGET_MS);
+    } finally {
+      await rm(lock, { force: true });
+    }
+    expect(
+      (await api(server.url, "POST", TASKS, { key, body: { template: "ping", parameters: { n: 5 } } })).status,
+    ).toBe(202);
+  });
 });

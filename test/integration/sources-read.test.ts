@@ -56,9 +56,7 @@ describe("a task whose id is not a safe file name", () => {
     const look = s.lookAtTask(file("a-b"));
     expect(look).toMatchObject({
       kind: "problem",
-      message:
-        `${file("a-b")}: id: ${JSON.stringify(id)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: it ` +
-        `would share the file of "a-b") — skipped until it changes`,
+      message: `${file("a-b")}: id: ${JSON.stringify(id)} is not a safe name (only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b") — skipped until it changes`,
     });
   });
 });

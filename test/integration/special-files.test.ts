@@ -140,22 +140,17 @@ describe("the leader's task sources", () => {
     execFileSync("truncate", ["-s", String(64 * 1024 * 1024 + 1), file("9")]); // sparse: no 64 MiB written
     expect(s.lookAtTask(file("9"))).toEqual({
       kind: "problem",
-      message:
-        `${file("9")}: too large (${64 * 1024 * 1024 + 1} bytes, over the limit of 64 MiB for this file) — ` +
-        `skipped until it changes`,
+      message: `${file("9")}: too large (${64 * 1024 * 1024 + 1} bytes, over the limit of 64 MiB for this file) — skipped until it changes`,
       fresh: true,
     });
     expect(s.lookAtTask(file("9"))).toEqual({ kind: "unchanged" });
   });
 
-  it(
-    "an idle notification's task that is a FIFO is read " + "as no task (the notification alone describes it)",
-    async () => {
-      const { sources: s, file } = sources();
-      mkfifo(file("5"));
-      expect(await s.readTaskById("5")).toBeNull();
-    },
-  );
+  it("an idle notification's task that is a FIFO is read as no task (the notification alone describes it)", async () => {
+    const { sources: s, file } = sources();
+    mkfifo(file("5"));
+    expect(await s.readTaskById("5")).toBeNull();
+  });
 
   it("a FIFO as the leader's inbox is one problem, said again only when it changes", async () => {
     const { sources: s, inbox } = sources();

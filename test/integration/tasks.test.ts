@@ -158,54 +158,51 @@ describe("updateTask", () => {
     expect(await readFile(t.taskFile("1"), "utf8")).toBe(before);
   });
 
-  it(
-    "loses no update when other processes change other fields " + "at the same time, and the file always parses",
-    async () => {
-      const t = await team({ tasks: [makeTask({ id: "1", custom: "kept" })] });
-      const iterations = 30;
-      const goFile = path.join(t.teamsRoot, "go");
-      const workers = ["w1", "w2", "w3", "w4"].map((key) =>
-        runWorker(modules, "update-task", {
-          teamDir: t.teamDir,
-          taskListId: t.taskListId,
-          taskId: "1",
-          key,
-          iterations,
-          goFile,
-        }),
-      );
-      await writeFile(goFile, "");
-      let reads = 0;
-      let finished = false;
-      const all = Promise.all(workers).finally(() => (finished = true));
-      const reader = (async () => {
-        while (!finished) {
-          JSON.parse(await readFile(t.taskFile("1"), "utf8")); // throws (and fails the test) on a torn file
-          reads += 1;
-        }
-      })();
-      for (let i = 0; i < iterations; i++) {
-        const result = await updateTask(t.teamDir, t.taskListId, "1", (task) => ({
-          ...task,
-          metadata: { ...task.metadata, main: Number(task.metadata?.main ?? 0) + 1 },
-        }));
-        expect(result.ok).toBe(true);
+  it("loses no update when other processes change other fields at the same time, and the file always parses", async () => {
+    const t = await team({ tasks: [makeTask({ id: "1", custom: "kept" })] });
+    const iterations = 30;
+    const goFile = path.join(t.teamsRoot, "go");
+    const workers = ["w1", "w2", "w3", "w4"].map((key) =>
+      runWorker(modules, "update-task", {
+        teamDir: t.teamDir,
+        taskListId: t.taskListId,
+        taskId: "1",
+        key,
+        iterations,
+        goFile,
+      }),
+    );
+    await writeFile(goFile, "");
+    let reads = 0;
+    let finished = false;
+    const all = Promise.all(workers).finally(() => (finished = true));
+    const reader = (async () => {
+      while (!finished) {
+        JSON.parse(await readFile(t.taskFile("1"), "utf8")); // throws (and fails the test) on a torn file
+        reads += 1;
       }
-      await all;
-      await reader;
-      expect(reads).toBeGreaterThan(0);
-      const final = JSON.parse(await readFile(t.taskFile("1"), "utf8")) as Task;
-      expect(final.metadata).toEqual({
-        main: iterations,
-        w1: iterations,
-        w2: iterations,
-        w3: iterations,
-        w4: iterations,
-      });
-      expect(final.custom).toBe("kept");
-      expect((await readdir(t.tasksDir)).sort()).toEqual(["1.json"]);
-    },
-  );
+    })();
+    for (let i = 0; i < iterations; i++) {
+      const result = await updateTask(t.teamDir, t.taskListId, "1", (task) => ({
+        ...task,
+        metadata: { ...task.metadata, main: Number(task.metadata?.main ?? 0) + 1 },
+      }));
+      expect(result.ok).toBe(true);
+    }
+    await all;
+    await reader;
+    expect(reads).toBeGreaterThan(0);
+    const final = JSON.parse(await readFile(t.taskFile("1"), "utf8")) as Task;
+    expect(final.metadata).toEqual({
+      main: iterations,
+      w1: iterations,
+      w2: iterations,
+      w3: iterations,
+      w4: iterations,
+    });
+    expect(final.custom).toBe("kept");
+    expect((await readdir(t.tasksDir)).sort()).toEqual(["1.json"]);
+  });
 });
 
 describe("createTask", () => {

@@ -118,8 +118,7 @@ describe("loadTeamConfig", () => {
       expect(loaded.warnings).toEqual([
         expect.stringMatching(
           new RegExp(
-            `^${configOf(t)}: leadName: ${JSON.stringify(name).replace(".", "\\.")} is not a safe name .* — using ` +
-              `"team-lead"$`,
+            `^${configOf(t)}: leadName: ${JSON.stringify(name).replace(".", "\\.")} is not a safe name .* — using "team-lead"$`,
           ),
         ),
       ]);

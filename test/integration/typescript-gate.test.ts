@@ -77,10 +77,7 @@ describe("a .ts gate", () => {
     "with neither tsx nor type stripping does not run, and run and doctor say why with the fix",
     async () => {
       const { team, hooks, gate } = await teamWithGate();
-      const fix =
-        `a .ts gate needs tsx where it can be found from ${hooks} (cd ${hooks} && npm install --save-dev ` +
-        `tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to ` +
-        `on_task_completed.js with tsc`;
+      const fix = `a .ts gate needs tsx where it can be found from ${hooks} (cd ${hooks} && npm install --save-dev tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to on_task_completed.js with tsc`;
       const run = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
       expect(run.code).toBe(0);
       expect(run.stdout).toContain(`skipped ${gate}: ${fix}`);

@@ -317,67 +317,61 @@ describe("with --allow-remote: login tokens and sessions", () => {
 });
 
 describe("keys files", () => {
-  it(
-    "a keys file written before the dashboard (no login field, " + "no logs:read) still loads and takes new keys",
-    async () => {
-      const old = await makeTeamsRoot({ alpha: {} });
-      try {
-        const record = {
-          name: "ci",
-          id: "0123456789ab",
-          salt: "00".repeat(16),
-          hash: "11".repeat(32),
-          scopes: ["tasks:read"],
-          teams: ["alpha"],
-          templates: null,
-          rateLimit: null,
-          createdAt: T0.toISOString(),
-        };
-        await mkdir(path.dirname(keysFile(old.root)), { mode: 0o700 });
-        await writeFile(keysFile(old.root), JSON.stringify({ version: 1, keys: [record] }));
-        expect((await listKeys(old.root)).map((k) => k.name)).toEqual(["ci"]);
-        await createKey(
-          old.root,
-          keySpec({ name: "web", scopes: "logs:read", teams: "alpha", templates: undefined, rateLimit: null }),
-        );
-        await createLoginToken(old.root, "web", T0);
-        const stored = JSON.parse(await readFile(keysFile(old.root), "utf8")) as {
-          keys: Array<Record<string, unknown>>;
-        };
-        expect(stored.keys[0]).toEqual(record);
-        expect(Object.keys(stored.keys[1]?.login as object)).toEqual(["salt", "hash", "expiresAt"]);
-      } finally {
-        await old.cleanup();
-      }
-    },
-  );
+  it("a keys file written before the dashboard (no login field, no logs:read) still loads and takes new keys", async () => {
+    const old = await makeTeamsRoot({ alpha: {} });
+    try {
+      const record = {
+        name: "ci",
+        id: "0123456789ab",
+        salt: "00".repeat(16),
+        hash: "11".repeat(32),
+        scopes: ["tasks:read"],
+        teams: ["alpha"],
+        templates: null,
+        rateLimit: null,
+        createdAt: T0.toISOString(),
+      };
+      await mkdir(path.dirname(keysFile(old.root)), { mode: 0o700 });
+      await writeFile(keysFile(old.root), JSON.stringify({ version: 1, keys: [record] }));
+      expect((await listKeys(old.root)).map((k) => k.name)).toEqual(["ci"]);
+      await createKey(
+        old.root,
+        keySpec({ name: "web", scopes: "logs:read", teams: "alpha", templates: undefined, rateLimit: null }),
+      );
+      await createLoginToken(old.root, "web", T0);
+      const stored = JSON.parse(await readFile(keysFile(old.root), "utf8")) as {
+        keys: Array<Record<string, unknown>>;
+      };
+      expect(stored.keys[0]).toEqual(record);
+      expect(Object.keys(stored.keys[1]?.login as object)).toEqual(["salt", "hash", "expiresAt"]);
+    } finally {
+      await old.cleanup();
+    }
+  });
 
-  it(
-    "a keys file that cannot be read closes the dashboard " + "(403) and fails a login (503), said on the log",
-    async () => {
-      const broken = await makeTeamsRoot({ alpha: {} });
-      try {
-        await mkdir(path.dirname(keysFile(broken.root)), { mode: 0o700 });
-        await writeFile(keysFile(broken.root), "{not json", { mode: 0o600 });
-        const warned: string[] = [];
-        const ctx: WebAuthContext = {
-          teamsRoot: broken.root,
-          keys: new KeyStore(broken.root, () => {}),
-          remote: true,
-          now: () => T0,
-          warn: (m) => warned.push(m),
-        };
-        const access = await webAccess(ctx, request({ authorization: `Bearer ${keys.viewer}` }));
-        expect(access).toMatchObject({ kind: "refused", status: 403 });
-        if (access.kind === "refused") expect(access.body).toMatch(/cannot read its keys file/);
-        const login = await webLogin(ctx, { host: HOST, token: `pthl_0123456789ab_${"A".repeat(43)}` });
-        expect(login.status).toBe(503);
-        expect(warned.join("\n")).toMatch(/a dashboard login could not be completed: .*keys\.json/);
-      } finally {
-        await broken.cleanup();
-      }
-    },
-  );
+  it("a keys file that cannot be read closes the dashboard (403) and fails a login (503), said on the log", async () => {
+    const broken = await makeTeamsRoot({ alpha: {} });
+    try {
+      await mkdir(path.dirname(keysFile(broken.root)), { mode: 0o700 });
+      await writeFile(keysFile(broken.root), "{not json", { mode: 0o600 });
+      const warned: string[] = [];
+      const ctx: WebAuthContext = {
+        teamsRoot: broken.root,
+        keys: new KeyStore(broken.root, () => {}),
+        remote: true,
+        now: () => T0,
+        warn: (m) => warned.push(m),
+      };
+      const access = await webAccess(ctx, request({ authorization: `Bearer ${keys.viewer}` }));
+      expect(access).toMatchObject({ kind: "refused", status: 403 });
+      if (access.kind === "refused") expect(access.body).toMatch(/cannot read its keys file/);
+      const login = await webLogin(ctx, { host: HOST, token: `pthl_0123456789ab_${"A".repeat(43)}` });
+      expect(login.status).toBe(503);
+      expect(warned.join("\n")).toMatch(/a dashboard login could not be completed: .*keys\.json/);
+    } finally {
+      await broken.cleanup();
+    }
+  });
 
   it("said nothing of a key, token or cookie on the key store's log", () => {
     const all = logged.join("\n");

@@ -19,8 +19,7 @@ const ROUNDS = 4;
 const RECONCILE_MS = 300;
 
 describe("concurrent writers", () => {
-  it("the leader's reopens and other members' edits of the same " +
-    "tasks all survive, and every file always parses", async () => {
+  it("the leader's reopens and other members' edits of the same tasks all survive, and every file always parses", async () => {
     const team = await rig.team();
     const ids = await seedTasks(team, 1, TASKS, () => ({ status: "in_progress" }));
     await rig.hook(team, "on_task_completed.sh", `echo "still broken" >&2\nexit 1`);

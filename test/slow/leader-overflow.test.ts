@@ -31,8 +31,7 @@ const RECONCILE_MS = 500;
 const SLACK_MS = 3000;
 
 describe("inotify overflow while the leader is stopped", () => {
-  it("100 completions written some 30 times each while " +
-    "SIGSTOPped all run exactly once after SIGCONT", async () => {
+  it("100 completions written some 30 times each while SIGSTOPped all run exactly once after SIGCONT", async () => {
     const maxQueued = Number((await readFile("/proc/sys/fs/inotify/max_queued_events", "utf8")).trim());
     // Writes per task: 1 more or 1 less than `perTask` (by id), so tasks differ in how many times they complete.
     const perTask = Math.ceil((maxQueued * OVERFLOW) / EVENTS_PER_WRITE / N);

@@ -192,35 +192,30 @@ describe("architecture", () => {
     expect(wrong).toEqual([]);
   });
 
-  it(
-    "every package the sources import is a dependency, and every dependency " +
-      "is imported (docs/architecture.md, Dependencies)",
-    async () => {
-      const pkg = JSON.parse(fs.readFileSync(path.join(SRC, "..", "..", "package.json"), "utf8")) as {
-        dependencies?: Record<string, string>;
-      };
-      const declared = Object.keys(pkg.dependencies ?? {}).sort();
-      const { builtinModules } = await import("node:module");
-      const packageOf = (spec: string): string =>
-        spec
-          .split("/")
-          .slice(0, spec.startsWith("@") ? 2 : 1)
-          .join("/");
-      const imported = new Map<string, string>();
-      for (const m of all) {
-        for (const i of importsOf(m)) {
-          if (i.target !== null || i.typeOnly || i.spec.startsWith("node:") || builtinModules.includes(i.spec))
-            continue;
-          imported.set(packageOf(i.spec), m);
-        }
+  it("every package the sources import is a dependency, and every dependency is imported (docs/architecture.md, Dependencies)", async () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(SRC, "..", "..", "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+    };
+    const declared = Object.keys(pkg.dependencies ?? {}).sort();
+    const { builtinModules } = await import("node:module");
+    const packageOf = (spec: string): string =>
+      spec
+        .split("/")
+        .slice(0, spec.startsWith("@") ? 2 : 1)
+        .join("/");
+    const imported = new Map<string, string>();
+    for (const m of all) {
+      for (const i of importsOf(m)) {
+        if (i.target !== null || i.typeOnly || i.spec.startsWith("node:") || builtinModules.includes(i.spec)) continue;
+        imported.set(packageOf(i.spec), m);
       }
-      const undeclared = [...imported]
-        .filter(([name]) => !declared.includes(name) && !(name in NOT_INSTALLED))
-        .map(([name, m]) => `${name} (${m})`);
-      expect(undeclared).toEqual([]);
-      expect(declared.filter((name) => !imported.has(name))).toEqual([]);
-    },
-  );
+    }
+    const undeclared = [...imported]
+      .filter(([name]) => !declared.includes(name) && !(name in NOT_INSTALLED))
+      .map(([name, m]) => `${name} (${m})`);
+    expect(undeclared).toEqual([]);
+    expect(declared.filter((name) => !imported.has(name))).toEqual([]);
+  });
 
   it.each(Object.entries(OWNED_BY))("only one folder imports %s: %s/", (pkg, owner) => {
     const importers = all.filter((m) => importsOf(m).some((i) => i.spec === pkg || i.spec.startsWith(`${pkg}/`)));

@@ -26,49 +26,44 @@ function problems(raw: unknown): string[] {
 const command = (cmd: string, extra: Record<string, unknown> = {}) => ({ type: "command", command: cmd, ...extra });
 
 describe("planClaudeWrappers", () => {
-  it(
-    "numbers the command hooks per event in file order, across " + "matcher groups, with the chain dir of each event",
-    () => {
-      const p = plan({
-        hooks: {
-          TeammateIdle: [{ hooks: [command("idle-check")] }],
-          TaskCompleted: [
-            { hooks: [command("a"), { type: "agent", prompt: "x" }] },
-            { hooks: [command("b", { timeout: 30 })] },
-          ],
-        },
-      });
-      expect(
-        p.wrappers.map((w) => [w.relPath, w.claudeEvent, w.event, w.n, w.field, w.command, w.timeoutSeconds]),
-      ).toEqual([
-        [
-          "on_task_completed.d/claude-1.sh",
-          "TaskCompleted",
-          "task_completed",
-          1,
-          "hooks.TaskCompleted[0].hooks[0]",
-          "a",
-          null,
+  it("numbers the command hooks per event in file order, across matcher groups, with the chain dir of each event", () => {
+    const p = plan({
+      hooks: {
+        TeammateIdle: [{ hooks: [command("idle-check")] }],
+        TaskCompleted: [
+          { hooks: [command("a"), { type: "agent", prompt: "x" }] },
+          { hooks: [command("b", { timeout: 30 })] },
         ],
-        [
-          "on_task_completed.d/claude-2.sh",
-          "TaskCompleted",
-          "task_completed",
-          2,
-          "hooks.TaskCompleted[1].hooks[0]",
-          "b",
-          30,
-        ],
-        ["on_idle.d/claude-1.sh", "TeammateIdle", "idle", 1, "hooks.TeammateIdle[0].hooks[0]", "idle-check", null],
-      ]);
-      expect(p.notes.map((n) => n.message)).toEqual([
-        'skipped hooks.TaskCompleted[0].hooks[1]: type "agent" (only command hooks can run here)',
-        "note: on_task_completed.d/claude-1.sh, on_idle.d/claude-1.sh: no timeout in the settings, so the hook " +
-          "timeout " +
-          "in force applies (60 s unless set; doctor shows it), where Claude Code would give 600 s",
-      ]);
-    },
-  );
+      },
+    });
+    expect(
+      p.wrappers.map((w) => [w.relPath, w.claudeEvent, w.event, w.n, w.field, w.command, w.timeoutSeconds]),
+    ).toEqual([
+      [
+        "on_task_completed.d/claude-1.sh",
+        "TaskCompleted",
+        "task_completed",
+        1,
+        "hooks.TaskCompleted[0].hooks[0]",
+        "a",
+        null,
+      ],
+      [
+        "on_task_completed.d/claude-2.sh",
+        "TaskCompleted",
+        "task_completed",
+        2,
+        "hooks.TaskCompleted[1].hooks[0]",
+        "b",
+        30,
+      ],
+      ["on_idle.d/claude-1.sh", "TeammateIdle", "idle", 1, "hooks.TeammateIdle[0].hooks[0]", "idle-check", null],
+    ]);
+    expect(p.notes.map((n) => n.message)).toEqual([
+      'skipped hooks.TaskCompleted[0].hooks[1]: type "agent" (only command hooks can run here)',
+      "note: on_task_completed.d/claude-1.sh, on_idle.d/claude-1.sh: no timeout in the settings, so the hook timeout in force applies (60 s unless set; doctor shows it), where Claude Code would give 600 s",
+    ]);
+  });
 
   it("writes the #! line, the settings line, where it came from, and the command verbatim", () => {
     const cmd = 'cd "$CLAUDE_PROJECT_DIR" &&\n  npm test -- --reporter=dot 2>&1 | tail -n 20';
@@ -76,16 +71,11 @@ describe("planClaudeWrappers", () => {
       hooks: { TaskCompleted: [{ hooks: [command(cmd, { timeout: 90 }), command("make check\n")] }] },
     }).wrappers;
     expect(timed?.content).toBe(
-      "#!/usr/bin/env bash\n" +
-        "# pi-teams-hooks: format=claude timeout=90s\n" +
-        `# Claude Code's TaskCompleted hook 1 from ${FILE}, run unchanged (written by pi-teams-hooks init ` +
-        `--from-claude).\n` +
-        `${cmd}\n`,
+      `#!/usr/bin/env bash\n# pi-teams-hooks: format=claude timeout=90s\n# Claude Code's TaskCompleted hook 1 from ${FILE}, run unchanged (written by pi-teams-hooks init --from-claude).\n${cmd}\n`,
     );
     expect(plain?.content.split("\n").slice(1)).toEqual([
       "# pi-teams-hooks: format=claude",
-      `# Claude Code's TaskCompleted hook 2 from ${FILE}, run unchanged (written by pi-teams-hooks init ` +
-        `--from-claude).`,
+      `# Claude Code's TaskCompleted hook 2 from ${FILE}, run unchanged (written by pi-teams-hooks init --from-claude).`,
       "make check",
       "",
     ]);
@@ -111,8 +101,7 @@ describe("planClaudeWrappers", () => {
       ["over_deadline", "hooks.TaskCompleted[0].hooks[0].timeout"],
     ]);
     expect(p.notes[0]?.message).toBe(
-      "note: on_task_completed.d/claude-1.sh: its timeout of 900 s is longer than the chain deadline (300 s unless " +
-        "config.json hooks.limits.chainDeadlineMs says otherwise), which cuts it short",
+      "note: on_task_completed.d/claude-1.sh: its timeout of 900 s is longer than the chain deadline (300 s unless config.json hooks.limits.chainDeadlineMs says otherwise), which cuts it short",
     );
   });
 
@@ -122,8 +111,7 @@ describe("planClaudeWrappers", () => {
       "/p/odd\nrm -rf x/settings.json",
     );
     expect(result.kind === "plan" && result.wrappers[0]?.content.split("\n")[2]).toBe(
-      `# Claude Code's TaskCompleted hook 1 from "/p/odd\\nrm -rf x/settings.json", run unchanged (written by ` +
-        `pi-teams-hooks init --from-claude).`,
+      `# Claude Code's TaskCompleted hook 1 from "/p/odd\\nrm -rf x/settings.json", run unchanged (written by pi-teams-hooks init --from-claude).`,
     );
   });
 
@@ -136,32 +124,28 @@ describe("planClaudeWrappers", () => {
     expect(w?.content.split("\n")[1]).toBe(`# pi-teams-hooks: format=claude ${key}`);
   });
 
-  it(
-    "says what it ignores or changes: a matcher, async, a rounded " +
-      "timeout, disableAllHooks, events that are not gates",
-    () => {
-      const p = plan({
-        disableAllHooks: true,
-        hooks: {
-          PreToolUse: [{ matcher: "Bash", hooks: [command("echo pre")] }],
-          TaskCompleted: [
-            { matcher: "", hooks: [] },
-            { matcher: "Edit|Write", hooks: [command("x", { async: true, timeout: 2.5 })] },
-          ],
-          TaskCreated: [],
-        },
-      });
-      expect(p.notes.map((n) => [n.kind, n.field])).toEqual([
-        ["hooks_disabled", "disableAllHooks"],
-        ["ignored_matcher", "hooks.TaskCompleted[1].matcher"],
-        ["timeout_rounded", "hooks.TaskCompleted[1].hooks[0].timeout"],
-        ["async", "hooks.TaskCompleted[1].hooks[0].async"],
-        ["not_mapped", "hooks"],
-      ]);
-      expect(p.notes.at(-1)?.message).toMatch(/^not mapped: PreToolUse, TaskCreated \(/);
-      expect(p.wrappers).toHaveLength(1);
-    },
-  );
+  it("says what it ignores or changes: a matcher, async, a rounded timeout, disableAllHooks, events that are not gates", () => {
+    const p = plan({
+      disableAllHooks: true,
+      hooks: {
+        PreToolUse: [{ matcher: "Bash", hooks: [command("echo pre")] }],
+        TaskCompleted: [
+          { matcher: "", hooks: [] },
+          { matcher: "Edit|Write", hooks: [command("x", { async: true, timeout: 2.5 })] },
+        ],
+        TaskCreated: [],
+      },
+    });
+    expect(p.notes.map((n) => [n.kind, n.field])).toEqual([
+      ["hooks_disabled", "disableAllHooks"],
+      ["ignored_matcher", "hooks.TaskCompleted[1].matcher"],
+      ["timeout_rounded", "hooks.TaskCompleted[1].hooks[0].timeout"],
+      ["async", "hooks.TaskCompleted[1].hooks[0].async"],
+      ["not_mapped", "hooks"],
+    ]);
+    expect(p.notes.at(-1)?.message).toMatch(/^not mapped: PreToolUse, TaskCreated \(/);
+    expect(p.wrappers).toHaveLength(1);
+  });
 
   it.each([
     ["no hooks key", {}],
@@ -216,8 +200,7 @@ describe("planClaudeWrappers", () => {
     [
       "a hook without type",
       { hooks: { TaskCompleted: [{ hooks: [{ command: "x" }] }] } },
-      `${FILE}: hooks.TaskCompleted[0].hooks[0].type: expected a string ("command", "http", "prompt" or "agent"), ` +
-        `got missing`,
+      `${FILE}: hooks.TaskCompleted[0].hooks[0].type: expected a string ("command", "http", "prompt" or "agent"), got missing`,
     ],
     [
       "a command that is not a string",
@@ -232,27 +215,22 @@ describe("planClaudeWrappers", () => {
     [
       "a command with a settings line of its own",
       { hooks: { TaskCompleted: [{ hooks: [command("# pi-teams-hooks: timeout=5s\nmake")] }] } },
-      `${FILE}: hooks.TaskCompleted[0].hooks[0].command: the wrapper would not run ` +
-        `(on_task_completed.d/claude-1.sh:4: a second pi-teams-hooks: line (the first is line 2); give every setting ` +
-        `on one line)`,
+      `${FILE}: hooks.TaskCompleted[0].hooks[0].command: the wrapper would not run (on_task_completed.d/claude-1.sh:4: a second pi-teams-hooks: line (the first is line 2); give every setting on one line)`,
     ],
     [
       "a timeout as a string",
       { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: "30" })] }] } },
-      `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most ` +
-        `2147483, got "30"`,
+      `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got "30"`,
     ],
     [
       "a zero timeout",
       { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 0 })] }] } },
-      `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most ` +
-        `2147483, got 0`,
+      `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got 0`,
     ],
     [
       "a timeout longer than a timer can wait",
       { hooks: { TaskCompleted: [{ hooks: [command("x", { timeout: 2147484 })] }] } },
-      `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most ` +
-        `2147483, got 2147484`,
+      `${FILE}: hooks.TaskCompleted[0].hooks[0].timeout: expected a number of seconds, more than 0 and at most 2147483, got 2147484`,
     ],
   ])("%s is refused, naming the file and the JSON path", (_name, raw, message) => {
     expect(problems(raw)).toEqual([message]);

@@ -35,8 +35,7 @@ describe("wantsColour", () => {
 describe("eventLine", () => {
   it("says time, event, task, member, hook, result, duration, summary and actions", () => {
     expect(eventLine(report())).toBe(
-      "10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 • 2 tests fail → reopened " +
-        "(1/3), nudge alice",
+      "10:31:07 task_completed #3 alice on_task_completed.sh failed 1.2s: exit code 1 • 2 tests fail → reopened (1/3), nudge alice",
     );
   });
 
@@ -58,8 +57,7 @@ describe("eventLine", () => {
         noGateInForce: true,
         summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)",
       },
-      "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s: no gate in force: on_task_completed " +
-        "skipped (owner=bob: owner alice does not match)",
+      "10:31:07 task_completed #3 alice on_task_completed.sh passed 1.2s: no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)",
     ],
     [
       {
@@ -69,8 +67,7 @@ describe("eventLine", () => {
         actions: ["held until 2026-12-03T10:31:07.000Z"],
         deferral: { runId: "r1", expiresAt: "2026-12-03T10:31:07.000Z" },
       },
-      "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms (ci.pending): waiting for CI → held until " +
-        "2026-12-03T10:31:07.000Z (run r1)",
+      "10:31:07 task_completed #3 alice on_task_completed.sh deferred 52ms (ci.pending): waiting for CI → held until 2026-12-03T10:31:07.000Z (run r1)",
     ],
     [
       { outcome: "deferred", durationMs: 52, summary: "deferred", actions: [] },
@@ -103,8 +100,7 @@ describe("eventLine", () => {
         summary: "denied • 2 tests fail",
         decision: { deferredRunId: "r1", decision: "deny", by: "ci", waitedMs: 533_000 },
       },
-      "10:31:07 task_completed #3 alice on_task_completed.sh denied by ci after 8m 53s (deferred run r1): denied • 2 " +
-        "tests fail → reopened (1/3), nudge alice",
+      "10:31:07 task_completed #3 alice on_task_completed.sh denied by ci after 8m 53s (deferred run r1): denied • 2 tests fail → reopened (1/3), nudge alice",
     ],
     [
       {
@@ -123,8 +119,7 @@ describe("eventLine", () => {
         actions: [],
         decision: { deferredRunId: "r1", decision: "expired", by: "pi-teams-hooks", waitedMs: 86_400_000 },
       },
-      "10:31:07 task_completed #3 alice on_task_completed.sh expired after 1d 0h (deferred run r1): no decision " +
-        "within 24h 0m (hooks.deferTimeoutMs)",
+      "10:31:07 task_completed #3 alice on_task_completed.sh expired after 1d 0h (deferred run r1): no decision within 24h 0m (hooks.deferTimeoutMs)",
     ],
   ])("%j", (over, line) => {
     expect(eventLine(report(over))).toBe(line);
@@ -150,8 +145,7 @@ describe("settingsRows: the privacy rows", () => {
     expect(rows.split("\n").filter((l) => /^ {2}(confidential|redact env|projection) /.test(l))).toEqual([
       "  confidential                false            default",
       "  redact env                  DEPLOY_TOKEN, NPM_TOKEN config.json hooks.redactEnv",
-      "  projection                  on_task_completed.d/10-lint.sh: task.id, task.metadata.files config.json " +
-        "hooks.projection",
+      "  projection                  on_task_completed.d/10-lint.sh: task.id, task.metadata.files config.json hooks.projection",
       "  projection                  on_idle: identity fields only config.json hooks.projection",
     ]);
   });

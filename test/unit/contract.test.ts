@@ -163,8 +163,7 @@ describe("buildContextDocument", () => {
       invocation({ event: "idle", memberName: undefined, timestamp: undefined, completedTask: null }),
     );
     expect(JSON.stringify(doc)).toBe(
-      '{"version":1,"event":"idle","team":{"id":"alpha","dir":"/teams/alpha","taskListId":"alpha","style":"normal"},' +
-        '"member":null,"timestamp":null,"task":null}',
+      '{"version":1,"event":"idle","team":{"id":"alpha","dir":"/teams/alpha","taskListId":"alpha","style":"normal"},"member":null,"timestamp":null,"task":null}',
     );
   });
 

@@ -132,28 +132,24 @@ describe("taskEvent: claims (task_started)", () => {
     expect(afterAbort).toBe("task_started:3:bob:2026-12-02T09:21:00.000Z#0");
   });
 
-  it(
-    "a claim after a denial is new even when the worker's stamp " +
-      "is later than the denial (a clock ahead of the leader's)",
-    () => {
-      const ahead = { claimedAt: "2099-01-01T00:00:00.000Z" };
-      const first = taskEvent(claimed(ahead));
-      expect(first?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z");
-      const denied = (n: number) => ({
-        qualityGateStartDeniedAt: `2026-12-02T09:2${n}:00.000Z`,
-        qualityGateStartDeniedCount: n,
-      });
-      const second = taskEvent(claimed({ ...ahead, ...denied(1) }));
-      const third = taskEvent(claimed({ ...ahead, ...denied(2) }));
-      expect(second?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z#1");
-      expect(third?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z#2");
-      expect(third?.timestamp).toBe("2099-01-01T00:00:00.000Z");
-      // Stable while the claim lasts: progress and the leader's allow do not move it.
-      expect(taskEvent(claimed({ ...ahead, ...denied(2), progress: "50%", qualityGateStartDenied: false }))?.key).toBe(
-        third?.key,
-      );
-    },
-  );
+  it("a claim after a denial is new even when the worker's stamp is later than the denial (a clock ahead of the leader's)", () => {
+    const ahead = { claimedAt: "2099-01-01T00:00:00.000Z" };
+    const first = taskEvent(claimed(ahead));
+    expect(first?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z");
+    const denied = (n: number) => ({
+      qualityGateStartDeniedAt: `2026-12-02T09:2${n}:00.000Z`,
+      qualityGateStartDeniedCount: n,
+    });
+    const second = taskEvent(claimed({ ...ahead, ...denied(1) }));
+    const third = taskEvent(claimed({ ...ahead, ...denied(2) }));
+    expect(second?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z#1");
+    expect(third?.key).toBe("task_started:3:bob:2099-01-01T00:00:00.000Z#2");
+    expect(third?.timestamp).toBe("2099-01-01T00:00:00.000Z");
+    // Stable while the claim lasts: progress and the leader's allow do not move it.
+    expect(taskEvent(claimed({ ...ahead, ...denied(2), progress: "50%", qualityGateStartDenied: false }))?.key).toBe(
+      third?.key,
+    );
+  });
 
   it("a claimedAt older than the last release is stale: the release keys the new claim", () => {
     const stale = claimed({
@@ -233,22 +229,18 @@ describe("idleEvents", () => {
     expect(events[1]?.key).toBe("task_failed:3:2026-12-02T10:00:02.000Z");
   });
 
-  it(
-    "every event of a notification carries it, failureReason and " +
-      "unknown fields included; a task file's event does not",
-    () => {
-      const sent = note({ completedTaskId: "3", completedStatus: "failed", failureReason: "tests failed", attempt: 2 });
-      expect(idleEvents(sent, task({ status: "pending", metadata: {} })).map((e) => e.notification)).toEqual([
-        sent,
-        sent,
-      ]);
-      expect(
-        idleEvents(sent, task({ status: "pending", metadata: { abortedAt: "2026-12-02T10:00:00.000Z" } }))[1]
-          ?.notification,
-      ).toBe(sent);
-      expect(taskEvent(task())).not.toHaveProperty("notification");
-    },
-  );
+  it("every event of a notification carries it, failureReason and unknown fields included; a task file's event does not", () => {
+    const sent = note({ completedTaskId: "3", completedStatus: "failed", failureReason: "tests failed", attempt: 2 });
+    expect(idleEvents(sent, task({ status: "pending", metadata: {} })).map((e) => e.notification)).toEqual([
+      sent,
+      sent,
+    ]);
+    expect(
+      idleEvents(sent, task({ status: "pending", metadata: { abortedAt: "2026-12-02T10:00:00.000Z" } }))[1]
+        ?.notification,
+    ).toBe(sent);
+    expect(taskEvent(task())).not.toHaveProperty("notification");
+  });
 });
 
 describe("a task event's timestamp is the same whichever source saw it first", () => {

@@ -165,8 +165,7 @@ describe("docs/gate-life.md", () => {
       state === "held" && cause ? `held (${cause})` : state;
     const rows = TRANSITIONS.map(
       (t) =>
-        `| ${side(t.from, t.cause)} | ${t.on} | ${side(t.to, t.cause)} | ` +
-        `${t.writes.length > 0 ? t.writes.join(", ") : "—"} |`,
+        `| ${side(t.from, t.cause)} | ${t.on} | ${side(t.to, t.cause)} | ${t.writes.length > 0 ? t.writes.join(", ") : "—"} |`,
     );
     expect(table).toBe(["| from | on | to | writes |", "|---|---|---|---|", ...rows].join("\n"));
   });

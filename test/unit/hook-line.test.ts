@@ -18,8 +18,7 @@ describe("the settings line", () => {
   it("is read in shell and JavaScript comments, within the first 10 lines", () => {
     expect(
       parse(
-        "#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa owner=* subject=*api* labels=backend " +
-          "mode=shadow\necho hi\n",
+        "#!/usr/bin/env bash\n# pi-teams-hooks: timeout=300s members=impl-*,qa owner=* subject=*api* labels=backend mode=shadow\necho hi\n",
       ),
     ).toEqual({
       ok: true,
@@ -43,10 +42,8 @@ describe("the settings line", () => {
       ok: true,
       settings: null,
       notes: [
-        "on_task_completed.sh:1: looks like a settings line, but is not read (only a line that starts `# " +
-          "pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
-        "on_task_completed.sh:2: looks like a settings line, but is not read (only a line that starts `# " +
-          "pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+        "on_task_completed.sh:1: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
+        "on_task_completed.sh:2: looks like a settings line, but is not read (only a line that starts `# pi-teams-hooks:` or `// pi-teams-hooks:`, in lower case, is read)",
       ],
     });
     expect(parse("\uFEFF# pi-teams-hooks: mode=shadow\r\necho\r\n")).toEqual({
@@ -97,8 +94,7 @@ describe("the settings line", () => {
     expect(parse("# pi-teams-hooks: format=claude", "task_failed")).toEqual({
       ok: false,
       error:
-        "on_task_completed.sh:1: format=claude: Claude Code has no event for task_failed (format=claude is for " +
-        "on_task_completed, as TaskCompleted, and on_idle, as TeammateIdle)",
+        "on_task_completed.sh:1: format=claude: Claude Code has no event for task_failed (format=claude is for on_task_completed, as TaskCompleted, and on_idle, as TeammateIdle)",
     });
   });
 

@@ -183,10 +183,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
       from: "none",
       problems: [
         expect.stringMatching(
-          new RegExp(
-            String.raw`^\/t\/config\.json: hooks\.failureAction: .*got "rework" — the ` +
-              '"hooks" block is refused whole; defaults and the environment apply$',
-          ),
+          /^\/t\/config\.json: hooks\.failureAction: .*got "rework" — the "hooks" block is refused whole; defaults and the environment apply$/,
         ),
       ],
     });
@@ -318,32 +315,29 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
     expect(flagged.privacy).toEqual({ projection: {}, confidential: true, redactEnv: ["DEPLOY_TOKEN"] });
   });
 
-  it(
-    "is frozen all through: a setting in force is never changed " + "in place, and the caller's block stays its own",
-    () => {
-      const hooks = { failureAction: "reopen", limits: { chainDeadlineMs: 1000 }, redactEnv: ["DEPLOY_TOKEN"] };
-      const s = settings({ hooks });
-      expect(
-        [
-          s,
-          s.values,
-          s.failureModes.idle,
-          s.limits.chainDeadlineMs,
-          s.redactEnv.value,
-          s.privacy.redactEnv,
-          s.hooksBlock,
-          s.block.problems,
-          s.warnings,
-        ].every(Object.isFrozen),
-      ).toBe(true);
-      expect(() => {
-        (s.values as { failureAction: string }).failureAction = "warn";
-      }).toThrow(TypeError);
-      expect(Object.isFrozen(hooks) || Object.isFrozen(hooks.limits)).toBe(false);
-      hooks.failureAction = "warn";
-      expect(s.hooksBlock).toMatchObject({ failureAction: "reopen" });
-    },
-  );
+  it("is frozen all through: a setting in force is never changed in place, and the caller's block stays its own", () => {
+    const hooks = { failureAction: "reopen", limits: { chainDeadlineMs: 1000 }, redactEnv: ["DEPLOY_TOKEN"] };
+    const s = settings({ hooks });
+    expect(
+      [
+        s,
+        s.values,
+        s.failureModes.idle,
+        s.limits.chainDeadlineMs,
+        s.redactEnv.value,
+        s.privacy.redactEnv,
+        s.hooksBlock,
+        s.block.problems,
+        s.warnings,
+      ].every(Object.isFrozen),
+    ).toBe(true);
+    expect(() => {
+      (s.values as { failureAction: string }).failureAction = "warn";
+    }).toThrow(TypeError);
+    expect(Object.isFrozen(hooks) || Object.isFrozen(hooks.limits)).toBe(false);
+    hooks.failureAction = "warn";
+    expect(s.hooksBlock).toMatchObject({ failureAction: "reopen" });
+  });
 });
 
 describe("resolveSweep", () => {
@@ -587,48 +581,45 @@ describe("hooks.exitCodes", () => {
 });
 
 describe("a refused block still says what to withhold", () => {
-  it(
-    "its redactEnv, its handlers' secret variables and confidential: " + "true stay in force; nothing else of it does",
-    () => {
-      const hooks = {
-        failureAction: "reopen_followup",
-        confidential: true,
-        redactEnv: ["DEPLOY_TOKEN", "not a name", 3],
-        handlers: [
-          { name: "ci", url: "not a url", secretHeaders: { Authorization: "CI_TOKEN" }, signingSecretEnv: "CI_HMAC" },
-        ],
-        projection: { on_task_completed: ["task.title"] },
-      };
-      const refused = resolveSettings({ hooks, noBlock: null, file: "/t/config.json", env: {} });
-      expect(refused.block.valid).toBe(false);
-      expect(refused.handlers).toEqual([]);
-      expect(refused.values.failureAction).not.toBe("reopen_followup");
-      expect(refused.redactEnv).toEqual({
-        value: ["DEPLOY_TOKEN", "CI_TOKEN", "CI_HMAC"],
-        source: "config",
-        origin: "config.json hooks.redactEnv (of the refused block: kept, for what is withheld)",
-      });
-      expect(refused.confidential).toMatchObject({ value: true, source: "config" });
-      // Kept by a leader's reload: the last valid block's names, and the refused block's added.
-      const kept = resolveSettings({
-        hooks: { ...hooks, confidential: false },
-        noBlock: null,
-        file: "/t/config.json",
-        env: {},
-        lastValid: { redactEnv: ["NPM_TOKEN"] },
-      });
-      expect(kept.redactEnv.value).toEqual(["NPM_TOKEN", "DEPLOY_TOKEN", "CI_TOKEN", "CI_HMAC"]);
-      expect(kept.confidential.value).toBe(false);
-      // A valid block, or none: nothing added.
-      expect(
-        resolveSettings({ hooks: { redactEnv: ["A_TOKEN"] }, noBlock: null, file: "/t/config.json", env: {} }).redactEnv
-          .origin,
-      ).toBe("config.json hooks.redactEnv");
-      expect(resolveSettings({ hooks: undefined, noBlock: null, file: "/t/config.json", env: {} }).redactEnv).toEqual({
-        value: [],
-        source: "default",
-        origin: "default",
-      });
-    },
-  );
+  it("its redactEnv, its handlers' secret variables and confidential: true stay in force; nothing else of it does", () => {
+    const hooks = {
+      failureAction: "reopen_followup",
+      confidential: true,
+      redactEnv: ["DEPLOY_TOKEN", "not a name", 3],
+      handlers: [
+        { name: "ci", url: "not a url", secretHeaders: { Authorization: "CI_TOKEN" }, signingSecretEnv: "CI_HMAC" },
+      ],
+      projection: { on_task_completed: ["task.title"] },
+    };
+    const refused = resolveSettings({ hooks, noBlock: null, file: "/t/config.json", env: {} });
+    expect(refused.block.valid).toBe(false);
+    expect(refused.handlers).toEqual([]);
+    expect(refused.values.failureAction).not.toBe("reopen_followup");
+    expect(refused.redactEnv).toEqual({
+      value: ["DEPLOY_TOKEN", "CI_TOKEN", "CI_HMAC"],
+      source: "config",
+      origin: "config.json hooks.redactEnv (of the refused block: kept, for what is withheld)",
+    });
+    expect(refused.confidential).toMatchObject({ value: true, source: "config" });
+    // Kept by a leader's reload: the last valid block's names, and the refused block's added.
+    const kept = resolveSettings({
+      hooks: { ...hooks, confidential: false },
+      noBlock: null,
+      file: "/t/config.json",
+      env: {},
+      lastValid: { redactEnv: ["NPM_TOKEN"] },
+    });
+    expect(kept.redactEnv.value).toEqual(["NPM_TOKEN", "DEPLOY_TOKEN", "CI_TOKEN", "CI_HMAC"]);
+    expect(kept.confidential.value).toBe(false);
+    // A valid block, or none: nothing added.
+    expect(
+      resolveSettings({ hooks: { redactEnv: ["A_TOKEN"] }, noBlock: null, file: "/t/config.json", env: {} }).redactEnv
+        .origin,
+    ).toBe("config.json hooks.redactEnv");
+    expect(resolveSettings({ hooks: undefined, noBlock: null, file: "/t/config.json", env: {} }).redactEnv).toEqual({
+      value: [],
+      source: "default",
+      origin: "default",
+    });
+  });
 });

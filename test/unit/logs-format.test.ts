@@ -7,11 +7,8 @@ import { firstLine, oneLine, shortRunId, shortRunIds } from "../../extensions/te
 import { runIdMatch, tableTime } from "../../extensions/teams-hooks/logs/find.js";
 
 // Since the rewrite, an OSC goes whole and C1 controls (a one-character CSI among them) go too.
-const CONTROL = new RegExp(
-  String.raw`\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?` +
-    String.raw`|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`,
-  "g",
-);
+const CONTROL =
+  /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 /** The versions before the rewrite, verbatim but for CONTROL. */
 const before = {
   oneLine: (text: string): string =>

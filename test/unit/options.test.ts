@@ -196,8 +196,7 @@ describe("resolvePolicy: an invalid config value warns and the next level applie
   it("names config.json when no file is given", () => {
     const [warning] = resolve({ config: { failureAction: "nope" } }).warnings;
     expect(warning).toBe(
-      'config.json: hooks.failureAction: "nope" is not valid (expected one of warn, followup, reopen, ' +
-        'reopen_followup) — ignored, using "warn" (default)',
+      'config.json: hooks.failureAction: "nope" is not valid (expected one of warn, followup, reopen, reopen_followup) — ignored, using "warn" (default)',
     );
   });
 
@@ -260,8 +259,7 @@ describe("resolvePolicy: an invalid environment value warns and the default appl
     expect(result.warnings).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^${variable}: ${JSON.stringify(raw).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid .* — ignored, ` +
-            `using`,
+          `^${variable}: ${JSON.stringify(raw).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid .* — ignored, using`,
         ),
       ),
     ]);
@@ -300,16 +298,14 @@ describe("resolvePolicy: PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE", () => {
   it("the invalid action warning says the legacy variable applies", () => {
     const [warning] = resolve({ env: { [CREATE]: "1", [FA]: "bogus" } }).warnings;
     expect(warning).toBe(
-      'PI_TEAMS_HOOKS_FAILURE_ACTION: "bogus" is not valid (expected one of warn, followup, reopen, reopen_followup) ' +
-        '— ignored, using "followup" from PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE',
+      'PI_TEAMS_HOOKS_FAILURE_ACTION: "bogus" is not valid (expected one of warn, followup, reopen, reopen_followup) — ignored, using "followup" from PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE',
     );
   });
 
   it("a bad value names the variable and says what it accepts", () => {
     const [warning] = resolve({ env: { [CREATE]: "yes" } }).warnings;
     expect(warning).toBe(
-      'PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "yes" is not valid (expected 1 (create a follow-up task) or 0) — ' +
-        'ignored, using "warn" (default)',
+      'PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "yes" is not valid (expected 1 (create a follow-up task) or 0) — ignored, using "warn" (default)',
     );
   });
 });
@@ -343,8 +339,7 @@ describe("resolveTimeoutMs", () => {
     expect(result.value).toBe(60_000);
     expect(result.source).toBe("default");
     expect(result.warnings).toEqual([
-      `PI_TEAMS_HOOK_TIMEOUT_MS: "${raw}" is not valid (expected a whole number of milliseconds from 1 to ` +
-        `2147483647) — ignored, using 60000 (default)`,
+      `PI_TEAMS_HOOK_TIMEOUT_MS: "${raw}" is not valid (expected a whole number of milliseconds from 1 to 2147483647) — ignored, using 60000 (default)`,
     ]);
   });
 });

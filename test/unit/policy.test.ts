@@ -389,21 +389,17 @@ describe("decide: idempotent per event key", () => {
       }),
     );
 
-  it(
-    "a failure after a pass recorded for the same key counts (a " +
-      "hand-fired rerun, or a retry whose first run passed)",
-    () => {
-      const plan = decide(
-        input({
-          policy: policy("reopen"),
-          task: task({}, { qualityGateEventKey: KEY, qualityGateStatus: "passed", qualityGateFailureCount: 0 }),
-        }),
-      );
-      expect(plan.alreadyApplied).toBe(false);
-      expect(plan.metadataPatch?.qualityGateFailureCount).toBe(1);
-      expect(plan.reopen?.kind).toBe("reopen");
-    },
-  );
+  it("a failure after a pass recorded for the same key counts (a hand-fired rerun, or a retry whose first run passed)", () => {
+    const plan = decide(
+      input({
+        policy: policy("reopen"),
+        task: task({}, { qualityGateEventKey: KEY, qualityGateStatus: "passed", qualityGateFailureCount: 0 }),
+      }),
+    );
+    expect(plan.alreadyApplied).toBe(false);
+    expect(plan.metadataPatch?.qualityGateFailureCount).toBe(1);
+    expect(plan.reopen?.kind).toBe("reopen");
+  });
 
   it("a retry after a reopen counts nothing again and does not reopen again", () => {
     const plan = retried({ qualityGateFailureCount: 2, reopenedByQualityGateCount: 1, reopenedByQualityGateKey: KEY });
@@ -689,10 +685,7 @@ describe("decide: a member whose name is not a safe file name gets no message", 
     expect(plan.actions).toContain('no nudge to "a/b"');
     expect(plan.refused).toEqual([
       expect.stringMatching(
-        new RegExp(
-          String.raw`^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, ` +
-            String.raw`a-z, 0-9, _ and - are: it would share the file of "a-b"\)`,
-        ),
+        /^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b"\)/,
       ),
     ]);
     expect(plan.reopen?.kind).toBe("reopen"); // the gate's own decision stands

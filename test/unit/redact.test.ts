@@ -130,8 +130,7 @@ describe("secret values", () => {
   it("a long value goes wherever it is, in every spelling; a short one only where it stands alone", () => {
     const redact = secretRedactor(["s3cr3t/value+x", "ab1"]);
     const out = redact(
-      `x s3cr3t/value+x ${JSON.stringify("s3cr3t/value+x").replaceAll("/", "\\/")} ` +
-        `${encodeURIComponent("s3cr3t/value+x")} ab1 tab1e`,
+      `x s3cr3t/value+x ${JSON.stringify("s3cr3t/value+x").replaceAll("/", "\\/")} ${encodeURIComponent("s3cr3t/value+x")} ab1 tab1e`,
     );
     expect(out.text).toBe(`x ${REDACTED} "${REDACTED}" ${REDACTED} ${REDACTED} tab1e`);
     expect(out.count).toBe(4);
@@ -201,8 +200,7 @@ describe("redactJson (a patch verdict's merge patch)", () => {
       `{"metadata":{"token":"${GHP}","list":["a","${AKIA}",3,null],"n":1,"ok":true,"__proto__":{"k":"${SK}"}}}`,
     ) as Record<string, unknown>;
     expect(JSON.stringify(redactJson(patch, text))).toBe(
-      `{"metadata":{"token":"${REDACTED}","list":["a","${REDACTED}",3,null],"n":1,"ok":true,` +
-        `"__proto__":{"k":"${REDACTED}"}}}`,
+      `{"metadata":{"token":"${REDACTED}","list":["a","${REDACTED}",3,null],"n":1,"ok":true,"__proto__":{"k":"${REDACTED}"}}}`,
     );
     expect(({} as Record<string, unknown>).k).toBeUndefined();
   });
@@ -228,8 +226,7 @@ describe("redactVerdict (what a hook or a handler answered)", () => {
       [GHP]: { debug: ["deploy-secret-0042"] },
     };
     expect(JSON.stringify(redactVerdict(verdict, text))).toBe(
-      `{"decision":"deny","source":"stdout","code":"${REDACTED}","reason":"token ` +
-        `${REDACTED}","${REDACTED}":{"debug":["${REDACTED}"]}}`,
+      `{"decision":"deny","source":"stdout","code":"${REDACTED}","reason":"token ${REDACTED}","${REDACTED}":{"debug":["${REDACTED}"]}}`,
     );
   });
 });

@@ -55,16 +55,13 @@ describe("filling a body template", () => {
     expect(rendered.secrets).toEqual([]);
   });
 
-  it(
-    "keeps the template's shape: nested objects, lists, numbers, " + "booleans, null, key order and a __proto__ key",
-    () => {
-      const template = JSON.parse(
-        '{"z":1,"a":{"list":["{{task.id}}",true,null],"__proto__":"{{member}}"},"b":false}',
-      ) as Record<string, unknown>;
-      const rendered = renderTemplate(template, values);
-      expect(rendered.json).toBe('{"z":1,"a":{"list":["3",true,null],"__proto__":"alice"},"b":false}');
-    },
-  );
+  it("keeps the template's shape: nested objects, lists, numbers, booleans, null, key order and a __proto__ key", () => {
+    const template = JSON.parse(
+      '{"z":1,"a":{"list":["{{task.id}}",true,null],"__proto__":"{{member}}"},"b":false}',
+    ) as Record<string, unknown>;
+    const rendered = renderTemplate(template, values);
+    expect(rendered.json).toBe('{"z":1,"a":{"list":["3",true,null],"__proto__":"alice"},"b":false}');
+  });
 
   it("reports the secrets it holds, and the variables not set (or empty) as missing, their placeholders empty", () => {
     const rendered = renderTemplate(
@@ -106,11 +103,7 @@ describe("checking a body template", () => {
     [
       "a misspelt run value",
       { a: ["x", "{{runid}}"] },
-      'a.1: handler "ci": {{runid}} names no field of the context document (task.id, task.subject, task.description, ' +
-        "task.owner, task.status, task.blockedBy, task.blocks, task.metadata, task.createdAt, task.updatedAt, " +
-        "task.metadata.<key>, notification, or an identity field: version, event, team, team.id, team.dir, " +
-        "team.taskListId, team.style, member, timestamp); the other placeholders are runId, eventKey, attempt and " +
-        "secret.<VARIABLE>",
+      'a.1: handler "ci": {{runid}} names no field of the context document (task.id, task.subject, task.description, task.owner, task.status, task.blockedBy, task.blocks, task.metadata, task.createdAt, task.updatedAt, task.metadata.<key>, notification, or an identity field: version, event, team, team.id, team.dir, team.taskListId, team.style, member, timestamp); the other placeholders are runId, eventKey, attempt and secret.<VARIABLE>',
     ],
     ["an empty placeholder", { a: "{{ }}" }, 'a: handler "ci": {{ }} is empty'],
     [
@@ -141,34 +134,26 @@ describe("checking a body template", () => {
     expect(templateSecretVariables(template)).toEqual(["GITLAB_TRIGGER_TOKEN"]);
   });
 
-  it(
-    "config.json: an unknown placeholder refuses the block, naming " +
-      "the file, the field, the handler and the placeholder",
-    () => {
-      const check = checkHooksBlock(
-        {
-          handlers: [
-            {
-              name: "gitlab",
-              events: ["task_completed"],
-              url: "https://gitlab.example/api",
-              body: { variables: { SUBJECT: "{{task.title}}" } },
-            },
-          ],
-        },
-        "/t/config.json",
+  it("config.json: an unknown placeholder refuses the block, naming the file, the field, the handler and the placeholder", () => {
+    const check = checkHooksBlock(
+      {
+        handlers: [
+          {
+            name: "gitlab",
+            events: ["task_completed"],
+            url: "https://gitlab.example/api",
+            body: { variables: { SUBJECT: "{{task.title}}" } },
+          },
+        ],
+      },
+      "/t/config.json",
+    );
+    expect(check.ok).toBe(false);
+    if (!check.ok)
+      expect(check.problems.join("\n")).toMatch(
+        /^\/t\/config\.json: hooks\.handlers\.0\.body\.variables\.SUBJECT: handler "gitlab": \{\{task\.title\}\} names no field of the context document/m,
       );
-      expect(check.ok).toBe(false);
-      if (!check.ok)
-        expect(check.problems.join("\n")).toMatch(
-          new RegExp(
-            String.raw`^\/t\/config\.json: hooks\.handlers\.0\.body\.variables\.SUBJECT: handler ` +
-              String.raw`"gitlab": \{\{task\.title\}\} names no field of the context document`,
-            "m",
-          ),
-        );
-    },
-  );
+  });
 
   it('config.json: answer "held" on an event that cannot wait is refused, naming the events', () => {
     const check = checkHooksBlock(
@@ -200,33 +185,26 @@ describe("a handler's trust covers what it sends", () => {
   const text = (over: Record<string, unknown>): string =>
     handlerDefinitionText(HandlerSchema.parse({ ...base, ...over }));
 
-  it(
-    "a handler without method, body or answer hashes as before " +
-      "they existed; POST and verdict said aloud change nothing",
-    () => {
-      const handler = { events: ["task_completed"], name: "ci", timeoutMs: 10_000, url: "https://ci.example/x" };
-      const before = `${JSON.stringify(handler, null, 2)}\n`;
-      expect(text({})).toBe(before);
-      expect(text({ method: "POST", answer: "verdict" })).toBe(before);
-    },
-  );
+  it("a handler without method, body or answer hashes as before they existed; POST and verdict said aloud change nothing", () => {
+    const handler = { events: ["task_completed"], name: "ci", timeoutMs: 10_000, url: "https://ci.example/x" };
+    const before = `${JSON.stringify(handler, null, 2)}\n`;
+    expect(text({})).toBe(before);
+    expect(text({ method: "POST", answer: "verdict" })).toBe(before);
+  });
 
-  it(
-    "a method, a body (any key order) and answer held are in " + "the definition; a change of any of them changes it",
-    () => {
-      const body = { event_type: "pi-gate", client_payload: { run: "{{runId}}", task: "{{task.id}}" } };
-      const held = text({ body, answer: "held" });
-      expect(held).toContain('"answer": "held"');
-      expect(held).toContain('"client_payload": {');
-      expect(
-        text({
-          answer: "held",
-          body: { client_payload: { task: "{{task.id}}", run: "{{runId}}" }, event_type: "pi-gate" },
-        }),
-      ).toBe(held);
-      expect(text({ body: { ...body, event_type: "other" }, answer: "held" })).not.toBe(held);
-      expect(text({ body })).not.toBe(held);
-      expect(text({ body, answer: "held", method: "PUT" })).not.toBe(held);
-    },
-  );
+  it("a method, a body (any key order) and answer held are in the definition; a change of any of them changes it", () => {
+    const body = { event_type: "pi-gate", client_payload: { run: "{{runId}}", task: "{{task.id}}" } };
+    const held = text({ body, answer: "held" });
+    expect(held).toContain('"answer": "held"');
+    expect(held).toContain('"client_payload": {');
+    expect(
+      text({
+        answer: "held",
+        body: { client_payload: { task: "{{task.id}}", run: "{{runId}}" }, event_type: "pi-gate" },
+      }),
+    ).toBe(held);
+    expect(text({ body: { ...body, event_type: "other" }, answer: "held" })).not.toBe(held);
+    expect(text({ body })).not.toBe(held);
+    expect(text({ body, answer: "held", method: "PUT" })).not.toBe(held);
+  });
 });

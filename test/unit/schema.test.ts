@@ -51,19 +51,10 @@ describe("the context schema", () => {
   };
   const doc = buildContextDocument(invocation);
 
-  it(
-    "requires every key of the document, in contract order; the notification " +
-      "and the two keys a shown document may add are optional",
-    () => {
-      expect(Object.keys(schema.properties)).toEqual([
-        ...Object.keys(doc),
-        "notification",
-        "projection",
-        "confidential",
-      ]);
-      expect(schema.required).toEqual(Object.keys(doc));
-    },
-  );
+  it("requires every key of the document, in contract order; the notification and the two keys a shown document may add are optional", () => {
+    expect(Object.keys(schema.properties)).toEqual([...Object.keys(doc), "notification", "projection", "confidential"]);
+    expect(schema.required).toEqual(Object.keys(doc));
+  });
 
   it("names every key of the task, in contract order", () => {
     const taskSchema = schema.properties.task?.anyOf?.find((s) => s.properties);

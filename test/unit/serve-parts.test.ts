@@ -15,8 +15,7 @@ import { TemplateSchema, type TemplateDef } from "../../extensions/teams-hooks/s
 const deploy: TemplateDef = TemplateSchema.parse({
   subject: "Deploy {{parameters.branch}} to {{ parameters.Env }}",
   description:
-    "flags {{parameters.flags}}, dry {{parameters.dry}}, n {{parameters.n}}, extra {{parameters.extra}}, note " +
-    "{{parameters.note}}, {{other.thing}}",
+    "flags {{parameters.flags}}, dry {{parameters.dry}}, n {{parameters.n}}, extra {{parameters.extra}}, note {{parameters.note}}, {{other.thing}}",
   parameters: {
     branch: { type: "string", required: true },
     env: { type: "string", required: true },

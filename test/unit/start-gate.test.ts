@@ -87,17 +87,14 @@ describe("planStart: a start gate's answer, decided under the task's lock", () =
     expect(plan.next.metadata).not.toHaveProperty("qualityGateStartDeniedCode");
   });
 
-  it(
-    "a retry of a denial already applied changes nothing and " + "tells the member again (sent once by the sent-log)",
-    () => {
-      const putBack = task({
-        owner: undefined,
-        status: "pending",
-        metadata: { qualityGateStartDeniedKey: KEY, qualityGateStartDeniedCount: 1 },
-      });
-      expect(planStart(putBack, input())).toEqual({ kind: "reverted", count: 1, to: "bob" });
-    },
-  );
+  it("a retry of a denial already applied changes nothing and tells the member again (sent once by the sent-log)", () => {
+    const putBack = task({
+      owner: undefined,
+      status: "pending",
+      metadata: { qualityGateStartDeniedKey: KEY, qualityGateStartDeniedCount: 1 },
+    });
+    expect(planStart(putBack, input())).toEqual({ kind: "reverted", count: 1, to: "bob" });
+  });
 
   it("a denial of a claim that moved on (completed, another owner, the file gone) puts nothing back", () => {
     expect(planStart(task({ status: "completed" }), input())).toEqual({

@@ -176,9 +176,7 @@ function parseSetFlags(v: Record<string, FlagValue>): SetRequest {
   return request;
 }
 
-const MODE_EXPECTED =
-  `${FAILURE_MODES.join(" or ")} for every event, or EVENT=${FAILURE_MODES.join("|")} for one ` +
-  `(EVENT: ${HOOK_EVENTS.join(", ")})`;
+const MODE_EXPECTED = `${FAILURE_MODES.join(" or ")} for every event, or EVENT=${FAILURE_MODES.join("|")} for one (EVENT: ${HOOK_EVENTS.join(", ")})`;
 
 /** `open`, `closed`, or `EVENT=open|closed`. */
 function parseMode(raw: string): { event: HookEventName | null; mode: FailureMode } {
@@ -234,8 +232,7 @@ function modesOf(value: unknown, written: unknown): Record<string, unknown> {
   }
   throw new HooksError(
     "E_CONFIG",
-    `config.json hooks.failureMode is ${JSON.stringify(written)}, not ${MODE_EXPECTED}: fix it first, or set every ` +
-      `event with --failure-mode open|closed (nothing written)`,
+    `config.json hooks.failureMode is ${JSON.stringify(written)}, not ${MODE_EXPECTED}: fix it first, or set every event with --failure-mode open|closed (nothing written)`,
   );
 }
 
@@ -303,17 +300,13 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     out += `  ${event}${gates.length === 0 ? ": none" : ""}\n`;
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
-      let text =
-        `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ` +
-        `${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
+      let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
       if (!g.enabled) {
         text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
       }
       if (g.settings) text += `       settings: ${g.settings}\n`;
       if (g.settingsError)
-        text +=
-          `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: ` +
-          `hook_settings)\n`;
+        text += `       settings line refused: ${g.settingsError} (the gate does not run; its events are held: hook_settings)\n`;
       if (g.insecure)
         text +=
           `       insecure: ${g.insecure}` +
@@ -325,10 +318,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     for (const gate of missing) out += line("-", gate);
     for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
     for (const skip of skipped)
-      out +=
-        `     skipped ` +
-        `${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} ` +
-        `(${skip.layer}): ${skip.reason}\n`;
+      out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
   }
   // A handler of several events is one gate.
   const untrusted = new Set(
@@ -337,8 +327,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   if (untrusted > 0) {
     out += view.settings.trustChanges.value
       ? `  ${untrusted} gate(s) not as trusted: they run as they are now (--trust-changes)\n`
-      : `  ${untrusted} gate(s) not as trusted: their events are held until approved: pi-teams-hooks trust ` +
-        `--team-dir ${view.teamDir}\n`;
+      : `  ${untrusted} gate(s) not as trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${view.teamDir}\n`;
   }
 
   const s = view.settings;

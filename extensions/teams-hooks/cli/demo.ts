@@ -26,9 +26,7 @@ const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 
  * The demo's check command: every deliverable in the workspace must say `ok`. Bash alone, no grep:
  * a command missing from PATH inside `$(…)` would leave `bad` empty and pass every draft.
  */
-const GATE_CMD =
-  `bad=; for f in task-*.txt; do [ "$(< "$f")" = ok ] || bad="$bad $f"; done; if [ -n "$bad" ]; then ` +
-  `echo "FAIL:$bad does not say ok"; exit 1; fi; echo "all deliverables say ok"`;
+const GATE_CMD = `bad=; for f in task-*.txt; do [ "$(< "$f")" = ok ] || bad="$bad $f"; done; if [ -n "$bad" ]; then echo "FAIL:$bad does not say ok"; exit 1; fi; echo "all deliverables say ok"`;
 
 export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
@@ -102,8 +100,7 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
 
   await leader.start();
   say(
-    `  leader │ watching tasks/demo with gate ${path.join(hooksDir, "on_task_completed.sh")} (policy: ` +
-      `reopen_followup)\n`,
+    `  leader │ watching tasks/demo with gate ${path.join(hooksDir, "on_task_completed.sh")} (policy: reopen_followup)\n`,
   );
   try {
     const worker = (name: string, text: string): void => say(`  ${name.padEnd(6)} │ ${text}`);

@@ -67,9 +67,7 @@ export function renderReport(report: DoctorReport, colour: boolean, width = Numb
       continue;
     }
     const hooks = event.chain.hooks;
-    out +=
-      `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ` +
-      `${hooks.length === 0 ? "no hook" : `${hooks.length} hook(s), in this order:`}\n`;
+    out += `  ${event.event} (${HOOK_BASE_NAMES[event.event]}): ${hooks.length === 0 ? "no hook" : `${hooks.length} hook(s), in this order:`}\n`;
     const nameWidth = Math.max(...hooks.map((h) => displayWidth(h.name)));
     for (const [index, hook] of hooks.entries()) {
       const head = `    ${index + 1}. ${hook.layer.padEnd(6)} ${padEnd(hook.name, nameWidth)}  `;

@@ -109,15 +109,13 @@ async function initFromClaude(
     await putExecutable(fileOf(w), force, (dest) => fs.writeFile(dest, w.content, { flag: "wx" }));
     const timeout = w.timeoutSeconds === null ? "" : `, timeout ${w.timeoutSeconds}s`;
     io.stdout(
-      `  ${replaced ? "replaced" : "wrote"} ${w.relPath} (mode 755): ${w.claudeEvent} hook ${w.n}${timeout}: ` +
-        `${firstLine(w.command)}\n`,
+      `  ${replaced ? "replaced" : "wrote"} ${w.relPath} (mode 755): ${w.claudeEvent} hook ${w.n}${timeout}: ${firstLine(w.command)}\n`,
     );
   }
   for (const note of plan.notes) io.stdout(`  ${note.message}\n`);
   for (const left of await leftoverWrappers(target.dir, plan.wrappers)) {
     io.stdout(
-      `  note: ${left} was not written now (an earlier run's?) and still runs: delete it if the settings no longer ` +
-        `have that hook\n`,
+      `  note: ${left} was not written now (an earlier run's?) and still runs: delete it if the settings no longer have that hook\n`,
     );
   }
   // The chain is the v1 file, then the .d files: an example gate copied earlier keeps running too.
@@ -128,8 +126,7 @@ async function initFromClaude(
   }
   const first = plan.wrappers[0]?.event ?? "task_completed";
   io.stdout(
-    `\nEach wrapper runs its command with bash, unchanged: edit the wrapper, or the settings and run this again with ` +
-      `--force.\n${nextSteps(target, v, io, first, true)}`,
+    `\nEach wrapper runs its command with bash, unchanged: edit the wrapper, or the settings and run this again with --force.\n${nextSteps(target, v, io, first, true)}`,
   );
   return 0;
 }
@@ -165,8 +162,7 @@ async function leftoverWrappers(hooksDir: string, written: readonly ClaudeWrappe
 
 function refuseExisting(existing: readonly string[], io: CliIo): number {
   io.stderr(
-    `pi-teams-hooks init: not overwriting ${existing.length} existing file(s) (nothing written; --force replaces ` +
-      `them):\n`,
+    `pi-teams-hooks init: not overwriting ${existing.length} existing file(s) (nothing written; --force replaces them):\n`,
   );
   for (const file of existing) io.stderr(`  ${file}\n`);
   return 1;
@@ -200,11 +196,9 @@ function nextSteps(
   const hooksFlag = target.source === "flag" ? ` --hooks-dir ${target.dir}` : "";
   const who = event === "idle" ? "--member <name>" : "--task <id>";
   return (
-    `Check:  pi-teams-hooks doctor ${team}${hooksFlag}\n` +
-    `Try:    pi-teams-hooks run ${event} ${team} ${who}${hooksFlag}\n` +
+    `Check:  pi-teams-hooks doctor ${team}${hooksFlag}\nTry:    pi-teams-hooks run ${event} ${team} ${who}${hooksFlag}\n` +
     (trust
-      ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust ` +
-        `${team}${hooksFlag}\n`
+      ? `Trust:  a leader already watching the team runs new gates only once approved: pi-teams-hooks trust ${team}${hooksFlag}\n`
       : "")
   );
 }
@@ -235,9 +229,7 @@ export function initTarget(
   if (!teamDir && !root && !(fromEnv && path.isAbsolute(fromEnv))) {
     throw new HooksError(
       "E_USAGE",
-      "where should the gates go? Give --hooks-dir DIR, or --team-dir DIR (they go to the teams root's _hooks: the " +
-        "team dir's parent), " +
-        "or set PI_TEAMS_ROOT_DIR (they go to $PI_TEAMS_ROOT_DIR/_hooks, or to $PI_TEAMS_HOOKS_DIR under it)",
+      "where should the gates go? Give --hooks-dir DIR, or --team-dir DIR (they go to the teams root's _hooks: the team dir's parent), or set PI_TEAMS_ROOT_DIR (they go to $PI_TEAMS_ROOT_DIR/_hooks, or to $PI_TEAMS_HOOKS_DIR under it)",
     );
   }
   // With PI_TEAMS_ROOT_DIR set (or an absolute PI_TEAMS_HOOKS_DIR) the team dir does not matter: any path under the
@@ -300,8 +292,7 @@ async function shadowNotes(dir: string, copied: readonly string[]): Promise<stri
     const chosen = (await findHook(dir, event)).hook;
     if (ours && chosen && chosen.hookPath !== ours) {
       notes.push(
-        `${path.basename(chosen.hookPath)} comes before ${path.basename(ours)} in the lookup order, so the ` +
-          `${HOOK_BASE_NAMES[event]} example will not run`,
+        `${path.basename(chosen.hookPath)} comes before ${path.basename(ours)} in the lookup order, so the ${HOOK_BASE_NAMES[event]} example will not run`,
       );
     }
   }

@@ -175,10 +175,7 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
     r.policyApplied === false
       ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour)
       : "";
-  return (
-    `${time} ${label}${who} ${r.hook ?? ""} ${painted} ` +
-    `${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`
-  );
+  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
 }
 
 /** `passed`, or what a pass let through: `passed (non-blocking error: exit code 1 • linter crashed)`. */

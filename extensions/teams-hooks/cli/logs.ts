@@ -57,8 +57,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
       : isSubcommand(first)
         ? first
         : usage(
-            `unknown subcommand "${first}"${didYouMean(first, SUBCOMMANDS)} (logs, logs show <id>, logs stats, logs ` +
-              `prune)`,
+            `unknown subcommand "${first}"${didYouMean(first, SUBCOMMANDS)} (logs, logs show <id>, logs stats, logs prune)`,
           );
   const v = args.values;
   for (const [flag, value] of Object.entries(v)) {
@@ -184,8 +183,7 @@ async function list(
     }
     if (result.truncated) {
       io.stderr(
-        `(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, ` +
-          `--limit 0 all)\n`,
+        `(the newest ${result.rows.length} matching logs are shown; older ones may match: --limit N shows more, --limit 0 all)\n`,
       );
     }
   }
@@ -232,8 +230,7 @@ function showSelector(rest: readonly string[], v: ParsedArgs["values"]): ShowSel
   if (first === undefined) {
     if (task !== undefined || failed) return { last };
     usage(
-      "logs show needs a run: its id (the first column of logs), last, --task N, a time as logs prints it, or the " +
-        "log's file name",
+      "logs show needs a run: its id (the first column of logs), last, --task N, a time as logs prints it, or the log's file name",
     );
   }
   const twoWords = second !== undefined && tableTime(`${first} ${second}`) !== null;
@@ -242,8 +239,7 @@ function showSelector(rest: readonly string[], v: ParsedArgs["values"]): ShowSel
   if (first === "last") return { last };
   if (task !== undefined || failed)
     usage(
-      `--task and --failed pick the newest matching run: give them alone or after last (logs show last ` +
-        `${failed ? "--failed" : `--task ${task}`}), not with "${first}"`,
+      `--task and --failed pick the newest matching run: give them alone or after last (logs show last ${failed ? "--failed" : `--task ${task}`}), not with "${first}"`,
     );
   return { id: twoWords ? `${first} ${second}` : first };
 }
@@ -280,8 +276,7 @@ async function show(
     // Fitted to the terminal like the logs table; its ids are never cut, and they are what is picked by.
     const table = formatTable(found.rows, { width: terminalWidth(io), offsetMinutes: offset });
     io.stderr(
-      `pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by ` +
-        `its id: pi-teams-hooks logs show <id>\n`,
+      `pi-teams-hooks logs show: "${id}" matches ${found.count} runs, newest first:\n${table.text}${more}pick one by its id: pi-teams-hooks logs show <id>\n`,
     );
     return 2;
   }
@@ -318,8 +313,7 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
   if (!json) {
     const foreign = result.foreign > 0 ? `; ${result.foreign} other .json file(s) left alone` : "";
     io.stdout(
-      `${verb} ${result.removed.length} hook log(s), ${dryRun ? "would keep" : "kept"} ${result.kept} in ` +
-        `${hookLogsDir(teamDir)}${foreign}${dryRun ? " (dry run: nothing removed)" : ""}\n`,
+      `${verb} ${result.removed.length} hook log(s), ${dryRun ? "would keep" : "kept"} ${result.kept} in ${hookLogsDir(teamDir)}${foreign}${dryRun ? " (dry run: nothing removed)" : ""}\n`,
     );
   }
   return result.failed.length > 0 ? 1 : 0;

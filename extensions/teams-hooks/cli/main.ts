@@ -96,8 +96,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   if (!spec || !run) {
     const names = COMMANDS.map((c) => c.name);
     io.stderr(
-      `pi-teams-hooks: unknown command "${name}"${didYouMean(name, names)} (commands: ${names.join(", ")}; see ` +
-        `--help)\n`,
+      `pi-teams-hooks: unknown command "${name}"${didYouMean(name, names)} (commands: ${names.join(", ")}; see --help)\n`,
     );
     return 2;
   }
@@ -123,8 +122,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       return EXIT_CODES[error.code];
     }
     io.stderr(
-      `pi-teams-hooks ${name}: unexpected error: ` +
-        `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      `pi-teams-hooks ${name}: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
     );
     return 1;
   }

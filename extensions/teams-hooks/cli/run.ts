@@ -93,9 +93,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
       // Nothing to put back, and no member whose claim it was: a message "denied your claim" would be untrue.
       throw new HooksError(
         "E_TASK",
-        `--task ${taskId}: the task holds no claim (it is ` +
-          `${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put ` +
-          `back; run without it to try the gate`,
+        `--task ${taskId}: the task holds no claim (it is ${read.value.status}${read.value.owner ? "" : " without an owner"}): --apply-policy has nothing to put back; run without it to try the gate`,
       );
     }
     key = fromFile?.event === event ? fromFile.key : eventKey(event, taskId, timestamp ?? read.value.updatedAt);
@@ -149,14 +147,12 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
     if (outcome.runs.length > 1)
       for (const r of outcome.runs)
         io.stdout(
-          `  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)} (run ` +
-            `${shortRunId(r.result.runId)})\n`,
+          `  ${r.hook.layer} ${r.hook.name}: ${verdictWord(r.result)} in ${formatDuration(r.result.durationMs)} (run ${shortRunId(r.result.runId)})\n`,
         );
     if (!outcome.result) for (const c of outcome.chain.skipped) io.stdout(`  skipped ${c.path}: ${c.reason}\n`);
     if (outcome.deferral)
       io.stdout(
-        `  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} ` +
-          `allow|deny\n`,
+        `  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`,
       );
     else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
   }
@@ -204,8 +200,7 @@ async function heldLabel(teamDir: string, runId: string): Promise<string> {
 function noDeferral(teamDir: string, runId: string): HooksError {
   return new HooksError(
     "E_TASK",
-    `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks ` +
-      `logs --team-dir ${teamDir} --outcome deferred)`,
+    `no deferral with run id ${JSON.stringify(runId)} in ${deferralsDir(teamDir)} (held gates: pi-teams-hooks logs --team-dir ${teamDir} --outcome deferred)`,
   );
 }
 
@@ -300,17 +295,14 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       const e = answer.existing;
       if (!v.json)
         io.stderr(
-          `pi-teams-hooks decide: run ${runId} was decided before: ` +
-            `${e.decision}${e.code ? ` (${e.code})` : ""}${e.reason ? ` "${e.reason}"` : ""} by ${e.by} at ${e.at}; ` +
-            `a deferral is decided once\n`,
+          `pi-teams-hooks decide: run ${runId} was decided before: ${e.decision}${e.code ? ` (${e.code})` : ""}${e.reason ? ` "${e.reason}"` : ""} by ${e.by} at ${e.at}; a deferral is decided once\n`,
         );
       return DECIDE_REFUSED;
     }
     case "expired":
       if (!v.json)
         io.stderr(
-          `pi-teams-hooks decide: run ${runId} expired at ${answer.expiresAt} (hooks.deferTimeoutMs): its gate ` +
-            `failed as defer_expired\n`,
+          `pi-teams-hooks decide: run ${runId} expired at ${answer.expiresAt} (hooks.deferTimeoutMs): its gate failed as defer_expired\n`,
         );
       return DECIDE_REFUSED;
     case "recorded": {
@@ -322,8 +314,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       }
       if (answer.problem)
         io.stderr(
-          `warning: ${answer.problem}; the decision stays recorded: the next start of the leader, or this command ` +
-            `again, applies it\n`,
+          `warning: ${answer.problem}; the decision stays recorded: the next start of the leader, or this command again, applies it\n`,
         );
       return answer.problem ? 1 : 0;
     }
@@ -333,8 +324,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
         answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
       if (!v.json)
         io.stdout(
-          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ` +
-            `${runId}${actions}\n  decided by ${by}, ${how}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
+          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
         );
       return 0;
     }
@@ -356,8 +346,7 @@ function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
   if (read.state === "ok") return read.record;
   if (read.state === "none") return null;
   io.stderr(
-    `warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust ` +
-      `--team-dir ${teamDir} --all\n`,
+    `warning: ${read.problem}: every gate is untrusted until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all\n`,
   );
   return { version: 1, gates: {} };
 }
@@ -387,10 +376,7 @@ export function humanLine(
   const detail = r.outcome === "passed" ? passDetail : otherDetail;
   const actions =
     outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
-  return (
-    `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ` +
-    `${shortRunId(r.runId)})`
-  );
+  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})`;
 }
 
 function verdictWord(r: RunResult): string {

@@ -64,8 +64,7 @@ const HooksDocSchema = EffectivePolicySchema.extend({
     .record(z.string().regex(GATE_NAME_PATTERN), z.array(z.string().regex(PROJECTION_PATH_PATTERN)))
     .meta({
       description:
-        "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the " +
-        "context document it may see; identity fields always",
+        "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the context document it may see; identity fields always",
     })
     .optional(),
   confidential: z
@@ -73,8 +72,7 @@ const HooksDocSchema = EffectivePolicySchema.extend({
     .default(false)
     .meta({
       description:
-        "HTTP handlers are sent, and hook logs keep, no task description or metadata; the subject is replaced by the " +
-        "task id",
+        "HTTP handlers are sent, and hook logs keep, no task description or metadata; the subject is replaced by the task id",
     })
     .optional(),
   redactEnv: RedactEnvSchema.meta({
@@ -98,8 +96,7 @@ export const SCHEMAS = Object.freeze({
     schema: ContextDocumentSchema,
     title: "pi-teams-hooks hook context document, contract version 1",
     description:
-      "What a hook receives on standard input, in PI_TEAMS_HOOK_CONTEXT_FILE and in PI_TEAMS_HOOK_CONTEXT_JSON. See " +
-      "docs/hook-contract.md.",
+      "What a hook receives on standard input, in PI_TEAMS_HOOK_CONTEXT_FILE and in PI_TEAMS_HOOK_CONTEXT_JSON. See docs/hook-contract.md.",
   },
   log: {
     schema: HookLogRecordSchema,

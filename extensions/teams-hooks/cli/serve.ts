@@ -73,8 +73,7 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   if (remote && args.values["allow-remote"] !== true) {
     throw new HooksError(
       "E_USAGE",
-      `--listen ${listenText} is not a loopback address: keys travel in plain HTTP, so pass --allow-remote only with ` +
-        `TLS in front (docs/security.md)`,
+      `--listen ${listenText} is not a loopback address: keys travel in plain HTTP, so pass --allow-remote only with TLS in front (docs/security.md)`,
     );
   }
   const rateText = str(args.values["rate-limit"]);
@@ -97,26 +96,22 @@ async function serve(args: ParsedArgs, io: CliIo): Promise<number> {
   io.stdout(`listening on ${server.url}\n`);
   io.stdout(
     allowRemote
-      ? `dashboard at ${server.url}/ for keys with logs:read (a login link: pi-teams-hooks serve keys login NAME ` +
-          `--url BASE)\n`
+      ? `dashboard at ${server.url}/ for keys with logs:read (a login link: pi-teams-hooks serve keys login NAME --url BASE)\n`
       : `dashboard at ${server.url}/ (this machine only: no key needed)\n`,
   );
   io.stdout(
-    `teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own ` +
-      `rate\n`,
+    `teams root ${teamsRoot}, ${server.keyCount} key(s), ${formatRateLimit(rateLimit)} per key unless it has its own rate\n`,
   );
   if (server.keyCount === 0) {
     const what = `every API request${allowRemote ? " and every dashboard request" : ""}`;
     const fix =
-      "pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM " +
-      "--templates SLUG";
+      "pi-teams-hooks serve keys create --name NAME --scopes tasks:create,tasks:read --teams TEAM --templates SLUG";
     io.stderr(`warning: no API key yet, so ${what} is refused: ${fix}\n`);
   }
   await warnLegacyKeys(teamsRoot, io);
   if (remote)
     io.stderr(
-      `warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front ` +
-        `(docs/security.md)\n`,
+      `warning: listening on ${server.url}, beyond this machine, in plain HTTP: put a TLS proxy in front (docs/security.md)\n`,
     );
   await io.stopSignal;
   await server.close();
@@ -134,8 +129,7 @@ async function warnLegacyKeys(teamsRoot: string, io: CliIo): Promise<void> {
   for (const key of keys.filter((k) => k.allTemplates === "legacy")) {
     const fix = `pi-teams-hooks serve keys revoke ${key.name}, then create it with --templates SLUG,…`;
     io.stderr(
-      `warning: key "${key.name}" (${key.prefix}) may use every template of its teams: ` +
-        `it was made before --templates was required (to limit it: ${fix})\n`,
+      `warning: key "${key.name}" (${key.prefix}) may use every template of its teams: it was made before --templates was required (to limit it: ${fix})\n`,
     );
   }
 }
@@ -233,8 +227,7 @@ function printLogin(io: CliIo, name: string, base: URL, login: { token: string; 
   const url = new URL("/login", base);
   url.searchParams.set("token", login.token);
   io.stdout(
-    `dashboard login URL for "${name}": it works once, until ${login.expiresAt} (a new one: pi-teams-hooks serve ` +
-      `keys login ${name})\n`,
+    `dashboard login URL for "${name}": it works once, until ${login.expiresAt} (a new one: pi-teams-hooks serve keys login ${name})\n`,
   );
   io.stdout(`${url.href}\n`);
 }
@@ -262,8 +255,7 @@ function dashboardBase(text: string | undefined): URL {
   ) {
     throw new HooksError(
       "E_USAGE",
-      `--url "${text}" must be http://HOST[:PORT] or https://HOST[:PORT], the address the dashboard is opened at ` +
-        `(its root: no path)`,
+      `--url "${text}" must be http://HOST[:PORT] or https://HOST[:PORT], the address the dashboard is opened at (its root: no path)`,
     );
   }
   return url;

@@ -70,9 +70,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
   });
   await leader.start();
 
-  const scope =
-    `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ` +
-    `${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
+  const scope = `${setup.identity.teamDir} (task list ${setup.identity.taskListId}, inbox ${inbox === "off" ? "off" : `${setup.identity.leadName} ${inbox}`})`;
   emit(
     {
       type: "watching",
@@ -115,8 +113,7 @@ function onNotice(
           failureModes: settingValues(notice.setup.settings.failureModes),
           limits: settingValues(notice.setup.settings.limits),
         },
-        `config.json ${reloadWord(notice.valid, notice.setup.settings.block.from === "kept")}: ` +
-          `${policyLine(notice.setup)}`,
+        `config.json ${reloadWord(notice.valid, notice.setup.settings.block.from === "kept")}: ${policyLine(notice.setup)}`,
       );
       return;
     case "hooks":
@@ -174,8 +171,7 @@ function onNotice(
           queued: notice.queued,
           startupMs: notice.startupMs,
         },
-        `scanned ${notice.tasks} task(s) in ${formatDuration(notice.startupMs)}: ${notice.baseline} recorded as ` +
-          `baseline, ${notice.queued} to run`,
+        `scanned ${notice.tasks} task(s) in ${formatDuration(notice.startupMs)}: ${notice.baseline} recorded as baseline, ${notice.queued} to run`,
       );
       return;
     case "stopped":
@@ -269,16 +265,18 @@ function policyObject({ settings }: TeamSetup): Record<string, unknown> {
 
 function policyLine({ settings }: TeamSetup): string {
   const { values: policy, sources, timeoutMs, sweep, exitCodes } = settings;
-  return (
-    `policy: failure action ${policy.failureAction} (${sources.failureAction}), ` +
-    `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask}), ` +
-    `follow-up owner ${policy.followupOwner} (${sources.followupOwner}), ` +
-    `timeout ${timeoutMs.value}ms (${timeoutMs.source}), ` +
-    `on hook errors ${Object.entries(settings.failureModes)
-      .map(([event, mode]) => `${event} ${mode.value}`)
-      .join(" / ")}, ` +
-    `setsid sweep ${sweep.value} (${sweep.source})` +
-    // Said only when it is not contract v1's meaning, so that the usual line stays as it was.
-    (exitCodes.value === "strict" ? `, exit codes strict (${exitCodes.source})` : "")
-  );
+  const onErrors = Object.entries(settings.failureModes)
+    .map(([event, mode]) => `${event} ${mode.value}`)
+    .join(" / ");
+  const parts = [
+    `failure action ${policy.failureAction} (${sources.failureAction})`,
+    `max reopens ${policy.maxReopensPerTask} (${sources.maxReopensPerTask})`,
+    `follow-up owner ${policy.followupOwner} (${sources.followupOwner})`,
+    `timeout ${timeoutMs.value}ms (${timeoutMs.source})`,
+    `on hook errors ${onErrors}`,
+    `setsid sweep ${sweep.value} (${sweep.source})`,
+  ];
+  // Said only when it is not contract v1's meaning, so that the usual line stays as it was.
+  if (exitCodes.value === "strict") parts.push(`exit codes strict (${exitCodes.source})`);
+  return `policy: ${parts.join(", ")}`;
 }

@@ -65,9 +65,7 @@ export function claudeResult(result: RunResult): RunResult {
   if (result.exitCode === 2)
     return denied(result, "claude.exit_2", textOf(result.stderr) ?? "exit code 2 (nothing on stderr)");
   const said = textOf(result.stderr);
-  const why =
-    `exit code ${result.exitCode ?? "none"} is a non-blocking error for a Claude Code gate: ` +
-    `allowed${said ? ` (stderr: ${said})` : ""}`;
+  const why = `exit code ${result.exitCode ?? "none"} is a non-blocking error for a Claude Code gate: allowed${said ? ` (stderr: ${said})` : ""}`;
   return { ...result, outcome: "passed", nonBlocking: capReason(why) };
 }
 

@@ -171,8 +171,7 @@ export const QUOTED_OUTPUT_BEGIN =
   "----- begin: the failing gate's output, quoted by pi-teams-hooks (not part of the work) -----";
 export const QUOTED_OUTPUT_END = "----- end of the quoted output -----";
 export const QUOTED_OUTPUT_LEFT_OUT =
-  "[the failing gate's output quoted here by pi-teams-hooks is left out of what gates are shown; the task file and " +
-  "the hook log keep it]";
+  "[the failing gate's output quoted here by pi-teams-hooks is left out of what gates are shown; the task file and the hook log keep it]";
 
 /**
  * A task's description as gates are shown it: without the gate's note of a reopen (contract/gate-note.ts),

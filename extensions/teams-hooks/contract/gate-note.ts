@@ -30,8 +30,5 @@ export function withGateNote(description: string, note: string): string {
 
 /** The note's text for a reopen: the round, the gate, what it said, and what is asked. */
 export function gateNoteText(opts: { hook: string; round: number; summary: string }): string {
-  return (
-    `Quality gate: ${opts.hook} did not pass this task (round ${opts.round}): ${opts.summary}\n` +
-    "Fix what it reports, then complete the task again. (This note is the quality gate's; it goes once the gate passes.)"
-  );
+  return `Quality gate: ${opts.hook} did not pass this task (round ${opts.round}): ${opts.summary}\nFix what it reports, then complete the task again. (This note is the quality gate's; it goes once the gate passes.)`;
 }

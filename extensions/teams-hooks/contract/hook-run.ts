@@ -228,10 +228,8 @@ export function blankResult(run: { hookPath: string; command: string[]; runId: s
 // The environment
 
 /** Variables of ours that must never leak from the leader's own environment into a hook's. */
-const CONTRACT_VARIABLE = new RegExp(
-  String.raw`^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY|PATH)|TEAM_ID` +
-    "|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$",
-);
+const CONTRACT_VARIABLE =
+  /^PI_TEAMS_(HOOK_(EVENT|CONTEXT_\w+|RUN_ID|RESULT_FILE|ATTEMPT|EVENT_KEY|PATH)|TEAM_ID|TEAM_DIR|TASK_LIST_ID|STYLE|MEMBER|EVENT_TIMESTAMP|TASK_(ID|STATUS|SUBJECT|OWNER))$/;
 
 /**
  * The context document one hook is shown and its JSON, built once per distinct view and shared by

@@ -119,8 +119,7 @@ export function neverWritableWarnings(fields: readonly string[] | null | undefin
   return refused.length === 0
     ? []
     : [
-        `hooks.writableFields: ${refused.join(", ")} ${refused.length === 1 ? "is" : "are"} never writable (a ` +
-          `patch's ${refused.length === 1 ? "write of it is" : "writes of them are"} dropped whatever the list says)`,
+        `hooks.writableFields: ${refused.join(", ")} ${refused.length === 1 ? "is" : "are"} never writable (a patch's ${refused.length === 1 ? "write of it is" : "writes of them are"} dropped whatever the list says)`,
       ];
 }
 

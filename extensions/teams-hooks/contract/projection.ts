@@ -78,10 +78,7 @@ export function projectionPathProblem(path: string): string | null {
   if (segments.some((s) => s === "")) return "is not a dotted path (no empty parts: task.metadata.files)";
   const [root, field, ...deeper] = segments;
   if (root !== "task" || field === undefined || !TASK_FIELDS.has(field)) {
-    return (
-      `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, ` +
-      `task.metadata.<key>, ${NOTIFICATION_PATH}, or an identity field: ${IDENTITY_PATHS.join(", ")})`
-    );
+    return `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, task.metadata.<key>, ${NOTIFICATION_PATH}, or an identity field: ${IDENTITY_PATHS.join(", ")})`;
   }
   if (deeper.length > 0 && field !== "metadata")
     return `task.${field} has no fields of its own (only task.metadata.<key> goes deeper)`;

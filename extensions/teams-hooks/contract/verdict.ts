@@ -128,8 +128,7 @@ export function readVerdict(input: { fileText: string | null; stdout: string | L
   const line = typeof input.stdout === "string" ? lastLineOf(input.stdout) : input.stdout;
   if (line.bytes > VERDICT_LINE_MAX_BYTES) {
     if (line.first !== "{" && !line.mentionsDecision) return { kind: "none" };
-    const problem =
-      `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict ` + `line may have)`;
+    const problem = `the last line is a verdict line of over ${VERDICT_LINE_MAX_BYTES} bytes (the most a verdict line may have)`;
     return { kind: "invalid", source: "stdout", problem };
   }
   const last = line.text.trim();
@@ -245,9 +244,7 @@ function parseObject(text: string): Parsed {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     return {
       ok: false,
-      problem:
-        `expected a JSON object, got ` +
-        `${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`,
+      problem: `expected a JSON object, got ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}`,
     };
   }
   return { ok: true, value: value as Record<string, unknown> };

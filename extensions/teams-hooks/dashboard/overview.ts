@@ -416,8 +416,7 @@ function dayChart(daily: readonly Tally[], nowMs: number): Html {
   const label = daily
     .map(
       (d, i) =>
-        `${dayName(nowMs, daily.length - 1 - i)}: ${d.passed} passed, ${d.failed} ` +
-        `failed${d.deferred ? `, ${d.deferred} deferred` : ""}`,
+        `${dayName(nowMs, daily.length - 1 - i)}: ${d.passed} passed, ${d.failed} failed${d.deferred ? `, ${d.deferred} deferred` : ""}`,
     )
     .join("; ");
   const bars = daily.map((d, i) => {

@@ -25,8 +25,7 @@ import { type TeamRef, findTeam, listTeams } from "./teams.js";
 import { type Assets, assetAnswer } from "./assets.js";
 
 export const CONTENT_SECURITY_POLICY =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; " +
-  "base-uri 'none'; frame-ancestors 'none'";
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Headers on every dashboard answer, also a refusal's. */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
@@ -96,8 +95,7 @@ export async function dashboardRequest(
     }
   } catch (error) {
     ctx.warn(
-      `dashboard ${url.pathname.slice(0, 200)}: ` +
-        `${error instanceof Error ? (error.stack ?? error.message) : describeError(error)}`,
+      `dashboard ${url.pathname.slice(0, 200)}: ${error instanceof Error ? (error.stack ?? error.message) : describeError(error)}`,
     );
     answer = errorPage(500, "Something went wrong", html`This page could not be made; the server's output says why.`);
   }

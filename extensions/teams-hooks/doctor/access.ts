@@ -134,21 +134,15 @@ function warning(e: AccessEntry, others: readonly AccessOther[]): Check {
   const verb = e.exists ? "can be written or replaced by" : "does not exist, and can be created by";
   const means: Record<AccessRole, string> = {
     "hooks dir":
-      "another user can change a gate: the leader holds its events until trust approves the change, " +
-      "but cannot prevent it",
-    gate:
-      "another user can change this gate: the leader holds its events until trust approves the change, " +
-      "but cannot prevent it",
+      "another user can change a gate: the leader holds its events until trust approves the change, but cannot prevent it",
+    gate: "another user can change this gate: the leader holds its events until trust approves the change, but cannot prevent it",
     "team hooks layer":
-      "another user can add or change a gate of the team layer: the leader holds its events " +
-      "until trust approves the change, but cannot prevent it",
+      "another user can add or change a gate of the team layer: the leader holds its events until trust approves the change, but cannot prevent it",
     "leader state":
-      "another user can change the leader's state (trust.json, the ledger, decisions of held gates): " +
-      "visible where the leader checks it, not prevented",
+      "another user can change the leader's state (trust.json, the ledger, decisions of held gates): visible where the leader checks it, not prevented",
     "hook logs": "another user can change or remove what the hook logs say",
     "approved trust record":
-      "another user can change the approved trust record that trust.json is held to, " +
-      "and have a gate of theirs run as trusted",
+      "another user can change the approved trust record that trust.json is held to, and have a gate of theirs run as trusted",
   };
   return {
     level: "warn",
@@ -162,17 +156,12 @@ function allClear(user: string, teamWriters: readonly string[]): Check {
   if (teamWriters.length > 0) {
     return {
       level: "ok",
-      message:
-        `${scope} can be changed by ${user} (the leader's user) alone; the team's files are written by ` +
-        `${teamWriters.join(", ")}, who cannot change them`,
+      message: `${scope} can be changed by ${user} (the leader's user) alone; the team's files are written by ${teamWriters.join(", ")}, who cannot change them`,
     };
   }
   return {
     level: "info",
-    message:
-      `${scope} can be changed by ${user} alone, and the team's files are written by ${user} too: ` +
-      `agents that run as ${user} can still change them; trust makes each change visible, it cannot prevent it; ` +
-      `to prevent it, run the leader under its own user (${RECIPE})`,
+    message: `${scope} can be changed by ${user} alone, and the team's files are written by ${user} too: agents that run as ${user} can still change them; trust makes each change visible, it cannot prevent it; to prevent it, run the leader under its own user (${RECIPE})`,
   };
 }
 
@@ -311,10 +300,7 @@ function unwritableTeamFolders(teamDir: string, taskListId: string, db: UserDb):
       const owner = `${db.userName(info.uid)}:${db.groupName(info.gid)}`;
       checks.push({
         level: "warn",
-        message:
-          `${folder} (${owner}, mode ${mode}) cannot be written by the leader's user, which rewrites the ` +
-          `tasks and messages in it (a reopen, a follow-up, a nudge): make it group-writable for a group the ` +
-          `leader's user is in (chmod g+ws), and let the agents run with umask 0002 (${RECIPE})`,
+        message: `${folder} (${owner}, mode ${mode}) cannot be written by the leader's user, which rewrites the tasks and messages in it (a reopen, a follow-up, a nudge): make it group-writable for a group the leader's user is in (chmod g+ws), and let the agents run with umask 0002 (${RECIPE})`,
         file: folder,
       });
     }

@@ -233,8 +233,7 @@ function configProblems(setup: TeamSetup, events: Readonly<Record<HookEventName,
         add({ kind: "gate_settings", path: g.path, message });
       }
       if (g.insecure && !setup.settings.allowInsecureHooks.value) {
-        const message =
-          `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with ` + `--allow-insecure-hooks`;
+        const message = `${g.path} is ${g.insecure}: refused (insecure_hook) unless the leader runs with --allow-insecure-hooks`;
         add({ kind: "gate_insecure", path: g.path, message });
       }
     }

@@ -269,9 +269,7 @@ async function diagnoseTasks(teamDir: string, taskListId: string): Promise<Check
       return [
         {
           level: "warn",
-          message:
-            `no task list ${dir}, but tasks/ holds ${others.join(", ")}: is taskListId "${taskListId}" right? ` +
-            `(config.json taskListId, or --task-list)`,
+          message: `no task list ${dir}, but tasks/ holds ${others.join(", ")}: is taskListId "${taskListId}" right? (config.json taskListId, or --task-list)`,
           file: dir,
         },
       ];
@@ -296,9 +294,7 @@ async function diagnoseTasks(teamDir: string, taskListId: string): Promise<Check
   const checks: Check[] = [
     {
       level: "ok",
-      message:
-        `task list ${dir}: ${tasks.tasks.length} task(s) (${count("pending")} pending, ` +
-        `${count("in_progress")} in progress, ${count("completed")} completed)`,
+      message: `task list ${dir}: ${tasks.tasks.length} task(s) (${count("pending")} pending, ${count("in_progress")} in progress, ${count("completed")} completed)`,
     },
   ];
   for (const problem of tasks.problems) {
@@ -408,9 +404,7 @@ async function diagnoseLocks(teamDir: string, now: number): Promise<{ found: Loc
     if (lock.stale) {
       checks.push({
         level: "warn",
-        message:
-          `stale lock ${file}: ${lock.staleReason ?? "stale"}; the next writer takes it over (or: rm -f ` +
-          `'${file}')`,
+        message: `stale lock ${file}: ${lock.staleReason ?? "stale"}; the next writer takes it over (or: rm -f '${file}')`,
         file,
       });
     } else if (lock.ageMs > LONG_HELD_LOCK_MS) {

@@ -112,9 +112,7 @@ export function diagnoseHandlers(
     for (const s of report.secretHeaders.filter((x) => !x.set)) {
       checks.push({
         level: "warn",
-        message:
-          `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every ` +
-          `request (the receiver may refuse it); set it where the leader runs`,
+        message: `${gate}: ${s.variable} is not set in this environment: header ${s.header} is left out of every request (the receiver may refuse it); set it where the leader runs`,
         field: "hooks.handlers",
         kind: "handler_env",
         path: gate,
@@ -123,9 +121,7 @@ export function diagnoseHandlers(
     for (const s of report.bodySecrets.filter((x) => !x.set)) {
       checks.push({
         level: "warn",
-        message:
-          `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in ` +
-          `every request's body (the receiver may refuse it); set it where the leader runs`,
+        message: `${gate}: ${s.variable} is not set in this environment: {{secret.${s.variable}}} is left empty in every request's body (the receiver may refuse it); set it where the leader runs`,
         field: "hooks.handlers",
         kind: "handler_env",
         path: gate,
@@ -134,9 +130,7 @@ export function diagnoseHandlers(
     if (report.signing && !report.signing.set) {
       checks.push({
         level: "warn",
-        message:
-          `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go ` +
-          `out unsigned`,
+        message: `${gate}: signingSecretEnv ${report.signing.variable} is not set in this environment: requests go out unsigned`,
         field: "hooks.handlers",
         kind: "handler_env",
         path: gate,
@@ -145,9 +139,7 @@ export function diagnoseHandlers(
     if (cleartext(report.url)) {
       checks.push({
         level: "warn",
-        message:
-          `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel ` +
-          `unencrypted (use https://)`,
+        message: `${gate}: ${report.url} is plain http to another machine: the task and any secret header travel unencrypted (use https://)`,
         field: "hooks.handlers",
         kind: "handler_env",
         path: gate,
@@ -162,9 +154,7 @@ export function diagnoseHandlers(
           : `changed since it was trusted (${change?.detail ?? "its definition"})`;
       checks.push({
         level: "error",
-        message:
-          `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ` +
-          `${approve(gate)}`,
+        message: `${gate} ${what}: its events are held (untrusted_hook) until the team lead approves it: ${approve(gate)}`,
         field: "hooks.handlers",
         kind: "gate_untrusted",
         path: gate,
@@ -174,9 +164,7 @@ export function diagnoseHandlers(
   for (const removed of trust?.changes.filter((c) => c.change === "removed" && c.path.startsWith("http:")) ?? []) {
     checks.push({
       level: "error",
-      message:
-        `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held ` +
-        `(gate_missing) until the team lead approves: ${approve(removed.path)}`,
+      message: `trusted handler ${removed.path} no longer runs for ${event} (${removed.detail}): its events are held (gate_missing) until the team lead approves: ${approve(removed.path)}`,
       kind: "gate_missing",
       path: removed.path,
     });

@@ -142,8 +142,7 @@ export async function diagnoseTeamLayer(dir: string, globalDir: string): Promise
     return [
       {
         level: "error",
-        message:
-          `team hooks layer ${dir} cannot be read (permission denied): its hooks and .disabled files are ` + `ignored`,
+        message: `team hooks layer ${dir} cannot be read (permission denied): its hooks and .disabled files are ignored`,
         file: dir,
       },
     ];
@@ -284,8 +283,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   if (insecure)
     checks.push({
       level: "error",
-      message:
-        `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with ` + `--allow-insecure-hooks`,
+      message: `${name} is ${insecure}: the leader refuses it (insecure_hook) unless started with --allow-insecure-hooks`,
       file,
       kind: "gate_insecure",
     });
@@ -321,9 +319,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
     if (program && !["bash", "sh"].includes(program)) {
       checks.push({
         level: "warn",
-        message:
-          `${name} starts with "${firstLine}", but a .sh hook runs with bash; rename it without .sh to use ` +
-          `its #! line`,
+        message: `${name} starts with "${firstLine}", but a .sh hook runs with bash; rename it without .sh to use its #! line`,
         file,
       });
     }
@@ -337,8 +333,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   if (crlf) {
     const named = JSON.stringify(firstLine.slice(2).trimStart().split(/[ \t]/)[0] ?? "");
     return fail(
-      `its #! line ends in CRLF, so the system looks for an interpreter named ${named}, which does not exist (fix: ` +
-        `sed -i 's/\\r$//' ${file})`,
+      `its #! line ends in CRLF, so the system looks for an interpreter named ${named}, which does not exist (fix: sed -i 's/\\r$//' ${file})`,
     );
   }
   const shebang = parseShebang(firstLine);

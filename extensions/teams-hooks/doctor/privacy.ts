@@ -24,8 +24,7 @@ export function diagnosePrivacy(
     checks.push({
       level: "info",
       message:
-        "hooks.confidential: HTTP handlers are sent, and hook logs keep, no task description or metadata, the " +
-        "subject replaced by the task id (file hooks on this machine still get the whole document)",
+        "hooks.confidential: HTTP handlers are sent, and hook logs keep, no task description or metadata, the subject replaced by the task id (file hooks on this machine still get the whole document)",
     });
   }
   const gates = new Set(chains.flatMap(({ event, chain }) => chain.hooks.map((hook) => gateName(hook, event))));
@@ -35,9 +34,7 @@ export function diagnosePrivacy(
     else
       checks.push({
         level: "warn",
-        message:
-          `hooks.projection names ${gate}, which runs for no event: the projection applies to nothing (gates: ` +
-          `${[...gates].join(", ") || "none"})`,
+        message: `hooks.projection names ${gate}, which runs for no event: the projection applies to nothing (gates: ${[...gates].join(", ") || "none"})`,
         field: `hooks.projection.${gate}`,
         kind: "setting_ignored",
         path: `hooks.projection.${gate}`,
@@ -57,9 +54,7 @@ export function diagnosePrivacy(
     } else if (value.length < MIN_TEAM_SECRET_CHARS) {
       checks.push({
         level: "warn",
-        message:
-          `${variable}'s value is ${value.length} character(s): too short to be redacted from hook output ` +
-          `(under ${MIN_TEAM_SECRET_CHARS}; it would replace ordinary words)`,
+        message: `${variable}'s value is ${value.length} character(s): too short to be redacted from hook output (under ${MIN_TEAM_SECRET_CHARS}; it would replace ordinary words)`,
         field,
         kind: "setting_ignored",
         path: variable,
@@ -69,10 +64,7 @@ export function diagnosePrivacy(
   if (redactEnv.size > 0 || settings.handlers.length > 0) {
     checks.push({
       level: "ok",
-      message:
-        `redacted from hook output: the values of ` +
-        `${secretEnvNames(settings.handlers, settings.redactEnv.value).join(", ")}, and credential shapes (private ` +
-        `keys, GitHub tokens, sk- keys, AWS key ids, JWTs, task API keys, Authorization headers)`,
+      message: `redacted from hook output: the values of ${secretEnvNames(settings.handlers, settings.redactEnv.value).join(", ")}, and credential shapes (private keys, GitHub tokens, sk- keys, AWS key ids, JWTs, task API keys, Authorization headers)`,
     });
   }
   return checks;

@@ -148,8 +148,7 @@ export async function runChain(
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(
       head,
-      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} ` +
-        `(hooks.limits.maxHooksPerEvent) — none ran`,
+      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`,
     );
   }
   // One document per distinct view (a projection, a confidential handler), built before anything runs
@@ -161,8 +160,7 @@ export async function runChain(
   if (typeof shown === "number") {
     return refused(
       head,
-      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) ` +
-        `— none ran`,
+      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`,
     );
   }
   // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
@@ -178,9 +176,7 @@ export async function runChain(
     if (index > 0 && req.stopping?.()) {
       return {
         runs,
-        interrupted:
-          `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks ` +
-          `after it did not start`,
+        interrupted: `the leader is stopping: ${hook.name} (hook ${index + 1} of ${hooks.length}) and the hooks after it did not start`,
       };
     }
     // A handler has a timeout of its own (hooks.handlers[].timeoutMs); a file its settings line's, else the run's.
@@ -196,8 +192,7 @@ export async function runChain(
     if (left <= 0 && skip === null) {
       const late = refused(
         hook,
-        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms ` +
-          `(hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`,
+        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`,
       ).runs;
       runs.push(...late.map((run) => (isShadow(hook) ? { ...run, result: shadowed(run.result, ctx.mode) } : run)));
       break;
@@ -292,8 +287,7 @@ export async function runChain(
         runs.push(
           ...refused(
             next,
-            `the context document, patched by the hooks before, is ${later} bytes; the limit is ` +
-              `${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`,
+            `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`,
           ).runs,
         );
         break;

@@ -238,8 +238,7 @@ export async function remediate(
       followupTaskId = created.task.id;
       remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
       actions.push(
-        `follow-up ` +
-          `#${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`,
+        `follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`,
       );
     } catch (error) {
       return stop(plan, `follow-up task not created: ${describeError(error)}`);

@@ -309,10 +309,7 @@ export function findStrayHookFiles(dir: string): StrayHookFile[] {
 /** Why a gate's owner or mode lets others rewrite it, or null. Root's files are as safe as the leader's. */
 export function insecurity(fp: { mode: number; uid: number }, leaderUid: number | null): string | null {
   if ((fp.mode & 0o002) !== 0)
-    return (
-      `world-writable (mode ${(fp.mode & 0o777).toString(8).padStart(4, "0")}): any user can rewrite it (chmod ` +
-      `o-w)`
-    );
+    return `world-writable (mode ${(fp.mode & 0o777).toString(8).padStart(4, "0")}): any user can rewrite it (chmod o-w)`;
   if (leaderUid !== null && fp.uid !== leaderUid && fp.uid !== 0)
     return `owned by uid ${fp.uid}, not by the leader's uid ${leaderUid} (or root): that user can rewrite it`;
   return null;

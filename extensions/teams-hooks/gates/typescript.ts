@@ -35,9 +35,7 @@ export function typescriptLaunch(file: string): TypeScriptLaunch {
   const base = path.basename(file, ".ts");
   return {
     ok: false,
-    reason:
-      `a .ts gate needs tsx where it can be found from ${dir} (cd ${dir} && npm install --save-dev tsx) or a ` +
-      `Node with type stripping (this is Node ${process.versions.node}); or compile it to ${base}.js with tsc`,
+    reason: `a .ts gate needs tsx where it can be found from ${dir} (cd ${dir} && npm install --save-dev tsx) or a Node with type stripping (this is Node ${process.versions.node}); or compile it to ${base}.js with tsc`,
   };
 }
 

@@ -178,8 +178,7 @@ export async function decideDeferral(
     reference = check.reference;
     if (check.kind === "differs")
       opts.warn?.(
-        `${deferralFile(teamDir, runId)}: changed since its gate was held: ` +
-          `${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
+        `${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
       );
   }
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).

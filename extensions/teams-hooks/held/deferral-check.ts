@@ -129,16 +129,12 @@ async function referenceOf(
     record.logFile !== null && path.dirname(path.resolve(record.logFile)) === path.resolve(hookLogsDir(teamDir));
   if (!own)
     return {
-      problem:
-        `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile ` +
-        `(${record.logFile ?? "none"}) is not a log of this team's (${hookLogsDir(teamDir)})`,
+      problem: `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile (${record.logFile ?? "none"}) is not a log of this team's (${hookLogsDir(teamDir)})`,
     };
   const held = await heldOfLog(record.logFile, record.runId, teamDir);
   if (held) return { reference: held };
   return {
-    problem:
-      `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile ` +
-      `(${record.logFile ?? "none"}) is not the log of a held run of that id`,
+    problem: `no gate held run ${record.runId}: the ledger has no such deferral, and its logFile (${record.logFile ?? "none"}) is not the log of a held run of that id`,
   };
 }
 

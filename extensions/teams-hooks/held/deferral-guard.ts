@@ -71,8 +71,7 @@ export class DeferralGuard {
     const problem = await decisionLogProblem(this.#ctx.setup.identity.teamDir, record.runId, record.applied.logFile);
     if (problem === null) return null;
     this.#ctx.warn(
-      `${file}: says applied, but ${problem}: not believed; ` +
-        `${record.decision ? "its decision is applied now" : "its gate stays held"}`,
+      `${file}: says applied, but ${problem}: not believed; ${record.decision ? "its decision is applied now" : "its gate stays held"}`,
     );
     const held = heldFields(reference);
     await updateDeferral(this.#ctx.setup.identity.teamDir, record.runId, ({ applied: _claim, ...rest }) => ({
@@ -106,8 +105,7 @@ export class DeferralGuard {
     }
     this.#told.delete(file);
     this.#ctx.warn(
-      `${why}: refused, moved aside to ${path.basename(aside)}; written again from what the gate of ${owner.key} ` +
-        `held (run ${owner.runId})`,
+      `${why}: refused, moved aside to ${path.basename(aside)}; written again from what the gate of ${owner.key} held (run ${owner.runId})`,
     );
     await this.rewrite(owner, null);
   }
@@ -122,8 +120,7 @@ export class DeferralGuard {
       await writeDeferral(this.#ctx.setup.identity.teamDir, record);
       if (why !== null)
         this.#ctx.warn(
-          `${file} ${why}: written again from what its gate held ` +
-            `(${record.decision ? `decided: ${record.decision.decision}` : `held until ${record.expiresAt}`})`,
+          `${file} ${why}: written again from what its gate held (${record.decision ? `decided: ${record.decision.decision}` : `held until ${record.expiresAt}`})`,
         );
       this.#told.delete(`${file}\0unwritable`);
       return true;
@@ -151,8 +148,7 @@ export async function restoreFromLog(
   const held = await heldOfLog(logFile, runId);
   if (!held) {
     ctx.warn(
-      `${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays ` +
-        `held until the ledger is reset (docs/ledger.md)`,
+      `${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run; it stays held until the ledger is reset (docs/ledger.md)`,
     );
     return null;
   }

@@ -149,8 +149,7 @@ export class Deferrals {
       // Left for now (a person may be fixing it; decide refuses it meanwhile), but not past the deadline: see #expire.
       this.#guard.tell(
         file,
-        `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved ` +
-          `aside; at its deadline it is moved aside and the gate expires`,
+        `${read.problem.message}; its gate stays held (decide cannot settle it) until the file is fixed or moved aside; at its deadline it is moved aside and the gate expires`,
       );
       return;
     }
@@ -159,9 +158,7 @@ export class Deferrals {
     const guard = this.#guard;
     if (path.basename(guard.file(record.runId)) !== path.basename(file)) {
       const owner = await guard.ownerOf(path.basename(file));
-      const what =
-        `${file}: holds run ${record.runId}, but a deferral is named by its run id ` +
-        `(${path.basename(guard.file(record.runId))})`;
+      const what = `${file}: holds run ${record.runId}, but a deferral is named by its run id (${path.basename(guard.file(record.runId))})`;
       if (owner) return guard.replace(file, owner, what);
       guard.tell(file, `${what}: refused; nothing is done with it`);
       return;
@@ -192,8 +189,7 @@ export class Deferrals {
       } catch (error) {
         guard.tell(
           `${file}\0unwritable`,
-          `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what ` +
-            `its gate held is what applies`,
+          `${file}: changed since its gate was held: ${changes}; cannot be put back (${describeError(error)}): what its gate held is what applies`,
         );
         record = { ...record, ...held };
       }
@@ -240,15 +236,13 @@ export class Deferrals {
       const delay = delays[tries];
       if (delay !== undefined) {
         ctx.warn(
-          `${record.key}: the decision on deferred run ${record.runId} is not applied yet: ${app.error}; trying ` +
-            `again in ${formatSpan(delay)} (${tries + 1} of ${delays.length})`,
+          `${record.key}: the decision on deferred run ${record.runId} is not applied yet: ${app.error}; trying again in ${formatSpan(delay)} (${tries + 1} of ${delays.length})`,
         );
         ctx.later(eventOf(record), () => this.#apply(record, tries + 1), delay);
         return;
       }
       ctx.warn(
-        `${record.key}: the decision on deferred run ${record.runId} NOT applied after ${tries + 1} tries ` +
-          `(${app.error}); it stays recorded: the next start of the leader applies it`,
+        `${record.key}: the decision on deferred run ${record.runId} NOT applied after ${tries + 1} tries (${app.error}); it stays recorded: the next start of the leader applies it`,
       );
     }
     this.#queued.delete(record.runId);

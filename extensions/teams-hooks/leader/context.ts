@@ -174,8 +174,7 @@ export class LeaderContext {
       this.#writeTrouble = { message, keys: new Set() };
       const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
       this.warn(
-        `${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to ` +
-          `every ${formatDuration(max)}) until writing works again`,
+        `${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to every ${formatDuration(max)}) until writing works again`,
       );
     }
     this.#writeTrouble.keys.add(key);

@@ -265,8 +265,7 @@ export class EventHandler {
       state.policyTries += 1;
       if (delay !== undefined) {
         this.#ctx.warn(
-          `${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} ` +
-            `(${state.policyTries} of ${delays.length})`,
+          `${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} (${state.policyTries} of ${delays.length})`,
         );
         this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), delay);
         return;
@@ -409,8 +408,7 @@ export class EventHandler {
       ? `pi-teams-hooks run ${event.event} --team-dir ${identity.teamDir} --task ${event.taskId} --apply-policy`
       : "a restart of the leader";
     this.#ctx.warn(
-      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); held: the leader keeps trying ` +
-        `it, the event stays open until it is written (a stop leaves it to the next start), or: ${how}`,
+      `${event.key}: policy NOT applied after ${state.policyTries} tries (${error}); held: the leader keeps trying it, the event stays open until it is written (a stop leaves it to the next start), or: ${how}`,
     );
     const text = policyGivenUpText(event, error, how);
     await this.#ctx.tellLead(

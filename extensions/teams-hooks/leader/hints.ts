@@ -200,21 +200,15 @@ export class Hints {
       this.#stateDirIno = inodeOf(leaderStateDir(teamDir));
     } catch (error) {
       ctx.warn(
-        `${leaderStateDir(teamDir)} ${gone}, and the leader's state could not be written there again: ` +
-          `${describeError(error)}; no gate runs until it can`,
+        `${leaderStateDir(teamDir)} ${gone}, and the leader's state could not be written there again: ${describeError(error)}; no gate runs until it can`,
       );
       return false;
     }
     ctx.watcher?.rearm();
     ctx.warn(
-      `${leaderStateDir(teamDir)} ${gone} while the leader ran: written again from memory (leader lock, ledger, ` +
-        `trust record, held events)`,
+      `${leaderStateDir(teamDir)} ${gone} while the leader ran: written again from memory (leader lock, ledger, trust record, held events)`,
     );
-    const text =
-      `pi-teams-hooks: ${leaderStateDir(teamDir)} ${gone} while the leader watched ${teamDir}. The leader ` +
-      `wrote it again from memory (its lock, so that no second leader starts; the ledger; the trust record; the held ` +
-      `events). Who deleted it could also have edited the gates or the record: pi-teams-hooks trust --team-dir ` +
-      `${teamDir} shows what is not as approved.`;
+    const text = `pi-teams-hooks: ${leaderStateDir(teamDir)} ${gone} while the leader watched ${teamDir}. The leader wrote it again from memory (its lock, so that no second leader starts; the ledger; the trust record; the held events). Who deleted it could also have edited the gates or the record: pi-teams-hooks trust --team-dir ${teamDir} shows what is not as approved.`;
     await ctx.tellLead(
       sentId("state-dir-gone", ctx.now(), leadName),
       text,
@@ -378,10 +372,7 @@ export class Hints {
     const since = goneAt ? ` (gone since ${goneAt})` : " (it was replaced)";
     ctx.opts.report({ kind: "info", message: `team dir ${dir} is back${since}: watching it again` });
     const { identity } = ctx.setup;
-    const text =
-      `pi-teams-hooks: the team dir ${dir} was ` +
-      `gone${goneAt ? ` from ${goneAt} to ${ctx.now()}` : " and was created again"}. No quality gate ran meanwhile; ` +
-      `what changed while it was gone is looked at now.`;
+    const text = `pi-teams-hooks: the team dir ${dir} was gone${goneAt ? ` from ${goneAt} to ${ctx.now()}` : " and was created again"}. No quality gate ran meanwhile; what changed while it was gone is looked at now.`;
     await ctx.tellLead(
       sentId("team-dir-back", goneAt ?? ctx.now(), identity.leadName),
       text,

@@ -83,8 +83,7 @@ export class Leader {
       if (ground.length > 0)
         throw new HooksError(
           "E_TEAM_DIR",
-          `the leader does not keep its ground in ${identity.teamDir}, so it does not start: ${ground.join("; ")}. ` +
-            `As root, examples/leader-user/setup.sh team lays the team dir out for a leader of its own user (docs/security.md)`,
+          `the leader does not keep its ground in ${identity.teamDir}, so it does not start: ${ground.join("; ")}. As root, examples/leader-user/setup.sh team lays the team dir out for a leader of its own user (docs/security.md)`,
         );
       ctx.lock = await acquireLeaderLock(identity.teamDir);
       this.#hints.noteTeamDir();

@@ -145,8 +145,7 @@ export class Ledger {
     else {
       throw new HooksError(
         "E_LEDGER",
-        `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: ` +
-          `without a ledger the next start is a first start, which records the completions there are as history`,
+        `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: without a ledger the next start is a first start, which records the completions there are as history`,
       );
     }
     const keys = new Map<string, KeyState>();

@@ -302,9 +302,7 @@ export class TeamSources {
         this.#keys.delete(file);
         return {
           kind: "problem",
-          message:
-            `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is ` +
-            `<id>.json) — skipped until it changes`,
+          message: `${file}: id: ${JSON.stringify(checked.value.id)} does not match the file name (a task's file is <id>.json) — skipped until it changes`,
           fresh: true,
         };
       }

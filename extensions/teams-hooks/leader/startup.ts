@@ -204,10 +204,7 @@ export async function scanAtStart(
         .map((id) => `#${id}`)
         .join(", ");
       ctx.warn(
-        `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before ` +
-          `it (${shown}${edited.length > 10 ? ", …" : ""}): ` +
-          `recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed ` +
-          `(task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
+        `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before it (${shown}${edited.length > 10 ? ", …" : ""}): recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
       );
     }
     baseline = history.size;

@@ -226,9 +226,7 @@ export function parseFilterText(
     if (ms === null)
       problems.push({
         field: "since",
-        text:
-          `"${fields.since}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or ` +
-          `2026-03-01T09:00:00Z)`,
+        text: `"${fields.since}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`,
       });
     else filter.sinceMs = ms;
   }

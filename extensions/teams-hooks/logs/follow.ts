@@ -85,8 +85,7 @@ export async function followLogs(teamDir: string, opts: FollowOptions): Promise<
     );
   } catch (error) {
     opts.onWarning(
-      `cannot watch ${hookLogsDir(teamDir)}: ${describeError(error)}; rescanning every ${opts.rescanMs ?? 1000} ms ` +
-        `instead`,
+      `cannot watch ${hookLogsDir(teamDir)}: ${describeError(error)}; rescanning every ${opts.rescanMs ?? 1000} ms instead`,
     );
   }
   const timer = setInterval(requestScan, opts.rescanMs ?? 1000);

@@ -28,11 +28,8 @@ interface Row {
  * ANSI escapes (an OSC, such as a window title, whole) and control characters, C1 too (U+009B is a
  * CSI of its own to a terminal); tabs and line breaks become spaces where a cell needs one line.
  */
-const CONTROL = new RegExp(
-  String.raw`\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?` +
-    String.raw`|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`,
-  "g",
-);
+const CONTROL =
+  /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 /** Any character `oneLine` would change (all of CONTROL's start with one of these). */
 const NOT_PLAIN = /[\u0000-\u001f\u007f-\u009f]/;
 
@@ -342,8 +339,7 @@ export function formatShow(row: Row): string {
   if (result.http?.missingSecrets?.length)
     field(
       "secrets",
-      `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out, or their {{secret.…}} in the ` +
-        `body left empty)`,
+      `not set: ${result.http.missingSecrets.join(", ")} (their headers were left out, or their {{secret.…}} in the body left empty)`,
     );
   if (result.error) field("error", `${oneLine(result.error)}${result.errorCode ? ` (${result.errorCode})` : ""}`);
   field(
@@ -362,8 +358,7 @@ export function formatShow(row: Row): string {
     const ran = typeof deferral.runId === "string" ? deferral.runId : "(unknown)";
     field(
       "held",
-      `run ${ran} until ` +
-        `${String(deferral.expiresAt)}${typeof deferral.reason === "string" ? `: ${oneLine(deferral.reason)}` : ""}`,
+      `run ${ran} until ${String(deferral.expiresAt)}${typeof deferral.reason === "string" ? `: ${oneLine(deferral.reason)}` : ""}`,
     );
     field("", `decide: pi-teams-hooks decide --team-dir ${invocation.teamDir} ${ran} allow|deny`);
   }
@@ -377,13 +372,11 @@ export function formatShow(row: Row): string {
     const waited = typeof decision.waitedMs === "number" ? `, held ${formatSpan(decision.waitedMs)}` : "";
     field(
       "decision",
-      `${what}${by} at ` +
-        `${String(decision.at)}${waited}${typeof decision.reason === "string" ? `: ${oneLine(decision.reason)}` : ""}`,
+      `${what}${by} at ${String(decision.at)}${waited}${typeof decision.reason === "string" ? `: ${oneLine(decision.reason)}` : ""}`,
     );
     field(
       "deferred",
-      `run ${String(decision.deferredRunId)}` +
-        `${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`,
+      `run ${String(decision.deferredRunId)}${typeof decision.deferredLog === "string" ? `, log ${decision.deferredLog}` : ""}`,
     );
   }
   if (result.leftoverProcesses > 0)

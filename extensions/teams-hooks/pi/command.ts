@@ -11,16 +11,12 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export const GATES_USAGE = [
   "usage: /gates [status | logs [filters] | doctor | policy get | policy set FLAGS | help]",
-  "  status               team dir, each event's gates and their trust, the policy and where each value came from, " +
-    "the last 5 outcomes",
-  "  logs [filters]       the hook-logs table: --event, --task, --member, --outcome, --since, --trigger, --limit, " +
-    "or `logs show ID`, `logs stats`",
+  "  status               team dir, each event's gates and their trust, the policy and where each value came from, the last 5 outcomes",
+  "  logs [filters]       the hook-logs table: --event, --task, --member, --outcome, --since, --trigger, --limit, or `logs show ID`, `logs stats`",
   "  doctor               what would stop a gate from running (nothing is run)",
   "  policy get           the effective policy",
   "  policy set FLAGS     --failure-action A, --max-reopens N, --followup-owner O, --reset (written to config.json)",
-  "  trust [--all | PATH…] the gates changed since they were approved; with --all or paths, approves them (you, " +
-    "typed here: " +
-    "the model's tool cannot)",
+  "  trust [--all | PATH…] the gates changed since they were approved; with --all or paths, approves them (you, typed here: the model's tool cannot)",
 ].join("\n");
 
 const SUBCOMMANDS = ["status", "logs", "doctor", "policy", "trust", "help"];

@@ -202,9 +202,7 @@ export class GateService {
       this.#leader = leader;
       this.#setup = setup;
       this.#phase = "watching";
-      this.#detail =
-        `since ${new Date().toISOString().slice(0, 19).replace("T", " ")} (UTC), the leader of ` +
-        `pi-teams-hooks watch in this pi`;
+      this.#detail = `since ${new Date().toISOString().slice(0, 19).replace("T", " ")} (UTC), the leader of pi-teams-hooks watch in this pi`;
       this.#lastFailure = null;
     } catch (error) {
       if (leader) await leader.stop().catch(() => {});
@@ -252,15 +250,13 @@ export class GateService {
         if (notice.valid) this.#setup = notice.setup;
         else
           this.#notify(
-            `quality gates: config.json's hooks block was refused ` +
-              `(${notice.setup.settings.block.from === "kept" ? "the last valid block stays" : "defaults apply"})`,
+            `quality gates: config.json's hooks block was refused (${notice.setup.settings.block.from === "kept" ? "the last valid block stays" : "defaults apply"})`,
             "warning",
           );
         return;
       case "recovered":
         this.#notify(
-          `quality gates: recovered ${notice.key} after a restart: ` +
-            `${notice.how === "logged" ? "it had finished" : "running it again"}`,
+          `quality gates: recovered ${notice.key} after a restart: ${notice.how === "logged" ? "it had finished" : "running it again"}`,
           "info",
         );
         return;
@@ -286,9 +282,7 @@ export function outcomeLine(r: EventReport): { text: string; level: NotifyLevel 
   const hook = r.hook ?? r.event;
   if (r.outcome === "deferred")
     return {
-      text:
-        `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ` +
-        `${r.actions.join(", ")})`,
+      text: `Gate ${hook} deferred for ${subject}: ${r.summary} (run ${r.deferral?.runId ?? "?"}; ${r.actions.join(", ")})`,
       level: "info",
     };
   const by = r.decision

@@ -87,8 +87,7 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
     lines.push(`held, not failed (${holds.length}):`);
     for (const h of holds)
       lines.push(
-        `  ${h.taskId ? `#${h.taskId}` : h.key} ${h.member ?? "-"} ${h.hook ?? "?"} ` +
-          `${h.cause === "approval" ? "waits for approval" : "waits for a retry"}: ${h.reason}`,
+        `  ${h.taskId ? `#${h.taskId}` : h.key} ${h.member ?? "-"} ${h.hook ?? "?"} ${h.cause === "approval" ? "waits for approval" : "waits for a retry"}: ${h.reason}`,
       );
   }
   lines.push("policy:", settingsRows(settingsReport(setup.settings)).trimEnd());
@@ -121,9 +120,7 @@ async function gateLines(setup: TeamSetup): Promise<string[]> {
           ? "trusted"
           : `trusted when the leader first starts (${trustFile(teamDir)})`;
       out.push(
-        `  ${event.padEnd(width)}  ` +
-          `${hook.kind === "v1" ? path.basename(hook.hook.hookPath) : gateName(hook, event as HookEventName)} ` +
-          `(${hook.layer})  ${state}`,
+        `  ${event.padEnd(width)}  ${hook.kind === "v1" ? path.basename(hook.hook.hookPath) : gateName(hook, event as HookEventName)} (${hook.layer})  ${state}`,
       );
     }
     for (const removed of check.problems.filter((p) => !chain.hooks.some((h) => h.hook.hookPath === p.path))) {
@@ -179,10 +176,7 @@ export function failuresText(items: readonly FailureItem[]): string {
     .map((f) => {
       const what = f.task ? `${f.event} #${f.task}` : f.event;
       const actions = f.actions.length ? ` → ${f.actions.join(", ")}` : "";
-      return (
-        `${f.time} ${what}${f.member ? ` ${f.member}` : ""} ${f.hook} ${f.outcome}: ${f.summary}${actions} (log ` +
-        `${f.log})\n`
-      );
+      return `${f.time} ${what}${f.member ? ` ${f.member}` : ""} ${f.hook} ${f.outcome}: ${f.summary}${actions} (log ${f.log})\n`;
     })
     .join("");
 }

@@ -21,9 +21,7 @@ export function gateSwitch(env: Env, flag: boolean | string | undefined): GateSw
   if (wanted && theirs) {
     const why =
       "pi-agent-teams' own hook runner is on in this pi (PI_TEAMS_HOOKS_ENABLED=1), and both would run every gate";
-    const text =
-      `quality gates not started: ${why}. Choose one: unset PI_TEAMS_HOOKS_ENABLED to gate with pi-teams-hooks, ` +
-      "or drop PI_TEAMS_GATES=1 (and --gates) to keep pi-agent-teams' runner.";
+    const text = `quality gates not started: ${why}. Choose one: unset PI_TEAMS_HOOKS_ENABLED to gate with pi-teams-hooks, or drop PI_TEAMS_GATES=1 (and --gates) to keep pi-agent-teams' runner.`;
     return { on: false, why, notice: { level: "warning", text } };
   }
   if (theirs) {
@@ -33,9 +31,7 @@ export function gateSwitch(env: Env, flag: boolean | string | undefined): GateSw
       why,
       notice: {
         level: "info",
-        text:
-          `quality gates off: ${why}; pi-teams-hooks gates with PI_TEAMS_GATES=1 or --gates, without ` +
-          `PI_TEAMS_HOOKS_ENABLED.`,
+        text: `quality gates off: ${why}; pi-teams-hooks gates with PI_TEAMS_GATES=1 or --gates, without PI_TEAMS_HOOKS_ENABLED.`,
       },
     };
   }

@@ -38,14 +38,10 @@ export function gatesTool(gates: GatesAccess, env: Env, cwd: string): PiTool<typ
     name: "quality_gates",
     label: "Quality gates",
     description:
-      "The team's quality gates (pi-teams-hooks): status (gates per event, trust, policy, last outcomes), " +
-      "recent_failures " +
-      "(why tasks bounced: summaries and log names), policy_get, policy_set (failureAction, maxReopens, " +
-      "followupOwner, reset).",
+      "The team's quality gates (pi-teams-hooks): status (gates per event, trust, policy, last outcomes), recent_failures (why tasks bounced: summaries and log names), policy_get, policy_set (failureAction, maxReopens, followupOwner, reset).",
     promptSnippet: "See and tune the team's quality gates (why a task was reopened, the failure policy)",
     promptGuidelines: [
-      "Use quality_gates with action recent_failures when a teammate's task was reopened or a gate failed, before " +
-        "asking the teammate.",
+      "Use quality_gates with action recent_failures when a teammate's task was reopened or a gate failed, before asking the teammate.",
     ],
     parameters: Parameters,
     async execute(_toolCallId, params: Params) {

@@ -124,9 +124,7 @@ const SHAPES: readonly Shape[] = [
     // every base64 or header line that follows, whether the lines are indented, JSON-escaped (`\n`)
     // or joined by blanks (a shell's unquoted `echo $KEY`).
     pattern: new RegExp(
-      `-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----(?:[\\s\\S]*?-----END \\1PRIVATE ` +
-        `KEY\\2-----|(?:${KEY_LINE_BREAK}(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\\r\\n\\\\]*)?(?=[ ` +
-        `\\t]*(?:${KEY_LINE_BREAK}|["']|$))|[ \\t]+(?:[A-Za-z0-9+/=]{16,}(?=[ \\t]|$)|[A-Za-z0-9+/=]+$))*)`,
+      `-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----(?:[\\s\\S]*?-----END \\1PRIVATE KEY\\2-----|(?:${KEY_LINE_BREAK}(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: [^\\r\\n\\\\]*)?(?=[ \\t]*(?:${KEY_LINE_BREAK}|["']|$))|[ \\t]+(?:[A-Za-z0-9+/=]{16,}(?=[ \\t]|$)|[A-Za-z0-9+/=]+$))*)`,
       "g",
     ),
     replace: whole,
@@ -172,10 +170,7 @@ const SHAPES: readonly Shape[] = [
     // a value alone, so that prose ("Authorization: required") stays. The name and the value may be
     // quoted, JSON-escaped (`\"Authorization\":\"Bearer …\"`) or in a list (Go's `Authorization:[Bearer …]`).
     pattern: new RegExp(
-      `((?:proxy-)?authorization(?:\\\\?["'])?[ \\t]*[:=][ \\t]*(?:\\[[ ` +
-        `\\t]*)?(?:\\\\?["'])?)(?:((?:bearer|basic|token|digest|negotiate|bot|aws4-hmac-sha256)[ ` +
-        `\\t]+)(?!\\[redacted\\])[^"'\\r\\n\\\\\\]]+|([A-Za-z][A-Za-z0-9_-]*[ ` +
-        `\\t]+)?${TOKEN_VALUE}(?=["'\\s,;}\\]\\\\]|$))`,
+      `((?:proxy-)?authorization(?:\\\\?["'])?[ \\t]*[:=][ \\t]*(?:\\[[ \\t]*)?(?:\\\\?["'])?)(?:((?:bearer|basic|token|digest|negotiate|bot|aws4-hmac-sha256)[ \\t]+)(?!\\[redacted\\])[^"'\\r\\n\\\\\\]]+|([A-Za-z][A-Za-z0-9_-]*[ \\t]+)?${TOKEN_VALUE}(?=["'\\s,;}\\]\\\\]|$))`,
       "gim",
     ),
     replace: (_match, head = "", scheme = "", other = "") => `${head}${scheme}${other}${REDACTED}`,
@@ -196,10 +191,8 @@ export const shapeRedactor: Redactor = (text) => {
 };
 
 /** A credential's beginning at the very end of a text: what a cut may leave of one. */
-const CREDENTIAL_TAIL = new RegExp(
-  "(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|ASIA|eyJ" +
-    "|pthl?_[0-9a-f]{12}_|-----BEGIN [A-Z ]*PRIV)[A-Za-z0-9_.+/=-]*$",
-);
+const CREDENTIAL_TAIL =
+  /(?<![A-Za-z0-9_-])(?:gh[pousr]_|github_pat_|sk-|AKIA|ASIA|eyJ|pthl?_[0-9a-f]{12}_|-----BEGIN [A-Z ]*PRIV)[A-Za-z0-9_.+/=-]*$/;
 
 // ---------------------------------------------------------------------------------------------
 // A team's redactor

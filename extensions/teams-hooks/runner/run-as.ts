@@ -66,9 +66,7 @@ export function runAs(
   const why = cannotSwitch(user);
   if (why !== null)
     return {
-      error:
-        `the gate runs as ${user.name} (run-as=${user.name}), and this leader cannot switch to that user: ${why}; ` +
-        `a sudoers rule lets it: ${process.env.USER ?? "<leader user>"} ALL=(${user.name}) NOPASSWD:SETENV: ALL`,
+      error: `the gate runs as ${user.name} (run-as=${user.name}), and this leader cannot switch to that user: ${why}; a sudoers rule lets it: ${process.env.USER ?? "<leader user>"} ALL=(${user.name}) NOPASSWD:SETENV: ALL`,
     };
   if (process.getuid?.() === 0)
     return {

@@ -212,8 +212,7 @@ async function runIn(
   });
   if (sandbox.state === "unavailable" && sandbox.mode === "required") {
     return notStarted(
-      `${hook.hookPath}: the gate requires the sandbox (sandbox=required), and this machine cannot give it: ` +
-        `${sandbox.reason}; it did not run`,
+      `${hook.hookPath}: the gate requires the sandbox (sandbox=required), and this machine cannot give it: ${sandbox.reason}; it did not run`,
       SANDBOX_UNAVAILABLE,
     );
   }
@@ -372,9 +371,7 @@ async function runIn(
       ...result,
       outcome: "error",
       errorKind: "untrusted_hook",
-      error:
-        `${hook.hookPath}: the copy of the checked gate that ran (${copy}) ${tampered} while it ran: ` +
-        `the run counts for nothing; the team lead looks at who wrote it`,
+      error: `${hook.hookPath}: the copy of the checked gate that ran (${copy}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it`,
     };
   }
   const setup = sandbox.state === "on" ? sandboxSetupFailure(result) : null;

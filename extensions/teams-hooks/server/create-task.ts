@@ -143,8 +143,7 @@ export async function usableTeamConfig(teamDir: string): Promise<LoadedTeamConfi
   if (config.fileWarning !== null) {
     throw new ApiError(
       "unavailable",
-      "the team's config.json cannot be read as a JSON object, so its task list and templates are unknown until it " +
-        "is fixed (pi-teams-hooks doctor names the problem)",
+      "the team's config.json cannot be read as a JSON object, so its task list and templates are unknown until it is fixed (pi-teams-hooks doctor names the problem)",
     );
   }
   return config;
@@ -166,8 +165,7 @@ async function planTask(teamDir: string, request: CreateRequest): Promise<TaskPl
   if (!block.ok) {
     throw new ApiError(
       "unavailable",
-      'the team\'s config.json "hooks" block is invalid, so none of its templates can be used until it is fixed ' +
-        "(pi-teams-hooks doctor names the problem)",
+      `the team's config.json "hooks" block is invalid, so none of its templates can be used until it is fixed (pi-teams-hooks doctor names the problem)`,
     );
   }
   const found = findTemplate(block.block.templates ?? {}, request.template);

@@ -35,10 +35,7 @@ export async function tellLeadsOfAllTemplates(
     try {
       const { leadName } = (await loadTeamConfig(teamDir)).identity;
       const at = now.toISOString();
-      const text =
-        `API key "${info.name}" (${info.prefix}) may use every template of team ${team}, now and any added later ` +
-        `(scopes ${info.scopes.join(", ")}): made with pi-teams-hooks serve keys create --all-templates at ${at}. ` +
-        `To limit it: pi-teams-hooks serve keys revoke ${info.name}, then create it again with --templates SLUG,…`;
+      const text = `API key "${info.name}" (${info.prefix}) may use every template of team ${team}, now and any added later (scopes ${info.scopes.join(", ")}): made with pi-teams-hooks serve keys create --all-templates at ${at}. To limit it: pi-teams-hooks serve keys revoke ${info.name}, then create it again with --templates SLUG,…`;
       const note = { qualityGateMessage: ALL_TEMPLATES_NOTE };
       const message = { from: "pi-teams-hooks", text, timestamp: at, read: false, ...note };
       const sent = await appendMessage(teamDir, "team", leadName, message);

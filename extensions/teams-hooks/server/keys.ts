@@ -149,8 +149,7 @@ export function keySpec(input: {
     const limited = TEMPLATE_SCOPES.filter((s) => scopes.includes(s)).join(", ");
     throw new HooksError(
       "E_USAGE",
-      `--templates is required for a key with ${limited}: the templates it may use (--templates deploy,review), ` +
-        "or --all-templates for every template of its teams",
+      `--templates is required for a key with ${limited}: the templates it may use (--templates deploy,review), or --all-templates for every template of its teams`,
     );
   }
   return {
@@ -253,8 +252,7 @@ export async function issueLogin(teamsRoot: string, name: string, expiresAt: Dat
       if (!record.scopes.includes("logs:read")) {
         throw new HooksError(
           "E_USAGE",
-          `key "${name}" does not have the scope logs:read, so it cannot log in to the dashboard (a key that can: ` +
-            `pi-teams-hooks serve keys create --name NAME --scopes logs:read --teams TEAM)`,
+          `key "${name}" does not have the scope logs:read, so it cannot log in to the dashboard (a key that can: pi-teams-hooks serve keys create --name NAME --scopes logs:read --teams TEAM)`,
         );
       }
       const token = `pthl_${record.id}_${randomBytes(32).toString("base64url")}`;

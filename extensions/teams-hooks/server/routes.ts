@@ -250,8 +250,7 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
     case "conflict":
       throw new ApiError(
         "already_decided",
-        `run ${runId} of team ${team} was decided before: ${result.existing.decision} by ${result.existing.by} at ` +
-          `${result.existing.at}`,
+        `run ${runId} of team ${team} was decided before: ${result.existing.decision} by ${result.existing.by} at ${result.existing.at}`,
       );
     case "expired":
       throw new ApiError(

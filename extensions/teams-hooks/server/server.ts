@@ -277,9 +277,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   const message = code === "invalid_request" ? "malformed HTTP request" : code.replace(/_/g, " ");
   const text = `${JSON.stringify({ error: { code, message } })}\n`;
   const status = API_ERRORS[code];
-  const head =
-    `HTTP/1.1 ${status} ${code.replace(/_/g, " ")}\r\nContent-Type: application/json; ` +
-    `charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n`;
+  const head = `HTTP/1.1 ${status} ${code.replace(/_/g, " ")}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n`;
   socket.end(head + text);
 }
 

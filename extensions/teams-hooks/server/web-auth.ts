@@ -127,9 +127,7 @@ export function webLoginForm(ctx: WebAuthContext, req: { host: string | undefine
       ]),
       contentType: HTML,
     };
-  const form =
-    `<form method="post" action="/login"><input type="hidden" name="token" ` +
-    `value="${escapeHtml(req.token)}"><button type="submit">Log in</button></form>`;
+  const form = `<form method="post" action="/login"><input type="hidden" name="token" value="${escapeHtml(req.token)}"><button type="submit">Log in</button></form>`;
   return {
     status: 200,
     headers: { ...NO_STORE, "Referrer-Policy": "no-referrer" },
@@ -197,9 +195,7 @@ export async function webLogin(
     headers: {
       ...NO_STORE,
       Location: "/",
-      "Set-Cookie":
-        `${SESSION_COOKIE}=${signSession(secret, key.prefix.slice(4), expiresMs)}; Path=/; ` +
-        `Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure}`,
+      "Set-Cookie": `${SESSION_COOKIE}=${signSession(secret, key.prefix.slice(4), expiresMs)}; Path=/; Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure}`,
       "Referrer-Policy": "no-referrer",
     },
     body: page("Logged in", [
@@ -312,8 +308,7 @@ function ensureSessionSecret(teamsRoot: string): Buffer {
   if (!secret)
     throw new HooksError(
       "E_CONFIG",
-      `${file} is not a session secret (64 hex digits): delete it, and the next login makes a new one (ending every ` +
-        `session)`,
+      `${file} is not a session secret (64 hex digits): delete it, and the next login makes a new one (ending every session)`,
     );
   return secret;
 }
@@ -322,10 +317,7 @@ function ensureSessionSecret(teamsRoot: string): Buffer {
 
 function rebindingRefusal(host: string | undefined): WebAnswer {
   const named = host === undefined ? "no Host" : `Host ${JSON.stringify(host.slice(0, 100))}`;
-  const body =
-    `403: this server runs without --allow-remote and answers only requests addressed to this machine ` +
-    `(localhost, 127.0.0.1, [::1]); this one named ${named}. Open the dashboard at http://127.0.0.1:PORT/ (this ` +
-    `check keeps other web sites from reading it through DNS rebinding).\n`;
+  const body = `403: this server runs without --allow-remote and answers only requests addressed to this machine (localhost, 127.0.0.1, [::1]); this one named ${named}. Open the dashboard at http://127.0.0.1:PORT/ (this check keeps other web sites from reading it through DNS rebinding).\n`;
   return { status: 403, headers: { ...NO_STORE }, body, contentType: TEXT };
 }
 
@@ -343,9 +335,7 @@ ${SESSION_MAX_AGE_S / 3600} hours. A key for it: pi-teams-hooks serve keys creat
         contentType: HTML,
       }
     : {
-        body:
-          "401: a key with the scope logs:read is required: Authorization: Bearer <key>, or the session of a " +
-          "login URL (pi-teams-hooks serve keys login NAME)\n",
+        body: "401: a key with the scope logs:read is required: Authorization: Bearer <key>, or the session of a login URL (pi-teams-hooks serve keys login NAME)\n",
         contentType: TEXT,
       };
   return { status: 401, headers: { ...NO_STORE, "WWW-Authenticate": 'Bearer realm="pi-teams-hooks"' }, ...answer };
@@ -367,11 +357,7 @@ function wantsHtml(accept: string | undefined): boolean {
  */
 function page(title: string, paragraphs: readonly string[], head = ""): string {
   const body = paragraphs.map((p) => `<p>${p}</p>`).join("\n");
-  return (
-    `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><meta name="viewport" ` +
-    `content="width=device-width">${head}<title>${escapeHtml(title)} · ` +
-    `pi-teams-hooks</title></head>\n<body>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</body>\n</html>\n`
-  );
+  return `<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><meta name="viewport" content="width=device-width">${head}<title>${escapeHtml(title)} · pi-teams-hooks</title></head>\n<body>\n<h1>${escapeHtml(title)}</h1>\n${body}\n</body>\n</html>\n`;
 }
 
 /** A template whose every interpolated value is escaped (dashboard/html.ts), as a string. */

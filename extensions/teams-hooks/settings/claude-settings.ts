@@ -131,9 +131,7 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
         notes.push({
           kind: "ignored_matcher",
           field: `${groupField}.matcher`,
-          message:
-            `note: ${groupField}.matcher ${describeValue(group.matcher)} is ignored: ${claudeEvent} takes no ` +
-            `matcher (Claude Code runs these hooks every time, and so do the wrappers)`,
+          message: `note: ${groupField}.matcher ${describeValue(group.matcher)} is ignored: ${claudeEvent} takes no matcher (Claude Code runs these hooks every time, and so do the wrappers)`,
         });
       }
       if (!Array.isArray(group.hooks)) {
@@ -177,18 +175,14 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           notes.push({
             kind: "timeout_rounded",
             field: `${field}.timeout`,
-            message:
-              `note: ${field}.timeout ${String(hook.timeout)} is rounded up to ${timeout} s (a wrapper's ` +
-              `timeout is in whole seconds)`,
+            message: `note: ${field}.timeout ${String(hook.timeout)} is rounded up to ${timeout} s (a wrapper's timeout is in whole seconds)`,
           });
         }
         if (hook.async === true) {
           notes.push({
             kind: "async",
             field: `${field}.async`,
-            message:
-              `note: ${field}.async is true: Claude Code does not wait for this hook, but as a gate it is ` +
-              `waited for, and its failure counts`,
+            message: `note: ${field}.async is true: Claude Code does not wait for this hook, but as a gate it is waited for, and its failure counts`,
           });
         }
         const relPath = claudeWrapperPath(event, n + 1);
@@ -198,8 +192,7 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
         const readBack = parseHookSettings(content, event, relPath);
         if (!readBack.ok || readBack.settings?.format !== "claude") {
           problems.push(
-            `${file}: ${field}.command: the wrapper would not run ` +
-              `(${readBack.ok ? "its settings line is not read as format=claude" : readBack.error})`,
+            `${file}: ${field}.command: the wrapper would not run (${readBack.ok ? "its settings line is not read as format=claude" : readBack.error})`,
           );
           continue;
         }
@@ -209,10 +202,7 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
           notes.push({
             kind: "over_deadline",
             field: `${field}.timeout`,
-            message:
-              `note: ${relPath}: its timeout of ${timeout} s is longer than the chain deadline ` +
-              `(${DEFAULT_LIMITS.chainDeadlineMs / 1000} s unless config.json hooks.limits.chainDeadlineMs says ` +
-              `otherwise), which cuts it short`,
+            message: `note: ${relPath}: its timeout of ${timeout} s is longer than the chain deadline (${DEFAULT_LIMITS.chainDeadlineMs / 1000} s unless config.json hooks.limits.chainDeadlineMs says otherwise), which cuts it short`,
           });
         }
       }
@@ -224,20 +214,14 @@ export function planClaudeWrappers(raw: unknown, file: string): ClaudePlan {
     notes.push({
       kind: "no_timeout",
       field: "hooks",
-      message:
-        `note: ${untimed.map((w) => w.relPath).join(", ")}: no timeout in the settings, so the hook timeout in force ` +
-        `applies ` +
-        `(${DEFAULT_TIMEOUT_MS / 1000} s unless set; doctor shows it), where Claude Code would give ` +
-        `${CLAUDE_DEFAULT_TIMEOUT_S} s`,
+      message: `note: ${untimed.map((w) => w.relPath).join(", ")}: no timeout in the settings, so the hook timeout in force applies (${DEFAULT_TIMEOUT_MS / 1000} s unless set; doctor shows it), where Claude Code would give ${CLAUDE_DEFAULT_TIMEOUT_S} s`,
     });
   }
   if (unmapped.length > 0) {
     notes.push({
       kind: "not_mapped",
       field: "hooks",
-      message:
-        `not mapped: ${unmapped.join(", ")} (only TaskCompleted and TeammateIdle become gates; the other ` +
-        `events have no counterpart here)`,
+      message: `not mapped: ${unmapped.join(", ")} (only TaskCompleted and TeammateIdle become gates; the other events have no counterpart here)`,
     });
   }
   return { kind: "plan", wrappers, notes };
@@ -255,8 +239,7 @@ function wrapperText(
   return [
     "#!/usr/bin/env bash",
     claudeSettingsLine(timeout),
-    `# Claude Code's ${claudeEvent} hook ${n} from ${from}, run unchanged (written by pi-teams-hooks init ` +
-      `--from-claude).`,
+    `# Claude Code's ${claudeEvent} hook ${n} from ${from}, run unchanged (written by pi-teams-hooks init --from-claude).`,
     command.endsWith("\n") ? command : `${command}\n`,
   ].join("\n");
 }

@@ -131,9 +131,7 @@ export const HandlerSchema = z
       ctx.addIssue({
         code: "custom",
         path: ["answer"],
-        message:
-          `"held" holds a gate until a decision comes back, and ${waitless.join(" and ")} cannot wait (only ` +
-          `task_completed and task_failed can be held): give this handler only those events, or answer "verdict"`,
+        message: `"held" holds a gate until a decision comes back, and ${waitless.join(" and ")} cannot wait (only task_completed and task_failed can be held): give this handler only those events, or answer "verdict"`,
       });
     }
     const seen = new Map<string, string>();
@@ -167,9 +165,7 @@ export const HandlersSchema = z.array(HandlerSchema).superRefine((handlers, ctx)
       ctx.addIssue({
         code: "custom",
         path: [index, "name"],
-        message:
-          `${JSON.stringify(handler.name)} is also the name of handler ${first} (names are unique, whatever ` +
-          `their case)`,
+        message: `${JSON.stringify(handler.name)} is also the name of handler ${first} (names are unique, whatever their case)`,
       });
     else seen.set(handler.name.toLowerCase(), index);
   });

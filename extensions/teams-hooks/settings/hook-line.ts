@@ -102,9 +102,7 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
     if (found)
       return {
         ok: false,
-        error:
-          `${name}:${index + 1}: a second pi-teams-hooks: line (the first is line ${found.line}); give every ` +
-          `setting on one line`,
+        error: `${name}:${index + 1}: a second pi-teams-hooks: line (the first is line ${found.line}); give every setting on one line`,
       };
     found = { line: index + 1, body: match[1] ?? "" };
   }
@@ -231,10 +229,7 @@ function setValue(
     case "format":
       if (!(HOOK_FORMATS as readonly string[]).includes(value)) return `expected ${HOOK_FORMATS.join(" or ")}`;
       if (value === "claude" && !CLAUDE_EVENT_NAMES[event])
-        return (
-          `Claude Code has no event for ${event} (format=claude is for on_task_completed, as TaskCompleted, and ` +
-          `on_idle, as TeammateIdle)`
-        );
+        return `Claude Code has no event for ${event} (format=claude is for on_task_completed, as TaskCompleted, and on_idle, as TeammateIdle)`;
       settings.format = value as HookFormat;
       return null;
     default: {

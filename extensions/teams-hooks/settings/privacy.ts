@@ -40,8 +40,7 @@ const EVENT_NAMES = HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length
 const TASK_FIELDS = CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|");
 export const GATE_NAME_PATTERN = new RegExp(`^(on_(${EVENT_NAMES})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`);
 export const PROJECTION_PATH_PATTERN = new RegExp(
-  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|` +
-    `task(\\.(${TASK_FIELDS}|metadata(\\.[^.]+)*))?)$`,
+  `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|task(\\.(${TASK_FIELDS}|metadata(\\.[^.]+)*))?)$`,
 );
 
 const projectionPath = z.string().superRefine((path, ctx) => {
@@ -85,8 +84,7 @@ export function projectionHandlerProblems(
       path: ["projection", name],
       message:
         found === undefined
-          ? `names no handler of hooks.handlers ` +
-            `(${[...declared.values()].map((n) => `http:${n}`).join(", ") || "none declared"})`
+          ? `names no handler of hooks.handlers (${[...declared.values()].map((n) => `http:${n}`).join(", ") || "none declared"})`
           : `names no handler of hooks.handlers: did you mean http:${found}?`,
     });
   }

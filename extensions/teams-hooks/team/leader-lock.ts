@@ -50,8 +50,7 @@ export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
     // Not a usage error: the command was right, the team dir is taken (exit 2, and no --help hint).
     throw new HooksError(
       "E_TEAM_DIR",
-      `another leader (pid ${got.pid}) is already watching ${teamDir}; stop it first (or, if no such process exists, ` +
-        `remove ${file})`,
+      `another leader (pid ${got.pid}) is already watching ${teamDir}; stop it first (or, if no such process exists, remove ${file})`,
     );
   }
 }
@@ -180,10 +179,7 @@ export function describeLeaderStatus(status: LeaderStatus): string {
     case "running":
       return `running (${who})`;
     case "stale":
-      return (
-        `stale (${who}): ${status.reason ?? "stale"}; ` +
-        `no leader runs the gates, and the next one takes the lock over (${status.file})`
-      );
+      return `stale (${who}): ${status.reason ?? "stale"}; no leader runs the gates, and the next one takes the lock over (${status.file})`;
     case "none":
       return "none: no leader watches this team, so no gate runs (pi-teams-hooks watch)";
     default:

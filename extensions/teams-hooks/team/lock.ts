@@ -388,7 +388,6 @@ function timeoutError(lockFile: string, timeoutMs: number, seen: SeenLock | null
   const fix =
     pid !== null
       ? `if process ${pid} is gone or stuck, remove the lock: rm -f '${lockFile}'`
-      : `it is taken over once ${STALE_UNREADABLE_LOCK_MS / 1000} s old; ` +
-        `if no team process is running, remove it: rm -f '${lockFile}'`;
+      : `it is taken over once ${STALE_UNREADABLE_LOCK_MS / 1000} s old; if no team process is running, remove it: rm -f '${lockFile}'`;
   return new HooksError("E_LOCK_TIMEOUT", `Timeout after ${timeoutMs} ms acquiring lock ${lockFile}: ${who}; ${fix}`);
 }

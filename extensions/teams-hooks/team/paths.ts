@@ -139,8 +139,7 @@ export async function resolveTeamDirFlags(input: {
     if (!root)
       throw new HooksError(
         "E_USAGE",
-        `--team ${id}: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "${id}" in; set it, or ` +
-          `pass --team-dir DIR`,
+        `--team ${id}: PI_TEAMS_ROOT_DIR is not set, so there is no teams root to look for "${id}" in; set it, or pass --team-dir DIR`,
       );
     dir = path.join(path.resolve(input.cwd, root), id);
     label = `--team ${id}: ${dir} (under PI_TEAMS_ROOT_DIR)`;
@@ -149,8 +148,7 @@ export async function resolveTeamDirFlags(input: {
     if (found === null)
       throw new HooksError(
         "E_USAGE",
-        "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside " +
-          "a team dir",
+        "--team-dir DIR or --team ID is required (--team looks under $PI_TEAMS_ROOT_DIR), or run the command inside a team dir",
       );
     return found;
   }

@@ -135,10 +135,7 @@ export async function resolveTeamSetup(input: TeamSetupInput): Promise<TeamSetup
 
 /** One weakening change of config.json, held: what it is and what to do. */
 export function heldSettingWarning(file: string, c: SettingChange): string {
-  return (
-    `${file}: ${c.path} changed from ${c.from} to ${c.to}, which can weaken a gate's verdict: it waits for the ` +
-    `team lead's approval (pi-teams-hooks trust), and the approved value stays in force`
-  );
+  return `${file}: ${c.path} changed from ${c.from} to ${c.to}, which can weaken a gate's verdict: it waits for the team lead's approval (pi-teams-hooks trust), and the approved value stays in force`;
 }
 
 /**

@@ -125,10 +125,7 @@ export function formatSpan(ms: number): string {
 /** Why a held gate failed: no decision came before its deadline. */
 export function deferExpiredText(deferredAt: string, expiresAt: string): string {
   const held = Date.parse(expiresAt) - Date.parse(deferredAt);
-  return (
-    `no decision within ${Number.isNaN(held) ? "the deferral's time" : formatSpan(held)} ` +
-    `(hooks.deferTimeoutMs): held since ${deferredAt}, expired at ${expiresAt}`
-  );
+  return `no decision within ${Number.isNaN(held) ? "the deferral's time" : formatSpan(held)} (hooks.deferTimeoutMs): held since ${deferredAt}, expired at ${expiresAt}`;
 }
 
 /** The summary of a held gate: `deferred (ci.pending): waiting for CI`, or `deferred` without a reason. */
@@ -225,19 +222,12 @@ export function missingSecretWarning(
       ? [`{{secret.${variable}}} left empty in the body`]
       : []),
   ];
-  return (
-    `handler ${gate}: environment variable ${variable} is not set: ` +
-    `${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the ` +
-    `leader's environment)`
-  );
+  return `handler ${gate}: environment variable ${variable} is not set: ${what.join(", ") || "its value is missing"}; the receiver may refuse the request (set ${variable} in the leader's environment)`;
 }
 
 /** ANSI escape sequences (colours, cursor moves; an OSC whole) and other control characters but tab, C1 too. */
-const POLICY_CONTROL = new RegExp(
-  String.raw`\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?` +
-    String.raw`|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]`,
-  "g",
-);
+const POLICY_CONTROL =
+  /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** The first line of `text` that holds something once colour codes and blanks are removed. */
 function policyFirstLine(text: string): string {
@@ -320,13 +310,11 @@ export function followupDescription(report: GateFailureReport): string {
   const subject =
     report.taskSubject === null ? "(task file missing)" : `#${report.taskId} ${truncateText(report.taskSubject, 300)}`;
   const lines = [
-    `The quality gate ${report.hookName} failed for task #${report.taskId}. Fix what it reports, then complete this ` +
-      `task.`,
+    `The quality gate ${report.hookName} failed for task #${report.taskId}. Fix what it reports, then complete this task.`,
     "",
     `Hook: ${report.hookName} (event ${report.event})`,
     `Command: ${policyCommandLine(result.command, result.hookPath)}`,
-    `Policy: ${report.policy.failureAction} (at most ${report.policy.maxReopensPerTask} reopens per task; follow-up ` +
-      `owner: ${report.policy.followupOwner})`,
+    `Policy: ${report.policy.failureAction} (at most ${report.policy.maxReopensPerTask} reopens per task; follow-up owner: ${report.policy.followupOwner})`,
     `Original task: ${subject}`,
   ];
   if (report.reopen) lines.push(`Reopen: ${reopenOutcomeSentence(report.taskId, report.reopen)}`);
@@ -391,9 +379,7 @@ export function gateNudgeText(
   if (report.spent) {
     // Nothing more is made for this tree: the work waits for a person, so no call to carry on alone.
     lines.push(
-      `${capitalize(budgetSpentReason(report.spent.spent, report.spent.max, report.spent.root, report.taskId))}: the ` +
-        `team lead decides what happens next. Please wait for the lead before you work on task #${report.taskId} ` +
-        `again.`,
+      `${capitalize(budgetSpentReason(report.spent.spent, report.spent.max, report.spent.root, report.taskId))}: the team lead decides what happens next. Please wait for the lead before you work on task #${report.taskId} again.`,
     );
     if (report.logFile) lines.push(`Hook log: ${report.logFile}`);
     return lines.join("\n");
@@ -417,12 +403,9 @@ export function budgetSpentText(
 ): string {
   const subject = report.taskSubject === null ? "" : ` "${truncateText(report.taskSubject, 120)}"`;
   return [
-    `pi-teams-hooks: quality gate ${report.hookName} failed again for task #${report.taskId}${subject}: ` +
-      `${report.summary}`,
-    `${capitalize(budgetSpentReason(budget.spent, budget.max, budget.root, report.taskId))}: no more reopens or ` +
-      `follow-ups are made for it, and its workers were asked to wait for you.`,
-    `Decide what happens next: fix the gate or the work, reopen or reassign the task by hand, or raise ` +
-      `hooks.maxReopensPerTask.`,
+    `pi-teams-hooks: quality gate ${report.hookName} failed again for task #${report.taskId}${subject}: ${report.summary}`,
+    `${capitalize(budgetSpentReason(budget.spent, budget.max, budget.root, report.taskId))}: no more reopens or follow-ups are made for it, and its workers were asked to wait for you.`,
+    `Decide what happens next: fix the gate or the work, reopen or reassign the task by hand, or raise hooks.maxReopensPerTask.`,
     ...(report.logFile ? [`Hook log: ${report.logFile}`] : []),
   ].join("\n");
 }
@@ -455,11 +438,9 @@ export function heldNoteText(d: {
   const what = d.taskId ? `task #${d.taskId}` : "your work";
   const lines = [
     d.cause === "approval"
-      ? `Quality gate ${d.hookName} could not judge ${what}: the gate changed or cannot run, and only the team lead ` +
-        `can approve it.`
+      ? `Quality gate ${d.hookName} could not judge ${what}: the gate changed or cannot run, and only the team lead can approve it.`
       : `Quality gate ${d.hookName} could not judge ${what}: pi-teams-hooks itself failed while the gate ran.`,
-    `Nothing for you to fix: ${what} waits, not counted as accepted, and the gate runs again ` +
-      `${d.cause === "approval" ? "once the lead approves" : "by itself"}. Carry on with other work.`,
+    `Nothing for you to fix: ${what} waits, not counted as accepted, and the gate runs again ${d.cause === "approval" ? "once the lead approves" : "by itself"}. Carry on with other work.`,
   ];
   if (d.logFile) lines.push(`Hook log: ${d.logFile}`);
   return lines.join("\n");
@@ -482,22 +463,17 @@ export function heldLeadText(
   const trust = `pi-teams-hooks trust --team-dir ${teamDir}`;
   const then =
     h.kind === "spawn"
-      ? `Once the gate can start, restart the leader (or approve a change: ${trust}); ` +
-        "each event it holds then runs once."
+      ? `Once the gate can start, restart the leader (or approve a change: ${trust}); each event it holds then runs once.`
       : `Once the gate is as it should be, approve it (${trust}); every event it holds then runs once.`;
   return h.cause === "approval"
     ? [
-        `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ` +
-          `${h.reason}`,
-        "The event is held, not failed: the worker was told it waits, nothing was reopened or counted, and the task " +
-          "is not accepted meanwhile.",
+        `pi-teams-hooks: quality gate ${h.hook ?? "?"} could not judge ${what}, and will not until you act: ${h.reason}`,
+        "The event is held, not failed: the worker was told it waits, nothing was reopened or counted, and the task is not accepted meanwhile.",
         `${then} Other events this gate holds are not announced again.`,
       ].join("\n")
     : [
-        `pi-teams-hooks: quality gate ${h.hook ?? "?"} was cut off by pi-teams-hooks' own fault while it judged ` +
-          `${what}: ${h.reason}`,
-        "The event is held, not failed: nothing was reopened or counted; it runs again by itself, and at the next " +
-          "start of the leader.",
+        `pi-teams-hooks: quality gate ${h.hook ?? "?"} was cut off by pi-teams-hooks' own fault while it judged ${what}: ${h.reason}`,
+        "The event is held, not failed: nothing was reopened or counted; it runs again by itself, and at the next start of the leader.",
       ].join("\n");
 }
 
@@ -525,14 +501,11 @@ export function startDeniedText(d: {
   const lines = [`Quality gate ${d.hookName} denied your claim of task #${d.taskId}: ${d.summary}`];
   if (d.putBack === null) {
     lines.push(
-      `Task #${d.taskId} is back to pending without an ` +
-        `owner${d.count !== null && d.count > 1 ? ` (its claims were denied ${d.count} times)` : ""}. Please stop ` +
-        `working on it; claim it again only once what the gate asks for is done.`,
+      `Task #${d.taskId} is back to pending without an owner${d.count !== null && d.count > 1 ? ` (its claims were denied ${d.count} times)` : ""}. Please stop working on it; claim it again only once what the gate asks for is done.`,
     );
   } else {
     lines.push(
-      `Task #${d.taskId} was not put back: ` +
-        `${d.putBack.status === null ? "its file is gone" : `it is ${d.putBack.status} now`}.`,
+      `Task #${d.taskId} was not put back: ${d.putBack.status === null ? "its file is gone" : `it is ${d.putBack.status} now`}.`,
     );
   }
   if (d.logFile) lines.push(`Hook log: ${d.logFile}`);
@@ -550,8 +523,7 @@ export function policyGivenUpText(
   how: string,
 ): string {
   return [
-    `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} ` +
-      `(${event.key}): ${error}.`,
+    `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} (${event.key}): ${error}.`,
     "Nothing the policy asks for after that step was done (no reopen, follow-up or nudge that was not yet written).",
     `The event stays open: the next start of the leader tries it again, or: ${how}`,
   ].join("\n");

@@ -72,8 +72,7 @@ export async function takeTrust(
     await holdFileToApproved(ctx, read, "while no leader ran");
   } else if (approved.state === "invalid") {
     ctx.warn(
-      `${approved.problem}: every gate is untrusted (its events are held as untrusted_hook) until the team lead ` +
-        `records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`,
+      `${approved.problem}: every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`,
     );
     ctx.trust.set(NOTHING);
   } else if (read?.state === "ok") {
@@ -81,9 +80,7 @@ export async function takeTrust(
     // file is all there is. Said loudly when a leader gated this team before: its copy was removed.
     ctx.trust.set(read.record);
     await writeApproved(teamDir, read.record, trustedBy("the leader, from trust.json"), env);
-    const taken =
-      `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} ` +
-      `gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}`;
+    const taken = `trust record ${trustFile(teamDir)} taken as it is (${Object.keys(read.record.gates).length} gate(s)); from now on the leader holds it to its copy in ${approvedFile(teamDir, env)}`;
     const before = ledger.has(TRUST_TAKEN_KEY)
       ? "the ledger shows a leader took the record before"
       : await gateHistory(teamDir);
@@ -93,8 +90,7 @@ export async function takeTrust(
         ([gate, e]) => `  ${gate}: sha256 ${e.sha256.slice(0, 12)}…, by ${e.trustedBy || "unknown"}`,
       );
       const text = [
-        `${taken}, though ${before}: its approved copy is gone (removed, or kept by a version without one), so what ` +
-          `the file says is trusted`,
+        `${taken}, though ${before}: its approved copy is gone (removed, or kept by a version without one), so what the file says is trusted`,
         ...gates,
         `If you did not approve these: pi-teams-hooks trust --team-dir ${teamDir}`,
       ];
@@ -118,9 +114,7 @@ export async function takeTrust(
         : ledger.has(TRUST_TAKEN_KEY)
           ? `${trustFile(teamDir)} is gone`
           : `${trustFile(teamDir)} is gone, and ${history}`;
-    const text =
-      `${why}: nothing is trusted anew; every gate is untrusted (its events are held as untrusted_hook) ` +
-      `until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`;
+    const text = `${why}: nothing is trusted anew; every gate is untrusted (its events are held as untrusted_hook) until the team lead records trust again: pi-teams-hooks trust --team-dir ${teamDir} --all`;
     ctx.warn(text);
     ctx.notes = ctx.notes.then(() =>
       ctx.tellLead(
@@ -147,10 +141,7 @@ export async function takeTrust(
     const names = [...entries.keys()];
     ctx.opts.report({
       kind: "info",
-      message:
-        `trusted ${names.length} gate(s) on first use ` +
-        `(${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed ` +
-        `from now on holds its events until approved (pi-teams-hooks trust)`,
+      message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on holds its events until approved (pi-teams-hooks trust)`,
     });
   }
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
@@ -207,8 +198,7 @@ async function holdFileToApproved(
     const how =
       c.change === "removed"
         ? "removed from the record"
-        : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, ` +
-          `"by ${c.entry?.trustedBy || "unknown"}")`;
+        : `written as trusted (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…, "by ${c.entry?.trustedBy || "unknown"}")`;
     return `  ${c.path}: ${how}: not approved, not trusted`;
   });
   const head = `${what}: written back as approved (${approvedFile(teamDir, ctx.opts.env)})`;
@@ -227,8 +217,7 @@ async function holdFileToApproved(
     ctx.trust.set(await replaceTrust(teamDir, inForce, ctx.opts.env));
   } catch (error) {
     ctx.warn(
-      `${file}: not written back (${error instanceof Error ? error.message : String(error)}); the leader goes by its ` +
-        `approved copy`,
+      `${file}: not written back (${error instanceof Error ? error.message : String(error)}); the leader goes by its approved copy`,
     );
   }
 }
@@ -264,8 +253,7 @@ function sayApproved(ctx: LeaderContext, c: RecordChange): void {
   const { leadName } = ctx.setup.identity;
   const what =
     c.change === "approved"
-      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…` +
-        `${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
+      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
       : `trust record: ${c.path} removed (its absence is approved)`;
   ctx.warn(what);
   ctx.notes = ctx.notes.then(() =>
@@ -318,9 +306,7 @@ export function reportTrustCheck(ctx: LeaderContext, check: ChainTrust): void {
           : `no longer runs (${change.detail})`;
     const then = ctx.setup.settings.trustChanges.value
       ? "it runs as it is now (--trust-changes); the log keeps both hashes"
-      : `its events are held (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}; not failed, ` +
-        `nothing counted) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ` +
-        `${change.path}`;
+      : `its events are held (${change.change === "removed" ? "gate_missing" : "untrusted_hook"}; not failed, nothing counted) until the team lead approves the change: pi-teams-hooks trust --team-dir ${teamDir} ${change.path}`;
     ctx.warn(`gate ${change.path} ${what}: ${then}`);
     const text = `pi-teams-hooks: quality gate ${change.path} ${what}. ${then[0]?.toUpperCase()}${then.slice(1)}.`;
     ctx.notes = ctx.notes.then(() =>
@@ -357,8 +343,7 @@ export async function refreshStartGate(ctx: LeaderContext, say: boolean, found?:
     ctx.opts.report({
       kind: "info",
       message: on
-        ? `start gate in force (${chain.hooks.map((h) => h.name).join(", ") || "a trusted gate of task_started"}): ` +
-          `claims from now on are judged; claims seen before are not`
+        ? `start gate in force (${chain.hooks.map((h) => h.name).join(", ") || "a trusted gate of task_started"}): claims from now on are judged; claims seen before are not`
         : "no start gate any more: claims are no longer judged",
     });
   }

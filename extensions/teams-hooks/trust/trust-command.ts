@@ -144,8 +144,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
     const colour = wantsColour(io);
     if (changes.length === 0) {
       io.stdout(
-        `every gate of ${teamDir} is trusted as it is (${Object.keys(record.gates).length} gate(s) in ` +
-          `${trustFile(teamDir)})\n`,
+        `every gate of ${teamDir} is trusted as it is (${Object.keys(record.gates).length} gate(s) in ${trustFile(teamDir)})\n`,
       );
     }
     for (const change of unapproved) {
@@ -154,21 +153,18 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
           ? "removed from it"
           : `written as trusted (sha256 ${change.entry?.sha256.slice(0, 12) ?? "?"}…)`;
       io.stdout(
-        `${paint("edited  ", "red", colour)} ${trustFile(teamDir)}: ${change.path} ${what}, not through this ` +
-          `command: not approved, not trusted\n`,
+        `${paint("edited  ", "red", colour)} ${trustFile(teamDir)}: ${change.path} ${what}, not through this command: not approved, not trusted\n`,
       );
     }
     // The chosen ones were shown before the question.
     for (const change of changes) if (!chosen.includes(change)) io.stdout(renderChange(change, colour));
     if (recorded.length > 0)
       io.stdout(
-        `recorded ${recorded.length} change(s) in ${trustFile(teamDir)} (approved ${how}): a running leader runs the ` +
-          `events they held at once, and uses them from now on\n`,
+        `recorded ${recorded.length} change(s) in ${trustFile(teamDir)} (approved ${how}): a running leader runs the events they held at once, and uses them from now on\n`,
       );
     else if (changes.length > 0) {
       io.stdout(
-        `${changes.length} change(s) not trusted: their events are held until approved: pi-teams-hooks trust ` +
-          `--team-dir ${teamDir} --all (or name the paths)\n`,
+        `${changes.length} change(s) not trusted: their events are held until approved: pi-teams-hooks trust --team-dir ${teamDir} --all (or name the paths)\n`,
       );
     }
   }
@@ -265,8 +261,7 @@ function choose(changes: Shown[], all: boolean, paths: string[], teamDir: string
     if (!found)
       throw new HooksError(
         "E_USAGE",
-        `nothing to trust at ${file}: it is trusted as it is, or it is not a gate of this team (see: pi-teams-hooks ` +
-          `trust --team-dir ${teamDir})`,
+        `nothing to trust at ${file}: it is trusted as it is, or it is not a gate of this team (see: pi-teams-hooks trust --team-dir ${teamDir})`,
       );
     return found;
   });
@@ -351,9 +346,7 @@ async function record_(
 
 function renderChange(change: Shown, colour: boolean): string {
   const word = change.change.padEnd(8);
-  const head =
-    `${paint(word, change.change === "removed" ? "red" : "yellow", colour)} ${change.path} ` +
-    `(${change.events.join(", ")})`;
+  const head = `${paint(word, change.change === "removed" ? "red" : "yellow", colour)} ${change.path} (${change.events.join(", ")})`;
   // A handler has no mode: its definition is all there is.
   const mode = (m: number): string => (isHandlerGate(change.path) ? "" : ` mode ${octal(m)}`);
   const lines: string[] = [];
@@ -364,8 +357,7 @@ function renderChange(change: Shown, colour: boolean): string {
   else lines.push(`${head}: ${change.detail}`);
   if (change.change === "changed" && change.trusted && change.now) {
     lines.push(
-      `         trusted ${change.trusted.sha256}${mode(change.trusted.mode)} (${change.trusted.trustedAt} by ` +
-        `${change.trusted.trustedBy || "unknown"})`,
+      `         trusted ${change.trusted.sha256}${mode(change.trusted.mode)} (${change.trusted.trustedAt} by ${change.trusted.trustedBy || "unknown"})`,
     );
     lines.push(`         now     ${change.now.sha256}${mode(change.now.mode)}`);
   }

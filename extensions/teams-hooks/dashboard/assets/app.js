@@ -26,17 +26,14 @@
       const d = new Date(el.getAttribute("datetime"));
       if (Number.isNaN(d.getTime())) continue;
       el.title = el.getAttribute("datetime");
-      el.textContent =
-        `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
-        `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone ? ` ${zone}` : ""}`;
+      el.textContent = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${zone ? ` ${zone}` : ""}`;
       el.dataset.local = "1";
     }
   };
   localise(document);
   const foot = document.querySelector(".foot p");
   if (foot)
-    foot.textContent =
-      `Read-only view of the teams' hook logs. Times are in your time ` + `zone${zone ? ` (${zone})` : ""}.`;
+    foot.textContent = `Read-only view of the teams' hook logs. Times are in your time zone${zone ? ` (${zone})` : ""}.`;
 
   // A run's own page on this server, and nothing else, may be a row's link.
   const RUN_HREF = /^\/runs\/[^/\\?#]+\/[^/\\?#]+$/;
