@@ -31,10 +31,11 @@ import {
   checkSchema,
   irregularFileProblem,
   parseJsonText,
-  readPrefix,
-  readRegularFile,
+  readJsonText,
+  readJsonFile,
   tooLargeProblem,
 } from "../team/json-file.js";
+import { shortenFile } from "../team/long-strings.js";
 import { readInbox } from "../team/mailbox.js";
 import { fileProblem, unsafeName } from "../text/messages.js";
 import { inboxFile, isSafeName, sanitizeName, taskFile, tasksDir } from "../team/paths.js";
@@ -50,17 +51,18 @@ const STATE_VERSION = 4;
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
 /**
- * The text of the open regular file `fd` of `size` bytes (its fstat): one read at offset 0 asking for
- * a byte more than `size`, so that getting no more than `size` means the end was reached — a system
- * call less than a read to EOF, which at 10,000 files is part of a start-up scan. A file that grew
- * since its fstat (a writer not using rename) is read again, up to the cap; null when it grew past it.
+ * The text of the open regular file `fd` (`stat` its fstat): one read at offset 0 asking for a byte
+ * more than its size, so that getting no more than that means the end was reached — a system call
+ * less than a read to EOF, which at 10,000 files is part of a start-up scan. A file that grew since
+ * its fstat (a writer not using rename) is read again, up to the cap; null when it grew past it. A
+ * file of 1 MiB or more is read with its long strings cut (team/long-strings.ts).
  */
-function readText(fd: number, size: number): string | null {
-  const buffer = size < READ_BUFFER.length ? READ_BUFFER : Buffer.allocUnsafe(size + 1);
-  const read = fsSync.readSync(fd, buffer, 0, size + 1, 0);
-  if (read <= size) return buffer.toString("utf8", 0, read);
-  const all = readPrefix(fd, size * 2, MAX_TEAM_FILE_BYTES + 1);
-  return all.length > MAX_TEAM_FILE_BYTES ? null : all.toString("utf8");
+function readText(fd: number, file: string, stat: Stats): string | null {
+  const size = stat.size;
+  if (size >= READ_BUFFER.length) return readJsonText(fd, file, stat, MAX_TEAM_FILE_BYTES)?.text ?? null;
+  const read = fsSync.readSync(fd, READ_BUFFER, 0, size + 1, 0);
+  if (read <= size) return READ_BUFFER.toString("utf8", 0, read);
+  return shortenFile(fd, file, stat, MAX_TEAM_FILE_BYTES)?.text ?? null;
 }
 
 /** What a file the leader will not read is, said once per version of it. */
@@ -273,7 +275,7 @@ export class TeamSources {
       if (previous === sig) return { kind: "unchanged" };
       const refused = irregularFileProblem(file, stat, MAX_TEAM_FILE_BYTES);
       if (refused) return this.#refuse(file, sig, refused);
-      const text = readText(fd, stat.size);
+      const text = readText(fd, file, stat);
       if (text === null) return this.#refuse(file, sig, tooLargeProblem(file, null, MAX_TEAM_FILE_BYTES));
       this.#signatures.set(file, sig);
       const json = parseJsonText(text, file);
@@ -372,10 +374,7 @@ export class TeamSources {
     const file = taskFile(this.#identity.teamDir, this.#identity.taskListId, taskId);
     // Missing, unreadable or not a regular file: the notification alone describes the event (and
     // lookAtTask reports the file).
-    const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
-    if (!read.ok) return null;
-    const json = parseJsonText(read.text, file);
-    const checked = json.ok ? checkSchema(json.raw, TaskSchema, file) : json;
+    const checked = await readJsonFile(file, TaskSchema, { longStrings: "short" });
     // A file that holds another task's id is not this task (lookAtTask reports it).
     return checked.ok && checked.value.id === taskId ? checked.value : null;
   }

@@ -29,6 +29,13 @@ import {
 import path from "node:path";
 import type { z } from "zod";
 import { HooksError, describeError, describeValue, errnoCode } from "../contract/errors.js";
+import {
+  type LeftOutParts,
+  SHORT_READ_FROM_BYTES,
+  hasPartMarker,
+  shortenFile,
+  writeWithParts,
+} from "./long-strings.js";
 
 export type FileProblemKind = "missing" | "unreadable" | "not_regular" | "too_large" | "invalid_json" | "invalid";
 
@@ -46,20 +53,79 @@ export interface FileProblem {
  * first, so a rewrite that wants to keep the file's key order (and anything the schema dropped)
  * starts from `raw`.
  */
-export type ReadResult<T> = { ok: true; value: T; raw: unknown } | { ok: false; problem: FileProblem };
+export type ReadResult<T> =
+  | { ok: true; value: T; raw: unknown; parts?: LeftOutParts }
+  | { ok: false; problem: FileProblem };
+
+/** How a JSON file is read. */
+export interface JsonReadOptions {
+  maxBytes?: number;
+  /**
+   * `short`: a file over 1 MiB is parsed with each long string cut to its head and a marker
+   * (team/long-strings.ts); `keep`, with `parts` in the result for a rewrite (`writeJsonAtomic`'s
+   * `parts`), else the left-out bytes are let go at once. Absent: the file is parsed whole.
+   */
+  longStrings?: "short" | "keep";
+}
 
 /** Reads `file` and checks it against `schema`. Never throws for anything found on disk. */
-export async function readJsonFile<S extends z.ZodType>(file: string, schema: S): Promise<ReadResult<z.output<S>>> {
-  const read = await readJsonValue(file);
-  return read.ok ? checkSchema(read.raw, schema, file) : read;
+export async function readJsonFile<S extends z.ZodType>(
+  file: string,
+  schema: S,
+  options: JsonReadOptions = {},
+): Promise<ReadResult<z.output<S>>> {
+  const read = await readJsonValue(file, options);
+  if (!read.ok) return read;
+  const checked = checkSchema(read.raw, schema, file);
+  return checked.ok && read.parts ? { ...checked, parts: read.parts } : checked;
 }
 
 /** Reads `file` as any JSON value (no schema): for callers that check fields one by one. */
-export async function readJsonValue(file: string, options: { maxBytes?: number } = {}): Promise<ReadResult<unknown>> {
-  const read = readRegularFile(file, { maxBytes: options.maxBytes ?? MAX_TEAM_FILE_BYTES });
-  if (!read.ok) return { ok: false, problem: read.problem };
-  const parsed = parseJsonText(read.text, file);
-  return parsed.ok ? { ok: true, value: parsed.raw, raw: parsed.raw } : parsed;
+export async function readJsonValue(file: string, options: JsonReadOptions = {}): Promise<ReadResult<unknown>> {
+  const maxBytes = options.maxBytes ?? MAX_TEAM_FILE_BYTES;
+  if (options.longStrings === undefined) {
+    const read = readRegularFile(file, { maxBytes });
+    if (!read.ok) return { ok: false, problem: read.problem };
+    const parsed = parseJsonText(read.text, file);
+    return parsed.ok ? { ok: true, value: parsed.raw, raw: parsed.raw } : parsed;
+  }
+  let fd: number;
+  try {
+    fd = openSync(file, READ_FLAGS);
+  } catch (error) {
+    return openFailure(file, error);
+  }
+  try {
+    const stat = fstatSync(fd);
+    const refused = irregularFileProblem(file, stat, maxBytes);
+    if (refused) return { ok: false, problem: refused };
+    const read = readJsonText(fd, file, stat, maxBytes);
+    if (!read) return { ok: false, problem: tooLargeProblem(file, null, maxBytes) };
+    const parsed = parseJsonText(read.text, file);
+    if (!parsed.ok) return parsed;
+    return options.longStrings === "keep" && read.parts && read.parts.ranges.length > 0
+      ? { ok: true, value: parsed.raw, raw: parsed.raw, parts: read.parts }
+      : { ok: true, value: parsed.raw, raw: parsed.raw };
+  } catch (error) {
+    return readFailure(file, error);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * The JSON text of the open regular file `fd`: whole when it is under 1 MiB, else read in chunks with
+ * its long strings cut (team/long-strings.ts). Null when it holds more than `maxBytes`.
+ */
+export function readJsonText(
+  fd: number,
+  file: string,
+  stat: Stats,
+  maxBytes: number,
+): { text: string; parts?: LeftOutParts } | null {
+  if (stat.size >= SHORT_READ_FROM_BYTES) return shortenFile(fd, file, stat, maxBytes);
+  const bytes = readPrefix(fd, stat.size + 1, maxBytes + 1);
+  return bytes.length > maxBytes ? null : { text: bytes.toString("utf8") };
 }
 
 /**
@@ -298,28 +364,44 @@ export interface WriteOptions {
   shared?: boolean;
 }
 
-/** Writes `data` as JSON + newline to `file` atomically. Throws `E_IO` when the disk refuses. */
-export async function writeJsonAtomic(file: string, data: unknown, options: WriteOptions = {}): Promise<void> {
+/**
+ * Writes `data` as JSON + newline to `file` atomically. Throws `E_IO` when the disk refuses. `parts`:
+ * the parts a short read of the file left out (`ReadResult.parts`), put back where their markers are;
+ * a value that holds a marker is never written without them (it would lose the rest of its text).
+ */
+export async function writeJsonAtomic(
+  file: string,
+  data: unknown,
+  options: WriteOptions & { parts?: LeftOutParts } = {},
+): Promise<void> {
   const json = options.pretty === false ? JSON.stringify(data) : JSON.stringify(data, null, 2);
   if (json === undefined) throw new HooksError("E_INTERNAL", `${file}: refusing to write a value that is not JSON`);
-  await writeTextAtomic(file, `${json}\n`, options);
+  if (options.parts !== undefined && options.parts.ranges.length > 0) {
+    writeAtomicSync(file, options.parts, options, `${json}\n`);
+    return;
+  }
+  if (hasPartMarker(json))
+    throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
+  writeAtomicSync(file, `${json}\n`, options);
 }
 
 /** Writes `text` to `file` atomically (tmp sibling, then rename). The tmp file is removed on failure. */
 export async function writeTextAtomic(file: string, text: string, options: TextWriteOptions = {}): Promise<void> {
-  writeTextAtomicSync(file, text, options);
+  writeAtomicSync(file, text, options);
 }
 
 type TextWriteOptions = Pick<WriteOptions, "fsync" | "mode" | "shared">;
 
-function writeTextAtomicSync(file: string, text: string, options: TextWriteOptions): void {
+/** `content`: the text, or the parts a short read left out, then put back in `json`. */
+function writeAtomicSync(file: string, content: string | LeftOutParts, options: TextWriteOptions, json = ""): void {
   const { fd, tmp } = openUniqueTmp(file, options.mode);
   try {
     try {
       // The open's mode is masked by the umask: set the bits before any content is in the file.
       if (options.mode !== undefined) fchmodSync(fd, options.mode);
       else if (options.shared) shareWithGroup(fd, path.dirname(file));
-      writeAll(fd, text);
+      if (typeof content === "string") writeAll(fd, content);
+      else writeWithParts(json, content, (bytes) => writeBytes(fd, bytes));
       if (options.fsync) fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -350,7 +432,10 @@ const GROUP_RW = 0o060;
 
 /** Writes all of `text` to `fd` (writeSync may write less than asked; a full disk then throws ENOSPC). */
 export function writeAll(fd: number, text: string): void {
-  const bytes = Buffer.from(text, "utf8");
+  writeBytes(fd, Buffer.from(text, "utf8"));
+}
+
+function writeBytes(fd: number, bytes: Buffer): void {
   let offset = 0;
   while (offset < bytes.length) offset += writeSync(fd, bytes, offset, bytes.length - offset);
 }

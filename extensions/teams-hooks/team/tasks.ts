@@ -6,6 +6,7 @@
  * leader under its own Unix user leaves it writable by the agents' group.
  */
 import { access, readdir } from "node:fs/promises";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { TaskSchema, type Task } from "../contract/team-files.js";
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
@@ -63,7 +64,7 @@ function compareIds(a: TaskFileEntry, b: TaskFileEntry): number {
 
 /** Reads one task file. Missing or mistyped required fields are a problem naming the field, never a throw. */
 export function readTask(file: string): Promise<ReadResult<Task>> {
-  return readJsonFile(file, TaskSchema);
+  return readJsonFile(file, TaskSchema, { longStrings: "short" });
 }
 
 /** Every readable task of a list, plus a problem for each file that is not a task (for a warning). */
@@ -102,18 +103,18 @@ export async function updateTask(
 ): Promise<UpdateTaskResult> {
   const file = taskFile(teamDir, taskListId, taskId);
   // No task, no lock: its folder may not even exist, and a lock file must not create one.
-  const before = await readTask(file);
-  if (!before.ok && before.problem.kind === "missing") return before;
+  if (!existsSync(file)) return { ok: false, problem: { kind: "missing", file, message: `${file}: file not found` } };
   return withLock(
     file,
     async (): Promise<UpdateTaskResult> => {
-      const current = await readTask(file);
+      // A long description is read as its head and written back whole (team/long-strings.ts).
+      const current = await readJsonFile(file, TaskSchema, { longStrings: "keep" });
       if (!current.ok) return current;
       const next = mutate(structuredClone(current.value));
       if (next === undefined) return { ok: true, written: false, task: current.value, file };
       const merged = { ...asRecord(current.raw), ...next };
       const task = validTask(merged, file);
-      await writeJsonAtomic(file, merged, { shared: true });
+      await writeJsonAtomic(file, merged, { shared: true, parts: current.parts });
       return { ok: true, written: true, task, file };
     },
     {

@@ -1,0 +1,196 @@
+/**
+ * Reading a large JSON file without holding its long strings. A task file may carry a description of
+ * tens of megabytes (the team's files are capped at 64 MiB each); parsed whole, each such file costs
+ * the leader several times its size at once (the bytes, the text, the parsed string, the text written
+ * back). Nothing the leader does needs more of a long string than its head: a gate sees at most the
+ * contract's 8,000 characters, a note goes at the head of a description. So a file of
+ * `SHORT_READ_FROM_BYTES` or more is read in chunks and parsed with every string value of over
+ * `KEPT_STRING_BYTES` cut to its head, followed by a marker that says how much was left out. A rewrite
+ * of the file (a task's policy, under its lock) puts the left-out bytes back where the markers are,
+ * copied from the file, which must still be the one read (same inode, size and time).
+ *
+ * The marker is text no writer puts in a task: it starts and ends with U+0000 and carries the index
+ * of the part it stands for. `JSON.stringify` writes U+0000 as `\u0000`, which is how the marker is
+ * found again in the text to write.
+ */
+import { type Stats, closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { HooksError } from "../contract/errors.js";
+
+/** Files smaller than this are parsed whole, as before. */
+export const SHORT_READ_FROM_BYTES = 1024 * 1024;
+
+/** The head kept of a long string, in bytes of its JSON text (well over the contract's 8,000 characters). */
+export const KEPT_STRING_BYTES = 64 * 1024;
+
+const CHUNK_BYTES = 1024 * 1024;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+/** Bytes read past the head before it is cut: the longest escape (`\uXXXX`) fits in them. */
+const SLACK = 8;
+
+/** Where the parts left out of a file's long strings are: byte ranges of the file as it was read. */
+export interface LeftOutParts {
+  file: string;
+  /** The file as read: a rewrite refuses a file that is not this one any more. */
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  /** `[start, end)` of each part, in the order of the markers' indexes. */
+  ranges: Array<[number, number]>;
+}
+
+/** What a string value cut by `shortenFile` ends with, as the parsed value holds it. */
+export function partMarker(index: number, leftOut: number): string {
+  return `\u0000pi-teams-hooks: ${leftOut} more bytes of this text are in the file, not read\u0000${index}\u0000`;
+}
+
+/** `partMarker` as JSON text writes it, with the index captured. */
+const MARKER_IN_JSON =
+  /\\u0000pi-teams-hooks: \d+ more bytes of this text are in the file, not read\\u0000(\d+)\\u0000/g;
+
+/** True when JSON text holds a marker: a value read short, which only `writeWithParts` may write. */
+export function hasPartMarker(json: string): boolean {
+  MARKER_IN_JSON.lastIndex = 0;
+  return MARKER_IN_JSON.test(json);
+}
+
+/**
+ * The JSON text of the open regular file `fd` (`stat` its fstat), read in chunks, with each string
+ * value longer than `keep` bytes cut to its head and a marker; null when the file holds more than
+ * `maxBytes`. Strings are found by their quotes: outside a string there is no quote, inside one a
+ * quote is escaped. Text that is not JSON stays not JSON (the parse after this says where).
+ */
+export function shortenFile(
+  fd: number,
+  file: string,
+  stat: Stats,
+  maxBytes: number,
+  keep = KEPT_STRING_BYTES,
+): { text: string; parts: LeftOutParts } | null {
+  const out: Buffer[] = [];
+  const ranges: Array<[number, number]> = [];
+  const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  let inString = false;
+  let head: Buffer[] = [];
+  let headLength = 0;
+  let contentStart = 0; // file offset of the current string's first content byte
+  let cutAt = -1; // file offset where the current string's left-out part starts; -1: not cut
+  let backslashes = 0; // backslashes ending the string's content so far
+  let offset = 0;
+
+  const content = (bytes: Buffer) => {
+    if (cutAt >= 0 || bytes.length === 0) return;
+    head.push(Buffer.from(bytes));
+    headLength += bytes.length;
+    if (headLength < keep + SLACK) return;
+    const all = Buffer.concat(head);
+    const cut = cutPoint(all, keep);
+    out.push(all.subarray(0, cut));
+    cutAt = contentStart + cut;
+    head = [];
+    headLength = 0;
+  };
+  const endString = (quoteAt: number) => {
+    if (cutAt >= 0) {
+      out.push(Buffer.from(JSON.stringify(partMarker(ranges.length, quoteAt - cutAt)).slice(1, -1), "utf8"));
+      ranges.push([cutAt, quoteAt]);
+    } else out.push(...head);
+    out.push(Buffer.from('"'));
+    inString = false;
+    head = [];
+    headLength = 0;
+    cutAt = -1;
+  };
+
+  for (;;) {
+    const read = readSync(fd, chunk, 0, CHUNK_BYTES, offset);
+    if (read === 0) break;
+    if (offset + read > maxBytes) return null;
+    const bytes = chunk.subarray(0, read);
+    let at = 0;
+    while (at < read) {
+      const quote = bytes.indexOf(QUOTE, at);
+      if (!inString) {
+        if (quote < 0) {
+          out.push(Buffer.from(bytes.subarray(at)));
+          at = read;
+          break;
+        }
+        out.push(Buffer.from(bytes.subarray(at, quote + 1)));
+        inString = true;
+        contentStart = offset + quote + 1;
+        backslashes = 0;
+        at = quote + 1;
+        continue;
+      }
+      const end = quote < 0 ? read : quote;
+      let run = 0;
+      while (end - run - 1 >= at && bytes[end - run - 1] === BACKSLASH) run++;
+      const before = run === end - at ? backslashes + run : run;
+      if (quote < 0) {
+        content(bytes.subarray(at, read));
+        backslashes = before;
+        at = read;
+      } else if (before % 2 === 1) {
+        content(bytes.subarray(at, quote + 1)); // an escaped quote: still the string's content
+        backslashes = 0;
+        at = quote + 1;
+      } else {
+        content(bytes.subarray(at, quote));
+        endString(offset + quote);
+        at = quote + 1;
+      }
+    }
+    offset += read;
+  }
+  if (inString) out.push(...head);
+  const parts = { file, dev: stat.dev, ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, ranges };
+  return { text: Buffer.concat(out).toString("utf8"), parts };
+}
+
+/** The last point at or before `limit` that is neither inside an escape nor inside a UTF-8 sequence. */
+function cutPoint(bytes: Buffer, limit: number): number {
+  let at = 0;
+  let last = 0;
+  while (at < limit) {
+    last = at;
+    at += bytes[at] === BACKSLASH ? (bytes[at + 1] === 0x75 /* u */ ? 6 : 2) : 1;
+  }
+  let cut = at === limit ? limit : last;
+  while (cut > 0 && ((bytes[cut] ?? 0) & 0xc0) === 0x80) cut--;
+  return cut;
+}
+
+/**
+ * Writes `json` (JSON text of a value read with `shortenFile`) through `write`, each marker
+ * replaced by the part it stands for, copied from `parts.file` in chunks. A marker whose string was
+ * dropped is simply not there; a part follows its marker wherever the string's head went (a note put
+ * before it, for example). Throws `E_IO` when the file is no longer the one read.
+ */
+export function writeWithParts(json: string, parts: LeftOutParts, write: (bytes: Buffer) => void): void {
+  const source = openSync(parts.file, "r");
+  try {
+    const now = fstatSync(source);
+    if (now.dev !== parts.dev || now.ino !== parts.ino || now.size !== parts.size || now.mtimeMs !== parts.mtimeMs)
+      throw new HooksError("E_IO", `${parts.file} changed while it was rewritten: not written, to be tried again`);
+    const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+    let at = 0;
+    MARKER_IN_JSON.lastIndex = 0;
+    for (let match = MARKER_IN_JSON.exec(json); match; match = MARKER_IN_JSON.exec(json)) {
+      const range = parts.ranges[Number(match[1])];
+      if (range === undefined) continue;
+      write(Buffer.from(json.slice(at, match.index), "utf8"));
+      for (let from = range[0]; from < range[1]; ) {
+        const read = readSync(source, chunk, 0, Math.min(CHUNK_BYTES, range[1] - from), from);
+        if (read === 0) throw new HooksError("E_IO", `${parts.file} ended early while it was rewritten`);
+        write(chunk.subarray(0, read));
+        from += read;
+      }
+      at = match.index + match[0].length;
+    }
+    write(Buffer.from(json.slice(at), "utf8"));
+  } finally {
+    closeSync(source);
+  }
+}
