@@ -1,6 +1,6 @@
 // Temporary team directories as a worker would leave them: config.json, one pretty-printed JSON file
-// per task, and writes that go to `<file>.tmp.<pid>.<ms>` and are renamed over the task (docs/architecture.md, "The
-// lock protocol").
+// per task, and writes that go to `<file>.tmp.<pid>.<ms>` and are renamed over the task
+// (docs/decisions/team-dir-facts.md, "The lock protocol").
 import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -2,7 +2,7 @@
  * A real headless Chromium for the dashboard's tests, driven by playwright-core: `CHROMIUM_PATH` if
  * set, else the system's (`chromium` and the like on PATH), else the headless Chromium that the dev
  * dependency @sparticuz/chromium ships inside its npm package, unpacked once into
- * `node_modules/.cache/` (docs/architecture.md, "The tests' browser"). No browser is a failure that
+ * `node_modules/.cache/` (docs/decisions/test-browser.md). No browser is a failure that
  * says how to get one, never a skipped test.
  */
 import { accessSync, constants, createReadStream, existsSync, readFileSync, statSync } from "node:fs";

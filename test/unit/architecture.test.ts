@@ -192,7 +192,7 @@ describe("architecture", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("every package the sources import is a dependency, and every dependency is imported (docs/architecture.md, Dependencies)", async () => {
+  it("every package the sources import is a dependency, and every dependency is imported (docs/decisions/dependencies.md)", async () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(SRC, "..", "..", "package.json"), "utf8")) as {
       dependencies?: Record<string, string>;
     };

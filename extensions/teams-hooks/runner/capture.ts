@@ -2,7 +2,7 @@
  * Bounded capture of a hook's output: keep the head, count the rest, keep accepting.
  *
  * A hook may print gigabytes. A buffer with a cap that kills the process (execa's `maxBuffer`,
- * docs/architecture.md, Facts this design rests on) would end a gate that only talks too much, and not
+ * docs/decisions/process-facts.md) would end a gate that only talks too much, and not
  * reading would block it on write, so the runner reads every chunk and hands it here. Up to the limit the chunks go
  * through a StringDecoder (a multi-byte character split across two chunks is joined, not turned into two U+FFFD); past
  * it, a chunk only adds its length to a counter, so memory stays O(limit) however much arrives. Pure: no I/O.

@@ -17,7 +17,7 @@
  * mode decides. No retries within a run: a POST sent twice may start a CI job twice; the event's next
  * attempt (a restart) is the retry, and it carries the same event key for the receiver to deduplicate.
  *
- * node:http rather than fetch (docs/architecture.md, "Facts this design rests on"; bench/http.mjs):
+ * node:http rather than fetch (docs/decisions/http-client.md; bench/http.mjs):
  * on Node 20 the first fetch loads undici, 62 ms and 12 MB of RSS here against 12 ms and 1 MB for
  * node:http; node:http never follows a redirect, hands over the body as a stream we stop reading at
  * the cap, and reports a failed connection with its errno code instead of `TypeError: fetch failed`.

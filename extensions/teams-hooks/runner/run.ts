@@ -7,8 +7,8 @@
  * switch of user (run-as.ts) → spawn (runner/process.ts: no shell, own process group, the context
  * file as its stdin) → our own timer races the exit → on timeout, terminate the group
  * (terminate.ts); on exit, read the result file as it is then, give the pipes a drain window,
- * because a background child may still hold them (exit is not close: docs/architecture.md, "Facts
- * this design rests on") → kill leftovers (and what is left in the sandbox's view) → check the copy
+ * because a background child may still hold them (exit is not close:
+ * docs/decisions/process-facts.md) → kill leftovers (and what is left in the sandbox's view) → check the copy
  * is as it was written (else the run counts for nothing: untrusted_hook) → remove the folder.
  *
  * A child in its own group is not ended when the leader exits, so live runs are kept in a registry

@@ -3,7 +3,7 @@
  *
  * A hook runs as the leader of its own process group (spawned `detached`), so one `kill(-pgid)` reaches
  * its background children even after they were orphaned, which a walk of parent links cannot
- * (docs/architecture.md, Facts this design rests on). Two nets catch what leaves the group: the hook's
+ * (docs/decisions/process-facts.md). Two nets catch what leaves the group: the hook's
  * descendants by their parent links in `/proc/<pid>/stat` (children that called setpgid/setsid while
  * their parent still lives, whatever their environment), and the run id, which every process of a
  * run inherits in `PI_TEAMS_HOOK_RUN_ID` and which `/proc/<pid>/environ` shows even after setsid and

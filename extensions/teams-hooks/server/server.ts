@@ -1,5 +1,5 @@
 /**
- * The task API's HTTP server, on `node:http` (docs/architecture.md says why no framework): one
+ * The task API's HTTP server, on `node:http` (docs/decisions/task-api-http.md says why no framework): one
  * request → one `ApiRequest` for server/routes.ts → one JSON answer. Nothing a client sends can stop
  * it: a handler's refusal is an `ApiError`, anything else thrown is a 500 whose detail goes to the
  * log only, and malformed HTTP gets a JSON answer too before the connection is closed.

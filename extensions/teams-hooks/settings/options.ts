@@ -1,7 +1,7 @@
 /**
  * Effective settings — the failure policy pi-agent-teams defines and the hook timeout — resolved in one
  * place, so every caller agrees, with the precedence flag > `config.json` `hooks` > environment >
- * default (docs/architecture.md, Facts this design rests on). Pure: the raw config block and the
+ * default (docs/decisions/team-dir-facts.md). Pure: the raw config block and the
  * environment are arguments. A bad flag is a usage error (`E_USAGE`, exit 2); a bad config or
  * environment value costs one warning naming where it came from, and the next level applies.
  */
@@ -63,8 +63,8 @@ export const DEFAULT_POLICY: Readonly<EffectivePolicy> = Object.freeze(Effective
 export type Source = "flag" | "config" | "env" | "default";
 
 /**
- * The environment variables read here: the failure policy's (docs/architecture.md, Facts this design
- * rests on) and the hook timeout (docs/hook-contract.md).
+ * The environment variables read here: the failure policy's (docs/decisions/team-dir-facts.md)
+ * and the hook timeout (docs/hook-contract.md).
  */
 export const SETTING_ENV = Object.freeze({
   failureAction: "PI_TEAMS_HOOKS_FAILURE_ACTION",

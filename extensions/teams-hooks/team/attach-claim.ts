@@ -3,7 +3,7 @@
  * (`<teams root>/<session id>`), and `/team attach` moves the session to another team for a while: it
  * then holds `<teams root>/<team>/.attach-claim.json` (`holderSessionId`, `pid`, `heartbeatAt`,
  * refreshed every few seconds; a claim not refreshed for 30 s is stale) until it detaches. The facts
- * are in docs/architecture.md, "The team dir, as pi-agent-teams writes it".
+ * are in docs/decisions/team-dir-facts.md.
  */
 import { readdir } from "node:fs/promises";
 import os from "node:os";

@@ -1,7 +1,7 @@
 /**
  * `config.json` of a team. Loading never fails: a missing file, invalid JSON or a mistyped field costs
  * a warning (naming the file and the field) and the default other team runtimes use applies
- * (docs/architecture.md, Facts this design rests on), because a leader that refuses to start over a
+ * (docs/decisions/team-dir-facts.md), because a leader that refuses to start over a
  * cosmetic config error helps nobody. Writing touches only the `hooks` block, under the config lock,
  * and keeps everything else as it was.
  */

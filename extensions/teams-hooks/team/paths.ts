@@ -1,5 +1,5 @@
 /**
- * The team-dir layout pi-agent-teams writes (docs/architecture.md, Facts this design rests on), as pure
+ * The team-dir layout pi-agent-teams writes (docs/decisions/team-dir-facts.md), as pure
  * functions of values passed in, and (resolveTeamDirFlags and requireDirectory, the functions here
  * that look at the disk) which team dir a command's flags or working directory name. Every name that becomes a path
  * component goes through `sanitizeName` first.

@@ -4,7 +4,7 @@
  *
  * Default: one `fs.watch` per watched directory (inotify on Linux): one watch however many tasks,
  * and a notice in well under a millisecond. `poll: true` uses chokidar's polling instead, for network
- * file systems where inotify sees nothing. docs/architecture.md has the figures behind the choice.
+ * file systems where inotify sees nothing. docs/decisions/watching.md has the figures behind the choice.
  * The only importer of chokidar, loaded only for `poll` (its import is ~15–20 ms of a start-up).
  */
 import fs from "node:fs";

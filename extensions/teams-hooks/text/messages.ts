@@ -161,8 +161,8 @@ export function forTheTeam(summary: string): string {
 }
 
 /**
- * The one-line failure summary, as pi-agent-teams writes it (docs/architecture.md, Facts this design
- * rests on): the spawn error, `timeout after <ms>ms`, `exit code <n>` — or `killed by <signal>` when
+ * The one-line failure summary, as pi-agent-teams writes it (docs/decisions/team-dir-facts.md): the
+ * spawn error, `timeout after <ms>ms`, `exit code <n>` — or `killed by <signal>` when
  * there is no exit code and the signal was not our timeout's — and the first non-empty stderr line
  * (colour codes removed, cut to 180 characters), joined with ` • `.
  */
