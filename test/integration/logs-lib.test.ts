@@ -27,7 +27,6 @@ import { followLogs } from "../../extensions/teams-hooks/logs/follow.js";
 import { percentile } from "../../extensions/teams-hooks/logs/stats.js";
 import { taskIdOf } from "../../extensions/teams-hooks/logs/record.js";
 import { type LogRow, planPrune, queryLogs, streamLogs } from "../../extensions/teams-hooks/logs/query.js";
-import { lookupLog } from "../../extensions/teams-hooks/logs/find.js";
 import { SampleCache } from "../../extensions/teams-hooks/dashboard/overview.js";
 import { makeRunResult } from "../helpers/invocation.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -212,34 +211,6 @@ describe("percentile (nearest rank)", () => {
     [Array.from({ length: 100 }, (_, i) => i + 1), 0.5, 50],
   ])("%j at %d is %d", (sorted, q, expected) => {
     expect(percentile(sorted, q)).toBe(expected);
-  });
-});
-
-describe("lookupLog", () => {
-  const entries: HookLogEntry[] = [
-    "2026-03-01T08-00-00-000Z_task_completed_task-3.json",
-    "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json",
-    "2026-03-01T09-00-00-000Z_idle_member-ada.json",
-  ].map((name) => ({ file: `/d/${name}`, name }));
-
-  it.each([
-    ["2026-03-01T08-00-00-000Z_task_completed_task-3.json", "2026-03-01T08-00-00-000Z_task_completed_task-3.json"],
-    ["2026-03-01T08-00-00-000Z_task_completed_task-3", "2026-03-01T08-00-00-000Z_task_completed_task-3.json"],
-    [
-      "/elsewhere/2026-03-01T08-00-00-000Z_task_completed_task-3_2.json",
-      "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json",
-    ],
-    ["2026-03-01T09", "2026-03-01T09-00-00-000Z_idle_member-ada.json"],
-    ["task-3_2", "2026-03-01T08-00-00-000Z_task_completed_task-3_2.json"],
-    ["member-ada.json", "2026-03-01T09-00-00-000Z_idle_member-ada.json"],
-  ])("%s → %s", (id, name) => {
-    expect(lookupLog(entries, id)).toEqual({ kind: "found", entry: { file: `/d/${name}`, name } });
-  });
-
-  it("is ambiguous or finds nothing", () => {
-    expect(lookupLog(entries, "2026-03-01T08")).toMatchObject({ kind: "ambiguous", entries: [entries[0], entries[1]] });
-    expect(lookupLog(entries, "task-4")).toEqual({ kind: "none" });
-    expect(lookupLog(entries, "")).toEqual({ kind: "none" });
   });
 });
 

@@ -11,7 +11,6 @@ import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import {
   TRANSITIONS,
-  accepted,
   gateStateOf,
   holdCauseOf,
   nextRound,
@@ -101,15 +100,6 @@ describe("gateStateOf: the state a task's metadata records", () => {
     ],
   ])("%s", (_name, t, state, cause) => {
     expect(gateStateOf(t)).toEqual(cause ? { state, cause } : { state });
-  });
-
-  it("accepted is completed and passed, nothing else", () => {
-    expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "passed" }))).toBe(true);
-    expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "approval" }))).toBe(
-      false,
-    );
-    expect(accepted(task({ qualityGateEventKey: KEY, qualityGateStatus: "deferred" }))).toBe(false);
-    expect(accepted(task())).toBe(false);
   });
 });
 

@@ -4,7 +4,6 @@ import {
   MIN_TEAM_SECRET_CHARS,
   REDACTED,
   redactCut,
-  redactJson,
   redactRunResult,
   redactVerdict,
   secretRedactor,
@@ -192,14 +191,14 @@ describe("redactRunResult", () => {
   });
 });
 
-describe("redactJson (a patch verdict's merge patch)", () => {
+describe("redactVerdict of a patch verdict: its merge patch", () => {
   it("every string at any depth, other values as they are; __proto__ stays data", () => {
     const redact = teamRedactor({}, []);
     const text = (value: string): string => redact(value).text;
     const patch = JSON.parse(
       `{"metadata":{"token":"${GHP}","list":["a","${AKIA}",3,null],"n":1,"ok":true,"__proto__":{"k":"${SK}"}}}`,
     ) as Record<string, unknown>;
-    expect(JSON.stringify(redactJson(patch, text))).toBe(
+    expect(JSON.stringify(redactVerdict({ decision: "patch", patch }, text).patch)).toBe(
       `{"metadata":{"token":"${REDACTED}","list":["a","${REDACTED}",3,null],"n":1,"ok":true,"__proto__":{"k":"${REDACTED}"}}}`,
     );
     expect(({} as Record<string, unknown>).k).toBeUndefined();
@@ -208,7 +207,8 @@ describe("redactJson (a patch verdict's merge patch)", () => {
   it("a key that holds a secret is redacted like a value", () => {
     const redact = teamRedactor({}, []);
     const text = (value: string): string => redact(value).text;
-    expect(JSON.stringify(redactJson({ metadata: { [GHP]: 1, [`by ${AKIA}`]: { ok: true } } }, text))).toBe(
+    const patch = { metadata: { [GHP]: 1, [`by ${AKIA}`]: { ok: true } } };
+    expect(JSON.stringify(redactVerdict({ decision: "patch", patch }, text).patch)).toBe(
       `{"metadata":{"${REDACTED}":1,"by ${REDACTED}":{"ok":true}}}`,
     );
   });

@@ -6,7 +6,6 @@
 import { z } from "zod";
 
 export const TASK_STATUSES = ["pending", "in_progress", "completed"] as const;
-export type TaskStatus = (typeof TASK_STATUSES)[number];
 
 /** A task's `metadata`: any JSON object. */
 export const MetadataSchema = z.record(z.string(), z.unknown());
@@ -53,7 +52,6 @@ export const TeamConfigSchema = z.looseObject({
   updatedAt: z.unknown().optional(),
   members: z.unknown().optional(),
 });
-export type TeamConfigFile = z.infer<typeof TeamConfigSchema>;
 
 /** Who the team is, as the hook sees it. */
 export const TeamIdentitySchema = z.object({

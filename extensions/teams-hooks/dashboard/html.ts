@@ -7,7 +7,7 @@
 
 const HTML_BRAND = Symbol("html");
 
-/** Markup made by `html` (or `trusted`): safe to put into a page as is. */
+/** Markup made by `html`: safe to put into a page as is. */
 export interface Html {
   readonly [HTML_BRAND]: true;
   readonly text: string;
@@ -57,11 +57,6 @@ function piece(value: unknown): string {
   if (isHtml(value)) return value.text;
   if (Array.isArray(value)) return value.map(piece).join("");
   return escapeHtml(String(value));
-}
-
-/** Markup this program wrote itself (never anything read or received). */
-export function trusted(text: string): Html {
-  return make(text);
 }
 
 /** A query string from `params`, leaving out empty values: `?team=a&outcome=failed`, or "". */

@@ -93,21 +93,6 @@ export async function pickRun(
   };
 }
 
-/** What `logs show <id>` finds by name alone: the file name, its stem, or a unique prefix or suffix of either. */
-export type LogLookup =
-  | { kind: "found"; entry: HookLogEntry }
-  | { kind: "none" }
-  | { kind: "ambiguous"; entries: HookLogEntry[] };
-
-/** Pure: picks `id` among listed logs by name. An exact name or stem wins over prefixes and suffixes. */
-export function lookupLog(entries: readonly HookLogEntry[], id: string): LogLookup {
-  const { exact, partial } = nameMatches(entries, id);
-  if (exact) return { kind: "found", entry: exact };
-  const [only] = partial;
-  if (!only) return { kind: "none" };
-  return partial.length === 1 ? { kind: "found", entry: only } : { kind: "ambiguous", entries: partial };
-}
-
 function nameMatches(
   entries: readonly HookLogEntry[],
   id: string,

@@ -23,7 +23,7 @@
  * What each transition writes is in TRANSITIONS (and docs/gate-life.md, which shows what a worker, a
  * dependent task and the lead see in each state).
  */
-import { CLOSED_ERROR_KINDS, TRUST_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
+import { TRUST_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
 import { gateRound, splitRound, taskEvent } from "../contract/events.js";
 import type { Task } from "../contract/team-files.js";
 
@@ -179,11 +179,6 @@ export function holdCauseOf(
   return null;
 }
 
-/** True for an error kind that is closed whatever the failure mode (kept here so holds and closure agree). */
-export function isClosedKind(kind: RunResult["errorKind"]): boolean {
-  return kind !== undefined && CLOSED_ERROR_KINDS.has(kind);
-}
-
 // ---------------------------------------------------------------------------------------------
 // The state a task's file shows
 
@@ -216,11 +211,6 @@ export function gateStateOf(task: Task): { state: GateState; cause?: HoldCause }
     default:
       return { state: "unjudged" };
   }
-}
-
-/** Whether a task counts as accepted by its gates: completed, and its last gate passed. */
-export function accepted(task: Task): boolean {
-  return task.status === "completed" && gateStateOf(task).state === "passed";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -345,11 +345,6 @@ export function redactVerdict<T extends { decision: string }>(verdict: T, text: 
  * reason (a key that held a secret names `[redacted]`; two such keys in one object are one, the later
  * winning); a key like `__proto__` stays a plain own property.
  */
-export function redactJson<T>(value: T, text: (value: string) => string): T {
-  // The same shape, strings for strings: the cast only restores the type the walk cannot follow.
-  return redactValue(value, text) as T;
-}
-
 function redactValue(value: unknown, text: (value: string) => string): unknown {
   if (typeof value === "string") return text(value);
   if (Array.isArray(value)) return value.map((item) => redactValue(item, text));

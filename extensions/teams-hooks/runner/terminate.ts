@@ -195,11 +195,6 @@ export async function runProcesses(pgid: number, runId?: string): Promise<number
   return [...new Set([...members, ...carriers])];
 }
 
-/** True while any process of group `pgid` (or carrying `runId`) is alive. */
-export async function isRunAlive(pgid: number, runId?: string): Promise<boolean> {
-  return (await runProcesses(pgid, runId)).length > 0;
-}
-
 export interface TerminateOptions {
   /** Between SIGTERM and SIGKILL. */
   graceMs: number;

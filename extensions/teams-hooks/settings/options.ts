@@ -55,7 +55,6 @@ export const EffectivePolicySchema = z.object({
   followupOwner: z.enum(FOLLOWUP_OWNERS).default("member"),
 });
 export type EffectivePolicy = z.output<typeof EffectivePolicySchema>;
-export type EffectivePolicyInput = z.input<typeof EffectivePolicySchema>;
 
 export const DEFAULT_POLICY: Readonly<EffectivePolicy> = Object.freeze(EffectivePolicySchema.parse({}));
 

@@ -98,12 +98,6 @@ export interface PrivacySettings {
   redactEnv: readonly string[];
 }
 
-export const NO_PRIVACY: PrivacySettings = Object.freeze({
-  projection: Object.freeze({}),
-  confidential: false,
-  redactEnv: Object.freeze([]),
-});
-
 /** The fields `gate` may see, or null: every field (no projection names it). */
 export function projectionFor(projection: Projection, gate: string): readonly string[] | null {
   return Object.hasOwn(projection, gate) ? (projection[gate] ?? null) : null;
