@@ -13,7 +13,7 @@ import { promisify } from "node:util";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { type LeaderRig, readAllTaskFiles, readInboxFile, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 import { launchBrowser } from "../helpers/browser.js";
 import { startServe } from "../helpers/serve-rig.js";
 import { statusText } from "../../extensions/teams-hooks/pi/report.js";
@@ -26,10 +26,6 @@ const GATE = "on_task_completed.sh";
 
 /** Records the run (task id, and the completion stamp it judged), then fails. */
 const FAILS = `echo "run $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\necho "FAIL: the build is red" >&2\nexit 1`;
-
-async function runs(team: TempTeam): Promise<string[]> {
-  return (await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
-}
 
 async function team(rig: LeaderRig, hooks: Record<string, unknown> = {}, ids = ["1"]): Promise<TempTeam> {
   return rig.team({

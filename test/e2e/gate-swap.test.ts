@@ -16,7 +16,7 @@ import path from "node:path";
 import { describe, it } from "vitest";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { type LeaderProcess, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 const GATE = "on_task_completed.sh";
@@ -24,10 +24,6 @@ const GATE = "on_task_completed.sh";
 const REAL = `#!/usr/bin/env bash\necho "real $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\necho "FAIL: not done" >&2\nexit 1\n`;
 /** What an agent would put in its place. */
 const FAKE = `#!/usr/bin/env bash\necho "fake $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\nexit 0\n`;
-
-async function runs(team: TempTeam): Promise<string[]> {
-  return (await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
-}
 
 function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");

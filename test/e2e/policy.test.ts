@@ -6,9 +6,9 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../helpers/leader-rig.js";
-import { makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
+import { type TempTeam, tempTeams } from "../helpers/temp-team.js";
 
 const execFileAsync = promisify(execFile);
 const BIN = path.resolve("dist/teams-hooks/bin.js");
@@ -39,16 +39,8 @@ async function cli(
 }
 
 beforeAll(() => ensureBuilt(), 240_000);
+const team = tempTeams();
 
-const teams: TempTeam[] = [];
-afterEach(async () => {
-  for (const team of teams.splice(0)) await team.cleanup();
-});
-async function team(options: TempTeamOptions = {}): Promise<TempTeam> {
-  const t = await makeTempTeam(options);
-  teams.push(t);
-  return t;
-}
 const readConfig = (t: TempTeam): unknown => JSON.parse(fs.readFileSync(path.join(t.teamDir, "config.json"), "utf8"));
 
 describe("pi-teams-hooks policy get", () => {

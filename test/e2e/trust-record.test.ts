@@ -15,17 +15,13 @@ import { promisify } from "node:util";
 import { describe, it } from "vitest";
 import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
 import { BIN, type LeaderRig, readInboxFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const execFile = promisify(execFileCb);
 const outerRig = useLeaderRig();
 const GATE = "on_task_completed.sh";
 const recording = (label: string): string =>
   `echo "${label} $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\nexit 0`;
-
-async function runs(team: TempTeam): Promise<string[]> {
-  return (await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
-}
 
 async function leadMessages(team: TempTeam): Promise<string[]> {
   return (await readInboxFile(team, "team", team.leadName)).map((m) => m.text);

@@ -21,7 +21,7 @@ import {
   runBin,
   useLeaderRig,
 } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 const RECONCILE_MS = 200;
@@ -29,10 +29,6 @@ const GATE = "on_task_completed.sh";
 /** Records that it ran (and which content: its first argument line), then passes. */
 const recording = (label: string): string =>
   `echo "${label} $PI_TEAMS_TASK_ID" >> "$PI_TEAMS_TEAM_DIR/runs.txt"\nexit 0`;
-
-async function runs(team: TempTeam): Promise<string[]> {
-  return (await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
-}
 
 async function sha256(file: string): Promise<string> {
   return createHash("sha256")

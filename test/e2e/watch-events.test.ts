@@ -5,11 +5,10 @@
  * task files; and a hook that hangs. The tests are independent (a team dir and a leader each) and
  * mostly wait, so they run concurrently.
  */
-import { readFile, rename, writeFile } from "node:fs/promises";
-import path from "node:path";
+import { rename, writeFile } from "node:fs/promises";
 import { type ExpectStatic, describe, it } from "vitest";
 import { type LeaderProcess, type LeaderRig, readInboxFile, readLogs, useLeaderRig } from "../helpers/leader-rig.js";
-import { makeMessage, makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeMessage, makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 
@@ -21,11 +20,6 @@ const RECORD = `printf '%s|%s|%s|%s\\n' "$PI_TEAMS_HOOK_EVENT" "\${PI_TEAMS_TASK
 async function recordingHooks(team: TempTeam): Promise<void> {
   for (const name of ["on_task_completed.sh", "on_task_failed.sh", "on_idle.sh"])
     await outerRig.hook(team, name, RECORD);
-}
-
-async function runs(team: TempTeam): Promise<string[]> {
-  const text = await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "");
-  return text.split("\n").filter((line) => line !== "");
 }
 
 async function settle(leader: LeaderProcess, events: number, expect: ExpectStatic): Promise<void> {

@@ -9,7 +9,7 @@
  * Malformed content: pass a string wherever JSON is accepted (`config: "{not json"`, a task entry
  * `{ id: "3", raw: "[]" }`, `inbox: "oops"`), or write anything with `files`.
  */
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
@@ -20,6 +20,7 @@ import {
   taskFile,
   tasksDir,
 } from "../../extensions/teams-hooks/team/paths.js";
+import { afterEach } from "vitest";
 
 /** A task file to write: any object (written as JSON to `<id>.json`), or `{ id, raw }` for exact file content. */
 export type TaskSeed = Record<string, unknown> | { id: string; raw: string };
@@ -124,6 +125,31 @@ export async function makeTempTeam(options: TempTeamOptions = {}): Promise<TempT
     inboxFile: (namespace, member) => inboxFile(teamDir, namespace, member),
     cleanup: () => rm(teamsRoot, { recursive: true, force: true }),
   };
+}
+
+/**
+ * A maker of temp teams for the tests of one file: each team it makes is removed after the test that
+ * made it (vitest's `afterEach`, registered where this is called). `defaults` lie under each call's options.
+ *
+ *   const team = tempTeams({ teamId: "alpha" });
+ *   it("…", async () => { const t = await team({ tasks: […] }); … });
+ */
+export function tempTeams(defaults: TempTeamOptions = {}): (options?: TempTeamOptions) => Promise<TempTeam> {
+  const made: TempTeam[] = [];
+  afterEach(async () => {
+    await Promise.all(made.splice(0).map((team) => team.cleanup()));
+  });
+  return async (options = {}) => {
+    const team = await makeTempTeam({ ...defaults, ...options });
+    made.push(team);
+    return team;
+  };
+}
+
+/** The lines the tests' gates append to `<team dir>/runs.txt`, one per run, in order; none before the first. */
+export async function runs(team: Pick<TempTeam, "teamDir">): Promise<string[]> {
+  const text = await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "");
+  return text.split("\n").filter((line) => line !== "");
 }
 
 function asText(value: unknown): string {

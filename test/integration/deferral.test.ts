@@ -13,7 +13,7 @@ import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/t
 import { type DecisionInput, applyDecision, decideDeferral } from "../../extensions/teams-hooks/held/decision.js";
 import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/held/deferral.js";
 import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
-import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { readLogs } from "../helpers/leader-rig.js";
 import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -76,15 +76,7 @@ const task = (): Task => JSON.parse(fs.readFileSync(team.taskFile("1"), "utf8"))
 const deferral = (runId: string): DeferralRecord =>
   JSON.parse(fs.readFileSync(deferralFile(team.teamDir, runId), "utf8")) as DeferralRecord;
 
-async function logs(): Promise<Array<HookLogRecord & { file: string }>> {
-  const out = [];
-  for (const entry of await listHookLogs(team.teamDir)) {
-    const read = await readHookLog(entry.file);
-    if (!read.ok) throw new Error(read.problem.message);
-    out.push({ ...read.record, file: entry.file });
-  }
-  return out;
-}
+const logs = () => readLogs(team.teamDir);
 
 async function hold(over: Over = {}): Promise<string> {
   const outcome = await invokeEvent(request(over));

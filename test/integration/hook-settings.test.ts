@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { readHookSettings } from "../../extensions/teams-hooks/gates/discover.js";
-import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { readLogs } from "../helpers/leader-rig.js";
 import { entryFor, fingerprint } from "../../extensions/teams-hooks/trust/trust.js";
 import { listTaskFiles, readTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
@@ -94,12 +94,7 @@ function request({
 }
 
 async function logs(): Promise<Array<Record<string, unknown>>> {
-  const out: Array<Record<string, unknown>> = [];
-  for (const entry of await listHookLogs(team.teamDir)) {
-    const read = await readHookLog(entry.file);
-    if (read.ok) out.push(read.record.result as Record<string, unknown>);
-  }
-  return out;
+  return (await readLogs(team.teamDir)).map((log) => log.result as Record<string, unknown>);
 }
 
 async function task1() {

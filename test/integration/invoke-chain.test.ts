@@ -13,7 +13,7 @@ import {
   type HookLimits,
 } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
-import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { readLogs } from "../helpers/leader-rig.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -74,17 +74,11 @@ function request({ policy = null, failureMode, limits, timeoutMs = 5_000, ...ove
 }
 
 async function logs(): Promise<Array<{ name: string; outcome: string; errorKind?: string }>> {
-  const out = [];
-  for (const entry of await listHookLogs(team.teamDir)) {
-    const read = await readHookLog(entry.file);
-    if (read.ok)
-      out.push({
-        name: path.basename(read.record.result.hookPath ?? ""),
-        outcome: read.record.result.outcome,
-        ...(read.record.result.errorKind ? { errorKind: read.record.result.errorKind } : {}),
-      });
-  }
-  return out;
+  return (await readLogs(team.teamDir)).map(({ result }) => ({
+    name: path.basename(result.hookPath ?? ""),
+    outcome: result.outcome,
+    ...(result.errorKind ? { errorKind: result.errorKind } : {}),
+  }));
 }
 
 describe("verdicts", () => {

@@ -8,7 +8,7 @@
 import { access, link, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { TempTeam } from "../helpers/temp-team.js";
+import { type TempTeam, runs } from "../helpers/temp-team.js";
 import { once, readLedger, readLogs, seedTasks, taskJson, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
@@ -105,7 +105,7 @@ describe("the first start takes events while its scan runs", () => {
     expect(event).toMatchObject({ taskId: "4001", outcome: "passed" });
     expect(leader.linesOf("ready")[0]).toMatchObject({ tasks: 4001, baseline: 4000, queued: 1 });
     await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
-    expect(await runs(team.teamDir)).toEqual(["4001"]);
+    expect(await runs(team)).toEqual(["4001"]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
 
@@ -139,7 +139,7 @@ describe("the first start takes events while its scan runs", () => {
     await second.waitForEvents(2);
     expect(second.linesOf("ready")[0]).toMatchObject({ tasks: 4002, baseline: 4000 });
     await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
-    expect((await runs(team.teamDir)).sort()).toEqual(["4001", "4002"]);
+    expect((await runs(team)).sort()).toEqual(["4001", "4002"]);
     const logs = await readLogs(team.teamDir);
     // one log each: 4002's first run was cut short
     expect(logs.map((l) => l.key?.split(":")[1]).sort()).toEqual(["4001", "4002"]);
@@ -157,11 +157,6 @@ async function complete(file: string, id: string): Promise<void> {
 }
 
 /** The task ids the recording hook ran for, in order. */
-async function runs(teamDir: string): Promise<string[]> {
-  const text = await readFile(path.join(teamDir, "runs.txt"), "utf8").catch(() => "");
-  return text.split("\n").filter(Boolean);
-}
-
 /** How many `comment` edits a task has had (0 before the first). */
 async function commentEdits(file: string): Promise<number> {
   const task = JSON.parse(await readFile(file, "utf8")) as { metadata?: { comment?: number } };

@@ -2,23 +2,14 @@
 // hand-made corrupt and foreign files), through the command line's main() with captured output.
 import { mkdir, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import { main } from "../../extensions/teams-hooks/cli/main.js";
 import type { CliIo } from "../../extensions/teams-hooks/cli/io.js";
 import { type HookLogRecordInput, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
-import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, tempTeams } from "../helpers/temp-team.js";
 
-const teams: TempTeam[] = [];
-afterEach(async () => {
-  for (const team of teams.splice(0)) await team.cleanup();
-});
-
-async function team(): Promise<TempTeam> {
-  const t = await makeTempTeam({ teamId: "alpha" });
-  teams.push(t);
-  return t;
-}
+const team = tempTeams({ teamId: "alpha" });
 
 type Outcome = "passed" | "failed" | "timed_out" | "error";
 

@@ -1,13 +1,13 @@
 import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MailboxMessage } from "../../extensions/teams-hooks/contract/team-files.js";
 import { appendMessage, markRead, readInbox } from "../../extensions/teams-hooks/team/mailbox.js";
-import { makeMessage, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
+import { makeMessage, tempTeams } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
 
 let modules: CompiledModules;
-const teams: TempTeam[] = [];
+const team = tempTeams();
 
 beforeAll(async () => {
   modules = await compileModules(["team/mailbox"]);
@@ -15,15 +15,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await modules.cleanup();
 });
-afterEach(async () => {
-  await Promise.all(teams.splice(0).map((team) => team.cleanup()));
-});
-
-async function team(options: TempTeamOptions = {}): Promise<TempTeam> {
-  const made = await makeTempTeam(options);
-  teams.push(made);
-  return made;
-}
 
 const readJson = async (file: string): Promise<unknown> => JSON.parse(await readFile(file, "utf8")) as unknown;
 

@@ -16,7 +16,7 @@ import { decideDeferral } from "../../extensions/teams-hooks/held/decision.js";
 import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
 import { deferralFile } from "../../extensions/teams-hooks/held/deferral.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
-import { type HookLogRecord, listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
+import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { HandlerSchema, type HandlerDef } from "../../extensions/teams-hooks/settings/handlers.js";
 import { DEFAULT_LIMITS, type HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
@@ -110,12 +110,9 @@ const says = (verdict: unknown): string => `cat > /dev/null\necho '${JSON.string
 const task = (): Task => JSON.parse(fs.readFileSync(team.taskFile("1"), "utf8")) as Task;
 
 async function logs(): Promise<HookLogRecord[]> {
-  const out: HookLogRecord[] = [];
-  for (const entry of await listHookLogs(team.teamDir)) {
-    const read = await readHookLog(entry.file);
-    if (read.ok) out.push(read.record);
-  }
-  return out.sort((a, b) => (a.result.hookPath ?? "").localeCompare(b.result.hookPath ?? ""));
+  return (await readLogs(team.teamDir)).sort((a, b) =>
+    (a.result.hookPath ?? "").localeCompare(b.result.hookPath ?? ""),
+  );
 }
 
 /**

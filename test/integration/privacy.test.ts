@@ -14,7 +14,7 @@ import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { decideDeferral } from "../../extensions/teams-hooks/held/decision.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
-import { listHookLogs, readHookLog, type HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { readLogs } from "../helpers/leader-rig.js";
 import { settingsRedactor } from "../../extensions/teams-hooks/runner/redact.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
 import type { PrivacySettings } from "../../extensions/teams-hooks/settings/privacy.js";
@@ -129,15 +129,7 @@ function privacy(over: Partial<PrivacySettings>): PrivacySettings {
   return { projection: {}, confidential: false, redactEnv: [], ...over };
 }
 
-async function logs(): Promise<HookLogRecord[]> {
-  const out: HookLogRecord[] = [];
-  for (const entry of await listHookLogs(team.teamDir)) {
-    const read = await readHookLog(entry.file);
-    if (!read.ok) throw new Error(read.problem.message);
-    out.push(read.record);
-  }
-  return out;
-}
+const logs = () => readLogs(team.teamDir);
 
 /** Every regular file under `dir`, with its content (the whole team dir, hook-state/ included). */
 function filesUnder(dir: string): Array<{ file: string; text: string }> {

@@ -1,6 +1,6 @@
 import { mkdir, readFile, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { writeJsonAtomic } from "../../extensions/teams-hooks/team/json-file.js";
 import {
@@ -10,11 +10,11 @@ import {
   readTask,
   updateTask,
 } from "../../extensions/teams-hooks/team/tasks.js";
-import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
+import { makeTask, tempTeams } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
 
 let modules: CompiledModules;
-const teams: TempTeam[] = [];
+const team = tempTeams();
 
 beforeAll(async () => {
   modules = await compileModules(["team/tasks"]);
@@ -22,15 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await modules.cleanup();
 });
-afterEach(async () => {
-  await Promise.all(teams.splice(0).map((team) => team.cleanup()));
-});
-
-async function team(options: TempTeamOptions = {}): Promise<TempTeam> {
-  const made = await makeTempTeam(options);
-  teams.push(made);
-  return made;
-}
 
 const newTask = (id: string): Task => makeTask({ id, subject: `new ${id}` });
 

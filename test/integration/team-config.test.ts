@@ -1,19 +1,10 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadTeamConfig, updateHooksConfig } from "../../extensions/teams-hooks/team/config.js";
-import { makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
+import { type TempTeam, tempTeams } from "../helpers/temp-team.js";
 
-const teams: TempTeam[] = [];
-afterEach(async () => {
-  await Promise.all(teams.splice(0).map((team) => team.cleanup()));
-});
-
-async function team(options: TempTeamOptions = {}): Promise<TempTeam> {
-  const made = await makeTempTeam({ teamId: "alpha", ...options });
-  teams.push(made);
-  return made;
-}
+const team = tempTeams({ teamId: "alpha" });
 
 const configOf = (t: TempTeam): string => path.join(t.teamDir, "config.json");
 

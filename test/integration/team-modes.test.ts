@@ -7,22 +7,18 @@
 import { chmod, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { appendMessage, markRead } from "../../extensions/teams-hooks/team/mailbox.js";
 import { createTask, updateTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { highWatermarkFile, inboxFile, taskFile, tasksDir } from "../../extensions/teams-hooks/team/paths.js";
 import { watchDirs } from "../../extensions/teams-hooks/team/watch.js";
-import { makeMessage, makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+import { makeMessage, makeTask, type TempTeam, tempTeams } from "../helpers/temp-team.js";
 
-const teams: TempTeam[] = [];
-afterEach(async () => {
-  await Promise.all(teams.splice(0).map((team) => team.cleanup()));
-});
+const tempTeam = tempTeams();
 
 /** A team whose dir has `mode` and no tasks/ or mailboxes/ yet: everything below is ours to create. */
 async function team(mode: number): Promise<TempTeam> {
-  const made = await makeTempTeam();
-  teams.push(made);
+  const made = await tempTeam();
   await rm(path.join(made.teamDir, "tasks"), { recursive: true });
   await chmod(made.teamDir, mode);
   return made;
