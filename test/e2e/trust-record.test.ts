@@ -115,6 +115,46 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     expect(await runs(team)).toEqual([]);
   });
 
+  it("with the approved copy rewritten to match (the same user can): each gate changed is said at the start and to the lead, an optional one too", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await gateTeam(rig);
+    const gate = await rig.hook(team, GATE, recording("v1"));
+    const other = await rig.hook(team, "on_idle.sh", "exit 0");
+    const first = await rig.leader(team);
+    await first.stop();
+    await writeFile(gate, `#!/usr/bin/env bash\n${recording("v2")}\n`);
+    await forgeApproval(team, gate);
+    // Both copies alike: the approved copy outside the team dir says what trust.json says, and the idle
+    // gate is made optional in both.
+    const trustJson = path.join(team.teamDir, "hook-state", "trust.json");
+    const record = JSON.parse(await readFile(trustJson, "utf8")) as { gates: Record<string, Record<string, unknown>> };
+    record.gates[other] = { ...record.gates[other], required: false };
+    await writeFile(trustJson, `${JSON.stringify(record, null, 2)}\n`);
+    const copyFile = approvedFile(team.teamDir, process.env);
+    const copy = JSON.parse(await readFile(copyFile, "utf8")) as Record<string, unknown>;
+    await writeFile(copyFile, `${JSON.stringify({ ...copy, record }, null, 2)}\n`);
+
+    const second = await rig.leader(team, ["--reconcile-ms", "200"]);
+    const said = second.warnings().find((w) => w.includes("trust record approved while no leader ran"));
+    expect(said).toBeDefined();
+    expect(said).toMatch(
+      new RegExp(`${gate.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: sha256 [0-9a-f]{12}… → [0-9a-f]{12}…`),
+    );
+    expect(said).toContain(`${other}: required → optional`);
+    expect(said).toContain("by team-lead@host (pi-teams-hooks trust)");
+    await second.waitFor("the lead told", async () =>
+      (await leadMessages(team)).some(
+        (t) => t.includes("approved while no leader ran") && t.includes(gate) && t.includes("required → optional"),
+      ),
+    );
+    await second.stop();
+    // Said once: the next start has nothing new to say.
+    const third = await rig.leader(team);
+    expect(third.warnings().some((w) => w.includes("approved while no leader ran"))).toBe(false);
+    await third.stop();
+  });
+
   it("with the approved copy removed as well (the same user can): what trust.json says is taken, said loudly and to the lead", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);

@@ -24,8 +24,10 @@ import {
 import {
   type RecordChange,
   approvedFile,
+  entryChange,
   keepTrustedCopy,
   readApproved,
+  readSeen,
   readTrust,
   recordDiff,
   replaceTrust,
@@ -33,6 +35,7 @@ import {
   trustedBy,
   updateTrust,
   writeApproved,
+  writeSeen,
 } from "./trust-store.js";
 import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
@@ -69,6 +72,7 @@ export async function takeTrust(
   let history: string | null = null;
   if (approved.state === "ok") {
     ctx.trust.set(approved.record);
+    sayApprovedWhileStopped(ctx, approved.record);
     await holdFileToApproved(ctx, read, "while no leader ran");
   } else if (approved.state === "invalid") {
     ctx.warn(
@@ -145,6 +149,37 @@ export async function takeTrust(
     });
   }
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
+  if (ctx.trust.record) await writeSeen(teamDir, ctx.trust.record, env);
+}
+
+/**
+ * The approved copy against the record this account's last leader held in force (`readSeen`): every
+ * gate approved, removed, or made optional while no leader ran — by `trust`, or by anyone who could
+ * write both copies — is said on the output and to the lead, with what changed and the name written
+ * in it. A team with no seen record yet (its first start, or a version before it) is not compared.
+ */
+function sayApprovedWhileStopped(ctx: LeaderContext, approved: TrustRecord): void {
+  const { teamDir, leadName } = ctx.setup.identity;
+  const seen = readSeen(teamDir, ctx.opts.env);
+  if (seen.state !== "ok") return;
+  const gates = [...new Set([...Object.keys(seen.record.gates), ...Object.keys(approved.gates)])].sort();
+  const lines = gates.flatMap((gate) => {
+    const change = entryChange(seen.record.gates[gate], approved.gates[gate]);
+    if (change === null) return [];
+    const by = approved.gates[gate]?.trustedBy;
+    return [`  ${gate}: ${change}${by ? ` (by ${by})` : ""}`];
+  });
+  if (lines.length === 0) return;
+  const head = `trust record approved while no leader ran (${approvedFile(teamDir, ctx.opts.env)}), taken as the lead's approval`;
+  const tail = `if the lead did not approve this: pi-teams-hooks trust --team-dir ${teamDir}`;
+  ctx.warn([head, ...lines.map((line) => line.trim()), tail].join("; "));
+  ctx.notes = ctx.notes.then(() =>
+    ctx.tellLead(
+      sentId("trust-approved-stopped", JSON.stringify(lines), leadName),
+      `pi-teams-hooks: ${head}:\n${lines.join("\n")}\n${tail[0]?.toUpperCase()}${tail.slice(1)}.`,
+      "the lead was not told of a trust record approved while no leader ran",
+    ),
+  );
 }
 
 /**
@@ -237,7 +272,8 @@ export function refreshTrust(ctx: LeaderContext): boolean {
   if (read.state === "ok" && approved.state === "ok" && recordDiff(approved.record, read.record).length === 0) {
     const changes = recordDiff(before, read.record);
     ctx.trust.set(read.record);
-    for (const c of changes) sayApproved(ctx, c);
+    for (const c of changes) sayApproved(ctx, c, before.gates[c.path]);
+    if (changes.length > 0) void writeSeen(teamDir, read.record, ctx.opts.env);
     return changes.length > 0;
   }
   // Not what was approved: said, not trusted, and written back (after the event at hand: not awaited).
@@ -249,11 +285,12 @@ export function refreshTrust(ctx: LeaderContext): boolean {
  * One approved change of the record: on the output, and to the lead once (`trust` sent the same note already when it
  * recorded it).
  */
-function sayApproved(ctx: LeaderContext, c: RecordChange): void {
+function sayApproved(ctx: LeaderContext, c: RecordChange, before: TrustEntry | undefined): void {
   const { leadName } = ctx.setup.identity;
+  const change = entryChange(before, c.entry ?? undefined);
   const what =
     c.change === "approved"
-      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}, by ${c.entry?.trustedBy || "unknown"})`
+      ? `trust record: ${c.path} approved (sha256 ${c.entry?.sha256.slice(0, 12) ?? "?"}…${isHandlerGate(c.path) ? "" : `, mode ${octal(c.entry?.mode ?? 0)}`}${before && change ? `; ${change}` : ""}, by ${c.entry?.trustedBy || "unknown"})`
       : `trust record: ${c.path} removed (its absence is approved)`;
   ctx.warn(what);
   ctx.notes = ctx.notes.then(() =>

@@ -217,6 +217,61 @@ export async function writeApproved(
 }
 
 /**
+ * The record a leader of this team last held in force, kept beside the approved copy
+ * (`<state dir>/trust/<hash>.seen.json`) and written by the leader only: what its next start compares
+ * the approved copy with, so that a record approved, or rewritten, while no leader ran is said.
+ */
+export function seenFile(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return approvedFile(teamDir, env).replace(/\.json$/, ".seen.json");
+}
+
+export function readSeen(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead {
+  const file = seenFile(teamDir, env);
+  const read = readJson(file);
+  if (read.state !== "read") return read;
+  const kept = read.value as { teamDir?: unknown; record?: unknown } | null;
+  const record = kept && kept.teamDir === path.resolve(teamDir) ? asRecord(kept.record) : null;
+  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record of ${teamDir}` };
+}
+
+/** Best effort: a seen record not written only makes the next start say less. */
+export async function writeSeen(
+  teamDir: string,
+  record: TrustRecord,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<void> {
+  const file = seenFile(teamDir, env);
+  try {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    await writeJsonAtomic(
+      file,
+      { version: 1, teamDir: path.resolve(teamDir), record, updatedAt: new Date().toISOString() },
+      { mode: 0o600 },
+    );
+  } catch {
+    /* the next start compares with an older record, or none */
+  }
+}
+
+/**
+ * What changed for one gate between two records, in words: `added (sha256 …)`, `removed`, or each
+ * field that differs (`sha256 a… → b…`, `mode 755 → 700`, `required → optional`).
+ */
+export function entryChange(before: TrustEntry | undefined, after: TrustEntry | undefined): string | null {
+  const sha = (e: TrustEntry) => `${e.sha256.slice(0, 12)}…`;
+  const need = (e: TrustEntry) => (e.required === false ? "optional" : "required");
+  if (!before && !after) return null;
+  if (!before && after) return `added (sha256 ${sha(after)}, ${need(after)})`;
+  if (before && !after) return "removed";
+  if (!before || !after) return null;
+  const parts: string[] = [];
+  if (before.sha256 !== after.sha256) parts.push(`sha256 ${sha(before)} → ${sha(after)}`);
+  if (before.mode !== after.mode) parts.push(`mode ${before.mode.toString(8)} → ${after.mode.toString(8)}`);
+  if (need(before) !== need(after)) parts.push(`${need(before)} → ${need(after)}`);
+  return parts.length > 0 ? parts.join(", ") : null;
+}
+
+/**
  * The record in force for a team, as the leader holds it: the approved copy when there is one, else
  * `trust.json` (a team whose leader never ran on this account, or one recorded before copies were
  * kept). `trust` and `run` compare gates with it.
