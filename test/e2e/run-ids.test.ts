@@ -46,7 +46,7 @@ describe("run ids of one dispatch", () => {
 
     // What each hook was given, and what its log says.
     const logs = await readLogs(team.teamDir);
-    const byPath = (end: string) => logs.find((log) => log.result.hookPath.endsWith(end));
+    const byPath = (end: string) => logs.find((log) => log.result.hookPath?.endsWith(end));
     expect(byPath("on_task_completed.sh")?.result.runId).toBe(first);
     expect(byPath("on_task_completed.sh")?.result.stderr).toContain(`run id ${first}\n`);
     expect(byPath("10-lint.sh")?.result.runId).toBe(second);
