@@ -17,7 +17,7 @@ import {
   warnBeforeRunning,
 } from "./io.js";
 import { HooksError, unreachable } from "../contract/errors.js";
-import { type DecisionInput, decideDeferral, decisionProblem } from "../held/decision.js";
+import { type DecisionInput, appliedUnderText, decideDeferral, decisionProblem } from "../held/decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../held/deferral.js";
 import { checkDeferral, ledgerHoldOf } from "../held/deferral-check.js";
 import { noteToLead } from "../trust/trust-command.js";
@@ -310,6 +310,8 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       if (!v.json) {
         io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} recorded for run ${runId}`);
         io.stdout(answer.problem ? "; not applied yet\n" : "; the running leader applies it\n");
+        if (d.settings)
+          io.stdout(`  it is applied under the settings in force when its gate held it (${d.deferredAt})\n`);
         io.stdout(`  decided by ${by}, ${how}\n`);
       }
       if (answer.problem)
@@ -324,7 +326,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
         answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
       if (!v.json)
         io.stdout(
-          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
+          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.appliedUnder ? `  applied ${appliedUnderText(answer.appliedUnder)}\n` : ""}${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
         );
       return 0;
     }

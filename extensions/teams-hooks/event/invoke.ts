@@ -31,7 +31,7 @@ import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "..
 import { type HookTrigger, planHookLogFile, writeHookLog } from "../logs/hook-log.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { type DeferralRecord, heldRecord, writeDeferral } from "../held/deferral.js";
+import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "../held/deferral.js";
 import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "./remediate.js";
@@ -298,6 +298,8 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
             deferTimeoutMs: settings.deferTimeoutMs.value,
             logFile: decidingLog,
             patches: chainPatches(runs),
+            // What the decision will be applied under, whatever config.json says by then.
+            settings: heldSettingsOf(settings, req.event),
           })
         : null,
   });

@@ -267,7 +267,11 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
           taskId: result.deferral.taskId,
           decision: decision?.decision ?? null,
           state: "recorded",
-          message: result.problem ?? "recorded; the team's leader applies it",
+          message:
+            result.problem ??
+            (result.deferral.settings
+              ? `recorded; the team's leader applies it under the settings in force when its gate held it (${result.deferral.deferredAt})`
+              : "recorded; the team's leader applies it"),
         },
       };
     }
@@ -281,6 +285,8 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
           decision: decision?.decision ?? null,
           state: "applied",
           actions: result.actions,
+          // The settings it was applied under (those in force when its gate held it), and what changed since.
+          ...(result.appliedUnder ? { appliedUnder: result.appliedUnder } : {}),
         },
       };
     }
