@@ -188,11 +188,11 @@ const RUN: CommandSpec = {
   exit: [
     {
       code: 0,
-      when: "the gate passed, or there is no hook for the event (a file skipped as not executable is then listed)",
+      when: "the gate passed, or there is no hook for the event (a file skipped as not executable is then listed), or an idle hook failed: idle is observe-only, so its failure is reported (the line says failed, and a note that nothing is enforced) but stops nothing",
     },
     {
       code: 1,
-      when: "the gate failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or insecure), or --apply-policy could not write the policy",
+      when: "the gate of a task event failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or insecure), or --apply-policy could not write the policy",
     },
     {
       code: 2,
@@ -437,7 +437,7 @@ const DOCTOR: CommandSpec = {
     { code: 0, when: "no errors (warnings allowed)" },
     {
       code: 1,
-      when: "something would stop a gate from running (a hook that cannot start, a hook file skipped with nothing else to run for its event, a settings line that cannot be read, a handler changed since it was trusted, a $PI_TEAMS_HOOKS_DIR that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be read)",
+      when: "something would stop a gate from running (a hook that cannot start, a hook file skipped with nothing else to run for its event, a settings line that cannot be read, a gate or handler new or changed since it was trusted or trusted and gone (its events are held until the lead approves), an event the leader holds (hook-state/holds.json), a $PI_TEAMS_HOOKS_DIR that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be read)",
     },
     { code: 2, when: "usage error, or a team dir or --hooks-dir that is not there" },
   ],

@@ -155,14 +155,23 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
         `  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`,
       );
     else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
+    if (observeOnlyFailure(event, outcome.counted))
+      io.stdout(`  ${event} is observe-only: the failure is reported and logged, nothing is enforced (exit 0)\n`);
   }
   if (outcome.policyApplied === false) return 1;
+  // idle enforces nothing: its hook's failure is said (above, and in the log), and the command succeeds.
+  if (observeOnlyFailure(event, outcome.counted)) return 0;
   // 3: held (the gate answered defer): neither a pass nor a failure yet.
   return outcome.counted === "deferred" || outcome.counted === "held"
     ? 3
     : outcome.counted === null || outcome.counted === "passed"
       ? 0
       : 1;
+}
+
+/** A failure of an event whose gate enforces nothing (idle: a failure is only reported). */
+function observeOnlyFailure(event: HookEventName, counted: InvokeOutcome["counted"]): boolean {
+  return !isTaskEvent(event) && counted === "failed";
 }
 
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
