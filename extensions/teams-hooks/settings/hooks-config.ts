@@ -193,7 +193,7 @@ export function capLimits(block: HooksBlock): { block: HooksBlock; capped: Cappe
     capped.push({ field: `hooks.handlers.${index}.timeoutMs`, written, value, bound });
     return { ...handler, timeoutMs: value };
   });
-  if (handlers && handlers.some((h, i) => h !== out.handlers?.[i])) out = { ...out, handlers };
+  if (handlers?.some((h, i) => h !== out.handlers?.[i])) out = { ...out, handlers };
   return { block: out, capped };
 }
 
