@@ -4,12 +4,14 @@
  * policy changed from `reopen` to `warn` while it waits still reopens the task, a team that was
  * confidential when the gate held keeps the task's content out of the decision's log though
  * `confidential` was switched off since, and both say what the decision was applied under and what
- * changed since.
+ * changed since; a running leader that applies the API's decision after a config reload does the
+ * same, and warns what changed.
  */
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { readLogs, readTaskFile, runBin, useLeaderRig, type LeaderRig } from "../helpers/leader-rig.js";
+import { makeTask as workingTask } from "../helpers/temp-team.js";
 import { api, createKey, startServe } from "../helpers/serve-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
@@ -104,5 +106,55 @@ describe("a held gate is decided under the settings in force when it held", () =
     expect((await readTaskFile(team, "1")).status).toBe("pending");
     const log = await decisionLog(team);
     expect(JSON.stringify(log)).not.toContain("HSM slot 4");
+  });
+
+  it("a running leader applies the API's decision under the settings held, after a reload, and warns what changed", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [workingTask({ id: "1", owner: "alice", status: "in_progress", description: DESCRIPTION })],
+      config: HELD_CONFIG,
+    });
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      `echo '{"decision":"defer","code":"review","reason":"waiting for review"}'`,
+    );
+    const key = await createKey(team.teamsRoot, [
+      ...["--name", "review", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"],
+    ]);
+    const serve = await startServe(team.teamsRoot);
+    context.onTestFinished(async () => void (await serve.stop()));
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred");
+    const runId = event?.deferral?.runId ?? "";
+    expect(runId).not.toBe("");
+
+    const reloads = leader.linesOf("config").length;
+    await writeFile(path.join(team.teamDir, "config.json"), `${JSON.stringify(LATER_CONFIG, null, 2)}\n`);
+    await leader.waitFor("the reload", () =>
+      leader
+        .linesOf("config")
+        .slice(reloads)
+        .some((l) => l.valid === true),
+    );
+
+    const answer = await api(serve.url, "POST", `/api/v1/teams/${team.teamId}/runs/${runId}/decision`, {
+      key,
+      body: { decision: "deny", reason: "the key ceremony needs two people" },
+    });
+    expect([200, 202], JSON.stringify(answer.json)).toContain(answer.status);
+    await leader.waitForEvents(2);
+    expect((await readTaskFile(team, "1")).status).toBe("pending");
+    await leader.waitFor("the warning", () =>
+      leader.warnings().some((w) => w.includes("applied under the settings in force when its gate held it")),
+    );
+    const said = leader.warnings().find((w) => w.includes("applied under the settings"));
+    // The leader keeps `confidential` as approved (switching it off waits for `trust settings`); the policy changed.
+    expect(said).toContain("changed since: failureAction reopen (now warn)");
+    const log = await decisionLog(team);
+    expect(JSON.stringify(log)).not.toContain("HSM slot 4");
+    expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });
