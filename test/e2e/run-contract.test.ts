@@ -1,7 +1,8 @@
 /**
  * The v1 contract end to end, through the built `pi-teams-hooks run`: a real hook dumps what it was
  * given (its PI_TEAMS_* variables, stdin, the context file), and each case compares that with the
- * document docs/hook-contract.md describes, written out here by hand, byte for byte.
+ * document docs/hook-contract.md describes, written out here by hand, byte for byte: the first v1
+ * document's keys as they always were, then the additive `work`.
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
@@ -147,7 +148,25 @@ function expectedDocument(event: string, t: TaskFile | null, member: string | nu
       createdAt: t.createdAt,
       updatedAt: t.updatedAt,
     },
+    // Additive, still v1: the work's story, after every key above (which keep their place and value).
+    ...(t ? { work: expectedWork(t) } : {}),
   });
+}
+
+/** The document's `work` for a task a worker made: its result summary and error as recorded in its metadata. */
+function expectedWork(t: TaskFile): Record<string, unknown> {
+  const recorded = (value: unknown): string | null =>
+    value === undefined || value === null || value === ""
+      ? null
+      : typeof value === "string"
+        ? value
+        : JSON.stringify(value);
+  return {
+    createdBy: { kind: "worker" },
+    parameters: null,
+    summary: recorded(t.metadata?.result),
+    error: recorded(t.metadata?.abortReason),
+  };
 }
 
 function expectedEnv(

@@ -54,8 +54,10 @@ describe("the notification in the context document", () => {
       completedStatus: "failed",
       failureReason: "npm test: 3 failing (api.test.ts)",
     };
-    expect(Object.keys(failed ?? {})).toEqual([...V1_KEYS, "notification"]);
+    // The work's story (additive) last: the error the worker reported, as the task file records none.
+    expect(Object.keys(failed ?? {})).toEqual([...V1_KEYS, "notification", "work"]);
     expect(failed?.notification).toEqual(note);
+    expect(failed?.work).toMatchObject({ createdBy: { kind: "worker" }, error: "npm test: 3 failing (api.test.ts)" });
     expect(idle?.notification).toEqual(note);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
@@ -93,7 +95,7 @@ describe("the notification in the context document", () => {
       (await docs(team)).length === 1 ? docs(team) : false,
     );
     expect(doc?.event).toBe("task_failed");
-    expect(Object.keys(doc ?? {})).toEqual(V1_KEYS);
+    expect(Object.keys(doc ?? {})).toEqual([...V1_KEYS, "work"]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });

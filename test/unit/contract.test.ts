@@ -96,7 +96,8 @@ describe("truncateText", () => {
 describe("buildContextDocument", () => {
   it("writes keys in contract order", () => {
     const doc = buildContextDocument(invocation());
-    expect(Object.keys(doc)).toEqual(["version", "event", "team", "member", "timestamp", "task"]);
+    // `work` (additive, still v1) after every key of the first v1 document.
+    expect(Object.keys(doc)).toEqual(["version", "event", "team", "member", "timestamp", "task", "work"]);
     expect(Object.keys(doc.team)).toEqual(["id", "dir", "taskListId", "style"]);
     expect(Object.keys(doc.task ?? {})).toEqual([
       "id",

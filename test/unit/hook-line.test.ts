@@ -59,7 +59,7 @@ describe("the settings line", () => {
   it.each([
     [
       "# pi-teams-hooks: timout=30s",
-      'on_task_completed.sh:1: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required, sandbox, sandbox-write, env, run-as)',
+      'on_task_completed.sh:1: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required, sandbox, sandbox-write, env, run-as, contract)',
     ],
     [
       "# pi-teams-hooks: timeout=soon",

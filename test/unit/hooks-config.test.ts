@@ -169,6 +169,31 @@ describe("limits outside their range are capped, the rest of the block stays", (
   });
 });
 
+describe("a handler's timeoutMs outside its range is capped, as the limits are", () => {
+  it.each<[string, unknown, number, string]>([
+    ["under a second", 999, 1_000, "999 is below its floor of 1000 — capped to 1000"],
+    ["over five minutes", 300_001, 300_000, "300001 is above its ceiling of 300000 — capped to 300000"],
+    ["over five minutes, as digits", "900000", 300_000, "900000 is above its ceiling of 300000 — capped to 300000"],
+  ])("%s", (_name, timeoutMs, value, said) => {
+    const ci = { name: "ci", events: ["task_completed"], url: "https://ci.example/gate", timeoutMs };
+    const settings = resolveSettings({
+      hooks: {
+        failureAction: "reopen",
+        handlers: [{ name: "audit", events: ["idle"], url: "https://a.example/" }, ci],
+      },
+      noBlock: null,
+      file: "/t/config.json",
+      env: {},
+    });
+    expect(settings.block.valid).toBe(true);
+    expect(settings.values.failureAction).toBe("reopen");
+    expect(settings.handlers.map((h) => h.timeoutMs)).toEqual([10_000, value]);
+    expect(settings.warnings).toEqual([
+      `/t/config.json: hooks.handlers.1.timeoutMs: ${said}; the rest of the "hooks" block stays in force`,
+    ]);
+  });
+});
+
 describe("resolveSettings: what the leader, doctor and policy get all apply", () => {
   const FILE = "/t/config.json";
   const settings = (input: Partial<SettingsInput>) =>
@@ -480,8 +505,12 @@ describe("hooks.handlers, hooks.templates and hooks.deferTimeoutMs, validated wi
       { handlers: [{ ...ci, secretHeaders: { Authorization: "1TOKEN" } }] },
       /must be an environment variable name/,
     ],
-    ["a timeout under a second", { handlers: [{ ...ci, timeoutMs: 999 }] }, /hooks\.handlers\.0\.timeoutMs/],
-    ["a timeout over five minutes", { handlers: [{ ...ci, timeoutMs: 300_001 }] }, /hooks\.handlers\.0\.timeoutMs/],
+    [
+      "a timeout in words (a timeout out of range is capped instead)",
+      { handlers: [{ ...ci, timeoutMs: "soon" }] },
+      /hooks\.handlers\.0\.timeoutMs/,
+    ],
+    ["a timeout that is no whole number", { handlers: [{ ...ci, timeoutMs: 1.5 }] }, /hooks\.handlers\.0\.timeoutMs/],
     ["an unknown handler key", { handlers: [{ ...ci, retries: 3 }] }, /hooks\.handlers\.0/],
     [
       "a placeholder naming no parameter",

@@ -159,7 +159,9 @@ describe("the idle notification an event came from", () => {
   const withNote = buildContextDocument({ ...invocation, event: "task_failed", notification: note });
 
   it("is added after the task, whole, only when there is one", () => {
-    expect(Object.keys(withNote)).toEqual([...Object.keys(full), "notification"]);
+    // Before the work's story (additive, last of the event's own keys).
+    const v1 = Object.keys(full).filter((k) => k !== "work");
+    expect(Object.keys(withNote)).toEqual([...v1, "notification", "work"]);
     expect(withNote.notification).toEqual(note);
     expect(Object.hasOwn(full, "notification")).toBe(false);
     expect(ContextDocumentSchema.safeParse(withNote).success).toBe(true);

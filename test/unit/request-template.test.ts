@@ -103,7 +103,7 @@ describe("checking a body template", () => {
     [
       "a misspelt run value",
       { a: ["x", "{{runid}}"] },
-      'a.1: handler "ci": {{runid}} names no field of the context document (task.id, task.subject, task.description, task.owner, task.status, task.blockedBy, task.blocks, task.metadata, task.createdAt, task.updatedAt, task.metadata.<key>, notification, or an identity field: version, event, team, team.id, team.dir, team.taskListId, team.style, member, timestamp); the other placeholders are runId, eventKey, attempt and secret.<VARIABLE>',
+      'a.1: handler "ci": {{runid}} names no field of the context document (task.id, task.subject, task.description, task.owner, task.status, task.blockedBy, task.blocks, task.metadata, task.createdAt, task.updatedAt, task.metadata.<key>, notification, work, work.<field>, or an identity field: version, event, team, team.id, team.dir, team.taskListId, team.style, member, timestamp); the other placeholders are runId, eventKey, attempt and secret.<VARIABLE>',
     ],
     ["an empty placeholder", { a: "{{ }}" }, 'a: handler "ci": {{ }} is empty'],
     [

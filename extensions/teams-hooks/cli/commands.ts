@@ -188,11 +188,11 @@ const RUN: CommandSpec = {
   exit: [
     {
       code: 0,
-      when: "the gate passed, or there is no hook for the event (a file skipped as not executable is then listed)",
+      when: "the gate passed, or there is no hook for the event (a file skipped as not executable is then listed), or an idle hook failed: idle is observe-only, so its failure is reported (the line says failed, and a note that nothing is enforced) but stops nothing",
     },
     {
       code: 1,
-      when: "the gate failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or insecure), or --apply-policy could not write the policy",
+      when: "the gate of a task event failed or timed out (or, without --apply-policy, could not start or was refused as untrusted or insecure), or --apply-policy could not write the policy",
     },
     {
       code: 2,
@@ -212,6 +212,7 @@ const DECIDE: CommandSpec = {
   description: [
     `Settle a held gate: a gate that answered {"decision":"defer"} (a file hook, or an HTTP handler with 202), or an HTTP handler with answer "held" that handed the gate to a CI engine, for a task event. <run id> is the run id of the run that deferred: the "(run …)" of the leader's event line, the held: line of run --apply-policy, the deferral's file name in <team dir>/hook-state/deferrals/, the X-Pi-Teams-Hook-Run-Id (or {{runId}}) an HTTP handler was sent; or its first characters (at least 4, like the id column of logs) when they name one held run (several: they are listed, exit 2). The failure policy then applies exactly as for a pass (allow) or a failure (deny, with the code, reason and message given), logged as a second hook log that names the deferred run. The task API's decision route does the same.`,
     "A running leader applies it (this command waits up to 10 s to say so); with no leader running, this command applies it itself, holding the leader lock for that moment.",
+    "Either way it is applied under the settings in force when the gate held the event (the failure policy, the failure mode, the timeout, hooks.confidential, hooks.reassignOnReopen), stamped into the deferral then, whatever config.json or the flags say now; the output says so, and which of them changed since.",
     "A decision by hand is a person's, as an approval of `trust` is: at a terminal it shows what is held and asks ([y/N]); without one it needs --yes. Its output and a note to the lead's inbox say which, and who decided (--by). Names that start with api: are refused: they are the task API's keys, set by serve for a decision made with that key.",
   ],
   groups: [
@@ -243,7 +244,7 @@ const DECIDE: CommandSpec = {
     },
     {
       title:
-        'Failure policy, applied when no leader runs (flag > config.json "hooks" > environment > default; a running leader applies its own)',
+        'Failure policy of a deferral held before its settings were stamped, applied when no leader runs (flag > config.json "hooks" > environment > default; a running leader applies its own)',
       rows: [FAILURE_ACTION, MAX_REOPENS, FOLLOWUP_OWNER],
     },
     {
@@ -252,7 +253,7 @@ const DECIDE: CommandSpec = {
         {
           name: "json",
           type: "boolean",
-          help: "print the answer as one JSON object: runId, decidedHow (at a terminal, or without a terminal (--yes)), kind (applied, recorded, conflict, expired, invalid, unknown) and what goes with it (deferral, actions, logFile, existing, expiresAt, problem)",
+          help: "print the answer as one JSON object: runId, decidedHow (at a terminal, or without a terminal (--yes)), kind (applied, recorded, conflict, expired, invalid, unknown) and what goes with it (deferral, actions, logFile, appliedUnder, existing, expiresAt, problem)",
         },
       ],
     },
@@ -436,7 +437,7 @@ const DOCTOR: CommandSpec = {
     { code: 0, when: "no errors (warnings allowed)" },
     {
       code: 1,
-      when: "something would stop a gate from running (a hook that cannot start, a hook file skipped with nothing else to run for its event, a settings line that cannot be read, a handler changed since it was trusted, a $PI_TEAMS_HOOKS_DIR that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be read)",
+      when: "something would stop a gate from running (a hook that cannot start, a hook file skipped with nothing else to run for its event, a settings line that cannot be read, a gate or handler new or changed since it was trusted or trusted and gone (its events are held until the lead approves), an event the leader holds (hook-state/holds.json), a $PI_TEAMS_HOOKS_DIR that is missing, a team dir that cannot be read or written, a task list or inbox that cannot be read)",
     },
     { code: 2, when: "usage error, or a team dir or --hooks-dir that is not there" },
   ],

@@ -17,7 +17,7 @@ import {
   warnBeforeRunning,
 } from "./io.js";
 import { HooksError, unreachable } from "../contract/errors.js";
-import { type DecisionInput, decideDeferral, decisionProblem } from "../held/decision.js";
+import { type DecisionInput, appliedUnderText, decideDeferral, decisionProblem } from "../held/decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../held/deferral.js";
 import { checkDeferral, ledgerHoldOf } from "../held/deferral-check.js";
 import { noteToLead } from "../trust/trust-command.js";
@@ -155,14 +155,23 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
         `  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`,
       );
     else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
+    if (observeOnlyFailure(event, outcome.counted))
+      io.stdout(`  ${event} is observe-only: the failure is reported and logged, nothing is enforced (exit 0)\n`);
   }
   if (outcome.policyApplied === false) return 1;
+  // idle enforces nothing: its hook's failure is said (above, and in the log), and the command succeeds.
+  if (observeOnlyFailure(event, outcome.counted)) return 0;
   // 3: held (the gate answered defer): neither a pass nor a failure yet.
   return outcome.counted === "deferred" || outcome.counted === "held"
     ? 3
     : outcome.counted === null || outcome.counted === "passed"
       ? 0
       : 1;
+}
+
+/** A failure of an event whose gate enforces nothing (idle: a failure is only reported). */
+function observeOnlyFailure(event: HookEventName, counted: InvokeOutcome["counted"]): boolean {
+  return !isTaskEvent(event) && counted === "failed";
 }
 
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */
@@ -310,6 +319,8 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       if (!v.json) {
         io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} recorded for run ${runId}`);
         io.stdout(answer.problem ? "; not applied yet\n" : "; the running leader applies it\n");
+        if (d.settings)
+          io.stdout(`  it is applied under the settings in force when its gate held it (${d.deferredAt})\n`);
         io.stdout(`  decided by ${by}, ${how}\n`);
       }
       if (answer.problem)
@@ -324,7 +335,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
         answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
       if (!v.json)
         io.stdout(
-          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
+          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.appliedUnder ? `  applied ${appliedUnderText(answer.appliedUnder)}\n` : ""}${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
         );
       return 0;
     }

@@ -8,6 +8,7 @@
 import { withoutGateNote } from "./gate-note.js";
 import { z } from "zod";
 import { IdleNotificationSchema, MetadataSchema, type Task, TaskSchema } from "./team-files.js";
+import { WorkSchema, workOf } from "./work.js";
 
 /** Raised only for breaking changes: see docs/hook-contract.md, "Compatibility". */
 export const HOOK_CONTRACT_VERSION = 1 as const;
@@ -63,7 +64,14 @@ export function stopsAtDenial(event: HookEventName): boolean {
 }
 
 /** Limits of the context document (characters, entries). Lowering one needs contract version 2. */
-export const CONTEXT_LIMITS = Object.freeze({ subject: 1_000, description: 8_000, links: 200, failureReason: 8_000 });
+export const CONTEXT_LIMITS = Object.freeze({
+  subject: 1_000,
+  description: 8_000,
+  links: 200,
+  failureReason: 8_000,
+  /** `work.summary` and `work.error` (additive, still v1). */
+  workText: 8_000,
+});
 
 /** The mark left where text was cut (U+2026). */
 export const ELLIPSIS = "\u2026";
@@ -117,6 +125,11 @@ export const ContextDocumentSchema = z.object({
    */
   notification: IdleNotificationSchema.optional(),
   /**
+   * Additive, still v1, on every task event whose task was read (contract/work.ts): what made the task,
+   * its API parameters, and the worker's result summary and error.
+   */
+  work: WorkSchema.optional(),
+  /**
    * Additive, still v1, and only when it applies (contract/projection.ts): the fields this hook is
    * shown (config.json `hooks.projection`); every other task field holds its empty value.
    */
@@ -145,11 +158,6 @@ function isHighSurrogate(code: number): boolean {
   return code >= 0xd800 && code <= 0xdbff;
 }
 
-/**
- * Builds the v1 context document. Keys are written in contract order; absent values are `null`.
- * `notification` is added only when the event came from one, so every other document is the v1
- * document byte for byte.
- */
 /**
  * The mark in the name of a private copy of a gate that a release before the run folders wrote beside the
  * gate (`.<name without extension>.pi-run-<run id><extension>`): such a leftover is never taken for a gate.
@@ -194,6 +202,11 @@ export function workDescription(task: Pick<Task, "description" | "metadata">): s
   return out.join("\n");
 }
 
+/**
+ * Builds the v1 context document. Keys are written in contract order; absent values are `null`.
+ * `notification` is added only when the event came from one, and `work` (additive) when the event has
+ * a task: every key of the first v1 document keeps its place and its value.
+ */
 export function buildContextDocument(invocation: HookInvocation): ContextDocument {
   const task = invocation.completedTask;
   const doc: ContextDocument = {
@@ -228,5 +241,6 @@ export function buildContextDocument(invocation: HookInvocation): ContextDocumen
       typeof note.failureReason === "string"
         ? { ...note, failureReason: truncateText(note.failureReason, CONTEXT_LIMITS.failureReason) }
         : note;
+  if (task) doc.work = workOf(task, note, (value) => truncateText(value, CONTEXT_LIMITS.workText));
   return doc;
 }

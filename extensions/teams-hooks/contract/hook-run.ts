@@ -351,16 +351,17 @@ export function utf8Length(value: string): number {
 
 /**
  * The context JSON for the environment: `full` when it fits, else a copy of `doc` whose largest
- * metadata strings are cut (each ending in `…`) until it does. If metadata strings cannot make it fit,
- * the metadata is replaced by `{}`, and then the task's other strings are cut the same way.
+ * metadata strings (and the work's: its parameters, summary, error) are cut (each ending in `…`) until it
+ * does. If those cannot make it fit, the metadata and the work's parameters are replaced by `{}`, and then the task's other strings are cut the same way.
  */
 function fitContextJson(doc: ContextDocument, full: string, maxBytes: number): string {
   if (utf8Length(full) <= maxBytes) return full;
   if (!doc.task) return capBytes(full, maxBytes); // team names alone: cannot happen with sane dirs
   const copy = structuredClone(doc) as ContextDocument & { task: NonNullable<ContextDocument["task"]> };
-  let json = shrinkStrings(copy, collectStrings(copy.task.metadata), maxBytes);
+  let json = shrinkStrings(copy, [...collectStrings(copy.task.metadata), ...collectStrings(copy.work)], maxBytes);
   if (utf8Length(json) <= maxBytes) return json;
   copy.task.metadata = {};
+  if (copy.work) copy.work = { ...copy.work, parameters: copy.work.parameters === null ? null : {} };
   json = JSON.stringify(copy);
   if (utf8Length(json) <= maxBytes) return json;
   json = shrinkStrings(copy, collectStrings(copy.task), maxBytes);

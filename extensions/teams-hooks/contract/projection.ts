@@ -9,13 +9,15 @@
  * value: `""` for a string, `null` for `owner`, `[]` for a list, `{}` for `metadata` (which holds
  * only the metadata keys projected). `notification` (the idle notification the event came from) is
  * kept only when the projection names it, and a confidential view keeps only its identity and
- * lifecycle fields (never the worker's `failureReason`, which is content). Two keys are added at the
- * end, each only when it applies: `projection` (the fields shown, as configured) and
+ * lifecycle fields (never the worker's `failureReason`, which is content); `work` (additive) likewise
+ * only when the projection names it or a field of it, a confidential view keeping only `createdBy`. Two
+ * keys are added at the end, each only when it applies: `projection` (the fields shown, as configured) and
  * `confidential: true`. A document with neither is the v1 document byte for byte.
  */
 import { createHash } from "node:crypto";
 import type { ContextDocument, HookInvocation } from "./contract.js";
 import type { IdleNotification, Task } from "./team-files.js";
+import { WORK_FIELDS, type Work, type WorkField } from "./work.js";
 
 /** The task fields of the context document, in contract order. */
 export const CONTEXT_TASK_FIELDS = [
@@ -52,6 +54,36 @@ const TASK_FIELDS: ReadonlySet<string> = new Set(CONTEXT_TASK_FIELDS);
  */
 export const NOTIFICATION_PATH = "notification";
 
+/** The projection path that shows the work's story (contract/work.ts) whole; `work.<field>` shows one of its fields. */
+export const WORK_PATH = "work";
+
+/** The work's fields that are content: a confidential view leaves them out (`null`); `createdBy` is identity. */
+const WORK_CONTENT: ReadonlySet<WorkField> = new Set(["parameters", "summary", "error"]);
+
+/**
+ * The work a view shows, or undefined: a projection must name `work` or one of its fields (the others are
+ * `null`); a confidential view keeps who made the task, never its parameters, result or error.
+ */
+function shownWork(work: Work | undefined, view: ContextView): Work | undefined {
+  if (!work) return undefined;
+  const named =
+    view.projection === null
+      ? new Set<string>(WORK_FIELDS)
+      : new Set(
+          view.projection.flatMap((p) =>
+            p === WORK_PATH ? [...WORK_FIELDS] : p.startsWith(`${WORK_PATH}.`) ? [p.slice(WORK_PATH.length + 1)] : [],
+          ),
+        );
+  if (named.size === 0) return undefined;
+  const shows = (field: WorkField): boolean => named.has(field) && !(view.confidential && WORK_CONTENT.has(field));
+  return {
+    createdBy: shows("createdBy") ? work.createdBy : null,
+    parameters: shows("parameters") ? work.parameters : null,
+    summary: shows("summary") ? work.summary : null,
+    error: shows("error") ? work.error : null,
+  };
+}
+
 /** The notification fields a confidential view keeps: who sent it, when, and which task ended how. */
 const NOTIFICATION_LIFECYCLE = ["type", "from", "timestamp", "completedTaskId", "completedStatus"] as const;
 
@@ -73,12 +105,18 @@ function shownNotification(note: IdleNotification | undefined, view: ContextView
  * JSON object, so any key of it is a field).
  */
 export function projectionPathProblem(path: string): string | null {
-  if (IDENTITY_PATHS.includes(path) || path === "task" || path === NOTIFICATION_PATH) return null;
+  if (IDENTITY_PATHS.includes(path) || path === "task" || path === NOTIFICATION_PATH || path === WORK_PATH) return null;
+  if (path.startsWith(`${WORK_PATH}.`)) {
+    const field = path.slice(WORK_PATH.length + 1);
+    return (WORK_FIELDS as readonly string[]).includes(field)
+      ? null
+      : `names no field of the work (${WORK_PATH}.${WORK_FIELDS.join(`, ${WORK_PATH}.`)})`;
+  }
   const segments = path.split(".");
   if (segments.some((s) => s === "")) return "is not a dotted path (no empty parts: task.metadata.files)";
   const [root, field, ...deeper] = segments;
   if (root !== "task" || field === undefined || !TASK_FIELDS.has(field)) {
-    return `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, task.metadata.<key>, ${NOTIFICATION_PATH}, or an identity field: ${IDENTITY_PATHS.join(", ")})`;
+    return `names no field of the context document (task.${CONTEXT_TASK_FIELDS.join(", task.")}, task.metadata.<key>, ${NOTIFICATION_PATH}, ${WORK_PATH}, ${WORK_PATH}.<field>, or an identity field: ${IDENTITY_PATHS.join(", ")})`;
   }
   if (deeper.length > 0 && field !== "metadata")
     return `task.${field} has no fields of its own (only task.metadata.<key> goes deeper)`;
@@ -180,6 +218,8 @@ export function viewDocument(doc: ContextDocument, view: ContextView): ContextDo
   };
   const note = shownNotification(doc.notification, view);
   if (note) out.notification = note;
+  const work = shownWork(doc.work, view);
+  if (work) out.work = work;
   if (view.projection !== null) out.projection = [...new Set(view.projection)];
   if (view.confidential) out.confidential = true;
   return out;

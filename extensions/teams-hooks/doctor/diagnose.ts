@@ -30,6 +30,8 @@ import { readAllTasks } from "../team/tasks.js";
 import { loadTeamConfig, type LoadedTeamConfig } from "../team/config.js";
 import { checkChainTrust } from "../trust/trust.js";
 import { readTrustInForce } from "../trust/trust-store.js";
+import { readHolds } from "../trust/holds-file.js";
+import { isHandlerGate } from "../gates/chain.js";
 import { diagnoseHandlers } from "./handlers.js";
 import { diagnosePrivacy } from "./privacy.js";
 import { diagnoseAccess, type AccessReport } from "./access.js";
@@ -127,6 +129,8 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       if (hook.kind === "http" && found) hook.handler = found;
     }
     report.chain.checks.push(...handlers.checks);
+    // A file gate that will not run as it is (handlers are said by doctor/handlers.ts): an error, as for the leader.
+    report.chain.checks.push(...untrustedFileGates(checked?.problems ?? [], teamDir));
     report.chain.checks.push(...sandboxChecks(event, chain, policy.sandbox.value));
     for (const d of checked?.dropped ?? []) {
       const why = `optional (required=false in the trusted gate), so ${event} runs without it; no approval needed`;
@@ -149,6 +153,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
     });
   }
   const locks = team.ok ? await diagnoseLocks(teamDir, input.now ?? Date.now()) : { found: [], checks: [] };
+  if (team.ok) team.checks.push(...(await heldEventChecks(teamDir)));
   const leader = team.ok ? await leaderStatus(teamDir, input.now ?? Date.now()) : null;
   if (leader)
     team.checks.push({
@@ -205,6 +210,55 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
  * The warnings and errors of one section of the report as problems: a check's own kind when it has
  * one, else the section's; its path, else the file or field it names, else "".
  */
+/**
+ * The file gates of an event that will not run as they are: new or changed since they were trusted
+ * (`untrusted_hook`), or trusted and gone or not executable (`gate_missing`). Insecure gates are said by
+ * the access checks.
+ */
+function untrustedFileGates(
+  problems: readonly { kind: string; path: string; reason: string }[],
+  teamDir: string,
+): Check[] {
+  const approve = (gate: string): string => `pi-teams-hooks trust --team-dir ${teamDir} ${gate}`;
+  return problems
+    .filter((p) => !isHandlerGate(p.path) && p.kind !== "insecure_hook")
+    .map((p) =>
+      p.kind === "untrusted_hook"
+        ? {
+            level: "error" as const,
+            message: `${p.reason}: it does not run, and its events are held (untrusted_hook) until the team lead approves it: ${approve(p.path)}`,
+            file: p.path,
+            kind: "gate_untrusted" as const,
+            path: p.path,
+          }
+        : {
+            level: "error" as const,
+            message: `${p.reason}: its events are held (${p.kind}) until the team lead approves: ${approve(p.path)}`,
+            file: p.path,
+            kind: "gate_missing" as const,
+            path: p.path,
+          },
+    );
+}
+
+/** The events the leader last said it holds (hook-state/holds.json): each a gate that did not judge the work. */
+async function heldEventChecks(teamDir: string): Promise<Check[]> {
+  const { holds, problem } = await readHolds(teamDir);
+  const checks: Check[] = holds.map((h) => {
+    const what = `${h.event}${h.taskId ? ` #${h.taskId}` : ""}${h.hook ? ` ${h.hook}` : ""}`;
+    return {
+      level: "error",
+      message: `held since ${h.since}: ${what} did not run its gate (${h.kind ?? h.cause}): ${h.reason}`,
+      kind:
+        h.kind === "untrusted_hook" ? "gate_untrusted" : h.kind === "gate_missing" ? "gate_missing" : "gate_unusable",
+      path: h.hook ?? h.key,
+    };
+  });
+  if (problem)
+    checks.push({ level: "warn", message: `the leader's list of held events: ${problem}`, kind: "team_files" });
+  return checks;
+}
+
 function problemsOf(checks: readonly Check[], section: ProblemKind): Problem[] {
   return checks
     .filter((c) => c.level === "warn" || c.level === "error")

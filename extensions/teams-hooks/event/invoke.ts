@@ -22,6 +22,7 @@
  * hooks did is fixed once they have run (`Ran`, frozen); settling it is a series of steps, each giving
  * the next `Progress`, so a step that failed is tried again from the progress before it.
  */
+import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { type HookEventName, type HookInvocation, isTaskEvent } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
@@ -30,7 +31,7 @@ import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "..
 import { type HookTrigger, planHookLogFile, writeHookLog } from "../logs/hook-log.js";
 import type { FailureMode } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { type DeferralRecord, heldRecord, writeDeferral } from "../held/deferral.js";
+import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "../held/deferral.js";
 import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "./remediate.js";
@@ -184,7 +185,10 @@ export interface PendingStep {
   abandon(): Promise<InvokeOutcome>;
 }
 
-export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
+export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> {
+  // One dispatch, one id: its hooks run as `<id>`, `<id>.2`, `<id>.3`… whoever fired it (the leader
+  // gives its own, for its ledger; a hand run gets one here).
+  const req: InvokeRequest = given.runId ? given : { ...given, runId: randomUUID() };
   const { identity, settings } = req.setup;
   const now = req.now ?? (() => new Date());
   const mode = settings.failureModes[req.event].value;
@@ -294,6 +298,8 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
             deferTimeoutMs: settings.deferTimeoutMs.value,
             logFile: decidingLog,
             patches: chainPatches(runs),
+            // What the decision will be applied under, whatever config.json says by then.
+            settings: heldSettingsOf(settings, req.event),
           })
         : null,
   });

@@ -37,7 +37,11 @@ import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../te
 import {
   type DeferralDecision,
   type DeferralRecord,
+  type HeldSettings,
   deferralFile,
+  HELD_SETTING_NAMES,
+  heldSettingsChanged,
+  heldSettingsOf,
   isRunId,
   readDeferral,
   sameDecision,
@@ -69,7 +73,38 @@ export type DecideResult =
   | { kind: "invalid"; problem: string } // bad code/reason/message       → 400
   /** A running leader applies it (or, `problem`: applying failed here, and the next applier tries again). → 202 */
   | { kind: "recorded"; deferral: DeferralRecord; problem?: string }
-  | { kind: "applied"; deferral: DeferralRecord; actions: string[]; logFile: string | null }; // applied now → 200
+  | {
+      kind: "applied";
+      deferral: DeferralRecord;
+      actions: string[];
+      logFile: string | null;
+      /** The settings it was applied under: those in force when the gate held it (AppliedUnder). */
+      appliedUnder?: AppliedUnder;
+    }; // applied now → 200
+
+/**
+ * What a decision was applied under: the settings stamped when its gate held the event (`held`), or,
+ * for a deferral held before they were stamped, those in force when it was applied (`now`); `changed`
+ * names each stamped setting that differs from what is in force now (`failureAction reopen (now warn)`).
+ */
+export interface AppliedUnder {
+  from: "held" | "now";
+  heldAt: string;
+  settings: HeldSettings;
+  changed: string[];
+}
+
+/**
+ * What a decision was applied under, in words: `under the settings in force when its gate held it
+ * (2026-…): failureAction reopen, …; changed since: confidential true (now false)`.
+ */
+export function appliedUnderText(under: AppliedUnder): string {
+  const values = HELD_SETTING_NAMES.map((name) => `${name} ${String(under.settings[name])}`).join(", ");
+  if (under.from === "now")
+    return `under the settings in force now (held at ${under.heldAt}, before a deferral kept its own): ${values}`;
+  const changed = under.changed.length > 0 ? `; changed since: ${under.changed.join(", ")}` : "; unchanged since";
+  return `under the settings in force when its gate held it (${under.heldAt}): ${values}${changed}`;
+}
 
 /** Who `expired` decisions are by. */
 export const EXPIRY_BY = "pi-teams-hooks";
@@ -110,6 +145,7 @@ export type Application =
       waitedMs: number;
       already: boolean;
       remembered?: Remembered;
+      appliedUnder: AppliedUnder;
     }
   /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
   | { kind: "pending"; record: DeferralRecord | null; error: string }
@@ -244,7 +280,13 @@ async function settle(
           ...(opts.reference ? { reference: opts.reference } : {}),
         });
         if (applied.kind === "applied")
-          return { kind: "applied", deferral: applied.record, actions: applied.actions, logFile: applied.logFile };
+          return {
+            kind: "applied",
+            deferral: applied.record,
+            actions: applied.actions,
+            logFile: applied.logFile,
+            appliedUnder: applied.appliedUnder,
+          };
         if (applied.kind === "pending")
           return { kind: "recorded", deferral: applied.record ?? record, problem: applied.error };
         return { kind: "unknown" }; // removed meanwhile by someone
@@ -349,6 +391,22 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
   const decision = again?.decision;
   if (!again || !decision) return { kind: "undecided" };
   const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
+  // The settings in force when the gate held the event, whatever config.json says now; a deferral
+  // held before they were stamped has only those in force now.
+  const current = heldSettingsOf(settings, record.event);
+  const stamped = record.settings;
+  const under = stamped ?? current;
+  const appliedUnder: AppliedUnder = {
+    from: stamped ? "held" : "now",
+    heldAt: record.deferredAt,
+    settings: under,
+    changed: stamped ? heldSettingsChanged(stamped, current) : [],
+  };
+  const policy = {
+    failureAction: under.failureAction,
+    maxReopensPerTask: under.maxReopensPerTask,
+    followupOwner: under.followupOwner,
+  };
   if (record.applied) {
     return {
       kind: "applied",
@@ -359,6 +417,7 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
       logFile: record.applied.logFile,
       waitedMs,
       already: true,
+      appliedUnder,
     };
   }
   // A decider without this environment (serve, decide in another shell) kept what only it redacts: rewritten so.
@@ -410,7 +469,7 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
     ...decisionResult(record, decision, applying.runId),
     redactions: (decision.redactions ?? 0) + again.count,
   };
-  const mode = settings.failureModes[record.event].value;
+  const mode = under.failureMode;
 
   let summary: string;
   let actions: string[];
@@ -441,7 +500,7 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
         // The held chain's patches are written only if the decision allows it (event/patches.ts).
         ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
         ...(apply.memory ? { memory: apply.memory } : {}),
-        maxBudget: settings.values.maxReopensPerTask,
+        maxBudget: policy.maxReopensPerTask,
       },
       (fresh, tree) =>
         decide({
@@ -450,12 +509,12 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
           taskId: record.taskId,
           result,
           task: fresh,
-          policy: settings.values,
+          policy,
           hookName: record.hook.gate,
           member: record.member,
           leadName: identity.leadName,
           now: applying.at,
-          timeoutMs: settings.timeoutMs.value,
+          timeoutMs: under.timeoutMs,
           failureMode: mode,
           logFile: applying.logFile,
           decision: {
@@ -467,7 +526,7 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
           },
           budget: tree.budget,
           round: apply.memory?.round(record.taskId),
-          reassign: settings.reassignOnReopen.value,
+          reassign: under.reassignOnReopen,
         }),
     );
     remembered = done.remembered;
@@ -479,12 +538,12 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
       logFile = await writeHookLog(
         teamDir,
         {
-          invocation: settings.confidential.value ? confidentialInvocation(invocation) : invocation,
+          invocation: under.confidential ? confidentialInvocation(invocation) : invocation,
           result,
           key: record.key,
           startedAt: applying.at,
           trigger: await heldTrigger(record.logFile),
-          policy: policyRecordOf(settings.values, mode, done),
+          policy: policyRecordOf(policy, mode, done),
           decision: {
             deferredRunId: record.runId,
             deferredLog: record.logFile,
@@ -494,6 +553,8 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
             at: decision.at,
             waitedMs,
             ...patchNote(done.patch, record),
+            // Said in the log: what the decision was applied under, and what has changed since.
+            appliedUnder,
           },
         },
         { file: applying.logFile },
@@ -521,6 +582,7 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
     waitedMs,
     already: false,
     ...(remembered ? { remembered } : {}),
+    appliedUnder,
   };
 }
 

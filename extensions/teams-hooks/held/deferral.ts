@@ -27,6 +27,8 @@ import { gateName, type ChainHook } from "../gates/chain.js";
 import { mkdirUnder, readJsonFile, writeJsonAtomic, type ReadResult } from "../team/json-file.js";
 import { withLock } from "../team/lock.js";
 import { isTempOrLock, leaderStateDir, sanitizeName } from "../team/paths.js";
+import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
+import { FAILURE_MODES, type TeamSettings } from "../settings/hooks-config.js";
 
 export const DEFERRAL_DECISIONS = ["allow", "deny", "expired"] as const;
 
@@ -43,6 +45,59 @@ export const DeferralDecisionSchema = z.looseObject({
   redactions: z.number().int().nonnegative().optional(),
 });
 export type DeferralDecision = z.infer<typeof DeferralDecisionSchema>;
+
+/**
+ * The settings a decision is applied under: those in force when the gate held the event, stamped into
+ * the deferral (and its log) then, so that a policy or a confidentiality changed while it waits does not
+ * change what its decision does or keeps.
+ */
+export const HeldSettingsSchema = z.looseObject({
+  failureAction: z.enum(FAILURE_ACTIONS),
+  maxReopensPerTask: z.number().int().nonnegative(),
+  followupOwner: z.enum(FOLLOWUP_OWNERS),
+  /** The held event's failure mode (`hooks.failureMode`). */
+  failureMode: z.enum(FAILURE_MODES),
+  /** The run timeout, quoted by a failure summary. */
+  timeoutMs: z.number().int().positive(),
+  /** `hooks.confidential`: the decision's log keeps no task content. */
+  confidential: z.boolean(),
+  reassignOnReopen: z.boolean(),
+});
+export type HeldSettings = z.infer<typeof HeldSettingsSchema>;
+
+/** The held settings in the order they are said. */
+export const HELD_SETTING_NAMES = [
+  "failureAction",
+  "maxReopensPerTask",
+  "followupOwner",
+  "failureMode",
+  "timeoutMs",
+  "confidential",
+  "reassignOnReopen",
+] as const satisfies ReadonlyArray<keyof HeldSettings>;
+
+/** The settings in force for `event`, as a deferral stamps them. */
+export function heldSettingsOf(
+  settings: Pick<TeamSettings, "values" | "failureModes" | "timeoutMs" | "confidential" | "reassignOnReopen">,
+  event: HookEventName,
+): HeldSettings {
+  return {
+    failureAction: settings.values.failureAction,
+    maxReopensPerTask: settings.values.maxReopensPerTask,
+    followupOwner: settings.values.followupOwner,
+    failureMode: settings.failureModes[event].value,
+    timeoutMs: settings.timeoutMs.value,
+    confidential: settings.confidential.value,
+    reassignOnReopen: settings.reassignOnReopen.value,
+  };
+}
+
+/** The held settings whose value is not the one in force now: `failureAction reopen (now warn)`. */
+export function heldSettingsChanged(held: HeldSettings, now: HeldSettings): string[] {
+  return HELD_SETTING_NAMES.filter((name) => held[name] !== now[name]).map(
+    (name) => `${name} ${String(held[name])} (now ${String(now[name])})`,
+  );
+}
 
 export const DeferralRecordSchema = z.looseObject({
   version: z.literal(1),
@@ -74,6 +129,8 @@ export const DeferralRecordSchema = z.looseObject({
   expiresAt: z.string(),
   /** The held run's log (its name was chosen before it was written). */
   logFile: z.string().nullable(),
+  /** The settings in force when the gate held the event; absent in a deferral held before they were stamped. */
+  settings: HeldSettingsSchema.optional(),
   decision: DeferralDecisionSchema.optional(),
   /** The application under way: its time (the policy's), the decision log's run id and file. */
   applying: z.looseObject({ at: z.string(), runId: z.string(), logFile: z.string() }).optional(),
@@ -109,6 +166,7 @@ export const DEFERRAL_HELD_FIELDS = [
   "expiresAt",
   "logFile",
   "patches",
+  "settings",
 ] as const satisfies ReadonlyArray<keyof DeferralRecord>;
 
 export function deferralsDir(teamDir: string): string {
@@ -228,6 +286,8 @@ export function heldRecord(input: {
   logFile: string;
   /** The chain's kept patches, in order. */
   patches?: readonly Record<string, unknown>[];
+  /** The settings in force now, when the gate holds the event (`heldSettingsOf`). */
+  settings: HeldSettings;
 }): DeferralRecord {
   const { result, hook } = input;
   const verdict = result.verdict;
@@ -258,6 +318,7 @@ export function heldRecord(input: {
     expiresAt: new Date(Date.parse(input.deferredAt) + input.deferTimeoutMs).toISOString(),
     logFile: input.logFile,
     ...(input.patches && input.patches.length > 0 ? { patches: [...input.patches] } : {}),
+    settings: { ...input.settings },
   };
 }
 

@@ -26,7 +26,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
-import { type ApplySettings, EXPIRY_BY, applyDecision } from "./decision.js";
+import { type ApplySettings, EXPIRY_BY, applyDecision, appliedUnderText } from "./decision.js";
 import { settingsRedactor } from "../runner/redact.js";
 import {
   type DeferralRecord,
@@ -259,6 +259,10 @@ export class Deferrals {
     await this.#close(app.record);
     // Applied before (a look that read the file while this leader was writing it queued it twice): said once.
     if (app.already) return;
+    if (app.appliedUnder.changed.length > 0)
+      ctx.warn(
+        `${record.key}: the decision on deferred run ${record.runId} was applied ${appliedUnderText(app.appliedUnder)}`,
+      );
     const decision = app.record.decision;
     ctx.opts.report({
       kind: "event",

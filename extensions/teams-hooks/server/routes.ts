@@ -37,7 +37,8 @@ import type { LoadedTeamConfig } from "../team/config.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
-import { createdByOf, decidingRunOf } from "./task-status.js";
+import { decidingRunOf } from "./task-status.js";
+import { createdByOf } from "../contract/work.js";
 import { gatesView, runsPage } from "./team-views.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import type { KeyInfo, KeyStore, Scope } from "./keys.js";
@@ -266,7 +267,11 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
           taskId: result.deferral.taskId,
           decision: decision?.decision ?? null,
           state: "recorded",
-          message: result.problem ?? "recorded; the team's leader applies it",
+          message:
+            result.problem ??
+            (result.deferral.settings
+              ? `recorded; the team's leader applies it under the settings in force when its gate held it (${result.deferral.deferredAt})`
+              : "recorded; the team's leader applies it"),
         },
       };
     }
@@ -280,6 +285,8 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
           decision: decision?.decision ?? null,
           state: "applied",
           actions: result.actions,
+          // The settings it was applied under (those in force when its gate held it), and what changed since.
+          ...(result.appliedUnder ? { appliedUnder: result.appliedUnder } : {}),
         },
       };
     }

@@ -1,6 +1,7 @@
 /**
  * What the status route adds to a task's lifecycle (docs/remote-gates.md, "Creating a task and
- * following it"): the run that decided its gate, and what created it. The deciding run is the log of
+ * following it"): the run that decided its gate (what created it is contract/work.ts `createdByOf`, as
+ * the context document says it). The deciding run is the log of
  * the task's last gated event (`metadata.qualityGateEventKey`) that carries the policy step: the
  * deciding gate of a chain, or the decision that settled a held gate (event/invoke.ts and
  * held/decision.ts write `policy` on that log alone). A confidential team's keeps its lifecycle:
@@ -28,12 +29,6 @@ export interface DecidingRun {
   /** `startedAt` plus the run's duration. */
   endedAt: string | null;
 }
-
-/** Who made the task: the task API (its template and key), the leader (a gate's follow-up), or the team. */
-export type CreatedBy =
-  | { kind: "api"; template: string | null; key: string | null }
-  | { kind: "followup"; sourceTaskId: string | null; hook: string | null; event: string | null }
-  | { kind: "worker" };
 
 /** The task's deciding run, or null when no gate has decided it (nothing in its metadata says one did). */
 export async function decidingRunOf(teamDir: string, task: Task, confidential: boolean): Promise<DecidingRun | null> {
@@ -71,22 +66,6 @@ export async function decidingRunOf(teamDir: string, task: Task, confidential: b
     startedAt,
     endedAt: result && Number.isFinite(started) ? endOf(started, result.durationMs) : null,
   };
-}
-
-/** What made the task, from what its metadata says: `taskApi` (the API), `qualityGateFollowupFor` (a follow-up). */
-export function createdByOf(task: Task): CreatedBy {
-  const meta = task.metadata ?? {};
-  const api = meta.taskApi;
-  if (api !== null && typeof api === "object" && !Array.isArray(api)) {
-    const fields = api as Record<string, unknown>;
-    return { kind: "api", template: text(fields.template), key: text(fields.key) };
-  }
-  if (text(meta.qualityGateFollowupFor) !== null) {
-    const sourceTaskId = text(meta.qualityGateSourceTaskId);
-    const hook = text(meta.qualityGateFollowupHook);
-    return { kind: "followup", sourceTaskId, hook, event: text(meta.qualityGateFollowupEvent) };
-  }
-  return { kind: "worker" };
 }
 
 /** When a run that started at `startedMs` and took `durationMs` ended, as ISO 8601 UTC. */

@@ -80,11 +80,19 @@ const handlerUrl = z.string().superRefine((value, ctx) => {
     });
 });
 
-function whole(min: number, max: number) {
-  return z
-    .union([z.number(), z.string().trim().regex(/^\d+$/, "expected a whole number").transform(Number)])
-    .pipe(z.number().int().min(min).max(max));
-}
+/** A handler's `timeoutMs` as written: a whole number (or a string of digits); `"lots"`, `1.5`, `true` are mistakes. */
+const handlerTimeout = z
+  .union([
+    z.number().int("expected a whole number of milliseconds"),
+    z
+      .string()
+      .trim()
+      .regex(/^-?\d+$/, "expected a whole number of milliseconds")
+      .transform(Number),
+  ])
+  .meta({
+    description: `milliseconds; a value outside ${HANDLER_TIMEOUT_MS.min}–${HANDLER_TIMEOUT_MS.max} is capped to that range, with a warning`,
+  });
 
 export const HandlerSchema = z
   .strictObject({
@@ -104,7 +112,11 @@ export const HandlerSchema = z
     secretHeaders: z.record(z.string(), envName).optional(),
     /** The environment variable holding the HMAC key of `X-Pi-Teams-Signature`. */
     signingSecretEnv: envName.optional(),
-    timeoutMs: whole(HANDLER_TIMEOUT_MS.min, HANDLER_TIMEOUT_MS.max).default(HANDLER_TIMEOUT_MS.default),
+    /**
+     * A whole number of milliseconds, in range or not: one outside HANDLER_TIMEOUT_MS is a request the
+     * settings cap (settings/hooks-config.ts `capLimits`), with a warning, as the limits are.
+     */
+    timeoutMs: handlerTimeout.default(HANDLER_TIMEOUT_MS.default),
     /** The request's method; POST when not given. */
     method: z.enum(HANDLER_METHODS).optional(),
     /**

@@ -38,6 +38,12 @@ export type MatcherKey = (typeof MATCHER_KEYS)[number];
  */
 export const SANDBOX_MODES = ["auto", "required", "off"] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
+/**
+ * The hook contract versions a gate may ask for with `contract=` (docs/hook-contract.md, "The life of a
+ * version"): version 1 only, today; the key is read so that a gate written for a later version is
+ * refused (and held) rather than handed a document it did not ask for.
+ */
+export const SUPPORTED_CONTRACT_VERSIONS = [1] as const;
 const KEYS = [
   "timeout",
   ...MATCHER_KEYS,
@@ -48,6 +54,7 @@ const KEYS = [
   "sandbox-write",
   "env",
   "run-as",
+  "contract",
 ] as const;
 
 /** What a settings line says; only the keys it gives. */
@@ -73,6 +80,8 @@ export interface HookSettings {
   sandboxWrite?: string[];
   /** `env=`: names of the leader's environment variables the gate gets besides PATH and HOME. */
   env?: string[];
+  /** `contract=`: the hook contract version the gate asks for (only 1 is supported). */
+  contract?: (typeof SUPPORTED_CONTRACT_VERSIONS)[number];
   /**
    * `run-as=`: a user of its own the gate runs as (runner/run-as.ts): a leader running as root switches
    * to it itself; another leader through `sudo`, where a sudoers rule lets it (docs/security.md).
@@ -213,6 +222,13 @@ function setValue(
         if (p.split("/").includes("..")) return `${p}: no .. in a writable path`;
       }
       settings.sandboxWrite = paths;
+      return null;
+    }
+    case "contract": {
+      const version = SUPPORTED_CONTRACT_VERSIONS.find((v) => String(v) === value);
+      if (version === undefined)
+        return `not a hook contract version this pi-teams-hooks supports (supported: ${SUPPORTED_CONTRACT_VERSIONS.join(", ")})`;
+      settings.contract = version;
       return null;
     }
     case "run-as":
@@ -496,5 +512,6 @@ export function describeSettings(settings: HookSettings): string {
   if (settings.sandboxWrite) parts.push(`sandbox-write=${settings.sandboxWrite.join(",")}`);
   if (settings.env) parts.push(`env=${settings.env.join(",")}`);
   if (settings.runAs) parts.push(`run-as=${settings.runAs}`);
+  if (settings.contract !== undefined) parts.push(`contract=${settings.contract}`);
   return parts.join(" ");
 }

@@ -27,7 +27,14 @@ import {
 } from "./options.js";
 import { type Problem, variableNamed } from "./problems.js";
 import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
-import { DEFER_TIMEOUT_MS, HandlersSchema, TemplatesSchema, type HandlerDef, type TemplateDef } from "./handlers.js";
+import {
+  DEFER_TIMEOUT_MS,
+  HANDLER_TIMEOUT_MS,
+  HandlersSchema,
+  TemplatesSchema,
+  type HandlerDef,
+  type TemplateDef,
+} from "./handlers.js";
 import {
   ConfidentialSchema,
   ProjectionSchema,
@@ -176,6 +183,17 @@ export function capLimits(block: HooksBlock): { block: HooksBlock; capped: Cappe
     else continue;
     out = set(out, capped[capped.length - 1]?.value ?? written);
   }
+  // Each handler's own timeout (part of its definition, so its trust covers the value as capped).
+  const handlers = out.handlers?.map((handler, index) => {
+    const written = handler.timeoutMs;
+    const bound =
+      written > HANDLER_TIMEOUT_MS.max ? "ceiling" : written < HANDLER_TIMEOUT_MS.min ? ("floor" as const) : null;
+    if (bound === null) return handler;
+    const value = bound === "ceiling" ? HANDLER_TIMEOUT_MS.max : HANDLER_TIMEOUT_MS.min;
+    capped.push({ field: `hooks.handlers.${index}.timeoutMs`, written, value, bound });
+    return { ...handler, timeoutMs: value };
+  });
+  if (handlers?.some((h, i) => h !== out.handlers?.[i])) out = { ...out, handlers };
   return { block: out, capped };
 }
 
