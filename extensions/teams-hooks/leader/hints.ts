@@ -141,7 +141,12 @@ export class Hints {
         return;
       }
       const judged = firstLook && (!first.claimsOnly || event.event === "task_started");
-      if (judged && isHistory(look, event, first)) {
+      // A task a leader judged before carries its gate record: with no ledger to back it (hook-state/
+      // deleted or rebuilt), its latest event is judged again, never taken as history. docs/ledger.md.
+      if (judged && event.event !== "task_started" && typeof look.task.metadata?.qualityGateEventKey === "string") {
+        first.rejudged.push(look.task.id);
+        this.#consider(event, look.task);
+      } else if (judged && isHistory(look, event, first)) {
         first.history.add(event.key);
         if (ctx.verbose) whyTask(ctx, file, look, "baseline");
       } else this.#consider(event, look.task);

@@ -23,6 +23,8 @@ import { firstStartFile, scanStateFile } from "../team/paths.js";
 import { deferralOfLog, writeDeferral } from "../held/deferral.js";
 import { type FirstStart, type LeaderContext, forEachYielding } from "./context.js";
 import type { TaskLook } from "./sources.js";
+import { sentId } from "../team/sent-log.js";
+import { ledgerLostText } from "../text/messages.js";
 
 /**
  * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without
@@ -117,7 +119,7 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
 
 /** A first start's state, with its first-start mark (written now, or kept from a first start that died). */
 export function beginFirstStart(ctx: LeaderContext, freshLedger: boolean, claimsOnly: boolean): FirstStart {
-  return { claimsOnly, markMs: firstStartMark(ctx, freshLedger), looked: new Set(), history: new Set(), edited: [] };
+  return { claimsOnly, markMs: firstStartMark(ctx, freshLedger), looked: new Set(), history: new Set(), edited: [], rejudged: [] };
 }
 
 /**
@@ -205,6 +207,23 @@ export async function scanAtStart(
         .join(", ");
       ctx.warn(
         `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before it (${shown}${edited.length > 10 ? ", …" : ""}): recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
+      );
+    }
+    const rejudged = ctx.firstStart?.rejudged ?? [];
+    if (rejudged.length > 0) {
+      // Said once: the records of a leader that judged these tasks are there, its ledger is not.
+      const { teamDir, leadName } = ctx.opts.setup.identity;
+      const shown = rejudged
+        .slice(0, 10)
+        .map((id) => `#${id}`)
+        .join(", ");
+      ctx.warn(
+        `no ledger, and ${rejudged.length} task(s) carry the gate record of a leader that judged them (${shown}${rejudged.length > 10 ? ", …" : ""}): hook-state/ was deleted or rebuilt; their latest events are judged again, not taken as history`,
+      );
+      await ctx.tellLead(
+        sentId("ledger-lost", String(ctx.firstStart?.markMs ?? 0), leadName),
+        ledgerLostText(teamDir, rejudged),
+        "the lead was not told that the ledger was lost",
       );
     }
     baseline = history.size;
