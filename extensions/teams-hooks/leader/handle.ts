@@ -499,6 +499,8 @@ export function ledgerMemory(ledger: Ledger): GateMemory {
     round: (id) => ledger.task(id).round,
     root: (id) => ledger.task(id).root,
     spent: (id) => ledger.task(id).spent,
+    spentBy: (id, key) => ledger.task(id).spentBy.includes(key),
+    spend: (id, key) => ledger.remember({ spent: { root: id, key } }),
   };
 }
 

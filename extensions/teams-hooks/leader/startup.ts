@@ -119,7 +119,14 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
 
 /** A first start's state, with its first-start mark (written now, or kept from a first start that died). */
 export function beginFirstStart(ctx: LeaderContext, freshLedger: boolean, claimsOnly: boolean): FirstStart {
-  return { claimsOnly, markMs: firstStartMark(ctx, freshLedger), looked: new Set(), history: new Set(), edited: [], rejudged: [] };
+  return {
+    claimsOnly,
+    markMs: firstStartMark(ctx, freshLedger),
+    looked: new Set(),
+    history: new Set(),
+    edited: [],
+    rejudged: [],
+  };
 }
 
 /**
