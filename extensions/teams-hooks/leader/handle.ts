@@ -395,6 +395,7 @@ export class EventHandler {
           log: outcome.logFile,
         },
         state.attempt,
+        result.errorCode ?? null,
       );
     }
     // A policy given up on leaves the key in flight in the ledger: the next start tries it again.

@@ -321,6 +321,8 @@ export class Hints {
     await trustHint(ctx); // a trust record changed without a hint: events held for approval looked at again
     // A hold ends when its cause does: a gate put back as it was trusted runs its held events without an approval.
     if ((ctx.holds?.size ?? 0) > 0) await ctx.holds?.reconsider({ trustOnly: true });
+    // And a fault that is seen cleared: its held events run now, not at their next try.
+    ctx.holds?.releaseCleared();
     const files = await ctx.sources.listTaskFiles();
     ctx.sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.

@@ -135,7 +135,7 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
   },
   {
     from: "held",
-    on: "an approval or fault hold ends: the lead approves (trust), a retry, the leader restarts",
+    on: "an approval or fault hold ends: the lead approves (trust), the gate put back as trusted, the fault seen cleared, a retry, the leader restarts",
     to: "running",
     writes: ["ledger begin", "holds file"],
   },
