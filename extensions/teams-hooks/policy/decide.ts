@@ -78,8 +78,8 @@ export interface DecideInput {
   /** The highest gate round the leader knows for the task (its ledger); a reopen goes past it. */
   round?: number | undefined;
   /**
-   * The budget of the task's tree (policy/gate-life.ts), read by remediate.ts from the root's file
-   * and the leader's memory; default: the task's own, as a root.
+   * The budget of the task's tree (policy/gate-life.ts), read by remediate.ts from the leader's memory
+   * (its ledger), or from the root's file for a hand run; default: the task's own file, as a root.
    */
   budget?: TreeBudget | null | undefined;
   /** Whether the owner of a reopened task gets a `task_assignment` for it (`hooks.reassignOnReopen`); default true. */
