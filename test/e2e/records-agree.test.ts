@@ -77,6 +77,11 @@ describe("the ledger and the task's gate record", () => {
     });
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toContain("#1");
+    // Task 2's completion, taken as history on a team a leader gated before, is said with how to judge it.
+    const history = await leader.waitFor("the history warning", () =>
+      leader.warnings().find((w) => /taken as history, not judged \(#2\)/.test(w)),
+    );
+    expect(history).toContain("--task <id> --apply-policy");
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });

@@ -25,6 +25,7 @@ import { type FirstStart, type LeaderContext, forEachYielding } from "./context.
 import type { TaskLook } from "./sources.js";
 import { sentId } from "../team/sent-log.js";
 import { ledgerLostText } from "../text/messages.js";
+import { gateHistory } from "../trust/gate-trust.js";
 
 /**
  * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without
@@ -232,6 +233,26 @@ export async function scanAtStart(
         ledgerLostText(teamDir, rejudged),
         "the lead was not told that the ledger was lost",
       );
+    }
+    // A team a leader gated before (its hook logs say so) whose ledger is gone: what is taken as history
+    // now may be completions no gate judged (made while the ledger was gone). Said, with how to judge one.
+    const taken = [...history].flatMap((key) => (/^task_(completed|failed):/.test(key) ? [key.split(":")[1]] : []));
+    if (ctx.requireLedger().fresh && taken.length > 0) {
+      const before = await gateHistory(ctx.opts.setup.identity.teamDir);
+      if (before !== null) {
+        const { teamDir, leadName } = ctx.opts.setup.identity;
+        const shown = taken
+          .slice(0, 10)
+          .map((id) => `#${id}`)
+          .join(", ");
+        const text = `no ledger, though ${before}: ${taken.length} completion(s) or failure(s) of tasks with no gate record were taken as history, not judged (${shown}${taken.length > 10 ? ", …" : ""}); one made while the ledger was gone cannot be told from one made before any leader: to judge one, pi-teams-hooks run task_completed --team-dir ${teamDir} --task <id> --apply-policy`;
+        ctx.warn(text);
+        await ctx.tellLead(
+          sentId("history-without-ledger", String(ctx.firstStart?.markMs ?? 0), leadName),
+          `pi-teams-hooks: ${text}`,
+          "the lead was not told that completions were taken as history without a ledger",
+        );
+      }
     }
     baseline = history.size;
     await ctx.requireLedger().baseline([...history, ...markers], ctx.now());

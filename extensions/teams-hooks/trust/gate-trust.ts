@@ -170,7 +170,7 @@ export async function takeTrust(
  * before logs said), or null for a team where none did: runs by hand (`pi-teams-hooks run`) take no
  * record, so they alone are no sign that one was taken. The newest logs are looked at first.
  */
-async function gateHistory(teamDir: string): Promise<string | null> {
+export async function gateHistory(teamDir: string): Promise<string | null> {
   const logs = await listHookLogs(teamDir).catch(() => []);
   for (const entry of logs.slice(-HISTORY_LOGS).reverse()) {
     const read = await readHookLog(entry.file);
