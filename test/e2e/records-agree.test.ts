@@ -8,6 +8,7 @@ import path from "node:path";
 import { describe, it } from "vitest";
 import { completeTasks, readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
+import { updateTaskFile } from "../fixtures/workers/protocol.mjs";
 
 const outerRig = useLeaderRig();
 
@@ -43,6 +44,33 @@ describe("the ledger and the task's gate record", () => {
     expect(third.events((e) => e.key === key)).toHaveLength(0);
     expect(await third.stop()).toMatchObject({ code: 0 });
     expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
+  });
+
+  it("a gate record written with no ledger line (forged metadata): judged as ever, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 1");
+    const first = await rig.leader(team);
+    expect(await first.stop()).toMatchObject({ code: 0 });
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    await updateTaskFile(team.taskFile("1"), (task) => ({
+      ...task,
+      metadata: { ...(task.metadata ?? {}), qualityGateEventKey: key, qualityGateStatus: "passed" },
+    }));
+
+    const leader = await rig.leader(team);
+    const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
+    expect(judged).toMatchObject({ outcome: "failed" });
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "failed" });
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/the ledger has no line for it/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 
   it("hook-state/ deleted before a restart: a completion of a task a gate judged before is judged, not history", async (context) => {
