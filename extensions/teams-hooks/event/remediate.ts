@@ -57,6 +57,8 @@ export interface GateMemory {
   spentBy(rootId: string, key: string): boolean;
   /** Records that event `key` spends one unit of the root's budget (at most once per key); synchronous. */
   spend(rootId: string, key: string): void;
+  /** Records the root of a follow-up the leader just made (before any event of the follow-up can run). */
+  adopt(taskId: string, rootId: string): void;
 }
 
 /** What the leader should remember after this remediation (its ledger's `task` records). */
@@ -253,6 +255,7 @@ export async function remediate(
       );
       followupTaskId = created.task.id;
       remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
+      memory?.adopt(created.task.id, followup.metadata.qualityGateRootTaskId);
       actions.push(
         `follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`,
       );

@@ -502,6 +502,7 @@ export function ledgerMemory(ledger: Ledger): GateMemory {
     spent: (id) => ledger.task(id).spent,
     spentBy: (id, key) => ledger.task(id).spentBy.includes(key),
     spend: (id, key) => ledger.remember({ spent: { root: id, key } }),
+    adopt: (id, root) => ledger.remember({ root: { taskId: id, root } }),
   };
 }
 
