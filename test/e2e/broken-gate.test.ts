@@ -5,6 +5,7 @@
  * author's file and line (never the run's private copy). `doctor` names it and exits 1. A gate that parses
  * and exits 1 still fails the work as before.
  */
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
@@ -83,5 +84,47 @@ describe("a gate whose own file does not parse", () => {
     expect(await taskIds(team)).toEqual(["1.json", "2.json"]);
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.stdout).toContain(`ok   ${path.basename(file)} runs with bash`);
+  });
+
+  it.each([
+    { name: "on_task_completed.sh", body: "if then\n  exit 0\nfi", at: "2: syntax error near unexpected token `then'" },
+    {
+      name: "on_task_completed.mjs",
+      body: "const ok = ;\nprocess.exit(0);",
+      at: "1: SyntaxError: Unexpected token ';'",
+    },
+  ])(
+    "$name trusted with trust --all: said at once, naming its own file and line, on stderr and to the lead",
+    async ({ name, body, at }) => {
+      const { team, file } = await teamWith(name, body);
+      const trusted = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
+      expect(trusted.code, trusted.stdout + trusted.stderr).toBe(0);
+      expect(trusted.stderr).toContain(
+        `warning: trusted, but does not parse: ${file}:${at}; its events are held until it is fixed`,
+      );
+      const json = await runBin(["trust", "--team-dir", team.teamDir, "--json"]);
+      expect(JSON.parse(json.stdout)).toMatchObject({ changes: [], unparsed: [] });
+      const inbox = JSON.parse(await readFile(team.inboxFile("team", team.leadName), "utf8")) as Array<{
+        text: string;
+      }>;
+      expect(inbox.filter((m) => m.text.includes(`${file}:${at}`))).toHaveLength(1);
+    },
+  );
+
+  it("trusted on first use by the leader's first start: said at the start, naming its own file and line", async () => {
+    const { team, file } = await teamWith("on_task_completed.sh", "if then\n  exit 0\nfi");
+    const leader = await rig.leader(team);
+    const at = "2: syntax error near unexpected token `then'";
+    await leader.waitFor("the warning", () =>
+      leader.warnings().find((w) => w.includes(`trusted on first use, but does not parse: ${file}:${at}`)),
+    );
+    const note = await leader.waitFor("the lead's note", async () => {
+      const inbox = JSON.parse(
+        await readFile(team.inboxFile("team", team.leadName), "utf8").catch(() => "[]"),
+      ) as Array<{ text: string }>;
+      return inbox.find((m) => m.text.includes(`${file}:${at}`));
+    });
+    expect(note.text).toContain("was trusted on first use");
+    expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 });

@@ -12,7 +12,14 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { type LeaderRig, readAllTaskFiles, readInboxFile, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import {
+  type LeaderRig,
+  readAllTaskFiles,
+  readInboxFile,
+  readLedger,
+  readTaskFile,
+  useLeaderRig,
+} from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 import { launchBrowser } from "../helpers/browser.js";
 import { startServe } from "../helpers/serve-rig.js";
@@ -232,8 +239,10 @@ describe.concurrent("one failing task cannot flood the team", () => {
         .filter((task) => task.metadata?.qualityGateFollowupFor !== undefined)
         .every((task) => task.metadata?.qualityGateRootTaskId === "1"),
     ).toBe(true);
-    const root = await readTaskFile(t, "1");
-    expect((root.metadata?.qualityGateBudgetKeys as string[] | undefined)?.length).toBe(3);
+    // The units are the leader's record (its ledger), with the events that spent them.
+    const memory = (await readLedger(t.teamDir)).filter((r) => r.op === "task" && r.key === "task:1");
+    expect(Math.max(...memory.map((r) => Number(r.spent ?? 0)))).toBe(3);
+    expect(memory.flatMap((r) => (Array.isArray(r.by) ? r.by : []))).toHaveLength(3);
     const escalations = (await leadInbox(t)).filter((text) => text.includes("is spent"));
     expect(escalations).toHaveLength(1);
     expect(escalations[0]).toMatch(

@@ -4,7 +4,7 @@
  */
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { describe, it } from "vitest";
-import { readLedger, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { readInboxFile, readLedger, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -31,6 +31,9 @@ describe("completions while a gate is held", () => {
     expect(ran).toHaveLength(1);
     const superseded = (await readLedger(team.teamDir)).filter((r) => r.op === "done" && r.outcome === "superseded");
     expect(superseded).toHaveLength(4);
+    // One note to the worker for the held event, not one per completion held.
+    const notes = (await readInboxFile(team, team.taskListId, "alice")).filter((m) => m.qualityGateMessage === "held");
+    expect(notes).toHaveLength(1);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 

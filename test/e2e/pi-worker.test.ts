@@ -11,6 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, waitUntil } from "../helpers/leader-rig.js";
 import { PiRpc, type PiWorld, piEnv, piMissing, startPiWorker, stopAllPi } from "../helpers/pi-rig.js";
 import { exists, withLock, writeAtomic } from "../fixtures/workers/protocol.mjs";
+import { GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
 
 const missing = piMissing();
 if (missing) console.warn(`skipping the real-pi worker tests: ${missing}`);
@@ -118,8 +119,16 @@ describe.skipIf(missing !== null)("a pi worker (pi-agent-teams' behaviour, scrip
   });
 
   /** A worker `name` in team `teamId` of this test's world, whose model answers `answers` in order. */
-  const worker = (w: PiWorld, teamId: string, name: string, answers: string[]): PiRpc =>
-    startPiWorker({ teamsRoot: w.teamsRoot, teamId, name, answers, home: w.home, cwd: w.root });
+  const worker = (w: PiWorld, teamId: string, name: string, answers: string[], promptsFile?: string): PiRpc =>
+    startPiWorker({
+      teamsRoot: w.teamsRoot,
+      teamId,
+      name,
+      answers,
+      home: w.home,
+      cwd: w.root,
+      ...(promptsFile ? { promptsFile } : {}),
+    });
   /** Waits (30 s at most) for `check`, showing the worker's pi when it times out. */
   const until = <T>(what: string, pi: PiRpc, check: () => Promise<T | false | null | undefined>): Promise<T> =>
     waitUntil(what, check, { timeoutMs: 30_000, intervalMs: 100, context: () => pi.context() });
@@ -215,7 +224,8 @@ echo "ok $PI_TEAMS_TASK_ID"
     await waitUntil("the leader to watch the team", watching, { timeoutMs: 20_000, intervalMs: 300, context });
 
     // Its first answer is the first completion; any later turn (the task again, a nudge) answers "done".
-    const ada = worker(w, sessionId, "ada", ["parser written"]);
+    const promptsFile = path.join(w.root, "ada-prompts.jsonl");
+    const ada = worker(w, sessionId, "ada", ["parser written"], promptsFile);
     // What a failed wait shows: the task, the owner's inbox, what the gates said, both pi's stderr.
     const story = async (): Promise<string> => {
       const said = lead.notices().filter((n) => !/^quality gates: (watching|waiting)/.test(n.message));
@@ -249,5 +259,17 @@ echo "ok $PI_TEAMS_TASK_ID"
     expect(lead.lines.filter((l) => l.type === "agent_start")).toEqual([]);
     const assignments = (await team.inbox(sessionId, "ada")).filter((m) => m.text.includes("task_assignment"));
     expect(assignments.map((m) => [m.from, (JSON.parse(m.text) as { taskId: string }).taskId])).toEqual([[LEAD, "1"]]);
+    // The first redo knew why: its prompt, built from the task file when the assigned task started, carries
+    // the gate's reason in the marked section; the nudge (a message) reached the model only after it.
+    const prompts = (await readFile(promptsFile, "utf8"))
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as string);
+    const redo = prompts.findIndex((p, i) => i > 0 && p.includes("assigned task #1"));
+    expect(redo, prompts.join("\n=====\n")).toBeGreaterThan(0);
+    expect(prompts[redo]).toContain(GATE_NOTE_START);
+    expect(prompts[redo]).toContain("FAIL: first look at task 1");
+    const nudge = prompts.findIndex((p) => p.startsWith("You have received message(s)"));
+    if (nudge >= 0) expect(nudge).toBeGreaterThan(redo);
   }, 120_000);
 });

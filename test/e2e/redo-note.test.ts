@@ -61,4 +61,46 @@ describe("the gate's note in a reopened task", () => {
     expect(seen.split("Write the parser.")).toHaveLength(4);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
+
+  it("a member that works as pi-agent-teams' worker does (the task file first, messages after) reads the gate's reason on its first redo", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const description = "Write the parser.";
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress", description })] });
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [`[ -e "$PI_TEAMS_TEAM_DIR/ok" ] && exit 0`, `echo "FAIL: 3 parser tests are red" >&2`, "exit 1"].join("\n"),
+    );
+    const leader = await rig.leader(team, ["--failure-action", "reopen"]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await leader.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "failed");
+    // Reopened: the assignment and the nudge wait in alice's inbox when she starts.
+    await writeFile(path.join(team.teamDir, "ok"), "");
+    const promptsFile = path.join(team.teamDir, "prompts.jsonl");
+    const stopFile = path.join(team.teamDir, "stop");
+    const alice = rig.backgroundWorker("member", {
+      teamDir: team.teamDir,
+      taskListId: team.taskListId,
+      name: "alice",
+      promptsFile,
+      stopFile,
+    });
+    await leader.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "passed");
+    const prompts = await leader.waitFor("the nudge read after the redo", async () => {
+      const lines = (await readFile(promptsFile, "utf8").catch(() => "")).split("\n").filter(Boolean);
+      const parsed = lines.map((l) => JSON.parse(l) as { kind: string; text: string });
+      return parsed.some((p) => p.kind === "messages") ? parsed : false;
+    });
+    await writeFile(stopFile, "");
+    await alice.result;
+    // The first redo's prompt is the task file's, and it says why: the marked section at the head.
+    expect(prompts[0]?.kind).toBe("task");
+    expect(prompts[0]?.text).toContain(GATE_NOTE_START);
+    expect(prompts[0]?.text).toContain("FAIL: 3 parser tests are red");
+    expect(prompts[0]?.text).toContain(description);
+    // The nudge (the same reason, as a message) comes only after the redo, as with the real worker.
+    expect(prompts.findIndex((p) => p.kind === "messages")).toBeGreaterThan(0);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
 });

@@ -245,6 +245,8 @@ export interface PiWorkerOptions {
   autoClaim?: boolean;
   /** The model's answers to its prompts, in order (`""`: an empty answer); "done" once they are used up. */
   answers?: string[];
+  /** Where the model writes each prompt it is given (a JSON string a line, in order): `PI_TEST_PROMPTS_FILE`. */
+  promptsFile?: string;
   home: string;
   cwd: string;
 }
@@ -260,6 +262,7 @@ export function startPiWorker(opts: PiWorkerOptions): PiRpc {
     PI_TEAMS_LEAD_NAME: opts.leadName ?? "team-lead",
     PI_TEAMS_AUTO_CLAIM: opts.autoClaim === false ? "0" : "1",
     PI_TEST_ANSWERS: JSON.stringify(opts.answers ?? []),
+    ...(opts.promptsFile ? { PI_TEST_PROMPTS_FILE: opts.promptsFile } : {}),
   });
   const args = ["--provider", "scripted", "--model", "caller"];
   return new PiRpc({ env, cwd: opts.cwd, extensions: [TEAM_WORKER, SCRIPTED_MODEL], args });

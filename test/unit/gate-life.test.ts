@@ -135,15 +135,22 @@ describe("the tree's budget", () => {
     ).toBe("1");
     expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateSourceTaskId: "2" }))).toBe("2");
     expect(rootOf(task({ qualityGateRootTaskId: "1" }))).toBe("3"); // not a follow-up: the field is a worker's word
-    // the leader's memory wins
-    expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateRootTaskId: "1" }), "9")).toBe("9");
+    // with the leader's memory, its record alone: the metadata's root is a worker's word
+    expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateRootTaskId: "1" }), { root: "9" })).toBe("9");
+    expect(rootOf(task({ qualityGateFollowupFor: "k", qualityGateRootTaskId: "1" }), { root: undefined })).toBe("3");
   });
 
-  it("spent is the higher of the keys on the root, the leader's memory and an older reopen count", () => {
+  it("without the leader's memory (a hand run), spent is the higher of the keys on the root and an older reopen count", () => {
     expect(treeBudget("3", task({ qualityGateBudgetKeys: ["a", "b"] }), 3).spent).toBe(2);
-    expect(treeBudget("3", task({ qualityGateBudgetKeys: [] }), 3, 3).spent).toBe(3);
     expect(treeBudget("3", task({ reopenedByQualityGateCount: 2 }), 3).spent).toBe(2);
     expect(treeBudget("3", task({ qualityGateBudgetKeys: ["a"] }), 3).spentBy("a")).toBe(true);
+  });
+
+  it("with the leader's memory, spent is what it recorded, whatever the root's metadata says", () => {
+    const forged = task({ qualityGateBudgetKeys: ["x", "y", "z"], reopenedByQualityGateCount: 3 });
+    expect(treeBudget("3", forged, 3, { spent: 1 }).spent).toBe(1);
+    expect(treeBudget("3", task({ qualityGateBudgetKeys: [] }), 3, { spent: 3 }).spent).toBe(3);
+    expect(treeBudget("3", forged, 3, { spent: 1, spentBy: (k) => k === "a" }).spentBy("x")).toBe(false);
   });
 });
 

@@ -817,6 +817,7 @@ const TRUST: CommandSpec = {
     "Settings of config.json's hooks block that can weaken a verdict (failureMode, exitCodes, projection, limits, writableFields, sandbox, confidential, redactEnv) are trusted the same way: what the file says at the leader's first start is approved (a file beside the approved copy); a later change that could turn a failing gate into a pass, blind it or give it more authority is held, the approved value stays in force, and the lead is told; one that can only make a gate stricter applies at once. `trust settings` (or --all) approves the held changes.",
     "Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for a text file (from the copy kept in hook-state/trusted/; for a handler, of its definition's JSON), and records nothing.",
     "Approving is a person's act: at a terminal, trust shows the changes and asks [y/N]; without one (a script, an agent's tool call) it records nothing unless given --yes. In pi, /gates trust typed by the person in the session approves. Every approval is told to the lead's inbox, saying how it was given.",
+    "A gate approved whose own file does not parse (bash -n, node --check; .ts gates are not checked) is recorded as asked and said at once, on stderr and to the lead, naming its file and line: its events are held until it is fixed.",
   ],
   groups: [
     {
@@ -837,7 +838,7 @@ const TRUST: CommandSpec = {
         {
           name: "json",
           type: "boolean",
-          help: "print {teamDir, trustFile, changes: [{path, event, events, change, detail, trusted, now, diff}], recorded} as JSON",
+          help: "print {teamDir, trustFile, changes: [{path, event, events, change, detail, trusted, now, diff}], recorded, unparsed: [{path, error}]} as JSON",
         },
       ],
     },

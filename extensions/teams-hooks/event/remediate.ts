@@ -50,15 +50,22 @@ export interface RemediationTarget {
  */
 export interface GateMemory {
   round(taskId: string): number;
+  /** The root the leader recorded when it made `taskId` as a follow-up (undefined: the task is a root). */
   root(taskId: string): string | undefined;
   spent(rootId: string): number;
+  /** Whether event `key` spent a unit of the root's budget already (a retry spends nothing more). */
+  spentBy(rootId: string, key: string): boolean;
+  /** Records that event `key` spends one unit of the root's budget (at most once per key); synchronous. */
+  spend(rootId: string, key: string): void;
+  /** Records the root of a follow-up the leader just made (before any event of the follow-up can run). */
+  adopt(taskId: string, rootId: string): void;
 }
 
 /** What the leader should remember after this remediation (its ledger's `task` records). */
 export interface Remembered {
   round?: { taskId: string; round: number };
   root?: { taskId: string; root: string };
-  spent?: { root: string; spent: number };
+  spent?: { root: string; key: string };
 }
 
 export interface RemediationDone {
@@ -119,11 +126,18 @@ export async function remediate(
 
   // The tree: a follow-up's budget is its root's, spent there before the follow-up itself is written.
   let tree: (task: Task) => DecideContext = () => ({ budget: null });
+  const memory = target.memory;
   if (target.maxBudget !== undefined) {
     const max = target.maxBudget;
     const found = await findRoot(target);
-    if (found.kind === "other") {
-      let budget = treeBudget(found.root, found.task, max, target.memory?.spent(found.root) ?? 0);
+    if (memory) {
+      // The leader's own record, alone: what the root's metadata says is a worker's to write.
+      const root = found.kind === "other" ? found.root : target.taskId;
+      const budget = (): TreeBudget =>
+        treeBudget(root, null, max, { spent: memory.spent(root), spentBy: (key) => memory.spentBy(root, key) });
+      tree = () => ({ budget: budget() });
+    } else if (found.kind === "other") {
+      let budget = treeBudget(found.root, found.task, max);
       // A dry decision on the task as it is now says whether this failure spends; the root records the
       // unit (once per event key) before the task is written, so that a crash in between never lets
       // the tree make more than its budget.
@@ -138,7 +152,7 @@ export async function remediate(
       }
       tree = () => ({ budget });
     } else {
-      tree = (task) => ({ budget: treeBudget(task.id, task, max, target.memory?.spent(task.id) ?? 0) });
+      tree = (task) => ({ budget: treeBudget(task.id, task, max) });
     }
   }
 
@@ -150,6 +164,10 @@ export async function remediate(
       (task) => {
         seenBefore = task.metadata?.qualityGateEventKey === target.key;
         decided = decideFor(task, tree(task));
+        // Spent in the leader's memory as it is decided (no other event's decision comes in between),
+        // before anything it pays for is made: a crash after this spends a unit for nothing, never one twice.
+        const spend = decided.spend;
+        if (spend && memory && !memory.spentBy(spend.root, target.key)) memory.spend(spend.root, target.key);
         if (patches.length === 0) return applyToTask(task, decided, target.now, target.key);
         if (!decided.metadataPatch) {
           patch = { written: false, why: "the task holds a newer gate's record: the patch was not written" };
@@ -178,7 +196,7 @@ export async function remediate(
   const plan = decided ?? decideFor(null, { budget: null }); // the task file is gone: the plan without task writes
   if (metadataWritten && plan.reopen?.kind === "reopen")
     remembered.round = { taskId: target.taskId, round: plan.reopen.patch.metadata.qualityGateRound };
-  if (plan.spend) remembered.spent = { root: plan.spend.root, spent: plan.spend.spent };
+  if (plan.spend) remembered.spent = { root: plan.spend.root, key: target.key };
   // The task's own outcome (reopened, suppressed, skipped, a retry) is on disk now.
   actions.push(
     ...plan.actions.filter(
@@ -237,6 +255,7 @@ export async function remediate(
       );
       followupTaskId = created.task.id;
       remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
+      memory?.adopt(created.task.id, followup.metadata.qualityGateRootTaskId);
       actions.push(
         `follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`,
       );
@@ -306,7 +325,7 @@ async function findRoot(
 ): Promise<{ kind: "self" } | { kind: "other"; root: string; task: Task | null }> {
   const read = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
   if (!read.ok) return { kind: "self" };
-  const root = rootOf(read.value, target.memory?.root(target.taskId));
+  const root = rootOf(read.value, target.memory ? { root: target.memory.root(target.taskId) } : undefined);
   if (root === target.taskId || !isSafeName(root)) return { kind: "self" };
   const rootRead = await readTask(taskFile(target.teamDir, target.taskListId, root));
   // A root whose file is gone keeps its budget in the leader's memory; without that, nothing is left to spend from.
@@ -329,11 +348,11 @@ async function spendOnRoot(
     target.taskListId,
     root,
     (rootTask) => {
-      after = treeBudget(root, rootTask, budget.max, Math.max(budget.spent, target.memory?.spent(root) ?? 0));
+      after = treeBudget(root, rootTask, budget.max);
       if (after.spentBy(target.key) || after.spent >= after.max) return undefined;
       const keys = [...budgetKeys(rootTask), target.key];
       const next = { ...rootTask, metadata: { ...(rootTask.metadata ?? {}), qualityGateBudgetKeys: keys } };
-      after = treeBudget(root, next, budget.max, Math.max(budget.spent, target.memory?.spent(root) ?? 0));
+      after = treeBudget(root, next, budget.max);
       return next;
     },
     { label: `quality gate budget ${target.key}`, ...lock },

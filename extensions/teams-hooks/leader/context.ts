@@ -44,6 +44,11 @@ export interface FirstStart {
   history: Set<string>;
   /** Tasks changed since the mark whose events were judged history by their own timestamp. */
   edited: string[];
+  /**
+   * Tasks whose latest completion or failure was not taken as history because they carry a leader's gate
+   * record: a leader judged them before, and its ledger is gone (hook-state/ deleted or rebuilt).
+   */
+  rejudged: string[];
 }
 
 export class LeaderContext {

@@ -17,6 +17,7 @@ import {
   heldSummary,
   missingSecretWarning,
   policyGivenUpText,
+  recordsDisagreeText,
 } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
@@ -45,6 +46,10 @@ export class EventHandler {
    * supersedes it. A member's burst of notifications runs the idle gate on the first and the latest.
    */
   readonly #waitingIdle = new Map<string, { key: string; supersededBy: string | null }>();
+  /** Events taken again because the ledger and the task's gate record disagreed on them: what disagreed. */
+  readonly #disagreements = new Map<string, { what: string; known: boolean }>();
+  /** Events judged again for a disagreement that no gate judged (none in force): not taken again in this run. */
+  readonly #noGate = new Set<string>();
 
   constructor(ctx: LeaderContext) {
     this.#ctx = ctx;
@@ -58,7 +63,17 @@ export class EventHandler {
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "baseline", { detail: BASELINE_DETAIL });
       return;
     }
-    if (ledger.has(event.key) || this.#ctx.queued.has(event.key)) {
+    const queued = this.#ctx.queued.has(event.key);
+    const known = ledger.get(event.key);
+    // Judged means both records agree: a `done` the task's gate record does not back is judged again.
+    const disagreement = !queued && known?.state === "done" ? this.#disagreement(event, known.outcome, task) : null;
+    if (disagreement !== null) {
+      this.#disagreements.set(event.key, { what: disagreement, known: true });
+      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: disagreement });
+      this.enqueue(event, true, task);
+      return;
+    }
+    if (known !== undefined || queued) {
       if (this.#ctx.verbose) this.#whyKnown(event);
       // --inbox consume: an unread notification of an event already done was handled by a leader that
       // died before marking it read; mark it now (through the queue, so that stop() waits for it).
@@ -69,7 +84,24 @@ export class EventHandler {
       return;
     }
     if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event");
+    // A gate record the ledger has no line for (outside a first start, whose scan says it for all at once).
+    if (this.#ctx.firstStart === null && task && recordsJudged(task, event.key))
+      this.#disagreements.set(event.key, {
+        what: `the task's gate record names ${event.key}, and the ledger has no line for it`,
+        known: false,
+      });
     this.enqueue(event, false, task);
+  }
+
+  /**
+   * Why the ledger's `done` of a task's completion or failure is not backed by the task's gate record
+   * (null when it is, or when nothing can be checked: an event of no task, or already judged again
+   * under no gate in this run). docs/ledger.md, "When the ledger and the task disagree".
+   */
+  #disagreement(event: HookEvent, outcome: string, task: Task | undefined): string | null {
+    if ((event.event !== "task_completed" && event.event !== "task_failed") || !task) return null;
+    if (this.#noGate.has(event.key) || recordsJudged(task, event.key)) return null;
+    return `the ledger records ${event.key} as done (${outcome}), and the task holds no gate record for it`;
   }
 
   /** `--verbose`: an event already taken, by this leader (queued, running) or by the ledger. */
@@ -363,6 +395,7 @@ export class EventHandler {
           log: outcome.logFile,
         },
         state.attempt,
+        result.errorCode ?? null,
       );
     }
     // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
@@ -371,6 +404,8 @@ export class EventHandler {
     this.#ctx.queued.delete(event.key);
     if (this.#ctx.opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
     await ledger.maybeCompact().catch((error: unknown) => this.#ctx.warn(`ledger: ${describeError(error)}`));
+    // Taken again for a disagreement, and no gate judged it (none in force): nothing was missed, nothing to report.
+    if (!(await this.#sayDisagreement(event, outcome))) return;
     this.#ctx.opts.report({
       kind: "event",
       report: {
@@ -399,6 +434,32 @@ export class EventHandler {
     // A reopen moved the task into its next gate round: a look made before the round was remembered
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
     if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
+  }
+
+  /**
+   * An event judged again because the ledger and the task disagreed on it: said on the output and to the
+   * lead once, when a gate judged it; when none did (no gate in force), nothing was missed, so nothing is said.
+   */
+  async #sayDisagreement(event: HookEvent, outcome: InvokeOutcome): Promise<boolean> {
+    const disagreed = this.#disagreements.get(event.key);
+    if (disagreed === undefined) return true;
+    const { what, known } = disagreed;
+    this.#disagreements.delete(event.key);
+    const judged = outcome.policyApplied === true || outcome.hold !== undefined || outcome.deferral !== undefined;
+    if (!judged) {
+      this.#noGate.add(event.key);
+      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "no_gate", { detail: `${what}; no gate judged it now either` });
+      // A new event (a record with no ledger line) is reported as any other.
+      return !known;
+    }
+    const { identity } = this.#ctx.setup;
+    this.#ctx.warn(`${event.key}: judged again: ${what} (a record edited or lost while no leader ran)`);
+    await this.#ctx.tellLead(
+      sentId("records-disagree", event.key, identity.leadName),
+      recordsDisagreeText(event, what, outcome.summary),
+      `${event.key}: the lead was not told that its records disagreed`,
+    );
+    return true;
   }
 
   /** The policy of `event` could not be applied in all the tries: said loudly, and to the lead's inbox. */
@@ -439,7 +500,21 @@ export function ledgerMemory(ledger: Ledger): GateMemory {
     round: (id) => ledger.task(id).round,
     root: (id) => ledger.task(id).root,
     spent: (id) => ledger.task(id).spent,
+    spentBy: (id, key) => ledger.task(id).spentBy.includes(key),
+    spend: (id, key) => ledger.remember({ spent: { root: id, key } }),
+    adopt: (id, root) => ledger.remember({ root: { taskId: id, root } }),
   };
+}
+
+/**
+ * Whether the task's gate record says its gate judged `key`: the leader's record of that very event, with
+ * its verdict (passed or failed). A held or deferred record is the ledger's to settle.
+ */
+export function recordsJudged(task: Task, key: string): boolean {
+  const meta = task.metadata ?? {};
+  return (
+    meta.qualityGateEventKey === key && (meta.qualityGateStatus === "passed" || meta.qualityGateStatus === "failed")
+  );
 }
 
 function eventInfo(event: HookEvent): LedgerEventInfo {

@@ -141,7 +141,12 @@ export class Hints {
         return;
       }
       const judged = firstLook && (!first.claimsOnly || event.event === "task_started");
-      if (judged && isHistory(look, event, first)) {
+      // A task a leader judged before carries its gate record: with no ledger to back it (hook-state/
+      // deleted or rebuilt), its latest event is judged again, never taken as history. docs/ledger.md.
+      if (judged && event.event !== "task_started" && typeof look.task.metadata?.qualityGateEventKey === "string") {
+        first.rejudged.push(look.task.id);
+        this.#consider(event, look.task);
+      } else if (judged && isHistory(look, event, first)) {
         first.history.add(event.key);
         if (ctx.verbose) whyTask(ctx, file, look, "baseline");
       } else this.#consider(event, look.task);
@@ -316,6 +321,8 @@ export class Hints {
     await trustHint(ctx); // a trust record changed without a hint: events held for approval looked at again
     // A hold ends when its cause does: a gate put back as it was trusted runs its held events without an approval.
     if ((ctx.holds?.size ?? 0) > 0) await ctx.holds?.reconsider({ trustOnly: true });
+    // And a fault that is seen cleared: its held events run now, not at their next try.
+    ctx.holds?.releaseCleared();
     const files = await ctx.sources.listTaskFiles();
     ctx.sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.

@@ -12,8 +12,9 @@
  *   hold      its gate could not judge the work (untrusted, missing, our own fault): neither done
  *             nor in flight; run again when the lead approves, after a retry, or at the next start
  *   task      what the leader remembers of one task's gate life (`key` is `task:<id>`): its gate
- *             round, a follow-up's root, the units of a root's budget spent (policy/gate-life.ts);
- *             a value only ever rises, so a worker rewriting the task's metadata cannot lower it
+ *             round, the root it recorded when it made the task as a follow-up, the units of a
+ *             root's budget spent and the events that spent them (policy/gate-life.ts); a value only
+ *             ever rises, and the budget is counted from here alone, never from the task's metadata
  *
  * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
  * leader looks for that run's log and either marks it done (or deferred) or runs it again as a retry.
@@ -52,13 +53,16 @@ export type LedgerRecord =
       log: string | null;
       event?: LedgerEventInfo;
     }
-  | { op: "task"; key: string; round?: number; root?: string; spent?: number };
+  /** `by`: the event keys that spent the root's units (`spent` is at least their number). */
+  | { op: "task"; key: string; round?: number; root?: string; spent?: number; by?: string[] };
 
 /** What the leader remembers of one task's gate life (the `task` records). */
 export interface TaskMemory {
   round: number;
   root?: string;
   spent: number;
+  /** The events that spent this root's units (a retry of one spends nothing more). */
+  spentBy: string[];
 }
 
 /** The key of a task's memory record: never an event key (those start with an event's name). */
@@ -217,7 +221,7 @@ export class Ledger {
 
   /** What the leader remembers of task `taskId`'s gate life (zeros when nothing). */
   task(taskId: string): TaskMemory {
-    return this.#tasks.get(taskId) ?? { round: 0, spent: 0 };
+    return this.#tasks.get(taskId) ?? { round: 0, spent: 0, spentBy: [] };
   }
 
   /**
@@ -227,15 +231,18 @@ export class Ledger {
   remember(what: {
     round?: { taskId: string; round: number };
     root?: { taskId: string; root: string };
-    spent?: { root: string; spent: number };
+    spent?: { root: string; key: string };
   }): void {
     const records: LedgerRecord[] = [];
     if (what.round && what.round.round > this.task(what.round.taskId).round)
       records.push({ op: "task", key: TASK_KEY + what.round.taskId, round: what.round.round });
     if (what.root && this.task(what.root.taskId).root === undefined)
       records.push({ op: "task", key: TASK_KEY + what.root.taskId, root: what.root.root });
-    if (what.spent && what.spent.spent > this.task(what.spent.root).spent)
-      records.push({ op: "task", key: TASK_KEY + what.spent.root, spent: what.spent.spent });
+    if (what.spent) {
+      const known = this.task(what.spent.root);
+      if (!known.spentBy.includes(what.spent.key))
+        records.push({ op: "task", key: TASK_KEY + what.spent.root, spent: known.spent + 1, by: [what.spent.key] });
+    }
     this.#append(records);
   }
 
@@ -497,7 +504,8 @@ function asRecord(value: unknown): LedgerRecord | null {
       if (
         (r.round !== undefined && !count(r.round)) ||
         (r.spent !== undefined && !count(r.spent)) ||
-        (r.root !== undefined && !str(r.root))
+        (r.root !== undefined && !str(r.root)) ||
+        (r.by !== undefined && !(Array.isArray(r.by) && r.by.every(str)))
       )
         return null;
       return {
@@ -506,6 +514,7 @@ function asRecord(value: unknown): LedgerRecord | null {
         ...(r.round !== undefined ? { round: r.round as number } : {}),
         ...(str(r.root) ? { root: r.root } : {}),
         ...(r.spent !== undefined ? { spent: r.spent as number } : {}),
+        ...(Array.isArray(r.by) ? { by: r.by as string[] } : {}),
       };
     }
     default:
@@ -537,10 +546,12 @@ function asEventInfo(value: unknown): LedgerEventInfo | null {
 function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, record: LedgerRecord): void {
   if (record.op === "task") {
     const taskId = record.key.slice(TASK_KEY.length);
-    const known = tasks.get(taskId) ?? { round: 0, spent: 0 };
+    const known = tasks.get(taskId) ?? { round: 0, spent: 0, spentBy: [] };
+    const spentBy = [...known.spentBy, ...(record.by ?? []).filter((k) => !known.spentBy.includes(k))];
     tasks.set(taskId, {
       round: Math.max(known.round, record.round ?? 0),
-      spent: Math.max(known.spent, record.spent ?? 0),
+      spent: Math.max(known.spent, record.spent ?? 0, spentBy.length),
+      spentBy,
       ...(known.root !== undefined ? { root: known.root } : record.root !== undefined ? { root: record.root } : {}),
     });
     return;
@@ -605,6 +616,7 @@ function taskRecord(taskId: string, memory: TaskMemory): LedgerRecord {
     ...(memory.round > 0 ? { round: memory.round } : {}),
     ...(memory.root !== undefined ? { root: memory.root } : {}),
     ...(memory.spent > 0 ? { spent: memory.spent } : {}),
+    ...(memory.spentBy.length > 0 ? { by: memory.spentBy } : {}),
   };
 }
 

@@ -23,6 +23,9 @@ import { firstStartFile, scanStateFile } from "../team/paths.js";
 import { deferralOfLog, writeDeferral } from "../held/deferral.js";
 import { type FirstStart, type LeaderContext, forEachYielding } from "./context.js";
 import type { TaskLook } from "./sources.js";
+import { sentId } from "../team/sent-log.js";
+import { ledgerLostText } from "../text/messages.js";
+import { gateHistory } from "../trust/gate-trust.js";
 
 /**
  * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without
@@ -117,7 +120,14 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
 
 /** A first start's state, with its first-start mark (written now, or kept from a first start that died). */
 export function beginFirstStart(ctx: LeaderContext, freshLedger: boolean, claimsOnly: boolean): FirstStart {
-  return { claimsOnly, markMs: firstStartMark(ctx, freshLedger), looked: new Set(), history: new Set(), edited: [] };
+  return {
+    claimsOnly,
+    markMs: firstStartMark(ctx, freshLedger),
+    looked: new Set(),
+    history: new Set(),
+    edited: [],
+    rejudged: [],
+  };
 }
 
 /**
@@ -206,6 +216,43 @@ export async function scanAtStart(
       ctx.warn(
         `${edited.length} task(s) changed while the first start scanned, holding events stamped over a minute before it (${shown}${edited.length > 10 ? ", …" : ""}): recorded as history, as edits of old tasks; to run one's gate: pi-teams-hooks run task_completed (task_failed, task_started) --team-dir ${ctx.opts.setup.identity.teamDir} --task <id> --apply-policy`,
       );
+    }
+    const rejudged = ctx.firstStart?.rejudged ?? [];
+    if (rejudged.length > 0) {
+      // Said once: the records of a leader that judged these tasks are there, its ledger is not.
+      const { teamDir, leadName } = ctx.opts.setup.identity;
+      const shown = rejudged
+        .slice(0, 10)
+        .map((id) => `#${id}`)
+        .join(", ");
+      ctx.warn(
+        `no ledger, and ${rejudged.length} task(s) carry the gate record of a leader that judged them (${shown}${rejudged.length > 10 ? ", …" : ""}): hook-state/ was deleted or rebuilt; their latest events are judged again, not taken as history`,
+      );
+      await ctx.tellLead(
+        sentId("ledger-lost", String(ctx.firstStart?.markMs ?? 0), leadName),
+        ledgerLostText(teamDir, rejudged),
+        "the lead was not told that the ledger was lost",
+      );
+    }
+    // A team a leader gated before (its hook logs say so) whose ledger is gone: what is taken as history
+    // now may be completions no gate judged (made while the ledger was gone). Said, with how to judge one.
+    const taken = [...history].flatMap((key) => (/^task_(completed|failed):/.test(key) ? [key.split(":")[1]] : []));
+    if (ctx.requireLedger().fresh && taken.length > 0) {
+      const before = await gateHistory(ctx.opts.setup.identity.teamDir);
+      if (before !== null) {
+        const { teamDir, leadName } = ctx.opts.setup.identity;
+        const shown = taken
+          .slice(0, 10)
+          .map((id) => `#${id}`)
+          .join(", ");
+        const text = `no ledger, though ${before}: ${taken.length} completion(s) or failure(s) of tasks with no gate record were taken as history, not judged (${shown}${taken.length > 10 ? ", …" : ""}); one made while the ledger was gone cannot be told from one made before any leader: to judge one, pi-teams-hooks run task_completed --team-dir ${teamDir} --task <id> --apply-policy`;
+        ctx.warn(text);
+        await ctx.tellLead(
+          sentId("history-without-ledger", String(ctx.firstStart?.markMs ?? 0), leadName),
+          `pi-teams-hooks: ${text}`,
+          "the lead was not told that completions were taken as history without a ledger",
+        );
+      }
     }
     baseline = history.size;
     await ctx.requireLedger().baseline([...history, ...markers], ctx.now());

@@ -78,8 +78,8 @@ export interface DecideInput {
   /** The highest gate round the leader knows for the task (its ledger); a reopen goes past it. */
   round?: number | undefined;
   /**
-   * The budget of the task's tree (policy/gate-life.ts), read by remediate.ts from the root's file
-   * and the leader's memory; default: the task's own, as a root.
+   * The budget of the task's tree (policy/gate-life.ts), read by remediate.ts from the leader's memory
+   * (its ledger), or from the root's file for a hand run; default: the task's own file, as a root.
    */
   budget?: TreeBudget | null | undefined;
   /** Whether the owner of a reopened task gets a `task_assignment` for it (`hooks.reassignOnReopen`); default true. */
@@ -406,7 +406,16 @@ export interface HoldInput {
 export function holdPlan(input: HoldInput): RemediationPlan {
   const { task, now } = input;
   const summary = heldSummary(input.cause, input.summary);
-  const to = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", []);
+  // One note per held event: a completion that arrives while the task is held for the same cause (an
+  // earlier completion's hold, which this one supersedes) tells its worker nothing new.
+  const meta = task?.metadata ?? {};
+  const toldBefore =
+    meta.qualityGateStatus === "held" &&
+    meta.qualityGateHeld === input.cause &&
+    typeof meta.qualityGateEventKey === "string" &&
+    meta.qualityGateEventKey !== input.key;
+  const owner = safeRecipient(nonEmpty(task?.owner) ?? nonEmpty(input.member), "nudge", []);
+  const to = toldBefore ? null : owner;
   return freezePlan({
     ...NOTHING_MORE,
     passed: false,
@@ -441,7 +450,7 @@ export function holdPlan(input: HoldInput): RemediationPlan {
       : null,
     actions: [
       input.cause === "approval" ? "held (waiting for the team lead's approval)" : "held (our fault: it runs again)",
-      ...(to ? [`told ${to} it waits`] : []),
+      ...(to ? [`told ${to} it waits`] : owner ? [`${owner} told before (the same hold)`] : []),
     ],
     gate: { to: "held", cause: input.cause },
   });

@@ -135,7 +135,7 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
   },
   {
     from: "held",
-    on: "an approval or fault hold ends: the lead approves (trust), a retry, the leader restarts",
+    on: "an approval or fault hold ends: the lead approves (trust), the gate put back as trusted, the fault seen cleared, a retry, the leader restarts",
     to: "running",
     writes: ["ledger begin", "holds file"],
   },
@@ -246,9 +246,14 @@ export interface TreeBudget {
   spentBy: (key: string) => boolean;
 }
 
-/** The root a follow-up names (`qualityGateRootTaskId`, else its source task); the task itself otherwise. */
-export function rootOf(task: Task, memory?: string): string {
-  if (memory) return memory;
+/**
+ * The root of a task's tree. With the leader's memory (`memory` given, the leader's ledger): the root it
+ * recorded when it made the task as a follow-up, else the task itself — never what the task's metadata
+ * names (`qualityGateRootTaskId`, `qualityGateFollowupFor`: a worker can write those, and name another's
+ * task). Without it (a hand run, `run --apply-policy`): the root the follow-up's metadata names.
+ */
+export function rootOf(task: Task, memory?: { root: string | undefined }): string {
+  if (memory) return memory.root ?? task.id;
   const meta = task.metadata ?? {};
   const named = [meta.qualityGateRootTaskId, meta.qualityGateSourceTaskId].find(
     (v): v is string => typeof v === "string" && v.trim() !== "",
@@ -263,13 +268,21 @@ export function budgetKeys(root: Task | null): string[] {
 }
 
 /**
- * The budget of the tree `root` heads: spent is the higher of what the root's file records and what
- * the leader remembers (a worker that rewrites the root's metadata cannot give the tree more).
+ * The budget of the tree `root` heads. With the leader's memory (`memory`: the units it recorded in its
+ * ledger as spent on this root, each with the event that spent it): that alone, never the root's
+ * metadata (`qualityGateBudgetKeys`, `reopenedByQualityGateCount`), which a worker can empty to escape
+ * the budget or fill to spend another's. Without it (a hand run): what the root's file records.
  */
-export function treeBudget(rootId: string, root: Task | null, max: number, memory = 0): TreeBudget {
+export function treeBudget(
+  rootId: string,
+  root: Task | null,
+  max: number,
+  memory?: { spent: number; spentBy?: (key: string) => boolean },
+): TreeBudget {
+  if (memory) return { root: rootId, spent: memory.spent, max, spentBy: memory.spentBy ?? (() => false) };
   const keys = budgetKeys(root);
   // A root reopened before budgets were kept counts its reopens as spent.
   const reopens = root?.metadata?.reopenedByQualityGateCount;
   const legacy = typeof reopens === "number" && Number.isFinite(reopens) && reopens > 0 ? Math.floor(reopens) : 0;
-  return { root: rootId, spent: Math.max(keys.length, memory, legacy), max, spentBy: (key) => keys.includes(key) };
+  return { root: rootId, spent: Math.max(keys.length, legacy), max, spentBy: (key) => keys.includes(key) };
 }

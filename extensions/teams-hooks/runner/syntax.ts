@@ -9,6 +9,7 @@
  * NODE_OPTIONS), on a file the caller names: the run's copy of the checked bytes, or (doctor) the gate.
  */
 import { execFile } from "node:child_process";
+import { closeSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { HookCommand } from "../contract/hook-run.js";
 
@@ -89,4 +90,24 @@ export async function syntaxError(hook: HookCommand, file: string, head: string)
   });
   const parsed = output === null ? null : checker.read(output, file);
   return parsed ? `${hook.hookPath}:${parsed.line}: ${parsed.message}` : null;
+}
+
+/**
+ * Why the gate file `hook` names does not parse, checked on that file itself (at trust time: `trust`, a
+ * first start's trust on first use), or null (it parses, has no check, cannot be read).
+ */
+export async function gateFileSyntaxError(hook: HookCommand): Promise<string | null> {
+  let head = "";
+  try {
+    const fd = openSync(hook.hookPath, "r");
+    try {
+      const buffer = Buffer.alloc(256);
+      head = buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, 0)).toString("utf8");
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return null; // unreadable: the trust check says so, not this one
+  }
+  return syntaxError(hook, hook.hookPath, head);
 }

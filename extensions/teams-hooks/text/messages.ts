@@ -517,6 +517,31 @@ export function startDeniedText(d: {
  * The note to the lead's inbox when the leader gave up applying the policy of one event: what could
  * not be written, that the event stays open, and how to finish it.
  */
+/** To the lead: an event judged again because the leader's ledger and the task's gate record disagreed on it. */
+export function recordsDisagreeText(
+  event: { key: string; event: HookEventName; taskId: string | null },
+  what: string,
+  summary: string,
+): string {
+  return [
+    `pi-teams-hooks judged ${eventLabel(event.event, event.taskId)} again: ${what}.`,
+    "One of the two records was edited or lost while no leader ran (only the leader writes either), so the completion did not count as judged.",
+    `Now: ${summary}`,
+  ].join("\n");
+}
+
+/** To the lead: a first start found tasks whose gate records no ledger backs (hook-state/ deleted or rebuilt). */
+export function ledgerLostText(teamDir: string, taskIds: readonly string[]): string {
+  const shown = taskIds
+    .slice(0, 20)
+    .map((id) => `#${id}`)
+    .join(", ");
+  return [
+    `pi-teams-hooks started on ${teamDir} with no ledger (hook-state/ deleted or rebuilt), while ${taskIds.length} task(s) carry the gate record of a leader that judged them: ${shown}${taskIds.length > 20 ? ", …" : ""}.`,
+    "Their latest completions or failures are judged again now, not taken as history: the ledger that said what was judged is gone, and a task's own record is not enough.",
+  ].join("\n");
+}
+
 export function policyGivenUpText(
   event: { key: string; event: HookEventName; taskId: string | null },
   error: string,

@@ -41,7 +41,9 @@ import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { sentId } from "../team/sent-log.js";
-import { droppedGateText } from "../text/messages.js";
+import { droppedGateText, gateSyntaxMessage } from "../text/messages.js";
+import type { HookCommand } from "../contract/hook-run.js";
+import { gateFileSyntaxError } from "../runner/syntax.js";
 import type { LeaderContext } from "../leader/context.js";
 import type { Ledger } from "../leader/ledger.js";
 
@@ -147,6 +149,22 @@ export async function takeTrust(
       kind: "info",
       message: `trusted ${names.length} gate(s) on first use (${trustFile(teamDir)})${names.length ? `: ${names.join(", ")}` : ""}; a gate changed, added or removed from now on holds its events until approved (pi-teams-hooks trust)`,
     });
+    // A gate trusted now whose own file does not parse is the lead's to fix: said now, not at its first event.
+    const files = new Map<string, HookCommand>();
+    for (const { chain } of chains)
+      for (const h of chain.hooks) if (h.kind !== "http") files.set(h.hook.hookPath, h.hook);
+    for (const [file, command] of files) {
+      const error = await gateFileSyntaxError(command);
+      if (error === null) continue;
+      ctx.warn(`trusted on first use, but ${gateSyntaxMessage(error)}`);
+      ctx.notes = ctx.notes.then(() =>
+        ctx.tellLead(
+          sentId("gate-syntax", `${file}:${entries.get(file)?.sha256 ?? ""}`, ctx.setup.identity.leadName),
+          `pi-teams-hooks: ${file} was trusted on first use, but ${gateSyntaxMessage(error)}`,
+          `the lead was not told that ${file} does not parse`,
+        ),
+      );
+    }
   }
   if (!ledger.has(TRUST_TAKEN_KEY)) await ledger.baseline([TRUST_TAKEN_KEY], ctx.now());
   if (ctx.trust.record) await writeSeen(teamDir, ctx.trust.record, env);
@@ -187,7 +205,7 @@ function sayApprovedWhileStopped(ctx: LeaderContext, approved: TrustRecord): voi
  * before logs said), or null for a team where none did: runs by hand (`pi-teams-hooks run`) take no
  * record, so they alone are no sign that one was taken. The newest logs are looked at first.
  */
-async function gateHistory(teamDir: string): Promise<string | null> {
+export async function gateHistory(teamDir: string): Promise<string | null> {
   const logs = await listHookLogs(teamDir).catch(() => []);
   for (const entry of logs.slice(-HISTORY_LOGS).reverse()) {
     const read = await readHookLog(entry.file);

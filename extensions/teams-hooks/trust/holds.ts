@@ -6,6 +6,7 @@
  *
  *   held ──the lead approves (the trust record changes and the chain is trusted now)──▶ run again
  *     ├──a fault: tried again by itself after 2 s, 10 s, then every 60 s─────────────────▶ run again
+ *     ├──a fault seen cleared at a reconcile scan (the leader's files, the machine's memory)─▶ run again
  *     ├──its gate put back as it was trusted (seen at the next reconcile scan)──────────▶ run again
  *     └──the leader starts again──────────────────────────────────────────────────────▶ run again
  *
@@ -14,6 +15,8 @@
  * `hook-state/holds.json` (`/gates`, the dashboard's "Needs attention", `doctor`), rewritten whenever
  * it changes; the ledger is what the leader itself goes by.
  */
+import { readFileSync, readdirSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describeError } from "../contract/errors.js";
 import { TRUST_ERROR_KINDS } from "../contract/hook-run.js";
@@ -34,7 +37,7 @@ const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000])
 export class Holds {
   readonly #ctx: LeaderContext;
   readonly #run: (event: HookEvent) => void;
-  readonly #held = new Map<string, { info: HeldEvent; event: HookEvent; tries: number }>();
+  readonly #held = new Map<string, { info: HeldEvent; event: HookEvent; tries: number; code: string | null }>();
   /** Events judged whose policy is not written yet (listUnwritten). */
   readonly #unwritten = new Map<string, HeldEvent>();
   #writing: Promise<void> = Promise.resolve();
@@ -75,7 +78,7 @@ export class Holds {
    * gate could not judge, and only the latest completion is judged when the hold ends (once, not once
    * per completion); the earlier one is done in the ledger, with no run.
    */
-  held(event: HookEvent, info: HeldEvent, tries: number): void {
+  held(event: HookEvent, info: HeldEvent, tries: number, code: string | null = null): void {
     if (event.taskId !== null) {
       for (const [key, other] of this.#held) {
         if (key === event.key || other.event.taskId !== event.taskId || other.event.event !== event.event) continue;
@@ -86,7 +89,7 @@ export class Holds {
           .catch((error: unknown) => this.#ctx.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
       }
     }
-    this.#held.set(event.key, { info, event, tries });
+    this.#held.set(event.key, { info, event, tries, code });
     this.#save();
     const { leadName } = this.#ctx.setup.identity;
     // A gate changed, added or removed is told to the lead once as such (gate-trust.ts), what to approve
@@ -155,6 +158,17 @@ export class Holds {
   }
 
   /**
+   * The reconcile scan's look at the fault holds: one whose fault is seen cleared runs again now, not at
+   * its next try (the leader has files to spare again, the machine memory). A fault the leader cannot
+   * look at (an internal error, a sandbox that failed to set up, a process limit) waits for its try.
+   */
+  releaseCleared(): void {
+    for (const [key, held] of this.#held) {
+      if (held.info.cause === "fault" && faultCleared(held.code)) this.#release(key);
+    }
+  }
+
+  /**
    * Lists an event whose gate judged it but whose policy cannot be written yet (a lock held, a folder
    * made unwritable): held as a fault where the lead looks (`/gates`, the dashboard, pi), while the
    * leader keeps trying to write it (leader/handle.ts). `unlist` once it is written.
@@ -199,4 +213,41 @@ export class Holds {
   async settled(): Promise<void> {
     await this.#writing;
   }
+}
+
+/** Room a gate's start needs: its pipes, its context and result files, the copy of the gate, with some to spare. */
+const FILES_TO_SPARE = 32;
+const MEMORY_TO_SPARE = 64 * 1024 * 1024;
+
+/** Whether the fault `code` that held a gate is gone now, as far as the leader can see; false when it cannot tell. */
+export function faultCleared(code: string | null): boolean {
+  try {
+    switch (code) {
+      case "EMFILE":
+        return openFilesLimit() - readdirSync("/proc/self/fd").length >= FILES_TO_SPARE;
+      case "ENFILE": {
+        // allocated, free, max: the system's file table.
+        const [allocated, , max] = readFileSync("/proc/sys/fs/file-nr", "utf8").trim().split(/\s+/).map(Number);
+        return allocated !== undefined && max !== undefined && max - allocated >= FILES_TO_SPARE;
+      }
+      case "ENOMEM":
+        return os.freemem() >= MEMORY_TO_SPARE;
+      default:
+        return false;
+    }
+  } catch {
+    return false; // no /proc to look at: the fault's next try tells
+  }
+}
+
+/** This process's soft limit of open files (`Max open files` in /proc/self/limits). */
+function openFilesLimit(): number {
+  const line = readFileSync("/proc/self/limits", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("Max open files"));
+  const soft = line?.slice("Max open files".length).trim().split(/\s+/)[0];
+  if (soft === "unlimited") return Number.POSITIVE_INFINITY;
+  const n = Number(soft);
+  if (!Number.isFinite(n)) throw new Error("no limit of open files");
+  return n;
 }

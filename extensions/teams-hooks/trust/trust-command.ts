@@ -46,6 +46,9 @@ import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
 import { SentLog, sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
+import type { HookCommand } from "../contract/hook-run.js";
+import { gateFileSyntaxError } from "../runner/syntax.js";
+import { gateSyntaxMessage } from "../text/messages.js";
 
 interface Shown extends GateChange {
   /** The first of `events`. */
@@ -55,6 +58,8 @@ interface Shown extends GateChange {
   diff: string[] | null;
   /** The handler as declared now, for a handler's `new` or `changed`. */
   handler: HandlerDef | null;
+  /** How the gate file starts now (null: a handler, or a gate no longer there). */
+  command: HookCommand | null;
 }
 
 export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -107,6 +112,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
 
   let recorded: Shown[] = [];
   let how: string | null = null;
+  let unparsed: Array<{ path: string; error: string }> = [];
   if (chosen.length > 0) {
     for (const change of chosen) if (!v.json) io.stdout(renderChange(change, wantsColour(io)));
     how = await approval(io, v.yes === true, chosen.length);
@@ -122,6 +128,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
       io.env,
     );
     await tellLead(setup.identity, recorded, how);
+    unparsed = await reportUnparsed(setup.identity, recorded, io);
     if (settingsChosen) {
       await approveSettings(teamDir, io.env, how, held.length);
       if (!v.json)
@@ -138,6 +145,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
       trustFile: trustFile(teamDir),
       changes: changes.map(jsonChange),
       recorded: recorded.map((c) => c.path),
+      unparsed,
     };
     io.stdout(`${JSON.stringify(out)}\n`);
   } else {
@@ -235,7 +243,9 @@ async function findChanges(
           });
         continue;
       }
-      out.push({ ...change, event, events: [event], diff: diffOf(change, teamDir, handler), handler });
+      const file = chain.hooks.find((h) => h.kind !== "http" && h.hook.hookPath === change.path);
+      const command = change.change !== "removed" && file ? file.hook : null;
+      out.push({ ...change, event, events: [event], diff: diffOf(change, teamDir, handler), handler, command });
     }
   }
   return out;
@@ -283,6 +293,32 @@ async function approval(io: CliIo, yes: boolean, count: number): Promise<string 
     default:
       return unreachable(answer);
   }
+}
+
+/**
+ * The gates just trusted whose own file does not parse (runner/syntax.ts): said at once, naming the
+ * author's file and line, on stderr and to the lead; trusted all the same (the approval is the lead's),
+ * their events are held (`E_GATE_SYNTAX`) until the file is fixed.
+ */
+async function reportUnparsed(
+  identity: TeamIdentity,
+  recorded: Shown[],
+  io: CliIo,
+): Promise<Array<{ path: string; error: string }>> {
+  const out: Array<{ path: string; error: string }> = [];
+  for (const change of recorded) {
+    if (!change.command) continue;
+    const error = await gateFileSyntaxError(change.command);
+    if (error === null) continue;
+    out.push({ path: change.path, error });
+    io.stderr(`warning: trusted, but ${gateSyntaxMessage(error)}\n`);
+    await noteToLead(
+      identity,
+      sentId("gate-syntax", `${change.path}:${change.now?.sha256 ?? ""}`, identity.leadName),
+      `pi-teams-hooks: ${change.path} was trusted, but ${gateSyntaxMessage(error)}`,
+    );
+  }
+  return out;
 }
 
 /** Each approval to the lead's inbox, once (the running leader, seeing the record change, sends the same note). */

@@ -1,0 +1,115 @@
+/**
+ * A completion counts as judged only when the leader's ledger and the task's gate record agree on it:
+ * a `done` line nobody's gate record backs, or a ledger gone while the tasks still carry the records
+ * of a leader that judged them, makes the leader judge the completion again and tell the lead once.
+ */
+import { appendFile, rm } from "node:fs/promises";
+import path from "node:path";
+import { describe, it } from "vitest";
+import { completeTasks, readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+import { updateTaskFile } from "../fixtures/workers/protocol.mjs";
+
+const outerRig = useLeaderRig();
+
+describe("the ledger and the task's gate record", () => {
+  it("a done line appended while no leader runs: the completion is judged anyway, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const first = await rig.leader(team);
+    expect(await first.stop()).toMatchObject({ code: 0 });
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    const forged = { op: "done", key, at: new Date().toISOString(), runId: null, outcome: "passed", log: null };
+    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+
+    const leader = await rig.leader(team);
+    const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
+    expect(judged).toMatchObject({ outcome: "passed" });
+    expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateEventKey: key });
+    await leader.waitFor("the warning", () => leader.warnings().find((w) => w.includes(key) && /ledger/.test(w)));
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/no gate record/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+
+    // A third start: the records agree now, nothing runs again.
+    const third = await rig.leader(team);
+    expect(third.events((e) => e.key === key)).toHaveLength(0);
+    expect(await third.stop()).toMatchObject({ code: 0 });
+    expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
+  });
+
+  it("a gate record written with no ledger line (forged metadata): judged as ever, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 1");
+    const first = await rig.leader(team);
+    expect(await first.stop()).toMatchObject({ code: 0 });
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    await updateTaskFile(team.taskFile("1"), (task) => ({
+      ...task,
+      metadata: { ...(task.metadata ?? {}), qualityGateEventKey: key, qualityGateStatus: "passed" },
+    }));
+
+    const leader = await rig.leader(team);
+    const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
+    expect(judged).toMatchObject({ outcome: "failed" });
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "failed" });
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/the ledger has no line for it/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("hook-state/ deleted before a restart: a completion of a task a gate judged before is judged, not history", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: [
+        makeTask({ id: "1", owner: "alice", status: "in_progress" }),
+        makeTask({ id: "2", owner: "bob", status: "completed" }),
+      ],
+    });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const first = await rig.leader(team);
+    await completeTasks(team, ["1"]);
+    await first.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "passed");
+    expect(await first.stop()).toMatchObject({ code: 0 });
+
+    // Completed again while no leader runs, and the leader's state deleted.
+    const { "1": again } = await completeTasks(team, ["1"]);
+    await rm(path.join(team.teamDir, "hook-state"), { recursive: true, force: true });
+    const key = `task_completed:1:${again}`;
+
+    const leader = await rig.leader(team);
+    await leader.waitForEvents(1, (e) => e.key === key && e.outcome === "passed");
+    // Task 2 never carried a gate record: what existed before this first start is history, as ever.
+    expect(leader.events((e) => e.taskId === "2")).toHaveLength(0);
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateEventKey: key });
+    await leader.waitFor("the warning", () => leader.warnings().find((w) => /#1/.test(w) && /ledger/.test(w)));
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => /judged again/.test(m.text));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toContain("#1");
+    // Task 2's completion, taken as history on a team a leader gated before, is said with how to judge it.
+    const history = await leader.waitFor("the history warning", () =>
+      leader.warnings().find((w) => /taken as history, not judged \(#2\)/.test(w)),
+    );
+    expect(history).toContain("--task <id> --apply-policy");
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+});
