@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { runHook } from "../dist/teams-hooks/runner/run.js";
+import { runHook } from "../dist/teams-hooks/runner/run-hook.js";
 
 const iterations = Number(process.argv[2] ?? 200);
 const warmup = 10;

@@ -16,7 +16,7 @@ export { MAX_ENV_VALUE_BYTES, RunResultSchema, buildHookEnvironment } from "./co
 export type { HookCommand, RunResult, RunOutcome } from "./contract/hook-run.js";
 export { HooksError, isHooksError, type ErrorCode } from "./contract/errors.js";
 export { findHook, type HookDiscovery, type HookCandidate } from "./gates/discover.js";
-export { runHook, terminateAllRuns, type RunHookOptions } from "./runner/run.js";
+export { runHook, terminateAllRuns, type RunHookOptions } from "./runner/run-hook.js";
 export { runHandler, HANDLER_HEADERS, type RunHandlerOptions } from "./runner/http.js";
 export { HandlerSchema, type HandlerDef } from "./settings/handlers.js";
 export { writeHookLog, listHookLogs, readHookLog, HookLogRecordSchema, type HookLogRecord } from "./logs/hook-log.js";
@@ -24,8 +24,8 @@ export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPol
 export { decide } from "./policy/decide.js";
 export type { RemediationPlan } from "./policy/plan.js";
 export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./event/invoke.js";
-export { decideDeferral, type DecisionInput, type DecideResult } from "./held/decision.js";
-export type { DeferralRecord, DeferralDecision } from "./held/deferral.js";
+export { decideDeferral, type DecisionInput, type DecideResult } from "./deferrals/decision.js";
+export type { DeferralRecord, DeferralDecision } from "./deferrals/record.js";
 export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
 export { Leader } from "./leader/leader.js";
 export type { LeaderOptions, LeaderNotice, EventReport, LeaderState } from "./leader/notices.js";

@@ -24,7 +24,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
     // A second signal means "now": end every hook's process group (they live in their own groups,
     // so nothing else would), then go.
     if (stops > 1) {
-      void import("./runner/run.js").then((run) => run.terminateAllRuns()).finally(() => process.exit(130));
+      void import("./runner/run-hook.js").then((run) => run.terminateAllRuns()).finally(() => process.exit(130));
     }
     requestStop(signal);
   });

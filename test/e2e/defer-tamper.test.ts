@@ -1,7 +1,7 @@
 /**
  * Held gates against the agents they judge, through the built bin: the agents can write
  * `hook-state/deferrals/` (docs/security.md, the threat model), so the leader and `decide` hold each
- * deferral file to what its gate held (held/deferral-check.ts). Another run's record with a
+ * deferral file to what its gate held (deferrals/check.ts). Another run's record with a
  * decision planted in it is moved aside and written again at once, a file made unreadable or
  * replaced by a FIFO at its deadline;
  * a deadline pushed into 2099 is put back and the gate expires when it was due; a key edited to
@@ -16,7 +16,7 @@ import { existsSync } from "node:fs";
 import { cp, mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
+import type { DeferralRecord } from "../../extensions/teams-hooks/deferrals/record.js";
 import {
   type LeaderProcess,
   type LeaderRig,

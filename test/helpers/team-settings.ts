@@ -1,6 +1,6 @@
 /**
  * A team's settings for tests that fire an event (invokeEvent) or apply a decision (applyDecision)
- * without a command: resolved by the one resolver every command uses (settings/hooks-config.ts
+ * without a command: resolved by the one resolver every command uses (settings/team-settings.ts
  * `resolveSettings`) from a `hooks` block as config.json would hold it, so a test cannot hand the
  * pipeline a setting config.json could not say. A block the resolver refuses fails the test.
  *
@@ -10,7 +10,7 @@ import {
   resolveSettings,
   type TeamSettings,
   type TrustFlags,
-} from "../../extensions/teams-hooks/settings/hooks-config.js";
+} from "../../extensions/teams-hooks/settings/team-settings.js";
 
 export interface SettingsFor extends TrustFlags {
   /** config.json's `hooks` block. */

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
-import { runHook } from "../../extensions/teams-hooks/runner/run.js";
+import { runHook } from "../../extensions/teams-hooks/runner/run-hook.js";
 import { makeInvocation } from "../helpers/invocation.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam } from "../helpers/temp-team.js";

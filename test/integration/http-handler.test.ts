@@ -17,7 +17,7 @@ import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-fi
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { HANDLER_BODY_LIMIT_BYTES, runHandler } from "../../extensions/teams-hooks/runner/http.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
-import { terminateAllRuns } from "../../extensions/teams-hooks/runner/run.js";
+import { terminateAllRuns } from "../../extensions/teams-hooks/runner/run-hook.js";
 import { discoverChain, type ChainHook } from "../../extensions/teams-hooks/gates/chain.js";
 import {
   checkChainTrust,
@@ -29,7 +29,7 @@ import {
 } from "../../extensions/teams-hooks/trust/trust.js";
 import { main as runCli } from "../../extensions/teams-hooks/cli/main.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
-import type { FailureMode, HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import type { FailureMode, HookLimits } from "../../extensions/teams-hooks/settings/team-settings.js";
 import { closedPort, startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeInvocation } from "../helpers/invocation.js";

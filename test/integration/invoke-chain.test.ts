@@ -11,7 +11,7 @@ import {
   DEFAULT_LIMITS,
   type FailureMode,
   type HookLimits,
-} from "../../extensions/teams-hooks/settings/hooks-config.js";
+} from "../../extensions/teams-hooks/settings/team-settings.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { readLogs } from "../helpers/leader-rig.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";

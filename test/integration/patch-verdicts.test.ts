@@ -12,13 +12,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { decideDeferral } from "../../extensions/teams-hooks/held/decision.js";
-import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
-import { deferralFile } from "../../extensions/teams-hooks/held/deferral.js";
+import { decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
+import type { DeferralRecord } from "../../extensions/teams-hooks/deferrals/record.js";
+import { deferralFile } from "../../extensions/teams-hooks/deferrals/record.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { HandlerSchema, type HandlerDef } from "../../extensions/teams-hooks/settings/handlers.js";
-import { DEFAULT_LIMITS, type HookLimits } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import { DEFAULT_LIMITS, type HookLimits } from "../../extensions/teams-hooks/settings/team-settings.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
 import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
@@ -478,7 +478,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     expect(task().metadata).toMatchObject({ qualityGateStatus: "deferred" });
     expect(task().metadata).not.toHaveProperty("ci");
     const held = await logs();
-    expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
+    expect(held[0]?.result.patchIgnored).toMatch(/^the gate is deferrals/);
     expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
 
     const decided = await decideDeferral(

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadTeamConfig, updateHooksConfig } from "../../extensions/teams-hooks/team/config.js";
+import { loadTeamConfig, updateHooksConfig } from "../../extensions/teams-hooks/team/config-file.js";
 import { type TempTeam, tempTeams } from "../helpers/temp-team.js";
 
 const team = tempTeams({ teamId: "alpha" });

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { appendMessage, markRead } from "../../extensions/teams-hooks/team/mailbox.js";
 import { createTask, updateTask } from "../../extensions/teams-hooks/team/tasks.js";
 import { highWatermarkFile, inboxFile, taskFile, tasksDir } from "../../extensions/teams-hooks/team/paths.js";
-import { watchDirs } from "../../extensions/teams-hooks/team/watch.js";
+import { watchDirs } from "../../extensions/teams-hooks/team/file-hints.js";
 import { makeMessage, makeTask, type TempTeam, tempTeams } from "../helpers/temp-team.js";
 
 const tempTeam = tempTeams();

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { readFile, readdir } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { DeferralRecord } from "../../extensions/teams-hooks/held/deferral.js";
+import type { DeferralRecord } from "../../extensions/teams-hooks/deferrals/record.js";
 import {
   BIN,
   type LeaderProcess,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { eventLine, settingsRows, wantsColour } from "../../extensions/teams-hooks/cli/io.js";
-import { resolveSettings, settingsReport } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import { resolveSettings, settingsReport } from "../../extensions/teams-hooks/settings/team-settings.js";
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 
 const report = (over: Partial<EventReport> = {}): EventReport => ({

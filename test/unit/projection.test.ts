@@ -11,7 +11,7 @@ import {
   viewDocument,
   viewKey,
 } from "../../extensions/teams-hooks/contract/projection.js";
-import { checkHooksBlock, privacyOf, resolveSettings } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import { checkHooksBlock, privacyOf, resolveSettings } from "../../extensions/teams-hooks/settings/team-settings.js";
 import {
   GATE_NAME_PATTERN,
   PROJECTION_PATH_PATTERN,

@@ -11,7 +11,7 @@ import {
   templateProblems,
   templateSecretVariables,
 } from "../../extensions/teams-hooks/contract/request-template.js";
-import { checkHooksBlock } from "../../extensions/teams-hooks/settings/hooks-config.js";
+import { checkHooksBlock } from "../../extensions/teams-hooks/settings/team-settings.js";
 import { HandlerSchema } from "../../extensions/teams-hooks/settings/handlers.js";
 import { handlerDefinitionText } from "../../extensions/teams-hooks/trust/trust.js";
 import { makeInvocation } from "../helpers/invocation.js";

@@ -1,7 +1,7 @@
 /**
  * `pi-teams-hooks policy get|set` and `pi-teams-hooks config`. `policy` shows the settings the leader
  * would apply (failure policy, timeout, failure modes, limits) with where each came from, and writes
- * config.json `hooks` under the config lock (team/config.ts `updateHooksConfig`). `config` shows all of
+ * config.json `hooks` under the config lock (team/config-file.ts `updateHooksConfig`). `config` shows all of
  * it for a given command line, after every event's whole chain with each gate's trust state
  * (doctor/config-view.ts gathers it; this module prints it).
  */
@@ -20,7 +20,7 @@ import {
   settingsReport,
   type FailureMode,
   type LimitName,
-} from "../settings/hooks-config.js";
+} from "../settings/team-settings.js";
 import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
 import {
   FailureActionSettingSchema,
@@ -30,7 +30,7 @@ import {
   SETTING_FLAGS,
   type EffectivePolicy,
 } from "../settings/options.js";
-import { loadTeamConfig, updateHooksConfig } from "../team/config.js";
+import { loadTeamConfig, updateHooksConfig } from "../team/config-file.js";
 import { resolveTeamDirFlags } from "../team/paths.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { terminalWidth } from "../text/terminal.js";

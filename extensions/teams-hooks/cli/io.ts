@@ -2,7 +2,7 @@
 import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
-import type { SettingsReport } from "../settings/hooks-config.js";
+import type { SettingsReport } from "../settings/team-settings.js";
 import type { EventReport } from "../leader/notices.js";
 import { formatDuration, formatSpan, nonBlockingPass } from "../text/messages.js";
 import { colourEnabled, runningText } from "../text/terminal.js";

@@ -17,9 +17,9 @@ import {
   warnBeforeRunning,
 } from "./io.js";
 import { HooksError, unreachable } from "../contract/errors.js";
-import { type DecisionInput, appliedUnderText, decideDeferral, decisionProblem } from "../held/decision.js";
-import { deferralRunIds, deferralsDir, readDeferral } from "../held/deferral.js";
-import { checkDeferral, ledgerHoldOf } from "../held/deferral-check.js";
+import { type DecisionInput, appliedUnderText, decideDeferral, decisionProblem } from "../deferrals/decision.js";
+import { deferralRunIds, deferralsDir, readDeferral } from "../deferrals/record.js";
+import { checkDeferral, ledgerHoldOf } from "../deferrals/check.js";
 import { noteToLead } from "../trust/trust-command.js";
 import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
@@ -193,7 +193,7 @@ function reservedByMessage(by: string, source: string): string {
 }
 
 /**
- * What the person is asked to decide: the held event and gate as the gate held them (held/deferral-check.ts: the
+ * What the person is asked to decide: the held event and gate as the gate held them (deferrals/check.ts: the
  * file is the agents' to write), or the run id alone when there is no such deferral yet (decideDeferral waits for one
  * in flight) or no gate held it.
  */

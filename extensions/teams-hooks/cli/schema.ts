@@ -14,7 +14,7 @@ import { HooksError } from "../contract/errors.js";
 import { HookLogRecordSchema } from "../logs/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
 import { WritableFieldsSchema } from "../contract/merge-patch.js";
-import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/hooks-config.js";
+import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/team-settings.js";
 import { SANDBOX_MODES } from "../settings/hook-line.js";
 import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, RedactEnvSchema } from "../settings/privacy.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
@@ -23,7 +23,7 @@ const mode = z.enum(FAILURE_MODES);
 const limit = (max: number) => z.number().int().min(1).max(max).optional();
 
 /**
- * The `hooks` block as people write it. settings/hooks-config.ts's `HooksBlockSchema` is what reads it,
+ * The `hooks` block as people write it. settings/team-settings.ts's `HooksBlockSchema` is what reads it,
  * but its values are normalised through pipes (`" REOPEN "` is `reopen`) that a JSON Schema of the input
  * cannot show as the allowed values; this one names them, and takes the handlers and templates from
  * settings/handlers.ts as they are.

@@ -15,7 +15,7 @@ import {
 } from "./io.js";
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { handlerEnabled, handlerGateName } from "../settings/handlers.js";
-import { settingValues } from "../settings/hooks-config.js";
+import { settingValues } from "../settings/team-settings.js";
 import path from "node:path";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";

@@ -5,7 +5,7 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
-import { deferralsDir, isDeferralFileName, readDeferralFile } from "../held/deferral.js";
+import { deferralsDir, isDeferralFileName, readDeferralFile } from "../deferrals/record.js";
 import { configFile, isTeamName } from "../team/paths.js";
 
 export interface TeamRef {

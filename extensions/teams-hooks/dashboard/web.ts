@@ -19,7 +19,7 @@ import { type Html, html, pathSegment } from "./html.js";
 import { page } from "./layout.js";
 import type { LiveHub } from "./live.js";
 import { type SampleCache, overviewBody, overviewSince, teamOverview } from "./overview.js";
-import { findRun, runBody } from "./run.js";
+import { findRun, runBody } from "./run-page.js";
 import { findRuns, parseCursor, runsBody, runsFilter, runsQuery } from "./runs.js";
 import { type TeamRef, findTeam, listTeams } from "./teams.js";
 import { type Assets, assetAnswer } from "./assets.js";

@@ -24,7 +24,7 @@ import { checkChainTrust, fingerprint, type ChainTrust } from "../trust/trust.js
 import { readTrustInForce, trustFile } from "../trust/trust-store.js";
 import { describeSettings } from "../settings/hook-line.js";
 import { handlerEnabled } from "../settings/handlers.js";
-import { settingsReport, type Effective, type SettingsReport } from "../settings/hooks-config.js";
+import { settingsReport, type Effective, type SettingsReport } from "../settings/team-settings.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import type { TeamSetup } from "../team/setup.js";
 import type { Problem } from "../settings/problems.js";

@@ -12,7 +12,7 @@
  * fixing, gates still run; `info` — a fact; `ok` — checked and fine. The hook checks live in
  * doctor/hooks.ts; this module adds the team, policy and lock checks and assembles the report.
  */
-import { importChecks, sandboxChecks } from "./sandbox.js";
+import { importChecks, sandboxChecks } from "./sandbox-checks.js";
 import { constants as fsConstants, type Dirent } from "node:fs";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
@@ -24,22 +24,22 @@ import { errnoCode } from "../contract/errors.js";
 import { readInbox } from "../team/mailbox.js";
 import { inspectLock, type LockHolder } from "../team/lock.js";
 import { describeLeaderStatus, leaderStatus, type LeaderStatus } from "../team/leader-lock.js";
-import { resolveSettings, settingsReport, type SettingsReport } from "../settings/hooks-config.js";
+import { resolveSettings, settingsReport, type SettingsReport } from "../settings/team-settings.js";
 import { resolveHooksDir, tasksDir } from "../team/paths.js";
 import { readAllTasks } from "../team/tasks.js";
-import { loadTeamConfig, type LoadedTeamConfig } from "../team/config.js";
+import { loadTeamConfig, type LoadedTeamConfig } from "../team/config-file.js";
 import { checkChainTrust } from "../trust/trust.js";
 import { readTrustInForce } from "../trust/trust-store.js";
-import { readHolds } from "../trust/holds-file.js";
+import { readHolds } from "../holds/holds-file.js";
 import { isHandlerGate } from "../gates/chain.js";
-import { diagnoseHandlers } from "./handlers.js";
-import { diagnosePrivacy } from "./privacy.js";
+import { diagnoseHandlers } from "./handler-checks.js";
+import { diagnosePrivacy } from "./privacy-checks.js";
 import { diagnoseAccess, type AccessReport } from "./access.js";
 import type { Problem, ProblemKind } from "../settings/problems.js";
 
 export type { CandidateReport, ChainHookReport, ChainReport, EventHookReport } from "./hooks.js";
 export type { Check, CheckLevel } from "./gate-checks.js";
-export type { HandlerReport } from "./handlers.js";
+export type { HandlerReport } from "./handler-checks.js";
 export type { AccessEntry, AccessOther, AccessReport, AccessRole } from "./access.js";
 
 /**
@@ -115,7 +115,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const { checks: hooksDirChecks, usable: dirUsable } = await diagnoseHooksDir(hooks.dir, hooks.source, teamHooks);
   const teamLayerChecks = await diagnoseTeamLayer(teamLayer, hooks.dir);
   const events: EventHookReport[] = [];
-  // Handlers' trust state (doctor/handlers.ts); an unreadable record trusts nothing, as in the leader.
+  // Handlers' trust state (doctor/handler-checks.ts); an unreadable record trusts nothing, as in the leader.
   const trust = readTrustInForce(teamDir, input.env);
   const record =
     trust.state === "ok" ? trust.record : trust.state === "invalid" ? { version: 1 as const, gates: {} } : null;
@@ -129,7 +129,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       if (hook.kind === "http" && found) hook.handler = found;
     }
     report.chain.checks.push(...handlers.checks);
-    // A file gate that will not run as it is (handlers are said by doctor/handlers.ts): an error, as for the leader.
+    // A file gate that will not run as it is (handlers are said by doctor/handler-checks.ts): an error, as for the leader.
     report.chain.checks.push(...untrustedFileGates(checked?.problems ?? [], teamDir));
     report.chain.checks.push(...sandboxChecks(event, chain, policy.sandbox.value));
     for (const d of checked?.dropped ?? []) {
@@ -403,7 +403,7 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
 
 /**
  * Every setting `watch` would apply without flags, computed as the leader computes it
- * (settings/hooks-config.ts resolveSettings), and where each came from; a refused `hooks` block is one
+ * (settings/team-settings.ts resolveSettings), and where each came from; a refused `hooks` block is one
  * warning per problem. `shownAlready`: warnings the team checks give (an unusable config.json), not
  * repeated here.
  */

@@ -19,7 +19,7 @@ import { describeSettings, type HookSettingsRead } from "../settings/hook-line.j
 import { missingImportMessage, missingImportsOfFile } from "../runner/imports.js";
 import { syntaxError } from "../runner/syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
-import type { HandlerReport } from "./handlers.js";
+import type { HandlerReport } from "./handler-checks.js";
 import {
   chainSkipChecks,
   exampleGateNeeds,
@@ -61,7 +61,7 @@ export interface ChainHookReport {
   command: string[];
   /** A file gate's own settings line, as applied (`timeout=300s mode=shadow`); absent when it has none. */
   settings?: string;
-  /** A handler's settings and trust state (doctor/handlers.ts). */
+  /** A handler's settings and trust state (doctor/handler-checks.ts). */
   handler?: HandlerReport;
 }
 
@@ -237,7 +237,7 @@ async function diagnoseChain(
   const settingsOf = (h: ChainHook): HookSettingsRead | null => reads.get(h) ?? null;
   const checks: Check[] = [];
   for (const h of chain.hooks) {
-    if (h.kind === "http") continue; // not a file: doctor/handlers.ts checks it
+    if (h.kind === "http") continue; // not a file: doctor/handler-checks.ts checks it
     checks.push(...settingsChecks(settingsOf(h), h.hook.hookPath, label(h.layer, h.hook.hookPath), event));
     const needs = exampleGateNeeds(h.hook.hookPath, cwd, env);
     if (needs) checks.push({ level: "warn", message: needs, file: h.hook.hookPath });
@@ -273,7 +273,7 @@ export async function checkRunnable(hook: HookCommand, env: Env, cwd: string, la
   const checks: Check[] = [];
   const fail = (message: string): Check[] => [{ level: "error", message: `${name}: ${message}`, file }, ...checks];
   // A gate that starts but whose own file does not parse fails every run before it judges anything: the
-  // runner holds its events for the lead (runner/run.ts), and doctor says so.
+  // runner holds its events for the lead (runner/run-hook.ts), and doctor says so.
   const ok = async (message: string): Promise<Check[]> => {
     const broken = await syntaxError(hook, file, head ?? "");
     return broken ? fail(gateSyntaxMessage(broken)) : [{ level: "ok", message, file }, ...checks];

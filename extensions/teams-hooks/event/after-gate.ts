@@ -11,7 +11,7 @@ import { countsAsPass, decide, deferPlan, holdPlan } from "../policy/decide.js";
 import { policyRecordOf, remediate, type RemediationDone } from "./remediate.js";
 import { applyStartGate, startGateRecord } from "./start-gate.js";
 import { gateName } from "../gates/chain.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import type { FailureMode } from "../settings/team-settings.js";
 import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Ran } from "./invoke.js";
 import { chainPatches } from "./patches.js";

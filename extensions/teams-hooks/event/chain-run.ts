@@ -4,7 +4,7 @@
  * counts as neither a pass nor a defer; a patch verdict's kept part laid over the task the later hooks
  * see (event/patches.ts); a chain refused by trust as one closed error naming every problem; and
  * the gate's hash (and the trusted one, when they differ) on each result. A file runs through
- * runner/run.ts under the run's timeout, an HTTP handler through runner/http.ts under its own
+ * runner/run-hook.ts under the run's timeout, an HTTP handler through runner/http.ts under its own
  * `timeoutMs`; both under the same deadline, failure mode and run ids (`<runId>.N`).
  */
 import { createHash, randomUUID } from "node:crypto";
@@ -23,7 +23,7 @@ import { countsAsPass } from "../policy/decide.js";
 import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { launcherFor, readHookSettings, settingsOfBytes } from "../gates/discover.js";
 import { runHandler } from "../runner/http.js";
-import { notRunResult, runHook, type RunHookOptions } from "../runner/run.js";
+import { notRunResult, runHook, type RunHookOptions } from "../runner/run-hook.js";
 import { userStateDir } from "../trust/trust-store.js";
 import { teamRedactor } from "../runner/redact.js";
 import {
@@ -33,7 +33,7 @@ import {
   type TrustProblem,
   type TrustRecord,
 } from "../trust/trust.js";
-import { type FailureMode, type TeamSettings, settingValues } from "../settings/hooks-config.js";
+import { type FailureMode, type TeamSettings, settingValues } from "../settings/team-settings.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
 import { projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
@@ -353,7 +353,7 @@ function ownSettings(
   return read.ok ? { settings: read.settings } : { error: read.error };
 }
 
-/** The gate's bytes to run (runner/run.ts starts a private copy of them), when it was read. */
+/** The gate's bytes to run (runner/run-hook.ts starts a private copy of them), when it was read. */
 function snapshotOption(snapshot: GateSnapshot | undefined): { snapshot?: { content: Buffer; sha256: string } } {
   return snapshot && !("problem" in snapshot)
     ? { snapshot: { content: snapshot.content, sha256: snapshot.sha256 } }

@@ -14,11 +14,11 @@
  *
  * A run that answers `defer` (a completion or failure with a policy) holds the gate instead: the task's metadata
  * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
- * then the deferral file is written (held/deferral.ts); a decision applies the policy later
- * (held/decision.ts).
+ * then the deferral file is written (deferrals/record.ts); a decision applies the policy later
+ * (deferrals/decision.ts).
  *
  * The team's settings come whole, as the caller resolved them once (`req.setup.settings`,
- * settings/hooks-config.ts `TeamSettings`, frozen): nothing here resolves or copies a setting. What the
+ * settings/team-settings.ts `TeamSettings`, frozen): nothing here resolves or copies a setting. What the
  * hooks did is fixed once they have run (`Ran`, frozen); settling it is a series of steps, each giving
  * the next `Progress`, so a step that failed is tried again from the progress before it.
  */
@@ -29,9 +29,9 @@ import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task } from "../contract/team-files.js";
 import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { type HookTrigger, planHookLogFile, writeHookLog } from "../logs/hook-log.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import type { FailureMode } from "../settings/team-settings.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "../held/deferral.js";
+import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "../deferrals/record.js";
 import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "./remediate.js";
@@ -84,7 +84,7 @@ export interface InvokeRequest {
   runId?: string;
   /** Called as each hook of the chain starts: its process group, run id and file name. */
   onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
-  /** Awaited just before the first hook starts (runner/run.ts `notBefore`): the leader's ledger flush. */
+  /** Awaited just before the first hook starts (runner/run-hook.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
   /** The caller is stopping: a chain starts no further hook, and the event is left unsettled (`interrupted`). */
   stopping?: () => boolean;
@@ -229,7 +229,7 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
     global: path.resolve(req.setup.hooksDir),
     team: teamLayer === null ? null : path.resolve(teamLayer),
   };
-  // Each gate read once: checked, its settings line read, and started from these bytes (runner/run.ts).
+  // Each gate read once: checked, its settings line read, and started from these bytes (runner/run-hook.ts).
   const snapshots = snapshotChain(chain);
   const trust = req.trust
     ? checkChainTrust(chain, req.event, layers, {
@@ -257,7 +257,7 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
       ? chainRun.runs
       : chainRun.runs.map((run) => ({ ...run, result: { ...run.result, droppedGates } }));
   if (interrupted !== null) return { ...none, runs, interrupted };
-  // Rejected: no hook started (runner/run.ts waited for it), so nothing is applied or logged either; the
+  // Rejected: no hook started (runner/run-hook.ts waited for it), so nothing is applied or logged either; the
   // caller (the leader, its ledger flush failed) leaves the key to be retried.
   await req.notBefore;
   // Gates skipped by their matchers and shadow gates never decide: the rest do, and when none is left,
@@ -386,7 +386,7 @@ async function settle(ran: Ran, from: Progress): Promise<InvokeOutcome> {
   const logged = await writeLogs(ran, runs, at);
   at = { ...at, logs: logged.logs };
   if (!logged.ok) return outcomeOf(ran, at, runs, pendingStep(ran, at, "logs", describeError(logged.error)));
-  // After the logs: a deferral a decider can find is one the logs know (see held/deferral.ts).
+  // After the logs: a deferral a decider can find is one the logs know (see deferrals/record.ts).
   if (ran.held && at.remediation?.complete && at.deferral === null) {
     try {
       at = { ...at, deferral: await writeDeferral(req.setup.identity.teamDir, ran.held) };

@@ -6,7 +6,7 @@
  *
  *   a denial (or a closed error)  → no patch is written: each run with one says why (`patchIgnored`)
  *   a defer (a held gate)         → the patches are kept with the deferral and written only if the
- *                                   decision is allow (held/decision.ts)
+ *                                   decision is allow (deferrals/decision.ts)
  *   passed                        → the patches, in chain order, are written under the task lock with
  *                                   the gate's metadata (event/remediate.ts), and each run names the
  *                                   paths written (`patchApplied`)
@@ -16,7 +16,7 @@
  */
 import { type HookEventName, policyApplies } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import type { FailureMode } from "../settings/team-settings.js";
 import { countsAsPass } from "../policy/decide.js";
 import type { AfterGate } from "./after-gate.js";
 import { filterPatch, patchTask, type JsonObject } from "../contract/merge-patch.js";

@@ -19,7 +19,7 @@ import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask, updateTask } from "../team/tasks.js";
 import { isSafeName, taskFile } from "../team/paths.js";
 import { type TreeBudget, budgetKeys, rootOf, treeBudget } from "../policy/gate-life.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import type { FailureMode } from "../settings/team-settings.js";
 import type { EffectivePolicy } from "../settings/options.js";
 
 export interface RemediationTarget {

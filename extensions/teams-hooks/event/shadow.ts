@@ -14,7 +14,7 @@ import { updateTask } from "../team/tasks.js";
 import { deferredSummary, describeFailure, forTheTeam } from "../text/messages.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { countsAsPass } from "../policy/decide.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import type { FailureMode } from "../settings/team-settings.js";
 
 /** A run that is not enforced: skipped by its matchers, or a shadow gate's. */
 export function observes(result: RunResult): boolean {

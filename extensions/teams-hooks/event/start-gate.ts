@@ -16,7 +16,7 @@ import { z } from "zod";
 import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { taskEvent } from "../contract/events.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import type { FailureMode } from "../settings/team-settings.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { updateTask } from "../team/tasks.js";

@@ -126,7 +126,7 @@ export interface EventReport {
   noGateInForce?: true;
   /**
    * The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault
-   * (trust/holds.ts).
+   * (holds/held-events.ts).
    */
   held?: "approval" | "fault";
   /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */

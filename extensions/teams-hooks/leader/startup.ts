@@ -20,7 +20,7 @@ import { removeRunDirs } from "../runner/run-dir.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
-import { deferralOfLog, writeDeferral } from "../held/deferral.js";
+import { deferralOfLog, writeDeferral } from "../deferrals/record.js";
 import { type FirstStart, type LeaderContext, forEachYielding } from "./context.js";
 import type { TaskLook } from "./sources.js";
 import { sentId } from "../team/sent-log.js";

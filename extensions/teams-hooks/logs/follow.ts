@@ -1,13 +1,13 @@
 /**
  * `logs --follow`: each matching log that lands in the folder, once, oldest first. Its own module so
- * that only `--follow` loads the watcher (team/watch.ts, chokidar).
+ * that only `--follow` loads the watcher (team/file-hints.ts, chokidar).
  */
 import { describeError } from "../contract/errors.js";
 import { isHookLogName, listHookLogNames } from "./hook-log.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
 import { type Candidate, type LogRow, type ProblemSink, readCandidates } from "./query.js";
 import { hookLogsDir } from "../team/paths.js";
-import { type DirWatcher, watchDirs } from "../team/watch.js";
+import { type DirWatcher, watchDirs } from "../team/file-hints.js";
 
 export interface FollowOptions {
   filter: LogFilter;

@@ -60,7 +60,7 @@ export const HookLogRecordSchema = z.looseObject({
     .optional(),
   /** Filled by the policy step: the action chosen and what it did. */
   policy: z.looseObject({}).optional(),
-  /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (held/deferral.ts). */
+  /** A held gate (the run answered `defer`): its deferral as written to hook-state/deferrals/ (deferrals/record.ts). */
   deferral: z.looseObject({}).optional(),
   /**
    * The record of a decision that settled a held gate: which deferred run and log it names, what was

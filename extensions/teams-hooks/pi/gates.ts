@@ -10,7 +10,7 @@ import path from "node:path";
 import { describeError } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
 import type { EventReport, LeaderNotice } from "../leader/notices.js";
-import { terminateAllRuns } from "../runner/run.js";
+import { terminateAllRuns } from "../runner/run-hook.js";
 import { attachedTeam, piTeamsRoot } from "../team/attach-claim.js";
 import { isSafeName } from "../team/paths.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";

@@ -1,6 +1,6 @@
 /**
  * Runs one HTTP handler (config.json `hooks.handlers`, settings/handlers.ts) and turns whatever
- * happens into a RunResult, as runner/run.ts does for a file. Never rejects.
+ * happens into a RunResult, as runner/run-hook.ts does for a file. Never rejects.
  *
  * The request: `POST` (or the handler's `method`), the body the context document's JSON (byte for
  * byte what a file hook reads on stdin) or the handler's `body` template filled in from that document
@@ -46,7 +46,7 @@ import { renderTemplate, type RenderedBody } from "../contract/request-template.
 import { capReason, describeInvalidVerdict, readHttpVerdict, verdictOutcome } from "../contract/verdict.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { chain, redactVerdict, secretRedactor, type Redactor } from "./redact.js";
-import { trackRequest } from "./run.js";
+import { trackRequest } from "./run-hook.js";
 
 export interface RunHandlerOptions {
   /** The run's id (the `X-Pi-Teams-Hook-Run-Id` header and the log's); default a new UUID. */
@@ -261,7 +261,7 @@ function transportFor(protocol: string): Promise<Transport> {
 
 /**
  * One request and its answer, settled exactly once: the answer read to its end (or to the cap),
- * a failure, the timeout, or the leader's stop (terminateAllRuns in runner/run.ts). An answer read
+ * a failure, the timeout, or the leader's stop (terminateAllRuns in runner/run-hook.ts). An answer read
  * to its end leaves the connection to the agent for the next request; every other end destroys it.
  */
 async function send(

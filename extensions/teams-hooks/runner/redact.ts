@@ -31,9 +31,9 @@
  */
 import type { RunResult } from "../contract/hook-run.js";
 import type { HandlerDef } from "../settings/handlers.js";
-import { resolveSettings } from "../settings/hooks-config.js";
+import { resolveSettings } from "../settings/team-settings.js";
 import { secretEnvNames } from "../settings/privacy.js";
-import { loadTeamConfig } from "../team/config.js";
+import { loadTeamConfig } from "../team/config-file.js";
 
 export const REDACTED = "[redacted]";
 /** A value shorter than this is redacted only where it is not part of a longer word. */
@@ -283,7 +283,7 @@ export function redactCut(text: string, redact: Redactor, cut: boolean): Redacte
 // ---------------------------------------------------------------------------------------------
 // A run's result
 
-/** The line a capture adds after a cut head (runner/run.ts `withNote`). */
+/** The line a capture adds after a cut head (runner/run-hook.ts `withNote`). */
 const CUT_NOTE = /\n… \(truncated, \d+ bytes omitted\)$/;
 
 /**

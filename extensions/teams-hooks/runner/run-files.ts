@@ -5,7 +5,7 @@
  */
 import { lstatSync } from "node:fs";
 import type { RunResult } from "../contract/hook-run.js";
-import type { ExitCodeMode } from "../settings/hooks-config.js";
+import type { ExitCodeMode } from "../settings/team-settings.js";
 import {
   DEFERRAL_NOT_SUPPORTED,
   capReason,

@@ -8,7 +8,7 @@
 import { statSync } from "node:fs";
 import path from "node:path";
 import { describeError } from "../contract/errors.js";
-import { loadTeamConfig } from "../team/config.js";
+import { loadTeamConfig } from "../team/config-file.js";
 import { appendMessage } from "../team/mailbox.js";
 import { isTeamName } from "../team/paths.js";
 import type { KeyInfo } from "./keys.js";

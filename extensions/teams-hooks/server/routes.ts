@@ -29,11 +29,11 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult, heldSoon } from "../held/decision.js";
-import { readDeferral } from "../held/deferral.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../deferrals/decision.js";
+import { readDeferral } from "../deferrals/record.js";
 import { startDenialOf } from "../event/start-gate.js";
-import { resolveSettings } from "../settings/hooks-config.js";
-import type { LoadedTeamConfig } from "../team/config.js";
+import { resolveSettings } from "../settings/team-settings.js";
+import type { LoadedTeamConfig } from "../team/config-file.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";

@@ -9,7 +9,7 @@
  * keep-alive connections closed after 5 s. A body left
  * unread (a refusal before it was needed) closes the connection after the answer, so a client cannot
  * make the server read what it refused. A request with two `Host` headers is a 400 (the dashboard's
- * too: server/web.ts).
+ * too: server/dashboard-routes.ts).
  *
  * States: listening ──close()──▶ closing (no new connections; idle ones closed; busy ones get
  * `graceMs` to finish, then are cut) ──▶ stopping (no connection left: what requests are still doing
@@ -30,7 +30,7 @@ import { DEFAULT_RATE_LIMIT, type RateLimit, RateLimiter } from "./rate-limit.js
 import { readBody } from "./request-body.js";
 import { type ApiContext, route } from "./routes.js";
 import { isDashboardPath } from "../dashboard/web.js";
-import { webServer } from "./web.js";
+import { webServer } from "./dashboard-routes.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 

@@ -16,7 +16,7 @@ import { HOOK_BASE_NAMES, type HookEventName } from "../contract/contract.js";
 import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
 import { parseHookSettings } from "./hook-line.js";
 import { describeValue } from "../contract/errors.js";
-import { DEFAULT_LIMITS } from "./hooks-config.js";
+import { DEFAULT_LIMITS } from "./team-settings.js";
 import { MAX_TIMEOUT_MS } from "./options.js";
 
 /** What Claude Code gives a command hook that names no timeout. */

@@ -1,6 +1,6 @@
 /**
  * The parts of config.json's `hooks` block that reach past the hooks dir, validated with the rest of
- * the block (settings/hooks-config.ts): HTTP handlers (`hooks.handlers`, gates that run on another
+ * the block (settings/team-settings.ts): HTTP handlers (`hooks.handlers`, gates that run on another
  * machine), task templates (`hooks.templates`, what the task API may create) and how long a deferred
  * gate waits for its decision (`hooks.deferTimeoutMs`). docs/remote-gates.md has the whole story.
  * Pure: values in, values out.
@@ -114,7 +114,7 @@ export const HandlerSchema = z
     signingSecretEnv: envName.optional(),
     /**
      * A whole number of milliseconds, in range or not: one outside HANDLER_TIMEOUT_MS is a request the
-     * settings cap (settings/hooks-config.ts `capLimits`), with a warning, as the limits are.
+     * settings cap (settings/team-settings.ts `capLimits`), with a warning, as the limits are.
      */
     timeoutMs: handlerTimeout.default(HANDLER_TIMEOUT_MS.default),
     /** The request's method; POST when not given. */
@@ -280,6 +280,6 @@ export const TemplatesSchema = z.record(z.string(), TemplateSchema).superRefine(
 
 /**
  * How long a deferred gate waits for its decision: 24 h unless `hooks.deferTimeoutMs` says otherwise;
- * a value outside the range is capped to it (settings/hooks-config.ts `capLimits`).
+ * a value outside the range is capped to it (settings/team-settings.ts `capLimits`).
  */
 export const DEFER_TIMEOUT_MS = Object.freeze({ min: 1_000, max: 30 * 24 * 3_600_000, default: 24 * 3_600_000 });

@@ -28,7 +28,7 @@ function wholeNumber(min: number, max: number) {
 export const FailureActionSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FAILURE_ACTIONS));
 /** `member` | `lead` | `none`; trimmed, any case. */
 export const FollowupOwnerSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FOLLOWUP_OWNERS));
-/** The range of each `hooks.limits` value (settings/hooks-config.ts holds the defaults and the schema). */
+/** The range of each `hooks.limits` value (settings/team-settings.ts holds the defaults and the schema). */
 export const LIMIT_RANGES = Object.freeze({
   maxHooksPerEvent: Object.freeze({ min: 1, max: 64 }),
   chainDeadlineMs: Object.freeze({ min: 1, max: MAX_TIMEOUT_MS }),

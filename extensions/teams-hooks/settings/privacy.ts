@@ -1,6 +1,6 @@
 /**
  * The parts of config.json's `hooks` block that say what hooks see and what is kept of what they
- * say, validated with the rest of the block (settings/hooks-config.ts): `hooks.projection` (the
+ * say, validated with the rest of the block (settings/team-settings.ts): `hooks.projection` (the
  * fields each hook may see), `hooks.confidential` (HTTP handlers and hook logs get no task content)
  * and `hooks.redactEnv` (variables whose values are redacted from hook output, besides the
  * handlers' secrets). docs/hook-contract.md, "What a hook is shown, and what is kept of what it
@@ -91,7 +91,7 @@ export function projectionHandlerProblems(
   return problems;
 }
 
-/** What hooks see and what is redacted, as one event needs it (settings/hooks-config.ts `privacyOf`). */
+/** What hooks see and what is redacted, as one event needs it (settings/team-settings.ts `privacyOf`). */
 export interface PrivacySettings {
   projection: Projection;
   confidential: boolean;
@@ -119,7 +119,7 @@ export function secretEnvNames(handlers: readonly HandlerDef[], redactEnv: reado
   return [...names];
 }
 
-/** A privacy setting as settings/hooks-config.ts reports it (its `Effective`). */
+/** A privacy setting as settings/team-settings.ts reports it (its `Effective`). */
 type PrivacySetting<T> = { value: T; source: "config" | "default"; origin: string };
 
 /**

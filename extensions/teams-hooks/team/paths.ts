@@ -70,7 +70,7 @@ export function scanStateFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "task-files.json");
 }
 
-/** The events a running leader holds because their gate could not judge the work (trust/holds.ts), for people. */
+/** The events a running leader holds because their gate could not judge the work (holds/held-events.ts), for people. */
 export function holdsFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "holds.json");
 }

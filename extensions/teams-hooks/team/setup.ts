@@ -1,7 +1,7 @@
 /**
  * Everything a command needs to know about the team before it fires an event: identity (config.json
  * with flag overrides), hooks dir, working directory, and every setting in force with the source of
- * each value (settings/hooks-config.ts `TeamSettings`, built by the one resolver `doctor`, `config` and
+ * each value (settings/team-settings.ts `TeamSettings`, built by the one resolver `doctor`, `config` and
  * `policy` use). Shared by `run`, `watch` and the pi extension, so they agree on every default. Frozen:
  * a leader that re-reads config.json builds a new one (leader/hints.ts), it never edits this one.
  */
@@ -10,11 +10,11 @@ import { compareSettings, settingsView, withHeldBack, type SettingChange } from 
 import path from "node:path";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
-import { type TeamSettings, type TrustFlags, resolveSettings } from "../settings/hooks-config.js";
+import { type TeamSettings, type TrustFlags, resolveSettings } from "../settings/team-settings.js";
 import type { PolicyFlags } from "../settings/options.js";
 import { unsafeName } from "../text/messages.js";
 import { isSafeName, requireDirectory, resolveHooksDir, resolveTeamDirFlags, sanitizeName } from "./paths.js";
-import { loadTeamConfig } from "./config.js";
+import { loadTeamConfig } from "./config-file.js";
 
 export interface TeamSetupInput {
   /**

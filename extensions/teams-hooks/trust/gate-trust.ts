@@ -279,7 +279,7 @@ async function holdFileToApproved(
  * Re-reads the trust record if its file changed, and says what changed (anyone may have written it).
  * An approval (`trust` wrote the approved copy first) is taken and said; any other change is said,
  * not trusted, and undone. True when the record in force changed: events held for approval may be
- * trusted now (trust/holds.ts).
+ * trusted now (holds/held-events.ts).
  */
 export function refreshTrust(ctx: LeaderContext): boolean {
   const { read } = ctx.trust.refresh();

@@ -40,7 +40,7 @@ import {
   updateTrust,
 } from "./trust-store.js";
 import type { SettingChange } from "../settings/weakening.js";
-import { loadTeamConfig } from "../team/config.js";
+import { loadTeamConfig } from "../team/config-file.js";
 import { writeApprovedSettings } from "../team/approved-settings.js";
 import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";

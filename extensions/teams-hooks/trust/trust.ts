@@ -167,7 +167,7 @@ export type GateSnapshot = (Fingerprint & { content: Buffer }) | { problem: stri
 
 /**
  * Every file gate of a chain read once, by path: the trust check hashes these bytes, the settings
- * line is read from them, and the runner starts a private copy of them (runner/run.ts), so that a
+ * line is read from them, and the runner starts a private copy of them (runner/run-hook.ts), so that a
  * rename, a symlink flipped or an edit after the check changes nothing of what runs.
  */
 export function snapshotChain(chain: ChainDiscovery): Map<string, GateSnapshot> {

@@ -1,5 +1,5 @@
 /**
- * Whether a deferral file (hook-state/deferrals/<runId>.json, held/deferral.ts) is still the
+ * Whether a deferral file (hook-state/deferrals/<runId>.json, deferrals/record.ts) is still the
  * deferral its gate held. The agents the gate judges can write that folder (docs/security.md, the
  * threat model): a decision written into the file by hand is not prevented, only named (`by`), but
  * nothing else in it may change, because everything else decides *what* a decision settles and
@@ -23,7 +23,7 @@
  * (`decisionLogProblem`), or the claim is not believed.
  */
 import path from "node:path";
-import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "./deferral.js";
+import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "./record.js";
 import { type HookTrigger, readHookLog } from "../logs/hook-log.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
 import { hookLogsDir, ledgerFile } from "../team/paths.js";

@@ -8,7 +8,7 @@
 import type { HookEventName } from "../contract/contract.js";
 import { gateName, type ChainDiscovery } from "../gates/chain.js";
 import { MIN_TEAM_SECRET_CHARS } from "../runner/redact.js";
-import type { SettingsReport } from "../settings/hooks-config.js";
+import type { SettingsReport } from "../settings/team-settings.js";
 import { secretEnvNames } from "../settings/privacy.js";
 import type { Check } from "./gate-checks.js";
 

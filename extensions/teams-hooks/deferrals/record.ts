@@ -28,7 +28,7 @@ import { mkdirUnder, readJsonFile, writeJsonAtomic, type ReadResult } from "../t
 import { withLock } from "../team/lock.js";
 import { isTempOrLock, leaderStateDir, sanitizeName } from "../team/paths.js";
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
-import { FAILURE_MODES, type TeamSettings } from "../settings/hooks-config.js";
+import { FAILURE_MODES, type TeamSettings } from "../settings/team-settings.js";
 
 export const DEFERRAL_DECISIONS = ["allow", "deny", "expired"] as const;
 
@@ -144,7 +144,7 @@ export const DeferralRecordSchema = z.looseObject({
 export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
 
 /**
- * The fields fixed when the gate is held (all but what deciding and applying add): held/deferral-check.ts holds a file
+ * The fields fixed when the gate is held (all but what deciding and applying add): deferrals/check.ts holds a file
  * to them.
  */
 export const DEFERRAL_HELD_FIELDS = [

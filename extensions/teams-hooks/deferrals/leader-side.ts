@@ -1,5 +1,5 @@
 /**
- * The leader's held gates (hook-state/deferrals/, held/deferral.ts). The leader holds the team's
+ * The leader's held gates (hook-state/deferrals/, deferrals/record.ts). The leader holds the team's
  * leader lock, so it is where decisions are applied while it runs: a decision recorded by
  * `pi-teams-hooks decide` or the task API, or the expiry it records itself at a deferral's deadline,
  * is applied through the queue in its task's group (after any event of the task that came first).
@@ -13,12 +13,12 @@
  * read again; a ledger key held without its file gets it back from its log.
  *
  * The folder is as writable by the agents the gates judge as by the leader (docs/security.md), so a
- * file is held to what its gate held (held/deferral-check.ts) before anything is done with it: a
+ * file is held to what its gate held (deferrals/check.ts) before anything is done with it: a
  * key, a deadline or any other held field edited is put back; a file under another run's name is
  * moved aside and written again from what the gate held, and so is one that cannot be read when its
  * deadline comes (not before: a person may be fixing it); a deferral no gate held is refused; a file
  * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan;
- * `applied` is believed only with its decision log. Each is said (held/deferral-guard.ts). Only
+ * `applied` is believed only with its decision log. Each is said (deferrals/guard.ts). Only
  * the decision is the deciders' to write.
  */
 import { existsSync } from "node:fs";
@@ -36,12 +36,12 @@ import {
   readDeferral,
   readDeferralFile,
   updateDeferral,
-} from "./deferral.js";
-import { checkDeferral, describeChanges, heldFields } from "./deferral-check.js";
+} from "./record.js";
+import { checkDeferral, describeChanges, heldFields } from "./check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "../leader/context.js";
-import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
+import { DeferralGuard, restoreFromLog } from "./guard.js";
 import { ledgerMemory } from "../leader/handle.js";
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The leader's side of "a deferral file is held to what its gate held" (held/deferral-check.ts;
- * docs/ledger.md): the agents the gates judge can write hook-state/deferrals/, so held/deferrals.ts
+ * The leader's side of "a deferral file is held to what its gate held" (deferrals/check.ts;
+ * docs/ledger.md): the agents the gates judge can write hook-state/deferrals/, so deferrals/leader-side.ts
  * asks this module, before it does anything with a file, whose file it is (`ownerOf`), what the
  * ledger holds of it (`ledgerHold`), whether an `applied` claim is believed (`unclaimed`), and has
  * it moved aside (`replace`) or written again from what the leader knows (`rewrite`). Every problem
@@ -9,13 +9,13 @@
 import { rename } from "node:fs";
 import path from "node:path";
 import { describeError } from "../contract/errors.js";
-import { type DeferralRecord, deferralFile, updateDeferral, writeDeferral } from "./deferral.js";
-import { type LedgerHold, decisionLogProblem, heldFields, heldOfLog } from "./deferral-check.js";
+import { type DeferralRecord, deferralFile, updateDeferral, writeDeferral } from "./record.js";
+import { type LedgerHold, decisionLogProblem, heldFields, heldOfLog } from "./check.js";
 import type { LeaderContext } from "../leader/context.js";
 
 export class DeferralGuard {
   readonly #ctx: LeaderContext;
-  /** The leader's deferrals not closed (held/deferrals.ts): whose file a name is. */
+  /** The leader's deferrals not closed (deferrals/leader-side.ts): whose file a name is. */
   readonly #known: ReadonlyMap<string, DeferralRecord>;
   /** Problems said, by file and problem (said once while it lasts). */
   readonly #told = new Set<string>();

@@ -22,7 +22,7 @@ import { describeError } from "../contract/errors.js";
 import { TRUST_ERROR_KINDS } from "../contract/hook-run.js";
 import type { HookEvent } from "../contract/events.js";
 import { discoverChain } from "../gates/chain.js";
-import { checkChainTrust } from "./trust.js";
+import { checkChainTrust } from "../trust/trust.js";
 import { type HeldEvent, writeHolds } from "./holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";

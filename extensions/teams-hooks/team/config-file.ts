@@ -7,7 +7,7 @@
  */
 import path from "node:path";
 import type { TeamIdentity } from "../contract/team-files.js";
-import type { NoHooksBlock } from "../settings/hooks-config.js";
+import type { NoHooksBlock } from "../settings/team-settings.js";
 import { readJsonValue, writeJsonAtomic, type FileProblem } from "./json-file.js";
 import { withLock } from "./lock.js";
 import { unsafeName } from "../text/messages.js";
@@ -19,7 +19,7 @@ export const DEFAULT_STYLE = "normal";
 export interface LoadedTeamConfig {
   identity: TeamIdentity;
   /**
-   * The raw `hooks` value, of any type (settings/hooks-config.ts checks it whole); undefined when `noHooks` says why
+   * The raw `hooks` value, of any type (settings/team-settings.ts checks it whole); undefined when `noHooks` says why
    * there is none.
    */
   hooks: unknown;
@@ -79,7 +79,7 @@ export async function loadTeamConfig(teamDir: string): Promise<LoadedTeamConfig>
     style: pick("style", DEFAULT_STYLE),
   };
 
-  // A `hooks` of the wrong type is the block check's to refuse (settings/hooks-config.ts), with the rest of it.
+  // A `hooks` of the wrong type is the block check's to refuse (settings/team-settings.ts), with the rest of it.
   const hooks = noHooks ? undefined : (raw.hooks ?? undefined);
   if (!noHooks && hooks === undefined) noHooks = { kind: "absent", reason: `${file}: no "hooks" block` };
   return { identity, hooks, noHooks, warnings, fileWarning, file, exists };

@@ -7,7 +7,7 @@
  * code, reason and message; expired: the closed error `defer_expired`), through the same decide and
  * remediate, then a second hook log that names the deferred run (its `decision` block), then
  * `applied` in the deferral file. Each step is written before the next starts, and the file says how
- * far it got (held/deferral.ts), so a crash anywhere is finished by the next applier once:
+ * far it got (deferrals/record.ts), so a crash anywhere is finished by the next applier once:
  *
  *   decision recorded, no `applying`    → apply
  *   `applying`, its log not on disk      → apply again (idempotent per event key), log to the same name
@@ -46,7 +46,7 @@ import {
   readDeferral,
   sameDecision,
   updateDeferral,
-} from "./deferral.js";
+} from "./record.js";
 import {
   changedFields,
   checkDeferral,
@@ -54,7 +54,7 @@ import {
   heldFields,
   heldTrigger,
   ledgerHoldOf,
-} from "./deferral-check.js";
+} from "./check.js";
 import { policyRecordOf } from "../event/remediate.js";
 
 export type DecisionInput = {
@@ -66,7 +66,7 @@ export type DecisionInput = {
 };
 
 export type DecideResult =
-  /** No such deferral in this team (`problem`: a file there, but no gate held it: held/deferral-check.ts). → 404 */
+  /** No such deferral in this team (`problem`: a file there, but no gate held it: deferrals/check.ts). → 404 */
   | { kind: "unknown"; problem?: string }
   | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
   | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
@@ -121,7 +121,7 @@ export interface ApplySettings {
   lockTimeoutMs?: number;
   now?: () => Date;
   /**
-   * The deferral as its gate held it (held/deferral-check.ts): its held fields are applied, and
+   * The deferral as its gate held it (deferrals/check.ts): its held fields are applied, and
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
@@ -203,7 +203,7 @@ export async function decideDeferral(
   if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline)))
     return { kind: "unknown" };
   // The file as its gate held it: a key or a deadline edited since is put back before anything is
-  // decided on it, and a deferral no gate held is none (held/deferral-check.ts). An applied one
+  // decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one
   // only answers a decision sent twice: nothing of it is used.
   const found = await readDeferral(teamDir, runId);
   let reference: DeferralRecord | null = null;

@@ -1,7 +1,7 @@
 /**
  * `hook-state/holds.json`: the events a running leader holds because their gate could not judge the
  * work (the lead's approval, or a retry after our own fault), written by the leader whenever the list
- * changes (trust/holds.ts) and read by `/gates status`, the dashboard's "Needs attention" and
+ * changes (holds/held-events.ts) and read by `/gates status`, the dashboard's "Needs attention" and
  * `doctor`. For people: the leader itself goes by its ledger, so a list edited or deleted changes
  * nothing it does.
  */

@@ -51,7 +51,7 @@ import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
 import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, endRun, sandboxSupport, sandboxed } from "./sandbox.js";
 import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
-import type { ExitCodeMode } from "../settings/hooks-config.js";
+import type { ExitCodeMode } from "../settings/team-settings.js";
 import { redactRunResult, type Redactor } from "./redact.js";
 import { claudeInput, claudeResult } from "../contract/claude.js";
 import { missingImportMessage, missingImports, missingImportsOfFile, moduleNotFound } from "./imports.js";

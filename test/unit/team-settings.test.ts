@@ -9,7 +9,7 @@ import {
   settingValues,
   type SettingsInput,
   type SettingsReport,
-} from "../../extensions/teams-hooks/settings/hooks-config.js";
+} from "../../extensions/teams-hooks/settings/team-settings.js";
 
 describe("checkHooksBlock", () => {
   it.each([
