@@ -4,8 +4,9 @@
  * handler.json` (its vendor's host swapped for a stand-in on 127.0.0.1 that checks the request
  * against the vendor's documented shape and answers as the vendor does), the gate is held, and then
  * the recipe's own CI file plays the CI job: its report step (read from the YAML, its variables
- * filled as the CI fills them) runs in bash with curl against the real `serve` and a real
- * `gates:decide` key. The task ends passed or reopened as with a file gate, the decision log names
+ * filled as the CI fills them) runs in bash against the real `serve` and a real `gates:decide` key,
+ * its curl command played by a stand-in first on PATH (test/fixtures/ci-bin/curl: the options the
+ * recipes use, sent with node:http; the tests need no curl). The task ends passed or reopened as with a file gate, the decision log names
  * the held run, a CI retry of the same decision is answered again, and another is refused (409).
  * The CI files themselves are checked too: valid YAML, with the events, jobs and steps the doc names.
  */
@@ -54,10 +55,12 @@ async function recipeHandler(ci: string, vendorOrigin: string): Promise<{ text: 
 }
 
 const GITHUB_SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"];
+/** The curl stand-in's folder, first on every step's PATH. */
+const CI_BIN = path.join(REPO_ROOT, "test", "fixtures", "ci-bin");
 
 /**
  * A command run as a CI runner runs a step: bash, the step's variables, nothing of the test's own
- * environment but PATH, and a home of its own (`curlrc`: what the runner's machine knows of the
+ * environment but PATH (the curl stand-in first), and a home of its own (`curlrc`: what the runner's machine knows of the
  * network, e.g. where a name resolves and which CA it trusts).
  */
 async function runStep(
@@ -74,7 +77,10 @@ async function runStep(
       execFile(
         command,
         [...args, script],
-        { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, ...env }, timeout: 30_000 },
+        {
+          env: { HOME: home, ...env, PATH: `${CI_BIN}:${env.PATH ?? process.env.PATH ?? "/usr/bin:/bin"}` },
+          timeout: 30_000,
+        },
         (error, stdout, stderr) => {
           const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
           resolve({ code, stdout, stderr });
@@ -389,7 +395,7 @@ describe.concurrent("CI engines as gates: the recipes of docs/ci-gates.md", () =
       CI_PIPELINE_URL: pipeline.web_url,
       ...(job.variables as Record<string, string>),
     });
-    // `before_script` installs curl in the job's image; here curl is there already.
+    // `before_script` installs curl in the job's image; here the stand-in plays it.
     const scriptOf = (job: Json): string => (job.script as string[]).join("\n");
     const deny = jobOf("on_failure");
     const job = await runStep(scriptOf(deny), jobEnv(deny));

@@ -101,14 +101,19 @@ function processesOfRun(dir: string): Array<{ pid: number; cmdline: string }> {
   return found;
 }
 
-/** Once per run, not per project: vitest calls the set-up once for each project, in one process. */
-let teardown: (() => Promise<void>) | null = null;
+/**
+ * Once per run, not per project: vitest calls the set-up once for each project, in one process, each time as a new
+ * module (so the mark is kept on globalThis, as build.ts keeps its build).
+ */
+const ONCE = Symbol.for("pi-teams-hooks.test-run-dir");
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
   project.provide("distBuiltFrom", await buildIfStale());
   // `vitest` in watch mode runs the set-up once: a rerun after an edit builds again first.
   project.onTestsRerun(async () => project.provide("distBuiltFrom", await buildIfStale({ again: true })));
-  if (teardown !== null) return undefined;
+  const shared = globalThis as unknown as Record<symbol, boolean | undefined>;
+  if (shared[ONCE]) return undefined;
+  shared[ONCE] = true;
   const accountsBefore = new Set(testAccounts());
   const dir = runTempDir();
   const home = path.join(dir, "home");
@@ -125,9 +130,13 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   };
   Object.assign(process.env, env);
   delete process.env.XDG_RUNTIME_DIR;
-  teardown = async () => {
+  return async () => {
     const problems: string[] = [];
+    // A process that ends with the worker that started it (a served team worker ends when its stdin closes) is
+    // given a few seconds to; what is still there then was left behind.
     let left = processesOfRun(dir);
+    for (const until = Date.now() + 5_000; left.length > 0 && Date.now() < until; left = processesOfRun(dir))
+      await new Promise((resolve) => setTimeout(resolve, 50));
     for (const { pid } of left) {
       try {
         process.kill(pid, "SIGKILL");
@@ -136,16 +145,16 @@ export default async function setup(project: TestProject): Promise<(() => Promis
       }
     }
     if (left.length > 0) {
-      problems.push(
-        `processes left running by the tests (killed): ${left.map((p) => `${p.pid} ${p.cmdline}`).join("; ")}`,
-      );
-      const until = Date.now() + 5_000;
-      while ((left = processesOfRun(dir)).length > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      const named = left.map((p) => `${p.pid} ${p.cmdline}`).join("; ");
+      problems.push(`processes left running by the tests (killed): ${named}`);
     }
     const accounts = testAccounts().filter((a) => !accountsBefore.has(a));
     if (accounts.length > 0) problems.push(`Unix accounts left by the tests: ${accounts.join(", ")}`);
     rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
-    if (problems.length > 0) throw new Error(problems.join("\n"));
+    if (problems.length > 0) {
+      // vitest only prints an error of the teardown: the run fails through its exit code.
+      process.exitCode = 1;
+      throw new Error(problems.join("\n"));
+    }
   };
-  return teardown;
 }
