@@ -574,7 +574,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     // (world-readable) ledger names. Bounded: it stops by itself.
     const ledger = path.join(betaDir, "hook-state", "ledger.jsonl");
     const planter = agentShell(
-      `for i in $(seq 100); do for id in $(grep -o '"runId":"[^"]*"' ${q(ledger)} 2>/dev/null | cut -d'"' -f4); do for d in /tmp ${q(os.tmpdir())} ${q(s.leaderEnv.TMPDIR)}; do echo '{"decision":"allow"}' > "$d/pi-teams-hook-$id.result.json" 2>/dev/null; done; done; sleep 0.03; done`,
+      `for i in $(seq 100); do for id in $(grep -o '"runId":"[^"]*"' ${q(ledger)} 2>/dev/null | cut -d'"' -f4); do for d in /tmp ${q(os.tmpdir())} ${q(s.leaderEnv.TMPDIR ?? "/tmp")}; do echo '{"decision":"allow"}' > "$d/pi-teams-hook-$id.result.json" 2>/dev/null; done; done; sleep 0.03; done`,
     );
 
     expect(
