@@ -6,8 +6,9 @@
  * the recipe's own CI file plays the CI job: its report step (read from the YAML, its variables
  * filled as the CI fills them) runs in bash against the real `serve` and a real `gates:decide` key,
  * its curl command played by a stand-in first on PATH (test/fixtures/ci-bin/curl: the options the
- * recipes use, sent with node:http; the tests need no curl). The task ends passed or reopened as with a file gate, the decision log names
- * the held run, a CI retry of the same decision is answered again, and another is refused (409).
+ * recipes use, sent with node:http; the tests need no curl). The task ends passed or reopened as with
+ * a file gate, the decision log names the held run, a CI retry of the same decision is answered again,
+ * and another is refused (409).
  * The CI files themselves are checked too: valid YAML, with the events, jobs and steps the doc names.
  */
 import { execFile } from "node:child_process";

@@ -15,7 +15,7 @@ import {
   naturalWidths,
   tableRow,
 } from "../text/table.js";
-import { formatDuration, formatSpan } from "../text/messages.js";
+import { formatDuration, formatSpan, verdictNotRead } from "../text/messages.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
 /** One readable log (logs/query.ts `LogRow`). */
@@ -328,6 +328,8 @@ export function formatShow(row: Row): string {
     field("shadow", `it said ${said}${deny}; a shadow gate is never enforced`);
   }
   if (result.nonBlocking) field("non-blocking", oneLine(result.nonBlocking));
+  if (result.verdictUnread)
+    field("verdict", `${oneLine(verdictNotRead(result.verdictUnread))} (the exit code decided)`);
   const exit = [
     result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`,
     ...(result.signal ? [`signal ${result.signal}`] : []),

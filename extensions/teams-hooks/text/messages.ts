@@ -108,6 +108,15 @@ export function nonBlockingPass(error: string): string {
   return `passed (non-blocking error: ${error})`;
 }
 
+/**
+ * A last line of stdout that looked like a verdict and was not read (`result.verdictUnread`), as the run and watch
+ * lines and `logs show` say it: `a verdict-like line was not read: not JSON (…): {"decision": "deny", …`.
+ */
+export function verdictNotRead(detail: string): string {
+  // One line whatever the gate printed: its control characters (a terminal's escapes among them) are blanks here.
+  return `a verdict-like line was not read: ${detail.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ")}`;
+}
+
 /** The summary of a held gate that a decision allowed: `allowed by api:ci: pipeline 8812 green`. */
 export function decisionAllowedSummary(by: string, reason: string | undefined): string {
   return `allowed by ${by}${reason ? `: ${reason}` : ""}`;
