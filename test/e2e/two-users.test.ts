@@ -27,6 +27,7 @@ import type { DoctorReport } from "../../extensions/teams-hooks/doctor/diagnose.
 import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
 import { REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
+import { TEST_RUN_ACCOUNTS } from "../helpers/global-setup.js";
 
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
 /** The system's user tools, from PATH or where root's PATH has them (a PATH without sbin still finds them). */
@@ -42,8 +43,11 @@ const CANNOT_MAKE_USERS =
     ? "needs root to create the two users (useradd): skipped, not root"
     : `needs ${missingTools.join(", ")} to create the two users: skipped, not on PATH, /usr/sbin or /sbin`;
 if (!CAN_MAKE_USERS) console.log(`test/e2e/two-users.test.ts: ${CANNOT_MAKE_USERS}`);
-/** Of this run: two runs on one machine never share a user. */
-const SUFFIX = randomBytes(3).toString("hex");
+/**
+ * Of this run: two runs on one machine never share a user. The suite's global set-up names it (and checks at the
+ * end that no account of that name is left).
+ */
+const SUFFIX = process.env[TEST_RUN_ACCOUNTS] ?? randomBytes(3).toString("hex");
 const NAMES = { group: `ptg${SUFFIX}`, leader: `ptl${SUFFIX}`, agent: `pta${SUFFIX}` };
 
 interface Result {

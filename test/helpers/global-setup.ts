@@ -13,10 +13,11 @@
  *
  * At the end it checks that the run left nothing behind: no process started with the run's TMPDIR
  * still alive (killed, and named), and no Unix user or group of the two-users test (`pta…`, `ptl…`,
- * `ptg…`) that was not there before. Either fails the run. A build that fails stops the run here, with
+ * `ptg…`, named for this run: TEST_RUN_ACCOUNTS) left. Either fails the run. A build that fails stops the run here, with
  * the compiler's output, before a test times out waiting for it.
  */
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, statfsSync } from "node:fs";
+import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
@@ -60,8 +61,15 @@ function runTempDir(): string {
   return dir;
 }
 
-/** Accounts the two-users test makes (`pta`/`ptl`/`ptg` and six hex digits), as /etc/passwd and /etc/group list them. */
-export function testAccounts(): string[] {
+/**
+ * The six hex digits the two-users test names its users and group with in this run (`pta<hex>`, `ptl<hex>`,
+ * `ptg<hex>`): set here, so that the check at the end looks for this run's accounts only (another run on the
+ * machine may have its own at the time).
+ */
+export const TEST_RUN_ACCOUNTS = "PI_TEAMS_HOOKS_TEST_ACCOUNTS";
+
+/** Accounts of the two-users test named `pt[agl]<suffix>`, as /etc/passwd and /etc/group list them. */
+export function testAccounts(suffix: string): string[] {
   const names: string[] = [];
   for (const file of ["/etc/passwd", "/etc/group"]) {
     let text = "";
@@ -72,7 +80,7 @@ export function testAccounts(): string[] {
     }
     for (const line of text.split("\n")) {
       const name = line.split(":")[0] ?? "";
-      if (/^pt[agl][0-9a-f]{6}$/.test(name))
+      if (/^pt[agl]/.test(name) && name.slice(3) === suffix)
         names.push(`${path.basename(file) === "passwd" ? "user" : "group"} ${name}`);
     }
   }
@@ -114,7 +122,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const shared = globalThis as unknown as Record<symbol, boolean | undefined>;
   if (shared[ONCE]) return undefined;
   shared[ONCE] = true;
-  const accountsBefore = new Set(testAccounts());
+  const accounts = randomBytes(3).toString("hex");
   const dir = runTempDir();
   const home = path.join(dir, "home");
   mkdirSync(home, { mode: 0o700 });
@@ -127,6 +135,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     XDG_CACHE_HOME: path.join(home, ".cache"),
     npm_config_cache: path.join(home, ".npm"),
     npm_config_update_notifier: "false",
+    [TEST_RUN_ACCOUNTS]: accounts,
   };
   Object.assign(process.env, env);
   delete process.env.XDG_RUNTIME_DIR;
@@ -148,8 +157,8 @@ export default async function setup(project: TestProject): Promise<(() => Promis
       const named = left.map((p) => `${p.pid} ${p.cmdline}`).join("; ");
       problems.push(`processes left running by the tests (killed): ${named}`);
     }
-    const accounts = testAccounts().filter((a) => !accountsBefore.has(a));
-    if (accounts.length > 0) problems.push(`Unix accounts left by the tests: ${accounts.join(", ")}`);
+    const remaining = testAccounts(accounts);
+    if (remaining.length > 0) problems.push(`Unix accounts left by the tests: ${remaining.join(", ")}`);
     rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     if (problems.length > 0) {
       // vitest only prints an error of the teardown: the run fails through its exit code.
