@@ -24,12 +24,13 @@ import {
   type LeaderRig,
   readLogs,
   readTaskFile,
+  runBin,
   useLeaderRig,
 } from "../helpers/leader-rig.js";
 import { startReceiver, type Received, type Receiver } from "../helpers/http-receiver.js";
 import { createKey, startServe, type ServeProcess } from "../helpers/serve-rig.js";
 import { startTlsProxy } from "../helpers/tls-proxy.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 let vendor: Receiver;
@@ -624,6 +625,29 @@ describe("the example CI files", () => {
       expect(text).toMatch(/Authorization: Bearer \$\$?PI_TEAMS_DECIDE_KEY/);
     },
   );
+
+  it("a team whose config.json teamId is not its folder's name: doctor says which name the recipes' team must be", async () => {
+    const handlers = await Promise.all(
+      ["github", "gitlab", "buildkite"].map(
+        async (ci) => JSON.parse(await readFile(path.join(EXAMPLES, ci, "handler.json"), "utf8")) as Json,
+      ),
+    );
+    const team = await makeTempTeam({ teamId: "alpha", config: { teamId: "alpha-team", hooks: { handlers } } });
+    try {
+      const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+      const config = path.join(team.teamDir, "config.json");
+      for (const ci of ["github", "gitlab", "buildkite"]) {
+        expect(doctor.stdout).toContain(
+          `warn http:${ci}: its body sends {{team.id}}, config.json's teamId "alpha-team", but serve, its keys and the task API know this team by its folder's name "alpha": a job that reports back to /api/v1/teams/alpha-team/… is refused (403 team_not_allowed with a key for alpha); set "teamId": "alpha" in ${config}, or rename the folder to alpha-team`,
+        );
+      }
+      // The two the same: nothing to say.
+      await writeFile(config, JSON.stringify({ teamId: "alpha", hooks: { handlers } }));
+      expect((await runBin(["doctor", "--team-dir", team.teamDir])).stdout).not.toContain("{{team.id}}");
+    } finally {
+      await team.cleanup();
+    }
+  });
 
   it("every handler.json is a handler the settings accept, answering held, for task_completed", async () => {
     const { HandlerSchema } = await import("../../extensions/teams-hooks/settings/handlers.js");
