@@ -15,7 +15,7 @@ import {
   naturalWidths,
   tableRow,
 } from "../text/table.js";
-import { formatDuration, formatSpan, verdictNotRead } from "../text/messages.js";
+import { formatDuration, formatSpan, stderrReason, verdictNotRead } from "../text/messages.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
 /** One readable log (logs/query.ts `LogRow`). */
@@ -222,7 +222,7 @@ export function rowCells(row: Row, id = shortRunId(row.record.result.runId), off
   const stderr =
     result.skipped !== undefined
       ? `(${firstLine(result.skipped)})`
-      : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
+      : firstLine(stderrReason(result.stderr)) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     oneLine(id),
     dateTimeAt(row.record.startedAt, offsetMinutes),
