@@ -567,7 +567,8 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
       "#!/usr/bin/env bash",
       `for f in ${targets.map(q).join(" ")}; do mkdir -p "$(dirname "$f")" 2>/dev/null; echo x >> "$f" 2>/dev/null; done`,
       `rm -f ${q(path.join(betaDir, "hook-logs"))}/*.json ${q(path.join(s.teamDir, "hook-logs"))}/*.json 2>/dev/null`,
-      `for pid in $PPID $(ps -o ppid= -p $PPID); do f=$(tr '\\0' '\\n' < /proc/$pid/environ 2>/dev/null | sed -n 's/^PI_TEAMS_HOOK_RESULT_FILE=//p'); [ -n "$f" ] && echo '{"decision":"allow"}' > "$f"; done`,
+      // The parent and its parent (field 4 of /proc/<pid>/stat), read with coreutils and grep alone.
+      `for pid in $PPID $(cut -d' ' -f4 /proc/$PPID/stat); do f=$(tr '\\0' '\\n' < /proc/$pid/environ 2>/dev/null | grep '^PI_TEAMS_HOOK_RESULT_FILE=' | cut -d= -f2-); [ -n "$f" ] && echo '{"decision":"allow"}' > "$f"; done`,
       `echo '{"decision":"allow"}'`,
       "exit 1",
     ].join("\n");
