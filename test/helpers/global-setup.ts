@@ -116,12 +116,28 @@ function processesOfRun(dir: string): Array<{ pid: number; cmdline: string }> {
 const ONCE = Symbol.for("pi-teams-hooks.test-run-dir");
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  project.provide("distBuiltFrom", await buildIfStale());
+  const shared = globalThis as unknown as Record<symbol, { lockDir: string } | undefined>;
+  const first = shared[ONCE] === undefined;
+  // The build's lock is in the temp dir the run started with (another run's build takes the same), and the
+  // build runs in the run's own home (npm writes its logs there).
+  const once = (shared[ONCE] ??= { lockDir: os.tmpdir() });
+  const teardown = first ? isolate() : undefined;
+  try {
+    project.provide("distBuiltFrom", await buildIfStale({ lockDir: once.lockDir }));
+  } catch (error) {
+    // No test runs: what the set-up made goes now.
+    await teardown?.().catch(() => undefined);
+    throw error;
+  }
   // `vitest` in watch mode runs the set-up once: a rerun after an edit builds again first.
-  project.onTestsRerun(async () => project.provide("distBuiltFrom", await buildIfStale({ again: true })));
-  const shared = globalThis as unknown as Record<symbol, boolean | undefined>;
-  if (shared[ONCE]) return undefined;
-  shared[ONCE] = true;
+  project.onTestsRerun(async () =>
+    project.provide("distBuiltFrom", await buildIfStale({ again: true, lockDir: once.lockDir })),
+  );
+  return teardown;
+}
+
+/** The run's temp folder, home and XDG folders, set in this process's environment; returns the check at the end. */
+function isolate(): () => Promise<void> {
   const accounts = randomBytes(3).toString("hex");
   const dir = runTempDir();
   const home = path.join(dir, "home");
