@@ -88,6 +88,22 @@ const CASES = [
 ] as const;
 
 describe("a gate's error names the file its author wrote, and the line", () => {
+  it("a gate whose #! interpreter is missing: the error that it cannot start names the gate, not the run's copy", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", status: "completed", owner: "ada" })] });
+    const hooks = path.join(team.teamsRoot, "_hooks");
+    await mkdir(hooks, { recursive: true });
+    const gate = path.join(hooks, "on_task_completed");
+    await writeFile(gate, "#!/usr/bin/no-such-interpreter\necho checking\n", { mode: 0o755 });
+    const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(ran.stdout).toContain(`task_completed #1 on_task_completed error`);
+    expect(ran.stdout).toContain(`spawn ${gate} ENOENT`);
+    expect(ran.stdout).not.toMatch(/pi-teams-hooks\/runs\//);
+    const [log] = await readLogs(team.teamDir);
+    expect(log?.result.error).toContain(`spawn ${gate} ENOENT`);
+  });
+
   for (const c of CASES) {
     it(`${c.name}: run's line, the log and the leader's event`, async (context) => {
       const { expect } = context;

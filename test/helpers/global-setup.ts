@@ -66,7 +66,8 @@ function runTempDir(): string {
  * `ptg<hex>`): set here, so that the check at the end looks for this run's accounts only (another run on the
  * machine may have its own at the time).
  */
-export const TEST_RUN_ACCOUNTS = "PI_TEAMS_HOOKS_TEST_ACCOUNTS";
+// Not a PI_TEAMS_ name: the tests that list what a gate is given of those see only the contract's.
+export const TEST_RUN_ACCOUNTS = "TEAMS_HOOKS_TEST_ACCOUNTS";
 
 /** Accounts of the two-users test named `pt[agl]<suffix>`, as /etc/passwd and /etc/group list them. */
 export function testAccounts(suffix: string): string[] {
