@@ -50,7 +50,13 @@ bin="$(cd "$here/../.." && pwd)/dist/teams-hooks/bin.js"
 [ -n "$bin" ] && [ -f "$bin" ] || die "pi-teams-hooks is not installed (npm install -g pi-teams-hooks)"
 node_bin=$(command -v node) || die "node is not on PATH"
 
-home_of() { getent passwd "$1" | cut -d: -f6; }
+# The user and group tools are root's: in /usr/sbin or /sbin, which a PATH may leave out.
+command -v useradd >/dev/null || PATH="$PATH:/usr/sbin:/sbin"
+# Every folder below one, links not followed (`"$dir"/**/`), dot folders too, none when there are none.
+shopt -s globstar nullglob dotglob
+# An account's line in passwd or group: getent's where there is one (it sees every account source), else the file's.
+account() { if command -v getent >/dev/null; then getent "$1" "$2"; else grep -m1 "^$2:" "/etc/$1"; fi; }
+home_of() { account passwd "$1" | cut -d: -f6; }
 as_leader() { setpriv --reuid="$leader" --regid="$leader" --init-groups -- env -i PATH="$PATH" HOME="$leader_home" TMPDIR="$leader_home/tmp" "$@"; }
 
 lay_out_team() {
@@ -64,7 +70,11 @@ lay_out_team() {
     install -d -o root -g "$group" -m 2775 "$dir/$sub"
     chown root:"$group" "$dir/$sub" && chmod 2775 "$dir/$sub"
     # What the agents made below stays theirs, in the group, folders group-writable for both users' renames.
-    find "$dir/$sub" -mindepth 1 -type d -exec chgrp "$group" {} + -exec chmod g+rwxs {} +
+    local below
+    for below in "$dir/$sub"/**/; do
+      below=${below%/}
+      [ "$below" = "$dir/$sub" ] || [ -L "$below" ] || { chgrp "$group" "$below" && chmod g+rwxs "$below"; }
+    done
   done
   for sub in hooks hook-state hook-logs; do
     # A folder of the leader's that the agents made first (or a link they put there) is theirs: replaced.
@@ -79,13 +89,13 @@ lay_out_team() {
 case "$cmd" in
   init)
     [ -n "$agent" ] || usage
-    getent group "$group" >/dev/null || groupadd "$group"
-    if ! getent passwd "$leader" >/dev/null; then
+    account group "$group" >/dev/null || groupadd "$group"
+    if ! account passwd "$leader" >/dev/null; then
       useradd --create-home --user-group --groups "$group" --shell /bin/bash "$leader"
     else
       usermod --append --groups "$group" "$leader"
     fi
-    getent passwd "$agent" >/dev/null || die "no user $agent (the user pi and its agents run as)"
+    account passwd "$agent" >/dev/null || die "no user $agent (the user pi and its agents run as)"
     usermod --append --groups "$group" "$agent"
     leader_home=$(home_of "$leader")
     install -d -o "$leader" -g "$leader" -m 0700 "$leader_home/tmp"
@@ -112,7 +122,7 @@ case "$cmd" in
     ;;
   team)
     [ ${#args[@]} -gt 0 ] || usage
-    getent group "$group" >/dev/null || die "no group $group (setup.sh init first)"
+    account group "$group" >/dev/null || die "no group $group (setup.sh init first)"
     for team in "${args[@]}"; do lay_out_team "$team"; done
     ;;
   start)
@@ -148,7 +158,7 @@ case "$cmd" in
     # The log is opened by the leader's user (root never writes a path in that user's home).
     setsid --fork setpriv --reuid="$leader" --regid="$leader" --init-groups -- \
       env -i PATH="$PATH" HOME="$leader_home" USER="$leader" LOGNAME="$leader" TMPDIR="$leader_home/tmp" \
-      sh -c 'umask 0077; exec "$@" </dev/null >>"$0" 2>&1' "$log" "${watch[@]}" </dev/null >/dev/null 2>&1
+      bash -c 'umask 0077; exec "$@" </dev/null >>"$0" 2>&1' "$log" "${watch[@]}" </dev/null >/dev/null 2>&1
     echo "leader for $team_dir started as $leader (working dir $cwd); its output: $log"
     ;;
   *) usage ;;

@@ -4,9 +4,11 @@
  * handler.json` (its vendor's host swapped for a stand-in on 127.0.0.1 that checks the request
  * against the vendor's documented shape and answers as the vendor does), the gate is held, and then
  * the recipe's own CI file plays the CI job: its report step (read from the YAML, its variables
- * filled as the CI fills them) runs in bash with curl against the real `serve` and a real
- * `gates:decide` key. The task ends passed or reopened as with a file gate, the decision log names
- * the held run, a CI retry of the same decision is answered again, and another is refused (409).
+ * filled as the CI fills them) runs in bash against the real `serve` and a real `gates:decide` key,
+ * its curl command played by a stand-in first on PATH (test/fixtures/ci-bin/curl: the options the
+ * recipes use, sent with node:http; the tests need no curl). The task ends passed or reopened as with
+ * a file gate, the decision log names the held run, a CI retry of the same decision is answered again,
+ * and another is refused (409).
  * The CI files themselves are checked too: valid YAML, with the events, jobs and steps the doc names.
  */
 import { execFile } from "node:child_process";
@@ -22,12 +24,13 @@ import {
   type LeaderRig,
   readLogs,
   readTaskFile,
+  runBin,
   useLeaderRig,
 } from "../helpers/leader-rig.js";
 import { startReceiver, type Received, type Receiver } from "../helpers/http-receiver.js";
 import { createKey, startServe, type ServeProcess } from "../helpers/serve-rig.js";
 import { startTlsProxy } from "../helpers/tls-proxy.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 let vendor: Receiver;
@@ -54,10 +57,12 @@ async function recipeHandler(ci: string, vendorOrigin: string): Promise<{ text: 
 }
 
 const GITHUB_SHELL = ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c"];
+/** The curl stand-in's folder, first on every step's PATH. */
+const CI_BIN = path.join(REPO_ROOT, "test", "fixtures", "ci-bin");
 
 /**
  * A command run as a CI runner runs a step: bash, the step's variables, nothing of the test's own
- * environment but PATH, and a home of its own (`curlrc`: what the runner's machine knows of the
+ * environment but PATH (the curl stand-in first), and a home of its own (`curlrc`: what the runner's machine knows of the
  * network, e.g. where a name resolves and which CA it trusts).
  */
 async function runStep(
@@ -74,7 +79,10 @@ async function runStep(
       execFile(
         command,
         [...args, script],
-        { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, ...env }, timeout: 30_000 },
+        {
+          env: { HOME: home, ...env, PATH: `${CI_BIN}:${env.PATH ?? process.env.PATH ?? "/usr/bin:/bin"}` },
+          timeout: 30_000,
+        },
         (error, stdout, stderr) => {
           const code = error === null ? 0 : typeof error.code === "number" ? error.code : 1;
           resolve({ code, stdout, stderr });
@@ -389,7 +397,7 @@ describe.concurrent("CI engines as gates: the recipes of docs/ci-gates.md", () =
       CI_PIPELINE_URL: pipeline.web_url,
       ...(job.variables as Record<string, string>),
     });
-    // `before_script` installs curl in the job's image; here curl is there already.
+    // `before_script` installs curl in the job's image; here the stand-in plays it.
     const scriptOf = (job: Json): string => (job.script as string[]).join("\n");
     const deny = jobOf("on_failure");
     const job = await runStep(scriptOf(deny), jobEnv(deny));
@@ -617,6 +625,29 @@ describe("the example CI files", () => {
       expect(text).toMatch(/Authorization: Bearer \$\$?PI_TEAMS_DECIDE_KEY/);
     },
   );
+
+  it("a team whose config.json teamId is not its folder's name: doctor says which name the recipes' team must be", async () => {
+    const handlers = await Promise.all(
+      ["github", "gitlab", "buildkite"].map(
+        async (ci) => JSON.parse(await readFile(path.join(EXAMPLES, ci, "handler.json"), "utf8")) as Json,
+      ),
+    );
+    const team = await makeTempTeam({ teamId: "alpha", config: { teamId: "alpha-team", hooks: { handlers } } });
+    try {
+      const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
+      const config = path.join(team.teamDir, "config.json");
+      for (const ci of ["github", "gitlab", "buildkite"]) {
+        expect(doctor.stdout).toContain(
+          `warn http:${ci}: its body sends {{team.id}}, config.json's teamId "alpha-team", but serve, its keys and the task API know this team by its folder's name "alpha": a job that reports back to /api/v1/teams/alpha-team/… is refused (403 team_not_allowed with a key for alpha); set "teamId": "alpha" in ${config}, or rename the folder to alpha-team`,
+        );
+      }
+      // The two the same: nothing to say.
+      await writeFile(config, JSON.stringify({ teamId: "alpha", hooks: { handlers } }));
+      expect((await runBin(["doctor", "--team-dir", team.teamDir])).stdout).not.toContain("{{team.id}}");
+    } finally {
+      await team.cleanup();
+    }
+  });
 
   it("every handler.json is a handler the settings accept, answering held, for task_completed", async () => {
     const { HandlerSchema } = await import("../../extensions/teams-hooks/settings/handlers.js");

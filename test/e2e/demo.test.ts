@@ -44,6 +44,7 @@ describe("demo (npm start)", () => {
 
   it("fails the draft and passes the fix with only node, bash, env and the gate's coreutils on PATH (no grep)", async () => {
     const bin = fs.mkdtempSync(path.join(os.tmpdir(), "demo-path-"));
+    const state = fs.mkdtempSync(path.join(os.tmpdir(), "demo-state-"));
     for (const name of ["bash", "env", "mktemp", "rm", "tail", "node"]) {
       const found = (process.env.PATH ?? "")
         .split(path.delimiter)
@@ -54,7 +55,7 @@ describe("demo (npm start)", () => {
     }
     try {
       const { stdout } = await run(process.execPath, [path.resolve("dist/teams-hooks/bin.js"), "demo"], {
-        env: { ...process.env, PATH: bin, NO_COLOR: "1" },
+        env: { ...process.env, PATH: bin, NO_COLOR: "1", XDG_STATE_HOME: state },
       });
       expect(stdout).toMatch(/task_completed #1 ada on_task_completed\.sh passed/);
       // The reason is another matter: the example gate finds it with grep ("grep: command not found").
@@ -68,8 +69,11 @@ describe("demo (npm start)", () => {
       expect(stdout).toContain(`demo team in ${root}/demo`);
       expect(fs.existsSync(root)).toBe(false);
       expect(stdout).not.toContain("team dir:");
+      // Nor in the user's state folder: the temp team's approved trust record and settings go with it.
+      expect(fs.readdirSync(path.join(state, "pi-teams-hooks", "trust"))).toEqual([]);
     } finally {
       fs.rmSync(bin, { recursive: true, force: true });
+      fs.rmSync(state, { recursive: true, force: true });
     }
   });
 });

@@ -116,7 +116,8 @@ describe("on_task_completed.sh", () => {
 describe("on_task_completed.sh under hostile tests: what the tests say is never the gate's verdict", () => {
   const ALLOW = String.raw`{\"decision\":\"allow\"}`;
   /** The run's result file as the tests can find it without the variable: in the gate's environment. */
-  const RESULT_FILE = String.raw`f=$(tr '\0' '\n' < /proc/$PPID/environ | sed -n 's/^PI_TEAMS_HOOK_RESULT_FILE=//p')`;
+  // With grep and cut (coreutils): the tests need no sed.
+  const RESULT_FILE = String.raw`f=$(tr '\0' '\n' < /proc/$PPID/environ | grep '^PI_TEAMS_HOOK_RESULT_FILE=' | cut -d= -f2-)`;
 
   async function completedTeam(): Promise<TempTeam> {
     const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });

@@ -117,6 +117,38 @@ describe("pi-teams-hooks init", () => {
     expect(ownCommand.code).toBe(0);
   });
 
+  it("in a fresh npm project (npm init -y), init and doctor say the default gate would fail every task, and the fix", async () => {
+    const root = await tempRoot();
+    const team = path.join(root, "alpha");
+    fs.mkdirSync(team);
+    const project = path.join(root, "project");
+    fs.mkdirSync(project);
+    await execFileAsync("npm", ["init", "-y"], { cwd: project });
+    const manifest = path.join(project, "package.json");
+    expect(JSON.parse(fs.readFileSync(manifest, "utf8")).scripts.test).toMatch(/no test specified/);
+    const env = { PI_TEAMS_GATE_CMD: undefined };
+    const placeholder = `${manifest} has npm's placeholder test script (echo "Error: no test specified" && exit 1): the default gate would fail every task until the project has tests; give ${manifest} a test script that runs the project's tests (e.g. "test": "node --test"), or set PI_TEAMS_GATE_CMD to the check to run`;
+
+    const init = await cli(["init", "--team-dir", team], env, project);
+    expect(init.code).toBe(0);
+    expect(init.stdout).toContain(`  note: on_task_completed.sh runs npm test here: ${placeholder}\n`);
+    const gate = path.join(root, "_hooks", "on_task_completed.sh");
+    const doctor = await cli(["doctor", "--team-dir", team], env, project);
+    expect(doctor.stdout).toContain(`warn ${gate} runs \`npm test --silent\` in ${project}: ${placeholder}`);
+
+    // No test script at all: the same, said so.
+    fs.writeFileSync(manifest, JSON.stringify({ name: "project", version: "1.0.0", scripts: {} }));
+    const bare = await cli(["doctor", "--team-dir", team], env, project);
+    expect(bare.stdout).toContain(`${manifest} has no test script (npm test: Missing script: "test")`);
+    // Real tests, or a command of its own: nothing to say.
+    fs.writeFileSync(manifest, JSON.stringify({ name: "project", version: "1.0.0", scripts: { test: "node --test" } }));
+    expect((await cli(["init", "--team-dir", team, "--force"], env, project)).stdout).not.toContain("note:");
+    expect((await cli(["doctor", "--team-dir", team], env, project)).stdout).not.toContain("npm test");
+    fs.writeFileSync(manifest, JSON.stringify({ scripts: { test: 'echo "Error: no test specified" && exit 1' } }));
+    const own = await cli(["doctor", "--team-dir", team], { PI_TEAMS_GATE_CMD: "make check" }, project);
+    expect(own.stdout).not.toContain("placeholder");
+  });
+
   it("defaults to <teams root>/_hooks: the parent of --team-dir, or PI_TEAMS_ROOT_DIR, with PI_TEAMS_HOOKS_DIR under it", async () => {
     const root = await tempRoot();
     const team = path.join(root, "alpha");

@@ -9,6 +9,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, hookProcesses, waitUntil, workerOp } from "../helpers/leader-rig.js";
 import {
+  PI_TEST_MS,
+  PI_WAIT_MS,
   PiRpc,
   SCRIPTED_MODEL,
   TEAM_CLEANUP,
@@ -29,7 +31,7 @@ async function sessionId(pi: PiRpc): Promise<string> {
   return id;
 }
 
-describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
+describe.skipIf(missing !== null)("in real pi, as a team leader", { timeout: PI_TEST_MS }, () => {
   let w: PiWorld;
   beforeAll(async () => {
     await ensureBuilt(); // the extension loads the leader from the build when it is current (pi/load.ts)
@@ -63,7 +65,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       await waitUntil(
         "the leader to watch the team",
         async () => /quality gates: watching/.test((await pi.command("/gates status", /quality gates:/)).message),
-        { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() },
+        { timeoutMs: PI_WAIT_MS, intervalMs: 300, context: () => pi.context() },
       );
 
       // The lead picks the policy from pi, with the CLI's validation: a typo is refused, naming the values.
@@ -77,7 +79,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
         "the leader to apply the new policy",
         async () =>
           /failure action\s+reopen_followup/.test((await pi.command("/gates status", /quality gates:/)).message),
-        { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() },
+        { timeoutMs: PI_WAIT_MS, intervalMs: 300, context: () => pi.context() },
       );
 
       await Promise.all([
@@ -123,7 +125,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       const answer = await waitUntil(
         "the tool's result",
         () => pi.lines.find((l) => l.type === "tool_execution_end" && l.toolName === "quality_gates"),
-        { timeoutMs: 20_000, context: () => pi.context() },
+        { timeoutMs: PI_WAIT_MS, context: () => pi.context() },
       );
       expect(answer.isError).toBe(false);
       const text = (answer.result as { content: Array<{ text: string }> }).content[0]?.text ?? "";
@@ -192,7 +194,7 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       await createTeam(teamDir, id, { empty: true });
       const status = async () => (await pi.command("/gates status", /quality gates:/)).message;
       const watching = async () => /quality gates: watching/.test(await status());
-      await waitUntil("watching", watching, { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() });
+      await waitUntil("watching", watching, { timeoutMs: PI_WAIT_MS, intervalMs: 300, context: () => pi.context() });
       expect(existsSync(path.join(teamDir, "hook-state", "leader.lock"))).toBe(true);
 
       expect(await pi.close()).toEqual({ code: 0, signal: null });
@@ -219,16 +221,16 @@ describe.skipIf(missing !== null)("in real pi, as a team leader", () => {
       await waitUntil(
         "watching",
         async () => /quality gates: watching/.test((await pi.command("/gates status", /quality gates:/)).message),
-        { timeoutMs: 20_000, intervalMs: 300, context: () => pi.context() },
+        { timeoutMs: PI_WAIT_MS, intervalMs: 300, context: () => pi.context() },
       );
       await workerOp("complete", { tasksDir, ids: ["1"] });
       await waitUntil("the hanging gate and its child", async () => (await hookProcesses(teamDir)).length >= 2, {
-        timeoutMs: 20_000,
+        timeoutMs: PI_WAIT_MS,
       });
       // The session is not held by it: the command answers while the gate runs.
       expect((await pi.command("/gates status", /quality gates:/)).message).toMatch(/quality gates: watching/);
 
-      expect(await pi.close(30_000)).toEqual({ code: 0, signal: null });
+      expect(await pi.close(PI_WAIT_MS)).toEqual({ code: 0, signal: null });
       expect(await hookProcesses(teamDir)).toEqual([]);
     } finally {
       if (pi.child.exitCode === null) pi.child.kill("SIGKILL");

@@ -9,7 +9,19 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, waitUntil } from "../helpers/leader-rig.js";
-import { PiRpc, type PiWorld, piEnv, piMissing, startPiWorker, stopAllPi } from "../helpers/pi-rig.js";
+import {
+  PI_TEST_MS,
+  PI_WAIT_MS,
+  PiRpc,
+  type PiWorld,
+  piEnv,
+  piMissing,
+  startPiWorker,
+  stopAllPi,
+} from "../helpers/pi-rig.js";
+
+/** Each test's timeout: room for several waits at their bound (pi-rig.ts). */
+const ROOM = { timeout: PI_TEST_MS };
 import { exists, withLock, writeAtomic } from "../fixtures/workers/protocol.mjs";
 import { GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
 
@@ -100,7 +112,7 @@ function assignment(task: Task): string {
   return JSON.stringify({ type: "task_assignment", taskId, subject, description, assignedBy: LEAD, timestamp });
 }
 
-describe.skipIf(missing !== null)("a pi worker (pi-agent-teams' behaviour, scripted model)", () => {
+describe.skipIf(missing !== null)("a pi worker (pi-agent-teams' behaviour, scripted model)", ROOM, () => {
   const worlds: PiWorld[] = [];
   const world = async (): Promise<PiWorld> => {
     const made = await newWorld();
@@ -129,9 +141,9 @@ describe.skipIf(missing !== null)("a pi worker (pi-agent-teams' behaviour, scrip
       cwd: w.root,
       ...(promptsFile ? { promptsFile } : {}),
     });
-  /** Waits (30 s at most) for `check`, showing the worker's pi when it times out. */
+  /** Waits (PI_WAIT_MS at most) for `check`, showing the worker's pi when it times out. */
   const until = <T>(what: string, pi: PiRpc, check: () => Promise<T | false | null | undefined>): Promise<T> =>
-    waitUntil(what, check, { timeoutMs: 30_000, intervalMs: 100, context: () => pi.context() });
+    waitUntil(what, check, { timeoutMs: PI_WAIT_MS, intervalMs: 100, context: () => pi.context() });
   const taskIn = (team: Team, id: string, status: string) => async (): Promise<Task | null> => {
     const task = await team.task(id);
     return task.status === status ? task : null;
@@ -221,7 +233,7 @@ echo "ok $PI_TEAMS_TASK_ID"
     const status = async (): Promise<string> => (await lead.command("/gates status", /quality gates:/)).message;
     const watching = async (): Promise<boolean> => /quality gates: watching/.test(await status());
     const context = (): string => lead.context();
-    await waitUntil("the leader to watch the team", watching, { timeoutMs: 20_000, intervalMs: 300, context });
+    await waitUntil("the leader to watch the team", watching, { timeoutMs: PI_WAIT_MS, intervalMs: 300, context });
 
     // Its first answer is the first completion; any later turn (the task again, a nudge) answers "done".
     const promptsFile = path.join(w.root, "ada-prompts.jsonl");
@@ -239,7 +251,7 @@ echo "ok $PI_TEAMS_TASK_ID"
     };
     // The first completion fails its gate: reopened, its owner kept.
     const failed = /^Gate on_task_completed\.sh failed for task #1: .*FAIL: first look at task 1 → reopened/;
-    await lead.waitForNotice(failed, 30_000);
+    await lead.waitForNotice(failed);
     // The owner is sent the task again (a task_assignment, once for this reopen), does it, and the gate passes.
     let seen = "";
     const passed = async (): Promise<boolean> => {
@@ -248,7 +260,7 @@ echo "ok $PI_TEAMS_TASK_ID"
       return task.status === "completed" && task.metadata?.qualityGateStatus === "passed";
     };
     const what = "task 1 completed again and passed by its gate";
-    await waitUntil(what, passed, { timeoutMs: 20_000, intervalMs: 250, context: () => seen });
+    await waitUntil(what, passed, { timeoutMs: PI_WAIT_MS, intervalMs: 250, context: () => seen });
     expect(await lead.waitForNotice(/^Gate on_task_completed\.sh passed for task #1/)).toMatchObject({ level: "info" });
     expect(await team.task("1")).toMatchObject({
       status: "completed",
@@ -271,5 +283,5 @@ echo "ok $PI_TEAMS_TASK_ID"
     expect(prompts[redo]).toContain("FAIL: first look at task 1");
     const nudge = prompts.findIndex((p) => p.startsWith("You have received message(s)"));
     if (nudge >= 0) expect(nudge).toBeGreaterThan(redo);
-  }, 120_000);
+  });
 });

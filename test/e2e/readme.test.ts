@@ -18,6 +18,11 @@ import { BIN, REPO_ROOT, ensureBuilt, waitUntil } from "../helpers/leader-rig.js
 /** README commands not run, and why. */
 const LEFT_OUT: ReadonlyArray<{ command: RegExp; why: string }> = [
   { command: /^npm /, why: "builds and tests this checkout: what the test suite itself is" },
+  { command: /^git clone /, why: "fetches the repository from the network: the test runs in this checkout" },
+  {
+    command: /^pi install /,
+    why: "writes the user's pi settings (and fetches from git or npm): test/e2e/pi-session.test.ts loads the extension into a real pi",
+  },
   {
     command: /^pi-teams-hooks serve --teams-root /,
     why: "a running server, on the fixed port 7420 (test/e2e/serve.test.ts runs one on a free port)",

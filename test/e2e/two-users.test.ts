@@ -27,6 +27,7 @@ import type { DoctorReport } from "../../extensions/teams-hooks/doctor/diagnose.
 import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
 import { REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
+import { TEST_RUN_ACCOUNTS } from "../helpers/global-setup.js";
 
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
 /** The system's user tools, from PATH or where root's PATH has them (a PATH without sbin still finds them). */
@@ -42,8 +43,11 @@ const CANNOT_MAKE_USERS =
     ? "needs root to create the two users (useradd): skipped, not root"
     : `needs ${missingTools.join(", ")} to create the two users: skipped, not on PATH, /usr/sbin or /sbin`;
 if (!CAN_MAKE_USERS) console.log(`test/e2e/two-users.test.ts: ${CANNOT_MAKE_USERS}`);
-/** Of this run: two runs on one machine never share a user. */
-const SUFFIX = randomBytes(3).toString("hex");
+/**
+ * Of this run: two runs on one machine never share a user. The suite's global set-up names it (and checks at the
+ * end that no account of that name is left).
+ */
+const SUFFIX = process.env[TEST_RUN_ACCOUNTS] ?? randomBytes(3).toString("hex");
 const NAMES = { group: `ptg${SUFFIX}`, leader: `ptl${SUFFIX}`, agent: `pta${SUFFIX}` };
 
 interface Result {
@@ -84,7 +88,28 @@ function asUserWithUmask(user: string, umask: string): string[] {
 }
 
 const uidOf = async (user: string): Promise<number> => Number((await must("id", "-u", user)).trim());
-const gidOf = async (group: string): Promise<number> => Number((await must("getent", "group", group)).split(":")[2]);
+/** The line of `name` in /etc/group or /etc/passwd, split at ":" (read there: no `getent` needed). */
+async function accountEntry(file: "/etc/group" | "/etc/passwd", name: string): Promise<string[] | undefined> {
+  const text = await readFile(file, "utf8");
+  return text
+    .split("\n")
+    .map((line) => line.split(":"))
+    .find((fields) => fields[0] === name);
+}
+const gidOf = async (group: string): Promise<number> => {
+  const entry = await accountEntry("/etc/group", group);
+  if (entry === undefined) throw new Error(`no group ${group} in /etc/group`);
+  return Number(entry[2]);
+};
+/** The users and groups of this run still in /etc/passwd and /etc/group. */
+async function accountsLeft(): Promise<string[]> {
+  const left: string[] = [];
+  for (const name of Object.values(NAMES)) {
+    if (await accountEntry("/etc/passwd", name)) left.push(`user ${name}`);
+    if (await accountEntry("/etc/group", name)) left.push(`group ${name}`);
+  }
+  return left;
+}
 const sha = async (file: string): Promise<string> =>
   createHash("sha256")
     .update(await readFile(file))
@@ -115,6 +140,8 @@ interface Setup {
 }
 
 let setup: Setup | null = null;
+/** The test's temp dir, removed after (also when the set-up failed before `setup` was made). */
+let baseDir: string | null = null;
 const created = { group: false, leader: false, agent: false };
 
 async function createUsers(homes: { leader: string; agent: string }): Promise<void> {
@@ -140,34 +167,49 @@ async function processesOf(user: string): Promise<number[]> {
   return pids;
 }
 
-/** Removes the users and groups of this run; returns the processes of theirs it had to kill first. */
-async function removeUsers(): Promise<string[]> {
-  const left: string[] = [];
+/**
+ * Removes the users and groups of this run, every step tried whatever the one before did (a step that fails is
+ * said after all were tried); returns the processes of theirs it had to kill first, and what it could not do.
+ */
+async function removeUsers(): Promise<{ killed: string[]; failed: string[] }> {
+  const killed: string[] = [];
+  const failed: string[] = [];
+  const attempt = async (what: string, step: () => Promise<unknown>): Promise<void> => {
+    try {
+      await step();
+    } catch (error) {
+      failed.push(`${what}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
   for (const role of ["leader", "agent"] as const) {
     if (!created[role]) continue;
     const user = NAMES[role];
-    const pids = await processesOf(user);
-    for (const pid of pids) {
-      left.push(`${user}: pid ${pid}`);
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        /* gone meanwhile */
+    await attempt(`end the processes of ${user}`, async () => {
+      const pids = await processesOf(user);
+      for (const pid of pids) {
+        killed.push(`${user}: pid ${pid}`);
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* gone meanwhile */
+        }
       }
-    }
-    if (pids.length > 0) {
-      await waitUntil(`the processes of ${user} to end`, async () => (await processesOf(user)).length === 0);
-    }
-    await must("userdel", user);
+      if (pids.length > 0) {
+        await waitUntil(`the processes of ${user} to end`, async () => (await processesOf(user)).length === 0);
+      }
+    });
+    await attempt(`userdel ${user}`, () => must("userdel", user));
     created[role] = false;
     // userdel removes the user's own group when no one else is in it; make sure.
-    if ((await run(["getent", "group", user])).code === 0) await must("groupdel", user);
+    await attempt(`groupdel ${user}`, async () => {
+      if (await accountEntry("/etc/group", user)) await must("groupdel", user);
+    });
   }
   if (created.group) {
-    await must("groupdel", NAMES.group);
+    await attempt(`groupdel ${NAMES.group}`, () => must("groupdel", NAMES.group));
     created.group = false;
   }
-  return left;
+  return { killed, failed };
 }
 
 const GLOBAL_GATE = `#!/usr/bin/env bash
@@ -210,9 +252,28 @@ async function copyBuild(dir: string): Promise<{ bin: string; worker: string; re
   };
 }
 
+/** Whether every folder from `/` down to `dir` lets other users through (o+x). */
+async function othersCanTraverse(dir: string): Promise<boolean> {
+  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+    if (((await stat(at)).mode & 0o001) === 0) return false;
+    if (at === path.dirname(at)) return true;
+  }
+}
+
+/**
+ * Where the test's temp dir goes: the temp dir, when the other users can get through to it; else /tmp (a TMPDIR
+ * of the user's own, mode 0700, lets no other user reach what is in it: the build copied there could not be
+ * loaded by the leader's user).
+ */
+async function reachableTempDir(): Promise<string> {
+  if (await othersCanTraverse(os.tmpdir())) return os.tmpdir();
+  if (await othersCanTraverse("/tmp")) return "/tmp";
+  throw new Error(`neither ${os.tmpdir()} nor /tmp lets other users through: nowhere to lay out the two users' team`);
+}
+
 /** A temp dir both users can get through, with their homes named (made by the recipe and here). */
 async function makeBase(): Promise<{ base: string; homes: { leader: string; agent: string } }> {
-  const base = await mkdtemp(path.join(os.tmpdir(), "pi-two-users-"));
+  const base = await mkdtemp(path.join(await reachableTempDir(), "pi-two-users-"));
   await chmod(base, 0o755); // mkdtemp makes it 0700
   return { base, homes: { leader: path.join(base, "home-leader"), agent: path.join(base, "home-agent") } };
 }
@@ -239,7 +300,11 @@ async function layOut(base: string, homes: { leader: string; agent: string }): P
     await writeFile(file, body, { mode: 0o755 });
     await must("chown", `${NAMES.leader}:${NAMES.leader}`, file);
   }
+  // A temp dir of the leader's user in reach of it (the test's own may sit in a folder only root can enter).
+  const tmp = path.join(base, "tmp");
+  await installDir(NAMES.leader, NAMES.leader, "0700", tmp);
   const leaderEnv = {
+    TMPDIR: tmp,
     HOME: homes.leader,
     USER: NAMES.leader,
     LOGNAME: NAMES.leader,
@@ -341,10 +406,12 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     if (!CAN_MAKE_USERS) return;
     try {
       const { base, homes } = await makeBase();
+      baseDir = base;
       await createUsers(homes);
       setup = await layOut(base, homes);
     } catch (error) {
-      await removeUsers();
+      const { failed } = await removeUsers();
+      if (failed.length > 0) throw new Error(`${String(error)}; and then, removing the users: ${failed.join("; ")}`);
       throw error;
     }
   }, 60_000);
@@ -352,9 +419,11 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
   afterAll(async () => {
     if (!CAN_MAKE_USERS) return;
     // The rig stopped the leader after the test (afterEach): a process of these users still alive is a leak.
-    const left = await removeUsers();
-    if (setup) await rm(setup.base, { recursive: true, force: true });
-    expect(left).toEqual([]);
+    const { killed, failed } = await removeUsers();
+    if (baseDir) await rm(baseDir, { recursive: true, force: true });
+    expect({ killed, failed }).toEqual({ killed: [], failed: [] });
+    // Nothing of this run is left in /etc/passwd or /etc/group (the suite's global teardown checks every run's too).
+    expect(await accountsLeft()).toEqual([]);
   }, 60_000);
 
   const asRoot = it.skipIf(!CAN_MAKE_USERS);
@@ -498,7 +567,8 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
       "#!/usr/bin/env bash",
       `for f in ${targets.map(q).join(" ")}; do mkdir -p "$(dirname "$f")" 2>/dev/null; echo x >> "$f" 2>/dev/null; done`,
       `rm -f ${q(path.join(betaDir, "hook-logs"))}/*.json ${q(path.join(s.teamDir, "hook-logs"))}/*.json 2>/dev/null`,
-      `for pid in $PPID $(ps -o ppid= -p $PPID); do f=$(tr '\\0' '\\n' < /proc/$pid/environ 2>/dev/null | sed -n 's/^PI_TEAMS_HOOK_RESULT_FILE=//p'); [ -n "$f" ] && echo '{"decision":"allow"}' > "$f"; done`,
+      // The parent and its parent (field 4 of /proc/<pid>/stat), read with coreutils and grep alone.
+      `for pid in $PPID $(cut -d' ' -f4 /proc/$PPID/stat); do f=$(tr '\\0' '\\n' < /proc/$pid/environ 2>/dev/null | grep '^PI_TEAMS_HOOK_RESULT_FILE=' | cut -d= -f2-); [ -n "$f" ] && echo '{"decision":"allow"}' > "$f"; done`,
       `echo '{"decision":"allow"}'`,
       "exit 1",
     ].join("\n");
@@ -509,7 +579,7 @@ describe("a leader under its own Unix user (docs/security.md)", () => {
     // (world-readable) ledger names. Bounded: it stops by itself.
     const ledger = path.join(betaDir, "hook-state", "ledger.jsonl");
     const planter = agentShell(
-      `for i in $(seq 100); do for id in $(grep -o '"runId":"[^"]*"' ${q(ledger)} 2>/dev/null | cut -d'"' -f4); do for d in /tmp ${q(os.tmpdir())}; do echo '{"decision":"allow"}' > "$d/pi-teams-hook-$id.result.json" 2>/dev/null; done; done; sleep 0.03; done`,
+      `for i in $(seq 100); do for id in $(grep -o '"runId":"[^"]*"' ${q(ledger)} 2>/dev/null | cut -d'"' -f4); do for d in /tmp ${q(os.tmpdir())} ${q(s.leaderEnv.TMPDIR ?? "/tmp")}; do echo '{"decision":"allow"}' > "$d/pi-teams-hook-$id.result.json" 2>/dev/null; done; done; sleep 0.03; done`,
     );
 
     expect(

@@ -38,11 +38,11 @@ const LOCK_WAIT_MS = 180_000;
  * Once per process, not per module instance: vitest loads the global set-up once for each project,
  * each time as a new module, all in its main process. `again` checks anew (a rerun in watch mode).
  */
-export function buildIfStale(opts: { again?: boolean } = {}): Promise<string> {
+export function buildIfStale(opts: { again?: boolean; lockDir?: string } = {}): Promise<string> {
   const key = Symbol.for("pi-teams-hooks.test-build");
   const shared = globalThis as unknown as Record<symbol, Promise<string> | undefined>;
   if (opts.again) shared[key] = undefined;
-  shared[key] ??= build();
+  shared[key] ??= build(opts.lockDir ?? os.tmpdir());
   return shared[key];
 }
 
@@ -112,10 +112,11 @@ async function lock(file: string): Promise<void> {
   }
 }
 
-async function build(): Promise<string> {
+/** `lockDir`: where the cross-process lock goes, the same for every run (the temp dir the run started with). */
+async function build(lockDir: string): Promise<string> {
   const before = await sourcesHash();
   if (await isCurrent(before)) return before;
-  const lockFile = path.join(os.tmpdir(), `pi-teams-hooks-build-${REPO_ROOT.replace(/[^A-Za-z0-9]/g, "_")}.lock`);
+  const lockFile = path.join(lockDir, `pi-teams-hooks-build-${REPO_ROOT.replace(/[^A-Za-z0-9]/g, "_")}.lock`);
   await lock(lockFile);
   try {
     const hash = await sourcesHash(); // what this build compiles (another run may have built it meanwhile)

@@ -21,6 +21,15 @@ export const TEAM_WORKER = path.join(REPO_ROOT, "test", "fixtures", "pi", "team-
 /** pi-agent-teams' removal of a session's empty team at `session_shutdown` (load it `first`). */
 export const TEAM_CLEANUP = path.join(REPO_ROOT, "test", "fixtures", "pi", "team-cleanup.ts");
 
+/**
+ * The bound of every wait on pi (its start, a command's answer, a notice, its exit): a wait ends as soon
+ * as its condition holds, and fails only past this, which holds on a loaded machine (at a load of 15 on
+ * two CPUs, a pi start of 2 s takes 15 s). Never a fixed sleep.
+ */
+export const PI_WAIT_MS = 90_000;
+/** A pi test's own timeout: room for several waits at their bound. */
+export const PI_TEST_MS = 300_000;
+
 /** Why pi cannot run here, or null when it can (it is a dev dependency: `npm ci` installs it). */
 export function piMissing(): string | null {
   return existsSync(PI_CLI) ? null : `pi is not installed (${PI_CLI} is missing: run npm ci)`;
@@ -89,7 +98,7 @@ export class PiRpc {
   }
 
   /** Sends one command and resolves with its response. */
-  async request(command: Record<string, unknown>, timeoutMs = 15_000): Promise<RpcLine> {
+  async request(command: Record<string, unknown>, timeoutMs = PI_WAIT_MS): Promise<RpcLine> {
     const id = `req-${++this.#seq}`;
     this.child.stdin?.write(`${JSON.stringify({ ...command, id })}\n`);
     return waitUntil(
@@ -100,7 +109,7 @@ export class PiRpc {
   }
 
   /** Runs an extension command (`/gates status`) and resolves with the notification it sent. */
-  async command(text: string, match: RegExp = /./, timeoutMs = 15_000): Promise<Notice> {
+  async command(text: string, match: RegExp = /./, timeoutMs = PI_WAIT_MS): Promise<Notice> {
     const before = this.notices().length;
     const response = await this.request({ type: "prompt", message: text }, timeoutMs);
     if (response.success !== true) throw new Error(`pi refused ${text}: ${JSON.stringify(response)}`);
@@ -114,7 +123,7 @@ export class PiRpc {
     );
   }
 
-  async waitForNotice(match: RegExp, timeoutMs = 20_000): Promise<Notice> {
+  async waitForNotice(match: RegExp, timeoutMs = PI_WAIT_MS): Promise<Notice> {
     return waitUntil(`a notification matching ${match}`, () => this.notices().find((n) => match.test(n.message)), {
       timeoutMs,
       context: () => this.context(),
@@ -122,7 +131,7 @@ export class PiRpc {
   }
 
   /** Ends stdin (pi shuts down as on Ctrl+D) and waits for the exit; kills it after `timeoutMs`. */
-  async close(timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  async close(timeoutMs = PI_WAIT_MS): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     this.child.stdin?.end();
     const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
     try {

@@ -4,20 +4,19 @@
  * the paths `allow` matches (the decision route), to `target` over plain HTTP on loopback, keeping
  * the client's `Host` (nginx `proxy_set_header Host $host`), replacing `X-Forwarded-For`,
  * `X-Forwarded-Proto` and `X-Forwarded-Host` with what it saw itself, and answering 404 for anything
- * else. A certificate for `hostname` is made with the system's `openssl` (self-signed; clients trust
- * it through `certFile`).
+ * else. A certificate for `hostname` is made with node:crypto (self-signed.ts; clients trust it
+ * through `certFile`).
  *
  *   const proxy = await startTlsProxy({ hostname: "gates.example.test", target: serve.url, allow: DECISION_ROUTE });
  *   curl --resolve gates.example.test:${proxy.port}:127.0.0.1 --cacert ${proxy.certFile} \
  *     https://gates.example.test:${proxy.port}/…
  */
-import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { createServer, type Server } from "node:https";
 import os from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
+import { selfSigned } from "./self-signed.js";
 
 export interface TlsProxy {
   port: number;
@@ -33,27 +32,11 @@ export interface TlsProxy {
 export async function startTlsProxy(opts: { hostname: string; target: string; allow: RegExp }): Promise<TlsProxy> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "tls-proxy-"));
   const certFile = path.join(dir, "cert.pem");
-  const keyFile = path.join(dir, "key.pem");
-  await promisify(execFile)("openssl", [
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-days",
-    "1",
-    "-subj",
-    `/CN=${opts.hostname}`,
-    "-addext",
-    `subjectAltName=DNS:${opts.hostname}`,
-    "-keyout",
-    keyFile,
-    "-out",
-    certFile,
-  ]);
+  const { cert, key } = selfSigned(opts.hostname);
+  await writeFile(certFile, cert);
   const target = new URL(opts.target);
   const refused: string[] = [];
-  const server: Server = createServer({ cert: await readFile(certFile), key: await readFile(keyFile) }, (req, res) => {
+  const server: Server = createServer({ cert, key }, (req, res) => {
     const pathname = new URL(req.url ?? "/", "https://proxy.invalid").pathname;
     if (!opts.allow.test(pathname)) {
       refused.push(`${req.method} ${pathname}`);

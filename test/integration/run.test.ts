@@ -17,7 +17,12 @@ import {
   type RunResult,
 } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { findProcessesByRunId, terminateGroup } from "../../extensions/teams-hooks/runner/terminate.js";
-import { liveRuns, runHook, terminateAllRuns, type RunHookOptions } from "../../extensions/teams-hooks/runner/run-hook.js";
+import {
+  liveRuns,
+  runHook,
+  terminateAllRuns,
+  type RunHookOptions,
+} from "../../extensions/teams-hooks/runner/run-hook.js";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { makeInvocation, makeTask } from "../helpers/invocation.js";
 

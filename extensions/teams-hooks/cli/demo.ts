@@ -3,7 +3,8 @@
  * leader running in this process with the example gate from hooks/, and two scripted workers. Ada's
  * task passes its gate; Brian's fails, is reopened with a follow-up task and a nudge, and passes once
  * he fixes it. Every write goes through the same lock protocol a real worker uses. The temporary
- * folder is removed at the end (however the demo ends) unless `--keep`.
+ * folder is removed at the end (however the demo ends) unless `--keep`, and with it the trust record and
+ * settings the leader approved for it in the user's state folder (trust/trust-store.ts approvedFile).
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -18,6 +19,8 @@ import { queryLogs } from "../logs/query.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
 import { updateTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
+import { approvedSettingsFile } from "../team/approved-settings.js";
+import { approvedFile } from "../trust/trust-store.js";
 import { localClock, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -36,13 +39,18 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     return await play(root, keep, io);
   } finally {
     // The temp team goes with the demo, whatever ends it, unless asked to stay (--keep) and it got that far.
-    if (!keep) await fs.rm(root, { recursive: true, force: true });
+    if (!keep) {
+      await fs.rm(root, { recursive: true, force: true });
+      const teamDir = path.join(root, "demo");
+      for (const file of [approvedFile(teamDir, io.env), approvedSettingsFile(teamDir, io.env)])
+        await fs.rm(file, { force: true });
+    }
   }
 }
 
 /** The demo itself, in `root`. */
 async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
-  const teamDir = path.join(root, "demo");
+  const teamDir = path.join(root, "demo"); // also in demoCommand
   const hooksDir = path.join(root, "_hooks");
   const workspace = path.join(root, "workspace");
   await fs.cp(path.join(PACKAGE_ROOT, "examples", "demo-team"), teamDir, { recursive: true });

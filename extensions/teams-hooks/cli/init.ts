@@ -18,6 +18,7 @@ import { CLAUDE_GATE_EVENTS } from "../contract/claude.js";
 import { planClaudeWrappers, type ClaudeWrapper } from "../settings/claude-settings.js";
 import { readJsonValue } from "../team/json-file.js";
 import { requireDirectory, resolveHooksDir, resolveTeamDirFlags } from "../team/paths.js";
+import { npmTestProblem } from "../doctor/gate-checks.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 /** The example gates shipped in the package. */
@@ -61,6 +62,14 @@ export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     io.stdout(`  ${replaced ? "replaced" : "wrote"} ${name} (mode 755)\n`);
   }
   for (const note of await shadowNotes(target.dir, examples)) io.stdout(`  note: ${note}\n`);
+  // The project here (this folder's package.json, or one above) cannot pass the default gate: said now, not at the
+  // first task. Without a package.json here, the lines below say where the gate's command runs.
+  const npmTest =
+    examples.includes("on_task_completed.sh") && (io.env.PI_TEAMS_GATE_CMD ?? "") === ""
+      ? npmTestProblem(io.cwd)
+      : null;
+  if (npmTest && npmTest.kind !== "no_package")
+    io.stdout(`  note: on_task_completed.sh runs npm test here: ${npmTest.message}\n`);
   const gateRuns =
     "on_task_completed.sh runs $PI_TEAMS_GATE_CMD (default: npm test --silent, which needs a package.json)";
   const where = "in the folder the leader runs in (or --cwd): start watch in your project, or set PI_TEAMS_GATE_CMD";

@@ -4,7 +4,7 @@ import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
 import type { SettingsReport } from "../settings/team-settings.js";
 import type { EventReport } from "../leader/notices.js";
-import { formatDuration, formatSpan, nonBlockingPass } from "../text/messages.js";
+import { formatDuration, formatSpan, nonBlockingPass, verdictNotRead } from "../text/messages.js";
 import { colourEnabled, runningText } from "../text/terminal.js";
 import { type ColumnSpec, fitTable, naturalWidths, tableRow } from "../text/table.js";
 import { shortRunId } from "../logs/format.js";
@@ -175,7 +175,8 @@ export function eventLine(r: EventReport, colour = false, clock: (iso: string) =
     r.policyApplied === false
       ? paint(" (policy NOT applied: see the warnings; the event stays open)", "yellow", colour)
       : "";
-  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}`;
+  const unread = r.verdictUnread === undefined ? "" : ` • ${verdictNotRead(r.verdictUnread)}`;
+  return `${time} ${label}${who} ${r.hook ?? ""} ${painted} ${timing}${detail}${actions}${held}${open}${r.retry ? " (retry)" : ""}${unread}`;
 }
 
 /** `passed`, or what a pass let through: `passed (non-blocking error: exit code 1 • linter crashed)`. */

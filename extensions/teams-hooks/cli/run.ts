@@ -33,6 +33,7 @@ import {
   formatDuration,
   missingSecretWarning,
   nonBlockingPass,
+  verdictNotRead,
   unsafeName,
 } from "../text/messages.js";
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
@@ -387,7 +388,8 @@ export function humanLine(
   const detail = r.outcome === "passed" ? passDetail : otherDetail;
   const actions =
     outcome.actions.length > 0 && outcome.actions.join("") !== "none" ? ` → ${outcome.actions.join(", ")}` : "";
-  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})`;
+  const unread = r.verdictUnread === undefined ? "" : ` • ${verdictNotRead(r.verdictUnread)}`;
+  return `${label} ${hook} ${verdict} in ${formatDuration(r.durationMs)}${detail}${actions} (run ${shortRunId(r.runId)})${unread}`;
 }
 
 function verdictWord(r: RunResult): string {

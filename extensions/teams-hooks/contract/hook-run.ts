@@ -184,6 +184,11 @@ export const RunResultSchema = z.object({
    */
   nonBlocking: z.string().optional(),
   /**
+   * Additive: the last line of stdout started like a verdict (`{`, holding `"decision"`) but was not JSON, so no
+   * verdict was read and the exit code decided: why, and the line (cut), e.g. `not JSON (…): {"decision": "deny", …`.
+   */
+  verdictUnread: z.string().optional(),
+  /**
    * How many secrets and credential-shaped strings were replaced by `[redacted]` in what this run
    * said (its output, verdict, a receiver's answer) before anything of it was kept (contract v1,
    * additive; docs/security.md, "Redaction"). Absent only where no redaction ran (older logs).

@@ -107,7 +107,11 @@ export const VERDICT_SOURCES = ["file", "stdout", "http", "decision", "claude", 
 export type VerdictSource = (typeof VERDICT_SOURCES)[number];
 
 export type VerdictRead =
-  | { kind: "none" }
+  /**
+   * `unread`: the last line of stdout starts like a verdict (`{`, and it holds `"decision"`) but is not JSON: no
+   * verdict, the exit code decides, and this says why the line was not read and what it was (`verdictNotRead`).
+   */
+  | { kind: "none"; unread?: string }
   | { kind: "verdict"; source: VerdictSource; verdict: Verdict }
   /** `unsupportedDecision`: the `decision` itself is not one of DECISIONS (an HTTP answer's transport failure). */
   | { kind: "invalid"; source: VerdictSource; problem: string; unsupportedDecision?: boolean };
@@ -120,6 +124,8 @@ export type VerdictRead =
  * `decision`, or text that merely starts with `{`) is ordinary output and the exit code decides —
  * unless it is longer than VERDICT_LINE_MAX_BYTES, blanks included, and looks like a verdict (its
  * first character that is not a blank is `{`, or it holds `"decision"`): that is an invalid verdict.
+ * A last line that starts with `{` and holds `"decision"` but is not JSON (a typo in a verdict) is no
+ * verdict either, but is said: `unread`.
  */
 export function readVerdict(input: { fileText: string | null; stdout: string | LastLine }): VerdictRead {
   if (input.fileText !== null && input.fileText.trim() !== "") {
@@ -134,7 +140,9 @@ export function readVerdict(input: { fileText: string | null; stdout: string | L
   const last = line.text.trim();
   if (!last.startsWith("{")) return { kind: "none" };
   const parsed = parseObject(last);
-  if (!parsed.ok || !Object.hasOwn(parsed.value, "decision")) return { kind: "none" };
+  if (!parsed.ok)
+    return line.mentionsDecision ? { kind: "none", unread: unreadLine(parsed.problem, last) } : { kind: "none" };
+  if (!Object.hasOwn(parsed.value, "decision")) return { kind: "none" };
   return check(parsed, "stdout");
 }
 
@@ -230,6 +238,16 @@ export function lastLineOf(text: string): LastLine {
   const tracker = lastLineTracker();
   tracker.push(text);
   return tracker.result();
+}
+
+/** At most this many characters of an unread verdict-like line are quoted. */
+const UNREAD_QUOTE_CHARS = 200;
+
+/** `not JSON (…): {"decision": "deny", "reason": oops`, the line cut to UNREAD_QUOTE_CHARS. */
+function unreadLine(problem: string, line: string): string {
+  const chars = [...line];
+  const quoted = chars.length > UNREAD_QUOTE_CHARS ? `${chars.slice(0, UNREAD_QUOTE_CHARS).join("")}…` : line;
+  return `${problem}: ${quoted}`;
 }
 
 type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false; problem: string };

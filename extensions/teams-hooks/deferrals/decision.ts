@@ -47,14 +47,7 @@ import {
   sameDecision,
   updateDeferral,
 } from "./record.js";
-import {
-  changedFields,
-  checkDeferral,
-  describeChanges,
-  heldFields,
-  heldTrigger,
-  ledgerHoldOf,
-} from "./check.js";
+import { changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf } from "./check.js";
 import { policyRecordOf } from "../event/remediate.js";
 
 export type DecisionInput = {

@@ -123,7 +123,7 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   for (const { event, chain } of chains) {
     const report = await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable, chain, teamLayer);
     const checked = record ? checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null }) : null;
-    const handlers = diagnoseHandlers(event, chain, input.env, checked, teamDir);
+    const handlers = diagnoseHandlers(event, chain, input.env, checked, teamDir, config.identity.teamId);
     for (const hook of report.chain.hooks) {
       const found = handlers.reports.get(hook.name);
       if (hook.kind === "http" && found) hook.handler = found;

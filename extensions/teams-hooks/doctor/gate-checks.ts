@@ -230,8 +230,10 @@ export const EXAMPLE_GATE_DEFAULT = "cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}
 /**
  * A gate that keeps the example gate's default command (`npm test --silent` unless PI_TEAMS_GATE_CMD
  * is set and not empty, as bash's `:-` reads it) in a working folder with no package.json in it or
- * above it (where npm looks): npm fails every run there, and prints nothing under --silent. Null when
- * the gate is not that one or it can run.
+ * above it (where npm looks): npm fails every run there, and prints nothing under --silent. So does
+ * one whose package.json has no test script, or npm's placeholder (`npm init -y` writes
+ * `echo "Error: no test specified" && exit 1`): `npmTestProblem`. Null when the gate is not that one
+ * or it can run.
  */
 export function exampleGateNeeds(
   file: string,
@@ -246,13 +248,63 @@ export function exampleGateNeeds(
     return null; // unreadable or gone: the other checks name that
   }
   if (!text.split("\n").some((line) => line.trim() === EXAMPLE_GATE_DEFAULT)) return null;
-  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, "package.json"))) return null;
-    if (path.dirname(dir) === dir) break;
-  }
+  const found = npmTestProblem(cwd);
+  if (found === null) return null;
+  if (found.kind === "placeholder" || found.kind === "no_script")
+    return `${file} runs \`npm test --silent\` in ${cwd}: ${found.message}`;
   const fix = "start the leader in your project (or with --cwd DIR), or set PI_TEAMS_GATE_CMD to the check to run";
   const none = "which has no package.json (nor a folder above it): every completion it checks fails";
   return `${file} runs \`npm test --silent\` in ${cwd}, ${none}; ${fix}`;
+}
+
+/** What `npm init -y` writes as the test script: it fails, saying there are no tests. */
+const NPM_PLACEHOLDER_TEST = /^echo "Error: no test specified" && exit 1$/;
+
+/**
+ * Why `npm test` in `cwd` fails whatever the work is, or null when it may pass: no package.json there or above
+ * (`no_package`), or the nearest one (the one npm runs) has no `scripts.test` (`no_script`) or npm's placeholder
+ * (`placeholder`). `message` says so, and the fix. A package.json that cannot be read or parsed is npm's to say.
+ */
+export function npmTestProblem(
+  cwd: string,
+): { kind: "no_package" | "no_script" | "placeholder"; packageJson: string | null; message: string } | null {
+  let packageJson: string | null = null;
+  for (let dir = path.resolve(cwd); ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, "package.json"))) {
+      packageJson = path.join(dir, "package.json");
+      break;
+    }
+    if (path.dirname(dir) === dir) break;
+  }
+  if (packageJson === null) {
+    const message = `no package.json in ${cwd} or above: \`npm test\` fails every task`;
+    return { kind: "no_package", packageJson, message };
+  }
+  let test: unknown;
+  try {
+    const manifest = JSON.parse(readFileSync(packageJson, "utf8")) as { scripts?: Record<string, unknown> } | null;
+    test = manifest?.scripts?.test;
+  } catch {
+    return null;
+  }
+  const fix = `give ${packageJson} a test script that runs the project's tests (e.g. "test": "node --test"), or set PI_TEAMS_GATE_CMD to the check to run`;
+  if (typeof test === "string" && NPM_PLACEHOLDER_TEST.test(test.trim())) {
+    const what = `${packageJson} has npm's placeholder test script (echo "Error: no test specified" && exit 1)`;
+    return {
+      kind: "placeholder",
+      packageJson,
+      message: `${what}: the default gate would fail every task until the project has tests; ${fix}`,
+    };
+  }
+  if (test === undefined) {
+    const what = `${packageJson} has no test script (npm test: Missing script: "test")`;
+    return {
+      kind: "no_script",
+      packageJson,
+      message: `${what}: the default gate would fail every task until the project has tests; ${fix}`,
+    };
+  }
+  return null;
 }
 
 /** The file's stat (symlinks followed), or null when there is none to be had. */

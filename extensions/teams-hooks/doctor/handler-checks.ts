@@ -7,6 +7,7 @@
  * longer runs for the event. Secret values are never read into the report: only whether they are set.
  * Data only; doctor/diagnose.ts assembles the report.
  */
+import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import { templateSecretVariables } from "../contract/request-template.js";
 import type { ChainDiscovery } from "../gates/chain.js";
@@ -40,7 +41,8 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * Each handler of `chain` (by gate name), and the checks of the event's handlers. `trust`: the chain
- * checked against the record (null when there is no record yet).
+ * checked against the record (null when there is no record yet). `teamId`: config.json's (the context
+ * document's `team.id`), which a body template may send.
  */
 export function diagnoseHandlers(
   event: HookEventName,
@@ -48,6 +50,7 @@ export function diagnoseHandlers(
   env: Env,
   trust: ChainTrust | null,
   teamDir: string,
+  teamId: string,
 ): { reports: Map<string, HandlerReport>; checks: Check[] } {
   const reports = new Map<string, HandlerReport>();
   const checks: Check[] = [];
@@ -136,6 +139,15 @@ export function diagnoseHandlers(
         path: gate,
       });
     }
+    const folder = path.basename(teamDir);
+    if (teamId !== folder && sendsTeamId(handler.body)) {
+      checks.push({
+        level: "warn",
+        message: `${gate}: its body sends {{team.id}}, config.json's teamId ${JSON.stringify(teamId)}, but serve, its keys and the task API know this team by its folder's name ${JSON.stringify(folder)}: a job that reports back to /api/v1/teams/${teamId}/… is refused (403 team_not_allowed with a key for ${folder}); set "teamId": ${JSON.stringify(folder)} in ${path.join(teamDir, "config.json")}, or rename the folder to ${teamId}`,
+        field: "hooks.handlers",
+        path: gate,
+      });
+    }
     if (cleartext(report.url)) {
       checks.push({
         level: "warn",
@@ -184,4 +196,12 @@ function cleartext(url: string): boolean {
   } catch {
     return false; // refused by the settings already
   }
+}
+
+/** Whether a body template has `{{team.id}}` in any of its strings (request-template.ts's grammar: blanks allowed). */
+function sendsTeamId(body: unknown): boolean {
+  if (typeof body === "string") return /\{\{\s*team\.id\s*\}\}/.test(body);
+  if (Array.isArray(body)) return body.some(sendsTeamId);
+  if (body !== null && typeof body === "object") return Object.values(body).some(sendsTeamId);
+  return false;
 }

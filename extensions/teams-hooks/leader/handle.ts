@@ -427,6 +427,7 @@ export class EventHandler {
         policyApplied: outcome.policyApplied,
         ...(outcome.noGateInForce ? { noGateInForce: true as const } : {}),
         ...(outcome.nonBlocking ? { nonBlocking: outcome.nonBlocking } : {}),
+        ...(result?.verdictUnread !== undefined ? { verdictUnread: result.verdictUnread } : {}),
         ...(held ? { deferral: { runId: held.runId, expiresAt: held.expiresAt } } : {}),
         ...(hold ? { held: hold } : {}),
       },

@@ -131,6 +131,8 @@ export interface EventReport {
   held?: "approval" | "fault";
   /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */
   nonBlocking?: string;
+  /** The deciding run's last stdout line looked like a verdict but was not read (`RunResult.verdictUnread`). */
+  verdictUnread?: string;
   /** This report is a held gate's decision, applied: which deferral, what, by whom, how long it was held. */
   decision?: { deferredRunId: string; decision: "allow" | "deny" | "expired"; by: string; waitedMs: number };
 }

@@ -15,7 +15,7 @@ import {
   naturalWidths,
   tableRow,
 } from "../text/table.js";
-import { formatDuration, formatSpan } from "../text/messages.js";
+import { formatDuration, formatSpan, stderrReason, verdictNotRead } from "../text/messages.js";
 import { dateTimeAt, offsetLabel } from "../text/terminal.js";
 
 /** One readable log (logs/query.ts `LogRow`). */
@@ -222,7 +222,7 @@ export function rowCells(row: Row, id = shortRunId(row.record.result.runId), off
   const stderr =
     result.skipped !== undefined
       ? `(${firstLine(result.skipped)})`
-      : firstLine(result.stderr) || (result.error ? `(${firstLine(result.error)})` : "");
+      : firstLine(stderrReason(result.stderr)) || (result.error ? `(${firstLine(result.error)})` : "");
   return [
     oneLine(id),
     dateTimeAt(row.record.startedAt, offsetMinutes),
@@ -328,6 +328,8 @@ export function formatShow(row: Row): string {
     field("shadow", `it said ${said}${deny}; a shadow gate is never enforced`);
   }
   if (result.nonBlocking) field("non-blocking", oneLine(result.nonBlocking));
+  if (result.verdictUnread)
+    field("verdict", `${oneLine(verdictNotRead(result.verdictUnread))} (the exit code decided)`);
   const exit = [
     result.exitCode === null ? "no exit code" : `exit code ${result.exitCode}`,
     ...(result.signal ? [`signal ${result.signal}`] : []),

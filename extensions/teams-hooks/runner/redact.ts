@@ -315,6 +315,8 @@ export function redactRunResult(result: RunResult, redact: Redactor): RunResult 
     ...(result.errorKind === "invalid_verdict" && result.error !== undefined ? { error: text(result.error) } : {}),
     // A Claude Code gate's non-blocking error quotes its stderr.
     ...(result.nonBlocking !== undefined ? { nonBlocking: text(result.nonBlocking) } : {}),
+    // The unread verdict-like line is the gate's output.
+    ...(result.verdictUnread !== undefined ? { verdictUnread: text(result.verdictUnread) } : {}),
   };
   return { ...out, redactions: (result.redactions ?? 0) + count };
 }

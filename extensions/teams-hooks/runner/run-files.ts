@@ -103,8 +103,11 @@ export function applyVerdict(
   }
   const read = readVerdict({ fileText: file.text, stdout });
   switch (read.kind) {
-    case "none":
-      return strictExit(result, rules.exitCodes ?? "v1");
+    case "none": {
+      const judged = strictExit(result, rules.exitCodes ?? "v1");
+      // A verdict with a typo decides nothing (the exit code does), and is said.
+      return read.unread === undefined ? judged : { ...judged, verdictUnread: read.unread };
+    }
     case "invalid":
       return { ...result, outcome: "error", errorKind: "invalid_verdict", error: describeInvalidVerdict(read) };
     case "verdict": {

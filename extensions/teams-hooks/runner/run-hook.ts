@@ -292,7 +292,11 @@ async function runIn(
     // Inside the sandbox a command that cannot start is the sandbox's exit status: said as Node says it outside.
     // Without PATH, execvp searches the C library's default, /bin:/usr/bin.
     const unstartable = cannotExec(started.command, env.PATH ?? "/bin:/usr/bin");
-    if (unstartable) return notStarted(spawnMessage(unstartable, opts.cwd), errnoCode(unstartable), truncated);
+    if (unstartable) {
+      // Named as the author wrote it: the copy that would have started is the run's own.
+      const message = spawnMessage(unstartable, opts.cwd);
+      return notStarted(copy ? message.replaceAll(copy, hook.hookPath) : message, errnoCode(unstartable), truncated);
+    }
     // Writable and protected paths as they really are: a link among them (the working directory a link to
     // the team dir, a sandbox-write= path an agent turned into a link to hook-state/) is followed here, once,
     // so that what lies inside a writable path is known, and is checked again in the view as built.
@@ -543,9 +547,9 @@ function copyChanged(file: string, copy: CopyStat): string | null {
 }
 
 /**
- * What the hook said, with the run folder's paths put back as the gate folder's: `bash` and Node name
- * the file they run in their errors (`<run dir>/on_task_completed.sh: line 3: …`), and the author
- * wrote the gate (and the helpers beside it), not the run's copies and links.
+ * What the hook said (and a spawn error), with the run folder's paths put back as the gate folder's:
+ * `bash` and Node name the file they run in their errors (`<run dir>/on_task_completed.sh: line 3: …`),
+ * and the author wrote the gate (and the helpers beside it), not the run's copies and links.
  */
 function authorsNames(result: RunResult, runDir: string, gateDir: string, names: readonly string[]): RunResult {
   // Only the gate's copy and the files linked beside it: the run's own files (its result file) keep their path.
@@ -557,7 +561,13 @@ function authorsNames(result: RunResult, runDir: string, gateDir: string, names:
   );
   const swap = (text: string): string =>
     pairs.reduce((t, [from, to]) => (t.includes(from) ? t.replaceAll(from, to) : t), text);
-  return { ...result, stdout: swap(result.stdout), stderr: swap(result.stderr) };
+  return {
+    ...result,
+    stdout: swap(result.stdout),
+    stderr: swap(result.stderr),
+    // A spawn error names the command that did not start: the copy, for a gate that starts by its #! line.
+    ...(result.error === undefined ? {} : { error: swap(result.error) }),
+  };
 }
 
 /**

@@ -108,6 +108,15 @@ export function nonBlockingPass(error: string): string {
   return `passed (non-blocking error: ${error})`;
 }
 
+/**
+ * A last line of stdout that looked like a verdict and was not read (`result.verdictUnread`), as the run and watch
+ * lines and `logs show` say it: `a verdict-like line was not read: not JSON (…): {"decision": "deny", …`.
+ */
+export function verdictNotRead(detail: string): string {
+  // One line whatever the gate printed: its control characters (a terminal's escapes among them) are blanks here.
+  return `a verdict-like line was not read: ${detail.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ")}`;
+}
+
 /** The summary of a held gate that a decision allowed: `allowed by api:ci: pipeline 8812 green`. */
 export function decisionAllowedSummary(by: string, reason: string | undefined): string {
   return `allowed by ${by}${reason ? `: ${reason}` : ""}`;
@@ -193,7 +202,7 @@ export function describeFailure(
   // Node's stack of a module it could not find starts with a line of its own internals: the error says it all.
   // So for a gate that does not parse: its error names the file and line, which its stderr repeats.
   const said = result.errorCode === "ERR_MODULE_NOT_FOUND" || result.errorCode === "E_GATE_SYNTAX";
-  const stderrLine = said ? "" : policyFirstLine(result.stderr);
+  const stderrLine = said ? "" : stderrReason(result.stderr);
   if (stderrLine) parts.push(truncateText(stderrLine, SUMMARY_STDERR_LINE_CHARS));
   return parts.length > 0 ? parts.join(" • ") : "failed";
 }
@@ -230,6 +239,36 @@ const POLICY_CONTROL =
   /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** The first line of `text` that holds something once colour codes and blanks are removed. */
+/** Node's report of an uncaught error thrown in its own code (a loader's, as tsx's): `node:internal/modules/run_main:123`. */
+const NODE_INTERNAL_HEADER = /^node:internal\/\S+:\d+$/;
+/** The line an error's report starts with: `SyntaxError: …`, `Error [ERR_X]: …`, `TypeError: …`. */
+const ERROR_LINE = /^(?:[A-Z][\w.]*)?(?:Error|Exception)\b[^:]*:/;
+/** A location Node prints above the source line: `/path/gate.ts:3`, `file:///path/gate.mjs:3:10`. */
+const LOCATION_LINE = /^(file:\/\/)?\/\S+:\d+(:\d+)?$/;
+
+/**
+ * The line of a gate's stderr a summary quotes: its first that holds something, but where that is Node's report of an
+ * error thrown in its own code (`node:internal/modules/run_main:123`: what tsx's errors, a .ts gate's syntax error
+ * among them, start with), which names nothing of the gate: the error's own line there, with the line after it when
+ * it ends with a colon (`Error: Transform failed with 1 error: /hooks/on_task_completed.ts:3:10: ERROR: …`), and
+ * the gate's file and line when Node printed them above it.
+ */
+export function stderrReason(stderr: string): string {
+  const first = policyFirstLine(stderr);
+  if (!NODE_INTERNAL_HEADER.test(first)) return first;
+  const lines = stderr
+    .split(/\r\n|\n|\r/)
+    .map((line) => line.replace(POLICY_CONTROL, "").trim())
+    .filter((line) => line !== "");
+  const at = lines.findIndex((line) => ERROR_LINE.test(line));
+  if (at < 0) return first;
+  const next = lines[at + 1] ?? "";
+  let said = lines[at] ?? first;
+  if (said.endsWith(":") && next !== "" && !next.startsWith("at ")) said = `${said} ${next}`;
+  const where = lines.slice(1, at).find((line) => LOCATION_LINE.test(line));
+  return where !== undefined && !said.includes(where) ? `${where}: ${said}` : said;
+}
+
 function policyFirstLine(text: string): string {
   for (const line of text.split(/\r\n|\n|\r/)) {
     const clean = line.replace(POLICY_CONTROL, "").trim();
