@@ -129,7 +129,8 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
       if (hook.kind === "http" && found) hook.handler = found;
     }
     report.chain.checks.push(...handlers.checks);
-    // A file gate that will not run as it is (handlers are said by doctor/handler-checks.ts): an error, as for the leader.
+    // A file gate that will not run as it is (handlers are said by doctor/handler-checks.ts): an error,
+    // as for the leader.
     report.chain.checks.push(...untrustedFileGates(checked?.problems ?? [], teamDir));
     report.chain.checks.push(...sandboxChecks(event, chain, policy.sandbox.value));
     for (const d of checked?.dropped ?? []) {
