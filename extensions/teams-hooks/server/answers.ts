@@ -1,9 +1,10 @@
 /**
  * What the task API answers: every answer is JSON, and every refusal is
- * `{ "error": { "code": "...", "message": "..." } }` with a code from the one table below (some add
- * `problems`, one line per bad parameter or field). Handlers return an `Answer` or throw an
- * `ApiError`; only server/server.ts writes to the socket.
+ * `{ "error": { "code": "...", "message": "..." } }` with a code from the one table below (a 400 adds
+ * `problems`, one `{kind, path, message}` per bad parameter or field, as `config --json` gives its
+ * own). Handlers return an `Answer` or throw an `ApiError`; only server/server.ts writes to the socket.
  */
+import type { Problem, ProblemKind } from "../settings/problems.js";
 
 /** Every refusal the API gives, with its HTTP status. */
 export const API_ERRORS = Object.freeze({
@@ -45,13 +46,13 @@ export interface Answer {
 export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly code: ApiErrorCode;
-  readonly problems: readonly string[] | undefined;
+  readonly problems: readonly Problem[] | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(
     code: ApiErrorCode,
     message: string,
-    extra: { problems?: readonly string[]; headers?: Readonly<Record<string, string>> } = {},
+    extra: { problems?: readonly Problem[]; headers?: Readonly<Record<string, string>> } = {},
   ) {
     super(message);
     this.code = code;
@@ -63,11 +64,29 @@ export class ApiError extends Error {
 /** How many problems one answer lists: 64 KiB of unknown names must not come back as megabytes. */
 export const MAX_PROBLEMS = 20;
 
-/** `problems` as an answer lists them: the first MAX_PROBLEMS, then `and N more`. */
-export function listProblems(problems: readonly string[]): string[] {
-  return problems.length <= MAX_PROBLEMS
+/**
+ * `problems` as an answer lists them: the first MAX_PROBLEMS, then one more, `and N more` (of the kind
+ * of the first one left out, about nothing narrower: path `""`).
+ */
+export function listProblems(problems: readonly Problem[]): Problem[] {
+  const left = problems[MAX_PROBLEMS];
+  return left === undefined
     ? [...problems]
-    : [...problems.slice(0, MAX_PROBLEMS), `and ${problems.length - MAX_PROBLEMS} more`];
+    : [
+        ...problems.slice(0, MAX_PROBLEMS),
+        { kind: left.kind, path: "", message: `and ${problems.length - MAX_PROBLEMS} more` },
+      ];
+}
+
+/** The refusal's `message`: its problems' lines, joined. */
+export function problemLines(problems: readonly Problem[]): string {
+  return problems.map((p) => p.message).join("; ");
+}
+
+/** A problem from its line `<field>: <text>`, its path the field; a line without one is about nothing narrower. */
+export function problemOfLine(kind: ProblemKind, line: string): Problem {
+  const colon = line.indexOf(": ");
+  return { kind, path: colon > 0 ? line.slice(0, colon) : "", message: line };
 }
 
 /** The answer for a refusal. */

@@ -36,13 +36,14 @@ import { resolveSettings } from "../settings/hooks-config.js";
 import type { LoadedTeamConfig } from "../team/config.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
-import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
+import { type Answer, ApiError, listProblems, problemLines, problemOfLine, unauthorized } from "./answers.js";
 import { createdByOf, decidingRunOf } from "./task-status.js";
 import { gatesView, runsPage } from "./team-views.js";
 import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create-task.js";
 import type { KeyInfo, KeyStore, Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 import { pathSegment } from "../dashboard/html.js";
+import type { Problem } from "../settings/problems.js";
 
 /** What the routes use; built once by server/server.ts. */
 export interface ApiContext {
@@ -246,7 +247,9 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
     case "unknown":
       throw notFound;
     case "invalid":
-      throw new ApiError("invalid_decision", result.problem, { problems: result.problem.split("; ") });
+      throw new ApiError("invalid_decision", result.problem, {
+        problems: listProblems(result.problem.split("; ").map((line) => problemOfLine("request_field", line))),
+      });
     case "conflict":
       throw new ApiError(
         "already_decided",
@@ -299,13 +302,16 @@ function parseDecision(bytes: Buffer): {
   );
   const decision = typeof value.decision === "string" ? value.decision.trim().toLowerCase() : value.decision;
   if (decision !== "allow" && decision !== "deny")
-    problems.push(`decision: expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`);
+    problems.push(
+      fieldProblem("decision", `expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`),
+    );
   for (const field of ["code", "reason", "message"] as const) {
-    if (value[field] !== undefined && typeof value[field] !== "string") problems.push(`${field}: expected a string`);
+    if (value[field] !== undefined && typeof value[field] !== "string")
+      problems.push(fieldProblem(field, "expected a string"));
   }
   if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) {
     const listed = listProblems(problems);
-    throw new ApiError("invalid_decision", listed.join("; "), { problems: listed });
+    throw new ApiError("invalid_decision", problemLines(listed), { problems: listed });
   }
   const text = (field: "code" | "reason" | "message"): Record<string, string> =>
     typeof value[field] === "string" ? { [field]: value[field] as string } : {};
@@ -354,7 +360,7 @@ function jsonObject(
   bytes: Buffer,
   fields: ReadonlySet<string>,
   shape: string,
-): { value: Record<string, unknown>; problems: string[] } {
+): { value: Record<string, unknown>; problems: Problem[] } {
   let text: string;
   try {
     text = UTF8.decode(bytes);
@@ -379,19 +385,25 @@ function jsonObject(
   const known = [...fields].join(", ");
   const problems = Object.keys(value)
     .filter((field) => !fields.has(field))
-    .map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
+    .map((field) => fieldProblem(field.slice(0, 100), `unknown field (fields: ${known})`));
   return { value, problems };
+}
+
+/** A problem with a field of the request (`request_field`): its path the field's name, its line `<field>: <text>`. */
+export function fieldProblem(field: string, text: string): Problem {
+  return { kind: "request_field", path: field, message: `${field}: ${text}` };
 }
 
 function parseBody(bytes: Buffer): { template: string; parameters: Record<string, unknown> } {
   const { value, problems } = jsonObject(bytes, REQUEST_FIELDS, '{"template": "<slug>", "parameters": {…}}');
   const { template, parameters } = value;
   if (typeof template !== "string" || template.trim() === "")
-    problems.push("template: missing, expected the slug of one of the team's templates");
-  if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
+    problems.push(fieldProblem("template", "missing, expected the slug of one of the team's templates"));
+  if (parameters !== undefined && !isRecord(parameters))
+    problems.push(fieldProblem("parameters", "expected an object"));
   if (problems.length > 0 || typeof template !== "string") {
     const listed = listProblems(problems);
-    throw new ApiError("invalid_request", listed.join("; "), { problems: listed });
+    throw new ApiError("invalid_request", problemLines(listed), { problems: listed });
   }
   return { template, parameters: isRecord(parameters) ? parameters : {} };
 }
