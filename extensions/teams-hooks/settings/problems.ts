@@ -43,9 +43,9 @@ export const PROBLEM_KINDS = [
   "access",
   /** A lock file left behind, stale or held long. */
   "lock",
-  /** A field of a task API request (its body or its query): unknown, missing, given twice, of the wrong kind, unreadable. */
+  /** A field of a task API request (body or query): unknown, missing, given twice, of the wrong kind, unreadable. */
   "request_field",
-  /** A parameter of a task API request for a template: unknown, given twice, of the wrong kind, required and missing. */
+  /** A template's parameter in a task API request: unknown, given twice, of the wrong kind, required and missing. */
   "request_parameter",
 ] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
