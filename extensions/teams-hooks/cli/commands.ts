@@ -920,7 +920,7 @@ const SERVE: CommandSpec = {
       name: "keys list",
       term: "serve keys list",
       usage: "serve keys list [--json] [--teams-root DIR]",
-      help: 'names, prefixes and what each key may do (--json: as JSON), never a key; a key made before --templates was required still allows every template, shown as "(all: made before --templates was required)" (serve warns of each at start)',
+      help: 'names, prefixes, what each key may do and whether it is enabled or disabled (STATE; --json: as JSON, with disabledAt and enabledAt), never a key; a key made before --templates was required still allows every template, shown as "(all: made before --templates was required)" (serve warns of each at start)',
       flags: ["teams-root", "json"],
     },
     {
@@ -928,6 +928,20 @@ const SERVE: CommandSpec = {
       term: "serve keys revoke NAME",
       usage: "serve keys revoke NAME [--teams-root DIR]",
       help: "delete the key and end its dashboard sessions: a running server refuses it from its next request, and ends its open live streams within a second",
+      flags: ["teams-root"],
+    },
+    {
+      name: "keys disable",
+      term: "serve keys disable NAME",
+      usage: "serve keys disable NAME [--teams-root DIR]",
+      help: "refuse the key everywhere (401, as an unknown key) until it is enabled again, and end its dashboard sessions: a running server refuses it from its next request, and ends its open live streams within a second. keys list shows it disabled; nothing of it is deleted",
+      flags: ["teams-root"],
+    },
+    {
+      name: "keys enable",
+      term: "serve keys enable NAME",
+      usage: "serve keys enable NAME [--teams-root DIR]",
+      help: "accept a disabled key again, with the same secret, from a running server's next request; its dashboard sessions stay ended (keys login prints a new link)",
       flags: ["teams-root"],
     },
     {
@@ -976,7 +990,7 @@ const SERVE: CommandSpec = {
           name: "name",
           type: "string",
           value: "NAME",
-          help: "the key's name (keys list, keys revoke, the tasks it creates)",
+          help: "the key's name (keys list, keys revoke, keys disable, keys enable, the tasks it creates)",
         },
         {
           name: "scopes",
@@ -1009,7 +1023,7 @@ const SERVE: CommandSpec = {
   ],
   exit: [
     { code: 0, when: "stopped cleanly (serve), or the keys command done" },
-    { code: 1, when: "no such key (revoke), or a file cannot be written" },
+    { code: 1, when: "no such key (revoke, disable, enable), or a file cannot be written" },
     {
       code: 2,
       when: "usage error (a bad flag or spec, a name taken; login: no such key, or one without logs:read; create: a key with tasks:create, tasks:read or gates:decide without --templates or --all-templates), a teams root that is not a directory, or an address that is not loopback without --allow-remote, or cannot be used",

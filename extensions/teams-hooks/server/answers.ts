@@ -97,7 +97,7 @@ export function errorAnswer(error: ApiError): Answer {
   return { status: API_ERRORS[error.code], body, ...(error.headers ? { headers: error.headers } : {}) };
 }
 
-/** `401`, the same answer for a missing, malformed, unknown or revoked key: which one it was is nobody's business. */
+/** `401`, one answer for a missing, malformed, unknown, revoked or disabled key: which one is nobody's business. */
 export function unauthorized(): ApiError {
   return new ApiError(
     "unauthorized",

@@ -3,7 +3,7 @@
  * what the caller may know):
  *
  *   route and method     404 not_found, 405 method_not_allowed (the routes are documented anyway)
- *   key                  401: missing, malformed, unknown or revoked — one answer for all
+ *   key                  401: missing, malformed, unknown, revoked or disabled — one answer for all
  *   rate                 429 with Retry-After, per key
  *   scope, team          403: never a hint whether a team the key does not hold exists
  *   body                 413 over the cap, 400 not JSON or not the request's shape
