@@ -40,6 +40,7 @@ import { projectionFor, secretEnvNames, type PrivacySettings } from "../settings
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { takePatch } from "./patches.js";
 import { APPROVAL_HINT } from "../text/messages.js";
+import { allHandlers, readGlobalHandlers } from "../gates/global-handlers.js";
 
 /**
  * The run of an event whose chain was refused before anything started: a closed error of the first
@@ -164,7 +165,10 @@ export async function runChain(
     );
   }
   // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
-  const redact = teamRedactor(req.env, secretEnvNames(teamSettings.handlers, privacy.redactEnv));
+  const redact = teamRedactor(
+    req.env,
+    secretEnvNames(allHandlers(req.setup.hooksDir, teamSettings.handlers), privacy.redactEnv),
+  );
 
   const runs: HookRun[] = [];
   const deadline = performance.now() + limits.chainDeadlineMs;
@@ -186,7 +190,9 @@ export async function runChain(
     const skip = settings
       ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null })
       : hook.kind === "http" && hook.handler && !handlerEnabled(hook.handler)
-        ? handlerDisabledReason(hook.handler, teamSettings.handlers)
+        ? hook.layer === "global"
+          ? globalHandlerDisabledReason(hook.handler, req.setup.hooksDir)
+          : handlerDisabledReason(hook.handler, teamSettings.handlers)
         : null;
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 && skip === null) {
@@ -329,6 +335,13 @@ function sandboxOptions(
       path.join(path.dirname(teamDir), ".pi-teams-hooks"),
     ],
   };
+}
+
+/** Why a global handler switched off is skipped: `disabled: /…/_hooks/handlers.json handlers[0].enabled is false`. */
+export function globalHandlerDisabledReason(handler: HandlerDef, hooksDir: string): string {
+  const { file, handlers } = readGlobalHandlers(hooksDir);
+  const index = handlers.findIndex((h) => h.name === handler.name);
+  return `disabled: ${file} handlers[${index < 0 ? "?" : index}].enabled is false`;
 }
 
 /** Why a handler switched off is skipped, naming where: `disabled: config.json hooks.handlers[0].enabled is false`. */

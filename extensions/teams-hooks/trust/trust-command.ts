@@ -46,6 +46,7 @@ import { approvalNoteId } from "./gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
 import { SentLog, sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
+import { allHandlers } from "../gates/global-handlers.js";
 
 interface Shown extends GateChange {
   /** The first of `events`. */
@@ -216,11 +217,12 @@ async function findChanges(
 ): Promise<Shown[]> {
   const out: Shown[] = [];
   const layers = { global: path.resolve(hooksDir), team: path.resolve(teamHooksDir) };
+  const known = allHandlers(hooksDir, handlers);
   for (const { event, chain } of await discoverChains(hooksDir, teamHooksDir, handlers)) {
     const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
     for (const change of check.changes) {
       const handler = isHandlerGate(change.path)
-        ? (handlers.find((h) => handlerGateName(h.name) === change.path) ?? null)
+        ? (known.find((h) => handlerGateName(h.name) === change.path) ?? null)
         : null;
       const same = out.find((c) => c.path === change.path);
       if (same) {

@@ -305,7 +305,7 @@ export function checkChainTrust(
       if (running.has(file)) continue;
       if (isHandlerGate(file)) {
         if (!handlerTrustedFor(trusted, event)) continue;
-        const detail = `not declared for ${event} in config.json hooks.handlers (removed, renamed, or its events changed)`;
+        const detail = `not declared for ${event} in config.json hooks.handlers or the hooks dir's handlers.json (removed, renamed, or its events changed)`;
         changes.push({ path: file, change: "removed", trusted, now: null, detail });
         problems.push({
           kind: "gate_missing",
