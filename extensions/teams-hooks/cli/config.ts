@@ -18,6 +18,7 @@ import {
   limitFlagSchema,
   resolveSettings,
   settingsReport,
+  type EventPoint,
   type FailureMode,
   type LimitName,
 } from "../settings/hooks-config.js";
@@ -298,6 +299,8 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   for (const event of HOOK_EVENTS) {
     const { gates, missing, dropped, skipped } = view.events[event];
     out += `  ${event}${gates.length === 0 ? ": none" : ""}\n`;
+    const declared = pointLine(view.settings.events[event as HookEventName]);
+    if (declared) out += `       hook point: ${declared}\n`;
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
@@ -361,4 +364,20 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   );
   for (const problem of block.problems) out += `    ${problem}\n`;
   return out;
+}
+
+/** What a hook point declares of its own (`hooks.events.<event>`), one clause each; "" when nothing. */
+function pointLine(point: EventPoint | undefined): string {
+  if (!point) return "";
+  const parts: string[] = [];
+  if (point.modes.source === "config") parts.push(`modes ${point.modes.value.join(", ")}`);
+  if (point.participation.source === "config") parts.push(`participation ${point.participation.value}`);
+  if (!point.modes.value.includes("transform")) parts.push("no transform: a patch writes nothing");
+  else if (point.writableFields.origin.includes("hooks.events."))
+    parts.push(`writable ${point.writableFields.value.join(", ") || "none"}`);
+  if (point.projection.origin.includes("hooks.events."))
+    parts.push(`projection of ${Object.keys(point.projection.value).join(", ")}`);
+  for (const [name, limit] of Object.entries(point.limits))
+    if (limit.origin.includes("hooks.events.")) parts.push(`${name} ${limit.value}`);
+  return parts.length > 0 ? `${parts.join("; ")} (config.json hooks.events)` : "";
 }

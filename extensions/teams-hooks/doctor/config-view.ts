@@ -113,6 +113,8 @@ export interface SettingsView {
   confidential: SettingsReport["confidential"];
   redactEnv: SettingsReport["redactEnv"];
   reassignOnReopen: SettingsReport["reassignOnReopen"];
+  /** Each hook point's settings in force (`hooks.events.<event>` over the team's). */
+  events: SettingsReport["events"];
   trustChanges: FlagOr<boolean>;
   allowInsecureHooks: FlagOr<boolean>;
 }
@@ -141,7 +143,8 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   const uid = process.getuid?.() ?? null;
   const events = {} as Record<HookEventName, EventView>;
   for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
-    const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
+    const participation = setup.settings.events[event].participation.value;
+    const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null, participation });
     const gates = chain.hooks.map((hook) => gateView(hook, event, checked, record !== null, uid));
     const missing = checked.changes
       .filter((c) => c.change === "removed")
@@ -192,6 +195,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       confidential: report.confidential,
       redactEnv: report.redactEnv,
       reassignOnReopen: report.reassignOnReopen,
+      events: report.events,
       trustChanges: setup.settings.trustChanges,
       allowInsecureHooks: setup.settings.allowInsecureHooks,
     },

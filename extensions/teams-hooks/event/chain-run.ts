@@ -33,7 +33,7 @@ import {
   type TrustProblem,
   type TrustRecord,
 } from "../trust/trust.js";
-import { type FailureMode, type TeamSettings, settingValues } from "../settings/hooks-config.js";
+import { type FailureMode, type TeamSettings, pointCanDefer, settingValues } from "../settings/hooks-config.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
 import { projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
@@ -236,6 +236,7 @@ export async function runChain(
                   eventKey: shownEventKey(req.key, context.view),
                   attempt: req.attempt ?? 1,
                   ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+                  canDefer: pointCanDefer(teamSettings, req.event),
                 })
               : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
             : await runHook(hook.hook, seen, {
@@ -244,6 +245,7 @@ export async function runChain(
                 baseEnv: req.env,
                 escapeeScan: teamSettings.sweep.value,
                 exitCodes: teamSettings.exitCodes.value,
+                canDefer: pointCanDefer(teamSettings, req.event),
                 sandbox: sandboxOptions(settings, req, seen.teamDir),
                 ...(settings?.runAs ? { runAs: settings.runAs } : {}),
                 ...(settings?.format ? { format: settings.format } : {}),

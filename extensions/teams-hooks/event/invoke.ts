@@ -28,7 +28,7 @@ import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task } from "../contract/team-files.js";
 import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { type HookTrigger, planHookLogFile, writeHookLog } from "../logs/hook-log.js";
-import type { FailureMode } from "../settings/hooks-config.js";
+import { type FailureMode, settingsForEvent } from "../settings/hooks-config.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { type DeferralRecord, heldRecord, writeDeferral } from "../held/deferral.js";
 import { countsAsPass } from "../policy/decide.js";
@@ -184,7 +184,13 @@ export interface PendingStep {
   abandon(): Promise<InvokeOutcome>;
 }
 
-export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
+export async function invokeEvent(request: InvokeRequest): Promise<InvokeOutcome> {
+  // The event's own hook point (`hooks.events.<event>`): its writable fields, projection and limits for this run.
+  const eventSettings = settingsForEvent(request.setup.settings, request.event);
+  const req =
+    eventSettings === request.setup.settings
+      ? request
+      : { ...request, setup: Object.freeze({ ...request.setup, settings: eventSettings }) };
   const { identity, settings } = req.setup;
   const now = req.now ?? (() => new Date());
   const mode = settings.failureModes[req.event].value;
@@ -233,6 +239,7 @@ export async function invokeEvent(req: InvokeRequest): Promise<InvokeOutcome> {
         allowInsecure: settings.allowInsecureHooks.value,
         uid: process.getuid?.() ?? null,
         snapshots,
+        participation: settings.events[req.event].participation.value,
       })
     : null;
   const worthSaying = trust && (trust.changes.length > 0 || trust.problems.length > 0 || trust.dropped.length > 0);

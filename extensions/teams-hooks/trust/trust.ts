@@ -247,6 +247,12 @@ export interface TrustCheckOptions {
   allowInsecure: boolean;
   /** The leader's uid (process.getuid()), or null where there is none. */
   uid: number | null;
+  /**
+   * The hook point's participation (`hooks.events.<event>.participation`): `both` (default) as each
+   * gate's `required=` says; `required`, no global gate may be dropped without an approval;
+   * `optional`, any global gate of the event may be.
+   */
+  participation?: "both" | "required" | "optional";
 }
 
 /**
@@ -316,7 +322,9 @@ export function checkChainTrust(
       }
       if (eventOfGate(file, layers) !== event) continue;
       const why = whyNotRunning(file, chain, layers);
-      if (trusted.required === false && why.dropped && inLayer(file, layers.global)) {
+      const optional =
+        opts.participation === "optional" || (opts.participation !== "required" && trusted.required === false);
+      if (optional && why.dropped && inLayer(file, layers.global)) {
         dropped.push({ path: file, detail: why.detail });
         continue;
       }
