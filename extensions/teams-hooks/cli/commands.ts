@@ -892,6 +892,10 @@ const SERVE: CommandSpec = {
           "the team's runs, with the filters of logs (event, outcome, task, member, hook, since, trigger), 50 a page, newest first; next: the URL of the older ones (logs:read; a confidential team's without summary, code and stderr)",
         ],
         [
+          "GET  /api/v1/teams/TEAM/bindings",
+          "the team's bindings (a handler, its events and settings) with their trust; POST one ({name, handler, events, settings}) → 202: trusted content, its events wait for the lead's approval (pi-teams-hooks trust); DELETE …/bindings/NAME (gates:admin)",
+        ],
+        [
           "POST /api/v1/teams/TEAM/runs/RUN_ID/decision",
           '{"decision": "allow"|"deny", "code"?, "reason"?, "message"?} → 200 applied, or 202 recorded for the ' +
             "team's running leader (gates:decide); as `pi-teams-hooks decide`",
@@ -996,7 +1000,7 @@ const SERVE: CommandSpec = {
           name: "scopes",
           type: "string",
           value: "S,…",
-          help: "tasks:create, tasks:read, gates:decide, gates:read (readiness), logs:read (runs, the dashboard): what it may do",
+          help: "tasks:create, tasks:read, gates:decide, gates:read (readiness), gates:admin (bindings), logs:read (runs, the dashboard): what it may do",
         },
         { name: "teams", type: "string", value: "T,…", help: "the teams (folders of the teams root) it may use" },
         {

@@ -323,6 +323,19 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     for (const skip of skipped)
       out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
   }
+  if (view.bindings.bindings.length > 0 || view.bindings.problem) {
+    out += `\nBindings (added over the task API: ${view.bindings.file})\n`;
+    if (view.bindings.problem) out += `  REFUSED: ${view.bindings.problem}\n`;
+    for (const b of view.bindings.bindings) {
+      const by = b.createdBy ? `, by ${b.createdBy}` : "";
+      const why = b.problem
+        ? `: ${b.problem}`
+        : b.trust === "new"
+          ? ": waits for the lead's approval (pi-teams-hooks trust)"
+          : "";
+      out += `  ${b.gate}  handler ${b.handler}; ${b.events.join(", ")}${by}  ${b.trust === "trusted" ? "trusted" : b.trust.toUpperCase()}${why}\n`;
+    }
+  }
   // A handler of several events is one gate.
   const untrusted = new Set(
     all.filter((g) => g.trust === "changed" || g.trust === "new" || g.trust === "missing").map((g) => g.path),

@@ -5,6 +5,7 @@
  * the `hooks` block with where it came from. Read-only: the trust record is compared, never written.
  * Data only; the CLI prints it. `chainSummary` is the short form the `watch` banner prints.
  */
+import { type BindingsView, bindingsView } from "./bindings-view.js";
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import {
@@ -89,6 +90,8 @@ export interface ConfigView {
   /** Every setting with its value, source and origin (`flag`, `config`, `env`, `default`). */
   settings: SettingsView;
   block: SettingsReport["block"];
+  /** The bindings added over the task API (`<teamDir>/hook-state/bindings.json`), beside the files, with their trust. */
+  bindings: BindingsView;
   /**
    * Every problem of the settings and the gates as data, `{ kind, path, message }` (settings/problems.ts):
    * the settings' (the block's, limits capped, environment values ignored, config.json's other fields),
@@ -200,6 +203,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       allowInsecureHooks: setup.settings.allowInsecureHooks,
     },
     block: report.block,
+    bindings: bindingsView(teamDir, setup.hooksDir, setup.settings.handlers, process.env),
     problems: configProblems(setup, events),
   };
 }

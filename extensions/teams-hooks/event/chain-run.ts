@@ -190,9 +190,11 @@ export async function runChain(
     const skip = settings
       ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null })
       : hook.kind === "http" && hook.handler && !handlerEnabled(hook.handler)
-        ? hook.layer === "global"
-          ? globalHandlerDisabledReason(hook.handler, req.setup.hooksDir)
-          : handlerDisabledReason(hook.handler, teamSettings.handlers)
+        ? hook.binding
+          ? `disabled: binding ${hook.handler.name} (its settings.enabled is false)`
+          : hook.layer === "global"
+            ? globalHandlerDisabledReason(hook.handler, req.setup.hooksDir)
+            : handlerDisabledReason(hook.handler, teamSettings.handlers)
         : null;
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 && skip === null) {

@@ -34,6 +34,7 @@ import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "../contract/errors.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { readGlobalHandlers } from "./global-handlers.js";
+import { readBindings, resolveBindings } from "./bindings.js";
 
 export type ChainLayer = "global" | "team";
 
@@ -61,6 +62,8 @@ export interface HttpChainHook {
   hook: HookCommand;
   kind: "http";
   handler: HandlerDef | null;
+  /** Set for a binding added through the task API (gates/bindings.ts): the handler it names. */
+  binding?: { handler: string };
 }
 
 /**
@@ -228,6 +231,19 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   }
   for (const handler of input.handlers ?? [])
     if (handler.events.includes(input.event)) hooks.push(handlerHook(handler));
+  // The team's bindings (gates/bindings.ts), after its handlers: `<teamDir>/hook-state/bindings.json` beside its layer.
+  if (input.teamDir !== null) {
+    const read = readBindings(path.dirname(path.resolve(input.teamDir)));
+    if (read.problem !== null) skipped.push({ path: read.file, layer: "team", code: "unusable", reason: read.problem });
+    const declared = [...(input.handlers ?? []), ...globalHandlers.handlers];
+    for (const resolved of resolveBindings(read.bindings, declared)) {
+      if (!resolved.binding.events.includes(input.event)) continue;
+      if ("problem" in resolved) {
+        const reason = `binding ${resolved.binding.name}: ${resolved.problem}`;
+        skipped.push({ path: handlerGateName(resolved.binding.name), layer: "team", code: "unusable", reason });
+      } else hooks.push({ ...handlerHook(resolved.handler), binding: { handler: resolved.binding.handler } });
+    }
+  }
   return { hooks, skipped, v1: { global, team } };
 }
 

@@ -27,7 +27,7 @@ import { withLock } from "../team/lock.js";
 import { isTeamName } from "../team/paths.js";
 import { type RateLimit, formatRateLimit } from "./rate-limit.js";
 
-export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "gates:read", "logs:read"] as const;
+export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "gates:read", "gates:admin", "logs:read"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const KEY_PATTERN = /^pth_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;

@@ -11,6 +11,7 @@ import { firstLine, hookName, policyActions } from "../logs/format.js";
 import { type FilterText, parseFilterText } from "../logs/filter.js";
 import { outcomeOf, taskIdOf, triggerOf } from "../logs/record.js";
 import { type TeamReadiness, teamReadiness } from "../doctor/readiness.js";
+import { type BindingsView, bindingsView } from "../doctor/bindings-view.js";
 import { type TeamSetup, resolveTeamSetup } from "../team/setup.js";
 import { isHooksError } from "../contract/errors.js";
 import { type RunRow, cursorOf, cursorText, findRuns, parseCursor } from "../dashboard/runs.js";
@@ -23,7 +24,7 @@ export async function gatesView(
   team: string,
   teamDir: string,
   env: Readonly<Record<string, string | undefined>>,
-): Promise<{ team: string } & TeamReadiness> {
+): Promise<{ team: string } & TeamReadiness & { bindings: BindingsView }> {
   let setup: TeamSetup;
   try {
     setup = await resolveTeamSetup({ teamDir, env, processCwd: teamDir });
@@ -34,7 +35,9 @@ export async function gatesView(
     }
     throw error;
   }
-  return { team, ...(await teamReadiness(setup, env)) };
+  // Beside the gate files: the bindings added over the API, with their trust (a new one waits for the lead).
+  const bindings = bindingsView(teamDir, setup.hooksDir, setup.settings.handlers, env);
+  return { team, ...(await teamReadiness(setup, env)), bindings };
 }
 
 /** The query fields the runs route reads: the filters of `logs`, and the page's cursor. */

@@ -218,8 +218,11 @@ async function findChanges(setup: TeamSetup, record: TrustRecord, teamDir: strin
     const participation = setup.settings.events[event].participation.value;
     const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null, participation });
     for (const change of check.changes) {
+      const bound = chain.hooks.find((h) => h.kind === "http" && h.hook.hookPath === change.path);
       const handler = isHandlerGate(change.path)
-        ? (known.find((h) => handlerGateName(h.name) === change.path) ?? null)
+        ? ((bound?.kind === "http" ? bound.handler : null) ??
+          known.find((h) => handlerGateName(h.name) === change.path) ??
+          null)
         : null;
       const same = out.find((c) => c.path === change.path);
       if (same) {
