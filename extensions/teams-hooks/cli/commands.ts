@@ -580,7 +580,7 @@ const POLICY: CommandSpec = {
         {
           name: "json",
           type: "boolean",
-          help: "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, sandbox, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block, warnings} as JSON: each setting {value, source, origin}; block {valid, from, problems}",
+          help: "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, sandbox, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, events (each hook point: modes, participation, writableFields, projection, limits), block, warnings} as JSON: each setting {value, source, origin}; block {valid, from, problems}",
         },
       ],
     },
