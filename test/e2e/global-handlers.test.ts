@@ -152,6 +152,32 @@ describe.concurrent("handlers declared for the whole teams root", () => {
     expect(receiver.requests("/swap-global")).toHaveLength(0);
   });
 
+  it("a running leader trusts them on first use and runs them; a change of handlers.json is held without a restart", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    receiver.route("/watch-ci", allow);
+    receiver.route("/watch-ci2", allow);
+    const working = (id: string) => makeTask({ id, owner: "alice", status: "in_progress" });
+    const team = await rig.team({ tasks: [working("1"), working("2")], config: { hooks: {} } });
+    await writeGlobal(team, { handlers: [handler("ci", "/watch-ci")] });
+    const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
+    expect(leader.linesOf("handler")).toEqual([
+      { type: "handler", name: "http:ci", events: ["task_completed"], url: `${receiver.url}/watch-ci` },
+    ]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [first] = await leader.waitForEvents(1);
+    expect(first).toMatchObject({ taskId: "1", hook: "http:ci", outcome: "passed" });
+    expect(receiver.requests("/watch-ci")).toHaveLength(1);
+
+    await writeGlobal(team, { handlers: [handler("ci", "/watch-ci2")] });
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
+    await leader.waitFor("the changed handler held", () =>
+      leader.warnings().some((w) => w.includes("http:ci") && w.includes("changed since it was trusted")),
+    );
+    expect(receiver.requests("/watch-ci2")).toHaveLength(0);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
   it("a handlers.json that cannot be used is said, naming the file and the field; its handlers do not run", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
