@@ -149,7 +149,7 @@ export async function runChain(
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(
       head,
-      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`,
+      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (${limitField(teamSettings, "maxHooksPerEvent")}) — none ran`,
     );
   }
   // One document per distinct view (a projection, a confidential handler), built before anything runs
@@ -161,7 +161,7 @@ export async function runChain(
   if (typeof shown === "number") {
     return refused(
       head,
-      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`,
+      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (${limitField(teamSettings, "maxPayloadBytes")}) — none ran`,
     );
   }
   // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
@@ -200,7 +200,7 @@ export async function runChain(
     if (left <= 0 && skip === null) {
       const late = refused(
         hook,
-        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`,
+        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (${limitField(teamSettings, "chainDeadlineMs")}); ${hook.name} and later hooks did not run`,
       ).runs;
       runs.push(...late.map((run) => (isShadow(hook) ? { ...run, result: shadowed(run.result, ctx.mode) } : run)));
       break;
@@ -267,7 +267,7 @@ export async function runChain(
       result = {
         ...result,
         errorKind: "limit",
-        error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)`,
+        error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (${limitField(teamSettings, "chainDeadlineMs")})`,
       };
     } else if (result.timedOut && settings?.timeoutMs !== undefined) {
       result = { ...result, error: `timeout after ${timeoutMs}ms (the gate's own timeout, line ${settings.line})` };
@@ -297,7 +297,7 @@ export async function runChain(
         runs.push(
           ...refused(
             next,
-            `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`,
+            `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (${limitField(teamSettings, "maxPayloadBytes")}); ${next.name} and later hooks did not run`,
           ).runs,
         );
         break;
@@ -339,6 +339,11 @@ function sandboxOptions(
       path.join(path.dirname(teamDir), ".pi-teams-hooks"),
     ],
   };
+}
+
+/** The field a limit in force comes from: the event's own (`hooks.events.<event>.limits.<name>`) or the team's. */
+function limitField(settings: TeamSettings, name: keyof TeamSettings["limits"]): string {
+  return /hooks\.events\.\w+\.limits\.\w+/.exec(settings.limits[name].origin)?.[0] ?? `hooks.limits.${name}`;
 }
 
 /** Why a global handler switched off is skipped: `disabled: /…/_hooks/handlers.json handlers[0].enabled is false`. */
