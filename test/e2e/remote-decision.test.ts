@@ -239,6 +239,16 @@ describe.concurrent("decisions of held gates through the task API", () => {
     ] as const;
     for (const [answer, status, code] of refusals)
       expect([answer.status, codeOf(answer)], JSON.stringify(answer.json)).toEqual([status, code]);
+    // A bad decision's problems are data, as config --json gives its own: {kind, path, message}.
+    expect(refusals[4][0].json.error).toMatchObject({
+      problems: [
+        { kind: "request_field", path: "extra", message: expect.stringContaining("extra: unknown field") },
+        { kind: "request_field", path: "decision", message: 'decision: expected "allow" or "deny", got "maybe"' },
+      ],
+    });
+    expect(refusals[5][0].json.error).toMatchObject({
+      problems: [{ kind: "request_field", path: "code", message: expect.stringMatching(/^code: /) }],
+    });
     expect((await readTaskFile(team, "1")).metadata?.qualityGateStatus).toBe("deferred");
 
     // Past its deadline (1 s) the gate is expired, whatever is asked: a closed error, and a 409 says so.

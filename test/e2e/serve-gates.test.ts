@@ -287,10 +287,22 @@ describe("GET …/runs: the logs filters, paged", () => {
     expect(bad.status).toBe(400);
     expect(codeOf(bad)).toBe("invalid_request");
     expect((bad.json.error as { problems?: unknown }).problems).toEqual([
-      "color: unknown field (fields: event, outcome, task, member, hook, since, trigger, before)",
-      "before: not a cursor of this team's runs (give the cursor of a run, or next as answered)",
-      'outcome: "broken" must be one of passed, failed, timed_out, error, deferred',
-      expect.stringMatching(/^since: "yesterday" must be an age/),
+      {
+        kind: "request_field",
+        path: "color",
+        message: "color: unknown field (fields: event, outcome, task, member, hook, since, trigger, before)",
+      },
+      {
+        kind: "request_field",
+        path: "before",
+        message: "before: not a cursor of this team's runs (give the cursor of a run, or next as answered)",
+      },
+      {
+        kind: "request_field",
+        path: "outcome",
+        message: 'outcome: "broken" must be one of passed, failed, timed_out, error, deferred',
+      },
+      { kind: "request_field", path: "since", message: expect.stringMatching(/^since: "yesterday" must be an age/) },
     ]);
   });
 

@@ -295,21 +295,33 @@ describe("answers", () => {
       body: { template: 3, parameters: [], extra: 1 },
     });
     expect(shape).toMatchObject({ status: 400, json: { error: { code: "invalid_request" } } });
-    expect((shape.json.error as { problems: string[] }).problems).toEqual([
-      "extra: unknown field (fields: template, parameters)",
-      "template: missing, expected the slug of one of the team's templates",
-      "parameters: expected an object",
+    // Each problem as config --json and doctor --json give theirs: {kind, path, message}.
+    expect((shape.json.error as { problems: unknown[] }).problems).toEqual([
+      { kind: "request_field", path: "extra", message: "extra: unknown field (fields: template, parameters)" },
+      {
+        kind: "request_field",
+        path: "template",
+        message: "template: missing, expected the slug of one of the team's templates",
+      },
+      { kind: "request_field", path: "parameters", message: "parameters: expected an object" },
     ]);
+    expect((shape.json.error as { message: string }).message).toBe(
+      "extra: unknown field (fields: template, parameters); template: missing, expected the slug of one of the team's templates; parameters: expected an object",
+    );
     const params = await api(serve.url, "POST", TASKS, {
       key: keys.full,
       body: { template: "deploy", parameters: { branch: 1, dry: "no", colour: "red" } },
     });
     expect(params).toMatchObject({ status: 400, json: { error: { code: "invalid_parameters" } } });
-    expect((params.json.error as { problems: string[] }).problems).toEqual([
-      "branch: expected string, got number",
-      "dry: expected boolean, got string",
-      "colour: unknown parameter (declared: branch, env, flags, dry)",
-      "env: missing (required, string)",
+    expect((params.json.error as { problems: unknown[] }).problems).toEqual([
+      { kind: "request_parameter", path: "parameters.branch", message: "branch: expected string, got number" },
+      { kind: "request_parameter", path: "parameters.dry", message: "dry: expected boolean, got string" },
+      {
+        kind: "request_parameter",
+        path: "parameters.colour",
+        message: "colour: unknown parameter (declared: branch, env, flags, dry)",
+      },
+      { kind: "request_parameter", path: "parameters.env", message: "env: missing (required, string)" },
     ]);
     const idem = await api(serve.url, "POST", TASKS, {
       key: keys.full,

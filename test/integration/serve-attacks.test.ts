@@ -11,6 +11,7 @@ import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promise
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
+import type { Problem } from "../../extensions/teams-hooks/settings/problems.js";
 import { createKey, keysFile, keySpec } from "../../extensions/teams-hooks/server/keys.js";
 import { type TaskServer, startTaskServer } from "../../extensions/teams-hooks/server/server.js";
 import { api, codeOf, makeTeamsRoot } from "../helpers/serve-rig.js";
@@ -116,16 +117,17 @@ describe("bodies", () => {
   it("64 KiB of unknown names is answered with 20 problems and a count, not megabytes", async () => {
     const many = (prefix: string): Record<string, number> =>
       Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`${prefix}${i}`, 0]));
-    const bodies: Array<[string, unknown, string]> = [
-      [TASKS, { template: "ping", parameters: { n: 1, ...many("p") } }, "invalid_parameters"],
-      [TASKS, { template: "ping", ...many("f") }, "invalid_request"],
+    const bodies: Array<[string, unknown, string, string]> = [
+      [TASKS, { template: "ping", parameters: { n: 1, ...many("p") } }, "invalid_parameters", "request_parameter"],
+      [TASKS, { template: "ping", ...many("f") }, "invalid_request", "request_field"],
       [
         "/api/v1/teams/alpha/runs/0b0e5c1e-0000-4000-8000-000000000999/decision",
         { decision: "allow", ...many("f") },
         "invalid_decision",
+        "request_field",
       ],
     ];
-    for (const [route, body, code] of bodies) {
+    for (const [route, body, code, kind] of bodies) {
       const sent = JSON.stringify(body);
       const answer = await fetch(`${server.url}${route}`, {
         method: "POST",
@@ -133,10 +135,10 @@ describe("bodies", () => {
         body: sent,
       });
       const text = await answer.text();
-      const { error } = JSON.parse(text) as { error: { code: string; problems: string[] } };
+      const { error } = JSON.parse(text) as { error: { code: string; problems: Problem[] } };
       expect([answer.status, error.code]).toEqual([400, code]);
       expect(error.problems).toHaveLength(21);
-      expect(error.problems.at(-1)).toBe("and 4980 more");
+      expect(error.problems.at(-1)).toEqual({ kind, path: "", message: "and 4980 more" });
       expect(text.length).toBeLessThan(sent.length);
     }
   });

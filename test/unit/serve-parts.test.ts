@@ -55,7 +55,11 @@ describe("matchParameters", () => {
         "extra: expected object, got array",
         "bogus: unknown parameter (declared: branch, env, flags, dry, n, extra, note)",
         "env: missing (required, string)",
-      ],
+      ].map((message) => ({
+        kind: "request_parameter",
+        path: `parameters.${message.slice(0, message.indexOf(":"))}`,
+        message,
+      })),
     });
   });
 
@@ -64,7 +68,13 @@ describe("matchParameters", () => {
     expect(matchParameters(plain, {})).toEqual({ ok: true, values: {} });
     expect(matchParameters(plain, { x: 1 })).toEqual({
       ok: false,
-      problems: ["x: unknown parameter (the template declares none)"],
+      problems: [
+        {
+          kind: "request_parameter",
+          path: "parameters.x",
+          message: "x: unknown parameter (the template declares none)",
+        },
+      ],
     });
   });
 });

@@ -581,7 +581,7 @@ const POLICY: CommandSpec = {
         {
           name: "json",
           type: "boolean",
-          help: "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, sandbox, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, block, warnings} as JSON: each setting {value, source, origin}; block {valid, from, problems}",
+          help: "print {teamDir, configFile, written?, policy, sources, origins, timeoutMs, failureModes, limits, sweep, exitCodes, sandbox, handlers, templates, deferTimeoutMs, writableFields, projection, confidential, redactEnv, reassignOnReopen, events (each hook point: modes, participation, writableFields, projection, limits), block, warnings} as JSON: each setting {value, source, origin}; block {valid, from, problems}",
         },
       ],
     },
@@ -814,7 +814,7 @@ const TRUST: CommandSpec = {
   ],
   description: [
     "The leader runs only gates it trusts: the sha256 and mode of every gate file (and the definition of every HTTP handler) are recorded at its first start, and by this command, in an approved copy under your state directory ($XDG_STATE_HOME/pi-teams-hooks/trust/, else ~/.local/state/…), written first, and in <team dir>/hook-state/trust.json. The approved copy is the record in force: trust.json changed by anything but this command is said to the lead, not trusted, and written back. A gate that is new, changed (content or mode), or no longer runs (deleted, disabled or replaced through the team layer, shadowed, no longer executable) holds its events until the change is approved here.",
-    "Settings of config.json's hooks block that can weaken a verdict (failureMode, exitCodes, projection, limits, writableFields, sandbox, confidential, redactEnv) are trusted the same way: what the file says at the leader's first start is approved (a file beside the approved copy); a later change that could turn a failing gate into a pass, blind it or give it more authority is held, the approved value stays in force, and the lead is told; one that can only make a gate stricter applies at once. `trust settings` (or --all) approves the held changes.",
+    "Settings of config.json's hooks block that can weaken a verdict (failureMode, exitCodes, projection, limits, writableFields, sandbox, confidential, redactEnv, and each hook point's events.<event>) are trusted the same way: what the file says at the leader's first start is approved (a file beside the approved copy); a later change that could turn a failing gate into a pass, blind it or give it more authority is held, the approved value stays in force, and the lead is told; one that can only make a gate stricter applies at once. `trust settings` (or --all) approves the held changes.",
     "Without --all or paths, trust lists every such change: old and new hash and mode, and a diff for a text file (from the copy kept in hook-state/trusted/; for a handler, of its definition's JSON), and records nothing.",
     "Approving is a person's act: at a terminal, trust shows the changes and asks [y/N]; without one (a script, an agent's tool call) it records nothing unless given --yes. In pi, /gates trust typed by the person in the session approves. Every approval is told to the lead's inbox, saying how it was given.",
     "A gate approved whose own file does not parse (bash -n, node --check; .ts gates are not checked) is recorded as asked and said at once, on stderr and to the lead, naming its file and line: its events are held until it is fixed.",
@@ -894,6 +894,10 @@ const SERVE: CommandSpec = {
           "the team's runs, with the filters of logs (event, outcome, task, member, hook, since, trigger), 50 a page, newest first; next: the URL of the older ones (logs:read; a confidential team's without summary, code and stderr)",
         ],
         [
+          "GET  /api/v1/teams/TEAM/bindings",
+          "the team's bindings (a handler, its events and settings) with their trust; POST one ({name, handler, events, settings}) → 202: trusted content, its events wait for the lead's approval (pi-teams-hooks trust); DELETE …/bindings/NAME (gates:admin)",
+        ],
+        [
           "POST /api/v1/teams/TEAM/runs/RUN_ID/decision",
           '{"decision": "allow"|"deny", "code"?, "reason"?, "message"?} → 200 applied, or 202 recorded for the ' +
             "team's running leader (gates:decide); as `pi-teams-hooks decide`",
@@ -922,7 +926,7 @@ const SERVE: CommandSpec = {
       name: "keys list",
       term: "serve keys list",
       usage: "serve keys list [--json] [--teams-root DIR]",
-      help: 'names, prefixes and what each key may do (--json: as JSON), never a key; a key made before --templates was required still allows every template, shown as "(all: made before --templates was required)" (serve warns of each at start)',
+      help: 'names, prefixes, what each key may do and whether it is enabled or disabled (STATE; --json: as JSON, with disabledAt and enabledAt), never a key; a key made before --templates was required still allows every template, shown as "(all: made before --templates was required)" (serve warns of each at start)',
       flags: ["teams-root", "json"],
     },
     {
@@ -930,6 +934,20 @@ const SERVE: CommandSpec = {
       term: "serve keys revoke NAME",
       usage: "serve keys revoke NAME [--teams-root DIR]",
       help: "delete the key and end its dashboard sessions: a running server refuses it from its next request, and ends its open live streams within a second",
+      flags: ["teams-root"],
+    },
+    {
+      name: "keys disable",
+      term: "serve keys disable NAME",
+      usage: "serve keys disable NAME [--teams-root DIR]",
+      help: "refuse the key everywhere (401, as an unknown key) until it is enabled again, and end its dashboard sessions: a running server refuses it from its next request, and ends its open live streams within a second. keys list shows it disabled; nothing of it is deleted",
+      flags: ["teams-root"],
+    },
+    {
+      name: "keys enable",
+      term: "serve keys enable NAME",
+      usage: "serve keys enable NAME [--teams-root DIR]",
+      help: "accept a disabled key again, with the same secret, from a running server's next request; its dashboard sessions stay ended (keys login prints a new link)",
       flags: ["teams-root"],
     },
     {
@@ -978,13 +996,13 @@ const SERVE: CommandSpec = {
           name: "name",
           type: "string",
           value: "NAME",
-          help: "the key's name (keys list, keys revoke, the tasks it creates)",
+          help: "the key's name (keys list, keys revoke, keys disable, keys enable, the tasks it creates)",
         },
         {
           name: "scopes",
           type: "string",
           value: "S,…",
-          help: "tasks:create, tasks:read, gates:decide, gates:read (readiness), logs:read (runs, the dashboard): what it may do",
+          help: "tasks:create, tasks:read, gates:decide, gates:read (readiness), gates:admin (bindings), logs:read (runs, the dashboard): what it may do",
         },
         { name: "teams", type: "string", value: "T,…", help: "the teams (folders of the teams root) it may use" },
         {
@@ -1011,7 +1029,7 @@ const SERVE: CommandSpec = {
   ],
   exit: [
     { code: 0, when: "stopped cleanly (serve), or the keys command done" },
-    { code: 1, when: "no such key (revoke), or a file cannot be written" },
+    { code: 1, when: "no such key (revoke, disable, enable), or a file cannot be written" },
     {
       code: 2,
       when: "usage error (a bad flag or spec, a name taken; login: no such key, or one without logs:read; create: a key with tasks:create, tasks:read or gates:decide without --templates or --all-templates), a teams root that is not a directory, or an address that is not loopback without --allow-remote, or cannot be used",

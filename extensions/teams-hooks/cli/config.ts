@@ -18,6 +18,7 @@ import {
   limitFlagSchema,
   resolveSettings,
   settingsReport,
+  type EventPoint,
   type FailureMode,
   type LimitName,
 } from "../settings/team-settings.js";
@@ -298,6 +299,8 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   for (const event of HOOK_EVENTS) {
     const { gates, missing, dropped, skipped } = view.events[event];
     out += `  ${event}${gates.length === 0 ? ": none" : ""}\n`;
+    const declared = pointLine(view.settings.events[event as HookEventName]);
+    if (declared) out += `       hook point: ${declared}\n`;
     const line = (mark: string, g: GateView): string => {
       const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
@@ -319,6 +322,19 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
     for (const skip of skipped)
       out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
+  }
+  if (view.bindings.bindings.length > 0 || view.bindings.problem) {
+    out += `\nBindings (added over the task API: ${view.bindings.file})\n`;
+    if (view.bindings.problem) out += `  REFUSED: ${view.bindings.problem}\n`;
+    for (const b of view.bindings.bindings) {
+      const by = b.createdBy ? `, by ${b.createdBy}` : "";
+      const why = b.problem
+        ? `: ${b.problem}`
+        : b.trust === "new"
+          ? ": waits for the lead's approval (pi-teams-hooks trust)"
+          : "";
+      out += `  ${b.gate}  handler ${b.handler}; ${b.events.join(", ")}${by}  ${b.trust === "trusted" ? "trusted" : b.trust.toUpperCase()}${why}\n`;
+    }
   }
   // A handler of several events is one gate.
   const untrusted = new Set(
@@ -361,4 +377,20 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
   );
   for (const problem of block.problems) out += `    ${problem}\n`;
   return out;
+}
+
+/** What a hook point declares of its own (`hooks.events.<event>`), one clause each; "" when nothing. */
+function pointLine(point: EventPoint | undefined): string {
+  if (!point) return "";
+  const parts: string[] = [];
+  if (point.modes.source === "config") parts.push(`modes ${point.modes.value.join(", ")}`);
+  if (point.participation.source === "config") parts.push(`participation ${point.participation.value}`);
+  if (!point.modes.value.includes("transform")) parts.push("no transform: a patch writes nothing");
+  else if (point.writableFields.origin.includes("hooks.events."))
+    parts.push(`writable ${point.writableFields.value.join(", ") || "none"}`);
+  if (point.projection.origin.includes("hooks.events."))
+    parts.push(`projection of ${Object.keys(point.projection.value).join(", ")}`);
+  for (const [name, limit] of Object.entries(point.limits))
+    if (limit.origin.includes("hooks.events.")) parts.push(`${name} ${limit.value}`);
+  return parts.length > 0 ? `${parts.join("; ")} (config.json hooks.events)` : "";
 }

@@ -289,7 +289,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
     env: io.env,
     waitForLeaderMs: 10_000,
     warn: (message) => io.stderr(`warning: ${message}\n`),
-    settings: { setup, redact: settingsRedactor(io.env, setup.settings) },
+    settings: { setup, redact: settingsRedactor(io.env, setup.settings, setup.hooksDir) },
   });
   if (answer.kind === "recorded" || answer.kind === "applied")
     await tellLeadDecided(setup.identity, runId, `${decision} for ${what}, by ${by}, ${how}`, io);

@@ -14,7 +14,13 @@ import { HooksError } from "../contract/errors.js";
 import { HookLogRecordSchema } from "../logs/hook-log.js";
 import { DEFER_TIMEOUT_MS, HandlerSchema, TemplatesSchema } from "../settings/handlers.js";
 import { WritableFieldsSchema } from "../contract/merge-patch.js";
-import { EXIT_CODE_MODES, FAILURE_MODES, SWEEP_MODES } from "../settings/team-settings.js";
+import {
+  EXIT_CODE_MODES,
+  FAILURE_MODES,
+  HOOK_POINT_MODES,
+  PARTICIPATIONS,
+  SWEEP_MODES,
+} from "../settings/team-settings.js";
 import { SANDBOX_MODES } from "../settings/hook-line.js";
 import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, RedactEnvSchema } from "../settings/privacy.js";
 import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
@@ -28,6 +34,35 @@ const limit = (max: number) => z.number().int().min(1).max(max).optional();
  * cannot show as the allowed values; this one names them, and takes the handlers and templates from
  * settings/handlers.ts as they are.
  */
+const limitsDoc = z.strictObject({
+  maxHooksPerEvent: limit(64),
+  chainDeadlineMs: limit(MAX_TIMEOUT_MS),
+  maxPayloadBytes: limit(1024 * 1024 * 1024),
+});
+const projectionDoc = z
+  .record(z.string().regex(GATE_NAME_PATTERN), z.array(z.string().regex(PROJECTION_PATH_PATTERN)))
+  .meta({
+    description:
+      "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the context document it may see; identity fields always",
+  });
+/** `hooks.events.<event>`: one hook point's own declaration, over the team's settings for that event. */
+const pointDoc = z
+  .strictObject({
+    modes: z
+      .array(z.enum(HOOK_POINT_MODES))
+      .meta({ description: "What its gates may do: admit (always), transform (a patch), defer (task events only)" })
+      .optional(),
+    failureMode: mode.optional(),
+    writableFields: WritableFieldsSchema.optional(),
+    projection: projectionDoc.optional(),
+    participation: z
+      .enum(PARTICIPATIONS)
+      .meta({ description: "Which global gates of the event a team may drop without an approval" })
+      .optional(),
+    limits: limitsDoc.optional(),
+  })
+  .optional();
+
 const HooksDocSchema = EffectivePolicySchema.extend({
   failureMode: z
     .union([
@@ -43,13 +78,7 @@ const HooksDocSchema = EffectivePolicySchema.extend({
   sweep: z.enum(SWEEP_MODES).optional(),
   exitCodes: z.enum(EXIT_CODE_MODES).default("v1").optional(),
   sandbox: z.enum(SANDBOX_MODES).default("auto").optional(),
-  limits: z
-    .strictObject({
-      maxHooksPerEvent: limit(64),
-      chainDeadlineMs: limit(MAX_TIMEOUT_MS),
-      maxPayloadBytes: limit(1024 * 1024 * 1024),
-    })
-    .optional(),
+  limits: limitsDoc.optional(),
   handlers: z.array(HandlerSchema).optional(),
   templates: TemplatesSchema.optional(),
   deferTimeoutMs: z
@@ -60,19 +89,21 @@ const HooksDocSchema = EffectivePolicySchema.extend({
     .default(DEFER_TIMEOUT_MS.default)
     .optional(),
   writableFields: WritableFieldsSchema.default(["metadata"]).optional(),
-  projection: z
-    .record(z.string().regex(GATE_NAME_PATTERN), z.array(z.string().regex(PROJECTION_PATH_PATTERN)))
-    .meta({
-      description:
-        "Gate name as logs show it (on_task_completed, on_task_completed.d/10-lint.sh, http:ci) → the fields of the context document it may see; identity fields always",
-    })
-    .optional(),
+  projection: projectionDoc.optional(),
   confidential: z
     .boolean()
     .default(false)
     .meta({
       description:
         "HTTP handlers are sent, and hook logs keep, no task description or metadata; the subject is replaced by the task id",
+    })
+    .optional(),
+  events: z
+    .strictObject({
+      task_completed: pointDoc,
+      task_failed: pointDoc,
+      idle: pointDoc,
+      task_started: pointDoc,
     })
     .optional(),
   redactEnv: RedactEnvSchema.meta({

@@ -1,6 +1,6 @@
 /**
  * `pi-teams-hooks serve`: the task API for a teams root (server/), and `serve keys
- * create|list|revoke|login`, its keys. `serve` prints `listening on http://HOST:PORT` once connections
+ * create|list|revoke|disable|enable|login`, its keys. `serve` prints `listening on http://HOST:PORT` once connections
  * are accepted and runs until SIGINT/SIGTERM; `keys create` prints the key alone on its last line, the
  * only time it is shown; `keys login` prints a one-time dashboard login URL alone on its last line.
  */
@@ -10,7 +10,7 @@ import { piTeamsRoot } from "../team/attach-claim.js";
 import { requireDirectory } from "../team/paths.js";
 import { DEFAULT_LISTEN, isLoopback, parseListen, urlOf } from "../server/address.js";
 import { type KeyInfo, createKey, describeRate, describeTemplates, keySpec, keysFile } from "../server/keys.js";
-import { listKeys, revokeKey } from "../server/keys.js";
+import { listKeys, revokeKey, setKeyEnabled } from "../server/keys.js";
 import { tellLeadsOfAllTemplates } from "../server/key-notice.js";
 import { DEFAULT_RATE_LIMIT, formatRateLimit, parseRateLimit } from "../server/rate-limit.js";
 import { startTaskServer } from "../server/server.js";
@@ -20,12 +20,16 @@ import { formFlags } from "./commands.js";
 import { type ColumnSpec, formatTable } from "../text/table.js";
 import { terminalWidth } from "../text/terminal.js";
 
+const KEY_FORMS = ["create", "list", "revoke", "disable", "enable", "login"] as const;
+
 /** The flags each form takes (besides --help), as the command table has them; any other is a usage error. */
 const FLAGS: Readonly<Record<string, readonly string[]>> = {
   serve: formFlags("serve", ""),
   create: formFlags("serve", "keys create"),
   list: formFlags("serve", "keys list"),
   revoke: formFlags("serve", "keys revoke"),
+  disable: formFlags("serve", "keys disable"),
+  enable: formFlags("serve", "keys enable"),
   login: formFlags("serve", "keys login"),
 };
 
@@ -38,10 +42,9 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
   if (first !== "keys")
     throw new HooksError(
       "E_USAGE",
-      `unexpected argument "${first}" (serve takes no argument, or: keys create|list|revoke|login)`,
+      `unexpected argument "${first}" (serve takes no argument, or: keys ${KEY_FORMS.join("|")})`,
     );
-  if (sub === "create" || sub === "list" || sub === "revoke" || sub === "login")
-    checkFlags(args, sub, `serve keys ${sub}`);
+  if (sub !== undefined && (KEY_FORMS as readonly string[]).includes(sub)) checkFlags(args, sub, `serve keys ${sub}`);
   const teamsRoot = await resolveTeamsRoot(args, io);
   switch (sub) {
     case "create":
@@ -53,14 +56,17 @@ export async function serveCommand(args: ParsedArgs, io: CliIo): Promise<number>
       return listCommand(args, io, teamsRoot);
     case "revoke":
       return revokeCommand(rest, io, teamsRoot);
+    case "disable":
+    case "enable":
+      return switchCommand(rest, io, teamsRoot, sub === "enable");
     case "login":
       return loginCommand(rest, args, io, teamsRoot);
     default:
       throw new HooksError(
         "E_USAGE",
         sub === undefined
-          ? "serve keys: missing create, list, revoke or login"
-          : `serve keys: unknown "${sub}" (create, list, revoke or login)`,
+          ? `serve keys: missing ${KEY_FORMS.join(", ")}`
+          : `serve keys: unknown "${sub}" (${KEY_FORMS.join(", ")})`,
       );
   }
 }
@@ -169,7 +175,7 @@ async function createCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Pr
  * A narrow terminal cuts the lists (scopes, teams, templates) and the rate, then leaves out CREATED; never a name or a
  * prefix.
  */
-const KEY_COLUMNS: readonly ColumnSpec[] = [{}, {}, { min: 10 }, { min: 8 }, { min: 9 }, { min: 8 }, { drop: 1 }];
+const KEY_COLUMNS: readonly ColumnSpec[] = [{}, {}, { min: 10 }, { min: 8 }, { min: 9 }, { min: 8 }, {}, { drop: 1 }];
 
 async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Promise<number> {
   const keys = await listKeys(teamsRoot);
@@ -182,7 +188,7 @@ async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Prom
     return 0;
   }
   const rows = [
-    ["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "CREATED"],
+    ["NAME", "PREFIX", "SCOPES", "TEAMS", "TEMPLATES", "RATE", "STATE", "CREATED"],
     ...keys.map((k) => [
       k.name,
       k.prefix,
@@ -190,6 +196,7 @@ async function listCommand(args: ParsedArgs, io: CliIo, teamsRoot: string): Prom
       k.teams.join(","),
       describeTemplates(k).replaceAll(", ", ","),
       describeRate(k.rateLimit),
+      k.disabledAt === null ? "enabled" : "disabled",
       k.createdAt,
     ]),
   ];
@@ -209,6 +216,30 @@ async function revokeCommand(rest: string[], io: CliIo, teamsRoot: string): Prom
     return 1;
   }
   io.stdout(`revoked key "${name}": a running server refuses it from its next request\n`);
+  return 0;
+}
+
+/** `keys disable NAME` / `keys enable NAME`: 1 when there is no such key; the same state twice is said, and 0. */
+async function switchCommand(rest: string[], io: CliIo, teamsRoot: string, enable: boolean): Promise<number> {
+  const form = enable ? "enable" : "disable";
+  const [name, ...extra] = rest;
+  if (name === undefined)
+    throw new HooksError("E_USAGE", `serve keys ${form}: missing the key's NAME (see: pi-teams-hooks serve keys list)`);
+  if (extra.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${extra[0]}" (one NAME at a time)`);
+  const result = await setKeyEnabled(teamsRoot, name, enable);
+  if (result === "unknown") {
+    io.stderr(`pi-teams-hooks serve keys ${form}: no key named "${name}" in ${keysFile(teamsRoot)}\n`);
+    return 1;
+  }
+  if (result === "unchanged") io.stdout(`key "${name}" is ${form}d already\n`);
+  else if (enable)
+    io.stdout(
+      `enabled key "${name}": a running server accepts it again from its next request, with the same secret (its dashboard sessions stay ended: pi-teams-hooks serve keys login ${name})\n`,
+    );
+  else
+    io.stdout(
+      `disabled key "${name}": a running server refuses it from its next request and ends its open live streams within a second; pi-teams-hooks serve keys enable ${name} brings it back\n`,
+    );
   return 0;
 }
 

@@ -23,6 +23,7 @@ import type { InboxMode, LeaderNotice, WhyNotice } from "../leader/notices.js";
 import { formatDuration } from "../text/messages.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { canRedraw, localClock, terminalWidth, zoneLabel, zoneName } from "../text/terminal.js";
+import { allHandlers } from "../gates/global-handlers.js";
 
 const INBOX_MODES: readonly InboxMode[] = ["observe", "consume", "off"];
 
@@ -137,7 +138,7 @@ function onNotice(
         );
       }
       // The handlers run after the files of their events (gates/chain.ts): one line each, URL and events.
-      for (const h of setup.settings.handlers) {
+      for (const h of allHandlers(setup.hooksDir, setup.settings.handlers)) {
         const gate = handlerGateName(h.name);
         const off = handlerEnabled(h) ? {} : { enabled: false };
         const held = h.answer === "held" ? " (held until a decision comes back)" : "";

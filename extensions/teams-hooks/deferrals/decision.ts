@@ -331,7 +331,7 @@ function inFlight(teamDir: string, runId: string): boolean {
 
 async function settingsOf(teamDir: string, env: Readonly<Record<string, string | undefined>>): Promise<ApplySettings> {
   const setup = await resolveTeamSetup({ teamDir, env, processCwd: process.cwd() });
-  return { setup, redact: settingsRedactor(env, setup.settings) };
+  return { setup, redact: settingsRedactor(env, setup.settings, setup.hooksDir) };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -399,7 +399,7 @@ function settingsOf(ctx: LeaderContext): ApplySettings {
   const { setup, opts } = ctx;
   return {
     setup,
-    redact: settingsRedactor(opts.env, setup.settings),
+    redact: settingsRedactor(opts.env, setup.settings, setup.hooksDir),
     sentLog: ctx.sent,
     ...(ctx.ledger ? { memory: ledgerMemory(ctx.ledger) } : {}),
     ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),

@@ -5,6 +5,7 @@
  * the `hooks` block with where it came from. Read-only: the trust record is compared, never written.
  * Data only; the CLI prints it. `chainSummary` is the short form the `watch` banner prints.
  */
+import { type BindingsView, bindingsView } from "./bindings-view.js";
 import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import {
@@ -89,6 +90,8 @@ export interface ConfigView {
   /** Every setting with its value, source and origin (`flag`, `config`, `env`, `default`). */
   settings: SettingsView;
   block: SettingsReport["block"];
+  /** The bindings added over the task API (`<teamDir>/hook-state/bindings.json`), beside the files, with their trust. */
+  bindings: BindingsView;
   /**
    * Every problem of the settings and the gates as data, `{ kind, path, message }` (settings/problems.ts):
    * the settings' (the block's, limits capped, environment values ignored, config.json's other fields),
@@ -113,6 +116,8 @@ export interface SettingsView {
   confidential: SettingsReport["confidential"];
   redactEnv: SettingsReport["redactEnv"];
   reassignOnReopen: SettingsReport["reassignOnReopen"];
+  /** Each hook point's settings in force (`hooks.events.<event>` over the team's). */
+  events: SettingsReport["events"];
   trustChanges: FlagOr<boolean>;
   allowInsecureHooks: FlagOr<boolean>;
 }
@@ -141,7 +146,8 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   const uid = process.getuid?.() ?? null;
   const events = {} as Record<HookEventName, EventView>;
   for (const { event, chain } of await discoverChains(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers)) {
-    const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
+    const participation = setup.settings.events[event].participation.value;
+    const checked = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null, participation });
     const gates = chain.hooks.map((hook) => gateView(hook, event, checked, record !== null, uid));
     const missing = checked.changes
       .filter((c) => c.change === "removed")
@@ -192,10 +198,12 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       confidential: report.confidential,
       redactEnv: report.redactEnv,
       reassignOnReopen: report.reassignOnReopen,
+      events: report.events,
       trustChanges: setup.settings.trustChanges,
       allowInsecureHooks: setup.settings.allowInsecureHooks,
     },
     block: report.block,
+    bindings: bindingsView(teamDir, setup.hooksDir, setup.settings.handlers, process.env),
     problems: configProblems(setup, events),
   };
 }

@@ -122,7 +122,14 @@ export async function diagnose(input: DoctorInput): Promise<DoctorReport> {
   const layers = { global: path.resolve(hooks.dir), team: path.resolve(teamLayer) };
   for (const { event, chain } of chains) {
     const report = await diagnoseEvent(hooks.dir, event, input.env, input.cwd, dirUsable, chain, teamLayer);
-    const checked = record ? checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null }) : null;
+    const checked = record
+      ? checkChainTrust(chain, event, layers, {
+          record,
+          allowInsecure: true,
+          uid: null,
+          participation: policy.events[event].participation.value,
+        })
+      : null;
     const handlers = diagnoseHandlers(event, chain, input.env, checked, teamDir, config.identity.teamId);
     for (const hook of report.chain.hooks) {
       const found = handlers.reports.get(hook.name);

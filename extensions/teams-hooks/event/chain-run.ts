@@ -33,13 +33,14 @@ import {
   type TrustProblem,
   type TrustRecord,
 } from "../trust/trust.js";
-import { type FailureMode, type TeamSettings, settingValues } from "../settings/team-settings.js";
+import { type FailureMode, type TeamSettings, pointCanDefer, settingValues } from "../settings/team-settings.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import { describeSettings, unmatched, type HookSettings } from "../settings/hook-line.js";
 import { projectionFor, secretEnvNames, type PrivacySettings } from "../settings/privacy.js";
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { takePatch } from "./patches.js";
 import { APPROVAL_HINT } from "../text/messages.js";
+import { allHandlers, readGlobalHandlers } from "../gates/global-handlers.js";
 
 /**
  * The run of an event whose chain was refused before anything started: a closed error of the first
@@ -148,7 +149,7 @@ export async function runChain(
   if (hooks.length > limits.maxHooksPerEvent) {
     return refused(
       head,
-      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (hooks.limits.maxHooksPerEvent) — none ran`,
+      `${hooks.length} hooks for ${req.event}; the limit is ${limits.maxHooksPerEvent} (${limitField(teamSettings, "maxHooksPerEvent")}) — none ran`,
     );
   }
   // One document per distinct view (a projection, a confidential handler), built before anything runs
@@ -160,11 +161,14 @@ export async function runChain(
   if (typeof shown === "number") {
     return refused(
       head,
-      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes) — none ran`,
+      `the context document is ${shown} bytes; the limit is ${limits.maxPayloadBytes} (${limitField(teamSettings, "maxPayloadBytes")}) — none ran`,
     );
   }
   // What every hook says goes through it before it is kept: the team's secrets and the credential shapes.
-  const redact = teamRedactor(req.env, secretEnvNames(teamSettings.handlers, privacy.redactEnv));
+  const redact = teamRedactor(
+    req.env,
+    secretEnvNames(allHandlers(req.setup.hooksDir, teamSettings.handlers), privacy.redactEnv),
+  );
 
   const runs: HookRun[] = [];
   const deadline = performance.now() + limits.chainDeadlineMs;
@@ -186,13 +190,17 @@ export async function runChain(
     const skip = settings
       ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null })
       : hook.kind === "http" && hook.handler && !handlerEnabled(hook.handler)
-        ? handlerDisabledReason(hook.handler, teamSettings.handlers)
+        ? hook.binding
+          ? `disabled: binding ${hook.handler.name} (its settings.enabled is false)`
+          : hook.layer === "global"
+            ? globalHandlerDisabledReason(hook.handler, req.setup.hooksDir)
+            : handlerDisabledReason(hook.handler, teamSettings.handlers)
         : null;
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 && skip === null) {
       const late = refused(
         hook,
-        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs); ${hook.name} and later hooks did not run`,
+        `the chain of ${req.event} ran past its deadline of ${limits.chainDeadlineMs}ms (${limitField(teamSettings, "chainDeadlineMs")}); ${hook.name} and later hooks did not run`,
       ).runs;
       runs.push(...late.map((run) => (isShadow(hook) ? { ...run, result: shadowed(run.result, ctx.mode) } : run)));
       break;
@@ -230,6 +238,7 @@ export async function runChain(
                   eventKey: shownEventKey(req.key, context.view),
                   attempt: req.attempt ?? 1,
                   ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+                  canDefer: pointCanDefer(teamSettings, req.event),
                 })
               : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
             : await runHook(hook.hook, seen, {
@@ -238,6 +247,7 @@ export async function runChain(
                 baseEnv: req.env,
                 escapeeScan: teamSettings.sweep.value,
                 exitCodes: teamSettings.exitCodes.value,
+                canDefer: pointCanDefer(teamSettings, req.event),
                 sandbox: sandboxOptions(settings, req, seen.teamDir),
                 ...(settings?.runAs ? { runAs: settings.runAs } : {}),
                 ...(settings?.format ? { format: settings.format } : {}),
@@ -257,7 +267,7 @@ export async function runChain(
       result = {
         ...result,
         errorKind: "limit",
-        error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (hooks.limits.chainDeadlineMs)`,
+        error: `stopped at the chain deadline of ${limits.chainDeadlineMs}ms (${limitField(teamSettings, "chainDeadlineMs")})`,
       };
     } else if (result.timedOut && settings?.timeoutMs !== undefined) {
       result = { ...result, error: `timeout after ${timeoutMs}ms (the gate's own timeout, line ${settings.line})` };
@@ -287,7 +297,7 @@ export async function runChain(
         runs.push(
           ...refused(
             next,
-            `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (hooks.limits.maxPayloadBytes); ${next.name} and later hooks did not run`,
+            `the context document, patched by the hooks before, is ${later} bytes; the limit is ${limits.maxPayloadBytes} (${limitField(teamSettings, "maxPayloadBytes")}); ${next.name} and later hooks did not run`,
           ).runs,
         );
         break;
@@ -329,6 +339,18 @@ function sandboxOptions(
       path.join(path.dirname(teamDir), ".pi-teams-hooks"),
     ],
   };
+}
+
+/** The field a limit in force comes from: the event's own (`hooks.events.<event>.limits.<name>`) or the team's. */
+function limitField(settings: TeamSettings, name: keyof TeamSettings["limits"]): string {
+  return /hooks\.events\.\w+\.limits\.\w+/.exec(settings.limits[name].origin)?.[0] ?? `hooks.limits.${name}`;
+}
+
+/** Why a global handler switched off is skipped: `disabled: /…/_hooks/handlers.json handlers[0].enabled is false`. */
+export function globalHandlerDisabledReason(handler: HandlerDef, hooksDir: string): string {
+  const { file, handlers } = readGlobalHandlers(hooksDir);
+  const index = handlers.findIndex((h) => h.name === handler.name);
+  return `disabled: ${file} handlers[${index < 0 ? "?" : index}].enabled is false`;
 }
 
 /** Why a handler switched off is skipped, naming where: `disabled: config.json hooks.handlers[0].enabled is false`. */

@@ -29,7 +29,7 @@ import type { RunResult } from "../contract/hook-run.js";
 import type { IdleNotification, Task } from "../contract/team-files.js";
 import { discoverChain, gateName, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
 import { type HookTrigger, planHookLogFile, writeHookLog } from "../logs/hook-log.js";
-import type { FailureMode } from "../settings/team-settings.js";
+import { type FailureMode, settingsForEvent } from "../settings/team-settings.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "../deferrals/record.js";
 import { countsAsPass } from "../policy/decide.js";
@@ -188,7 +188,13 @@ export interface PendingStep {
 export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> {
   // One dispatch, one id: its hooks run as `<id>`, `<id>.2`, `<id>.3`… whoever fired it (the leader
   // gives its own, for its ledger; a hand run gets one here).
-  const req: InvokeRequest = given.runId ? given : { ...given, runId: randomUUID() };
+  const request: InvokeRequest = given.runId ? given : { ...given, runId: randomUUID() };
+  // The event's own hook point (`hooks.events.<event>`): its writable fields, projection and limits for this run.
+  const eventSettings = settingsForEvent(request.setup.settings, request.event);
+  const req =
+    eventSettings === request.setup.settings
+      ? request
+      : { ...request, setup: Object.freeze({ ...request.setup, settings: eventSettings }) };
   const { identity, settings } = req.setup;
   const now = req.now ?? (() => new Date());
   const mode = settings.failureModes[req.event].value;
@@ -237,6 +243,7 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
         allowInsecure: settings.allowInsecureHooks.value,
         uid: process.getuid?.() ?? null,
         snapshots,
+        participation: settings.events[req.event].participation.value,
       })
     : null;
   const worthSaying = trust && (trust.changes.length > 0 || trust.problems.length > 0 || trust.dropped.length > 0);

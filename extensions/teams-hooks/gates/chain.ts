@@ -16,10 +16,11 @@
  * - A team layer that exists but cannot be read is a skip, and the global hooks still run: we cannot
  *   see its `.disabled` files, and running the global gates is the safe side.
  * - The same dir given as both layers is one layer, the global one (`v1.team` is then null).
- * - HTTP handlers (config.json `hooks.handlers`, settings/handlers.ts) come last, after every file, in
- *   the order they are declared: a remote gate (a CI run, a review) is the slowest and the dearest, so
- *   it only runs once the local gates have had their say. They live in the team's config.json, so
- *   their layer is `team`; they are never files, so nothing about them is skipped here.
+ * - HTTP handlers come last, after every file, in the order they are declared: a remote gate (a CI
+ *   run, a review) is the slowest and the dearest, so it only runs once the local gates have had their
+ *   say. The global layer's (`handlers.json` in the global hooks dir, gates/global-handlers.ts) come
+ *   first, then the team's (config.json `hooks.handlers`, settings/handlers.ts). A team handler of the
+ *   same name replaces the global one (skipped as `replaced`), as a team file replaces a global file.
  */
 // Synchronous, as in gates/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
@@ -32,6 +33,8 @@ import { findHook, hookCandidatePaths, inspectCandidate, launcherFor } from "./d
 import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "../contract/errors.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
+import { readGlobalHandlers } from "./global-handlers.js";
+import { readBindings, resolveBindings } from "./bindings.js";
 
 export type ChainLayer = "global" | "team";
 
@@ -47,17 +50,20 @@ export interface FileChainHook {
 }
 
 /**
- * An HTTP handler of config.json `hooks.handlers`: `name` and `hook.hookPath` are its gate name
+ * An HTTP handler of config.json `hooks.handlers` (layer `team`) or of the global hooks dir's
+ * `handlers.json` (layer `global`): `name` and `hook.hookPath` are its gate name
  * (`http:ci`), `hook.command` and `hook.args` say `POST <url>` (its method; what the log's `command` shows).
  * `handler` is null only for a trusted handler that is no longer declared, named in a trust refusal
  * (event/chain-run.ts `refusedRun`): such a hook never runs.
  */
 export interface HttpChainHook {
   name: string;
-  layer: "team";
+  layer: ChainLayer;
   hook: HookCommand;
   kind: "http";
   handler: HandlerDef | null;
+  /** Set for a binding added through the task API (gates/bindings.ts): the handler it names. */
+  binding?: { handler: string };
 }
 
 /**
@@ -134,11 +140,11 @@ export function gateDisplayName(hook: Pick<ChainHook, "name" | "kind">, event: H
 }
 
 /** The chain hook of a declared handler: `http:<name>`, `POST <url>` (or the method it declares). */
-export function handlerHook(handler: HandlerDef): HttpChainHook {
+export function handlerHook(handler: HandlerDef, layer: ChainLayer = "team"): HttpChainHook {
   const name = handlerGateName(handler.name);
   return {
     name,
-    layer: "team",
+    layer,
     kind: "http",
     handler,
     hook: { hookPath: name, command: handler.method ?? "POST", args: [handler.url] },
@@ -209,8 +215,35 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   const chain = chainFiles(input.event, global.dirProblem ? null : globalDir, teamUsable ? teamDir : null);
   hooks.push(...chain.hooks);
   skipped.push(...chain.skipped);
+  // The global layer's handlers, then the team's; a team handler of the same name takes the global one's place.
+  const own = new Map((input.handlers ?? []).map((h) => [h.name.toLowerCase(), h]));
+  const globalHandlers = readGlobalHandlers(globalDir);
+  if (globalHandlers.problem !== null)
+    skipped.push({ path: globalHandlers.file, layer: "global", code: "unusable", reason: globalHandlers.problem });
+  for (const handler of globalHandlers.handlers) {
+    if (!handler.events.includes(input.event)) continue;
+    const replacing = own.get(handler.name.toLowerCase());
+    if (replacing === undefined) hooks.push(handlerHook(handler, "global"));
+    else {
+      const reason = `replaced by the team's handler ${handlerGateName(replacing.name)} (config.json hooks.handlers)`;
+      skipped.push({ path: `${globalHandlers.file}#${handler.name}`, layer: "global", code: "replaced", reason });
+    }
+  }
   for (const handler of input.handlers ?? [])
     if (handler.events.includes(input.event)) hooks.push(handlerHook(handler));
+  // The team's bindings (gates/bindings.ts), after its handlers: `<teamDir>/hook-state/bindings.json` beside its layer.
+  if (input.teamDir !== null) {
+    const read = readBindings(path.dirname(path.resolve(input.teamDir)));
+    if (read.problem !== null) skipped.push({ path: read.file, layer: "team", code: "unusable", reason: read.problem });
+    const declared = [...(input.handlers ?? []), ...globalHandlers.handlers];
+    for (const resolved of resolveBindings(read.bindings, declared)) {
+      if (!resolved.binding.events.includes(input.event)) continue;
+      if ("problem" in resolved) {
+        const reason = `binding ${resolved.binding.name}: ${resolved.problem}`;
+        skipped.push({ path: handlerGateName(resolved.binding.name), layer: "team", code: "unusable", reason });
+      } else hooks.push({ ...handlerHook(resolved.handler), binding: { handler: resolved.binding.handler } });
+    }
+  }
   return { hooks, skipped, v1: { global, team } };
 }
 

@@ -148,6 +148,7 @@ export class Holds {
           record: this.#ctx.trust.record,
           allowInsecure: setup.settings.allowInsecureHooks.value,
           uid: process.getuid?.() ?? null,
+          participation: setup.settings.events[event.event].participation.value,
         });
         const refused = check.problems.filter((p) => p.kind === "insecure_hook" || !setup.settings.trustChanges.value);
         if (refused.length === 0) this.#release(event.key);

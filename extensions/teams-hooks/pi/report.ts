@@ -110,6 +110,7 @@ async function gateLines(setup: TeamSetup): Promise<string[]> {
       record,
       allowInsecure: false,
       uid: process.getuid?.() ?? null,
+      participation: setup.settings.events[event].participation.value,
     });
     if (chain.hooks.length === 0) out.push(`  ${event.padEnd(width)}  none`);
     for (const hook of chain.hooks) {

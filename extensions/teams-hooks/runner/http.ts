@@ -68,6 +68,8 @@ export interface RunHandlerOptions {
    * applied with the handler's own secrets to everything kept of the answer; default: only those.
    */
   redact?: Redactor;
+  /** False when the hook point's modes leave `defer` out (`hooks.events.<event>.modes`): a defer is a denial. */
+  canDefer?: boolean;
 }
 
 /** The headers pi-teams-hooks sets on every request (docs/hook-contract.md, "HTTP handlers"). */
@@ -154,7 +156,7 @@ export async function runHandler(
     return resultOf(base, exchange, outgoing, {
       startedAt,
       timeoutMs: opts.timeoutMs,
-      canDefer: canDefer(invocation.event),
+      canDefer: canDefer(invocation.event) && opts.canDefer !== false,
       held,
       ...(opts.redact ? { redact: opts.redact } : {}),
     });

@@ -34,6 +34,7 @@ import type { HandlerDef } from "../settings/handlers.js";
 import { resolveSettings } from "../settings/team-settings.js";
 import { secretEnvNames } from "../settings/privacy.js";
 import { loadTeamConfig } from "../team/config-file.js";
+import { allHandlers } from "../gates/global-handlers.js";
 
 export const REDACTED = "[redacted]";
 /** A value shorter than this is redacted only where it is not part of a longer word. */
@@ -213,12 +214,17 @@ export function teamRedactor(env: Readonly<Record<string, string | undefined>>, 
   return redactor;
 }
 
-/** The team redactor of the settings in force: its handlers' secrets and `hooks.redactEnv`, read from `env`. */
+/**
+ * The team redactor of the settings in force: its handlers' secrets (with `hooksDir`, the global
+ * handlers' too) and `hooks.redactEnv`, read from `env`.
+ */
 export function settingsRedactor(
   env: Readonly<Record<string, string | undefined>>,
   settings: { handlers: readonly HandlerDef[]; redactEnv: { value: readonly string[] } },
+  hooksDir?: string,
 ): Redactor {
-  return teamRedactor(env, secretEnvNames(settings.handlers, settings.redactEnv.value));
+  const handlers = hooksDir === undefined ? settings.handlers : allHandlers(hooksDir, settings.handlers);
+  return teamRedactor(env, secretEnvNames(handlers, settings.redactEnv.value));
 }
 
 /**

@@ -95,6 +95,11 @@ export interface RunHookOptions {
   /** What the exit code means without a verdict (`hooks.exitCodes`); default `v1`. */
   exitCodes?: ExitCodeMode;
   /**
+   * Whether a defer verdict may hold the event: the event's own rule (contract.ts canDefer) unless the
+   * hook point's modes leave `defer` out (`hooks.events.<event>.modes`); a defer then is a denial.
+   */
+  canDefer?: boolean;
+  /**
    * The team's redaction (runner/redact.ts teamRedactor), applied to what the hook said (its output,
    * its verdict) before the result leaves here; the result's `redactions` counts it. Without it,
    * nothing is redacted and `redactions` is absent.
@@ -382,7 +387,10 @@ async function runIn(
   if (setup)
     return { ...result, ran: false, outcome: "error", errorKind: "spawn", errorCode: SANDBOX_SETUP, error: setup };
   if (claude) return claudeResult(result);
-  const rules = { canDefer: canDefer(invocation.event), ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}) };
+  const rules = {
+    canDefer: canDefer(invocation.event) && opts.canDefer !== false,
+    ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}),
+  };
   const judged = applyVerdict(result, atExit ?? readResultFile(run.resultFile, run.result), lastLine, rules);
   // Node could not find a module the gate imports (one a look at its text cannot see): the gate
   // judged nothing, so it is a gate that cannot start, not a denial.

@@ -1,9 +1,10 @@
 /**
  * What the task API answers: every answer is JSON, and every refusal is
- * `{ "error": { "code": "...", "message": "..." } }` with a code from the one table below (some add
- * `problems`, one line per bad parameter or field). Handlers return an `Answer` or throw an
- * `ApiError`; only server/server.ts writes to the socket.
+ * `{ "error": { "code": "...", "message": "..." } }` with a code from the one table below (a 400 adds
+ * `problems`, one `{kind, path, message}` per bad parameter or field, as `config --json` gives its
+ * own). Handlers return an `Answer` or throw an `ApiError`; only server/server.ts writes to the socket.
  */
+import type { Problem, ProblemKind } from "../settings/problems.js";
 
 /** Every refusal the API gives, with its HTTP status. */
 export const API_ERRORS = Object.freeze({
@@ -21,10 +22,12 @@ export const API_ERRORS = Object.freeze({
   task_not_found: 404,
   template_not_found: 404,
   run_not_found: 404,
+  binding_not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
   idempotency_conflict: 409,
   already_decided: 409,
+  binding_exists: 409,
   defer_expired: 409,
   payload_too_large: 413,
   rate_limited: 429,
@@ -45,13 +48,13 @@ export interface Answer {
 export class ApiError extends Error {
   override readonly name = "ApiError";
   readonly code: ApiErrorCode;
-  readonly problems: readonly string[] | undefined;
+  readonly problems: readonly Problem[] | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(
     code: ApiErrorCode,
     message: string,
-    extra: { problems?: readonly string[]; headers?: Readonly<Record<string, string>> } = {},
+    extra: { problems?: readonly Problem[]; headers?: Readonly<Record<string, string>> } = {},
   ) {
     super(message);
     this.code = code;
@@ -63,11 +66,29 @@ export class ApiError extends Error {
 /** How many problems one answer lists: 64 KiB of unknown names must not come back as megabytes. */
 export const MAX_PROBLEMS = 20;
 
-/** `problems` as an answer lists them: the first MAX_PROBLEMS, then `and N more`. */
-export function listProblems(problems: readonly string[]): string[] {
-  return problems.length <= MAX_PROBLEMS
+/**
+ * `problems` as an answer lists them: the first MAX_PROBLEMS, then one more, `and N more` (of the kind
+ * of the first one left out, about nothing narrower: path `""`).
+ */
+export function listProblems(problems: readonly Problem[]): Problem[] {
+  const left = problems[MAX_PROBLEMS];
+  return left === undefined
     ? [...problems]
-    : [...problems.slice(0, MAX_PROBLEMS), `and ${problems.length - MAX_PROBLEMS} more`];
+    : [
+        ...problems.slice(0, MAX_PROBLEMS),
+        { kind: left.kind, path: "", message: `and ${problems.length - MAX_PROBLEMS} more` },
+      ];
+}
+
+/** The refusal's `message`: its problems' lines, joined. */
+export function problemLines(problems: readonly Problem[]): string {
+  return problems.map((p) => p.message).join("; ");
+}
+
+/** A problem from its line `<field>: <text>`, its path the field; a line without one is about nothing narrower. */
+export function problemOfLine(kind: ProblemKind, line: string): Problem {
+  const colon = line.indexOf(": ");
+  return { kind, path: colon > 0 ? line.slice(0, colon) : "", message: line };
 }
 
 /** The answer for a refusal. */
@@ -78,7 +99,7 @@ export function errorAnswer(error: ApiError): Answer {
   return { status: API_ERRORS[error.code], body, ...(error.headers ? { headers: error.headers } : {}) };
 }
 
-/** `401`, the same answer for a missing, malformed, unknown or revoked key: which one it was is nobody's business. */
+/** `401`, one answer for a missing, malformed, unknown, revoked or disabled key: which one is nobody's business. */
 export function unauthorized(): ApiError {
   return new ApiError(
     "unauthorized",

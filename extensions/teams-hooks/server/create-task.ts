@@ -29,7 +29,7 @@ import { leaderStateDir, taskFile } from "../team/paths.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask } from "../team/tasks.js";
 import { sendOnce } from "../event/remediate.js";
-import { ApiError, listProblems } from "./answers.js";
+import { ApiError, listProblems, problemLines } from "./answers.js";
 import { findTemplate, matchParameters, renderTask } from "./templates.js";
 
 /** What the server keeps per team dir: one sent-log, and one creation at a time from this process. */
@@ -177,7 +177,7 @@ async function planTask(teamDir: string, request: CreateRequest): Promise<TaskPl
   const matched = matchParameters(found.template, request.parameters);
   if (!matched.ok) {
     const listed = listProblems(matched.problems);
-    throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${listed.join("; ")}`, {
+    throw new ApiError("invalid_parameters", `parameters of template "${found.slug}": ${problemLines(listed)}`, {
       problems: listed,
     });
   }

@@ -18,7 +18,15 @@ import { SampleCache } from "../dashboard/overview.js";
 import { SECURITY_HEADERS, Turns, dashboardRequest, warmOverview } from "../dashboard/web.js";
 import type { KeyInfo, KeyStore } from "./keys.js";
 import { readBody } from "./request-body.js";
-import { type WebAnswer, type WebAuthContext, sessionHolds, webAccess, webLogin, webLoginForm } from "./web-auth.js";
+import {
+  type WebAnswer,
+  type WebAuthContext,
+  sessionHolds,
+  sessionOutlived,
+  webAccess,
+  webLogin,
+  webLoginForm,
+} from "./web-auth.js";
 
 export interface WebOptions {
   teamsRoot: string;
@@ -113,6 +121,7 @@ function streamAccessCheck(hub: LiveHub, auth: WebAuthContext): { stop(): void }
         // A keys file that cannot be read lets no one in (fail closed), nor keeps anyone.
         if (key === null || key === "unavailable" || !key.scopes.includes("logs:read")) return false;
         if (!access.teams.every((team) => key.teams.includes(team))) return false;
+        if (access.session !== null && sessionOutlived(access.session, key)) return false;
         return access.session === null || holds(access.session);
       });
     } catch (error) {

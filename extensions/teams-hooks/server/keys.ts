@@ -10,8 +10,12 @@
  * A key with the scope logs:read may also hold one unused dashboard login token (`pthl_<id>_<secret>`,
  * in a one-time URL): its salted hash and expiry, kept the same way and removed when it is used.
  *
+ * A key may be disabled (`keys disable`: `disabledAt` in its record) and enabled again (`keys enable`,
+ * the same secret): while disabled it is refused as an unknown key is, everywhere, and a dashboard
+ * session begun before it was enabled again stays refused (`enabledAt`).
+ *
  * A running server re-reads the file when its stat signature changes (checked on every request: one
- * `stat`), so `keys revoke` takes effect on the next request.
+ * `stat`), so `keys revoke` and `keys disable` take effect on the next request.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, statSync } from "node:fs";
@@ -23,7 +27,7 @@ import { withLock } from "../team/lock.js";
 import { isTeamName } from "../team/paths.js";
 import { type RateLimit, formatRateLimit } from "./rate-limit.js";
 
-export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "gates:read", "logs:read"] as const;
+export const SCOPES = ["tasks:create", "tasks:read", "gates:decide", "gates:read", "gates:admin", "logs:read"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 const KEY_PATTERN = /^pth_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$/;
@@ -66,6 +70,10 @@ const KeyRecordSchema = z.object({
   createdAt: z.string(),
   /** Added with the dashboard: a keys file written before it has none, and loads as it is. */
   login: LoginSchema.optional(),
+  /** When `keys disable` disabled it; absent while it is enabled. */
+  disabledAt: z.iso.datetime().optional(),
+  /** When `keys enable` last enabled it again: dashboard sessions begun before it are refused. */
+  enabledAt: z.iso.datetime().optional(),
 });
 type KeyRecord = z.infer<typeof KeyRecordSchema>;
 
@@ -86,6 +94,10 @@ export interface KeyInfo {
   allTemplates: "all-templates" | "legacy" | null;
   rateLimit: RateLimit | null;
   createdAt: string;
+  /** When it was disabled (`keys disable`): refused everywhere until `keys enable`; null while enabled. */
+  disabledAt: string | null;
+  /** When it was last enabled again (null: never disabled and enabled): sessions begun before it are refused. */
+  enabledAt: string | null;
 }
 
 export interface KeySpec {
@@ -235,6 +247,42 @@ export async function revokeKey(teamsRoot: string, name: string): Promise<boolea
   );
 }
 
+/** What `setKeyEnabled` found: no such key, the key already so, or the key changed (disabled or enabled now). */
+export type KeySwitch = "unknown" | "unchanged" | "changed";
+
+/**
+ * Disables (`enabled` false) or enables again the key called `name`, its secret unchanged. Disabling
+ * drops its unused login token too: a disabled key cannot start a dashboard session.
+ */
+export async function setKeyEnabled(
+  teamsRoot: string,
+  name: string,
+  enabled: boolean,
+  now: Date = new Date(),
+): Promise<KeySwitch> {
+  const file = keysFile(teamsRoot);
+  if ((await readRecords(file)).every((r) => r.name !== name)) return "unknown";
+  return withLock(
+    file,
+    async (): Promise<KeySwitch> => {
+      const records = await readRecords(file);
+      const record = records.find((r) => r.name === name);
+      if (!record) return "unknown";
+      if ((record.disabledAt === undefined) === enabled) return "unchanged";
+      const { disabledAt: _was, ...rest } = withoutLogin(record);
+      const changed: KeyRecord = enabled
+        ? { ...rest, enabledAt: now.toISOString() }
+        : { ...rest, disabledAt: now.toISOString() };
+      await writeRecords(
+        file,
+        records.map((r) => (r === record ? changed : r)),
+      );
+      return "changed";
+    },
+    { label: `pi-teams-hooks serve keys ${enabled ? "enable" : "disable"} ${name}` },
+  );
+}
+
 /**
  * A new one-time login token for the key called `name`, which must have logs:read: only its salted
  * hash and `expiresAt` are kept, in place of any unused one. E_USAGE when there is no such key, or it
@@ -249,6 +297,11 @@ export async function issueLogin(teamsRoot: string, name: string, expiresAt: Dat
       const record = records.find((r) => r.name === name);
       if (!record)
         throw new HooksError("E_USAGE", `no key named "${name}" in ${file} (see: pi-teams-hooks serve keys list)`);
+      if (record.disabledAt !== undefined)
+        throw new HooksError(
+          "E_USAGE",
+          `key "${name}" is disabled (since ${record.disabledAt}), so it cannot log in to the dashboard (enable it: pi-teams-hooks serve keys enable ${name})`,
+        );
       if (!record.scopes.includes("logs:read")) {
         throw new HooksError(
           "E_USAGE",
@@ -305,7 +358,7 @@ function loginMatches(records: readonly KeyRecord[], id: string, token: string, 
   const salt = Buffer.from(record?.login?.salt ?? DUMMY.salt, "hex");
   const expected = Buffer.from(record?.login?.hash ?? DUMMY.hash, "hex");
   const equal = timingSafeEqual(hashKey(salt, token), expected);
-  if (!record?.login || !equal) return null;
+  if (!record?.login || !equal || record.disabledAt !== undefined) return null;
   return Date.parse(record.login.expiresAt) > now.getTime() && record.scopes.includes("logs:read") ? record : null;
 }
 
@@ -330,7 +383,7 @@ export class KeyStore {
 
   /**
    * The key an `Authorization` header carries: its info, null when there is no valid key (missing,
-   * malformed, unknown, revoked), or `unavailable` when the keys file cannot be read (fail closed).
+   * malformed, unknown, revoked, disabled), or `unavailable` when the keys file cannot be read (fail closed).
    */
   async authenticate(header: string | undefined): Promise<KeyInfo | null | "unavailable"> {
     await this.refresh();
@@ -341,18 +394,18 @@ export class KeyStore {
     const salt = Buffer.from(record?.salt ?? DUMMY.salt, "hex");
     const expected = Buffer.from(record?.hash ?? DUMMY.hash, "hex");
     const equal = timingSafeEqual(hashKey(salt, presented), expected);
-    return record && equal ? infoOf(record) : null;
+    return record && equal && record.disabledAt === undefined ? infoOf(record) : null;
   }
 
   /**
    * The key whose id a signed session names (`pth_<id>` without `pth_`), as the file says now: null
-   * when it is gone (revoked), `unavailable` when the keys file cannot be read.
+   * when it is gone (revoked) or disabled, `unavailable` when the keys file cannot be read.
    */
   async byId(id: string): Promise<KeyInfo | null | "unavailable"> {
     await this.refresh();
     if (this.#problem !== null) return "unavailable";
     const record = this.#records?.find((r) => r.id === id);
-    return record ? infoOf(record) : null;
+    return record && record.disabledAt === undefined ? infoOf(record) : null;
   }
 
   /** The names of the keys in force (for the rate limiter to forget the others). */
@@ -410,6 +463,11 @@ export class KeyStore {
         this.#log("info", `key added: "${r.name}" (pth_${r.id}): ${what}`);
       }
       for (const r of before) if (!now.has(r.id)) this.#log("info", `key removed: "${r.name}" (pth_${r.id})`);
+      for (const r of records) {
+        const was = old.get(r.id);
+        if (was === undefined || (was.disabledAt === undefined) === (r.disabledAt === undefined)) continue;
+        this.#log("info", `key ${r.disabledAt === undefined ? "enabled" : "disabled"}: "${r.name}" (pth_${r.id})`);
+      }
     }
   }
 }
@@ -426,7 +484,9 @@ function infoOf(record: KeyRecord): KeyInfo {
   const templates = record.templates === undefined ? [] : record.templates;
   const allTemplates = templates !== null ? null : record.allTemplates ? "all-templates" : "legacy";
   const { name, scopes, teams, rateLimit, createdAt } = record;
-  return { name, prefix: `pth_${record.id}`, scopes, teams, templates, allTemplates, rateLimit, createdAt };
+  const [disabledAt, enabledAt] = [record.disabledAt ?? null, record.enabledAt ?? null];
+  const prefix = `pth_${record.id}`;
+  return { name, prefix, scopes, teams, templates, allTemplates, rateLimit, createdAt, disabledAt, enabledAt };
 }
 
 /** `deploy, review`, `(none)`, `(all)`, or `(all: made before --templates was required)`: keys list, serve's output. */

@@ -3,7 +3,7 @@
  * what the caller may know):
  *
  *   route and method     404 not_found, 405 method_not_allowed (the routes are documented anyway)
- *   key                  401: missing, malformed, unknown or revoked — one answer for all
+ *   key                  401: missing, malformed, unknown, revoked or disabled — one answer for all
  *   rate                 429 with Retry-After, per key
  *   scope, team          403: never a hint whether a team the key does not hold exists
  *   body                 413 over the cap, 400 not JSON or not the request's shape
@@ -20,6 +20,10 @@
  *   GET  /api/v1/teams/{team}/gates            gates:read    → 200 the team's gate readiness (doctor/readiness.ts)
  *   GET  /api/v1/teams/{team}/runs?…           logs:read     → 200 a page of runs, the filters of `logs`, `before`
  *                                                            (a confidential team's: no summary, code or stderr)
+ *   GET  /api/v1/teams/{team}/bindings         gates:admin   → 200 the team's bindings with their trust
+ *   POST /api/v1/teams/{team}/bindings         gates:admin   {name, handler, events, settings?} → 202 (new: its
+ *                                                            events wait for the lead's approval, `trust`)
+ *   DELETE /api/v1/teams/{team}/bindings/{name} gates:admin  → 200 (a trusted one is gate_missing until approved)
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
  *                                              gates:decide  {decision: allow|deny, code?, reason?, message?}
  *                                                            → 200 applied, 202 recorded (the team's leader applies it)
@@ -36,7 +40,7 @@ import { resolveSettings } from "../settings/team-settings.js";
 import type { LoadedTeamConfig } from "../team/config-file.js";
 import { isTeamName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
-import { type Answer, ApiError, listProblems, unauthorized } from "./answers.js";
+import { type Answer, ApiError, listProblems, problemLines, problemOfLine, unauthorized } from "./answers.js";
 import { decidingRunOf } from "./task-status.js";
 import { createdByOf } from "../contract/work.js";
 import { gatesView, runsPage } from "./team-views.js";
@@ -44,6 +48,12 @@ import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create
 import type { KeyInfo, KeyStore, Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 import { pathSegment } from "../dashboard/html.js";
+import type { Problem } from "../settings/problems.js";
+import { BindingSchema, changeBindings } from "../gates/bindings.js";
+import { readGlobalHandlers } from "../gates/global-handlers.js";
+import { bindingsView } from "../doctor/bindings-view.js";
+import { resolveTeamSetup } from "../team/setup.js";
+import { isHooksError } from "../contract/errors.js";
 
 /** What the routes use; built once by server/server.ts. */
 export interface ApiContext {
@@ -78,6 +88,9 @@ const TASK = /^\/api\/v1\/teams\/([^/]+)\/tasks\/([^/]+)\/?$/;
 const DECISION = /^\/api\/v1\/teams\/([^/]+)\/runs\/([^/]+)\/decision\/?$/;
 const GATES = /^\/api\/v1\/teams\/([^/]+)\/gates\/?$/;
 const RUNS = /^\/api\/v1\/teams\/([^/]+)\/runs\/?$/;
+const BINDINGS = /^\/api\/v1\/teams\/([^/]+)\/bindings\/?$/;
+const BINDING = /^\/api\/v1\/teams\/([^/]+)\/bindings\/([^/]+)\/?$/;
+const BINDING_FIELDS = new Set(["name", "handler", "events", "settings"]);
 const REQUEST_FIELDS = new Set(["template", "parameters"]);
 /** How long a decision waits for the deferral of a run the ledger shows in flight (decideDeferral's wait too). */
 const DEFERRAL_WAIT_MS = 5_000;
@@ -112,6 +125,16 @@ export async function route(ctx: ApiContext, req: ApiRequest): Promise<Answer> {
   if (runs) {
     allow(req, ["GET"]);
     return runsRoute(ctx, req, pathSegment(runs[1]));
+  }
+  const bindings = BINDINGS.exec(req.path);
+  if (bindings) {
+    allow(req, ["GET", "POST"]);
+    return bindingsRoute(ctx, req, pathSegment(bindings[1]));
+  }
+  const binding = BINDING.exec(req.path);
+  if (binding) {
+    allow(req, ["DELETE"]);
+    return deleteBindingRoute(ctx, req, pathSegment(binding[1]), pathSegment(binding[2]));
   }
   throw new ApiError("not_found", `no such route: ${req.method} ${req.path.slice(0, 200)}`);
 }
@@ -189,6 +212,94 @@ async function gatesRoute(ctx: ApiContext, req: ApiRequest, team: string): Promi
   return { status: 200, body: await gatesView(team, teamDir, ctx.env) };
 }
 
+/**
+ * The team's bindings (GET), or a new one (POST): trusted content, so it is recorded and said to be
+ * `new`: its events wait for the lead's approval (`pi-teams-hooks trust`) as a gate edit's do.
+ */
+async function bindingsRoute(ctx: ApiContext, req: ApiRequest, team: string): Promise<Answer> {
+  const key = await authorise(ctx, req, "gates:admin", team);
+  const teamDir = teamDirOf(ctx, team);
+  const setup = await teamSetupOf(teamDir, ctx.env);
+  if (req.method === "GET") {
+    const view = bindingsView(teamDir, setup.hooksDir, setup.settings.handlers, ctx.env);
+    return { status: 200, body: { team, ...view } };
+  }
+  const { value, problems } = jsonObject(
+    await req.body(),
+    BINDING_FIELDS,
+    '{"name": "…", "handler": "<a handler\'s name>", "events": [...], "settings"?: {…}}',
+  );
+  const parsed = BindingSchema.omit({ createdAt: true, createdBy: true }).safeParse(value);
+  if (!parsed.success)
+    for (const issue of parsed.error.issues) {
+      const field = issue.path.map(String).join(".") || "binding";
+      if (!problems.some((p) => p.path === field)) problems.push(fieldProblem(field, issue.message));
+    }
+  if (problems.length > 0 || !parsed.success) {
+    const listed = listProblems(problems);
+    throw new ApiError("invalid_request", problemLines(listed), { problems: listed });
+  }
+  const binding = { ...parsed.data, createdAt: ctx.now().toISOString(), createdBy: `api:${key.name}` };
+  const handlers = [...setup.settings.handlers, ...readGlobalHandlers(setup.hooksDir).handlers];
+  const done = await changeBindings(teamDir, { add: binding, handlers });
+  if (done.kind === "exists")
+    throw new ApiError(
+      "binding_exists",
+      `team ${team} has a binding ${JSON.stringify(binding.name)} already (DELETE it first)`,
+    );
+  if (done.kind === "invalid") {
+    const listed = [fieldProblem(done.field, done.problem)];
+    throw new ApiError("invalid_request", problemLines(listed), { problems: listed });
+  }
+  ctx.warn(
+    `team ${team}: binding http:${binding.name} (handler ${binding.handler}; ${binding.events.join(", ")}) added by key "${key.name}": its events wait for the lead's approval (pi-teams-hooks trust)`,
+  );
+  const gate = `http:${binding.name}`;
+  return {
+    status: 202,
+    body: {
+      team,
+      name: binding.name,
+      gate,
+      trust: "new",
+      message: `recorded; a binding is trusted content: its events wait for the team lead's approval (pi-teams-hooks trust --team-dir <team dir> ${gate})`,
+    },
+    headers: { Location: `/api/v1/teams/${encodeURIComponent(team)}/bindings` },
+  };
+}
+
+/** Removes a binding: one that was trusted is then missing (`gate_missing`) until the lead approves its removal. */
+async function deleteBindingRoute(ctx: ApiContext, req: ApiRequest, team: string, name: string): Promise<Answer> {
+  const key = await authorise(ctx, req, "gates:admin", team);
+  const teamDir = teamDirOf(ctx, team);
+  await usableTeamConfig(teamDir);
+  const done = await changeBindings(teamDir, { remove: name });
+  if (done.kind !== "removed")
+    throw new ApiError("binding_not_found", `team ${team} has no binding ${JSON.stringify(name.slice(0, 100))}`);
+  ctx.warn(`team ${team}: binding http:${done.binding.name} removed by key "${key.name}"`);
+  return {
+    status: 200,
+    body: {
+      team,
+      name: done.binding.name,
+      removed: true,
+      message: "removed; if it was trusted, its events wait for the team lead's approval of the removal (gate_missing)",
+    },
+  };
+}
+
+/** The team's setup as `GET …/gates` resolves it; a hooks dir that is not there is a 503. */
+async function teamSetupOf(teamDir: string, env: ApiContext["env"]) {
+  await usableTeamConfig(teamDir);
+  try {
+    return await resolveTeamSetup({ teamDir, env, processCwd: teamDir });
+  } catch (error) {
+    if (isHooksError(error) && error.code === "E_HOOKS_DIR")
+      throw new ApiError("unavailable", `the team's gates cannot be read: ${error.message}`);
+    throw error;
+  }
+}
+
 /** The team's runs, filtered as `logs` filters and paged as the dashboard pages (server/team-views.ts). */
 async function runsRoute(ctx: ApiContext, req: ApiRequest, team: string): Promise<Answer> {
   await authorise(ctx, req, "logs:read", team);
@@ -247,7 +358,9 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
     case "unknown":
       throw notFound;
     case "invalid":
-      throw new ApiError("invalid_decision", result.problem, { problems: result.problem.split("; ") });
+      throw new ApiError("invalid_decision", result.problem, {
+        problems: listProblems(result.problem.split("; ").map((line) => problemOfLine("request_field", line))),
+      });
     case "conflict":
       throw new ApiError(
         "already_decided",
@@ -306,13 +419,16 @@ function parseDecision(bytes: Buffer): {
   );
   const decision = typeof value.decision === "string" ? value.decision.trim().toLowerCase() : value.decision;
   if (decision !== "allow" && decision !== "deny")
-    problems.push(`decision: expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`);
+    problems.push(
+      fieldProblem("decision", `expected "allow" or "deny", got ${JSON.stringify(value.decision) ?? "nothing"}`),
+    );
   for (const field of ["code", "reason", "message"] as const) {
-    if (value[field] !== undefined && typeof value[field] !== "string") problems.push(`${field}: expected a string`);
+    if (value[field] !== undefined && typeof value[field] !== "string")
+      problems.push(fieldProblem(field, "expected a string"));
   }
   if (problems.length > 0 || (decision !== "allow" && decision !== "deny")) {
     const listed = listProblems(problems);
-    throw new ApiError("invalid_decision", listed.join("; "), { problems: listed });
+    throw new ApiError("invalid_decision", problemLines(listed), { problems: listed });
   }
   const text = (field: "code" | "reason" | "message"): Record<string, string> =>
     typeof value[field] === "string" ? { [field]: value[field] as string } : {};
@@ -361,7 +477,7 @@ function jsonObject(
   bytes: Buffer,
   fields: ReadonlySet<string>,
   shape: string,
-): { value: Record<string, unknown>; problems: string[] } {
+): { value: Record<string, unknown>; problems: Problem[] } {
   let text: string;
   try {
     text = UTF8.decode(bytes);
@@ -386,19 +502,25 @@ function jsonObject(
   const known = [...fields].join(", ");
   const problems = Object.keys(value)
     .filter((field) => !fields.has(field))
-    .map((field) => `${field.slice(0, 100)}: unknown field (fields: ${known})`);
+    .map((field) => fieldProblem(field.slice(0, 100), `unknown field (fields: ${known})`));
   return { value, problems };
+}
+
+/** A problem with a field of the request (`request_field`): its path the field's name, its line `<field>: <text>`. */
+export function fieldProblem(field: string, text: string): Problem {
+  return { kind: "request_field", path: field, message: `${field}: ${text}` };
 }
 
 function parseBody(bytes: Buffer): { template: string; parameters: Record<string, unknown> } {
   const { value, problems } = jsonObject(bytes, REQUEST_FIELDS, '{"template": "<slug>", "parameters": {…}}');
   const { template, parameters } = value;
   if (typeof template !== "string" || template.trim() === "")
-    problems.push("template: missing, expected the slug of one of the team's templates");
-  if (parameters !== undefined && !isRecord(parameters)) problems.push("parameters: expected an object");
+    problems.push(fieldProblem("template", "missing, expected the slug of one of the team's templates"));
+  if (parameters !== undefined && !isRecord(parameters))
+    problems.push(fieldProblem("parameters", "expected an object"));
   if (problems.length > 0 || typeof template !== "string") {
     const listed = listProblems(problems);
-    throw new ApiError("invalid_request", listed.join("; "), { problems: listed });
+    throw new ApiError("invalid_request", problemLines(listed), { problems: listed });
   }
   return { template, parameters: isRecord(parameters) ? parameters : {} };
 }

@@ -11,10 +11,12 @@ import { firstLine, hookName, policyActions } from "../logs/format.js";
 import { type FilterText, parseFilterText } from "../logs/filter.js";
 import { outcomeOf, taskIdOf, triggerOf } from "../logs/record.js";
 import { type TeamReadiness, teamReadiness } from "../doctor/readiness.js";
+import { type BindingsView, bindingsView } from "../doctor/bindings-view.js";
 import { type TeamSetup, resolveTeamSetup } from "../team/setup.js";
 import { isHooksError } from "../contract/errors.js";
 import { type RunRow, cursorOf, cursorText, findRuns, parseCursor } from "../dashboard/runs.js";
-import { ApiError, listProblems } from "./answers.js";
+import type { Problem } from "../settings/problems.js";
+import { ApiError, listProblems, problemLines } from "./answers.js";
 import { endOf } from "./task-status.js";
 
 /** The team's readiness, with its name first. */
@@ -22,7 +24,7 @@ export async function gatesView(
   team: string,
   teamDir: string,
   env: Readonly<Record<string, string | undefined>>,
-): Promise<{ team: string } & TeamReadiness> {
+): Promise<{ team: string } & TeamReadiness & { bindings: BindingsView }> {
   let setup: TeamSetup;
   try {
     setup = await resolveTeamSetup({ teamDir, env, processCwd: teamDir });
@@ -33,7 +35,9 @@ export async function gatesView(
     }
     throw error;
   }
-  return { team, ...(await teamReadiness(setup, env)) };
+  // Beside the gate files: the bindings added over the API, with their trust (a new one waits for the lead).
+  const bindings = bindingsView(teamDir, setup.hooksDir, setup.settings.handlers, env);
+  return { team, ...(await teamReadiness(setup, env)), bindings };
 }
 
 /** The query fields the runs route reads: the filters of `logs`, and the page's cursor. */
@@ -86,14 +90,16 @@ export async function runsPage(
   query: URLSearchParams,
   opts: { nowMs: number; confidential: boolean },
 ): Promise<RunsPage> {
-  const problems: string[] = [];
+  const problems: Problem[] = [];
+  const problem = (field: string, text: string): void =>
+    void problems.push({ kind: "request_field", path: field, message: `${field}: ${text}` });
   const fields: FilterText = {};
   for (const name of new Set(query.keys())) {
     if (!(RUN_QUERY as readonly string[]).includes(name)) {
-      problems.push(`${name.slice(0, 100)}: unknown field (fields: ${RUN_QUERY.join(", ")})`);
+      problem(name.slice(0, 100), `unknown field (fields: ${RUN_QUERY.join(", ")})`);
       continue;
     }
-    if (query.getAll(name).length > 1) problems.push(`${name}: given more than once`);
+    if (query.getAll(name).length > 1) problem(name, "given more than once");
   }
   for (const name of RUN_QUERY) {
     const value = query.get(name);
@@ -102,13 +108,13 @@ export async function runsPage(
   const beforeText = query.get("before");
   const before = beforeText === null ? null : parseCursor(beforeText);
   if (beforeText !== null && (before === null || before.team !== team)) {
-    problems.push("before: not a cursor of this team's runs (give the cursor of a run, or next as answered)");
+    problem("before", "not a cursor of this team's runs (give the cursor of a run, or next as answered)");
   }
   const parsed = parseFilterText(fields, opts.nowMs);
-  problems.push(...parsed.problems.map((p) => `${p.field}: ${p.text}`));
+  for (const p of parsed.problems) problem(p.field, p.text);
   if (problems.length > 0) {
     const listed = listProblems(problems);
-    throw new ApiError("invalid_request", `the runs query: ${listed.join("; ")}`, { problems: listed });
+    throw new ApiError("invalid_request", `the runs query: ${problemLines(listed)}`, { problems: listed });
   }
   let unreadable = 0;
   const found = await findRuns([{ name: team, dir: teamDir }], parsed.filter, before, () => void (unreadable += 1));

@@ -7,8 +7,9 @@
  * as nothing.
  */
 import { PLACEHOLDER, type ParameterType, type TemplateDef } from "../settings/handlers.js";
+import type { Problem } from "../settings/problems.js";
 
-export type MatchedParameters = { ok: true; values: Record<string, unknown> } | { ok: false; problems: string[] };
+export type MatchedParameters = { ok: true; values: Record<string, unknown> } | { ok: false; problems: Problem[] };
 
 /** The template a slug names in `templates`, whatever its case; null when there is none. */
 export function findTemplate(
@@ -23,7 +24,8 @@ export function findTemplate(
 
 /**
  * The supplied parameters by their declared names, or one problem per parameter that is unknown,
- * given twice (in two cases), of the wrong kind, or required and missing.
+ * given twice (in two cases), of the wrong kind, or required and missing (`request_parameter`, its
+ * path `parameters.<name>` as the request spelt it).
  */
 export function matchParameters(template: TemplateDef, supplied: Readonly<Record<string, unknown>>): MatchedParameters {
   const declared = new Map(
@@ -31,12 +33,15 @@ export function matchParameters(template: TemplateDef, supplied: Readonly<Record
   );
   const values: Record<string, unknown> = {};
   const givenAs = new Map<string, string>();
-  const problems: string[] = [];
+  const problems: Problem[] = [];
+  const problem = (name: string, text: string): void =>
+    void problems.push({ kind: "request_parameter", path: `parameters.${name}`, message: `${name}: ${text}` });
   for (const [name, value] of Object.entries(supplied)) {
     const match = declared.get(name.toLowerCase());
     if (!match) {
-      problems.push(
-        `${name.slice(0, 100)}: unknown parameter` +
+      problem(
+        name.slice(0, 100),
+        "unknown parameter" +
           (declared.size
             ? ` (declared: ${[...declared.values()].map((d) => d.name).join(", ")})`
             : " (the template declares none)"),
@@ -45,19 +50,19 @@ export function matchParameters(template: TemplateDef, supplied: Readonly<Record
     }
     const first = givenAs.get(match.name);
     if (first !== undefined) {
-      problems.push(`${name}: given twice, also as ${first} (names match whatever their case)`);
+      problem(name, `given twice, also as ${first} (names match whatever their case)`);
       continue;
     }
     givenAs.set(match.name, name);
     const kind = kindOf(value);
     if (kind !== match.def.type) {
-      problems.push(`${name}: expected ${match.def.type}, got ${kind}`);
+      problem(name, `expected ${match.def.type}, got ${kind}`);
       continue;
     }
     values[match.name] = value;
   }
   for (const { name, def } of declared.values()) {
-    if (def.required && !givenAs.has(name)) problems.push(`${name}: missing (required, ${def.type})`);
+    if (def.required && !givenAs.has(name)) problem(name, `missing (required, ${def.type})`);
   }
   return problems.length > 0 ? { ok: false, problems } : { ok: true, values };
 }

@@ -229,7 +229,20 @@ async function presentedKey(
   if (req.authorization !== undefined) return only(await ctx.keys.authenticate(req.authorization), null);
   const secret = readSessionSecret(ctx.teamsRoot);
   const session = secret === null ? null : sessionOf(secret, req.cookie, ctx.now());
-  return session === null ? null : only(await ctx.keys.byId(session.keyId), session.value);
+  if (session === null) return null;
+  const key = await ctx.keys.byId(session.keyId);
+  if (key === null || key === "unavailable") return key;
+  return sessionOutlived(session.value, key) ? null : { key, session: session.value };
+}
+
+/**
+ * Whether the session cookie value `session` was begun before its key was last enabled again: a
+ * disable ends a key's sessions for good, as a revoke does (the key itself comes back, its sessions do not).
+ */
+export function sessionOutlived(session: string, key: Pick<KeyInfo, "enabledAt">): boolean {
+  if (key.enabledAt === null) return false;
+  const expiresMs = Number(SESSION_VALUE.exec(session)?.[2]);
+  return !(expiresMs - SESSION_MAX_AGE_S * 1000 >= Date.parse(key.enabledAt));
 }
 
 // ── Sessions ──────────────────────────────────────────────────────────────────────────────────────

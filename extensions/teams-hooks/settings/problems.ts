@@ -2,10 +2,12 @@
  * One problem as `config --json` and `doctor --json` give it to a script: `{ kind, path, message }`,
  * with `kind` from a closed set (docs/cli.md, "Problems as data"). `path` says what the problem is
  * about: a field of config.json as a dotted path from the file's top (`hooks.limits.maxHooksPerEvent`,
- * `hooks.handlers.0.enabled`), an environment variable's name, a file's absolute path, or a gate's
- * name (`http:ci`); `""` when it is about nothing narrower than the team. `message` is the line a
+ * `hooks.handlers.0.enabled`), an environment variable's name, a file's absolute path, a gate's
+ * name (`http:ci`), or a field of a task API request (`template`, `parameters.branch`, a query
+ * field's name); `""` when it is about nothing narrower than the team. `message` is the line a
  * person reads, as the text output says it. A kind added later is an addition a reader must expect;
- * a kind is never renamed or given another meaning. Pure: data only.
+ * a kind is never renamed or given another meaning. The task API's 400 answers list theirs the same
+ * way. Pure: data only.
  */
 
 export const PROBLEM_KINDS = [
@@ -41,6 +43,10 @@ export const PROBLEM_KINDS = [
   "access",
   /** A lock file left behind, stale or held long. */
   "lock",
+  /** A field of a task API request (body or query): unknown, missing, given twice, of the wrong kind, unreadable. */
+  "request_field",
+  /** A template's parameter in a task API request: unknown, given twice, of the wrong kind, required and missing. */
+  "request_parameter",
 ] as const;
 export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 

@@ -11,7 +11,7 @@ import { SANDBOX_MODES, type SandboxMode } from "./hook-line.js";
 import { closestName, didYouMean } from "../text/suggest.js";
 import path from "node:path";
 import { z } from "zod";
-import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
+import { HOOK_EVENTS, canDefer, type HookEventName } from "../contract/contract.js";
 import {
   FailureActionSettingSchema,
   FollowupOwnerSettingSchema,
@@ -133,6 +133,46 @@ export const LimitsSchema = z.strictObject(
   >,
 );
 
+/**
+ * What a hook point accepts of its gates: `admit` (allow or deny), `transform` (a patch, within the
+ * writable fields), `defer` (hold the event until a decision; task_completed and task_failed only).
+ */
+export const HOOK_POINT_MODES = ["admit", "transform", "defer"] as const;
+export type HookPointMode = (typeof HOOK_POINT_MODES)[number];
+
+/**
+ * Which gates of a hook point a team may drop without an approval: `both` (the default: as each gate
+ * says, its settings line's `required=false` makes it optional), `required` (none: every gate is
+ * required there), `optional` (every global gate of the point may be dropped).
+ */
+export const PARTICIPATIONS = ["both", "required", "optional"] as const;
+export type Participation = (typeof PARTICIPATIONS)[number];
+
+/**
+ * `hooks.events.<event>`: one hook point's own declaration, over the team's settings for that event
+ * alone. Limits are capped as the team's are (`capLimits`).
+ */
+export const EventDeclarationSchema = z.strictObject({
+  modes: z
+    .array(z.enum(HOOK_POINT_MODES))
+    .refine((modes) => modes.includes("admit"), "must hold admit (every gate may allow or deny)")
+    .refine((modes) => new Set(modes).size === modes.length, "must not name a mode twice")
+    .optional(),
+  failureMode: FailureModeSettingSchema.optional(),
+  writableFields: WritableFieldsSchema.optional(),
+  projection: ProjectionSchema.optional(),
+  participation: z.string().trim().toLowerCase().pipe(z.enum(PARTICIPATIONS)).optional(),
+  limits: LimitsSchema.optional(),
+});
+export type EventDeclaration = z.output<typeof EventDeclarationSchema>;
+
+const EventsBlockSchema = z.strictObject(
+  Object.fromEntries(HOOK_EVENTS.map((e) => [e, EventDeclarationSchema.optional()])) as Record<
+    HookEventName,
+    z.ZodOptional<typeof EventDeclarationSchema>
+  >,
+);
+
 /** One limit as a flag gives it (`policy set --max-hooks-per-event`): a person is told the range, nothing capped. */
 export function limitFlagSchema(name: keyof typeof LIMIT_RANGES) {
   return whole(LIMIT_RANGES[name].min, LIMIT_RANGES[name].max);
@@ -152,6 +192,18 @@ const CAPPED_RANGES: readonly CappedRange[] = [
     get: (b: HooksBlock) => b.limits?.[name],
     set: (b: HooksBlock, v: number): HooksBlock => ({ ...b, limits: { ...b.limits, [name]: v } }),
   })),
+  ...HOOK_EVENTS.flatMap((event) =>
+    (Object.keys(LIMIT_RANGES) as Array<keyof typeof LIMIT_RANGES>).map((name) => ({
+      field: `hooks.events.${event}.limits.${name}`,
+      range: LIMIT_RANGES[name],
+      get: (b: HooksBlock) => b.events?.[event]?.limits?.[name],
+      set: (b: HooksBlock, v: number): HooksBlock => {
+        const declared = b.events?.[event] ?? {};
+        const events = { ...b.events, [event]: { ...declared, limits: { ...declared.limits, [name]: v } } };
+        return { ...b, events };
+      },
+    })),
+  ),
   {
     field: "hooks.deferTimeoutMs",
     range: { min: DEFER_TIMEOUT_MS.min, max: DEFER_TIMEOUT_MS.max },
@@ -239,11 +291,25 @@ export const HooksBlockSchema = z
      * a team runtime hands out work: a worker that starts an owned task only when assigned takes it up again.
      */
     reassignOnReopen: z.boolean().nullish(),
+    /** Each hook point's own declaration: modes, failure mode, writable fields, projection, participation, limits. */
+    events: EventsBlockSchema.nullish(),
   })
   .superRefine((block, ctx) => {
     // Across fields, so here: a projection of `http:<name>` names a handler of the same block.
     for (const problem of projectionHandlerProblems(block.projection, block.handlers))
       ctx.addIssue({ code: "custom", path: problem.path, message: problem.message });
+    for (const event of HOOK_EVENTS) {
+      const declared = block.events?.[event];
+      if (!declared) continue;
+      for (const problem of projectionHandlerProblems(declared.projection, block.handlers))
+        ctx.addIssue({ code: "custom", path: ["events", event, ...problem.path], message: problem.message });
+      if (declared.modes?.includes("defer") && !canDefer(event))
+        ctx.addIssue({
+          code: "custom",
+          path: ["events", event, "modes"],
+          message: `defer: ${event} cannot be held (only task_completed and task_failed can)`,
+        });
+    }
   });
 export type HooksBlock = z.output<typeof HooksBlockSchema>;
 
@@ -286,6 +352,9 @@ function unknownKeyWarnings(raw: Record<string, unknown>, file: string): Problem
 const STRICT_KEYS: Readonly<Record<string, readonly string[]>> = {
   limits: Object.keys(LIMIT_RANGES),
   failureMode: HOOK_EVENTS,
+  events: HOOK_EVENTS,
+  ...Object.fromEntries(HOOK_EVENTS.map((e) => [`events.${e}`, Object.keys(EventDeclarationSchema.shape)])),
+  ...Object.fromEntries(HOOK_EVENTS.map((e) => [`events.${e}.limits`, Object.keys(LIMIT_RANGES)])),
 };
 
 /** zod's unrecognized-key message, with the key that was probably meant. */
@@ -420,6 +489,11 @@ export interface SettingsReport {
   redactEnv: Effective<readonly string[], "config" | "default">;
   /** `hooks.reassignOnReopen`: the owner of a reopened task gets its `task_assignment` again. */
   reassignOnReopen: Effective<boolean, "config" | "default">;
+  /**
+   * Each hook point as its event sees it: `hooks.events.<event>` over the team's settings (its failure
+   * mode is in `failureModes`). An event's run takes these in place of the team's (`settingsForEvent`).
+   */
+  events: Readonly<Record<HookEventName, EventPoint>>;
   block: {
     /** False when config.json's block (or config.json itself) was refused. */
     valid: boolean;
@@ -427,6 +501,18 @@ export interface SettingsReport {
     /** One line per problem, each naming the file and the field, and saying what applies instead. */
     problems: string[];
   };
+}
+
+/** One hook point's settings in force: its own declaration's, else the team's. */
+export interface EventPoint {
+  /** What its gates may do: admit always, transform, defer (task_completed and task_failed only). */
+  modes: Effective<readonly HookPointMode[], "config" | "default">;
+  /** Which of its gates a team may drop without an approval. */
+  participation: Effective<Participation, "config" | "default">;
+  writableFields: Effective<readonly string[], "config" | "default">;
+  /** The team's projection with the point's own entries over it (gate by gate). */
+  projection: Effective<Projection, "config" | "default">;
+  limits: Record<LimitName, Effective<number>>;
 }
 
 /** The command-line flags that say how gates are trusted; not part of config.json. */
@@ -505,6 +591,11 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   };
   const failureModes = {} as Record<HookEventName, Effective<FailureMode>>;
   for (const event of HOOK_EVENTS) {
+    const own = block.events?.[event]?.failureMode;
+    if (own) {
+      failureModes[event] = { value: own, source: "config", origin: inConfig(`hooks.events.${event}.failureMode`) };
+      continue;
+    }
     const source = modes.sources[event];
     const field = typeof block.failureMode === "string" ? "hooks.failureMode" : `hooks.failureMode.${event}`;
     const origin = source === "config" ? inConfig(field) : source === "env" ? "PI_TEAMS_HOOKS_FAILURE_MODE" : "default";
@@ -543,6 +634,39 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     ),
   });
   const projection = fromConfig(block.projection, "hooks.projection", {} as Projection);
+  const writableFields: Effective<readonly string[], "config" | "default"> = block.writableFields
+    ? { value: [...block.writableFields], source: "config", origin: inConfig("hooks.writableFields") }
+    : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" };
+  const events = {} as Record<HookEventName, EventPoint>;
+  for (const event of HOOK_EVENTS) {
+    const own = block.events?.[event];
+    const field = (name: string): string => `hooks.events.${event}.${name}`;
+    const pointLimits = {} as Record<LimitName, Effective<number>>;
+    for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
+      const value = own?.limits?.[name];
+      pointLimits[name] =
+        value === undefined
+          ? limitRows[name]
+          : {
+              value,
+              source: "config",
+              origin: `${inConfig(field(`limits.${name}`))}${cappedNote(field(`limits.${name}`))}`,
+            };
+    }
+    events[event] = {
+      modes: own?.modes
+        ? { value: [...own.modes], source: "config", origin: inConfig(field("modes")) }
+        : { value: defaultModes(event), source: "default", origin: "default" },
+      participation: fromConfig(own?.participation, field("participation"), "both" as Participation),
+      writableFields: own?.writableFields
+        ? { value: [...own.writableFields], source: "config", origin: inConfig(field("writableFields")) }
+        : writableFields,
+      projection: own?.projection
+        ? { value: { ...projection.value, ...own.projection }, source: "config", origin: inConfig(field("projection")) }
+        : projection,
+      limits: pointLimits,
+    };
+  }
   const flagged = (value: boolean | undefined, flag: string): Effective<boolean, "flag" | "default"> =>
     value === true ? { value, source: "flag", origin: flag } : { value: false, source: "default", origin: "default" };
 
@@ -559,6 +683,15 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     ...fallen.map((message): Problem => ({ kind: "env_ignored", path: variableNamed(message), message })),
     ...neverWritableWarnings(block.writableFields).map(
       (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
+    ),
+    ...HOOK_EVENTS.flatMap((event) =>
+      neverWritableWarnings(block.events?.[event]?.writableFields).map(
+        (message): Problem => ({
+          kind: "setting_ignored",
+          path: `hooks.events.${event}.writableFields`,
+          message: message.replace("hooks.writableFields", `hooks.events.${event}.writableFields`),
+        }),
+      ),
     ),
     ...unknownKeyWarnings(raw, input.file),
   ];
@@ -589,13 +722,12 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
           origin: `${inConfig("hooks.deferTimeoutMs")}${cappedNote("hooks.deferTimeoutMs")}`,
         }
       : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
-    writableFields: block.writableFields
-      ? { value: [...block.writableFields], source: "config", origin: inConfig("hooks.writableFields") }
-      : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" },
+    writableFields,
     projection,
     // A refused block still says what to withhold: its redaction and confidentiality are kept (settings/privacy.ts).
     ...withheld,
     reassignOnReopen: fromConfig(block.reassignOnReopen, "hooks.reassignOnReopen", true),
+    events,
     block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
     trustChanges: flagged(input.trustFlags?.trustChanges, "--trust-changes"),
     allowInsecureHooks: flagged(input.trustFlags?.allowInsecureHooks, "--allow-insecure-hooks"),
@@ -606,6 +738,44 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     capped,
     problems,
     warnings: problems.map((p) => p.message),
+  });
+}
+
+/** The modes of a hook point without a declaration: admit and transform, and defer where the event can be held. */
+function defaultModes(event: HookEventName): readonly HookPointMode[] {
+  return canDefer(event) ? HOOK_POINT_MODES : ["admit", "transform"];
+}
+
+/** Whether a defer may hold `event` under these settings: the event can be held, and its point's modes allow it. */
+export function pointCanDefer(settings: Pick<SettingsReport, "events">, event: HookEventName): boolean {
+  return canDefer(event) && settings.events[event].modes.value.includes("defer");
+}
+
+/**
+ * The settings one event's run takes: the team's, with its hook point's writable fields (none when
+ * its modes leave `transform` out), projection and limits in place of the team's. The same object
+ * when the point declares nothing of its own.
+ */
+export function settingsForEvent(settings: TeamSettings, event: HookEventName): TeamSettings {
+  const point = settings.events[event];
+  const transform = point.modes.value.includes("transform");
+  if (transform && point.writableFields === settings.writableFields && point.projection === settings.projection) {
+    const sameLimits = (Object.keys(point.limits) as LimitName[]).every((n) => point.limits[n] === settings.limits[n]);
+    if (sameLimits) return settings;
+  }
+  const writableFields: Effective<readonly string[], "config" | "default"> = transform
+    ? point.writableFields
+    : { value: [], source: "config", origin: `${point.modes.origin} (no transform: a patch writes nothing)` };
+  return deepFreeze({
+    ...settings,
+    writableFields,
+    projection: point.projection,
+    limits: point.limits,
+    privacy: privacyOf({
+      projection: point.projection,
+      confidential: settings.confidential,
+      redactEnv: settings.redactEnv,
+    }),
   });
 }
 

@@ -5,7 +5,8 @@
  * approved value stays in force. A change that can only make a gate stricter applies at once.
  *
  * The settings kept: failureMode, exitCodes, projection, limits, writableFields, sandbox, confidential,
- * redactEnv (a handler is a gate of its own, trusted by content: trust/trust.ts). Pure: the approved
+ * redactEnv, and each hook point's own declaration, `events` (a handler is a gate of its own, trusted
+ * by content: trust/trust.ts). Pure: the approved
  * view is read and written by team/approved-settings.ts.
  */
 import { isDeepStrictEqual } from "node:util";
@@ -20,6 +21,7 @@ export const WEAKENING_KEYS = [
   "sandbox",
   "confidential",
   "redactEnv",
+  "events",
 ] as const;
 export type WeakeningKey = (typeof WEAKENING_KEYS)[number];
 
@@ -94,12 +96,61 @@ function strengthens(key: WeakeningKey, before: unknown, after: unknown): boolea
       const now = Array.isArray(after) ? after : [];
       return was.every((name) => now.includes(name));
     }
+    case "events":
+      return EVENTS.every((event) => pointStrengthens(event, declaration(before, event), declaration(after, event)));
     case "exitCodes":
     case "projection":
     case "limits":
     case "writableFields":
       return false;
   }
+}
+
+/** `hooks.events.<event>` as written, or an empty declaration. */
+function declaration(events: unknown, event: (typeof EVENTS)[number]): Record<string, unknown> {
+  const record = events && typeof events === "object" ? (events as Record<string, unknown>)[event] : undefined;
+  return record && typeof record === "object" && !Array.isArray(record) ? (record as Record<string, unknown>) : {};
+}
+
+/**
+ * Whether one hook point's declaration can only be stricter than before: its failure mode closed (or
+ * as it was), its modes fewer (or the same), its participation more required; writable fields,
+ * projection and limits as they were (any change of those is held, as the team-wide ones are).
+ */
+function pointStrengthens(
+  event: (typeof EVENTS)[number],
+  before: Record<string, unknown>,
+  after: Record<string, unknown>,
+): boolean {
+  for (const key of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const [was, now] = [before[key], after[key]];
+    if (isDeepStrictEqual(was, now)) continue;
+    if (key === "failureMode") {
+      if (typeof now === "string" && now.trim().toLowerCase() === "closed") continue;
+      return false;
+    }
+    if (key === "modes") {
+      const all =
+        event === "task_completed" || event === "task_failed"
+          ? ["admit", "transform", "defer"]
+          : ["admit", "transform"];
+      const wasModes = Array.isArray(was) ? was : all;
+      if (Array.isArray(now) && now.every((mode) => wasModes.includes(mode))) continue;
+      return false;
+    }
+    if (key === "participation") {
+      if (participationRank(now) >= participationRank(was)) continue;
+      return false;
+    }
+    return false;
+  }
+  return true;
+}
+
+/** `optional` < `both` (the default) < `required`. */
+function participationRank(value: unknown): number {
+  const word = typeof value === "string" ? value.trim().toLowerCase() : "both";
+  return word === "required" ? 2 : word === "optional" ? 0 : 1;
 }
 
 const EVENTS = ["task_completed", "task_failed", "idle", "task_started"] as const;

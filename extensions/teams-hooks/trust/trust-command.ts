@@ -14,7 +14,7 @@ import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { type CliIo, type ParsedArgs, paint, personApproval, str, wantsColour } from "../cli/io.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError, unreachable } from "../contract/errors.js";
-import { resolveTeamSetup } from "../team/setup.js";
+import { type TeamSetup, resolveTeamSetup } from "../team/setup.js";
 import { looksLikeText, unifiedDiff } from "../text/diff.js";
 import {
   type GateChange,
@@ -49,6 +49,7 @@ import type { TeamIdentity } from "../contract/team-files.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import { gateFileSyntaxError } from "../runner/syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
+import { allHandlers } from "../gates/global-handlers.js";
 
 interface Shown extends GateChange {
   /** The first of `events`. */
@@ -88,7 +89,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
     io.stderr(`warning: ${read.problem}: replaced by a record of the gates as they are now (--all)\n`);
   const record: TrustRecord = read.state === "ok" ? read.record : { version: 1, gates: {} };
 
-  const changes = await findChanges(setup.hooksDir, setup.teamHooksDir, setup.settings.handlers, record, teamDir);
+  const changes = await findChanges(setup, record, teamDir);
   // `settings`: the changes of config.json held for approval (settings/weakening.ts), approved together.
   const gatePaths = args.positionals.filter((p) => p !== SETTINGS_WORD);
   const named = gatePaths.map((p) => (isHandlerGate(p) ? p : path.resolve(io.cwd, p)));
@@ -215,20 +216,21 @@ async function tellLeadSettings(identity: TeamIdentity, held: readonly SettingCh
  * event; a handler to several, and its change is one change (shown once, recorded once): `new` or
  * `changed` when it still runs for some event (its entry then holds its events now), else `removed`.
  */
-async function findChanges(
-  hooksDir: string,
-  teamHooksDir: string,
-  handlers: readonly HandlerDef[],
-  record: TrustRecord,
-  teamDir: string,
-): Promise<Shown[]> {
+async function findChanges(setup: TeamSetup, record: TrustRecord, teamDir: string): Promise<Shown[]> {
+  const { hooksDir, teamHooksDir } = setup;
+  const { handlers } = setup.settings;
   const out: Shown[] = [];
   const layers = { global: path.resolve(hooksDir), team: path.resolve(teamHooksDir) };
+  const known = allHandlers(hooksDir, handlers);
   for (const { event, chain } of await discoverChains(hooksDir, teamHooksDir, handlers)) {
-    const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null });
+    const participation = setup.settings.events[event].participation.value;
+    const check = checkChainTrust(chain, event, layers, { record, allowInsecure: true, uid: null, participation });
     for (const change of check.changes) {
+      const bound = chain.hooks.find((h) => h.kind === "http" && h.hook.hookPath === change.path);
       const handler = isHandlerGate(change.path)
-        ? (handlers.find((h) => handlerGateName(h.name) === change.path) ?? null)
+        ? ((bound?.kind === "http" ? bound.handler : null) ??
+          known.find((h) => handlerGateName(h.name) === change.path) ??
+          null)
         : null;
       const same = out.find((c) => c.path === change.path);
       if (same) {

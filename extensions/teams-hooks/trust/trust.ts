@@ -247,6 +247,12 @@ export interface TrustCheckOptions {
   allowInsecure: boolean;
   /** The leader's uid (process.getuid()), or null where there is none. */
   uid: number | null;
+  /**
+   * The hook point's participation (`hooks.events.<event>.participation`): `both` (default) as each
+   * gate's `required=` says; `required`, no global gate may be dropped without an approval;
+   * `optional`, any global gate of the event may be.
+   */
+  participation?: "both" | "required" | "optional";
 }
 
 /**
@@ -305,7 +311,7 @@ export function checkChainTrust(
       if (running.has(file)) continue;
       if (isHandlerGate(file)) {
         if (!handlerTrustedFor(trusted, event)) continue;
-        const detail = `not declared for ${event} in config.json hooks.handlers (removed, renamed, or its events changed)`;
+        const detail = `not declared for ${event} in config.json hooks.handlers or the hooks dir's handlers.json (removed, renamed, or its events changed)`;
         changes.push({ path: file, change: "removed", trusted, now: null, detail });
         problems.push({
           kind: "gate_missing",
@@ -316,7 +322,9 @@ export function checkChainTrust(
       }
       if (eventOfGate(file, layers) !== event) continue;
       const why = whyNotRunning(file, chain, layers);
-      if (trusted.required === false && why.dropped && inLayer(file, layers.global)) {
+      const optional =
+        opts.participation === "optional" || (opts.participation !== "required" && trusted.required === false);
+      if (optional && why.dropped && inLayer(file, layers.global)) {
         dropped.push({ path: file, detail: why.detail });
         continue;
       }
