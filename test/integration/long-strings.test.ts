@@ -37,7 +37,7 @@ describe("a task file with long strings", () => {
     const file = path.join(dir, "tasks", `t${seed}`, "1.json");
     const description = awkwardText(900_000 + seed * 131_071, seed);
     const result = awkwardText(200_000, seed + 100);
-    const task = makeTask({ id: "1", description, metadata: { result, short: "kept as is" } });
+    const task = makeTask({ id: "1", description, metadata: { result, short: "kept as is", description: result } });
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, `${JSON.stringify(task, null, 2)}\n`);
 
@@ -49,6 +49,9 @@ describe("a task file with long strings", () => {
     expect(description.startsWith(read.value.description.slice(0, 1000))).toBe(true);
     expect(read.value.description).toMatch(/more bytes of this text are in the file, not read/);
     expect(read.value.metadata?.short).toBe("kept as is");
+    // Metadata is read whole, a nested `description` included: a gate is shown it as written.
+    expect(read.value.metadata?.result).toBe(result);
+    expect(read.value.metadata?.description).toBe(result);
 
     const updated = await updateTask(path.join(dir), `t${seed}`, "1", (t) => ({
       ...t,
@@ -93,6 +96,10 @@ describe("a task file with long strings", () => {
     const read = await readJsonFile(file, TaskSchema, { longStrings: "short" });
     if (!read.ok) throw new Error(read.problem.message);
     await expect(writeJsonAtomic(path.join(dir, "copy.json"), read.value)).rejects.toThrow(/read in part/);
+    const subject = path.join(dir, "subject.json");
+    await writeFile(subject, JSON.stringify(makeTask({ subject: "s".repeat(2_000_000) })));
+    const short = await readJsonFile(subject, TaskSchema, { longStrings: "short" });
+    expect(short.ok && short.value.subject.length).toBeLessThan(KEPT_STRING_BYTES + 200);
   });
 
   it("refuses to put parts back into a file replaced since it was read", async () => {

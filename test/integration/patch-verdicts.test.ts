@@ -478,7 +478,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     expect(task().metadata).toMatchObject({ qualityGateStatus: "deferred" });
     expect(task().metadata).not.toHaveProperty("ci");
     const held = await logs();
-    expect(held[0]?.result.patchIgnored).toMatch(/^the gate is deferrals/);
+    expect(held[0]?.result.patchIgnored).toMatch(/^the gate is held/);
     expect(held[2]?.result.patchRejected).toEqual(["metadata.qualityGateStatus"]);
 
     const decided = await decideDeferral(

@@ -4,7 +4,7 @@
  * task passes its gate; Brian's fails, is reopened with a follow-up task and a nudge, and passes once
  * he fixes it. Every write goes through the same lock protocol a real worker uses. The temporary
  * folder is removed at the end (however the demo ends) unless `--keep`, and with it the trust record and
- * settings the leader approved for it in the user's state folder (trust/trust-store.ts approvedFile).
+ * settings the leader approved for it in the user's state folder (trust/trust-store.ts approvedFile, seenFile).
  */
 import fs from "node:fs/promises";
 import os from "node:os";
@@ -20,7 +20,7 @@ import { appendMessage, readInbox } from "../team/mailbox.js";
 import { updateTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { approvedSettingsFile } from "../team/approved-settings.js";
-import { approvedFile } from "../trust/trust-store.js";
+import { approvedFile, seenFile } from "../trust/trust-store.js";
 import { localClock, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -42,7 +42,11 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
     if (!keep) {
       await fs.rm(root, { recursive: true, force: true });
       const teamDir = path.join(root, "demo");
-      for (const file of [approvedFile(teamDir, io.env), approvedSettingsFile(teamDir, io.env)])
+      for (const file of [
+        approvedFile(teamDir, io.env),
+        seenFile(teamDir, io.env),
+        approvedSettingsFile(teamDir, io.env),
+      ])
         await fs.rm(file, { force: true });
     }
   }

@@ -1,13 +1,14 @@
 /**
- * Reading a large JSON file without holding its long strings. A task file may carry a description of
+ * Reading a large task file without holding its long description. A task may carry a description of
  * tens of megabytes (the team's files are capped at 64 MiB each); parsed whole, each such file costs
  * the leader several times its size at once (the bytes, the text, the parsed string, the text written
- * back). Nothing the leader does needs more of a long string than its head: a gate sees at most the
- * contract's 8,000 characters, a note goes at the head of a description. So a file of
- * `SHORT_READ_FROM_BYTES` or more is read in chunks and parsed with every string value of over
- * `KEPT_STRING_BYTES` cut to its head, followed by a marker that says how much was left out. A rewrite
- * of the file (a task's policy, under its lock) puts the left-out bytes back where the markers are,
- * copied from the file, which must still be the one read (same inode, size and time).
+ * back). Nothing the leader does needs more of a description or a subject than its head: a gate sees
+ * at most the contract's 8,000 and 1,000 characters, a note goes at the head of a description. So a
+ * file of `SHORT_READ_FROM_BYTES` or more is read in chunks and parsed with its top-level description
+ * and subject, when over `KEPT_STRING_BYTES`, cut to their heads, each followed by a marker that says
+ * how much was left out (metadata is shown to gates as written, so it is read whole). A rewrite of the
+ * file (a task's policy, under its lock) puts the left-out bytes back where the markers are, copied
+ * from the file, which must still be the one read (same inode, size and time).
  *
  * The marker is text no writer puts in a task: it starts and ends with U+0000 and carries the index
  * of the part it stands for. `JSON.stringify` writes U+0000 as `\u0000`, which is how the marker is
@@ -56,8 +57,9 @@ export function hasPartMarker(json: string): boolean {
 }
 
 /**
- * The JSON text of the open regular file `fd` (`stat` its fstat), read in chunks, with each string
- * value longer than `keep` bytes cut to its head and a marker; null when the file holds more than
+ * The JSON text of the open regular file `fd` (`stat` its fstat), read in chunks, with the top-level
+ * `description` and `subject` cut to their heads and a marker when longer than `keep` bytes (every
+ * other string is whole: a gate is shown a task's metadata as written); null when the file holds more than
  * `maxBytes`. Strings are found by their quotes: outside a string there is no quote, inside one a
  * quote is escaped. Text that is not JSON stays not JSON (the parse after this says where).
  */
@@ -78,12 +80,25 @@ export function shortenFile(
   let cutAt = -1; // file offset where the current string's left-out part starts; -1: not cut
   let backslashes = 0; // backslashes ending the string's content so far
   let offset = 0;
+  // Where the scan is in the document: only the top-level object's `description` and `subject` are
+  // cut (a gate is shown at most 8,000 and 1,000 characters of them); every other string is whole.
+  let depth = 0;
+  let lastMark = 0; // the last byte outside strings that is not white space
+  let lastKey: string | null = null; // the last short string seen at the top level
+  let cuttable = false;
+  const structure = (bytes: Buffer) => {
+    for (const byte of bytes) {
+      if (byte === 0x7b || byte === 0x5b) depth++;
+      else if (byte === 0x7d || byte === 0x5d) depth--;
+      if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) lastMark = byte;
+    }
+  };
 
   const content = (bytes: Buffer) => {
     if (cutAt >= 0 || bytes.length === 0) return;
     head.push(Buffer.from(bytes));
     headLength += bytes.length;
-    if (headLength < keep + SLACK) return;
+    if (!cuttable || headLength < keep + SLACK) return;
     const all = Buffer.concat(head);
     const cut = cutPoint(all, keep);
     out.push(all.subarray(0, cut));
@@ -96,6 +111,8 @@ export function shortenFile(
       out.push(Buffer.from(JSON.stringify(partMarker(ranges.length, quoteAt - cutAt)).slice(1, -1), "utf8"));
       ranges.push([cutAt, quoteAt]);
     } else out.push(...head);
+    lastKey = depth === 1 && cutAt < 0 && headLength <= 16 ? Buffer.concat(head).toString("utf8") : null;
+    lastMark = QUOTE;
     out.push(Buffer.from('"'));
     inString = false;
     head = [];
@@ -113,11 +130,14 @@ export function shortenFile(
       const quote = bytes.indexOf(QUOTE, at);
       if (!inString) {
         if (quote < 0) {
+          structure(bytes.subarray(at));
           out.push(Buffer.from(bytes.subarray(at)));
           at = read;
           break;
         }
+        structure(bytes.subarray(at, quote));
         out.push(Buffer.from(bytes.subarray(at, quote + 1)));
+        cuttable = depth === 1 && lastMark === 0x3a /* : */ && (lastKey === "description" || lastKey === "subject");
         inString = true;
         contentStart = offset + quote + 1;
         backslashes = 0;
