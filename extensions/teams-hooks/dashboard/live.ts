@@ -35,7 +35,8 @@ import { type LogRow, queryLogs } from "../logs/query.js";
 import { listHookLogNames } from "../logs/hook-log.js";
 import { hookLogsDir } from "../team/paths.js";
 import { ConnectionTables, kernelBacklog } from "./backlog.js";
-import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, timeOfRow } from "./runs.js";
+import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, shownRow } from "./runs.js";
+import { MAX_WRITTEN_LOG_BYTES } from "../logs/hook-log.js";
 import type { TeamRef } from "./teams.js";
 
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
@@ -73,6 +74,8 @@ export interface StreamAccess {
 
 interface Stream {
   filter: LogFilter;
+  /** The teams whose runs it gets without what their gates said (teams.ts `TeamRef.withheld`). */
+  withheld: ReadonlySet<string>;
   res: ServerResponse;
   access: StreamAccess;
   timer: NodeJS.Timeout;
@@ -156,6 +159,7 @@ export class LiveHub {
     });
     const stream: Stream = {
       filter: input.filter,
+      withheld: new Set(input.teams.filter((t) => t.withheld).map((t) => t.name)),
       res,
       access: input.access,
       timer: setInterval(() => send(stream, ": keep-alive\n\n"), KEEPALIVE_MS),
@@ -187,10 +191,11 @@ export class LiveHub {
       const { rows: found } = await queryLogs(team.dir, {
         filter: { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) },
         limit: CATCH_UP_RUNS,
+        maxBytes: MAX_WRITTEN_LOG_BYTES,
         onProblem: () => undefined,
       });
       for (const row of found) {
-        const r: RunRow = { team: team.name, timeMs: timeOfRow(row), row };
+        const r = shownRow(team, row);
         if (newerCursorFirst(cursorOf(r), after) < 0) rows.push(r);
       }
     }
@@ -222,10 +227,18 @@ export class LiveHub {
     void stopped.then(() => (ended = true));
     const streams = new Set<Stream>();
     const onRow = (row: LogRow): void => {
-      let message: string | null = null;
-      for (const s of streams)
-        if (recordMatches(row.record, s.filter))
-          send(s, (message ??= runMessage({ team: team.name, timeMs: timeOfRow(row), row })));
+      // One message for the streams that see what the gate said, one for those it is withheld from.
+      const messages = new Map<boolean, string>();
+      for (const s of streams) {
+        if (!recordMatches(row.record, s.filter)) continue;
+        const withheld = s.withheld.has(team.name);
+        let message = messages.get(withheld);
+        if (message === undefined) {
+          message = runMessage(shownRow({ name: team.name, dir: team.dir, withheld }, row));
+          messages.set(withheld, message);
+        }
+        send(s, message);
+      }
     };
     // A folder that is not there yet is waited for, not reported: most teams start without logs.
     const onWarning = (m: string): void => {
@@ -249,6 +262,7 @@ export class LiveHub {
         stop: stopped,
         rescanMs: RESCAN_MS,
         createDir: false,
+        maxBytes: MAX_WRITTEN_LOG_BYTES,
       });
     })().catch((error: unknown) => this.#warn(`live updates of team ${team.name} stopped: ${describeError(error)}`));
     return { streams, stop, done };

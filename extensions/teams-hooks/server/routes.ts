@@ -43,10 +43,14 @@ import { createFromTemplate, type TeamRuntime, usableTeamConfig } from "./create
 import type { KeyInfo, KeyStore, Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 import { pathSegment } from "../dashboard/html.js";
+import type { LogIndex } from "../logs/log-index.js";
+import { relativeTo } from "../logs/shown.js";
 
 /** What the routes use; built once by server/server.ts. */
 export interface ApiContext {
   teamsRoot: string;
+  /** The server's index of the teams' logs (logs/log-index.ts), shared with the dashboard. */
+  index: LogIndex;
   keys: KeyStore;
   limiter: RateLimiter;
   defaultRate: RateLimit;
@@ -185,7 +189,8 @@ async function gatesRoute(ctx: ApiContext, req: ApiRequest, team: string): Promi
   await authorise(ctx, req, "gates:read", team);
   const teamDir = teamDirOf(ctx, team);
   await usableTeamConfig(teamDir);
-  return { status: 200, body: await gatesView(team, teamDir, ctx.env) };
+  // Every reader of the API is remote: the paths under the teams root are written relative to it.
+  return { status: 200, body: relativeTo(await gatesView(team, teamDir, ctx.env), path.resolve(ctx.teamsRoot)) };
 }
 
 /** The team's runs, filtered as `logs` filters and paged as the dashboard pages (server/team-views.ts). */
@@ -194,7 +199,8 @@ async function runsRoute(ctx: ApiContext, req: ApiRequest, team: string): Promis
   const teamDir = teamDirOf(ctx, team);
   const config = await usableTeamConfig(teamDir);
   const confidential = isConfidential(config, ctx.env);
-  return { status: 200, body: await runsPage(team, teamDir, req.query, { nowMs: ctx.now().getTime(), confidential }) };
+  const nowMs = ctx.now().getTime();
+  return { status: 200, body: await runsPage(team, teamDir, req.query, { nowMs, confidential, index: ctx.index }) };
 }
 
 /** `hooks.confidential` as the leader reads it (also from a block refused whole: settings/privacy.ts). */

@@ -1,0 +1,221 @@
+/**
+ * What a long-running reader (`serve`) keeps of each team's `hook-logs/` between requests, so that a
+ * filtered page of runs never reads the folder again: per log, the facts a filter looks at
+ * (logs/filter.ts `LogFacts`: a hundred bytes or so), read once. A query lists the folder (or keeps
+ * its listing while the folder's mtime has not moved), reads only the logs it has not seen, picks
+ * the newest that match from the facts, and reads those few whole.
+ *
+ * Nothing here holds the event loop: every loop over files or facts gives way at least every
+ * `SLICE_MS` (logs/query.ts `yieldIfDue`), and one refresh per team runs at a time, shared by the
+ * queries that wait for it (ten requests over 100,000 new logs read them once, not ten times).
+ * A log is written once and never changed (logs/hook-log.ts): its facts stay true while its name is
+ * listed; a file that could not be read is tried again after `RETRY_PROBLEM_MS`.
+ */
+import { statSync } from "node:fs";
+import type { HookLogProblem } from "./hook-log.js";
+import { compareHookLogNames, listHookLogNames } from "./hook-log.js";
+import {
+  type LogFacts,
+  type LogFilter,
+  factsMatch,
+  factsOf,
+  nameMayMatch,
+  parseLogName,
+  recordMatches,
+} from "./filter.js";
+import { type LogRow, readCandidates, yieldIfDue } from "./query.js";
+import { hookLogsDir } from "../team/paths.js";
+
+/** A log's place (the time it sorts by: its name's, else its start) and its facts, or why it could not be read. */
+type Entry = { timeMs: number; facts: LogFacts } | { problem: HookLogProblem; atMs: number };
+
+/** How long a file that could not be read is left before it is read again. */
+const RETRY_PROBLEM_MS = 10_000;
+/**
+ * A listing is kept while the folder's mtime is the one seen before it, if it was made at least this
+ * long after that mtime: a file system's clock may be coarse (a few ms), and a file added within the
+ * same tick would not move the mtime.
+ */
+const MTIME_MARGIN_MS = 50;
+
+interface TeamIndex {
+  teamDir: string;
+  /** Its `hook-logs/`. */
+  dir: string;
+  /** The listing: names in the folder's order (logs/hook-log.ts), and when it may be kept. */
+  names: string[];
+  listedMtimeMs: number | null;
+  entries: Map<string, Entry>;
+  /** Names with an entry, oldest first by their time (the folder's order, but for names not of ours). */
+  ordered: string[];
+  running: Promise<void> | null;
+  queued: Promise<void> | null;
+}
+
+export interface IndexQuery {
+  filter: LogFilter;
+  /** The newest `limit` matches. */
+  limit: number;
+  /** Only logs older than this one (a page's cursor: logs/query.ts `QueryOptions.before`). */
+  before?: { timeMs: number; name: string };
+  /** Hears each log that could not be read and that the filter might have kept. */
+  onProblem: (problem: HookLogProblem) => void;
+}
+
+export class LogIndex {
+  readonly #teams = new Map<string, TeamIndex>();
+  readonly #maxBytes: number;
+
+  /** `maxBytes`: a larger file is a problem, read no further (logs/query.ts `QueryOptions.maxBytes`). */
+  constructor(opts: { maxBytes: number }) {
+    this.#maxBytes = opts.maxBytes;
+  }
+
+  /**
+   * The newest `limit` logs of `teamDir` that match (older than `before`), oldest first, each read
+   * whole; `truncated` when older ones that match were left out.
+   */
+  async query(teamDir: string, q: IndexQuery): Promise<{ rows: LogRow[]; truncated: boolean }> {
+    const team = this.#team(teamDir);
+    await this.#fresh(team);
+    const picked: string[] = [];
+    let truncated = false;
+    const { before } = q;
+    for (let i = team.ordered.length - 1, n = 0; i >= 0; i--, n++) {
+      if (n % 1024 === 0) await yieldIfDue();
+      const name = team.ordered[i] as string;
+      const entry = team.entries.get(name);
+      if (!entry) continue;
+      if ("problem" in entry) {
+        const info = parseLogName(name);
+        if (info === null || nameMayMatch(info, q.filter)) q.onProblem(entry.problem);
+        continue;
+      }
+      if (before && !(entry.timeMs < before.timeMs || (entry.timeMs === before.timeMs && older(name, before.name))))
+        continue;
+      if (!factsMatch(entry.facts, q.filter)) continue;
+      if (picked.length === q.limit) {
+        truncated = true;
+        // Still counts the problems further down, as a full read would have met them.
+        continue;
+      }
+      picked.push(name);
+    }
+    const rows: LogRow[] = [];
+    const wanted = picked.reverse().map((name) => ({ name, timeMs: 0 }));
+    await readCandidates(
+      team.dir,
+      wanted,
+      q.onProblem,
+      (row) => {
+        if (recordMatches(row.record, q.filter)) rows.push(row);
+      },
+      this.#maxBytes,
+    );
+    return { rows, truncated };
+  }
+
+  #team(teamDir: string): TeamIndex {
+    let team = this.#teams.get(teamDir);
+    if (!team) {
+      team = {
+        teamDir,
+        dir: hookLogsDir(teamDir),
+        names: [],
+        listedMtimeMs: null,
+        entries: new Map(),
+        ordered: [],
+        running: null,
+        queued: null,
+      };
+      this.#teams.set(teamDir, team);
+    }
+    return team;
+  }
+
+  /**
+   * The team brought up to date. A refresh under way may have listed the folder before the caller's
+   * log landed: the caller waits for it, then for one more (shared by all who came while it ran).
+   */
+  #fresh(team: TeamIndex): Promise<void> {
+    if (team.running === null) return this.#run(team);
+    team.queued ??= team.running
+      .catch(() => undefined)
+      .then(() => {
+        team.queued = null;
+        return this.#run(team);
+      });
+    return team.queued;
+  }
+
+  #run(team: TeamIndex): Promise<void> {
+    const run = this.#refresh(team).finally(() => {
+      if (team.running === run) team.running = null;
+    });
+    team.running = run;
+    return run;
+  }
+
+  async #refresh(team: TeamIndex): Promise<void> {
+    let mtimeMs: number | null = null;
+    try {
+      mtimeMs = statSync(team.dir).mtimeMs;
+    } catch {
+      mtimeMs = null; // no folder yet (or none any more): listed as empty below
+    }
+    const listedAt = Date.now();
+    let listed = false;
+    if (mtimeMs === null || mtimeMs !== team.listedMtimeMs) {
+      team.names = await listHookLogNames(team.teamDir);
+      listed = true;
+      team.listedMtimeMs = mtimeMs !== null && listedAt - mtimeMs >= MTIME_MARGIN_MS ? mtimeMs : null;
+    }
+    const now = Date.now();
+    const lacking: Array<{ name: string; timeMs: number }> = [];
+    for (let i = 0; i < team.names.length; i++) {
+      if (i % 1024 === 0) await yieldIfDue();
+      const name = team.names[i] as string;
+      const entry = team.entries.get(name);
+      if (entry === undefined || ("problem" in entry && now - entry.atMs >= RETRY_PROBLEM_MS))
+        lacking.push({ name, timeMs: 0 });
+    }
+    if (!listed && lacking.length === 0) return;
+    let foreign = false;
+    await readCandidates(
+      team.dir,
+      lacking,
+      (problem) => {
+        const name = problem.file.slice(team.dir.length + 1);
+        team.entries.set(name, { problem, atMs: Date.now() });
+      },
+      (row) => {
+        const info = parseLogName(row.name);
+        const facts = factsOf(row.record, true);
+        if (info === null) foreign = true;
+        team.entries.set(row.name, { timeMs: info?.timeMs ?? facts.startedMs, facts });
+      },
+      this.#maxBytes,
+    );
+    if (listed) {
+      const present = new Set(team.names);
+      for (const name of team.entries.keys()) if (!present.has(name)) team.entries.delete(name);
+    }
+    if (!listed && !foreign) {
+      // Only names already listed were (re)read: the order stands, but names read for the first time join it.
+      team.ordered = team.names.filter((name) => team.entries.has(name));
+      return;
+    }
+    const ordered = team.names.filter((name) => team.entries.has(name));
+    const timeOf = (name: string): number => {
+      const entry = team.entries.get(name);
+      return entry && "timeMs" in entry ? entry.timeMs : (parseLogName(name)?.timeMs ?? 0);
+    };
+    if (ordered.some((name) => parseLogName(name) === null)) ordered.sort((a, b) => timeOf(a) - timeOf(b)); // stable
+    team.ordered = ordered;
+  }
+}
+
+/** Whether `name` comes before `other` in the folder's order (same time: the cursor's tie-break). */
+function older(name: string, other: string): boolean {
+  return compareHookLogNames(name, other) < 0;
+}
