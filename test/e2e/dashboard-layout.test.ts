@@ -45,7 +45,7 @@ afterAll(async () => {
   if (shots) await rm(shots, { recursive: true, force: true });
 });
 
-/** The `i`th log: kinds 0 a failure with long output and actions, 1 a pass, 2 a run by hand, 3 a held event, 4 deferred. */
+/** The `i`th log: kind 0 a failure with long output, 1 a pass, 2 a run by hand, 3 a held event, 4 deferred. */
 function logOf(teamDir: string, i: number, startedAt: Date, kind: number): Parameters<typeof writeHookLog>[1] {
   const at = startedAt.toISOString();
   const taskId = String(100 + i);
