@@ -45,7 +45,7 @@ export interface WebServer {
 const ACCESS_CHECK_MS = 250;
 
 export function webServer(opts: WebOptions): WebServer {
-  const hub = new LiveHub(opts.warn);
+  const hub = new LiveHub(opts.warn, opts.index);
   const { teamsRoot, keys, remote, now, warn } = opts;
   const auth: WebAuthContext = { teamsRoot, keys, remote, now, warn };
   const checkAccess = opts.remote ? streamAccessCheck(hub, auth) : null;
