@@ -23,7 +23,7 @@ import {
   parseLogName,
   recordMatches,
 } from "./filter.js";
-import { type LogRow, readCandidates, yieldIfDue } from "./query.js";
+import { type LogRow, filterSliced, readCandidates, yieldIfDue } from "./query.js";
 import { hookLogsDir } from "../team/paths.js";
 
 /** A log's place (the time it sorts by: its name's, else its start) and its facts, or why it could not be read. */
@@ -48,6 +48,8 @@ interface TeamIndex {
   entries: Map<string, Entry>;
   /** Names with an entry, oldest first by their time (the folder's order, but for names not of ours). */
   ordered: string[];
+  /** Names with an entry that are not of the names this project writes (placed by their start). */
+  foreign: Set<string>;
   running: Promise<void> | null;
   queued: Promise<void> | null;
 }
@@ -125,6 +127,7 @@ export class LogIndex {
         listedMtimeMs: null,
         entries: new Map(),
         ordered: [],
+        foreign: new Set(),
         running: null,
         queued: null,
       };
@@ -180,7 +183,6 @@ export class LogIndex {
         lacking.push({ name, timeMs: 0 });
     }
     if (!listed && lacking.length === 0) return;
-    let foreign = false;
     await readCandidates(
       team.dir,
       lacking,
@@ -191,26 +193,32 @@ export class LogIndex {
       (row) => {
         const info = parseLogName(row.name);
         const facts = factsOf(row.record, true);
-        if (info === null) foreign = true;
+        if (info === null) team.foreign.add(row.name);
         team.entries.set(row.name, { timeMs: info?.timeMs ?? facts.startedMs, facts });
       },
       this.#maxBytes,
     );
     if (listed) {
-      const present = new Set(team.names);
-      for (const name of team.entries.keys()) if (!present.has(name)) team.entries.delete(name);
+      // Every loop over 100,000 names gives the event loop its turns.
+      const present = new Set<string>();
+      for (let i = 0; i < team.names.length; i++) {
+        if (i % 1024 === 0) await yieldIfDue();
+        present.add(team.names[i] as string);
+      }
+      const gone = await filterSliced([...team.entries.keys()], (name) => !present.has(name));
+      for (const name of gone) {
+        team.entries.delete(name);
+        team.foreign.delete(name);
+      }
     }
-    if (!listed && !foreign) {
-      // Only names already listed were (re)read: the order stands, but names read for the first time join it.
-      team.ordered = team.names.filter((name) => team.entries.has(name));
-      return;
+    const ordered = await filterSliced(team.names, (name) => team.entries.has(name));
+    if (team.foreign.size > 0) {
+      const timeOf = (name: string): number => {
+        const entry = team.entries.get(name);
+        return entry && "timeMs" in entry ? entry.timeMs : (parseLogName(name)?.timeMs ?? 0);
+      };
+      ordered.sort((a, b) => timeOf(a) - timeOf(b)); // stable: same-time names keep the folder's order
     }
-    const ordered = team.names.filter((name) => team.entries.has(name));
-    const timeOf = (name: string): number => {
-      const entry = team.entries.get(name);
-      return entry && "timeMs" in entry ? entry.timeMs : (parseLogName(name)?.timeMs ?? 0);
-    };
-    if (ordered.some((name) => parseLogName(name) === null)) ordered.sort((a, b) => timeOf(a) - timeOf(b)); // stable
     team.ordered = ordered;
   }
 }

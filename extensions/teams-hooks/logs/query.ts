@@ -112,7 +112,7 @@ export async function streamLogs<T>(
   const names = await listHookLogNames(teamDir);
   const placed = await placeInTime(
     dir,
-    opts.names ? names.filter(opts.names) : names,
+    opts.names ? await filterSliced(names, opts.names) : names,
     opts.filter,
     opts.onProblem,
     opts.maxBytes,
@@ -173,7 +173,9 @@ async function placeInTime(
 ): Promise<Candidate[]> {
   const candidates: Candidate[] = [];
   const others: Candidate[] = [];
-  for (const name of names) {
+  for (let i = 0; i < names.length; i++) {
+    if (i % 1024 === 0) await yieldIfDue();
+    const name = names[i] as string;
     const info = parseLogName(name);
     if (info === null) others.push({ name, timeMs: 0 });
     else if (nameMayMatch(info, filter)) candidates.push({ name, timeMs: info.timeMs });
@@ -219,6 +221,17 @@ export async function readCandidates(
     if (result.ok) onRow({ file, name: c.name, record: result.record });
     else if (result.problem.kind !== "missing") onProblem(result.problem);
   }
+}
+
+/** `items.filter(keep)`, giving the event loop its turns (`yieldIfDue`): 100,000 names take a while. */
+export async function filterSliced<T>(items: readonly T[], keep: (item: T) => boolean): Promise<T[]> {
+  const kept: T[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (i % 1024 === 0) await yieldIfDue();
+    const item = items[i] as T;
+    if (keep(item)) kept.push(item);
+  }
+  return kept;
 }
 
 /** The longest a reading loop holds the event loop between two turns of it. */
