@@ -22,7 +22,7 @@ export type RunLookup =
   | { kind: "unreadable"; message: string };
 
 export async function findRun(team: TeamRef, id: string): Promise<RunLookup> {
-  const picked = await pickRun(team.dir, id, () => undefined);
+  const picked = await pickRun(team.dir, id, () => undefined, 0, MAX_WRITTEN_LOG_BYTES);
   if (picked.kind === "none") return { kind: "none" };
   if (picked.kind === "ambiguous") return { kind: "ambiguous", rows: picked.rows.map((row) => shownRow(team, row)) };
   const read = await readHookLog(picked.entry.file, { maxBytes: MAX_WRITTEN_LOG_BYTES });

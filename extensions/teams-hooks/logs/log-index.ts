@@ -7,7 +7,10 @@
  *
  * Nothing here holds the event loop: every loop over files or facts gives way at least every
  * `SLICE_MS` (logs/query.ts `yieldIfDue`), and one refresh per team runs at a time, shared by the
- * queries that wait for it (ten requests over 100,000 new logs read them once, not ten times).
+ * queries that wait for it (ten requests over 100,000 new logs read them once, not ten times). A
+ * team's queries take turns, and the last few picks are remembered until an entry changes: ten
+ * requests with one filter pick from the facts once, and another team's request waits for one slice
+ * of theirs at most, not ten.
  * A log is written once and never changed (logs/hook-log.ts): its facts stay true while its name is
  * listed; a file that could not be read is tried again after `RETRY_PROBLEM_MS`.
  */
@@ -52,7 +55,16 @@ interface TeamIndex {
   foreign: Set<string>;
   running: Promise<void> | null;
   queued: Promise<void> | null;
+  /** Queries of this team run one at a time: ten at once cost the others one slice a turn, not ten. */
+  turn: Promise<unknown>;
+  /** Bumped whenever an entry is added or removed: what `picks` remembers holds while it stays. */
+  generation: number;
+  /** The last picks (names, and whether older matches were left out) by query, for this generation. */
+  picks: Map<string, { generation: number; names: string[]; truncated: boolean; problems: HookLogProblem[] }>;
 }
+
+/** Queries remembered per team (a page polled again, the ten requests of a burst). */
+const REMEMBERED_PICKS = 16;
 
 export interface IndexQuery {
   filter: LogFilter;
@@ -77,10 +89,46 @@ export class LogIndex {
    * The newest `limit` logs of `teamDir` that match (older than `before`), oldest first, each read
    * whole; `truncated` when older ones that match were left out.
    */
-  async query(teamDir: string, q: IndexQuery): Promise<{ rows: LogRow[]; truncated: boolean }> {
+  query(teamDir: string, q: IndexQuery): Promise<{ rows: LogRow[]; truncated: boolean }> {
     const team = this.#team(teamDir);
+    const run = team.turn.then(() => this.#query(team, q));
+    team.turn = run.catch(() => undefined);
+    return run;
+  }
+
+  async #query(team: TeamIndex, q: IndexQuery): Promise<{ rows: LogRow[]; truncated: boolean }> {
     await this.#fresh(team);
+    const key = JSON.stringify([q.filter, q.before ?? null, q.limit]);
+    const known = team.picks.get(key);
+    const { names, truncated, problems } =
+      known && known.generation === team.generation ? known : await this.#pick(team, q);
+    if (!known || known.generation !== team.generation) {
+      team.picks.delete(key);
+      team.picks.set(key, { generation: team.generation, names, truncated, problems });
+      if (team.picks.size > REMEMBERED_PICKS) team.picks.delete(team.picks.keys().next().value as string);
+    }
+    for (const problem of problems) q.onProblem(problem);
+    const rows: LogRow[] = [];
+    const wanted = names.map((name) => ({ name, timeMs: 0 }));
+    await readCandidates(
+      team.dir,
+      wanted,
+      q.onProblem,
+      (row) => {
+        if (recordMatches(row.record, q.filter)) rows.push(row);
+      },
+      this.#maxBytes,
+    );
+    return { rows, truncated };
+  }
+
+  /** The names of the newest matches, oldest first, from the facts; and the problems the filter might have kept. */
+  async #pick(
+    team: TeamIndex,
+    q: IndexQuery,
+  ): Promise<{ names: string[]; truncated: boolean; problems: HookLogProblem[] }> {
     const picked: string[] = [];
+    const problems: HookLogProblem[] = [];
     let truncated = false;
     const { before } = q;
     for (let i = team.ordered.length - 1, n = 0; i >= 0; i--, n++) {
@@ -90,7 +138,7 @@ export class LogIndex {
       if (!entry) continue;
       if ("problem" in entry) {
         const info = parseLogName(name);
-        if (info === null || nameMayMatch(info, q.filter)) q.onProblem(entry.problem);
+        if (info === null || nameMayMatch(info, q.filter)) problems.push(entry.problem);
         continue;
       }
       if (before && !(entry.timeMs < before.timeMs || (entry.timeMs === before.timeMs && older(name, before.name))))
@@ -103,18 +151,7 @@ export class LogIndex {
       }
       picked.push(name);
     }
-    const rows: LogRow[] = [];
-    const wanted = picked.reverse().map((name) => ({ name, timeMs: 0 }));
-    await readCandidates(
-      team.dir,
-      wanted,
-      q.onProblem,
-      (row) => {
-        if (recordMatches(row.record, q.filter)) rows.push(row);
-      },
-      this.#maxBytes,
-    );
-    return { rows, truncated };
+    return { names: picked.reverse(), truncated, problems };
   }
 
   #team(teamDir: string): TeamIndex {
@@ -130,6 +167,9 @@ export class LogIndex {
         foreign: new Set(),
         running: null,
         queued: null,
+        turn: Promise.resolve(),
+        generation: 0,
+        picks: new Map(),
       };
       this.#teams.set(teamDir, team);
     }
@@ -183,6 +223,7 @@ export class LogIndex {
         lacking.push({ name, timeMs: 0 });
     }
     if (!listed && lacking.length === 0) return;
+    team.generation += 1;
     await readCandidates(
       team.dir,
       lacking,

@@ -300,6 +300,7 @@ export async function readLogsHolding(
   needle: string,
   onProblem: ProblemSink,
   onRow: (row: LogRow) => void,
+  maxBytes?: number,
 ): Promise<void> {
   const wanted = Buffer.from(JSON.stringify(needle).slice(1, -1));
   for (let i = names.length - 1; i >= 0; i--) {
@@ -310,7 +311,7 @@ export async function readLogsHolding(
     const bytes = readSmallSync(file);
     if (bytes !== null && !bytes.includes(wanted)) continue;
     const record = bytes === null ? null : parseLogBytes(bytes);
-    await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow);
+    await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow, maxBytes);
   }
 }
 
