@@ -187,12 +187,13 @@ describe("a run's page", () => {
       const page = await look("/runs/wide/00000000", width, "run");
       try {
         const box = (await page.evaluate(`(() => {
-          const subject = document.querySelector(".facts .subject");
+          const dt = [...document.querySelectorAll(".facts dt")].find((d) => d.textContent === "Task");
           const main = document.querySelector("main").getBoundingClientRect();
-          const dd = subject.closest("dd").getBoundingClientRect();
-          const line = parseFloat(getComputedStyle(subject).lineHeight);
+          const dd = dt.nextElementSibling.getBoundingClientRect();
+          const line = parseFloat(getComputedStyle(dt.nextElementSibling).lineHeight);
           return { width: dd.width, height: dd.height, main: main.width, line };
         })()`)) as { width: number; height: number; main: number; line: number };
+        expect(await page.locator(".facts dd", { hasText: "Migrate the payroll exports" }).count()).toBe(1);
         expect(box.width).toBeGreaterThan(box.main * 0.6);
         expect(box.height).toBeLessThanOrEqual(box.line * 3 + 1);
       } finally {
