@@ -335,6 +335,21 @@ describe("a remote viewer of a confidential team's runs", () => {
   });
 });
 
+describe("paths", () => {
+  it("a reader of /gates sees the paths under the teams root relative to it", async () => {
+    const hooks = path.join(team("open"), "hooks");
+    await mkdir(hooks, { recursive: true });
+    // A gate whose interpreter is a file of the team's that is not there: the problem names it.
+    const interpreter = path.join(team("open"), "tools", "lint-runner");
+    await writeFile(path.join(hooks, "on_task_failed.sh"), `#!${interpreter}\nexit 0\n`, { mode: 0o755 });
+    const answer = await api(serve.url, "GET", "/api/v1/teams/open/gates", { key: keys.ops });
+    expect(answer.status).toBe(200);
+    const text = JSON.stringify(answer.json);
+    expect(text).toContain("open/tools/lint-runner");
+    expect(text).not.toContain(root);
+  });
+});
+
 describe("the dashboard's rate", () => {
   it("a key's pages and streams spend its rate, shared with its API requests (429 with Retry-After)", async () => {
     const headers = { Authorization: `Bearer ${keys.slow}` };
