@@ -136,6 +136,7 @@ describe("with --allow-remote: keys", () => {
       keyId: keys.viewer?.split("_")[1],
       keyName: "viewer",
       session: null,
+      rateLimit: null, // the server's: the dashboard spends it as the API does
     });
   });
 
@@ -229,6 +230,7 @@ describe("with --allow-remote: login tokens and sessions", () => {
       keyId: keys.viewer?.split("_")[1],
       keyName: "viewer",
       session: cookie.slice("pth_session=".length),
+      rateLimit: null,
     });
     expect((await stat(sessionSecretFile(root))).mode & 0o777).toBe(0o600);
     expect((await stat(path.dirname(sessionSecretFile(root)))).mode & 0o777).toBe(0o700);

@@ -911,7 +911,7 @@ const SERVE: CommandSpec = {
       name: "",
       term: "serve",
       usage: "serve [--teams-root DIR] [--listen HOST:PORT] [--allow-remote] [--rate-limit N/PERIOD]",
-      help: 'the server. Prints "listening on http://HOST:PORT" once it accepts connections, then where the dashboard is and whether it needs a key, a line for each key added or removed while it runs, and runs until SIGINT or SIGTERM (requests under way get 5 s)',
+      help: 'the server. Prints "listening on http://HOST:PORT" once it accepts connections, then where the dashboard is and whether it needs a key, a line for each key added, removed or changed while it runs (a change that lets a key do more is a warning), and runs until SIGINT or SIGTERM (requests under way get 5 s)',
       flags: ["teams-root", "listen", "allow-remote", "rate-limit"],
     },
     {

@@ -8,7 +8,7 @@ import { HooksError } from "../contract/errors.js";
 import { DURATION_FORMS } from "../text/duration.js";
 import { didYouMean } from "../text/suggest.js";
 import { type HookLogProblem, listHookLogNames, readHookLog } from "../logs/hook-log.js";
-import { type LogFilter, parseFilterText, parseTimeBound } from "../logs/filter.js";
+import { type LogFilter, impossibleDate, parseFilterText, parseTimeBound } from "../logs/filter.js";
 import {
   FOLLOW_WIDTHS,
   MIN_ID_PREFIX,
@@ -336,6 +336,8 @@ function parseFilter(v: ParsedArgs["values"], now: number, offset: number): LogF
 
 function timeFlag(value: string, flag: string, now: number, offset: number): number {
   const ms = parseTimeBound(value, now, isoOffset(offset));
+  const impossible = impossibleDate(value);
+  if (impossible !== null) return usage(`${flag} "${value}" is not a date: ${impossible}`);
   return (
     ms ??
     usage(

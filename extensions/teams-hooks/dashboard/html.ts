@@ -2,7 +2,8 @@
  * HTML built so that nothing a hook, a task or a request wrote can become markup: `html` is a tagged
  * template whose every interpolated value is escaped unless it is itself `Html` made by `html`. Text
  * also loses what a page cannot show and a terminal would have acted on: ANSI escape sequences go,
- * other control characters (but tab and newline) become U+FFFD. Pure.
+ * other control characters (but tab and newline) become U+FFFD, and bidirectional controls are shown
+ * as their code points (`<U+202E>`). Pure.
  */
 
 const HTML_BRAND = Symbol("html");
@@ -31,15 +32,27 @@ const ESCAPES: Readonly<Record<string, string>> = {
 // CSI sequences (colours, cursor moves) and OSC sequences (titles, links) as terminals read them.
 const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?/g;
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+/**
+ * Characters that reorder or hide the text around them (bidirectional overrides, embeddings, isolates
+ * and marks; line and paragraph separators): a right-to-left override in a log's name would show the
+ * name backwards. Shown as their code point (`<U+202E>`), so that a reader sees they are there.
+ */
+const INVISIBLE = /[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 /** `text` for an HTML text node or a quoted attribute value. */
 export function escapeHtml(text: string): string {
   return plainText(text).replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
-/** `text` as a page shows it, before escaping: terminal escapes dropped, other control characters U+FFFD. */
+/**
+ * `text` as a page shows it, before escaping: terminal escapes dropped, other control characters
+ * U+FFFD, bidirectional controls as their code point (`<U+202E>`).
+ */
 export function plainText(text: string): string {
-  return text.replace(ANSI, "").replace(CONTROL, "\ufffd");
+  return text
+    .replace(ANSI, "")
+    .replace(CONTROL, "\ufffd")
+    .replace(INVISIBLE, (c) => `<U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}>`);
 }
 
 /**

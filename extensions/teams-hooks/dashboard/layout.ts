@@ -74,7 +74,9 @@ export function outcomeBadge(word: string): Html {
  */
 export function outcomeKind(word: string): "ok" | "note" | "bad" {
   if (/^(passed|allowed)$/.test(word)) return "ok";
-  return /^(deferred|skipped)$/.test(word) || word.startsWith("shadow") || word === NON_BLOCKING_WORD ? "note" : "bad";
+  return /^(deferred|skipped|held)$/.test(word) || word.startsWith("shadow") || word === NON_BLOCKING_WORD
+    ? "note"
+    : "bad";
 }
 
 export function durationText(ms: number | null): string {

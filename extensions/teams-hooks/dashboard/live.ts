@@ -35,7 +35,9 @@ import { type LogRow, queryLogs } from "../logs/query.js";
 import { listHookLogNames } from "../logs/hook-log.js";
 import { hookLogsDir } from "../team/paths.js";
 import { ConnectionTables, kernelBacklog } from "./backlog.js";
-import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, timeOfRow } from "./runs.js";
+import { type Cursor, type RunRow, cursorOf, newerCursorFirst, runRowData, shownRow } from "./runs.js";
+import { MAX_WRITTEN_LOG_BYTES } from "../logs/hook-log.js";
+import type { LogIndex } from "../logs/log-index.js";
 import type { TeamRef } from "./teams.js";
 
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
@@ -73,6 +75,8 @@ export interface StreamAccess {
 
 interface Stream {
   filter: LogFilter;
+  /** The teams whose runs it gets without what their gates said (teams.ts `TeamRef.withheld`). */
+  withheld: ReadonlySet<string>;
   res: ServerResponse;
   access: StreamAccess;
   timer: NodeJS.Timeout;
@@ -101,8 +105,12 @@ export class LiveHub {
   readonly #warn: (message: string) => void;
   #closed = false;
 
-  constructor(warn: (message: string) => void) {
+  readonly #index: LogIndex | null;
+
+  /** `index`: the server's index of the logs, which a stream's catch-up reads through (else the folder itself). */
+  constructor(warn: (message: string) => void, index: LogIndex | null = null) {
     this.#warn = warn;
+    this.#index = index;
   }
 
   /** Whether one more stream may open for the key named `key`. */
@@ -156,6 +164,7 @@ export class LiveHub {
     });
     const stream: Stream = {
       filter: input.filter,
+      withheld: new Set(input.teams.filter((t) => t.withheld).map((t) => t.name)),
       res,
       access: input.access,
       timer: setInterval(() => send(stream, ": keep-alive\n\n"), KEEPALIVE_MS),
@@ -184,13 +193,14 @@ export class LiveHub {
   async #catchUp(stream: Stream, teams: readonly TeamRef[], after: Cursor): Promise<void> {
     const rows: RunRow[] = [];
     for (const team of teams) {
-      const { rows: found } = await queryLogs(team.dir, {
-        filter: { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) },
-        limit: CATCH_UP_RUNS,
-        onProblem: () => undefined,
-      });
+      // Through the index when there is one: a hundred pages opening at once list the folder once, not each.
+      const filter = { ...stream.filter, sinceMs: Math.max(stream.filter.sinceMs ?? 0, after.timeMs) };
+      const query = { filter, limit: CATCH_UP_RUNS, onProblem: () => undefined };
+      const { rows: found } = this.#index
+        ? await this.#index.query(team.dir, query)
+        : await queryLogs(team.dir, { ...query, maxBytes: MAX_WRITTEN_LOG_BYTES });
       for (const row of found) {
-        const r: RunRow = { team: team.name, timeMs: timeOfRow(row), row };
+        const r = shownRow(team, row);
         if (newerCursorFirst(cursorOf(r), after) < 0) rows.push(r);
       }
     }
@@ -222,10 +232,18 @@ export class LiveHub {
     void stopped.then(() => (ended = true));
     const streams = new Set<Stream>();
     const onRow = (row: LogRow): void => {
-      let message: string | null = null;
-      for (const s of streams)
-        if (recordMatches(row.record, s.filter))
-          send(s, (message ??= runMessage({ team: team.name, timeMs: timeOfRow(row), row })));
+      // One message for the streams that see what the gate said, one for those it is withheld from.
+      const messages = new Map<boolean, string>();
+      for (const s of streams) {
+        if (!recordMatches(row.record, s.filter)) continue;
+        const withheld = s.withheld.has(team.name);
+        let message = messages.get(withheld);
+        if (message === undefined) {
+          message = runMessage(shownRow({ name: team.name, dir: team.dir, withheld }, row));
+          messages.set(withheld, message);
+        }
+        send(s, message);
+      }
     };
     // A folder that is not there yet is waited for, not reported: most teams start without logs.
     const onWarning = (m: string): void => {
@@ -249,6 +267,7 @@ export class LiveHub {
         stop: stopped,
         rescanMs: RESCAN_MS,
         createDir: false,
+        maxBytes: MAX_WRITTEN_LOG_BYTES,
       });
     })().catch((error: unknown) => this.#warn(`live updates of team ${team.name} stopped: ${describeError(error)}`));
     return { streams, stop, done };

@@ -166,7 +166,7 @@ export async function teamOverview(
     problems.push(`hook logs: ${describeError(error)}`);
   }
   const [held, waiting, untrusted, leader] = await Promise.all([
-    heldGates(team.dir, opts.nowMs).catch((error: unknown) => {
+    heldGates(team.dir, opts.nowMs, team.withheld === true).catch((error: unknown) => {
       problems.push(`deferred gates: ${describeError(error)}`);
       return [];
     }),

@@ -8,10 +8,11 @@ import { formatShow, hookName, policyActions, runWord, decisionWord, shortRunId 
 import { pickRun } from "../logs/find.js";
 import type { LogRow } from "../logs/query.js";
 import { taskIdOf } from "../logs/record.js";
-import { readHookLog } from "../logs/hook-log.js";
+import { MAX_WRITTEN_LOG_BYTES, readHookLog } from "../logs/hook-log.js";
+import { shownRecord } from "../logs/shown.js";
 import { type Html, html, queryString } from "./html.js";
 import { durationText, outcomeBadge, timeOf } from "./layout.js";
-import { type RunRow, runRowHtml, RUN_COLUMNS, taskRuns, timeOfRow } from "./runs.js";
+import { type RunRow, heldWord, runRowHtml, RUN_COLUMNS, shownRow, taskRuns } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
 export type RunLookup =
@@ -21,14 +22,14 @@ export type RunLookup =
   | { kind: "unreadable"; message: string };
 
 export async function findRun(team: TeamRef, id: string): Promise<RunLookup> {
-  const picked = await pickRun(team.dir, id, () => undefined);
+  const picked = await pickRun(team.dir, id, () => undefined, 0, MAX_WRITTEN_LOG_BYTES);
   if (picked.kind === "none") return { kind: "none" };
-  if (picked.kind === "ambiguous")
-    return { kind: "ambiguous", rows: picked.rows.map((row) => ({ team: team.name, timeMs: timeOfRow(row), row })) };
-  const read = await readHookLog(picked.entry.file);
+  if (picked.kind === "ambiguous") return { kind: "ambiguous", rows: picked.rows.map((row) => shownRow(team, row)) };
+  const read = await readHookLog(picked.entry.file, { maxBytes: MAX_WRITTEN_LOG_BYTES });
   if (!read.ok) return { kind: "unreadable", message: read.problem.message };
-  const row: LogRow = { file: picked.entry.file, name: picked.entry.name, record: read.record };
-  const taskId = taskIdOf(read.record);
+  const record = shownRecord(read.record);
+  const row: LogRow = { file: picked.entry.file, name: picked.entry.name, record };
+  const taskId = taskIdOf(record);
   const others = taskId === null ? [] : (await taskRuns(team, taskId)).filter((r) => r.row.name !== row.name);
   return { kind: "found", row, others };
 }
@@ -41,11 +42,16 @@ export function runBody(team: TeamRef, lookup: Exclude<RunLookup, { kind: "none"
   const { record } = row;
   const { result, invocation } = record;
   const taskId = taskIdOf(record);
-  const word = decisionWord(record) ?? runWord(result);
+  const word = decisionWord(record) ?? heldWord(record) ?? runWord(result);
   const actions = policyActions(record);
   const verdict = result.verdict;
   const fact = (name: string, value: Html | string): Html => html`<div><dt>${name}</dt><dd>${value}</dd></div>`;
-  const subject = invocation.completedTask ? html` ${invocation.completedTask.subject}` : "";
+  // A confidential team's run, for a remote viewer: its lifecycle, not what the task or the gate said.
+  const withheld = team.withheld === true;
+  const subject =
+    invocation.completedTask && !withheld
+      ? html` <span class="subject">${invocation.completedTask.subject}</span>`
+      : "";
   const task =
     taskId === null
       ? "none"
@@ -65,12 +71,17 @@ export function runBody(team: TeamRef, lookup: Exclude<RunLookup, { kind: "none"
   const verdictFacts = verdict
     ? [
         fact("Decision", verdict.decision),
-        verdict.code ? fact("Code", verdict.code) : "",
-        verdict.reason ? fact("Reason", verdict.reason) : "",
-        verdict.message ? fact("Message", verdict.message) : "",
+        verdict.code && !withheld ? fact("Code", verdict.code) : "",
+        verdict.reason && !withheld ? fact("Reason", verdict.reason) : "",
+        verdict.message && !withheld ? fact("Message", verdict.message) : "",
         fact("From", verdict.source),
       ]
     : [];
+  const show = withheld
+    ? html`<p class="quiet" id="log-withheld">Team ${team.name} is confidential: what its task and its gate said \
+(the subject, the verdict's code, reason and message, the output, the policy's summary) is not shown to a remote \
+viewer, as the task API leaves it out. <code>pi-teams-hooks logs show</code> on the server's machine shows it.</p>`
+    : html`<pre class="output" id="log-show">${formatShow(row)}</pre>`;
   const otherRuns = taskId === null ? "Other runs of this task" : `Other runs of task #${taskId}`;
   const otherList =
     taskId === null
@@ -83,7 +94,7 @@ export function runBody(team: TeamRef, lookup: Exclude<RunLookup, { kind: "none"
 <dl class="facts">
 ${fact("Team", html`<a href="/runs${queryString({ team: team.name })}">${team.name}</a>`)}
 ${fact("Event", invocation.event)}
-${fact("Task", task)}
+<div class="fact-wide"><dt>Task</dt><dd>${task}</dd></div>
 ${fact("Member", invocation.memberName ?? "unknown")}
 ${fact("Started", timeOf(record.startedAt))}
 ${fact("Duration", durationText(result.durationMs))}
@@ -94,11 +105,11 @@ ${
   verdict
     ? html`<section aria-labelledby="verdict-h"><h2 id="verdict-h">Verdict</h2><dl class="facts">
 ${verdictFacts}
-</dl>${verdict.patch ? html`<pre class="output">${JSON.stringify(verdict.patch, null, 2)}</pre>` : ""}</section>`
+</dl>${verdict.patch && !withheld ? html`<pre class="output">${JSON.stringify(verdict.patch, null, 2)}</pre>` : ""}</section>`
     : ""
 }
 <section aria-labelledby="show-h"><h2 id="show-h">The log (as <code>pi-teams-hooks logs show</code> prints it)</h2>
-<pre class="output" id="log-show">${formatShow(row)}</pre>
+${show}
 </section>
 <section aria-labelledby="task-h"><h2 id="task-h">${otherRuns}</h2>
 ${otherList}

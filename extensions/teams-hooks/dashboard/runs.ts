@@ -8,8 +8,10 @@ import { HOOK_EVENTS } from "../contract/contract.js";
 import { type FilterText, type LogFilter, parseFilterText, parseLogName } from "../logs/filter.js";
 import { actionsText, rowCells, shortRunId } from "../logs/format.js";
 import { LOG_OUTCOMES, triggerOf } from "../logs/record.js";
-import { type LogRow, queryLogs, streamLogs } from "../logs/query.js";
-import { HOOK_TRIGGERS, compareHookLogNames } from "../logs/hook-log.js";
+import { type LogRow, streamLogs } from "../logs/query.js";
+import { HOOK_TRIGGERS, MAX_WRITTEN_LOG_BYTES, compareHookLogNames } from "../logs/hook-log.js";
+import type { LogIndex } from "../logs/log-index.js";
+import { shownRecord } from "../logs/shown.js";
 import { type Html, html, plainText, queryString } from "./html.js";
 import { outcomeKind, timeParts } from "./layout.js";
 import { runHref } from "./overview.js";
@@ -36,6 +38,8 @@ export interface RunRow {
   team: string;
   timeMs: number;
   row: LogRow;
+  /** What the gate said is withheld from this viewer (teams.ts `TeamRef.withheld`). */
+  withheld?: boolean;
 }
 
 export function runsQuery(search: URLSearchParams): RunsQuery {
@@ -94,8 +98,13 @@ export function timeOfRow(row: LogRow): number {
   return parseLogName(row.name)?.timeMs ?? Date.parse(row.record.startedAt);
 }
 
-/** The page: at most `PAGE_SIZE` rows older than the cursor, and whether older ones remain. */
+/**
+ * The page: at most `PAGE_SIZE` rows older than the cursor, and whether older ones remain; read
+ * through the server's index of the logs (logs/log-index.ts), each row's record bounded as a server
+ * holds a log (logs/shown.ts).
+ */
 export async function findRuns(
+  index: LogIndex,
   teams: readonly TeamRef[],
   filter: LogFilter,
   before: Cursor | null,
@@ -111,15 +120,22 @@ export async function findRuns(
             timeMs: before.timeMs,
             name: team.name === before.team ? before.name : team.name < before.team ? "\uffff" : "",
           };
-    const result = await queryLogs(
-      team.dir,
-      { filter, limit: PAGE_SIZE + 1, onProblem, ...(bound ? { before: bound } : {}) },
-      (row) => ({ team: team.name, timeMs: timeOfRow(row), row }),
-    );
-    found.push(...result.rows);
+    const result = await index.query(team.dir, {
+      filter,
+      limit: PAGE_SIZE + 1,
+      onProblem,
+      ...(bound ? { before: bound } : {}),
+    });
+    for (const row of result.rows) found.push(shownRow(team, row));
   }
   found.sort(newerFirst);
   return { rows: found.slice(0, PAGE_SIZE), more: found.length > PAGE_SIZE };
+}
+
+/** A log of `team` as a row, its record bounded as a server holds a log (logs/shown.ts). */
+export function shownRow(team: TeamRef, row: LogRow): RunRow {
+  const shown = { ...row, record: shownRecord(row.record) };
+  return { team: team.name, timeMs: timeOfRow(shown), row: shown, ...(team.withheld ? { withheld: true } : {}) };
 }
 
 /** Every run of one task in a team, newest first (the run page's links). */
@@ -127,8 +143,8 @@ export async function taskRuns(team: TeamRef, taskId: string): Promise<RunRow[]>
   const rows: RunRow[] = [];
   await streamLogs(
     team.dir,
-    { filter: { taskId }, limit: PAGE_SIZE, onProblem: () => undefined },
-    (row) => ({ team: team.name, timeMs: timeOfRow(row), row }),
+    { filter: { taskId }, limit: PAGE_SIZE, maxBytes: MAX_WRITTEN_LOG_BYTES, onProblem: () => undefined },
+    (row) => shownRow(team, row),
     (r) => rows.push(r),
   );
   return rows.sort(newerFirst);
@@ -189,8 +205,18 @@ function cellText(text: string): string {
   return plain.length > CELL_CHARS ? `${plain.slice(0, CELL_CHARS - 1)}…` : plain;
 }
 
+/**
+ * A held run's word: `held` when the policy step held its event for the lead instead of failing it
+ * (an untrusted gate, a fault of ours: `policy.held`), whatever the run's own outcome; null otherwise.
+ */
+export function heldWord(record: LogRow["record"]): string | null {
+  const policy = record.policy as { held?: unknown; gate?: unknown } | undefined;
+  return policy !== undefined && (policy.held !== undefined || policy.gate === "held") ? "held" : null;
+}
+
 export function runRowData(r: RunRow): RunRowData {
-  const [, , event, task, member, hook, outcome, duration, , stderr] = rowCells(r.row).map(cellText);
+  const [, , event, task, member, hook, ran, duration, , stderr] = rowCells(r.row).map(cellText);
+  const outcome = heldWord(r.row.record) ?? ran;
   const time = timeParts(r.row.record.startedAt);
   return {
     team: r.team,
@@ -209,9 +235,12 @@ export function runRowData(r: RunRow): RunRowData {
     duration: duration ?? "",
     hand: triggerOf(r.row.record) === "hand",
     actions: cellText(actionsText(r.row.record)),
-    stderr: stderr ?? "",
+    stderr: r.withheld ? WITHHELD : (stderr ?? ""),
   };
 }
+
+/** The stderr cell of a confidential team's run for a remote viewer: the task API leaves it out too. */
+export const WITHHELD = "(withheld: confidential team)";
 
 /**
  * One row, as the page prints it (app.js builds the same from `runRowData` for the live feed); a run by hand is marked
@@ -224,9 +253,11 @@ export function runRowHtml(r: RunRow): Html {
   const hand = d.hand ? html`<span class="badge badge-note">by hand</span> ` : "";
   return html`<tr data-team="${d.team}" data-name="${d.name}" data-cursor="${d.cursor}">
 <td><a href="${d.href}" aria-label="${d.label}">${time}</a></td>
-<td>${d.team}</td><td>${d.event}</td><td>${d.task}</td><td>${d.member}</td><td>${d.hook}</td>
+<td>${d.team}</td><td>${d.event}</td><td class="cut" title="${d.task}">${d.task}</td>\
+<td class="cut" title="${d.member}">${d.member}</td><td class="cut" title="${d.hook}">${d.hook}</td>
 <td><span class="badge badge-${d.outcomeKind}">${d.outcome}</span></td>
-<td class="num">${d.duration}</td><td>${hand}${d.actions}</td><td class="stderr">${d.stderr}</td></tr>`;
+<td class="num">${d.duration}</td><td class="cut" title="${d.actions}">${hand}${d.actions}</td>\
+<td class="stderr" title="${d.stderr}">${d.stderr}</td></tr>`;
 }
 
 export function runsBody(input: {

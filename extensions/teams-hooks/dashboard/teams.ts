@@ -7,10 +7,47 @@ import path from "node:path";
 import type { HookEventName } from "../contract/contract.js";
 import { deferralsDir, isDeferralFileName, readDeferralFile } from "../deferrals/record.js";
 import { configFile, isTeamName } from "../team/paths.js";
+import { loadTeamConfig } from "../team/config-file.js";
+import { resolveSettings } from "../settings/team-settings.js";
 
 export interface TeamRef {
   name: string;
   dir: string;
+  /**
+   * What its gates said is withheld from this viewer: a confidential team (`hooks.confidential`, or
+   * a config.json that cannot be read: fail closed) seen by a remote viewer (a key), as the task API
+   * withholds it. Its runs keep their lifecycle; their stderr, verdict, output and summary are left out.
+   */
+  withheld?: boolean;
+}
+
+/**
+ * `teams` as `viewer` may see them: with `remote` (a viewer with a key, on a server started with
+ * --allow-remote), each confidential team marked `withheld`.
+ */
+export async function forViewer(
+  teams: readonly TeamRef[],
+  remote: boolean,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<TeamRef[]> {
+  if (!remote) return [...teams];
+  const marked: TeamRef[] = [];
+  for (const team of teams) marked.push((await isConfidentialTeam(team.dir, env)) ? { ...team, withheld: true } : team);
+  return marked;
+}
+
+/** `hooks.confidential` as the leader reads it; true when the team's config cannot be read (fail closed). */
+export async function isConfidentialTeam(
+  teamDir: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<boolean> {
+  try {
+    const config = await loadTeamConfig(teamDir);
+    if (config.fileWarning !== null) return true;
+    return resolveSettings({ hooks: config.hooks, noBlock: config.noHooks, file: config.file, env }).confidential.value;
+  } catch {
+    return true;
+  }
 }
 
 /** The teams under `teamsRoot` in name order; `allowed` (a key's teams) narrows them, null keeps all. */
@@ -64,8 +101,11 @@ export interface HeldGate {
   logName: string | null;
 }
 
-/** The team's held gates, oldest first; a record that cannot be read is left out (`decide` names it). */
-export async function heldGates(teamDir: string, nowMs: number): Promise<HeldGate[]> {
+/**
+ * The team's held gates, oldest first; a record that cannot be read is left out (`decide` names it).
+ * `withheld`: without their reasons.
+ */
+export async function heldGates(teamDir: string, nowMs: number, withheld = false): Promise<HeldGate[]> {
   let names: string[];
   try {
     names = (await readdir(deferralsDir(teamDir))).filter(isDeferralFileName);
@@ -87,7 +127,8 @@ export async function heldGates(teamDir: string, nowMs: number): Promise<HeldGat
       deferredAt: d.deferredAt,
       expiresAt: d.expiresAt,
       expired: Date.parse(d.expiresAt) <= nowMs,
-      reason: d.reason ?? null,
+      // The gate's reason may quote the task: left out where what gates said is withheld.
+      reason: withheld ? null : (d.reason ?? null),
       logName: d.logFile === null ? null : path.basename(d.logFile),
     });
   }

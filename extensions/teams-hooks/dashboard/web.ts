@@ -14,14 +14,17 @@
  * another origin), `nosniff`, no referrer and no framing.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import path from "node:path";
+import { relativeTo } from "../logs/shown.js";
 import { describeError } from "../contract/errors.js";
 import { type Html, html, pathSegment } from "./html.js";
 import { page } from "./layout.js";
 import type { LiveHub } from "./live.js";
+import type { LogIndex } from "../logs/log-index.js";
 import { type SampleCache, overviewBody, overviewSince, teamOverview } from "./overview.js";
 import { findRun, runBody } from "./run-page.js";
 import { findRuns, parseCursor, runsBody, runsFilter, runsQuery } from "./runs.js";
-import { type TeamRef, findTeam, listTeams } from "./teams.js";
+import { type TeamRef, findTeam, forViewer, listTeams } from "./teams.js";
 import { type Assets, assetAnswer } from "./assets.js";
 
 export const CONTENT_SECURITY_POLICY =
@@ -39,6 +42,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 export interface DashboardContext {
   teamsRoot: string;
+  /** The server's index of the teams' logs (logs/log-index.ts), shared with the task API. */
+  index: LogIndex;
   env: Readonly<Record<string, string | undefined>>;
   hub: LiveHub;
   assets: Assets;
@@ -142,23 +147,22 @@ async function route(
   viewer: Viewer,
 ): Promise<WebAnswer | null> {
   const path = url.pathname;
-  const allowed = viewer.teams;
   if (path.startsWith("/assets/"))
     return assetAnswer(ctx.assets, path.slice("/assets/".length), req.headers["if-none-match"]);
   if (path === "/events") return events(ctx, url, req, res, viewer);
-  return ctx.turns.run(() => readingPage(ctx, url, path, allowed));
+  return ctx.turns.run(() => readingPage(ctx, url, path, viewer));
 }
 
-async function readingPage(
-  ctx: DashboardContext,
-  url: URL,
-  path: string,
-  allowed: readonly string[] | null,
-): Promise<WebAnswer> {
-  if (path === "/" || path === "/index.html") return overview(ctx, allowed);
-  if (path === "/runs" || path === "/runs/") return runs(ctx, url, allowed);
+/** The teams `viewer` may see, a confidential one marked for a remote viewer (teams.ts `forViewer`). */
+async function viewerTeams(ctx: DashboardContext, viewer: Viewer): Promise<TeamRef[]> {
+  return forViewer(await listTeams(ctx.teamsRoot, viewer.teams), viewer.keyId !== null, ctx.env);
+}
+
+async function readingPage(ctx: DashboardContext, url: URL, path: string, viewer: Viewer): Promise<WebAnswer> {
+  if (path === "/" || path === "/index.html") return overview(ctx, viewer);
+  if (path === "/runs" || path === "/runs/") return runs(ctx, url, viewer);
   const run = /^\/runs\/([^/]+)\/([^/]+)\/?$/.exec(path);
-  if (run) return runPage(ctx, pathSegment(run[1]), pathSegment(run[2]), allowed);
+  if (run) return runPage(ctx, pathSegment(run[1]), pathSegment(run[2]), viewer);
   return errorPage(
     404,
     "Not found",
@@ -166,9 +170,9 @@ async function readingPage(
   );
 }
 
-async function overview(ctx: DashboardContext, allowed: readonly string[] | null): Promise<WebAnswer> {
+async function overview(ctx: DashboardContext, viewer: Viewer): Promise<WebAnswer> {
   const nowMs = ctx.now().getTime();
-  const teams = await listTeams(ctx.teamsRoot, allowed);
+  const teams = await viewerTeams(ctx, viewer);
   const overviews = [];
   for (const team of teams) overviews.push(await teamOverview(team, { nowMs, env: ctx.env, cache: ctx.overviews }));
   return {
@@ -182,9 +186,9 @@ async function overview(ctx: DashboardContext, allowed: readonly string[] | null
   };
 }
 
-async function runs(ctx: DashboardContext, url: URL, allowed: readonly string[] | null): Promise<WebAnswer> {
+async function runs(ctx: DashboardContext, url: URL, viewer: Viewer): Promise<WebAnswer> {
   const query = runsQuery(url.searchParams);
-  const all = await listTeams(ctx.teamsRoot, allowed);
+  const all = await viewerTeams(ctx, viewer);
   const teams = query.team === undefined ? all : all.filter((t) => t.name === query.team);
   const { filter, problems } = runsFilter(query, ctx.now().getTime());
   if (query.team !== undefined && teams.length === 0)
@@ -193,10 +197,11 @@ async function runs(ctx: DashboardContext, url: URL, allowed: readonly string[] 
   const found =
     problems.length > 0
       ? { rows: [], more: false }
-      : await findRuns(teams, filter, query.before, () => void (unreadable += 1));
+      : await findRuns(ctx.index, teams, filter, query.before, () => void (unreadable += 1));
   const liveQuery = url.searchParams;
   liveQuery.delete("before");
-  const body = runsBody({ teams: all, query, rows: found.rows, more: found.more, problems, unreadable });
+  const rows = viewer.keyId === null ? found.rows : relativeTo(found.rows, path.resolve(ctx.teamsRoot));
+  const body = runsBody({ teams: all, query, rows, more: found.more, problems, unreadable });
   // Live rows are added only to the newest page.
   const live =
     query.before === null && problems.length === 0 ? { kind: "runs" as const, query: liveQuery.toString() } : undefined;
@@ -206,15 +211,13 @@ async function runs(ctx: DashboardContext, url: URL, allowed: readonly string[] 
   };
 }
 
-async function runPage(
-  ctx: DashboardContext,
-  teamName: string,
-  id: string,
-  allowed: readonly string[] | null,
-): Promise<WebAnswer> {
-  const team = await findTeam(ctx.teamsRoot, teamName, allowed);
+async function runPage(ctx: DashboardContext, teamName: string, id: string, viewer: Viewer): Promise<WebAnswer> {
+  const named = await findTeam(ctx.teamsRoot, teamName, viewer.teams);
+  const [team = null] = named === null ? [] : await forViewer([named], viewer.keyId !== null, ctx.env);
   if (team === null) return errorPage(404, "No such team", html`There is no team ${teamName} you may see.`);
-  const found = await findRun(team, id);
+  // A remote viewer sees the paths under the teams root relative to it (never where the server keeps them).
+  const read = await findRun(team, id);
+  const found = viewer.keyId === null ? read : relativeTo(read, path.resolve(ctx.teamsRoot));
   if (found.kind === "none") return errorPage(404, "No such run", html`Team ${team.name} has no log matching ${id}.`);
   if (found.kind === "unreadable") return errorPage(500, "Unreadable log", html`${found.message}`);
   const title = found.kind === "found" ? `Run ${found.row.name}` : "Runs";
@@ -238,7 +241,7 @@ async function events(
   };
   if (!ctx.hub.hasRoom(viewer.keyName)) return full;
   const query = runsQuery(url.searchParams);
-  const all = await listTeams(ctx.teamsRoot, viewer.teams);
+  const all = await viewerTeams(ctx, viewer);
   const teams: TeamRef[] = query.team === undefined ? all : all.filter((t) => t.name === query.team);
   // The overview wants every run; the runs page the runs its filter keeps.
   const { filter, problems } =

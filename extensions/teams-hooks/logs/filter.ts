@@ -112,13 +112,63 @@ export function nameMayMatch(info: LogNameInfo, filter: LogFilter): boolean {
 }
 
 export function recordMatches(record: HookLogRecord, filter: LogFilter): boolean {
-  if (filter.sinceMs !== undefined && !(Date.parse(record.startedAt) >= filter.sinceMs)) return false;
-  if (filter.events && !filter.events.includes(record.invocation.event)) return false;
-  if (filter.taskId !== undefined && taskIdOf(record) !== filter.taskId) return false;
-  if (filter.member !== undefined && record.invocation.memberName !== filter.member) return false;
-  if (filter.outcomes && !filter.outcomes.includes(outcomeOf(record.result))) return false;
-  if (filter.hook !== undefined && hookName(record.result) !== filter.hook) return false;
-  if (filter.triggers && !filter.triggers.includes(triggerOf(record))) return false;
+  return factsMatch(factsOf(record), filter);
+}
+
+/**
+ * What the filter looks at in a log, and nothing else: small enough to keep for 100,000 logs (a
+ * server's index of them). Text longer than `FACT_CHARS` is kept cut, and `long` says so: such a log
+ * may match a filter on that text, and its record decides.
+ */
+export interface LogFacts {
+  startedMs: number;
+  event: HookEventName;
+  taskId: string | null;
+  member: string | null;
+  outcome: LogOutcome;
+  hook: string;
+  trigger: HookTrigger;
+  long?: true;
+}
+
+/** Characters of a task id, a member or a hook name the facts keep. */
+const FACT_CHARS = 256;
+
+/** The facts of `record`, whole; with `keep`, as an index keeps them (text cut to `FACT_CHARS`, `long` set). */
+export function factsOf(record: HookLogRecord, keep = false): LogFacts {
+  const taskId = taskIdOf(record);
+  const member = record.invocation.memberName ?? null;
+  const hook = hookName(record.result);
+  const facts: LogFacts = {
+    startedMs: Date.parse(record.startedAt),
+    event: record.invocation.event,
+    taskId,
+    member,
+    outcome: outcomeOf(record.result),
+    hook,
+    trigger: triggerOf(record),
+  };
+  const long = (taskId?.length ?? 0) > FACT_CHARS || (member?.length ?? 0) > FACT_CHARS || hook.length > FACT_CHARS;
+  if (keep && long) {
+    facts.taskId = taskId?.slice(0, FACT_CHARS) ?? null;
+    facts.member = member?.slice(0, FACT_CHARS) ?? null;
+    facts.hook = hook.slice(0, FACT_CHARS);
+    facts.long = true;
+  }
+  return facts;
+}
+
+/** Whether a log with these facts matches (with `long` facts: may match; its record decides). */
+export function factsMatch(facts: LogFacts, filter: LogFilter): boolean {
+  const same = (value: string | null, wanted: string): boolean =>
+    facts.long ? value !== null && wanted.startsWith(value) : value === wanted;
+  if (filter.sinceMs !== undefined && !(facts.startedMs >= filter.sinceMs)) return false;
+  if (filter.events && !filter.events.includes(facts.event)) return false;
+  if (filter.taskId !== undefined && !same(facts.taskId, filter.taskId)) return false;
+  if (filter.member !== undefined && !same(facts.member, filter.member)) return false;
+  if (filter.outcomes && !filter.outcomes.includes(facts.outcome)) return false;
+  if (filter.hook !== undefined && !same(facts.hook, filter.hook)) return false;
+  if (filter.triggers && !filter.triggers.includes(facts.trigger)) return false;
   return true;
 }
 
@@ -138,7 +188,7 @@ export function parseTimeBound(text: string, nowMs: number, offset = "Z"): numbe
   if (age !== null) return nowMs - age;
   // `2026-03-01 09:12:44`, as the table prints it, is `2026-03-01T09:12:44`.
   const iso = text.trim().replace(/^(\d{4}-\d{2}-\d{2}) (?=\d{2}:)/, "$1T");
-  if (!/^\d{4}-\d{2}-\d{2}/.test(iso)) return null;
+  if (!/^\d{4}-\d{2}-\d{2}/.test(iso) || impossibleDate(iso) !== null) return null;
   // JavaScript reads a date alone as UTC but a date-time without an offset as local time: both get `offset`.
   const bare = /^\d{4}-\d{2}-\d{2}$/.test(iso)
     ? `${iso}T00:00${offset}`
@@ -148,6 +198,35 @@ export function parseTimeBound(text: string, nowMs: number, offset = "Z"): numbe
   const ms = Date.parse(bare);
   return Number.isNaN(ms) ? null : ms;
 }
+
+/**
+ * Why the calendar date `text` starts with cannot be (`February 2026 has 28 days`), or null when it
+ * can or `text` starts with no date. JavaScript reads `2026-02-30` as March 2: a filter must not.
+ */
+export function impossibleDate(text: string): string | null {
+  const m = /^(\d{4})-(\d{2})-(\d{2})/.exec(text.trim());
+  if (!m) return null;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  if (month < 1 || month > 12) return `there is no month ${m[2]}`;
+  const days = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day < 1 || day > days) return `${MONTHS[month - 1]} ${m[1]} has ${days} days`;
+  return null;
+}
+
+const MONTHS = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
 
 /** The filter fields as people type them (`logs` flags, the dashboard's form); absent fields keep everything. */
 export interface FilterText {
@@ -223,7 +302,9 @@ export function parseFilterText(
   if (hook !== undefined) filter.hook = hook;
   if (fields.since !== undefined) {
     const ms = parseTimeBound(fields.since, nowMs, offset);
-    if (ms === null)
+    const impossible = impossibleDate(fields.since);
+    if (impossible !== null) problems.push({ field: "since", text: `"${fields.since}" is not a date: ${impossible}` });
+    else if (ms === null)
       problems.push({
         field: "since",
         text: `"${fields.since}" must be an age (${DURATION_FORMS}) or an ISO 8601 time (2026-03-01 or 2026-03-01T09:00:00Z)`,

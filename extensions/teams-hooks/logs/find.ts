@@ -42,6 +42,7 @@ export async function pickRun(
   id: string,
   onProblem: ProblemSink,
   offsetMinutes = 0,
+  maxBytes?: number,
 ): Promise<LogPick> {
   const entries = await listHookLogs(teamDir);
   const byName = nameMatches(entries, id, offsetMinutes);
@@ -65,6 +66,7 @@ export async function pickRun(
         if (match === "exact") exactRuns.push(row);
         byId.push({ file: row.file, name: row.name });
       },
+      maxBytes,
     );
     const [only] = exactRuns;
     if (only && exactRuns.length === 1) return { kind: "found", entry: { file: only.file, name: only.name } };
@@ -84,7 +86,7 @@ export async function pickRun(
   const listed = newestFirst(partial, order).slice(0, MAX_LISTED);
   const unread = listed.filter((e) => !rows.has(e.name)).map((e) => ({ name: e.name, timeMs: 0 }));
   if (unread.length > 0)
-    await readCandidates(hookLogsDir(teamDir), unread, onProblem, (row) => rows.set(row.name, row));
+    await readCandidates(hookLogsDir(teamDir), unread, onProblem, (row) => rows.set(row.name, row), maxBytes);
   return {
     kind: "ambiguous",
     rows: listed.flatMap((e) => rows.get(e.name) ?? []),

@@ -23,6 +23,8 @@ export interface FollowOptions {
   rescanMs?: number;
   /** False: a missing `hook-logs/` is waited for, not created (a reader that must not write). Default true. */
   createDir?: boolean;
+  /** Files larger than this are problems, read no further (logs/query.ts `QueryOptions.maxBytes`). */
+  maxBytes?: number;
 }
 
 /**
@@ -46,9 +48,15 @@ export async function followLogs(teamDir: string, opts: FollowOptions): Promise<
       const info = parseLogName(name);
       return info === null || nameMayMatch(info, opts.filter) ? [{ name, timeMs: info?.timeMs ?? 0 }] : [];
     });
-    await readCandidates(hookLogsDir(teamDir), candidates, opts.onProblem, (row) => {
-      if (!stopped && recordMatches(row.record, opts.filter)) opts.onRow(row);
-    });
+    await readCandidates(
+      hookLogsDir(teamDir),
+      candidates,
+      opts.onProblem,
+      (row) => {
+        if (!stopped && recordMatches(row.record, opts.filter)) opts.onRow(row);
+      },
+      opts.maxBytes,
+    );
   };
   const requestScan = (): void => {
     if (stopped) return;

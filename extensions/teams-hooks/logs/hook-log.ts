@@ -450,9 +450,9 @@ function sortHookLogNames(names: string[]): string[] {
 }
 
 /** Reads and validates one log. A missing, corrupt or foreign file is a problem, never a throw. */
-export async function readHookLog(file: string): Promise<HookLogRead> {
+export async function readHookLog(file: string, opts: { maxBytes?: number } = {}): Promise<HookLogRead> {
   // A FIFO or a device in hook-logs/ is refused unread: it must not hang `logs` or a leader's recovery.
-  const read = readRegularFile(file, { maxBytes: MAX_LOG_BYTES });
+  const read = readRegularFile(file, { maxBytes: Math.min(opts.maxBytes ?? MAX_LOG_BYTES, MAX_LOG_BYTES) });
   if (!read.ok) return problem(file, read.problem.kind, undefined, problemDetail(read.problem));
   const text = read.text;
   let data: unknown;

@@ -61,6 +61,11 @@ export interface QueryOptions {
    * lacks).
    */
   names?: (name: string) => boolean;
+  /**
+   * Files larger than this are problems (`too_large`), never read whole: a server reading what agents wrote keeps to
+   * what the writer writes at most (`MAX_WRITTEN_LOG_BYTES`).
+   */
+  maxBytes?: number;
   onProblem: ProblemSink;
 }
 
@@ -105,7 +110,13 @@ export async function streamLogs<T>(
 ): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
   const names = await listHookLogNames(teamDir);
-  const placed = await placeInTime(dir, opts.names ? names.filter(opts.names) : names, opts.filter, opts.onProblem);
+  const placed = await placeInTime(
+    dir,
+    opts.names ? await filterSliced(names, opts.names) : names,
+    opts.filter,
+    opts.onProblem,
+    opts.maxBytes,
+  );
   const { before } = opts;
   const candidates = before
     ? placed.filter(
@@ -114,9 +125,15 @@ export async function streamLogs<T>(
     : placed;
   const limit = opts.limit ?? Number.POSITIVE_INFINITY;
   if (candidates.length <= limit) {
-    await readCandidates(dir, candidates, opts.onProblem, (row) => {
-      if (recordMatches(row.record, opts.filter)) emit(project(row));
-    });
+    await readCandidates(
+      dir,
+      candidates,
+      opts.onProblem,
+      (row) => {
+        if (recordMatches(row.record, opts.filter)) emit(project(row));
+      },
+      opts.maxBytes,
+    );
     return { total: names.length, truncated: false };
   }
   const newestFirst: T[] = [];
@@ -126,9 +143,15 @@ export async function streamLogs<T>(
     const batch = candidates.slice(Math.max(0, end - wanted), end);
     end -= batch.length;
     const kept: T[] = [];
-    await readCandidates(dir, batch, opts.onProblem, (row) => {
-      if (recordMatches(row.record, opts.filter)) kept.push(project(row));
-    });
+    await readCandidates(
+      dir,
+      batch,
+      opts.onProblem,
+      (row) => {
+        if (recordMatches(row.record, opts.filter)) kept.push(project(row));
+      },
+      opts.maxBytes,
+    );
     for (const item of kept.reverse()) newestFirst.push(item); // not push(...): 100,000 arguments overflow the stack
   }
   const truncated = end > 0 || newestFirst.length > limit;
@@ -146,17 +169,24 @@ async function placeInTime(
   names: readonly string[],
   filter: LogFilter,
   onProblem: ProblemSink,
+  maxBytes?: number,
 ): Promise<Candidate[]> {
   const candidates: Candidate[] = [];
   const others: Candidate[] = [];
-  for (const name of names) {
+  for (let i = 0; i < names.length; i++) {
+    if (i % 1024 === 0) await yieldIfDue();
+    const name = names[i] as string;
     const info = parseLogName(name);
     if (info === null) others.push({ name, timeMs: 0 });
     else if (nameMayMatch(info, filter)) candidates.push({ name, timeMs: info.timeMs });
   }
   if (others.length === 0) return candidates;
-  await readCandidates(dir, others, onProblem, (row) =>
-    candidates.push({ name: row.name, timeMs: Date.parse(row.record.startedAt), record: row.record }),
+  await readCandidates(
+    dir,
+    others,
+    onProblem,
+    (row) => candidates.push({ name: row.name, timeMs: Date.parse(row.record.startedAt), record: row.record }),
+    maxBytes,
   );
   return candidates.sort((a, b) => a.timeMs - b.timeMs); // stable: same-time names keep their listing order
 }
@@ -166,16 +196,19 @@ async function placeInTime(
  * path: a small file is read synchronously into one buffer and checked by the schema — for thousands
  * of small files that is several times quicker than an async read each (bench/logs.mjs). Anything
  * else (a large, unreadable, corrupt or foreign file) goes through logs/hook-log.ts `readHookLog`,
- * which names the problem. The event loop gets a turn every `YIELD_EVERY` files.
+ * which names the problem. The event loop gets a turn at least every `SLICE_MS` (`yieldIfDue`), so
+ * that reading ten thousand files never holds up a server's other requests. A file over `maxBytes`
+ * is a problem (`too_large`) read no further.
  */
 export async function readCandidates(
   dir: string,
   batch: readonly Candidate[],
   onProblem: ProblemSink,
   onRow: (row: LogRow) => void,
+  maxBytes?: number,
 ): Promise<void> {
   for (let i = 0; i < batch.length; i++) {
-    if (i > 0 && i % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    await yieldIfDue();
     const c = batch[i];
     if (!c) continue;
     const file = hookLogFile(dir, c.name);
@@ -184,14 +217,37 @@ export async function readCandidates(
       onRow({ file, name: c.name, record });
       continue;
     }
-    const result = await readHookLog(file);
+    const result = await readHookLog(file, maxBytes === undefined ? {} : { maxBytes });
     if (result.ok) onRow({ file, name: c.name, record: result.record });
     else if (result.problem.kind !== "missing") onProblem(result.problem);
   }
 }
 
-/** Files read between two turns of the event loop. */
-const YIELD_EVERY = 256;
+/** `items.filter(keep)`, giving the event loop its turns (`yieldIfDue`): 100,000 names take a while. */
+export async function filterSliced<T>(items: readonly T[], keep: (item: T) => boolean): Promise<T[]> {
+  const kept: T[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (i % 1024 === 0) await yieldIfDue();
+    const item = items[i] as T;
+    if (keep(item)) kept.push(item);
+  }
+  return kept;
+}
+
+/** The longest a reading loop holds the event loop between two turns of it. */
+export const SLICE_MS = 8;
+let sliceStart = performance.now();
+
+/**
+ * Gives the event loop a turn when the work since the last one has taken `SLICE_MS` (shared by every
+ * reader in the process: ten readers at once still give way every few milliseconds each), else
+ * returns at once. Loops that read files call it once per file.
+ */
+export async function yieldIfDue(): Promise<void> {
+  if (performance.now() - sliceStart < SLICE_MS) return;
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  sliceStart = performance.now();
+}
 /** Larger files take the slow path (a log keeps at most 12,000 characters of each stream: tens of KB). */
 const FAST_READ_BYTES = 1024 * 1024;
 /** One buffer for every fast read: open, one read, close — three system calls a file. */
@@ -244,17 +300,18 @@ export async function readLogsHolding(
   needle: string,
   onProblem: ProblemSink,
   onRow: (row: LogRow) => void,
+  maxBytes?: number,
 ): Promise<void> {
   const wanted = Buffer.from(JSON.stringify(needle).slice(1, -1));
-  for (let i = names.length - 1, n = 0; i >= 0; i--, n++) {
-    if (n > 0 && n % YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+  for (let i = names.length - 1; i >= 0; i--) {
+    await yieldIfDue();
     const name = names[i];
     if (name === undefined) continue;
     const file = hookLogFile(dir, name);
     const bytes = readSmallSync(file);
     if (bytes !== null && !bytes.includes(wanted)) continue;
     const record = bytes === null ? null : parseLogBytes(bytes);
-    await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow);
+    await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow, maxBytes);
   }
 }
 

@@ -14,9 +14,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { loadAssets } from "../dashboard/assets.js";
 import { LiveHub } from "../dashboard/live.js";
+import type { LogIndex } from "../logs/log-index.js";
 import { SampleCache } from "../dashboard/overview.js";
 import { SECURITY_HEADERS, Turns, dashboardRequest, warmOverview } from "../dashboard/web.js";
 import type { KeyInfo, KeyStore } from "./keys.js";
+import type { RateLimit, RateLimiter } from "./rate-limit.js";
 import { readBody } from "./request-body.js";
 import {
   type WebAnswer,
@@ -30,6 +32,10 @@ import {
 
 export interface WebOptions {
   teamsRoot: string;
+  index: LogIndex;
+  /** The API's rate limiter: a viewer with a key spends that key's rate, as its API requests do. */
+  limiter: RateLimiter;
+  defaultRate: RateLimit;
   keys: KeyStore;
   /** Started with --allow-remote: every dashboard request needs a key with `logs:read`. */
   remote: boolean;
@@ -47,12 +53,13 @@ export interface WebServer {
 const ACCESS_CHECK_MS = 250;
 
 export function webServer(opts: WebOptions): WebServer {
-  const hub = new LiveHub(opts.warn);
+  const hub = new LiveHub(opts.warn, opts.index);
   const { teamsRoot, keys, remote, now, warn } = opts;
   const auth: WebAuthContext = { teamsRoot, keys, remote, now, warn };
   const checkAccess = opts.remote ? streamAccessCheck(hub, auth) : null;
   const dashboard = {
     teamsRoot: opts.teamsRoot,
+    index: opts.index,
     env: opts.env,
     hub,
     assets: loadAssets(),
@@ -88,6 +95,16 @@ export function webServer(opts: WebOptions): WebServer {
         return;
       }
       const { teams, keyId, keyName, session } = access;
+      // Pages and streams spend the key's rate (its stylesheet and script, answered from memory, do not).
+      if (keyName !== null && !url.pathname.startsWith("/assets/")) {
+        const wait = opts.limiter.take(keyName, access.rateLimit ?? opts.defaultRate);
+        if (wait !== null) {
+          const body = `429: too many requests with this key: try again in ${wait} s\n`;
+          const headers = { "Retry-After": String(wait) };
+          send(res, { status: 429, headers, body, contentType: "text/plain; charset=utf-8" });
+          return;
+        }
+      }
       await dashboardRequest(dashboard, req, res, { teams, keyId, keyName, session });
     },
     // The warm-up is not waited for: it only reads, and ends after the team it is reading.

@@ -463,13 +463,60 @@ export class KeyStore {
         this.#log("info", `key added: "${r.name}" (pth_${r.id}): ${what}`);
       }
       for (const r of before) if (!now.has(r.id)) this.#log("info", `key removed: "${r.name}" (pth_${r.id})`);
+      // A key changed in place is in force at once: disabled or enabled (`serve keys`), or edited by hand
+      // (`serve keys` never does): said, field by field, and warned when it may now do more than before.
       for (const r of records) {
         const was = old.get(r.id);
-        if (was === undefined || (was.disabledAt === undefined) === (r.disabledAt === undefined)) continue;
-        this.#log("info", `key ${r.disabledAt === undefined ? "enabled" : "disabled"}: "${r.name}" (pth_${r.id})`);
+        if (!was) continue;
+        if ((was.disabledAt === undefined) !== (r.disabledAt === undefined))
+          this.#log("info", `key ${r.disabledAt === undefined ? "enabled" : "disabled"}: "${r.name}" (pth_${r.id})`);
+        const change = keyChange(was, r);
+        if (change === null) continue;
+        const level = change.widened ? "warn" : "info";
+        const widened = change.widened ? " — it may now do more than before: revoke it if you did not mean this" : "";
+        this.#log(level, `key changed: "${r.name}" (pth_${r.id}): ${change.fields.join("; ")}${widened}`);
       }
     }
   }
+}
+
+/**
+ * What differs between two records of one key (by id), as `field before → after`, and whether it may
+ * do more now: a scope, a team or a template added, every template allowed, a secret replaced, or a
+ * rate raised or lifted. Null when nothing a request depends on changed (a login link issued, say).
+ */
+export function keyChange(was: KeyRecord, now: KeyRecord): { fields: string[]; widened: boolean } | null {
+  const fields: string[] = [];
+  let widened = false;
+  const list = (items: readonly string[]): string => (items.length === 0 ? "(none)" : items.join(", "));
+  const grew = (a: readonly string[], b: readonly string[]): boolean => b.some((item) => !a.includes(item));
+  if (was.name !== now.name) fields.push(`name "${was.name}" → "${now.name}"`);
+  if (list(was.scopes) !== list(now.scopes)) {
+    fields.push(`scopes ${list(was.scopes)} → ${list(now.scopes)}`);
+    widened ||= grew(was.scopes, now.scopes);
+  }
+  if (list(was.teams) !== list(now.teams)) {
+    fields.push(`teams ${list(was.teams)} → ${list(now.teams)}`);
+    widened ||= grew(was.teams, now.teams);
+  }
+  const [before, after] = [describeTemplates(infoOf(was)), describeTemplates(infoOf(now))];
+  if (before !== after) {
+    fields.push(`templates ${before} → ${after}`);
+    const [a, b] = [infoOf(was).templates, infoOf(now).templates];
+    widened ||= b === null ? a !== null : a !== null && grew(a, b);
+  }
+  const rate = (r: KeyRecord["rateLimit"]): string => (r === null ? "the server's" : `${r.count}/${r.periodMs}ms`);
+  if (rate(was.rateLimit) !== rate(now.rateLimit)) {
+    fields.push(`rate ${rate(was.rateLimit)} → ${rate(now.rateLimit)}`);
+    const [a, b] = [was.rateLimit, now.rateLimit];
+    // The server's rate may be higher than the key's own was: a change to or from it counts as a widening.
+    widened ||= a === null || b === null || b.count / b.periodMs > a.count / a.periodMs;
+  }
+  if (was.hash !== now.hash || was.salt !== now.salt) {
+    fields.push("secret replaced (the old key no longer works; another does)");
+    widened = true;
+  }
+  return fields.length === 0 ? null : { fields, widened };
 }
 
 const DUMMY = { salt: "00".repeat(16), hash: "00".repeat(32) };

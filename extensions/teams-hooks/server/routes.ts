@@ -54,10 +54,14 @@ import { readGlobalHandlers } from "../gates/global-handlers.js";
 import { bindingsView } from "../doctor/bindings-view.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { isHooksError } from "../contract/errors.js";
+import type { LogIndex } from "../logs/log-index.js";
+import { relativeTo } from "../logs/shown.js";
 
 /** What the routes use; built once by server/server.ts. */
 export interface ApiContext {
   teamsRoot: string;
+  /** The server's index of the teams' logs (logs/log-index.ts), shared with the dashboard. */
+  index: LogIndex;
   keys: KeyStore;
   limiter: RateLimiter;
   defaultRate: RateLimit;
@@ -209,7 +213,8 @@ async function gatesRoute(ctx: ApiContext, req: ApiRequest, team: string): Promi
   await authorise(ctx, req, "gates:read", team);
   const teamDir = teamDirOf(ctx, team);
   await usableTeamConfig(teamDir);
-  return { status: 200, body: await gatesView(team, teamDir, ctx.env) };
+  // Every reader of the API is remote: the paths under the teams root are written relative to it.
+  return { status: 200, body: relativeTo(await gatesView(team, teamDir, ctx.env), path.resolve(ctx.teamsRoot)) };
 }
 
 /**
@@ -306,7 +311,8 @@ async function runsRoute(ctx: ApiContext, req: ApiRequest, team: string): Promis
   const teamDir = teamDirOf(ctx, team);
   const config = await usableTeamConfig(teamDir);
   const confidential = isConfidential(config, ctx.env);
-  return { status: 200, body: await runsPage(team, teamDir, req.query, { nowMs: ctx.now().getTime(), confidential }) };
+  const nowMs = ctx.now().getTime();
+  return { status: 200, body: await runsPage(team, teamDir, req.query, { nowMs, confidential, index: ctx.index }) };
 }
 
 /** `hooks.confidential` as the leader reads it (also from a block refused whole: settings/privacy.ts). */

@@ -31,6 +31,8 @@ import { readBody } from "./request-body.js";
 import { type ApiContext, route } from "./routes.js";
 import { isDashboardPath } from "../dashboard/web.js";
 import { webServer } from "./dashboard-routes.js";
+import { LogIndex } from "../logs/log-index.js";
+import { MAX_WRITTEN_LOG_BYTES } from "../logs/hook-log.js";
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -81,8 +83,11 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   const teams = new Map<string, TeamRuntime>();
   const stopping = new AbortController();
   const inFlight = new Set<Promise<void>>();
+  // One index of the teams' logs for the API and the dashboard: a log is read once, whoever asks.
+  const index = new LogIndex({ maxBytes: MAX_WRITTEN_LOG_BYTES });
   const ctx: ApiContext = {
     teamsRoot: options.teamsRoot,
+    index,
     keys,
     limiter,
     defaultRate: options.rateLimit ?? DEFAULT_RATE_LIMIT,
@@ -103,6 +108,9 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   const keyCount = await keys.count();
   const web = webServer({
     teamsRoot: options.teamsRoot,
+    index,
+    limiter,
+    defaultRate: ctx.defaultRate,
     keys,
     remote: options.remote ?? false,
     env: ctx.env,
@@ -119,10 +127,11 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     { requestTimeout, headersTimeout, keepAliveTimeout: 5_000, connectionsCheckingInterval: checkEvery },
     (req, res) => {
       const dashboard = isDashboardPath(pathOf(req.url ?? "/"));
+      // Whatever a request meets ends as an answer to it (or its connection cut), never as the process's end.
       const work = (
         dashboard
           ? web.handle(req, res).catch((error: unknown) => webFailed(res, error, options.log))
-          : handle(ctx, req, res, bodyLimit, options.log)
+          : handle(ctx, req, res, bodyLimit, options.log).catch((error: unknown) => webFailed(res, error, options.log))
       ).finally(() => {
         limiter.retain(keys.names());
         inFlight.delete(work);
@@ -187,12 +196,12 @@ async function handle(
   }
   // A body not read to its end must not be read after the answer: the connection ends with it.
   const close = !req.complete || (!bodyRead && hasBody(req)) || hosts > 1;
-  send(res, answer, close);
+  send(res, answer, close, log);
 }
 
-/** A dashboard request that failed before its page could: a plain 500, the detail to the log only. */
+/** A request that failed before its answer could be made: a plain 500, the detail to the log only. */
 function webFailed(res: ServerResponse, error: unknown, log: TaskServerOptions["log"]): void {
-  log("error", `dashboard request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  log("error", `request failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   if (res.headersSent) {
     res.destroy();
     return;
@@ -219,12 +228,34 @@ function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {
   return new ApiError("internal_error", "the server could not complete this request; its log says why");
 }
 
-function send(res: ServerResponse, answer: Answer, close: boolean): void {
+/**
+ * The most an answer's body may be: a page of runs is tens of KB. A body past it (a bug, or something
+ * a log holds that no bound caught) is a 500, never a string the process cannot make or a client
+ * must swallow.
+ */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Writes `answer` as JSON. A body that cannot be made into JSON (or is over `MAX_ANSWER_BYTES`) is a
+ * 500 for this request only, said on the log: nothing a request meets while its answer is written
+ * may end the process.
+ */
+function send(res: ServerResponse, answer: Answer, close: boolean, log: TaskServerOptions["log"]): void {
   if (res.headersSent) return;
-  const text = `${JSON.stringify(answer.body)}\n`;
-  res.writeHead(answer.status, {
+  let final = answer;
+  let text: string;
+  try {
+    text = `${JSON.stringify(answer.body)}\n`;
+    if (text.length > MAX_ANSWER_BYTES)
+      throw new Error(`the answer would be ${text.length} characters (at most ${MAX_ANSWER_BYTES})`);
+  } catch (error) {
+    log("error", `an answer could not be written: ${error instanceof Error ? error.message : String(error)}`);
+    final = errorAnswer(new ApiError("internal_error", "the server could not write this answer; its log says why"));
+    text = `${JSON.stringify(final.body)}\n`;
+  }
+  res.writeHead(final.status, {
     ...JSON_HEADERS,
-    ...answer.headers,
+    ...final.headers,
     "Content-Length": String(Buffer.byteLength(text)),
     ...(close ? { Connection: "close" } : {}),
   });

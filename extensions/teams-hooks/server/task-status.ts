@@ -10,6 +10,13 @@
 import type { Task } from "../contract/team-files.js";
 import { outcomeOf, taskIdOf } from "../logs/record.js";
 import { type LogRow, streamLogs } from "../logs/query.js";
+import { cutText } from "../logs/shown.js";
+import { MAX_WRITTEN_LOG_BYTES } from "../logs/hook-log.js";
+
+/** Characters an id, a name, a code or a time of a log keeps in an answer. */
+export const NAME_CHARS = 256;
+/** Characters a summary keeps in an answer (the policy step writes one line of about a hundred). */
+export const SUMMARY_CHARS = 2_000;
 
 /** The run whose verdict the task's gate status is; fields a log or the metadata cannot give are null. */
 export interface DecidingRun {
@@ -40,7 +47,7 @@ export async function decidingRunOf(teamDir: string, task: Task, confidential: b
   // Oldest first: the last match wins, a log with the policy step over one without.
   await streamLogs(
     teamDir,
-    { filter: { taskId: task.id }, onProblem: () => undefined },
+    { filter: { taskId: task.id }, maxBytes: MAX_WRITTEN_LOG_BYTES, onProblem: () => undefined },
     (row) => row,
     (row) => {
       if (row.record.key !== key || taskIdOf(row.record) !== task.id) return;
@@ -53,26 +60,36 @@ export async function decidingRunOf(teamDir: string, task: Task, confidential: b
   );
   const row = found as LogRow | null;
   const result = row?.record.result;
-  const startedAt = row?.record.startedAt ?? null;
+  const startedAt = row ? cutText(row.record.startedAt, NAME_CHARS) : null;
   const started = startedAt === null ? Number.NaN : Date.parse(startedAt);
   const policySummary = row?.record.policy?.summary;
+  // What a task file or a log says is bounded here: any agent of the team can write either.
+  const short = (value: string | null | undefined): string | null =>
+    value === null || value === undefined ? null : cutText(value, NAME_CHARS);
+  const summary = text(meta.qualityGateSummary) ?? text(policySummary);
   return {
-    runId: result?.runId ?? null,
-    hook: text(meta.qualityGateHook),
-    outcome: result ? outcomeOf(result) : text(meta.qualityGateOutcome),
-    errorKind: result?.errorKind ?? null,
-    code: confidential ? null : (text(meta.qualityGateCode) ?? result?.verdict?.code ?? null),
-    summary: confidential ? null : (text(meta.qualityGateSummary) ?? text(policySummary)),
+    runId: short(result?.runId),
+    hook: short(text(meta.qualityGateHook)),
+    outcome: result ? outcomeOf(result) : short(text(meta.qualityGateOutcome)),
+    errorKind: short(result?.errorKind),
+    code: confidential ? null : short(text(meta.qualityGateCode) ?? result?.verdict?.code),
+    summary: confidential || summary === null ? null : cutText(summary, SUMMARY_CHARS),
     startedAt,
     endedAt: result && Number.isFinite(started) ? endOf(started, result.durationMs) : null,
   };
 }
 
-/** When a run that started at `startedMs` and took `durationMs` ended, as ISO 8601 UTC. */
-export function endOf(startedMs: number, durationMs: number): string {
-  return new Date(startedMs + Math.max(0, Math.round(durationMs))).toISOString();
+/**
+ * When a run that started at `startedMs` and took `durationMs` ended, as ISO 8601 UTC; null when that
+ * is no time a date can hold (a log that says its run took `1e300` ms: any agent can write one).
+ */
+export function endOf(startedMs: number, durationMs: number): string | null {
+  const end = startedMs + Math.max(0, Math.round(durationMs));
+  // ±8.64e15 ms is the range of a JavaScript date; toISOString() throws past it.
+  return Number.isFinite(end) && Math.abs(end) <= 8.64e15 ? new Date(end).toISOString() : null;
 }
 
 function text(value: unknown): string | null {
   return typeof value === "string" && value !== "" ? value : null;
 }
+

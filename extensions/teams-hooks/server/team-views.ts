@@ -17,7 +17,9 @@ import { isHooksError } from "../contract/errors.js";
 import { type RunRow, cursorOf, cursorText, findRuns, parseCursor } from "../dashboard/runs.js";
 import type { Problem } from "../settings/problems.js";
 import { ApiError, listProblems, problemLines } from "./answers.js";
-import { endOf } from "./task-status.js";
+import type { LogIndex } from "../logs/log-index.js";
+import { NAME_CHARS, SUMMARY_CHARS, endOf } from "./task-status.js";
+import { cutText } from "../logs/shown.js";
 
 /** The team's readiness, with its name first. */
 export async function gatesView(
@@ -68,7 +70,7 @@ export interface RunView {
   trigger: string;
   durationMs: number;
   startedAt: string;
-  endedAt: string;
+  endedAt: string | null;
   /** This run's place in the pages: `before=<cursor>` asks for the runs older than it. */
   cursor: string;
 }
@@ -88,7 +90,7 @@ export async function runsPage(
   team: string,
   teamDir: string,
   query: URLSearchParams,
-  opts: { nowMs: number; confidential: boolean },
+  opts: { nowMs: number; confidential: boolean; index: LogIndex },
 ): Promise<RunsPage> {
   const problems: Problem[] = [];
   const problem = (field: string, text: string): void =>
@@ -117,7 +119,13 @@ export async function runsPage(
     throw new ApiError("invalid_request", `the runs query: ${problemLines(listed)}`, { problems: listed });
   }
   let unreadable = 0;
-  const found = await findRuns([{ name: team, dir: teamDir }], parsed.filter, before, () => void (unreadable += 1));
+  const found = await findRuns(
+    opts.index,
+    [{ name: team, dir: teamDir }],
+    parsed.filter,
+    before,
+    () => void (unreadable += 1),
+  );
   const runs = found.rows.map((r) => runView(r, opts.confidential));
   const last = found.rows.at(-1);
   let next: string | null = null;
@@ -133,30 +141,44 @@ export async function runsPage(
   return { team, runs, next, unreadable };
 }
 
+/**
+ * One run as the API lists it. Every field is bounded here, whatever the log says (any agent of the
+ * team can write one): ids, names and codes to `NAME_CHARS`, the summary to `SUMMARY_CHARS`, at most
+ * `MAX_ACTIONS` actions; a time a date cannot hold is null, the duration stays as written.
+ */
 function runView(r: RunRow, confidential: boolean): RunView {
   const { record, name } = r.row;
   const { result } = record;
   const started = Date.parse(record.startedAt);
   const summary = record.policy?.summary;
   const stderr = firstLine(result.stderr, 180);
+  const short = (value: string): string => cutText(value, NAME_CHARS);
+  const taskId = taskIdOf(record);
+  const member = record.invocation.memberName;
+  const exitCode = Number.isSafeInteger(result.exitCode) ? result.exitCode : null;
   return {
-    runId: result.runId,
-    log: name,
-    event: record.invocation.event,
-    taskId: taskIdOf(record),
-    member: record.invocation.memberName ?? null,
-    hook: hookName(result),
+    runId: short(result.runId),
+    log: short(name),
+    event: short(record.invocation.event),
+    taskId: taskId === null ? null : short(taskId),
+    member: member === undefined ? null : short(member),
+    hook: short(hookName(result)),
     outcome: outcomeOf(result),
-    errorKind: result.errorKind ?? null,
-    exitCode: result.exitCode,
-    code: confidential ? null : (result.verdict?.code ?? null),
-    summary: confidential || typeof summary !== "string" ? null : summary,
+    errorKind: result.errorKind === undefined ? null : short(result.errorKind),
+    exitCode,
+    code: confidential || result.verdict?.code === undefined ? null : short(result.verdict.code),
+    summary: confidential || typeof summary !== "string" ? null : cutText(summary, SUMMARY_CHARS),
     stderr: confidential || stderr === "" ? null : stderr,
-    actions: policyActions(record),
+    actions: policyActions(record)
+      .slice(0, MAX_ACTIONS)
+      .map((a) => cutText(a, NAME_CHARS)),
     trigger: triggerOf(record),
     durationMs: result.durationMs,
-    startedAt: new Date(started).toISOString(),
-    endedAt: endOf(started, result.durationMs),
+    startedAt: Number.isNaN(started) ? short(record.startedAt) : new Date(started).toISOString(),
+    endedAt: Number.isNaN(started) ? null : endOf(started, result.durationMs),
     cursor: cursorText(cursorOf(r)),
   };
 }
+
+/** Actions of one run an answer lists (the policy step takes a few). */
+const MAX_ACTIONS = 20;

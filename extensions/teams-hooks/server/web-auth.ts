@@ -16,7 +16,7 @@
  * stateless: signed with a random secret in `<teamsRoot>/.pi-teams-hooks/session-secret` (0600, made
  * at the first login), it lasts 12 hours, and every request looks its key up again, so `keys revoke`
  * (or taking logs:read away) ends its sessions on their next request. Deleting the secret file ends
- * every session. The dashboard has no rate limit of its own (the API's is per key and per request).
+ * every session. A viewer with a key shares that key's rate with the API (server/dashboard-routes.ts).
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { closeSync, fchmodSync, linkSync, openSync, unlinkSync } from "node:fs";
@@ -25,6 +25,7 @@ import { HooksError, describeError, errnoCode, isHooksError } from "../contract/
 import { readRegularFile, writeAll } from "../team/json-file.js";
 import { escapeHtml, html as markup } from "../dashboard/html.js";
 import { isLoopbackHostHeader } from "./address.js";
+import type { RateLimit } from "./rate-limit.js";
 import { type KeyInfo, type KeyStore, ensureKeysDir, issueLogin, keysFile, redeemLogin } from "./keys.js";
 
 /** How long a login URL works (once). */
@@ -52,6 +53,8 @@ export type WebAccess =
       keyName: string | null;
       /** The session cookie's value it came in with (checked again while a stream is open); null: none. */
       session: string | null;
+      /** The key's own rate (null: the server's); absent without a key. */
+      rateLimit?: RateLimit | null;
     }
   | { kind: "refused"; status: 401 | 403; headers: Record<string, string>; body: string; contentType: string };
 
@@ -99,7 +102,8 @@ export async function webAccess(
   if (key === null || !key.scopes.includes("logs:read"))
     return { kind: "refused", ...loginRequired(req.accept), status: 401 };
   const session = typeof presented === "object" && presented !== null ? presented.session : null;
-  return { kind: "allowed", teams: key.teams, keyId: key.prefix.slice("pth_".length), keyName: key.name, session };
+  const keyId = key.prefix.slice("pth_".length);
+  return { kind: "allowed", teams: key.teams, keyId, keyName: key.name, session, rateLimit: key.rateLimit };
 }
 
 /**

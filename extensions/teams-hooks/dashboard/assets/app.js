@@ -61,13 +61,15 @@
     time.textContent = text(d.timeText);
     link.append(time);
     cell("").append(link);
-    for (const field of ["team", "event", "task", "member", "hook"]) cell(text(d[field]));
+    for (const field of ["team", "event"]) cell(text(d[field]));
+    for (const field of ["task", "member", "hook"]) cell(text(d[field]), "cut").title = text(d[field]);
     const badge = document.createElement("span");
     badge.className = `badge badge-${KINDS.has(d.outcomeKind) ? d.outcomeKind : "bad"}`;
     badge.textContent = text(d.outcome);
     cell("").append(badge);
     cell(text(d.duration), "num");
-    const actions = cell("");
+    const actions = cell("", "cut");
+    actions.title = text(d.actions);
     if (d.hand === true) {
       const hand = document.createElement("span");
       hand.className = "badge badge-note";
@@ -75,7 +77,7 @@
       actions.append(hand, " ");
     }
     actions.append(text(d.actions));
-    cell(text(d.stderr), "stderr");
+    cell(text(d.stderr), "stderr").title = text(d.stderr);
     return tr;
   };
 
