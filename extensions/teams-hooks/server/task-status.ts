@@ -92,4 +92,3 @@ export function endOf(startedMs: number, durationMs: number): string | null {
 function text(value: unknown): string | null {
   return typeof value === "string" && value !== "" ? value : null;
 }
-
