@@ -238,7 +238,13 @@ describe("dates", () => {
     expect(answer.status).toBe(400);
     expect(codeOf(answer)).toBe("invalid_request");
     expect(answer.json.error).toMatchObject({
-      problems: ['since: "2026-02-30" is not a date: February 2026 has 28 days'],
+      problems: [
+        {
+          kind: "request_field",
+          path: "since",
+          message: 'since: "2026-02-30" is not a date: February 2026 has 28 days',
+        },
+      ],
     });
     const page = await fetch(`${serve.url}/runs?since=2026-02-30`);
     expect(page.status).toBe(400);
