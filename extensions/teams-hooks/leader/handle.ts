@@ -202,6 +202,7 @@ export class EventHandler {
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
+        standby: true,
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#ctx.opts.report({

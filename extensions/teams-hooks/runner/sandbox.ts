@@ -141,16 +141,41 @@ export function sandboxed(
   args: readonly string[],
   plan: SandboxPlan,
 ): { command: string; args: string[] } {
-  const root = path.join(plan.runDir, "root");
-  const fstab = path.join(plan.runDir, "fstab");
-  writeFileSync(fstab, fstabOf(plan, root, readMounts()), { mode: 0o600, flag: "wx" });
-  writeFileSync(
-    `${fstab}.ro`,
-    protectedInView(plan)
+  writeView(plan, viewOf(plan));
+  return chainOf(command, args, plan);
+}
+
+/** The text of a run's view: its fstab and the list of protected paths checked read-only once it is built. */
+export interface View {
+  fstab: string;
+  readOnly: string;
+}
+
+/** The view `plan` builds as the machine is now (its mounts read from /proc/self/mountinfo). */
+export function viewOf(plan: SandboxPlan): View {
+  return {
+    fstab: fstabOf(plan, path.join(plan.runDir, "root"), readMounts()),
+    readOnly: protectedInView(plan)
       .map((p) => `${p}\n`)
       .join(""),
-    { mode: 0o600, flag: "wx" },
-  );
+  };
+}
+
+/** Writes `view` into the run folder of `plan` (`wx`: never through a planted file). */
+export function writeView(plan: SandboxPlan, view: View): void {
+  const fstab = path.join(plan.runDir, "fstab");
+  writeFileSync(fstab, view.fstab, { mode: 0o600, flag: "wx" });
+  writeFileSync(`${fstab}.ro`, view.readOnly, { mode: 0o600, flag: "wx" });
+}
+
+/** The command that starts `command args` in the sandbox of `plan`, its view written already (writeView). */
+export function chainOf(
+  command: string,
+  args: readonly string[],
+  plan: SandboxPlan,
+): { command: string; args: string[] } {
+  const root = path.join(plan.runDir, "root");
+  const fstab = path.join(plan.runDir, "fstab");
   const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
   return {
