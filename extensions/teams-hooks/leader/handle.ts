@@ -25,6 +25,7 @@ import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
+import { startStandbys } from "../runner/run.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -400,6 +401,8 @@ export class EventHandler {
     // A reopen moved the task into its next gate round: a look made before the round was remembered
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
     if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
+    // The next run's standby, once this event's policy and log are written (runner/standby.ts).
+    startStandbys();
   }
 
   /** The policy of `event` could not be applied in all the tries: said loudly, and to the lead's inbox. */

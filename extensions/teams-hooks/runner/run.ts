@@ -185,6 +185,7 @@ export function trackRequest(runId: string, stop: () => void, done: Promise<unkn
 export async function terminateAllRuns(): Promise<void> {
   const runs = [...live.values(), ...liveRequests.values()];
   for (const run of runs) run.stop();
+  standbysDue.clear();
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
 }
 
@@ -216,10 +217,25 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   } finally {
     removeRunDir(run.dir);
     if (ahead)
-      void startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (next) =>
-        standbyLayout(next, hook, invocation, opts),
+      standbysDue.set(ahead, () =>
+        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (next) =>
+          standbyLayout(next, hook, invocation, opts),
+        ),
       );
   }
+}
+
+/** The standbys the runs that ended ask for, started by startStandbys (the leader's, once an event is handled). */
+const standbysDue = new Map<string, () => Promise<void>>();
+
+/**
+ * Starts the standbys the runs that ended since the last call asked for: the leader calls it once an event
+ * is handled, so that a standby's start (a fork of the leader) never comes between a gate's exit and its policy.
+ */
+export function startStandbys(): void {
+  const due = [...standbysDue.values()];
+  standbysDue.clear();
+  for (const start of due) void start();
 }
 
 /**
