@@ -199,7 +199,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   const startedAt = performance.now();
   const base = baseResult(hook, runId);
   const ahead = standbyKey(hook, invocation, opts);
-  const standby = ahead ? takeStandby(ahead, (run) => planOf(run, hook, invocation, opts, null)) : null;
+  const standby = ahead ? await takeStandby(ahead, (run) => planOf(run, hook, invocation, opts, null)) : null;
   let run: RunDir;
   try {
     run = standby?.run ?? makeRunDir(runId, opts.baseEnv ?? process.env);
@@ -215,6 +215,8 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
+    // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
+    if (standby && !standby.released) await endStandby(standby);
     removeRunDir(run.dir);
     if (ahead)
       standbysDue.set(ahead, () =>

@@ -74,6 +74,8 @@ export interface Standby {
   plan: SandboxPlan;
   process: HookProcess;
   idle: NodeJS.Timeout;
+  /** Told to go: its process is the run's gate from then on. */
+  released: boolean;
 }
 
 const waiting = new Map<string, Standby>();
@@ -86,9 +88,11 @@ export function standbysOn(): boolean {
 
 /**
  * The standby for `key` whose view is still the one `planFor` gives for its folder now, taken out
- * of the pool; null when there is none (a standby that no longer fits is ended).
+ * of the pool (one still starting is waited for); null when there is none (one that no longer fits is ended).
  */
-export function takeStandby(key: string, planFor: (run: RunDir) => SandboxPlan): Standby | null {
+export async function takeStandby(key: string, planFor: (run: RunDir) => SandboxPlan): Promise<Standby | null> {
+  // One being started is waited for: the rest of its chain is never longer than a chain of the run's own.
+  await starting.get(key);
   const standby = waiting.get(key);
   if (!standby) return null;
   waiting.delete(key);
@@ -172,6 +176,7 @@ export function release(standby: Standby, script: string): boolean {
   const go = standby.process.go;
   if (!go || !standby.process.running()) return false;
   go.end("go\n");
+  standby.released = true;
   return true;
 }
 
@@ -240,6 +245,7 @@ async function startStandbyNow(
       pins: pinsOf(laid.plan),
       plan: laid.plan,
       process: started.process,
+      released: false,
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
