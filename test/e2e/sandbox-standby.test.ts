@@ -3,7 +3,7 @@
  * (runner/standby.ts): the gate is the same as without it (what it can write, its environment, its
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
-import { mkdir, readFile, rename } from "node:fs/promises";
+import { mkdir, readFile, rename, utimes } from "node:fs/promises";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "vitest";
@@ -167,5 +167,33 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       "the unfit standby ended",
       () => !existsSync(`/proc/${waiting.pid}`) && !existsSync(waiting.runDir),
     );
+  });
+
+  it("of a leader killed while it waits ends by itself without starting anything, and the next leader removes its folder", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", `echo ran >> "$PI_TEAMS_TEAM_ID.runs"`);
+    const leader = await rig.leader(team);
+    await completeTasks(team, ["1"]);
+    await leader.waitForEvents(1);
+    const [waiting] = await waitUntil("a standby of the leader's", () => {
+      const found = standbysOf(leader);
+      return found.length > 0 ? found : false;
+    });
+    if (!waiting) throw new Error("a standby expected");
+    await leader.kill();
+    // The end of its pipe: it exits, and the gate never starts.
+    await waitUntil("the standby's exit", () => !existsSync(`/proc/${waiting.pid}`));
+    expect((await readFile(path.join(team.teamsRoot, `${team.teamId}.runs`), "utf8")).trim().split("\n")).toHaveLength(
+      1,
+    );
+    expect(existsSync(waiting.runDir)).toBe(true);
+    // Left long enough ago (a live leader's standby always has its process in it): the next start removes it.
+    const old = new Date(Date.now() - 60_000);
+    await utimes(waiting.runDir, old, old);
+    const next = await rig.leader(team);
+    await next.waitFor("the folder removed", () => !existsSync(waiting.runDir));
+    await next.stop();
   });
 });

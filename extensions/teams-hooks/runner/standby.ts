@@ -21,10 +21,20 @@
  * starting anything. Only a leader asks for standbys (`standby: true`); `run` and direct callers of
  * runHook never get one. `PI_TEAMS_HOOKS_STANDBY=off` in the leader's environment turns them off.
  */
-import { closeSync, constants as fsConstants, openSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  constants as fsConstants,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import path from "node:path";
 import { startProcess, type HookProcess } from "./process.js";
-import { makeRunDir, removeRunDir, type RunDir } from "./run-dir.js";
+import { makeRunDir, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   chainOf,
   viewOf,
@@ -306,4 +316,47 @@ function pinsOf(plan: SandboxPlan): string {
       }
     })
     .join("\n");
+}
+
+/** A standby folder this old with no process in its view was left by a leader that died. */
+const ORPHAN_AGE_MS = 10_000;
+
+/**
+ * Removes the standby folders (and the folders of runs that started from one) that a leader which died
+ * left in the runs folder: those with no process in their view (none whose root is the folder's `root/`)
+ * and untouched for ORPHAN_AGE_MS. The runs folder is shared by the leaders of every team of this
+ * install: a live leader's standby always has its process. Returns how many were removed.
+ */
+export function removeOrphanStandbys(env: Readonly<Record<string, string | undefined>> = process.env): number {
+  let root: string;
+  let names: string[];
+  try {
+    root = runsRoot(env);
+    names = readdirSync(root).filter((name) => /^standby\.[A-Za-z0-9]{6}$/.test(name));
+  } catch {
+    return 0;
+  }
+  if (names.length === 0) return 0;
+  const roots = new Set<string>();
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      roots.add(readlinkSync(`/proc/${pid}/root`));
+    } catch {
+      // gone, or another user's
+    }
+  }
+  let removed = 0;
+  for (const name of names) {
+    const dir = path.join(root, name);
+    try {
+      if (Date.now() - lstatSync(dir).mtimeMs < ORPHAN_AGE_MS) continue;
+      if (roots.has(realpathSync(path.join(dir, "root")))) continue;
+    } catch {
+      continue;
+    }
+    removeRunDir(dir);
+    removed += 1;
+  }
+  return removed;
 }
