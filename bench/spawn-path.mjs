@@ -18,6 +18,7 @@
 // file in its working directory (the leader's cwd, writable in the sandbox; an old build without the
 // sandbox gets the same path through BENCH_STAMPS).
 //
+// - floor: this process spawning the same gate with bash, spawn → first instruction, once a round.
 // - latency: leaders of every side running at once, one per list (10 tasks, and `--big` tasks with half of
 //   them completed history); events handed out one at a time in rounds, each round in a random order of
 //   the sides, so each sample of one side has neighbours of every other under the same load. The
@@ -28,6 +29,7 @@
 //   its file. Each round runs every side for `--reopen-seconds`, in a random order; failing completions
 //   gated per second, and at the end every completion written has exactly one event line (none lost,
 //   none repeated).
+import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -177,9 +179,26 @@ async function latency(list) {
   for (const s of all)
     await s.watcher.proc.waitFor((l) => l.type === (s.side ? "ready" : "watching"), 120_000, "ready");
   const nextId = (s) => (list === "small" ? (s.next++ % SMALL) + 1 : ++s.next);
+  // The floor: this process spawning the same gate with bash directly, spawn → first instruction.
+  const floorStamps = path.join(root, `floor-${list}.txt`);
+  const floor = [];
+  const floorSample = () =>
+    new Promise((resolve) => {
+      calibrate();
+      const stamp = `floor-${floor.length}-${Math.random()}`;
+      const t0 = realNs();
+      const child = spawn("bash", [hooks.file], {
+        env: { ...process.env, BENCH_STAMPS: floorStamps, PI_TEAMS_EVENT_TIMESTAMP: stamp },
+        stdio: "ignore",
+      });
+      floor.push({ completedAt: stamp, renameNs: t0, lost: false });
+      child.on("close", resolve);
+      child.on("error", resolve);
+    });
   const load0 = loadNow();
   for (let round = 0; round < WARMUP + SAMPLES; round++) {
     const turn = all.filter((s) => s.side || (round % 4 === 0 && s.records.length < REFERENCE_SAMPLES));
+    if (round >= WARMUP) await floorSample();
     for (const s of shuffle(turn)) {
       // The reference's samples fall at random phases of its 700 ms cycle; a leader's after a short random gap.
       await sleep(Math.random() * (s.side ? 20 : 700));
@@ -191,6 +210,7 @@ async function latency(list) {
   for (const s of all) await s.watcher.proc.stop();
   const out = {};
   for (const s of all) out[s.side?.name ?? "reference (700 ms poll)"] = figures(s.watcher, s.records);
+  out["floor (bare bash spawn)"] = figures({ stamps: floorStamps, proc: { byKey: new Map() } }, floor);
   results.latency[list] = { load: [load0, load1], sides: out };
   return results.latency[list];
 }
