@@ -401,8 +401,10 @@ export class EventHandler {
     // A reopen moved the task into its next gate round: a look made before the round was remembered
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
     if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
-    // The next run's standby, once this event's policy and log are written (runner/standby.ts).
-    startStandbys();
+    // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
+    // with events waiting, each run builds its own view at once and a standby would only add a chain to it:
+    // the standbys due start once nothing waits.
+    if (this.#ctx.queue.size === this.#ctx.queue.running) startStandbys();
   }
 
   /** The policy of `event` could not be applied in all the tries: said loudly, and to the lead's inbox. */
