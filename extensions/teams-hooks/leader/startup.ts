@@ -59,15 +59,14 @@ const STAMP_SLACK_MS = 60_000;
  * standby folders a dead leader left.
  */
 export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
-  // Standbys (runner/standby.ts) a dead leader left, and the folders of its runs that started from one.
-  removeOrphanStandbys(ctx.opts.env);
-  const runs = ctx.requireLedger().inFlight();
-  if (runs.length === 0) return;
-  for (const run of runs) {
+  for (const run of ctx.requireLedger().inFlight()) {
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
     if (killed > 0) ctx.warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
     removeRunDirs(run.runId);
   }
+  // Standbys (runner/standby.ts) a dead leader left, and the folders of its runs that started from one
+  // (their processes ended above).
+  removeOrphanStandbys(ctx.opts.env);
 }
 
 /**
