@@ -36,7 +36,17 @@ import { parseArgs } from "node:util";
 import { calibrate, msBetween, parseEpochRealtime, realNs } from "./lib/clock.mjs";
 import { cpuSecondsOf, cpuTimesOf, leaderCpuTimes, memoryOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { ms, ratio, sleep, summarize, table } from "./lib/stats.mjs";
-import { fillTasks, makeStampHook, makeTeam, makeTempRoot, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
+import {
+  fillTasks,
+  makeStampHook,
+  makeTeam,
+  makeTempRoot,
+  removeQuietly,
+  stageTaskWrite,
+  stampsCwd,
+  stampsFiles,
+  task,
+} from "./lib/team.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const POLLER = path.join(here, "lib/poll-baseline.mjs");
@@ -111,18 +121,21 @@ function startWatcher(kind, team, stampsFile, extra = [], build = { bin: BIN, no
     kind === "leader"
       ? [...build.nodeArgs, build.bin, "watch", "--team-dir", team.teamDir, "--hooks-dir", hooksDir, "--json", ...extra]
       : [POLLER, team.tasksDir, hook, String(POLL_MS)];
-  const proc = startNdjson(args, { env });
+  // A sandboxed gate stamps into its working directory, the leader's (lib/team.mjs makeStampHook).
+  const proc = startNdjson(args, { env, cwd: stampsCwd(stampsFile) });
   started.add(proc);
   return proc;
 }
 
-function readStamps(file) {
+function readStamps(stampsFile) {
   const byTimestamp = new Map();
-  if (!existsSync(file)) return byTimestamp;
-  for (const line of readFileSync(file, "utf8").split("\n")) {
-    if (!line.trim()) continue;
-    const [stamp, timestamp] = line.split(" ");
-    if (!byTimestamp.has(timestamp)) byTimestamp.set(timestamp, parseEpochRealtime(stamp));
+  for (const file of stampsFiles(stampsFile)) {
+    if (!existsSync(file)) continue;
+    for (const line of readFileSync(file, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      const [stamp, timestamp] = line.split(" ");
+      if (!byTimestamp.has(timestamp)) byTimestamp.set(timestamp, parseEpochRealtime(stamp));
+    }
   }
   return byTimestamp;
 }

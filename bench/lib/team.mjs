@@ -75,7 +75,12 @@ export function stageTaskWrite(team, value) {
   return () => renameSync(tmp, file);
 }
 
-/** A hooks dir whose on_task_completed.sh first stamps the wall clock and the event's timestamp. */
+/**
+ * A hooks dir whose on_task_completed.sh first stamps the wall clock and the event's timestamp: into
+ * `$BENCH_STAMPS`, or, in the sandbox (which gives a gate none of the leader's variables it does not
+ * declare, and a build older than the sandbox would refuse the setting), into `bench-stamps.txt` in its
+ * working directory (the leader's: see stampsIn).
+ */
 export function makeStampHook(root) {
   const hooksDir = path.join(root, "hooks");
   mkdirSync(hooksDir, { recursive: true });
@@ -83,7 +88,7 @@ export function makeStampHook(root) {
   // First action: one builtin printf, appended with O_APPEND (atomic for a short line), no fork.
   writeFileSync(
     hook,
-    '#!/usr/bin/env bash\nprintf \'%s %s\\n\' "$EPOCHREALTIME" "$PI_TEAMS_EVENT_TIMESTAMP" >> "$BENCH_STAMPS"\n',
+    `#!/usr/bin/env bash\nprintf '%s %s\\n' "$EPOCHREALTIME" "$PI_TEAMS_EVENT_TIMESTAMP" >> "\${BENCH_STAMPS:-bench-stamps.txt}"\n`,
   );
   chmodSync(hook, 0o755);
   return { hooksDir, hook };
@@ -91,4 +96,19 @@ export function makeStampHook(root) {
 
 export function removeQuietly(dir) {
   rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * The stamps a watcher's gates wrote for `stampsFile`: the file itself (`$BENCH_STAMPS`), and the one a
+ * sandboxed gate wrote in its working directory, `<stampsFile>.d/` (start the watcher there: stampsCwd).
+ */
+export function stampsFiles(stampsFile) {
+  return [stampsFile, path.join(stampsCwd(stampsFile), "bench-stamps.txt")];
+}
+
+/** The working directory to start a watcher in whose gates stamp into `stampsFile` (made here). */
+export function stampsCwd(stampsFile) {
+  const dir = `${stampsFile}.d`;
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }

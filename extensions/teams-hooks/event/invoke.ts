@@ -86,6 +86,8 @@ export interface InvokeRequest {
   onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
   /** Awaited just before the first hook starts (runner/run-hook.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
+  /** A leader's event: its sandboxed gates start from standbys (runner/standby.ts). */
+  standby?: boolean;
   /** The caller is stopping: a chain starts no further hook, and the event is left unsettled (`interrupted`). */
   stopping?: () => boolean;
   /** The clock (tests pass their own). */

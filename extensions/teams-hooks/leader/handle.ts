@@ -26,6 +26,7 @@ import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
+import { startStandbys } from "../runner/run-hook.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -234,6 +235,7 @@ export class EventHandler {
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
+        standby: true,
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#ctx.opts.report({
@@ -435,6 +437,10 @@ export class EventHandler {
     // A reopen moved the task into its next gate round: a look made before the round was remembered
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
     if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
+    // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
+    // with events waiting, each run builds its own view at once and a standby would only add a chain to it:
+    // the standbys due start once nothing waits.
+    if (this.#ctx.queue.size === this.#ctx.queue.running) startStandbys();
   }
 
   /**

@@ -17,6 +17,7 @@ import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { removeRunDirs } from "../runner/run-dir.js";
+import { removeOrphanStandbys } from "../runner/standby.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
@@ -57,16 +58,18 @@ const STAMP_SLACK_MS = 60_000;
 
 /**
  * Ends the processes of runs that were in flight when a previous leader died (every hook of the
- * chain: they carry the event's run id, or `<runId>.N`), and removes their run folders.
+ * chain: they carry the event's run id, or `<runId>.N`), and removes their run folders, and the
+ * standby folders a dead leader left.
  */
 export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
-  const runs = ctx.requireLedger().inFlight();
-  if (runs.length === 0) return;
-  for (const run of runs) {
+  for (const run of ctx.requireLedger().inFlight()) {
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
     if (killed > 0) ctx.warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
     removeRunDirs(run.runId);
   }
+  // Standbys (runner/standby.ts) a dead leader left, and the folders of its runs that started from one
+  // (their processes ended above).
+  removeOrphanStandbys(ctx.opts.env);
 }
 
 /**

@@ -15,6 +15,8 @@ export interface SpawnRequest {
   env: Readonly<Record<string, string>>;
   /** The file the hook reads as its stdin (fd 0), opened read-only for it. */
   stdinFile: string;
+  /** A pipe of ours on fd 3 (a standby's `go`: runner/standby.ts); the process closes it before the gate. */
+  go?: boolean;
 }
 
 export interface ExitStatus {
@@ -39,6 +41,8 @@ export interface HookProcess {
   running(): boolean;
   /** Stops reading the output pipes and lets them go (a background child may still hold them). */
   release(): void;
+  /** Our end of fd 3, when asked for (`go`). */
+  readonly go?: NodeJS.WritableStream & { destroy(): void };
 }
 
 export type Started = { ok: true; process: HookProcess } | { ok: false; error: unknown };
@@ -59,7 +63,7 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
       env: request.env,
       shell: false,
       detached: true,
-      stdio: [stdin, "pipe", "pipe"],
+      stdio: request.go ? [stdin, "pipe", "pipe", "pipe"] : [stdin, "pipe", "pipe"],
     });
   } catch (error) {
     return { ok: false, error }; // refused before any process existed (E2BIG, EINVAL): Node throws these
@@ -83,6 +87,8 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
   };
   const { stdout, stderr } = child;
   if (!stdout || !stderr) return { ok: false, error: new Error("the hook's output pipes were not created") };
+  const go = request.go ? (child.stdio[3] as import("node:net").Socket | null) : null;
+  go?.on("error", () => undefined); // the process ended before `go`: its run starts the usual way
   return {
     ok: true,
     process: {
@@ -94,6 +100,7 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
       release: () => {
         for (const stream of [stdout, stderr]) stream.destroy();
       },
+      ...(go ? { go } : {}),
     },
   };
 }

@@ -14,7 +14,7 @@
  * A child in its own group is not ended when the leader exits, so live runs are kept in a registry
  * here and `terminateAllRuns()` is what the leader calls on shutdown.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   accessSync,
   closeSync,
@@ -48,7 +48,23 @@ import { applyVerdict, readResultFile, type ResultFileRead } from "./run-files.j
 import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
-import { SANDBOX_SETUP_FAILED, SANDBOX_SETUP_MARK, endRun, sandboxSupport, sandboxed } from "./sandbox.js";
+import {
+  SANDBOX_SETUP_FAILED,
+  SANDBOX_SETUP_MARK,
+  endRun,
+  sandboxSupport,
+  sandboxed,
+  type SandboxPlan,
+} from "./sandbox.js";
+import {
+  endStandbys,
+  environmentScript,
+  release,
+  startStandby,
+  takeStandby,
+  usualStart,
+  type Standby,
+} from "./standby.js";
 import type { SandboxMode } from "../settings/hook-line.js";
 import { lastLineOf, lastLineTracker, type LastLine } from "../contract/verdict.js";
 import type { ExitCodeMode } from "../settings/team-settings.js";
@@ -58,8 +74,8 @@ import { missingImportMessage, missingImports, missingImportsOfFile, moduleNotFo
 import { sanitizeName } from "../team/paths.js";
 import { pathToFileURL } from "node:url";
 import type { HookFormat } from "../settings/hook-line.js";
-import { groupMembers, terminateGroup } from "./terminate.js";
-import { GATE_SYNTAX, syntaxError } from "./syntax.js";
+import { groupMembers, signalGroup, terminateGroup } from "./terminate.js";
+import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
 
 export interface RunHookOptions {
@@ -129,6 +145,11 @@ export interface RunHookOptions {
   sandbox?: { mode: SandboxMode; write?: readonly string[]; env?: readonly string[]; protect?: readonly string[] };
   /** `run-as=`: the user the gate runs as (runner/run-as.ts); absent: the leader's own. */
   runAs?: string;
+  /**
+   * A leader's run (runner/standby.ts): start from this gate's standby when one waits and still fits,
+   * and leave one for its next run. Off by default (`run`, direct callers).
+   */
+  standby?: boolean;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -169,7 +190,8 @@ export function trackRequest(runId: string, stop: () => void, done: Promise<unkn
 export async function terminateAllRuns(): Promise<void> {
   const runs = [...live.values(), ...liveRequests.values()];
   for (const run of runs) run.stop();
-  await Promise.allSettled(runs.map((run) => run.done));
+  standbysDue.clear();
+  await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
@@ -181,9 +203,11 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   const runId = opts.runId ?? randomUUID();
   const startedAt = performance.now();
   const base = baseResult(hook, runId);
+  const ahead = standbyKey(hook, invocation, opts);
+  const standby = ahead ? await takeStandby(ahead, (run) => planOf(run, hook, invocation, opts, null)) : null;
   let run: RunDir;
   try {
-    run = makeRunDir(runId, opts.baseEnv ?? process.env);
+    run = standby?.run ?? makeRunDir(runId, opts.baseEnv ?? process.env);
   } catch (error) {
     return {
       ...base,
@@ -191,13 +215,110 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     };
   }
   try {
-    return await runIn(run, hook, invocation, opts, { runId, startedAt, base });
+    return await runIn(run, hook, invocation, opts, { runId, startedAt, base, standby });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
+    // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
+    if (standby && !standby.released) await endStandby(standby);
     removeRunDir(run.dir);
+    if (ahead)
+      standbysDue.set(ahead, () =>
+        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (next) =>
+          standbyLayout(next, hook, invocation, opts),
+        ),
+      );
   }
+}
+
+/** The standbys the runs that ended ask for, started by startStandbys (the leader's, once an event is handled). */
+const standbysDue = new Map<string, () => Promise<void>>();
+
+/**
+ * Starts the standbys the runs that ended since the last call asked for: the leader calls it once an event
+ * is handled, so that a standby's start (a fork of the leader) never comes between a gate's exit and its policy.
+ */
+export function startStandbys(): void {
+  const due = [...standbysDue.values()];
+  standbysDue.clear();
+  for (const start of due) void start();
+}
+
+/**
+ * The pool key of a run that may start from a standby (runner/standby.ts), or null when it may not: not a
+ * leader's, not sandboxed, or a `run-as=` gate (its folder is opened to its user per run).
+ */
+function standbyKey(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): string | null {
+  if (!opts.standby || opts.runAs !== undefined || (opts.sandbox?.mode ?? "off") === "off") return null;
+  if (!sandboxSupport().ok) return null;
+  return JSON.stringify([
+    hook.hookPath,
+    hook.command,
+    hook.args,
+    opts.cwd,
+    invocation.teamDir,
+    opts.sandbox?.write ?? [],
+    opts.sandbox?.protect ?? [],
+    opts.format ?? "v1",
+    opts.snapshot !== undefined,
+    runsRoot(opts.baseEnv ?? process.env),
+  ]);
+}
+
+/** A standby's folder laid out as its run will find it: the stdin file made empty, the command the run starts. */
+function standbyLayout(
+  run: RunDir,
+  hook: HookCommand,
+  invocation: HookInvocation,
+  opts: RunHookOptions,
+): { stdinFile: string; command: string; args: readonly string[]; plan: SandboxPlan } {
+  const stdinFile = opts.format === "claude" ? run.stdinFile : run.contextFile;
+  writeFileSync(stdinFile, "", { mode: 0o600, flag: "wx" });
+  const started = opts.snapshot ? startedFrom(hook, path.join(run.dir, path.basename(hook.hookPath))) : hook;
+  return { stdinFile, command: started.command, args: started.args, plan: planOf(run, hook, invocation, opts, null) };
+}
+
+/** The gate's command with its path replaced by the run's copy of it. */
+function startedFrom(hook: HookCommand, copy: string): HookCommand {
+  return {
+    ...hook,
+    command: hook.command === hook.hookPath ? copy : hook.command,
+    args: hook.args.map((arg) => (arg === hook.hookPath ? copy : arg)),
+  };
+}
+
+/**
+ * The sandbox of a run in `run`: writable and protected paths as they really are (a link among them, the
+ * working directory a link to the team dir, a sandbox-write= path an agent turned into a link to
+ * hook-state/, is followed here, once, so that what lies inside a writable path is known, and is checked
+ * again in the view as built).
+ */
+function planOf(
+  run: RunDir,
+  hook: HookCommand,
+  invocation: HookInvocation,
+  opts: RunHookOptions,
+  user: { uid: number; gid: number } | null,
+): SandboxPlan {
+  const real = (p: string): string => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p; // not there: nothing to bind
+    }
+  };
+  const cwd = real(opts.cwd);
+  return {
+    runDir: run.dir,
+    cwd,
+    writable: [cwd, ...(opts.sandbox?.write ?? []).map(real)],
+    visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix(), projectRoot(opts.cwd)],
+    protect: (opts.sandbox?.protect ?? []).map(real),
+    hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
+    resultFile: run.resultFile,
+    ...(user ? { user } : {}),
+  };
 }
 
 async function runIn(
@@ -205,7 +326,7 @@ async function runIn(
   hook: HookCommand,
   invocation: HookInvocation,
   opts: RunHookOptions,
-  { runId, startedAt, base }: { runId: string; startedAt: number; base: BaseResult },
+  { runId, startedAt, base, standby }: { runId: string; startedAt: number; base: BaseResult; standby: Standby | null },
 ): Promise<RunResult> {
   const sandbox = sandboxOf(opts.sandbox);
   const notStarted = (message: string, code: string | undefined, truncated = false): RunResult => ({
@@ -239,12 +360,13 @@ async function runIn(
   });
   // Synchronous on purpose: the async open/write/close hops cost ~2.5 ms a run here (bench/runner.mjs),
   // while spawn itself already blocks the event loop for longer than these small writes do.
-  writeFileSync(run.contextFile, contextJson, { mode: 0o600, flag: "wx" });
   const claude = opts.format === "claude";
+  // A standby's stdin file is there already, empty (open in its process as fd 0): written in place.
+  writeRunFile(run.contextFile, contextJson, standby?.stdinFile === run.contextFile);
   if (claude) {
     env.CLAUDE_PROJECT_DIR = opts.cwd;
     // A Claude Code gate reads Claude Code's input on stdin: a file of its own, beside the context file.
-    writeFileSync(run.stdinFile, JSON.stringify(claudeInput(doc, opts.cwd)), { mode: 0o600, flag: "wx" });
+    writeRunFile(run.stdinFile, JSON.stringify(claudeInput(doc, opts.cwd)), standby?.stdinFile === run.stdinFile);
   }
   // The gate's own path, whatever file runs (its private copy: `$0` names the copy).
   env.PI_TEAMS_HOOK_PATH = hook.hookPath;
@@ -279,12 +401,7 @@ async function runIn(
     }
     siblings = linkSiblings(run.dir, hook.hookPath);
     if (modules) layOutModules(run.dir, hook.hookPath, modules);
-    const from = copy;
-    started = {
-      ...hook,
-      command: hook.command === hook.hookPath ? from : hook.command,
-      args: hook.args.map((arg) => (arg === hook.hookPath ? from : arg)),
-    };
+    started = startedFrom(hook, copy);
   }
   if (sandbox.state === "on") {
     const missing = (opts.sandbox?.write ?? []).find((p) => !existsSync(p));
@@ -302,28 +419,9 @@ async function runIn(
       const message = spawnMessage(unstartable, opts.cwd);
       return notStarted(copy ? message.replaceAll(copy, hook.hookPath) : message, errnoCode(unstartable), truncated);
     }
-    // Writable and protected paths as they really are: a link among them (the working directory a link to
-    // the team dir, a sandbox-write= path an agent turned into a link to hook-state/) is followed here, once,
-    // so that what lies inside a writable path is known, and is checked again in the view as built.
-    const real = (p: string): string => {
-      try {
-        return realpathSync(p);
-      } catch {
-        return p; // not there: nothing to bind
-      }
-    };
-    const cwd = real(opts.cwd);
-    const wrapped = sandboxed(started.command, started.args, {
-      runDir: run.dir,
-      cwd,
-      writable: [cwd, ...(opts.sandbox?.write ?? []).map(real)],
-      visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix(), projectRoot(opts.cwd)],
-      protect: (opts.sandbox?.protect ?? []).map(real),
-      hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
-      resultFile: run.resultFile,
-      ...(user ? { user } : {}),
-    });
-    started = { ...started, ...wrapped };
+    // A standby has its view built already (checked to be the one this plan builds now: takeStandby).
+    if (!standby)
+      started = { ...started, ...sandboxed(started.command, started.args, planOf(run, hook, invocation, opts, user)) };
   }
   if (user) {
     const switched = runAs(user, started.command, started.args);
@@ -350,6 +448,7 @@ async function runIn(
   // not the gate (and is ended with the run's namespace below).
   let atExit: ResultFileRead | null = null;
   const ran = await execute(started, opts, {
+    ...(standby ? { standby } : {}),
     onExit: () => {
       atExit = readResultFile(run.resultFile, run.result);
     },
@@ -402,11 +501,10 @@ async function runIn(
     return { ...judged, outcome: "error", errorKind: "spawn", errorCode: MODULE_NOT_FOUND, error: notFound };
   // A failure with no verdict may be the gate's own file not parsing: checked only then (no cost on a pass),
   // on the checked bytes, before the failure is blamed on the work.
-  const checked =
+  const unparsed =
     opts.snapshot && judged.outcome === "failed" && !judged.verdict && judged.exitCode !== 0
-      ? writeForCheck(run.dir, hook.hookPath, opts.snapshot.content)
+      ? await gateSyntax(hook, run.dir, opts.snapshot.content)
       : null;
-  const unparsed = checked && opts.snapshot ? await syntaxError(hook, checked, headOf(opts.snapshot)) : null;
   if (unparsed)
     return {
       ...judged,
@@ -416,6 +514,32 @@ async function runIn(
       error: gateSyntaxMessage(unparsed),
     };
   return judged;
+}
+
+/**
+ * What the syntax check said of a gate's bytes, by the gate's path, command and bytes: a gate that fails
+ * again and again (a worker's work reopened) is checked once, not at every failure. Only what the check
+ * said is kept (it parses, or its error), never a check that could not say.
+ */
+const syntaxSaid = new Map<string, string | null>();
+const SYNTAX_SAID_MAX = 256;
+
+/** Why the gate's checked bytes do not parse (syntax.ts), or null; the check runs once per gate and bytes. */
+async function gateSyntax(hook: HookCommand, runDir: string, content: Buffer): Promise<string | null> {
+  const key = JSON.stringify([
+    hook.hookPath,
+    hook.command,
+    hook.args,
+    createHash("sha256").update(content).digest("hex"),
+  ]);
+  const known = syntaxSaid.get(key);
+  if (known !== undefined) return known;
+  const checked = writeForCheck(runDir, hook.hookPath, content);
+  const said = checked ? await checkSyntax(hook, checked, headOf({ content })) : undefined;
+  if (said === undefined) return null;
+  if (syntaxSaid.size >= SYNTAX_SAID_MAX) syntaxSaid.delete(syntaxSaid.keys().next().value as string);
+  syntaxSaid.set(key, said);
+  return said;
 }
 
 /**
@@ -697,6 +821,8 @@ interface Prepared {
   base: BaseResult;
   /** Called the moment the hook's process has exited by itself, before the pipes drain. */
   onExit?: () => void;
+  /** The chain already started for this run, waiting for its environment (runner/standby.ts). */
+  standby?: Standby;
 }
 
 type Executed = { result: RunResult; lastLine: LastLine };
@@ -710,13 +836,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   };
   await opts.notBefore;
   await pauseForTests(runId, hook.hookPath, startedAt + opts.timeoutMs);
-  const started = await startProcess({
-    command: hook.command,
-    args: hook.args,
-    cwd: opts.cwd,
-    env: run.env,
-    stdinFile: run.stdinFile,
-  });
+  const started = await startFor(hook, opts, run);
   if (!started.ok) return notStarted(started.error);
   const subprocess = started.process;
   const hookPid = subprocess.pid;
@@ -808,6 +928,48 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
       const timer = setTimeout(() => resolve(value), Math.max(0, ms));
       timers.signal.addEventListener("abort", () => clearTimeout(timer), { once: true });
     });
+  }
+}
+
+/**
+ * Starts the run's process: its standby told to go when it has one that can still be told and the
+ * environment can be said to it, else a new process (in the standby's view, when there was one).
+ */
+async function startFor(hook: HookCommand, opts: RunHookOptions, run: Prepared): ReturnType<typeof startProcess> {
+  const { standby } = run;
+  let command = hook.command;
+  let args: readonly string[] = hook.args;
+  if (standby) {
+    const script = environmentScript(run.env, [standby.command, ...standby.args]);
+    if (script !== null && release(standby, script)) return { ok: true, process: standby.process };
+    await endStandby(standby);
+    ({ command, args } = usualStart(standby));
+  }
+  return startProcess({ command, args, cwd: opts.cwd, env: run.env, stdinFile: run.stdinFile });
+}
+
+/** A standby not used after all: ended, its folder kept (the run that took it goes on in it). */
+async function endStandby(standby: Standby): Promise<void> {
+  standby.process.go?.destroy();
+  if (standby.process.running()) signalGroup(standby.process.pid, "SIGKILL");
+  await standby.process.exited;
+  standby.process.release();
+}
+
+/**
+ * Writes one of the run's files: a new one (`wx`), or, `inPlace`, the empty one a standby made and holds
+ * open (its own folder: no one else can have put it there).
+ */
+function writeRunFile(file: string, content: string, inPlace: boolean): void {
+  if (!inPlace) {
+    writeFileSync(file, content, { mode: 0o600, flag: "wx" });
+    return;
+  }
+  const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW);
+  try {
+    writeSync(fd, content, 0);
+  } finally {
+    closeSync(fd);
   }
 }
 

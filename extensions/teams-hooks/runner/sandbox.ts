@@ -26,7 +26,17 @@
  * (docs/security.md says what they can do with it).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants as fsConstants,
+  existsSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import type { SandboxMode } from "../settings/hook-line.js";
 
@@ -42,7 +52,7 @@ let probed: SandboxSupport | null = null;
  */
 export function sandboxSupport(): SandboxSupport {
   if (probed) return probed;
-  const probe = spawnSync(UNSHARE, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
+  const probe = spawnSync(toolPaths().unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
     stdio: ["ignore", "ignore", "pipe"],
     timeout: 5_000,
   });
@@ -86,7 +96,6 @@ export function sandboxNotice(setting: { value: SandboxMode; origin: string }): 
   };
 }
 
-const UNSHARE = "unshare";
 const OUTER_FLAGS = ["--user", "--map-root-user", "--mount", "--propagation", "private"];
 
 /** What one sandboxed run needs: paths are absolute, as the leader sees them. */
@@ -121,16 +130,53 @@ export const SANDBOX_SETUP_FAILED = 125;
 /** The first words of SETUP's line on stderr when it failed, for the runner to tell it from a gate's own 125. */
 export const SANDBOX_SETUP_MARK = "pi-teams-hooks sandbox:";
 
-const SETUP = [
-  // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
-  `mount -a -T "$1" || { echo "${SANDBOX_SETUP_MARK} the gate's view could not be built (mount -a -T $1)" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
-  // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
-  // view was made (mount follows links) would show a protected folder writable.
-  `while IFS= read -r p; do [ -w "$2$p" ] && { echo "${SANDBOX_SETUP_MARK} $p would be writable in the gate's view" >&2; exit ${SANDBOX_SETUP_FAILED}; }; done < "$1.ro"`,
-  `r=$2 w=$3 u=$4 g=$5; shift 5`,
-  `if [ "$u" = 0 ]; then exec unshare --user --map-user=0 --map-group=0 --root="$r" --wd="$w" -- setpriv --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
-  `exec unshare --user --map-user="$u" --map-group="$g" --root="$r" --wd="$w" -- "$@"`,
-].join("\n");
+/** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
+function setupScript(tools: { unshare: string; setpriv: string; mount: string }): string {
+  const [unshare, setpriv, mount] = [tools.unshare, tools.setpriv, tools.mount].map(shellQuote);
+  return [
+    // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
+    `${mount} -a -T "$1" || { echo "${SANDBOX_SETUP_MARK} the gate's view could not be built (mount -a -T $1)" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
+    // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
+    // view was made (mount follows links) would show a protected folder writable.
+    `while IFS= read -r p; do [ -w "$2$p" ] && { echo "${SANDBOX_SETUP_MARK} $p would be writable in the gate's view" >&2; exit ${SANDBOX_SETUP_FAILED}; }; done < "$1.ro"`,
+    `r=$2 w=$3 u=$4 g=$5; shift 5`,
+    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-user=0 --map-group=0 --root="$r" --wd="$w" -- ${setpriv} --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
+    `exec ${unshare} --user --map-user="$u" --map-group="$g" --root="$r" --wd="$w" -- "$@"`,
+  ].join("\n");
+}
+
+let tools: { unshare: string; setpriv: string; mount: string; setup: string } | null = null;
+
+/**
+ * util-linux's tools, each at the first path the leader's PATH gives for it, found once per process: each
+ * step of a run's chain then execs it directly, not by a search of every folder of PATH (a failed exec
+ * per folder before it). A tool found nowhere, or only where the view hides (under /tmp), is left to the
+ * search.
+ */
+function toolPaths(): { unshare: string; setpriv: string; mount: string; setup: string } {
+  if (tools) return tools;
+  const find = (name: string): string => {
+    for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
+      if (!path.isAbsolute(dir) || isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm") || dir === "/tmp") continue;
+      const file = path.join(dir, name);
+      try {
+        accessSync(file, fsConstants.X_OK);
+        if (statSync(file).isFile()) return file;
+      } catch {
+        // not here
+      }
+    }
+    return name;
+  };
+  const found = { unshare: find("unshare"), setpriv: find("setpriv"), mount: find("mount") };
+  tools = { ...found, setup: setupScript(found) };
+  return tools;
+}
+
+/** A word for sh: the text single-quoted. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
 
 /**
  * The command that starts `command args` in the sandbox of `plan`, after writing the plan's fstab
@@ -141,26 +187,52 @@ export function sandboxed(
   args: readonly string[],
   plan: SandboxPlan,
 ): { command: string; args: string[] } {
-  const root = path.join(plan.runDir, "root");
-  const fstab = path.join(plan.runDir, "fstab");
-  writeFileSync(fstab, fstabOf(plan, root, readMounts()), { mode: 0o600, flag: "wx" });
-  writeFileSync(
-    `${fstab}.ro`,
-    protectedInView(plan)
+  writeView(plan, viewOf(plan));
+  return chainOf(command, args, plan);
+}
+
+/** The text of a run's view: its fstab and the list of protected paths checked read-only once it is built. */
+export interface View {
+  fstab: string;
+  readOnly: string;
+}
+
+/** The view `plan` builds as the machine is now (its mounts read from /proc/self/mountinfo). */
+export function viewOf(plan: SandboxPlan): View {
+  return {
+    fstab: fstabOf(plan, path.join(plan.runDir, "root"), readMounts()),
+    readOnly: protectedInView(plan)
       .map((p) => `${p}\n`)
       .join(""),
-    { mode: 0o600, flag: "wx" },
-  );
+  };
+}
+
+/** Writes `view` into the run folder of `plan` (`wx`: never through a planted file). */
+export function writeView(plan: SandboxPlan, view: View): void {
+  const fstab = path.join(plan.runDir, "fstab");
+  writeFileSync(fstab, view.fstab, { mode: 0o600, flag: "wx" });
+  writeFileSync(`${fstab}.ro`, view.readOnly, { mode: 0o600, flag: "wx" });
+}
+
+/** The command that starts `command args` in the sandbox of `plan`, its view written already (writeView). */
+export function chainOf(
+  command: string,
+  args: readonly string[],
+  plan: SandboxPlan,
+): { command: string; args: string[] } {
+  const root = path.join(plan.runDir, "root");
+  const fstab = path.join(plan.runDir, "fstab");
   const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
+  const { unshare, setup } = toolPaths();
   return {
-    command: UNSHARE,
+    command: unshare,
     args: [
       ...OUTER_FLAGS,
       "--",
       "/bin/sh",
       "-c",
-      SETUP,
+      setup,
       "pi-teams-sandbox",
       fstab,
       root,

@@ -74,22 +74,32 @@ function readNode(output: string, file: string): Parsed | null {
  * missing, the file unreadable, a timeout): only a syntax error the interpreter reports is one.
  */
 export async function syntaxError(hook: HookCommand, file: string, head: string): Promise<string | null> {
+  return (await checkSyntax(hook, file, head)) ?? null;
+}
+
+/**
+ * As syntaxError, but telling a check that could not say (undefined: no check for this kind of gate, its
+ * interpreter missing, the file unreadable, a timeout) from one that found the file parses (null).
+ */
+export async function checkSyntax(hook: HookCommand, file: string, head: string): Promise<string | null | undefined> {
   const checker = checkerFor(hook, head);
-  if (!checker) return null;
-  const output = await new Promise<string | null>((resolve) => {
+  if (!checker) return undefined;
+  const output = await new Promise<string | null | undefined>((resolve) => {
     execFile(
       checker.command,
       [...checker.args, file],
       { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, timeout: CHECK_TIMEOUT_MS, maxBuffer: 1 << 20 },
       (error, stdout, stderr) => {
         // Exit 0: it parses. A timeout or a kill says nothing about the gate's syntax.
-        if (!error || error.killed || error.signal) return resolve(null);
+        if (!error) return resolve(null);
+        if (error.killed || error.signal) return resolve(undefined);
         resolve(`${stdout}\n${stderr}`);
       },
     );
   });
-  const parsed = output === null ? null : checker.read(output, file);
-  return parsed ? `${hook.hookPath}:${parsed.line}: ${parsed.message}` : null;
+  if (output === null || output === undefined) return output;
+  const parsed = checker.read(output, file);
+  return parsed ? `${hook.hookPath}:${parsed.line}: ${parsed.message}` : undefined;
 }
 
 /**

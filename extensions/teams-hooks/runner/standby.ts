@@ -1,0 +1,362 @@
+/**
+ * A sandboxed gate's chain started ahead of its run: the leader's next run of a gate starts from a
+ * process already waiting inside the gate's view, instead of building the view on the way (forking
+ * the leader, two `unshare`s, `sh`, `mount -a`, `setpriv`: docs/performance.md measures what that
+ * costs between a task's write and the gate's first instruction).
+ *
+ * After a run of a sandboxed gate, the leader starts the same chain as a run would, for a run folder
+ * of its own, with one step more at its end, inside the view (chrooted, capabilities dropped, in its
+ * own session and process group, the run's stdin and output pipes in place): a `sh` that waits on a
+ * pipe of the leader's (fd 3). The next run of the gate (same gate, command, working directory, team,
+ * sandbox settings and stdin) takes it when the view it would build now is the one the standby
+ * built: the same fstab and read-only list, and the same files at each path it binds (device and
+ * inode). Otherwise the standby is ended and the run builds its own, as without one. The run writes
+ * its files into the standby's folder (seen live in the view through the folder's bind), the gate's
+ * environment as a file of `export NAME='value'` lines, then `go` on the pipe: the `sh` sources the
+ * file, closes the pipe and execs the gate. The gate is then exactly what a run without a standby
+ * starts, with the environment asked for (nothing of the `sh`'s own: PWD and PATH are unset first).
+ *
+ * A standby not taken within STANDBY_IDLE_MS is ended (its namespace holds binds of the working
+ * directory). A leader that dies leaves its standbys reading EOF on the pipe: each exits 125 without
+ * starting anything. Only a leader asks for standbys (`standby: true`); `run` and direct callers of
+ * runHook never get one. `PI_TEAMS_HOOKS_STANDBY=off` in the leader's environment turns them off.
+ */
+import {
+  closeSync,
+  constants as fsConstants,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import path from "node:path";
+import { startProcess, type HookProcess } from "./process.js";
+import { makeRunDir, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
+import {
+  chainOf,
+  viewOf,
+  writeView,
+  SANDBOX_SETUP_FAILED,
+  SANDBOX_SETUP_MARK,
+  type SandboxPlan,
+  type View,
+} from "./sandbox.js";
+import { signalGroup } from "./terminate.js";
+
+/** How long a standby waits for a run before it is ended. */
+export const STANDBY_IDLE_MS = 60_000;
+/** At most this many standbys at once (one per gate and working directory). */
+const MAX_STANDBYS = 16;
+/**
+ * An environment or an argument list larger than this starts the usual way: the kernel's E2BIG is then
+ * Node's spawn error, said as without a standby, not a `sh` failing to exec.
+ */
+const MAX_STRING_BYTES = 96 * 1024;
+const MAX_TOTAL_BYTES = 1024 * 1024;
+
+/**
+ * The last step of a standby's chain, inside the view: wait for `go` on fd 3, close it, forget the
+ * shell's own exported variables, take the run's environment from the file `$1`, exec the gate.
+ */
+const WAIT = [
+  `read -r go <&3 && [ "$go" = go ] || { echo "${SANDBOX_SETUP_MARK} the gate's start was called off" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
+  "exec 3<&-",
+  "unset PWD PATH go",
+  `. "$1" || exit ${SANDBOX_SETUP_FAILED}`,
+  "shift",
+  'exec "$@"',
+].join("\n");
+
+/** A chain waiting for its run. */
+export interface Standby {
+  key: string;
+  run: RunDir;
+  /** The file its run's stdin is (the context file, or a Claude Code gate's input), created empty. */
+  stdinFile: string;
+  /** The command it execs, as the run would start it (the copy of the gate in its folder). */
+  command: string;
+  args: readonly string[];
+  view: View;
+  pins: string;
+  plan: SandboxPlan;
+  process: HookProcess;
+  idle: NodeJS.Timeout;
+  /** Told to go: its process is the run's gate from then on. */
+  released: boolean;
+}
+
+const waiting = new Map<string, Standby>();
+const starting = new Map<string, Promise<void>>();
+
+/** Whether standbys are on in this process (`PI_TEAMS_HOOKS_STANDBY=off` turns them off). */
+export function standbysOn(): boolean {
+  return process.env.PI_TEAMS_HOOKS_STANDBY !== "off";
+}
+
+/**
+ * The standby for `key` whose view is still the one `planFor` gives for its folder now, taken out
+ * of the pool (one still starting is waited for); null when there is none (one that no longer fits is ended).
+ */
+export async function takeStandby(key: string, planFor: (run: RunDir) => SandboxPlan): Promise<Standby | null> {
+  // One being started is waited for: the rest of its chain is never longer than a chain of the run's own.
+  await starting.get(key);
+  const standby = waiting.get(key);
+  if (!standby) return null;
+  waiting.delete(key);
+  clearTimeout(standby.idle);
+  if (!standby.process.running()) {
+    void end(standby);
+    return null;
+  }
+  let fits = false;
+  try {
+    const plan = planFor(standby.run);
+    const view = viewOf(plan);
+    fits =
+      view.fstab === standby.view.fstab && view.readOnly === standby.view.readOnly && pinsOf(plan) === standby.pins;
+  } catch {
+    fits = false;
+  }
+  if (!fits) {
+    void end(standby);
+    return null;
+  }
+  return standby;
+}
+
+/**
+ * The gate's environment as the `sh` of a standby sources it, or null when it cannot be said that way
+ * (a name the shell would not take as a variable, a value too large): the run then starts the usual way.
+ */
+export function environmentScript(env: Readonly<Record<string, string>>, args: readonly string[]): string | null {
+  let total = 0;
+  const lines: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) || SHELL_OWN.has(name)) return null;
+    const size = Buffer.byteLength(name) + Buffer.byteLength(value) + 2;
+    if (size > MAX_STRING_BYTES || value.includes("\0")) return null;
+    total += size;
+    lines.push(`export ${name}='${value.replaceAll("'", "'\\''")}'\n`);
+  }
+  for (const arg of args) {
+    const size = Buffer.byteLength(arg) + 1;
+    if (size > MAX_STRING_BYTES) return null;
+    total += size;
+  }
+  if (total > MAX_TOTAL_BYTES || env.PATH === undefined) return null;
+  return lines.join("");
+}
+
+/** Variables dash gives a meaning of its own (read-only, or read by the shell as it runs). */
+const SHELL_OWN = new Set([
+  "PPID",
+  "OPTIND",
+  "OPTARG",
+  "LINENO",
+  "IFS",
+  "PS1",
+  "PS2",
+  "PS4",
+  "ENV",
+  "MAIL",
+  "MAILPATH",
+  "MAILCHECK",
+  "HISTSIZE",
+]);
+
+/**
+ * Starts the gate that `standby` waits with: writes the environment file, then `go`. False when the
+ * standby can no longer be told (it ended meanwhile): its run then starts the usual way.
+ */
+export function release(standby: Standby, script: string): boolean {
+  const file = envFile(standby.run);
+  const fd = openSync(
+    file,
+    fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL | fsConstants.O_NOFOLLOW,
+    0o600,
+  );
+  try {
+    writeSync(fd, script);
+  } finally {
+    closeSync(fd);
+  }
+  const go = standby.process.go;
+  if (!go || !standby.process.running()) return false;
+  go.end("go\n");
+  standby.released = true;
+  return true;
+}
+
+/** The command a run without its standby would start in the standby's folder (its view is written there). */
+export function usualStart(standby: Standby): { command: string; args: string[] } {
+  return chainOf(standby.command, standby.args, standby.plan);
+}
+
+/**
+ * Starts a standby for `key` unless one waits or is being started, or the pool is full. `prepare`
+ * lays out the run folder (the stdin file created empty) and says what the run will start and its plan.
+ */
+export async function startStandby(
+  key: string,
+  cwd: string,
+  pathEnv: string,
+  prepare: (run: RunDir) => { stdinFile: string; command: string; args: readonly string[]; plan: SandboxPlan },
+): Promise<void> {
+  if (!standbysOn() || waiting.has(key) || starting.has(key) || waiting.size + starting.size >= MAX_STANDBYS) return;
+  const begun = startStandbyNow(key, cwd, pathEnv, prepare);
+  starting.set(key, begun);
+  try {
+    await begun;
+  } finally {
+    starting.delete(key);
+  }
+}
+
+async function startStandbyNow(
+  key: string,
+  cwd: string,
+  pathEnv: string,
+  prepare: (run: RunDir) => { stdinFile: string; command: string; args: readonly string[]; plan: SandboxPlan },
+): Promise<void> {
+  const generation = stops;
+  let run: RunDir | null = null;
+  try {
+    run = makeRunDir("standby");
+    const laid = prepare(run);
+    const view = viewOf(laid.plan);
+    writeView(laid.plan, view);
+    const chain = chainOf(
+      "/bin/sh",
+      ["-c", WAIT, "pi-teams-standby", envFile(run), laid.command, ...laid.args],
+      laid.plan,
+    );
+    const started = await startProcess({
+      command: chain.command,
+      args: chain.args,
+      cwd,
+      env: { PATH: pathEnv },
+      stdinFile: laid.stdinFile,
+      go: true,
+    });
+    if (!started.ok) {
+      removeRunDir(run.dir);
+      return;
+    }
+    const standby: Standby = {
+      key,
+      run,
+      stdinFile: laid.stdinFile,
+      command: laid.command,
+      args: laid.args,
+      view,
+      pins: pinsOf(laid.plan),
+      plan: laid.plan,
+      process: started.process,
+      released: false,
+      idle: setTimeout(() => {
+        if (waiting.get(key) === standby) waiting.delete(key);
+        void end(standby);
+      }, STANDBY_IDLE_MS),
+    };
+    standby.idle.unref();
+    // Output before `go` is the chain's own failure (a mount refused): nothing waits, it is ended.
+    void started.process.exited.then(() => {
+      if (waiting.get(key) !== standby) return;
+      waiting.delete(key);
+      void end(standby);
+    });
+    if (generation !== stops) {
+      await end(standby);
+      return;
+    }
+    waiting.set(key, standby);
+  } catch {
+    if (run) removeRunDir(run.dir);
+  }
+}
+
+/** How many times endStandbys ran: a standby whose start began before the last one is ended, not kept. */
+let stops = 0;
+
+/** Ends every standby, and every one being started (a leader's stop). */
+export async function endStandbys(): Promise<void> {
+  stops += 1;
+  const all = [...waiting.values()];
+  waiting.clear();
+  await Promise.all([...all.map(end), ...starting.values()]);
+}
+
+/** Ends a standby that no run took: its group killed, reaped, its folder removed. */
+export async function end(standby: Standby): Promise<void> {
+  clearTimeout(standby.idle);
+  standby.process.go?.destroy();
+  if (standby.process.running()) signalGroup(standby.process.pid, "SIGKILL");
+  await standby.process.exited;
+  standby.process.release();
+  removeRunDir(standby.run.dir);
+}
+
+function envFile(run: RunDir): string {
+  return path.join(run.dir, "env.sh");
+}
+
+/** The files the view binds, by device and inode: a path replaced since the standby was built shows another file. */
+function pinsOf(plan: SandboxPlan): string {
+  const paths = [plan.cwd, ...plan.writable, ...plan.visible, ...plan.protect, ...plan.hide];
+  return paths
+    .map((p) => {
+      try {
+        const st = statSync(p);
+        return `${p}\0${st.dev}:${st.ino}`;
+      } catch {
+        return `${p}\0-`;
+      }
+    })
+    .join("\n");
+}
+
+/** A standby folder this old with no process in its view was left by a leader that died. */
+const ORPHAN_AGE_MS = 10_000;
+
+/**
+ * Removes the standby folders (and the folders of runs that started from one) that a leader which died
+ * left in the runs folder: those with no process in their view (none whose root is the folder's `root/`)
+ * and untouched for ORPHAN_AGE_MS. The runs folder is shared by the leaders of every team of this
+ * install: a live leader's standby always has its process. Returns how many were removed.
+ */
+export function removeOrphanStandbys(env: Readonly<Record<string, string | undefined>> = process.env): number {
+  let root: string;
+  let names: string[];
+  try {
+    root = runsRoot(env);
+    names = readdirSync(root).filter((name) => /^standby\.[A-Za-z0-9]{6}$/.test(name));
+  } catch {
+    return 0;
+  }
+  if (names.length === 0) return 0;
+  const roots = new Set<string>();
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      roots.add(readlinkSync(`/proc/${pid}/root`));
+    } catch {
+      // gone, or another user's
+    }
+  }
+  let removed = 0;
+  for (const name of names) {
+    const dir = path.join(root, name);
+    try {
+      if (Date.now() - lstatSync(dir).mtimeMs < ORPHAN_AGE_MS) continue;
+      if (roots.has(realpathSync(path.join(dir, "root")))) continue;
+    } catch {
+      continue;
+    }
+    removeRunDir(dir);
+    removed += 1;
+  }
+  return removed;
+}

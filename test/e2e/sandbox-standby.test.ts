@@ -1,0 +1,199 @@
+/**
+ * A leader's sandboxed gate starts from a process that waited for its run inside the gate's view
+ * (runner/standby.ts): the gate is the same as without it (what it can write, its environment, its
+ * stdin), a view that changed since is built again, and nothing of it outlives the leader.
+ */
+import { mkdir, readFile, rename, utimes } from "node:fs/promises";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import path from "node:path";
+import { describe, it } from "vitest";
+import { completeTasks, readLogs, useLeaderRig, waitUntil, type LeaderProcess } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+
+const outerRig = useLeaderRig();
+
+/** The standbys a leader has waiting: its children whose command line is a standby's, with their run folder. */
+function standbysOf(leader: LeaderProcess): Array<{ pid: number; runDir: string }> {
+  const found: Array<{ pid: number; runDir: string }> = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== leader.pid) continue;
+      const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
+      const at = argv.indexOf("pi-teams-standby");
+      if (at >= 0 && argv[0] === "/bin/sh") found.push({ pid: Number(name), runDir: path.dirname(argv[at + 1] ?? "") });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+function said(stdout: string): Map<string, string> {
+  return new Map(
+    stdout
+      .split("\n")
+      .filter((l) => l.includes("="))
+      .map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]),
+  );
+}
+
+const GATE = [
+  "# pi-teams-hooks: env=SANDBOX_DECLARED_VAR",
+  `try() { if ( eval "$2" ) >/dev/null 2>&1; then echo "$1=written"; else echo "$1=refused"; fi; }`,
+  `try hook-state 'echo x > "$PI_TEAMS_TEAM_DIR/hook-state/planted"'`,
+  `try gate 'echo "exit 0" >> "$PI_TEAMS_HOOK_PATH"'`,
+  `try own-copy 'echo "exit 0" >> "$0"'`,
+  `try remount 'mount -o remount,rw /'`,
+  `try userns 'unshare --user true'`,
+  `try cwd 'echo x > "./written-in-cwd-$PI_TEAMS_TASK_ID"'`,
+  `try tmp 'echo x > /tmp/written-in-tmp'`,
+  `echo "pid=$$"`,
+  // Every variable's name, and the values that are not the event's own.
+  `echo "names=$(env | sed -n 's/^\\([A-Za-z_][A-Za-z0-9_]*\\)=.*/\\1/p' | sort | tr '\\n' ' ')"`,
+  `echo "path=$PATH" && echo "home=$HOME" && echo "tmpdir=$TMPDIR" && echo "declared=\${SANDBOX_DECLARED_VAR:-unset}"`,
+  `echo "leader-var=\${SANDBOX_LEADER_VAR:-unset}"`,
+  `echo "stdin=$(cmp -s - "$PI_TEAMS_HOOK_CONTEXT_FILE" && echo the-context || echo other) $(wc -c < "$PI_TEAMS_HOOK_CONTEXT_FILE")"`,
+  `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
+  `echo "no-new-privs=$(grep NoNewPrivs /proc/self/status | tr -d ' \\t')"`,
+  `echo "fd3=$( [ -e /proc/self/fd/3 ] && echo open || echo closed)"`,
+  `echo "runs-seen=$(ls -A "$(dirname "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")")" | wc -l)"`,
+].join("\n");
+
+describe.concurrent("a sandboxed gate started from its standby", () => {
+  it("is the gate a run without one starts (what it may write, its environment, its stdin), and nothing of it outlives the leader", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: ["1", "2", "3"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+    });
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    const gate = await rig.hook(team, "on_task_completed.sh", GATE);
+    const gateText = await readFile(gate, "utf8");
+    const leader = await rig.leader(team, [], { env: { SANDBOX_LEADER_VAR: "leaked", SANDBOX_DECLARED_VAR: "given" } });
+
+    // The first run's standby was built before its log made hook-logs/ (a view that protects it now): not used.
+    for (const [n, id] of ["1", "2"].entries()) {
+      await completeTasks(team, [id]);
+      await leader.waitForEvents(n + 1);
+    }
+    // The next run's process waits already, a child of the leader's, before the next completion is written.
+    const [waiting] = await waitUntil("a standby of the leader's", () => {
+      const found = standbysOf(leader);
+      return found.length > 0 ? found : false;
+    });
+    await completeTasks(team, ["3"]);
+    await leader.waitForEvents(3);
+
+    const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed"]);
+    const [first, , second] = runs.map((r) => said(r.result.stdout));
+    if (!first || !second || !waiting) throw new Error("two runs and a standby expected");
+    expect(second.get("pid")).toBe(String(waiting.pid));
+    expect(first.get("pid")).not.toBe(String(waiting.pid));
+    const same = {
+      "hook-state": "refused",
+      gate: "refused",
+      "own-copy": "refused",
+      remount: "refused",
+      userns: "refused",
+      cwd: "written",
+      tmp: "written",
+      declared: "given",
+      "leader-var": "unset",
+      tmpdir: "/tmp",
+      capabilities: "CapEff:0000000000000000",
+      "no-new-privs": "NoNewPrivs:1",
+      fd3: "closed",
+      "runs-seen": "1",
+    };
+    expect(Object.fromEntries(first)).toMatchObject(same);
+    expect(Object.fromEntries(second)).toMatchObject(same);
+    for (const run of [first, second]) expect(run.get("stdin")).toMatch(/^the-context [1-9]\d{2,}$/);
+    for (const name of ["names", "path", "home"]) expect(second.get(name), name).toBe(first.get(name));
+    expect(await readFile(gate, "utf8")).toBe(gateText);
+    expect(existsSync(path.join(team.teamsRoot, "written-in-cwd-3"))).toBe(true);
+    expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
+
+    // The one left for a third run ends with the leader, its folder with it.
+    const [left] = await waitUntil("the standby left for a next run", () => {
+      const found = standbysOf(leader);
+      return found.length > 0 ? found : false;
+    });
+    if (!left) throw new Error("a standby expected");
+    expect(existsSync(left.runDir)).toBe(true);
+    await leader.stop();
+    expect(existsSync(`/proc/${left.pid}`)).toBe(false);
+    expect(existsSync(left.runDir)).toBe(false);
+  });
+
+  it("is not used when the view it built is no longer the gate's: a sandbox-write= folder replaced since is the one written", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: ["1", "2", "3"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+    });
+    const reports = path.join(team.teamDir, "reports");
+    await mkdir(reports);
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        "# pi-teams-hooks: sandbox-write=$PI_TEAMS_TEAM_DIR/reports",
+        `echo "$$" > "$PI_TEAMS_TEAM_DIR/reports/$PI_TEAMS_TASK_ID"`,
+      ].join("\n"),
+    );
+    const leader = await rig.leader(team);
+    for (const [n, id] of ["1", "2"].entries()) {
+      await completeTasks(team, [id]);
+      await leader.waitForEvents(n + 1);
+    }
+    const [waiting] = await waitUntil("a standby of the leader's", () => {
+      const found = standbysOf(leader);
+      return found.length > 0 ? found : false;
+    });
+    if (!waiting) throw new Error("a standby expected");
+    await rename(reports, `${reports}.old`);
+    await mkdir(reports);
+    await completeTasks(team, ["3"]);
+    const [, , third] = await leader.waitForEvents(3);
+    expect(third?.outcome).toBe("passed");
+    expect((await readFile(path.join(reports, "3"), "utf8")).trim()).not.toBe(String(waiting.pid));
+    expect(existsSync(path.join(`${reports}.old`, "3"))).toBe(false);
+    // The standby that no longer fitted was ended, its folder removed.
+    await waitUntil(
+      "the unfit standby ended",
+      () => !existsSync(`/proc/${waiting.pid}`) && !existsSync(waiting.runDir),
+    );
+  });
+
+  it("of a leader killed while it waits ends by itself without starting anything, and the next leader removes its folder", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", `echo ran >> "$PI_TEAMS_TEAM_ID.runs"`);
+    const leader = await rig.leader(team);
+    await completeTasks(team, ["1"]);
+    await leader.waitForEvents(1);
+    const [waiting] = await waitUntil("a standby of the leader's", () => {
+      const found = standbysOf(leader);
+      return found.length > 0 ? found : false;
+    });
+    if (!waiting) throw new Error("a standby expected");
+    await leader.kill();
+    // The end of its pipe: it exits, and the gate never starts.
+    await waitUntil("the standby's exit", () => !existsSync(`/proc/${waiting.pid}`));
+    expect((await readFile(path.join(team.teamsRoot, `${team.teamId}.runs`), "utf8")).trim().split("\n")).toHaveLength(
+      1,
+    );
+    expect(existsSync(waiting.runDir)).toBe(true);
+    // Left long enough ago (a live leader's standby always has its process in it): the next start removes it.
+    const old = new Date(Date.now() - 60_000);
+    await utimes(waiting.runDir, old, old);
+    const next = await rig.leader(team);
+    await next.waitFor("the folder removed", () => !existsSync(waiting.runDir));
+    await next.stop();
+  });
+});
