@@ -111,6 +111,29 @@ describe.concurrent("a sandboxed gate", () => {
     expect(names).toEqual([]);
   });
 
+  it("finds its tools through a PATH of links in a folder under the temp dir, which the private /tmp would hide", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    // What a machine that allows only some tools gives: a folder of links, made in the temp dir.
+    const bin = await mkdtemp(path.join(os.tmpdir(), "sandbox-path-"));
+    context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
+    for (const tool of ["bash", "sh", "env", "cat", "node", "unshare", "mount", "setpriv"]) {
+      const found = ["/usr/bin", "/bin", "/usr/sbin", "/sbin", path.dirname(process.execPath)]
+        .map((d) => path.join(d, tool))
+        .find(existsSync);
+      if (found) await symlink(found, path.join(bin, tool));
+    }
+    await rig.hook(team, "on_task_completed.sh", `cat > /dev/null\necho "ran with $(command -v bash)"`);
+    const out = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--json"], {
+      env: { PATH: bin },
+    });
+    expect(out.code, out.stderr).toBe(0);
+    const record = JSON.parse(out.stdout) as { result: { outcome: string; sandbox: string; stdout: string } };
+    expect(record.result).toMatchObject({ outcome: "passed", sandbox: "on" });
+    expect(record.result.stdout).toContain(`ran with ${path.join(bin, "bash")}`);
+  });
+
   it("a verdict planted where the run's result file used to be offered changes nothing: the failing gate fails", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);

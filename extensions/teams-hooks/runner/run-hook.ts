@@ -313,7 +313,14 @@ function planOf(
     runDir: run.dir,
     cwd,
     writable: [cwd, ...(opts.sandbox?.write ?? []).map(real)],
-    visible: [invocation.teamDir, path.dirname(hook.hookPath), ownPackageRoot(), nodePrefix(), projectRoot(opts.cwd)],
+    visible: [
+      invocation.teamDir,
+      path.dirname(hook.hookPath),
+      ownPackageRoot(),
+      nodePrefix(),
+      projectRoot(opts.cwd),
+      ...pathFolders(opts.baseEnv ?? process.env),
+    ],
     protect: (opts.sandbox?.protect ?? []).map(real),
     hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
     resultFile: run.resultFile,
@@ -606,6 +613,22 @@ function gateBaseEnv(
  * .git (its own when none). Shown read-only where the private /tmp would hide it (a checkout under
  * /tmp), so that `npm test` in a subfolder finds the project's package.json and node_modules.
  */
+/**
+ * The folders of the gate's PATH that exist: one under /tmp or /dev/shm (a folder of links to the
+ * tools a machine allows, made by a script) would be hidden by the sandbox's private /tmp, and the
+ * gate's `#!/usr/bin/env bash` would find no bash. Shown read-only, as the gate's own folder is.
+ */
+function pathFolders(env: Readonly<Record<string, string | undefined>>): string[] {
+  return (env.PATH ?? "").split(":").filter((dir) => {
+    if (!path.isAbsolute(dir)) return false;
+    try {
+      return statSync(dir).isDirectory();
+    } catch {
+      return false;
+    }
+  });
+}
+
 function projectRoot(cwd: string): string {
   for (let dir = cwd; ; dir = path.dirname(dir)) {
     if (existsSync(path.join(dir, "package.json")) || existsSync(path.join(dir, ".git"))) return dir;
