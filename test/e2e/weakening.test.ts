@@ -34,7 +34,10 @@ describe.concurrent("weakening settings", () => {
           w.includes('hooks.failureMode changed from "closed" to "open", which can weaken a gate\'s verdict'),
         ),
     );
-    expect(leader.warnings().some((w) => w.includes('hooks.exitCodes changed from (default) to "strict"'))).toBe(true);
+    // Each change is its own line, read from the leader's output as it comes: waited for, not assumed.
+    await leader.waitFor("the exit codes' change said", () =>
+      leader.warnings().some((w) => w.includes('hooks.exitCodes changed from (default) to "strict"')),
+    );
 
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [first] = await leader.waitForEvents(1, (e) => e.taskId === "1");
