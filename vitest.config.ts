@@ -5,10 +5,10 @@ export default defineConfig({
   test: {
     // Plain, and in one zone, whatever the machine: times shown to people are local (docs/cli.md "Output").
     env: { NO_COLOR: "1", TZ: "UTC" },
-    // Three test files at a time, also on a 2-CPU machine (vitest's default there is one): most tests
-    // wait on child processes (a leader's scan, a hook, a server), and with two the CPUs sat idle a third
-    // of the run (docs/performance.md, "The test suite").
-    maxWorkers: 3,
+    // Four test files at a time, also on a 2-CPU machine (vitest's default there is one): most tests
+    // wait on child processes (a leader's scan, a hook, a server); with two the CPUs sat idle a third of
+    // the run, with three 191 s, four 183 s, five no better (docs/performance.md, "The test suite").
+    maxWorkers: 4,
     // Each worker process runs its files one after another, without a fresh process and module graph
     // per file: ~0.6 s of CPU saved per file (~60 s for the suite). Safe because no test file changes
     // process-wide state for the next one: tests run real processes in their own temp dirs, and the
