@@ -42,16 +42,24 @@ export type WorkField = (typeof WORK_FIELDS)[number];
 export function createdByOf(task: Pick<Task, "metadata">): CreatedBy {
   const meta = task.metadata ?? {};
   const api = objectOf(meta.taskApi);
-  if (api) return { kind: "api", template: text(api.template), key: text(api.key) };
+  if (api) return { kind: "api", template: name(api.template), key: name(api.key) };
   if (text(meta.qualityGateFollowupFor) !== null) {
     return {
       kind: "followup",
-      sourceTaskId: text(meta.qualityGateSourceTaskId),
-      hook: text(meta.qualityGateFollowupHook),
-      event: text(meta.qualityGateFollowupEvent),
+      sourceTaskId: name(meta.qualityGateSourceTaskId),
+      hook: name(meta.qualityGateFollowupHook),
+      event: name(meta.qualityGateFollowupEvent),
     };
   }
   return { kind: "worker" };
+}
+
+/** Names read from metadata a worker can write: at most `NAME_CHARS` characters, a longer one cut with `…`. */
+const NAME_CHARS = 256;
+
+function name(value: unknown): string | null {
+  const t = text(value);
+  return t === null || t.length <= NAME_CHARS ? t : `${t.slice(0, NAME_CHARS - 1)}…`;
 }
 
 /**
