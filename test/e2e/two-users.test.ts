@@ -26,6 +26,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DoctorReport } from "../../extensions/teams-hooks/doctor/diagnose.js";
 import { approvedFile } from "../../extensions/teams-hooks/trust/trust-store.js";
 import { REPO_ROOT, readLogs, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { reachableTempDir } from "../helpers/reachable-tmp.js";
 import type { TempTeam } from "../helpers/temp-team.js";
 import { TEST_RUN_ACCOUNTS } from "../helpers/global-setup.js";
 
@@ -250,25 +251,6 @@ async function copyBuild(dir: string): Promise<{ bin: string; worker: string; re
     worker: path.join(dir, "workers", "team-worker.mjs"),
     recipe: path.join(dir, "examples", "leader-user", "setup.sh"),
   };
-}
-
-/** Whether every folder from `/` down to `dir` lets other users through (o+x). */
-async function othersCanTraverse(dir: string): Promise<boolean> {
-  for (let at = path.resolve(dir); ; at = path.dirname(at)) {
-    if (((await stat(at)).mode & 0o001) === 0) return false;
-    if (at === path.dirname(at)) return true;
-  }
-}
-
-/**
- * Where the test's temp dir goes: the temp dir, when the other users can get through to it; else /tmp (a TMPDIR
- * of the user's own, mode 0700, lets no other user reach what is in it: the build copied there could not be
- * loaded by the leader's user).
- */
-async function reachableTempDir(): Promise<string> {
-  if (await othersCanTraverse(os.tmpdir())) return os.tmpdir();
-  if (await othersCanTraverse("/tmp")) return "/tmp";
-  throw new Error(`neither ${os.tmpdir()} nor /tmp lets other users through: nowhere to lay out the two users' team`);
 }
 
 /** A temp dir both users can get through, with their homes named (made by the recipe and here). */

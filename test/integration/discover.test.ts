@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { findHook } from "../../extensions/teams-hooks/gates/discover.js";
 import type { HookDiscovery } from "../../extensions/teams-hooks/gates/discover.js";
 import { compileModules } from "../fixtures/workers/modules.js";
+import { reachableTempDir } from "../helpers/reachable-tmp.js";
 
 const run = promisify(execFile);
 const isRoot = process.getuid?.() === 0;
@@ -213,7 +214,8 @@ describe("findHook", () => {
     const modules = await compileModules(["gates/discover"], { forOtherUsers: true });
     cleanups.push(modules.dir);
     const outDir = modules.dir;
-    const parent = await tempDir();
+    const parent = await mkdtemp(path.join(await reachableTempDir(), "teams-hooks-discover-"));
+    cleanups.push(parent);
     await chmod(parent, 0o755);
     const dir = path.join(parent, "_hooks");
     await mkdir(dir);

@@ -319,7 +319,7 @@ function planOf(
       ownPackageRoot(),
       nodePrefix(),
       projectRoot(opts.cwd),
-      ...pathFolders(opts.baseEnv ?? process.env),
+      ...pathFolders(opts.baseEnv ?? process.env, user !== null),
     ],
     protect: (opts.sandbox?.protect ?? []).map(real),
     hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
@@ -616,13 +616,20 @@ function gateBaseEnv(
 /**
  * The folders of the gate's PATH that exist: one under /tmp or /dev/shm (a folder of links to the
  * tools a machine allows, made by a script) would be hidden by the sandbox's private /tmp, and the
- * gate's `#!/usr/bin/env bash` would find no bash. Shown read-only, as the gate's own folder is.
+ * gate's `#!/usr/bin/env bash` would find no bash. Shown read-only, as the gate's own folder is. For a
+ * gate of another user (`run-as=`, whose view that user builds), only folders any user can reach.
  */
-function pathFolders(env: Readonly<Record<string, string | undefined>>): string[] {
+function pathFolders(env: Readonly<Record<string, string | undefined>>, otherUser: boolean): string[] {
   return (env.PATH ?? "").split(":").filter((dir) => {
     if (!path.isAbsolute(dir)) return false;
     try {
-      return statSync(dir).isDirectory();
+      if (!statSync(dir).isDirectory()) return false;
+      if (!otherUser) return true;
+      if ((statSync(dir).mode & 0o005) !== 0o005) return false;
+      for (let at = path.dirname(dir); ; at = path.dirname(at)) {
+        if ((statSync(at).mode & 0o001) === 0) return false;
+        if (at === path.dirname(at)) return true;
+      }
     } catch {
       return false;
     }
