@@ -41,7 +41,7 @@ export async function followLogs(teamDir: string, opts: FollowOptions): Promise<
   let lastWarning = "";
 
   const scan = async (): Promise<void> => {
-    const names = await listHookLogNames(teamDir);
+    const names = await listHookLogNames(teamDir, { inSlices: true });
     const fresh = names.filter((name) => !seen.has(name));
     seen = new Set(names); // a name pruned and written again is new again
     const candidates = fresh.flatMap((name): Candidate[] => {

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, unlinkSync, writeFileSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { opendir, readdir } from "node:fs/promises";
 import type { Dirent } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
@@ -400,19 +400,24 @@ export async function listHookLogs(teamDir: string, opts: { limit?: number } = {
   return names.slice(Math.max(0, names.length - limit)).map((name) => ({ file: hookLogFile(dir, name), name }));
 }
 
-/** The names `listHookLogs` lists, in its order, without an object per file (`logs` lists 10,000). */
-export async function listHookLogNames(teamDir: string): Promise<string[]> {
+/**
+ * The names `listHookLogs` lists, in its order, without an object per file (`logs` lists 10,000).
+ * `inSlices`: read the folder in batches of 1,024 entries, each its own turn of the event loop (a
+ * server's): one `readdir` of 100,000 names holds the loop some 30 ms while their objects are made,
+ * a batch at most a few, for about twice the total time.
+ */
+export async function listHookLogNames(teamDir: string, opts: { inSlices?: boolean } = {}): Promise<string[]> {
   const dir = hookLogsDir(teamDir);
-  let dirents: Dirent[];
+  const names: string[] = [];
+  const take = (dirent: Dirent): void => {
+    if ((dirent.isFile() || dirent.isSymbolicLink()) && isHookLogName(dirent.name)) names.push(dirent.name);
+  };
   try {
-    dirents = await readdir(dir, { withFileTypes: true });
+    if (opts.inSlices) for await (const dirent of await opendir(dir, { bufferSize: 1024 })) take(dirent);
+    else for (const dirent of await readdir(dir, { withFileTypes: true })) take(dirent);
   } catch (cause) {
     if (errnoCode(cause) === "ENOENT") return [];
     throw new HooksError("E_IO", `cannot list hook logs in ${dir}: ${describeError(cause)}`, { cause });
-  }
-  const names: string[] = [];
-  for (const dirent of dirents) {
-    if ((dirent.isFile() || dirent.isSymbolicLink()) && isHookLogName(dirent.name)) names.push(dirent.name);
   }
   return sortHookLogNames(names);
 }

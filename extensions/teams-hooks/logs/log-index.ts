@@ -209,7 +209,7 @@ export class LogIndex {
     const listedAt = Date.now();
     let listed = false;
     if (mtimeMs === null || mtimeMs !== team.listedMtimeMs) {
-      team.names = await listHookLogNames(team.teamDir);
+      team.names = await listHookLogNames(team.teamDir, { inSlices: true });
       listed = true;
       team.listedMtimeMs = mtimeMs !== null && listedAt - mtimeMs >= MTIME_MARGIN_MS ? mtimeMs : null;
     }
