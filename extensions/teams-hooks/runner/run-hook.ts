@@ -52,6 +52,7 @@ import {
   SANDBOX_SETUP_FAILED,
   SANDBOX_SETUP_MARK,
   endRun,
+  hiddenInView,
   sandboxSupport,
   sandboxed,
   type SandboxPlan,
@@ -614,26 +615,30 @@ function gateBaseEnv(
  * /tmp), so that `npm test` in a subfolder finds the project's package.json and node_modules.
  */
 /**
- * The folders of the gate's PATH that exist: one under /tmp or /dev/shm (a folder of links to the
- * tools a machine allows, made by a script) would be hidden by the sandbox's private /tmp, and the
- * gate's `#!/usr/bin/env bash` would find no bash. Shown read-only, as the gate's own folder is. For a
- * gate of another user (`run-as=`, whose view that user builds), only folders any user can reach.
+ * The folders of the gate's PATH that the sandbox's private /tmp or /dev/shm would hide (a folder of
+ * links to the tools a machine allows, made by a script): without them the gate's `#!/usr/bin/env
+ * bash` would find no bash. Shown read-only, as the gate's own folder is. For a gate of another user
+ * (`run-as=`, whose view that user builds), only folders any user can reach. Nothing is looked up for
+ * the usual PATH, which the view shows as it is.
  */
 function pathFolders(env: Readonly<Record<string, string | undefined>>, otherUser: boolean): string[] {
   return (env.PATH ?? "").split(":").filter((dir) => {
-    if (!path.isAbsolute(dir)) return false;
-    try {
-      if (!statSync(dir).isDirectory()) return false;
-      if (!otherUser) return true;
-      if ((statSync(dir).mode & 0o005) !== 0o005) return false;
-      for (let at = path.dirname(dir); ; at = path.dirname(at)) {
-        if ((statSync(at).mode & 0o001) === 0) return false;
-        if (at === path.dirname(at)) return true;
-      }
-    } catch {
-      return false;
-    }
+    if (!path.isAbsolute(dir) || !hiddenInView(dir)) return false;
+    return !otherUser || othersCanReach(dir);
   });
+}
+
+/** Every folder from `/` down to `dir` lets other users through, and `dir` lets them list and enter it. */
+function othersCanReach(dir: string): boolean {
+  try {
+    if ((statSync(dir).mode & 0o005) !== 0o005) return false;
+    for (let at = path.dirname(dir); ; at = path.dirname(at)) {
+      if ((statSync(at).mode & 0o001) === 0) return false;
+      if (at === path.dirname(at)) return true;
+    }
+  } catch {
+    return false;
+  }
 }
 
 function projectRoot(cwd: string): string {

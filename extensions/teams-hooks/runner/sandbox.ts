@@ -330,10 +330,9 @@ export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountE
   const bind = (dir: string, options: string, mkdir = true): void => {
     lines.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options}${mkdir ? ",X-mount.mkdir" : ""} 0 0`);
   };
-  const hidden = (dir: string): boolean => isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm");
   // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
-  // earlier one would cover it.
-  for (const dir of outerFirst(plan.visible)) if (hidden(dir)) bind(dir, "bind,ro");
+  // earlier one would cover it. One that is not there has nothing to show (a PATH folder gone).
+  for (const dir of outerFirst(plan.visible)) if (hiddenInView(dir) && existsSync(dir)) bind(dir, "bind,ro");
   for (const dir of outerFirst(plan.writable)) bind(dir, "bind");
   // Inside a writable path, where the folder is already shown: no folder is made for one that is not there.
   for (const dir of outerFirst(plan.protect)) {
@@ -393,4 +392,9 @@ function isUnder(child: string, parent: string): boolean {
 /** fstab's escapes (the same as mountinfo's): a blank, a tab, a newline and a backslash as octal. */
 function fstabEscape(file: string): string {
   return file.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
+}
+
+/** Whether the view's fresh `/tmp` or `/dev/shm` covers `dir`: shown only when the plan lists it as visible. */
+export function hiddenInView(dir: string): boolean {
+  return isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm");
 }

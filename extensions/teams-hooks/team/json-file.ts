@@ -83,47 +83,29 @@ export async function readJsonFile<S extends z.ZodType>(
 /** Reads `file` as any JSON value (no schema): for callers that check fields one by one. */
 export async function readJsonValue(file: string, options: JsonReadOptions = {}): Promise<ReadResult<unknown>> {
   const maxBytes = options.maxBytes ?? MAX_TEAM_FILE_BYTES;
-  if (options.longStrings === undefined) {
-    const read = readRegularFile(file, { maxBytes });
-    if (!read.ok) return { ok: false, problem: read.problem };
-    const parsed = parseJsonText(read.text, file);
-    return parsed.ok ? { ok: true, value: parsed.raw, raw: parsed.raw } : parsed;
-  }
-  let fd: number;
-  try {
-    fd = openSync(file, READ_FLAGS);
-  } catch (error) {
-    return openFailure(file, error);
-  }
-  try {
-    const stat = fstatSync(fd);
-    const refused = irregularFileProblem(file, stat, maxBytes);
-    if (refused) return { ok: false, problem: refused };
-    const read = readJsonText(fd, file, stat, maxBytes);
-    if (!read) return { ok: false, problem: tooLargeProblem(file, null, maxBytes) };
-    const parsed = parseJsonText(read.text, file);
-    if (!parsed.ok) return parsed;
-    return options.longStrings === "keep" && read.parts && read.parts.ranges.length > 0
-      ? { ok: true, value: parsed.raw, raw: parsed.raw, parts: read.parts }
-      : { ok: true, value: parsed.raw, raw: parsed.raw };
-  } catch (error) {
-    return readFailure(file, error);
-  } finally {
-    closeSync(fd);
-  }
+  const short = options.longStrings !== undefined;
+  const read = onRegularFile(file, maxBytes, (fd, stat) => readJsonText(fd, file, stat, maxBytes, short));
+  if (!read.ok) return { ok: false, problem: read.problem };
+  const parsed = parseJsonText(read.value.text, file);
+  if (!parsed.ok) return parsed;
+  const parts = options.longStrings === "keep" ? read.value.parts : undefined;
+  return parts && parts.ranges.length > 0
+    ? { ok: true, value: parsed.raw, raw: parsed.raw, parts }
+    : { ok: true, value: parsed.raw, raw: parsed.raw };
 }
 
 /**
- * The JSON text of the open regular file `fd`: whole when it is under 1 MiB, else read in chunks with
- * its long strings cut (team/long-strings.ts). Null when it holds more than `maxBytes`.
+ * The JSON text of the open regular file `fd`: whole, or with `short` and 1 MiB or more, read in
+ * chunks with its long strings cut (team/long-strings.ts). Null when it holds more than `maxBytes`.
  */
 export function readJsonText(
   fd: number,
   file: string,
   stat: Stats,
   maxBytes: number,
+  short = true,
 ): { text: string; parts?: LeftOutParts } | null {
-  if (stat.size >= SHORT_READ_FROM_BYTES) return shortenFile(fd, file, stat, maxBytes);
+  if (short && stat.size >= SHORT_READ_FROM_BYTES) return shortenFile(fd, file, stat, maxBytes);
   const bytes = readPrefix(fd, stat.size + 1, maxBytes + 1);
   return bytes.length > maxBytes ? null : { text: bytes.toString("utf8") };
 }
@@ -162,6 +144,24 @@ export function readRegularBytes(
   file: string,
   options: { maxBytes: number },
 ): { ok: true; bytes: Buffer; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats } {
+  const read = onRegularFile(file, options.maxBytes, (fd, stat) => {
+    const bytes = readPrefix(fd, stat.size + 1, options.maxBytes + 1);
+    return bytes.length > options.maxBytes ? null : bytes;
+  });
+  return read.ok ? { ok: true, bytes: read.value, stat: read.stat } : read;
+}
+
+/**
+ * `read(fd, stat)` on `file` opened without blocking, if it is a regular file (symlinks followed) of
+ * at most `maxBytes`: a FIFO, a socket, a device or a directory is refused unread (`not_regular`), and
+ * so is a file over the cap (`too_large`; `read` returns null for one that grew past it). Never throws
+ * for anything on disk.
+ */
+function onRegularFile<T>(
+  file: string,
+  maxBytes: number,
+  read: (fd: number, stat: Stats) => T | null,
+): { ok: true; value: T; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats } {
   let fd: number;
   try {
     fd = openSync(file, READ_FLAGS);
@@ -170,12 +170,12 @@ export function readRegularBytes(
   }
   try {
     const stat = fstatSync(fd);
-    const refused = irregularFileProblem(file, stat, options.maxBytes);
+    const refused = irregularFileProblem(file, stat, maxBytes);
     if (refused) return { ok: false, problem: refused, stat };
-    const read = readPrefix(fd, stat.size + 1, options.maxBytes + 1);
-    if (read.length > options.maxBytes)
-      return { ok: false, problem: tooLargeProblem(file, null, options.maxBytes), stat };
-    return { ok: true, bytes: read, stat };
+    const value = read(fd, stat);
+    return value === null
+      ? { ok: false, problem: tooLargeProblem(file, null, maxBytes), stat }
+      : { ok: true, value, stat };
   } catch (error) {
     return readFailure(file, error);
   } finally {

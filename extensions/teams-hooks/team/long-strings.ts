@@ -52,6 +52,8 @@ const MARKER_IN_JSON =
 
 /** True when JSON text holds a marker: a value read short, which only `writeWithParts` may write. */
 export function hasPartMarker(json: string): boolean {
+  // Every write of a team file asks: the plain search first, the pattern only when it may match.
+  if (!json.includes("\\u0000pi-teams-hooks: ")) return false;
   MARKER_IN_JSON.lastIndex = 0;
   return MARKER_IN_JSON.test(json);
 }

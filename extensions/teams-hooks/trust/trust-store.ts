@@ -190,14 +190,16 @@ export function readApproved(
   teamDir: string,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): TrustRead {
-  const file = approvedFile(teamDir, env);
+  return readKept(approvedFile(teamDir, env), teamDir, "an approved trust record");
+}
+
+/** A record kept outside the team dir for `teamDir` (`{teamDir, record, …}`), else why not. */
+function readKept(file: string, teamDir: string, what: string): TrustRead {
   const read = readJson(file);
   if (read.state !== "read") return read;
   const kept = read.value as { teamDir?: unknown; record?: unknown } | null;
   const record = kept && kept.teamDir === path.resolve(teamDir) ? asRecord(kept.record) : null;
-  return record
-    ? { state: "ok", record }
-    : { state: "invalid", problem: `${file}: not an approved trust record of ${teamDir}` };
+  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not ${what} of ${teamDir}` };
 }
 
 /** Keeps `record` as the one approved for the team (0600, in a 0700 folder of the user's state dir). */
@@ -226,12 +228,7 @@ export function seenFile(teamDir: string, env: Readonly<Record<string, string | 
 }
 
 export function readSeen(teamDir: string, env: Readonly<Record<string, string | undefined>> = process.env): TrustRead {
-  const file = seenFile(teamDir, env);
-  const read = readJson(file);
-  if (read.state !== "read") return read;
-  const kept = read.value as { teamDir?: unknown; record?: unknown } | null;
-  const record = kept && kept.teamDir === path.resolve(teamDir) ? asRecord(kept.record) : null;
-  return record ? { state: "ok", record } : { state: "invalid", problem: `${file}: not a trust record of ${teamDir}` };
+  return readKept(seenFile(teamDir, env), teamDir, "a trust record");
 }
 
 /** Best effort: a seen record not written only makes the next start say less. */
@@ -289,11 +286,9 @@ export function readTrustInForce(
 export function recordDiff(approved: TrustRecord, file: TrustRecord): RecordChange[] {
   const changes: RecordChange[] = [];
   for (const [gate, entry] of Object.entries(file.gates)) {
-    const old = approved.gates[gate];
-    // `required` too: an entry made optional by hand in trust.json would let a team drop a required gate.
-    const sameRequired = (old?.required === false) === (entry.required === false);
-    if (!old || old.sha256 !== entry.sha256 || old.mode !== entry.mode || !sameRequired)
-      changes.push({ path: gate, change: "approved", entry });
+    // `required` too (entryChange compares it): an entry made optional by hand in trust.json would let
+    // a team drop a required gate.
+    if (entryChange(approved.gates[gate], entry) !== null) changes.push({ path: gate, change: "approved", entry });
   }
   for (const gate of Object.keys(approved.gates))
     if (!(gate in file.gates)) changes.push({ path: gate, change: "removed", entry: null });
