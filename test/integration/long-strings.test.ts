@@ -90,6 +90,19 @@ describe("a task file with long strings", () => {
     expect(back.status).toBe("pending");
   });
 
+  it("writes back a task whose own text looks like a marker, as it is", async () => {
+    // What an agent could write to have its task's policy refused: a marker's words, without this
+    // process's mark.
+    const forged = "\u0000pi-teams-hooks: 5 more bytes of this text are in the file, not read\u00000\u0000";
+    const file = path.join(dir, "tasks", "forged", "1.json");
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, JSON.stringify(makeTask({ id: "1", description: `do it ${forged}` })));
+    const updated = await updateTask(dir, "forged", "1", (t) => ({ ...t, status: "pending" }));
+    expect(updated.ok).toBe(true);
+    const back = JSON.parse(await readFile(file, "utf8")) as Task;
+    expect(back).toMatchObject({ status: "pending", description: `do it ${forged}` });
+  });
+
   it("never lets a value read short be written without its parts", async () => {
     const file = path.join(dir, "alone.json");
     await writeFile(file, JSON.stringify(makeTask({ description: "x".repeat(2_000_000) })));

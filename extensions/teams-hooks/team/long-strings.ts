@@ -10,10 +10,12 @@
  * file (a task's policy, under its lock) puts the left-out bytes back where the markers are, copied
  * from the file, which must still be the one read (same inode, size and time).
  *
- * The marker is text no writer puts in a task: it starts and ends with U+0000 and carries the index
- * of the part it stands for. `JSON.stringify` writes U+0000 as `\u0000`, which is how the marker is
+ * The marker starts and ends with U+0000, carries a mark of this process that no one else knows (so
+ * a task's own text, however like a marker, is never taken for one) and the index of the part it
+ * stands for. `JSON.stringify` writes U+0000 as `\u0000`, which is how the marker is
  * found again in the text to write.
  */
+import { randomBytes } from "node:crypto";
 import { type Stats, closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { HooksError } from "../contract/errors.js";
 
@@ -41,19 +43,28 @@ export interface LeftOutParts {
   ranges: Array<[number, number]>;
 }
 
+/**
+ * This process's own mark, in every marker it writes: a task's text may hold anything, a marker-like
+ * line included, and only a marker of this process is one (text that merely looks like it is written
+ * back as it is, never refused or spliced).
+ */
+const PROCESS_MARK = randomBytes(8).toString("hex");
+
 /** What a string value cut by `shortenFile` ends with, as the parsed value holds it. */
 export function partMarker(index: number, leftOut: number): string {
-  return `\u0000pi-teams-hooks: ${leftOut} more bytes of this text are in the file, not read\u0000${index}\u0000`;
+  return `\u0000pi-teams-hooks ${PROCESS_MARK}: ${leftOut} more bytes of this text are in the file, not read\u0000${index}\u0000`;
 }
 
 /** `partMarker` as JSON text writes it, with the index captured. */
-const MARKER_IN_JSON =
-  /\\u0000pi-teams-hooks: \d+ more bytes of this text are in the file, not read\\u0000(\d+)\\u0000/g;
+const MARKER_IN_JSON = new RegExp(
+  `\\\\u0000pi-teams-hooks ${PROCESS_MARK}: \\d+ more bytes of this text are in the file, not read\\\\u0000(\\d+)\\\\u0000`,
+  "g",
+);
 
 /** True when JSON text holds a marker: a value read short, which only `writeWithParts` may write. */
 export function hasPartMarker(json: string): boolean {
   // Every write of a team file asks: the plain search first, the pattern only when it may match.
-  if (!json.includes("\\u0000pi-teams-hooks: ")) return false;
+  if (!json.includes(`\\u0000pi-teams-hooks ${PROCESS_MARK}: `)) return false;
   MARKER_IN_JSON.lastIndex = 0;
   return MARKER_IN_JSON.test(json);
 }
