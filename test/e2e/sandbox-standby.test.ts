@@ -13,8 +13,19 @@ import { makeTask } from "../helpers/temp-team.js";
 const outerRig = useLeaderRig();
 
 /** The standbys a leader has waiting: its children whose command line is a standby's, with their run folder. */
-function standbysOf(leader: LeaderProcess): Array<{ pid: number; runDir: string }> {
-  const found: Array<{ pid: number; runDir: string }> = [];
+/**
+ * A process as `pid start-time` (/proc/<pid>/stat's 22nd field): pids come round again quickly under a
+ * whole suite (pid_max 32768 here), a pid and its start time do not.
+ */
+const PROCESS_ID_SH = `$$ $(cut -d')' -f2- /proc/$$/stat | cut -d' ' -f21)`;
+
+function processId(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return `${pid} ${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}`;
+}
+
+function standbysOf(leader: LeaderProcess): Array<{ pid: number; id: string; runDir: string }> {
+  const found: Array<{ pid: number; id: string; runDir: string }> = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
@@ -23,7 +34,8 @@ function standbysOf(leader: LeaderProcess): Array<{ pid: number; runDir: string 
       if (ppid !== leader.pid) continue;
       const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
       const at = argv.indexOf("pi-teams-standby");
-      if (at >= 0 && argv[0] === "/bin/sh") found.push({ pid: Number(name), runDir: path.dirname(argv[at + 1] ?? "") });
+      if (at >= 0 && argv[0] === "/bin/sh")
+        found.push({ pid: Number(name), id: processId(Number(name)), runDir: path.dirname(argv[at + 1] ?? "") });
     } catch {
       // gone meanwhile
     }
@@ -144,7 +156,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       "on_task_completed.sh",
       [
         "# pi-teams-hooks: sandbox-write=$PI_TEAMS_TEAM_DIR/reports",
-        `echo "$$" > "$PI_TEAMS_TEAM_DIR/reports/$PI_TEAMS_TASK_ID"`,
+        `echo "${PROCESS_ID_SH}" > "$PI_TEAMS_TEAM_DIR/reports/$PI_TEAMS_TASK_ID"`,
       ].join("\n"),
     );
     const leader = await rig.leader(team);
@@ -162,7 +174,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     await completeTasks(team, ["3"]);
     const [, , third] = await leader.waitForEvents(3);
     expect(third?.outcome).toBe("passed");
-    expect((await readFile(path.join(reports, "3"), "utf8")).trim()).not.toBe(String(waiting.pid));
+    expect((await readFile(path.join(reports, "3"), "utf8")).trim()).not.toBe(waiting.id);
     expect(existsSync(path.join(`${reports}.old`, "3"))).toBe(false);
     // The standby that no longer fitted was ended, its folder removed.
     await waitUntil(
