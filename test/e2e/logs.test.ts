@@ -140,6 +140,26 @@ describe("logs through the built binary", () => {
     expect(lost.stderr).toContain("PI_TEAMS_ROOT_DIR is not set");
   });
 
+  it("a bidirectional control in a name or stderr is printed as its code point, in the table and in show", async () => {
+    const team = await makeTempTeam({ teamId: "alpha" });
+    teams.push(team);
+    const base = record(team.teamDir, "2026-03-01T08:00:00.000Z", "1", "failed");
+    const hookPath = "/hooks/on_task_completed_\u202egnp.sh";
+    await writeHookLog(team.teamDir, {
+      ...base,
+      invocation: { ...base.invocation, memberName: "ada\u2066x" },
+      result: { ...base.result, hookPath, stderr: "FAIL: \u202etxet desrever\n" },
+    });
+    const table = await bin(["logs", "--team-dir", team.teamDir], { COLUMNS: "400" });
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain("on_task_completed_<U+202E>gnp.sh");
+    expect(table.stdout).toContain("ada<U+2066>x");
+    const shown = await bin(["logs", "show", "last", "--team-dir", team.teamDir]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("FAIL: <U+202E>txet desrever");
+    expect(`${table.stdout}${shown.stdout}`).not.toMatch(/[\u202a-\u202e\u2066-\u2069]/);
+  });
+
   it("--help names every flag the command accepts", async () => {
     const { code, stdout } = await bin(["logs", "--help"]);
     expect(code).toBe(0);

@@ -10,11 +10,14 @@ import { runIdMatch, tableTime } from "../../extensions/teams-hooks/logs/find.js
 const CONTROL =
   /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 /** The versions before the rewrite, verbatim but for CONTROL. */
+// Since then, bidirectional controls are shown as their code point.
+const INVISIBLE = /[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 const before = {
   oneLine: (text: string): string =>
     text
       .replace(/[\t\n\r]+/g, " ")
       .replace(CONTROL, "")
+      .replace(INVISIBLE, (c) => `<U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}>`)
       .trim(),
   firstLine(text: string, max = 100): string {
     for (const line of text.split(/\r\n|\n|\r/)) {
@@ -53,6 +56,7 @@ const TEXTS = [
   "c1 \u009b2J csi \u0085 nel \u009d osc",
   "\u00a0non-breaking\u00a0",
   "line\u2028separator",
+  "gate\u202egnp.exe\u202c and \u2066isolate\u2069",
   `${"é😀".repeat(60)}\nnext`,
   `${"x".repeat(99)}😀tail`,
   `\n\n${"y".repeat(12_000)}`,

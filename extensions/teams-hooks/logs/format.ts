@@ -30,16 +30,27 @@ interface Row {
  */
 const CONTROL =
   /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)?|\u009b[0-9;?]*[ -/]*[@-~]|\u001b[@-_]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
-/** Any character `oneLine` would change (all of CONTROL's start with one of these). */
-const NOT_PLAIN = /[\u0000-\u001f\u007f-\u009f]/;
+/**
+ * Characters that reorder or hide the text around them in a terminal (bidirectional overrides,
+ * embeddings, isolates and marks; line and paragraph separators): a right-to-left override in a hook's
+ * name would print the rest of the row backwards. Shown as their code point (`<U+202E>`).
+ */
+const INVISIBLE = /[\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/** Any character `oneLine` would change (all of CONTROL's start with one of these, or INVISIBLE's). */
+const NOT_PLAIN = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
-/** `text` on one line: line breaks and tabs as spaces, escapes and control characters dropped, trimmed. */
+/**
+ * `text` on one line: line breaks and tabs as spaces, escapes and control characters dropped,
+ * bidirectional controls shown as their code point, trimmed.
+ */
 export function oneLine(text: string): string {
   if (!NOT_PLAIN.test(text)) return text.trim();
-  return text
-    .replace(/[\t\n\r]+/g, " ")
-    .replace(CONTROL, "")
-    .trim();
+  return visible(text.replace(/[\t\n\r]+/g, " ").replace(CONTROL, "")).trim();
+}
+
+/** `text` with each bidirectional control written as its code point (`<U+202E>`). */
+function visible(text: string): string {
+  return text.replace(INVISIBLE, (c) => `<U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}>`);
 }
 
 /** The first line of `text` that holds something, cleaned, cut to `max` characters. */
@@ -292,8 +303,10 @@ const SHOW_OUTPUT_LINES = 200;
 export function formatShow(row: Row): string {
   const { invocation, result, policy } = row.record;
   const out: string[] = [];
+  // Every value on one line and shown as it is: a member's or hook's name with an escape or a
+  // bidirectional control in it cannot act on the terminal or reorder the line.
   const field = (name: string, value: string): void => {
-    out.push(`${(name ? `${name}:` : "").padEnd(14)}${value}`);
+    out.push(`${(name ? `${name}:` : "").padEnd(14)}${oneLine(value)}`);
   };
   field("log", row.file);
   field("event", `${invocation.event}${row.record.retry ? " (a retry: this event key ran before)" : ""}`);
@@ -469,7 +482,7 @@ function outputBlock(name: string, text: string, dropped: number): string[] {
 }
 
 function cutLines(text: string, max: number): string[] {
-  const lines = text.split(/\r\n|\n|\r/).map((l) => l.replace(CONTROL, ""));
+  const lines = text.split(/\r\n|\n|\r/).map((l) => visible(l.replace(CONTROL, "")));
   return lines.length <= max ? lines : [...lines.slice(0, max), `… ${lines.length - max} more lines (in the log file)`];
 }
 
