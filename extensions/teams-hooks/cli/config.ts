@@ -268,7 +268,12 @@ const TRUST_WORDS: Readonly<Record<GateView["trust"], string>> = {
   missing: "MISSING",
   no_record: "no record",
 };
-const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = { v1: "file", chain: ".d file", http: "http" };
+const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = {
+  v1: "file",
+  chain: ".d file",
+  http: "http",
+  binding: "binding",
+};
 
 /**
  * The human view: where things are, each event's chain in run order, then every setting with its origin (the settings
@@ -302,7 +307,9 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     const declared = pointLine(view.settings.events[event as HookEventName]);
     if (declared) out += `       hook point: ${declared}\n`;
     const line = (mark: string, g: GateView): string => {
-      const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
+      const detail = [g.trustDetail, g.kind === "http" || g.kind === "binding" ? g.command.join(" ") : null]
+        .filter((x) => x)
+        .join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
       if (!g.enabled) {
         text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
@@ -333,7 +340,8 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
         : b.trust === "new"
           ? ": waits for the lead's approval (pi-teams-hooks trust)"
           : "";
-      out += `  ${b.gate}  handler ${b.handler}; ${b.events.join(", ")}${by}  ${b.trust === "trusted" ? "trusted" : b.trust.toUpperCase()}${why}\n`;
+      const names = b.file === null ? `handler ${b.handler}` : `file ${b.path ?? b.file}`;
+      out += `  ${b.gate}  ${names}; ${b.events.join(", ")}${by}  ${b.trust === "trusted" ? "trusted" : b.trust.toUpperCase()}${why}\n`;
     }
   }
   // A handler of several events is one gate.

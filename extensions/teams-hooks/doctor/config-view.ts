@@ -13,7 +13,9 @@ import {
   chainDirName,
   discoverChains,
   gateDisplayName,
+  gateKey,
   gateName,
+  isBindingGate,
   type ChainDiscovery,
   type ChainHook,
   type ChainLayer,
@@ -45,8 +47,10 @@ export interface GateView {
   gate: string;
   kind: ChainHook["kind"];
   layer: ChainLayer;
-  /** The file, or a handler's gate name: the trust record's key. */
+  /** The file, or a handler's or file binding's gate name (`http:ci`, `binding:lint`): the trust record's key. */
   path: string;
+  /** The file that runs (a file binding's too); null for a handler. */
+  file: string | null;
   /** How it starts: `bash FILE`, `POST <url>`. */
   command: string[];
   /** The settings line as applied (`timeout=30s mode=shadow`); null when there is none (or for a handler). */
@@ -262,8 +266,9 @@ function gateView(
   hasRecord: boolean,
   uid: number | null,
 ): GateView {
+  const key = gateKey(hook);
   const file = hook.hook.hookPath;
-  const change = checked.changes.find((c) => c.path === file);
+  const change = checked.changes.find((c) => c.path === key);
   const trust: TrustState = !hasRecord
     ? "no_record"
     : change?.change === "new"
@@ -286,7 +291,8 @@ function gateView(
     gate: gateName(hook, event),
     kind: hook.kind,
     layer: hook.layer,
-    path: file,
+    path: key,
+    file: hook.kind === "http" ? null : file,
     command: [hook.hook.command, ...hook.hook.args],
     settings,
     settingsError,
@@ -305,6 +311,7 @@ function missingView(
   layers: { global: string; team: string },
 ): GateView {
   const http = !path.isAbsolute(gatePath);
+  const bound = isBindingGate(gatePath);
   const inChainDir = path.basename(path.dirname(gatePath)) === chainDirName(event);
   const layerDir = inChainDir ? path.dirname(path.dirname(gatePath)) : path.dirname(gatePath);
   const layer: ChainLayer = http || layerDir === layers.team ? "team" : "global";
@@ -313,13 +320,14 @@ function missingView(
     : inChainDir
       ? `${chainDirName(event)}/${path.basename(gatePath)}`
       : path.basename(gatePath);
-  const kind: ChainHook["kind"] = http ? "http" : inChainDir ? "chain" : "v1";
+  const kind: ChainHook["kind"] = bound ? "binding" : http ? "http" : inChainDir ? "chain" : "v1";
   return {
     name,
     gate: name,
     kind,
     layer,
     path: gatePath,
+    file: null,
     command: [],
     settings: null,
     settingsError: null,
