@@ -183,3 +183,40 @@ describe("a binding naming a gate file", () => {
     expect((await config()).events.task_completed.gates).toEqual([]);
   });
 });
+
+describe("a file binding in hooks.projection", () => {
+  it("is a gate name the projection may name: the bound gate is shown only the fields it lists", async (context) => {
+    const { expect } = context;
+    const team = await rig.team({
+      teamId: "alpha",
+      config: {
+        version: 1,
+        teamId: "alpha",
+        taskListId: "alpha",
+        leadName: "team-lead",
+        members: [],
+        hooks: { projection: { "binding:seen": ["task.id", "task.status"] } },
+      },
+      tasks: [makeTask({ id: "1", owner: "alice", status: "completed", description: "the secret plan" })],
+    });
+    const gate = path.join(team.teamDir, "hooks", "seen.sh");
+    await mkdir(path.dirname(gate), { recursive: true });
+    await writeFile(gate, "#!/usr/bin/env bash\ncat >&2\nexit 0\n", { mode: 0o755 });
+    const bindings = { version: 1, bindings: [{ name: "seen", file: "seen.sh", events: ["task_completed"] }] };
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    await writeFile(path.join(team.teamDir, "hook-state", "bindings.json"), `${JSON.stringify(bindings)}\n`);
+    const config = await runBin(["config", "--team-dir", team.teamDir, "--json"]);
+    expect(config.code, config.stdout).toBe(0); // the projection's gate name is not refused
+    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
+    const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(ran.code, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.stdout).toContain("binding:seen passed");
+    // What it was given on stdin, as it said it back (its stderr, kept in the run's log): the fields it is not
+    // given are blank (a v1 document keeps its shape).
+    const log = (await readLogs(team.teamDir)).at(-1);
+    const seen = JSON.parse(log?.result.stderr ?? "") as { task: Record<string, unknown> };
+    expect(seen.task).toMatchObject({ id: "1", status: "completed", description: "" });
+    expect(log?.shown).toMatchObject({ projection: ["task.id", "task.status"] });
+    expect(JSON.stringify(seen)).not.toContain("the secret plan");
+  });
+});

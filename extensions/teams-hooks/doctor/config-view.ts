@@ -49,8 +49,8 @@ export interface GateView {
   layer: ChainLayer;
   /** The file, or a handler's or file binding's gate name (`http:ci`, `binding:lint`): the trust record's key. */
   path: string;
-  /** The file that runs (a file binding's too); null for a handler. */
-  file: string | null;
+  /** A file binding's file (its `path` is its gate name); absent for every other gate. */
+  file?: string;
   /** How it starts: `bash FILE`, `POST <url>`. */
   command: string[];
   /** The settings line as applied (`timeout=30s mode=shadow`); null when there is none (or for a handler). */
@@ -292,7 +292,7 @@ function gateView(
     kind: hook.kind,
     layer: hook.layer,
     path: key,
-    file: hook.kind === "http" ? null : file,
+    ...(hook.kind === "binding" ? { file } : {}),
     command: [hook.hook.command, ...hook.hook.args],
     settings,
     settingsError,
@@ -327,7 +327,6 @@ function missingView(
     kind,
     layer,
     path: gatePath,
-    file: null,
     command: [],
     settings: null,
     settingsError: null,
