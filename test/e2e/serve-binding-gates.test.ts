@@ -4,7 +4,8 @@
  * team runs it at the binding's events as the gate `binding:<name>`. Trusted content: added, it holds
  * its events until the lead's `trust`; approved, it runs and its verdict applies (a denial reopens
  * the task); its file edited, it holds them again; deleted (and the removal approved), it no longer
- * runs. `config --json` and `GET …/gates` show it beside the files.
+ * runs. `config`, `config --json`, `GET …/gates` and the dashboard's overview show it beside the files; a
+ * projection may name it.
  */
 import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -102,6 +103,9 @@ describe("a binding naming a gate file", () => {
     expect(completed?.gates).toEqual([
       expect.objectContaining({ name: "binding:review", gate: "binding:review", kind: "binding", trust: "new" }),
     ]);
+    // The dashboard's overview lists it among the gates waiting for the lead, as it lists a new gate file.
+    const page = await (await fetch(`${serve.url}/`, { signal: AbortSignal.timeout(15_000) })).text();
+    expect(page).toMatch(/<strong>Untrusted<\/strong> alpha: binding:review \(task_completed\) new, not yet approved/);
     const config = async () =>
       JSON.parse((await runBin(["config", "--team-dir", team.teamDir, "--json"])).stdout) as {
         events: { task_completed: { gates: Array<Record<string, unknown>> } };
