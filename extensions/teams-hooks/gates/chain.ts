@@ -21,6 +21,9 @@
  *   say. The global layer's (`handlers.json` in the global hooks dir, gates/global-handlers.ts) come
  *   first, then the team's (config.json `hooks.handlers`, settings/handlers.ts). A team handler of the
  *   same name replaces the global one (skipped as `replaced`), as a team file replaces a global file.
+ * - The team's bindings (gates/bindings.ts, added over the task API) take their places by kind: a bound
+ *   gate file (`binding:<name>`) after the `.d` files and before every handler, a bound handler after
+ *   the team's handlers, each in the bindings file's order.
  */
 // Synchronous, as in gates/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
