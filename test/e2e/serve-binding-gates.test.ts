@@ -7,7 +7,7 @@
  * runs. `config`, `config --json`, `GET …/gates` and the dashboard's overview show it beside the files; a
  * projection may name it.
  */
-import { appendFile, mkdir, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
@@ -166,6 +166,20 @@ describe("a binding naming a gate file", () => {
     const [, , , rerun] = await leader.waitForEvents(4);
     expect(rerun).toMatchObject({ taskId: "2", outcome: "failed" });
     expect(await runs(team)).toEqual(["review 1", "review 2"]);
+
+    // Its file gone: the binding cannot run, said by its gate name; a trusted gate that no longer runs (gate_missing).
+    await rm(gate);
+    const broken = await runBin(["config", "--team-dir", team.teamDir]);
+    expect(broken.stdout).toContain("skipped binding:review (team): binding review: names no file gates/review.sh in");
+    expect(broken.stdout).toMatch(/- binding:review\s+team\s+binding MISSING/);
+    const readiness = await api(serve.url, "GET", "/api/v1/teams/alpha/gates", { key: admin });
+    const skipped = (readiness.json.events as Record<string, { skipped: Array<{ name: string }> }>).task_completed;
+    expect(skipped?.skipped.map((s) => s.name)).toEqual(["binding:review"]);
+    const shownGone = await runBin(["trust", "--team-dir", team.teamDir]);
+    expect(shownGone.code).toBe(1);
+    expect(shownGone.stdout).toContain("removed  binding:review (task_completed): binding review: names no file");
+    await writeFile(gate, DENIES, { mode: 0o755 });
+    await appendFile(gate, "# a comment\n");
 
     // Deleted: a trusted binding gone holds its events until the lead approves the removal; then it no longer runs.
     expect(await api(serve.url, "DELETE", `${route}/review`, { key: admin })).toMatchObject({

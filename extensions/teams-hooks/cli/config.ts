@@ -268,6 +268,11 @@ const TRUST_WORDS: Readonly<Record<GateView["trust"], string>> = {
   missing: "MISSING",
   no_record: "no record",
 };
+/** A skipped file by its path in its layer; a binding that cannot run (`http:ci`, `binding:lint`) as it is named. */
+function skippedName(file: string, layerDir: string): string {
+  return path.isAbsolute(file) ? path.relative(layerDir, file) || file : file;
+}
+
 const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = {
   v1: "file",
   chain: ".d file",
@@ -328,7 +333,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     for (const gate of missing) out += line("-", gate);
     for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
     for (const skip of skipped)
-      out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
+      out += `     skipped ${skippedName(skip.path, skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value)} (${skip.layer}): ${skip.reason}\n`;
   }
   if (view.bindings.bindings.length > 0 || view.bindings.problem) {
     out += `\nBindings (added over the task API: ${view.bindings.file})\n`;

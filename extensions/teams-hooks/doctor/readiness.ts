@@ -134,5 +134,6 @@ function trustWords(trust: TrustState): string {
 
 /** A skipped file as `config` prints it: relative to its layer's dir. */
 function skippedName(skip: ChainSkip, teamHooksDir: string, hooksDir: string): string {
+  if (!path.isAbsolute(skip.path)) return skip.path; // a binding that cannot run: `http:ci`, `binding:lint`
   return path.relative(skip.layer === "team" ? teamHooksDir : hooksDir, skip.path) || skip.path;
 }
