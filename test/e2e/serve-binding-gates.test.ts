@@ -202,8 +202,8 @@ describe("a binding naming a gate file", () => {
   });
 });
 
-describe("a file binding in hooks.projection", () => {
-  it("is a gate name the projection may name: the bound gate is shown only the fields it lists", async (context) => {
+describe("a file binding of the global hooks dir", () => {
+  it("is found there, a projection may name it (the gate is shown only the fields listed), and it can be switched off", async (context) => {
     const { expect } = context;
     const team = await rig.team({
       teamId: "alpha",
@@ -217,7 +217,8 @@ describe("a file binding in hooks.projection", () => {
       },
       tasks: [makeTask({ id: "1", owner: "alice", status: "completed", description: "the secret plan" })],
     });
-    const gate = path.join(team.teamDir, "hooks", "seen.sh");
+    // In the global hooks dir: the team's has no file of that name.
+    const gate = path.join(team.teamsRoot, "_hooks", "seen.sh");
     await mkdir(path.dirname(gate), { recursive: true });
     await writeFile(gate, "#!/usr/bin/env bash\ncat >&2\nexit 0\n", { mode: 0o755 });
     const bindings = { version: 1, bindings: [{ name: "seen", file: "seen.sh", events: ["task_completed"] }] };
@@ -225,6 +226,9 @@ describe("a file binding in hooks.projection", () => {
     await writeFile(path.join(team.teamDir, "hook-state", "bindings.json"), `${JSON.stringify(bindings)}\n`);
     const config = await runBin(["config", "--team-dir", team.teamDir, "--json"]);
     expect(config.code, config.stdout).toBe(0); // the projection's gate name is not refused
+    expect(JSON.parse(config.stdout).bindings.bindings).toEqual([
+      expect.objectContaining({ gate: "binding:seen", file: "seen.sh", path: gate, trust: "no_record" }),
+    ]);
     expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
     const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
     expect(ran.code, ran.stdout + ran.stderr).toBe(0);
@@ -236,5 +240,17 @@ describe("a file binding in hooks.projection", () => {
     expect(seen.task).toMatchObject({ id: "1", status: "completed", description: "" });
     expect(log?.shown).toMatchObject({ projection: ["task.id", "task.status"] });
     expect(JSON.stringify(seen)).not.toContain("the secret plan");
+
+    // Switched off: skipped at every event, and logged; no approval needed (nor asked for once it is on again).
+    const off = { version: 1, bindings: [{ ...bindings.bindings[0], settings: { enabled: false } }] };
+    await writeFile(path.join(team.teamDir, "hook-state", "bindings.json"), `${JSON.stringify(off)}\n`);
+    const shown = await runBin(["config", "--team-dir", team.teamDir]);
+    expect(shown.stdout).toContain("disabled: skipped at every event (the binding's settings.enabled: false");
+    expect(shown.stdout).not.toContain("CHANGED");
+    const skipped = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(skipped.code, skipped.stdout + skipped.stderr).toBe(0);
+    expect((await readLogs(team.teamDir)).at(-1)?.result.skipped).toBe(
+      "disabled: binding seen (its settings.enabled is false)",
+    );
   });
 });

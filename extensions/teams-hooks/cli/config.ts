@@ -317,7 +317,8 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
         .join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
       if (!g.enabled) {
-        text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
+        const off = g.kind === "binding" ? "the binding's settings.enabled" : "hooks.handlers[].enabled";
+        text += `       disabled: skipped at every event (${off}: false; no approval needed)\n`;
       }
       if (g.settings) text += `       settings: ${g.settings}\n`;
       if (g.settingsError)

@@ -62,7 +62,10 @@ export interface GateView {
   trustDetail: string | null;
   /** Why others could rewrite the file (refused as insecure_hook unless --allow-insecure-hooks); null when not. */
   insecure: string | null;
-  /** False for a handler switched off (`hooks.handlers[].enabled: false`): skipped at every event, and logged. */
+  /**
+   * False for a handler switched off (`hooks.handlers[].enabled: false`) or a binding (`settings.enabled: false`):
+   * skipped at every event, and logged.
+   */
   enabled: boolean;
 }
 
@@ -299,7 +302,10 @@ function gateView(
     trust,
     trustDetail: trust === "changed" ? (change?.detail ?? null) : null,
     insecure,
-    enabled: hook.kind !== "http" || !hook.handler || handlerEnabled(hook.handler),
+    enabled:
+      hook.kind === "binding"
+        ? hook.bound?.settings?.enabled !== false
+        : hook.kind !== "http" || !hook.handler || handlerEnabled(hook.handler),
   };
 }
 
@@ -353,7 +359,10 @@ export interface ChainEntry {
 export function chainEntries(chain: ChainDiscovery, event: HookEventName): ChainEntry[] {
   return chain.hooks.map((hook) => {
     const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
-    const disabled = hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
+    const disabled =
+      hook.kind === "binding"
+        ? hook.bound?.settings?.enabled === false
+        : hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
     const shadow = read?.ok === true && read.settings?.mode === "shadow";
     return {
       name: gateDisplayName(hook, event),
