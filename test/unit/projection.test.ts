@@ -341,6 +341,8 @@ describe("the documented config schema's patterns agree with the checks", () => 
     "on_task_completed.d/10-lint.sh",
     "on_idle.d/x",
     "http:ci",
+    "binding:review",
+    "binding:",
     "on_task_completed.sh",
     "on_idle.d/",
     "http:",

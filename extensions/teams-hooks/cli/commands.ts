@@ -825,7 +825,7 @@ const TRUST: CommandSpec = {
         { name: "all", type: "boolean", help: "approve every change listed (the gates as they are now)" },
         {
           word: "PATH…",
-          help: "approve only these gates' changes (a removed gate: its absence; an HTTP handler by its gate name, http:NAME, as config lists it)",
+          help: "approve only these gates' changes (a removed gate: its absence; an HTTP handler or a binding by its gate name, http:NAME or binding:NAME, as config lists it)",
         },
         {
           name: "yes",
@@ -895,7 +895,7 @@ const SERVE: CommandSpec = {
         ],
         [
           "GET  /api/v1/teams/TEAM/bindings",
-          "the team's bindings (a handler, its events and settings) with their trust; POST one ({name, handler, events, settings}) → 202: trusted content, its events wait for the lead's approval (pi-teams-hooks trust); DELETE …/bindings/NAME (gates:admin)",
+          "the team's bindings (a handler or a gate file, its events and settings) with their trust; POST one ({name, handler or file, events, settings}) → 202: trusted content, its events wait for the lead's approval (pi-teams-hooks trust); DELETE …/bindings/NAME (gates:admin)",
         ],
         [
           "POST /api/v1/teams/TEAM/runs/RUN_ID/decision",

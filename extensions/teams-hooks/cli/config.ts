@@ -268,7 +268,17 @@ const TRUST_WORDS: Readonly<Record<GateView["trust"], string>> = {
   missing: "MISSING",
   no_record: "no record",
 };
-const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = { v1: "file", chain: ".d file", http: "http" };
+/** A skipped file by its path in its layer; a binding that cannot run (`http:ci`, `binding:lint`) as it is named. */
+function skippedName(file: string, layerDir: string): string {
+  return path.isAbsolute(file) ? path.relative(layerDir, file) || file : file;
+}
+
+const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = {
+  v1: "file",
+  chain: ".d file",
+  http: "http",
+  binding: "binding",
+};
 
 /**
  * The human view: where things are, each event's chain in run order, then every setting with its origin (the settings
@@ -302,10 +312,13 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     const declared = pointLine(view.settings.events[event as HookEventName]);
     if (declared) out += `       hook point: ${declared}\n`;
     const line = (mark: string, g: GateView): string => {
-      const detail = [g.trustDetail, g.kind === "http" ? g.command.join(" ") : null].filter((x) => x).join("; ");
+      const detail = [g.trustDetail, g.kind === "http" || g.kind === "binding" ? g.command.join(" ") : null]
+        .filter((x) => x)
+        .join("; ");
       let text = `    ${mark.padStart(2)} ${g.name.padEnd(width)}  ${g.layer.padEnd(6)} ${KIND_WORDS[g.kind].padEnd(7)} ${TRUST_WORDS[g.trust]}${detail ? ` (${detail})` : ""}\n`;
       if (!g.enabled) {
-        text += `       disabled: skipped at every event (hooks.handlers[].enabled: false; no approval needed)\n`;
+        const off = g.kind === "binding" ? "the binding's settings.enabled" : "hooks.handlers[].enabled";
+        text += `       disabled: skipped at every event (${off}: false; no approval needed)\n`;
       }
       if (g.settings) text += `       settings: ${g.settings}\n`;
       if (g.settingsError)
@@ -321,7 +334,7 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
     for (const gate of missing) out += line("-", gate);
     for (const d of dropped) out += `     dropped by the team: ${d.path} (${d.detail}; optional: no approval needed)\n`;
     for (const skip of skipped)
-      out += `     skipped ${path.relative(skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value, skip.path) || skip.path} (${skip.layer}): ${skip.reason}\n`;
+      out += `     skipped ${skippedName(skip.path, skip.layer === "team" ? view.teamHooksDir : view.hooksDir.value)} (${skip.layer}): ${skip.reason}\n`;
   }
   if (view.bindings.bindings.length > 0 || view.bindings.problem) {
     out += `\nBindings (added over the task API: ${view.bindings.file})\n`;
@@ -333,7 +346,8 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
         : b.trust === "new"
           ? ": waits for the lead's approval (pi-teams-hooks trust)"
           : "";
-      out += `  ${b.gate}  handler ${b.handler}; ${b.events.join(", ")}${by}  ${b.trust === "trusted" ? "trusted" : b.trust.toUpperCase()}${why}\n`;
+      const names = b.file === null ? `handler ${b.handler}` : `file ${b.path ?? b.file}`;
+      out += `  ${b.gate}  ${names}; ${b.events.join(", ")}${by}  ${b.trust === "trusted" ? "trusted" : b.trust.toUpperCase()}${why}\n`;
     }
   }
   // A handler of several events is one gate.

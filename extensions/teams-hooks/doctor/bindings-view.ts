@@ -1,20 +1,26 @@
 /**
  * A team's bindings as `config`, `GET …/gates` and `GET …/bindings` show them, beside the gate files:
- * each with the handler it names, its events and settings, its gate name (`http:<name>`), and its
- * trust as `pi-teams-hooks trust` compares it (a binding added over the API is `new` until the lead
- * approves it). Never writes.
+ * each with the handler or gate file it names, its events and settings, its gate name (`http:<name>`
+ * for a handler, `binding:<name>` for a file), and its trust as `pi-teams-hooks trust` compares it (a
+ * binding added over the API is `new` until the lead approves it). Never writes.
  */
-import { type Binding, readBindings, resolveBindings } from "../gates/bindings.js";
+import { type Binding, bindingGateName, readBindings, resolveBindings } from "../gates/bindings.js";
+import { teamHooksDir } from "../gates/chain.js";
 import { readGlobalHandlers } from "../gates/global-handlers.js";
-import type { HandlerDef } from "../settings/handlers.js";
-import { handlerFingerprint } from "../trust/trust.js";
+import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
+import { type Fingerprint, gateFingerprint, handlerFingerprint } from "../trust/trust.js";
 import { readTrustInForce } from "../trust/trust-store.js";
 
 export interface BindingView {
   name: string;
-  /** The gate it runs as, in logs and the trust record. */
+  /** The gate it runs as, in logs and the trust record: `http:<name>` or `binding:<name>`. */
   gate: string;
-  handler: string;
+  /** The handler it names; null for a file binding. */
+  handler: string | null;
+  /** The gate file it names, as the binding says it (relative to a hooks dir); null for a handler binding. */
+  file: string | null;
+  /** Where that file was found (the team's hooks dir first, then the global one); null when nowhere, or a handler. */
+  path: string | null;
   events: Binding["events"];
   settings: NonNullable<Binding["settings"]>;
   createdAt: string | null;
@@ -33,7 +39,7 @@ export interface BindingsView {
   bindings: BindingView[];
 }
 
-/** The bindings of the team in `teamDir`, resolved against its handlers and the global ones, with their trust. */
+/** The bindings of the team in `teamDir`, resolved against its handlers, the global ones and the hooks dirs. */
 export function bindingsView(
   teamDir: string,
   hooksDir: string,
@@ -44,26 +50,37 @@ export function bindingsView(
   const trust = readTrustInForce(teamDir, env);
   const record = trust.state === "ok" ? trust.record : null;
   const declared = [...teamHandlers, ...readGlobalHandlers(hooksDir).handlers];
-  const bindings = resolveBindings(read.bindings, declared).map((resolved): BindingView => {
+  const dirs = { team: teamHooksDir(teamDir), global: hooksDir };
+  const bindings = resolveBindings(read.bindings, declared, dirs).map((resolved): BindingView => {
     const { binding } = resolved;
-    const gate = `http:${binding.name}`;
+    const gate = binding.file === undefined ? handlerGateName(binding.name) : bindingGateName(binding.name);
     const base = {
       name: binding.name,
       gate,
-      handler: binding.handler,
+      handler: binding.handler ?? null,
+      file: binding.file ?? null,
+      path: "file" in resolved ? resolved.file.path : null,
       events: binding.events,
       settings: binding.settings ?? {},
       createdAt: binding.createdAt ?? null,
       createdBy: binding.createdBy ?? null,
     };
-    if ("problem" in resolved) return { ...base, trust: "unusable", ready: false, problem: resolved.problem };
+    const unusable = (problem: string): BindingView => ({ ...base, trust: "unusable", ready: false, problem });
+    if ("problem" in resolved) return unusable(resolved.problem);
+    let fp: Fingerprint | { problem: string };
+    if ("handler" in resolved) fp = handlerFingerprint(resolved.handler);
+    else {
+      const hook = { name: gate, layer: resolved.file.layer, kind: "binding" as const, bound: binding };
+      fp = gateFingerprint({ ...hook, hook: { hookPath: resolved.file.path, command: resolved.file.path, args: [] } });
+      if ("problem" in fp) return unusable(`${resolved.file.path}: ${fp.problem}`);
+    }
     const entry = record?.gates[gate];
     const state =
       trust.state === "none"
         ? "no_record"
         : !entry
           ? "new"
-          : entry.sha256 === handlerFingerprint(resolved.handler).sha256
+          : entry.sha256 === fp.sha256 && ("handler" in resolved || entry.mode === fp.mode)
             ? "trusted"
             : "changed";
     return { ...base, trust: state, ready: state === "trusted" || state === "no_record", problem: null };

@@ -13,7 +13,9 @@ import {
   chainDirName,
   discoverChains,
   gateDisplayName,
+  gateKey,
   gateName,
+  isBindingGate,
   type ChainDiscovery,
   type ChainHook,
   type ChainLayer,
@@ -45,8 +47,10 @@ export interface GateView {
   gate: string;
   kind: ChainHook["kind"];
   layer: ChainLayer;
-  /** The file, or a handler's gate name: the trust record's key. */
+  /** The file, or a handler's or file binding's gate name (`http:ci`, `binding:lint`): the trust record's key. */
   path: string;
+  /** A file binding's file (its `path` is its gate name); absent for every other gate. */
+  file?: string;
   /** How it starts: `bash FILE`, `POST <url>`. */
   command: string[];
   /** The settings line as applied (`timeout=30s mode=shadow`); null when there is none (or for a handler). */
@@ -58,7 +62,10 @@ export interface GateView {
   trustDetail: string | null;
   /** Why others could rewrite the file (refused as insecure_hook unless --allow-insecure-hooks); null when not. */
   insecure: string | null;
-  /** False for a handler switched off (`hooks.handlers[].enabled: false`): skipped at every event, and logged. */
+  /**
+   * False for a handler switched off (`hooks.handlers[].enabled: false`) or a binding (`settings.enabled: false`):
+   * skipped at every event, and logged.
+   */
   enabled: boolean;
 }
 
@@ -262,8 +269,9 @@ function gateView(
   hasRecord: boolean,
   uid: number | null,
 ): GateView {
+  const key = gateKey(hook);
   const file = hook.hook.hookPath;
-  const change = checked.changes.find((c) => c.path === file);
+  const change = checked.changes.find((c) => c.path === key);
   const trust: TrustState = !hasRecord
     ? "no_record"
     : change?.change === "new"
@@ -286,14 +294,18 @@ function gateView(
     gate: gateName(hook, event),
     kind: hook.kind,
     layer: hook.layer,
-    path: file,
+    path: key,
+    ...(hook.kind === "binding" ? { file } : {}),
     command: [hook.hook.command, ...hook.hook.args],
     settings,
     settingsError,
     trust,
     trustDetail: trust === "changed" ? (change?.detail ?? null) : null,
     insecure,
-    enabled: hook.kind !== "http" || !hook.handler || handlerEnabled(hook.handler),
+    enabled:
+      hook.kind === "binding"
+        ? hook.bound?.settings?.enabled !== false
+        : hook.kind !== "http" || !hook.handler || handlerEnabled(hook.handler),
   };
 }
 
@@ -305,6 +317,7 @@ function missingView(
   layers: { global: string; team: string },
 ): GateView {
   const http = !path.isAbsolute(gatePath);
+  const bound = isBindingGate(gatePath);
   const inChainDir = path.basename(path.dirname(gatePath)) === chainDirName(event);
   const layerDir = inChainDir ? path.dirname(path.dirname(gatePath)) : path.dirname(gatePath);
   const layer: ChainLayer = http || layerDir === layers.team ? "team" : "global";
@@ -313,7 +326,7 @@ function missingView(
     : inChainDir
       ? `${chainDirName(event)}/${path.basename(gatePath)}`
       : path.basename(gatePath);
-  const kind: ChainHook["kind"] = http ? "http" : inChainDir ? "chain" : "v1";
+  const kind: ChainHook["kind"] = bound ? "binding" : http ? "http" : inChainDir ? "chain" : "v1";
   return {
     name,
     gate: name,
@@ -346,7 +359,10 @@ export interface ChainEntry {
 export function chainEntries(chain: ChainDiscovery, event: HookEventName): ChainEntry[] {
   return chain.hooks.map((hook) => {
     const read = hook.kind === "http" ? null : readHookSettings(hook.hook.hookPath, event);
-    const disabled = hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
+    const disabled =
+      hook.kind === "binding"
+        ? hook.bound?.settings?.enabled === false
+        : hook.kind === "http" && hook.handler !== null && !handlerEnabled(hook.handler);
     const shadow = read?.ok === true && read.settings?.mode === "shadow";
     return {
       name: gateDisplayName(hook, event),

@@ -87,7 +87,8 @@ export interface ChainDirs {
 export function layerLabel(dirs: ChainDirs): (layer: ChainLayer, file: string) => string {
   const layerDir = (layer: ChainLayer): string =>
     layer === "team" && dirs.team !== null ? path.resolve(dirs.team) : path.resolve(dirs.global);
-  return (layer, file) => `${layer} ${path.relative(layerDir(layer), file)}`;
+  // A gate that is not a file (`http:ci`, `binding:lint`: a binding that cannot run) is named as it is.
+  return (layer, file) => `${layer} ${path.isAbsolute(file) ? path.relative(layerDir(layer), file) : file}`;
 }
 
 /**

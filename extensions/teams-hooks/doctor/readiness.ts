@@ -92,7 +92,7 @@ async function gateReadiness(g: GateView, env: Env, cwd: string): Promise<GateRe
   let executable: boolean | null = null;
   if (g.kind !== "http") {
     const [command = "", ...args] = g.command;
-    const checks = await checkRunnable({ hookPath: g.path, command, args }, env, cwd, g.name);
+    const checks = await checkRunnable({ hookPath: g.file ?? g.path, command, args }, env, cwd, g.name);
     executable = checks[0]?.level !== "error";
     for (const check of checks) if (check.level === "error" || check.level === "warn") problems.push(check.message);
   }
@@ -134,5 +134,6 @@ function trustWords(trust: TrustState): string {
 
 /** A skipped file as `config` prints it: relative to its layer's dir. */
 function skippedName(skip: ChainSkip, teamHooksDir: string, hooksDir: string): string {
+  if (!path.isAbsolute(skip.path)) return skip.path; // a binding that cannot run: `http:ci`, `binding:lint`
   return path.relative(skip.layer === "team" ? teamHooksDir : hooksDir, skip.path) || skip.path;
 }

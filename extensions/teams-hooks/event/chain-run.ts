@@ -20,7 +20,14 @@ import {
   viewKey,
 } from "../contract/projection.js";
 import { countsAsPass } from "../policy/decide.js";
-import { gateName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
+import {
+  gateKey,
+  gateName,
+  isBindingGate,
+  isHandlerGate,
+  type ChainDiscovery,
+  type ChainHook,
+} from "../gates/chain.js";
 import { launcherFor, readHookSettings, settingsOfBytes } from "../gates/discover.js";
 import { runHandler } from "../runner/http.js";
 import { notRunResult, runHook, type RunHookOptions } from "../runner/run-hook.js";
@@ -55,7 +62,7 @@ export function refusedRun(
 ): HookRun {
   const [first] = problems;
   if (!first) throw new HooksError("E_INTERNAL", "refusedRun without a problem");
-  const hook = chain.hooks.find((h) => h.hook.hookPath === first.path) ?? hookAt(first.path, layers);
+  const hook = chain.hooks.find((h) => gateKey(h) === first.path) ?? hookAt(first.path, layers);
   const approvable = problems.some((p) => p.kind !== "insecure_hook");
   const how = approvable
     ? `${APPROVAL_HINT}pi-teams-hooks trust --team-dir ${req.setup.identity.teamDir} ${problems
@@ -82,6 +89,9 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
       handler: null,
       hook: { hookPath: file, command: "POST", args: [] },
     };
+  // A trusted file binding removed, or its file gone: named, never run.
+  if (isBindingGate(file))
+    return { name: file, layer: "team", kind: "binding", hook: { hookPath: file, command: file, args: [] } };
   const dir = path.dirname(file);
   const inDotD = dir.endsWith(".d");
   const root = inDotD ? path.dirname(dir) : dir;
@@ -187,15 +197,18 @@ export async function runChain(
     const own = owns.get(hook) ?? null;
     const settings = settingsOf(hook);
     // Matchers first: a gate that would be skipped is skipped, never refused for a deadline it would not use.
-    const skip = settings
-      ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null })
-      : hook.kind === "http" && hook.handler && !handlerEnabled(hook.handler)
-        ? hook.binding
-          ? `disabled: binding ${hook.handler.name} (its settings.enabled is false)`
-          : hook.layer === "global"
-            ? globalHandlerDisabledReason(hook.handler, req.setup.hooksDir)
-            : handlerDisabledReason(hook.handler, teamSettings.handlers)
-        : null;
+    const skip =
+      hook.kind === "binding" && hook.bound?.settings?.enabled === false
+        ? `disabled: binding ${hook.bound.name} (its settings.enabled is false)`
+        : settings
+          ? unmatched(settings.match, { member: seen.memberName ?? null, task: seen.completedTask ?? null })
+          : hook.kind === "http" && hook.handler && !handlerEnabled(hook.handler)
+            ? hook.binding
+              ? `disabled: binding ${hook.handler.name} (its settings.enabled is false)`
+              : hook.layer === "global"
+                ? globalHandlerDisabledReason(hook.handler, req.setup.hooksDir)
+                : handlerDisabledReason(hook.handler, teamSettings.handlers)
+            : null;
     const left = Math.floor(deadline - performance.now());
     if (left <= 0 && skip === null) {
       const late = refused(
@@ -206,7 +219,11 @@ export async function runChain(
       break;
     }
     const ownTimeoutMs =
-      hook.kind === "http" ? (hook.handler?.timeoutMs ?? runTimeoutMs) : (settings?.timeoutMs ?? runTimeoutMs);
+      hook.kind === "http"
+        ? (hook.handler?.timeoutMs ?? runTimeoutMs)
+        : ((hook.kind === "binding" ? hook.bound?.settings?.timeoutMs : undefined) ??
+          settings?.timeoutMs ??
+          runTimeoutMs);
     const timeoutMs = Math.min(ownTimeoutMs, Math.max(left, 1));
     const startedAt = ctx.now().toISOString();
     // The chain's later hooks run as `<runId>.2`, `<runId>.3`…: a restarted leader finds them all.
@@ -481,9 +498,9 @@ function withHashes(
   trust: ChainTrust | null,
   record: TrustRecord | null,
 ): RunResult {
-  const sha = trust?.hashes.get(hook.hook.hookPath) ?? shaOf(hook);
+  const sha = trust?.hashes.get(gateKey(hook)) ?? shaOf(hook);
   if (sha === undefined) return result;
-  const trusted = record?.gates[hook.hook.hookPath]?.sha256;
+  const trusted = record?.gates[gateKey(hook)]?.sha256;
   return { ...result, hookSha256: sha, ...(trusted && trusted !== sha ? { trustedSha256: trusted } : {}) };
 }
 

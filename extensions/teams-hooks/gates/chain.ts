@@ -21,6 +21,9 @@
  *   say. The global layer's (`handlers.json` in the global hooks dir, gates/global-handlers.ts) come
  *   first, then the team's (config.json `hooks.handlers`, settings/handlers.ts). A team handler of the
  *   same name replaces the global one (skipped as `replaced`), as a team file replaces a global file.
+ * - The team's bindings (gates/bindings.ts, added over the task API) take their places by kind: a bound
+ *   gate file (`binding:<name>`) after the `.d` files and before every handler, a bound handler after
+ *   the team's handlers, each in the bindings file's order.
  */
 // Synchronous, as in gates/discover.ts: a chain is looked up before every event.
 import { lstatSync, readdirSync, readlinkSync } from "node:fs";
@@ -34,19 +37,24 @@ import type { HookDiscovery } from "./discover.js";
 import { errnoCode } from "../contract/errors.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { readGlobalHandlers } from "./global-handlers.js";
-import { readBindings, resolveBindings } from "./bindings.js";
+import { type Binding, bindingGateName, readBindings, resolveBindings } from "./bindings.js";
 
 export type ChainLayer = "global" | "team";
 
 /** One hook that runs, in chain order: a file, or an HTTP handler. */
 export type ChainHook = FileChainHook | HttpChainHook;
 
-/** A gate file. `name`: the file name (`on_idle.sh`, `10-lint`). */
+/**
+ * A gate file. `name`: the file name (`on_idle.sh`, `10-lint`), or for a file bound by a binding
+ * (kind `binding`, gates/bindings.ts) its gate name `binding:<name>`; `hook.hookPath` is the file.
+ */
 export interface FileChainHook {
   name: string;
   layer: ChainLayer;
   hook: HookCommand;
-  kind: "v1" | "chain";
+  kind: "v1" | "chain" | "binding";
+  /** Set for kind `binding`: the binding, whose record is trusted together with the file's bytes. */
+  bound?: Binding;
 }
 
 /**
@@ -127,7 +135,7 @@ export function chainDirName(event: HookEventName): string {
  * names it), a chain file by its place (`on_task_completed.d/10-lint.sh`), a handler as `http:<name>`.
  */
 export function gateName(hook: Pick<ChainHook, "name" | "kind">, event: HookEventName): string {
-  if (hook.kind === "http") return hook.name;
+  if (hook.kind === "http" || hook.kind === "binding") return hook.name;
   return hook.kind === "v1" ? HOOK_BASE_NAMES[event] : `${chainDirName(event)}/${hook.name}`;
 }
 
@@ -154,6 +162,19 @@ export function handlerHook(handler: HandlerDef, layer: ChainLayer = "team"): Ht
 /** Whether a gate path (a trust record key, a log's `hookPath`) names a handler rather than a file. */
 export function isHandlerGate(gate: string): boolean {
   return gate.startsWith(handlerGateName(""));
+}
+
+/** Whether a trust record key names a file binding (`binding:<name>`) rather than a file. */
+export function isBindingGate(gate: string): boolean {
+  return gate.startsWith(bindingGateName(""));
+}
+
+/**
+ * A gate's key in the trust record: a file's path, a handler's gate name (`http:ci`), a file binding's
+ * (`binding:lint`: its record and its file's bytes are trusted together, trust/trust.ts).
+ */
+export function gateKey(hook: ChainHook): string {
+  return hook.kind === "binding" ? hook.name : hook.hook.hookPath;
 }
 
 const NAME_CHARS = /^[A-Za-z0-9_.-]+$/;
@@ -215,9 +236,36 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   const chain = chainFiles(input.event, global.dirProblem ? null : globalDir, teamUsable ? teamDir : null);
   hooks.push(...chain.hooks);
   skipped.push(...chain.skipped);
+  // The team's bindings (gates/bindings.ts), `<teamDir>/hook-state/bindings.json` beside its layer: the files
+  // bound run here, after the `.d` files; the handlers bound after the team's handlers.
+  const globalHandlers = readGlobalHandlers(globalDir);
+  const boundHandlers: ChainHook[] = [];
+  if (input.teamDir !== null) {
+    const read = readBindings(path.dirname(path.resolve(input.teamDir)));
+    if (read.problem !== null) skipped.push({ path: read.file, layer: "team", code: "unusable", reason: read.problem });
+    const declared = [...(input.handlers ?? []), ...globalHandlers.handlers];
+    for (const resolved of resolveBindings(read.bindings, declared, { team: teamDir, global: globalDir })) {
+      const { binding } = resolved;
+      if (!binding.events.includes(input.event)) continue;
+      const gate = binding.file === undefined ? handlerGateName(binding.name) : bindingGateName(binding.name);
+      if ("problem" in resolved) {
+        const reason = `binding ${binding.name}: ${resolved.problem}`;
+        skipped.push({ path: gate, layer: "team", code: "unusable", reason });
+      } else if ("handler" in resolved)
+        boundHandlers.push({ ...handlerHook(resolved.handler), binding: { handler: binding.handler ?? "" } });
+      else {
+        const launch = inspectFile(resolved.file.path);
+        const layer = resolved.file.layer;
+        if (launch === null || "reason" in launch) {
+          const why = launch === null ? "deleted" : launch.reason;
+          const reason = `binding ${binding.name}: ${resolved.file.path}: ${why}`;
+          skipped.push({ path: gate, layer, code: "unusable", reason });
+        } else hooks.push({ name: gate, layer, hook: launch, kind: "binding", bound: binding });
+      }
+    }
+  }
   // The global layer's handlers, then the team's; a team handler of the same name takes the global one's place.
   const own = new Map((input.handlers ?? []).map((h) => [h.name.toLowerCase(), h]));
-  const globalHandlers = readGlobalHandlers(globalDir);
   if (globalHandlers.problem !== null)
     skipped.push({ path: globalHandlers.file, layer: "global", code: "unusable", reason: globalHandlers.problem });
   for (const handler of globalHandlers.handlers) {
@@ -231,19 +279,7 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
   }
   for (const handler of input.handlers ?? [])
     if (handler.events.includes(input.event)) hooks.push(handlerHook(handler));
-  // The team's bindings (gates/bindings.ts), after its handlers: `<teamDir>/hook-state/bindings.json` beside its layer.
-  if (input.teamDir !== null) {
-    const read = readBindings(path.dirname(path.resolve(input.teamDir)));
-    if (read.problem !== null) skipped.push({ path: read.file, layer: "team", code: "unusable", reason: read.problem });
-    const declared = [...(input.handlers ?? []), ...globalHandlers.handlers];
-    for (const resolved of resolveBindings(read.bindings, declared)) {
-      if (!resolved.binding.events.includes(input.event)) continue;
-      if ("problem" in resolved) {
-        const reason = `binding ${resolved.binding.name}: ${resolved.problem}`;
-        skipped.push({ path: handlerGateName(resolved.binding.name), layer: "team", code: "unusable", reason });
-      } else hooks.push({ ...handlerHook(resolved.handler), binding: { handler: resolved.binding.handler } });
-    }
-  }
+  hooks.push(...boundHandlers);
   return { hooks, skipped, v1: { global, team } };
 }
 

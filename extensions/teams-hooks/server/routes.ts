@@ -21,7 +21,7 @@
  *   GET  /api/v1/teams/{team}/runs?…           logs:read     → 200 a page of runs, the filters of `logs`, `before`
  *                                                            (a confidential team's: no summary, code or stderr)
  *   GET  /api/v1/teams/{team}/bindings         gates:admin   → 200 the team's bindings with their trust
- *   POST /api/v1/teams/{team}/bindings         gates:admin   {name, handler, events, settings?} → 202 (new: its
+ *   POST /api/v1/teams/{team}/bindings         gates:admin   {name, handler | file, events, settings?} → 202 (new: its
  *                                                            events wait for the lead's approval, `trust`)
  *   DELETE /api/v1/teams/{team}/bindings/{name} gates:admin  → 200 (a trusted one is gate_missing until approved)
  *   POST /api/v1/teams/{team}/runs/{runId}/decision
@@ -49,7 +49,8 @@ import type { KeyInfo, KeyStore, Scope } from "./keys.js";
 import type { RateLimit, RateLimiter } from "./rate-limit.js";
 import { pathSegment } from "../dashboard/html.js";
 import type { Problem } from "../settings/problems.js";
-import { BindingSchema, changeBindings } from "../gates/bindings.js";
+import { BindingRequestSchema, bindingGateName, changeBindings } from "../gates/bindings.js";
+import { handlerGateName } from "../settings/handlers.js";
 import { readGlobalHandlers } from "../gates/global-handlers.js";
 import { bindingsView } from "../doctor/bindings-view.js";
 import { resolveTeamSetup } from "../team/setup.js";
@@ -94,7 +95,7 @@ const GATES = /^\/api\/v1\/teams\/([^/]+)\/gates\/?$/;
 const RUNS = /^\/api\/v1\/teams\/([^/]+)\/runs\/?$/;
 const BINDINGS = /^\/api\/v1\/teams\/([^/]+)\/bindings\/?$/;
 const BINDING = /^\/api\/v1\/teams\/([^/]+)\/bindings\/([^/]+)\/?$/;
-const BINDING_FIELDS = new Set(["name", "handler", "events", "settings"]);
+const BINDING_FIELDS = new Set(["name", "handler", "file", "events", "settings"]);
 const REQUEST_FIELDS = new Set(["template", "parameters"]);
 /** How long a decision waits for the deferral of a run the ledger shows in flight (decideDeferral's wait too). */
 const DEFERRAL_WAIT_MS = 5_000;
@@ -232,9 +233,9 @@ async function bindingsRoute(ctx: ApiContext, req: ApiRequest, team: string): Pr
   const { value, problems } = jsonObject(
     await req.body(),
     BINDING_FIELDS,
-    '{"name": "…", "handler": "<a handler\'s name>", "events": [...], "settings"?: {…}}',
+    '{"name": "…", "handler": "<a handler\'s name>" or "file": "<a gate file in a hooks dir>", "events": [...], "settings"?: {…}}',
   );
-  const parsed = BindingSchema.omit({ createdAt: true, createdBy: true }).safeParse(value);
+  const parsed = BindingRequestSchema.safeParse(value);
   if (!parsed.success)
     for (const issue of parsed.error.issues) {
       const field = issue.path.map(String).join(".") || "binding";
@@ -246,7 +247,8 @@ async function bindingsRoute(ctx: ApiContext, req: ApiRequest, team: string): Pr
   }
   const binding = { ...parsed.data, createdAt: ctx.now().toISOString(), createdBy: `api:${key.name}` };
   const handlers = [...setup.settings.handlers, ...readGlobalHandlers(setup.hooksDir).handlers];
-  const done = await changeBindings(teamDir, { add: binding, handlers });
+  const dirs = { team: setup.teamHooksDir, global: setup.hooksDir };
+  const done = await changeBindings(teamDir, { add: binding, handlers, dirs });
   if (done.kind === "exists")
     throw new ApiError(
       "binding_exists",
@@ -256,10 +258,11 @@ async function bindingsRoute(ctx: ApiContext, req: ApiRequest, team: string): Pr
     const listed = [fieldProblem(done.field, done.problem)];
     throw new ApiError("invalid_request", problemLines(listed), { problems: listed });
   }
+  const gate = binding.file === undefined ? handlerGateName(binding.name) : bindingGateName(binding.name);
+  const names = binding.file === undefined ? `handler ${binding.handler}` : `file ${binding.file}`;
   ctx.warn(
-    `team ${team}: binding http:${binding.name} (handler ${binding.handler}; ${binding.events.join(", ")}) added by key "${key.name}": its events wait for the lead's approval (pi-teams-hooks trust)`,
+    `team ${team}: binding ${gate} (${names}; ${binding.events.join(", ")}) added by key "${key.name}": its events wait for the lead's approval (pi-teams-hooks trust)`,
   );
-  const gate = `http:${binding.name}`;
   return {
     status: 202,
     body: {
@@ -281,7 +284,9 @@ async function deleteBindingRoute(ctx: ApiContext, req: ApiRequest, team: string
   const done = await changeBindings(teamDir, { remove: name });
   if (done.kind !== "removed")
     throw new ApiError("binding_not_found", `team ${team} has no binding ${JSON.stringify(name.slice(0, 100))}`);
-  ctx.warn(`team ${team}: binding http:${done.binding.name} removed by key "${key.name}"`);
+  const gate =
+    done.binding.file === undefined ? handlerGateName(done.binding.name) : bindingGateName(done.binding.name);
+  ctx.warn(`team ${team}: binding ${gate} removed by key "${key.name}"`);
   return {
     status: 200,
     body: {

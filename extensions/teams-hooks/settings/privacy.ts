@@ -18,18 +18,20 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const V1_NAMES: ReadonlySet<string> = new Set(Object.values(HOOK_BASE_NAMES));
 const CHAIN_NAME = new RegExp(`^(${HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e]).join("|")})\\.d/([A-Za-z0-9_.-]+)$`);
 const HANDLER_GATE = /^http:([A-Za-z0-9_.-]+)$/;
+/** A file bound by a binding of the task API (gates/bindings.ts): bound at run time, so any such name is accepted. */
+const BINDING_GATE = /^binding:[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * Why `name` cannot be a gate's name as logs show it (gates/chain.ts gateName), or null: the v1
  * file by its base name (`on_task_completed`), a chain file by its place
- * (`on_task_completed.d/10-lint.sh`), a handler as `http:<name>`.
+ * (`on_task_completed.d/10-lint.sh`), a handler as `http:<name>`, a file binding as `binding:<name>`.
  */
 export function gateNameProblem(name: string): string | null {
-  if (V1_NAMES.has(name) || CHAIN_NAME.test(name) || HANDLER_GATE.test(name)) return null;
+  if (V1_NAMES.has(name) || CHAIN_NAME.test(name) || HANDLER_GATE.test(name) || BINDING_GATE.test(name)) return null;
   const v1 = /^(on_[a-z_]+)\.(sh|js|mjs)$/.exec(name)?.[1];
   if (v1 !== undefined && V1_NAMES.has(v1))
     return `is not a gate name: the v1 file is named ${v1} whatever its extension`;
-  return `is not a gate name as logs show it (${[...V1_NAMES].join(", ")}, on_<event>.d/<file>, http:<handler>)`;
+  return `is not a gate name as logs show it (${[...V1_NAMES].join(", ")}, on_<event>.d/<file>, http:<handler>, binding:<name>)`;
 }
 
 /**
@@ -38,7 +40,9 @@ export function gateNameProblem(name: string): string | null {
  */
 const EVENT_NAMES = HOOK_EVENTS.map((e) => HOOK_BASE_NAMES[e].slice("on_".length)).join("|");
 const TASK_FIELDS = CONTEXT_TASK_FIELDS.filter((f) => f !== "metadata").join("|");
-export const GATE_NAME_PATTERN = new RegExp(`^(on_(${EVENT_NAMES})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+)$`);
+export const GATE_NAME_PATTERN = new RegExp(
+  `^(on_(${EVENT_NAMES})(\\.d\\/[A-Za-z0-9_.-]+)?|http:[A-Za-z0-9_.-]+|binding:[A-Za-z0-9_.-]{1,64})$`,
+);
 export const PROJECTION_PATH_PATTERN = new RegExp(
   `^(version|event|team(\\.(id|dir|taskListId|style))?|member|timestamp|notification|task(\\.(${TASK_FIELDS}|metadata(\\.[^.]+)*))?)$`,
 );

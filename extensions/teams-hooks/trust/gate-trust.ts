@@ -11,7 +11,7 @@
  * approved. A record that is gone is written back from the copy; with no copy either, a team whose
  * history shows gates ran before fails closed instead of trusting anew what is there now.
  */
-import { type ChainDiscovery, discoverChain, isHandlerGate } from "../gates/chain.js";
+import { type ChainDiscovery, discoverChain, gateKey, isBindingGate, isHandlerGate } from "../gates/chain.js";
 import {
   type ChainTrust,
   type TrustEntry,
@@ -139,7 +139,7 @@ export async function takeTrust(
       for (const hook of chain.hooks) {
         const found = entryOf(hook, at, by, event);
         if (!found) continue;
-        entries.set(hook.hook.hookPath, found.entry);
+        entries.set(gateKey(hook), found.entry);
         if (found.content) keepTrustedCopy(teamDir, found.entry.sha256, found.content);
       }
     }
@@ -389,7 +389,9 @@ export async function refreshStartGate(ctx: LeaderContext, say: boolean, found?:
     }));
   const layers = { global: hooksDir, team: teamHooksDir };
   const trusted = Object.entries(ctx.trust.record?.gates ?? {}).some(([gate, entry]) =>
-    isHandlerGate(gate) ? handlerTrustedFor(entry, "task_started") : eventOfGate(gate, layers) === "task_started",
+    isHandlerGate(gate) || isBindingGate(gate)
+      ? handlerTrustedFor(entry, "task_started")
+      : eventOfGate(gate, layers) === "task_started",
   );
   const on = chain.hooks.length > 0 || trusted;
   if (on === ctx.startGate) return;

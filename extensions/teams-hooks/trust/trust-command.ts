@@ -9,7 +9,7 @@
  * told to the lead's inbox, saying which of the three it was.
  */
 import path from "node:path";
-import { discoverChains, isHandlerGate } from "../gates/chain.js";
+import { type ChainHook, discoverChains, gateKey, isBindingGate, isHandlerGate } from "../gates/chain.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { type CliIo, type ParsedArgs, paint, personApproval, str, wantsColour } from "../cli/io.js";
 import type { HookEventName } from "../contract/contract.js";
@@ -23,7 +23,9 @@ import {
   checkChainTrust,
   entryFor,
   fingerprint,
+  gateFingerprint,
   gateRequired,
+  bindingRecordText,
   handlerDefinitionText,
   handlerFingerprint,
   octal,
@@ -61,6 +63,8 @@ interface Shown extends GateChange {
   handler: HandlerDef | null;
   /** How the gate file starts now (null: a handler, or a gate no longer there). */
   command: HookCommand | null;
+  /** A file binding as it runs now, for its `new` or `changed`: its record and file are trusted together. */
+  bound: ChainHook | null;
 }
 
 export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -92,7 +96,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
   const changes = await findChanges(setup, record, teamDir);
   // `settings`: the changes of config.json held for approval (settings/weakening.ts), approved together.
   const gatePaths = args.positionals.filter((p) => p !== SETTINGS_WORD);
-  const named = gatePaths.map((p) => (isHandlerGate(p) ? p : path.resolve(io.cwd, p)));
+  const named = gatePaths.map((p) => (isHandlerGate(p) || isBindingGate(p) ? p : path.resolve(io.cwd, p)));
   const chosen = selecting && (all || gatePaths.length > 0) ? choose(changes, all, named, teamDir) : [];
   const held = setup.heldSettings;
   const settingsChosen = held.length > 0 && (all || args.positionals.includes(SETTINGS_WORD));
@@ -232,6 +236,8 @@ async function findChanges(setup: TeamSetup, record: TrustRecord, teamDir: strin
           known.find((h) => handlerGateName(h.name) === change.path) ??
           null)
         : null;
+      const binding = chain.hooks.find((h) => h.kind === "binding" && gateKey(h) === change.path);
+      const boundNow = change.change !== "removed" && binding ? binding : null;
       const same = out.find((c) => c.path === change.path);
       if (same) {
         same.events.push(event);
@@ -240,23 +246,31 @@ async function findChanges(setup: TeamSetup, record: TrustRecord, teamDir: strin
             ...change,
             event: same.event,
             events: same.events,
-            diff: diffOf(change, teamDir, handler),
+            diff: diffOf(change, teamDir, handler, boundNow),
             handler,
+            command: boundNow?.hook ?? null,
+            bound: boundNow,
           });
         continue;
       }
-      const file = chain.hooks.find((h) => h.kind !== "http" && h.hook.hookPath === change.path);
+      const file = chain.hooks.find((h) => h.kind !== "http" && gateKey(h) === change.path);
       const command = change.change !== "removed" && file ? file.hook : null;
-      out.push({ ...change, event, events: [event], diff: diffOf(change, teamDir, handler), handler, command });
+      const diff = diffOf(change, teamDir, handler, boundNow);
+      out.push({ ...change, event, events: [event], diff, handler, command, bound: boundNow });
     }
   }
   return out;
 }
 
-function diffOf(change: GateChange, teamDir: string, handler: HandlerDef | null): string[] | null {
+function diffOf(
+  change: GateChange,
+  teamDir: string,
+  handler: HandlerDef | null,
+  bound: ChainHook | null,
+): string[] | null {
   if (change.change !== "changed" || !change.trusted || change.trusted.sha256 === change.now?.sha256) return null;
   const before = readTrustedCopy(teamDir, change.trusted.sha256);
-  const now = handler ? handlerFingerprint(handler) : fingerprint(change.path, { content: true });
+  const now = nowFingerprint(change.path, handler, bound);
   if (before === null || "problem" in now || !now.content)
     return ["(no copy of the trusted content was kept: no diff)"];
   if (!looksLikeText(before) || !looksLikeText(now.content)) return ["(binary file: no diff)"];
@@ -264,6 +278,17 @@ function diffOf(change: GateChange, teamDir: string, handler: HandlerDef | null)
     before: `trusted ${change.trusted.trustedAt}`,
     after: "now",
   });
+}
+
+/** What a change's gate is now: a handler's definition, a file binding's record and file, or a file. */
+function nowFingerprint(
+  gate: string,
+  handler: HandlerDef | null,
+  bound: ChainHook | null,
+): ReturnType<typeof gateFingerprint> {
+  if (handler) return handlerFingerprint(handler);
+  if (bound) return gateFingerprint(bound, { content: true });
+  return isBindingGate(gate) ? { problem: "the binding no longer runs" } : fingerprint(gate, { content: true });
 }
 
 function choose(changes: Shown[], all: boolean, paths: string[], teamDir: string): Shown[] {
@@ -367,15 +392,17 @@ async function record_(
       entries.set(change.path, null);
       continue;
     }
-    const fp = change.handler ? handlerFingerprint(change.handler) : fingerprint(change.path, { content: true });
+    const fp = nowFingerprint(change.path, change.handler, change.bound);
     if ("problem" in fp || fp.sha256 !== change.now?.sha256 || fp.mode !== change.now.mode) {
       throw new HooksError(
         "E_USAGE",
         `${change.path} changed again while it was shown: nothing recorded; run pi-teams-hooks trust again`,
       );
     }
-    const required = change.handler || !fp.content ? true : gateRequired(fp.content, change.path, change.event);
-    entries.set(change.path, entryFor(fp, at, by, change.handler?.events, required));
+    const bound = change.bound?.kind === "binding" ? change.bound.bound : undefined;
+    const required =
+      change.handler || bound || !fp.content ? true : gateRequired(fp.content, change.path, change.event);
+    entries.set(change.path, entryFor(fp, at, by, change.handler?.events ?? bound?.events, required));
     if (fp.content) keepTrustedCopy(teamDir, fp.sha256, fp.content);
   }
   await updateTrust(teamDir, entries, { replaceInvalid, by, env });
@@ -402,6 +429,10 @@ function renderChange(change: Shown, colour: boolean): string {
   // A new handler is shown whole: what is about to be trusted.
   if (change.change === "new" && change.handler)
     for (const line of handlerDefinitionText(change.handler).trimEnd().split("\n")) lines.push(`         ${line}`);
+  // A new file binding: its record, and the file it runs (its content is the file's, shown by `cat`).
+  if (change.change === "new" && change.bound?.kind === "binding" && change.bound.bound)
+    for (const line of bindingRecordText(change.bound.bound, change.bound.hook.hookPath).trimEnd().split("\n"))
+      lines.push(`         ${line}`);
   for (const line of change.diff ?? []) {
     const painted =
       line.startsWith("+") && !line.startsWith("+++")

@@ -27,11 +27,26 @@
  * method, body template and answer when it declares them), its mode
  * 0. A handler added or changed is `untrusted_hook`, one no longer declared for an event
  * `gate_missing`: an agent that can edit config.json cannot point a gate elsewhere unseen.
+ *
+ * A gate file bound to events by a binding (gates/bindings.ts) is kept under its gate name
+ * (`binding:lint`): its "content" is the binding's record as canonical JSON (`bindingRecordText`: its
+ * name, the file it names and where that was found, its events and timeout) followed by the file's
+ * bytes, its mode the file's. An edit of the file or of the binding is `untrusted_hook`; a binding
+ * removed, or its file gone, is `gate_missing` for the events it was trusted for.
  */
 import { createHash } from "node:crypto";
 import { lstatSync, statSync } from "node:fs";
 import path from "node:path";
-import { chainDirName, isHandlerGate, type ChainDiscovery, type ChainHook } from "../gates/chain.js";
+import {
+  chainDirName,
+  gateKey,
+  isBindingGate,
+  isHandlerGate,
+  type ChainDiscovery,
+  type ChainHook,
+  type FileChainHook,
+} from "../gates/chain.js";
+import type { Binding } from "../gates/bindings.js";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { handlerEnabled, type HandlerDef } from "../settings/handlers.js";
 import type { TrustErrorKind } from "../contract/hook-run.js";
@@ -156,8 +171,49 @@ export function handlerFingerprint(handler: HandlerDef): Fingerprint {
   };
 }
 
-/** The fingerprint of whatever a chain hook runs: its file, or its handler's definition. */
+/**
+ * A file binding's record as the text its trust hash covers (before the file's bytes) and `trust`
+ * shows: pretty JSON with sorted keys, events sorted. Who added it and when are not part of it, nor is
+ * `enabled` (switched off or on again without an approval, as a handler is).
+ */
+export function bindingRecordText(binding: Binding, file: string): string {
+  const definition = {
+    binding: binding.name,
+    events: [...binding.events].sort(),
+    file: binding.file,
+    path: file,
+    timeoutMs: binding.settings?.timeoutMs,
+  };
+  return `${JSON.stringify(definition, null, 2)}\n`;
+}
+
+/**
+ * A file binding's fingerprint: the hash of its record's text and the file's bytes together (`bytes`:
+ * the file as read for the run), the file's mode and owner.
+ */
+export function bindingFingerprint(
+  hook: FileChainHook & { bound: Binding },
+  file: Fingerprint & { content: Buffer },
+): Fingerprint & { content: Buffer } {
+  const head = Buffer.from(`${bindingRecordText(hook.bound, hook.hook.hookPath)}--- ${hook.hook.hookPath} ---\n`);
+  const content = Buffer.concat([head, file.content]);
+  return {
+    sha256: createHash("sha256").update(content).digest("hex"),
+    mode: file.mode,
+    size: content.length,
+    uid: file.uid,
+    content,
+  };
+}
+
+/** The fingerprint of whatever a chain hook runs: its file, its handler's definition, or its binding and file. */
 export function gateFingerprint(hook: ChainHook, opts: { content?: boolean } = {}): Fingerprint | { problem: string } {
+  if (hook.kind === "binding" && hook.bound) {
+    const fp = fingerprint(hook.hook.hookPath, { content: true });
+    return "problem" in fp
+      ? fp
+      : bindingFingerprint({ ...hook, bound: hook.bound }, { ...fp, content: fp.content ?? Buffer.alloc(0) });
+  }
   if (hook.kind !== "http") return fingerprint(hook.hook.hookPath, opts);
   return hook.handler ? handlerFingerprint(hook.handler) : { problem: "not declared in config.json hooks.handlers" };
 }
@@ -272,7 +328,7 @@ export function checkChainTrust(
   const dropped: DroppedGate[] = [];
   const gates = opts.record?.gates ?? {};
   for (const hook of chain.hooks) {
-    const file = hook.hook.hookPath;
+    const file = gateKey(hook);
     if (hook.kind === "http") {
       // A handler switched off runs nothing: it is declared (so not missing), and checked once it is on again.
       if (hook.handler && !handlerEnabled(hook.handler)) hashes.set(file, handlerFingerprint(hook.handler).sha256);
@@ -280,7 +336,12 @@ export function checkChainTrust(
         checkHandler(file, handlerFingerprint(hook.handler), opts.record, { hashes, problems, changes });
       continue;
     }
-    const fp = opts.snapshots?.get(file) ?? fingerprint(file);
+    const fp = hookFingerprint(hook, opts.snapshots);
+    // A file binding switched off runs nothing, as a handler switched off: checked once it is on again.
+    if (hook.kind === "binding" && hook.bound?.settings?.enabled === false && !("problem" in fp)) {
+      hashes.set(file, fp.sha256);
+      continue;
+    }
     if ("problem" in fp) {
       // Gone or unreadable between discovery and now: it cannot run as discovered.
       problems.push({ kind: "gate_missing", path: file, reason: `${file}: ${fp.problem}` });
@@ -288,27 +349,45 @@ export function checkChainTrust(
     }
     hashes.set(file, fp.sha256);
     const insecure = opts.allowInsecure ? null : insecurity(fp, opts.uid);
+    // A file binding is named with its file: what the lead looks at.
+    const named = hook.kind === "binding" ? `${file} (${hook.hook.hookPath})` : file;
     if (insecure)
       problems.push({
         kind: "insecure_hook",
         path: file,
-        reason: `${file} is ${insecure}; refused (or: --allow-insecure-hooks)`,
+        reason: `${named} is ${insecure}; refused (or: --allow-insecure-hooks)`,
       });
     if (!opts.record) continue;
     const trusted = gates[file];
+    const what = hook.kind === "binding" ? "the binding or its file" : "";
     if (!trusted) {
       changes.push({ path: file, change: "new", trusted: null, now: fp, detail: "not trusted yet" });
-      problems.push({ kind: "untrusted_hook", path: file, reason: `${file} is a new gate, not trusted yet` });
+      problems.push({ kind: "untrusted_hook", path: file, reason: `${named} is a new gate, not trusted yet` });
     } else if (trusted.sha256 !== fp.sha256 || trusted.mode !== fp.mode) {
       const detail = describeChange(trusted, fp);
       changes.push({ path: file, change: "changed", trusted, now: fp, detail });
-      problems.push({ kind: "untrusted_hook", path: file, reason: `${file} changed since it was trusted (${detail})` });
+      const why = what ? `${what} changed since it was trusted` : "changed since it was trusted";
+      problems.push({ kind: "untrusted_hook", path: file, reason: `${named} ${why} (${detail})` });
     }
   }
   if (opts.record) {
-    const running = new Set(chain.hooks.map((h) => h.hook.hookPath));
+    const running = new Set(chain.hooks.map(gateKey));
     for (const [file, trusted] of Object.entries(gates)) {
       if (running.has(file)) continue;
+      if (isBindingGate(file)) {
+        if (!handlerTrustedFor(trusted, event)) continue;
+        const skip = chain.skipped.find((s) => s.path === file);
+        const detail = skip
+          ? skip.reason
+          : `not bound to ${event} in the team's hook-state/bindings.json (removed, renamed, or its events changed)`;
+        changes.push({ path: file, change: "removed", trusted, now: null, detail });
+        problems.push({
+          kind: "gate_missing",
+          path: file,
+          reason: `trusted binding ${file} no longer runs: ${detail}`,
+        });
+        continue;
+      }
       if (isHandlerGate(file)) {
         if (!handlerTrustedFor(trusted, event)) continue;
         const detail = `not declared for ${event} in config.json hooks.handlers or the hooks dir's handlers.json (removed, renamed, or its events changed)`;
@@ -333,6 +412,21 @@ export function checkChainTrust(
     }
   }
   return { hashes, problems, changes, dropped };
+}
+
+/**
+ * A file gate's fingerprint as the run will start it: its snapshot (or the file now); a file binding's
+ * of its record and that file together.
+ */
+function hookFingerprint(
+  hook: ChainHook,
+  snapshots: ReadonlyMap<string, GateSnapshot> | undefined,
+): Fingerprint | { problem: string } {
+  const file = hook.hook.hookPath;
+  if (hook.kind !== "binding" || !hook.bound) return snapshots?.get(file) ?? fingerprint(file);
+  const read = snapshots?.get(file) ?? fingerprint(file, { content: true });
+  if ("problem" in read) return read;
+  return bindingFingerprint({ ...hook, bound: hook.bound }, { ...read, content: read.content ?? Buffer.alloc(0) });
 }
 
 /** Whether a gate file lies in a layer: in its dir, or in one of its `on_<event>.d/` dirs. */
@@ -477,7 +571,11 @@ export function entryOf(
 ): { entry: TrustEntry; content: Buffer | undefined } | null {
   const fp = gateFingerprint(hook, { content: true });
   if ("problem" in fp) return null;
-  const events = hook.kind === "http" ? hook.handler?.events : undefined;
-  const required = hook.kind === "http" || !fp.content ? true : gateRequired(fp.content, hook.hook.hookPath, event);
+  const events = hook.kind === "http" ? hook.handler?.events : hook.kind === "binding" ? hook.bound?.events : undefined;
+  // A binding is the team's own: required, as a handler is.
+  const required =
+    hook.kind !== "v1" && hook.kind !== "chain"
+      ? true
+      : !fp.content || gateRequired(fp.content, hook.hook.hookPath, event);
   return { entry: entryFor(fp, at, by, events, required), content: fp.content };
 }
