@@ -15,6 +15,7 @@ import type { FailureMode } from "../settings/team-settings.js";
 import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Ran } from "./invoke.js";
 import { chainPatches } from "./patches.js";
+import { actionsText } from "../text/actions.js";
 
 /** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
 export function afterGateApplies(req: InvokeRequest): boolean {
@@ -44,6 +45,8 @@ export interface AfterGate {
   patch?: RemediationDone["patch"];
   /** What the leader should remember of the task's gate life (event/remediate.ts). */
   remembered?: RemediationDone["remembered"];
+  /** The follow-up task the policy made (or found made by an earlier attempt); absent when none. */
+  followupTaskId?: string;
 }
 
 /**
@@ -159,13 +162,14 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
   );
   return {
     summary: done.plan.summary,
-    actions: done.actions,
+    actions: actionsText(done.actions),
     refused: done.refused,
     errors: done.errors,
     complete: done.complete,
     record: policyRecordOf(policy, ran.mode, done),
     remembered: done.remembered,
     ...(done.patch ? { patch: done.patch } : {}),
+    ...(done.followupTaskId === null ? {} : { followupTaskId: done.followupTaskId }),
   };
 }
 

@@ -422,6 +422,7 @@ export class EventHandler {
         durationMs: result?.durationMs ?? 0,
         summary,
         actions: outcome.actions,
+        ...(outcome.followupTaskId === undefined ? {} : { followupTaskId: outcome.followupTaskId }),
         retry: state.retry,
         logFile: outcome.logFile,
         ...(result ? { runId: result.runId } : {}),

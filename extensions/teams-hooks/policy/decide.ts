@@ -27,6 +27,7 @@ import {
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
 import { holdsNewerEvent } from "./plan.js";
+import { type PolicyAction, actionText } from "../text/actions.js";
 import type {
   BudgetSpend,
   EscalationPlan,
@@ -138,7 +139,7 @@ export function decide(input: DecideInput): RemediationPlan {
               qualityGateReopenSuppressedReason: undefined,
             }
           : null,
-      actions: overtaken ? ["task metadata left (a newer gate is recorded)"] : ["none"],
+      actions: [{ kind: overtaken ? "overtaken" : "none" }],
       gate: { to: "passed" },
     });
   }
@@ -231,16 +232,16 @@ export function decide(input: DecideInput): RemediationPlan {
   const escalation: EscalationPlan | null =
     escalates && budget ? { root: budget.root, text: budgetSpentText(report, budget) } : null;
 
-  const actions: string[] = [];
-  if (overtaken) actions.push("task metadata left (a newer gate is recorded)");
-  if (alreadyApplied) actions.push("already applied");
+  const actions: PolicyAction[] = [];
+  if (overtaken) actions.push({ kind: "overtaken" });
+  if (alreadyApplied) actions.push({ kind: "already_applied" });
   if (outcome) actions.push(outcomeAction(outcome, reopen !== null));
-  if (reassign) actions.push(`reassigned to ${reassign.to}`);
-  if (followup) actions.push(followup.owner ? `follow-up for ${followup.owner}` : "follow-up (no owner)");
-  if (escalation) actions.push(`budget of task #${escalation.root} spent: lead told`);
-  if (nudgeTo) actions.push(`nudge ${nudgeTo}`);
-  actions.push(...refused.map((r) => r.action));
-  if (actions.length === 0) actions.push("none");
+  if (reassign) actions.push({ kind: "reassigned", to: reassign.to });
+  if (followup) actions.push({ kind: "followup", owner: followup.owner });
+  if (escalation) actions.push({ kind: "escalated", root: escalation.root });
+  if (nudgeTo) actions.push({ kind: "nudge", to: nudgeTo });
+  actions.push(...refused);
+  if (actions.length === 0) actions.push({ kind: "none" });
 
   const to = escalates ? "escalated" : reopened ? "reopened" : "failed";
   return freezePlan({
@@ -255,7 +256,7 @@ export function decide(input: DecideInput): RemediationPlan {
     spend,
     escalation,
     actions,
-    refused: refused.map((r) => r.line),
+    refused: refused.map(refusalLine),
     gate: { to },
   });
 }
@@ -375,7 +376,7 @@ export function deferPlan(input: DeferInput): RemediationPlan {
         }
       : null,
     ...NOTHING_MORE,
-    actions: [`held until ${input.expiresAt}`],
+    actions: [{ kind: "deferred", until: input.expiresAt }],
     gate: { to: "held", cause: "deferral" },
   });
 }
@@ -449,8 +450,8 @@ export function holdPlan(input: HoldInput): RemediationPlan {
         }
       : null,
     actions: [
-      input.cause === "approval" ? "held (waiting for the team lead's approval)" : "held (our fault: it runs again)",
-      ...(to ? [`told ${to} it waits`] : owner ? [`${owner} told before (the same hold)`] : []),
+      { kind: "held", cause: input.cause },
+      ...(to ? [{ kind: "told_waits" as const, to }] : owner ? [{ kind: "told_before" as const, to: owner }] : []),
     ],
     gate: { to: "held", cause: input.cause },
   });
@@ -541,14 +542,14 @@ function reopenOutcome(
   return { kind: "not_completed", status: input.task?.status ?? null };
 }
 
-function outcomeAction(outcome: ReopenOutcome, planned: boolean): string {
+function outcomeAction(outcome: ReopenOutcome, planned: boolean): PolicyAction {
   switch (outcome.kind) {
     case "reopened":
-      return planned ? `reopened (${outcome.count}/${outcome.max})` : `was reopened (${outcome.count}/${outcome.max})`;
+      return { kind: "reopened", count: outcome.count, max: outcome.max, earlier: !planned };
     case "suppressed":
-      return `reopen suppressed (${outcome.count}/${outcome.max})`;
+      return { kind: "reopen_suppressed", count: outcome.count, max: outcome.max };
     case "not_completed":
-      return `reopen skipped (${outcome.status === null ? "task file missing" : `task is ${outcome.status}`})`;
+      return { kind: "reopen_skipped", status: outcome.status };
     default:
       return unreachable(outcome);
   }
@@ -597,10 +598,11 @@ function planFollowup(input: DecideInput, report: GateFailureReport, refused: Re
   };
 }
 
-/** A message not sent: the short action for the log's actions, and the line for its errors. */
-interface Refusal {
-  action: string;
-  line: string;
+/** A message not sent (its action), and the line the log's errors say of it. */
+type Refusal = Extract<PolicyAction, { kind: "refused" }>;
+
+function refusalLine(r: Refusal): string {
+  return `${actionText(r)}: ${unsafeName(r.name, sanitizeName(r.name))}; nothing was sent to that inbox`;
 }
 
 /**
@@ -609,9 +611,7 @@ interface Refusal {
  */
 function safeRecipient(name: string | null, role: "nudge" | "follow-up owner", refused: Refusal[]): string | null {
   if (name === null || isSafeName(name)) return name;
-  const action =
-    role === "nudge" ? `no nudge to ${JSON.stringify(name)}` : `no follow-up owner ${JSON.stringify(name)}`;
-  refused.push({ action, line: `${action}: ${unsafeName(name, sanitizeName(name))}; nothing was sent to that inbox` });
+  refused.push({ kind: "refused", role, name });
   return null;
 }
 
