@@ -197,21 +197,50 @@ export async function decideDeferral(
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
   if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline)))
     return { kind: "unknown" };
-  // The file as its gate held it: a key or a deadline edited since is put back before anything is
-  // decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one
-  // only answers a decision sent twice: nothing of it is used.
+  const checked = await heldReference(teamDir, runId, opts.warn);
+  if (checked.kind === "unknown") return checked;
+  const { reference } = checked;
+  const { record, verdict } = await recordDecision(teamDir, runId, input, reference, now, redacted.count);
+  if (record === null) return { kind: "unknown" };
+  if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
+  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
+  return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
+}
+
+/**
+ * The file as its gate held it: a key or a deadline edited since is put back before anything is
+ * decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one only
+ * answers a decision sent twice: nothing of it is used (no reference).
+ */
+async function heldReference(
+  teamDir: string,
+  runId: string,
+  warn: ((message: string) => void) | undefined,
+): Promise<{ kind: "held"; reference: DeferralRecord | null } | { kind: "unknown"; problem: string }> {
   const found = await readDeferral(teamDir, runId);
-  let reference: DeferralRecord | null = null;
-  if (found?.ok && !found.value.applied) {
-    const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId), teamDir });
-    if (check.kind === "refused")
-      return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
-    reference = check.reference;
-    if (check.kind === "differs")
-      opts.warn?.(
-        `${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
-      );
-  }
+  if (!found?.ok || found.value.applied) return { kind: "held", reference: null };
+  const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId), teamDir });
+  if (check.kind === "refused")
+    return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
+  if (check.kind === "differs")
+    warn?.(
+      `${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
+    );
+  return { kind: "held", reference: check.reference };
+}
+
+/**
+ * The decision written into the deferral file, under its lock, once: the same decision again is
+ * `same`, another `conflict`; past its deadline the deferral is recorded as `expired` whatever was asked.
+ */
+async function recordDecision(
+  teamDir: string,
+  runId: string,
+  input: DecisionInput,
+  reference: DeferralRecord | null,
+  now: () => Date,
+  redactions: number,
+): Promise<{ record: DeferralRecord | null; verdict: "recorded" | "same" | "expired" | "conflict" }> {
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
   let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
   const record = await updateDeferral(teamDir, runId, (onDisk) => {
@@ -228,7 +257,7 @@ export async function decideDeferral(
       return { ...held, decision: { decision: "expired", by: EXPIRY_BY, at } };
     }
     const { decision, code, reason, message, by } = input;
-    const counted = redacted.count > 0 ? { redactions: redacted.count } : {};
+    const counted = redactions > 0 ? { redactions } : {};
     return {
       ...held,
       decision: {
@@ -242,10 +271,7 @@ export async function decideDeferral(
       },
     };
   });
-  if (record === null) return { kind: "unknown" };
-  if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
-  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
-  return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
+  return { record, verdict };
 }
 
 /** Applies a recorded decision here when no leader runs, else waits for the leader to apply it. */
