@@ -38,7 +38,7 @@ import type {
   ReopenDecision,
   TaskEventName,
 } from "./plan.js";
-import { type TreeBudget, nextRound, treeBudget } from "./gate-life.js";
+import { type GateInput, type GatePlace, type TreeBudget, next, nextRound, treeBudget } from "./gate-life.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 
@@ -140,7 +140,7 @@ export function decide(input: DecideInput): RemediationPlan {
             }
           : null,
       actions: [{ kind: overtaken ? "overtaken" : "none" }],
-      gate: { to: "passed" },
+      gate: gateAfter(judgedFrom(input), { on: "judge", judgement: { pass: true } }),
     });
   }
 
@@ -243,7 +243,6 @@ export function decide(input: DecideInput): RemediationPlan {
   actions.push(...refused);
   if (actions.length === 0) actions.push({ kind: "none" });
 
-  const to = escalates ? "escalated" : reopened ? "reopened" : "failed";
   return freezePlan({
     passed,
     summary,
@@ -257,8 +256,25 @@ export function decide(input: DecideInput): RemediationPlan {
     escalation,
     actions,
     refused: refused.map(refusalLine),
-    gate: { to },
+    gate: gateAfter(judgedFrom(input), {
+      on: "judge",
+      judgement: { pass: false, reopens: reopened, spent: escalates },
+    }),
   });
+}
+
+/**
+ * Where a judgement starts from: the gate ran (`running`: the leader's, a hand run's), or a decision
+ * settles a held deferral.
+ */
+function judgedFrom(input: DecideInput): GatePlace {
+  return input.decision ? { state: "held", cause: "deferral" } : { state: "running" };
+}
+
+/** The gate life's move (policy/gate-life.ts next), as the plan records it. */
+function gateAfter(from: GatePlace, input: GateInput): RemediationPlan["gate"] {
+  const move = next(from, input);
+  return move.cause ? { to: move.to, cause: move.cause } : { to: move.to };
 }
 
 /** What a plan without a failure leaves out. */
@@ -377,7 +393,7 @@ export function deferPlan(input: DeferInput): RemediationPlan {
       : null,
     ...NOTHING_MORE,
     actions: [{ kind: "deferred", until: input.expiresAt }],
-    gate: { to: "held", cause: "deferral" },
+    gate: gateAfter({ state: "running" }, { on: "defer" }),
   });
 }
 
@@ -453,7 +469,7 @@ export function holdPlan(input: HoldInput): RemediationPlan {
       { kind: "held", cause: input.cause },
       ...(to ? [{ kind: "told_waits" as const, to }] : owner ? [{ kind: "told_before" as const, to: owner }] : []),
     ],
-    gate: { to: "held", cause: input.cause },
+    gate: gateAfter({ state: "running" }, { on: "hold", cause: input.cause }),
   });
 }
 
