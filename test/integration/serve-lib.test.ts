@@ -191,6 +191,7 @@ describe("bad input never stops the server", () => {
       id: "500",
       status: "pending",
       qualityGateStatus: null,
+      gateState: { state: "unjudged" },
       startDenial: null,
       updatedAt: "t",
       decidingRun: null,
