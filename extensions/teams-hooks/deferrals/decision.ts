@@ -25,6 +25,7 @@ import { describeError } from "../contract/errors.js";
 import { VerdictSchema } from "../contract/verdict.js";
 import { type DecideInput, decide } from "../policy/decide.js";
 import type { EffectivePolicy } from "../settings/options.js";
+import { GATE_STATES, type GateState } from "../policy/gate-life.js";
 import { type GateMemory, type Remembered, remediate } from "../event/remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../logs/hook-log.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
@@ -141,6 +142,8 @@ export type Application =
       already: boolean;
       remembered?: Remembered;
       appliedUnder: AppliedUnder;
+      /** The state the decision moved the gate life to (policy/gate-life.ts next); absent when applied before. */
+      gate?: GateState;
     }
   /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
   | { kind: "pending"; record: DeferralRecord | null; error: string }
@@ -423,6 +426,7 @@ interface Settled {
   logFile: string;
   result: RunResult;
   remembered?: Remembered;
+  gate?: GateState;
 }
 
 type Pending = Extract<Application, { kind: "pending" }>;
@@ -587,8 +591,9 @@ async function loggedBefore(s: Settling, applying: NonNullable<DeferralRecord["a
   const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
   if (!onDisk?.ok || (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId !== s.runId)
     return null;
-  const policy = onDisk.record.policy as { summary?: unknown; actions?: unknown } | undefined;
+  const policy = onDisk.record.policy as { summary?: unknown; actions?: unknown; gate?: unknown } | undefined;
   return {
+    ...((GATE_STATES as readonly unknown[]).includes(policy?.gate) ? { gate: policy?.gate as GateState } : {}),
     summary: typeof policy?.summary === "string" ? policy.summary : "",
     actions: Array.isArray(policy?.actions) ? policy.actions.filter((a): a is string => typeof a === "string") : [],
     logFile: applying.logFile,
@@ -649,7 +654,8 @@ async function applyPolicyAndLog(
       { file: applying.logFile },
     );
     const { remembered } = done;
-    return { summary: done.plan.summary, actions: actionsText(done.actions), logFile, result, remembered };
+    const gate = done.plan.gate.to;
+    return { summary: done.plan.summary, actions: actionsText(done.actions), logFile, result, remembered, gate };
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
   }
@@ -692,7 +698,7 @@ function decideInput(
 
 /** Step 5: `applied` written: the deferral is settled (the leader then closes the ledger's key). */
 async function markApplied(s: Settling, settled: Settled): Promise<Application> {
-  const { summary, actions, logFile, result, remembered } = settled;
+  const { summary, actions, logFile, result, remembered, gate } = settled;
   try {
     const applied = { at: s.now().toISOString(), logFile, actions };
     const written = await updateDeferral(s.teamDir, s.runId, (r) => ({ ...r, ...s.held, applied }));
@@ -711,6 +717,7 @@ async function markApplied(s: Settling, settled: Settled): Promise<Application> 
     already: false,
     ...(remembered ? { remembered } : {}),
     appliedUnder: s.appliedUnder,
+    ...(gate === undefined ? {} : { gate }),
   };
 }
 

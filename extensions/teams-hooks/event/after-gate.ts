@@ -15,6 +15,7 @@ import type { FailureMode } from "../settings/team-settings.js";
 import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Ran } from "./invoke.js";
 import { chainPatches } from "./patches.js";
+import type { RemediationPlan } from "../policy/plan.js";
 import { actionsText } from "../text/actions.js";
 
 /** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
@@ -47,6 +48,8 @@ export interface AfterGate {
   remembered?: RemediationDone["remembered"];
   /** The follow-up task the policy made (or found made by an earlier attempt); absent when none. */
   followupTaskId?: string;
+  /** Where the policy moved the event's gate life (policy/gate-life.ts next); absent for a start gate. */
+  gate?: RemediationPlan["gate"];
 }
 
 /**
@@ -170,6 +173,7 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
     remembered: done.remembered,
     ...(done.patch ? { patch: done.patch } : {}),
     ...(done.followupTaskId === null ? {} : { followupTaskId: done.followupTaskId }),
+    gate: done.plan.gate,
   };
 }
 

@@ -151,6 +151,8 @@ export interface InvokeOutcome {
   actions: string[];
   /** The follow-up task the policy made for this event (or found made before); absent when none. */
   followupTaskId?: string;
+  /** Where the policy moved the event's gate life (policy/gate-life.ts next); absent when no policy applied. */
+  gate?: AfterGate["gate"];
   /** Problems worth a warning: an unreadable task file, a policy step that failed. */
   problems: string[];
   /**
@@ -487,6 +489,7 @@ function outcomeOf(ran: Ran, at: Progress, settled: readonly HookRun[], pending:
         : summarize(deciding.result, ran.mode, timeoutMs),
     actions: [...(remediation?.actions ?? []), ...(at.shadow?.action ? [at.shadow.action] : [])],
     ...(remediation?.followupTaskId === undefined ? {} : { followupTaskId: remediation.followupTaskId }),
+    ...(remediation?.gate === undefined ? {} : { gate: remediation.gate }),
     problems: [
       ...ran.problems,
       ...(at.shadow?.problem ? [at.shadow.problem] : []),

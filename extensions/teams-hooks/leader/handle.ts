@@ -398,6 +398,8 @@ export class EventHandler {
           runId: state.runId,
           outcome: outcome.result?.outcome ?? "no_hook",
           log: outcome.logFile,
+          // The state the gate life reached, as the policy's move through policy/gate-life.ts next gave it.
+          gate: outcome.policyApplied === true ? outcome.gate?.to : undefined,
         });
       return true;
     } catch (error) {
