@@ -15,6 +15,7 @@ import {
   type GateInput,
   type GatePlace,
   gateStateOf,
+  inputReaching,
   next,
   holdCauseOf,
   nextRound,
@@ -213,6 +214,25 @@ describe("next: the one function that moves a gate life", () => {
     ["judging again what no gate judged", { state: "unjudged" }, { on: "rejudge" }],
   ])("refuses %s", (_name, from, input) => {
     expect(() => next(from, input)).toThrow(/gate life: no transition from /);
+  });
+
+  it("the input that reaches each state a run leads to takes a running gate there (what the leader records)", () => {
+    for (const place of [
+      { state: "passed" },
+      { state: "failed" },
+      { state: "reopened" },
+      { state: "escalated" },
+      { state: "held", cause: "deferral" },
+      { state: "held", cause: "approval" },
+      { state: "held", cause: "fault" },
+      { state: "given_up" },
+    ] as GatePlace[]) {
+      const input = inputReaching(place);
+      expect(input).not.toBeNull();
+      const move = next(running, input as GateInput);
+      expect(move.cause ? { state: move.to, cause: move.cause } : { state: move.to }).toEqual(place);
+    }
+    expect(inputReaching({ state: "unjudged" })).toBeNull();
   });
 
   it("the table is next's: each row is a move next makes, and each state is left somehow", () => {

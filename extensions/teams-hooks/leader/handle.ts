@@ -27,6 +27,7 @@ import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys } from "../runner/run-hook.js";
+import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -377,6 +378,7 @@ export class EventHandler {
     const ledger = this.#ctx.requireLedger();
     const at = this.#ctx.now();
     const { deferral: held, hold } = outcome;
+    const gate = this.#gateMove(event, outcome);
     try {
       if (outcome.remembered) ledger.remember(outcome.remembered);
       if (held)
@@ -398,8 +400,7 @@ export class EventHandler {
           runId: state.runId,
           outcome: outcome.result?.outcome ?? "no_hook",
           log: outcome.logFile,
-          // The state the gate life reached, as the policy's move through policy/gate-life.ts next gave it.
-          gate: outcome.policyApplied === true ? outcome.gate?.to : undefined,
+          gate,
         });
       return true;
     } catch (error) {
@@ -407,6 +408,27 @@ export class EventHandler {
       this.#ctx.writeFailed(event.key, error);
       this.#ctx.later(event, () => this.#settle(event, outcome, state), this.#ctx.writeDelay(state.writeTries));
       return false;
+    }
+  }
+
+  /**
+   * The state a task event the policy settled goes to: `next` (policy/gate-life.ts) from where the ledger
+   * has the key (running: this leader began it) on what the policy did. A move from a state the key is
+   * not in is a bug of ours: said, and the policy's state recorded all the same (the task holds it already).
+   */
+  #gateMove(event: HookEvent, outcome: InvokeOutcome): GateState | undefined {
+    const reached = outcome.policyApplied === true ? outcome.gate : undefined;
+    const input = reached
+      ? inputReaching({ state: reached.to, ...(reached.cause ? { cause: reached.cause } : {}) })
+      : null;
+    if (!reached || !input) return undefined;
+    const from = this.#ctx.requireLedger().place(event.key) ?? { state: "running" };
+    try {
+      return next(from, input).to;
+    } catch (error) {
+      if (!(error instanceof GateTransitionError)) throw error;
+      this.#ctx.warn(`${event.key}: ${error.message}`);
+      return reached.to;
     }
   }
 

@@ -240,6 +240,34 @@ function onCompleteAgain(from: GatePlace, input: GateInput): GateMove {
   }
 }
 
+/**
+ * The input that moves a gate that ran to `to` (what a policy's plan reached: policy/decide.ts), so
+ * that a caller recording the plan takes the move through `next` from where it has the event; null for
+ * a state no run of a gate leads to.
+ */
+export function inputReaching(to: GatePlace): GateInput | null {
+  switch (to.state) {
+    case "passed":
+      return { on: "judge", judgement: { pass: true } };
+    case "reopened":
+      return { on: "judge", judgement: { pass: false, reopens: true, spent: false } };
+    case "failed":
+      return { on: "judge", judgement: { pass: false, reopens: false, spent: false } };
+    case "escalated":
+      return { on: "judge", judgement: { pass: false, reopens: false, spent: true } };
+    case "held":
+      if (to.cause === "deferral") return { on: "defer" };
+      return to.cause ? { on: "hold", cause: to.cause } : null;
+    case "given_up":
+      return { on: "give_up" };
+    case "unjudged":
+    case "running":
+      return null;
+    default:
+      return unreachable(to.state);
+  }
+}
+
 function placeName(place: GatePlace): string {
   return place.state === "held" && place.cause ? `held (${place.cause})` : place.state;
 }
