@@ -430,6 +430,7 @@ describe("a confidential team's task status", () => {
       id: "1",
       status: "pending",
       qualityGateStatus: null,
+      gateState: { state: "unjudged" },
       startDenial: {
         active: true,
         at: denial.qualityGateStartDeniedAt,

@@ -201,6 +201,7 @@ describe("answers", () => {
       id,
       status: "pending",
       qualityGateStatus: null,
+      gateState: { state: "unjudged" },
       startDenial: null,
       updatedAt: task.updatedAt,
       decidingRun: null,

@@ -15,6 +15,67 @@ afterEach(() => {
 });
 
 describe("Ledger", () => {
+  it("keeps the state each event's gate life reached, across reopen and compaction, and says where each key is", async () => {
+    const team = tempTeam();
+    const ledger = await Ledger.open(team);
+    const at = "2026-12-07T08:00:00.000Z";
+    await ledger.baseline(["h"], at);
+    for (const [key, gate] of [
+      ["p", "passed"],
+      ["r", "reopened"],
+      ["e", "escalated"],
+    ] as const) {
+      await ledger.begin(key, `run-${key}`, at);
+      await ledger.finish(key, at, {
+        runId: `run-${key}`,
+        outcome: gate === "passed" ? "passed" : "failed",
+        log: null,
+        gate,
+      });
+    }
+    await ledger.begin("idle", "run-i", at);
+    await ledger.finish("idle", at, { runId: "run-i", outcome: "passed", log: null });
+    await ledger.begin("f", "run-f", at);
+    await ledger.begin("d", "run-d", at);
+    await ledger.defer("d", at, { runId: "run-d", deferral: "run-d", expiresAt: at, log: null });
+    await ledger.begin("a", "run-a", at);
+    await ledger.hold("a", at, {
+      runId: "run-a",
+      cause: "approval",
+      log: null,
+      event: { event: "task_completed", taskId: "1", member: null, timestamp: null },
+    });
+    // A word an agent appended that is no gate state: the line counts, the word does not.
+    fs.appendFileSync(
+      ledgerFile(team),
+      `${JSON.stringify({ op: "done", key: "x", at, runId: null, outcome: "passed", log: null, gate: "approved" })}\n`,
+    );
+    await ledger.close();
+
+    const places = (l: Ledger) =>
+      Object.fromEntries(["h", "p", "r", "e", "idle", "f", "d", "a", "x", "none"].map((k) => [k, l.place(k)]));
+    const expected = {
+      h: null,
+      p: { state: "passed" },
+      r: { state: "reopened" },
+      e: { state: "escalated" },
+      idle: null,
+      f: { state: "running" },
+      d: { state: "held", cause: "deferral" },
+      a: { state: "held", cause: "approval" },
+      x: null,
+      none: null,
+    };
+    const reopened = await Ledger.open(team);
+    expect(places(reopened)).toEqual(expected);
+    expect(reopened.get("r")).toMatchObject({ state: "done", outcome: "failed", gate: "reopened" });
+    await reopened.compact();
+    await reopened.close();
+    const compacted = await Ledger.open(team);
+    expect(places(compacted)).toEqual(expected);
+    await compacted.close();
+  });
+
   it("is fresh on first open and remembers keys across reopen", async () => {
     const team = tempTeam();
     const first = await Ledger.open(team);

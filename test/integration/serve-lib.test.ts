@@ -182,6 +182,28 @@ describe("bad input never stops the server", () => {
     );
   });
 
+  it("gateState says where the task's current completion is: unjudged while a newer one than the gate judged waits", async () => {
+    const judged = "2026-12-07T08:00:00.000Z";
+    const meta = {
+      qualityGateStatus: "passed",
+      qualityGateEventKey: `task_completed:600:${judged}`,
+      qualityGateAt: "2026-12-07T08:00:05.000Z",
+    };
+    const task = { id: "600", ...PENDING, status: "completed", metadata: { ...meta, completedAt: judged } };
+    await mkdir(tasksDir(), { recursive: true });
+    await writeFile(path.join(tasksDir(), "600.json"), `${JSON.stringify(task)}\n`);
+    const read = async () => (await api(server.url, "GET", "/api/v1/teams/alpha/tasks/600", { key })).json;
+    expect(await read()).toMatchObject({ qualityGateStatus: "passed", gateState: { state: "passed" } });
+    // The worker completes it again: the last gate's word stays, and the completion is not judged yet.
+    const again = { ...task, metadata: { ...meta, completedAt: "2026-12-07T09:00:00.000Z" } };
+    await writeFile(path.join(tasksDir(), "600.json"), `${JSON.stringify(again)}\n`);
+    expect(await read()).toMatchObject({ qualityGateStatus: "passed", gateState: { state: "unjudged" } });
+    // A word no gate writes is no gate's word.
+    const forged = { ...task, metadata: { ...meta, qualityGateStatus: "approved" } };
+    await writeFile(path.join(tasksDir(), "600.json"), `${JSON.stringify(forged)}\n`);
+    expect(await read()).toMatchObject({ qualityGateStatus: null, gateState: { state: "unjudged" } });
+  });
+
   it("a task not made by the API is not one a template-limited key may read", async () => {
     await writeFile(path.join(tasksDir(), "500.json"), `${JSON.stringify({ id: "500", ...PENDING })}\n`);
     expect(codeOf(await api(server.url, "GET", "/api/v1/teams/alpha/tasks/500", { key: limited }))).toBe(
@@ -191,6 +213,7 @@ describe("bad input never stops the server", () => {
       id: "500",
       status: "pending",
       qualityGateStatus: null,
+      gateState: { state: "unjudged" },
       startDenial: null,
       updatedAt: "t",
       decidingRun: null,

@@ -10,8 +10,13 @@ import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.j
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import {
+  GateTransitionError,
   TRANSITIONS,
+  type GateInput,
+  type GatePlace,
   gateStateOf,
+  inputReaching,
+  next,
   holdCauseOf,
   nextRound,
   rootOf,
@@ -151,6 +156,91 @@ describe("the tree's budget", () => {
     expect(treeBudget("3", forged, 3, { spent: 1 }).spent).toBe(1);
     expect(treeBudget("3", task({ qualityGateBudgetKeys: [] }), 3, { spent: 3 }).spent).toBe(3);
     expect(treeBudget("3", forged, 3, { spent: 1, spentBy: (k) => k === "a" }).spentBy("x")).toBe(false);
+  });
+});
+
+describe("next: the one function that moves a gate life", () => {
+  const running: GatePlace = { state: "running" };
+  const deferral: GatePlace = { state: "held", cause: "deferral" };
+  const deny = (reopens: boolean, spent: boolean): GateInput => ({
+    on: "judge",
+    judgement: { pass: false, reopens, spent },
+  });
+
+  it("a completion's life: taken, judged, reopened, completed again, taken again, passed", () => {
+    let at: GatePlace = { state: "unjudged" };
+    const path: string[] = [];
+    for (const input of [
+      { on: "take" },
+      deny(true, false),
+      { on: "complete_again" },
+      { on: "take" },
+      { on: "judge", judgement: { pass: true } },
+    ] as GateInput[]) {
+      const move = next(at, input);
+      at = move.cause ? { state: move.to, cause: move.cause } : { state: move.to };
+      path.push(at.state);
+    }
+    expect(path).toEqual(["running", "reopened", "unjudged", "running", "passed"]);
+  });
+
+  it("a denial goes where the policy and the budget say; a spent budget escalates whatever the policy", () => {
+    expect(next(running, deny(true, false)).to).toBe("reopened");
+    expect(next(running, deny(false, false)).to).toBe("failed");
+    expect(next(running, deny(true, true)).to).toBe("escalated");
+    expect(next(running, deny(false, true)).to).toBe("escalated");
+    expect(next(running, { on: "defer" })).toMatchObject({ to: "held", cause: "deferral" });
+    expect(next(running, { on: "hold", cause: "fault" })).toMatchObject({ to: "held", cause: "fault" });
+  });
+
+  it("a decision settles a held deferral only; an approval or fault hold ends by running its gate again", () => {
+    expect(next(deferral, { on: "judge", judgement: { pass: true } }).writes[0]).toBe("deferral file");
+    expect(next(deferral, deny(true, false)).to).toBe("reopened");
+    expect(() => next({ state: "held", cause: "approval" }, { on: "judge", judgement: { pass: true } })).toThrow(
+      GateTransitionError,
+    );
+    expect(next({ state: "held", cause: "approval" }, { on: "take" }).to).toBe("running");
+    expect(() => next(deferral, { on: "take" })).toThrow(GateTransitionError);
+  });
+
+  it.each<[string, GatePlace, GateInput]>([
+    ["a verdict on an event nobody took", { state: "unjudged" }, { on: "judge", judgement: { pass: true } }],
+    ["a verdict twice", { state: "passed" }, deny(true, false)],
+    ["a second take of a running event", running, { on: "take" }],
+    ["a deferral of a judged event", { state: "failed" }, { on: "defer" }],
+    ["a hold of a reopened event", { state: "reopened" }, { on: "hold", cause: "approval" }],
+    ["giving up what never ran", { state: "unjudged" }, { on: "give_up" }],
+    ["a new completion of a held event (it supersedes it instead)", deferral, { on: "complete_again" }],
+    ["judging again what no gate judged", { state: "unjudged" }, { on: "rejudge" }],
+  ])("refuses %s", (_name, from, input) => {
+    expect(() => next(from, input)).toThrow(/gate life: no transition from /);
+  });
+
+  it("the input that reaches each state a run leads to takes a running gate there (what the leader records)", () => {
+    for (const place of [
+      { state: "passed" },
+      { state: "failed" },
+      { state: "reopened" },
+      { state: "escalated" },
+      { state: "held", cause: "deferral" },
+      { state: "held", cause: "approval" },
+      { state: "held", cause: "fault" },
+      { state: "given_up" },
+    ] as GatePlace[]) {
+      const input = inputReaching(place);
+      expect(input).not.toBeNull();
+      const move = next(running, input as GateInput);
+      expect(move.cause ? { state: move.to, cause: move.cause } : { state: move.to }).toEqual(place);
+    }
+    expect(inputReaching({ state: "unjudged" })).toBeNull();
+  });
+
+  it("the table is next's: each row is a move next makes, and each state is left somehow", () => {
+    for (const t of TRANSITIONS) expect(t.to).toBeTruthy();
+    const left = new Set(TRANSITIONS.map((t) => t.from));
+    expect([...left].sort()).toEqual(
+      ["unjudged", "running", "passed", "failed", "reopened", "held", "escalated", "given_up"].sort(),
+    );
   });
 });
 

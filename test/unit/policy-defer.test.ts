@@ -7,6 +7,11 @@ import { describe, expect, it } from "vitest";
 import { blankResult, type RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { type DecideInput, decide, deferPlan } from "../../extensions/teams-hooks/policy/decide.js";
+import { actionText } from "../../extensions/teams-hooks/text/actions.js";
+import type { RemediationPlan } from "../../extensions/teams-hooks/policy/plan.js";
+
+/** The plan's actions in the words the logs show (text/actions.ts). */
+const said = (plan: RemediationPlan): string[] => plan.actions.map(actionText);
 
 const NOW = "2026-12-02T12:00:00.000Z";
 const KEY = "task_completed:3:2026-12-02T11:59:00.000Z";
@@ -93,7 +98,7 @@ describe("deferPlan: a held gate", () => {
       reopen: null,
       followup: null,
       nudge: null,
-      actions: ["held until 2026-12-03T12:00:00.000Z"],
+      actions: [{ kind: "deferred", until: "2026-12-03T12:00:00.000Z" }],
     });
     expect(plan.metadataPatch).toMatchObject({
       qualityGateStatus: "deferred",
@@ -136,7 +141,7 @@ describe("decide with a decision", () => {
     expect(plan.passed).toBe(false);
     expect(plan.summary).toBe("denied (ci.failed) • 2 tests fail");
     expect(plan.reopen).toMatchObject({ kind: "reopen", count: 1 });
-    expect(plan.actions).toEqual(["reopened (1/3)", "reassigned to alice", "follow-up for alice", "nudge alice"]);
+    expect(said(plan)).toEqual(["reopened (1/3)", "reassigned to alice", "follow-up for alice", "nudge alice"]);
     expect(plan.metadataPatch).toMatchObject({
       qualityGateStatus: "failed",
       qualityGateFailureCount: 1,
@@ -157,7 +162,7 @@ describe("decide with a decision", () => {
         decision: { deferredRunId: "run-1", decision: "allow", by: "ada", at: NOW },
       }),
     );
-    expect(plan).toMatchObject({ passed: true, actions: ["none"], nudge: null });
+    expect(plan).toMatchObject({ passed: true, actions: [{ kind: "none" }], nudge: null });
     expect(plan.metadataPatch).toMatchObject({
       qualityGateStatus: "passed",
       qualityGateDecision: "allow",
@@ -223,24 +228,20 @@ describe("decide with a decision", () => {
     const plan = decide(decision({ task: newer }));
     expect(plan.metadataPatch).toBeNull();
     expect(plan.reopen).toBeNull();
-    expect(plan.actions).toEqual([
-      "task metadata left (a newer gate is recorded)",
-      "follow-up for alice",
-      "nudge alice",
-    ]);
+    expect(said(plan)).toEqual(["task metadata left (a newer gate is recorded)", "follow-up for alice", "nudge alice"]);
     const allowed = decide(
       decision({
         task: newer,
         result: result({ outcome: "passed", verdict: { decision: "allow", source: "decision" } }),
       }),
     );
-    expect(allowed).toMatchObject({ metadataPatch: null, actions: ["task metadata left (a newer gate is recorded)"] });
+    expect(allowed).toMatchObject({ metadataPatch: null, actions: [{ kind: "overtaken" }] });
   });
 
   it("a decision on a hold that a newer hold of the same event replaced leaves the newer one alone", () => {
     const plan = decide(decision({ task: task({ ...HELD, qualityGateDeferredRunId: "run-2" }) }));
     expect(plan.metadataPatch).toBeNull();
-    expect(plan.actions[0]).toBe("task metadata left (a newer gate is recorded)");
+    expect(said(plan)[0]).toBe("task metadata left (a newer gate is recorded)");
   });
 
   it("a gate that was not deferred clears what an earlier deferral left", () => {

@@ -14,6 +14,10 @@ import {
 } from "../../extensions/teams-hooks/contract/contract.js";
 import type { DecideInput } from "../../extensions/teams-hooks/policy/decide.js";
 import type { RemediationPlan } from "../../extensions/teams-hooks/policy/plan.js";
+import { actionText } from "../../extensions/teams-hooks/text/actions.js";
+
+/** The plan's actions in the words the logs show (text/actions.ts). */
+const said = (plan: RemediationPlan): string[] => plan.actions.map(actionText);
 
 const NOW = "2025-03-01T12:00:00.000Z";
 const KEY = "task_completed:3:2025-03-01T11:59:00.000Z";
@@ -175,7 +179,7 @@ describe("decide: pass or fail", () => {
       qualityGateLastSuccessAt: NOW,
       qualityGateReopenSuppressed: false,
     });
-    expect(plan).toMatchObject({ reopen: null, followup: null, nudge: null, actions: ["none"] });
+    expect(plan).toMatchObject({ reopen: null, followup: null, nudge: null, actions: [{ kind: "none" }] });
   });
 
   it("a failure records the gate, counts it, and keeps the summary", () => {
@@ -261,7 +265,7 @@ describe("decide: each failure action × each owner policy", () => {
     if (followupOwner === "no follow-up") expect(plan.followup).toBeNull();
     else expect(plan.followup?.owner).toBe(followupOwner);
     expect(plan.nudge?.to).toBe("alice");
-    expect(plan.actions).toEqual(actions);
+    expect(said(plan)).toEqual(actions);
   });
 
   it.each<[FollowupOwner, string | null, string | null, string | null]>([
@@ -284,7 +288,7 @@ describe("decide: each failure action × each owner policy", () => {
   ])("nudge goes to the task owner %j, else the member %j → %j", (owner, member, expected) => {
     const plan = decide(input({ policy: policy("warn"), member, task: task({ owner }) }));
     expect(plan.nudge?.to).toBe(expected);
-    expect(plan.actions).toEqual(expected ? [`nudge ${expected}`] : ["none"]);
+    expect(said(plan)).toEqual(expected ? [`nudge ${expected}`] : ["none"]);
   });
 });
 
@@ -327,7 +331,7 @@ describe("decide: reopen", () => {
       input({ policy: policy("reopen", "member", max), task: task({}, { reopenedByQualityGateCount: stored }) }),
     );
     expect(plan.reopen?.kind).toBe(kind);
-    expect(plan.actions[0]).toBe(action);
+    expect(said(plan)[0]).toBe(action);
     if (kind === "suppressed") {
       expect(plan.metadataPatch?.qualityGateReopenSuppressed).toBe(true);
       expect(plan.metadataPatch?.qualityGateReopenSuppressedReason).toBe(
@@ -352,13 +356,13 @@ describe("decide: reopen", () => {
     );
     expect(again.metadataPatch?.qualityGateStatus).toBe("failed");
     expect(again.nudge?.to).toBeNull();
-    expect(again.actions.some((a) => a.startsWith("nudge"))).toBe(false);
+    expect(said(again).some((a) => a.startsWith("nudge"))).toBe(false);
   });
 
   it.each<[Task["status"]]>([["pending"], ["in_progress"]])("does not reopen a task that is already %s", (status) => {
     const plan = decide(input({ policy: policy("reopen"), task: task({ status }) }));
     expect(plan.reopen).toBeNull();
-    expect(plan.actions).toContain(`reopen skipped (task is ${status})`);
+    expect(said(plan)).toContain(`reopen skipped (task is ${status})`);
   });
 
   it.each<[FailureAction]>([["reopen"], ["reopen_followup"]])("task_failed never reopens (%s)", (action) => {
@@ -373,7 +377,7 @@ describe("decide: reopen", () => {
         }),
       );
       expect(plan.reopen).toBeNull();
-      expect(plan.actions.some((a) => a.startsWith("reopen"))).toBe(false);
+      expect(said(plan).some((a) => a.startsWith("reopen"))).toBe(false);
       expect(plan.metadataPatch).not.toHaveProperty("qualityGateReopenSuppressed");
       expect(plan.nudge?.text(null)).not.toContain("reopen");
     }
@@ -406,7 +410,7 @@ describe("decide: idempotent per event key", () => {
     expect(plan.alreadyApplied).toBe(true);
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(2);
     expect(plan.reopen).toBeNull();
-    expect(plan.actions).toEqual([
+    expect(said(plan)).toEqual([
       "already applied",
       "was reopened (1/3)",
       "reassigned to alice",
@@ -432,7 +436,7 @@ describe("decide: idempotent per event key", () => {
     );
     expect(plan.reopen).toBeNull();
     expect(plan.metadataPatch?.qualityGateFailureCount).toBe(4);
-    expect(plan.actions).toContain("reopen suppressed (3/3)");
+    expect(said(plan)).toContain("reopen suppressed (3/3)");
   });
 
   it("the follow-up is still planned on a retry, marked with the key so remediate can find one already made", () => {
@@ -472,7 +476,7 @@ describe("decide: the task file is gone", () => {
     expect(plan.followup?.owner).toBe("bob");
     expect(plan.followup?.description).toContain("Original task: (task file missing)");
     expect(plan.nudge?.to).toBe("bob");
-    expect(plan.actions).toEqual(["reopen skipped (task file missing)", "follow-up for bob", "nudge bob"]);
+    expect(said(plan)).toEqual(["reopen skipped (task file missing)", "follow-up for bob", "nudge bob"]);
   });
 
   it("a pass patches nothing either", () => {
@@ -682,7 +686,7 @@ describe("decide: a member whose name is not a safe file name gets no message", 
   it("an unsafe owner is not nudged; the actions and the refusals say why", () => {
     const plan = decide(input({ policy: policy("reopen"), task: task({ owner: "a/b" }), member: "a/b" }));
     expect(plan.nudge?.to).toBeNull();
-    expect(plan.actions).toContain('no nudge to "a/b"');
+    expect(said(plan)).toContain('no nudge to "a/b"');
     expect(plan.refused).toEqual([
       expect.stringMatching(
         /^no nudge to "a\/b": "a\/b" is not a safe name \(only A-Z, a-z, 0-9, _ and - are: it would share the file of "a-b"\)/,
@@ -694,7 +698,7 @@ describe("decide: a member whose name is not a safe file name gets no message", 
   it("an unsafe follow-up owner: the follow-up is made without an owner and no assignment is sent", () => {
     const plan = decide(input({ policy: policy("followup", "member"), member: "x.y", task: task({ owner: "alice" }) }));
     expect(plan.followup).toMatchObject({ owner: null, assignment: null });
-    expect(plan.actions).toEqual(
+    expect(said(plan)).toEqual(
       expect.arrayContaining(["follow-up (no owner)", 'no follow-up owner "x.y"', "nudge alice"]),
     );
     expect(plan.refused).toEqual([expect.stringContaining('no follow-up owner "x.y": "x.y" is not a safe name')]);

@@ -883,7 +883,7 @@ const SERVE: CommandSpec = {
         ["POST /api/v1/teams/TEAM/tasks", '{"template": "SLUG", "parameters": {…}} → 202 (tasks:create)'],
         [
           "GET  /api/v1/teams/TEAM/tasks/ID",
-          "id, status, qualityGateStatus, startDenial, updatedAt, decidingRun (the run that decided its gate), createdBy (tasks:read; a confidential team's without the denial's reason and code, and the run's summary and code)",
+          "id, status, qualityGateStatus, gateState (where its current event is in its gate life), startDenial, updatedAt, decidingRun (the run that decided its gate), createdBy (tasks:read; a confidential team's without the denial's reason and code, and the run's summary and code)",
         ],
         [
           "GET  /api/v1/teams/TEAM/gates",

@@ -129,7 +129,7 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
       ? inbox.messages.map((m) => m.message).find((m) => m.text.startsWith("Quality gate"))
       : undefined;
     if (nudge) worker("brian", `reads his inbox: "${nudge.text.split("\n")[0] ?? ""}"`);
-    const followupId = failed.actions.find((a) => a.startsWith("follow-up #"))?.match(/#(\d+)/)?.[1];
+    const followupId = failed.followupTaskId;
 
     worker("brian", "fixes task-2.txt and completes task #2 again");
     await complete(teamDir, workspace, "2", "brian", "ok");

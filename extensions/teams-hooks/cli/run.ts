@@ -17,7 +17,13 @@ import {
   warnBeforeRunning,
 } from "./io.js";
 import { HooksError, unreachable } from "../contract/errors.js";
-import { type DecisionInput, appliedUnderText, decideDeferral, decisionProblem } from "../deferrals/decision.js";
+import {
+  type DecideResult,
+  type DecisionInput,
+  appliedUnderText,
+  decideDeferral,
+  decisionProblem,
+} from "../deferrals/decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../deferrals/record.js";
 import { checkDeferral, ledgerHoldOf } from "../deferrals/check.js";
 import { noteToLead } from "../trust/trust-command.js";
@@ -243,7 +249,45 @@ async function wholeRunId(teamDir: string, given: string): Promise<string> {
   return ids[0] ?? given;
 }
 
+/**
+ * `decide`: a person's decision on a held gate, in steps: the decision read from the arguments, the
+ * held run found, the person asked (or `--yes`), the decision recorded and applied (deferrals/decision.ts),
+ * the lead told, the answer said.
+ */
 export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number> {
+  const v = args.values;
+  const { given, input } = decisionOfArgs(args, io);
+  const setup = await resolveTeamSetup(teamSetupInput(v, io));
+  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
+  const { teamDir } = setup.identity;
+  const runId = await wholeRunId(teamDir, given);
+  const what = await heldLabel(teamDir, runId);
+  const { decision, by } = input;
+  const asked = await personApproval(io, v.yes === true, `Decide ${decision} for ${what}, as ${by}? [y/N] `);
+  if (asked.kind === "no_terminal")
+    throw new HooksError(
+      "E_USAGE",
+      "deciding a held gate is a person's act: run decide at a terminal (it asks), or give --yes to decide without one (said in its output and to the lead's inbox)",
+    );
+  if (asked.kind === "declined") {
+    io.stdout(`not decided: ${what} stays held\n`);
+    return DECIDE_DECLINED;
+  }
+  const how = asked.how;
+  const answer = await decideDeferral(teamDir, runId, input, {
+    env: io.env,
+    waitForLeaderMs: 10_000,
+    warn: (message) => io.stderr(`warning: ${message}\n`),
+    settings: { setup, redact: settingsRedactor(io.env, setup.settings, setup.hooksDir) },
+  });
+  if (answer.kind === "recorded" || answer.kind === "applied")
+    await tellLeadDecided(setup.identity, runId, `${decision} for ${what}, by ${by}, ${how}`, io);
+  if (v.json) io.stdout(`${JSON.stringify({ runId, decidedHow: how, ...answer })}\n`);
+  return sayDecided(answer, { teamDir, runId, decision, by, how, json: v.json === true }, io);
+}
+
+/** The run id as given and the decision of `decide`'s arguments, checked; a usage error names the flag. */
+function decisionOfArgs(args: ParsedArgs, io: CliIo): { given: string; input: DecisionInput } {
   const v = args.values;
   const [given, decisionArg, ...extra] = args.positionals;
   if (given === undefined || decisionArg === undefined)
@@ -269,59 +313,44 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
   // The problem names the field; the flag that carries it is named the same.
   const problem = decisionProblem(input);
   if (problem) throw new HooksError("E_USAGE", `--${problem}`);
-  const setup = await resolveTeamSetup(teamSetupInput(v, io));
-  for (const warning of setup.warnings) io.stderr(`warning: ${warning}\n`);
-  const { teamDir } = setup.identity;
-  const runId = await wholeRunId(teamDir, given);
-  const what = await heldLabel(teamDir, runId);
-  const asked = await personApproval(io, v.yes === true, `Decide ${decision} for ${what}, as ${by}? [y/N] `);
-  if (asked.kind === "no_terminal")
-    throw new HooksError(
-      "E_USAGE",
-      "deciding a held gate is a person's act: run decide at a terminal (it asks), or give --yes to decide without one (said in its output and to the lead's inbox)",
-    );
-  if (asked.kind === "declined") {
-    io.stdout(`not decided: ${what} stays held\n`);
-    return DECIDE_DECLINED;
-  }
-  const how = asked.how;
-  const answer = await decideDeferral(teamDir, runId, input, {
-    env: io.env,
-    waitForLeaderMs: 10_000,
-    warn: (message) => io.stderr(`warning: ${message}\n`),
-    settings: { setup, redact: settingsRedactor(io.env, setup.settings, setup.hooksDir) },
-  });
-  if (answer.kind === "recorded" || answer.kind === "applied")
-    await tellLeadDecided(setup.identity, runId, `${decision} for ${what}, by ${by}, ${how}`, io);
-  if (v.json) io.stdout(`${JSON.stringify({ runId, decidedHow: how, ...answer })}\n`);
+  return { given, input };
+}
+
+/** What `decide` says of the answer (nothing more with --json, which printed it), and its exit code. */
+function sayDecided(
+  answer: DecideResult,
+  d: { teamDir: string; runId: string; decision: string; by: string; how: string; json: boolean },
+  io: CliIo,
+): number {
+  const { runId, decision, by, how } = d;
   switch (answer.kind) {
     case "invalid":
       // The problem names the field; the flag that carries it is named the same.
       throw new HooksError("E_USAGE", `--${answer.problem}`);
     case "unknown":
       if (answer.problem) throw new HooksError("E_TASK", answer.problem);
-      throw noDeferral(teamDir, runId);
+      throw noDeferral(d.teamDir, runId);
     case "conflict": {
       const e = answer.existing;
-      if (!v.json)
+      if (!d.json)
         io.stderr(
           `pi-teams-hooks decide: run ${runId} was decided before: ${e.decision}${e.code ? ` (${e.code})` : ""}${e.reason ? ` "${e.reason}"` : ""} by ${e.by} at ${e.at}; a deferral is decided once\n`,
         );
       return DECIDE_REFUSED;
     }
     case "expired":
-      if (!v.json)
+      if (!d.json)
         io.stderr(
           `pi-teams-hooks decide: run ${runId} expired at ${answer.expiresAt} (hooks.deferTimeoutMs): its gate failed as defer_expired\n`,
         );
       return DECIDE_REFUSED;
     case "recorded": {
-      const d = answer.deferral;
-      if (!v.json) {
-        io.stdout(`${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} recorded for run ${runId}`);
+      const held = answer.deferral;
+      if (!d.json) {
+        io.stdout(`${eventLabel(held.event, held.taskId)} ${held.hook.name}: ${decision} recorded for run ${runId}`);
         io.stdout(answer.problem ? "; not applied yet\n" : "; the running leader applies it\n");
-        if (d.settings)
-          io.stdout(`  it is applied under the settings in force when its gate held it (${d.deferredAt})\n`);
+        if (held.settings)
+          io.stdout(`  it is applied under the settings in force when its gate held it (${held.deferredAt})\n`);
         io.stdout(`  decided by ${by}, ${how}\n`);
       }
       if (answer.problem)
@@ -331,12 +360,12 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
       return answer.problem ? 1 : 0;
     }
     case "applied": {
-      const d = answer.deferral;
+      const held = answer.deferral;
       const actions =
         answer.actions.length > 0 && answer.actions.join("") !== "none" ? ` → ${answer.actions.join(", ")}` : "";
-      if (!v.json)
+      if (!d.json)
         io.stdout(
-          `${eventLabel(d.event, d.taskId)} ${d.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.appliedUnder ? `  applied ${appliedUnderText(answer.appliedUnder)}\n` : ""}${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
+          `${eventLabel(held.event, held.taskId)} ${held.hook.name}: ${decision} applied for run ${runId}${actions}\n  decided by ${by}, ${how}\n${answer.appliedUnder ? `  applied ${appliedUnderText(answer.appliedUnder)}\n` : ""}${answer.logFile ? `  log: ${answer.logFile}\n` : ""}`,
         );
       return 0;
     }

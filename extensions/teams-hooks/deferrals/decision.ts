@@ -23,7 +23,9 @@ import { blankResult, type RunResult } from "../contract/hook-run.js";
 import type { Task } from "../contract/team-files.js";
 import { describeError } from "../contract/errors.js";
 import { VerdictSchema } from "../contract/verdict.js";
-import { decide } from "../policy/decide.js";
+import { type DecideInput, decide } from "../policy/decide.js";
+import type { EffectivePolicy } from "../settings/options.js";
+import { GATE_STATES, type GateState } from "../policy/gate-life.js";
 import { type GateMemory, type Remembered, remediate } from "../event/remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../logs/hook-log.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
@@ -34,6 +36,7 @@ import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
+import { actionsText } from "../text/actions.js";
 import {
   type DeferralDecision,
   type DeferralRecord,
@@ -139,6 +142,8 @@ export type Application =
       already: boolean;
       remembered?: Remembered;
       appliedUnder: AppliedUnder;
+      /** The state the decision moved the gate life to (policy/gate-life.ts next); absent when applied before. */
+      gate?: GateState;
     }
   /** A policy step or a write failed: nothing after it was done; the next try starts over (idempotent). */
   | { kind: "pending"; record: DeferralRecord | null; error: string }
@@ -195,21 +200,50 @@ export async function decideDeferral(
   // and its service decided at once): while the ledger shows the run in flight, its deferral is awaited.
   if ((await readDeferral(teamDir, runId)) === null && !(await heldSoon(teamDir, runId, deadline)))
     return { kind: "unknown" };
-  // The file as its gate held it: a key or a deadline edited since is put back before anything is
-  // decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one
-  // only answers a decision sent twice: nothing of it is used.
+  const checked = await heldReference(teamDir, runId, opts.warn);
+  if (checked.kind === "unknown") return checked;
+  const { reference } = checked;
+  const { record, verdict } = await recordDecision(teamDir, runId, input, reference, now, redacted.count);
+  if (record === null) return { kind: "unknown" };
+  if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
+  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
+  return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
+}
+
+/**
+ * The file as its gate held it: a key or a deadline edited since is put back before anything is
+ * decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one only
+ * answers a decision sent twice: nothing of it is used (no reference).
+ */
+async function heldReference(
+  teamDir: string,
+  runId: string,
+  warn: ((message: string) => void) | undefined,
+): Promise<{ kind: "held"; reference: DeferralRecord | null } | { kind: "unknown"; problem: string }> {
   const found = await readDeferral(teamDir, runId);
-  let reference: DeferralRecord | null = null;
-  if (found?.ok && !found.value.applied) {
-    const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId), teamDir });
-    if (check.kind === "refused")
-      return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
-    reference = check.reference;
-    if (check.kind === "differs")
-      opts.warn?.(
-        `${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
-      );
-  }
+  if (!found?.ok || found.value.applied) return { kind: "held", reference: null };
+  const check = await checkDeferral(found.value, { ledger: ledgerHoldOf(teamDir, runId), teamDir });
+  if (check.kind === "refused")
+    return { kind: "unknown", problem: `${deferralFile(teamDir, runId)}: refused: ${check.problem}` };
+  if (check.kind === "differs")
+    warn?.(
+      `${deferralFile(teamDir, runId)}: changed since its gate was held: ${describeChanges(found.value, check.reference, check.fields)}; put back as held`,
+    );
+  return { kind: "held", reference: check.reference };
+}
+
+/**
+ * The decision written into the deferral file, under its lock, once: the same decision again is
+ * `same`, another `conflict`; past its deadline the deferral is recorded as `expired` whatever was asked.
+ */
+async function recordDecision(
+  teamDir: string,
+  runId: string,
+  input: DecisionInput,
+  reference: DeferralRecord | null,
+  now: () => Date,
+  redactions: number,
+): Promise<{ record: DeferralRecord | null; verdict: "recorded" | "same" | "expired" | "conflict" }> {
   // Set inside the locked update (a closure, hence the cast: TypeScript does not follow it there).
   let verdict = "recorded" as "recorded" | "same" | "expired" | "conflict";
   const record = await updateDeferral(teamDir, runId, (onDisk) => {
@@ -226,7 +260,7 @@ export async function decideDeferral(
       return { ...held, decision: { decision: "expired", by: EXPIRY_BY, at } };
     }
     const { decision, code, reason, message, by } = input;
-    const counted = redacted.count > 0 ? { redactions: redacted.count } : {};
+    const counted = redactions > 0 ? { redactions } : {};
     return {
       ...held,
       decision: {
@@ -240,10 +274,7 @@ export async function decideDeferral(
       },
     };
   });
-  if (record === null) return { kind: "unknown" };
-  if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
-  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
-  return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
+  return { record, verdict };
 }
 
 /** Applies a recorded decision here when no leader runs, else waits for the leader to apply it. */
@@ -366,70 +397,149 @@ export function decisionResult(record: DeferralRecord, decision: DeferralDecisio
 }
 
 /**
+ * A decision being applied: what its steps share. Fixed once read, but for `record`, which each step
+ * that writes the deferral file replaces with what it wrote.
+ */
+interface Settling {
+  teamDir: string;
+  runId: string;
+  apply: ApplySettings;
+  now: () => Date;
+  /** The held fields applied and written back at each step (see ApplySettings.reference); none once applied. */
+  held: Partial<DeferralRecord>;
+  record: DeferralRecord;
+  /** The decision as recorded, redacted again; `redacted`: what that replaced now. */
+  decision: DeferralDecision;
+  redacted: number;
+  redact: Redactor;
+  waitedMs: number;
+  /** The settings it is applied under (AppliedUnder), and the failure policy among them. */
+  under: HeldSettings;
+  appliedUnder: AppliedUnder;
+  policy: EffectivePolicy;
+}
+
+/** What the policy step did: the summary and actions for `applied`, the log, what the leader remembers. */
+interface Settled {
+  summary: string;
+  actions: string[];
+  logFile: string;
+  result: RunResult;
+  remembered?: Remembered;
+  gate?: GateState;
+}
+
+type Pending = Extract<Application, { kind: "pending" }>;
+
+/**
  * Applies the recorded decision of the deferral `runId`: the policy, the decision log, `applied`.
  * Only the holder of the team's leader lock may call it. Never applies twice: see the top of the file.
+ * Each step writes before the next starts, and each is idempotent: a step tried again after a crash
+ * finds what it wrote and does no more.
  */
 export async function applyDecision(teamDir: string, runId: string, apply: ApplySettings): Promise<Application> {
-  const { identity, settings } = apply.setup;
-  const now = apply.now ?? (() => new Date());
+  const opened = await openDecision(teamDir, runId, apply);
+  if (opened.kind !== "open") return opened;
+  const s = opened.settling;
+  if (s.record.applied) return alreadyApplied(s, s.record.applied);
+  await rewriteRedacted(s);
+  const invocation = invocationOf(s, await freshTask(teamDir, s.record));
+  const applying = await planApplying(s, invocation);
+  if (applying.kind !== "planned") return applying;
+  const settled = (await loggedBefore(s, applying.at)) ?? (await applyPolicyAndLog(s, applying.at, invocation));
+  if ("kind" in settled) return settled;
+  return markApplied(s, settled);
+}
+
+/** Step 1: the deferral as held, its decision redacted again, and what it is applied under; or why there is nothing. */
+async function openDecision(
+  teamDir: string,
+  runId: string,
+  apply: ApplySettings,
+): Promise<{ kind: "open"; settling: Settling } | Extract<Application, { kind: "unknown" | "undecided" | "pending" }>> {
   const read = await readDeferral(teamDir, runId);
   if (read === null) return { kind: "unknown" };
   if (!read.ok) return { kind: "pending", record: null, error: read.problem.message };
   // What is applied, and written back at each step, is the deferral as held (see ApplySettings.reference).
   const held = apply.reference && !read.value.applied ? heldFields(apply.reference) : {};
-  let record: DeferralRecord = { ...read.value, ...held };
+  const record: DeferralRecord = { ...read.value, ...held };
   const redact = apply.redact ?? NO_REDACTION;
   // A decision may have been written into the file by hand: what is applied and kept is redacted again.
   const again = record.decision ? redactFields(record.decision, redact) : undefined;
   const decision = again?.decision;
   if (!again || !decision) return { kind: "undecided" };
-  const waitedMs = Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt));
   // The settings in force when the gate held the event, whatever config.json says now; a deferral
   // held before they were stamped has only those in force now.
-  const current = heldSettingsOf(settings, record.event);
+  const current = heldSettingsOf(apply.setup.settings, record.event);
   const stamped = record.settings;
   const under = stamped ?? current;
-  const appliedUnder: AppliedUnder = {
-    from: stamped ? "held" : "now",
-    heldAt: record.deferredAt,
-    settings: under,
-    changed: stamped ? heldSettingsChanged(stamped, current) : [],
-  };
-  const policy = {
-    failureAction: under.failureAction,
-    maxReopensPerTask: under.maxReopensPerTask,
-    followupOwner: under.followupOwner,
-  };
-  if (record.applied) {
-    return {
-      kind: "applied",
+  return {
+    kind: "open",
+    settling: {
+      teamDir,
+      runId,
+      apply,
+      now: apply.now ?? (() => new Date()),
+      held,
       record,
-      result: decisionResult(record, decision, record.applying?.runId ?? runId),
-      summary: "",
-      actions: record.applied.actions,
-      logFile: record.applied.logFile,
-      waitedMs,
-      already: true,
-      appliedUnder,
-    };
-  }
-  // A decider without this environment (serve, decide in another shell) kept what only it redacts: rewritten so.
-  if (again.count > 0) {
-    const redacted = (r: DeferralRecord): DeferralRecord | undefined =>
-      r.decision && !r.applied
-        ? {
-            ...r,
-            ...held,
-            decision: {
-              ...redactFields(r.decision, redact).decision,
-              redactions: (r.decision.redactions ?? 0) + again.count,
-            },
-          }
-        : undefined;
-    record = { ...((await updateDeferral(teamDir, runId, redacted).catch(() => null)) ?? record), ...held };
-  }
-  const task = await freshTask(teamDir, record);
-  const invocation: HookInvocation = {
+      decision,
+      redacted: again.count,
+      redact,
+      waitedMs: Math.max(0, Date.parse(decision.at) - Date.parse(record.deferredAt)),
+      under,
+      appliedUnder: {
+        from: stamped ? "held" : "now",
+        heldAt: record.deferredAt,
+        settings: under,
+        changed: stamped ? heldSettingsChanged(stamped, current) : [],
+      },
+      policy: {
+        failureAction: under.failureAction,
+        maxReopensPerTask: under.maxReopensPerTask,
+        followupOwner: under.followupOwner,
+      },
+    },
+  };
+}
+
+function alreadyApplied(s: Settling, applied: NonNullable<DeferralRecord["applied"]>): Application {
+  return {
+    kind: "applied",
+    record: s.record,
+    result: decisionResult(s.record, s.decision, s.record.applying?.runId ?? s.runId),
+    summary: "",
+    actions: applied.actions,
+    logFile: applied.logFile,
+    waitedMs: s.waitedMs,
+    already: true,
+    appliedUnder: s.appliedUnder,
+  };
+}
+
+/**
+ * Step 2: a decider without this environment (serve, decide in another shell) kept what only it redacts:
+ * rewritten so.
+ */
+async function rewriteRedacted(s: Settling): Promise<void> {
+  if (s.redacted === 0) return;
+  const redacted = (r: DeferralRecord): DeferralRecord | undefined =>
+    r.decision && !r.applied
+      ? {
+          ...r,
+          ...s.held,
+          decision: {
+            ...redactFields(r.decision, s.redact).decision,
+            redactions: (r.decision.redactions ?? 0) + s.redacted,
+          },
+        }
+      : undefined;
+  s.record = { ...((await updateDeferral(s.teamDir, s.runId, redacted).catch(() => null)) ?? s.record), ...s.held };
+}
+
+function invocationOf(s: Settling, task: Task | null): HookInvocation {
+  const { identity } = s.apply.setup;
+  const { record } = s;
+  return {
     event: record.event,
     teamId: identity.teamId,
     teamDir: identity.teamDir,
@@ -439,143 +549,175 @@ export async function applyDecision(teamDir: string, runId: string, apply: Apply
     ...(record.timestamp ? { timestamp: record.timestamp } : {}),
     completedTask: task,
   };
-  // An `applying` whose log is not in the team's hook-logs was not planned by an applier (written by
-  // hand, it would have the log written anywhere): planned again.
-  const planned = (r: DeferralRecord): boolean =>
-    r.applying !== undefined && path.dirname(path.resolve(r.applying.logFile)) === path.resolve(hookLogsDir(teamDir));
-  try {
-    if (!planned(record)) {
-      const at = now().toISOString();
-      const applying = { at, runId: randomUUID(), logFile: planHookLogFile(teamDir, { startedAt: at, invocation }) };
-      record = {
-        ...((await updateDeferral(teamDir, runId, (r) => (planned(r) ? undefined : { ...r, ...held, applying }))) ??
-          record),
-        ...held,
-      };
-    }
-  } catch (error) {
-    return { kind: "pending", record, error: describeError(error) };
-  }
-  const applying = record.applying;
-  if (!applying) return { kind: "unknown" };
-  const result = {
-    ...decisionResult(record, decision, applying.runId),
-    redactions: (decision.redactions ?? 0) + again.count,
-  };
-  const mode = under.failureMode;
+}
 
-  let summary: string;
-  let actions: string[];
-  let remembered: Remembered | undefined;
-  const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
-  // Only this deferral's decision log says it was applied (another log at that name says nothing of it).
-  const logged =
-    onDisk?.ok && (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId === runId
-      ? onDisk
-      : null;
-  let logFile = applying.logFile;
-  if (logged) {
-    // Applied and logged before a crash: only `applied` was missing.
-    const policy = logged.record.policy as { summary?: unknown; actions?: unknown } | undefined;
-    summary = typeof policy?.summary === "string" ? policy.summary : "";
-    actions = Array.isArray(policy?.actions) ? policy.actions.filter((a): a is string => typeof a === "string") : [];
-  } else {
-    const done = await remediate(
-      {
-        teamDir,
-        taskListId: record.taskListId,
-        taskId: record.taskId,
-        key: record.key,
-        leadName: identity.leadName,
-        now: applying.at,
-        sent: apply.sentLog ?? new SentLog(teamDir),
-        ...(apply.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: apply.lockTimeoutMs }),
-        // The held chain's patches are written only if the decision allows it (event/patches.ts).
-        ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
-        ...(apply.memory ? { memory: apply.memory } : {}),
-        maxBudget: policy.maxReopensPerTask,
-      },
-      (fresh, tree) =>
-        decide({
-          event: record.event,
-          key: record.key,
-          taskId: record.taskId,
-          result,
-          task: fresh,
-          policy,
-          hookName: record.hook.gate,
-          member: record.member,
-          leadName: identity.leadName,
-          now: applying.at,
-          timeoutMs: under.timeoutMs,
-          failureMode: mode,
-          logFile: applying.logFile,
-          decision: {
-            deferredRunId: record.runId,
-            deferredReason: record.reason === undefined ? undefined : redact(record.reason).text,
-            decision: decision.decision,
-            by: decision.by,
-            at: decision.at,
-          },
-          budget: tree.budget,
-          round: apply.memory?.round(record.taskId),
-          reassign: under.reassignOnReopen,
-        }),
-    );
-    remembered = done.remembered;
-    if (!done.complete) return { kind: "pending", record, error: done.errors.join("; ") };
-    summary = done.plan.summary;
-    actions = done.actions;
-    try {
-      // At the name planned, unless something else took it: then the next free one.
-      logFile = await writeHookLog(
-        teamDir,
-        {
-          invocation: under.confidential ? confidentialInvocation(invocation) : invocation,
-          result,
-          key: record.key,
-          startedAt: applying.at,
-          trigger: await heldTrigger(record.logFile),
-          policy: policyRecordOf(policy, mode, done),
-          decision: {
-            deferredRunId: record.runId,
-            deferredLog: record.logFile,
-            decision: decision.decision,
-            ...said(decision),
-            by: decision.by,
-            at: decision.at,
-            waitedMs,
-            ...patchNote(done.patch, record),
-            // Said in the log: what the decision was applied under, and what has changed since.
-            appliedUnder,
-          },
-        },
-        { file: applying.logFile },
-      );
-    } catch (error) {
-      return { kind: "pending", record, error: describeError(error) };
-    }
-  }
+/**
+ * Step 3: `applying` (the time, run id and log file of the application) written before the policy
+ * runs, once. One whose log is not in the team's hook-logs was not planned by an applier (written by
+ * hand, it would have the log written anywhere): planned again.
+ */
+async function planApplying(
+  s: Settling,
+  invocation: HookInvocation,
+): Promise<{ kind: "planned"; at: NonNullable<DeferralRecord["applying"]> } | Pending | { kind: "unknown" }> {
+  const logs = path.resolve(hookLogsDir(s.teamDir));
+  const planned = (r: DeferralRecord): boolean =>
+    r.applying !== undefined && path.dirname(path.resolve(r.applying.logFile)) === logs;
   try {
-    const applied = { at: now().toISOString(), logFile, actions };
-    record = {
-      ...((await updateDeferral(teamDir, runId, (r) => ({ ...r, ...held, applied }))) ?? { ...record, applied }),
-      ...held,
-    };
+    if (!planned(s.record)) {
+      const at = s.now().toISOString();
+      const applying = { at, runId: randomUUID(), logFile: planHookLogFile(s.teamDir, { startedAt: at, invocation }) };
+      const written = await updateDeferral(s.teamDir, s.runId, (r) =>
+        planned(r) ? undefined : { ...r, ...s.held, applying },
+      );
+      s.record = { ...(written ?? s.record), ...s.held };
+    }
+  } catch (error) {
+    return { kind: "pending", record: s.record, error: describeError(error) };
+  }
+  return s.record.applying ? { kind: "planned", at: s.record.applying } : { kind: "unknown" };
+}
+
+/** The decision's own result, as the policy and the log take it (its redactions counted). */
+function resultOf(s: Settling, applying: NonNullable<DeferralRecord["applying"]>): RunResult {
+  return {
+    ...decisionResult(s.record, s.decision, applying.runId),
+    redactions: (s.decision.redactions ?? 0) + s.redacted,
+  };
+}
+
+/** Applied and logged before a crash (only this deferral's decision log says so): only `applied` is left. */
+async function loggedBefore(s: Settling, applying: NonNullable<DeferralRecord["applying"]>): Promise<Settled | null> {
+  const onDisk = existsSync(applying.logFile) ? await readHookLog(applying.logFile) : null;
+  if (!onDisk?.ok || (onDisk.record.decision as { deferredRunId?: unknown } | undefined)?.deferredRunId !== s.runId)
+    return null;
+  const policy = onDisk.record.policy as { summary?: unknown; actions?: unknown; gate?: unknown } | undefined;
+  return {
+    ...((GATE_STATES as readonly unknown[]).includes(policy?.gate) ? { gate: policy?.gate as GateState } : {}),
+    summary: typeof policy?.summary === "string" ? policy.summary : "",
+    actions: Array.isArray(policy?.actions) ? policy.actions.filter((a): a is string => typeof a === "string") : [],
+    logFile: applying.logFile,
+    result: resultOf(s, applying),
+  };
+}
+
+/** Step 4: the failure policy (as for the gate's own verdict: decide and remediate), then the decision's log. */
+async function applyPolicyAndLog(
+  s: Settling,
+  applying: NonNullable<DeferralRecord["applying"]>,
+  invocation: HookInvocation,
+): Promise<Settled | Pending> {
+  const { record, decision, apply, policy } = s;
+  const result = resultOf(s, applying);
+  const done = await remediate(
+    {
+      teamDir: s.teamDir,
+      taskListId: record.taskListId,
+      taskId: record.taskId,
+      key: record.key,
+      leadName: apply.setup.identity.leadName,
+      now: applying.at,
+      sent: apply.sentLog ?? new SentLog(s.teamDir),
+      ...(apply.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: apply.lockTimeoutMs }),
+      // The held chain's patches are written only if the decision allows it (event/patches.ts).
+      ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
+      ...(apply.memory ? { memory: apply.memory } : {}),
+      maxBudget: policy.maxReopensPerTask,
+    },
+    (fresh, tree) => decide(decideInput(s, applying, result, fresh, tree.budget)),
+  );
+  if (!done.complete) return { kind: "pending", record, error: done.errors.join("; ") };
+  try {
+    // At the name planned, unless something else took it: then the next free one.
+    const logFile = await writeHookLog(
+      s.teamDir,
+      {
+        invocation: s.under.confidential ? confidentialInvocation(invocation) : invocation,
+        result,
+        key: record.key,
+        startedAt: applying.at,
+        trigger: await heldTrigger(record.logFile),
+        policy: policyRecordOf(policy, s.under.failureMode, done),
+        decision: {
+          deferredRunId: record.runId,
+          deferredLog: record.logFile,
+          decision: decision.decision,
+          ...said(decision),
+          by: decision.by,
+          at: decision.at,
+          waitedMs: s.waitedMs,
+          ...patchNote(done.patch, record),
+          // Said in the log: what the decision was applied under, and what has changed since.
+          appliedUnder: s.appliedUnder,
+        },
+      },
+      { file: applying.logFile },
+    );
+    const { remembered } = done;
+    const gate = done.plan.gate.to;
+    return { summary: done.plan.summary, actions: actionsText(done.actions), logFile, result, remembered, gate };
   } catch (error) {
     return { kind: "pending", record, error: describeError(error) };
+  }
+}
+
+function decideInput(
+  s: Settling,
+  applying: NonNullable<DeferralRecord["applying"]>,
+  result: RunResult,
+  task: Task | null,
+  budget: DecideInput["budget"],
+): DecideInput {
+  const { record, decision } = s;
+  return {
+    event: record.event,
+    key: record.key,
+    taskId: record.taskId,
+    result,
+    task,
+    policy: s.policy,
+    hookName: record.hook.gate,
+    member: record.member,
+    leadName: s.apply.setup.identity.leadName,
+    now: applying.at,
+    timeoutMs: s.under.timeoutMs,
+    failureMode: s.under.failureMode,
+    logFile: applying.logFile,
+    decision: {
+      deferredRunId: record.runId,
+      deferredReason: record.reason === undefined ? undefined : s.redact(record.reason).text,
+      decision: decision.decision,
+      by: decision.by,
+      at: decision.at,
+    },
+    budget,
+    round: s.apply.memory?.round(record.taskId),
+    reassign: s.under.reassignOnReopen,
+  };
+}
+
+/** Step 5: `applied` written: the deferral is settled (the leader then closes the ledger's key). */
+async function markApplied(s: Settling, settled: Settled): Promise<Application> {
+  const { summary, actions, logFile, result, remembered, gate } = settled;
+  try {
+    const applied = { at: s.now().toISOString(), logFile, actions };
+    const written = await updateDeferral(s.teamDir, s.runId, (r) => ({ ...r, ...s.held, applied }));
+    s.record = { ...(written ?? { ...s.record, applied }), ...s.held };
+  } catch (error) {
+    return { kind: "pending", record: s.record, error: describeError(error) };
   }
   return {
     kind: "applied",
-    record,
+    record: s.record,
     result,
-    summary: summary || summaryOf(result, record.decision?.by ?? "?"),
+    summary: summary || summaryOf(result, s.record.decision?.by ?? "?"),
     actions,
     logFile,
-    waitedMs,
+    waitedMs: s.waitedMs,
     already: false,
     ...(remembered ? { remembered } : {}),
-    appliedUnder,
+    appliedUnder: s.appliedUnder,
+    ...(gate === undefined ? {} : { gate }),
   };
 }
 

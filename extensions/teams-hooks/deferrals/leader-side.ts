@@ -43,6 +43,7 @@ import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "../leader/context.js";
 import { DeferralGuard, restoreFromLog } from "./guard.js";
 import { ledgerMemory } from "../leader/handle.js";
+import type { GateState } from "../policy/gate-life.js";
 
 /**
  * The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off).
@@ -256,7 +257,7 @@ export class Deferrals {
         ctx.warn(`ledger: ${describeError(error)}`);
       }
     }
-    await this.#close(app.record);
+    await this.#close(app.record, app.gate);
     // Applied before (a look that read the file while this leader was writing it queued it twice): said once.
     if (app.already) return;
     if (app.appliedUnder.changed.length > 0)
@@ -319,14 +320,19 @@ export class Deferrals {
    * An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run
    * --apply-policy`).
    */
-  async #close(record: DeferralRecord): Promise<void> {
+  async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
     const ledger = this.#ctx.requireLedger();
     const state = ledger.get(record.key);
     if (state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) return;
     const outcome =
       record.decision?.decision === "allow" ? "passed" : record.decision?.decision === "deny" ? "failed" : "error";
     await ledger
-      .finish(record.key, this.#ctx.now(), { runId: record.eventRunId, outcome, log: record.applied?.logFile ?? null })
+      .finish(record.key, this.#ctx.now(), {
+        runId: record.eventRunId,
+        outcome,
+        log: record.applied?.logFile ?? null,
+        gate,
+      })
       .catch((error: unknown) =>
         this.#ctx.warn(
           `${record.key}: the ledger could not record the decision (${describeError(error)}); the next start does`,

@@ -15,6 +15,8 @@ import type { FailureMode } from "../settings/team-settings.js";
 import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from "../text/messages.js";
 import type { InvokeRequest, Ran } from "./invoke.js";
 import { chainPatches } from "./patches.js";
+import type { RemediationPlan } from "../policy/plan.js";
+import { actionsText } from "../text/actions.js";
 
 /** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
 export function afterGateApplies(req: InvokeRequest): boolean {
@@ -44,6 +46,10 @@ export interface AfterGate {
   patch?: RemediationDone["patch"];
   /** What the leader should remember of the task's gate life (event/remediate.ts). */
   remembered?: RemediationDone["remembered"];
+  /** The follow-up task the policy made (or found made by an earlier attempt); absent when none. */
+  followupTaskId?: string;
+  /** Where the policy moved the event's gate life (policy/gate-life.ts next); absent for a start gate. */
+  gate?: RemediationPlan["gate"];
 }
 
 /**
@@ -159,13 +165,15 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
   );
   return {
     summary: done.plan.summary,
-    actions: done.actions,
+    actions: actionsText(done.actions),
     refused: done.refused,
     errors: done.errors,
     complete: done.complete,
     record: policyRecordOf(policy, ran.mode, done),
     remembered: done.remembered,
     ...(done.patch ? { patch: done.patch } : {}),
+    ...(done.followupTaskId === null ? {} : { followupTaskId: done.followupTaskId }),
+    gate: done.plan.gate,
   };
 }
 

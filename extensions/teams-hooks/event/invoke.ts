@@ -147,8 +147,12 @@ export interface InvokeOutcome {
   /** The deciding run's log (the first run's log when all passed). */
   logFile: string | null;
   summary: string;
-  /** What the policy did (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`), or `none`. */
+  /** What the policy did, in words (text/actions.ts: `reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`), or `none`. */
   actions: string[];
+  /** The follow-up task the policy made for this event (or found made before); absent when none. */
+  followupTaskId?: string;
+  /** Where the policy moved the event's gate life (policy/gate-life.ts next); absent when no policy applied. */
+  gate?: AfterGate["gate"];
   /** Problems worth a warning: an unreadable task file, a policy step that failed. */
   problems: string[];
   /**
@@ -484,6 +488,8 @@ function outcomeOf(ran: Ran, at: Progress, settled: readonly HookRun[], pending:
         ? observedSummary(ran)
         : summarize(deciding.result, ran.mode, timeoutMs),
     actions: [...(remediation?.actions ?? []), ...(at.shadow?.action ? [at.shadow.action] : [])],
+    ...(remediation?.followupTaskId === undefined ? {} : { followupTaskId: remediation.followupTaskId }),
+    ...(remediation?.gate === undefined ? {} : { gate: remediation.gate }),
     problems: [
       ...ran.problems,
       ...(at.shadow?.problem ? [at.shadow.problem] : []),

@@ -14,7 +14,8 @@ import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { patchTask, withoutNeverWritable, type JsonObject } from "../contract/merge-patch.js";
 import { describeError } from "../contract/errors.js";
 import { appendMessage, readInbox } from "../team/mailbox.js";
-import { holdsNewerEvent, type RemediationPlan } from "../policy/plan.js";
+import { doneWithTaskWrite, holdsNewerEvent, type RemediationPlan } from "../policy/plan.js";
+import { type PolicyAction, actionsText } from "../text/actions.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
 import { createTask, readTask, updateTask } from "../team/tasks.js";
 import { isSafeName, taskFile } from "../team/paths.js";
@@ -71,7 +72,7 @@ export interface Remembered {
 export interface RemediationDone {
   plan: RemediationPlan;
   /** What was applied, in order (`reopened (1/3)`, `follow-up #12 for bob`, `nudge bob`), or `none`. */
-  actions: string[];
+  actions: PolicyAction[];
   followupTaskId: string | null;
   /** One line per step that failed (at most one: the first failure stops the steps). */
   errors: string[];
@@ -90,72 +91,137 @@ export interface DecideContext {
   budget: TreeBudget | null;
 }
 
+/** Decides the plan for the task as a step finds it (under its lock), with the tree's budget. */
+type DecideFor = (task: Task | null, tree: DecideContext) => RemediationPlan;
+
 /**
- * Decides (through `decideFor`, with the task read under its lock) and applies the plan. A failure
- * that spends a unit of a follow-up's tree budget records it on the root first (policy/gate-life.ts),
- * then writes the task; a root spends in the same write as its own metadata.
+ * How far one remediation got: each step adds what it did (the model: event/invoke.ts `Progress`).
+ * Every step is idempotent per event key, so a remediation tried again repeats none of them.
  */
-export async function remediate(
-  target: RemediationTarget,
-  decideFor: (task: Task | null, tree: DecideContext) => RemediationPlan,
-): Promise<RemediationDone> {
-  const lock = target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
-  let decided: RemediationPlan | undefined;
-  let metadataWritten = false;
+interface Applied {
+  plan: RemediationPlan;
+  /** The task write of the plan is on disk (its metadata, a reopen). */
+  written: boolean;
   /**
-   * The task recorded this event before this write: a retry, or a held gate (whose other holds may have made a
-   * follow-up).
+   * The task recorded this event before this write: a retry, or a held gate (whose other hold may have
+   * made a follow-up).
    */
+  seenBefore: boolean;
+  actions: PolicyAction[];
+  followupTaskId: string | null;
+  remembered: Remembered;
+  patch: RemediationDone["patch"];
+}
+
+/** A step after the task write: null when done, else why it is not (the remediation stops there). */
+type Step = (target: RemediationTarget, at: Applied) => Promise<string | null>;
+
+/**
+ * Decides (through `decideFor`, with the task read under its lock) and applies the plan, step by step:
+ * the tree's budget, the task write, the reassignment, the follow-up, the lead's note, the nudge. A
+ * failure that spends a unit of a follow-up's tree budget records it on the root first
+ * (policy/gate-life.ts), then writes the task; a root spends in the same write as its own metadata.
+ */
+export async function remediate(target: RemediationTarget, decideFor: DecideFor): Promise<RemediationDone> {
+  const tree = await treeStep(target, decideFor);
+  if (!tree.ok) return finished(fresh(tree.plan, target), tree.error);
+  const written = await writeTaskStep(target, decideFor, tree.tree);
+  if (written.error !== null) return finished(written.at, written.error);
+  const at = written.at;
+  const steps: Step[] = [reassignStep, followupStep, escalateStep, nudgeStep];
+  for (const step of steps) {
+    const error = await step(target, at);
+    if (error !== null) return finished(at, error);
+  }
+  return finished(at, null);
+}
+
+/** Nothing applied yet: the patch, if one was given, not written. */
+function fresh(plan: RemediationPlan, target: RemediationTarget): Applied {
+  const patches = target.taskPatches ?? [];
+  return {
+    plan,
+    written: false,
+    seenBefore: false,
+    actions: [],
+    followupTaskId: null,
+    remembered: {},
+    patch: patches.length > 0 ? { written: false, why: "the task file is gone: the patch was not written" } : undefined,
+  };
+}
+
+function finished(at: Applied, error: string | null): RemediationDone {
+  return {
+    plan: at.plan,
+    actions: at.actions.length > 0 ? at.actions : [{ kind: "none" }],
+    followupTaskId: at.followupTaskId,
+    errors: error === null ? [] : [error],
+    refused: [...at.plan.refused],
+    complete: error === null,
+    remembered: at.remembered,
+    ...(at.patch ? { patch: at.patch } : {}),
+  };
+}
+
+/**
+ * Step 1, the tree: the budget each decision is made with. With the leader's memory, its record alone
+ * (what the root's metadata says is a worker's to write). Without it, a follow-up's root records the
+ * unit of this event (once per key) before the task is written, so that a crash in between never lets
+ * the tree make more than its budget.
+ */
+async function treeStep(
+  target: RemediationTarget,
+  decideFor: DecideFor,
+): Promise<{ ok: true; tree: (task: Task) => DecideContext } | { ok: false; plan: RemediationPlan; error: string }> {
+  if (target.maxBudget === undefined) return { ok: true, tree: () => ({ budget: null }) };
+  const max = target.maxBudget;
+  const found = await findRoot(target);
+  const memory = target.memory;
+  if (memory) {
+    const root = found.kind === "other" ? found.root : target.taskId;
+    const budget = (): TreeBudget =>
+      treeBudget(root, null, max, { spent: memory.spent(root), spentBy: (key) => memory.spentBy(root, key) });
+    return { ok: true, tree: () => ({ budget: budget() }) };
+  }
+  if (found.kind === "self") return { ok: true, tree: (task) => ({ budget: treeBudget(task.id, task, max) }) };
+  let budget = treeBudget(found.root, found.task, max);
+  // A dry decision on the task as it is now says whether this failure spends.
+  const current = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
+  const dry = decideFor(current.ok ? current.value : null, { budget });
+  if (dry.spend && !budget.spentBy(target.key)) {
+    try {
+      budget = await spendOnRoot(target, found.root, budget, lockOf(target));
+    } catch (error) {
+      return {
+        ok: false,
+        plan: dry,
+        error: `the budget of task #${found.root} cannot be written: ${describeError(error)}`,
+      };
+    }
+  }
+  return { ok: true, tree: () => ({ budget }) };
+}
+
+/**
+ * Step 2, the task: decided under the task's lock from the task as it is then, and written in one go
+ * (the chain's patches, the gate's metadata, a reopen). A retry sees what an earlier attempt wrote and
+ * counts nothing twice. The budget a decision spends is spent in the leader's memory as it is decided.
+ */
+async function writeTaskStep(
+  target: RemediationTarget,
+  decideFor: DecideFor,
+  tree: (task: Task) => DecideContext,
+): Promise<{ at: Applied; error: string | null }> {
+  let decided: RemediationPlan | undefined;
   let seenBefore = false;
-  const actions: string[] = [];
-  const remembered: Remembered = {};
   const patches = target.taskPatches ?? [];
   let patch: RemediationDone["patch"] =
     patches.length > 0 ? { written: false, why: "the task file is gone: the patch was not written" } : undefined;
-  const withPatch = (done: Omit<RemediationDone, "patch">): RemediationDone => (patch ? { ...done, patch } : done);
-  const stop = (plan: RemediationPlan, error: string, followupTaskId: string | null = null): RemediationDone =>
-    withPatch({
-      plan,
-      actions: actions.length > 0 ? actions : ["none"],
-      followupTaskId,
-      errors: [error],
-      refused: [...plan.refused],
-      complete: false,
-      remembered,
-    });
-
-  // The tree: a follow-up's budget is its root's, spent there before the follow-up itself is written.
-  let tree: (task: Task) => DecideContext = () => ({ budget: null });
-  const memory = target.memory;
-  if (target.maxBudget !== undefined) {
-    const max = target.maxBudget;
-    const found = await findRoot(target);
-    if (memory) {
-      // The leader's own record, alone: what the root's metadata says is a worker's to write.
-      const root = found.kind === "other" ? found.root : target.taskId;
-      const budget = (): TreeBudget =>
-        treeBudget(root, null, max, { spent: memory.spent(root), spentBy: (key) => memory.spentBy(root, key) });
-      tree = () => ({ budget: budget() });
-    } else if (found.kind === "other") {
-      let budget = treeBudget(found.root, found.task, max);
-      // A dry decision on the task as it is now says whether this failure spends; the root records the
-      // unit (once per event key) before the task is written, so that a crash in between never lets
-      // the tree make more than its budget.
-      const current = await readTask(taskFile(target.teamDir, target.taskListId, target.taskId));
-      const dry = decideFor(current.ok ? current.value : null, { budget });
-      if (dry.spend && !budget.spentBy(target.key)) {
-        try {
-          budget = await spendOnRoot(target, found.root, budget, lock);
-        } catch (error) {
-          return stop(dry, `the budget of task #${found.root} cannot be written: ${describeError(error)}`);
-        }
-      }
-      tree = () => ({ budget });
-    } else {
-      tree = (task) => ({ budget: treeBudget(task.id, task, max) });
-    }
-  }
-
+  const failed = (error: string): { at: Applied; error: string } => ({
+    at: { ...fresh(decided ?? decideFor(null, { budget: null }), target), patch },
+    error,
+  });
+  let written: boolean;
   try {
     const updated = await updateTask(
       target.teamDir,
@@ -164,9 +230,9 @@ export async function remediate(
       (task) => {
         seenBefore = task.metadata?.qualityGateEventKey === target.key;
         decided = decideFor(task, tree(task));
-        // Spent in the leader's memory as it is decided (no other event's decision comes in between),
-        // before anything it pays for is made: a crash after this spends a unit for nothing, never one twice.
+        // Before anything it pays for is made: a crash after this spends a unit for nothing, never one twice.
         const spend = decided.spend;
+        const memory = target.memory;
         if (spend && memory && !memory.spentBy(spend.root, target.key)) memory.spend(spend.root, target.key);
         if (patches.length === 0) return applyToTask(task, decided, target.now, target.key);
         if (!decided.metadataPatch) {
@@ -179,144 +245,133 @@ export async function remediate(
           : { written: false, why: `${patched.problem}: the patch was not written` };
         return applyToTask(patched.ok ? patched.task : task, decided, target.now, target.key);
       },
-      { label: `quality gate ${target.key}`, ...lock },
+      { label: `quality gate ${target.key}`, ...lockOf(target) },
     );
-    if (!updated.ok && updated.problem.kind !== "missing") {
-      // Decided (if at all) for a task that was not written: nothing of the plan happened.
-      return stop(
-        decided ?? decideFor(null, { budget: null }),
-        `gate metadata not written: ${updated.problem.message}`,
-      );
-    }
-    metadataWritten = updated.ok && updated.written;
+    // Decided (if at all) for a task that was not written: nothing of the plan happened.
+    if (!updated.ok && updated.problem.kind !== "missing")
+      return failed(`gate metadata not written: ${updated.problem.message}`);
+    written = updated.ok && updated.written;
   } catch (error) {
     if (patch?.written) patch = { written: false, why: "the task write failed: the patch was not written" };
-    return stop(decided ?? decideFor(null, { budget: null }), `gate metadata not written: ${describeError(error)}`);
+    return failed(`gate metadata not written: ${describeError(error)}`);
   }
   const plan = decided ?? decideFor(null, { budget: null }); // the task file is gone: the plan without task writes
-  if (metadataWritten && plan.reopen?.kind === "reopen")
+  const remembered: Remembered = {};
+  if (written && plan.reopen?.kind === "reopen")
     remembered.round = { taskId: target.taskId, round: plan.reopen.patch.metadata.qualityGateRound };
   if (plan.spend) remembered.spent = { root: plan.spend.root, key: target.key };
-  // The task's own outcome (reopened, suppressed, skipped, a retry) is on disk now.
-  actions.push(
-    ...plan.actions.filter(
-      (a) =>
-        a !== "none" &&
-        !a.startsWith("follow-up") &&
-        !a.startsWith("nudge") &&
-        !a.startsWith("reassigned") &&
-        !a.startsWith("told") &&
-        !a.startsWith("budget of"),
-    ),
-  );
+  // The task's own outcome (reopened, suppressed, skipped, a retry, a hold) is on disk now.
+  const actions = plan.actions.filter(doneWithTaskWrite);
+  return { at: { plan, written, seenBefore, actions, followupTaskId: null, remembered, patch }, error: null };
+}
 
-  if (plan.reassign && (metadataWritten || plan.alreadyApplied)) {
-    // Once per reopen (the event key): the owner's runtime starts an owned task when it is assigned.
-    const { to, message } = plan.reassign;
-    const sent = await sendToMember(target, `reassign-${message.taskId}`, to, JSON.stringify(message));
-    if (sent.error) return stop(plan, sent.error);
-    actions.push(sent.already ? `reassigned to ${to} (sent before)` : `reassigned to ${to}`);
-  }
+/**
+ * Step 3: the owner of a reopened task is handed it again, once per reopen (its runtime starts an owned
+ * task when assigned).
+ */
+const reassignStep: Step = async (target, at) => {
+  const { reassign } = at.plan;
+  if (!reassign || !(at.written || at.plan.alreadyApplied)) return null;
+  const { to, message } = reassign;
+  const sent = await sendToMember(target, `reassign-${message.taskId}`, to, JSON.stringify(message));
+  if (sent.error) return sent.error;
+  at.actions.push({ kind: "reassigned", to, sent: sent.already ? "before" : "now" });
+  return null;
+};
 
-  let followupTaskId: string | null = null;
-  if (plan.followup) {
-    const followup = plan.followup;
-    // Looking for a follow-up made by an earlier attempt reads every task of the list while holding
-    // `.highwatermark.lock` (seconds at 10,000 tasks, and every worker creating a task waits), so only
-    // a possible retry looks: the gate metadata is written before the follow-up, so a first attempt
-    // that wrote it cannot have one. test/slow/leader-followup-scale.test.ts. A task that recorded
-    // this key before may: a retry (`alreadyApplied`), or the decision of a held gate whose event was
-    // held twice (the leader and `run --apply-policy`): the other hold's decision, applied first,
-    // made its follow-up without writing the task (a newer hold was recorded). test/integration/deferral.test.ts.
-    const mayExist = plan.alreadyApplied || !metadataWritten || seenBefore;
-    try {
-      const created = await createTask(
-        target.teamDir,
-        target.taskListId,
-        (id) => ({
-          id,
-          subject: followup.subject,
-          description: followup.description,
-          ...(followup.owner ? { owner: followup.owner } : {}),
-          status: "pending",
-          blocks: [],
-          blockedBy: [],
-          metadata: { ...followup.metadata },
-          createdAt: target.now,
-          updatedAt: target.now,
-        }),
-        {
-          ...(mayExist
-            ? { existing: (tasks: Task[]) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key) }
-            : {}),
-          label: `follow-up for ${target.key}`,
-          ...lock,
-        },
-      );
-      followupTaskId = created.task.id;
-      remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
-      memory?.adopt(created.task.id, followup.metadata.qualityGateRootTaskId);
-      actions.push(
-        `follow-up #${created.task.id}${created.created ? "" : " (existing)"}${followup.owner ? ` for ${followup.owner}` : ""}`,
-      );
-    } catch (error) {
-      return stop(plan, `follow-up task not created: ${describeError(error)}`);
-    }
-    if (followup.owner && followup.assignment) {
-      const sent = await sendToMember(
-        target,
-        `assignment-${followupTaskId}`,
-        followup.owner,
-        JSON.stringify(followup.assignment(followupTaskId)),
-      );
-      if (sent.error) return stop(plan, sent.error, followupTaskId);
-    }
-  }
-
-  if (plan.escalation) {
-    const { root, text } = plan.escalation;
-    const sent = await sendOnce(target.sent, {
-      teamDir: target.teamDir,
-      namespace: "team",
-      to: target.leadName,
-      // Once per root and budget: raising the budget and spending it again tells the lead again.
-      id: sentId("budget-spent", `${root}:${target.maxBudget ?? 0}`, target.leadName),
-      message: {
-        from: "pi-teams-hooks",
-        text,
-        timestamp: target.now,
-        read: false,
-        qualityGateEventKey: target.key,
-        qualityGateMessage: "budget-spent",
+/**
+ * Step 4: the follow-up task and its assignment. Looking for one made by an earlier attempt reads every
+ * task of the list while holding `.highwatermark.lock` (seconds at 10,000 tasks, and every worker
+ * creating a task waits), so only a possible retry looks: the gate metadata is written before the
+ * follow-up, so a first attempt that wrote it cannot have one. test/slow/leader-followup-scale.test.ts.
+ * A task that recorded this key before may: a retry, or the decision of a held gate whose event was
+ * held twice (the leader and `run --apply-policy`): the other hold's decision, applied first, made its
+ * follow-up without writing the task (a newer hold was recorded). test/integration/deferral.test.ts.
+ */
+const followupStep: Step = async (target, at) => {
+  const followup = at.plan.followup;
+  if (!followup) return null;
+  const mayExist = at.plan.alreadyApplied || !at.written || at.seenBefore;
+  try {
+    const created = await createTask(
+      target.teamDir,
+      target.taskListId,
+      (id) => ({
+        id,
+        subject: followup.subject,
+        description: followup.description,
+        ...(followup.owner ? { owner: followup.owner } : {}),
+        status: "pending",
+        blocks: [],
+        blockedBy: [],
+        metadata: { ...followup.metadata },
+        createdAt: target.now,
+        updatedAt: target.now,
+      }),
+      {
+        ...(mayExist
+          ? { existing: (tasks: Task[]) => tasks.find((t) => t.metadata?.qualityGateFollowupFor === target.key) }
+          : {}),
+        label: `follow-up for ${target.key}`,
+        ...lockOf(target),
       },
-      isIt: (m) => m.qualityGateMessage === "budget-spent" && m.qualityGateEventKey === target.key,
-      ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
-    });
-    if (sent.error) return stop(plan, sent.error, followupTaskId);
-    actions.push(
-      sent.already
-        ? `lead told the budget of task #${root} is spent (before)`
-        : `lead told the budget of task #${root} is spent`,
     );
+    at.followupTaskId = created.task.id;
+    at.remembered.root = { taskId: created.task.id, root: followup.metadata.qualityGateRootTaskId };
+    target.memory?.adopt(created.task.id, followup.metadata.qualityGateRootTaskId);
+    at.actions.push({ kind: "followup", owner: followup.owner, taskId: created.task.id, existing: !created.created });
+  } catch (error) {
+    return `follow-up task not created: ${describeError(error)}`;
   }
+  if (!followup.owner || !followup.assignment) return null;
+  const id = at.followupTaskId;
+  const sent = await sendToMember(target, `assignment-${id}`, followup.owner, JSON.stringify(followup.assignment(id)));
+  return sent.error;
+};
 
-  if (plan.nudge?.to) {
-    const to = plan.nudge.to;
-    const kind = plan.gate.to === "held" ? "held" : "nudge";
-    const sent = await sendToMember(target, kind, to, plan.nudge.text(followupTaskId));
-    if (sent.error) return stop(plan, sent.error, followupTaskId);
-    const word = kind === "held" ? `told ${to} it waits` : `nudge ${to}`;
-    actions.push(sent.already ? `${word} (sent before)` : word);
-  }
-  return withPatch({
-    plan,
-    actions: actions.length > 0 ? actions : ["none"],
-    followupTaskId,
-    errors: [],
-    refused: [...plan.refused],
-    complete: true,
-    remembered,
+/**
+ * Step 5: the lead told the tree's budget is spent, once per root and budget (raising it and spending it
+ * again tells again).
+ */
+const escalateStep: Step = async (target, at) => {
+  const escalation = at.plan.escalation;
+  if (!escalation) return null;
+  const { root, text } = escalation;
+  const sent = await sendOnce(target.sent, {
+    teamDir: target.teamDir,
+    namespace: "team",
+    to: target.leadName,
+    id: sentId("budget-spent", `${root}:${target.maxBudget ?? 0}`, target.leadName),
+    message: {
+      from: "pi-teams-hooks",
+      text,
+      timestamp: target.now,
+      read: false,
+      qualityGateEventKey: target.key,
+      qualityGateMessage: "budget-spent",
+    },
+    isIt: (m) => m.qualityGateMessage === "budget-spent" && m.qualityGateEventKey === target.key,
+    ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
   });
+  if (sent.error) return sent.error;
+  at.actions.push({ kind: "escalated", root, sent: sent.already ? "before" : "now" });
+  return null;
+};
+
+/** Step 6: the worker's nudge after a failure (quoting the follow-up made), or its note that a held event waits. */
+const nudgeStep: Step = async (target, at) => {
+  const to = at.plan.nudge?.to;
+  if (!at.plan.nudge || !to) return null;
+  const kind = at.plan.gate.to === "held" ? "held" : "nudge";
+  const sent = await sendToMember(target, kind, to, at.plan.nudge.text(at.followupTaskId));
+  if (sent.error) return sent.error;
+  const how = sent.already ? "before" : "now";
+  at.actions.push(kind === "held" ? { kind: "told_waits", to, sent: how } : { kind: "nudge", to, sent: how });
+  return null;
+};
+
+function lockOf(target: RemediationTarget): { timeoutMs?: number } {
+  return target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
 }
 
 /** The root of the task's tree: the task itself, or another task (a follow-up's root), read as it is now. */
@@ -429,7 +484,7 @@ export function policyRecordOf(
         : null,
     followupTaskId: done.followupTaskId,
     nudged: done.complete ? (done.plan.nudge?.to ?? null) : null,
-    actions: done.actions,
+    actions: actionsText(done.actions),
     errors: [...done.refused, ...done.errors],
     // The gate life's state this event left the task in (policy/gate-life.ts), and why it is held.
     gate: done.plan.gate.to,

@@ -21,12 +21,13 @@ import {
 } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
-import { invokeEvent, type InvokeOutcome } from "../event/invoke.js";
+import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys } from "../runner/run-hook.js";
+import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -287,127 +288,178 @@ export class EventHandler {
   }
 
   /**
-   * Finishes an event whose hooks have run: a policy that could not be applied is tried again (a few
-   * times, then given up loudly: the event stays open), a log or ledger write that failed is tried
-   * again until it works; only then is the key recorded as done.
+   * Finishes an event whose hooks have run, in steps, each only once the one before it is done: a
+   * policy not applied is tried again (a few times, then given up loudly: the event stays open), a log
+   * that failed is written again, the ledger records where the event is (done, deferred, held), a hold
+   * is listed for the lead, and the event is reported. Each step may run again (a retry after a failed
+   * write): the ledger's records and the lists are idempotent per key.
    */
   async #settle(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): Promise<void> {
     const pending = outcome.pending;
-    if (pending?.stage === "remediation") {
-      const delays = this.#ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
-      const delay = delays[state.policyTries];
-      state.policyTries += 1;
-      if (delay !== undefined) {
-        this.#ctx.warn(
-          `${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} (${state.policyTries} of ${delays.length})`,
-        );
-        this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), delay);
-        return;
-      }
-      // Past the tries: said loudly once, held where the lead looks, and tried again at the last wait
-      // until it is written (a stop leaves it open, for the next start). Never dropped, never accepted.
-      if (state.policyTries === delays.length + 1) {
-        await this.#giveUp(event, pending.error, state);
-        this.#ctx.holds?.listUnwritten({
-          key: event.key,
-          event: event.event,
-          taskId: event.taskId,
-          member: event.member,
-          cause: "fault",
-          kind: null,
-          hook: outcome.hook ? gateName(outcome.hook, event.event) : null,
-          reason: `the gate judged it, and its policy cannot be written: ${pending.error}`,
-          since: this.#ctx.now(),
-          runId: outcome.result?.runId ?? null,
-          log: null,
-        });
-      }
-      const wait = delays.at(-1) ?? 30_000;
-      this.#ctx.later(event, async () => this.#settle(event, await pending.resume(), state), wait);
-      return;
-    }
+    if (pending?.stage === "remediation") return this.#retryPolicy(event, outcome, pending, state);
     this.#ctx.holds?.unlist(event.key);
     if (pending?.stage === "logs") {
       state.writeTries += 1;
       this.#ctx.writeFailed(event.key, pending.error);
-      this.#ctx.later(
-        event,
-        async () => this.#settle(event, await pending.resume(), state),
-        this.#ctx.writeDelay(state.writeTries),
-      );
+      const again = async (): Promise<void> => this.#settle(event, await pending.resume(), state);
+      this.#ctx.later(event, again, this.#ctx.writeDelay(state.writeTries));
       return;
     }
-    const ledger = this.#ctx.requireLedger();
-    const result = outcome.result;
-    const held = outcome.deferral;
-    const hold = outcome.hold;
-    if (outcome.policyApplied !== false) {
-      try {
-        // What the task's gate life now is (a round, a follow-up's root, a budget spent) rides on the flush below.
-        if (outcome.remembered) ledger.remember(outcome.remembered);
-        // A held gate is neither done nor in flight: never run again, closed by its decision (deferrals.ts).
-        if (held)
-          await ledger.defer(event.key, this.#ctx.now(), {
-            runId: state.runId,
-            deferral: held.runId,
-            expiresAt: held.expiresAt,
-            log: outcome.logFile,
-          });
-        // A gate that could not judge the work: run again on approval, a retry or the next start (holds.ts).
-        else if (hold)
-          await ledger.hold(event.key, this.#ctx.now(), {
-            runId: state.runId,
-            cause: hold,
-            log: outcome.logFile,
-            event: eventInfo(event),
-          });
-        else
-          await ledger.finish(event.key, this.#ctx.now(), {
-            runId: state.runId,
-            outcome: result?.outcome ?? "no_hook",
-            log: outcome.logFile,
-          });
-      } catch (error) {
-        state.writeTries += 1;
-        this.#ctx.writeFailed(event.key, error);
-        this.#ctx.later(event, () => this.#settle(event, outcome, state), this.#ctx.writeDelay(state.writeTries));
-        return;
-      }
-    }
-    if (held) this.#ctx.deferrals?.held(held);
-    // Said to the lead in full (the approval command too); the team's words leave it out.
-    const summary =
-      hold && result
-        ? heldSummary(hold, describeFailure(result, this.#ctx.setup.settings.timeoutMs.value))
-        : outcome.summary;
-    if (hold && result) {
-      this.#ctx.holds?.held(
-        event,
-        {
-          key: event.key,
-          event: event.event,
-          taskId: event.taskId,
-          member: event.member,
-          cause: hold,
-          kind: result.errorKind ?? null,
-          hook: outcome.hook ? gateName(outcome.hook, event.event) : null,
-          reason: describeFailure(result, this.#ctx.setup.settings.timeoutMs.value),
-          since: this.#ctx.now(),
-          runId: result.runId,
-          log: outcome.logFile,
-        },
-        state.attempt,
-        result.errorCode ?? null,
-      );
-    }
+    if (!(await this.#record(event, outcome, state))) return;
+    if (outcome.deferral) this.#ctx.deferrals?.held(outcome.deferral);
+    this.#listHold(event, outcome, state);
     // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
     outcome.problems.forEach((p) => this.#ctx.warn(`${event.key}: ${p}`));
     this.#ctx.wroteOk(event.key);
     this.#ctx.queued.delete(event.key);
     if (this.#ctx.opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
+    const ledger = this.#ctx.requireLedger();
     await ledger.maybeCompact().catch((error: unknown) => this.#ctx.warn(`ledger: ${describeError(error)}`));
     // Taken again for a disagreement, and no gate judged it (none in force): nothing was missed, nothing to report.
     if (!(await this.#sayDisagreement(event, outcome))) return;
+    this.#report(event, outcome, state);
+    // A reopen moved the task into its next gate round: a look made before the round was remembered
+    // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
+    if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
+    // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
+    // with events waiting, each run builds its own view at once and a standby would only add a chain to it:
+    // the standbys due start once nothing waits.
+    if (this.#ctx.queue.size === this.#ctx.queue.running) startStandbys();
+  }
+
+  /**
+   * A policy that could not be applied: tried again after each of the waits; past them, said loudly
+   * once, held where the lead looks, and tried again at the last wait until it is written (a stop
+   * leaves it open, for the next start). Never dropped, never accepted.
+   */
+  async #retryPolicy(
+    event: HookEvent,
+    outcome: InvokeOutcome,
+    pending: PendingStep,
+    state: EventProgress,
+  ): Promise<void> {
+    const delays = this.#ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
+    const delay = delays[state.policyTries];
+    state.policyTries += 1;
+    const again = async (): Promise<void> => this.#settle(event, await pending.resume(), state);
+    if (delay !== undefined) {
+      this.#ctx.warn(
+        `${event.key}: policy not applied: ${pending.error}; trying again in ${formatDuration(delay)} (${state.policyTries} of ${delays.length})`,
+      );
+      this.#ctx.later(event, again, delay);
+      return;
+    }
+    if (state.policyTries === delays.length + 1) {
+      await this.#giveUp(event, pending.error, state);
+      this.#ctx.holds?.listUnwritten({
+        key: event.key,
+        event: event.event,
+        taskId: event.taskId,
+        member: event.member,
+        cause: "fault",
+        kind: null,
+        hook: outcome.hook ? gateName(outcome.hook, event.event) : null,
+        reason: `the gate judged it, and its policy cannot be written: ${pending.error}`,
+        since: this.#ctx.now(),
+        runId: outcome.result?.runId ?? null,
+        log: null,
+      });
+    }
+    this.#ctx.later(event, again, delays.at(-1) ?? 30_000);
+  }
+
+  /**
+   * The ledger's record of where the event is now: deferred (closed by its decision), held (run again
+   * when its hold ends), else done; with what the task's gate life now is (a round, a follow-up's
+   * root, a budget spent) riding on the same flush. False when the write failed: tried again later.
+   */
+  async #record(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): Promise<boolean> {
+    if (outcome.policyApplied === false) return true;
+    const ledger = this.#ctx.requireLedger();
+    const at = this.#ctx.now();
+    const { deferral: held, hold } = outcome;
+    const gate = this.#gateMove(event, outcome);
+    try {
+      if (outcome.remembered) ledger.remember(outcome.remembered);
+      if (held)
+        await ledger.defer(event.key, at, {
+          runId: state.runId,
+          deferral: held.runId,
+          expiresAt: held.expiresAt,
+          log: outcome.logFile,
+        });
+      else if (hold)
+        await ledger.hold(event.key, at, {
+          runId: state.runId,
+          cause: hold,
+          log: outcome.logFile,
+          event: eventInfo(event),
+        });
+      else
+        await ledger.finish(event.key, at, {
+          runId: state.runId,
+          outcome: outcome.result?.outcome ?? "no_hook",
+          log: outcome.logFile,
+          gate,
+        });
+      return true;
+    } catch (error) {
+      state.writeTries += 1;
+      this.#ctx.writeFailed(event.key, error);
+      this.#ctx.later(event, () => this.#settle(event, outcome, state), this.#ctx.writeDelay(state.writeTries));
+      return false;
+    }
+  }
+
+  /**
+   * The state a task event the policy settled goes to: `next` (policy/gate-life.ts) from where the ledger
+   * has the key (running: this leader began it) on what the policy did. A move from a state the key is
+   * not in is a bug of ours: said, and the policy's state recorded all the same (the task holds it already).
+   */
+  #gateMove(event: HookEvent, outcome: InvokeOutcome): GateState | undefined {
+    const reached = outcome.policyApplied === true ? outcome.gate : undefined;
+    const input = reached
+      ? inputReaching({ state: reached.to, ...(reached.cause ? { cause: reached.cause } : {}) })
+      : null;
+    if (!reached || !input) return undefined;
+    const from = this.#ctx.requireLedger().place(event.key) ?? { state: "running" };
+    try {
+      return next(from, input).to;
+    } catch (error) {
+      if (!(error instanceof GateTransitionError)) throw error;
+      this.#ctx.warn(`${event.key}: ${error.message}`);
+      return reached.to;
+    }
+  }
+
+  /** A gate that could not judge the work: listed for the lead (holds/held-events.ts), run again when its hold ends. */
+  #listHold(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): void {
+    const { hold, result } = outcome;
+    if (!hold || !result) return;
+    const entry = {
+      key: event.key,
+      event: event.event,
+      taskId: event.taskId,
+      member: event.member,
+      cause: hold,
+      kind: result.errorKind ?? null,
+      hook: outcome.hook ? gateName(outcome.hook, event.event) : null,
+      reason: describeFailure(result, this.#ctx.setup.settings.timeoutMs.value),
+      since: this.#ctx.now(),
+      runId: result.runId,
+      log: outcome.logFile,
+    };
+    this.#ctx.holds?.held(event, entry, state.attempt, result.errorCode ?? null);
+  }
+
+  /** The event's one-line report (and --json's record). */
+  #report(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): void {
+    const { result, deferral: held, hold } = outcome;
+    // Said to the lead in full (the approval command too); the team's words leave it out.
+    const summary =
+      hold && result
+        ? heldSummary(hold, describeFailure(result, this.#ctx.setup.settings.timeoutMs.value))
+        : outcome.summary;
     this.#ctx.opts.report({
       kind: "event",
       report: {
@@ -422,6 +474,7 @@ export class EventHandler {
         durationMs: result?.durationMs ?? 0,
         summary,
         actions: outcome.actions,
+        ...(outcome.followupTaskId === undefined ? {} : { followupTaskId: outcome.followupTaskId }),
         retry: state.retry,
         logFile: outcome.logFile,
         ...(result ? { runId: result.runId } : {}),
@@ -434,13 +487,6 @@ export class EventHandler {
         ...(hold ? { held: hold } : {}),
       },
     });
-    // A reopen moved the task into its next gate round: a look made before the round was remembered
-    // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
-    if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
-    // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
-    // with events waiting, each run builds its own view at once and a standby would only add a chain to it:
-    // the standbys due start once nothing waits.
-    if (this.#ctx.queue.size === this.#ctx.queue.running) startStandbys();
   }
 
   /**

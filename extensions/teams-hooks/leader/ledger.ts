@@ -8,7 +8,8 @@
  *   spawn     its process group (pid), so a restarted leader can end a group left behind
  *   defer     its gate is held (a `defer` verdict): logged, its deferral written; never run again
  *   done      its log and policy actions are written (or no hook existed), or its deferral's
- *             decision is applied
+ *             decision is applied; `gate`: the state a task event's gate life reached
+ *             (policy/gate-life.ts: passed, failed, reopened, escalated)
  *   hold      its gate could not judge the work (untrusted, missing, our own fault): neither done
  *             nor in flight; run again when the lead approves, after a retry, or at the next start
  *   task      what the leader remembers of one task's gate life (`key` is `task:<id>`): its gate
@@ -25,7 +26,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import { HooksError, describeError } from "../contract/errors.js";
+import { HooksError, describeError, unreachable } from "../contract/errors.js";
+import { GATE_STATES, type GatePlace, type GateState } from "../policy/gate-life.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
 import { ledgerFile } from "../team/paths.js";
 
@@ -43,7 +45,16 @@ export type LedgerRecord =
   | { op: "spawn"; key: string; runId: string; pid: number }
   /** `deferral`: the run id the deferral is known by (the deferring hook's: `<runId>.N` in a chain). */
   | { op: "defer"; key: string; at: string; runId: string; deferral: string; expiresAt: string; log: string | null }
-  | { op: "done"; key: string; at: string; runId: string | null; outcome: string; log: string | null }
+  | {
+      op: "done";
+      key: string;
+      at: string;
+      runId: string | null;
+      outcome: string;
+      log: string | null;
+      /** The state the task event's gate life reached (absent: no gate life, or an older line). */
+      gate?: GateState;
+    }
   | {
       op: "hold";
       key: string;
@@ -87,7 +98,7 @@ export type KeyState =
       attempt: number;
       at: string;
     }
-  | { state: "done"; outcome: string; log: string | null; attempt: number }
+  | { state: "done"; outcome: string; log: string | null; attempt: number; gate?: GateState }
   | {
       state: "held";
       cause: "approval" | "fault";
@@ -175,6 +186,31 @@ export class Ledger {
 
   get(key: string): KeyState | undefined {
     return this.#keys.get(key);
+  }
+
+  /**
+   * Where the key's event is in its gate life (policy/gate-life.ts), as this ledger records it: `running`
+   * (in flight), `held` (a deferral, or an approval or fault hold), or the state a judged event reached.
+   * Null for a key with no gate life here: unknown, history (baseline), or done without one (an idle
+   * event, no gate, superseded, a line written before the ledger kept the state).
+   */
+  place(key: string): GatePlace | null {
+    const entry = this.#keys.get(key);
+    switch (entry?.state) {
+      case undefined:
+      case "baseline":
+        return null;
+      case "in_flight":
+        return { state: "running" };
+      case "deferred":
+        return { state: "held", cause: "deferral" };
+      case "held":
+        return { state: "held", cause: entry.cause };
+      case "done":
+        return entry.gate === undefined ? null : { state: entry.gate };
+      default:
+        return unreachable(entry);
+    }
   }
 
   has(key: string): boolean {
@@ -313,13 +349,14 @@ export class Ledger {
     await this.#flush();
   }
 
-  /** On disk before it returns. */
+  /** On disk before it returns. `gate`: the state the task event's gate life reached (policy/gate-life.ts). */
   async finish(
     key: string,
     at: string,
-    info: { runId: string | null; outcome: string; log: string | null },
+    info: { runId: string | null; outcome: string; log: string | null; gate?: GateState | undefined },
   ): Promise<void> {
-    this.#append([{ op: "done", key, at, ...info }]);
+    const { gate, ...rest } = info;
+    this.#append([{ op: "done", key, at, ...rest, ...(gate === undefined ? {} : { gate }) }]);
     await this.#flush();
   }
 
@@ -488,7 +525,16 @@ function asRecord(value: unknown): LedgerRecord | null {
         : null;
     case "done":
       return str(r.at) && strOrNull(r.runId) && str(r.outcome) && strOrNull(r.log)
-        ? { op: "done", key: r.key, at: r.at, runId: r.runId, outcome: r.outcome, log: r.log }
+        ? {
+            op: "done",
+            key: r.key,
+            at: r.at,
+            runId: r.runId,
+            outcome: r.outcome,
+            log: r.log,
+            // A word that is no gate state is left out (the line stays): the outcome still says how it ended.
+            ...(isGateState(r.gate) ? { gate: r.gate } : {}),
+          }
         : null;
     case "hold": {
       if (!str(r.at) || !str(r.runId) || (r.cause !== "approval" && r.cause !== "fault") || !strOrNull(r.log))
@@ -520,6 +566,10 @@ function asRecord(value: unknown): LedgerRecord | null {
     default:
       return null;
   }
+}
+
+function isGateState(value: unknown): value is GateState {
+  return (GATE_STATES as readonly unknown[]).includes(value);
 }
 
 function str(value: unknown): value is string {
@@ -589,7 +639,8 @@ function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, reco
     }
     case "done": {
       const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
-      keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt });
+      const gate = record.gate === undefined ? {} : { gate: record.gate };
+      keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt, ...gate });
       return;
     }
     case "hold": {
@@ -653,7 +704,15 @@ function recordsFor(key: string, state: KeyState): LedgerRecord[] {
     case "done":
       return [
         { op: "begin", key, at, runId: "compacted", attempt: state.attempt },
-        { op: "done", key, at, runId: null, outcome: state.outcome, log: state.log },
+        {
+          op: "done",
+          key,
+          at,
+          runId: null,
+          outcome: state.outcome,
+          log: state.log,
+          ...(state.gate === undefined ? {} : { gate: state.gate }),
+        },
       ];
     case "held":
       return [

@@ -106,6 +106,8 @@ export interface EventReport {
   durationMs: number;
   summary: string;
   actions: string[];
+  /** The follow-up task the policy made for this event (or found made before); absent when none. */
+  followupTaskId?: string;
   retry: boolean;
   logFile: string | null;
   /**

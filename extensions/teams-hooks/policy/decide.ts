@@ -27,6 +27,7 @@ import {
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
 import { holdsNewerEvent } from "./plan.js";
+import { type PolicyAction, actionText } from "../text/actions.js";
 import type {
   BudgetSpend,
   EscalationPlan,
@@ -37,7 +38,7 @@ import type {
   ReopenDecision,
   TaskEventName,
 } from "./plan.js";
-import { type TreeBudget, nextRound, treeBudget } from "./gate-life.js";
+import { type GateInput, type GatePlace, type TreeBudget, next, nextRound, treeBudget } from "./gate-life.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 
@@ -138,8 +139,8 @@ export function decide(input: DecideInput): RemediationPlan {
               qualityGateReopenSuppressedReason: undefined,
             }
           : null,
-      actions: overtaken ? ["task metadata left (a newer gate is recorded)"] : ["none"],
-      gate: { to: "passed" },
+      actions: [{ kind: overtaken ? "overtaken" : "none" }],
+      gate: gateAfter(judgedFrom(input), { on: "judge", judgement: { pass: true } }),
     });
   }
 
@@ -231,18 +232,17 @@ export function decide(input: DecideInput): RemediationPlan {
   const escalation: EscalationPlan | null =
     escalates && budget ? { root: budget.root, text: budgetSpentText(report, budget) } : null;
 
-  const actions: string[] = [];
-  if (overtaken) actions.push("task metadata left (a newer gate is recorded)");
-  if (alreadyApplied) actions.push("already applied");
+  const actions: PolicyAction[] = [];
+  if (overtaken) actions.push({ kind: "overtaken" });
+  if (alreadyApplied) actions.push({ kind: "already_applied" });
   if (outcome) actions.push(outcomeAction(outcome, reopen !== null));
-  if (reassign) actions.push(`reassigned to ${reassign.to}`);
-  if (followup) actions.push(followup.owner ? `follow-up for ${followup.owner}` : "follow-up (no owner)");
-  if (escalation) actions.push(`budget of task #${escalation.root} spent: lead told`);
-  if (nudgeTo) actions.push(`nudge ${nudgeTo}`);
-  actions.push(...refused.map((r) => r.action));
-  if (actions.length === 0) actions.push("none");
+  if (reassign) actions.push({ kind: "reassigned", to: reassign.to });
+  if (followup) actions.push({ kind: "followup", owner: followup.owner });
+  if (escalation) actions.push({ kind: "escalated", root: escalation.root });
+  if (nudgeTo) actions.push({ kind: "nudge", to: nudgeTo });
+  actions.push(...refused);
+  if (actions.length === 0) actions.push({ kind: "none" });
 
-  const to = escalates ? "escalated" : reopened ? "reopened" : "failed";
   return freezePlan({
     passed,
     summary,
@@ -255,9 +255,26 @@ export function decide(input: DecideInput): RemediationPlan {
     spend,
     escalation,
     actions,
-    refused: refused.map((r) => r.line),
-    gate: { to },
+    refused: refused.map(refusalLine),
+    gate: gateAfter(judgedFrom(input), {
+      on: "judge",
+      judgement: { pass: false, reopens: reopened, spent: escalates },
+    }),
   });
+}
+
+/**
+ * Where a judgement starts from: the gate ran (`running`: the leader's, a hand run's), or a decision
+ * settles a held deferral.
+ */
+function judgedFrom(input: DecideInput): GatePlace {
+  return input.decision ? { state: "held", cause: "deferral" } : { state: "running" };
+}
+
+/** The gate life's move (policy/gate-life.ts next), as the plan records it. */
+function gateAfter(from: GatePlace, input: GateInput): RemediationPlan["gate"] {
+  const move = next(from, input);
+  return move.cause ? { to: move.to, cause: move.cause } : { to: move.to };
 }
 
 /** What a plan without a failure leaves out. */
@@ -375,8 +392,8 @@ export function deferPlan(input: DeferInput): RemediationPlan {
         }
       : null,
     ...NOTHING_MORE,
-    actions: [`held until ${input.expiresAt}`],
-    gate: { to: "held", cause: "deferral" },
+    actions: [{ kind: "deferred", until: input.expiresAt }],
+    gate: gateAfter({ state: "running" }, { on: "defer" }),
   });
 }
 
@@ -449,10 +466,10 @@ export function holdPlan(input: HoldInput): RemediationPlan {
         }
       : null,
     actions: [
-      input.cause === "approval" ? "held (waiting for the team lead's approval)" : "held (our fault: it runs again)",
-      ...(to ? [`told ${to} it waits`] : owner ? [`${owner} told before (the same hold)`] : []),
+      { kind: "held", cause: input.cause },
+      ...(to ? [{ kind: "told_waits" as const, to }] : owner ? [{ kind: "told_before" as const, to: owner }] : []),
     ],
-    gate: { to: "held", cause: input.cause },
+    gate: gateAfter({ state: "running" }, { on: "hold", cause: input.cause }),
   });
 }
 
@@ -541,14 +558,14 @@ function reopenOutcome(
   return { kind: "not_completed", status: input.task?.status ?? null };
 }
 
-function outcomeAction(outcome: ReopenOutcome, planned: boolean): string {
+function outcomeAction(outcome: ReopenOutcome, planned: boolean): PolicyAction {
   switch (outcome.kind) {
     case "reopened":
-      return planned ? `reopened (${outcome.count}/${outcome.max})` : `was reopened (${outcome.count}/${outcome.max})`;
+      return { kind: "reopened", count: outcome.count, max: outcome.max, earlier: !planned };
     case "suppressed":
-      return `reopen suppressed (${outcome.count}/${outcome.max})`;
+      return { kind: "reopen_suppressed", count: outcome.count, max: outcome.max };
     case "not_completed":
-      return `reopen skipped (${outcome.status === null ? "task file missing" : `task is ${outcome.status}`})`;
+      return { kind: "reopen_skipped", status: outcome.status };
     default:
       return unreachable(outcome);
   }
@@ -597,10 +614,11 @@ function planFollowup(input: DecideInput, report: GateFailureReport, refused: Re
   };
 }
 
-/** A message not sent: the short action for the log's actions, and the line for its errors. */
-interface Refusal {
-  action: string;
-  line: string;
+/** A message not sent (its action), and the line the log's errors say of it. */
+type Refusal = Extract<PolicyAction, { kind: "refused" }>;
+
+function refusalLine(r: Refusal): string {
+  return `${actionText(r)}: ${unsafeName(r.name, sanitizeName(r.name))}; nothing was sent to that inbox`;
 }
 
 /**
@@ -609,9 +627,7 @@ interface Refusal {
  */
 function safeRecipient(name: string | null, role: "nudge" | "follow-up owner", refused: Refusal[]): string | null {
   if (name === null || isSafeName(name)) return name;
-  const action =
-    role === "nudge" ? `no nudge to ${JSON.stringify(name)}` : `no follow-up owner ${JSON.stringify(name)}`;
-  refused.push({ action, line: `${action}: ${unsafeName(name, sanitizeName(name))}; nothing was sent to that inbox` });
+  refused.push({ kind: "refused", role, name });
   return null;
 }
 

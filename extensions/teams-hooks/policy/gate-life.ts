@@ -20,10 +20,12 @@
  *                         │ │                                                              restart──▶ running
  *                         │ └──the policy cannot be written ───────▶ given_up (in flight: the next start)
  *
- * What each transition writes is in TRANSITIONS (and docs/gate-life.md, which shows what a worker, a
- * dependent task and the lead see in each state).
+ * `next` is the one function that moves it: each input's handler switches on the state it comes in,
+ * and a move from any other state is an error. TRANSITIONS is `next` tried on every state and input
+ * (docs/gate-life.md shows it, and what a worker, a dependent task and the lead see in each state).
  */
 import { TRUST_ERROR_KINDS, type RunResult } from "../contract/hook-run.js";
+import { HooksError, unreachable } from "../contract/errors.js";
 import { gateRound, splitRound, taskEvent } from "../contract/events.js";
 import type { Task } from "../contract/team-files.js";
 
@@ -64,6 +66,222 @@ export type GateWrite =
   | "deferral file"
   | "holds file";
 
+/** Where an event is in its gate life: its state, and what holds it when `held`. */
+export interface GatePlace {
+  state: GateState;
+  cause?: HoldCause;
+}
+
+/** How a gate judged the work, or how a decision settled a held gate: what decides the state after it. */
+export type Judgement =
+  | { pass: true }
+  /** `reopens`: the policy reopens the task now; `spent`: the tree's budget was spent before this failure. */
+  | { pass: false; reopens: boolean; spent: boolean };
+
+/** What moves an event's gate life on. */
+export type GateInput =
+  /** The leader takes the event: a new one, a hold that ended, a policy given up on at the next start. */
+  | { on: "take" }
+  /** The leader died while the gate ran: the next start runs it again. */
+  | { on: "retry" }
+  /** The ledger and the task's gate record disagree on a judged event: it is judged again. */
+  | { on: "rejudge" }
+  /** The gate's verdict (running), or the decision on a held deferral. */
+  | { on: "judge"; judgement: Judgement }
+  | { on: "defer" }
+  /** The gate could not judge the work (policy/gate-life.ts holdCauseOf). */
+  | { on: "hold"; cause: "approval" | "fault" }
+  /** The policy's writes failed on every try. */
+  | { on: "give_up" }
+  /** The worker completed the task again: a new event, whose own life starts. */
+  | { on: "complete_again" };
+
+/** Where a transition leads, and what it writes (for the docs, and the test that holds them to the code). */
+export interface GateMove {
+  to: GateState;
+  cause?: HoldCause;
+  writes: readonly GateWrite[];
+}
+
+/** A move asked of a gate life from a state it does not start from: a bug of ours, never a worker's doing. */
+export class GateTransitionError extends HooksError {
+  constructor(from: GatePlace, input: GateInput) {
+    super("E_INTERNAL", `gate life: no transition from ${placeName(from)} on ${inputName(input)}`);
+  }
+}
+
+/**
+ * The one function that moves a gate life: from `from`, on `input`, where to and what it writes. Each
+ * input's handler switches on the state it comes in; any other state is an error (GateTransitionError).
+ * Pure.
+ */
+export function next(from: GatePlace, input: GateInput): GateMove {
+  switch (input.on) {
+    case "take":
+      return onTake(from, input);
+    case "retry":
+      if (from.state === "running") return { to: "running", writes: ["ledger begin"] };
+      throw new GateTransitionError(from, input);
+    case "rejudge":
+      return onRejudge(from, input);
+    case "judge":
+      return onJudge(from, input);
+    case "defer":
+      if (from.state === "running")
+        return {
+          to: "held",
+          cause: "deferral",
+          writes: ["task metadata", "hook log", "deferral file", "ledger defer"],
+        };
+      throw new GateTransitionError(from, input);
+    case "hold":
+      if (from.state === "running") return { to: "held", cause: input.cause, writes: HOLD_WRITES };
+      throw new GateTransitionError(from, input);
+    case "give_up":
+      if (from.state === "running") return { to: "given_up", writes: ["lead note", "hook log"] };
+      throw new GateTransitionError(from, input);
+    case "complete_again":
+      return onCompleteAgain(from, input);
+    default:
+      return unreachable(input);
+  }
+}
+
+const HOLD_WRITES: readonly GateWrite[] = Object.freeze<GateWrite[]>([
+  "task metadata",
+  "worker note",
+  "lead note",
+  "hook log",
+  "ledger hold",
+  "holds file",
+]);
+
+function onTake(from: GatePlace, input: GateInput): GateMove {
+  switch (from.state) {
+    case "unjudged":
+    case "given_up":
+      return { to: "running", writes: ["ledger begin"] };
+    case "held":
+      // A deferral ends by its decision, never by running its gate again.
+      if (from.cause === "deferral") throw new GateTransitionError(from, input);
+      return { to: "running", writes: ["ledger begin", "holds file"] };
+    case "running":
+    case "passed":
+    case "failed":
+    case "reopened":
+    case "escalated":
+      throw new GateTransitionError(from, input);
+    default:
+      return unreachable(from.state);
+  }
+}
+
+function onRejudge(from: GatePlace, input: GateInput): GateMove {
+  switch (from.state) {
+    case "passed":
+    case "failed":
+    case "reopened":
+    case "escalated":
+      return { to: "running", writes: ["ledger begin", "lead note"] };
+    case "unjudged":
+    case "running":
+    case "held":
+    case "given_up":
+      throw new GateTransitionError(from, input);
+    default:
+      return unreachable(from.state);
+  }
+}
+
+function onJudge(from: GatePlace, input: Extract<GateInput, { on: "judge" }>): GateMove {
+  switch (from.state) {
+    case "running":
+      return judged(input.judgement, []);
+    case "held":
+      // Only a deferral is settled by a decision; an approval or fault hold runs its gate again.
+      if (from.cause !== "deferral") throw new GateTransitionError(from, input);
+      return judged(input.judgement, ["deferral file"]);
+    case "unjudged":
+    case "passed":
+    case "failed":
+    case "reopened":
+    case "escalated":
+    case "given_up":
+      throw new GateTransitionError(from, input);
+    default:
+      return unreachable(from.state);
+  }
+}
+
+function judged(j: Judgement, first: readonly GateWrite[]): GateMove {
+  const end: GateWrite[] = ["hook log", "ledger done"];
+  if (j.pass) return { to: "passed", writes: [...first, "task metadata", ...end] };
+  if (j.spent) return { to: "escalated", writes: [...first, "task metadata", "lead note", "nudge", ...end] };
+  const made: GateWrite[] = ["follow-up task", "assignment", "nudge"];
+  if (j.reopens)
+    return { to: "reopened", writes: [...first, "task status", "task metadata", "ledger memory", ...made, ...end] };
+  return { to: "failed", writes: [...first, "task metadata", ...made, ...end] };
+}
+
+function onCompleteAgain(from: GatePlace, input: GateInput): GateMove {
+  switch (from.state) {
+    case "passed":
+    case "failed":
+    case "reopened":
+    case "escalated":
+      return { to: "unjudged", writes: [] };
+    case "unjudged":
+    case "running":
+    case "held":
+    case "given_up":
+      throw new GateTransitionError(from, input);
+    default:
+      return unreachable(from.state);
+  }
+}
+
+/**
+ * The input that moves a gate that ran to `to` (what a policy's plan reached: policy/decide.ts), so
+ * that a caller recording the plan takes the move through `next` from where it has the event; null for
+ * a state no run of a gate leads to.
+ */
+export function inputReaching(to: GatePlace): GateInput | null {
+  switch (to.state) {
+    case "passed":
+      return { on: "judge", judgement: { pass: true } };
+    case "reopened":
+      return { on: "judge", judgement: { pass: false, reopens: true, spent: false } };
+    case "failed":
+      return { on: "judge", judgement: { pass: false, reopens: false, spent: false } };
+    case "escalated":
+      return { on: "judge", judgement: { pass: false, reopens: false, spent: true } };
+    case "held":
+      if (to.cause === "deferral") return { on: "defer" };
+      return to.cause ? { on: "hold", cause: to.cause } : null;
+    case "given_up":
+      return { on: "give_up" };
+    case "unjudged":
+    case "running":
+      return null;
+    default:
+      return unreachable(to.state);
+  }
+}
+
+function placeName(place: GatePlace): string {
+  return place.state === "held" && place.cause ? `held (${place.cause})` : place.state;
+}
+
+function inputName(input: GateInput): string {
+  if (input.on === "hold") return `hold (${input.cause})`;
+  if (input.on !== "judge") return input.on;
+  const j = input.judgement;
+  return `judge (${j.pass ? "pass" : `deny${j.reopens ? ", reopens" : ""}${j.spent ? ", spent" : ""}`})`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table, as `next` gives it
+
 export interface GateTransition {
   from: GateState;
   on: string;
@@ -73,76 +291,65 @@ export interface GateTransition {
   writes: readonly GateWrite[];
 }
 
-/** Every transition of a completion's gate life (a failure's is the same without the reopen). */
-export const TRANSITIONS: readonly GateTransition[] = Object.freeze([
-  { from: "unjudged", on: "the leader takes the event", to: "running", writes: ["ledger begin"] },
-  { from: "running", on: "the gate allows", to: "passed", writes: ["task metadata", "hook log", "ledger done"] },
+/** Every place an event can be in. */
+const PLACES: readonly GatePlace[] = GATE_STATES.flatMap((state): GatePlace[] =>
+  state === "held" ? HOLD_CAUSES.map((cause) => ({ state, cause })) : [{ state }],
+);
+
+/** Every input, each with the words the table says of it (`held`: from a held place). */
+const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string }> = [
   {
-    from: "running",
-    on: "the gate denies; the policy reopens and the tree's budget is not spent",
-    to: "reopened",
-    writes: [
-      "task status",
-      "task metadata",
-      "ledger memory",
-      "follow-up task",
-      "assignment",
-      "nudge",
-      "hook log",
-      "ledger done",
-    ],
+    input: { on: "take" },
+    on: (from) =>
+      from.state === "held"
+        ? "an approval or fault hold ends: the lead approves (trust), the gate put back as trusted, the fault seen cleared, a retry, the leader restarts"
+        : from.state === "given_up"
+          ? "the leader starts again"
+          : "the leader takes the event",
   },
+  { input: { on: "retry" }, on: () => "the leader died while the gate ran: its next start runs it again" },
   {
-    from: "running",
-    on: "the gate denies; the policy does not reopen",
-    to: "failed",
-    writes: ["task metadata", "follow-up task", "assignment", "nudge", "hook log", "ledger done"],
+    input: { on: "rejudge" },
+    on: () => "the ledger and the task's gate record disagree (a record edited or lost): judged again",
   },
+  ...(
+    [
+      [{ pass: true }, "allows"],
+      [{ pass: false, reopens: true, spent: false }, "denies; the policy reopens and the tree's budget is not spent"],
+      [{ pass: false, reopens: false, spent: false }, "denies; the policy does not reopen"],
+      [{ pass: false, reopens: true, spent: true }, "denies; the tree's budget is spent"],
+    ] as const
+  ).map(([judgement, words]) => ({
+    input: { on: "judge" as const, judgement },
+    on: (from: GatePlace) =>
+      from.state === "held" ? `a decision (decide, the task API, the deadline) ${words}` : `the gate ${words}`,
+  })),
+  { input: { on: "defer" }, on: () => "the gate answers defer" },
   {
-    from: "running",
-    on: "the gate denies; the tree's budget is spent",
-    to: "escalated",
-    writes: ["task metadata", "lead note", "nudge", "hook log", "ledger done"],
+    input: { on: "hold", cause: "approval" },
+    on: () => "the gate is untrusted, missing, insecure, does not parse or cannot start",
   },
-  {
-    from: "running",
-    on: "the gate answers defer",
-    to: "held",
-    cause: "deferral",
-    writes: ["task metadata", "hook log", "deferral file", "ledger defer"],
-  },
-  {
-    from: "running",
-    on: "the gate is untrusted, missing, insecure or cannot start",
-    to: "held",
-    cause: "approval",
-    writes: ["task metadata", "worker note", "lead note", "hook log", "ledger hold", "holds file"],
-  },
-  {
-    from: "running",
-    on: "our own part failed under the gate",
-    to: "held",
-    cause: "fault",
-    writes: ["task metadata", "worker note", "lead note", "hook log", "ledger hold", "holds file"],
-  },
-  { from: "running", on: "the policy's writes fail on every try", to: "given_up", writes: ["lead note", "hook log"] },
-  {
-    from: "held",
-    on: "a decision (decide, the task API, the deadline)",
-    to: "passed",
-    cause: "deferral",
-    writes: ["deferral file", "task metadata", "hook log", "ledger done"],
-  },
-  {
-    from: "held",
-    on: "an approval or fault hold ends: the lead approves (trust), the gate put back as trusted, the fault seen cleared, a retry, the leader restarts",
-    to: "running",
-    writes: ["ledger begin", "holds file"],
-  },
-  { from: "reopened", on: "the worker completes the task again", to: "unjudged", writes: [] },
-  { from: "passed", on: "the worker completes the task again with a new stamp", to: "unjudged", writes: [] },
-  { from: "given_up", on: "the leader starts again", to: "running", writes: ["ledger begin"] },
-]);
+  { input: { on: "hold", cause: "fault" }, on: () => "our own part failed under the gate" },
+  { input: { on: "give_up" }, on: () => "the policy's writes fail on every try" },
+  { input: { on: "complete_again" }, on: () => "the worker completes the task again (a new event)" },
+];
+
+/** Every transition of a completion's gate life (a failure's is the same without the reopen): `next`, tried on every place and input. */
+export const TRANSITIONS: readonly GateTransition[] = Object.freeze(
+  PLACES.flatMap((from) =>
+    INPUTS.flatMap(({ input, on }) => {
+      let move: GateMove;
+      try {
+        move = next(from, input);
+      } catch (error) {
+        if (error instanceof GateTransitionError) return [];
+        throw error;
+      }
+      const cause = move.cause ?? from.cause;
+      return [{ from: from.state, on: on(from), to: move.to, ...(cause ? { cause } : {}), writes: move.writes }];
+    }),
+  ),
+);
 
 // ---------------------------------------------------------------------------------------------
 // Holds

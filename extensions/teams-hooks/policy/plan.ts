@@ -7,6 +7,8 @@ import { z } from "zod";
 import type { Task, TaskAssignment } from "../contract/team-files.js";
 import { splitRound, taskEvent } from "../contract/events.js";
 import type { GateState, HoldCause } from "./gate-life.js";
+import type { PolicyAction } from "../text/actions.js";
+import { unreachable } from "../contract/errors.js";
 
 export type TaskEventName = "task_completed" | "task_failed";
 
@@ -184,8 +186,11 @@ export interface RemediationPlan {
   escalation: EscalationPlan | null;
   /** The gate life's transition this plan makes (policy/gate-life.ts), for the log. */
   gate: { to: GateState; cause?: HoldCause };
-  /** Short words for the log and the one-line output: `reopened (1/3)`, `nudge alice`, `none`… */
-  actions: string[];
+  /**
+   * What the plan does, in order (text/actions.ts renders the words: `reopened (1/3)`, `nudge alice`…);
+   * `[{kind: "none"}]` when nothing.
+   */
+  actions: PolicyAction[];
   /**
    * Messages not sent because the member's name is not a safe file name (its inbox would be
    * another's), one line each: the policy errors of the log.
@@ -209,4 +214,33 @@ export function holdsNewerEvent(task: Task, key: string): boolean {
   const now = splitRound(current.key);
   const judged = splitRound(key);
   return now.base !== judged.base || now.round > judged.round;
+}
+
+/**
+ * Whether a planned action is done by the task's own write (the first step: reopen, suppression, a
+ * hold) or said by it (a retry, a refusal), rather than by a later step that sends or makes something
+ * (each of those says its own action once it is done).
+ */
+export function doneWithTaskWrite(action: PolicyAction): boolean {
+  switch (action.kind) {
+    case "overtaken":
+    case "already_applied":
+    case "reopened":
+    case "reopen_suppressed":
+    case "reopen_skipped":
+    case "deferred":
+    case "held":
+    case "told_before":
+    case "refused":
+      return true;
+    case "none":
+    case "reassigned":
+    case "followup":
+    case "escalated":
+    case "nudge":
+    case "told_waits":
+      return false;
+    default:
+      return unreachable(action);
+  }
 }

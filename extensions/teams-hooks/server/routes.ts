@@ -13,10 +13,10 @@
  *
  *   GET  /healthz                              no key
  *   POST /api/v1/teams/{team}/tasks            tasks:create  {template, parameters} → 202 {taskId, status, statusUrl}
- *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, startDenial,
- *                                                            updatedAt, decidingRun, createdBy} (a confidential
- *                                                            team's: no reason or code in startDenial, no summary
- *                                                            or code in decidingRun)
+ *   GET  /api/v1/teams/{team}/tasks/{id}       tasks:read    → 200 {id, status, qualityGateStatus, gateState,
+ *                                                            startDenial, updatedAt, decidingRun, createdBy} (a
+ *                                                            confidential team's: no reason or code in startDenial,
+ *                                                            no summary or code in decidingRun)
  *   GET  /api/v1/teams/{team}/gates            gates:read    → 200 the team's gate readiness (doctor/readiness.ts)
  *   GET  /api/v1/teams/{team}/runs?…           logs:read     → 200 a page of runs, the filters of `logs`, `before`
  *                                                            (a confidential team's: no summary, code or stderr)
@@ -36,6 +36,11 @@ import path from "node:path";
 import { decideDeferral, type DecideResult, heldSoon } from "../deferrals/decision.js";
 import { readDeferral } from "../deferrals/record.js";
 import { startDenialOf } from "../event/start-gate.js";
+import { gateStateOf } from "../policy/gate-life.js";
+import { GateMetadataPatchSchema } from "../policy/plan.js";
+
+/** The words a gate writes in `qualityGateStatus`. */
+const GATE_STATUS_WORDS: ReadonlySet<string> = new Set(GateMetadataPatchSchema.shape.qualityGateStatus.options);
 import { resolveSettings } from "../settings/team-settings.js";
 import type { LoadedTeamConfig } from "../team/config-file.js";
 import { isTeamName, taskFile } from "../team/paths.js";
@@ -197,12 +202,16 @@ async function taskStatusRoute(ctx: ApiContext, req: ApiRequest, team: string, i
   const denial = startDenialOf(task);
   const withheld = denial !== null && isConfidential(config, ctx.env);
   const startDenial = withheld ? { ...denial, reason: null, code: null } : denial;
-  const qualityGateStatus = typeof gate === "string" ? gate : null;
+  // The last gate's word, as the task records it (only the words a gate writes: anything else is an agent's);
+  // `gateState` (additive): where the task's current event is in its gate life (policy/gate-life.ts), which
+  // is `unjudged` while a newer completion than the one judged waits for its gate.
+  const qualityGateStatus = typeof gate === "string" && GATE_STATUS_WORDS.has(gate) ? gate : null;
+  const gateState = gateStateOf(task);
   const { id: taskId, status, updatedAt } = task;
   // Additive: the run that decided the gate, and what made the task (server/task-status.ts).
   const decidingRun = await decidingRunOf(teamDir, task, isConfidential(config, ctx.env));
   const createdBy = createdByOf(task);
-  const body = { id: taskId, status, qualityGateStatus, startDenial, updatedAt, decidingRun, createdBy };
+  const body = { id: taskId, status, qualityGateStatus, gateState, startDenial, updatedAt, decidingRun, createdBy };
   return { status: 200, body };
 }
 
