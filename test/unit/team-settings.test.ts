@@ -7,6 +7,7 @@ import {
   resolveSweep,
   resolveSettings,
   settingValues,
+  settingsReport,
   type SettingsInput,
   type SettingsReport,
 } from "../../extensions/teams-hooks/settings/team-settings.js";
@@ -202,7 +203,11 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
   it("a block with one bad value is refused whole: max reopens 3 (default), not the 2 it also holds", () => {
     const s = settings({ hooks: { failureAction: "rework", maxReopensPerTask: 2 } });
     expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
-    expect(s.origins).toEqual({ failureAction: "default", maxReopensPerTask: "default", followupOwner: "default" });
+    expect(settingsReport(s).origins).toEqual({
+      failureAction: "default",
+      maxReopensPerTask: "default",
+      followupOwner: "default",
+    });
     expect(s.block).toEqual({
       valid: false,
       from: "none",
@@ -227,7 +232,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
       flags: { maxReopens: "1" },
     });
     expect(s.values).toEqual({ failureAction: "reopen", maxReopensPerTask: 1, followupOwner: "lead" });
-    expect(s.origins).toEqual({
+    expect(settingsReport(s).origins).toEqual({
       failureAction: "config.json hooks.failureAction",
       maxReopensPerTask: "--max-reopens",
       followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
@@ -255,10 +260,10 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
   });
 
   it("names the variable that set failureAction, and one failure mode for all events by its field", () => {
-    expect(settings({ env: { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1" } }).origins.failureAction).toBe(
-      "PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE",
-    );
-    expect(settings({ env: { PI_TEAMS_HOOKS_FAILURE_ACTION: "reopen" } }).origins.failureAction).toBe(
+    expect(
+      settingsReport(settings({ env: { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1" } })).origins.failureAction,
+    ).toBe("PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE");
+    expect(settingsReport(settings({ env: { PI_TEAMS_HOOKS_FAILURE_ACTION: "reopen" } })).origins.failureAction).toBe(
       "PI_TEAMS_HOOKS_FAILURE_ACTION",
     );
     expect(settings({ hooks: { failureMode: "open" } }).failureModes.task_failed.origin).toBe(
@@ -293,7 +298,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
     (_name, input, problem) => {
       const s = settings({ ...input, lastValid: LAST });
       expect(s.values.failureAction).toBe("reopen");
-      expect(s.origins.failureAction).toBe("config.json hooks.failureAction (last valid block)");
+      expect(settingsReport(s).origins.failureAction).toBe("config.json hooks.failureAction (last valid block)");
       expect(s.hooksBlock).toEqual(LAST);
       expect(s.block).toMatchObject({ valid: false, from: "kept" });
       expect(s.block.problems).toHaveLength(1);
