@@ -11,6 +11,7 @@
  * Precedence, for the levels a row has: flag > config.json `hooks` > environment > default.
  */
 import type { HookEventName } from "../contract/contract.js";
+import type { SettingDoc } from "../text/cli-reference.js";
 import { DEFAULT_TIMEOUT_MS, DEFAULT_WRITABLE_FIELDS } from "../contract/setting-defaults.js";
 
 /** Node timers hold at most 2³¹ − 1 ms; a longer delay fires at once (TimeoutOverflowWarning). */
@@ -105,7 +106,7 @@ export const SETTINGS = Object.freeze({
     field: "hooks.failureMode",
     env: ["PI_TEAMS_HOOKS_FAILURE_MODE"],
     default: DEFAULT_FAILURE_MODES,
-    doc: "what a hook error means (a hook that could not start, timed out, gave an invalid verdict): open (the event passes) | closed (it fails); one mode for every event, or one per event",
+    doc: "what a hook error means (a hook that could not start, timed out, gave an invalid verdict): open (the event passes) | closed (it fails)",
   }),
   maxHooksPerEvent: row({
     label: "max hooks per event",
@@ -232,7 +233,7 @@ export const SETTINGS = Object.freeze({
     env: [],
     default: false,
     yesNo: true,
-    doc: "gates changed since they were trusted run as they are (each change still said)",
+    doc: "gates not as trusted run as they are now",
   }),
   allowInsecureHooks: row({
     label: "allow insecure hooks",
@@ -242,7 +243,7 @@ export const SETTINGS = Object.freeze({
     env: [],
     default: false,
     yesNo: true,
-    doc: "world-writable gates and gates of other users run",
+    doc: "world-writable gates and gates of another owner run",
   }),
 });
 
@@ -289,4 +290,27 @@ export function flagDefault(name: SettingName): string {
 export function rangeText(name: SettingName): string {
   const range = (SETTINGS[name] as SettingRow).range;
   return range ? `${range.min} to ${range.max}` : "";
+}
+
+/** A default as docs/cli.md says it: `60000 ms`, `closed (idle: open)`, `["metadata"]`. */
+function defaultText(name: SettingName): string {
+  const setting: SettingRow = SETTINGS[name];
+  const value = setting.default;
+  if (name === "failureMode") {
+    const modes = Object.entries(value as Record<string, string>);
+    const usual = modes[0]?.[1] ?? "";
+    const others = modes.filter(([, mode]) => mode !== usual).map(([event, mode]) => `${event}: ${mode}`);
+    return others.length > 0 ? `${usual} (${others.join(", ")})` : usual;
+  }
+  if (typeof value === "object") return JSON.stringify(value);
+  return setting.unit ? `${value} ${setting.unit}` : String(value);
+}
+
+/** Every setting as the settings block of docs/cli.md shows it (`npm run docs:cli`). */
+export function settingDocs(): SettingDoc[] {
+  return (Object.keys(SETTINGS) as SettingName[]).map((name) => {
+    const setting: SettingRow = SETTINGS[name];
+    const { flag, setFlag, field, env, doc } = setting;
+    return { name, flag, setFlag, field, env, default: defaultText(name), doc };
+  });
 }
