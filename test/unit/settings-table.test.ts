@@ -5,7 +5,7 @@
  * table's default and doc, and the settings rows show it under the table's label.
  */
 import { describe, expect, it } from "vitest";
-import { COMMANDS, commandSpec } from "../../extensions/teams-hooks/cli/commands.js";
+import { commandSpec } from "../../extensions/teams-hooks/cli/commands.js";
 import { settingsRows } from "../../extensions/teams-hooks/cli/io.js";
 import { HOOK_EVENTS } from "../../extensions/teams-hooks/contract/contract.js";
 import {
@@ -22,12 +22,19 @@ import {
   type SettingsInput,
   type TeamSettings,
 } from "../../extensions/teams-hooks/settings/team-settings.js";
-import { commandFlags, commandHelp } from "../../extensions/teams-hooks/text/help.js";
+import { type CommandSpec, commandFlags, commandHelp } from "../../extensions/teams-hooks/text/help.js";
 
 const NAMES = Object.keys(SETTINGS) as SettingName[];
 const FILE = "/t/config.json";
 const settings = (input: Partial<SettingsInput>): TeamSettings =>
   resolveSettings({ hooks: undefined, noBlock: null, file: FILE, env: {}, ...input });
+
+/** A command of the command table, by name. */
+function spec(name: string): CommandSpec {
+  const found = commandSpec(name);
+  if (!found) throw new Error(`no command ${name}`);
+  return found;
+}
 
 /** A setting as resolved, by its name in the table. */
 function inForce(s: TeamSettings, name: SettingName): Effective<unknown> {
@@ -118,18 +125,18 @@ describe("the settings table", () => {
 describe("--help takes the settings' flags from the table", () => {
   const flagged = NAMES.filter((name) => SETTINGS[name].flag !== null && typeof SETTINGS[name].default !== "boolean");
   it.each(flagged.map((name) => [name]))("%s: run's flag says the table's default and doc", (name) => {
-    const flag = commandFlags(commandSpec("run") ?? COMMANDS[0]!).find((f) => `--${f.name}` === SETTINGS[name].flag);
+    const flag = commandFlags(spec("run")).find((f) => `--${f.name}` === SETTINGS[name].flag);
     expect(flag).toMatchObject({ default: flagDefault(name), help: SETTINGS[name].doc });
   });
 
   it("policy set takes a flag for each setting it writes, and --help says each limit's range and field", () => {
-    const policy = commandSpec("policy");
-    const set = policy?.subcommands?.find((sub) => sub.name === "set")?.flags ?? [];
+    const policy = spec("policy");
+    const set = policy.subcommands?.find((sub) => sub.name === "set")?.flags ?? [];
     const written = NAMES.flatMap((name) => (SETTINGS[name].setFlag ? [SETTINGS[name].setFlag.slice(2)] : []));
     expect(set.filter((flag) => flag !== "reset" && flag !== "team-dir" && flag !== "team" && flag !== "json")).toEqual(
       written,
     );
-    const help = commandHelp(policy ?? COMMANDS[0]!);
+    const help = commandHelp(policy);
     expect(help).toContain("1 to 64 (hooks.limits.maxHooksPerEvent)");
     expect(help).toContain(`${SETTINGS.maxPayloadBytes.range.min} to ${SETTINGS.maxPayloadBytes.range.max}`);
   });
