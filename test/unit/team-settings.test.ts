@@ -11,6 +11,7 @@ import {
   type SettingsInput,
   type SettingsReport,
 } from "../../extensions/teams-hooks/settings/team-settings.js";
+import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 
 describe("checkHooksBlock", () => {
   it.each([
@@ -202,7 +203,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
 
   it("a block with one bad value is refused whole: max reopens 3 (default), not the 2 it also holds", () => {
     const s = settings({ hooks: { failureAction: "rework", maxReopensPerTask: 2 } });
-    expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
+    expect(s.values).toEqual(DEFAULT_POLICY);
     expect(settingsReport(s).origins).toEqual({
       failureAction: "default",
       maxReopensPerTask: "default",
@@ -245,7 +246,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
       task_started: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
     });
     expect(s.limits).toEqual({
-      maxHooksPerEvent: { value: 16, source: "default", origin: "default" },
+      maxHooksPerEvent: { value: DEFAULT_LIMITS.maxHooksPerEvent, source: "default", origin: "default" },
       chainDeadlineMs: { value: 1000, source: "config", origin: "config.json hooks.limits.chainDeadlineMs" },
       maxPayloadBytes: { value: DEFAULT_LIMITS.maxPayloadBytes, source: "default", origin: "default" },
     });
@@ -321,7 +322,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
   ])("without a block in force, %s: the defaults", (_name, input, block) => {
     const s = settings(input);
     expect(s.block).toEqual(block);
-    expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
+    expect(s.values).toEqual(DEFAULT_POLICY);
   });
 
   it("an explicit empty block replaces the one in force (how a team resets)", () => {
