@@ -67,15 +67,15 @@ export const DEFAULT_POLICY: Readonly<EffectivePolicy> = Object.freeze(Effective
 export type Source = "flag" | "config" | "env" | "default";
 
 /** The settings a command line, config.json and the environment all give, walked by `resolveSetting`. */
-export const LEVELED_SCHEMAS = Object.freeze({
+const LEVELED_SCHEMAS = Object.freeze({
   failureAction: FailureActionSettingSchema,
   maxReopensPerTask: MaxReopensSettingSchema,
   followupOwner: FollowupOwnerSettingSchema,
   timeoutMs: TimeoutMsSettingSchema,
 });
-export type LeveledSetting = keyof typeof LEVELED_SCHEMAS;
+type LeveledSetting = keyof typeof LEVELED_SCHEMAS;
 /** The settings of the failure policy, in the order they are resolved and shown. */
-export const POLICY_SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner"] as const;
+const POLICY_SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner"] as const;
 
 /** A variable whose values mean something else than the setting's (the legacy one): its own schema. */
 const ENV_SCHEMAS: Readonly<Record<string, { schema: z.ZodType<unknown, unknown>; expected: string }>> = {
@@ -185,7 +185,7 @@ export interface Resolved<T> {
   variable: string | null;
 }
 
-export interface WalkInput {
+interface WalkInput {
   /** The flag's raw value; `undefined`: not given. */
   flag?: unknown;
   /** The `hooks` block (raw, as a record); absent: the setting is not read from config.json. */

@@ -248,8 +248,6 @@ export const SETTINGS = Object.freeze({
 });
 
 export type SettingName = keyof typeof SETTINGS;
-/** A setting's value, as its default's type says. */
-export type SettingValue<K extends SettingName> = (typeof SETTINGS)[K]["default"];
 
 /** The settings a team sets (in config.json or the environment), as against a command line's alone. */
 export const TEAM_SETTING_NAMES: readonly SettingName[] = Object.freeze(
@@ -272,12 +270,6 @@ export function showSetting(name: SettingName, value: unknown): string {
 /** The three limits of `hooks.limits`, by key. */
 export const LIMIT_NAMES = ["maxHooksPerEvent", "chainDeadlineMs", "maxPayloadBytes"] as const;
 export type LimitName = (typeof LIMIT_NAMES)[number];
-
-/** The key of a setting in its config.json block (`hooks.limits.maxHooksPerEvent` → `maxHooksPerEvent`). */
-export function fieldKey(name: SettingName): string {
-  const field = SETTINGS[name].field;
-  return field === null ? name : (field.split(".").pop() ?? name);
-}
 
 /** A flag's default as `--help` says it: the variable first when there is one (`$PI_TEAMS_HOOK_TIMEOUT_MS, else 60000`). */
 export function flagDefault(name: SettingName): string {

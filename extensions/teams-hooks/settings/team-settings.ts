@@ -252,38 +252,65 @@ export function cappedLimitWarning(file: string, c: CappedLimit): string {
   return `${file}: ${c.field}: ${c.written} is ${where} — capped to ${c.value}; ${rest}`;
 }
 
+/**
+ * The schema of each setting's value as config.json, a flag or a variable writes it, by the settings
+ * table's names: the `hooks` block's schema takes its fields' from here (the failure mode's and the
+ * limits' inside their own objects); the precedence walk (settings/options.ts) takes the same schemas.
+ */
+export const SETTING_SCHEMAS = Object.freeze({
+  failureAction: FailureActionSettingSchema,
+  maxReopensPerTask: MaxReopensSettingSchema,
+  followupOwner: FollowupOwnerSettingSchema,
+  timeoutMs: TimeoutMsSettingSchema,
+  failureMode: FailureModeSettingSchema,
+  maxHooksPerEvent: limitValue,
+  chainDeadlineMs: limitValue,
+  maxPayloadBytes: limitValue,
+  sweep: SweepSettingSchema,
+  exitCodes: ExitCodesSettingSchema,
+  sandbox: SandboxSettingSchema,
+  deferTimeoutMs: limitValue,
+  writableFields: WritableFieldsSchema,
+  confidential: ConfidentialSchema,
+  redactEnv: RedactEnvSchema,
+  reassignOnReopen: z.boolean(),
+  projection: ProjectionSchema,
+  trustChanges: z.boolean(),
+  allowInsecureHooks: z.boolean(),
+} satisfies Record<SettingName, z.ZodType>);
+
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z
   .looseObject({
-    failureAction: FailureActionSettingSchema.nullish(),
-    maxReopensPerTask: MaxReopensSettingSchema.nullish(),
-    followupOwner: FollowupOwnerSettingSchema.nullish(),
+    failureAction: SETTING_SCHEMAS.failureAction.nullish(),
+    maxReopensPerTask: SETTING_SCHEMAS.maxReopensPerTask.nullish(),
+    followupOwner: SETTING_SCHEMAS.followupOwner.nullish(),
     failureMode: FailureModeBlock.nullish(),
-    sweep: SweepSettingSchema.nullish(),
-    exitCodes: ExitCodesSettingSchema.nullish(),
-    sandbox: SandboxSettingSchema.nullish(),
+    sweep: SETTING_SCHEMAS.sweep.nullish(),
+    exitCodes: SETTING_SCHEMAS.exitCodes.nullish(),
+    sandbox: SETTING_SCHEMAS.sandbox.nullish(),
     limits: LimitsSchema.nullish(),
     /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
     handlers: HandlersSchema.nullish(),
     /** Task templates the task API creates tasks from (settings/handlers.ts). */
     templates: TemplatesSchema.nullish(),
     /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
-    deferTimeoutMs: limitValue.nullish(),
+    deferTimeoutMs: SETTING_SCHEMAS.deferTimeoutMs.nullish(),
     /**
      * The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts).
      */
-    writableFields: WritableFieldsSchema.nullish(),
+    writableFields: SETTING_SCHEMAS.writableFields.nullish(),
     /** Gate name → the fields of the context document it may see (settings/privacy.ts). */
-    projection: ProjectionSchema.nullish(),
+    projection: SETTING_SCHEMAS.projection.nullish(),
     /** HTTP handlers and hook logs get no task content: identity and lifecycle only. */
-    confidential: ConfidentialSchema.nullish(),
+    confidential: SETTING_SCHEMAS.confidential.nullish(),
     /** Variables whose values are redacted from hook output, besides the handlers' secrets. */
-    redactEnv: RedactEnvSchema.nullish(),
+    redactEnv: SETTING_SCHEMAS.redactEnv.nullish(),
     /**
      * Whether the owner of a task the policy reopens is sent a `task_assignment` for it (default true), as
      * a team runtime hands out work: a worker that starts an owned task only when assigned takes it up again.
      */
-    reassignOnReopen: z.boolean().nullish(),
+    reassignOnReopen: SETTING_SCHEMAS.reassignOnReopen.nullish(),
     /** Each hook point's own declaration: modes, failure mode, writable fields, projection, participation, limits. */
     events: EventsBlockSchema.nullish(),
   })
@@ -555,32 +582,6 @@ export interface TeamSettings extends SettingsInForce {
   /** The block's problems, then limits capped, then environment values that fell back (a bad flag throws instead). */
   warnings: string[];
 }
-
-/**
- * The schema of each setting's value as config.json, a flag or a variable writes it, by the settings
- * table's names: the `hooks` block's schema and the precedence walk take theirs from here.
- */
-export const SETTING_SCHEMAS = Object.freeze({
-  failureAction: FailureActionSettingSchema,
-  maxReopensPerTask: MaxReopensSettingSchema,
-  followupOwner: FollowupOwnerSettingSchema,
-  timeoutMs: TimeoutMsSettingSchema,
-  failureMode: FailureModeSettingSchema,
-  maxHooksPerEvent: limitValue,
-  chainDeadlineMs: limitValue,
-  maxPayloadBytes: limitValue,
-  sweep: SweepSettingSchema,
-  exitCodes: ExitCodesSettingSchema,
-  sandbox: SandboxSettingSchema,
-  deferTimeoutMs: limitValue,
-  writableFields: WritableFieldsSchema,
-  confidential: ConfidentialSchema,
-  redactEnv: RedactEnvSchema,
-  reassignOnReopen: z.boolean(),
-  projection: ProjectionSchema,
-  trustChanges: z.boolean(),
-  allowInsecureHooks: z.boolean(),
-} satisfies Record<SettingName, z.ZodType>);
 
 /**
  * Every setting in force: flag > config.json `hooks` > environment > default, where the `hooks` block
