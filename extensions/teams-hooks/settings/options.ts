@@ -10,7 +10,9 @@ import { z } from "zod";
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
 import { SETTING_EXPECTED, invalidFlagValue, invalidSettingValue, settingNotAnObject } from "../text/messages.js";
-import { LIMIT_NAMES, SETTINGS, type LimitName, type SettingName, type SettingRow } from "./table.js";
+import { LIMIT_NAMES, SETTINGS, type LimitName, type SettingRow } from "./table.js";
+
+type Range = Readonly<{ min: number; max: number }>;
 
 /** A whole decimal number in [min, max]: a number, or a string of digits (surrounding blanks ignored). */
 function wholeNumber(min: number, max: number) {
@@ -27,28 +29,20 @@ export const FailureActionSettingSchema = z.string().trim().toLowerCase().pipe(z
 /** `member` | `lead` | `none`; trimmed, any case. */
 export const FollowupOwnerSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FOLLOWUP_OWNERS));
 /** The range of each `hooks.limits` value, from the settings table. */
-export const LIMIT_RANGES: Readonly<Record<LimitName, Readonly<{ min: number; max: number }>>> = Object.freeze(
-  Object.fromEntries(LIMIT_NAMES.map((name) => [name, rangeOf(name)])) as Record<
-    LimitName,
-    { min: number; max: number }
-  >,
+export const LIMIT_RANGES: Readonly<Record<LimitName, Range>> = Object.freeze(
+  Object.fromEntries(LIMIT_NAMES.map((name) => [name, SETTINGS[name].range])) as Record<LimitName, Range>,
 );
+const { maxReopensPerTask: reopens, timeoutMs: timeout } = SETTINGS;
 /** A whole number ≥ 0 (`3`, `"3"`); `0` means never reopen. Rejects `"3abc"`, `-1`, `1.5`. */
-export const MaxReopensSettingSchema = wholeNumber(rangeOf("maxReopensPerTask").min, rangeOf("maxReopensPerTask").max);
+export const MaxReopensSettingSchema = wholeNumber(reopens.range.min, reopens.range.max);
 /** A whole number of milliseconds in [1, MAX_TIMEOUT_MS]. */
-export const TimeoutMsSettingSchema = wholeNumber(rangeOf("timeoutMs").min, rangeOf("timeoutMs").max);
+export const TimeoutMsSettingSchema = wholeNumber(timeout.range.min, timeout.range.max);
 /** The legacy `PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE`: `1` means `followup`, `0` means not set. */
 const CreateTaskOnFailureSchema = z
   .string()
   .trim()
   .pipe(z.enum(["0", "1"]))
   .transform((flag) => (flag === "1" ? ("followup" as const) : undefined));
-
-function rangeOf(name: SettingName): Readonly<{ min: number; max: number }> {
-  const range = (SETTINGS[name] as SettingRow).range;
-  if (!range) throw new Error(`settings table: ${name} has no range`);
-  return range;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The resolved policy
