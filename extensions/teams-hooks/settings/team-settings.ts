@@ -666,60 +666,13 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     block.writableFields ? [...block.writableFields] : null,
     SETTINGS.writableFields.default,
   );
-  const events = {} as Record<HookEventName, EventPoint>;
-  for (const event of HOOK_EVENTS) {
-    const own = block.events?.[event];
-    const field = (name: string): string => `hooks.events.${event}.${name}`;
-    const pointLimits = {} as Record<LimitName, Effective<number>>;
-    for (const name of LIMIT_NAMES) {
-      const value = own?.limits?.[name];
-      pointLimits[name] =
-        value === undefined ? limitRows[name] : effective(name, value, "config", { field: field(`limits.${name}`) });
-    }
-    events[event] = {
-      modes: own?.modes
-        ? { value: [...own.modes], source: "config", origin: inConfig(field("modes")) }
-        : { value: defaultModes(event), source: "default", origin: "default" },
-      participation: own?.participation
-        ? { value: own.participation, source: "config", origin: inConfig(field("participation")) }
-        : { value: "both", source: "default", origin: "default" },
-      writableFields: own?.writableFields
-        ? { value: [...own.writableFields], source: "config", origin: inConfig(field("writableFields")) }
-        : writableFields,
-      projection: own?.projection
-        ? { value: { ...projection.value, ...own.projection }, source: "config", origin: inConfig(field("projection")) }
-        : projection,
-      limits: pointLimits,
-    };
-  }
+  const events = eventPoints(block, { limits: limitRows, writableFields, projection }, inConfig);
   const flagged = (name: "trustChanges" | "allowInsecureHooks"): Effective<boolean, "flag" | "default"> =>
     input.trustFlags?.[name] === true ? effective(name, true, "flag") : effective(name, false, "default");
 
   // Every warning as data (settings/problems.ts); `warnings` is their messages, in this order.
   const fallen = [...timeoutWarnings, ...policyWarnings, ...modes.warnings];
-  const problems: Problem[] = [
-    ...chosen.problems.map((message, index): Problem => {
-      const where = chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" };
-      return { ...where, message };
-    }),
-    ...capped.map(
-      (c): Problem => ({ kind: "setting_capped", path: c.field, message: cappedLimitWarning(input.file, c) }),
-    ),
-    ...fallen.map((message): Problem => ({ kind: "env_ignored", path: variableNamed(message), message })),
-    ...neverWritableWarnings(block.writableFields).map(
-      (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
-    ),
-    ...HOOK_EVENTS.flatMap((event) =>
-      neverWritableWarnings(block.events?.[event]?.writableFields).map(
-        (message): Problem => ({
-          kind: "setting_ignored",
-          path: `hooks.events.${event}.writableFields`,
-          message: message.replace("hooks.writableFields", `hooks.events.${event}.writableFields`),
-        }),
-      ),
-    ),
-    ...unknownKeyWarnings(raw, input.file),
-  ];
+  const problems = settingProblems({ chosen, capped, fallen, block, raw, file: input.file });
   const policy = {
     failureAction: effective("failureAction", failureAction.value, failureAction.source, failureAction),
     maxReopensPerTask: effective("maxReopensPerTask", maxReopensPerTask.value, maxReopensPerTask.source),
@@ -758,6 +711,75 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
     problems,
     warnings: problems.map((p) => p.message),
   });
+}
+
+/** Every problem of a team's settings, in order: the block's, limits capped, variables that fell back, fields never writable, keys unknown. */
+function settingProblems(found: {
+  chosen: ChosenBlock;
+  capped: readonly CappedLimit[];
+  fallen: readonly string[];
+  block: HooksBlock;
+  raw: Record<string, unknown>;
+  file: string;
+}): Problem[] {
+  const { chosen, capped, fallen, block, raw, file } = found;
+  return [
+    ...chosen.problems.map((message, index): Problem => {
+      const where = chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" };
+      return { ...where, message };
+    }),
+    ...capped.map((c): Problem => ({ kind: "setting_capped", path: c.field, message: cappedLimitWarning(file, c) })),
+    ...fallen.map((message): Problem => ({ kind: "env_ignored", path: variableNamed(message), message })),
+    ...neverWritableWarnings(block.writableFields).map(
+      (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
+    ),
+    ...HOOK_EVENTS.flatMap((event) =>
+      neverWritableWarnings(block.events?.[event]?.writableFields).map(
+        (message): Problem => ({
+          kind: "setting_ignored",
+          path: `hooks.events.${event}.writableFields`,
+          message: message.replace("hooks.writableFields", `hooks.events.${event}.writableFields`),
+        }),
+      ),
+    ),
+    ...unknownKeyWarnings(raw, file),
+  ];
+}
+
+/** Each hook point as its event sees it: its own declaration (`hooks.events.<event>`), else the team's settings. */
+function eventPoints(
+  block: HooksBlock,
+  team: Pick<SettingsInForce, "limits" | "writableFields" | "projection">,
+  inConfig: (field: string) => string,
+): Record<HookEventName, EventPoint> {
+  const events = {} as Record<HookEventName, EventPoint>;
+  const { limits: limitRows, writableFields, projection } = team;
+  for (const event of HOOK_EVENTS) {
+    const own = block.events?.[event];
+    const field = (name: string): string => `hooks.events.${event}.${name}`;
+    const pointLimits = {} as Record<LimitName, Effective<number>>;
+    for (const name of LIMIT_NAMES) {
+      const value = own?.limits?.[name];
+      pointLimits[name] =
+        value === undefined ? limitRows[name] : { value, source: "config", origin: inConfig(field(`limits.${name}`)) };
+    }
+    events[event] = {
+      modes: own?.modes
+        ? { value: [...own.modes], source: "config", origin: inConfig(field("modes")) }
+        : { value: defaultModes(event), source: "default", origin: "default" },
+      participation: own?.participation
+        ? { value: own.participation, source: "config", origin: inConfig(field("participation")) }
+        : { value: "both", source: "default", origin: "default" },
+      writableFields: own?.writableFields
+        ? { value: [...own.writableFields], source: "config", origin: inConfig(field("writableFields")) }
+        : writableFields,
+      projection: own?.projection
+        ? { value: { ...projection.value, ...own.projection }, source: "config", origin: inConfig(field("projection")) }
+        : projection,
+      limits: pointLimits,
+    };
+  }
+  return events;
 }
 
 /** The modes of a hook point without a declaration: admit and transform, and defer where the event can be held. */
