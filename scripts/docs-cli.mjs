@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Writes the generated blocks of docs/cli.md (the command list; each command's usage, forms and
-// flags, exit statuses) from the command table, extensions/teams-hooks/cli/commands.ts, as built in
-// dist/. The prose between the blocks is left as it is.
+// flags, exit statuses; the settings) from the command table, extensions/teams-hooks/cli/commands.ts,
+// and the settings table, extensions/teams-hooks/settings/table.ts, as built in dist/. The prose
+// between the blocks is left as it is.
 //
 //   npm run docs:cli            build, then write the blocks
 //   node scripts/docs-cli.mjs --check    only say which blocks are stale (exit 1 if any)
@@ -24,11 +25,12 @@ const load = async (module) => {
 };
 const { COMMANDS } = await load("cli/commands.js");
 const { cliReferenceBlocks, updateCliDoc } = await load("text/cli-reference.js");
+const { settingDocs } = await load("settings/table.js");
 
 const file = path.join(root, "docs", "cli.md");
 const check = process.argv.includes("--check");
 const before = readFileSync(file, "utf8");
-const { text, stale, missing, unknown } = updateCliDoc(before, cliReferenceBlocks(COMMANDS));
+const { text, stale, missing, unknown } = updateCliDoc(before, cliReferenceBlocks(COMMANDS, settingDocs()));
 
 for (const id of unknown) {
   console.error(`docs/cli.md: block "${id}" is not made by the command table (a command gone, or its marker mistyped)`);

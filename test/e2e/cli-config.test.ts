@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
 import type { ConfigView } from "../../extensions/teams-hooks/doctor/config-view.js";
+import { SETTINGS } from "../../extensions/teams-hooks/settings/table.js";
 
 const rig = useLeaderRig();
 
@@ -55,16 +56,16 @@ describe("pi-teams-hooks config", () => {
       timeoutMs: { value: 5000, source: "flag", origin: "--timeout-ms" },
       failureAction: { value: "reopen", source: "config", origin: "config.json hooks.failureAction" },
       followupOwner: { value: "lead", source: "env", origin: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER" },
-      maxReopensPerTask: { value: 3, source: "default", origin: "default" },
+      maxReopensPerTask: { value: SETTINGS.maxReopensPerTask.default, source: "default", origin: "default" },
       failureModes: { idle: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" } },
       limits: {
         maxHooksPerEvent: { value: 8, source: "config", origin: "config.json hooks.limits.maxHooksPerEvent" },
-        chainDeadlineMs: { value: 300000, source: "default" },
+        chainDeadlineMs: { value: SETTINGS.chainDeadlineMs.default, source: "default" },
       },
-      sweep: { value: "auto", source: "default" },
-      exitCodes: { value: "v1", source: "default" },
-      writableFields: { value: ["metadata"], source: "default" },
-      confidential: { value: false, source: "default" },
+      sweep: { value: SETTINGS.sweep.default, source: "default" },
+      exitCodes: { value: SETTINGS.exitCodes.default, source: "default" },
+      writableFields: { value: SETTINGS.writableFields.default, source: "default" },
+      confidential: { value: SETTINGS.confidential.default, source: "default" },
       projection: { value: {}, source: "default" },
       trustChanges: { value: false, source: "default" },
     });

@@ -9,6 +9,7 @@ import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../helpers/leader-rig.js";
 import { type TempTeam, tempTeams } from "../helpers/temp-team.js";
+import { SETTINGS } from "../../extensions/teams-hooks/settings/table.js";
 
 const execFileAsync = promisify(execFile);
 const BIN = path.resolve("dist/teams-hooks/bin.js");
@@ -91,12 +92,16 @@ describe("pi-teams-hooks policy get", () => {
     });
     const report = JSON.parse(out.stdout) as Record<string, unknown>;
     expect(report).toMatchObject({
-      policy: { failureAction: "followup", maxReopensPerTask: 3, followupOwner: "member" },
+      policy: {
+        failureAction: "followup",
+        maxReopensPerTask: SETTINGS.maxReopensPerTask.default,
+        followupOwner: SETTINGS.followupOwner.default,
+      },
       sources: { failureAction: "env", maxReopensPerTask: "default", followupOwner: "default" },
       origins: { failureAction: "PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE", maxReopensPerTask: "default" },
-      timeoutMs: { value: 60_000, source: "default", origin: "default" },
+      timeoutMs: { value: SETTINGS.timeoutMs.default, source: "default", origin: "default" },
       failureModes: { idle: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" } },
-      limits: { chainDeadlineMs: { value: 300_000, source: "default", origin: "default" } },
+      limits: { chainDeadlineMs: { value: SETTINGS.chainDeadlineMs.default, source: "default", origin: "default" } },
       block: { valid: false, from: "none" },
     });
     const refused = expect.stringMatching(

@@ -16,6 +16,7 @@ import {
   type EventHookReport,
 } from "../../extensions/teams-hooks/doctor/diagnose.js";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
+import { SETTINGS } from "../../extensions/teams-hooks/settings/table.js";
 import { makeTask, makeTempTeam, type TempTeam, type TempTeamOptions } from "../helpers/temp-team.js";
 
 const EXAMPLES = path.resolve("hooks");
@@ -347,13 +348,17 @@ describe("doctor: policy and locks", () => {
       config: { hooks: { failureAction: "reopen", failureMode: { idle: "closed" }, limits: { maxHooksPerEvent: 4 } } },
     });
     const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead", PI_TEAMS_HOOK_TIMEOUT_MS: "soon" });
-    expect(r.policy.values).toEqual({ failureAction: "reopen", maxReopensPerTask: 3, followupOwner: "lead" });
+    expect(r.policy.values).toEqual({
+      failureAction: "reopen",
+      maxReopensPerTask: SETTINGS.maxReopensPerTask.default,
+      followupOwner: "lead",
+    });
     expect(r.policy.origins).toEqual({
       failureAction: "config.json hooks.failureAction",
       maxReopensPerTask: "default",
       followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
     });
-    expect(r.policy.timeoutMs).toEqual({ value: 60_000, source: "default", origin: "default" });
+    expect(r.policy.timeoutMs).toEqual({ value: SETTINGS.timeoutMs.default, source: "default", origin: "default" });
     expect(r.policy.failureModes.idle).toEqual({
       value: "closed",
       source: "config",
@@ -376,13 +381,21 @@ describe("doctor: policy and locks", () => {
       config: { hooks: { failureAction: "reopen", maxReopensPerTask: "many", limits: { maxHooksPerEvent: "none" } } },
     });
     const r = await report(team, { PI_TEAMS_HOOKS_FOLLOWUP_OWNER: "lead" });
-    expect(r.policy.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "lead" });
+    expect(r.policy.values).toEqual({
+      failureAction: SETTINGS.failureAction.default,
+      maxReopensPerTask: SETTINGS.maxReopensPerTask.default,
+      followupOwner: "lead",
+    });
     expect(r.policy.origins).toEqual({
       failureAction: "default",
       maxReopensPerTask: "default",
       followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
     });
-    expect(r.policy.limits.maxHooksPerEvent).toEqual({ value: 16, source: "default", origin: "default" });
+    expect(r.policy.limits.maxHooksPerEvent).toEqual({
+      value: SETTINGS.maxHooksPerEvent.default,
+      source: "default",
+      origin: "default",
+    });
     expect(r.policy.block).toMatchObject({ valid: false, from: "none" });
     const file = path.join(team.teamDir, "config.json");
     expect(lines(r.policy.checks)).toEqual([

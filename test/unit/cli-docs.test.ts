@@ -9,6 +9,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMMANDS, PROGRAM } from "../../extensions/teams-hooks/cli/commands.js";
 import { cliReferenceBlocks, updateCliDoc } from "../../extensions/teams-hooks/text/cli-reference.js";
+import { settingDocs } from "../../extensions/teams-hooks/settings/table.js";
 import {
   type CommandSpec,
   HELP_WIDTH,
@@ -23,7 +24,7 @@ const CLI_MD = path.resolve("docs/cli.md");
 describe("docs/cli.md", () => {
   it("holds every block the command table makes, each as the table makes it now (npm run docs:cli writes them)", () => {
     const doc = fs.readFileSync(CLI_MD, "utf8");
-    const { text, stale, missing, unknown } = updateCliDoc(doc, cliReferenceBlocks(COMMANDS));
+    const { text, stale, missing, unknown } = updateCliDoc(doc, cliReferenceBlocks(COMMANDS, settingDocs()));
     const named = stale.map((id) => `the ${id} block`).join(", ");
     expect(stale, `docs/cli.md is stale: ${named} (npm run docs:cli)`).toEqual([]);
     expect(missing, "blocks docs/cli.md lacks").toEqual([]);
@@ -41,16 +42,24 @@ describe("docs/cli.md", () => {
       })),
     });
     const changed = COMMANDS.map((c) => (c.name === "trust" ? approve(c) : c));
-    const { stale, text } = updateCliDoc(doc, cliReferenceBlocks(changed));
+    const { stale, text } = updateCliDoc(doc, cliReferenceBlocks(changed, settingDocs()));
     expect(stale).toEqual(["trust flags"]);
     expect(text).toContain("| `--yes` | approve |");
+  });
+
+  it("a setting's default changed in the settings table makes the settings block stale, and names it", () => {
+    const doc = fs.readFileSync(CLI_MD, "utf8");
+    const changed = settingDocs().map((s) => (s.name === "maxReopensPerTask" ? { ...s, default: "5" } : s));
+    const { stale, text } = updateCliDoc(doc, cliReferenceBlocks(COMMANDS, changed));
+    expect(stale).toEqual(["settings"]);
+    expect(text).toContain("| `PI_TEAMS_HOOKS_MAX_REOPENS_PER_TASK` | `5` |");
   });
 
   it("names a block the table no longer makes, and one it makes that the file lacks", () => {
     const doc = fs
       .readFileSync(CLI_MD, "utf8")
       .replace("<!-- generated:cli schema exit -->", "<!-- generated:cli schemas exit -->");
-    const { unknown, missing } = updateCliDoc(doc, cliReferenceBlocks(COMMANDS));
+    const { unknown, missing } = updateCliDoc(doc, cliReferenceBlocks(COMMANDS, settingDocs()));
     expect(unknown).toEqual(["schemas exit"]);
     expect(missing).toEqual(["schema exit"]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { eventLine, settingsRows, wantsColour } from "../../extensions/teams-hooks/cli/io.js";
-import { resolveSettings, settingsReport } from "../../extensions/teams-hooks/settings/team-settings.js";
+import { resolveSettings } from "../../extensions/teams-hooks/settings/team-settings.js";
 import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 
 const report = (over: Partial<EventReport> = {}): EventReport => ({
@@ -133,7 +133,7 @@ describe("eventLine", () => {
 
 describe("settingsRows: the privacy rows", () => {
   const report = (hooks: Record<string, unknown>) =>
-    settingsReport(resolveSettings({ hooks, noBlock: null, file: "/t/config.json", env: {} }));
+    resolveSettings({ hooks, noBlock: null, file: "/t/config.json", env: {} });
 
   it("one projection row per gate, its fields after its name; the names of the variables, never a value", () => {
     const rows = settingsRows(

@@ -27,9 +27,8 @@ function thrown(fn: () => unknown): HooksError {
 }
 
 describe("resolvePolicy: defaults", () => {
-  it("gives warn / 3 / member from defaults with nothing set, and no warnings", () => {
+  it("gives the defaults (the settings table's) with nothing set, and no warnings", () => {
     const { policy, sources, warnings } = resolve({});
-    expect(policy).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
     expect(policy).toEqual(DEFAULT_POLICY);
     expect(sources).toEqual({ failureAction: "default", maxReopensPerTask: "default", followupOwner: "default" });
     expect(warnings).toEqual([]);

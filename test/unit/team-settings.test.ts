@@ -7,9 +7,11 @@ import {
   resolveSweep,
   resolveSettings,
   settingValues,
+  settingsReport,
   type SettingsInput,
   type SettingsReport,
 } from "../../extensions/teams-hooks/settings/team-settings.js";
+import { DEFAULT_POLICY } from "../../extensions/teams-hooks/settings/options.js";
 
 describe("checkHooksBlock", () => {
   it.each([
@@ -201,8 +203,12 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
 
   it("a block with one bad value is refused whole: max reopens 3 (default), not the 2 it also holds", () => {
     const s = settings({ hooks: { failureAction: "rework", maxReopensPerTask: 2 } });
-    expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
-    expect(s.origins).toEqual({ failureAction: "default", maxReopensPerTask: "default", followupOwner: "default" });
+    expect(s.values).toEqual(DEFAULT_POLICY);
+    expect(settingsReport(s).origins).toEqual({
+      failureAction: "default",
+      maxReopensPerTask: "default",
+      followupOwner: "default",
+    });
     expect(s.block).toEqual({
       valid: false,
       from: "none",
@@ -227,7 +233,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
       flags: { maxReopens: "1" },
     });
     expect(s.values).toEqual({ failureAction: "reopen", maxReopensPerTask: 1, followupOwner: "lead" });
-    expect(s.origins).toEqual({
+    expect(settingsReport(s).origins).toEqual({
       failureAction: "config.json hooks.failureAction",
       maxReopensPerTask: "--max-reopens",
       followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
@@ -240,7 +246,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
       task_started: { value: "open", source: "env", origin: "PI_TEAMS_HOOKS_FAILURE_MODE" },
     });
     expect(s.limits).toEqual({
-      maxHooksPerEvent: { value: 16, source: "default", origin: "default" },
+      maxHooksPerEvent: { value: DEFAULT_LIMITS.maxHooksPerEvent, source: "default", origin: "default" },
       chainDeadlineMs: { value: 1000, source: "config", origin: "config.json hooks.limits.chainDeadlineMs" },
       maxPayloadBytes: { value: DEFAULT_LIMITS.maxPayloadBytes, source: "default", origin: "default" },
     });
@@ -255,10 +261,10 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
   });
 
   it("names the variable that set failureAction, and one failure mode for all events by its field", () => {
-    expect(settings({ env: { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1" } }).origins.failureAction).toBe(
-      "PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE",
-    );
-    expect(settings({ env: { PI_TEAMS_HOOKS_FAILURE_ACTION: "reopen" } }).origins.failureAction).toBe(
+    expect(
+      settingsReport(settings({ env: { PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: "1" } })).origins.failureAction,
+    ).toBe("PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE");
+    expect(settingsReport(settings({ env: { PI_TEAMS_HOOKS_FAILURE_ACTION: "reopen" } })).origins.failureAction).toBe(
       "PI_TEAMS_HOOKS_FAILURE_ACTION",
     );
     expect(settings({ hooks: { failureMode: "open" } }).failureModes.task_failed.origin).toBe(
@@ -293,7 +299,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
     (_name, input, problem) => {
       const s = settings({ ...input, lastValid: LAST });
       expect(s.values.failureAction).toBe("reopen");
-      expect(s.origins.failureAction).toBe("config.json hooks.failureAction (last valid block)");
+      expect(settingsReport(s).origins.failureAction).toBe("config.json hooks.failureAction (last valid block)");
       expect(s.hooksBlock).toEqual(LAST);
       expect(s.block).toMatchObject({ valid: false, from: "kept" });
       expect(s.block.problems).toHaveLength(1);
@@ -316,7 +322,7 @@ describe("resolveSettings: what the leader, doctor and policy get all apply", ()
   ])("without a block in force, %s: the defaults", (_name, input, block) => {
     const s = settings(input);
     expect(s.block).toEqual(block);
-    expect(s.values).toEqual({ failureAction: "warn", maxReopensPerTask: 3, followupOwner: "member" });
+    expect(s.values).toEqual(DEFAULT_POLICY);
   });
 
   it("an explicit empty block replaces the one in force (how a team resets)", () => {

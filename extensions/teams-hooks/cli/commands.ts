@@ -5,6 +5,7 @@
  * when docs/cli.md is stale. Data only: it loads on every call, so it imports nothing at run time.
  */
 import type { CommandSpec, FlagGroup, FlagSpec, ProgramSpec } from "../text/help.js";
+import { SETTINGS, flagDefault, rangeText, type SettingName } from "../settings/table.js";
 
 // Flags that several commands take with the same meaning, each written once.
 
@@ -29,27 +30,20 @@ const HOOKS_DIR: FlagSpec = {
     "$PI_TEAMS_HOOKS_DIR, relative to the teams root, else <teams root>/_hooks; the teams root is $PI_TEAMS_ROOT_DIR, else the team dir's parent",
   help: "where hooks live",
 };
-const FAILURE_ACTION: FlagSpec = {
-  name: "failure-action",
-  type: "string",
-  value: "A",
-  default: "warn",
-  help: "what a failed gate does, in any case: warn | followup | reopen | reopen_followup",
-};
-const MAX_REOPENS: FlagSpec = {
-  name: "max-reopens",
-  type: "string",
-  value: "N",
-  default: "3",
-  help: "the budget of reopens and follow-ups of a task and the follow-ups made for it; once spent, the gate makes no more; 0 = never",
-};
-const FOLLOWUP_OWNER: FlagSpec = {
-  name: "followup-owner",
-  type: "string",
-  value: "P",
-  default: "member",
-  help: "who owns a follow-up task: member | lead | none",
-};
+/** The flag of a setting of the settings table (settings/table.ts): its name, default and doc are the table's. */
+function settingFlag(name: SettingName, value: string): FlagSpec {
+  const flag = SETTINGS[name].flag ?? SETTINGS[name].setFlag ?? `--${name}`;
+  return { name: flag.slice(2), type: "string", value, default: flagDefault(name), help: SETTINGS[name].doc };
+}
+/** The flag of `policy set` that writes a limit's field: the table's doc, the range and the field. */
+function limitFlag(name: "maxHooksPerEvent" | "chainDeadlineMs" | "maxPayloadBytes"): FlagSpec {
+  const { setFlag, doc, field } = SETTINGS[name];
+  return { name: setFlag.slice(2), type: "string", value: "N", help: `${doc}, ${rangeText(name)} (${field})` };
+}
+
+const FAILURE_ACTION = settingFlag("failureAction", "A");
+const MAX_REOPENS = settingFlag("maxReopensPerTask", "N");
+const FOLLOWUP_OWNER = settingFlag("followupOwner", "P");
 
 /** The team and the hooks, as `run`, `watch` and `config` take them. */
 const TEAM_GROUP: FlagGroup = {
@@ -74,13 +68,7 @@ const TEAM_GROUP: FlagGroup = {
     },
     HOOKS_DIR,
     { name: "cwd", type: "string", value: "DIR", default: "this one", help: "the hooks' working directory" },
-    {
-      name: "timeout-ms",
-      type: "string",
-      value: "N",
-      default: "$PI_TEAMS_HOOK_TIMEOUT_MS, else 60000",
-      help: "hook timeout in ms",
-    },
+    settingFlag("timeoutMs", "N"),
     {
       name: "timeout",
       type: "string",
@@ -506,14 +494,9 @@ const INIT: CommandSpec = {
   ],
 };
 
+/** What `policy set` takes: each setting it writes (the settings table's `setFlag`), in the table's order, then `--reset`. */
 const POLICY_SET_FLAGS = [
-  "failure-action",
-  "max-reopens",
-  "followup-owner",
-  "failure-mode",
-  "max-hooks-per-event",
-  "chain-deadline-ms",
-  "max-payload-bytes",
+  ...Object.values(SETTINGS).flatMap((setting) => (setting.setFlag === null ? [] : [setting.setFlag.slice(2)])),
   "reset",
 ];
 
@@ -549,30 +532,15 @@ const POLICY: CommandSpec = {
         { ...MAX_REOPENS, default: undefined },
         { ...FOLLOWUP_OWNER, default: undefined },
         {
-          name: "failure-mode",
+          name: SETTINGS.failureMode.setFlag.slice(2),
           type: "string",
           multiple: true,
           value: "MODE",
-          help: "what a hook error means (a hook that could not start, timed out, gave an invalid verdict): open (the event passes) | closed (it fails), for every event (hooks.failureMode); EVENT=MODE for one event, the others kept (EVENT: task_completed, task_failed, idle, task_started); repeatable, applied in order",
+          help: `${SETTINGS.failureMode.doc}, for every event (${SETTINGS.failureMode.field}); EVENT=MODE for one event, the others kept (EVENT: task_completed, task_failed, idle, task_started); repeatable, applied in order`,
         },
-        {
-          name: "max-hooks-per-event",
-          type: "string",
-          value: "N",
-          help: "hooks in one event's chain, 1 to 64 (hooks.limits.maxHooksPerEvent)",
-        },
-        {
-          name: "chain-deadline-ms",
-          type: "string",
-          value: "N",
-          help: "the whole chain of one event, in ms, 1 to 2147483647 (hooks.limits.chainDeadlineMs)",
-        },
-        {
-          name: "max-payload-bytes",
-          type: "string",
-          value: "N",
-          help: "the context document of one invocation, in bytes, 1024 to 1073741824 (hooks.limits.maxPayloadBytes)",
-        },
+        limitFlag("maxHooksPerEvent"),
+        limitFlag("chainDeadlineMs"),
+        limitFlag("maxPayloadBytes"),
         {
           name: "reset",
           type: "boolean",
@@ -628,8 +596,8 @@ const CONFIG: CommandSpec = {
     {
       title: "As watch would run with",
       rows: [
-        { name: "trust-changes", type: "boolean", help: "gates not as trusted run as they are now" },
-        { name: "allow-insecure-hooks", type: "boolean", help: "world-writable gates and gates of another owner run" },
+        { name: "trust-changes", type: "boolean", help: SETTINGS.trustChanges.doc },
+        { name: "allow-insecure-hooks", type: "boolean", help: SETTINGS.allowInsecureHooks.doc },
       ],
     },
     {

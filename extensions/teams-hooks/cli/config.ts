@@ -26,30 +26,23 @@ import { SETTING_EXPECTED, invalidFlagValue } from "../text/messages.js";
 import {
   FailureActionSettingSchema,
   FollowupOwnerSettingSchema,
-  LIMIT_RANGES,
   MaxReopensSettingSchema,
-  SETTING_FLAGS,
   type EffectivePolicy,
 } from "../settings/options.js";
+import { LIMIT_NAMES, SETTINGS, rangeText, showSetting } from "../settings/table.js";
 import { loadTeamConfig, updateHooksConfig } from "../team/config-file.js";
 import { resolveTeamDirFlags } from "../team/paths.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { terminalWidth } from "../text/terminal.js";
 
 /** What `policy set` writes, and `--reset` removes. */
-const SETTINGS = [
+const WRITTEN = [
   "failureAction",
   "maxReopensPerTask",
   "followupOwner",
   "failureMode",
   "limits",
 ] as const satisfies ReadonlyArray<keyof EffectivePolicy | "failureMode" | "limits">;
-/** Each limit's flag, named as its key in `hooks.limits`. */
-const LIMIT_FLAGS: Readonly<Record<LimitName, string>> = {
-  maxHooksPerEvent: "max-hooks-per-event",
-  chainDeadlineMs: "chain-deadline-ms",
-  maxPayloadBytes: "max-payload-bytes",
-};
 /** What only `policy set` takes (the command table's), for a `policy get` given one. */
 const SET_FLAGS = formFlags("policy", "set").filter((flag) => !formFlags("policy", "get").includes(flag));
 
@@ -107,7 +100,7 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
     io.stdout(`${JSON.stringify(out)}\n`);
   } else {
     const title = action === "set" ? "effective policy now" : `effective policy of ${teamDir}`;
-    io.stdout(`${title}:\n${settingsRows(report, terminalWidth(io))}`);
+    io.stdout(`${title}:\n${settingsRows(settings, terminalWidth(io))}`);
   }
   return 0;
 }
@@ -123,43 +116,27 @@ interface SetRequest {
 
 function parseSetFlags(v: Record<string, FlagValue>): SetRequest {
   const request: SetRequest = { reset: v.reset === true, top: {}, modes: [], limits: {} };
-  const action = str(v["failure-action"]);
-  const reopens = str(v["max-reopens"]);
-  const owner = str(v["followup-owner"]);
-  if (action !== undefined)
-    request.top.failureAction = parseFlag(
-      FailureActionSettingSchema,
-      action,
-      SETTING_FLAGS.failureAction,
-      SETTING_EXPECTED.failureAction,
-    );
-  if (reopens !== undefined)
-    request.top.maxReopensPerTask = parseFlag(
-      MaxReopensSettingSchema,
-      reopens,
-      SETTING_FLAGS.maxReopens,
-      SETTING_EXPECTED.maxReopensPerTask,
-    );
-  if (owner !== undefined)
-    request.top.followupOwner = parseFlag(
-      FollowupOwnerSettingSchema,
-      owner,
-      SETTING_FLAGS.followupOwner,
-      SETTING_EXPECTED.followupOwner,
-    );
+  // The failure policy: each flag of `policy set` writes its setting's field of the `hooks` block.
+  const policy = [
+    ["failureAction", FailureActionSettingSchema],
+    ["maxReopensPerTask", MaxReopensSettingSchema],
+    ["followupOwner", FollowupOwnerSettingSchema],
+  ] as const;
+  for (const [name, schema] of policy) {
+    const flag = SETTINGS[name].setFlag;
+    const raw = str(v[flag.slice(2)]);
+    if (raw !== undefined)
+      request.top[name] = parseFlag(schema as z.ZodType<unknown, unknown>, raw, flag, SETTING_EXPECTED[name]);
+  }
   const modes = v["failure-mode"];
   for (const raw of Array.isArray(modes) ? modes : modes === undefined ? [] : [modes])
     request.modes.push(parseMode(String(raw)));
-  for (const [name, flag] of Object.entries(LIMIT_FLAGS) as Array<[LimitName, string]>) {
-    const raw = str(v[flag]);
+  for (const name of LIMIT_NAMES) {
+    const { setFlag, field } = SETTINGS[name];
+    const raw = str(v[setFlag.slice(2)]);
     if (raw === undefined) continue;
-    const { min, max } = LIMIT_RANGES[name];
-    request.limits[name] = parseFlag(
-      limitFlagSchema(name),
-      raw,
-      `--${flag} (hooks.limits.${name})`,
-      `a whole number from ${min} to ${max}`,
-    ) as number;
+    const expected = `a whole number from ${rangeText(name)}`;
+    request.limits[name] = parseFlag(limitFlagSchema(name), raw, `${setFlag} (${field})`, expected) as number;
   }
   if (
     !request.reset &&
@@ -198,7 +175,7 @@ function parseMode(raw: string): { event: HookEventName | null; mode: FailureMod
  */
 function patchFor(current: Readonly<Record<string, unknown>>, request: SetRequest): Record<string, unknown> {
   const patch: Record<string, unknown> = request.reset
-    ? Object.fromEntries(SETTINGS.map((key) => [key, undefined]))
+    ? Object.fromEntries(WRITTEN.map((key) => [key, undefined]))
     : {};
   Object.assign(patch, request.top);
   if (request.modes.length > 0) {
@@ -362,26 +339,9 @@ export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINIT
 
   const s = view.settings;
   out += `\nSettings (flag > config.json "hooks" > environment > default)\n`;
-  out += settingsRows(
-    {
-      values: {
-        failureAction: s.failureAction.value,
-        maxReopensPerTask: s.maxReopensPerTask.value,
-        followupOwner: s.followupOwner.value,
-      },
-      origins: {
-        failureAction: s.failureAction.origin,
-        maxReopensPerTask: s.maxReopensPerTask.origin,
-        followupOwner: s.followupOwner.origin,
-      },
-      ...s,
-      handlers: [],
-      templates: {},
-    },
-    columns,
-  );
-  out += row("trust changes", s.trustChanges.value ? "yes" : "no", s.trustChanges.origin);
-  out += row("allow insecure hooks", s.allowInsecureHooks.value ? "yes" : "no", s.allowInsecureHooks.origin);
+  out += settingsRows(s, columns);
+  for (const name of ["trustChanges", "allowInsecureHooks"] as const)
+    out += row(SETTINGS[name].label, showSetting(name, s[name].value), s[name].origin);
   const block = view.block;
   const from = block.from === "none" ? "no hooks block" : path.basename(view.configFile);
   out += row(

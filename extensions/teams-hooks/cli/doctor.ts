@@ -10,6 +10,7 @@ import { HooksError } from "../contract/errors.js";
 import { requireDirectory, resolveTeamDirFlags } from "../team/paths.js";
 import { terminalWidth } from "../text/terminal.js";
 import { displayWidth, padEnd, truncate } from "../text/width.js";
+import { reportInForce } from "../settings/team-settings.js";
 
 export async function doctorCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -87,7 +88,7 @@ export function renderReport(report: DoctorReport, colour: boolean, width = Numb
   }
 
   out += `\n${heading("Policy (config.json hooks > environment > default; flags of watch and run override)")}`;
-  out += settingsRows(report.policy, width);
+  out += settingsRows(reportInForce(report.policy), width);
   for (const check of report.policy.checks) out += line(check);
 
   if (report.team.identity) {

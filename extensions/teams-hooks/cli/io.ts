@@ -2,7 +2,15 @@
 import { DURATION_FORMS, parseDuration } from "../text/duration.js";
 import { HOOK_EVENTS } from "../contract/contract.js";
 import { HooksError } from "../contract/errors.js";
-import type { SettingsReport } from "../settings/team-settings.js";
+import type { SettingsInForce, SettingsReport } from "../settings/team-settings.js";
+import {
+  LIMIT_NAMES,
+  SETTINGS,
+  TEAM_SETTING_NAMES,
+  showSetting,
+  type LimitName,
+  type SettingName,
+} from "../settings/table.js";
 import type { EventReport } from "../leader/notices.js";
 import { formatDuration, formatSpan, nonBlockingPass, verdictNotRead } from "../text/messages.js";
 import { colourEnabled, runningText } from "../text/terminal.js";
@@ -199,43 +207,25 @@ export function heldDetail(summary: string): string {
 }
 
 /**
- * The settings table of `doctor` and `policy get`, one row per setting with its origin:
+ * The settings table of `doctor`, `policy get` and `config`, one row per setting a team sets, in the
+ * settings table's order and words (settings/table.ts), with its origin:
  * ```
  *   failure action              reopen           config.json hooks.failureAction
  *   failure mode task_completed closed           default
  * ```
  */
-export function settingsRows(
-  report: Omit<SettingsReport, "block" | "sources">,
-  width = Number.POSITIVE_INFINITY,
-): string {
-  const rows: Array<[string, string, string]> = [
-    ["failure action", report.values.failureAction, report.origins.failureAction],
-    ["max reopens per task", String(report.values.maxReopensPerTask), report.origins.maxReopensPerTask],
-    ["follow-up owner", report.values.followupOwner, report.origins.followupOwner],
-    ["hook timeout", `${report.timeoutMs.value}ms`, report.timeoutMs.origin],
-    ...HOOK_EVENTS.map((event): [string, string, string] => [
-      `failure mode ${event}`,
-      report.failureModes[event].value,
-      report.failureModes[event].origin,
-    ]),
-    ["max hooks per event", String(report.limits.maxHooksPerEvent.value), report.limits.maxHooksPerEvent.origin],
-    ["chain deadline", `${report.limits.chainDeadlineMs.value}ms`, report.limits.chainDeadlineMs.origin],
-    ["max payload", `${report.limits.maxPayloadBytes.value} bytes`, report.limits.maxPayloadBytes.origin],
-    ["setsid sweep", report.sweep.value, report.sweep.origin],
-    ["exit codes", report.exitCodes.value, report.exitCodes.origin],
-    ["sandbox", report.sandbox.value, report.sandbox.origin],
-    ["defer timeout", `${report.deferTimeoutMs.value}ms`, report.deferTimeoutMs.origin],
-    [
-      "writable fields",
-      report.writableFields.value.length > 0 ? report.writableFields.value.join(", ") : "none",
-      report.writableFields.origin,
-    ],
-    ["confidential", String(report.confidential.value), report.confidential.origin],
-    ["redact env", report.redactEnv.value.join(", ") || "-", report.redactEnv.origin],
-    ["reassign on reopen", String(report.reassignOnReopen.value), report.reassignOnReopen.origin],
-    ...projectionRows(report.projection),
-  ];
+export function settingsRows(settings: SettingsShown, width = Number.POSITIVE_INFINITY): string {
+  const rows = TEAM_SETTING_NAMES.flatMap((name): Array<[string, string, string]> => {
+    const label = SETTINGS[name].label;
+    if (name === "projection") return projectionRows(settings.projection);
+    if (name === "failureMode")
+      return HOOK_EVENTS.map((event) => {
+        const mode = settings.failureModes[event];
+        return [`${label} ${event}`, mode.value, mode.origin];
+      });
+    const setting = isLimit(name) ? settings.limits[name] : settings[name as Exclude<TeamSettingKey, "failureMode">];
+    return [[label, showSetting(name, setting.value), setting.origin]];
+  });
   // Each row laid out on its own, as ever: a long value pushes only its own origin.
   const opts = { width, gap: 1, indent: "  " };
   return rows
@@ -244,6 +234,15 @@ export function settingsRows(
       return `${tableRow(cells, widths, SETTINGS_COLUMNS, opts)}\n`;
     })
     .join("");
+}
+
+/** What the settings rows read: every setting a team sets, each as `{ value, source, origin }`. */
+export type SettingsShown = Pick<SettingsInForce, Exclude<TeamSettingKey, "failureMode">> &
+  Pick<SettingsInForce, "failureModes" | "limits">;
+type TeamSettingKey = Exclude<SettingName, LimitName | "trustChanges" | "allowInsecureHooks">;
+
+function isLimit(name: SettingName): name is LimitName {
+  return (LIMIT_NAMES as readonly string[]).includes(name);
 }
 
 /** A settings row gives way to a narrow terminal by cutting a long value or origin. */

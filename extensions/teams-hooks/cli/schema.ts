@@ -23,7 +23,8 @@ import {
 } from "../settings/team-settings.js";
 import { SANDBOX_MODES } from "../settings/hook-line.js";
 import { GATE_NAME_PATTERN, PROJECTION_PATH_PATTERN, RedactEnvSchema } from "../settings/privacy.js";
-import { EffectivePolicySchema, MAX_TIMEOUT_MS } from "../settings/options.js";
+import { EffectivePolicySchema } from "../settings/options.js";
+import { SETTINGS } from "../settings/table.js";
 
 const mode = z.enum(FAILURE_MODES);
 const limit = (max: number) => z.number().int().min(1).max(max).optional();
@@ -35,9 +36,9 @@ const limit = (max: number) => z.number().int().min(1).max(max).optional();
  * settings/handlers.ts as they are.
  */
 const limitsDoc = z.strictObject({
-  maxHooksPerEvent: limit(64),
-  chainDeadlineMs: limit(MAX_TIMEOUT_MS),
-  maxPayloadBytes: limit(1024 * 1024 * 1024),
+  maxHooksPerEvent: limit(SETTINGS.maxHooksPerEvent.range.max),
+  chainDeadlineMs: limit(SETTINGS.chainDeadlineMs.range.max),
+  maxPayloadBytes: limit(SETTINGS.maxPayloadBytes.range.max),
 });
 const projectionDoc = z
   .record(z.string().regex(GATE_NAME_PATTERN), z.array(z.string().regex(PROJECTION_PATH_PATTERN)))
@@ -76,8 +77,8 @@ const HooksDocSchema = EffectivePolicySchema.extend({
     ])
     .optional(),
   sweep: z.enum(SWEEP_MODES).optional(),
-  exitCodes: z.enum(EXIT_CODE_MODES).default("v1").optional(),
-  sandbox: z.enum(SANDBOX_MODES).default("auto").optional(),
+  exitCodes: z.enum(EXIT_CODE_MODES).default(SETTINGS.exitCodes.default).optional(),
+  sandbox: z.enum(SANDBOX_MODES).default(SETTINGS.sandbox.default).optional(),
   limits: limitsDoc.optional(),
   handlers: z.array(HandlerSchema).optional(),
   templates: TemplatesSchema.optional(),
@@ -88,7 +89,7 @@ const HooksDocSchema = EffectivePolicySchema.extend({
     .max(DEFER_TIMEOUT_MS.max)
     .default(DEFER_TIMEOUT_MS.default)
     .optional(),
-  writableFields: WritableFieldsSchema.default(["metadata"]).optional(),
+  writableFields: WritableFieldsSchema.default([...SETTINGS.writableFields.default]).optional(),
   projection: projectionDoc.optional(),
   confidential: z
     .boolean()

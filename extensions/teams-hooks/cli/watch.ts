@@ -15,7 +15,7 @@ import {
 } from "./io.js";
 import { chainEntries, chainProblems, chainSummary } from "../doctor/config-view.js";
 import { handlerEnabled, handlerGateName } from "../settings/handlers.js";
-import { settingValues } from "../settings/team-settings.js";
+import { settingValues, settingsReport } from "../settings/team-settings.js";
 import path from "node:path";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
@@ -254,7 +254,7 @@ function policyObject({ settings }: TeamSetup): Record<string, unknown> {
   const { timeoutMs, sweep, exitCodes } = settings;
   return {
     policy: settings.values,
-    sources: settings.sources,
+    sources: settingsReport(settings).sources,
     timeoutMs: timeoutMs.value,
     timeoutSource: timeoutMs.source,
     sweep: sweep.value,
@@ -265,7 +265,8 @@ function policyObject({ settings }: TeamSetup): Record<string, unknown> {
 }
 
 function policyLine({ settings }: TeamSetup): string {
-  const { values: policy, sources, timeoutMs, sweep, exitCodes } = settings;
+  const { values: policy, timeoutMs, sweep, exitCodes } = settings;
+  const { sources } = settingsReport(settings);
   const onErrors = Object.entries(settings.failureModes)
     .map(([event, mode]) => `${event} ${mode.value}`)
     .join(" / ");

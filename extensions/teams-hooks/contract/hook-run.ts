@@ -19,7 +19,6 @@ import { DECISIONS, VERDICT_SOURCES } from "./verdict.js";
 /** `PI_TEAMS_HOOK_CONTEXT_JSON` and every other single variable stay below this many UTF-8 bytes. */
 export const MAX_ENV_VALUE_BYTES = 100 * 1024;
 
-export const DEFAULT_TIMEOUT_MS = 60_000;
 /** Captured stdout / stderr keep this many characters each. */
 export const OUTPUT_LIMIT_CHARS = 12_000;
 

@@ -20,6 +20,7 @@
  */
 import { z } from "zod";
 import { TaskSchema, type Task } from "./team-files.js";
+import { DEFAULT_WRITABLE_FIELDS } from "./setting-defaults.js";
 
 export type JsonObject = Record<string, unknown>;
 
@@ -45,9 +46,6 @@ export const EVENT_STAMP_KEYS = Object.freeze([
   "claimedAt",
   "unassignedAt",
 ] as const);
-
-/** The writable fields when `hooks.writableFields` is not set. */
-export const DEFAULT_WRITABLE_FIELDS: readonly string[] = Object.freeze(["metadata"]);
 
 /** How deep a patch may nest (objects within objects): deeper is an invalid verdict. */
 export const MAX_PATCH_DEPTH = 32;

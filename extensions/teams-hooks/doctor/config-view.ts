@@ -27,8 +27,13 @@ import { checkChainTrust, fingerprint, type ChainTrust } from "../trust/trust.js
 import { readTrustInForce, trustFile } from "../trust/trust-store.js";
 import { describeSettings } from "../settings/hook-line.js";
 import { handlerEnabled } from "../settings/handlers.js";
-import { settingsReport, type Effective, type SettingsReport } from "../settings/team-settings.js";
-import type { EffectivePolicy } from "../settings/options.js";
+import {
+  settingsReport,
+  type Effective,
+  type SettingsInForce,
+  type SettingsReport,
+  type TeamSettings,
+} from "../settings/team-settings.js";
 import type { TeamSetup } from "../team/setup.js";
 import type { Problem } from "../settings/problems.js";
 
@@ -107,26 +112,34 @@ export interface ConfigView {
   problems: Problem[];
 }
 
-export interface SettingsView {
-  failureAction: Effective<EffectivePolicy["failureAction"]>;
-  maxReopensPerTask: Effective<number>;
-  followupOwner: Effective<EffectivePolicy["followupOwner"]>;
-  timeoutMs: SettingsReport["timeoutMs"];
-  failureModes: SettingsReport["failureModes"];
-  limits: SettingsReport["limits"];
-  sweep: SettingsReport["sweep"];
-  exitCodes: SettingsReport["exitCodes"];
-  sandbox: SettingsReport["sandbox"];
-  deferTimeoutMs: SettingsReport["deferTimeoutMs"];
-  writableFields: SettingsReport["writableFields"];
-  projection: SettingsReport["projection"];
-  confidential: SettingsReport["confidential"];
-  redactEnv: SettingsReport["redactEnv"];
-  reassignOnReopen: SettingsReport["reassignOnReopen"];
-  /** Each hook point's settings in force (`hooks.events.<event>` over the team's). */
-  events: SettingsReport["events"];
+/** Every setting in force but the handlers and templates (the gates show them), with the trust flags. */
+export interface SettingsView extends Omit<SettingsInForce, "handlers" | "templates" | "block"> {
   trustChanges: FlagOr<boolean>;
   allowInsecureHooks: FlagOr<boolean>;
+}
+
+/** The settings part of the view: every setting in force, each `{ value, source, origin }`, as the resolver gave it. */
+function settingsView(s: TeamSettings): SettingsView {
+  return {
+    failureAction: s.failureAction,
+    maxReopensPerTask: s.maxReopensPerTask,
+    followupOwner: s.followupOwner,
+    timeoutMs: s.timeoutMs,
+    failureModes: s.failureModes,
+    limits: s.limits,
+    sweep: s.sweep,
+    exitCodes: s.exitCodes,
+    sandbox: s.sandbox,
+    deferTimeoutMs: s.deferTimeoutMs,
+    writableFields: s.writableFields,
+    projection: s.projection,
+    confidential: s.confidential,
+    redactEnv: s.redactEnv,
+    reassignOnReopen: s.reassignOnReopen,
+    events: s.events,
+    trustChanges: s.trustChanges,
+    allowInsecureHooks: s.allowInsecureHooks,
+  };
 }
 
 /** Skips that say a gate meant to run does not (a bad name, no execute bit, an unreadable dir…). */
@@ -169,11 +182,6 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
   }
   const hooksDirOrigin =
     setup.hooksDirSource === "flag" ? "--hooks-dir" : setup.hooksDirSource === "env" ? "PI_TEAMS_HOOKS_DIR" : "default";
-  const policy = <K extends keyof SettingsReport["values"]>(key: K): Effective<SettingsReport["values"][K]> => ({
-    value: report.values[key],
-    source: report.sources[key],
-    origin: report.origins[key],
-  });
   return {
     teamDir,
     configFile: setup.configFile,
@@ -189,26 +197,7 @@ export async function inspectConfig(setup: TeamSetup): Promise<ConfigView> {
       problem: read.state === "invalid" ? read.problem : null,
     },
     events,
-    settings: {
-      failureAction: policy("failureAction"),
-      maxReopensPerTask: policy("maxReopensPerTask"),
-      followupOwner: policy("followupOwner"),
-      timeoutMs: report.timeoutMs,
-      failureModes: report.failureModes,
-      limits: report.limits,
-      sweep: report.sweep,
-      exitCodes: report.exitCodes,
-      sandbox: report.sandbox,
-      deferTimeoutMs: report.deferTimeoutMs,
-      writableFields: report.writableFields,
-      projection: report.projection,
-      confidential: report.confidential,
-      redactEnv: report.redactEnv,
-      reassignOnReopen: report.reassignOnReopen,
-      events: report.events,
-      trustChanges: setup.settings.trustChanges,
-      allowInsecureHooks: setup.settings.allowInsecureHooks,
-    },
+    settings: settingsView(setup.settings),
     block: report.block,
     bindings: bindingsView(teamDir, setup.hooksDir, setup.settings.handlers, process.env),
     problems: configProblems(setup, events),

@@ -14,7 +14,6 @@ import { hookName, policyActions } from "../logs/format.js";
 import { discoverChains, gateName } from "../gates/chain.js";
 import { checkChainTrust } from "../trust/trust.js";
 import { readTrustInForce, trustFile } from "../trust/trust-store.js";
-import { settingsReport } from "../settings/team-settings.js";
 import { readHolds } from "../holds/holds-file.js";
 import { describeLeaderStatus, leaderStatus } from "../team/leader-lock.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
@@ -90,7 +89,7 @@ export async function statusText(status: GateStatus, teamDir: string | null, env
         `  ${h.taskId ? `#${h.taskId}` : h.key} ${h.member ?? "-"} ${h.hook ?? "?"} ${h.cause === "approval" ? "waits for approval" : "waits for a retry"}: ${h.reason}`,
       );
   }
-  lines.push("policy:", settingsRows(settingsReport(setup.settings)).trimEnd());
+  lines.push("policy:", settingsRows(setup.settings).trimEnd());
   const last = await runCli(["logs", "--team-dir", teamDir, "--limit", "5"], env, cwd);
   lines.push("last 5 outcomes:", (last.stdout.trim() || last.stderr.trim() || "(none yet)").replace(/^/gm, "  "));
   return `${lines.join("\n")}\n`;

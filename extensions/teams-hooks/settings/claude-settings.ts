@@ -13,11 +13,11 @@
  */
 import { CLAUDE_GATE_EVENTS, type ClaudeGateEvent } from "../contract/claude.js";
 import { HOOK_BASE_NAMES, type HookEventName } from "../contract/contract.js";
-import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
+import { DEFAULT_TIMEOUT_MS } from "../contract/setting-defaults.js";
 import { parseHookSettings } from "./hook-line.js";
 import { describeValue } from "../contract/errors.js";
 import { DEFAULT_LIMITS } from "./team-settings.js";
-import { MAX_TIMEOUT_MS } from "./options.js";
+import { MAX_TIMEOUT_MS } from "./table.js";
 
 /** What Claude Code gives a command hook that names no timeout. */
 const CLAUDE_DEFAULT_TIMEOUT_S = 600;

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { HOOK_EVENTS, canDefer } from "../contract/contract.js";
 import { templateProblems } from "../contract/request-template.js";
+import { SETTINGS } from "./table.js";
 
 // ---------------------------------------------------------------------------------------------
 // HTTP handlers
@@ -282,4 +283,8 @@ export const TemplatesSchema = z.record(z.string(), TemplateSchema).superRefine(
  * How long a deferred gate waits for its decision: 24 h unless `hooks.deferTimeoutMs` says otherwise;
  * a value outside the range is capped to it (settings/team-settings.ts `capLimits`).
  */
-export const DEFER_TIMEOUT_MS = Object.freeze({ min: 1_000, max: 30 * 24 * 3_600_000, default: 24 * 3_600_000 });
+export const DEFER_TIMEOUT_MS = Object.freeze({
+  min: SETTINGS.deferTimeoutMs.range.min,
+  max: SETTINGS.deferTimeoutMs.range.max,
+  default: SETTINGS.deferTimeoutMs.default,
+});

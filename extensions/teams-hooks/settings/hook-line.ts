@@ -19,7 +19,7 @@ import { didYouMean } from "../text/suggest.js";
 import { CLAUDE_EVENT_NAMES } from "../contract/claude.js";
 import { parseDuration as parseDurationText } from "../text/duration.js";
 import { type HookEventName, truncateText } from "../contract/contract.js";
-import { MAX_TIMEOUT_MS } from "./options.js";
+import { MAX_TIMEOUT_MS } from "./table.js";
 
 /** The line is looked for in the file's first this many lines… */
 export const SETTINGS_LINE_WINDOW = 10;

@@ -1,18 +1,18 @@
 /**
  * Effective settings — the failure policy pi-agent-teams defines and the hook timeout — resolved in one
  * place, so every caller agrees, with the precedence flag > `config.json` `hooks` > environment >
- * default (docs/decisions/team-dir-facts.md). Pure: the raw config block and the
+ * default (docs/decisions/team-dir-facts.md). Each setting's levels are its row of the settings table
+ * (settings/table.ts): one walk (`resolveSetting`) serves every one. Pure: the raw config block and the
  * environment are arguments. A bad flag is a usage error (`E_USAGE`, exit 2); a bad config or
  * environment value costs one warning naming where it came from, and the next level applies.
  */
 import { z } from "zod";
-import { DEFAULT_TIMEOUT_MS } from "../contract/hook-run.js";
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
 import { SETTING_EXPECTED, invalidFlagValue, invalidSettingValue, settingNotAnObject } from "../text/messages.js";
+import { LIMIT_NAMES, SETTINGS, type LimitName, type SettingRow } from "./table.js";
 
-/** Node timers hold at most 2³¹ − 1 ms; a longer delay fires at once (TimeoutOverflowWarning). */
-export const MAX_TIMEOUT_MS = 2_147_483_647;
+type Range = Readonly<{ min: number; max: number }>;
 
 /** A whole decimal number in [min, max]: a number, or a string of digits (surrounding blanks ignored). */
 function wholeNumber(min: number, max: number) {
@@ -28,16 +28,15 @@ function wholeNumber(min: number, max: number) {
 export const FailureActionSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FAILURE_ACTIONS));
 /** `member` | `lead` | `none`; trimmed, any case. */
 export const FollowupOwnerSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(FOLLOWUP_OWNERS));
-/** The range of each `hooks.limits` value (settings/team-settings.ts holds the defaults and the schema). */
-export const LIMIT_RANGES = Object.freeze({
-  maxHooksPerEvent: Object.freeze({ min: 1, max: 64 }),
-  chainDeadlineMs: Object.freeze({ min: 1, max: MAX_TIMEOUT_MS }),
-  maxPayloadBytes: Object.freeze({ min: 1024, max: 1024 * 1024 * 1024 }),
-});
+/** The range of each `hooks.limits` value, from the settings table. */
+export const LIMIT_RANGES: Readonly<Record<LimitName, Range>> = Object.freeze(
+  Object.fromEntries(LIMIT_NAMES.map((name) => [name, SETTINGS[name].range])) as Record<LimitName, Range>,
+);
+const { maxReopensPerTask: reopens, timeoutMs: timeout } = SETTINGS;
 /** A whole number ≥ 0 (`3`, `"3"`); `0` means never reopen. Rejects `"3abc"`, `-1`, `1.5`. */
-export const MaxReopensSettingSchema = wholeNumber(0, Number.MAX_SAFE_INTEGER);
+export const MaxReopensSettingSchema = wholeNumber(reopens.range.min, reopens.range.max);
 /** A whole number of milliseconds in [1, MAX_TIMEOUT_MS]. */
-export const TimeoutMsSettingSchema = wholeNumber(1, MAX_TIMEOUT_MS);
+export const TimeoutMsSettingSchema = wholeNumber(timeout.range.min, timeout.range.max);
 /** The legacy `PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE`: `1` means `followup`, `0` means not set. */
 const CreateTaskOnFailureSchema = z
   .string()
@@ -48,11 +47,11 @@ const CreateTaskOnFailureSchema = z
 // ---------------------------------------------------------------------------------------------
 // The resolved policy
 
-/** The failure policy in force; its defaults (warn, 3 reopens, the member) live in the schema. */
+/** The failure policy in force; its defaults (warn, 3 reopens, the member) are the settings table's. */
 export const EffectivePolicySchema = z.object({
-  failureAction: z.enum(FAILURE_ACTIONS).default("warn"),
-  maxReopensPerTask: z.number().int().nonnegative().default(3),
-  followupOwner: z.enum(FOLLOWUP_OWNERS).default("member"),
+  failureAction: z.enum(FAILURE_ACTIONS).default(SETTINGS.failureAction.default),
+  maxReopensPerTask: z.number().int().nonnegative().default(SETTINGS.maxReopensPerTask.default),
+  followupOwner: z.enum(FOLLOWUP_OWNERS).default(SETTINGS.followupOwner.default),
 });
 export type EffectivePolicy = z.output<typeof EffectivePolicySchema>;
 
@@ -61,31 +60,36 @@ export const DEFAULT_POLICY: Readonly<EffectivePolicy> = Object.freeze(Effective
 /** Where an effective value came from. */
 export type Source = "flag" | "config" | "env" | "default";
 
-/**
- * The environment variables read here: the failure policy's (docs/decisions/team-dir-facts.md)
- * and the hook timeout (docs/hook-contract.md).
- */
-export const SETTING_ENV = Object.freeze({
-  failureAction: "PI_TEAMS_HOOKS_FAILURE_ACTION",
-  createTaskOnFailure: "PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE",
-  maxReopensPerTask: "PI_TEAMS_HOOKS_MAX_REOPENS_PER_TASK",
-  followupOwner: "PI_TEAMS_HOOKS_FOLLOWUP_OWNER",
-  timeoutMs: "PI_TEAMS_HOOK_TIMEOUT_MS",
+/** The settings a command line, config.json and the environment all give, walked by `resolveSetting`. */
+const LEVELED_SCHEMAS = Object.freeze({
+  failureAction: FailureActionSettingSchema,
+  maxReopensPerTask: MaxReopensSettingSchema,
+  followupOwner: FollowupOwnerSettingSchema,
+  timeoutMs: TimeoutMsSettingSchema,
 });
+type LeveledSetting = keyof typeof LEVELED_SCHEMAS;
+/** The settings of the failure policy, in the order they are resolved and shown. */
+const POLICY_SETTINGS = ["failureAction", "maxReopensPerTask", "followupOwner"] as const;
 
-/** The command-line flags, as named in messages. */
-export const SETTING_FLAGS = Object.freeze({
-  failureAction: "--failure-action",
-  maxReopens: "--max-reopens",
-  followupOwner: "--followup-owner",
-  timeoutMs: "--timeout-ms",
-});
+/** A variable whose values mean something else than the setting's (the legacy one): its own schema. */
+const ENV_SCHEMAS: Readonly<Record<string, { schema: z.ZodType<unknown, unknown>; expected: string }>> = {
+  PI_TEAMS_HOOKS_CREATE_TASK_ON_FAILURE: {
+    schema: CreateTaskOnFailureSchema,
+    expected: SETTING_EXPECTED.createTaskOnFailure,
+  },
+};
 
 export interface PolicyFlags {
   failureAction?: string | undefined;
   maxReopens?: string | number | undefined;
   followupOwner?: string | undefined;
 }
+/** The flag each setting of the policy is given by, as `PolicyFlags` names it. */
+const POLICY_FLAG_KEYS: Readonly<Record<(typeof POLICY_SETTINGS)[number], keyof PolicyFlags>> = {
+  failureAction: "failureAction",
+  maxReopensPerTask: "maxReopens",
+  followupOwner: "followupOwner",
+};
 
 export interface ResolvePolicyInput {
   /** Command-line values; `undefined` means not given. */
@@ -121,91 +125,22 @@ export function resolvePolicy(input: ResolvePolicyInput): ResolvedPolicy {
   const file = input.configFile ?? "config.json";
   const warnings: string[] = [];
   const config = readConfigBlock(input.config, file, warnings);
-  const env = input.env;
-
-  const failureAction = resolveSetting({
-    flag: { name: SETTING_FLAGS.failureAction, raw: flags.failureAction },
-    levels: [
-      {
-        source: "config",
-        where: { file, field: "hooks.failureAction" },
-        raw: config.failureAction,
-        schema: FailureActionSettingSchema,
-      },
-      {
-        source: "env",
-        where: { file: SETTING_ENV.failureAction, field: "" },
-        raw: envValue(env, SETTING_ENV.failureAction),
-        schema: FailureActionSettingSchema,
-      },
-      {
-        source: "env",
-        where: { file: SETTING_ENV.createTaskOnFailure, field: "" },
-        raw: envValue(env, SETTING_ENV.createTaskOnFailure),
-        schema: CreateTaskOnFailureSchema,
-        expected: SETTING_EXPECTED.createTaskOnFailure,
-      },
-    ],
-    schema: FailureActionSettingSchema,
-    expected: SETTING_EXPECTED.failureAction,
-    fallback: DEFAULT_POLICY.failureAction,
-    warnings,
-  });
-
-  const maxReopensPerTask = resolveSetting({
-    flag: { name: SETTING_FLAGS.maxReopens, raw: flags.maxReopens },
-    levels: [
-      {
-        source: "config",
-        where: { file, field: "hooks.maxReopensPerTask" },
-        raw: config.maxReopensPerTask,
-        schema: MaxReopensSettingSchema,
-      },
-      {
-        source: "env",
-        where: { file: SETTING_ENV.maxReopensPerTask, field: "" },
-        raw: envValue(env, SETTING_ENV.maxReopensPerTask),
-        schema: MaxReopensSettingSchema,
-      },
-    ],
-    schema: MaxReopensSettingSchema,
-    expected: SETTING_EXPECTED.maxReopensPerTask,
-    fallback: DEFAULT_POLICY.maxReopensPerTask,
-    warnings,
-  });
-
-  const followupOwner = resolveSetting({
-    flag: { name: SETTING_FLAGS.followupOwner, raw: flags.followupOwner },
-    levels: [
-      {
-        source: "config",
-        where: { file, field: "hooks.followupOwner" },
-        raw: config.followupOwner,
-        schema: FollowupOwnerSettingSchema,
-      },
-      {
-        source: "env",
-        where: { file: SETTING_ENV.followupOwner, field: "" },
-        raw: envValue(env, SETTING_ENV.followupOwner),
-        schema: FollowupOwnerSettingSchema,
-      },
-    ],
-    schema: FollowupOwnerSettingSchema,
-    expected: SETTING_EXPECTED.followupOwner,
-    fallback: DEFAULT_POLICY.followupOwner,
-    warnings,
-  });
-
+  const walked = Object.fromEntries(
+    POLICY_SETTINGS.map((name) => [
+      name,
+      resolveSetting(name, { flag: flags[POLICY_FLAG_KEYS[name]], config, env: input.env, file, warnings }),
+    ]),
+  ) as { [K in (typeof POLICY_SETTINGS)[number]]: Resolved<EffectivePolicy[K]> };
   return Object.freeze({
     policy: Object.freeze({
-      failureAction: failureAction.value,
-      maxReopensPerTask: maxReopensPerTask.value,
-      followupOwner: followupOwner.value,
+      failureAction: walked.failureAction.value,
+      maxReopensPerTask: walked.maxReopensPerTask.value,
+      followupOwner: walked.followupOwner.value,
     }),
     sources: Object.freeze({
-      failureAction: failureAction.source,
-      maxReopensPerTask: maxReopensPerTask.source,
-      followupOwner: followupOwner.source,
+      failureAction: walked.failureAction.source,
+      maxReopensPerTask: walked.maxReopensPerTask.source,
+      followupOwner: walked.followupOwner.source,
     }),
     warnings,
   });
@@ -227,22 +162,8 @@ export function resolveTimeoutMs(input: {
   env: Readonly<Record<string, string | undefined>>;
 }): ResolvedTimeout {
   const warnings: string[] = [];
-  const resolved = resolveSetting({
-    flag: { name: SETTING_FLAGS.timeoutMs, raw: input.flag },
-    levels: [
-      {
-        source: "env",
-        where: { file: SETTING_ENV.timeoutMs, field: "" },
-        raw: envValue(input.env, SETTING_ENV.timeoutMs),
-        schema: TimeoutMsSettingSchema,
-      },
-    ],
-    schema: TimeoutMsSettingSchema,
-    expected: SETTING_EXPECTED.timeoutMs,
-    fallback: DEFAULT_TIMEOUT_MS,
-    warnings,
-  });
-  // No level above can be "config" here: the timeout has no config.json field.
+  const resolved = resolveSetting("timeoutMs", { flag: input.flag, env: input.env, file: "", warnings });
+  // The timeout has no config.json field: its row has no config level.
   const source = resolved.source === "config" ? "default" : resolved.source;
   return Object.freeze({ value: resolved.value, source, warnings });
 }
@@ -250,36 +171,76 @@ export function resolveTimeoutMs(input: {
 // ---------------------------------------------------------------------------------------------
 // One precedence walk
 
-interface Level<T> {
-  source: "config" | "env";
-  where: { file: string; field: string };
-  raw: unknown;
-  /** Parses the raw value; `undefined` output means "explicitly not set" (CREATE_TASK_ON_FAILURE=0). */
-  schema: z.ZodType<T | undefined, unknown>;
-  /** Allowed values for this level's warning, when they differ from the setting's. */
-  expected?: string;
+/** One setting as the walk found it: its value, its level, and the variable it came from (for `env`). */
+export interface Resolved<T> {
+  value: T;
+  source: Source;
+  /** The variable the value was read from, when `source` is `env`; null otherwise. */
+  variable: string | null;
 }
 
-interface SettingSpec<T> {
-  flag: { name: string; raw: unknown };
-  levels: Level<T>[];
-  schema: z.ZodType<T, unknown>;
-  expected: string;
-  fallback: T;
+interface WalkInput {
+  /** The flag's raw value; `undefined`: not given. */
+  flag?: unknown;
+  /** The `hooks` block (raw, as a record); absent: the setting is not read from config.json. */
+  config?: Readonly<Record<string, unknown>> | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  /** How warnings name the config file. */
+  file: string;
+  /** Where the warnings of values skipped go, in order. */
   warnings: string[];
 }
 
-/** Walks flag > levels > fallback for one setting; warnings name what was skipped and what applies. */
-function resolveSetting<T>(spec: SettingSpec<T>): { value: T; source: Source } {
-  if (spec.flag.raw !== undefined) {
-    const parsed = spec.schema.safeParse(spec.flag.raw);
-    if (!parsed.success)
-      throw new HooksError("E_USAGE", invalidFlagValue(spec.flag.name, spec.flag.raw, spec.expected));
-    return { value: parsed.data, source: "flag" };
+interface Level {
+  source: "config" | "env";
+  /** The file and field, or the variable, as warnings name it. */
+  where: { file: string; field: string };
+  variable: string | null;
+  raw: unknown;
+  /** Parses the raw value; `undefined` output means "explicitly not set" (CREATE_TASK_ON_FAILURE=0). */
+  schema: z.ZodType<unknown, unknown>;
+  /** Allowed values for this level's warning, when they differ from the setting's. */
+  expected?: string | undefined;
+}
+
+/**
+ * Walks flag > config.json > environment > default for one setting of the table, with the levels its
+ * row has; warnings name what was skipped and what applies.
+ */
+export function resolveSetting<K extends LeveledSetting>(
+  name: K,
+  input: WalkInput,
+): Resolved<z.output<(typeof LEVELED_SCHEMAS)[K]>> {
+  type T = z.output<(typeof LEVELED_SCHEMAS)[K]>;
+  const setting: SettingRow = SETTINGS[name];
+  const schema = LEVELED_SCHEMAS[name] as unknown as z.ZodType<T, unknown>;
+  const expected = SETTING_EXPECTED[name];
+  if (input.flag !== undefined) {
+    const parsed = schema.safeParse(input.flag);
+    if (!parsed.success) throw new HooksError("E_USAGE", invalidFlagValue(setting.flag ?? name, input.flag, expected));
+    return { value: parsed.data, source: "flag", variable: null };
   }
-  const rejected: Level<T>[] = [];
-  let chosen: { value: T; source: Source; from: string } | undefined;
-  for (const level of spec.levels) {
+  const levels: Level[] = [];
+  if (setting.field !== null && input.config !== undefined)
+    levels.push({
+      source: "config",
+      where: { file: input.file, field: setting.field },
+      variable: null,
+      raw: input.config[setting.field.slice("hooks.".length)],
+      schema,
+    });
+  for (const variable of setting.env)
+    levels.push({
+      source: "env",
+      where: { file: variable, field: "" },
+      variable,
+      raw: envValue(input.env, variable),
+      schema: ENV_SCHEMAS[variable]?.schema ?? schema,
+      expected: ENV_SCHEMAS[variable]?.expected,
+    });
+  const rejected: Level[] = [];
+  let chosen: { value: T; source: Source; variable: string | null; from: string } | undefined;
+  for (const level of levels) {
     if (level.raw === undefined || level.raw === null) continue;
     const parsed = level.schema.safeParse(level.raw);
     if (!parsed.success) {
@@ -287,23 +248,25 @@ function resolveSetting<T>(spec: SettingSpec<T>): { value: T; source: Source } {
       continue;
     }
     if (parsed.data === undefined) continue;
+    const { file, field } = level.where;
     chosen = {
-      value: parsed.data,
+      value: parsed.data as T,
       source: level.source,
-      from: level.where.field ? `${level.where.file} ${level.where.field}` : level.where.file,
+      variable: level.variable,
+      from: field ? `${file} ${field}` : file,
     };
     break;
   }
-  chosen ??= { value: spec.fallback, source: "default", from: "default" };
+  chosen ??= { value: setting.default as T, source: "default", variable: null, from: "default" };
   for (const level of rejected) {
-    spec.warnings.push(
-      invalidSettingValue(level.where.file, level.where.field, level.raw, level.expected ?? spec.expected, {
+    input.warnings.push(
+      invalidSettingValue(level.where.file, level.where.field, level.raw, level.expected ?? expected, {
         value: chosen.value,
         from: chosen.from,
       }),
     );
   }
-  return { value: chosen.value, source: chosen.source };
+  return { value: chosen.value, source: chosen.source, variable: chosen.variable };
 }
 
 /** An environment value, with empty or blank meaning not set (`VAR= command` is how shells unset). */

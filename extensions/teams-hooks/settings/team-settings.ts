@@ -17,16 +17,15 @@ import {
   FollowupOwnerSettingSchema,
   LIMIT_RANGES,
   MaxReopensSettingSchema,
-  SETTING_ENV,
-  SETTING_FLAGS,
-  resolvePolicy,
-  resolveTimeoutMs,
+  TimeoutMsSettingSchema,
+  resolveSetting,
   type EffectivePolicy,
   type PolicyFlags,
   type Source,
 } from "./options.js";
 import { type Problem, variableNamed } from "./problems.js";
-import { DEFAULT_WRITABLE_FIELDS, neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
+import { LIMIT_NAMES, SETTINGS, type LimitName, type SettingName } from "./table.js";
+import { neverWritableWarnings, WritableFieldsSchema } from "../contract/merge-patch.js";
 import {
   DEFER_TIMEOUT_MS,
   HANDLER_TIMEOUT_MS,
@@ -52,22 +51,16 @@ export type FailureMode = (typeof FAILURE_MODES)[number];
  * What a hook error (could not start, timed out, killed, invalid verdict, a limit) means, by default.
  * A start gate is closed: a gate that could not judge a claim does not admit it.
  */
-export const DEFAULT_FAILURE_MODES: Readonly<Record<HookEventName, FailureMode>> = Object.freeze({
-  task_completed: "closed",
-  task_failed: "closed",
-  idle: "open",
-  task_started: "closed",
-});
+export const DEFAULT_FAILURE_MODES: Readonly<Record<HookEventName, FailureMode>> = SETTINGS.failureMode.default;
 
-export const DEFAULT_LIMITS = Object.freeze({
-  /** Hooks in one event's chain (the v1 file plus `on_<event>.d/`). */
-  maxHooksPerEvent: 16,
-  /** The whole chain of one event, start of the first hook to end of the last. */
-  chainDeadlineMs: 300_000,
-  /** The context document of one invocation, in UTF-8 bytes. */
-  maxPayloadBytes: 8 * 1024 * 1024,
-});
-export type HookLimits = { -readonly [K in keyof typeof DEFAULT_LIMITS]: number };
+/**
+ * Hooks in one event's chain (the v1 file plus `on_<event>.d/`); the whole chain of one event, start
+ * of the first hook to end of the last; the context document of one invocation, in UTF-8 bytes.
+ */
+export const DEFAULT_LIMITS: Readonly<HookLimits> = Object.freeze(
+  Object.fromEntries(LIMIT_NAMES.map((name) => [name, SETTINGS[name].default])) as HookLimits,
+);
+export type HookLimits = Record<LimitName, number>;
 
 function whole(min: number, max: number) {
   return z
@@ -96,7 +89,7 @@ const FailureModeBlock = z.union([
  */
 export const SWEEP_MODES = ["auto", "always"] as const;
 export type SweepMode = (typeof SWEEP_MODES)[number];
-export const DEFAULT_SWEEP: SweepMode = "auto";
+export const DEFAULT_SWEEP: SweepMode = SETTINGS.sweep.default;
 export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
 
 /**
@@ -259,38 +252,65 @@ export function cappedLimitWarning(file: string, c: CappedLimit): string {
   return `${file}: ${c.field}: ${c.written} is ${where} — capped to ${c.value}; ${rest}`;
 }
 
+/**
+ * The schema of each setting's value as config.json, a flag or a variable writes it, by the settings
+ * table's names: the `hooks` block's schema takes its fields' from here (the failure mode's and the
+ * limits' inside their own objects); the precedence walk (settings/options.ts) takes the same schemas.
+ */
+export const SETTING_SCHEMAS = Object.freeze({
+  failureAction: FailureActionSettingSchema,
+  maxReopensPerTask: MaxReopensSettingSchema,
+  followupOwner: FollowupOwnerSettingSchema,
+  timeoutMs: TimeoutMsSettingSchema,
+  failureMode: FailureModeSettingSchema,
+  maxHooksPerEvent: limitValue,
+  chainDeadlineMs: limitValue,
+  maxPayloadBytes: limitValue,
+  sweep: SweepSettingSchema,
+  exitCodes: ExitCodesSettingSchema,
+  sandbox: SandboxSettingSchema,
+  deferTimeoutMs: limitValue,
+  writableFields: WritableFieldsSchema,
+  confidential: ConfidentialSchema,
+  redactEnv: RedactEnvSchema,
+  reassignOnReopen: z.boolean(),
+  projection: ProjectionSchema,
+  trustChanges: z.boolean(),
+  allowInsecureHooks: z.boolean(),
+} satisfies Record<SettingName, z.ZodType>);
+
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
 export const HooksBlockSchema = z
   .looseObject({
-    failureAction: FailureActionSettingSchema.nullish(),
-    maxReopensPerTask: MaxReopensSettingSchema.nullish(),
-    followupOwner: FollowupOwnerSettingSchema.nullish(),
+    failureAction: SETTING_SCHEMAS.failureAction.nullish(),
+    maxReopensPerTask: SETTING_SCHEMAS.maxReopensPerTask.nullish(),
+    followupOwner: SETTING_SCHEMAS.followupOwner.nullish(),
     failureMode: FailureModeBlock.nullish(),
-    sweep: SweepSettingSchema.nullish(),
-    exitCodes: ExitCodesSettingSchema.nullish(),
-    sandbox: SandboxSettingSchema.nullish(),
+    sweep: SETTING_SCHEMAS.sweep.nullish(),
+    exitCodes: SETTING_SCHEMAS.exitCodes.nullish(),
+    sandbox: SETTING_SCHEMAS.sandbox.nullish(),
     limits: LimitsSchema.nullish(),
     /** HTTP handlers: gates on other machines, run after an event's file hooks (settings/handlers.ts). */
     handlers: HandlersSchema.nullish(),
     /** Task templates the task API creates tasks from (settings/handlers.ts). */
     templates: TemplatesSchema.nullish(),
     /** How long a deferred gate waits for its decision before it fails (`defer_expired`). */
-    deferTimeoutMs: limitValue.nullish(),
+    deferTimeoutMs: SETTING_SCHEMAS.deferTimeoutMs.nullish(),
     /**
      * The fields a patch verdict may write (dotted paths); replaces the default, `metadata` (contract/merge-patch.ts).
      */
-    writableFields: WritableFieldsSchema.nullish(),
+    writableFields: SETTING_SCHEMAS.writableFields.nullish(),
     /** Gate name → the fields of the context document it may see (settings/privacy.ts). */
-    projection: ProjectionSchema.nullish(),
+    projection: SETTING_SCHEMAS.projection.nullish(),
     /** HTTP handlers and hook logs get no task content: identity and lifecycle only. */
-    confidential: ConfidentialSchema.nullish(),
+    confidential: SETTING_SCHEMAS.confidential.nullish(),
     /** Variables whose values are redacted from hook output, besides the handlers' secrets. */
-    redactEnv: RedactEnvSchema.nullish(),
+    redactEnv: SETTING_SCHEMAS.redactEnv.nullish(),
     /**
      * Whether the owner of a task the policy reopens is sent a `task_assignment` for it (default true), as
      * a team runtime hands out work: a worker that starts an owned task only when assigned takes it up again.
      */
-    reassignOnReopen: z.boolean().nullish(),
+    reassignOnReopen: SETTING_SCHEMAS.reassignOnReopen.nullish(),
     /** Each hook point's own declaration: modes, failure mode, writable fields, projection, participation, limits. */
     events: EventsBlockSchema.nullish(),
   })
@@ -375,6 +395,8 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return node;
 }
 
+const FAILURE_MODE_VARIABLE = SETTINGS.failureMode.env[0] ?? "PI_TEAMS_HOOKS_FAILURE_MODE";
+
 export interface ResolvedModes {
   modes: Readonly<Record<HookEventName, FailureMode>>;
   sources: Readonly<Record<HookEventName, "config" | "env" | "default">>;
@@ -388,14 +410,12 @@ export function resolveFailureModes(
 ): ResolvedModes {
   const warnings: string[] = [];
   let fromEnv: FailureMode | undefined;
-  const rawEnv = env.PI_TEAMS_HOOKS_FAILURE_MODE;
+  const variable = FAILURE_MODE_VARIABLE;
+  const rawEnv = env[variable];
   if (rawEnv !== undefined && rawEnv.trim() !== "") {
     const parsed = FailureModeSettingSchema.safeParse(rawEnv);
     if (parsed.success) fromEnv = parsed.data;
-    else
-      warnings.push(
-        `PI_TEAMS_HOOKS_FAILURE_MODE: ${JSON.stringify(rawEnv)} is not valid (expected closed or open) — ignored`,
-      );
+    else warnings.push(`${variable}: ${JSON.stringify(rawEnv)} is not valid (expected closed or open) — ignored`);
   }
   const configured = block.failureMode;
   const modes = {} as Record<HookEventName, FailureMode>;
@@ -457,13 +477,16 @@ export interface Effective<T, S extends Source = Source> {
 }
 
 export type PolicySetting = keyof EffectivePolicy;
-export type LimitName = keyof HookLimits;
+export type { LimitName } from "./table.js";
 
-/** What `doctor` and `policy get` show (JSON as is). */
-export interface SettingsReport {
-  values: EffectivePolicy;
-  sources: Record<PolicySetting, Source>;
-  origins: Record<PolicySetting, string>;
+/**
+ * Every setting in force, each in one shape, `{ value, source, origin }`: its value, the level it came
+ * from, and that level as people name it (settings/table.ts says which levels each setting has).
+ */
+export interface SettingsInForce {
+  failureAction: Effective<EffectivePolicy["failureAction"]>;
+  maxReopensPerTask: Effective<number>;
+  followupOwner: Effective<EffectivePolicy["followupOwner"]>;
   timeoutMs: Effective<number, Exclude<Source, "config">>;
   failureModes: Record<HookEventName, Effective<FailureMode>>;
   limits: Record<LimitName, Effective<number>>;
@@ -503,6 +526,16 @@ export interface SettingsReport {
   };
 }
 
+/**
+ * What `doctor` and `policy get` show (JSON as is): the settings in force, with the failure policy's
+ * three as `values`, `sources` and `origins` (`settingsReport`).
+ */
+export interface SettingsReport extends Omit<SettingsInForce, PolicySetting> {
+  values: EffectivePolicy;
+  sources: Record<PolicySetting, Source>;
+  origins: Record<PolicySetting, string>;
+}
+
 /** One hook point's settings in force: its own declaration's, else the team's. */
 export interface EventPoint {
   /** What its gates may do: admit always, transform, defer (task_completed and task_failed only). */
@@ -526,7 +559,9 @@ export interface TrustFlags {
  * each with where it came from: built once by `resolveSettings` per change of config.json or of the
  * flags, frozen, and passed whole to whatever fires an event (event/invoke.ts) — never re-spread.
  */
-export interface TeamSettings extends SettingsReport {
+export interface TeamSettings extends SettingsInForce {
+  /** The failure policy's values, as the policy takes them (the `value` of its three settings). */
+  values: EffectivePolicy;
   /** `--trust-changes`: gates changed since they were trusted run as they are (each change still said). */
   trustChanges: Effective<boolean, "flag" | "default">;
   /** `--allow-insecure-hooks`: world-writable gates and gates of other users run. */
@@ -548,16 +583,6 @@ export interface TeamSettings extends SettingsReport {
   warnings: string[];
 }
 
-const POLICY_FIELDS: Readonly<Record<PolicySetting, { field: string; env: string; flag: string }>> = {
-  failureAction: { field: "hooks.failureAction", env: SETTING_ENV.failureAction, flag: SETTING_FLAGS.failureAction },
-  maxReopensPerTask: {
-    field: "hooks.maxReopensPerTask",
-    env: SETTING_ENV.maxReopensPerTask,
-    flag: SETTING_FLAGS.maxReopens,
-  },
-  followupOwner: { field: "hooks.followupOwner", env: SETTING_ENV.followupOwner, flag: SETTING_FLAGS.followupOwner },
-};
-
 /**
  * Every setting in force: flag > config.json `hooks` > environment > default, where the `hooks` block
  * is config.json's if it checks whole, else the last valid one (`lastValid`), else none. Throws
@@ -570,116 +595,140 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
   // Its limits outside their range are capped, each said once (capLimits).
   const { block, capped } = capLimits(checked.ok ? checked.block : {});
   const raw = checked.ok ? checked.raw : {};
-  const policy = resolvePolicy({ flags: input.flags, config: raw, env: input.env, configFile: input.file });
-  const timeout = resolveTimeoutMs({ flag: input.timeoutFlag, env: input.env });
-  const modes = resolveFailureModes(block, input.env);
-  const limits = resolveLimits(block);
   const configName = path.basename(input.file);
-  const inConfig = (field: string): string =>
-    `${configName} ${field}${chosen.from === "kept" ? " (last valid block)" : ""}`;
-
-  const policyOrigin = (setting: PolicySetting): string => {
-    const where = POLICY_FIELDS[setting];
-    const source = policy.sources[setting];
-    if (source === "config") return inConfig(where.field);
-    if (source === "flag") return where.flag;
-    if (source === "default") return "default";
-    // failureAction has two variables; the newer one wins when it holds a valid value.
-    if (setting === "failureAction" && !FailureActionSettingSchema.safeParse(input.env[where.env] ?? "").success)
-      return SETTING_ENV.createTaskOnFailure;
-    return where.env;
-  };
-  const failureModes = {} as Record<HookEventName, Effective<FailureMode>>;
-  for (const event of HOOK_EVENTS) {
-    const own = block.events?.[event]?.failureMode;
-    if (own) {
-      failureModes[event] = { value: own, source: "config", origin: inConfig(`hooks.events.${event}.failureMode`) };
-      continue;
-    }
-    const source = modes.sources[event];
-    const field = typeof block.failureMode === "string" ? "hooks.failureMode" : `hooks.failureMode.${event}`;
-    const origin = source === "config" ? inConfig(field) : source === "env" ? "PI_TEAMS_HOOKS_FAILURE_MODE" : "default";
-    failureModes[event] = { value: modes.modes[event], source, origin };
-  }
-  const limitRows = {} as Record<LimitName, Effective<number>>;
+  const keptNote = chosen.from === "kept" ? " (last valid block)" : "";
   const cappedNote = (field: string): string => {
     const c = capped.find((x) => x.field === field);
     return c ? ` (${c.written}, capped to its ${c.bound})` : "";
   };
-  for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
-    const fromConfig = block.limits?.[name] !== undefined;
-    const field = `hooks.limits.${name}`;
-    limitRows[name] = {
-      value: limits[name],
-      source: fromConfig ? "config" : "default",
-      origin: fromConfig ? `${inConfig(field)}${cappedNote(field)}` : "default",
-    };
+  /** A config.json field as an origin: `config.json hooks.limits.maxHooksPerEvent (500, capped to its ceiling)`. */
+  const inConfig = (field: string): string => `${configName} ${field}${keptNote}${cappedNote(field)}`;
+  /** A setting of the table as found at a level: its origin is that level's name (flag, field, variable, `default`). */
+  function effective<T, S extends Source>(
+    name: SettingName,
+    value: T,
+    source: S,
+    at: { field?: string; variable?: string | null } = {},
+  ): Effective<T, S> {
+    const setting = SETTINGS[name];
+    const origin =
+      source === "flag"
+        ? (setting.flag ?? name)
+        : source === "config"
+          ? inConfig(at.field ?? setting.field ?? name)
+          : source === "env"
+            ? (at.variable ?? setting.env[0] ?? name)
+            : "default";
+    return { value, source, origin };
   }
-  const timeoutOrigin =
-    timeout.source === "flag" ? SETTING_FLAGS.timeoutMs : timeout.source === "env" ? SETTING_ENV.timeoutMs : "default";
-  const sweep = resolveSweep(block);
-  const deferFromConfig = block.deferTimeoutMs !== undefined && block.deferTimeoutMs !== null;
-  function fromConfig<T>(value: T | null | undefined, field: string, fallback: T): Effective<T, "config" | "default"> {
-    return value === undefined || value === null
-      ? { value: fallback, source: "default", origin: "default" }
-      : { value, source: "config", origin: inConfig(field) };
+  /** A setting config.json may give (at `field`, its own by default), else its default. */
+  function fromBlock<T>(
+    name: SettingName,
+    written: T | null | undefined,
+    fallback: T,
+    field?: string,
+  ): Effective<T, "config" | "default"> {
+    return written === undefined || written === null
+      ? effective(name, fallback, "default")
+      : effective(name, written, "config", field === undefined ? {} : { field });
   }
+
+  // Flag > config.json > environment > default, walked by the table's rows (a bad flag throws first
+  // for the policy, then for the timeout); warnings in the order timeout, policy, failure modes.
+  const policyWarnings: string[] = [];
+  const flags = input.flags ?? {};
+  const walk = { config: raw, env: input.env, file: input.file, warnings: policyWarnings };
+  const failureAction = resolveSetting("failureAction", { ...walk, flag: flags.failureAction });
+  const maxReopensPerTask = resolveSetting("maxReopensPerTask", { ...walk, flag: flags.maxReopens });
+  const followupOwner = resolveSetting("followupOwner", { ...walk, flag: flags.followupOwner });
+  const timeoutWarnings: string[] = [];
+  const timeout = resolveSetting("timeoutMs", { ...walk, flag: input.timeoutFlag, warnings: timeoutWarnings });
+  const modes = resolveFailureModes(block, input.env);
+
+  const failureModes = {} as Record<HookEventName, Effective<FailureMode>>;
+  for (const event of HOOK_EVENTS) {
+    const own = block.events?.[event]?.failureMode;
+    const source = own ? "config" : modes.sources[event];
+    const team = typeof block.failureMode === "string" ? "hooks.failureMode" : `hooks.failureMode.${event}`;
+    const field = own ? `hooks.events.${event}.failureMode` : team;
+    failureModes[event] = effective("failureMode", own ?? modes.modes[event], source, { field });
+  }
+  const limitRows = {} as Record<LimitName, Effective<number>>;
+  for (const name of LIMIT_NAMES) limitRows[name] = fromBlock(name, block.limits?.[name], SETTINGS[name].default);
 
   const withheld = keepRefusedPrivacy(chosen.valid || input.noBlock ? null : input.hooks, input.file, {
-    confidential: fromConfig(block.confidential, "hooks.confidential", false),
-    redactEnv: fromConfig(
-      block.redactEnv ? [...block.redactEnv] : block.redactEnv,
-      "hooks.redactEnv",
-      [] as readonly string[],
-    ),
+    confidential: fromBlock("confidential", block.confidential, SETTINGS.confidential.default),
+    redactEnv: fromBlock("redactEnv", block.redactEnv ? [...block.redactEnv] : null, SETTINGS.redactEnv.default),
   });
-  const projection = fromConfig(block.projection, "hooks.projection", {} as Projection);
-  const writableFields: Effective<readonly string[], "config" | "default"> = block.writableFields
-    ? { value: [...block.writableFields], source: "config", origin: inConfig("hooks.writableFields") }
-    : { value: DEFAULT_WRITABLE_FIELDS, source: "default", origin: "default" };
-  const events = {} as Record<HookEventName, EventPoint>;
-  for (const event of HOOK_EVENTS) {
-    const own = block.events?.[event];
-    const field = (name: string): string => `hooks.events.${event}.${name}`;
-    const pointLimits = {} as Record<LimitName, Effective<number>>;
-    for (const name of Object.keys(DEFAULT_LIMITS) as LimitName[]) {
-      const value = own?.limits?.[name];
-      pointLimits[name] =
-        value === undefined
-          ? limitRows[name]
-          : {
-              value,
-              source: "config",
-              origin: `${inConfig(field(`limits.${name}`))}${cappedNote(field(`limits.${name}`))}`,
-            };
-    }
-    events[event] = {
-      modes: own?.modes
-        ? { value: [...own.modes], source: "config", origin: inConfig(field("modes")) }
-        : { value: defaultModes(event), source: "default", origin: "default" },
-      participation: fromConfig(own?.participation, field("participation"), "both" as Participation),
-      writableFields: own?.writableFields
-        ? { value: [...own.writableFields], source: "config", origin: inConfig(field("writableFields")) }
-        : writableFields,
-      projection: own?.projection
-        ? { value: { ...projection.value, ...own.projection }, source: "config", origin: inConfig(field("projection")) }
-        : projection,
-      limits: pointLimits,
-    };
-  }
-  const flagged = (value: boolean | undefined, flag: string): Effective<boolean, "flag" | "default"> =>
-    value === true ? { value, source: "flag", origin: flag } : { value: false, source: "default", origin: "default" };
+  const projection = fromBlock("projection", block.projection, SETTINGS.projection.default as Projection);
+  const writableFields = fromBlock(
+    "writableFields",
+    block.writableFields ? [...block.writableFields] : null,
+    SETTINGS.writableFields.default,
+  );
+  const events = eventPoints(block, { limits: limitRows, writableFields, projection }, inConfig);
+  const flagged = (name: "trustChanges" | "allowInsecureHooks"): Effective<boolean, "flag" | "default"> =>
+    input.trustFlags?.[name] === true ? effective(name, true, "flag") : effective(name, false, "default");
 
   // Every warning as data (settings/problems.ts); `warnings` is their messages, in this order.
-  const fallen = [...timeout.warnings, ...policy.warnings, ...modes.warnings];
-  const problems: Problem[] = [
+  const fallen = [...timeoutWarnings, ...policyWarnings, ...modes.warnings];
+  const problems = settingProblems({ chosen, capped, fallen, block, raw, file: input.file });
+  const policy = {
+    failureAction: effective("failureAction", failureAction.value, failureAction.source, failureAction),
+    maxReopensPerTask: effective("maxReopensPerTask", maxReopensPerTask.value, maxReopensPerTask.source),
+    followupOwner: effective("followupOwner", followupOwner.value, followupOwner.source, followupOwner),
+  };
+  return deepFreeze({
+    ...policy,
+    values: {
+      failureAction: failureAction.value,
+      maxReopensPerTask: maxReopensPerTask.value,
+      followupOwner: followupOwner.value,
+    },
+    timeoutMs: effective("timeoutMs", timeout.value, timeout.source as Exclude<Source, "config">, timeout),
+    failureModes,
+    limits: limitRows,
+    sweep: fromBlock("sweep", block.sweep, SETTINGS.sweep.default),
+    exitCodes: fromBlock("exitCodes", block.exitCodes, SETTINGS.exitCodes.default),
+    sandbox: fromBlock("sandbox", block.sandbox, SETTINGS.sandbox.default),
+    handlers: [...(block.handlers ?? [])],
+    templates: { ...(block.templates ?? {}) },
+    deferTimeoutMs: fromBlock("deferTimeoutMs", block.deferTimeoutMs, SETTINGS.deferTimeoutMs.default),
+    writableFields,
+    projection,
+    // A refused block still says what to withhold: its redaction and confidentiality are kept (settings/privacy.ts).
+    ...withheld,
+    reassignOnReopen: fromBlock("reassignOnReopen", block.reassignOnReopen, SETTINGS.reassignOnReopen.default),
+    events,
+    block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
+    trustChanges: flagged("trustChanges"),
+    allowInsecureHooks: flagged("allowInsecureHooks"),
+    privacy: privacyOf({ projection, ...withheld }),
+    // A copy: the caller's config object stays its own (this one is frozen).
+    hooksBlock: structuredClone(raw),
+    refusal: chosen.refusal,
+    capped,
+    problems,
+    warnings: problems.map((p) => p.message),
+  });
+}
+
+/** Every problem of a team's settings, in order: the block's, limits capped, variables that fell back, fields never writable, keys unknown. */
+function settingProblems(found: {
+  chosen: ChosenBlock;
+  capped: readonly CappedLimit[];
+  fallen: readonly string[];
+  block: HooksBlock;
+  raw: Record<string, unknown>;
+  file: string;
+}): Problem[] {
+  const { chosen, capped, fallen, block, raw, file } = found;
+  return [
     ...chosen.problems.map((message, index): Problem => {
       const where = chosen.found[index] ?? { kind: "setting_invalid" as const, path: "hooks" };
       return { ...where, message };
     }),
-    ...capped.map(
-      (c): Problem => ({ kind: "setting_capped", path: c.field, message: cappedLimitWarning(input.file, c) }),
-    ),
+    ...capped.map((c): Problem => ({ kind: "setting_capped", path: c.field, message: cappedLimitWarning(file, c) })),
     ...fallen.map((message): Problem => ({ kind: "env_ignored", path: variableNamed(message), message })),
     ...neverWritableWarnings(block.writableFields).map(
       (message): Problem => ({ kind: "setting_ignored", path: "hooks.writableFields", message }),
@@ -693,52 +742,44 @@ export function resolveSettings(input: SettingsInput): TeamSettings {
         }),
       ),
     ),
-    ...unknownKeyWarnings(raw, input.file),
+    ...unknownKeyWarnings(raw, file),
   ];
-  return deepFreeze({
-    values: { ...policy.policy },
-    sources: { ...policy.sources },
-    origins: {
-      failureAction: policyOrigin("failureAction"),
-      maxReopensPerTask: policyOrigin("maxReopensPerTask"),
-      followupOwner: policyOrigin("followupOwner"),
-    },
-    timeoutMs: { value: timeout.value, source: timeout.source, origin: timeoutOrigin },
-    failureModes,
-    limits: limitRows,
-    sweep: { ...sweep, origin: sweep.source === "config" ? inConfig("hooks.sweep") : "default" },
-    exitCodes: block.exitCodes
-      ? { value: block.exitCodes, source: "config", origin: inConfig("hooks.exitCodes") }
-      : { value: "v1", source: "default", origin: "default" },
-    sandbox: block.sandbox
-      ? { value: block.sandbox, source: "config", origin: inConfig("hooks.sandbox") }
-      : { value: "auto", source: "default", origin: "default" },
-    handlers: [...(block.handlers ?? [])],
-    templates: { ...(block.templates ?? {}) },
-    deferTimeoutMs: deferFromConfig
-      ? {
-          value: block.deferTimeoutMs ?? DEFER_TIMEOUT_MS.default,
-          source: "config",
-          origin: `${inConfig("hooks.deferTimeoutMs")}${cappedNote("hooks.deferTimeoutMs")}`,
-        }
-      : { value: DEFER_TIMEOUT_MS.default, source: "default", origin: "default" },
-    writableFields,
-    projection,
-    // A refused block still says what to withhold: its redaction and confidentiality are kept (settings/privacy.ts).
-    ...withheld,
-    reassignOnReopen: fromConfig(block.reassignOnReopen, "hooks.reassignOnReopen", true),
-    events,
-    block: { valid: chosen.valid, from: chosen.from, problems: chosen.problems },
-    trustChanges: flagged(input.trustFlags?.trustChanges, "--trust-changes"),
-    allowInsecureHooks: flagged(input.trustFlags?.allowInsecureHooks, "--allow-insecure-hooks"),
-    privacy: privacyOf({ projection, ...withheld }),
-    // A copy: the caller's config object stays its own (this one is frozen).
-    hooksBlock: structuredClone(raw),
-    refusal: chosen.refusal,
-    capped,
-    problems,
-    warnings: problems.map((p) => p.message),
-  });
+}
+
+/** Each hook point as its event sees it: its own declaration (`hooks.events.<event>`), else the team's settings. */
+function eventPoints(
+  block: HooksBlock,
+  team: Pick<SettingsInForce, "limits" | "writableFields" | "projection">,
+  inConfig: (field: string) => string,
+): Record<HookEventName, EventPoint> {
+  const events = {} as Record<HookEventName, EventPoint>;
+  const { limits: limitRows, writableFields, projection } = team;
+  for (const event of HOOK_EVENTS) {
+    const own = block.events?.[event];
+    const field = (name: string): string => `hooks.events.${event}.${name}`;
+    const pointLimits = {} as Record<LimitName, Effective<number>>;
+    for (const name of LIMIT_NAMES) {
+      const value = own?.limits?.[name];
+      pointLimits[name] =
+        value === undefined ? limitRows[name] : { value, source: "config", origin: inConfig(field(`limits.${name}`)) };
+    }
+    events[event] = {
+      modes: own?.modes
+        ? { value: [...own.modes], source: "config", origin: inConfig(field("modes")) }
+        : { value: defaultModes(event), source: "default", origin: "default" },
+      participation: own?.participation
+        ? { value: own.participation, source: "config", origin: inConfig(field("participation")) }
+        : { value: "both", source: "default", origin: "default" },
+      writableFields: own?.writableFields
+        ? { value: [...own.writableFields], source: "config", origin: inConfig(field("writableFields")) }
+        : writableFields,
+      projection: own?.projection
+        ? { value: { ...projection.value, ...own.projection }, source: "config", origin: inConfig(field("projection")) }
+        : projection,
+      limits: pointLimits,
+    };
+  }
+  return events;
 }
 
 /** The modes of a hook point without a declaration: admit and transform, and defer where the event can be held. */
@@ -786,11 +827,57 @@ function deepFreeze<T>(value: T): T {
   return Object.freeze(value);
 }
 
-/** The part of the settings `doctor` and `policy get` show. */
-export function settingsReport(settings: TeamSettings): SettingsReport {
-  const { trustChanges, allowInsecureHooks, privacy, hooksBlock, refusal, capped, problems, warnings, ...report } =
+/** The part of the settings `doctor` and `policy get` show: the failure policy as `values`, `sources` and `origins`. */
+export function settingsReport(settings: SettingsInForce): SettingsReport {
+  const { failureAction, maxReopensPerTask, followupOwner, timeoutMs, failureModes, limits, sweep, exitCodes } =
     settings;
-  return report;
+  const policy = { failureAction, maxReopensPerTask, followupOwner };
+  const each = <T>(pick: (e: Effective<unknown>) => T): { [K in PolicySetting]: T } => ({
+    failureAction: pick(policy.failureAction),
+    maxReopensPerTask: pick(policy.maxReopensPerTask),
+    followupOwner: pick(policy.followupOwner),
+  });
+  return {
+    values: {
+      failureAction: failureAction.value,
+      maxReopensPerTask: maxReopensPerTask.value,
+      followupOwner: followupOwner.value,
+    },
+    sources: each((e) => e.source),
+    origins: each((e) => e.origin),
+    timeoutMs,
+    failureModes,
+    limits,
+    sweep,
+    exitCodes,
+    sandbox: settings.sandbox,
+    handlers: settings.handlers,
+    templates: settings.templates,
+    deferTimeoutMs: settings.deferTimeoutMs,
+    writableFields: settings.writableFields,
+    projection: settings.projection,
+    confidential: settings.confidential,
+    redactEnv: settings.redactEnv,
+    reassignOnReopen: settings.reassignOnReopen,
+    events: settings.events,
+    block: settings.block,
+  };
+}
+
+/** The settings in force a report shows (`settingsReport`'s inverse): the failure policy's three, each whole again. */
+export function reportInForce(report: SettingsReport): SettingsInForce {
+  const { values, sources, origins, ...rest } = report;
+  const each = <K extends PolicySetting>(key: K): Effective<EffectivePolicy[K]> => ({
+    value: values[key],
+    source: sources[key],
+    origin: origins[key],
+  });
+  return {
+    failureAction: each("failureAction"),
+    maxReopensPerTask: each("maxReopensPerTask"),
+    followupOwner: each("followupOwner"),
+    ...rest,
+  };
 }
 
 /** What one event needs of the privacy settings: the projection, confidentiality, the variables to redact. */

@@ -1,6 +1,7 @@
 /**
  * The reference blocks of docs/cli.md, made from the command table as `--help` is: the command list,
- * and per command its usage, its forms and flags, and its exit statuses. Each block sits between
+ * and per command its usage, its forms and flags, and its exit statuses; and the settings, from the
+ * settings table (settings/table.ts). Each block sits between
  * `<!-- generated:cli ID -->` and `<!-- /generated -->`; the prose around them is written by hand.
  * `npm run docs:cli` writes them (scripts/docs-cli.mjs), and a test fails when one is stale.
  */
@@ -124,17 +125,52 @@ function commandsBlock(commands: readonly CommandSpec[]): string {
   );
 }
 
+/** One setting as the settings block shows it (settings/table.ts `settingDocs` makes them). */
+export interface SettingDoc {
+  name: string;
+  /** The flag of `run`, `watch` and `config`; null: none. */
+  flag: string | null;
+  /** The flag of `policy set` that writes it; null: none. */
+  setFlag: string | null;
+  /** Its config.json field; null: none. */
+  field: string | null;
+  env: readonly string[];
+  default: string;
+  doc: string;
+}
+
+/** Every setting, one row each: where it can be given, its default, what it decides. */
+function settingsBlock(settings: readonly SettingDoc[]): string {
+  const or = (texts: ReadonlyArray<string | null>): string =>
+    texts.flatMap((text) => (text === null ? [] : [code(text)])).join(", ") || "-";
+  return table(
+    ["setting", "flag", "config.json", "environment", "default", "what it decides"],
+    settings.map((s) => [
+      code(s.name),
+      or(s.flag === s.setFlag ? [s.flag] : [s.flag, s.setFlag === null ? null : `policy set ${s.setFlag}`]),
+      or([s.field]),
+      or(s.env),
+      code(s.default),
+      cell(s.doc),
+    ]),
+  );
+}
+
 /**
  * Every block docs/cli.md holds, by id: `commands`, and `<command> usage`, `<command> flags`,
- * `<command> exit` for each command.
+ * `<command> exit` for each command, then `settings`: every setting, from the settings table.
  */
-export function cliReferenceBlocks(commands: readonly CommandSpec[]): Map<string, string> {
+export function cliReferenceBlocks(
+  commands: readonly CommandSpec[],
+  settings: readonly SettingDoc[],
+): Map<string, string> {
   const blocks = new Map<string, string>([["commands", commandsBlock(commands)]]);
   for (const spec of commands) {
     blocks.set(`${spec.name} usage`, usageBlock(spec));
     blocks.set(`${spec.name} flags`, flagsBlock(spec));
     blocks.set(`${spec.name} exit`, exitBlock(spec));
   }
+  blocks.set("settings", settingsBlock(settings));
   return blocks;
 }
 
