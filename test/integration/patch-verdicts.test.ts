@@ -24,6 +24,7 @@ import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
+import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
 import { readLogs, waitUntil, workerOp } from "../helpers/leader-rig.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -52,7 +53,7 @@ beforeEach(async () => {
     metadata: { completedAt: "2026-12-04T10:00:00.000Z", labels: ["old"], draft: true },
   });
   team = await makeTempTeam({ teamId: "patch", tasks: [completed] });
-  identity = { teamId: "patch", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  identity = teamIdentity(team);
   hooksDir = path.join(team.teamsRoot, "_hooks");
   fs.mkdirSync(hooksDir, { recursive: true });
 });
@@ -75,23 +76,14 @@ function request({ policy = POLICY, writableFields, limits, handlers, ...over }:
     ...(limits ? { limits } : {}),
     ...(handlers ? { handlers } : {}),
   };
-  return {
-    setup: {
-      identity,
-      hooksDir,
-      teamHooksDir: null,
-      cwd: team.teamsRoot,
-      settings: teamSettings({ hooks, timeoutMs: 5_000 }),
-    },
-    event: "task_completed",
+  const base = {
+    team,
+    hooksDir,
+    settings: { hooks, timeoutMs: 5_000 },
     key: KEY,
-    taskId: "1",
-    member: "alice",
     timestamp: "2026-12-04T10:00:00.000Z",
-    applyPolicy: policy !== null,
-    env: process.env,
-    ...over,
   };
+  return eventRequest({ ...base, applyPolicy: policy !== null }, over);
 }
 
 /** What applying a decision needs of the team: its identity and settings. */
