@@ -9,7 +9,6 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import {
-  type LeaderProcess,
   type LeaderRig,
   readAllTaskFiles,
   readInboxFile,
@@ -17,8 +16,9 @@ import {
   readLogs,
   readTaskFile,
   useLeaderRig,
+  holdTask,
 } from "../helpers/leader-rig.js";
-import { api, codeOf, createKey, startServe } from "../helpers/serve-rig.js";
+import { api, codeOf, createKey, teamKey, startServeFor } from "../helpers/serve-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -39,15 +39,6 @@ async function gateRuns(team: TempTeam): Promise<number> {
     .length;
 }
 
-/** Completes `id` and waits for its held event; returns the deferral's run id. */
-async function hold(rig: LeaderRig, team: TempTeam, leader: LeaderProcess, id: string): Promise<string> {
-  await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
-  const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred" && e.taskId === id);
-  const runId = event?.deferral?.runId ?? "";
-  if (!runId) throw new Error(`no run id in ${JSON.stringify(event)}`);
-  return runId;
-}
-
 const decisionRoute = (team: TempTeam, runId: string) => `/api/v1/teams/${team.teamId}/runs/${runId}/decision`;
 
 describe.concurrent("decisions of held gates through the task API", () => {
@@ -56,20 +47,11 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { failureAction: "reopen_followup" } } });
     await deferringGate(rig, team);
-    const key = await createKey(team.teamsRoot, [
-      "--name",
-      "ci",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const key = await teamKey(team.teamsRoot, "ci", "gates:decide", team.teamId);
+    const serve = await startServeFor(context, team.teamsRoot);
 
     const first = await rig.leader(team, ARGS);
-    const runId = await hold(rig, team, first, "1");
+    const runId = await holdTask(rig, team, first, "1");
     expect((await readTaskFile(team, "1")).metadata).toMatchObject({
       qualityGateStatus: "deferred",
       qualityGateDeferredRunId: runId,
@@ -139,19 +121,10 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { failureAction: "reopen" } } });
     await deferringGate(rig, team);
-    const key = await createKey(team.teamsRoot, [
-      "--name",
-      "review",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const key = await teamKey(team.teamsRoot, "review", "gates:decide", team.teamId);
+    const serve = await startServeFor(context, team.teamsRoot);
     const leader = await rig.leader(team, ARGS);
-    const runId = await hold(rig, team, leader, "1");
+    const runId = await holdTask(rig, team, leader, "1");
     await leader.stop();
 
     const answer = await api(serve.url, "POST", decisionRoute(team, runId), {
@@ -178,15 +151,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { deferTimeoutMs: 1000 } } });
     await deferringGate(rig, team);
-    const decider = await createKey(team.teamsRoot, [
-      "--name",
-      "ci",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
+    const decider = await teamKey(team.teamsRoot, "ci", "gates:decide", team.teamId);
     const reader = await createKey(team.teamsRoot, [
       "--name",
       "reader",
@@ -196,19 +161,10 @@ describe.concurrent("decisions of held gates through the task API", () => {
       team.teamId,
       "--all-templates",
     ]);
-    const elsewhere = await createKey(team.teamsRoot, [
-      "--name",
-      "other",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      "beta",
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const elsewhere = await teamKey(team.teamsRoot, "other", "gates:decide", "beta");
+    const serve = await startServeFor(context, team.teamsRoot);
     const leader = await rig.leader(team, ARGS);
-    const runId = await hold(rig, team, leader, "1");
+    const runId = await holdTask(rig, team, leader, "1");
     const route = decisionRoute(team, runId);
     await leader.stop(); // the hold stays; nothing expires it while no leader runs
 

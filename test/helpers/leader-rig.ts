@@ -479,6 +479,23 @@ export async function completeTasks(team: TempTeam, ids: string[]): Promise<Reco
   return final;
 }
 
+/**
+ * A worker completes task `id` (default `1`) and the running `leader` holds it (its gate defers): the held run's id,
+ * which a decision names.
+ */
+export async function holdTask(
+  rig: Pick<LeaderRig, "worker">,
+  team: TempTeam,
+  leader: LeaderProcess,
+  id = "1",
+): Promise<string> {
+  await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
+  const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred" && e.taskId === id);
+  const runId = event?.deferral?.runId ?? "";
+  if (!runId) throw new Error(`no held run in ${JSON.stringify(event)}\n${leader.describe()}`);
+  return runId;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Processes
 
