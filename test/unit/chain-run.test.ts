@@ -14,7 +14,7 @@ import type { InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js
 import { discoverChain } from "../../extensions/teams-hooks/gates/chain.js";
 import { makeInvocation } from "../helpers/invocation.js";
 import { eventRequest } from "../helpers/invoke-request.js";
-import { type SettingsFor } from "../helpers/team-settings.js";
+import type { SettingsFor } from "../helpers/team-settings.js";
 import { tempTeams, type TempTeam } from "../helpers/temp-team.js";
 
 const team = tempTeams({ teamId: "chain-unit" });
