@@ -17,6 +17,7 @@ import {
   readTaskFile,
   useLeaderRig,
   holdTask,
+  waitUntil,
 } from "../helpers/leader-rig.js";
 import { api, codeOf, createKey, teamKey, startServeFor } from "../helpers/serve-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
@@ -210,8 +211,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
     // Past its deadline (1 s) the gate is expired, whatever is asked: a closed error, and a 409 says so.
     const until = Date.parse(String((await readTaskFile(team, "1")).metadata?.qualityGateDeferredUntil));
     expect(Number.isFinite(until)).toBe(true);
-    // the deadline is the condition
-    while (Date.now() <= until) await new Promise((resolve) => setTimeout(resolve, until - Date.now() + 5));
+    await waitUntil("the gate's deadline past", () => Date.now() > until, { timeoutMs: 5_000 });
     const late = await api(serve.url, "POST", route, { key: decider, body: { decision: "allow" } });
     expect([late.status, codeOf(late)], JSON.stringify(late.json)).toEqual([409, "defer_expired"]);
     expect(await readTaskFile(team, "1")).toMatchObject({

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { readLogs, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -163,8 +163,7 @@ describe.concurrent("a sandboxed gate", () => {
       "--json",
     ]);
     const idFile = path.join(work, "run-id");
-    const deadline = Date.now() + 20_000;
-    while (!existsSync(idFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil("the gate's run id", () => existsSync(idFile), { timeoutMs: 20_000 });
     const runId = (await readFile(idFile, "utf8")).trim();
     const allow = '{"decision":"allow"}\n';
     // Every name a process of the machine could guess: the shared temp dir's old names for the run.

@@ -259,6 +259,15 @@ export async function waitUntil<T>(
   }
 }
 
+/**
+ * Lets `ms` go by: the window of a negative check, where only time can show that something does NOT happen (a second
+ * run, a second warning, a start before its turn). Never a wait for something to happen: wait on its condition
+ * (`waitUntil`, `LeaderProcess.waitFor`).
+ */
+export function elapse(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The built binary
 

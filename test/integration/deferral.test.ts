@@ -366,7 +366,7 @@ describe("decideDeferral without a leader", () => {
     const ledger = path.join(team.teamDir, "hook-state", "ledger.jsonl");
     fs.writeFileSync(ledger, `${JSON.stringify({ op: "begin", key: KEY, at: "t", runId, attempt: 1 })}\n`);
     const answer = decide(runId, { decision: "allow", by: "ci" }, { env: {}, waitForLeaderMs: 5_000 });
-    setTimeout(() => fs.renameSync(aside, file), 300);
+    setTimeout(() => fs.renameSync(aside, file), 300); // the scenario, not a wait: the leader is back 0.3 s later
     expect(await answer).toMatchObject({ kind: "applied" });
     expect(deferral(runId).applied).toBeDefined();
   });

@@ -25,7 +25,7 @@ import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/lea
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
-import { readLogs, waitUntil, workerOp } from "../helpers/leader-rig.js";
+import { readLogs, waitUntil, workerOp, elapse } from "../helpers/leader-rig.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -356,8 +356,7 @@ describe("under the task lock", () => {
     const exited = new Promise<number | null>((resolve) => worker.on("exit", (code) => resolve(code)));
     try {
       // The worker has written at least once before the first gate runs.
-      for (let i = 0; i < 500 && task().metadata?.comment === undefined; i++)
-        await new Promise((r) => setTimeout(r, 10));
+      await waitUntil("the worker's first write", () => task().metadata?.comment !== undefined, { timeoutMs: 5_000 });
       expect(task().metadata?.comment).toBeDefined();
       const startedAt = task().metadata?.comment as number;
       const rounds = 5;
@@ -609,8 +608,8 @@ describe("the leader", () => {
         JSON.stringify({ ...before, status: "completed", updatedAt: new Date().toISOString() }),
       );
       await waitUntil("the gate", () => events().length === 1);
-      // Long enough for a few reconcile scans: a patched updatedAt ran the gate again every 20 ms.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // A negative check: long enough for a few reconcile scans (a patched updatedAt ran the gate again every 20 ms).
+      await elapse(1_500);
       await leader.stop();
       expect(events()).toHaveLength(1);
       const after = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;

@@ -6,6 +6,7 @@
 import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { elapse } from "../helpers/leader-rig.js";
 import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { listHookLogs } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
@@ -29,7 +30,7 @@ describe("notBefore", () => {
     let release = (): void => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
     const running = runHook(touching(marker), makeInvocation(), { cwd: tmp, timeoutMs: 10_000, notBefore: gate });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // time it would need to start (it must not)
+    await elapse(300); // a negative check: the time it would need to start (it must not)
     expect(existsSync(marker)).toBe(false);
     release();
     expect(await running).toMatchObject({ outcome: "passed", exitCode: 0 });
