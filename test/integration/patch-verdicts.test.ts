@@ -11,6 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startLeaderHere } from "../helpers/leader-here.js";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
 import type { DeferralRecord } from "../../extensions/teams-hooks/deferrals/record.js";
@@ -20,8 +21,8 @@ import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.j
 import { HandlerSchema, type HandlerDef } from "../../extensions/teams-hooks/settings/handlers.js";
 import { DEFAULT_LIMITS, type HookLimits } from "../../extensions/teams-hooks/settings/team-settings.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
-import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
-import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
+import type { Leader } from "../../extensions/teams-hooks/leader/leader.js";
+import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
 import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
@@ -122,22 +123,8 @@ async function watchTeam(
     processCwd: watched.teamsRoot,
     policyFlags: {},
   });
-  const notices: LeaderNotice[] = [];
-  const leader = new Leader({
-    setup,
-    env,
-    concurrency: 1,
-    inbox: "off",
-    reconcileMs: 200,
-    poll: false,
-    pollIntervalMs: 250,
-    catchUp: false,
-    report: (n) => notices.push(n),
-  });
-  leaders.push(leader);
-  await leader.start();
-  await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
-  return { leader, events: () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : [])) };
+  const { leader, events } = await startLeaderHere(setup, env, {}, leaders);
+  return { leader, events };
 }
 
 describe("what a patch may write", () => {

@@ -7,6 +7,7 @@
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { leaderOptions } from "../helpers/leader-here.js";
 import type { HookEvent } from "../../extensions/teams-hooks/contract/events.js";
 import { type HeldEvent, readHolds } from "../../extensions/teams-hooks/holds/holds-file.js";
 import { Holds } from "../../extensions/teams-hooks/holds/held-events.js";
@@ -48,18 +49,7 @@ async function rig(): Promise<Rig> {
   const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });
   await chmod(gate, 0o755);
   const notices: LeaderNotice[] = [];
-  const ctx = new LeaderContext({
-    setup,
-    env,
-    concurrency: 1,
-    inbox: "off",
-    reconcileMs: 200,
-    poll: false,
-    pollIntervalMs: 1_000,
-    catchUp: false,
-    report: (notice) => notices.push(notice),
-    now: () => new Date(AT),
-  });
+  const ctx = new LeaderContext(leaderOptions(setup, env, notices, { now: () => new Date(AT) }));
   ctx.ledger = await Ledger.open(made.teamDir);
   ctx.state = "watching";
   const ran: HookEvent[] = [];
