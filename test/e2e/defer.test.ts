@@ -29,7 +29,7 @@ import {
   waitUntil,
   holdTask,
 } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const execFile = promisify(execFileCb);
 const outerRig = useLeaderRig();
@@ -52,8 +52,7 @@ async function deferringGate(rig: LeaderRig, team: TempTeam): Promise<void> {
 }
 
 async function gateRuns(team: TempTeam): Promise<number> {
-  return (await readFile(path.join(team.teamDir, "gate-runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean)
-    .length;
+  return (await runs(team, "gate-runs.txt")).length;
 }
 
 const deferralsDir = (team: TempTeam) => path.join(team.teamDir, "hook-state", "deferrals");

@@ -1,12 +1,3 @@
-/**
- * Decisions of held gates through the task API (`POST /api/v1/teams/{team}/runs/{runId}/decision`),
- * with the built `watch` and the built `serve` side by side on one teams root: a leader killed with
- * SIGKILL while a gate is held, started again, and the decision posted to the API — the policy
- * applied exactly once, two log records; without a running leader the API applies it itself; and
- * every refusal of the route (key, scope, team, body, unknown run, a second decision, an expiry).
- */
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { describe, it } from "vitest";
 import {
   type LeaderRig,
@@ -20,7 +11,7 @@ import {
   waitUntil,
 } from "../helpers/leader-rig.js";
 import { api, codeOf, createKey, teamKey, startServeFor } from "../helpers/serve-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 const ARGS = ["--reconcile-ms", "200"];
@@ -36,8 +27,7 @@ async function deferringGate(rig: LeaderRig, team: TempTeam): Promise<void> {
 }
 
 async function gateRuns(team: TempTeam): Promise<number> {
-  return (await readFile(path.join(team.teamDir, "gate-runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean)
-    .length;
+  return (await runs(team, "gate-runs.txt")).length;
 }
 
 const decisionRoute = (team: TempTeam, runId: string) => `/api/v1/teams/${team.teamId}/runs/${runId}/decision`;

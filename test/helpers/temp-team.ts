@@ -178,6 +178,16 @@ export function tempDirs(prefix: string, parent: () => string | Promise<string> 
   return Object.assign(make, { removeAfter: (dir: string) => void made.push(dir) });
 }
 
+/** A fresh temp dir for the running test alone, removed when it finishes (also in a `describe.concurrent`). */
+export async function testTempDir(
+  context: { onTestFinished(fn: () => Promise<void>): void },
+  prefix: string,
+): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  context.onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 /** One temp dir for the whole test file, made now (module load) and removed after its last test. */
 export function fileTempDir(prefix: string): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -185,9 +195,9 @@ export function fileTempDir(prefix: string): string {
   return dir;
 }
 
-/** The lines the tests' gates append to `<team dir>/runs.txt`, one per run, in order; none before the first. */
-export async function runs(team: Pick<TempTeam, "teamDir">): Promise<string[]> {
-  const text = await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "");
+/** The lines the tests' gates append to `<team dir>/<file>` (`runs.txt`), one per run, in order; none before the first. */
+export async function runs(team: Pick<TempTeam, "teamDir">, file = "runs.txt"): Promise<string[]> {
+  const text = await readFile(path.join(team.teamDir, file), "utf8").catch(() => "");
   return text.split("\n").filter((line) => line !== "");
 }
 

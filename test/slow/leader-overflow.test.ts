@@ -12,6 +12,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runs } from "../helpers/temp-team.js";
 import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig, waitUntil, elapse } from "../helpers/leader-rig.js";
 import { exists } from "../fixtures/workers/protocol.mjs";
 
@@ -78,9 +79,9 @@ describe("inotify overflow while the leader is stopped", () => {
       expect(delivered).toBeLessThan(written);
 
       // Exactly the final completions, each once.
-      const runs = (await readFile(path.join(team.teamDir, "runs.txt"), "utf8")).split("\n").filter(Boolean);
-      expect(runs).toHaveLength(N);
-      expect(runs.map((line) => `task_completed:${line.replace(" ", ":")}`).sort()).toEqual(keys);
+      const ran = await runs(team);
+      expect(ran).toHaveLength(N);
+      expect(ran.map((line) => `task_completed:${line.replace(" ", ":")}`).sort()).toEqual(keys);
       expect(
         leader
           .events()
