@@ -26,9 +26,10 @@ import {
   readTaskFile,
   runBin,
   useLeaderRig,
+  holdTask,
 } from "../helpers/leader-rig.js";
 import { startReceiver, type Received, type Receiver } from "../helpers/http-receiver.js";
-import { createKey, startServe, type ServeProcess } from "../helpers/serve-rig.js";
+import { teamKey, startServeFor, type ServeProcess } from "../helpers/serve-rig.js";
 import { startTlsProxy } from "../helpers/tls-proxy.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -107,28 +108,10 @@ async function setUp(
     tasks: [makeTask({ id: "1", subject: 'Retry uploads on "503"', owner: "alice", status: "in_progress" })],
     config: { hooks: { failureAction: "reopen", handlers: [handler] } },
   });
-  const key = await createKey(team.teamsRoot, [
-    "--name",
-    "ci",
-    "--scopes",
-    "gates:decide",
-    "--teams",
-    team.teamId,
-    "--all-templates",
-  ]);
-  const serve = await startServe(team.teamsRoot);
-  onFinish(async () => void (await serve.stop()));
+  const key = await teamKey(team.teamsRoot, "ci", "gates:decide", team.teamId);
+  const serve = await startServeFor({ onTestFinished: onFinish }, team.teamsRoot);
   const leader = await rig.leader(team, ARGS, { env });
   return { team, leader, serve, key };
-}
-
-/** Completes task 1 and waits for its held event: the run id the CI job decides. */
-async function holdTask(rig: LeaderRig, team: TempTeam, leader: LeaderProcess): Promise<string> {
-  await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-  const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred");
-  const runId = event?.deferral?.runId ?? "";
-  if (!runId) throw new Error(`no held run: ${JSON.stringify(event)}\n${leader.describe()}`);
-  return runId;
 }
 
 /** The decision applied by the leader, and the two logs that link the held run and its decision. */
@@ -538,36 +521,11 @@ describe("serve behind a TLS proxy: decisions from the internet", () => {
       tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
       config: { hooks: { failureAction: "reopen", handlers: [{ ...handler, url: `${vendor.url}${own}` }] } },
     });
-    const key = await createKey(team.teamsRoot, [
-      "--name",
-      "ci",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const reader = await createKey(team.teamsRoot, [
-      "--name",
-      "reader",
-      "--scopes",
-      "tasks:read",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const elsewhere = await createKey(team.teamsRoot, [
-      "--name",
-      "beta-ci",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      "beta",
-      "--all-templates",
-    ]);
+    const key = await teamKey(team.teamsRoot, "ci", "gates:decide", team.teamId);
+    const reader = await teamKey(team.teamsRoot, "reader", "tasks:read", team.teamId);
+    const elsewhere = await teamKey(team.teamsRoot, "beta-ci", "gates:decide", "beta");
     // Loopback, and --allow-remote: what reaches it through the proxy is the internet's.
-    const serve = await startServe(team.teamsRoot, ["--allow-remote"]);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const serve = await startServeFor(context, team.teamsRoot, ["--allow-remote"]);
     const proxy = await startTlsProxy({ hostname: "gates.example.test", target: serve.url, allow: DECISION_ROUTE });
     context.onTestFinished(() => proxy.close());
     const leader = await rig.leader(team, ARGS, { env: { GITHUB_DISPATCH_TOKEN: "Bearer github_pat_proxy" } });

@@ -6,15 +6,16 @@
  * across the page, not a tall narrow column. Each page is also screenshotted (to a temp folder; with
  * `UPDATE_SCREENSHOTS=1`, to docs/img/ as well).
  */
-import { mkdtemp, rm, stat } from "node:fs/promises";
-import os from "node:os";
+import { stat } from "node:fs/promises";
 import path from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { launchBrowser } from "../helpers/browser.js";
+import { hookLogRecord } from "../helpers/dashboard-team.js";
 import { REPO_ROOT, ensureBuilt } from "../helpers/leader-rig.js";
 import { type ServeProcess, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
+import { fileTempDir } from "../helpers/temp-team.js";
 
 const WIDTHS = [1280, 1920] as const;
 const LONG_SUBJECT = `Migrate the payroll exports to the new ledger format, keep the old CSV columns for one more release, and document the mapping of every field for finance (${"and more ".repeat(12)}the end)`;
@@ -23,7 +24,7 @@ let root: string;
 let cleanup: () => Promise<void>;
 let serve: ServeProcess;
 let browser: Browser;
-let shots: string;
+const shots = fileTempDir("dashboard-layout-");
 
 beforeAll(async () => {
   await ensureBuilt();
@@ -35,69 +36,37 @@ beforeAll(async () => {
     await writeHookLog(teamDir, logOf(teamDir, i, new Date(base + i * 1000), kind));
   }
   [serve, browser] = await Promise.all([startServe(root), launchBrowser()]);
-  shots = await mkdtemp(path.join(os.tmpdir(), "dashboard-layout-"));
 }, 240_000);
 
 afterAll(async () => {
   await browser?.close();
   if (serve) expect(await serve.stop()).toMatchObject({ code: 0, signal: null });
   await cleanup?.();
-  if (shots) await rm(shots, { recursive: true, force: true });
 });
 
 /** The `i`th log: kind 0 a failure with long output, 1 a pass, 2 a run by hand, 3 a held event, 4 deferred. */
 function logOf(teamDir: string, i: number, startedAt: Date, kind: number): Parameters<typeof writeHookLog>[1] {
-  const at = startedAt.toISOString();
   const taskId = String(100 + i);
   const member = ["ada", "brian-the-release-manager", "chen"][i % 3] as string;
-  const hook = path.join(teamDir, "hooks", "on_task_completed.d", "20-integration-tests-against-staging.sh");
   const failed = kind === 0 || kind === 3;
-  return {
-    invocation: {
-      event: "task_completed",
-      teamId: "wide",
-      teamDir,
-      taskListId: "wide",
-      style: "normal",
-      memberName: member,
-      timestamp: at,
-      completedTask: {
-        id: taskId,
-        subject: i === 0 ? LONG_SUBJECT : `Task ${taskId}`,
-        description: "",
-        owner: member,
-        status: "completed",
-        blocks: [],
-        blockedBy: [],
-        metadata: {},
-        createdAt: at,
-        updatedAt: at,
-      },
-    },
+  return hookLogRecord({
+    teamDir,
+    taskId,
+    startedAt,
+    member,
+    subject: i === 0 ? LONG_SUBJECT : `Task ${taskId}`,
+    hookPath: path.join(teamDir, "hooks", "on_task_completed.d", "20-integration-tests-against-staging.sh"),
+    runId: `0000${String(i).padStart(4, "0")}-51eb-42cb-945b-c9232b60cf26`,
     result: {
-      ran: true,
-      hookPath: hook,
-      command: ["bash", hook],
       outcome: kind === 4 ? "deferred" : failed ? "failed" : "passed",
       exitCode: failed ? 1 : 0,
-      signal: null,
-      timedOut: false,
       durationMs: 1234 + i,
-      stdout: "",
       stderr: failed
         ? `FAIL test/integration/ledger-export-${i}.test.ts > keeps every CSV column of the old format in the same order as before\n`
         : "",
-      stdoutDroppedBytes: 0,
-      stderrDroppedBytes: 0,
-      runId: `0000${String(i).padStart(4, "0")}-51eb-42cb-945b-c9232b60cf26`,
-      contractVersion: 1,
-      leftoverProcesses: 0,
-      contextTruncated: false,
       ...(kind === 4 ? { verdict: { decision: "defer", reason: "waiting for review", source: "stdout" } } : {}),
     },
-    key: `task_completed:${taskId}:${at}`,
-    startedAt: at,
-    ...(kind === 2 ? { trigger: "hand" } : {}),
+    trigger: kind === 2 ? "hand" : undefined,
     policy:
       kind === 3
         ? {
@@ -112,7 +81,7 @@ function logOf(teamDir: string, i: number, startedAt: Date, kind: number): Param
             summary: failed ? "exit code 1" : "passed",
             actions: failed ? ["reopened (1/3)", `follow-up #${500 + i} for ${member}`, `nudge ${member}`] : ["none"],
           },
-  } as Parameters<typeof writeHookLog>[1];
+  });
 }
 
 /** A page at `width` × 900 showing `route` (answered 200), and its screenshot written. */

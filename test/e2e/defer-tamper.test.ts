@@ -27,7 +27,7 @@ import {
   useLeaderRig,
   waitUntil,
 } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 const ARGS = ["--reconcile-ms", "200"];
@@ -70,9 +70,7 @@ async function hold(
   return new Map(events.map((e) => [e.taskId ?? "", e.deferral?.runId ?? ""]));
 }
 
-async function gateRuns(team: TempTeam): Promise<string[]> {
-  return (await readFile(path.join(team.teamDir, "gate-runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean);
-}
+const gateRuns = (team: TempTeam): Promise<string[]> => runs(team, "gate-runs.txt");
 
 /**
  * Writes `text` over `file` as a careful writer does (a temp file renamed over it), so that it is never seen half

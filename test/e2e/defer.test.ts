@@ -27,8 +27,9 @@ import {
   runBin,
   useLeaderRig,
   waitUntil,
+  holdTask,
 } from "../helpers/leader-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const execFile = promisify(execFileCb);
 const outerRig = useLeaderRig();
@@ -51,8 +52,7 @@ async function deferringGate(rig: LeaderRig, team: TempTeam): Promise<void> {
 }
 
 async function gateRuns(team: TempTeam): Promise<number> {
-  return (await readFile(path.join(team.teamDir, "gate-runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean)
-    .length;
+  return (await runs(team, "gate-runs.txt")).length;
 }
 
 const deferralsDir = (team: TempTeam) => path.join(team.teamDir, "hook-state", "deferrals");
@@ -66,15 +66,6 @@ async function deferrals(team: TempTeam): Promise<DeferralRecord[]> {
   );
 }
 
-/** Completes task 1 and waits for its held event; returns the deferral's run id. */
-async function holdTask1(rig: LeaderRig, team: TempTeam, leader: LeaderProcess): Promise<string> {
-  await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
-  const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred");
-  const runId = event?.deferral?.runId ?? "";
-  if (!runId) throw new Error(`no run id in ${JSON.stringify(event)}`);
-  return runId;
-}
-
 /** A team whose task 1 is held by a running leader (`first`), under the policy of CONFIG. */
 async function held(
   context: Parameters<LeaderRig["scoped"]>[0],
@@ -83,7 +74,7 @@ async function held(
   const team = await rig.team({ tasks: [working("1")], config: CONFIG });
   await deferringGate(rig, team);
   const first = await rig.leader(team, ARGS);
-  return { rig, team, first, runId: await holdTask1(rig, team, first) };
+  return { rig, team, first, runId: await holdTask(rig, team, first) };
 }
 
 function decide(team: TempTeam, runId: string, ...rest: string[]) {
@@ -175,7 +166,7 @@ describe.concurrent("a held gate in the leader", () => {
     const team = await rig.team({ tasks: [working("1")], config: CONFIG });
     await deferringGate(rig, team);
     const leader = await rig.leader(team, ARGS);
-    const runId = await holdTask1(rig, team, leader);
+    const runId = await holdTask(rig, team, leader);
     const answer = await decide(team, runId, "allow", "--reason", "CI green");
     expect(answer.code, answer.stderr).toBe(0);
     expect(answer.stdout).toContain(`task_completed #1 on_task_completed.sh: allow applied for run ${runId}`);
@@ -258,7 +249,7 @@ describe.concurrent("a held gate in the leader", () => {
     });
     await deferringGate(rig, team);
     const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
-    const runId = await holdTask1(rig, team, leader);
+    const runId = await holdTask(rig, team, leader);
     const [expired] = await leader.waitForEvents(1, (e) => e.decision !== undefined);
     expect(expired).toMatchObject({
       outcome: "error",
@@ -340,7 +331,7 @@ describe.concurrent("each crash point, as a SIGKILL there leaves it", () => {
     const team = await rig.team({ tasks: [working("1")], config: CONFIG });
     await deferringGate(rig, team);
     const first = await rig.leader(team, ARGS);
-    const oldRun = await holdTask1(rig, team, first);
+    const oldRun = await holdTask(rig, team, first);
     await first.kill();
     await rm(path.join(team.teamDir, "hook-logs"), { recursive: true });
     await rm(deferralsDir(team), { recursive: true });

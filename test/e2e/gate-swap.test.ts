@@ -172,6 +172,7 @@ describe("the targeted swap attack, from another process", () => {
         await rename(gate, path.join(hooksDir, "real.hidden")).catch(() => undefined);
         await writeFile(path.join(hooksDir, "fake.tmp"), FAKE, { mode: 0o755 });
         await rename(path.join(hooksDir, "fake.tmp"), gate).catch(() => undefined);
+        // the attacker's window, not a wait: the fake stays in place a while
         await new Promise((resolve) => setTimeout(resolve, 50));
         await rename(path.join(hooksDir, "real.hidden"), gate).catch(() => undefined);
         out = false;

@@ -12,7 +12,7 @@ import path from "node:path";
 import { describe, it } from "vitest";
 import { readLogs, readTaskFile, runBin, useLeaderRig, type LeaderRig } from "../helpers/leader-rig.js";
 import { makeTask as workingTask } from "../helpers/temp-team.js";
-import { api, createKey, startServe } from "../helpers/serve-rig.js";
+import { api, createKey, startServeFor } from "../helpers/serve-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -86,8 +86,7 @@ describe("a held gate is decided under the settings in force when it held", () =
     const key = await createKey(team.teamsRoot, [
       ...["--name", "review", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"],
     ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const serve = await startServeFor(context, team.teamsRoot);
 
     const answer = await api(serve.url, "POST", `/api/v1/teams/${team.teamId}/runs/${runId}/decision`, {
       key,
@@ -123,8 +122,7 @@ describe("a held gate is decided under the settings in force when it held", () =
     const key = await createKey(team.teamsRoot, [
       ...["--name", "review", "--scopes", "gates:decide", "--teams", team.teamId, "--all-templates"],
     ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const serve = await startServeFor(context, team.teamsRoot);
     const leader = await rig.leader(team, ["--reconcile-ms", "200"]);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred");

@@ -5,13 +5,12 @@
  */
 import { execFile, spawnSync } from "node:child_process";
 import fs from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HOOK_CONTRACT_VERSION, type ContextDocument } from "../../extensions/teams-hooks/contract/contract.js";
 import {
   GATE_LINE_MAX_CHARS,
@@ -21,7 +20,7 @@ import {
   readHookContext,
   type StdinLike,
 } from "../../extensions/teams-hooks/hook.js";
-import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
+import { makeTask, makeTempTeam, tempDirs } from "../helpers/temp-team.js";
 
 const execFileAsync = promisify(execFile);
 const BIN = path.resolve("dist/teams-hooks/bin.js");
@@ -47,16 +46,7 @@ const DOC: ContextDocument = {
   },
 };
 
-const cleanups: string[] = [];
-afterEach(async () => {
-  for (const dir of cleanups.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-helper-"));
-  cleanups.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("teams-hooks-helper-");
 
 function stdinOf(text: string, isTTY = false): StdinLike {
   return Object.assign(Readable.from([Buffer.from(text)]), { isTTY });
@@ -251,7 +241,7 @@ describe("runGate, for real (built)", () => {
       ],
       ...(config ? { config } : {}),
     });
-    cleanups.push(team.teamsRoot);
+    tempDir.removeAfter(team.teamsRoot);
     const hooksDir = path.join(team.teamsRoot, "gates");
     fs.mkdirSync(hooksDir);
     for (const [name, text] of Object.entries(files)) await writeFile(path.join(hooksDir, name), text);

@@ -5,11 +5,10 @@
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { tempDirs } from "../helpers/temp-team.js";
 
 const execFileAsync = promisify(execFile);
 const BIN = path.resolve("dist/teams-hooks/bin.js");
@@ -33,15 +32,7 @@ async function cli(
   }
 }
 
-const dirs: string[] = [];
-afterEach(async () => {
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-async function tempRoot(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-init-"));
-  dirs.push(dir);
-  return dir;
-}
+const tempRoot = tempDirs("teams-hooks-init-");
 
 function listing(dir: string): Array<[string, string]> {
   return fs

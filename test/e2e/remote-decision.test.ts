@@ -1,15 +1,5 @@
-/**
- * Decisions of held gates through the task API (`POST /api/v1/teams/{team}/runs/{runId}/decision`),
- * with the built `watch` and the built `serve` side by side on one teams root: a leader killed with
- * SIGKILL while a gate is held, started again, and the decision posted to the API — the policy
- * applied exactly once, two log records; without a running leader the API applies it itself; and
- * every refusal of the route (key, scope, team, body, unknown run, a second decision, an expiry).
- */
-import { readFile } from "node:fs/promises";
-import path from "node:path";
 import { describe, it } from "vitest";
 import {
-  type LeaderProcess,
   type LeaderRig,
   readAllTaskFiles,
   readInboxFile,
@@ -17,9 +7,11 @@ import {
   readLogs,
   readTaskFile,
   useLeaderRig,
+  holdTask,
+  waitUntil,
 } from "../helpers/leader-rig.js";
-import { api, codeOf, createKey, startServe } from "../helpers/serve-rig.js";
-import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { api, codeOf, createKey, teamKey, startServeFor } from "../helpers/serve-rig.js";
+import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 const ARGS = ["--reconcile-ms", "200"];
@@ -35,17 +27,7 @@ async function deferringGate(rig: LeaderRig, team: TempTeam): Promise<void> {
 }
 
 async function gateRuns(team: TempTeam): Promise<number> {
-  return (await readFile(path.join(team.teamDir, "gate-runs.txt"), "utf8").catch(() => "")).split("\n").filter(Boolean)
-    .length;
-}
-
-/** Completes `id` and waits for its held event; returns the deferral's run id. */
-async function hold(rig: LeaderRig, team: TempTeam, leader: LeaderProcess, id: string): Promise<string> {
-  await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
-  const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred" && e.taskId === id);
-  const runId = event?.deferral?.runId ?? "";
-  if (!runId) throw new Error(`no run id in ${JSON.stringify(event)}`);
-  return runId;
+  return (await runs(team, "gate-runs.txt")).length;
 }
 
 const decisionRoute = (team: TempTeam, runId: string) => `/api/v1/teams/${team.teamId}/runs/${runId}/decision`;
@@ -56,20 +38,11 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { failureAction: "reopen_followup" } } });
     await deferringGate(rig, team);
-    const key = await createKey(team.teamsRoot, [
-      "--name",
-      "ci",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const key = await teamKey(team.teamsRoot, "ci", "gates:decide", team.teamId);
+    const serve = await startServeFor(context, team.teamsRoot);
 
     const first = await rig.leader(team, ARGS);
-    const runId = await hold(rig, team, first, "1");
+    const runId = await holdTask(rig, team, first, "1");
     expect((await readTaskFile(team, "1")).metadata).toMatchObject({
       qualityGateStatus: "deferred",
       qualityGateDeferredRunId: runId,
@@ -139,19 +112,10 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { failureAction: "reopen" } } });
     await deferringGate(rig, team);
-    const key = await createKey(team.teamsRoot, [
-      "--name",
-      "review",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const key = await teamKey(team.teamsRoot, "review", "gates:decide", team.teamId);
+    const serve = await startServeFor(context, team.teamsRoot);
     const leader = await rig.leader(team, ARGS);
-    const runId = await hold(rig, team, leader, "1");
+    const runId = await holdTask(rig, team, leader, "1");
     await leader.stop();
 
     const answer = await api(serve.url, "POST", decisionRoute(team, runId), {
@@ -178,15 +142,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [working("1")], config: { hooks: { deferTimeoutMs: 1000 } } });
     await deferringGate(rig, team);
-    const decider = await createKey(team.teamsRoot, [
-      "--name",
-      "ci",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
+    const decider = await teamKey(team.teamsRoot, "ci", "gates:decide", team.teamId);
     const reader = await createKey(team.teamsRoot, [
       "--name",
       "reader",
@@ -196,19 +152,10 @@ describe.concurrent("decisions of held gates through the task API", () => {
       team.teamId,
       "--all-templates",
     ]);
-    const elsewhere = await createKey(team.teamsRoot, [
-      "--name",
-      "other",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      "beta",
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    context.onTestFinished(async () => void (await serve.stop()));
+    const elsewhere = await teamKey(team.teamsRoot, "other", "gates:decide", "beta");
+    const serve = await startServeFor(context, team.teamsRoot);
     const leader = await rig.leader(team, ARGS);
-    const runId = await hold(rig, team, leader, "1");
+    const runId = await holdTask(rig, team, leader, "1");
     const route = decisionRoute(team, runId);
     await leader.stop(); // the hold stays; nothing expires it while no leader runs
 
@@ -254,8 +201,7 @@ describe.concurrent("decisions of held gates through the task API", () => {
     // Past its deadline (1 s) the gate is expired, whatever is asked: a closed error, and a 409 says so.
     const until = Date.parse(String((await readTaskFile(team, "1")).metadata?.qualityGateDeferredUntil));
     expect(Number.isFinite(until)).toBe(true);
-    // the deadline is the condition
-    while (Date.now() <= until) await new Promise((resolve) => setTimeout(resolve, until - Date.now() + 5));
+    await waitUntil("the gate's deadline past", () => Date.now() > until, { timeoutMs: 5_000 });
     const late = await api(serve.url, "POST", route, { key: decider, body: { decision: "allow" } });
     expect([late.status, codeOf(late)], JSON.stringify(late.json)).toEqual([409, "defer_expired"]);
     expect(await readTaskFile(team, "1")).toMatchObject({

@@ -9,7 +9,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { REPO_ROOT, readLogs, readTaskFile, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
-import { createKey, startServe } from "../helpers/serve-rig.js";
+import { teamKey, startServeFor } from "../helpers/serve-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
@@ -50,17 +50,8 @@ describe("examples/remote-gate", () => {
       ],
     });
     const secret = "a-signing-secret-for-the-example";
-    const key = await createKey(team.teamsRoot, [
-      "--name",
-      "gate-service",
-      "--scopes",
-      "gates:decide",
-      "--teams",
-      team.teamId,
-      "--all-templates",
-    ]);
-    const serve = await startServe(team.teamsRoot);
-    onTestFinished(async () => void (await serve.stop()));
+    const key = await teamKey(team.teamsRoot, "gate-service", "gates:decide", team.teamId);
+    const serve = await startServeFor({ onTestFinished }, team.teamsRoot);
     const service = await startService({
       GATE_HMAC_SECRET: secret,
       TEAMS_API_URL: serve.url,

@@ -4,13 +4,13 @@
  * are the leader's own, its imports resolve to the leader's package, and a machine that cannot
  * sandbox says so and holds a gate that requires it. All through the built CLI, with real processes.
  */
-import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
-import { makeTask } from "../helpers/temp-team.js";
+import { readLogs, runBin, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { makeTask, testTempDir } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
 /** A path quoted for bash. */
@@ -62,8 +62,7 @@ describe.concurrent("a sandboxed gate", () => {
       `# pi-teams-hooks: env=SANDBOX_DECLARED_VAR\n${ATTEMPTS(STATE_HOME)}`,
     );
     const gateText = await readFile(gate, "utf8");
-    const work = await mkdtemp(path.join(os.tmpdir(), "sandbox-work-"));
-    context.onTestFinished(() => rm(work, { recursive: true, force: true }));
+    const work = await testTempDir(context, "sandbox-work-");
     // Something of the leader's in the shared temp dir: the gate's /tmp is a fresh one of its own.
     const marker = path.join(os.tmpdir(), `leader-temp-marker-${process.pid}`);
     await writeFile(marker, "x");
@@ -116,8 +115,7 @@ describe.concurrent("a sandboxed gate", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
     // What a machine that allows only some tools gives: a folder of links, made in the temp dir.
-    const bin = await mkdtemp(path.join(os.tmpdir(), "sandbox-path-"));
-    context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
+    const bin = await testTempDir(context, "sandbox-path-");
     for (const tool of ["bash", "sh", "env", "cat", "node", "unshare", "mount", "setpriv"]) {
       const found = ["/usr/bin", "/bin", "/usr/sbin", "/sbin", path.dirname(process.execPath)]
         .map((d) => path.join(d, tool))
@@ -138,8 +136,7 @@ describe.concurrent("a sandboxed gate", () => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
-    const work = await mkdtemp(path.join(os.tmpdir(), "sandbox-verdict-"));
-    context.onTestFinished(() => rm(work, { recursive: true, force: true }));
+    const work = await testTempDir(context, "sandbox-verdict-");
     // The gate says its run id, waits until the "attacker" planted its verdicts, then fails.
     await rig.hook(
       team,
@@ -163,8 +160,7 @@ describe.concurrent("a sandboxed gate", () => {
       "--json",
     ]);
     const idFile = path.join(work, "run-id");
-    const deadline = Date.now() + 20_000;
-    while (!existsSync(idFile) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await waitUntil("the gate's run id", () => existsSync(idFile), { timeoutMs: 20_000 });
     const runId = (await readFile(idFile, "utf8")).trim();
     const allow = '{"decision":"allow"}\n';
     // Every name a process of the machine could guess: the shared temp dir's old names for the run.
@@ -242,8 +238,7 @@ describe.concurrent("a sandboxed gate", () => {
       ],
     });
     await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
-    const work = await mkdtemp(path.join(os.tmpdir(), "sandbox-attacks-"));
-    context.onTestFinished(() => rm(work, { recursive: true, force: true }));
+    const work = await testTempDir(context, "sandbox-attacks-");
     // Task 1: the tests write an allow and make the result file read-only, then fail.
     // Task 2: a writer left behind (out of the group, its environment cleared) rewrites an allow after the gate.
     // Task 3: a writable path that is a link to hook-state/ (taken as what it is: still read-only), a file in /dev.
@@ -307,8 +302,7 @@ describe.concurrent("a sandboxed gate", () => {
       ],
     });
     // A PATH without util-linux's unshare: what a machine without it (or whose kernel refuses) looks like.
-    const bin = await mkdtemp(path.join(os.tmpdir(), "no-unshare-"));
-    context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
+    const bin = await testTempDir(context, "no-unshare-");
     for (const tool of ["bash", "env", "cat", "touch", "mkdir"]) {
       const found = ["/usr/bin", "/bin"].map((d) => path.join(d, tool)).find((f) => existsSync(f));
       if (found) await symlink(found, path.join(bin, tool));

@@ -7,7 +7,7 @@ import { readFile, readdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, startWorker, waitUntil } from "../helpers/leader-rig.js";
-import { type ServeProcess, api, createKey, makeTeamsRoot, pool, startServe } from "../helpers/serve-rig.js";
+import { type ServeProcess, api, teamKey, makeTeamsRoot, pool, startServe } from "../helpers/serve-rig.js";
 
 const API_TASKS = 200;
 const WORKER_TASKS = 100;
@@ -28,7 +28,7 @@ beforeAll(async () => {
       },
     },
   }));
-  key = await createKey(root, ["--name", "load", "--scopes", "tasks:create", "--teams", "alpha", "--all-templates"]);
+  key = await teamKey(root, "load", "tasks:create", "alpha");
   serve = await startServe(root);
 }, 240_000);
 

@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { ensureBuilt, readLogs, runBin } from "../helpers/leader-rig.js";
-import { type ServeProcess, api, codeOf, createKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
+import { type ServeProcess, api, codeOf, createKey, teamKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
 
 const FAIL = `#!/usr/bin/env bash
 echo "lint: 2 problems in src/payroll.ts" >&2
@@ -47,15 +47,7 @@ beforeAll(async () => {
   ]);
   keys.gatesOnly = await createKey(root, ["--name", "gates-only", "--scopes", "gates:read", "--teams", "alpha"]);
   keys.logsOnly = await createKey(root, ["--name", "logs-only", "--scopes", "logs:read", "--teams", "alpha"]);
-  keys.reader = await createKey(root, [
-    "--name",
-    "reader",
-    "--scopes",
-    "tasks:read",
-    "--teams",
-    "alpha",
-    "--all-templates",
-  ]);
+  keys.reader = await teamKey(root, "reader", "tasks:read", "alpha");
   keys.beta = await createKey(root, ["--name", "beta", "--scopes", "gates:read,logs:read", "--teams", "beta"]);
   serve = await startServe(root);
 }, 120_000);

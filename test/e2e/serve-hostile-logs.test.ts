@@ -9,6 +9,7 @@ import { link, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
+import { hookLogRecord } from "../helpers/dashboard-team.js";
 import { ensureBuilt, runBin, waitUntil } from "../helpers/leader-rig.js";
 import { type ServeProcess, api, codeOf, createKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
 
@@ -28,60 +29,27 @@ function record(
   startedAt: Date,
   over: { result?: Json; policy?: Json; member?: string; subject?: string; key?: string } = {},
 ): Parameters<typeof writeHookLog>[1] {
-  const at = startedAt.toISOString();
-  const member = over.member ?? "ada";
-  const hook = path.join(root, teamName, "hooks", "on_task_completed.sh");
-  return {
-    invocation: {
-      event: "task_completed",
-      teamId: teamName,
-      teamDir: team(teamName),
-      taskListId: teamName,
-      style: "normal",
-      memberName: member,
-      timestamp: at,
-      completedTask: {
-        id: taskId,
-        subject: over.subject ?? `Task ${taskId}`,
-        description: "",
-        owner: member,
-        status: "completed",
-        blocks: [],
-        blockedBy: [],
-        metadata: {},
-        createdAt: at,
-        updatedAt: at,
-      },
-    },
+  return hookLogRecord({
+    teamDir: team(teamName),
+    taskId,
+    startedAt,
+    member: over.member,
+    subject: over.subject,
+    key: over.key,
     result: {
-      ran: true,
-      hookPath: hook,
-      command: ["bash", hook],
       outcome: "failed",
       exitCode: 1,
-      signal: null,
-      timedOut: false,
-      durationMs: 120,
-      stdout: "",
       stderr: "lint: 2 problems in src/payroll.ts\n",
-      stdoutDroppedBytes: 0,
-      stderrDroppedBytes: 0,
-      runId: `run-${teamName}-${taskId}-${startedAt.getTime()}`,
-      contractVersion: 1,
-      leftoverProcesses: 0,
-      contextTruncated: false,
       verdict: { decision: "deny", code: "lint.payroll", reason: "payroll is not formatted", source: "stdout" },
       ...over.result,
     },
-    key: over.key ?? `task_completed:${taskId}:${at}`,
-    startedAt: at,
     policy: {
       passed: false,
       summary: "exit code 1 • lint: 2 problems in src/payroll.ts",
       actions: ["nudge ada"],
       ...over.policy,
     },
-  } as Parameters<typeof writeHookLog>[1];
+  });
 }
 
 beforeAll(async () => {

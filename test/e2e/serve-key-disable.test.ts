@@ -10,7 +10,7 @@ import { type IncomingMessage, request } from "node:http";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, runBin, waitUntil } from "../helpers/leader-rig.js";
-import { type ServeProcess, api, codeOf, createKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
+import { type ServeProcess, api, codeOf, teamKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
 
 let root: string;
 let cleanup: () => Promise<void>;
@@ -25,8 +25,8 @@ const RUN = "0b0e5c1e-0000-4000-8000-000000000001";
 beforeAll(async () => {
   await ensureBuilt();
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: TEMPLATES } } }));
-  key = await createKey(root, ["--name", "ci", "--scopes", SCOPES, "--teams", "alpha", "--all-templates"]);
-  other = await createKey(root, ["--name", "other", "--scopes", SCOPES, "--teams", "alpha", "--all-templates"]);
+  key = await teamKey(root, "ci", SCOPES, "alpha");
+  other = await teamKey(root, "other", SCOPES, "alpha");
   serve = await startServe(root, ["--allow-remote"]);
 }, 240_000);
 

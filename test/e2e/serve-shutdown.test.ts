@@ -8,7 +8,7 @@ import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBuilt, waitUntil } from "../helpers/leader-rig.js";
-import { api, createKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
+import { api, teamKey, makeTeamsRoot, startServe } from "../helpers/serve-rig.js";
 
 /** serve's grace for requests under way after SIGTERM (server/server.ts). */
 const GRACE_MS = 5_000;
@@ -20,7 +20,7 @@ let key: string;
 beforeAll(async () => {
   await ensureBuilt();
   ({ root, cleanup } = await makeTeamsRoot({ alpha: { hooks: { templates: { job: { subject: "Job" } } } } }));
-  key = await createKey(root, ["--name", "ci", "--scopes", "tasks:create", "--teams", "alpha", "--all-templates"]);
+  key = await teamKey(root, "ci", "tasks:create", "alpha");
 }, 240_000);
 
 afterAll(async () => {

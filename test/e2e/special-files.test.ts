@@ -13,7 +13,7 @@ import { mkdir, readFile, rename, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
-import { type LeaderProcess, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import { type LeaderProcess, readLogs, readTaskFile, useLeaderRig, elapse } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
@@ -42,7 +42,7 @@ async function completeAndWait(leader: LeaderProcess, team: TempTeam, id: string
 /** The warnings that name `file`, after a few reconcile scans have looked at everything again. */
 async function warningsAbout(leader: LeaderProcess, file: string): Promise<string[]> {
   // a negative check (no second warning): only time can show it
-  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 5));
+  await elapse(RECONCILE_MS * 5);
   return leader.warnings().filter((w) => w.includes(file));
 }
 

@@ -7,7 +7,7 @@
 import { readFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readInboxFile, readLedger, useLeaderRig } from "../helpers/leader-rig.js";
+import { readInboxFile, readLedger, useLeaderRig, elapse } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -60,7 +60,7 @@ describe("hook-state/ deleted while the leader runs", () => {
     // A restart runs nothing again: the ledger written from memory holds both events.
     expect(await leader.stop()).toMatchObject({ code: 0 });
     const again = await rig.leader(team, ["--reconcile-ms", "200"]);
-    await new Promise((resolve) => setTimeout(resolve, 600)); // a negative check: only time can show it
+    await elapse(600); // a negative check: only time can show it
     expect(again.events()).toEqual([]);
     expect(again.warnings().filter((w) => w.includes("untrusted"))).toEqual([]);
   });

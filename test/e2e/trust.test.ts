@@ -20,6 +20,7 @@ import {
   readTaskFile,
   runBin,
   useLeaderRig,
+  elapse,
 } from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
@@ -46,7 +47,7 @@ function trust(team: TempTeam, ...args: string[]) {
 
 /** Two reconcile passes later, still `count` events: nothing ran twice (a negative check: only time can show it). */
 async function expectNoMore(leader: LeaderProcess, count: number, expect: ExpectStatic): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 3));
+  await elapse(RECONCILE_MS * 3); // a negative check: see above
   expect(leader.events()).toHaveLength(count);
 }
 

@@ -7,7 +7,14 @@
  */
 import { rename, writeFile } from "node:fs/promises";
 import { type ExpectStatic, describe, it } from "vitest";
-import { type LeaderProcess, type LeaderRig, readInboxFile, readLogs, useLeaderRig } from "../helpers/leader-rig.js";
+import {
+  type LeaderProcess,
+  type LeaderRig,
+  readInboxFile,
+  readLogs,
+  useLeaderRig,
+  elapse,
+} from "../helpers/leader-rig.js";
 import { makeMessage, makeTask, type TempTeam, runs } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -23,7 +30,7 @@ async function recordingHooks(team: TempTeam): Promise<void> {
 }
 
 async function settle(leader: LeaderProcess, events: number, expect: ExpectStatic): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 3)); // a negative check: only time can show it
+  await elapse(RECONCILE_MS * 3); // a negative check: only time can show it
   expect(leader.events()).toHaveLength(events);
 }
 

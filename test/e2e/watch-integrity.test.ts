@@ -11,7 +11,15 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { nodeStripsTypes } from "../../extensions/teams-hooks/gates/typescript.js";
-import { readInboxFile, readLedger, readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import {
+  readInboxFile,
+  readLedger,
+  readLogs,
+  readTaskFile,
+  runBin,
+  useLeaderRig,
+  elapse,
+} from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -107,7 +115,7 @@ describe.concurrent("what the leader survives", () => {
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     await leader.waitFor("the warning", () => leader.warnings().some((w) => /EFBIG|file too large/i.test(w)));
     // tries at 1 s and 3 s: a negative check, only time can show it
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await elapse(2500);
     expect(leader.warnings().filter((w) => /EFBIG|file too large/i.test(w))).toHaveLength(1);
     expect(leader.events()).toEqual([]);
     expect((await readLedger(team.teamDir)).map((r) => r.op)).not.toContain("done");
@@ -134,7 +142,7 @@ describe.concurrent("what the leader survives", () => {
     await leader.waitFor("the warning", () =>
       leader.warnings().some((w) => w.includes(`team dir ${team.teamDir} is gone`)),
     );
-    await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 5)); // a negative check: only time can show it
+    await elapse(RECONCILE_MS * 5); // a negative check: only time can show it
     expect(existsSync(team.teamDir)).toBe(false);
     expect(leader.running).toBe(true);
 

@@ -5,7 +5,7 @@
  */
 import { rename, writeFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { useLeaderRig } from "../helpers/leader-rig.js";
+import { useLeaderRig, elapse } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
@@ -29,7 +29,7 @@ describe("a task file missing required fields", () => {
     const said = `warning: ${file}: description: missing, expected string; blocks: missing, expected array; blockedBy: missing, expected array; createdAt: missing, expected string; updatedAt: missing, expected string — not a task: no gate runs for it until the file is fixed`;
     await leader.waitFor("the warning", () => leader.warnings().includes(said));
     // Only time can show that nothing more is said: several reconcile scans.
-    await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 8));
+    await elapse(RECONCILE_MS * 8);
     expect(leader.warnings().filter((w) => w.includes(file))).toEqual([said]);
 
     const now = new Date().toISOString();

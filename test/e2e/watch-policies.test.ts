@@ -19,6 +19,7 @@ import {
   releaseHooks,
   UNTIL_RELEASED,
   useLeaderRig,
+  elapse,
 } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
@@ -87,7 +88,7 @@ async function expectSettled(
   events: number,
   expect: ExpectStatic = globalExpect,
 ): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 3)); // a negative check: only time can show it
+  await elapse(RECONCILE_MS * 3); // a negative check: only time can show it
   expect(leader.events().map((e) => e.key)).toHaveLength(events);
 }
 

@@ -13,6 +13,7 @@
  */
 import { chmod, mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
+import type { writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { runBin } from "./leader-rig.js";
 import { makeTeamsRoot } from "./serve-rig.js";
 
@@ -121,4 +122,85 @@ async function gammaRuns(gamma: string, env: Record<string, string>): Promise<vo
   await writeFile(path.join(gamma, "tasks", "gamma", "1.json"), `${JSON.stringify(file, null, 2)}\n`);
   const once = await runBin(["watch", "--team-dir", gamma, "--once", "--catch-up"], { env });
   if (once.code !== 0) throw new Error(`watch --once on gamma exited ${once.code}: ${once.stderr}`);
+}
+
+type Json = Record<string, unknown>;
+
+/** What a log record written by `hookLogRecord` is about; everything else is a plain run of one gate. */
+export interface LogSeed {
+  teamDir: string;
+  taskId: string;
+  startedAt: Date;
+  /** Default: the team dir's name (teams made by `makeTeamsRoot` use it as team id and task list id). */
+  teamId?: string;
+  /** The member who completed the task and owns it; default `ada`. */
+  member?: string;
+  /** Default `Task <id>`. */
+  subject?: string;
+  /** Default `<team dir>/hooks/on_task_completed.sh`. */
+  hookPath?: string;
+  /** Default `run-<team id>-<task id>-<ms>`. */
+  runId?: string;
+  /** Default `task_completed:<task id>:<started at>`. */
+  key?: string;
+  /** Fields of the run's result over a gate that passed (exit 0, no output). */
+  result?: Json;
+  /** The policy's record (required by the format: what the leader made of the run). */
+  policy: Json;
+  /** `"hand"` for a run made with `pi-teams-hooks run`. */
+  trigger?: string;
+}
+
+/** A hook-log record as the leader writes one for a `task_completed` gate run, to write with `writeHookLog`. */
+export function hookLogRecord(seed: LogSeed): Parameters<typeof writeHookLog>[1] {
+  const at = seed.startedAt.toISOString();
+  const teamId = seed.teamId ?? path.basename(seed.teamDir);
+  const member = seed.member ?? "ada";
+  const hook = seed.hookPath ?? path.join(seed.teamDir, "hooks", "on_task_completed.sh");
+  return {
+    invocation: {
+      event: "task_completed",
+      teamId,
+      teamDir: seed.teamDir,
+      taskListId: teamId,
+      style: "normal",
+      memberName: member,
+      timestamp: at,
+      completedTask: {
+        id: seed.taskId,
+        subject: seed.subject ?? `Task ${seed.taskId}`,
+        description: "",
+        owner: member,
+        status: "completed",
+        blocks: [],
+        blockedBy: [],
+        metadata: {},
+        createdAt: at,
+        updatedAt: at,
+      },
+    },
+    result: {
+      ran: true,
+      hookPath: hook,
+      command: ["bash", hook],
+      outcome: "passed",
+      exitCode: 0,
+      signal: null,
+      timedOut: false,
+      durationMs: 120,
+      stdout: "",
+      stderr: "",
+      stdoutDroppedBytes: 0,
+      stderrDroppedBytes: 0,
+      runId: seed.runId ?? `run-${teamId}-${seed.taskId}-${seed.startedAt.getTime()}`,
+      contractVersion: 1,
+      leftoverProcesses: 0,
+      contextTruncated: false,
+      ...seed.result,
+    },
+    key: seed.key ?? `task_completed:${seed.taskId}:${at}`,
+    startedAt: at,
+    ...(seed.trigger === undefined ? {} : { trigger: seed.trigger }),
+    policy: seed.policy,
+  } as Parameters<typeof writeHookLog>[1];
 }

@@ -259,6 +259,15 @@ export async function waitUntil<T>(
   }
 }
 
+/**
+ * Lets `ms` go by: the window of a negative check, where only time can show that something does NOT happen (a second
+ * run, a second warning, a start before its turn). Never a wait for something to happen: wait on its condition
+ * (`waitUntil`, `LeaderProcess.waitFor`).
+ */
+export function elapse(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The built binary
 
@@ -477,6 +486,23 @@ export async function completeTasks(team: TempTeam, ids: string[]): Promise<Reco
   const final: Record<string, string> = {};
   for (const id of ids) final[id] = await completeTaskFile(team.taskFile(id), "done (1)");
   return final;
+}
+
+/**
+ * A worker completes task `id` (default `1`) and the running `leader` holds it (its gate defers): the held run's id,
+ * which a decision names.
+ */
+export async function holdTask(
+  rig: Pick<LeaderRig, "worker">,
+  team: TempTeam,
+  leader: LeaderProcess,
+  id = "1",
+): Promise<string> {
+  await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
+  const [event] = await leader.waitForEvents(1, (e) => e.outcome === "deferred" && e.taskId === id);
+  const runId = event?.deferral?.runId ?? "";
+  if (!runId) throw new Error(`no held run in ${JSON.stringify(event)}\n${leader.describe()}`);
+  return runId;
 }
 
 // ---------------------------------------------------------------------------------------------

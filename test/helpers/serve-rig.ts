@@ -35,6 +35,11 @@ export async function createKey(root: string, args: string[]): Promise<string> {
   return stdout.trimEnd().split("\n").pop() ?? "";
 }
 
+/** A key named `name` with `scopes` on `teams` (comma-separated), for every template: `serve keys create`. */
+export function teamKey(root: string, name: string, scopes: string, teams: string): Promise<string> {
+  return createKey(root, ["--name", name, "--scopes", scopes, "--teams", teams, "--all-templates"]);
+}
+
 export interface ServeProcess {
   child: ChildProcess;
   url: string;
@@ -83,6 +88,17 @@ export async function startServe(root: string, args: string[] = []): Promise<Ser
       }
     },
   };
+}
+
+/** `startServe(root, args)`, stopped when the running test finishes (vitest's `onTestFinished` of its context). */
+export async function startServeFor(
+  context: { onTestFinished(fn: () => Promise<void>): void },
+  root: string,
+  args: string[] = [],
+): Promise<ServeProcess> {
+  const serve = await startServe(root, args);
+  context.onTestFinished(async () => void (await serve.stop()));
+  return serve;
 }
 
 export interface ApiAnswer {

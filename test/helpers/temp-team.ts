@@ -9,7 +9,8 @@
  * Malformed content: pass a string wherever JSON is accepted (`config: "{not json"`, a task entry
  * `{ id: "3", raw: "[]" }`, `inbox: "oops"`), or write anything with `files`.
  */
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtempSync, rmSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { MailboxMessage, Task } from "../../extensions/teams-hooks/contract/team-files.js";
@@ -20,7 +21,7 @@ import {
   taskFile,
   tasksDir,
 } from "../../extensions/teams-hooks/team/paths.js";
-import { afterEach } from "vitest";
+import { afterAll, afterEach } from "vitest";
 
 /** A task file to write: any object (written as JSON to `<id>.json`), or `{ id, raw }` for exact file content. */
 export type TaskSeed = Record<string, unknown> | { id: string; raw: string };
@@ -146,9 +147,57 @@ export function tempTeams(defaults: TempTeamOptions = {}): (options?: TempTeamOp
   };
 }
 
-/** The lines the tests' gates append to `<team dir>/runs.txt`, one per run, in order; none before the first. */
-export async function runs(team: Pick<TempTeam, "teamDir">): Promise<string[]> {
-  const text = await readFile(path.join(team.teamDir, "runs.txt"), "utf8").catch(() => "");
+/** A maker of fresh temp dirs, each removed after the test that made it; `removeAfter` adds any other dir. */
+export interface TempDirs {
+  (): Promise<string>;
+  /** Removes `dir` too after the current test (a dir a helper made elsewhere). */
+  removeAfter(dir: string): void;
+}
+
+/**
+ * Fresh temp dirs (`<parent>/<prefix>XXXX`, 0700 as mkdtemp makes them) for the tests of one file: each is removed
+ * after the test that made it (vitest's `afterEach`, registered where this is called), made searchable again first
+ * in case a test left it unsearchable.
+ *
+ *   const tempDir = tempDirs("teams-hooks-chain-");
+ *   it("…", async () => { const dir = await tempDir(); … });
+ */
+export function tempDirs(prefix: string, parent: () => string | Promise<string> = os.tmpdir): TempDirs {
+  const made: string[] = [];
+  afterEach(async () => {
+    for (const dir of made.splice(0)) {
+      await chmod(dir, 0o700).catch(() => undefined);
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+  const make = async (): Promise<string> => {
+    const dir = await mkdtemp(path.join(await parent(), prefix));
+    made.push(dir);
+    return dir;
+  };
+  return Object.assign(make, { removeAfter: (dir: string) => void made.push(dir) });
+}
+
+/** A fresh temp dir for the running test alone, removed when it finishes (also in a `describe.concurrent`). */
+export async function testTempDir(
+  context: { onTestFinished(fn: () => Promise<void>): void },
+  prefix: string,
+): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  context.onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** One temp dir for the whole test file, made now (module load) and removed after its last test. */
+export function fileTempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** The lines the tests' gates append to `<team dir>/<file>` (`runs.txt`), one per run, in order; none before the first. */
+export async function runs(team: Pick<TempTeam, "teamDir">, file = "runs.txt"): Promise<string[]> {
+  const text = await readFile(path.join(team.teamDir, file), "utf8").catch(() => "");
   return text.split("\n").filter((line) => line !== "");
 }
 

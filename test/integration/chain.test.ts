@@ -4,10 +4,9 @@
  * and unusable layers; and `doctor` showing a chain and its skips.
  */
 import { execFileSync } from "node:child_process";
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { chmod, mkdir, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   compareNames,
   discoverChain,
@@ -17,23 +16,12 @@ import {
 import { main, type CliIo } from "../../extensions/teams-hooks/cli/main.js";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import { diagnose } from "../../extensions/teams-hooks/doctor/diagnose.js";
+import { tempDirs } from "../helpers/temp-team.js";
 
 const isRoot = process.getuid?.() === 0;
 const BASE_ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin" };
 
-const cleanups: string[] = [];
-afterEach(async () => {
-  for (const dir of cleanups.splice(0)) {
-    await chmod(dir, 0o700).catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
-  }
-});
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-chain-"));
-  cleanups.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("teams-hooks-chain-");
 
 /** A file spec: text (mode 0644), an executable script, a directory, a symlink, or a fifo. */
 type Spec = string | { exec: string } | "dir" | { link: string } | "fifo";

@@ -9,9 +9,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
-import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
+import { eventRequest } from "../helpers/invoke-request.js";
+import type { SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
@@ -52,24 +52,8 @@ function claudeGate(name: string, body: string, settings = ""): void {
 }
 
 function request({ hooks, timeoutMs = 20_000, ...over }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
-  const identity: TeamIdentity = {
-    teamId: "crew",
-    teamDir: team.teamDir,
-    taskListId: team.taskListId,
-    leadName: "lead",
-    style: "normal",
-  };
-  return {
-    setup: { identity, hooksDir, teamHooksDir: null, cwd: project, settings: teamSettings({ hooks, timeoutMs }) },
-    event: "task_completed",
-    key: "task_completed:7:a",
-    taskId: "7",
-    member: "impl-1",
-    timestamp: null,
-    applyPolicy: false,
-    env: process.env,
-    ...over,
-  };
+  const base = { team, hooksDir, cwd: project, settings: { hooks, timeoutMs } };
+  return eventRequest({ ...base, key: "task_completed:7:a", taskId: "7", member: "impl-1" }, over);
 }
 
 /** Claude Code's documented TaskCompleted example: the task may not complete while the test command fails. */

@@ -13,6 +13,7 @@ import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/t
 import { type DecisionInput, applyDecision, decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
 import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/deferrals/record.js";
 import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
+import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
 import { readLogs } from "../helpers/leader-rig.js";
 import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
@@ -32,7 +33,7 @@ beforeEach(async () => {
     metadata: { completedAt: "2026-12-02T10:00:00.000Z" },
   });
   team = await makeTempTeam({ teamId: "held", tasks: [completed] });
-  identity = { teamId: "held", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  identity = teamIdentity(team);
   hooksDir = path.join(team.teamsRoot, "_hooks");
   fs.mkdirSync(hooksDir, { recursive: true });
   fs.writeFileSync(
@@ -49,23 +50,9 @@ afterEach(async () => {
 type Over = Partial<InvokeRequest> & SettingsFor;
 
 function request({ hooks, timeoutMs = 5_000, ...over }: Over = {}): InvokeRequest {
-  return {
-    setup: {
-      identity,
-      hooksDir,
-      teamHooksDir: null,
-      cwd: team.teamsRoot,
-      settings: teamSettings({ hooks: { ...POLICY, ...hooks }, timeoutMs }),
-    },
-    event: "task_completed",
-    key: KEY,
-    taskId: "1",
-    member: "alice",
-    timestamp: "2026-12-02T10:00:00.000Z",
-    applyPolicy: true,
-    env: process.env,
-    ...over,
-  };
+  const settings = { hooks: { ...POLICY, ...hooks }, timeoutMs };
+  const base = { team, hooksDir, settings, key: KEY, timestamp: "2026-12-02T10:00:00.000Z", applyPolicy: true };
+  return eventRequest(base, over);
 }
 
 const settings = () => ({ setup: { identity, settings: teamSettings({ hooks: POLICY, timeoutMs: 5_000 }) } });
@@ -379,7 +366,7 @@ describe("decideDeferral without a leader", () => {
     const ledger = path.join(team.teamDir, "hook-state", "ledger.jsonl");
     fs.writeFileSync(ledger, `${JSON.stringify({ op: "begin", key: KEY, at: "t", runId, attempt: 1 })}\n`);
     const answer = decide(runId, { decision: "allow", by: "ci" }, { env: {}, waitForLeaderMs: 5_000 });
-    setTimeout(() => fs.renameSync(aside, file), 300);
+    setTimeout(() => fs.renameSync(aside, file), 300); // the scenario, not a wait: the leader is back 0.3 s later
     expect(await answer).toMatchObject({ kind: "applied" });
     expect(deferral(runId).applied).toBeDefined();
   });

@@ -1,33 +1,23 @@
 // Hook discovery against real files in temp dirs: lookup order, exec bit, directories, symlinks,
 // and hooks dirs that are missing, not directories, or not searchable.
 import { execFile, execFileSync } from "node:child_process";
-import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { findHook } from "../../extensions/teams-hooks/gates/discover.js";
 import type { HookDiscovery } from "../../extensions/teams-hooks/gates/discover.js";
 import { compileModules } from "../fixtures/workers/modules.js";
 import { reachableTempDir } from "../helpers/reachable-tmp.js";
+import { tempDirs } from "../helpers/temp-team.js";
 
 const run = promisify(execFile);
 const isRoot = process.getuid?.() === 0;
 
-const cleanups: string[] = [];
-afterEach(async () => {
-  for (const dir of cleanups.splice(0)) {
-    await chmod(dir, 0o700).catch(() => undefined); // a test may have left it unsearchable
-    await rm(dir, { recursive: true, force: true });
-  }
-});
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-discover-"));
-  cleanups.push(dir);
-  return dir;
-}
+const tempDir = tempDirs("teams-hooks-discover-");
+const reachableDir = tempDirs("teams-hooks-discover-", reachableTempDir);
 
 /** Tiny hooks that print which kind ran, so a chosen command is also proven to start. */
 const SOURCES: Record<string, string> = {
@@ -212,10 +202,9 @@ describe("findHook", () => {
   it.skipIf(!isRoot)("reports an unsearchable hooks dir as unreadable (checked as uid 65534)", async () => {
     // Compiled outside the clone, zod included: uid 65534 may not be able to reach the clone at all.
     const modules = await compileModules(["gates/discover"], { forOtherUsers: true });
-    cleanups.push(modules.dir);
+    tempDir.removeAfter(modules.dir);
     const outDir = modules.dir;
-    const parent = await mkdtemp(path.join(await reachableTempDir(), "teams-hooks-discover-"));
-    cleanups.push(parent);
+    const parent = await reachableDir();
     await chmod(parent, 0o755);
     const dir = path.join(parent, "_hooks");
     await mkdir(dir);

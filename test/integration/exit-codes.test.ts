@@ -5,20 +5,17 @@
  * decision in any case, a reason with C1 control characters or bytes that are not UTF-8, a verdict line
  * longer than the cap after megabytes of blanks).
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
+import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run-hook.js";
 import { makeInvocation } from "../helpers/invocation.js";
-import { teamSettings } from "../helpers/team-settings.js";
-import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
+import { eventRequest } from "../helpers/invoke-request.js";
+import { makeTask, makeTempTeam, fileTempDir } from "../helpers/temp-team.js";
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), "exit-codes-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = fileTempDir("exit-codes-");
 
 /** A bash hook with `body` as its script. */
 function hook(name: string, body: string): HookCommand {
@@ -85,41 +82,23 @@ describe("exit codes without a verdict", () => {
   it("the failure mode decides a crash under strict: open lets the task through, closed fails it; a denial fails it either way", async () => {
     const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
     try {
-      const identity: TeamIdentity = {
-        teamId: team.teamId,
-        teamDir: team.teamDir,
-        taskListId: team.taskListId,
-        leadName: "lead",
-        style: "normal",
-      };
       const hooksDir = path.join(tmp, "hooks-dir");
-      const setup = (failureMode: string) => ({
-        identity,
-        hooksDir,
-        teamHooksDir: null,
-        cwd: tmp,
-        settings: teamSettings({ hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 }),
-      });
-      const base = {
-        event: "task_completed" as const,
-        key: "task_completed:1:x",
-        taskId: "1",
-        member: "alice",
-        timestamp: null,
-        applyPolicy: false,
-        env: process.env,
-      };
+      const request = (failureMode: string, over: Partial<InvokeRequest> = {}) =>
+        eventRequest(
+          { team, hooksDir, cwd: tmp, settings: { hooks: { exitCodes: "strict", failureMode }, timeoutMs: 10_000 } },
+          over,
+        );
       mkdirSync(hooksDir, { recursive: true });
       const dir = hooksDir;
       writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", {
         mode: 0o755,
       });
-      expect((await invokeEvent({ ...base, setup: setup("open") })).counted).toBe("passed");
-      expect((await invokeEvent({ ...base, setup: setup("closed") })).counted).toBe("failed");
+      expect((await invokeEvent(request("open"))).counted).toBe("passed");
+      expect((await invokeEvent(request("closed"))).counted).toBe("failed");
       writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", {
         mode: 0o755,
       });
-      const denied = await invokeEvent({ ...base, setup: setup("open"), applyPolicy: true });
+      const denied = await invokeEvent(request("open", { applyPolicy: true }));
       expect(denied.counted).toBe("failed");
       expect(denied.summary).toBe("exit code 2 • tests fail");
     } finally {

@@ -2,11 +2,10 @@
 // several), listing order and speed, and bad files reported as problems.
 import { spawn } from "node:child_process";
 import { linkSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
 import type { RunResult } from "../../extensions/teams-hooks/contract/hook-run.js";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
@@ -18,19 +17,11 @@ import {
 } from "../../extensions/teams-hooks/logs/hook-log.js";
 import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { compileModules } from "../fixtures/workers/modules.js";
+import { tempDirs } from "../helpers/temp-team.js";
 
 const START = "2024-05-01T12:34:56.789Z";
 
-const cleanups: string[] = [];
-afterEach(async () => {
-  for (const dir of cleanups.splice(0)) await rm(dir, { recursive: true, force: true });
-});
-
-async function tempTeam(): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "teams-hooks-log-"));
-  cleanups.push(dir);
-  return dir;
-}
+const tempTeam = tempDirs("teams-hooks-log-");
 
 function task(id: string): Task {
   const at = "2024-05-01T12:00:00.000Z";
@@ -156,7 +147,7 @@ describe("writeHookLog", () => {
   it("never overwrites across processes: 4 node processes × 50 logs released at once", async () => {
     const team = await tempTeam();
     const modules = await compileModules(["logs/hook-log"]);
-    cleanups.push(modules.dir);
+    tempTeam.removeAfter(modules.dir);
     const outDir = modules.dir;
     const moduleUrl = pathToFileURL(path.join(outDir, "logs/hook-log.js")).href;
     // Each child loads the module, says "ready", then writes all its logs at once when told "go".

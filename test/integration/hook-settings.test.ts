@@ -9,13 +9,13 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { readHookSettings } from "../../extensions/teams-hooks/gates/discover.js";
 import { readLogs } from "../helpers/leader-rig.js";
 import { entryFor, fingerprint } from "../../extensions/teams-hooks/trust/trust.js";
 import { listTaskFiles, readTask } from "../../extensions/teams-hooks/team/tasks.js";
-import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
+import { eventRequest } from "../helpers/invoke-request.js";
+import type { SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
@@ -67,30 +67,10 @@ function request({
   allowInsecureHooks,
   ...over
 }: Partial<InvokeRequest> & SettingsFor = {}): InvokeRequest {
-  const identity: TeamIdentity = {
-    teamId: "settings",
-    teamDir: team.teamDir,
-    taskListId: team.taskListId,
-    leadName: "lead",
-    style: "normal",
-  };
-  return {
-    setup: {
-      identity,
-      hooksDir,
-      teamHooksDir: null,
-      cwd: team.teamsRoot,
-      settings: teamSettings({ hooks, timeoutMs, allowInsecureHooks }),
-    },
-    event: "task_completed",
-    key: "task_completed:1:a",
-    taskId: "1",
-    member: "alice",
-    timestamp: null,
-    applyPolicy: false,
-    env: process.env,
-    ...over,
-  };
+  return eventRequest(
+    { team, hooksDir, settings: { hooks, timeoutMs, allowInsecureHooks }, key: "task_completed:1:a" },
+    over,
+  );
 }
 
 async function logs(): Promise<Array<Record<string, unknown>>> {

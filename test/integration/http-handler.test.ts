@@ -13,7 +13,6 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { HookEventName, HookInvocation } from "../../extensions/teams-hooks/contract/contract.js";
 import { prepareContext } from "../../extensions/teams-hooks/contract/hook-run.js";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { HANDLER_BODY_LIMIT_BYTES, runHandler } from "../../extensions/teams-hooks/runner/http.js";
 import { listHookLogs, readHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
@@ -31,8 +30,8 @@ import { main as runCli } from "../../extensions/teams-hooks/cli/main.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
 import type { FailureMode, HookLimits } from "../../extensions/teams-hooks/settings/team-settings.js";
 import { closedPort, startReceiver, type Receiver } from "../helpers/http-receiver.js";
-import { teamSettings } from "../helpers/team-settings.js";
 import { makeInvocation } from "../helpers/invocation.js";
+import { eventRequest } from "../helpers/invoke-request.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 let receiver: Receiver;
@@ -515,35 +514,12 @@ describe("in an event's chain (invokeEvent)", () => {
   };
 
   function request({ handlers, failureMode, limits, timeoutMs = 5_000, ...over }: Over = {}): InvokeRequest {
-    const identity: TeamIdentity = {
-      teamId: "http",
-      teamDir: team.teamDir,
-      taskListId: team.taskListId,
-      leadName: "lead",
-      style: "normal",
-    };
     const hooks = {
       ...(handlers ? { handlers } : {}),
       ...(failureMode ? { failureMode } : {}),
       ...(limits ? { limits } : {}),
     };
-    return {
-      setup: {
-        identity,
-        hooksDir: globalDir,
-        teamHooksDir: null,
-        cwd: team.teamsRoot,
-        settings: teamSettings({ hooks, timeoutMs }),
-      },
-      event: "task_completed",
-      key: "task_completed:1:x",
-      taskId: "1",
-      member: "alice",
-      timestamp: null,
-      applyPolicy: false,
-      env: {},
-      ...over,
-    };
+    return eventRequest({ team, hooksDir: globalDir, settings: { hooks, timeoutMs }, env: {} }, over);
   }
 
   it("runs after the file hooks, in declaration order, each with its own log", async () => {

@@ -6,7 +6,6 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import {
   DEFAULT_LIMITS,
   type FailureMode,
@@ -15,7 +14,7 @@ import {
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { readLogs } from "../helpers/leader-rig.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
-import { teamSettings } from "../helpers/team-settings.js";
+import { eventRequest } from "../helpers/invoke-request.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 let team: TempTeam;
@@ -46,31 +45,9 @@ type Over = Partial<InvokeRequest> & {
 };
 
 function request({ policy = null, failureMode, limits, timeoutMs = 5_000, ...over }: Over = {}): InvokeRequest {
-  const identity: TeamIdentity = {
-    teamId: "chain",
-    teamDir: team.teamDir,
-    taskListId: team.taskListId,
-    leadName: "lead",
-    style: "normal",
-  };
   const hooks = { ...policy, ...(failureMode ? { failureMode } : {}), ...(limits ? { limits } : {}) };
-  return {
-    setup: {
-      identity,
-      hooksDir: globalDir,
-      teamHooksDir: teamLayer,
-      cwd: team.teamsRoot,
-      settings: teamSettings({ hooks, timeoutMs }),
-    },
-    event: "task_completed",
-    key: "task_completed:1:x",
-    taskId: "1",
-    member: "alice",
-    timestamp: null,
-    applyPolicy: policy !== null,
-    env: process.env,
-    ...over,
-  };
+  const base = { team, hooksDir: globalDir, teamHooksDir: teamLayer, settings: { hooks, timeoutMs } };
+  return eventRequest({ ...base, applyPolicy: policy !== null }, over);
 }
 
 async function logs(): Promise<Array<{ name: string; outcome: string; errorKind?: string }>> {

@@ -9,7 +9,16 @@ import { access, link, readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { type TempTeam, runs } from "../helpers/temp-team.js";
-import { once, readLedger, readLogs, seedTasks, taskJson, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import {
+  once,
+  readLedger,
+  readLogs,
+  seedTasks,
+  taskJson,
+  useLeaderRig,
+  waitUntil,
+  elapse,
+} from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
@@ -54,7 +63,7 @@ describe("the first start's baseline", () => {
     expect(leader.linesOf("ready")[0]).toMatchObject({ tasks: 3000 });
 
     // Everything the edits changed has been looked at again (reconcile), and nothing ran.
-    await new Promise((resolve) => setTimeout(resolve, 200 * 4)); // a negative check: only time can show it
+    await elapse(200 * 4); // a negative check: only time can show it
     expect(leader.events()).toEqual([]);
     // Edits the scan met after the first-start mark were judged by their stamps, and said so once.
     const said = leader.warnings().filter((w) => w.includes("changed while the first start scanned"));
@@ -81,7 +90,7 @@ describe("the first start's baseline", () => {
 
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
     expect(second.linesOf("ready")[0]).toMatchObject({ tasks: 4000, queued: 0 });
-    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    await elapse(200 * 3); // a negative check: only time can show it
     expect(second.events()).toEqual([]);
     expect(await second.stop()).toMatchObject({ code: 0 });
   }, 60_000);
@@ -104,7 +113,7 @@ describe("the first start takes events while its scan runs", () => {
     await leader.waitFor("the ready line", () => leader.linesOf("ready").length > 0);
     expect(event).toMatchObject({ taskId: "4001", outcome: "passed" });
     expect(leader.linesOf("ready")[0]).toMatchObject({ tasks: 4001, baseline: 4000, queued: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    await elapse(200 * 3); // a negative check: only time can show it
     expect(await runs(team)).toEqual(["4001"]);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   }, 60_000);
@@ -133,12 +142,12 @@ describe("the first start takes events while its scan runs", () => {
 
     // Later than the first start: a start that took "now" as the line between history and new
     // would record 4001 as history.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await elapse(300); // not a wait for an event: the clock itself must move past the first start
     await writeFile(path.join(team.teamDir, "go"), "");
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
     await second.waitForEvents(2);
     expect(second.linesOf("ready")[0]).toMatchObject({ tasks: 4002, baseline: 4000 });
-    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    await elapse(200 * 3); // a negative check: only time can show it
     expect((await runs(team)).sort()).toEqual(["4001", "4002"]);
     const logs = await readLogs(team.teamDir);
     // one log each: 4002's first run was cut short

@@ -7,7 +7,8 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
+import { startLeaderHere } from "../helpers/leader-here.js";
+import type { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import type { LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import {
@@ -64,23 +65,7 @@ async function startLeader(
     processCwd: team.teamsRoot,
     policyFlags: { failureAction: "reopen" },
   });
-  const notices: LeaderNotice[] = [];
-  const leader = new Leader({
-    setup,
-    env,
-    concurrency: 1,
-    inbox: "off",
-    reconcileMs: 200,
-    poll: false,
-    pollIntervalMs: 250,
-    catchUp: false,
-    report: (n) => notices.push(n),
-    ...extra,
-  });
-  leaders.push(leader);
-  await leader.start();
-  await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
-  const warnings = (): string[] => notices.flatMap((n) => (n.kind === "warning" ? [n.message] : []));
+  const { leader, notices, warnings } = await startLeaderHere(setup, env, extra, leaders);
   return { leader, notices, warnings };
 }
 

@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import { readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readLogs, seedTasks, taskJson, useLeaderRig } from "../helpers/leader-rig.js";
+import { readLogs, seedTasks, taskJson, useLeaderRig, elapse } from "../helpers/leader-rig.js";
 import type { TempTeam } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
@@ -102,7 +102,7 @@ describe("the scan state saved at shutdown", () => {
     const team = await teamWithSavedState();
     await newCompletionBehindSameSignature(team);
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-    await new Promise((resolve) => setTimeout(resolve, 200 * 3)); // a negative check: only time can show it
+    await elapse(200 * 3); // a negative check: only time can show it
     expect(second.events()).toEqual([]);
     expect(await second.stop()).toMatchObject({ code: 0 });
 

@@ -6,7 +6,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readAllTaskFiles, seedTasks, taskJson, useLeaderRig } from "../helpers/leader-rig.js";
+import { readAllTaskFiles, seedTasks, taskJson, useLeaderRig, elapse } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
@@ -28,7 +28,7 @@ describe("a task file whose id does not match its name", () => {
     expect(leader.warnings().find((w) => w.includes(team.taskFile("7")))).toContain(
       'id: "8" does not match the file name',
     );
-    await new Promise((resolve) => setTimeout(resolve, 300)); // a negative check: only time can show it
+    await elapse(300); // a negative check: only time can show it
     expect(leader.events()).toEqual([]);
     expect(await readFile(team.taskFile("8"), "utf8")).toBe(task8Before);
 

@@ -8,10 +8,9 @@ import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
-import type { LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
+import { startLeaderHere } from "../helpers/leader-here.js";
+import type { Leader } from "../../extensions/teams-hooks/leader/leader.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
-import { waitUntil } from "../helpers/leader-rig.js";
 import { makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
 const teams: TempTeam[] = [];
@@ -34,24 +33,10 @@ async function watchedEmptyTeam(): Promise<Watched> {
   teams.push(team);
   const env = { PATH: process.env.PATH ?? "" };
   const setup = await resolveTeamSetup({ teamDir: team.teamDir, env, processCwd: team.teamsRoot });
-  const notices: LeaderNotice[] = [];
-  const leader = new Leader({
-    setup,
-    env,
-    concurrency: 1,
-    inbox: "observe",
-    reconcileMs: 5_000,
-    poll: false,
-    pollIntervalMs: 250,
-    catchUp: false,
-    reloadSetup: (lastValidHooks) =>
-      resolveTeamSetup({ teamDir: team.teamDir, env, processCwd: team.teamsRoot, lastValidHooks }),
-    report: (n) => notices.push(n),
-  });
-  leaders.push(leader);
-  await leader.start();
-  await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
-  const warnings = (): string[] => notices.flatMap((n) => (n.kind === "warning" ? [n.message] : []));
+  const reloadSetup = (lastValidHooks: Record<string, unknown> | undefined) =>
+    resolveTeamSetup({ teamDir: team.teamDir, env, processCwd: team.teamsRoot, lastValidHooks });
+  const over = { inbox: "observe" as const, reconcileMs: 5_000, reloadSetup };
+  const { leader, warnings } = await startLeaderHere(setup, env, over, leaders);
   return { team, leader, warnings };
 }
 

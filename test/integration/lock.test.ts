@@ -235,6 +235,7 @@ describe("withLock in one process", () => {
       Array.from({ length: 20 }, () =>
         withLock(file, async () => {
           maxInside = Math.max(maxInside, ++inside);
+          // held across a turn of the event loop: no other caller may enter meanwhile
           await new Promise((resolve) => setTimeout(resolve, 1));
           inside -= 1;
         }),

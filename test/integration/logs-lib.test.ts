@@ -5,6 +5,7 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { elapse, waitUntil } from "../helpers/leader-rig.js";
 import type { HookEventName } from "../../extensions/teams-hooks/contract/contract.js";
 import {
   type HookLogEntry,
@@ -260,14 +261,11 @@ describe("followLogs", () => {
       stop: stopped,
       rescanMs: 100,
     });
-    const waitFor = async (predicate: () => boolean): Promise<void> => {
-      const deadline = Date.now() + 5_000;
-      while (!predicate()) {
-        if (Date.now() > deadline)
-          throw new Error(`timed out; seen ${JSON.stringify(seen)}, problems ${JSON.stringify(problems)}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    };
+    const waitFor = (predicate: () => boolean): Promise<true> =>
+      waitUntil("the rows and the problem", predicate, {
+        timeoutMs: 5_000,
+        context: () => `seen ${JSON.stringify(seen)}, problems ${JSON.stringify(problems)}`,
+      });
     const second = await writeHookLog(
       team.teamDir,
       rec(team.teamDir, "2026-03-01T08:01:00.000Z", "task_completed", "2", "ada", "failed"),
@@ -281,7 +279,7 @@ describe("followLogs", () => {
     const corrupt = path.join(team.teamDir, "hook-logs", "2026-03-01T08-04-00-000Z_task_completed_task-4.json");
     await writeFile(corrupt, "{", "utf8");
     await waitFor(() => seen.length >= 2 && problems.length >= 1);
-    await new Promise((resolve) => setTimeout(resolve, 250)); // a rescan or two: nothing is reported twice
+    await elapse(250); // a negative check: a rescan or two, and nothing is reported twice
     stop("SIGINT");
     await following;
     expect(seen).toEqual([path.basename(second), path.basename(third)]);

@@ -11,6 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startLeaderHere } from "../helpers/leader-here.js";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
 import type { DeferralRecord } from "../../extensions/teams-hooks/deferrals/record.js";
@@ -20,11 +21,12 @@ import type { HookLogRecord } from "../../extensions/teams-hooks/logs/hook-log.j
 import { HandlerSchema, type HandlerDef } from "../../extensions/teams-hooks/settings/handlers.js";
 import { DEFAULT_LIMITS, type HookLimits } from "../../extensions/teams-hooks/settings/team-settings.js";
 import type { EffectivePolicy } from "../../extensions/teams-hooks/settings/options.js";
-import { Leader } from "../../extensions/teams-hooks/leader/leader.js";
-import type { EventReport, LeaderNotice } from "../../extensions/teams-hooks/leader/notices.js";
+import type { Leader } from "../../extensions/teams-hooks/leader/leader.js";
+import type { EventReport } from "../../extensions/teams-hooks/leader/notices.js";
 import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { startReceiver, type Receiver } from "../helpers/http-receiver.js";
-import { readLogs, waitUntil, workerOp } from "../helpers/leader-rig.js";
+import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
+import { readLogs, waitUntil, workerOp, elapse } from "../helpers/leader-rig.js";
 import { teamSettings } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
 
@@ -52,7 +54,7 @@ beforeEach(async () => {
     metadata: { completedAt: "2026-12-04T10:00:00.000Z", labels: ["old"], draft: true },
   });
   team = await makeTempTeam({ teamId: "patch", tasks: [completed] });
-  identity = { teamId: "patch", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  identity = teamIdentity(team);
   hooksDir = path.join(team.teamsRoot, "_hooks");
   fs.mkdirSync(hooksDir, { recursive: true });
 });
@@ -75,23 +77,14 @@ function request({ policy = POLICY, writableFields, limits, handlers, ...over }:
     ...(limits ? { limits } : {}),
     ...(handlers ? { handlers } : {}),
   };
-  return {
-    setup: {
-      identity,
-      hooksDir,
-      teamHooksDir: null,
-      cwd: team.teamsRoot,
-      settings: teamSettings({ hooks, timeoutMs: 5_000 }),
-    },
-    event: "task_completed",
+  const base = {
+    team,
+    hooksDir,
+    settings: { hooks, timeoutMs: 5_000 },
     key: KEY,
-    taskId: "1",
-    member: "alice",
     timestamp: "2026-12-04T10:00:00.000Z",
-    applyPolicy: policy !== null,
-    env: process.env,
-    ...over,
   };
+  return eventRequest({ ...base, applyPolicy: policy !== null }, over);
 }
 
 /** What applying a decision needs of the team: its identity and settings. */
@@ -130,22 +123,8 @@ async function watchTeam(
     processCwd: watched.teamsRoot,
     policyFlags: {},
   });
-  const notices: LeaderNotice[] = [];
-  const leader = new Leader({
-    setup,
-    env,
-    concurrency: 1,
-    inbox: "off",
-    reconcileMs: 200,
-    poll: false,
-    pollIntervalMs: 250,
-    catchUp: false,
-    report: (n) => notices.push(n),
-  });
-  leaders.push(leader);
-  await leader.start();
-  await waitUntil("the start-up scan", () => notices.some((n) => n.kind === "ready"));
-  return { leader, events: () => notices.flatMap((n) => (n.kind === "event" ? [n.report] : [])) };
+  const { leader, events } = await startLeaderHere(setup, env, {}, leaders);
+  return { leader, events };
 }
 
 describe("what a patch may write", () => {
@@ -364,8 +343,7 @@ describe("under the task lock", () => {
     const exited = new Promise<number | null>((resolve) => worker.on("exit", (code) => resolve(code)));
     try {
       // The worker has written at least once before the first gate runs.
-      for (let i = 0; i < 500 && task().metadata?.comment === undefined; i++)
-        await new Promise((r) => setTimeout(r, 10));
+      await waitUntil("the worker's first write", () => task().metadata?.comment !== undefined, { timeoutMs: 5_000 });
       expect(task().metadata?.comment).toBeDefined();
       const startedAt = task().metadata?.comment as number;
       const rounds = 5;
@@ -617,8 +595,8 @@ describe("the leader", () => {
         JSON.stringify({ ...before, status: "completed", updatedAt: new Date().toISOString() }),
       );
       await waitUntil("the gate", () => events().length === 1);
-      // Long enough for a few reconcile scans: a patched updatedAt ran the gate again every 20 ms.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // A negative check: long enough for a few reconcile scans (a patched updatedAt ran the gate again every 20 ms).
+      await elapse(1_500);
       await leader.stop();
       expect(events()).toHaveLength(1);
       const after = JSON.parse(fs.readFileSync(watched.taskFile("1"), "utf8")) as Task;

@@ -11,7 +11,7 @@ import { GateService, outcomeLine } from "../../extensions/teams-hooks/pi/gates.
 import { gateSwitch } from "../../extensions/teams-hooks/pi/switch.js";
 import { gatesTool } from "../../extensions/teams-hooks/pi/tool.js";
 import { attachedTeam } from "../../extensions/teams-hooks/team/attach-claim.js";
-import { waitUntil, workerOp } from "../helpers/leader-rig.js";
+import { waitUntil, workerOp, elapse } from "../helpers/leader-rig.js";
 import { type PiWorld, createTeam, piWorld } from "../helpers/pi-rig.js";
 
 const SESSION = "01a23d02-aaaa-7000-8000-000000000001";
@@ -143,7 +143,7 @@ describe("the gate service of the pi extension", () => {
     await waitUntil("the gone warning", () => said.find((s) => s.level === "warning" && s.text.includes("is gone")), {
       context: () => JSON.stringify(said),
     });
-    await new Promise((resolve) => setTimeout(resolve, 400)); // several reconcile scans while it is gone
+    await elapse(400); // a negative check (one warning only): several reconcile scans while it is gone
     expect(said.filter((s) => s.text.includes("is gone"))).toHaveLength(1);
 
     const again = await createTeam(sessionDir(), SESSION);

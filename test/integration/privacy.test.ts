@@ -14,6 +14,7 @@ import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
 import { decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
+import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
 import { readLogs } from "../helpers/leader-rig.js";
 import { settingsRedactor } from "../../extensions/teams-hooks/runner/redact.js";
 import { HandlerSchema, type HandlerDef, type HandlerInput } from "../../extensions/teams-hooks/settings/handlers.js";
@@ -51,7 +52,7 @@ beforeEach(async () => {
     metadata: { completedAt: "2026-12-02T10:00:00.000Z", files: ["src/a.ts"], note: META },
   });
   team = await makeTempTeam({ teamId: "priv", tasks: [task] });
-  identity = { teamId: "priv", teamDir: team.teamDir, taskListId: team.taskListId, leadName: "lead", style: "normal" };
+  identity = teamIdentity(team);
   hooksDir = path.join(team.teamsRoot, "_hooks");
   dumps = path.join(team.teamsRoot, "dumps"); // outside the team dir: what the hooks saw
   fs.mkdirSync(hooksDir, { recursive: true });
@@ -106,23 +107,15 @@ function request({
   privacy?: PrivacySettings;
 } = {}): InvokeRequest {
   const hooks = { ...policy, ...(handlers ? { handlers } : {}), ...shown };
-  return {
-    setup: {
-      identity,
-      hooksDir,
-      teamHooksDir: null,
-      cwd: team.teamsRoot,
-      settings: teamSettings({ hooks, timeoutMs: 10_000 }),
-    },
-    event: "task_completed",
-    key: "task_completed:7:2026-12-02T10:00:00.000Z",
+  const base = {
+    team,
+    hooksDir,
+    settings: { hooks, timeoutMs: 10_000 },
     taskId: "7",
-    member: "alice",
-    timestamp: "2026-12-02T10:00:00.000Z",
-    applyPolicy: policy !== null,
-    env: { ...process.env, DUMPS: dumps },
-    ...over,
+    key: "task_completed:7:2026-12-02T10:00:00.000Z",
   };
+  const env = { ...process.env, DUMPS: dumps };
+  return eventRequest({ ...base, timestamp: "2026-12-02T10:00:00.000Z", applyPolicy: policy !== null, env }, over);
 }
 
 function privacy(over: Partial<PrivacySettings>): PrivacySettings {

@@ -3,20 +3,19 @@
  * leader lets the flush run while the hook is prepared. The hook starts only once the promise
  * resolves, and never if it rejects; invokeEvent then applies and logs nothing.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { copyFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { elapse } from "../helpers/leader-rig.js";
 import type { HookCommand } from "../../extensions/teams-hooks/contract/hook-run.js";
 import { listHookLogs } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { runHook } from "../../extensions/teams-hooks/runner/run-hook.js";
 import { makeInvocation } from "../helpers/invocation.js";
-import { teamSettings } from "../helpers/team-settings.js";
-import { makeTask, makeTempTeam } from "../helpers/temp-team.js";
+import { eventRequest } from "../helpers/invoke-request.js";
+import { makeTask, makeTempTeam, fileTempDir } from "../helpers/temp-team.js";
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), "not-before-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = fileTempDir("not-before-");
 
 /** A hook whose only action is to create `marker`. */
 function touching(marker: string): HookCommand {
@@ -31,7 +30,7 @@ describe("notBefore", () => {
     let release = (): void => {};
     const gate = new Promise<void>((resolve) => (release = resolve));
     const running = runHook(touching(marker), makeInvocation(), { cwd: tmp, timeoutMs: 10_000, notBefore: gate });
-    await new Promise((resolve) => setTimeout(resolve, 300)); // time it would need to start (it must not)
+    await elapse(300); // a negative check: the time it would need to start (it must not)
     expect(existsSync(marker)).toBe(false);
     release();
     expect(await running).toMatchObject({ outcome: "passed", exitCode: 0 });
@@ -64,29 +63,12 @@ describe("notBefore", () => {
       const failed = Promise.reject(new Error("ledger: no space left on device"));
       failed.catch(() => undefined);
       await expect(
-        invokeEvent({
-          setup: {
-            identity: {
-              teamId: "nb",
-              teamDir: team.teamDir,
-              taskListId: team.taskListId,
-              leadName: "lead",
-              style: "normal",
-            },
-            hooksDir,
-            teamHooksDir: path.join(team.teamDir, "hooks"),
-            cwd: team.teamsRoot,
-            settings: teamSettings({ timeoutMs: 10_000 }),
-          },
-          event: "task_completed",
-          key: "task_completed:1:x",
-          taskId: "1",
-          member: "alice",
-          timestamp: null,
-          applyPolicy: false,
-          env: process.env,
-          notBefore: failed,
-        }),
+        invokeEvent(
+          eventRequest(
+            { team, hooksDir, teamHooksDir: path.join(team.teamDir, "hooks"), settings: { timeoutMs: 10_000 } },
+            { notBefore: failed },
+          ),
+        ),
       ).rejects.toThrow("no space left on device");
       expect(existsSync(marker)).toBe(false);
       expect(await listHookLogs(team.teamDir)).toEqual([]);

@@ -5,11 +5,11 @@
  */
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import os from "node:os";
+import { chmodSync, copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { fileTempDir } from "../helpers/temp-team.js";
 import {
   OUTPUT_LIMIT_CHARS,
   RunResultSchema,
@@ -27,8 +27,7 @@ import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 import { makeInvocation, makeTask } from "../helpers/invocation.js";
 
 const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/hooks");
-const tmp = mkdtempSync(path.join(os.tmpdir(), "run-test-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = fileTempDir("run-test-");
 
 function bash(name: string): HookCommand {
   const file = path.join(FIXTURES, name);

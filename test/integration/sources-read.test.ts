@@ -3,15 +3,14 @@
  * a shared buffer for small files and a buffer of their own for large ones. Checked with real files:
  * small and large, multi-byte text across the buffer's size, and a file rewritten in place.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { fileTempDir } from "../helpers/temp-team.js";
 import { TeamSources } from "../../extensions/teams-hooks/leader/sources.js";
 import { taskJson } from "../helpers/leader-rig.js";
 
-const root = mkdtempSync(path.join(os.tmpdir(), "sources-read-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = fileTempDir("sources-read-");
 
 function sources(): { sources: TeamSources; file: (id: string) => string } {
   const teamDir = mkdtempSync(path.join(root, "team-"));

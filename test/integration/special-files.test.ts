@@ -7,9 +7,9 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import net from "node:net";
-import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { fileTempDir } from "../helpers/temp-team.js";
 import { isHooksError } from "../../extensions/teams-hooks/contract/errors.js";
 import { readHookLog, writeHookLog } from "../../extensions/teams-hooks/logs/hook-log.js";
 import { readJsonValue, readRegularFile } from "../../extensions/teams-hooks/team/json-file.js";
@@ -23,8 +23,7 @@ import { readHighWatermark } from "../../extensions/teams-hooks/team/tasks.js";
 import { makeInvocation, makeRunResult } from "../helpers/invocation.js";
 import { taskJson } from "../helpers/leader-rig.js";
 
-const root = mkdtempSync(path.join(os.tmpdir(), "special-files-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = fileTempDir("special-files-");
 
 const servers: net.Server[] = [];
 afterEach(async () => {

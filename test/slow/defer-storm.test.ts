@@ -40,6 +40,7 @@ const decisionOf = (runId: string): string[] =>
     ? ["deny", "--code", "ci.red", "--reason", "red"]
     : ["allow"];
 const between = (low: number, high: number): number => low + Math.floor(Math.random() * (high - low));
+/** The storm's pace (random gaps between its blows), not a wait for anything. */
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("held gates, a decide storm and SIGKILLs", () => {

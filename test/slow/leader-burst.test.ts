@@ -9,7 +9,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig } from "../helpers/leader-rig.js";
+import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig, elapse } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
@@ -25,7 +25,7 @@ describe("burst", () => {
 
     const { final } = await rig.worker<{ final: Record<string, string> }>("complete", { tasksDir: team.tasksDir, ids });
     await leader.waitForEvents(N, () => true, 280_000);
-    await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 2)); // a negative check: only time can show it
+    await elapse(RECONCILE_MS * 2); // a negative check: only time can show it
 
     const keys = ids.map((id) => `task_completed:${id}:${final[id]}`).sort();
     // The hooks' own record.

@@ -10,7 +10,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { splitRound } from "../../extensions/teams-hooks/contract/events.js";
-import { readAllTaskFiles, readInboxFile, readLogs, seedTasks, useLeaderRig } from "../helpers/leader-rig.js";
+import { readAllTaskFiles, readInboxFile, readLogs, seedTasks, useLeaderRig, elapse } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
 
@@ -77,7 +77,7 @@ describe("concurrent writers", () => {
     const a = (await editorA.result) as { final: Record<string, number> };
     const b = (await editorB.result) as { final: Record<string, number> };
     const read = (await reader.result) as { reads: number; bad: unknown[] };
-    await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 3)); // a negative check: only time can show it
+    await elapse(RECONCILE_MS * 3); // a negative check: only time can show it
     expect(await leader.stop()).toMatchObject({ code: 0 });
 
     expect(read.bad).toEqual([]);

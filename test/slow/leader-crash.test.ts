@@ -31,6 +31,7 @@ import {
   seedTasks,
   useLeaderRig,
   waitUntil,
+  elapse,
 } from "../helpers/leader-rig.js";
 
 const rig = useLeaderRig();
@@ -164,7 +165,7 @@ describe("SIGKILL at five points of a 100-event run", () => {
         (await countLogs(team.teamDir)) >= N && new Set((await readLogs(team.teamDir)).map((l) => l.key)).size >= N,
       { timeoutMs: 120_000 },
     );
-    await new Promise((resolve) => setTimeout(resolve, 300 * 3)); // a negative check: only time can show it
+    await elapse(300 * 3); // a negative check: only time can show it
     expect(await leader6.stop()).toMatchObject({ code: 0 });
     expect(kills).toHaveLength(5);
 

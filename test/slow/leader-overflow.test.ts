@@ -12,7 +12,8 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig, waitUntil } from "../helpers/leader-rig.js";
+import { runs } from "../helpers/temp-team.js";
+import { countLogs, readLedger, readLogs, seedTasks, useLeaderRig, waitUntil, elapse } from "../helpers/leader-rig.js";
 import { exists } from "../fixtures/workers/protocol.mjs";
 
 const rig = useLeaderRig();
@@ -67,7 +68,7 @@ describe("inotify overflow while the leader is stopped", () => {
       const keys = ids.map((id) => `task_completed:${id}:${final[id]}`).sort();
 
       await leader.waitForEvents(N, () => true, 120_000);
-      await new Promise((resolve) => setTimeout(resolve, RECONCILE_MS * 2)); // a negative check: only time can show it
+      await elapse(RECONCILE_MS * 2); // a negative check: only time can show it
 
       // The queue overflowed: more events were written than it holds, and a watch stopped as long as
       // the leader was got a full queue and lost the rest (it also counts the leader's own writes since).
@@ -78,9 +79,9 @@ describe("inotify overflow while the leader is stopped", () => {
       expect(delivered).toBeLessThan(written);
 
       // Exactly the final completions, each once.
-      const runs = (await readFile(path.join(team.teamDir, "runs.txt"), "utf8")).split("\n").filter(Boolean);
-      expect(runs).toHaveLength(N);
-      expect(runs.map((line) => `task_completed:${line.replace(" ", ":")}`).sort()).toEqual(keys);
+      const ran = await runs(team);
+      expect(ran).toHaveLength(N);
+      expect(ran.map((line) => `task_completed:${line.replace(" ", ":")}`).sort()).toEqual(keys);
       expect(
         leader
           .events()
