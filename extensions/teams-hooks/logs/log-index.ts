@@ -26,7 +26,8 @@ import {
   parseLogName,
   recordMatches,
 } from "./filter.js";
-import { type LogRow, filterSliced, readCandidates, yieldIfDue } from "./query.js";
+import { type LogRow, readCandidates } from "./query.js";
+import { filterSliced, yieldIfDue } from "./slices.js";
 import { hookLogsDir } from "../team/paths.js";
 
 /** A log's place (the time it sorts by: its name's, else its start) and its facts, or why it could not be read. */
