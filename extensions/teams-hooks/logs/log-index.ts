@@ -27,11 +27,19 @@ import {
   recordMatches,
 } from "./filter.js";
 import { type LogRow, readCandidates } from "./query.js";
-import { filterSliced, yieldIfDue } from "./slices.js";
+import { filterSliced, sortSliced, yieldIfDue } from "./slices.js";
 import { hookLogsDir } from "../team/paths.js";
 
-/** A log's place (the time it sorts by: its name's, else its start) and its facts, or why it could not be read. */
-type Entry = { timeMs: number; facts: LogFacts } | { problem: HookLogProblem; atMs: number };
+/**
+ * A log's facts and its place (the time it sorts by: its name's, else its start), one object per log
+ * with its text shared between logs (`intern`): 100,000 of them are what the collector walks.
+ */
+type Indexed = LogFacts & { timeMs: number };
+/** A log's facts, or why it could not be read. */
+type Entry = Indexed | { problem: HookLogProblem; atMs: number };
+
+/** Distinct texts (members, hooks, task ids) shared per team at most; past it the table starts again. */
+const MAX_INTERNED = 65_536;
 
 /** How long a file that could not be read is left before it is read again. */
 const RETRY_PROBLEM_MS = 10_000;
@@ -50,6 +58,10 @@ interface TeamIndex {
   names: string[];
   listedMtimeMs: number | null;
   entries: Map<string, Entry>;
+  /** Names whose entry is a problem (read again after `RETRY_PROBLEM_MS`). */
+  problems: Set<string>;
+  /** The one copy of each text the facts hold. */
+  texts: Map<string, string>;
   /** Names with an entry, oldest first by their time (the folder's order, but for names not of ours). */
   ordered: string[];
   /** Names with an entry that are not of the names this project writes (placed by their start). */
@@ -144,7 +156,7 @@ export class LogIndex {
       }
       if (before && !(entry.timeMs < before.timeMs || (entry.timeMs === before.timeMs && older(name, before.name))))
         continue;
-      if (!factsMatch(entry.facts, q.filter)) continue;
+      if (!factsMatch(entry, q.filter)) continue;
       if (picked.length === q.limit) {
         truncated = true;
         // Still counts the problems further down, as a full read would have met them.
@@ -164,6 +176,8 @@ export class LogIndex {
         names: [],
         listedMtimeMs: null,
         entries: new Map(),
+        problems: new Set(),
+        texts: new Map(),
         ordered: [],
         foreign: new Set(),
         running: null,
@@ -216,32 +230,31 @@ export class LogIndex {
     }
     const now = Date.now();
     const lacking: Array<{ name: string; timeMs: number }> = [];
-    for (let i = 0; i < team.names.length; i++) {
-      if (i % 1024 === 0) await yieldIfDue();
-      const name = team.names[i] as string;
-      const entry = team.entries.get(name);
-      if (entry === undefined || ("problem" in entry && now - entry.atMs >= RETRY_PROBLEM_MS))
-        lacking.push({ name, timeMs: 0 });
+    const due = (entry: Entry): boolean => "problem" in entry && now - entry.atMs >= RETRY_PROBLEM_MS;
+    // Names listed with an entry: every entry's name unless some are gone from a new listing.
+    let listedWithEntry = 0;
+    if (!listed && team.entries.size === team.names.length) {
+      // The usual case of a query: the same listing, every name read; only problems may be due.
+      if (team.problems.size === 0) return;
+      for (const name of team.problems) {
+        const entry = team.entries.get(name);
+        if (entry !== undefined && due(entry)) lacking.push({ name, timeMs: 0 });
+      }
+      if (lacking.length === 0) return;
+      listedWithEntry = team.entries.size;
+    } else {
+      for (let i = 0; i < team.names.length; i++) {
+        if (i % 1024 === 0) await yieldIfDue();
+        const name = team.names[i] as string;
+        const entry = team.entries.get(name);
+        if (entry !== undefined) listedWithEntry += 1;
+        if (entry === undefined || due(entry)) lacking.push({ name, timeMs: 0 });
+      }
+      if (!listed && lacking.length === 0) return;
     }
-    if (!listed && lacking.length === 0) return;
     team.generation += 1;
-    await readCandidates(
-      team.dir,
-      lacking,
-      (problem) => {
-        const name = problem.file.slice(team.dir.length + 1);
-        team.entries.set(name, { problem, atMs: Date.now() });
-      },
-      (row) => {
-        const info = parseLogName(row.name);
-        const facts = factsOf(row.record, true);
-        if (info === null) team.foreign.add(row.name);
-        team.entries.set(row.name, { timeMs: info?.timeMs ?? facts.startedMs, facts });
-      },
-      this.#maxBytes,
-    );
-    if (listed) {
-      // Every loop over 100,000 names gives the event loop its turns.
+    if (listed && listedWithEntry < team.entries.size) {
+      // Some entries are of names no longer listed. Every loop over 100,000 names gives the event loop its turns.
       const present = new Set<string>();
       for (let i = 0; i < team.names.length; i++) {
         if (i % 1024 === 0) await yieldIfDue();
@@ -251,18 +264,65 @@ export class LogIndex {
       for (const name of gone) {
         team.entries.delete(name);
         team.foreign.delete(name);
+        team.problems.delete(name);
       }
     }
-    const ordered = await filterSliced(team.names, (name) => team.entries.has(name));
+    await readCandidates(
+      team.dir,
+      lacking,
+      (problem) => {
+        const name = problem.file.slice(team.dir.length + 1);
+        team.entries.set(name, { problem, atMs: Date.now() });
+        team.problems.add(name);
+      },
+      (row) => {
+        const info = parseLogName(row.name);
+        const facts = factsOf(row.record, true);
+        if (info === null) team.foreign.add(row.name);
+        team.problems.delete(row.name);
+        team.entries.set(row.name, indexed(team, facts, info?.timeMs ?? facts.startedMs));
+      },
+      this.#maxBytes,
+    );
+    // Every name read (none vanished): the listing is the order, shared rather than copied.
+    const ordered =
+      team.entries.size === team.names.length && team.foreign.size === 0
+        ? team.names
+        : await filterSliced(team.names, (name) => team.entries.has(name));
     if (team.foreign.size > 0) {
       const timeOf = (name: string): number => {
         const entry = team.entries.get(name);
         return entry && "timeMs" in entry ? entry.timeMs : (parseLogName(name)?.timeMs ?? 0);
       };
-      ordered.sort((a, b) => timeOf(a) - timeOf(b)); // stable: same-time names keep the folder's order
+      await sortSliced(ordered, (a, b) => timeOf(a) - timeOf(b)); // stable: same-time names keep the folder's order
     }
     team.ordered = ordered;
   }
+}
+
+/** `facts` as the index keeps them: with their place, and each text the one copy the team holds. */
+function indexed(team: TeamIndex, facts: LogFacts, timeMs: number): Indexed {
+  const { texts } = team;
+  const intern = <T extends string | null>(text: T): T => {
+    if (text === null) return text;
+    const known = texts.get(text);
+    if (known !== undefined) return known as T;
+    if (texts.size >= MAX_INTERNED) texts.clear();
+    texts.set(text, text);
+    return text;
+  };
+  const entry: Indexed = {
+    timeMs,
+    startedMs: facts.startedMs,
+    event: facts.event,
+    taskId: intern(facts.taskId),
+    member: intern(facts.member),
+    outcome: facts.outcome,
+    hook: intern(facts.hook),
+    trigger: facts.trigger,
+  };
+  if (facts.long) entry.long = true;
+  return entry;
 }
 
 /** Whether `name` comes before `other` in the folder's order (same time: the cursor's tie-break). */

@@ -67,6 +67,8 @@ export interface QueryOptions {
    * what the writer writes at most (`MAX_WRITTEN_LOG_BYTES`).
    */
   maxBytes?: number;
+  /** List the folder in slices of an event loop (a server's: logs/hook-log.ts `listHookLogNames`). */
+  inSlices?: boolean;
   onProblem: ProblemSink;
 }
 
@@ -110,7 +112,7 @@ export async function streamLogs<T>(
   emit: (item: T) => void,
 ): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
-  const names = await listHookLogNames(teamDir);
+  const names = await listHookLogNames(teamDir, { inSlices: opts.inSlices ?? false });
   const placed = await placeInTime(
     dir,
     opts.names ? await filterSliced(names, opts.names) : names,
