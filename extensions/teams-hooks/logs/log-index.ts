@@ -15,6 +15,8 @@
  * listed; a file that could not be read is tried again after `RETRY_PROBLEM_MS`.
  */
 import { statSync } from "node:fs";
+import { Worker } from "node:worker_threads";
+import type { FactsMessage, FactsRead, FactsRequest } from "./facts-worker.js";
 import type { HookLogProblem } from "./hook-log.js";
 import { compareHookLogNames, listHookLogNames } from "./hook-log.js";
 import {
@@ -75,6 +77,13 @@ interface TeamIndex {
   /** The last picks (names, and whether older matches were left out) by query, for this generation. */
   picks: Map<string, { generation: number; names: string[]; truncated: boolean; problems: HookLogProblem[] }>;
 }
+
+/**
+ * Files to read at least for a refresh to read them on a thread of its own (logs/facts-worker.ts):
+ * starting one takes some 50 ms of CPU (beside the event loop), reading a thousand logs here about
+ * 100 ms of turns of it.
+ */
+const THREAD_MIN_LOGS = 1_000;
 
 /** Queries remembered per team (a page polled again, the ten requests of a burst). */
 const REMEMBERED_PICKS = 16;
@@ -267,21 +276,32 @@ export class LogIndex {
         team.problems.delete(name);
       }
     }
+    const onProblem = (problem: HookLogProblem): void => {
+      const name = problem.file.slice(team.dir.length + 1);
+      team.entries.set(name, { problem, atMs: Date.now() });
+      team.problems.add(name);
+    };
+    const onFacts = (name: string, facts: LogFacts): void => {
+      const info = parseLogName(name);
+      if (info === null) team.foreign.add(name);
+      team.problems.delete(name);
+      team.entries.set(name, indexed(team, facts, info?.timeMs ?? facts.startedMs));
+    };
+    // Many files: on a thread of their own (what it could not do, here).
+    const done =
+      lacking.length >= THREAD_MIN_LOGS
+        ? await readOnThread(
+            team.dir,
+            lacking.map((c) => c.name),
+            this.#maxBytes,
+            (read) => ("problem" in read ? onProblem(read.problem) : onFacts(read.name, read.facts)),
+          )
+        : 0;
     await readCandidates(
       team.dir,
-      lacking,
-      (problem) => {
-        const name = problem.file.slice(team.dir.length + 1);
-        team.entries.set(name, { problem, atMs: Date.now() });
-        team.problems.add(name);
-      },
-      (row) => {
-        const info = parseLogName(row.name);
-        const facts = factsOf(row.record, true);
-        if (info === null) team.foreign.add(row.name);
-        team.problems.delete(row.name);
-        team.entries.set(row.name, indexed(team, facts, info?.timeMs ?? facts.startedMs));
-      },
+      done === 0 ? lacking : lacking.slice(done),
+      onProblem,
+      (row) => onFacts(row.name, factsOf(row.record, true)),
       this.#maxBytes,
     );
     // Every name read (none vanished): the listing is the order, shared rather than copied.
@@ -298,6 +318,46 @@ export class LogIndex {
     }
     team.ordered = ordered;
   }
+}
+
+/** One reading thread at a time, whatever the teams: the second waits for the first. */
+let threadTurn: Promise<unknown> = Promise.resolve();
+
+/**
+ * Reads the logs `names` of `dir` on a thread (logs/facts-worker.ts), handing each read to `onRead`
+ * on this one; resolves with how many of `names` were done (all, or fewer if the thread failed or
+ * could not start: the caller reads the rest itself).
+ */
+function readOnThread(
+  dir: string,
+  names: string[],
+  maxBytes: number,
+  onRead: (read: FactsRead) => void,
+): Promise<number> {
+  const run = threadTurn.then(
+    () =>
+      new Promise<number>((resolve) => {
+        let done = 0;
+        let worker: Worker;
+        try {
+          worker = new Worker(new URL("./facts-worker.js", import.meta.url));
+        } catch {
+          resolve(0);
+          return;
+        }
+        // A server that stops does not wait for it.
+        worker.unref();
+        worker.on("message", (message: FactsMessage) => {
+          for (const read of message.read) onRead(read);
+          done = message.upTo;
+        });
+        worker.on("error", () => undefined); // what it did not read is read by the caller
+        worker.on("exit", () => resolve(done));
+        worker.postMessage({ dir, names, maxBytes } satisfies FactsRequest);
+      }),
+  );
+  threadTurn = run.catch(() => undefined);
+  return run;
 }
 
 /** `facts` as the index keeps them: with their place, and each text the one copy the team holds. */
