@@ -20,7 +20,7 @@ import { statSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { FactsMessage, FactsRead, FactsRequest } from "./facts-worker.js";
 import type { HookLogProblem } from "./hook-log.js";
-import { compareHookLogNames, listHookLogNames } from "./hook-log.js";
+import { compareHookLogNames, hookLogFile, listHookLogNames } from "./hook-log.js";
 import {
   type LogFacts,
   type LogFilter,
@@ -127,6 +127,10 @@ interface TeamIndex {
   picks: Map<string, { generation: number; names: string[]; truncated: boolean; problems: HookLogProblem[] }>;
 }
 
+/** Records kept for the pages asked again: at most this many bytes of files, and this many records. */
+const KEPT_RECORD_BYTES = 1024 * 1024;
+const KEPT_RECORDS = 512;
+
 /** Queries remembered per team (a page polled again, the ten requests of a burst). */
 const REMEMBERED_PICKS = 16;
 
@@ -153,6 +157,9 @@ export class LogIndex {
   /** Reading threads running (logs/facts-worker.ts). */
   readonly #threads = new Set<Worker>();
   #closed = false;
+  /** Records lately shown (ten requests for one page read its logs once), by file, with what their file was. */
+  readonly #records = new Map<string, { row: LogRow; size: number; mtimeMs: number; ino: number }>();
+  #recordBytes = 0;
 
   /** `maxBytes`: a larger file is a problem, read no further (logs/query.ts `QueryOptions.maxBytes`). */
   constructor(opts: { maxBytes: number }) {
@@ -188,18 +195,68 @@ export class LogIndex {
       if (team.picks.size > REMEMBERED_PICKS) team.picks.delete(team.picks.keys().next().value as string);
     }
     for (const problem of problems) q.onProblem(problem);
+    const read = await this.#read(team, names, q.onProblem);
     const rows: LogRow[] = [];
-    const wanted = names.map((name) => ({ name, timeMs: 0 }));
+    for (const name of names) {
+      const row = read.get(name);
+      if (row && recordMatches(row.record, q.filter)) rows.push(row);
+    }
+    return { rows, truncated };
+  }
+
+  /**
+   * The logs `names` read whole, from the records kept (`#records`) while their files are the ones
+   * read (same size, time and inode), else from the files; problems to `onProblem`, as `readCandidates`.
+   */
+  async #read(team: TeamIndex, names: string[], onProblem: (problem: HookLogProblem) => void) {
+    const read = new Map<string, LogRow>();
+    const lacking: Array<{ name: string; timeMs: number }> = [];
+    const stats = new Map<string, { size: number; mtimeMs: number; ino: number }>();
+    for (const name of names) {
+      await yieldIfDue();
+      const file = hookLogFile(team.dir, name);
+      let stat: { size: number; mtimeMs: number; ino: number } | undefined;
+      try {
+        stat = statSync(file);
+      } catch {
+        stat = undefined; // gone, or unreadable: the reader says which
+      }
+      const kept = stat === undefined ? undefined : this.#records.get(file);
+      if (stat && kept && kept.size === stat.size && kept.mtimeMs === stat.mtimeMs && kept.ino === stat.ino) {
+        this.#records.delete(file); // the newest last
+        this.#records.set(file, kept);
+        read.set(name, kept.row);
+        continue;
+      }
+      if (stat) stats.set(name, { size: stat.size, mtimeMs: stat.mtimeMs, ino: stat.ino });
+      lacking.push({ name, timeMs: 0 });
+    }
     await readCandidates(
       team.dir,
-      wanted,
-      q.onProblem,
+      lacking,
+      onProblem,
       (row) => {
-        if (recordMatches(row.record, q.filter)) rows.push(row);
+        read.set(row.name, row);
+        const stat = stats.get(row.name);
+        if (stat) this.#keep(row, stat);
       },
       this.#maxBytes,
     );
-    return { rows, truncated };
+    return read;
+  }
+
+  /** Keeps a record read, the oldest kept dropped past `KEPT_RECORD_BYTES` (file sizes) or `KEPT_RECORDS`. */
+  #keep(row: LogRow, stat: { size: number; mtimeMs: number; ino: number }): void {
+    const old = this.#records.get(row.file);
+    if (old) this.#recordBytes -= old.size;
+    this.#records.delete(row.file);
+    this.#records.set(row.file, { row, ...stat });
+    this.#recordBytes += stat.size;
+    while (this.#recordBytes > KEPT_RECORD_BYTES || this.#records.size > KEPT_RECORDS) {
+      const [file, oldest] = this.#records.entries().next().value as [string, { size: number }];
+      this.#records.delete(file);
+      this.#recordBytes -= oldest.size;
+    }
   }
 
   /** The names of the newest matches, oldest first, from the facts; and the problems the filter might have kept. */
