@@ -15,10 +15,15 @@
 //   node bench/serve-filters.mjs --baseline /tmp/baseline [--logs 100000] [--rounds 5]
 //
 // Without --baseline, this build alone. The logs are written once (through this build's log writer)
-// and read by both servers.
+// and read by both servers. `--root DIR` keeps the teams root in DIR (written there on the first run,
+// read again by the next: writing 100,000 logs takes minutes); `--node-flags "--cpu-prof ..."` adds
+// flags to both servers' node (a profile, `--trace-gc`); `--order baseline-first` measures the baseline
+// first (the machine's load drifts: alternate the order between runs); `--server-out DIR` keeps each
+// server's stdout and stderr there.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeHookLogs } from "./lib/hook-logs.mjs";
@@ -31,6 +36,10 @@ const BIN = path.join(HERE, "..", "dist", "teams-hooks", "bin.js");
 const BASELINE = arg("baseline", null);
 const LOGS = Number(arg("logs", 100_000));
 const ROUNDS = Number(arg("rounds", 5));
+const ROOT = arg("root", null);
+const NODE_FLAGS = String(arg("node-flags", "")).split(/\s+/).filter(Boolean);
+const SERVER_OUT = arg("server-out", null);
+const BASELINE_FIRST = arg("order", "this-first") === "baseline-first";
 const AT_ONCE = 10;
 const FILTER = "hook=on_idle.sh&outcome=timed_out&member=ada";
 const DAY_MS = 86_400_000;
@@ -47,10 +56,21 @@ function run(bin, args) {
   });
 }
 
-function startServer(bin, root) {
+function startServer(bin, root, tag) {
   const child = spawn(
     process.execPath,
-    [...shebangFlags(bin), bin, "serve", "--teams-root", root, "--listen", "127.0.0.1:0", "--rate-limit", "100000/min"],
+    [
+      ...shebangFlags(bin),
+      ...NODE_FLAGS,
+      bin,
+      "serve",
+      "--teams-root",
+      root,
+      "--listen",
+      "127.0.0.1:0",
+      "--rate-limit",
+      "100000/min",
+    ],
     { env, stdio: ["ignore", "pipe", "pipe"] },
   );
   let out = "";
@@ -62,6 +82,11 @@ function startServer(bin, root) {
     const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
     await exited;
     clearTimeout(timer);
+    if (SERVER_OUT) {
+      mkdirSync(SERVER_OUT, { recursive: true });
+      writeFileSync(path.join(SERVER_OUT, `${tag}.out`), out);
+      writeFileSync(path.join(SERVER_OUT, `${tag}.err`), err);
+    }
   };
   return new Promise((resolve, reject) => {
     child.stdout.setEncoding("utf8").on("data", (d) => {
@@ -91,10 +116,10 @@ function get(url, key) {
 
 /** The rounds against one server: a first round of ten at once on a fresh server (cold), then ROUNDS more. */
 async function measure(label, bin, root) {
-  const tag = label.replace(/\W+/g, "-");
+  const tag = `${label.replace(/\W+/g, "-")}-${Date.now().toString(36)}`;
   const key = (await run(bin, keyArgs(root, `big-${tag}`, "big"))).trimEnd().split("\n").pop();
   const small = (await run(bin, keyArgs(root, `small-${tag}`, "small"))).trimEnd().split("\n").pop();
-  const server = await startServer(bin, root);
+  const server = await startServer(bin, root, tag);
   const filtered = `${server.url}/api/v1/teams/big/runs?${FILTER}`;
   const samples = { coldHealthz: [], coldRound: [], filtered: [], healthz: [], other: [], rounds: [] };
   try {
@@ -129,26 +154,48 @@ function keyArgs(root, name, team) {
   return ["serve", "keys", "create", "--teams-root", root, "--name", name, "--scopes", "logs:read", "--teams", team];
 }
 
-const root = makeTempRoot("bench-serve-filters-");
+if (ROOT !== null) mkdirSync(ROOT, { recursive: true });
+const root = ROOT ?? makeTempRoot("bench-serve-filters-");
 try {
   if (BASELINE && !existsSync(path.join(BASELINE, "dist", "teams-hooks", "bin.js")))
     throw new Error(`--baseline ${BASELINE}: no dist/teams-hooks/bin.js there (npm ci builds it)`);
-  const { teamDir } = makeTeam(root, "big");
-  const { teamDir: smallDir } = makeTeam(root, "small");
-  mkdirSync(path.join(teamDir, "hook-logs"), { recursive: true });
-  const oldest = Date.now() - 30 * DAY_MS;
-  const t0 = performance.now();
-  await writeHookLogs(teamDir, { count: LOGS, startedAt: (i) => new Date(oldest + (i * 30 * DAY_MS) / LOGS) });
-  await writeHookLogs(smallDir, { count: 200, startedAt: (i) => new Date(Date.now() - (200 - i) * 60_000) });
+  const written = path.join(root, "written.json");
+  if (existsSync(written) && JSON.parse(readFileSync(written, "utf8")).logs === LOGS) {
+    console.log(`${LOGS} logs of ${root} read again; ${AT_ONCE} at once, ${ROUNDS} rounds`);
+  } else {
+    if (existsSync(path.join(root, "big")))
+      throw new Error(`--root ${root}: holds a team big not written for ${LOGS} logs`);
+    const { teamDir } = makeTeam(root, "big");
+    const { teamDir: smallDir } = makeTeam(root, "small");
+    mkdirSync(path.join(teamDir, "hook-logs"), { recursive: true });
+    const oldest = Date.now() - 30 * DAY_MS;
+    const t0 = performance.now();
+    await writeHookLogs(teamDir, { count: LOGS, startedAt: (i) => new Date(oldest + (i * 30 * DAY_MS) / LOGS) });
+    await writeHookLogs(smallDir, { count: 200, startedAt: (i) => new Date(Date.now() - (200 - i) * 60_000) });
+    writeFileSync(written, JSON.stringify({ logs: LOGS }));
+    console.log(
+      `${LOGS} logs written in ${((performance.now() - t0) / 1000).toFixed(0)} s; ${AT_ONCE} at once, ${ROUNDS} rounds`,
+    );
+  }
   console.log(
-    `${LOGS} logs written in ${((performance.now() - t0) / 1000).toFixed(0)} s; ${AT_ONCE} at once, ${ROUNDS} rounds`,
+    `load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} at the start`,
   );
 
-  const results = [["this build", await measure("this build", BIN, root)]];
-  if (BASELINE) {
-    const bin = path.join(BASELINE, "dist", "teams-hooks", "bin.js");
-    results.push(["baseline", await measure("baseline", bin, root)]);
-  }
+  const builds = [["this build", BIN]];
+  if (BASELINE) builds.push(["baseline", path.join(BASELINE, "dist", "teams-hooks", "bin.js")]);
+  const measured = new Map();
+  for (const [name, bin] of BASELINE_FIRST ? [...builds].reverse() : builds)
+    measured.set(name, await measure(name, bin, root));
+  const results = builds.map(([name]) => [name, measured.get(name)]);
+  console.log(
+    `load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} at the end`,
+  );
   const median = (xs) => percentile(xs, 0.5);
   const p95 = (xs) => percentile(xs, 0.95);
   const f = (v) => (Number.isFinite(v) ? v.toFixed(v < 10 ? 1 : 0) : "—");
@@ -171,5 +218,5 @@ try {
   for (const [name, s] of results)
     console.log(`${name}: slowest /healthz ${f(worst(s.healthz))} ms (cold: ${f(worst(s.coldHealthz))} ms)`);
 } finally {
-  removeQuietly(root);
+  if (ROOT === null) removeQuietly(root);
 }

@@ -198,7 +198,7 @@ export class LiveHub {
       const query = { filter, limit: CATCH_UP_RUNS, onProblem: () => undefined };
       const { rows: found } = this.#index
         ? await this.#index.query(team.dir, query)
-        : await queryLogs(team.dir, { ...query, maxBytes: MAX_WRITTEN_LOG_BYTES });
+        : await queryLogs(team.dir, { ...query, maxBytes: MAX_WRITTEN_LOG_BYTES, inSlices: true });
       for (const row of found) {
         const r = shownRow(team, row);
         if (newerCursorFirst(cursorOf(r), after) < 0) rows.push(r);
@@ -254,7 +254,7 @@ export class LiveHub {
       // fails is tried again (as the empty list it would be, it would send every log as new).
       let seen: string[] | null = null;
       while (seen === null && !ended) {
-        seen = await listHookLogNames(team.dir).catch(() => null);
+        seen = await listHookLogNames(team.dir, { inSlices: true }).catch(() => null);
         if (seen === null) await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, RESCAN_MS))]);
       }
       if (ended || seen === null) return;

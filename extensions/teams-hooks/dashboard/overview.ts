@@ -127,7 +127,7 @@ export class SampleCache {
     };
     await streamLogs(
       teamDir,
-      { filter: { sinceMs }, names: lacking, onProblem: () => void (unreadable += 1) },
+      { filter: { sinceMs }, names: lacking, inSlices: true, onProblem: () => void (unreadable += 1) },
       (row) => [row.name, sampleOf(row.record)] as const,
       ([name, sample]) => samples.set(name, sample),
     );

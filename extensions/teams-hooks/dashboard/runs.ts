@@ -143,7 +143,13 @@ export async function taskRuns(team: TeamRef, taskId: string): Promise<RunRow[]>
   const rows: RunRow[] = [];
   await streamLogs(
     team.dir,
-    { filter: { taskId }, limit: PAGE_SIZE, maxBytes: MAX_WRITTEN_LOG_BYTES, onProblem: () => undefined },
+    {
+      filter: { taskId },
+      limit: PAGE_SIZE,
+      maxBytes: MAX_WRITTEN_LOG_BYTES,
+      inSlices: true,
+      onProblem: () => undefined,
+    },
     (row) => shownRow(team, row),
     (r) => rows.push(r),
   );

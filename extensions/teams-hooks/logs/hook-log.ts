@@ -19,6 +19,7 @@ import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import { type FileProblemKind, mkdirUnder, problemDetail, readRegularFile } from "../team/json-file.js";
 import { fileProblem } from "../text/messages.js";
 import { hookLogsDir, isTempOrLock, sanitizeName } from "../team/paths.js";
+import { filterSliced, sortSliced } from "./slices.js";
 
 /**
  * What fired the event a log is of: `leader` (the leader watching the team, in `watch` or in pi, or a
@@ -404,7 +405,7 @@ export async function listHookLogs(teamDir: string, opts: { limit?: number } = {
  * The names `listHookLogs` lists, in its order, without an object per file (`logs` lists 10,000).
  * `inSlices`: read the folder in batches of 1,024 entries, each its own turn of the event loop (a
  * server's): one `readdir` of 100,000 names holds the loop some 30 ms while their objects are made,
- * a batch at most a few, for about twice the total time.
+ * a batch at most a few, for about twice the total time; and sort them in slices (logs/slices.ts).
  */
 export async function listHookLogNames(teamDir: string, opts: { inSlices?: boolean } = {}): Promise<string[]> {
   const dir = hookLogsDir(teamDir);
@@ -419,7 +420,7 @@ export async function listHookLogNames(teamDir: string, opts: { inSlices?: boole
     if (errnoCode(cause) === "ENOENT") return [];
     throw new HooksError("E_IO", `cannot list hook logs in ${dir}: ${describeError(cause)}`, { cause });
   }
-  return sortHookLogNames(names);
+  return opts.inSlices ? sortHookLogNamesSliced(names) : sortHookLogNames(names);
 }
 
 /** `path.join(dir, name)` for a normalised `dir` (`hook-logs/`) and a log's name, minus the normalising. */
@@ -432,12 +433,29 @@ const STAMP = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z/;
 const STAMP_CHARS = 24;
 
 /**
- * Sorts by `sortKey`, stable. When every name starts with a stamp, plain order already is that order
- * except between equal stamps (the stamp's digit runs have fixed widths, and the `Z` ends them), so
- * keys are built only for those — ten times quicker for 10,000 names.
+ * Sorts by `sortKey` (stable). When every name starts with a stamp, plain order already is that
+ * order except between equal stamps (the stamp's digit runs have fixed widths, and the `Z` ends
+ * them), and names of one stamp are next to each other in plain order: a plain sort, then keys built
+ * for those runs alone (`fixSameStamps`) — several times quicker for 100,000 names.
  */
 function sortHookLogNames(names: string[]): string[] {
-  const keys = new Map<string, string>();
+  if (!names.every((name) => STAMP.test(name))) return names.sort(byKeyOf(new Map()));
+  return fixSameStamps(names.sort(plainOrder));
+}
+
+/** `sortHookLogNames` in slices of a server's event loop (logs/slices.ts `sortSliced`). */
+async function sortHookLogNamesSliced(names: string[]): Promise<string[]> {
+  const stamped = await filterSliced(names, (name) => STAMP.test(name));
+  if (stamped.length !== names.length) return sortSliced(names, byKeyOf(new Map()));
+  return fixSameStamps(await sortSliced(names, plainOrder));
+}
+
+function plainOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Compares by `sortKey`, each name's key made once (in `keys`). */
+function byKeyOf(keys: Map<string, string>): (a: string, b: string) => number {
   const key = (name: string): string => {
     let k = keys.get(name);
     if (k === undefined) {
@@ -446,12 +464,23 @@ function sortHookLogNames(names: string[]): string[] {
     }
     return k;
   };
-  const byKey = (a: string, b: string): number => {
-    const [ka, kb] = [key(a), key(b)];
-    return ka < kb ? -1 : ka > kb ? 1 : 0;
-  };
-  if (!names.every((name) => STAMP.test(name))) return names.sort(byKey);
-  return names.sort((a, b) => (a.startsWith(b.slice(0, STAMP_CHARS)) ? byKey(a, b) : a < b ? -1 : 1));
+  return (a, b) => plainOrder(key(a), key(b));
+}
+
+/** Names in plain order, each run of one stamp put in `sortKey` order (`…_9` before `…_10`). */
+function fixSameStamps(names: string[]): string[] {
+  const byKey = byKeyOf(new Map());
+  for (let start = 0; start < names.length; ) {
+    const stamp = (names[start] as string).slice(0, STAMP_CHARS);
+    let end = start + 1;
+    while (end < names.length && (names[end] as string).startsWith(stamp)) end++;
+    if (end - start > 1) {
+      const run = names.slice(start, end).sort(byKey);
+      for (let k = 0; k < run.length; k++) names[start + k] = run[k] as string;
+    }
+    start = end;
+  }
+  return names;
 }
 
 /** Reads and validates one log. A missing, corrupt or foreign file is a problem, never a throw. */

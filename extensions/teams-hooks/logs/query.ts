@@ -22,6 +22,7 @@ import {
 import { READ_FLAGS } from "../team/json-file.js";
 import { type LogFilter, nameMayMatch, parseLogName, recordMatches } from "./filter.js";
 import { hookLogsDir } from "../team/paths.js";
+import { filterSliced, yieldIfDue } from "./slices.js";
 
 /** One readable log. */
 export interface LogRow {
@@ -66,6 +67,8 @@ export interface QueryOptions {
    * what the writer writes at most (`MAX_WRITTEN_LOG_BYTES`).
    */
   maxBytes?: number;
+  /** List the folder in slices of an event loop (a server's: logs/hook-log.ts `listHookLogNames`). */
+  inSlices?: boolean;
   onProblem: ProblemSink;
 }
 
@@ -109,7 +112,7 @@ export async function streamLogs<T>(
   emit: (item: T) => void,
 ): Promise<Omit<QueryResult<T>, "rows">> {
   const dir = hookLogsDir(teamDir);
-  const names = await listHookLogNames(teamDir);
+  const names = await listHookLogNames(teamDir, { inSlices: opts.inSlices ?? false });
   const placed = await placeInTime(
     dir,
     opts.names ? await filterSliced(names, opts.names) : names,
@@ -223,31 +226,6 @@ export async function readCandidates(
   }
 }
 
-/** `items.filter(keep)`, giving the event loop its turns (`yieldIfDue`): 100,000 names take a while. */
-export async function filterSliced<T>(items: readonly T[], keep: (item: T) => boolean): Promise<T[]> {
-  const kept: T[] = [];
-  for (let i = 0; i < items.length; i++) {
-    if (i % 1024 === 0) await yieldIfDue();
-    const item = items[i] as T;
-    if (keep(item)) kept.push(item);
-  }
-  return kept;
-}
-
-/** The longest a reading loop holds the event loop between two turns of it. */
-export const SLICE_MS = 8;
-let sliceStart = performance.now();
-
-/**
- * Gives the event loop a turn when the work since the last one has taken `SLICE_MS` (shared by every
- * reader in the process: ten readers at once still give way every few milliseconds each), else
- * returns at once. Loops that read files call it once per file.
- */
-export async function yieldIfDue(): Promise<void> {
-  if (performance.now() - sliceStart < SLICE_MS) return;
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  sliceStart = performance.now();
-}
 /** Larger files take the slow path (a log keeps at most 12,000 characters of each stream: tens of KB). */
 const FAST_READ_BYTES = 1024 * 1024;
 /** One buffer for every fast read: open, one read, close — three system calls a file. */

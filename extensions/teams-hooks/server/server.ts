@@ -149,7 +149,10 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     port: address.port,
     keyCount,
     close: () =>
-      (closing ??= web.close().then(() => closeServer(server, options.graceMs ?? 5_000, stopping, inFlight))),
+      (closing ??= web
+        .close()
+        .then(() => closeServer(server, options.graceMs ?? 5_000, stopping, inFlight))
+        .then(() => index.close())),
   };
 }
 

@@ -47,7 +47,7 @@ export async function decidingRunOf(teamDir: string, task: Task, confidential: b
   // Oldest first: the last match wins, a log with the policy step over one without.
   await streamLogs(
     teamDir,
-    { filter: { taskId: task.id }, maxBytes: MAX_WRITTEN_LOG_BYTES, onProblem: () => undefined },
+    { filter: { taskId: task.id }, maxBytes: MAX_WRITTEN_LOG_BYTES, inSlices: true, onProblem: () => undefined },
     (row) => row,
     (row) => {
       if (row.record.key !== key || taskIdOf(row.record) !== task.id) return;
