@@ -10,7 +10,8 @@
 //            --reopen-seconds S (each side's share of a reopen round, 10) --reopen-rounds N (4) --tasks N (20)
 //            --no-standby-side (leave out this build with PI_TEAMS_HOOKS_STANDBY=off) --unsandboxed-side (add this
 //            build with `hooks.sandbox: "off"`: what the sandbox costs) --only latency|reopen
-//            --json FILE
+//            --sides NAME,NAME (only the sides named: this, "this, standby off", "other 1"…)
+//            --profile DIR (every leader runs with --cpu-prof, into DIR/<side>/) --json FILE
 //
 // Sides: this build (its gates sandboxed where the machine can, as a team gets by default), this build
 // with its standbys off (the chain built at each event: forking the leader), each --other build, and
@@ -56,6 +57,8 @@ const { values: opt } = parseArgs({
     "no-standby-side": { type: "boolean", default: false },
     "unsandboxed-side": { type: "boolean", default: false },
     only: { type: "string" },
+    sides: { type: "string" },
+    profile: { type: "string" },
     json: { type: "string" },
   },
 });
@@ -70,18 +73,28 @@ const REOPEN_ROUNDS = Number(opt["reopen-rounds"]);
 const REOPEN_TASKS = Number(opt.tasks);
 
 const THIS = path.resolve(here, "../dist/teams-hooks/bin.js");
-const sides = [
+const allSides = [
   { name: "this", bin: THIS, env: {} },
   ...(opt["no-standby-side"] ? [] : [{ name: "this, standby off", bin: THIS, env: { PI_TEAMS_HOOKS_STANDBY: "off" } }]),
   ...(opt["unsandboxed-side"] ? [{ name: "this, sandbox off", bin: THIS, env: {}, hooks: { sandbox: "off" } }] : []),
   ...opt.other.map((file, i) => ({ name: `other ${i + 1}`, bin: path.resolve(file), env: {} })),
 ];
+const only = opt.sides?.split(",").map((s) => s.trim());
+const sides = only ? allSides.filter((s) => only.includes(s.name)) : allSides;
+if (!sides.some((s) => s.name === "this")) {
+  console.error(`--sides must name "this" (the figures are given against it); sides: ${allSides.map((s) => s.name).join(", ")}`);
+  process.exit(2);
+}
 for (const side of sides) {
   if (!existsSync(side.bin)) {
     console.error(`${side.bin} is missing: build it first (npm run build)`);
     process.exit(2);
   }
   side.nodeArgs = shebangFlags(side.bin);
+  // A CPU profile per leader, written when it exits (node --cpu-prof), in a folder per side.
+  if (opt.profile) {
+    side.nodeArgs.push("--cpu-prof", `--cpu-prof-dir=${path.resolve(opt.profile, side.name.replace(/[^A-Za-z0-9]+/g, "-"))}`);
+  }
 }
 
 const root = makeTempRoot("bench-spawn-path-");

@@ -235,7 +235,8 @@ export class EventHandler {
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
-        standby: true,
+        // In a burst (events wait) the next run's standby starts as soon as this gate has (runner/run-hook.ts).
+        standby: { ahead: () => this.#ctx.queue.size > this.#ctx.queue.running },
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#ctx.opts.report({
@@ -438,8 +439,8 @@ export class EventHandler {
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
     if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
     // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
-    // with events waiting, each run builds its own view at once and a standby would only add a chain to it:
-    // the standbys due start once nothing waits.
+    // with events waiting, it was started already as the gate started (`standby.ahead` above): the standbys
+    // still due start once nothing waits.
     if (this.#ctx.queue.size === this.#ctx.queue.running) startStandbys();
   }
 

@@ -148,9 +148,17 @@ export interface RunHookOptions {
   runAs?: string;
   /**
    * A leader's run (runner/standby.ts): start from this gate's standby when one waits and still fits,
-   * and leave one for its next run. Off by default (`run`, direct callers).
+   * and leave one for its next run. Off by default (`run`, direct callers). `{ ahead }`: the next run's
+   * standby is started as soon as this gate has started whenever `ahead()` says so (the leader's: events
+   * wait), so that in a burst the next view is built while this run ends and its policy is written;
+   * otherwise it is left for the caller to start (startStandbys).
    */
-  standby?: boolean;
+  standby?: boolean | StandbyAhead;
+}
+
+/** When the next run's standby starts before this run ends: `ahead()` is asked once the gate has started. */
+export interface StandbyAhead {
+  ahead: () => boolean;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -215,8 +223,23 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
       ...startFailure(`cannot make the run's folder: ${describeError(error)}`, "E_RUN_DIR", startedAt),
     };
   }
+  // The next run's standby: started once this gate has, when the caller says events wait (a burst), else
+  // left due until the caller has handled this event (startStandbys).
+  const next = ahead
+    ? () =>
+        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (dir) =>
+          standbyLayout(dir, hook, invocation, opts),
+        )
+    : null;
+  const early = typeof opts.standby === "object" ? opts.standby.ahead : null;
+  const onStarted =
+    next && early
+      ? () => {
+          if (early()) void next();
+        }
+      : undefined;
   try {
-    return await runIn(run, hook, invocation, opts, { runId, startedAt, base, standby });
+    return await runIn(run, hook, invocation, opts, { runId, startedAt, base, standby, onStarted });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
@@ -224,12 +247,8 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
     if (standby && !standby.released) await endStandby(standby);
     removeRunDir(run.dir);
-    if (ahead)
-      standbysDue.set(ahead, () =>
-        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (next) =>
-          standbyLayout(next, hook, invocation, opts),
-        ),
-      );
+    // One started ahead already waits (or is starting): startStandby then does nothing.
+    if (ahead && next) standbysDue.set(ahead, next);
   }
 }
 
@@ -334,7 +353,13 @@ async function runIn(
   hook: HookCommand,
   invocation: HookInvocation,
   opts: RunHookOptions,
-  { runId, startedAt, base, standby }: { runId: string; startedAt: number; base: BaseResult; standby: Standby | null },
+  {
+    runId,
+    startedAt,
+    base,
+    standby,
+    onStarted,
+  }: { runId: string; startedAt: number; base: BaseResult; standby: Standby | null; onStarted?: () => void },
 ): Promise<RunResult> {
   const sandbox = sandboxOf(opts.sandbox);
   const notStarted = (message: string, code: string | undefined, truncated = false): RunResult => ({
@@ -457,6 +482,7 @@ async function runIn(
   let atExit: ResultFileRead | null = null;
   const ran = await execute(started, opts, {
     ...(standby ? { standby } : {}),
+    ...(onStarted ? { onStarted } : {}),
     onExit: () => {
       atExit = readResultFile(run.resultFile, run.result);
     },
@@ -858,6 +884,8 @@ interface Prepared {
   onExit?: () => void;
   /** The chain already started for this run, waiting for its environment (runner/standby.ts). */
   standby?: Standby;
+  /** Called once the hook's process has started (after onSpawn). */
+  onStarted?: () => void;
 }
 
 type Executed = { result: RunResult; lastLine: LastLine };
@@ -885,6 +913,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   } catch {
     // The caller's bookkeeping failed; the hook is running and must still be supervised and reaped.
   }
+  run.onStarted?.();
   try {
     return await finished;
   } finally {
