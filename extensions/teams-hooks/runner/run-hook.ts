@@ -31,6 +31,7 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
+import { rm } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
@@ -201,6 +202,7 @@ export async function terminateAllRuns(): Promise<void> {
   for (const run of runs) run.stop();
   standbysDue.clear();
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
+  await Promise.allSettled([...removing]);
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
@@ -246,10 +248,24 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   } finally {
     // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
     if (standby && !standby.released) await endStandby(standby);
-    removeRunDir(run.dir);
+    // A standby's folder (`standby.XXXXXX`) is removed off the event's path, in the thread pool: its removal
+    // (a dozen metadata writes, each waiting for the file system's journal on a busy disk) overlaps the
+    // policy's writes. A leader killed meanwhile leaves it to the next start's sweep (removeOrphanStandbys).
+    if (standby) removeLater(run.dir);
+    else removeRunDir(run.dir);
     // One started ahead already waits (or is starting): startStandby then does nothing.
     if (ahead && next) standbysDue.set(ahead, next);
   }
+}
+
+/** The folders of runs that started from a standby, being removed (removeLater). */
+const removing = new Set<Promise<void>>();
+
+function removeLater(dir: string): void {
+  const removed: Promise<void> = rm(dir, { recursive: true, force: true })
+    .catch(() => undefined) // a mount still held inside it: the next start's sweep removes it
+    .finally(() => removing.delete(removed));
+  removing.add(removed);
 }
 
 /** The standbys the runs that ended ask for, started by startStandbys (the leader's, once an event is handled). */
