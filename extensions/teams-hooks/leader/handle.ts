@@ -26,7 +26,7 @@ import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
-import { startStandbys } from "../runner/run-hook.js";
+import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -136,6 +136,8 @@ export class EventHandler {
     this.#ctx.enqueued += 1;
     if (event.event !== "idle") {
       this.#ctx.queue.push(queueGroup(event), () => this.#handle(event, retry, undefined, task));
+      // Events wait now: a gate under way builds its next run's view meanwhile (runner/run-hook.ts).
+      if (this.#ctx.queue.size > this.#ctx.queue.running) startStandbysAhead();
       return;
     }
     // Idle notifications wait behind every task's event, and a newer one of a member supersedes the waiting one.

@@ -201,6 +201,7 @@ export async function terminateAllRuns(): Promise<void> {
   const runs = [...live.values(), ...liveRequests.values()];
   for (const run of runs) run.stop();
   standbysDue.clear();
+  startsAhead.clear();
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
   await Promise.allSettled([...removing]);
 }
@@ -235,9 +236,10 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     : null;
   const early = typeof opts.standby === "object" ? opts.standby.ahead : null;
   const onStarted =
-    next && early
+    ahead && next && early
       ? () => {
           if (early()) void next();
+          else startsAhead.set(runId, next); // an event queued while it runs starts it (startStandbysAhead)
         }
       : undefined;
   try {
@@ -246,6 +248,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
+    startsAhead.delete(runId);
     // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
     if (standby && !standby.released) await endStandby(standby);
     // A standby's folder (`standby.XXXXXX`) is removed off the event's path, in the thread pool: its removal
@@ -266,6 +269,20 @@ function removeLater(dir: string): void {
     .catch(() => undefined) // a mount still held inside it: the next start's sweep removes it
     .finally(() => removing.delete(removed));
   removing.add(removed);
+}
+
+/** The next standby of each run under way that did not start one ahead (no event waited as its gate started). */
+const startsAhead = new Map<string, () => Promise<void>>();
+
+/**
+ * Starts the next standby of every run under way that has not: the leader calls it as it queues an event,
+ * so that a burst that builds up while a gate runs has the next view built meanwhile too.
+ */
+export function startStandbysAhead(): void {
+  if (startsAhead.size === 0) return;
+  const due = [...startsAhead.values()];
+  startsAhead.clear();
+  for (const start of due) void start();
 }
 
 /** The standbys the runs that ended ask for, started by startStandbys (the leader's, once an event is handled). */
