@@ -10,7 +10,7 @@
 //            --reopen-seconds S (each side's share of a reopen round, 10) --reopen-rounds N (4) --tasks N (20)
 //            --no-standby-side (leave out this build with PI_TEAMS_HOOKS_STANDBY=off) --unsandboxed-side (add this
 //            build with `hooks.sandbox: "off"`: what the sandbox costs) --only latency|reopen
-//            --sides NAME,NAME (only the sides named: this, "this, standby off", "other 1"…)
+//            --side NAME (repeatable: only the sides named: this, "this, standby off", "other 1"…)
 //            --profile DIR (every leader runs with --cpu-prof, into DIR/<side>/) --json FILE
 //
 // Sides: this build (its gates sandboxed where the machine can, as a team gets by default), this build
@@ -57,7 +57,7 @@ const { values: opt } = parseArgs({
     "no-standby-side": { type: "boolean", default: false },
     "unsandboxed-side": { type: "boolean", default: false },
     only: { type: "string" },
-    sides: { type: "string" },
+    side: { type: "string", multiple: true, default: [] },
     profile: { type: "string" },
     json: { type: "string" },
   },
@@ -79,10 +79,11 @@ const allSides = [
   ...(opt["unsandboxed-side"] ? [{ name: "this, sandbox off", bin: THIS, env: {}, hooks: { sandbox: "off" } }] : []),
   ...opt.other.map((file, i) => ({ name: `other ${i + 1}`, bin: path.resolve(file), env: {} })),
 ];
-const only = opt.sides?.split(",").map((s) => s.trim());
-const sides = only ? allSides.filter((s) => only.includes(s.name)) : allSides;
+const sides = opt.side.length > 0 ? allSides.filter((s) => opt.side.includes(s.name)) : allSides;
 if (!sides.some((s) => s.name === "this")) {
-  console.error(`--sides must name "this" (the figures are given against it); sides: ${allSides.map((s) => s.name).join(", ")}`);
+  console.error(
+    `--side must name "this" (the figures are given against it); sides: ${allSides.map((s) => s.name).join(", ")}`,
+  );
   process.exit(2);
 }
 for (const side of sides) {
@@ -93,7 +94,10 @@ for (const side of sides) {
   side.nodeArgs = shebangFlags(side.bin);
   // A CPU profile per leader, written when it exits (node --cpu-prof), in a folder per side.
   if (opt.profile) {
-    side.nodeArgs.push("--cpu-prof", `--cpu-prof-dir=${path.resolve(opt.profile, side.name.replace(/[^A-Za-z0-9]+/g, "-"))}`);
+    side.nodeArgs.push(
+      "--cpu-prof",
+      `--cpu-prof-dir=${path.resolve(opt.profile, side.name.replace(/[^A-Za-z0-9]+/g, "-"))}`,
+    );
   }
 }
 
