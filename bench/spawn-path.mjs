@@ -9,7 +9,8 @@
 //            --reference-samples N (60; each costs ~0.7 s) --big N (tasks in the large list, 10000)
 //            --reopen-seconds S (each side's share of a reopen round, 10) --reopen-rounds N (4) --tasks N (20)
 //            --no-standby-side (leave out this build with PI_TEAMS_HOOKS_STANDBY=off) --unsandboxed-side (add this
-//            build with `hooks.sandbox: "off"`: what the sandbox costs) --only latency|reopen
+//            build with `hooks.sandbox: "off"`: what the sandbox costs) --tmpfs-runs-side (add this build with
+//            XDG_RUNTIME_DIR on a tmpfs, /dev/shm: its runs folder off the disk) --only latency|reopen
 //            --side NAME (repeatable: only the sides named: this, "this, standby off", "other 1"…)
 //            --profile DIR (every leader runs with --cpu-prof, into DIR/<side>/) --json FILE
 //
@@ -31,7 +32,7 @@
 //   gated per second, and at the end every completion written has exactly one event line (none lost,
 //   none repeated).
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,6 +57,7 @@ const { values: opt } = parseArgs({
     tasks: { type: "string", default: "20" },
     "no-standby-side": { type: "boolean", default: false },
     "unsandboxed-side": { type: "boolean", default: false },
+    "tmpfs-runs-side": { type: "boolean", default: false },
     only: { type: "string" },
     side: { type: "string", multiple: true, default: [] },
     profile: { type: "string" },
@@ -73,10 +75,13 @@ const REOPEN_ROUNDS = Number(opt["reopen-rounds"]);
 const REOPEN_TASKS = Number(opt.tasks);
 
 const THIS = path.resolve(here, "../dist/teams-hooks/bin.js");
+// `--tmpfs-runs-side`: this build with its runs folder on a tmpfs, as `XDG_RUNTIME_DIR` gives it in a login session.
+const runtimeDir = opt["tmpfs-runs-side"] ? mkdtempSync("/dev/shm/bench-spawn-path-runtime-") : null;
 const allSides = [
   { name: "this", bin: THIS, env: {} },
   ...(opt["no-standby-side"] ? [] : [{ name: "this, standby off", bin: THIS, env: { PI_TEAMS_HOOKS_STANDBY: "off" } }]),
   ...(opt["unsandboxed-side"] ? [{ name: "this, sandbox off", bin: THIS, env: {}, hooks: { sandbox: "off" } }] : []),
+  ...(runtimeDir ? [{ name: "this, runs on a tmpfs", bin: THIS, env: { XDG_RUNTIME_DIR: runtimeDir } }] : []),
   ...opt.other.map((file, i) => ({ name: `other ${i + 1}`, bin: path.resolve(file), env: {} })),
 ];
 const sides = opt.side.length > 0 ? allSides.filter((s) => opt.side.includes(s.name)) : allSides;
@@ -379,4 +384,5 @@ try {
 } finally {
   for (const proc of started) await proc.stop("SIGINT", 5_000).catch(() => undefined);
   removeQuietly(root);
+  if (runtimeDir) removeQuietly(runtimeDir);
 }
