@@ -9,8 +9,10 @@
 //            --reference-samples N (60; each costs ~0.7 s) --big N (tasks in the large list, 10000)
 //            --reopen-seconds S (each side's share of a reopen round, 10) --reopen-rounds N (4) --tasks N (20)
 //            --no-standby-side (leave out this build with PI_TEAMS_HOOKS_STANDBY=off) --unsandboxed-side (add this
-//            build with `hooks.sandbox: "off"`: what the sandbox costs) --only latency|reopen
-//            --json FILE
+//            build with `hooks.sandbox: "off"`: what the sandbox costs) --tmpfs-runs-side (add this build with
+//            XDG_RUNTIME_DIR on a tmpfs, /dev/shm: its runs folder off the disk) --only latency|reopen
+//            --side NAME (repeatable: only the sides named: this, "this, standby off", "other 1"…)
+//            --profile DIR (every leader runs with --cpu-prof, into DIR/<side>/) --json FILE
 //
 // Sides: this build (its gates sandboxed where the machine can, as a team gets by default), this build
 // with its standbys off (the chain built at each event: forking the leader), each --other build, and
@@ -30,7 +32,7 @@
 //   gated per second, and at the end every completion written has exactly one event line (none lost,
 //   none repeated).
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,7 +57,10 @@ const { values: opt } = parseArgs({
     tasks: { type: "string", default: "20" },
     "no-standby-side": { type: "boolean", default: false },
     "unsandboxed-side": { type: "boolean", default: false },
+    "tmpfs-runs-side": { type: "boolean", default: false },
     only: { type: "string" },
+    side: { type: "string", multiple: true, default: [] },
+    profile: { type: "string" },
     json: { type: "string" },
   },
 });
@@ -70,18 +75,35 @@ const REOPEN_ROUNDS = Number(opt["reopen-rounds"]);
 const REOPEN_TASKS = Number(opt.tasks);
 
 const THIS = path.resolve(here, "../dist/teams-hooks/bin.js");
-const sides = [
+// `--tmpfs-runs-side`: this build with its runs folder on a tmpfs, as `XDG_RUNTIME_DIR` gives it in a login session.
+const runtimeDir = opt["tmpfs-runs-side"] ? mkdtempSync("/dev/shm/bench-spawn-path-runtime-") : null;
+const allSides = [
   { name: "this", bin: THIS, env: {} },
   ...(opt["no-standby-side"] ? [] : [{ name: "this, standby off", bin: THIS, env: { PI_TEAMS_HOOKS_STANDBY: "off" } }]),
   ...(opt["unsandboxed-side"] ? [{ name: "this, sandbox off", bin: THIS, env: {}, hooks: { sandbox: "off" } }] : []),
+  ...(runtimeDir ? [{ name: "this, runs on a tmpfs", bin: THIS, env: { XDG_RUNTIME_DIR: runtimeDir } }] : []),
   ...opt.other.map((file, i) => ({ name: `other ${i + 1}`, bin: path.resolve(file), env: {} })),
 ];
+const sides = opt.side.length > 0 ? allSides.filter((s) => opt.side.includes(s.name)) : allSides;
+if (!sides.some((s) => s.name === "this")) {
+  console.error(
+    `--side must name "this" (the figures are given against it); sides: ${allSides.map((s) => s.name).join(", ")}`,
+  );
+  process.exit(2);
+}
 for (const side of sides) {
   if (!existsSync(side.bin)) {
     console.error(`${side.bin} is missing: build it first (npm run build)`);
     process.exit(2);
   }
   side.nodeArgs = shebangFlags(side.bin);
+  // A CPU profile per leader, written when it exits (node --cpu-prof), in a folder per side.
+  if (opt.profile) {
+    side.nodeArgs.push(
+      "--cpu-prof",
+      `--cpu-prof-dir=${path.resolve(opt.profile, side.name.replace(/[^A-Za-z0-9]+/g, "-"))}`,
+    );
+  }
 }
 
 const root = makeTempRoot("bench-spawn-path-");
@@ -362,4 +384,5 @@ try {
 } finally {
   for (const proc of started) await proc.stop("SIGINT", 5_000).catch(() => undefined);
   removeQuietly(root);
+  if (runtimeDir) removeQuietly(runtimeDir);
 }

@@ -3,7 +3,7 @@
  * (runner/standby.ts): the gate is the same as without it (what it can write, its environment, its
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
-import { mkdir, readFile, rename, utimes } from "node:fs/promises";
+import { mkdir, readFile, rename, utimes, writeFile } from "node:fs/promises";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { describe, it } from "vitest";
@@ -181,6 +181,52 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       "the unfit standby ended",
       () => !existsSync(`/proc/${waiting.pid}`) && !existsSync(waiting.runDir),
     );
+  });
+
+  it("is started for the next run while a gate still runs once an event waits, and that run starts from it", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: ["1", "2", "3"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+    });
+    // Each run says which process it is, then waits until the test lets it end (a file in its working directory).
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `echo "${PROCESS_ID_SH}" > "started-$PI_TEAMS_TASK_ID"`,
+        `while [ ! -e "release-$PI_TEAMS_TASK_ID" ]; do sleep 0.05; done`,
+      ].join("\n"),
+    );
+    const cwd = team.teamsRoot;
+    await writeFile(path.join(cwd, "release-1"), "");
+    const leader = await rig.leader(team);
+    // A first run, so that the views built after it are the gate's for good (hook-logs/ is there).
+    await completeTasks(team, ["1"]);
+    await leader.waitForEvents(1);
+    await completeTasks(team, ["2"]);
+    let waiting: { pid: number; id: string } | undefined;
+    try {
+      await waitUntil("the second gate running", () => existsSync(path.join(cwd, "started-2")));
+      // Nothing waited as it started: no standby yet.
+      expect(standbysOf(leader)).toEqual([]);
+      // An event queued while it runs: the next run's view is built meanwhile.
+      await completeTasks(team, ["3"]);
+      [waiting] = await waitUntil("a standby started while the second gate runs", () => {
+        const found = standbysOf(leader);
+        return found.length > 0 ? found : false;
+      });
+      expect(existsSync(path.join(cwd, "started-3"))).toBe(false);
+    } finally {
+      // The gates end whatever was found.
+      await writeFile(path.join(cwd, "release-3"), "");
+      await writeFile(path.join(cwd, "release-2"), "");
+    }
+    if (!waiting) throw new Error("a standby expected");
+    const events = await leader.waitForEvents(3);
+    expect(events.map((e) => e.outcome)).toEqual(["passed", "passed", "passed"]);
+    expect((await readFile(path.join(cwd, "started-3"), "utf8")).trim()).toBe(waiting.id);
+    await leader.stop();
   });
 
   it("of a leader killed while it waits ends by itself without starting anything, and the next leader removes its folder", async (context) => {

@@ -277,7 +277,7 @@ export async function runChain(
                   ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) }
                   : {}),
                 ...(req.notBefore ? { notBefore: req.notBefore } : {}),
-                ...(req.standby ? { standby: true } : {}),
+                ...(req.standby ? { standby: req.standby } : {}),
                 ...snapshotOption(ctx.snapshots?.get(hook.hook.hookPath)),
               });
     if (result.timedOut && timeoutMs < ownTimeoutMs) {

@@ -44,6 +44,7 @@ import { chainPatches, decidingRun, notePatches, patchFate, type KeptPatch } fro
 import { taskFile } from "../team/paths.js";
 import { noGateInForce, nonBlockingError, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
+import type { StandbyAhead } from "../runner/run-hook.js";
 
 /**
  * The team an event belongs to, as a command resolved it (team/setup.ts `resolveTeamSetup`): its
@@ -86,8 +87,8 @@ export interface InvokeRequest {
   onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
   /** Awaited just before the first hook starts (runner/run-hook.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
-  /** A leader's event: its sandboxed gates start from standbys (runner/standby.ts). */
-  standby?: boolean;
+  /** A leader's event: its sandboxed gates start from standbys (runner/standby.ts; `ahead`: runner/run-hook.ts). */
+  standby?: boolean | StandbyAhead;
   /** The caller is stopping: a chain starts no further hook, and the event is left unsettled (`interrupted`). */
   stopping?: () => boolean;
   /** The clock (tests pass their own). */

@@ -26,7 +26,7 @@ import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
-import { startStandbys } from "../runner/run-hook.js";
+import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
 import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
@@ -137,6 +137,8 @@ export class EventHandler {
     this.#ctx.enqueued += 1;
     if (event.event !== "idle") {
       this.#ctx.queue.push(queueGroup(event), () => this.#handle(event, retry, undefined, task));
+      // Events wait now: a gate under way builds its next run's view meanwhile (runner/run-hook.ts).
+      if (this.#ctx.queue.size > this.#ctx.queue.running) startStandbysAhead();
       return;
     }
     // Idle notifications wait behind every task's event, and a newer one of a member supersedes the waiting one.
@@ -236,7 +238,8 @@ export class EventHandler {
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
-        standby: true,
+        // In a burst (events wait) the next run's standby starts as soon as this gate has (runner/run-hook.ts).
+        standby: { ahead: () => this.#ctx.queue.size > this.#ctx.queue.running },
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
         onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
           this.#ctx.opts.report({
@@ -322,8 +325,8 @@ export class EventHandler {
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
     if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
     // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
-    // with events waiting, each run builds its own view at once and a standby would only add a chain to it:
-    // the standbys due start once nothing waits.
+    // with events waiting, it was started already as the gate started (`standby.ahead` above): the standbys
+    // still due start once nothing waits.
     if (this.#ctx.queue.size === this.#ctx.queue.running) startStandbys();
   }
 

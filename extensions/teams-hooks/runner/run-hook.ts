@@ -31,6 +31,7 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
+import { rm } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
@@ -148,9 +149,17 @@ export interface RunHookOptions {
   runAs?: string;
   /**
    * A leader's run (runner/standby.ts): start from this gate's standby when one waits and still fits,
-   * and leave one for its next run. Off by default (`run`, direct callers).
+   * and leave one for its next run. Off by default (`run`, direct callers). `{ ahead }`: the next run's
+   * standby is started as soon as this gate has started whenever `ahead()` says so (the leader's: events
+   * wait), so that in a burst the next view is built while this run ends and its policy is written;
+   * otherwise it is left for the caller to start (startStandbys).
    */
-  standby?: boolean;
+  standby?: boolean | StandbyAhead;
+}
+
+/** When the next run's standby starts before this run ends: `ahead()` is asked once the gate has started. */
+export interface StandbyAhead {
+  ahead: () => boolean;
 }
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
@@ -192,7 +201,9 @@ export async function terminateAllRuns(): Promise<void> {
   const runs = [...live.values(), ...liveRequests.values()];
   for (const run of runs) run.stop();
   standbysDue.clear();
+  startsAhead.clear();
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
+  await Promise.allSettled([...removing]);
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
@@ -215,22 +226,63 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
       ...startFailure(`cannot make the run's folder: ${describeError(error)}`, "E_RUN_DIR", startedAt),
     };
   }
+  // The next run's standby: started once this gate has, when the caller says events wait (a burst), else
+  // left due until the caller has handled this event (startStandbys).
+  const next = ahead
+    ? () =>
+        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (dir) =>
+          standbyLayout(dir, hook, invocation, opts),
+        )
+    : null;
+  const early = typeof opts.standby === "object" ? opts.standby.ahead : null;
+  const onStarted =
+    ahead && next && early
+      ? () => {
+          if (early()) void next();
+          else startsAhead.set(runId, next); // an event queued while it runs starts it (startStandbysAhead)
+        }
+      : undefined;
   try {
-    return await runIn(run, hook, invocation, opts, { runId, startedAt, base, standby });
+    return await runIn(run, hook, invocation, opts, { runId, startedAt, base, standby, onStarted });
   } catch (error) {
     // A bug of ours, not the hook's: still reported as data, so one bad run never stops the leader.
     return { ...base, ...startFailure(`internal error: ${describeError(error)}`, "E_INTERNAL", startedAt, "internal") };
   } finally {
+    startsAhead.delete(runId);
     // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
     if (standby && !standby.released) await endStandby(standby);
-    removeRunDir(run.dir);
-    if (ahead)
-      standbysDue.set(ahead, () =>
-        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (next) =>
-          standbyLayout(next, hook, invocation, opts),
-        ),
-      );
+    // A standby's folder (`standby.XXXXXX`) is removed off the event's path, in the thread pool: its removal
+    // (a dozen metadata writes, each waiting for the file system's journal on a busy disk) overlaps the
+    // policy's writes. A leader killed meanwhile leaves it to the next start's sweep (removeOrphanStandbys).
+    if (standby) removeLater(run.dir);
+    else removeRunDir(run.dir);
+    // One started ahead already waits (or is starting): startStandby then does nothing.
+    if (ahead && next) standbysDue.set(ahead, next);
   }
+}
+
+/** The folders of runs that started from a standby, being removed (removeLater). */
+const removing = new Set<Promise<void>>();
+
+function removeLater(dir: string): void {
+  const removed: Promise<void> = rm(dir, { recursive: true, force: true })
+    .catch(() => undefined) // a mount still held inside it: the next start's sweep removes it
+    .finally(() => removing.delete(removed));
+  removing.add(removed);
+}
+
+/** The next standby of each run under way that did not start one ahead (no event waited as its gate started). */
+const startsAhead = new Map<string, () => Promise<void>>();
+
+/**
+ * Starts the next standby of every run under way that has not: the leader calls it as it queues an event,
+ * so that a burst that builds up while a gate runs has the next view built meanwhile too.
+ */
+export function startStandbysAhead(): void {
+  if (startsAhead.size === 0) return;
+  const due = [...startsAhead.values()];
+  startsAhead.clear();
+  for (const start of due) void start();
 }
 
 /** The standbys the runs that ended ask for, started by startStandbys (the leader's, once an event is handled). */
@@ -334,7 +386,13 @@ async function runIn(
   hook: HookCommand,
   invocation: HookInvocation,
   opts: RunHookOptions,
-  { runId, startedAt, base, standby }: { runId: string; startedAt: number; base: BaseResult; standby: Standby | null },
+  {
+    runId,
+    startedAt,
+    base,
+    standby,
+    onStarted,
+  }: { runId: string; startedAt: number; base: BaseResult; standby: Standby | null; onStarted?: () => void },
 ): Promise<RunResult> {
   const sandbox = sandboxOf(opts.sandbox);
   const notStarted = (message: string, code: string | undefined, truncated = false): RunResult => ({
@@ -457,6 +515,7 @@ async function runIn(
   let atExit: ResultFileRead | null = null;
   const ran = await execute(started, opts, {
     ...(standby ? { standby } : {}),
+    ...(onStarted ? { onStarted } : {}),
     onExit: () => {
       atExit = readResultFile(run.resultFile, run.result);
     },
@@ -858,6 +917,8 @@ interface Prepared {
   onExit?: () => void;
   /** The chain already started for this run, waiting for its environment (runner/standby.ts). */
   standby?: Standby;
+  /** Called once the hook's process has started (after onSpawn). */
+  onStarted?: () => void;
 }
 
 type Executed = { result: RunResult; lastLine: LastLine };
@@ -885,6 +946,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
   } catch {
     // The caller's bookkeeping failed; the hook is running and must still be supervised and reaped.
   }
+  run.onStarted?.();
   try {
     return await finished;
   } finally {
