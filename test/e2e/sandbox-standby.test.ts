@@ -169,8 +169,10 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       return found.length > 0 ? found : false;
     });
     if (!waiting) throw new Error("a standby expected");
+    // The folder replaced by another in one step (a rename over it), as a checkout or a tool replaces one.
+    await mkdir(`${reports}.new`);
     await rename(reports, `${reports}.old`);
-    await mkdir(reports);
+    await rename(`${reports}.new`, reports);
     await completeTasks(team, ["3"]);
     const [, , third] = await leader.waitForEvents(3);
     expect(third?.outcome).toBe("passed");

@@ -429,6 +429,7 @@ describe("a task created through the task API", () => {
         id,
         status: "pending",
         qualityGateStatus: null,
+        gateState: { state: "unjudged" },
         startDenial: {
           active: true,
           at: task.metadata?.qualityGateStartDeniedAt,
