@@ -17,6 +17,7 @@ import {
   gateStateOf,
   inputReaching,
   next,
+  heldFor,
   holdCauseOf,
   nextRound,
   rootOf,
@@ -55,6 +56,16 @@ describe("holdCauseOf: a run that could not judge the work holds the event", () 
     ["a pass", { outcome: "passed" }, true, null],
   ])("%s", (_name, result, passes, cause) => {
     expect(holdCauseOf(result as RunResult, passes)).toBe(cause);
+  });
+});
+
+describe("heldFor: what waits for the lead or a retry", () => {
+  it("is the cause of an approval or fault hold, and nothing for a deferral or any other place", () => {
+    expect(heldFor({ state: "held", cause: "approval" })).toBe("approval");
+    expect(heldFor({ state: "held", cause: "fault" })).toBe("fault");
+    expect(heldFor({ state: "held", cause: "deferral" })).toBeNull();
+    for (const state of ["passed", "failed", "running", "unjudged"] as const) expect(heldFor({ state })).toBeNull();
+    expect(heldFor(null)).toBeNull();
   });
 });
 

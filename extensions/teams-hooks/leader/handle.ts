@@ -27,7 +27,7 @@ import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
-import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
+import { GateTransitionError, type GateState, heldFor, inputReaching, next } from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -380,7 +380,8 @@ export class EventHandler {
     if (outcome.policyApplied === false) return true;
     const ledger = this.#ctx.requireLedger();
     const at = this.#ctx.now();
-    const { deferral: held, hold } = outcome;
+    const { deferral: held } = outcome;
+    const hold = heldFor(outcome.counted);
     const gate = this.#gateMove(event, outcome);
     try {
       if (outcome.remembered) ledger.remember(outcome.remembered);
@@ -437,7 +438,8 @@ export class EventHandler {
 
   /** A gate that could not judge the work: listed for the lead (holds/held-events.ts), run again when its hold ends. */
   #listHold(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): void {
-    const { hold, result } = outcome;
+    const { result } = outcome;
+    const hold = heldFor(outcome.counted);
     if (!hold || !result) return;
     const entry = {
       key: event.key,
@@ -457,7 +459,8 @@ export class EventHandler {
 
   /** The event's one-line report (and --json's record). */
   #report(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): void {
-    const { result, deferral: held, hold } = outcome;
+    const { result, deferral: held } = outcome;
+    const hold = heldFor(outcome.counted);
     // Said to the lead in full (the approval command too); the team's words leave it out.
     const summary =
       hold && result
@@ -501,7 +504,8 @@ export class EventHandler {
     if (disagreed === undefined) return true;
     const { what, known } = disagreed;
     this.#disagreements.delete(event.key);
-    const judged = outcome.policyApplied === true || outcome.hold !== undefined || outcome.deferral !== undefined;
+    const judged =
+      outcome.policyApplied === true || heldFor(outcome.counted) !== null || outcome.deferral !== undefined;
     if (!judged) {
       this.#noGate.add(event.key);
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "no_gate", { detail: `${what}; no gate judged it now either` });

@@ -268,6 +268,11 @@ export function inputReaching(to: GatePlace): GateInput | null {
   }
 }
 
+/** Why `place` holds its event for the lead or for a retry (an approval or fault hold); null for any other place. */
+export function heldFor(place: GatePlace | null | undefined): "approval" | "fault" | null {
+  return place?.state === "held" && (place.cause === "approval" || place.cause === "fault") ? place.cause : null;
+}
+
 function placeName(place: GatePlace): string {
   return place.state === "held" && place.cause ? `held (${place.cause})` : place.state;
 }
