@@ -165,7 +165,11 @@ export class Deferrals {
       return;
     }
     const state = this.#ctx.requireLedger().get(record.key);
-    if (record.applied && state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) {
+    if (
+      record.applied &&
+      state !== undefined &&
+      !(state.state === "held" && state.cause === "deferral" && state.deferral === record.runId)
+    ) {
       this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
       return;
     }
@@ -323,7 +327,11 @@ export class Deferrals {
   async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
     const ledger = this.#ctx.requireLedger();
     const state = ledger.get(record.key);
-    if (state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) return;
+    if (
+      state !== undefined &&
+      !(state.state === "held" && state.cause === "deferral" && state.deferral === record.runId)
+    )
+      return;
     const outcome =
       record.decision?.decision === "allow" ? "passed" : record.decision?.decision === "deny" ? "failed" : "error";
     await ledger

@@ -23,7 +23,7 @@ import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
-import type { Ledger, LedgerEventInfo } from "./ledger.js";
+import { type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
@@ -68,7 +68,8 @@ export class EventHandler {
     const queued = this.#ctx.queued.has(event.key);
     const known = ledger.get(event.key);
     // Judged means both records agree: a `done` the task's gate record does not back is judged again.
-    const disagreement = !queued && known?.state === "done" ? this.#disagreement(event, known.outcome, task) : null;
+    const done = doneOutcome(known);
+    const disagreement = !queued && done !== null ? this.#disagreement(event, done, task) : null;
     if (disagreement !== null) {
       this.#disagreements.set(event.key, { what: disagreement, known: true });
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: disagreement });
@@ -80,7 +81,7 @@ export class EventHandler {
       // --inbox consume: an unread notification of an event already done was handled by a leader that
       // died before marking it read; mark it now (through the queue, so that stop() waits for it).
       // test/integration/leader-inbox.test.ts.
-      if (this.#ctx.opts.inbox === "consume" && event.event === "idle" && ledger.get(event.key)?.state === "done") {
+      if (this.#ctx.opts.inbox === "consume" && event.event === "idle" && done !== null) {
         this.#ctx.queue.push(queueGroup(event), () => this.#markHandled(event));
       }
       return;
@@ -110,8 +111,7 @@ export class EventHandler {
   #whyKnown(event: HookEvent): void {
     if (this.#ctx.queued.has(event.key))
       return this.#ctx.whyEvent(event, "queued", { detail: "queued or running in this leader" });
-    const state = this.#ctx.requireLedger().get(event.key)?.state ?? "unknown";
-    this.#ctx.whyEvent(event, "in_ledger", { detail: state });
+    this.#ctx.whyEvent(event, "in_ledger", { detail: memoryWord(this.#ctx.requireLedger().get(event.key)) });
   }
 
   /** `--verbose`: what the gates did not do: none existed, or some were skipped by their matchers. */

@@ -46,7 +46,7 @@ export interface LeaderOptions {
 /**
  * Why a change did or did not become an event (docs/cli.md, "watch --verbose"):
  *   baseline        present at the first start: history, recorded, not run (unless --catch-up)
- *   in_ledger       its event key is in the ledger already (done, deferred, in flight, or baseline)
+ *   in_ledger       its event key is in the ledger already (detail: its gate life's place, done, or baseline)
  *   queued          its event is queued or running in this leader already
  *   same_signature  the file's stat (inode, size, mtime) is the one last seen: not read again
  *   not_task_file   a file in the task list folder whose name is not `<id>.json`
