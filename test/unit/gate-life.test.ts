@@ -19,6 +19,8 @@ import {
   next,
   heldFor,
   holdCauseOf,
+  isJudged,
+  recordedPlaceOf,
   nextRound,
   rootOf,
   treeBudget,
@@ -116,6 +118,24 @@ describe("gateStateOf: the state a task's metadata records", () => {
     ],
   ])("%s", (_name, t, state, cause) => {
     expect(gateStateOf(t)).toEqual(cause ? { state, cause } : { state });
+  });
+
+  it("recordedPlaceOf says where the record puts a given event, current or not; isJudged, whether a judgement put it there", () => {
+    const later = "task_completed:3:2026-12-01T11:00:00.000Z";
+    const judged = task({
+      completedAt: "2026-12-01T11:00:00.000Z",
+      qualityGateEventKey: KEY,
+      qualityGateStatus: "failed",
+    });
+    expect(gateStateOf(judged)).toEqual({ state: "unjudged" });
+    expect(recordedPlaceOf(judged, KEY)).toEqual({ state: "failed" });
+    expect(recordedPlaceOf(judged, later)).toBeNull();
+    expect(isJudged(recordedPlaceOf(judged, KEY))).toBe(true);
+    const held = task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "fault" });
+    expect(isJudged(recordedPlaceOf(held, KEY))).toBe(false);
+    expect(isJudged(recordedPlaceOf(task({ qualityGateEventKey: KEY, qualityGateStatus: "weird" }), KEY))).toBe(false);
+    for (const state of ["passed", "failed", "reopened", "escalated"] as const) expect(isJudged({ state })).toBe(true);
+    expect(isJudged(null)).toBe(false);
   });
 });
 

@@ -202,7 +202,10 @@ export class Holds {
     const file = holdsFile(this.#ctx.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
-      .then(() => writeHolds(this.#ctx.setup.identity.teamDir, holds, this.#ctx.now()))
+      .then(() => {
+        const { teamDir, taskListId } = this.#ctx.setup.identity;
+        return writeHolds(teamDir, taskListId, holds, this.#ctx.now());
+      })
       .catch((error: unknown) =>
         this.#ctx.warn(
           `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,

@@ -27,7 +27,15 @@ import { type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./le
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
-import { GateTransitionError, type GateState, heldFor, inputReaching, next } from "../policy/gate-life.js";
+import {
+  GateTransitionError,
+  type GateState,
+  heldFor,
+  inputReaching,
+  isJudged,
+  next,
+  recordedPlaceOf,
+} from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -571,10 +579,7 @@ export function ledgerMemory(ledger: Ledger): GateMemory {
  * its verdict (passed or failed). A held or deferred record is the ledger's to settle.
  */
 export function recordsJudged(task: Task, key: string): boolean {
-  const meta = task.metadata ?? {};
-  return (
-    meta.qualityGateEventKey === key && (meta.qualityGateStatus === "passed" || meta.qualityGateStatus === "failed")
-  );
+  return isJudged(recordedPlaceOf(task, key));
 }
 
 function eventInfo(event: HookEvent): LedgerEventInfo {

@@ -32,7 +32,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { GATE_STATES, type GatePlace, type GateState } from "../policy/gate-life.js";
+import { GATE_STATES, type GatePlace, type GateState, JUDGED_STATES, type JudgedState } from "../policy/gate-life.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
 import { ledgerFile } from "../team/paths.js";
 
@@ -83,10 +83,6 @@ export interface TaskMemory {
 
 /** The key of a task's memory record: never an event key (those start with an event's name). */
 const TASK_KEY = "task:";
-
-/** The states a judged event's `done` records (policy/gate-life.ts): where a run of its gate led. */
-export const JUDGED_STATES = ["passed", "failed", "reopened", "escalated"] as const;
-export type JudgedState = (typeof JUDGED_STATES)[number];
 
 /**
  * What the ledger remembers of one key: where its event is in its gate life (a GatePlace of
@@ -602,7 +598,7 @@ function isGateState(value: unknown): value is GateState {
   return (GATE_STATES as readonly unknown[]).includes(value);
 }
 
-function isJudged(value: GateState | undefined): value is JudgedState {
+function isJudgedState(value: GateState | undefined): value is JudgedState {
   return (JUDGED_STATES as readonly unknown[]).includes(value);
 }
 
@@ -675,7 +671,7 @@ function apply(keys: Map<string, KeyMemory>, tasks: Map<string, TaskMemory>, rec
     case "done":
       // A state no judgement leads to (a line written by hand) leaves the event done without a gate life.
       keys.set(record.key, {
-        state: isJudged(record.gate) ? record.gate : null,
+        state: isJudgedState(record.gate) ? record.gate : null,
         attempt,
         outcome: record.outcome,
         log: record.log,

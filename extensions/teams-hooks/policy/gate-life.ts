@@ -41,6 +41,10 @@ export const GATE_STATES = [
 ] as const;
 export type GateState = (typeof GATE_STATES)[number];
 
+/** The states a judgement of the work leads to (the gate ran, or a decision settled its deferral). */
+export const JUDGED_STATES = ["passed", "failed", "reopened", "escalated"] as const;
+export type JudgedState = (typeof JUDGED_STATES)[number];
+
 /**
  * Why an event is held rather than judged: a gate answered `defer` (a decision comes later); the gate
  * cannot run as the team trusted it (the lead approves or fixes it); or our own part failed under it.
@@ -399,7 +403,7 @@ export function holdCauseOf(
  * the leader's ledger only (nothing is written to the task for them); a task whose current event is
  * newer than the one its gate recorded is `unjudged`.
  */
-export function gateStateOf(task: Task): { state: GateState; cause?: HoldCause } {
+export function gateStateOf(task: Task): GatePlace {
   const meta = task.metadata ?? {};
   const recorded = typeof meta.qualityGateEventKey === "string" ? meta.qualityGateEventKey : null;
   const current = taskEvent(task);
@@ -409,6 +413,25 @@ export function gateStateOf(task: Task): { state: GateState; cause?: HoldCause }
     const then = splitRound(recorded);
     if (now.base !== then.base || now.round > then.round) return { state: "unjudged" };
   }
+  return placeRecorded(task, recorded);
+}
+
+/**
+ * Where a task's gate record says event `key` is, whether or not it is the task's current event: null
+ * when the record is of another event, or there is none. (gateStateOf says it of the current event.)
+ */
+export function recordedPlaceOf(task: Task, key: string): GatePlace | null {
+  return task.metadata?.qualityGateEventKey === key ? placeRecorded(task, key) : null;
+}
+
+/** Whether `place` is one a judgement of the work leads to (the gate ran, or a decision settled it). */
+export function isJudged(place: GatePlace | null): boolean {
+  return place !== null && (JUDGED_STATES as readonly GateState[]).includes(place.state);
+}
+
+/** The place the gate words of a task's metadata say, for the event `recorded` they are of. */
+function placeRecorded(task: Task, recorded: string): GatePlace {
+  const meta = task.metadata ?? {};
   switch (meta.qualityGateStatus) {
     case "passed":
       return { state: "passed" };
