@@ -22,6 +22,7 @@ import {
   isJudged,
   recordedPlaceOf,
   nextRound,
+  placeOfLog,
   rootOf,
   treeBudget,
 } from "../../extensions/teams-hooks/policy/gate-life.js";
@@ -222,6 +223,24 @@ describe("next: the one function that moves a gate life", () => {
     expect(next(running, deny(false, true)).to).toBe("escalated");
     expect(next(running, { on: "defer" })).toMatchObject({ to: "held", cause: "deferral" });
     expect(next(running, { on: "hold", cause: "fault" })).toMatchObject({ to: "held", cause: "fault" });
+  });
+
+  it("a newer completion supersedes an approval or fault hold only: the held event ends unrun", () => {
+    for (const cause of ["approval", "fault"] as const)
+      expect(next({ state: "held", cause }, { on: "supersede" })).toEqual({
+        to: "unjudged",
+        writes: ["ledger done", "holds file"],
+      });
+    for (const from of [deferral, running, { state: "passed" }] as GatePlace[])
+      expect(() => next(from, { on: "supersede" })).toThrow(GateTransitionError);
+  });
+
+  it("placeOfLog reads the place a log's policy block records, and nothing else", () => {
+    expect(placeOfLog("reopened", undefined)).toEqual({ state: "reopened" });
+    expect(placeOfLog("held", "fault")).toEqual({ state: "held", cause: "fault" });
+    expect(placeOfLog("held", undefined)).toBeNull();
+    expect(placeOfLog("approved", undefined)).toBeNull();
+    expect(placeOfLog(undefined, "approval")).toBeNull();
   });
 
   it("a decision settles a held deferral only; an approval or fault hold ends by running its gate again", () => {

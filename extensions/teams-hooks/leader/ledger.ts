@@ -32,7 +32,14 @@ import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
 import { HooksError, describeError } from "../contract/errors.js";
-import { GATE_STATES, type GatePlace, type GateState, JUDGED_STATES, type JudgedState } from "../policy/gate-life.js";
+import {
+  GATE_STATES,
+  type GatePlace,
+  type GateState,
+  JUDGED_STATES,
+  type JudgedState,
+  type RerunCause,
+} from "../policy/gate-life.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
 import { ledgerFile } from "../team/paths.js";
 
@@ -65,7 +72,7 @@ export type LedgerRecord =
       key: string;
       at: string;
       runId: string;
-      cause: "approval" | "fault";
+      cause: RerunCause;
       log: string | null;
       event?: LedgerEventInfo;
     }
@@ -119,7 +126,7 @@ export type KeyMemory =
     }
   | {
       state: "held";
-      cause: "approval" | "fault";
+      cause: RerunCause;
       attempt: number;
       runId: string;
       at: string;
@@ -276,7 +283,7 @@ export class Ledger {
   }
 
   /** Keys held because their gate could not judge the work, with what a new run needs. */
-  held(): Array<Extract<KeyMemory, { cause: "approval" | "fault" }> & { key: string }> {
+  held(): Array<Extract<KeyMemory, { cause: RerunCause }> & { key: string }> {
     return [...this.#keys].flatMap(([key, state]) =>
       state.state === "held" && state.cause !== "deferral" ? [{ key, ...state }] : [],
     );
@@ -316,7 +323,7 @@ export class Ledger {
   async hold(
     key: string,
     at: string,
-    info: { runId: string; cause: "approval" | "fault"; log: string | null; event: LedgerEventInfo },
+    info: { runId: string; cause: RerunCause; log: string | null; event: LedgerEventInfo },
   ): Promise<void> {
     this.#append([{ op: "hold", key, at, ...info }]);
     await this.#flush();

@@ -51,6 +51,8 @@ export type JudgedState = (typeof JUDGED_STATES)[number];
  */
 export const HOLD_CAUSES = ["deferral", "approval", "fault"] as const;
 export type HoldCause = (typeof HOLD_CAUSES)[number];
+/** A hold that ends by running its gate again (the lead's approval, a retry after our fault), not by a decision. */
+export type RerunCause = Exclude<HoldCause, "deferral">;
 
 /** What one transition writes, for the docs and the test that holds the table to the code. */
 export type GateWrite =
@@ -94,11 +96,16 @@ export type GateInput =
   | { on: "judge"; judgement: Judgement }
   | { on: "defer" }
   /** The gate could not judge the work (policy/gate-life.ts holdCauseOf). */
-  | { on: "hold"; cause: "approval" | "fault" }
+  | { on: "hold"; cause: RerunCause }
   /** The policy's writes failed on every try. */
   | { on: "give_up" }
   /** The worker completed the task again: a new event, whose own life starts. */
-  | { on: "complete_again" };
+  | { on: "complete_again" }
+  /**
+   * The worker completed the task again while this event is held for the lead or a retry: the newer
+   * completion is held in its place, and this one ends unrun (the gate runs once, on the latest).
+   */
+  | { on: "supersede" };
 
 /** Where a transition leads, and what it writes (for the docs, and the test that holds them to the code). */
 export interface GateMove {
@@ -146,6 +153,9 @@ export function next(from: GatePlace, input: GateInput): GateMove {
       throw new GateTransitionError(from, input);
     case "complete_again":
       return onCompleteAgain(from, input);
+    case "supersede":
+      if (heldFor(from) !== null) return { to: "unjudged", writes: ["ledger done", "holds file"] };
+      throw new GateTransitionError(from, input);
     default:
       return unreachable(input);
   }
@@ -272,8 +282,18 @@ export function inputReaching(to: GatePlace): GateInput | null {
   }
 }
 
+/**
+ * The place a hook log's policy block records (`gate`, and `held`: a hold's cause); null when it records
+ * none (an older log, no policy) or not one of the gate life's places.
+ */
+export function placeOfLog(gate: unknown, held: unknown): GatePlace | null {
+  if (!(GATE_STATES as readonly unknown[]).includes(gate)) return null;
+  if (gate !== "held") return { state: gate as GateState };
+  return (HOLD_CAUSES as readonly unknown[]).includes(held) ? { state: "held", cause: held as HoldCause } : null;
+}
+
 /** Why `place` holds its event for the lead or for a retry (an approval or fault hold); null for any other place. */
-export function heldFor(place: GatePlace | null | undefined): "approval" | "fault" | null {
+export function heldFor(place: GatePlace | null | undefined): RerunCause | null {
   return place?.state === "held" && (place.cause === "approval" || place.cause === "fault") ? place.cause : null;
 }
 
@@ -341,6 +361,10 @@ const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string 
   { input: { on: "hold", cause: "fault" }, on: () => "our own part failed under the gate" },
   { input: { on: "give_up" }, on: () => "the policy's writes fail on every try" },
   { input: { on: "complete_again" }, on: () => "the worker completes the task again (a new event)" },
+  {
+    input: { on: "supersede" },
+    on: () => "the worker completes the task again: the newer completion is held in its place, this one done unrun",
+  },
 ];
 
 /** Every transition of a completion's gate life (a failure's is the same without the reopen): `next`, tried on every place and input. */
@@ -386,7 +410,7 @@ const APPROVAL_KINDS: ReadonlySet<string> = new Set([...TRUST_ERROR_KINDS, "hook
 export function holdCauseOf(
   result: Pick<RunResult, "outcome" | "errorKind" | "errorCode">,
   countsAsPass: boolean,
-): "approval" | "fault" | null {
+): RerunCause | null {
   if (result.outcome !== "error" || countsAsPass || result.errorKind === undefined) return null;
   if (APPROVAL_KINDS.has(result.errorKind)) return "approval";
   if (result.errorKind === "internal") return "fault";
