@@ -24,7 +24,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   policy: ["contract", "text", "settings", "team"],
   logs: ["contract", "text", "settings", "team", "gates", "runner"],
   event: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs"],
-  doctor: ["contract", "text", "settings", "team", "gates", "runner", "logs"],
+  doctor: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs"],
   dashboard: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor"],
   leader: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event"],
   server: ["contract", "text", "settings", "team", "gates", "runner", "policy", "logs", "event", "doctor", "dashboard"],
@@ -44,6 +44,7 @@ const FEATURES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   },
   holds: {
     "holds-file.ts": "team",
+    "holds-view.ts": "doctor",
     "held-events.ts": "leader",
   },
   deferrals: {

@@ -43,7 +43,7 @@ import { formatSpan } from "../text/messages.js";
 import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "../leader/context.js";
 import { DeferralGuard, restoreFromLog } from "./guard.js";
 import { ledgerMemory } from "../leader/handle.js";
-import type { GateState } from "../policy/gate-life.js";
+import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /**
  * The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off).
@@ -165,7 +165,11 @@ export class Deferrals {
       return;
     }
     const state = this.#ctx.requireLedger().get(record.key);
-    if (record.applied && state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) {
+    if (
+      record.applied &&
+      state !== undefined &&
+      !(state.state === "held" && state.cause === "deferral" && state.deferral === record.runId)
+    ) {
       this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
       return;
     }
@@ -320,10 +324,31 @@ export class Deferrals {
    * An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run
    * --apply-policy`).
    */
+  /**
+   * The state a decision took the held key to (`gate`, what its plan reached), as `next` (policy/gate-life.ts)
+   * moves it from where the ledger has it (held for the decision; unknown: a `run --apply-policy`'s). A move
+   * `next` refuses is a bug of ours: said, and the plan's state recorded all the same.
+   */
+  #decided(key: string, gate: GateState | undefined): GateState | undefined {
+    const input = gate ? inputReaching({ state: gate }) : null;
+    if (!gate || !input) return gate;
+    try {
+      return next(this.#ctx.requireLedger().place(key) ?? { state: "held", cause: "deferral" }, input).to;
+    } catch (error) {
+      if (!(error instanceof GateTransitionError)) throw error;
+      this.#ctx.warn(`${key}: ${error.message}`);
+      return gate;
+    }
+  }
+
   async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
     const ledger = this.#ctx.requireLedger();
     const state = ledger.get(record.key);
-    if (state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) return;
+    if (
+      state !== undefined &&
+      !(state.state === "held" && state.cause === "deferral" && state.deferral === record.runId)
+    )
+      return;
     const outcome =
       record.decision?.decision === "allow" ? "passed" : record.decision?.decision === "deny" ? "failed" : "error";
     await ledger
@@ -331,7 +356,7 @@ export class Deferrals {
         runId: record.eventRunId,
         outcome,
         log: record.applied?.logFile ?? null,
-        gate,
+        gate: this.#decided(record.key, gate),
       })
       .catch((error: unknown) =>
         this.#ctx.warn(

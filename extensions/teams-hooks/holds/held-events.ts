@@ -28,6 +28,7 @@ import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
 import type { LeaderContext } from "../leader/context.js";
+import { GateTransitionError, type RerunCause, next } from "../policy/gate-life.js";
 
 export type { HeldEvent };
 
@@ -73,6 +74,20 @@ export class Holds {
   }
 
   /**
+   * The gate life's move of a held event a newer completion supersedes (policy/gate-life.ts `next`): from
+   * where the ledger has it. A move `next` refuses (the ledger has it elsewhere) is a bug of ours: said, and
+   * the event recorded superseded all the same (the newer completion holds the task).
+   */
+  #supersede(key: string, cause: RerunCause): void {
+    try {
+      next(this.#ctx.requireLedger().place(key) ?? { state: "held", cause }, { on: "supersede" });
+    } catch (error) {
+      if (!(error instanceof GateTransitionError)) throw error;
+      this.#ctx.warn(`${key}: ${error.message}`);
+    }
+  }
+
+  /**
    * An event was just held (its ledger record is on disk): listed, the lead told, a fault retried. An
    * earlier held event of the same task and kind is superseded: the worker completed again while the
    * gate could not judge, and only the latest completion is judged when the hold ends (once, not once
@@ -83,6 +98,7 @@ export class Holds {
       for (const [key, other] of this.#held) {
         if (key === event.key || other.event.taskId !== event.taskId || other.event.event !== event.event) continue;
         this.#held.delete(key);
+        this.#supersede(key, other.info.cause);
         this.#ctx
           .requireLedger()
           .finish(key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null })
@@ -202,7 +218,10 @@ export class Holds {
     const file = holdsFile(this.#ctx.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
-      .then(() => writeHolds(this.#ctx.setup.identity.teamDir, holds, this.#ctx.now()))
+      .then(() => {
+        const { teamDir, taskListId } = this.#ctx.setup.identity;
+        return writeHolds(teamDir, taskListId, holds, this.#ctx.now());
+      })
       .catch((error: unknown) =>
         this.#ctx.warn(
           `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,
