@@ -138,7 +138,7 @@ describe("held events: the list and the lead", () => {
 });
 
 describe("held events: the list people read", () => {
-  it("leaves out a hold whose task shows its gate judged since, and keeps one the task still shows held", async () => {
+  it("keeps a hold whose task shows its gate judged since listed, saying what the task's file claims", async () => {
     const r = await rig();
     const one = completion("1");
     const two = completion("2");
@@ -155,9 +155,15 @@ describe("held events: the list people read", () => {
     r.holds.held(one, info(one), 1);
     r.holds.held(two, info(two), 1);
     expect((await r.listed()).map((h) => h.key)).toEqual([one.key, two.key]);
-    // Task 1's gate judged by hand (`run --apply-policy`) while no leader ran to rewrite the list.
+    // Task 1's gate judged by hand (`run --apply-policy`) while no leader ran to rewrite the list, or its
+    // record written by a worker: a field any worker can write never hides what the leader holds.
     await write("1", record(one.key, "passed"));
-    expect((await r.listed()).map((h) => h.key)).toEqual([two.key]);
+    const listed = await r.listed();
+    expect(listed.map((h) => h.key)).toEqual([one.key, two.key]);
+    expect(listed[0]?.reason).toContain(
+      "its task's file says its gate is passed since; the leader has not confirmed it",
+    );
+    expect(listed[1]?.reason).not.toContain("task's file says");
     // Its record edited away says nothing: the hold stays listed.
     await write("1", { completedAt: AT });
     expect((await r.listed()).map((h) => h.key)).toEqual([one.key, two.key]);
