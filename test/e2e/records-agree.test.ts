@@ -46,6 +46,29 @@ describe("the ledger and the task's gate record", () => {
     expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
   });
 
+  it("a done line appended while no gate is in force: nothing judged it before or now, so nothing is said to the lead", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    const first = await rig.leader(team);
+    expect(await first.stop()).toMatchObject({ code: 0 });
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    const forged = { op: "done", key, at: new Date().toISOString(), runId: null, outcome: "passed", log: null };
+    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+
+    const leader = await rig.leader(team, ["--verbose"]);
+    // The leader says why it reports nothing (--verbose): its records disagreed, and no gate judged it now.
+    await leader.waitFor("the no-gate line", () =>
+      leader
+        .linesOf("verbose")
+        .some((l) => l.reason === "no_gate" && l.key === key && /no gate judged it now either/.test(String(l.detail))),
+    );
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    expect(leader.warnings().filter((w) => w.includes(key))).toEqual([]);
+    expect((await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key))).toEqual([]);
+  });
+
   it("a gate record written with no ledger line (forged metadata): judged as ever, the lead told once", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
