@@ -50,6 +50,14 @@ export interface GateServiceOptions {
 
 const RECENT = 20;
 
+/** What a recovered event's notice says in pi, by how the leader took it back. */
+const RECOVERED_HOW: Readonly<Record<"logged" | "retry" | "deferred" | "held", string>> = {
+  logged: "it had finished",
+  retry: "running it again",
+  deferred: "held for a decision, as before",
+  held: "held again, as before, and run again at the start",
+};
+
 export class GateService {
   readonly #opts: Required<Omit<GateServiceOptions, "home">> & { home: string | undefined };
   #notify: (text: string, level: NotifyLevel) => void = () => {};
@@ -255,10 +263,7 @@ export class GateService {
           );
         return;
       case "recovered":
-        this.#notify(
-          `quality gates: recovered ${notice.key} after a restart: ${notice.how === "logged" ? "it had finished" : "running it again"}`,
-          "info",
-        );
+        this.#notify(`quality gates: recovered ${notice.key} after a restart: ${RECOVERED_HOW[notice.how]}`, "info");
         return;
       default:
         return;
