@@ -19,6 +19,7 @@ import { eventRequest } from "../helpers/invoke-request.js";
 import { leaderOptions } from "../helpers/leader-here.js";
 import { readLedger, readTaskFile } from "../helpers/leader-rig.js";
 import { makeTask, tempTeams } from "../helpers/temp-team.js";
+import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const team = tempTeams({ teamId: "deferrals-leader" });
 const AT = "2026-12-02T10:00:00.000Z";
@@ -63,7 +64,7 @@ describe("a watching leader's held gate on a fake clock", () => {
     const env = { PATH: process.env.PATH, HOME: made.teamsRoot, PI_TEAMS_HOOKS_DIR: hooksDir };
     const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });
     const notices: LeaderNotice[] = [];
-    const ctx = new LeaderContext(leaderOptions(setup, env, notices));
+    const ctx = new LeaderContext(leaderOptions(setup, env, notices), createRuntime());
     ctx.ledger = await Ledger.open(made.teamDir);
     ctx.state = "watching";
     const deferrals = new Deferrals(ctx);

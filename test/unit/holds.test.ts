@@ -18,6 +18,7 @@ import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { entryFor, fingerprint } from "../../extensions/teams-hooks/trust/trust.js";
 import { readInboxFile, readLedger } from "../helpers/leader-rig.js";
 import { makeTask, tempTeams, type TempTeam } from "../helpers/temp-team.js";
+import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const team = tempTeams({ teamId: "holds-unit" });
 const AT = "2026-12-02T10:00:00.000Z";
@@ -49,7 +50,7 @@ async function rig(): Promise<Rig> {
   const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });
   await chmod(gate, 0o755);
   const notices: LeaderNotice[] = [];
-  const ctx = new LeaderContext(leaderOptions(setup, env, notices, { now: () => new Date(AT) }));
+  const ctx = new LeaderContext(leaderOptions(setup, env, notices), createRuntime({ now: () => new Date(AT) }));
   ctx.ledger = await Ledger.open(made.teamDir);
   ctx.state = "watching";
   const ran: HookEvent[] = [];

@@ -12,10 +12,12 @@ import {
   RunningLine,
   heldDetail,
   personApproval,
+  runtimeOf,
   str,
   teamSetupInput,
   warnBeforeRunning,
 } from "./io.js";
+import { alsoOnSpawn } from "../runner/runtime.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import {
   type DecideResult,
@@ -131,7 +133,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
         for (const d of check.dropped) io.stderr(`${droppedGateText(d.path, d.detail)}\n`);
       },
     },
-    ...(progress ? { onSpawn: ({ hook }: { hook: string }) => progress.started("run", hook) } : {}),
+    runtime: progress ? alsoOnSpawn(runtimeOf(io), ({ hook }) => progress.started("run", hook)) : runtimeOf(io),
   }).finally(() => progress?.close());
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
@@ -276,6 +278,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
   const how = asked.how;
   const answer = await decideDeferral(teamDir, runId, input, {
     env: io.env,
+    runtime: runtimeOf(io),
     waitForLeaderMs: 10_000,
     warn: (message) => io.stderr(`warning: ${message}\n`),
     settings: { setup, redact: settingsRedactor(io.env, setup.settings, setup.hooksDir) },

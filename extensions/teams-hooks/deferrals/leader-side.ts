@@ -40,7 +40,7 @@ import {
 import { checkDeferral, describeChanges, heldFields } from "./check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
-import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "../leader/context.js";
+import { type LeaderContext, queueGroup } from "../leader/context.js";
 import { DeferralGuard, restoreFromLog } from "./guard.js";
 import { ledgerMemory } from "../leader/handle.js";
 import type { GateState } from "../policy/gate-life.js";
@@ -233,7 +233,7 @@ export class Deferrals {
       ...(reference ? { reference } : {}),
     });
     if (app.kind === "pending") {
-      const delays = ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
+      const delays = ctx.runtime.retry.policyMs;
       const delay = delays[tries];
       if (delay !== undefined) {
         ctx.warn(
@@ -406,10 +406,8 @@ function settingsOf(ctx: LeaderContext): ApplySettings {
   return {
     setup,
     redact: settingsRedactor(opts.env, setup.settings, setup.hooksDir),
-    sentLog: ctx.sent,
+    runtime: ctx.runtime,
     ...(ctx.ledger ? { memory: ledgerMemory(ctx.ledger) } : {}),
-    ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
-    ...(opts.now ? { now: opts.now } : {}),
   };
 }
 

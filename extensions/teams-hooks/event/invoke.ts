@@ -35,7 +35,7 @@ import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "
 import { countsAsPass } from "../policy/decide.js";
 import { holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "./remediate.js";
-import { SentLog } from "../team/sent-log.js";
+import type { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
 import { checkChainTrust, snapshotChain, type ChainTrust, type TrustRecord } from "../trust/trust.js";
 import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
@@ -45,6 +45,7 @@ import { taskFile } from "../team/paths.js";
 import { noGateInForce, nonBlockingError, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 import type { StandbyAhead } from "../runner/run-hook.js";
+import { createRuntime, type Runtime } from "../runner/runtime.js";
 
 /**
  * The team an event belongs to, as a command resolved it (team/setup.ts `resolveTeamSetup`): its
@@ -83,22 +84,19 @@ export interface InvokeRequest {
   trigger?: HookTrigger;
   /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
-  /** Called as each hook of the chain starts: its process group, run id and file name. */
-  onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
   /** Awaited just before the first hook starts (runner/run-hook.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
   /** A leader's event: its sandboxed gates start from standbys (runner/standby.ts; `ahead`: runner/run-hook.ts). */
   standby?: boolean | StandbyAhead;
   /** The caller is stopping: a chain starts no further hook, and the event is left unsettled (`interrupted`). */
   stopping?: () => boolean;
-  /** The clock (tests pass their own). */
-  now?: () => Date;
   /** `PI_TEAMS_HOOK_ATTEMPT`: how many times this event's gate has started, this time included. */
   attempt?: number;
-  /** Records messages before they are sent (default: the team dir's `hook-state/sent.jsonl`). */
-  sentLog?: SentLog;
-  /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
-  lockTimeoutMs?: number;
+  /**
+   * The clock, the lock timeout, the sent log (the team dir's `hook-state/sent.jsonl`), who is told as each
+   * hook of the chain starts (`onSpawn`), the test pause: runner/runtime.ts, whole. Default `createRuntime()`.
+   */
+  runtime?: Runtime;
   /**
    * Compare the chain with the team's trust record before anything runs (trust/trust.ts), under the
    * settings' `trustChanges` and `allowInsecureHooks`.
@@ -195,7 +193,11 @@ export interface PendingStep {
 export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> {
   // One dispatch, one id: its hooks run as `<id>`, `<id>.2`, `<id>.3`… whoever fired it (the leader
   // gives its own, for its ledger; a hand run gets one here).
-  const request: InvokeRequest = given.runId ? given : { ...given, runId: randomUUID() };
+  const request: InvokeRequest = {
+    ...given,
+    runId: given.runId ?? randomUUID(),
+    runtime: given.runtime ?? createRuntime(),
+  };
   // The event's own hook point (`hooks.events.<event>`): its writable fields, projection and limits for this run.
   const eventSettings = settingsForEvent(request.setup.settings, request.event);
   const req =
@@ -203,7 +205,8 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
       ? request
       : { ...request, setup: Object.freeze({ ...request.setup, settings: eventSettings }) };
   const { identity, settings } = req.setup;
-  const now = req.now ?? (() => new Date());
+  const runtime = request.runtime ?? createRuntime();
+  const now = runtime.now;
   const mode = settings.failureModes[req.event].value;
   const teamLayer = req.setup.teamHooksDir;
   const problems: string[] = [];
@@ -299,7 +302,7 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
     hold,
     problems: Object.freeze([...problems]),
     decidingLog,
-    sent: req.sentLog ?? new SentLog(identity.teamDir),
+    sent: runtime.sentLog(identity.teamDir),
     held:
       deferred && policyApplies(req)
         ? heldRecord({

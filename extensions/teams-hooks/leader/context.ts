@@ -12,7 +12,8 @@ import type { HookEvent } from "../contract/events.js";
 import { sendOnce } from "../event/remediate.js";
 import { TrustState } from "../trust/trust-store.js";
 import type { LeaderLock } from "../team/leader-lock.js";
-import { SentLog } from "../team/sent-log.js";
+import type { SentLog } from "../team/sent-log.js";
+import type { Runtime } from "../runner/runtime.js";
 import type { TeamSetup } from "../team/setup.js";
 import { taskFile } from "../team/paths.js";
 import type { DirWatcher } from "../team/file-hints.js";
@@ -23,10 +24,6 @@ import type { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, WhyNotice } from "./notices.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { TeamSources } from "./sources.js";
-
-/** Waits before the 1st, 2nd, … new try of a policy that could not be applied: about a minute in all. */
-export const RETRY_POLICY_MS: readonly number[] = Object.freeze([1_000, 2_000, 4_000, 8_000, 15_000, 30_000]);
-const RETRY_WRITE_MS = Object.freeze({ first: 1_000, max: 30_000 });
 
 /**
  * During a first start's start-up scan: the first-start mark (file-system ms), the files looked at so
@@ -53,6 +50,8 @@ export interface FirstStart {
 
 export class LeaderContext {
   readonly opts: LeaderOptions;
+  /** The clock, lock timeout, sent log, retry waits, spawn listener and test pause (runner/runtime.ts), whole. */
+  readonly runtime: Runtime;
   /** `--verbose`: every caller of `why` tests this first, so that nothing is built when it is off. */
   readonly verbose: boolean;
   /**
@@ -95,8 +94,9 @@ export class LeaderContext {
   /** The write failure being reported (said once, until writing works again), and the keys it holds. */
   #writeTrouble: { message: string; keys: Set<string> } | null = null;
 
-  constructor(opts: LeaderOptions) {
+  constructor(opts: LeaderOptions, runtime: Runtime) {
     this.opts = opts;
+    this.runtime = runtime;
     this.verbose = opts.verbose === true;
     this.setup = opts.setup;
     // The leader's memory of each task's gate round (the ledger, once open) keys its completions.
@@ -104,7 +104,7 @@ export class LeaderContext {
       round: (taskId) => this.ledger?.task(taskId).round ?? 0,
       seen: (taskId, round) => this.ledger?.remember({ round: { taskId, round } }),
     });
-    this.sent = new SentLog(opts.setup.identity.teamDir);
+    this.sent = runtime.sentLog(opts.setup.identity.teamDir);
     this.trust = new TrustState(opts.setup.identity.teamDir);
     this.queue = createKeyedQueue({
       concurrency: opts.concurrency,
@@ -139,7 +139,7 @@ export class LeaderContext {
   }
 
   now(): string {
-    return (this.opts.now?.() ?? new Date()).toISOString();
+    return this.runtime.now().toISOString();
   }
 
   /** One note to the lead's inbox (team namespace), once whatever happens (team/sent-log.ts). */
@@ -168,7 +168,7 @@ export class LeaderContext {
 
   /** How long to wait before the `tries`-th new try of a write: doubling from the first wait, capped. */
   writeDelay(tries: number): number {
-    const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
+    const { first, max } = this.runtime.retry.writeMs;
     return Math.min(max, first * 2 ** Math.max(0, tries - 1));
   }
 
@@ -177,7 +177,7 @@ export class LeaderContext {
     const message = typeof error === "string" ? error : describeError(error);
     if (this.#writeTrouble === null) {
       this.#writeTrouble = { message, keys: new Set() };
-      const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
+      const { first, max } = this.runtime.retry.writeMs;
       this.warn(
         `${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to every ${formatDuration(max)}) until writing works again`,
       );

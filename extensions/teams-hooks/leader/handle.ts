@@ -19,7 +19,7 @@ import {
   policyGivenUpText,
   recordsDisagreeText,
 } from "../text/messages.js";
-import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
+import { type LeaderContext, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
@@ -27,6 +27,7 @@ import type { Ledger, LedgerEventInfo } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
+import type { SpawnInfo } from "../runner/runtime.js";
 import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
@@ -52,9 +53,35 @@ export class EventHandler {
   readonly #disagreements = new Map<string, { what: string; known: boolean }>();
   /** Events judged again for a disagreement that no gate judged (none in force): not taken again in this run. */
   readonly #noGate = new Set<string>();
+  /** Events whose gates are running, by key: the event and its run id (that of the chain's first hook). */
+  readonly #running = new Map<string, { event: HookEvent; runId: string }>();
 
   constructor(ctx: LeaderContext) {
     this.#ctx = ctx;
+  }
+
+  /**
+   * A hook of an event this handler runs has started (the runtime's `onSpawn`): the `started` notice, and
+   * for the chain's first hook (it carries the event's run id; later hooks have their own) the ledger's
+   * record of its process group.
+   */
+  spawned(info: SpawnInfo): void {
+    const running = this.#running.get(info.key);
+    if (!running) return;
+    const { event, runId } = running;
+    this.#ctx.opts.report({
+      kind: "started",
+      event: event.event,
+      key: event.key,
+      hook: info.hook,
+      taskId: event.taskId,
+      startedAt: Date.now(),
+    });
+    if (info.runId === runId)
+      this.#ctx
+        .requireLedger()
+        .spawned(event.key, runId, info.pid)
+        .catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
   }
 
   /** A looked-at event: queued unless done, queued already, or history. `task`: the task as it was just read. */
@@ -217,6 +244,7 @@ export class EventHandler {
     // The record changed since the last look (an approval): events held for it are looked at again.
     if (refreshTrust(this.#ctx)) void this.#ctx.holds?.reconsider();
     let outcome: InvokeOutcome;
+    this.#running.set(event.key, { event, runId });
     try {
       outcome = await invokeEvent({
         // The settings in force as this try begins, whole: a config.json change takes effect at the next.
@@ -231,29 +259,15 @@ export class EventHandler {
         applyPolicy: isTaskEvent(event.event),
         retry: state.retry,
         attempt,
-        sentLog: this.#ctx.sent,
+        runtime: this.#ctx.runtime,
         memory: ledgerMemory(ledger),
         trust: { record: this.#ctx.trust.record, onCheck: (check) => reportTrustCheck(this.#ctx, check) },
-        ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
         // In a burst (events wait) the next run's standby starts as soon as this gate has (runner/run-hook.ts).
         standby: { ahead: () => this.#ctx.queue.size > this.#ctx.queue.running },
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
-        onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
-          this.#ctx.opts.report({
-            kind: "started",
-            event: event.event,
-            key: event.key,
-            hook,
-            taskId: event.taskId,
-            startedAt: Date.now(),
-          });
-          // The chain's first hook carries the event's run id; later hooks of a chain have their own.
-          if (spawnedRunId === runId)
-            ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
-        },
       });
     } catch (error) {
       if (isWriteError(error)) {
@@ -266,6 +280,8 @@ export class EventHandler {
       // A bug of ours. Left in flight on purpose: the next start retries it; kept in #queued so it does not loop now.
       this.#ctx.warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
       return;
+    } finally {
+      this.#running.delete(event.key);
     }
     if (outcome.interrupted !== undefined) {
       // Nothing applied, nothing logged: the key stays in flight in the ledger, as after a crash.
@@ -341,7 +357,7 @@ export class EventHandler {
     pending: PendingStep,
     state: EventProgress,
   ): Promise<void> {
-    const delays = this.#ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
+    const delays = this.#ctx.runtime.retry.policyMs;
     const delay = delays[state.policyTries];
     state.policyTries += 1;
     const again = async (): Promise<void> => this.#settle(event, await pending.resume(), state);

@@ -28,6 +28,7 @@ import { sandboxNotice } from "../runner/sandbox.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../gates/chain.js";
 import { terminateAllRuns } from "../runner/run-hook.js";
+import { alsoOnSpawn, createRuntime } from "../runner/runtime.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { watchDirs } from "../team/file-hints.js";
 import { LeaderContext } from "./context.js";
@@ -57,7 +58,9 @@ export class Leader {
   #stopping: Promise<void> | null = null;
 
   constructor(opts: LeaderOptions) {
-    this.#ctx = new LeaderContext(opts);
+    // The runtime given (or the defaults), with this leader's own spawn listener: its notice and ledger record.
+    const runtime = alsoOnSpawn(opts.runtime ?? createRuntime(), (info) => this.#events.spawned(info));
+    this.#ctx = new LeaderContext(opts, runtime);
     this.#events = new EventHandler(this.#ctx);
     this.#hints = new Hints(this.#ctx, (event, task) => this.#events.consider(event, task));
   }
