@@ -65,10 +65,9 @@ describe("a watching leader's held gate on a fake clock", () => {
     const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });
     const notices: LeaderNotice[] = [];
     const ctx = new LeaderContext(leaderOptions(setup, env, notices), createRuntime());
-    ctx.ledger = await Ledger.open(made.teamDir);
+    const ledger = await Ledger.open(made.teamDir);
     ctx.state = "watching";
-    const deferrals = new Deferrals(ctx);
-    ctx.deferrals = deferrals;
+    const deferrals = new Deferrals(ctx, ledger);
 
     const read = await readDeferral(made.teamDir, runId);
     const expiresAt = read?.ok ? Date.parse(read.value.expiresAt) : Number.NaN;

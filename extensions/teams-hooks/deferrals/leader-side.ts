@@ -40,7 +40,10 @@ import {
 import { checkDeferral, describeChanges, heldFields } from "./check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
-import { type LeaderContext, queueGroup } from "../leader/context.js";
+import type { Ledger } from "../leader/ledger.js";
+import type { LeaderOptions, LeaderState } from "../leader/notices.js";
+import type { Runtime } from "../runner/runtime.js";
+import type { TeamSetup } from "../team/setup.js";
 import { DeferralGuard, restoreFromLog } from "./guard.js";
 import { ledgerMemory } from "../leader/handle.js";
 import type { GateState } from "../policy/gate-life.js";
@@ -50,8 +53,29 @@ import type { GateState } from "../policy/gate-life.js";
  */
 const MAX_TIMER_MS = 6 * 3_600_000;
 
+/** What the held gates use of the leader (its context, leader/context.ts, is one). */
+export interface DeferralsLeader {
+  /** The team and the settings in force (a config.json change puts new ones here). */
+  readonly setup: TeamSetup;
+  readonly state: LeaderState;
+  readonly runtime: Runtime;
+  /** The environment a decision is applied with, and where its `event` notice goes. */
+  readonly opts: Pick<LeaderOptions, "env" | "report">;
+  warn(message: string): void;
+  /** The time now, as an ISO string. */
+  now(): string;
+  /** Runs `job` through the queue, after the events of the same task queued before it. */
+  inOrder(event: HookEvent, job: () => Promise<void>): void;
+  /** Runs `step` for `event` after `delayMs`, through the queue in the event's order (not once stopping). */
+  later(event: HookEvent, step: () => Promise<void>, delayMs: number): void;
+}
+
+/** What the held gates read and write of the ledger. */
+export type DeferralsLedger = Pick<Ledger, "get" | "has" | "deferred" | "defer" | "finish" | "remember" | "task">;
+
 export class Deferrals {
-  readonly #ctx: LeaderContext;
+  readonly #ctx: DeferralsLeader;
+  readonly #ledger: DeferralsLedger;
   /** Held gates without a decision, by run id: the timer's business. */
   readonly #open = new Map<string, DeferralRecord>();
   /** Names of applied deferral files: never looked at again. */
@@ -70,9 +94,10 @@ export class Deferrals {
   /** The timer fires no sooner than this (an expiry that failed is tried again a second later, not at once). */
   #notBefore = 0;
 
-  constructor(ctx: LeaderContext) {
+  constructor(ctx: DeferralsLeader, ledger: DeferralsLedger) {
     this.#ctx = ctx;
-    this.#guard = new DeferralGuard(ctx, this.#known);
+    this.#ledger = ledger;
+    this.#guard = new DeferralGuard(ctx, ledger, this.#known);
   }
 
   get dir(): string {
@@ -83,7 +108,7 @@ export class Deferrals {
   async start(): Promise<void> {
     const teamDir = this.#ctx.setup.identity.teamDir;
     mkdirUnder(teamDir, this.dir); // watched from the start: it must exist
-    for (const held of this.#ctx.requireLedger().deferred()) {
+    for (const held of this.#ledger.deferred()) {
       const read = await readDeferralFile(deferralFile(teamDir, held.deferral));
       if (!read.ok && read.problem.kind === "missing")
         await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
@@ -164,7 +189,7 @@ export class Deferrals {
       guard.tell(file, `${what}: refused; nothing is done with it`);
       return;
     }
-    const state = this.#ctx.requireLedger().get(record.key);
+    const state = this.#ledger.get(record.key);
     if (record.applied && state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) {
       this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
       return;
@@ -222,14 +247,14 @@ export class Deferrals {
       return;
     if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
     this.#queued.add(record.runId);
-    this.#ctx.queue.push(queueGroup(eventOf(record)), () => this.#apply(record, 0));
+    this.#ctx.inOrder(eventOf(record), () => this.#apply(record, 0));
   }
 
   async #apply(record: DeferralRecord, tries: number): Promise<void> {
     const ctx = this.#ctx;
     const reference = this.#known.get(record.runId);
     const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, {
-      ...settingsOf(ctx),
+      ...settingsOf(ctx, this.#ledger),
       ...(reference ? { reference } : {}),
     });
     if (app.kind === "pending") {
@@ -252,7 +277,7 @@ export class Deferrals {
     // What the decision did to the task's gate life (a round, a root, a unit spent) rides on the close's flush.
     if (app.remembered) {
       try {
-        ctx.requireLedger().remember(app.remembered);
+        this.#ledger.remember(app.remembered);
       } catch (error) {
         ctx.warn(`ledger: ${describeError(error)}`);
       }
@@ -302,7 +327,7 @@ export class Deferrals {
    * leader never runs its gate again meanwhile (its start-up scan comes after this).
    */
   async #know(record: DeferralRecord): Promise<void> {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     if (ledger.has(record.key)) return;
     await ledger
       .defer(record.key, this.#ctx.now(), {
@@ -321,7 +346,7 @@ export class Deferrals {
    * --apply-policy`).
    */
   async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     const state = ledger.get(record.key);
     if (state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) return;
     const outcome =
@@ -401,13 +426,13 @@ export class Deferrals {
   }
 }
 
-function settingsOf(ctx: LeaderContext): ApplySettings {
+function settingsOf(ctx: DeferralsLeader, ledger: DeferralsLedger): ApplySettings {
   const { setup, opts } = ctx;
   return {
     setup,
     redact: settingsRedactor(opts.env, setup.settings, setup.hooksDir),
     runtime: ctx.runtime,
-    ...(ctx.ledger ? { memory: ledgerMemory(ctx.ledger) } : {}),
+    memory: ledgerMemory(ledger),
   };
 }
 

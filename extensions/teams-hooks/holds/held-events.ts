@@ -27,15 +27,37 @@ import { type HeldEvent, writeHolds } from "./holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
-import type { LeaderContext } from "../leader/context.js";
+import type { LeaderState } from "../leader/notices.js";
+import type { Ledger } from "../leader/ledger.js";
+import type { TeamSetup } from "../team/setup.js";
+import type { TrustRecord } from "../trust/trust.js";
 
 export type { HeldEvent };
 
 /** Waits before a fault hold runs again by itself; past the last, it waits for the next start. */
 const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000]);
 
+/** What the held events use of the leader (its context, leader/context.ts, is one). */
+export interface HoldsLeader {
+  /** The team and the settings in force (a config.json change puts new ones here). */
+  readonly setup: TeamSetup;
+  readonly state: LeaderState;
+  readonly trust: { readonly record: TrustRecord | null };
+  warn(message: string): void;
+  /** The time now, as an ISO string. */
+  now(): string;
+  /** Runs `step` for `event` after `delayMs`, through the queue in the event's order (not once stopping). */
+  later(event: HookEvent, step: () => Promise<void>, delayMs: number): void;
+  /** One note to the lead's inbox, once, after those under way (the leader's stop waits for it). */
+  noteToLead(id: string, text: string, failure: string): void;
+}
+
+/** What the held events read and write of the ledger. */
+export type HoldsLedger = Pick<Ledger, "file" | "held" | "finish">;
+
 export class Holds {
-  readonly #ctx: LeaderContext;
+  readonly #leader: HoldsLeader;
+  readonly #ledger: HoldsLedger;
   readonly #run: (event: HookEvent) => void;
   readonly #held = new Map<string, { info: HeldEvent; event: HookEvent; tries: number; code: string | null }>();
   /** Events judged whose policy is not written yet (listUnwritten). */
@@ -43,8 +65,9 @@ export class Holds {
   #writing: Promise<void> = Promise.resolve();
 
   /** `run`: queues an event again (as a retry). */
-  constructor(ctx: LeaderContext, run: (event: HookEvent) => void) {
-    this.#ctx = ctx;
+  constructor(leader: HoldsLeader, ledger: HoldsLedger, run: (event: HookEvent) => void) {
+    this.#leader = leader;
+    this.#ledger = ledger;
     this.#run = run;
   }
 
@@ -61,10 +84,10 @@ export class Holds {
    * hold ends), each once; the list on disk is written anew.
    */
   start(): void {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     for (const held of ledger.held()) {
       if (!held.event) {
-        this.#ctx.warn(`${ledger.file}: held ${held.key} has no event details; it is not run again`);
+        this.#leader.warn(`${ledger.file}: held ${held.key} has no event details; it is not run again`);
         continue;
       }
       this.#run({ key: held.key, ...held.event, source: "task" });
@@ -83,33 +106,32 @@ export class Holds {
       for (const [key, other] of this.#held) {
         if (key === event.key || other.event.taskId !== event.taskId || other.event.event !== event.event) continue;
         this.#held.delete(key);
-        this.#ctx
-          .requireLedger()
-          .finish(key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null })
-          .catch((error: unknown) => this.#ctx.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
+        this.#ledger
+          .finish(key, this.#leader.now(), { runId: null, outcome: "superseded", log: null })
+          .catch((error: unknown) => this.#leader.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
       }
     }
     this.#held.set(event.key, { info, event, tries, code });
     this.#save();
-    const { leadName } = this.#ctx.setup.identity;
+    const { leadName } = this.#leader.setup.identity;
     // A gate changed, added or removed is told to the lead once as such (gate-trust.ts), what to approve
     // included; other holds once per gate and reason (several tasks held by one gate are one thing to fix).
     if (!(TRUST_ERROR_KINDS as readonly (string | null)[]).includes(info.kind) || info.kind === "insecure_hook") {
       const id = sentId("held", `${info.cause}:${info.hook ?? ""}:${info.reason}`, leadName);
-      this.#ctx.notes = this.#ctx.notes.then(() =>
-        this.#ctx.tellLead(
-          id,
-          heldLeadText(info, this.#ctx.setup.identity.teamDir),
-          `the lead was not told of the hold of ${event.key}`,
-        ),
+      this.#leader.noteToLead(
+        id,
+        heldLeadText(info, this.#leader.setup.identity.teamDir),
+        `the lead was not told of the hold of ${event.key}`,
       );
     }
     if (info.cause === "fault") {
       // Tried again by itself, at the last wait from then on: a fault that cleared ends its hold, no restart needed.
       const delay = FAULT_RETRY_MS[Math.min(tries, FAULT_RETRY_MS.length) - 1] ?? 60_000;
       if (tries === FAULT_RETRY_MS.length + 1)
-        this.#ctx.warn(`${event.key}: held after ${tries} tries (${info.reason}); tried again every ${delay / 1000} s`);
-      this.#ctx.later(event, async () => this.#release(event.key), delay);
+        this.#leader.warn(
+          `${event.key}: held after ${tries} tries (${info.reason}); tried again every ${delay / 1000} s`,
+        );
+      this.#leader.later(event, async () => this.#release(event.key), delay);
     }
   }
 
@@ -126,7 +148,7 @@ export class Holds {
         (!opts.trustOnly || (TRUST_ERROR_KINDS as readonly (string | null)[]).includes(h.info.kind)),
     );
     if (waiting.length === 0) return;
-    const { setup } = this.#ctx;
+    const { setup } = this.#leader;
     const layers = {
       global: path.resolve(setup.hooksDir),
       team: setup.teamHooksDir === null ? null : path.resolve(setup.teamHooksDir),
@@ -145,7 +167,7 @@ export class Holds {
           chains.set(event.event, chain);
         }
         const check = checkChainTrust(chain, event.event, layers, {
-          record: this.#ctx.trust.record,
+          record: this.#leader.trust.record,
           allowInsecure: setup.settings.allowInsecureHooks.value,
           uid: process.getuid?.() ?? null,
           participation: setup.settings.events[event.event].participation.value,
@@ -153,7 +175,7 @@ export class Holds {
         const refused = check.problems.filter((p) => p.kind === "insecure_hook" || !setup.settings.trustChanges.value);
         if (refused.length === 0) this.#release(event.key);
       } catch (error) {
-        this.#ctx.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);
+        this.#leader.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);
       }
     }
   }
@@ -186,7 +208,7 @@ export class Holds {
   /** Runs a held event again: out of the list first, so that it is queued at most once. */
   #release(key: string): void {
     const held = this.#held.get(key);
-    if (!held || this.#ctx.state !== "watching") return;
+    if (!held || this.#leader.state !== "watching") return;
     this.#held.delete(key);
     this.#save();
     this.#run(held.event);
@@ -199,12 +221,12 @@ export class Holds {
 
   /** `hook-state/holds.json` anew (one write at a time, the last state wins). */
   #save(): void {
-    const file = holdsFile(this.#ctx.setup.identity.teamDir);
+    const file = holdsFile(this.#leader.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
-      .then(() => writeHolds(this.#ctx.setup.identity.teamDir, holds, this.#ctx.now()))
+      .then(() => writeHolds(this.#leader.setup.identity.teamDir, holds, this.#leader.now()))
       .catch((error: unknown) =>
-        this.#ctx.warn(
+        this.#leader.warn(
           `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,
         ),
       );

@@ -45,6 +45,7 @@ import { droppedGateText, gateSyntaxMessage } from "../text/messages.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import { gateFileSyntaxError } from "../runner/syntax.js";
 import type { LeaderContext } from "../leader/context.js";
+import type { Holds } from "../holds/held-events.js";
 import type { Ledger } from "../leader/ledger.js";
 
 /**
@@ -329,8 +330,8 @@ export function approvalNoteId(gate: string, sha256: string | null, lead: string
 }
 
 /** The trust record may have changed (a watcher hint, the reconcile scan): re-read, and held events looked at again. */
-export async function trustHint(ctx: LeaderContext): Promise<void> {
-  if (refreshTrust(ctx)) await ctx.holds?.reconsider();
+export async function trustHint(ctx: LeaderContext, holds: Holds): Promise<void> {
+  if (refreshTrust(ctx)) await holds.reconsider();
 }
 
 /** A gate changed since it was trusted, or is insecure: said once here, and once to the lead's inbox. */
