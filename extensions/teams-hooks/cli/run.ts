@@ -228,6 +228,7 @@ function noDeferral(teamDir: string, runId: string): HooksError {
  */
 async function tellLeadDecided(identity: TeamIdentity, runId: string, what: string, io: CliIo): Promise<void> {
   const error = await noteToLead(
+    runtimeOf(io),
     identity,
     sentId("decided", runId, identity.leadName),
     `pi-teams-hooks decide: held gate decided: ${what}`,
