@@ -22,7 +22,7 @@ const policyCommand: CommandFn = async (a, io) => (await import("./config.js")).
 const configCommand: CommandFn = async (a, io) => (await import("./config.js")).configCommand(a, io);
 const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
-const trustCommand: CommandFn = async (a, io) => (await import("../trust/trust-command.js")).trustCommand(a, io);
+const trustCommand: CommandFn = async (a, io) => (await import("./trust-command.js")).trustCommand(a, io);
 const serveCommand: CommandFn = async (a, io) => (await import("./serve.js")).serveCommand(a, io);
 
 /**

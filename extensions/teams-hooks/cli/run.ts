@@ -28,7 +28,7 @@ import {
 } from "../deferrals/decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../deferrals/record.js";
 import { checkDeferral, ledgerHoldOf } from "../deferrals/check.js";
-import { noteToLead } from "../trust/trust-command.js";
+import { noteToLead } from "./trust-command.js";
 import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { eventKey, taskEvent } from "../contract/events.js";

@@ -27,8 +27,6 @@ import { type HeldEvent, writeHolds } from "./holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
-import type { LeaderState } from "../leader/notices.js";
-import type { Ledger } from "../leader/ledger.js";
 import type { TeamSetup } from "../team/setup.js";
 import type { TrustRecord } from "../trust/trust.js";
 
@@ -41,7 +39,8 @@ const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000])
 export interface HoldsLeader {
   /** The team and the settings in force (a config.json change puts new ones here). */
   readonly setup: TeamSetup;
-  readonly state: LeaderState;
+  /** The leader's state: a held event runs again only while it is `watching`. */
+  readonly state: "starting" | "watching" | "stopping" | "stopped";
   readonly trust: { readonly record: TrustRecord | null };
   warn(message: string): void;
   /** The time now, as an ISO string. */
@@ -52,8 +51,14 @@ export interface HoldsLeader {
   noteToLead(id: string, text: string, failure: string): void;
 }
 
-/** What the held events read and write of the ledger. */
-export type HoldsLedger = Pick<Ledger, "file" | "held" | "finish">;
+/** What the held events read and write of the leader's ledger (leader/ledger.ts is one). */
+export interface HoldsLedger {
+  readonly file: string;
+  /** Every key held, with its event's details when the ledger has them. */
+  held(): Array<{ key: string; event?: Pick<HookEvent, "event" | "taskId" | "member" | "timestamp"> | null }>;
+  /** Records `key` as done (flushed). */
+  finish(key: string, at: string, info: { runId: null; outcome: "superseded"; log: null }): Promise<void>;
+}
 
 export class Holds {
   readonly #leader: HoldsLeader;
@@ -114,7 +119,7 @@ export class Holds {
     this.#held.set(event.key, { info, event, tries, code });
     this.#save();
     const { leadName } = this.#leader.setup.identity;
-    // A gate changed, added or removed is told to the lead once as such (gate-trust.ts), what to approve
+    // A gate changed, added or removed is told to the lead once as such (leader/gate-trust.ts), what to approve
     // included; other holds once per gate and reason (several tasks held by one gate are one thing to fix).
     if (!(TRUST_ERROR_KINDS as readonly (string | null)[]).includes(info.kind) || info.kind === "insecure_hook") {
       const id = sentId("held", `${info.cause}:${info.hook ?? ""}:${info.reason}`, leadName);

@@ -20,7 +20,7 @@ import {
   recordsDisagreeText,
 } from "../text/messages.js";
 import { type LeaderContext, type Running, queueGroup } from "./context.js";
-import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
+import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
 import type { Ledger, LedgerEventInfo } from "./ledger.js";

@@ -19,7 +19,7 @@ import { type LeaderContext, type Running, forEachYielding } from "./context.js"
 import { BASELINE_DETAIL, type WhyReason } from "./notices.js";
 import { isTaskFileName, type TaskLook } from "./sources.js";
 import { isHistory } from "./startup.js";
-import { refreshStartGate, trustHint } from "../trust/gate-trust.js";
+import { refreshStartGate, trustHint } from "./gate-trust.js";
 import { leaderStateDir } from "../team/paths.js";
 import { withSettingsOf } from "../team/setup.js";
 

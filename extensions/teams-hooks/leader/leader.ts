@@ -17,8 +17,9 @@
  *
  * The parts: startup.ts (start-up scan, first start, crash recovery), hints.ts (watchers, reconcile,
  * config reload, the team dir coming and going), handle.ts (one event from the queue to the ledger),
- * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
- * shared context.ts.
+ * gate-trust.ts (the trust record), deferrals/leader-side.ts (held gates: decisions applied, deadlines),
+ * holds/held-events.ts (held events), on the shared context.ts: the context from construction, and
+ * `Running`, what start() makes, never null once made.
  */
 import { tellHeldSettings } from "./context.js";
 import { readApprovedSettings, writeApprovedSettings } from "../team/approved-settings.js";
@@ -33,7 +34,7 @@ import { type LeaderLock, acquireLeaderLock } from "../team/leader-lock.js";
 import { LeaderContext, type Running } from "./context.js";
 import { Deferrals } from "../deferrals/leader-side.js";
 import { Holds } from "../holds/held-events.js";
-import { refreshStartGate, takeTrust } from "../trust/gate-trust.js";
+import { refreshStartGate, takeTrust } from "./gate-trust.js";
 import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
 import { Ledger } from "./ledger.js";

@@ -27,7 +27,7 @@ import type { TaskLook } from "./sources.js";
 import { sentId } from "../team/sent-log.js";
 import { ledgerLostText } from "../text/messages.js";
 import type { Ledger } from "./ledger.js";
-import { gateHistory } from "../trust/gate-trust.js";
+import { gateHistory } from "./gate-trust.js";
 
 /**
  * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without

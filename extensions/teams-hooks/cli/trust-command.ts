@@ -11,7 +11,7 @@
 import path from "node:path";
 import { type ChainHook, discoverChains, gateKey, isBindingGate, isHandlerGate } from "../gates/chain.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { type CliIo, type ParsedArgs, paint, personApproval, runtimeOf, str, wantsColour } from "../cli/io.js";
+import { type CliIo, type ParsedArgs, paint, personApproval, runtimeOf, str, wantsColour } from "./io.js";
 import type { Runtime } from "../runner/runtime.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError, unreachable } from "../contract/errors.js";
@@ -30,7 +30,7 @@ import {
   handlerDefinitionText,
   handlerFingerprint,
   octal,
-} from "./trust.js";
+} from "../trust/trust.js";
 import {
   keepTrustedCopy,
   readTrust,
@@ -41,11 +41,11 @@ import {
   trustFile,
   trustedBy,
   updateTrust,
-} from "./trust-store.js";
+} from "../trust/trust-store.js";
 import type { SettingChange } from "../settings/weakening.js";
 import { loadTeamConfig } from "../team/config-file.js";
 import { writeApprovedSettings } from "../team/approved-settings.js";
-import { approvalNoteId } from "./gate-trust.js";
+import { approvalNoteId } from "../leader/gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
 import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";

@@ -20,7 +20,7 @@ import {
   eventOfGate,
   handlerTrustedFor,
   octal,
-} from "./trust.js";
+} from "../trust/trust.js";
 import {
   type RecordChange,
   approvedFile,
@@ -36,7 +36,7 @@ import {
   updateTrust,
   writeApproved,
   writeSeen,
-} from "./trust-store.js";
+} from "../trust/trust-store.js";
 import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
@@ -44,9 +44,9 @@ import { sentId } from "../team/sent-log.js";
 import { droppedGateText, gateSyntaxMessage } from "../text/messages.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import { gateFileSyntaxError } from "../runner/syntax.js";
-import type { LeaderContext } from "../leader/context.js";
+import type { LeaderContext } from "./context.js";
 import type { Holds } from "../holds/held-events.js";
-import type { Ledger } from "../leader/ledger.js";
+import type { Ledger } from "./ledger.js";
 
 /**
  * Recorded once the first start has taken the trust record (trust on first use). A ledger with it and
