@@ -10,7 +10,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { type DecisionInput, applyDecision, decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
+import {
+  type DecisionInput,
+  applyDecision,
+  decideDeferral,
+} from "../../extensions/teams-hooks/event/deferral-decision.js";
 import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/deferrals/record.js";
 import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";

@@ -1,5 +1,5 @@
 /**
- * A watching leader's held gates (deferrals/leader-side.ts `Deferrals`) on a fake clock: a gate held by a real
+ * A watching leader's held gates (leader/deferrals.ts `Deferrals`) on a fake clock: a gate held by a real
  * gate process (`invokeEvent`, as `run --apply-policy` holds one) stays open to its deadline and expires at it, and the
  * team's policy is then applied to the task. vitest's timers stand for the clock (`Date` and `setTimeout`), so that a
  * deadline a minute off takes no time; the files, the ledger and the task are real.
@@ -8,7 +8,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
-import { Deferrals } from "../../extensions/teams-hooks/deferrals/leader-side.js";
+import { Deferrals } from "../../extensions/teams-hooks/leader/deferrals.js";
 import { readDeferral } from "../../extensions/teams-hooks/deferrals/record.js";
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { LeaderContext } from "../../extensions/teams-hooks/leader/context.js";

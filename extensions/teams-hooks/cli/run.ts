@@ -25,9 +25,9 @@ import {
   appliedUnderText,
   decideDeferral,
   decisionProblem,
-} from "../deferrals/decision.js";
+} from "../event/deferral-decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../deferrals/record.js";
-import { checkDeferral, ledgerHoldOf } from "../deferrals/check.js";
+import { checkDeferral, ledgerHoldOf } from "../event/deferral-check.js";
 import { noteToLead } from "./trust-command.js";
 import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
@@ -202,7 +202,7 @@ function reservedByMessage(by: string, source: string): string {
 }
 
 /**
- * What the person is asked to decide: the held event and gate as the gate held them (deferrals/check.ts: the
+ * What the person is asked to decide: the held event and gate as the gate held them (event/deferral-check.ts: the
  * file is the agents' to write), or the run id alone when there is no such deferral yet (decideDeferral waits for one
  * in flight) or no gate held it.
  */
@@ -254,7 +254,7 @@ async function wholeRunId(teamDir: string, given: string): Promise<string> {
 
 /**
  * `decide`: a person's decision on a held gate, in steps: the decision read from the arguments, the
- * held run found, the person asked (or `--yes`), the decision recorded and applied (deferrals/decision.ts),
+ * held run found, the person asked (or `--yes`), the decision recorded and applied (event/deferral-decision.ts),
  * the lead told, the answer said.
  */
 export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number> {

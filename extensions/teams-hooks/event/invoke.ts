@@ -15,7 +15,7 @@
  * A run that answers `defer` (a completion or failure with a policy) holds the gate instead: the task's metadata
  * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
  * then the deferral file is written (deferrals/record.ts); a decision applies the policy later
- * (deferrals/decision.ts).
+ * (event/deferral-decision.ts).
  *
  * The team's settings come whole, as the caller resolved them once (`req.setup.settings`,
  * settings/team-settings.ts `TeamSettings`, frozen): nothing here resolves or copies a setting. What the

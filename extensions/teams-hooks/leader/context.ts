@@ -19,7 +19,7 @@ import type { Runtime } from "../runner/runtime.js";
 import type { TeamSetup } from "../team/setup.js";
 import { taskFile } from "../team/paths.js";
 import { formatDuration } from "../text/messages.js";
-import type { Deferrals } from "../deferrals/leader-side.js";
+import type { Deferrals } from "./deferrals.js";
 import type { Holds } from "../holds/held-events.js";
 import type { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, WhyNotice } from "./notices.js";
@@ -59,7 +59,7 @@ export interface Running {
   readonly ledger: Ledger;
   /** The leader lock: taken again when `hook-state/` or the team dir comes back (hints.ts). */
   lock: LeaderLock;
-  /** The held gates (deferrals/leader-side.ts). */
+  /** The held gates (leader/deferrals.ts). */
   readonly deferrals: Deferrals;
   /** Events held because their gate could not judge the work (holds/held-events.ts). */
   readonly holds: Holds;

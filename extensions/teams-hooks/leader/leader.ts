@@ -17,7 +17,7 @@
  *
  * The parts: startup.ts (start-up scan, first start, crash recovery), hints.ts (watchers, reconcile,
  * config reload, the team dir coming and going), handle.ts (one event from the queue to the ledger),
- * gate-trust.ts (the trust record), deferrals/leader-side.ts (held gates: decisions applied, deadlines),
+ * gate-trust.ts (the trust record), leader/deferrals.ts (held gates: decisions applied, deadlines),
  * holds/held-events.ts (held events), on the shared context.ts: the context from construction, and
  * `Running`, what start() makes, never null once made.
  */
@@ -32,7 +32,7 @@ import { terminateAllRuns } from "../runner/run-hook.js";
 import { alsoOnSpawn, createRuntime } from "../runner/runtime.js";
 import { type LeaderLock, acquireLeaderLock } from "../team/leader-lock.js";
 import { LeaderContext, type Running } from "./context.js";
-import { Deferrals } from "../deferrals/leader-side.js";
+import { Deferrals } from "./deferrals.js";
 import { Holds } from "../holds/held-events.js";
 import { refreshStartGate, takeTrust } from "./gate-trust.js";
 import { EventHandler } from "./handle.js";

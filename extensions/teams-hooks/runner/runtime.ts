@@ -3,7 +3,7 @@
  * for a lock, the sent log of each team dir, the waits before a step is tried again, who is told that a
  * hook started, and the test pause. Built once (the command line's bin, the pi extension, a `Leader`
  * given none) and passed whole, like the team's settings (`TeamSetup`): to the leader, to each event
- * (event/invoke.ts `InvokeRequest.runtime`), to a decision's application (deferrals/decision.ts) and
+ * (event/invoke.ts `InvokeRequest.runtime`), to a decision's application (event/deferral-decision.ts) and
  * down to the runner (runner/run-hook.ts). Tests build their own with `createRuntime`.
  */
 import { DEFAULT_LOCK_TIMEOUT_MS } from "../team/lock.js";

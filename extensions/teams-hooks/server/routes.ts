@@ -33,7 +33,7 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult, heldSoon } from "../deferrals/decision.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../event/deferral-decision.js";
 import { readDeferral } from "../deferrals/record.js";
 import { startDenialOf } from "../event/start-gate.js";
 import { gateStateOf } from "../policy/gate-life.js";

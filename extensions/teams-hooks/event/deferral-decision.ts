@@ -26,7 +26,7 @@ import { VerdictSchema } from "../contract/verdict.js";
 import { type DecideInput, decide } from "../policy/decide.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { GATE_STATES, type GateState } from "../policy/gate-life.js";
-import { type GateMemory, type Remembered, remediate } from "../event/remediate.js";
+import { type GateMemory, type Remembered, remediate } from "./remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../logs/hook-log.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
 import { createRuntime, type Runtime } from "../runner/runtime.js";
@@ -49,9 +49,16 @@ import {
   readDeferral,
   sameDecision,
   updateDeferral,
-} from "./record.js";
-import { changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf } from "./check.js";
-import { policyRecordOf } from "../event/remediate.js";
+} from "../deferrals/record.js";
+import {
+  changedFields,
+  checkDeferral,
+  describeChanges,
+  heldFields,
+  heldTrigger,
+  ledgerHoldOf,
+} from "./deferral-check.js";
+import { policyRecordOf } from "./remediate.js";
 
 export type DecisionInput = {
   decision: "allow" | "deny";
@@ -62,7 +69,7 @@ export type DecisionInput = {
 };
 
 export type DecideResult =
-  /** No such deferral in this team (`problem`: a file there, but no gate held it: deferrals/check.ts). → 404 */
+  /** No such deferral in this team (`problem`: a file there, but no gate held it: event/deferral-check.ts). → 404 */
   | { kind: "unknown"; problem?: string }
   | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
   | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
@@ -116,7 +123,7 @@ export interface ApplySettings {
   /** The clock, the lock timeout and the sent log (runner/runtime.ts), whole; default `createRuntime()`. */
   runtime?: Runtime;
   /**
-   * The deferral as its gate held it (deferrals/check.ts): its held fields are applied, and
+   * The deferral as its gate held it (event/deferral-check.ts): its held fields are applied, and
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
@@ -213,7 +220,7 @@ export async function decideDeferral(
 
 /**
  * The file as its gate held it: a key or a deadline edited since is put back before anything is
- * decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one only
+ * decided on it, and a deferral no gate held is none (event/deferral-check.ts). An applied one only
  * answers a decision sent twice: nothing of it is used (no reference).
  */
 async function heldReference(

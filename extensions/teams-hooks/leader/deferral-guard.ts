@@ -1,6 +1,6 @@
 /**
- * The leader's side of "a deferral file is held to what its gate held" (deferrals/check.ts;
- * docs/ledger.md): the agents the gates judge can write hook-state/deferrals/, so deferrals/leader-side.ts
+ * The leader's side of "a deferral file is held to what its gate held" (event/deferral-check.ts;
+ * docs/ledger.md): the agents the gates judge can write hook-state/deferrals/, so leader/deferrals.ts
  * asks this module, before it does anything with a file, whose file it is (`ownerOf`), what the
  * ledger holds of it (`ledgerHold`), whether an `applied` claim is believed (`unclaimed`), and has
  * it moved aside (`replace`) or written again from what the leader knows (`rewrite`). Every problem
@@ -9,14 +9,14 @@
 import { rename } from "node:fs";
 import path from "node:path";
 import { describeError } from "../contract/errors.js";
-import { type DeferralRecord, deferralFile, updateDeferral, writeDeferral } from "./record.js";
-import { type LedgerHold, decisionLogProblem, heldFields, heldOfLog } from "./check.js";
-import type { DeferralsLeader, DeferralsLedger } from "./leader-side.js";
+import { type DeferralRecord, deferralFile, updateDeferral, writeDeferral } from "../deferrals/record.js";
+import { type LedgerHold, decisionLogProblem, heldFields, heldOfLog } from "../event/deferral-check.js";
+import type { DeferralsLeader, DeferralsLedger } from "./deferrals.js";
 
 export class DeferralGuard {
   readonly #ctx: Pick<DeferralsLeader, "setup" | "warn">;
   readonly #ledger: Pick<DeferralsLedger, "get" | "deferred">;
-  /** The leader's deferrals not closed (deferrals/leader-side.ts): whose file a name is. */
+  /** The leader's deferrals not closed (leader/deferrals.ts): whose file a name is. */
   readonly #known: ReadonlyMap<string, DeferralRecord>;
   /** Problems said, by file and problem (said once while it lasts). */
   readonly #told = new Set<string>();

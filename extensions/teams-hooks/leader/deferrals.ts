@@ -13,12 +13,12 @@
  * read again; a ledger key held without its file gets it back from its log.
  *
  * The folder is as writable by the agents the gates judge as by the leader (docs/security.md), so a
- * file is held to what its gate held (deferrals/check.ts) before anything is done with it: a
+ * file is held to what its gate held (event/deferral-check.ts) before anything is done with it: a
  * key, a deadline or any other held field edited is put back; a file under another run's name is
  * moved aside and written again from what the gate held, and so is one that cannot be read when its
  * deadline comes (not before: a person may be fixing it); a deferral no gate held is refused; a file
  * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan;
- * `applied` is believed only with its decision log. Each is said (deferrals/guard.ts). Only
+ * `applied` is believed only with its decision log. Each is said (leader/deferral-guard.ts). Only
  * the decision is the deciders' to write.
  */
 import { existsSync } from "node:fs";
@@ -26,7 +26,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
-import { type ApplySettings, EXPIRY_BY, applyDecision, appliedUnderText } from "./decision.js";
+import { type ApplySettings, EXPIRY_BY, applyDecision, appliedUnderText } from "../event/deferral-decision.js";
 import { settingsRedactor } from "../runner/redact.js";
 import {
   type DeferralRecord,
@@ -36,16 +36,16 @@ import {
   readDeferral,
   readDeferralFile,
   updateDeferral,
-} from "./record.js";
-import { checkDeferral, describeChanges, heldFields } from "./check.js";
+} from "../deferrals/record.js";
+import { checkDeferral, describeChanges, heldFields } from "../event/deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
-import type { Ledger } from "../leader/ledger.js";
-import type { LeaderOptions, LeaderState } from "../leader/notices.js";
+import type { Ledger } from "./ledger.js";
+import type { LeaderOptions, LeaderState } from "./notices.js";
 import type { Runtime } from "../runner/runtime.js";
 import type { TeamSetup } from "../team/setup.js";
-import { DeferralGuard, restoreFromLog } from "./guard.js";
-import { ledgerMemory } from "../leader/handle.js";
+import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
+import { ledgerMemory } from "./handle.js";
 import type { GateState } from "../policy/gate-life.js";
 
 /**
