@@ -46,7 +46,7 @@ export interface CliIo {
   approval?: string;
   /**
    * What the command runs on (runner/runtime.ts): the bin builds it once, with the test pause it alone
-   * reads from the environment. Absent (the library's `runCli`, a test): `createRuntime()`.
+   * reads from the environment. Absent (the library's `runCli`, a test): `main` builds the defaults once.
    */
   runtime?: Runtime;
 }

@@ -8,6 +8,7 @@ import { type CommandSpec, commandFlags, commandHelp, mainHelp, subcommandHelp }
 import { didYouMean } from "../text/suggest.js";
 import { COMMANDS, PROGRAM, commandSpec } from "./commands.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
+import { createRuntime } from "../runner/runtime.js";
 
 // Each command's module loads when that command runs (in the built bin, its chunk: the split points of
 // scripts/bundle-bin.mjs): `--help` pays for no command's code. Start-up time is what a person waits
@@ -80,7 +81,9 @@ function helpText(spec: CommandSpec, words: readonly string[]): string {
 
 export type { CliIo } from "./io.js";
 
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo): Promise<number> {
+  // One runtime for the whole command: the bin's, or the defaults built here once (the library's runCli).
+  const io: CliIo = given.runtime ? given : { ...given, runtime: createRuntime() };
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" && rest[0] !== undefined ? commandSpec(rest[0]) : undefined;
