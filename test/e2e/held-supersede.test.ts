@@ -3,6 +3,7 @@
  * the approval runs the gate once, on the latest, not once per completion.
  */
 import { appendFile, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { describe, it } from "vitest";
 import { readInboxFile, readLedger, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
@@ -51,5 +52,34 @@ describe("completions while a gate is held", () => {
     const [passed] = await leader.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "passed");
     expect(passed).toMatchObject({ outcome: "passed", retry: true });
     expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("a leader killed after a held event's log, before the ledger's hold: the next start holds it again, never done", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    const gate = await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const first = await rig.leader(team);
+    await appendFile(gate, "# edited: not approved yet\n");
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    const [held] = await first.waitForEvents(1, (e) => e.taskId === "1" && e.held === "approval");
+    const key = held?.key ?? "";
+    await first.kill();
+    // The crash point: the ledger without the hold record (the log and the task's metadata are written).
+    const file = path.join(team.teamDir, "hook-state", "ledger.jsonl");
+    const lines = (await readFile(file, "utf8")).split("\n").filter(Boolean);
+    const kept = lines.filter((line) => !(JSON.parse(line).op === "hold" && JSON.parse(line).key === key));
+    expect(kept).toHaveLength(lines.length - 1);
+    await writeFile(file, `${kept.join("\n")}\n`);
+    const second = await rig.leader(team);
+    expect(second.linesOf("recovered")).toEqual([{ type: "recovered", key, how: "held" }]);
+    // Held again, as any held event at a start: its gate is still not approved.
+    await second.waitForEvents(1, (e) => e.key === key && e.held === "approval");
+    const ops = (await readLedger(team.teamDir)).filter((r) => r.key === key).map((r) => r.op);
+    expect(ops).not.toContain("done");
+    const trusted = await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"]);
+    expect(trusted.code, trusted.stderr).toBe(0);
+    await second.waitForEvents(1, (e) => e.key === key && e.outcome === "passed");
+    expect(await second.stop()).toMatchObject({ code: 0 });
   });
 });

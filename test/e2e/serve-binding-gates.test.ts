@@ -253,4 +253,39 @@ describe("a file binding of the global hooks dir", () => {
       "disabled: binding seen (its settings.enabled is false)",
     );
   });
+  it("naming a file its event's chain runs already, it runs once there, as the file; at its other events it runs", async (context) => {
+    const { expect } = context;
+    const team = await rig.team({
+      teamId: "alpha",
+      tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })],
+    });
+    const gate = path.join(team.teamDir, "hooks", "on_task_completed.d", "10-review.sh");
+    await mkdir(path.dirname(gate), { recursive: true });
+    await writeFile(gate, DENIES, { mode: 0o755 });
+    const bindings = {
+      version: 1,
+      bindings: [
+        { name: "twice", file: "on_task_completed.d/10-review.sh", events: ["task_completed", "task_failed"] },
+      ],
+    };
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    await writeFile(path.join(team.teamDir, "hook-state", "bindings.json"), `${JSON.stringify(bindings)}\n`);
+    const config = JSON.parse((await runBin(["config", "--team-dir", team.teamDir, "--json"])).stdout) as {
+      events: Record<string, { gates: Array<{ name: string }>; skipped: Array<{ path: string; code: string }> }>;
+    };
+    expect(config.events.task_completed?.gates.map((g) => g.name)).toEqual(["on_task_completed.d/10-review.sh"]);
+    expect(config.events.task_completed?.skipped).toContainEqual(
+      expect.objectContaining({ path: "binding:twice", code: "runs_already" }),
+    );
+    expect(config.events.task_failed?.gates.map((g) => g.name)).toEqual(["binding:twice"]);
+    expect((await runBin(["trust", "--team-dir", team.teamDir, "--all", "--yes"])).code).toBe(0);
+    const ran = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1"]);
+    expect(ran.stdout, ran.stdout + ran.stderr).toMatch(/10-review\.sh failed/);
+    expect(ran.stdout).not.toContain("binding:twice");
+    // One run, of the file: the binding did not run it a second time.
+    const logs = await readLogs(team.teamDir);
+    expect(logs.map((l) => [path.basename(l.result.hookPath ?? ""), l.result.outcome])).toEqual([
+      ["10-review.sh", "failed"],
+    ]);
+  });
 });

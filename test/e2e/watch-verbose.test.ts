@@ -94,7 +94,8 @@ describe.concurrent("watch --verbose", () => {
       }),
     ]);
 
-    // The same content written again (a new inode, so the file is read): its event is in the ledger.
+    // The same content written again (a new inode, so the file is read): its event is in the ledger, where its
+    // gate life reached (passed).
     // (The leader's own write of the gate's metadata may have said so already: only a new line counts.)
     const file = team.taskFile("2");
     const seen = why(leader, "in_ledger", "2.json").length;
@@ -102,7 +103,7 @@ describe.concurrent("watch --verbose", () => {
     await writeFile(`${file}.tmp.test`, text);
     await rename(`${file}.tmp.test`, file);
     const known = await leader.waitFor("in_ledger", () => why(leader, "in_ledger", "2.json")[seen]);
-    expect(known).toMatchObject({ taskId: "2", key, detail: "done" });
+    expect(known).toMatchObject({ taskId: "2", key, detail: "passed" });
 
     // A change of attributes only (its mode set to what it was): the stat signature (inode, size,
     // mtime) is the one last seen, so the file is not even read.

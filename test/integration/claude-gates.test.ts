@@ -94,7 +94,7 @@ describe("Claude Code's documentation examples", () => {
       },
       hookSettings: "format=claude env=TEST_COMMAND",
     });
-    expect(denied.counted).toBe("failed");
+    expect(denied.counted).toEqual({ state: "failed" });
     expect(denied.summary).toBe(
       "denied (claude.exit_2) • Tests not passing. Fix failing tests before completing: Add the login form",
     );

@@ -72,7 +72,7 @@ const logs = () => readLogs(team.teamDir);
 
 async function hold(over: Over = {}): Promise<string> {
   const outcome = await invokeEvent(request(over));
-  expect(outcome.counted).toBe("deferred");
+  expect(outcome.counted).toEqual({ state: "held", cause: "deferral" });
   expect(outcome.deferral).not.toBeNull();
   return outcome.deferral?.runId ?? "";
 }
@@ -81,7 +81,7 @@ describe("a gate that answers defer", () => {
   it("holds the task: metadata, deferral file and log say deferred, with the reason, the run id and the deadline; nothing is counted or sent", async () => {
     const outcome = await invokeEvent(request({ hooks: { deferTimeoutMs: 3_600_000 } }));
     expect(outcome).toMatchObject({
-      counted: "deferred",
+      counted: { state: "held", cause: "deferral" },
       summary: "deferred (ci.pending): waiting for CI",
       actions: [expect.stringMatching(/^held until /)],
       policyApplied: true,
@@ -129,7 +129,7 @@ describe("a gate that answers defer", () => {
   it("without a policy (`run` without --apply-policy) only reports: no hold, no deferral file", async () => {
     const outcome = await invokeEvent(request({ applyPolicy: false }));
     expect(outcome).toMatchObject({
-      counted: "deferred",
+      counted: { state: "held", cause: "deferral" },
       deferral: null,
       summary: "deferred (ci.pending): waiting for CI",
     });
@@ -144,7 +144,7 @@ describe("a gate that answers defer", () => {
       { mode: 0o755 },
     );
     const outcome = await invokeEvent(request({ event: "idle", key: "idle:alice:t", taskId: null }));
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(outcome.result?.verdict).toMatchObject({
       decision: "deny",
       code: "deferral_not_supported",

@@ -93,13 +93,13 @@ describe("exit codes without a verdict", () => {
       writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\nno-such-command-here\n", {
         mode: 0o755,
       });
-      expect((await invokeEvent(request("open"))).counted).toBe("passed");
-      expect((await invokeEvent(request("closed"))).counted).toBe("failed");
+      expect((await invokeEvent(request("open"))).counted).toEqual({ state: "passed" });
+      expect((await invokeEvent(request("closed"))).counted).toEqual({ state: "failed" });
       writeFileSync(path.join(dir, "on_task_completed.sh"), "#!/usr/bin/env bash\necho 'tests fail' >&2\nexit 2\n", {
         mode: 0o755,
       });
       const denied = await invokeEvent(request("open", { applyPolicy: true }));
-      expect(denied.counted).toBe("failed");
+      expect(denied.counted).toEqual({ state: "failed" });
       expect(denied.summary).toBe("exit code 2 • tests fail");
     } finally {
       await team.cleanup();

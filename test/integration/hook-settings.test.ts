@@ -95,7 +95,7 @@ describe("matchers", () => {
       ["10-backend.sh", true, null],
       ["20-docs.sh", false, "paths=docs/**: none of the 1 file(s) in metadata.files match"],
     ]);
-    expect(outcome).toMatchObject({ counted: "passed", hook: { name: "10-backend.sh" } });
+    expect(outcome).toMatchObject({ counted: { state: "passed" }, hook: { name: "10-backend.sh" } });
     const logged = await logs();
     expect(logged).toHaveLength(3);
     expect(
@@ -116,7 +116,7 @@ describe("matchers", () => {
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual([]);
     expect(outcome).toMatchObject({
-      counted: "passed",
+      counted: { state: "passed" },
       policyApplied: null,
       summary: "no gate in force: on_task_completed skipped (owner=bob: owner alice does not match)",
     });
@@ -148,7 +148,7 @@ describe("shadow mode", () => {
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
     expect(ran()).toEqual(["on_task_completed.sh"]);
     expect(outcome).toMatchObject({
-      counted: "passed",
+      counted: { state: "passed" },
       policyApplied: null,
       actions: ["shadow: on_task_completed would have denied"],
     });
@@ -192,7 +192,7 @@ describe("shadow mode", () => {
       `echo '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'`,
     );
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
-    expect(outcome).toMatchObject({ counted: "passed", deferral: null, policyApplied: null });
+    expect(outcome).toMatchObject({ counted: { state: "passed" }, deferral: null, policyApplied: null });
     expect((await task1()).metadata).toMatchObject({
       qualityGateShadowOutcome: "deferred",
       qualityGateShadowSummary: "deferred (ci.pending): waiting for CI",
@@ -204,7 +204,7 @@ describe("shadow mode", () => {
     gate("on_task_completed.sh", "mode=shadow", `echo '{"decision":"patch","patch":{"metadata":{"x":1}}}'`);
     gate("on_task_completed.d/10-tests.sh", null, "echo 'tests fail' >&2; exit 1");
     const outcome = await invokeEvent(request({ applyPolicy: true, hooks: POLICY }));
-    expect(outcome).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
+    expect(outcome).toMatchObject({ counted: { state: "failed" }, hook: { name: "10-tests.sh" } });
     // the shadow gate last
     expect(outcome.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
     expect(outcome.runs[1]?.result).toMatchObject({
@@ -227,7 +227,7 @@ describe("shadow gates run after the enforced ones", () => {
       request({ applyPolicy: true, hooks: { ...POLICY, limits: { chainDeadlineMs: 1_500 } } }),
     );
     expect(passed.runs.map((r) => r.hook.name)).toEqual(["10-tests.sh", "on_task_completed.sh"]);
-    expect(passed).toMatchObject({ counted: "passed", hook: { name: "10-tests.sh" } });
+    expect(passed).toMatchObject({ counted: { state: "passed" }, hook: { name: "10-tests.sh" } });
     expect(passed.runs[1]?.result).toMatchObject({
       outcome: "passed",
       shadow: { outcome: "error", errorKind: "limit", wouldDeny: true },
@@ -238,7 +238,7 @@ describe("shadow gates run after the enforced ones", () => {
     fs.rmSync(marks, { force: true });
     const denied = await invokeEvent(request({ applyPolicy: true, hooks: POLICY, key: "task_completed:1:b" }));
     expect(ran()).toEqual(["10-tests.sh", "on_task_completed.sh"]);
-    expect(denied).toMatchObject({ counted: "failed", hook: { name: "10-tests.sh" } });
+    expect(denied).toMatchObject({ counted: { state: "failed" }, hook: { name: "10-tests.sh" } });
     expect(denied.runs[1]?.result.shadow).toMatchObject({ outcome: "failed", wouldDeny: true });
   });
 
@@ -266,7 +266,7 @@ describe("a settings line that cannot be read", () => {
       request({ event: "idle", key: "idle:alice:1", taskId: null, hooks: { failureMode: "open" } }),
     );
     expect(ran()).toEqual([]);
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(outcome.result).toMatchObject({
       ran: false,
       outcome: "error",
@@ -304,12 +304,12 @@ describe("trust", () => {
     if ("problem" in fp) throw new Error(fp.problem);
     const record = { version: 1 as const, gates: { [file]: entryFor(fp, new Date().toISOString(), "test") } };
     const trust = { record };
-    expect((await invokeEvent(request({ trust, allowInsecureHooks: true }))).counted).toBe("failed");
+    expect((await invokeEvent(request({ trust, allowInsecureHooks: true }))).counted).toEqual({ state: "failed" });
     // An agent switches the gate off for everyone but a member who does not exist: refused, not skipped.
     fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace("members=alice", "members=nobody"));
     const outcome = await invokeEvent(request({ trust, allowInsecureHooks: true, key: "task_completed:1:b" }));
     expect(outcome.result).toMatchObject({ ran: false, errorKind: "untrusted_hook" });
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(ran()).toEqual(["on_task_completed.sh"]);
   });
 });

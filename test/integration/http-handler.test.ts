@@ -570,7 +570,7 @@ describe("in an event's chain (invokeEvent)", () => {
     const route = `/mode-${mode}-${status}-${body.length}`;
     receiver.route(route, json(status, body));
     const outcome = await invokeEvent(request({ failureMode: mode, handlers: [handler(route, { name: "ci" })] }));
-    expect(outcome.counted).toBe(counted);
+    expect(outcome.counted).toEqual({ state: counted });
     expect(outcome.hook?.name).toBe("http:ci");
     if (status === 503)
       expect(outcome.summary).toBe(
@@ -594,7 +594,7 @@ describe("in an event's chain (invokeEvent)", () => {
       request({ failureMode: "open", limits, handlers: [handler("/slow-deadline", { timeoutMs: 30_000 })] }),
     );
     expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "limit", timedOut: true });
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
   });
 });
 

@@ -95,7 +95,7 @@ describe("verdicts", () => {
     hook(globalDir, "on_task_completed.sh", body);
     const result = await invokeEvent(request());
     expect(result.result?.outcome).toBe(outcome);
-    expect(result.counted).toBe(counted);
+    expect(result.counted).toEqual({ state: counted });
     if (outcome === "error") expect(result.result?.errorKind).toBe("invalid_verdict");
   });
 
@@ -150,10 +150,10 @@ describe("hook errors under both failure modes", () => {
     make();
     const closed = await invokeEvent(request({ failureMode: "closed", timeoutMs: 500 }));
     expect(closed.result).toMatchObject({ outcome: "error", errorKind: kind });
-    expect(closed.counted).toBe("failed");
+    expect(closed.counted).toEqual({ state: "failed" });
     const open = await invokeEvent(request({ failureMode: "open", timeoutMs: 500 }));
     expect(open.result).toMatchObject({ outcome: "error", errorKind: kind });
-    expect(open.counted).toBe("passed");
+    expect(open.counted).toEqual({ state: "passed" });
     expect(open.summary).toMatch(/^allowed \(failure mode open\): /);
   });
 
@@ -169,14 +169,14 @@ describe("hook errors under both failure modes", () => {
     hook(globalDir, "on_task_completed.sh", "# pi-teams-hooks: env=HUGE\nexit 0");
     const outcome = await invokeEvent(request({ env: { ...process.env, HUGE: "x".repeat(600 * 1024) } }));
     expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "spawn", errorCode: "E2BIG" });
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
   });
 
   it("the same variable undeclared never reaches a sandboxed gate, which runs", async () => {
     hook(globalDir, "on_task_completed.sh", 'test -z "$HUGE"');
     const outcome = await invokeEvent(request({ env: { ...process.env, HUGE: "x".repeat(600 * 1024) } }));
     expect(outcome.result).toMatchObject({ outcome: "passed", sandbox: "on" });
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
   });
 
   it("the policy records the outcome apart from the status", async () => {
@@ -204,7 +204,7 @@ describe("chains", () => {
     hook(path.join(globalDir, "on_task_completed.d"), "10-a.sh", 'echo 10-a >> "$PI_TEAMS_TEAM_DIR/order"');
     const outcome = await invokeEvent(request());
     expect(fs.readFileSync(path.join(team.teamDir, "order"), "utf8")).toBe("v1\n10-a\n20-b\n");
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     expect((await logs()).map((l) => l.name).sort()).toEqual(["10-a.sh", "20-b.sh", "on_task_completed.sh"]);
   });
 
@@ -214,7 +214,7 @@ describe("chains", () => {
     hook(d, "2-deny.sh", "echo 'lint: 3 errors' >&2; exit 1");
     hook(d, "3-never.sh", 'touch "$PI_TEAMS_TEAM_DIR/ran-3"');
     const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(outcome.hook?.name).toBe("2-deny.sh");
     expect(outcome.summary).toBe("exit code 1 • lint: 3 errors");
     expect(fs.existsSync(path.join(team.teamDir, "ran-3"))).toBe(false);
@@ -241,7 +241,7 @@ describe("chains", () => {
     const outcome = await invokeEvent(
       request({ key, policy: { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" } }),
     );
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     const task = JSON.parse(fs.readFileSync(team.taskFile("1"), "utf8")) as {
       status: string;
       metadata: Record<string, unknown>;
@@ -265,7 +265,7 @@ describe("chains", () => {
     hook(d, "2-still.sh", 'touch "$PI_TEAMS_TEAM_DIR/ran-2"');
     const outcome = await invokeEvent(request({ event: "idle", taskId: null, key: "idle:alice:t" }));
     expect(fs.existsSync(path.join(team.teamDir, "ran-2"))).toBe(true);
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(outcome.runs).toHaveLength(2);
   });
 
@@ -291,7 +291,7 @@ describe("limits", () => {
     );
     expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "limit", ran: false });
     expect(outcome.result?.error).toMatch(/hooks\.limits\.maxHooksPerEvent/);
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(fs.existsSync(path.join(team.teamDir, "ran"))).toBe(false);
   });
 
@@ -305,7 +305,7 @@ describe("limits", () => {
       request({ failureMode: "open", limits: { ...DEFAULT_LIMITS, maxPayloadBytes: 1024 } }),
     );
     expect(outcome.result?.error).toMatch(/hooks\.limits\.maxPayloadBytes/);
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
   });
 
   it("the chain deadline stops the chain with a closed error naming it", async () => {
@@ -317,7 +317,7 @@ describe("limits", () => {
     );
     expect(outcome.result).toMatchObject({ outcome: "error", errorKind: "limit" });
     expect(outcome.result?.error).toMatch(/hooks\.limits\.chainDeadlineMs/);
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(fs.existsSync(path.join(team.teamDir, "ran-2"))).toBe(false);
   });
 });

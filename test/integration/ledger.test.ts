@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Ledger, ledgerFile } from "../../extensions/teams-hooks/leader/ledger.js";
+import { Ledger, ledgerFile, memoryWord } from "../../extensions/teams-hooks/leader/ledger.js";
 
 const dirs: string[] = [];
 function tempTeam(): string {
@@ -68,12 +68,68 @@ describe("Ledger", () => {
     };
     const reopened = await Ledger.open(team);
     expect(places(reopened)).toEqual(expected);
-    expect(reopened.get("r")).toMatchObject({ state: "done", outcome: "failed", gate: "reopened" });
+    expect(reopened.get("r")).toMatchObject({ state: "reopened", outcome: "failed" });
     await reopened.compact();
     await reopened.close();
     const compacted = await Ledger.open(team);
     expect(places(compacted)).toEqual(expected);
     await compacted.close();
+  });
+
+  it("reads a ledger written before it kept gate states, and compacts it into lines of the same format", async () => {
+    const team = tempTeam();
+    const ev = { event: "task_completed", taskId: "1", member: "ann", timestamp: null };
+    const old = [
+      { op: "baseline", key: "h", at: "t0" },
+      { op: "begin", key: "d1", at: "t1", runId: "r1", attempt: 1 },
+      { op: "done", key: "d1", at: "t2", runId: "r1", outcome: "failed", log: "l1" },
+      { op: "begin", key: "q", at: "t1", runId: "rq", attempt: 1, event: ev },
+      { op: "defer", key: "q", at: "t2", runId: "rq", deferral: "rq.2", expiresAt: "t9", log: "lq" },
+      { op: "begin", key: "a", at: "t1", runId: "ra", attempt: 1, event: ev },
+      { op: "hold", key: "a", at: "t2", runId: "ra", cause: "fault", log: null },
+      { op: "begin", key: "f", at: "t3", runId: "rf", attempt: 3, event: ev },
+      { op: "spawn", key: "f", runId: "rf", pid: 12 },
+      // A state no judgement leads to: the event is done, with no gate life.
+      { op: "done", key: "g", at: "t2", runId: null, outcome: "passed", log: null, gate: "running" },
+    ];
+    fs.mkdirSync(path.dirname(ledgerFile(team)), { recursive: true });
+    fs.writeFileSync(ledgerFile(team), old.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    const ledger = await Ledger.open(team);
+    const words = (l: Ledger) => ["h", "d1", "q", "a", "f", "g", "none"].map((k) => memoryWord(l.get(k)));
+    const said = ["baseline", "done", "held (deferral)", "held (fault)", "running", "done", "unknown"];
+    expect(words(ledger)).toEqual(said);
+    expect(ledger.get("d1")).toEqual({ state: null, attempt: 1, outcome: "failed", log: "l1" });
+    expect(ledger.held()).toEqual([
+      { key: "a", state: "held", cause: "fault", attempt: 1, runId: "ra", at: "t2", log: null, event: ev },
+    ]);
+    expect(ledger.inFlight()).toEqual([{ key: "f", runId: "rf", attempt: 3, startedAt: "t3", pid: 12, event: ev }]);
+    // The next run of a key counts on from what it was.
+    expect(await ledger.begin("d1", "r1b", "t4")).toBe(2);
+    await ledger.finish("d1", "t5", { runId: "r1b", outcome: "passed", log: "l2", gate: "passed" });
+    await ledger.compact();
+    await ledger.close();
+    const lines = fs
+      .readFileSync(ledgerFile(team), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // Each op keeps the fields it always had; `gate` is the one field added, on a judged event's `done` only.
+    const fields: Record<string, string[]> = {
+      baseline: ["op", "key", "at"],
+      begin: ["op", "key", "at", "runId", "attempt", "event"],
+      spawn: ["op", "key", "runId", "pid"],
+      defer: ["op", "key", "at", "runId", "deferral", "expiresAt", "log"],
+      hold: ["op", "key", "at", "runId", "cause", "log", "event"],
+      done: ["op", "key", "at", "runId", "outcome", "log", "gate"],
+    };
+    for (const line of lines) for (const k of Object.keys(line)) expect(fields[String(line.op)]).toContain(k);
+    expect(lines.filter((l) => l.gate !== undefined)).toEqual([
+      { op: "done", key: "d1", at: expect.any(String), runId: null, outcome: "passed", log: "l2", gate: "passed" },
+    ]);
+    const again = await Ledger.open(team);
+    expect(words(again)).toEqual(["baseline", "passed", ...said.slice(2)]);
+    expect(again.get("d1")).toMatchObject({ state: "passed", attempt: 2 });
+    await again.close();
   });
 
   it("is fresh on first open and remembers keys across reopen", async () => {
@@ -94,8 +150,8 @@ describe("Ledger", () => {
 
     const second = await Ledger.open(team);
     expect(second.fresh).toBe(false);
-    expect(second.get("task_completed:1:a")).toEqual({ state: "baseline" });
-    expect(second.get("task_completed:4:d")).toMatchObject({ state: "done", outcome: "passed", log: "x.json" });
+    expect(second.get("task_completed:1:a")).toEqual({ state: null, attempt: 0, outcome: null, log: null });
+    expect(second.get("task_completed:4:d")).toMatchObject({ state: null, outcome: "passed", log: "x.json" });
     expect(second.inFlight()).toEqual([
       {
         key: "task_completed:3:c",
@@ -119,11 +175,11 @@ describe("Ledger", () => {
     const warnings: string[] = [];
     const reopened = await Ledger.open(team, (m) => warnings.push(m));
     expect(warnings).toEqual([]);
-    expect(reopened.get("k1")).toMatchObject({ state: "in_flight" });
+    expect(reopened.get("k1")).toMatchObject({ state: "running" });
     await reopened.finish("k1", "t2", { runId: "r1", outcome: "passed", log: null });
     await reopened.close();
     const again = await Ledger.open(team);
-    expect(again.get("k1")).toMatchObject({ state: "done" });
+    expect(again.get("k1")).toMatchObject({ state: null, outcome: "passed" });
     await again.close();
   });
 
@@ -175,7 +231,7 @@ describe("Ledger", () => {
         event: { event: "idle", taskId: null, member: "ann", timestamp: "ts" },
       },
     ]);
-    expect(ledger.get("g2")).toEqual({ state: "done", outcome: "no_hook", log: null, attempt: 1 });
+    expect(ledger.get("g2")).toEqual({ state: null, outcome: "no_hook", log: null, attempt: 1 });
     await ledger.close();
   });
 
@@ -203,7 +259,7 @@ describe("Ledger", () => {
     ]);
     const reopened = await Ledger.open(team);
     expect(reopened.inFlight()).toEqual([]);
-    expect(reopened.get("k42")).toMatchObject({ state: "done", attempt: 2 });
+    expect(reopened.get("k42")).toMatchObject({ state: null, outcome: "passed", attempt: 2 });
     await reopened.close();
   });
 
@@ -220,8 +276,8 @@ describe("Ledger", () => {
     await ledger.close();
     const reopened = await Ledger.open(team);
     expect(reopened.size).toBe(301);
-    expect(reopened.get("k0")).toMatchObject({ state: "done", log: "again" });
-    expect(reopened.get("k7")).toMatchObject({ state: "done", outcome: "passed", log: "l7" });
+    expect(reopened.get("k0")).toMatchObject({ outcome: "passed", log: "again" });
+    expect(reopened.get("k7")).toMatchObject({ outcome: "passed", log: "l7" });
     expect(reopened.inFlight().map((e) => e.key)).toEqual(["live"]);
     await reopened.close();
   });
@@ -241,7 +297,8 @@ describe("Ledger", () => {
     expect(ledger.deferred()).toMatchObject([
       {
         key: "task_completed:1:a",
-        state: "deferred",
+        state: "held",
+        cause: "deferral",
         runId: "run-1",
         deferral: "run-1.2",
         expiresAt: "2026-12-03T00:00:02.000Z",
@@ -253,7 +310,8 @@ describe("Ledger", () => {
 
     const reopened = await Ledger.open(team);
     expect(reopened.get("task_completed:1:a")).toEqual({
-      state: "deferred",
+      state: "held",
+      cause: "deferral",
       runId: "run-1",
       deferral: "run-1.2",
       expiresAt: "2026-12-03T00:00:02.000Z",
@@ -270,7 +328,7 @@ describe("Ledger", () => {
     await reopened.close();
     const again = await Ledger.open(team);
     expect(again.get("task_completed:1:a")).toMatchObject({
-      state: "done",
+      state: null,
       outcome: "passed",
       log: "l2",
       attempt: 1,

@@ -150,7 +150,7 @@ describe("what a patch may write", () => {
       }),
     );
     const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     const after = task();
     expect(after.metadata).toMatchObject({
       labels: ["reviewed"],
@@ -238,7 +238,7 @@ describe("what a patch may write", () => {
     );
     const before = task();
     const outcome = await invokeEvent(request({ writableFields: fields }));
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     const after = task();
     expect([after.id, after.status, after.owner, after.blocks, after.blockedBy]).toEqual([
       before.id,
@@ -270,7 +270,7 @@ describe("what a patch may write", () => {
     const first = await invokeEvent(request());
     expect(first.result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
     expect(first.result?.error).toContain("patch: must be a JSON object, got an array");
-    expect(first.counted).toBe("failed");
+    expect(first.counted).toEqual({ state: "failed" });
     hook("on_task_completed.sh", says({ decision: "patch", patch: { description: null } }));
     const second = await invokeEvent(request({ key: `${KEY}.2`, writableFields: ["description"] }));
     expect(second.result).toMatchObject({ outcome: "error", errorKind: "invalid_verdict" });
@@ -282,7 +282,7 @@ describe("what a patch may write", () => {
   it("a patch on idle is ignored and logged", async () => {
     hook("on_idle.sh", says({ decision: "patch", patch: { metadata: { x: 1 } } }));
     const outcome = await invokeEvent(request({ event: "idle", taskId: null, key: "idle:alice:t" }));
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     const [log] = await logs();
     expect(log?.result).toMatchObject({
       outcome: "passed",
@@ -300,7 +300,7 @@ describe("what a patch may write", () => {
     const outcome = await invokeEvent(
       request({ event: "task_started", key: "task_started:1:2026-12-04T10:00:00.000Z" }),
     );
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     const [log] = await logs();
     expect(log?.result).toMatchObject({
       outcome: "passed",
@@ -389,7 +389,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     );
     hook(`${d}/30-allow.sh`, `cat > ${seen}/third.json\necho '{"decision":"allow"}'`);
     const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     for (const where of ["stdin", "file", "env"]) {
       const doc = JSON.parse(fs.readFileSync(path.join(seen, `${where}.json`), "utf8")) as { task: Task };
       expect(doc.task.metadata, where).toMatchObject({ stage: "ten", labels: ["ten"], keep: 1 });
@@ -419,7 +419,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     expect(outcome.result?.error).toMatch(
       /^the context document, patched by the hooks before, is \d+ bytes; the limit is 2048/,
     );
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(task().metadata).not.toHaveProperty("blob");
   });
 
@@ -429,7 +429,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
     hook(`${d}/30-deny.sh`, says({ decision: "deny", code: "review", reason: "changes requested" }));
     const outcome = await invokeEvent(request());
     expect(outcome.runs.map((r) => r.result.outcome)).toEqual(["passed", "deferred", "failed"]);
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(outcome.hook?.name).toBe("30-deny.sh");
     expect(outcome.deferral).toBeNull();
     expect(fs.existsSync(path.join(team.teamDir, "hook-state", "deferrals"))).toBe(false);
@@ -448,7 +448,7 @@ describe("a three-hook chain folds deny > defer > patch > allow", () => {
       says({ decision: "patch", patch: { metadata: { ci: "green", qualityGateStatus: "forged" } } }),
     );
     const outcome = await invokeEvent(request());
-    expect(outcome.counted).toBe("deferred");
+    expect(outcome.counted).toEqual({ state: "held", cause: "deferral" });
     expect(outcome.hook?.name).toBe("20-defer.sh");
     const runId = outcome.result?.runId ?? "";
     const record = JSON.parse(fs.readFileSync(deferralFile(team.teamDir, runId), "utf8")) as DeferralRecord;
@@ -504,7 +504,7 @@ describe("an HTTP handler's patch", () => {
     hook("on_task_completed.sh", says({ decision: "patch", patch: { metadata: { labels: ["from-file"] } } }));
     const handler = HandlerSchema.parse({ name: "ci", events: ["task_completed"], url: `${receiver.url}/patch` });
     const outcome = await invokeEvent(request({ handlers: [handler] }));
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     const sent = JSON.parse(receiver.requests("/patch")[0]?.body.toString("utf8") ?? "{}") as { task: Task };
     expect(sent.task.metadata).toMatchObject({ labels: ["from-file"] });
     expect(task().metadata).toMatchObject({ labels: ["from-file"], ci: "green", qualityGateStatus: "passed" });

@@ -303,7 +303,7 @@ describe("redaction", () => {
         env: { ...process.env, DEPLOY_TOKEN: DEPLOY, CI_GATE_TOKEN: CI_TOKEN },
       }),
     );
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(outcome.actions).toEqual(["reopened (1/3)", "reassigned to alice", "follow-up #8 for alice", "nudge alice"]);
     expect(outcome.summary).toBe("denied (leak) • token [redacted] is public • also [redacted]");
 
@@ -403,7 +403,7 @@ describe("redaction", () => {
         env,
       }),
     );
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     for (const value of [GHP, DEPLOY]) expect(grep(team.teamDir, value), value).toEqual([]);
     const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as {
       status: string;
@@ -429,7 +429,7 @@ describe("redaction", () => {
     const outcome = await invokeEvent(
       request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }),
     );
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     for (const value of [GHP, DEPLOY]) expect(grep(team.teamDir, value), value).toEqual([]);
     const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as { metadata: Record<string, unknown> };
     expect(task.metadata).toMatchObject({ deploy: "[redacted]", notes: ["pushed with [redacted]"] });
@@ -447,7 +447,7 @@ describe("redaction", () => {
     const outcome = await invokeEvent(
       request({ policy: POLICY, privacy: privacy({ redactEnv: ["DEPLOY_TOKEN"] }), env }),
     );
-    expect(outcome.counted).toBe("passed");
+    expect(outcome.counted).toEqual({ state: "passed" });
     for (const value of [GHP, DEPLOY]) expect(grep(team.teamDir, value), value).toEqual([]);
     const task = JSON.parse(fs.readFileSync(team.taskFile("7"), "utf8")) as { metadata: Record<string, unknown> };
     expect(task.metadata).toMatchObject({ "[redacted]": 1, seen: { "pushed with [redacted]": true } });
@@ -480,7 +480,7 @@ describe("redaction", () => {
         env,
       }),
     );
-    expect(denied.counted).toBe("failed");
+    expect(denied.counted).toEqual({ state: "failed" });
     expect(denied.result?.verdict?.code).toBe("[redacted]");
     expect(grep(team.teamDir, SK)).toEqual([]);
 
@@ -518,7 +518,7 @@ describe("redaction", () => {
       ].join("\n"),
     );
     const outcome = await invokeEvent(request({ policy: POLICY }));
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     for (const value of [opaque, ssws, keyLine.slice(0, 16)]) expect(grep(team.teamDir, value), value).toEqual([]);
     const [log] = await logs();
     expect(log?.result.stdout).toContain("Authorization:[Bearer [redacted]]");
@@ -544,7 +544,7 @@ describe("redaction", () => {
         env,
       }),
     );
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     for (const value of [escaped, mounted]) expect(grep(team.teamDir, value), value).toEqual([]);
     const kept = (await logs()).map((l) => `${l.result.stdout} ${l.result.error ?? ""}`).join("\n");
     expect(kept).toContain("token=[redacted].");
@@ -556,7 +556,7 @@ describe("redaction", () => {
     const key = `pth_${id}_${randomBytes(32).toString("base64url")}`;
     hook("on_task_completed.sh", 'echo "deciding with $API_KEY" >&2\nexit 1', ["API_KEY"]);
     const outcome = await invokeEvent(request({ policy: POLICY, env: { ...process.env, API_KEY: key } }));
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     expect(grep(team.teamDir, key.slice(`pth_${id}_`.length))).toEqual([]);
     const [log] = await logs();
     expect(log?.result.stderr).toBe(`deciding with pth_${id}_[redacted]\n`);
@@ -581,7 +581,7 @@ describe("redaction", () => {
         env,
       }),
     );
-    expect(outcome.counted).toBe("failed");
+    expect(outcome.counted).toEqual({ state: "failed" });
     for (const value of [DEPLOY, GHP, SK]) expect(grep(team.teamDir, value), value).toEqual([]);
     const verdicts = (await logs()).map((l) => l.result.verdict as Record<string, unknown> | undefined);
     expect(verdicts).toContainEqual(

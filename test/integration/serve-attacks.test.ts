@@ -368,7 +368,7 @@ describe("decisions", () => {
       env: process.env,
       runId: early,
     });
-    expect(holding.counted).toBe("deferred");
+    expect(holding.counted).toEqual({ state: "held", cause: "deferral" });
     const settled = await decided;
     expect(settled.status, JSON.stringify(settled.json)).toBe(200);
     expect(settled.json).toMatchObject({ runId: early, taskId: "901", decision: "allow", state: "applied" });

@@ -13,8 +13,19 @@ import { describe, expect, it } from "vitest";
 
 const SRC = path.resolve("extensions/teams-hooks");
 
-/** The layers up to the runner, which every layer from the dashboard on may import. */
-const UP_TO_RUNNER = ["contract", "text", "settings", "team", "gates", "trust", "holds", "deferrals", "runner"];
+/** The layers up to holds/, which every layer from doctor/ on may import. */
+const UP_TO_HOLDS = [
+  "contract",
+  "text",
+  "settings",
+  "team",
+  "gates",
+  "trust",
+  "deferrals",
+  "runner",
+  "policy",
+  "holds",
+];
 /** Each layer and the layers it may import, lowest first. A layer is the folder of the same name. */
 const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   contract: [],
@@ -23,18 +34,18 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   team: ["contract", "text", "settings"],
   gates: ["contract", "text", "settings", "team"],
   trust: ["contract", "text", "settings", "team", "gates"],
-  holds: ["contract", "text", "settings", "team", "gates", "trust"],
   deferrals: ["contract", "text", "settings", "team", "gates"],
   runner: ["contract", "text", "settings", "team", "gates", "trust"],
   policy: ["contract", "text", "settings", "team"],
+  holds: ["contract", "text", "settings", "team", "gates", "trust", "policy"],
   logs: ["contract", "text", "settings", "team", "gates", "deferrals", "runner"],
   event: ["contract", "text", "settings", "team", "gates", "trust", "deferrals", "runner", "policy", "logs"],
-  doctor: ["contract", "text", "settings", "team", "gates", "trust", "holds", "deferrals", "runner", "logs"],
-  dashboard: [...UP_TO_RUNNER, "policy", "logs", "event", "doctor"],
-  leader: [...UP_TO_RUNNER, "policy", "logs", "event"],
-  server: [...UP_TO_RUNNER, "policy", "logs", "event", "doctor", "dashboard"],
-  cli: [...UP_TO_RUNNER, "policy", "logs", "event", "doctor", "dashboard", "leader", "server"],
-  pi: [...UP_TO_RUNNER, "policy", "logs", "event", "doctor", "leader", "cli"],
+  doctor: [...UP_TO_HOLDS, "logs"],
+  dashboard: [...UP_TO_HOLDS, "logs", "event", "doctor"],
+  leader: [...UP_TO_HOLDS, "logs", "event"],
+  server: [...UP_TO_HOLDS, "logs", "event", "doctor", "dashboard"],
+  cli: [...UP_TO_HOLDS, "logs", "event", "doctor", "dashboard", "leader", "server"],
+  pi: [...UP_TO_HOLDS, "logs", "event", "doctor", "leader", "cli"],
 };
 /**
  * What in a module's name says which feature it is part of: it sits in the feature's folder, or in a

@@ -5,6 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { escapeHtml, html, queryString } from "../../extensions/teams-hooks/dashboard/html.js";
 import { type Sample, summarise } from "../../extensions/teams-hooks/dashboard/overview.js";
+import { heldWord } from "../../extensions/teams-hooks/dashboard/runs.js";
+import type { LogRow } from "../../extensions/teams-hooks/logs/query.js";
 
 describe("html", () => {
   it("escapes every interpolated value, in text and in attributes", () => {
@@ -125,5 +127,21 @@ describe("overview arithmetic", () => {
       "on_task_completed.sh task_completed false",
       "on_task_completed.sh task_failed false",
     ]);
+  });
+});
+
+describe("a run's held word", () => {
+  const record = (policy: Record<string, unknown> | undefined) => ({ policy }) as unknown as LogRow["record"];
+
+  it("is held for an event held for the lead or a retry, and nothing for a gate held for a decision", () => {
+    expect(heldWord(record({ gate: "held", held: "approval" }))).toBe("held");
+    expect(heldWord(record({ gate: "held", held: "fault" }))).toBe("held");
+    // A deferred run says `deferred` (its own outcome), as a held gate does everywhere else.
+    expect(heldWord(record({ gate: "held", held: "deferral" }))).toBeNull();
+    expect(heldWord(record({ gate: "reopened" }))).toBeNull();
+    expect(heldWord(record(undefined))).toBeNull();
+    // Logs written before the gate state was kept.
+    expect(heldWord(record({ held: "approval" }))).toBe("held");
+    expect(heldWord(record({ gate: "held" }))).toBe("held");
   });
 });

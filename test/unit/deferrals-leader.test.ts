@@ -59,7 +59,7 @@ describe("a watching leader's held gate on a fake clock", () => {
       eventRequest({ team: made, hooksDir, settings, key, timestamp: AT, applyPolicy: true }),
     );
     const runId = outcome.deferral?.runId ?? "";
-    expect(outcome.counted).toBe("deferred");
+    expect(outcome.counted).toEqual({ state: "held", cause: "deferral" });
 
     const env = { PATH: process.env.PATH, HOME: made.teamsRoot, PI_TEAMS_HOOKS_DIR: hooksDir };
     const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });

@@ -17,8 +17,12 @@ import {
   gateStateOf,
   inputReaching,
   next,
+  heldFor,
   holdCauseOf,
+  isJudged,
+  recordedPlaceOf,
   nextRound,
+  placeOfLog,
   rootOf,
   treeBudget,
 } from "../../extensions/teams-hooks/policy/gate-life.js";
@@ -55,6 +59,16 @@ describe("holdCauseOf: a run that could not judge the work holds the event", () 
     ["a pass", { outcome: "passed" }, true, null],
   ])("%s", (_name, result, passes, cause) => {
     expect(holdCauseOf(result as RunResult, passes)).toBe(cause);
+  });
+});
+
+describe("heldFor: what waits for the lead or a retry", () => {
+  it("is the cause of an approval or fault hold, and nothing for a deferral or any other place", () => {
+    expect(heldFor({ state: "held", cause: "approval" })).toBe("approval");
+    expect(heldFor({ state: "held", cause: "fault" })).toBe("fault");
+    expect(heldFor({ state: "held", cause: "deferral" })).toBeNull();
+    for (const state of ["passed", "failed", "running", "unjudged"] as const) expect(heldFor({ state })).toBeNull();
+    expect(heldFor(null)).toBeNull();
   });
 });
 
@@ -105,6 +119,24 @@ describe("gateStateOf: the state a task's metadata records", () => {
     ],
   ])("%s", (_name, t, state, cause) => {
     expect(gateStateOf(t)).toEqual(cause ? { state, cause } : { state });
+  });
+
+  it("recordedPlaceOf says where the record puts a given event, current or not; isJudged, whether a judgement put it there", () => {
+    const later = "task_completed:3:2026-12-01T11:00:00.000Z";
+    const judged = task({
+      completedAt: "2026-12-01T11:00:00.000Z",
+      qualityGateEventKey: KEY,
+      qualityGateStatus: "failed",
+    });
+    expect(gateStateOf(judged)).toEqual({ state: "unjudged" });
+    expect(recordedPlaceOf(judged, KEY)).toEqual({ state: "failed" });
+    expect(recordedPlaceOf(judged, later)).toBeNull();
+    expect(isJudged(recordedPlaceOf(judged, KEY))).toBe(true);
+    const held = task({ qualityGateEventKey: KEY, qualityGateStatus: "held", qualityGateHeld: "fault" });
+    expect(isJudged(recordedPlaceOf(held, KEY))).toBe(false);
+    expect(isJudged(recordedPlaceOf(task({ qualityGateEventKey: KEY, qualityGateStatus: "weird" }), KEY))).toBe(false);
+    for (const state of ["passed", "failed", "reopened", "escalated"] as const) expect(isJudged({ state })).toBe(true);
+    expect(isJudged(null)).toBe(false);
   });
 });
 
@@ -191,6 +223,24 @@ describe("next: the one function that moves a gate life", () => {
     expect(next(running, deny(false, true)).to).toBe("escalated");
     expect(next(running, { on: "defer" })).toMatchObject({ to: "held", cause: "deferral" });
     expect(next(running, { on: "hold", cause: "fault" })).toMatchObject({ to: "held", cause: "fault" });
+  });
+
+  it("a newer completion supersedes an approval or fault hold only: the held event ends unrun", () => {
+    for (const cause of ["approval", "fault"] as const)
+      expect(next({ state: "held", cause }, { on: "supersede" })).toEqual({
+        to: "unjudged",
+        writes: ["ledger done", "holds file"],
+      });
+    for (const from of [deferral, running, { state: "passed" }] as GatePlace[])
+      expect(() => next(from, { on: "supersede" })).toThrow(GateTransitionError);
+  });
+
+  it("placeOfLog reads the place a log's policy block records, and nothing else", () => {
+    expect(placeOfLog("reopened", undefined)).toEqual({ state: "reopened" });
+    expect(placeOfLog("held", "fault")).toEqual({ state: "held", cause: "fault" });
+    expect(placeOfLog("held", undefined)).toBeNull();
+    expect(placeOfLog("approved", undefined)).toBeNull();
+    expect(placeOfLog(undefined, "approval")).toBeNull();
   });
 
   it("a decision settles a held deferral only; an approval or fault hold ends by running its gate again", () => {

@@ -4,12 +4,12 @@
  * list `/gates` and the dashboard read, the one note per gate and reason, the fault tried again by itself on its
  * schedule (a fake clock: vitest's timers, so that 60 s take no time), and which holds run again when.
  */
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { leaderOptions } from "../helpers/leader-here.js";
 import type { HookEvent } from "../../extensions/teams-hooks/contract/events.js";
-import { type HeldEvent, readHolds } from "../../extensions/teams-hooks/holds/holds-file.js";
+import { type HeldEvent, readHolds } from "../../extensions/teams-hooks/holds/holds-view.js";
 import { Holds } from "../../extensions/teams-hooks/holds/held-events.js";
 import { LeaderContext } from "../../extensions/teams-hooks/leader/context.js";
 import { Ledger } from "../../extensions/teams-hooks/leader/ledger.js";
@@ -136,6 +136,45 @@ describe("held events: the list and the lead", () => {
     r.holds.start();
     expect(r.ran).toEqual([{ ...held }]);
     expect(warnings(r)).toEqual([`${ledger.file}: held task_completed:2:x has no event details; it is not run again`]);
+  });
+});
+
+describe("held events: the list people read", () => {
+  it("keeps a hold whose task shows its gate judged since listed, saying what the task's file claims", async () => {
+    const r = await rig();
+    const one = completion("1");
+    const two = completion("2");
+    const record = (key: string, status: string) => ({
+      completedAt: AT,
+      qualityGateEventKey: key,
+      qualityGateStatus: status,
+      ...(status === "held" ? { qualityGateHeld: "approval" } : {}),
+    });
+    const write = (id: string, metadata: Record<string, unknown>) =>
+      writeFile(r.team.taskFile(id), JSON.stringify(makeTask({ id, status: "completed", metadata })));
+    await write("1", record(one.key, "held"));
+    await write("2", record(two.key, "held"));
+    r.holds.held(one, info(one), 1);
+    r.holds.held(two, info(two), 1);
+    expect((await r.listed()).map((h) => h.key)).toEqual([one.key, two.key]);
+    // Task 1's gate judged by hand (`run --apply-policy`) while no leader ran to rewrite the list, or its
+    // record written by a worker: a field any worker can write never hides what the leader holds.
+    await write("1", record(one.key, "passed"));
+    const listed = await r.listed();
+    expect(listed.map((h) => h.key)).toEqual([one.key, two.key]);
+    expect(listed[0]?.reason).toContain(
+      "its task's file says its gate is passed since; the leader has not confirmed it",
+    );
+    expect(listed[1]?.reason).not.toContain("task's file says");
+    // Its record edited away says nothing: the hold stays listed.
+    await write("1", { completedAt: AT });
+    expect((await r.listed()).map((h) => h.key)).toEqual([one.key, two.key]);
+    // A list written before it named its task list is read as it is.
+    await write("1", record(one.key, "passed"));
+    const file = path.join(r.team.teamDir, "hook-state", "holds.json");
+    const { taskListId: _, ...older } = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+    await writeFile(file, JSON.stringify(older));
+    expect((await readHolds(r.team.teamDir)).holds.map((h) => h.key)).toEqual([one.key, two.key]);
   });
 });
 

@@ -778,7 +778,7 @@ const TRUST: CommandSpec = {
   name: "trust",
   summary: "show gates changed since they were trusted, and approve them",
   usage: [
-    "trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH… | http:NAME… | settings] [--yes] [--json]",
+    "trust [--team-dir DIR | --team ID] [--hooks-dir DIR] [--all | PATH… | http:NAME… | binding:NAME… | settings] [--yes] [--json]",
   ],
   description: [
     "The leader runs only gates it trusts: the sha256 and mode of every gate file (and the definition of every HTTP handler) are recorded at its first start, and by this command, in an approved copy under your state directory ($XDG_STATE_HOME/pi-teams-hooks/trust/, else ~/.local/state/…), written first, and in <team dir>/hook-state/trust.json. The approved copy is the record in force: trust.json changed by anything but this command is said to the lead, not trusted, and written back. A gate that is new, changed (content or mode), or no longer runs (deleted, disabled or replaced through the team layer, shadowed, no longer executable) holds its events until the change is approved here.",

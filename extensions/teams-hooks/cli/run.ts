@@ -163,7 +163,8 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
       io.stdout(
         `  held: decide with pi-teams-hooks decide --team-dir ${setup.identity.teamDir} ${outcome.deferral.runId} allow|deny\n`,
       );
-    else if (outcome.counted === "deferred") io.stdout("  not held: without --apply-policy nothing is recorded\n");
+    else if (outcome.counted?.state === "held" && outcome.counted.cause === "deferral")
+      io.stdout("  not held: without --apply-policy nothing is recorded\n");
     if (observeOnlyFailure(event, outcome.counted))
       io.stdout(`  ${event} is observe-only: the failure is reported and logged, nothing is enforced (exit 0)\n`);
   }
@@ -171,16 +172,20 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   // idle enforces nothing: its hook's failure is said (above, and in the log), and the command succeeds.
   if (observeOnlyFailure(event, outcome.counted)) return 0;
   // 3: held (the gate answered defer): neither a pass nor a failure yet.
-  return outcome.counted === "deferred" || outcome.counted === "held"
-    ? 3
-    : outcome.counted === null || outcome.counted === "passed"
-      ? 0
-      : 1;
+  switch (outcome.counted?.state) {
+    case undefined:
+    case "passed":
+      return 0;
+    case "held":
+      return 3;
+    default:
+      return 1;
+  }
 }
 
 /** A failure of an event whose gate enforces nothing (idle: a failure is only reported). */
 function observeOnlyFailure(event: HookEventName, counted: InvokeOutcome["counted"]): boolean {
-  return !isTaskEvent(event) && counted === "failed";
+  return !isTaskEvent(event) && counted?.state === "failed";
 }
 
 /** Exit codes of `decide` beyond the shared ones: a decision refused (decided otherwise before, or expired). */

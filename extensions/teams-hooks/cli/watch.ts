@@ -193,9 +193,10 @@ function onNotice(
 
 /** `--verbose --json`: the notice as a line, without its `kind` (the line's `type` is `verbose`). */
 /** What a restarted leader did with an event it found begun: `recovered KEY: …`. */
-const RECOVERED_HOW: Readonly<Record<"logged" | "retry" | "deferred", string>> = {
+const RECOVERED_HOW: Readonly<Record<"logged" | "retry" | "deferred" | "held", string>> = {
   logged: "its log exists, marked done",
   deferred: "its log says its gate is held, kept deferred",
+  held: "its log says its gate could not judge the work, held again",
   retry: "interrupted, running it again",
 };
 

@@ -18,7 +18,7 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { type Html, html, queryString } from "./html.js";
 import { durationText, rateText, timeOf } from "./layout.js";
 import { heldGates, type HeldGate, type TeamRef } from "./teams.js";
-import { type HeldEvent, readHolds } from "../holds/holds-file.js";
+import { type HeldEvent, readHolds } from "../holds/holds-view.js";
 import { describeLeaderStatus, leaderStatus, type LeaderStatus } from "../team/leader-lock.js";
 
 const DAY_MS = 86_400_000;

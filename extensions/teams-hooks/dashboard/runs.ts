@@ -212,12 +212,18 @@ function cellText(text: string): string {
 }
 
 /**
- * A held run's word: `held` when the policy step held its event for the lead instead of failing it
- * (an untrusted gate, a fault of ours: `policy.held`), whatever the run's own outcome; null otherwise.
+ * A held run's word: `held` when the policy step held its event for the lead or a retry instead of
+ * failing it (an untrusted gate, a fault of ours: the log's `policy.gate`, `held` with its cause in
+ * `policy.held`, policy/gate-life.ts heldFor), whatever the run's own outcome; null otherwise, a gate
+ * held for a decision included (its run says `deferred`).
  */
 export function heldWord(record: LogRow["record"]): string | null {
   const policy = record.policy as { held?: unknown; gate?: unknown } | undefined;
-  return policy !== undefined && (policy.held !== undefined || policy.gate === "held") ? "held" : null;
+  if (policy === undefined) return null;
+  const cause = policy.held === "approval" || policy.held === "fault" ? policy.held : undefined;
+  // A log written before `gate` was kept says only `held` (an approval or fault hold then).
+  if (cause && (policy.gate === undefined || policy.gate === "held")) return "held";
+  return policy.gate === "held" && policy.held === undefined ? "held" : null;
 }
 
 export function runRowData(r: RunRow): RunRowData {

@@ -30,7 +30,7 @@ import { readAllTasks } from "../team/tasks.js";
 import { loadTeamConfig, type LoadedTeamConfig } from "../team/config-file.js";
 import { checkChainTrust } from "../trust/trust.js";
 import { readTrustInForce } from "../trust/trust-store.js";
-import { readHolds } from "../holds/holds-file.js";
+import { readHolds } from "../holds/holds-view.js";
 import { isHandlerGate } from "../gates/chain.js";
 import { diagnoseHandlers } from "./handler-checks.js";
 import { diagnosePrivacy } from "./privacy-checks.js";

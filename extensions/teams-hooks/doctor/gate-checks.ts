@@ -41,6 +41,7 @@ export const SKIP_LEVEL: Readonly<Record<ChainSkipCode, CheckLevel>> = {
   replaced: "info",
   disabled: "info",
   disables_nothing: "warn",
+  runs_already: "warn",
   unusable: "error",
   dir_unusable: "error",
 };

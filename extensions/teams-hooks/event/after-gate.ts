@@ -16,6 +16,7 @@ import { deferredSummary, describeFailure, forTheTeam, gatePassedSummary } from 
 import type { InvokeRequest, Ran } from "./invoke.js";
 import { chainPatches } from "./patches.js";
 import type { RemediationPlan } from "../policy/plan.js";
+import { heldFor } from "../policy/gate-life.js";
 import { actionsText } from "../text/actions.js";
 
 /** Whether the request asks for something after the gate: the failure policy, or a start gate's answer. */
@@ -72,7 +73,7 @@ async function applyStart(ran: Ran): Promise<AfterGate> {
     now: ran.now().toISOString(),
     sent: ran.sent,
     ...(req.runtime ? { lockTimeoutMs: req.runtime.lockTimeoutMs } : {}),
-    passed: ran.counted === "passed",
+    passed: ran.counted.state === "passed",
     failureMode: ran.mode,
     summary: summarize(deciding.result, ran.mode, settings.timeoutMs.value),
     hookName: gateName(deciding.hook, req.event),
@@ -99,7 +100,7 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
   const policy = settings.values;
   const decidedAt = ran.now().toISOString();
   const held = ran.held;
-  const hold = ran.hold;
+  const hold = heldFor(ran.counted);
   const hookName = gateName(deciding.hook, event);
   const done = await remediate(
     {
@@ -112,7 +113,7 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
       sent: ran.sent,
       ...(req.runtime ? { lockTimeoutMs: req.runtime.lockTimeoutMs } : {}),
       // A chain that passed writes its patches with the gate's metadata; a denial or a hold none.
-      ...(ran.counted === "passed" ? { taskPatches: chainPatches(ran.runs) } : {}),
+      ...(ran.counted.state === "passed" ? { taskPatches: chainPatches(ran.runs) } : {}),
       ...(req.memory ? { memory: req.memory } : {}),
       // Only a judgement spends the tree's budget: a hold (deferral, approval, fault) never does.
       ...(held || hold ? {} : { maxBudget: policy.maxReopensPerTask }),

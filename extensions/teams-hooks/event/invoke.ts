@@ -33,7 +33,7 @@ import { type FailureMode, settingsForEvent } from "../settings/team-settings.js
 import { HooksError, describeError } from "../contract/errors.js";
 import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "../deferrals/record.js";
 import { countsAsPass } from "../policy/decide.js";
-import { holdCauseOf } from "../policy/gate-life.js";
+import { type GatePlace, holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "./remediate.js";
 import type { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
@@ -135,12 +135,12 @@ export interface InvokeOutcome {
   /** The deciding run's hook. */
   hook: ChainHook | null;
   /**
-   * How the event counts after the failure mode: passed, failed, deferred (a gate answered `defer`), or
-   * held (its gate could not judge the work: policy/gate-life.ts holdCauseOf). null: no hook.
+   * Where the gate's run puts the event in its gate life (policy/gate-life.ts), after the failure mode and
+   * before the policy: `passed`, `failed` (the policy then says whether it reopens or escalates), `held`
+   * with cause `deferral` (a gate answered `defer`), or `held` with cause `approval` or `fault` (its gate
+   * could not judge the work: holdCauseOf; only when a policy applies). null: no hook.
    */
-  counted: Counted | null;
-  /** Why the event is held (`counted: "held"`): the lead's approval, or our own fault. */
-  hold?: "approval" | "fault";
+  counted: GatePlace | null;
   /** What the leader should remember of the task's gate life after this event (event/remediate.ts). */
   remembered?: Remembered;
   /** The deciding run's log (the first run's log when all passed). */
@@ -173,9 +173,6 @@ export interface InvokeOutcome {
    */
   interrupted?: string;
 }
-
-/** How an event counts once its gate ran: see InvokeOutcome.counted. */
-export type Counted = "passed" | "failed" | "deferred" | "held";
 
 export interface PendingStep {
   /**
@@ -288,6 +285,11 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
   const passes = countsAsPass(deciding.result, mode);
   // A gate that cannot judge the work holds the event (when a policy would judge it): never the worker's failure.
   const hold = policyApplies(req) && !deferred ? holdCauseOf(deciding.result, passes) : null;
+  const counted: GatePlace = deferred
+    ? { state: "held", cause: "deferral" }
+    : hold
+      ? { state: "held", cause: hold }
+      : { state: passes ? "passed" : "failed" };
   const ran: Ran = Object.freeze({
     req,
     mode,
@@ -298,8 +300,7 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
     runs: Object.freeze(runs.map((run) => Object.freeze(run))),
     deciding,
     decidingIndex: runs.indexOf(deciding),
-    counted: deferred ? "deferred" : hold ? "held" : passes ? "passed" : "failed",
-    hold,
+    counted,
     problems: Object.freeze([...problems]),
     decidingLog,
     sent: runtime.sentLog(identity.teamDir),
@@ -339,9 +340,8 @@ export interface Ran {
   readonly deciding: HookRun;
   /** Its place in `runs` (and in the runs as settled, which say what became of their patches). */
   readonly decidingIndex: number;
-  readonly counted: Counted;
-  /** Why the event is held instead of judged (counted `held`); null otherwise. */
-  readonly hold: "approval" | "fault" | null;
+  /** Where the gate's run put the event (InvokeOutcome.counted). */
+  readonly counted: GatePlace;
   /** Problems found before the policy (an unreadable task file). */
   readonly problems: readonly string[];
   readonly decidingLog: string;
@@ -437,7 +437,9 @@ async function writeLogs(
   const logs = runs.map((_, i) => at.logs[i] ?? null);
   const policyRecord = at.remediation?.record;
   const chainRecord =
-    runs.length > 1 ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted } : undefined;
+    runs.length > 1
+      ? { hooks: runs.map((r) => r.hook.name), decidedBy: deciding.hook.name, counted: countedWord(counted) }
+      : undefined;
   const order = [...runs.keys()].filter((i) => i > 0).concat(0);
   for (const i of order) {
     const run = runs[i];
@@ -483,7 +485,6 @@ function outcomeOf(ran: Ran, at: Progress, settled: readonly HookRun[], pending:
     result: deciding.result,
     hook: deciding.hook,
     counted: ran.counted,
-    ...(ran.hold ? { hold: ran.hold } : {}),
     ...(remediation?.remembered ? { remembered: remediation.remembered } : {}),
     logFile: deciding.logFile,
     summary: remediation
@@ -506,6 +507,15 @@ function outcomeOf(ran: Ran, at: Progress, settled: readonly HookRun[], pending:
     ...(observedOnly ? { noGateInForce: true as const } : {}),
     ...(nonBlocking !== null ? { nonBlocking } : {}),
   };
+}
+
+/**
+ * The word a chain's logs keep for how the event counted (`chain.counted`, docs/logs.md): `passed`,
+ * `failed`, `deferred` (held for a decision) or `held` (held for the lead's approval or a retry).
+ */
+function countedWord(counted: GatePlace): "passed" | "failed" | "deferred" | "held" {
+  if (counted.state === "held") return counted.cause === "deferral" ? "deferred" : "held";
+  return counted.state === "passed" ? "passed" : "failed";
 }
 
 /** An event whose gates all were skipped or in shadow mode: what each did, in one line. */

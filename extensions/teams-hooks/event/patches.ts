@@ -18,6 +18,7 @@ import { type HookEventName, policyApplies } from "../contract/contract.js";
 import type { RunResult } from "../contract/hook-run.js";
 import type { FailureMode } from "../settings/team-settings.js";
 import { countsAsPass } from "../policy/decide.js";
+import { type GatePlace, heldFor } from "../policy/gate-life.js";
 import type { AfterGate } from "./after-gate.js";
 import { filterPatch, patchTask, type JsonObject } from "../contract/merge-patch.js";
 import type { Task } from "../contract/team-files.js";
@@ -96,15 +97,16 @@ export function decidingRun<R extends PatchedRun>(runs: readonly R[], mode: Fail
 
 /** What became of a settled chain's patches (see the header). */
 export function patchFate(s: {
-  counted: "passed" | "failed" | "deferred" | "held";
+  /** Where the gate's run put the event (event/invoke.ts InvokeOutcome.counted). */
+  counted: GatePlace;
   held: boolean;
   policy: boolean;
   remediation: AfterGate | null;
 }): { applied: true } | { applied: false; ignored: string } {
-  if (s.counted === "failed") return { applied: false, ignored: "the chain was denied: the patch was discarded" };
-  if (s.counted === "held")
+  if (s.counted.state === "failed") return { applied: false, ignored: "the chain was denied: the patch was discarded" };
+  if (heldFor(s.counted) !== null)
     return { applied: false, ignored: "the gate could not judge the work (held): the patch was not written" };
-  if (s.counted === "deferred") {
+  if (s.counted.state === "held") {
     return {
       applied: false,
       ignored: s.held

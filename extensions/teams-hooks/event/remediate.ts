@@ -454,10 +454,7 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
     next.status = plan.reopen.patch.status;
     next.description = plan.reopen.patch.description;
     next.metadata = { ...next.metadata, ...plan.reopen.patch.metadata };
-  } else if (
-    plan.metadataPatch.qualityGateStatus === "passed" &&
-    withoutGateNote(task.description) !== task.description
-  ) {
+  } else if (plan.gate.to === "passed" && withoutGateNote(task.description) !== task.description) {
     // A gate passed: its note from the last reopen goes.
     next.description = withoutGateNote(task.description);
   }

@@ -15,6 +15,7 @@ import { deferredSummary, describeFailure, forTheTeam } from "../text/messages.j
 import type { HookRun, InvokeRequest } from "./invoke.js";
 import { countsAsPass } from "../policy/decide.js";
 import type { FailureMode } from "../settings/team-settings.js";
+import type { GatePlace } from "../policy/gate-life.js";
 
 /** A run that is not enforced: skipped by its matchers, or a shadow gate's. */
 export function observes(result: RunResult): boolean {
@@ -40,13 +41,13 @@ export function nonBlockingError(
   runs: readonly HookRun[],
   deciding: HookRun,
   ctx: {
-    counted: "passed" | "failed" | "deferred" | "held";
+    counted: GatePlace;
     mode: FailureMode;
     event: HookEventName;
     timeoutMs: number;
   },
 ): string | null {
-  if (ctx.counted !== "passed" || deciding.result.outcome !== "passed") return null;
+  if (ctx.counted.state !== "passed" || deciding.result.outcome !== "passed") return null;
   const letThrough = (r: RunResult): boolean =>
     r.nonBlocking !== undefined || (r.outcome === "error" && countsAsPass(r, ctx.mode));
   const run = runs.find((r) => !observes(r.result) && letThrough(r.result));

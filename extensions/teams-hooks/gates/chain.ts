@@ -78,7 +78,8 @@ export interface HttpChainHook {
  * Why a file does not run, as data (the `reason` says it for people):
  * `bad_name` (characters outside `[A-Za-z0-9_.-]`), `ignored_name` (`~`, `.bak`, `.swp`),
  * `switched_off` (a global-layer `NAME.disabled`), `replaced` / `disabled` (by the team layer),
- * `disables_nothing` (a team `NAME.disabled` with no global `NAME` to switch off),
+ * `disables_nothing` (a team `NAME.disabled` with no global `NAME` to switch off), `runs_already` (a file
+ * binding for an event whose chain runs that file already: it runs once, as the file it is),
  * `unusable` (not executable, a directory, a broken symlink, a fifo…), `dir_unusable` (a layer or
  * `.d` dir that exists but cannot be read or is not a directory).
  */
@@ -89,6 +90,7 @@ export const CHAIN_SKIP_CODES = [
   "replaced",
   "disabled",
   "disables_nothing",
+  "runs_already",
   "unusable",
   "dir_unusable",
 ] as const;
@@ -256,10 +258,15 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
       else {
         const launch = inspectFile(resolved.file.path);
         const layer = resolved.file.layer;
+        const already = hooks.find((h) => h.hook && path.resolve(h.hook.hookPath) === path.resolve(resolved.file.path));
         if (launch === null || "reason" in launch) {
           const why = launch === null ? "deleted" : launch.reason;
           const reason = `binding ${binding.name}: ${resolved.file.path}: ${why}`;
           skipped.push({ path: gate, layer, code: "unusable", reason });
+        } else if (already) {
+          // The same file twice in one chain would run twice on one completion: it runs once, as the file it is.
+          const reason = `binding ${binding.name}: ${resolved.file.path} runs in this chain already, as ${already.name}`;
+          skipped.push({ path: gate, layer, code: "runs_already", reason });
         } else hooks.push({ name: gate, layer, hook: launch, kind: "binding", bound: binding });
       }
     }

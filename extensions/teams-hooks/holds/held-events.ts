@@ -29,6 +29,7 @@ import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
 import type { TeamSetup } from "../team/setup.js";
 import type { TrustRecord } from "../trust/trust.js";
+import { type GatePlace, GateTransitionError, type RerunCause, next } from "../policy/gate-life.js";
 
 export type { HeldEvent };
 
@@ -58,6 +59,8 @@ export interface HoldsLedger {
   held(): Array<{ key: string; event?: Pick<HookEvent, "event" | "taskId" | "member" | "timestamp"> | null }>;
   /** Records `key` as done (flushed). */
   finish(key: string, at: string, info: { runId: null; outcome: "superseded"; log: null }): Promise<void>;
+  /** Where the key's event is in its gate life; null when it has no place. */
+  place(key: string): GatePlace | null;
 }
 
 export class Holds {
@@ -101,6 +104,20 @@ export class Holds {
   }
 
   /**
+   * The gate life's move of a held event a newer completion supersedes (policy/gate-life.ts `next`): from
+   * where the ledger has it. A move `next` refuses (the ledger has it elsewhere) is a bug of ours: said, and
+   * the event recorded superseded all the same (the newer completion holds the task).
+   */
+  #supersede(key: string, cause: RerunCause): void {
+    try {
+      next(this.#ledger.place(key) ?? { state: "held", cause }, { on: "supersede" });
+    } catch (error) {
+      if (!(error instanceof GateTransitionError)) throw error;
+      this.#leader.warn(`${key}: ${error.message}`);
+    }
+  }
+
+  /**
    * An event was just held (its ledger record is on disk): listed, the lead told, a fault retried. An
    * earlier held event of the same task and kind is superseded: the worker completed again while the
    * gate could not judge, and only the latest completion is judged when the hold ends (once, not once
@@ -111,6 +128,7 @@ export class Holds {
       for (const [key, other] of this.#held) {
         if (key === event.key || other.event.taskId !== event.taskId || other.event.event !== event.event) continue;
         this.#held.delete(key);
+        this.#supersede(key, other.info.cause);
         this.#ledger
           .finish(key, this.#leader.now(), { runId: null, outcome: "superseded", log: null })
           .catch((error: unknown) => this.#leader.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
@@ -229,7 +247,10 @@ export class Holds {
     const file = holdsFile(this.#leader.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
-      .then(() => writeHolds(this.#leader.setup.identity.teamDir, holds, this.#leader.now()))
+      .then(() => {
+        const { teamDir, taskListId } = this.#leader.setup.identity;
+        return writeHolds(teamDir, taskListId, holds, this.#leader.now());
+      })
       .catch((error: unknown) =>
         this.#leader.warn(
           `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,

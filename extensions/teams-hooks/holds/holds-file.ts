@@ -3,7 +3,7 @@
  * work (the lead's approval, or a retry after our own fault), written by the leader whenever the list
  * changes (holds/held-events.ts) and read by `/gates status`, the dashboard's "Needs attention" and
  * `doctor`. For people: the leader itself goes by its ledger, so a list edited or deleted changes
- * nothing it does.
+ * nothing it does. What people are shown of it is holds/holds-view.ts `readHolds`.
  */
 import { z } from "zod";
 import { HOOK_EVENTS } from "../contract/contract.js";
@@ -35,16 +35,29 @@ export type HeldEvent = z.infer<typeof HeldEventSchema>;
 export const HoldsFileSchema = z.looseObject({
   version: z.literal(1),
   updatedAt: z.string(),
+  /** The task list the held events' tasks are in (absent in a list written before it was kept). */
+  taskListId: z.string().optional(),
   holds: z.array(HeldEventSchema),
 });
 
-/** The list a leader last wrote; empty when there is none (no leader held anything) or it cannot be read. */
-export async function readHolds(teamDir: string): Promise<{ holds: HeldEvent[]; problem: string | null }> {
+/**
+ * The list a leader last wrote (holds/holds-view.ts reads it for people, less the holds judged since);
+ * empty when there is none (no leader held anything) or it cannot be read.
+ */
+export async function readHoldsFile(
+  teamDir: string,
+): Promise<{ taskListId: string | null; holds: HeldEvent[]; problem: string | null }> {
   const read = await readJsonFile(holdsFile(teamDir), HoldsFileSchema);
-  if (read.ok) return { holds: read.value.holds, problem: null };
-  return { holds: [], problem: read.problem.kind === "missing" ? null : read.problem.message };
+  if (!read.ok)
+    return { taskListId: null, holds: [], problem: read.problem.kind === "missing" ? null : read.problem.message };
+  return { taskListId: read.value.taskListId ?? null, holds: read.value.holds, problem: null };
 }
 
-export async function writeHolds(teamDir: string, holds: readonly HeldEvent[], updatedAt: string): Promise<void> {
-  await writeJsonAtomic(holdsFile(teamDir), { version: 1, updatedAt, holds });
+export async function writeHolds(
+  teamDir: string,
+  taskListId: string,
+  holds: readonly HeldEvent[],
+  updatedAt: string,
+): Promise<void> {
+  await writeJsonAtomic(holdsFile(teamDir), { version: 1, updatedAt, taskListId, holds });
 }

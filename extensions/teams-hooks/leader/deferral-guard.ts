@@ -51,7 +51,7 @@ export class DeferralGuard {
     const ledger = this.#ledger;
     const state = ledger.get(record.key);
     const held =
-      state?.state === "deferred" && state.deferral === record.runId
+      state?.state === "held" && state.cause === "deferral" && state.deferral === record.runId
         ? { key: record.key, ...state }
         : ledger.deferred().find((h) => h.deferral === record.runId);
     return held ? { key: held.key, eventRunId: held.runId, expiresAt: held.expiresAt, log: held.log } : null;

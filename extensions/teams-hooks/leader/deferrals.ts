@@ -46,7 +46,7 @@ import type { Runtime } from "../runner/runtime.js";
 import type { TeamSetup } from "../team/setup.js";
 import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
 import { ledgerMemory } from "./handle.js";
-import type { GateState } from "../policy/gate-life.js";
+import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /**
  * The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off).
@@ -71,7 +71,10 @@ export interface DeferralsLeader {
 }
 
 /** What the held gates read and write of the ledger. */
-export type DeferralsLedger = Pick<Ledger, "get" | "has" | "deferred" | "defer" | "finish" | "remember" | "task">;
+export type DeferralsLedger = Pick<
+  Ledger,
+  "get" | "has" | "deferred" | "defer" | "finish" | "remember" | "task" | "place"
+>;
 
 export class Deferrals {
   readonly #ctx: DeferralsLeader;
@@ -190,7 +193,11 @@ export class Deferrals {
       return;
     }
     const state = this.#ledger.get(record.key);
-    if (record.applied && state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) {
+    if (
+      record.applied &&
+      state !== undefined &&
+      !(state.state === "held" && state.cause === "deferral" && state.deferral === record.runId)
+    ) {
       this.#forget(record.runId); // applied, and its key closed (or held by another run): nothing left to do
       return;
     }
@@ -345,10 +352,31 @@ export class Deferrals {
    * An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run
    * --apply-policy`).
    */
+  /**
+   * The state a decision took the held key to (`gate`, what its plan reached), as `next` (policy/gate-life.ts)
+   * moves it from where the ledger has it (held for the decision; unknown: a `run --apply-policy`'s). A move
+   * `next` refuses is a bug of ours: said, and the plan's state recorded all the same.
+   */
+  #decided(key: string, gate: GateState | undefined): GateState | undefined {
+    const input = gate ? inputReaching({ state: gate }) : null;
+    if (!gate || !input) return gate;
+    try {
+      return next(this.#ledger.place(key) ?? { state: "held", cause: "deferral" }, input).to;
+    } catch (error) {
+      if (!(error instanceof GateTransitionError)) throw error;
+      this.#ctx.warn(`${key}: ${error.message}`);
+      return gate;
+    }
+  }
+
   async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
     const ledger = this.#ledger;
     const state = ledger.get(record.key);
-    if (state !== undefined && !(state.state === "deferred" && state.deferral === record.runId)) return;
+    if (
+      state !== undefined &&
+      !(state.state === "held" && state.cause === "deferral" && state.deferral === record.runId)
+    )
+      return;
     const outcome =
       record.decision?.decision === "allow" ? "passed" : record.decision?.decision === "deny" ? "failed" : "error";
     await ledger
@@ -356,7 +384,7 @@ export class Deferrals {
         runId: record.eventRunId,
         outcome,
         log: record.applied?.logFile ?? null,
-        gate,
+        gate: this.#decided(record.key, gate),
       })
       .catch((error: unknown) =>
         this.#ctx.warn(

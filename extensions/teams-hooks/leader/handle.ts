@@ -23,12 +23,20 @@ import { type LeaderContext, type Running, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
-import type { Ledger, LedgerEventInfo } from "./ledger.js";
+import { type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
 import type { SpawnInfo } from "../runner/runtime.js";
-import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
+import {
+  GateTransitionError,
+  type GateState,
+  heldFor,
+  inputReaching,
+  isJudged,
+  next,
+  recordedPlaceOf,
+} from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -96,7 +104,8 @@ export class EventHandler {
     const queued = this.#ctx.queued.has(event.key);
     const known = ledger.get(event.key);
     // Judged means both records agree: a `done` the task's gate record does not back is judged again.
-    const disagreement = !queued && known?.state === "done" ? this.#disagreement(event, known.outcome, task) : null;
+    const done = doneOutcome(known);
+    const disagreement = !queued && done !== null ? this.#disagreement(event, done, task) : null;
     if (disagreement !== null) {
       this.#disagreements.set(event.key, { what: disagreement, known: true });
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: disagreement });
@@ -108,7 +117,7 @@ export class EventHandler {
       // --inbox consume: an unread notification of an event already done was handled by a leader that
       // died before marking it read; mark it now (through the queue, so that stop() waits for it).
       // test/integration/leader-inbox.test.ts.
-      if (this.#ctx.opts.inbox === "consume" && event.event === "idle" && ledger.get(event.key)?.state === "done") {
+      if (this.#ctx.opts.inbox === "consume" && event.event === "idle" && done !== null) {
         this.#ctx.queue.push(queueGroup(event), () => this.#markHandled(event));
       }
       return;
@@ -138,8 +147,7 @@ export class EventHandler {
   #whyKnown(event: HookEvent): void {
     if (this.#ctx.queued.has(event.key))
       return this.#ctx.whyEvent(event, "queued", { detail: "queued or running in this leader" });
-    const state = this.#run.ledger.get(event.key)?.state ?? "unknown";
-    this.#ctx.whyEvent(event, "in_ledger", { detail: state });
+    this.#ctx.whyEvent(event, "in_ledger", { detail: memoryWord(this.#run.ledger.get(event.key)) });
   }
 
   /** `--verbose`: what the gates did not do: none existed, or some were skipped by their matchers. */
@@ -395,7 +403,8 @@ export class EventHandler {
     if (outcome.policyApplied === false) return true;
     const ledger = this.#run.ledger;
     const at = this.#ctx.now();
-    const { deferral: held, hold } = outcome;
+    const { deferral: held } = outcome;
+    const hold = heldFor(outcome.counted);
     const gate = this.#gateMove(event, outcome);
     try {
       if (outcome.remembered) ledger.remember(outcome.remembered);
@@ -452,7 +461,8 @@ export class EventHandler {
 
   /** A gate that could not judge the work: listed for the lead (holds/held-events.ts), run again when its hold ends. */
   #listHold(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): void {
-    const { hold, result } = outcome;
+    const { result } = outcome;
+    const hold = heldFor(outcome.counted);
     if (!hold || !result) return;
     const entry = {
       key: event.key,
@@ -472,7 +482,8 @@ export class EventHandler {
 
   /** The event's one-line report (and --json's record). */
   #report(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): void {
-    const { result, deferral: held, hold } = outcome;
+    const { result, deferral: held } = outcome;
+    const hold = heldFor(outcome.counted);
     // Said to the lead in full (the approval command too); the team's words leave it out.
     const summary =
       hold && result
@@ -516,7 +527,8 @@ export class EventHandler {
     if (disagreed === undefined) return true;
     const { what, known } = disagreed;
     this.#disagreements.delete(event.key);
-    const judged = outcome.policyApplied === true || outcome.hold !== undefined || outcome.deferral !== undefined;
+    const judged =
+      outcome.policyApplied === true || heldFor(outcome.counted) !== null || outcome.deferral !== undefined;
     if (!judged) {
       this.#noGate.add(event.key);
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "no_gate", { detail: `${what}; no gate judged it now either` });
@@ -582,10 +594,7 @@ export function ledgerMemory(ledger: Pick<Ledger, "task" | "remember">): GateMem
  * its verdict (passed or failed). A held or deferred record is the ledger's to settle.
  */
 export function recordsJudged(task: Task, key: string): boolean {
-  const meta = task.metadata ?? {};
-  return (
-    meta.qualityGateEventKey === key && (meta.qualityGateStatus === "passed" || meta.qualityGateStatus === "failed")
-  );
+  return isJudged(recordedPlaceOf(task, key));
 }
 
 function eventInfo(event: HookEvent): LedgerEventInfo {

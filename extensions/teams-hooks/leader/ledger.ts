@@ -17,6 +17,11 @@
  *             root's budget spent and the events that spent them (policy/gate-life.ts); a value only
  *             ever rises, and the budget is counted from here alone, never from the task's metadata
  *
+ * What it remembers of a key (KeyMemory) is where the key's event is in its gate life, a GatePlace of
+ * policy/gate-life.ts (`begin`: running; `defer`: held for a decision; `hold`: held for the lead or a
+ * retry; `done`: the state its judgement reached), with what that place needs; a key with no gate life
+ * (history, an idle event, no gate) has none. Lines written before `done` kept `gate` read the same way.
+ *
  * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
  * leader looks for that run's log and either marks it done (or deferred) or runs it again as a retry.
  * A deferred key stays so, across restarts and compaction, until `done`. A torn last
@@ -26,8 +31,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import { HOOK_EVENTS, type HookEventName } from "../contract/contract.js";
-import { HooksError, describeError, unreachable } from "../contract/errors.js";
-import { GATE_STATES, type GatePlace, type GateState } from "../policy/gate-life.js";
+import { HooksError, describeError } from "../contract/errors.js";
+import {
+  GATE_STATES,
+  type GatePlace,
+  type GateState,
+  JUDGED_STATES,
+  type JudgedState,
+  type RerunCause,
+} from "../policy/gate-life.js";
 import { readRegularFile, writeAll } from "../team/json-file.js";
 import { ledgerFile } from "../team/paths.js";
 
@@ -60,7 +72,7 @@ export type LedgerRecord =
       key: string;
       at: string;
       runId: string;
-      cause: "approval" | "fault";
+      cause: RerunCause;
       log: string | null;
       event?: LedgerEventInfo;
     }
@@ -79,35 +91,66 @@ export interface TaskMemory {
 /** The key of a task's memory record: never an event key (those start with an event's name). */
 const TASK_KEY = "task:";
 
-export type KeyState =
-  | { state: "baseline" }
+/**
+ * What the ledger remembers of one key: where its event is in its gate life (a GatePlace of
+ * policy/gate-life.ts), with what that place needs. `attempt`: the runs begun so far.
+ *
+ *   running            begun, its end not recorded (in flight): what a restart needs to end or retry it
+ *   held (deferral)    its gate answered `defer`: the deferral's run id and deadline; closed by its decision
+ *   held (approval,    its gate could not judge the work: run again when the hold ends, with `event`
+ *         fault)
+ *   passed, failed,    done: the state its judgement reached, with the log's `outcome`
+ *   reopened, escalated
+ *   null               no gate life here: done without one (`outcome`: an idle event, `no_hook`,
+ *                      `superseded`, a line older than the ledger's `gate`), or history (`outcome` null,
+ *                      attempt 0: a baseline, never run)
+ */
+export type KeyMemory =
   | {
-      state: "in_flight";
-      runId: string;
+      state: "running";
       attempt: number;
+      runId: string;
       startedAt: string;
       pid: number | null;
       event: LedgerEventInfo | null;
     }
   | {
-      state: "deferred";
+      state: "held";
+      cause: "deferral";
+      attempt: number;
       runId: string;
+      at: string;
+      log: string | null;
       deferral: string;
       expiresAt: string;
-      log: string | null;
-      attempt: number;
-      at: string;
     }
-  | { state: "done"; outcome: string; log: string | null; attempt: number; gate?: GateState }
   | {
       state: "held";
-      cause: "approval" | "fault";
+      cause: RerunCause;
+      attempt: number;
       runId: string;
       at: string;
       log: string | null;
-      attempt: number;
       event: LedgerEventInfo | null;
-    };
+    }
+  | { state: JudgedState | null; attempt: number; outcome: string; log: string | null }
+  | { state: null; attempt: 0; outcome: null; log: null };
+
+/**
+ * The ledger's word for a key (`watch --verbose`): where its event is in its gate life (`running`,
+ * `held (deferral)`, `passed`…), `done` when it is done without one, `baseline` for history.
+ */
+export function memoryWord(memory: KeyMemory | undefined): string {
+  if (memory === undefined) return "unknown";
+  if (memory.state === "held") return `held (${memory.cause})`;
+  if (memory.state !== null) return memory.state;
+  return memory.outcome === null ? "baseline" : "done";
+}
+
+/** How the key's event ended, once done (the log's outcome, `no_hook`, `superseded`); null: not done, or history. */
+export function doneOutcome(memory: KeyMemory | undefined): string | null {
+  return memory !== undefined && "outcome" in memory ? memory.outcome : null;
+}
 
 /**
  * The largest ledger loaded. Compaction keeps it near one line per key (about 150 bytes), so this is
@@ -122,7 +165,7 @@ export class Ledger {
   readonly file: string;
   /** True when the ledger file did not exist: the leader's first start on this team dir. */
   readonly fresh: boolean;
-  readonly #keys: Map<string, KeyState>;
+  readonly #keys: Map<string, KeyMemory>;
   readonly #tasks: Map<string, TaskMemory>;
   #lines: number;
   #fd: number | null;
@@ -135,7 +178,7 @@ export class Ledger {
   private constructor(
     file: string,
     fresh: boolean,
-    keys: Map<string, KeyState>,
+    keys: Map<string, KeyMemory>,
     tasks: Map<string, TaskMemory>,
     lines: number,
     fd: number,
@@ -163,7 +206,7 @@ export class Ledger {
         `cannot load the ledger ${read.problem.message}; move it aside (mv '${file}' '${file}.bad') and start again: without a ledger the next start is a first start, which records the completions there are as history`,
       );
     }
-    const keys = new Map<string, KeyState>();
+    const keys = new Map<string, KeyMemory>();
     const tasks = new Map<string, TaskMemory>();
     const lines = text.split("\n");
     let count = 0;
@@ -184,7 +227,7 @@ export class Ledger {
     return ledger;
   }
 
-  get(key: string): KeyState | undefined {
+  get(key: string): KeyMemory | undefined {
     return this.#keys.get(key);
   }
 
@@ -196,21 +239,8 @@ export class Ledger {
    */
   place(key: string): GatePlace | null {
     const entry = this.#keys.get(key);
-    switch (entry?.state) {
-      case undefined:
-      case "baseline":
-        return null;
-      case "in_flight":
-        return { state: "running" };
-      case "deferred":
-        return { state: "held", cause: "deferral" };
-      case "held":
-        return { state: "held", cause: entry.cause };
-      case "done":
-        return entry.gate === undefined ? null : { state: entry.gate };
-      default:
-        return unreachable(entry);
-    }
+    if (entry === undefined || entry.state === null) return null;
+    return entry.state === "held" ? { state: entry.state, cause: entry.cause } : { state: entry.state };
   }
 
   has(key: string): boolean {
@@ -232,7 +262,7 @@ export class Ledger {
   }> {
     const out = [];
     for (const [key, state] of this.#keys) {
-      if (state.state === "in_flight")
+      if (state.state === "running")
         out.push({
           key,
           runId: state.runId,
@@ -246,13 +276,17 @@ export class Ledger {
   }
 
   /** Keys whose gate is held until a decision arrives (hook-state/deferrals/). */
-  deferred(): Array<Extract<KeyState, { state: "deferred" }> & { key: string }> {
-    return [...this.#keys].flatMap(([key, state]) => (state.state === "deferred" ? [{ key, ...state }] : []));
+  deferred(): Array<Extract<KeyMemory, { cause: "deferral" }> & { key: string }> {
+    return [...this.#keys].flatMap(([key, state]) =>
+      state.state === "held" && state.cause === "deferral" ? [{ key, ...state }] : [],
+    );
   }
 
   /** Keys held because their gate could not judge the work, with what a new run needs. */
-  held(): Array<Extract<KeyState, { state: "held" }> & { key: string }> {
-    return [...this.#keys].flatMap(([key, state]) => (state.state === "held" ? [{ key, ...state }] : []));
+  held(): Array<Extract<KeyMemory, { cause: RerunCause }> & { key: string }> {
+    return [...this.#keys].flatMap(([key, state]) =>
+      state.state === "held" && state.cause !== "deferral" ? [{ key, ...state }] : [],
+    );
   }
 
   /** What the leader remembers of task `taskId`'s gate life (zeros when nothing). */
@@ -289,7 +323,7 @@ export class Ledger {
   async hold(
     key: string,
     at: string,
-    info: { runId: string; cause: "approval" | "fault"; log: string | null; event: LedgerEventInfo },
+    info: { runId: string; cause: RerunCause; log: string | null; event: LedgerEventInfo },
   ): Promise<void> {
     this.#append([{ op: "hold", key, at, ...info }]);
     await this.#flush();
@@ -321,8 +355,7 @@ export class Ledger {
     at: string,
     event?: LedgerEventInfo,
   ): { attempt: number; durable: Promise<void> } {
-    const previous = this.#keys.get(key);
-    const attempt = previous && previous.state !== "baseline" ? previous.attempt + 1 : 1;
+    const attempt = (this.#keys.get(key)?.attempt ?? 0) + 1;
     this.#append([{ op: "begin", key, at, runId, attempt, ...(event ? { event } : {}) }]);
     return { attempt, durable: this.#flush() };
   }
@@ -572,6 +605,10 @@ function isGateState(value: unknown): value is GateState {
   return (GATE_STATES as readonly unknown[]).includes(value);
 }
 
+function isJudgedState(value: GateState | undefined): value is JudgedState {
+  return (JUDGED_STATES as readonly unknown[]).includes(value);
+}
+
 function str(value: unknown): value is string {
   return typeof value === "string";
 }
@@ -593,7 +630,7 @@ function asEventInfo(value: unknown): LedgerEventInfo | null {
   return { event: e.event as HookEventName, taskId: e.taskId, member: e.member, timestamp: e.timestamp };
 }
 
-function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, record: LedgerRecord): void {
+function apply(keys: Map<string, KeyMemory>, tasks: Map<string, TaskMemory>, record: LedgerRecord): void {
   if (record.op === "task") {
     const taskId = record.key.slice(TASK_KEY.length);
     const known = tasks.get(taskId) ?? { round: 0, spent: 0, spentBy: [] };
@@ -607,52 +644,55 @@ function apply(keys: Map<string, KeyState>, tasks: Map<string, TaskMemory>, reco
     return;
   }
   const previous = keys.get(record.key);
+  // A record that ends a run counts the run begun for it (one, when its `begin` is not there).
+  const attempt = Math.max(previous?.attempt ?? 1, 1);
   switch (record.op) {
     case "baseline":
-      if (!previous) keys.set(record.key, { state: "baseline" });
+      if (!previous) keys.set(record.key, { state: null, attempt: 0, outcome: null, log: null });
       return;
     case "begin":
       keys.set(record.key, {
-        state: "in_flight",
-        runId: record.runId,
+        state: "running",
         attempt: record.attempt,
+        runId: record.runId,
         startedAt: record.at,
         pid: null,
         event: record.event ?? null,
       });
       return;
     case "spawn":
-      if (previous?.state === "in_flight" && previous.runId === record.runId) previous.pid = record.pid;
+      if (previous?.state === "running" && previous.runId === record.runId) previous.pid = record.pid;
       return;
-    case "defer": {
-      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
+    case "defer":
       keys.set(record.key, {
-        state: "deferred",
+        state: "held",
+        cause: "deferral",
+        attempt,
         runId: record.runId,
+        at: record.at,
+        log: record.log,
         deferral: record.deferral,
         expiresAt: record.expiresAt,
-        log: record.log,
-        attempt,
-        at: record.at,
       });
       return;
-    }
-    case "done": {
-      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
-      const gate = record.gate === undefined ? {} : { gate: record.gate };
-      keys.set(record.key, { state: "done", outcome: record.outcome, log: record.log, attempt, ...gate });
+    case "done":
+      // A state no judgement leads to (a line written by hand) leaves the event done without a gate life.
+      keys.set(record.key, {
+        state: isJudgedState(record.gate) ? record.gate : null,
+        attempt,
+        outcome: record.outcome,
+        log: record.log,
+      });
       return;
-    }
     case "hold": {
-      const attempt = previous && previous.state !== "baseline" ? previous.attempt : 1;
-      const event = record.event ?? (previous?.state === "in_flight" ? previous.event : null);
+      const event = record.event ?? (previous?.state === "running" ? previous.event : null);
       keys.set(record.key, {
         state: "held",
         cause: record.cause,
+        attempt,
         runId: record.runId,
         at: record.at,
         log: record.log,
-        attempt,
         event,
       });
       return;
@@ -671,60 +711,61 @@ function taskRecord(taskId: string, memory: TaskMemory): LedgerRecord {
   };
 }
 
-function recordsFor(key: string, state: KeyState): LedgerRecord[] {
+function recordsFor(key: string, memory: KeyMemory): LedgerRecord[] {
   const at = new Date(0).toISOString();
-  switch (state.state) {
-    case "baseline":
-      return [{ op: "baseline", key, at }];
-    case "in_flight": {
+  switch (memory.state) {
+    case "running": {
       const begin: LedgerRecord = {
         op: "begin",
         key,
-        at: state.startedAt,
-        runId: state.runId,
-        attempt: state.attempt,
-        ...(state.event ? { event: state.event } : {}),
+        at: memory.startedAt,
+        runId: memory.runId,
+        attempt: memory.attempt,
+        ...(memory.event ? { event: memory.event } : {}),
       };
-      return state.pid === null ? [begin] : [begin, { op: "spawn", key, runId: state.runId, pid: state.pid }];
+      return memory.pid === null ? [begin] : [begin, { op: "spawn", key, runId: memory.runId, pid: memory.pid }];
     }
-    case "deferred":
-      // The begin keeps the attempt count; the defer keeps everything a restart needs.
+    case "held": {
+      // The begin keeps the attempt count; the defer or hold keeps everything a restart needs.
+      const begin: LedgerRecord = { op: "begin", key, at, runId: memory.runId, attempt: memory.attempt };
+      if (memory.cause === "deferral")
+        return [
+          begin,
+          {
+            op: "defer",
+            key,
+            at: memory.at,
+            runId: memory.runId,
+            deferral: memory.deferral,
+            expiresAt: memory.expiresAt,
+            log: memory.log,
+          },
+        ];
       return [
-        { op: "begin", key, at, runId: state.runId, attempt: state.attempt },
+        begin,
         {
-          op: "defer",
+          op: "hold",
           key,
-          at: state.at,
-          runId: state.runId,
-          deferral: state.deferral,
-          expiresAt: state.expiresAt,
-          log: state.log,
+          at: memory.at,
+          runId: memory.runId,
+          cause: memory.cause,
+          log: memory.log,
+          ...(memory.event ? { event: memory.event } : {}),
         },
       ];
-    case "done":
+    }
+    default:
+      if (memory.outcome === null) return [{ op: "baseline", key, at }];
       return [
-        { op: "begin", key, at, runId: "compacted", attempt: state.attempt },
+        { op: "begin", key, at, runId: "compacted", attempt: memory.attempt },
         {
           op: "done",
           key,
           at,
           runId: null,
-          outcome: state.outcome,
-          log: state.log,
-          ...(state.gate === undefined ? {} : { gate: state.gate }),
-        },
-      ];
-    case "held":
-      return [
-        { op: "begin", key, at, runId: state.runId, attempt: state.attempt },
-        {
-          op: "hold",
-          key,
-          at: state.at,
-          runId: state.runId,
-          cause: state.cause,
-          log: state.log,
-          ...(state.event ? { event: state.event } : {}),
+          outcome: memory.outcome,
+          log: memory.log,
+          ...(memory.state === null ? {} : { gate: memory.state }),
         },
       ];
   }

@@ -7,6 +7,7 @@ import type { HookEventName } from "../contract/contract.js";
 import type { ChainDiscovery } from "../gates/chain.js";
 import type { TeamSetup } from "../team/setup.js";
 import type { Runtime } from "../runner/runtime.js";
+import type { RerunCause } from "../policy/gate-life.js";
 
 export type LeaderState = "starting" | "watching" | "stopping" | "stopped";
 export type InboxMode = "observe" | "consume" | "off";
@@ -42,7 +43,7 @@ export interface LeaderOptions {
 /**
  * Why a change did or did not become an event (docs/cli.md, "watch --verbose"):
  *   baseline        present at the first start: history, recorded, not run (unless --catch-up)
- *   in_ledger       its event key is in the ledger already (done, deferred, in flight, or baseline)
+ *   in_ledger       its event key is in the ledger already (detail: its gate life's place, done, or baseline)
  *   queued          its event is queued or running in this leader already
  *   same_signature  the file's stat (inode, size, mtime) is the one last seen: not read again
  *   not_task_file   a file in the task list folder whose name is not `<id>.json`
@@ -126,7 +127,7 @@ export interface EventReport {
    * The event is held, not judged: its gate waits for the lead's approval, or was cut off by our own fault
    * (holds/held-events.ts).
    */
-  held?: "approval" | "fault";
+  held?: RerunCause;
   /** It passed, but an error did not block it (a Claude Code gate's, or under failure mode open): `exit code 1 • …`. */
   nonBlocking?: string;
   /** The deciding run's last stdout line looked like a verdict but was not read (`RunResult.verdictUnread`). */
@@ -144,7 +145,7 @@ export type LeaderNotice =
   | { kind: "event"; report: EventReport }
   | { kind: "started"; event: HookEventName; key: string; hook: string; taskId: string | null; startedAt: number }
   /** `deferred`: its log says its gate is held (the deferral is written again if a crash lost it). */
-  | { kind: "recovered"; key: string; how: "logged" | "retry" | "deferred" }
+  | { kind: "recovered"; key: string; how: "logged" | "retry" | "deferred" | "held" }
   /** The start-up scan is done (after `start()` resolved): `queued` events it (and hints meanwhile) gave the queue. */
   | { kind: "ready"; tasks: number; baseline: number; queued: number; startupMs: number }
   | { kind: "stopped"; dropped: number }

@@ -28,6 +28,15 @@ import { sentId } from "../team/sent-log.js";
 import { ledgerLostText } from "../text/messages.js";
 import type { Ledger } from "./ledger.js";
 import { gateHistory } from "./gate-trust.js";
+import {
+  GateTransitionError,
+  type GatePlace,
+  heldFor,
+  inputReaching,
+  isJudged,
+  next,
+  placeOfLog,
+} from "../policy/gate-life.js";
 
 /**
  * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without
@@ -88,7 +97,10 @@ export async function recoverInFlight(
   const earliest = inFlight.map((r) => r.startedAt).sort()[0] ?? "";
   const stemFloor = earliest.replace(/[:.]/g, "-").slice(0, 19);
   const logs = (await listHookLogs(ctx.setup.identity.teamDir)).filter((entry) => entry.name.slice(0, 19) >= stemFloor);
-  const byRunId = new Map<string, { file: string; outcome: string; complete: boolean; deferral: unknown }>();
+  const byRunId = new Map<
+    string,
+    { file: string; outcome: string; complete: boolean; deferral: unknown; place: GatePlace | null }
+  >();
   for (const entry of logs) {
     const read = await readHookLog(entry.file);
     // A log whose policy says `complete: false` was written by a leader that gave up applying it.
@@ -98,6 +110,7 @@ export async function recoverInFlight(
         outcome: read.record.result.outcome,
         complete: read.record.policy?.complete !== false,
         deferral: read.record.deferral,
+        place: placeOfLog(read.record.policy?.gate, read.record.policy?.held),
       });
   }
   for (const run of inFlight) {
@@ -114,7 +127,20 @@ export async function recoverInFlight(
       });
       ctx.opts.report({ kind: "recovered", key: run.key, how: "deferred" });
     } else if (logged?.complete) {
-      await ledger.finish(run.key, ctx.now(), { runId: run.runId, outcome: logged.outcome, log: logged.file });
+      const to = movedByLog(ctx, ledger, run.key, logged.place);
+      const hold = heldFor(to);
+      if (hold && run.event) {
+        // Held for the lead or a retry: held again (the held events are taken up after this), never done.
+        await ledger.hold(run.key, ctx.now(), { runId: run.runId, cause: hold, log: logged.file, event: run.event });
+        ctx.opts.report({ kind: "recovered", key: run.key, how: "held" });
+        continue;
+      }
+      await ledger.finish(run.key, ctx.now(), {
+        runId: run.runId,
+        outcome: logged.outcome,
+        log: logged.file,
+        gate: to !== null && isJudged(to) ? to.state : undefined,
+      });
       ctx.opts.report({ kind: "recovered", key: run.key, how: "logged" });
     } else if (run.event) {
       ctx.opts.report({ kind: "recovered", key: run.key, how: "retry" });
@@ -122,6 +148,24 @@ export async function recoverInFlight(
     } else {
       ctx.warn(`${ledger.file}: in-flight ${run.key} has no event details; it is not retried`);
     }
+  }
+}
+
+/**
+ * Where the log of a run a crashed leader began says its policy took the event (`place`), as `next`
+ * (policy/gate-life.ts) moves it from where the ledger has the key (running); null when the log records
+ * no place. A move `next` refuses is a bug of ours: said, and the log's place taken all the same.
+ */
+function movedByLog(ctx: LeaderContext, ledger: Ledger, key: string, place: GatePlace | null): GatePlace | null {
+  const input = place ? inputReaching(place) : null;
+  if (!place || !input) return null;
+  try {
+    const move = next(ledger.place(key) ?? { state: "running" }, input);
+    return move.cause ? { state: move.to, cause: move.cause } : { state: move.to };
+  } catch (error) {
+    if (!(error instanceof GateTransitionError)) throw error;
+    ctx.warn(`${key}: ${error.message}`);
+    return place;
   }
 }
 

@@ -14,7 +14,7 @@ import { hookName, policyActions } from "../logs/format.js";
 import { discoverChains, gateName } from "../gates/chain.js";
 import { checkChainTrust } from "../trust/trust.js";
 import { readTrustInForce, trustFile } from "../trust/trust-store.js";
-import { readHolds } from "../holds/holds-file.js";
+import { readHolds } from "../holds/holds-view.js";
 import { describeLeaderStatus, leaderStatus } from "../team/leader-lock.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { describeFailure } from "../text/messages.js";

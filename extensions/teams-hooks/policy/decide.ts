@@ -38,7 +38,15 @@ import type {
   ReopenDecision,
   TaskEventName,
 } from "./plan.js";
-import { type GateInput, type GatePlace, type TreeBudget, next, nextRound, treeBudget } from "./gate-life.js";
+import {
+  type GateInput,
+  type GatePlace,
+  type RerunCause,
+  type TreeBudget,
+  next,
+  nextRound,
+  treeBudget,
+} from "./gate-life.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { isSafeName, sanitizeName } from "../team/paths.js";
 
@@ -407,7 +415,7 @@ export interface HoldInput {
   member: string | null;
   leadName: string;
   now: string;
-  cause: "approval" | "fault";
+  cause: RerunCause;
   /** The summary of the run (its error), as the team reads it. */
   summary: string;
   logFile?: string | null | undefined;

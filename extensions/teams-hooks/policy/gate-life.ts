@@ -41,12 +41,18 @@ export const GATE_STATES = [
 ] as const;
 export type GateState = (typeof GATE_STATES)[number];
 
+/** The states a judgement of the work leads to (the gate ran, or a decision settled its deferral). */
+export const JUDGED_STATES = ["passed", "failed", "reopened", "escalated"] as const;
+export type JudgedState = (typeof JUDGED_STATES)[number];
+
 /**
  * Why an event is held rather than judged: a gate answered `defer` (a decision comes later); the gate
  * cannot run as the team trusted it (the lead approves or fixes it); or our own part failed under it.
  */
 export const HOLD_CAUSES = ["deferral", "approval", "fault"] as const;
 export type HoldCause = (typeof HOLD_CAUSES)[number];
+/** A hold that ends by running its gate again (the lead's approval, a retry after our fault), not by a decision. */
+export type RerunCause = Exclude<HoldCause, "deferral">;
 
 /** What one transition writes, for the docs and the test that holds the table to the code. */
 export type GateWrite =
@@ -90,11 +96,16 @@ export type GateInput =
   | { on: "judge"; judgement: Judgement }
   | { on: "defer" }
   /** The gate could not judge the work (policy/gate-life.ts holdCauseOf). */
-  | { on: "hold"; cause: "approval" | "fault" }
+  | { on: "hold"; cause: RerunCause }
   /** The policy's writes failed on every try. */
   | { on: "give_up" }
   /** The worker completed the task again: a new event, whose own life starts. */
-  | { on: "complete_again" };
+  | { on: "complete_again" }
+  /**
+   * The worker completed the task again while this event is held for the lead or a retry: the newer
+   * completion is held in its place, and this one ends unrun (the gate runs once, on the latest).
+   */
+  | { on: "supersede" };
 
 /** Where a transition leads, and what it writes (for the docs, and the test that holds them to the code). */
 export interface GateMove {
@@ -142,6 +153,9 @@ export function next(from: GatePlace, input: GateInput): GateMove {
       throw new GateTransitionError(from, input);
     case "complete_again":
       return onCompleteAgain(from, input);
+    case "supersede":
+      if (heldFor(from) !== null) return { to: "unjudged", writes: ["ledger done", "holds file"] };
+      throw new GateTransitionError(from, input);
     default:
       return unreachable(input);
   }
@@ -268,6 +282,21 @@ export function inputReaching(to: GatePlace): GateInput | null {
   }
 }
 
+/**
+ * The place a hook log's policy block records (`gate`, and `held`: a hold's cause); null when it records
+ * none (an older log, no policy) or not one of the gate life's places.
+ */
+export function placeOfLog(gate: unknown, held: unknown): GatePlace | null {
+  if (!(GATE_STATES as readonly unknown[]).includes(gate)) return null;
+  if (gate !== "held") return { state: gate as GateState };
+  return (HOLD_CAUSES as readonly unknown[]).includes(held) ? { state: "held", cause: held as HoldCause } : null;
+}
+
+/** Why `place` holds its event for the lead or for a retry (an approval or fault hold); null for any other place. */
+export function heldFor(place: GatePlace | null | undefined): RerunCause | null {
+  return place?.state === "held" && (place.cause === "approval" || place.cause === "fault") ? place.cause : null;
+}
+
 function placeName(place: GatePlace): string {
   return place.state === "held" && place.cause ? `held (${place.cause})` : place.state;
 }
@@ -332,6 +361,10 @@ const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string 
   { input: { on: "hold", cause: "fault" }, on: () => "our own part failed under the gate" },
   { input: { on: "give_up" }, on: () => "the policy's writes fail on every try" },
   { input: { on: "complete_again" }, on: () => "the worker completes the task again (a new event)" },
+  {
+    input: { on: "supersede" },
+    on: () => "the worker completes the task again: the newer completion is held in its place, this one done unrun",
+  },
 ];
 
 /** Every transition of a completion's gate life (a failure's is the same without the reopen): `next`, tried on every place and input. */
@@ -377,7 +410,7 @@ const APPROVAL_KINDS: ReadonlySet<string> = new Set([...TRUST_ERROR_KINDS, "hook
 export function holdCauseOf(
   result: Pick<RunResult, "outcome" | "errorKind" | "errorCode">,
   countsAsPass: boolean,
-): "approval" | "fault" | null {
+): RerunCause | null {
   if (result.outcome !== "error" || countsAsPass || result.errorKind === undefined) return null;
   if (APPROVAL_KINDS.has(result.errorKind)) return "approval";
   if (result.errorKind === "internal") return "fault";
@@ -394,7 +427,7 @@ export function holdCauseOf(
  * the leader's ledger only (nothing is written to the task for them); a task whose current event is
  * newer than the one its gate recorded is `unjudged`.
  */
-export function gateStateOf(task: Task): { state: GateState; cause?: HoldCause } {
+export function gateStateOf(task: Task): GatePlace {
   const meta = task.metadata ?? {};
   const recorded = typeof meta.qualityGateEventKey === "string" ? meta.qualityGateEventKey : null;
   const current = taskEvent(task);
@@ -404,6 +437,25 @@ export function gateStateOf(task: Task): { state: GateState; cause?: HoldCause }
     const then = splitRound(recorded);
     if (now.base !== then.base || now.round > then.round) return { state: "unjudged" };
   }
+  return placeRecorded(task, recorded);
+}
+
+/**
+ * Where a task's gate record says event `key` is, whether or not it is the task's current event: null
+ * when the record is of another event, or there is none. (gateStateOf says it of the current event.)
+ */
+export function recordedPlaceOf(task: Task, key: string): GatePlace | null {
+  return task.metadata?.qualityGateEventKey === key ? placeRecorded(task, key) : null;
+}
+
+/** Whether `place` is one a judgement of the work leads to (the gate ran, or a decision settled it). */
+export function isJudged(place: GatePlace | null): boolean {
+  return place !== null && (JUDGED_STATES as readonly GateState[]).includes(place.state);
+}
+
+/** The place the gate words of a task's metadata say, for the event `recorded` they are of. */
+function placeRecorded(task: Task, recorded: string): GatePlace {
+  const meta = task.metadata ?? {};
   switch (meta.qualityGateStatus) {
     case "passed":
       return { state: "passed" };

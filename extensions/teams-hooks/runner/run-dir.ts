@@ -19,8 +19,11 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  rmdirSync,
   rmSync,
+  unlinkSync,
 } from "node:fs";
+import { readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -97,10 +100,46 @@ export function makeRunDir(runId: string, env: Env = process.env): RunDir {
 /** Removes a run's folder and all in it; a failure leaves a `0700` folder of the leader's, never an error. */
 export function removeRunDir(dir: string): void {
   try {
-    rmSync(dir, { recursive: true, force: true });
+    removeTree(dir);
   } catch {
-    // A mount still held inside it (a sandbox whose namespace is ending): the next start removes it.
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // A mount still held inside it (a sandbox whose namespace is ending): the next start removes it.
+    }
   }
+}
+
+/**
+ * `removeRunDir` in the thread pool, one entry at a time (a ledger flush waiting behind it takes one thread,
+ * never all of them); settles once done, never rejects.
+ */
+export async function removeRunDirLater(dir: string): Promise<void> {
+  try {
+    await removeTreeLater(dir);
+  } catch {
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+// A run's folder holds what the leader wrote: files, links and folders it made, so the listing's types are
+// enough (no lstat of each entry, as a general recursive removal makes).
+function removeTree(dir: string): void {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const inside = path.join(dir, entry.name);
+    if (entry.isDirectory()) removeTree(inside);
+    else unlinkSync(inside);
+  }
+  rmdirSync(dir);
+}
+
+async function removeTreeLater(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const inside = path.join(dir, entry.name);
+    if (entry.isDirectory()) await removeTreeLater(inside);
+    else await unlink(inside);
+  }
+  await rmdir(dir);
 }
 
 /**

@@ -31,7 +31,6 @@ import {
   writeSync,
 } from "node:fs";
 import path from "node:path";
-import { rm } from "node:fs/promises";
 import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
 import { headCapture, type CaptureResult } from "./capture.js";
@@ -46,7 +45,7 @@ import {
 } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile, type ResultFileRead } from "./run-files.js";
-import { makeRunDir, ownPackageRoot, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
+import { makeRunDir, ownPackageRoot, removeRunDir, removeRunDirLater, runsRoot, type RunDir } from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
 import {
@@ -268,9 +267,8 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
 const removing = new Set<Promise<void>>();
 
 function removeLater(dir: string): void {
-  const removed: Promise<void> = rm(dir, { recursive: true, force: true })
-    .catch(() => undefined) // a mount still held inside it: the next start's sweep removes it
-    .finally(() => removing.delete(removed));
+  // A mount still held inside it: the next start's sweep removes it.
+  const removed: Promise<void> = removeRunDirLater(dir).finally(() => removing.delete(removed));
   removing.add(removed);
 }
 

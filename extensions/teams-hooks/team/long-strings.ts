@@ -50,8 +50,15 @@ export interface LeftOutParts {
  */
 const PROCESS_MARK = randomBytes(8).toString("hex");
 
+/**
+ * Whether this process has made a marker yet: until it has, no text can hold one (the mark is its own), and
+ * a write asks nothing (the search would read every byte of each team file written: an inbox grows).
+ */
+let markersMade = false;
+
 /** What a string value cut by `shortenFile` ends with, as the parsed value holds it. */
 export function partMarker(index: number, leftOut: number): string {
+  markersMade = true;
   return `\u0000pi-teams-hooks ${PROCESS_MARK}: ${leftOut} more bytes of this text are in the file, not read\u0000${index}\u0000`;
 }
 
@@ -63,8 +70,9 @@ const MARKER_IN_JSON = new RegExp(
 
 /** True when JSON text holds a marker: a value read short, which only `writeWithParts` may write. */
 export function hasPartMarker(json: string): boolean {
-  // Every write of a team file asks: the plain search first, the pattern only when it may match.
-  if (!json.includes(`\\u0000pi-teams-hooks ${PROCESS_MARK}: `)) return false;
+  // Every write of a team file asks: nothing to find before a marker was made, then the plain search first,
+  // the pattern only when it may match.
+  if (!markersMade || !json.includes(`\\u0000pi-teams-hooks ${PROCESS_MARK}: `)) return false;
   MARKER_IN_JSON.lastIndex = 0;
   return MARKER_IN_JSON.test(json);
 }

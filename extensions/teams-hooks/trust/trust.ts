@@ -377,6 +377,8 @@ export function checkChainTrust(
       if (isBindingGate(file)) {
         if (!handlerTrustedFor(trusted, event)) continue;
         const skip = chain.skipped.find((s) => s.path === file);
+        // Its file runs in this chain already, judged as the file it is (gates/chain.ts): nothing is missing.
+        if (skip?.code === "runs_already") continue;
         const detail = skip
           ? skip.reason
           : `not bound to ${event} in the team's hook-state/bindings.json (removed, renamed, or its events changed)`;
