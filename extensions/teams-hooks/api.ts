@@ -24,7 +24,7 @@ export { resolvePolicy, resolveTimeoutMs, type EffectivePolicy, type ResolvedPol
 export { decide } from "./policy/decide.js";
 export type { RemediationPlan } from "./policy/plan.js";
 export { invokeEvent, type InvokeRequest, type InvokeOutcome } from "./event/invoke.js";
-export { decideDeferral, type DecisionInput, type DecideResult } from "./deferrals/decision.js";
+export { decideDeferral, type DecisionInput, type DecideResult } from "./event/deferral-decision.js";
 export type { DeferralRecord, DeferralDecision } from "./deferrals/record.js";
 export { resolveTeamSetup, type TeamSetup, type TeamSetupInput } from "./team/setup.js";
 export { Leader } from "./leader/leader.js";

@@ -6,6 +6,7 @@
 // four leaves fewer thread stacks and malloc arenas (peak RSS after 200 events 76–78 → 73–75 MB;
 // bursts no slower). None costs measurable time.
 import { main } from "./cli/main.js";
+import { createRuntime } from "./runner/runtime.js";
 
 // A reader that goes away (`… | head`) is not an error of ours: stop quietly, as other tools do.
 for (const stream of [process.stdout, process.stderr]) {
@@ -54,6 +55,8 @@ process.exitCode = await main(process.argv.slice(2), {
   stderrIsTTY: Boolean(process.stderr.isTTY),
   stopSignal,
   ...(process.stdin.isTTY && process.stderr.isTTY ? { ask } : {}),
+  // The one place the test pause is read (docs/decisions/test-pause.md): never set in use.
+  runtime: createRuntime({ testPause: process.env.PI_TEAMS_HOOKS_TEST_PAUSE_DIR || null }),
 });
 // Signal listeners keep nothing alive, but a finished command should not wait for a stray timer.
 process.removeAllListeners("SIGINT");

@@ -1,7 +1,7 @@
 /**
  * Held gates against the agents they judge, through the built bin: the agents can write
  * `hook-state/deferrals/` (docs/security.md, the threat model), so the leader and `decide` hold each
- * deferral file to what its gate held (deferrals/check.ts). Another run's record with a
+ * deferral file to what its gate held (event/deferral-check.ts). Another run's record with a
  * decision planted in it is moved aside and written again at once, a file made unreadable or
  * replaced by a FIFO at its deadline;
  * a deadline pushed into 2099 is put back and the gate expires when it was due; a key edited to

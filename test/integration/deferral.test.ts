@@ -10,13 +10,18 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { type DecisionInput, applyDecision, decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
+import {
+  type DecisionInput,
+  applyDecision,
+  decideDeferral,
+} from "../../extensions/teams-hooks/event/deferral-decision.js";
 import { type DeferralRecord, deferralFile } from "../../extensions/teams-hooks/deferrals/record.js";
 import { type InvokeRequest, invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
 import { readLogs } from "../helpers/leader-rig.js";
 import { teamSettings, type SettingsFor } from "../helpers/team-settings.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const KEY = "task_completed:1:2026-12-02T10:00:00.000Z";
 const POLICY = { failureAction: "reopen_followup", maxReopensPerTask: 3, followupOwner: "member" };
@@ -274,7 +279,9 @@ describe("decideDeferral without a leader", () => {
   it("past its deadline a deferral is expired whatever is asked, and applied as the closed error defer_expired", async () => {
     const runId = await hold({ hooks: { deferTimeoutMs: 1_000 } });
     const later = () => new Date(Date.now() + 5_000);
-    expect(await decide(runId, { decision: "allow", by: "ci" }, { env: {}, now: later })).toMatchObject({
+    expect(
+      await decide(runId, { decision: "allow", by: "ci" }, { env: {}, runtime: createRuntime({ now: later }) }),
+    ).toMatchObject({
       kind: "expired",
       expiresAt: deferral(runId).expiresAt,
     });

@@ -22,6 +22,7 @@ import {
   type WorkerProcess,
 } from "../helpers/leader-rig.js";
 import { makeTask, makeTempTeam, type TempTeam } from "../helpers/temp-team.js";
+import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const teams: TempTeam[] = [];
 const leaders: Leader[] = [];
@@ -114,7 +115,9 @@ describe("A1: a gate-metadata write that cannot get the task lock", () => {
 
   it("past its tries is held where the lead looks and tried again until written: never dropped, never accepted", async () => {
     const team = await gatedTeam();
-    const first = await startLeader(team, { lockTimeoutMs: 300, retryPolicyMs: [100, 100] });
+    const first = await startLeader(team, {
+      runtime: createRuntime({ lockTimeoutMs: 300, retryPolicyMs: [100, 100] }),
+    });
     const holder = await completeWhileLocked(team, 60_000);
     await waitUntil(
       "the policy given up on, said",

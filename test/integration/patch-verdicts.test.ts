@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startLeaderHere } from "../helpers/leader-here.js";
 import type { Task, TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
+import { decideDeferral } from "../../extensions/teams-hooks/event/deferral-decision.js";
 import type { DeferralRecord } from "../../extensions/teams-hooks/deferrals/record.js";
 import { deferralFile } from "../../extensions/teams-hooks/deferrals/record.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";

@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import type { TeamIdentity } from "../../extensions/teams-hooks/contract/team-files.js";
-import { decideDeferral } from "../../extensions/teams-hooks/deferrals/decision.js";
+import { decideDeferral } from "../../extensions/teams-hooks/event/deferral-decision.js";
 import { invokeEvent, type InvokeRequest } from "../../extensions/teams-hooks/event/invoke.js";
 import { eventRequest, teamIdentity } from "../helpers/invoke-request.js";
 import { readLogs } from "../helpers/leader-rig.js";

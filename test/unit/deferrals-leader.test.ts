@@ -1,5 +1,5 @@
 /**
- * A watching leader's held gates (deferrals/leader-side.ts `Deferrals`) on a fake clock: a gate held by a real
+ * A watching leader's held gates (leader/deferrals.ts `Deferrals`) on a fake clock: a gate held by a real
  * gate process (`invokeEvent`, as `run --apply-policy` holds one) stays open to its deadline and expires at it, and the
  * team's policy is then applied to the task. vitest's timers stand for the clock (`Date` and `setTimeout`), so that a
  * deadline a minute off takes no time; the files, the ledger and the task are real.
@@ -8,7 +8,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
-import { Deferrals } from "../../extensions/teams-hooks/deferrals/leader-side.js";
+import { Deferrals } from "../../extensions/teams-hooks/leader/deferrals.js";
 import { readDeferral } from "../../extensions/teams-hooks/deferrals/record.js";
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { LeaderContext } from "../../extensions/teams-hooks/leader/context.js";
@@ -19,6 +19,7 @@ import { eventRequest } from "../helpers/invoke-request.js";
 import { leaderOptions } from "../helpers/leader-here.js";
 import { readLedger, readTaskFile } from "../helpers/leader-rig.js";
 import { makeTask, tempTeams } from "../helpers/temp-team.js";
+import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const team = tempTeams({ teamId: "deferrals-leader" });
 const AT = "2026-12-02T10:00:00.000Z";
@@ -63,11 +64,10 @@ describe("a watching leader's held gate on a fake clock", () => {
     const env = { PATH: process.env.PATH, HOME: made.teamsRoot, PI_TEAMS_HOOKS_DIR: hooksDir };
     const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });
     const notices: LeaderNotice[] = [];
-    const ctx = new LeaderContext(leaderOptions(setup, env, notices));
-    ctx.ledger = await Ledger.open(made.teamDir);
+    const ctx = new LeaderContext(leaderOptions(setup, env, notices), createRuntime());
+    const ledger = await Ledger.open(made.teamDir);
     ctx.state = "watching";
-    const deferrals = new Deferrals(ctx);
-    ctx.deferrals = deferrals;
+    const deferrals = new Deferrals(ctx, ledger);
 
     const read = await readDeferral(made.teamDir, runId);
     const expiresAt = read?.ok ? Date.parse(read.value.expiresAt) : Number.NaN;

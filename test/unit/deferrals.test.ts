@@ -1,7 +1,8 @@
 /**
- * The deferral files (deferrals/record.ts) and the check that holds each to what its gate held (deferrals/check.ts),
- * on a real temp team whose real gate (a bash file, a child process) answered `defer` through `invokeEvent`: what a
- * lead or a decider checks when an agent of the team edits `hook-state/deferrals/` by hand.
+ * The deferral files (deferrals/record.ts) and the check that holds each to what its gate held
+ * (event/deferral-check.ts), on a real temp team whose real gate (a bash file, a child process) answered `defer`
+ * through `invokeEvent`: what a lead or a decider checks when an agent of the team edits `hook-state/deferrals/` by
+ * hand.
  */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -13,7 +14,7 @@ import {
   describeChanges,
   heldFields,
   ledgerHoldOf,
-} from "../../extensions/teams-hooks/deferrals/check.js";
+} from "../../extensions/teams-hooks/event/deferral-check.js";
 import {
   type DeferralRecord,
   deferralFile,

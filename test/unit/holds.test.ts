@@ -18,6 +18,7 @@ import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { entryFor, fingerprint } from "../../extensions/teams-hooks/trust/trust.js";
 import { readInboxFile, readLedger } from "../helpers/leader-rig.js";
 import { makeTask, tempTeams, type TempTeam } from "../helpers/temp-team.js";
+import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const team = tempTeams({ teamId: "holds-unit" });
 const AT = "2026-12-02T10:00:00.000Z";
@@ -29,6 +30,7 @@ afterEach(() => {
 interface Rig {
   team: TempTeam;
   ctx: LeaderContext;
+  ledger: Ledger;
   holds: Holds;
   /** The events the holds ran again, in order. */
   ran: HookEvent[];
@@ -49,17 +51,17 @@ async function rig(): Promise<Rig> {
   const setup = await resolveTeamSetup({ teamDir: made.teamDir, env, processCwd: made.teamsRoot });
   await chmod(gate, 0o755);
   const notices: LeaderNotice[] = [];
-  const ctx = new LeaderContext(leaderOptions(setup, env, notices, { now: () => new Date(AT) }));
-  ctx.ledger = await Ledger.open(made.teamDir);
+  const ctx = new LeaderContext(leaderOptions(setup, env, notices), createRuntime({ now: () => new Date(AT) }));
+  const ledger = await Ledger.open(made.teamDir);
   ctx.state = "watching";
   const ran: HookEvent[] = [];
-  const holds = new Holds(ctx, (event) => ran.push(event));
+  const holds = new Holds(ctx, ledger, (event) => ran.push(event));
   const listed = async (): Promise<HeldEvent[]> => {
     await holds.settled();
     await ctx.notes;
     return (await readHolds(made.teamDir)).holds;
   };
-  return { team: made, ctx, holds, ran, notices, gate, listed };
+  return { team: made, ctx, ledger, holds, ran, notices, gate, listed };
 }
 
 function completion(taskId: string, stamp = AT): HookEvent {
@@ -112,7 +114,7 @@ describe("held events: the list and the lead", () => {
     const r = await rig();
     const first = completion("1", "2026-12-02T10:00:00.000Z");
     const again = completion("1", "2026-12-02T11:00:00.000Z");
-    const ledger = r.ctx.requireLedger();
+    const ledger = r.ledger;
     const eventInfo = { event: first.event, taskId: "1", member: "alice", timestamp: first.timestamp };
     await ledger.hold(first.key, AT, { runId: "r1", cause: "approval", log: null, event: eventInfo });
     r.holds.held(first, info(first), 1);
@@ -127,7 +129,7 @@ describe("held events: the list and the lead", () => {
   it("runs again, at start, every event the ledger holds; one without its details is said and not run", async () => {
     const r = await rig();
     const held = completion("1");
-    const ledger = r.ctx.requireLedger();
+    const ledger = r.ledger;
     const eventInfo = { event: held.event, taskId: "1", member: "alice", timestamp: held.timestamp };
     await ledger.hold(held.key, AT, { runId: "r1", cause: "fault", log: null, event: eventInfo });
     await ledger.hold("task_completed:2:x", AT, { runId: "r2", cause: "approval", log: null } as never);

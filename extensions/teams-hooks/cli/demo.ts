@@ -10,7 +10,7 @@ import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type CliIo, type ParsedArgs, eventLine, wantsColour } from "./io.js";
+import { type CliIo, type ParsedArgs, eventLine, runtimeOf, wantsColour } from "./io.js";
 import { HooksError } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
 import type { EventReport } from "../leader/notices.js";
@@ -87,6 +87,7 @@ async function play(root: string, keep: boolean, io: CliIo): Promise<number> {
     poll: false,
     pollIntervalMs: 250,
     catchUp: false,
+    runtime: runtimeOf(io),
     report: (notice) => {
       if (notice.kind === "warning") io.stderr(`warning: ${notice.message}\n`);
       if (notice.kind !== "event") return;

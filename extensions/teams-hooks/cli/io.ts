@@ -18,6 +18,7 @@ import { type ColumnSpec, fitTable, naturalWidths, tableRow } from "../text/tabl
 import { shortRunId } from "../logs/format.js";
 import type { TeamSetup, TeamSetupInput } from "../team/setup.js";
 import { gateWarnings } from "../doctor/gate-checks.js";
+import { createRuntime, type Runtime } from "../runner/runtime.js";
 
 export interface CliIo {
   stdout: (text: string) => void;
@@ -43,6 +44,16 @@ export interface CliIo {
    * approval is said (`pi /gates trust, typed in the session`).
    */
   approval?: string;
+  /**
+   * What the command runs on (runner/runtime.ts): the bin builds it once, with the test pause it alone
+   * reads from the environment. Absent (the library's `runCli`, a test): `main` builds the defaults once.
+   */
+  runtime?: Runtime;
+}
+
+/** The runtime the bin built, or the defaults. */
+export function runtimeOf(io: Pick<CliIo, "runtime">): Runtime {
+  return io.runtime ?? createRuntime();
 }
 
 export type FlagValue = string | boolean | Array<string | boolean> | undefined;

@@ -8,6 +8,7 @@ import { type CommandSpec, commandFlags, commandHelp, mainHelp, subcommandHelp }
 import { didYouMean } from "../text/suggest.js";
 import { COMMANDS, PROGRAM, commandSpec } from "./commands.js";
 import type { CliIo, CommandFn, ParsedArgs } from "./io.js";
+import { createRuntime } from "../runner/runtime.js";
 
 // Each command's module loads when that command runs (in the built bin, its chunk: the split points of
 // scripts/bundle-bin.mjs): `--help` pays for no command's code. Start-up time is what a person waits
@@ -22,7 +23,7 @@ const policyCommand: CommandFn = async (a, io) => (await import("./config.js")).
 const configCommand: CommandFn = async (a, io) => (await import("./config.js")).configCommand(a, io);
 const schemaCommand: CommandFn = async (a, io) => (await import("./schema.js")).schemaCommand(a, io);
 const logsCommand: CommandFn = async (a, io) => (await import("./logs.js")).logsCommand(a, io);
-const trustCommand: CommandFn = async (a, io) => (await import("../trust/trust-command.js")).trustCommand(a, io);
+const trustCommand: CommandFn = async (a, io) => (await import("./trust-command.js")).trustCommand(a, io);
 const serveCommand: CommandFn = async (a, io) => (await import("./serve.js")).serveCommand(a, io);
 
 /**
@@ -80,7 +81,9 @@ function helpText(spec: CommandSpec, words: readonly string[]): string {
 
 export type { CliIo } from "./io.js";
 
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo): Promise<number> {
+  // One runtime for the whole command: the bin's, or the defaults built here once (the library's runCli).
+  const io: CliIo = given.runtime ? given : { ...given, runtime: createRuntime() };
   const [name, ...rest] = argv;
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" && rest[0] !== undefined ? commandSpec(rest[0]) : undefined;

@@ -12,10 +12,12 @@ import {
   RunningLine,
   heldDetail,
   personApproval,
+  runtimeOf,
   str,
   teamSetupInput,
   warnBeforeRunning,
 } from "./io.js";
+import { alsoOnSpawn } from "../runner/runtime.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import {
   type DecideResult,
@@ -23,10 +25,10 @@ import {
   appliedUnderText,
   decideDeferral,
   decisionProblem,
-} from "../deferrals/decision.js";
+} from "../event/deferral-decision.js";
 import { deferralRunIds, deferralsDir, readDeferral } from "../deferrals/record.js";
-import { checkDeferral, ledgerHoldOf } from "../deferrals/check.js";
-import { noteToLead } from "../trust/trust-command.js";
+import { checkDeferral, ledgerHoldOf } from "../event/deferral-check.js";
+import { noteToLead } from "./trust-command.js";
 import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import { eventKey, taskEvent } from "../contract/events.js";
@@ -131,7 +133,7 @@ export async function runCommand(args: ParsedArgs, io: CliIo): Promise<number> {
         for (const d of check.dropped) io.stderr(`${droppedGateText(d.path, d.detail)}\n`);
       },
     },
-    ...(progress ? { onSpawn: ({ hook }: { hook: string }) => progress.started("run", hook) } : {}),
+    runtime: progress ? alsoOnSpawn(runtimeOf(io), ({ hook }) => progress.started("run", hook)) : runtimeOf(io),
   }).finally(() => progress?.close());
   if (outcome.pending?.stage === "remediation") {
     // By hand there is no leader to try again later: the log says what was not applied, and the exit code fails.
@@ -205,7 +207,7 @@ function reservedByMessage(by: string, source: string): string {
 }
 
 /**
- * What the person is asked to decide: the held event and gate as the gate held them (deferrals/check.ts: the
+ * What the person is asked to decide: the held event and gate as the gate held them (event/deferral-check.ts: the
  * file is the agents' to write), or the run id alone when there is no such deferral yet (decideDeferral waits for one
  * in flight) or no gate held it.
  */
@@ -231,6 +233,7 @@ function noDeferral(teamDir: string, runId: string): HooksError {
  */
 async function tellLeadDecided(identity: TeamIdentity, runId: string, what: string, io: CliIo): Promise<void> {
   const error = await noteToLead(
+    runtimeOf(io),
     identity,
     sentId("decided", runId, identity.leadName),
     `pi-teams-hooks decide: held gate decided: ${what}`,
@@ -256,7 +259,7 @@ async function wholeRunId(teamDir: string, given: string): Promise<string> {
 
 /**
  * `decide`: a person's decision on a held gate, in steps: the decision read from the arguments, the
- * held run found, the person asked (or `--yes`), the decision recorded and applied (deferrals/decision.ts),
+ * held run found, the person asked (or `--yes`), the decision recorded and applied (event/deferral-decision.ts),
  * the lead told, the answer said.
  */
 export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number> {
@@ -281,6 +284,7 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
   const how = asked.how;
   const answer = await decideDeferral(teamDir, runId, input, {
     env: io.env,
+    runtime: runtimeOf(io),
     waitForLeaderMs: 10_000,
     warn: (message) => io.stderr(`warning: ${message}\n`),
     settings: { setup, redact: settingsRedactor(io.env, setup.settings, setup.hooksDir) },

@@ -7,6 +7,7 @@ import {
   type ParsedArgs,
   RunningLine,
   eventLine,
+  runtimeOf,
   str,
   teamSetupInput,
   wholeNumber,
@@ -61,6 +62,7 @@ export async function watchCommand(args: ParsedArgs, io: CliIo): Promise<number>
     pollIntervalMs,
     catchUp: v["catch-up"] === true,
     verbose: v.verbose === true,
+    runtime: runtimeOf(io),
     reloadSetup: (lastValidHooks) => resolveTeamSetup({ ...teamSetupInput(v, io), lastValidHooks }),
     report: (notice) => {
       if (status && notice.kind === "started")

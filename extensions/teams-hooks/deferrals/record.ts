@@ -144,7 +144,7 @@ export const DeferralRecordSchema = z.looseObject({
 export type DeferralRecord = z.infer<typeof DeferralRecordSchema>;
 
 /**
- * The fields fixed when the gate is held (all but what deciding and applying add): deferrals/check.ts holds a file
+ * The fields fixed when the gate is held (all but what deciding and applying add): event/deferral-check.ts holds a file
  * to them.
  */
 export const DEFERRAL_HELD_FIELDS = [

@@ -72,7 +72,7 @@ async function applyStart(ran: Ran): Promise<AfterGate> {
     leadName: identity.leadName,
     now: ran.now().toISOString(),
     sent: ran.sent,
-    ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+    ...(req.runtime ? { lockTimeoutMs: req.runtime.lockTimeoutMs } : {}),
     passed: ran.counted.state === "passed",
     failureMode: ran.mode,
     summary: summarize(deciding.result, ran.mode, settings.timeoutMs.value),
@@ -111,7 +111,7 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
       leadName: identity.leadName,
       now: decidedAt,
       sent: ran.sent,
-      ...(req.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: req.lockTimeoutMs }),
+      ...(req.runtime ? { lockTimeoutMs: req.runtime.lockTimeoutMs } : {}),
       // A chain that passed writes its patches with the gate's metadata; a denial or a hold none.
       ...(ran.counted.state === "passed" ? { taskPatches: chainPatches(ran.runs) } : {}),
       ...(req.memory ? { memory: req.memory } : {}),

@@ -273,8 +273,12 @@ export async function runChain(
                 attempt: req.attempt ?? 1,
                 context,
                 redact,
-                ...(req.onSpawn
-                  ? { onSpawn: (info: { pid: number; runId: string }) => req.onSpawn?.({ ...info, hook: hook.name }) }
+                ...(req.runtime ? { runtime: req.runtime } : {}),
+                ...(req.runtime?.onSpawn
+                  ? {
+                      onSpawn: (info: { pid: number; runId: string }) =>
+                        req.runtime?.onSpawn?.({ ...info, hook: hook.name, key: req.key }),
+                    }
                   : {}),
                 ...(req.notBefore ? { notBefore: req.notBefore } : {}),
                 ...(req.standby ? { standby: req.standby } : {}),

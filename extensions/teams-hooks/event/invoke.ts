@@ -15,7 +15,7 @@
  * A run that answers `defer` (a completion or failure with a policy) holds the gate instead: the task's metadata
  * says `deferred` (policy/decide.ts deferPlan, through remediate), the logs carry the deferral, and
  * then the deferral file is written (deferrals/record.ts); a decision applies the policy later
- * (deferrals/decision.ts).
+ * (event/deferral-decision.ts).
  *
  * The team's settings come whole, as the caller resolved them once (`req.setup.settings`,
  * settings/team-settings.ts `TeamSettings`, frozen): nothing here resolves or copies a setting. What the
@@ -35,7 +35,7 @@ import { type DeferralRecord, heldRecord, heldSettingsOf, writeDeferral } from "
 import { countsAsPass } from "../policy/decide.js";
 import { type GatePlace, holdCauseOf } from "../policy/gate-life.js";
 import type { GateMemory, Remembered } from "./remediate.js";
-import { SentLog } from "../team/sent-log.js";
+import type { SentLog } from "../team/sent-log.js";
 import type { TeamSetup } from "../team/setup.js";
 import { checkChainTrust, snapshotChain, type ChainTrust, type TrustRecord } from "../trust/trust.js";
 import { loggedInvocation, refusedRun, runChain, type ShownRecord } from "./chain-run.js";
@@ -45,6 +45,7 @@ import { taskFile } from "../team/paths.js";
 import { noGateInForce, nonBlockingError, noteShadowDenial, observes } from "./shadow.js";
 import { readTask } from "../team/tasks.js";
 import type { StandbyAhead } from "../runner/run-hook.js";
+import { createRuntime, type Runtime } from "../runner/runtime.js";
 
 /**
  * The team an event belongs to, as a command resolved it (team/setup.ts `resolveTeamSetup`): its
@@ -83,22 +84,19 @@ export interface InvokeRequest {
   trigger?: HookTrigger;
   /** The run id of the chain's first hook (the leader's ledger knows the event by it). */
   runId?: string;
-  /** Called as each hook of the chain starts: its process group, run id and file name. */
-  onSpawn?: (info: { pid: number; runId: string; hook: string }) => void;
   /** Awaited just before the first hook starts (runner/run-hook.ts `notBefore`): the leader's ledger flush. */
   notBefore?: Promise<unknown>;
   /** A leader's event: its sandboxed gates start from standbys (runner/standby.ts; `ahead`: runner/run-hook.ts). */
   standby?: boolean | StandbyAhead;
   /** The caller is stopping: a chain starts no further hook, and the event is left unsettled (`interrupted`). */
   stopping?: () => boolean;
-  /** The clock (tests pass their own). */
-  now?: () => Date;
   /** `PI_TEAMS_HOOK_ATTEMPT`: how many times this event's gate has started, this time included. */
   attempt?: number;
-  /** Records messages before they are sent (default: the team dir's `hook-state/sent.jsonl`). */
-  sentLog?: SentLog;
-  /** How long the policy's writes wait for a lock; default the lock protocol's 10 s. */
-  lockTimeoutMs?: number;
+  /**
+   * The clock, the lock timeout, the sent log (the team dir's `hook-state/sent.jsonl`), who is told as each
+   * hook of the chain starts (`onSpawn`), the test pause: runner/runtime.ts, whole. Default `createRuntime()`.
+   */
+  runtime?: Runtime;
   /**
    * Compare the chain with the team's trust record before anything runs (trust/trust.ts), under the
    * settings' `trustChanges` and `allowInsecureHooks`.
@@ -192,7 +190,11 @@ export interface PendingStep {
 export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> {
   // One dispatch, one id: its hooks run as `<id>`, `<id>.2`, `<id>.3`… whoever fired it (the leader
   // gives its own, for its ledger; a hand run gets one here).
-  const request: InvokeRequest = given.runId ? given : { ...given, runId: randomUUID() };
+  const request: InvokeRequest = {
+    ...given,
+    runId: given.runId ?? randomUUID(),
+    runtime: given.runtime ?? createRuntime(),
+  };
   // The event's own hook point (`hooks.events.<event>`): its writable fields, projection and limits for this run.
   const eventSettings = settingsForEvent(request.setup.settings, request.event);
   const req =
@@ -200,7 +202,8 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
       ? request
       : { ...request, setup: Object.freeze({ ...request.setup, settings: eventSettings }) };
   const { identity, settings } = req.setup;
-  const now = req.now ?? (() => new Date());
+  const runtime = request.runtime ?? createRuntime();
+  const now = runtime.now;
   const mode = settings.failureModes[req.event].value;
   const teamLayer = req.setup.teamHooksDir;
   const problems: string[] = [];
@@ -300,7 +303,7 @@ export async function invokeEvent(given: InvokeRequest): Promise<InvokeOutcome> 
     counted,
     problems: Object.freeze([...problems]),
     decidingLog,
-    sent: req.sentLog ?? new SentLog(identity.teamDir),
+    sent: runtime.sentLog(identity.teamDir),
     held:
       deferred && policyApplies(req)
         ? heldRecord({

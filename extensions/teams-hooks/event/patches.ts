@@ -6,7 +6,7 @@
  *
  *   a denial (or a closed error)  → no patch is written: each run with one says why (`patchIgnored`)
  *   a defer (a held gate)         → the patches are kept with the deferral and written only if the
- *                                   decision is allow (deferrals/decision.ts)
+ *                                   decision is allow (event/deferral-decision.ts)
  *   passed                        → the patches, in chain order, are written under the task lock with
  *                                   the gate's metadata (event/remediate.ts), and each run names the
  *                                   paths written (`patchApplied`)

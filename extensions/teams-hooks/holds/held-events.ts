@@ -27,16 +27,45 @@ import { type HeldEvent, writeHolds } from "./holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
-import type { LeaderContext } from "../leader/context.js";
-import { GateTransitionError, type RerunCause, next } from "../policy/gate-life.js";
+import type { TeamSetup } from "../team/setup.js";
+import type { TrustRecord } from "../trust/trust.js";
+import { type GatePlace, GateTransitionError, type RerunCause, next } from "../policy/gate-life.js";
 
 export type { HeldEvent };
 
 /** Waits before a fault hold runs again by itself; past the last, it waits for the next start. */
 const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000]);
 
+/** What the held events use of the leader (its context, leader/context.ts, is one). */
+export interface HoldsLeader {
+  /** The team and the settings in force (a config.json change puts new ones here). */
+  readonly setup: TeamSetup;
+  /** The leader's state: a held event runs again only while it is `watching`. */
+  readonly state: "starting" | "watching" | "stopping" | "stopped";
+  readonly trust: { readonly record: TrustRecord | null };
+  warn(message: string): void;
+  /** The time now, as an ISO string. */
+  now(): string;
+  /** Runs `step` for `event` after `delayMs`, through the queue in the event's order (not once stopping). */
+  later(event: HookEvent, step: () => Promise<void>, delayMs: number): void;
+  /** One note to the lead's inbox, once, after those under way (the leader's stop waits for it). */
+  noteToLead(id: string, text: string, failure: string): void;
+}
+
+/** What the held events read and write of the leader's ledger (leader/ledger.ts is one). */
+export interface HoldsLedger {
+  readonly file: string;
+  /** Every key held, with its event's details when the ledger has them. */
+  held(): Array<{ key: string; event?: Pick<HookEvent, "event" | "taskId" | "member" | "timestamp"> | null }>;
+  /** Records `key` as done (flushed). */
+  finish(key: string, at: string, info: { runId: null; outcome: "superseded"; log: null }): Promise<void>;
+  /** Where the key's event is in its gate life; null when it has no place. */
+  place(key: string): GatePlace | null;
+}
+
 export class Holds {
-  readonly #ctx: LeaderContext;
+  readonly #leader: HoldsLeader;
+  readonly #ledger: HoldsLedger;
   readonly #run: (event: HookEvent) => void;
   readonly #held = new Map<string, { info: HeldEvent; event: HookEvent; tries: number; code: string | null }>();
   /** Events judged whose policy is not written yet (listUnwritten). */
@@ -44,8 +73,9 @@ export class Holds {
   #writing: Promise<void> = Promise.resolve();
 
   /** `run`: queues an event again (as a retry). */
-  constructor(ctx: LeaderContext, run: (event: HookEvent) => void) {
-    this.#ctx = ctx;
+  constructor(leader: HoldsLeader, ledger: HoldsLedger, run: (event: HookEvent) => void) {
+    this.#leader = leader;
+    this.#ledger = ledger;
     this.#run = run;
   }
 
@@ -62,10 +92,10 @@ export class Holds {
    * hold ends), each once; the list on disk is written anew.
    */
   start(): void {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     for (const held of ledger.held()) {
       if (!held.event) {
-        this.#ctx.warn(`${ledger.file}: held ${held.key} has no event details; it is not run again`);
+        this.#leader.warn(`${ledger.file}: held ${held.key} has no event details; it is not run again`);
         continue;
       }
       this.#run({ key: held.key, ...held.event, source: "task" });
@@ -80,10 +110,10 @@ export class Holds {
    */
   #supersede(key: string, cause: RerunCause): void {
     try {
-      next(this.#ctx.requireLedger().place(key) ?? { state: "held", cause }, { on: "supersede" });
+      next(this.#ledger.place(key) ?? { state: "held", cause }, { on: "supersede" });
     } catch (error) {
       if (!(error instanceof GateTransitionError)) throw error;
-      this.#ctx.warn(`${key}: ${error.message}`);
+      this.#leader.warn(`${key}: ${error.message}`);
     }
   }
 
@@ -99,33 +129,32 @@ export class Holds {
         if (key === event.key || other.event.taskId !== event.taskId || other.event.event !== event.event) continue;
         this.#held.delete(key);
         this.#supersede(key, other.info.cause);
-        this.#ctx
-          .requireLedger()
-          .finish(key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null })
-          .catch((error: unknown) => this.#ctx.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
+        this.#ledger
+          .finish(key, this.#leader.now(), { runId: null, outcome: "superseded", log: null })
+          .catch((error: unknown) => this.#leader.warn(`${key}: superseded, not recorded: ${describeError(error)}`));
       }
     }
     this.#held.set(event.key, { info, event, tries, code });
     this.#save();
-    const { leadName } = this.#ctx.setup.identity;
-    // A gate changed, added or removed is told to the lead once as such (gate-trust.ts), what to approve
+    const { leadName } = this.#leader.setup.identity;
+    // A gate changed, added or removed is told to the lead once as such (leader/gate-trust.ts), what to approve
     // included; other holds once per gate and reason (several tasks held by one gate are one thing to fix).
     if (!(TRUST_ERROR_KINDS as readonly (string | null)[]).includes(info.kind) || info.kind === "insecure_hook") {
       const id = sentId("held", `${info.cause}:${info.hook ?? ""}:${info.reason}`, leadName);
-      this.#ctx.notes = this.#ctx.notes.then(() =>
-        this.#ctx.tellLead(
-          id,
-          heldLeadText(info, this.#ctx.setup.identity.teamDir),
-          `the lead was not told of the hold of ${event.key}`,
-        ),
+      this.#leader.noteToLead(
+        id,
+        heldLeadText(info, this.#leader.setup.identity.teamDir),
+        `the lead was not told of the hold of ${event.key}`,
       );
     }
     if (info.cause === "fault") {
       // Tried again by itself, at the last wait from then on: a fault that cleared ends its hold, no restart needed.
       const delay = FAULT_RETRY_MS[Math.min(tries, FAULT_RETRY_MS.length) - 1] ?? 60_000;
       if (tries === FAULT_RETRY_MS.length + 1)
-        this.#ctx.warn(`${event.key}: held after ${tries} tries (${info.reason}); tried again every ${delay / 1000} s`);
-      this.#ctx.later(event, async () => this.#release(event.key), delay);
+        this.#leader.warn(
+          `${event.key}: held after ${tries} tries (${info.reason}); tried again every ${delay / 1000} s`,
+        );
+      this.#leader.later(event, async () => this.#release(event.key), delay);
     }
   }
 
@@ -142,7 +171,7 @@ export class Holds {
         (!opts.trustOnly || (TRUST_ERROR_KINDS as readonly (string | null)[]).includes(h.info.kind)),
     );
     if (waiting.length === 0) return;
-    const { setup } = this.#ctx;
+    const { setup } = this.#leader;
     const layers = {
       global: path.resolve(setup.hooksDir),
       team: setup.teamHooksDir === null ? null : path.resolve(setup.teamHooksDir),
@@ -161,7 +190,7 @@ export class Holds {
           chains.set(event.event, chain);
         }
         const check = checkChainTrust(chain, event.event, layers, {
-          record: this.#ctx.trust.record,
+          record: this.#leader.trust.record,
           allowInsecure: setup.settings.allowInsecureHooks.value,
           uid: process.getuid?.() ?? null,
           participation: setup.settings.events[event.event].participation.value,
@@ -169,7 +198,7 @@ export class Holds {
         const refused = check.problems.filter((p) => p.kind === "insecure_hook" || !setup.settings.trustChanges.value);
         if (refused.length === 0) this.#release(event.key);
       } catch (error) {
-        this.#ctx.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);
+        this.#leader.warn(`${event.key}: held, not looked at again: ${describeError(error)}`);
       }
     }
   }
@@ -202,7 +231,7 @@ export class Holds {
   /** Runs a held event again: out of the list first, so that it is queued at most once. */
   #release(key: string): void {
     const held = this.#held.get(key);
-    if (!held || this.#ctx.state !== "watching") return;
+    if (!held || this.#leader.state !== "watching") return;
     this.#held.delete(key);
     this.#save();
     this.#run(held.event);
@@ -215,15 +244,15 @@ export class Holds {
 
   /** `hook-state/holds.json` anew (one write at a time, the last state wins). */
   #save(): void {
-    const file = holdsFile(this.#ctx.setup.identity.teamDir);
+    const file = holdsFile(this.#leader.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
       .then(() => {
-        const { teamDir, taskListId } = this.#ctx.setup.identity;
-        return writeHolds(teamDir, taskListId, holds, this.#ctx.now());
+        const { teamDir, taskListId } = this.#leader.setup.identity;
+        return writeHolds(teamDir, taskListId, holds, this.#leader.now());
       })
       .catch((error: unknown) =>
-        this.#ctx.warn(
+        this.#leader.warn(
           `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,
         ),
       );

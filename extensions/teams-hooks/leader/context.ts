@@ -1,32 +1,30 @@
 /**
- * What the parts of the leader share: its options and settings, the team's sources, the queue, the
- * ledger, and the few services every part uses (warn, the clock, one note to the lead, a step tried
- * again later, a write failure said once). leader.ts owns the life cycle; startup.ts, hints.ts,
- * handle.ts and gate-trust.ts each do one part of the work on this context.
+ * What the parts of the leader share, in two parts. The context (`LeaderContext`) is what exists from
+ * construction: its options, runtime and settings, the team's sources, the queue, the sent log, the
+ * trust record, and the few services every part uses (warn, the clock, one note to the lead, a step
+ * tried again later, a write failure said once). What `start()` makes (`Running`: the ledger, the lock,
+ * the held gates and events…) is a second object, never null once made. leader.ts owns the life cycle;
+ * startup.ts, hints.ts, handle.ts and gate-trust.ts each do one part of the work on them.
  */
 import { sentId } from "../team/sent-log.js";
 import { heldSettingWarning } from "../team/setup.js";
 import type { SettingChange } from "../settings/weakening.js";
-import { HooksError, describeError } from "../contract/errors.js";
+import { describeError } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { sendOnce } from "../event/remediate.js";
 import { TrustState } from "../trust/trust-store.js";
 import type { LeaderLock } from "../team/leader-lock.js";
-import { SentLog } from "../team/sent-log.js";
+import type { SentLog } from "../team/sent-log.js";
+import type { Runtime } from "../runner/runtime.js";
 import type { TeamSetup } from "../team/setup.js";
 import { taskFile } from "../team/paths.js";
-import type { DirWatcher } from "../team/file-hints.js";
 import { formatDuration } from "../text/messages.js";
-import type { Deferrals } from "../deferrals/leader-side.js";
+import type { Deferrals } from "./deferrals.js";
 import type { Holds } from "../holds/held-events.js";
 import type { Ledger } from "./ledger.js";
 import type { LeaderOptions, LeaderState, WhyNotice } from "./notices.js";
 import { createKeyedQueue, type KeyedQueue } from "./queue.js";
 import { TeamSources } from "./sources.js";
-
-/** Waits before the 1st, 2nd, … new try of a policy that could not be applied: about a minute in all. */
-export const RETRY_POLICY_MS: readonly number[] = Object.freeze([1_000, 2_000, 4_000, 8_000, 15_000, 30_000]);
-const RETRY_WRITE_MS = Object.freeze({ first: 1_000, max: 30_000 });
 
 /**
  * During a first start's start-up scan: the first-start mark (file-system ms), the files looked at so
@@ -51,8 +49,30 @@ export interface FirstStart {
   rejudged: string[];
 }
 
+/**
+ * What `start()` makes, never null once made (leader/leader.ts builds it right after the ledger opens,
+ * before any event can run): the ledger, the leader lock, the held gates, the held events, a second look
+ * at a task's file, and the check of `hook-state/`. The parts that run once started (handle.ts, hints.ts,
+ * startup.ts) take it beside the context; holds/ and deferrals/ take only the narrow part they use.
+ */
+export interface Running {
+  readonly ledger: Ledger;
+  /** The leader lock: taken again when `hook-state/` or the team dir comes back (hints.ts). */
+  lock: LeaderLock;
+  /** The held gates (leader/deferrals.ts). */
+  readonly deferrals: Deferrals;
+  /** Events held because their gate could not judge the work (holds/held-events.ts). */
+  readonly holds: Holds;
+  /** Looks at a task's file again, whatever its stat says (hints.ts). */
+  readonly relook: (taskId: string) => void;
+  /** Whether `hook-state/` is as the leader wrote it, written again from memory if not (hints.ts). */
+  readonly stateCheck: () => Promise<boolean>;
+}
+
 export class LeaderContext {
   readonly opts: LeaderOptions;
+  /** The clock, lock timeout, sent log, retry waits, spawn listener and test pause (runner/runtime.ts), whole. */
+  readonly runtime: Runtime;
   /** `--verbose`: every caller of `why` tests this first, so that nothing is built when it is off. */
   readonly verbose: boolean;
   /**
@@ -73,17 +93,6 @@ export class LeaderContext {
    * names): without one a claim is nothing, not even a ledger line (gate-trust.ts refreshStartGate).
    */
   startGate = false;
-  ledger: Ledger | null = null;
-  lock: LeaderLock | null = null;
-  watcher: DirWatcher | null = null;
-  /** The held gates (deferrals.ts), from the start on. */
-  deferrals: Deferrals | null = null;
-  /** Events held because their gate could not judge the work (holds.ts), from the start on. */
-  holds: Holds | null = null;
-  /** Looks at a task's file again, whatever its stat says (hints.ts); set once the hints exist. */
-  relook: ((taskId: string) => void) | null = null;
-  /** Whether `hook-state/` is as the leader wrote it, written again from memory if not (hints.ts); set at start. */
-  stateCheck: (() => Promise<boolean>) | null = null;
   readonly sent: SentLog;
   readonly trust: TrustState;
   /** Gate changes and insecure gates already reported by this process (each is said once). */
@@ -94,17 +103,20 @@ export class LeaderContext {
   readonly retryTimers = new Set<NodeJS.Timeout>();
   /** The write failure being reported (said once, until writing works again), and the keys it holds. */
   #writeTrouble: { message: string; keys: Set<string> } | null = null;
+  /** The ledger, once start() has opened it: what keys the completions the sources look at (`opened`). */
+  #memory: Ledger | null = null;
 
-  constructor(opts: LeaderOptions) {
+  constructor(opts: LeaderOptions, runtime: Runtime) {
     this.opts = opts;
+    this.runtime = runtime;
     this.verbose = opts.verbose === true;
     this.setup = opts.setup;
     // The leader's memory of each task's gate round (the ledger, once open) keys its completions.
     this.sources = new TeamSources(opts.setup.identity, {
-      round: (taskId) => this.ledger?.task(taskId).round ?? 0,
-      seen: (taskId, round) => this.ledger?.remember({ round: { taskId, round } }),
+      round: (taskId) => this.#memory?.task(taskId).round ?? 0,
+      seen: (taskId, round) => this.#memory?.remember({ round: { taskId, round } }),
     });
-    this.sent = new SentLog(opts.setup.identity.teamDir);
+    this.sent = runtime.sentLog(opts.setup.identity.teamDir);
     this.trust = new TrustState(opts.setup.identity.teamDir);
     this.queue = createKeyedQueue({
       concurrency: opts.concurrency,
@@ -112,9 +124,9 @@ export class LeaderContext {
     });
   }
 
-  requireLedger(): Ledger {
-    if (!this.ledger) throw new HooksError("E_INTERNAL", "the ledger is not open");
-    return this.ledger;
+  /** The ledger is open (start()): the sources key each task's completions by its gate round from here on. */
+  opened(ledger: Ledger): void {
+    this.#memory = ledger;
   }
 
   warn(message: string): void {
@@ -139,7 +151,7 @@ export class LeaderContext {
   }
 
   now(): string {
-    return (this.opts.now?.() ?? new Date()).toISOString();
+    return this.runtime.now().toISOString();
   }
 
   /** One note to the lead's inbox (team namespace), once whatever happens (team/sent-log.ts). */
@@ -156,6 +168,16 @@ export class LeaderContext {
     if (sent.error) this.warn(`${failure}: ${sent.error}`);
   }
 
+  /** A note to the lead (tellLead) after those under way: stop() waits for it. */
+  noteToLead(id: string, text: string, failure: string): void {
+    this.notes = this.notes.then(() => this.tellLead(id, text, failure));
+  }
+
+  /** Runs `job` through the queue in `event`'s group: after the events of its task (or member) queued before it. */
+  inOrder(event: HookEvent, job: () => Promise<void>): void {
+    this.queue.push(queueGroup(event), job);
+  }
+
   /** Runs `step` for `event` after `delayMs`, through the queue (so the task's events stay in order). */
   later(event: HookEvent, step: () => Promise<void>, delayMs: number): void {
     const timer = setTimeout(() => {
@@ -168,7 +190,7 @@ export class LeaderContext {
 
   /** How long to wait before the `tries`-th new try of a write: doubling from the first wait, capped. */
   writeDelay(tries: number): number {
-    const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
+    const { first, max } = this.runtime.retry.writeMs;
     return Math.min(max, first * 2 ** Math.max(0, tries - 1));
   }
 
@@ -177,7 +199,7 @@ export class LeaderContext {
     const message = typeof error === "string" ? error : describeError(error);
     if (this.#writeTrouble === null) {
       this.#writeTrouble = { message, keys: new Set() };
-      const { first, max } = this.opts.retryWriteMs ?? RETRY_WRITE_MS;
+      const { first, max } = this.runtime.retry.writeMs;
       this.warn(
         `${message}: events stay in flight and are tried again (every ${formatDuration(first)} at first, then up to every ${formatDuration(max)}) until writing works again`,
       );
@@ -219,12 +241,10 @@ export async function forEachYielding<T>(items: readonly T[], fn: (item: T) => v
 export function tellHeldSettings(ctx: LeaderContext, held: readonly SettingChange[]): void {
   const { identity } = ctx.setup;
   for (const c of held) {
-    ctx.notes = ctx.notes.then(() =>
-      ctx.tellLead(
-        sentId("held-setting", `${c.path}:${c.to}`, identity.leadName),
-        heldSettingWarning(ctx.setup.configFile, c),
-        `the lead was not told of the held change of ${c.path}`,
-      ),
+    ctx.noteToLead(
+      sentId("held-setting", `${c.path}:${c.to}`, identity.leadName),
+      heldSettingWarning(ctx.setup.configFile, c),
+      `the lead was not told of the held change of ${c.path}`,
     );
   }
 }

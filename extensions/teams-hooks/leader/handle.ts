@@ -19,14 +19,15 @@ import {
   policyGivenUpText,
   recordsDisagreeText,
 } from "../text/messages.js";
-import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
-import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
+import { type LeaderContext, type Running, queueGroup } from "./context.js";
+import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
 import { type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
+import type { SpawnInfo } from "../runner/runtime.js";
 import {
   GateTransitionError,
   type GateState,
@@ -51,6 +52,7 @@ const KEEP_TASK_CHARS = 1024 * 1024;
 
 export class EventHandler {
   readonly #ctx: LeaderContext;
+  readonly #run: Running;
   /**
    * Each member's idle notification waiting in the queue (not started): a newer one of the same member
    * supersedes it. A member's burst of notifications runs the idle gate on the first and the latest.
@@ -60,15 +62,41 @@ export class EventHandler {
   readonly #disagreements = new Map<string, { what: string; known: boolean }>();
   /** Events judged again for a disagreement that no gate judged (none in force): not taken again in this run. */
   readonly #noGate = new Set<string>();
+  /** Events whose gates are running, by key: the event and its run id (that of the chain's first hook). */
+  readonly #running = new Map<string, { event: HookEvent; runId: string }>();
 
-  constructor(ctx: LeaderContext) {
+  constructor(ctx: LeaderContext, run: Running) {
     this.#ctx = ctx;
+    this.#run = run;
+  }
+
+  /**
+   * A hook of an event this handler runs has started (the runtime's `onSpawn`): the `started` notice, and
+   * for the chain's first hook (it carries the event's run id; later hooks have their own) the ledger's
+   * record of its process group.
+   */
+  spawned(info: SpawnInfo): void {
+    const running = this.#running.get(info.key);
+    if (!running) return;
+    const { event, runId } = running;
+    this.#ctx.opts.report({
+      kind: "started",
+      event: event.event,
+      key: event.key,
+      hook: info.hook,
+      taskId: event.taskId,
+      startedAt: Date.now(),
+    });
+    if (info.runId === runId)
+      this.#run.ledger
+        .spawned(event.key, runId, info.pid)
+        .catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
   }
 
   /** A looked-at event: queued unless done, queued already, or history. `task`: the task as it was just read. */
   consider(event: HookEvent, task?: Task): void {
     if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#run.ledger;
     if (this.#ctx.firstStart?.history.has(event.key)) {
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "baseline", { detail: BASELINE_DETAIL });
       return;
@@ -119,7 +147,7 @@ export class EventHandler {
   #whyKnown(event: HookEvent): void {
     if (this.#ctx.queued.has(event.key))
       return this.#ctx.whyEvent(event, "queued", { detail: "queued or running in this leader" });
-    this.#ctx.whyEvent(event, "in_ledger", { detail: memoryWord(this.#ctx.requireLedger().get(event.key)) });
+    this.#ctx.whyEvent(event, "in_ledger", { detail: memoryWord(this.#run.ledger.get(event.key)) });
   }
 
   /** `--verbose`: what the gates did not do: none existed, or some were skipped by their matchers. */
@@ -166,9 +194,7 @@ export class EventHandler {
   /** An idle notification a newer one replaced before its gate started: done, with no run and no log. */
   async #supersede(event: HookEvent, by: string): Promise<void> {
     try {
-      await this.#ctx
-        .requireLedger()
-        .finish(event.key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null });
+      await this.#run.ledger.finish(event.key, this.#ctx.now(), { runId: null, outcome: "superseded", log: null });
     } catch (error) {
       // Not recorded: the next start looks at it again (and runs its gate): a gate too many, never one lost.
       this.#ctx.warn(`${event.key}: ${describeError(error)}`);
@@ -180,11 +206,11 @@ export class EventHandler {
 
   /** `task`: the task as the look read it, passed to the hooks instead of being read again (a retry reads it anew). */
   async #handle(event: HookEvent, retry: boolean, progress?: EventProgress, task?: Task): Promise<void> {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#run.ledger;
     const setup = this.#ctx.setup;
     const runId = randomUUID();
     // hook-state/ deleted meanwhile: written again from memory first (its lock keeps a second leader out).
-    if (this.#ctx.stateCheck && !(await this.#ctx.stateCheck())) {
+    if (!(await this.#run.stateCheck())) {
       const writes = (progress?.writeTries ?? 0) + 1;
       this.#ctx.later(
         event,
@@ -223,8 +249,9 @@ export class EventHandler {
       writeTries: progress?.writeTries ?? 0,
     };
     // The record changed since the last look (an approval): events held for it are looked at again.
-    if (refreshTrust(this.#ctx)) void this.#ctx.holds?.reconsider();
+    if (refreshTrust(this.#ctx)) void this.#run.holds.reconsider();
     let outcome: InvokeOutcome;
+    this.#running.set(event.key, { event, runId });
     try {
       outcome = await invokeEvent({
         // The settings in force as this try begins, whole: a config.json change takes effect at the next.
@@ -239,29 +266,15 @@ export class EventHandler {
         applyPolicy: isTaskEvent(event.event),
         retry: state.retry,
         attempt,
-        sentLog: this.#ctx.sent,
+        runtime: this.#ctx.runtime,
         memory: ledgerMemory(ledger),
         trust: { record: this.#ctx.trust.record, onCheck: (check) => reportTrustCheck(this.#ctx, check) },
-        ...(this.#ctx.opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: this.#ctx.opts.lockTimeoutMs }),
         env: this.#ctx.opts.env,
         runId,
         notBefore: durable,
         // In a burst (events wait) the next run's standby starts as soon as this gate has (runner/run-hook.ts).
         standby: { ahead: () => this.#ctx.queue.size > this.#ctx.queue.running },
         stopping: () => this.#ctx.state === "stopping" || this.#ctx.state === "stopped",
-        onSpawn: ({ pid, runId: spawnedRunId, hook }) => {
-          this.#ctx.opts.report({
-            kind: "started",
-            event: event.event,
-            key: event.key,
-            hook,
-            taskId: event.taskId,
-            startedAt: Date.now(),
-          });
-          // The chain's first hook carries the event's run id; later hooks of a chain have their own.
-          if (spawnedRunId === runId)
-            ledger.spawned(event.key, runId, pid).catch((error: unknown) => this.#ctx.writeFailed(event.key, error));
-        },
       });
     } catch (error) {
       if (isWriteError(error)) {
@@ -274,6 +287,8 @@ export class EventHandler {
       // A bug of ours. Left in flight on purpose: the next start retries it; kept in #queued so it does not loop now.
       this.#ctx.warn(`${event.key}: not completed: ${describeError(error)}; it is retried at the next start`);
       return;
+    } finally {
+      this.#running.delete(event.key);
     }
     if (outcome.interrupted !== undefined) {
       // Nothing applied, nothing logged: the key stays in flight in the ledger, as after a crash.
@@ -308,7 +323,7 @@ export class EventHandler {
   async #settle(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): Promise<void> {
     const pending = outcome.pending;
     if (pending?.stage === "remediation") return this.#retryPolicy(event, outcome, pending, state);
-    this.#ctx.holds?.unlist(event.key);
+    this.#run.holds.unlist(event.key);
     if (pending?.stage === "logs") {
       state.writeTries += 1;
       this.#ctx.writeFailed(event.key, pending.error);
@@ -317,21 +332,21 @@ export class EventHandler {
       return;
     }
     if (!(await this.#record(event, outcome, state))) return;
-    if (outcome.deferral) this.#ctx.deferrals?.held(outcome.deferral);
+    if (outcome.deferral) this.#run.deferrals.held(outcome.deferral);
     this.#listHold(event, outcome, state);
     // A policy given up on leaves the key in flight in the ledger: the next start tries it again.
     outcome.problems.forEach((p) => this.#ctx.warn(`${event.key}: ${p}`));
     this.#ctx.wroteOk(event.key);
     this.#ctx.queued.delete(event.key);
     if (this.#ctx.opts.inbox === "consume" && event.event === "idle") await this.#markHandled(event);
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#run.ledger;
     await ledger.maybeCompact().catch((error: unknown) => this.#ctx.warn(`ledger: ${describeError(error)}`));
     // Taken again for a disagreement, and no gate judged it (none in force): nothing was missed, nothing to report.
     if (!(await this.#sayDisagreement(event, outcome))) return;
     this.#report(event, outcome, state);
     // A reopen moved the task into its next gate round: a look made before the round was remembered
     // (a worker's completion right after the reopen, with an old copy of the metadata) is made again.
-    if (outcome.remembered?.round && event.taskId !== null) this.#ctx.relook?.(event.taskId);
+    if (outcome.remembered?.round && event.taskId !== null) this.#run.relook(event.taskId);
     // The next run's standby, once this event's policy and log are written (runner/standby.ts). In a burst,
     // with events waiting, it was started already as the gate started (`standby.ahead` above): the standbys
     // still due start once nothing waits.
@@ -349,7 +364,7 @@ export class EventHandler {
     pending: PendingStep,
     state: EventProgress,
   ): Promise<void> {
-    const delays = this.#ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
+    const delays = this.#ctx.runtime.retry.policyMs;
     const delay = delays[state.policyTries];
     state.policyTries += 1;
     const again = async (): Promise<void> => this.#settle(event, await pending.resume(), state);
@@ -362,7 +377,7 @@ export class EventHandler {
     }
     if (state.policyTries === delays.length + 1) {
       await this.#giveUp(event, pending.error, state);
-      this.#ctx.holds?.listUnwritten({
+      this.#run.holds.listUnwritten({
         key: event.key,
         event: event.event,
         taskId: event.taskId,
@@ -386,7 +401,7 @@ export class EventHandler {
    */
   async #record(event: HookEvent, outcome: InvokeOutcome, state: EventProgress): Promise<boolean> {
     if (outcome.policyApplied === false) return true;
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#run.ledger;
     const at = this.#ctx.now();
     const { deferral: held } = outcome;
     const hold = heldFor(outcome.counted);
@@ -434,7 +449,7 @@ export class EventHandler {
       ? inputReaching({ state: reached.to, ...(reached.cause ? { cause: reached.cause } : {}) })
       : null;
     if (!reached || !input) return undefined;
-    const from = this.#ctx.requireLedger().place(event.key) ?? { state: "running" };
+    const from = this.#run.ledger.place(event.key) ?? { state: "running" };
     try {
       return next(from, input).to;
     } catch (error) {
@@ -462,7 +477,7 @@ export class EventHandler {
       runId: result.runId,
       log: outcome.logFile,
     };
-    this.#ctx.holds?.held(event, entry, state.attempt, result.errorCode ?? null);
+    this.#run.holds.held(event, entry, state.attempt, result.errorCode ?? null);
   }
 
   /** The event's one-line report (and --json's record). */
@@ -563,7 +578,7 @@ export class EventHandler {
 }
 
 /** The leader's memory of its tasks' gate lives, as the policy reads it (event/remediate.ts GateMemory). */
-export function ledgerMemory(ledger: Ledger): GateMemory {
+export function ledgerMemory(ledger: Pick<Ledger, "task" | "remember">): GateMemory {
   return {
     round: (id) => ledger.task(id).round,
     root: (id) => ledger.task(id).root,

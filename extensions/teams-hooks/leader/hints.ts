@@ -14,12 +14,12 @@ import { isDeferralFileName } from "../deferrals/record.js";
 import { TRUST_FILE_NAME, replaceTrust, trustFile } from "../trust/trust-store.js";
 import { acquireLeaderLock } from "../team/leader-lock.js";
 import { sentId } from "../team/sent-log.js";
-import type { WatchTarget } from "../team/file-hints.js";
-import { type LeaderContext, forEachYielding } from "./context.js";
+import { type DirWatcher, type WatchTarget, watchDirs } from "../team/file-hints.js";
+import { type LeaderContext, type Running, forEachYielding } from "./context.js";
 import { BASELINE_DETAIL, type WhyReason } from "./notices.js";
 import { isTaskFileName, type TaskLook } from "./sources.js";
 import { isHistory } from "./startup.js";
-import { refreshStartGate, trustHint } from "../trust/gate-trust.js";
+import { refreshStartGate, trustHint } from "./gate-trust.js";
 import { leaderStateDir } from "../team/paths.js";
 import { withSettingsOf } from "../team/setup.js";
 
@@ -28,6 +28,9 @@ export type Consider = (event: HookEvent, task?: Task) => void;
 
 export class Hints {
   readonly #ctx: LeaderContext;
+  readonly #run: Running;
+  /** The watchers (team/file-hints.ts), once armed (`arm`). */
+  #watcher: DirWatcher | null = null;
   readonly #consider: Consider;
   #configReload: Promise<void> = Promise.resolve();
   /** The warnings of the last config.json read (the start's, then each reload's): a reload says only new ones. */
@@ -43,8 +46,9 @@ export class Hints {
   #teamDirIno: number | null | undefined;
   #teamDirGoneAt: string | null = null;
 
-  constructor(ctx: LeaderContext, consider: Consider) {
+  constructor(ctx: LeaderContext, run: Running, consider: Consider) {
     this.#ctx = ctx;
+    this.#run = run;
     this.#consider = consider;
     this.#configWarnings = new Set(ctx.opts.setup.warnings);
   }
@@ -61,6 +65,21 @@ export class Hints {
 
   stop(): void {
     if (this.#reconcileTimer) clearTimeout(this.#reconcileTimer);
+  }
+
+  /** Arms the watchers on `targets()`: hints are taken from here on. */
+  async arm(): Promise<void> {
+    const ctx = this.#ctx;
+    this.#watcher = await watchDirs(this.targets(), {
+      poll: ctx.opts.poll,
+      pollIntervalMs: ctx.opts.pollIntervalMs,
+      onError: (m) => ctx.warn(m),
+    });
+  }
+
+  /** Closes the watchers (stop). */
+  async close(): Promise<void> {
+    await this.#watcher?.close();
   }
 
   targets() {
@@ -92,9 +111,8 @@ export class Hints {
         onHint: () => this.config(),
       });
     }
-    const deferrals = ctx.deferrals;
-    if (deferrals)
-      targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
+    const { deferrals } = this.#run;
+    targets.push({ dir: deferrals.dir, accept: isDeferralFileName, onHint: (file: string) => deferrals.hint(file) });
     // The lead's approval (`trust` rewrites the record): events held for it run at once.
     targets.push({
       dir: leaderStateDir(ctx.setup.identity.teamDir),
@@ -185,7 +203,7 @@ export class Hints {
     const lockFile = path.join(leaderStateDir(teamDir), "leader.lock");
     const intact = (): boolean => {
       const ino = inodeOf(leaderStateDir(teamDir));
-      return ino !== null && ino === this.#stateDirIno && ctx.lock !== null && existsSync(lockFile);
+      return ino !== null && ino === this.#stateDirIno && existsSync(lockFile);
     };
     if (intact()) return true;
     // A whole team dir being deleted loses hook-state/ first (rm -r empties a folder before removing
@@ -198,10 +216,10 @@ export class Hints {
     const ino = inodeOf(leaderStateDir(teamDir));
     const gone = ino === null ? "was deleted" : ino !== this.#stateDirIno ? "was replaced" : "lost the leader lock";
     try {
-      ctx.lock = await acquireLeaderLock(teamDir);
-      await ctx.requireLedger().compact();
+      this.#run.lock = await acquireLeaderLock(teamDir);
+      await this.#run.ledger.compact();
       if (ctx.trust.record) ctx.trust.set(await replaceTrust(teamDir, ctx.trust.record));
-      ctx.holds?.rewrite();
+      this.#run.holds.rewrite();
       this.#stateDirIno = inodeOf(leaderStateDir(teamDir));
     } catch (error) {
       ctx.warn(
@@ -209,7 +227,7 @@ export class Hints {
       );
       return false;
     }
-    ctx.watcher?.rearm();
+    this.#watcher?.rearm();
     ctx.warn(
       `${leaderStateDir(teamDir)} ${gone} while the leader ran: written again from memory (leader lock, ledger, trust record, held events)`,
     );
@@ -238,7 +256,7 @@ export class Hints {
     // leader writes its own back when the team dir returns, and must not take the gap for an edit.
     if (!existsSync(trustFile(ctx.setup.identity.teamDir))) return;
     this.#trustLook = this.#trustLook
-      .then(() => trustHint(ctx))
+      .then(() => trustHint(ctx, this.#run.holds))
       .catch((error: unknown) => ctx.warn(`trust record: not looked at: ${describeError(error)}`));
     // `trust` approved held settings (it rewrites the record for that): config.json is read again.
     if (ctx.setup.heldSettings.length > 0) this.config();
@@ -318,11 +336,12 @@ export class Hints {
     if (!(await this.#teamDirPresent())) return; // nothing to scan (and nothing to run) while it is gone
     if (!(await this.stateDirPresent())) return;
     await refreshStartGate(ctx, true); // a start gate added or removed since the last scan
-    await trustHint(ctx); // a trust record changed without a hint: events held for approval looked at again
+    // A trust record changed without a hint: events held for approval looked at again.
+    await trustHint(ctx, this.#run.holds);
     // A hold ends when its cause does: a gate put back as it was trusted runs its held events without an approval.
-    if ((ctx.holds?.size ?? 0) > 0) await ctx.holds?.reconsider({ trustOnly: true });
+    if (this.#run.holds.size > 0) await this.#run.holds.reconsider({ trustOnly: true });
     // And a fault that is seen cleared: its held events run now, not at their next try.
-    ctx.holds?.releaseCleared();
+    this.#run.holds.releaseCleared();
     const files = await ctx.sources.listTaskFiles();
     ctx.sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.
@@ -334,7 +353,7 @@ export class Hints {
       64,
     );
     if (ctx.opts.inbox !== "off") this.inbox();
-    await ctx.deferrals?.reconcile();
+    await this.#run.deferrals.reconcile();
   }
 
   /**
@@ -366,16 +385,16 @@ export class Hints {
     this.#teamDirGoneAt = null;
     try {
       // The old lock file went with the old folder: never release it (that would remove the new one).
-      ctx.lock = await acquireLeaderLock(dir);
-      await ctx.requireLedger().compact(); // the whole ledger, from memory, into the new hook-state/
+      this.#run.lock = await acquireLeaderLock(dir);
+      await this.#run.ledger.compact(); // the whole ledger, from memory, into the new hook-state/
       // The trust record too: gone with the folder, it would make every gate untrusted.
       if (ctx.trust.record) ctx.trust.set(await replaceTrust(dir, ctx.trust.record));
-      ctx.holds?.rewrite();
+      this.#run.holds.rewrite();
       this.noteStateDir();
     } catch (error) {
       ctx.warn(`team dir ${dir} is back, but the leader's state could not be written there: ${describeError(error)}`);
     }
-    ctx.watcher?.rearm();
+    this.#watcher?.rearm();
     const since = goneAt ? ` (gone since ${goneAt})` : " (it was replaced)";
     ctx.opts.report({ kind: "info", message: `team dir ${dir} is back${since}: watching it again` });
     const { identity } = ctx.setup;

@@ -17,8 +17,9 @@
  *
  * The parts: startup.ts (start-up scan, first start, crash recovery), hints.ts (watchers, reconcile,
  * config reload, the team dir coming and going), handle.ts (one event from the queue to the ledger),
- * gate-trust.ts (the trust record), deferrals.ts (held gates: decisions applied, deadlines), all on the
- * shared context.ts.
+ * gate-trust.ts (the trust record), leader/deferrals.ts (held gates: decisions applied, deadlines),
+ * holds/held-events.ts (held events), on the shared context.ts: the context from construction, and
+ * `Running`, what start() makes, never null once made.
  */
 import { tellHeldSettings } from "./context.js";
 import { readApprovedSettings, writeApprovedSettings } from "../team/approved-settings.js";
@@ -28,12 +29,12 @@ import { sandboxNotice } from "../runner/sandbox.js";
 import { HooksError, describeError } from "../contract/errors.js";
 import { discoverChains } from "../gates/chain.js";
 import { terminateAllRuns } from "../runner/run-hook.js";
-import { acquireLeaderLock } from "../team/leader-lock.js";
-import { watchDirs } from "../team/file-hints.js";
-import { LeaderContext } from "./context.js";
-import { Deferrals } from "../deferrals/leader-side.js";
+import { alsoOnSpawn, createRuntime } from "../runner/runtime.js";
+import { type LeaderLock, acquireLeaderLock } from "../team/leader-lock.js";
+import { LeaderContext, type Running } from "./context.js";
+import { Deferrals } from "./deferrals.js";
 import { Holds } from "../holds/held-events.js";
-import { refreshStartGate, takeTrust } from "../trust/gate-trust.js";
+import { refreshStartGate, takeTrust } from "./gate-trust.js";
 import { EventHandler } from "./handle.js";
 import { Hints } from "./hints.js";
 import { Ledger } from "./ledger.js";
@@ -50,16 +51,18 @@ import {
 
 export class Leader {
   readonly #ctx: LeaderContext;
-  readonly #events: EventHandler;
-  readonly #hints: Hints;
+  /** What start() made, and the parts that work on it: null before, and when a start failed before the ledger. */
+  #started: { run: Running; events: EventHandler; hints: Hints } | null = null;
+  /** The leader lock taken by a start that has not made `Running` yet (released if it fails meanwhile). */
+  #lock: LeaderLock | null = null;
   /** The start-up scan, under way from `start()` until the `ready` notice. */
   #startupScan: Promise<void> | null = null;
   #stopping: Promise<void> | null = null;
 
   constructor(opts: LeaderOptions) {
-    this.#ctx = new LeaderContext(opts);
-    this.#events = new EventHandler(this.#ctx);
-    this.#hints = new Hints(this.#ctx, (event, task) => this.#events.consider(event, task));
+    // The runtime given (or the defaults), with this leader's own spawn listener: its notice and ledger record.
+    const runtime = alsoOnSpawn(opts.runtime ?? createRuntime(), (info) => this.#started?.events.spawned(info));
+    this.#ctx = new LeaderContext(opts, runtime);
   }
 
   get state(): LeaderState {
@@ -85,10 +88,12 @@ export class Leader {
           "E_TEAM_DIR",
           `the leader does not keep its ground in ${identity.teamDir}, so it does not start: ${ground.join("; ")}. As root, examples/leader-user/setup.sh team lays the team dir out for a leader of its own user (docs/security.md)`,
         );
-      ctx.lock = await acquireLeaderLock(identity.teamDir);
-      this.#hints.noteTeamDir();
-      ctx.ledger = await Ledger.open(identity.teamDir, (m) => ctx.warn(m));
-      await endOrphanedRuns(ctx);
+      this.#lock = await acquireLeaderLock(identity.teamDir);
+      const ledger = await Ledger.open(identity.teamDir, (m) => ctx.warn(m));
+      ctx.opened(ledger);
+      const { run, events, hints } = this.#make(this.#lock, ledger);
+      this.#lock = null;
+      await endOrphanedRuns(ctx, ledger);
       // Each event's whole chain (both layers' files, then the handlers), as its events will find it.
       const chains = await discoverChains(opts.setup.hooksDir, opts.setup.teamHooksDir, opts.setup.settings.handlers);
       opts.report({ kind: "hooks", hooks: chains });
@@ -96,7 +101,6 @@ export class Leader {
       const sandbox = sandboxNotice(opts.setup.settings.sandbox);
       if (sandbox.level === "info") opts.report({ kind: "info", message: sandbox.message });
       else ctx.warn(sandbox.message);
-      const ledger = ctx.requireLedger();
       await takeTrust(ctx, ledger, chains);
       // The settings that can weaken a verdict, taken as approved at the first start (as the gates are);
       // a change held for approval is told to the lead (its warning is on the output already).
@@ -115,39 +119,30 @@ export class Leader {
         ctx.firstStart = beginFirstStart(ctx, ledger.fresh, claimsFirst);
       await refreshStartGate(ctx, false, chains.find((c) => c.event === "task_started")?.chain);
       // before any event of this start can be in flight
-      await recoverInFlight(ctx, (event) => this.#events.enqueue(event, true));
+      await recoverInFlight(ctx, ledger, (event) => events.enqueue(event, true));
       // Held gates: decisions recorded while no leader ran are applied, overdue ones expire.
-      ctx.deferrals = new Deferrals(ctx);
-      await ctx.deferrals.start();
+      await run.deferrals.start();
       // Events held because their gate could not judge the work run again: a restart is one way a hold ends.
-      ctx.holds = new Holds(ctx, (event) => this.#events.enqueue(event, true));
-      ctx.holds.start();
-      ctx.relook = (taskId) => this.#hints.task(ctx.sources.forget(taskId));
-      this.#hints.noteStateDir();
-      ctx.stateCheck = () => this.#hints.stateDirPresent();
+      run.holds.start();
       // Hints are taken from here on: the watchers are armed before the start-up scan lists the folder,
       // so a file written meanwhile is either listed or hinted (or both).
       ctx.state = "watching";
-      ctx.watcher = await watchDirs(this.#hints.targets(), {
-        poll: opts.poll,
-        pollIntervalMs: opts.pollIntervalMs,
-        onError: (m) => ctx.warn(m),
-      });
+      await hints.arm();
       if (opts.inbox !== "off") {
         // On a first start, the notifications already in the inbox are history.
         const inbox = await ctx.sources.lookAtInbox({ force: true, unreadOnly: opts.inbox === "consume" });
         inbox.problems.forEach((p) => ctx.warn(p));
         for (const event of inbox.events) {
           if (ctx.firstStart && !ctx.firstStart.claimsOnly) ctx.firstStart.history.add(event.key);
-          else this.#events.consider(event);
+          else events.consider(event);
         }
       }
       const markers = firstStart ? [BASELINE_DONE_KEY, CLAIMS_BASELINE_KEY] : claimsFirst ? [CLAIMS_BASELINE_KEY] : [];
-      this.#startupScan = scanAtStart(ctx, markers, began, (file) => this.#hints.look(file))
+      this.#startupScan = scanAtStart(ctx, ledger, markers, began, (file) => hints.look(file))
         .catch((error: unknown) =>
           ctx.warn(`start-up scan failed: ${describeError(error)}; the reconcile scan goes on looking`),
         )
-        .finally(() => this.#hints.scheduleReconcile());
+        .finally(() => hints.scheduleReconcile());
       return { hooks: chains };
     } catch (error) {
       await this.stop();
@@ -156,12 +151,38 @@ export class Leader {
   }
 
   /**
+   * What start() makes once the ledger is open, before any event can run: the held gates and events,
+   * the hints (the team dir and `hook-state/` noted as they are now) and the event handler, each on the
+   * same `Running`; their own start is start()'s, in its order.
+   */
+  #make(lock: LeaderLock, ledger: Ledger): { run: Running; events: EventHandler; hints: Hints } {
+    const ctx = this.#ctx;
+    let hints: Hints | null = null;
+    let events: EventHandler | null = null;
+    const run: Running = {
+      ledger,
+      lock,
+      deferrals: new Deferrals(ctx, ledger),
+      holds: new Holds(ctx, ledger, (event) => events?.enqueue(event, true)),
+      relook: (taskId) => hints?.task(ctx.sources.forget(taskId)),
+      stateCheck: async () => (hints ? hints.stateDirPresent() : true),
+    };
+    events = new EventHandler(ctx, run);
+    const handler = events;
+    hints = new Hints(ctx, run, (event, task) => handler.consider(event, task));
+    hints.noteTeamDir();
+    hints.noteStateDir();
+    this.#started = { run, events, hints };
+    return this.#started;
+  }
+
+  /**
    * Resolves when no event waits or runs (and neither the inbox, a reconcile scan nor the start-up scan is being looked
    * at).
    */
   async idle(): Promise<void> {
     for (;;) {
-      await Promise.all([...this.#hints.busy(), this.#startupScan]);
+      await Promise.all([...(this.#started?.hints.busy() ?? []), this.#startupScan]);
       await this.#ctx.queue.onIdle();
       if (this.#ctx.queue.size === 0) return;
     }
@@ -175,25 +196,29 @@ export class Leader {
 
   async #shutdown(): Promise<void> {
     const ctx = this.#ctx;
+    const started = this.#started;
     // A leader that never took events (refused by another's lock, a start that failed) did not stop:
     // it never started, and its error says why.
-    const started = ctx.state === "watching";
+    const watched = ctx.state === "watching";
     ctx.state = "stopping";
-    this.#hints.stop();
-    ctx.deferrals?.stop();
+    started?.hints.stop();
+    started?.run.deferrals.stop();
     // Events waiting for a new try stay in flight in the ledger (or unrecorded): the next start takes them.
     for (const timer of ctx.retryTimers) clearTimeout(timer);
     ctx.retryTimers.clear();
-    await ctx.watcher?.close();
+    await started?.hints.close();
     await this.#startupScan; // it stops at its next file
     const dropped = await ctx.queue.close();
     await ctx.notes;
-    await ctx.holds?.settled();
+    await started?.run.holds.settled();
     await terminateAllRuns(); // a safety net: the queue has waited for every running hook
-    if (ctx.ledger) await saveScanState(ctx);
-    await ctx.ledger?.close();
-    await ctx.lock?.release();
+    if (started) {
+      await saveScanState(ctx);
+      await started.run.ledger.close();
+      await started.run.lock.release();
+    }
+    await this.#lock?.release(); // a start that failed before its ledger opened
     ctx.state = "stopped";
-    if (started) ctx.opts.report({ kind: "stopped", dropped });
+    if (watched) ctx.opts.report({ kind: "stopped", dropped });
   }
 }

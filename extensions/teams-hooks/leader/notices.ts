@@ -6,6 +6,7 @@
 import type { HookEventName } from "../contract/contract.js";
 import type { ChainDiscovery } from "../gates/chain.js";
 import type { TeamSetup } from "../team/setup.js";
+import type { Runtime } from "../runner/runtime.js";
 import type { RerunCause } from "../policy/gate-life.js";
 
 export type LeaderState = "starting" | "watching" | "stopping" | "stopped";
@@ -21,22 +22,17 @@ export interface LeaderOptions {
   pollIntervalMs: number;
   catchUp: boolean;
   report: (notice: LeaderNotice) => void;
-  now?: () => Date;
+  /**
+   * The clock, lock timeout, sent log, retry waits, spawn listener and test pause, whole
+   * (runner/runtime.ts); default `createRuntime()`. The leader adds its own spawn listener to it.
+   */
+  runtime?: Runtime;
   /**
    * Re-reads the team's settings when config.json changes, given the `hooks` block in force (undefined
    * when none is) so that an invalid block, or a config.json unreadable, gone or without `hooks`,
    * keeps it. Without it, config.json is read once, at start.
    */
   reloadSetup?: (lastValidHooks: Record<string, unknown> | undefined) => Promise<TeamSetup>;
-  /** How long the policy's writes wait for a lock (default the lock protocol's 10 s). */
-  lockTimeoutMs?: number;
-  /**
-   * Waits before each new try of a policy that could not be applied (a task lock held too long); once
-   * they are used up the leader gives up on that event, loudly. Default RETRY_POLICY_MS (context.ts).
-   */
-  retryPolicyMs?: readonly number[];
-  /** First and longest wait between tries of a write that failed (a full disk); default 1 s and 30 s. */
-  retryWriteMs?: { first: number; max: number };
   /**
    * `--verbose`: a `why` notice for every change looked at, saying whether it became an event and why
    * (or why not). Off, the leader builds none of them: its hot path only tests this flag.

@@ -26,7 +26,8 @@ import { type FirstStart, type LeaderContext, forEachYielding } from "./context.
 import type { TaskLook } from "./sources.js";
 import { sentId } from "../team/sent-log.js";
 import { ledgerLostText } from "../text/messages.js";
-import { gateHistory } from "../trust/gate-trust.js";
+import type { Ledger } from "./ledger.js";
+import { gateHistory } from "./gate-trust.js";
 import {
   GateTransitionError,
   type GatePlace,
@@ -70,8 +71,8 @@ const STAMP_SLACK_MS = 60_000;
  * chain: they carry the event's run id, or `<runId>.N`), and removes their run folders, and the
  * standby folders a dead leader left.
  */
-export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
-  for (const run of ctx.requireLedger().inFlight()) {
+export async function endOrphanedRuns(ctx: LeaderContext, ledger: Ledger): Promise<void> {
+  for (const run of ledger.inFlight()) {
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
     if (killed > 0) ctx.warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
     removeRunDirs(run.runId);
@@ -86,8 +87,11 @@ export async function endOrphanedRuns(ctx: LeaderContext): Promise<void> {
  * says the gate was deferred (its deferral file written again if the crash came before it), else
  * retried.
  */
-export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEvent) => void): Promise<void> {
-  const ledger = ctx.requireLedger();
+export async function recoverInFlight(
+  ctx: LeaderContext,
+  ledger: Ledger,
+  retry: (event: HookEvent) => void,
+): Promise<void> {
   const inFlight = ledger.inFlight();
   if (inFlight.length === 0) return;
   const earliest = inFlight.map((r) => r.startedAt).sort()[0] ?? "";
@@ -123,7 +127,7 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
       });
       ctx.opts.report({ kind: "recovered", key: run.key, how: "deferred" });
     } else if (logged?.complete) {
-      const to = movedByLog(ctx, run.key, logged.place);
+      const to = movedByLog(ctx, ledger, run.key, logged.place);
       const hold = heldFor(to);
       if (hold && run.event) {
         // Held for the lead or a retry: held again (the held events are taken up after this), never done.
@@ -152,11 +156,11 @@ export async function recoverInFlight(ctx: LeaderContext, retry: (event: HookEve
  * (policy/gate-life.ts) moves it from where the ledger has the key (running); null when the log records
  * no place. A move `next` refuses is a bug of ours: said, and the log's place taken all the same.
  */
-function movedByLog(ctx: LeaderContext, key: string, place: GatePlace | null): GatePlace | null {
+function movedByLog(ctx: LeaderContext, ledger: Ledger, key: string, place: GatePlace | null): GatePlace | null {
   const input = place ? inputReaching(place) : null;
   if (!place || !input) return null;
   try {
-    const move = next(ctx.requireLedger().place(key) ?? { state: "running" }, input);
+    const move = next(ledger.place(key) ?? { state: "running" }, input);
     return move.cause ? { state: move.to, cause: move.cause } : { state: move.to };
   } catch (error) {
     if (!(error instanceof GateTransitionError)) throw error;
@@ -237,6 +241,7 @@ export function isHistory(look: Extract<TaskLook, { kind: "task" }>, event: Hook
  */
 export async function scanAtStart(
   ctx: LeaderContext,
+  ledger: Ledger,
   markers: readonly string[],
   began: number,
   look: (file: string) => void,
@@ -245,7 +250,7 @@ export async function scanAtStart(
   const files = await ctx.sources.listTaskFiles();
   // A file hinted before this was read in full; one looked at from here on is only stat'ed if the
   // saved state knows it unchanged.
-  restoreScanState(ctx);
+  restoreScanState(ctx, ledger);
   await forEachYielding(files, (file) => ctx.state === "watching" && look(file), 64);
   ctx.sources.dropRestoredState();
   if (ctx.state !== "watching") return; // stopping: a first start's baseline stays unrecorded
@@ -284,7 +289,7 @@ export async function scanAtStart(
     // A team a leader gated before (its hook logs say so) whose ledger is gone: what is taken as history
     // now may be completions no gate judged (made while the ledger was gone). Said, with how to judge one.
     const taken = [...history].flatMap((key) => (/^task_(completed|failed):/.test(key) ? [key.split(":")[1]] : []));
-    if (ctx.requireLedger().fresh && taken.length > 0) {
+    if (ledger.fresh && taken.length > 0) {
       const before = await gateHistory(ctx.opts.setup.identity.teamDir);
       if (before !== null) {
         const { teamDir, leadName } = ctx.opts.setup.identity;
@@ -302,7 +307,7 @@ export async function scanAtStart(
       }
     }
     baseline = history.size;
-    await ctx.requireLedger().baseline([...history, ...markers], ctx.now());
+    await ledger.baseline([...history, ...markers], ctx.now());
     ctx.firstStart = null;
     try {
       unlinkSync(firstStartFile(ctx.opts.setup.identity.teamDir));
@@ -323,7 +328,7 @@ export async function scanAtStart(
  * A previous leader's knowledge of the task files (saved at its shutdown): with it, the start-up scan
  * stats every file but reads only the changed ones. Missing, unreadable or foreign: every file is read.
  */
-function restoreScanState(ctx: LeaderContext): void {
+function restoreScanState(ctx: LeaderContext, ledger: Ledger): void {
   const file = scanStateFile(ctx.setup.identity.teamDir);
   const read = readRegularFile(file, { maxBytes: MAX_TEAM_FILE_BYTES });
   if (!read.ok) {
@@ -331,7 +336,6 @@ function restoreScanState(ctx: LeaderContext): void {
     return;
   }
   // A state of another task list or version (a cache, not data) is ignored without a word.
-  const ledger = ctx.requireLedger();
   ctx.sources.restoreState(read.text, (key) => ledger.has(key));
 }
 

@@ -11,6 +11,7 @@ import { describeError } from "../contract/errors.js";
 import { Leader } from "../leader/leader.js";
 import type { EventReport, LeaderNotice } from "../leader/notices.js";
 import { terminateAllRuns } from "../runner/run-hook.js";
+import { createRuntime } from "../runner/runtime.js";
 import { attachedTeam, piTeamsRoot } from "../team/attach-claim.js";
 import { isSafeName } from "../team/paths.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
@@ -60,6 +61,8 @@ const RECOVERED_HOW: Readonly<Record<"logged" | "retry" | "deferred" | "held", s
 
 export class GateService {
   readonly #opts: Required<Omit<GateServiceOptions, "home">> & { home: string | undefined };
+  /** What every leader of this pi runs on (runner/runtime.ts), built once. */
+  readonly #runtime = createRuntime();
   #notify: (text: string, level: NotifyLevel) => void = () => {};
   #sessionId: string | null = null;
   #leader: Leader | null = null;
@@ -203,6 +206,7 @@ export class GateService {
         poll: false,
         pollIntervalMs: 250,
         catchUp: false,
+        runtime: this.#runtime,
         reloadSetup: (lastValidHooks) => resolveTeamSetup({ teamDir: dir, env, processCwd, lastValidHooks }),
         report: (notice) => this.#onNotice(notice),
       });

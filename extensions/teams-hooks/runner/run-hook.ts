@@ -78,6 +78,7 @@ import type { HookFormat } from "../settings/hook-line.js";
 import { groupMembers, signalGroup, terminateGroup } from "./terminate.js";
 import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
+import type { Runtime } from "./runtime.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -97,6 +98,8 @@ export interface RunHookOptions {
   context?: PreparedContext;
   /** Called once the hook is running: the ledger records its group and run id. */
   onSpawn?: (info: { pid: number; runId: string }) => void;
+  /** What the process runs on (runner/runtime.ts): here, only its test pause is read. */
+  runtime?: Runtime;
   /**
    * Awaited just before the spawn, after everything else is ready: the leader's ledger record of the
    * event reaches the disk meanwhile (it must be there before the hook starts). If it rejects, the
@@ -929,7 +932,7 @@ async function execute(hook: HookCommand, opts: RunHookOptions, run: Prepared): 
     return { result: { ...base, ...failure }, lastLine: lastLineOf("") };
   };
   await opts.notBefore;
-  await pauseForTests(runId, hook.hookPath, startedAt + opts.timeoutMs);
+  await pauseForTests(opts.runtime?.testPause ?? null, runId, hook.hookPath, startedAt + opts.timeoutMs);
   const started = await startFor(hook, opts, run);
   if (!started.ok) return notStarted(started.error);
   const subprocess = started.process;
@@ -1139,13 +1142,12 @@ function firstLine(text: string): string {
 }
 
 /**
- * A hook for tests, never set in use: with `PI_TEAMS_HOOKS_TEST_PAUSE_DIR` in the leader's own
- * environment, a run writes `<dir>/<run id>.paused` once its gate is checked and copied, and starts
- * only once `<dir>/<run id>.go` exists (or its timeout passes): a test swaps the gate in between, the
- * race made deterministic (test/e2e/gate-swap.test.ts).
+ * A hook for tests, never set in use: with a test pause in the runtime (`Runtime.testPause`, which the
+ * bin takes from `PI_TEAMS_HOOKS_TEST_PAUSE_DIR`), a run writes `<dir>/<run id>.paused` once its gate is
+ * checked and copied, and starts only once `<dir>/<run id>.go` exists (or its timeout passes): a test
+ * swaps the gate in between, the race made deterministic (test/e2e/gate-swap.test.ts).
  */
-async function pauseForTests(runId: string, gate: string, until: number): Promise<void> {
-  const dir = process.env.PI_TEAMS_HOOKS_TEST_PAUSE_DIR;
+async function pauseForTests(dir: string | null, runId: string, gate: string, until: number): Promise<void> {
   if (!dir) return;
   const stem = path.join(dir, sanitizeName(runId));
   writeFileSync(`${stem}.paused`, gate);

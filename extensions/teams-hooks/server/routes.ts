@@ -33,7 +33,7 @@
  */
 import { statSync } from "node:fs";
 import path from "node:path";
-import { decideDeferral, type DecideResult, heldSoon } from "../deferrals/decision.js";
+import { decideDeferral, type DecideResult, heldSoon } from "../event/deferral-decision.js";
 import { readDeferral } from "../deferrals/record.js";
 import { startDenialOf } from "../event/start-gate.js";
 import { gateStateOf } from "../policy/gate-life.js";
@@ -62,6 +62,7 @@ import { resolveTeamSetup } from "../team/setup.js";
 import { isHooksError } from "../contract/errors.js";
 import type { LogIndex } from "../logs/log-index.js";
 import { relativeTo } from "../logs/shown.js";
+import type { Runtime } from "../runner/runtime.js";
 
 /** What the routes use; built once by server/server.ts. */
 export interface ApiContext {
@@ -77,6 +78,8 @@ export interface ApiContext {
   env: Readonly<Record<string, string | undefined>>;
   /** How long one creation may wait for the team's locks in all (then 503). */
   lockTimeoutMs: number;
+  /** What a decision applied here runs on: the server's clock (runner/runtime.ts), built once. */
+  runtime: Runtime;
   /** Aborted when the server stops: a creation not written by then is not written. */
   stopping: AbortSignal;
   warn(message: string): void;
@@ -368,7 +371,7 @@ async function decisionRoute(ctx: ApiContext, req: ApiRequest, team: string, run
     teamDir,
     runId,
     { ...body, by: `api:${key.name}` },
-    { env: ctx.env, now: () => ctx.now() },
+    { env: ctx.env, runtime: ctx.runtime },
   );
   return decisionAnswer(result, team, runId, notFound);
 }

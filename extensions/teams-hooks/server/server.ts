@@ -21,7 +21,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo, Socket } from "node:net";
 import { HooksError, describeError, errnoCode, isHooksError } from "../contract/errors.js";
 import { DEFAULT_LOCK_TIMEOUT_MS } from "../team/lock.js";
-import { SentLog } from "../team/sent-log.js";
+import { createRuntime, type Runtime } from "../runner/runtime.js";
 import { type Answer, ApiError, type ApiErrorCode, API_ERRORS, JSON_HEADERS, errorAnswer } from "./answers.js";
 import type { TeamRuntime } from "./create-task.js";
 import { urlOf } from "./address.js";
@@ -85,6 +85,7 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   const inFlight = new Set<Promise<void>>();
   // One index of the teams' logs for the API and the dashboard: a log is read once, whoever asks.
   const index = new LogIndex({ maxBytes: MAX_WRITTEN_LOG_BYTES });
+  const now = options.now ?? (() => new Date());
   const ctx: ApiContext = {
     teamsRoot: options.teamsRoot,
     index,
@@ -94,14 +95,15 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
     team: (teamDir) => {
       let runtime = teams.get(teamDir);
       if (!runtime) {
-        runtime = teamRuntime(teamDir);
+        runtime = teamRuntime(teamDir, ctx.runtime);
         teams.set(teamDir, runtime);
       }
       return runtime;
     },
-    now: options.now ?? (() => new Date()),
+    now,
     env: options.env ?? process.env,
     lockTimeoutMs: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+    runtime: createRuntime({ now }),
     stopping: stopping.signal,
     warn: (message) => options.log("warn", message),
   };
@@ -156,11 +158,11 @@ export async function startTaskServer(options: TaskServerOptions): Promise<TaskS
   };
 }
 
-function teamRuntime(teamDir: string): TeamRuntime {
+function teamRuntime(teamDir: string, runtime: Runtime): TeamRuntime {
   let last: Promise<unknown> = Promise.resolve();
   return {
     teamDir,
-    sent: new SentLog(teamDir),
+    sent: runtime.sentLog(teamDir),
     serialise<T>(fn: () => Promise<T>): Promise<T> {
       const run = last.then(fn, fn);
       last = run.catch(() => undefined);

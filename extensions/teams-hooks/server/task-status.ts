@@ -4,7 +4,7 @@
  * the context document says it). The deciding run is the log of
  * the task's last gated event (`metadata.qualityGateEventKey`) that carries the policy step: the
  * deciding gate of a chain, or the decision that settled a held gate (event/invoke.ts and
- * deferrals/decision.ts write `policy` on that log alone). A confidential team's keeps its lifecycle:
+ * event/deferral-decision.ts write `policy` on that log alone). A confidential team's keeps its lifecycle:
  * what a gate said (its summary, its code) is left out, as the start gate's reason is.
  */
 import type { Task } from "../contract/team-files.js";

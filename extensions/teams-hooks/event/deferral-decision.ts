@@ -26,13 +26,13 @@ import { VerdictSchema } from "../contract/verdict.js";
 import { type DecideInput, decide } from "../policy/decide.js";
 import type { EffectivePolicy } from "../settings/options.js";
 import { GATE_STATES, type GateState } from "../policy/gate-life.js";
-import { type GateMemory, type Remembered, remediate } from "../event/remediate.js";
+import { type GateMemory, type Remembered, remediate } from "./remediate.js";
 import { planHookLogFile, readHookLog, writeHookLog } from "../logs/hook-log.js";
 import { NO_REDACTION, redactFields, settingsRedactor, teamDirRedactor, type Redactor } from "../runner/redact.js";
+import { createRuntime, type Runtime } from "../runner/runtime.js";
 import { BRIEF_HOLDER, tryLeaderLock } from "../team/leader-lock.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
 import { hookLogsDir, ledgerFile, taskFile } from "../team/paths.js";
-import { SentLog } from "../team/sent-log.js";
 import { resolveTeamSetup, type TeamSetup } from "../team/setup.js";
 import { readTask } from "../team/tasks.js";
 import { decisionAllowedSummary, deferExpiredText, describeFailure } from "../text/messages.js";
@@ -49,9 +49,16 @@ import {
   readDeferral,
   sameDecision,
   updateDeferral,
-} from "./record.js";
-import { changedFields, checkDeferral, describeChanges, heldFields, heldTrigger, ledgerHoldOf } from "./check.js";
-import { policyRecordOf } from "../event/remediate.js";
+} from "../deferrals/record.js";
+import {
+  changedFields,
+  checkDeferral,
+  describeChanges,
+  heldFields,
+  heldTrigger,
+  ledgerHoldOf,
+} from "./deferral-check.js";
+import { policyRecordOf } from "./remediate.js";
 
 export type DecisionInput = {
   decision: "allow" | "deny";
@@ -62,7 +69,7 @@ export type DecisionInput = {
 };
 
 export type DecideResult =
-  /** No such deferral in this team (`problem`: a file there, but no gate held it: deferrals/check.ts). → 404 */
+  /** No such deferral in this team (`problem`: a file there, but no gate held it: event/deferral-check.ts). → 404 */
   | { kind: "unknown"; problem?: string }
   | { kind: "conflict"; existing: DeferralDecision } // decided otherwise before      → 409
   | { kind: "expired"; expiresAt: string } // past its deadline             → 409 defer_expired
@@ -113,11 +120,10 @@ export interface ApplySettings {
    * content), `hooks.reassignOnReopen`.
    */
   setup: Pick<TeamSetup, "identity" | "settings">;
-  sentLog?: SentLog;
-  lockTimeoutMs?: number;
-  now?: () => Date;
+  /** The clock, the lock timeout and the sent log (runner/runtime.ts), whole; default `createRuntime()`. */
+  runtime?: Runtime;
   /**
-   * The deferral as its gate held it (deferrals/check.ts): its held fields are applied, and
+   * The deferral as its gate held it (event/deferral-check.ts): its held fields are applied, and
    * written back, whatever the file says now (an agent may have edited it since it was checked).
    */
   reference?: DeferralRecord;
@@ -181,13 +187,15 @@ export async function decideDeferral(
   input: DecisionInput,
   opts: {
     env: Readonly<Record<string, string | undefined>>;
-    now?: () => Date;
+    /** The clock, the lock timeout and the sent log (runner/runtime.ts); default `createRuntime()`. */
+    runtime?: Runtime;
     waitForLeaderMs?: number;
     settings?: ApplySettings;
     warn?: (message: string) => void;
   },
 ): Promise<DecideResult> {
-  const now = opts.now ?? (() => new Date());
+  const runtime = opts.runtime ?? createRuntime();
+  const now = runtime.now;
   const problem = decisionProblem(input);
   if (problem !== null) return { kind: "invalid", problem };
   if (!isRunId(runId)) return { kind: "unknown" };
@@ -206,13 +214,13 @@ export async function decideDeferral(
   const { record, verdict } = await recordDecision(teamDir, runId, input, reference, now, redacted.count);
   if (record === null) return { kind: "unknown" };
   if (verdict === "conflict" && record.decision) return { kind: "conflict", existing: record.decision };
-  const settled = await settle(teamDir, record, { ...opts, now, deadline, ...(reference ? { reference } : {}) });
+  const settled = await settle(teamDir, record, { ...opts, runtime, deadline, ...(reference ? { reference } : {}) });
   return verdict === "expired" ? { kind: "expired", expiresAt: record.expiresAt } : settled;
 }
 
 /**
  * The file as its gate held it: a key or a deadline edited since is put back before anything is
- * decided on it, and a deferral no gate held is none (deferrals/check.ts). An applied one only
+ * decided on it, and a deferral no gate held is none (event/deferral-check.ts). An applied one only
  * answers a decision sent twice: nothing of it is used (no reference).
  */
 async function heldReference(
@@ -283,7 +291,7 @@ async function settle(
   record: DeferralRecord,
   opts: {
     env: Readonly<Record<string, string | undefined>>;
-    now: () => Date;
+    runtime: Runtime;
     deadline: number;
     settings?: ApplySettings;
     reference?: DeferralRecord;
@@ -300,7 +308,7 @@ async function settle(
         const settings = opts.settings ?? (await settingsOf(teamDir, opts.env));
         const applied = await applyDecision(teamDir, record.runId, {
           ...settings,
-          now: opts.now,
+          runtime: opts.runtime,
           ...(opts.reference ? { reference: opts.reference } : {}),
         });
         if (applied.kind === "applied")
@@ -404,6 +412,7 @@ interface Settling {
   teamDir: string;
   runId: string;
   apply: ApplySettings;
+  runtime: Runtime;
   now: () => Date;
   /** The held fields applied and written back at each step (see ApplySettings.reference); none once applied. */
   held: Partial<DeferralRecord>;
@@ -473,13 +482,15 @@ async function openDecision(
   const current = heldSettingsOf(apply.setup.settings, record.event);
   const stamped = record.settings;
   const under = stamped ?? current;
+  const runtime = apply.runtime ?? createRuntime();
   return {
     kind: "open",
     settling: {
       teamDir,
       runId,
       apply,
-      now: apply.now ?? (() => new Date()),
+      runtime,
+      now: runtime.now,
       held,
       record,
       decision,
@@ -617,8 +628,8 @@ async function applyPolicyAndLog(
       key: record.key,
       leadName: apply.setup.identity.leadName,
       now: applying.at,
-      sent: apply.sentLog ?? new SentLog(s.teamDir),
-      ...(apply.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: apply.lockTimeoutMs }),
+      sent: s.runtime.sentLog(s.teamDir),
+      lockTimeoutMs: s.runtime.lockTimeoutMs,
       // The held chain's patches are written only if the decision allows it (event/patches.ts).
       ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
       ...(apply.memory ? { memory: apply.memory } : {}),

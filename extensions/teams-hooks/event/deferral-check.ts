@@ -23,7 +23,7 @@
  * (`decisionLogProblem`), or the claim is not believed.
  */
 import path from "node:path";
-import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "./record.js";
+import { DEFERRAL_HELD_FIELDS, type DeferralRecord, deferralOfLog } from "../deferrals/record.js";
 import { type HookTrigger, readHookLog } from "../logs/hook-log.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile } from "../team/json-file.js";
 import { hookLogsDir, ledgerFile } from "../team/paths.js";

@@ -11,7 +11,8 @@
 import path from "node:path";
 import { type ChainHook, discoverChains, gateKey, isBindingGate, isHandlerGate } from "../gates/chain.js";
 import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
-import { type CliIo, type ParsedArgs, paint, personApproval, str, wantsColour } from "../cli/io.js";
+import { type CliIo, type ParsedArgs, paint, personApproval, runtimeOf, str, wantsColour } from "./io.js";
+import type { Runtime } from "../runner/runtime.js";
 import type { HookEventName } from "../contract/contract.js";
 import { HooksError, unreachable } from "../contract/errors.js";
 import { type TeamSetup, resolveTeamSetup } from "../team/setup.js";
@@ -29,7 +30,7 @@ import {
   handlerDefinitionText,
   handlerFingerprint,
   octal,
-} from "./trust.js";
+} from "../trust/trust.js";
 import {
   keepTrustedCopy,
   readTrust,
@@ -40,13 +41,13 @@ import {
   trustFile,
   trustedBy,
   updateTrust,
-} from "./trust-store.js";
+} from "../trust/trust-store.js";
 import type { SettingChange } from "../settings/weakening.js";
 import { loadTeamConfig } from "../team/config-file.js";
 import { writeApprovedSettings } from "../team/approved-settings.js";
-import { approvalNoteId } from "./gate-trust.js";
+import { approvalNoteId } from "../leader/gate-trust.js";
 import { sendOnce } from "../event/remediate.js";
-import { SentLog, sentId } from "../team/sent-log.js";
+import { sentId } from "../team/sent-log.js";
 import type { TeamIdentity } from "../contract/team-files.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import { gateFileSyntaxError } from "../runner/syntax.js";
@@ -111,7 +112,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
     io.stdout(
       `approved ${held.length} change(s) of ${setup.configFile} (${how}): a running leader uses them from now on\n`,
     );
-    await tellLeadSettings(setup.identity, held, how);
+    await tellLeadSettings(runtimeOf(io), setup.identity, held, how);
     return changes.length > 0 ? 1 : 0;
   }
 
@@ -132,7 +133,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
       trustedBy(`pi-teams-hooks trust, ${how}`),
       io.env,
     );
-    await tellLead(setup.identity, recorded, how);
+    await tellLead(runtimeOf(io), setup.identity, recorded, how);
     unparsed = await reportUnparsed(setup.identity, recorded, io);
     if (settingsChosen) {
       await approveSettings(teamDir, io.env, how, held.length);
@@ -140,7 +141,7 @@ export async function trustCommand(args: ParsedArgs, io: CliIo): Promise<number>
         io.stdout(
           `approved ${held.length} change(s) of ${setup.configFile} (${how}): a running leader uses them from now on\n`,
         );
-      await tellLeadSettings(setup.identity, held, how);
+      await tellLeadSettings(runtimeOf(io), setup.identity, held, how);
     }
   }
 
@@ -209,10 +210,15 @@ async function approveSettings(teamDir: string, env: CliIo["env"], how: string, 
 }
 
 /** Tells the lead, once per approval, which settings changed (the reason a verdict may now differ). */
-async function tellLeadSettings(identity: TeamIdentity, held: readonly SettingChange[], how: string): Promise<void> {
+async function tellLeadSettings(
+  runtime: Runtime,
+  identity: TeamIdentity,
+  held: readonly SettingChange[],
+  how: string,
+): Promise<void> {
   const changes = held.map((c) => `${c.path} ${c.from} → ${c.to}`).join("; ");
   const text = `pi-teams-hooks: ${held.length} change(s) of config.json approved (${how}): ${changes}`;
-  await noteToLead(identity, sentId("settings-approved", changes, identity.leadName), text);
+  await noteToLead(runtime, identity, sentId("settings-approved", changes, identity.leadName), text);
 }
 
 /**
@@ -340,6 +346,7 @@ async function reportUnparsed(
     out.push({ path: change.path, error });
     io.stderr(`warning: trusted, but ${gateSyntaxMessage(error)}\n`);
     await noteToLead(
+      runtimeOf(io),
       identity,
       sentId("gate-syntax", `${change.path}:${change.now?.sha256 ?? ""}`, identity.leadName),
       `pi-teams-hooks: ${change.path} was trusted, but ${gateSyntaxMessage(error)}`,
@@ -349,7 +356,7 @@ async function reportUnparsed(
 }
 
 /** Each approval to the lead's inbox, once (the running leader, seeing the record change, sends the same note). */
-async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string): Promise<void> {
+async function tellLead(runtime: Runtime, identity: TeamIdentity, recorded: Shown[], how: string): Promise<void> {
   const by = trustedBy(`pi-teams-hooks trust, ${how}`);
   for (const change of recorded) {
     const sha = change.change === "removed" ? null : (change.now?.sha256 ?? null);
@@ -357,7 +364,7 @@ async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string):
       change.change === "removed"
         ? `trust record: ${change.path} removed (its absence is approved)`
         : `trust record: ${change.path} approved (sha256 ${sha?.slice(0, 12) ?? "?"}…, by ${by})`;
-    await noteToLead(identity, approvalNoteId(change.path, sha, identity.leadName), `pi-teams-hooks: ${what}`);
+    await noteToLead(runtime, identity, approvalNoteId(change.path, sha, identity.leadName), `pi-teams-hooks: ${what}`);
   }
 }
 
@@ -365,13 +372,24 @@ async function tellLead(identity: TeamIdentity, recorded: Shown[], how: string):
  * One note of a person's act (an approval, a decision) to the lead's inbox, once for its `id` (the sent
  * log): what an agent did in the lead's name is always told. Returns why it was not sent, or null.
  */
-export async function noteToLead(identity: TeamIdentity, id: string, text: string): Promise<string | null> {
-  const sent = await sendOnce(new SentLog(identity.teamDir), {
+export async function noteToLead(
+  runtime: Runtime,
+  identity: TeamIdentity,
+  id: string,
+  text: string,
+): Promise<string | null> {
+  const sent = await sendOnce(runtime.sentLog(identity.teamDir), {
     teamDir: identity.teamDir,
     namespace: "team",
     to: identity.leadName,
     id,
-    message: { from: "pi-teams-hooks", text, timestamp: new Date().toISOString(), read: false, qualityGateNoteId: id },
+    message: {
+      from: "pi-teams-hooks",
+      text,
+      timestamp: runtime.now().toISOString(),
+      read: false,
+      qualityGateNoteId: id,
+    },
     isIt: (m) => m.qualityGateNoteId === id,
   });
   return sent.error ?? null;

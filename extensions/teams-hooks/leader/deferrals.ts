@@ -13,12 +13,12 @@
  * read again; a ledger key held without its file gets it back from its log.
  *
  * The folder is as writable by the agents the gates judge as by the leader (docs/security.md), so a
- * file is held to what its gate held (deferrals/check.ts) before anything is done with it: a
+ * file is held to what its gate held (event/deferral-check.ts) before anything is done with it: a
  * key, a deadline or any other held field edited is put back; a file under another run's name is
  * moved aside and written again from what the gate held, and so is one that cannot be read when its
  * deadline comes (not before: a person may be fixing it); a deferral no gate held is refused; a file
  * gone (the folder deleted, the team dir made again) is written again at the next reconcile scan;
- * `applied` is believed only with its decision log. Each is said (deferrals/guard.ts). Only
+ * `applied` is believed only with its decision log. Each is said (leader/deferral-guard.ts). Only
  * the decision is the deciders' to write.
  */
 import { existsSync } from "node:fs";
@@ -26,7 +26,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
-import { type ApplySettings, EXPIRY_BY, applyDecision, appliedUnderText } from "./decision.js";
+import { type ApplySettings, EXPIRY_BY, applyDecision, appliedUnderText } from "../event/deferral-decision.js";
 import { settingsRedactor } from "../runner/redact.js";
 import {
   type DeferralRecord,
@@ -36,13 +36,16 @@ import {
   readDeferral,
   readDeferralFile,
   updateDeferral,
-} from "./record.js";
-import { checkDeferral, describeChanges, heldFields } from "./check.js";
+} from "../deferrals/record.js";
+import { checkDeferral, describeChanges, heldFields } from "../event/deferral-check.js";
 import { mkdirUnder } from "../team/json-file.js";
 import { formatSpan } from "../text/messages.js";
-import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "../leader/context.js";
-import { DeferralGuard, restoreFromLog } from "./guard.js";
-import { ledgerMemory } from "../leader/handle.js";
+import type { Ledger } from "./ledger.js";
+import type { LeaderOptions, LeaderState } from "./notices.js";
+import type { Runtime } from "../runner/runtime.js";
+import type { TeamSetup } from "../team/setup.js";
+import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
+import { ledgerMemory } from "./handle.js";
 import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
 
 /**
@@ -50,8 +53,32 @@ import { GateTransitionError, type GateState, inputReaching, next } from "../pol
  */
 const MAX_TIMER_MS = 6 * 3_600_000;
 
+/** What the held gates use of the leader (its context, leader/context.ts, is one). */
+export interface DeferralsLeader {
+  /** The team and the settings in force (a config.json change puts new ones here). */
+  readonly setup: TeamSetup;
+  readonly state: LeaderState;
+  readonly runtime: Runtime;
+  /** The environment a decision is applied with, and where its `event` notice goes. */
+  readonly opts: Pick<LeaderOptions, "env" | "report">;
+  warn(message: string): void;
+  /** The time now, as an ISO string. */
+  now(): string;
+  /** Runs `job` through the queue, after the events of the same task queued before it. */
+  inOrder(event: HookEvent, job: () => Promise<void>): void;
+  /** Runs `step` for `event` after `delayMs`, through the queue in the event's order (not once stopping). */
+  later(event: HookEvent, step: () => Promise<void>, delayMs: number): void;
+}
+
+/** What the held gates read and write of the ledger. */
+export type DeferralsLedger = Pick<
+  Ledger,
+  "get" | "has" | "deferred" | "defer" | "finish" | "remember" | "task" | "place"
+>;
+
 export class Deferrals {
-  readonly #ctx: LeaderContext;
+  readonly #ctx: DeferralsLeader;
+  readonly #ledger: DeferralsLedger;
   /** Held gates without a decision, by run id: the timer's business. */
   readonly #open = new Map<string, DeferralRecord>();
   /** Names of applied deferral files: never looked at again. */
@@ -70,9 +97,10 @@ export class Deferrals {
   /** The timer fires no sooner than this (an expiry that failed is tried again a second later, not at once). */
   #notBefore = 0;
 
-  constructor(ctx: LeaderContext) {
+  constructor(ctx: DeferralsLeader, ledger: DeferralsLedger) {
     this.#ctx = ctx;
-    this.#guard = new DeferralGuard(ctx, this.#known);
+    this.#ledger = ledger;
+    this.#guard = new DeferralGuard(ctx, ledger, this.#known);
   }
 
   get dir(): string {
@@ -83,7 +111,7 @@ export class Deferrals {
   async start(): Promise<void> {
     const teamDir = this.#ctx.setup.identity.teamDir;
     mkdirUnder(teamDir, this.dir); // watched from the start: it must exist
-    for (const held of this.#ctx.requireLedger().deferred()) {
+    for (const held of this.#ledger.deferred()) {
       const read = await readDeferralFile(deferralFile(teamDir, held.deferral));
       if (!read.ok && read.problem.kind === "missing")
         await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
@@ -164,7 +192,7 @@ export class Deferrals {
       guard.tell(file, `${what}: refused; nothing is done with it`);
       return;
     }
-    const state = this.#ctx.requireLedger().get(record.key);
+    const state = this.#ledger.get(record.key);
     if (
       record.applied &&
       state !== undefined &&
@@ -226,18 +254,18 @@ export class Deferrals {
       return;
     if (this.#ctx.state === "stopping" || this.#ctx.state === "stopped") return;
     this.#queued.add(record.runId);
-    this.#ctx.queue.push(queueGroup(eventOf(record)), () => this.#apply(record, 0));
+    this.#ctx.inOrder(eventOf(record), () => this.#apply(record, 0));
   }
 
   async #apply(record: DeferralRecord, tries: number): Promise<void> {
     const ctx = this.#ctx;
     const reference = this.#known.get(record.runId);
     const app = await applyDecision(ctx.setup.identity.teamDir, record.runId, {
-      ...settingsOf(ctx),
+      ...settingsOf(ctx, this.#ledger),
       ...(reference ? { reference } : {}),
     });
     if (app.kind === "pending") {
-      const delays = ctx.opts.retryPolicyMs ?? RETRY_POLICY_MS;
+      const delays = ctx.runtime.retry.policyMs;
       const delay = delays[tries];
       if (delay !== undefined) {
         ctx.warn(
@@ -256,7 +284,7 @@ export class Deferrals {
     // What the decision did to the task's gate life (a round, a root, a unit spent) rides on the close's flush.
     if (app.remembered) {
       try {
-        ctx.requireLedger().remember(app.remembered);
+        this.#ledger.remember(app.remembered);
       } catch (error) {
         ctx.warn(`ledger: ${describeError(error)}`);
       }
@@ -306,7 +334,7 @@ export class Deferrals {
    * leader never runs its gate again meanwhile (its start-up scan comes after this).
    */
   async #know(record: DeferralRecord): Promise<void> {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     if (ledger.has(record.key)) return;
     await ledger
       .defer(record.key, this.#ctx.now(), {
@@ -333,7 +361,7 @@ export class Deferrals {
     const input = gate ? inputReaching({ state: gate }) : null;
     if (!gate || !input) return gate;
     try {
-      return next(this.#ctx.requireLedger().place(key) ?? { state: "held", cause: "deferral" }, input).to;
+      return next(this.#ledger.place(key) ?? { state: "held", cause: "deferral" }, input).to;
     } catch (error) {
       if (!(error instanceof GateTransitionError)) throw error;
       this.#ctx.warn(`${key}: ${error.message}`);
@@ -342,7 +370,7 @@ export class Deferrals {
   }
 
   async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     const state = ledger.get(record.key);
     if (
       state !== undefined &&
@@ -426,15 +454,13 @@ export class Deferrals {
   }
 }
 
-function settingsOf(ctx: LeaderContext): ApplySettings {
+function settingsOf(ctx: DeferralsLeader, ledger: DeferralsLedger): ApplySettings {
   const { setup, opts } = ctx;
   return {
     setup,
     redact: settingsRedactor(opts.env, setup.settings, setup.hooksDir),
-    sentLog: ctx.sent,
-    ...(ctx.ledger ? { memory: ledgerMemory(ctx.ledger) } : {}),
-    ...(opts.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: opts.lockTimeoutMs }),
-    ...(opts.now ? { now: opts.now } : {}),
+    runtime: ctx.runtime,
+    memory: ledgerMemory(ledger),
   };
 }
 

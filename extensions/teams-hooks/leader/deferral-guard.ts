@@ -1,6 +1,6 @@
 /**
- * The leader's side of "a deferral file is held to what its gate held" (deferrals/check.ts;
- * docs/ledger.md): the agents the gates judge can write hook-state/deferrals/, so deferrals/leader-side.ts
+ * The leader's side of "a deferral file is held to what its gate held" (event/deferral-check.ts;
+ * docs/ledger.md): the agents the gates judge can write hook-state/deferrals/, so leader/deferrals.ts
  * asks this module, before it does anything with a file, whose file it is (`ownerOf`), what the
  * ledger holds of it (`ledgerHold`), whether an `applied` claim is believed (`unclaimed`), and has
  * it moved aside (`replace`) or written again from what the leader knows (`rewrite`). Every problem
@@ -9,19 +9,25 @@
 import { rename } from "node:fs";
 import path from "node:path";
 import { describeError } from "../contract/errors.js";
-import { type DeferralRecord, deferralFile, updateDeferral, writeDeferral } from "./record.js";
-import { type LedgerHold, decisionLogProblem, heldFields, heldOfLog } from "./check.js";
-import type { LeaderContext } from "../leader/context.js";
+import { type DeferralRecord, deferralFile, updateDeferral, writeDeferral } from "../deferrals/record.js";
+import { type LedgerHold, decisionLogProblem, heldFields, heldOfLog } from "../event/deferral-check.js";
+import type { DeferralsLeader, DeferralsLedger } from "./deferrals.js";
 
 export class DeferralGuard {
-  readonly #ctx: LeaderContext;
-  /** The leader's deferrals not closed (deferrals/leader-side.ts): whose file a name is. */
+  readonly #ctx: Pick<DeferralsLeader, "setup" | "warn">;
+  readonly #ledger: Pick<DeferralsLedger, "get" | "deferred">;
+  /** The leader's deferrals not closed (leader/deferrals.ts): whose file a name is. */
   readonly #known: ReadonlyMap<string, DeferralRecord>;
   /** Problems said, by file and problem (said once while it lasts). */
   readonly #told = new Set<string>();
 
-  constructor(ctx: LeaderContext, known: ReadonlyMap<string, DeferralRecord>) {
+  constructor(
+    ctx: Pick<DeferralsLeader, "setup" | "warn">,
+    ledger: Pick<DeferralsLedger, "get" | "deferred">,
+    known: ReadonlyMap<string, DeferralRecord>,
+  ) {
     this.#ctx = ctx;
+    this.#ledger = ledger;
     this.#known = known;
   }
 
@@ -42,7 +48,7 @@ export class DeferralGuard {
 
   /** What the ledger holds of the deferral (under the file's key, or under its own if the file's key was edited). */
   ledgerHold(record: DeferralRecord): LedgerHold | null {
-    const ledger = this.#ctx.requireLedger();
+    const ledger = this.#ledger;
     const state = ledger.get(record.key);
     const held =
       state?.state === "held" && state.cause === "deferral" && state.deferral === record.runId
@@ -54,10 +60,7 @@ export class DeferralGuard {
   /** The deferral whose file is named `name`: one known here, or one the ledger holds (read from its log). */
   async ownerOf(name: string): Promise<DeferralRecord | null> {
     for (const record of this.#known.values()) if (path.basename(this.file(record.runId)) === name) return record;
-    const held = this.#ctx
-      .requireLedger()
-      .deferred()
-      .find((h) => path.basename(this.file(h.deferral)) === name);
+    const held = this.#ledger.deferred().find((h) => path.basename(this.file(h.deferral)) === name);
     return held ? heldOfLog(held.log, held.deferral) : null;
   }
 
@@ -140,7 +143,7 @@ export class DeferralGuard {
  * deferral, or null (and a warning) when the log does not hold it.
  */
 export async function restoreFromLog(
-  ctx: LeaderContext,
+  ctx: Pick<DeferralsLeader, "setup" | "warn">,
   key: string,
   logFile: string | null,
   runId: string,

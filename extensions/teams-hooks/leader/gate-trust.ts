@@ -20,7 +20,7 @@ import {
   eventOfGate,
   handlerTrustedFor,
   octal,
-} from "./trust.js";
+} from "../trust/trust.js";
 import {
   type RecordChange,
   approvedFile,
@@ -36,7 +36,7 @@ import {
   updateTrust,
   writeApproved,
   writeSeen,
-} from "./trust-store.js";
+} from "../trust/trust-store.js";
 import { hookLogsDir } from "../team/paths.js";
 import type { HookEventName } from "../contract/contract.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
@@ -44,8 +44,9 @@ import { sentId } from "../team/sent-log.js";
 import { droppedGateText, gateSyntaxMessage } from "../text/messages.js";
 import type { HookCommand } from "../contract/hook-run.js";
 import { gateFileSyntaxError } from "../runner/syntax.js";
-import type { LeaderContext } from "../leader/context.js";
-import type { Ledger } from "../leader/ledger.js";
+import type { LeaderContext } from "./context.js";
+import type { Holds } from "../holds/held-events.js";
+import type { Ledger } from "./ledger.js";
 
 /**
  * Recorded once the first start has taken the trust record (trust on first use). A ledger with it and
@@ -329,8 +330,8 @@ export function approvalNoteId(gate: string, sha256: string | null, lead: string
 }
 
 /** The trust record may have changed (a watcher hint, the reconcile scan): re-read, and held events looked at again. */
-export async function trustHint(ctx: LeaderContext): Promise<void> {
-  if (refreshTrust(ctx)) await ctx.holds?.reconsider();
+export async function trustHint(ctx: LeaderContext, holds: Holds): Promise<void> {
+  if (refreshTrust(ctx)) await holds.reconsider();
 }
 
 /** A gate changed since it was trusted, or is insecure: said once here, and once to the lead's inbox. */
