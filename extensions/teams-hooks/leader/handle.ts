@@ -527,8 +527,7 @@ export class EventHandler {
     if (disagreed === undefined) return true;
     const { what, known } = disagreed;
     this.#disagreements.delete(event.key);
-    const judged =
-      outcome.policyApplied === true || heldFor(outcome.counted) !== null || outcome.deferral !== null;
+    const judged = outcome.policyApplied === true || heldFor(outcome.counted) !== null || outcome.deferral !== null;
     if (!judged) {
       this.#noGate.add(event.key);
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "no_gate", { detail: `${what}; no gate judged it now either` });
