@@ -261,7 +261,7 @@ const KIND_WORDS: Readonly<Record<GateView["kind"], string>> = {
  * The human view: where things are, each event's chain in run order, then every setting with its origin (the settings
  * rows fit `columns`).
  */
-export function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINITY): string {
+function renderConfig(view: ConfigView, columns = Number.POSITIVE_INFINITY): string {
   const row = (name: string, value: string, origin = ""): string =>
     `  ${name.padEnd(27)} ${origin ? `${value.padEnd(16)} ${origin}` : value}\n`;
   const record = view.trustRecord;

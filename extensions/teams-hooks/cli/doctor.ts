@@ -49,7 +49,7 @@ const MARKS: Readonly<
  * hook rows and the settings rows fit `width` (their commands, values and origins are cut with `…`);
  * a check's message is never cut (it says what to fix): the terminal wraps it.
  */
-export function renderReport(report: DoctorReport, colour: boolean, width = Number.POSITIVE_INFINITY): string {
+function renderReport(report: DoctorReport, colour: boolean, width = Number.POSITIVE_INFINITY): string {
   const mark = (level: CheckLevel): string =>
     colour ? paint(MARKS[level].unicode, MARKS[level].colour, true) : MARKS[level].ascii;
   const line = (check: Check, indent = "  "): string => `${indent}${mark(check.level)} ${check.message}\n`;

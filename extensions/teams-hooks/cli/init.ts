@@ -22,7 +22,7 @@ import { npmTestProblem } from "../doctor/gate-checks.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 /** The example gates shipped in the package. */
-export const EXAMPLES_DIR = path.join(PACKAGE_ROOT, "hooks");
+const EXAMPLES_DIR = path.join(PACKAGE_ROOT, "hooks");
 
 export async function initCommand(args: ParsedArgs, io: CliIo): Promise<number> {
   const v = args.values;
@@ -224,7 +224,7 @@ interface InitTarget {
  * `PI_TEAMS_ROOT_DIR`, else the parent of the team dir (`teamDir`: resolved from `--team-dir` or
  * `--team`, named `teamFlag` in what is printed).
  */
-export function initTarget(
+function initTarget(
   hooksDir: string | undefined,
   teamDir: string | undefined,
   io: Pick<CliIo, "env" | "cwd">,

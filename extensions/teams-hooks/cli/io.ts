@@ -66,7 +66,7 @@ export function str(value: FlagValue): string | undefined {
 }
 
 /** How a person approved an act shown to them (`how` is said in the output and to the lead), or why not. */
-export type Approval = { kind: "approved"; how: string } | { kind: "declined" } | { kind: "no_terminal" };
+type Approval = { kind: "approved"; how: string } | { kind: "declined" } | { kind: "no_terminal" };
 
 /**
  * How a person approves what was just shown (`trust`, `decide`): at a terminal, asked (`at a terminal`,
@@ -140,7 +140,7 @@ export function wantsColour(io: Pick<CliIo, "isTTY" | "env">): boolean {
 }
 
 const COLOURS = { green: 32, red: 31, yellow: 33, dim: 2 } as const;
-export type Colour = keyof typeof COLOURS;
+type Colour = keyof typeof COLOURS;
 
 export function paint(text: string, colour: Colour, enabled: boolean): string {
   return enabled ? `\u001b[${COLOURS[colour]}m${text}\u001b[0m` : text;
@@ -248,7 +248,7 @@ export function settingsRows(settings: SettingsShown, width = Number.POSITIVE_IN
 }
 
 /** What the settings rows read: every setting a team sets, each as `{ value, source, origin }`. */
-export type SettingsShown = Pick<SettingsInForce, Exclude<TeamSettingKey, "failureMode">> &
+type SettingsShown = Pick<SettingsInForce, Exclude<TeamSettingKey, "failureMode">> &
   Pick<SettingsInForce, "failureModes" | "limits">;
 type TeamSettingKey = Exclude<SettingName, LimitName | "trustChanges" | "allowInsecureHooks">;
 

@@ -405,12 +405,7 @@ function trustRecord(teamDir: string, io: CliIo): TrustRecord | null {
  * `task_completed #3 on_task_completed.sh failed in 1.2s: exit code 1 • npm ERR! Test failed (run 4a739620)`: the
  * deciding run's short id last.
  */
-export function humanLine(
-  outcome: InvokeOutcome,
-  event: HookEventName,
-  taskId: string | null,
-  hooksDir: string,
-): string {
+function humanLine(outcome: InvokeOutcome, event: HookEventName, taskId: string | null, hooksDir: string): string {
   const label = eventLabel(event, taskId);
   if (!outcome.result || !outcome.hook) {
     const dirProblem = outcome.chain.v1.global.dirProblem;

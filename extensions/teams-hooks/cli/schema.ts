@@ -123,7 +123,7 @@ const ConfigFileSchema = TeamConfigSchema.extend({
   hooks: HooksDocSchema.optional(),
 });
 
-export const SCHEMAS = Object.freeze({
+const SCHEMAS = Object.freeze({
   context: {
     schema: ContextDocumentSchema,
     title: "pi-teams-hooks hook context document, contract version 1",
@@ -146,7 +146,7 @@ export const SCHEMAS = Object.freeze({
     description: "The team's config.json. A missing or invalid value falls back to its default with a warning.",
   },
 });
-export type SchemaName = keyof typeof SCHEMAS;
+type SchemaName = keyof typeof SCHEMAS;
 export const SCHEMA_NAMES = Object.keys(SCHEMAS) as SchemaName[];
 
 /** The JSON Schema of `name` as committed in docs/schema/ (2-space JSON and a newline). */

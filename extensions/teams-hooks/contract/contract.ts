@@ -162,7 +162,7 @@ function isHighSurrogate(code: number): boolean {
  * The mark in the name of a private copy of a gate that a release before the run folders wrote beside the
  * gate (`.<name without extension>.pi-run-<run id><extension>`): such a leftover is never taken for a gate.
  */
-export const RUN_COPY_MARK = ".pi-run-";
+const RUN_COPY_MARK = ".pi-run-";
 
 /** True for the name of such a leftover copy. */
 export function isRunCopyName(name: string): boolean {

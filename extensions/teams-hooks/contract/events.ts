@@ -63,7 +63,7 @@ export function splitRound(key: string): { base: string; round: number } {
 }
 
 /** `key` in round `round`: the key itself in round 0, `<key>#r<round>` after. */
-export function inRound(key: string, round: number): string {
+function inRound(key: string, round: number): string {
   return round > 0 ? `${key}#r${round}` : key;
 }
 
@@ -73,7 +73,7 @@ export function inRound(key: string, round: number): string {
  * `updatedAt` equals `metadata.qualityGateAt`), which keeps the stamp of the key recorded then, so
  * that the leader's write is never a new completion.
  */
-export function completionStamp(task: Task): string {
+function completionStamp(task: Task): string {
   const completedAt = metaString(task, "completedAt");
   if (completedAt) return completedAt;
   const recorded = metaString(task, "qualityGateEventKey");
@@ -112,7 +112,7 @@ const RELEASE_MARKS = [
  * `pending`, which is no claim. The worker who takes a reopened task up again (`in_progress`) makes
  * a new claim, and a start gate judges it like any other (docs/ledger.md, "Event keys").
  */
-export function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | null {
+function claimStamp(task: Task): { stamp: string; claimedAt: boolean } | null {
   if (task.status !== "in_progress" || !task.owner || task.owner.trim() === "") return null;
   let released: string | undefined;
   for (const field of RELEASE_MARKS) {

@@ -10,7 +10,7 @@
 export const GATE_NOTE_START = "<!-- pi-teams-hooks: quality gate -->";
 export const GATE_NOTE_END = "<!-- /pi-teams-hooks: quality gate -->";
 /** The note's own text is cut to this many characters: a reason, not a log. */
-export const GATE_NOTE_MAX_CHARS = 2_000;
+const GATE_NOTE_MAX_CHARS = 2_000;
 
 /** The description without the gate's note (as it was before the first reopen). */
 export function withoutGateNote(description: string): string {

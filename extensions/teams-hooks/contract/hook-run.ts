@@ -36,7 +36,7 @@ export interface HookCommand {
  * `deferred` (contract v1, additive): the hook (or HTTP handler) answered `defer`, and the gate of
  * a task event is held until a decision arrives.
  */
-export const RUN_OUTCOMES = ["passed", "failed", "error", "deferred"] as const;
+const RUN_OUTCOMES = ["passed", "failed", "error", "deferred"] as const;
 /** Refused before it ran, whatever the failure mode: the gate file is not the one trusted (trust/trust.ts). */
 export const TRUST_ERROR_KINDS = ["untrusted_hook", "gate_missing", "gate_not_executable", "insecure_hook"] as const;
 export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
@@ -49,7 +49,7 @@ export type TrustErrorKind = (typeof TRUST_ERROR_KINDS)[number];
  * under strict exit codes (`hooks.exitCodes: "strict"`), a hook without a verdict exited with neither
  * 0 nor 2 (`unexpected_exit`: a crash, 127, an uncaught exception).
  */
-export const RUN_ERROR_KINDS = [
+const RUN_ERROR_KINDS = [
   "spawn",
   "timeout",
   "signal",
@@ -251,7 +251,7 @@ export function prepareContext(invocation: HookInvocation, view: ContextView = F
   return { doc, json: JSON.stringify(doc), view };
 }
 
-export interface HookEnvironment {
+interface HookEnvironment {
   /** The full environment for the hook: the base environment plus the contract variables. */
   env: Record<string, string>;
   /** The complete context document as JSON: what stdin and the context file carry. */

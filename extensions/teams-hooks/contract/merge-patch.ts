@@ -25,7 +25,7 @@ import { DEFAULT_WRITABLE_FIELDS } from "./setting-defaults.js";
 export type JsonObject = Record<string, unknown>;
 
 /** Top-level task fields no patch may write. */
-export const NEVER_WRITABLE_FIELDS = Object.freeze([
+const NEVER_WRITABLE_FIELDS = Object.freeze([
   "id",
   "status",
   "owner",
@@ -36,16 +36,10 @@ export const NEVER_WRITABLE_FIELDS = Object.freeze([
 ] as const);
 
 /** Prefixes of the metadata keys the gate (and the task API) write: never writable. */
-export const GATE_METADATA_PREFIXES = Object.freeze(["qualityGate", "reopenedByQualityGate", "taskApi"] as const);
+const GATE_METADATA_PREFIXES = Object.freeze(["qualityGate", "reopenedByQualityGate", "taskApi"] as const);
 
 /** Metadata keys the worker runtime stamps an event with (contract/events.ts keys events by them): never writable. */
-export const EVENT_STAMP_KEYS = Object.freeze([
-  "completedAt",
-  "abortedAt",
-  "abortedBy",
-  "claimedAt",
-  "unassignedAt",
-] as const);
+const EVENT_STAMP_KEYS = Object.freeze(["completedAt", "abortedAt", "abortedBy", "claimedAt", "unassignedAt"] as const);
 
 /** How deep a patch may nest (objects within objects): deeper is an invalid verdict. */
 export const MAX_PATCH_DEPTH = 32;
@@ -53,7 +47,7 @@ export const MAX_PATCH_DEPTH = 32;
 /**
  * One writable field: dotted segments of letters, digits, `_` and `-`; a trailing `.*` means the same as without it.
  */
-export const WritableFieldSchema = z
+const WritableFieldSchema = z
   .string()
   .trim()
   .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?$/, "must be a dotted path such as metadata.labels or description")
@@ -126,7 +120,7 @@ function holdsNeverWritable(segments: readonly string[]): boolean {
   return segments.length === 0 || (segments.length === 1 && segments[0] === "metadata");
 }
 
-export interface FilteredPatch {
+interface FilteredPatch {
   /** The part of the patch inside the writable fields (possibly `{}`). */
   patch: JsonObject;
   /** The dotted paths kept, in the patch's order. */

@@ -32,10 +32,10 @@ export const CONTEXT_TASK_FIELDS = [
   "createdAt",
   "updatedAt",
 ] as const;
-export type ContextTaskField = (typeof CONTEXT_TASK_FIELDS)[number];
+type ContextTaskField = (typeof CONTEXT_TASK_FIELDS)[number];
 
 /** Fields every hook is shown, projected or not: who and what the event is, never the task's content. */
-export const IDENTITY_PATHS: readonly string[] = Object.freeze([
+const IDENTITY_PATHS: readonly string[] = Object.freeze([
   "version",
   "event",
   "team",
@@ -52,10 +52,10 @@ const TASK_FIELDS: ReadonlySet<string> = new Set(CONTEXT_TASK_FIELDS);
 /**
  * The projection path that shows the idle notification an event came from (shown whole: it is the worker's own report).
  */
-export const NOTIFICATION_PATH = "notification";
+const NOTIFICATION_PATH = "notification";
 
 /** The projection path that shows the work's story (contract/work.ts) whole; `work.<field>` shows one of its fields. */
-export const WORK_PATH = "work";
+const WORK_PATH = "work";
 
 /** The work's fields that are content: a confidential view leaves them out (`null`); `createdBy` is identity. */
 const WORK_CONTENT: ReadonlySet<WorkField> = new Set(["parameters", "summary", "error"]);

@@ -23,8 +23,8 @@ import type { ContextDocument } from "./contract.js";
 import { projectionPathProblem } from "./projection.js";
 
 /** The run's own values a template may name. */
-export const RUN_PLACEHOLDERS = ["runId", "eventKey", "attempt"] as const;
-export type RunPlaceholder = (typeof RUN_PLACEHOLDERS)[number];
+const RUN_PLACEHOLDERS = ["runId", "eventKey", "attempt"] as const;
+type RunPlaceholder = (typeof RUN_PLACEHOLDERS)[number];
 
 /** `{{secret.NAME}}`: the value of environment variable NAME, read at send time. */
 const SECRET_PREFIX = "secret.";
@@ -35,7 +35,7 @@ const PLACEHOLDER = /\{\{(.*?)\}\}/g;
 /** A JSON value as config.json holds it. */
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-export interface TemplateProblem {
+interface TemplateProblem {
   /** Where in the template (object keys and list indexes below `body`). */
   path: Array<string | number>;
   message: string;
@@ -121,7 +121,7 @@ export function templateSecretVariables(template: unknown): string[] {
   return [...names];
 }
 
-export interface TemplateValues {
+interface TemplateValues {
   /** The document the handler is shown (its projection and the team's confidentiality applied). */
   doc: ContextDocument;
   runId: string;

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 
-export const TASK_STATUSES = ["pending", "in_progress", "completed"] as const;
+const TASK_STATUSES = ["pending", "in_progress", "completed"] as const;
 
 /** A task's `metadata`: any JSON object. */
 export const MetadataSchema = z.record(z.string(), z.unknown());
@@ -87,7 +87,7 @@ export const IdleNotificationSchema = z.looseObject({
 export type IdleNotification = z.infer<typeof IdleNotificationSchema>;
 
 /** The message a follow-up task's owner receives (task namespace). */
-export const TaskAssignmentSchema = z.object({
+const TaskAssignmentSchema = z.object({
   type: z.literal("task_assignment"),
   taskId: z.string(),
   subject: z.string(),

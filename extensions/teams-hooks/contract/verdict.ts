@@ -39,13 +39,13 @@ const REPLACEMENT = "\uFFFD";
  * invalid verdict, never ordinary output: otherwise a gate could hide a decision in megabytes of
  * blanks before or after it on its last line.
  */
-export const VERDICT_LINE_MAX_BYTES = 48 * 1024;
+const VERDICT_LINE_MAX_BYTES = 48 * 1024;
 
 export const DECISIONS = ["allow", "deny", "defer", "patch"] as const;
 export type Decision = (typeof DECISIONS)[number];
 
 /** A decision value, matched without regard to case or surrounding blanks, stored lower case. */
-export const DecisionSchema = z.string().trim().toLowerCase().pipe(z.enum(DECISIONS));
+const DecisionSchema = z.string().trim().toLowerCase().pipe(z.enum(DECISIONS));
 
 export const VerdictSchema = z
   .looseObject({
@@ -84,7 +84,7 @@ export const VerdictSchema = z
     // Kept only on a patch verdict: with any other decision a `patch` means nothing, and is dropped.
     rest.decision === "patch" && isJsonObject(patch) ? { ...rest, patch } : rest,
   );
-export type Verdict = z.infer<typeof VerdictSchema>;
+type Verdict = z.infer<typeof VerdictSchema>;
 
 /** What is wrong with the `patch` of a patch verdict, or null when it is a usable merge patch. */
 function patchProblem(patch: unknown): string | null {
@@ -104,9 +104,9 @@ function patchProblem(patch: unknown): string | null {
  * codes, an exit code that is a denial with a code of its own (`exit_code`: exit 3, `deferral_not_supported`).
  */
 export const VERDICT_SOURCES = ["file", "stdout", "http", "decision", "claude", "exit_code"] as const;
-export type VerdictSource = (typeof VERDICT_SOURCES)[number];
+type VerdictSource = (typeof VERDICT_SOURCES)[number];
 
-export type VerdictRead =
+type VerdictRead =
   /**
    * `unread`: the last line of stdout starts like a verdict (`{`, and it holds `"decision"`) but is not JSON: no
    * verdict, the exit code decides, and this says why the line was not read and what it was (`verdictNotRead`).
@@ -162,7 +162,7 @@ export interface LastLine {
   mentionsDecision: boolean;
 }
 
-export interface LastLineTracker {
+interface LastLineTracker {
   /** The next piece of the output, decoded. Costs O(piece); memory stays O(VERDICT_LINE_MAX_BYTES). */
   push(text: string): void;
   /** The last line that holds more than blanks so far (the line still open included). */

@@ -10,7 +10,7 @@ import { z } from "zod";
 import type { IdleNotification, Task } from "./team-files.js";
 
 /** Who made the task: the task API (its template and key), the leader (a gate's follow-up), or the team. */
-export const CreatedBySchema = z.union([
+const CreatedBySchema = z.union([
   z.object({ kind: z.literal("api"), template: z.string().nullable(), key: z.string().nullable() }),
   z.object({
     kind: z.literal("followup"),
@@ -20,7 +20,7 @@ export const CreatedBySchema = z.union([
   }),
   z.object({ kind: z.literal("worker") }),
 ]);
-export type CreatedBy = z.infer<typeof CreatedBySchema>;
+type CreatedBy = z.infer<typeof CreatedBySchema>;
 
 /** The document's `work`: every key always there, `null` when unknown (or, for a confidential handler, left out). */
 export const WorkSchema = z.object({

@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 
-export const ASSET_TYPES: Readonly<Record<string, string>> = {
+const ASSET_TYPES: Readonly<Record<string, string>> = {
   "app.css": "text/css; charset=utf-8",
   "app.js": "text/javascript; charset=utf-8",
   "icon.svg": "image/svg+xml",

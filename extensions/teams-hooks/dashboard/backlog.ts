@@ -21,7 +21,7 @@ const TCP4 = "/proc/net/tcp";
 const TCP6 = "/proc/net/tcp6";
 
 /** One end of a connection as `net.Socket` names it. */
-export interface SocketEnds {
+interface SocketEnds {
   localAddress?: string | undefined;
   localPort?: number | undefined;
   remoteAddress?: string | undefined;

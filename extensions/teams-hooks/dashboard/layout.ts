@@ -8,9 +8,9 @@ import { NON_BLOCKING_WORD } from "../logs/format.js";
 import { formatDuration } from "../text/messages.js";
 import { type Html, html } from "./html.js";
 
-export type Section = "overview" | "runs";
+type Section = "overview" | "runs";
 
-export interface PageInput {
+interface PageInput {
   title: string;
   section: Section | null;
   body: Html;

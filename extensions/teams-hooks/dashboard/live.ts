@@ -41,9 +41,9 @@ import type { LogIndex } from "../logs/log-index.js";
 import type { TeamRef } from "./teams.js";
 
 /** Streams open at once, for all viewers: one more is refused (503) rather than starving the server. */
-export const MAX_STREAMS = 64;
+const MAX_STREAMS = 64;
 /** Streams one key may hold (a viewer without a key, on loopback, has only the overall cap). */
-export const MAX_STREAMS_PER_KEY = 16;
+const MAX_STREAMS_PER_KEY = 16;
 const KEEPALIVE_MS = 15_000;
 /** The listing behind the watcher: every log name, so not every second; still within the 2 s a viewer waits at most. */
 const RESCAN_MS = 2_000;
@@ -51,7 +51,7 @@ const RESCAN_MS = 2_000;
  * What may be written ahead of a viewer, counting what the kernel holds, and what may wait in its
  * stream besides: past that, the stream is cut (it reconnects and catches up).
  */
-export const MAX_WAITING_BYTES = 256 * 1024;
+const MAX_WAITING_BYTES = 256 * 1024;
 /** What HTTP's chunked encoding adds to each write, at most (`<hex size>\r\n…\r\n`). */
 const CHUNK_FRAMING_BYTES = 12;
 /** How soon a stream with messages waiting looks at what the viewer has read; doubled while nothing moves. */
@@ -63,7 +63,7 @@ const TABLES = new ConnectionTables();
 const CATCH_UP_RUNS = 200;
 
 /** Who opened a stream, and what it watches: checked again while it is open (`endUnless`). */
-export interface StreamAccess {
+interface StreamAccess {
   /** The id of the key it was opened with (`pth_<id>`), the key's name; null without a key (loopback). */
   keyId: string | null;
   keyName: string | null;

@@ -22,10 +22,10 @@ import { type HeldEvent, readHolds } from "../holds/holds-view.js";
 import { describeLeaderStatus, leaderStatus, type LeaderStatus } from "../team/leader-lock.js";
 
 const DAY_MS = 86_400_000;
-export const CHART_DAYS = 7;
+const CHART_DAYS = 7;
 
 /** One gate of one team, as the overview shows it. */
-export interface GateSummary {
+interface GateSummary {
   hook: string;
   event: HookEventName;
   day: Tally;
@@ -41,21 +41,21 @@ export interface GateSummary {
 }
 
 /** Runs that ended; `passed` of them; `failed` also counts timed out and error; `deferred` is still held or was. */
-export interface Tally {
+interface Tally {
   runs: number;
   passed: number;
   failed: number;
   deferred: number;
 }
 
-export interface UntrustedGate {
+interface UntrustedGate {
   gate: string;
   event: HookEventName;
   state: string;
   detail: string | null;
 }
 
-export interface TeamOverview {
+interface TeamOverview {
   team: TeamRef;
   gates: GateSummary[];
   /** Members whose runs failed most in the 7 days, most first (at most 5). */

@@ -15,7 +15,7 @@ import { durationText, outcomeBadge, timeOf } from "./layout.js";
 import { type RunRow, heldWord, runRowHtml, RUN_COLUMNS, shownRow, taskRuns } from "./runs.js";
 import type { TeamRef } from "./teams.js";
 
-export type RunLookup =
+type RunLookup =
   | { kind: "found"; row: LogRow; others: RunRow[] }
   | { kind: "none" }
   | { kind: "ambiguous"; rows: RunRow[] }

@@ -17,11 +17,11 @@ import { outcomeKind, timeParts } from "./layout.js";
 import { runHref } from "./overview.js";
 import type { TeamRef } from "./teams.js";
 
-export const PAGE_SIZE = 50;
+const PAGE_SIZE = 50;
 const FILTER_FIELDS = ["event", "outcome", "task", "member", "hook", "since", "trigger"] as const;
 
 /** What the runs page was asked for: the filter fields as typed, the team, the cursor. */
-export interface RunsQuery {
+interface RunsQuery {
   team: string | undefined;
   fields: FilterText;
   before: Cursor | null;
@@ -94,7 +94,7 @@ function newerFirst(a: RunRow, b: RunRow): number {
 }
 
 /** The time a log sorts by: its name's, else its start. */
-export function timeOfRow(row: LogRow): number {
+function timeOfRow(row: LogRow): number {
   return parseLogName(row.name)?.timeMs ?? Date.parse(row.record.startedAt);
 }
 
@@ -177,7 +177,7 @@ export const RUN_COLUMNS = [
  * the row from with DOM calls (text as text, never markup). Every string is as a page shows it
  * (html.ts `plainText`); `href` is the run's own page.
  */
-export interface RunRowData {
+interface RunRowData {
   team: string;
   name: string;
   cursor: string;
@@ -252,7 +252,7 @@ export function runRowData(r: RunRow): RunRowData {
 }
 
 /** The stderr cell of a confidential team's run for a remote viewer: the task API leaves it out too. */
-export const WITHHELD = "(withheld: confidential team)";
+const WITHHELD = "(withheld: confidential team)";
 
 /**
  * One row, as the page prints it (app.js builds the same from `runRowData` for the live feed); a run by hand is marked

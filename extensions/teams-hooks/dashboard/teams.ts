@@ -37,7 +37,7 @@ export async function forViewer(
 }
 
 /** `hooks.confidential` as the leader reads it; true when the team's config cannot be read (fail closed). */
-export async function isConfidentialTeam(
+async function isConfidentialTeam(
   teamDir: string,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<boolean> {

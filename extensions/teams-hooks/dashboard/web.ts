@@ -27,7 +27,7 @@ import { findRuns, parseCursor, runsBody, runsFilter, runsQuery } from "./runs.j
 import { type TeamRef, findTeam, forViewer, listTeams } from "./teams.js";
 import { type Assets, assetAnswer } from "./assets.js";
 
-export const CONTENT_SECURITY_POLICY =
+const CONTENT_SECURITY_POLICY =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Headers on every dashboard answer, also a refusal's. */
@@ -40,7 +40,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "Cross-Origin-Resource-Policy": "same-origin",
 };
 
-export interface DashboardContext {
+interface DashboardContext {
   teamsRoot: string;
   /** The server's index of the teams' logs (logs/log-index.ts), shared with the task API. */
   index: LogIndex;
@@ -69,7 +69,7 @@ interface WebAnswer {
  * Who is looking: the teams they may see (null: every team), their key's id and name (null: none
  * needed), and the session cookie's value they came in with (null: a bearer key, or no key).
  */
-export interface Viewer {
+interface Viewer {
   teams: readonly string[] | null;
   keyId: string | null;
   keyName: string | null;

@@ -30,10 +30,10 @@ import { isTempOrLock, leaderStateDir, sanitizeName } from "../team/paths.js";
 import { FAILURE_ACTIONS, FOLLOWUP_OWNERS } from "../contract/team-files.js";
 import { FAILURE_MODES, type TeamSettings } from "../settings/team-settings.js";
 
-export const DEFERRAL_DECISIONS = ["allow", "deny", "expired"] as const;
+const DEFERRAL_DECISIONS = ["allow", "deny", "expired"] as const;
 
 /** How a deferral was settled: `expired` is the leader's (or a late decider's) when the deadline passed. */
-export const DeferralDecisionSchema = z.looseObject({
+const DeferralDecisionSchema = z.looseObject({
   decision: z.enum(DEFERRAL_DECISIONS),
   code: z.string().optional(),
   reason: z.string().optional(),
@@ -51,7 +51,7 @@ export type DeferralDecision = z.infer<typeof DeferralDecisionSchema>;
  * the deferral (and its log) then, so that a policy or a confidentiality changed while it waits does not
  * change what its decision does or keeps.
  */
-export const HeldSettingsSchema = z.looseObject({
+const HeldSettingsSchema = z.looseObject({
   failureAction: z.enum(FAILURE_ACTIONS),
   maxReopensPerTask: z.number().int().nonnegative(),
   followupOwner: z.enum(FOLLOWUP_OWNERS),
@@ -99,7 +99,7 @@ export function heldSettingsChanged(held: HeldSettings, now: HeldSettings): stri
   );
 }
 
-export const DeferralRecordSchema = z.looseObject({
+const DeferralRecordSchema = z.looseObject({
   version: z.literal(1),
   /** The deferral's run id: the run that answered `defer` (`<eventRunId>.N` for a chain's later hook). */
   runId: z.string(),

@@ -68,7 +68,7 @@ export interface AccessReport {
   checks: Check[];
 }
 
-export interface AccessInput {
+interface AccessInput {
   teamDir: string;
   /** The global hooks dir in force, absolute. */
   hooksDir: string;

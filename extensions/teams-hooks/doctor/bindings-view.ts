@@ -11,7 +11,7 @@ import { handlerGateName, type HandlerDef } from "../settings/handlers.js";
 import { type Fingerprint, gateFingerprint, handlerFingerprint } from "../trust/trust.js";
 import { readTrustInForce } from "../trust/trust-store.js";
 
-export interface BindingView {
+interface BindingView {
   name: string;
   /** The gate it runs as, in logs and the trust record: `http:<name>` or `binding:<name>`. */
   gate: string;

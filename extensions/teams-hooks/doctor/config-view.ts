@@ -74,7 +74,7 @@ export interface GateView {
   enabled: boolean;
 }
 
-export interface EventView {
+interface EventView {
   failureMode: SettingsReport["failureModes"][HookEventName];
   /** What runs, in order. */
   gates: GateView[];
@@ -113,7 +113,7 @@ export interface ConfigView {
 }
 
 /** Every setting in force but the handlers and templates (the gates show them), with the trust flags. */
-export interface SettingsView extends Omit<SettingsInForce, "handlers" | "templates" | "block"> {
+interface SettingsView extends Omit<SettingsInForce, "handlers" | "templates" | "block"> {
   trustChanges: FlagOr<boolean>;
   allowInsecureHooks: FlagOr<boolean>;
 }
@@ -333,7 +333,7 @@ function missingView(
 }
 
 /** One gate of a chain as the `watch` banner names it. */
-export interface ChainEntry {
+interface ChainEntry {
   name: string;
   layer: ChainLayer;
   kind: ChainHook["kind"];

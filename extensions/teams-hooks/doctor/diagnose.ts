@@ -46,11 +46,11 @@ export type { AccessEntry, AccessOther, AccessReport, AccessRole } from "./acces
  * The settings in force (with where each came from: `config.json hooks.failureAction`, `PI_TEAMS_…`, `default`) and
  * their warnings.
  */
-export interface PolicyReport extends SettingsReport {
+interface PolicyReport extends SettingsReport {
   checks: Check[];
 }
 
-export interface LockReport {
+interface LockReport {
   file: string;
   holder: LockHolder;
   ageMs: number;
@@ -81,7 +81,7 @@ export interface DoctorReport {
   problems: Problem[];
 }
 
-export interface DoctorInput {
+interface DoctorInput {
   /** The team dir, absolute or relative to `cwd`. */
   teamDir: string;
   /** `--hooks-dir` as given (relative to `cwd`), or undefined. */
@@ -415,7 +415,7 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
  * warning per problem. `shownAlready`: warnings the team checks give (an unusable config.json), not
  * repeated here.
  */
-export function diagnosePolicy(
+function diagnosePolicy(
   config: Pick<LoadedTeamConfig, "hooks" | "noHooks" | "file">,
   env: DoctorInput["env"],
   shownAlready: readonly string[] = [],

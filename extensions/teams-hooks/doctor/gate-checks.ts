@@ -121,7 +121,7 @@ export function chainSkipChecks(chain: ChainDiscovery, dirs: ChainDirs): Check[]
  * one and is not read), and every file that looks like a gate and does not run (the v1 lookup's,
  * the `on_<event>.d/` files', of both layers). The same checks doctor prints, in its words.
  */
-export function chainChecks(event: HookEventName, chain: ChainDiscovery, dirs: ChainDirs): Check[] {
+function chainChecks(event: HookEventName, chain: ChainDiscovery, dirs: ChainDirs): Check[] {
   const label = layerLabel(dirs);
   const settings = chain.hooks.flatMap((h) => {
     if (h.kind === "http") return []; // not a file: no settings line
@@ -169,7 +169,7 @@ function strayMessage(stray: StrayHookFile): string {
   return `${stray.path} never runs: ${stray.reason}${meant}`;
 }
 
-export interface GateWarningsInput {
+interface GateWarningsInput {
   hooksDir: string;
   teamHooksDir: string;
   allowInsecure: boolean;
@@ -227,7 +227,7 @@ export async function gateWarnings(input: GateWarningsInput): Promise<string[]> 
 
 /** The line of the example gate (hooks/on_task_completed.sh) that picks its check command: bash, not a template. */
 // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of a bash line, compared with the gate's own
-export const EXAMPLE_GATE_DEFAULT = "cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}";
+const EXAMPLE_GATE_DEFAULT = "cmd=${PI_TEAMS_GATE_CMD:-npm test --silent}";
 
 /**
  * A gate that keeps the example gate's default command (`npm test --silent` unless PI_TEAMS_GATE_CMD

@@ -411,7 +411,7 @@ function isExecutableFile(file: string): boolean {
   }
 }
 
-export function worldWritable(info: Stats): boolean {
+function worldWritable(info: Stats): boolean {
   // A sticky world-writable dir (like /tmp) still lets only owners replace their files.
   return (info.mode & 0o002) !== 0 && !(info.isDirectory() && (info.mode & 0o1000) !== 0);
 }

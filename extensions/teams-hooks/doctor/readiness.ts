@@ -21,7 +21,7 @@ import { type GateView, type TrustState, inspectConfig } from "./config-view.js"
 import { SKIP_LEVEL } from "./gate-checks.js";
 import { checkRunnable } from "./hooks.js";
 
-export interface GateReadiness {
+interface GateReadiness {
   /** Relative to its layer: `on_task_completed.sh`, `on_task_completed.d/10-lint.sh`, `http:ci`. */
   name: string;
   /** As the policy and the logs name it. */
@@ -44,7 +44,7 @@ export interface GateReadiness {
   problems: string[];
 }
 
-export interface EventReadiness {
+interface EventReadiness {
   ready: boolean;
   /** What runs, in order. */
   gates: GateReadiness[];

@@ -110,7 +110,7 @@ function hookAt(file: string, layers: { global: string; team: string | null }): 
  * a later hook started: that hook and the rest did not start, and the event is not settled (no
  * policy, no log): the leader leaves it in flight, and its next start runs the chain again.
  */
-export interface ChainRun {
+interface ChainRun {
   runs: HookRun[];
   interrupted: string | null;
 }
@@ -369,14 +369,14 @@ function limitField(settings: TeamSettings, name: keyof TeamSettings["limits"]):
 }
 
 /** Why a global handler switched off is skipped: `disabled: /…/_hooks/handlers.json handlers[0].enabled is false`. */
-export function globalHandlerDisabledReason(handler: HandlerDef, hooksDir: string): string {
+function globalHandlerDisabledReason(handler: HandlerDef, hooksDir: string): string {
   const { file, handlers } = readGlobalHandlers(hooksDir);
   const index = handlers.findIndex((h) => h.name === handler.name);
   return `disabled: ${file} handlers[${index < 0 ? "?" : index}].enabled is false`;
 }
 
 /** Why a handler switched off is skipped, naming where: `disabled: config.json hooks.handlers[0].enabled is false`. */
-export function handlerDisabledReason(handler: HandlerDef, declared: readonly HandlerDef[]): string {
+function handlerDisabledReason(handler: HandlerDef, declared: readonly HandlerDef[]): string {
   const index = declared.findIndex((h) => h.name === handler.name);
   return `disabled: config.json hooks.handlers[${index < 0 ? "?" : index}].enabled is false`;
 }
@@ -409,7 +409,7 @@ function snapshotOption(snapshot: GateSnapshot | undefined): { snapshot?: { cont
  * nothing is enforced (no policy, no patch, no hold); the event's settling writes only the
  * `qualityGateShadow*` metadata of a shadow gate that would have denied.
  */
-export function shadowed(result: RunResult, mode: FailureMode): RunResult {
+function shadowed(result: RunResult, mode: FailureMode): RunResult {
   const { errorKind, error, ...rest } = result;
   const wouldDeny = result.outcome === "deferred" || !countsAsPass(result, mode);
   const ignored =
@@ -454,7 +454,7 @@ function documentsShown(
  * What `hook` is shown: the fields its gate name is given in `hooks.projection` (every field when
  * none), and, for an HTTP handler of a confidential team, no content.
  */
-export function viewOf(hook: ChainHook, event: InvokeRequest["event"], privacy: PrivacySettings): ContextView {
+function viewOf(hook: ChainHook, event: InvokeRequest["event"], privacy: PrivacySettings): ContextView {
   return {
     projection: projectionFor(privacy.projection, gateName(hook, event)),
     confidential: privacy.confidential && hook.kind === "http",

@@ -37,7 +37,7 @@ export interface LedgerHold {
   log: string | null;
 }
 
-export type DeferralCheck =
+type DeferralCheck =
   /** The file holds the deferral as held (its decision, if any, aside). */
   | { kind: "agrees"; reference: DeferralRecord }
   /**

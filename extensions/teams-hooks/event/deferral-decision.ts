@@ -90,7 +90,7 @@ export type DecideResult =
  * for a deferral held before they were stamped, those in force when it was applied (`now`); `changed`
  * names each stamped setting that differs from what is in force now (`failureAction reopen (now warn)`).
  */
-export interface AppliedUnder {
+interface AppliedUnder {
   from: "held" | "now";
   heldAt: string;
   settings: HeldSettings;
@@ -135,7 +135,7 @@ export interface ApplySettings {
   memory?: GateMemory;
 }
 
-export type Application =
+type Application =
   /** `already`: it was applied before this call (nothing was done now). */
   | {
       kind: "applied";
@@ -377,7 +377,7 @@ async function settingsOf(teamDir: string, env: Readonly<Record<string, string |
 // Applying
 
 /** What a decision makes of the held run: a result of its own, `source: "decision"`, with nothing run. */
-export function decisionResult(record: DeferralRecord, decision: DeferralDecision, runId: string): RunResult {
+function decisionResult(record: DeferralRecord, decision: DeferralDecision, runId: string): RunResult {
   const base: RunResult = {
     ...blankResult({ ran: false, hookPath: record.hook.hookPath, command: record.hook.command, runId }),
     ...(record.hook.sha256 ? { hookSha256: record.hook.sha256 } : {}),

@@ -52,7 +52,7 @@ import { createRuntime, type Runtime } from "../runner/runtime.js";
  * identity, the hooks dir, its own layer (null: none), the hooks' working directory, and every
  * setting in force. A `TeamSetup` is one as it is.
  */
-export type InvokeSetup = Pick<TeamSetup, "identity" | "hooksDir" | "cwd" | "settings"> & {
+type InvokeSetup = Pick<TeamSetup, "identity" | "hooksDir" | "cwd" | "settings"> & {
   teamHooksDir: string | null;
 };
 
@@ -106,7 +106,7 @@ export interface InvokeRequest {
   memory?: GateMemory;
 }
 
-export interface InvokeTrust {
+interface InvokeTrust {
   /** The record in force; null when there is none yet (only insecure gates are refused then). */
   record: TrustRecord | null;
   /** Called with every check that found a change or a problem (the leader reports each change once). */

@@ -87,7 +87,7 @@ export interface RemediationDone {
 }
 
 /** The budget a plan is decided with: the tree's, or none (a pass, a hold, a hand run without a policy). */
-export interface DecideContext {
+interface DecideContext {
   budget: TreeBudget | null;
 }
 
@@ -535,7 +535,7 @@ async function sendToMember(
  */
 type MemberMessageKind = "nudge" | "held" | `assignment-${string}` | `reassign-${string}`;
 
-export interface OnceMessage {
+interface OnceMessage {
   teamDir: string;
   namespace: string;
   to: string;

@@ -57,7 +57,7 @@ export function nonBlockingError(
 }
 
 /** The shadow runs that would have denied, in chain order. */
-export function shadowDenials(runs: readonly HookRun[]): HookRun[] {
+function shadowDenials(runs: readonly HookRun[]): HookRun[] {
   return runs.filter((run) => run.result.shadow?.wouldDeny === true);
 }
 

@@ -29,7 +29,7 @@ import { nextRound } from "../policy/gate-life.js";
  * "task_started"). `qualityGateStartDenied` says whether the task's last judged claim was denied: an
  * allow of a later claim sets it to false and leaves the rest as the record of that denial.
  */
-export const StartDenialMetadataSchema = z.object({
+const StartDenialMetadataSchema = z.object({
   qualityGateStartDenied: z.boolean(),
   qualityGateStartDeniedAt: z.string(),
   /** The gate's failure summary: `denied (deps.open) • task #2 is not done`, `exit code 1 • …`. */
@@ -47,7 +47,7 @@ export const StartDenialMetadataSchema = z.object({
   /** The task's gate round after the denial (contract/events.ts gateRound): its next completion is a new event. */
   qualityGateRound: z.number().int().positive(),
 });
-export type StartDenialMetadata = z.infer<typeof StartDenialMetadataSchema>;
+type StartDenialMetadata = z.infer<typeof StartDenialMetadataSchema>;
 
 /** Where and when, as for the failure policy; `key` is the claim's (`task_started:<id>:<owner>:<stamp>`). */
 export interface StartGateInput
@@ -71,7 +71,7 @@ export interface StartGateInput
 }
 
 /** What to do with the task, decided under its lock from the task as it is then. Pure. */
-export type StartPlan =
+type StartPlan =
   /** Denied, and the claim is still there: put back (`next`). */
   | { kind: "revert"; next: Task; count: number; to: string | null }
   /** Denied, and this claim was put back before (a retry after a crash). */
@@ -132,7 +132,7 @@ export function planStart(task: Task | null, input: StartGateInput): StartPlan {
 }
 
 /** What applying a start gate's answer did: the shape event/invoke.ts settles and logs. */
-export interface StartGateDone {
+interface StartGateDone {
   plan: StartPlan;
   summary: string;
   /** `claim put back (denial 1)`, `told alice`, or `none`. */
@@ -265,7 +265,7 @@ export function startGateRecord(
  * no start gate ever denied a claim of it; else the last denial, and whether it still stands
  * (`active`: false once a later claim was allowed). Pure: read from the task's metadata.
  */
-export interface StartDenialStatus {
+interface StartDenialStatus {
   active: boolean;
   at: string;
   hook: string | null;

@@ -44,7 +44,7 @@ export function bindingGateName(name: string): string {
 }
 
 /** What a binding may set over its handler's own definition. */
-export const BindingSettingsSchema = z.strictObject({
+const BindingSettingsSchema = z.strictObject({
   timeoutMs: z.number().int().optional(),
   answer: z.enum(HANDLER_ANSWERS).optional(),
   enabled: z.boolean().optional(),
@@ -88,7 +88,7 @@ function oneTarget(
     });
 }
 
-export const BindingSchema = BindingFields.superRefine(oneTarget);
+const BindingSchema = BindingFields.superRefine(oneTarget);
 export type Binding = z.output<typeof BindingSchema>;
 
 /** A binding as a request gives it: what is recorded of who and when is the server's. */
@@ -97,11 +97,11 @@ export const BindingRequestSchema = BindingFields.omit({ createdAt: true, create
 const BindingsFileSchema = z.strictObject({ version: z.literal(1), bindings: z.array(BindingSchema) });
 
 /** `<teamDir>/hook-state/bindings.json`. */
-export function bindingsFile(teamDir: string): string {
+function bindingsFile(teamDir: string): string {
   return path.join(teamDir, "hook-state", "bindings.json");
 }
 
-export interface BindingsRead {
+interface BindingsRead {
   file: string;
   bindings: Binding[];
   /** Why the file was refused whole (naming it and the field), or null. */
@@ -133,14 +133,14 @@ export function readBindings(teamDir: string): BindingsRead {
 }
 
 /** The file a file binding runs, and the layer it was found in. */
-export interface BoundFile {
+interface BoundFile {
   /** Absolute: `<team hooks dir>/<file>`, else `<global hooks dir>/<file>`. */
   path: string;
   layer: "global" | "team";
 }
 
 /** The hooks dirs a file binding's `file` is looked up in: the team's first, then the global one. */
-export interface BindingDirs {
+interface BindingDirs {
   /** `<teamDir>/hooks`; null: no team layer. */
   team: string | null;
   global: string;
@@ -150,7 +150,7 @@ export interface BindingDirs {
  * A binding resolved against the handlers and hooks dirs it may name: the handler definition or the
  * file its gate runs, or why it cannot run (`field`: the binding's field at fault).
  */
-export type ResolvedBinding =
+type ResolvedBinding =
   | { binding: Binding; handler: HandlerDef }
   | { binding: Binding; file: BoundFile }
   | { binding: Binding; problem: string; field: string };
@@ -229,7 +229,7 @@ function exists(file: string): boolean {
 }
 
 /** What `changeBindings` did: the binding added or removed, or why nothing was. */
-export type BindingChange =
+type BindingChange =
   | { kind: "added"; binding: Binding }
   | { kind: "removed"; binding: Binding }
   | { kind: "exists"; binding: Binding }

@@ -64,7 +64,7 @@ export interface FileChainHook {
  * `handler` is null only for a trusted handler that is no longer declared, named in a trust refusal
  * (event/chain-run.ts `refusedRun`): such a hook never runs.
  */
-export interface HttpChainHook {
+interface HttpChainHook {
   name: string;
   layer: ChainLayer;
   hook: HookCommand;
@@ -112,7 +112,7 @@ export interface ChainDiscovery {
   v1: { global: HookDiscovery; team: HookDiscovery | null };
 }
 
-export interface ChainInput {
+interface ChainInput {
   globalDir: string;
   /** The team's hooks layer, `<teamDir>/hooks` (see teamHooksDir); null: no team layer. */
   teamDir: string | null;
@@ -150,7 +150,7 @@ export function gateDisplayName(hook: Pick<ChainHook, "name" | "kind">, event: H
 }
 
 /** The chain hook of a declared handler: `http:<name>`, `POST <url>` (or the method it declares). */
-export function handlerHook(handler: HandlerDef, layer: ChainLayer = "team"): HttpChainHook {
+function handlerHook(handler: HandlerDef, layer: ChainLayer = "team"): HttpChainHook {
   const name = handlerGateName(handler.name);
   return {
     name,

@@ -39,7 +39,7 @@ export interface HookCandidate {
 }
 
 /** Why the hooks dir itself yielded nothing; absent when the dir could be searched. */
-export type HooksDirProblem = "missing" | "not_a_directory" | "unreadable";
+type HooksDirProblem = "missing" | "not_a_directory" | "unreadable";
 
 export interface HookDiscovery {
   /** The hook to run, or null: nothing runs (and no log is written). */
@@ -50,7 +50,7 @@ export interface HookDiscovery {
 }
 
 /** How a file starts, or (`unavailable`) why nothing on this machine can start it, with the fix. */
-export type Launch = Pick<HookCommand, "command" | "args"> | { unavailable: string };
+type Launch = Pick<HookCommand, "command" | "args"> | { unavailable: string };
 type Launcher = (file: string) => Launch;
 
 /**
@@ -163,7 +163,7 @@ function searchable(dir: string): boolean {
   }
 }
 
-export type Verdict = { status: "chosen" } | { status: "skipped" | "absent"; reason?: string };
+type Verdict = { status: "chosen" } | { status: "skipped" | "absent"; reason?: string };
 
 /**
  * Whether `file` can run as a hook: chosen, skipped with why (a directory, a broken symlink, no exec

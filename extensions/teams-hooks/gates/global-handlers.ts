@@ -22,7 +22,7 @@ import { type HandlerDef, HandlersSchema } from "../settings/handlers.js";
 import { readRegularFile } from "../team/json-file.js";
 
 /** The file's name in the global hooks dir. */
-export const GLOBAL_HANDLERS_FILE = "handlers.json";
+const GLOBAL_HANDLERS_FILE = "handlers.json";
 
 /** At most this many bytes: a handlers file is a few KB. */
 const MAX_BYTES = 1024 * 1024;
@@ -32,7 +32,7 @@ const GlobalHandlersFileSchema = z.strictObject({
   handlers: HandlersSchema,
 });
 
-export interface GlobalHandlers {
+interface GlobalHandlers {
   /** The file, absolute. */
   file: string;
   /** Its handlers, in declaration order; none when the file is missing or refused. */

@@ -14,9 +14,7 @@ import type { HookCommand } from "../contract/hook-run.js";
 import { othersCanWrite } from "../team/ownership.js";
 
 /** How a `.ts` gate starts, or why it cannot (one line with the fix). */
-export type TypeScriptLaunch =
-  | { ok: true; command: Pick<HookCommand, "command" | "args"> }
-  | { ok: false; reason: string };
+type TypeScriptLaunch = { ok: true; command: Pick<HookCommand, "command" | "args"> } | { ok: false; reason: string };
 
 /** The Node flags that switch type stripping on, passed on to the gate when the leader itself runs with one. */
 const STRIP_FLAGS = ["--experimental-strip-types", "--experimental-transform-types"];

@@ -37,7 +37,7 @@ export type { HeldEvent };
 const FAULT_RETRY_MS: readonly number[] = Object.freeze([2_000, 10_000, 60_000]);
 
 /** What the held events use of the leader (its context, leader/context.ts, is one). */
-export interface HoldsLeader {
+interface HoldsLeader {
   /** The team and the settings in force (a config.json change puts new ones here). */
   readonly setup: TeamSetup;
   /** The leader's state: a held event runs again only while it is `watching`. */
@@ -53,7 +53,7 @@ export interface HoldsLeader {
 }
 
 /** What the held events read and write of the leader's ledger (leader/ledger.ts is one). */
-export interface HoldsLedger {
+interface HoldsLedger {
   readonly file: string;
   /** Every key held, with its event's details when the ledger has them. */
   held(): Array<{ key: string; event?: Pick<HookEvent, "event" | "taskId" | "member" | "timestamp"> | null }>;
@@ -269,7 +269,7 @@ const FILES_TO_SPARE = 32;
 const MEMORY_TO_SPARE = 64 * 1024 * 1024;
 
 /** Whether the fault `code` that held a gate is gone now, as far as the leader can see; false when it cannot tell. */
-export function faultCleared(code: string | null): boolean {
+function faultCleared(code: string | null): boolean {
   try {
     switch (code) {
       case "EMFILE":

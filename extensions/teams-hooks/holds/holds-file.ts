@@ -10,7 +10,7 @@ import { HOOK_EVENTS } from "../contract/contract.js";
 import { readJsonFile, writeJsonAtomic } from "../team/json-file.js";
 import { holdsFile } from "../team/paths.js";
 
-export const HeldEventSchema = z.looseObject({
+const HeldEventSchema = z.looseObject({
   key: z.string(),
   event: z.enum(HOOK_EVENTS),
   taskId: z.string().nullable(),
@@ -32,7 +32,7 @@ export const HeldEventSchema = z.looseObject({
 });
 export type HeldEvent = z.infer<typeof HeldEventSchema>;
 
-export const HoldsFileSchema = z.looseObject({
+const HoldsFileSchema = z.looseObject({
   version: z.literal(1),
   updatedAt: z.string(),
   /** The task list the held events' tasks are in (absent in a list written before it was kept). */

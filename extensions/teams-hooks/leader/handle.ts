@@ -592,7 +592,7 @@ export function ledgerMemory(ledger: Pick<Ledger, "task" | "remember">): GateMem
  * Whether the task's gate record says its gate judged `key`: the leader's record of that very event, with
  * its verdict (passed or failed). A held or deferred record is the ledger's to settle.
  */
-export function recordsJudged(task: Task, key: string): boolean {
+function recordsJudged(task: Task, key: string): boolean {
   return isJudged(recordedPlaceOf(task, key));
 }
 

@@ -24,7 +24,7 @@ import { leaderStateDir } from "../team/paths.js";
 import { withSettingsOf } from "../team/setup.js";
 
 /** Where a looked-at event goes: the task as it was read, for the hooks to see. */
-export type Consider = (event: HookEvent, task?: Task) => void;
+type Consider = (event: HookEvent, task?: Task) => void;
 
 export class Hints {
   readonly #ctx: LeaderContext;

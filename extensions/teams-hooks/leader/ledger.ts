@@ -51,7 +51,7 @@ export interface LedgerEventInfo {
   timestamp: string | null;
 }
 
-export type LedgerRecord =
+type LedgerRecord =
   | { op: "baseline"; key: string; at: string }
   | { op: "begin"; key: string; at: string; runId: string; attempt: number; event?: LedgerEventInfo }
   | { op: "spawn"; key: string; runId: string; pid: number }
@@ -80,7 +80,7 @@ export type LedgerRecord =
   | { op: "task"; key: string; round?: number; root?: string; spent?: number; by?: string[] };
 
 /** What the leader remembers of one task's gate life (the `task` records). */
-export interface TaskMemory {
+interface TaskMemory {
   round: number;
   root?: string;
   spent: number;
@@ -105,7 +105,7 @@ const TASK_KEY = "task:";
  *                      `superseded`, a line older than the ledger's `gate`), or history (`outcome` null,
  *                      attempt 0: a baseline, never run)
  */
-export type KeyMemory =
+type KeyMemory =
   | {
       state: "running";
       attempt: number;

@@ -6,7 +6,7 @@
  */
 import { HooksError } from "../contract/errors.js";
 
-export type Job = () => Promise<void>;
+type Job = () => Promise<void>;
 
 export interface KeyedQueue {
   /** Adds a job; false once the queue is closing. `low`: the group waits behind every other group. */

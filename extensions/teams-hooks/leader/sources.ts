@@ -100,7 +100,7 @@ export type TaskLook =
   | { kind: "task"; task: Task; event: HookEvent | null; changedMs: number; previousKey: string | null | undefined };
 
 /** The leader's memory of each task's gate round (contract/events.ts gateRound), which keys its completions. */
-export interface RoundMemory {
+interface RoundMemory {
   round(taskId: string): number;
   /** A task's file shows a higher round than remembered (a reopen by hand, by `decide`): remember it. */
   seen(taskId: string, round: number): void;
@@ -438,7 +438,7 @@ export class TeamSources {
 }
 
 /** What a look at the leader's inbox found: events, problems, and reports the task files contradict (`--verbose`). */
-export interface InboxLook {
+interface InboxLook {
   events: HookEvent[];
   problems: string[];
   unmatched: Array<{ taskId: string; detail: string }>;

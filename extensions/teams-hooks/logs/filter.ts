@@ -28,7 +28,7 @@ export interface LogFilter {
 }
 
 /** What a log's name says: `<time>_<event>[_task-<id>|_member-<name>][_<n>].json`. */
-export interface LogNameInfo {
+interface LogNameInfo {
   timeMs: number;
   event: HookEventName;
   /** The suffix as written: sanitised, cut to 64 characters, maybe followed by `_<n>` (a collision). */
@@ -240,7 +240,7 @@ export interface FilterText {
 }
 
 /** One field that could not be read: `{field: "since", text: '"x" must be an age …'}`. */
-export interface FilterProblem {
+interface FilterProblem {
   field: keyof FilterText;
   text: string;
 }

@@ -9,7 +9,7 @@ import { type Candidate, type LogRow, type ProblemSink, readCandidates } from ".
 import { hookLogsDir } from "../team/paths.js";
 import { type DirWatcher, watchDirs } from "../team/file-hints.js";
 
-export interface FollowOptions {
+interface FollowOptions {
   filter: LogFilter;
   /** Names already shown or deliberately left out; only names not in it are new. */
   seen: Iterable<string>;

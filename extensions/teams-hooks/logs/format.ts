@@ -72,7 +72,7 @@ export function hookName(result: Pick<RunResult, "hookPath">): string {
 }
 
 /** `timed out` for `timed_out`; the others as they are. */
-export function outcomeWord(outcome: LogOutcome): string {
+function outcomeWord(outcome: LogOutcome): string {
   return outcome === "timed_out" ? "timed out" : outcome;
 }
 
@@ -99,13 +99,13 @@ export const NON_BLOCKING_WORD = "passed (error)";
  * What marks a run fired by hand (`pi-teams-hooks run`) in the table: first in its action cell, so
  * that a narrow terminal, which cuts that cell from its end, still shows it.
  */
-export const HAND_MARK = "by hand";
+const HAND_MARK = "by hand";
 
 // ---------------------------------------------------------------------------------------------
 // Run ids as people type them
 
 /** Characters of a run id's UUID a short id keeps: 32 bits, unique in practice, short enough to type. */
-export const SHORT_ID_CHARS = 8;
+const SHORT_ID_CHARS = 8;
 /** A run id the project writes: a UUID, and for a chain's later hooks `.2`, `.3`… (event/chain-run.ts). */
 const UUID_RUN_ID = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})(\.\d+)?$/;
 
@@ -174,7 +174,7 @@ export function tableHeader(offsetMinutes = 0): string[] {
   ];
 }
 
-export const TABLE_HEADER: readonly string[] = tableHeader(0);
+const TABLE_HEADER: readonly string[] = tableHeader(0);
 
 /**
  * How the columns give way to a narrow terminal (text/table.ts): the widest of the free text
@@ -183,7 +183,7 @@ export const TABLE_HEADER: readonly string[] = tableHeader(0);
  * columns leave out the hook, 80 also duration and event). The id (what `logs show` takes), time,
  * task and outcome always stay whole.
  */
-export const TABLE_COLUMNS: readonly ColumnSpec[] = [
+const TABLE_COLUMNS: readonly ColumnSpec[] = [
   {},
   {},
   { drop: 3 },

@@ -85,7 +85,7 @@ export interface HookLogEntry {
 }
 
 /** team/json-file.ts's `FileProblemKind`, so that callers can treat both alike. */
-export type HookLogProblemKind = FileProblemKind;
+type HookLogProblemKind = FileProblemKind;
 
 /** Why one file is not a log. `message` is the one line to show: file, field, problem, consequence. */
 export interface HookLogProblem {
@@ -96,7 +96,7 @@ export interface HookLogProblem {
   message: string;
 }
 
-export type HookLogRead = { ok: true; file: string; record: HookLogRecord } | { ok: false; problem: HookLogProblem };
+type HookLogRead = { ok: true; file: string; record: HookLogRecord } | { ok: false; problem: HookLogProblem };
 
 /** Same-stem names tried before giving up: only a runaway writer gets that far. */
 const MAX_COLLISIONS = 100_000;
@@ -106,7 +106,7 @@ const MAX_LOG_BYTES = 32 * 1024 * 1024;
  * What a log keeps of a task's metadata and of an idle notification's fields, as JSON: as much as
  * `PI_TEAMS_HOOK_CONTEXT_JSON` may carry. The contract puts no bound on either; a log must stay readable.
  */
-export const LOG_METADATA_BYTES = MAX_ENV_VALUE_BYTES;
+const LOG_METADATA_BYTES = MAX_ENV_VALUE_BYTES;
 /**
  * The most a log is written with (its strings longer than LOG_STRING_FLOOR cut until it fits): far below
  * MAX_LOG_BYTES, and within the size logs/query.ts reads on its fast path.
@@ -122,7 +122,7 @@ const MAX_SUFFIX_CHARS = 64;
  * The suffix is `task-<id>` when there is a task, else `member-<name>` when the member is known.
  * Throws E_INTERNAL when `startedAt` is not a date: the caller built the record wrong.
  */
-export function hookLogStem(record: { startedAt: string; invocation: HookInvocation }): string {
+function hookLogStem(record: { startedAt: string; invocation: HookInvocation }): string {
   const started = new Date(record.startedAt);
   if (Number.isNaN(started.getTime())) {
     throw new HooksError("E_INTERNAL", `hook log: startedAt is not a date: ${JSON.stringify(record.startedAt)}`);
@@ -220,7 +220,7 @@ const logBody = (record: HookLogRecordInput): string => `${JSON.stringify(record
  * notification, the fields the contract does not name). Last, a log over MAX_WRITTEN_LOG_BYTES has its
  * longest strings cut wherever they are. `shortened` names what was cut beyond what the hook was shown.
  */
-export function boundedRecord(record: HookLogRecordInput): HookLogRecordInput {
+function boundedRecord(record: HookLogRecordInput): HookLogRecordInput {
   const shortened: string[] = [];
   const task = record.invocation.completedTask;
   const notification = record.invocation.notification;

@@ -141,7 +141,7 @@ const REMEMBERED_PICKS = 16;
  */
 const THREAD_MIN_LOGS = 1_000;
 
-export interface IndexQuery {
+interface IndexQuery {
   filter: LogFilter;
   /** The newest `limit` matches. */
   limit: number;

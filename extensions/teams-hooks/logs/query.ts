@@ -48,7 +48,7 @@ export interface Candidate {
   record?: HookLogRecord;
 }
 
-export interface QueryOptions {
+interface QueryOptions {
   filter: LogFilter;
   /** Keep the newest `limit` matches; absent = all. */
   limit?: number;
@@ -72,7 +72,7 @@ export interface QueryOptions {
   onProblem: ProblemSink;
 }
 
-export interface QueryResult<T> {
+interface QueryResult<T> {
   /** Oldest first. */
   rows: T[];
   /** Log files in the folder. */
@@ -296,7 +296,7 @@ export async function readLogsHolding(
 // ---------------------------------------------------------------------------------------------
 // Prune
 
-export interface PruneRule {
+interface PruneRule {
   /** Keep the newest `keep` logs. */
   keep?: number;
   /** Remove logs started before this time (ms since the epoch). */
@@ -325,7 +325,7 @@ export function planPrune(
   return { remove, keep: logs.length - remove.length, foreign };
 }
 
-export interface PruneResult {
+interface PruneResult {
   removed: HookLogEntry[];
   kept: number;
   /** `.json` files whose names this project does not write: never removed. */

@@ -10,13 +10,13 @@
 import type { HookLogRecord } from "./hook-log.js";
 
 /** Characters a string of a log keeps when shown (a stream of a log this project wrote has at most 12,000). */
-export const SHOWN_STRING_CHARS = 16_000;
+const SHOWN_STRING_CHARS = 16_000;
 /** Items an array keeps, fields an object keeps. */
-export const SHOWN_ITEMS = 200;
+const SHOWN_ITEMS = 200;
 /** Characters a field's name keeps. */
 const SHOWN_KEY_CHARS = 256;
 /** Levels of objects and arrays kept; deeper ones are replaced by a note. */
-export const SHOWN_DEPTH = 12;
+const SHOWN_DEPTH = 12;
 /** What ends a string that was cut. */
 export const CUT_MARK = "… [cut]";
 

@@ -5,7 +5,7 @@
  */
 
 /** The longest a reading loop holds the event loop between two turns of it. */
-export const SLICE_MS = 8;
+const SLICE_MS = 8;
 let sliceStart = performance.now();
 
 /**

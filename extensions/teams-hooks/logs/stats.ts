@@ -9,7 +9,7 @@ import { hookName, oneLine } from "./format.js";
 import { type LogOutcome, outcomeOf, taskIdOf } from "./record.js";
 import { type ColumnSpec, formatTable } from "../text/table.js";
 
-export interface StatsRow {
+interface StatsRow {
   hook: string;
   event: HookEventName;
   runs: number;
@@ -43,7 +43,7 @@ export function percentile(sorted: readonly number[], q: number): number {
 }
 
 /** What stats needs of one log. */
-export interface StatsSample {
+interface StatsSample {
   hook: string;
   event: HookEventName;
   outcome: LogOutcome;
@@ -154,7 +154,7 @@ function percent(rate: number): string {
   return `${Number.isInteger(value) ? value.toFixed(0) : value.toFixed(1)}%`;
 }
 
-export const STATS_HEADER: readonly string[] = [
+const STATS_HEADER: readonly string[] = [
   "hook",
   "event",
   "runs",

@@ -9,7 +9,7 @@ import type { NotifyLevel, PiCommand } from "./pi-api.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export const GATES_USAGE = [
+const GATES_USAGE = [
   "usage: /gates [status | logs [filters] | doctor | policy get | policy set FLAGS | help]",
   "  status               team dir, each event's gates and their trust, the policy and where each value came from, the last 5 outcomes",
   "  logs [filters]       the hook-logs table: --event, --task, --member, --outcome, --since, --trigger, --limit, or `logs show ID`, `logs stats`",
@@ -22,7 +22,7 @@ export const GATES_USAGE = [
 const SUBCOMMANDS = ["status", "logs", "doctor", "policy", "trust", "help"];
 
 /** Splits a command line as a shell would for plain words and '…' / "…" quotes (no expansion). */
-export function splitArgs(line: string): string[] {
+function splitArgs(line: string): string[] {
   const out: string[] = [];
   const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
   for (const m of line.matchAll(re)) out.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : (m[2] ?? m[3] ?? ""));

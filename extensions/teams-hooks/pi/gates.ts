@@ -20,7 +20,7 @@ import type { NotifyLevel } from "./pi-api.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export type Phase = "off" | "waiting" | "watching" | "failed";
+type Phase = "off" | "waiting" | "watching" | "failed";
 
 export interface GateStatus {
   phase: Phase;
@@ -34,7 +34,7 @@ export interface GateStatus {
   recent: readonly EventReport[];
 }
 
-export interface GateServiceOptions {
+interface GateServiceOptions {
   env: Env;
   processCwd: string;
   pid?: number;

@@ -7,11 +7,11 @@ import type { Static, TSchema } from "typebox";
 
 export type NotifyLevel = "info" | "warning" | "error";
 
-export interface PiUi {
+interface PiUi {
   notify(message: string, type?: NotifyLevel): void;
 }
 
-export interface PiSessionManager {
+interface PiSessionManager {
   getSessionId(): string;
 }
 

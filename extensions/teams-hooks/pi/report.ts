@@ -22,7 +22,7 @@ import type { GateStatus } from "./gates.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-export interface Captured {
+interface Captured {
   code: number;
   stdout: string;
   stderr: string;
@@ -131,7 +131,7 @@ async function gateLines(setup: TeamSetup): Promise<string[]> {
   return out;
 }
 
-export interface FailureItem {
+interface FailureItem {
   log: string;
   time: string;
   event: string;

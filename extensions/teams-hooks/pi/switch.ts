@@ -7,7 +7,7 @@ import type { NotifyLevel } from "./pi-api.js";
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Whether this pi process gates, and what to say once when it does not. */
-export type GateSwitch = { on: true } | { on: false; why: string; notice: { level: NotifyLevel; text: string } | null };
+type GateSwitch = { on: true } | { on: false; why: string; notice: { level: NotifyLevel; text: string } | null };
 
 /**
  * Off unless asked for (`PI_TEAMS_GATES=1` or `--gates`); never in a worker; never beside

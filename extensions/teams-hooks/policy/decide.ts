@@ -95,7 +95,7 @@ export interface DecideInput {
   reassign?: boolean | undefined;
 }
 
-export interface GateDecision {
+interface GateDecision {
   /** The run id the deferral is known by. */
   deferredRunId: string;
   deferredReason?: string | undefined;
@@ -355,7 +355,7 @@ function decisionFields(decision: GateDecision | undefined): Partial<GateMetadat
   };
 }
 
-export interface DeferInput {
+interface DeferInput {
   event: TaskEventName;
   key: string;
   taskId: string;
@@ -405,7 +405,7 @@ export function deferPlan(input: DeferInput): RemediationPlan {
   });
 }
 
-export interface HoldInput {
+interface HoldInput {
   event: TaskEventName;
   key: string;
   /** The run that could not judge the work (its error says why). */

@@ -49,13 +49,13 @@ export type JudgedState = (typeof JUDGED_STATES)[number];
  * Why an event is held rather than judged: a gate answered `defer` (a decision comes later); the gate
  * cannot run as the team trusted it (the lead approves or fixes it); or our own part failed under it.
  */
-export const HOLD_CAUSES = ["deferral", "approval", "fault"] as const;
+const HOLD_CAUSES = ["deferral", "approval", "fault"] as const;
 export type HoldCause = (typeof HOLD_CAUSES)[number];
 /** A hold that ends by running its gate again (the lead's approval, a retry after our fault), not by a decision. */
 export type RerunCause = Exclude<HoldCause, "deferral">;
 
 /** What one transition writes, for the docs and the test that holds the table to the code. */
-export type GateWrite =
+type GateWrite =
   | "ledger begin"
   | "ledger done"
   | "ledger defer"
@@ -79,7 +79,7 @@ export interface GatePlace {
 }
 
 /** How a gate judged the work, or how a decision settled a held gate: what decides the state after it. */
-export type Judgement =
+type Judgement =
   | { pass: true }
   /** `reopens`: the policy reopens the task now; `spent`: the tree's budget was spent before this failure. */
   | { pass: false; reopens: boolean; spent: boolean };
@@ -108,7 +108,7 @@ export type GateInput =
   | { on: "supersede" };
 
 /** Where a transition leads, and what it writes (for the docs, and the test that holds them to the code). */
-export interface GateMove {
+interface GateMove {
   to: GateState;
   cause?: HoldCause;
   writes: readonly GateWrite[];
@@ -311,7 +311,7 @@ function inputName(input: GateInput): string {
 // ---------------------------------------------------------------------------------------------
 // The table, as `next` gives it
 
-export interface GateTransition {
+interface GateTransition {
   from: GateState;
   on: string;
   to: GateState;

@@ -60,7 +60,7 @@ export const GateMetadataPatchSchema = z.object({
 export type GateMetadataPatch = z.infer<typeof GateMetadataPatchSchema>;
 
 /** Merged into the source task's `metadata` when the gate reopens it. */
-export const ReopenMetadataSchema = z.object({
+const ReopenMetadataSchema = z.object({
   reopenedByQualityGateAt: z.string(),
   reopenedByQualityGateHook: z.string(),
   reopenedByQualityGateCount: z.number().int().positive(),
@@ -69,10 +69,10 @@ export const ReopenMetadataSchema = z.object({
   /** The task's gate round after the reopen (contract/events.ts gateRound): its next completion is a new event. */
   qualityGateRound: z.number().int().positive(),
 });
-export type ReopenMetadata = z.infer<typeof ReopenMetadataSchema>;
+type ReopenMetadata = z.infer<typeof ReopenMetadataSchema>;
 
 /** The `metadata` of a follow-up task; `qualityGateFollowupFor` lets remediate find one already created. */
-export const FollowupMetadataSchema = z.object({
+const FollowupMetadataSchema = z.object({
   qualityGateFollowupFor: z.string(),
   qualityGateSourceTaskId: z.string(),
   /** The task at the root of the follow-up's tree, whose budget it spends (policy/gate-life.ts). */
@@ -85,7 +85,7 @@ export const FollowupMetadataSchema = z.object({
    */
   qualityGateQuotedOutput: z.literal(true),
 });
-export type FollowupMetadata = z.infer<typeof FollowupMetadataSchema>;
+type FollowupMetadata = z.infer<typeof FollowupMetadataSchema>;
 
 // ---------------------------------------------------------------------------------------------
 // The plan

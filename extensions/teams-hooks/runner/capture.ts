@@ -19,7 +19,7 @@ export interface CaptureResult {
   droppedBytes: number;
 }
 
-export interface HeadCapture {
+interface HeadCapture {
   /** Accepts the next chunk. Never throws, and costs one addition once the head is full. */
   push(chunk: Buffer): void;
   /**

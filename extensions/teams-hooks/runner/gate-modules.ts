@@ -20,7 +20,7 @@ import { ownPackageRoot } from "./run-dir.js";
 import { othersCanWrite } from "../team/ownership.js";
 
 /** The package name every gate gets from the leader itself. */
-export const OWN_PACKAGE = "pi-teams-hooks";
+const OWN_PACKAGE = "pi-teams-hooks";
 
 /** Gates started with node, whose imports Node resolves. */
 const NODE_GATE = /\.(?:js|mjs|cjs|ts|mts|cts)$/;

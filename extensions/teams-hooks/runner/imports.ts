@@ -13,7 +13,7 @@ import path from "node:path";
 import { gateModules, packageFound, type GateModules } from "./gate-modules.js";
 
 /** What a gate imports and cannot find: the specifier, and its package (`pi-teams-hooks` of `pi-teams-hooks/hook`). */
-export interface MissingImport {
+interface MissingImport {
   specifier: string;
   packageName: string;
 }

@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { closeSync, constants as fsConstants, openSync } from "node:fs";
 
-export interface SpawnRequest {
+interface SpawnRequest {
   command: string;
   args: readonly string[];
   cwd: string;
@@ -45,7 +45,7 @@ export interface HookProcess {
   readonly go?: NodeJS.WritableStream & { destroy(): void };
 }
 
-export type Started = { ok: true; process: HookProcess } | { ok: false; error: unknown };
+type Started = { ok: true; process: HookProcess } | { ok: false; error: unknown };
 
 /** Starts a hook in its own process group. Never rejects: a failure to start is `ok: false`. */
 export async function startProcess(request: SpawnRequest): Promise<Started> {

@@ -38,12 +38,12 @@ import { allHandlers } from "../gates/global-handlers.js";
 
 export const REDACTED = "[redacted]";
 /** A value shorter than this is redacted only where it is not part of a longer word. */
-export const SHORT_SECRET_CHARS = 8;
+const SHORT_SECRET_CHARS = 8;
 /** A team secret shorter than this is not looked for in every hook's output (see the top of the file). */
 export const MIN_TEAM_SECRET_CHARS = 4;
 
 /** A text with its secrets replaced, and how many replacements were made. */
-export interface Redacted {
+interface Redacted {
   text: string;
   count: number;
 }

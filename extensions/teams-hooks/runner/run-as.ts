@@ -15,7 +15,7 @@ import { chmodSync, chownSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 
 /** A user of the system, as /etc/passwd has it. */
-export interface RunAsUser {
+interface RunAsUser {
   name: string;
   uid: number;
   gid: number;

@@ -169,7 +169,7 @@ export function removeRunDirs(runId: string, env: Env = process.env): number {
  * Why `dir` is not a folder only this user can list and write (null when it is). Others may pass
  * through it (0711): a `run-as=` gate's user reaches its run's folder by its random name.
  */
-export function notPrivate(dir: string): string | null {
+function notPrivate(dir: string): string | null {
   let st: ReturnType<typeof lstatSync>;
   try {
     st = lstatSync(dir);

@@ -68,7 +68,7 @@ export interface ResultFileRead {
   refused: string | null;
 }
 
-export interface VerdictRules {
+interface VerdictRules {
   /**
    * Whether the event can be held (contract.ts canDefer: task_completed, task_failed); a defer where it cannot is a
    * denial (contract/verdict.ts verdictOutcome).
@@ -118,7 +118,7 @@ export function applyVerdict(
 }
 
 /** The exit code that asks for a deferral under strict exit codes: a denial, since only a verdict can hold a gate. */
-export const STRICT_DEFER_EXIT_CODE = 3;
+const STRICT_DEFER_EXIT_CODE = 3;
 
 /**
  * Under strict exit codes, 2 denies, 3 denies as `deferral_not_supported` (a hook runtime's "defer" by

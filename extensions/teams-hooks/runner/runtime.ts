@@ -12,7 +12,7 @@ import { SentLog } from "../team/sent-log.js";
 /** Waits before the 1st, 2nd, … new try of a policy that could not be applied: about a minute in all. */
 export const RETRY_POLICY_MS: readonly number[] = Object.freeze([1_000, 2_000, 4_000, 8_000, 15_000, 30_000]);
 /** First and longest wait between tries of a write that failed (a full disk). */
-export const RETRY_WRITE_MS: Readonly<{ first: number; max: number }> = Object.freeze({ first: 1_000, max: 30_000 });
+const RETRY_WRITE_MS: Readonly<{ first: number; max: number }> = Object.freeze({ first: 1_000, max: 30_000 });
 
 /** A hook of an event has started: its process group, its run id, its file name, and the event's key. */
 export interface SpawnInfo {
@@ -49,7 +49,7 @@ export interface Runtime {
 }
 
 /** The parts of a runtime a caller chooses; each left out takes its default. */
-export interface RuntimeParts {
+interface RuntimeParts {
   now?: () => Date;
   lockTimeoutMs?: number;
   retryPolicyMs?: readonly number[];

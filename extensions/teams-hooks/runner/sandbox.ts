@@ -41,7 +41,7 @@ import path from "node:path";
 import type { SandboxMode } from "../settings/hook-line.js";
 
 /** Whether this machine can sandbox a gate, probed once per process; `reason` says why not. */
-export type SandboxSupport = { ok: true } | { ok: false; reason: string };
+type SandboxSupport = { ok: true } | { ok: false; reason: string };
 
 let probed: SandboxSupport | null = null;
 
@@ -280,7 +280,7 @@ export function endRun(runDir: string): number[] {
 }
 
 /** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */
-export interface MountEntry {
+interface MountEntry {
   /** Its mount id and its parent's (mountinfo's first two fields). */
   id: string;
   parent: string;
@@ -292,7 +292,7 @@ export interface MountEntry {
 }
 
 /** The mounts this process sees, in mount order. */
-export function readMounts(): MountEntry[] {
+function readMounts(): MountEntry[] {
   const mounts: MountEntry[] = [];
   for (const line of readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
     const fields = line.split(" ");
@@ -313,7 +313,7 @@ export function readMounts(): MountEntry[] {
 }
 
 /** The fstab (mount(8)'s own format, one `mount -a`) that builds the view of `plan` in `root`. */
-export function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): string {
+function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[]): string {
   const inRoot = (point: string): string => `${fstabEscape(root)}${point === "/" ? "" : point}`;
   const lines = [`/ ${fstabEscape(root)} none rbind 0 0`];
   const visible = shownMounts(mounts);
@@ -360,7 +360,7 @@ function protectedInView(plan: SandboxPlan): string[] {
  * on a parent that is shown itself. mountinfo's order is not the order of mounting (a container's root
  * may come after its /proc): the parent ids say what lies on what.
  */
-export function shownMounts(mounts: readonly MountEntry[]): MountEntry[] {
+function shownMounts(mounts: readonly MountEntry[]): MountEntry[] {
   const byId = new Map(mounts.map((m) => [m.id, m]));
   const covered = new Set(
     mounts.filter((m) => mounts.some((top) => top.parent === m.id && top.point === m.point)).map((m) => m.id),

@@ -47,7 +47,7 @@ import {
 import { signalGroup } from "./terminate.js";
 
 /** How long a standby waits for a run before it is ended. */
-export const STANDBY_IDLE_MS = 60_000;
+const STANDBY_IDLE_MS = 60_000;
 /** At most this many standbys at once (one per gate and working directory). */
 const MAX_STANDBYS = 16;
 /**
@@ -92,7 +92,7 @@ const waiting = new Map<string, Standby>();
 const starting = new Map<string, Promise<void>>();
 
 /** Whether standbys are on in this process (`PI_TEAMS_HOOKS_STANDBY=off` turns them off). */
-export function standbysOn(): boolean {
+function standbysOn(): boolean {
   return process.env.PI_TEAMS_HOOKS_STANDBY !== "off";
 }
 
@@ -290,7 +290,7 @@ export async function endStandbys(): Promise<void> {
 }
 
 /** Ends a standby that no run took: its group killed, reaped, its folder removed. */
-export async function end(standby: Standby): Promise<void> {
+async function end(standby: Standby): Promise<void> {
   clearTimeout(standby.idle);
   standby.process.go?.destroy();
   if (standby.process.running()) signalGroup(standby.process.pid, "SIGKILL");

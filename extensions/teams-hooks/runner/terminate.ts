@@ -17,7 +17,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { errnoCode } from "../contract/errors.js";
 
-export type KillSignal = "SIGTERM" | "SIGKILL";
+type KillSignal = "SIGTERM" | "SIGKILL";
 
 /** How often liveness is re-checked while waiting for processes to die. */
 const POLL_MS = 20;
@@ -25,7 +25,7 @@ const POLL_MS = 20;
 const KILL_SETTLE_MS = 1_000;
 
 /** Sends `signal` to one pid. False when it is gone or not ours (ESRCH / EPERM). */
-export function signalProcess(pid: number, signal: KillSignal | 0): boolean {
+function signalProcess(pid: number, signal: KillSignal | 0): boolean {
   if (!isSafePid(pid)) return false;
   return sendSignal(pid, signal);
 }
@@ -190,12 +190,12 @@ export async function killRunId(runId: string, signal: KillSignal, opts: { chain
 }
 
 /** Every live process of a run: the group's members plus run-id carriers that left the group. */
-export async function runProcesses(pgid: number, runId?: string): Promise<number[]> {
+async function runProcesses(pgid: number, runId?: string): Promise<number[]> {
   const [members, carriers] = await Promise.all([groupMembers(pgid), runId ? findProcessesByRunId(runId) : []]);
   return [...new Set([...members, ...carriers])];
 }
 
-export interface TerminateOptions {
+interface TerminateOptions {
   /** Between SIGTERM and SIGKILL. */
   graceMs: number;
   /** Also end processes carrying this run id (escapees that left the group). */

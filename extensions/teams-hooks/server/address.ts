@@ -8,7 +8,7 @@ import { HooksError } from "../contract/errors.js";
 
 export const DEFAULT_LISTEN = "127.0.0.1:7420";
 
-export interface ListenAddress {
+interface ListenAddress {
   host: string;
   port: number;
 }

@@ -64,7 +64,7 @@ export class ApiError extends Error {
 }
 
 /** How many problems one answer lists: 64 KiB of unknown names must not come back as megabytes. */
-export const MAX_PROBLEMS = 20;
+const MAX_PROBLEMS = 20;
 
 /**
  * `problems` as an answer lists them: the first MAX_PROBLEMS, then one more, `and N more` (of the kind

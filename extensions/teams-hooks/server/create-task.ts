@@ -42,7 +42,7 @@ export interface TeamRuntime {
   serialise<T>(fn: () => Promise<T>): Promise<T>;
 }
 
-export interface CreateRequest {
+interface CreateRequest {
   /** The key's name (recorded in the task, and the scope of its Idempotency-Keys). */
   keyName: string;
   template: string;
@@ -59,7 +59,7 @@ export interface CreateRequest {
   signal?: AbortSignal;
 }
 
-export interface Created {
+interface Created {
   task: Task;
   /** True when an Idempotency-Key found the task of an earlier request. */
   replayed: boolean;

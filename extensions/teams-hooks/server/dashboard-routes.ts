@@ -30,7 +30,7 @@ import {
   webLoginForm,
 } from "./web-auth.js";
 
-export interface WebOptions {
+interface WebOptions {
   teamsRoot: string;
   index: LogIndex;
   /** The API's rate limiter: a viewer with a key spends that key's rate, as its API requests do. */
@@ -44,7 +44,7 @@ export interface WebOptions {
   warn(message: string): void;
 }
 
-export interface WebServer {
+interface WebServer {
   handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
   close(): Promise<void>;
 }

@@ -14,10 +14,10 @@ import { isTeamName } from "../team/paths.js";
 import type { KeyInfo } from "./keys.js";
 
 /** What became of the message to one team's lead: the inbox it went to, or why it was not sent. */
-export type LeadNotice = { team: string; lead: string; inbox: string } | { team: string; notSent: string };
+type LeadNotice = { team: string; lead: string; inbox: string } | { team: string; notSent: string };
 
 /** The `qualityGateMessage` of the note, so that a reader of the inbox can tell it from the rest. */
-export const ALL_TEMPLATES_NOTE = "api-key-all-templates";
+const ALL_TEMPLATES_NOTE = "api-key-all-templates";
 
 /** Tells the lead of each of the key's teams that it may use every template; never throws for a team's files. */
 export async function tellLeadsOfAllTemplates(

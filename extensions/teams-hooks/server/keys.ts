@@ -110,7 +110,7 @@ export interface KeySpec {
 }
 
 /** The scopes a key's templates limit: a key with one of them needs `--templates` or `--all-templates`. */
-export const TEMPLATE_SCOPES: readonly Scope[] = ["tasks:create", "tasks:read", "gates:decide"];
+const TEMPLATE_SCOPES: readonly Scope[] = ["tasks:create", "tasks:read", "gates:decide"];
 
 export function keysFile(teamsRoot: string): string {
   return path.join(teamsRoot, ".pi-teams-hooks", "keys.json");
@@ -248,7 +248,7 @@ export async function revokeKey(teamsRoot: string, name: string): Promise<boolea
 }
 
 /** What `setKeyEnabled` found: no such key, the key already so, or the key changed (disabled or enabled now). */
-export type KeySwitch = "unknown" | "unchanged" | "changed";
+type KeySwitch = "unknown" | "unchanged" | "changed";
 
 /**
  * Disables (`enabled` false) or enables again the key called `name`, its secret unchanged. Disabling

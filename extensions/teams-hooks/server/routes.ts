@@ -86,7 +86,7 @@ export interface ApiContext {
 }
 
 /** One request as the routes see it. `body()` reads it once, under the size cap (413). */
-export interface ApiRequest {
+interface ApiRequest {
   method: string;
   path: string;
   authorization: string | undefined;
@@ -530,7 +530,7 @@ function jsonObject(
 }
 
 /** A problem with a field of the request (`request_field`): its path the field's name, its line `<field>: <text>`. */
-export function fieldProblem(field: string, text: string): Problem {
+function fieldProblem(field: string, text: string): Problem {
   return { kind: "request_field", path: field, message: `${field}: ${text}` };
 }
 

@@ -34,7 +34,7 @@ import { webServer } from "./dashboard-routes.js";
 import { LogIndex } from "../logs/log-index.js";
 import { MAX_WRITTEN_LOG_BYTES } from "../logs/hook-log.js";
 
-export const BODY_LIMIT_BYTES = 64 * 1024;
+const BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface TaskServerOptions {
   teamsRoot: string;
@@ -238,7 +238,7 @@ function toApiError(error: unknown, log: TaskServerOptions["log"]): ApiError {
  * a log holds that no bound caught) is a 500, never a string the process cannot make or a client
  * must swallow.
  */
-export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Writes `answer` as JSON. A body that cannot be made into JSON (or is over `MAX_ANSWER_BYTES`) is a

@@ -19,7 +19,7 @@ export const NAME_CHARS = 256;
 export const SUMMARY_CHARS = 2_000;
 
 /** The run whose verdict the task's gate status is; fields a log or the metadata cannot give are null. */
-export interface DecidingRun {
+interface DecidingRun {
   /** Null when its log is gone (`logs prune`): the rest then comes from the task's metadata. */
   runId: string | null;
   /** The gate as the policy and the logs name it (`on_task_completed`, `on_task_completed.d/10-lint.sh`, `http:ci`). */

@@ -46,7 +46,7 @@ export async function gatesView(
 const RUN_QUERY = ["event", "outcome", "task", "member", "hook", "since", "trigger", "before"] as const;
 
 /** One run as the API lists it. */
-export interface RunView {
+interface RunView {
   runId: string;
   /** The log's file name in hook-logs/ (`logs show` takes it, or the run id). */
   log: string;
@@ -75,7 +75,7 @@ export interface RunView {
   cursor: string;
 }
 
-export interface RunsPage {
+interface RunsPage {
   team: string;
   /** Newest first, at most 50 (the dashboard's page). */
   runs: RunView[];

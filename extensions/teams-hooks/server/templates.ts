@@ -9,7 +9,7 @@
 import { PLACEHOLDER, type ParameterType, type TemplateDef } from "../settings/handlers.js";
 import type { Problem } from "../settings/problems.js";
 
-export type MatchedParameters = { ok: true; values: Record<string, unknown> } | { ok: false; problems: Problem[] };
+type MatchedParameters = { ok: true; values: Record<string, unknown> } | { ok: false; problems: Problem[] };
 
 /** The template a slug names in `templates`, whatever its case; null when there is none. */
 export function findTemplate(
@@ -68,7 +68,7 @@ export function matchParameters(template: TemplateDef, supplied: Readonly<Record
 }
 
 /** The JSON kind of a value as templates name them (`null` and `integer` are not kinds of their own). */
-export function kindOf(value: unknown): ParameterType | "null" {
+function kindOf(value: unknown): ParameterType | "null" {
   if (value === null) return "null";
   if (Array.isArray(value)) return "array";
   switch (typeof value) {

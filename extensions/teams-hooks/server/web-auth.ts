@@ -29,10 +29,10 @@ import type { RateLimit } from "./rate-limit.js";
 import { type KeyInfo, type KeyStore, ensureKeysDir, issueLogin, keysFile, redeemLogin } from "./keys.js";
 
 /** How long a login URL works (once). */
-export const LOGIN_TTL_MS = 15 * 60_000;
+const LOGIN_TTL_MS = 15 * 60_000;
 /** How long a session lasts: the cookie's Max-Age, and the expiry it carries signed. */
-export const SESSION_MAX_AGE_S = 12 * 60 * 60;
-export const SESSION_COOKIE = "pth_session";
+const SESSION_MAX_AGE_S = 12 * 60 * 60;
+const SESSION_COOKIE = "pth_session";
 
 export interface WebAuthContext {
   teamsRoot: string;
@@ -44,7 +44,7 @@ export interface WebAuthContext {
   warn?(message: string): void;
 }
 
-export type WebAccess =
+type WebAccess =
   | {
       kind: "allowed";
       teams: readonly string[] | null /* null: every team */;

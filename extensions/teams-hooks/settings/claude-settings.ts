@@ -46,7 +46,7 @@ export interface ClaudeWrapper {
  * Something in the file that does not become a wrapper, or does with a caveat. `field`: its JSON
  * path; `message`: the whole line for people (`skipped hooks.TaskCompleted[1].hooks[0]: …`).
  */
-export interface ClaudeNote {
+interface ClaudeNote {
   kind:
     | "skipped"
     | "ignored_matcher"

@@ -14,7 +14,7 @@ import { SETTINGS } from "./table.js";
 // HTTP handlers
 
 /** The methods a handler may send: those that carry a body. */
-export const HANDLER_METHODS = ["POST", "PUT", "PATCH"] as const;
+const HANDLER_METHODS = ["POST", "PUT", "PATCH"] as const;
 /**
  * How a handler's answer is read: `verdict` (the default), a verdict in a 2xx body; `held`, any 2xx
  * holds the gate until a decision comes back (docs/ci-gates.md), whatever the body says.
@@ -197,7 +197,7 @@ export function handlerGateName(name: string): string {
 // ---------------------------------------------------------------------------------------------
 // Task templates (the task API creates tasks only from these)
 
-export const PARAMETER_TYPES = ["string", "number", "boolean", "object", "array"] as const;
+const PARAMETER_TYPES = ["string", "number", "boolean", "object", "array"] as const;
 export type ParameterType = (typeof PARAMETER_TYPES)[number];
 
 /** A template's slug: what the API's `template` names, compared lower case. */

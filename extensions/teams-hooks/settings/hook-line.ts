@@ -22,16 +22,16 @@ import { type HookEventName, truncateText } from "../contract/contract.js";
 import { MAX_TIMEOUT_MS } from "./table.js";
 
 /** The line is looked for in the file's first this many lines… */
-export const SETTINGS_LINE_WINDOW = 10;
+const SETTINGS_LINE_WINDOW = 10;
 
 const MARKER = /^\s*(?:#|\/\/)\s*pi-teams-hooks:(.*)$/;
 
-export const HOOK_MODES = ["enforce", "shadow"] as const;
-export type HookMode = (typeof HOOK_MODES)[number];
-export const HOOK_FORMATS = ["v1", "claude"] as const;
+const HOOK_MODES = ["enforce", "shadow"] as const;
+type HookMode = (typeof HOOK_MODES)[number];
+const HOOK_FORMATS = ["v1", "claude"] as const;
 export type HookFormat = (typeof HOOK_FORMATS)[number];
-export const MATCHER_KEYS = ["members", "owner", "subject", "labels", "paths"] as const;
-export type MatcherKey = (typeof MATCHER_KEYS)[number];
+const MATCHER_KEYS = ["members", "owner", "subject", "labels", "paths"] as const;
+type MatcherKey = (typeof MATCHER_KEYS)[number];
 /**
  * `auto`: sandboxed where this machine can (else run as the leader runs, said at start and in each log);
  * `required`: held where it cannot; `off`: never (a weakening, approved like any edit of the gate).
@@ -43,7 +43,7 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
  * version"): version 1 only, today; the key is read so that a gate written for a later version is
  * refused (and held) rather than handed a document it did not ask for.
  */
-export const SUPPORTED_CONTRACT_VERSIONS = [1] as const;
+const SUPPORTED_CONTRACT_VERSIONS = [1] as const;
 const KEYS = [
   "timeout",
   ...MATCHER_KEYS,
@@ -268,7 +268,7 @@ export function parseDuration(text: string): number | null {
 }
 
 /** What the matchers look at: the event's member, and the task as the gate would see it. */
-export interface MatchFacts {
+interface MatchFacts {
   member: string | null;
   task: { owner?: string | null; subject?: string; metadata?: Record<string, unknown> } | null;
 }
@@ -381,7 +381,7 @@ const globCache = new Map<string, CompiledGlob | string>();
  * expression: the text matched is the task's, which the agents write, and a backtracking regular
  * expression can take minutes on a long subject; these matchers are linear in the text per glob.
  */
-export function compileGlob(glob: string): CompiledGlob | string {
+function compileGlob(glob: string): CompiledGlob | string {
   const cached = globCache.get(glob);
   if (cached !== undefined) return cached;
   const tokens = tokenize([...glob]);

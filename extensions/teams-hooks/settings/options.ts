@@ -146,7 +146,7 @@ export function resolvePolicy(input: ResolvePolicyInput): ResolvedPolicy {
   });
 }
 
-export interface ResolvedTimeout {
+interface ResolvedTimeout {
   value: number;
   source: Exclude<Source, "config">;
   warnings: string[];
@@ -172,7 +172,7 @@ export function resolveTimeoutMs(input: {
 // One precedence walk
 
 /** One setting as the walk found it: its value, its level, and the variable it came from (for `env`). */
-export interface Resolved<T> {
+interface Resolved<T> {
   value: T;
   source: Source;
   /** The variable the value was read from, when `source` is `env`; null otherwise. */

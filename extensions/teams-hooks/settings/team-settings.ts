@@ -51,7 +51,7 @@ export type FailureMode = (typeof FAILURE_MODES)[number];
  * What a hook error (could not start, timed out, killed, invalid verdict, a limit) means, by default.
  * A start gate is closed: a gate that could not judge a claim does not admit it.
  */
-export const DEFAULT_FAILURE_MODES: Readonly<Record<HookEventName, FailureMode>> = SETTINGS.failureMode.default;
+const DEFAULT_FAILURE_MODES: Readonly<Record<HookEventName, FailureMode>> = SETTINGS.failureMode.default;
 
 /**
  * Hooks in one event's chain (the v1 file plus `on_<event>.d/`); the whole chain of one event, start
@@ -88,9 +88,9 @@ const FailureModeBlock = z.union([
  * (docs/performance.md).
  */
 export const SWEEP_MODES = ["auto", "always"] as const;
-export type SweepMode = (typeof SWEEP_MODES)[number];
-export const DEFAULT_SWEEP: SweepMode = SETTINGS.sweep.default;
-export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
+type SweepMode = (typeof SWEEP_MODES)[number];
+const DEFAULT_SWEEP: SweepMode = SETTINGS.sweep.default;
+const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SWEEP_MODES));
 
 /**
  * What a hook's exit code means when it gives no verdict: `v1` (the default, as contract v1 says: 0
@@ -99,9 +99,9 @@ export const SweepSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SW
  */
 export const EXIT_CODE_MODES = ["v1", "strict"] as const;
 export type ExitCodeMode = (typeof EXIT_CODE_MODES)[number];
-export const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(EXIT_CODE_MODES));
+const ExitCodesSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(EXIT_CODE_MODES));
 /** `hooks.sandbox`: how the team's gates run (runner/sandbox.ts); a gate's own `sandbox=` wins. */
-export const SandboxSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SANDBOX_MODES));
+const SandboxSettingSchema = z.string().trim().toLowerCase().pipe(z.enum(SANDBOX_MODES));
 
 /**
  * A limit as written in the block: a whole number (or a string of digits), in range or not. A value
@@ -119,7 +119,7 @@ const limitValue = z.unknown().transform((raw, ctx): number => {
 type LimitKey = keyof typeof LIMIT_RANGES;
 
 /** `hooks.limits`: each a whole number, capped to its range (LIMIT_RANGES); limits left out keep their default. */
-export const LimitsSchema = z.strictObject(
+const LimitsSchema = z.strictObject(
   Object.fromEntries(Object.keys(LIMIT_RANGES).map((name) => [name, limitValue.optional()])) as Record<
     LimitKey,
     z.ZodOptional<typeof limitValue>
@@ -131,7 +131,7 @@ export const LimitsSchema = z.strictObject(
  * writable fields), `defer` (hold the event until a decision; task_completed and task_failed only).
  */
 export const HOOK_POINT_MODES = ["admit", "transform", "defer"] as const;
-export type HookPointMode = (typeof HOOK_POINT_MODES)[number];
+type HookPointMode = (typeof HOOK_POINT_MODES)[number];
 
 /**
  * Which gates of a hook point a team may drop without an approval: `both` (the default: as each gate
@@ -139,13 +139,13 @@ export type HookPointMode = (typeof HOOK_POINT_MODES)[number];
  * required there), `optional` (every global gate of the point may be dropped).
  */
 export const PARTICIPATIONS = ["both", "required", "optional"] as const;
-export type Participation = (typeof PARTICIPATIONS)[number];
+type Participation = (typeof PARTICIPATIONS)[number];
 
 /**
  * `hooks.events.<event>`: one hook point's own declaration, over the team's settings for that event
  * alone. Limits are capped as the team's are (`capLimits`).
  */
-export const EventDeclarationSchema = z.strictObject({
+const EventDeclarationSchema = z.strictObject({
   modes: z
     .array(z.enum(HOOK_POINT_MODES))
     .refine((modes) => modes.includes("admit"), "must hold admit (every gate may allow or deny)")
@@ -157,7 +157,6 @@ export const EventDeclarationSchema = z.strictObject({
   participation: z.string().trim().toLowerCase().pipe(z.enum(PARTICIPATIONS)).optional(),
   limits: LimitsSchema.optional(),
 });
-export type EventDeclaration = z.output<typeof EventDeclarationSchema>;
 
 const EventsBlockSchema = z.strictObject(
   Object.fromEntries(HOOK_EVENTS.map((e) => [e, EventDeclarationSchema.optional()])) as Record<
@@ -206,7 +205,7 @@ const CAPPED_RANGES: readonly CappedRange[] = [
 ];
 
 /** A limit moved into its range: which, from what, to what. */
-export interface CappedLimit {
+interface CappedLimit {
   field: string;
   written: number;
   value: number;
@@ -217,7 +216,7 @@ export interface CappedLimit {
  * The block with every limit outside its range moved to its ceiling or floor, and what was moved: a
  * limit written down is a request the platform caps; the rest of the block stays in force.
  */
-export function capLimits(block: HooksBlock): { block: HooksBlock; capped: CappedLimit[] } {
+function capLimits(block: HooksBlock): { block: HooksBlock; capped: CappedLimit[] } {
   const capped: CappedLimit[] = [];
   let out = block;
   for (const { field, range, get, set } of CAPPED_RANGES) {
@@ -246,7 +245,7 @@ export function capLimits(block: HooksBlock): { block: HooksBlock; capped: Cappe
  * `/t/config.json: hooks.limits.maxHooksPerEvent: 500 is above its ceiling of 64 — capped to 64; the rest
  * of the "hooks" block stays in force`
  */
-export function cappedLimitWarning(file: string, c: CappedLimit): string {
+function cappedLimitWarning(file: string, c: CappedLimit): string {
   const where = c.bound === "ceiling" ? `above its ceiling of ${c.value}` : `below its floor of ${c.value}`;
   const rest = `the rest of the "hooks" block stays in force`;
   return `${file}: ${c.field}: ${c.written} is ${where} — capped to ${c.value}; ${rest}`;
@@ -280,7 +279,7 @@ export const SETTING_SCHEMAS = Object.freeze({
 } satisfies Record<SettingName, z.ZodType>);
 
 /** The whole `hooks` block. Keys it does not know are left alone (another tool may own them). */
-export const HooksBlockSchema = z
+const HooksBlockSchema = z
   .looseObject({
     failureAction: SETTING_SCHEMAS.failureAction.nullish(),
     maxReopensPerTask: SETTING_SCHEMAS.maxReopensPerTask.nullish(),
@@ -331,10 +330,10 @@ export const HooksBlockSchema = z
         });
     }
   });
-export type HooksBlock = z.output<typeof HooksBlockSchema>;
+type HooksBlock = z.output<typeof HooksBlockSchema>;
 
 /** `fields`: each problem's field, a dotted path from config.json's top (`hooks.limits.maxHooksPerEvent`), in order. */
-export type HooksBlockCheck =
+type HooksBlockCheck =
   | { ok: true; block: HooksBlock; raw: Record<string, unknown> }
   | { ok: false; problems: string[]; fields: string[] };
 
@@ -397,7 +396,7 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 
 const FAILURE_MODE_VARIABLE = SETTINGS.failureMode.env[0] ?? "PI_TEAMS_HOOKS_FAILURE_MODE";
 
-export interface ResolvedModes {
+interface ResolvedModes {
   modes: Readonly<Record<HookEventName, FailureMode>>;
   sources: Readonly<Record<HookEventName, "config" | "env" | "default">>;
   warnings: string[];
@@ -440,7 +439,7 @@ export function resolveLimits(block: HooksBlock): Readonly<HookLimits> {
 // Every setting in force, with where it came from
 
 /** Where the `hooks` block in force comes from: config.json's own, the last valid one kept, or none. */
-export type HooksBlockFrom = "file" | "kept" | "none";
+type HooksBlockFrom = "file" | "kept" | "none";
 
 /** Why config.json gives no `hooks` block at all. */
 export interface NoHooksBlock {
@@ -476,7 +475,7 @@ export interface Effective<T, S extends Source = Source> {
   origin: string;
 }
 
-export type PolicySetting = keyof EffectivePolicy;
+type PolicySetting = keyof EffectivePolicy;
 export type { LimitName } from "./table.js";
 
 /**
@@ -950,7 +949,7 @@ function chooseBlock(input: SettingsInput): ChosenBlock {
   };
 }
 
-export interface ResolvedSweep {
+interface ResolvedSweep {
   value: SweepMode;
   source: "config" | "default";
 }

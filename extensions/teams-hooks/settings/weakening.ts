@@ -12,7 +12,7 @@
 import { isDeepStrictEqual } from "node:util";
 
 /** The `hooks` keys whose change can weaken a verdict. */
-export const WEAKENING_KEYS = [
+const WEAKENING_KEYS = [
   "failureMode",
   "exitCodes",
   "projection",
@@ -23,7 +23,7 @@ export const WEAKENING_KEYS = [
   "redactEnv",
   "events",
 ] as const;
-export type WeakeningKey = (typeof WEAKENING_KEYS)[number];
+type WeakeningKey = (typeof WEAKENING_KEYS)[number];
 
 /** What config.json says of the weakening keys (an absent key: the default). */
 export type SettingsView = Partial<Record<WeakeningKey, unknown>>;

@@ -10,9 +10,9 @@ import os from "node:os";
 import path from "node:path";
 import { readJsonValue } from "./json-file.js";
 
-export const ATTACH_CLAIM_FILE = ".attach-claim.json";
+const ATTACH_CLAIM_FILE = ".attach-claim.json";
 /** pi-agent-teams treats a claim whose heartbeat is older than this as abandoned. */
-export const ATTACH_CLAIM_STALE_MS = 30_000;
+const ATTACH_CLAIM_STALE_MS = 30_000;
 /** A claim file is a few hundred bytes; anything far larger is not one. */
 const MAX_CLAIM_BYTES = 64 * 1024;
 
@@ -22,14 +22,14 @@ export function piTeamsRoot(env: Readonly<Record<string, string | undefined>>, h
   return root ? path.resolve(root) : path.join(home, ".pi", "agent", "teams");
 }
 
-export interface AttachClaim {
+interface AttachClaim {
   holderSessionId: string;
   pid: number;
   heartbeatAtMs: number;
 }
 
 /** Reads one team's claim; null when there is none or it is not a claim (never throws). */
-export async function readAttachClaim(teamDir: string): Promise<AttachClaim | null> {
+async function readAttachClaim(teamDir: string): Promise<AttachClaim | null> {
   const read = await readJsonValue(path.join(teamDir, ATTACH_CLAIM_FILE), { maxBytes: MAX_CLAIM_BYTES });
   if (!read.ok || typeof read.value !== "object" || read.value === null) return null;
   const value = read.value as Record<string, unknown>;

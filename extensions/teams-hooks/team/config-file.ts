@@ -13,8 +13,8 @@ import { withLock } from "./lock.js";
 import { unsafeName } from "../text/messages.js";
 import { configFile, isSafeName, sanitizeName } from "./paths.js";
 
-export const DEFAULT_LEAD_NAME = "team-lead";
-export const DEFAULT_STYLE = "normal";
+const DEFAULT_LEAD_NAME = "team-lead";
+const DEFAULT_STYLE = "normal";
 
 export interface LoadedTeamConfig {
   identity: TeamIdentity;
@@ -94,7 +94,7 @@ function safeLeadName(name: string, file: string, warnings: string[]): string {
   return DEFAULT_LEAD_NAME;
 }
 
-export type UpdateHooksResult =
+type UpdateHooksResult =
   | { ok: true; file: string; hooks: Record<string, unknown>; created: boolean }
   | { ok: false; problem: FileProblem };
 

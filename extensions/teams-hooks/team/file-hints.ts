@@ -41,7 +41,7 @@ export interface DirWatcher {
   close(): Promise<void>;
 }
 
-export interface WatchOptions {
+interface WatchOptions {
   poll: boolean;
   pollIntervalMs: number;
   /** A watcher error: reported, and the watch re-armed (the reconcile scan covers the gap). */

@@ -58,7 +58,7 @@ export type ReadResult<T> =
   | { ok: false; problem: FileProblem };
 
 /** How a JSON file is read. */
-export interface JsonReadOptions {
+interface JsonReadOptions {
   maxBytes?: number;
   /**
    * `short`: a file over 1 MiB is parsed with each long string cut to its head and a marker
@@ -126,7 +126,7 @@ export const MAX_TEAM_FILE_BYTES = 64 * 1024 * 1024;
 export const READ_FLAGS = fsConstants.O_RDONLY | fsConstants.O_NONBLOCK | fsConstants.O_NOCTTY;
 
 /** `stat` on a failure: the file's, when it was found but refused (not regular, too large). */
-export type TextRead = { ok: true; text: string; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats };
+type TextRead = { ok: true; text: string; stat: Stats } | { ok: false; problem: FileProblem; stat?: Stats };
 
 /**
  * Reads `file` whole if it is a regular file (symlinks followed) of at most `maxBytes`. A FIFO, a
@@ -252,7 +252,7 @@ function formatBytes(bytes: number): string {
  * the first asks for `expected` bytes (its fstat size plus one, to see the end at once); a file still
  * growing is read on, never past `limit`.
  */
-export function readPrefix(fd: number, expected: number, limit: number): Buffer {
+function readPrefix(fd: number, expected: number, limit: number): Buffer {
   let buffer = Buffer.allocUnsafe(Math.max(1, Math.min(expected, limit)));
   let length = 0;
   for (;;) {
@@ -301,7 +301,7 @@ export function checkSchema<S extends z.ZodType>(raw: unknown, schema: S, file: 
 }
 
 /** `["metadata", "result"]` → `metadata.result`; `["blocks", 1]` → `blocks[1]`. */
-export function formatFieldPath(segments: readonly PropertyKey[]): string {
+function formatFieldPath(segments: readonly PropertyKey[]): string {
   let out = "";
   for (const segment of segments) {
     if (typeof segment === "number") out += `[${segment}]`;
@@ -345,7 +345,7 @@ function problem(kind: FileProblemKind, file: string, message: string): { ok: fa
   return { ok: false, problem: { kind, file, message } };
 }
 
-export interface WriteOptions {
+interface WriteOptions {
   /** 2-space indentation (the team-dir format). Default true. */
   pretty?: boolean;
   /** fsync the file before the rename and the directory after it, for durability across a power cut. Default false. */

@@ -34,7 +34,7 @@ const BRIEF_WAIT_MS = 30_000;
 const UNREADABLE_WAITS = 10;
 
 /** The lock, or who holds it (a live process). */
-export type LeaderLockTry = { ok: true; lock: LeaderLock } | { ok: false; pid: number; label: string | null };
+type LeaderLockTry = { ok: true; lock: LeaderLock } | { ok: false; pid: number; label: string | null };
 
 /** The leader lock, for the leader's whole life; throws E_USAGE naming the live leader that holds it. */
 export async function acquireLeaderLock(teamDir: string): Promise<LeaderLock> {
@@ -120,9 +120,9 @@ export async function tryLeaderLock(teamDir: string, label = "pi-teams-hooks wat
 }
 
 /** How often a holder of the leader lock moves its mtime. */
-export const LEADER_HEARTBEAT_MS = 5_000;
+const LEADER_HEARTBEAT_MS = 5_000;
 /** A lock whose heartbeat is older than this is stale even if its pid lives (a hung leader, or a reused pid). */
-export const LEADER_STALE_MS = 30_000;
+const LEADER_STALE_MS = 30_000;
 
 /**
  * Whether a leader holds the team: `running` (its process lives and its heartbeat is recent),

@@ -35,7 +35,7 @@ export const DEFAULT_LOCK_TIMEOUT_MS = 10_000;
  */
 export const STALE_UNREADABLE_LOCK_MS = 60_000;
 
-export interface LockOptions {
+interface LockOptions {
   /** Written into the lock file, so a human (or `doctor`) can see who holds it. */
   label?: string;
   /** Give up after this long with `E_LOCK_TIMEOUT`. Default 10 s. */
@@ -53,7 +53,7 @@ export interface LockHolder {
 }
 
 /** A snapshot of a lock for diagnostics. */
-export type LockInspection =
+type LockInspection =
   | { held: false; lockFile: string }
   | {
       held: true;
@@ -68,7 +68,7 @@ export type LockInspection =
       staleReason: string | null;
     };
 
-export function lockFileFor(file: string): string {
+function lockFileFor(file: string): string {
   return `${file}.lock`;
 }
 
@@ -290,7 +290,7 @@ export function staleReason(holder: LockHolder, ageMs: number): Staleness {
   return { holderAlive: null, staleReason: stale ? `no readable pid and ${seconds} s old` : null };
 }
 
-export interface Staleness {
+interface Staleness {
   /** Whether the pid lives; null when there is none to ask about. */
   holderAlive: boolean | null;
   /** Why the lock is stale, for messages; null when it must be respected. */

@@ -57,7 +57,7 @@ const PROCESS_MARK = randomBytes(8).toString("hex");
 let markersMade = false;
 
 /** What a string value cut by `shortenFile` ends with, as the parsed value holds it. */
-export function partMarker(index: number, leftOut: number): string {
+function partMarker(index: number, leftOut: number): string {
   markersMade = true;
   return `\u0000pi-teams-hooks ${PROCESS_MARK}: ${leftOut} more bytes of this text are in the file, not read\u0000${index}\u0000`;
 }

@@ -13,12 +13,12 @@ import { withLock } from "./lock.js";
 import { inboxFile } from "./paths.js";
 
 /** A message with its position in the file (what `markRead` predicates and replies refer to). */
-export interface InboxEntry {
+interface InboxEntry {
   index: number;
   message: MailboxMessage;
 }
 
-export type InboxReadResult =
+type InboxReadResult =
   | {
       ok: true;
       file: string;
@@ -30,14 +30,14 @@ export type InboxReadResult =
     }
   | { ok: false; problem: FileProblem };
 
-export type InboxWriteResult<T> = ({ ok: true; file: string } & T) | { ok: false; problem: FileProblem };
+type InboxWriteResult<T> = ({ ok: true; file: string } & T) | { ok: false; problem: FileProblem };
 
-export interface MailboxOptions {
+interface MailboxOptions {
   label?: string;
   timeoutMs?: number;
 }
 
-export interface AppendOptions extends MailboxOptions {
+interface AppendOptions extends MailboxOptions {
   /**
    * Recognises a message that stands for this one: when the inbox already holds one, nothing is
    * appended (another process sent it first). Checked under the lock, so two senders of the same

@@ -85,7 +85,7 @@ export function firstStartFile(teamDir: string): string {
 }
 
 /** `PI_TEAMS_ROOT_DIR`, else the parent folder of the team dir. */
-export function teamsRootDir(teamDir: string, env: Readonly<Record<string, string | undefined>>): string {
+function teamsRootDir(teamDir: string, env: Readonly<Record<string, string | undefined>>): string {
   const root = env.PI_TEAMS_ROOT_DIR?.trim();
   return root ? path.resolve(root) : path.dirname(path.resolve(teamDir));
 }

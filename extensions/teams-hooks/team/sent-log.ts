@@ -24,7 +24,7 @@ import { HooksError, describeError } from "../contract/errors.js";
 import { mkdirUnder, writeAll } from "./json-file.js";
 import { leaderStateDir } from "./paths.js";
 
-export function sentLogFile(teamDir: string): string {
+function sentLogFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), "sent.jsonl");
 }
 
@@ -33,7 +33,7 @@ export function sentId(kind: string, key: string, to: string): string {
   return `${kind}:${key}:${to}`;
 }
 
-export type SentState = "sending" | "sent";
+type SentState = "sending" | "sent";
 
 export class SentLog {
   readonly file: string;

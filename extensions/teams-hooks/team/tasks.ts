@@ -27,7 +27,7 @@ import { highWatermarkFile, taskFile, tasksDir } from "./paths.js";
 const TASK_FILE = /^([A-Za-z0-9_-]+)\.json$/;
 const NUMERIC_ID = /^\d+$/;
 
-export interface TaskFileEntry {
+interface TaskFileEntry {
   /** The id from the file name (the file's `id` field is checked by whoever reads it). */
   id: string;
   file: string;
@@ -83,9 +83,7 @@ export async function readAllTasks(
   return { tasks, problems };
 }
 
-export type UpdateTaskResult =
-  | { ok: true; written: boolean; task: Task; file: string }
-  | { ok: false; problem: FileProblem };
+type UpdateTaskResult = { ok: true; written: boolean; task: Task; file: string } | { ok: false; problem: FileProblem };
 
 /**
  * Read-modify-write of one task under its lock. `mutate` gets a copy of the task as it is on disk
@@ -124,7 +122,7 @@ export async function updateTask(
   );
 }
 
-export interface CreateTaskOptions {
+interface CreateTaskOptions {
   /**
    * Checked inside the id lock, against every readable task: a task returned here is returned instead of creating one.
    */
@@ -134,7 +132,7 @@ export interface CreateTaskOptions {
 }
 
 /** `created: false` when `existing` found the task. */
-export interface CreateTaskResult {
+interface CreateTaskResult {
   created: boolean;
   task: Task;
   file: string;

@@ -6,7 +6,7 @@
 import { unreachable } from "../contract/errors.js";
 
 /** Whether a message went out now, or had gone out before (a retry: the sent-log says so). */
-export type Sent = "now" | "before";
+type Sent = "now" | "before";
 
 /**
  * One action of the failure policy. A planned action (policy/decide.ts) has no `sent`; the same action

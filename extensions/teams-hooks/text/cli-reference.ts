@@ -176,7 +176,7 @@ export function cliReferenceBlocks(
 
 const BLOCK = /<!-- generated:cli ([a-z]+(?: [a-z]+)?) -->\n([\s\S]*?)<!-- \/generated -->/g;
 
-export interface CliDocUpdate {
+interface CliDocUpdate {
   /** The document with every block as the table makes it. */
   text: string;
   /** Blocks whose text differs from the table's, by id (`trust flags`). */

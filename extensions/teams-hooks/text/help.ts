@@ -26,7 +26,7 @@ export interface FlagSpec {
 }
 
 /** A word that is not a flag, listed among the flags: `PATH…` of `trust`, the schema names. */
-export interface WordSpec {
+interface WordSpec {
   readonly word: string;
   readonly help: string;
 }
@@ -48,10 +48,10 @@ export interface FlagGroup {
  * A part of a description: a paragraph (wrapped; `\n` starts a new line), or a list of terms and
  * their text (a term longer than its column puts its text on the next line).
  */
-export type Block = string | { readonly list: ReadonlyArray<readonly [string, string]>; readonly termWidth?: number };
+type Block = string | { readonly list: ReadonlyArray<readonly [string, string]>; readonly termWidth?: number };
 
 /** One form of a command that has several: `logs show`, `serve keys create`, `policy get`. */
-export interface SubcommandSpec {
+interface SubcommandSpec {
   /** The words after the command, as typed: `show`, `keys create`; "" for the command alone. */
   readonly name: string;
   /** Its entry's term in the help: `logs show <id>`. */
@@ -63,7 +63,7 @@ export interface SubcommandSpec {
   readonly flags: readonly string[];
 }
 
-export interface ExitSpec {
+interface ExitSpec {
   readonly code: 0 | 1 | 2 | 3;
   readonly when: string;
 }
@@ -119,7 +119,7 @@ export function commandFlags(spec: CommandSpec): FlagSpec[] {
 }
 
 /** `words` cut into lines of at most `width` columns: the first after `first`, the rest after `rest`. */
-export function wrapWords(words: readonly string[], width: number, first: string, rest: string): string[] {
+function wrapWords(words: readonly string[], width: number, first: string, rest: string): string[] {
   const lines: string[] = [];
   let line = first;
   let empty = true;
@@ -137,7 +137,7 @@ export function wrapWords(words: readonly string[], width: number, first: string
 }
 
 /** A paragraph wrapped to `width`, each line after `indent`; `\n` starts a new line, keeping its own leading spaces. */
-export function wrapText(text: string, width: number, indent = "", firstIndent = indent): string[] {
+function wrapText(text: string, width: number, indent = "", firstIndent = indent): string[] {
   return text.split("\n").flatMap((segment, i) => {
     const own = /^ */.exec(segment)?.[0] ?? "";
     const lead = (i === 0 ? firstIndent : indent) + own;
@@ -206,7 +206,7 @@ function groupsText(groups: readonly FlagGroup[], width: number): string {
 }
 
 /** `Exit status: 0 …; 1 …; 2 ….` */
-export function exitSentence(exit: readonly ExitSpec[]): string {
+function exitSentence(exit: readonly ExitSpec[]): string {
   return `${exit.map((e) => `${e.code} ${e.when}`).join("; ")}.`;
 }
 
@@ -256,7 +256,7 @@ export function commandHelp(spec: CommandSpec, width = HELP_WIDTH): string {
  * The subcommands `words` names (`show`; `keys create`; `keys`: every `keys …`), or none when they
  * name no subcommand.
  */
-export function subcommandsNamed(spec: CommandSpec, words: readonly string[]): SubcommandSpec[] {
+function subcommandsNamed(spec: CommandSpec, words: readonly string[]): SubcommandSpec[] {
   const subs = (spec.subcommands ?? []).filter((sub) => sub.name !== "");
   const [first, second] = words;
   if (first === undefined || !/^[a-z]+$/.test(first)) return [];

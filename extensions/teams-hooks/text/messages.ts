@@ -152,7 +152,7 @@ export function droppedGateText(gate: string, detail: string): string {
 }
 
 /** The longest first stderr line a failure summary keeps (characters, `…` included). */
-export const SUMMARY_STDERR_LINE_CHARS = 180;
+const SUMMARY_STDERR_LINE_CHARS = 180;
 
 /** How a refused gate's error says who approves its change, and with which command (event/chain-run.ts). */
 export const APPROVAL_HINT = "; the team lead approves a change with: ";
@@ -337,7 +337,7 @@ export interface GateFailureReport {
 }
 
 /** Characters of stdout and of stderr a follow-up description keeps (head and tail). */
-export const FOLLOWUP_OUTPUT_CHARS = 2_500;
+const FOLLOWUP_OUTPUT_CHARS = 2_500;
 
 /**
  * The follow-up task's description: what failed, under which policy, the command, the source task, and
@@ -521,8 +521,7 @@ function capitalize(text: string): string {
 }
 
 /** The last line of every gate nudge, word for word as pi-agent-teams has it. */
-export const GATE_NUDGE_REMEDIATE =
-  "Please remediate automatically and continue without waiting for user intervention.";
+const GATE_NUDGE_REMEDIATE = "Please remediate automatically and continue without waiting for user intervention.";
 
 /**
  * What the member whose claim a start gate denied reads (task namespace): which gate, why, and that

@@ -26,7 +26,7 @@ export interface TableLayout {
   used: number;
 }
 
-export interface TableOptions {
+interface TableOptions {
   /** The columns a line may take (text/terminal.ts `terminalWidth`); Infinity: never cut. */
   width: number;
   /** Spaces between columns; default 2. */

@@ -10,7 +10,7 @@ import { truncate } from "./width.js";
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** What the caller knows of one output stream. */
-export interface StreamFacts {
+interface StreamFacts {
   /** The stream is a terminal. */
   isTTY: boolean;
   /** The terminal's width as it reports it (`process.stdout.columns`), when it is one. */
@@ -19,7 +19,7 @@ export interface StreamFacts {
 }
 
 /** The width when nothing says otherwise: a pipe, a file, a terminal that does not tell. */
-export const DEFAULT_COLUMNS = 80;
+const DEFAULT_COLUMNS = 80;
 
 /**
  * The columns output may take: the terminal's own width when the stream is a terminal, else
@@ -54,7 +54,7 @@ export function canRedraw(facts: Pick<StreamFacts, "isTTY" | "env">): boolean {
 }
 
 /** Something running, and since when (ms since the epoch). */
-export interface Running {
+interface Running {
   label: string;
   since: number;
 }

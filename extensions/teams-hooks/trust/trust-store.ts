@@ -28,17 +28,14 @@ export function trustFile(teamDir: string): string {
   return path.join(leaderStateDir(teamDir), TRUST_FILE_NAME);
 }
 
-export function trustedCopyFile(teamDir: string, sha256: string): string {
+function trustedCopyFile(teamDir: string, sha256: string): string {
   return path.join(leaderStateDir(teamDir), "trusted", sha256);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The record on disk
 
-export type TrustRead =
-  | { state: "none" }
-  | { state: "ok"; record: TrustRecord }
-  | { state: "invalid"; problem: string };
+type TrustRead = { state: "none" } | { state: "ok"; record: TrustRecord } | { state: "invalid"; problem: string };
 
 /** Reads the trust record. A missing file is `none`; anything unreadable or malformed is `invalid`. */
 export function readTrust(teamDir: string): TrustRead {

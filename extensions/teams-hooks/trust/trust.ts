@@ -54,7 +54,7 @@ import { hookCandidatePaths, insecurity, settingsOfBytes } from "../gates/discov
 import { describeError, errnoCode } from "../contract/errors.js";
 import { problemDetail, readRegularBytes } from "../team/json-file.js";
 
-export type TrustProblemKind = TrustErrorKind;
+type TrustProblemKind = TrustErrorKind;
 
 /** One gate as trusted: its content hash and permission bits, and who recorded it when. */
 export interface TrustEntry {
@@ -191,7 +191,7 @@ export function bindingRecordText(binding: Binding, file: string): string {
  * A file binding's fingerprint: the hash of its record's text and the file's bytes together (`bytes`:
  * the file as read for the run), the file's mode and owner.
  */
-export function bindingFingerprint(
+function bindingFingerprint(
   hook: FileChainHook & { bound: Binding },
   file: Fingerprint & { content: Buffer },
 ): Fingerprint & { content: Buffer } {
@@ -239,7 +239,7 @@ export function snapshotChain(chain: ChainDiscovery): Map<string, GateSnapshot> 
 /** Hook files and the record are small; anything bigger is not one of ours. */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
-export type Regular =
+type Regular =
   | { kind: "ok"; bytes: Buffer; mode: number; uid: number }
   | { kind: "missing" }
   | { kind: "problem"; problem: string };
@@ -274,7 +274,7 @@ export interface GateChange {
 }
 
 /** A trusted optional global gate the team switched off, replaced or deleted: no problem, only said. */
-export interface DroppedGate {
+interface DroppedGate {
   path: string;
   /** `disabled by /t/alpha/hooks/on_idle.sh.disabled`, `deleted`, `replaced by …`. */
   detail: string;
@@ -291,7 +291,7 @@ export interface ChainTrust {
   changes: GateChange[];
 }
 
-export interface TrustCheckOptions {
+interface TrustCheckOptions {
   /** null: no record exists yet (nothing is compared; only insecure gates are refused). */
   record: TrustRecord | null;
   /**
