@@ -273,9 +273,9 @@ async function recordDecision(
       ...held,
       decision: {
         decision,
-        code: code || undefined,
-        reason: reason || undefined,
-        message: message || undefined,
+        ...(code ? { code } : {}),
+        ...(reason ? { reason } : {}),
+        ...(message ? { message } : {}),
         by,
         at,
         ...counted,
