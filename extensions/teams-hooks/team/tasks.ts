@@ -119,7 +119,7 @@ export async function updateTask(
     },
     {
       label: options.label ?? `update task ${taskId}`,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      timeoutMs: options.timeoutMs,
     },
   );
 }
@@ -180,7 +180,7 @@ export async function createTask(
     },
     {
       label: options.label ?? "create task",
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      timeoutMs: options.timeoutMs,
     },
   );
 }
