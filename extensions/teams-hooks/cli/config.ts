@@ -92,7 +92,7 @@ export async function policyCommand(args: ParsedArgs, io: CliIo): Promise<number
     const out = {
       teamDir,
       configFile: config.file,
-      ...(written ? { written } : {}),
+      written: written ?? undefined,
       policy: values,
       ...rest,
       warnings,

@@ -95,7 +95,7 @@ export async function logsCommand(args: ParsedArgs, io: CliIo): Promise<number> 
       // Runs by hand (`run`) are not the team's gates at work: left out unless asked for, by the flag or by --trigger.
       const handLeftOut = v["include-hand-runs"] !== true && filter.triggers === undefined;
       const counted: LogFilter = handLeftOut ? { ...filter, triggers: ["leader"] } : filter;
-      const query = { filter: counted, ...(limit === undefined ? {} : { limit }), onProblem };
+      const query = { filter: counted, limit, onProblem };
       const { rows } = await queryLogs(teamDir, query, (row) => statsSample(row.record));
       const stats = computeStats(rows);
       const leftOut = handLeftOut ? `; ${HAND_RUNS_LEFT_OUT}` : "";
@@ -131,7 +131,7 @@ async function list(
   const seen = follow ? await listHookLogNames(teamDir) : [];
   const query = {
     filter: opts.filter,
-    ...(opts.limit === undefined ? {} : { limit: opts.limit }),
+    limit: opts.limit,
     onProblem: opts.onProblem,
   };
   const shown: string[] = [];
@@ -223,7 +223,7 @@ function showSelector(rest: readonly string[], v: ParsedArgs["values"]): ShowSel
   const task = str(v.task)?.replace(/^#/, "");
   const failed = v.failed === true;
   const last: LogFilter = {
-    ...(task === undefined ? {} : { taskId: nonEmpty(task, "--task") }),
+    taskId: task === undefined ? undefined : nonEmpty(task, "--task"),
     ...(failed ? { outcomes: FAILED } : {}),
   };
   const [first, second, third] = rest;
@@ -302,7 +302,7 @@ async function prune(teamDir: string, v: ParsedArgs["values"], now: number, json
   const verb = dryRun ? "would remove" : "removed";
   const result = await pruneLogs(
     teamDir,
-    { ...(keep === undefined ? {} : { keep }), ...(beforeMs === undefined ? {} : { beforeMs }) },
+    { keep, beforeMs },
     {
       dryRun,
       onRemoved: (entry) =>

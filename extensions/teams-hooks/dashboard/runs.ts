@@ -124,7 +124,7 @@ export async function findRuns(
       filter,
       limit: PAGE_SIZE + 1,
       onProblem,
-      ...(bound ? { before: bound } : {}),
+      before: bound,
     });
     for (const row of result.rows) found.push(shownRow(team, row));
   }

@@ -207,7 +207,7 @@ async function runs(ctx: DashboardContext, url: URL, viewer: Viewer): Promise<We
     query.before === null && problems.length === 0 ? { kind: "runs" as const, query: liveQuery.toString() } : undefined;
   return {
     status: problems.length > 0 ? 400 : 200,
-    body: page({ title: "Runs", section: "runs", body, ...(live ? { live } : {}) }),
+    body: page({ title: "Runs", section: "runs", body, live }),
   };
 }
 

@@ -364,7 +364,7 @@ async function diagnoseTasks(teamDir: string, taskListId: string): Promise<Check
       level: "warn",
       message: `${problem.message} — not a task, skipped by the leader`,
       file: problem.file,
-      ...(problem.field ? { field: problem.field } : {}),
+      field: problem.field || undefined,
     });
   }
   return checks;
@@ -379,7 +379,7 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
         level: "error",
         message: `${message}: the leader cannot see idle notifications`,
         file,
-        ...(field ? { field } : {}),
+        field: field || undefined,
       },
     ];
   }
@@ -400,7 +400,7 @@ async function diagnoseInbox(teamDir: string, leadName: string): Promise<Check[]
       level: "warn",
       message: `${problem.message} — not a message, skipped`,
       file: problem.file,
-      ...(problem.field ? { field: problem.field } : {}),
+      field: problem.field || undefined,
     });
   }
   return checks;

@@ -72,7 +72,7 @@ async function applyStart(ran: Ran): Promise<AfterGate> {
     leadName: identity.leadName,
     now: ran.now().toISOString(),
     sent: ran.sent,
-    ...(req.runtime ? { lockTimeoutMs: req.runtime.lockTimeoutMs } : {}),
+    lockTimeoutMs: req.runtime?.lockTimeoutMs,
     passed: ran.counted.state === "passed",
     failureMode: ran.mode,
     summary: summarize(deciding.result, ran.mode, settings.timeoutMs.value),
@@ -111,10 +111,10 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
       leadName: identity.leadName,
       now: decidedAt,
       sent: ran.sent,
-      ...(req.runtime ? { lockTimeoutMs: req.runtime.lockTimeoutMs } : {}),
+      lockTimeoutMs: req.runtime?.lockTimeoutMs,
       // A chain that passed writes its patches with the gate's metadata; a denial or a hold none.
       ...(ran.counted.state === "passed" ? { taskPatches: chainPatches(ran.runs) } : {}),
-      ...(req.memory ? { memory: req.memory } : {}),
+      memory: req.memory,
       // Only a judgement spends the tree's budget: a hold (deferral, approval, fault) never does.
       ...(held || hold ? {} : { maxBudget: policy.maxReopensPerTask }),
     },
@@ -172,8 +172,8 @@ async function applyPolicy(ran: Ran): Promise<AfterGate> {
     complete: done.complete,
     record: policyRecordOf(policy, ran.mode, done),
     remembered: done.remembered,
-    ...(done.patch ? { patch: done.patch } : {}),
-    ...(done.followupTaskId === null ? {} : { followupTaskId: done.followupTaskId }),
+    patch: done.patch,
+    followupTaskId: done.followupTaskId ?? undefined,
     gate: done.plan.gate,
   };
 }

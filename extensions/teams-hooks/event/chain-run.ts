@@ -254,7 +254,7 @@ export async function runChain(
                   redact,
                   eventKey: shownEventKey(req.key, context.view),
                   attempt: req.attempt ?? 1,
-                  ...(req.notBefore ? { notBefore: req.notBefore } : {}),
+                  notBefore: req.notBefore,
                   canDefer: pointCanDefer(teamSettings, req.event),
                 })
               : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
@@ -266,22 +266,22 @@ export async function runChain(
                 exitCodes: teamSettings.exitCodes.value,
                 canDefer: pointCanDefer(teamSettings, req.event),
                 sandbox: sandboxOptions(settings, req, seen.teamDir),
-                ...(settings?.runAs ? { runAs: settings.runAs } : {}),
-                ...(settings?.format ? { format: settings.format } : {}),
+                runAs: settings?.runAs,
+                format: settings?.format,
                 runId,
                 eventKey: shownEventKey(req.key, context.view),
                 attempt: req.attempt ?? 1,
                 context,
                 redact,
-                ...(req.runtime ? { runtime: req.runtime } : {}),
+                runtime: req.runtime,
                 ...(req.runtime?.onSpawn
                   ? {
                       onSpawn: (info: { pid: number; runId: string }) =>
                         req.runtime?.onSpawn?.({ ...info, hook: hook.name, key: req.key }),
                     }
                   : {}),
-                ...(req.notBefore ? { notBefore: req.notBefore } : {}),
-                ...(req.standby ? { standby: req.standby } : {}),
+                notBefore: req.notBefore,
+                standby: req.standby,
                 ...snapshotOption(ctx.snapshots?.get(hook.hook.hookPath)),
               });
     if (result.timedOut && timeoutMs < ownTimeoutMs) {

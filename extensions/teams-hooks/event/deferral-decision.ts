@@ -632,7 +632,7 @@ async function applyPolicyAndLog(
       lockTimeoutMs: s.runtime.lockTimeoutMs,
       // The held chain's patches are written only if the decision allows it (event/patches.ts).
       ...(decision.decision === "allow" && record.patches?.length ? { taskPatches: record.patches } : {}),
-      ...(apply.memory ? { memory: apply.memory } : {}),
+      memory: apply.memory,
       maxBudget: policy.maxReopensPerTask,
     },
     (fresh, tree) => decide(decideInput(s, applying, result, fresh, tree.budget)),

@@ -351,7 +351,7 @@ const escalateStep: Step = async (target, at) => {
       qualityGateMessage: "budget-spent",
     },
     isIt: (m) => m.qualityGateMessage === "budget-spent" && m.qualityGateEventKey === target.key,
-    ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
+    lockTimeoutMs: target.lockTimeoutMs,
   });
   if (sent.error) return sent.error;
   at.actions.push({ kind: "escalated", root, sent: sent.already ? "before" : "now" });
@@ -485,7 +485,7 @@ export function policyRecordOf(
     errors: [...done.refused, ...done.errors],
     // The gate life's state this event left the task in (policy/gate-life.ts), and why it is held.
     gate: done.plan.gate.to,
-    ...(done.plan.gate.cause ? { held: done.plan.gate.cause } : {}),
+    held: done.plan.gate.cause,
     ...(done.plan.spend
       ? { budget: { root: done.plan.spend.root, spent: done.plan.spend.spent, max: done.plan.spend.max } }
       : {}),
@@ -525,7 +525,7 @@ async function sendToMember(
           kind === "nudge"
           ? assignmentTaskId(m.text) === null
           : `assignment-${assignmentTaskId(m.text) ?? ""}` === kind),
-    ...(target.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: target.lockTimeoutMs }),
+    lockTimeoutMs: target.lockTimeoutMs,
   });
 }
 
@@ -574,7 +574,7 @@ export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: 
     const appended = await appendMessage(m.teamDir, m.namespace, m.to, m.message, {
       label: `pi-teams-hooks ${m.id}`,
       unlessPresent: m.isIt, // another process (a second leader, `trust` beside the leader) sent it first
-      ...(m.lockTimeoutMs === undefined ? {} : { timeoutMs: m.lockTimeoutMs }),
+      timeoutMs: m.lockTimeoutMs,
     });
     if (appended.ok) {
       sent.confirm(m.id, at);

@@ -107,7 +107,7 @@ export async function noteShadowDenial(
           },
         };
       },
-      { label: `shadow gate ${req.key}`, ...(req.runtime ? { timeoutMs: req.runtime.lockTimeoutMs } : {}) },
+      { label: `shadow gate ${req.key}`, timeoutMs: req.runtime?.lockTimeoutMs },
     );
     if (!updated.ok)
       return {

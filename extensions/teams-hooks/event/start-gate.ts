@@ -222,7 +222,7 @@ export async function applyStartGate(input: StartGateInput): Promise<StartGateDo
     id: sentId("start-denied", input.key, to),
     message,
     isIt: (m) => m.qualityGateEventKey === input.key,
-    ...(input.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: input.lockTimeoutMs }),
+    lockTimeoutMs: input.lockTimeoutMs,
   });
   if (sent.error) return done(plan, sent.error);
   actions.push(sent.already ? `told ${to} (sent before)` : `told ${to}`);

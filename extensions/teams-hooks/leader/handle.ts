@@ -261,8 +261,8 @@ export class EventHandler {
         taskId: event.taskId,
         member: event.member,
         timestamp: event.timestamp,
-        ...(event.notification ? { notification: event.notification } : {}),
-        ...(task === undefined ? {} : { task }),
+        notification: event.notification,
+        task,
         applyPolicy: isTaskEvent(event.event),
         retry: state.retry,
         attempt,
@@ -445,9 +445,7 @@ export class EventHandler {
    */
   #gateMove(event: HookEvent, outcome: InvokeOutcome): GateState | undefined {
     const reached = outcome.policyApplied === true ? outcome.gate : undefined;
-    const input = reached
-      ? inputReaching({ state: reached.to, ...(reached.cause ? { cause: reached.cause } : {}) })
-      : null;
+    const input = reached ? inputReaching({ state: reached.to, cause: reached.cause }) : null;
     if (!reached || !input) return undefined;
     const from = this.#run.ledger.place(event.key) ?? { state: "running" };
     try {

@@ -356,7 +356,7 @@ export class Ledger {
     event?: LedgerEventInfo,
   ): { attempt: number; durable: Promise<void> } {
     const attempt = (this.#keys.get(key)?.attempt ?? 0) + 1;
-    this.#append([{ op: "begin", key, at, runId, attempt, ...(event ? { event } : {}) }]);
+    this.#append([{ op: "begin", key, at, runId, attempt, event }]);
     return { attempt, durable: this.#flush() };
   }
 
@@ -389,7 +389,7 @@ export class Ledger {
     info: { runId: string | null; outcome: string; log: string | null; gate?: GateState | undefined },
   ): Promise<void> {
     const { gate, ...rest } = info;
-    this.#append([{ op: "done", key, at, ...rest, ...(gate === undefined ? {} : { gate }) }]);
+    this.#append([{ op: "done", key, at, ...rest, gate }]);
     await this.#flush();
   }
 
@@ -705,7 +705,7 @@ function taskRecord(taskId: string, memory: TaskMemory): LedgerRecord {
     op: "task",
     key: TASK_KEY + taskId,
     ...(memory.round > 0 ? { round: memory.round } : {}),
-    ...(memory.root !== undefined ? { root: memory.root } : {}),
+    root: memory.root,
     ...(memory.spent > 0 ? { spent: memory.spent } : {}),
     ...(memory.spentBy.length > 0 ? { by: memory.spentBy } : {}),
   };
@@ -721,7 +721,7 @@ function recordsFor(key: string, memory: KeyMemory): LedgerRecord[] {
         at: memory.startedAt,
         runId: memory.runId,
         attempt: memory.attempt,
-        ...(memory.event ? { event: memory.event } : {}),
+        event: memory.event ?? undefined,
       };
       return memory.pid === null ? [begin] : [begin, { op: "spawn", key, runId: memory.runId, pid: memory.pid }];
     }
@@ -750,7 +750,7 @@ function recordsFor(key: string, memory: KeyMemory): LedgerRecord[] {
           runId: memory.runId,
           cause: memory.cause,
           log: memory.log,
-          ...(memory.event ? { event: memory.event } : {}),
+          event: memory.event ?? undefined,
         },
       ];
     }
@@ -765,7 +765,7 @@ function recordsFor(key: string, memory: KeyMemory): LedgerRecord[] {
           runId: null,
           outcome: memory.outcome,
           log: memory.log,
-          ...(memory.state === null ? {} : { gate: memory.state }),
+          gate: memory.state ?? undefined,
         },
       ];
   }

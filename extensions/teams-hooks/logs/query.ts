@@ -289,7 +289,7 @@ export async function readLogsHolding(
     const bytes = readSmallSync(file);
     if (bytes !== null && !bytes.includes(wanted)) continue;
     const record = bytes === null ? null : parseLogBytes(bytes);
-    await readCandidates(dir, [{ name, timeMs: 0, ...(record ? { record } : {}) }], onProblem, onRow, maxBytes);
+    await readCandidates(dir, [{ name, timeMs: 0, record: record ?? undefined }], onProblem, onRow, maxBytes);
   }
 }
 

@@ -51,7 +51,7 @@ export async function runCli(
     cwd,
     isTTY: false,
     stopSignal: new Promise<string>(() => {}), // nothing here runs until a signal (no --follow, no watch)
-    ...(opts.approval ? { approval: opts.approval } : {}),
+    approval: opts.approval,
   });
   return { code, stdout, stderr };
 }

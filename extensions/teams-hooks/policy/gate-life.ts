@@ -379,7 +379,7 @@ export const TRANSITIONS: readonly GateTransition[] = Object.freeze(
         throw error;
       }
       const cause = move.cause ?? from.cause;
-      return [{ from: from.state, on: on(from), to: move.to, ...(cause ? { cause } : {}), writes: move.writes }];
+      return [{ from: from.state, on: on(from), to: move.to, cause, writes: move.writes }];
     }),
   ),
 );

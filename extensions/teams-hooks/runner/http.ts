@@ -146,8 +146,8 @@ export async function runHandler(
             doc: context.doc,
             runId,
             env: opts.env,
-            ...(opts.eventKey !== undefined ? { eventKey: opts.eventKey } : {}),
-            ...(opts.attempt !== undefined ? { attempt: opts.attempt } : {}),
+            eventKey: opts.eventKey,
+            attempt: opts.attempt,
           });
     const body = Buffer.from(rendered?.json ?? context.json, "utf8");
     const outgoing = outgoingHeaders(handler, invocation, body, { ...opts, runId, context }, rendered);
@@ -158,7 +158,7 @@ export async function runHandler(
       timeoutMs: opts.timeoutMs,
       canDefer: canDefer(invocation.event) && opts.canDefer !== false,
       held,
-      ...(opts.redact ? { redact: opts.redact } : {}),
+      redact: opts.redact,
     });
   } catch (error) {
     // A bug of ours (or the ledger flush failed: nothing was sent), reported as data like runHook's.

@@ -100,7 +100,7 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
       release: () => {
         for (const stream of [stdout, stderr]) stream.destroy();
       },
-      ...(go ? { go } : {}),
+      go: go ?? undefined,
     },
   };
 }

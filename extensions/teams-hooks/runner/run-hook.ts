@@ -378,7 +378,7 @@ function planOf(
     protect: (opts.sandbox?.protect ?? []).map(real),
     hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
     resultFile: run.resultFile,
-    ...(user ? { user } : {}),
+    user: user ?? undefined,
   };
 }
 
@@ -417,13 +417,13 @@ async function runIn(
     runId,
     contextFile: run.contextFile,
     resultFile: run.resultFile,
-    ...(opts.eventKey === undefined ? {} : { eventKey: opts.eventKey }),
-    ...(opts.attempt === undefined ? {} : { attempt: opts.attempt }),
+    eventKey: opts.eventKey,
+    attempt: opts.attempt,
     base: confined
       ? gateBaseEnv(opts.baseEnv ?? process.env, opts.sandbox?.env ?? [], sandbox.state === "on")
       : (opts.baseEnv ?? process.env),
     maxValueBytes: opts.maxEnvValueBytes,
-    ...(opts.context ? { context: opts.context } : {}),
+    context: opts.context,
   });
   // Synchronous on purpose: the async open/write/close hops cost ~2.5 ms a run here (bench/runner.mjs),
   // while spawn itself already blocks the event loop for longer than these small writes do.
@@ -515,8 +515,8 @@ async function runIn(
   // not the gate (and is ended with the run's namespace below).
   let atExit: ResultFileRead | null = null;
   const ran = await execute(started, opts, {
-    ...(standby ? { standby } : {}),
-    ...(onStarted ? { onStarted } : {}),
+    standby: standby ?? undefined,
+    onStarted,
     onExit: () => {
       atExit = readResultFile(run.resultFile, run.result);
     },
@@ -556,7 +556,7 @@ async function runIn(
   if (claude) return claudeResult(result);
   const rules = {
     canDefer: canDefer(invocation.event) && opts.canDefer !== false,
-    ...(opts.exitCodes ? { exitCodes: opts.exitCodes } : {}),
+    exitCodes: opts.exitCodes,
   };
   const judged = applyVerdict(result, atExit ?? readResultFile(run.resultFile, run.result), lastLine, rules);
   // Node could not find a module the gate imports (one a look at its text cannot see): the gate

@@ -94,9 +94,9 @@ export function problemOfLine(kind: ProblemKind, line: string): Problem {
 /** The answer for a refusal. */
 export function errorAnswer(error: ApiError): Answer {
   const body = {
-    error: { code: error.code, message: error.message, ...(error.problems ? { problems: [...error.problems] } : {}) },
+    error: { code: error.code, message: error.message, problems: error.problems && [...error.problems] },
   };
-  return { status: API_ERRORS[error.code], body, ...(error.headers ? { headers: error.headers } : {}) };
+  return { status: API_ERRORS[error.code], body, headers: error.headers };
 }
 
 /** `401`, one answer for a missing, malformed, unknown, revoked or disabled key: which one is nobody's business. */

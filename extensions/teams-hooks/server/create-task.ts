@@ -113,7 +113,7 @@ export async function createFromTemplate(team: TeamRuntime, request: CreateReque
         createTask(team.teamDir, plan.identity.taskListId, (id) => buildTask(id, plan, request, ref), {
           ...locks(),
           // Only after a crash between the record's two writes: a listing of the whole list, under the id lock.
-          ...(record ? { existing: (tasks: Task[]) => tasks.find((t) => requestOf(t) === ref) } : {}),
+          existing: record ? (tasks: Task[]) => tasks.find((t) => requestOf(t) === ref) : undefined,
         }),
       );
       await writeRecord(file, {
@@ -204,13 +204,13 @@ function buildTask(id: string, plan: TaskPlan, request: CreateRequest, ref: stri
     key: request.keyName,
     parameters: plan.values,
     requestedAt: at,
-    ...(ref ? { request: ref } : {}),
+    request: ref ?? undefined,
   };
   return {
     id,
     subject: plan.subject,
     description: plan.description,
-    ...(plan.template.owner ? { owner: plan.template.owner } : {}),
+    owner: plan.template.owner,
     status: "pending",
     blocks: [],
     blockedBy: [],

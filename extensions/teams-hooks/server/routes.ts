@@ -422,7 +422,7 @@ function decisionAnswer(result: DecideResult, team: string, runId: string, notFo
           state: "applied",
           actions: result.actions,
           // The settings it was applied under (those in force when its gate held it), and what changed since.
-          ...(result.appliedUnder ? { appliedUnder: result.appliedUnder } : {}),
+          appliedUnder: result.appliedUnder,
         },
       };
     }

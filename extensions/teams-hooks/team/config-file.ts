@@ -145,7 +145,7 @@ export async function updateHooksConfig(
     },
     {
       label: options.label ?? "update hooks config",
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      timeoutMs: options.timeoutMs,
     },
   );
 }

@@ -174,6 +174,6 @@ function parseEntry(
 function lockOptions(options: MailboxOptions, label: string): { label: string; timeoutMs?: number } {
   return {
     label: options.label ?? label,
-    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    timeoutMs: options.timeoutMs,
   };
 }

@@ -117,7 +117,7 @@ export async function updateTask(
     },
     {
       label: options.label ?? `update task ${taskId}`,
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      timeoutMs: options.timeoutMs,
     },
   );
 }
@@ -178,7 +178,7 @@ export async function createTask(
     },
     {
       label: options.label ?? "create task",
-      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      timeoutMs: options.timeoutMs,
     },
   );
 }

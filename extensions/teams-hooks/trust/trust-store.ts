@@ -88,7 +88,7 @@ function asRecord(value: unknown): TrustRecord | null {
       size: e.size as number,
       trustedAt: typeof e.trustedAt === "string" ? e.trustedAt : "",
       trustedBy: typeof e.trustedBy === "string" ? e.trustedBy : "",
-      ...(events ? { events } : {}),
+      events,
       // Only `false` means anything (an optional gate); anything else reads as required, the safe side.
       ...(e.required === false ? { required: false as const } : {}),
     };

@@ -550,7 +550,7 @@ export function entryFor(
     size: fp.size,
     trustedAt: at,
     trustedBy: by,
-    ...(events ? { events: [...events] } : {}),
+    events: events && [...events],
     ...optional,
   };
 }
