@@ -256,6 +256,7 @@ export async function runChain(
                   attempt: req.attempt ?? 1,
                   notBefore: req.notBefore,
                   canDefer: pointCanDefer(teamSettings, req.event),
+                  now: req.runtime?.now,
                 })
               : notRunResult(hook.hook, runId, "internal", `${hook.name} is not declared in config.json hooks.handlers`)
             : await runHook(hook.hook, seen, {
