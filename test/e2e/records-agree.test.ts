@@ -46,6 +46,44 @@ describe("the ledger and the task's gate record", () => {
     expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
   });
 
+  it("a defer line appended while no leader runs, that no deferral file, log or gate record backs: judged, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 1");
+    const first = await rig.leader(team);
+    expect(await first.stop()).toMatchObject({ code: 0 });
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    // The worker's forgery: its completion "held" by a run no gate made, so that its gate never runs.
+    const runId = "bbbbbbbb-1111-4111-8111-111111111111";
+    const at = new Date().toISOString();
+    const forged = { op: "defer", key, at, runId, deferral: runId, expiresAt: "2099-01-01T00:00:00.000Z", log: null };
+    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+
+    const leader = await rig.leader(team);
+    const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
+    expect(judged).toMatchObject({ outcome: "failed" });
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({
+      qualityGateEventKey: key,
+      qualityGateStatus: "failed",
+    });
+    await leader.waitFor("the warning", () => leader.warnings().find((w) => w.includes(key) && /judged again/.test(w)));
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/deferred/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+
+    // A third start: the records agree now, nothing runs again.
+    const third = await rig.leader(team);
+    expect(third.events((e) => e.key === key)).toHaveLength(0);
+    expect(await third.stop()).toMatchObject({ code: 0 });
+    expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
+  });
+
   it("a done line appended while no gate is in force: nothing judged it before or now, so nothing is said to the lead", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
