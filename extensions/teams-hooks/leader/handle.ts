@@ -23,7 +23,7 @@ import { type LeaderContext, RETRY_POLICY_MS, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "../trust/gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
-import { type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
+import { type KeyMemory, type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
@@ -78,9 +78,11 @@ export class EventHandler {
     // Judged means both records agree: a `done` the task's gate record does not back is judged again.
     const done = doneOutcome(known);
     const disagreement = !queued && done !== null ? this.#disagreement(event, done, task) : null;
-    if (disagreement !== null) {
-      this.#disagreements.set(event.key, { what: disagreement, known: true });
-      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: disagreement });
+    const unbacked = !queued && disagreement === null ? this.#unbackedDeferral(event, known, task) : null;
+    const what = disagreement ?? unbacked;
+    if (what !== null) {
+      this.#disagreements.set(event.key, { what, known: true });
+      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: what });
       this.enqueue(event, true, task);
       return;
     }
@@ -113,6 +115,20 @@ export class EventHandler {
     if ((event.event !== "task_completed" && event.event !== "task_failed") || !task) return null;
     if (this.#noGate.has(event.key) || recordsJudged(task, event.key)) return null;
     return `the ledger records ${event.key} as done (${outcome}), and the task holds no gate record for it`;
+  }
+
+  /**
+   * Why a deferral the ledger holds for a task's event is not a gate's (null when it may be): neither its
+   * file nor its log says a gate held it (deferrals/leader-side.ts `unbacked`), and the task's gate record
+   * does not name its run. Such a `defer` line was written by hand: the gate never ran, so it runs now.
+   */
+  #unbackedDeferral(event: HookEvent, known: KeyMemory | undefined, task: Task | undefined): string | null {
+    if (known?.state !== "held" || known.cause !== "deferral" || !task) return null;
+    const run = this.#ctx.deferrals?.unbacked(event.key) ?? null;
+    if (run === null || run !== known.deferral) return null;
+    const meta = task.metadata ?? {};
+    if (meta.qualityGateEventKey === event.key && meta.qualityGateDeferredRunId === run) return null;
+    return `the ledger holds ${event.key} as deferred (run ${run}), and no deferral file, log or gate record of the task says a gate held it`;
   }
 
   /** `--verbose`: an event already taken, by this leader (queued, running) or by the ledger. */
@@ -512,8 +528,7 @@ export class EventHandler {
     if (disagreed === undefined) return true;
     const { what, known } = disagreed;
     this.#disagreements.delete(event.key);
-    const judged =
-      outcome.policyApplied === true || heldFor(outcome.counted) !== null || outcome.deferral !== null;
+    const judged = outcome.policyApplied === true || heldFor(outcome.counted) !== null || outcome.deferral !== null;
     if (!judged) {
       this.#noGate.add(event.key);
       if (this.#ctx.verbose) this.#ctx.whyEvent(event, "no_gate", { detail: `${what}; no gate judged it now either` });
