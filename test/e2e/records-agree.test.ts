@@ -6,7 +6,14 @@
 import { appendFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { completeTasks, readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import {
+  completeTasks,
+  readAllTaskFiles,
+  readInboxFile,
+  readLogs,
+  readTaskFile,
+  useLeaderRig,
+} from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { updateTaskFile } from "../fixtures/workers/protocol.mjs";
 
@@ -132,6 +139,42 @@ describe("the ledger and the task's gate record", () => {
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/the ledger has no line for it/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("a gate record removed again and again while the leader runs: judged each time, one follow-up and one assignment in all", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      config: { hooks: { failureAction: "followup" } },
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
+    });
+    await rig.hook(team, "on_task_completed.sh", 'echo "FAIL: no"; exit 1');
+    const leader = await rig.leader(team);
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    await leader.waitForEvents(1, (e) => e.key === key && e.outcome === "failed");
+    // The worker takes its gate record out, each time its gate has judged the completion again.
+    for (let round = 2; round <= 4; round += 1) {
+      await updateTaskFile(team.taskFile("1"), (task) => {
+        const { qualityGateEventKey: _gone, ...metadata } = task.metadata ?? {};
+        return { ...task, metadata };
+      });
+      await leader.waitForEvents(round, (e) => e.key === key && e.outcome === "failed");
+      await leader.waitFor("the gate record written again", async () =>
+        (await readTaskFile(team, "1")).metadata?.qualityGateEventKey === key ? true : false,
+      );
+    }
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    const followups = [...(await readAllTaskFiles(team)).values()].filter(
+      (t) => t.metadata?.qualityGateFollowupFor === key,
+    );
+    expect(followups.map((t) => t.id)).toEqual(["2"]);
+    const assignments = (await readInboxFile(team, team.taskListId, "alice")).filter((m) =>
+      m.text.includes('"task_assignment"'),
+    );
+    expect(assignments).toHaveLength(1);
+    const notes = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+    expect(notes).toHaveLength(1);
   });
 
   it("hook-state/ deleted before a restart: a completion of a task a gate judged before is judged, not history", async (context) => {
