@@ -156,12 +156,14 @@ describe("the ledger and the task's gate record", () => {
     // The worker takes its gate record out, each time its gate has judged the completion again.
     for (let round = 2; round <= 4; round += 1) {
       await updateTaskFile(team.taskFile("1"), (task) => {
-        const { qualityGateEventKey: _gone, ...metadata } = task.metadata ?? {};
+        const metadata: Record<string, unknown> = { ...(task.metadata ?? {}) };
+        delete metadata.qualityGateEventKey;
         return { ...task, metadata };
       });
       await leader.waitForEvents(round, (e) => e.key === key && e.outcome === "failed");
-      await leader.waitFor("the gate record written again", async () =>
-        (await readTaskFile(team, "1")).metadata?.qualityGateEventKey === key ? true : false,
+      await leader.waitFor(
+        "the gate record written again",
+        async () => (await readTaskFile(team, "1")).metadata?.qualityGateEventKey === key,
       );
     }
     expect(await leader.stop()).toMatchObject({ code: 0 });
