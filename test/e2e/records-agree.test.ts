@@ -179,6 +179,34 @@ describe("the ledger and the task's gate record", () => {
     expect(notes).toHaveLength(1);
   });
 
+  it("a failed completion's gate record rewritten to passed while the leader runs: judged again, failed, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", 'echo "FAIL: no"; exit 1');
+    const leader = await rig.leader(team);
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    await leader.waitForEvents(1, (e) => e.key === key && e.outcome === "failed");
+    // The worker's forgery: its failed completion accepted, as a dependent (gateStateOf) reads it.
+    await updateTaskFile(team.taskFile("1"), (task) => ({
+      ...task,
+      metadata: { ...(task.metadata ?? {}), qualityGateStatus: "passed", qualityGateOutcome: "passed" },
+    }));
+    await leader.waitForEvents(2, (e) => e.key === key && e.outcome === "failed");
+    await leader.waitFor("the gate record written again", async () => {
+      const { metadata } = await readTaskFile(team, "1");
+      return metadata?.qualityGateEventKey === key && metadata?.qualityGateStatus === "failed";
+    });
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/says passed/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
   it("hook-state/ deleted before a restart: a completion of a task a gate judged before is judged, not history", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
