@@ -77,7 +77,7 @@ export class EventHandler {
     const known = ledger.get(event.key);
     // Judged means both records agree: a `done` the task's gate record does not back is judged again.
     const done = doneOutcome(known);
-    const disagreement = !queued && done !== null ? this.#disagreement(event, done, task) : null;
+    const disagreement = !queued && done !== null ? this.#disagreement(event, done, known, task) : null;
     const unbacked = !queued && disagreement === null ? this.#unbackedDeferral(event, known, task) : null;
     const what = disagreement ?? unbacked;
     if (what !== null) {
@@ -107,14 +107,27 @@ export class EventHandler {
   }
 
   /**
-   * Why the ledger's `done` of a task's completion or failure is not backed by the task's gate record
-   * (null when it is, or when nothing can be checked: an event of no task, or already judged again
-   * under no gate in this run). docs/ledger.md, "When the ledger and the task disagree".
+   * Why the ledger's `done` of a task's completion or failure is not backed by the task's gate record: there is
+   * none, or it says passed where the ledger does not (null when it is backed, or when nothing can be checked: an
+   * event of no task, or already judged again under no gate in this run). docs/ledger.md, "When the ledger and the
+   * task disagree".
    */
-  #disagreement(event: HookEvent, outcome: string, task: Task | undefined): string | null {
+  #disagreement(
+    event: HookEvent,
+    outcome: string,
+    known: KeyMemory | undefined,
+    task: Task | undefined,
+  ): string | null {
     if ((event.event !== "task_completed" && event.event !== "task_failed") || !task) return null;
-    if (this.#noGate.has(event.key) || recordsJudged(task, event.key)) return null;
-    return `the ledger records ${event.key} as done (${outcome}), and the task holds no gate record for it`;
+    if (this.#noGate.has(event.key)) return null;
+    const recorded = recordedPlaceOf(task, event.key);
+    if (!isJudged(recorded))
+      return `the ledger records ${event.key} as done (${outcome}), and the task holds no gate record for it`;
+    // A pass the ledger does not have: the verdict a dependent acts on, so a record rewritten to it is not believed.
+    const judged = known !== undefined && "outcome" in known ? known.state : null;
+    if (recorded?.state === "passed" && judged !== null && judged !== "passed")
+      return `the ledger records ${event.key} as ${judged}, and the task's gate record says passed`;
+    return null;
   }
 
   /**
@@ -536,7 +549,7 @@ export class EventHandler {
       return !known;
     }
     const { identity } = this.#ctx.setup;
-    this.#ctx.warn(`${event.key}: judged again: ${what} (a record edited or lost while no leader ran)`);
+    this.#ctx.warn(`${event.key}: judged again: ${what} (a record edited or lost)`);
     await this.#ctx.tellLead(
       sentId("records-disagree", event.key, identity.leadName),
       recordsDisagreeText(event, what, outcome.summary),
