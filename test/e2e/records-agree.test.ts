@@ -6,7 +6,14 @@
 import { appendFile, rm } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { completeTasks, readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import {
+  completeTasks,
+  readAllTaskFiles,
+  readInboxFile,
+  readLogs,
+  readTaskFile,
+  useLeaderRig,
+} from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { updateTaskFile } from "../fixtures/workers/protocol.mjs";
 
@@ -37,6 +44,44 @@ describe("the ledger and the task's gate record", () => {
     });
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/no gate record/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+
+    // A third start: the records agree now, nothing runs again.
+    const third = await rig.leader(team);
+    expect(third.events((e) => e.key === key)).toHaveLength(0);
+    expect(await third.stop()).toMatchObject({ code: 0 });
+    expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
+  });
+
+  it("a defer line appended while no leader runs, that no deferral file, log or gate record backs: judged, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 1");
+    const first = await rig.leader(team);
+    expect(await first.stop()).toMatchObject({ code: 0 });
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    // The worker's forgery: its completion "held" by a run no gate made, so that its gate never runs.
+    const runId = "bbbbbbbb-1111-4111-8111-111111111111";
+    const at = new Date().toISOString();
+    const forged = { op: "defer", key, at, runId, deferral: runId, expiresAt: "2099-01-01T00:00:00.000Z", log: null };
+    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+
+    const leader = await rig.leader(team);
+    const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
+    expect(judged).toMatchObject({ outcome: "failed" });
+    expect((await readTaskFile(team, "1")).metadata).toMatchObject({
+      qualityGateEventKey: key,
+      qualityGateStatus: "failed",
+    });
+    await leader.waitFor("the warning", () => leader.warnings().find((w) => w.includes(key) && /judged again/.test(w)));
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/deferred/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
 
     // A third start: the records agree now, nothing runs again.
@@ -93,6 +138,72 @@ describe("the ledger and the task's gate record", () => {
     });
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/the ledger has no line for it/);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("a gate record removed again and again while the leader runs: judged each time, one follow-up and one assignment in all", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      config: { hooks: { failureAction: "followup" } },
+      tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })],
+    });
+    await rig.hook(team, "on_task_completed.sh", 'echo "FAIL: no"; exit 1');
+    const leader = await rig.leader(team);
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    await leader.waitForEvents(1, (e) => e.key === key && e.outcome === "failed");
+    // The worker takes its gate record out, each time its gate has judged the completion again.
+    for (let round = 2; round <= 4; round += 1) {
+      await updateTaskFile(team.taskFile("1"), (task) => {
+        const metadata: Record<string, unknown> = { ...(task.metadata ?? {}) };
+        delete metadata.qualityGateEventKey;
+        return { ...task, metadata };
+      });
+      await leader.waitForEvents(round, (e) => e.key === key && e.outcome === "failed");
+      await leader.waitFor(
+        "the gate record written again",
+        async () => (await readTaskFile(team, "1")).metadata?.qualityGateEventKey === key,
+      );
+    }
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    const followups = [...(await readAllTaskFiles(team)).values()].filter(
+      (t) => t.metadata?.qualityGateFollowupFor === key,
+    );
+    expect(followups.map((t) => t.id)).toEqual(["2"]);
+    const assignments = (await readInboxFile(team, team.taskListId, "alice")).filter((m) =>
+      m.text.includes('"task_assignment"'),
+    );
+    expect(assignments).toHaveLength(1);
+    const notes = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+    expect(notes).toHaveLength(1);
+  });
+
+  it("a failed completion's gate record rewritten to passed while the leader runs: judged again, failed, the lead told once", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", 'echo "FAIL: no"; exit 1');
+    const leader = await rig.leader(team);
+    const { "1": completedAt } = await completeTasks(team, ["1"]);
+    const key = `task_completed:1:${completedAt}`;
+    await leader.waitForEvents(1, (e) => e.key === key && e.outcome === "failed");
+    // The worker's forgery: its failed completion accepted, as a dependent (gateStateOf) reads it.
+    await updateTaskFile(team.taskFile("1"), (task) => ({
+      ...task,
+      metadata: { ...(task.metadata ?? {}), qualityGateStatus: "passed", qualityGateOutcome: "passed" },
+    }));
+    await leader.waitForEvents(2, (e) => e.key === key && e.outcome === "failed");
+    await leader.waitFor("the gate record written again", async () => {
+      const { metadata } = await readTaskFile(team, "1");
+      return metadata?.qualityGateEventKey === key && metadata?.qualityGateStatus === "failed";
+    });
+    const notes = await leader.waitFor("the lead's note", async () => {
+      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+      return found.length > 0 ? found : false;
+    });
+    expect(notes).toHaveLength(1);
+    expect(notes[0]?.text).toMatch(/says passed/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
   });
 

@@ -228,12 +228,15 @@ async function writeTaskStep(
       target.taskListId,
       target.taskId,
       (task) => {
-        seenBefore = task.metadata?.qualityGateEventKey === target.key;
         decided = decideFor(task, tree(task));
         // Before anything it pays for is made: a crash after this spends a unit for nothing, never one twice.
         const spend = decided.spend;
         const memory = target.memory;
-        if (spend && memory && !memory.spentBy(spend.root, target.key)) memory.spend(spend.root, target.key);
+        const paidBefore = spend !== null && memory?.spentBy(spend.root, target.key) === true;
+        if (spend && memory && !paidBefore) memory.spend(spend.root, target.key);
+        // Seen before: the task's record says so, or the leader's own does (the key paid for what it made already:
+        // a record the worker took out, to be judged again, finds the follow-up made then, not a new one).
+        seenBefore = task.metadata?.qualityGateEventKey === target.key || paidBefore;
         if (patches.length === 0) return applyToTask(task, decided, target.now, target.key);
         if (!decided.metadataPatch) {
           patch = { written: false, why: "the task holds a newer gate's record: the patch was not written" };

@@ -23,7 +23,7 @@ import { TRUST_ERROR_KINDS } from "../contract/hook-run.js";
 import type { HookEvent } from "../contract/events.js";
 import { discoverChain } from "../gates/chain.js";
 import { checkChainTrust } from "../trust/trust.js";
-import { type HeldEvent, writeHolds } from "./holds-file.js";
+import { type HeldEvent, readHoldsFile, writeHolds } from "./holds-file.js";
 import { holdsFile } from "../team/paths.js";
 import { sentId } from "../team/sent-log.js";
 import { heldLeadText } from "../text/messages.js";
@@ -71,6 +71,10 @@ export class Holds {
   /** Events judged whose policy is not written yet (listUnwritten). */
   readonly #unwritten = new Map<string, HeldEvent>();
   #writing: Promise<void> = Promise.resolve();
+  /** The held events the list on disk was last found without (check), while it lasts: said once. */
+  #unlisted: string | null = null;
+  /** The last write of the list failed. */
+  #saveFailed = false;
 
   /** `run`: queues an event again (as a retry). */
   constructor(leader: HoldsLeader, ledger: HoldsLedger, run: (event: HookEvent) => void) {
@@ -242,20 +246,53 @@ export class Holds {
     this.#save();
   }
 
+  /**
+   * The reconcile scan's look at the list on disk: one that does not say what this leader holds (a hold
+   * taken out, the file emptied, removed or broken by a process of the team's user) hides a held event
+   * from `/gates status`, the dashboard and `doctor`, so it is written again from memory, and said.
+   */
+  async check(): Promise<void> {
+    if (this.#leader.state !== "watching") return;
+    const writing = this.#writing;
+    const want = this.list().map((h) => h.key);
+    await writing;
+    const file = holdsFile(this.#leader.setup.identity.teamDir);
+    const onDisk = await readHoldsFile(this.#leader.setup.identity.teamDir);
+    if (this.#writing !== writing) return; // the list changed meanwhile: the next scan looks again
+    const have = new Set(onDisk.holds.map((h) => h.key));
+    const missing = want.filter((key) => !have.has(key));
+    if (missing.length === 0) {
+      this.#unlisted = null;
+      return;
+    }
+    const said = missing.join("\0");
+    // Written again already and it failed (said by #save): not tried at every scan.
+    if (this.#unlisted === said && this.#saveFailed) return;
+    this.#unlisted = said;
+    const shown = missing.slice(0, 5).join(", ") + (missing.length > 5 ? ", …" : "");
+    this.#leader.warn(
+      `${file} does not list ${missing.length} event(s) this leader holds (${shown}): changed, not by the leader; written again from its memory`,
+    );
+    this.#save();
+    await this.#writing;
+  }
+
   /** `hook-state/holds.json` anew (one write at a time, the last state wins). */
   #save(): void {
     const file = holdsFile(this.#leader.setup.identity.teamDir);
     const holds = this.list();
     this.#writing = this.#writing
-      .then(() => {
+      .then(async () => {
         const { teamDir, taskListId } = this.#leader.setup.identity;
-        return writeHolds(teamDir, taskListId, holds, this.#leader.now());
+        await writeHolds(teamDir, taskListId, holds, this.#leader.now());
+        this.#saveFailed = false;
       })
-      .catch((error: unknown) =>
+      .catch((error: unknown) => {
+        this.#saveFailed = true;
         this.#leader.warn(
           `${file}: not written (${describeError(error)}); /gates and the dashboard may not list held events`,
-        ),
-      );
+        );
+      });
   }
 
   /** Waits for the last write of the list (stop). */

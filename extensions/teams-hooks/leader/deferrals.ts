@@ -93,6 +93,8 @@ export class Deferrals {
    */
   readonly #known = new Map<string, DeferralRecord>();
   readonly #guard: DeferralGuard;
+  /** Held keys of the ledger that neither a deferral file nor a log backs (found at the start): the run they name. */
+  readonly #unbacked = new Map<string, string>();
   #timer: NodeJS.Timeout | null = null;
   /** The timer fires no sooner than this (an expiry that failed is tried again a second later, not at once). */
   #notBefore = 0;
@@ -113,10 +115,21 @@ export class Deferrals {
     mkdirUnder(teamDir, this.dir); // watched from the start: it must exist
     for (const held of this.#ledger.deferred()) {
       const read = await readDeferralFile(deferralFile(teamDir, held.deferral));
-      if (!read.ok && read.problem.kind === "missing")
-        await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
+      if (!read.ok && read.problem.kind === "missing") {
+        const restored = await restoreFromLog(this.#ctx, held.key, held.log, held.deferral);
+        if (restored === null) this.#unbacked.set(held.key, held.deferral);
+      }
     }
     await this.reconcile();
+  }
+
+  /**
+   * The run a held key of the ledger names when neither its deferral file nor its log says a gate held
+   * it (a `defer` line written by hand, or both lost), else null. The task's gate record decides: one
+   * that names the run keeps it held; one that does not has the completion judged (leader/handle.ts).
+   */
+  unbacked(key: string): string | null {
+    return this.#unbacked.get(key) ?? null;
   }
 
   /**

@@ -23,7 +23,7 @@ import { type LeaderContext, type Running, queueGroup } from "./context.js";
 import { refreshTrust, reportTrustCheck } from "./gate-trust.js";
 import { invokeEvent, type InvokeOutcome, type PendingStep } from "../event/invoke.js";
 import { gateName } from "../gates/chain.js";
-import { type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
+import { type KeyMemory, type Ledger, type LedgerEventInfo, doneOutcome, memoryWord } from "./ledger.js";
 import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
@@ -105,10 +105,12 @@ export class EventHandler {
     const known = ledger.get(event.key);
     // Judged means both records agree: a `done` the task's gate record does not back is judged again.
     const done = doneOutcome(known);
-    const disagreement = !queued && done !== null ? this.#disagreement(event, done, task) : null;
-    if (disagreement !== null) {
-      this.#disagreements.set(event.key, { what: disagreement, known: true });
-      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: disagreement });
+    const disagreement = !queued && done !== null ? this.#disagreement(event, done, known, task) : null;
+    const unbacked = !queued && disagreement === null ? this.#unbackedDeferral(event, known, task) : null;
+    const what = disagreement ?? unbacked;
+    if (what !== null) {
+      this.#disagreements.set(event.key, { what, known: true });
+      if (this.#ctx.verbose) this.#ctx.whyEvent(event, "new_event", { detail: what });
       this.enqueue(event, true, task);
       return;
     }
@@ -133,14 +135,41 @@ export class EventHandler {
   }
 
   /**
-   * Why the ledger's `done` of a task's completion or failure is not backed by the task's gate record
-   * (null when it is, or when nothing can be checked: an event of no task, or already judged again
-   * under no gate in this run). docs/ledger.md, "When the ledger and the task disagree".
+   * Why the ledger's `done` of a task's completion or failure is not backed by the task's gate record: there is
+   * none, or it says passed where the ledger does not (null when it is backed, or when nothing can be checked: an
+   * event of no task, or already judged again under no gate in this run). docs/ledger.md, "When the ledger and the
+   * task disagree".
    */
-  #disagreement(event: HookEvent, outcome: string, task: Task | undefined): string | null {
+  #disagreement(
+    event: HookEvent,
+    outcome: string,
+    known: KeyMemory | undefined,
+    task: Task | undefined,
+  ): string | null {
     if ((event.event !== "task_completed" && event.event !== "task_failed") || !task) return null;
-    if (this.#noGate.has(event.key) || recordsJudged(task, event.key)) return null;
-    return `the ledger records ${event.key} as done (${outcome}), and the task holds no gate record for it`;
+    if (this.#noGate.has(event.key)) return null;
+    const recorded = recordedPlaceOf(task, event.key);
+    if (!isJudged(recorded))
+      return `the ledger records ${event.key} as done (${outcome}), and the task holds no gate record for it`;
+    // A pass the ledger does not have: the verdict a dependent acts on, so a record rewritten to it is not believed.
+    const judged = known !== undefined && "outcome" in known ? known.state : null;
+    if (recorded?.state === "passed" && judged !== null && judged !== "passed")
+      return `the ledger records ${event.key} as ${judged}, and the task's gate record says passed`;
+    return null;
+  }
+
+  /**
+   * Why a deferral the ledger holds for a task's event is not a gate's (null when it may be): neither its
+   * file nor its log says a gate held it (leader/deferrals.ts `unbacked`), and the task's gate record
+   * does not name its run. Such a `defer` line was written by hand: the gate never ran, so it runs now.
+   */
+  #unbackedDeferral(event: HookEvent, known: KeyMemory | undefined, task: Task | undefined): string | null {
+    if (known?.state !== "held" || known.cause !== "deferral" || !task) return null;
+    const run = this.#run.deferrals.unbacked(event.key);
+    if (run === null || run !== known.deferral) return null;
+    const meta = task.metadata ?? {};
+    if (meta.qualityGateEventKey === event.key && meta.qualityGateDeferredRunId === run) return null;
+    return `the ledger holds ${event.key} as deferred (run ${run}), and no deferral file, log or gate record of the task says a gate held it`;
   }
 
   /** `--verbose`: an event already taken, by this leader (queued, running) or by the ledger. */
@@ -533,7 +562,7 @@ export class EventHandler {
       return !known;
     }
     const { identity } = this.#ctx.setup;
-    this.#ctx.warn(`${event.key}: judged again: ${what} (a record edited or lost while no leader ran)`);
+    this.#ctx.warn(`${event.key}: judged again: ${what} (a record edited or lost)`);
     await this.#ctx.tellLead(
       sentId("records-disagree", event.key, identity.leadName),
       recordsDisagreeText(event, what, outcome.summary),

@@ -342,6 +342,8 @@ export class Hints {
     if (this.#run.holds.size > 0) await this.#run.holds.reconsider({ trustOnly: true });
     // And a fault that is seen cleared: its held events run now, not at their next try.
     this.#run.holds.releaseCleared();
+    // The list people read says every event still held (a process of the team's user can rewrite it).
+    await this.#run.holds.check();
     const files = await ctx.sources.listTaskFiles();
     ctx.sources.forgetMissing(new Set(files));
     // Small slices (~1 ms at 10,000 files): an event arriving mid-scan waits for one slice at most.

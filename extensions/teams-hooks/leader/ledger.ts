@@ -105,7 +105,7 @@ const TASK_KEY = "task:";
  *                      `superseded`, a line older than the ledger's `gate`), or history (`outcome` null,
  *                      attempt 0: a baseline, never run)
  */
-type KeyMemory =
+export type KeyMemory =
   | {
       state: "running";
       attempt: number;

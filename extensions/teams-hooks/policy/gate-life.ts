@@ -197,9 +197,13 @@ function onRejudge(from: GatePlace, input: GateInput): GateMove {
     case "reopened":
     case "escalated":
       return { to: "running", writes: ["ledger begin", "lead note"] };
+    case "held":
+      // A deferral that neither its file, its log nor the task's gate record says a gate held (a `defer`
+      // line written by hand): its gate never ran, so it runs now. A hold for the lead or a retry runs anyway.
+      if (from.cause === "deferral") return { to: "running", writes: ["ledger begin", "lead note"] };
+      throw new GateTransitionError(from, input);
     case "unjudged":
     case "running":
-    case "held":
     case "given_up":
       throw new GateTransitionError(from, input);
     default:
@@ -339,7 +343,10 @@ const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string 
   { input: { on: "retry" }, on: () => "the leader died while the gate ran: its next start runs it again" },
   {
     input: { on: "rejudge" },
-    on: () => "the ledger and the task's gate record disagree (a record edited or lost): judged again",
+    on: (from) =>
+      from.state === "held"
+        ? "the ledger holds it deferred, and no deferral file, log or gate record of the task says a gate held it: judged"
+        : "the ledger and the task's gate record disagree (a record edited or lost): judged again",
   },
   ...(
     [

@@ -563,7 +563,7 @@ export function recordsDisagreeText(
 ): string {
   return [
     `pi-teams-hooks judged ${eventLabel(event.event, event.taskId)} again: ${what}.`,
-    "One of the two records was edited or lost while no leader ran (only the leader writes either), so the completion did not count as judged.",
+    "One of the two records was edited or lost (only the leader writes either), so the completion did not count as judged.",
     `Now: ${summary}`,
   ].join("\n");
 }
