@@ -508,9 +508,14 @@ describe.concurrent("a decision by hand is a person's", () => {
       qualityGateStatus: "passed",
       qualityGateDecidedBy: "ada",
     });
-    expect(await leadNotes(team)).toEqual([
-      `pi-teams-hooks decide: held gate decided: allow for task_completed #1 on_task_completed.sh, run ${runId}, by ada, without a terminal (--yes)`,
-    ]);
+    // The name given (--by) and who ran the command: user, host and pid, as trust says its approvals.
+    const notes = await leadNotes(team);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(
+      new RegExp(
+        `^pi-teams-hooks decide: held gate decided: allow for task_completed #1 on_task_completed\\.sh, run ${runId}, by ada, run by \\S+@\\S* \\(pid \\d+, pi-teams-hooks decide, without a terminal \\(--yes\\)\\)$`,
+      ),
+    );
     // The same decision again answers as the first did; the lead is told once.
     expect((await runBin(["decide", "--yes", "--team-dir", team.teamDir, runId, "allow", "--by", "ada"])).code).toBe(0);
     expect(await leadNotes(team)).toHaveLength(1);
@@ -543,7 +548,11 @@ describe.concurrent("a decision by hand is a person's", () => {
         qualityGateDecision: "deny",
         qualityGateDecidedBy: "ada",
       });
-      expect(await leadNotes(team)).toEqual([expect.stringContaining(`run ${runId}, by ada, at a terminal`)]);
+      expect(await leadNotes(team)).toEqual([
+        expect.stringMatching(
+          new RegExp(`run ${runId}, by ada, run by \\S+@\\S* \\(pid \\d+, pi-teams-hooks decide, at a terminal\\)$`),
+        ),
+      ]);
     } else {
       expect(out.stdout).toContain(`not decided: task_completed #1 on_task_completed.sh, run ${runId} stays held`);
       expect(metadata?.qualityGateStatus).toBe("deferred");

@@ -47,7 +47,7 @@ import {
 import { isSafeName, sanitizeName, taskFile } from "../team/paths.js";
 import { readTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
-import { readTrustInForce } from "../trust/trust-store.js";
+import { readTrustInForce, trustedBy } from "../trust/trust-store.js";
 import type { TrustRecord } from "../trust/trust.js";
 import { MIN_ID_PREFIX, shortRunId } from "../logs/format.js";
 import { settingsRedactor } from "../runner/redact.js";
@@ -290,7 +290,13 @@ export async function decideCommand(args: ParsedArgs, io: CliIo): Promise<number
     settings: { setup, redact: settingsRedactor(io.env, setup.settings, setup.hooksDir) },
   });
   if (answer.kind === "recorded" || answer.kind === "applied")
-    await tellLeadDecided(setup.identity, runId, `${decision} for ${what}, by ${by}, ${how}`, io);
+    // `by` is a name the decider gave; who ran the command (user, host, pid) is said beside it, as trust says it.
+    await tellLeadDecided(
+      setup.identity,
+      runId,
+      `${decision} for ${what}, by ${by}, run by ${trustedBy(`pi-teams-hooks decide, ${how}`)}`,
+      io,
+    );
   if (v.json) io.stdout(`${JSON.stringify({ runId, decidedHow: how, ...answer })}\n`);
   return sayDecided(answer, { teamDir, runId, decision, by, how, json: v.json === true }, io);
 }
