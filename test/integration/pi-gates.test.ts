@@ -98,14 +98,23 @@ describe("the gate service of the pi extension", () => {
       text: `quality gates: following attached to team release-team (/team attach): ${other}`,
       level: "info",
     });
-    await workerOp("complete", { tasksDir: otherTasks, ids: ["2"] });
-    // A bound for a loaded machine: this wait once took over 15 s in a whole run beside three other files.
-    await waitUntil(
-      "the attached team's gate",
-      () =>
-        said.find((s) => /^Gate on_task_completed\.sh failed for task #2: .*FAIL: build of task 2 is red/.test(s.text)),
-      { timeoutMs: 60_000 },
-    );
+    // The session keeps its claim fresh meanwhile, as pi-agent-teams' heartbeat does: on a loaded machine the
+    // wait below can outlast the 30 s after which a claim with no heartbeat is no claim.
+    const heartbeat = setInterval(() => void claim(other), 5_000);
+    try {
+      await workerOp("complete", { tasksDir: otherTasks, ids: ["2"] });
+      // A bound for a loaded machine: this wait once took over 15 s in a whole run beside three other files.
+      await waitUntil(
+        "the attached team's gate",
+        () =>
+          said.find((s) =>
+            /^Gate on_task_completed\.sh failed for task #2: .*FAIL: build of task 2 is red/.test(s.text),
+          ),
+        { timeoutMs: 60_000 },
+      );
+    } finally {
+      clearInterval(heartbeat);
+    }
     const log = await readFile(
       path.join(other, "hook-logs", readdirSync(path.join(other, "hook-logs"))[0] ?? ""),
       "utf8",
