@@ -29,7 +29,7 @@ import {
 import os from "node:os";
 import path from "node:path";
 import { approvedFile } from "../trust/trust-store.js";
-import { hookLogsDir, leaderStateDir, tasksDir } from "../team/paths.js";
+import { hookLogsDir, leaderStateDir, tasksDir, existsNoFollow } from "../team/paths.js";
 import type { Check } from "./gate-checks.js";
 
 /** What a checked path is to the team. */
@@ -380,10 +380,6 @@ function lstatOrNull(file: string): Stats | null {
   } catch {
     return null;
   }
-}
-
-function existsNoFollow(file: string): boolean {
-  return lstatOrNull(file) !== null;
 }
 
 function nearestExisting(dir: string): { dir: string; stat: Stats | null } {

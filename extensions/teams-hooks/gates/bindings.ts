@@ -19,7 +19,6 @@
  * the lead approves that too. The file is read at every discovery, as the gate files are. Never throws
  * for anything on disk.
  */
-import { lstatSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
@@ -28,6 +27,7 @@ import { HOOK_EVENTS } from "../contract/contract.js";
 import { HANDLER_ANSWERS, HANDLER_TIMEOUT_MS, type HandlerDef, HandlerSchema } from "../settings/handlers.js";
 import { readRegularFile, writeJsonAtomic } from "../team/json-file.js";
 import { withLock } from "../team/lock.js";
+import { existsNoFollow } from "../team/paths.js";
 
 /** A binding's name: as a handler's (it becomes the gate `http:<name>` or `binding:<name>`). */
 const BINDING_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -210,22 +210,12 @@ function resolveFile(binding: Binding, file: string, dirs: BindingDirs): Resolve
   if (binding.settings?.answer !== undefined)
     return { binding, field: "settings.answer", problem: "settings.answer: is a handler's setting, not a gate file's" };
   const team = dirs.team === null ? null : path.resolve(dirs.team, file);
-  if (team !== null && exists(team)) return { binding, file: { path: team, layer: "team" } };
+  if (team !== null && existsNoFollow(team)) return { binding, file: { path: team, layer: "team" } };
   const global = path.resolve(dirs.global, file);
-  if (exists(global)) return { binding, file: { path: global, layer: "global" } };
+  if (existsNoFollow(global)) return { binding, file: { path: global, layer: "global" } };
   const where =
     dirs.team === null ? path.resolve(dirs.global) : `${path.resolve(dirs.team)} or ${path.resolve(dirs.global)}`;
   return { binding, field: "file", problem: `names no file ${file} in ${where}` };
-}
-
-/** Whether anything is at `file` (a dangling link too: discovery then says why it does not run). */
-function exists(file: string): boolean {
-  try {
-    lstatSync(file);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** What `changeBindings` did: the binding added or removed, or why nothing was. */

@@ -14,10 +14,11 @@
  * the run's folder, and Node keeps the link's path as the module's (NODE_PRESERVE_SYMLINKS), so that
  * what they import resolves from the run's folder too.
  */
-import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ownPackageRoot } from "./run-dir.js";
 import { othersCanWrite } from "../team/ownership.js";
+import { existsNoFollow } from "../team/paths.js";
 
 /** The package name every gate gets from the leader itself. */
 const OWN_PACKAGE = "pi-teams-hooks";
@@ -43,7 +44,7 @@ export function gateModules(gateFile: string): GateModules {
   const dir = path.dirname(path.resolve(gateFile));
   let packages: string | null = null;
   const own = path.join(dir, "node_modules");
-  if (exists(own)) {
+  if (existsNoFollow(own)) {
     const unsafe = othersCanWrite(dir) ?? othersCanWrite(own);
     if (unsafe) notes.push(`${own} is not used: ${unsafe}, so another user could put a package there`);
     else packages = own;
@@ -55,7 +56,7 @@ export function gateModules(gateFile: string): GateModules {
 function moduleType(dir: string, notes: string[]): "module" | "commonjs" {
   for (let at = dir; ; at = path.dirname(at)) {
     const manifest = path.join(at, "package.json");
-    if (exists(manifest)) {
+    if (existsNoFollow(manifest)) {
       const unsafe = othersCanWrite(at);
       if (unsafe) notes.push(`${manifest} is not read for the gate's module type: ${unsafe}`);
       else return readType(manifest);
@@ -121,14 +122,5 @@ export function linkSiblings(runDir: string, gateFile: string): string[] {
 /** Whether the package `name` is found for a gate laid out with `modules`. */
 export function packageFound(name: string, modules: GateModules): boolean {
   if (name === OWN_PACKAGE) return true;
-  return modules.packages !== null && exists(path.join(modules.packages, name));
-}
-
-function exists(file: string): boolean {
-  try {
-    lstatSync(file);
-    return true;
-  } catch {
-    return false;
-  }
+  return modules.packages !== null && existsNoFollow(path.join(modules.packages, name));
 }

@@ -4,6 +4,7 @@
  * that look at the disk) which team dir a command's flags or working directory name. Every name that becomes a path
  * component goes through `sanitizeName` first.
  */
+import { lstatSync } from "node:fs";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -212,4 +213,14 @@ export function userStateDir(env: Readonly<Record<string, string | undefined>> =
       ? env.XDG_STATE_HOME
       : path.join(env.HOME || os.homedir(), ".local", "state");
   return path.join(base, "pi-teams-hooks");
+}
+
+/** Whether anything is at `file`, a dangling link included (the link itself is looked at, never followed). */
+export function existsNoFollow(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
 }
