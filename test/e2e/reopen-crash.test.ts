@@ -11,8 +11,16 @@
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { type LeaderProcess, readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import {
+  type LeaderProcess,
+  readInboxFile,
+  readLedger,
+  readLogs,
+  readTaskFile,
+  useLeaderRig,
+} from "../helpers/leader-rig.js";
 import { makeTask, type TempTeam } from "../helpers/temp-team.js";
+import { taskEvent } from "../../extensions/teams-hooks/contract/events.js";
 import { GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
 
 const outerRig = useLeaderRig();
@@ -55,6 +63,11 @@ describe("a reopen written by a leader killed before the rest, whose gate passes
     expect(task).toMatchObject({ status: "completed", owner: "alice", description });
     expect(task.description).not.toContain(GATE_NOTE_START);
     expect(task.metadata).toMatchObject({ qualityGateStatus: "passed", qualityGateEventKey: key });
+    // In the round it was completed in, as the leader remembers it: its completion is the one judged.
+    expect(task.metadata?.qualityGateRound).toBeUndefined();
+    expect(taskEvent(task)?.key).toBe(key);
+    const memory = (await readLedger(team.teamDir)).filter((r) => r.op === "task" && r.key === "task:1").at(-1);
+    expect(memory).toMatchObject({ round: 0, lowered: true });
     // Said where the lead looks: the policy's actions in the log and on the event line.
     const logs = await readLogs(team.teamDir);
     const log = logs.find((l) => l.key === key && l.result.outcome === "passed");
@@ -64,9 +77,11 @@ describe("a reopen written by a leader killed before the rest, whose gate passes
     // Nothing asks the worker to redo a task that passed, and the same completion is not judged again.
     const inbox = await readInboxFile(team, team.taskListId, "alice");
     expect(inbox.filter((m) => m.text.includes("task_assignment"))).toHaveLength(0);
-    await second.waitFor("a reconcile scan", () => second.linesOf("ready").length > 0);
-    expect(second.events((e) => e.taskId === "1")).toHaveLength(1);
     expect(await second.stop()).toMatchObject({ code: 0 });
+    const third = await rig.leader(team, ["--failure-action", "reopen"]);
+    expect(await third.stop()).toMatchObject({ code: 0 });
+    expect([...second.events((e) => e.taskId === "1"), ...third.events((e) => e.taskId === "1")]).toHaveLength(1);
+    expect((await readLogs(team.teamDir)).map((l) => l.result.outcome)).toEqual(["passed"]);
   });
 
   it("the worker took the task up again before the restart: left alone, and its worker gets the lost assignment", async (context) => {
