@@ -709,3 +709,54 @@ describe("decide: a member whose name is not a safe file name gets no message", 
     expect(decide(input({ result: PASSED })).refused).toEqual([]);
   });
 });
+
+describe("a pass of a completion its own reopen left pending (a leader killed after the reopen)", () => {
+  const REOPENED_AT = "2025-03-01T11:59:30.000Z";
+  const reopened = (overrides: Partial<Task> = {}): Task =>
+    task(
+      { status: "pending", updatedAt: REOPENED_AT, description: "<!-- note -->\nBuild it", ...overrides },
+      {
+        qualityGateStatus: "failed",
+        qualityGateEventKey: KEY,
+        reopenedByQualityGateKey: KEY,
+        reopenedByQualityGateAt: REOPENED_AT,
+        qualityGateRound: 1,
+      },
+    );
+
+  it("untouched since: the reopen undone, back to the round it was completed in, and said", () => {
+    const plan = decide(input({ result: PASSED, task: reopened(), member: "alice", policy: policy("reopen") }));
+    expect(plan.undoReopen).toEqual({ round: 0 });
+    expect(plan.metadataPatch).toMatchObject({ qualityGateStatus: "passed", qualityGateEventKey: KEY });
+    expect(plan.gate).toEqual({ to: "passed" });
+    expect(plan.reassign).toBeNull();
+    expect(said(plan)).toEqual(["reopen undone"]);
+  });
+
+  it("taken up again (in progress, another owner, a later write): left alone, its owner handed it again", () => {
+    for (const changed of [
+      reopened({ status: "in_progress" }),
+      reopened({ owner: "bob" }),
+      reopened({ updatedAt: "2025-03-01T11:59:45.000Z" }),
+    ]) {
+      const plan = decide(input({ result: PASSED, task: changed, member: "alice", policy: policy("reopen") }));
+      expect(plan.undoReopen).toBeNull();
+      expect(plan.metadataPatch).toBeNull();
+      expect(plan.gate).toEqual({ to: "reopened" });
+      expect(plan.reassign).toMatchObject({ to: changed.owner, message: { type: "task_assignment", taskId: "3" } });
+      expect(said(plan)).toEqual([`reopen kept (task is ${changed.status}: the pass not written)`]);
+    }
+  });
+
+  it("any other pass is a pass as ever: another event's reopen, a completion since, a decision", () => {
+    const other = reopened();
+    other.metadata = { ...other.metadata, reopenedByQualityGateKey: "task_completed:3:2025-03-01T11:00:00.000Z" };
+    const completed = reopened({ status: "completed" });
+    for (const t of [other, completed]) {
+      const plan = decide(input({ result: PASSED, task: t, member: "alice", policy: policy("reopen") }));
+      expect(plan.undoReopen).toBeNull();
+      expect(plan.gate).toEqual({ to: "passed" });
+      expect(said(plan)).toEqual(["none"]);
+    }
+  });
+});

@@ -60,6 +60,12 @@ export interface GateMemory {
   spend(rootId: string, key: string): void;
   /** Records the root of a follow-up the leader just made (before any event of the follow-up can run). */
   adopt(taskId: string, rootId: string): void;
+  /**
+   * Sets the task's gate round back to `round` (it otherwise only rises): the leader undid its own
+   * reopen (policy/decide.ts `undoReopen`), so the completion it judged is the task's current one again,
+   * not a new event of the round the reopen began. Synchronous, before the task is written.
+   */
+  lower?(taskId: string, round: number): void;
 }
 
 /** What the leader should remember after this remediation (its ledger's `task` records). */
@@ -234,6 +240,8 @@ async function writeTaskStep(
         const memory = target.memory;
         const paidBefore = spend !== null && memory?.spentBy(spend.root, target.key) === true;
         if (spend && memory && !paidBefore) memory.spend(spend.root, target.key);
+        // Before the task is written: the leader must not key the completion, put back, in the round the reopen began.
+        if (decided.undoReopen && task.status !== "completed") memory?.lower?.(target.taskId, decided.undoReopen.round);
         // Seen before: the task's record says so, or the leader's own does (the key paid for what it made already:
         // a record the worker took out, to be judged again, finds the follow-up made then, not a new one).
         seenBefore = task.metadata?.qualityGateEventKey === target.key || paidBefore;
@@ -460,6 +468,12 @@ function applyToTask(task: Task, plan: RemediationPlan, now: string, key: string
   } else if (plan.gate.to === "passed" && withoutGateNote(task.description) !== task.description) {
     // A gate passed: its note from the last reopen goes.
     next.description = withoutGateNote(task.description);
+  }
+  if (plan.undoReopen && task.status !== "completed") {
+    // This completion's own reopen, undone: `completed` as its worker left it, in the round it was completed in.
+    next.status = "completed";
+    const { qualityGateRound: _reopened, ...rest } = next.metadata ?? {};
+    next.metadata = plan.undoReopen.round > 0 ? { ...rest, qualityGateRound: plan.undoReopen.round } : rest;
   }
   return next;
 }

@@ -612,6 +612,7 @@ export function ledgerMemory(ledger: Pick<Ledger, "task" | "remember">): GateMem
     spentBy: (id, key) => ledger.task(id).spentBy.includes(key),
     spend: (id, key) => ledger.remember({ spent: { root: id, key } }),
     adopt: (id, root) => ledger.remember({ root: { taskId: id, root } }),
+    lower: (id, round) => ledger.remember({ lowered: { taskId: id, round } }),
   };
 }
 

@@ -15,7 +15,8 @@
  *   task      what the leader remembers of one task's gate life (`key` is `task:<id>`): its gate
  *             round, the root it recorded when it made the task as a follow-up, the units of a
  *             root's budget spent and the events that spent them (policy/gate-life.ts); a value only
- *             ever rises, and the budget is counted from here alone, never from the task's metadata
+ *             ever rises (but a round marked `lowered`: the leader undid its own reopen), and the
+ *             budget is counted from here alone, never from the task's metadata
  *
  * What it remembers of a key (KeyMemory) is where the key's event is in its gate life, a GatePlace of
  * policy/gate-life.ts (`begin`: running; `defer`: held for a decision; `hold`: held for the lead or a
@@ -77,7 +78,8 @@ type LedgerRecord =
       event?: LedgerEventInfo;
     }
   /** `by`: the event keys that spent the root's units (`spent` is at least their number). */
-  | { op: "task"; key: string; round?: number; root?: string; spent?: number; by?: string[] };
+  /** `lowered`: the round is set to `round` (the leader undid its own reopen), not raised to it. */
+  | { op: "task"; key: string; round?: number; lowered?: true; root?: string; spent?: number; by?: string[] };
 
 /** What the leader remembers of one task's gate life (the `task` records). */
 interface TaskMemory {
@@ -302,10 +304,14 @@ export class Ledger {
     round?: { taskId: string; round: number };
     root?: { taskId: string; root: string };
     spent?: { root: string; key: string };
+    /** The round set back (the leader undid its own reopen): the one memory that lowers. */
+    lowered?: { taskId: string; round: number };
   }): void {
     const records: LedgerRecord[] = [];
     if (what.round && what.round.round > this.task(what.round.taskId).round)
       records.push({ op: "task", key: TASK_KEY + what.round.taskId, round: what.round.round });
+    if (what.lowered && what.lowered.round < this.task(what.lowered.taskId).round)
+      records.push({ op: "task", key: TASK_KEY + what.lowered.taskId, round: what.lowered.round, lowered: true });
     if (what.root && this.task(what.root.taskId).root === undefined)
       records.push({ op: "task", key: TASK_KEY + what.root.taskId, root: what.root.root });
     if (what.spent) {
@@ -582,6 +588,7 @@ function asRecord(value: unknown): LedgerRecord | null {
       const count = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
       if (
         (r.round !== undefined && !count(r.round)) ||
+        (r.lowered !== undefined && !(r.lowered === true && r.round !== undefined)) ||
         (r.spent !== undefined && !count(r.spent)) ||
         (r.root !== undefined && !str(r.root)) ||
         (r.by !== undefined && !(Array.isArray(r.by) && r.by.every(str)))
@@ -591,6 +598,7 @@ function asRecord(value: unknown): LedgerRecord | null {
         op: "task",
         key: r.key,
         ...(r.round !== undefined ? { round: r.round as number } : {}),
+        ...(r.lowered === true ? { lowered: true as const } : {}),
         ...(str(r.root) ? { root: r.root } : {}),
         ...(r.spent !== undefined ? { spent: r.spent as number } : {}),
         ...(Array.isArray(r.by) ? { by: r.by as string[] } : {}),
@@ -636,7 +644,7 @@ function apply(keys: Map<string, KeyMemory>, tasks: Map<string, TaskMemory>, rec
     const known = tasks.get(taskId) ?? { round: 0, spent: 0, spentBy: [] };
     const spentBy = [...known.spentBy, ...(record.by ?? []).filter((k) => !known.spentBy.includes(k))];
     tasks.set(taskId, {
-      round: Math.max(known.round, record.round ?? 0),
+      round: record.lowered ? (record.round ?? 0) : Math.max(known.round, record.round ?? 0),
       spent: Math.max(known.spent, record.spent ?? 0, spentBy.length),
       spentBy,
       ...(known.root !== undefined ? { root: known.root } : record.root !== undefined ? { root: record.root } : {}),

@@ -27,6 +27,7 @@ import {
 } from "../text/messages.js";
 import type { GateFailureReport, ReopenOutcome } from "../text/messages.js";
 import { holdsNewerEvent } from "./plan.js";
+import { splitRound } from "../contract/events.js";
 import { type PolicyAction, actionText } from "../text/actions.js";
 import type {
   BudgetSpend,
@@ -133,11 +134,28 @@ export function decide(input: DecideInput): RemediationPlan {
         : gatePassedSummary(input.result.durationMs);
 
   if (passed) {
+    const left = reopenLeftBy(input);
+    if (left === "kept" && task) {
+      // The worker took up this completion's reopen already: the task is left as it is (its work is
+      // being redone, and that completion is judged), and its owner gets the assignment a crash lost.
+      const reassign = reassignPlan(input, task);
+      return freezePlan({
+        ...NOTHING_MORE,
+        passed,
+        summary,
+        alreadyApplied,
+        metadataPatch: null,
+        reassign,
+        actions: [{ kind: "reopen_kept", status: task.status }],
+        gate: gateAfter(judgedFrom(input), { on: "judge", judgement: { pass: true, reopen: "kept" } }),
+      });
+    }
     return freezePlan({
       ...NOTHING_MORE,
       passed,
       summary,
       alreadyApplied,
+      ...(left === "undone" ? { undoReopen: { round: splitRound(key).round } } : {}),
       metadataPatch:
         task && !overtaken
           ? {
@@ -147,8 +165,13 @@ export function decide(input: DecideInput): RemediationPlan {
               qualityGateReopenSuppressedReason: undefined,
             }
           : null,
-      actions: [{ kind: overtaken ? "overtaken" : "none" }],
-      gate: gateAfter(judgedFrom(input), { on: "judge", judgement: { pass: true } }),
+      actions: [{ kind: overtaken ? "overtaken" : left === "undone" ? "reopen_undone" : "none" }],
+      gate: gateAfter(
+        judgedFrom(input),
+        left === "undone"
+          ? { on: "judge", judgement: { pass: true, reopen: "undone" } }
+          : { on: "judge", judgement: { pass: true } },
+      ),
     });
   }
 
@@ -221,20 +244,7 @@ export function decide(input: DecideInput): RemediationPlan {
   // The owner of a reopened task is handed it again, as a team runtime hands out work (a retry of the
   // reopen too: the sent-log sends it once).
   const reopened = reopen?.kind === "reopen" || (alreadyApplied && metadata.reopenedByQualityGateKey === key);
-  const reassignTo = reopened && input.reassign !== false ? safeRecipient(nonEmpty(task?.owner), "nudge", []) : null;
-  const reassign =
-    reassignTo && task
-      ? {
-          to: reassignTo,
-          message: {
-            type: "task_assignment" as const,
-            taskId: task.id,
-            ...assignedText(task),
-            assignedBy: input.leadName,
-            timestamp: now,
-          },
-        }
-      : null;
+  const reassign = reopened && task ? reassignPlan(input, task) : null;
   // A retry of an escalated failure escalates again: the note goes out once per root (the sent-log).
   const escalates = exhausted || (alreadyApplied && metadata.qualityGateEscalated === true);
   const escalation: EscalationPlan | null =
@@ -262,6 +272,7 @@ export function decide(input: DecideInput): RemediationPlan {
     reassign,
     spend,
     escalation,
+    undoReopen: null,
     actions,
     refused: refused.map(refusalLine),
     gate: gateAfter(judgedFrom(input), {
@@ -269,6 +280,49 @@ export function decide(input: DecideInput): RemediationPlan {
       judgement: { pass: false, reopens: reopened, spent: escalates },
     }),
   });
+}
+
+/**
+ * The `task_assignment` that hands a reopened task to its owner again (`hooks.reassignOnReopen`), as a
+ * team runtime hands out work; null when it is off or the task has no owner a message can go to.
+ */
+function reassignPlan(input: DecideInput, task: Task): RemediationPlan["reassign"] {
+  const to = input.reassign !== false ? safeRecipient(nonEmpty(task.owner), "nudge", []) : null;
+  if (to === null) return null;
+  return {
+    to,
+    message: {
+      type: "task_assignment",
+      taskId: task.id,
+      ...assignedText(task),
+      assignedBy: input.leadName,
+      timestamp: input.now,
+    },
+  };
+}
+
+/**
+ * Whether a gate that passes judges a completion that its own reopen left `pending` (the task's reopen
+ * record names this event, the gate's record is this event's failure, not completed since): a leader
+ * killed after writing the reopen, before the assignment, the log and the ledger's `done`, and the gate
+ * run again at its next start. `undone` when nothing touched the task since the reopen (still
+ * `pending`, its `updatedAt` the reopen's, the same owner as the member who completed it): the pass puts
+ * it back to `completed`. `kept` when its worker took it up again: the task is left, its owner told.
+ * Null for any other pass, and for a decision (which never meets a reopen of its own event).
+ */
+function reopenLeftBy(input: DecideInput): "undone" | "kept" | null {
+  const { task, key } = input;
+  if (!task || input.decision !== undefined || input.event !== "task_completed") return null;
+  const meta = task.metadata ?? {};
+  if (meta.reopenedByQualityGateKey !== key || meta.qualityGateEventKey !== key) return null;
+  // Completed again since (a newer completion, or this one put back already): that is judged as it is.
+  if (meta.qualityGateStatus !== "failed" || task.status === "completed") return null;
+  const member = nonEmpty(input.member);
+  const untouched =
+    task.status === "pending" &&
+    task.updatedAt === meta.reopenedByQualityGateAt &&
+    (member === null || task.owner === member);
+  return untouched ? "undone" : "kept";
 }
 
 /**
@@ -288,7 +342,7 @@ function gateAfter(from: GatePlace, input: GateInput): RemediationPlan["gate"] {
 /** What a plan without a failure leaves out. */
 const NOTHING_MORE: Pick<
   RemediationPlan,
-  "reopen" | "followup" | "nudge" | "reassign" | "spend" | "escalation" | "refused"
+  "reopen" | "followup" | "nudge" | "reassign" | "spend" | "escalation" | "undoReopen" | "refused"
 > = Object.freeze({
   reopen: null,
   followup: null,
@@ -296,6 +350,7 @@ const NOTHING_MORE: Pick<
   reassign: null,
   spend: null,
   escalation: null,
+  undoReopen: null,
   refused: [],
 });
 

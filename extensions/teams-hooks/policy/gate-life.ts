@@ -80,7 +80,13 @@ export interface GatePlace {
 
 /** How a gate judged the work, or how a decision settled a held gate: what decides the state after it. */
 type Judgement =
-  | { pass: true }
+  /**
+   * `reopen`: a pass of a completion whose task this same completion's reopen left `pending` (a leader
+   * killed after writing the reopen, before the rest, and the gate run again at its next start):
+   * `undone` when nothing touched the task since (put back to `completed` as its worker left it), `kept`
+   * when its worker took it up again (left as it is; its owner handed it again, the assignment the crash lost).
+   */
+  | { pass: true; reopen?: "undone" | "kept" }
   /** `reopens`: the policy reopens the task now; `spent`: the tree's budget was spent before this failure. */
   | { pass: false; reopens: boolean; spent: boolean };
 
@@ -216,8 +222,10 @@ function onJudge(from: GatePlace, input: Extract<GateInput, { on: "judge" }>): G
     case "running":
       return judged(input.judgement, []);
     case "held":
-      // Only a deferral is settled by a decision; an approval or fault hold runs its gate again.
-      if (from.cause !== "deferral") throw new GateTransitionError(from, input);
+      // Only a deferral is settled by a decision; an approval or fault hold runs its gate again. A
+      // decision never meets a reopen of its own event: only a gate run again after a crash does.
+      if (from.cause !== "deferral" || (input.judgement.pass && input.judgement.reopen))
+        throw new GateTransitionError(from, input);
       return judged(input.judgement, ["deferral file"]);
     case "unjudged":
     case "passed":
@@ -233,6 +241,9 @@ function onJudge(from: GatePlace, input: Extract<GateInput, { on: "judge" }>): G
 
 function judged(j: Judgement, first: readonly GateWrite[]): GateMove {
   const end: GateWrite[] = ["hook log", "ledger done"];
+  if (j.pass && j.reopen === "undone")
+    return { to: "passed", writes: [...first, "task status", "task metadata", "ledger memory", ...end] };
+  if (j.pass && j.reopen === "kept") return { to: "reopened", writes: [...first, "assignment", ...end] };
   if (j.pass) return { to: "passed", writes: [...first, "task metadata", ...end] };
   if (j.spent) return { to: "escalated", writes: [...first, "task metadata", "lead note", "nudge", ...end] };
   const made: GateWrite[] = ["follow-up task", "assignment", "nudge"];
@@ -309,7 +320,7 @@ function inputName(input: GateInput): string {
   if (input.on === "hold") return `hold (${input.cause})`;
   if (input.on !== "judge") return input.on;
   const j = input.judgement;
-  return `judge (${j.pass ? "pass" : `deny${j.reopens ? ", reopens" : ""}${j.spent ? ", spent" : ""}`})`;
+  return `judge (${j.pass ? `pass${j.reopen ? `, reopen ${j.reopen}` : ""}` : `deny${j.reopens ? ", reopens" : ""}${j.spent ? ", spent" : ""}`})`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,6 +362,14 @@ const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string 
   ...(
     [
       [{ pass: true }, "allows"],
+      [
+        { pass: true, reopen: "undone" },
+        "allows, run again after a crash, and this completion's own reopen left the task pending and untouched: the reopen undone",
+      ],
+      [
+        { pass: true, reopen: "kept" },
+        "allows, run again after a crash, and the worker took up this completion's own reopen already: the task left, its owner handed it again",
+      ],
       [{ pass: false, reopens: true, spent: false }, "denies; the policy reopens and the tree's budget is not spent"],
       [{ pass: false, reopens: false, spent: false }, "denies; the policy does not reopen"],
       [{ pass: false, reopens: true, spent: true }, "denies; the tree's budget is spent"],

@@ -180,6 +180,12 @@ export interface RemediationPlan {
    * starts owned tasks only when assigned takes it up again; null when there is no reopen (or it is off).
    */
   reassign: { to: string; message: TaskAssignment } | null;
+  /**
+   * A pass of a completion whose own reopen (written by a leader killed before the rest of it) left the
+   * task `pending` and untouched: the reopen undone in the pass's write, the task `completed` again as
+   * its worker left it, in the gate round it was completed in (`round`). Null otherwise.
+   */
+  undoReopen: { round: number } | null;
   /** The unit of the tree's budget this failure spends (before the task is written); null when none. */
   spend: BudgetSpend | null;
   /** The tree's budget is spent: the lead is told once per root; null otherwise. */
@@ -232,6 +238,8 @@ export function doneWithTaskWrite(action: PolicyAction): boolean {
     case "held":
     case "told_before":
     case "refused":
+    case "reopen_undone":
+    case "reopen_kept":
       return true;
     case "none":
     case "reassigned":

@@ -22,6 +22,12 @@ export type PolicyAction =
   /** `earlier`: the task was reopened by this event before (a retry), not now. */
   | { kind: "reopened"; count: number; max: number; earlier: boolean }
   | { kind: "reopen_suppressed"; count: number; max: number }
+  /**
+   * A pass of a completion whose own reopen (its leader killed before the rest) left the task pending:
+   * undone (the task `completed` again), or kept (its worker took it up again: `status`, the task left).
+   */
+  | { kind: "reopen_undone" }
+  | { kind: "reopen_kept"; status: string }
   /** `status`: the task's status now (null: its file is gone). */
   | { kind: "reopen_skipped"; status: string | null }
   | { kind: "reassigned"; to: string; sent?: Sent }
@@ -54,6 +60,10 @@ export function actionText(action: PolicyAction): string {
       return `${action.earlier ? "was reopened" : "reopened"} (${action.count}/${action.max})`;
     case "reopen_suppressed":
       return `reopen suppressed (${action.count}/${action.max})`;
+    case "reopen_undone":
+      return "reopen undone";
+    case "reopen_kept":
+      return `reopen kept (task is ${action.status}: the pass not written)`;
     case "reopen_skipped":
       return `reopen skipped (${action.status === null ? "task file missing" : `task is ${action.status}`})`;
     case "reassigned":
