@@ -18,6 +18,30 @@ import { makeTask } from "../helpers/temp-team.js";
 import { updateTaskFile } from "../fixtures/workers/protocol.mjs";
 
 const outerRig = useLeaderRig();
+type Rig = ReturnType<typeof outerRig.scoped>;
+type Team = Awaited<ReturnType<Rig["team"]>>;
+type Leader = Awaited<ReturnType<Rig["leader"]>>;
+
+/** A first start and stop (the team's ledger exists), then task 1 completed while no leader runs: its event key. */
+async function completedWhileStopped(rig: Rig, team: Team): Promise<string> {
+  const first = await rig.leader(team);
+  if ((await first.stop()).code !== 0) throw new Error("the first leader did not stop cleanly");
+  const { "1": completedAt } = await completeTasks(team, ["1"]);
+  return `task_completed:1:${completedAt}`;
+}
+
+/** A line a worker appends to the leader's ledger. */
+function appendToLedger(team: Team, line: Record<string, unknown>): Promise<void> {
+  return appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(line)}\n`);
+}
+
+/** The lead's inbox notes about `key`, once there is one. */
+function leadNotesAbout(leader: Leader, team: Team, key: string): Promise<Array<{ text: string }>> {
+  return leader.waitFor("the lead's note", async () => {
+    const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+    return found.length > 0 ? found : false;
+  });
+}
 
 describe("the ledger and the task's gate record", () => {
   it("a done line appended while no leader runs: the completion is judged anyway, the lead told once", async (context) => {
@@ -25,12 +49,9 @@ describe("the ledger and the task's gate record", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
     await rig.hook(team, "on_task_completed.sh", "exit 0");
-    const first = await rig.leader(team);
-    expect(await first.stop()).toMatchObject({ code: 0 });
-    const { "1": completedAt } = await completeTasks(team, ["1"]);
-    const key = `task_completed:1:${completedAt}`;
+    const key = await completedWhileStopped(rig, team);
     const forged = { op: "done", key, at: new Date().toISOString(), runId: null, outcome: "passed", log: null };
-    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+    await appendToLedger(team, forged);
 
     const leader = await rig.leader(team);
     const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
@@ -38,10 +59,7 @@ describe("the ledger and the task's gate record", () => {
     expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
     expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateEventKey: key });
     await leader.waitFor("the warning", () => leader.warnings().find((w) => w.includes(key) && /ledger/.test(w)));
-    const notes = await leader.waitFor("the lead's note", async () => {
-      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
-      return found.length > 0 ? found : false;
-    });
+    const notes = await leadNotesAbout(leader, team, key);
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/no gate record/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
@@ -58,15 +76,12 @@ describe("the ledger and the task's gate record", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
     await rig.hook(team, "on_task_completed.sh", "exit 1");
-    const first = await rig.leader(team);
-    expect(await first.stop()).toMatchObject({ code: 0 });
-    const { "1": completedAt } = await completeTasks(team, ["1"]);
-    const key = `task_completed:1:${completedAt}`;
+    const key = await completedWhileStopped(rig, team);
     // The worker's forgery: its completion "held" by a run no gate made, so that its gate never runs.
     const runId = "bbbbbbbb-1111-4111-8111-111111111111";
     const at = new Date().toISOString();
     const forged = { op: "defer", key, at, runId, deferral: runId, expiresAt: "2099-01-01T00:00:00.000Z", log: null };
-    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+    await appendToLedger(team, forged);
 
     const leader = await rig.leader(team);
     const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
@@ -76,10 +91,7 @@ describe("the ledger and the task's gate record", () => {
       qualityGateStatus: "failed",
     });
     await leader.waitFor("the warning", () => leader.warnings().find((w) => w.includes(key) && /judged again/.test(w)));
-    const notes = await leader.waitFor("the lead's note", async () => {
-      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
-      return found.length > 0 ? found : false;
-    });
+    const notes = await leadNotesAbout(leader, team, key);
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/deferred/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
@@ -95,12 +107,9 @@ describe("the ledger and the task's gate record", () => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
-    const first = await rig.leader(team);
-    expect(await first.stop()).toMatchObject({ code: 0 });
-    const { "1": completedAt } = await completeTasks(team, ["1"]);
-    const key = `task_completed:1:${completedAt}`;
+    const key = await completedWhileStopped(rig, team);
     const forged = { op: "done", key, at: new Date().toISOString(), runId: null, outcome: "passed", log: null };
-    await appendFile(path.join(team.teamDir, "hook-state", "ledger.jsonl"), `${JSON.stringify(forged)}\n`);
+    await appendToLedger(team, forged);
 
     const leader = await rig.leader(team, ["--verbose"]);
     // The leader says why it reports nothing (--verbose): its records disagreed, and no gate judged it now.
@@ -119,10 +128,7 @@ describe("the ledger and the task's gate record", () => {
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
     await rig.hook(team, "on_task_completed.sh", "exit 1");
-    const first = await rig.leader(team);
-    expect(await first.stop()).toMatchObject({ code: 0 });
-    const { "1": completedAt } = await completeTasks(team, ["1"]);
-    const key = `task_completed:1:${completedAt}`;
+    const key = await completedWhileStopped(rig, team);
     await updateTaskFile(team.taskFile("1"), (task) => ({
       ...task,
       metadata: { ...(task.metadata ?? {}), qualityGateEventKey: key, qualityGateStatus: "passed" },
@@ -132,10 +138,7 @@ describe("the ledger and the task's gate record", () => {
     const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
     expect(judged).toMatchObject({ outcome: "failed" });
     expect((await readTaskFile(team, "1")).metadata).toMatchObject({ qualityGateStatus: "failed" });
-    const notes = await leader.waitFor("the lead's note", async () => {
-      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
-      return found.length > 0 ? found : false;
-    });
+    const notes = await leadNotesAbout(leader, team, key);
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/the ledger has no line for it/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
@@ -198,10 +201,7 @@ describe("the ledger and the task's gate record", () => {
       const { metadata } = await readTaskFile(team, "1");
       return metadata?.qualityGateEventKey === key && metadata?.qualityGateStatus === "failed";
     });
-    const notes = await leader.waitFor("the lead's note", async () => {
-      const found = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
-      return found.length > 0 ? found : false;
-    });
+    const notes = await leadNotesAbout(leader, team, key);
     expect(notes).toHaveLength(1);
     expect(notes[0]?.text).toMatch(/says passed/);
     expect(await leader.stop()).toMatchObject({ code: 0 });
