@@ -15,6 +15,11 @@ import { api, codeOf, createKey, startServe } from "../helpers/serve-rig.js";
 import { makeTask, runs } from "../helpers/temp-team.js";
 
 const rig = useLeaderRig();
+
+/** The team alpha's config.json, with the hooks block given. */
+function alphaConfig(hooks: Record<string, unknown>): Record<string, unknown> {
+  return { version: 1, teamId: "alpha", taskListId: "alpha", leadName: "team-lead", members: [], hooks };
+}
 const RECONCILE_MS = 200;
 
 /** Records that it ran, then denies. */
@@ -31,14 +36,7 @@ describe("a binding naming a gate file", () => {
     const { expect } = context;
     const team = await rig.team({
       teamId: "alpha",
-      config: {
-        version: 1,
-        teamId: "alpha",
-        taskListId: "alpha",
-        leadName: "team-lead",
-        members: [],
-        hooks: { failureAction: "reopen" },
-      },
+      config: alphaConfig({ failureAction: "reopen" }),
       tasks: ["1", "2", "3"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
     });
     const gate = path.join(team.teamDir, "hooks", "gates", "review.sh");
@@ -207,14 +205,7 @@ describe("a file binding of the global hooks dir", () => {
     const { expect } = context;
     const team = await rig.team({
       teamId: "alpha",
-      config: {
-        version: 1,
-        teamId: "alpha",
-        taskListId: "alpha",
-        leadName: "team-lead",
-        members: [],
-        hooks: { projection: { "binding:seen": ["task.id", "task.status"] } },
-      },
+      config: alphaConfig({ projection: { "binding:seen": ["task.id", "task.status"] } }),
       tasks: [makeTask({ id: "1", owner: "alice", status: "completed", description: "the secret plan" })],
     });
     // In the global hooks dir: the team's has no file of that name.
