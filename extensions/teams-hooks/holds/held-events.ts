@@ -13,7 +13,8 @@
  * Running again is the event's whole chain, once (the ledger's `begin` replaces the hold): at most once
  * per release, since a released key leaves this map before it is queued. The list is kept for people in
  * `hook-state/holds.json` (`/gates`, the dashboard's "Needs attention", `doctor`), rewritten whenever
- * it changes; the ledger is what the leader itself goes by.
+ * it changes and at a reconcile scan that finds it not saying what the leader holds (a worker's edit);
+ * the ledger is what the leader itself goes by.
  */
 import { readFileSync, readdirSync } from "node:fs";
 import os from "node:os";

@@ -41,8 +41,9 @@ const HoldsFileSchema = z.looseObject({
 });
 
 /**
- * The list a leader last wrote (holds/holds-view.ts reads it for people, less the holds judged since);
- * empty when there is none (no leader held anything) or it cannot be read.
+ * The list a leader last wrote (holds/holds-view.ts reads it for people, saying of each hold whether its
+ * task's file claims it judged since); empty when there is none (no leader held anything) or it cannot be
+ * read.
  */
 export async function readHoldsFile(
   teamDir: string,

@@ -53,7 +53,7 @@ export interface FirstStart {
  * What `start()` makes, never null once made (leader/leader.ts builds it right after the ledger opens,
  * before any event can run): the ledger, the leader lock, the held gates, the held events, a second look
  * at a task's file, and the check of `hook-state/`. The parts that run once started (handle.ts, hints.ts,
- * startup.ts) take it beside the context; holds/ and deferrals/ take only the narrow part they use.
+ * startup.ts) take it beside the context; holds/held-events.ts and deferrals.ts take only the narrow part they use.
  */
 export interface Running {
   readonly ledger: Ledger;

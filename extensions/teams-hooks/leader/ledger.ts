@@ -5,7 +5,8 @@
  *
  *   baseline  key existed before the leader's first start; never run (unless --catch-up)
  *   begin     the event's hook is about to start (runId, attempt)
- *   spawn     its process group (pid), so a restarted leader can end a group left behind
+ *   spawn     its process group (pid), for people reading the file (a restarted leader finds a dead
+ *             leader's hooks by their run id, not by this pid)
  *   defer     its gate is held (a `defer` verdict): logged, its deferral written; never run again
  *   done      its log and policy actions are written (or no hook existed), or its deferral's
  *             decision is applied; `gate`: the state a task event's gate life reached
@@ -24,10 +25,10 @@
  * (history, an idle event, no gate) has none. Lines written before `done` kept `gate` read the same way.
  *
  * A key whose last record is `begin` or `spawn` was in flight when the leader died: the restarted
- * leader looks for that run's log and either marks it done (or deferred) or runs it again as a retry.
- * A deferred key stays so, across restarts and compaction, until `done`. A torn last
- * line (a crash mid-append) is ignored. The file is compacted (one line per key, atomic rename) when
- * it grows past twice its keys. See docs/ledger.md.
+ * leader looks for that run's log and marks it done, deferred or held again as the log says, or runs it
+ * again as a retry (leader/startup.ts recoverInFlight). A deferred or held key stays so, across
+ * restarts and compaction, until `done`. A torn last line (a crash mid-append) is ignored. The file is
+ * compacted (each key's last state, atomic rename) when it grows past twice its keys. See docs/ledger.md.
  */
 import fs from "node:fs";
 import path from "node:path";

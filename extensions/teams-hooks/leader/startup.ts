@@ -83,9 +83,10 @@ export async function endOrphanedRuns(ctx: LeaderContext, ledger: Ledger): Promi
 }
 
 /**
- * Keys begun but never finished by a leader that died: done if their log exists, held if that log
- * says the gate was deferred (its deferral file written again if the crash came before it), else
- * retried.
+ * Keys begun but never finished by a leader that died: done if their log exists (with the state its
+ * policy block says, through `next`), deferred if that log says the gate was deferred (its deferral
+ * file written again if the crash came before it), held again if its policy held the event for the
+ * lead or a retry, else retried.
  */
 export async function recoverInFlight(
   ctx: LeaderContext,
@@ -103,7 +104,7 @@ export async function recoverInFlight(
   >();
   for (const entry of logs) {
     const read = await readHookLog(entry.file);
-    // A log whose policy says `complete: false` was written by a leader that gave up applying it.
+    // A log whose policy says `complete: false` was written by a run that gave up on its policy (a hand run).
     if (read.ok)
       byRunId.set(read.record.result.runId, {
         file: entry.file,

@@ -18,7 +18,7 @@
  *                         │ ├──the gate cannot run as trusted ──────▶ held (approval) ─┐
  *                         │ ├──our own fault cut the gate off ──────▶ held (fault) ────┴─approval, retry,
  *                         │ │                                                              restart──▶ running
- *                         │ └──the policy cannot be written ───────▶ given_up (in flight: the next start)
+ *                         │ └──the policy cannot be written ───────▶ given_up (in flight: tried again)
  *
  * `next` is the one function that moves it: each input's handler switches on the state it comes in,
  * and a move from any other state is an error. TRANSITIONS is `next` tried on every state and input

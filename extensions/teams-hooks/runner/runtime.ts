@@ -1,8 +1,8 @@
 /**
  * What a process that fires events runs on, beside a team's settings: the clock, how long a write waits
  * for a lock, the sent log of each team dir, the waits before a step is tried again, who is told that a
- * hook started, and the test pause. Built once (the command line's bin, the pi extension, a `Leader`
- * given none) and passed whole, like the team's settings (`TeamSetup`): to the leader, to each event
+ * hook started, and the test pause. Built once (the command line's bin, the pi extension, the task
+ * API's server, a `Leader` given none) and passed whole, like the team's settings (`TeamSetup`): to the leader, to each event
  * (event/invoke.ts `InvokeRequest.runtime`), to a decision's application (event/deferral-decision.ts) and
  * down to the runner (runner/run-hook.ts). Tests build their own with `createRuntime`.
  */
