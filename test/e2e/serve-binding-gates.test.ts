@@ -7,7 +7,7 @@
  * runs. `config`, `config --json`, `GET …/gates` and the dashboard's overview show it beside the files; a
  * projection may name it.
  */
-import { appendFile, mkdir, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
@@ -278,5 +278,30 @@ describe("a file binding of the global hooks dir", () => {
     expect(logs.map((l) => [path.basename(l.result.hookPath ?? ""), l.result.outcome])).toEqual([
       ["10-review.sh", "failed"],
     ]);
+  });
+  it("naming a file its chain runs through a link, it is the same file: it runs once, as the link's gate", async (context) => {
+    const { expect } = context;
+    const team = await rig.team({
+      teamId: "alpha",
+      tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })],
+    });
+    const gate = path.join(team.teamDir, "hooks", "gates", "review.sh");
+    await mkdir(path.dirname(gate), { recursive: true });
+    await writeFile(gate, DENIES, { mode: 0o755 });
+    await mkdir(path.join(team.teamDir, "hooks", "on_task_completed.d"), { recursive: true });
+    await symlink("../gates/review.sh", path.join(team.teamDir, "hooks", "on_task_completed.d", "20-review.sh"));
+    const bindings = {
+      version: 1,
+      bindings: [{ name: "linked", file: "gates/review.sh", events: ["task_completed"] }],
+    };
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    await writeFile(path.join(team.teamDir, "hook-state", "bindings.json"), `${JSON.stringify(bindings)}\n`);
+    const config = JSON.parse((await runBin(["config", "--team-dir", team.teamDir, "--json"])).stdout) as {
+      events: Record<string, { gates: Array<{ name: string }>; skipped: Array<{ path: string; code: string }> }>;
+    };
+    expect(config.events.task_completed?.gates.map((g) => g.name)).toEqual(["on_task_completed.d/20-review.sh"]);
+    expect(config.events.task_completed?.skipped).toContainEqual(
+      expect.objectContaining({ path: "binding:linked", code: "runs_already" }),
+    );
   });
 });

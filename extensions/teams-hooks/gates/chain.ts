@@ -26,7 +26,7 @@
  *   the team's handlers, each in the bindings file's order.
  */
 // Synchronous, as in gates/discover.ts: a chain is looked up before every event.
-import { lstatSync, readdirSync, readlinkSync } from "node:fs";
+import { lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { isRunCopyName } from "../contract/contract.js";
 import path from "node:path";
 import { HOOK_BASE_NAMES, HOOK_EVENTS } from "../contract/contract.js";
@@ -258,7 +258,8 @@ export async function discoverChain(input: ChainInput): Promise<ChainDiscovery> 
       else {
         const launch = inspectFile(resolved.file.path);
         const layer = resolved.file.layer;
-        const already = hooks.find((h) => h.hook && path.resolve(h.hook.hookPath) === path.resolve(resolved.file.path));
+        const bound = realOrResolved(resolved.file.path);
+        const already = hooks.find((h) => h.hook && realOrResolved(h.hook.hookPath) === bound);
         if (launch === null || "reason" in launch) {
           const why = launch === null ? "deleted" : launch.reason;
           const reason = `binding ${binding.name}: ${resolved.file.path}: ${why}`;
@@ -442,4 +443,13 @@ function existing(files: string[]): string[] {
     }
   }
   return found;
+}
+
+/** The file a path names, through any link (a link in `on_<event>.d/` to a bound file is that file); as given when gone. */
+function realOrResolved(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
 }

@@ -588,6 +588,6 @@ export function policyGivenUpText(
   return [
     `pi-teams-hooks could not apply the quality-gate policy of ${eventLabel(event.event, event.taskId)} (${event.key}): ${error}.`,
     "Nothing the policy asks for after that step was done (no reopen, follow-up or nudge that was not yet written).",
-    `The event stays open: the next start of the leader tries it again, or: ${how}`,
+    `The event stays open and held: the leader keeps trying it until it is written (a stop leaves it to the next start), or: ${how}`,
   ].join("\n");
 }
