@@ -155,7 +155,9 @@ export function next(from: GatePlace, input: GateInput): GateMove {
       if (from.state === "running") return { to: "held", cause: input.cause, writes: HOLD_WRITES };
       throw new GateTransitionError(from, input);
     case "give_up":
-      if (from.state === "running") return { to: "given_up", writes: ["lead note", "hook log"] };
+      // The leader lists the event as a fault hold and keeps trying; a hand run (`run --apply-policy`) writes
+      // its log with `complete: false` instead, and tells no one.
+      if (from.state === "running") return { to: "given_up", writes: ["lead note", "holds file"] };
       throw new GateTransitionError(from, input);
     case "complete_again":
       return onCompleteAgain(from, input);
@@ -348,7 +350,7 @@ const INPUTS: ReadonlyArray<{ input: GateInput; on: (from: GatePlace) => string 
       from.state === "held"
         ? "an approval or fault hold ends: the lead approves (trust), the gate put back as trusted, the fault seen cleared, a retry, the leader restarts"
         : from.state === "given_up"
-          ? "the leader starts again"
+          ? "the leader tries the policy again (every 30 s, and at its next start)"
           : "the leader takes the event",
   },
   { input: { on: "retry" }, on: () => "the leader died while the gate ran: its next start runs it again" },
