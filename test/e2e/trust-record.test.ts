@@ -89,7 +89,8 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     await forgeApproval(team, gate);
 
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-    expect(
+    // Warnings come on stderr, `watching` on stdout: waited for, not read at once.
+    await second.waitFor("the change said", () =>
       second
         .warnings()
         .some(
@@ -97,7 +98,7 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
             w.includes("trust.json was changed while no leader ran, not through pi-teams-hooks trust") &&
             w.includes(gate),
         ),
-    ).toBe(true);
+    );
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
     expect((await second.waitForEvents(1))[0]).toMatchObject({ outcome: "error", held: "approval" });
     await second.stop();
@@ -105,9 +106,9 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     // The whole state deleted: the approved copy outside the team dir still says what was approved.
     await rm(path.join(team.teamDir, "hook-state"), { recursive: true, force: true });
     const third = await rig.leader(team, ["--reconcile-ms", "200"]);
-    expect(
+    await third.waitFor("the removal said", () =>
       third.warnings().some((w) => w.includes("trust.json was removed while no leader ran: written back as approved")),
-    ).toBe(true);
+    );
     expect(third.linesOf("info").some((l) => String(l.message).includes("on first use"))).toBe(false);
     await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["2"] });
     const events = await third.waitForEvents(1, (e) => e.taskId === "2");
@@ -136,7 +137,9 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     await writeFile(copyFile, `${JSON.stringify({ ...copy, record }, null, 2)}\n`);
 
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-    const said = second.warnings().find((w) => w.includes("trust record approved while no leader ran"));
+    const said = await second.waitFor("the approval said", () =>
+      second.warnings().find((w) => w.includes("trust record approved while no leader ran")),
+    );
     expect(said).toBeDefined();
     expect(said).toMatch(
       new RegExp(`${gate.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: sha256 [0-9a-f]{12}… → [0-9a-f]{12}…`),
@@ -167,7 +170,9 @@ describe.concurrent("trust.json changed behind the leader's back", () => {
     await rm(approvedFile(team.teamDir, process.env));
 
     const second = await rig.leader(team, ["--reconcile-ms", "200"]);
-    const said = second.warnings().find((w) => w.includes("taken as it is"));
+    const said = await second.waitFor("the record taken said", () =>
+      second.warnings().find((w) => w.includes("taken as it is")),
+    );
     expect(said).toContain("the ledger shows a leader took the record before: its approved copy is gone");
     expect(said).toContain(`${gate}: sha256 `);
     // the forged name, shown as what it is: a claim

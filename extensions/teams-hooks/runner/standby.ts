@@ -228,6 +228,9 @@ async function startStandbyNow(
     const laid = prepare(run);
     const view = viewOf(laid.plan);
     writeView(laid.plan, view);
+    // What each bound path is, taken before the chain starts: its mounts see these or later ones, and a path
+    // replaced in between differs at the take (the standby is then ended, never used with an older folder).
+    const pins = pinsOf(laid.plan);
     const chain = chainOf(
       "/bin/sh",
       ["-c", WAIT, "pi-teams-standby", envFile(run), laid.command, ...laid.args],
@@ -252,7 +255,7 @@ async function startStandbyNow(
       command: laid.command,
       args: laid.args,
       view,
-      pins: pinsOf(laid.plan),
+      pins,
       plan: laid.plan,
       process: started.process,
       released: false,
