@@ -213,3 +213,15 @@ async function writeText(file: string, content: string): Promise<void> {
 function stringOr(value: unknown, fallback: string): string {
   return typeof value === "string" && value !== "" ? value : fallback;
 }
+
+/** A global gate of `teamsRoot` (`_hooks/on_task_completed.sh`) that answers defer, held for CI: its hooks dir. */
+export async function writeDeferringGate(teamsRoot: string): Promise<string> {
+  const hooksDir = path.join(teamsRoot, "_hooks");
+  await mkdir(hooksDir, { recursive: true });
+  await writeFile(
+    path.join(hooksDir, "on_task_completed.sh"),
+    `#!/usr/bin/env bash\necho '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'\n`,
+    { mode: 0o755 },
+  );
+  return hooksDir;
+}

@@ -1,11 +1,3 @@
-/**
- * A watching leader's held gates (leader/deferrals.ts `Deferrals`) on a fake clock: a gate held by a real
- * gate process (`invokeEvent`, as `run --apply-policy` holds one) stays open to its deadline and expires at it, and the
- * team's policy is then applied to the task. vitest's timers stand for the clock (`Date` and `setTimeout`), so that a
- * deadline a minute off takes no time; the files, the ledger and the task are real.
- */
-import { mkdir, writeFile } from "node:fs/promises";
-import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Task } from "../../extensions/teams-hooks/contract/team-files.js";
 import { Deferrals } from "../../extensions/teams-hooks/leader/deferrals.js";
@@ -18,7 +10,7 @@ import { resolveTeamSetup } from "../../extensions/teams-hooks/team/setup.js";
 import { eventRequest } from "../helpers/invoke-request.js";
 import { leaderOptions } from "../helpers/leader-here.js";
 import { readLedger, readTaskFile } from "../helpers/leader-rig.js";
-import { makeTask, tempTeams } from "../helpers/temp-team.js";
+import { makeTask, tempTeams, writeDeferringGate } from "../helpers/temp-team.js";
 import { createRuntime } from "../../extensions/teams-hooks/runner/runtime.js";
 
 const team = tempTeams({ teamId: "deferrals-leader" });
@@ -46,13 +38,7 @@ describe("a watching leader's held gate on a fake clock", () => {
     const completed = makeTask({ id: "1", status: "completed", owner: "alice", metadata: { completedAt: AT } });
     const config = { version: 1, teamId: "deferrals-leader", leadName: "team-lead", members: [], hooks: HOOKS };
     const made = await team({ tasks: [completed], config });
-    const hooksDir = path.join(made.teamsRoot, "_hooks");
-    await mkdir(hooksDir, { recursive: true });
-    await writeFile(
-      path.join(hooksDir, "on_task_completed.sh"),
-      `#!/usr/bin/env bash\necho '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'\n`,
-      { mode: 0o755 },
-    );
+    const hooksDir = await writeDeferringGate(made.teamsRoot);
     const key = `task_completed:1:${AT}`;
     const settings = { hooks: HOOKS, timeoutMs: 5_000 };
     const outcome = await invokeEvent(

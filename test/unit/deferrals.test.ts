@@ -4,7 +4,7 @@
  * through `invokeEvent`: what a lead or a decider checks when an agent of the team edits `hook-state/deferrals/` by
  * hand.
  */
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
@@ -28,7 +28,7 @@ import {
 import { invokeEvent } from "../../extensions/teams-hooks/event/invoke.js";
 import { hookLogsDir } from "../../extensions/teams-hooks/team/paths.js";
 import { eventRequest } from "../helpers/invoke-request.js";
-import { makeTask, tempTeams, type TempTeam } from "../helpers/temp-team.js";
+import { makeTask, tempTeams, type TempTeam, writeDeferringGate } from "../helpers/temp-team.js";
 
 const team = tempTeams({ teamId: "deferrals-unit" });
 const AT = "2026-12-02T10:00:00.000Z";
@@ -49,13 +49,7 @@ interface Held {
 async function held(): Promise<Held> {
   const completed = makeTask({ id: "1", status: "completed", owner: "alice", metadata: { completedAt: AT } });
   const made = await team({ tasks: [completed] });
-  const hooksDir = path.join(made.teamsRoot, "_hooks");
-  await mkdir(hooksDir, { recursive: true });
-  await writeFile(
-    path.join(hooksDir, "on_task_completed.sh"),
-    `#!/usr/bin/env bash\necho '{"decision":"defer","code":"ci.pending","reason":"waiting for CI"}'\n`,
-    { mode: 0o755 },
-  );
+  const hooksDir = await writeDeferringGate(made.teamsRoot);
   const settings = { hooks: { failureAction: "reopen", deferTimeoutMs: 3_600_000 }, timeoutMs: 5_000 };
   const outcome = await invokeEvent(
     eventRequest({ team: made, hooksDir, settings, key: KEY, timestamp: AT, applyPolicy: true }),
