@@ -374,30 +374,22 @@ export function checkChainTrust(
     const running = new Set(chain.hooks.map(gateKey));
     for (const [file, trusted] of Object.entries(gates)) {
       if (running.has(file)) continue;
-      if (isBindingGate(file)) {
+      if (isBindingGate(file) || isHandlerGate(file)) {
         if (!handlerTrustedFor(trusted, event)) continue;
-        const skip = chain.skipped.find((s) => s.path === file);
+        const binding = isBindingGate(file);
+        const skip = binding ? chain.skipped.find((s) => s.path === file) : undefined;
         // Its file runs in this chain already, judged as the file it is (gates/chain.ts): nothing is missing.
         if (skip?.code === "runs_already") continue;
-        const detail = skip
-          ? skip.reason
-          : `not bound to ${event} in the team's hook-state/bindings.json (removed, renamed, or its events changed)`;
+        const detail = binding
+          ? (skip?.reason ??
+            `not bound to ${event} in the team's hook-state/bindings.json (removed, renamed, or its events changed)`)
+          : `not declared for ${event} in config.json hooks.handlers or the hooks dir's handlers.json (removed, renamed, or its events changed)`;
         changes.push({ path: file, change: "removed", trusted, now: null, detail });
+        const what = binding ? "binding" : "handler";
         problems.push({
           kind: "gate_missing",
           path: file,
-          reason: `trusted binding ${file} no longer runs: ${detail}`,
-        });
-        continue;
-      }
-      if (isHandlerGate(file)) {
-        if (!handlerTrustedFor(trusted, event)) continue;
-        const detail = `not declared for ${event} in config.json hooks.handlers or the hooks dir's handlers.json (removed, renamed, or its events changed)`;
-        changes.push({ path: file, change: "removed", trusted, now: null, detail });
-        problems.push({
-          kind: "gate_missing",
-          path: file,
-          reason: `trusted handler ${file} no longer runs: ${detail}`,
+          reason: `trusted ${what} ${file} no longer runs: ${detail}`,
         });
         continue;
       }
