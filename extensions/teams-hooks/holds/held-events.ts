@@ -256,6 +256,11 @@ export class Holds {
     if (this.#leader.state !== "watching") return;
     const writing = this.#writing;
     const want = this.list().map((h) => h.key);
+    // Nothing held: nothing a changed list could hide (a hold a worker adds is only shown), and nothing read.
+    if (want.length === 0) {
+      this.#unlisted = null;
+      return;
+    }
     await writing;
     const file = holdsFile(this.#leader.setup.identity.teamDir);
     const onDisk = await readHoldsFile(this.#leader.setup.identity.teamDir);
