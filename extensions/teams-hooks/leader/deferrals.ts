@@ -46,7 +46,7 @@ import type { Runtime } from "../runner/runtime.js";
 import type { TeamSetup } from "../team/setup.js";
 import { DeferralGuard, restoreFromLog } from "./deferral-guard.js";
 import { ledgerMemory } from "./handle.js";
-import { GateTransitionError, type GateState, inputReaching, next } from "../policy/gate-life.js";
+import { type GateState, moveReaching } from "../policy/gate-life.js";
 
 /**
  * The longest a timer waits before looking again (setTimeout takes at most 2^31-1 ms; a deadline can be 30 days off).
@@ -362,26 +362,20 @@ export class Deferrals {
   }
 
   /**
-   * An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run
-   * --apply-policy`).
-   */
-  /**
    * The state a decision took the held key to (`gate`, what its plan reached), as `next` (policy/gate-life.ts)
    * moves it from where the ledger has it (held for the decision; unknown: a `run --apply-policy`'s). A move
    * `next` refuses is a bug of ours: said, and the plan's state recorded all the same.
    */
   #decided(key: string, gate: GateState | undefined): GateState | undefined {
-    const input = gate ? inputReaching({ state: gate }) : null;
-    if (!gate || !input) return gate;
-    try {
-      return next(this.#ledger.place(key) ?? { state: "held", cause: "deferral" }, input).to;
-    } catch (error) {
-      if (!(error instanceof GateTransitionError)) throw error;
-      this.#ctx.warn(`${key}: ${error.message}`);
-      return gate;
-    }
+    if (!gate) return gate;
+    const from = this.#ledger.place(key) ?? { state: "held", cause: "deferral" };
+    return moveReaching(from, { state: gate }, (message) => this.#ctx.warn(`${key}: ${message}`))?.state ?? gate;
   }
 
+  /**
+   * An applied deferral: its key is done in the ledger (if the ledger holds it, or does not know it at all: a `run
+   * --apply-policy`).
+   */
   async #close(record: DeferralRecord, gate?: GateState): Promise<void> {
     const ledger = this.#ledger;
     const state = ledger.get(record.key);

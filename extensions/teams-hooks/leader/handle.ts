@@ -28,15 +28,7 @@ import type { GateMemory } from "../event/remediate.js";
 import { BASELINE_DETAIL } from "./notices.js";
 import { startStandbys, startStandbysAhead } from "../runner/run-hook.js";
 import type { SpawnInfo } from "../runner/runtime.js";
-import {
-  GateTransitionError,
-  type GateState,
-  heldFor,
-  inputReaching,
-  isJudged,
-  next,
-  recordedPlaceOf,
-} from "../policy/gate-life.js";
+import { type GateState, heldFor, isJudged, moveReaching, recordedPlaceOf } from "../policy/gate-life.js";
 
 /** Where one event is between tries: how often each kind of step has failed so far. */
 interface EventProgress {
@@ -474,16 +466,10 @@ export class EventHandler {
    */
   #gateMove(event: HookEvent, outcome: InvokeOutcome): GateState | undefined {
     const reached = outcome.policyApplied === true ? outcome.gate : undefined;
-    const input = reached ? inputReaching({ state: reached.to, cause: reached.cause }) : null;
-    if (!reached || !input) return undefined;
+    if (!reached) return undefined;
     const from = this.#run.ledger.place(event.key) ?? { state: "running" };
-    try {
-      return next(from, input).to;
-    } catch (error) {
-      if (!(error instanceof GateTransitionError)) throw error;
-      this.#ctx.warn(`${event.key}: ${error.message}`);
-      return reached.to;
-    }
+    const warn = (message: string): void => this.#ctx.warn(`${event.key}: ${message}`);
+    return moveReaching(from, { state: reached.to, cause: reached.cause }, warn)?.state;
   }
 
   /** A gate that could not judge the work: listed for the lead (holds/held-events.ts), run again when its hold ends. */

@@ -28,15 +28,7 @@ import { sentId } from "../team/sent-log.js";
 import { ledgerLostText } from "../text/messages.js";
 import type { Ledger } from "./ledger.js";
 import { gateHistory } from "./gate-trust.js";
-import {
-  GateTransitionError,
-  type GatePlace,
-  heldFor,
-  inputReaching,
-  isJudged,
-  next,
-  placeOfLog,
-} from "../policy/gate-life.js";
+import { type GatePlace, heldFor, isJudged, moveReaching, placeOfLog } from "../policy/gate-life.js";
 
 /**
  * A ledger key recorded (as a baseline) once the first start's baseline is complete. A ledger without
@@ -158,16 +150,8 @@ export async function recoverInFlight(
  * no place. A move `next` refuses is a bug of ours: said, and the log's place taken all the same.
  */
 function movedByLog(ctx: LeaderContext, ledger: Ledger, key: string, place: GatePlace | null): GatePlace | null {
-  const input = place ? inputReaching(place) : null;
-  if (!place || !input) return null;
-  try {
-    const move = next(ledger.place(key) ?? { state: "running" }, input);
-    return move.cause ? { state: move.to, cause: move.cause } : { state: move.to };
-  } catch (error) {
-    if (!(error instanceof GateTransitionError)) throw error;
-    ctx.warn(`${key}: ${error.message}`);
-    return place;
-  }
+  if (!place) return null;
+  return moveReaching(ledger.place(key) ?? { state: "running" }, place, (message) => ctx.warn(`${key}: ${message}`));
 }
 
 /** A first start's state, with its first-start mark (written now, or kept from a first start that died). */

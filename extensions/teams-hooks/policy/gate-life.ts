@@ -272,6 +272,24 @@ function onCompleteAgain(from: GatePlace, input: GateInput): GateMove {
 }
 
 /**
+ * Where a record of `reached` (what a policy's plan or a run's log says the event came to) takes an event
+ * the caller has at `from`: the move through `next`; null for a state no run of a gate leads to. A move
+ * `next` refuses is a bug of ours: said through `warn`, and `reached` kept all the same (the task holds it).
+ */
+export function moveReaching(from: GatePlace, reached: GatePlace, warn: (message: string) => void): GatePlace | null {
+  const input = inputReaching(reached);
+  if (!input) return null;
+  try {
+    const move = next(from, input);
+    return move.cause ? { state: move.to, cause: move.cause } : { state: move.to };
+  } catch (error) {
+    if (!(error instanceof GateTransitionError)) throw error;
+    warn(error.message);
+    return reached;
+  }
+}
+
+/**
  * The input that moves a gate that ran to `to` (what a policy's plan reached: policy/decide.ts), so
  * that a caller recording the plan takes the move through `next` from where it has the event; null for
  * a state no run of a gate leads to.
