@@ -78,6 +78,42 @@ describe("appendMessage", () => {
     expect(await readJson(t.inboxFile("team", "team-lead"))).toEqual([...existing, makeMessage({ text: "new" })]);
   });
 
+  it("writes, append after append, the bytes a whole serialization of the inbox gives", async () => {
+    const t = await team({ inbox: [{ foreign: { nested: ["entry", 1] } }] });
+    const file = t.inboxFile("team", "team-lead");
+    const messages: unknown[] = [{ foreign: { nested: ["entry", 1] } }];
+    const texts = ["plain", 'quote " and \\ and \n line', "émoji 🚀 and \u2028", JSON.stringify({ type: "x", a: [1] })];
+    for (const text of texts) {
+      const message = makeMessage({ text, extra: { deep: { list: [text, null, true] } } });
+      messages.push(message);
+      expect(await appendMessage(t.teamDir, "team", "team-lead", message)).toMatchObject({ ok: true });
+      expect(await readFile(file, "utf8")).toBe(`${JSON.stringify(messages, null, 2)}\n`);
+    }
+  });
+
+  it("reads again an inbox that another writer changed since this process wrote it, same size included", async () => {
+    const t = await team();
+    const file = t.inboxFile("team", "team-lead");
+    await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "one" }));
+    await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "two" }));
+    // a member marks the first read in place, and the text of the second changes at the same length
+    const before = await readFile(file, "utf8");
+    const changed = before.replace('"read": false', '"read": true ').replace('"two"', '"TWO"');
+    expect(changed.length).toBe(before.length);
+    await writeFile(file, changed);
+    const sent = await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "three" }), {
+      unlessPresent: (message) => message.text === "TWO",
+    });
+    expect(sent).toMatchObject({ ok: true, index: 1, present: true });
+    await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "three" }));
+    const entries = (await readJson(file)) as MailboxMessage[];
+    expect(entries.map((m) => [m.text, m.read])).toEqual([
+      ["one", true],
+      ["TWO", false],
+      ["three", false],
+    ]);
+  });
+
   it("never overwrites an inbox that is not a JSON array", async () => {
     const t = await team({ inbox: "{ corrupt" });
     const result = await appendMessage(t.teamDir, "team", "team-lead", makeMessage());

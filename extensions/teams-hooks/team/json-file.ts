@@ -390,10 +390,20 @@ export async function writeTextAtomic(file: string, text: string, options: TextW
   writeAtomicSync(file, text, options);
 }
 
+/** `writeTextAtomic` of bytes already encoded. */
+export function writeBytesAtomic(file: string, bytes: Buffer, options: TextWriteOptions = {}): void {
+  writeAtomicSync(file, bytes, options);
+}
+
 type TextWriteOptions = Pick<WriteOptions, "fsync" | "mode" | "shared">;
 
-/** `content`: the text, or the parts a short read left out, then put back in `json`. */
-function writeAtomicSync(file: string, content: string | LeftOutParts, options: TextWriteOptions, json = ""): void {
+/** `content`: the text or its bytes, or the parts a short read left out, then put back in `json`. */
+function writeAtomicSync(
+  file: string,
+  content: string | Buffer | LeftOutParts,
+  options: TextWriteOptions,
+  json = "",
+): void {
   const { fd, tmp } = openUniqueTmp(file, options.mode);
   try {
     try {
@@ -401,6 +411,7 @@ function writeAtomicSync(file: string, content: string | LeftOutParts, options: 
       if (options.mode !== undefined) fchmodSync(fd, options.mode);
       else if (options.shared) shareWithGroup(fd, path.dirname(file));
       if (typeof content === "string") writeAll(fd, content);
+      else if (Buffer.isBuffer(content)) writeBytes(fd, content);
       else writeWithParts(json, content, (bytes) => writeBytes(fd, bytes));
       if (options.fsync) fsyncSync(fd);
     } finally {

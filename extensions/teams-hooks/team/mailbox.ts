@@ -8,7 +8,18 @@
 import path from "node:path";
 import { MailboxMessageSchema, MailboxSchema, type MailboxMessage } from "../contract/team-files.js";
 import { HooksError } from "../contract/errors.js";
-import { checkSchema, mkdirUnder, readJsonFile, writeJsonAtomic, type FileProblem } from "./json-file.js";
+import {
+  MAX_TEAM_FILE_BYTES,
+  checkSchema,
+  mkdirUnder,
+  parseJsonText,
+  readJsonFile,
+  readRegularBytes,
+  writeBytesAtomic,
+  writeJsonAtomic,
+  type FileProblem,
+} from "./json-file.js";
+import { hasPartMarker } from "./long-strings.js";
 import { withLock } from "./lock.js";
 import { inboxFile } from "./paths.js";
 
@@ -80,7 +91,7 @@ export async function appendMessage(
   return withLock(
     file,
     async (): Promise<InboxWriteResult<{ index: number; present: boolean }>> => {
-      const loaded = await loadEntries(file);
+      const loaded = loadForAppend(file);
       if (!loaded.ok) return loaded;
       const { unlessPresent } = options;
       if (unlessPresent) {
@@ -88,8 +99,11 @@ export async function appendMessage(
         const index = loaded.entries.findIndex((entry) => isMessageLike(entry) && unlessPresent(entry));
         if (index >= 0) return { ok: true, file, index, present: true };
       }
-      const entries = [...loaded.entries, message];
-      await writeJsonAtomic(file, entries, { shared: true });
+      const entries = [...loaded.entries, structuredClone(message)];
+      const bytes = (loaded.ours && withEntry(loaded.ours, message, file)) ?? inboxBytes(entries, file);
+      written.delete(file);
+      writeBytesAtomic(file, bytes, { shared: true });
+      if (bytes.length <= REMEMBERED_BYTES) written.set(file, { bytes, entries });
       return { ok: true, file, index: entries.length - 1, present: false };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
@@ -126,11 +140,69 @@ export async function markRead(
         // the raw entry: keeps its key order and unknown fields
         return { ...(entry as Record<string, unknown>), read: true };
       });
-      if (marked > 0) await writeJsonAtomic(file, entries, { shared: true });
+      if (marked > 0) {
+        written.delete(file);
+        await writeJsonAtomic(file, entries, { shared: true });
+      }
       return { ok: true, file, marked };
     },
     lockOptions(options, `mark read ${namespace}/${member}`),
   );
+}
+
+/**
+ * The inbox this process last wrote, by file: its bytes and its entries, for an inbox of up to
+ * `REMEMBERED_BYTES`. An inbox only grows while its member does not read it (pi-agent-teams marks messages
+ * read and keeps them), and each message sent used to decode, parse and serialize it whole. When the file
+ * still holds exactly the bytes written last (compared whole: whoever wrote it since, by any means, is
+ * read as before), the entries are these, and the message is written into those bytes before the closing
+ * bracket, which is byte for byte what serializing the whole inbox gives.
+ */
+const written = new Map<string, { bytes: Buffer; entries: readonly unknown[] }>();
+const REMEMBERED_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The entries of an inbox to append to, read under its lock (as `loadEntries`), and `ours`: its bytes when
+ * they are the ones this process wrote last.
+ */
+function loadForAppend(
+  file: string,
+): { ok: true; entries: readonly unknown[]; ours: Buffer | null } | { ok: false; problem: FileProblem } {
+  const read = readRegularBytes(file, { maxBytes: MAX_TEAM_FILE_BYTES });
+  if (!read.ok) return read.problem.kind === "missing" ? { ok: true, entries: [], ours: null } : read;
+  const known = written.get(file);
+  if (known?.bytes.equals(read.bytes)) return { ok: true, entries: known.entries, ours: known.bytes };
+  const parsed = parseJsonText(read.bytes.toString("utf8"), file);
+  if (!parsed.ok) return parsed;
+  const checked = checkSchema(parsed.raw, MailboxSchema, file);
+  return checked.ok
+    ? { ok: true, entries: checked.value, ours: null }
+    : { ok: false, problem: notMessages(checked.problem) };
+}
+
+/**
+ * `bytes` (an inbox as `writeJsonAtomic` writes it: an array of two-space indented entries, then a newline)
+ * with `message` as its last entry; null when `bytes` does not end as such an array does.
+ */
+function withEntry(bytes: Buffer, message: MailboxMessage, file: string): Buffer | null {
+  const end = bytes.length - CLOSE.length;
+  if (end <= 1 || !bytes.subarray(end).equals(CLOSE)) return null;
+  // JSON text holds no raw line break inside a value, so each line of the entry is one more level in.
+  const entry = JSON.stringify(message, null, 2).replaceAll("\n", "\n  ");
+  if (hasPartMarker(entry))
+    throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
+  return Buffer.concat([bytes.subarray(0, end), Buffer.from(`,\n  ${entry}${CLOSE_TEXT}`, "utf8")]);
+}
+
+const CLOSE_TEXT = "\n]\n";
+const CLOSE = Buffer.from(CLOSE_TEXT);
+
+/** An inbox's bytes as `writeJsonAtomic` writes them. */
+function inboxBytes(entries: readonly unknown[], file: string): Buffer {
+  const json = JSON.stringify(entries, null, 2);
+  if (hasPartMarker(json))
+    throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
+  return Buffer.from(`${json}\n`, "utf8");
 }
 
 /** The raw entries of an inbox file: missing = empty; not a JSON array = a problem. */
@@ -140,13 +212,14 @@ async function loadEntries(
   const read = await readJsonFile(file, MailboxSchema);
   if (read.ok) return { ok: true, entries: read.value, exists: true };
   if (read.problem.kind === "missing") return { ok: true, entries: [], exists: false };
-  if (read.problem.kind === "invalid") {
-    return {
-      ok: false,
-      problem: { ...read.problem, message: `${file}: not a JSON array of messages — left untouched` },
-    };
-  }
-  return read;
+  return { ok: false, problem: notMessages(read.problem) };
+}
+
+/** A file that is JSON but not an array says so; any other problem is its own. */
+function notMessages(problem: FileProblem): FileProblem {
+  return problem.kind === "invalid"
+    ? { ...problem, message: `${problem.file}: not a JSON array of messages — left untouched` }
+    : problem;
 }
 
 function isMessageLike(entry: unknown): entry is MailboxMessage {
