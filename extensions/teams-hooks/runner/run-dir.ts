@@ -27,6 +27,7 @@ import { readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import { describeError } from "../contract/errors.js";
 import { sanitizeName } from "../team/paths.js";
 import { userStateDir } from "../trust/trust-store.js";
@@ -111,15 +112,77 @@ export function removeRunDir(dir: string): void {
 }
 
 /**
- * `removeRunDir` in the thread pool, one entry at a time (a ledger flush waiting behind it takes one thread,
- * never all of them); settles once done, never rejects.
+ * `removeRunDir` off the leader's thread: on a thread of its own (the remover), where each removal is one
+ * message, instead of a dozen operations each handed to the thread pool and awaited on the leader's thread;
+ * in the thread pool, one entry at a time, when that thread cannot be had. Settles once done, never rejects.
  */
 export async function removeRunDirLater(dir: string): Promise<void> {
+  const thread = remover();
+  if (thread) {
+    const id = ++removals;
+    const removed = new Promise<boolean>((resolve) => waiting.set(id, resolve));
+    if (waiting.size === 1) thread.ref(); // a removal under way keeps the process up, as the thread pool's would
+    thread.postMessage({ id, dir });
+    if (await removed) return;
+  }
   try {
     await removeTreeLater(dir);
   } catch {
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
+
+// The remover's code: what removeTree does, then rmSync for what that left (a folder made by a gate's user).
+const REMOVER = `
+const { parentPort } = require("node:worker_threads");
+const fs = require("node:fs");
+const path = require("node:path");
+function tree(dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const inside = path.join(dir, entry.name);
+    if (entry.isDirectory()) tree(inside);
+    else fs.unlinkSync(inside);
+  }
+  fs.rmdirSync(dir);
+}
+parentPort.on("message", ({ id, dir }) => {
+  try {
+    tree(dir);
+  } catch {
+    try { fs.rmSync(dir, { recursive: true, force: true }); } catch {}
+  }
+  parentPort.postMessage(id);
+});
+`;
+
+let thread: Worker | null | undefined;
+let removals = 0;
+/** Each removal asked of the remover, by id: resolved true once done, false when the remover went. */
+const waiting = new Map<number, (done: boolean) => void>();
+
+/** The remover, started on first use; null once it failed (the thread pool does the removals then). */
+function remover(): Worker | null {
+  if (thread !== undefined) return thread;
+  try {
+    const started = new Worker(REMOVER, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 16 } });
+    started.unref(); // idle, it keeps no process up
+    started.on("message", (id: number) => {
+      waiting.get(id)?.(true);
+      waiting.delete(id);
+      if (waiting.size === 0) started.unref();
+    });
+    const gone = (): void => {
+      thread = null;
+      for (const resolve of waiting.values()) resolve(false);
+      waiting.clear();
+    };
+    started.on("error", gone);
+    started.on("exit", gone);
+    thread = started;
+  } catch {
+    thread = null;
+  }
+  return thread;
 }
 
 // A run's folder holds what the leader wrote: files, links and folders it made, so the listing's types are

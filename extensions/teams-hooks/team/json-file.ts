@@ -390,9 +390,9 @@ export async function writeTextAtomic(file: string, text: string, options: TextW
   writeAtomicSync(file, text, options);
 }
 
-/** `writeTextAtomic` of bytes already encoded. */
-export function writeBytesAtomic(file: string, bytes: Buffer, options: TextWriteOptions = {}): void {
-  writeAtomicSync(file, bytes, options);
+/** `writeTextAtomic` of bytes already encoded, given in pieces (written one after the other). */
+export function writeBytesAtomic(file: string, pieces: readonly Buffer[], options: TextWriteOptions = {}): void {
+  writeAtomicSync(file, pieces, options);
 }
 
 type TextWriteOptions = Pick<WriteOptions, "fsync" | "mode" | "shared">;
@@ -400,7 +400,7 @@ type TextWriteOptions = Pick<WriteOptions, "fsync" | "mode" | "shared">;
 /** `content`: the text or its bytes, or the parts a short read left out, then put back in `json`. */
 function writeAtomicSync(
   file: string,
-  content: string | Buffer | LeftOutParts,
+  content: string | readonly Buffer[] | LeftOutParts,
   options: TextWriteOptions,
   json = "",
 ): void {
@@ -411,7 +411,7 @@ function writeAtomicSync(
       if (options.mode !== undefined) fchmodSync(fd, options.mode);
       else if (options.shared) shareWithGroup(fd, path.dirname(file));
       if (typeof content === "string") writeAll(fd, content);
-      else if (Buffer.isBuffer(content)) writeBytes(fd, content);
+      else if (isPieces(content)) for (const piece of content) writeBytes(fd, piece);
       else writeWithParts(json, content, (bytes) => writeBytes(fd, bytes));
       if (options.fsync) fsyncSync(fd);
     } finally {
@@ -427,6 +427,10 @@ function writeAtomicSync(
     throw new HooksError("E_IO", `cannot write ${file}: ${describeError(error)}`, { cause: error });
   }
   if (options.fsync) syncDir(path.dirname(file));
+}
+
+function isPieces(content: readonly Buffer[] | LeftOutParts): content is readonly Buffer[] {
+  return Array.isArray(content);
 }
 
 /**

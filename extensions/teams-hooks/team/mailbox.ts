@@ -100,10 +100,10 @@ export async function appendMessage(
         if (index >= 0) return { ok: true, file, index, present: true };
       }
       const entries = [...loaded.entries, structuredClone(message)];
-      const bytes = (loaded.ours && withEntry(loaded.ours, message, file)) ?? inboxBytes(entries, file);
+      const pieces = (loaded.ours && withEntry(loaded.ours, message, file)) ?? [inboxBytes(entries, file)];
       written.delete(file);
-      writeBytesAtomic(file, bytes, { shared: true });
-      if (bytes.length <= REMEMBERED_BYTES) written.set(file, { bytes, entries });
+      writeBytesAtomic(file, pieces, { shared: true });
+      if (length(pieces) <= REMEMBERED_BYTES) written.set(file, { pieces, entries });
       return { ok: true, file, index: entries.length - 1, present: false };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
@@ -155,10 +155,10 @@ export async function markRead(
  * `REMEMBERED_BYTES`. An inbox only grows while its member does not read it (pi-agent-teams marks messages
  * read and keeps them), and each message sent used to decode, parse and serialize it whole. When the file
  * still holds exactly the bytes written last (compared whole: whoever wrote it since, by any means, is
- * read as before), the entries are these, and the message is written into those bytes before the closing
- * bracket, which is byte for byte what serializing the whole inbox gives.
+ * read as before), the entries are these, and the message is written into the bytes just read, before the
+ * closing bracket, which is byte for byte what serializing the whole inbox gives.
  */
-const written = new Map<string, { bytes: Buffer; entries: readonly unknown[] }>();
+const written = new Map<string, { pieces: readonly Buffer[]; entries: readonly unknown[] }>();
 const REMEMBERED_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -171,7 +171,7 @@ function loadForAppend(
   const read = readRegularBytes(file, { maxBytes: MAX_TEAM_FILE_BYTES });
   if (!read.ok) return read.problem.kind === "missing" ? { ok: true, entries: [], ours: null } : read;
   const known = written.get(file);
-  if (known?.bytes.equals(read.bytes)) return { ok: true, entries: known.entries, ours: known.bytes };
+  if (known && holds(read.bytes, known.pieces)) return { ok: true, entries: known.entries, ours: read.bytes };
   const parsed = parseJsonText(read.bytes.toString("utf8"), file);
   if (!parsed.ok) return parsed;
   const checked = checkSchema(parsed.raw, MailboxSchema, file);
@@ -180,18 +180,34 @@ function loadForAppend(
     : { ok: false, problem: notMessages(checked.problem) };
 }
 
+/** Whether `bytes` are `pieces` one after the other. */
+function holds(bytes: Buffer, pieces: readonly Buffer[]): boolean {
+  if (bytes.length !== length(pieces)) return false;
+  let at = 0;
+  for (const piece of pieces) {
+    if (!bytes.subarray(at, at + piece.length).equals(piece)) return false;
+    at += piece.length;
+  }
+  return true;
+}
+
+function length(pieces: readonly Buffer[]): number {
+  return pieces.reduce((sum, piece) => sum + piece.length, 0);
+}
+
 /**
  * `bytes` (an inbox as `writeJsonAtomic` writes it: an array of two-space indented entries, then a newline)
- * with `message` as its last entry; null when `bytes` does not end as such an array does.
+ * with `message` as its last entry, in two pieces (no copy of the inbox); null when `bytes` does not end as
+ * such an array does.
  */
-function withEntry(bytes: Buffer, message: MailboxMessage, file: string): Buffer | null {
+function withEntry(bytes: Buffer, message: MailboxMessage, file: string): Buffer[] | null {
   const end = bytes.length - CLOSE.length;
   if (end <= 1 || !bytes.subarray(end).equals(CLOSE)) return null;
   // JSON text holds no raw line break inside a value, so each line of the entry is one more level in.
   const entry = JSON.stringify(message, null, 2).replaceAll("\n", "\n  ");
   if (hasPartMarker(entry))
     throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
-  return Buffer.concat([bytes.subarray(0, end), Buffer.from(`,\n  ${entry}${CLOSE_TEXT}`, "utf8")]);
+  return [bytes.subarray(0, end), Buffer.from(`,\n  ${entry}${CLOSE_TEXT}`, "utf8")];
 }
 
 const CLOSE_TEXT = "\n]\n";
