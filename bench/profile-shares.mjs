@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Where a leader's time goes in a burst, from the CPU profiles `node bench/spawn-path.mjs --profile DIR`
-// writes (one per leader, sampled on its main thread): each step's share of the leader's wall time, and
+// writes (one per leader's thread; the main thread's are read): each step's share of the leader's wall time, and
 // its milliseconds per event when the count of events is given (the bench prints it: "(186 in 10 s)").
 //
 //   node bench/spawn-path.mjs --only reopen --reopen-rounds 1 --side this --side "other 1" \
@@ -67,9 +67,15 @@ const STEPS = [
   ["the rest (JavaScript: the event, the policy, parsing, output)", () => true],
 ];
 
+// `node --cpu-prof` writes a profile per thread, CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile: the main
+// thread is 0. A leader's other threads (the remover of run folders) are off the event's path: left out.
+const isMain = (file) => !/\.\d+\.\d+\.\d+\.\d+\.\d+\.cpuprofile$/.test(file) || /\.0\.\d+\.cpuprofile$/.test(file);
+const others = files.filter((file) => !isMain(file));
+if (others.length > 0) console.log(`(left out, profiles of other threads than the main one: ${others.join(", ")})`);
+
 const totals = new Map(STEPS.map(([name]) => [name, 0]));
 let all = 0;
-for (const file of files) {
+for (const file of files.filter(isMain)) {
   const profile = JSON.parse(readFileSync(file, "utf8"));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();

@@ -101,9 +101,9 @@ export async function appendMessage(
       }
       const entries = [...loaded.entries, structuredClone(message)];
       const pieces = (loaded.ours && withEntry(loaded.ours, message, file)) ?? [inboxBytes(entries, file)];
-      written.delete(file);
+      forget(file);
       writeBytesAtomic(file, pieces, { shared: true });
-      if (length(pieces) <= REMEMBERED_BYTES) written.set(file, { pieces, entries });
+      remember(file, pieces, entries);
       return { ok: true, file, index: entries.length - 1, present: false };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
@@ -141,7 +141,7 @@ export async function markRead(
         return { ...(entry as Record<string, unknown>), read: true };
       });
       if (marked > 0) {
-        written.delete(file);
+        forget(file);
         await writeJsonAtomic(file, entries, { shared: true });
       }
       return { ok: true, file, marked };
@@ -151,15 +151,35 @@ export async function markRead(
 }
 
 /**
- * The inbox this process last wrote, by file: its bytes and its entries, for an inbox of up to
- * `REMEMBERED_BYTES`. An inbox only grows while its member does not read it (pi-agent-teams marks messages
+ * The inboxes this process last wrote, by file: their bytes and entries, the latest first kept, up to
+ * `REMEMBERED_BYTES` in all (a team of many members with long inboxes keeps the leader's memory). An inbox only grows while its member does not read it (pi-agent-teams marks messages
  * read and keeps them), and each message sent used to decode, parse and serialize it whole. When the file
  * still holds exactly the bytes written last (compared whole: whoever wrote it since, by any means, is
  * read as before), the entries are these, and the message is written into the bytes just read, before the
  * closing bracket, which is byte for byte what serializing the whole inbox gives.
  */
 const written = new Map<string, { pieces: readonly Buffer[]; entries: readonly unknown[] }>();
-const REMEMBERED_BYTES = 16 * 1024 * 1024;
+const REMEMBERED_BYTES = 8 * 1024 * 1024;
+let rememberedBytes = 0;
+
+function remember(file: string, pieces: readonly Buffer[], entries: readonly unknown[]): void {
+  forget(file);
+  const size = length(pieces);
+  if (size > REMEMBERED_BYTES) return;
+  for (const oldest of written.keys()) {
+    if (rememberedBytes + size <= REMEMBERED_BYTES) break;
+    forget(oldest);
+  }
+  written.set(file, { pieces, entries });
+  rememberedBytes += size;
+}
+
+function forget(file: string): void {
+  const known = written.get(file);
+  if (!known) return;
+  written.delete(file);
+  rememberedBytes -= length(known.pieces);
+}
 
 /**
  * The entries of an inbox to append to, read under its lock (as `loadEntries`), and `ours`: its bytes when
