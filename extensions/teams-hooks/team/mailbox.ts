@@ -151,12 +151,13 @@ export async function markRead(
 }
 
 /**
- * The inboxes this process last wrote, by file: their bytes and entries, the latest first kept, up to
- * `REMEMBERED_BYTES` in all (a team of many members with long inboxes keeps the leader's memory). An inbox only grows while its member does not read it (pi-agent-teams marks messages
- * read and keeps them), and each message sent used to decode, parse and serialize it whole. When the file
- * still holds exactly the bytes written last (compared whole: whoever wrote it since, by any means, is
- * read as before), the entries are these, and the message is written into the bytes just read, before the
- * closing bracket, which is byte for byte what serializing the whole inbox gives.
+ * The inboxes this process last wrote, by file: their bytes and entries, up to `REMEMBERED_BYTES` in all,
+ * the latest written kept first (a team of many members with long inboxes keeps the leader's memory). An
+ * inbox only grows while its member does not read it (pi-agent-teams marks messages read and keeps them),
+ * and each message sent used to decode, parse and serialize it whole. When the file still holds exactly
+ * the bytes written last (compared whole: whoever wrote it since, by any means, is read as before), the
+ * entries are these, and the message is written into the bytes just read, before the closing bracket,
+ * which is byte for byte what serializing the whole inbox gives.
  */
 const written = new Map<string, { pieces: readonly Buffer[]; entries: readonly unknown[] }>();
 const REMEMBERED_BYTES = 8 * 1024 * 1024;
