@@ -114,6 +114,22 @@ describe("appendMessage", () => {
     ]);
   });
 
+  it("checks the next message against each message as the file holds it, whatever the object sent was", async () => {
+    const t = await team();
+    const file = t.inboxFile("team", "team-lead");
+    // Fields JSON writes otherwise than they are: a date as its text, an undefined or a function not at all.
+    const sent = { ...makeMessage({ text: "one" }), sentAt: new Date(0), urgent: undefined, later: () => "no data" };
+    expect(await appendMessage(t.teamDir, "team", "team-lead", sent)).toMatchObject({ ok: true, index: 0 });
+    const inFile = { ...makeMessage({ text: "one" }), sentAt: "1970-01-01T00:00:00.000Z" };
+    expect(await readJson(file)).toEqual([inFile]);
+    // What a reader of the file sees, this process included.
+    const again = await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "two" }), {
+      unlessPresent: (m) => m.sentAt === inFile.sentAt && !("urgent" in m) && !("later" in m),
+    });
+    expect(again).toMatchObject({ ok: true, index: 0, present: true });
+    expect(await readJson(file)).toEqual([inFile]);
+  });
+
   it("never overwrites an inbox that is not a JSON array", async () => {
     const t = await team({ inbox: "{ corrupt" });
     const result = await appendMessage(t.teamDir, "team", "team-lead", makeMessage());

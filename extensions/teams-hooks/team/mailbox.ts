@@ -99,8 +99,11 @@ export async function appendMessage(
         const index = loaded.entries.findIndex((entry) => isMessageLike(entry) && unlessPresent(entry));
         if (index >= 0) return { ok: true, file, index, present: true };
       }
-      const entries = [...loaded.entries, structuredClone(message)];
-      const pieces = (loaded.ours && withEntry(loaded.ours, message, file)) ?? [inboxBytes(entries, file)];
+      // The message as the file will hold it (JSON's reading, not the object sent: a date is its text, an
+      // undefined or a function is not there), what a reader of the file, and the next append, sees.
+      const entry = JSON.stringify(message, null, 2);
+      const entries = [...loaded.entries, JSON.parse(entry) as unknown];
+      const pieces = (loaded.ours && withEntry(loaded.ours, entry, file)) ?? [inboxBytes(entries, file)];
       forget(file);
       writeBytesAtomic(file, pieces, { shared: true });
       remember(file, pieces, entries);
@@ -218,14 +221,14 @@ function length(pieces: readonly Buffer[]): number {
 
 /**
  * `bytes` (an inbox as `writeJsonAtomic` writes it: an array of two-space indented entries, then a newline)
- * with `message` as its last entry, in two pieces (no copy of the inbox); null when `bytes` does not end as
- * such an array does.
+ * with `json` (an entry's two-space indented JSON) as its last entry, in two pieces (no copy of the inbox);
+ * null when `bytes` does not end as such an array does.
  */
-function withEntry(bytes: Buffer, message: MailboxMessage, file: string): Buffer[] | null {
+function withEntry(bytes: Buffer, json: string, file: string): Buffer[] | null {
   const end = bytes.length - CLOSE.length;
   if (end <= 1 || !bytes.subarray(end).equals(CLOSE)) return null;
   // JSON text holds no raw line break inside a value, so each line of the entry is one more level in.
-  const entry = JSON.stringify(message, null, 2).replaceAll("\n", "\n  ");
+  const entry = json.replaceAll("\n", "\n  ");
   if (hasPartMarker(entry))
     throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
   return [bytes.subarray(0, end), Buffer.from(`,\n  ${entry}${CLOSE_TEXT}`, "utf8")];
