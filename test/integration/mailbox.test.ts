@@ -91,6 +91,18 @@ describe("appendMessage", () => {
     }
   });
 
+  it("appends to an inbox of more entries than it keeps in memory, each append from the file", async () => {
+    const many: unknown[] = Array.from({ length: 60_000 }, () => ({}));
+    const t = await team({ inbox: many });
+    const file = t.inboxFile("team", "team-lead");
+    for (const text of ["one", "two"]) {
+      const message = makeMessage({ text });
+      many.push(message);
+      expect(await appendMessage(t.teamDir, "team", "team-lead", message)).toMatchObject({ index: many.length - 1 });
+      expect(await readFile(file, "utf8")).toBe(`${JSON.stringify(many, null, 2)}\n`);
+    }
+  });
+
   it("reads again an inbox that another writer changed since this process wrote it, same size included", async () => {
     const t = await team();
     const file = t.inboxFile("team", "team-lead");

@@ -154,35 +154,43 @@ export async function markRead(
 }
 
 /**
- * The inboxes this process last wrote, by file: their bytes and entries, up to `REMEMBERED_BYTES` in all,
- * the latest written kept first (a team of many members with long inboxes keeps the leader's memory). An
- * inbox only grows while its member does not read it (pi-agent-teams marks messages read and keeps them),
- * and each message sent used to decode, parse and serialize it whole. When the file still holds exactly
- * the bytes written last (compared whole: whoever wrote it since, by any means, is read as before), the
- * entries are these, and the message is written into the bytes just read, before the closing bracket,
- * which is byte for byte what serializing the whole inbox gives.
+ * The inboxes this process last wrote, by file: their bytes and entries, up to `REMEMBERED_BYTES` and
+ * `REMEMBERED_ENTRIES` in all, the latest written kept first (a team of many members with long inboxes
+ * keeps the leader's memory). An inbox only grows while its member does not read it (pi-agent-teams marks
+ * messages read and keeps them), and each message sent used to decode, parse and serialize it whole. When
+ * the file still holds exactly the bytes written last (compared whole: whoever wrote it since, by any
+ * means, is read as before), the entries are these, and the message is written into the bytes just read,
+ * before the closing bracket, which is byte for byte what serializing the whole inbox gives.
  */
 const written = new Map<string, { pieces: readonly Buffer[]; entries: readonly unknown[] }>();
 const REMEMBERED_BYTES = 8 * 1024 * 1024;
-let rememberedBytes = 0;
+// The entries too: each is an object kept beside its bytes, and an inbox of tiny entries (`{}`) would keep
+// several times its size in objects.
+const REMEMBERED_ENTRIES = 50_000;
+let remembered = { bytes: 0, entries: 0 };
 
 function remember(file: string, pieces: readonly Buffer[], entries: readonly unknown[]): void {
   forget(file);
   const size = length(pieces);
-  if (size > REMEMBERED_BYTES) return;
+  const fits = (): boolean =>
+    remembered.bytes + size <= REMEMBERED_BYTES && remembered.entries + entries.length <= REMEMBERED_ENTRIES;
   for (const oldest of written.keys()) {
-    if (rememberedBytes + size <= REMEMBERED_BYTES) break;
+    if (fits()) break;
     forget(oldest);
   }
+  if (!fits()) return;
   written.set(file, { pieces, entries });
-  rememberedBytes += size;
+  remembered = { bytes: remembered.bytes + size, entries: remembered.entries + entries.length };
 }
 
 function forget(file: string): void {
   const known = written.get(file);
   if (!known) return;
   written.delete(file);
-  rememberedBytes -= length(known.pieces);
+  remembered = {
+    bytes: remembered.bytes - length(known.pieces),
+    entries: remembered.entries - known.entries.length,
+  };
 }
 
 /**
