@@ -66,8 +66,13 @@ describe("a reopen written by a leader killed before the rest, whose gate passes
     // In the round it was completed in, as the leader remembers it: its completion is the one judged.
     expect(task.metadata?.qualityGateRound).toBeUndefined();
     expect(taskEvent(task)?.key).toBe(key);
-    const memory = (await readLedger(team.teamDir)).filter((r) => r.op === "task" && r.key === "task:1").at(-1);
-    expect(memory).toMatchObject({ round: 0, lowered: true });
+    // The leader's memory of the task's round is that completion's (0): it set the reopen's round back
+    // (`lowered`), or never took it in (the re-run settled before this start's scan looked at the task).
+    const rounds = (await readLedger(team.teamDir)).filter(
+      (r) => r.op === "task" && r.key === "task:1" && r.round !== undefined,
+    );
+    expect(rounds.at(-1) ?? { round: 0 }).toMatchObject({ round: 0 });
+    if (rounds.some((r) => r.round !== 0)) expect(rounds.at(-1)).toMatchObject({ lowered: true });
     // Said where the lead looks: the policy's actions in the log and on the event line.
     const logs = await readLogs(team.teamDir);
     const log = logs.find((l) => l.key === key && l.result.outcome === "passed");
