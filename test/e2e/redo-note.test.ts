@@ -3,10 +3,11 @@
  * worker that builds its prompt from the task file reads it on its first redo), replaced at the next
  * reopen and gone once the gate passes; a gate never sees it.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { watch } from "node:fs";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import { readInboxFile, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { GATE_NOTE_END, GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
 
@@ -60,6 +61,34 @@ describe("the gate's note in a reopened task", () => {
     expect(seen).not.toContain(GATE_NOTE_START);
     expect(seen.split("Write the parser.")).toHaveLength(4);
     expect(await leader.stop()).toMatchObject({ code: 0 });
+  });
+
+  it("hands the reopened task back and says why in one write of the owner's inbox: never read one without the other", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", ['echo "FAIL: 3 parser tests are red" >&2', "exit 1"].join("\n"));
+    const inbox = team.inboxFile(team.taskListId, "alice");
+    await mkdir(path.dirname(inbox), { recursive: true });
+    // Each replacement of the inbox (a write: a temporary file renamed over it) is one event of the folder's.
+    let writes = 0;
+    const watcher = watch(path.dirname(inbox), (_type, name) => {
+      if (name === path.basename(inbox)) writes += 1;
+    });
+    try {
+      const leader = await rig.leader(team, ["--failure-action", "reopen"]);
+      await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+      await leader.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "failed");
+      const messages = await leader.waitFor("both messages in the inbox", async () => {
+        const read = await readInboxFile(team, team.taskListId, "alice");
+        return read.length >= 2 ? read : false;
+      });
+      expect(messages.map((m) => m.qualityGateMessage)).toEqual(["reassign-1", "nudge"]);
+      expect(await leader.stop()).toMatchObject({ code: 0 });
+      expect(writes).toBe(1);
+    } finally {
+      watcher.close();
+    }
   });
 
   it("a member that works as pi-agent-teams' worker does (the task file first, messages after) reads the gate's reason on its first redo", async (context) => {

@@ -2,7 +2,7 @@ import { readFile, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MailboxMessage } from "../../extensions/teams-hooks/contract/team-files.js";
-import { appendMessage, markRead, readInbox } from "../../extensions/teams-hooks/team/mailbox.js";
+import { appendMessage, appendMessages, markRead, readInbox } from "../../extensions/teams-hooks/team/mailbox.js";
 import { makeMessage, tempTeams } from "../helpers/temp-team.js";
 import { compileModules, runWorker, type CompiledModules } from "../fixtures/workers/modules.js";
 
@@ -89,6 +89,29 @@ describe("appendMessage", () => {
       expect(await appendMessage(t.teamDir, "team", "team-lead", message)).toMatchObject({ ok: true });
       expect(await readFile(file, "utf8")).toBe(`${JSON.stringify(messages, null, 2)}\n`);
     }
+  });
+
+  it("appends several messages in one write, in order, each unless already there", async () => {
+    const t = await team({ inbox: [makeMessage({ text: "old" })] });
+    const file = t.inboxFile("team", "team-lead");
+    await appendMessage(t.teamDir, "team", "team-lead", makeMessage({ text: "mine" }));
+    const [a, b, c] = [makeMessage({ text: "a" }), makeMessage({ text: "b" }), makeMessage({ text: "c" })];
+    const result = await appendMessages(t.teamDir, "team", "team-lead", [
+      { message: a },
+      { message: b, unlessPresent: (m) => m.text === "old" },
+      { message: c, unlessPresent: (m) => m.text === "c" },
+    ]);
+    expect(result).toEqual({
+      ok: true,
+      file,
+      messages: [
+        { index: 2, present: false },
+        { index: 0, present: true },
+        { index: 3, present: false },
+      ],
+    });
+    const all = [makeMessage({ text: "old" }), makeMessage({ text: "mine" }), a, c];
+    expect(await readFile(file, "utf8")).toBe(`${JSON.stringify(all, null, 2)}\n`);
   });
 
   it("appends to an inbox of more entries than it keeps in memory, each append from the file", async () => {

@@ -13,7 +13,7 @@ import { withoutGateNote } from "../contract/gate-note.js";
 import type { MailboxMessage, Task } from "../contract/team-files.js";
 import { patchTask, withoutNeverWritable, type JsonObject } from "../contract/merge-patch.js";
 import { describeError } from "../contract/errors.js";
-import { appendMessage, readInbox } from "../team/mailbox.js";
+import { appendMessages, readInbox } from "../team/mailbox.js";
 import { doneWithTaskWrite, holdsNewerEvent, type RemediationPlan } from "../policy/plan.js";
 import { type PolicyAction, actionsText } from "../text/actions.js";
 import { sentId, type SentLog } from "../team/sent-log.js";
@@ -117,6 +117,8 @@ interface Applied {
   followupTaskId: string | null;
   remembered: Remembered;
   patch: RemediationDone["patch"];
+  /** The nudge went with the reassignment, in one write of the inbox (reassignStep). */
+  nudged?: boolean;
 }
 
 /** A step after the task write: null when done, else why it is not (the remediation stops there). */
@@ -284,9 +286,18 @@ const reassignStep: Step = async (target, at) => {
   const { reassign } = at.plan;
   if (!reassign || !(at.written || at.plan.alreadyApplied)) return null;
   const { to, message } = reassign;
-  const sent = await sendToMember(target, `reassign-${message.taskId}`, to, JSON.stringify(message));
+  const handedBack = memberMessage(target, `reassign-${message.taskId}`, to, JSON.stringify(message));
+  // With nothing between them to wait for (no follow-up for the nudge to quote, no note to the lead), the
+  // nudge to the same member goes in the same write: the redo is never read without its reason.
+  const nudge = !at.plan.followup && !at.plan.escalation && at.plan.nudge?.to === to ? nudgeOf(target, at) : null;
+  const [sent, nudged] = await sendAllOnce(target.sent, nudge ? [handedBack, nudge.message] : [handedBack]);
+  if (!sent) return "internal error: the reassignment was not answered";
   if (sent.error) return sent.error;
   at.actions.push({ kind: "reassigned", to, sent: sent.already ? "before" : "now" });
+  if (!nudge || !nudged) return null;
+  if (nudged.error) return nudged.error;
+  at.actions.push(nudge.action(nudged.already));
+  at.nudged = true;
   return null;
 };
 
@@ -371,15 +382,31 @@ const escalateStep: Step = async (target, at) => {
 
 /** Step 6: the worker's nudge after a failure (quoting the follow-up made), or its note that a held event waits. */
 const nudgeStep: Step = async (target, at) => {
+  if (at.nudged) return null; // sent with the reassignment
+  const nudge = nudgeOf(target, at);
+  if (!nudge) return null;
+  const sent = await sendOnce(target.sent, nudge.message);
+  if (sent.error) return sent.error;
+  at.actions.push(nudge.action(sent.already));
+  return null;
+};
+
+/** The plan's nudge (or its note that a held event waits) as a message, and the action its sending is. */
+function nudgeOf(
+  target: RemediationTarget,
+  at: Applied,
+): { message: OnceMessage; action: (already: boolean) => PolicyAction } | null {
   const to = at.plan.nudge?.to;
   if (!at.plan.nudge || !to) return null;
   const kind = at.plan.gate.to === "held" ? "held" : "nudge";
-  const sent = await sendToMember(target, kind, to, at.plan.nudge.text(at.followupTaskId));
-  if (sent.error) return sent.error;
-  const how = sent.already ? "before" : "now";
-  at.actions.push(kind === "held" ? { kind: "told_waits", to, sent: how } : { kind: "nudge", to, sent: how });
-  return null;
-};
+  return {
+    message: memberMessage(target, kind, to, at.plan.nudge.text(at.followupTaskId)),
+    action: (already) => {
+      const sent = already ? "before" : "now";
+      return kind === "held" ? { kind: "told_waits", to, sent } : { kind: "nudge", to, sent };
+    },
+  };
+}
 
 function lockOf(target: RemediationTarget): { timeoutMs?: number } {
   return target.lockTimeoutMs === undefined ? {} : { timeoutMs: target.lockTimeoutMs };
@@ -518,20 +545,24 @@ async function sendToMember(
   to: string,
   text: string,
 ): Promise<{ error: string | null; already: boolean }> {
-  const message: MailboxMessage = {
-    from: target.leadName,
-    text,
-    timestamp: target.now,
-    read: false,
-    qualityGateEventKey: target.key,
-    qualityGateMessage: kind,
-  };
-  return sendOnce(target.sent, {
+  return sendOnce(target.sent, memberMessage(target, kind, to, text));
+}
+
+/** A message to member `to` about the target's event, of `kind`, each sent at most once (sendOnce). */
+function memberMessage(target: RemediationTarget, kind: MemberMessageKind, to: string, text: string): OnceMessage {
+  return {
     teamDir: target.teamDir,
     namespace: target.taskListId,
     to,
     id: sentId(kind, target.key, to),
-    message,
+    message: {
+      from: target.leadName,
+      text,
+      timestamp: target.now,
+      read: false,
+      qualityGateEventKey: target.key,
+      qualityGateMessage: kind,
+    },
     // What a crashed attempt may have left there: a message of this event, of this kind (a retry's
     // nudge may read differently: "was reopened" instead of "reopened").
     isIt: (m) =>
@@ -543,7 +574,7 @@ async function sendToMember(
           ? assignmentTaskId(m.text) === null
           : `assignment-${assignmentTaskId(m.text) ?? ""}` === kind),
     lockTimeoutMs: target.lockTimeoutMs,
-  });
+  };
 }
 
 /**
@@ -569,40 +600,78 @@ interface OnceMessage {
  * the guarantee). Never throws: an error line says what was not sent.
  */
 export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: string | null; already: boolean }> {
-  const at = m.message.timestamp;
-  try {
-    const state = sent.state(m.id);
-    if (state === "sent") return { error: null, already: true };
-    if (state === "sending") {
-      const inbox = await readInbox(m.teamDir, m.namespace, m.to);
-      if (inbox.ok && inbox.messages.some((entry) => m.isIt(entry.message))) {
-        sent.confirm(m.id, at);
-        return { error: null, already: true };
+  const [only] = await sendAllOnce(sent, [m]);
+  return only ?? { error: "internal error: sendAllOnce answered for no message", already: false };
+}
+
+/**
+ * `sendOnce` of messages to one inbox (`namespace`, `to`: the first's), in one write of it: its member reads
+ * them together or not at all. One answer per message, in order.
+ */
+async function sendAllOnce(
+  sent: SentLog,
+  ms: readonly OnceMessage[],
+): Promise<{ error: string | null; already: boolean }[]> {
+  const answers: ({ error: string | null; already: boolean } | null)[] = ms.map(() => null);
+  const claimed: number[] = [];
+  let inbox: Awaited<ReturnType<typeof readInbox>> | null = null;
+  for (const [i, m] of ms.entries()) {
+    const at = m.message.timestamp;
+    try {
+      const state = sent.state(m.id);
+      if (state === "sent") {
+        answers[i] = { error: null, already: true };
+        continue;
       }
+      if (state === "sending") {
+        inbox ??= await readInbox(m.teamDir, m.namespace, m.to);
+        if (inbox.ok && inbox.messages.some((entry) => m.isIt(entry.message))) {
+          sent.confirm(m.id, at);
+          answers[i] = { error: null, already: true };
+          continue;
+        }
+      }
+      sent.claim(m.id, at);
+      claimed.push(i);
+    } catch (error) {
+      answers[i] = {
+        error: `message to ${m.to} not sent (the sent-log cannot be written): ${describeError(error)}`,
+        already: false,
+      };
     }
-    sent.claim(m.id, at);
-  } catch (error) {
-    return {
-      error: `message to ${m.to} not sent (the sent-log cannot be written): ${describeError(error)}`,
-      already: false,
+  }
+  const first = ms[0];
+  if (claimed.length > 0 && first) {
+    const release = (why: string): void => {
+      for (const i of claimed) {
+        const m = ms[i] as OnceMessage;
+        sent.release(m.id, m.message.timestamp);
+        answers[i] = { error: `message to ${m.to} not sent: ${why}`, already: false };
+      }
     };
-  }
-  try {
-    const appended = await appendMessage(m.teamDir, m.namespace, m.to, m.message, {
-      label: `pi-teams-hooks ${m.id}`,
-      unlessPresent: m.isIt, // another process (a second leader, `trust` beside the leader) sent it first
-      timeoutMs: m.lockTimeoutMs,
-    });
-    if (appended.ok) {
-      sent.confirm(m.id, at);
-      return { error: null, already: appended.present };
+    try {
+      const items = claimed.map((i) => ms[i] as OnceMessage);
+      const appended = await appendMessages(
+        first.teamDir,
+        first.namespace,
+        first.to,
+        // another process (a second leader, `trust` beside the leader) may have sent one first
+        items.map((m) => ({ message: m.message, unlessPresent: m.isIt })),
+        { label: `pi-teams-hooks ${items.map((m) => m.id).join(" ")}`, timeoutMs: first.lockTimeoutMs },
+      );
+      if (appended.ok) {
+        appended.messages.forEach(({ present }, k) => {
+          const i = claimed[k] as number;
+          const m = ms[i] as OnceMessage;
+          sent.confirm(m.id, m.message.timestamp);
+          answers[i] = { error: null, already: present };
+        });
+      } else release(appended.problem.message);
+    } catch (error) {
+      release(describeError(error));
     }
-    sent.release(m.id, at);
-    return { error: `message to ${m.to} not sent: ${appended.problem.message}`, already: false };
-  } catch (error) {
-    sent.release(m.id, at);
-    return { error: `message to ${m.to} not sent: ${describeError(error)}`, already: false };
   }
+  return answers.map((answer) => answer ?? { error: "internal error: a message left unanswered", already: false });
 }
 
 /** The task id of a `task_assignment` message's text, or null for any other text. */

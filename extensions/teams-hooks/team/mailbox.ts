@@ -83,31 +83,68 @@ export async function appendMessage(
   message: MailboxMessage,
   options: AppendOptions = {},
 ): Promise<InboxWriteResult<{ index: number; present: boolean }>> {
+  const { unlessPresent, ...lock } = options;
+  const appended = await appendMessages(teamDir, namespace, member, [{ message, unlessPresent }], lock);
+  if (!appended.ok) return appended;
+  const [only] = appended.messages;
+  if (!only) throw new HooksError("E_INTERNAL", "appendMessages answered for no message");
+  return { ok: true, file: appended.file, ...only };
+}
+
+/** One message of `appendMessages`, with what recognises it already in the inbox (`AppendOptions`). */
+interface ToAppend {
+  message: MailboxMessage;
+  unlessPresent?: (message: MailboxMessage) => boolean;
+}
+
+/**
+ * `appendMessage` of several messages in one write of the inbox, in order: a member reads them together
+ * or not at all. Each is appended unless its `unlessPresent` recognises one already there.
+ */
+export async function appendMessages(
+  teamDir: string,
+  namespace: string,
+  member: string,
+  items: readonly ToAppend[],
+  options: MailboxOptions = {},
+): Promise<InboxWriteResult<{ messages: { index: number; present: boolean }[] }>> {
   const file = inboxFile(teamDir, namespace, member);
-  const checked = checkSchema(message, MailboxMessageSchema, file);
-  if (!checked.ok)
-    throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
+  for (const { message } of items) {
+    const checked = checkSchema(message, MailboxMessageSchema, file);
+    if (!checked.ok)
+      throw new HooksError("E_INTERNAL", `refusing to append an invalid message: ${checked.problem.message}`);
+  }
   mkdirUnder(teamDir, path.dirname(file), { shared: true });
   return withLock(
     file,
-    async (): Promise<InboxWriteResult<{ index: number; present: boolean }>> => {
+    async (): Promise<InboxWriteResult<{ messages: { index: number; present: boolean }[] }>> => {
       const loaded = loadForAppend(file);
       if (!loaded.ok) return loaded;
-      const { unlessPresent } = options;
-      if (unlessPresent) {
-        // (a shape check, not the schema: this runs for every message sent, over the whole inbox)
-        const index = loaded.entries.findIndex((entry) => isMessageLike(entry) && unlessPresent(entry));
-        if (index >= 0) return { ok: true, file, index, present: true };
-      }
-      // The message as the file will hold it (JSON's reading, not the object sent: a date is its text, an
+      const messages: { index: number; present: boolean }[] = [];
+      // Each message as the file will hold it (JSON's reading, not the object sent: a date is its text, an
       // undefined or a function is not there), what a reader of the file, and the next append, sees.
-      const entry = JSON.stringify(message, null, 2);
-      const entries = [...loaded.entries, JSON.parse(entry) as unknown];
-      const pieces = (loaded.ours && withEntry(loaded.ours, entry, file)) ?? [inboxBytes(entries, file)];
+      const added: string[] = [];
+      const entries = [...loaded.entries];
+      for (const { message, unlessPresent } of items) {
+        // (a shape check, not the schema: this runs for every message sent, over the whole inbox)
+        const index = unlessPresent
+          ? loaded.entries.findIndex((entry) => isMessageLike(entry) && unlessPresent(entry))
+          : -1;
+        if (index >= 0) {
+          messages.push({ index, present: true });
+          continue;
+        }
+        const entry = JSON.stringify(message, null, 2);
+        added.push(entry);
+        entries.push(JSON.parse(entry) as unknown);
+        messages.push({ index: entries.length - 1, present: false });
+      }
+      if (added.length === 0) return { ok: true, file, messages };
+      const pieces = (loaded.ours && withEntries(loaded.ours, added, file)) ?? [inboxBytes(entries, file)];
       forget(file);
       writeBytesAtomic(file, pieces, { shared: true });
       remember(file, pieces, entries);
-      return { ok: true, file, index: entries.length - 1, present: false };
+      return { ok: true, file, messages };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
   );
@@ -229,17 +266,17 @@ function length(pieces: readonly Buffer[]): number {
 
 /**
  * `bytes` (an inbox as `writeJsonAtomic` writes it: an array of two-space indented entries, then a newline)
- * with `json` (an entry's two-space indented JSON) as its last entry, in two pieces (no copy of the inbox);
+ * with `json` (entries' two-space indented JSON) as its last entries, in two pieces (no copy of the inbox);
  * null when `bytes` does not end as such an array does.
  */
-function withEntry(bytes: Buffer, json: string, file: string): Buffer[] | null {
+function withEntries(bytes: Buffer, json: readonly string[], file: string): Buffer[] | null {
   const end = bytes.length - CLOSE.length;
   if (end <= 1 || !bytes.subarray(end).equals(CLOSE)) return null;
-  // JSON text holds no raw line break inside a value, so each line of the entry is one more level in.
-  const entry = json.replaceAll("\n", "\n  ");
-  if (hasPartMarker(entry))
+  // JSON text holds no raw line break inside a value, so each line of an entry is one more level in.
+  const tail = json.map((entry) => `,\n  ${entry.replaceAll("\n", "\n  ")}`).join("");
+  if (hasPartMarker(tail))
     throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
-  return [bytes.subarray(0, end), Buffer.from(`,\n  ${entry}${CLOSE_TEXT}`, "utf8")];
+  return [bytes.subarray(0, end), Buffer.from(`${tail}${CLOSE_TEXT}`, "utf8")];
 }
 
 const CLOSE_TEXT = "\n]\n";
