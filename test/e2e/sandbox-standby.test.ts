@@ -9,6 +9,7 @@ import path from "node:path";
 import { describe, it } from "vitest";
 import { completeTasks, readLogs, useLeaderRig, waitUntil, type LeaderProcess } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
+import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 
 const outerRig = useLeaderRig();
 
@@ -229,6 +230,27 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     expect(events.map((e) => e.outcome)).toEqual(["passed", "passed", "passed"]);
     expect((await readFile(path.join(cwd, "started-3"), "utf8")).trim()).toBe(waiting.id);
     await leader.stop();
+  });
+
+  it("of a leader that ran many gates leaves no run's folder behind, while it runs and once stopped", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const ids = Array.from({ length: 24 }, (_, i) => String(i + 1));
+    const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+    await rig.hook(team, "on_task_completed.sh", "exit 0");
+    const standbyFolders = (): string[] => readdirSync(runsRoot()).filter((name) => name.startsWith("standby."));
+    const leader = await rig.leader(team);
+    // One at a time: each run after the first starts from a standby, whose folder is removed once the run ends
+    // (past the first few, on a thread of the leader's own).
+    for (const [i, id] of ids.entries()) {
+      await completeTasks(team, [id]);
+      await leader.waitForEvents(i + 1);
+    }
+    expect(leader.events().map((e) => e.outcome)).toEqual(ids.map(() => "passed"));
+    // The folder of the standby that waits for a next run is the one left while the leader runs.
+    await waitUntil("the folders of the runs that ended removed", () => standbyFolders().length <= 1);
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    expect(standbyFolders()).toEqual([]);
   });
 
   it("of a leader killed while it waits ends by itself without starting anything, and the next leader removes its folder", async (context) => {

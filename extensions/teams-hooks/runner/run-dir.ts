@@ -112,12 +112,14 @@ export function removeRunDir(dir: string): void {
 }
 
 /**
- * `removeRunDir` off the leader's thread: on a thread of its own (the remover), where each removal is one
- * message, instead of a dozen operations each handed to the thread pool and awaited on the leader's thread;
- * in the thread pool, one entry at a time, when that thread cannot be had. Settles once done, never rejects.
+ * `removeRunDir` off the leader's thread: from the 17th, on a thread of its own (the remover), where each
+ * removal is one message, instead of a dozen operations each handed to the thread pool and awaited on the
+ * leader's thread; in the thread pool, one entry at a time, before then and when that thread cannot be had.
+ * Settles once done, never rejects.
  */
 export async function removeRunDirLater(dir: string): Promise<void> {
-  const thread = remover();
+  // A thread's start costs some 30 ms of CPU: a leader that removes a few folders does it in the thread pool.
+  const thread = ++asked > THREAD_POOL_FIRST ? remover() : null;
   if (thread) {
     const id = ++removals;
     const removed = new Promise<boolean>((resolve) => waiting.set(id, resolve));
@@ -157,6 +159,8 @@ parentPort.on("message", ({ id, dir }) => {
 
 let thread: Worker | null | undefined;
 let removals = 0;
+let asked = 0;
+const THREAD_POOL_FIRST = 16;
 /** Each removal asked of the remover, by id: resolved true once done, false when the remover went. */
 const waiting = new Map<number, (done: boolean) => void>();
 
