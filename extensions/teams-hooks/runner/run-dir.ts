@@ -164,6 +164,19 @@ const THREAD_POOL_FIRST = 16;
 /** Each removal asked of the remover, by id: resolved true once done, false when the remover went. */
 const waiting = new Map<number, (done: boolean) => void>();
 
+/**
+ * Ends the remover once no removal is under way (a leader's stop, after it waited for its removals): a
+ * process that starts leaders again and again (pi) keeps no idle thread of each. The next removals start
+ * from the thread pool again.
+ */
+export async function stopRemover(): Promise<void> {
+  const started = thread;
+  asked = 0;
+  if (!started || waiting.size > 0) return;
+  thread = undefined;
+  await started.terminate();
+}
+
 /** The remover, started on first use; null once it failed (the thread pool does the removals then). */
 function remover(): Worker | null {
   if (thread !== undefined) return thread;
@@ -176,6 +189,7 @@ function remover(): Worker | null {
       if (waiting.size === 0) started.unref();
     });
     const gone = (): void => {
+      if (thread !== started) return; // ended by stopRemover: a later one may be running
       thread = null;
       for (const resolve of waiting.values()) resolve(false);
       waiting.clear();

@@ -45,7 +45,15 @@ import {
 } from "../contract/hook-run.js";
 import { describeError, errnoCode } from "../contract/errors.js";
 import { applyVerdict, readResultFile, type ResultFileRead } from "./run-files.js";
-import { makeRunDir, ownPackageRoot, removeRunDir, removeRunDirLater, runsRoot, type RunDir } from "./run-dir.js";
+import {
+  makeRunDir,
+  ownPackageRoot,
+  removeRunDir,
+  removeRunDirLater,
+  runsRoot,
+  stopRemover,
+  type RunDir,
+} from "./run-dir.js";
 import { gateModules, layOutModules, linkSiblings } from "./gate-modules.js";
 import { lookUpUser, openRunDirTo, runAs } from "./run-as.js";
 import {
@@ -206,6 +214,7 @@ export async function terminateAllRuns(): Promise<void> {
   startsAhead.clear();
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
   await Promise.allSettled([...removing]);
+  await stopRemover();
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
