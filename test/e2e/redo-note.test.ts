@@ -4,10 +4,10 @@
  * reopen and gone once the gate passes; a gate never sees it.
  */
 import { watch } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readInboxFile, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import { readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { GATE_NOTE_END, GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
 
@@ -89,6 +89,46 @@ describe("the gate's note in a reopened task", () => {
     } finally {
       watcher.close();
     }
+  });
+
+  it("a leader killed after claiming both messages, before their write: the next start sends each once, in one write, and says so", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", ['echo "FAIL: 3 parser tests are red" >&2', "exit 1"].join("\n"));
+    // The owner's inbox locked in the name of a live process (this one): the leader claims both messages in
+    // its sent-log, then waits for the lock, and is killed there.
+    const inbox = team.inboxFile(team.taskListId, "alice");
+    await mkdir(path.dirname(inbox), { recursive: true });
+    const lock = `${inbox}.lock`;
+    await writeFile(lock, JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "test" }));
+    const sentLog = path.join(team.teamDir, "hook-state", "sent.jsonl");
+    const first = await rig.leader(team, ["--failure-action", "reopen"]);
+    await rig.worker("complete", { tasksDir: team.tasksDir, ids: ["1"] });
+    await first.waitFor("both messages claimed", async () => {
+      const lines = (await readFile(sentLog, "utf8").catch(() => "")).split("\n").filter(Boolean);
+      const claimed = lines
+        .map((l) => JSON.parse(l) as { id: string; state: string })
+        .filter((l) => l.state === "sending");
+      return claimed.some((l) => l.id.startsWith("reassign-1:")) && claimed.some((l) => l.id.startsWith("nudge:"));
+    });
+    await first.kill();
+    await rm(lock);
+    expect(await readLogs(team.teamDir)).toHaveLength(0);
+
+    const second = await rig.leader(team, ["--failure-action", "reopen"]);
+    await second.waitForEvents(1, (e) => e.taskId === "1" && e.outcome === "failed");
+    const messages = await readInboxFile(team, team.taskListId, "alice");
+    expect(messages.map((m) => m.qualityGateMessage)).toEqual(["reassign-1", "nudge"]);
+    const [log] = await readLogs(team.teamDir);
+    // What the separate steps said: both sent by this attempt (the first sent nothing).
+    expect(log?.policy?.actions).toEqual([
+      "already applied",
+      "was reopened (1/3)",
+      "reassigned to alice",
+      "nudge alice",
+    ]);
+    expect(await second.stop()).toMatchObject({ code: 0 });
   });
 
   it("a member that works as pi-agent-teams' worker does (the task file first, messages after) reads the gate's reason on its first redo", async (context) => {

@@ -606,7 +606,8 @@ export async function sendOnce(sent: SentLog, m: OnceMessage): Promise<{ error: 
 
 /**
  * `sendOnce` of messages to one inbox (`namespace`, `to`: the first's), in one write of it: its member reads
- * them together or not at all. One answer per message, in order.
+ * them together or not at all (one whose sent-log line cannot be written holds back the others, each then
+ * answered with its error). One answer per message, in order.
  */
 async function sendAllOnce(
   sent: SentLog,
@@ -640,15 +641,18 @@ async function sendAllOnce(
       };
     }
   }
+  const release = (error: (m: OnceMessage) => string): void => {
+    for (const i of claimed) {
+      const m = ms[i] as OnceMessage;
+      sent.release(m.id, m.message.timestamp);
+      answers[i] = { error: error(m), already: false };
+    }
+  };
+  // One that cannot be sent holds back the others: the member reads them together or not at all.
+  const unsent = answers.find((answer) => answer?.error)?.error;
   const first = ms[0];
-  if (claimed.length > 0 && first) {
-    const release = (why: string): void => {
-      for (const i of claimed) {
-        const m = ms[i] as OnceMessage;
-        sent.release(m.id, m.message.timestamp);
-        answers[i] = { error: `message to ${m.to} not sent: ${why}`, already: false };
-      }
-    };
+  if (unsent) release(() => unsent);
+  else if (claimed.length > 0 && first) {
     try {
       const items = claimed.map((i) => ms[i] as OnceMessage);
       const appended = await appendMessages(
@@ -666,9 +670,9 @@ async function sendAllOnce(
           sent.confirm(m.id, m.message.timestamp);
           answers[i] = { error: null, already: present };
         });
-      } else release(appended.problem.message);
+      } else release((m) => `message to ${m.to} not sent: ${appended.problem.message}`);
     } catch (error) {
-      release(describeError(error));
+      release((m) => `message to ${m.to} not sent: ${describeError(error)}`);
     }
   }
   return answers.map((answer) => answer ?? { error: "internal error: a message left unanswered", already: false });
