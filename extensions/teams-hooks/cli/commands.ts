@@ -356,7 +356,7 @@ const DEMO: CommandSpec = {
   summary: "play a small team through a passing, a failing and a fixed gate (npm start)",
   usage: ["demo [--keep]"],
   description: [
-    "Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate hooks/on_task_completed.sh, and play two workers: one task passes its gate; one fails, is reopened with a follow-up task and a nudge, and passes once fixed. Prints the leader's lines as they happen, then the hook logs. The temporary folder is removed at the end, however the demo ends. Takes a few seconds.",
+    "Copy examples/demo-team/ to a temporary folder, start the leader on it with the example gate hooks/on_task_completed.sh, and play two workers: one task passes its gate; one fails, is reopened with a follow-up task and a nudge, and passes once fixed. Prints the leader's lines as they happen, then the hook logs. The temporary folder is removed at the end, however the demo ends, and so are the folders of the user's state that its leader's first run made (trust records, runs), when nothing else is in them. Takes a few seconds.",
   ],
   groups: [
     {
