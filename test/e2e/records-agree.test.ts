@@ -103,6 +103,57 @@ describe("the ledger and the task's gate record", () => {
     expect((await readLogs(team.teamDir)).filter((l) => l.key === key)).toHaveLength(1);
   });
 
+  it("a defer line appended with a gate record that names its run: held, the lead told once how to have it judged, judged once told", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+    await rig.hook(team, "on_task_completed.sh", "exit 1");
+    const key = await completedWhileStopped(rig, team);
+    // The worker's forgery, both records: a run no gate made holds its completion, and its task says so.
+    const runId = "cccccccc-2222-4222-8222-222222222222";
+    const at = new Date().toISOString();
+    await appendToLedger(team, {
+      op: "defer",
+      key,
+      at,
+      runId,
+      deferral: runId,
+      expiresAt: "2099-01-01T00:00:00.000Z",
+      log: null,
+    });
+    await updateTaskFile(team.taskFile("1"), (task) => ({
+      ...task,
+      metadata: {
+        ...(task.metadata ?? {}),
+        qualityGateEventKey: key,
+        qualityGateStatus: "deferred",
+        qualityGateDeferredRunId: runId,
+      },
+    }));
+
+    const leader = await rig.leader(team);
+    const notes = await leadNotesAbout(leader, team, key);
+    expect(
+      notes.map((n) => n.text),
+      JSON.stringify(notes),
+    ).toHaveLength(1);
+    expect(notes[0]?.text).toContain(`run ${runId}`);
+    expect(notes[0]?.text).toContain("qualityGateDeferredRunId");
+    expect(leader.events((e) => e.key === key)).toHaveLength(0); // held: no gate ran
+    // The lead does as told: the completion is judged, once.
+    await updateTaskFile(team.taskFile("1"), (task) => {
+      const { qualityGateDeferredRunId: _run, ...metadata } = (task.metadata ?? {}) as Record<string, unknown>;
+      return { ...task, metadata };
+    });
+    const [judged] = await leader.waitForEvents(1, (e) => e.key === key);
+    expect(judged).toMatchObject({ outcome: "failed" });
+    expect(await leader.stop()).toMatchObject({ code: 0 });
+    // The note that it stays held, once; then the one every completion judged again gets.
+    const told = (await readInboxFile(team, "team", team.leadName)).filter((m) => m.text.includes(key));
+    expect(told.filter((m) => m.text.includes("stays held"))).toHaveLength(1);
+    expect(told.filter((m) => /judged .* again/.test(m.text))).toHaveLength(1);
+  });
+
   it("a done line appended while no gate is in force: nothing judged it before or now, so nothing is said to the lead", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);

@@ -151,7 +151,7 @@ export async function restoreFromLog(
   const held = await heldOfLog(logFile, runId);
   if (!held) {
     ctx.warn(
-      `${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run: judged when its task's gate record does not name run ${runId} either, else it stays held until the ledger is reset (docs/ledger.md)`,
+      `${key}: held, but neither its deferral file nor its log (${logFile ?? "none"}) says by which run: judged when its task's gate record does not name run ${runId} either, else it stays held (the lead is told) until qualityGateDeferredRunId is taken out of the task's metadata or the ledger is reset (docs/ledger.md)`,
     );
     return null;
   }

@@ -160,7 +160,17 @@ export class EventHandler {
     const run = this.#run.deferrals.unbacked(event.key);
     if (run === null || run !== known.deferral) return null;
     const meta = task.metadata ?? {};
-    if (meta.qualityGateEventKey === event.key && meta.qualityGateDeferredRunId === run) return null;
+    if (meta.qualityGateEventKey === event.key && meta.qualityGateDeferredRunId === run) {
+      // Held, on the task's word alone: no gate runs it and `decide` has no file to settle, so the lead is told
+      // (once) what keeps the completion from being judged.
+      const { leadName } = this.#ctx.setup.identity;
+      this.#ctx.noteToLead(
+        sentId("deferral-unbacked", event.key, leadName),
+        `Quality gate: ${event.key} stays held as deferred (run ${run}), but neither its deferral file nor its hook log is there: only the task's own gate record names that run, which a worker can write. No gate runs it and decide cannot settle it. If no gate of yours deferred it, take qualityGateDeferredRunId out of task #${event.taskId}'s metadata: the leader then judges the completion.`,
+        `${event.key}: the lead was not told that its deferral is backed by the task's record alone`,
+      );
+      return null;
+    }
     return `the ledger holds ${event.key} as deferred (run ${run}), and no deferral file, log or gate record of the task says a gate held it`;
   }
 
