@@ -53,6 +53,30 @@ async function freshTeam(): Promise<{ t: TempTeam; key: string }> {
   return { t, key: taskEvent(read.value)?.key ?? "" };
 }
 
+type Kind = "reassign-1" | "nudge";
+
+/**
+ * A first attempt stopped after both messages were claimed (its inbox was a folder), then what a crash
+ * left: `written` in the inbox (what the attempt wrote, in order), `confirmed` in the sent-log.
+ */
+async function crashedWithBothClaimed(t: TempTeam, key: string, written: Kind[], confirmed: Kind[]): Promise<void> {
+  const inbox = t.inboxFile(t.taskListId, "alice");
+  fs.mkdirSync(inbox, { recursive: true });
+  await attempt(t, key);
+  fs.rmSync(inbox, { recursive: true });
+  const log = new SentLog(t.teamDir);
+  for (const kind of ["reassign-1", "nudge"] as const) log.claim(sentId(kind, key, "alice"), NOW);
+  const base = { from: t.leadName, timestamp: NOW, read: false, qualityGateEventKey: key };
+  const text: Record<Kind, string> = { "reassign-1": "{}", nudge: "n" };
+  await appendMessages(
+    t.teamDir,
+    t.taskListId,
+    "alice",
+    written.map((kind) => ({ message: { ...base, text: text[kind], qualityGateMessage: kind } })),
+  );
+  for (const kind of confirmed) log.confirm(sentId(kind, key, "alice"), NOW);
+}
+
 /** One attempt at the remediation of the event `key` of task 1 under the `reopen` policy. */
 function attempt(
   t: TempTeam,
@@ -148,18 +172,7 @@ describe("the reassignment and the nudge in one write", () => {
 
   it("a crash after the write, before the sent-log says so: found there, neither sent again", async () => {
     const { t, key } = await freshTeam();
-    fs.mkdirSync(t.inboxFile(t.taskListId, "alice"), { recursive: true });
-    await attempt(t, key);
-    fs.rmSync(t.inboxFile(t.taskListId, "alice"), { recursive: true });
-    const log = new SentLog(t.teamDir);
-    log.claim(sentId("reassign-1", key, "alice"), NOW);
-    log.claim(sentId("nudge", key, "alice"), NOW);
-    // what the crashed attempt wrote
-    const base = { from: t.leadName, timestamp: NOW, read: false, qualityGateEventKey: key };
-    await appendMessages(t.teamDir, t.taskListId, "alice", [
-      { message: { ...base, text: "{}", qualityGateMessage: "reassign-1" } },
-      { message: { ...base, text: "n", qualityGateMessage: "nudge" } },
-    ]);
+    await crashedWithBothClaimed(t, key, ["reassign-1", "nudge"], []);
     const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
     expect(actionsText(again.actions)).toEqual([
       "already applied",
@@ -172,17 +185,7 @@ describe("the reassignment and the nudge in one write", () => {
 
   it("the assignment sent, the nudge claimed and not in the inbox: the nudge alone, once", async () => {
     const { t, key } = await freshTeam();
-    fs.mkdirSync(t.inboxFile(t.taskListId, "alice"), { recursive: true });
-    await attempt(t, key);
-    fs.rmSync(t.inboxFile(t.taskListId, "alice"), { recursive: true });
-    const log = new SentLog(t.teamDir);
-    log.claim(sentId("reassign-1", key, "alice"), NOW);
-    log.claim(sentId("nudge", key, "alice"), NOW);
-    const base = { from: t.leadName, timestamp: NOW, read: false, qualityGateEventKey: key };
-    await appendMessages(t.teamDir, t.taskListId, "alice", [
-      { message: { ...base, text: "{}", qualityGateMessage: "reassign-1" } },
-    ]);
-    log.confirm(sentId("reassign-1", key, "alice"), NOW);
+    await crashedWithBothClaimed(t, key, ["reassign-1"], ["reassign-1"]);
     const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
     expect(actionsText(again.actions)).toEqual([
       "already applied",
@@ -195,17 +198,7 @@ describe("the reassignment and the nudge in one write", () => {
 
   it("the nudge sent, the assignment claimed and not in the inbox: the assignment alone, once", async () => {
     const { t, key } = await freshTeam();
-    fs.mkdirSync(t.inboxFile(t.taskListId, "alice"), { recursive: true });
-    await attempt(t, key);
-    fs.rmSync(t.inboxFile(t.taskListId, "alice"), { recursive: true });
-    const log = new SentLog(t.teamDir);
-    log.claim(sentId("reassign-1", key, "alice"), NOW);
-    log.claim(sentId("nudge", key, "alice"), NOW);
-    const base = { from: t.leadName, timestamp: NOW, read: false, qualityGateEventKey: key };
-    await appendMessages(t.teamDir, t.taskListId, "alice", [
-      { message: { ...base, text: "n", qualityGateMessage: "nudge" } },
-    ]);
-    log.confirm(sentId("nudge", key, "alice"), NOW);
+    await crashedWithBothClaimed(t, key, ["nudge"], ["nudge"]);
     const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
     expect(actionsText(again.actions)).toEqual([
       "already applied",
