@@ -21,7 +21,7 @@ import { updateTask } from "../team/tasks.js";
 import { resolveTeamSetup } from "../team/setup.js";
 import { approvedSettingsFile } from "../team/approved-settings.js";
 import { approvedFile, seenFile } from "../trust/trust-store.js";
-import { userStateDir } from "../team/paths.js";
+import { existsNoFollow, userStateDir } from "../team/paths.js";
 import { localClock, localOffsetMinutes, terminalWidth } from "../text/terminal.js";
 
 const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -36,7 +36,7 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
   if (args.positionals.length > 0) throw new HooksError("E_USAGE", `unexpected argument "${args.positionals[0]}"`);
   const keep = args.values.keep === true;
   const root = await fs.mkdtemp(path.join(os.tmpdir(), "pi-teams-demo-"));
-  const made = await missingFolders(io.env);
+  const made = missingFolders(io.env);
   try {
     return await play(root, keep, io);
   } finally {
@@ -60,7 +60,7 @@ export async function demoCommand(args: ParsedArgs, io: CliIo): Promise<number> 
  * folder) that are not there yet: the highest missing one of each, which the demo removes again if it
  * holds nothing but empty folders then (another leader's record in it stays, with its folders).
  */
-async function missingFolders(env: CliIo["env"]): Promise<string[]> {
+function missingFolders(env: CliIo["env"]): string[] {
   const runtime = env.XDG_RUNTIME_DIR;
   const own = [
     userStateDir(env),
@@ -69,17 +69,10 @@ async function missingFolders(env: CliIo["env"]): Promise<string[]> {
   const missing: string[] = [];
   for (const folder of own) {
     let top: string | null = null;
-    for (let at = folder; at !== path.dirname(at) && !(await exists(at)); at = path.dirname(at)) top = at;
+    for (let at = folder; at !== path.dirname(at) && !existsNoFollow(at); at = path.dirname(at)) top = at;
     if (top) missing.push(top);
   }
   return missing;
-}
-
-async function exists(file: string): Promise<boolean> {
-  return fs.lstat(file).then(
-    () => true,
-    () => false,
-  );
 }
 
 /** Removes `folder` and the folders in it, deepest first, each only if empty (rmdir: nothing else goes). */

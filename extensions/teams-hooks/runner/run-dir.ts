@@ -134,7 +134,8 @@ export async function removeRunDirLater(dir: string): Promise<void> {
   }
 }
 
-// The remover's code: what removeTree does, then rmSync for what that left (a folder made by a gate's user).
+// The remover's code: removeTree, then rmSync for what that left (a folder made by a gate's user). Written
+// out here rather than loaded from this module, so that the thread starts with nothing but node:fs to load.
 const REMOVER = `
 const { parentPort } = require("node:worker_threads");
 const fs = require("node:fs");
@@ -171,9 +172,9 @@ const waiting = new Map<number, (done: boolean) => void>();
  */
 export async function stopRemover(): Promise<void> {
   const started = thread;
-  asked = 0;
   if (!started || waiting.size > 0) return;
   thread = undefined;
+  asked = 0;
   await started.terminate();
 }
 

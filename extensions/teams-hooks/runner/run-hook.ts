@@ -262,9 +262,9 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     startsAhead.delete(runId);
     // A standby taken by a run that did not start (a refusal before the start, a failed ledger flush) ends here.
     if (standby && !standby.released) await endStandby(standby);
-    // A standby's folder (`standby.XXXXXX`) is removed off the event's path, on the remover's thread
-    // (removeRunDirLater): its removal (a dozen metadata writes, each waiting for the file system's journal on
-    // a busy disk) overlaps the policy's writes. A leader killed meanwhile leaves it to the next start's sweep (removeOrphanStandbys).
+    // A standby's folder (`standby.XXXXXX`) is removed off the event's path (removeRunDirLater): its removal
+    // (a dozen metadata writes, each waiting for the file system's journal on a busy disk) overlaps the
+    // policy's writes. A leader killed meanwhile leaves it to the next start's sweep (removeOrphanStandbys).
     if (standby) removeLater(run.dir);
     else removeRunDir(run.dir);
     // One started ahead already waits (or is starting): startStandby then does nothing.

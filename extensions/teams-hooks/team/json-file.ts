@@ -380,9 +380,17 @@ export async function writeJsonAtomic(
     writeAtomicSync(file, options.parts, options, `${json}\n`);
     return;
   }
+  refuseReadInPart(file, json);
+  writeAtomicSync(file, `${json}\n`, options);
+}
+
+/**
+ * Throws when JSON text about to be written to `file` holds a part marker: a value read short, which only
+ * `writeWithParts` may write (written as it is, it would lose the rest of its text).
+ */
+export function refuseReadInPart(file: string, json: string): void {
   if (hasPartMarker(json))
     throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
-  writeAtomicSync(file, `${json}\n`, options);
 }
 
 /** Writes `text` to `file` atomically (tmp sibling, then rename). The tmp file is removed on failure. */

@@ -13,13 +13,11 @@ import {
   checkSchema,
   mkdirUnder,
   parseJsonText,
-  readJsonFile,
   readRegularBytes,
+  refuseReadInPart,
   writeBytesAtomic,
-  writeJsonAtomic,
   type FileProblem,
 } from "./json-file.js";
-import { hasPartMarker } from "./long-strings.js";
 import { withLock } from "./lock.js";
 import { inboxFile } from "./paths.js";
 
@@ -60,7 +58,7 @@ interface AppendOptions extends MailboxOptions {
 /** Reads an inbox without locking (writers replace it atomically). A missing file is an empty inbox. */
 export async function readInbox(teamDir: string, namespace: string, member: string): Promise<InboxReadResult> {
   const file = inboxFile(teamDir, namespace, member);
-  const loaded = await loadEntries(file);
+  const loaded = loadEntries(file);
   if (!loaded.ok) return loaded;
   const messages: InboxEntry[] = [];
   const skipped: FileProblem[] = [];
@@ -118,7 +116,7 @@ export async function appendMessages(
   return withLock(
     file,
     async (): Promise<InboxWriteResult<{ messages: { index: number; present: boolean }[] }>> => {
-      const loaded = loadForAppend(file);
+      const loaded = loadEntries(file);
       if (!loaded.ok) return loaded;
       const messages: { index: number; present: boolean }[] = [];
       // Each message as the file will hold it (JSON's reading, not the object sent: a date is its text, an
@@ -140,10 +138,7 @@ export async function appendMessages(
         messages.push({ index: entries.length - 1, present: false });
       }
       if (added.length === 0) return { ok: true, file, messages };
-      const pieces = (loaded.ours && withEntries(loaded.ours, added, file)) ?? [inboxBytes(entries, file)];
-      forget(file);
-      writeBytesAtomic(file, pieces, { shared: true });
-      remember(file, pieces, entries);
+      writeInbox(file, (loaded.ours && withEntries(loaded.ours, added, file)) ?? [inboxBytes(entries, file)], entries);
       return { ok: true, file, messages };
     },
     lockOptions(options, `append to ${namespace}/${member}`),
@@ -164,13 +159,13 @@ export async function markRead(
 ): Promise<InboxWriteResult<{ marked: number }>> {
   const file = inboxFile(teamDir, namespace, member);
   // The lock file lives next to the inbox: without the folder there is nothing to mark.
-  const before = await loadEntries(file);
+  const before = loadEntries(file);
   if (!before.ok) return before;
   if (!before.exists) return { ok: true, file, marked: 0 };
   return withLock(
     file,
     async (): Promise<InboxWriteResult<{ marked: number }>> => {
-      const loaded = await loadEntries(file);
+      const loaded = loadEntries(file);
       if (!loaded.ok) return loaded;
       let marked = 0;
       const entries = loaded.entries.map((entry, index) => {
@@ -180,10 +175,7 @@ export async function markRead(
         // the raw entry: keeps its key order and unknown fields
         return { ...(entry as Record<string, unknown>), read: true };
       });
-      if (marked > 0) {
-        forget(file);
-        await writeJsonAtomic(file, entries, { shared: true });
-      }
+      if (marked > 0) writeInbox(file, [inboxBytes(entries, file)], entries);
       return { ok: true, file, marked };
     },
     lockOptions(options, `mark read ${namespace}/${member}`),
@@ -205,6 +197,13 @@ const REMEMBERED_BYTES = 8 * 1024 * 1024;
 // several times its size in objects.
 const REMEMBERED_ENTRIES = 50_000;
 let remembered = { bytes: 0, entries: 0 };
+
+/** Writes `pieces`, the inbox's bytes (of `entries`), in place of the file, and remembers them. */
+function writeInbox(file: string, pieces: readonly Buffer[], entries: readonly unknown[]): void {
+  forget(file); // a write that fails leaves what was there, which is then read as anyone's
+  writeBytesAtomic(file, pieces, { shared: true });
+  remember(file, pieces, entries);
+}
 
 function remember(file: string, pieces: readonly Buffer[], entries: readonly unknown[]): void {
   forget(file);
@@ -231,21 +230,27 @@ function forget(file: string): void {
 }
 
 /**
- * The entries of an inbox to append to, read under its lock (as `loadEntries`), and `ours`: its bytes when
- * they are the ones this process wrote last.
+ * The raw entries of an inbox file (missing = empty; not a JSON array = a problem), and `ours`: its bytes
+ * when they are the ones this process wrote last, whose entries are then the ones remembered (`written`).
  */
-function loadForAppend(
+function loadEntries(
   file: string,
-): { ok: true; entries: readonly unknown[]; ours: Buffer | null } | { ok: false; problem: FileProblem } {
+):
+  | { ok: true; entries: readonly unknown[]; exists: boolean; ours: Buffer | null }
+  | { ok: false; problem: FileProblem } {
   const read = readRegularBytes(file, { maxBytes: MAX_TEAM_FILE_BYTES });
-  if (!read.ok) return read.problem.kind === "missing" ? { ok: true, entries: [], ours: null } : read;
+  if (!read.ok)
+    return read.problem.kind === "missing"
+      ? { ok: true, entries: [], exists: false, ours: null }
+      : { ok: false, problem: read.problem };
   const known = written.get(file);
-  if (known && holds(read.bytes, known.pieces)) return { ok: true, entries: known.entries, ours: read.bytes };
+  if (known && holds(read.bytes, known.pieces))
+    return { ok: true, entries: known.entries, exists: true, ours: read.bytes };
   const parsed = parseJsonText(read.bytes.toString("utf8"), file);
   if (!parsed.ok) return parsed;
   const checked = checkSchema(parsed.raw, MailboxSchema, file);
   return checked.ok
-    ? { ok: true, entries: checked.value, ours: null }
+    ? { ok: true, entries: checked.value, exists: true, ours: null }
     : { ok: false, problem: notMessages(checked.problem) };
 }
 
@@ -274,8 +279,7 @@ function withEntries(bytes: Buffer, json: readonly string[], file: string): Buff
   if (end <= 1 || !bytes.subarray(end).equals(CLOSE)) return null;
   // JSON text holds no raw line break inside a value, so each line of an entry is one more level in.
   const tail = json.map((entry) => `,\n  ${entry.replaceAll("\n", "\n  ")}`).join("");
-  if (hasPartMarker(tail))
-    throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
+  refuseReadInPart(file, tail);
   return [bytes.subarray(0, end), Buffer.from(`${tail}${CLOSE_TEXT}`, "utf8")];
 }
 
@@ -285,19 +289,8 @@ const CLOSE = Buffer.from(CLOSE_TEXT);
 /** An inbox's bytes as `writeJsonAtomic` writes them. */
 function inboxBytes(entries: readonly unknown[], file: string): Buffer {
   const json = JSON.stringify(entries, null, 2);
-  if (hasPartMarker(json))
-    throw new HooksError("E_INTERNAL", `${file}: refusing to write a value read in part (a long text's head only)`);
+  refuseReadInPart(file, json);
   return Buffer.from(`${json}\n`, "utf8");
-}
-
-/** The raw entries of an inbox file: missing = empty; not a JSON array = a problem. */
-async function loadEntries(
-  file: string,
-): Promise<{ ok: true; entries: unknown[]; exists: boolean } | { ok: false; problem: FileProblem }> {
-  const read = await readJsonFile(file, MailboxSchema);
-  if (read.ok) return { ok: true, entries: read.value, exists: true };
-  if (read.problem.kind === "missing") return { ok: true, entries: [], exists: false };
-  return { ok: false, problem: notMessages(read.problem) };
 }
 
 /** A file that is JSON but not an array says so; any other problem is its own. */
