@@ -170,12 +170,13 @@ const waiting = new Map<number, (done: boolean) => void>();
  * process that starts leaders again and again (pi) keeps no idle thread of each. The next removals start
  * from the thread pool again.
  */
-export async function stopRemover(): Promise<void> {
+export function stopRemover(): void {
   const started = thread;
   if (!started || waiting.size > 0) return;
   thread = undefined;
   asked = 0;
-  await started.terminate();
+  // Not waited for: its removals are done, and an idle thread keeps no process up (unref) as it ends.
+  void started.terminate().catch(() => undefined);
 }
 
 /** The remover, started on first use; null once it failed (the thread pool does the removals then). */

@@ -214,7 +214,7 @@ export async function terminateAllRuns(): Promise<void> {
   startsAhead.clear();
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
   await Promise.allSettled([...removing]);
-  await stopRemover();
+  stopRemover();
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
