@@ -140,7 +140,9 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
     // view was made (mount follows links) would show a protected folder writable.
     `while IFS= read -r p; do [ -w "$2$p" ] && { echo "${SANDBOX_SETUP_MARK} $p would be writable in the gate's view" >&2; exit ${SANDBOX_SETUP_FAILED}; }; done < "$1.ro"`,
     `r=$2 w=$3 u=$4 g=$5; shift 5`,
-    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-user=0 --map-group=0 --root="$r" --wd="$w" -- ${setpriv} --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
+    // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
+    // without a look-up of "0" as a user and a group name first.
+    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-root-user --root="$r" --wd="$w" -- ${setpriv} --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
     `exec ${unshare} --user --map-user="$u" --map-group="$g" --root="$r" --wd="$w" -- "$@"`,
   ].join("\n");
 }
