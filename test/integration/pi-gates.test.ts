@@ -42,11 +42,18 @@ describe("the gate service of the pi extension", () => {
   });
 
   const sessionDir = (): string => path.join(w.teamsRoot, SESSION);
-  const claim = (teamDir: string, heartbeatAt = new Date().toISOString(), pid = process.pid) =>
-    writeFile(
-      path.join(teamDir, ".attach-claim.json"),
+  // Written as pi-agent-teams writes it, a temp file renamed over the claim: a look never reads it half written
+  // (which would be no claim, and move the gates back to the session's team for a look).
+  let claims = 0;
+  const claim = async (teamDir: string, heartbeatAt = new Date().toISOString(), pid = process.pid) => {
+    const file = path.join(teamDir, ".attach-claim.json");
+    const temp = `${file}.tmp.${process.pid}.${++claims}`;
+    await writeFile(
+      temp,
       `${JSON.stringify({ holderSessionId: SESSION, claimedAt: heartbeatAt, heartbeatAt, pid }, null, 2)}\n`,
     );
+    await rename(temp, file);
+  };
 
   it("waits for the session's team dir, then gates it", async () => {
     await service.begin(SESSION, notify);
