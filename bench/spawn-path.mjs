@@ -30,7 +30,8 @@
 //   worker (this process) completes again each task the leader reopened, as soon as the reopen is in
 //   its file. Each round runs every side for `--reopen-seconds`, in a random order; failing completions
 //   gated per second, and at the end every completion written has exactly one event line (none lost,
-//   none repeated).
+//   none repeated). Beside each, the CPU one failing completion cost: the leader's own (all its threads)
+//   and its processes' (gates, standbys' chains), from /proc/<leader>/stat over the round.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -38,7 +39,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { calibrate, msBetween, parseEpochRealtime, realNs } from "./lib/clock.mjs";
-import { shebangFlags, startNdjson } from "./lib/proc.mjs";
+import { cpuTimesOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { sleep, summarize } from "./lib/stats.mjs";
 import { fillTasks, makeTeam, makeTempRoot, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
 import { updateTaskFile } from "../test/fixtures/workers/protocol.mjs";
@@ -278,6 +279,7 @@ async function reopenRun(side, label) {
   const onLine = setInterval(() => undefined, 1000);
   const t0 = performance.now();
   const load0 = loadNow();
+  const cpu0 = cpuTimesOf(watcher.proc.pid);
   for (let id = 1; id <= REOPEN_TASKS; id++) await complete(String(id));
   let read = seen;
   while (performance.now() - t0 < REOPEN_MS) {
@@ -293,6 +295,9 @@ async function reopenRun(side, label) {
   open = false;
   const elapsed = performance.now() - t0;
   const load1 = loadNow();
+  // The leader's CPU (all its threads) and its processes' (the reaped ones: gates, and standbys' chains), by
+  // /proc's 10 ms ticks: what one failing completion costs the machine, whichever core it ran on.
+  const cpu1 = cpuTimesOf(watcher.proc.pid);
   // Drain: every completion written gets its event line (a reopened task's next one is keyed `<key>#r<round>`).
   const events = () => {
     const byKey = new Map();
@@ -308,6 +313,10 @@ async function reopenRun(side, label) {
   const failed = gated.filter((g) => g.outcome === "failed").length;
   return {
     perSecond: (1000 * failed) / elapsed,
+    cpuMs: {
+      leader: (1000 * (cpu1.self - cpu0.self)) / Math.max(1, failed),
+      processes: (1000 * (cpu1.children - cpu0.children)) / Math.max(1, failed),
+    },
     gated: gated.length,
     failed,
     written: written.size,
@@ -324,7 +333,7 @@ async function reopen() {
       const run = await reopenRun(side, `${round}-${sides.indexOf(side)}`);
       bySide[side.name].push(run);
       progress(
-        `reopen round ${round + 1}, ${side.name}: ${run.perSecond.toFixed(1)} failing completions gated/s (${run.failed} in ${REOPEN_MS / 1000} s; lost ${run.lost}, repeated ${run.repeated}; load ${run.load.map((l) => l.toFixed(1)).join(" → ")})`,
+        `reopen round ${round + 1}, ${side.name}: ${run.perSecond.toFixed(1)} failing completions gated/s (${run.failed} in ${REOPEN_MS / 1000} s; lost ${run.lost}, repeated ${run.repeated}; CPU a completion: leader ${run.cpuMs.leader.toFixed(1)} ms, its processes ${run.cpuMs.processes.toFixed(1)} ms; load ${run.load.map((l) => l.toFixed(1)).join(" → ")})`,
       );
     }
   }
@@ -375,9 +384,10 @@ try {
     );
     const median = (runs) => summarize(runs.map((r) => r.perSecond)).median;
     const mine = median(bySide.this);
+    const cpu = (runs, part) => summarize(runs.map((r) => r.cpuMs[part])).median.toFixed(1);
     for (const [name, runs] of Object.entries(bySide))
       console.log(
-        `  ${name.padEnd(26)} median ${f2(median(runs)).padStart(7)}/s  runs ${runs.map((r) => r.perSecond.toFixed(1)).join(", ")}  lost ${runs.reduce((n, r) => n + r.lost, 0)}, repeated ${runs.reduce((n, r) => n + r.repeated, 0)}  this/it ${f2(mine / median(runs))}×`,
+        `  ${name.padEnd(26)} median ${f2(median(runs)).padStart(7)}/s  runs ${runs.map((r) => r.perSecond.toFixed(1)).join(", ")}  lost ${runs.reduce((n, r) => n + r.lost, 0)}, repeated ${runs.reduce((n, r) => n + r.repeated, 0)}  this/it ${f2(mine / median(runs))}×  CPU a completion: leader ${cpu(runs, "leader")} ms, its processes ${cpu(runs, "processes")} ms`,
       );
   }
   if (opt.json) writeFileSync(opt.json, JSON.stringify(results, null, 2));
