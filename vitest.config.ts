@@ -25,20 +25,6 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/integration/**/*.test.ts"],
-          exclude: ["test/integration/pi-gates.test.ts"],
-          testTimeout: 30_000,
-          hookTimeout: 30_000,
-        },
-      },
-      // The pi extension's gate service runs in the test's own process: with a fresh module graph, since
-      // one of its tests (following an attached team) failed in whole runs beside files sharing its worker
-      // and passed alone every time; the cause is not found yet.
-      {
-        extends: true,
-        test: {
-          name: "pi-service",
-          include: ["test/integration/pi-gates.test.ts"],
-          isolate: true,
           testTimeout: 30_000,
           hookTimeout: 30_000,
         },

@@ -95,11 +95,23 @@ describe("the gate service of the pi extension", () => {
       () => service.status.phase === "watching" && service.status.teamDir === sessionDir(),
     );
 
-    await claim(other);
-    await waitUntil(
-      "following the attached team",
-      () => service.status.phase === "watching" && service.status.teamDir === other,
-    );
+    // "watching" only once the new team's leader watches: a completion written as soon as it says so is judged
+    // (before, it said so from the old leader's stop on, and a first start took the completion as history).
+    const unready: string[] = [];
+    const sampler = setInterval(() => {
+      const now = service.status;
+      if (now.phase === "watching" && now.setup?.identity.teamDir !== now.teamDir) unready.push(JSON.stringify(now));
+    }, 1);
+    try {
+      await claim(other);
+      await waitUntil(
+        "following the attached team",
+        () => service.status.phase === "watching" && service.status.teamDir === other,
+      );
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(unready).toEqual([]);
     expect(service.status.how).toBe("attached to team release-team (/team attach)");
     expect(said).toContainEqual({
       text: `quality gates: following attached to team release-team (/team attach): ${other}`,

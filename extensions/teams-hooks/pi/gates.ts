@@ -20,7 +20,8 @@ import type { NotifyLevel } from "./pi-api.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-type Phase = "off" | "waiting" | "watching" | "failed";
+/** `starting`: a leader is being stopped or started (a team switch); `watching` only once it watches. */
+type Phase = "off" | "waiting" | "starting" | "watching" | "failed";
 
 export interface GateStatus {
   phase: Phase;
@@ -172,6 +173,10 @@ export class GateService {
       }
       if (target.dir !== this.#teamDir) {
         const moved = this.#teamDir !== null;
+        if (this.#leader) {
+          this.#phase = "starting";
+          this.#detail = `stopping the leader of ${this.#teamDir}, to follow ${target.how}`;
+        }
         await this.#stopLeader();
         this.#teamDir = target.dir;
         this.#how = target.how;
@@ -193,6 +198,8 @@ export class GateService {
       return;
     }
     const { env, processCwd } = this.#opts;
+    this.#phase = "starting";
+    this.#detail = `starting the leader of pi-teams-hooks watch for ${dir}`;
     let leader: Leader | null = null;
     try {
       const setup = await resolveTeamSetup({ teamDir: dir, env, processCwd });

@@ -59,6 +59,7 @@ export async function runCli(
 const PHASE_WORDS: Readonly<Record<GateStatus["phase"], string>> = {
   off: "off",
   waiting: "waiting",
+  starting: "starting",
   watching: "watching",
   failed: "not running",
 };
