@@ -3,8 +3,9 @@
  * (runner/standby.ts): the gate is the same as without it (what it can write, its environment, its
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
-import { mkdir, readFile, rename, utimes, writeFile } from "node:fs/promises";
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { mkdir, readFile, rename, rm, utimes, writeFile } from "node:fs/promises";
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { completeTasks, readLogs, useLeaderRig, waitUntil, type LeaderProcess } from "../helpers/leader-rig.js";
@@ -240,8 +241,14 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const ids = Array.from({ length: 24 }, (_, i) => String(i + 1));
     const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
     await rig.hook(team, "on_task_completed.sh", "exit 0");
-    const standbyFolders = (): string[] => readdirSync(runsRoot()).filter((name) => name.startsWith("standby."));
-    const leader = await rig.leader(team);
+    // A runs folder of this leader's own: the other tests of this file run at the same time, each leader with
+    // a standby of its own in the shared one.
+    const runtime = mkdtempSync(path.join(os.tmpdir(), "standby-runs-"));
+    context.onTestFinished(() => rm(runtime, { recursive: true, force: true }));
+    const env = { XDG_RUNTIME_DIR: runtime };
+    const standbyFolders = (): string[] =>
+      readdirSync(runsRoot({ ...process.env, ...env })).filter((name) => name.startsWith("standby."));
+    const leader = await rig.leader(team, [], { env });
     // One at a time: each run after the first starts from a standby, whose folder is removed once the run ends
     // (past the first few, on a thread of the leader's own).
     for (const [i, id] of ids.entries()) {
@@ -250,7 +257,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     }
     expect(leader.events().map((e) => e.outcome)).toEqual(ids.map(() => "passed"));
     // The folder of the standby that waits for a next run is the one left while the leader runs.
-    await waitUntil("the folders of the runs that ended removed", () => standbyFolders().length <= 1);
+    await waitUntil("the folders of the runs that ended removed", () => standbyFolders().length === 1);
     expect(await leader.stop()).toMatchObject({ code: 0 });
     expect(standbyFolders()).toEqual([]);
   });
