@@ -21,6 +21,11 @@ const outerRig = useLeaderRig();
  */
 const PROCESS_ID_SH = `$$ $(cut -d')' -f2- /proc/$$/stat | cut -d' ' -f21)`;
 
+/** This process's no_new_privs flag as /proc shows it (inherited: a container or a service manager may set it). */
+function ownNoNewPrivs(): string {
+  return (/^NoNewPrivs:\s*(\d)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[0] ?? "").replace(/\s/g, "");
+}
+
 function processId(pid: number): string {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   return `${pid} ${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}`;
@@ -122,8 +127,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       tmpdir: "/tmp",
       capabilities: "CapEff:0000000000000000",
       // A root leader's gate starts through setpriv --no-new-privs; another's needs none (a set-user-ID file
-      // owned by an id its namespace does not map runs as the gate: docs/security.md).
-      "no-new-privs": process.getuid?.() === 0 ? "NoNewPrivs:1" : "NoNewPrivs:0",
+      // owned by an id its namespace does not map runs as the gate: docs/security.md), and has this process's.
+      "no-new-privs": process.getuid?.() === 0 ? "NoNewPrivs:1" : ownNoNewPrivs(),
       fd3: "closed",
       "runs-seen": "1",
     };

@@ -25,7 +25,12 @@ describe("the gate service of the pi extension", () => {
   let w: PiWorld;
   let service: GateService;
   let said: Said[];
-  const notify = (text: string, level: string): void => void said.push({ text, level });
+  /** The service's phase as it says it follows another team (the old leader stopped, the new one not started). */
+  let phasesAtFollowing: string[];
+  const notify = (text: string, level: string): void => {
+    said.push({ text, level });
+    if (text.startsWith("quality gates: following ")) phasesAtFollowing.push(service.status.phase);
+  };
   const env = (): Record<string, string> => ({
     PI_TEAMS_ROOT_DIR: w.teamsRoot,
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -34,6 +39,7 @@ describe("the gate service of the pi extension", () => {
   beforeEach(async () => {
     w = await piWorld();
     said = [];
+    phasesAtFollowing = [];
     service = new GateService({ env: env(), processCwd: w.root, followMs: 100, waitMs: 50, reconcileMs: 100 });
   });
   afterEach(async () => {
@@ -112,6 +118,7 @@ describe("the gate service of the pi extension", () => {
       clearInterval(sampler);
     }
     expect(unready).toEqual([]);
+    expect(phasesAtFollowing).toEqual(["starting"]);
     expect(service.status.how).toBe("attached to team release-team (/team attach)");
     expect(said).toContainEqual({
       text: `quality gates: following attached to team release-team (/team attach): ${other}`,
@@ -119,7 +126,10 @@ describe("the gate service of the pi extension", () => {
     });
     // The session keeps its claim fresh meanwhile, as pi-agent-teams' heartbeat does: on a loaded machine the
     // wait below can outlast the 30 s after which a claim with no heartbeat is no claim.
-    const heartbeat = setInterval(() => void claim(other), 5_000);
+    let beat = Promise.resolve();
+    const heartbeat = setInterval(() => {
+      beat = claim(other);
+    }, 5_000);
     try {
       await workerOp("complete", { tasksDir: otherTasks, ids: ["2"] });
       // A bound for a loaded machine: this wait once took over 15 s in a whole run beside three other files.
@@ -133,6 +143,7 @@ describe("the gate service of the pi extension", () => {
       );
     } finally {
       clearInterval(heartbeat);
+      await beat; // a heartbeat under way lands before the stale claim below, not after it
     }
     const log = await readFile(
       path.join(other, "hook-logs", readdirSync(path.join(other, "hook-logs"))[0] ?? ""),
