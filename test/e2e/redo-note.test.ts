@@ -7,11 +7,20 @@ import { watch } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
-import { readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
+import { type LeaderRig, readInboxFile, readLogs, readTaskFile, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { GATE_NOTE_END, GATE_NOTE_START } from "../../extensions/teams-hooks/contract/gate-note.js";
 
 const outerRig = useLeaderRig();
+
+/** Alice's task 1, in progress, whose gate fails with a reason; her inbox's folder made. */
+async function failingTeam(rig: LeaderRig) {
+  const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+  await rig.hook(team, "on_task_completed.sh", ['echo "FAIL: 3 parser tests are red" >&2', "exit 1"].join("\n"));
+  const inbox = team.inboxFile(team.taskListId, "alice");
+  await mkdir(path.dirname(inbox), { recursive: true });
+  return { team, inbox };
+}
 
 describe("the gate's note in a reopened task", () => {
   it("says why at the head of the description, once, replaced at each reopen, gone at the pass; the gate sees only the work", async (context) => {
@@ -66,10 +75,7 @@ describe("the gate's note in a reopened task", () => {
   it("hands the reopened task back and says why in one write of the owner's inbox: never read one without the other", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
-    await rig.hook(team, "on_task_completed.sh", ['echo "FAIL: 3 parser tests are red" >&2', "exit 1"].join("\n"));
-    const inbox = team.inboxFile(team.taskListId, "alice");
-    await mkdir(path.dirname(inbox), { recursive: true });
+    const { team, inbox } = await failingTeam(rig);
     // Each replacement of the inbox (a write: a temporary file renamed over it) is one event of the folder's.
     let writes = 0;
     const watcher = watch(path.dirname(inbox), (_type, name) => {
@@ -94,12 +100,9 @@ describe("the gate's note in a reopened task", () => {
   it("a leader killed after claiming both messages, before their write: the next start sends each once, in one write, and says so", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
-    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
-    await rig.hook(team, "on_task_completed.sh", ['echo "FAIL: 3 parser tests are red" >&2', "exit 1"].join("\n"));
     // The owner's inbox locked in the name of a live process (this one): the leader claims both messages in
     // its sent-log, then waits for the lock, and is killed there.
-    const inbox = team.inboxFile(team.taskListId, "alice");
-    await mkdir(path.dirname(inbox), { recursive: true });
+    const { team, inbox } = await failingTeam(rig);
     const lock = `${inbox}.lock`;
     await writeFile(lock, JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString(), label: "test" }));
     const sentLog = path.join(team.teamDir, "hook-state", "sent.jsonl");

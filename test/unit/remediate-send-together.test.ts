@@ -119,19 +119,28 @@ async function kinds(t: TempTeam): Promise<string[]> {
   return inbox.messages.map((m) => String(m.message.qualityGateMessage ?? ""));
 }
 
+const LATER = "2026-12-07T08:01:00.000Z";
+/** What a second attempt says when both messages go now, and when both went before. */
+const BOTH_NOW = ["already applied", "was reopened (1/3)", "reassigned to alice", "nudge alice"];
+const BOTH_BEFORE = [
+  "already applied",
+  "was reopened (1/3)",
+  "reassigned to alice (sent before)",
+  "nudge alice (sent before)",
+];
+
+/** The actions of the remediation tried again a minute later. */
+async function retriedActions(t: TempTeam, key: string): Promise<string[]> {
+  return actionsText((await attempt(t, key, { now: LATER })).actions);
+}
+
 describe("the reassignment and the nudge in one write", () => {
   it("sent together once; the same event again sends neither", async () => {
     const { t, key } = await freshTeam();
     const done = await attempt(t, key);
     expect(actionsText(done.actions)).toEqual(["reopened (1/3)", "reassigned to alice", "nudge alice"]);
     expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice (sent before)",
-      "nudge alice (sent before)",
-    ]);
+    expect(await retriedActions(t, key)).toEqual(BOTH_BEFORE);
     expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
   });
 
@@ -159,54 +168,49 @@ describe("the reassignment and the nudge in one write", () => {
     const log = new SentLog(t.teamDir);
     log.claim(sentId("reassign-1", key, "alice"), NOW);
     log.claim(sentId("nudge", key, "alice"), NOW);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
+    const again = await attempt(t, key, { now: LATER });
     expect(again.errors).toEqual([]);
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice",
-      "nudge alice",
-    ]);
+    expect(actionsText(again.actions)).toEqual(BOTH_NOW);
     expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
   });
 
-  it("a crash after the write, before the sent-log says so: found there, neither sent again", async () => {
+  it.each([
+    {
+      what: "a crash after the write, before the sent-log says so: found there, neither sent again",
+      written: ["reassign-1", "nudge"],
+      confirmed: [],
+      reassign: "reassigned to alice (sent before)",
+      nudge: "nudge alice (sent before)",
+      inbox: ["reassign-1", "nudge"],
+    },
+    {
+      what: "the assignment sent, the nudge claimed and not in the inbox: the nudge alone, once",
+      written: ["reassign-1"],
+      confirmed: ["reassign-1"],
+      reassign: "reassigned to alice (sent before)",
+      nudge: "nudge alice",
+      inbox: ["reassign-1", "nudge"],
+    },
+    {
+      what: "the nudge sent, the assignment claimed and not in the inbox: the assignment alone, once",
+      written: ["nudge"],
+      confirmed: ["nudge"],
+      reassign: "reassigned to alice",
+      nudge: "nudge alice (sent before)",
+      inbox: ["nudge", "reassign-1"],
+    },
+  ] satisfies Array<{
+    what: string;
+    written: Kind[];
+    confirmed: Kind[];
+    reassign: string;
+    nudge: string;
+    inbox: Kind[];
+  }>)("$what", async ({ written, confirmed, reassign, nudge, inbox }) => {
     const { t, key } = await freshTeam();
-    await crashedWithBothClaimed(t, key, ["reassign-1", "nudge"], []);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice (sent before)",
-      "nudge alice (sent before)",
-    ]);
-    expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
-  });
-
-  it("the assignment sent, the nudge claimed and not in the inbox: the nudge alone, once", async () => {
-    const { t, key } = await freshTeam();
-    await crashedWithBothClaimed(t, key, ["reassign-1"], ["reassign-1"]);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice (sent before)",
-      "nudge alice",
-    ]);
-    expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
-  });
-
-  it("the nudge sent, the assignment claimed and not in the inbox: the assignment alone, once", async () => {
-    const { t, key } = await freshTeam();
-    await crashedWithBothClaimed(t, key, ["nudge"], ["nudge"]);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice",
-      "nudge alice (sent before)",
-    ]);
-    expect(await kinds(t)).toEqual(["nudge", "reassign-1"]);
+    await crashedWithBothClaimed(t, key, written, confirmed);
+    expect(await retriedActions(t, key)).toEqual(["already applied", "was reopened (1/3)", reassign, nudge]);
+    expect(await kinds(t)).toEqual(inbox);
   });
 
   it("an inbox that is not a JSON array: neither sent, nothing written, tried again", async () => {
@@ -223,13 +227,7 @@ describe("the reassignment and the nudge in one write", () => {
     expect(log.state(sentId("reassign-1", key, "alice"))).toBe(null);
     expect(log.state(sentId("nudge", key, "alice"))).toBe(null);
     fs.writeFileSync(inbox, "[]\n");
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice",
-      "nudge alice",
-    ]);
+    expect(await retriedActions(t, key)).toEqual(BOTH_NOW);
     expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
   });
 
@@ -251,13 +249,7 @@ describe("the reassignment and the nudge in one write", () => {
     expect(log.state(sentId("reassign-1", key, "alice"))).toBe(null);
     expect(log.state(sentId("nudge", key, "alice"))).toBe(null);
     fs.rmSync(`${inbox}.lock`);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice",
-      "nudge alice",
-    ]);
+    expect(await retriedActions(t, key)).toEqual(BOTH_NOW);
     expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
   });
 });
@@ -287,13 +279,7 @@ describe("a claim that cannot be written", () => {
       ]);
       expect(actionsText(first.actions)).toEqual(["reopened (1/3)"]);
       expect(fs.existsSync(t.inboxFile(t.taskListId, "alice"))).toBe(false);
-      const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-      expect(actionsText(again.actions)).toEqual([
-        "already applied",
-        "was reopened (1/3)",
-        "reassigned to alice",
-        "nudge alice",
-      ]);
+      expect(await retriedActions(t, key)).toEqual(BOTH_NOW);
       expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
     });
   }
@@ -310,13 +296,7 @@ describe("a claim that cannot be written", () => {
     ]);
     expect(fs.existsSync(t.inboxFile(t.taskListId, "alice"))).toBe(false);
     fs.rmSync(log.file);
-    const again = await attempt(t, key, { now: "2026-12-07T08:01:00.000Z" });
-    expect(actionsText(again.actions)).toEqual([
-      "already applied",
-      "was reopened (1/3)",
-      "reassigned to alice",
-      "nudge alice",
-    ]);
+    expect(await retriedActions(t, key)).toEqual(BOTH_NOW);
     expect(await kinds(t)).toEqual(["reassign-1", "nudge"]);
   });
 });
