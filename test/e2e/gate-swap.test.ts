@@ -9,7 +9,7 @@
  * runner/run-dir.ts), is tried 20 times. Every gate appends to runs.txt what it is when it really runs.
  */
 import { createHash } from "node:crypto";
-import { type FSWatcher, watch } from "node:fs";
+import { existsSync, type FSWatcher, watch } from "node:fs";
 import { chmod, mkdtemp, readFile, readdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -152,20 +152,18 @@ describe("the targeted swap attack, from another process", () => {
     const hooksDir = path.dirname(gate);
     await writeFile(path.join(hooksDir, "fake.sh"), FAKE, { mode: 0o755 });
     const leader = await rig.leader(team);
-    // The agent: on each new run folder (made just before the run's context file is written in it),
-    // swap the gate in, and back 50 ms later. One swap per run: a run folder makes several
-    // notifications (made, then removed), and a second swap while the first is out would hide the fake
-    // as the "real" gate. Only this test's leader runs gates meanwhile: its tests are not concurrent.
+    // The agent: on each new run folder (made just before the run's context file is written in it), and on each
+    // context file made in a folder seen, swap the gate in, and back 50 ms later. One swap at a time: a second
+    // swap while the first is out would hide the fake as the "real" gate. Only this test's leader runs gates
+    // meanwhile: its tests are not concurrent.
     let swaps = 0;
     const seen = new Set<string>();
     // The swap out and back in; one at a time, so that a second swap never hides the fake as the "real" gate
     // (on a busy machine the 50 ms put-back can come after the next run's folder).
     let swapping: Promise<void> = Promise.resolve();
     let out = false;
-    const attacker: FSWatcher = watch(runsRoot(), (_event, name) => {
-      // A leader's run may start from a standby made after the run before (runner/standby.ts): its folder too.
-      if (out || !name || !/^(?:[0-9a-f-]{36}|standby)\.[A-Za-z0-9]{6}$/.test(name) || seen.has(name)) return;
-      seen.add(name);
+    const swap = (): void => {
+      if (out) return;
       swaps += 1;
       out = true;
       swapping = (async () => {
@@ -177,6 +175,24 @@ describe("the targeted swap attack, from another process", () => {
         await rename(path.join(hooksDir, "real.hidden"), gate).catch(() => undefined);
         out = false;
       })();
+    };
+    const folders: FSWatcher[] = [];
+    const attacker: FSWatcher = watch(runsRoot(), (_event, name) => {
+      // A leader's run may start from a standby made after the run before (runner/standby.ts): its folder too.
+      if (!name || !/^(?:[0-9a-f-]{36}|standby)\.[A-Za-z0-9]{6}$/.test(name) || seen.has(name)) return;
+      seen.add(name);
+      swap();
+      // A standby's folder serves its gate's next runs too, each run's context file made anew in it: each one a swap.
+      try {
+        const folder = path.join(runsRoot(), name);
+        folders.push(
+          watch(folder, (_change, file) => {
+            if (file === "context.json" && existsSync(path.join(folder, file))) swap();
+          }),
+        );
+      } catch {
+        // gone already
+      }
     });
     try {
       for (const id of ids) {
@@ -187,6 +203,7 @@ describe("the targeted swap attack, from another process", () => {
       }
     } finally {
       attacker.close();
+      for (const folder of folders) folder.close();
       await swapping;
     }
     expect(await readFile(gate, "utf8")).toBe(`${REAL}\n`); // the real gate is back

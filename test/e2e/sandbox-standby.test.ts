@@ -40,9 +40,9 @@ function standbysOf(leader: LeaderProcess): Array<{ pid: number; id: string; run
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
       if (ppid !== leader.pid) continue;
       const argv = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
-      const at = argv.indexOf("pi-teams-standby");
-      if (at >= 0 && argv[0] === "/bin/sh")
-        found.push({ pid: Number(name), id: processId(Number(name)), runDir: path.dirname(argv[at + 1] ?? "") });
+      // The `sh` that waits (`sh -c WAIT pi-teams-standby <env file> ...`), not the chain's one before it.
+      if (argv[0] === "/bin/sh" && argv[3] === "pi-teams-standby")
+        found.push({ pid: Number(name), id: processId(Number(name)), runDir: path.dirname(argv[4] ?? "") });
     } catch {
       // gone meanwhile
     }
@@ -150,6 +150,80 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     await leader.stop();
     expect(existsSync(`/proc/${left.pid}`)).toBe(false);
     expect(existsSync(left.runDir)).toBe(false);
+  });
+
+  it("keeps its view for the gate's next run when a run left nothing in it, and builds a new one after a run that did", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const ids = ["1", "2", "3", "4", "5", "6"];
+    const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+    await mkdir(path.join(team.teamDir, "hook-state"), { recursive: true });
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `try() { if ( eval "$2" ) >/dev/null 2>&1; then echo "$1=written"; else echo "$1=refused"; fi; }`,
+        `echo "result-at-start=$(wc -c < "$PI_TEAMS_HOOK_RESULT_FILE")"`,
+        `try hook-state 'echo x > "$PI_TEAMS_TEAM_DIR/hook-state/planted"'`,
+        `try remount 'mount -o remount,rw /'`,
+        `try userns 'unshare --user true'`,
+        `echo "pid=$$"`,
+        // The view's own /tmp, by the time its tmpfs was made: a namespace's number is reused once it ends, this is not.
+        `echo "view=$(stat -c %w /tmp)"`,
+        `echo "tmp=$(ls -A /tmp /dev/shm | tr '\\n' ' ')"`,
+        `echo "run-files=$(ls -A "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")" | tr '\\n' ' ')"`,
+        `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
+        `for fd in 3 4 5 6; do [ -e "/proc/$$/fd/$fd" ] && echo "open-fd=$fd"; done`,
+        // The fourth leaves a file in /tmp, and a process that would write a result into the next runs' file.
+        `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then echo x > /tmp/left-by-4; (setsid sh -c 'sleep 0.3; while :; do echo x > "$PI_TEAMS_HOOK_RESULT_FILE"; sleep 0.01; done' >/dev/null 2>&1 &); fi`,
+        "exit 0",
+      ].join("\n"),
+    );
+    const leader = await rig.leader(team);
+    const pids: string[] = [];
+    for (const [n, id] of ids.entries()) {
+      // From the second on, each run starts from the standby its gate's last run left.
+      if (n >= 1) {
+        const [waiting] = await waitUntil("a standby of the leader's", () => {
+          const found = standbysOf(leader);
+          return found.length > 0 ? found : false;
+        });
+        pids.push(String(waiting?.pid));
+      }
+      await completeTasks(team, [id]);
+      await leader.waitForEvents(n + 1);
+    }
+    const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    expect(runs.map((r) => r.result.outcome)).toEqual(ids.map(() => "passed"));
+    const told = runs.map((r) => said(r.result.stdout));
+    expect(told.slice(1).map((run) => run.get("pid"))).toEqual(pids);
+    const view = told.map((run) => run.get("view"));
+    // The first standby's view serves the second, third and fourth runs (each left it clean); the fifth has a new
+    // one (the fourth left a file), which serves the sixth.
+    expect(view.slice(1, 4)).toEqual([view[1], view[1], view[1]]);
+    expect(view[0]).not.toBe(view[1]);
+    expect(view[4]).not.toBe(view[3]);
+    expect(view[5]).toBe(view[4]);
+    for (const [n, run] of told.entries()) {
+      expect(Object.fromEntries(run)).toMatchObject({
+        "result-at-start": "0",
+        "hook-state": "refused",
+        remount: "refused",
+        userns: "refused",
+        capabilities: "CapEff:0000000000000000",
+      });
+      expect(run.has("open-fd")).toBe(false);
+      expect(run.get("tmp")).not.toContain("left-by-4");
+      // Only the run's own files, the same in each run from a standby: nothing of a run before it.
+      if (n > 0) expect(run.get("run-files")).toBe(told[1]?.get("run-files"));
+    }
+    expect(told[1]?.get("run-files")).toMatch(
+      /^context\.json env\.sh fstab fstab\.ro on_task_completed\.sh result\.json root $/,
+    );
+    expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
+    // The fourth's process was ended with its run, not left to write.
+    expect(runs[3]?.result.leftoverProcesses).toBeGreaterThan(0);
+    await leader.stop();
   });
 
   it("is not used when the view it built is no longer the gate's: a sandbox-write= folder replaced since is the one written", async (context) => {

@@ -17,6 +17,8 @@ interface SpawnRequest {
   stdinFile: string;
   /** A pipe of ours on fd 3 (a standby's `go`: runner/standby.ts); the process closes it before the gate. */
   go?: boolean;
+  /** Open files of ours the process gets after `go`, from fd 4 on (a held view's: runner/sandbox.ts). */
+  fds?: readonly number[];
 }
 
 export interface ExitStatus {
@@ -63,7 +65,7 @@ export async function startProcess(request: SpawnRequest): Promise<Started> {
       env: request.env,
       shell: false,
       detached: true,
-      stdio: request.go ? [stdin, "pipe", "pipe", "pipe"] : [stdin, "pipe", "pipe"],
+      stdio: request.go ? [stdin, "pipe", "pipe", "pipe", ...(request.fds ?? [])] : [stdin, "pipe", "pipe"],
     });
   } catch (error) {
     return { ok: false, error }; // refused before any process existed (E2BIG, EINVAL): Node throws these

@@ -67,6 +67,7 @@ import {
 } from "./sandbox.js";
 import {
   endStandbys,
+  recycle,
   environmentScript,
   release,
   startStandby,
@@ -265,8 +266,10 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
     // A standby's folder (`standby.XXXXXX`) is removed off the event's path (removeRunDirLater): its removal
     // (a dozen metadata writes, each waiting for the file system's journal on a busy disk) overlaps the
     // policy's writes. A leader killed meanwhile leaves it to the next start's sweep (removeOrphanStandbys).
-    if (standby) removeLater(run.dir);
-    else removeRunDir(run.dir);
+    // One whose run ended clean keeps its view and folder for the gate's next standby (recycle).
+    if (standby) {
+      if (!recycle(standby)) removeLater(run.dir);
+    } else removeRunDir(run.dir);
     // One started ahead already waits (or is starting): startStandby then does nothing.
     if (ahead && next) standbysDue.set(ahead, next);
   }
@@ -538,7 +541,8 @@ async function runIn(
   });
   const { lastLine } = ran;
   // What is left of a sandboxed gate is ended before its verdict is read: nothing of it writes after it.
-  const ended = sandbox.state === "on" ? endRun(run.dir) : [];
+  const { killed: ended, settled } = sandbox.state === "on" ? endRun(run.dir) : { killed: [], settled: false };
+  if (standby) standby.settled = settled;
   if (ended.length > 0) ran.result = { ...ran.result, leftoverProcesses: ran.result.leftoverProcesses + ended.length };
   // The log names the gate, not its private copy, and what it said names the gate's file too.
   const said = copy

@@ -4,8 +4,8 @@
  *
  *   unshare --user --map-root-user --mount             a user and a mount namespace of the run
  *     sh -c SETUP                                       mount -a -T <run dir>/fstab: the view below
- *       unshare --user --map-user=<uid>                 a second user namespace, chrooted into the view
- *               --root=<run dir>/root --wd=<cwd>        (no capability left over the mounts)
+ *       unshare --user --map-user=<uid> --mount         a second user and mount namespace, chrooted into
+ *               --root=<run dir>/root --wd=<cwd>        the view (no capability left over the mounts)
  *         [setpriv --no-new-privs --bounding-set=-all]  only for a leader running as root
  *           the gate
  *
@@ -20,6 +20,11 @@
  * execs the next: the process the leader started is the gate's, in the gate's process group, with
  * its exit status and signal as they are (runner/terminate.ts ends it as any gate).
  *
+ * A leader keeps a view built for a standby for the gate's next runs (runner/standby.ts): it holds the
+ * namespaces of the chain's last `unshare` and the view's root open, and a next run enters them with
+ * `nsenter --user --mount --root` (then `setpriv`, for a leader running as root): the same view, with no
+ * capability over its mounts, as the chain would build it again.
+ *
  * No pid namespace: its first process would be the gate, and the kernel drops the signals a
  * namespace's first process sends itself (a gate that kills itself would go on), while a small init
  * before it would turn every signal into an exit code. The gate's processes see the leader's pid
@@ -28,8 +33,11 @@
 import { spawnSync } from "node:child_process";
 import {
   accessSync,
+  closeSync,
   constants as fsConstants,
   existsSync,
+  lstatSync,
+  openSync,
   readFileSync,
   readdirSync,
   readlinkSync,
@@ -130,6 +138,9 @@ export const SANDBOX_SETUP_FAILED = 125;
 /** The first words of SETUP's line on stderr when it failed, for the runner to tell it from a gate's own 125. */
 export const SANDBOX_SETUP_MARK = "pi-teams-hooks sandbox:";
 
+/** What setpriv makes of a gate started as root in its namespace: no capability at its exec, and none to gain. */
+const NO_PRIVILEGES = "--no-new-privs --bounding-set=-all --inh-caps=-all";
+
 /** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
 function setupScript(tools: { unshare: string; setpriv: string; mount: string }): string {
   const [unshare, setpriv, mount] = [tools.unshare, tools.setpriv, tools.mount].map(shellQuote);
@@ -142,12 +153,20 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
     `r=$2 w=$3 u=$4 g=$5; shift 5`,
     // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
     // without a look-up of "0" as a user and a group name first.
-    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-root-user --root="$r" --wd="$w" -- ${setpriv} --no-new-privs --bounding-set=-all --inh-caps=-all -- "$@"; fi`,
-    `exec ${unshare} --user --map-user="$u" --map-group="$g" --root="$r" --wd="$w" -- "$@"`,
+    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-root-user --mount --root="$r" --wd="$w" -- ${setpriv} ${NO_PRIVILEGES} -- "$@"; fi`,
+    `exec ${unshare} --user --map-user="$u" --map-group="$g" --mount --root="$r" --wd="$w" -- "$@"`,
   ].join("\n");
 }
 
-let tools: { unshare: string; setpriv: string; mount: string; setup: string } | null = null;
+interface Tools {
+  unshare: string;
+  setpriv: string;
+  mount: string;
+  nsenter: string;
+  setup: string;
+}
+
+let tools: Tools | null = null;
 
 /**
  * util-linux's tools, each at the first path the leader's PATH gives for it, found once per process: each
@@ -155,7 +174,7 @@ let tools: { unshare: string; setpriv: string; mount: string; setup: string } | 
  * per folder before it). A tool found nowhere, or only where the view hides (under /tmp), is left to the
  * search.
  */
-function toolPaths(): { unshare: string; setpriv: string; mount: string; setup: string } {
+function toolPaths(): Tools {
   if (tools) return tools;
   const find = (name: string): string => {
     for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
@@ -170,7 +189,7 @@ function toolPaths(): { unshare: string; setpriv: string; mount: string; setup: 
     }
     return name;
   };
-  const found = { unshare: find("unshare"), setpriv: find("setpriv"), mount: find("mount") };
+  const found = { unshare: find("unshare"), setpriv: find("setpriv"), mount: find("mount"), nsenter: find("nsenter") };
   tools = { ...found, setup: setupScript(found) };
   return tools;
 }
@@ -252,14 +271,15 @@ export function chainOf(
  * sandboxed process can leave), so a process of the gate's that left its process group and cleared
  * its environment is found all the same, and must not write the result file after the gate. (A root
  * is the run's own folder, never another run's: unlike a namespace's number, it is not reused.)
- * Returns the pids killed (SIGKILL).
+ * `killed`: the pids killed (SIGKILL); `settled`: the last look found none left (a process that forked
+ * faster than three looks could end it leaves it false).
  */
-export function endRun(runDir: string): number[] {
+export function endRun(runDir: string): { killed: number[]; settled: boolean } {
   let root: string;
   try {
     root = realpathSync(path.join(runDir, "root"));
   } catch {
-    return [];
+    return { killed: [], settled: false };
   }
   const killed = new Set<number>();
   // A second look: a process forked while the first was killing.
@@ -276,9 +296,133 @@ export function endRun(runDir: string): number[] {
         // gone, or not ours to look at (another user's): not in this run
       }
     }
-    if (found === 0) break;
+    if (found === 0) return { killed: [...killed], settled: true };
   }
-  return [...killed];
+  return { killed: [...killed], settled: false };
+}
+
+/**
+ * A view kept for the next runs of its gate (runner/standby.ts): the namespaces a standby's chain made
+ * and its root, held open by the leader, so that the next standby enters them (`nsenter`) instead of
+ * building the same view again. `scratch` is what the view's writable file systems of its own (its
+ * `/tmp`, `/dev/shm`, the tmpfs that hide the leader's folders) held when it was taken: a run that
+ * left them otherwise ends the view (heldViewClean).
+ */
+export interface HeldView {
+  fds: { user: number; mount: number; root: number };
+  scratch: readonly string[];
+  /** The view's tmpfs mount points, as the gate sees them. */
+  points: readonly string[];
+}
+
+/**
+ * Holds the view `pid` is in, when it is the view of `plan` (its root is the run folder's `root/`): the
+ * standby's `sh`, chrooted and in the chain's last namespaces, before anything of the gate ran in them.
+ * Null when it is not there (yet), or gone.
+ */
+export function holdView(pid: number, plan: SandboxPlan): HeldView | null {
+  const opened: number[] = [];
+  try {
+    const root = realpathSync(path.join(plan.runDir, "root"));
+    if (readlinkSync(`/proc/${pid}/root`) !== root) return null;
+    for (const name of ["ns/user", "ns/mnt", "root"]) opened.push(openSync(`/proc/${pid}/${name}`, "r"));
+    const [user, mount, rootFd] = opened as [number, number, number];
+    // Still the same process in the same view: a pid is not reused before the leader reaps it.
+    if (readlinkSync(`/proc/${pid}/root`) !== root) throw new Error("moved");
+    const points = ["/tmp", "/dev/shm", ...outerFirst(plan.hide).filter((d) => existsSync(d))];
+    return { fds: { user, mount, root: rootFd }, points, scratch: [...scratchOf(rootFd, points)] };
+  } catch {
+    for (const fd of opened) closeQuietly(fd);
+    return null;
+  }
+}
+
+/** Lets a held view go: the kernel ends its namespaces with the last process or file that holds them. */
+export function releaseView(view: HeldView): void {
+  for (const fd of Object.values(view.fds)) closeQuietly(fd);
+}
+
+/**
+ * True when the view's own writable file systems are as they were when it was held: nothing left in them.
+ * Read in the order held and given up at the first difference: a folder a run filled has a new change time
+ * on its own line, before any of its entries would be read.
+ */
+export function heldViewClean(view: HeldView): boolean {
+  try {
+    let n = 0;
+    for (const line of scratchOf(view.fds.root, view.points)) if (line !== view.scratch[n++]) return false;
+    return n === view.scratch.length;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Every entry of the view's tmpfs mounts, read through the held root: its name, inode, change time, mode,
+ * owner and links. Any file made, removed, renamed, written or changed in them moves a change time (the
+ * kernel sets it; no call sets it back). Mounts on them (the folders bound into the view) are named, not read.
+ */
+function* scratchOf(rootFd: number, points: readonly string[]): Generator<string> {
+  function* walk(dir: string, dev: bigint, depth: number): Generator<string> {
+    for (const name of readdirSync(dir).sort()) {
+      const entry = `${dir}/${name}`;
+      const st = lstatSync(entry, { bigint: true });
+      if (st.dev !== dev) {
+        yield `${entry} mount`;
+        continue;
+      }
+      yield `${entry} ${st.ino} ${st.ctimeNs} ${st.mode} ${st.uid} ${st.nlink}`;
+      if (st.isDirectory() && depth < 32) yield* walk(entry, dev, depth + 1);
+    }
+  }
+  for (const point of points) {
+    const top = `/proc/self/fd/${rootFd}${point}`;
+    const st = lstatSync(top, { bigint: true });
+    yield `${point} ${st.dev} ${st.ino} ${st.ctimeNs} ${st.mode} ${st.uid} ${st.nlink}`;
+    if (st.isDirectory()) yield* walk(top, st.dev, 0);
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // closed already
+  }
+}
+
+/** The fds a standby started in a held view has them at (after its stdin, output pipes and `go` on 3). */
+export const HELD_FD_BASE = 4;
+
+/**
+ * The command that starts `command args` in a held view: `nsenter` into its user and mount namespaces
+ * and its root (the fds HELD_FD_BASE.. of the process), in `cwd` there, with the leader's own ids as
+ * that namespace maps them; a leader running as root drops its capabilities through `setpriv`, as the
+ * chain does. The process holds no capability over the view's mounts: they belong to the namespace the
+ * chain's last `unshare` made, and locked there.
+ */
+export function heldChainOf(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+): { command: string; args: string[] } {
+  const { nsenter, setpriv } = toolPaths();
+  const fd = (n: number): string => `/proc/self/fd/${HELD_FD_BASE + n}`;
+  const root = (process.getuid?.() ?? 0) === 0;
+  return {
+    command: nsenter,
+    args: [
+      `--user=${fd(0)}`,
+      `--mount=${fd(1)}`,
+      `--root=${fd(2)}`,
+      `--wdns=${cwd}`,
+      "--preserve-credentials",
+      "--",
+      ...(root ? [setpriv, ...NO_PRIVILEGES.split(" "), "--"] : []),
+      command,
+      ...args,
+    ],
+  };
 }
 
 /** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */

@@ -16,6 +16,16 @@
  * file, closes the pipe and execs the gate. The gate is then exactly what a run without a standby
  * starts, with the environment asked for (nothing of the `sh`'s own: PWD and PATH are unset first).
  *
+ * A view serves several runs of its gate, one after another. Once a standby's `sh` waits (it says
+ * `ready` on fd 3, before any `go`), the leader holds its view: the user and mount namespaces it is in
+ * and its root, open in the leader (runner/sandbox.ts, holdView). When the run ends with no process left
+ * in the view, the view's `/tmp`, `/dev/shm` and hiding tmpfs exactly as they were when held, and the
+ * result file still the leader's, the run's files are removed from the folder, the result file is
+ * emptied, and the next standby of the gate enters that view (`nsenter`, then `setpriv` for a leader
+ * running as root) instead of building one. Anything else (a file left in `/tmp`, a process that outran
+ * the sweep, a view that no longer fits) lets the view go and removes its folder: the next standby builds
+ * its own. A view waits FREE_IDLE_MS for its next standby, then goes too.
+ *
  * A standby not taken within STANDBY_IDLE_MS is ended (its namespace holds binds of the working
  * directory). A leader that dies leaves its standbys reading EOF on the pipe: each exits 125 without
  * starting anything. Only a leader asks for standbys (`standby: true`); `run` and direct callers of
@@ -24,11 +34,14 @@
 import {
   closeSync,
   constants as fsConstants,
+  fstatSync,
+  ftruncateSync,
   lstatSync,
   openSync,
   readdirSync,
   readlinkSync,
   realpathSync,
+  rmSync,
   statSync,
   writeSync,
 } from "node:fs";
@@ -37,8 +50,13 @@ import { startProcess, type HookProcess } from "./process.js";
 import { makeRunDir, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   chainOf,
+  heldChainOf,
+  heldViewClean,
+  holdView,
+  releaseView,
   viewOf,
   writeView,
+  type HeldView,
   SANDBOX_SETUP_FAILED,
   SANDBOX_SETUP_MARK,
   type SandboxPlan,
@@ -62,6 +80,10 @@ const MAX_TOTAL_BYTES = 1024 * 1024;
  * shell's own exported variables, take the run's environment from the file `$1`, exec the gate.
  */
 const WAIT = [
+  // A held view's fds (HELD_FD_BASE..), entered already: nothing of the gate's gets them.
+  "exec 4<&- 5<&- 6<&-",
+  // Ready: the leader may hold this view now, before anything of the gate's runs in it.
+  "echo ready >&3",
   `read -r go <&3 && [ "$go" = go ] || { echo "${SANDBOX_SETUP_MARK} the gate's start was called off" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
   "exec 3<&-",
   "unset PWD PATH go",
@@ -86,10 +108,33 @@ export interface Standby {
   idle: NodeJS.Timeout;
   /** Told to go: its process is the run's gate from then on. */
   released: boolean;
+  /** Its view, held for the next runs (holdView): taken once its `sh` waits, or the one it was started in. */
+  held: HeldView | null;
+  /** Its run's end found no process left in its view (endRun): the view may serve again (recycle). */
+  settled: boolean;
+  /** `stops` when it was started: a view held since a stop is let go, not kept. */
+  generation: number;
 }
+
+/** A view whose run ended clean, with its folder, waiting for the next standby of its gate (at most one a gate). */
+interface FreeView {
+  run: RunDir;
+  view: View;
+  pins: string;
+  held: HeldView;
+  generation: number;
+  idle: NodeJS.Timeout;
+}
+
+/**
+ * How long a free view waits for its next standby: shorter than ORPHAN_AGE_MS, so that another leader's
+ * start never takes its folder for one a dead leader left (a free view has no process in it).
+ */
+const FREE_IDLE_MS = 5_000;
 
 const waiting = new Map<string, Standby>();
 const starting = new Map<string, Promise<void>>();
+const free = new Map<string, FreeView>();
 
 /** Whether standbys are on in this process (`PI_TEAMS_HOOKS_STANDBY=off` turns them off). */
 function standbysOn(): boolean {
@@ -222,20 +267,38 @@ async function startStandbyNow(
   prepare: (run: RunDir) => { stdinFile: string; command: string; args: readonly string[]; plan: SandboxPlan },
 ): Promise<void> {
   const generation = stops;
+  let reused = takeFree(key);
   let run: RunDir | null = null;
+  let held: HeldView | null = null;
   try {
-    run = makeRunDir("standby");
-    const laid = prepare(run);
-    const view = viewOf(laid.plan);
-    writeView(laid.plan, view);
-    // What each bound path is, taken before the chain starts: its mounts see these or later ones, and a path
-    // replaced in between differs at the take (the standby is then ended, never used with an older folder).
-    const pins = pinsOf(laid.plan);
-    const chain = chainOf(
-      "/bin/sh",
-      ["-c", WAIT, "pi-teams-standby", envFile(run), laid.command, ...laid.args],
-      laid.plan,
-    );
+    let laid = reused ? prepare(reused.run) : null;
+    let view: View;
+    let pins: string;
+    let chain: { command: string; args: string[] };
+    const waitArgs = (r: RunDir, l: ReturnType<typeof prepare>): string[] => [
+      "-c",
+      WAIT,
+      "pi-teams-standby",
+      envFile(r),
+      l.command,
+      ...l.args,
+    ];
+    if (reused && laid && fitsNow(reused, laid.plan)) {
+      // The view its last run left clean (recycle), entered as it is: no view to build.
+      ({ run, held, view, pins } = reused);
+      chain = heldChainOf("/bin/sh", waitArgs(run, laid), laid.plan.cwd);
+    } else {
+      if (reused) dropView(reused.run, reused.held);
+      reused = null;
+      run = makeRunDir("standby");
+      laid = prepare(run);
+      view = viewOf(laid.plan);
+      writeView(laid.plan, view);
+      // What each bound path is, taken before the chain starts: its mounts see these or later ones, and a path
+      // replaced in between differs at the take (the standby is then ended, never used with an older folder).
+      pins = pinsOf(laid.plan);
+      chain = chainOf("/bin/sh", waitArgs(run, laid), laid.plan);
+    }
     const started = await startProcess({
       command: chain.command,
       args: chain.args,
@@ -243,9 +306,10 @@ async function startStandbyNow(
       env: { PATH: pathEnv },
       stdinFile: laid.stdinFile,
       go: true,
+      fds: held ? [held.fds.user, held.fds.mount, held.fds.root] : undefined,
     });
     if (!started.ok) {
-      removeRunDir(run.dir);
+      dropView(run, held);
       return;
     }
     const standby: Standby = {
@@ -259,12 +323,21 @@ async function startStandbyNow(
       plan: laid.plan,
       process: started.process,
       released: false,
+      held,
+      settled: false,
+      generation,
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
       }, STANDBY_IDLE_MS),
     };
     standby.idle.unref();
+    // A view built for it is held once its `sh` says it waits, and only before its gate is told to go.
+    if (!held)
+      started.process.go?.on("data", (said: Buffer) => {
+        if (standby.released || standby.held || !said.toString().includes("ready")) return;
+        if (standby.process.running()) standby.held = holdView(standby.process.pid, standby.plan);
+      });
     // Output before `go` is the chain's own failure (a mount refused): nothing waits, it is ended.
     void started.process.exited.then(() => {
       if (waiting.get(key) !== standby) return;
@@ -277,7 +350,112 @@ async function startStandbyNow(
     }
     waiting.set(key, standby);
   } catch {
-    if (run) removeRunDir(run.dir);
+    if (run) dropView(run, held);
+    else if (reused) dropView(reused.run, reused.held);
+  }
+}
+
+/** The free view of `key`, taken out of the pool; null when there is none. */
+function takeFree(key: string): FreeView | null {
+  const found = free.get(key);
+  if (!found) return null;
+  free.delete(key);
+  clearTimeout(found.idle);
+  if (found.generation !== stops) {
+    dropView(found.run, found.held);
+    return null;
+  }
+  return found;
+}
+
+/** Whether the view `found` holds is still the one `plan` builds now: the same text and the same files bound. */
+function fitsNow(found: FreeView, plan: SandboxPlan): boolean {
+  try {
+    const view = viewOf(plan);
+    return view.fstab === found.view.fstab && view.readOnly === found.view.readOnly && pinsOf(plan) === found.pins;
+  } catch {
+    return false;
+  }
+}
+
+/** A view let go and its folder removed. */
+function dropView(run: RunDir, held: HeldView | null): void {
+  if (held) releaseView(held);
+  removeRunDir(run.dir);
+}
+
+/** What a run's folder keeps between the runs of a held view: the view's own files and the result file. */
+const KEPT = new Set(["root", "fstab", "fstab.ro"]);
+
+/**
+ * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the
+ * run is left: no process in the view (endRun settled), the view's `/tmp`, `/dev/shm` and hiding tmpfs as
+ * they were, the result file the leader's own still (emptied here). The run's files are removed from
+ * the folder. True when kept: the folder is then the pool's, not to be removed. False: the caller
+ * removes the folder (its view, if held, is let go here).
+ */
+export function recycle(standby: Standby): boolean {
+  const held = standby.held;
+  standby.held = null;
+  if (!held) return false;
+  const kept =
+    standby.released &&
+    standby.settled &&
+    standby.generation === stops &&
+    !free.has(standby.key) &&
+    free.size < MAX_STANDBYS &&
+    heldViewClean(held) &&
+    emptyResult(standby.run) &&
+    clearRunFiles(standby.run);
+  if (!kept) {
+    releaseView(held);
+    return false;
+  }
+  const entry: FreeView = {
+    run: standby.run,
+    view: standby.view,
+    pins: standby.pins,
+    held,
+    generation: standby.generation,
+    idle: setTimeout(() => {
+      if (free.get(standby.key) === entry) free.delete(standby.key);
+      dropView(entry.run, entry.held);
+    }, FREE_IDLE_MS),
+  };
+  entry.idle.unref();
+  free.set(standby.key, entry);
+  return true;
+}
+
+/** Empties the run's result file in place (its bind in the view is this file), if it is still the leader's. */
+function emptyResult(run: RunDir): boolean {
+  let fd: number | null = null;
+  try {
+    fd = openSync(run.resultFile, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    const pin = run.result;
+    if (st.ino !== pin.ino || st.dev !== pin.dev || (st.mode & 0o777) !== pin.mode || st.uid !== pin.uid) return false;
+    if (!st.isFile() || st.nlink !== 1) return false;
+    ftruncateSync(fd, 0);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
+}
+
+/** Removes what the run wrote into its folder (documents, the gate's copy, the environment file). */
+function clearRunFiles(run: RunDir): boolean {
+  const result = path.basename(run.resultFile);
+  try {
+    for (const name of readdirSync(run.dir)) {
+      if (KEPT.has(name) || name === result) continue;
+      rmSync(path.join(run.dir, name), { recursive: true, force: true });
+    }
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -289,6 +467,11 @@ export async function endStandbys(): Promise<void> {
   stops += 1;
   const all = [...waiting.values()];
   waiting.clear();
+  for (const found of free.values()) {
+    clearTimeout(found.idle);
+    dropView(found.run, found.held);
+  }
+  free.clear();
   await Promise.all([...all.map(end), ...starting.values()]);
 }
 
@@ -299,7 +482,8 @@ async function end(standby: Standby): Promise<void> {
   if (standby.process.running()) signalGroup(standby.process.pid, "SIGKILL");
   await standby.process.exited;
   standby.process.release();
-  removeRunDir(standby.run.dir);
+  dropView(standby.run, standby.held);
+  standby.held = null;
 }
 
 function envFile(run: RunDir): string {
