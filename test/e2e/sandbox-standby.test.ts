@@ -3,7 +3,7 @@
  * (runner/standby.ts): the gate is the same as without it (what it can write, its environment, its
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
-import { mkdir, readFile, rename, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, utimes, writeFile } from "node:fs/promises";
 import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -80,7 +80,7 @@ const GATE = [
   `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
   `echo "no-new-privs=$(grep NoNewPrivs /proc/self/status | tr -d ' \\t')"`,
   `echo "fd3=$( [ -e /proc/self/fd/3 ] && echo open || echo closed)"`,
-  `echo "runs-seen=$(ls -A "$(dirname "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")")" | wc -l)"`,
+  `echo "runs-seen=$(ls -A "$(dirname "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")")" | wc -l)"`,
 ].join("\n");
 
 describe.concurrent("a sandboxed gate started from its standby", () => {
@@ -171,7 +171,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         // The view's own /tmp, by the time its tmpfs was made: a namespace's number is reused once it ends, this is not.
         `echo "view=$(stat -c %w /tmp)"`,
         `echo "tmp=$(ls -A /tmp /dev/shm | tr '\\n' ' ')"`,
-        `echo "run-files=$(ls -A "$(dirname "$PI_TEAMS_HOOK_RESULT_FILE")" | tr '\\n' ' ')"`,
+        `echo "tmp-modes=$(stat -c %a /tmp /dev/shm | tr '\\n' ' ')"`,
+        `echo "run-files=$(ls -A "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")" | tr '\\n' ' ')"`,
         `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
         `for fd in 3 4 5 6; do [ -e "/proc/$$/fd/$fd" ] && echo "open-fd=$fd"; done`,
         // The fourth leaves a file in /tmp, and a process that would write a result into the next runs' file.
@@ -211,6 +212,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         remount: "refused",
         userns: "refused",
         capabilities: "CapEff:0000000000000000",
+        // The gate's own: a folder of them handed to another user's process lets it make nothing there.
+        "tmp-modes": "700 700 ",
       });
       expect(run.has("open-fd")).toBe(false);
       expect(run.get("tmp")).not.toContain("left-by-4");
@@ -218,11 +221,69 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       if (n > 0) expect(run.get("run-files")).toBe(told[1]?.get("run-files"));
     }
     expect(told[1]?.get("run-files")).toMatch(
-      /^context\.json env\.sh fstab fstab\.ro on_task_completed\.sh result\.json root $/,
+      /^context\.json env\.sh fstab fstab\.ro on_task_completed\.sh out root $/,
     );
     expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
     // The fourth's process was ended with its run, not left to write.
     expect(runs[3]?.result.leftoverProcesses).toBeGreaterThan(0);
+    await leader.stop();
+  });
+
+  it("gives each run of a view a result file of its own: one kept open by a process outside writes no later run's verdict", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: ["1", "2", "3"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+      config: { hooks: { failureAction: "warn" } },
+    });
+    // Each run says where its result file is, then fails once the test lets it end (a file in its working directory).
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `echo "$PI_TEAMS_HOOK_RESULT_FILE" > "result-path-$PI_TEAMS_TASK_ID"`,
+        `echo "view=$(stat -c %w /tmp)"`,
+        `while [ ! -e "release-$PI_TEAMS_TASK_ID" ]; do sleep 0.05; done`,
+        `echo "FAIL: not done"`,
+        "exit 1",
+      ].join("\n"),
+    );
+    const cwd = team.teamsRoot;
+    await writeFile(path.join(cwd, "release-1"), "");
+    const leader = await rig.leader(team);
+    const standby = (): Promise<unknown> => waitUntil("a standby of the leader's", () => standbysOf(leader).length > 0);
+    const startedWith = (id: string): Promise<string> =>
+      waitUntil(`run ${id} started`, () => {
+        const file = path.join(cwd, `result-path-${id}`);
+        const said = existsSync(file) ? readFileSync(file, "utf8").trim() : "";
+        return said === "" ? false : said;
+      });
+    await completeTasks(team, ["1"]);
+    await leader.waitForEvents(1);
+    await standby();
+    await completeTasks(team, ["2"]);
+    // Another process of the leader's user (or one a gate handed the open file to) keeps the second run's file open.
+    const kept = await open(await startedWith("2"), "r+");
+    try {
+      await writeFile(path.join(cwd, "release-2"), "");
+      await leader.waitForEvents(2);
+      await standby();
+      await completeTasks(team, ["3"]);
+      await startedWith("3");
+      await kept.write('{"decision":"allow"}', 0);
+      await writeFile(path.join(cwd, "release-3"), "");
+      await leader.waitForEvents(3);
+    } finally {
+      await kept.close();
+    }
+    const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    expect(runs.map((r) => r.result.outcome)).toEqual(["failed", "failed", "failed"]);
+    // The third ran in the second's view, at the same path: a new file there, not the one kept open.
+    const [, second, third] = runs.map((r) => said(r.result.stdout).get("view"));
+    expect(third).toBe(second);
+    expect(readFileSync(path.join(cwd, "result-path-3"), "utf8")).toBe(
+      readFileSync(path.join(cwd, "result-path-2"), "utf8"),
+    );
     await leader.stop();
   });
 

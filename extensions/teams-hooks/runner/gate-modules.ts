@@ -96,6 +96,7 @@ const RUN_FILES = new Set([
   "context.json",
   "stdin.json",
   "result.json",
+  "out",
   "root",
   "fstab",
   "fstab.ro",

@@ -42,6 +42,11 @@ export interface RunDir {
   root: string;
   /** The result file as the leader created it: what it must still be when read back. */
   result: { ino: number; dev: number; mode: number; uid: number };
+  /**
+   * A standby's: the result file's own folder (`out/`), bound writable in the view in place of the file
+   * alone, so that each run of a view that serves several gets a result file made for it (newResultFile).
+   */
+  resultFolder: string | null;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -75,17 +80,12 @@ export function runsRoot(env: Env = process.env): string {
 }
 
 /** Makes the private folder of a run, with its result file created empty (`0600`) by the leader. */
-export function makeRunDir(runId: string, env: Env = process.env): RunDir {
+export function makeRunDir(runId: string, env: Env = process.env, opts: { resultFolder?: boolean } = {}): RunDir {
   const dir = mkdtempSync(path.join(runsRoot(env), `${sanitizeName(runId)}.`));
-  const resultFile = path.join(dir, "result.json");
-  const fd = openSync(resultFile, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600);
-  let result: { ino: number; dev: number; mode: number; uid: number };
-  try {
-    const st = fstatSync(fd);
-    result = { ino: st.ino, dev: st.dev, mode: st.mode & 0o777, uid: st.uid };
-  } finally {
-    closeSync(fd);
-  }
+  const resultFolder = opts.resultFolder ? path.join(dir, "out") : null;
+  if (resultFolder) mkdirSync(resultFolder, { mode: 0o700 });
+  const resultFile = path.join(resultFolder ?? dir, "result.json");
+  const result = createResultFile(resultFile);
   const root = path.join(dir, "root");
   mkdirSync(root, { mode: 0o700 });
   return {
@@ -95,7 +95,41 @@ export function makeRunDir(runId: string, env: Env = process.env): RunDir {
     stdinFile: path.join(dir, "stdin.json"),
     root,
     result,
+    resultFolder,
   };
+}
+
+/** Creates the run's result file, empty (`0600`, never through a file already there), and says what it is. */
+function createResultFile(file: string): RunDir["result"] {
+  const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_EXCL, 0o600);
+  try {
+    const st = fstatSync(fd);
+    return { ino: st.ino, dev: st.dev, mode: st.mode & 0o777, uid: st.uid };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A new result file for the next run of a standby's folder (its result folder holds the last run's only):
+ * the old one removed, a new one made in its place. A process that kept the old one open writes into a
+ * file no run reads. False (nothing usable) when the folder holds anything else, or the file is not the
+ * leader's own any more.
+ */
+export function newResultFile(run: RunDir): boolean {
+  if (!run.resultFolder) return false;
+  try {
+    const names = readdirSync(run.resultFolder);
+    if (names.length !== 1 || names[0] !== path.basename(run.resultFile)) return false;
+    const st = lstatSync(run.resultFile);
+    const pin = run.result;
+    if (!st.isFile() || st.ino !== pin.ino || st.dev !== pin.dev || st.uid !== pin.uid) return false;
+    unlinkSync(run.resultFile);
+    run.result = createResultFile(run.resultFile);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Removes a run's folder and all in it; a failure leaves a `0700` folder of the leader's, never an error. */

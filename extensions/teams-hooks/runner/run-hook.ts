@@ -390,6 +390,7 @@ function planOf(
     protect: (opts.sandbox?.protect ?? []).map(real),
     hide: [path.dirname(runsRoot(opts.baseEnv ?? process.env)), ...runtimeDirs(opts.baseEnv ?? process.env)],
     resultFile: run.resultFile,
+    resultFolder: run.resultFolder ?? undefined,
     user: user ?? undefined,
   };
 }

@@ -14,7 +14,7 @@
  * working directory and its `sandbox-write=` paths bound writable; the leader's own folders (its
  * state, the team's `hook-state/`, `hook-logs/` and hooks dirs) bound read-only again where they lie
  * inside a writable path; the leader's runs folder hidden, this run's folder shown read-only in it;
- * the run's result file bound writable, alone. The gate's process
+ * the run's result file bound writable, alone (a standby's: the result file's own folder). The gate's process
  * then holds no capability in the namespace that owns these mounts (it cannot remount them), and
  * the kernel refuses it a new user namespace inside a chroot (no way to gain one back). Every step
  * execs the next: the process the leader started is the gate's, in the gate's process group, with
@@ -129,6 +129,8 @@ export interface SandboxPlan {
   hide: readonly string[];
   /** The run's result file: writable inside, alone. */
   resultFile: string;
+  /** A standby's: the result file's own folder, writable inside (alone) in place of the file. */
+  resultFolder?: string;
   /** The user the gate runs as (`run-as=`); absent: the leader's own. */
   user?: { uid: number; gid: number };
 }
@@ -471,8 +473,11 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
     const kept = m.options.filter((o) => o !== "rw" && o !== "ro" && o !== "");
     lines.push(`${inRoot(m.point)} ${inRoot(m.point)} none ${["remount", "bind", "ro", ...kept].join(",")} 0 0`);
   }
-  lines.push(`tmpfs ${fstabEscape(root)}/tmp tmpfs mode=1777,nosuid,nodev 0 0`);
-  lines.push(`tmpfs ${fstabEscape(root)}/dev/shm tmpfs mode=1777,nosuid,nodev 0 0`);
+  // The gate's own when it runs as the leader's user: a file or folder of them handed to another user's process
+  // (through a socket) lets it make nothing there.
+  const scratch = plan.user ? "1777" : "0700";
+  lines.push(`tmpfs ${fstabEscape(root)}/tmp tmpfs mode=${scratch},nosuid,nodev 0 0`);
+  lines.push(`tmpfs ${fstabEscape(root)}/dev/shm tmpfs mode=${scratch},nosuid,nodev 0 0`);
   const bind = (dir: string, options: string, mkdir = true): void => {
     lines.push(`${fstabEscape(dir)} ${inRoot(fstabEscape(dir))} none ${options}${mkdir ? ",X-mount.mkdir" : ""} 0 0`);
   };
@@ -487,7 +492,8 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
   for (const dir of outerFirst(plan.hide).filter((d) => existsSync(d)))
     lines.push(`tmpfs ${inRoot(fstabEscape(dir))} tmpfs mode=0755,nosuid,nodev,X-mount.mkdir 0 0`);
   bind(plan.runDir, "bind,ro");
-  lines.push(`${fstabEscape(plan.resultFile)} ${inRoot(fstabEscape(plan.resultFile))} none bind 0 0`);
+  const writtenBack = plan.resultFolder ?? plan.resultFile;
+  lines.push(`${fstabEscape(writtenBack)} ${inRoot(fstabEscape(writtenBack))} none bind 0 0`);
   return `${lines.join("\n")}\n`;
 }
 

@@ -20,9 +20,10 @@
  * `ready` on fd 3, before any `go`), the leader holds its view: the user and mount namespaces it is in
  * and its root, open in the leader (runner/sandbox.ts, holdView). When the run ends with no process left
  * in the view, the view's `/tmp`, `/dev/shm` and hiding tmpfs exactly as they were when held, and the
- * result file still the leader's, the run's files are removed from the folder, the result file is
- * emptied, and the next standby of the gate enters that view (`nsenter`, then `setpriv` for a leader
- * running as root) instead of building one. Anything else (a file left in `/tmp`, a process that outran
+ * result folder holding the leader's result file only, the run's files are removed from the folder, a new
+ * result file is made (a process that kept the last one open writes where no run reads), and the next
+ * standby of the gate enters that view (`nsenter`, then `setpriv` for a leader running as root) instead
+ * of building one. Anything else (a file left in `/tmp`, a process that outran
  * the sweep, a view that no longer fits) lets the view go and removes its folder: the next standby builds
  * its own. A view waits FREE_IDLE_MS for its next standby, then goes too.
  *
@@ -34,8 +35,6 @@
 import {
   closeSync,
   constants as fsConstants,
-  fstatSync,
-  ftruncateSync,
   lstatSync,
   openSync,
   readdirSync,
@@ -47,7 +46,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { startProcess, type HookProcess } from "./process.js";
-import { makeRunDir, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
+import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   chainOf,
   heldChainOf,
@@ -290,7 +289,7 @@ async function startStandbyNow(
     } else {
       if (reused) dropView(reused.run, reused.held);
       reused = null;
-      run = makeRunDir("standby");
+      run = makeRunDir("standby", process.env, { resultFolder: true });
       laid = prepare(run);
       view = viewOf(laid.plan);
       writeView(laid.plan, view);
@@ -384,8 +383,8 @@ function dropView(run: RunDir, held: HeldView | null): void {
   removeRunDir(run.dir);
 }
 
-/** What a run's folder keeps between the runs of a held view: the view's own files and the result file. */
-const KEPT = new Set(["root", "fstab", "fstab.ro"]);
+/** What a run's folder keeps between the runs of a held view: the view's own files and the result folder. */
+const KEPT = new Set(["root", "fstab", "fstab.ro", "out"]);
 
 /**
  * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the
@@ -405,7 +404,7 @@ export function recycle(standby: Standby): boolean {
     !free.has(standby.key) &&
     free.size < MAX_STANDBYS &&
     heldViewClean(held) &&
-    emptyResult(standby.run) &&
+    newResultFile(standby.run) &&
     clearRunFiles(standby.run);
   if (!kept) {
     releaseView(held);
@@ -427,30 +426,11 @@ export function recycle(standby: Standby): boolean {
   return true;
 }
 
-/** Empties the run's result file in place (its bind in the view is this file), if it is still the leader's. */
-function emptyResult(run: RunDir): boolean {
-  let fd: number | null = null;
-  try {
-    fd = openSync(run.resultFile, fsConstants.O_WRONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
-    const st = fstatSync(fd);
-    const pin = run.result;
-    if (st.ino !== pin.ino || st.dev !== pin.dev || (st.mode & 0o777) !== pin.mode || st.uid !== pin.uid) return false;
-    if (!st.isFile() || st.nlink !== 1) return false;
-    ftruncateSync(fd, 0);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    if (fd !== null) closeSync(fd);
-  }
-}
-
 /** Removes what the run wrote into its folder (documents, the gate's copy, the environment file). */
 function clearRunFiles(run: RunDir): boolean {
-  const result = path.basename(run.resultFile);
   try {
     for (const name of readdirSync(run.dir)) {
-      if (KEPT.has(name) || name === result) continue;
+      if (KEPT.has(name)) continue;
       rmSync(path.join(run.dir, name), { recursive: true, force: true });
     }
     return true;
