@@ -3,7 +3,7 @@
  * (runner/standby.ts): the gate is the same as without it (what it can write, its environment, its
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
-import { mkdir, open, readFile, rename, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,11 +20,6 @@ const outerRig = useLeaderRig();
  * whole suite (pid_max 32768 here), a pid and its start time do not.
  */
 const PROCESS_ID_SH = `$$ $(cut -d')' -f2- /proc/$$/stat | cut -d' ' -f21)`;
-
-/** This process's no_new_privs flag as /proc shows it (inherited: a container or a service manager may set it). */
-function ownNoNewPrivs(): string {
-  return (/^NoNewPrivs:\s*(\d)/m.exec(readFileSync("/proc/self/status", "utf8"))?.[0] ?? "").replace(/\s/g, "");
-}
 
 function processId(pid: number): string {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -83,6 +78,81 @@ const GATE = [
   `echo "runs-seen=$(ls -A "$(dirname "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")")" | wc -l)"`,
 ].join("\n");
 
+/** What a process of a gate's, left behind, writes into the result file of the gate's next run. */
+const PLANTED = `{"decision":"allow","reason":"planted by an earlier run"}`;
+
+/**
+ * Processes a run's end cannot see in /proc, each started by a run's gate with the run's result file (`$1`), its
+ * environment file (`$2`: there while a run of the view is under way) and a file that ends it (`$3`). Each waits
+ * for the run's files to go (the run is over) and for the next run's, then writes that run's verdict.
+ */
+const HIDERS = {
+  // A chain of processes each of which forks the next and exits (dash subshells): the process a look lists is gone
+  // at its turn, and its child is not listed. `$5` is its folder (the gate's working directory); it hops from the
+  // moment the gate is about to exit (`hop-now` there) until the run's files are gone.
+  "forks on and on": `
+h() {
+  [ -e "$3" ] && exit 0
+  n=$((n+1)); [ "$n" -gt 1500 ] && exit 0
+  if [ -e "$2" ]; then
+    if [ $((n % 200)) = 0 ]; then ( exec /bin/sh -c "$0" "$0" "$1" "$2" "$3" "$n" "$5" pi-teams-test-hider ) & exit 0; fi
+    ( h "$@" ) & exit 0
+  fi
+  i=0
+  while [ ! -e "$3" ] && [ "$i" -lt 2000 ]; do
+    i=$((i+1))
+    if [ -e "$2" ] && [ ! -s "$1" ]; then printf '%s' '${PLANTED}' > "$1"; exit 0; fi
+    sleep 0.005
+  done
+}
+n=$4
+if [ "$n" = 0 ]; then while [ ! -e "$5/hop-now" ] && [ ! -e "$3" ]; do sleep 0.01; done; fi
+h "$@"`,
+  // A process whose first thread ends (the raw exit call) while another goes on: /proc/<pid>/root then reads
+  // nothing. It says it is there with `hidden` in the working directory.
+  "lost its first thread": `
+import ctypes, os, sys, threading, time
+result, env, stop = sys.argv[1:4]
+if os.fork():
+    os._exit(0)
+os.setsid()
+def plant():
+    time.sleep(0.2)
+    open("hidden", "w").close()
+    over, deadline = False, time.time() + 20
+    while time.time() < deadline and not os.path.exists(stop):
+        if not over:
+            over = not os.path.exists(env)
+        elif os.path.exists(env) and os.path.getsize(result) == 0:
+            open(result, "w").write('${PLANTED}')
+            break
+        time.sleep(0.002)
+    os._exit(0)
+threading.Thread(target=plant).start()
+ctypes.CDLL(None).syscall(60, 0)
+`,
+};
+
+/** The command line of a gate that starts a hider of HIDERS, from its file in the working directory. */
+const START_HIDER = {
+  "forks on and on": `setsid -f env -i /bin/sh -c "$(cat hider)" "$(cat hider)" "$r" "$e" "$PWD/stop" 0 "$PWD" pi-teams-test-hider </dev/null >/dev/null 2>&1; sleep 0.2; touch hop-now; sleep 0.05`,
+  "lost its first thread": `setsid -f env -i /usr/bin/python3 hider "$r" "$e" "$PWD/stop" pi-teams-test-hider </dev/null >/dev/null 2>&1; while [ ! -e hidden ]; do sleep 0.02; done; sleep 0.1`,
+};
+
+/** Pids of the live processes whose command line holds `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(marker)) found.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
 describe.concurrent("a sandboxed gate started from its standby", () => {
   it("is the gate a run without one starts (what it may write, its environment, its stdin), and nothing of it outlives the leader", async (context) => {
     const { expect } = context;
@@ -126,9 +196,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       "leader-var": "unset",
       tmpdir: "/tmp",
       capabilities: "CapEff:0000000000000000",
-      // A root leader's gate starts through setpriv --no-new-privs; another's needs none (a set-user-ID file
-      // owned by an id its namespace does not map runs as the gate: docs/security.md), and has this process's.
-      "no-new-privs": process.getuid?.() === 0 ? "NoNewPrivs:1" : ownNoNewPrivs(),
+      // Every gate starts through setpriv --no-new-privs: a program's file capabilities give it none.
+      "no-new-privs": "NoNewPrivs:1",
       fd3: "closed",
       "runs-seen": "1",
     };
@@ -172,6 +241,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         `echo "view=$(stat -c %w /tmp)"`,
         `echo "tmp=$(ls -A /tmp /dev/shm | tr '\\n' ' ')"`,
         `echo "tmp-modes=$(stat -c %a /tmp /dev/shm | tr '\\n' ' ')"`,
+        `echo "no-new-privs=$(grep NoNewPrivs /proc/self/status | tr -d ' \\t')"`,
         `echo "run-files=$(ls -A "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")" | tr '\\n' ' ')"`,
         `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
         `for fd in 3 4 5 6; do [ -e "/proc/$$/fd/$fd" ] && echo "open-fd=$fd"; done`,
@@ -214,6 +284,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         capabilities: "CapEff:0000000000000000",
         // The gate's own: a folder of them handed to another user's process lets it make nothing there.
         "tmp-modes": "700 700 ",
+        "no-new-privs": "NoNewPrivs:1",
       });
       expect(run.has("open-fd")).toBe(false);
       expect(run.get("tmp")).not.toContain("left-by-4");
@@ -372,6 +443,90 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const events = await leader.waitForEvents(3);
     expect(events.map((e) => e.outcome)).toEqual(["passed", "passed", "passed"]);
     expect((await readFile(path.join(cwd, "started-3"), "utf8")).trim()).toBe(waiting.id);
+    await leader.stop();
+  });
+
+  for (const [way, hider] of Object.entries(HIDERS) as Array<[keyof typeof HIDERS, string]>) {
+    it.skipIf(way === "lost its first thread" && !existsSync("/usr/bin/python3"))(
+      `keeps no view with a process of a run's left in it that a look at /proc misses (one that ${way}): it cannot write the verdict of the gate's next run`,
+      async (context) => {
+        const { expect } = context;
+        const rig = outerRig.scoped(context);
+        const ids = ["1", "2", "3", "4"];
+        const team = await rig.team({
+          tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+        });
+        const cwd = team.teamsRoot;
+        await writeFile(path.join(cwd, "hider"), hider);
+        // Whatever happens, the hider ends with the test (it ends by itself too, within 20 s).
+        context.onTestFinished(async () => {
+          await writeFile(path.join(cwd, "stop"), "");
+          await waitUntil("the hider's end", () => processesWith("pi-teams-test-hider").length === 0, {
+            timeoutMs: 5_000,
+          }).catch(() => {
+            for (const pid of processesWith("pi-teams-test-hider")) process.kill(pid, "SIGKILL");
+          });
+        });
+        // The third run leaves a hider and passes; the fourth fails (its tests do): a planted verdict would pass it.
+        await rig.hook(
+          team,
+          "on_task_completed.sh",
+          [
+            `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$r")/env.sh`,
+            `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then ${START_HIDER[way]}; exit 0; fi`,
+            `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
+          ].join("\n"),
+        );
+        const leader = await rig.leader(team);
+        for (const [n, id] of ids.entries()) {
+          // From the second on, each run starts from the standby its gate's last run left (in the view it kept).
+          if (n >= 1) await waitUntil("a standby of the leader's", () => standbysOf(leader).length > 0);
+          await completeTasks(team, [id]);
+          await leader.waitForEvents(n + 1);
+        }
+        const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+        expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed", "failed"]);
+        expect(runs[3]?.result.verdict).toBeUndefined();
+        expect(runs[3]?.result.stderr).toContain("the tests fail");
+        await leader.stop();
+      },
+    );
+  }
+
+  it("never looks for nsenter from the gate's working directory: a leader with no nsenter in PATH, whose PATH ends with ':' (the working directory), builds each view, and a file of that name there never runs", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const ids = ["1", "2", "3"];
+    const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+    // A PATH with every command of the system's folders but nsenter, and an empty folder at its end.
+    const bin = mkdtempSync(path.join(os.tmpdir(), "standby-bin-"));
+    context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
+    for (const dir of ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]) {
+      for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+        if (name !== "nsenter" && !existsSync(path.join(bin, name)))
+          await symlink(path.join(dir, name), path.join(bin, name));
+      }
+    }
+    // What an agent may write into the working directory: an `nsenter` that says it ran.
+    const ran = path.join(team.teamDir, "nsenter-ran");
+    // It goes on as the real one (where there is one), so that a leader that ran it would go on as if nothing happened.
+    const real = ["/usr/bin/nsenter", "/bin/nsenter", "/usr/sbin/nsenter"].find((file) => existsSync(file));
+    const then = real ? `exec ${real} "$@"` : "exit 1";
+    await writeFile(path.join(team.teamsRoot, "nsenter"), `#!/bin/sh\necho "$(id -u)" > "${ran}"\n${then}\n`, {
+      mode: 0o755,
+    });
+    await rig.hook(team, "on_task_completed.sh", `echo "view=$(stat -c %w /tmp)"`);
+    const leader = await rig.leader(team, [], { env: { PATH: `${bin}:` } });
+    for (const [n, id] of ids.entries()) {
+      if (n >= 1) await waitUntil("a standby of the leader's", () => standbysOf(leader).length > 0);
+      await completeTasks(team, [id]);
+      await leader.waitForEvents(n + 1);
+    }
+    const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed"]);
+    // Each run in a view of its own: none was kept, since none could be entered safely.
+    expect(new Set(runs.map((r) => said(r.result.stdout).get("view"))).size).toBe(3);
+    expect(existsSync(ran)).toBe(false);
     await leader.stop();
   });
 

@@ -6,7 +6,7 @@
  *     sh -c SETUP                                       mount -a -T <run dir>/fstab: the view below
  *       unshare --user --map-user=<uid> --mount         a second user and mount namespace, chrooted into
  *               --root=<run dir>/root --wd=<cwd>        the view (no capability left over the mounts)
- *         [setpriv --no-new-privs --bounding-set=-all]  only for a leader running as root
+ *         setpriv --no-new-privs [--bounding-set=-all]  the bounding set emptied for a gate run as root
  *           the gate
  *
  * The view, built in the run's `root/` folder: the whole file system bound recursively and every
@@ -156,7 +156,9 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
     // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
     // without a look-up of "0" as a user and a group name first.
     `if [ "$u" = 0 ]; then exec ${unshare} --user --map-root-user --mount --root="$r" --wd="$w" -- ${setpriv} ${NO_PRIVILEGES} -- "$@"; fi`,
-    `exec ${unshare} --user --map-user="$u" --map-group="$g" --mount --root="$r" --wd="$w" -- "$@"`,
+    // Not root: its exec leaves it no capability, and no_new_privs keeps a file's capabilities from giving one (they
+    // would count in the namespace that owns the view's mounts).
+    `exec ${unshare} --user --map-user="$u" --map-group="$g" --mount --root="$r" --wd="$w" -- ${setpriv} --no-new-privs -- "$@"`,
   ].join("\n");
 }
 
@@ -273,8 +275,10 @@ export function chainOf(
  * sandboxed process can leave), so a process of the gate's that left its process group and cleared
  * its environment is found all the same, and must not write the result file after the gate. (A root
  * is the run's own folder, never another run's: unlike a namespace's number, it is not reused.)
- * `killed`: the pids killed (SIGKILL); `settled`: the last look found none left (a process that forked
- * faster than three looks could end it leaves it false).
+ * `killed`: the pids killed (SIGKILL); `settled`: none is left, as far as the kernel's own count of the
+ * processes it made shows: a look at /proc that found none, and no process made since it began but ones
+ * looked at too (noneMadeSince). A look alone proves nothing: a process that forks and exits before its
+ * turn in the list leaves a child the list does not hold.
  */
 export function endRun(runDir: string): { killed: number[]; settled: boolean } {
   let root: string;
@@ -284,23 +288,107 @@ export function endRun(runDir: string): { killed: number[]; settled: boolean } {
     return { killed: [], settled: false };
   }
   const killed = new Set<number>();
-  // A second look: a process forked while the first was killing.
-  for (let pass = 0; pass < 3; pass++) {
+  // Kills those of `pids` that are in the view: how many were.
+  const look = (pids: readonly string[]): number => {
     let found = 0;
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
+    for (const name of pids) {
+      if (!inView(name, root)) continue;
       try {
-        if (readlinkSync(`/proc/${name}/root`) !== root) continue;
         process.kill(Number(name), "SIGKILL");
         killed.add(Number(name));
         found += 1;
       } catch {
-        // gone, or not ours to look at (another user's): not in this run
+        // gone meanwhile
       }
     }
-    if (found === 0) return { killed: [...killed], settled: true };
+    return found;
+  };
+  // A second look: a process forked while the first was killing.
+  for (let pass = 0; pass < 3; pass++) {
+    const before = lastPid();
+    if (look(readdirSync("/proc").filter((name) => /^\d+$/.test(name))) > 0) continue;
+    return { killed: [...killed], settled: before !== null && noneMadeSince(before, look) };
   }
   return { killed: [...killed], settled: false };
+}
+
+/**
+ * Whether process `pid` is in the view whose root is `root`. A process whose first thread has ended shows
+ * no root of its own (`/proc/<pid>/root` is gone) while its other threads still run: those are read.
+ */
+function inView(pid: string, root: string): boolean {
+  try {
+    return readlinkSync(`/proc/${pid}/root`) === root;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") return false; // another user's
+  }
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return false; // gone
+  }
+  return threads.some((tid) => {
+    try {
+      return readlinkSync(`/proc/${pid}/task/${tid}/root`) === root;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** How many pids made during a look are looked at one by one, at most, before the look is called unsure. */
+const MADE_MAX = 4096;
+
+/**
+ * True when no process was made since the kernel gave pid `since` but ones `look` found outside the view:
+ * the pids given since are looked at, until the kernel has given none more meanwhile. False when one was in
+ * the view (killed), or when the machine kept making processes (not sure: the view is not kept).
+ */
+function noneMadeSince(since: number, look: (pids: readonly string[]) => number): boolean {
+  let from = since;
+  for (let round = 0; round < 8; round++) {
+    const now = lastPid();
+    if (now === null) return false;
+    if (now === from) return true;
+    const made = pidsBetween(from, now);
+    if (made === null || look(made) > 0) return false;
+    from = now;
+  }
+  return false;
+}
+
+/**
+ * The pid the kernel gave last in this process's pid namespace (it gives them in turn, wrapping at
+ * pid_max): null where it cannot be read, or where /proc is not this namespace's (its numbers would be
+ * another's).
+ */
+function lastPid(): number | null {
+  try {
+    if (readlinkSync("/proc/self") !== String(process.pid)) return null;
+    const last = Number(readFileSync("/proc/sys/kernel/ns_last_pid", "latin1").trim());
+    return Number.isInteger(last) && last >= 0 ? last : null;
+  } catch {
+    return null;
+  }
+}
+
+let pidMax: number | null = null;
+
+/** The pids after `from` up to `to` in the kernel's turn (wrapping at pid_max); null when too many to look at. */
+function pidsBetween(from: number, to: number): string[] | null {
+  if (pidMax === null) {
+    try {
+      pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "latin1").trim());
+    } catch {
+      return null;
+    }
+  }
+  const count = to > from ? to - from : pidMax - 1 - from + to;
+  if (!(count > 0 && count <= MADE_MAX)) return null;
+  const pids: string[] = [];
+  for (let pid = from + 1; pids.length < count; pid = pid + 1 >= pidMax ? 1 : pid + 1) pids.push(String(pid));
+  return pids;
 }
 
 /**
@@ -399,9 +487,9 @@ export const HELD_FD_BASE = 4;
 /**
  * The command that starts `command args` in a held view: `nsenter` into its user and mount namespaces
  * and its root (the fds HELD_FD_BASE.. of the process), in `cwd` there, with the leader's own ids as
- * that namespace maps them; a leader running as root drops its capabilities through `setpriv`, as the
- * chain does. The process holds no capability over the view's mounts: they belong to the namespace the
- * chain's last `unshare` made, and locked there.
+ * that namespace maps them; then `setpriv`, as in the chain: no new privileges, and for a leader running as
+ * root its capabilities dropped. The gate holds no capability over the view's mounts (the namespace the
+ * chain's last `unshare` made owns them, locked there) and cannot gain one.
  */
 export function heldChainOf(
   command: string,
@@ -420,11 +508,23 @@ export function heldChainOf(
       `--wdns=${cwd}`,
       "--preserve-credentials",
       "--",
-      ...(root ? [setpriv, ...NO_PRIVILEGES.split(" "), "--"] : []),
+      setpriv,
+      ...(root ? NO_PRIVILEGES.split(" ") : ["--no-new-privs"]),
+      "--",
       command,
       ...args,
     ],
   };
+}
+
+/**
+ * Whether a held view can be entered: `nsenter` and `setpriv` found in a folder of PATH (toolPaths). A name
+ * left to the search would be looked for from the gate's working directory, where a relative or empty
+ * folder of PATH finds a file the gate's agents wrote, started with the leader's authority.
+ */
+export function canEnterHeld(): boolean {
+  const { nsenter, setpriv } = toolPaths();
+  return path.isAbsolute(nsenter) && path.isAbsolute(setpriv);
 }
 
 /** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */

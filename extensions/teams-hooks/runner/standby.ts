@@ -19,13 +19,13 @@
  * A view serves several runs of its gate, one after another. Once a standby's `sh` waits (it says
  * `ready` on fd 3, before any `go`), the leader holds its view: the user and mount namespaces it is in
  * and its root, open in the leader (runner/sandbox.ts, holdView). When the run ends with no process left
- * in the view, the view's `/tmp`, `/dev/shm` and hiding tmpfs exactly as they were when held, and the
- * result folder holding the leader's result file only, the run's files are removed from the folder, a new
- * result file is made (a process that kept the last one open writes where no run reads), and the next
- * standby of the gate enters that view (`nsenter`, then `setpriv` for a leader running as root) instead
- * of building one. Anything else (a file left in `/tmp`, a process that outran
- * the sweep, a view that no longer fits) lets the view go and removes its folder: the next standby builds
- * its own. A view waits FREE_IDLE_MS for its next standby, then goes too.
+ * in the view (endRun's `settled`: none in a look, none made since), the view's `/tmp`, `/dev/shm` and
+ * hiding tmpfs exactly as they were when held, and the result folder holding the leader's result file only,
+ * the run's files are removed from the folder, a new result file is made (a process that kept the last one
+ * open writes where no run reads), and the next standby of the gate enters that view (`nsenter`, then
+ * `setpriv` for a leader running as root) instead of building one. Anything else (a file left in `/tmp`, a
+ * process that outran the sweep, a view that no longer fits) lets the view go and removes its folder: the
+ * next standby builds its own. A view waits FREE_IDLE_MS for its next standby, then goes too.
  *
  * A standby not taken within STANDBY_IDLE_MS is ended (its namespace holds binds of the working
  * directory). A leader that dies leaves its standbys reading EOF on the pipe: each exits 125 without
@@ -48,6 +48,7 @@ import path from "node:path";
 import { startProcess, type HookProcess } from "./process.js";
 import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
+  canEnterHeld,
   chainOf,
   heldChainOf,
   heldViewClean,
@@ -389,8 +390,9 @@ const KEPT = new Set(["root", "fstab", "fstab.ro", "out"]);
 /**
  * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the
  * run is left: no process in the view (endRun settled), the view's `/tmp`, `/dev/shm` and hiding tmpfs as
- * they were, the result file the leader's own still (emptied here). The run's files are removed from
- * the folder. True when kept: the folder is then the pool's, not to be removed. False: the caller
+ * they were, the result folder holding the leader's result file only (a new one is made for the next run);
+ * and when the next can enter it with `nsenter` found in PATH (canEnterHeld). The run's files are removed
+ * from the folder. True when kept: the folder is then the pool's, not to be removed. False: the caller
  * removes the folder (its view, if held, is let go here).
  */
 export function recycle(standby: Standby): boolean {
@@ -400,6 +402,7 @@ export function recycle(standby: Standby): boolean {
   const kept =
     standby.released &&
     standby.settled &&
+    canEnterHeld() &&
     standby.generation === stops &&
     !free.has(standby.key) &&
     free.size < MAX_STANDBYS &&
