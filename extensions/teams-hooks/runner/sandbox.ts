@@ -168,6 +168,11 @@ interface Tools {
   mount: string;
   nsenter: string;
   setup: string;
+  /**
+   * `nsenter` and `setpriv` for entering a held view, each at the first folder of PATH that has it, one under
+   * /tmp included (the view shows the leader's PATH folders there, read-only); null when none has it.
+   */
+  held: { nsenter: string; setpriv: string } | null;
 }
 
 let tools: Tools | null = null;
@@ -180,9 +185,10 @@ let tools: Tools | null = null;
  */
 function toolPaths(): Tools {
   if (tools) return tools;
-  const find = (name: string): string => {
+  const find = (name: string, hiddenToo = false): string => {
     for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
-      if (!path.isAbsolute(dir) || isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm") || dir === "/tmp") continue;
+      if (!path.isAbsolute(dir)) continue;
+      if (!hiddenToo && (isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm") || dir === "/tmp")) continue;
       const file = path.join(dir, name);
       try {
         accessSync(file, fsConstants.X_OK);
@@ -194,7 +200,12 @@ function toolPaths(): Tools {
     return name;
   };
   const found = { unshare: find("unshare"), setpriv: find("setpriv"), mount: find("mount"), nsenter: find("nsenter") };
-  tools = { ...found, setup: setupScript(found) };
+  const held = { nsenter: find("nsenter", true), setpriv: find("setpriv", true) };
+  tools = {
+    ...found,
+    setup: setupScript(found),
+    held: path.isAbsolute(held.nsenter) && path.isAbsolute(held.setpriv) ? held : null,
+  };
   return tools;
 }
 
@@ -496,7 +507,7 @@ export function heldChainOf(
   args: readonly string[],
   cwd: string,
 ): { command: string; args: string[] } {
-  const { nsenter, setpriv } = toolPaths();
+  const { nsenter, setpriv } = toolPaths().held ?? { nsenter: "nsenter", setpriv: "setpriv" };
   const fd = (n: number): string => `/proc/self/fd/${HELD_FD_BASE + n}`;
   const root = (process.getuid?.() ?? 0) === 0;
   return {
@@ -518,13 +529,12 @@ export function heldChainOf(
 }
 
 /**
- * Whether a held view can be entered: `nsenter` and `setpriv` found in a folder of PATH (toolPaths). A name
+ * Whether a held view can be entered: `nsenter` and `setpriv` found in an absolute folder of PATH. A name
  * left to the search would be looked for from the gate's working directory, where a relative or empty
  * folder of PATH finds a file the gate's agents wrote, started with the leader's authority.
  */
 export function canEnterHeld(): boolean {
-  const { nsenter, setpriv } = toolPaths();
-  return path.isAbsolute(nsenter) && path.isAbsolute(setpriv);
+  return toolPaths().held !== null;
 }
 
 /** One mount as /proc/self/mountinfo shows it: its mount point (with mountinfo's octal escapes), type, options. */
