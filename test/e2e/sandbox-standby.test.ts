@@ -45,6 +45,19 @@ function standbysOf(leader: LeaderProcess): Array<{ pid: number; id: string; run
   return found;
 }
 
+/** A folder of links to every command of the system's folders but `name`: a PATH that lacks it. */
+async function binWithout(name: string, context: { onTestFinished(fn: () => unknown): void }): Promise<string> {
+  const bin = mkdtempSync(path.join(os.tmpdir(), "standby-bin-"));
+  context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
+  for (const dir of ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]) {
+    for (const entry of existsSync(dir) ? readdirSync(dir) : []) {
+      if (entry !== name && !existsSync(path.join(bin, entry)))
+        await symlink(path.join(dir, entry), path.join(bin, entry));
+    }
+  }
+  return bin;
+}
+
 function said(stdout: string): Map<string, string> {
   return new Map(
     stdout
@@ -493,20 +506,34 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     );
   }
 
+  it.for(["unshare", "mount", "setpriv"])(
+    "never looks for %s from the gate's working directory: a leader whose PATH has none but ends with ':' says its gates are not sandboxed, and a file of that name there never runs",
+    async (tool, context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "in_progress" })] });
+      const bin = await binWithout(tool, context);
+      const ran = path.join(team.teamDir, `${tool}-ran`);
+      await writeFile(path.join(team.teamsRoot, tool), `#!/bin/sh\necho "$(id -u)" > "${ran}"\n`, { mode: 0o755 });
+      await rig.hook(team, "on_task_completed.sh", "exit 0");
+      const leader = await rig.leader(team, [], { env: { PATH: `${bin}:` } });
+      await completeTasks(team, ["1"]);
+      await leader.waitForEvents(1);
+      const [log] = await readLogs(team.teamDir);
+      expect(log?.result).toMatchObject({ outcome: "passed", sandbox: "unavailable" });
+      await leader.stop();
+      expect(leader.stderr).toContain(`gates are NOT sandboxed on this machine: util-linux's ${tool} is not installed`);
+      expect(existsSync(ran)).toBe(false);
+    },
+  );
+
   it("never looks for nsenter from the gate's working directory: a leader with no nsenter in PATH, whose PATH ends with ':' (the working directory), builds each view, and a file of that name there never runs", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const ids = ["1", "2", "3"];
     const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
     // A PATH with every command of the system's folders but nsenter, and an empty folder at its end.
-    const bin = mkdtempSync(path.join(os.tmpdir(), "standby-bin-"));
-    context.onTestFinished(() => rm(bin, { recursive: true, force: true }));
-    for (const dir of ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]) {
-      for (const name of existsSync(dir) ? readdirSync(dir) : []) {
-        if (name !== "nsenter" && !existsSync(path.join(bin, name)))
-          await symlink(path.join(dir, name), path.join(bin, name));
-      }
-    }
+    const bin = await binWithout("nsenter", context);
     // What an agent may write into the working directory: an `nsenter` that says it ran.
     const ran = path.join(team.teamDir, "nsenter-ran");
     // It goes on as the real one (where there is one), so that a leader that ran it would go on as if nothing happened.

@@ -60,7 +60,12 @@ let probed: SandboxSupport | null = null;
  */
 export function sandboxSupport(): SandboxSupport {
   if (probed) return probed;
-  const probe = spawnSync(toolPaths().unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
+  const { chain, missing } = toolPaths();
+  if (!chain) {
+    probed = { ok: false, reason: `util-linux's ${missing} is not installed` };
+    return probed;
+  }
+  const probe = spawnSync(chain.unshare, [...OUTER_FLAGS, "--", "/bin/sh", "-c", "exit 0"], {
     stdio: ["ignore", "ignore", "pipe"],
     timeout: 5_000,
   });
@@ -163,32 +168,31 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
 }
 
 interface Tools {
-  unshare: string;
-  setpriv: string;
-  mount: string;
-  nsenter: string;
-  setup: string;
-  /**
-   * `nsenter` and `setpriv` for entering a held view, each at the first folder of PATH that has it, one under
-   * /tmp included (the view shows the leader's PATH folders there, read-only); null when none has it.
-   */
+  /** The chain's tools; null when PATH has none (the sandbox is then unavailable: sandboxSupport). */
+  chain: { unshare: string; setpriv: string; mount: string; setup: string } | null;
+  /** The first of the chain's tools that PATH has not, for the message. */
+  missing: string | null;
+  /** `nsenter` and `setpriv` for entering a held view; null when PATH lacks one (no view is kept). */
   held: { nsenter: string; setpriv: string } | null;
 }
 
 let tools: Tools | null = null;
 
 /**
- * util-linux's tools, each at the first path the leader's PATH gives for it, found once per process: each
- * step of a run's chain then execs it directly, not by a search of every folder of PATH (a failed exec
- * per folder before it). A tool found nowhere, or only where the view hides (under /tmp), is left to the
- * search.
+ * util-linux's tools, each at the first absolute folder of the leader's PATH that has it (one the view hides,
+ * under /tmp, last), found once per process: each step of a run's chain then execs it directly, never by a
+ * search of PATH (a failed exec per folder before it, and an empty or relative folder would be the working
+ * directory of the step: the gate's). A tool no such folder has makes the sandbox unavailable, said so.
  */
 function toolPaths(): Tools {
   if (tools) return tools;
-  const find = (name: string, hiddenToo = false): string => {
-    for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
-      if (!path.isAbsolute(dir)) continue;
-      if (!hiddenToo && (isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm") || dir === "/tmp")) continue;
+  const dirs = (process.env.PATH ?? "/usr/bin:/bin").split(":").filter((dir) => path.isAbsolute(dir));
+  const hidden = (dir: string): boolean => dir === "/tmp" || isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm");
+  // Never a bare name: the search would go through an empty or relative folder of PATH, the working directory
+  // of the process that execs it (a gate's, which the agents write). A folder the view hides (under /tmp) is
+  // taken last: a gate's view shows the leader's PATH folders there, read-only, to the leader's own user only.
+  const find = (name: string): string | null => {
+    for (const dir of [...dirs.filter((d) => !hidden(d)), ...dirs.filter(hidden)]) {
       const file = path.join(dir, name);
       try {
         accessSync(file, fsConstants.X_OK);
@@ -197,14 +201,16 @@ function toolPaths(): Tools {
         // not here
       }
     }
-    return name;
+    return null;
   };
-  const found = { unshare: find("unshare"), setpriv: find("setpriv"), mount: find("mount"), nsenter: find("nsenter") };
-  const held = { nsenter: find("nsenter", true), setpriv: find("setpriv", true) };
+  const [unshare, mount, setpriv, nsenter] = ["unshare", "mount", "setpriv", "nsenter"].map(find);
+  const names = { unshare, mount, setpriv };
+  const missing = Object.entries(names).find(([, file]) => file === null)?.[0] ?? null;
+  const chain = unshare && mount && setpriv ? { unshare, mount, setpriv } : null;
   tools = {
-    ...found,
-    setup: setupScript(found),
-    held: path.isAbsolute(held.nsenter) && path.isAbsolute(held.setpriv) ? held : null,
+    chain: chain ? { ...chain, setup: setupScript(chain) } : null,
+    missing,
+    held: nsenter && setpriv ? { nsenter, setpriv } : null,
   };
   return tools;
 }
@@ -260,7 +266,10 @@ export function chainOf(
   const fstab = path.join(plan.runDir, "fstab");
   const uid = plan.user?.uid ?? process.getuid?.() ?? 0;
   const gid = plan.user?.gid ?? process.getgid?.() ?? 0;
-  const { unshare, setup } = toolPaths();
+  const tools = toolPaths().chain;
+  // Started only where sandboxSupport found the tools.
+  if (!tools) throw new Error(`util-linux's ${toolPaths().missing} is not installed`);
+  const { unshare, setup } = tools;
   return {
     command: unshare,
     args: [
@@ -507,7 +516,10 @@ export function heldChainOf(
   args: readonly string[],
   cwd: string,
 ): { command: string; args: string[] } {
-  const { nsenter, setpriv } = toolPaths().held ?? { nsenter: "nsenter", setpriv: "setpriv" };
+  const held = toolPaths().held;
+  // Kept only where canEnterHeld found them.
+  if (!held) throw new Error("util-linux's nsenter is not installed");
+  const { nsenter, setpriv } = held;
   const fd = (n: number): string => `/proc/self/fd/${HELD_FD_BASE + n}`;
   const root = (process.getuid?.() ?? 0) === 0;
   return {
