@@ -605,7 +605,10 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
   };
   // Ancestors first, and the writable paths after the ones shown read-only: a later mount above an
   // earlier one would cover it. One that is not there has nothing to show (a PATH folder gone).
-  for (const dir of outerFirst(plan.visible)) if (hiddenInView(dir) && existsSync(dir)) bind(dir, "bind,ro");
+  // The folder of the `setpriv` a run execs inside the view, where the view would hide it (a PATH of links under /tmp).
+  const setpriv = toolPaths().chain?.setpriv;
+  const shown = setpriv && hiddenInView(setpriv) ? [...plan.visible, path.dirname(setpriv)] : plan.visible;
+  for (const dir of outerFirst(shown)) if (hiddenInView(dir) && existsSync(dir)) bind(dir, "bind,ro");
   for (const dir of outerFirst(plan.writable)) bind(dir, "bind");
   // Inside a writable path, where the folder is already shown: no folder is made for one that is not there.
   for (const dir of outerFirst(plan.protect)) {
