@@ -22,7 +22,7 @@
  *
  * A leader keeps a view built for a standby for the gate's next runs (runner/standby.ts): it holds the
  * namespaces of the chain's last `unshare` and the view's root open, and a next run enters them with
- * `nsenter --user --mount --root` (then `setpriv`, for a leader running as root): the same view, with no
+ * `nsenter --user --mount --root` (then `setpriv`, as the chain's last step): the same view, with no
  * capability over its mounts, as the chain would build it again.
  *
  * No pid namespace: its first process would be the gate, and the kernel drops the signals a

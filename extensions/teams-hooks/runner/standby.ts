@@ -23,7 +23,7 @@
  * hiding tmpfs exactly as they were when held, and the result folder holding the leader's result file only,
  * the run's files are removed from the folder, a new result file is made (a process that kept the last one
  * open writes where no run reads), and the next standby of the gate enters that view (`nsenter`, then
- * `setpriv` for a leader running as root) instead of building one. Anything else (a file left in `/tmp`, a
+ * `setpriv`) instead of building one. Anything else (a file left in `/tmp`, a
  * process that outran the sweep, a view that no longer fits) lets the view go and removes its folder: the
  * next standby builds its own. A view waits FREE_IDLE_MS for its next standby, then goes too.
  *
