@@ -45,6 +45,14 @@ function standbysOf(leader: LeaderProcess): Array<{ pid: number; id: string; run
   return found;
 }
 
+/** The leader's standbys, once it has one (waited for). */
+function aStandby(leader: LeaderProcess): Promise<Array<{ pid: number; id: string; runDir: string }>> {
+  return waitUntil("a standby of the leader's", () => {
+    const found = standbysOf(leader);
+    return found.length > 0 ? found : false;
+  });
+}
+
 /** A folder of links to every command of the system's folders but `name`: a PATH that lacks it. */
 async function binWithout(name: string, context: { onTestFinished(fn: () => unknown): void }): Promise<string> {
   const bin = mkdtempSync(path.join(os.tmpdir(), "standby-bin-"));
@@ -184,10 +192,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       await leader.waitForEvents(n + 1);
     }
     // The next run's process waits already, a child of the leader's, before the next completion is written.
-    const [waiting] = await waitUntil("a standby of the leader's", () => {
-      const found = standbysOf(leader);
-      return found.length > 0 ? found : false;
-    });
+    const [waiting] = await aStandby(leader);
     await completeTasks(team, ["3"]);
     await leader.waitForEvents(3);
 
@@ -268,10 +273,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     for (const [n, id] of ids.entries()) {
       // From the second on, each run starts from the standby its gate's last run left.
       if (n >= 1) {
-        const [waiting] = await waitUntil("a standby of the leader's", () => {
-          const found = standbysOf(leader);
-          return found.length > 0 ? found : false;
-        });
+        const [waiting] = await aStandby(leader);
         pids.push(String(waiting?.pid));
       }
       await completeTasks(team, [id]);
@@ -335,7 +337,6 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const cwd = team.teamsRoot;
     await writeFile(path.join(cwd, "release-1"), "");
     const leader = await rig.leader(team);
-    const standby = (): Promise<unknown> => waitUntil("a standby of the leader's", () => standbysOf(leader).length > 0);
     const startedWith = (id: string): Promise<string> =>
       waitUntil(`run ${id} started`, () => {
         const file = path.join(cwd, `result-path-${id}`);
@@ -344,14 +345,14 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       });
     await completeTasks(team, ["1"]);
     await leader.waitForEvents(1);
-    await standby();
+    await aStandby(leader);
     await completeTasks(team, ["2"]);
     // Another process of the leader's user (or one a gate handed the open file to) keeps the second run's file open.
     const kept = await open(await startedWith("2"), "r+");
     try {
       await writeFile(path.join(cwd, "release-2"), "");
       await leader.waitForEvents(2);
-      await standby();
+      await aStandby(leader);
       await completeTasks(team, ["3"]);
       await startedWith("3");
       await kept.write('{"decision":"allow"}', 0);
@@ -392,10 +393,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       await completeTasks(team, [id]);
       await leader.waitForEvents(n + 1);
     }
-    const [waiting] = await waitUntil("a standby of the leader's", () => {
-      const found = standbysOf(leader);
-      return found.length > 0 ? found : false;
-    });
+    const [waiting] = await aStandby(leader);
     if (!waiting) throw new Error("a standby expected");
     // The folder replaced by another in one step (a rename over it), as a checkout or a tool replaces one.
     await mkdir(`${reports}.new`);
@@ -493,7 +491,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         const leader = await rig.leader(team);
         for (const [n, id] of ids.entries()) {
           // From the second on, each run starts from the standby its gate's last run left (in the view it kept).
-          if (n >= 1) await waitUntil("a standby of the leader's", () => standbysOf(leader).length > 0);
+          if (n >= 1) await aStandby(leader);
           await completeTasks(team, [id]);
           await leader.waitForEvents(n + 1);
         }
@@ -545,7 +543,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     await rig.hook(team, "on_task_completed.sh", `echo "view=$(stat -c %w /tmp)"`);
     const leader = await rig.leader(team, [], { env: { PATH: `${bin}:` } });
     for (const [n, id] of ids.entries()) {
-      if (n >= 1) await waitUntil("a standby of the leader's", () => standbysOf(leader).length > 0);
+      if (n >= 1) await aStandby(leader);
       await completeTasks(team, [id]);
       await leader.waitForEvents(n + 1);
     }
@@ -592,10 +590,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const leader = await rig.leader(team);
     await completeTasks(team, ["1"]);
     await leader.waitForEvents(1);
-    const [waiting] = await waitUntil("a standby of the leader's", () => {
-      const found = standbysOf(leader);
-      return found.length > 0 ? found : false;
-    });
+    const [waiting] = await aStandby(leader);
     if (!waiting) throw new Error("a standby expected");
     await leader.kill();
     // The end of its pipe: it exits, and the gate never starts.

@@ -145,8 +145,13 @@ export const SANDBOX_SETUP_FAILED = 125;
 /** The first words of SETUP's line on stderr when it failed, for the runner to tell it from a gate's own 125. */
 export const SANDBOX_SETUP_MARK = "pi-teams-hooks sandbox:";
 
-/** What setpriv makes of a gate started as root in its namespace: no capability at its exec, and none to gain. */
-const NO_PRIVILEGES = "--no-new-privs --bounding-set=-all --inh-caps=-all";
+/**
+ * What setpriv makes of a gate: no privilege to gain at an exec (a program's file capabilities, a set-user-ID
+ * file), and for one started as root in its namespace, no capability at all.
+ */
+function noPrivileges(root: boolean): string[] {
+  return root ? ["--no-new-privs", "--bounding-set=-all", "--inh-caps=-all"] : ["--no-new-privs"];
+}
 
 /** The set-up script, with util-linux's tools at the paths found for them (toolPaths). */
 function setupScript(tools: { unshare: string; setpriv: string; mount: string }): string {
@@ -160,10 +165,10 @@ function setupScript(tools: { unshare: string; setpriv: string; mount: string })
     `r=$2 w=$3 u=$4 g=$5; shift 5`,
     // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
     // without a look-up of "0" as a user and a group name first.
-    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-root-user --mount --root="$r" --wd="$w" -- ${setpriv} ${NO_PRIVILEGES} -- "$@"; fi`,
+    `if [ "$u" = 0 ]; then exec ${unshare} --user --map-root-user --mount --root="$r" --wd="$w" -- ${setpriv} ${noPrivileges(true).join(" ")} -- "$@"; fi`,
     // Not root: its exec leaves it no capability, and no_new_privs keeps a file's capabilities from giving one (they
     // would count in the namespace that owns the view's mounts).
-    `exec ${unshare} --user --map-user="$u" --map-group="$g" --mount --root="$r" --wd="$w" -- ${setpriv} --no-new-privs -- "$@"`,
+    `exec ${unshare} --user --map-user="$u" --map-group="$g" --mount --root="$r" --wd="$w" -- ${setpriv} ${noPrivileges(false).join(" ")} -- "$@"`,
   ].join("\n");
 }
 
@@ -187,7 +192,7 @@ let tools: Tools | null = null;
 function toolPaths(): Tools {
   if (tools) return tools;
   const dirs = (process.env.PATH ?? "/usr/bin:/bin").split(":").filter((dir) => path.isAbsolute(dir));
-  const hidden = (dir: string): boolean => dir === "/tmp" || isUnder(dir, "/tmp") || isUnder(dir, "/dev/shm");
+  const hidden = (dir: string): boolean => dir === "/tmp" || dir === "/dev/shm" || hiddenInView(dir);
   // Never a bare name: the search would go through an empty or relative folder of PATH, the working directory
   // of the process that execs it (a gate's, which the agents write). A folder the view hides (under /tmp) is
   // taken last: a gate's view shows the leader's PATH folders there, read-only, to the leader's own user only.
@@ -521,7 +526,6 @@ export function heldChainOf(
   if (!held) throw new Error("util-linux's nsenter is not installed");
   const { nsenter, setpriv } = held;
   const fd = (n: number): string => `/proc/self/fd/${HELD_FD_BASE + n}`;
-  const root = (process.getuid?.() ?? 0) === 0;
   return {
     command: nsenter,
     args: [
@@ -532,7 +536,7 @@ export function heldChainOf(
       "--preserve-credentials",
       "--",
       setpriv,
-      ...(root ? NO_PRIVILEGES.split(" ") : ["--no-new-privs"]),
+      ...noPrivileges((process.getuid?.() ?? 0) === 0),
       "--",
       command,
       ...args,

@@ -156,16 +156,7 @@ export async function takeStandby(key: string, planFor: (run: RunDir) => Sandbox
     void end(standby);
     return null;
   }
-  let fits = false;
-  try {
-    const plan = planFor(standby.run);
-    const view = viewOf(plan);
-    fits =
-      view.fstab === standby.view.fstab && view.readOnly === standby.view.readOnly && pinsOf(plan) === standby.pins;
-  } catch {
-    fits = false;
-  }
-  if (!fits) {
+  if (!stillFits(standby, () => planFor(standby.run))) {
     void end(standby);
     return null;
   }
@@ -271,7 +262,8 @@ async function startStandbyNow(
   let run: RunDir | null = null;
   let held: HeldView | null = null;
   try {
-    let laid = reused ? prepare(reused.run) : null;
+    const reusedLaid = reused ? prepare(reused.run) : null;
+    let laid: ReturnType<typeof prepare>;
     let view: View;
     let pins: string;
     let chain: { command: string; args: string[] };
@@ -283,9 +275,10 @@ async function startStandbyNow(
       l.command,
       ...l.args,
     ];
-    if (reused && laid && fitsNow(reused, laid.plan)) {
+    if (reused && reusedLaid && stillFits(reused, () => reusedLaid.plan)) {
       // The view its last run left clean (recycle), entered as it is: no view to build.
       ({ run, held, view, pins } = reused);
+      laid = reusedLaid;
       chain = heldChainOf("/bin/sh", waitArgs(run, laid), laid.plan.cwd);
     } else {
       if (reused) dropView(reused.run, reused.held);
@@ -368,11 +361,12 @@ function takeFree(key: string): FreeView | null {
   return found;
 }
 
-/** Whether the view `found` holds is still the one `plan` builds now: the same text and the same files bound. */
-function fitsNow(found: FreeView, plan: SandboxPlan): boolean {
+/** Whether a view built as `built` is still the one the plan builds now: the same text and the same files bound. */
+function stillFits(built: { view: View; pins: string }, planNow: () => SandboxPlan): boolean {
   try {
+    const plan = planNow();
     const view = viewOf(plan);
-    return view.fstab === found.view.fstab && view.readOnly === found.view.readOnly && pinsOf(plan) === found.pins;
+    return view.fstab === built.view.fstab && view.readOnly === built.view.readOnly && pinsOf(plan) === built.pins;
   } catch {
     return false;
   }
