@@ -32,7 +32,6 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { calibrate, msBetween, parseEpochRealtime, realNs } from "./lib/clock.mjs";
 import { cpuSecondsOf, cpuTimesOf, leaderCpuTimes, memoryOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { ms, ratio, sleep, summarize, table } from "./lib/stats.mjs";
@@ -47,11 +46,12 @@ import {
   stampsFiles,
   task,
 } from "./lib/team.mjs";
+import { benchArgs } from "./lib/args.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const POLLER = path.join(here, "lib/poll-baseline.mjs");
 
-const { values: opt } = parseArgs({
+const { values: opt } = benchArgs(import.meta.url, {
   options: {
     bin: { type: "string" },
     "node-arg": { type: "string", multiple: true, default: [] },

@@ -11,9 +11,9 @@
 // main thread waiting (for the gate, a flush in the thread pool, the next completion). A synchronous
 // system call that waits for the disk (a rename, a create) counts for the step that made it.
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { benchArgs } from "./lib/args.mjs";
 
-const { values: opt, positionals: files } = parseArgs({
+const { values: opt, positionals: files } = benchArgs(import.meta.url, {
   options: { events: { type: "string" } },
   allowPositionals: true,
 });

@@ -37,17 +37,17 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { calibrate, msBetween, parseEpochRealtime, realNs } from "./lib/clock.mjs";
 import { cpuTimesOf, shebangFlags, startNdjson } from "./lib/proc.mjs";
 import { sleep, summarize } from "./lib/stats.mjs";
 import { fillTasks, makeTeam, makeTempRoot, removeQuietly, stageTaskWrite, task } from "./lib/team.mjs";
 import { updateTaskFile } from "../test/fixtures/workers/protocol.mjs";
+import { benchArgs } from "./lib/args.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const POLLER = path.join(here, "lib/poll-baseline.mjs");
 
-const { values: opt } = parseArgs({
+const { values: opt } = benchArgs(import.meta.url, {
   options: {
     other: { type: "string", multiple: true, default: [] },
     samples: { type: "string", default: "200" },

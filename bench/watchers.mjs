@@ -16,13 +16,13 @@ import { spawn } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import { inotifyWatchesOf, memoryOf } from "./lib/proc.mjs";
 import { ms, sleep, summarize, table } from "./lib/stats.mjs";
 import { fillTasks, makeTeam, makeTempRoot, removeQuietly, task, taskText } from "./lib/team.mjs";
+import { benchArgs } from "./lib/args.mjs";
 
 const here = fileURLToPath(import.meta.url);
-const { values: opt } = parseArgs({
+const { values: opt } = benchArgs(import.meta.url, {
   options: {
     quick: { type: "boolean", default: false },
     big: { type: "string" },
