@@ -154,6 +154,61 @@ ctypes.CDLL(None).syscall(60, 0)
 `,
 };
 
+/**
+ * A process of a run's whose pid lies before every pid the run's standby was given, with the kernel's turn of pids
+ * back after them by the run's end, and the kernel's count of processes made (`processes` in /proc/stat) moved by
+ * a handful: a `clone` asking for a pidfd (CLONE_PIDFD) with the descriptor table full takes a pid from the turn and
+ * fails (EMFILE), and no process is counted. Started by the gate as `perl hider <result> <env> <stop> <gate pid>`
+ * with a small descriptor limit (`ulimit -n`), and PLANTED in its environment; writes the verdict of the next run.
+ */
+const TURN_HIDER = `
+use POSIX ();
+my ($result, $env, $stop, $gate) = @ARGV;
+my $max = do { open(my $f, "<", "/proc/sys/kernel/pid_max") or die; my $l = <$f>; $l + 0 };
+my @fh;
+while (open(my $f, "<", "/dev/null")) { push @fh, $f }
+sub last_pid {
+  close(pop @fh);
+  open(my $f, "<", "/proc/sys/kernel/ns_last_pid") or die "ns_last_pid: $!";
+  my $l = <$f>; close $f;
+  open(my $g, "<", "/dev/null") or die; push @fh, $g;
+  $l + 0;
+}
+my $buf = pack("i", -1);
+# clone(CLONE_PIDFD | SIGCHLD): x86_64's syscall 56, arm64's 220.
+my $clone = (POSIX::uname())[4] eq "aarch64" ? 220 : 56;
+sub spin { for (1 .. shift) { my $r = syscall($clone, 0x1000 | 17, 0, $buf, 0, 0); exit 0 if $r == 0; waitpid($r, 0) if $r > 0 } }
+# How many steps of the turn from pid $a to pid $b (past pid_max it goes on at 300).
+sub steps { my ($a, $b) = @_; $b >= $a ? $b - $a : ($max - $a) + ($b - 300) }
+sub go_to {
+  my ($lo, $hi) = @_;
+  for (1 .. 200) {
+    my $now = last_pid();
+    return $now if steps($lo, $now) <= steps($lo, $hi);
+    my $d = steps($now, $lo);
+    spin($d > 40 ? $d - 20 : 1);
+  }
+  die "the turn did not come to $lo..$hi";
+}
+# The pid $n steps of the turn from pid $p ($n < 0: before it).
+sub at { my ($p, $n) = @_; 300 + ($p - 300 + $n) % ($max - 300) }
+go_to(at($gate, -120), at($gate, -60));
+my $pid = fork();
+if ($pid == 0) {
+  close $_ for @fh;
+  POSIX::setsid();
+  open(my $said, ">", "pid-of-turn-hider"); print $said "$$"; close $said;
+  my ($over, $deadline) = (0, time + 20);
+  while (time < $deadline && !-e $stop) {
+    if (!$over) { $over = !-e $env }
+    elsif (-e $env && -z $result) { open(my $f, ">", $result) or exit 0; print $f $ENV{PLANTED}; close $f; exit 0 }
+    select(undef, undef, undef, 0.002);
+  }
+  exit 0;
+}
+go_to(at($gate, 1), at($gate, 100));
+`;
+
 /** The command line of a gate that starts a hider of HIDERS, from its file in the working directory. */
 const START_HIDER = {
   "forks on and on": `setsid -f env -i /bin/sh -c "$(cat hider)" "$(cat hider)" "$r" "$e" "$PWD/stop" 0 "$PWD" pi-teams-test-hider </dev/null >/dev/null 2>&1; sleep 0.2; touch hop-now; sleep 0.05`,
@@ -503,6 +558,56 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       },
     );
   }
+
+  it.skipIf(!existsSync("/usr/bin/perl") || !["x64", "arm64"].includes(process.arch))(
+    "keeps no view with a process of a run's left in it whose pid lies before the run's first, the pid turn having come round by pids given to no process: it cannot write the verdict of the gate's next run",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const ids = ["1", "2", "3", "4"];
+      const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+      const cwd = team.teamsRoot;
+      await writeFile(path.join(cwd, "hider"), TURN_HIDER);
+      context.onTestFinished(async () => {
+        await writeFile(path.join(cwd, "stop"), "");
+        await waitUntil("the hider's end", () => processesWith("pi-teams-test-turn-hider").length === 0, {
+          timeoutMs: 5_000,
+        }).catch(() => {
+          for (const pid of processesWith("pi-teams-test-turn-hider")) process.kill(pid, "SIGKILL");
+        });
+      });
+      // The third run leaves the hider and passes; the fourth fails (its tests do): a planted verdict would pass it.
+      await rig.hook(
+        team,
+        "on_task_completed.sh",
+        [
+          // A standby's result file is in its own folder (out/), the run's files (env.sh) in the one above it.
+          `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
+          `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then echo "gate=$$"; ( ulimit -n 64; PLANTED='${PLANTED}' exec /usr/bin/perl hider "$r" "$e" "$PWD/stop" $$ pi-teams-test-turn-hider </dev/null >/dev/null 2>&1 ); exit 0; fi`,
+          `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
+        ].join("\n"),
+      );
+      const leader = await rig.leader(team);
+      for (const [n, id] of ids.entries()) {
+        if (n >= 1) await aStandby(leader);
+        await completeTasks(team, [id]);
+        await leader.waitForEvents(n + 1);
+      }
+      const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+      // The hider was there, with a pid a few steps of the turn before the third gate's (its standby's).
+      const hider = Number(readFileSync(path.join(cwd, "pid-of-turn-hider"), "utf8"));
+      const gatePid = Number(said(runs[2]?.result.stdout ?? "").get("gate"));
+      const pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "utf8"));
+      expect((gatePid - hider + pidMax - 300) % (pidMax - 300)).toBeGreaterThan(50);
+      expect((gatePid - hider + pidMax - 300) % (pidMax - 300)).toBeLessThan(200);
+      expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed", "failed"]);
+      expect(runs[3]?.result.verdict).toBeUndefined();
+      expect(runs[3]?.result.stderr).toContain("the tests fail");
+      // It was found at the third run's end, and ended.
+      expect(runs[2]?.result.leftoverProcesses).toBeGreaterThan(0);
+      await leader.stop();
+    },
+  );
 
   it.for(["unshare", "mount", "setpriv"])(
     "never looks for %s from the gate's working directory: a leader whose PATH has none but ends with ':' says its gates are not sandboxed, and a file of that name there never runs",
