@@ -177,16 +177,23 @@ sub last_pid {
 my $buf = pack("i", -1);
 # clone(CLONE_PIDFD | SIGCHLD): x86_64's syscall 56, arm64's 220.
 my $clone = (POSIX::uname())[4] eq "aarch64" ? 220 : 56;
-sub spin { for (1 .. shift) { my $r = syscall($clone, 0x1000 | 17, 0, $buf, 0, 0); exit 0 if $r == 0; waitpid($r, 0) if $r > 0 } }
+sub spin {
+  for (1 .. shift) {
+    my $r = syscall($clone, 0x1000 | 17, 0, $buf, 0, 0);
+    exit 0 if $r == 0;
+    waitpid($r, 0) if $r > 0;
+  }
+}
 # How many steps of the turn from pid $a to pid $b (past pid_max it goes on at 300).
 sub steps { my ($a, $b) = @_; $b >= $a ? $b - $a : ($max - $a) + ($b - 300) }
 sub go_to {
   my ($lo, $hi) = @_;
-  for (1 .. 200) {
+  for (1 .. 1000) {
     my $now = last_pid();
     return $now if steps($lo, $now) <= steps($lo, $hi);
+    # Half the way at a time: processes made meanwhile move the turn on too.
     my $d = steps($now, $lo);
-    spin($d > 40 ? $d - 20 : 1);
+    spin($d > 40 ? int($d / 2) : 1);
   }
   die "the turn did not come to $lo..$hi";
 }
@@ -538,7 +545,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
           team,
           "on_task_completed.sh",
           [
-            `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$r")/env.sh`,
+            // A standby's result file is in its own folder (out/), the run's files (env.sh) in the one above it.
+            `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
             `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then ${START_HIDER[way]}; exit 0; fi`,
             `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
           ].join("\n"),
