@@ -60,7 +60,6 @@ import {
   SANDBOX_SETUP_FAILED,
   SANDBOX_SETUP_MARK,
   endRun,
-  pidMark,
   hiddenInView,
   sandboxSupport,
   sandboxed,
@@ -528,9 +527,6 @@ async function runIn(
   // The verdict is what the result file held when the gate ended: a process of its that writes after it is
   // not the gate (and is ended with the run's namespace below).
   let atExit: ResultFileRead | null = null;
-  // Where the kernel's pids stood before the run's first process (its standby's): its end looks at those made
-  // since. A gate run as another user gets none, and its end looks at every process (endRun says why).
-  const mark = sandbox.state !== "on" || opts.runAs !== undefined ? null : (standby?.mark ?? pidMark());
   const ran = await execute(started, opts, {
     standby: standby ?? undefined,
     onStarted,
@@ -546,7 +542,7 @@ async function runIn(
   });
   const { lastLine } = ran;
   // What is left of a sandboxed gate is ended before its verdict is read: nothing of it writes after it.
-  const { killed: ended, settled } = sandbox.state === "on" ? endRun(run.dir, mark) : { killed: [], settled: false };
+  const { killed: ended, settled } = sandbox.state === "on" ? endRun(run.dir) : { killed: [], settled: false };
   if (standby) standby.settled = settled;
   if (ended.length > 0) ran.result = { ...ran.result, leftoverProcesses: ran.result.leftoverProcesses + ended.length };
   // The log names the gate, not its private copy, and what it said names the gate's file too.

@@ -296,70 +296,6 @@ export function chainOf(
 }
 
 /**
- * Where the kernel's turn of pids stood before a run's first process was made, taken by the leader just
- * before it starts that process (a standby's, or the gate's): every process made in the run's view after it,
- * the gate's own and all they make, has a pid given after `last` in that turn (the kernel gives pids in turn,
- * wrapping at pid_max), until the turn comes round again. `forks` is the machine's count of processes and
- * threads made so far (`processes` in /proc/stat), and `tasks` the ones there were (/proc/loadavg): together
- * they bound how far the turn can have gone since. Null where one of them cannot be read.
- */
-export interface PidMark {
-  last: number;
-  forks: number;
-  tasks: number;
-}
-
-export function pidMark(): PidMark | null {
-  const last = lastPid();
-  const forks = forksSoFar();
-  if (last === null || forks === null) return null;
-  try {
-    const tasks = Number(readFileSync("/proc/loadavg", "latin1").split(" ")[3]?.split("/")[1] ?? Number.NaN);
-    return Number.isSafeInteger(tasks) ? { last, forks, tasks } : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The machine's count of the processes and threads made since it started (`processes` in /proc/stat). */
-function forksSoFar(): number | null {
-  try {
-    const forks = Number(/^processes (\d+)$/m.exec(readFileSync("/proc/stat", "latin1"))?.[1] ?? Number.NaN);
-    return Number.isSafeInteger(forks) ? forks : null;
-  } catch {
-    return null;
-  }
-}
-
-/** The first pid the kernel gives again once its turn wraps (pid_max): those below it are its own. */
-const RESERVED_PIDS = 300;
-
-/**
- * The pids a process made since `mark` can have, now that the kernel's last pid is `last` and its count of
- * processes made is `forks`: the pids after `mark.last` up to `last`, in turn. Null when the turn may have come
- * round past `mark.last` since: each step of the turn gives a pid (a fork, counted) or passes one in use (at
- * most every task there was at the mark, and every one made since), so it cannot before pid_max − 300 steps.
- */
-export function pidWindow(
-  mark: PidMark,
-  now: { last: number; forks: number },
-  pidMax: number,
-): { from: number; to: number } | null {
-  const made = now.forks - mark.forks;
-  if (!(made >= 0) || 2 * made + mark.tasks >= pidMax - RESERVED_PIDS) return null;
-  return { from: mark.last, to: now.last };
-}
-
-/** Whether `pid` lies in `window` (after `from`, up to `to`, in the kernel's turn). */
-export function inPidWindow(pid: number, window: { from: number; to: number }): boolean {
-  const { from, to } = window;
-  return from <= to ? pid > from && pid <= to : pid > from || pid <= to;
-}
-
-/** How many pids of a window are looked at one by one before /proc is listed instead. */
-const WINDOW_LISTED_MAX = 512;
-
-/**
  * Ends every process still in the run's view: its root is the run's `root/` folder (a chroot no
  * sandboxed process can leave), so a process of the gate's that left its process group and cleared
  * its environment is found all the same, and must not write the result file after the gate. (A root
@@ -369,13 +305,12 @@ const WINDOW_LISTED_MAX = 512;
  * looked at too (noneMadeSince). A look alone proves nothing: a process that forks and exits before its
  * turn in the list leaves a child the list does not hold.
  *
- * With `mark` (pidMark, taken before the run's first process was made), a look reads only the processes made
- * since (pidWindow), one by one while they are few, instead of every process on the machine: a process in the
- * view is one the run made, or one that entered it from outside, which takes a capability over the view's
- * user namespace (the leader's user, or root: docs/security.md says what that leaves under one user). A run
- * as another user (`run-as=`) gives none: its views are looked for in every process.
+ * Every process of the machine is read, not only those with a pid given since the run began: the kernel's
+ * turn of pids can come round with no process made and none counted (`processes` in /proc/stat), since a fork
+ * that fails after taking its pid moves it on (a pidfd asked for with the descriptor table full, a pids cgroup
+ * at its limit), so a gate can leave a process whose pid lies before its run's first.
  */
-export function endRun(runDir: string, mark: PidMark | null = null): { killed: number[]; settled: boolean } {
+export function endRun(runDir: string): { killed: number[]; settled: boolean } {
   let root: string;
   try {
     root = realpathSync(path.join(runDir, "root"));
@@ -401,29 +336,10 @@ export function endRun(runDir: string, mark: PidMark | null = null): { killed: n
   // A second look: a process forked while the first was killing.
   for (let pass = 0; pass < 3; pass++) {
     const before = lastPid();
-    if (look(candidates(mark, before)) > 0) continue;
+    if (look(readdirSync("/proc").filter((name) => /^\d+$/.test(name))) > 0) continue;
     return { killed: [...killed], settled: before !== null && noneMadeSince(before, look) };
   }
   return { killed: [...killed], settled: false };
-}
-
-/**
- * The processes a look at the end of a run reads: with `mark`, those made since it up to the kernel's last pid
- * `before` (the ones made after are noneMadeSince's); else, or when the turn may have wrapped past it since,
- * every process on the machine.
- */
-function candidates(mark: PidMark | null, before: number | null): string[] {
-  const forks = mark && before !== null ? forksSoFar() : null;
-  const max = pidMaxHere();
-  const window =
-    mark && before !== null && forks !== null && max !== null ? pidWindow(mark, { last: before, forks }, max) : null;
-  if (window) {
-    if (window.from === window.to) return [];
-    const listed = pidsBetween(window.from, window.to, WINDOW_LISTED_MAX);
-    if (listed) return listed.filter(alive);
-  }
-  const all = readdirSync("/proc").filter((name) => /^\d+$/.test(name));
-  return window ? all.filter((name) => inPidWindow(Number(name), window)) : all;
 }
 
 /**
@@ -451,11 +367,6 @@ function inView(pid: string, root: string): boolean {
   });
 }
 
-/** Whether /proc shows process `pid` (a pid given and not yet taken back, or never given, shows nothing). */
-function alive(pid: string): boolean {
-  return existsSync(`/proc/${pid}`);
-}
-
 /** How many pids made during a look are looked at one by one, at most, before the look is called unsure. */
 const MADE_MAX = 4096;
 
@@ -470,8 +381,8 @@ function noneMadeSince(since: number, look: (pids: readonly string[]) => number)
     const now = lastPid();
     if (now === null) return false;
     if (now === from) return true;
-    const made = pidsBetween(from, now, MADE_MAX);
-    if (made === null || look(made.filter(alive)) > 0) return false;
+    const made = pidsBetween(from, now);
+    if (made === null || look(made) > 0) return false;
     from = now;
   }
   return false;
@@ -494,27 +405,19 @@ function lastPid(): number | null {
 
 let pidMax: number | null = null;
 
-/** The kernel's pid_max (its turn of pids wraps there), read once; null where it cannot be read. */
-function pidMaxHere(): number | null {
+/** The pids after `from` up to `to` in the kernel's turn (wrapping at pid_max); null when too many to look at. */
+function pidsBetween(from: number, to: number): string[] | null {
   if (pidMax === null) {
     try {
-      const max = Number(readFileSync("/proc/sys/kernel/pid_max", "latin1").trim());
-      if (Number.isInteger(max) && max > RESERVED_PIDS) pidMax = max;
+      pidMax = Number(readFileSync("/proc/sys/kernel/pid_max", "latin1").trim());
     } catch {
-      // unknown: no pids are looked at one by one
+      return null;
     }
   }
-  return pidMax;
-}
-
-/** The pids after `from` up to `to` in the kernel's turn (wrapping at pid_max); null when more than `most`. */
-function pidsBetween(from: number, to: number, most: number): string[] | null {
-  const max = pidMaxHere();
-  if (max === null) return null;
-  const count = to > from ? to - from : max - 1 - from + to;
-  if (!(count > 0 && count <= most)) return null;
+  const count = to > from ? to - from : pidMax - 1 - from + to;
+  if (!(count > 0 && count <= MADE_MAX)) return null;
   const pids: string[] = [];
-  for (let pid = from + 1; pids.length < count; pid = pid + 1 >= max ? 1 : pid + 1) pids.push(String(pid));
+  for (let pid = from + 1; pids.length < count; pid = pid + 1 >= pidMax ? 1 : pid + 1) pids.push(String(pid));
   return pids;
 }
 

@@ -53,8 +53,6 @@ import {
   heldChainOf,
   heldViewClean,
   holdView,
-  pidMark,
-  type PidMark,
   releaseView,
   viewOf,
   writeView,
@@ -116,8 +114,6 @@ export interface Standby {
   settled: boolean;
   /** `stops` when it was started: a view held since a stop is let go, not kept. */
   generation: number;
-  /** The kernel's turn of pids just before it was started (pidMark): its run's end looks only at pids made since. */
-  mark: PidMark | null;
 }
 
 /** A view whose run ended clean, with its folder, waiting for the next standby of its gate (at most one a gate). */
@@ -296,7 +292,6 @@ async function startStandbyNow(
       pins = pinsOf(laid.plan);
       chain = chainOf("/bin/sh", waitArgs(run, laid), laid.plan);
     }
-    const mark = pidMark();
     const started = await startProcess({
       command: chain.command,
       args: chain.args,
@@ -324,7 +319,6 @@ async function startStandbyNow(
       held,
       settled: false,
       generation,
-      mark,
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
