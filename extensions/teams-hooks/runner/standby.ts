@@ -275,8 +275,9 @@ async function startStandbyNow(
       l.command,
       ...l.args,
     ];
-    if (reused && reusedLaid && stillFits(reused, () => reusedLaid.plan)) {
-      // The view its last run left clean (recycle), entered as it is: no view to build.
+    if (reused && reusedLaid) {
+      // The view its last run left clean (recycle), entered as it is: no view to build. Whether it still fits is
+      // asked once, when a run takes the standby (takeStandby): one that no longer does is ended with its view.
       ({ run, held, view, pins } = reused);
       laid = reusedLaid;
       chain = heldChainOf("/bin/sh", waitArgs(run, laid), laid.plan.cwd);
