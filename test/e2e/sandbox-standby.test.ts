@@ -4,7 +4,7 @@
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
 import { mkdir, open, readFile, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "vitest";
@@ -13,6 +13,34 @@ import { makeTask } from "../helpers/temp-team.js";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 
 const outerRig = useLeaderRig();
+
+/** Where the cgroup2 file system is mounted at its root; null where it is not. */
+function cgroupMount(): string | null {
+  const mount = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => line.split(" "))
+    .find((fields) => fields[3] === "/" && fields[fields.indexOf("-") + 1] === "cgroup2");
+  return mount?.[4] ?? null;
+}
+
+/**
+ * This process's cgroup (v2), when a leader it starts could make the cgroups of its views in it: on a cgroup2 file
+ * system mounted at its root, a cgroup folder it can make there, with `cgroup.kill` (Linux 5.14). Null where not.
+ */
+function writableCgroup(): string | null {
+  const own = readFileSync("/proc/self/cgroup", "utf8").match(/^0::(\/.*)$/m)?.[1];
+  const mount = cgroupMount();
+  if (!own || !mount) return null;
+  const probe = path.join(mount, own, `pi-teams-test-probe.${process.pid}`);
+  try {
+    mkdirSync(probe);
+  } catch {
+    return null;
+  }
+  const killable = existsSync(path.join(probe, "cgroup.kill"));
+  rmdirSync(probe);
+  return killable ? own : null;
+}
 
 /** The standbys a leader has waiting: its children whose command line is a standby's, with their run folder. */
 /**
@@ -330,6 +358,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         `echo "run-files=$(ls -A "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")" | tr '\\n' ' ')"`,
         `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
         `for fd in 3 4 5 6; do [ -e "/proc/$$/fd/$fd" ] && echo "open-fd=$fd"; done`,
+        `echo "cgroup=$(sed -n 's/^0:://p' /proc/self/cgroup)"`,
         // The fourth leaves a file in /tmp, and a process that would write a result into the next runs' file.
         `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then echo x > /tmp/left-by-4; (setsid sh -c 'sleep 0.3; while :; do echo x > "$PI_TEAMS_HOOK_RESULT_FILE"; sleep 0.01; done' >/dev/null 2>&1 &); fi`,
         "exit 0",
@@ -379,7 +408,23 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
     // The fourth's process was ended with its run, not left to write.
     expect(runs[3]?.result.leftoverProcesses).toBeGreaterThan(0);
+    // Where the leader can make cgroups, each view has one of its own, which the runs from its standbys are in;
+    // elsewhere they are in the leader's.
+    const own = writableCgroup();
+    const groups = told.map((run) => run.get("cgroup"));
+    if (own) {
+      const leaderGroups = path.join(own, `pi-teams-hooks.${leader.pid}`);
+      expect(groups[0]).toBe(own);
+      for (const group of groups.slice(1)) expect(path.dirname(group ?? "")).toBe(leaderGroups);
+      expect(groups.slice(1, 4)).toEqual([groups[1], groups[1], groups[1]]);
+      expect(new Set([groups[1], groups[4]]).size).toBe(2);
+      expect(groups[5]).toBe(groups[4]);
+    } else {
+      expect(new Set(groups).size).toBe(1);
+    }
     await leader.stop();
+    // Its cgroups are removed with it.
+    if (own) expect(existsSync(path.join(cgroupMount() ?? "", own, `pi-teams-hooks.${leader.pid}`))).toBe(false);
   });
 
   it("gives each run of a view a result file of its own: one kept open by a process outside writes no later run's verdict", async (context) => {

@@ -46,6 +46,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { startProcess, type HookProcess } from "./process.js";
+import { groupFor, joinGroup, letGo, type RunGroup } from "./run-group.js";
 import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   canEnterHeld,
@@ -114,6 +115,8 @@ export interface Standby {
   settled: boolean;
   /** `stops` when it was started: a view held since a stop is let go, not kept. */
   generation: number;
+  /** Its view's cgroup, which its process joined before any `go` (run-group.ts); null where there is none. */
+  group: RunGroup | null;
 }
 
 /** A view whose run ended clean, with its folder, waiting for the next standby of its gate (at most one a gate). */
@@ -123,6 +126,7 @@ interface FreeView {
   pins: string;
   held: HeldView;
   generation: number;
+  group: RunGroup | null;
   idle: NodeJS.Timeout;
 }
 
@@ -261,6 +265,7 @@ async function startStandbyNow(
   let reused = takeFree(key);
   let run: RunDir | null = null;
   let held: HeldView | null = null;
+  let group: RunGroup | null = null;
   try {
     const reusedLaid = reused ? prepare(reused.run) : null;
     let laid: ReturnType<typeof prepare>;
@@ -278,11 +283,11 @@ async function startStandbyNow(
     if (reused && reusedLaid) {
       // The view its last run left clean (recycle), entered as it is: no view to build. Whether it still fits is
       // asked once, when a run takes the standby (takeStandby): one that no longer does is ended with its view.
-      ({ run, held, view, pins } = reused);
+      ({ run, held, view, pins, group } = reused);
       laid = reusedLaid;
       chain = heldChainOf("/bin/sh", waitArgs(run, laid), laid.plan.cwd);
     } else {
-      if (reused) dropView(reused.run, reused.held);
+      if (reused) dropView(reused.run, reused.held, reused.group);
       reused = null;
       run = makeRunDir("standby", process.env, { resultFolder: true });
       laid = prepare(run);
@@ -303,9 +308,14 @@ async function startStandbyNow(
       fds: held ? [held.fds.user, held.fds.mount, held.fds.root] : undefined,
     });
     if (!started.ok) {
-      dropView(run, held);
+      dropView(run, held, group);
       return;
     }
+    // Into its view's cgroup before anything else: every process of its gate's is then made in it.
+    if (group && !joinGroup(group, started.process.pid)) {
+      letGo(group);
+      group = null;
+    } else if (!group) group = groupFor(started.process.pid);
     const standby: Standby = {
       key,
       run,
@@ -320,6 +330,7 @@ async function startStandbyNow(
       held,
       settled: false,
       generation,
+      group,
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
@@ -344,8 +355,8 @@ async function startStandbyNow(
     }
     waiting.set(key, standby);
   } catch {
-    if (run) dropView(run, held);
-    else if (reused) dropView(reused.run, reused.held);
+    if (run) dropView(run, held, group);
+    else if (reused) dropView(reused.run, reused.held, reused.group);
   }
 }
 
@@ -356,7 +367,7 @@ function takeFree(key: string): FreeView | null {
   free.delete(key);
   clearTimeout(found.idle);
   if (found.generation !== stops) {
-    dropView(found.run, found.held);
+    dropView(found.run, found.held, found.group);
     return null;
   }
   return found;
@@ -373,9 +384,10 @@ function stillFits(built: { view: View; pins: string }, planNow: () => SandboxPl
   }
 }
 
-/** A view let go and its folder removed. */
-function dropView(run: RunDir, held: HeldView | null): void {
+/** A view let go and its folder removed, with its cgroup. */
+function dropView(run: RunDir, held: HeldView | null, group: RunGroup | null): void {
   if (held) releaseView(held);
+  if (group) letGo(group);
   removeRunDir(run.dir);
 }
 
@@ -392,8 +404,13 @@ const KEPT = new Set(["root", "fstab", "fstab.ro", "out"]);
  */
 export function recycle(standby: Standby): boolean {
   const held = standby.held;
+  const group = standby.group;
   standby.held = null;
-  if (!held) return false;
+  standby.group = null;
+  if (!held) {
+    if (group) letGo(group);
+    return false;
+  }
   const kept =
     standby.released &&
     standby.settled &&
@@ -406,6 +423,7 @@ export function recycle(standby: Standby): boolean {
     clearRunFiles(standby.run);
   if (!kept) {
     releaseView(held);
+    if (group) letGo(group);
     return false;
   }
   const entry: FreeView = {
@@ -414,9 +432,10 @@ export function recycle(standby: Standby): boolean {
     pins: standby.pins,
     held,
     generation: standby.generation,
+    group,
     idle: setTimeout(() => {
       if (free.get(standby.key) === entry) free.delete(standby.key);
-      dropView(entry.run, entry.held);
+      dropView(entry.run, entry.held, entry.group);
     }, FREE_IDLE_MS),
   };
   entry.idle.unref();
@@ -447,7 +466,7 @@ export async function endStandbys(): Promise<void> {
   waiting.clear();
   for (const found of free.values()) {
     clearTimeout(found.idle);
-    dropView(found.run, found.held);
+    dropView(found.run, found.held, found.group);
   }
   free.clear();
   await Promise.all([...all.map(end), ...starting.values()]);
@@ -460,8 +479,9 @@ async function end(standby: Standby): Promise<void> {
   if (standby.process.running()) signalGroup(standby.process.pid, "SIGKILL");
   await standby.process.exited;
   standby.process.release();
-  dropView(standby.run, standby.held);
+  dropView(standby.run, standby.held, standby.group);
   standby.held = null;
+  standby.group = null;
 }
 
 function envFile(run: RunDir): string {
