@@ -427,6 +427,35 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     if (own) expect(existsSync(path.join(cgroupMount() ?? "", own, `pi-teams-hooks.${leader.pid}`))).toBe(false);
   });
 
+  it("of a leader with PI_TEAMS_HOOKS_CGROUPS=off runs in the leader's cgroup, and what a run from it leaves is ended all the same", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({
+      tasks: ["1", "2"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+    });
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `echo "cgroup=$(sed -n 's/^0:://p' /proc/self/cgroup)"`,
+        // The second leaves a process of its own session behind.
+        `if [ "$PI_TEAMS_TASK_ID" = 2 ]; then (setsid sleep 30 >/dev/null 2>&1 &); fi`,
+        "exit 0",
+      ].join("\n"),
+    );
+    const leader = await rig.leader(team, [], { env: { PI_TEAMS_HOOKS_CGROUPS: "off" } });
+    await completeTasks(team, ["1"]);
+    await leader.waitForEvents(1);
+    await aStandby(leader);
+    await completeTasks(team, ["2"]);
+    await leader.waitForEvents(2);
+    const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    const own = readFileSync("/proc/self/cgroup", "utf8").match(/^0::(\/.*)$/m)?.[1];
+    expect(runs.map((run) => said(run.result.stdout).get("cgroup"))).toEqual([own, own]);
+    expect(runs[1]?.result.leftoverProcesses).toBeGreaterThan(0);
+    await leader.stop();
+  });
+
   it("gives each run of a view a result file of its own: one kept open by a process outside writes no later run's verdict", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);

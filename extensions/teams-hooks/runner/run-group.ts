@@ -10,6 +10,8 @@
  *
  * The folders: `<the leader's own cgroup>/pi-teams-hooks.<leader pid>/view.<n>`, one a view, removed with it;
  * the leader's own at its stop, and those of a leader that died at the next leader's start.
+ * `PI_TEAMS_HOOKS_CGROUPS=off` in the leader's environment makes none (a service manager that owns the leader's
+ * cgroup and has not delegated it).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -59,6 +61,7 @@ function unescapeMount(text: string): string {
 function leaderBase(): string | null {
   if (base !== undefined) return base;
   base = null;
+  if (process.env.PI_TEAMS_HOOKS_CGROUPS === "off") return base;
   const own = ownCgroupDir();
   if (!own) return base;
   const dir = path.join(own, `${PREFIX}${process.pid}`);
