@@ -14,6 +14,7 @@
  * cgroup and has not delegated it).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 
 /** A view's cgroup: its folder. */
@@ -76,11 +77,8 @@ function leaderBase(): string | null {
   return base;
 }
 
-/**
- * A new cgroup for a view, with process `pid` (a standby's, before its `go`) moved into it; null where the
- * machine gives none, or the move failed (the process is gone): the run's end then reads every process.
- */
-export function groupFor(pid: number): RunGroup | null {
+/** A new cgroup for a view; null where the machine gives none (the run's end then reads every process). */
+export function newGroup(): RunGroup | null {
   retryPending();
   const parent = leaderBase();
   if (!parent) return null;
@@ -90,18 +88,17 @@ export function groupFor(pid: number): RunGroup | null {
   } catch {
     return null;
   }
-  const group = { dir };
-  if (!joinGroup(group, pid)) {
-    letGo(group);
-    return null;
-  }
-  return group;
+  return { dir };
 }
 
-/** Moves process `pid` (a standby's, before its `go`) into `group`. False when it could not be moved. */
-export function joinGroup(group: RunGroup, pid: number): boolean {
+/**
+ * Moves process `pid` (a standby's, before its `go`) into `group`, on the thread pool: the kernel can wait there
+ * for a grace period of its own (a millisecond or more), which the main thread does not. False when it could
+ * not be moved (the process is gone).
+ */
+export async function joinGroup(group: RunGroup, pid: number): Promise<boolean> {
   try {
-    writeFileSync(path.join(group.dir, "cgroup.procs"), String(pid));
+    await writeFile(path.join(group.dir, "cgroup.procs"), String(pid));
     return true;
   } catch {
     return false;

@@ -46,7 +46,7 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { startProcess, type HookProcess } from "./process.js";
-import { groupFor, joinGroup, letGo, type RunGroup } from "./run-group.js";
+import { joinGroup, letGo, newGroup, type RunGroup } from "./run-group.js";
 import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   canEnterHeld,
@@ -115,8 +115,10 @@ export interface Standby {
   settled: boolean;
   /** `stops` when it was started: a view held since a stop is let go, not kept. */
   generation: number;
-  /** Its view's cgroup, which its process joined before any `go` (run-group.ts); null where there is none. */
+  /** Its view's cgroup (run-group.ts); null where there is none. */
   group: RunGroup | null;
+  /** Whether its process is in that cgroup: settled before a run takes it (takeStandby), so before any `go`. */
+  joined: Promise<boolean>;
 }
 
 /** A view whose run ended clean, with its folder, waiting for the next standby of its gate (at most one a gate). */
@@ -163,6 +165,11 @@ export async function takeStandby(key: string, planFor: (run: RunDir) => Sandbox
   if (!stillFits(standby, () => planFor(standby.run))) {
     void end(standby);
     return null;
+  }
+  // Not in its cgroup (it ended meanwhile): its run's end reads every process, and the view keeps no cgroup.
+  if (standby.group && !(await standby.joined)) {
+    letGo(standby.group);
+    standby.group = null;
   }
   return standby;
 }
@@ -311,11 +318,10 @@ async function startStandbyNow(
       dropView(run, held, group);
       return;
     }
-    // Into its view's cgroup before anything else: every process of its gate's is then made in it.
-    if (group && !joinGroup(group, started.process.pid)) {
-      letGo(group);
-      group = null;
-    } else if (!group) group = groupFor(started.process.pid);
+    // Into its view's cgroup (a new view's new one), before a run may take it: every process of its gate's is then
+    // made in it.
+    group ??= newGroup();
+    const joined = group ? joinGroup(group, started.process.pid) : Promise.resolve(false);
     const standby: Standby = {
       key,
       run,
@@ -331,6 +337,7 @@ async function startStandbyNow(
       settled: false,
       generation,
       group,
+      joined,
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
