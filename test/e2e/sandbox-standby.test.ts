@@ -244,6 +244,35 @@ if ($pid == 0) {
 go_to(at($gate, 1), at($gate, 100));
 `;
 
+/**
+ * A process of a run's made straight into another cgroup than its view's: `clone3` with CLONE_INTO_CGROUP and an
+ * fd of that cgroup's folder, opened read-only (the kernel checks the folder's file modes, not whether the mount it
+ * was opened on is read-only). Started by the gate as `perl hider <result> <env> <stop> <cgroup folder>`, with
+ * PLANTED in its environment; says where it went in `cgroup-hider` (or why it could not), then writes the verdict
+ * of the next run.
+ */
+const CGROUP_HIDER = `
+use POSIX ();
+my ($result, $env, $stop, $target) = @ARGV;
+sub say_it { open(my $f, ">", "cgroup-hider.new") or exit 0; print $f shift; close $f; rename("cgroup-hider.new", "cgroup-hider") }
+opendir(my $d, $target) or do { say_it("refused: $target: $!"); exit 0 };
+# struct clone_args: flags (CLONE_INTO_CGROUP), pidfd, child_tid, parent_tid, exit_signal (SIGCHLD), stack,
+# stack_size, tls, set_tid, set_tid_size, cgroup. clone3 is syscall 435 on x86_64 and arm64 alike.
+my $args = pack("Q11", 0x200000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, fileno($d));
+my $pid = syscall(435, $args, length $args);
+if ($pid < 0) { say_it("refused: clone3: $!"); exit 0 }
+exit 0 if $pid > 0;
+POSIX::setsid();
+open(my $c, "<", "/proc/self/cgroup"); my ($in) = grep { /^0::/ } <$c>; close $c;
+say_it($in);
+my ($over, $deadline) = (0, time + 20);
+while (time < $deadline && !-e $stop) {
+  if (!$over) { $over = !-e $env }
+  elsif (-e $env && -z $result) { open(my $f, ">", $result) or exit 0; print $f $ENV{PLANTED}; close $f; exit 0 }
+  select(undef, undef, undef, 0.002);
+}
+`;
+
 /** Whether the kernel's turn of pids is short enough (pid_max) for TURN_HIDER to bring it round within a test. */
 function shortPidTurn(): boolean {
   return Number(readFileSync("/proc/sys/kernel/pid_max", "utf8")) <= 65_536;
@@ -694,6 +723,53 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       expect(runs[3]?.result.stderr).toContain("the tests fail");
       // It was found at the third run's end, and ended.
       expect(runs[2]?.result.leftoverProcesses).toBeGreaterThan(0);
+      await leader.stop();
+    },
+  );
+
+  // Where a view has a cgroup of its own, a run's end reads that cgroup alone: a process of the run's must not be
+  // able to leave it.
+  it.skipIf(!existsSync("/usr/bin/perl") || !["x64", "arm64"].includes(process.arch) || !writableCgroup())(
+    "keeps no view with a process of a run's left in it that was made straight into another cgroup (clone3 into a cgroup folder opened in the view): it cannot write the verdict of the gate's next run",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const ids = ["1", "2", "3", "4"];
+      const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+      const cwd = team.teamsRoot;
+      await writeFile(path.join(cwd, "hider"), CGROUP_HIDER);
+      context.onTestFinished(async () => {
+        await writeFile(path.join(cwd, "stop"), "");
+        await waitUntil("the hider's end", () => processesWith("pi-teams-test-cgroup-hider").length === 0, {
+          timeoutMs: 5_000,
+        }).catch(() => {
+          for (const pid of processesWith("pi-teams-test-cgroup-hider")) process.kill(pid, "SIGKILL");
+        });
+      });
+      // The leader's own cgroup (the one above its folder of view cgroups), as the gate would find it in its view.
+      const leaderGroup = `${cgroupMount()}$(dirname "$(dirname "$(sed -n 's/^0:://p' /proc/self/cgroup)")")`;
+      // The third run leaves the hider and passes; the fourth fails (its tests do): a planted verdict would pass it.
+      await rig.hook(
+        team,
+        "on_task_completed.sh",
+        [
+          `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
+          `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then PLANTED='${PLANTED}' /usr/bin/perl hider "$r" "$e" "$PWD/stop" "${leaderGroup}" pi-teams-test-cgroup-hider </dev/null >/dev/null 2>&1; while [ ! -e cgroup-hider ]; do sleep 0.02; done; exit 0; fi`,
+          `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
+        ].join("\n"),
+      );
+      const leader = await rig.leader(team);
+      for (const [n, id] of ids.entries()) {
+        if (n >= 1) await aStandby(leader);
+        await completeTasks(team, [id]);
+        await leader.waitForEvents(n + 1);
+      }
+      const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+      expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed", "failed"]);
+      expect(runs[3]?.result.verdict).toBeUndefined();
+      expect(runs[3]?.result.stderr).toContain("the tests fail");
+      // Nothing of the gate's was made outside its view's cgroup.
+      expect(readFileSync(path.join(cwd, "cgroup-hider"), "utf8")).toMatch(/^refused: /);
       await leader.stop();
     },
   );
