@@ -754,7 +754,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         "on_task_completed.sh",
         [
           `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
-          `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then PLANTED='${PLANTED}' /usr/bin/perl hider "$r" "$e" "$PWD/stop" "${leaderGroup}" pi-teams-test-cgroup-hider </dev/null >/dev/null 2>&1; while [ ! -e cgroup-hider ]; do sleep 0.02; done; exit 0; fi`,
+          `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then PLANTED='${PLANTED}' /usr/bin/perl hider "$r" "$e" "$PWD/stop" "${leaderGroup}" pi-teams-test-cgroup-hider </dev/null >/dev/null 2>&1; i=0; while [ ! -e cgroup-hider ] && [ "$i" -lt 500 ]; do i=$((i+1)); sleep 0.02; done; exit 0; fi`,
           `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
         ].join("\n"),
       );
