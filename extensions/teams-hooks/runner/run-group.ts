@@ -3,11 +3,11 @@
  * process is put in it before its gate is told to go, so every process of the gate's is made in it, and none
  * can leave it: the view hides every cgroup2 file system behind an empty read-only tmpfs (sandbox.ts fstabOf; a
  * read-only mount would not do: clone3's CLONE_INTO_CGROUP makes a child in the cgroup of any folder it can open
- * whose modes let it write), and a process of another user namespace cannot reach the leader's root through /proc. The end of a run then reads that cgroup's own
- * list (`cgroup.procs`, `cgroup.events`) and ends it at once (`cgroup.kill`), instead of reading the root of
- * every process of the machine (sandbox.ts endRun), which a loaded machine makes slow. Where there is no such
- * folder (no cgroup2 mount, one the leader's user cannot write, a kernel before `cgroup.kill`), runs are looked
- * for in every process, as before.
+ * whose modes let it write), and a process of another user namespace cannot reach the leader's root through
+ * /proc. The end of a run then reads that cgroup's own list (`cgroup.procs`, `cgroup.events`) and ends it at
+ * once (`cgroup.kill`), instead of reading the root of every process of the machine (sandbox.ts endRun), which a
+ * loaded machine makes slow. Where there is no such folder (no cgroup2 mount, one the leader's user cannot write,
+ * a kernel before `cgroup.kill`), runs are looked for in every process, as before.
  *
  * The folders: `<the leader's own cgroup>/pi-teams-hooks.<leader pid>/view.<n>`, one a view, removed with it;
  * the leader's own at its stop, and those of a leader that died at the next leader's start.
