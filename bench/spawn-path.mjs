@@ -10,8 +10,7 @@
 //            --reopen-seconds S (each side's share of a reopen round, 10) --reopen-rounds N (4) --tasks N (20)
 //            --no-standby-side (leave out this build with PI_TEAMS_HOOKS_STANDBY=off) --unsandboxed-side (add this
 //            build with `hooks.sandbox: "off"`: what the sandbox costs) --tmpfs-runs-side (add this build with
-//            XDG_RUNTIME_DIR on a tmpfs, /dev/shm: its runs folder off the disk) --cgroups-off-side (add this
-//            build with PI_TEAMS_HOOKS_CGROUPS=off: a run's end reads every process) --only latency|reopen
+//            XDG_RUNTIME_DIR on a tmpfs, /dev/shm: its runs folder off the disk) --only latency|reopen
 //            --side NAME (repeatable: only the sides named: this, "this, standby off", "other 1"…)
 //            --profile DIR (every leader runs with --cpu-prof, into DIR/<side>/) --json FILE
 //
@@ -60,7 +59,6 @@ const { values: opt } = benchArgs(import.meta.url, {
     "no-standby-side": { type: "boolean", default: false },
     "unsandboxed-side": { type: "boolean", default: false },
     "tmpfs-runs-side": { type: "boolean", default: false },
-    "cgroups-off-side": { type: "boolean", default: false },
     only: { type: "string" },
     side: { type: "string", multiple: true, default: [] },
     profile: { type: "string" },
@@ -84,9 +82,6 @@ const allSides = [
   { name: "this", bin: THIS, env: {} },
   ...(opt["no-standby-side"] ? [] : [{ name: "this, standby off", bin: THIS, env: { PI_TEAMS_HOOKS_STANDBY: "off" } }]),
   ...(opt["unsandboxed-side"] ? [{ name: "this, sandbox off", bin: THIS, env: {}, hooks: { sandbox: "off" } }] : []),
-  ...(opt["cgroups-off-side"]
-    ? [{ name: "this, cgroups off", bin: THIS, env: { PI_TEAMS_HOOKS_CGROUPS: "off" } }]
-    : []),
   ...(runtimeDir ? [{ name: "this, runs on a tmpfs", bin: THIS, env: { XDG_RUNTIME_DIR: runtimeDir } }] : []),
   ...opt.other.map((file, i) => ({ name: `other ${i + 1}`, bin: path.resolve(file), env: {} })),
 ];

@@ -4,7 +4,7 @@
  * stdin), a view that changed since is built again, and nothing of it outlives the leader.
  */
 import { mkdir, open, readFile, rename, rm, symlink, utimes, writeFile } from "node:fs/promises";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "vitest";
@@ -13,34 +13,6 @@ import { makeTask } from "../helpers/temp-team.js";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
 
 const outerRig = useLeaderRig();
-
-/** Where the cgroup2 file system is mounted at its root; null where it is not. */
-function cgroupMount(): string | null {
-  const mount = readFileSync("/proc/self/mountinfo", "utf8")
-    .split("\n")
-    .map((line) => line.split(" "))
-    .find((fields) => fields[3] === "/" && fields[fields.indexOf("-") + 1] === "cgroup2");
-  return mount?.[4] ?? null;
-}
-
-/**
- * This process's cgroup (v2), when a leader it starts could make the cgroups of its views in it: on a cgroup2 file
- * system mounted at its root, a cgroup folder it can make there, with `cgroup.kill` (Linux 5.14). Null where not.
- */
-function writableCgroup(): string | null {
-  const own = readFileSync("/proc/self/cgroup", "utf8").match(/^0::(\/.*)$/m)?.[1];
-  const mount = cgroupMount();
-  if (!own || !mount) return null;
-  const probe = path.join(mount, own, `pi-teams-test-probe.${process.pid}`);
-  try {
-    mkdirSync(probe);
-  } catch {
-    return null;
-  }
-  const killable = existsSync(path.join(probe, "cgroup.kill"));
-  rmdirSync(probe);
-  return killable ? own : null;
-}
 
 /** The standbys a leader has waiting: its children whose command line is a standby's, with their run folder. */
 /**
@@ -244,35 +216,6 @@ if ($pid == 0) {
 go_to(at($gate, 1), at($gate, 100));
 `;
 
-/**
- * A process of a run's made straight into another cgroup than its view's: `clone3` with CLONE_INTO_CGROUP and an
- * fd of that cgroup's folder, opened read-only (the kernel checks the folder's file modes, not whether the mount it
- * was opened on is read-only). Started by the gate as `perl hider <result> <env> <stop> <cgroup folder>`, with
- * PLANTED in its environment; says where it went in `cgroup-hider` (or why it could not), then writes the verdict
- * of the next run.
- */
-const CGROUP_HIDER = `
-use POSIX ();
-my ($result, $env, $stop, $target) = @ARGV;
-sub say_it { open(my $f, ">", "cgroup-hider.new") or exit 0; print $f shift; close $f; rename("cgroup-hider.new", "cgroup-hider") }
-opendir(my $d, $target) or do { say_it("refused: $target: $!"); exit 0 };
-# struct clone_args: flags (CLONE_INTO_CGROUP), pidfd, child_tid, parent_tid, exit_signal (SIGCHLD), stack,
-# stack_size, tls, set_tid, set_tid_size, cgroup. clone3 is syscall 435 on x86_64 and arm64 alike.
-my $args = pack("Q11", 0x200000000, 0, 0, 0, 17, 0, 0, 0, 0, 0, fileno($d));
-my $pid = syscall(435, $args, length $args);
-if ($pid < 0) { say_it("refused: clone3: $!"); exit 0 }
-exit 0 if $pid > 0;
-POSIX::setsid();
-open(my $c, "<", "/proc/self/cgroup"); my ($in) = grep { /^0::/ } <$c>; close $c;
-say_it($in);
-my ($over, $deadline) = (0, time + 20);
-while (time < $deadline && !-e $stop) {
-  if (!$over) { $over = !-e $env }
-  elsif (-e $env && -z $result) { open(my $f, ">", $result) or exit 0; print $f $ENV{PLANTED}; close $f; exit 0 }
-  select(undef, undef, undef, 0.002);
-}
-`;
-
 /** Whether the kernel's turn of pids is short enough (pid_max) for TURN_HIDER to bring it round within a test. */
 function shortPidTurn(): boolean {
   return Number(readFileSync("/proc/sys/kernel/pid_max", "utf8")) <= 65_536;
@@ -387,7 +330,6 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
         `echo "run-files=$(ls -A "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")" | tr '\\n' ' ')"`,
         `echo "capabilities=$(grep CapEff /proc/self/status | tr -d ' \\t')"`,
         `for fd in 3 4 5 6; do [ -e "/proc/$$/fd/$fd" ] && echo "open-fd=$fd"; done`,
-        `echo "cgroup=$(sed -n 's/^0:://p' /proc/self/cgroup)"`,
         // The fourth leaves a file in /tmp, and a process that would write a result into the next runs' file.
         `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then echo x > /tmp/left-by-4; (setsid sh -c 'sleep 0.3; while :; do echo x > "$PI_TEAMS_HOOK_RESULT_FILE"; sleep 0.01; done' >/dev/null 2>&1 &); fi`,
         "exit 0",
@@ -437,51 +379,6 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
     // The fourth's process was ended with its run, not left to write.
     expect(runs[3]?.result.leftoverProcesses).toBeGreaterThan(0);
-    // Where the leader can make cgroups, each view has one of its own, which the runs from its standbys are in;
-    // elsewhere they are in the leader's.
-    const own = writableCgroup();
-    const groups = told.map((run) => run.get("cgroup"));
-    if (own) {
-      const leaderGroups = path.join(own, `pi-teams-hooks.${leader.pid}`);
-      expect(groups[0]).toBe(own);
-      for (const group of groups.slice(1)) expect(path.dirname(group ?? "")).toBe(leaderGroups);
-      expect(groups.slice(1, 4)).toEqual([groups[1], groups[1], groups[1]]);
-      expect(new Set([groups[1], groups[4]]).size).toBe(2);
-      expect(groups[5]).toBe(groups[4]);
-    } else {
-      expect(new Set(groups).size).toBe(1);
-    }
-    await leader.stop();
-    // Its cgroups are removed with it.
-    if (own) expect(existsSync(path.join(cgroupMount() ?? "", own, `pi-teams-hooks.${leader.pid}`))).toBe(false);
-  });
-
-  it("of a leader with PI_TEAMS_HOOKS_CGROUPS=off runs in the leader's cgroup, and what a run from it leaves is ended all the same", async (context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({
-      tasks: ["1", "2"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
-    });
-    await rig.hook(
-      team,
-      "on_task_completed.sh",
-      [
-        `echo "cgroup=$(sed -n 's/^0:://p' /proc/self/cgroup)"`,
-        // The second leaves a process of its own session behind.
-        `if [ "$PI_TEAMS_TASK_ID" = 2 ]; then (setsid sleep 30 >/dev/null 2>&1 &); fi`,
-        "exit 0",
-      ].join("\n"),
-    );
-    const leader = await rig.leader(team, [], { env: { PI_TEAMS_HOOKS_CGROUPS: "off" } });
-    await completeTasks(team, ["1"]);
-    await leader.waitForEvents(1);
-    await aStandby(leader);
-    await completeTasks(team, ["2"]);
-    await leader.waitForEvents(2);
-    const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
-    const own = readFileSync("/proc/self/cgroup", "utf8").match(/^0::(\/.*)$/m)?.[1];
-    expect(runs.map((run) => said(run.result.stdout).get("cgroup"))).toEqual([own, own]);
-    expect(runs[1]?.result.leftoverProcesses).toBeGreaterThan(0);
     await leader.stop();
   });
 
@@ -723,53 +620,6 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       expect(runs[3]?.result.stderr).toContain("the tests fail");
       // It was found at the third run's end, and ended.
       expect(runs[2]?.result.leftoverProcesses).toBeGreaterThan(0);
-      await leader.stop();
-    },
-  );
-
-  // Where a view has a cgroup of its own, a run's end reads that cgroup alone: a process of the run's must not be
-  // able to leave it.
-  it.skipIf(!existsSync("/usr/bin/perl") || !["x64", "arm64"].includes(process.arch) || !writableCgroup())(
-    "keeps no view with a process of a run's left in it that was made straight into another cgroup (clone3 into a cgroup folder opened in the view): it cannot write the verdict of the gate's next run",
-    async (context) => {
-      const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const ids = ["1", "2", "3", "4"];
-      const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
-      const cwd = team.teamsRoot;
-      await writeFile(path.join(cwd, "hider"), CGROUP_HIDER);
-      context.onTestFinished(async () => {
-        await writeFile(path.join(cwd, "stop"), "");
-        await waitUntil("the hider's end", () => processesWith("pi-teams-test-cgroup-hider").length === 0, {
-          timeoutMs: 5_000,
-        }).catch(() => {
-          for (const pid of processesWith("pi-teams-test-cgroup-hider")) process.kill(pid, "SIGKILL");
-        });
-      });
-      // The leader's own cgroup (the one above its folder of view cgroups), as the gate would find it in its view.
-      const leaderGroup = `${cgroupMount()}$(dirname "$(dirname "$(sed -n 's/^0:://p' /proc/self/cgroup)")")`;
-      // The third run leaves the hider and passes; the fourth fails (its tests do): a planted verdict would pass it.
-      await rig.hook(
-        team,
-        "on_task_completed.sh",
-        [
-          `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
-          `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then PLANTED='${PLANTED}' /usr/bin/perl hider "$r" "$e" "$PWD/stop" "${leaderGroup}" pi-teams-test-cgroup-hider </dev/null >/dev/null 2>&1; i=0; while [ ! -e cgroup-hider ] && [ "$i" -lt 500 ]; do i=$((i+1)); sleep 0.02; done; exit 0; fi`,
-          `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
-        ].join("\n"),
-      );
-      const leader = await rig.leader(team);
-      for (const [n, id] of ids.entries()) {
-        if (n >= 1) await aStandby(leader);
-        await completeTasks(team, [id]);
-        await leader.waitForEvents(n + 1);
-      }
-      const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
-      expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed", "failed"]);
-      expect(runs[3]?.result.verdict).toBeUndefined();
-      expect(runs[3]?.result.stderr).toContain("the tests fail");
-      // Nothing of the gate's was made outside its view's cgroup.
-      expect(readFileSync(path.join(cwd, "cgroup-hider"), "utf8")).toMatch(/^refused: /);
       await leader.stop();
     },
   );

@@ -17,7 +17,6 @@ import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
 import { removeRunDirs } from "../runner/run-dir.js";
-import { removeOrphanGroups } from "../runner/run-group.js";
 import { removeOrphanStandbys } from "../runner/standby.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
@@ -73,8 +72,6 @@ export async function endOrphanedRuns(ctx: LeaderContext, ledger: Ledger): Promi
   // Standbys (runner/standby.ts) a dead leader left, and the folders of its runs that started from one
   // (their processes ended above).
   removeOrphanStandbys(ctx.opts.env);
-  // The cgroups of their views (runner/run-group.ts), those now empty.
-  removeOrphanGroups();
 }
 
 /**

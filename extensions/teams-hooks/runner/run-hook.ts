@@ -33,7 +33,6 @@ import {
 import path from "node:path";
 import { StringDecoder } from "node:string_decoder";
 import { startProcess, type ExitStatus, type OutputSource } from "./process.js";
-import { endGroup, stopGroups } from "./run-group.js";
 import { headCapture, type CaptureResult } from "./capture.js";
 import { HOOK_CONTRACT_VERSION, canDefer, type HookInvocation } from "../contract/contract.js";
 import {
@@ -217,7 +216,6 @@ export async function terminateAllRuns(): Promise<void> {
   await Promise.allSettled([...runs.map((run) => run.done), endStandbys()]);
   await Promise.allSettled([...removing]);
   stopRemover();
-  stopGroups();
 }
 
 export async function runHook(hook: HookCommand, invocation: HookInvocation, opts: RunHookOptions): Promise<RunResult> {
@@ -544,11 +542,7 @@ async function runIn(
   });
   const { lastLine } = ran;
   // What is left of a sandboxed gate is ended before its verdict is read: nothing of it writes after it.
-  // A gate started from its standby is in its view's cgroup, with all it made (run-group.ts): that is read, not
-  // every process of the machine.
-  const group = standby?.released ? standby.group : null;
-  const { killed: ended, settled } =
-    sandbox.state === "on" ? ((group && endGroup(group)) ?? endRun(run.dir)) : { killed: [], settled: false };
+  const { killed: ended, settled } = sandbox.state === "on" ? endRun(run.dir) : { killed: [], settled: false };
   if (standby) standby.settled = settled;
   if (ended.length > 0) ran.result = { ...ran.result, leftoverProcesses: ran.result.leftoverProcesses + ended.length };
   // The log names the gate, not its private copy, and what it said names the gate's file too.

@@ -604,14 +604,6 @@ function fstabOf(plan: SandboxPlan, root: string, mounts: readonly MountEntry[])
     const kept = m.options.filter((o) => o !== "rw" && o !== "ro" && o !== "");
     lines.push(`${inRoot(m.point)} ${inRoot(m.point)} none ${["remount", "bind", "ro", ...kept].join(",")} 0 0`);
   }
-  // No cgroup (v2) folder in the view, behind an empty read-only tmpfs: a read-only mount does not keep a process
-  // out of a cgroup, since clone3 (CLONE_INTO_CGROUP) makes a child straight into the cgroup of a folder it opened,
-  // checked by the folder's file modes alone (the owner's, for a gate of a leader running as root). A gate's
-  // process could so leave its view's cgroup, the only place its run's end looks (runner/run-group.ts).
-  for (const m of visible) {
-    if (m.type === "cgroup2" && !hiddenInView(m.point))
-      lines.push(`tmpfs ${inRoot(m.point)} tmpfs ro,mode=0755,nosuid,nodev,noexec 0 0`);
-  }
   // The gate's own when it runs as the leader's user: a file or folder of them handed to another user's process
   // (through a socket) lets it make nothing there.
   const scratch = plan.user ? "1777" : "0700";

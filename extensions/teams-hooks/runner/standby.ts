@@ -46,7 +46,6 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { startProcess, type HookProcess } from "./process.js";
-import { joinGroup, letGo, newGroup, type RunGroup } from "./run-group.js";
 import { makeRunDir, newResultFile, removeRunDir, runsRoot, type RunDir } from "./run-dir.js";
 import {
   canEnterHeld,
@@ -115,10 +114,6 @@ export interface Standby {
   settled: boolean;
   /** `stops` when it was started: a view held since a stop is let go, not kept. */
   generation: number;
-  /** Its view's cgroup (run-group.ts); null where there is none. */
-  group: RunGroup | null;
-  /** Whether its process is in that cgroup: settled before a run takes it (takeStandby), so before any `go`. */
-  joined: Promise<boolean>;
 }
 
 /** A view whose run ended clean, with its folder, waiting for the next standby of its gate (at most one a gate). */
@@ -128,7 +123,6 @@ interface FreeView {
   pins: string;
   held: HeldView;
   generation: number;
-  group: RunGroup | null;
   idle: NodeJS.Timeout;
 }
 
@@ -165,11 +159,6 @@ export async function takeStandby(key: string, planFor: (run: RunDir) => Sandbox
   if (!stillFits(standby, () => planFor(standby.run))) {
     void end(standby);
     return null;
-  }
-  // Not in its cgroup (it ended meanwhile): its run's end reads every process, and the view keeps no cgroup.
-  if (standby.group && !(await standby.joined)) {
-    letGo(standby.group);
-    standby.group = null;
   }
   return standby;
 }
@@ -272,7 +261,6 @@ async function startStandbyNow(
   let reused = takeFree(key);
   let run: RunDir | null = null;
   let held: HeldView | null = null;
-  let group: RunGroup | null = null;
   try {
     const reusedLaid = reused ? prepare(reused.run) : null;
     let laid: ReturnType<typeof prepare>;
@@ -290,11 +278,11 @@ async function startStandbyNow(
     if (reused && reusedLaid) {
       // The view its last run left clean (recycle), entered as it is: no view to build. Whether it still fits is
       // asked once, when a run takes the standby (takeStandby): one that no longer does is ended with its view.
-      ({ run, held, view, pins, group } = reused);
+      ({ run, held, view, pins } = reused);
       laid = reusedLaid;
       chain = heldChainOf("/bin/sh", waitArgs(run, laid), laid.plan.cwd);
     } else {
-      if (reused) dropView(reused.run, reused.held, reused.group);
+      if (reused) dropView(reused.run, reused.held);
       reused = null;
       run = makeRunDir("standby", process.env, { resultFolder: true });
       laid = prepare(run);
@@ -315,13 +303,9 @@ async function startStandbyNow(
       fds: held ? [held.fds.user, held.fds.mount, held.fds.root] : undefined,
     });
     if (!started.ok) {
-      dropView(run, held, group);
+      dropView(run, held);
       return;
     }
-    // Into its view's cgroup (a new view's new one), before a run may take it: every process of its gate's is then
-    // made in it.
-    group ??= newGroup();
-    const joined = group ? joinGroup(group, started.process.pid) : Promise.resolve(false);
     const standby: Standby = {
       key,
       run,
@@ -336,8 +320,6 @@ async function startStandbyNow(
       held,
       settled: false,
       generation,
-      group,
-      joined,
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
@@ -362,8 +344,8 @@ async function startStandbyNow(
     }
     waiting.set(key, standby);
   } catch {
-    if (run) dropView(run, held, group);
-    else if (reused) dropView(reused.run, reused.held, reused.group);
+    if (run) dropView(run, held);
+    else if (reused) dropView(reused.run, reused.held);
   }
 }
 
@@ -374,7 +356,7 @@ function takeFree(key: string): FreeView | null {
   free.delete(key);
   clearTimeout(found.idle);
   if (found.generation !== stops) {
-    dropView(found.run, found.held, found.group);
+    dropView(found.run, found.held);
     return null;
   }
   return found;
@@ -391,10 +373,9 @@ function stillFits(built: { view: View; pins: string }, planNow: () => SandboxPl
   }
 }
 
-/** A view let go and its folder removed, with its cgroup. */
-function dropView(run: RunDir, held: HeldView | null, group: RunGroup | null): void {
+/** A view let go and its folder removed. */
+function dropView(run: RunDir, held: HeldView | null): void {
   if (held) releaseView(held);
-  if (group) letGo(group);
   removeRunDir(run.dir);
 }
 
@@ -411,13 +392,8 @@ const KEPT = new Set(["root", "fstab", "fstab.ro", "out"]);
  */
 export function recycle(standby: Standby): boolean {
   const held = standby.held;
-  const group = standby.group;
   standby.held = null;
-  standby.group = null;
-  if (!held) {
-    if (group) letGo(group);
-    return false;
-  }
+  if (!held) return false;
   const kept =
     standby.released &&
     standby.settled &&
@@ -430,7 +406,6 @@ export function recycle(standby: Standby): boolean {
     clearRunFiles(standby.run);
   if (!kept) {
     releaseView(held);
-    if (group) letGo(group);
     return false;
   }
   const entry: FreeView = {
@@ -439,10 +414,9 @@ export function recycle(standby: Standby): boolean {
     pins: standby.pins,
     held,
     generation: standby.generation,
-    group,
     idle: setTimeout(() => {
       if (free.get(standby.key) === entry) free.delete(standby.key);
-      dropView(entry.run, entry.held, entry.group);
+      dropView(entry.run, entry.held);
     }, FREE_IDLE_MS),
   };
   entry.idle.unref();
@@ -473,7 +447,7 @@ export async function endStandbys(): Promise<void> {
   waiting.clear();
   for (const found of free.values()) {
     clearTimeout(found.idle);
-    dropView(found.run, found.held, found.group);
+    dropView(found.run, found.held);
   }
   free.clear();
   await Promise.all([...all.map(end), ...starting.values()]);
@@ -486,9 +460,8 @@ async function end(standby: Standby): Promise<void> {
   if (standby.process.running()) signalGroup(standby.process.pid, "SIGKILL");
   await standby.process.exited;
   standby.process.release();
-  dropView(standby.run, standby.held, standby.group);
+  dropView(standby.run, standby.held);
   standby.held = null;
-  standby.group = null;
 }
 
 function envFile(run: RunDir): string {
