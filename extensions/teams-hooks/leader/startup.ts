@@ -16,8 +16,9 @@ import {
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
-import { removeRunDirs } from "../runner/run-dir.js";
-import { removeOrphanStandbys } from "../runner/standby.js";
+import { removeRunDir, removeRunDirs, runDirsOf } from "../runner/run-dir.js";
+import { endRun } from "../runner/sandbox.js";
+import { removeOrphanStandbys, standbyDirsOf } from "../runner/standby.js";
 import { killRunId } from "../runner/terminate.js";
 import { MAX_TEAM_FILE_BYTES, readRegularFile, writeTextAtomic } from "../team/json-file.js";
 import { firstStartFile, scanStateFile } from "../team/paths.js";
@@ -65,9 +66,15 @@ const STAMP_SLACK_MS = 60_000;
  */
 export async function endOrphanedRuns(ctx: LeaderContext, ledger: Ledger): Promise<void> {
   for (const run of ledger.inFlight()) {
+    // What the run left in its sandbox's view, found by its root: a process that cleared its environment carries no
+    // run id. Its folders, named by the run or the standby it started from (whose environment file names the run).
+    const views = [...runDirsOf(run.runId, ctx.opts.env), ...standbyDirsOf(run.runId, ctx.opts.env)];
+    const ended = new Set(views.flatMap((dir) => endRun(dir).killed));
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
-    if (killed > 0) ctx.warn(`ended ${killed} process(es) left by an interrupted run of ${run.key}`);
+    const count = Math.max(ended.size, killed);
+    if (count > 0) ctx.warn(`ended ${count} process(es) left by an interrupted run of ${run.key}`);
     removeRunDirs(run.runId);
+    for (const dir of views) removeRunDir(dir);
   }
   // Standbys (runner/standby.ts) a dead leader left, and the folders of its runs that started from one
   // (their processes ended above).

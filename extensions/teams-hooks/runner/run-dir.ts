@@ -264,22 +264,25 @@ async function removeTreeLater(dir: string): Promise<void> {
  * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
  */
 export function removeRunDirs(runId: string, env: Env = process.env): number {
+  const dirs = runDirsOf(runId, env);
+  for (const dir of dirs) removeRunDir(dir);
+  return dirs.length;
+}
+
+/** The folders made for the runs of `runId` (`<run id>[-N].XXXXXX`) in the runs folder of `env`. */
+export function runDirsOf(runId: string, env: Env = process.env): string[] {
   let root: string;
   let names: string[];
   try {
     root = runsRoot(env);
     names = readdirSync(root);
   } catch {
-    return 0;
+    return [];
   }
   const stem = sanitizeName(runId);
-  let removed = 0;
-  for (const name of names) {
-    if (!name.startsWith(stem) || !/^(-\d+)?\.[A-Za-z0-9]{6}$/.test(name.slice(stem.length))) continue;
-    removeRunDir(path.join(root, name));
-    removed += 1;
-  }
-  return removed;
+  return names
+    .filter((name) => name.startsWith(stem) && /^(-\d+)?\.[A-Za-z0-9]{6}$/.test(name.slice(stem.length)))
+    .map((name) => path.join(root, name));
 }
 
 /**

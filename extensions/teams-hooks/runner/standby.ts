@@ -38,6 +38,7 @@ import {
   lstatSync,
   openSync,
   readdirSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
   rmSync,
@@ -481,6 +482,35 @@ function pinsOf(plan: SandboxPlan): string {
       }
     })
     .join("\n");
+}
+
+/**
+ * The standby folders in the runs folder of `env` whose run is `runId`: the environment file the run wrote there
+ * names it (a run in flight keeps that file until its end).
+ */
+export function standbyDirsOf(
+  runId: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string[] {
+  let root: string;
+  let names: string[];
+  try {
+    root = runsRoot(env);
+    names = readdirSync(root).filter((name) => /^standby\.[A-Za-z0-9]{6}$/.test(name));
+  } catch {
+    return [];
+  }
+  const line = environmentScript({ PI_TEAMS_HOOK_RUN_ID: runId, PATH: "" }, [])?.split("\n")[0];
+  if (!line) return [];
+  return names
+    .map((name) => path.join(root, name))
+    .filter((dir) => {
+      try {
+        return readFileSync(path.join(dir, "env.sh"), "utf8").split("\n").includes(line);
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** A standby folder this old with no process in its view was left by a leader that died. */
