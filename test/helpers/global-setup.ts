@@ -15,8 +15,23 @@
  * still alive (killed, and named), and no Unix user or group of the two-users test (`pta…`, `ptl…`,
  * `ptg…`, named for this run: TEST_RUN_ACCOUNTS) left. Either fails the run. A build that fails stops the run here, with
  * the compiler's output, before a test times out waiting for it.
+ *
+ * A run that was killed (Ctrl-C twice, SIGKILL) never reaches that end: its folder names the run's process
+ * (`owner`), and the next run's set-up removes the folder of a run whose process is gone, with what that run
+ * left (its processes, and as root the two-users test's accounts whose homes are in it).
  */
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, statfsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  statfsSync,
+  writeFileSync,
+} from "node:fs";
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
@@ -58,7 +73,98 @@ function runTempDir(): string {
   };
   const dir = inShm() ?? mkdtempSync(path.join(os.tmpdir(), PREFIX));
   chmodSync(dir, 0o1777);
+  writeFileSync(path.join(dir, "owner"), processId(process.pid) ?? "");
   return dir;
+}
+
+/** A process as `pid start-time` (/proc/<pid>/stat's 22nd field): a pid comes round again, the pair does not. */
+function processId(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return `${pid} ${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The folders of runs that were killed before their end (their `owner` process is gone), in /dev/shm and the temp
+ * dir this run started with: each removed with what it left, its processes ended, and as root the two-users test's
+ * accounts whose homes are in it.
+ */
+function removeKilledRuns(): void {
+  for (const parent of new Set(["/dev/shm", os.tmpdir()])) {
+    let names: string[];
+    try {
+      names = readdirSync(parent).filter((name) => name.startsWith(PREFIX));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const dir = path.join(parent, name);
+      let owner: string;
+      try {
+        owner = readFileSync(path.join(dir, "owner"), "utf8").trim();
+      } catch {
+        continue; // not a run that names its process: left alone
+      }
+      if (owner === "" || processId(Number(owner.split(" ")[0])) === owner) continue;
+      for (const { pid } of processesOfRun(dir)) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* gone */
+        }
+      }
+      if (process.getuid?.() === 0) removeAccountsUnder(dir);
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+    }
+  }
+}
+
+/** The processes whose real user is `uid`. */
+function processesOfUser(uid: number): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${name}/status`, "utf8"))?.[1]) === uid)
+        found.push(Number(name));
+    } catch {
+      /* gone */
+    }
+  }
+  return found;
+}
+
+/** The two-users test's users whose home lies in `dir`, and their run's group (`ptg` with the same digits). */
+function removeAccountsUnder(dir: string): void {
+  let passwd = "";
+  try {
+    passwd = readFileSync("/etc/passwd", "utf8");
+  } catch {
+    return;
+  }
+  const suffixes = new Set<string>();
+  for (const line of passwd.split("\n")) {
+    const [name = "", , uid = "", , , home = ""] = line.split(":");
+    if (!/^pt[al][0-9a-f]{6}$/.test(name) || !home.startsWith(`${dir}/`)) continue;
+    // The account is the test's alone: every process of it goes first (userdel refuses a user that runs one).
+    for (const pid of processesOfUser(Number(uid))) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
+    }
+    spawnSync("userdel", [name], { stdio: "ignore" });
+    suffixes.add(name.slice(3));
+  }
+  for (const suffix of suffixes)
+    for (const name of testAccounts(suffix)) {
+      const [kind, account = ""] = name.split(" ");
+      spawnSync(kind === "user" ? "userdel" : "groupdel", [account], { stdio: "ignore" });
+    }
 }
 
 /**
@@ -139,6 +245,7 @@ export default async function setup(project: TestProject): Promise<(() => Promis
 
 /** The run's temp folder, home and XDG folders, set in this process's environment; returns the check at the end. */
 function isolate(): () => Promise<void> {
+  removeKilledRuns();
   const accounts = randomBytes(3).toString("hex");
   const dir = runTempDir();
   const home = path.join(dir, "home");
