@@ -708,7 +708,8 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     const team = await rig.team({
       tasks: ["1", "2"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
     });
-    const marker = `pi-teams-test-escapee-${team.teamId}`;
+    // Named by the team's own folder: every test's team is `test-team`, and tests of this file run at once.
+    const marker = `pi-teams-test-escapee-${path.basename(team.teamsRoot)}`;
     context.onTestFinished(() => {
       for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL");
     });
