@@ -702,45 +702,56 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     expect(standbyFolders()).toEqual([]);
   });
 
-  it("of a leader killed while its gate runs: what the gate left with its environment cleared is ended at the next leader's start", async (context) => {
-    const { expect } = context;
-    const rig = outerRig.scoped(context);
-    const team = await rig.team({
-      tasks: ["1", "2"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
-    });
-    // Named by the team's own folder: every test's team is `test-team`, and tests of this file run at once.
-    const marker = `pi-teams-test-escapee-${path.basename(team.teamsRoot)}`;
-    context.onTestFinished(() => {
-      for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL");
-    });
-    // The second run (from its standby) leaves a process of its own session with nothing of the run's environment,
-    // then runs on until its leader is killed; the next leader runs that event again, which then passes.
-    await rig.hook(
-      team,
-      "on_task_completed.sh",
-      [
-        `if [ "$PI_TEAMS_TASK_ID" = 2 ] && mkdir "left-$PI_TEAMS_TASK_ID" 2>/dev/null; then`,
-        `  setsid -f env -i /bin/sh -c 'sleep 600; :' ${marker} </dev/null >/dev/null 2>&1; sleep 600`,
-        "fi",
-        "exit 0",
-      ].join("\n"),
-    );
-    const leader = await rig.leader(team);
-    await completeTasks(team, ["1"]);
-    await leader.waitForEvents(1);
-    await aStandby(leader);
-    await completeTasks(team, ["2"]);
-    await waitUntil("the gate's process left behind", () => processesWith(marker).length > 0);
-    await leader.kill();
-    const next = await rig.leader(team);
-    await next.waitFor("what the killed leader's gate left, ended", () => processesWith(marker).length === 0);
-    expect(next.warnings().join("\n")).toMatch(
-      /ended [1-9]\d* process\(es\) left by an interrupted run of task_completed:2:/,
-    );
-    await next.waitForEvents(1);
-    expect((await readLogs(team.teamDir)).map((log) => log.result.outcome)).toContain("passed");
-    await next.stop();
-  });
+  // A chain's later gates run as `<run id>.2`, `<run id>.3`…: their standby's environment file names that id.
+  it.for([
+    { gate: "on_task_completed.sh", standbys: 1 },
+    { gate: "on_task_completed.d/10-second.sh", standbys: 2 },
+  ])(
+    "of a leader killed while its gate runs: what the gate left with its environment cleared is ended at the next leader's start ($gate)",
+    async ({ gate, standbys }, context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const team = await rig.team({
+        tasks: ["1", "2"].map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
+      });
+      // Named by the team's own folder: every test's team is `test-team`, and tests of this file run at once.
+      const marker = `pi-teams-test-escapee-${path.basename(team.teamsRoot)}`;
+      context.onTestFinished(() => {
+        for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL");
+      });
+      // The second run (from its standby) leaves a process of its own session with nothing of the run's environment,
+      // then runs on until its leader is killed; the next leader runs that event again, which then passes.
+      if (gate !== "on_task_completed.sh") {
+        await rig.hook(team, "on_task_completed.sh", "exit 0");
+        await mkdir(path.join(team.teamsRoot, "_hooks", path.dirname(gate)), { recursive: true });
+      }
+      await rig.hook(
+        team,
+        gate,
+        [
+          `if [ "$PI_TEAMS_TASK_ID" = 2 ] && mkdir "left-$PI_TEAMS_TASK_ID" 2>/dev/null; then`,
+          `  setsid -f env -i /bin/sh -c 'sleep 600; :' ${marker} </dev/null >/dev/null 2>&1; sleep 600`,
+          "fi",
+          "exit 0",
+        ].join("\n"),
+      );
+      const leader = await rig.leader(team);
+      await completeTasks(team, ["1"]);
+      await leader.waitForEvents(1);
+      await waitUntil("a standby for each gate", () => standbysOf(leader).length >= standbys);
+      await completeTasks(team, ["2"]);
+      await waitUntil("the gate's process left behind", () => processesWith(marker).length > 0);
+      await leader.kill();
+      const next = await rig.leader(team);
+      await next.waitFor("what the killed leader's gate left, ended", () => processesWith(marker).length === 0);
+      expect(next.warnings().join("\n")).toMatch(
+        /ended [1-9]\d* process\(es\) left by an interrupted run of task_completed:2:/,
+      );
+      await next.waitForEvents(1);
+      expect((await readLogs(team.teamDir)).map((log) => log.result.outcome)).toContain("passed");
+      await next.stop();
+    },
+  );
 
   it("of a leader killed while it waits ends by itself without starting anything, and the next leader removes its folder", async (context) => {
     const { expect } = context;

@@ -485,8 +485,8 @@ function pinsOf(plan: SandboxPlan): string {
 }
 
 /**
- * The standby folders in the runs folder of `env` whose run is `runId`: the environment file the run wrote there
- * names it (a run in flight keeps that file until its end).
+ * The standby folders in the runs folder of `env` whose run is `runId` or a later hook of its chain (`<runId>.N`):
+ * the environment file the run wrote there names it (a run in flight keeps that file until its end).
  */
 export function standbyDirsOf(
   runId: string,
@@ -502,11 +502,16 @@ export function standbyDirsOf(
   }
   const line = environmentScript({ PI_TEAMS_HOOK_RUN_ID: runId, PATH: "" }, [])?.split("\n")[0];
   if (!line) return [];
+  // The same line, or the one of a chain's later hook: its id is the run's with `.N` before the closing quote. A
+  // value is quoted with each `'` of its own escaped, so no other variable's value holds a line that reads so.
+  const open = line.slice(0, -1);
+  const namesRun = (text: string): boolean =>
+    text.split("\n").some((l) => l === line || (l.startsWith(open) && /^\.\d+'$/.test(l.slice(open.length))));
   return names
     .map((name) => path.join(root, name))
     .filter((dir) => {
       try {
-        return readFileSync(path.join(dir, "env.sh"), "utf8").split("\n").includes(line);
+        return namesRun(readFileSync(path.join(dir, "env.sh"), "utf8"));
       } catch {
         return false;
       }
