@@ -314,6 +314,9 @@ export function endRun(runDir: string): { killed: number[]; settled: boolean } {
   let root: string;
   try {
     root = realpathSync(path.join(runDir, "root"));
+    // The folder itself, never where a link in its place leads: a `run-as=` gate's user owns its run's folder, and
+    // a `root` linked to `/` would have every process of the machine taken for the run's.
+    if (root !== path.join(realpathSync(runDir), "root")) return { killed: [], settled: false };
   } catch {
     return { killed: [], settled: false };
   }
