@@ -16,7 +16,7 @@ import {
 import { HooksError, describeError, errnoCode } from "../contract/errors.js";
 import type { HookEvent } from "../contract/events.js";
 import { listHookLogs, readHookLog } from "../logs/hook-log.js";
-import { removeRunDir, removeRunDirs, runDirsOf } from "../runner/run-dir.js";
+import { removeRunDir, runDirsOf } from "../runner/run-dir.js";
 import { endRun } from "../runner/sandbox.js";
 import { removeOrphanStandbys, standbyDirsOf } from "../runner/standby.js";
 import { killRunId } from "../runner/terminate.js";
@@ -73,7 +73,6 @@ export async function endOrphanedRuns(ctx: LeaderContext, ledger: Ledger): Promi
     const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
     const count = Math.max(ended.size, killed);
     if (count > 0) ctx.warn(`ended ${count} process(es) left by an interrupted run of ${run.key}`);
-    removeRunDirs(run.runId);
     for (const dir of views) removeRunDir(dir);
   }
   // Standbys (runner/standby.ts) a dead leader left, and the folders of its runs that started from one

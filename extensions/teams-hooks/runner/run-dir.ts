@@ -260,16 +260,9 @@ async function removeTreeLater(dir: string): Promise<void> {
 }
 
 /**
- * Removes the run folders that a dead leader's runs left (the event's run id and its chain's
- * `<runId>.N`, which sanitizeName turns into `<runId>-N`). Returns how many were removed.
+ * The folders made for the runs of `runId` in the runs folder of `env`: the event's run id and its chain's
+ * `<runId>.N`, which sanitizeName turns into `<runId>-N` (`<run id>[-N].XXXXXX`).
  */
-export function removeRunDirs(runId: string, env: Env = process.env): number {
-  const dirs = runDirsOf(runId, env);
-  for (const dir of dirs) removeRunDir(dir);
-  return dirs.length;
-}
-
-/** The folders made for the runs of `runId` (`<run id>[-N].XXXXXX`) in the runs folder of `env`. */
 export function runDirsOf(runId: string, env: Env = process.env): string[] {
   let root: string;
   let names: string[];
