@@ -17,12 +17,13 @@
  * the compiler's output, before a test times out waiting for it.
  *
  * A run that was killed (Ctrl-C twice, SIGKILL) never reaches that end: its folder names the run's process
- * (`owner`), and the next run's set-up removes the folder of a run whose process is gone, with what that run
- * left (its processes, and as root the two-users test's accounts whose homes are in it).
+ * (`owner`), and the next run's set-up removes the folder of a run of the same user whose process is gone, with
+ * what that run left (its processes, and as root the two-users test's accounts whose homes are in it).
  */
 import { spawnSync } from "node:child_process";
 import {
   chmodSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -89,11 +90,12 @@ function processId(pid: number): string | null {
 
 /**
  * The folders of runs that were killed before their end (their `owner` process is gone), in /dev/shm and the temp
- * dir this run started with: each removed with what it left, its processes ended, and as root the two-users test's
- * accounts whose homes are in it.
+ * dir this run started with (`parents`): each removed with what it left, its processes ended, and as root the
+ * two-users test's accounts whose homes are in it. Only this user's own folders: /dev/shm and /tmp are every
+ * user's, and another's run (or a folder named so by anyone) is not this run's to end, nor can it be removed.
  */
-function removeKilledRuns(): void {
-  for (const parent of new Set(["/dev/shm", os.tmpdir()])) {
+export function removeKilledRuns(parents: readonly string[] = ["/dev/shm", os.tmpdir()]): void {
+  for (const parent of new Set(parents)) {
     let names: string[];
     try {
       names = readdirSync(parent).filter((name) => name.startsWith(PREFIX));
@@ -104,6 +106,8 @@ function removeKilledRuns(): void {
       const dir = path.join(parent, name);
       let owner: string;
       try {
+        const st = lstatSync(dir);
+        if (!st.isDirectory() || st.uid !== process.getuid?.()) continue;
         owner = readFileSync(path.join(dir, "owner"), "utf8").trim();
       } catch {
         continue; // not a run that names its process: left alone
@@ -117,7 +121,11 @@ function removeKilledRuns(): void {
         }
       }
       if (process.getuid?.() === 0) removeAccountsUnder(dir);
-      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+      try {
+        rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+      } catch {
+        // A file of another user's in it (a leader under its own user wrote there): left, not this run's failure.
+      }
     }
   }
 }
