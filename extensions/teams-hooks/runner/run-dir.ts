@@ -23,6 +23,7 @@ import {
   rmSync,
   unlinkSync,
 } from "node:fs";
+import { execFile, spawnSync } from "node:child_process";
 import { readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path from "node:path";
@@ -133,7 +134,46 @@ export function newResultFile(run: RunDir): boolean {
 }
 
 /** Removes a run's folder and all in it; a failure leaves a `0700` folder of the leader's, never an error. */
+/**
+ * Whether `dir` belongs to another user than the leader's: a `run-as=` gate's run folder, handed to its user by a
+ * leader running as root. That user can swap a folder inside it for a link between a listing and the removal
+ * under it, which a removal by name follows (root would then remove files elsewhere).
+ */
+function handedOver(dir: string): boolean {
+  try {
+    return lstatSync(dir).uid !== process.getuid?.();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Removes a folder handed over to another user with coreutils' `rm -r`, which walks it by open folders, never
+ * through a link (openat and unlinkat with O_NOFOLLOW): no link put in meanwhile leads it elsewhere. Left where
+ * there is no `rm` at a fixed path (the next start tries again).
+ */
+function removeHandedOver(dir: string): void {
+  const rm = coreutilsRm();
+  if (rm) spawnSync(rm, ["-rf", "--one-file-system", "--", dir], { stdio: "ignore", timeout: 60_000 });
+}
+
+/** coreutils' `rm` at a path of the base system's own, never looked for through PATH. */
+function coreutilsRm(): string | null {
+  for (const file of ["/usr/bin/rm", "/bin/rm"]) {
+    try {
+      if (lstatSync(file).isFile()) return file;
+    } catch {
+      // not there
+    }
+  }
+  return null;
+}
+
 export function removeRunDir(dir: string): void {
+  if (handedOver(dir)) {
+    removeHandedOver(dir);
+    return;
+  }
   try {
     removeTree(dir);
   } catch {
@@ -152,6 +192,14 @@ export function removeRunDir(dir: string): void {
  * Settles once done, never rejects.
  */
 export async function removeRunDirLater(dir: string): Promise<void> {
+  if (handedOver(dir)) {
+    await new Promise<void>((resolve) => {
+      const rm = coreutilsRm();
+      if (!rm) return resolve();
+      execFile(rm, ["-rf", "--one-file-system", "--", dir], () => resolve());
+    });
+    return;
+  }
   // A thread's start costs some 30 ms of CPU: a leader that removes a few folders does it in the thread pool.
   const thread = ++asked > THREAD_POOL_FIRST ? remover() : null;
   if (thread) {
