@@ -14,6 +14,7 @@
 // --other adds another build's bin for the same commands (repeatable). --extra adds a script run as
 // `node script.mjs --help` and `node script.mjs logs --team-dir <team>`: how the command-line
 // library prototypes of docs/performance.md ("The command line: start-up") were timed.
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";

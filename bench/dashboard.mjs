@@ -19,6 +19,7 @@
 // --node-arg=FLAG (repeatable): a node flag for the servers, after the shebang's (to try one).
 // --cpu-prof DIR: afterwards, one more server under `node --cpu-prof` gets only overview requests;
 // its profile is written to DIR and summed up here (where the overview's time goes).
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import http from "node:http";

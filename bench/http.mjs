@@ -4,6 +4,7 @@
 // with a keep-alive agent, and runHandler (runner/http.ts: node:http behind the contract). Each client
 // runs in a fresh process, against a receiver in this one, alternating which goes first each round.
 // Build first: `npm run build && node bench/http.mjs [rounds] [requests]`.
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import { createServer } from "node:http";
 import path from "node:path";

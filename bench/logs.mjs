@@ -9,6 +9,7 @@
 // keep-dir, the logs are written there once, reused by later runs, and not removed; with the bin.js
 // of another build, that build is timed too, its runs interleaved with these so that both see the
 // same load, and its output is compared with this one's).
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import {
   closeSync,

@@ -5,6 +5,7 @@
 // in the same run, is the same leader on the same five tasks with a one-line description. Prints the
 // peak resident size (VmHWM) of each, their ratio, and checks that every description came back whole.
 // Build first: `npm run build && node bench/memory.mjs [--mb 60] [--rounds 3]`.
+import "./lib/help.mjs";
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

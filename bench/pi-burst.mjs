@@ -16,6 +16,7 @@
 //
 // About 1.5–2 minutes with the defaults on 2 quiet CPUs, 3 under a load of 8. No model, no network.
 // Needs `npm ci` (pi is a dev dependency) and `npm run build` (the extension and the bin load from dist/).
+import "./lib/help.mjs";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -10,6 +10,7 @@
 //   npm run build && node bench/pi.mjs [--rounds 7] [--idle-ms 3000]
 //
 // No model and no network (`--offline`, a home of its own). Needs `npm ci` (pi is a dev dependency).
+import "./lib/help.mjs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";

@@ -4,6 +4,7 @@
 // the same run: one `String.prototype.includes` of a team secret over the same text (the least any
 // redaction must do) and `JSON.stringify` of the text (what writing it into the log costs anyway).
 // Build first: `npm run build && node bench/redact.mjs [rounds]`.
+import "./lib/help.mjs";
 import { teamRedactor } from "../dist/teams-hooks/runner/redact.js";
 import { ms, ratio, table, timeCalls } from "./lib/stats.mjs";
 

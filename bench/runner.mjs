@@ -3,6 +3,7 @@
 // sandboxed run (util-linux unshare: runner/sandbox.ts) next to an unsandboxed one.
 // Both are measured in the same run, alternating which goes first, so machine noise hits both alike.
 // Build first: `npm run build && node bench/runner.mjs [iterations]`.
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";

@@ -6,6 +6,7 @@
 // leader's own part: the run folder and the fstab written (no process).
 //
 //   npm run build && node bench/sandbox-steps.mjs [rounds, 100]
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";

@@ -20,6 +20,7 @@
 // flags to both servers' node (a profile, `--trace-gc`); `--order baseline-first` measures the baseline
 // first (the machine's load drifts: alternate the order between runs); `--server-out DIR` keeps each
 // server's stdout and stderr there.
+import "./lib/help.mjs";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";

@@ -3,6 +3,7 @@
 // run of a file gate): a gate file with a settings line, and one without, against a baseline measured
 // in the same run: one `statSync` of the same file, the least that looking at a gate costs (discovery
 // does several). Build first: `npm run build && node bench/settings-line.mjs [rounds]`.
+import "./lib/help.mjs";
 import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -12,6 +12,7 @@
 //     [--other /path/to/other/dist/teams-hooks/bin.js]
 //
 // The leader runs with the node flags of the bin's shebang, as `pi-teams-hooks watch` runs.
+import "./lib/help.mjs";
 import { rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
