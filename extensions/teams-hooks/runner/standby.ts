@@ -492,14 +492,7 @@ export function standbyDirsOf(
   runId: string,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): string[] {
-  let root: string;
-  let names: string[];
-  try {
-    root = runsRoot(env);
-    names = readdirSync(root).filter((name) => /^standby\.[A-Za-z0-9]{6}$/.test(name));
-  } catch {
-    return [];
-  }
+  const dirs = standbyDirs(env);
   const line = environmentScript({ PI_TEAMS_HOOK_RUN_ID: runId, PATH: "" }, [])?.split("\n")[0];
   if (!line) return [];
   // The same line, or the one of a chain's later hook: its id is the run's with `.N` before the closing quote. A
@@ -507,15 +500,25 @@ export function standbyDirsOf(
   const open = line.slice(0, -1);
   const namesRun = (text: string): boolean =>
     text.split("\n").some((l) => l === line || (l.startsWith(open) && /^\.\d+'$/.test(l.slice(open.length))));
-  return names
-    .map((name) => path.join(root, name))
-    .filter((dir) => {
-      try {
-        return namesRun(readFileSync(path.join(dir, "env.sh"), "utf8"));
-      } catch {
-        return false;
-      }
-    });
+  return dirs.filter((dir) => {
+    try {
+      return namesRun(readFileSync(path.join(dir, "env.sh"), "utf8"));
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The standby folders (`standby.XXXXXX`) in the runs folder of `env`; none where it cannot be read. */
+function standbyDirs(env: Readonly<Record<string, string | undefined>>): string[] {
+  try {
+    const root = runsRoot(env);
+    return readdirSync(root)
+      .filter((name) => /^standby\.[A-Za-z0-9]{6}$/.test(name))
+      .map((name) => path.join(root, name));
+  } catch {
+    return [];
+  }
 }
 
 /** A standby folder this old with no process in its view was left by a leader that died. */
@@ -528,15 +531,8 @@ const ORPHAN_AGE_MS = 10_000;
  * install: a live leader's standby always has its process. Returns how many were removed.
  */
 export function removeOrphanStandbys(env: Readonly<Record<string, string | undefined>> = process.env): number {
-  let root: string;
-  let names: string[];
-  try {
-    root = runsRoot(env);
-    names = readdirSync(root).filter((name) => /^standby\.[A-Za-z0-9]{6}$/.test(name));
-  } catch {
-    return 0;
-  }
-  if (names.length === 0) return 0;
+  const dirs = standbyDirs(env);
+  if (dirs.length === 0) return 0;
   const roots = new Set<string>();
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
@@ -547,8 +543,7 @@ export function removeOrphanStandbys(env: Readonly<Record<string, string | undef
     }
   }
   let removed = 0;
-  for (const name of names) {
-    const dir = path.join(root, name);
+  for (const dir of dirs) {
     try {
       if (Date.now() - lstatSync(dir).mtimeMs < ORPHAN_AGE_MS) continue;
       if (roots.has(realpathSync(path.join(dir, "root")))) continue;
