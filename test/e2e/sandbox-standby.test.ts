@@ -7,7 +7,7 @@ import { mkdir, open, readFile, rename, rm, symlink, utimes, writeFile } from "n
 import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, it } from "vitest";
+import { describe, it, type TestContext } from "vitest";
 import { completeTasks, readLogs, useLeaderRig, waitUntil, type LeaderProcess } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 import { runsRoot } from "../../extensions/teams-hooks/runner/run-dir.js";
@@ -239,6 +239,51 @@ function processesWith(marker: string): number[] {
     }
   }
   return found;
+}
+
+/**
+ * Four runs of one gate, each from its last run's standby but the first: the third starts `hider` (its file in
+ * the working directory) with `startLine` and passes, leaving it behind with `r` (the result file) and `e` (the
+ * run's env.sh) to watch; the fourth fails (its tests do), so a verdict the hider plants would pass it. The hider
+ * is stopped (a `stop` file), or killed by `marker` in its command line, when the test ends.
+ */
+async function aHiderRun(
+  context: TestContext,
+  hider: string,
+  marker: string,
+  startLine: string,
+): Promise<{ runs: Awaited<ReturnType<typeof readLogs>>; leader: LeaderProcess; cwd: string }> {
+  const rig = outerRig.scoped(context);
+  const ids = ["1", "2", "3", "4"];
+  const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+  const cwd = team.teamsRoot;
+  await writeFile(path.join(cwd, "hider"), hider);
+  // Whatever happens, the hider ends with the test (it ends by itself too, within 20 s).
+  context.onTestFinished(async () => {
+    await writeFile(path.join(cwd, "stop"), "");
+    await waitUntil("the hider's end", () => processesWith(marker).length === 0, { timeoutMs: 5_000 }).catch(() => {
+      for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL");
+    });
+  });
+  await rig.hook(
+    team,
+    "on_task_completed.sh",
+    [
+      // A standby's result file is in its own folder (out/), the run's files (env.sh) in the one above it.
+      `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
+      `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then ${startLine}; exit 0; fi`,
+      `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
+    ].join("\n"),
+  );
+  const leader = await rig.leader(team);
+  for (const [n, id] of ids.entries()) {
+    // From the second on, each run starts from the standby its gate's last run left (in the view it kept).
+    if (n >= 1) await aStandby(leader);
+    await completeTasks(team, [id]);
+    await leader.waitForEvents(n + 1);
+  }
+  const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+  return { runs, leader, cwd };
 }
 
 describe.concurrent("a sandboxed gate started from its standby", () => {
@@ -529,41 +574,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       `keeps no view with a process of a run's left in it that a look at /proc misses (one that ${way}): it cannot write the verdict of the gate's next run`,
       async (context) => {
         const { expect } = context;
-        const rig = outerRig.scoped(context);
-        const ids = ["1", "2", "3", "4"];
-        const team = await rig.team({
-          tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })),
-        });
-        const cwd = team.teamsRoot;
-        await writeFile(path.join(cwd, "hider"), hider);
-        // Whatever happens, the hider ends with the test (it ends by itself too, within 20 s).
-        context.onTestFinished(async () => {
-          await writeFile(path.join(cwd, "stop"), "");
-          await waitUntil("the hider's end", () => processesWith("pi-teams-test-hider").length === 0, {
-            timeoutMs: 5_000,
-          }).catch(() => {
-            for (const pid of processesWith("pi-teams-test-hider")) process.kill(pid, "SIGKILL");
-          });
-        });
-        // The third run leaves a hider and passes; the fourth fails (its tests do): a planted verdict would pass it.
-        await rig.hook(
-          team,
-          "on_task_completed.sh",
-          [
-            // A standby's result file is in its own folder (out/), the run's files (env.sh) in the one above it.
-            `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
-            `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then ${START_HIDER[way]}; exit 0; fi`,
-            `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
-          ].join("\n"),
-        );
-        const leader = await rig.leader(team);
-        for (const [n, id] of ids.entries()) {
-          // From the second on, each run starts from the standby its gate's last run left (in the view it kept).
-          if (n >= 1) await aStandby(leader);
-          await completeTasks(team, [id]);
-          await leader.waitForEvents(n + 1);
-        }
-        const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+        const { runs, leader } = await aHiderRun(context, hider, "pi-teams-test-hider", START_HIDER[way]);
         expect(runs.map((r) => r.result.outcome)).toEqual(["passed", "passed", "passed", "failed"]);
         expect(runs[3]?.result.verdict).toBeUndefined();
         expect(runs[3]?.result.stderr).toContain("the tests fail");
@@ -578,37 +589,12 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
     "keeps no view with a process of a run's left in it whose pid lies before the run's first, the pid turn having come round by pids given to no process: it cannot write the verdict of the gate's next run",
     async (context) => {
       const { expect } = context;
-      const rig = outerRig.scoped(context);
-      const ids = ["1", "2", "3", "4"];
-      const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
-      const cwd = team.teamsRoot;
-      await writeFile(path.join(cwd, "hider"), TURN_HIDER);
-      context.onTestFinished(async () => {
-        await writeFile(path.join(cwd, "stop"), "");
-        await waitUntil("the hider's end", () => processesWith("pi-teams-test-turn-hider").length === 0, {
-          timeoutMs: 5_000,
-        }).catch(() => {
-          for (const pid of processesWith("pi-teams-test-turn-hider")) process.kill(pid, "SIGKILL");
-        });
-      });
-      // The third run leaves the hider and passes; the fourth fails (its tests do): a planted verdict would pass it.
-      await rig.hook(
-        team,
-        "on_task_completed.sh",
-        [
-          // A standby's result file is in its own folder (out/), the run's files (env.sh) in the one above it.
-          `r=$PI_TEAMS_HOOK_RESULT_FILE; e=$(dirname "$(dirname "$r")")/env.sh`,
-          `if [ "$PI_TEAMS_TASK_ID" = 3 ]; then echo "gate=$$"; ( ulimit -n 64; PLANTED='${PLANTED}' exec /usr/bin/perl hider "$r" "$e" "$PWD/stop" $$ pi-teams-test-turn-hider </dev/null >/dev/null 2>&1 ); exit 0; fi`,
-          `if [ "$PI_TEAMS_TASK_ID" = 4 ]; then sleep 1; echo "the tests fail" >&2; exit 1; fi`,
-        ].join("\n"),
+      const { runs, leader, cwd } = await aHiderRun(
+        context,
+        TURN_HIDER,
+        "pi-teams-test-turn-hider",
+        `echo "gate=$$"; ( ulimit -n 64; PLANTED='${PLANTED}' exec /usr/bin/perl hider "$r" "$e" "$PWD/stop" $$ pi-teams-test-turn-hider </dev/null >/dev/null 2>&1 )`,
       );
-      const leader = await rig.leader(team);
-      for (const [n, id] of ids.entries()) {
-        if (n >= 1) await aStandby(leader);
-        await completeTasks(team, [id]);
-        await leader.waitForEvents(n + 1);
-      }
-      const runs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
       // The hider was there, with a pid a few steps of the turn before the third gate's (its standby's).
       const hider = Number(readFileSync(path.join(cwd, "pid-of-turn-hider"), "utf8"));
       const gatePid = Number(said(runs[2]?.result.stdout ?? "").get("gate"));
