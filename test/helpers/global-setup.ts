@@ -113,19 +113,24 @@ export function removeKilledRuns(parents: readonly string[] = ["/dev/shm", os.tm
         continue; // not a run that names its process: left alone
       }
       if (owner === "" || processId(Number(owner.split(" ")[0])) === owner) continue;
-      for (const { pid } of processesOfRun(dir)) {
-        try {
-          process.kill(pid, "SIGKILL");
-        } catch {
-          /* gone */
-        }
-      }
+      killAll(processesOfRun(dir).map((p) => p.pid));
       if (process.getuid?.() === 0) removeAccountsUnder(dir);
       try {
         rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
       } catch {
         // A file of another user's in it (a leader under its own user wrote there): left, not this run's failure.
       }
+    }
+  }
+}
+
+/** SIGKILL to each of `pids` (one gone meanwhile is skipped). */
+function killAll(pids: readonly number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone */
     }
   }
 }
@@ -158,13 +163,7 @@ function removeAccountsUnder(dir: string): void {
     const [name = "", , uid = "", , , home = ""] = line.split(":");
     if (!/^pt[al][0-9a-f]{6}$/.test(name) || !home.startsWith(`${dir}/`)) continue;
     // The account is the test's alone: every process of it goes first (userdel refuses a user that runs one).
-    for (const pid of processesOfUser(Number(uid))) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-    }
+    killAll(processesOfUser(Number(uid)));
     spawnSync("userdel", [name], { stdio: "ignore" });
     suffixes.add(name.slice(3));
   }
@@ -278,13 +277,7 @@ function isolate(): () => Promise<void> {
     let left = processesOfRun(dir);
     for (const until = Date.now() + 5_000; left.length > 0 && Date.now() < until; left = processesOfRun(dir))
       await new Promise((resolve) => setTimeout(resolve, 50));
-    for (const { pid } of left) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        /* gone */
-      }
-    }
+    killAll(left.map((p) => p.pid));
     if (left.length > 0) {
       const named = left.map((p) => `${p.pid} ${p.cmdline}`).join("; ");
       problems.push(`processes left running by the tests (killed): ${named}`);

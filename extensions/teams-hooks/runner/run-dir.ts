@@ -133,7 +133,6 @@ export function newResultFile(run: RunDir): boolean {
   }
 }
 
-/** Removes a run's folder and all in it; a failure leaves a `0700` folder of the leader's, never an error. */
 /**
  * Whether `dir` belongs to another user than the leader's: a `run-as=` gate's run folder, handed to its user by a
  * leader running as root. That user can swap a folder inside it for a link between a listing and the removal
@@ -148,20 +147,15 @@ function handedOver(dir: string): boolean {
 }
 
 /**
- * Removes a folder handed over to another user with coreutils' `rm -r`, which walks it by open folders, never
- * through a link (openat and unlinkat with O_NOFOLLOW): no link put in meanwhile leads it elsewhere. Left where
- * there is no `rm` at a fixed path (the next start tries again).
+ * The command that removes a folder handed over to another user: coreutils' `rm -r` (at a path of the base
+ * system's own, never looked for through PATH), which walks it by open folders, never through a link (openat and
+ * unlinkat with O_NOFOLLOW), so no link put in meanwhile leads it elsewhere. Null where there is no such `rm`: the
+ * folder is left (the next start tries again).
  */
-function removeHandedOver(dir: string): void {
-  const rm = coreutilsRm();
-  if (rm) spawnSync(rm, ["-rf", "--one-file-system", "--", dir], { stdio: "ignore", timeout: 60_000 });
-}
-
-/** coreutils' `rm` at a path of the base system's own, never looked for through PATH. */
-function coreutilsRm(): string | null {
+function removeHandedOverCommand(dir: string): { file: string; args: string[] } | null {
   for (const file of ["/usr/bin/rm", "/bin/rm"]) {
     try {
-      if (lstatSync(file).isFile()) return file;
+      if (lstatSync(file).isFile()) return { file, args: ["-rf", "--one-file-system", "--", dir] };
     } catch {
       // not there
     }
@@ -169,9 +163,11 @@ function coreutilsRm(): string | null {
   return null;
 }
 
+/** Removes a run's folder and all in it; a failure leaves a `0700` folder of the leader's, never an error. */
 export function removeRunDir(dir: string): void {
   if (handedOver(dir)) {
-    removeHandedOver(dir);
+    const rm = removeHandedOverCommand(dir);
+    if (rm) spawnSync(rm.file, rm.args, { stdio: "ignore", timeout: 60_000 });
     return;
   }
   try {
@@ -193,11 +189,8 @@ export function removeRunDir(dir: string): void {
  */
 export async function removeRunDirLater(dir: string): Promise<void> {
   if (handedOver(dir)) {
-    await new Promise<void>((resolve) => {
-      const rm = coreutilsRm();
-      if (!rm) return resolve();
-      execFile(rm, ["-rf", "--one-file-system", "--", dir], () => resolve());
-    });
+    const rm = removeHandedOverCommand(dir);
+    if (rm) await new Promise<void>((resolve) => execFile(rm.file, rm.args, () => resolve()));
     return;
   }
   // A thread's start costs some 30 ms of CPU: a leader that removes a few folders does it in the thread pool.
