@@ -17,6 +17,7 @@ import type { HookEventName } from "../contract/contract.js";
 import { hookCandidatePaths, insecurity, readHookSettings, type CandidateStatus } from "../gates/discover.js";
 import { describeSettings, type HookSettingsRead } from "../settings/hook-line.js";
 import { missingImportMessage, missingImportsOfFile } from "../runner/imports.js";
+import { absoluteSearchPath } from "../runner/search-path.js";
 import { syntaxError } from "../runner/syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
 import type { HandlerReport } from "./handler-checks.js";
@@ -379,11 +380,14 @@ function parseShebang(line: string): Shebang {
   return { interpreter, program: arg.startsWith("-") ? null : arg, problem: null };
 }
 
-/** The first executable `name` on the hook's PATH (the leader's environment), or null. */
+/**
+ * The first executable `name` on the hook's PATH (the leader's environment), or null: through its absolute
+ * folders only, as the runner searches it (runner/search-path.ts).
+ */
 function findOnPath(name: string, env: Env, cwd: string): string | null {
   if (name.includes("/")) return isExecutableFile(path.resolve(cwd, name)) ? path.resolve(cwd, name) : null;
-  for (const dir of (env.PATH ?? "/usr/bin:/bin").split(path.delimiter)) {
-    const candidate = path.resolve(cwd, dir || ".", name);
+  for (const dir of absoluteSearchPath(env.PATH ?? "/usr/bin:/bin").split(path.delimiter)) {
+    const candidate = path.join(dir, name);
     if (isExecutableFile(candidate)) return candidate;
   }
   return null;

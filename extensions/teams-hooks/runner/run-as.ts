@@ -13,6 +13,7 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
+import { withAbsoluteSearchPath } from "./search-path.js";
 
 /** A user of the system, as /etc/passwd has it. */
 interface RunAsUser {
@@ -31,8 +32,9 @@ export function lookUpUser(name: string): RunAsUser | null {
   } catch {
     // no /etc/passwd: ask id
   }
-  const uid = spawnSync("id", ["-u", name], { encoding: "utf8" });
-  const gid = spawnSync("id", ["-g", name], { encoding: "utf8" });
+  const env = withAbsoluteSearchPath(process.env);
+  const uid = spawnSync("id", ["-u", name], { encoding: "utf8", env });
+  const gid = spawnSync("id", ["-g", name], { encoding: "utf8", env });
   if (uid.status !== 0 || gid.status !== 0) return null;
   return { name, uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
@@ -44,7 +46,11 @@ function cannotSwitch(user: RunAsUser): string | null {
   if (process.getuid?.() === 0) return null;
   const known = sudoAllowed.get(user.name);
   if (known !== undefined) return known;
-  const probe = spawnSync("sudo", ["-n", "-E", "-u", user.name, "--", "true"], { encoding: "utf8", timeout: 10_000 });
+  const probe = spawnSync("sudo", ["-n", "-E", "-u", user.name, "--", "true"], {
+    encoding: "utf8",
+    timeout: 10_000,
+    env: withAbsoluteSearchPath(process.env),
+  });
   const why =
     probe.error !== undefined
       ? `sudo is not installed (${probe.error.message})`

@@ -88,6 +88,7 @@ import { groupMembers, signalGroup, terminateGroup } from "./terminate.js";
 import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
 import type { Runtime } from "./runtime.js";
+import { absoluteSearchPath, withAbsoluteSearchPath } from "./search-path.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -242,7 +243,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   // left due until the caller has handled this event (startStandbys).
   const next = ahead
     ? () =>
-        startStandby(ahead, opts.cwd, process.env.PATH ?? "/usr/bin:/bin", (dir) =>
+        startStandby(ahead, opts.cwd, absoluteSearchPath(process.env.PATH ?? "/usr/bin:/bin"), (dir) =>
           standbyLayout(dir, hook, invocation, opts),
         )
     : null;
@@ -432,9 +433,12 @@ async function runIn(
     resultFile: run.resultFile,
     eventKey: opts.eventKey,
     attempt: opts.attempt,
-    base: confined
-      ? gateBaseEnv(opts.baseEnv ?? process.env, opts.sandbox?.env ?? [], sandbox.state === "on")
-      : (opts.baseEnv ?? process.env),
+    // Its PATH without empty or relative folders, sandboxed or not (runner/search-path.ts).
+    base: withAbsoluteSearchPath(
+      confined
+        ? gateBaseEnv(opts.baseEnv ?? process.env, opts.sandbox?.env ?? [], sandbox.state === "on")
+        : (opts.baseEnv ?? process.env),
+    ),
     maxValueBytes: opts.maxEnvValueBytes,
     context: opts.context,
   });

@@ -12,6 +12,7 @@ import { execFile } from "node:child_process";
 import { closeSync, openSync, readSync } from "node:fs";
 import path from "node:path";
 import type { HookCommand } from "../contract/hook-run.js";
+import { absoluteSearchPath } from "./search-path.js";
 
 /** The error code of a run whose gate does not parse (a spawn error: held for the lead). */
 export const GATE_SYNTAX = "E_GATE_SYNTAX";
@@ -88,7 +89,11 @@ export async function checkSyntax(hook: HookCommand, file: string, head: string)
     execFile(
       checker.command,
       [...checker.args, file],
-      { env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, timeout: CHECK_TIMEOUT_MS, maxBuffer: 1 << 20 },
+      {
+        env: { PATH: absoluteSearchPath(process.env.PATH ?? "/usr/bin:/bin") },
+        timeout: CHECK_TIMEOUT_MS,
+        maxBuffer: 1 << 20,
+      },
       (error, stdout, stderr) => {
         // Exit 0: it parses. A timeout or a kill says nothing about the gate's syntax.
         if (!error) return resolve(null);
