@@ -88,7 +88,7 @@ import { groupMembers, signalGroup, terminateGroup } from "./terminate.js";
 import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
 import type { Runtime } from "./runtime.js";
-import { absoluteSearchPath, withAbsoluteSearchPath } from "./search-path.js";
+import { withAbsoluteSearchPath } from "./search-path.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -243,9 +243,7 @@ async function runUnredacted(hook: HookCommand, invocation: HookInvocation, opts
   // left due until the caller has handled this event (startStandbys).
   const next = ahead
     ? () =>
-        startStandby(ahead, opts.cwd, absoluteSearchPath(process.env.PATH ?? "/usr/bin:/bin"), (dir) =>
-          standbyLayout(dir, hook, invocation, opts),
-        )
+        startStandby(ahead, opts.cwd, opts.baseEnv ?? process.env, (dir) => standbyLayout(dir, hook, invocation, opts))
     : null;
   const early = typeof opts.standby === "object" ? opts.standby.ahead : null;
   const onStarted =

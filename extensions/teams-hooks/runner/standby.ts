@@ -63,6 +63,7 @@ import {
   type SandboxPlan,
   type View,
 } from "./sandbox.js";
+import { absoluteSearchPath } from "./search-path.js";
 import { signalGroup } from "./terminate.js";
 
 /** How long a standby waits for a run before it is ended. */
@@ -235,15 +236,17 @@ export function usualStart(standby: Standby): { command: string; args: string[] 
 /**
  * Starts a standby for `key` unless one waits or is being started, or the pool is full. `prepare`
  * lays out the run folder (the stdin file created empty) and says what the run will start and its plan.
+ * `env` is the runs' (RunHookOptions.baseEnv): its runs folder holds the standby's, where a start looks for
+ * what a dead leader left (leader/startup.ts), and its PATH (absolute folders only) is the standby's own.
  */
 export async function startStandby(
   key: string,
   cwd: string,
-  pathEnv: string,
+  env: Readonly<Record<string, string | undefined>>,
   prepare: (run: RunDir) => { stdinFile: string; command: string; args: readonly string[]; plan: SandboxPlan },
 ): Promise<void> {
   if (!standbysOn() || waiting.has(key) || starting.has(key) || waiting.size + starting.size >= MAX_STANDBYS) return;
-  const begun = startStandbyNow(key, cwd, pathEnv, prepare);
+  const begun = startStandbyNow(key, cwd, env, prepare);
   starting.set(key, begun);
   try {
     await begun;
@@ -255,7 +258,7 @@ export async function startStandby(
 async function startStandbyNow(
   key: string,
   cwd: string,
-  pathEnv: string,
+  env: Readonly<Record<string, string | undefined>>,
   prepare: (run: RunDir) => { stdinFile: string; command: string; args: readonly string[]; plan: SandboxPlan },
 ): Promise<void> {
   const generation = stops;
@@ -285,7 +288,7 @@ async function startStandbyNow(
     } else {
       if (reused) dropView(reused.run, reused.held);
       reused = null;
-      run = makeRunDir("standby", process.env, { resultFolder: true });
+      run = makeRunDir("standby", env, { resultFolder: true });
       laid = prepare(run);
       view = viewOf(laid.plan);
       writeView(laid.plan, view);
@@ -298,7 +301,7 @@ async function startStandbyNow(
       command: chain.command,
       args: chain.args,
       cwd,
-      env: { PATH: pathEnv },
+      env: { PATH: absoluteSearchPath(env.PATH ?? "/usr/bin:/bin") },
       stdinFile: laid.stdinFile,
       go: true,
       fds: held ? [held.fds.user, held.fds.mount, held.fds.root] : undefined,
