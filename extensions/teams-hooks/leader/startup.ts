@@ -70,8 +70,9 @@ export async function endOrphanedRuns(ctx: LeaderContext, ledger: Ledger): Promi
     // run id. Its folders, named by the run or the standby it started from (whose environment file names the run).
     const views = [...runDirsOf(run.runId, ctx.opts.env), ...standbyDirsOf(run.runId, ctx.opts.env)];
     const ended = new Set(views.flatMap((dir) => endRun(dir).killed));
-    const killed = await killRunId(run.runId, "SIGKILL", { chain: true });
-    const count = Math.max(ended.size, killed);
+    // The same process may be found both ways (in the view and carrying the run id): counted once.
+    for (const pid of await killRunId(run.runId, "SIGKILL", { chain: true })) ended.add(pid);
+    const count = ended.size;
     if (count > 0) ctx.warn(`ended ${count} process(es) left by an interrupted run of ${run.key}`);
     for (const dir of views) removeRunDir(dir);
   }

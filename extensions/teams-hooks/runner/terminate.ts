@@ -181,12 +181,10 @@ function hasVariable(environ: Buffer, needle: Buffer): boolean {
 
 /**
  * Sends `signal` to every live process carrying `runId` (with `chain`, also the run ids of the later
- * hooks of its chain); returns how many were signalled.
+ * hooks of its chain); returns the pids signalled.
  */
-export async function killRunId(runId: string, signal: KillSignal, opts: { chain?: boolean } = {}): Promise<number> {
-  let count = 0;
-  for (const pid of await findProcessesByRunId(runId, opts)) if (signalProcess(pid, signal)) count++;
-  return count;
+export async function killRunId(runId: string, signal: KillSignal, opts: { chain?: boolean } = {}): Promise<number[]> {
+  return (await findProcessesByRunId(runId, opts)).filter((pid) => signalProcess(pid, signal));
 }
 
 /** Every live process of a run: the group's members plus run-id carriers that left the group. */
