@@ -157,6 +157,39 @@ describe("on_task_completed.sh under hostile tests: what the tests say is never 
     expect(fs.readFileSync(verdict, "utf8")).toBe('{"decision":"allow"}\n');
   });
 
+  it("fails when failing tests write an allow verdict into the gate's own stdout, through /proc", async () => {
+    // A process of the gate's user may open another's open files again by their links in /proc
+    // (`/proc/<pid>/fd/1`) without any right to trace it. The gate's stdout is a socket of the leader's (Node's
+    // spawn), which cannot be opened so (ENXIO): a pipe in its place would let the tests write the gate's
+    // last line, a verdict.
+    const result = await gateRun(await completedTeam(), `echo "${ALLOW}" >/proc/$PPID/fd/1; exit 1`);
+    expect(result.verdict).toBeUndefined();
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
+    expect(result.stderr).toContain("No such device or address");
+  });
+
+  // NOT PREVENTED (a failing test of the hole): a process the failing tests leave behind (its output elsewhere,
+  // so the gate does not wait for it), with shell builtins only, waits until the gate has emptied the result
+  // file, then until the gate starts its next child (the failure's reason, `$(grep …)`: past the gate's last
+  // look at the file), and writes an allow verdict there; it ends before the gate does. The leader reads the
+  // file as it is at the gate's exit, and a verdict wins over the exit status: the run passes, with
+  // `verdict.source: "file"`, while the gate said it failed. No gate can close this: whatever it checks last,
+  // a process of its user (the same in the sandbox, under either deployment) can write after it, or stop it
+  // with SIGSTOP until it has. Only the leader can, by letting a gate say that its exit status alone decides.
+  it.fails("fails when a process the failing tests leave writes an allow verdict once the gate has emptied the file", async () => {
+    const leave = [
+      `${RESULT_FILE}; g=$PPID; echo x >"$f";`,
+      `(while [ -s "$f" ]; do :; done;`,
+      `c=; until [ -n "$c" ]; do read -r c </proc/$g/task/$g/children; kill -0 $g || exit; done;`,
+      `echo "${ALLOW}" >"$f") >/dev/null 2>&1 </dev/null &`,
+      "exit 1",
+    ].join(" ");
+    const result = await gateRun(await completedTeam(), leave);
+    expect(result.stderr).toContain("gate failed for task #1");
+    expect(result.verdict).toBeUndefined();
+    expect(result).toMatchObject({ outcome: "failed", exitCode: 1 });
+  });
+
   it("passes when passing tests write a deny verdict to the result file: the exit status decides", async () => {
     const result = await gateRun(await completedTeam(), `${RESULT_FILE}; echo '{"decision":"deny"}' >"$f"; exit 0`);
     expect(result).toMatchObject({ outcome: "passed", exitCode: 0 });

