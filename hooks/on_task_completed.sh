@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pi-teams-hooks: env=PI_TEAMS_GATE_CMD
+# pi-teams-hooks: env=PI_TEAMS_GATE_CMD verdict=exit
 # Quality gate for a completed task (pi-teams-hooks contract v1).
 #
 # Runs the project's check command in the leader's working directory (or --cwd) and fails the gate
@@ -11,10 +11,11 @@
 # run with this gate's authority, as the leader's user. This gate cannot hold them back; it relies on
 # the sandbox the leader runs every gate in (a read-only file system except the working directory and
 # a private /tmp; the leader's state, logs and gates unwritable: docs/security.md, "Gates run
-# sandboxed"). Nor is what the tests say this gate's verdict: their output goes to a file, never to
-# the gate's stdout; they run without PI_TEAMS_HOOK_RESULT_FILE in their environment, and what they
-# wrote to that file anyway is emptied once they finish, so the exit status below decides. (A process
-# of theirs that outlives this gate is the runner's and the sandbox's to end; this gate cannot.)
+# sandboxed"). Nor is what the tests say this gate's verdict: verdict=exit above has the leader judge
+# this gate by its exit status alone, with no result file offered and no verdict read from stdout, so
+# that nothing the tests or a process they leave write can stand for the exit status below. (Their
+# output goes to a file, never to the gate's stdout. A process of theirs that outlives this gate is the
+# runner's and the sandbox's to end; this gate cannot.)
 #
 # Try it:  pi-teams-hooks run task_completed --team-dir <team dir> --task <id> --hooks-dir hooks
 set -uo pipefail
@@ -37,23 +38,8 @@ fi
 output=$(mktemp "${TMPDIR:-/tmp}/gate-output.XXXXXX")
 trap 'rm -f "$output"' EXIT
 
-env -u PI_TEAMS_HOOK_RESULT_FILE bash -c "$cmd" >"$output" 2>&1
+bash -c "$cmd" >"$output" 2>&1
 status=$?
-# The tests can still find the result file (this process's environment in /proc): a verdict they left there would win over the exit status, so it is emptied
-# (an empty file is no verdict). Anything else there is removed: through a symlink, even to a file this
-# gate cannot write, the leader would read a verdict the tests chose.
-f=${PI_TEAMS_HOOK_RESULT_FILE:-}
-if [ -n "$f" ] && [ -f "$f" ] && [ ! -L "$f" ]; then
-  chmod u+w -- "$f" 2>/dev/null
-  : 2>/dev/null >"$f" || rm -f -- "$f" 2>/dev/null
-elif [ -n "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; }; then
-  rm -f -- "$f" 2>/dev/null
-fi
-# What cannot be emptied fails the gate: a verdict the tests left there must not decide.
-if [ -n "$f" ] && [ -s "$f" ]; then
-  echo "the tests left a verdict in the result file that this gate cannot empty: failed" >&2
-  exit 1
-fi
 if [ "$status" -eq 0 ]; then
   echo "gate passed for task $task: $cmd"
   exit 0

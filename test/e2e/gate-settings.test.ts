@@ -8,7 +8,7 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { describe, it } from "vitest";
 import { listTaskFiles } from "../../extensions/teams-hooks/team/tasks.js";
-import { readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { readLogs, readTaskFile, runBin, useLeaderRig } from "../helpers/leader-rig.js";
 import { makeTask } from "../helpers/temp-team.js";
 
 const outerRig = useLeaderRig();
@@ -99,6 +99,40 @@ describe("gate settings under a running leader", () => {
     const doctor = await runBin(["doctor", "--team-dir", team.teamDir]);
     expect(doctor.stdout).toContain("on_task_completed.sh settings (line 2): timeout=30s mode=shadow");
     expect(doctor.stdout).toContain("on_task_completed.d/10-bob.sh settings (line 2): members=bob");
+  });
+
+  it("verdict=exit: the exit status alone decides, from a standby as at the event; no result file is offered, no verdict read", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const ids = ["1", "2", "3"];
+    const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+    // An allow verdict on stdout and in the file the runs make beside the context (what a gate's tests could do),
+    // and a failing exit status: the status decides.
+    await rig.hook(
+      team,
+      "on_task_completed.sh",
+      [
+        "# pi-teams-hooks: verdict=exit",
+        'echo "offered=$PI_TEAMS_HOOK_RESULT_FILE" >&2',
+        `echo '{"decision":"allow"}' > "$(dirname "$PI_TEAMS_HOOK_CONTEXT_FILE")/result.json" 2>/dev/null`,
+        "echo 'the check failed' >&2",
+        `echo '{"decision":"allow"}'`,
+        "exit 1",
+      ].join("\n"),
+    );
+    const leader = await rig.leader(team);
+    for (const [n, id] of ids.entries()) {
+      await rig.worker("complete", { tasksDir: team.tasksDir, ids: [id] });
+      await leader.waitForEvents(n + 1);
+    }
+    const logs = (await readLogs(team.teamDir)).sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    expect(logs.map((log) => log.result.outcome)).toEqual(["failed", "failed", "failed"]);
+    for (const log of logs) {
+      expect(log.result.verdict).toBeUndefined();
+      expect(log.result.exitCode).toBe(1);
+      expect(log.result.stderr).toMatch(/^offered=$/m);
+      expect(log.result.hookSettings).toBe("verdict=exit");
+    }
   });
 
   it("a settings line that cannot be read: doctor and the leader name the key and the line, and the gate's events are held", async (context) => {

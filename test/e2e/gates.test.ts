@@ -115,9 +115,12 @@ describe("on_task_completed.sh", () => {
 
 describe("on_task_completed.sh under hostile tests: what the tests say is never the gate's verdict", () => {
   const ALLOW = String.raw`{\"decision\":\"allow\"}`;
-  /** The run's result file as the tests can find it without the variable: in the gate's environment. */
+  /**
+   * The run's result file as the tests can find it: the gate (verdict=exit) is offered none, but the leader's
+   * runs make one beside the context file, whose name is in the gate's environment.
+   */
   // With grep and cut (coreutils): the tests need no sed.
-  const RESULT_FILE = String.raw`f=$(tr '\0' '\n' < /proc/$PPID/environ | grep '^PI_TEAMS_HOOK_RESULT_FILE=' | cut -d= -f2-)`;
+  const RESULT_FILE = String.raw`f=$(tr '\0' '\n' < /proc/$PPID/environ | grep '^PI_TEAMS_HOOK_CONTEXT_FILE=' | cut -d= -f2-); f="$(dirname "$f")/result.json"`;
 
   async function completedTeam(): Promise<TempTeam> {
     const team = await makeTempTeam({ tasks: [makeTask({ id: "1", status: "completed", owner: "alice" })] });
@@ -168,18 +171,16 @@ describe("on_task_completed.sh under hostile tests: what the tests say is never 
     expect(result.stderr).toContain("No such device or address");
   });
 
-  // NOT PREVENTED (a failing test of the hole): a process the failing tests leave behind (its output elsewhere,
-  // so the gate does not wait for it), with shell builtins only, waits until the gate has emptied the result
-  // file, then until the gate starts its next child (the failure's reason, `$(grep …)`: past the gate's last
-  // look at the file), and writes an allow verdict there; it ends before the gate does. The leader reads the
-  // file as it is at the gate's exit, and a verdict wins over the exit status: the run passes, with
-  // `verdict.source: "file"`, while the gate said it failed. No gate can close this: whatever it checks last,
-  // a process of its user (the same in the sandbox, under either deployment) can write after it, or stop it
-  // with SIGSTOP until it has. Only the leader can, by letting a gate say that its exit status alone decides.
-  it.fails("fails when a process the failing tests leave writes an allow verdict once the gate has emptied the file", async () => {
+  // A process the failing tests leave behind (its output elsewhere, so the gate does not wait for it), with shell
+  // builtins only, waits until the gate starts its next child after the tests (the failure's reason, `$(grep …)`:
+  // past anything the gate could check), and writes an allow verdict into the result file; it ends before the gate
+  // does. No gate can close this itself: whatever it checks last, a process of its user (the same in the sandbox,
+  // under either deployment) can write after it, or stop it with SIGSTOP until it has. The leader does: the gate
+  // says `verdict=exit`, and no result file or stdout line is read as its verdict.
+  it("fails when a process the failing tests leave writes an allow verdict after the gate's last look", async () => {
     const leave = [
       `${RESULT_FILE}; g=$PPID; echo x >"$f";`,
-      `(while [ -s "$f" ]; do :; done;`,
+      `(`,
       `c=; until [ -n "$c" ]; do read -r c </proc/$g/task/$g/children; kill -0 $g || exit; done;`,
       `echo "${ALLOW}" >"$f") >/dev/null 2>&1 </dev/null &`,
       "exit 1",

@@ -15,6 +15,23 @@ const parse = (text: string, event: "task_completed" | "task_failed" | "idle" | 
   parseHookSettings(text, event, "on_task_completed.sh");
 
 describe("the settings line", () => {
+  it("reads verdict=exit (the exit status alone decides), refuses another value, and refuses it with format=claude", () => {
+    const exitOnly = parse("# pi-teams-hooks: env=PI_TEAMS_GATE_CMD verdict=exit\n");
+    expect(exitOnly).toEqual({ ok: true, settings: { line: 1, env: ["PI_TEAMS_GATE_CMD"], verdict: "exit" } });
+    if (exitOnly.ok && exitOnly.settings)
+      expect(describeSettings(exitOnly.settings)).toBe("env=PI_TEAMS_GATE_CMD verdict=exit");
+    expect(parse("# pi-teams-hooks: verdict=any\n")).toEqual({ ok: true, settings: { line: 1, verdict: "any" } });
+    expect(parse("# pi-teams-hooks: verdict=stdout\n")).toEqual({
+      ok: false,
+      error: "on_task_completed.sh:1: verdict=stdout: expected any or exit",
+    });
+    expect(parse("// pi-teams-hooks: format=claude verdict=exit\n")).toEqual({
+      ok: false,
+      error:
+        "on_task_completed.sh:1: verdict=exit with format=claude: a Claude Code gate answers on stdout, which verdict=exit does not read",
+    });
+  });
+
   it("is read in shell and JavaScript comments, within the first 10 lines", () => {
     expect(
       parse(
@@ -59,7 +76,7 @@ describe("the settings line", () => {
   it.each([
     [
       "# pi-teams-hooks: timout=30s",
-      'on_task_completed.sh:1: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required, sandbox, sandbox-write, env, run-as, contract)',
+      'on_task_completed.sh:1: unknown setting "timout" (did you mean timeout?) (settings: timeout, members, owner, subject, labels, paths, mode, format, required, sandbox, sandbox-write, env, run-as, contract, verdict)',
     ],
     [
       "# pi-teams-hooks: timeout=soon",

@@ -268,6 +268,7 @@ export async function runChain(
                 canDefer: pointCanDefer(teamSettings, req.event),
                 sandbox: sandboxOptions(settings, req, seen.teamDir),
                 runAs: settings?.runAs,
+                verdict: settings?.verdict,
                 format: settings?.format,
                 runId,
                 eventKey: shownEventKey(req.key, context.view),

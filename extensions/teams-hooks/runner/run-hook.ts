@@ -83,7 +83,7 @@ import { claudeInput, claudeResult } from "../contract/claude.js";
 import { missingImportMessage, missingImports, missingImportsOfFile, moduleNotFound } from "./imports.js";
 import { sanitizeName } from "../team/paths.js";
 import { pathToFileURL } from "node:url";
-import type { HookFormat } from "../settings/hook-line.js";
+import type { HookFormat, VerdictSource } from "../settings/hook-line.js";
 import { groupMembers, signalGroup, terminateGroup } from "./terminate.js";
 import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
@@ -160,6 +160,11 @@ export interface RunHookOptions {
   /** `run-as=`: the user the gate runs as (runner/run-as.ts); absent: the leader's own. */
   runAs?: string;
   /**
+   * `verdict=exit`: the exit status alone judges the run. No result file is offered (the variable is unset) and
+   * none is read, nor a verdict on stdout: what the gate's children (the agents' tests) write cannot be its verdict.
+   */
+  verdict?: VerdictSource;
+  /**
    * A leader's run (runner/standby.ts): start from this gate's standby when one waits and still fits,
    * and leave one for its next run. Off by default (`run`, direct callers). `{ ahead }`: the next run's
    * standby is started as soon as this gate has started whenever `ahead()` says so (the leader's: events
@@ -173,6 +178,9 @@ export interface RunHookOptions {
 export interface StandbyAhead {
   ahead: () => boolean;
 }
+
+/** What a run judged by its exit status alone reads as its result file: nothing (applyVerdict). */
+const NO_VERDICT_FILE = Object.freeze({ text: null, refused: null });
 
 /** After the hook's processes are dead, how long the pipes may take to report close. */
 const CLOSE_SETTLE_MS = 500;
@@ -425,10 +433,11 @@ async function runIn(
   if (opts.runAs !== undefined && user === null)
     return notStarted(`${hook.hookPath}: run-as=${opts.runAs}: no such user on this machine; it did not run`, RUN_AS);
   const confined = sandbox.mode !== "off";
+  const exitOnly = opts.verdict === "exit";
   const { env, contextJson, doc, truncated } = buildHookEnvironment(invocation, {
     runId,
     contextFile: run.contextFile,
-    resultFile: run.resultFile,
+    resultFile: exitOnly ? undefined : run.resultFile,
     eventKey: opts.eventKey,
     attempt: opts.attempt,
     // Its PATH without empty or relative folders, sandboxed or not (runner/search-path.ts).
@@ -533,7 +542,7 @@ async function runIn(
     standby: standby ?? undefined,
     onStarted,
     onExit: () => {
-      atExit = readResultFile(run.resultFile, run.result);
+      if (!exitOnly) atExit = readResultFile(run.resultFile, run.result);
     },
     runId,
     env,
@@ -574,7 +583,9 @@ async function runIn(
     canDefer: canDefer(invocation.event) && opts.canDefer !== false,
     exitCodes: opts.exitCodes,
   };
-  const judged = applyVerdict(result, atExit ?? readResultFile(run.resultFile, run.result), lastLine, rules);
+  const judged = exitOnly
+    ? applyVerdict(result, NO_VERDICT_FILE, lastLineOf(""), rules)
+    : applyVerdict(result, atExit ?? readResultFile(run.resultFile, run.result), lastLine, rules);
   // Node could not find a module the gate imports (one a look at its text cannot see): the gate
   // judged nothing, so it is a gate that cannot start, not a denial.
   const notFound =

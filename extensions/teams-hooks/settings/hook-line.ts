@@ -4,6 +4,7 @@
  *
  *   # pi-teams-hooks: timeout=300s members=impl-*,qa owner=* subject=*api* labels=backend mode=shadow
  *   # pi-teams-hooks: required=false            (an optional gate: a team may drop it, see trust/trust.ts)
+ *   # pi-teams-hooks: verdict=exit              (the exit status alone decides: no result file, no stdout verdict)
  *   // pi-teams-hooks: format=claude            (the same line in JavaScript)
  *
  * The line lives in the gate's content, so the content hash that trust keeps covers it: nobody changes
@@ -44,6 +45,12 @@ export type SandboxMode = (typeof SANDBOX_MODES)[number];
  * refused (and held) rather than handed a document it did not ask for.
  */
 const SUPPORTED_CONTRACT_VERSIONS = [1] as const;
+/**
+ * `any` (the default): a verdict in the result file or on stdout's last line decides, else the exit status;
+ * `exit`: the exit status alone, for a gate whose children (the agents' tests) could write a verdict.
+ */
+export const VERDICT_SOURCES = ["any", "exit"] as const;
+export type VerdictSource = (typeof VERDICT_SOURCES)[number];
 const KEYS = [
   "timeout",
   ...MATCHER_KEYS,
@@ -55,6 +62,7 @@ const KEYS = [
   "env",
   "run-as",
   "contract",
+  "verdict",
 ] as const;
 
 /** What a settings line says; only the keys it gives. */
@@ -87,6 +95,11 @@ export interface HookSettings {
    * to it itself; another leader through `sudo`, where a sudoers rule lets it (docs/security.md).
    */
   runAs?: string;
+  /**
+   * `verdict=exit`: the run is judged by the gate's exit status alone; the leader offers no result file and
+   * reads no verdict (docs/hook-contract.md, "A gate judged by its exit status alone").
+   */
+  verdict?: VerdictSource;
 }
 
 /**
@@ -139,6 +152,11 @@ export function parseHookSettings(text: string, event: HookEventName, name: stri
     const problem = setValue(settings, key as (typeof KEYS)[number], value, event);
     if (problem) return { ok: false, error: `${where}: ${key}=${value}: ${problem}` };
   }
+  if (settings.verdict === "exit" && settings.format === "claude")
+    return {
+      ok: false,
+      error: `${where}: verdict=exit with format=claude: a Claude Code gate answers on stdout, which verdict=exit does not read`,
+    };
   return { ok: true, settings, ...withNotes };
 }
 
@@ -231,6 +249,10 @@ function setValue(
       settings.contract = version;
       return null;
     }
+    case "verdict":
+      if (!(VERDICT_SOURCES as readonly string[]).includes(value)) return `expected ${VERDICT_SOURCES.join(" or ")}`;
+      settings.verdict = value as VerdictSource;
+      return null;
     case "run-as":
       if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(value)) return "expected a user name (lower case letters, digits, _ and -)";
       settings.runAs = value;
@@ -513,5 +535,6 @@ export function describeSettings(settings: HookSettings): string {
   if (settings.env) parts.push(`env=${settings.env.join(",")}`);
   if (settings.runAs) parts.push(`run-as=${settings.runAs}`);
   if (settings.contract !== undefined) parts.push(`contract=${settings.contract}`);
+  if (settings.verdict) parts.push(`verdict=${settings.verdict}`);
   return parts.join(" ");
 }
