@@ -419,7 +419,7 @@ describe.concurrent("a sandboxed gate started from its standby", () => {
       if (n > 0) expect(run.get("run-files")).toBe(told[1]?.get("run-files"));
     }
     expect(told[1]?.get("run-files")).toMatch(
-      /^context\.json env\.sh fstab fstab\.ro on_task_completed\.sh out root $/,
+      /^context\.json env\.sh fstab fstab\.failed fstab\.ro on_task_completed\.sh out root $/,
     );
     expect(existsSync(path.join(team.teamDir, "hook-state", "planted"))).toBe(false);
     // The fourth's process was ended with its run, not left to write.

@@ -525,7 +525,8 @@ async function runIn(
     const opened = openRunDirTo(run.dir, runsRoot(opts.baseEnv ?? process.env), user, {
       read,
       exec: copy ? [copy] : [],
-      write: [run.resultFile],
+      // The set-up, run as the user, says there whether it failed (runner/sandbox.ts setupScript).
+      write: [run.resultFile, ...(sandbox.state === "on" && !standby ? [path.join(run.dir, "fstab.failed")] : [])],
     });
     if ("error" in opened)
       return notStarted(`${hook.hookPath}: run-as=${user.name}: ${opened.error}`, RUN_AS, truncated);
@@ -575,7 +576,8 @@ async function runIn(
       error: `${hook.hookPath}: the copy of the checked gate that ran (${copy}) ${tampered} while it ran: the run counts for nothing; the team lead looks at who wrote it`,
     };
   }
-  const setup = sandbox.state === "on" ? sandboxSetupFailure(result) : null;
+  const setup =
+    sandbox.state === "on" ? sandboxSetupFailure(result, run.dir, standby ? await standby.execed : null) : null;
   if (setup)
     return { ...result, ran: false, outcome: "error", errorKind: "spawn", errorCode: SANDBOX_SETUP, error: setup };
   if (claude) return claudeResult(result);
@@ -881,9 +883,21 @@ function interpreterOf(file: string, command: string): NodeJS.ErrnoException | n
   }
 }
 
+/** Whether the set-up's file (runner/sandbox.ts setupScript) says it failed: not empty. */
+function saidFailed(file: string): boolean {
+  try {
+    return lstatSync(file).size > 0;
+  } catch {
+    return false;
+  }
+}
+
 /** The line the sandbox's set-up left when it could not build the gate's view, or null when it did. */
-function sandboxSetupFailure(result: RunResult): string | null {
+function sandboxSetupFailure(result: RunResult, runDir: string, execed: boolean | null): string | null {
   if (result.exitCode !== SANDBOX_SETUP_FAILED) return null;
+  // Said where the gate cannot say it: a standby's `started` on its fd 3 (the gate ran), or the set-up's file beside
+  // the fstab (runner/sandbox.ts setupScript). The mark on stderr alone is any gate's to print.
+  if (execed === true || (execed === null && !saidFailed(path.join(runDir, "fstab.failed")))) return null;
   const line = result.stderr.split("\n").find((l) => l.startsWith(SANDBOX_SETUP_MARK));
   if (!line) return null;
   const first = result.stderr.split("\n").find((l) => l.trim() !== "") ?? line;

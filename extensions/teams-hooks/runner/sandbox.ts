@@ -157,11 +157,16 @@ function noPrivileges(root: boolean): string[] {
 function setupScript(tools: { unshare: string; setpriv: string; mount: string }): string {
   const [unshare, setpriv, mount] = [tools.unshare, tools.setpriv, tools.mount].map(shellQuote);
   return [
+    // A failure is said on stderr, and in `<fstab>.failed` (made empty beside the fstab: writeView), in the run's
+    // folder, read-only in the view: the gate, whose stderr is the same, cannot write it. Only that file says the
+    // set-up failed.
+    `f=$1`,
+    `failed() { echo "${SANDBOX_SETUP_MARK} $1" >&2; echo "$1" > "$f.failed"; exit ${SANDBOX_SETUP_FAILED}; }`,
     // Every mount or none: a view with one of them missing would be a weaker sandbox than asked, in silence.
-    `${mount} -a -T "$1" || { echo "${SANDBOX_SETUP_MARK} the gate's view could not be built (mount -a -T $1)" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
+    `${mount} -a -T "$f" || failed "the gate's view could not be built (mount -a -T $f)"`,
     // What must be read-only is checked in the view as built: a link swapped in under a writable path while the
     // view was made (mount follows links) would show a protected folder writable.
-    `while IFS= read -r p; do [ -w "$2$p" ] && { echo "${SANDBOX_SETUP_MARK} $p would be writable in the gate's view" >&2; exit ${SANDBOX_SETUP_FAILED}; }; done < "$1.ro"`,
+    `while IFS= read -r p; do [ -w "$2$p" ] && failed "$p would be writable in the gate's view"; done < "$f.ro"`,
     `r=$2 w=$3 u=$4 g=$5; shift 5`,
     // In the outer namespace the ids are 0:0, so --map-root-user gives the maps of --map-user=0 --map-group=0
     // without a look-up of "0" as a user and a group name first.
@@ -259,6 +264,8 @@ export function writeView(plan: SandboxPlan, view: View): void {
   const fstab = path.join(plan.runDir, "fstab");
   writeFileSync(fstab, view.fstab, { mode: 0o600, flag: "wx" });
   writeFileSync(`${fstab}.ro`, view.readOnly, { mode: 0o600, flag: "wx" });
+  // Empty until the set-up fails (setupScript): read-only in the view, so the gate cannot write it.
+  writeFileSync(`${fstab}.failed`, "", { mode: 0o600, flag: "wx" });
 }
 
 /** The command that starts `command args` in the sandbox of `plan`, its view written already (writeView). */

@@ -78,8 +78,10 @@ const MAX_STRING_BYTES = 96 * 1024;
 const MAX_TOTAL_BYTES = 1024 * 1024;
 
 /**
- * The last step of a standby's chain, inside the view: wait for `go` on fd 3, close it, forget the
- * shell's own exported variables, take the run's environment from the file `$1`, exec the gate.
+ * The last step of a standby's chain, inside the view: wait for `go` on fd 3, forget the shell's own
+ * exported variables, take the run's environment from the file `$1`, say `started` on fd 3 and close it,
+ * exec the gate. Only this `sh` has fd 3: an exit after `started` is the gate's own, whatever it prints (a
+ * gate's tests that print the sandbox's mark and exit 125 do not pass for a view that could not be built).
  */
 const WAIT = [
   // A held view's fds (HELD_FD_BASE..), entered already: nothing of the gate's gets them.
@@ -87,10 +89,11 @@ const WAIT = [
   // Ready: the leader may hold this view now, before anything of the gate's runs in it.
   "echo ready >&3",
   `read -r go <&3 && [ "$go" = go ] || { echo "${SANDBOX_SETUP_MARK} the gate's start was called off" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
-  "exec 3<&-",
   "unset PWD PATH go",
-  `. "$1" || exit ${SANDBOX_SETUP_FAILED}`,
+  `. "$1" || { echo "${SANDBOX_SETUP_MARK} the run's environment could not be read" >&2; exit ${SANDBOX_SETUP_FAILED}; }`,
   "shift",
+  "echo started >&3",
+  "exec 3<&-",
   'exec "$@"',
 ].join("\n");
 
@@ -116,6 +119,24 @@ export interface Standby {
   settled: boolean;
   /** `stops` when it was started: a view held since a stop is let go, not kept. */
   generation: number;
+  /**
+   * Once its fd 3 is closed: whether its `sh` said `started` there (WAIT), so that its process became the gate.
+   * An exit before that is the standby's own failure, never the gate's.
+   */
+  execed: Promise<boolean>;
+}
+
+/** Whether the `sh` of `process` said `started` on fd 3 (WAIT), known once that fd is closed at its end. */
+function execedOf(process: HookProcess): Promise<boolean> {
+  const go = process.go;
+  if (!go) return Promise.resolve(false);
+  let said = "";
+  return new Promise<boolean>((resolve) => {
+    go.on("data", (chunk: Buffer) => {
+      if (said.length < 64) said += chunk.toString("latin1");
+    });
+    go.once("close", () => resolve(/^started$/m.test(said)));
+  });
 }
 
 /** A view whose run ended clean, with its folder, waiting for the next standby of its gate (at most one a gate). */
@@ -324,6 +345,7 @@ async function startStandbyNow(
       held,
       settled: false,
       generation,
+      execed: execedOf(started.process),
       idle: setTimeout(() => {
         if (waiting.get(key) === standby) waiting.delete(key);
         void end(standby);
@@ -384,7 +406,7 @@ function dropView(run: RunDir, held: HeldView | null): void {
 }
 
 /** What a run's folder keeps between the runs of a held view: the view's own files and the result folder. */
-const KEPT = new Set(["root", "fstab", "fstab.ro", "out"]);
+const KEPT = new Set(["root", "fstab", "fstab.ro", "fstab.failed", "out"]);
 
 /**
  * Keeps the view of a standby whose run has ended for the next standby of its gate, when nothing of the

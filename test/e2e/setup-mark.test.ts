@@ -1,0 +1,51 @@
+/**
+ * A gate (or the agents' tests it passes its output and exit status on from) that prints the sandbox's own mark
+ * and exits 125 is a gate that failed, not a sandbox that could not be built: a set-up failure is said where the
+ * gate cannot say it (runner/sandbox.ts setupScript, runner/standby.ts WAIT), and the work is judged. Started at
+ * the event (`run`) or from a leader's standby.
+ */
+import { describe, it } from "vitest";
+import { completeTasks, readLogs, runBin, useLeaderRig } from "../helpers/leader-rig.js";
+import { makeTask } from "../helpers/temp-team.js";
+
+const outerRig = useLeaderRig();
+
+/** What failing tests print to pass for a sandbox that could not be built. */
+const FORGED = [
+  'echo "pi-teams-hooks sandbox: the gate\'s view could not be built (mount -a -T /x)" >&2',
+  "exit 125",
+].join("\n");
+
+describe.concurrent("the sandbox's mark, printed by a gate", () => {
+  it("is the gate failing when its run started at the event", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+    await rig.hook(team, "on_task_completed.sh", FORGED);
+    const out = await runBin(["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--json"], {
+      cwd: team.teamsRoot,
+    });
+    const record = JSON.parse(out.stdout.trim().split("\n").at(-1) ?? "null") as {
+      result: { outcome: string; exitCode: number | null; errorCode?: string; sandbox?: string };
+    };
+    expect(record.result).toMatchObject({ outcome: "failed", exitCode: 125, sandbox: "on" });
+    expect(record.result.errorCode).toBeUndefined();
+  });
+
+  it("is the gate failing when its run started from a standby", async (context) => {
+    const { expect } = context;
+    const rig = outerRig.scoped(context);
+    const ids = ["1", "2", "3"];
+    const team = await rig.team({ tasks: ids.map((id) => makeTask({ id, owner: "alice", status: "in_progress" })) });
+    await rig.hook(team, "on_task_completed.sh", FORGED);
+    const leader = await rig.leader(team);
+    for (const [n, id] of ids.entries()) {
+      await completeTasks(team, [id]);
+      await leader.waitForEvents(n + 1);
+    }
+    const logs = await readLogs(team.teamDir);
+    expect(logs.map((log) => [log.result.outcome, log.result.exitCode, log.result.errorCode])).toEqual(
+      ids.map(() => ["failed", 125, undefined]),
+    );
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * A sandbox whose view cannot be built says so where the gate cannot: its set-up writes the reason into
+ * `<run folder>/fstab.failed` (made empty by the leader, read-only inside the view) besides its line on stderr,
+ * and exits 125 before the gate starts. A view that was built leaves the file empty, whatever the gate prints.
+ */
+import { spawnSync } from "node:child_process";
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { makeRunDir, removeRunDir, runsRoot, type RunDir } from "../../extensions/teams-hooks/runner/run-dir.js";
+import {
+  SANDBOX_SETUP_FAILED,
+  SANDBOX_SETUP_MARK,
+  sandboxed,
+  type SandboxPlan,
+} from "../../extensions/teams-hooks/runner/sandbox.js";
+import { fileTempDir } from "../helpers/temp-team.js";
+
+const work = fileTempDir("sandbox-setup-");
+const runs: RunDir[] = [];
+afterAll(() => {
+  for (const run of runs) removeRunDir(run.dir);
+});
+
+function planIn(run: RunDir): SandboxPlan {
+  return {
+    runDir: run.dir,
+    cwd: work,
+    writable: [work],
+    visible: [work, path.dirname(path.dirname(process.execPath))],
+    protect: [],
+    hide: [path.dirname(runsRoot())],
+    resultFile: run.resultFile,
+  };
+}
+
+/** A gate that prints the sandbox's own mark and exits as a failed set-up does. */
+const FORGER = path.join(work, "forger.sh");
+writeFileSync(
+  FORGER,
+  `echo "${SANDBOX_SETUP_MARK} the gate's view could not be built" >&2\nexit ${SANDBOX_SETUP_FAILED}\n`,
+);
+
+describe("the sandbox's set-up", () => {
+  it("that cannot build the view exits 125 before the gate, and says why in fstab.failed as on stderr", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    const chain = sandboxed("bash", ["-c", "echo the gate ran"], planIn(run));
+    // A bind of a source that is not there: mount -a fails, and with it the whole view.
+    appendFileSync(
+      path.join(run.dir, "fstab"),
+      `${path.join(work, "not-there")} ${path.join(run.dir, "root", "tmp")} none bind 0 0\n`,
+    );
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
+    expect(ran.stdout).not.toContain("the gate ran");
+    expect(ran.stderr).toContain(`${SANDBOX_SETUP_MARK} the gate's view could not be built`);
+    expect(readFileSync(path.join(run.dir, "fstab.failed"), "utf8")).toMatch(
+      /^the gate's view could not be built \(mount -a -T .*fstab\)\n$/,
+    );
+  });
+
+  it("that built the view leaves fstab.failed empty, and a gate cannot write it, whatever it prints", () => {
+    const run = makeRunDir("setup-test");
+    runs.push(run);
+    const failed = path.join(run.dir, "fstab.failed");
+    const chain = sandboxed(
+      "bash",
+      ["-c", `echo forged > '${failed}' || echo refused >&2; exec bash '${FORGER}'`],
+      planIn(run),
+    );
+    const ran = spawnSync(chain.command, chain.args, { encoding: "utf8", cwd: work });
+    expect(ran.status).toBe(SANDBOX_SETUP_FAILED);
+    expect(ran.stderr).toContain("refused");
+    expect(ran.stderr).toContain(SANDBOX_SETUP_MARK);
+    expect(readFileSync(failed, "utf8")).toBe("");
+  });
+});
