@@ -385,7 +385,13 @@ function planOf(
   // Writable paths through no link but the leader's own or root's (resolveWritable).
   const uid = process.getuid?.() ?? 0;
   const writable = (p: string, what: string): string => {
-    const found = resolveWritable(p, uid);
+    let found: ReturnType<typeof resolveWritable>;
+    try {
+      found = resolveWritable(p, uid);
+    } catch (error) {
+      // A loop of links (or one swapped again and again while it was looked at).
+      throw new SandboxRefusal(`${hook.hookPath}: ${what}: ${describeError(error)}: the gate did not run`);
+    }
     if (found === null) return p; // not there: nothing to bind
     if (isForeign(found))
       throw new SandboxRefusal(
@@ -514,14 +520,16 @@ async function runIn(
         "E_SANDBOX_SETUP",
         truncated,
       );
-    // A writable path through a link another user owns (the agents'): its target would be bound writable.
-    let plan: SandboxPlan;
-    try {
-      plan = planOf(run, hook, invocation, opts, user);
-    } catch (error) {
-      if (error instanceof SandboxRefusal) return notStarted(error.message, SANDBOX_SETUP, truncated);
-      throw error;
-    }
+    // A writable path through a link another user owns (the agents'): its target would be bound writable. A run from
+    // a standby was planned already, by the take that checked the standby's view still fits (takeStandby).
+    let plan: SandboxPlan | null = null;
+    if (!standby)
+      try {
+        plan = planOf(run, hook, invocation, opts, user);
+      } catch (error) {
+        if (error instanceof SandboxRefusal) return notStarted(error.message, SANDBOX_SETUP, truncated);
+        throw error;
+      }
     // Inside the sandbox a command that cannot start is the sandbox's exit status: said as Node says it outside.
     // Without PATH, execvp searches the C library's default, /bin:/usr/bin.
     const unstartable = cannotExec(started.command, env.PATH ?? "/bin:/usr/bin");
@@ -531,7 +539,7 @@ async function runIn(
       return notStarted(copy ? message.replaceAll(copy, hook.hookPath) : message, errnoCode(unstartable), truncated);
     }
     // A standby has its view built already (checked to be the one this plan builds now: takeStandby).
-    if (!standby) started = { ...started, ...sandboxed(started.command, started.args, plan) };
+    if (plan) started = { ...started, ...sandboxed(started.command, started.args, plan) };
   }
   if (user) {
     const switched = runAs(user, started.command, started.args);
